@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: Apache-2.0
+// cml/graph.h: building computations (builders, functions, closures, ops), compiling them into
+// executables and executing those on buffers.
+//
+// A builder records a module: the main function, named functions and closures. Each op is
+// checked when it is added (shape inference, dtype rules, the backend's capabilities); the
+// first failure sticks to the builder and later ops that receive an invalid value return
+// CML_VALUE_INVALID without overwriting it. `cml_builder_compile` reports that first error.
+// Semantics are StableHLO/XLA's: restricted broadcasting (equal shapes, a scalar side, or same
+// rank with size-1 axes), no implicit dtype promotion.
+//
+// Example (y = relu(x @ w + b), compiled and executed):
+//
+//   cml_builder_t* b = NULL;
+//   CML_RETURN_IF_ERROR(cml_builder_create(backend, "mlp", &b));
+//   cml_function_t* f = cml_builder_main(b);
+//   cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){4, 3});
+//   cml_shape_t ws = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){3, 2});
+//   cml_value_t x = cml_parameter(f, "x", &xs);
+//   cml_value_t w = cml_parameter(f, "w", &ws);
+//   cml_value_t y = cml_op_dot(f, x, w);                        // [4, 2]
+//   float zero = 0.0f;
+//   cml_value_t z = cml_constant(f, &(cml_shape_t){CML_DTYPE_F32}, &zero);
+//   y = cml_op_max(f, y, z);                                    // scalar side broadcasts
+//   cml_status_t st = cml_function_return(f, &y, 1);
+//   cml_executable_t* exe = NULL;
+//   if (st == CML_OK) st = cml_builder_compile(b, &exe);        // first error surfaces here
+//   cml_builder_destroy(b);
+//   ...
+//   cml_buffer_t* out[1];
+//   st = cml_executable_execute(exe, (cml_buffer_t*[]){xbuf, wbuf}, 2, NULL, 0, out);
+//
+// Thread-safety: a builder and its functions are single-thread (one thread at a time).
+// Executables are immutable and thread-safe: many threads may execute one at once.
+#ifndef CML_GRAPH_H_
+#define CML_GRAPH_H_
+
+#include "cml/base.h"
+#include "cml/shape.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cml_backend_t cml_backend_t;
+typedef struct cml_buffer_t cml_buffer_t;
+typedef struct cml_builder_t cml_builder_t;
+typedef struct cml_function_t cml_function_t;
+typedef struct cml_executable_t cml_executable_t;
+
+//===--- dtype sets used by the op list ---===//
+
+#define CML_DSET_BOOL CML_DTYPE_BIT(CML_DTYPE_BOOL)
+#define CML_DSET_SINT                                                                      \
+  (CML_DTYPE_BIT(CML_DTYPE_I8) | CML_DTYPE_BIT(CML_DTYPE_I16) | CML_DTYPE_BIT(CML_DTYPE_I32) | \
+   CML_DTYPE_BIT(CML_DTYPE_I64))
+#define CML_DSET_UINT                                                                      \
+  (CML_DTYPE_BIT(CML_DTYPE_U8) | CML_DTYPE_BIT(CML_DTYPE_U16) | CML_DTYPE_BIT(CML_DTYPE_U32) | \
+   CML_DTYPE_BIT(CML_DTYPE_U64))
+#define CML_DSET_INT (CML_DSET_SINT | CML_DSET_UINT)
+#define CML_DSET_FLOAT32_64 (CML_DTYPE_BIT(CML_DTYPE_F32) | CML_DTYPE_BIT(CML_DTYPE_F64))
+#define CML_DSET_FLOAT \
+  (CML_DSET_FLOAT32_64 | CML_DTYPE_BIT(CML_DTYPE_F16) | CML_DTYPE_BIT(CML_DTYPE_BF16))
+#define CML_DSET_COMPLEX (CML_DTYPE_BIT(CML_DTYPE_C64) | CML_DTYPE_BIT(CML_DTYPE_C128))
+#define CML_DSET_PACKED                                                                    \
+  (CML_DTYPE_BIT(CML_DTYPE_I4) | CML_DTYPE_BIT(CML_DTYPE_U4) | CML_DTYPE_BIT(CML_DTYPE_I2) | \
+   CML_DTYPE_BIT(CML_DTYPE_U2))
+#define CML_DSET_NUMBER_REAL (CML_DSET_INT | CML_DSET_FLOAT)
+#define CML_DSET_NUMBER (CML_DSET_NUMBER_REAL | CML_DSET_COMPLEX)
+// Every dtype an array may hold. Packed dtypes are storage types: Parameter, Constant,
+// Identity, Reshape, ConvertDType and Bitcast accept them (see each builder).
+#define CML_DSET_ALL (CML_DSET_BOOL | CML_DSET_NUMBER)
+
+//===--- ops ---===//
+
+typedef enum cml_op_kind_t {
+  CML_OPK_PARAMETER,
+  CML_OPK_CONSTANT,
+  CML_OPK_UNARY,
+  CML_OPK_BINARY,
+  CML_OPK_COMPARE,
+  CML_OPK_REDUCE,
+  CML_OPK_OTHER,
+  CML_OPK_CONTROL,
+  CML_OPK_COLLECTIVE,
+  CML_OPK_FUSED,
+  CML_OPK_DYNAMIC,
+  CML_OPK_INTERNAL,
+  CML_OPK_COUNT
+} cml_op_kind_t;
+
+typedef enum cml_op_t {
+#define CML_OP(ENUM, NAME, lower, KIND, DTYPES, OUT) CML_OP_##ENUM,
+#include "cml/ops.def"
+  CML_OP_COUNT
+} cml_op_t;
+
+// The seed's op name ("Add", "DotGeneral"), or "unknown". Never NULL.
+CML_API const char* cml_op_name(cml_op_t op);
+// Looks an op up by its seed name; CML_OP_INVALID when unknown.
+CML_API cml_op_t cml_op_from_name(const char* name);
+CML_API cml_op_kind_t cml_op_kind(cml_op_t op);
+// The dtypes the op's main operand accepts (from ops.def).
+CML_API cml_dtype_set_t cml_op_dtypes(cml_op_t op);
+// True for the ops every backend must run (the seed's standard ops: not fused, collective,
+// dynamic or internal).
+CML_API bool cml_op_is_standard(cml_op_t op);
+
+//===--- values, builders, functions ---===//
+
+// A value produced by an op: an id local to its builder. 0 is invalid.
+typedef uint32_t cml_value_t;
+#define CML_VALUE_INVALID ((cml_value_t)0)
+
+// Creates a builder for |backend| (retained). |name| names the module (may be NULL).
+// Returns INVALID_ARGUMENT on NULL |backend|, RESOURCE_EXHAUSTED on allocation failure.
+CML_API CML_MUST_USE cml_status_t cml_builder_create(cml_backend_t* backend, const char* name,
+                                                     cml_builder_t** out_builder);
+CML_API void cml_builder_destroy(cml_builder_t* builder);
+
+// The first error recorded by |builder| as a new status (the caller frees it), or CML_OK.
+CML_API CML_MUST_USE cml_status_t cml_builder_status(const cml_builder_t* builder);
+
+// The builder's main function ("main"); lent, lives with the builder. Never NULL for a valid
+// builder.
+CML_API cml_function_t* cml_builder_main(cml_builder_t* builder);
+
+// Creates a named top-level function, callable with `cml_op_call`. |name| must be a unique,
+// non-empty identifier other than "main". Returns INVALID_ARGUMENT otherwise.
+CML_API CML_MUST_USE cml_status_t cml_builder_new_function(cml_builder_t* builder,
+                                                           const char* name,
+                                                           cml_function_t** out_function);
+
+// Creates a closure of |parent|: a local function that may use values of |parent| and its
+// ancestors (they become implicit captures). Closures are passed to While, If and Sort,
+// which must be called in |parent|.
+CML_API CML_MUST_USE cml_status_t cml_function_new_closure(cml_function_t* parent,
+                                                           cml_function_t** out_closure);
+
+CML_API const char* cml_function_name(const cml_function_t* function);  // "" for closures
+CML_API cml_builder_t* cml_function_builder(const cml_function_t* function);
+CML_API cml_function_t* cml_function_parent(const cml_function_t* function);  // NULL unless closure
+// Number of outputs given to `cml_function_return`, 0 before it.
+CML_API size_t cml_function_output_count(const cml_function_t* function);
+
+// Declares the next parameter of |function| (the order of calls is the input order).
+// |name| may be NULL (a name "p<i>" is made up); names must be unique within the function.
+CML_API cml_value_t cml_parameter(cml_function_t* function, const char* name,
+                                  const cml_shape_t* shape);
+
+// A constant array: |data| holds cml_shape_byte_size(shape) bytes, copied into the graph.
+CML_API cml_value_t cml_constant(cml_function_t* function, const cml_shape_t* shape,
+                                 const void* data);
+// Scalar constants of |dtype| from a double or an int64 (converted as ConvertDType would).
+CML_API cml_value_t cml_constant_scalar_f64(cml_function_t* function, cml_dtype_t dtype,
+                                            double value);
+CML_API cml_value_t cml_constant_scalar_i64(cml_function_t* function, cml_dtype_t dtype,
+                                            int64_t value);
+
+// Sets the outputs of |function| (exactly once, at least one output) and freezes it.
+// Returns the builder's first error if one is pending, INVALID_ARGUMENT for invalid or foreign
+// values, FAILED_PRECONDITION when called twice.
+CML_API CML_MUST_USE cml_status_t cml_function_return(cml_function_t* function,
+                                                      const cml_value_t* outputs, size_t count);
+
+// The shape of |value| (false, and |out_shape| zeroed, when the value is invalid).
+CML_API bool cml_builder_value_shape(const cml_builder_t* builder, cml_value_t value,
+                                     cml_shape_t* out_shape);
+
+//===--- generated elementwise, comparison and reduction builders ---===//
+// Unary:   cml_value_t cml_op_<name>(cml_function_t* f, cml_value_t x);
+// Binary:  cml_value_t cml_op_<name>(cml_function_t* f, cml_value_t lhs, cml_value_t rhs);
+//          (Atan2: lhs = y, rhs = x. Rem: sign of the dividend. Complex: (real, imag).
+//          Integer division and remainder by zero, and INT_MIN / -1, follow XLA's CPU plugin:
+//          x / 0 = -1 (all bits set for unsigned), x % 0 = x, INT_MIN / -1 = INT_MIN,
+//          INT_MIN % -1 = 0. Shift counts >= bit width give 0, or -1 for arithmetic right
+//          shifts of negative values.)
+// Compare: cml_value_t cml_op_<name>(cml_function_t* f, cml_value_t lhs, cml_value_t rhs);
+//          result is Bool. *TotalOrder: -NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN.
+// Reduce:  cml_value_t cml_op_<name>(cml_function_t* f, cml_value_t x, const int64_t* axes,
+//                                    size_t axis_count);   axis_count 0 reduces every axis.
+#define CML_OP_DECLARE_PARAMETER(lower)
+#define CML_OP_DECLARE_CONSTANT(lower)
+#define CML_OP_DECLARE_UNARY(lower) \
+  CML_API cml_value_t cml_op_##lower(cml_function_t* f, cml_value_t x);
+#define CML_OP_DECLARE_BINARY(lower) \
+  CML_API cml_value_t cml_op_##lower(cml_function_t* f, cml_value_t lhs, cml_value_t rhs);
+#define CML_OP_DECLARE_COMPARE(lower) CML_OP_DECLARE_BINARY(lower)
+#define CML_OP_DECLARE_REDUCE(lower)                                                   \
+  CML_API cml_value_t cml_op_##lower(cml_function_t* f, cml_value_t x, const int64_t* axes, \
+                                     size_t axis_count);
+#define CML_OP_DECLARE_OTHER(lower)
+#define CML_OP_DECLARE_CONTROL(lower)
+#define CML_OP_DECLARE_COLLECTIVE(lower)
+#define CML_OP_DECLARE_FUSED(lower)
+#define CML_OP_DECLARE_DYNAMIC(lower)
+#define CML_OP_DECLARE_INTERNAL(lower)
+#define CML_OP(ENUM, NAME, lower, KIND, DTYPES, OUT) CML_OP_DECLARE_##KIND(lower)
+#include "cml/ops.def"
+
+// The same builders by op: |op| must be of the matching kind (INVALID_ARGUMENT otherwise).
+CML_API cml_value_t cml_op_unary(cml_function_t* f, cml_op_t op, cml_value_t x);
+CML_API cml_value_t cml_op_binary(cml_function_t* f, cml_op_t op, cml_value_t lhs,
+                                  cml_value_t rhs);
+CML_API cml_value_t cml_op_reduce(cml_function_t* f, cml_op_t op, cml_value_t x,
+                                  const int64_t* axes, size_t axis_count);
+
+//===--- other standard ops ---===//
+
+// ConvertDType: element-wise conversion. Float -> int truncates toward zero and saturates
+// (NaN -> 0); int -> float rounds to nearest even; to Bool: x != 0; from Bool: 0 or 1.
+// Complex -> real keeps the real part. Packed int dtypes are accepted both ways.
+CML_API cml_value_t cml_op_convert_dtype(cml_function_t* f, cml_value_t x, cml_dtype_t dtype);
+
+// Bitcast: reinterprets the bits. A smaller target dtype appends a trailing axis of
+// src_bits/dst_bits; a larger one requires the last axis to equal dst_bits/src_bits and drops
+// it. Little-endian.
+CML_API cml_value_t cml_op_bitcast(cml_function_t* f, cml_value_t x, cml_dtype_t dtype);
+
+// Clamp(min, x, max): |min| and |max| are scalars or have x's shape.
+CML_API cml_value_t cml_op_clamp(cml_function_t* f, cml_value_t min, cml_value_t x,
+                                 cml_value_t max);
+
+// Where(cond, on_true, on_false): cond is Bool, scalar or of the output shape; on_true and
+// on_false share a dtype and are scalars or of the output shape.
+CML_API cml_value_t cml_op_where(cml_function_t* f, cml_value_t cond, cml_value_t on_true,
+                                 cml_value_t on_false);
+
+CML_API cml_value_t cml_op_reshape(cml_function_t* f, cml_value_t x, const int64_t* dims,
+                                   int32_t rank);
+// out.dims[i] = x.dims[permutation[i]].
+CML_API cml_value_t cml_op_transpose(cml_function_t* f, cml_value_t x,
+                                     const int64_t* permutation, int32_t rank);
+// |axes|[i] is the output axis of x's axis i: strictly increasing, len == rank(x); each x axis
+// is 1 or equal to the target dim.
+CML_API cml_value_t cml_op_broadcast_in_dim(cml_function_t* f, cml_value_t x,
+                                            const int64_t* out_dims, int32_t out_rank,
+                                            const int64_t* axes, int32_t axis_count);
+CML_API cml_value_t cml_op_concatenate(cml_function_t* f, int64_t axis,
+                                       const cml_value_t* operands, size_t count);
+// Limits are exclusive; |strides| may be NULL (all 1).
+CML_API cml_value_t cml_op_slice(cml_function_t* f, cml_value_t x, const int64_t* starts,
+                                 const int64_t* limits, const int64_t* strides, int32_t rank);
+CML_API cml_value_t cml_op_reverse(cml_function_t* f, cml_value_t x, const int64_t* axes,
+                                   size_t axis_count);
+// Counts 0, 1, 2, ... along |axis| of |shape|.
+CML_API cml_value_t cml_op_iota(cml_function_t* f, const cml_shape_t* shape, int64_t axis);
+
+typedef struct cml_pad_axis_t {
+  int64_t low;       // may be negative (crop)
+  int64_t high;      // may be negative (crop)
+  int64_t interior;  // >= 0
+} cml_pad_axis_t;
+// |fill| is a scalar of x's dtype. Axes past |axis_count| are not padded.
+CML_API cml_value_t cml_op_pad(cml_function_t* f, cml_value_t x, cml_value_t fill,
+                               const cml_pad_axis_t* axes, size_t axis_count);
+
+// |starts| holds one integer scalar per axis of x (all of one integer dtype); each start is
+// clamped to [0, dim - size].
+CML_API cml_value_t cml_op_dynamic_slice(cml_function_t* f, cml_value_t x,
+                                         const cml_value_t* starts, const int64_t* sizes,
+                                         int32_t rank);
+CML_API cml_value_t cml_op_dynamic_update_slice(cml_function_t* f, cml_value_t x,
+                                                cml_value_t update, const cml_value_t* starts,
+                                                int32_t rank);
+
+// Gather, with XLA's dimension numbers (no batching dims). Out-of-range starts are clamped.
+typedef struct cml_gather_dims_t {
+  int64_t index_vector_axis;  // may equal rank(indices): an implicit trailing size-1 axis
+  int32_t offset_output_axis_count;
+  int64_t offset_output_axes[CML_MAX_RANK];
+  int32_t collapsed_slice_axis_count;
+  int64_t collapsed_slice_axes[CML_MAX_RANK];
+  int32_t start_index_map_count;
+  int64_t start_index_map[CML_MAX_RANK];
+  int32_t slice_size_count;  // == rank(operand)
+  int64_t slice_sizes[CML_MAX_RANK];
+  bool indices_are_sorted;
+} cml_gather_dims_t;
+CML_API cml_value_t cml_op_gather(cml_function_t* f, cml_value_t operand, cml_value_t indices,
+                                  const cml_gather_dims_t* dims);
+
+// Scatter with XLA's dimension numbers; |op| is CML_OP_SCATTER_SUM, _MAX or _MIN. Update
+// windows that fall (partly) out of bounds are skipped, as XLA does.
+typedef struct cml_scatter_dims_t {
+  int64_t index_vector_axis;
+  int32_t update_window_axis_count;
+  int64_t update_window_axes[CML_MAX_RANK];
+  int32_t inserted_window_axis_count;
+  int64_t inserted_window_axes[CML_MAX_RANK];
+  int32_t scatter_axes_to_operand_axes_count;
+  int64_t scatter_axes_to_operand_axes[CML_MAX_RANK];
+  bool indices_are_sorted;
+  bool unique_indices;
+} cml_scatter_dims_t;
+CML_API cml_value_t cml_op_scatter(cml_function_t* f, cml_op_t op, cml_value_t operand,
+                                   cml_value_t indices, cml_value_t updates,
+                                   const cml_scatter_dims_t* dims);
+CML_API cml_value_t cml_op_scatter_sum(cml_function_t* f, cml_value_t operand,
+                                       cml_value_t indices, cml_value_t updates,
+                                       const cml_scatter_dims_t* dims);
+CML_API cml_value_t cml_op_scatter_max(cml_function_t* f, cml_value_t operand,
+                                       cml_value_t indices, cml_value_t updates,
+                                       const cml_scatter_dims_t* dims);
+CML_API cml_value_t cml_op_scatter_min(cml_function_t* f, cml_value_t operand,
+                                       cml_value_t indices, cml_value_t updates,
+                                       const cml_scatter_dims_t* dims);
+
+// ConvGeneral. Zero-valued strides/dilations mean 1, group counts <= 1 mean no grouping;
+// padding defaults to 0. Spatial arrays have |spatial_count| entries.
+typedef struct cml_conv_config_t {
+  int32_t spatial_count;
+  int64_t input_batch_axis, input_channel_axis, input_spatial_axes[CML_MAX_RANK];
+  int64_t kernel_input_channel_axis, kernel_output_channel_axis,
+      kernel_spatial_axes[CML_MAX_RANK];
+  int64_t output_batch_axis, output_channel_axis, output_spatial_axes[CML_MAX_RANK];
+  int64_t strides[CML_MAX_RANK];
+  int64_t padding_low[CML_MAX_RANK], padding_high[CML_MAX_RANK];
+  int64_t input_dilations[CML_MAX_RANK];
+  int64_t kernel_dilations[CML_MAX_RANK];
+  int64_t channel_group_count;  // "feature group count"
+  int64_t batch_group_count;
+  cml_dtype_t output_dtype;  // CML_DTYPE_INVALID: the input dtype
+} cml_conv_config_t;
+CML_API cml_value_t cml_op_conv_general(cml_function_t* f, cml_value_t input,
+                                        cml_value_t kernel, const cml_conv_config_t* config);
+
+// Reduction type for ReduceWindow and AllReduce (the seed's ReduceOpType values).
+typedef enum cml_reduce_type_t {
+  CML_REDUCE_UNDEFINED = 0,
+  CML_REDUCE_SUM = 1,
+  CML_REDUCE_PRODUCT = 2,
+  CML_REDUCE_MAX = 3,
+  CML_REDUCE_MIN = 4,
+  CML_REDUCE_TYPE_COUNT
+} cml_reduce_type_t;
+CML_API const char* cml_reduce_type_name(cml_reduce_type_t type);
+
+// Window configuration: |window_dims| for every axis (rank entries). Zero strides mean "same
+// as the window" (the seed's default), zero dilations mean 1, padding defaults to 0.
+typedef struct cml_window_config_t {
+  int32_t rank;
+  int64_t window_dims[CML_MAX_RANK];
+  int64_t strides[CML_MAX_RANK];
+  int64_t input_dilations[CML_MAX_RANK];
+  int64_t window_dilations[CML_MAX_RANK];
+  int64_t padding_low[CML_MAX_RANK], padding_high[CML_MAX_RANK];
+} cml_window_config_t;
+CML_API cml_value_t cml_op_reduce_window(cml_function_t* f, cml_value_t x,
+                                         cml_reduce_type_t type,
+                                         const cml_window_config_t* config);
+
+// SelectAndScatter: for each window of |operand| selects the max (min) element (first one on
+// ties) and adds the matching |source| element there; Sum adds it to every element of the
+// window. |op|: CML_OP_SELECT_AND_SCATTER_MAX/_MIN/_SUM. Dilations must be zero (unused).
+CML_API cml_value_t cml_op_select_and_scatter(cml_function_t* f, cml_op_t op,
+                                              cml_value_t operand, cml_value_t source,
+                                              const cml_window_config_t* config);
+
+// DotGeneral. Output axes: batch..., lhs free..., rhs free... (in the given/ascending order).
+typedef struct cml_dot_config_t {
+  int32_t lhs_contracting_count;
+  int64_t lhs_contracting_axes[CML_MAX_RANK];
+  int32_t lhs_batch_count;
+  int64_t lhs_batch_axes[CML_MAX_RANK];
+  int32_t rhs_contracting_count;
+  int64_t rhs_contracting_axes[CML_MAX_RANK];
+  int32_t rhs_batch_count;
+  int64_t rhs_batch_axes[CML_MAX_RANK];
+  cml_dtype_t accumulator_dtype;  // CML_DTYPE_INVALID: the input dtype
+  cml_dtype_t output_dtype;       // CML_DTYPE_INVALID: the accumulator dtype
+} cml_dot_config_t;
+CML_API cml_value_t cml_op_dot_general(cml_function_t* f, cml_value_t lhs, cml_value_t rhs,
+                                       const cml_dot_config_t* config);
+// XLA Dot: vector.vector -> scalar, matrix.vector, vector.matrix, matrix.matrix.
+CML_API cml_value_t cml_op_dot(cml_function_t* f, cml_value_t lhs, cml_value_t rhs);
+
+// ArgMinMax along |axis|: NaN wins, ties pick the first index. |out_dtype| is an integer dtype.
+CML_API cml_value_t cml_op_arg_min_max(cml_function_t* f, cml_value_t x, int64_t axis,
+                                       cml_dtype_t out_dtype, bool is_min);
+
+// RNGBitGenerator with XLA's Philox (4x32-10): |state| is Uint64[3] ([key, counter_lo,
+// counter_hi] as XLA uses it); produces random bits of |shape| (an int, uint or float dtype:
+// float outputs get raw bits) and the next state. Outputs: [new_state, values].
+CML_API bool cml_op_rng_bit_generator(cml_function_t* f, cml_value_t state,
+                                      const cml_shape_t* shape, cml_value_t* out_new_state,
+                                      cml_value_t* out_values);
+
+typedef enum cml_fft_type_t {
+  CML_FFT_FORWARD = 0,        // complex -> complex
+  CML_FFT_INVERSE = 1,        // complex -> complex, scaled by 1/n
+  CML_FFT_FORWARD_REAL = 2,   // real -> complex, last axis L -> L/2+1
+  CML_FFT_INVERSE_REAL = 3,   // complex (L/2+1) -> real L
+  CML_FFT_TYPE_COUNT
+} cml_fft_type_t;
+// FFT over the trailing |length_count| (1..3) axes, with those axes' lengths in |lengths|.
+CML_API cml_value_t cml_op_fft(cml_function_t* f, cml_value_t x, cml_fft_type_t type,
+                               const int64_t* lengths, size_t length_count);
+
+CML_API cml_value_t cml_op_batch_norm_inference(cml_function_t* f, cml_value_t x,
+                                                cml_value_t scale, cml_value_t offset,
+                                                cml_value_t mean, cml_value_t variance,
+                                                float epsilon, int64_t feature_axis);
+// Outputs: [normalized, batch_mean, batch_variance].
+CML_API bool cml_op_batch_norm_training(cml_function_t* f, cml_value_t x, cml_value_t scale,
+                                        cml_value_t offset, float epsilon,
+                                        int64_t feature_axis, cml_value_t out_values[3]);
+// Outputs: [grad_operand, grad_scale, grad_offset].
+CML_API bool cml_op_batch_norm_gradient(cml_function_t* f, cml_value_t x, cml_value_t scale,
+                                        cml_value_t mean, cml_value_t variance,
+                                        cml_value_t grad_output, float epsilon,
+                                        int64_t feature_axis, cml_value_t out_values[3]);
+
+// Identity of |count| operands that the compiler may not optimize across.
+CML_API bool cml_op_optimization_barrier(cml_function_t* f, const cml_value_t* operands,
+                                         size_t count, cml_value_t* out_values);
+// Identity of |x| ordered after all |deps|.
+CML_API cml_value_t cml_op_scheduling_barrier(cml_function_t* f, cml_value_t x,
+                                              const cml_value_t* deps, size_t dep_count);
+
+//===--- functions and control flow ---===//
+// Multi-output builders write their results to |out_values| (capacity as documented) and
+// return true; on failure they return false, write CML_VALUE_INVALID, and the error sticks to
+// the builder. Closures and callees must have been returned (`cml_function_return`) first.
+
+// Calls |callee| (a named function or a closure of |f|) with |inputs|; writes
+// cml_function_output_count(callee) outputs.
+CML_API bool cml_op_call(cml_function_t* f, cml_function_t* callee, const cml_value_t* inputs,
+                         size_t input_count, cml_value_t* out_values);
+
+// Sorts |count| same-dimension operands along |axis| with |comparator|, a closure of |f| that
+// takes 2*count scalar parameters in interleaved order (lhs_0, rhs_0, lhs_1, rhs_1, ...) and
+// returns a scalar Bool "lhs before rhs". Writes |count| outputs.
+CML_API bool cml_op_sort(cml_function_t* f, cml_function_t* comparator, int64_t axis,
+                         bool is_stable, const cml_value_t* operands, size_t count,
+                         cml_value_t* out_values);
+
+// While: |cond| (state -> scalar Bool) and |body| (state -> state of the same shapes), both
+// closures of |f|. Writes |count| outputs (the final state).
+CML_API bool cml_op_while(cml_function_t* f, cml_function_t* cond, cml_function_t* body,
+                          const cml_value_t* initial_state, size_t count,
+                          cml_value_t* out_values);
+
+// If: |pred| is a scalar Bool; both branches are parameterless closures of |f| with outputs
+// of the same shapes. Writes cml_function_output_count(true_branch) outputs.
+CML_API bool cml_op_if(cml_function_t* f, cml_value_t pred, cml_function_t* true_branch,
+                       cml_function_t* false_branch, cml_value_t* out_values);
+
+//===--- compile and execute ---===//
+
+// Compiles the module recorded by |builder|. Main must have returned. After this call the
+// builder accepts no more ops (FAILED_PRECONDITION) and only needs `cml_builder_destroy`.
+// Returns the builder's first error if any, or the backend's compile error.
+CML_API CML_MUST_USE cml_status_t cml_builder_compile(cml_builder_t* builder,
+                                                      cml_executable_t** out_executable);
+
+CML_API cml_executable_t* cml_executable_retain(cml_executable_t* executable);
+CML_API void cml_executable_release(cml_executable_t* executable);
+
+CML_API size_t cml_executable_input_count(const cml_executable_t* executable);
+CML_API const char* cml_executable_input_name(const cml_executable_t* executable, size_t i);
+CML_API const cml_shape_t* cml_executable_input_shape(const cml_executable_t* executable,
+                                                      size_t i);
+CML_API size_t cml_executable_output_count(const cml_executable_t* executable);
+CML_API const cml_shape_t* cml_executable_output_shape(const cml_executable_t* executable,
+                                                       size_t i);
+
+// Executes on |device| (the default device for portable executables). |inputs| are in
+// parameter order; |donate| (may be NULL) marks inputs whose storage the execution may reuse:
+// donated buffers become invalid (FAILED_PRECONDITION on any later use) and must still be
+// released. Writes cml_executable_output_count() new buffers to |out_results| (the caller
+// releases them). Returns INVALID_ARGUMENT for a wrong input count, shape or dtype (naming the
+// parameter), OUT_OF_RANGE for a bad device, FAILED_PRECONDITION for a donated or released
+// input. Thread-safe.
+CML_API CML_MUST_USE cml_status_t cml_executable_execute(cml_executable_t* executable,
+                                                         cml_buffer_t* const* inputs,
+                                                         size_t input_count, const bool* donate,
+                                                         int device,
+                                                         cml_buffer_t** out_results);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // CML_GRAPH_H_

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/c/cmlc.h: the C backend's internal interfaces: kernels, their dispatch table,
+// the thread pool and CPU features. Symbol prefix: cmlc_.
+//
+// Kernels follow IREE's ukernel rules: pure functions over pointers, no allocation, no globals,
+// reentrant. A kernel gets the node (its attributes), the shapes and data pointers of its inputs
+// and outputs, a scratch area sized at compile time by its scratch function, and the pool.
+// Splitting work: a kernel calls cmlc_parallel_for with a range and a minimum chunk; small ops
+// stay on the calling thread. Results must not depend on the thread count.
+//
+// Each kernel group exports one lookup function; the engine asks the groups in turn when it
+// compiles a node. Files: kernels/generic/<group>.c (scalar reference), kernels/x86_64/...
+// (SIMD, picked with the ISA in cmlc_kernel_args_t / at lookup).
+#ifndef CML_BACKENDS_C_CMLC_H_
+#define CML_BACKENDS_C_CMLC_H_
+
+#include "cml/backend_impl.h"
+#include "cml/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+//===--- CPU features ---===//
+
+typedef enum cmlc_isa_t {
+  CMLC_ISA_SCALAR = 0,
+  CMLC_ISA_AVX2 = 1,    // AVX2 + FMA
+  CMLC_ISA_AVX512 = 2,  // AVX-512F (+BW, VL, DQ)
+} cmlc_isa_t;
+
+typedef struct cmlc_options_t {
+  cmlc_isa_t isa;       // the best ISA allowed (CPU features & GOMLX_SIMD_* & config)
+  bool avx512_bf16;     // AVX-512 BF16 usable
+  bool avx512_vnni;     // AVX-512 VNNI usable
+  bool fusion;          // GOMLX_FUSION / config
+  bool reference;       // reference=true: scalar kernels, no fusion
+  int threads;          // worker threads incl. the caller
+  int devices;          // virtual CPU devices
+} cmlc_options_t;
+
+//===--- thread pool ---===//
+
+typedef struct cmlc_pool_t cmlc_pool_t;
+
+// Runs fn(ctx, begin, end, thread_index) over [0, n) in chunks of at least |min_chunk|
+// (>= 1), on the pool's workers and the calling thread, and returns when all are done.
+// |pool| may be NULL (runs inline as one chunk). Safe to call from several threads at once
+// (callers share the workers); nested calls from inside a task run inline.
+typedef void (*cmlc_task_fn)(void* ctx, int64_t begin, int64_t end, int thread_index);
+void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_task_fn fn,
+                       void* ctx);
+int cmlc_pool_thread_count(const cmlc_pool_t* pool);  // 1 for NULL
+
+cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_t** out_pool);
+void cmlc_pool_destroy(cmlc_pool_t* pool);
+
+//===--- kernels ---===//
+
+typedef struct cmlc_kernel_args_t {
+  const cml_module_t* module;
+  const cml_ir_node_t* node;
+  const cmlc_options_t* options;
+  uint32_t input_count;
+  const cml_shape_t* const* input_shapes;
+  const void* const* inputs;
+  uint32_t output_count;
+  const cml_shape_t* const* output_shapes;
+  void* const* outputs;  // never aliasing an input unless the kernel's entry allows in_place
+  void* scratch;         // 64-byte aligned, size from the entry's scratch function
+  size_t scratch_size;
+  cmlc_pool_t* pool;
+  // For ops that run functions (Sort's comparator): runs |function| of the module with
+  // |inputs| (one pointer per parameter) writing |outputs| (one per function output).
+  cml_status_t (*call_function)(void* exec, uint32_t function, const void* const* inputs,
+                                void* const* outputs);
+  void* exec;
+} cmlc_kernel_args_t;
+
+typedef cml_status_t (*cmlc_kernel_fn)(const cmlc_kernel_args_t* args);
+typedef size_t (*cmlc_scratch_fn)(const cml_module_t* module, const cml_ir_node_t* node,
+                                  const cmlc_options_t* options);
+
+typedef struct cmlc_kernel_entry_t {
+  cmlc_kernel_fn run;
+  cmlc_scratch_fn scratch;  // NULL: no scratch
+  // Output 0 may share storage with input |in_place_input| (-1: never). Elementwise kernels
+  // that read each element before writing it set this to let the planner reuse buffers.
+  int in_place_input;
+} cmlc_kernel_entry_t;
+
+// Group lookups: fill |out| and return true when the group implements |node| (its op and
+// dtypes) for |options|. A group that does not know the op returns false; one that knows the
+// op but not the dtype also returns false (the engine then reports UNIMPLEMENTED).
+bool cmlc_kernels_elementwise_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                     const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+bool cmlc_kernels_reduce_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+bool cmlc_kernels_movement_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                  const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+bool cmlc_kernels_index_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                               const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+bool cmlc_kernels_window_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+bool cmlc_kernels_linalg_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+bool cmlc_kernels_special_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                 const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+
+// Ops and dtypes each group supports, for the backend's capability table.
+void cmlc_kernels_elementwise_capabilities(cml_capabilities_t* caps);
+void cmlc_kernels_reduce_capabilities(cml_capabilities_t* caps);
+void cmlc_kernels_movement_capabilities(cml_capabilities_t* caps);
+void cmlc_kernels_index_capabilities(cml_capabilities_t* caps);
+void cmlc_kernels_window_capabilities(cml_capabilities_t* caps);
+void cmlc_kernels_linalg_capabilities(cml_capabilities_t* caps);
+void cmlc_kernels_special_capabilities(cml_capabilities_t* caps);
+
+//===--- small shared helpers (kernels/common.c) ---===//
+
+// Row-major strides in elements for |shape|.
+void cmlc_strides(const cml_shape_t* shape, int64_t* out_strides);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // CML_BACKENDS_C_CMLC_H_

@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
+// tools/cml/cli.h: the subcommands of the cml command line tool, one file each.
+#ifndef CML_TOOLS_CLI_H_
+#define CML_TOOLS_CLI_H_
+
+// Each returns the process exit code. |argv[0]| is the subcommand name.
+int cml_cli_info(int argc, char** argv);     // info.c
+int cml_cli_test(int argc, char** argv);     // test.c
+int cml_cli_install(int argc, char** argv);  // install.c
+
+#endif  // CML_TOOLS_CLI_H_
