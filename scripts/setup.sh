@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs what cml needs on a Debian/Ubuntu machine (build tools; python3 + pip for the XLA
+# plugin installer). Safe to run again: it installs only what is missing.
+set -euo pipefail
+need=()
+command -v cc >/dev/null 2>&1 || need+=(build-essential)
+command -v make >/dev/null 2>&1 || need+=(make)
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "setup: installing ${need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
+fi
+echo "setup: toolchain ready ($(cc --version | head -n1); $(cmake --version | head -n1))"

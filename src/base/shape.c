@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/base/shape.c: shape construction, sizes, formatting and parsing.
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cml/shape.h"
+
+cml_status_t cml_shape_init(cml_shape_t* out_shape, cml_dtype_t dtype, int32_t rank,
+                            const int64_t* dims) {
+  if (!out_shape) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL output");
+  memset(out_shape, 0, sizeof *out_shape);
+  if (!cml_dtype_is_supported(dtype))
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: unsupported dtype %s (%d)",
+                           cml_dtype_name(dtype), (int)dtype);
+  if (rank < 0 || rank > CML_MAX_RANK)
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: rank %d out of range [0, %d]",
+                           (int)rank, CML_MAX_RANK);
+  if (rank > 0 && !dims)
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL dims for rank %d",
+                           (int)rank);
+  // Total bits must stay below 2^62 so byte sizes never overflow.
+  const uint64_t limit = (uint64_t)1 << 62;
+  uint64_t count = 1;
+  bool empty = false;
+  for (int32_t i = 0; i < rank; ++i) {
+    if (dims[i] < 0)
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "shape: negative dimension %lld at axis %d", (long long)dims[i],
+                             (int)i);
+    if (dims[i] == 0) empty = true;
+    if (!empty) {
+      if ((uint64_t)dims[i] > limit / count)
+        return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: too many elements");
+      count *= (uint64_t)dims[i];
+    }
+  }
+  if (!empty && count > limit / 128)
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: too many elements");
+  out_shape->dtype = dtype;
+  out_shape->rank = rank;
+  for (int32_t i = 0; i < rank; ++i) out_shape->dims[i] = dims[i];
+  return CML_OK;
+}
+
+cml_shape_t cml_shape_make(cml_dtype_t dtype, int32_t rank, const int64_t* dims) {
+  cml_shape_t s;
+  cml_status_t st = cml_shape_init(&s, dtype, rank, dims);
+  if (st != CML_OK) {
+    cml_status_free(st);
+    memset(&s, 0, sizeof s);
+    s.dtype = CML_DTYPE_INVALID;
+  }
+  return s;
+}
+
+cml_shape_t cml_shape_scalar(cml_dtype_t dtype) { return cml_shape_make(dtype, 0, NULL); }
+
+int64_t cml_shape_element_count(const cml_shape_t* shape) {
+  if (!shape) return 0;
+  int64_t n = 1;
+  for (int32_t i = 0; i < shape->rank; ++i) n *= shape->dims[i];
+  return n;
+}
+
+size_t cml_shape_byte_size(const cml_shape_t* shape) {
+  if (!shape) return 0;
+  uint64_t bits = (uint64_t)cml_shape_element_count(shape) * (uint64_t)cml_dtype_bits(shape->dtype);
+  return (size_t)((bits + 7) / 8);
+}
+
+bool cml_shape_dims_equal(const cml_shape_t* a, const cml_shape_t* b) {
+  if (!a || !b || a->rank != b->rank) return false;
+  for (int32_t i = 0; i < a->rank; ++i)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+bool cml_shape_equal(const cml_shape_t* a, const cml_shape_t* b) {
+  return a && b && a->dtype == b->dtype && cml_shape_dims_equal(a, b);
+}
+
+const char* cml_shape_format(const cml_shape_t* shape, char* buffer, size_t size) {
+  if (!buffer || size == 0) return buffer;
+  if (!shape) {
+    snprintf(buffer, size, "(null shape)");
+    return buffer;
+  }
+  size_t used = 0;
+  int n = snprintf(buffer, size, "(%s)", cml_dtype_name(shape->dtype));
+  used = n > 0 ? (size_t)n : 0;
+  if (shape->rank > 0 && used < size) {
+    for (int32_t i = 0; i < shape->rank && used < size; ++i) {
+      n = snprintf(buffer + used, size - used, "%s%lld", i == 0 ? "[" : ", ",
+                   (long long)shape->dims[i]);
+      if (n < 0) break;
+      used += (size_t)n;
+    }
+    if (used < size) snprintf(buffer + used, size - used, "]");
+  }
+  return buffer;
+}
+
+static const char* cml_skip_spaces(const char* p) {
+  while (*p && isspace((unsigned char)*p)) ++p;
+  return p;
+}
+
+cml_status_t cml_shape_parse(const char* text, cml_shape_t* out_shape) {
+  if (!out_shape) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL output");
+  memset(out_shape, 0, sizeof *out_shape);
+  if (!text) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL text");
+  const char* p = cml_skip_spaces(text);
+  char name[32];
+  size_t len = 0;
+  bool paren = (*p == '(');
+  if (paren) p = cml_skip_spaces(p + 1);
+  while (*p && (isalnum((unsigned char)*p) || *p == '_') && len + 1 < sizeof name)
+    name[len++] = *p++;
+  name[len] = '\0';
+  cml_dtype_t dtype = cml_dtype_from_name(name);
+  if (dtype == CML_DTYPE_INVALID)
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "shape: unknown dtype \"%s\" at offset 0 of \"%s\"", name, text);
+  p = cml_skip_spaces(p);
+  if (paren) {
+    if (*p != ')')
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: expected ')' at offset %d of \"%s\"",
+                             (int)(p - text), text);
+    p = cml_skip_spaces(p + 1);
+  }
+  int64_t dims[CML_MAX_RANK];
+  int32_t rank = 0;
+  if (*p == '[') {
+    p = cml_skip_spaces(p + 1);
+    if (*p == ']') {
+      p = cml_skip_spaces(p + 1);
+    } else {
+      for (;;) {
+        if (rank >= CML_MAX_RANK)
+          return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: more than %d dims in \"%s\"",
+                                 CML_MAX_RANK, text);
+        if (!isdigit((unsigned char)*p))
+          return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                                 "shape: expected a dimension at offset %d of \"%s\"",
+                                 (int)(p - text), text);
+        char* end = NULL;
+        long long v = strtoll(p, &end, 10);
+        dims[rank++] = v;
+        p = cml_skip_spaces(end);
+        if (*p == ',') {
+          p = cml_skip_spaces(p + 1);
+          continue;
+        }
+        if (*p == ']') {
+          p = cml_skip_spaces(p + 1);
+          break;
+        }
+        return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                               "shape: expected ',' or ']' at offset %d of \"%s\"",
+                               (int)(p - text), text);
+      }
+    }
+  }
+  if (*p)
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "shape: unexpected text at offset %d of \"%s\"", (int)(p - text), text);
+  return cml_shape_init(out_shape, dtype, rank, dims);
+}
