@@ -12,6 +12,9 @@ echo "== build and test (RelWithDebInfo, -Werror)"
 scripts/build.sh build -DCML_WERROR=ON
 (cd build && ctest --output-on-failure -j"$jobs")
 
+echo "== install, then build programs against the installed headers"
+scripts/test_install.sh build
+
 echo "== build and test under ASan + UBSan"
 scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DCML_ENABLE_ASAN=ON -DCML_WERROR=ON
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
