@@ -157,6 +157,23 @@ int64_t bt_get_i64(const bt_tensor_t* x, int64_t i);
 uint64_t bt_rand_u64(bt_t* t);
 double bt_rand_uniform(bt_t* t, double lo, double hi);
 
+//===--- lower-level running (for cases that drive executables and buffers themselves) ---===//
+
+// Hands |buffer| / |executable| (one reference) to the case: released at case end.
+void bt_own_buffer(bt_t* t, cml_buffer_t* buffer);
+void bt_own_executable(bt_t* t, cml_executable_t* executable);
+// Returns |outputs| from the current builder's main function and compiles it. The executable
+// is case-owned. NULL on error (failed, or UNSUPPORTED for UNIMPLEMENTED).
+cml_executable_t* bt_compile(bt_t* t, const cml_value_t* outputs, size_t count);
+// Uploads |value| to |device| (case-owned buffer; NULL on error).
+cml_buffer_t* bt_upload(bt_t* t, int device, const bt_tensor_t* value);
+// Copies |buffer| into a new case-owned tensor of the buffer's shape.
+bool bt_download(bt_t* t, cml_buffer_t* buffer, bt_tensor_t* out);
+// Uploads |inputs| to |device|, executes |exe| there and downloads |out_count| outputs
+// (the count must match the executable's).
+bool bt_run(bt_t* t, cml_executable_t* exe, const bt_tensor_t* inputs, size_t input_count,
+            int device, bt_tensor_t* out, size_t out_count);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cml/graph.h"
+#include "core/builder_internal.h"
 
 typedef struct cml_op_info_t {
   const char* name;
@@ -60,7 +61,6 @@ const char* cml_reduce_type_name(cml_reduce_type_t type) {
 
 //===--- internal: output dtype rules ---===//
 
-#include "core/builder_internal.h"
 
 static const cml__out_rule_t cml_op_out_rules[CML_OP_COUNT] = {
 #define CML_OP(ENUM, NAME, lower, KIND, DTYPES, OUT) [CML_OP_##ENUM] = CML__OUT_##OUT,

@@ -42,6 +42,8 @@
 #ifndef CML_CORE_RUNTIME_INTERNAL_H_
 #define CML_CORE_RUNTIME_INTERNAL_H_
 
+#include <stddef.h>
+
 #include "cml/backend_impl.h"
 
 #ifdef __cplusplus
@@ -139,6 +141,19 @@ CML_MUST_USE cml_status_t cml__registry_add(const cml_backend_factory_t* factory
 extern const cml_backend_factory_t cml_null_backend_factory;
 
 //===--- small helpers ---===//
+
+// True when vtable |vt| (of its declared struct_size) has a non-NULL entry |field|: vtables
+// built against an older minor API are shorter, and their missing entries count as NULL.
+#define CML__VTABLE_HAS(vt, field)                                          \
+  ((vt) != NULL &&                                                          \
+   (vt)->struct_size >= offsetof(cml_backend_vtable_t, field) +             \
+                            sizeof(((const cml_backend_vtable_t*)0)->field) && \
+   (vt)->field != NULL)
+
+// OUT_OF_RANGE naming |what|, |device| and |backend|'s device count when |device| is not one of
+// |backend|'s devices (buffer.c).
+CML_MUST_USE cml_status_t cml__check_device(const char* what, const cml_backend_t* backend,
+                                            int device);
 
 // Copies |text| with |allocator| (NULL for NULL |text| or on failure).
 char* cml__runtime_strdup(cml_allocator_t allocator, const char* text);

@@ -1,12 +1,151 @@
 // SPDX-License-Identifier: Apache-2.0
-// tools/cml/test.c: "cml test" (placeholder).
+// tools/cml/test.c: "cml test", the compliance suite on a backend.
+//
+//   cml test [--backend CONFIG] [--op REGEX] [--json FILE] [-v|-vv] [--list]
+//
+// Exits 0 when every selected case passed or was unsupported and at least one passed; 1 when
+// a case failed, an advertised op was not covered, or nothing passed; 2 for usage errors or a
+// backend that cannot be created.
+#include <regex.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "cml/backend.h"
+#include "cml/backendtest.h"
 #include "tools/cml/cli.h"
 
+static void cml_cli_test_usage(FILE* out) {
+  fputs(
+      "usage: cml test [--backend CONFIG] [--op REGEX] [--json FILE] [-v|-vv] [--list]\n"
+      "\n"
+      "Runs the compliance suite on a backend.\n"
+      "  --backend CONFIG  backend config, e.g. \"c\", \"c:reference=true\", \"xla:cpu\"\n"
+      "                    (default: GOMLX_BACKEND, else the best available backend)\n"
+      "  --op REGEX        POSIX extended regex on \"<group>/<case>\" and on op names\n"
+      "  --json FILE       also write the results as JSON to FILE\n"
+      "  -v, -vv           one line per case; -vv adds the reason for skipped cases\n"
+      "  --list            list the cases (matching --op) and exit\n",
+      out);
+}
+
+// Reads the value of option |name| given either as "--name=value" or "--name value".
+static const char* cml_cli_test_value(int argc, char** argv, int* i, const char* name) {
+  size_t len = strlen(name);
+  const char* arg = argv[*i];
+  if (strncmp(arg, name, len) == 0 && arg[len] == '=') return arg + len + 1;
+  if (strcmp(arg, name) == 0) {
+    if (*i + 1 >= argc) return NULL;
+    ++*i;
+    return argv[*i];
+  }
+  return NULL;
+}
+
+static bool cml_cli_test_is_option(const char* arg, const char* name) {
+  size_t len = strlen(name);
+  return strncmp(arg, name, len) == 0 && (arg[len] == '\0' || arg[len] == '=');
+}
+
+static int cml_cli_test_list(const char* op_regex) {
+  regex_t re;
+  bool filter = op_regex && op_regex[0];
+  if (filter) {
+    int rc = regcomp(&re, op_regex, REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+      char err[256];
+      regerror(rc, &re, err, sizeof err);
+      fprintf(stderr, "cml test: bad regular expression \"%s\": %s\n", op_regex, err);
+      return 2;
+    }
+  }
+  size_t n = cml_backendtest_case_count();
+  for (size_t i = 0; i < n; ++i) {
+    const char* name = cml_backendtest_case_name(i);
+    if (!name) continue;
+    if (filter && regexec(&re, name, 0, NULL, 0) != 0) continue;
+    printf("%s\n", name);
+  }
+  if (filter) regfree(&re);
+  return 0;
+}
+
 int cml_cli_test(int argc, char** argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "cml test: not available in this build\n");
-  return 2;
+  const char* backend_config = NULL;
+  const char* op_regex = NULL;
+  const char* json_path = NULL;
+  int verbosity = 0;
+  bool list = false;
+
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0 || strcmp(arg, "help") == 0) {
+      cml_cli_test_usage(stdout);
+      return 0;
+    } else if (cml_cli_test_is_option(arg, "--backend") || cml_cli_test_is_option(arg, "-b")) {
+      backend_config = cml_cli_test_value(argc, argv, &i, arg[1] == 'b' ? "-b" : "--backend");
+      if (!backend_config) {
+        fprintf(stderr, "cml test: %s needs a value\n", arg);
+        return 2;
+      }
+    } else if (cml_cli_test_is_option(arg, "--op") || cml_cli_test_is_option(arg, "-o")) {
+      op_regex = cml_cli_test_value(argc, argv, &i, arg[1] == 'o' ? "-o" : "--op");
+      if (!op_regex) {
+        fprintf(stderr, "cml test: %s needs a value\n", arg);
+        return 2;
+      }
+    } else if (cml_cli_test_is_option(arg, "--json")) {
+      json_path = cml_cli_test_value(argc, argv, &i, "--json");
+      if (!json_path || !json_path[0]) {
+        fprintf(stderr, "cml test: --json needs a file name\n");
+        return 2;
+      }
+    } else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
+      verbosity = verbosity < 1 ? 1 : verbosity + 1;
+    } else if (strcmp(arg, "-vv") == 0) {
+      verbosity = 2;
+    } else if (strcmp(arg, "--list") == 0) {
+      list = true;
+    } else {
+      fprintf(stderr, "cml test: unknown argument \"%s\"\n\n", arg);
+      cml_cli_test_usage(stderr);
+      return 2;
+    }
+  }
+  if (verbosity > 2) verbosity = 2;
+
+  if (list) return cml_cli_test_list(op_regex);
+
+  cml_backend_t* backend = NULL;
+  cml_status_t st = backend_config ? cml_backend_new_with_config(backend_config, &backend)
+                                   : cml_backend_new(&backend);
+  if (st != CML_OK) {
+    fprintf(stderr, "cml test: cannot create backend %s%s%s: %s: %s\n",
+            backend_config ? "\"" : "", backend_config ? backend_config : "(default)",
+            backend_config ? "\"" : "", cml_status_code_name(cml_status_code(st)),
+            cml_status_message(st));
+    cml_status_free(st);
+    return 2;
+  }
+
+  cml_backendtest_options_t opts;
+  cml_backendtest_options_init(&opts);
+  opts.op_regex = op_regex;
+  opts.json_path = json_path;
+  opts.verbosity = verbosity;
+  opts.log = stdout;
+  cml_backendtest_summary_t summary;
+  st = cml_backendtest_run_all(backend, &opts, &summary);
+  cml_backend_release(backend);
+  if (st != CML_OK) {
+    fprintf(stderr, "cml test: %s: %s\n", cml_status_code_name(cml_status_code(st)),
+            cml_status_message(st));
+    cml_status_free(st);
+    return 2;
+  }
+  if (summary.passed == 0) {
+    fprintf(stderr, "cml test: no case passed%s\n",
+            summary.failed == 0 && summary.skipped == 0 ? " (no case matched the filter)" : "");
+    return 1;
+  }
+  return summary.failed == 0 ? 0 : 1;
 }

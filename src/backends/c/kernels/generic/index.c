@@ -1,14 +1,412 @@
 // SPDX-License-Identifier: Apache-2.0
-// kernels/generic/index.c: scalar reference kernels of the "index" group (placeholder: no ops yet).
-#include "backends/c/cmlc.h"
+// kernels/generic/index.c: kernels of the "index" group: DynamicSlice, DynamicUpdateSlice,
+// Gather and ScatterSum/Max/Min, with XLA's semantics.
+//
+// - Start indices may have any integer dtype and are read with it. DynamicSlice,
+//   DynamicUpdateSlice and Gather clamp each start to [0, dim - size].
+// - Scatter applies an update window only when it lies fully inside the operand (XLA skips the
+//   others). Windows are combined in row-major order of the update's scatter indices, on the
+//   calling thread, so results never depend on the thread count. Sums run in the operand dtype
+//   (integers wrap; f16/bf16 round after every addition); Max/Min propagate NaN.
+#include <math.h>
+#include <string.h>
 
-bool cmlc_kernels_index_lookup(const cml_module_t* module, const cml_ir_node_t* node,
-                              const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
-  (void)module;
-  (void)node;
-  (void)options;
-  (void)out;
+#include "backends/c/kernels/generic/movement_internal.h"
+
+static int64_t cmlc_ix_clamp(int64_t v, int64_t lo, int64_t hi) {
+  if (hi < lo) hi = lo;
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
+//===--- DynamicSlice / DynamicUpdateSlice ---===//
+
+static cml_status_t cmlc_ix_dynamic_slice(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_shape_t* os = args->output_shapes[0];
+  if (cml_shape_element_count(os) == 0) return CML_OK;
+  cmlc__mv_copy_t c;
+  memset(&c, 0, sizeof c);
+  c.rank = xs->rank;
+  c.elem_size = cmlc__mv_elem_size(xs->dtype);
+  cmlc__mv_row_major_strides(xs->rank, xs->dims, c.in_strides);
+  cmlc__mv_row_major_strides(os->rank, os->dims, c.out_strides);
+  int64_t base = 0;
+  for (int32_t i = 0; i < xs->rank; ++i) {
+    int64_t start = cmlc__mv_read_index(args->inputs[1 + i], args->input_shapes[1 + i]->dtype, 0);
+    start = cmlc_ix_clamp(start, 0, xs->dims[i] - os->dims[i]);
+    c.dims[i] = os->dims[i];
+    base += start * c.in_strides[i];
+  }
+  cmlc__mv_copy(args->pool, &c, args->outputs[0],
+                (const char*)args->inputs[0] + base * (int64_t)c.elem_size);
+  return CML_OK;
+}
+
+static cml_status_t cmlc_ix_dynamic_update_slice(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_shape_t* us = args->input_shapes[1];
+  // The output may alias the operand (in_place_input = 0): the copy is then skipped.
+  cmlc__mv_memcpy(args->pool, args->outputs[0], args->inputs[0], cml_shape_byte_size(xs));
+  if (cml_shape_element_count(us) == 0) return CML_OK;
+  cmlc__mv_copy_t c;
+  memset(&c, 0, sizeof c);
+  c.rank = xs->rank;
+  c.elem_size = cmlc__mv_elem_size(xs->dtype);
+  cmlc__mv_row_major_strides(xs->rank, xs->dims, c.out_strides);
+  cmlc__mv_row_major_strides(us->rank, us->dims, c.in_strides);
+  int64_t base = 0;
+  for (int32_t i = 0; i < xs->rank; ++i) {
+    int64_t start = cmlc__mv_read_index(args->inputs[2 + i], args->input_shapes[2 + i]->dtype, 0);
+    start = cmlc_ix_clamp(start, 0, xs->dims[i] - us->dims[i]);
+    c.dims[i] = us->dims[i];
+    base += start * c.out_strides[i];
+  }
+  cmlc__mv_copy(args->pool, &c, (char*)args->outputs[0] + base * (int64_t)c.elem_size,
+                args->inputs[1]);
+  return CML_OK;
+}
+
+//===--- Gather ---===//
+
+typedef struct cmlc_ix_gather_t {
+  const cmlc_kernel_args_t* args;
+  int32_t batch_rank;
+  int64_t batch_dims[CML_MAX_RANK];
+  int64_t batch_out_strides[CML_MAX_RANK];    // output stride of each batch axis
+  int64_t batch_index_strides[CML_MAX_RANK];  // indices stride of each batch axis
+  int64_t vector_stride;                      // indices stride of the index vector axis
+  cmlc__mv_copy_t slice;                      // the offset dims: output <- operand
+  int64_t operand_strides[CML_MAX_RANK];
+} cmlc_ix_gather_t;
+
+static void cmlc_ix_gather_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_ix_gather_t* g = (const cmlc_ix_gather_t*)ctx;
+  const cmlc_kernel_args_t* args = g->args;
+  const cml_gather_dims_t* gd = &args->node->attrs->u.gather;
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_dtype_t index_dtype = args->input_shapes[1]->dtype;
+  const size_t es = g->slice.elem_size;
+  for (int64_t b = begin; b < end; ++b) {
+    int64_t rem = b, out_off = 0, idx_off = 0;
+    for (int32_t k = g->batch_rank - 1; k >= 0; --k) {
+      int64_t i = rem % g->batch_dims[k];
+      rem /= g->batch_dims[k];
+      out_off += i * g->batch_out_strides[k];
+      idx_off += i * g->batch_index_strides[k];
+    }
+    int64_t in_off = 0;
+    for (int32_t k = 0; k < gd->start_index_map_count; ++k) {
+      int64_t d = gd->start_index_map[k];
+      int64_t v = cmlc__mv_read_index(args->inputs[1], index_dtype, idx_off + k * g->vector_stride);
+      v = cmlc_ix_clamp(v, 0, xs->dims[d] - gd->slice_sizes[d]);
+      in_off += v * g->operand_strides[d];
+    }
+    cmlc__mv_copy_serial(&g->slice, (char*)args->outputs[0] + out_off * (int64_t)es,
+                         (const char*)args->inputs[0] + in_off * (int64_t)es);
+  }
+}
+
+static bool cmlc_ix_contains(const int64_t* list, int32_t count, int64_t v) {
+  for (int32_t i = 0; i < count; ++i)
+    if (list[i] == v) return true;
   return false;
 }
 
-void cmlc_kernels_index_capabilities(cml_capabilities_t* caps) { (void)caps; }
+static cml_status_t cmlc_ix_gather(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_shape_t* is = args->input_shapes[1];
+  const cml_shape_t* os = args->output_shapes[0];
+  const cml_gather_dims_t* gd = &args->node->attrs->u.gather;
+  if (cml_shape_element_count(os) == 0) return CML_OK;
+  cmlc_ix_gather_t g;
+  memset(&g, 0, sizeof g);
+  g.args = args;
+  int64_t ostrides[CML_MAX_RANK], istrides[CML_MAX_RANK];
+  cmlc__mv_row_major_strides(os->rank, os->dims, ostrides);
+  cmlc__mv_row_major_strides(is->rank, is->dims, istrides);
+  cmlc__mv_row_major_strides(xs->rank, xs->dims, g.operand_strides);
+  g.vector_stride = gd->index_vector_axis < is->rank ? istrides[gd->index_vector_axis] : 0;
+  // Batch axes: output axes that are not offset axes, matched in order with the indices'
+  // axes other than the index vector axis.
+  int32_t ia = 0;
+  for (int32_t d = 0; d < os->rank; ++d) {
+    if (cmlc_ix_contains(gd->offset_output_axes, gd->offset_output_axis_count, d)) continue;
+    if (ia == gd->index_vector_axis) ++ia;
+    g.batch_dims[g.batch_rank] = os->dims[d];
+    g.batch_out_strides[g.batch_rank] = ostrides[d];
+    g.batch_index_strides[g.batch_rank] = istrides[ia];
+    ++g.batch_rank;
+    ++ia;
+  }
+  // Offset axes: the i-th offset output axis walks the i-th non-collapsed operand axis.
+  g.slice.elem_size = cmlc__mv_elem_size(xs->dtype);
+  int32_t k = 0;
+  for (int32_t d = 0; d < xs->rank; ++d) {
+    if (cmlc_ix_contains(gd->collapsed_slice_axes, gd->collapsed_slice_axis_count, d)) continue;
+    int64_t oa = gd->offset_output_axes[k];
+    g.slice.dims[k] = os->dims[oa];
+    g.slice.out_strides[k] = ostrides[oa];
+    g.slice.in_strides[k] = g.operand_strides[d];
+    ++k;
+  }
+  g.slice.rank = k;
+  int64_t batch_count = 1;
+  for (int32_t i = 0; i < g.batch_rank; ++i) batch_count *= g.batch_dims[i];
+  int64_t slice_count = cmlc__mv_copy_count(&g.slice);
+  int64_t min_chunk = 16384 / (slice_count > 0 ? slice_count : 1);
+  if (min_chunk < 1) min_chunk = 1;
+  cmlc_parallel_for(args->pool, batch_count, min_chunk, cmlc_ix_gather_task, &g);
+  return CML_OK;
+}
+
+//===--- Scatter ---===//
+
+// Combines |n| update elements (stride |ss|) into |dst| (stride |ds|); strides in elements.
+typedef void (*cmlc_ix_combine_fn)(char* dst, int64_t ds, const char* src, int64_t ss, int64_t n);
+
+#define CMLC_IX_COMBINE(name, T, EXPR)                                                     \
+  static void name(char* dst_, int64_t ds, const char* src_, int64_t ss, int64_t n) {     \
+    T* dst = (T*)dst_;                                                                     \
+    const T* src = (const T*)src_;                                                         \
+    for (int64_t k = 0; k < n; ++k) {                                                      \
+      T a = dst[k * ds], b = src[k * ss];                                                  \
+      dst[k * ds] = (EXPR);                                                                \
+    }                                                                                      \
+  }
+
+#define CMLC_IX_INT_COMBINES(suffix, T, U)                                 \
+  CMLC_IX_COMBINE(cmlc_ix_sum_##suffix, T, (T)((U)a + (U)b))              \
+  CMLC_IX_COMBINE(cmlc_ix_max_##suffix, T, (b > a ? b : a))               \
+  CMLC_IX_COMBINE(cmlc_ix_min_##suffix, T, (b < a ? b : a))
+CMLC_IX_INT_COMBINES(i8, int8_t, uint8_t)
+CMLC_IX_INT_COMBINES(i16, int16_t, uint16_t)
+CMLC_IX_INT_COMBINES(i32, int32_t, uint32_t)
+CMLC_IX_INT_COMBINES(i64, int64_t, uint64_t)
+CMLC_IX_INT_COMBINES(u8, uint8_t, uint8_t)
+CMLC_IX_INT_COMBINES(u16, uint16_t, uint16_t)
+CMLC_IX_INT_COMBINES(u32, uint32_t, uint32_t)
+CMLC_IX_INT_COMBINES(u64, uint64_t, uint64_t)
+
+// NaN-propagating max/min: a NaN on either side wins.
+#define CMLC_IX_FMAX(a, b) ((isnan(a) || (a) >= (b)) ? (a) : (b))
+#define CMLC_IX_FMIN(a, b) ((isnan(a) || (a) <= (b)) ? (a) : (b))
+CMLC_IX_COMBINE(cmlc_ix_sum_f32, float, a + b)
+CMLC_IX_COMBINE(cmlc_ix_max_f32, float, CMLC_IX_FMAX(a, b))
+CMLC_IX_COMBINE(cmlc_ix_min_f32, float, CMLC_IX_FMIN(a, b))
+CMLC_IX_COMBINE(cmlc_ix_sum_f64, double, a + b)
+CMLC_IX_COMBINE(cmlc_ix_max_f64, double, CMLC_IX_FMAX(a, b))
+CMLC_IX_COMBINE(cmlc_ix_min_f64, double, CMLC_IX_FMIN(a, b))
+
+#define CMLC_IX_HALF_COMBINES(suffix, TO_F32, FROM_F32)                                     \
+  CMLC_IX_COMBINE(cmlc_ix_sum_##suffix, uint16_t, FROM_F32(TO_F32(a) + TO_F32(b)))          \
+  CMLC_IX_COMBINE(cmlc_ix_max_##suffix, uint16_t,                                          \
+                  (isnan(TO_F32(a)) || TO_F32(a) >= TO_F32(b)) ? a : b)                     \
+  CMLC_IX_COMBINE(cmlc_ix_min_##suffix, uint16_t,                                          \
+                  (isnan(TO_F32(a)) || TO_F32(a) <= TO_F32(b)) ? a : b)
+CMLC_IX_HALF_COMBINES(f16, cml_f16_to_f32, cml_f32_to_f16)
+CMLC_IX_HALF_COMBINES(bf16, cml_bf16_to_f32, cml_f32_to_bf16)
+
+static void cmlc_ix_sum_c64(char* dst_, int64_t ds, const char* src_, int64_t ss, int64_t n) {
+  cml_c64_t* dst = (cml_c64_t*)dst_;
+  const cml_c64_t* src = (const cml_c64_t*)src_;
+  for (int64_t k = 0; k < n; ++k) {
+    dst[k * ds].re += src[k * ss].re;
+    dst[k * ds].im += src[k * ss].im;
+  }
+}
+
+static void cmlc_ix_sum_c128(char* dst_, int64_t ds, const char* src_, int64_t ss, int64_t n) {
+  cml_c128_t* dst = (cml_c128_t*)dst_;
+  const cml_c128_t* src = (const cml_c128_t*)src_;
+  for (int64_t k = 0; k < n; ++k) {
+    dst[k * ds].re += src[k * ss].re;
+    dst[k * ds].im += src[k * ss].im;
+  }
+}
+
+// Returns the combiner for |op| and |dtype|, or NULL.
+static cmlc_ix_combine_fn cmlc_ix_combiner(cml_op_t op, cml_dtype_t dtype) {
+  const int which = op == CML_OP_SCATTER_SUM ? 0 : (op == CML_OP_SCATTER_MAX ? 1 : 2);
+#define CMLC_IX_CASE(D, suffix)                                              \
+  case D: {                                                                  \
+    static const cmlc_ix_combine_fn fns[3] = {cmlc_ix_sum_##suffix, cmlc_ix_max_##suffix, \
+                                              cmlc_ix_min_##suffix};         \
+    return fns[which];                                                       \
+  }
+  switch (dtype) {
+    CMLC_IX_CASE(CML_DTYPE_I8, i8)
+    CMLC_IX_CASE(CML_DTYPE_I16, i16)
+    CMLC_IX_CASE(CML_DTYPE_I32, i32)
+    CMLC_IX_CASE(CML_DTYPE_I64, i64)
+    CMLC_IX_CASE(CML_DTYPE_U8, u8)
+    CMLC_IX_CASE(CML_DTYPE_U16, u16)
+    CMLC_IX_CASE(CML_DTYPE_U32, u32)
+    CMLC_IX_CASE(CML_DTYPE_U64, u64)
+    CMLC_IX_CASE(CML_DTYPE_F16, f16)
+    CMLC_IX_CASE(CML_DTYPE_BF16, bf16)
+    CMLC_IX_CASE(CML_DTYPE_F32, f32)
+    CMLC_IX_CASE(CML_DTYPE_F64, f64)
+    case CML_DTYPE_C64: return which == 0 ? cmlc_ix_sum_c64 : NULL;
+    case CML_DTYPE_C128: return which == 0 ? cmlc_ix_sum_c128 : NULL;
+    default: return NULL;
+  }
+#undef CMLC_IX_CASE
+}
+
+static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_shape_t* is = args->input_shapes[1];
+  const cml_shape_t* us = args->input_shapes[2];
+  const cml_scatter_dims_t* sd = &args->node->attrs->u.scatter;
+  const cmlc_ix_combine_fn combine = cmlc_ix_combiner(args->node->op, xs->dtype);
+  const int64_t es = (int64_t)cmlc__mv_elem_size(xs->dtype);
+  char* out = (char*)args->outputs[0];
+  const char* updates = (const char*)args->inputs[2];
+  // The output may alias the operand (in_place_input = 0): the copy is then skipped.
+  cmlc__mv_memcpy(args->pool, out, args->inputs[0], cml_shape_byte_size(xs));
+  if (cml_shape_element_count(us) == 0 || cml_shape_element_count(xs) == 0) return CML_OK;
+
+  int64_t xstrides[CML_MAX_RANK], istrides[CML_MAX_RANK], ustrides[CML_MAX_RANK];
+  cmlc__mv_row_major_strides(xs->rank, xs->dims, xstrides);
+  cmlc__mv_row_major_strides(is->rank, is->dims, istrides);
+  cmlc__mv_row_major_strides(us->rank, us->dims, ustrides);
+  const int64_t vector_stride = sd->index_vector_axis < is->rank ? istrides[sd->index_vector_axis] : 0;
+
+  // Scatter axes of the updates (not window axes), matched in order with the indices' axes
+  // other than the index vector axis.
+  int32_t scatter_rank = 0;
+  int64_t sc_dims[CML_MAX_RANK], sc_ustrides[CML_MAX_RANK], sc_istrides[CML_MAX_RANK];
+  int32_t ia = 0;
+  for (int32_t d = 0; d < us->rank; ++d) {
+    if (cmlc_ix_contains(sd->update_window_axes, sd->update_window_axis_count, d)) continue;
+    if (ia == sd->index_vector_axis) ++ia;
+    sc_dims[scatter_rank] = us->dims[d];
+    sc_ustrides[scatter_rank] = ustrides[d];
+    sc_istrides[scatter_rank] = istrides[ia];
+    ++scatter_rank;
+    ++ia;
+  }
+  // Window: the i-th update window axis walks the i-th operand axis that is not inserted.
+  int64_t window_size[CML_MAX_RANK];  // per operand axis
+  int32_t wr = 0;
+  int64_t w_dims[CML_MAX_RANK], w_xstrides[CML_MAX_RANK], w_ustrides[CML_MAX_RANK];
+  for (int32_t d = 0; d < xs->rank; ++d) {
+    if (cmlc_ix_contains(sd->inserted_window_axes, sd->inserted_window_axis_count, d)) {
+      window_size[d] = 1;
+      continue;
+    }
+    int64_t ua = sd->update_window_axes[wr];
+    window_size[d] = us->dims[ua];
+    w_dims[wr] = us->dims[ua];
+    w_xstrides[wr] = xstrides[d];
+    w_ustrides[wr] = ustrides[ua];
+    ++wr;
+  }
+  if (wr == 0) {
+    w_dims[0] = 1;
+    w_xstrides[0] = w_ustrides[0] = 1;
+    wr = 1;
+  }
+  int64_t scatter_count = 1;
+  for (int32_t i = 0; i < scatter_rank; ++i) scatter_count *= sc_dims[i];
+  int64_t window_rows = 1;
+  for (int32_t i = 0; i < wr - 1; ++i) window_rows *= w_dims[i];
+
+  int64_t sidx[CML_MAX_RANK] = {0};
+  int64_t u_off = 0, i_off = 0;
+  for (int64_t s = 0; s < scatter_count; ++s) {
+    // Operand start of this window, and whether the whole window fits.
+    int64_t start[CML_MAX_RANK] = {0};
+    for (int32_t k = 0; k < sd->scatter_axes_to_operand_axes_count; ++k)
+      start[sd->scatter_axes_to_operand_axes[k]] =
+          cmlc__mv_read_index(args->inputs[1], is->dtype, i_off + k * vector_stride);
+    bool in_bounds = true;
+    int64_t x_off = 0;
+    for (int32_t d = 0; d < xs->rank; ++d) {
+      if (start[d] < 0 || start[d] > xs->dims[d] - window_size[d]) {
+        in_bounds = false;
+        break;
+      }
+      x_off += start[d] * xstrides[d];
+    }
+    if (in_bounds) {
+      // Walk the window rows (all window axes but the last) with an odometer.
+      int64_t widx[CML_MAX_RANK] = {0};
+      int64_t xo = x_off, uo = u_off;
+      for (int64_t row = 0; row < window_rows; ++row) {
+        combine(out + xo * es, w_xstrides[wr - 1], updates + uo * es, w_ustrides[wr - 1],
+                w_dims[wr - 1]);
+        for (int32_t d = wr - 2; d >= 0; --d) {
+          xo += w_xstrides[d];
+          uo += w_ustrides[d];
+          if (++widx[d] < w_dims[d]) break;
+          xo -= w_xstrides[d] * w_dims[d];
+          uo -= w_ustrides[d] * w_dims[d];
+          widx[d] = 0;
+        }
+      }
+    }
+    for (int32_t d = scatter_rank - 1; d >= 0; --d) {
+      u_off += sc_ustrides[d];
+      i_off += sc_istrides[d];
+      if (++sidx[d] < sc_dims[d]) break;
+      u_off -= sc_ustrides[d] * sc_dims[d];
+      i_off -= sc_istrides[d] * sc_dims[d];
+      sidx[d] = 0;
+    }
+  }
+  return CML_OK;
+}
+
+//===--- dispatch ---===//
+
+bool cmlc_kernels_index_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                               const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
+  (void)options;
+  if (module == NULL || node == NULL || out == NULL || node->input_count < 1) return false;
+  const cml_dtype_t dtype = module->values[node->inputs[0]].shape.dtype;
+  if (cmlc__mv_elem_size(dtype) == 0) return false;
+  cmlc_kernel_entry_t e = {NULL, NULL, -1};
+  // Index operands must be integers.
+  uint32_t first_index = 1, index_count = 0;
+  switch (node->op) {
+    case CML_OP_DYNAMIC_SLICE:
+      e.run = cmlc_ix_dynamic_slice;
+      first_index = 1;
+      index_count = node->input_count - 1;
+      break;
+    case CML_OP_DYNAMIC_UPDATE_SLICE:
+      e.run = cmlc_ix_dynamic_update_slice;
+      e.in_place_input = 0;
+      first_index = 2;
+      index_count = node->input_count >= 2 ? node->input_count - 2 : 0;
+      break;
+    case CML_OP_GATHER:
+      e.run = cmlc_ix_gather;
+      index_count = 1;
+      break;
+    case CML_OP_SCATTER_SUM:
+    case CML_OP_SCATTER_MAX:
+    case CML_OP_SCATTER_MIN:
+      if (cmlc_ix_combiner(node->op, dtype) == NULL) return false;
+      e.run = cmlc_ix_scatter;
+      e.in_place_input = 0;
+      index_count = 1;
+      break;
+    default: return false;
+  }
+  for (uint32_t i = first_index; i < first_index + index_count && i < node->input_count; ++i) {
+    cml_dtype_t d = module->values[node->inputs[i]].shape.dtype;
+    if (!cml_dtype_is_int(d) || cml_dtype_is_packed(d)) return false;
+  }
+  *out = e;
+  return true;
+}
+
+void cmlc_kernels_index_capabilities(cml_capabilities_t* caps) {
+  static const cml_op_t ops[] = {CML_OP_DYNAMIC_SLICE, CML_OP_DYNAMIC_UPDATE_SLICE,
+                                 CML_OP_GATHER,        CML_OP_SCATTER_SUM,
+                                 CML_OP_SCATTER_MAX,   CML_OP_SCATTER_MIN};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i) cml_capabilities_set_op(caps, ops[i], true);
+}

@@ -1,14 +1,380 @@
 // SPDX-License-Identifier: Apache-2.0
-// kernels/generic/linalg.c: scalar reference kernels of the "linalg" group (placeholder: no ops yet).
-#include "backends/c/cmlc.h"
+// kernels/generic/linalg.c: the "linalg" kernel group: Dot / DotGeneral (every numeric dtype)
+// and the group's lookup and capabilities (ConvGeneral lives in linalg_conv.c).
+//
+// DotGeneral is normalized to a batched [B, M, K] x [B, K, N] -> [B, M, N] product: offset
+// tables map (batch, row, contracting) indices of each operand to element offsets, so any
+// axis layout (transposed, several batch / contracting / free axes) reads through the same
+// code. Two paths:
+//   - f32-domain inputs (f32, f16, bf16) outside reference mode: the packed GEMM of gemm.c,
+//     which packs straight from the operands through the tables (converting half types);
+//   - everything else (and reference mode): the operands are converted into the accumulator's
+//     domain in scratch ([B,M,K] and the transposed [B,N,K]) and each output is one contiguous
+//     dot product, summed in k order.
+// Output axes are [batch..., lhs free..., rhs free...], i.e. exactly [B, M, N] row-major.
+// Semantics follow XLA: the accumulator dtype is the attribute's (f16/bf16 accumulate in f32
+// and round once), integers wrap, complex products do not conjugate, and the result converts
+// to the output dtype as ConvertDType does.
+#include "backends/c/kernels/generic/linalg_internal.h"
 
-bool cmlc_kernels_linalg_lookup(const cml_module_t* module, const cml_ir_node_t* node,
-                              const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
-  (void)module;
-  (void)node;
-  (void)options;
-  (void)out;
-  return false;
+//===--- plan ---===//
+
+typedef struct cmlc_la_dot_plan_t {
+  int64_t batch, m, n, k;
+  int32_t lb_count, lm_count, lk_count, rb_count, rk_count, rn_count;
+  int64_t lb[CML_MAX_RANK], lm[CML_MAX_RANK], lk[CML_MAX_RANK];
+  int64_t rb[CML_MAX_RANK], rk[CML_MAX_RANK], rn[CML_MAX_RANK];
+  cml_dtype_t lhs_dtype, rhs_dtype, acc_dtype, out_dtype;
+  cmlc__la_domain_t domain;
+  bool use_gemm;
+  int threads;
+  // Scratch layout (byte offsets, each 64-byte aligned).
+  size_t off_tables, off_a, off_b, off_c, off_gemm, total;
+} cmlc_la_dot_plan_t;
+
+static size_t cmlc_la_align(size_t x) { return (x + 63) & ~(size_t)63; }
+
+static bool cmlc_la_dtype_ok(cml_dtype_t d) {
+  return cmlc__la_domain_of(d) != CMLC__LA_DOM_NONE;
 }
 
-void cmlc_kernels_linalg_capabilities(cml_capabilities_t* caps) { (void)caps; }
+// Collects the axes of a |rank| shape not listed in |a| and |b| (ascending).
+static int32_t cmlc_la_free_axes(int32_t rank, const int64_t* a, int32_t na, const int64_t* b,
+                                 int32_t nb, int64_t* out) {
+  int32_t count = 0;
+  for (int32_t d = 0; d < rank; ++d) {
+    bool used = false;
+    for (int32_t i = 0; i < na; ++i) used |= a[i] == d;
+    for (int32_t i = 0; i < nb; ++i) used |= b[i] == d;
+    if (!used) out[count++] = d;
+  }
+  return count;
+}
+
+static int64_t cmlc_la_prod(const cml_shape_t* s, const int64_t* axes, int32_t count) {
+  int64_t p = 1;
+  for (int32_t i = 0; i < count; ++i) p *= s->dims[axes[i]];
+  return p;
+}
+
+static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs,
+                             const cml_shape_t* out, const cml_ir_attrs_t* attrs,
+                             const cmlc_options_t* options, cmlc_la_dot_plan_t* p) {
+  memset(p, 0, sizeof *p);
+  const cml_dot_config_t* c = &attrs->u.dot;
+  p->lb_count = c->lhs_batch_count;
+  p->lk_count = c->lhs_contracting_count;
+  p->rb_count = c->rhs_batch_count;
+  p->rk_count = c->rhs_contracting_count;
+  if (p->lb_count != p->rb_count || p->lk_count != p->rk_count) return false;
+  memcpy(p->lb, c->lhs_batch_axes, sizeof p->lb);
+  memcpy(p->lk, c->lhs_contracting_axes, sizeof p->lk);
+  memcpy(p->rb, c->rhs_batch_axes, sizeof p->rb);
+  memcpy(p->rk, c->rhs_contracting_axes, sizeof p->rk);
+  p->lm_count = cmlc_la_free_axes(lhs->rank, p->lb, p->lb_count, p->lk, p->lk_count, p->lm);
+  p->rn_count = cmlc_la_free_axes(rhs->rank, p->rb, p->rb_count, p->rk, p->rk_count, p->rn);
+  p->batch = cmlc_la_prod(lhs, p->lb, p->lb_count);
+  p->m = cmlc_la_prod(lhs, p->lm, p->lm_count);
+  p->k = cmlc_la_prod(lhs, p->lk, p->lk_count);
+  p->n = cmlc_la_prod(rhs, p->rn, p->rn_count);
+  if (p->batch != cmlc_la_prod(rhs, p->rb, p->rb_count) ||
+      p->k != cmlc_la_prod(rhs, p->rk, p->rk_count))
+    return false;
+  p->lhs_dtype = lhs->dtype;
+  p->rhs_dtype = rhs->dtype;
+  p->acc_dtype = c->accumulator_dtype != CML_DTYPE_INVALID ? c->accumulator_dtype : lhs->dtype;
+  p->out_dtype = out->dtype;
+  p->domain = cmlc__la_domain_of(p->acc_dtype);
+  if (p->domain == CMLC__LA_DOM_NONE || !cmlc_la_dtype_ok(p->lhs_dtype) ||
+      !cmlc_la_dtype_ok(p->rhs_dtype) || !cmlc_la_dtype_ok(p->out_dtype))
+    return false;
+  p->use_gemm = p->domain == CMLC__LA_DOM_F32 && !options->reference &&
+                cmlc__la_domain_of(p->lhs_dtype) == CMLC__LA_DOM_F32 &&
+                cmlc__la_domain_of(p->rhs_dtype) == CMLC__LA_DOM_F32;
+  p->threads = options->threads > 0 ? options->threads : 1;
+  size_t tables = (size_t)(2 * p->batch + p->m + 2 * p->k + p->n) * sizeof(int64_t);
+  size_t off = 0;
+  p->off_tables = off;
+  off = cmlc_la_align(off + tables);
+  if (p->use_gemm) {
+    p->off_a = p->off_b = off;
+    p->off_c = off;
+    if (p->out_dtype != CML_DTYPE_F32)
+      off = cmlc_la_align(off + (size_t)(p->batch * p->m * p->n) * sizeof(float));
+    p->off_gemm = off;
+    off = cmlc_la_align(off + cmlc__gemm_f32_scratch(p->batch, p->m, p->n, p->k, options->isa,
+                                                     p->threads));
+  } else {
+    size_t es = cmlc__la_domain_size(p->domain);
+    p->off_a = off;
+    off = cmlc_la_align(off + (size_t)(p->batch * p->m * p->k) * es);
+    p->off_b = off;
+    off = cmlc_la_align(off + (size_t)(p->batch * p->n * p->k) * es);
+    p->off_c = p->off_gemm = off;
+  }
+  p->total = off;
+  return true;
+}
+
+//===--- generic path ---===//
+
+typedef struct cmlc_la_dot_ctx_t {
+  const cmlc_la_dot_plan_t* plan;
+  const void* lhs;
+  const void* rhs;
+  void* out;
+  const int64_t *lhs_b, *lhs_m, *lhs_k, *rhs_b, *rhs_k, *rhs_n;
+  void* a;  // [B, M, K] in the domain
+  void* bt;  // [B, N, K] in the domain
+} cmlc_la_dot_ctx_t;
+
+// Converts rows [begin, end) of a [B, R, K] domain array from |src| through the tables.
+static void cmlc_la_convert_rows(const cmlc_la_dot_plan_t* p, const void* src,
+                                 cml_dtype_t dtype, const int64_t* tb, const int64_t* tr,
+                                 const int64_t* tk, int64_t rows_per_batch, void* dst,
+                                 int64_t begin, int64_t end) {
+  int64_t k = p->k;
+  for (int64_t row = begin; row < end; ++row) {
+    int64_t base = tb[row / rows_per_batch] + tr[row % rows_per_batch];
+    switch (p->domain) {
+      case CMLC__LA_DOM_F32: {
+        float* d = (float*)dst + row * k;
+        if (dtype == CML_DTYPE_F32) {
+          for (int64_t i = 0; i < k; ++i) d[i] = ((const float*)src)[base + tk[i]];
+        } else {
+          for (int64_t i = 0; i < k; ++i) d[i] = cmlc__la_load_f32(src, base + tk[i], dtype);
+        }
+        break;
+      }
+      case CMLC__LA_DOM_F64: {
+        double* d = (double*)dst + row * k;
+        for (int64_t i = 0; i < k; ++i) d[i] = cmlc__la_load_f64(src, base + tk[i], dtype);
+        break;
+      }
+      case CMLC__LA_DOM_INT: {
+        uint64_t* d = (uint64_t*)dst + row * k;
+        for (int64_t i = 0; i < k; ++i)
+          d[i] = cmlc__la_load_int_bits(src, base + tk[i], dtype, p->acc_dtype);
+        break;
+      }
+      case CMLC__LA_DOM_C64: {
+        float* d = (float*)dst + 2 * row * k;
+        for (int64_t i = 0; i < k; ++i) {
+          d[2 * i] = (float)cmlc__la_load_f64(src, base + tk[i], dtype);
+          d[2 * i + 1] = (float)cmlc__la_load_imag(src, base + tk[i], dtype);
+        }
+        break;
+      }
+      case CMLC__LA_DOM_C128: {
+        double* d = (double*)dst + 2 * row * k;
+        for (int64_t i = 0; i < k; ++i) {
+          d[2 * i] = cmlc__la_load_f64(src, base + tk[i], dtype);
+          d[2 * i + 1] = cmlc__la_load_imag(src, base + tk[i], dtype);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+static void cmlc_la_dot_convert_a(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  cmlc_la_dot_ctx_t* c = vctx;
+  cmlc_la_convert_rows(c->plan, c->lhs, c->plan->lhs_dtype, c->lhs_b, c->lhs_m, c->lhs_k,
+                       c->plan->m, c->a, begin, end);
+}
+
+static void cmlc_la_dot_convert_b(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  cmlc_la_dot_ctx_t* c = vctx;
+  cmlc_la_convert_rows(c->plan, c->rhs, c->plan->rhs_dtype, c->rhs_b, c->rhs_n, c->rhs_k,
+                       c->plan->n, c->bt, begin, end);
+}
+
+// Output rows [begin, end) of [B*M, N]: each element is a contiguous dot product over k.
+static void cmlc_la_dot_compute(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  cmlc_la_dot_ctx_t* c = vctx;
+  const cmlc_la_dot_plan_t* p = c->plan;
+  int64_t n = p->n, k = p->k, m = p->m;
+  for (int64_t row = begin; row < end; ++row) {
+    int64_t b = row / m;
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t oi = row * n + j;
+      int64_t bcol = b * n + j;
+      switch (p->domain) {
+        case CMLC__LA_DOM_F32: {
+          const float* x = (const float*)c->a + row * k;
+          const float* y = (const float*)c->bt + bcol * k;
+          float s = 0;
+          for (int64_t i = 0; i < k; ++i) s += x[i] * y[i];
+          cmlc__la_store_f64(c->out, oi, p->out_dtype, s);
+          break;
+        }
+        case CMLC__LA_DOM_F64: {
+          const double* x = (const double*)c->a + row * k;
+          const double* y = (const double*)c->bt + bcol * k;
+          double s = 0;
+          for (int64_t i = 0; i < k; ++i) s += x[i] * y[i];
+          cmlc__la_store_f64(c->out, oi, p->out_dtype, s);
+          break;
+        }
+        case CMLC__LA_DOM_INT: {
+          const uint64_t* x = (const uint64_t*)c->a + row * k;
+          const uint64_t* y = (const uint64_t*)c->bt + bcol * k;
+          uint64_t s = 0;
+          for (int64_t i = 0; i < k; ++i) s += x[i] * y[i];
+          cmlc__la_store_int(c->out, oi, p->out_dtype, cmlc__la_int_extend(s, p->acc_dtype),
+                             p->acc_dtype);
+          break;
+        }
+        case CMLC__LA_DOM_C64: {
+          const float* x = (const float*)c->a + 2 * row * k;
+          const float* y = (const float*)c->bt + 2 * bcol * k;
+          float re = 0, im = 0;
+          for (int64_t i = 0; i < k; ++i) {
+            re += x[2 * i] * y[2 * i] - x[2 * i + 1] * y[2 * i + 1];
+            im += x[2 * i] * y[2 * i + 1] + x[2 * i + 1] * y[2 * i];
+          }
+          cmlc__la_store_c(c->out, oi, p->out_dtype, re, im);
+          break;
+        }
+        case CMLC__LA_DOM_C128: {
+          const double* x = (const double*)c->a + 2 * row * k;
+          const double* y = (const double*)c->bt + 2 * bcol * k;
+          double re = 0, im = 0;
+          for (int64_t i = 0; i < k; ++i) {
+            re += x[2 * i] * y[2 * i] - x[2 * i + 1] * y[2 * i + 1];
+            im += x[2 * i] * y[2 * i + 1] + x[2 * i + 1] * y[2 * i];
+          }
+          cmlc__la_store_c(c->out, oi, p->out_dtype, re, im);
+          break;
+        }
+        default:
+          break;
+      }
+    }
+  }
+}
+
+// Converts the f32 GEMM result to the output dtype.
+static void cmlc_la_dot_store_c(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  cmlc_la_dot_ctx_t* c = vctx;
+  const float* src = c->a;
+  for (int64_t i = begin; i < end; ++i) cmlc__la_store_f64(c->out, i, c->plan->out_dtype, src[i]);
+}
+
+static int64_t cmlc_la_chunk(int64_t work_per_item) {
+  int64_t w = work_per_item > 0 ? work_per_item : 1;
+  int64_t chunk = (int64_t)32768 / w;
+  return chunk < 1 ? 1 : chunk;
+}
+
+static size_t cmlc_la_dot_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                                  const cmlc_options_t* options) {
+  cmlc_la_dot_plan_t p;
+  if (!cmlc_la_dot_plan(&module->values[node->inputs[0]].shape,
+                        &module->values[node->inputs[1]].shape,
+                        &module->values[node->first_output].shape, node->attrs, options, &p))
+    return 0;
+  return p.total;
+}
+
+static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
+  cmlc_la_dot_plan_t p;
+  const cml_shape_t* lhs = args->input_shapes[0];
+  const cml_shape_t* rhs = args->input_shapes[1];
+  char text[3][160];
+  if (!cmlc_la_dot_plan(lhs, rhs, args->output_shapes[0], args->node->attrs, args->options,
+                        &p) ||
+      args->scratch_size < p.total) {
+    return cml_status_make(CML_STATUS_INTERNAL,
+                           "DotGeneral: inconsistent plan for lhs %s, rhs %s -> %s (scratch %zu)",
+                           cml_shape_format(lhs, text[0], sizeof text[0]),
+                           cml_shape_format(rhs, text[1], sizeof text[1]),
+                           cml_shape_format(args->output_shapes[0], text[2], sizeof text[2]),
+                           args->scratch_size);
+  }
+  int64_t total_out = p.batch * p.m * p.n;
+  if (total_out == 0) return CML_OK;
+  char* s = args->scratch;
+  int64_t* tables = (int64_t*)(s + p.off_tables);
+  int64_t lhs_strides[CML_MAX_RANK], rhs_strides[CML_MAX_RANK];
+  cmlc__la_strides(lhs, lhs_strides);
+  cmlc__la_strides(rhs, rhs_strides);
+  cmlc_la_dot_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.plan = &p;
+  c.lhs = args->inputs[0];
+  c.rhs = args->inputs[1];
+  c.out = args->outputs[0];
+  int64_t* t = tables;
+  c.lhs_b = t;
+  t += cmlc__la_offsets(p.lb_count, p.lb, lhs->dims, lhs_strides, t);
+  c.lhs_m = t;
+  t += cmlc__la_offsets(p.lm_count, p.lm, lhs->dims, lhs_strides, t);
+  c.lhs_k = t;
+  t += cmlc__la_offsets(p.lk_count, p.lk, lhs->dims, lhs_strides, t);
+  c.rhs_b = t;
+  t += cmlc__la_offsets(p.rb_count, p.rb, rhs->dims, rhs_strides, t);
+  c.rhs_k = t;
+  t += cmlc__la_offsets(p.rk_count, p.rk, rhs->dims, rhs_strides, t);
+  c.rhs_n = t;
+  cmlc__la_offsets(p.rn_count, p.rn, rhs->dims, rhs_strides, t);
+
+  if (p.use_gemm) {
+    cmlc_pool_t* pool = args->pool;
+    if (cmlc_pool_thread_count(pool) > p.threads) pool = NULL;
+    cmlc__gemm_problem_t g;
+    g.batch = p.batch;
+    g.m = p.m;
+    g.n = p.n;
+    g.k = p.k;
+    g.a = (cmlc__gemm_operand_t){c.lhs, p.lhs_dtype, c.lhs_b, c.lhs_m, c.lhs_k};
+    g.b = (cmlc__gemm_operand_t){c.rhs, p.rhs_dtype, c.rhs_b, c.rhs_k, c.rhs_n};
+    g.c = p.out_dtype == CML_DTYPE_F32 ? (float*)c.out : (float*)(s + p.off_c);
+    cmlc__gemm_f32(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
+    if (p.out_dtype != CML_DTYPE_F32) {
+      c.a = g.c;
+      cmlc_parallel_for(args->pool, total_out, 16384, cmlc_la_dot_store_c, &c);
+    }
+    return CML_OK;
+  }
+  c.a = s + p.off_a;
+  c.bt = s + p.off_b;
+  cmlc_parallel_for(args->pool, p.batch * p.m, cmlc_la_chunk(p.k), cmlc_la_dot_convert_a, &c);
+  cmlc_parallel_for(args->pool, p.batch * p.n, cmlc_la_chunk(p.k), cmlc_la_dot_convert_b, &c);
+  cmlc_parallel_for(args->pool, p.batch * p.m, cmlc_la_chunk(p.k * p.n), cmlc_la_dot_compute,
+                    &c);
+  return CML_OK;
+}
+
+//===--- group lookup and capabilities ---===//
+
+bool cmlc_kernels_linalg_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
+  if (node->op == CML_OP_CONV_GENERAL) return cmlc__conv_lookup(module, node, options, out);
+  if (node->op != CML_OP_DOT && node->op != CML_OP_DOT_GENERAL) return false;
+  if (node->input_count != 2 || node->output_count < 1) return false;
+  cmlc_la_dot_plan_t p;
+  if (!cmlc_la_dot_plan(&module->values[node->inputs[0]].shape,
+                        &module->values[node->inputs[1]].shape,
+                        &module->values[node->first_output].shape, node->attrs, options, &p))
+    return false;
+  if (!(cml_op_dtypes(CML_OP_DOT_GENERAL) & CML_DTYPE_BIT(p.lhs_dtype)) ||
+      !(cml_op_dtypes(CML_OP_DOT_GENERAL) & CML_DTYPE_BIT(p.rhs_dtype)))
+    return false;
+  out->run = cmlc_la_dot_run;
+  out->scratch = cmlc_la_dot_scratch;
+  out->in_place_input = -1;
+  return true;
+}
+
+void cmlc_kernels_linalg_capabilities(cml_capabilities_t* caps) {
+  cml_capabilities_set_op(caps, CML_OP_DOT, true);
+  cml_capabilities_set_op(caps, CML_OP_DOT_GENERAL, true);
+  cml_capabilities_set_op(caps, CML_OP_CONV_GENERAL, true);
+}

@@ -1,14 +1,456 @@
 // SPDX-License-Identifier: Apache-2.0
-// kernels/generic/reduce.c: scalar reference kernels of the "reduce" group (placeholder: no ops yet).
-#include "backends/c/cmlc.h"
+// kernels/generic/reduce.c: the "reduce" kernel group: Reduce{Sum,Product,Max,Min},
+// ReduceBitwise{And,Or,Xor}, ReduceLogical{And,Or,Xor} and ArgMinMax (scalar reference).
+//
+// The input's axes are classified as kept or reduced; size-1 axes are dropped and neighbouring
+// axes of the same class merged. Two loop shapes cover every case:
+//  - innermost axis reduced: each output element reduces a contiguous run (8 lanes, split in
+//    halves above 256 elements: a pairwise summation) for every outer reduced index;
+//  - innermost axis kept: tiles of 256 output columns accumulate whole rows, in blocks of 128
+//    rows whose partial results are added to the running total (a two-level summation).
+// Work is split by output elements (rows x tiles), so each result is computed in one fixed
+// order whatever the thread count. f16/bf16 accumulate in f32, integers wrap (they accumulate
+// in an unsigned type at least 32 bits wide). An empty reduced extent gives the identity:
+// 0 (sum), 1 (product), -Inf or the lowest integer (max), +Inf or the highest (min), all ones
+// (bitwise and), true (logical and), false / 0 otherwise. Max/Min propagate NaN.
+// ArgMinMax: NaN wins (the first NaN), ties pick the first index.
+#include <tgmath.h>
 
-bool cmlc_kernels_reduce_lookup(const cml_module_t* module, const cml_ir_node_t* node,
-                              const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
-  (void)module;
-  (void)node;
-  (void)options;
-  (void)out;
-  return false;
+#include "backends/c/kernels/generic/elementwise_internal.h"
+
+enum { CMLC_RD_TILE = 256, CMLC_RD_ROW_BLOCK = 128, CMLC_RD_MIN_WORK = 32768 };
+
+typedef struct cmlc_rd_plan_t {
+  const void* in;
+  void* out;
+  int nk, nr;
+  int64_t kd[CML_MAX_RANK], ks[CML_MAX_RANK];  // kept dims / input strides
+  int64_t rd[CML_MAX_RANK], rs[CML_MAX_RANK];  // reduced dims / input strides
+  int64_t outputs;                             // product of kd
+  int64_t reduced;                             // product of rd
+  int64_t tiles;                               // inner-kept case: tiles per row
+} cmlc_rd_plan_t;
+
+// Offset of the |index|-th element of the row-major grid |dims|[0..n) with |strides|.
+static inline int64_t cmlc_rd_offset(int n, const int64_t* dims, const int64_t* strides,
+                                     int64_t index) {
+  int64_t off = 0;
+  for (int d = n - 1; d >= 0; --d) {
+    off += (index % dims[d]) * strides[d];
+    index /= dims[d];
+  }
+  return off;
 }
 
-void cmlc_kernels_reduce_capabilities(cml_capabilities_t* caps) { (void)caps; }
+// Advances the odometer |idx| over |dims| and keeps |*off| in step.
+static inline void cmlc_rd_next(int n, const int64_t* dims, const int64_t* strides, int64_t* idx,
+                                int64_t* off) {
+  for (int d = n - 1; d >= 0; --d) {
+    *off += strides[d];
+    if (++idx[d] < dims[d]) return;
+    *off -= strides[d] * dims[d];
+    idx[d] = 0;
+  }
+}
+
+//===--- generator ---===//
+
+// name: prefix; T: storage; CT: accumulator; LOAD: T -> CT; STORE: CT -> T; IDENT: identity;
+// COMB(a, b): the combining function.
+#define CMLC_RD_GEN(name, T, CT, LOAD, STORE, IDENT, COMB)                                   \
+  static CT name##_contig(const T* x, int64_t n) {                                          \
+    if (n > 2 * CMLC_RD_TILE) {                                                              \
+      const int64_t h = (n / 2) & ~(int64_t)7;                                               \
+      CT a = name##_contig(x, h), b = name##_contig(x + h, n - h);                           \
+      return COMB(a, b);                                                                     \
+    }                                                                                        \
+    CT lane[8];                                                                              \
+    for (int j = 0; j < 8; ++j) lane[j] = (IDENT);                                           \
+    int64_t i = 0;                                                                           \
+    for (; i + 8 <= n; i += 8) {                                                             \
+      for (int j = 0; j < 8; ++j) {                                                          \
+        CT v = LOAD(x[i + j]);                                                               \
+        lane[j] = COMB(lane[j], v);                                                          \
+      }                                                                                      \
+    }                                                                                        \
+    for (int j = 0; i < n; ++i, ++j) {                                                       \
+      CT v = LOAD(x[i]);                                                                     \
+      lane[j] = COMB(lane[j], v);                                                            \
+    }                                                                                        \
+    for (int w = 1; w < 8; w *= 2) {                                                         \
+      for (int j = 0; j < 8; j += 2 * w) lane[j] = COMB(lane[j], lane[j + w]);               \
+    }                                                                                        \
+    return lane[0];                                                                          \
+  }                                                                                          \
+  /* Innermost axis reduced: outputs [begin, end). */                                        \
+  static void name##_a(void* ctx, int64_t begin, int64_t end, int thread_index) {           \
+    (void)thread_index;                                                                      \
+    const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;                                    \
+    const T* x = (const T*)p->in;                                                            \
+    T* y = (T*)p->out;                                                                       \
+    const int64_t len = p->rd[p->nr - 1];                                                    \
+    const int64_t outer = len ? p->reduced / len : 0;                                        \
+    for (int64_t o = begin; o < end; ++o) {                                                  \
+      const int64_t base = cmlc_rd_offset(p->nk, p->kd, p->ks, o);                           \
+      CT acc = (IDENT);                                                                      \
+      int64_t idx[CML_MAX_RANK] = {0};                                                       \
+      int64_t off = 0;                                                                       \
+      for (int64_t r = 0; r < outer; ++r) {                                                  \
+        CT v = name##_contig(x + base + off, len);                                           \
+        acc = COMB(acc, v);                                                                  \
+        cmlc_rd_next(p->nr - 1, p->rd, p->rs, idx, &off);                                    \
+      }                                                                                      \
+      y[o] = STORE(acc);                                                                     \
+    }                                                                                        \
+  }                                                                                          \
+  /* Innermost axis kept: tasks are (row, tile of columns). */                               \
+  static void name##_b(void* ctx, int64_t begin, int64_t end, int thread_index) {           \
+    (void)thread_index;                                                                      \
+    const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;                                    \
+    const T* x = (const T*)p->in;                                                            \
+    T* y = (T*)p->out;                                                                       \
+    const int64_t width = p->kd[p->nk - 1];                                                  \
+    CT total[CMLC_RD_TILE], part[CMLC_RD_TILE];                                              \
+    for (int64_t t = begin; t < end; ++t) {                                                  \
+      const int64_t row = t / p->tiles, c0 = (t % p->tiles) * CMLC_RD_TILE;                  \
+      const int64_t len = width - c0 < CMLC_RD_TILE ? width - c0 : CMLC_RD_TILE;             \
+      const int64_t base = cmlc_rd_offset(p->nk - 1, p->kd, p->ks, row) + c0;                \
+      for (int64_t j = 0; j < len; ++j) total[j] = (IDENT);                                  \
+      int64_t idx[CML_MAX_RANK] = {0};                                                       \
+      int64_t off = 0;                                                                       \
+      for (int64_t r0 = 0; r0 < p->reduced; r0 += CMLC_RD_ROW_BLOCK) {                       \
+        const int64_t r1 = p->reduced - r0 < CMLC_RD_ROW_BLOCK ? p->reduced : r0 + CMLC_RD_ROW_BLOCK; \
+        for (int64_t j = 0; j < len; ++j) part[j] = (IDENT);                                 \
+        for (int64_t r = r0; r < r1; ++r) {                                                  \
+          const T* row_x = x + base + off;                                                   \
+          for (int64_t j = 0; j < len; ++j) {                                                \
+            CT v = LOAD(row_x[j]);                                                           \
+            part[j] = COMB(part[j], v);                                                      \
+          }                                                                                  \
+          cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);                                      \
+        }                                                                                    \
+        for (int64_t j = 0; j < len; ++j) total[j] = COMB(total[j], part[j]);                \
+      }                                                                                      \
+      T* out_row = y + row * width + c0;                                                     \
+      for (int64_t j = 0; j < len; ++j) out_row[j] = STORE(total[j]);                        \
+    }                                                                                        \
+  }
+
+#define CMLC_RD_ADD(a, b) ((a) + (b))
+#define CMLC_RD_MUL(a, b) ((a) * (b))
+#define CMLC_RD_AND(a, b) ((a) & (b))
+#define CMLC_RD_OR(a, b) ((a) | (b))
+#define CMLC_RD_XOR(a, b) ((a) ^ (b))
+#define CMLC_RD_IMAX(a, b) ((a) > (b) ? (a) : (b))
+#define CMLC_RD_IMIN(a, b) ((a) < (b) ? (a) : (b))
+#define CMLC_RD_LAND(a, b) ((a) & (b))
+#define CMLC_RD_LOR(a, b) ((a) | (b))
+#define CMLC_RD_LXOR(a, b) ((a) ^ (b))
+#define CMLC_RD_CAST(T) (T)
+
+// Floats (f16/bf16 accumulate in f32).
+#define CMLC_RD_FLOAT(sfx, T, CT, LOAD, STORE)                                           \
+  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, CT, LOAD, STORE, (CT)0, CMLC_RD_ADD)                 \
+  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, CT, LOAD, STORE, (CT)1, CMLC_RD_MUL)                \
+  CMLC_RD_GEN(cmlc_rd_max_##sfx, T, CT, LOAD, STORE, (CT)-INFINITY, CMLC_EW_FMAX)        \
+  CMLC_RD_GEN(cmlc_rd_min_##sfx, T, CT, LOAD, STORE, (CT)INFINITY, CMLC_EW_FMIN)
+CMLC_RD_FLOAT(f16, uint16_t, float, cml_f16_to_f32, cml_f32_to_f16)
+CMLC_RD_FLOAT(bf16, uint16_t, float, cml_bf16_to_f32, cml_f32_to_bf16)
+CMLC_RD_FLOAT(f32, float, float, CMLC_EW_ID, CMLC_EW_ID)
+CMLC_RD_FLOAT(f64, double, double, CMLC_EW_ID, CMLC_EW_ID)
+
+#define CMLC_RD_COMPLEX(sfx, T, CT, LOAD, STORE)                          \
+  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, CT, LOAD, STORE, (CT)0, CMLC_RD_ADD)  \
+  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, CT, LOAD, STORE, (CT)1, CMLC_RD_MUL)
+CMLC_RD_COMPLEX(c64, cml_c64_t, float _Complex, cmlc_ew_load_c64, cmlc_ew_store_c64)
+CMLC_RD_COMPLEX(c128, cml_c128_t, double _Complex, cmlc_ew_load_c128, cmlc_ew_store_c128)
+
+// Integers: W is the wrapping accumulator (>= 32 bits so no promotion to signed int).
+#define CMLC_RD_INT(sfx, T, W, TMIN, TMAX)                                                   \
+  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_ADD)  \
+  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)1, CMLC_RD_MUL) \
+  CMLC_RD_GEN(cmlc_rd_max_##sfx, T, T, CMLC_EW_ID, CMLC_EW_ID, (T)TMIN, CMLC_RD_IMAX)        \
+  CMLC_RD_GEN(cmlc_rd_min_##sfx, T, T, CMLC_EW_ID, CMLC_EW_ID, (T)TMAX, CMLC_RD_IMIN)        \
+  CMLC_RD_GEN(cmlc_rd_and_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)~(W)0, CMLC_RD_AND) \
+  CMLC_RD_GEN(cmlc_rd_or_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_OR)    \
+  CMLC_RD_GEN(cmlc_rd_xor_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_XOR)
+CMLC_RD_INT(i8, int8_t, uint32_t, INT8_MIN, INT8_MAX)
+CMLC_RD_INT(i16, int16_t, uint32_t, INT16_MIN, INT16_MAX)
+CMLC_RD_INT(i32, int32_t, uint32_t, INT32_MIN, INT32_MAX)
+CMLC_RD_INT(i64, int64_t, uint64_t, INT64_MIN, INT64_MAX)
+CMLC_RD_INT(u8, uint8_t, uint32_t, 0, UINT8_MAX)
+CMLC_RD_INT(u16, uint16_t, uint32_t, 0, UINT16_MAX)
+CMLC_RD_INT(u32, uint32_t, uint32_t, 0, UINT32_MAX)
+CMLC_RD_INT(u64, uint64_t, uint64_t, 0, UINT64_MAX)
+
+#define CMLC_RD_BOOL_LOAD(x) ((unsigned)((x) != 0))
+#define CMLC_RD_BOOL_STORE(x) ((uint8_t)((x) != 0))
+CMLC_RD_GEN(cmlc_rd_land_bool, uint8_t, unsigned, CMLC_RD_BOOL_LOAD, CMLC_RD_BOOL_STORE, 1u,
+            CMLC_RD_LAND)
+CMLC_RD_GEN(cmlc_rd_lor_bool, uint8_t, unsigned, CMLC_RD_BOOL_LOAD, CMLC_RD_BOOL_STORE, 0u,
+            CMLC_RD_LOR)
+CMLC_RD_GEN(cmlc_rd_lxor_bool, uint8_t, unsigned, CMLC_RD_BOOL_LOAD, CMLC_RD_BOOL_STORE, 0u,
+            CMLC_RD_LXOR)
+
+//===--- table ---===//
+
+typedef struct cmlc_rd_fns_t {
+  cmlc_task_fn inner_reduced;
+  cmlc_task_fn inner_kept;
+} cmlc_rd_fns_t;
+
+#define CMLC_RD_PICK(name, DT, sfx)                                     \
+  if (dtype == CML_DTYPE_##DT) {                                        \
+    cmlc_rd_fns_t f_ = {cmlc_rd_##name##_##sfx##_a, cmlc_rd_##name##_##sfx##_b}; \
+    return f_;                                                          \
+  }
+#define CMLC_RD_PICK_FLOAT(name) \
+  CMLC_RD_PICK(name, F16, f16) CMLC_RD_PICK(name, BF16, bf16) CMLC_RD_PICK(name, F32, f32) \
+  CMLC_RD_PICK(name, F64, f64)
+#define CMLC_RD_PICK_INT(name) \
+  CMLC_RD_PICK(name, I8, i8) CMLC_RD_PICK(name, I16, i16) CMLC_RD_PICK(name, I32, i32) \
+  CMLC_RD_PICK(name, I64, i64) CMLC_RD_PICK(name, U8, u8) CMLC_RD_PICK(name, U16, u16) \
+  CMLC_RD_PICK(name, U32, u32) CMLC_RD_PICK(name, U64, u64)
+#define CMLC_RD_PICK_COMPLEX(name) CMLC_RD_PICK(name, C64, c64) CMLC_RD_PICK(name, C128, c128)
+
+static cmlc_rd_fns_t cmlc_rd_pick(cml_op_t op, cml_dtype_t dtype) {
+  switch (op) {
+    case CML_OP_REDUCE_SUM:
+      CMLC_RD_PICK_FLOAT(sum) CMLC_RD_PICK_INT(sum) CMLC_RD_PICK_COMPLEX(sum) break;
+    case CML_OP_REDUCE_PRODUCT:
+      CMLC_RD_PICK_FLOAT(prod) CMLC_RD_PICK_INT(prod) CMLC_RD_PICK_COMPLEX(prod) break;
+    case CML_OP_REDUCE_MAX: CMLC_RD_PICK_FLOAT(max) CMLC_RD_PICK_INT(max) break;
+    case CML_OP_REDUCE_MIN: CMLC_RD_PICK_FLOAT(min) CMLC_RD_PICK_INT(min) break;
+    case CML_OP_REDUCE_BITWISE_AND: CMLC_RD_PICK_INT(and) break;
+    case CML_OP_REDUCE_BITWISE_OR: CMLC_RD_PICK_INT(or) break;
+    case CML_OP_REDUCE_BITWISE_XOR: CMLC_RD_PICK_INT(xor) break;
+    case CML_OP_REDUCE_LOGICAL_AND: CMLC_RD_PICK(land, BOOL, bool) break;
+    case CML_OP_REDUCE_LOGICAL_OR: CMLC_RD_PICK(lor, BOOL, bool) break;
+    case CML_OP_REDUCE_LOGICAL_XOR: CMLC_RD_PICK(lxor, BOOL, bool) break;
+    default:
+      break;
+  }
+  cmlc_rd_fns_t none = {NULL, NULL};
+  return none;
+}
+
+//===--- reduce runner ---===//
+
+static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* is = args->input_shapes[0];
+  const cml_shape_t* os = args->output_shapes[0];
+  const cml_ir_attrs_t* attrs = args->node->attrs;
+  cmlc_rd_fns_t fns = cmlc_rd_pick(args->node->op, is->dtype);
+  if (!fns.inner_reduced) {
+    return cml_status_make(CML_STATUS_INTERNAL, "%s: no kernel for %s",
+                           cml_op_name(args->node->op), cml_dtype_name(is->dtype));
+  }
+  bool reduced[CML_MAX_RANK] = {false};
+  if (attrs->axis_count == 0 && os->rank != is->rank) {
+    for (int32_t d = 0; d < is->rank; ++d) reduced[d] = true;
+  }
+  for (int32_t k = 0; k < attrs->axis_count; ++k) {
+    const int64_t a = attrs->axes[k];
+    if (a < 0 || a >= is->rank) {
+      char text[128];
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: axis %lld out of range for %s",
+                             cml_op_name(args->node->op), (long long)a,
+                             cml_shape_format(is, text, sizeof text));
+    }
+    reduced[a] = true;
+  }
+  cmlc_rd_plan_t p;
+  memset(&p, 0, sizeof p);
+  p.in = args->inputs[0];
+  p.out = args->outputs[0];
+  int64_t strides[CML_MAX_RANK];
+  cmlc_ew_strides(is, strides);
+  int last = -1;  // class of the innermost merged axis: 0 kept, 1 reduced
+  for (int32_t d = 0; d < is->rank; ++d) {
+    if (is->dims[d] == 1) continue;
+    const int cls = reduced[d] ? 1 : 0;
+    int64_t* dims = cls ? p.rd : p.kd;
+    int64_t* st = cls ? p.rs : p.ks;
+    int* count = cls ? &p.nr : &p.nk;
+    if (cls == last) {
+      dims[*count - 1] *= is->dims[d];
+      st[*count - 1] = strides[d];
+    } else {
+      dims[*count] = is->dims[d];
+      st[*count] = strides[d];
+      ++*count;
+    }
+    last = cls;
+  }
+  p.outputs = 1;
+  for (int k = 0; k < p.nk; ++k) p.outputs *= p.kd[k];
+  p.reduced = 1;
+  for (int k = 0; k < p.nr; ++k) p.reduced *= p.rd[k];
+  if (p.outputs == 0) return CML_OK;
+  if (p.nr == 0) {  // nothing reduced: a "reduction" of one element each
+    p.rd[0] = 1;
+    p.rs[0] = 0;
+    p.nr = 1;
+    last = p.nk > 0 ? 0 : 1;
+  }
+  if (p.nk == 0) {  // full reduction: one kept axis of size 1
+    p.kd[0] = 1;
+    p.ks[0] = 0;
+    p.nk = 1;
+    last = 1;
+  }
+  const int64_t per_output = p.reduced > 0 ? p.reduced : 1;
+  if (last == 1) {
+    int64_t chunk = CMLC_RD_MIN_WORK / per_output;
+    cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, fns.inner_reduced, &p);
+  } else {
+    const int64_t width = p.kd[p.nk - 1];
+    p.tiles = (width + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
+    const int64_t tasks = (p.outputs / width) * p.tiles;
+    int64_t chunk = CMLC_RD_MIN_WORK / (per_output * (width < CMLC_RD_TILE ? width : CMLC_RD_TILE));
+    cmlc_parallel_for(args->pool, tasks, chunk < 1 ? 1 : chunk, fns.inner_kept, &p);
+  }
+  return CML_OK;
+}
+
+//===--- ArgMinMax ---===//
+
+typedef struct cmlc_rd_arg_plan_t {
+  const void* in;
+  void* out;
+  cml_dtype_t out_dtype;
+  bool is_min;
+  int64_t outer, dim, inner, tiles;
+} cmlc_rd_arg_plan_t;
+
+#define CMLC_RD_NOT_NAN(x) 0
+#define CMLC_RD_FLOAT_NAN(x) isnan(x)
+
+// Tasks are (outer index, tile of inner columns); each column scans the axis in order.
+#define CMLC_RD_ARG_GEN(sfx, T, CT, LOAD, ISNAN)                                              \
+  static void cmlc_rd_arg_##sfx(void* ctx, int64_t begin, int64_t end, int thread_index) {   \
+    (void)thread_index;                                                                       \
+    const cmlc_rd_arg_plan_t* p = (const cmlc_rd_arg_plan_t*)ctx;                             \
+    const T* x = (const T*)p->in;                                                             \
+    CT best[CMLC_RD_TILE];                                                                    \
+    int64_t index[CMLC_RD_TILE];                                                              \
+    for (int64_t t = begin; t < end; ++t) {                                                   \
+      const int64_t o = t / p->tiles, c0 = (t % p->tiles) * CMLC_RD_TILE;                     \
+      const int64_t len = p->inner - c0 < CMLC_RD_TILE ? p->inner - c0 : CMLC_RD_TILE;        \
+      const T* base = x + o * p->dim * p->inner + c0;                                         \
+      for (int64_t j = 0; j < len; ++j) index[j] = 0;                                         \
+      if (p->dim > 0) {                                                                       \
+        for (int64_t j = 0; j < len; ++j) best[j] = LOAD(base[j]);                            \
+      }                                                                                       \
+      for (int64_t k = 1; k < p->dim; ++k) {                                                  \
+        const T* row = base + k * p->inner;                                                   \
+        for (int64_t j = 0; j < len; ++j) {                                                   \
+          const CT v = LOAD(row[j]);                                                          \
+          const CT b = best[j];                                                               \
+          (void)b;                                                                            \
+          bool better;                                                                        \
+          if (ISNAN(b)) {                                                                     \
+            better = false;                                                                   \
+          } else if (ISNAN(v)) {                                                              \
+            better = true;                                                                    \
+          } else {                                                                            \
+            better = p->is_min ? v < b : v > b;                                               \
+          }                                                                                   \
+          if (better) {                                                                       \
+            best[j] = v;                                                                      \
+            index[j] = k;                                                                     \
+          }                                                                                   \
+        }                                                                                     \
+      }                                                                                       \
+      cmlc_ew_store_i64(p->out_dtype, index, len, p->out, o * p->inner + c0);                 \
+    }                                                                                         \
+  }
+CMLC_RD_ARG_GEN(f16, uint16_t, float, cml_f16_to_f32, CMLC_RD_FLOAT_NAN)
+CMLC_RD_ARG_GEN(bf16, uint16_t, float, cml_bf16_to_f32, CMLC_RD_FLOAT_NAN)
+CMLC_RD_ARG_GEN(f32, float, float, CMLC_EW_ID, CMLC_RD_FLOAT_NAN)
+CMLC_RD_ARG_GEN(f64, double, double, CMLC_EW_ID, CMLC_RD_FLOAT_NAN)
+CMLC_RD_ARG_GEN(i8, int8_t, int8_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_GEN(i16, int16_t, int16_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_GEN(i32, int32_t, int32_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_GEN(i64, int64_t, int64_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_GEN(u8, uint8_t, uint8_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_GEN(u16, uint16_t, uint16_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_GEN(u32, uint32_t, uint32_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_GEN(u64, uint64_t, uint64_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+
+static cmlc_task_fn cmlc_rd_arg_pick(cml_dtype_t dtype) {
+  switch (dtype) {
+    case CML_DTYPE_F16: return cmlc_rd_arg_f16;
+    case CML_DTYPE_BF16: return cmlc_rd_arg_bf16;
+    case CML_DTYPE_F32: return cmlc_rd_arg_f32;
+    case CML_DTYPE_F64: return cmlc_rd_arg_f64;
+    case CML_DTYPE_I8: return cmlc_rd_arg_i8;
+    case CML_DTYPE_I16: return cmlc_rd_arg_i16;
+    case CML_DTYPE_I32: return cmlc_rd_arg_i32;
+    case CML_DTYPE_I64: return cmlc_rd_arg_i64;
+    case CML_DTYPE_U8: return cmlc_rd_arg_u8;
+    case CML_DTYPE_U16: return cmlc_rd_arg_u16;
+    case CML_DTYPE_U32: return cmlc_rd_arg_u32;
+    case CML_DTYPE_U64: return cmlc_rd_arg_u64;
+    default: return NULL;
+  }
+}
+
+static bool cmlc_rd_arg_out_ok(cml_dtype_t dtype) {
+  return cml_dtype_is_int(dtype) && !cml_dtype_is_packed(dtype);
+}
+
+static cml_status_t cmlc_rd_run_arg(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* is = args->input_shapes[0];
+  const cml_shape_t* os = args->output_shapes[0];
+  const int64_t axis = args->node->attrs->axis;
+  cmlc_task_fn fn = cmlc_rd_arg_pick(is->dtype);
+  if (!fn || !cmlc_rd_arg_out_ok(os->dtype) || axis < 0 || axis >= is->rank) {
+    char a[128], b[128];
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "ArgMinMax: unsupported input %s, output %s or axis %lld",
+                           cml_shape_format(is, a, sizeof a), cml_shape_format(os, b, sizeof b),
+                           (long long)axis);
+  }
+  cmlc_rd_arg_plan_t p = {args->inputs[0], args->outputs[0], os->dtype, args->node->attrs->flag,
+                          1, is->dims[axis], 1, 0};
+  for (int32_t d = 0; d < axis; ++d) p.outer *= is->dims[d];
+  for (int32_t d = (int32_t)axis + 1; d < is->rank; ++d) p.inner *= is->dims[d];
+  if (p.outer == 0 || p.inner == 0) return CML_OK;
+  p.tiles = (p.inner + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
+  const int64_t work = (p.dim > 0 ? p.dim : 1) * (p.inner < CMLC_RD_TILE ? p.inner : CMLC_RD_TILE);
+  int64_t chunk = CMLC_RD_MIN_WORK / work;
+  cmlc_parallel_for(args->pool, p.outer * p.tiles, chunk < 1 ? 1 : chunk, fn, &p);
+  return CML_OK;
+}
+
+//===--- lookup and capabilities ---===//
+
+bool cmlc_kernels_reduce_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
+  (void)options;
+  if (!module || !node || !out || node->input_count < 1) return false;
+  const cml_dtype_t in = module->values[node->inputs[0]].shape.dtype;
+  cmlc_kernel_entry_t e = {NULL, NULL, -1};
+  if (node->op == CML_OP_ARG_MIN_MAX) {
+    if (!cmlc_rd_arg_pick(in) ||
+        !cmlc_rd_arg_out_ok(module->values[node->first_output].shape.dtype)) {
+      return false;
+    }
+    e.run = cmlc_rd_run_arg;
+  } else if (cml_op_kind(node->op) == CML_OPK_REDUCE) {
+    if (!cmlc_rd_pick(node->op, in).inner_reduced) return false;
+    e.run = cmlc_rd_run;
+  } else {
+    return false;
+  }
+  *out = e;
+  return true;
+}
+
+void cmlc_kernels_reduce_capabilities(cml_capabilities_t* caps) {
+  for (int op = 0; op < CML_OP_COUNT; ++op) {
+    if (cml_op_kind((cml_op_t)op) == CML_OPK_REDUCE) cml_capabilities_set_op(caps, (cml_op_t)op, true);
+  }
+  cml_capabilities_set_op(caps, CML_OP_ARG_MIN_MAX, true);
+}

@@ -1,14 +1,372 @@
 // SPDX-License-Identifier: Apache-2.0
-// kernels/generic/window.c: scalar reference kernels of the "window" group (placeholder: no ops yet).
-#include "backends/c/cmlc.h"
+// kernels/generic/window.c: kernels of the "window" group: ReduceWindow and
+// SelectAndScatterMax/Min/Sum, with XLA's semantics.
+//
+// Geometry (per axis): the input is dilated by the base dilation (holes between elements),
+// padded by padding_low/high, and the window (dilated by the window dilation) moves with the
+// stride. Window element k of output position o reads padded position
+// p = o * stride + k * window_dilation - padding_low, which is an input element when
+// p >= 0, p % base_dilation == 0 and p / base_dilation < dim; padding and holes are neither
+// read nor selected (for ReduceWindow they hold the reduction's identity).
+//
+// - ReduceWindow: integers wrap (sums and products in unsigned arithmetic); floats accumulate
+//   in their own precision, f16/bf16 in f32 rounded once; Max/Min propagate NaN. Parallel over
+//   output elements, so results do not depend on the thread count.
+// - SelectAndScatterMax/Min: the selection walks the window in row-major order and moves to a
+//   candidate when !(current >= candidate) (<= for Min), as XLA's `ge` select function does:
+//   the first maximum wins ties. The output starts at 0 and the source elements are added in
+//   row-major order of the source (integers wrap; f16/bf16 accumulate in f32, rounded once).
+// - SelectAndScatterSum: each source element is added to every input element of its window.
+#include <math.h>
+#include <string.h>
 
-bool cmlc_kernels_window_lookup(const cml_module_t* module, const cml_ir_node_t* node,
-                              const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
-  (void)module;
-  (void)node;
-  (void)options;
-  (void)out;
-  return false;
+#include "backends/c/kernels/generic/movement_internal.h"
+
+typedef struct cmlc_wn_geom_t {
+  int32_t rank;
+  int64_t in_dims[CML_MAX_RANK];
+  int64_t in_strides[CML_MAX_RANK];
+  int64_t out_dims[CML_MAX_RANK];
+  int64_t window[CML_MAX_RANK];
+  int64_t stride[CML_MAX_RANK];
+  int64_t base_dil[CML_MAX_RANK];
+  int64_t win_dil[CML_MAX_RANK];
+  int64_t pad_lo[CML_MAX_RANK];
+} cmlc_wn_geom_t;
+
+static int64_t cmlc_wn_or_one(int64_t v) { return v > 0 ? v : 1; }
+
+// Fills |g| from the operand shape, the window-positions shape and the node's window config.
+static void cmlc_wn_geom_init(cmlc_wn_geom_t* g, const cml_shape_t* in, const cml_shape_t* out,
+                              const cml_window_config_t* w) {
+  memset(g, 0, sizeof *g);
+  if (in->rank == 0) {
+    g->rank = 1;
+    g->in_dims[0] = g->out_dims[0] = g->in_strides[0] = 1;
+    g->window[0] = g->stride[0] = g->base_dil[0] = g->win_dil[0] = 1;
+    return;
+  }
+  g->rank = in->rank;
+  cmlc__mv_row_major_strides(in->rank, in->dims, g->in_strides);
+  for (int32_t d = 0; d < in->rank; ++d) {
+    g->in_dims[d] = in->dims[d];
+    g->out_dims[d] = out->dims[d];
+    g->window[d] = w->window_dims[d];
+    g->stride[d] = w->strides[d] > 0 ? w->strides[d] : cmlc_wn_or_one(w->window_dims[d]);
+    g->base_dil[d] = cmlc_wn_or_one(w->input_dilations[d]);
+    g->win_dil[d] = cmlc_wn_or_one(w->window_dilations[d]);
+    g->pad_lo[d] = w->padding_low[d];
+  }
 }
 
-void cmlc_kernels_window_capabilities(cml_capabilities_t* caps) { (void)caps; }
+// Decodes the row-major output position |i| into |o|.
+static void cmlc_wn_decode(const cmlc_wn_geom_t* g, int64_t i, int64_t* o) {
+  for (int32_t d = g->rank - 1; d >= 0; --d) {
+    o[d] = i % g->out_dims[d];
+    i /= g->out_dims[d];
+  }
+}
+
+// Runs BODY for every input element of the window at output position |O| (an int64 array),
+// in row-major window order; BODY sees `in_off`, the element's offset in the operand.
+#define CMLC_WN_VISIT(G, O, BODY)                                                           \
+  do {                                                                                      \
+    const int32_t l_ = (G)->rank - 1;                                                       \
+    int64_t k_[CML_MAX_RANK] = {0};                                                         \
+    int64_t outer_ = 1;                                                                     \
+    for (int32_t d_ = 0; d_ < l_; ++d_) outer_ *= (G)->window[d_];                          \
+    const int64_t base_l_ = (O)[l_] * (G)->stride[l_] - (G)->pad_lo[l_];                    \
+    const int64_t bd_l_ = (G)->base_dil[l_];                                                \
+    for (int64_t w_ = 0; w_ < outer_; ++w_) {                                               \
+      int64_t off_ = 0;                                                                     \
+      bool ok_ = true;                                                                      \
+      for (int32_t d_ = 0; d_ < l_; ++d_) {                                                 \
+        const int64_t p_ =                                                                  \
+            (O)[d_] * (G)->stride[d_] + k_[d_] * (G)->win_dil[d_] - (G)->pad_lo[d_];        \
+        const int64_t bd_ = (G)->base_dil[d_];                                              \
+        if (p_ < 0 || p_ % bd_ != 0 || p_ / bd_ >= (G)->in_dims[d_]) {                      \
+          ok_ = false;                                                                      \
+          break;                                                                            \
+        }                                                                                   \
+        off_ += (p_ / bd_) * (G)->in_strides[d_];                                           \
+      }                                                                                     \
+      if (ok_) {                                                                            \
+        for (int64_t kl_ = 0; kl_ < (G)->window[l_]; ++kl_) {                               \
+          const int64_t p_ = base_l_ + kl_ * (G)->win_dil[l_];                              \
+          if (p_ < 0 || p_ % bd_l_ != 0) continue;                                          \
+          if (p_ / bd_l_ >= (G)->in_dims[l_]) break;                                        \
+          const int64_t in_off = off_ + (p_ / bd_l_) * (G)->in_strides[l_];                 \
+          BODY                                                                              \
+        }                                                                                   \
+      }                                                                                     \
+      for (int32_t d_ = l_ - 1; d_ >= 0; --d_) {                                            \
+        if (++k_[d_] < (G)->window[d_]) break;                                              \
+        k_[d_] = 0;                                                                         \
+      }                                                                                     \
+    }                                                                                       \
+  } while (0)
+
+//===--- ReduceWindow ---===//
+
+typedef struct cmlc_wn_rw_t {
+  cmlc_wn_geom_t g;
+  const void* in;
+  void* out;
+} cmlc_wn_rw_t;
+
+// One reduce-window kernel: T element type, A accumulator, LOAD(T) -> A, STORE(A) -> T.
+#define CMLC_WN_RW_FN(name, T, A, INIT, LOAD, STORE, COMBINE)                   \
+  static void name(void* ctx, int64_t begin, int64_t end, int thread_index) {   \
+    (void)thread_index;                                                         \
+    const cmlc_wn_rw_t* c_ = (const cmlc_wn_rw_t*)ctx;                          \
+    const cmlc_wn_geom_t* g_ = &c_->g;                                          \
+    const T* in_ = (const T*)c_->in;                                            \
+    T* out_ = (T*)c_->out;                                                      \
+    int64_t o_[CML_MAX_RANK];                                                   \
+    for (int64_t i_ = begin; i_ < end; ++i_) {                                  \
+      cmlc_wn_decode(g_, i_, o_);                                               \
+      A acc = (INIT);                                                           \
+      CMLC_WN_VISIT(g_, o_, {                                                   \
+        const A v = LOAD(in_[in_off]);                                          \
+        COMBINE(acc, v);                                                        \
+      });                                                                       \
+      out_[i_] = STORE(acc);                                                    \
+    }                                                                           \
+  }
+
+#define CMLC_WN_ID(x) (x)
+#define CMLC_WN_TO_U64(x) ((uint64_t)(x))
+#define CMLC_WN_ADD(acc, v) ((acc) += (v))
+#define CMLC_WN_MUL(acc, v) ((acc) *= (v))
+#define CMLC_WN_IMAX(acc, v) ((acc) = (v) > (acc) ? (v) : (acc))
+#define CMLC_WN_IMIN(acc, v) ((acc) = (v) < (acc) ? (v) : (acc))
+// NaN-propagating: once the accumulator is NaN it stays NaN.
+#define CMLC_WN_FMAX(acc, v) ((acc) = (isnan(v) || (v) > (acc)) ? (v) : (acc))
+#define CMLC_WN_FMIN(acc, v) ((acc) = (isnan(v) || (v) < (acc)) ? (v) : (acc))
+
+#define CMLC_WN_RW_INT(suffix, T, TMIN, TMAX)                                                  \
+  CMLC_WN_RW_FN(cmlc_wn_rw_sum_##suffix, T, uint64_t, 0, CMLC_WN_TO_U64, (T), CMLC_WN_ADD)    \
+  CMLC_WN_RW_FN(cmlc_wn_rw_prod_##suffix, T, uint64_t, 1, CMLC_WN_TO_U64, (T), CMLC_WN_MUL)   \
+  CMLC_WN_RW_FN(cmlc_wn_rw_max_##suffix, T, T, TMIN, CMLC_WN_ID, CMLC_WN_ID, CMLC_WN_IMAX)    \
+  CMLC_WN_RW_FN(cmlc_wn_rw_min_##suffix, T, T, TMAX, CMLC_WN_ID, CMLC_WN_ID, CMLC_WN_IMIN)
+CMLC_WN_RW_INT(i8, int8_t, INT8_MIN, INT8_MAX)
+CMLC_WN_RW_INT(i16, int16_t, INT16_MIN, INT16_MAX)
+CMLC_WN_RW_INT(i32, int32_t, INT32_MIN, INT32_MAX)
+CMLC_WN_RW_INT(i64, int64_t, INT64_MIN, INT64_MAX)
+CMLC_WN_RW_INT(u8, uint8_t, 0, UINT8_MAX)
+CMLC_WN_RW_INT(u16, uint16_t, 0, UINT16_MAX)
+CMLC_WN_RW_INT(u32, uint32_t, 0, UINT32_MAX)
+CMLC_WN_RW_INT(u64, uint64_t, 0, UINT64_MAX)
+
+#define CMLC_WN_RW_FLOAT(suffix, T, A, LOAD, STORE)                                         \
+  CMLC_WN_RW_FN(cmlc_wn_rw_sum_##suffix, T, A, (A)0, LOAD, STORE, CMLC_WN_ADD)             \
+  CMLC_WN_RW_FN(cmlc_wn_rw_prod_##suffix, T, A, (A)1, LOAD, STORE, CMLC_WN_MUL)            \
+  CMLC_WN_RW_FN(cmlc_wn_rw_max_##suffix, T, A, (A)(-INFINITY), LOAD, STORE, CMLC_WN_FMAX)  \
+  CMLC_WN_RW_FN(cmlc_wn_rw_min_##suffix, T, A, (A)INFINITY, LOAD, STORE, CMLC_WN_FMIN)
+CMLC_WN_RW_FLOAT(f32, float, float, CMLC_WN_ID, CMLC_WN_ID)
+CMLC_WN_RW_FLOAT(f64, double, double, CMLC_WN_ID, CMLC_WN_ID)
+CMLC_WN_RW_FLOAT(f16, uint16_t, float, cml_f16_to_f32, cml_f32_to_f16)
+CMLC_WN_RW_FLOAT(bf16, uint16_t, float, cml_bf16_to_f32, cml_f32_to_bf16)
+
+static cmlc_task_fn cmlc_wn_rw_fn(cml_dtype_t dtype, cml_reduce_type_t type) {
+  if (type < CML_REDUCE_SUM || type > CML_REDUCE_MIN) return NULL;
+  const int which = (int)type - (int)CML_REDUCE_SUM;
+#define CMLC_WN_CASE(D, suffix)                                                       \
+  case D: {                                                                           \
+    static const cmlc_task_fn fns[4] = {cmlc_wn_rw_sum_##suffix, cmlc_wn_rw_prod_##suffix, \
+                                        cmlc_wn_rw_max_##suffix, cmlc_wn_rw_min_##suffix}; \
+    return fns[which];                                                                \
+  }
+  switch (dtype) {
+    CMLC_WN_CASE(CML_DTYPE_I8, i8)
+    CMLC_WN_CASE(CML_DTYPE_I16, i16)
+    CMLC_WN_CASE(CML_DTYPE_I32, i32)
+    CMLC_WN_CASE(CML_DTYPE_I64, i64)
+    CMLC_WN_CASE(CML_DTYPE_U8, u8)
+    CMLC_WN_CASE(CML_DTYPE_U16, u16)
+    CMLC_WN_CASE(CML_DTYPE_U32, u32)
+    CMLC_WN_CASE(CML_DTYPE_U64, u64)
+    CMLC_WN_CASE(CML_DTYPE_F16, f16)
+    CMLC_WN_CASE(CML_DTYPE_BF16, bf16)
+    CMLC_WN_CASE(CML_DTYPE_F32, f32)
+    CMLC_WN_CASE(CML_DTYPE_F64, f64)
+    default: return NULL;
+  }
+#undef CMLC_WN_CASE
+}
+
+static cml_status_t cmlc_wn_reduce_window(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_shape_t* os = args->output_shapes[0];
+  const cml_ir_attrs_t* at = args->node->attrs;
+  cmlc_task_fn fn = cmlc_wn_rw_fn(xs->dtype, at->reduce_type);
+  if (fn == NULL) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED, "ReduceWindow: reduction %s on %s",
+                           cml_reduce_type_name(at->reduce_type), cml_dtype_name(xs->dtype));
+  }
+  const int64_t count = cml_shape_element_count(os);
+  if (count == 0) return CML_OK;
+  cmlc_wn_rw_t c;
+  cmlc_wn_geom_init(&c.g, xs, os, &at->u.window);
+  c.in = args->inputs[0];
+  c.out = args->outputs[0];
+  int64_t window_size = 1;
+  for (int32_t d = 0; d < c.g.rank; ++d) window_size *= cmlc_wn_or_one(c.g.window[d]);
+  int64_t min_chunk = 16384 / window_size;
+  if (min_chunk < 1) min_chunk = 1;
+  cmlc_parallel_for(args->pool, count, min_chunk, fn, &c);
+  return CML_OK;
+}
+
+//===--- SelectAndScatter ---===//
+
+// One select-and-scatter kernel over |T| (compared as C via TO_C). |acc| is the output (A = T)
+// or, for f16/bf16, an f32 scratch; ADD(acc_element, source_element).
+#define CMLC_WN_SAS_FN(suffix, T, C, TO_C, A, ADD)                                           \
+  static void cmlc_wn_sas_##suffix(const cmlc_wn_geom_t* g, cml_op_t op, const T* x,          \
+                                   const T* src, int64_t src_count, A* acc) {                 \
+    int64_t o[CML_MAX_RANK];                                                                  \
+    for (int64_t i = 0; i < src_count; ++i) {                                                 \
+      cmlc_wn_decode(g, i, o);                                                                \
+      const T s = src[i];                                                                     \
+      if (op == CML_OP_SELECT_AND_SCATTER_SUM) {                                              \
+        CMLC_WN_VISIT(g, o, { ADD(acc[in_off], s); });                                        \
+        continue;                                                                             \
+      }                                                                                       \
+      const bool is_max = op == CML_OP_SELECT_AND_SCATTER_MAX;                                \
+      int64_t sel = -1;                                                                       \
+      C cur = (C)0;                                                                           \
+      CMLC_WN_VISIT(g, o, {                                                                   \
+        const C v = TO_C(x[in_off]);                                                          \
+        if (sel < 0 || (is_max ? !(cur >= v) : !(cur <= v))) {                                \
+          sel = in_off;                                                                       \
+          cur = v;                                                                            \
+        }                                                                                     \
+      });                                                                                     \
+      if (sel >= 0) ADD(acc[sel], s);                                                         \
+    }                                                                                         \
+  }
+
+#define CMLC_WN_SAS_INT(suffix, T, U)                                                        \
+  static inline void cmlc_wn_add_##suffix(T* a, T b) { *a = (T)((U)*a + (U)b); }           \
+  CMLC_WN_SAS_FN(suffix, T, T, CMLC_WN_ID, T, CMLC_WN_ADD_##suffix)
+#define CMLC_WN_ADD_i8(a, b) cmlc_wn_add_i8(&(a), (b))
+#define CMLC_WN_ADD_i16(a, b) cmlc_wn_add_i16(&(a), (b))
+#define CMLC_WN_ADD_i32(a, b) cmlc_wn_add_i32(&(a), (b))
+#define CMLC_WN_ADD_i64(a, b) cmlc_wn_add_i64(&(a), (b))
+#define CMLC_WN_ADD_u8(a, b) cmlc_wn_add_u8(&(a), (b))
+#define CMLC_WN_ADD_u16(a, b) cmlc_wn_add_u16(&(a), (b))
+#define CMLC_WN_ADD_u32(a, b) cmlc_wn_add_u32(&(a), (b))
+#define CMLC_WN_ADD_u64(a, b) cmlc_wn_add_u64(&(a), (b))
+CMLC_WN_SAS_INT(i8, int8_t, uint8_t)
+CMLC_WN_SAS_INT(i16, int16_t, uint16_t)
+CMLC_WN_SAS_INT(i32, int32_t, uint32_t)
+CMLC_WN_SAS_INT(i64, int64_t, uint64_t)
+CMLC_WN_SAS_INT(u8, uint8_t, uint8_t)
+CMLC_WN_SAS_INT(u16, uint16_t, uint16_t)
+CMLC_WN_SAS_INT(u32, uint32_t, uint32_t)
+CMLC_WN_SAS_INT(u64, uint64_t, uint64_t)
+CMLC_WN_SAS_FN(f32, float, float, CMLC_WN_ID, float, CMLC_WN_ADD)
+CMLC_WN_SAS_FN(f64, double, double, CMLC_WN_ID, double, CMLC_WN_ADD)
+#define CMLC_WN_ADD_F16(a, b) ((a) += cml_f16_to_f32(b))
+#define CMLC_WN_ADD_BF16(a, b) ((a) += cml_bf16_to_f32(b))
+CMLC_WN_SAS_FN(f16, uint16_t, float, cml_f16_to_f32, float, CMLC_WN_ADD_F16)
+CMLC_WN_SAS_FN(bf16, uint16_t, float, cml_bf16_to_f32, float, CMLC_WN_ADD_BF16)
+
+static bool cmlc_wn_sas_dtype_ok(cml_dtype_t dtype) {
+  return (cml_dtype_is_int(dtype) && !cml_dtype_is_packed(dtype)) || cml_dtype_is_float(dtype);
+}
+
+static size_t cmlc_wn_sas_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                                  const cmlc_options_t* options) {
+  (void)options;
+  const cml_shape_t* xs = &module->values[node->inputs[0]].shape;
+  if (xs->dtype != CML_DTYPE_F16 && xs->dtype != CML_DTYPE_BF16) return 0;
+  return (size_t)cml_shape_element_count(xs) * sizeof(float);
+}
+
+static cml_status_t cmlc_wn_select_and_scatter(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_shape_t* ss = args->input_shapes[1];
+  const cml_ir_attrs_t* at = args->node->attrs;
+  const cml_op_t op = args->node->op;
+  const int64_t n = cml_shape_element_count(xs);
+  memset(args->outputs[0], 0, cml_shape_byte_size(xs));
+  const int64_t src_count = cml_shape_element_count(ss);
+  if (n == 0 || src_count == 0) return CML_OK;
+  cmlc_wn_geom_t g;
+  cmlc_wn_geom_init(&g, xs, ss, &at->u.window);
+  const void* x = args->inputs[0];
+  const void* src = args->inputs[1];
+  void* out = args->outputs[0];
+  switch (xs->dtype) {
+#define CMLC_WN_SAS_CASE(D, suffix, T)                                           \
+  case D: cmlc_wn_sas_##suffix(&g, op, (const T*)x, (const T*)src, src_count, (T*)out); break;
+    CMLC_WN_SAS_CASE(CML_DTYPE_I8, i8, int8_t)
+    CMLC_WN_SAS_CASE(CML_DTYPE_I16, i16, int16_t)
+    CMLC_WN_SAS_CASE(CML_DTYPE_I32, i32, int32_t)
+    CMLC_WN_SAS_CASE(CML_DTYPE_I64, i64, int64_t)
+    CMLC_WN_SAS_CASE(CML_DTYPE_U8, u8, uint8_t)
+    CMLC_WN_SAS_CASE(CML_DTYPE_U16, u16, uint16_t)
+    CMLC_WN_SAS_CASE(CML_DTYPE_U32, u32, uint32_t)
+    CMLC_WN_SAS_CASE(CML_DTYPE_U64, u64, uint64_t)
+    CMLC_WN_SAS_CASE(CML_DTYPE_F32, f32, float)
+    CMLC_WN_SAS_CASE(CML_DTYPE_F64, f64, double)
+#undef CMLC_WN_SAS_CASE
+    case CML_DTYPE_F16:
+    case CML_DTYPE_BF16: {
+      if (args->scratch == NULL || args->scratch_size < (size_t)n * sizeof(float)) {
+        return cml_status_make(CML_STATUS_INTERNAL, "%s: scratch of %zu bytes, want %zu",
+                               cml_op_name(op), args->scratch_size, (size_t)n * sizeof(float));
+      }
+      float* acc = (float*)args->scratch;
+      memset(acc, 0, (size_t)n * sizeof(float));
+      uint16_t* o = (uint16_t*)out;
+      if (xs->dtype == CML_DTYPE_F16) {
+        cmlc_wn_sas_f16(&g, op, (const uint16_t*)x, (const uint16_t*)src, src_count, acc);
+        for (int64_t i = 0; i < n; ++i) o[i] = cml_f32_to_f16(acc[i]);
+      } else {
+        cmlc_wn_sas_bf16(&g, op, (const uint16_t*)x, (const uint16_t*)src, src_count, acc);
+        for (int64_t i = 0; i < n; ++i) o[i] = cml_f32_to_bf16(acc[i]);
+      }
+      break;
+    }
+    default:
+      return cml_status_make(CML_STATUS_UNIMPLEMENTED, "%s: dtype %s", cml_op_name(op),
+                             cml_dtype_name(xs->dtype));
+  }
+  return CML_OK;
+}
+
+//===--- dispatch ---===//
+
+bool cmlc_kernels_window_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
+  (void)options;
+  if (module == NULL || node == NULL || out == NULL || node->input_count < 1) return false;
+  const cml_dtype_t dtype = module->values[node->inputs[0]].shape.dtype;
+  cmlc_kernel_entry_t e = {NULL, NULL, -1};
+  switch (node->op) {
+    case CML_OP_REDUCE_WINDOW:
+      if (cmlc_wn_rw_fn(dtype, node->attrs->reduce_type) == NULL) return false;
+      e.run = cmlc_wn_reduce_window;
+      break;
+    case CML_OP_SELECT_AND_SCATTER_MAX:
+    case CML_OP_SELECT_AND_SCATTER_MIN:
+    case CML_OP_SELECT_AND_SCATTER_SUM:
+      if (!cmlc_wn_sas_dtype_ok(dtype) || node->input_count < 2) return false;
+      e.run = cmlc_wn_select_and_scatter;
+      e.scratch = cmlc_wn_sas_scratch;
+      break;
+    default: return false;
+  }
+  *out = e;
+  return true;
+}
+
+void cmlc_kernels_window_capabilities(cml_capabilities_t* caps) {
+  cml_capabilities_set_op(caps, CML_OP_REDUCE_WINDOW, true);
+  cml_capabilities_set_op(caps, CML_OP_SELECT_AND_SCATTER_MAX, true);
+  cml_capabilities_set_op(caps, CML_OP_SELECT_AND_SCATTER_MIN, true);
+  cml_capabilities_set_op(caps, CML_OP_SELECT_AND_SCATTER_SUM, true);
+}

@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/c/backend.c: the pure C backend ("c", alias "go"): options, devices,
+// capabilities, host-memory buffers and the vtable.
+//
+// Options are read once, at creation: first the environment (GOMLX_SIMD_AVX512,
+// GOMLX_SIMD_AVX2, GOMLX_FUSION; "0"/"false" disables, anything unparsable is an error), then
+// the config string, which overrides it. Buffers are 64-byte aligned host memory; shared
+// buffers hand that memory to the caller. A persistent thread pool is owned by the backend and
+// shared by every executable and execution.
+//
+// Thread-safety: the backend and its buffers are thread-safe (see cml/backend.h).
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/c/engine_internal.h"
+#include "core/runtime_internal.h"
+
+const uint8_t cmlc_empty_storage[CMLC_ALIGNMENT] __attribute__((aligned(CMLC_ALIGNMENT)));
+
+static const char cmlc_backend_config_help[] =
+    "  threads (int, default: the number of online CPUs): worker threads, the caller included\n"
+    "  devices (int, default 1): virtual CPU devices sharing the thread pool\n"
+    "  reference (bool, default false): scalar reference kernels, no fusion (compliance oracle)\n"
+    "  avx512 (bool, default true, env GOMLX_SIMD_AVX512): use AVX-512 kernels when the CPU has them\n"
+    "  avx2 (bool, default true, env GOMLX_SIMD_AVX2): use AVX2+FMA kernels when the CPU has them\n"
+    "  fusion (bool, default true, env GOMLX_FUSION): fuse ops (false: fused ops are decomposed)\n";
+
+//===--- buffers ---===//
+
+static size_t cmlc_round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+cml_status_t cmlc_buffer_wrap(cmlc_backend_t* backend, int device, const cml_shape_t* shape,
+                              void* data, size_t size, cmlc_buffer_t** out_buffer) {
+  *out_buffer = NULL;
+  cml_allocator_t alloc = backend->base.allocator;
+  cmlc_buffer_t* b = cml_allocator_malloc(alloc, sizeof *b, CMLC_ALIGNMENT);
+  if (!b) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  memset(b, 0, sizeof *b);
+  cml_buffer_init_base(&b->base, &backend->base, shape, device, false);
+  b->data = data;
+  b->size = size;
+  *out_buffer = b;
+  return CML_OK;
+}
+
+cml_status_t cmlc_buffer_create(cmlc_backend_t* backend, int device, const cml_shape_t* shape,
+                                bool shared, cmlc_buffer_t** out_buffer) {
+  *out_buffer = NULL;
+  cml_allocator_t alloc = backend->base.allocator;
+  size_t bytes = cml_shape_byte_size(shape);
+  void* data = NULL;
+  size_t size = 0;
+  if (bytes > 0) {
+    size = cmlc_round_up(bytes, CMLC_ALIGNMENT);
+    data = cml_allocator_malloc(alloc, size, CMLC_ALIGNMENT);
+    if (!data) {
+      char text[160];
+      return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                             "c backend: cannot allocate %zu bytes for a buffer %s", bytes,
+                             cml_shape_format(shape, text, sizeof text));
+    }
+  }
+  cmlc_buffer_t* b = NULL;
+  cml_status_t st = cmlc_buffer_wrap(backend, device, shape, data, size, &b);
+  if (st != CML_OK) {
+    if (data) cml_allocator_free(alloc, data, size);
+    return st;
+  }
+  b->base.shared = shared;
+  *out_buffer = b;
+  return CML_OK;
+}
+
+void cmlc_buffer_free(cml_buffer_t* buffer) {
+  if (!buffer) return;
+  cmlc_buffer_t* b = (cmlc_buffer_t*)buffer;
+  cml_allocator_t alloc = buffer->backend->allocator;
+  if (b->data) cml_allocator_free(alloc, b->data, b->size);
+  b->data = NULL;
+  // Release the backend last: it may be the last reference.
+  cml_backend_t* backend = buffer->backend;
+  cml_backend_retain(backend);
+  cml_buffer_deinit_base(buffer);
+  cml_allocator_free(alloc, b, sizeof *b);
+  cml_backend_release(backend);
+}
+
+static cml_status_t cmlc_buffer_from_host(cml_backend_t* backend, int device,
+                                          const cml_shape_t* shape, const void* data,
+                                          cml_buffer_t** out_buffer) {
+  cmlc_buffer_t* b = NULL;
+  CML_RETURN_IF_ERROR(cmlc_buffer_create((cmlc_backend_t*)backend, device, shape, false, &b));
+  size_t bytes = cml_shape_byte_size(shape);
+  if (bytes) memcpy(b->data, data, bytes);
+  *out_buffer = &b->base;
+  return CML_OK;
+}
+
+static cml_status_t cmlc_buffer_copy_to_host(cml_buffer_t* buffer, void* dst, size_t size) {
+  cmlc_buffer_t* b = (cmlc_buffer_t*)buffer;
+  size_t bytes = cml_shape_byte_size(&buffer->shape);
+  if (size != bytes) {
+    char text[160];
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "c backend: copy_to_host of %s needs %zu bytes, got %zu",
+                           cml_shape_format(&buffer->shape, text, sizeof text), bytes, size);
+  }
+  if (!b->data && bytes) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "c backend: the buffer's storage was donated to an execution");
+  }
+  if (bytes) memcpy(dst, b->data, bytes);
+  return CML_OK;
+}
+
+static cml_status_t cmlc_buffer_create_shared(cml_backend_t* backend, int device,
+                                              const cml_shape_t* shape,
+                                              cml_buffer_t** out_buffer, void** out_data) {
+  cmlc_buffer_t* b = NULL;
+  CML_RETURN_IF_ERROR(cmlc_buffer_create((cmlc_backend_t*)backend, device, shape, true, &b));
+  if (cml_shape_byte_size(shape)) memset(b->data, 0, cml_shape_byte_size(shape));
+  *out_buffer = &b->base;
+  *out_data = b->data ? b->data : (void*)cmlc_empty_storage;
+  return CML_OK;
+}
+
+static cml_status_t cmlc_buffer_data(cml_buffer_t* buffer, void** out_data) {
+  cmlc_buffer_t* b = (cmlc_buffer_t*)buffer;
+  if (!buffer->shared) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "c backend: buffer_data needs a shared buffer "
+                           "(created with cml_buffer_create_shared)");
+  }
+  *out_data = b->data ? b->data : (void*)cmlc_empty_storage;
+  return CML_OK;
+}
+
+static cml_status_t cmlc_buffer_copy_to_device(cml_buffer_t* buffer, int device,
+                                               cml_buffer_t** out_buffer) {
+  cmlc_backend_t* backend = (cmlc_backend_t*)buffer->backend;
+  if (device == buffer->device) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "c backend: copy_to_device: the buffer is already on device %d",
+                           device);
+  }
+  if (device < 0 || device >= backend->base.device_count) {
+    return cml_status_make(CML_STATUS_OUT_OF_RANGE,
+                           "c backend: copy_to_device: device %d out of range [0, %d)", device,
+                           backend->base.device_count);
+  }
+  cmlc_buffer_t* src = (cmlc_buffer_t*)buffer;
+  cmlc_buffer_t* b = NULL;
+  CML_RETURN_IF_ERROR(cmlc_buffer_create(backend, device, &buffer->shape, false, &b));
+  size_t bytes = cml_shape_byte_size(&buffer->shape);
+  if (bytes) memcpy(b->data, src->data, bytes);
+  *out_buffer = &b->base;
+  return CML_OK;
+}
+
+//===--- executables ---===//
+
+static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
+                                 cml_executable_t** out_executable) {
+  cml_allocator_t alloc = backend->allocator;
+  cmlc_executable_t* exe = cml_allocator_malloc(alloc, sizeof *exe, CMLC_ALIGNMENT);
+  if (!exe) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  memset(exe, 0, sizeof *exe);
+  cml_status_t st = cml_executable_init_base(&exe->base, backend, module);
+  if (st != CML_OK) {
+    cml_allocator_free(alloc, exe, sizeof *exe);
+    return st;
+  }
+  if (pthread_mutex_init(&exe->mutex, NULL) != 0) {
+    cml_executable_deinit_base(&exe->base);
+    cml_allocator_free(alloc, exe, sizeof *exe);
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "c backend: pthread_mutex_init failed");
+  }
+  st = cmlc_plan_build((cmlc_backend_t*)backend, module, exe);
+  if (st != CML_OK) {
+    cmlc_plan_deinit(exe);
+    pthread_mutex_destroy(&exe->mutex);
+    cml_executable_deinit_base(&exe->base);
+    cml_allocator_free(alloc, exe, sizeof *exe);
+    return st;
+  }
+  *out_executable = &exe->base;
+  return CML_OK;
+}
+
+static cml_status_t cmlc_vt_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
+                                    const bool* donate, int device,
+                                    cml_buffer_t** out_results) {
+  return cmlc_execute((cmlc_executable_t*)executable, inputs, donate, device, out_results);
+}
+
+static void cmlc_executable_destroy(cml_executable_t* executable) {
+  cmlc_executable_t* exe = (cmlc_executable_t*)executable;
+  cml_backend_t* backend = executable->backend;
+  cml_allocator_t alloc = backend->allocator;
+  cmlc_exec_free_contexts(exe);
+  cmlc_plan_deinit(exe);
+  pthread_mutex_destroy(&exe->mutex);
+  cml_backend_retain(backend);
+  cml_executable_deinit_base(executable);
+  cml_allocator_free(alloc, exe, sizeof *exe);
+  cml_backend_release(backend);
+}
+
+//===--- backend ---===//
+
+static void cmlc_backend_destroy(cml_backend_t* backend) {
+  cmlc_backend_t* b = (cmlc_backend_t*)backend;
+  cml_allocator_t alloc = backend->allocator;
+  cmlc_pool_destroy(b->pool);
+  if (b->device_descriptions) {
+    for (int i = 0; i < b->options.devices; ++i) {
+      cml__runtime_strfree(alloc, b->device_descriptions[i]);
+    }
+    cml_allocator_free(alloc, b->device_descriptions,
+                       sizeof(char*) * (size_t)b->options.devices);
+  }
+  cml_backend_deinit_base(backend);
+  cml_allocator_free(alloc, b, sizeof *b);
+}
+
+static const char* cmlc_device_description(const cml_backend_t* backend, int device) {
+  const cmlc_backend_t* b = (const cmlc_backend_t*)backend;
+  if (device < 0 || device >= b->options.devices || !b->device_descriptions) return NULL;
+  return b->device_descriptions[device];
+}
+
+static const cml_backend_vtable_t cmlc_vtable = {
+    .struct_size = sizeof(cml_backend_vtable_t),
+    .destroy = cmlc_backend_destroy,
+    .device_description = cmlc_device_description,
+    .buffer_from_host = cmlc_buffer_from_host,
+    .buffer_copy_to_host = cmlc_buffer_copy_to_host,
+    .buffer_create_shared = cmlc_buffer_create_shared,
+    .buffer_data = cmlc_buffer_data,
+    .buffer_copy_to_device = cmlc_buffer_copy_to_device,
+    .buffer_destroy = cmlc_buffer_free,
+    .compile = cmlc_compile,
+    .execute = cmlc_vt_execute,
+    .executable_destroy = cmlc_executable_destroy,
+    .get_extension = NULL,
+};
+
+static void cmlc_fill_capabilities(cml_capabilities_t* caps) {
+  cmlc_kernels_elementwise_capabilities(caps);
+  cmlc_kernels_reduce_capabilities(caps);
+  cmlc_kernels_movement_capabilities(caps);
+  cmlc_kernels_index_capabilities(caps);
+  cmlc_kernels_window_capabilities(caps);
+  cmlc_kernels_linalg_capabilities(caps);
+  cmlc_kernels_special_capabilities(caps);
+  // The engine's own ops.
+  static const cml_op_t engine_ops[] = {
+      CML_OP_PARAMETER, CML_OP_CONSTANT,   CML_OP_IDENTITY,  CML_OP_RESHAPE,
+      CML_OP_BITCAST,   CML_OP_CALL,       CML_OP_WHILE,     CML_OP_IF,
+      CML_OP_SORT,      CML_OP_OPTIMIZATION_BARRIER,         CML_OP_SCHEDULING_BARRIER,
+      CML_OP_CAPTURED_VALUE,
+  };
+  for (size_t i = 0; i < sizeof engine_ops / sizeof *engine_ops; ++i) {
+    cml_capabilities_set_op(caps, engine_ops[i], true);
+  }
+  caps->dtypes |= CML_DSET_ALL | CML_DSET_PACKED;
+  caps->functions = true;
+  caps->shared_buffers = true;
+  caps->dynamic_axes = false;
+  caps->prefer_constants_for_variables = false;
+  caps->max_rank = CML_MAX_RANK;
+}
+
+// Reads the options: environment first, then |config| overrides.
+static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) {
+  bool avx512 = true, avx2 = true, fusion = true, reference = false;
+  int64_t threads = 0, devices = 1;
+  CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_SIMD_AVX512", true, &avx512));
+  CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_SIMD_AVX2", true, &avx2));
+  CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_FUSION", true, &fusion));
+  const cml__option_spec_t specs[] = {
+      {.key = "threads", .type = CML__OPT_INT, .out = &threads, .check_range = true, .min = 0,
+       .max = 4096, .help = "worker threads incl. the caller (0 = one per online CPU)"},
+      {.key = "devices", .type = CML__OPT_INT, .out = &devices, .check_range = true, .min = 1,
+       .max = 1024, .help = "virtual CPU devices (default 1)"},
+      {.key = "reference", .type = CML__OPT_BOOL, .out = &reference,
+       .help = "scalar reference kernels, no fusion (default false)"},
+      {.key = "avx512", .type = CML__OPT_BOOL, .out = &avx512,
+       .help = "allow AVX-512 kernels (default true; env GOMLX_SIMD_AVX512)"},
+      {.key = "avx2", .type = CML__OPT_BOOL, .out = &avx2,
+       .help = "allow AVX2+FMA kernels (default true; env GOMLX_SIMD_AVX2)"},
+      {.key = "fusion", .type = CML__OPT_BOOL, .out = &fusion,
+       .help = "fuse ops (default true; env GOMLX_FUSION)"},
+  };
+  CML_RETURN_IF_ERROR(
+      cml__config_parse("c", config, specs, sizeof specs / sizeof *specs, NULL, NULL));
+  memset(out, 0, sizeof *out);
+  cmlc_cpu_features_t features;
+  cmlc_cpu_detect(&features);
+  cmlc_options_select_isa(&features, avx512, avx2, reference, out);
+  out->reference = reference;
+  out->fusion = fusion && !reference;
+  out->threads = threads > 0 ? (int)threads : cmlc_cpu_count();
+  out->devices = (int)devices;
+  return CML_OK;
+}
+
+static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allocator,
+                                        cml_backend_t** out_backend) {
+  *out_backend = NULL;
+  cmlc_options_t options;
+  CML_RETURN_IF_ERROR(cmlc_parse_options(config, &options));
+  cmlc_backend_t* b = cml_allocator_malloc(allocator, sizeof *b, CMLC_ALIGNMENT);
+  if (!b) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  memset(b, 0, sizeof *b);
+  char full[256];
+  snprintf(full, sizeof full, "c:threads=%d,devices=%d,reference=%s,avx512=%s,avx2=%s,fusion=%s",
+           options.threads, options.devices, options.reference ? "true" : "false",
+           options.isa == CMLC_ISA_AVX512 ? "true" : "false",
+           options.isa >= CMLC_ISA_AVX2 ? "true" : "false", options.fusion ? "true" : "false");
+  cml_status_t st =
+      cml_backend_init_base(&b->base, &cmlc_vtable, allocator, "c", full, options.devices);
+  if (st != CML_OK) {
+    cml_allocator_free(allocator, b, sizeof *b);
+    return st;
+  }
+  b->options = options;
+  // From here on cmlc_backend_destroy cleans up whatever exists.
+  b->device_descriptions =
+      cml_allocator_malloc(allocator, sizeof(char*) * (size_t)options.devices, CMLC_ALIGNMENT);
+  if (!b->device_descriptions) {
+    cmlc_backend_destroy(&b->base);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  memset(b->device_descriptions, 0, sizeof(char*) * (size_t)options.devices);
+  for (int i = 0; i < options.devices; ++i) {
+    char text[96];
+    snprintf(text, sizeof text, "cpu:%d (%s%s, %d thread%s)", i, cmlc_isa_name(options.isa),
+             options.reference ? ", reference" : "", options.threads,
+             options.threads == 1 ? "" : "s");
+    b->device_descriptions[i] = cml__runtime_strdup(allocator, text);
+    if (!b->device_descriptions[i]) {
+      cmlc_backend_destroy(&b->base);
+      return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    }
+  }
+  char desc[160];
+  snprintf(desc, sizeof desc, "pure C backend (%s, %d thread%s, %d device%s%s)",
+           cmlc_isa_name(options.isa), options.threads, options.threads == 1 ? "" : "s",
+           options.devices, options.devices == 1 ? "" : "s",
+           options.reference ? ", reference kernels" : "");
+  st = cml_backend_set_description(&b->base, desc);
+  if (st == CML_OK) st = cmlc_pool_create(options.threads, allocator, &b->pool);
+  if (st != CML_OK) {
+    cmlc_backend_destroy(&b->base);
+    return st;
+  }
+  cmlc_fill_capabilities(&b->base.capabilities);
+  *out_backend = &b->base;
+  return CML_OK;
+}
+
+static int cmlc_default_priority(const char** out_config, const char** out_reason) {
+  if (out_config) *out_config = "c";
+  if (out_reason) *out_reason = "pure C backend (always available)";
+  return 10;
+}
+
+const cml_backend_factory_t cml_c_backend_factory = {
+    .struct_size = sizeof(cml_backend_factory_t),
+    .api_major = CML_BACKEND_API_MAJOR,
+    .api_minor = CML_BACKEND_API_MINOR,
+    .name = "c",
+    .aliases = "go",
+    .description = "pure C backend: no dependencies, SIMD kernels (AVX2, AVX-512), thread pool",
+    .config_help = cmlc_backend_config_help,
+    .create = cmlc_backend_create,
+    .default_priority = cmlc_default_priority,
+};

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/c/cpu.c: CPU feature detection and the choice of the kernels' ISA.
+//
+// Features come from __builtin_cpu_supports (each result compared with 0: it returns a
+// non-zero int, not necessarily 1). The ISA is the best one the CPU has and the user allows
+// (GOMLX_SIMD_AVX512 / GOMLX_SIMD_AVX2 / config keys avx512, avx2); reference=true forces the
+// scalar kernels.
+//
+// Thread-safety: thread-safe (no state).
+#include <unistd.h>
+
+#include "backends/c/engine_internal.h"
+
+void cmlc_cpu_detect(cmlc_cpu_features_t* out_features) {
+  cmlc_cpu_features_t f = {0};
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  f.avx2_fma = __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
+  f.avx512 = __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512bw") != 0 &&
+             __builtin_cpu_supports("avx512vl") != 0 && __builtin_cpu_supports("avx512dq") != 0;
+#if (defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10) || \
+    (defined(__clang__) && __clang_major__ >= 9)
+  f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16") != 0;
+#endif
+  f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni") != 0;
+#endif
+  *out_features = f;
+}
+
+void cmlc_options_select_isa(const cmlc_cpu_features_t* features, bool allow_avx512,
+                             bool allow_avx2, bool reference, cmlc_options_t* options) {
+  options->isa = CMLC_ISA_SCALAR;
+  options->avx512_bf16 = false;
+  options->avx512_vnni = false;
+  if (reference) return;
+  if (allow_avx512 && features->avx512 && features->avx2_fma) {
+    options->isa = CMLC_ISA_AVX512;
+    options->avx512_bf16 = features->avx512_bf16;
+    options->avx512_vnni = features->avx512_vnni;
+  } else if (allow_avx2 && features->avx2_fma) {
+    options->isa = CMLC_ISA_AVX2;
+  }
+}
+
+const char* cmlc_isa_name(cmlc_isa_t isa) {
+  switch (isa) {
+    case CMLC_ISA_AVX512: return "avx512";
+    case CMLC_ISA_AVX2: return "avx2";
+    case CMLC_ISA_SCALAR: return "scalar";
+  }
+  return "scalar";
+}
+
+int cmlc_cpu_count(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) return 1;
+  if (n > 4096) return 4096;
+  return (int)n;
+}

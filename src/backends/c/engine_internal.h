@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/c/engine_internal.h: internals of the C backend's engine (backend object, buffers,
+// compiled plans, execution contexts) shared by backend.c, plan.c, exec.c, sort.c, cpu.c and
+// threadpool.c. Kernel groups never include this file; they only see cmlc.h.
+//
+// Thread-safety: a cmlc_backend_t and a cmlc_executable_t are thread-safe once created (the
+// executable is immutable except for its mutex-protected free list of execution contexts); an
+// execution context belongs to one execute call at a time.
+#ifndef CML_BACKENDS_C_ENGINE_INTERNAL_H_
+#define CML_BACKENDS_C_ENGINE_INTERNAL_H_
+
+#include <pthread.h>
+
+#include "backends/c/cmlc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Alignment of buffers, arena segments and every arena slot.
+#define CMLC_ALIGNMENT 64
+
+// The "c" backend's factory (registered by the core's register_builtin.c).
+extern const cml_backend_factory_t cml_c_backend_factory;
+
+//===--- CPU features (cpu.c) ---===//
+
+typedef struct cmlc_cpu_features_t {
+  bool avx2_fma;     // AVX2 and FMA
+  bool avx512;       // AVX-512 F, BW, VL and DQ
+  bool avx512_bf16;  // AVX-512 BF16
+  bool avx512_vnni;  // AVX-512 VNNI
+} cmlc_cpu_features_t;
+
+// Detects the features of the CPU this process runs on (cheap; no global state).
+void cmlc_cpu_detect(cmlc_cpu_features_t* out_features);
+
+// Picks options.isa / avx512_bf16 / avx512_vnni from |features| and what the user allows
+// (|allow_avx512|, |allow_avx2|, |reference|): the best ISA the CPU has and the user allows;
+// reference mode is always scalar.
+void cmlc_options_select_isa(const cmlc_cpu_features_t* features, bool allow_avx512,
+                             bool allow_avx2, bool reference, cmlc_options_t* options);
+
+// "avx512", "avx2" or "scalar".
+const char* cmlc_isa_name(cmlc_isa_t isa);
+
+// Number of online CPUs (>= 1).
+int cmlc_cpu_count(void);
+
+//===--- backend and buffers (backend.c) ---===//
+
+typedef struct cmlc_backend_t {
+  cml_backend_t base;  // must stay first
+  cmlc_options_t options;
+  cmlc_pool_t* pool;
+  char** device_descriptions;  // options.devices entries
+} cmlc_backend_t;
+
+typedef struct cmlc_buffer_t {
+  cml_buffer_t base;  // must stay first
+  void* data;         // CMLC_ALIGNMENT-aligned, NULL once the storage was taken by donation
+  size_t size;        // bytes allocated at |data| (0 for empty shapes)
+} cmlc_buffer_t;
+
+// Allocates a buffer object with uninitialized storage for |shape| on |device|.
+CML_MUST_USE cml_status_t cmlc_buffer_create(cmlc_backend_t* backend, int device,
+                                             const cml_shape_t* shape, bool shared,
+                                             cmlc_buffer_t** out_buffer);
+// Wraps existing storage (taken from a donated buffer) in a new buffer object; on success the
+// new buffer owns |data| (|size| bytes).
+CML_MUST_USE cml_status_t cmlc_buffer_wrap(cmlc_backend_t* backend, int device,
+                                           const cml_shape_t* shape, void* data, size_t size,
+                                           cmlc_buffer_t** out_buffer);
+void cmlc_buffer_free(cml_buffer_t* buffer);
+
+// A zero-size, CMLC_ALIGNMENT-aligned object that empty values point to (never written).
+extern const uint8_t cmlc_empty_storage[CMLC_ALIGNMENT];
+
+//===--- plans (plan.c) ---===//
+
+// How a value's storage is found at run time.
+typedef enum cmlc_storage_t {
+  CMLC_STORAGE_NONE = 0,   // dead value (never read) or a value of a function not planned
+  CMLC_STORAGE_ARENA,      // |offset| into its function's arena segment
+  CMLC_STORAGE_PARAM,      // the function's parameter |index| (set at function entry)
+  CMLC_STORAGE_CONST,      // the node's constant data
+  CMLC_STORAGE_CAPTURE,    // a closure capture (set at function entry from the parent frame)
+  CMLC_STORAGE_ALIAS,      // the storage of value |index| (set when the node runs)
+  CMLC_STORAGE_OUTPUT,     // main only: written straight into output buffer |index|
+  CMLC_STORAGE_EMPTY,      // zero bytes: points at cmlc_empty_storage
+} cmlc_storage_t;
+
+typedef struct cmlc_value_plan_t {
+  uint8_t storage;   // cmlc_storage_t
+  uint32_t index;    // PARAM: parameter; CAPTURE: capture; ALIAS: source value; OUTPUT: output
+  size_t offset;     // ARENA: byte offset in the function's segment
+  size_t size;       // bytes (While outputs: two copies, see exec.c)
+} cmlc_value_plan_t;
+
+typedef enum cmlc_step_kind_t {
+  CMLC_STEP_KERNEL = 0,  // call |entry.run|
+  CMLC_STEP_ALIAS,       // outputs alias inputs (Identity, Reshape, Bitcast, barriers)
+  CMLC_STEP_CALL,
+  CMLC_STEP_WHILE,
+  CMLC_STEP_IF,
+} cmlc_step_kind_t;
+
+typedef struct cmlc_step_t {
+  uint8_t kind;  // cmlc_step_kind_t
+  const cml_ir_node_t* node;
+  cmlc_kernel_entry_t entry;
+  size_t scratch_offset;  // in the function's segment
+  size_t scratch_size;
+  const cml_shape_t** shapes;  // input_count input shapes, then output_count output shapes
+} cmlc_step_t;
+
+typedef struct cmlc_function_plan_t {
+  bool planned;  // false for functions no live node reaches (never run)
+  uint32_t step_count;
+  uint32_t step_capacity;
+  cmlc_step_t* steps;
+  size_t arena_size;     // this function's segment size
+  size_t arena_offset;   // offset of its segment in the context's arena
+  uint32_t max_io;       // most inputs + outputs of one step (size of its pointer scratch)
+  size_t io_offset;      // offset of its pointer scratch in the context's pointer block
+} cmlc_function_plan_t;
+
+typedef struct cmlc_executable_t {
+  cml_executable_t base;  // must stay first
+  cmlc_backend_t* backend;
+  const cml_module_t* module;
+  cmlc_value_plan_t* values;  // module->value_count entries
+  cmlc_function_plan_t* functions;
+  size_t arena_size;      // all segments
+  size_t pointer_count;   // value pointers + io scratch pointers in one context
+  // main's output i: which value, and whether it has its own OUTPUT storage.
+  // Free list of execution contexts.
+  pthread_mutex_t mutex;
+  struct cmlc_context_t* free_contexts;
+} cmlc_executable_t;
+
+// Plans |module| for |backend| into |exe| (whose base is already initialized). On failure
+// everything plan.c allocated is freed again by cmlc_plan_deinit.
+CML_MUST_USE cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module,
+                                          cmlc_executable_t* exe);
+void cmlc_plan_deinit(cmlc_executable_t* exe);
+
+//===--- execution (exec.c) ---===//
+
+typedef struct cmlc_context_t cmlc_context_t;
+
+CML_MUST_USE cml_status_t cmlc_execute(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
+                                       const bool* donate, int device,
+                                       cml_buffer_t** out_results);
+// Frees the executable's cached contexts (from executable_destroy).
+void cmlc_exec_free_contexts(cmlc_executable_t* exe);
+
+// The call_function of cmlc_kernel_args_t: runs |function| in the execution |exec| with scalar
+// (or array) |inputs|, writing its outputs to |outputs|.
+cml_status_t cmlc_exec_call_function(void* exec, uint32_t function, const void* const* inputs,
+                                     void* const* outputs);
+
+//===--- Sort (sort.c) ---===//
+
+// The kernel of CML_OP_SORT (uses args->call_function for general comparators).
+cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args);
+// Scratch bytes Sort needs for |node|.
+size_t cmlc_sort_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                         const cmlc_options_t* options);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // CML_BACKENDS_C_ENGINE_INTERNAL_H_

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/c/exec.c: running a planned executable.
+//
+// An execution takes a context (the arena with every function's segment, and the table of value
+// pointers) from the executable's free list, creating one only when none is free, so that
+// steady-state executions allocate nothing but their output buffers. Arena and constant pointers
+// are fixed when a context is created; parameters, captures and aliases are set as the
+// functions run. Kernels run on the calling thread and split their work over the backend's
+// pool themselves.
+//
+// Control flow: Call and If run the callee in its own segment and copy its outputs into the
+// node's outputs. While keeps two copies of its state (the node's output slots are twice the
+// state size): the body reads the current copy and its results are copied into the other one
+// (a state element the body returns unchanged is not copied). Sort's comparator runs through
+// cmlc_exec_call_function.
+//
+// Results: a returned kernel result was written straight into its output buffer; other
+// outputs are copied into new buffers, except that an output that is a donated parameter of
+// the same byte size takes over the parameter's storage.
+//
+// Thread-safety: many threads may execute one executable at once (each uses its own context).
+#include <string.h>
+
+#include "backends/c/engine_internal.h"
+
+struct cmlc_context_t {
+  struct cmlc_context_t* next;
+  cmlc_executable_t* exe;
+  uint8_t* arena;
+  size_t arena_bytes;
+  void** ptrs;  // exe->pointer_count entries: value pointers, then per-function io scratch
+};
+
+static void cmlc_context_destroy(cmlc_executable_t* exe, cmlc_context_t* ctx) {
+  cml_allocator_t alloc = exe->backend->base.allocator;
+  if (ctx->arena) cml_allocator_free(alloc, ctx->arena, ctx->arena_bytes);
+  if (ctx->ptrs) cml_allocator_free(alloc, ctx->ptrs, sizeof(void*) * exe->pointer_count);
+  cml_allocator_free(alloc, ctx, sizeof *ctx);
+}
+
+static void* cmlc_value_fixed_pointer(const cmlc_executable_t* exe, const cmlc_context_t* ctx,
+                                      uint32_t v) {
+  const cml_module_t* m = exe->module;
+  const cmlc_value_plan_t* vp = &exe->values[v];
+  const cml_ir_node_t* n = &m->nodes[m->values[v].node];
+  switch (vp->storage) {
+    case CMLC_STORAGE_ARENA:
+      return ctx->arena + exe->functions[n->function].arena_offset + vp->offset;
+    case CMLC_STORAGE_CONST:
+      return n->data ? (void*)n->data : (void*)cmlc_empty_storage;
+    case CMLC_STORAGE_EMPTY:
+      return (void*)cmlc_empty_storage;
+    default:
+      return NULL;
+  }
+}
+
+static cml_status_t cmlc_context_create(cmlc_executable_t* exe, cmlc_context_t** out_ctx) {
+  cml_allocator_t alloc = exe->backend->base.allocator;
+  cmlc_context_t* ctx = cml_allocator_malloc(alloc, sizeof *ctx, CMLC_ALIGNMENT);
+  if (!ctx) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  memset(ctx, 0, sizeof *ctx);
+  ctx->exe = exe;
+  ctx->ptrs = cml_allocator_malloc(alloc, sizeof(void*) * exe->pointer_count, CMLC_ALIGNMENT);
+  if (exe->arena_size) {
+    ctx->arena_bytes = exe->arena_size;
+    ctx->arena = cml_allocator_malloc(alloc, exe->arena_size, CMLC_ALIGNMENT);
+  }
+  if (!ctx->ptrs || (exe->arena_size && !ctx->arena)) {
+    cmlc_context_destroy(exe, ctx);
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                           "c backend: cannot allocate an execution arena of %zu bytes",
+                           exe->arena_size);
+  }
+  const cml_module_t* m = exe->module;
+  memset(ctx->ptrs, 0, sizeof(void*) * exe->pointer_count);
+  for (uint32_t v = 1; v < m->value_count; ++v) ctx->ptrs[v] = cmlc_value_fixed_pointer(exe, ctx, v);
+  *out_ctx = ctx;
+  return CML_OK;
+}
+
+static cml_status_t cmlc_context_acquire(cmlc_executable_t* exe, cmlc_context_t** out_ctx) {
+  pthread_mutex_lock(&exe->mutex);
+  cmlc_context_t* ctx = exe->free_contexts;
+  if (ctx) exe->free_contexts = ctx->next;
+  pthread_mutex_unlock(&exe->mutex);
+  if (ctx) {
+    *out_ctx = ctx;
+    return CML_OK;
+  }
+  return cmlc_context_create(exe, out_ctx);
+}
+
+static void cmlc_context_release(cmlc_executable_t* exe, cmlc_context_t* ctx) {
+  pthread_mutex_lock(&exe->mutex);
+  ctx->next = exe->free_contexts;
+  exe->free_contexts = ctx;
+  pthread_mutex_unlock(&exe->mutex);
+}
+
+void cmlc_exec_free_contexts(cmlc_executable_t* exe) {
+  cmlc_context_t* ctx = exe->free_contexts;
+  exe->free_contexts = NULL;
+  while (ctx) {
+    cmlc_context_t* next = ctx->next;
+    cmlc_context_destroy(exe, ctx);
+    ctx = next;
+  }
+}
+
+//===--- running functions ---===//
+
+static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi);
+
+// Points a closure's captures at its parent's values (which live in the current frame).
+static void cmlc_bind_captures(cmlc_context_t* ctx, const cml_ir_function_t* f) {
+  for (uint32_t c = 0; c < f->capture_count; ++c) {
+    ctx->ptrs[f->captures_inner[c]] = ctx->ptrs[f->captures_outer[c]];
+  }
+}
+
+static size_t cmlc_value_bytes(const cml_module_t* m, uint32_t v) {
+  return cml_shape_byte_size(&m->values[v].shape);
+}
+
+static void cmlc_copy_value(void* dst, const void* src, size_t bytes) {
+  if (bytes && dst != src) memmove(dst, src, bytes);
+}
+
+// Runs |callee| and copies its outputs into the node's outputs.
+static cml_status_t cmlc_run_and_copy(cmlc_context_t* ctx, const cml_ir_node_t* n,
+                                      uint32_t callee) {
+  const cml_module_t* m = ctx->exe->module;
+  const cml_ir_function_t* cf = &m->functions[callee];
+  cmlc_bind_captures(ctx, cf);
+  CML_RETURN_IF_ERROR(cmlc_run_function(ctx, callee));
+  uint32_t count = n->output_count < cf->output_count ? n->output_count : cf->output_count;
+  for (uint32_t o = 0; o < count; ++o) {
+    uint32_t v = n->first_output + o;
+    cmlc_copy_value(ctx->ptrs[v], ctx->ptrs[cf->outputs[o]], cmlc_value_bytes(m, v));
+  }
+  return CML_OK;
+}
+
+static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan_t* fp,
+                                   const cmlc_step_t* step) {
+  const cmlc_executable_t* exe = ctx->exe;
+  const cml_module_t* m = exe->module;
+  const cml_ir_node_t* n = step->node;
+  const cml_ir_function_t* cond = &m->functions[n->attrs->functions[0]];
+  const cml_ir_function_t* body = &m->functions[n->attrs->functions[1]];
+  uint32_t count = n->output_count;
+  void** cur = ctx->ptrs + fp->io_offset;
+  // The state starts in the inputs themselves (alive until this node ends; nobody writes them).
+  for (uint32_t i = 0; i < count; ++i) cur[i] = ctx->ptrs[n->inputs[i]];
+  for (;;) {
+    for (uint32_t i = 0; i < count && i < cond->param_count; ++i) {
+      ctx->ptrs[cond->params[i]] = cur[i];
+    }
+    cmlc_bind_captures(ctx, cond);
+    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, n->attrs->functions[0]));
+    if (*(const uint8_t*)ctx->ptrs[cond->outputs[0]] == 0) break;
+    for (uint32_t i = 0; i < count && i < body->param_count; ++i) {
+      ctx->ptrs[body->params[i]] = cur[i];
+    }
+    cmlc_bind_captures(ctx, body);
+    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, n->attrs->functions[1]));
+    for (uint32_t i = 0; i < count; ++i) {
+      void* result = ctx->ptrs[body->outputs[i]];
+      if (result == cur[i]) continue;
+      uint32_t v = n->first_output + i;
+      size_t bytes = cmlc_value_bytes(m, v);
+      uint8_t* a = cmlc_value_fixed_pointer(exe, ctx, v);
+      uint8_t* b = a + exe->values[v].size / 2;
+      void* dst = cur[i] == (void*)a ? (void*)b : (void*)a;
+      cmlc_copy_value(dst, result, bytes);
+      cur[i] = dst;
+    }
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t v = n->first_output + i;
+    uint8_t* a = cmlc_value_fixed_pointer(exe, ctx, v);
+    uint8_t* b = a + exe->values[v].size / 2;
+    if (cur[i] != (void*)a && cur[i] != (void*)b) {
+      cmlc_copy_value(a, cur[i], cmlc_value_bytes(m, v));
+      cur[i] = a;
+    }
+    ctx->ptrs[v] = cur[i];
+  }
+  return CML_OK;
+}
+
+static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi) {
+  cmlc_executable_t* exe = ctx->exe;
+  const cml_module_t* m = exe->module;
+  const cmlc_function_plan_t* fp = &exe->functions[fi];
+  void** ptrs = ctx->ptrs;
+  uint8_t* segment = ctx->arena + fp->arena_offset;
+  for (uint32_t s = 0; s < fp->step_count; ++s) {
+    const cmlc_step_t* step = &fp->steps[s];
+    const cml_ir_node_t* n = step->node;
+    switch (step->kind) {
+      case CMLC_STEP_KERNEL: {
+        void** io = ptrs + fp->io_offset;
+        for (uint32_t k = 0; k < n->input_count; ++k) io[k] = ptrs[n->inputs[k]];
+        for (uint32_t o = 0; o < n->output_count; ++o) {
+          io[n->input_count + o] = ptrs[n->first_output + o];
+        }
+        cmlc_kernel_args_t args = {
+            .module = m,
+            .node = n,
+            .options = &exe->backend->options,
+            .input_count = n->input_count,
+            .input_shapes = step->shapes,
+            .inputs = (const void* const*)io,
+            .output_count = n->output_count,
+            .output_shapes = step->shapes + n->input_count,
+            .outputs = io + n->input_count,
+            .scratch = step->scratch_size ? segment + step->scratch_offset : NULL,
+            .scratch_size = step->scratch_size,
+            .pool = exe->backend->pool,
+            .call_function = cmlc_exec_call_function,
+            .exec = ctx,
+        };
+        cml_status_t st = step->entry.run(&args);
+        if (st != CML_OK) return cml_status_annotate(st, "c backend: %s", cml_op_name(n->op));
+        break;
+      }
+      case CMLC_STEP_ALIAS: {
+        uint32_t count = n->op == CML_OP_SCHEDULING_BARRIER ? 1 : n->output_count;
+        if (count > n->input_count) count = n->input_count;
+        for (uint32_t o = 0; o < count; ++o) ptrs[n->first_output + o] = ptrs[n->inputs[o]];
+        break;
+      }
+      case CMLC_STEP_CALL: {
+        uint32_t callee = n->attrs->functions[0];
+        const cml_ir_function_t* cf = &m->functions[callee];
+        for (uint32_t k = 0; k < n->input_count && k < cf->param_count; ++k) {
+          ptrs[cf->params[k]] = ptrs[n->inputs[k]];
+        }
+        CML_RETURN_IF_ERROR(cmlc_run_and_copy(ctx, n, callee));
+        break;
+      }
+      case CMLC_STEP_IF: {
+        bool pred = *(const uint8_t*)ptrs[n->inputs[0]] != 0;
+        CML_RETURN_IF_ERROR(cmlc_run_and_copy(ctx, n, n->attrs->functions[pred ? 0 : 1]));
+        break;
+      }
+      case CMLC_STEP_WHILE:
+        CML_RETURN_IF_ERROR(cmlc_run_while(ctx, fp, step));
+        break;
+      default:
+        return cml_status_make(CML_STATUS_INTERNAL, "c backend: bad step kind %d", step->kind);
+    }
+  }
+  return CML_OK;
+}
+
+cml_status_t cmlc_exec_call_function(void* exec, uint32_t function, const void* const* inputs,
+                                     void* const* outputs) {
+  cmlc_context_t* ctx = (cmlc_context_t*)exec;
+  const cmlc_executable_t* exe = ctx->exe;
+  const cml_module_t* m = exe->module;
+  if (function >= m->function_count || !exe->functions[function].planned) {
+    return cml_status_make(CML_STATUS_INTERNAL, "c backend: function %u was not planned",
+                           function);
+  }
+  const cml_ir_function_t* f = &m->functions[function];
+  for (uint32_t k = 0; k < f->param_count; ++k) ctx->ptrs[f->params[k]] = (void*)inputs[k];
+  cmlc_bind_captures(ctx, f);
+  CML_RETURN_IF_ERROR(cmlc_run_function(ctx, function));
+  for (uint32_t o = 0; o < f->output_count; ++o) {
+    cmlc_copy_value(outputs[o], ctx->ptrs[f->outputs[o]], cmlc_value_bytes(m, f->outputs[o]));
+  }
+  return CML_OK;
+}
+
+//===--- execute ---===//
+
+cml_status_t cmlc_execute(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
+                          const bool* donate, int device, cml_buffer_t** out_results) {
+  const cml_module_t* m = exe->module;
+  const cml_ir_function_t* main_fn = &m->functions[0];
+  cmlc_backend_t* backend = exe->backend;
+  size_t out_count = main_fn->output_count;
+  for (size_t o = 0; o < out_count; ++o) out_results[o] = NULL;
+
+  cmlc_context_t* ctx = NULL;
+  CML_RETURN_IF_ERROR(cmlc_context_acquire(exe, &ctx));
+  void** ptrs = ctx->ptrs;
+  for (uint32_t k = 0; k < main_fn->param_count; ++k) {
+    cmlc_buffer_t* b = (cmlc_buffer_t*)inputs[k];
+    ptrs[main_fn->params[k]] = b->data ? b->data : (void*)cmlc_empty_storage;
+  }
+  cml_status_t st = CML_OK;
+  // Output buffers the kernels write into directly.
+  for (size_t o = 0; st == CML_OK && o < out_count; ++o) {
+    uint32_t v = main_fn->outputs[o];
+    uint32_t r = v;
+    while (exe->values[r].storage == CMLC_STORAGE_ALIAS) r = exe->values[r].index;
+    if (exe->values[r].storage != CMLC_STORAGE_OUTPUT || exe->values[r].index != o) continue;
+    cmlc_buffer_t* b = NULL;
+    st = cmlc_buffer_create(backend, device, &m->values[v].shape, false, &b);
+    if (st == CML_OK) {
+      out_results[o] = &b->base;
+      ptrs[r] = b->data;
+    }
+  }
+  if (st == CML_OK) st = cmlc_run_function(ctx, 0);
+  // The other outputs: take a donated parameter's storage, or copy.
+  for (size_t o = 0; st == CML_OK && o < out_count; ++o) {
+    if (out_results[o]) continue;
+    uint32_t v = main_fn->outputs[o];
+    uint32_t r = v;
+    while (exe->values[r].storage == CMLC_STORAGE_ALIAS) r = exe->values[r].index;
+    const cml_shape_t* shape = &m->values[v].shape;
+    size_t bytes = cml_shape_byte_size(shape);
+    cmlc_buffer_t* b = NULL;
+    if (exe->values[r].storage == CMLC_STORAGE_PARAM && donate) {
+      uint32_t p = exe->values[r].index;
+      cmlc_buffer_t* in = (cmlc_buffer_t*)inputs[p];
+      if (donate[p] && !in->base.shared && in->data && in->data == ptrs[v] &&
+          cml_shape_byte_size(&in->base.shape) == bytes) {
+        st = cmlc_buffer_wrap(backend, device, shape, in->data, in->size, &b);
+        if (st == CML_OK) in->data = NULL;  // the storage moved to the output
+      }
+    }
+    if (st == CML_OK && !b) {
+      st = cmlc_buffer_create(backend, device, shape, false, &b);
+      if (st == CML_OK && bytes) memcpy(b->data, ptrs[v], bytes);
+    }
+    if (st == CML_OK) out_results[o] = &b->base;
+  }
+  cmlc_context_release(exe, ctx);
+  if (st != CML_OK) {
+    for (size_t o = 0; o < out_count; ++o) {
+      if (out_results[o]) cmlc_buffer_free(out_results[o]);
+      out_results[o] = NULL;
+    }
+  }
+  return st;
+}

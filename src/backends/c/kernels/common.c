@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/c/kernels/common.c: small helpers shared by the C backend's kernels.
+//
+// Thread-safety: every function here is pure and thread-safe.
+#include "backends/c/cmlc.h"
+
+void cmlc_strides(const cml_shape_t* shape, int64_t* out_strides) {
+  int64_t stride = 1;
+  for (int32_t i = shape->rank - 1; i >= 0; --i) {
+    out_strides[i] = stride;
+    stride *= shape->dims[i];
+  }
+}

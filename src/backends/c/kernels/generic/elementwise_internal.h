@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/generic/elementwise_internal.h: private interfaces shared by the elementwise and
+// reduce kernel files: the strided loop driver, per-op kernel tables and scalar helpers with
+// XLA CPU semantics (wrapping integers, NaN-propagating max/min, total order keys).
+#ifndef CML_BACKENDS_C_KERNELS_GENERIC_ELEMENTWISE_INTERNAL_H_
+#define CML_BACKENDS_C_KERNELS_GENERIC_ELEMENTWISE_INTERNAL_H_
+
+#include <complex.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backends/c/cmlc.h"
+
+//===--- inner loop kernels ---===//
+
+// An elementwise inner loop: writes |n| consecutive output elements at |out| from |in|[j],
+// each read with element stride |stride|[j] (0: one value broadcast, 1: consecutive).
+typedef void (*cmlc_ew_fn)(void* out, const void* const* in, const int64_t* stride, int64_t n);
+
+// Kernel tables: the inner loop for |op| whose (first value) operand has |dtype|, or NULL.
+cmlc_ew_fn cmlc_ew_unary_fn(cml_op_t op, cml_dtype_t dtype);
+// Binary, compare, Complex and Clamp (operand dtype = x's dtype).
+cmlc_ew_fn cmlc_ew_binary_fn(cml_op_t op, cml_dtype_t dtype);
+// Where, by element size in bytes (1, 2, 4, 8, 16).
+cmlc_ew_fn cmlc_ew_where_fn(size_t element_size);
+
+// Runs |fn| over the output of |args| (output 0) with the inputs listed in |input_index|
+// (|count| of them, 1..3), each a scalar, of the output's shape, or of the output's rank with
+// size-1 axes (restricted broadcasting). Splits the work over the pool by output elements.
+cml_status_t cmlc_ew_drive(const cmlc_kernel_args_t* args, cmlc_ew_fn fn, int count,
+                           const int* input_index);
+
+// ConvertDType / Bitcast / Iota / Identity runners (elementwise_convert.c).
+cml_status_t cmlc_ew_run_convert(const cmlc_kernel_args_t* args);
+cml_status_t cmlc_ew_run_bitcast(const cmlc_kernel_args_t* args);
+cml_status_t cmlc_ew_run_iota(const cmlc_kernel_args_t* args);
+cml_status_t cmlc_ew_run_identity(const cmlc_kernel_args_t* args);
+bool cmlc_ew_convert_supported(cml_dtype_t from, cml_dtype_t to);
+
+// Writes |n| int64 values as |dtype| (ints wrap, floats round to nearest even) at element
+// offset |start| of |dst|. Supports every non-packed real dtype and Bool (!= 0).
+void cmlc_ew_store_i64(cml_dtype_t dtype, const int64_t* values, int64_t n, void* dst,
+                       int64_t start);
+
+// Element size in bytes of a non-packed dtype (0 for packed or invalid).
+size_t cmlc_ew_element_size(cml_dtype_t dtype);
+
+//===--- scalar helpers ---===//
+
+#define CMLC_EW_ID(x) (x)
+
+// IEEE 754-2019 maximum/minimum (XLA's semantics): NaN propagates, -0 < +0. Works for float
+// and double.
+#define CMLC_EW_FMAX(a, b)                                                       \
+  (isnan(a) ? (a) : isnan(b) ? (b) : (a) > (b) ? (a) : (b) > (a) ? (b)         \
+                                                     : (signbit(a) ? (b) : (a)))
+#define CMLC_EW_FMIN(a, b)                                                       \
+  (isnan(a) ? (a) : isnan(b) ? (b) : (a) < (b) ? (a) : (b) < (a) ? (b)         \
+                                                     : (signbit(a) ? (a) : (b)))
+
+// Complex values as C complex numbers.
+static inline float _Complex cmlc_ew_load_c64(cml_c64_t v) { return CMPLXF(v.re, v.im); }
+static inline double _Complex cmlc_ew_load_c128(cml_c128_t v) { return CMPLX(v.re, v.im); }
+static inline cml_c64_t cmlc_ew_store_c64(float _Complex v) {
+  cml_c64_t r = {crealf(v), cimagf(v)};
+  return r;
+}
+static inline cml_c128_t cmlc_ew_store_c128(double _Complex v) {
+  cml_c128_t r = {creal(v), cimag(v)};
+  return r;
+}
+
+// Total order keys: a signed integer whose order is -NaN < -Inf < ... < -0 < +0 < ... < +Inf
+// < +NaN for the float bits |b|.
+static inline int16_t cmlc_ew_key16(uint16_t b) {
+  return (b & 0x8000u) ? (int16_t)(uint16_t)(b ^ 0x7fffu) : (int16_t)b;
+}
+static inline int32_t cmlc_ew_key32(uint32_t b) {
+  return (b & 0x80000000u) ? (int32_t)(b ^ 0x7fffffffu) : (int32_t)b;
+}
+static inline int64_t cmlc_ew_key64(uint64_t b) {
+  return (b & 0x8000000000000000ull) ? (int64_t)(b ^ 0x7fffffffffffffffull) : (int64_t)b;
+}
+static inline int32_t cmlc_ew_key_f32(float f) {
+  uint32_t b;
+  memcpy(&b, &f, sizeof b);
+  return cmlc_ew_key32(b);
+}
+static inline int64_t cmlc_ew_key_f64(double f) {
+  uint64_t b;
+  memcpy(&b, &f, sizeof b);
+  return cmlc_ew_key64(b);
+}
+
+// Row-major element strides of |shape|.
+static inline void cmlc_ew_strides(const cml_shape_t* shape, int64_t* out_strides) {
+  int64_t s = 1;
+  for (int32_t i = shape->rank - 1; i >= 0; --i) {
+    out_strides[i] = s;
+    s *= shape->dims[i];
+  }
+}
+
+#endif  // CML_BACKENDS_C_KERNELS_GENERIC_ELEMENTWISE_INTERNAL_H_

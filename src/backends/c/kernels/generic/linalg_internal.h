@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/generic/linalg_internal.h: internals shared by the "linalg" and "special" kernel
+// files: element conversions between storage dtypes and computation domains, and the packed
+// f32 GEMM (gemm.c, with SIMD micro-kernels in kernels/x86_64/gemm_*.c).
+//
+// Thread-safety: every function here is reentrant and keeps no state.
+#ifndef CML_BACKENDS_C_KERNELS_GENERIC_LINALG_INTERNAL_H_
+#define CML_BACKENDS_C_KERNELS_GENERIC_LINALG_INTERNAL_H_
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backends/c/cmlc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+//===--- computation domains ---===//
+
+// The arithmetic a kernel does for an accumulator dtype: f16, bf16 and f32 accumulate in f32;
+// f64 in f64; every integer dtype in uint64 arithmetic (wrapping, truncated to the
+// accumulator's width at the end: wrapping is a ring homomorphism, so the result equals
+// wrapping at every step); complex in float or double pairs.
+typedef enum cmlc__la_domain_t {
+  CMLC__LA_DOM_F32 = 0,
+  CMLC__LA_DOM_F64 = 1,
+  CMLC__LA_DOM_INT = 2,
+  CMLC__LA_DOM_C64 = 3,
+  CMLC__LA_DOM_C128 = 4,
+  CMLC__LA_DOM_NONE = 5,
+} cmlc__la_domain_t;
+
+static inline cmlc__la_domain_t cmlc__la_domain_of(cml_dtype_t dtype) {
+  switch (dtype) {
+    case CML_DTYPE_F16:
+    case CML_DTYPE_BF16:
+    case CML_DTYPE_F32:
+      return CMLC__LA_DOM_F32;
+    case CML_DTYPE_F64:
+      return CMLC__LA_DOM_F64;
+    case CML_DTYPE_I8:
+    case CML_DTYPE_I16:
+    case CML_DTYPE_I32:
+    case CML_DTYPE_I64:
+    case CML_DTYPE_U8:
+    case CML_DTYPE_U16:
+    case CML_DTYPE_U32:
+    case CML_DTYPE_U64:
+      return CMLC__LA_DOM_INT;
+    case CML_DTYPE_C64:
+      return CMLC__LA_DOM_C64;
+    case CML_DTYPE_C128:
+      return CMLC__LA_DOM_C128;
+    default:
+      return CMLC__LA_DOM_NONE;
+  }
+}
+
+// Bytes of one element of |domain| (complex: two components).
+static inline size_t cmlc__la_domain_size(cmlc__la_domain_t domain) {
+  switch (domain) {
+    case CMLC__LA_DOM_F32: return 4;
+    case CMLC__LA_DOM_F64: return 8;
+    case CMLC__LA_DOM_INT: return 8;
+    case CMLC__LA_DOM_C64: return 8;
+    case CMLC__LA_DOM_C128: return 16;
+    default: return 0;
+  }
+}
+
+static inline bool cmlc__la_is_real_storage(cml_dtype_t dtype) {
+  return cmlc__la_domain_of(dtype) == CMLC__LA_DOM_F32 ||
+         cmlc__la_domain_of(dtype) == CMLC__LA_DOM_F64 ||
+         cmlc__la_domain_of(dtype) == CMLC__LA_DOM_INT;
+}
+
+//===--- loading elements ---===//
+
+// Element |i| of |p| (dtype |dtype|) as a double (complex: real part; ints may round).
+static inline double cmlc__la_load_f64(const void* p, int64_t i, cml_dtype_t dtype) {
+  switch (dtype) {
+    case CML_DTYPE_I8: return ((const int8_t*)p)[i];
+    case CML_DTYPE_I16: return ((const int16_t*)p)[i];
+    case CML_DTYPE_I32: return ((const int32_t*)p)[i];
+    case CML_DTYPE_I64: return (double)((const int64_t*)p)[i];
+    case CML_DTYPE_U8: return ((const uint8_t*)p)[i];
+    case CML_DTYPE_U16: return ((const uint16_t*)p)[i];
+    case CML_DTYPE_U32: return ((const uint32_t*)p)[i];
+    case CML_DTYPE_U64: return (double)((const uint64_t*)p)[i];
+    case CML_DTYPE_F16: return cml_f16_to_f32(((const uint16_t*)p)[i]);
+    case CML_DTYPE_BF16: return cml_bf16_to_f32(((const uint16_t*)p)[i]);
+    case CML_DTYPE_F32: return ((const float*)p)[i];
+    case CML_DTYPE_F64: return ((const double*)p)[i];
+    case CML_DTYPE_C64: return ((const float*)p)[2 * i];
+    case CML_DTYPE_C128: return ((const double*)p)[2 * i];
+    case CML_DTYPE_BOOL: return ((const uint8_t*)p)[i] ? 1.0 : 0.0;
+    default: return 0.0;
+  }
+}
+
+// Element |i| as a float (exact for f16, bf16, f32; the f32 domain's loader).
+static inline float cmlc__la_load_f32(const void* p, int64_t i, cml_dtype_t dtype) {
+  switch (dtype) {
+    case CML_DTYPE_F32: return ((const float*)p)[i];
+    case CML_DTYPE_F16: return cml_f16_to_f32(((const uint16_t*)p)[i]);
+    case CML_DTYPE_BF16: return cml_bf16_to_f32(((const uint16_t*)p)[i]);
+    default: return (float)cmlc__la_load_f64(p, i, dtype);
+  }
+}
+
+// Imaginary part of element |i| (0 for real dtypes).
+static inline double cmlc__la_load_imag(const void* p, int64_t i, cml_dtype_t dtype) {
+  if (dtype == CML_DTYPE_C64) return ((const float*)p)[2 * i + 1];
+  if (dtype == CML_DTYPE_C128) return ((const double*)p)[2 * i + 1];
+  return 0.0;
+}
+
+// Float -> integer conversion as XLA's ConvertDType does it: truncate toward zero, saturate
+// at the target's range, NaN -> 0. Returns the value's bits in 64 bits (two's complement).
+static inline uint64_t cmlc__la_f64_to_int_bits(double v, cml_dtype_t dtype) {
+  if (isnan(v)) return 0;
+  int bits = cml_dtype_bits(dtype);
+  if (cml_dtype_is_signed_int(dtype)) {
+    double lo = -ldexp(1.0, bits - 1), hi = ldexp(1.0, bits - 1);
+    if (v <= lo) return (uint64_t)(bits == 64 ? INT64_MIN : -(int64_t)((uint64_t)1 << (bits - 1)));
+    if (v >= hi) return bits == 64 ? (uint64_t)INT64_MAX : (((uint64_t)1 << (bits - 1)) - 1);
+    return (uint64_t)(int64_t)v;
+  }
+  double hi = ldexp(1.0, bits);
+  if (!(v > -1.0)) return 0;
+  if (v >= hi) return bits == 64 ? UINT64_MAX : (((uint64_t)1 << bits) - 1);
+  if (v < 0) return 0;
+  return (uint64_t)v;
+}
+
+// Element |i| as integer bits (sign-extended for signed dtypes; floats converted as above to
+// |int_dtype|, the integer dtype the value is headed for).
+static inline uint64_t cmlc__la_load_int_bits(const void* p, int64_t i, cml_dtype_t dtype,
+                                              cml_dtype_t int_dtype) {
+  switch (dtype) {
+    case CML_DTYPE_I8: return (uint64_t)(int64_t)((const int8_t*)p)[i];
+    case CML_DTYPE_I16: return (uint64_t)(int64_t)((const int16_t*)p)[i];
+    case CML_DTYPE_I32: return (uint64_t)(int64_t)((const int32_t*)p)[i];
+    case CML_DTYPE_I64: return (uint64_t)((const int64_t*)p)[i];
+    case CML_DTYPE_U8: return ((const uint8_t*)p)[i];
+    case CML_DTYPE_U16: return ((const uint16_t*)p)[i];
+    case CML_DTYPE_U32: return ((const uint32_t*)p)[i];
+    case CML_DTYPE_U64: return ((const uint64_t*)p)[i];
+    case CML_DTYPE_BOOL: return ((const uint8_t*)p)[i] ? 1 : 0;
+    default: return cmlc__la_f64_to_int_bits(cmlc__la_load_f64(p, i, dtype), int_dtype);
+  }
+}
+
+// Sign- or zero-extends the low bits of |bits| as an integer of |dtype|.
+static inline uint64_t cmlc__la_int_extend(uint64_t bits, cml_dtype_t dtype) {
+  int w = cml_dtype_bits(dtype);
+  if (w >= 64) return bits;
+  uint64_t mask = ((uint64_t)1 << w) - 1;
+  bits &= mask;
+  if (cml_dtype_is_signed_int(dtype) && (bits >> (w - 1)) & 1) bits |= ~mask;
+  return bits;
+}
+
+//===--- storing elements ---===//
+
+// Stores a real value |v| (computed in float or double) into element |i| of |dtype|:
+// f16/bf16 round once from |v|, ints convert as ConvertDType, complex gets imag 0.
+static inline void cmlc__la_store_f64(void* p, int64_t i, cml_dtype_t dtype, double v) {
+  switch (dtype) {
+    case CML_DTYPE_F32: ((float*)p)[i] = (float)v; return;
+    case CML_DTYPE_F64: ((double*)p)[i] = v; return;
+    case CML_DTYPE_F16: ((uint16_t*)p)[i] = cml_f64_to_f16(v); return;
+    case CML_DTYPE_BF16: ((uint16_t*)p)[i] = cml_f64_to_bf16(v); return;
+    case CML_DTYPE_C64: ((float*)p)[2 * i] = (float)v; ((float*)p)[2 * i + 1] = 0; return;
+    case CML_DTYPE_C128: ((double*)p)[2 * i] = v; ((double*)p)[2 * i + 1] = 0; return;
+    case CML_DTYPE_BOOL: ((uint8_t*)p)[i] = v != 0; return;
+    default: break;
+  }
+  uint64_t b = cmlc__la_f64_to_int_bits(v, dtype);
+  switch (cml_dtype_bits(dtype)) {
+    case 8: ((uint8_t*)p)[i] = (uint8_t)b; return;
+    case 16: ((uint16_t*)p)[i] = (uint16_t)b; return;
+    case 32: ((uint32_t*)p)[i] = (uint32_t)b; return;
+    case 64: ((uint64_t*)p)[i] = b; return;
+    default: return;
+  }
+}
+
+// Stores an integer (|bits| holding a value of integer dtype |from|, already extended) into
+// element |i| of |dtype|: ints wrap, floats round to nearest from the exact value.
+static inline void cmlc__la_store_int(void* p, int64_t i, cml_dtype_t dtype, uint64_t bits,
+                                      cml_dtype_t from) {
+  switch (cml_dtype_is_int(dtype) ? cml_dtype_bits(dtype) : 0) {
+    case 8: ((uint8_t*)p)[i] = (uint8_t)bits; return;
+    case 16: ((uint16_t*)p)[i] = (uint16_t)bits; return;
+    case 32: ((uint32_t*)p)[i] = (uint32_t)bits; return;
+    case 64: ((uint64_t*)p)[i] = bits; return;
+    default: break;
+  }
+  bool is_signed = cml_dtype_is_signed_int(from);
+  if (dtype == CML_DTYPE_F32) {
+    ((float*)p)[i] = is_signed ? (float)(int64_t)bits : (float)bits;
+  } else if (dtype == CML_DTYPE_BOOL) {
+    ((uint8_t*)p)[i] = bits != 0;
+  } else {
+    cmlc__la_store_f64(p, i, dtype, is_signed ? (double)(int64_t)bits : (double)bits);
+  }
+}
+
+// Stores a complex value (real dtypes keep the real part).
+static inline void cmlc__la_store_c(void* p, int64_t i, cml_dtype_t dtype, double re,
+                                    double im) {
+  if (dtype == CML_DTYPE_C64) {
+    ((float*)p)[2 * i] = (float)re;
+    ((float*)p)[2 * i + 1] = (float)im;
+  } else if (dtype == CML_DTYPE_C128) {
+    ((double*)p)[2 * i] = re;
+    ((double*)p)[2 * i + 1] = im;
+  } else {
+    cmlc__la_store_f64(p, i, dtype, re);
+  }
+}
+
+//===--- shapes ---===//
+
+// Row-major strides (in elements) of |shape|.
+static inline void cmlc__la_strides(const cml_shape_t* shape, int64_t* out_strides) {
+  int64_t s = 1;
+  for (int32_t d = shape->rank - 1; d >= 0; --d) {
+    out_strides[d] = s;
+    s *= shape->dims[d];
+  }
+}
+
+// Fills |out|[t] (t over the row-major index space of the |count| axes |axes| of a shape
+// with |dims| and |strides|) with the element offset of that multi-index. Returns the count.
+static inline int64_t cmlc__la_offsets(int32_t count, const int64_t* axes, const int64_t* dims,
+                                       const int64_t* strides, int64_t* out) {
+  int64_t total = 1;
+  for (int32_t a = 0; a < count; ++a) total *= dims[axes[a]];
+  for (int64_t t = 0; t < total; ++t) {
+    int64_t rest = t, off = 0;
+    for (int32_t a = count - 1; a >= 0; --a) {
+      int64_t d = dims[axes[a]];
+      off += (rest % d) * strides[axes[a]];
+      rest /= d;
+    }
+    out[t] = off;
+  }
+  return total;
+}
+
+//===--- packed f32 GEMM (gemm.c) ---===//
+
+// One operand of a GEMM, addressed through offset tables: element (r, c) of batch b is
+// data[batch_offsets[b] + row_offsets[r] + col_offsets[c]] (A: rows = M, cols = K; B: rows = K,
+// cols = N). dtype: F32, F16 or BF16 (converted to f32 while packing).
+typedef struct cmlc__gemm_operand_t {
+  const void* data;
+  cml_dtype_t dtype;
+  const int64_t* batch_offsets;
+  const int64_t* row_offsets;
+  const int64_t* col_offsets;
+} cmlc__gemm_operand_t;
+
+typedef struct cmlc__gemm_problem_t {
+  int64_t batch, m, n, k;
+  cmlc__gemm_operand_t a, b;
+  float* c;  // [batch, m, n] row-major, overwritten
+} cmlc__gemm_problem_t;
+
+// Scratch bytes cmlc__gemm_f32 needs for |p| dims with |isa| and up to |threads| threads.
+size_t cmlc__gemm_f32_scratch(int64_t batch, int64_t m, int64_t n, int64_t k, cmlc_isa_t isa,
+                              int threads);
+// C = A x B per batch with a cache-blocked, packed GEMM and a register-tiled micro-kernel for
+// |isa|. Work is split over output tiles (never over k), so results do not depend on the
+// thread count. |scratch| must hold cmlc__gemm_f32_scratch(..., threads) bytes for the
+// pool's thread count (the caller passes pool NULL otherwise).
+void cmlc__gemm_f32(const cmlc__gemm_problem_t* p, cmlc_isa_t isa, cmlc_pool_t* pool,
+                    void* scratch, int threads);
+
+// Micro-kernels: C[MR x NR] (row stride |ldc|) = (accumulate ? C : 0) + sum over |kc| of
+// a[k*MR + r] * b[k*NR + c].
+typedef void (*cmlc__gemm_ukernel_fn)(int64_t kc, const float* a, const float* b, float* c,
+                                      int64_t ldc, int accumulate);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CMLC__GEMM_HAVE_X86 1
+void cmlc__gemm_ukernel_f32_avx2_6x16(int64_t kc, const float* a, const float* b, float* c,
+                                      int64_t ldc, int accumulate);
+void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const float* a, const float* b, float* c,
+                                         int64_t ldc, int accumulate);
+#endif
+
+//===--- conv (linalg_conv.c) ---===//
+
+bool cmlc__conv_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                       const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+
+//===--- FFT (special_fft.c) ---===//
+
+bool cmlc__fft_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                      const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // CML_BACKENDS_C_KERNELS_GENERIC_LINALG_INTERNAL_H_

@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/generic/special_fft.c: FFT (XLA semantics) over the trailing 1..3 axes, any length.
+//
+//   FORWARD       c64/c128 -> same: X[k] = sum_j x[j] exp(-2 pi i jk / n) per axis.
+//   INVERSE       c64/c128 -> same: exp(+...) and scaled by 1 / (product of the lengths).
+//   FORWARD_REAL  f32/f64 [..., L] -> c64/c128 [..., L/2+1]: the forward transform of the
+//                 real input, keeping the non-negative frequencies of the last axis.
+//   INVERSE_REAL  c64/c128 [..., L/2+1] -> f32/f64 [..., L]: inverse over the leading fft axes,
+//                 then along the last axis the input is extended as a Hermitian spectrum
+//                 (X[L-k] = conj(X[k])) and the real part of its inverse is kept (so the
+//                 imaginary parts of the DC and Nyquist terms are ignored), scaled by
+//                 1 / (product of the lengths).
+// Everything is computed in double on a work array [batch, L0, .., L(a-1)] in scratch, one axis
+// at a time; a line is gathered into a per-thread buffer, transformed, and scattered back.
+// 1-D transforms: radix-2 (iterative) for powers of two, a direct DFT with a twiddle table
+// for other lengths up to 32, Bluestein's chirp-z (through a power-of-two FFT) beyond. Inverse
+// transforms use conj(DFT(conj(x))). Lines are split over threads, each transformed whole, so
+// results never depend on the thread count.
+#include "backends/c/kernels/generic/linalg_internal.h"
+
+enum { CMLC_FFT_DIRECT_MAX = 32 };
+
+typedef enum cmlc_fft_kind_t {
+  CMLC_FFT_TRIVIAL = 0,  // n <= 1
+  CMLC_FFT_POW2 = 1,
+  CMLC_FFT_DIRECT = 2,
+  CMLC_FFT_BLUESTEIN = 3,
+} cmlc_fft_kind_t;
+
+typedef struct cmlc_fft_axis_t {
+  int64_t n;
+  cmlc_fft_kind_t kind;
+  int64_t m;  // Bluestein's power-of-two length
+  // Offsets in doubles from the scratch start.
+  size_t off_tw;      // POW2: n/2 twiddles; DIRECT: n twiddles
+  size_t off_chirp;   // BLUESTEIN: n chirp values
+  size_t off_filter;  // BLUESTEIN: m filter spectrum values
+  size_t off_mtw;     // BLUESTEIN: m/2 twiddles of the length-m FFT
+} cmlc_fft_axis_t;
+
+typedef struct cmlc_fft_plan_t {
+  cml_fft_type_t type;
+  int32_t axes;
+  int64_t lengths[3];
+  int64_t batch;
+  int64_t full;  // batch * prod(lengths): complex elements of the work array
+  cmlc_fft_axis_t ax[3];
+  int threads;
+  size_t off_work;     // doubles
+  size_t off_thread;   // doubles: first per-thread buffer
+  size_t thread_size;  // doubles per thread
+  size_t total;        // doubles
+} cmlc_fft_plan_t;
+
+static bool cmlc_fft_is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+static size_t cmlc_fft_round(size_t x) { return (x + 7) & ~(size_t)7; }  // 64-byte multiples
+
+static bool cmlc_fft_plan(const cml_shape_t* in, const cml_shape_t* out, const cml_ir_attrs_t* attrs,
+                          int threads, cmlc_fft_plan_t* p) {
+  memset(p, 0, sizeof *p);
+  p->type = attrs->fft_type;
+  p->axes = attrs->axis_count;
+  if (p->axes < 1 || p->axes > 3 || p->axes > in->rank || in->rank != out->rank) return false;
+  bool real_in = p->type == CML_FFT_FORWARD_REAL;
+  bool real_out = p->type == CML_FFT_INVERSE_REAL;
+  cml_dtype_t want_in = in->dtype, want_out = out->dtype;
+  if (real_in ? !(want_in == CML_DTYPE_F32 || want_in == CML_DTYPE_F64)
+              : !cml_dtype_is_complex(want_in))
+    return false;
+  if (real_out ? !(want_out == CML_DTYPE_F32 || want_out == CML_DTYPE_F64)
+               : !cml_dtype_is_complex(want_out))
+    return false;
+  if ((int)p->type < 0 || p->type >= CML_FFT_TYPE_COUNT) return false;
+  p->batch = 1;
+  for (int32_t d = 0; d < in->rank - p->axes; ++d) p->batch *= in->dims[d];
+  p->full = p->batch;
+  for (int32_t a = 0; a < p->axes; ++a) {
+    p->lengths[a] = attrs->axes[a];
+    if (p->lengths[a] < 0) return false;
+    p->full *= p->lengths[a];
+  }
+  p->threads = threads < 1 ? 1 : threads;
+  size_t off = 0;
+  size_t thread_need = 0;
+  for (int32_t a = 0; a < p->axes; ++a) {
+    cmlc_fft_axis_t* x = &p->ax[a];
+    x->n = p->lengths[a];
+    if (x->n <= 1) {
+      x->kind = CMLC_FFT_TRIVIAL;
+    } else if (cmlc_fft_is_pow2(x->n)) {
+      x->kind = CMLC_FFT_POW2;
+      x->off_tw = off;
+      off = cmlc_fft_round(off + (size_t)x->n);  // n/2 complex
+    } else if (x->n <= CMLC_FFT_DIRECT_MAX) {
+      x->kind = CMLC_FFT_DIRECT;
+      x->off_tw = off;
+      off = cmlc_fft_round(off + 2 * (size_t)x->n);
+    } else {
+      x->kind = CMLC_FFT_BLUESTEIN;
+      x->m = 1;
+      while (x->m < 2 * x->n - 1) x->m *= 2;
+      x->off_chirp = off;
+      off = cmlc_fft_round(off + 2 * (size_t)x->n);
+      x->off_filter = off;
+      off = cmlc_fft_round(off + 2 * (size_t)x->m);
+      x->off_mtw = off;
+      off = cmlc_fft_round(off + (size_t)x->m);
+    }
+    size_t need = 2 * (size_t)x->n + (x->kind == CMLC_FFT_BLUESTEIN ? 2 * (size_t)x->m : 0);
+    if (need > thread_need) thread_need = need;
+  }
+  p->off_work = off;
+  off = cmlc_fft_round(off + 2 * (size_t)p->full);
+  p->off_thread = off;
+  p->thread_size = cmlc_fft_round(thread_need);
+  off += p->thread_size * (size_t)p->threads;
+  p->total = off;
+  return true;
+}
+
+//===--- 1-D transforms (forward, in place, interleaved complex doubles) ---===//
+
+static void cmlc_fft_twiddles(double* tw, int64_t count, int64_t n) {
+  for (int64_t j = 0; j < count; ++j) {
+    double ang = -2.0 * M_PI * (double)j / (double)n;
+    tw[2 * j] = cos(ang);
+    tw[2 * j + 1] = sin(ang);
+  }
+}
+
+// Radix-2 forward FFT of length n (a power of two) with twiddles tw[j] = exp(-2 pi i j / n).
+static void cmlc_fft_pow2(double* x, int64_t n, const double* tw) {
+  for (int64_t i = 1, j = 0; i < n; ++i) {
+    int64_t bit = n >> 1;
+    for (; j & bit; bit >>= 1) j ^= bit;
+    j ^= bit;
+    if (i < j) {
+      double tr = x[2 * i], ti = x[2 * i + 1];
+      x[2 * i] = x[2 * j], x[2 * i + 1] = x[2 * j + 1];
+      x[2 * j] = tr, x[2 * j + 1] = ti;
+    }
+  }
+  for (int64_t len = 2; len <= n; len <<= 1) {
+    int64_t half = len >> 1, step = n / len;
+    for (int64_t s = 0; s < n; s += len) {
+      for (int64_t k = 0; k < half; ++k) {
+        double wr = tw[2 * k * step], wi = tw[2 * k * step + 1];
+        double* u = x + 2 * (s + k);
+        double* v = x + 2 * (s + k + half);
+        double vr = v[0] * wr - v[1] * wi, vi = v[0] * wi + v[1] * wr;
+        v[0] = u[0] - vr, v[1] = u[1] - vi;
+        u[0] += vr, u[1] += vi;
+      }
+    }
+  }
+}
+
+static void cmlc_fft_axis_init(const cmlc_fft_axis_t* x, double* s) {
+  switch (x->kind) {
+    case CMLC_FFT_POW2:
+      cmlc_fft_twiddles(s + x->off_tw, x->n / 2, x->n);
+      break;
+    case CMLC_FFT_DIRECT:
+      cmlc_fft_twiddles(s + x->off_tw, x->n, x->n);
+      break;
+    case CMLC_FFT_BLUESTEIN: {
+      double* chirp = s + x->off_chirp;
+      double* filter = s + x->off_filter;
+      double* mtw = s + x->off_mtw;
+      int64_t n = x->n, m = x->m;
+      for (int64_t j = 0; j < n; ++j) {
+        // exp(-i pi j^2 / n), with j^2 reduced mod 2n to keep the angle small and exact.
+        int64_t q = (int64_t)(((uint64_t)j * (uint64_t)j) % (uint64_t)(2 * n));
+        double ang = -M_PI * (double)q / (double)n;
+        chirp[2 * j] = cos(ang);
+        chirp[2 * j + 1] = sin(ang);
+      }
+      memset(filter, 0, 2 * (size_t)m * sizeof(double));
+      for (int64_t j = 0; j < n; ++j) {
+        filter[2 * j] = chirp[2 * j];
+        filter[2 * j + 1] = -chirp[2 * j + 1];
+        if (j > 0) {
+          filter[2 * (m - j)] = chirp[2 * j];
+          filter[2 * (m - j) + 1] = -chirp[2 * j + 1];
+        }
+      }
+      cmlc_fft_twiddles(mtw, m / 2, m);
+      cmlc_fft_pow2(filter, m, mtw);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+// Forward DFT of |line| (x->n complex) in place; |work| holds 2*m doubles for Bluestein and
+// 2*n for the direct DFT.
+static void cmlc_fft_line(const cmlc_fft_axis_t* x, const double* s, double* line,
+                          double* work) {
+  int64_t n = x->n;
+  switch (x->kind) {
+    case CMLC_FFT_POW2:
+      cmlc_fft_pow2(line, n, s + x->off_tw);
+      break;
+    case CMLC_FFT_DIRECT: {
+      const double* tw = s + x->off_tw;
+      for (int64_t k = 0; k < n; ++k) {
+        double re = 0, im = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t t = (j * k) % n;
+          re += line[2 * j] * tw[2 * t] - line[2 * j + 1] * tw[2 * t + 1];
+          im += line[2 * j] * tw[2 * t + 1] + line[2 * j + 1] * tw[2 * t];
+        }
+        work[2 * k] = re;
+        work[2 * k + 1] = im;
+      }
+      memcpy(line, work, 2 * (size_t)n * sizeof(double));
+      break;
+    }
+    case CMLC_FFT_BLUESTEIN: {
+      int64_t m = x->m;
+      const double* chirp = s + x->off_chirp;
+      const double* filter = s + x->off_filter;
+      const double* mtw = s + x->off_mtw;
+      for (int64_t j = 0; j < n; ++j) {
+        double ar = line[2 * j], ai = line[2 * j + 1];
+        double cr = chirp[2 * j], ci = chirp[2 * j + 1];
+        work[2 * j] = ar * cr - ai * ci;
+        work[2 * j + 1] = ar * ci + ai * cr;
+      }
+      memset(work + 2 * n, 0, 2 * (size_t)(m - n) * sizeof(double));
+      cmlc_fft_pow2(work, m, mtw);
+      // Pointwise product, conjugated so the forward FFT below acts as an inverse one.
+      for (int64_t j = 0; j < m; ++j) {
+        double ar = work[2 * j], ai = work[2 * j + 1];
+        double br = filter[2 * j], bi = filter[2 * j + 1];
+        work[2 * j] = ar * br - ai * bi;
+        work[2 * j + 1] = -(ar * bi + ai * br);
+      }
+      cmlc_fft_pow2(work, m, mtw);
+      double inv_m = 1.0 / (double)m;
+      for (int64_t k = 0; k < n; ++k) {
+        double ar = work[2 * k] * inv_m, ai = -work[2 * k + 1] * inv_m;
+        double cr = chirp[2 * k], ci = chirp[2 * k + 1];
+        line[2 * k] = ar * cr - ai * ci;
+        line[2 * k + 1] = ar * ci + ai * cr;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+//===--- axis passes ---===//
+
+typedef struct cmlc_fft_ctx_t {
+  const cmlc_fft_plan_t* p;
+  double* s;  // scratch base
+  double* work;
+  int32_t axis;      // fft axis index being transformed
+  int64_t stride;    // complex elements between consecutive line entries
+  bool inverse;
+  // C2R last pass / I/O.
+  const void* in;
+  void* out;
+  cml_dtype_t in_dtype, out_dtype;
+  double scale;
+  int64_t half;  // L/2+1 of the last axis
+} cmlc_fft_ctx_t;
+
+static double* cmlc_fft_thread_buf(const cmlc_fft_ctx_t* c, int thread_index) {
+  return c->s + c->p->off_thread + (size_t)thread_index * c->p->thread_size;
+}
+
+static void cmlc_fft_axis_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  const cmlc_fft_ctx_t* c = vctx;
+  const cmlc_fft_axis_t* x = &c->p->ax[c->axis];
+  int64_t n = x->n, stride = c->stride;
+  double* line = cmlc_fft_thread_buf(c, thread_index);
+  double* work = line + 2 * n;
+  for (int64_t l = begin; l < end; ++l) {
+    // Line l: outer index l / stride, inner index l % stride.
+    int64_t base = (l / stride) * n * stride + (l % stride);
+    double sign = c->inverse ? -1.0 : 1.0;
+    for (int64_t j = 0; j < n; ++j) {
+      line[2 * j] = c->work[2 * (base + j * stride)];
+      line[2 * j + 1] = sign * c->work[2 * (base + j * stride) + 1];
+    }
+    cmlc_fft_line(x, c->s, line, work);
+    for (int64_t j = 0; j < n; ++j) {
+      c->work[2 * (base + j * stride)] = line[2 * j];
+      c->work[2 * (base + j * stride) + 1] = sign * line[2 * j + 1];
+    }
+  }
+}
+
+// Transforms fft axis |axis| of the work array (whose last axis has |last_len| entries).
+static void cmlc_fft_pass(cmlc_fft_ctx_t* c, cmlc_pool_t* pool, int32_t axis, bool inverse) {
+  const cmlc_fft_plan_t* p = c->p;
+  int64_t n = p->ax[axis].n;
+  if (n <= 1 || p->full == 0) return;
+  int64_t stride = 1;
+  for (int32_t a = axis + 1; a < p->axes; ++a) stride *= p->lengths[a];
+  c->axis = axis;
+  c->stride = stride;
+  c->inverse = inverse;
+  int64_t lines = p->full / n;
+  int64_t chunk = 8192 / (n * 4) + 1;
+  cmlc_parallel_for(pool, lines, chunk, cmlc_fft_axis_task, c);
+}
+
+// C2R last axis: per line, Hermitian extension of the first |half| entries, inverse, real part.
+static void cmlc_fft_c2r_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  const cmlc_fft_ctx_t* c = vctx;
+  const cmlc_fft_axis_t* x = &c->p->ax[c->p->axes - 1];
+  int64_t n = x->n, h = c->half;
+  double* line = cmlc_fft_thread_buf(c, thread_index);
+  double* work = line + 2 * n;
+  for (int64_t l = begin; l < end; ++l) {
+    const double* src = c->work + 2 * l * n;
+    for (int64_t k = 0; k < n; ++k) {
+      double re, im;
+      if (k < h) {
+        re = src[2 * k], im = src[2 * k + 1];
+      } else {
+        re = src[2 * (n - k)], im = -src[2 * (n - k) + 1];
+      }
+      line[2 * k] = re;
+      line[2 * k + 1] = -im;  // inverse through conj(DFT(conj(x)))
+    }
+    cmlc_fft_line(x, c->s, line, work);
+    for (int64_t k = 0; k < n; ++k)
+      cmlc__la_store_f64(c->out, l * n + k, c->out_dtype, line[2 * k] * c->scale);
+  }
+}
+
+static size_t cmlc_fft_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                               const cmlc_options_t* options) {
+  cmlc_fft_plan_t p;
+  if (!cmlc_fft_plan(&module->values[node->inputs[0]].shape,
+                     &module->values[node->first_output].shape, node->attrs, options->threads,
+                     &p))
+    return 0;
+  return p.total * sizeof(double);
+}
+
+static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
+  cmlc_fft_plan_t p;
+  const cml_shape_t* in = args->input_shapes[0];
+  const cml_shape_t* out = args->output_shapes[0];
+  if (!cmlc_fft_plan(in, out, args->node->attrs, args->options->threads, &p) ||
+      args->scratch_size < p.total * sizeof(double)) {
+    char t[2][160];
+    return cml_status_make(CML_STATUS_INTERNAL, "FFT: inconsistent plan for %s -> %s",
+                           cml_shape_format(in, t[0], sizeof t[0]),
+                           cml_shape_format(out, t[1], sizeof t[1]));
+  }
+  if (cml_shape_element_count(out) == 0) return CML_OK;
+  cmlc_pool_t* pool = args->pool;
+  if (cmlc_pool_thread_count(pool) > p.threads) pool = NULL;
+  double* s = args->scratch;
+  for (int32_t a = 0; a < p.axes; ++a) cmlc_fft_axis_init(&p.ax[a], s);
+  cmlc_fft_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.p = &p;
+  c.s = s;
+  c.work = s + p.off_work;
+  c.in = args->inputs[0];
+  c.out = args->outputs[0];
+  c.in_dtype = in->dtype;
+  c.out_dtype = out->dtype;
+  double prod = 1;
+  for (int32_t a = 0; a < p.axes; ++a) prod *= (double)p.lengths[a];
+  int64_t last = p.lengths[p.axes - 1];
+  int64_t rows = p.full / (last > 0 ? last : 1);  // lines of the last axis
+  if (last == 0) return CML_OK;
+  switch (p.type) {
+    case CML_FFT_FORWARD:
+    case CML_FFT_INVERSE: {
+      bool inv = p.type == CML_FFT_INVERSE;
+      for (int64_t i = 0; i < p.full; ++i) {
+        c.work[2 * i] = cmlc__la_load_f64(c.in, i, in->dtype);
+        c.work[2 * i + 1] = cmlc__la_load_imag(c.in, i, in->dtype);
+      }
+      for (int32_t a = p.axes - 1; a >= 0; --a) cmlc_fft_pass(&c, pool, a, inv);
+      double scale = inv ? 1.0 / prod : 1.0;
+      for (int64_t i = 0; i < p.full; ++i)
+        cmlc__la_store_c(c.out, i, out->dtype, c.work[2 * i] * scale, c.work[2 * i + 1] * scale);
+      break;
+    }
+    case CML_FFT_FORWARD_REAL: {
+      for (int64_t i = 0; i < p.full; ++i) {
+        c.work[2 * i] = cmlc__la_load_f64(c.in, i, in->dtype);
+        c.work[2 * i + 1] = 0.0;
+      }
+      for (int32_t a = p.axes - 1; a >= 0; --a) cmlc_fft_pass(&c, pool, a, false);
+      int64_t h = out->dims[out->rank - 1];
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t k = 0; k < h; ++k)
+          cmlc__la_store_c(c.out, r * h + k, out->dtype, c.work[2 * (r * last + k)],
+                           c.work[2 * (r * last + k) + 1]);
+      break;
+    }
+    case CML_FFT_INVERSE_REAL: {
+      int64_t h = in->dims[in->rank - 1];
+      c.half = h < last / 2 + 1 ? h : last / 2 + 1;
+      memset(c.work, 0, 2 * (size_t)p.full * sizeof(double));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t k = 0; k < c.half; ++k) {
+          c.work[2 * (r * last + k)] = cmlc__la_load_f64(c.in, r * h + k, in->dtype);
+          c.work[2 * (r * last + k) + 1] = cmlc__la_load_imag(c.in, r * h + k, in->dtype);
+        }
+      }
+      for (int32_t a = p.axes - 2; a >= 0; --a) cmlc_fft_pass(&c, pool, a, true);
+      c.scale = 1.0 / prod;
+      cmlc_parallel_for(pool, rows, 8192 / (last * 4) + 1, cmlc_fft_c2r_task, &c);
+      break;
+    }
+    default:
+      break;
+  }
+  return CML_OK;
+}
+
+bool cmlc__fft_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                      const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
+  if (node->op != CML_OP_FFT || node->input_count != 1) return false;
+  cmlc_fft_plan_t p;
+  if (!cmlc_fft_plan(&module->values[node->inputs[0]].shape,
+                     &module->values[node->first_output].shape, node->attrs, options->threads,
+                     &p))
+    return false;
+  out->run = cmlc_fft_run;
+  out->scratch = cmlc_fft_scratch;
+  out->in_place_input = -1;
+  return true;
+}

@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/c/plan.c: compiling a module for the C backend (planning it once).
+//
+// For each function that can run (main, and every function a live Call, While, If or Sort
+// node refers to, transitively):
+//   1. schedule: creation order is topological; nodes whose values reach no output are dropped
+//      (no op has side effects today);
+//   2. pick each node's implementation: the engine's own ops first (Parameter, Constant,
+//      CapturedValue, aliasing ops, Call, While, If, Sort), then the kernel groups in order:
+//      elementwise, reduce, movement, index, window, linalg, special;
+//   3. lay out one arena segment per function: every intermediate value gets an offset, memory
+//      is reused after a value's last use, and an output takes its input's slot in place when
+//      the kernel allows it and the input dies there. Aliasing ops (Identity, Reshape, Bitcast,
+//      barriers) copy no data: their outputs use their inputs' storage. In main, values that
+//      are returned are written straight into the output buffers.
+// Functions get disjoint segments: no function can be active twice at once (a callee must be
+// returned before it is called, so calls cannot recurse).
+//
+// Thread-safety: runs once per compile; the plan is immutable afterwards.
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/c/engine_internal.h"
+
+#define CMLC_UNUSED UINT32_MAX
+
+static size_t cmlc_plan_round(size_t n) {
+  return (n + CMLC_ALIGNMENT - 1) / CMLC_ALIGNMENT * CMLC_ALIGNMENT;
+}
+
+//===--- arena layout: best-fit free list with coalescing ---===//
+
+typedef struct cmlc_block_t {
+  size_t offset, size;
+} cmlc_block_t;
+
+typedef struct cmlc_layout_t {
+  cmlc_block_t* free_blocks;  // sorted by offset, never adjacent (coalesced)
+  size_t count, capacity;
+  size_t top;  // high-water mark
+} cmlc_layout_t;
+
+static size_t cmlc_layout_alloc(cmlc_layout_t* l, size_t size) {
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < l->count; ++i) {
+    if (l->free_blocks[i].size >= size &&
+        (best == SIZE_MAX || l->free_blocks[i].size < l->free_blocks[best].size)) {
+      best = i;
+    }
+  }
+  if (best != SIZE_MAX) {
+    cmlc_block_t* b = &l->free_blocks[best];
+    size_t offset = b->offset;
+    b->offset += size;
+    b->size -= size;
+    if (b->size == 0) {
+      memmove(b, b + 1, (l->count - best - 1) * sizeof *b);
+      --l->count;
+    }
+    return offset;
+  }
+  // Grow the arena, starting inside a free block that ends at the top.
+  if (l->count > 0) {
+    cmlc_block_t* last = &l->free_blocks[l->count - 1];
+    if (last->offset + last->size == l->top) {
+      size_t offset = last->offset;
+      --l->count;
+      l->top = offset + size;
+      return offset;
+    }
+  }
+  size_t offset = l->top;
+  l->top += size;
+  return offset;
+}
+
+static void cmlc_layout_free(cmlc_layout_t* l, size_t offset, size_t size) {
+  if (size == 0) return;
+  size_t i = 0;
+  while (i < l->count && l->free_blocks[i].offset < offset) ++i;
+  bool merge_prev = i > 0 && l->free_blocks[i - 1].offset + l->free_blocks[i - 1].size == offset;
+  bool merge_next = i < l->count && offset + size == l->free_blocks[i].offset;
+  if (merge_prev && merge_next) {
+    l->free_blocks[i - 1].size += size + l->free_blocks[i].size;
+    memmove(&l->free_blocks[i], &l->free_blocks[i + 1],
+            (l->count - i - 1) * sizeof *l->free_blocks);
+    --l->count;
+  } else if (merge_prev) {
+    l->free_blocks[i - 1].size += size;
+  } else if (merge_next) {
+    l->free_blocks[i].offset = offset;
+    l->free_blocks[i].size += size;
+  } else {
+    // capacity is sized for the worst case (one block per live allocation, plus one).
+    memmove(&l->free_blocks[i + 1], &l->free_blocks[i],
+            (l->count - i) * sizeof *l->free_blocks);
+    l->free_blocks[i] = (cmlc_block_t){offset, size};
+    ++l->count;
+  }
+}
+
+//===--- planner state ---===//
+
+typedef struct cmlc_planner_t {
+  cmlc_backend_t* backend;
+  const cml_module_t* module;
+  cmlc_executable_t* exe;
+  cml_allocator_t alloc;
+  // Module-wide scratch (functions own disjoint nodes and values).
+  bool* needed;         // node is live
+  uint32_t* root;       // value -> the value owning its storage
+  uint32_t* last_use;   // root value -> position of its last use (node_count = "returned")
+  bool* released;       // root value's block was freed or handed over
+  uint32_t* queue;      // functions to plan
+  bool* queued;
+  cmlc_layout_t layout;
+} cmlc_planner_t;
+
+static size_t cmlc_plan_bytes(size_t count, size_t size) {
+  size_t bytes = count * size;
+  return bytes ? bytes : 1;
+}
+
+static void* cmlc_plan_calloc(cml_allocator_t alloc, size_t count, size_t size) {
+  size_t bytes = cmlc_plan_bytes(count, size);
+  void* p = cml_allocator_malloc(alloc, bytes, CMLC_ALIGNMENT);
+  if (p) memset(p, 0, bytes);
+  return p;
+}
+
+static void cmlc_plan_free(cml_allocator_t alloc, const void* p, size_t count, size_t size) {
+  if (p) cml_allocator_free(alloc, (void*)p, cmlc_plan_bytes(count, size));
+}
+
+static bool cmlc_plan_is_alias_op(const cml_module_t* m, const cml_ir_node_t* n) {
+  switch (n->op) {
+    case CML_OP_IDENTITY:
+    case CML_OP_RESHAPE:
+    case CML_OP_OPTIMIZATION_BARRIER:
+      return true;
+    case CML_OP_SCHEDULING_BARRIER:
+      return n->input_count >= 1;
+    case CML_OP_BITCAST:
+      // Little-endian reinterpretation of the same bytes.
+      return n->input_count == 1 &&
+             cml_shape_byte_size(&m->values[n->inputs[0]].shape) ==
+                 cml_shape_byte_size(&m->values[n->first_output].shape);
+    default:
+      return false;
+  }
+}
+
+static uint32_t cmlc_plan_function_ref_count(cml_op_t op) {
+  switch (op) {
+    case CML_OP_CALL:
+    case CML_OP_SORT:
+      return 1;
+    case CML_OP_WHILE:
+    case CML_OP_IF:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+// Formats "(Float32, Int32) -> (Bool)" for a node's operand and result dtypes.
+static void cmlc_plan_format_dtypes(const cml_module_t* m, const cml_ir_node_t* n, char* text,
+                                    size_t size) {
+  size_t used = 0;
+  text[0] = '\0';
+#define CMLC_APPEND(...)                                                         \
+  do {                                                                           \
+    if (used < size) {                                                           \
+      int w_ = snprintf(text + used, size - used, __VA_ARGS__);                  \
+      if (w_ > 0) used += (size_t)w_;                                            \
+    }                                                                            \
+  } while (0)
+  CMLC_APPEND("(");
+  for (uint32_t i = 0; i < n->input_count && i < 8; ++i) {
+    CMLC_APPEND("%s%s", i ? ", " : "", cml_dtype_name(m->values[n->inputs[i]].shape.dtype));
+  }
+  if (n->input_count > 8) CMLC_APPEND(", ...");
+  CMLC_APPEND(") -> (");
+  for (uint32_t i = 0; i < n->output_count && i < 8; ++i) {
+    CMLC_APPEND("%s%s", i ? ", " : "",
+                cml_dtype_name(m->values[n->first_output + i].shape.dtype));
+  }
+  if (n->output_count > 8) CMLC_APPEND(", ...");
+  CMLC_APPEND(")");
+#undef CMLC_APPEND
+}
+
+// Finds the implementation of a kernel node.
+static cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_t* n,
+                                     cmlc_kernel_entry_t* out) {
+  const cmlc_options_t* o = &p->backend->options;
+  const cml_module_t* m = p->module;
+  memset(out, 0, sizeof *out);
+  out->in_place_input = -1;
+  if (n->op == CML_OP_SORT) {
+    out->run = cmlc_sort_run;
+    out->scratch = cmlc_sort_scratch;
+    return CML_OK;
+  }
+  typedef bool (*lookup_fn)(const cml_module_t*, const cml_ir_node_t*, const cmlc_options_t*,
+                            cmlc_kernel_entry_t*);
+  static const lookup_fn groups[] = {
+      cmlc_kernels_elementwise_lookup, cmlc_kernels_reduce_lookup,
+      cmlc_kernels_movement_lookup,    cmlc_kernels_index_lookup,
+      cmlc_kernels_window_lookup,      cmlc_kernels_linalg_lookup,
+      cmlc_kernels_special_lookup,
+  };
+  for (size_t g = 0; g < sizeof groups / sizeof *groups; ++g) {
+    cmlc_kernel_entry_t e = {NULL, NULL, -1};
+    if (groups[g](m, n, o, &e) && e.run) {
+      if (e.in_place_input >= (int)n->input_count) e.in_place_input = -1;
+      *out = e;
+      return CML_OK;
+    }
+  }
+  char dtypes[256];
+  cmlc_plan_format_dtypes(m, n, dtypes, sizeof dtypes);
+  char shape0[128] = "";
+  if (n->input_count > 0) cml_shape_format(&m->values[n->inputs[0]].shape, shape0, sizeof shape0);
+  return cml_status_make(CML_STATUS_UNIMPLEMENTED, "c backend: no kernel for %s with %s%s%s",
+                         cml_op_name(n->op), dtypes, shape0[0] ? ", operand 0 " : "", shape0);
+}
+
+static void cmlc_plan_queue(cmlc_planner_t* p, uint32_t function, uint32_t* queue_count) {
+  if (function >= p->module->function_count || p->queued[function]) return;
+  p->queued[function] = true;
+  p->queue[(*queue_count)++] = function;
+}
+
+// Marks a use of value |v| at |pos| (on its storage root).
+static void cmlc_plan_use(cmlc_planner_t* p, uint32_t v, uint32_t pos) {
+  uint32_t r = p->root[v];
+  if (p->last_use[r] == CMLC_UNUSED || p->last_use[r] < pos) p->last_use[r] = pos;
+}
+
+// Frees the block of root |r| if it owns one and it was not freed yet.
+static void cmlc_plan_release(cmlc_planner_t* p, uint32_t r) {
+  cmlc_value_plan_t* vp = &p->exe->values[r];
+  if (p->released[r] || vp->storage != CMLC_STORAGE_ARENA) return;
+  p->released[r] = true;
+  cmlc_layout_free(&p->layout, vp->offset, vp->size);
+}
+
+static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t* queue_count) {
+  const cml_module_t* m = p->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  cmlc_executable_t* exe = p->exe;
+  cmlc_function_plan_t* fp = &exe->functions[fi];
+  const uint32_t end = f->node_count;  // position of "returned"
+  fp->planned = true;
+
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    uint32_t ni = f->nodes[i];
+    if (ni >= m->node_count) {
+      return cml_status_make(CML_STATUS_INTERNAL, "c backend: function %u lists node %u of %u",
+                             fi, ni, m->node_count);
+    }
+    p->needed[ni] = false;
+    const cml_ir_node_t* n = &m->nodes[ni];
+    for (uint32_t k = 0; k < n->input_count; ++k) {
+      uint32_t in = n->inputs[k];
+      if (in == 0 || in >= m->value_count || m->nodes[m->values[in].node].function != fi) {
+        return cml_status_make(CML_STATUS_INTERNAL,
+                               "c backend: %s in function %u reads value %u of another function",
+                               cml_op_name(n->op), fi, in);
+      }
+    }
+  }
+
+  // Dead-code elimination: walk backwards from the outputs.
+  for (uint32_t v = 0; v < f->output_count; ++v) {
+    p->needed[m->values[f->outputs[v]].node] = true;
+  }
+  for (uint32_t i = f->node_count; i-- > 0;) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    if (!p->needed[f->nodes[i]]) continue;
+    for (uint32_t k = 0; k < n->input_count; ++k) p->needed[m->values[n->inputs[k]].node] = true;
+    for (uint32_t k = 0; k < cmlc_plan_function_ref_count(n->op); ++k) {
+      uint32_t callee = n->attrs->functions[k];
+      if (callee >= m->function_count) {
+        return cml_status_make(CML_STATUS_INTERNAL, "c backend: %s refers to function %u of %u",
+                               cml_op_name(n->op), callee, m->function_count);
+      }
+      const cml_ir_function_t* cf = &m->functions[callee];
+      for (uint32_t c = 0; c < cf->capture_count; ++c) {
+        p->needed[m->values[cf->captures_outer[c]].node] = true;
+      }
+      cmlc_plan_queue(p, callee, queue_count);
+    }
+  }
+
+  // Storage classes and alias roots.
+  uint32_t step_count = 0;
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = &m->nodes[ni];
+    for (uint32_t o = 0; o < n->output_count; ++o) {
+      uint32_t v = n->first_output + o;
+      p->root[v] = v;
+      p->last_use[v] = CMLC_UNUSED;
+      p->released[v] = false;
+      exe->values[v] = (cmlc_value_plan_t){CMLC_STORAGE_NONE, 0, 0, 0};
+    }
+    if (!p->needed[ni]) continue;
+    if (n->op == CML_OP_PARAMETER) {
+      uint32_t idx = UINT32_MAX;
+      for (uint32_t k = 0; k < f->param_count; ++k) {
+        if (f->params[k] == n->first_output) idx = k;
+      }
+      if (idx == UINT32_MAX) {
+        return cml_status_make(CML_STATUS_INTERNAL,
+                               "c backend: parameter value %u is not a parameter of function %u",
+                               n->first_output, fi);
+      }
+      exe->values[n->first_output].storage = CMLC_STORAGE_PARAM;
+      exe->values[n->first_output].index = idx;
+      continue;
+    }
+    if (n->op == CML_OP_CAPTURED_VALUE) {
+      uint32_t idx = UINT32_MAX;
+      for (uint32_t k = 0; k < f->capture_count; ++k) {
+        if (f->captures_inner[k] == n->first_output) idx = k;
+      }
+      if (idx == UINT32_MAX) {
+        return cml_status_make(CML_STATUS_INTERNAL,
+                               "c backend: captured value %u is not a capture of function %u",
+                               n->first_output, fi);
+      }
+      exe->values[n->first_output].storage = CMLC_STORAGE_CAPTURE;
+      exe->values[n->first_output].index = idx;
+      continue;
+    }
+    if (n->op == CML_OP_CONSTANT) {
+      exe->values[n->first_output].storage = CMLC_STORAGE_CONST;
+      continue;
+    }
+    ++step_count;
+    if (cmlc_plan_is_alias_op(m, n)) {
+      uint32_t count = n->op == CML_OP_SCHEDULING_BARRIER ? 1 : n->output_count;
+      if (count > n->input_count) count = n->input_count;
+      for (uint32_t o = 0; o < count; ++o) {
+        uint32_t v = n->first_output + o, src = n->inputs[o];
+        exe->values[v].storage = CMLC_STORAGE_ALIAS;
+        exe->values[v].index = src;
+        p->root[v] = p->root[src];
+      }
+    }
+  }
+
+  // Last uses (on roots).
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    if (!p->needed[f->nodes[i]]) continue;
+    for (uint32_t k = 0; k < n->input_count; ++k) cmlc_plan_use(p, n->inputs[k], i);
+    for (uint32_t k = 0; k < cmlc_plan_function_ref_count(n->op); ++k) {
+      const cml_ir_function_t* cf = &m->functions[n->attrs->functions[k]];
+      for (uint32_t c = 0; c < cf->capture_count; ++c) cmlc_plan_use(p, cf->captures_outer[c], i);
+    }
+    // An alias keeps its root alive as long as the alias itself is used (handled by using the
+    // root above); an unused alias output needs nothing.
+  }
+  for (uint32_t v = 0; v < f->output_count; ++v) cmlc_plan_use(p, f->outputs[v], end);
+
+  // Main: returned values get their own output buffer when they are a kernel's result.
+  if (fi == 0) {
+    for (uint32_t o = 0; o < f->output_count; ++o) {
+      uint32_t v = f->outputs[o], r = p->root[v];
+      const cml_ir_node_t* producer = &m->nodes[m->values[r].node];
+      if (!p->needed[m->values[r].node]) continue;
+      if (producer->op == CML_OP_PARAMETER || producer->op == CML_OP_CONSTANT ||
+          producer->op == CML_OP_CAPTURED_VALUE || producer->op == CML_OP_WHILE ||
+          exe->values[r].storage == CMLC_STORAGE_ALIAS ||
+          exe->values[r].storage == CMLC_STORAGE_OUTPUT) {
+        continue;
+      }
+      if (cml_shape_byte_size(&m->values[r].shape) != cml_shape_byte_size(&m->values[v].shape) ||
+          cml_shape_byte_size(&m->values[r].shape) == 0) {
+        continue;
+      }
+      exe->values[r].storage = CMLC_STORAGE_OUTPUT;
+      exe->values[r].index = o;
+    }
+  }
+
+  fp->steps = cmlc_plan_calloc(p->alloc, step_count, sizeof *fp->steps);
+  if (!fp->steps) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  fp->step_capacity = step_count;
+  fp->step_count = 0;
+
+  // Layout walk.
+  p->layout.count = 0;
+  p->layout.top = 0;
+  uint32_t max_io = 0;
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = &m->nodes[ni];
+    if (!p->needed[ni]) continue;
+    if (n->op == CML_OP_PARAMETER || n->op == CML_OP_CONSTANT ||
+        n->op == CML_OP_CAPTURED_VALUE) {
+      continue;
+    }
+    cmlc_step_t* step = &fp->steps[fp->step_count++];
+    step->node = n;
+    step->entry.in_place_input = -1;
+    if (cmlc_plan_is_alias_op(m, n)) {
+      step->kind = CMLC_STEP_ALIAS;
+      // Outputs past the aliased ones (none today) would be dead.
+    } else {
+      switch (n->op) {
+        case CML_OP_CALL: step->kind = CMLC_STEP_CALL; break;
+        case CML_OP_WHILE: step->kind = CMLC_STEP_WHILE; break;
+        case CML_OP_IF: step->kind = CMLC_STEP_IF; break;
+        default: {
+          step->kind = CMLC_STEP_KERNEL;
+          CML_RETURN_IF_ERROR(cmlc_plan_lookup(p, n, &step->entry));
+          break;
+        }
+      }
+      // Outputs.
+      for (uint32_t o = 0; o < n->output_count; ++o) {
+        uint32_t v = n->first_output + o;
+        cmlc_value_plan_t* vp = &exe->values[v];
+        size_t bytes = cml_shape_byte_size(&m->values[v].shape);
+        if (vp->storage == CMLC_STORAGE_OUTPUT) {
+          vp->size = bytes;
+          continue;
+        }
+        if (bytes == 0 && n->op != CML_OP_WHILE) {
+          vp->storage = CMLC_STORAGE_EMPTY;
+          continue;
+        }
+        size_t size = cmlc_plan_round(bytes);
+        if (n->op == CML_OP_WHILE) size = 2 * size + (size == 0 ? CMLC_ALIGNMENT : 0);
+        // In place: output 0 takes the slot of a dying input.
+        int ip = step->entry.in_place_input;
+        if (o == 0 && step->kind == CMLC_STEP_KERNEL && ip >= 0) {
+          uint32_t in = n->inputs[ip], r = p->root[in];
+          cmlc_value_plan_t* rp = &exe->values[r];
+          bool ok = rp->storage == CMLC_STORAGE_ARENA && !p->released[r] &&
+                    p->last_use[r] == i && rp->size >= size;
+          for (uint32_t k = 0; ok && k < n->input_count; ++k) {
+            if ((int)k != ip && p->root[n->inputs[k]] == r && n->inputs[k] != in) ok = false;
+          }
+          if (ok) {
+            vp->storage = CMLC_STORAGE_ARENA;
+            vp->offset = rp->offset;
+            vp->size = rp->size;
+            p->released[r] = true;  // handed over: the output now owns the block
+            continue;
+          }
+        }
+        vp->storage = CMLC_STORAGE_ARENA;
+        vp->size = size;
+        vp->offset = cmlc_layout_alloc(&p->layout, size);
+      }
+    }
+    // Scratch.
+    if (step->kind == CMLC_STEP_KERNEL && step->entry.scratch) {
+      step->scratch_size = step->entry.scratch(m, n, &p->backend->options);
+      if (step->scratch_size) {
+        size_t size = cmlc_plan_round(step->scratch_size);
+        step->scratch_offset = cmlc_layout_alloc(&p->layout, size);
+        cmlc_layout_free(&p->layout, step->scratch_offset, size);
+      }
+    }
+    // Shapes of kernel steps.
+    uint32_t io = n->input_count + n->output_count;
+    if (step->kind == CMLC_STEP_KERNEL) {
+      step->shapes = cmlc_plan_calloc(p->alloc, io, sizeof *step->shapes);
+      if (!step->shapes) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+      for (uint32_t k = 0; k < n->input_count; ++k) step->shapes[k] = &m->values[n->inputs[k]].shape;
+      for (uint32_t o = 0; o < n->output_count; ++o) {
+        step->shapes[n->input_count + o] = &m->values[n->first_output + o].shape;
+      }
+      if (io > max_io) max_io = io;
+    } else if (step->kind == CMLC_STEP_WHILE) {
+      if (n->output_count > max_io) max_io = n->output_count;
+    }
+    // Free inputs (and captures) that die here, and outputs nobody reads.
+    for (uint32_t k = 0; k < n->input_count; ++k) {
+      uint32_t r = p->root[n->inputs[k]];
+      if (p->last_use[r] == i) cmlc_plan_release(p, r);
+    }
+    for (uint32_t k = 0; k < cmlc_plan_function_ref_count(n->op); ++k) {
+      const cml_ir_function_t* cf = &m->functions[n->attrs->functions[k]];
+      for (uint32_t c = 0; c < cf->capture_count; ++c) {
+        uint32_t r = p->root[cf->captures_outer[c]];
+        if (p->last_use[r] == i) cmlc_plan_release(p, r);
+      }
+    }
+    for (uint32_t o = 0; o < n->output_count; ++o) {
+      uint32_t v = n->first_output + o;
+      if (p->root[v] == v && p->last_use[v] == CMLC_UNUSED) cmlc_plan_release(p, v);
+    }
+  }
+  fp->arena_size = p->layout.top;
+  fp->max_io = max_io;
+  return CML_OK;
+}
+
+cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module,
+                             cmlc_executable_t* exe) {
+  cml_allocator_t alloc = backend->base.allocator;
+  exe->backend = backend;
+  exe->module = module;
+  if (module->function_count == 0 || module->value_count == 0) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "c backend: the module has no main");
+  }
+  exe->values = cmlc_plan_calloc(alloc, module->value_count, sizeof *exe->values);
+  exe->functions = cmlc_plan_calloc(alloc, module->function_count, sizeof *exe->functions);
+  cmlc_planner_t p;
+  memset(&p, 0, sizeof p);
+  p.backend = backend;
+  p.module = module;
+  p.exe = exe;
+  p.alloc = alloc;
+  p.needed = cmlc_plan_calloc(alloc, module->node_count, sizeof *p.needed);
+  p.root = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.root);
+  p.last_use = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.last_use);
+  p.released = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.released);
+  p.queue = cmlc_plan_calloc(alloc, module->function_count, sizeof *p.queue);
+  p.queued = cmlc_plan_calloc(alloc, module->function_count, sizeof *p.queued);
+  // At most one free block per live allocation plus one.
+  p.layout.capacity = 2 * (size_t)module->value_count + 2 * (size_t)module->node_count + 4;
+  p.layout.free_blocks = cmlc_plan_calloc(alloc, p.layout.capacity, sizeof(cmlc_block_t));
+  cml_status_t st = CML_OK;
+  if (!exe->values || !exe->functions || !p.needed || !p.root || !p.last_use ||
+      !p.released || !p.queue || !p.queued || !p.layout.free_blocks) {
+    st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  uint32_t queue_count = 0;
+  if (st == CML_OK) cmlc_plan_queue(&p, 0, &queue_count);
+  for (uint32_t q = 0; st == CML_OK && q < queue_count; ++q) {
+    st = cmlc_plan_function(&p, p.queue[q], &queue_count);
+  }
+  if (st == CML_OK) {
+    // Segments and pointer scratch.
+    size_t arena = 0, pointers = module->value_count;
+    for (uint32_t fi = 0; fi < module->function_count; ++fi) {
+      cmlc_function_plan_t* fp = &exe->functions[fi];
+      if (!fp->planned) continue;
+      fp->arena_offset = arena;
+      arena += cmlc_plan_round(fp->arena_size);
+      fp->io_offset = pointers;
+      pointers += fp->max_io;
+    }
+    exe->arena_size = arena;
+    exe->pointer_count = pointers;
+  }
+  cmlc_plan_free(alloc, p.needed, module->node_count, sizeof *p.needed);
+  cmlc_plan_free(alloc, p.root, module->value_count, sizeof *p.root);
+  cmlc_plan_free(alloc, p.last_use, module->value_count, sizeof *p.last_use);
+  cmlc_plan_free(alloc, p.released, module->value_count, sizeof *p.released);
+  cmlc_plan_free(alloc, p.queue, module->function_count, sizeof *p.queue);
+  cmlc_plan_free(alloc, p.queued, module->function_count, sizeof *p.queued);
+  cmlc_plan_free(alloc, p.layout.free_blocks, p.layout.capacity, sizeof(cmlc_block_t));
+  return st;
+}
+
+void cmlc_plan_deinit(cmlc_executable_t* exe) {
+  if (!exe->backend || !exe->module) return;
+  cml_allocator_t alloc = exe->backend->base.allocator;
+  const cml_module_t* m = exe->module;
+  if (exe->functions) {
+    for (uint32_t fi = 0; fi < m->function_count; ++fi) {
+      cmlc_function_plan_t* fp = &exe->functions[fi];
+      if (!fp->steps) continue;
+      for (uint32_t s = 0; s < fp->step_count; ++s) {
+        const cmlc_step_t* step = &fp->steps[s];
+        cmlc_plan_free(alloc, step->shapes, step->node->input_count + step->node->output_count,
+                       sizeof *step->shapes);
+      }
+      cmlc_plan_free(alloc, fp->steps, fp->step_capacity, sizeof *fp->steps);
+    }
+    cmlc_plan_free(alloc, exe->functions, m->function_count, sizeof *exe->functions);
+  }
+  cmlc_plan_free(alloc, exe->values, m->value_count, sizeof *exe->values);
+  exe->functions = NULL;
+  exe->values = NULL;
+}

@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/c/sort.c: Sort along an axis for N operands with a comparator closure.
+//
+// Each line along the axis is sorted as a permutation of indices with a stable merge sort (so
+// is_stable is always honoured and results never depend on the thread count), then every
+// operand is gathered through that permutation.
+//
+// The comparator takes 2N scalars in interleaved order (lhs_0, rhs_0, lhs_1, rhs_1, ...) and says
+// whether lhs goes before rhs. When it is a single comparison of parameters 0 and 1 (LessThan,
+// GreaterThan, LessOrEqual, GreaterOrEqual or their TotalOrder forms, either operand order), the
+// comparison is done directly on the typed elements of operand 0 and lines are sorted in
+// parallel; NaNs compare as XLA compares them (a plain LessThan with a NaN is false; TotalOrder
+// puts -NaN first and +NaN last). Any other comparator runs through call_function for each
+// comparison, on the calling thread.
+//
+// Thread-safety: reentrant (all state in the arguments and the scratch).
+#include <string.h>
+
+#include "backends/c/engine_internal.h"
+
+typedef bool (*cmlc_before_fn)(const void* a, const void* b);
+
+//===--- typed comparisons ---===//
+
+static inline uint32_t cmlc_sort_key_f32(float x) {
+  uint32_t b;
+  memcpy(&b, &x, sizeof b);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+static inline uint64_t cmlc_sort_key_f64(double x) {
+  uint64_t b;
+  memcpy(&b, &x, sizeof b);
+  return (b & 0x8000000000000000ull) ? ~b : (b | 0x8000000000000000ull);
+}
+static inline uint16_t cmlc_sort_key_h16(uint16_t b) {
+  return (uint16_t)((b & 0x8000u) ? (uint16_t)~b : (uint16_t)(b | 0x8000u));
+}
+
+#define CMLC_SORT_PLAIN(name, T, LOAD)                                                     \
+  static bool cmlc_sort_lt_##name(const void* a, const void* b) {                          \
+    T x, y;                                                                                \
+    memcpy(&x, a, sizeof x);                                                               \
+    memcpy(&y, b, sizeof y);                                                               \
+    return LOAD(x) < LOAD(y);                                                              \
+  }                                                                                        \
+  static bool cmlc_sort_gt_##name(const void* a, const void* b) {                          \
+    T x, y;                                                                                \
+    memcpy(&x, a, sizeof x);                                                               \
+    memcpy(&y, b, sizeof y);                                                               \
+    return LOAD(x) > LOAD(y);                                                              \
+  }                                                                                        \
+  static bool cmlc_sort_le_##name(const void* a, const void* b) {                          \
+    T x, y;                                                                                \
+    memcpy(&x, a, sizeof x);                                                               \
+    memcpy(&y, b, sizeof y);                                                               \
+    return LOAD(x) <= LOAD(y);                                                             \
+  }                                                                                        \
+  static bool cmlc_sort_ge_##name(const void* a, const void* b) {                          \
+    T x, y;                                                                                \
+    memcpy(&x, a, sizeof x);                                                               \
+    memcpy(&y, b, sizeof y);                                                               \
+    return LOAD(x) >= LOAD(y);                                                             \
+  }
+
+#define CMLC_SORT_ID(x) (x)
+CMLC_SORT_PLAIN(bool, uint8_t, CMLC_SORT_ID)
+CMLC_SORT_PLAIN(i8, int8_t, CMLC_SORT_ID)
+CMLC_SORT_PLAIN(i16, int16_t, CMLC_SORT_ID)
+CMLC_SORT_PLAIN(i32, int32_t, CMLC_SORT_ID)
+CMLC_SORT_PLAIN(i64, int64_t, CMLC_SORT_ID)
+CMLC_SORT_PLAIN(u8, uint8_t, CMLC_SORT_ID)
+CMLC_SORT_PLAIN(u16, uint16_t, CMLC_SORT_ID)
+CMLC_SORT_PLAIN(u32, uint32_t, CMLC_SORT_ID)
+CMLC_SORT_PLAIN(u64, uint64_t, CMLC_SORT_ID)
+CMLC_SORT_PLAIN(f32, float, CMLC_SORT_ID)
+CMLC_SORT_PLAIN(f64, double, CMLC_SORT_ID)
+CMLC_SORT_PLAIN(f16, uint16_t, cml_f16_to_f32)
+CMLC_SORT_PLAIN(bf16, uint16_t, cml_bf16_to_f32)
+// Total order: compare keys.
+CMLC_SORT_PLAIN(f32_total, float, cmlc_sort_key_f32)
+CMLC_SORT_PLAIN(f64_total, double, cmlc_sort_key_f64)
+CMLC_SORT_PLAIN(h16_total, uint16_t, cmlc_sort_key_h16)
+
+typedef struct cmlc_sort_fns_t {
+  cmlc_before_fn lt, gt, le, ge;
+} cmlc_sort_fns_t;
+
+#define CMLC_SORT_FNS(name) \
+  { cmlc_sort_lt_##name, cmlc_sort_gt_##name, cmlc_sort_le_##name, cmlc_sort_ge_##name }
+
+static bool cmlc_sort_typed_fns(cml_dtype_t dtype, bool total, cmlc_sort_fns_t* out) {
+  static const cmlc_sort_fns_t bool_fns = CMLC_SORT_FNS(bool), i8_fns = CMLC_SORT_FNS(i8),
+                               i16_fns = CMLC_SORT_FNS(i16), i32_fns = CMLC_SORT_FNS(i32),
+                               i64_fns = CMLC_SORT_FNS(i64), u8_fns = CMLC_SORT_FNS(u8),
+                               u16_fns = CMLC_SORT_FNS(u16), u32_fns = CMLC_SORT_FNS(u32),
+                               u64_fns = CMLC_SORT_FNS(u64), f32_fns = CMLC_SORT_FNS(f32),
+                               f64_fns = CMLC_SORT_FNS(f64), f16_fns = CMLC_SORT_FNS(f16),
+                               bf16_fns = CMLC_SORT_FNS(bf16),
+                               f32t_fns = CMLC_SORT_FNS(f32_total),
+                               f64t_fns = CMLC_SORT_FNS(f64_total),
+                               h16t_fns = CMLC_SORT_FNS(h16_total);
+  if (total) {
+    switch (dtype) {
+      case CML_DTYPE_F32: *out = f32t_fns; return true;
+      case CML_DTYPE_F64: *out = f64t_fns; return true;
+      case CML_DTYPE_F16:
+      case CML_DTYPE_BF16: *out = h16t_fns; return true;
+      default: return false;
+    }
+  }
+  switch (dtype) {
+    case CML_DTYPE_BOOL: *out = bool_fns; return true;
+    case CML_DTYPE_I8: *out = i8_fns; return true;
+    case CML_DTYPE_I16: *out = i16_fns; return true;
+    case CML_DTYPE_I32: *out = i32_fns; return true;
+    case CML_DTYPE_I64: *out = i64_fns; return true;
+    case CML_DTYPE_U8: *out = u8_fns; return true;
+    case CML_DTYPE_U16: *out = u16_fns; return true;
+    case CML_DTYPE_U32: *out = u32_fns; return true;
+    case CML_DTYPE_U64: *out = u64_fns; return true;
+    case CML_DTYPE_F32: *out = f32_fns; return true;
+    case CML_DTYPE_F64: *out = f64_fns; return true;
+    case CML_DTYPE_F16: *out = f16_fns; return true;
+    case CML_DTYPE_BF16: *out = bf16_fns; return true;
+    default: return false;
+  }
+}
+
+// The direct comparison for a comparator that is a single compare of params 0 and 1, or NULL.
+static cmlc_before_fn cmlc_sort_fast_comparator(const cml_module_t* m, const cml_ir_node_t* node) {
+  uint32_t fi = node->attrs->functions[0];
+  if (fi >= m->function_count) return NULL;
+  const cml_ir_function_t* f = &m->functions[fi];
+  if (f->output_count != 1 || f->param_count < 2 || f->capture_count != 0) return NULL;
+  const cml_ir_node_t* cmp = &m->nodes[m->values[f->outputs[0]].node];
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    if (n != cmp && n->op != CML_OP_PARAMETER) return NULL;
+  }
+  if (cmp->input_count != 2 || cmp->output_count != 1) return NULL;
+  bool swapped;
+  if (cmp->inputs[0] == f->params[0] && cmp->inputs[1] == f->params[1]) {
+    swapped = false;
+  } else if (cmp->inputs[0] == f->params[1] && cmp->inputs[1] == f->params[0]) {
+    swapped = true;
+  } else {
+    return NULL;
+  }
+  bool total = false;
+  int kind;  // 0 lt, 1 gt, 2 le, 3 ge
+  switch (cmp->op) {
+    case CML_OP_LESS_THAN_TOTAL_ORDER: total = true; kind = 0; break;
+    case CML_OP_LESS_THAN: kind = 0; break;
+    case CML_OP_GREATER_THAN_TOTAL_ORDER: total = true; kind = 1; break;
+    case CML_OP_GREATER_THAN: kind = 1; break;
+    case CML_OP_LESS_OR_EQUAL_TOTAL_ORDER: total = true; kind = 2; break;
+    case CML_OP_LESS_OR_EQUAL: kind = 2; break;
+    case CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER: total = true; kind = 3; break;
+    case CML_OP_GREATER_OR_EQUAL: kind = 3; break;
+    default: return NULL;
+  }
+  // cmp(rhs, lhs): lt <-> gt, le <-> ge.
+  if (swapped) kind ^= 1;
+  cmlc_sort_fns_t fns;
+  if (!cmlc_sort_typed_fns(m->values[node->inputs[0]].shape.dtype, total, &fns)) return NULL;
+  switch (kind) {
+    case 0: return fns.lt;
+    case 1: return fns.gt;
+    case 2: return fns.le;
+    default: return fns.ge;
+  }
+}
+
+//===--- stable merge sort of an index permutation ---===//
+
+typedef struct cmlc_sort_cmp_t {
+  // Fast path.
+  cmlc_before_fn before;
+  const uint8_t* base;  // operand 0's line
+  int64_t stride;       // bytes between elements of a line
+  // General path.
+  const cmlc_kernel_args_t* args;
+  const uint8_t** line_bases;  // each operand's line
+  const int64_t* strides;
+  const void** call_inputs;  // 2N
+  cml_status_t status;
+} cmlc_sort_cmp_t;
+
+static bool cmlc_sort_is_before(cmlc_sort_cmp_t* c, int64_t i, int64_t j) {
+  if (c->before) return c->before(c->base + i * c->stride, c->base + j * c->stride);
+  if (c->status != CML_OK) return false;
+  const cmlc_kernel_args_t* a = c->args;
+  for (uint32_t k = 0; k < a->input_count; ++k) {
+    c->call_inputs[2 * k] = c->line_bases[k] + i * c->strides[k];
+    c->call_inputs[2 * k + 1] = c->line_bases[k] + j * c->strides[k];
+  }
+  uint8_t result = 0;
+  void* outs[1] = {&result};
+  c->status = a->call_function(a->exec, a->node->attrs->functions[0],
+                               (const void* const*)c->call_inputs, outs);
+  return c->status == CML_OK && result != 0;
+}
+
+static void cmlc_sort_merge_sort(cmlc_sort_cmp_t* c, int64_t* a, int64_t* tmp, int64_t n) {
+  if (n <= 16) {
+    for (int64_t i = 1; i < n; ++i) {
+      int64_t x = a[i], j = i;
+      while (j > 0 && cmlc_sort_is_before(c, x, a[j - 1])) {
+        a[j] = a[j - 1];
+        --j;
+      }
+      a[j] = x;
+    }
+    return;
+  }
+  int64_t half = n / 2;
+  cmlc_sort_merge_sort(c, a, tmp, half);
+  cmlc_sort_merge_sort(c, a + half, tmp, n - half);
+  // Already in order: nothing to merge.
+  if (!cmlc_sort_is_before(c, a[half], a[half - 1])) return;
+  memcpy(tmp, a, (size_t)half * sizeof *a);
+  int64_t i = 0, j = half, k = 0;
+  while (i < half && j < n) {
+    if (cmlc_sort_is_before(c, a[j], tmp[i])) {
+      a[k++] = a[j++];
+    } else {
+      a[k++] = tmp[i++];
+    }
+  }
+  while (i < half) a[k++] = tmp[i++];
+}
+
+//===--- the kernel ---===//
+
+typedef struct cmlc_sort_job_t {
+  const cmlc_kernel_args_t* args;
+  cmlc_before_fn before;
+  int64_t len, inner;
+  int64_t* index_scratch;  // per thread: 2 * len
+} cmlc_sort_job_t;
+
+static size_t cmlc_sort_elem_size(cml_dtype_t dtype) {
+  int bits = cml_dtype_bits(dtype);
+  return bits >= 8 ? (size_t)bits / 8 : 1;
+}
+
+// Gathers every operand's line through |perm|.
+static void cmlc_sort_gather(const cmlc_kernel_args_t* args, int64_t line_offset, int64_t inner,
+                             const int64_t* perm, int64_t len) {
+  for (uint32_t k = 0; k < args->input_count; ++k) {
+    size_t es = cmlc_sort_elem_size(args->input_shapes[k]->dtype);
+    const uint8_t* src = (const uint8_t*)args->inputs[k] + (size_t)line_offset * es;
+    uint8_t* dst = (uint8_t*)args->outputs[k] + (size_t)line_offset * es;
+    size_t stride = (size_t)inner * es;
+    switch (es) {
+      case 1:
+        for (int64_t p = 0; p < len; ++p) dst[(size_t)p * stride] = src[(size_t)perm[p] * stride];
+        break;
+      case 4:
+        for (int64_t p = 0; p < len; ++p) {
+          memcpy(dst + (size_t)p * stride, src + (size_t)perm[p] * stride, 4);
+        }
+        break;
+      default:
+        for (int64_t p = 0; p < len; ++p) {
+          memcpy(dst + (size_t)p * stride, src + (size_t)perm[p] * stride, es);
+        }
+        break;
+    }
+  }
+}
+
+static void cmlc_sort_lines_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  cmlc_sort_job_t* job = (cmlc_sort_job_t*)ctx;
+  const cmlc_kernel_args_t* args = job->args;
+  int64_t len = job->len, inner = job->inner;
+  int64_t* perm = job->index_scratch + (size_t)thread_index * 2 * (size_t)len;
+  int64_t* tmp = perm + len;
+  size_t es = cmlc_sort_elem_size(args->input_shapes[0]->dtype);
+  for (int64_t line = begin; line < end; ++line) {
+    int64_t o = line / inner, in = line % inner;
+    int64_t line_offset = o * len * inner + in;
+    cmlc_sort_cmp_t c = {0};
+    c.before = job->before;
+    c.base = (const uint8_t*)args->inputs[0] + (size_t)line_offset * es;
+    c.stride = (int64_t)((size_t)inner * es);
+    for (int64_t p = 0; p < len; ++p) perm[p] = p;
+    cmlc_sort_merge_sort(&c, perm, tmp, len);
+    cmlc_sort_gather(args, line_offset, inner, perm, len);
+  }
+}
+
+static int cmlc_sort_threads(const cmlc_options_t* options) {
+  return options && options->threads > 1 ? options->threads : 1;
+}
+
+size_t cmlc_sort_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                         const cmlc_options_t* options) {
+  const cml_shape_t* s = &module->values[node->inputs[0]].shape;
+  int64_t axis = node->attrs->axis;
+  int64_t len = (axis >= 0 && axis < s->rank) ? s->dims[axis] : 1;
+  size_t index_bytes = 2 * (size_t)len * sizeof(int64_t);
+  size_t general = node->input_count * (3 * sizeof(void*) + sizeof(int64_t)) + 64;
+  return index_bytes * (size_t)cmlc_sort_threads(options) + general;
+}
+
+cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* s = args->input_shapes[0];
+  int64_t axis = args->node->attrs->axis;
+  if (axis < 0 || axis >= s->rank || args->input_count == 0 ||
+      args->output_count != args->input_count) {
+    char text[128];
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "c backend: Sort of %s along axis %lld with %u operands, %u results",
+                           cml_shape_format(s, text, sizeof text), (long long)axis,
+                           args->input_count, args->output_count);
+  }
+  int64_t len = s->dims[axis], outer = 1, inner = 1;
+  for (int32_t d = 0; d < axis; ++d) outer *= s->dims[d];
+  for (int32_t d = (int32_t)axis + 1; d < s->rank; ++d) inner *= s->dims[d];
+  int64_t lines = outer * inner;
+  if (lines == 0 || len == 0) return CML_OK;
+  int threads = cmlc_sort_threads(args->options);
+  size_t index_bytes = 2 * (size_t)len * sizeof(int64_t);
+  size_t general = args->input_count * (3 * sizeof(void*) + sizeof(int64_t)) + 64;
+  if (!args->scratch || args->scratch_size < index_bytes + general) {
+    return cml_status_make(CML_STATUS_INTERNAL, "c backend: Sort scratch of %zu bytes is too small",
+                           args->scratch_size);
+  }
+  int64_t* index_scratch = (int64_t*)args->scratch;
+  cmlc_before_fn before = cmlc_sort_fast_comparator(args->module, args->node);
+  if (before) {
+    cmlc_sort_job_t job = {args, before, len, inner, index_scratch};
+    int pool_threads = cmlc_pool_thread_count(args->pool);
+    bool fits = args->scratch_size >= index_bytes * (size_t)pool_threads + general &&
+                pool_threads <= threads;
+    int64_t work = len < 16 ? 16 : len;
+    int64_t min_chunk = (int64_t)(32768 / work) + 1;
+    cmlc_parallel_for(fits ? args->pool : NULL, lines, min_chunk, cmlc_sort_lines_task, &job);
+    return CML_OK;
+  }
+  // General comparator: one call per comparison, on this thread.
+  uint32_t n = args->input_count;
+  uint8_t* extra = (uint8_t*)args->scratch + index_bytes * (size_t)threads;
+  const void** call_inputs = (const void**)extra;
+  const uint8_t** line_bases = (const uint8_t**)(extra + 2 * n * sizeof(void*));
+  int64_t* strides = (int64_t*)(extra + 3 * n * sizeof(void*));
+  int64_t* perm = index_scratch;
+  int64_t* tmp = perm + len;
+  for (int64_t line = 0; line < lines; ++line) {
+    int64_t o = line / inner, in = line % inner;
+    int64_t line_offset = o * len * inner + in;
+    cmlc_sort_cmp_t c = {0};
+    c.args = args;
+    c.line_bases = line_bases;
+    c.strides = strides;
+    c.call_inputs = call_inputs;
+    for (uint32_t k = 0; k < n; ++k) {
+      size_t es = cmlc_sort_elem_size(args->input_shapes[k]->dtype);
+      line_bases[k] = (const uint8_t*)args->inputs[k] + (size_t)line_offset * es;
+      strides[k] = (int64_t)((size_t)inner * es);
+    }
+    for (int64_t p = 0; p < len; ++p) perm[p] = p;
+    cmlc_sort_merge_sort(&c, perm, tmp, len);
+    if (c.status != CML_OK) return cml_status_annotate(c.status, "Sort comparator");
+    cmlc_sort_gather(args, line_offset, inner, perm, len);
+  }
+  return CML_OK;
+}

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/c/threadpool.c: the C backend's persistent thread pool (cmlc_parallel_for).
+//
+// Workers are created once, with the pool. An idle worker spins for about 50 µs (a spinning
+// hand-off costs ~0.5 µs, waking a sleeping thread ~25 µs on the build machines) and then sleeps
+// on a condition variable. A caller publishes a job (a range cut into chunks), runs chunks
+// itself, and waits until every chunk ran; several callers may publish jobs at once and the
+// workers serve them all. A task that calls cmlc_parallel_for again runs that range inline.
+//
+// Chunk boundaries depend only on |n| and |min_chunk| (never on the thread count), and every
+// chunk runs exactly once. thread_index is 0 for the caller and 1..threads-1 for the workers, so
+// it is unique among the threads running chunks of one job.
+//
+// Thread-safety: thread-safe; cmlc_pool_destroy must not race with cmlc_parallel_for.
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/c/engine_internal.h"
+
+// At most this many chunks per job: enough for load balance on many cores, few enough that the
+// atomic chunk counter is not a bottleneck.
+#define CMLC_POOL_MAX_CHUNKS 64
+// How long an idle worker spins before it sleeps.
+#define CMLC_POOL_SPIN_NS 50000
+
+typedef struct cmlc_job_t {
+  cmlc_task_fn fn;
+  void* ctx;
+  int64_t n;
+  int64_t chunk;
+  int64_t chunk_count;
+  atomic_llong next;   // next chunk to hand out
+  atomic_llong done;   // chunks finished
+  atomic_int users;    // workers inside this job (the caller waits for 0 before returning)
+  struct cmlc_job_t* next_job;
+} cmlc_job_t;
+
+typedef struct cmlc_worker_t {
+  cmlc_pool_t* pool;
+  int thread_index;
+  pthread_t thread;
+} cmlc_worker_t;
+
+struct cmlc_pool_t {
+  cml_allocator_t allocator;
+  int threads;  // including the caller
+  int worker_count;
+  cmlc_worker_t* workers;
+  pthread_mutex_t mutex;  // guards |jobs|, the sleep condition and |stop|
+  pthread_cond_t wake;
+  cmlc_job_t* jobs;       // jobs that may still have chunks to hand out
+  atomic_ullong seq;      // bumped whenever a job is published (and on stop)
+  atomic_int sleepers;    // workers waiting on |wake|
+  atomic_bool stop;
+};
+
+// Set while a thread runs a chunk: nested parallel_for calls run inline with this index.
+static _Thread_local int cmlc_pool_tls_index = -1;
+
+static inline void cmlc_pool_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t cmlc_pool_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int cmlc_pool_thread_count(const cmlc_pool_t* pool) { return pool ? pool->threads : 1; }
+
+// Runs chunks of |job| until none is left to hand out.
+static void cmlc_pool_run_chunks(cmlc_job_t* job, int thread_index) {
+  int saved = cmlc_pool_tls_index;
+  cmlc_pool_tls_index = thread_index;
+  for (;;) {
+    int64_t c = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
+    if (c >= job->chunk_count) break;
+    int64_t begin = c * job->chunk;
+    int64_t end = begin + job->chunk;
+    if (end > job->n) end = job->n;
+    job->fn(job->ctx, begin, end, thread_index);
+    atomic_fetch_add_explicit(&job->done, 1, memory_order_acq_rel);
+  }
+  cmlc_pool_tls_index = saved;
+}
+
+// Takes a job that still has chunks (registering the worker as a user), or NULL.
+static cmlc_job_t* cmlc_pool_take_job(cmlc_pool_t* pool) {
+  cmlc_job_t* found = NULL;
+  pthread_mutex_lock(&pool->mutex);
+  for (cmlc_job_t* j = pool->jobs; j; j = j->next_job) {
+    if (atomic_load_explicit(&j->next, memory_order_relaxed) < j->chunk_count) {
+      atomic_fetch_add_explicit(&j->users, 1, memory_order_relaxed);
+      found = j;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&pool->mutex);
+  return found;
+}
+
+static void* cmlc_pool_worker_main(void* arg) {
+  cmlc_worker_t* self = (cmlc_worker_t*)arg;
+  cmlc_pool_t* pool = self->pool;
+  for (;;) {
+    uint64_t seen = atomic_load(&pool->seq);
+    if (atomic_load(&pool->stop)) break;
+    cmlc_job_t* job = cmlc_pool_take_job(pool);
+    if (job) {
+      cmlc_pool_run_chunks(job, self->thread_index);
+      atomic_fetch_sub_explicit(&job->users, 1, memory_order_release);
+      continue;
+    }
+    // Spin while nothing new is published, then sleep.
+    uint64_t start = cmlc_pool_now_ns();
+    bool changed = false;
+    for (unsigned spins = 1;; ++spins) {
+      if (atomic_load_explicit(&pool->seq, memory_order_acquire) != seen) {
+        changed = true;
+        break;
+      }
+      cmlc_pool_cpu_relax();
+      if ((spins & 63) == 0 && cmlc_pool_now_ns() - start > CMLC_POOL_SPIN_NS) break;
+    }
+    if (changed) continue;
+    pthread_mutex_lock(&pool->mutex);
+    atomic_fetch_add(&pool->sleepers, 1);
+    while (atomic_load(&pool->seq) == seen && !atomic_load(&pool->stop)) {
+      pthread_cond_wait(&pool->wake, &pool->mutex);
+    }
+    atomic_fetch_sub(&pool->sleepers, 1);
+    pthread_mutex_unlock(&pool->mutex);
+  }
+  return NULL;
+}
+
+// Bumps the sequence number and wakes sleeping workers (the seq_cst pair seq/sleepers
+// guarantees that a worker about to sleep either sees the new seq or is woken).
+static void cmlc_pool_notify(cmlc_pool_t* pool) {
+  atomic_fetch_add(&pool->seq, 1);
+  if (atomic_load(&pool->sleepers) > 0) {
+    pthread_mutex_lock(&pool->mutex);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mutex);
+  }
+}
+
+void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_task_fn fn,
+                       void* ctx) {
+  if (n <= 0 || !fn) return;
+  if (min_chunk < 1) min_chunk = 1;
+  if (!pool) {
+    fn(ctx, 0, n, 0);
+    return;
+  }
+  int64_t chunk = (n + CMLC_POOL_MAX_CHUNKS - 1) / CMLC_POOL_MAX_CHUNKS;
+  if (chunk < min_chunk) chunk = min_chunk;
+  int64_t chunk_count = (n + chunk - 1) / chunk;
+  // Inline: a single chunk, a single thread, or a nested call from inside a task. The chunks
+  // keep the same boundaries as on the pool.
+  if (chunk_count == 1 || pool->worker_count == 0 || cmlc_pool_tls_index >= 0) {
+    int index = cmlc_pool_tls_index >= 0 ? cmlc_pool_tls_index : 0;
+    int saved = cmlc_pool_tls_index;
+    cmlc_pool_tls_index = index;
+    for (int64_t begin = 0; begin < n; begin += chunk) {
+      fn(ctx, begin, begin + chunk < n ? begin + chunk : n, index);
+    }
+    cmlc_pool_tls_index = saved;
+    return;
+  }
+  cmlc_job_t job;
+  job.fn = fn;
+  job.ctx = ctx;
+  job.n = n;
+  job.chunk = chunk;
+  job.chunk_count = chunk_count;
+  atomic_init(&job.next, 0);
+  atomic_init(&job.done, 0);
+  atomic_init(&job.users, 0);
+  pthread_mutex_lock(&pool->mutex);
+  job.next_job = pool->jobs;
+  pool->jobs = &job;
+  pthread_mutex_unlock(&pool->mutex);
+  cmlc_pool_notify(pool);
+
+  cmlc_pool_run_chunks(&job, 0);
+
+  // Unpublish, then wait for the chunks other threads are running and for them to leave.
+  pthread_mutex_lock(&pool->mutex);
+  for (cmlc_job_t** p = &pool->jobs; *p; p = &(*p)->next_job) {
+    if (*p == &job) {
+      *p = job.next_job;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&pool->mutex);
+  for (unsigned spins = 1;
+       atomic_load_explicit(&job.done, memory_order_acquire) < chunk_count ||
+       atomic_load_explicit(&job.users, memory_order_acquire) != 0;
+       ++spins) {
+    if (spins < 4096) {
+      cmlc_pool_cpu_relax();
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_t** out_pool) {
+  if (!out_pool) return cml_status_from_code(CML_STATUS_INVALID_ARGUMENT);
+  *out_pool = NULL;
+  if (threads < 1 || threads > 4096) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "c backend: thread count %d out of range [1, 4096]", threads);
+  }
+  cmlc_pool_t* pool = cml_allocator_malloc(allocator, sizeof *pool, CMLC_ALIGNMENT);
+  if (!pool) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  memset(pool, 0, sizeof *pool);
+  pool->allocator = allocator;
+  pool->threads = threads;
+  pool->worker_count = 0;
+  atomic_init(&pool->seq, 0);
+  atomic_init(&pool->sleepers, 0);
+  atomic_init(&pool->stop, false);
+  if (pthread_mutex_init(&pool->mutex, NULL) != 0) {
+    cml_allocator_free(allocator, pool, sizeof *pool);
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "c backend: pthread_mutex_init failed");
+  }
+  if (pthread_cond_init(&pool->wake, NULL) != 0) {
+    pthread_mutex_destroy(&pool->mutex);
+    cml_allocator_free(allocator, pool, sizeof *pool);
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "c backend: pthread_cond_init failed");
+  }
+  if (threads > 1) {
+    size_t bytes = sizeof(cmlc_worker_t) * (size_t)(threads - 1);
+    pool->workers = cml_allocator_malloc(allocator, bytes, CMLC_ALIGNMENT);
+    if (!pool->workers) {
+      cmlc_pool_destroy(pool);
+      return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    }
+    for (int i = 0; i < threads - 1; ++i) {
+      cmlc_worker_t* w = &pool->workers[i];
+      w->pool = pool;
+      w->thread_index = i + 1;
+      int rc = pthread_create(&w->thread, NULL, cmlc_pool_worker_main, w);
+      if (rc != 0) {
+        cmlc_pool_destroy(pool);
+        return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                               "c backend: cannot start worker thread %d of %d: %s", i + 1,
+                               threads - 1, strerror(rc));
+      }
+      pool->worker_count = i + 1;
+    }
+  }
+  *out_pool = pool;
+  return CML_OK;
+}
+
+void cmlc_pool_destroy(cmlc_pool_t* pool) {
+  if (!pool) return;
+  pthread_mutex_lock(&pool->mutex);
+  atomic_store(&pool->stop, true);
+  pthread_mutex_unlock(&pool->mutex);
+  cmlc_pool_notify(pool);
+  pthread_mutex_lock(&pool->mutex);
+  pthread_cond_broadcast(&pool->wake);
+  pthread_mutex_unlock(&pool->mutex);
+  for (int i = 0; i < pool->worker_count; ++i) pthread_join(pool->workers[i].thread, NULL);
+  if (pool->workers) {
+    cml_allocator_free(pool->allocator, pool->workers,
+                       sizeof(cmlc_worker_t) * (size_t)(pool->threads - 1));
+  }
+  pthread_cond_destroy(&pool->wake);
+  pthread_mutex_destroy(&pool->mutex);
+  cml_allocator_free(pool->allocator, pool, sizeof *pool);
+}

@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/xla/backend.c: the "xla" backend: a PJRT plugin (found, or auto-installed) behind
+// cml's backend vtable. Graphs are lowered to StableHLO text and compiled by the plugin.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/xla/install/install.h"
+#include "backends/xla/stablehlo/emitter.h"
+#include "backends/xla/xla_internal.h"
+#include "cml/backend_impl.h"
+#include "cml/xla.h"
+
+typedef struct cml_xla_backend_t {
+  cml_backend_t base;
+  cml__xla_client_t* client;
+  cml__xla_config_t config;
+  bool is_cpu, is_cuda;
+  char plugin_name[1024];
+  char stablehlo_version[48];
+  cml_xla_extension_t extension;
+} cml_xla_backend_t;
+
+typedef struct cml_xla_buffer_t {
+  cml_buffer_t base;
+  cml_pjrt_buffer_t* buffer;
+  void* host;  // shared buffers: the memory the PJRT view points at
+  size_t host_size;
+} cml_xla_buffer_t;
+
+typedef struct cml_xla_executable_t {
+  cml_executable_t base;
+  cml_pjrt_loaded_executable_t* executable;
+} cml_xla_executable_t;
+
+static cml_xla_backend_t* cml_xla_backend_cast(const cml_backend_t* b) {
+  return (cml_xla_backend_t*)b;
+}
+
+//===--- buffers ---===//
+
+static cml_status_t cml_xla_check_dtype(const cml_xla_backend_t* b, const cml_shape_t* shape,
+                                        const char* what) {
+  if (!cml_capabilities_has_dtype(&b->base.capabilities, shape->dtype)) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "xla: %s: dtype %s is not supported by the %s plugin", what,
+                           cml_dtype_name(shape->dtype), b->plugin_name);
+  }
+  return CML_OK;
+}
+
+static cml_status_t cml_xla_buffer_wrap(cml_xla_backend_t* b, int device, const cml_shape_t* shape,
+                                        cml_pjrt_buffer_t* pjrt, void* host, size_t host_size,
+                                        cml_buffer_t** out) {
+  cml_xla_buffer_t* buf = cml_allocator_malloc(b->base.allocator, sizeof *buf, 64);
+  if (!buf) {
+    cml__xla_buffer_destroy(b->client, pjrt);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  memset(buf, 0, sizeof *buf);
+  cml_buffer_init_base(&buf->base, &b->base, shape, device, host != NULL);
+  buf->buffer = pjrt;
+  buf->host = host;
+  buf->host_size = host_size;
+  *out = &buf->base;
+  return CML_OK;
+}
+
+static cml_status_t cml_xla_buffer_from_host(cml_backend_t* backend, int device,
+                                             const cml_shape_t* shape, const void* data,
+                                             cml_buffer_t** out_buffer) {
+  cml_xla_backend_t* b = cml_xla_backend_cast(backend);
+  *out_buffer = NULL;
+  CML_RETURN_IF_ERROR(cml_xla_check_dtype(b, shape, "buffer from host"));
+  cml_pjrt_buffer_t* pjrt = NULL;
+  CML_RETURN_IF_ERROR(cml__xla_buffer_from_host(b->client, device, shape, data, &pjrt));
+  return cml_xla_buffer_wrap(b, device, shape, pjrt, NULL, 0, out_buffer);
+}
+
+static cml_status_t cml_xla_buffer_copy_to_host(cml_buffer_t* buffer, void* dst, size_t size) {
+  cml_xla_buffer_t* buf = (cml_xla_buffer_t*)buffer;
+  cml_xla_backend_t* b = cml_xla_backend_cast(buffer->backend);
+  if (buf->host) {
+    memcpy(dst, buf->host, size);
+    return CML_OK;
+  }
+  return cml__xla_buffer_to_host(b->client, buf->buffer, &buffer->shape, dst, size);
+}
+
+static cml_status_t cml_xla_buffer_create_shared(cml_backend_t* backend, int device,
+                                                 const cml_shape_t* shape,
+                                                 cml_buffer_t** out_buffer, void** out_data) {
+  cml_xla_backend_t* b = cml_xla_backend_cast(backend);
+  *out_buffer = NULL;
+  *out_data = NULL;
+  if (!b->config.shared_buffers) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "xla: shared buffers are off for the %s plugin (shared_buffers=false "
+                           "or not a CPU plugin)",
+                           b->plugin_name);
+  }
+  CML_RETURN_IF_ERROR(cml_xla_check_dtype(b, shape, "shared buffer"));
+  size_t size = cml_shape_byte_size(shape);
+  size_t alloc = (size + 63) / 64 * 64;
+  if (alloc == 0) alloc = 64;
+  void* host = cml_allocator_malloc(b->base.allocator, alloc, 64);
+  if (!host) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  memset(host, 0, alloc);
+  cml_pjrt_buffer_t* pjrt = NULL;
+  cml_status_t st = cml__xla_buffer_create_view(b->client, device, shape, host, &pjrt);
+  if (st != CML_OK) {
+    cml_allocator_free(b->base.allocator, host, alloc);
+    return st;
+  }
+  st = cml_xla_buffer_wrap(b, device, shape, pjrt, host, alloc, out_buffer);
+  if (st != CML_OK) {
+    cml_allocator_free(b->base.allocator, host, alloc);
+    return st;
+  }
+  *out_data = host;
+  return CML_OK;
+}
+
+static cml_status_t cml_xla_buffer_data(cml_buffer_t* buffer, void** out_data) {
+  cml_xla_buffer_t* buf = (cml_xla_buffer_t*)buffer;
+  *out_data = NULL;
+  if (!buf->host) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "xla: buffer_data needs a shared buffer (cml_buffer_create_shared)");
+  }
+  *out_data = buf->host;
+  return CML_OK;
+}
+
+static cml_status_t cml_xla_buffer_copy_to_device(cml_buffer_t* buffer, int device,
+                                                  cml_buffer_t** out_buffer) {
+  cml_xla_buffer_t* buf = (cml_xla_buffer_t*)buffer;
+  cml_xla_backend_t* b = cml_xla_backend_cast(buffer->backend);
+  *out_buffer = NULL;
+  if (device == buffer->device) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "xla: copy_to_device: the buffer is already on device %d", device);
+  }
+  cml_pjrt_buffer_t* pjrt = NULL;
+  CML_RETURN_IF_ERROR(cml__xla_buffer_copy_to_device(b->client, buf->buffer, device, &pjrt));
+  return cml_xla_buffer_wrap(b, device, &buffer->shape, pjrt, NULL, 0, out_buffer);
+}
+
+static void cml_xla_buffer_destroy(cml_buffer_t* buffer) {
+  cml_xla_buffer_t* buf = (cml_xla_buffer_t*)buffer;
+  cml_xla_backend_t* b = cml_xla_backend_cast(buffer->backend);
+  cml_allocator_t alloc = b->base.allocator;
+  // The PJRT view goes first: it must not outlive the memory it points at.
+  cml__xla_buffer_destroy(b->client, buf->buffer);
+  if (buf->host) cml_allocator_free(alloc, buf->host, buf->host_size);
+  cml_buffer_deinit_base(&buf->base);
+  cml_allocator_free(alloc, buf, sizeof *buf);
+}
+
+//===--- executables ---===//
+
+static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module,
+                                    cml_executable_t** out_executable) {
+  cml_xla_backend_t* b = cml_xla_backend_cast(backend);
+  *out_executable = NULL;
+  if (module->num_devices > 1) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "xla: SPMD modules (%d devices) are not supported by the xla backend "
+                           "yet",
+                           module->num_devices);
+  }
+  cml_xla_emit_options_t opts;
+  cml_xla_emit_options_init(&opts);
+  opts.platform = b->client->platform_name;
+  opts.tf32 = b->config.tf32;
+  char* text = NULL;
+  CML_RETURN_IF_ERROR(cml_xla_emit_stablehlo(module, &opts, &text));
+  uint8_t options[256];
+  size_t options_size = 0;
+  cml__xla_compile_config_t cc = {.portable = true, .num_replicas = 1, .num_partitions = 1};
+  cml_status_t st = cml__xla_compile_options_encode(&cc, options, sizeof options, &options_size);
+  cml_pjrt_loaded_executable_t* loaded = NULL;
+  if (st == CML_OK) {
+    st = cml__xla_compile(b->client, text, strlen(text), options, options_size, &loaded);
+  }
+  free(text);
+  if (st != CML_OK) return st;
+  cml_xla_executable_t* exe = cml_allocator_malloc(b->base.allocator, sizeof *exe, 64);
+  if (!exe) {
+    cml__xla_executable_destroy(b->client, loaded);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  memset(exe, 0, sizeof *exe);
+  st = cml_executable_init_base(&exe->base, backend, module);
+  if (st != CML_OK) {
+    cml__xla_executable_destroy(b->client, loaded);
+    cml_allocator_free(b->base.allocator, exe, sizeof *exe);
+    return st;
+  }
+  exe->executable = loaded;
+  *out_executable = &exe->base;
+  return CML_OK;
+}
+
+static cml_status_t cml_xla_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
+                                    const bool* donate, int device, cml_buffer_t** out_results) {
+  cml_xla_executable_t* exe = (cml_xla_executable_t*)executable;
+  cml_xla_backend_t* b = cml_xla_backend_cast(executable->backend);
+  size_t n_in = executable->input_count, n_out = executable->output_count;
+  for (size_t i = 0; i < n_out; ++i) out_results[i] = NULL;
+  size_t bytes = (n_in + 1) * (sizeof(cml_pjrt_buffer_t*) + sizeof(int64_t)) +
+                 (n_out + 1) * sizeof(cml_pjrt_buffer_t*);
+  void* scratch = malloc(bytes);
+  if (!scratch) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  cml_pjrt_buffer_t** args = scratch;
+  int64_t* keep = (int64_t*)(args + n_in + 1);
+  cml_pjrt_buffer_t** outs = (cml_pjrt_buffer_t**)(keep + n_in + 1);
+  size_t keep_count = 0;
+  for (size_t i = 0; i < n_in; ++i) {
+    cml_xla_buffer_t* in = (cml_xla_buffer_t*)inputs[i];
+    args[i] = in->buffer;
+    // Shared buffers are never donated: their memory belongs to the caller.
+    if (!donate[i] || in->host) keep[keep_count++] = (int64_t)i;
+  }
+  cml_status_t st = cml__xla_execute(b->client, exe->executable, device, args, n_in, keep,
+                                     keep_count, outs, n_out);
+  if (st == CML_OK) {
+    size_t made = 0;
+    for (; made < n_out && st == CML_OK; ++made) {
+      st = cml_xla_buffer_wrap(b, device, &executable->output_shapes[made], outs[made], NULL, 0,
+                               &out_results[made]);
+      outs[made] = NULL;
+    }
+    if (st != CML_OK) {
+      for (size_t i = made; i < n_out; ++i) cml__xla_buffer_destroy(b->client, outs[i]);
+      for (size_t i = 0; i < n_out; ++i) {
+        if (out_results[i]) cml_buffer_release(out_results[i]);
+        out_results[i] = NULL;
+      }
+    }
+  }
+  free(scratch);
+  return st;
+}
+
+static void cml_xla_executable_destroy(cml_executable_t* executable) {
+  cml_xla_executable_t* exe = (cml_xla_executable_t*)executable;
+  cml_xla_backend_t* b = cml_xla_backend_cast(executable->backend);
+  cml_allocator_t alloc = b->base.allocator;
+  cml__xla_executable_destroy(b->client, exe->executable);
+  cml_executable_deinit_base(&exe->base);
+  cml_allocator_free(alloc, exe, sizeof *exe);
+}
+
+//===--- backend ---===//
+
+static const char* cml_xla_device_description(const cml_backend_t* backend, int device) {
+  const cml_xla_backend_t* b = cml_xla_backend_cast(backend);
+  if (device < 0 || device >= b->client->device_count) return "invalid device";
+  return b->client->device_descriptions[device];
+}
+
+static const void* cml_xla_get_extension(const cml_backend_t* backend, const char* name) {
+  const cml_xla_backend_t* b = cml_xla_backend_cast(backend);
+  if (name && strcmp(name, CML_XLA_EXTENSION_NAME) == 0) return &b->extension;
+  return NULL;
+}
+
+static void cml_xla_destroy(cml_backend_t* backend) {
+  cml_xla_backend_t* b = cml_xla_backend_cast(backend);
+  cml_allocator_t alloc = b->base.allocator;
+  cml__xla_client_destroy(b->client);
+  cml_backend_deinit_base(&b->base);
+  cml_allocator_free(alloc, b, sizeof *b);
+}
+
+static const cml_backend_vtable_t cml_xla_vtable = {
+    .struct_size = sizeof(cml_backend_vtable_t),
+    .destroy = cml_xla_destroy,
+    .device_description = cml_xla_device_description,
+    .buffer_from_host = cml_xla_buffer_from_host,
+    .buffer_copy_to_host = cml_xla_buffer_copy_to_host,
+    .buffer_create_shared = cml_xla_buffer_create_shared,
+    .buffer_data = cml_xla_buffer_data,
+    .buffer_copy_to_device = cml_xla_buffer_copy_to_device,
+    .buffer_destroy = cml_xla_buffer_destroy,
+    .compile = cml_xla_compile,
+    .execute = cml_xla_execute,
+    .executable_destroy = cml_xla_executable_destroy,
+    .get_extension = cml_xla_get_extension,
+};
+
+// The ops XLA runs (the seed's list for its XLA backend), plus the control-flow ops.
+static const cml_op_t cml_xla_ops[] = {
+    CML_OP_PARAMETER, CML_OP_CONSTANT, CML_OP_IDENTITY, CML_OP_REDUCE_WINDOW,
+    CML_OP_RNG_BIT_GENERATOR, CML_OP_BATCH_NORM_INFERENCE, CML_OP_BATCH_NORM_TRAINING,
+    CML_OP_BATCH_NORM_GRADIENT, CML_OP_ARG_MIN_MAX, CML_OP_BITCAST, CML_OP_BROADCAST_IN_DIM,
+    CML_OP_CLAMP, CML_OP_COMPLEX, CML_OP_CONJ, CML_OP_IMAG, CML_OP_REAL, CML_OP_CONCATENATE,
+    CML_OP_CONV_GENERAL, CML_OP_CONVERT_DTYPE, CML_OP_DOT, CML_OP_DOT_GENERAL,
+    CML_OP_DYNAMIC_SLICE, CML_OP_DYNAMIC_UPDATE_SLICE, CML_OP_FFT, CML_OP_GATHER, CML_OP_IOTA,
+    CML_OP_PAD, CML_OP_RESHAPE, CML_OP_REVERSE, CML_OP_SCATTER_MAX, CML_OP_SCATTER_MIN,
+    CML_OP_SCATTER_SUM, CML_OP_SELECT_AND_SCATTER_MAX, CML_OP_SELECT_AND_SCATTER_MIN,
+    CML_OP_SLICE, CML_OP_TRANSPOSE, CML_OP_WHERE, CML_OP_OPTIMIZATION_BARRIER,
+    CML_OP_SCHEDULING_BARRIER, CML_OP_CALL, CML_OP_SORT, CML_OP_WHILE, CML_OP_IF,
+    CML_OP_CAPTURED_VALUE,
+};
+
+static void cml_xla_fill_capabilities(cml_xla_backend_t* b) {
+  cml_capabilities_t* caps = &b->base.capabilities;
+  for (int op = 0; op < CML_OP_COUNT; ++op) {
+    cml_op_kind_t kind = cml_op_kind((cml_op_t)op);
+    // Every unary, binary, comparison and reduction op (TotalOrder variants included).
+    if (kind == CML_OPK_UNARY || kind == CML_OPK_BINARY || kind == CML_OPK_COMPARE ||
+        kind == CML_OPK_REDUCE) {
+      cml_capabilities_set_op(caps, (cml_op_t)op, true);
+    }
+  }
+  for (size_t i = 0; i < sizeof cml_xla_ops / sizeof cml_xla_ops[0]; ++i) {
+    cml_capabilities_set_op(caps, cml_xla_ops[i], true);
+  }
+  caps->dtypes = CML_DSET_BOOL | CML_DSET_INT | CML_DSET_FLOAT32_64 |
+                 CML_DTYPE_BIT(CML_DTYPE_BF16) | CML_DSET_COMPLEX;
+  caps->functions = true;
+  caps->dynamic_axes = false;
+  caps->prefer_constants_for_variables = false;
+  caps->shared_buffers = b->config.shared_buffers;
+  caps->max_rank = CML_MAX_RANK;
+}
+
+// Float16 is advertised only when the plugin compiles an f16 program (it does on CPU and CUDA,
+// but other plugins may not).
+static bool cml_xla_probe_f16(cml_xla_backend_t* b) {
+  static const char kProgram[] =
+      "module @cml_f16_probe {\n"
+      "  func.func public @main(%a: tensor<2xf16>, %b: tensor<2xf16>) -> tensor<2xf16> {\n"
+      "    %c = \"stablehlo.add\"(%a, %b) : (tensor<2xf16>, tensor<2xf16>) -> tensor<2xf16>\n"
+      "    \"func.return\"(%c) : (tensor<2xf16>) -> ()\n"
+      "  }\n"
+      "}\n";
+  uint8_t options[128];
+  size_t size = 0;
+  cml__xla_compile_config_t cc = {.portable = true, .num_replicas = 1, .num_partitions = 1};
+  cml_status_t st = cml__xla_compile_options_encode(&cc, options, sizeof options, &size);
+  cml_pjrt_loaded_executable_t* exe = NULL;
+  if (st == CML_OK) st = cml__xla_compile(b->client, kProgram, sizeof kProgram - 1, options, size, &exe);
+  bool ok = st == CML_OK;
+  cml_status_free(st);
+  cml__xla_executable_destroy(b->client, exe);
+  return ok;
+}
+
+static bool cml_xla_want_gpu(void) { return cml__xla_has_nvidia_gpu("/dev", false); }
+
+// Finds (or installs) the plugin for |config|; writes a malloc'd path.
+static cml_status_t cml_xla_locate(const cml__xla_config_t* config, const char* name,
+                                   char** out_path) {
+  *out_path = NULL;
+  if (config->plugin_is_path) {
+    *out_path = strdup(config->plugin);
+    return *out_path ? CML_OK : cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  cml__xla_search_t search;
+  cml__xla_search_from_env(&search);
+  cml_status_t st = cml__xla_find_plugin(&search, name, out_path);
+  if (st == CML_OK) return CML_OK;
+  const cml__xla_wheel_t* wheel = cml__xla_wheel_for(name);
+  if (cml_status_code(st) != CML_STATUS_NOT_FOUND || !wheel || !cml__xla_auto_install_enabled()) {
+    return st;
+  }
+  if (strcmp(name, "cuda") == 0 && !cml__xla_has_nvidia_gpu("/dev", true)) return st;
+  cml_status_free(st);
+  cml__xla_install_params_t params;
+  cml__xla_install_params_init(&params);
+  st = cml__xla_install(wheel, &params, out_path, NULL);
+  return cml_status_annotate(st, "xla: auto-install (turn it off with GOMLX_NO_AUTO_INSTALL=1)");
+}
+
+// Loads the plugin; a broken copy that cml installed is reinstalled once (when allowed).
+static cml_status_t cml_xla_load(const char* name, char** path,
+                                 const cml__xla_plugin_t** out_plugin) {
+  bool ours = cml__xla_install_has_manifest(*path);
+  cml_status_t st = ours ? cml__xla_install_check(*path, false) : CML_OK;
+  if (st == CML_OK) st = cml__xla_plugin_load(*path, out_plugin);
+  if (st == CML_OK) return CML_OK;
+  const cml__xla_wheel_t* wheel = cml__xla_wheel_for(name);
+  cml_status_code_t code = cml_status_code(st);
+  bool broken = code == CML_STATUS_FAILED_PRECONDITION || code == CML_STATUS_UNAVAILABLE;
+  if (!ours || !broken || !wheel || !cml__xla_auto_install_enabled()) return st;
+  cml_status_free(st);
+  cml__xla_install_params_t params;
+  cml__xla_install_params_init(&params);
+  params.force = true;
+  char* fresh = NULL;
+  st = cml__xla_install(wheel, &params, &fresh, NULL);
+  if (st != CML_OK) return cml_status_annotate(st, "xla: reinstalling a broken plugin");
+  free(*path);
+  *path = fresh;
+  return cml__xla_plugin_load(*path, out_plugin);
+}
+
+static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allocator,
+                                   cml_backend_t** out_backend) {
+  *out_backend = NULL;
+  cml__xla_config_t config;
+  CML_RETURN_IF_ERROR(cml__xla_config_parse(config_text, &config));
+  char name[1024];
+  if (config.plugin_is_path) {
+    const char* base = strrchr(config.plugin, '/');
+    base = base ? base + 1 : config.plugin;
+    if (!cml__xla_plugin_name_from_file(base, name, sizeof name)) {
+      snprintf(name, sizeof name, "%s", base);
+    }
+  } else if (config.plugin[0]) {
+    snprintf(name, sizeof name, "%s", config.plugin);
+  } else {
+    snprintf(name, sizeof name, "%s",
+             cml_xla_want_gpu() ? "cuda" : (cml__xla_has_tpu(NULL, 0) ? "tpu" : "cpu"));
+  }
+  bool is_cpu = cml__xla_name_is_cpu(name), is_cuda = cml__xla_name_is_cuda(name);
+  char* path = NULL;
+  CML_RETURN_IF_ERROR(cml_xla_locate(&config, name, &path));
+  if (is_cuda) {
+    // XLA reads XLA_FLAGS when the plugin loads: point it at the CUDA tools next to the plugin.
+    const char* checks = getenv("GOPJRT_CUDA_CHECKS");
+    bool skip = checks && (strcmp(checks, "0") == 0 || strcmp(checks, "no") == 0);
+    char data_dir[4096], flags[8192];
+    if (!skip && cml__xla_cuda_data_dir(path, data_dir, sizeof data_dir) &&
+        cml__xla_flags_with_cuda_dir(getenv("XLA_FLAGS"), data_dir, flags, sizeof flags)) {
+      setenv("XLA_FLAGS", flags, 1);
+    }
+  }
+  const cml__xla_plugin_t* plugin = NULL;
+  cml_status_t st = cml_xla_load(name, &path, &plugin);
+  free(path);
+  if (st != CML_OK) return st;
+  st = cml__xla_config_resolve(&config, is_cpu, is_cuda);
+  if (st != CML_OK) return st;
+  cml__xla_option_t options[8];
+  size_t option_count = cml__xla_config_client_options(&config, is_cpu, options, 8);
+  cml__xla_client_t* client = NULL;
+  st = cml__xla_client_create(plugin, options, option_count, &client);
+  if (st != CML_OK) return cml_status_annotate(st, "xla: plugin %s", plugin->path);
+  cml_xla_backend_t* b = cml_allocator_malloc(allocator, sizeof *b, 64);
+  if (!b) {
+    cml__xla_client_destroy(client);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  memset(b, 0, sizeof *b);
+  b->client = client;
+  b->config = config;
+  b->is_cpu = is_cpu || strcmp(client->platform_name, "cpu") == 0;
+  b->is_cuda = is_cuda || strcmp(client->platform_name, "cuda") == 0;
+  snprintf(b->plugin_name, sizeof b->plugin_name, "%s", name);
+  char full[2048];
+  cml__xla_config_format(&b->config, config.plugin_is_path ? config.plugin : name, full,
+                         sizeof full);
+  char with_name[2100];
+  snprintf(with_name, sizeof with_name, "xla:%s", full);
+  st = cml_backend_init_base(&b->base, &cml_xla_vtable, allocator, "xla", with_name,
+                             client->device_count);
+  if (st != CML_OK) {
+    cml__xla_client_destroy(client);
+    cml_allocator_free(allocator, b, sizeof *b);
+    return st;
+  }
+  cml_xla_fill_capabilities(b);
+  if (cml_xla_probe_f16(b)) b->base.capabilities.dtypes |= CML_DTYPE_BIT(CML_DTYPE_F16);
+  b->extension = (cml_xla_extension_t){
+      .struct_size = sizeof(cml_xla_extension_t),
+      .plugin_name = b->plugin_name,
+      .plugin_path = plugin->path,
+      .pjrt_major = plugin->major_version,
+      .pjrt_minor = plugin->minor_version,
+      .xla_version = plugin->xla_version,
+      .stablehlo_version = plugin->stablehlo_version,
+      .platform_name = client->platform_name,
+      .platform_version = client->platform_version,
+  };
+  char description[4096];
+  snprintf(description, sizeof description,
+           "XLA via PJRT plugin %s (%s, PJRT %d.%d), platform %s %s, %d device(s)", name,
+           plugin->path, plugin->major_version, plugin->minor_version, client->platform_name,
+           client->platform_version, client->device_count);
+  st = cml_backend_set_description(&b->base, description);
+  if (st != CML_OK) {
+    cml_backend_release(&b->base);
+    return st;
+  }
+  *out_backend = &b->base;
+  return CML_OK;
+}
+
+static int cml_xla_default_priority(const char** out_config, const char** out_reason) {
+  if (cml_xla_want_gpu()) {
+    *out_config = "xla:cuda";
+    *out_reason = "an NVIDIA GPU is present: XLA with the CUDA plugin";
+    return 100;
+  }
+  if (cml__xla_has_tpu(NULL, 0)) {
+    *out_config = "xla:tpu";
+    *out_reason = "a TPU (libtpu) is present: XLA with the TPU plugin";
+    return 100;
+  }
+  *out_config = "xla:cpu";
+  *out_reason = "no accelerator: XLA's CPU plugin ranks below the c backend";
+  return 1;
+}
+
+const cml_backend_factory_t cml_xla_backend_factory = {
+    .struct_size = sizeof(cml_backend_factory_t),
+    .api_major = CML_BACKEND_API_MAJOR,
+    .api_minor = CML_BACKEND_API_MINOR,
+    .name = "xla",
+    .aliases = "stablehlo,hlo,shlo",
+    .description = "XLA through a PJRT plugin (cpu, cuda, tpu or a plugin path)",
+    .config_help = cml__xla_config_help,
+    .create = cml_xla_create,
+    .default_priority = cml_xla_default_priority,
+};

@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/xla/discovery.c: finding PJRT plugins, detecting accelerators, the CUDA data
+// directory, and running helper programs (python3, nvidia-smi) without a shell.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backends/xla/xla_internal.h"
+
+extern char** environ;
+
+//===--- running programs ---===//
+
+cml_status_t cml__xla_run(const char* const* argv, char* out, size_t out_size,
+                          const char* log_path, int* out_exit) {
+  *out_exit = 127;
+  if (out && out_size) out[0] = '\0';
+  int pipe_fds[2] = {-1, -1};
+  if (out && pipe(pipe_fds) != 0) {
+    return cml_status_make(CML_STATUS_INTERNAL, "xla: pipe: %s", strerror(errno));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (out) {
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+    posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+    posix_spawn_file_actions_addclose(&actions, pipe_fds[1]);
+  } else if (log_path) {
+    posix_spawn_file_actions_addopen(&actions, 1, *log_path ? log_path : "/dev/null",
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+  }
+  if (log_path) {
+    posix_spawn_file_actions_addopen(&actions, 2, *log_path ? log_path : "/dev/null",
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+  }
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, argv[0], &actions, NULL, (char* const*)argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (out) close(pipe_fds[1]);
+  if (rc != 0) {
+    if (out) close(pipe_fds[0]);
+    *out_exit = 127;  // could not start: reported through the exit code
+    return CML_OK;
+  }
+  if (out) {
+    size_t used = 0;
+    char scratch[4096];
+    for (;;) {
+      ssize_t got;
+      if (used + 1 < out_size) {
+        got = read(pipe_fds[0], out + used, out_size - 1 - used);
+      } else {
+        got = read(pipe_fds[0], scratch, sizeof scratch);  // drain the rest
+        if (got > 0) continue;
+      }
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      used += (size_t)got;
+    }
+    if (out_size) out[used < out_size ? used : out_size - 1] = '\0';
+    close(pipe_fds[0]);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      return cml_status_make(CML_STATUS_INTERNAL, "xla: waitpid: %s", strerror(errno));
+    }
+  }
+  if (WIFEXITED(status)) {
+    *out_exit = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    *out_exit = 128 + WTERMSIG(status);
+  }
+  return CML_OK;
+}
+
+//===--- names ---===//
+
+bool cml__xla_plugin_name_from_file(const char* file_name, char* name, size_t size) {
+  static const struct {
+    const char* prefix;
+    const char* suffix;
+  } kPatterns[] = {
+      {"pjrt_c_api_", "_plugin.so"},
+      {"pjrt-plugin-", ".so"},
+      {"pjrt_plugin_", ".so"},
+      {"pjrt_c_api_", "_plugin.dylib"},
+      {"pjrt-plugin-", ".dylib"},
+      {"pjrt_plugin_", ".dylib"},
+  };
+  size_t len = strlen(file_name);
+  for (size_t i = 0; i < sizeof kPatterns / sizeof kPatterns[0]; ++i) {
+    size_t p = strlen(kPatterns[i].prefix), s = strlen(kPatterns[i].suffix);
+    if (len <= p + s) continue;
+    if (strncmp(file_name, kPatterns[i].prefix, p) != 0) continue;
+    if (strcmp(file_name + len - s, kPatterns[i].suffix) != 0) continue;
+    size_t n = len - p - s;
+    if (n + 1 > size) return false;
+    memcpy(name, file_name + p, n);
+    name[n] = '\0';
+    return true;
+  }
+  return false;
+}
+
+// 2: exact match, 1: versioned match ("<name>_v..."), 0: none.
+static int cml_xla_name_match(const char* found, const char* wanted) {
+  if (strcmp(found, wanted) == 0) return 2;
+  size_t n = strlen(wanted);
+  if (strncmp(found, wanted, n) == 0 && strncmp(found + n, "_v", 2) == 0) return 1;
+  return 0;
+}
+
+static bool cml_xla_is_file(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static bool cml_xla_is_dir(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static char* cml_xla_join(const char* dir, const char* name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char* path = malloc(n);
+  if (path) snprintf(path, n, "%s/%s", dir, name);
+  return path;
+}
+
+// Looks for plugin |wanted| in |dir|. Returns a malloc'd path or NULL.
+static char* cml_xla_search_dir(const char* dir, const char* wanted) {
+  DIR* d = opendir(dir);
+  if (!d) return NULL;
+  char best_name[256] = "";
+  int best = 0;
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL) {
+    char name[256];
+    if (!cml__xla_plugin_name_from_file(e->d_name, name, sizeof name)) continue;
+    int m = cml_xla_name_match(name, wanted);
+    // Among versioned matches take the greatest name: the newest version in practice.
+    if (m > best || (m == 1 && best == 1 && strcmp(e->d_name, best_name) > 0)) {
+      char* full = cml_xla_join(dir, e->d_name);
+      bool ok = full && cml_xla_is_file(full);
+      free(full);
+      if (!ok) continue;
+      best = m;
+      snprintf(best_name, sizeof best_name, "%s", e->d_name);
+    }
+  }
+  closedir(d);
+  return best ? cml_xla_join(dir, best_name) : NULL;
+}
+
+//===--- the search path ---===//
+
+typedef struct cml_xla_dirs_t {
+  char* items[256];
+  bool python[256];  // a site-packages directory (searched with the pip layouts)
+  size_t count;
+} cml_xla_dirs_t;
+
+static void cml_xla_dirs_add(cml_xla_dirs_t* dirs, const char* a, const char* b, bool python) {
+  if (!a || !*a || dirs->count == sizeof dirs->items / sizeof dirs->items[0]) return;
+  char* path = b ? cml_xla_join(a, b) : strdup(a);
+  if (!path) return;
+  dirs->python[dirs->count] = python;
+  dirs->items[dirs->count++] = path;
+}
+
+static void cml_xla_dirs_add_list(cml_xla_dirs_t* dirs, const char* list) {
+  if (!list) return;
+  const char* p = list;
+  while (*p) {
+    const char* e = strchr(p, ':');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n > 0 && n < 4096 && p[0] == '/') {  // absolute entries only
+      char buf[4096];
+      memcpy(buf, p, n);
+      buf[n] = '\0';
+      cml_xla_dirs_add(dirs, buf, NULL, false);
+    }
+    if (!e) break;
+    p = e + 1;
+  }
+}
+
+static void cml_xla_dirs_build(const cml__xla_search_t* s, cml_xla_dirs_t* dirs) {
+  memset(dirs, 0, sizeof *dirs);
+  cml_xla_dirs_add_list(dirs, s->plugin_library_path);
+  if (s->home && *s->home) {
+    char base[4096];
+    snprintf(base, sizeof base, "%s/.local/lib/go-xla", s->home);
+    cml_xla_dirs_add(dirs, base, NULL, false);
+    cml_xla_dirs_add(dirs, base, "nvidia", false);
+  }
+  if (s->system_dirs) {
+    cml_xla_dirs_add(dirs, "/usr/local/lib/go-xla", NULL, false);
+    cml_xla_dirs_add(dirs, "/usr/local/lib/go-xla", "nvidia", false);
+  }
+  for (size_t i = 0; i < s->python_dir_count; ++i) {
+    cml_xla_dirs_add(dirs, s->python_dirs[i], NULL, true);
+  }
+  cml_xla_dirs_add_list(dirs, s->ld_library_path);
+}
+
+static void cml_xla_dirs_free(cml_xla_dirs_t* dirs) {
+  for (size_t i = 0; i < dirs->count; ++i) free(dirs->items[i]);
+  dirs->count = 0;
+}
+
+static int cml_xla_cmp_desc(const void* a, const void* b) {
+  return strcmp(*(const char* const*)b, *(const char* const*)a);
+}
+
+// The pip layouts inside a site-packages directory |sp|.
+static char* cml_xla_search_site_packages(const char* sp, const char* wanted) {
+  char path[4096];
+  if (cml_xla_name_match("cuda", wanted) || strcmp(wanted, "nvidia") == 0) {
+    // jax_plugins/xla_cuda13/xla_cuda_plugin.so (newest CUDA first).
+    snprintf(path, sizeof path, "%s/jax_plugins", sp);
+    DIR* d = opendir(path);
+    if (d) {
+      char* names[64];
+      size_t n = 0;
+      struct dirent* e;
+      while ((e = readdir(d)) != NULL && n < 64) {
+        if (strncmp(e->d_name, "xla_cuda", 8) != 0) continue;
+        names[n] = strdup(e->d_name);
+        if (names[n]) ++n;
+      }
+      closedir(d);
+      qsort(names, n, sizeof names[0], cml_xla_cmp_desc);
+      char* found = NULL;
+      for (size_t i = 0; i < n; ++i) {
+        if (!found) {
+          snprintf(path, sizeof path, "%s/jax_plugins/%s/xla_cuda_plugin.so", sp, names[i]);
+          if (cml_xla_is_file(path)) found = strdup(path);
+        }
+        free(names[i]);
+      }
+      if (found) return found;
+    }
+  }
+  if (strcmp(wanted, "tpu") == 0) {
+    snprintf(path, sizeof path, "%s/libtpu/libtpu.so", sp);
+    if (cml_xla_is_file(path)) return strdup(path);
+  }
+  // Any package directory (one level down, and under jax_plugins/) holding a plugin file: this
+  // covers the CPU plugin wheel (lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so).
+  const char* roots[2] = {sp, NULL};
+  char jax_plugins[4096];
+  snprintf(jax_plugins, sizeof jax_plugins, "%s/jax_plugins", sp);
+  roots[1] = jax_plugins;
+  for (int r = 0; r < 2; ++r) {
+    DIR* d = opendir(roots[r]);
+    if (!d) continue;
+    char* names[1024];
+    size_t n = 0;
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL && n < 1024) {
+      if (e->d_name[0] == '.' || strstr(e->d_name, ".dist-info")) continue;
+      names[n] = strdup(e->d_name);
+      if (names[n]) ++n;
+    }
+    closedir(d);
+    qsort(names, n, sizeof names[0], cml_xla_cmp_desc);  // deterministic order
+    char* found = NULL;
+    for (size_t i = 0; i < n; ++i) {
+      if (!found) {
+        char* sub = cml_xla_join(roots[r], names[i]);
+        if (sub && cml_xla_is_dir(sub)) found = cml_xla_search_dir(sub, wanted);
+        free(sub);
+      }
+      free(names[i]);
+    }
+    if (found) return found;
+  }
+  return NULL;
+}
+
+static char* cml_xla_search_one(const char* dir, bool python, const char* wanted) {
+  char* found = cml_xla_search_dir(dir, wanted);
+  if (!found && python) found = cml_xla_search_site_packages(dir, wanted);
+  return found;
+}
+
+cml_status_t cml__xla_find_plugin(const cml__xla_search_t* search, const char* name,
+                                  char** out_path) {
+  *out_path = NULL;
+  cml_xla_dirs_t dirs;
+  cml_xla_dirs_build(search, &dirs);
+  for (size_t i = 0; i < dirs.count; ++i) {
+    char* found = cml_xla_search_one(dirs.items[i], dirs.python[i], name);
+    if (found) {
+      cml_xla_dirs_free(&dirs);
+      *out_path = found;
+      return CML_OK;
+    }
+  }
+  char where[3000];
+  size_t used = 0;
+  where[0] = '\0';
+  for (size_t i = 0; i < dirs.count && used < sizeof where; ++i) {
+    int w = snprintf(where + used, sizeof where - used, "%s%s", i ? ", " : "", dirs.items[i]);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+  cml_xla_dirs_free(&dirs);
+  return cml_status_make(
+      CML_STATUS_NOT_FOUND,
+      "xla: PJRT plugin \"%s\" not found (looked for pjrt_c_api_%s_plugin.so, pjrt-plugin-%s.so, "
+      "pjrt_plugin_%s.so and pip-installed plugins in: %s). Install it with `cml install %s`, "
+      "point PJRT_PLUGIN_LIBRARY_PATH at its directory, or give its path (xla:/path/plugin.so)",
+      name, name, name, name, used ? where : "no directories", name);
+}
+
+size_t cml__xla_list_plugins(const cml__xla_search_t* search, char* buffer, size_t size) {
+  static const char* const kKnown[] = {"cpu", "cuda", "tpu", "rocm", "metal"};
+  cml_xla_dirs_t dirs;
+  cml_xla_dirs_build(search, &dirs);
+  char names[64][64];
+  size_t name_count = 0;
+  for (size_t k = 0; k < sizeof kKnown / sizeof kKnown[0]; ++k) {
+    snprintf(names[name_count++], sizeof names[0], "%s", kKnown[k]);
+  }
+  // Other names carried by files in the plain directories.
+  for (size_t i = 0; i < dirs.count; ++i) {
+    DIR* d = opendir(dirs.items[i]);
+    if (!d) continue;
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL && name_count < 64) {
+      char name[64];
+      if (!cml__xla_plugin_name_from_file(e->d_name, name, sizeof name)) continue;
+      bool seen = false;
+      for (size_t j = 0; j < name_count && !seen; ++j) {
+        seen = cml_xla_name_match(name, names[j]) > 0;
+      }
+      if (!seen) snprintf(names[name_count++], sizeof names[0], "%s", name);
+    }
+    closedir(d);
+  }
+  size_t used = 0;
+  if (size) buffer[0] = '\0';
+  for (size_t j = 0; j < name_count; ++j) {
+    char* found = NULL;
+    for (size_t i = 0; i < dirs.count && !found; ++i) {
+      found = cml_xla_search_one(dirs.items[i], dirs.python[i], names[j]);
+    }
+    if (!found) continue;
+    int w = snprintf(used < size ? buffer + used : NULL, used < size ? size - used : 0,
+                     "%s%s: %s", used ? ", " : "", names[j], found);
+    free(found);
+    if (w > 0) used += (size_t)w;
+  }
+  cml_xla_dirs_free(&dirs);
+  return used;
+}
+
+//===--- environment ---===//
+
+static pthread_once_t cml_xla_python_once = PTHREAD_ONCE_INIT;
+static char cml_xla_python_text[8192];
+static const char* cml_xla_python_dirs[32];
+static size_t cml_xla_python_dir_count;
+
+static void cml_xla_python_query(void) {
+  const char* const argv[] = {
+      "python3", "-c",
+      "import site,sys\n"
+      "d=[]\n"
+      "try: d+=site.getsitepackages()\n"
+      "except Exception: pass\n"
+      "try: d.append(site.getusersitepackages())\n"
+      "except Exception: pass\n"
+      "print('\\n'.join(x for x in d if x))\n",
+      NULL};
+  int exit_code = 0;
+  cml_status_t st = cml__xla_run(argv, cml_xla_python_text, sizeof cml_xla_python_text, "",
+                                 &exit_code);
+  cml_status_free(st);
+  if (st != CML_OK || exit_code != 0) {
+    cml_xla_python_text[0] = '\0';
+    return;
+  }
+  char* p = cml_xla_python_text;
+  while (*p && cml_xla_python_dir_count < 32) {
+    char* e = strchr(p, '\n');
+    if (e) *e = '\0';
+    if (*p == '/') cml_xla_python_dirs[cml_xla_python_dir_count++] = p;
+    if (!e) break;
+    p = e + 1;
+  }
+}
+
+void cml__xla_search_from_env(cml__xla_search_t* search) {
+  memset(search, 0, sizeof *search);
+  search->home = getenv("HOME");
+  search->plugin_library_path = getenv("PJRT_PLUGIN_LIBRARY_PATH");
+  search->ld_library_path = getenv("LD_LIBRARY_PATH");
+  search->system_dirs = true;
+  pthread_once(&cml_xla_python_once, cml_xla_python_query);
+  search->python_dirs = cml_xla_python_dirs;
+  search->python_dir_count = cml_xla_python_dir_count;
+}
+
+//===--- accelerators ---===//
+
+bool cml__xla_has_nvidia_gpu(const char* dev_dir, bool run_nvidia_smi) {
+  DIR* d = opendir(dev_dir ? dev_dir : "/dev");
+  if (d) {
+    struct dirent* e;
+    bool found = false;
+    while (!found && (e = readdir(d)) != NULL) found = strncmp(e->d_name, "nvidia", 6) == 0;
+    closedir(d);
+    if (found) return true;
+  }
+  if (!run_nvidia_smi) return false;
+  const char* const argv[] = {"nvidia-smi", NULL};
+  char out[4096];
+  int exit_code = 0;
+  cml_status_t st = cml__xla_run(argv, out, sizeof out, "", &exit_code);
+  cml_status_free(st);
+  return st == CML_OK && exit_code == 0 && strstr(out, "NVIDIA-SMI") != NULL;
+}
+
+bool cml__xla_has_tpu(const char* const* lib_dirs, size_t count) {
+  static const char* const kDefault[] = {"/lib", "/usr/lib", "/usr/local/lib"};
+  if (!lib_dirs) {
+    lib_dirs = kDefault;
+    count = 3;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/libtpu.so", lib_dirs[i]);
+    if (cml_xla_is_file(path)) return true;
+  }
+  return false;
+}
+
+//===--- CUDA layout ---===//
+
+static void cml_xla_dirname(char* path) {
+  char* slash = strrchr(path, '/');
+  if (!slash) {
+    strcpy(path, ".");
+  } else if (slash == path) {
+    path[1] = '\0';
+  } else {
+    *slash = '\0';
+  }
+}
+
+bool cml__xla_cuda_data_dir(const char* plugin_path, char* out, size_t size) {
+  char dir[4096];
+  if (!plugin_path || strlen(plugin_path) >= sizeof dir) return false;
+  snprintf(dir, sizeof dir, "%s", plugin_path);
+  cml_xla_dirname(dir);  // the plugin's directory
+  for (int up = 0; up < 2; ++up) {
+    cml_xla_dirname(dir);
+    char nvidia[4200];
+    snprintf(nvidia, sizeof nvidia, "%s/nvidia", dir);
+    if (!cml_xla_is_dir(nvidia)) continue;
+    static const char* const kSub[] = {"cu13", "cuda_nvcc"};
+    for (size_t i = 0; i < 2; ++i) {
+      char ptxas[4300];
+      snprintf(ptxas, sizeof ptxas, "%s/%s/bin/ptxas", nvidia, kSub[i]);
+      if (cml_xla_is_file(ptxas)) {
+        int n = snprintf(out, size, "%s/%s", nvidia, kSub[i]);
+        return n > 0 && (size_t)n < size;
+      }
+    }
+    int n = snprintf(out, size, "%s", nvidia);
+    return n > 0 && (size_t)n < size;
+  }
+  return false;
+}
+
+bool cml__xla_flags_with_cuda_dir(const char* existing, const char* dir, char* out,
+                                  size_t size) {
+  if (!existing) existing = "";
+  int n;
+  if (strstr(existing, "--xla_gpu_cuda_data_dir")) {
+    n = snprintf(out, size, "%s", existing);
+  } else {
+    n = snprintf(out, size, "%s%s--xla_gpu_cuda_data_dir=%s", existing, *existing ? " " : "",
+                 dir);
+  }
+  return n >= 0 && (size_t)n < size;
+}

@@ -1,0 +1,725 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/xla/pjrt/pjrt.c: PJRT plugin loading, error conversion, clients, buffers,
+// compilation and execution (see pjrt.h).
+#include "backends/xla/pjrt/pjrt.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+//===--- small helpers ---===//
+
+static char* cml_xla_pjrt_strndup(const char* text, size_t size) {
+  char* copy = malloc(size + 1);
+  if (!copy) return NULL;
+  if (size) memcpy(copy, text, size);
+  copy[size] = '\0';
+  return copy;
+}
+
+#define CML_XLA_ARGS_INIT(args) \
+  do {                          \
+    memset(&(args), 0, sizeof(args)); \
+    (args).struct_size = sizeof(args); \
+  } while (0)
+
+//===--- errors ---===//
+
+// Error_Destroy and Error_Message return nothing: call them through their real type.
+typedef void (*cml_xla_void_fn)(void* args);
+static cml_xla_void_fn cml_xla_as_void_fn(cml_pjrt_fn fn) {
+  cml_xla_void_fn out;
+  memcpy(&out, &fn, sizeof out);
+  return out;
+}
+
+static cml_status_code_t cml_xla_pjrt_code(int code) {
+  switch (code) {
+    case CML_PJRT_CODE_CANCELLED: return CML_STATUS_CANCELLED;
+    case CML_PJRT_CODE_INVALID_ARGUMENT: return CML_STATUS_INVALID_ARGUMENT;
+    case CML_PJRT_CODE_NOT_FOUND: return CML_STATUS_NOT_FOUND;
+    case CML_PJRT_CODE_RESOURCE_EXHAUSTED: return CML_STATUS_RESOURCE_EXHAUSTED;
+    case CML_PJRT_CODE_FAILED_PRECONDITION: return CML_STATUS_FAILED_PRECONDITION;
+    case CML_PJRT_CODE_OUT_OF_RANGE: return CML_STATUS_OUT_OF_RANGE;
+    case CML_PJRT_CODE_UNIMPLEMENTED: return CML_STATUS_UNIMPLEMENTED;
+    case CML_PJRT_CODE_UNAVAILABLE: return CML_STATUS_UNAVAILABLE;
+    default: return CML_STATUS_INTERNAL;
+  }
+}
+
+cml_pjrt_fn cml__xla_plugin_fn(const cml__xla_plugin_t* plugin, cml_pjrt_slot_t slot) {
+  if (!plugin || !plugin->api) return NULL;
+  size_t needed = offsetof(cml_pjrt_api_t, slots) + sizeof(cml_pjrt_fn) * ((size_t)slot + 1);
+  if (plugin->api->struct_size < needed) return NULL;
+  return plugin->api->slots[slot];
+}
+
+cml_status_t cml__xla_error_to_status(const cml__xla_plugin_t* plugin, cml_pjrt_error_t* error,
+                                      const char* what) {
+  if (!error) return CML_OK;
+  cml_pjrt_error_message_args_t msg;
+  CML_XLA_ARGS_INIT(msg);
+  msg.error = error;
+  cml_pjrt_fn message_fn = cml__xla_plugin_fn(plugin, CML_PJRT_SLOT_ERROR_MESSAGE);
+  if (message_fn) cml_xla_as_void_fn(message_fn)(&msg);
+  int code = CML_PJRT_CODE_UNKNOWN;
+  cml_pjrt_fn code_fn = cml__xla_plugin_fn(plugin, CML_PJRT_SLOT_ERROR_GET_CODE);
+  if (code_fn) {
+    cml_pjrt_error_get_code_args_t get;
+    CML_XLA_ARGS_INIT(get);
+    get.error = error;
+    cml_pjrt_error_t* inner = code_fn(&get);
+    if (!inner) code = get.code;  // an error from GetCode itself is ignored (and leaked: never
+                                  // seen; destroying it could recurse)
+  }
+  // Build the status before destroying the error: the message lives with it.
+  int size = msg.message ? (int)(msg.message_size > 4000 ? 4000 : msg.message_size) : 0;
+  cml_status_t status =
+      cml_status_make(cml_xla_pjrt_code(code), "xla: %s: %.*s", what ? what : "PJRT call", size,
+                      msg.message ? msg.message : "");
+  cml_pjrt_fn destroy_fn = cml__xla_plugin_fn(plugin, CML_PJRT_SLOT_ERROR_DESTROY);
+  if (destroy_fn) {
+    cml_pjrt_error_destroy_args_t destroy;
+    CML_XLA_ARGS_INIT(destroy);
+    destroy.error = error;
+    cml_xla_as_void_fn(destroy_fn)(&destroy);
+  }
+  return status;
+}
+
+cml_status_t cml__xla_call(const cml__xla_plugin_t* plugin, cml_pjrt_slot_t slot, void* args,
+                           const char* what) {
+  cml_pjrt_fn fn = cml__xla_plugin_fn(plugin, slot);
+  if (!fn) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "xla: %s: the PJRT plugin %s (API 0.%d) does not provide this call",
+                           what, plugin && plugin->path ? plugin->path : "?",
+                           plugin ? plugin->minor_version : 0);
+  }
+  return cml__xla_error_to_status(plugin, fn(args), what);
+}
+
+cml_status_t cml__xla_event_await(const cml__xla_plugin_t* plugin, cml_pjrt_event_t* event,
+                                  const char* what) {
+  if (!event) return CML_OK;
+  cml_pjrt_event_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.event = event;
+  cml_status_t status = cml__xla_call(plugin, CML_PJRT_SLOT_EVENT_AWAIT, &args, what);
+  CML_XLA_ARGS_INIT(args);
+  args.event = event;
+  cml_status_t destroy = cml__xla_call(plugin, CML_PJRT_SLOT_EVENT_DESTROY, &args, what);
+  if (status == CML_OK) return destroy;
+  cml_status_free(destroy);
+  return status;
+}
+
+//===--- plugin loading ---===//
+
+#define CML_XLA_MAX_PLUGINS 16
+static pthread_mutex_t cml_xla_plugins_mutex = PTHREAD_MUTEX_INITIALIZER;
+static cml__xla_plugin_t* cml_xla_plugins[CML_XLA_MAX_PLUGINS];
+static size_t cml_xla_plugin_count;
+
+static cml_status_t cml_xla_plugin_open(const char* path, void** out_handle,
+                                        cml_pjrt_get_api_fn* out_get_api) {
+  *out_handle = NULL;
+  *out_get_api = NULL;
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    return cml_status_make(CML_STATUS_NOT_FOUND, "xla: PJRT plugin \"%s\" not found: %s", path,
+                           strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return cml_status_make(CML_STATUS_UNAVAILABLE,
+                           "xla: \"%s\" is not a PJRT plugin: not a regular file", path);
+  }
+  dlerror();
+  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    return cml_status_make(CML_STATUS_UNAVAILABLE,
+                           "xla: \"%s\" is not a loadable PJRT plugin (dlopen failed: %s)", path,
+                           why ? why : "unknown error");
+  }
+  dlerror();
+  void* sym = dlsym(handle, CML_PJRT_GET_API_SYMBOL);
+  if (!sym) {
+    dlclose(handle);
+    return cml_status_make(CML_STATUS_UNAVAILABLE,
+                           "xla: \"%s\" is not a PJRT plugin: it does not export %s", path,
+                           CML_PJRT_GET_API_SYMBOL);
+  }
+  *out_handle = handle;
+  // POSIX guarantees that a data pointer from dlsym converts to a function pointer.
+  memcpy(out_get_api, &sym, sizeof sym);
+  return CML_OK;
+}
+
+cml_status_t cml__xla_plugin_probe(const char* path) {
+  void* handle = NULL;
+  cml_pjrt_get_api_fn get_api = NULL;
+  CML_RETURN_IF_ERROR(cml_xla_plugin_open(path, &handle, &get_api));
+  // Keep it loaded: a plugin may not survive dlclose, and loading it next is cheap.
+  return CML_OK;
+}
+
+static void cml_xla_read_attributes(cml__xla_plugin_t* plugin) {
+  plugin->xla_version = -1;
+  plugin->stablehlo_version[0] = '\0';
+  cml_pjrt_plugin_attributes_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  cml_status_t st =
+      cml__xla_call(plugin, CML_PJRT_SLOT_PLUGIN_ATTRIBUTES, &args, "PJRT_Plugin_Attributes");
+  if (st != CML_OK) {
+    cml_status_free(st);  // attributes are informational only
+    return;
+  }
+  for (size_t i = 0; i < args.num_attributes && args.attributes; ++i) {
+    const cml_pjrt_named_value_t* a = &args.attributes[i];
+    if (!a->name) continue;
+    if (a->name_size == 11 && memcmp(a->name, "xla_version", 11) == 0 &&
+        a->type == CML_PJRT_NAMED_INT64) {
+      plugin->xla_version = a->value.int64_value;
+    } else if (a->name_size == 25 && memcmp(a->name, "stablehlo_current_version", 25) == 0 &&
+               a->type == CML_PJRT_NAMED_INT64_LIST && a->value_size == 3 &&
+               a->value.int64_array_value) {
+      const int64_t* v = a->value.int64_array_value;
+      snprintf(plugin->stablehlo_version, sizeof plugin->stablehlo_version,
+               "%lld.%lld.%lld", (long long)v[0], (long long)v[1], (long long)v[2]);
+    }
+  }
+}
+
+cml_status_t cml__xla_plugin_load(const char* path, const cml__xla_plugin_t** out_plugin) {
+  if (out_plugin) *out_plugin = NULL;
+  if (!path || !*path || !out_plugin) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "xla: empty PJRT plugin path");
+  }
+  char* real = realpath(path, NULL);
+  const char* key = real ? real : path;
+  pthread_mutex_lock(&cml_xla_plugins_mutex);
+  for (size_t i = 0; i < cml_xla_plugin_count; ++i) {
+    if (strcmp(cml_xla_plugins[i]->path, key) == 0) {
+      *out_plugin = cml_xla_plugins[i];
+      pthread_mutex_unlock(&cml_xla_plugins_mutex);
+      free(real);
+      return CML_OK;
+    }
+  }
+  // The plugin reads TF_CPP_MIN_LOG_LEVEL when it is loaded; quiet by default, as go-xla does.
+  setenv("TF_CPP_MIN_LOG_LEVEL", "3", 0);
+  cml_status_t status = CML_OK;
+  void* handle = NULL;
+  cml_pjrt_get_api_fn get_api = NULL;
+  cml__xla_plugin_t* plugin = NULL;
+  status = cml_xla_plugin_open(key, &handle, &get_api);
+  if (status != CML_OK) goto done;
+  const cml_pjrt_api_t* api = get_api();
+  if (!api) {
+    status = cml_status_make(CML_STATUS_UNAVAILABLE,
+                             "xla: \"%s\": GetPjrtApi returned NULL (not a usable PJRT plugin)",
+                             key);
+    goto done;
+  }
+  if (api->struct_size < offsetof(cml_pjrt_api_t, slots)) {
+    status = cml_status_make(CML_STATUS_INCOMPATIBLE,
+                             "xla: \"%s\": PJRT API table of %zu bytes is too small", key,
+                             api->struct_size);
+    goto done;
+  }
+  int major = api->pjrt_api_version.major_version;
+  int minor = api->pjrt_api_version.minor_version;
+  if (major != 0 || minor < CML_PJRT_MIN_MINOR) {
+    status = cml_status_make(
+        CML_STATUS_INCOMPATIBLE,
+        "xla: PJRT plugin \"%s\" has API version %d.%d; cml needs 0.%d or newer (0.x with x >= "
+        "%d): install a newer plugin (e.g. `cml install cpu`)",
+        key, major, minor, CML_PJRT_MIN_MINOR, CML_PJRT_MIN_MINOR);
+    goto done;
+  }
+  if (cml_xla_plugin_count == CML_XLA_MAX_PLUGINS) {
+    status = cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                             "xla: too many PJRT plugins loaded (at most %d)", CML_XLA_MAX_PLUGINS);
+    goto done;
+  }
+  plugin = calloc(1, sizeof *plugin);
+  char* path_copy = cml_xla_pjrt_strndup(key, strlen(key));
+  if (!plugin || !path_copy) {
+    free(plugin);
+    free(path_copy);
+    plugin = NULL;
+    status = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    goto done;
+  }
+  plugin->path = path_copy;
+  plugin->handle = handle;
+  plugin->api = api;
+  plugin->major_version = major;
+  plugin->minor_version = minor;
+  cml_pjrt_plugin_initialize_args_t init;
+  CML_XLA_ARGS_INIT(init);
+  status = cml__xla_call(plugin, CML_PJRT_SLOT_PLUGIN_INITIALIZE, &init, "PJRT_Plugin_Initialize");
+  if (status != CML_OK) {
+    free(plugin->path);
+    free(plugin);
+    plugin = NULL;
+    goto done;
+  }
+  cml_xla_read_attributes(plugin);
+  cml_xla_plugins[cml_xla_plugin_count++] = plugin;
+  *out_plugin = plugin;
+  handle = NULL;  // owned by the plugin now (never closed)
+done:
+  pthread_mutex_unlock(&cml_xla_plugins_mutex);
+  // A handle that failed the checks stays open: some libraries misbehave on dlclose, and the
+  // process may try the same file again.
+  (void)handle;
+  free(real);
+  return status;
+}
+
+//===--- compile options ---===//
+
+typedef struct cml_xla_pb_t {
+  uint8_t* data;
+  size_t size, capacity;
+  bool overflow;
+} cml_xla_pb_t;
+
+static void cml_xla_pb_byte(cml_xla_pb_t* pb, uint8_t byte) {
+  if (pb->size < pb->capacity) {
+    pb->data[pb->size] = byte;
+  } else {
+    pb->overflow = true;
+  }
+  pb->size++;
+}
+
+static void cml_xla_pb_varint(cml_xla_pb_t* pb, uint64_t value) {
+  while (value >= 0x80) {
+    cml_xla_pb_byte(pb, (uint8_t)(value | 0x80));
+    value >>= 7;
+  }
+  cml_xla_pb_byte(pb, (uint8_t)value);
+}
+
+static void cml_xla_pb_key(cml_xla_pb_t* pb, uint32_t field, uint32_t wire_type) {
+  cml_xla_pb_varint(pb, ((uint64_t)field << 3) | wire_type);
+}
+
+// int64 fields: negative values are 10-byte two's complement varints.
+static void cml_xla_pb_int(cml_xla_pb_t* pb, uint32_t field, int64_t value) {
+  cml_xla_pb_key(pb, field, 0);
+  cml_xla_pb_varint(pb, (uint64_t)value);
+}
+
+static void cml_xla_pb_bytes(cml_xla_pb_t* pb, uint32_t field, const cml_xla_pb_t* inner) {
+  cml_xla_pb_key(pb, field, 2);
+  cml_xla_pb_varint(pb, inner->size);
+  for (size_t i = 0; i < inner->size; ++i) cml_xla_pb_byte(pb, inner->data[i]);
+}
+
+enum { CML_XLA_PB_SCRATCH = 4096 };
+
+cml_status_t cml__xla_compile_options_encode(const cml__xla_compile_config_t* config,
+                                             uint8_t* out, size_t capacity, size_t* out_size) {
+  if (out_size) *out_size = 0;
+  if (!config || !out_size || config->num_replicas < 1 || config->num_partitions < 1) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "xla: compile options need num_replicas >= 1 and num_partitions >= 1");
+  }
+  size_t device_count = (size_t)config->num_replicas * (size_t)config->num_partitions;
+  if (config->portable && (device_count != 1 || config->device_ids)) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "xla: a portable executable runs on one device, without a device "
+                           "assignment (got %zu devices)",
+                           device_count);
+  }
+  if (device_count > 256) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "xla: %zu devices exceed the 256 cml supports", device_count);
+  }
+  uint8_t build_buf[CML_XLA_PB_SCRATCH], assign_buf[CML_XLA_PB_SCRATCH];
+  cml_xla_pb_t build = {build_buf, 0, sizeof build_buf, false};
+  cml_xla_pb_int(&build, 1, -1);  // device_ordinal: unset
+  cml_xla_pb_int(&build, 4, config->num_replicas);
+  cml_xla_pb_int(&build, 5, config->num_partitions);
+  if (config->use_spmd_partitioning) cml_xla_pb_int(&build, 6, 1);
+  if (config->device_ids) {
+    cml_xla_pb_t assign = {assign_buf, 0, sizeof assign_buf, false};
+    cml_xla_pb_int(&assign, 1, config->num_replicas);
+    cml_xla_pb_int(&assign, 2, config->num_partitions);
+    // One ComputationDevice per partition listing every replica's device id (packed).
+    for (int p = 0; p < config->num_partitions; ++p) {
+      uint8_t ids_buf[CML_XLA_PB_SCRATCH / 4];
+      cml_xla_pb_t ids = {ids_buf, 0, sizeof ids_buf, false};
+      for (int r = 0; r < config->num_replicas; ++r) {
+        cml_xla_pb_varint(&ids, (uint64_t)config->device_ids[r * config->num_partitions + p]);
+      }
+      uint8_t cd_buf[CML_XLA_PB_SCRATCH / 4];
+      cml_xla_pb_t cd = {cd_buf, 0, sizeof cd_buf, false};
+      cml_xla_pb_bytes(&cd, 1, &ids);
+      cml_xla_pb_bytes(&assign, 3, &cd);
+      if (ids.overflow || cd.overflow) assign.overflow = true;
+    }
+    cml_xla_pb_bytes(&build, 9, &assign);
+    if (assign.overflow) build.overflow = true;
+  }
+  if (config->use_shardy_partitioner) {
+    // allow_spmd_sharding_propagation_to_output = [false] (packed), then the partitioner.
+    uint8_t f = 0;
+    cml_xla_pb_t one = {&f, 1, 1, false};
+    cml_xla_pb_bytes(&build, 12, &one);
+    cml_xla_pb_int(&build, 19, 1);
+  }
+  cml_xla_pb_int(&build, 23, 1);  // process_count
+  cml_xla_pb_t top = {out, 0, capacity, false};
+  cml_xla_pb_bytes(&top, 3, &build);
+  if (config->portable) cml_xla_pb_int(&top, 4, 1);
+  if (build.overflow) {
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                           "xla: compile options exceed the encoder's scratch space");
+  }
+  if (top.overflow) {
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                           "xla: compile options need %zu bytes, %zu given", top.size, capacity);
+  }
+  *out_size = top.size;
+  return CML_OK;
+}
+
+//===--- clients ---===//
+
+static cml_status_t cml_xla_client_string(const cml__xla_plugin_t* plugin,
+                                          cml_pjrt_client_t* client, cml_pjrt_slot_t slot,
+                                          const char* what, char** out) {
+  cml_pjrt_client_string_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.client = client;
+  CML_RETURN_IF_ERROR(cml__xla_call(plugin, slot, &args, what));
+  *out = cml_xla_pjrt_strndup(args.str ? args.str : "", args.str ? args.size : 0);
+  return *out ? CML_OK : cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+}
+
+static cml_status_t cml_xla_client_devices(cml__xla_client_t* c) {
+  const cml__xla_plugin_t* plugin = c->plugin;
+  cml_pjrt_client_devices_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.client = c->client;
+  CML_RETURN_IF_ERROR(cml__xla_call(plugin, CML_PJRT_SLOT_CLIENT_ADDRESSABLE_DEVICES, &args,
+                                    "PJRT_Client_AddressableDevices"));
+  if (args.num_devices == 0 || args.num_devices > 4096) {
+    return cml_status_make(CML_STATUS_UNAVAILABLE,
+                           "xla: the %s plugin reports %zu addressable devices", c->platform_name,
+                           args.num_devices);
+  }
+  size_t n = args.num_devices;
+  c->devices = calloc(n, sizeof *c->devices);
+  c->device_ids = calloc(n, sizeof *c->device_ids);
+  c->device_descriptions = calloc(n, sizeof *c->device_descriptions);
+  if (!c->devices || !c->device_ids || !c->device_descriptions) {
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  c->device_count = (int)n;
+  for (size_t i = 0; i < n; ++i) {
+    c->devices[i] = args.devices[i];
+    c->device_ids[i] = (int)i;
+    cml_pjrt_device_get_description_args_t get;
+    CML_XLA_ARGS_INIT(get);
+    get.device = args.devices[i];
+    CML_RETURN_IF_ERROR(cml__xla_call(plugin, CML_PJRT_SLOT_DEVICE_GET_DESCRIPTION, &get,
+                                      "PJRT_Device_GetDescription"));
+    cml_pjrt_device_description_id_args_t id;
+    CML_XLA_ARGS_INIT(id);
+    id.device_description = get.device_description;
+    CML_RETURN_IF_ERROR(cml__xla_call(plugin, CML_PJRT_SLOT_DEVICE_DESCRIPTION_ID, &id,
+                                      "PJRT_DeviceDescription_Id"));
+    c->device_ids[i] = id.id;
+    cml_pjrt_device_description_string_args_t kind;
+    CML_XLA_ARGS_INIT(kind);
+    kind.device_description = get.device_description;
+    cml_status_t st = cml__xla_call(plugin, CML_PJRT_SLOT_DEVICE_DESCRIPTION_KIND, &kind,
+                                    "PJRT_DeviceDescription_Kind");
+    if (st != CML_OK) {
+      cml_status_free(st);
+      kind.str = "device";
+      kind.size = 6;
+    }
+    char text[256];
+    int len = snprintf(text, sizeof text, "%s:%zu (%.*s, id %d)", c->platform_name, i,
+                       (int)(kind.size > 200 ? 200 : kind.size), kind.str ? kind.str : "",
+                       id.id);
+    c->device_descriptions[i] = cml_xla_pjrt_strndup(text, (size_t)(len < 0 ? 0 : len));
+    if (!c->device_descriptions[i]) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  return CML_OK;
+}
+
+cml_status_t cml__xla_client_create(const cml__xla_plugin_t* plugin,
+                                    const cml__xla_option_t* options, size_t option_count,
+                                    cml__xla_client_t** out_client) {
+  *out_client = NULL;
+  cml_pjrt_named_value_t* values = NULL;
+  if (option_count) {
+    values = calloc(option_count, sizeof *values);
+    if (!values) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  for (size_t i = 0; i < option_count; ++i) {
+    cml_pjrt_named_value_t* v = &values[i];
+    const cml__xla_option_t* o = &options[i];
+    v->struct_size = sizeof *v;
+    v->name = o->name;
+    v->name_size = strlen(o->name);
+    v->type = o->type;
+    v->value_size = 1;
+    switch (o->type) {
+      case CML_PJRT_NAMED_STRING:
+        v->value.string_value = o->string_value;
+        v->value_size = strlen(o->string_value);
+        break;
+      case CML_PJRT_NAMED_INT64: v->value.int64_value = o->int64_value; break;
+      case CML_PJRT_NAMED_INT64_LIST:
+        v->value.int64_array_value = o->int64_list;
+        v->value_size = o->int64_list_size;
+        break;
+      case CML_PJRT_NAMED_FLOAT: v->value.float_value = o->float_value; break;
+      default: v->value.bool_value = o->bool_value; break;
+    }
+  }
+  cml_pjrt_client_create_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.create_options = values;
+  args.num_options = option_count;
+  cml_status_t status =
+      cml__xla_call(plugin, CML_PJRT_SLOT_CLIENT_CREATE, &args, "PJRT_Client_Create");
+  free(values);
+  if (status != CML_OK) return status;
+  cml__xla_client_t* c = calloc(1, sizeof *c);
+  if (!c) {
+    cml_pjrt_client_args_t destroy;
+    CML_XLA_ARGS_INIT(destroy);
+    destroy.client = args.client;
+    cml_status_free(cml__xla_call(plugin, CML_PJRT_SLOT_CLIENT_DESTROY, &destroy, "destroy"));
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  c->plugin = plugin;
+  c->client = args.client;
+  status = cml_xla_client_string(plugin, c->client, CML_PJRT_SLOT_CLIENT_PLATFORM_NAME,
+                                 "PJRT_Client_PlatformName", &c->platform_name);
+  if (status == CML_OK) {
+    status = cml_xla_client_string(plugin, c->client, CML_PJRT_SLOT_CLIENT_PLATFORM_VERSION,
+                                   "PJRT_Client_PlatformVersion", &c->platform_version);
+  }
+  if (status == CML_OK) status = cml_xla_client_devices(c);
+  if (status != CML_OK) {
+    cml__xla_client_destroy(c);
+    return status;
+  }
+  *out_client = c;
+  return CML_OK;
+}
+
+void cml__xla_client_destroy(cml__xla_client_t* client) {
+  if (!client) return;
+  if (client->client) {
+    cml_pjrt_client_args_t args;
+    CML_XLA_ARGS_INIT(args);
+    args.client = client->client;
+    cml_status_free(cml__xla_call(client->plugin, CML_PJRT_SLOT_CLIENT_DESTROY, &args,
+                                  "PJRT_Client_Destroy"));
+  }
+  if (client->device_descriptions) {
+    for (int i = 0; i < client->device_count; ++i) free(client->device_descriptions[i]);
+  }
+  free(client->device_descriptions);
+  free(client->device_ids);
+  free(client->devices);
+  free(client->platform_name);
+  free(client->platform_version);
+  free(client);
+}
+
+//===--- buffers ---===//
+
+static cml_status_t cml_xla_check_device(const cml__xla_client_t* client, int device) {
+  if (device < 0 || device >= client->device_count) {
+    return cml_status_make(CML_STATUS_OUT_OF_RANGE,
+                           "xla: device %d out of range: the %s plugin has %d device(s)", device,
+                           client->platform_name, client->device_count);
+  }
+  return CML_OK;
+}
+
+cml_status_t cml__xla_buffer_from_host(cml__xla_client_t* client, int device,
+                                       const cml_shape_t* shape, const void* data,
+                                       cml_pjrt_buffer_t** out_buffer) {
+  *out_buffer = NULL;
+  CML_RETURN_IF_ERROR(cml_xla_check_device(client, device));
+  cml_pjrt_buffer_from_host_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  static const uint64_t empty = 0;
+  args.client = client->client;
+  args.data = data ? data : (const void*)&empty;
+  args.type = (int)shape->dtype;
+  args.dims = shape->rank ? shape->dims : NULL;
+  args.num_dims = (size_t)shape->rank;
+  args.host_buffer_semantics = CML_PJRT_HOST_IMMUTABLE_UNTIL_TRANSFER_COMPLETES;
+  args.device = client->devices[device];
+  CML_RETURN_IF_ERROR(cml__xla_call(client->plugin, CML_PJRT_SLOT_CLIENT_BUFFER_FROM_HOST_BUFFER,
+                                    &args, "PJRT_Client_BufferFromHostBuffer"));
+  // The host data must stay untouched until the transfer is done: wait here.
+  cml_status_t status =
+      cml__xla_event_await(client->plugin, args.done_with_host_buffer, "host-to-device transfer");
+  if (status != CML_OK) {
+    cml__xla_buffer_destroy(client, args.buffer);
+    return status;
+  }
+  *out_buffer = args.buffer;
+  return CML_OK;
+}
+
+static void cml_xla_view_deleted(void* ptr, void* user) {
+  (void)ptr;
+  (void)user;  // the cml buffer owns and frees the memory
+}
+
+cml_status_t cml__xla_buffer_create_view(cml__xla_client_t* client, int device,
+                                         const cml_shape_t* shape, void* data,
+                                         cml_pjrt_buffer_t** out_buffer) {
+  *out_buffer = NULL;
+  CML_RETURN_IF_ERROR(cml_xla_check_device(client, device));
+  cml_pjrt_create_view_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.client = client->client;
+  args.device_buffer_ptr = data;
+  args.dims = shape->rank ? shape->dims : NULL;
+  args.num_dims = (size_t)shape->rank;
+  args.element_type = (int)shape->dtype;
+  args.device = client->devices[device];
+  args.on_delete_callback = cml_xla_view_deleted;
+  CML_RETURN_IF_ERROR(cml__xla_call(client->plugin,
+                                    CML_PJRT_SLOT_CLIENT_CREATE_VIEW_OF_DEVICE_BUFFER, &args,
+                                    "PJRT_Client_CreateViewOfDeviceBuffer"));
+  *out_buffer = args.buffer;
+  return CML_OK;
+}
+
+cml_status_t cml__xla_buffer_to_host(cml__xla_client_t* client, cml_pjrt_buffer_t* buffer,
+                                     const cml_shape_t* shape, void* dst, size_t size) {
+  if (size == 0) return CML_OK;
+  int64_t minor_to_major[CML_MAX_RANK];
+  for (int32_t i = 0; i < shape->rank; ++i) minor_to_major[i] = shape->rank - 1 - i;
+  cml_pjrt_memory_layout_t layout;
+  CML_XLA_ARGS_INIT(layout);
+  layout.type = CML_PJRT_LAYOUT_TILED;
+  layout.u.tiled.struct_size = sizeof layout.u.tiled;
+  layout.u.tiled.minor_to_major = shape->rank ? minor_to_major : NULL;
+  layout.u.tiled.minor_to_major_size = (size_t)shape->rank;
+  cml_pjrt_buffer_to_host_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.src = buffer;
+  args.host_layout = &layout;
+  args.dst = dst;
+  args.dst_size = size;
+  CML_RETURN_IF_ERROR(cml__xla_call(client->plugin, CML_PJRT_SLOT_BUFFER_TO_HOST_BUFFER, &args,
+                                    "PJRT_Buffer_ToHostBuffer"));
+  return cml__xla_event_await(client->plugin, args.event, "device-to-host transfer");
+}
+
+cml_status_t cml__xla_buffer_copy_to_device(cml__xla_client_t* client, cml_pjrt_buffer_t* buffer,
+                                            int device, cml_pjrt_buffer_t** out_buffer) {
+  *out_buffer = NULL;
+  CML_RETURN_IF_ERROR(cml_xla_check_device(client, device));
+  cml_pjrt_buffer_copy_to_device_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.buffer = buffer;
+  args.dst_device = client->devices[device];
+  CML_RETURN_IF_ERROR(cml__xla_call(client->plugin, CML_PJRT_SLOT_BUFFER_COPY_TO_DEVICE, &args,
+                                    "PJRT_Buffer_CopyToDevice"));
+  *out_buffer = args.dst_buffer;
+  return CML_OK;
+}
+
+void cml__xla_buffer_destroy(cml__xla_client_t* client, cml_pjrt_buffer_t* buffer) {
+  if (!buffer) return;
+  cml_pjrt_buffer_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.buffer = buffer;
+  cml_status_free(
+      cml__xla_call(client->plugin, CML_PJRT_SLOT_BUFFER_DESTROY, &args, "PJRT_Buffer_Destroy"));
+}
+
+//===--- executables ---===//
+
+cml_status_t cml__xla_compile(cml__xla_client_t* client, const char* mlir, size_t mlir_size,
+                              const uint8_t* options, size_t options_size,
+                              cml_pjrt_loaded_executable_t** out_executable) {
+  *out_executable = NULL;
+  cml_pjrt_program_t program;
+  CML_XLA_ARGS_INIT(program);
+  program.code = mlir;
+  program.code_size = mlir_size;
+  program.format = "mlir";
+  program.format_size = 4;
+  cml_pjrt_client_compile_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.client = client->client;
+  args.program = &program;
+  args.compile_options = (const char*)options;
+  args.compile_options_size = options_size;
+  CML_RETURN_IF_ERROR(
+      cml__xla_call(client->plugin, CML_PJRT_SLOT_CLIENT_COMPILE, &args, "PJRT_Client_Compile"));
+  *out_executable = args.executable;
+  return CML_OK;
+}
+
+void cml__xla_executable_destroy(cml__xla_client_t* client,
+                                 cml_pjrt_loaded_executable_t* executable) {
+  if (!executable) return;
+  cml_pjrt_loaded_executable_destroy_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.executable = executable;
+  cml_status_free(cml__xla_call(client->plugin, CML_PJRT_SLOT_LOADED_EXECUTABLE_DESTROY, &args,
+                                "PJRT_LoadedExecutable_Destroy"));
+}
+
+cml_status_t cml__xla_execute(cml__xla_client_t* client,
+                              cml_pjrt_loaded_executable_t* executable, int device,
+                              cml_pjrt_buffer_t* const* inputs, size_t input_count,
+                              const int64_t* non_donatable, size_t non_donatable_count,
+                              cml_pjrt_buffer_t** outputs, size_t output_count) {
+  for (size_t i = 0; i < output_count; ++i) outputs[i] = NULL;
+  CML_RETURN_IF_ERROR(cml_xla_check_device(client, device));
+  cml_pjrt_execute_options_t options;
+  CML_XLA_ARGS_INIT(options);
+  options.non_donatable_input_indices = non_donatable_count ? non_donatable : NULL;
+  options.num_non_donatable_input_indices = non_donatable_count;
+  cml_pjrt_buffer_t* const* argument_lists[1] = {inputs};
+  cml_pjrt_buffer_t** output_lists[1] = {outputs};
+  cml_pjrt_event_t* complete[1] = {NULL};
+  cml_pjrt_execute_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.executable = executable;
+  args.options = &options;
+  args.argument_lists = argument_lists;
+  args.num_devices = 1;
+  args.num_args = input_count;
+  args.output_lists = output_lists;
+  args.device_complete_events = complete;
+  args.execute_device = client->devices[device];
+  CML_RETURN_IF_ERROR(cml__xla_call(client->plugin, CML_PJRT_SLOT_LOADED_EXECUTABLE_EXECUTE, &args,
+                                    "PJRT_LoadedExecutable_Execute"));
+  cml_status_t status = cml__xla_event_await(client->plugin, complete[0], "execution");
+  if (status != CML_OK) {
+    for (size_t i = 0; i < output_count; ++i) {
+      cml__xla_buffer_destroy(client, outputs[i]);
+      outputs[i] = NULL;
+    }
+  }
+  return status;
+}

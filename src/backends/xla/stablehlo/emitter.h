@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/xla/stablehlo/emitter.h: IR -> StableHLO MLIR text (generic op syntax), as the
+// PJRT plugins parse it. No PJRT dependency: unit-testable alone.
+//
+// The text is one `module @<name>` holding `func.func public @main` (plus any named functions),
+// in the generic form `%v = "stablehlo.add"(%a, %b) : (tensor<..>, tensor<..>) -> tensor<..>`.
+//
+// Example:
+//
+//   cml_xla_emit_options_t opts;
+//   cml_xla_emit_options_init(&opts);
+//   opts.platform = "cpu";
+//   char* text = NULL;
+//   CML_RETURN_IF_ERROR(cml_xla_emit_stablehlo(module, &opts, &text));
+//   ... compile text ...
+//   free(text);
+//
+// Thread-safety: pure; safe to call from many threads.
+#ifndef CML_BACKENDS_XLA_STABLEHLO_EMITTER_H_
+#define CML_BACKENDS_XLA_STABLEHLO_EMITTER_H_
+
+#include "cml/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cml_xla_emit_options_t {
+  size_t struct_size;
+  // Lower-case platform of the plugin ("cpu", "cuda", "tpu", ...): selects platform-specific
+  // lowerings (e.g. how tf32 is expressed).
+  const char* platform;
+  // Allow TF32 for float32 DotGeneral/ConvGeneral (CUDA: precision DEFAULT instead of HIGHEST;
+  // elsewhere: a dot_algorithm with tf32 operands).
+  bool tf32;
+  // Mark every parameter of main `jax.buffer_donor = true`, so that an input donated at
+  // execution time (not listed as non-donatable) may be reused for an output.
+  bool donatable_inputs;
+  // Module attributes mhlo.num_replicas / mhlo.num_partitions (1 unless SPMD).
+  int32_t num_replicas;
+  int32_t num_partitions;
+} cml_xla_emit_options_t;
+
+// Sets struct_size and the defaults (platform "cpu", tf32 false, donatable_inputs true, 1, 1).
+void cml_xla_emit_options_init(cml_xla_emit_options_t* options);
+
+// Emits |module| as StableHLO MLIR text into |*out_text| (malloc'd, NUL-terminated; the caller
+// frees it with free()). Returns UNIMPLEMENTED naming the op (and dtype) for what it cannot
+// lower, INVALID_ARGUMENT for a malformed module, RESOURCE_EXHAUSTED on allocation failure.
+CML_MUST_USE cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module,
+                                                 const cml_xla_emit_options_t* opts,
+                                                 char** out_text);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // CML_BACKENDS_XLA_STABLEHLO_EMITTER_H_

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/core/backend.c: the backend base object, identity, devices and capabilities.
+#include <stdio.h>
+#include <string.h>
+
+#include "core/runtime_internal.h"
+
+//===--- base helpers for implementers ---===//
+
+cml_status_t cml_backend_init_base(cml_backend_t* backend, const cml_backend_vtable_t* vtable,
+                                   cml_allocator_t allocator, const char* name,
+                                   const char* config, int device_count) {
+  if (!backend || !vtable || !name || !*name || !allocator.fn) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_backend_init_base: NULL backend, vtable, allocator or empty name");
+  }
+  if (device_count < 1) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_backend_init_base: backend \"%s\" needs at least 1 device, got %d",
+                           name, device_count);
+  }
+  if (vtable->struct_size == 0) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_backend_init_base: backend \"%s\": vtable struct_size is 0", name);
+  }
+  memset(backend, 0, sizeof *backend);
+  atomic_init(&backend->refcount, 1);
+  backend->vtable = vtable;
+  backend->allocator = allocator;
+  backend->device_count = device_count;
+  backend->capabilities.max_rank = CML_MAX_RANK;
+  backend->name = cml__runtime_strdup(allocator, name);
+  backend->config = cml__runtime_strdup(allocator, config ? config : "");
+  backend->description = cml__runtime_strdup(allocator, name);
+  if (!backend->name || !backend->config || !backend->description) {
+    cml_backend_deinit_base(backend);
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                           "cml_backend_init_base: out of memory for backend \"%s\"", name);
+  }
+  return CML_OK;
+}
+
+void cml_backend_deinit_base(cml_backend_t* backend) {
+  if (!backend) return;
+  cml__runtime_strfree(backend->allocator, backend->name);
+  cml__runtime_strfree(backend->allocator, backend->config);
+  cml__runtime_strfree(backend->allocator, backend->description);
+  backend->name = NULL;
+  backend->config = NULL;
+  backend->description = NULL;
+}
+
+cml_status_t cml_backend_set_description(cml_backend_t* backend, const char* description) {
+  if (!backend || !description) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_backend_set_description: NULL backend or description");
+  }
+  char* copy = cml__runtime_strdup(backend->allocator, description);
+  if (!copy) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  cml__runtime_strfree(backend->allocator, backend->description);
+  backend->description = copy;
+  return CML_OK;
+}
+
+//===--- reference counting ---===//
+
+cml_backend_t* cml_backend_retain(cml_backend_t* backend) {
+  if (backend) atomic_fetch_add_explicit(&backend->refcount, 1, memory_order_relaxed);
+  return backend;
+}
+
+void cml_backend_release(cml_backend_t* backend) {
+  if (!backend) return;
+  if (atomic_fetch_sub_explicit(&backend->refcount, 1, memory_order_acq_rel) == 1) {
+    if (CML__VTABLE_HAS(backend->vtable, destroy)) backend->vtable->destroy(backend);
+  }
+}
+
+//===--- identity and devices ---===//
+
+const char* cml_backend_name(const cml_backend_t* backend) {
+  return (backend && backend->name) ? backend->name : "";
+}
+
+const char* cml_backend_config(const cml_backend_t* backend) {
+  return (backend && backend->config) ? backend->config : "";
+}
+
+const char* cml_backend_description(const cml_backend_t* backend) {
+  return (backend && backend->description) ? backend->description : "";
+}
+
+int cml_backend_device_count(const cml_backend_t* backend) {
+  return backend ? backend->device_count : 0;
+}
+
+const char* cml_backend_device_description(const cml_backend_t* backend, int device) {
+  if (!backend || device < 0 || device >= backend->device_count) return "invalid device";
+  const cml_backend_vtable_t* vt = backend->vtable;
+  if (CML__VTABLE_HAS(vt, device_description)) {
+    const char* d = vt->device_description(backend, device);
+    if (d) return d;
+  }
+  // The default "<name>:<device>", in per-thread storage (valid until this thread's next call).
+  static _Thread_local char text[96];
+  snprintf(text, sizeof text, "%s:%d", cml_backend_name(backend), device);
+  return text;
+}
+
+//===--- capabilities ---===//
+
+const cml_capabilities_t* cml_backend_capabilities(const cml_backend_t* backend) {
+  return backend ? &backend->capabilities : NULL;
+}
+
+bool cml_capabilities_has_op(const cml_capabilities_t* caps, cml_op_t op) {
+  if (!caps || (int)op < 0 || op >= CML_OP_COUNT) return false;
+  return (caps->ops[op / 64] >> (op % 64)) & 1u;
+}
+
+bool cml_capabilities_has_dtype(const cml_capabilities_t* caps, cml_dtype_t dtype) {
+  if (!caps || (int)dtype <= 0 || dtype >= CML_DTYPE_COUNT) return false;
+  return (caps->dtypes & CML_DTYPE_BIT(dtype)) != 0;
+}
+
+void cml_capabilities_set_op(cml_capabilities_t* caps, cml_op_t op, bool on) {
+  if (!caps || (int)op < 0 || op >= CML_OP_COUNT) return;
+  uint64_t bit = (uint64_t)1 << (op % 64);
+  if (on) {
+    caps->ops[op / 64] |= bit;
+  } else {
+    caps->ops[op / 64] &= ~bit;
+  }
+}
+
+bool cml_backend_has_shared_buffers(const cml_backend_t* backend) {
+  if (!backend || !backend->vtable) return false;
+  const cml_backend_vtable_t* vt = backend->vtable;
+  return backend->capabilities.shared_buffers && CML__VTABLE_HAS(vt, buffer_create_shared);
+}
+
+const void* cml_backend_get_extension(const cml_backend_t* backend, const char* name) {
+  if (!backend || !name || !backend->vtable) return NULL;
+  const cml_backend_vtable_t* vt = backend->vtable;
+  if (!CML__VTABLE_HAS(vt, get_extension)) return NULL;
+  return vt->get_extension(backend, name);
+}

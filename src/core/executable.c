@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/core/executable.c: executables: the base helpers, accessors and the checked execute.
+#include <stdio.h>
+#include <string.h>
+
+#include "core/runtime_internal.h"
+
+//===--- base helpers for implementers ---===//
+
+cml_status_t cml_executable_init_base(cml_executable_t* executable, cml_backend_t* backend,
+                                      cml_module_t* module) {
+  static const char what[] = "cml_executable_init_base";
+  if (!executable || !backend || !module) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL executable, backend or module",
+                           what);
+  }
+  memset(executable, 0, sizeof *executable);
+  if (module->function_count == 0 || !module->functions) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: module \"%s\" has no main function",
+                           what, module->name ? module->name : "");
+  }
+  const cml_ir_function_t* main_fn = &module->functions[0];
+  cml_allocator_t alloc = backend->allocator;
+  size_t in = main_fn->param_count;
+  size_t out = main_fn->output_count;
+  const char** names = NULL;
+  cml_shape_t* in_shapes = NULL;
+  cml_shape_t* out_shapes = NULL;
+  if (in > 0) {
+    names = (const char**)cml_allocator_malloc(alloc, in * sizeof *names, sizeof(void*));
+    in_shapes = (cml_shape_t*)cml_allocator_malloc(alloc, in * sizeof *in_shapes, 16);
+  }
+  if (out > 0) {
+    out_shapes = (cml_shape_t*)cml_allocator_malloc(alloc, out * sizeof *out_shapes, 16);
+  }
+  if ((in > 0 && (!names || !in_shapes)) || (out > 0 && !out_shapes)) {
+    cml_allocator_free(alloc, (void*)names, in * sizeof *names);
+    cml_allocator_free(alloc, in_shapes, in * sizeof *in_shapes);
+    cml_allocator_free(alloc, out_shapes, out * sizeof *out_shapes);
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "%s: out of memory", what);
+  }
+  for (size_t i = 0; i < in; ++i) {
+    const cml_ir_value_t* v = &module->values[main_fn->params[i]];
+    const char* name = module->nodes[v->node].name;
+    names[i] = name ? name : "";
+    in_shapes[i] = v->shape;
+  }
+  for (size_t i = 0; i < out; ++i) out_shapes[i] = module->values[main_fn->outputs[i]].shape;
+
+  atomic_init(&executable->refcount, 1);
+  executable->backend = cml_backend_retain(backend);
+  executable->module = cml_module_retain(module);
+  executable->input_count = in;
+  executable->input_names = names;
+  executable->input_shapes = in_shapes;
+  executable->output_count = out;
+  executable->output_shapes = out_shapes;
+  return CML_OK;
+}
+
+void cml_executable_deinit_base(cml_executable_t* executable) {
+  if (!executable || !executable->backend) return;
+  cml_allocator_t alloc = executable->backend->allocator;
+  cml_allocator_free(alloc, (void*)executable->input_names,
+                     executable->input_count * sizeof *executable->input_names);
+  cml_allocator_free(alloc, executable->input_shapes,
+                     executable->input_count * sizeof *executable->input_shapes);
+  cml_allocator_free(alloc, executable->output_shapes,
+                     executable->output_count * sizeof *executable->output_shapes);
+  executable->input_names = NULL;
+  executable->input_shapes = NULL;
+  executable->output_shapes = NULL;
+  cml_module_t* module = executable->module;
+  cml_backend_t* backend = executable->backend;
+  executable->module = NULL;
+  executable->backend = NULL;
+  cml_module_release(module);
+  cml_backend_release(backend);
+}
+
+//===--- reference counting and accessors ---===//
+
+cml_executable_t* cml_executable_retain(cml_executable_t* executable) {
+  if (executable) atomic_fetch_add_explicit(&executable->refcount, 1, memory_order_relaxed);
+  return executable;
+}
+
+void cml_executable_release(cml_executable_t* executable) {
+  if (!executable) return;
+  if (atomic_fetch_sub_explicit(&executable->refcount, 1, memory_order_acq_rel) == 1) {
+    cml_backend_t* backend = executable->backend;
+    if (backend && CML__VTABLE_HAS(backend->vtable, executable_destroy)) {
+      backend->vtable->executable_destroy(executable);
+    }
+  }
+}
+
+size_t cml_executable_input_count(const cml_executable_t* executable) {
+  return executable ? executable->input_count : 0;
+}
+
+const char* cml_executable_input_name(const cml_executable_t* executable, size_t i) {
+  if (!executable || i >= executable->input_count || !executable->input_names) return NULL;
+  return executable->input_names[i];
+}
+
+const cml_shape_t* cml_executable_input_shape(const cml_executable_t* executable, size_t i) {
+  if (!executable || i >= executable->input_count || !executable->input_shapes) return NULL;
+  return &executable->input_shapes[i];
+}
+
+size_t cml_executable_output_count(const cml_executable_t* executable) {
+  return executable ? executable->output_count : 0;
+}
+
+const cml_shape_t* cml_executable_output_shape(const cml_executable_t* executable, size_t i) {
+  if (!executable || i >= executable->output_count || !executable->output_shapes) return NULL;
+  return &executable->output_shapes[i];
+}
+
+//===--- execute ---===//
+
+// The number of replicas (devices) the executable runs on: 1 unless compiled for SPMD.
+static size_t cml__executable_replicas(const cml_executable_t* executable) {
+  const cml_module_t* m = executable->module;
+  return (m && m->num_devices > 1) ? (size_t)m->num_devices : 1;
+}
+
+// Validates input |k| (parameter |k % input_count| of replica |k / input_count|).
+static cml_status_t cml__executable_check_input(const cml_executable_t* exe,
+                                                cml_buffer_t* const* inputs, size_t k,
+                                                int device) {
+  static const char what[] = "cml_executable_execute";
+  size_t param = k % exe->input_count;
+  const char* pname = exe->input_names[param];
+  const cml_buffer_t* b = inputs[k];
+  if (!b) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: input %zu (parameter #%zu \"%s\") is NULL",
+                           what, k, param, pname);
+  }
+  if (b->backend != exe->backend) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: input %zu (parameter #%zu \"%s\") is a buffer of backend \"%s\", "
+                           "but the executable belongs to backend \"%s\"",
+                           what, k, param, pname, b->backend ? cml_backend_name(b->backend) : "?",
+                           cml_backend_name(exe->backend));
+  }
+  if (atomic_load(&b->donated)) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "%s: input %zu (parameter #%zu \"%s\"): buffer was donated to an "
+                           "earlier execution and can no longer be used",
+                           what, k, param, pname);
+  }
+  const cml_shape_t* want = &exe->input_shapes[param];
+  if (!cml_shape_equal(&b->shape, want)) {
+    char ws[160], gs[160];
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: input %zu (parameter #%zu \"%s\"): expected shape %s, got %s", what,
+                           k, param, pname, cml_shape_format(want, ws, sizeof ws),
+                           cml_shape_format(&b->shape, gs, sizeof gs));
+  }
+  if (b->device != device) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: input %zu (parameter #%zu \"%s\") is on device %d, but this "
+                           "execution runs on device %d (copy it with cml_buffer_copy_to_device)",
+                           what, k, param, pname, b->device, device);
+  }
+  return CML_OK;
+}
+
+// Rejects shared buffers given for donation and a donated buffer that also appears elsewhere
+// among the inputs.
+static cml_status_t cml__executable_check_donation(const cml_executable_t* exe,
+                                                   cml_buffer_t* const* inputs, size_t total,
+                                                   const bool* donate) {
+  static const char what[] = "cml_executable_execute";
+  for (size_t i = 0; i < total; ++i) {
+    if (!donate[i]) continue;
+    size_t pi = i % exe->input_count;
+    if (inputs[i]->shared) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "%s: input %zu (parameter #%zu \"%s\") is a shared buffer: shared "
+                             "buffers cannot be donated",
+                             what, i, pi, exe->input_names[pi]);
+    }
+    for (size_t j = 0; j < total; ++j) {
+      if (j == i || inputs[j] != inputs[i]) continue;
+      size_t pj = j % exe->input_count;
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "%s: input %zu (parameter #%zu \"%s\") is donated but the same buffer "
+                             "is also passed as input %zu (parameter #%zu \"%s\")%s",
+                             what, i, pi, exe->input_names[pi], j, pj, exe->input_names[pj],
+                             donate[j] ? " and donated twice" : "");
+    }
+  }
+  return CML_OK;
+}
+
+cml_status_t cml_executable_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
+                                    size_t input_count, const bool* donate, int device,
+                                    cml_buffer_t** out_results) {
+  static const char what[] = "cml_executable_execute";
+  if (!executable || !executable->backend || !executable->backend->vtable) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL executable", what);
+  }
+  size_t replicas = cml__executable_replicas(executable);
+  size_t expected_inputs = replicas * executable->input_count;
+  size_t result_count = replicas * executable->output_count;
+  if (!out_results && result_count > 0) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL out_results", what);
+  }
+  for (size_t i = 0; i < result_count; ++i) out_results[i] = NULL;
+  cml_backend_t* backend = executable->backend;
+  if (input_count != expected_inputs) {
+    if (replicas > 1) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "%s: expected %zu inputs (%zu parameters x %zu devices, "
+                             "device-major), got %zu",
+                             what, expected_inputs, executable->input_count, replicas,
+                             input_count);
+    }
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: expected %zu inputs, got %zu", what,
+                           expected_inputs, input_count);
+  }
+  if (!inputs && input_count > 0) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL inputs for %zu inputs", what,
+                           input_count);
+  }
+  if (replicas > 1) {
+    if (replicas > (size_t)backend->device_count) {
+      return cml_status_make(CML_STATUS_OUT_OF_RANGE,
+                             "%s: the executable runs on %zu devices, but backend \"%s\" has %d",
+                             what, replicas, cml_backend_name(backend), backend->device_count);
+    }
+  } else {
+    CML_RETURN_IF_ERROR(cml__check_device(what, backend, device));
+  }
+  for (size_t k = 0; k < input_count; ++k) {
+    int want_device = replicas > 1 ? (int)(k / executable->input_count) : device;
+    CML_RETURN_IF_ERROR(cml__executable_check_input(executable, inputs, k, want_device));
+  }
+  if (!CML__VTABLE_HAS(backend->vtable, execute)) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED, "%s: backend \"%s\" cannot execute", what,
+                           cml_backend_name(backend));
+  }
+
+  // The vtable always receives a donate array.
+  bool local_flags[64];
+  bool* flags = local_flags;
+  size_t flags_size = input_count * sizeof(bool);
+  if (input_count > sizeof local_flags / sizeof local_flags[0]) {
+    flags = (bool*)cml_allocator_malloc(backend->allocator, flags_size, sizeof(void*));
+    if (!flags) return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "%s: out of memory", what);
+  }
+  bool any_donated = false;
+  for (size_t k = 0; k < input_count; ++k) {
+    flags[k] = donate ? donate[k] : false;
+    any_donated = any_donated || flags[k];
+  }
+  cml_status_t st = CML_OK;
+  if (any_donated) st = cml__executable_check_donation(executable, inputs, input_count, flags);
+  if (st == CML_OK) {
+    st = backend->vtable->execute(executable, inputs, flags, replicas > 1 ? 0 : device,
+                                  out_results);
+  }
+  if (st == CML_OK) {
+    for (size_t i = 0; i < result_count; ++i) {
+      if (!out_results[i]) {
+        st = cml_status_make(CML_STATUS_INTERNAL, "%s: backend \"%s\" returned no output %zu",
+                             what, cml_backend_name(backend), i);
+        break;
+      }
+    }
+    if (st != CML_OK) {
+      for (size_t i = 0; i < result_count; ++i) {
+        cml_buffer_release(out_results[i]);
+        out_results[i] = NULL;
+      }
+    } else {
+      for (size_t k = 0; k < input_count; ++k) {
+        if (flags[k]) atomic_store(&inputs[k]->donated, true);
+      }
+    }
+  }
+  if (flags != local_flags) cml_allocator_free(backend->allocator, flags, flags_size);
+  return st;
+}

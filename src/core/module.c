@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/core/module.c: the refcounted module (the IR a backend compiles), cml_builder_compile and
+// the readable module dump.
+#include <stdio.h>
+#include <string.h>
+
+#include "core/builder_internal.h"
+
+cml__module_impl_t* cml__module_impl_create(cml_allocator_t allocator, const char* name) {
+  cml__module_impl_t* impl =
+      (cml__module_impl_t*)cml_allocator_malloc(allocator, sizeof *impl, 64);
+  if (!impl) return NULL;
+  memset(impl, 0, sizeof *impl);
+  atomic_init(&impl->refcount, 1);
+  impl->allocator = allocator;
+  cml__arena_init(&impl->arena, allocator);
+  impl->name = cml__arena_strdup(&impl->arena, name);
+  // values[0] is reserved: value id 0 is CML_VALUE_INVALID.
+  if (!impl->name || !cml__grow(allocator, (void**)&impl->values, &impl->value_capacity, 64,
+                                sizeof *impl->values)) {
+    cml__arena_deinit(&impl->arena);
+    cml_allocator_free(allocator, impl->values, (size_t)impl->value_capacity * sizeof *impl->values);
+    cml_allocator_free(allocator, impl, sizeof *impl);
+    return NULL;
+  }
+  memset(&impl->values[0], 0, sizeof impl->values[0]);
+  impl->value_count = 1;
+  impl->module.name = impl->name;
+  impl->module.num_devices = 1;
+  return impl;
+}
+
+static void cml_module_impl_free(cml__module_impl_t* impl) {
+  cml_allocator_t a = impl->allocator;
+  for (uint32_t i = 0; i < impl->function_count; ++i) {
+    cml_function_t* f = impl->functions[i];
+    cml__u32_vec_free(&f->nodes, a);
+    cml__u32_vec_free(&f->params, a);
+    cml__u32_vec_free(&f->captures_outer, a);
+    cml__u32_vec_free(&f->captures_inner, a);
+    cml__u32_vec_free(&f->outputs, a);
+    cml_allocator_free(a, f, sizeof *f);
+  }
+  if (impl->functions) {
+    cml_allocator_free(a, impl->functions, (size_t)impl->function_capacity * sizeof *impl->functions);
+  }
+  if (impl->nodes) {
+    cml_allocator_free(a, impl->nodes, (size_t)impl->node_capacity * sizeof *impl->nodes);
+  }
+  if (impl->values) {
+    cml_allocator_free(a, impl->values, (size_t)impl->value_capacity * sizeof *impl->values);
+  }
+  if (impl->ir_functions) {
+    cml_allocator_free(a, impl->ir_functions, (size_t)impl->function_count * sizeof *impl->ir_functions);
+  }
+  cml__arena_deinit(&impl->arena);
+  cml_allocator_free(a, impl, sizeof *impl);
+}
+
+cml_module_t* cml_module_retain(cml_module_t* module) {
+  if (module) atomic_fetch_add(&((cml__module_impl_t*)module)->refcount, 1);
+  return module;
+}
+
+void cml_module_release(cml_module_t* module) {
+  if (!module) return;
+  cml__module_impl_t* impl = (cml__module_impl_t*)module;
+  if (atomic_fetch_sub(&impl->refcount, 1) == 1) cml_module_impl_free(impl);
+}
+
+cml_status_t cml__module_impl_finalize(cml__module_impl_t* impl) {
+  cml_allocator_t a = impl->allocator;
+  if (!impl->ir_functions) {
+    impl->ir_functions = (cml_ir_function_t*)cml_allocator_malloc(
+        a, (size_t)impl->function_count * sizeof *impl->ir_functions, 16);
+    if (!impl->ir_functions) {
+      return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "compile: out of memory");
+    }
+  }
+  for (uint32_t i = 0; i < impl->function_count; ++i) {
+    const cml_function_t* f = impl->functions[i];
+    cml_ir_function_t* out = &impl->ir_functions[i];
+    memset(out, 0, sizeof *out);
+    out->name = f->name;
+    out->parent = f->parent ? (int32_t)f->parent->index : -1;
+    out->node_count = f->nodes.count;
+    out->nodes = f->nodes.data;
+    out->param_count = f->params.count;
+    out->params = f->params.data;
+    out->capture_count = f->captures_outer.count;
+    out->captures_outer = f->captures_outer.data;
+    out->captures_inner = f->captures_inner.data;
+    out->output_count = f->returned ? f->outputs.count : 0;
+    out->outputs = f->outputs.data;
+  }
+  cml_module_t* m = &impl->module;
+  m->name = impl->name;
+  m->node_count = impl->node_count;
+  m->nodes = impl->nodes;
+  m->value_count = impl->value_count;
+  m->values = impl->values;
+  m->function_count = impl->function_count;
+  m->functions = impl->ir_functions;
+  m->num_devices = 1;
+  return CML_OK;
+}
+
+cml_status_t cml_builder_compile(cml_builder_t* builder, cml_executable_t** out_executable) {
+  if (out_executable) *out_executable = NULL;
+  if (!builder || !out_executable) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_builder_compile: NULL builder or out_executable");
+  }
+  cml_builder_t* b = builder;
+  if (b->error != CML_OK) return cml_status_clone(b->error);
+  if (b->compiled) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "cml_builder_compile: the builder was already compiled");
+  }
+  cml__module_impl_t* impl = b->impl;
+  if (!impl->functions[0]->returned) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "cml_builder_compile: main has not returned (call "
+                           "cml_function_return on cml_builder_main first)");
+  }
+  for (uint32_t i = 1; i < impl->function_count; ++i) {
+    const cml_function_t* f = impl->functions[i];
+    if (!f->parent && !f->returned) {
+      return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                             "cml_builder_compile: function \"%s\" has not returned", f->name);
+    }
+  }
+  CML_RETURN_IF_ERROR(cml__module_impl_finalize(impl));
+  b->compiled = true;
+  const cml_backend_vtable_t* vt = b->backend->vtable;
+  if (!vt || !vt->compile) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED, "compile: backend \"%s\" cannot compile",
+                           cml_backend_name(b->backend));
+  }
+  cml_executable_t* exe = NULL;
+  cml_status_t st = vt->compile(b->backend, &impl->module, &exe);
+  if (st != CML_OK) return st;
+  if (!exe) {
+    return cml_status_make(CML_STATUS_INTERNAL,
+                           "compile: backend \"%s\" returned no executable",
+                           cml_backend_name(b->backend));
+  }
+  *out_executable = exe;
+  return CML_OK;
+}
+
+//===--- dump ---===//
+
+static void cml_dump_node(FILE* out, const cml_module_t* m, const cml_ir_node_t* n) {
+  char text[CML__SHAPE_TEXT];
+  fprintf(out, "  ");
+  for (uint32_t k = 0; k < n->output_count; ++k) {
+    fprintf(out, "%s%%%u", k ? ", " : "", n->first_output + k);
+  }
+  fprintf(out, " = %s", cml_op_name(n->op));
+  if (n->op == CML_OP_PARAMETER) fprintf(out, " \"%s\" #%u", n->name ? n->name : "", n->index);
+  if (n->op == CML_OP_CAPTURED_VALUE) fprintf(out, " #%u", n->index);
+  if (n->op == CML_OP_CONSTANT) fprintf(out, " <%zu bytes>", n->data_size);
+  fprintf(out, "(");
+  for (uint32_t k = 0; k < n->input_count; ++k) fprintf(out, "%s%%%u", k ? ", " : "", n->inputs[k]);
+  fprintf(out, ")");
+  const cml_ir_attrs_t* a = n->attrs;
+  if (a->axis_count > 0) {
+    fprintf(out, " axes=[");
+    for (int32_t i = 0; i < a->axis_count; ++i) fprintf(out, "%s%lld", i ? "," : "", (long long)a->axes[i]);
+    fprintf(out, "]");
+  }
+  switch (n->op) {
+    case CML_OP_CONCATENATE:
+    case CML_OP_IOTA:
+    case CML_OP_ARG_MIN_MAX:
+    case CML_OP_SORT:
+    case CML_OP_BATCH_NORM_INFERENCE:
+    case CML_OP_BATCH_NORM_TRAINING:
+    case CML_OP_BATCH_NORM_GRADIENT:
+      fprintf(out, " axis=%lld", (long long)a->axis);
+      break;
+    case CML_OP_CALL:
+      fprintf(out, " callee=%u", a->functions[0]);
+      break;
+    case CML_OP_WHILE:
+      fprintf(out, " cond=%u body=%u", a->functions[0], a->functions[1]);
+      break;
+    case CML_OP_IF:
+      fprintf(out, " true=%u false=%u", a->functions[0], a->functions[1]);
+      break;
+    case CML_OP_REDUCE_WINDOW:
+      fprintf(out, " type=%s", cml_reduce_type_name(a->reduce_type));
+      break;
+    default:
+      break;
+  }
+  if (n->op == CML_OP_SORT) fprintf(out, " comparator=%u", a->functions[0]);
+  fprintf(out, " :");
+  for (uint32_t k = 0; k < n->output_count; ++k) {
+    const cml_shape_t* s = &m->values[n->first_output + k].shape;
+    fprintf(out, "%s %s", k ? "," : "", cml_shape_format(s, text, sizeof text));
+  }
+  fprintf(out, "\n");
+}
+
+void cml_module_dump(const cml_module_t* module, void* out) {
+  FILE* f = out ? (FILE*)out : stdout;
+  if (!module) {
+    fprintf(f, "(null module)\n");
+    return;
+  }
+  fprintf(f, "module \"%s\": %u functions, %u nodes, %u values, %d device(s)\n",
+          module->name ? module->name : "", module->function_count, module->node_count,
+          module->value_count ? module->value_count - 1 : 0, (int)module->num_devices);
+  for (uint32_t i = 0; i < module->function_count; ++i) {
+    const cml_ir_function_t* fn = &module->functions[i];
+    if (fn->parent >= 0) {
+      fprintf(f, "closure %u (parent %d):", i, (int)fn->parent);
+    } else {
+      fprintf(f, "function %u \"%s\":", i, fn->name);
+    }
+    fprintf(f, " %u params, %u captures", fn->param_count, fn->capture_count);
+    for (uint32_t k = 0; k < fn->capture_count; ++k) {
+      fprintf(f, "%s%%%u->%%%u", k ? ", " : " [", fn->captures_outer[k], fn->captures_inner[k]);
+    }
+    fprintf(f, "%s\n", fn->capture_count ? "]" : "");
+    for (uint32_t k = 0; k < fn->node_count; ++k) {
+      cml_dump_node(f, module, &module->nodes[fn->nodes[k]]);
+    }
+    fprintf(f, "  return");
+    for (uint32_t k = 0; k < fn->output_count; ++k) {
+      fprintf(f, "%s%%%u", k ? ", " : " ", fn->outputs[k]);
+    }
+    fprintf(f, "\n");
+  }
+}

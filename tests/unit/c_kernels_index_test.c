@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/c_kernels_index_test.c: the C backend's index kernels (DynamicSlice,
+// DynamicUpdateSlice, Gather, ScatterSum/Max/Min), called directly on hand-made nodes.
+// Expected values are hand-computed or produced by per-element reference formulas written here
+// straight from XLA's definitions (a different structure from the kernels' loops).
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/c/cmlc.h"
+#include "cml/backend.h"
+#include "test.h"
+
+#define KT_LOOKUP cmlc_kernels_index_lookup
+
+//===--- fixture: a one-node module ---===//
+
+#define KT_MAX_INPUTS 8
+
+typedef struct kt_t {
+  cml_ir_value_t values[KT_MAX_INPUTS + 2];
+  uint32_t inputs[KT_MAX_INPUTS];
+  cml_module_t module;
+  cml_ir_node_t node;
+  cml_ir_attrs_t attrs;
+  cmlc_options_t options;
+} kt_t;
+
+static void kt_init(kt_t* k, cml_op_t op, uint32_t input_count, const cml_shape_t* in_shapes,
+                    const cml_shape_t* out_shape) {
+  memset(k, 0, sizeof *k);
+  for (uint32_t i = 0; i < input_count; ++i) {
+    k->values[1 + i].shape = in_shapes[i];
+    k->inputs[i] = 1 + i;
+  }
+  k->values[1 + input_count].shape = *out_shape;
+  k->module.value_count = input_count + 2;
+  k->module.values = k->values;
+  k->module.node_count = 1;
+  k->module.nodes = &k->node;
+  k->module.num_devices = 1;
+  k->node.op = op;
+  k->node.input_count = input_count;
+  k->node.inputs = k->inputs;
+  k->node.output_count = 1;
+  k->node.first_output = 1 + input_count;
+  k->node.attrs = &k->attrs;
+  k->options.threads = 4;
+  k->options.devices = 1;
+}
+
+// Looks the node up in the movement group and runs it with |pool| (may be NULL).
+static cml_status_t kt_run(kt_t* k, cmlc_pool_t* pool, const void* const* inputs, void* output) {
+  cmlc_kernel_entry_t e;
+  if (!KT_LOOKUP(&k->module, &k->node, &k->options, &e))
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED, "lookup failed for %s",
+                           cml_op_name(k->node.op));
+  const cml_shape_t* in_shapes[KT_MAX_INPUTS];
+  for (uint32_t i = 0; i < k->node.input_count; ++i) in_shapes[i] = &k->values[1 + i].shape;
+  const cml_shape_t* out_shapes[1] = {&k->values[k->node.first_output].shape};
+  void* outputs[1] = {output};
+  cmlc_kernel_args_t a;
+  memset(&a, 0, sizeof a);
+  a.module = &k->module;
+  a.node = &k->node;
+  a.options = &k->options;
+  a.input_count = k->node.input_count;
+  a.input_shapes = in_shapes;
+  a.inputs = inputs;
+  a.output_count = 1;
+  a.output_shapes = out_shapes;
+  a.outputs = outputs;
+  a.pool = pool;
+  size_t scratch_size = e.scratch ? e.scratch(&k->module, &k->node, &k->options) : 0;
+  void* scratch = scratch_size ? aligned_alloc(64, (scratch_size + 63) / 64 * 64) : NULL;
+  a.scratch = scratch;
+  a.scratch_size = scratch_size;
+  cml_status_t st = e.run(&a);
+  free(scratch);
+  return st;
+}
+
+static cml_shape_t kt_shape(cml_dtype_t dtype, int32_t rank, const int64_t* dims) {
+  cml_shape_t s;
+  memset(&s, 0, sizeof s);
+  s.dtype = dtype;
+  s.rank = rank;
+  for (int32_t i = 0; i < rank; ++i) s.dims[i] = dims[i];
+  return s;
+}
+
+static int64_t kt_count(const cml_shape_t* s) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < s->rank; ++i) n *= s->dims[i];
+  return n;
+}
+
+// Fills |n| elements of |es| bytes with a pattern that makes every byte distinct-ish.
+static void kt_pattern(void* data, int64_t n, size_t es) {
+  unsigned char* p = (unsigned char*)data;
+  for (int64_t i = 0; i < n; ++i)
+    for (size_t b = 0; b < es; ++b) p[i * (int64_t)es + (int64_t)b] = (unsigned char)(i * 7 + b * 31 + (i >> 8));
+}
+
+//===--- DynamicSlice / DynamicUpdateSlice ---===//
+
+TEST(dynamic_slice_clamps_starts) {
+  int64_t xd[] = {5}, od[] = {3};
+  cml_shape_t ins[2] = {kt_shape(CML_DTYPE_I32, 1, xd), kt_shape(CML_DTYPE_I8, 0, NULL)};
+  cml_shape_t os = kt_shape(CML_DTYPE_I32, 1, od);
+  kt_t k;
+  kt_init(&k, CML_OP_DYNAMIC_SLICE, 2, ins, &os);
+  k.attrs.axis_count = 1;
+  k.attrs.axes[0] = 3;
+  int32_t x[] = {10, 11, 12, 13, 14}, out[3];
+  int8_t start = 3;  // clamped to 5 - 3 = 2
+  const void* in[] = {x, &start};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  ASSERT_EQ_INT(out[0], 12);
+  ASSERT_EQ_INT(out[1], 13);
+  ASSERT_EQ_INT(out[2], 14);
+  start = -7;  // clamped to 0
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  ASSERT_EQ_INT(out[0], 10);
+  ASSERT_EQ_INT(out[2], 12);
+  // A u64 start above INT64_MAX clamps to the end.
+  ins[1] = kt_shape(CML_DTYPE_U64, 0, NULL);
+  kt_init(&k, CML_OP_DYNAMIC_SLICE, 2, ins, &os);
+  uint64_t big = UINT64_MAX;
+  const void* in2[] = {x, &big};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in2, out));
+  ASSERT_EQ_INT(out[0], 12);
+}
+
+TEST(dynamic_slice_2d_mixed_index_dtypes) {
+  int64_t xd[] = {4, 5}, od[] = {2, 2};
+  cml_shape_t ins[3] = {kt_shape(CML_DTYPE_C64, 2, xd), kt_shape(CML_DTYPE_I64, 0, NULL),
+                        kt_shape(CML_DTYPE_I16, 0, NULL)};
+  cml_shape_t os = kt_shape(CML_DTYPE_C64, 2, od);
+  kt_t k;
+  kt_init(&k, CML_OP_DYNAMIC_SLICE, 3, ins, &os);
+  cml_c64_t x[20], out[4];
+  for (int i = 0; i < 20; ++i) x[i] = (cml_c64_t){(float)i, (float)-i};
+  int64_t s0 = 1;
+  int16_t s1 = 4;  // clamped to 3
+  const void* in[] = {x, &s0, &s1};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  float want[] = {8, 9, 13, 14};
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ_DBL(out[i].re, want[i]);
+    ASSERT_EQ_DBL(out[i].im, -want[i]);
+  }
+}
+
+TEST(dynamic_update_slice_clamps_and_runs_in_place) {
+  int64_t xd[] = {5}, ud[] = {2};
+  cml_shape_t ins[3] = {kt_shape(CML_DTYPE_I32, 1, xd), kt_shape(CML_DTYPE_I32, 1, ud),
+                        kt_shape(CML_DTYPE_U32, 0, NULL)};
+  cml_shape_t os = ins[0];
+  kt_t k;
+  kt_init(&k, CML_OP_DYNAMIC_UPDATE_SLICE, 3, ins, &os);
+  int32_t x[] = {1, 2, 3, 4, 5}, u[] = {70, 80}, out[5];
+  uint32_t start = 4;  // clamped to 3
+  const void* in[] = {x, u, &start};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  int32_t want[] = {1, 2, 3, 70, 80};
+  for (int i = 0; i < 5; ++i) ASSERT_EQ_INT(out[i], want[i]);
+  // In place: the output is the operand's storage.
+  start = 0;
+  const void* in2[] = {x, u, &start};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in2, x));
+  int32_t want2[] = {70, 80, 3, 4, 5};
+  for (int i = 0; i < 5; ++i) ASSERT_EQ_INT(x[i], want2[i]);
+}
+
+//===--- Gather ---===//
+
+TEST(gather_rows_by_hand) {
+  // Embedding lookup: operand [3, 4], indices [3] (implicit index vector axis), rows 2, 0, 5->2.
+  int64_t xd[] = {3, 4}, id[] = {3}, od[] = {3, 4};
+  cml_shape_t ins[2] = {kt_shape(CML_DTYPE_F32, 2, xd), kt_shape(CML_DTYPE_I32, 1, id)};
+  cml_shape_t os = kt_shape(CML_DTYPE_F32, 2, od);
+  kt_t k;
+  kt_init(&k, CML_OP_GATHER, 2, ins, &os);
+  cml_gather_dims_t* g = &k.attrs.u.gather;
+  g->index_vector_axis = 1;
+  g->offset_output_axis_count = 1;
+  g->offset_output_axes[0] = 1;
+  g->collapsed_slice_axis_count = 1;
+  g->collapsed_slice_axes[0] = 0;
+  g->start_index_map_count = 1;
+  g->start_index_map[0] = 0;
+  g->slice_size_count = 2;
+  g->slice_sizes[0] = 1;
+  g->slice_sizes[1] = 4;
+  float x[12], out[12];
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 4; ++c) x[r * 4 + c] = (float)(r * 10 + c);
+  int32_t idx[] = {2, 0, 5};
+  const void* in[] = {x, idx};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  float want[] = {20, 21, 22, 23, 0, 1, 2, 3, 20, 21, 22, 23};
+  for (int i = 0; i < 12; ++i) ASSERT_EQ_DBL(out[i], want[i]);
+}
+
+TEST(gather_windows_by_hand) {
+  // operand [4, 5] = r*10+c, indices [3, 2], slices 2x2 at (1,2), (3,4)->(2,3), (-1,0)->(0,0).
+  int64_t xd[] = {4, 5}, id[] = {3, 2}, od[] = {3, 2, 2};
+  cml_shape_t ins[2] = {kt_shape(CML_DTYPE_I32, 2, xd), kt_shape(CML_DTYPE_I64, 2, id)};
+  cml_shape_t os = kt_shape(CML_DTYPE_I32, 3, od);
+  kt_t k;
+  kt_init(&k, CML_OP_GATHER, 2, ins, &os);
+  cml_gather_dims_t* g = &k.attrs.u.gather;
+  g->index_vector_axis = 1;
+  g->offset_output_axis_count = 2;
+  g->offset_output_axes[0] = 1;
+  g->offset_output_axes[1] = 2;
+  g->start_index_map_count = 2;
+  g->start_index_map[0] = 0;
+  g->start_index_map[1] = 1;
+  g->slice_size_count = 2;
+  g->slice_sizes[0] = 2;
+  g->slice_sizes[1] = 2;
+  int32_t x[20], out[12];
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 5; ++c) x[r * 5 + c] = r * 10 + c;
+  int64_t idx[] = {1, 2, 3, 4, -1, 0};
+  const void* in[] = {x, idx};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  int32_t want[] = {12, 13, 22, 23, 23, 24, 33, 34, 0, 1, 10, 11};
+  for (int i = 0; i < 12; ++i) ASSERT_EQ_INT(out[i], want[i]);
+}
+
+static int kt_contains(const int64_t* list, int32_t n, int64_t v) {
+  for (int32_t i = 0; i < n; ++i)
+    if (list[i] == v) return 1;
+  return 0;
+}
+
+// Per-output-element gather straight from XLA's definition.
+static int32_t kt_ref_gather(const cml_shape_t* xs, const int32_t* x, const cml_shape_t* is,
+                             const int32_t* idx, const cml_shape_t* os,
+                             const cml_gather_dims_t* g, const int64_t* out_index) {
+  int64_t batch[CML_MAX_RANK];
+  int32_t nb = 0;
+  for (int32_t d = 0; d < os->rank; ++d)
+    if (!kt_contains(g->offset_output_axes, g->offset_output_axis_count, d)) batch[nb++] = out_index[d];
+  int64_t in_index[CML_MAX_RANK] = {0};
+  for (int32_t k = 0; k < g->start_index_map_count; ++k) {
+    int64_t pos[CML_MAX_RANK];
+    int32_t b = 0;
+    for (int32_t d = 0; d < is->rank; ++d) pos[d] = d == g->index_vector_axis ? k : batch[b++];
+    int64_t flat = 0;
+    for (int32_t d = 0; d < is->rank; ++d) flat = flat * is->dims[d] + pos[d];
+    int64_t a = g->start_index_map[k], v = idx[flat], hi = xs->dims[a] - g->slice_sizes[a];
+    in_index[a] = v < 0 ? 0 : (v > hi ? hi : v);
+  }
+  int32_t o = 0;
+  for (int32_t d = 0; d < xs->rank; ++d) {
+    if (kt_contains(g->collapsed_slice_axes, g->collapsed_slice_axis_count, d)) continue;
+    in_index[d] += out_index[g->offset_output_axes[o++]];
+  }
+  int64_t flat = 0;
+  for (int32_t d = 0; d < xs->rank; ++d) flat = flat * xs->dims[d] + in_index[d];
+  return x[flat];
+}
+
+TEST(gather_matches_reference) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  // operand [5, 6, 7]; indices [4, 2, 3] with the index vector on axis 2 (components -> operand
+  // axes 2, 0); slice sizes [1, 3, 2] with axis 0 collapsed; offset output axes {1, 3}.
+  int64_t xd[] = {5, 6, 7}, id[] = {4, 2, 2};
+  cml_gather_dims_t g;
+  memset(&g, 0, sizeof g);
+  g.index_vector_axis = 2;
+  g.offset_output_axis_count = 2;
+  g.offset_output_axes[0] = 1;
+  g.offset_output_axes[1] = 3;
+  g.collapsed_slice_axis_count = 1;
+  g.collapsed_slice_axes[0] = 0;
+  g.start_index_map_count = 2;
+  g.start_index_map[0] = 2;
+  g.start_index_map[1] = 0;
+  g.slice_size_count = 3;
+  g.slice_sizes[0] = 1;
+  g.slice_sizes[1] = 3;
+  g.slice_sizes[2] = 2;
+  // Output: batch dims (4, 2) at axes 0, 2; offset dims (3, 2) at axes 1, 3.
+  int64_t od[] = {4, 3, 2, 2};
+  cml_shape_t ins[2] = {kt_shape(CML_DTYPE_I32, 3, xd), kt_shape(CML_DTYPE_I32, 3, id)};
+  cml_shape_t os = kt_shape(CML_DTYPE_I32, 4, od);
+  kt_t k;
+  kt_init(&k, CML_OP_GATHER, 2, ins, &os);
+  k.attrs.u.gather = g;
+  int32_t x[210], idx[16], out[48];
+  for (int i = 0; i < 210; ++i) x[i] = i * 3 + 1;
+  int32_t vals[16] = {0, 1, 6, 4, -2, 3, 5, 9, 2, 2, 3, -1, 100, 0, 4, 4};
+  memcpy(idx, vals, sizeof idx);
+  const void* in[] = {x, idx};
+  for (int p = 0; p < 2; ++p) {
+    memset(out, 0, sizeof out);
+    ASSERT_STATUS_OK(kt_run(&k, p ? pool : NULL, in, out));
+    for (int64_t i = 0; i < kt_count(&os); ++i) {
+      int64_t oi[4], rem = i;
+      for (int d = 3; d >= 0; --d) {
+        oi[d] = rem % od[d];
+        rem /= od[d];
+      }
+      int32_t want = kt_ref_gather(&ins[0], x, &ins[1], idx, &os, &g, oi);
+      if (out[i] != want) {
+        cmlc_pool_destroy(pool);
+        TEST_FAIL_("element %lld: got %d want %d", (long long)i, out[i], want);
+      }
+    }
+  }
+  cmlc_pool_destroy(pool);
+}
+
+//===--- Scatter ---===//
+
+TEST(scatter_sum_skips_out_of_bounds) {
+  int64_t xd[] = {4}, id[] = {5, 1}, ud[] = {5};
+  cml_shape_t ins[3] = {kt_shape(CML_DTYPE_I32, 1, xd), kt_shape(CML_DTYPE_I32, 2, id),
+                        kt_shape(CML_DTYPE_I32, 1, ud)};
+  kt_t k;
+  kt_init(&k, CML_OP_SCATTER_SUM, 3, ins, &ins[0]);
+  cml_scatter_dims_t* s = &k.attrs.u.scatter;
+  s->index_vector_axis = 1;
+  s->inserted_window_axis_count = 1;
+  s->inserted_window_axes[0] = 0;
+  s->scatter_axes_to_operand_axes_count = 1;
+  s->scatter_axes_to_operand_axes[0] = 0;
+  int32_t x[] = {1, 2, 3, 4}, idx[] = {0, 2, 0, 9, -1}, u[] = {10, 20, 30, 40, 50}, out[4];
+  const void* in[] = {x, idx, u};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  int32_t want[] = {41, 2, 23, 4};
+  for (int i = 0; i < 4; ++i) ASSERT_EQ_INT(out[i], want[i]);
+}
+
+TEST(scatter_window_fully_in_bounds_only) {
+  // operand [3, 4] zeros; windows 2x2 at (0, 1) (fits) and (2, 3) (does not: skipped whole).
+  int64_t xd[] = {3, 4}, id[] = {2, 2}, ud[] = {2, 2, 2};
+  cml_shape_t ins[3] = {kt_shape(CML_DTYPE_I8, 2, xd), kt_shape(CML_DTYPE_U8, 2, id),
+                        kt_shape(CML_DTYPE_I8, 3, ud)};
+  kt_t k;
+  kt_init(&k, CML_OP_SCATTER_SUM, 3, ins, &ins[0]);
+  cml_scatter_dims_t* s = &k.attrs.u.scatter;
+  s->index_vector_axis = 1;
+  s->update_window_axis_count = 2;
+  s->update_window_axes[0] = 1;
+  s->update_window_axes[1] = 2;
+  s->scatter_axes_to_operand_axes_count = 2;
+  s->scatter_axes_to_operand_axes[0] = 0;
+  s->scatter_axes_to_operand_axes[1] = 1;
+  int8_t x[12] = {0};
+  x[1] = 127;  // wraps: 127 + 1 = -128
+  uint8_t idx[] = {0, 1, 2, 3};
+  int8_t u[] = {1, 2, 3, 4, 5, 6, 7, 8}, out[12];
+  const void* in[] = {x, idx, u};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  int8_t want[12] = {0, -128, 2, 0, 0, 3, 4, 0, 0, 0, 0, 0};
+  for (int i = 0; i < 12; ++i) ASSERT_EQ_INT(out[i], want[i]);
+}
+
+TEST(scatter_max_min_propagate_nan) {
+  int64_t xd[] = {3}, id[] = {4}, ud[] = {4};
+  cml_shape_t ins[3] = {kt_shape(CML_DTYPE_F32, 1, xd), kt_shape(CML_DTYPE_I16, 1, id),
+                        kt_shape(CML_DTYPE_F32, 1, ud)};
+  kt_t k;
+  kt_init(&k, CML_OP_SCATTER_MAX, 3, ins, &ins[0]);
+  cml_scatter_dims_t* s = &k.attrs.u.scatter;
+  s->index_vector_axis = 1;  // implicit trailing axis
+  s->inserted_window_axis_count = 1;
+  s->inserted_window_axes[0] = 0;
+  s->scatter_axes_to_operand_axes_count = 1;
+  s->scatter_axes_to_operand_axes[0] = 0;
+  float x[] = {1, 5, NAN}, u[] = {3, NAN, 4, 7}, out[3];
+  int16_t idx[] = {0, 0, 1, 2};
+  const void* in[] = {x, idx, u};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  ASSERT_TRUE(isnan(out[0]));
+  ASSERT_EQ_DBL(out[1], 5);
+  ASSERT_TRUE(isnan(out[2]));
+  k.node.op = CML_OP_SCATTER_MIN;
+  float u2[] = {-3, 0, 4, 7};
+  const void* in2[] = {x, idx, u2};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in2, out));
+  ASSERT_EQ_DBL(out[0], -3);
+  ASSERT_EQ_DBL(out[1], 4);
+  ASSERT_TRUE(isnan(out[2]));
+}
+
+TEST(scatter_sum_f16_rounds_each_step_and_complex) {
+  int64_t xd[] = {1}, id[] = {2}, ud[] = {2};
+  cml_shape_t ins[3] = {kt_shape(CML_DTYPE_F16, 1, xd), kt_shape(CML_DTYPE_I32, 1, id),
+                        kt_shape(CML_DTYPE_F16, 1, ud)};
+  kt_t k;
+  kt_init(&k, CML_OP_SCATTER_SUM, 3, ins, &ins[0]);
+  cml_scatter_dims_t* s = &k.attrs.u.scatter;
+  s->index_vector_axis = 1;
+  s->inserted_window_axis_count = 1;
+  s->scatter_axes_to_operand_axes_count = 1;
+  // 1 + 2^-11 rounds (ties to even) back to 1 in f16, twice; summing in f32 first would give
+  // 1 + 2^-10. f16 bits: 1.0 = 0x3C00, 2^-11 = 0x1000.
+  uint16_t x[] = {0x3C00}, u[] = {0x1000, 0x1000}, out[1];
+  int32_t idx[] = {0, 0};
+  const void* in[] = {x, idx, u};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  ASSERT_EQ_INT(out[0], 0x3C00);
+
+  const cml_scatter_dims_t dims = *s;
+  ins[0] = kt_shape(CML_DTYPE_C64, 1, xd);
+  ins[2] = kt_shape(CML_DTYPE_C64, 1, ud);
+  kt_init(&k, CML_OP_SCATTER_SUM, 3, ins, &ins[0]);
+  k.attrs.u.scatter = dims;
+  cml_c64_t cx[] = {{1, 2}}, cu[] = {{10, 20}, {100, 200}}, cout[1];
+  const void* in2[] = {cx, idx, cu};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in2, cout));
+  ASSERT_EQ_DBL(cout[0].re, 111);
+  ASSERT_EQ_DBL(cout[0].im, 222);
+  // Max is not defined for complex: the lookup declines it.
+  kt_init(&k, CML_OP_SCATTER_MAX, 3, ins, &ins[0]);
+  cmlc_kernel_entry_t e;
+  ASSERT_FALSE(cmlc_kernels_index_lookup(&k.module, &k.node, &k.options, &e));
+}
+
+TEST(scatter_sum_matches_reference) {
+  // operand [6, 5] i32; indices [3, 2, 1] (index vector on axis 2, component -> operand axis 0);
+  // updates [3, 4, 2] with window axis 1 (-> operand axis 1, size 4) and scatter axes 0, 2;
+  // operand axis 0 inserted. Windows overlap; integer sums are order-independent.
+  int64_t xd[] = {6, 5}, id[] = {3, 2, 1}, ud[] = {3, 4, 2};
+  cml_shape_t ins[3] = {kt_shape(CML_DTYPE_I32, 2, xd), kt_shape(CML_DTYPE_I64, 3, id),
+                        kt_shape(CML_DTYPE_I32, 3, ud)};
+  kt_t k;
+  kt_init(&k, CML_OP_SCATTER_SUM, 3, ins, &ins[0]);
+  cml_scatter_dims_t* s = &k.attrs.u.scatter;
+  s->index_vector_axis = 2;
+  s->update_window_axis_count = 1;
+  s->update_window_axes[0] = 1;
+  s->inserted_window_axis_count = 1;
+  s->inserted_window_axes[0] = 0;
+  s->scatter_axes_to_operand_axes_count = 1;
+  s->scatter_axes_to_operand_axes[0] = 0;
+  // The window along operand axis 1 starts at 0 (no index component): size 4 <= 5 fits.
+  int32_t x[30], u[24], out[30], want[30];
+  for (int i = 0; i < 30; ++i) x[i] = i;
+  for (int i = 0; i < 24; ++i) u[i] = 100 * (i + 1);
+  int64_t idx[] = {0, 5, 2, 2, 6, -1};
+  memcpy(want, x, sizeof want);
+  // Reference: for each update element U = (g0, w, g1) in row-major order.
+  for (int g0 = 0; g0 < 3; ++g0)
+    for (int w = 0; w < 4; ++w)
+      for (int g1 = 0; g1 < 2; ++g1) {
+        int64_t row = idx[g0 * 2 + g1];
+        if (row < 0 || row > 6 - 1) continue;  // window size 1 along the inserted axis
+        want[row * 5 + w] += u[(g0 * 4 + w) * 2 + g1];
+      }
+  const void* in[] = {x, idx, u};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  for (int i = 0; i < 30; ++i) ASSERT_EQ_INT(out[i], want[i]);
+}
+
+TEST(lookup_and_capabilities) {
+  cml_capabilities_t caps;
+  memset(&caps, 0, sizeof caps);
+  cmlc_kernels_index_capabilities(&caps);
+  cml_op_t ops[] = {CML_OP_DYNAMIC_SLICE, CML_OP_DYNAMIC_UPDATE_SLICE, CML_OP_GATHER,
+                    CML_OP_SCATTER_SUM,   CML_OP_SCATTER_MAX,          CML_OP_SCATTER_MIN};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; ++i) ASSERT_TRUE(cml_capabilities_has_op(&caps, ops[i]));
+  // Float indices are rejected.
+  int64_t d[] = {4};
+  cml_shape_t ins[2] = {kt_shape(CML_DTYPE_F32, 1, d), kt_shape(CML_DTYPE_F32, 0, NULL)};
+  kt_t k;
+  cmlc_kernel_entry_t e;
+  kt_init(&k, CML_OP_DYNAMIC_SLICE, 2, ins, &ins[0]);
+  ASSERT_FALSE(cmlc_kernels_index_lookup(&k.module, &k.node, &k.options, &e));
+  (void)kt_pattern;
+}
+
+TEST_MAIN(TEST_ENTRY(dynamic_slice_clamps_starts), TEST_ENTRY(dynamic_slice_2d_mixed_index_dtypes),
+          TEST_ENTRY(dynamic_update_slice_clamps_and_runs_in_place),
+          TEST_ENTRY(gather_rows_by_hand), TEST_ENTRY(gather_windows_by_hand),
+          TEST_ENTRY(gather_matches_reference), TEST_ENTRY(scatter_sum_skips_out_of_bounds),
+          TEST_ENTRY(scatter_window_fully_in_bounds_only),
+          TEST_ENTRY(scatter_max_min_propagate_nan),
+          TEST_ENTRY(scatter_sum_f16_rounds_each_step_and_complex),
+          TEST_ENTRY(scatter_sum_matches_reference), TEST_ENTRY(lookup_and_capabilities))

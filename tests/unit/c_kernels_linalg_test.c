@@ -1,0 +1,627 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/c_kernels_linalg_test.c: the "linalg" kernel group (DotGeneral, Dot, ConvGeneral)
+// called directly on hand-made IR nodes: hand-computed values, an independent naive loop for
+// larger products, every ISA's GEMM, and thread-count independence.
+#include <stdlib.h>
+
+#include "backends/c/cmlc.h"
+#include "test.h"
+
+//===--- a one-node module ---===//
+
+typedef struct fake_t {
+  cml_ir_value_t values[8];
+  uint32_t inputs[6];
+  cml_ir_node_t node;
+  cml_ir_attrs_t attrs;
+  cml_module_t module;
+} fake_t;
+
+static void fake_init(fake_t* f, cml_op_t op, const cml_shape_t* ins, uint32_t nin,
+                      const cml_shape_t* outs, uint32_t nout) {
+  memset(f, 0, sizeof *f);
+  for (uint32_t i = 0; i < nin; ++i) {
+    f->values[1 + i].shape = ins[i];
+    f->inputs[i] = 1 + i;
+  }
+  for (uint32_t i = 0; i < nout; ++i) {
+    f->values[1 + nin + i].shape = outs[i];
+    f->values[1 + nin + i].output = i;
+  }
+  f->node.op = op;
+  f->node.input_count = nin;
+  f->node.inputs = f->inputs;
+  f->node.output_count = nout;
+  f->node.first_output = 1 + nin;
+  f->node.attrs = &f->attrs;
+  f->module.node_count = 1;
+  f->module.nodes = &f->node;
+  f->module.value_count = 1 + nin + nout;
+  f->module.values = f->values;
+  f->module.num_devices = 1;
+}
+
+static cmlc_options_t make_options(cmlc_isa_t isa, bool reference, int threads) {
+  cmlc_options_t o;
+  memset(&o, 0, sizeof o);
+  o.isa = isa;
+  o.reference = reference;
+  o.threads = threads;
+  o.devices = 1;
+  return o;
+}
+
+// Looks the node up in the linalg group and runs it. Returns the run status (INTERNAL when the
+// lookup fails).
+static cml_status_t fake_run(fake_t* f, const cmlc_options_t* opts, cmlc_pool_t* pool,
+                             const void* const* inputs, void* const* outputs) {
+  cmlc_kernel_entry_t e;
+  memset(&e, 0, sizeof e);
+  if (!cmlc_kernels_linalg_lookup(&f->module, &f->node, opts, &e))
+    return cml_status_make(CML_STATUS_INTERNAL, "lookup failed for %s", cml_op_name(f->node.op));
+  size_t size = e.scratch ? e.scratch(&f->module, &f->node, opts) : 0;
+  void* scratch = size ? aligned_alloc(64, (size + 63) & ~(size_t)63) : NULL;
+  const cml_shape_t* in_shapes[6];
+  const cml_shape_t* out_shapes[3];
+  for (uint32_t i = 0; i < f->node.input_count; ++i) in_shapes[i] = &f->values[f->inputs[i]].shape;
+  for (uint32_t i = 0; i < f->node.output_count; ++i)
+    out_shapes[i] = &f->values[f->node.first_output + i].shape;
+  cmlc_kernel_args_t a;
+  memset(&a, 0, sizeof a);
+  a.module = &f->module;
+  a.node = &f->node;
+  a.options = opts;
+  a.input_count = f->node.input_count;
+  a.input_shapes = in_shapes;
+  a.inputs = inputs;
+  a.output_count = f->node.output_count;
+  a.output_shapes = out_shapes;
+  a.outputs = outputs;
+  a.scratch = scratch;
+  a.scratch_size = size;
+  a.pool = pool;
+  cml_status_t st = e.run(&a);
+  free(scratch);
+  return st;
+}
+
+static cml_shape_t shp(cml_dtype_t dt, int32_t rank, const int64_t* dims) {
+  return cml_shape_make(dt, rank, dims);
+}
+
+// Standard matmul config: lhs [.., M, K] x rhs [.., K, N] with |nb| leading batch axes.
+static void dot_config(cml_ir_attrs_t* at, int32_t nb, int32_t lhs_rank, cml_dtype_t acc) {
+  cml_dot_config_t* d = &at->u.dot;
+  d->lhs_batch_count = d->rhs_batch_count = nb;
+  for (int32_t i = 0; i < nb; ++i) d->lhs_batch_axes[i] = d->rhs_batch_axes[i] = i;
+  d->lhs_contracting_count = d->rhs_contracting_count = 1;
+  d->lhs_contracting_axes[0] = lhs_rank - 1;
+  d->rhs_contracting_axes[0] = nb;
+  d->accumulator_dtype = acc;
+  d->output_dtype = acc;
+}
+
+static const cmlc_isa_t kIsas[] = {CMLC_ISA_SCALAR, CMLC_ISA_AVX2, CMLC_ISA_AVX512};
+
+static bool isa_usable(cmlc_isa_t isa) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (isa == CMLC_ISA_AVX2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (isa == CMLC_ISA_AVX512) return __builtin_cpu_supports("avx512f");
+  return true;
+#else
+  return isa == CMLC_ISA_SCALAR;
+#endif
+}
+
+//===--- DotGeneral ---===//
+
+TEST(dot_f32_small_every_path) {
+  // [[1,2,3],[4,5,6]] x [[7,8],[9,10],[11,12]] = [[58,64],[139,154]].
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {7, 8, 9, 10, 11, 12};
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_F32, 2, (int64_t[]){2, 3}),
+                        shp(CML_DTYPE_F32, 2, (int64_t[]){3, 2})};
+  cml_shape_t out = shp(CML_DTYPE_F32, 2, (int64_t[]){2, 2});
+  fake_init(&f, CML_OP_DOT_GENERAL, ins, 2, &out, 1);
+  dot_config(&f.attrs, 0, 2, CML_DTYPE_F32);
+  for (int ref = 0; ref < 2; ++ref) {
+    for (size_t i = 0; i < 3; ++i) {
+      if (!isa_usable(kIsas[i])) continue;
+      cmlc_options_t o = make_options(kIsas[i], ref, 1);
+      float c[4] = {-1, -1, -1, -1};
+      ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){a, b}, (void*[]){c}));
+      ASSERT_EQ_DBL(c[0], 58);
+      ASSERT_EQ_DBL(c[1], 64);
+      ASSERT_EQ_DBL(c[2], 139);
+      ASSERT_EQ_DBL(c[3], 154);
+    }
+  }
+}
+
+// Naive reference: lhs [B, K, M] (transposed layout), rhs [N, B, K], out [B, M, N].
+static void naive_bkm_nbk(const float* a, const float* b, double* c, int64_t B, int64_t M,
+                          int64_t N, int64_t K) {
+  for (int64_t bb = 0; bb < B; ++bb)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k)
+          s += (double)a[(bb * K + k) * M + m] * (double)b[(n * B + bb) * K + k];
+        c[(bb * M + m) * N + n] = s;
+      }
+}
+
+TEST(dot_f32_transposed_layouts_blocks_and_threads) {
+  // Sizes cross every block boundary: M > MC, K > KC (two k blocks), odd N.
+  const int64_t B = 2, M = 131, N = 37, K = 600;
+  float* a = malloc(sizeof(float) * B * K * M);
+  float* b = malloc(sizeof(float) * N * B * K);
+  double* want = malloc(sizeof(double) * B * M * N);
+  float* c1 = malloc(sizeof(float) * B * M * N);
+  float* c2 = malloc(sizeof(float) * B * M * N);
+  uint32_t seed = 12345;
+  for (int64_t i = 0; i < B * K * M; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    a[i] = (float)((int)(seed >> 20) % 17 - 8) / 8.0f;
+  }
+  for (int64_t i = 0; i < N * B * K; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    b[i] = (float)((int)(seed >> 20) % 13 - 6) / 4.0f;
+  }
+  naive_bkm_nbk(a, b, want, B, M, N, K);
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_F32, 3, (int64_t[]){B, K, M}),
+                        shp(CML_DTYPE_F32, 3, (int64_t[]){N, B, K})};
+  cml_shape_t out = shp(CML_DTYPE_F32, 3, (int64_t[]){B, M, N});
+  fake_init(&f, CML_OP_DOT_GENERAL, ins, 2, &out, 1);
+  cml_dot_config_t* d = &f.attrs.u.dot;
+  d->lhs_batch_count = d->rhs_batch_count = 1;
+  d->lhs_batch_axes[0] = 0;
+  d->rhs_batch_axes[0] = 1;
+  d->lhs_contracting_count = d->rhs_contracting_count = 1;
+  d->lhs_contracting_axes[0] = 1;
+  d->rhs_contracting_axes[0] = 2;
+  d->accumulator_dtype = d->output_dtype = CML_DTYPE_F32;
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failed = 0;
+  for (int ref = 0; ref < 2 && !failed; ++ref) {
+    for (size_t i = 0; i < 3 && !failed; ++i) {
+      if (!isa_usable(kIsas[i]) || (ref && i > 0)) continue;
+      cmlc_options_t o1 = make_options(kIsas[i], ref, 1);
+      cmlc_options_t o3 = make_options(kIsas[i], ref, 3);
+      cml_status_t s1 = fake_run(&f, &o1, NULL, (const void*[]){a, b}, (void*[]){c1});
+      cml_status_t s3 = fake_run(&f, &o3, pool, (const void*[]){a, b}, (void*[]){c2});
+      if (s1 != CML_OK || s3 != CML_OK) {
+        fprintf(stderr, "run failed: %s / %s\n", cml_status_message(s1), cml_status_message(s3));
+        cml_status_free(s1);
+        cml_status_free(s3);
+        failed = 1;
+        break;
+      }
+      // Inputs are multiples of 1/8 and 1/4 with small numerators: every product and partial
+      // sum is exact in f32, so the result must equal the double reference exactly.
+      for (int64_t e = 0; e < B * M * N; ++e) {
+        if ((double)c1[e] != want[e] || memcmp(&c1[e], &c2[e], sizeof(float)) != 0) {
+          fprintf(stderr, "isa %d ref %d elem %lld: got %g / %g want %g\n", (int)kIsas[i], ref,
+                  (long long)e, c1[e], c2[e], want[e]);
+          failed = 1;
+          break;
+        }
+      }
+    }
+  }
+  cmlc_pool_destroy(pool);
+  free(a), free(b), free(want), free(c1), free(c2);
+  ASSERT_FALSE(failed);
+}
+
+TEST(dot_f32_inexact_thread_independent) {
+  // Inexact values: results from 1 and 4 threads must be bitwise identical, and close to a
+  // double reference.
+  const int64_t M = 200, N = 300, K = 700;
+  float* a = malloc(sizeof(float) * M * K);
+  float* b = malloc(sizeof(float) * K * N);
+  float* c1 = malloc(sizeof(float) * M * N);
+  float* c4 = malloc(sizeof(float) * M * N);
+  uint32_t seed = 777;
+  for (int64_t i = 0; i < M * K; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    a[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+  }
+  for (int64_t i = 0; i < K * N; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    b[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+  }
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_F32, 2, (int64_t[]){M, K}),
+                        shp(CML_DTYPE_F32, 2, (int64_t[]){K, N})};
+  cml_shape_t out = shp(CML_DTYPE_F32, 2, (int64_t[]){M, N});
+  fake_init(&f, CML_OP_DOT, ins, 2, &out, 1);
+  dot_config(&f.attrs, 0, 2, CML_DTYPE_F32);
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(4, cml_allocator_system(), &pool));
+  int failed = 0;
+  for (size_t i = 0; i < 3 && !failed; ++i) {
+    if (!isa_usable(kIsas[i])) continue;
+    cmlc_options_t o1 = make_options(kIsas[i], false, 1), o4 = make_options(kIsas[i], false, 4);
+    cml_status_t s1 = fake_run(&f, &o1, NULL, (const void*[]){a, b}, (void*[]){c1});
+    cml_status_t s4 = fake_run(&f, &o4, pool, (const void*[]){a, b}, (void*[]){c4});
+    if (s1 != CML_OK || s4 != CML_OK) {
+      cml_status_free(s1), cml_status_free(s4);
+      failed = 1;
+      break;
+    }
+    if (memcmp(c1, c4, sizeof(float) * M * N) != 0) failed = 2;
+    for (int64_t m = 0; m < M && !failed; m += 37) {
+      for (int64_t n = 0; n < N; n += 41) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) s += (double)a[m * K + k] * (double)b[k * N + n];
+        if (fabs(s - c1[m * N + n]) > 1e-4) {
+          fprintf(stderr, "isa %d (%lld,%lld): %g vs %g\n", (int)kIsas[i], (long long)m,
+                  (long long)n, c1[m * N + n], s);
+          failed = 3;
+          break;
+        }
+      }
+    }
+  }
+  cmlc_pool_destroy(pool);
+  free(a), free(b), free(c1), free(c4);
+  ASSERT_EQ_INT(failed, 0);
+}
+
+TEST(dot_int_wraps_and_accumulates) {
+  // i8 x i8 with an i32 accumulator: 127*127*3 = 48387 fits in i32.
+  int8_t a[3] = {127, 127, 127}, b[3] = {127, 127, -128};
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_I8, 1, (int64_t[]){3}), shp(CML_DTYPE_I8, 1, (int64_t[]){3})};
+  cml_shape_t out = shp(CML_DTYPE_I32, 0, NULL);
+  fake_init(&f, CML_OP_DOT, ins, 2, &out, 1);
+  f.attrs.u.dot.lhs_contracting_count = f.attrs.u.dot.rhs_contracting_count = 1;
+  f.attrs.u.dot.accumulator_dtype = f.attrs.u.dot.output_dtype = CML_DTYPE_I32;
+  cmlc_options_t o = make_options(CMLC_ISA_SCALAR, false, 1);
+  int32_t r = 0;
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){a, b}, (void*[]){&r}));
+  ASSERT_EQ_INT(r, 127 * 127 + 127 * 127 - 127 * 128);
+  // Same with an i8 accumulator: 16129 + 16129 - 16256 = 16002 wraps to 16002 mod 256 = 130
+  // -> as int8: -126.
+  f.values[3].shape = shp(CML_DTYPE_I8, 0, NULL);
+  f.attrs.u.dot.accumulator_dtype = f.attrs.u.dot.output_dtype = CML_DTYPE_I8;
+  int8_t r8 = 0;
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){a, b}, (void*[]){&r8}));
+  ASSERT_EQ_INT(r8, -126);
+  // u32: 0xFFFFFFFF * 2 + 3 * 1 wraps to 1.
+  uint32_t ua[2] = {0xFFFFFFFFu, 3}, ub[2] = {2, 1};
+  f.values[1].shape = shp(CML_DTYPE_U32, 1, (int64_t[]){2});
+  f.values[2].shape = shp(CML_DTYPE_U32, 1, (int64_t[]){2});
+  f.values[3].shape = shp(CML_DTYPE_U32, 0, NULL);
+  f.attrs.u.dot.accumulator_dtype = f.attrs.u.dot.output_dtype = CML_DTYPE_U32;
+  uint32_t ur = 0;
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){ua, ub}, (void*[]){&ur}));
+  ASSERT_EQ_U64(ur, 1);
+  // i64: INT64_MAX * 2 wraps to -2.
+  int64_t la[1] = {INT64_MAX}, lb[1] = {2};
+  f.values[1].shape = shp(CML_DTYPE_I64, 1, (int64_t[]){1});
+  f.values[2].shape = shp(CML_DTYPE_I64, 1, (int64_t[]){1});
+  f.values[3].shape = shp(CML_DTYPE_I64, 0, NULL);
+  f.attrs.u.dot.accumulator_dtype = f.attrs.u.dot.output_dtype = CML_DTYPE_I64;
+  int64_t lr = 0;
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){la, lb}, (void*[]){&lr}));
+  ASSERT_EQ_INT(lr, -2);
+}
+
+TEST(dot_half_accumulates_in_f32) {
+  // f16: 2048 + 1 + 1 + ... : in f16 arithmetic 2048 + 1 = 2048 (spacing 2), but f32
+  // accumulation of 2048 + 8 * 1 gives 2056, exactly representable in f16.
+  uint16_t a[9], b[9];
+  for (int i = 0; i < 9; ++i) {
+    a[i] = cml_f32_to_f16(i == 0 ? 2048.0f : 1.0f);
+    b[i] = cml_f32_to_f16(1.0f);
+  }
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_F16, 2, (int64_t[]){1, 9}),
+                        shp(CML_DTYPE_F16, 2, (int64_t[]){9, 1})};
+  cml_shape_t out = shp(CML_DTYPE_F16, 2, (int64_t[]){1, 1});
+  for (int dt = 0; dt < 2; ++dt) {
+    cml_dtype_t t = dt ? CML_DTYPE_BF16 : CML_DTYPE_F16;
+    for (int i = 0; i < 9; ++i) {
+      a[i] = dt ? cml_f32_to_bf16(i == 0 ? 256.0f : 1.0f) : cml_f32_to_f16(i == 0 ? 2048.0f : 1.0f);
+      b[i] = dt ? cml_f32_to_bf16(1.0f) : cml_f32_to_f16(1.0f);
+    }
+    ins[0].dtype = ins[1].dtype = out.dtype = t;
+    fake_init(&f, CML_OP_DOT_GENERAL, ins, 2, &out, 1);
+    dot_config(&f.attrs, 0, 2, t);
+    for (int ref = 0; ref < 2; ++ref) {
+      cmlc_options_t o = make_options(CMLC_ISA_SCALAR, ref, 1);
+      uint16_t r = 0;
+      ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){a, b}, (void*[]){&r}));
+      // bf16: 256 + 8 = 264 (bf16 spacing at 256 is 2: representable).
+      ASSERT_EQ_DBL(dt ? cml_bf16_to_f32(r) : cml_f16_to_f32(r), dt ? 264.0 : 2056.0);
+    }
+  }
+  // bf16 inputs, f32 accumulator and output.
+  uint16_t x[2] = {cml_f32_to_bf16(1.5f), cml_f32_to_bf16(-2.0f)};
+  uint16_t y[2] = {cml_f32_to_bf16(4.0f), cml_f32_to_bf16(0.25f)};
+  cml_shape_t i2[2] = {shp(CML_DTYPE_BF16, 1, (int64_t[]){2}), shp(CML_DTYPE_BF16, 1, (int64_t[]){2})};
+  cml_shape_t o2 = shp(CML_DTYPE_F32, 0, NULL);
+  fake_init(&f, CML_OP_DOT, i2, 2, &o2, 1);
+  f.attrs.u.dot.lhs_contracting_count = f.attrs.u.dot.rhs_contracting_count = 1;
+  f.attrs.u.dot.accumulator_dtype = f.attrs.u.dot.output_dtype = CML_DTYPE_F32;
+  cmlc_options_t o = make_options(CMLC_ISA_AVX2, false, 1);
+  if (!isa_usable(CMLC_ISA_AVX2)) o.isa = CMLC_ISA_SCALAR;
+  float r = 0;
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){x, y}, (void*[]){&r}));
+  ASSERT_EQ_DBL(r, 5.5);
+}
+
+TEST(dot_complex_and_f64) {
+  // (1+2i)(3+4i) + (5-1i)(2+0i) = (-5+10i) + (10-2i) = 5+8i.
+  float a[4] = {1, 2, 5, -1}, b[4] = {3, 4, 2, 0};
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_C64, 1, (int64_t[]){2}), shp(CML_DTYPE_C64, 1, (int64_t[]){2})};
+  cml_shape_t out = shp(CML_DTYPE_C64, 0, NULL);
+  fake_init(&f, CML_OP_DOT, ins, 2, &out, 1);
+  f.attrs.u.dot.lhs_contracting_count = f.attrs.u.dot.rhs_contracting_count = 1;
+  f.attrs.u.dot.accumulator_dtype = f.attrs.u.dot.output_dtype = CML_DTYPE_C64;
+  cmlc_options_t o = make_options(CMLC_ISA_SCALAR, false, 1);
+  float r[2] = {0, 0};
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){a, b}, (void*[]){r}));
+  ASSERT_EQ_DBL(r[0], 5);
+  ASSERT_EQ_DBL(r[1], 8);
+  double ca[4] = {1, 2, 5, -1}, cb[4] = {3, 4, 2, 0}, cr[2];
+  f.values[1].shape.dtype = f.values[2].shape.dtype = f.values[3].shape.dtype = CML_DTYPE_C128;
+  f.attrs.u.dot.accumulator_dtype = f.attrs.u.dot.output_dtype = CML_DTYPE_C128;
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){ca, cb}, (void*[]){cr}));
+  ASSERT_EQ_DBL(cr[0], 5);
+  ASSERT_EQ_DBL(cr[1], 8);
+  // f64 with NaN and Inf propagation: [1, NaN] . [2, 3] = NaN; [Inf, 1] . [1, 1] = Inf.
+  double x[4] = {1, NAN, INFINITY, 1}, y[2] = {2, 3}, z[2];
+  cml_shape_t i2[2] = {shp(CML_DTYPE_F64, 2, (int64_t[]){2, 2}), shp(CML_DTYPE_F64, 1, (int64_t[]){2})};
+  cml_shape_t o2 = shp(CML_DTYPE_F64, 1, (int64_t[]){2});
+  fake_init(&f, CML_OP_DOT, i2, 2, &o2, 1);
+  f.attrs.u.dot.lhs_contracting_count = f.attrs.u.dot.rhs_contracting_count = 1;
+  f.attrs.u.dot.lhs_contracting_axes[0] = 1;
+  f.attrs.u.dot.accumulator_dtype = f.attrs.u.dot.output_dtype = CML_DTYPE_F64;
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){x, y}, (void*[]){z}));
+  ASSERT_TRUE(isnan(z[0]));
+  ASSERT_EQ_DBL(z[1], INFINITY);
+}
+
+TEST(dot_multiple_contracting_and_batch_axes) {
+  // lhs [K1=2, B=2, M=2, K2=3], rhs [K2=3, N=2, B=2, K1=2]; contracting (0,3) with (3,0),
+  // batch 1 with 2. Integer values so the naive i64 loop here is exact.
+  int64_t ld[4] = {2, 2, 2, 3}, rd[4] = {3, 2, 2, 2};
+  int32_t lhs[24], rhs[24], got[8];
+  for (int i = 0; i < 24; ++i) lhs[i] = i - 11, rhs[i] = (i * 7) % 11 - 5;
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_I32, 4, ld), shp(CML_DTYPE_I32, 4, rd)};
+  cml_shape_t out = shp(CML_DTYPE_I32, 3, (int64_t[]){2, 2, 2});
+  fake_init(&f, CML_OP_DOT_GENERAL, ins, 2, &out, 1);
+  cml_dot_config_t* d = &f.attrs.u.dot;
+  d->lhs_contracting_count = d->rhs_contracting_count = 2;
+  d->lhs_contracting_axes[0] = 0, d->lhs_contracting_axes[1] = 3;
+  d->rhs_contracting_axes[0] = 3, d->rhs_contracting_axes[1] = 0;
+  d->lhs_batch_count = d->rhs_batch_count = 1;
+  d->lhs_batch_axes[0] = 1, d->rhs_batch_axes[0] = 2;
+  d->accumulator_dtype = d->output_dtype = CML_DTYPE_I32;
+  cmlc_options_t o = make_options(CMLC_ISA_SCALAR, false, 1);
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){lhs, rhs}, (void*[]){got}));
+  for (int b = 0; b < 2; ++b)
+    for (int m = 0; m < 2; ++m)
+      for (int n = 0; n < 2; ++n) {
+        int64_t s = 0;
+        for (int k1 = 0; k1 < 2; ++k1)
+          for (int k2 = 0; k2 < 3; ++k2)
+            s += (int64_t)lhs[((k1 * 2 + b) * 2 + m) * 3 + k2] * rhs[((k2 * 2 + n) * 2 + b) * 2 + k1];
+        ASSERT_EQ_INT(got[(b * 2 + m) * 2 + n], s);
+      }
+  // The same in f32 through the GEMM path (values exact).
+  float fl[24], fr[24], fg[8];
+  for (int i = 0; i < 24; ++i) fl[i] = (float)lhs[i], fr[i] = (float)rhs[i];
+  f.values[1].shape.dtype = f.values[2].shape.dtype = f.values[3].shape.dtype = CML_DTYPE_F32;
+  d->accumulator_dtype = d->output_dtype = CML_DTYPE_F32;
+  for (size_t i = 0; i < 3; ++i) {
+    if (!isa_usable(kIsas[i])) continue;
+    o.isa = kIsas[i];
+    ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){fl, fr}, (void*[]){fg}));
+    for (int e = 0; e < 8; ++e) ASSERT_EQ_DBL(fg[e], got[e]);
+  }
+}
+
+TEST(dot_zero_k_and_empty) {
+  // K = 0: zeros; M = 0: nothing written.
+  float a[1] = {0}, b[1] = {0};
+  float c[6] = {7, 7, 7, 7, 7, 7};
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_F32, 2, (int64_t[]){2, 0}),
+                        shp(CML_DTYPE_F32, 2, (int64_t[]){0, 3})};
+  cml_shape_t out = shp(CML_DTYPE_F32, 2, (int64_t[]){2, 3});
+  fake_init(&f, CML_OP_DOT_GENERAL, ins, 2, &out, 1);
+  dot_config(&f.attrs, 0, 2, CML_DTYPE_F32);
+  for (int ref = 0; ref < 2; ++ref) {
+    cmlc_options_t o = make_options(CMLC_ISA_SCALAR, ref, 1);
+    for (int i = 0; i < 6; ++i) c[i] = 7;
+    ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){a, b}, (void*[]){c}));
+    for (int i = 0; i < 6; ++i) ASSERT_EQ_DBL(c[i], 0);
+  }
+  int32_t ia[1] = {0}, ib[1] = {0}, ic[6] = {7, 7, 7, 7, 7, 7};
+  f.values[1].shape.dtype = f.values[2].shape.dtype = f.values[3].shape.dtype = CML_DTYPE_I32;
+  dot_config(&f.attrs, 0, 2, CML_DTYPE_I32);
+  cmlc_options_t o = make_options(CMLC_ISA_SCALAR, false, 1);
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){ia, ib}, (void*[]){ic}));
+  for (int i = 0; i < 6; ++i) ASSERT_EQ_INT(ic[i], 0);
+}
+
+TEST(dot_f32_to_int_output) {
+  // f32 accumulate, i32 output: truncation toward zero, saturation, NaN -> 0.
+  float a[6] = {2.75f, 0, -3e9f, 0, NAN, 0}, b[2] = {1, 1};
+  int32_t r[3];
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_F32, 2, (int64_t[]){3, 2}), shp(CML_DTYPE_F32, 1, (int64_t[]){2})};
+  cml_shape_t out = shp(CML_DTYPE_I32, 1, (int64_t[]){3});
+  fake_init(&f, CML_OP_DOT_GENERAL, ins, 2, &out, 1);
+  f.attrs.u.dot.lhs_contracting_count = f.attrs.u.dot.rhs_contracting_count = 1;
+  f.attrs.u.dot.lhs_contracting_axes[0] = 1;
+  f.attrs.u.dot.accumulator_dtype = CML_DTYPE_F32;
+  f.attrs.u.dot.output_dtype = CML_DTYPE_I32;
+  for (int ref = 0; ref < 2; ++ref) {
+    cmlc_options_t o = make_options(CMLC_ISA_SCALAR, ref, 1);
+    ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){a, b}, (void*[]){r}));
+    ASSERT_EQ_INT(r[0], 2);
+    ASSERT_EQ_INT(r[1], INT32_MIN);
+    ASSERT_EQ_INT(r[2], 0);
+  }
+}
+
+//===--- ConvGeneral ---===//
+
+static void conv_default_axes(cml_conv_config_t* c, int32_t spatial) {
+  // Input [N, C, S...], kernel [O, I, S...], output [N, O, S...].
+  memset(c, 0, sizeof *c);
+  c->spatial_count = spatial;
+  c->input_batch_axis = 0, c->input_channel_axis = 1;
+  c->kernel_output_channel_axis = 0, c->kernel_input_channel_axis = 1;
+  c->output_batch_axis = 0, c->output_channel_axis = 1;
+  for (int32_t d = 0; d < spatial; ++d) {
+    c->input_spatial_axes[d] = c->kernel_spatial_axes[d] = c->output_spatial_axes[d] = 2 + d;
+    c->strides[d] = c->input_dilations[d] = c->kernel_dilations[d] = 1;
+  }
+  c->channel_group_count = c->batch_group_count = 1;
+}
+
+TEST(conv_1d_stride_padding_dilations) {
+  // x = [1 2 3 4 5], w = [1 10], stride 2, pad (1, 1), kernel dilation 2, input dilation 1.
+  // Padded x: [0 1 2 3 4 5 0]; dilated kernel taps at offsets 0 and 2.
+  // Outputs at p = 0, 2, 4: 0*1 + 2*10 = 20; 2*1 + 4*10 = 42; 4*1 + 0*10 = 4.
+  float x[5] = {1, 2, 3, 4, 5}, w[2] = {1, 10}, y[3] = {0};
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_F32, 3, (int64_t[]){1, 1, 5}),
+                        shp(CML_DTYPE_F32, 3, (int64_t[]){1, 1, 2})};
+  cml_shape_t out = shp(CML_DTYPE_F32, 3, (int64_t[]){1, 1, 3});
+  fake_init(&f, CML_OP_CONV_GENERAL, ins, 2, &out, 1);
+  conv_default_axes(&f.attrs.u.conv, 1);
+  f.attrs.u.conv.strides[0] = 2;
+  f.attrs.u.conv.padding_low[0] = f.attrs.u.conv.padding_high[0] = 1;
+  f.attrs.u.conv.kernel_dilations[0] = 2;
+  cmlc_options_t o = make_options(CMLC_ISA_SCALAR, false, 1);
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){x, w}, (void*[]){y}));
+  ASSERT_EQ_DBL(y[0], 20);
+  ASSERT_EQ_DBL(y[1], 42);
+  ASSERT_EQ_DBL(y[2], 4);
+  // Input dilation 2: x becomes [1 0 2 0 3 0 4 0 5] (9 long), w = [1 10], stride 1, no pad:
+  // 8 outputs: 1, 20, 2, 30, 3, 40, 4, 50.
+  float y2[8];
+  f.values[3].shape = shp(CML_DTYPE_F32, 3, (int64_t[]){1, 1, 8});
+  conv_default_axes(&f.attrs.u.conv, 1);
+  f.attrs.u.conv.input_dilations[0] = 2;
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){x, w}, (void*[]){y2}));
+  const float want2[8] = {1, 20, 2, 30, 3, 40, 4, 50};
+  for (int i = 0; i < 8; ++i) ASSERT_EQ_DBL(y2[i], want2[i]);
+}
+
+TEST(conv_2d_nhwc_layout_and_int) {
+  // NHWC input [1, 3, 3, 1], HWIO kernel [2, 2, 1, 1] all ones: 2x2 window sums.
+  int32_t x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 1, 1, 1}, y[4];
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_I32, 4, (int64_t[]){1, 3, 3, 1}),
+                        shp(CML_DTYPE_I32, 4, (int64_t[]){2, 2, 1, 1})};
+  cml_shape_t out = shp(CML_DTYPE_I32, 4, (int64_t[]){1, 2, 2, 1});
+  fake_init(&f, CML_OP_CONV_GENERAL, ins, 2, &out, 1);
+  cml_conv_config_t* c = &f.attrs.u.conv;
+  conv_default_axes(c, 2);
+  c->input_batch_axis = 0, c->input_channel_axis = 3;
+  c->input_spatial_axes[0] = 1, c->input_spatial_axes[1] = 2;
+  c->kernel_spatial_axes[0] = 0, c->kernel_spatial_axes[1] = 1;
+  c->kernel_input_channel_axis = 2, c->kernel_output_channel_axis = 3;
+  c->output_batch_axis = 0, c->output_channel_axis = 3;
+  c->output_spatial_axes[0] = 1, c->output_spatial_axes[1] = 2;
+  cmlc_options_t o = make_options(CMLC_ISA_SCALAR, false, 1);
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){x, w}, (void*[]){y}));
+  ASSERT_EQ_INT(y[0], 12);
+  ASSERT_EQ_INT(y[1], 16);
+  ASSERT_EQ_INT(y[2], 24);
+  ASSERT_EQ_INT(y[3], 28);
+  // u8 wraps: 200 * 2 = 400 -> 144.
+  uint8_t ux[9] = {200, 0, 0, 0, 0, 0, 0, 0, 0}, uw[4] = {2, 0, 0, 0}, uy[4];
+  f.values[1].shape.dtype = f.values[2].shape.dtype = f.values[3].shape.dtype = CML_DTYPE_U8;
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){ux, uw}, (void*[]){uy}));
+  ASSERT_EQ_INT(uy[0], 144);
+}
+
+TEST(conv_feature_and_batch_groups) {
+  // Depthwise: input [1, 2, 3] (2 channels), kernel [O=2, I=1, 1], groups 2:
+  // channel 0 x [1 2 3] * 10, channel 1 x [4 5 6] * 100.
+  float x[6] = {1, 2, 3, 4, 5, 6}, w[2] = {10, 100}, y[6];
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_F32, 3, (int64_t[]){1, 2, 3}),
+                        shp(CML_DTYPE_F32, 3, (int64_t[]){2, 1, 1})};
+  cml_shape_t out = shp(CML_DTYPE_F32, 3, (int64_t[]){1, 2, 3});
+  fake_init(&f, CML_OP_CONV_GENERAL, ins, 2, &out, 1);
+  conv_default_axes(&f.attrs.u.conv, 1);
+  f.attrs.u.conv.channel_group_count = 2;
+  cmlc_options_t o = make_options(CMLC_ISA_SCALAR, false, 1);
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){x, w}, (void*[]){y}));
+  const float want[6] = {10, 20, 30, 400, 500, 600};
+  for (int i = 0; i < 6; ++i) ASSERT_EQ_DBL(y[i], want[i]);
+  // Batch groups: input [N=2, C=1, 3], kernel [O=2, I=1, 1], batch_group_count 2 -> output
+  // [1, 2, 3]: feature 0 from batch 0 (x 10), feature 1 from batch 1 (x 100).
+  fake_init(&f, CML_OP_CONV_GENERAL,
+            (cml_shape_t[]){shp(CML_DTYPE_F32, 3, (int64_t[]){2, 1, 3}),
+                            shp(CML_DTYPE_F32, 3, (int64_t[]){2, 1, 1})},
+            2, &out, 1);
+  conv_default_axes(&f.attrs.u.conv, 1);
+  f.attrs.u.conv.batch_group_count = 2;
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){x, w}, (void*[]){y}));
+  for (int i = 0; i < 6; ++i) ASSERT_EQ_DBL(y[i], want[i]);
+}
+
+TEST(conv_half_and_f64) {
+  // f16 input 2048 + 1*8 accumulates in f32 -> 2056.
+  uint16_t x[9], w[9], y[1];
+  for (int i = 0; i < 9; ++i) x[i] = cml_f32_to_f16(i == 0 ? 2048.0f : 1.0f), w[i] = cml_f32_to_f16(1.0f);
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_F16, 3, (int64_t[]){1, 9, 1}),
+                        shp(CML_DTYPE_F16, 3, (int64_t[]){1, 9, 1})};
+  cml_shape_t out = shp(CML_DTYPE_F16, 3, (int64_t[]){1, 1, 1});
+  fake_init(&f, CML_OP_CONV_GENERAL, ins, 2, &out, 1);
+  conv_default_axes(&f.attrs.u.conv, 1);
+  cmlc_options_t o = make_options(CMLC_ISA_SCALAR, false, 1);
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){x, w}, (void*[]){y}));
+  ASSERT_EQ_DBL(cml_f16_to_f32(y[0]), 2056);
+  double dx[9], dw[9], dy[1];
+  for (int i = 0; i < 9; ++i) dx[i] = i * 0.5, dw[i] = 2.0;
+  f.values[1].shape.dtype = f.values[2].shape.dtype = f.values[3].shape.dtype = CML_DTYPE_F64;
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){dx, dw}, (void*[]){dy}));
+  ASSERT_EQ_DBL(dy[0], 36.0);
+}
+
+TEST(capabilities_and_lookup_rejects) {
+  cml_capabilities_t caps;
+  memset(&caps, 0, sizeof caps);
+  cmlc_kernels_linalg_capabilities(&caps);
+  ASSERT_TRUE(cml_capabilities_has_op(&caps, CML_OP_DOT_GENERAL));
+  ASSERT_TRUE(cml_capabilities_has_op(&caps, CML_OP_DOT));
+  ASSERT_TRUE(cml_capabilities_has_op(&caps, CML_OP_CONV_GENERAL));
+  ASSERT_FALSE(cml_capabilities_has_op(&caps, CML_OP_ADD));
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_BOOL, 1, (int64_t[]){2}), shp(CML_DTYPE_BOOL, 1, (int64_t[]){2})};
+  cml_shape_t out = shp(CML_DTYPE_BOOL, 0, NULL);
+  fake_init(&f, CML_OP_DOT, ins, 2, &out, 1);
+  f.attrs.u.dot.lhs_contracting_count = f.attrs.u.dot.rhs_contracting_count = 1;
+  f.attrs.u.dot.accumulator_dtype = f.attrs.u.dot.output_dtype = CML_DTYPE_BOOL;
+  cmlc_options_t o = make_options(CMLC_ISA_SCALAR, false, 1);
+  cmlc_kernel_entry_t e;
+  ASSERT_FALSE(cmlc_kernels_linalg_lookup(&f.module, &f.node, &o, &e));
+  f.node.op = CML_OP_ADD;
+  ASSERT_FALSE(cmlc_kernels_linalg_lookup(&f.module, &f.node, &o, &e));
+}
+
+TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path), TEST_ENTRY(dot_f32_transposed_layouts_blocks_and_threads),
+          TEST_ENTRY(dot_f32_inexact_thread_independent), TEST_ENTRY(dot_int_wraps_and_accumulates),
+          TEST_ENTRY(dot_half_accumulates_in_f32), TEST_ENTRY(dot_complex_and_f64),
+          TEST_ENTRY(dot_multiple_contracting_and_batch_axes), TEST_ENTRY(dot_zero_k_and_empty),
+          TEST_ENTRY(dot_f32_to_int_output), TEST_ENTRY(conv_1d_stride_padding_dilations),
+          TEST_ENTRY(conv_2d_nhwc_layout_and_int), TEST_ENTRY(conv_feature_and_batch_groups),
+          TEST_ENTRY(conv_half_and_f64), TEST_ENTRY(capabilities_and_lookup_rejects))

@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/c_kernels_window_test.c: the C backend's window kernels (ReduceWindow,
+// SelectAndScatterMax/Min/Sum), called directly on hand-made nodes.
+// Expected values are hand-computed or produced by per-element reference formulas written here
+// straight from XLA's definitions (a different structure from the kernels' loops).
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/c/cmlc.h"
+#include "cml/backend.h"
+#include "test.h"
+
+#define KT_LOOKUP cmlc_kernels_window_lookup
+
+//===--- fixture: a one-node module ---===//
+
+#define KT_MAX_INPUTS 8
+
+typedef struct kt_t {
+  cml_ir_value_t values[KT_MAX_INPUTS + 2];
+  uint32_t inputs[KT_MAX_INPUTS];
+  cml_module_t module;
+  cml_ir_node_t node;
+  cml_ir_attrs_t attrs;
+  cmlc_options_t options;
+} kt_t;
+
+static void kt_init(kt_t* k, cml_op_t op, uint32_t input_count, const cml_shape_t* in_shapes,
+                    const cml_shape_t* out_shape) {
+  memset(k, 0, sizeof *k);
+  for (uint32_t i = 0; i < input_count; ++i) {
+    k->values[1 + i].shape = in_shapes[i];
+    k->inputs[i] = 1 + i;
+  }
+  k->values[1 + input_count].shape = *out_shape;
+  k->module.value_count = input_count + 2;
+  k->module.values = k->values;
+  k->module.node_count = 1;
+  k->module.nodes = &k->node;
+  k->module.num_devices = 1;
+  k->node.op = op;
+  k->node.input_count = input_count;
+  k->node.inputs = k->inputs;
+  k->node.output_count = 1;
+  k->node.first_output = 1 + input_count;
+  k->node.attrs = &k->attrs;
+  k->options.threads = 4;
+  k->options.devices = 1;
+}
+
+// Looks the node up in the movement group and runs it with |pool| (may be NULL).
+static cml_status_t kt_run(kt_t* k, cmlc_pool_t* pool, const void* const* inputs, void* output) {
+  cmlc_kernel_entry_t e;
+  if (!KT_LOOKUP(&k->module, &k->node, &k->options, &e))
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED, "lookup failed for %s",
+                           cml_op_name(k->node.op));
+  const cml_shape_t* in_shapes[KT_MAX_INPUTS];
+  for (uint32_t i = 0; i < k->node.input_count; ++i) in_shapes[i] = &k->values[1 + i].shape;
+  const cml_shape_t* out_shapes[1] = {&k->values[k->node.first_output].shape};
+  void* outputs[1] = {output};
+  cmlc_kernel_args_t a;
+  memset(&a, 0, sizeof a);
+  a.module = &k->module;
+  a.node = &k->node;
+  a.options = &k->options;
+  a.input_count = k->node.input_count;
+  a.input_shapes = in_shapes;
+  a.inputs = inputs;
+  a.output_count = 1;
+  a.output_shapes = out_shapes;
+  a.outputs = outputs;
+  a.pool = pool;
+  size_t scratch_size = e.scratch ? e.scratch(&k->module, &k->node, &k->options) : 0;
+  void* scratch = scratch_size ? aligned_alloc(64, (scratch_size + 63) / 64 * 64) : NULL;
+  a.scratch = scratch;
+  a.scratch_size = scratch_size;
+  cml_status_t st = e.run(&a);
+  free(scratch);
+  return st;
+}
+
+static cml_shape_t kt_shape(cml_dtype_t dtype, int32_t rank, const int64_t* dims) {
+  cml_shape_t s;
+  memset(&s, 0, sizeof s);
+  s.dtype = dtype;
+  s.rank = rank;
+  for (int32_t i = 0; i < rank; ++i) s.dims[i] = dims[i];
+  return s;
+}
+
+static int64_t kt_count(const cml_shape_t* s) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < s->rank; ++i) n *= s->dims[i];
+  return n;
+}
+
+// Fills |n| elements of |es| bytes with a pattern that makes every byte distinct-ish.
+static void kt_pattern(void* data, int64_t n, size_t es) {
+  unsigned char* p = (unsigned char*)data;
+  for (int64_t i = 0; i < n; ++i)
+    for (size_t b = 0; b < es; ++b) p[i * (int64_t)es + (int64_t)b] = (unsigned char)(i * 7 + b * 31 + (i >> 8));
+}
+
+// Sets a window config on |k| for |rank| axes (NULL arrays mean the defaults 1 / 0).
+static void kt_window(kt_t* k, int32_t rank, const int64_t* window, const int64_t* strides,
+                      const int64_t* base_dil, const int64_t* win_dil, const int64_t* lo,
+                      const int64_t* hi) {
+  cml_window_config_t* w = &k->attrs.u.window;
+  memset(w, 0, sizeof *w);
+  w->rank = rank;
+  for (int32_t d = 0; d < rank; ++d) {
+    w->window_dims[d] = window[d];
+    w->strides[d] = strides ? strides[d] : 1;
+    w->input_dilations[d] = base_dil ? base_dil[d] : 1;
+    w->window_dilations[d] = win_dil ? win_dil[d] : 1;
+    w->padding_low[d] = lo ? lo[d] : 0;
+    w->padding_high[d] = hi ? hi[d] : 0;
+  }
+}
+
+// Output dim of a window axis per XLA's formula.
+static int64_t kt_window_out(int64_t in, int64_t window, int64_t stride, int64_t base_dil,
+                             int64_t win_dil, int64_t lo, int64_t hi) {
+  int64_t padded = (in == 0 ? 0 : (in - 1) * base_dil + 1) + lo + hi;
+  int64_t eff = (window - 1) * win_dil + 1;
+  return padded < eff ? 0 : (padded - eff) / stride + 1;
+}
+
+//===--- ReduceWindow ---===//
+
+static cml_status_t kt_rw_1d(cml_dtype_t dt, cml_reduce_type_t type, int64_t n, const void* x,
+                             int64_t window, int64_t stride, int64_t base_dil, int64_t win_dil,
+                             int64_t lo, int64_t hi, void* out, int64_t* out_n) {
+  *out_n = kt_window_out(n, window, stride, base_dil, win_dil, lo, hi);
+  cml_shape_t xs = kt_shape(dt, 1, &n), os = kt_shape(dt, 1, out_n);
+  kt_t k;
+  kt_init(&k, CML_OP_REDUCE_WINDOW, 1, &xs, &os);
+  k.attrs.reduce_type = type;
+  kt_window(&k, 1, &window, &stride, &base_dil, &win_dil, &lo, &hi);
+  const void* in[] = {x};
+  return kt_run(&k, NULL, in, out);
+}
+
+TEST(reduce_window_1d_by_hand) {
+  float x[] = {1, 2, 3, 4, 5}, out[8];
+  int64_t n;
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_F32, CML_REDUCE_SUM, 5, x, 2, 1, 1, 1, 0, 0, out, &n));
+  ASSERT_EQ_INT(n, 4);
+  float want1[] = {3, 5, 7, 9};
+  for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(out[i], want1[i]);
+  // Padding 1/1, window 3, stride 2: [0 1 2 3 4 5 0] -> 3, 9, 9.
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_F32, CML_REDUCE_SUM, 5, x, 3, 2, 1, 1, 1, 1, out, &n));
+  ASSERT_EQ_INT(n, 3);
+  float want2[] = {3, 9, 9};
+  for (int i = 0; i < 3; ++i) ASSERT_EQ_DBL(out[i], want2[i]);
+  // Base dilation 2: [1 _ 2 _ 3], window 2 -> 1, 2, 2, 3.
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_F32, CML_REDUCE_SUM, 3, x, 2, 1, 2, 1, 0, 0, out, &n));
+  ASSERT_EQ_INT(n, 4);
+  float want3[] = {1, 2, 2, 3};
+  for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(out[i], want3[i]);
+  // Window dilation 2, window 2: pairs (0,2), (1,3), (2,4) -> 4, 6, 8.
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_F32, CML_REDUCE_SUM, 5, x, 2, 1, 1, 2, 0, 0, out, &n));
+  ASSERT_EQ_INT(n, 3);
+  float want4[] = {4, 6, 8};
+  for (int i = 0; i < 3; ++i) ASSERT_EQ_DBL(out[i], want4[i]);
+  // Product, stride defaults handled by the builder; here window 5 over everything = 120.
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_F32, CML_REDUCE_PRODUCT, 5, x, 5, 5, 1, 1, 0, 0, out, &n));
+  ASSERT_EQ_INT(n, 1);
+  ASSERT_EQ_DBL(out[0], 120);
+}
+
+TEST(reduce_window_identities_and_nan) {
+  // Max with padding: [pad -5] [-5 -3] [-3 -4] -> -5 -3 -3; all-padding window -> -inf.
+  double x[] = {-5, -3, -4}, out[8];
+  int64_t n;
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_F64, CML_REDUCE_MAX, 3, x, 2, 1, 1, 1, 1, 0, out, &n));
+  ASSERT_EQ_INT(n, 3);
+  ASSERT_EQ_DBL(out[0], -5);
+  ASSERT_EQ_DBL(out[1], -3);
+  ASSERT_EQ_DBL(out[2], -3);
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_F64, CML_REDUCE_MAX, 1, x, 2, 1, 1, 1, 2, 0, out, &n));
+  ASSERT_EQ_INT(n, 2);
+  ASSERT_TRUE(isinf(out[0]) && out[0] < 0);
+  ASSERT_EQ_DBL(out[1], -5);
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_F64, CML_REDUCE_MIN, 1, x, 2, 1, 1, 1, 2, 0, out, &n));
+  ASSERT_TRUE(isinf(out[0]) && out[0] > 0);
+  // Integer identities: INT32_MIN for max, INT32_MAX for min, 1 for product.
+  int32_t xi[] = {7}, oi[4];
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_I32, CML_REDUCE_MAX, 1, xi, 1, 1, 1, 1, 1, 0, oi, &n));
+  ASSERT_EQ_INT(n, 2);
+  ASSERT_EQ_INT(oi[0], INT32_MIN);
+  ASSERT_EQ_INT(oi[1], 7);
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_I32, CML_REDUCE_MIN, 1, xi, 1, 1, 1, 1, 1, 0, oi, &n));
+  ASSERT_EQ_INT(oi[0], INT32_MAX);
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_I32, CML_REDUCE_PRODUCT, 1, xi, 1, 1, 1, 1, 1, 0, oi, &n));
+  ASSERT_EQ_INT(oi[0], 1);
+  // NaN propagates through Max and Min.
+  float xf[] = {1, NAN, 2}, of[4];
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_F32, CML_REDUCE_MAX, 3, xf, 2, 1, 1, 1, 0, 0, of, &n));
+  ASSERT_TRUE(isnan(of[0]) && isnan(of[1]));
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_F32, CML_REDUCE_MIN, 3, xf, 2, 1, 1, 1, 0, 0, of, &n));
+  ASSERT_TRUE(isnan(of[0]) && isnan(of[1]));
+}
+
+TEST(reduce_window_integer_wrap_and_f16_rounding) {
+  int64_t n;
+  int8_t x8[] = {16, 16}, o8[1];
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_I8, CML_REDUCE_PRODUCT, 2, x8, 2, 2, 1, 1, 0, 0, o8, &n));
+  ASSERT_EQ_INT(o8[0], 0);  // 256 wraps to 0
+  int8_t y8[] = {100, 100}, p8[1];
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_I8, CML_REDUCE_SUM, 2, y8, 2, 2, 1, 1, 0, 0, p8, &n));
+  ASSERT_EQ_INT(p8[0], -56);  // 200 - 256
+  uint8_t xu[] = {200, 100}, ou[1];
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_U8, CML_REDUCE_SUM, 2, xu, 2, 2, 1, 1, 0, 0, ou, &n));
+  ASSERT_EQ_INT(ou[0], 44);
+  uint64_t x64[] = {UINT64_MAX, 2}, o64[1];
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_U64, CML_REDUCE_SUM, 2, x64, 2, 2, 1, 1, 0, 0, o64, &n));
+  ASSERT_EQ_U64(o64[0], 1);
+  // f16: 1 + 2^-11 + 2^-11 computed in f32 = 1 + 2^-10 (0x3C01), rounded once.
+  uint16_t xh[] = {0x3C00, 0x1000, 0x1000}, oh[1];
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_F16, CML_REDUCE_SUM, 3, xh, 3, 3, 1, 1, 0, 0, oh, &n));
+  ASSERT_EQ_INT(oh[0], 0x3C01);
+  // bf16 max: 1.5 (0x3FC0) vs -2 (0xC000) -> 1.5.
+  uint16_t xb[] = {0x3FC0, 0xC000}, ob[1];
+  ASSERT_STATUS_OK(kt_rw_1d(CML_DTYPE_BF16, CML_REDUCE_MAX, 2, xb, 2, 2, 1, 1, 0, 0, ob, &n));
+  ASSERT_EQ_INT(ob[0], 0x3FC0);
+}
+
+TEST(reduce_window_scalar) {
+  cml_shape_t s = kt_shape(CML_DTYPE_I64, 0, NULL);
+  kt_t k;
+  kt_init(&k, CML_OP_REDUCE_WINDOW, 1, &s, &s);
+  k.attrs.reduce_type = CML_REDUCE_SUM;
+  int64_t x = -42, out = 0;
+  const void* in[] = {&x};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, &out));
+  ASSERT_EQ_INT(out, -42);
+}
+
+// 2-D reduce window (sum or max of i64) by walking the padded, dilated input directly.
+static int64_t kt_ref_rw(const int64_t* x, const int64_t* xd, const cml_window_config_t* w,
+                         cml_reduce_type_t type, const int64_t* o) {
+  int64_t acc = type == CML_REDUCE_SUM ? 0 : INT64_MIN;
+  for (int64_t k0 = 0; k0 < w->window_dims[0]; ++k0)
+    for (int64_t k1 = 0; k1 < w->window_dims[1]; ++k1) {
+      int64_t p[2] = {o[0] * w->strides[0] + k0 * w->window_dilations[0] - w->padding_low[0],
+                      o[1] * w->strides[1] + k1 * w->window_dilations[1] - w->padding_low[1]};
+      int inside = 1;
+      int64_t idx[2];
+      for (int d = 0; d < 2; ++d) {
+        if (p[d] < 0 || p[d] % w->input_dilations[d] != 0) inside = 0;
+        idx[d] = p[d] / w->input_dilations[d];
+        if (idx[d] >= xd[d]) inside = 0;
+      }
+      if (!inside) continue;
+      int64_t v = x[idx[0] * xd[1] + idx[1]];
+      if (type == CML_REDUCE_SUM) acc += v;
+      else if (v > acc) acc = v;
+    }
+  return acc;
+}
+
+TEST(reduce_window_2d_matches_reference) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  struct {
+    int64_t xd[2], window[2], strides[2], base[2], wdil[2], lo[2], hi[2];
+  } cases[] = {
+      {{5, 7}, {2, 3}, {2, 1}, {1, 2}, {2, 1}, {1, 0}, {0, 2}},
+      {{40, 61}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
+      {{11, 13}, {4, 2}, {3, 2}, {2, 1}, {1, 3}, {-1, 2}, {3, -1}},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) {
+    for (int t = 0; t < 2; ++t) {
+      cml_reduce_type_t type = t ? CML_REDUCE_MAX : CML_REDUCE_SUM;
+      int64_t od[2];
+      for (int d = 0; d < 2; ++d)
+        od[d] = kt_window_out(cases[c].xd[d], cases[c].window[d], cases[c].strides[d],
+                              cases[c].base[d], cases[c].wdil[d], cases[c].lo[d], cases[c].hi[d]);
+      cml_shape_t xs = kt_shape(CML_DTYPE_I64, 2, cases[c].xd), os = kt_shape(CML_DTYPE_I64, 2, od);
+      kt_t k;
+      kt_init(&k, CML_OP_REDUCE_WINDOW, 1, &xs, &os);
+      k.attrs.reduce_type = type;
+      kt_window(&k, 2, cases[c].window, cases[c].strides, cases[c].base, cases[c].wdil,
+                cases[c].lo, cases[c].hi);
+      int64_t nx = kt_count(&xs), no = kt_count(&os);
+      int64_t* x = malloc((size_t)nx * sizeof(int64_t));
+      int64_t* out = malloc((size_t)(no + 1) * sizeof(int64_t));
+      for (int64_t i = 0; i < nx; ++i) x[i] = (i * 7919) % 1000 - 500;
+      const void* in[] = {x};
+      int bad = 0;
+      for (int p = 0; p < 2 && !bad; ++p) {
+        cml_status_t st = kt_run(&k, p ? pool : NULL, in, out);
+        bad = st != CML_OK;
+        cml_status_free(st);
+        for (int64_t i = 0; i < no && !bad; ++i) {
+          int64_t o[2] = {i / od[1], i % od[1]};
+          if (out[i] != kt_ref_rw(x, cases[c].xd, &k.attrs.u.window, type, o)) bad = 1;
+        }
+      }
+      free(x);
+      free(out);
+      if (bad) {
+        cmlc_pool_destroy(pool);
+        TEST_FAIL_("case %zu type %d", c, t);
+      }
+    }
+  }
+  cmlc_pool_destroy(pool);
+}
+
+//===--- SelectAndScatter ---===//
+
+static cml_status_t kt_sas_1d(cml_op_t op, cml_dtype_t dt, int64_t n, const void* x,
+                              int64_t src_n, const void* src, int64_t window, int64_t stride,
+                              int64_t lo, int64_t hi, void* out) {
+  cml_shape_t ins[2] = {kt_shape(dt, 1, &n), kt_shape(dt, 1, &src_n)};
+  kt_t k;
+  kt_init(&k, op, 2, ins, &ins[0]);
+  kt_window(&k, 1, &window, &stride, NULL, NULL, &lo, &hi);
+  const void* in[] = {x, src};
+  return kt_run(&k, NULL, in, out);
+}
+
+TEST(select_and_scatter_by_hand) {
+  float x[] = {1, 3, 3, 2}, src2[] = {10, 20}, src3[] = {1, 2, 3}, out[4];
+  // Max, window 2 stride 2: [1 3] -> 1, [3 2] -> 2.
+  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F32, 4, x, 2, src2, 2, 2, 0, 0, out));
+  float want1[] = {0, 10, 20, 0};
+  for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(out[i], want1[i]);
+  // Overlapping windows, stride 1: [1 3] -> 1, [3 3] -> 1 (first), [3 2] -> 2.
+  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F32, 4, x, 3, src3, 2, 1, 0, 0, out));
+  float want2[] = {0, 3, 3, 0};
+  for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(out[i], want2[i]);
+  // Min: [4 1] -> 1, [1 1] -> 1 (first), [1 5] -> 2.
+  int32_t xm[] = {4, 1, 1, 5}, sm[] = {1, 2, 3}, om[4];
+  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MIN, CML_DTYPE_I32, 4, xm, 3, sm, 2, 1, 0, 0, om));
+  int32_t want3[] = {0, 3, 3, 0};
+  for (int i = 0; i < 4; ++i) ASSERT_EQ_INT(om[i], want3[i]);
+  // Padding is never selected: [pad -5] -> 0, [-5 -7] -> 0.
+  double xp[] = {-5, -7}, sp[] = {1, 2}, op[2];
+  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F64, 2, xp, 2, sp, 2, 1, 1, 0, op));
+  ASSERT_EQ_DBL(op[0], 3);
+  ASSERT_EQ_DBL(op[1], 0);
+  // Sum: every element of each window gets the source element.
+  int16_t xs[] = {9, 9, 9}, ss[] = {1, 10}, os[3];
+  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_SUM, CML_DTYPE_I16, 3, xs, 2, ss, 2, 1, 0, 0, os));
+  ASSERT_EQ_INT(os[0], 1);
+  ASSERT_EQ_INT(os[1], 11);
+  ASSERT_EQ_INT(os[2], 10);
+  // Integer accumulation wraps: [pad 5] -> 0 and [5 1] -> 0 get 100 + 100 in i8.
+  int8_t x8[] = {5, 1}, s8[] = {100, 100}, o8[2];
+  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_I8, 2, x8, 2, s8, 2, 1, 1, 0, o8));
+  ASSERT_EQ_INT(o8[0], -56);
+  ASSERT_EQ_INT(o8[1], 0);
+  // A NaN current selection is replaced by the next candidate (XLA's `ge` select).
+  float xn[] = {NAN, 1}, sn[] = {5}, on[2];
+  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F32, 2, xn, 1, sn, 2, 2, 0, 0, on));
+  ASSERT_EQ_DBL(on[0], 0);
+  ASSERT_EQ_DBL(on[1], 5);
+}
+
+TEST(select_and_scatter_f16_accumulates_in_f32) {
+  // One element, window 3, stride 1, padding 2/2: three windows all select it. Sources
+  // 1 + 2^-11 + 2^-11 = 1 + 2^-10 (0x3C01) in f32, rounded once.
+  uint16_t x[] = {0x4000}, src[] = {0x3C00, 0x1000, 0x1000}, out[1];
+  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F16, 1, x, 3, src, 3, 1, 2, 2, out));
+  ASSERT_EQ_INT(out[0], 0x3C01);
+  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_SUM, CML_DTYPE_BF16, 1, x, 3, src, 3, 1, 2, 2, out));
+  // Read as bf16 the same bits are 2^-7 (0x3C00) and two values near 2^-95 (0x1000): every
+  // element of the three windows gets all three, and the sum rounds to 2^-7.
+  ASSERT_EQ_INT(out[0], 0x3C00);
+}
+
+TEST(select_and_scatter_2d_matches_reference) {
+  // operand [6, 7] i32 with ties, window 3x2, strides 2x2, padding (1,1)x(0,1).
+  int64_t xd[] = {6, 7}, window[] = {3, 2}, strides[] = {2, 2}, lo[] = {1, 0}, hi[] = {1, 1};
+  int64_t sd[2];
+  for (int d = 0; d < 2; ++d) sd[d] = kt_window_out(xd[d], window[d], strides[d], 1, 1, lo[d], hi[d]);
+  cml_shape_t ins[2] = {kt_shape(CML_DTYPE_I32, 2, xd), kt_shape(CML_DTYPE_I32, 2, sd)};
+  int32_t x[42], src[64], out[42], want_max[42] = {0}, want_min[42] = {0};
+  for (int i = 0; i < 42; ++i) x[i] = (i * 37) % 5;
+  for (int64_t i = 0; i < sd[0] * sd[1]; ++i) src[i] = (int32_t)(i + 1);
+  for (int64_t a = 0; a < sd[0]; ++a)
+    for (int64_t b = 0; b < sd[1]; ++b) {
+      int64_t best_max = -1, best_min = -1;
+      for (int64_t k0 = 0; k0 < window[0]; ++k0)
+        for (int64_t k1 = 0; k1 < window[1]; ++k1) {
+          int64_t r = a * strides[0] + k0 - lo[0], c = b * strides[1] + k1 - lo[1];
+          if (r < 0 || c < 0 || r >= xd[0] || c >= xd[1]) continue;
+          int64_t e = r * xd[1] + c;
+          if (best_max < 0 || x[e] > x[best_max]) best_max = e;
+          if (best_min < 0 || x[e] < x[best_min]) best_min = e;
+        }
+      if (best_max >= 0) want_max[best_max] += src[a * sd[1] + b];
+      if (best_min >= 0) want_min[best_min] += src[a * sd[1] + b];
+    }
+  kt_t k;
+  kt_init(&k, CML_OP_SELECT_AND_SCATTER_MAX, 2, ins, &ins[0]);
+  kt_window(&k, 2, window, strides, NULL, NULL, lo, hi);
+  const void* in[] = {x, src};
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  for (int i = 0; i < 42; ++i) ASSERT_EQ_INT(out[i], want_max[i]);
+  k.node.op = CML_OP_SELECT_AND_SCATTER_MIN;
+  ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+  for (int i = 0; i < 42; ++i) ASSERT_EQ_INT(out[i], want_min[i]);
+}
+
+TEST(lookup_and_capabilities) {
+  cml_capabilities_t caps;
+  memset(&caps, 0, sizeof caps);
+  cmlc_kernels_window_capabilities(&caps);
+  ASSERT_TRUE(cml_capabilities_has_op(&caps, CML_OP_REDUCE_WINDOW));
+  ASSERT_TRUE(cml_capabilities_has_op(&caps, CML_OP_SELECT_AND_SCATTER_MAX));
+  ASSERT_TRUE(cml_capabilities_has_op(&caps, CML_OP_SELECT_AND_SCATTER_MIN));
+  ASSERT_TRUE(cml_capabilities_has_op(&caps, CML_OP_SELECT_AND_SCATTER_SUM));
+  int64_t d[] = {4};
+  cml_shape_t s = kt_shape(CML_DTYPE_C64, 1, d);
+  kt_t k;
+  cmlc_kernel_entry_t e;
+  kt_init(&k, CML_OP_REDUCE_WINDOW, 1, &s, &s);
+  k.attrs.reduce_type = CML_REDUCE_SUM;
+  ASSERT_FALSE(cmlc_kernels_window_lookup(&k.module, &k.node, &k.options, &e));
+  s.dtype = CML_DTYPE_F32;
+  kt_init(&k, CML_OP_REDUCE_WINDOW, 1, &s, &s);
+  k.attrs.reduce_type = CML_REDUCE_UNDEFINED;
+  ASSERT_FALSE(cmlc_kernels_window_lookup(&k.module, &k.node, &k.options, &e));
+  (void)kt_pattern;
+}
+
+TEST_MAIN(TEST_ENTRY(reduce_window_1d_by_hand), TEST_ENTRY(reduce_window_identities_and_nan),
+          TEST_ENTRY(reduce_window_integer_wrap_and_f16_rounding),
+          TEST_ENTRY(reduce_window_scalar), TEST_ENTRY(reduce_window_2d_matches_reference),
+          TEST_ENTRY(select_and_scatter_by_hand),
+          TEST_ENTRY(select_and_scatter_f16_accumulates_in_f32),
+          TEST_ENTRY(select_and_scatter_2d_matches_reference), TEST_ENTRY(lookup_and_capabilities))

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/c_threadpool_test.c: the C backend's thread pool: every chunk runs exactly once,
+// chunk boundaries do not depend on the thread count, concurrent callers, nested calls.
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "backends/c/cmlc.h"
+#include "test.h"
+
+#define N_MAX 100000
+
+typedef struct count_ctx_t {
+  atomic_int hits[N_MAX];
+  atomic_int bad_index;
+  atomic_int calls;
+  int threads;
+} count_ctx_t;
+
+static void count_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  count_ctx_t* c = (count_ctx_t*)ctx;
+  if (thread_index < 0 || thread_index >= c->threads) atomic_fetch_add(&c->bad_index, 1);
+  atomic_fetch_add(&c->calls, 1);
+  for (int64_t i = begin; i < end; ++i) atomic_fetch_add(&c->hits[i], 1);
+}
+
+static count_ctx_t* count_ctx_new(int threads) {
+  count_ctx_t* c = calloc(1, sizeof *c);
+  c->threads = threads;
+  return c;
+}
+
+// Runs parallel_for over n elements and checks each element was visited exactly once.
+static int check_once(cmlc_pool_t* pool, int threads, int64_t n, int64_t min_chunk) {
+  count_ctx_t* c = count_ctx_new(threads);
+  cmlc_parallel_for(pool, n, min_chunk, count_task, c);
+  int bad = atomic_load(&c->bad_index);
+  for (int64_t i = 0; i < n; ++i) {
+    if (atomic_load(&c->hits[i]) != 1) ++bad;
+  }
+  for (int64_t i = n; i < N_MAX; ++i) {
+    if (atomic_load(&c->hits[i]) != 0) ++bad;
+  }
+  free(c);
+  return bad;
+}
+
+TEST(null_pool_runs_inline) {
+  ASSERT_EQ_INT(cmlc_pool_thread_count(NULL), 1);
+  count_ctx_t* c = count_ctx_new(1);
+  cmlc_parallel_for(NULL, 1000, 10, count_task, c);
+  int calls = atomic_load(&c->calls);
+  int h0 = atomic_load(&c->hits[0]), h999 = atomic_load(&c->hits[999]);
+  free(c);
+  ASSERT_EQ_INT(calls, 1);
+  ASSERT_EQ_INT(h0, 1);
+  ASSERT_EQ_INT(h999, 1);
+}
+
+TEST(every_chunk_exactly_once) {
+  const int thread_counts[] = {1, 2, 3, 8};
+  const int64_t sizes[] = {1, 2, 63, 64, 65, 1000, 4097, 99999};
+  const int64_t chunks[] = {1, 7, 64, 1000, 200000};
+  for (size_t t = 0; t < sizeof thread_counts / sizeof *thread_counts; ++t) {
+    cmlc_pool_t* pool = NULL;
+    ASSERT_STATUS_OK(cmlc_pool_create(thread_counts[t], cml_allocator_system(), &pool));
+    ASSERT_EQ_INT(cmlc_pool_thread_count(pool), thread_counts[t]);
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; ++s) {
+      for (size_t k = 0; k < sizeof chunks / sizeof *chunks; ++k) {
+        int bad = check_once(pool, thread_counts[t], sizes[s], chunks[k]);
+        if (bad) cmlc_pool_destroy(pool);
+        ASSERT_EQ_INT(bad, 0);
+      }
+    }
+    // n <= 0 runs nothing.
+    count_ctx_t* c = count_ctx_new(thread_counts[t]);
+    cmlc_parallel_for(pool, 0, 1, count_task, c);
+    int calls = atomic_load(&c->calls);
+    free(c);
+    cmlc_pool_destroy(pool);
+    ASSERT_EQ_INT(calls, 0);
+  }
+}
+
+// Records the boundaries of each chunk: they must be the same for any thread count.
+typedef struct bounds_ctx_t {
+  atomic_llong begin_of[N_MAX];  // chunk start for each element
+} bounds_ctx_t;
+
+static void bounds_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  bounds_ctx_t* b = (bounds_ctx_t*)ctx;
+  for (int64_t i = begin; i < end; ++i) atomic_store(&b->begin_of[i], begin);
+}
+
+TEST(chunk_boundaries_independent_of_threads) {
+  const int64_t n = 12345;
+  bounds_ctx_t* ref = calloc(1, sizeof *ref);
+  bounds_ctx_t* other = calloc(1, sizeof *other);
+  cmlc_pool_t* p1 = NULL;
+  cmlc_pool_t* p4 = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(1, cml_allocator_system(), &p1));
+  ASSERT_STATUS_OK(cmlc_pool_create(4, cml_allocator_system(), &p4));
+  cmlc_parallel_for(p1, n, 10, bounds_task, ref);
+  cmlc_parallel_for(p4, n, 10, bounds_task, other);
+  int diff = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (atomic_load(&ref->begin_of[i]) != atomic_load(&other->begin_of[i])) ++diff;
+  }
+  cmlc_pool_destroy(p1);
+  cmlc_pool_destroy(p4);
+  free(ref);
+  free(other);
+  ASSERT_EQ_INT(diff, 0);
+}
+
+// Several threads call parallel_for on one pool at the same time.
+typedef struct caller_arg_t {
+  cmlc_pool_t* pool;
+  int threads;
+  int failures;
+} caller_arg_t;
+
+static void* caller_main(void* arg) {
+  caller_arg_t* a = (caller_arg_t*)arg;
+  for (int round = 0; round < 200; ++round) {
+    a->failures += check_once(a->pool, a->threads, 1000 + round * 37, 1 + round % 50) != 0;
+  }
+  return NULL;
+}
+
+TEST(concurrent_callers) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  pthread_t threads[4];
+  caller_arg_t args[4];
+  for (int i = 0; i < 4; ++i) {
+    args[i] = (caller_arg_t){pool, 3, 0};
+    pthread_create(&threads[i], NULL, caller_main, &args[i]);
+  }
+  int failures = 0;
+  for (int i = 0; i < 4; ++i) {
+    pthread_join(threads[i], NULL);
+    failures += args[i].failures;
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+}
+
+// A task that itself calls parallel_for: the inner call runs inline with the outer index.
+typedef struct nested_ctx_t {
+  cmlc_pool_t* pool;
+  atomic_int inner_hits[64][100];
+  atomic_int index_mismatch;
+} nested_ctx_t;
+
+typedef struct inner_arg_t {
+  nested_ctx_t* outer;
+  int64_t row;
+  int thread_index;
+} inner_arg_t;
+
+static void inner_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  inner_arg_t* a = (inner_arg_t*)ctx;
+  if (thread_index != a->thread_index) atomic_fetch_add(&a->outer->index_mismatch, 1);
+  for (int64_t i = begin; i < end; ++i) atomic_fetch_add(&a->outer->inner_hits[a->row][i], 1);
+}
+
+static void outer_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  nested_ctx_t* c = (nested_ctx_t*)ctx;
+  for (int64_t row = begin; row < end; ++row) {
+    inner_arg_t a = {c, row, thread_index};
+    cmlc_parallel_for(c->pool, 100, 3, inner_task, &a);
+  }
+}
+
+TEST(nested_calls_run_inline) {
+  nested_ctx_t* c = calloc(1, sizeof *c);
+  ASSERT_STATUS_OK(cmlc_pool_create(4, cml_allocator_system(), &c->pool));
+  cmlc_parallel_for(c->pool, 64, 1, outer_task, c);
+  int bad = atomic_load(&c->index_mismatch);
+  for (int r = 0; r < 64; ++r) {
+    for (int i = 0; i < 100; ++i) bad += atomic_load(&c->inner_hits[r][i]) != 1;
+  }
+  cmlc_pool_destroy(c->pool);
+  free(c);
+  ASSERT_EQ_INT(bad, 0);
+}
+
+// Workers go to sleep after their spin and must wake up for the next job.
+TEST(wakes_sleeping_workers) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(2, cml_allocator_system(), &pool));
+  for (int round = 0; round < 5; ++round) {
+    struct timespec ts = {0, 2000000};  // 2 ms: longer than the spin
+    nanosleep(&ts, NULL);
+    int bad = check_once(pool, 2, 5000, 10);
+    if (bad) cmlc_pool_destroy(pool);
+    ASSERT_EQ_INT(bad, 0);
+  }
+  cmlc_pool_destroy(pool);
+}
+
+TEST(bad_thread_count) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_CODE(cmlc_pool_create(0, cml_allocator_system(), &pool),
+                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(pool == NULL);
+}
+
+TEST_MAIN(TEST_ENTRY(null_pool_runs_inline), TEST_ENTRY(every_chunk_exactly_once),
+          TEST_ENTRY(chunk_boundaries_independent_of_threads), TEST_ENTRY(concurrent_callers),
+          TEST_ENTRY(nested_calls_run_inline), TEST_ENTRY(wakes_sleeping_workers),
+          TEST_ENTRY(bad_thread_count))

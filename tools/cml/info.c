@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// tools/cml/info.c: "cml info", what this cml offers and what a backend can do.
+//
+//   cml info [--backend CONFIG]
+//
+// Prints the library version, the registered backends (with aliases), the default backend and
+// why it was chosen, and for the chosen backend (the default, or CONFIG): name, config,
+// description, devices and capabilities. Exits 1 when the backend cannot be created, 2 for
+// usage errors.
+#include <stdio.h>
+#include <string.h>
+
+#include "cml/backend.h"
+#include "tools/cml/cli.h"
+
+static void cml_cli_info_usage(FILE* out) {
+  fputs(
+      "usage: cml info [--backend CONFIG]\n"
+      "\n"
+      "Prints the registered backends, the default backend and why, and the devices and\n"
+      "capabilities of a backend.\n"
+      "  --backend CONFIG  the backend to describe, e.g. \"c\", \"xla:cpu\"\n"
+      "                    (default: GOMLX_BACKEND, else the best available backend)\n",
+      out);
+}
+
+// Prints |items| comma-separated, wrapped at about 100 columns, indented by 6.
+static void cml_cli_info_print_list(const char* const* items, size_t count) {
+  size_t column = 6;
+  fputs("      ", stdout);
+  for (size_t i = 0; i < count; ++i) {
+    size_t n = strlen(items[i]);
+    if (i > 0) {
+      if (column + 2 + n > 100) {
+        fputs(",\n      ", stdout);
+        column = 6;
+      } else {
+        fputs(", ", stdout);
+        column += 2;
+      }
+    }
+    fputs(items[i], stdout);
+    column += n;
+  }
+  if (count == 0) fputs("(none)", stdout);
+  fputs("\n", stdout);
+}
+
+static void cml_cli_info_backend(const cml_backend_t* backend) {
+  printf("\nbackend: %s\n", cml_backend_name(backend));
+  printf("  config: %s\n", cml_backend_config(backend));
+  printf("  description: %s\n", cml_backend_description(backend));
+  int devices = cml_backend_device_count(backend);
+  printf("  devices: %d\n", devices);
+  for (int d = 0; d < devices; ++d) {
+    printf("    %d: %s\n", d, cml_backend_device_description(backend, d));
+  }
+
+  const cml_capabilities_t* caps = cml_backend_capabilities(backend);
+  printf("  capabilities:\n");
+  const char* dtypes[CML_DTYPE_COUNT];
+  size_t dtype_count = 0;
+  for (int d = 1; d < CML_DTYPE_COUNT; ++d) {
+    if (cml_capabilities_has_dtype(caps, (cml_dtype_t)d)) {
+      dtypes[dtype_count++] = cml_dtype_name((cml_dtype_t)d);
+    }
+  }
+  printf("    dtypes (%zu):\n", dtype_count);
+  cml_cli_info_print_list(dtypes, dtype_count);
+  printf("    functions (closures, Call, While, If, Sort): %s\n", caps->functions ? "yes" : "no");
+  printf("    shared buffers: %s\n", cml_backend_has_shared_buffers(backend) ? "yes" : "no");
+  printf("    dynamic axes: %s\n", caps->dynamic_axes ? "yes" : "no");
+  printf("    max rank: %d\n", (int)caps->max_rank);
+
+  const char* supported[CML_OP_COUNT];
+  const char* missing[CML_OP_COUNT];
+  size_t supported_count = 0, missing_count = 0;
+  for (int op = 1; op < CML_OP_COUNT; ++op) {
+    if (cml_capabilities_has_op(caps, (cml_op_t)op)) {
+      supported[supported_count++] = cml_op_name((cml_op_t)op);
+    } else if (cml_op_is_standard((cml_op_t)op)) {
+      missing[missing_count++] = cml_op_name((cml_op_t)op);
+    }
+  }
+  printf("    ops supported (%zu):\n", supported_count);
+  cml_cli_info_print_list(supported, supported_count);
+  printf("    standard ops not supported (%zu):\n", missing_count);
+  cml_cli_info_print_list(missing, missing_count);
+}
+
+int cml_cli_info(int argc, char** argv) {
+  const char* config = NULL;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--backend") == 0 || strcmp(argv[i], "-b") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "cml info: %s needs a backend config\n", argv[i]);
+        cml_cli_info_usage(stderr);
+        return 2;
+      }
+      config = argv[++i];
+    } else if (strncmp(argv[i], "--backend=", 10) == 0) {
+      config = argv[i] + 10;
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      cml_cli_info_usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "cml info: unknown argument \"%s\"\n", argv[i]);
+      cml_cli_info_usage(stderr);
+      return 2;
+    }
+  }
+
+  printf("cml %s\n", cml_version_string());
+  printf("registered backends:\n");
+  size_t count = cml_backend_registered_count();
+  for (size_t i = 0; i < count; ++i) {
+    const char* name = cml_backend_registered_name(i);
+    const char* aliases = cml_backend_registered_aliases(name);
+    if (aliases && *aliases) {
+      printf("  %s (aliases: %s)\n", name, aliases);
+    } else {
+      printf("  %s\n", name);
+    }
+  }
+  const char* default_config = NULL;
+  const char* default_reason = NULL;
+  cml_backend_default_config(&default_config, &default_reason);
+  printf("default backend: \"%s\" (%s)\n", default_config, default_reason);
+
+  cml_backend_t* backend = NULL;
+  cml_status_t st = config ? cml_backend_new_with_config(config, &backend)
+                           : cml_backend_new(&backend);
+  if (st != CML_OK) {
+    fprintf(stderr, "cml info: cannot create backend %s%s%s: %s: %s\n", config ? "\"" : "",
+            config ? config : "(the default)", config ? "\"" : "",
+            cml_status_code_name(cml_status_code(st)), cml_status_message(st));
+    cml_status_free(st);
+    return 1;
+  }
+  cml_cli_info_backend(backend);
+  cml_backend_release(backend);
+  return 0;
+}

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// tools/cml/main.c: the cml command line tool: dispatches `cml info|test|install|help|version`.
+#include <stdio.h>
+#include <string.h>
+
+#include "cml/base.h"
+#include "tools/cml/cli.h"
+
+static void cml_cli_usage(FILE* out) {
+  fputs(
+      "usage: cml <command> [options]\n"
+      "\n"
+      "Commands:\n"
+      "  info [--backend CONFIG]   library version, registered backends, the default backend\n"
+      "                            and why, and the chosen backend's devices and capabilities\n"
+      "  test [--backend CONFIG]   run the compliance suite on a backend (cml test --help)\n"
+      "  install cpu|cuda          install a PJRT plugin for the xla backend (cml install --help)\n"
+      "  version                   print the library version\n"
+      "  help                      print this message\n"
+      "\n"
+      "Backend configs are \"<name>[:<options>]\", e.g. \"c\", \"c:threads=4\", \"xla:cpu\";\n"
+      "\"<name>:help\" lists a backend's options. GOMLX_BACKEND sets the default.\n",
+      out);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    cml_cli_usage(stderr);
+    return 2;
+  }
+  const char* command = argv[1];
+  if (strcmp(command, "info") == 0) return cml_cli_info(argc - 1, argv + 1);
+  if (strcmp(command, "test") == 0) return cml_cli_test(argc - 1, argv + 1);
+  if (strcmp(command, "install") == 0) return cml_cli_install(argc - 1, argv + 1);
+  if (strcmp(command, "version") == 0 || strcmp(command, "--version") == 0) {
+    printf("cml %s\n", cml_version_string());
+    return 0;
+  }
+  if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0 ||
+      strcmp(command, "-h") == 0) {
+    cml_cli_usage(stdout);
+    return 0;
+  }
+  fprintf(stderr, "cml: unknown command \"%s\"\n\n", command);
+  cml_cli_usage(stderr);
+  return 2;
+}
