@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // backendtest/bt.c: the case-writing helpers of the compliance suite (see bt.h): case-owned
 // resources, tensor conversions, building and running, and result comparisons.
+#include "backendtest/bt.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -8,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backendtest/bt.h"
 #include "backendtest/bt_internal.h"
 
 // Messages longer than this are cut (a case with thousands of mismatches stays readable).
@@ -372,8 +373,7 @@ static bool bt__make_shape(bt_t* t, cml_dtype_t dtype, int32_t rank, const int64
 }
 
 // A zero-filled case-owned tensor of the given shape (data NULL on failure).
-static bt_tensor_t bt__tensor_alloc(bt_t* t, cml_dtype_t dtype, int32_t rank,
-                                    const int64_t* dims) {
+static bt_tensor_t bt__tensor_alloc(bt_t* t, cml_dtype_t dtype, int32_t rank, const int64_t* dims) {
   bt_tensor_t x;
   memset(&x, 0, sizeof x);
   if (!bt__make_shape(t, dtype, rank, dims, &x.shape)) return x;
@@ -598,10 +598,10 @@ cml_buffer_t* bt_upload(bt_t* t, int device, const bt_tensor_t* value) {
   snprintf(what, sizeof what, "cml_buffer_from_host(%s, device %d)",
            cml_shape_format(&value->shape, shape_text, sizeof shape_text), device);
   cml_buffer_t* buf = NULL;
-  if (!bt_ok(t,
-             cml_buffer_from_host(t->backend, device, &value->shape, value->data, value->size,
-                                  &buf),
-             what)) {
+  if (!bt_ok(
+          t,
+          cml_buffer_from_host(t->backend, device, &value->shape, value->data, value->size, &buf),
+          what)) {
     return NULL;
   }
   return bt__own(t, BT_RES_BUFFER, buf) ? buf : NULL;
@@ -679,15 +679,16 @@ bool bt_run(bt_t* t, cml_executable_t* exe, const bt_tensor_t* inputs, size_t in
     if (declared && !cml_shape_equal(declared, &out[i].shape)) {
       char a[96], b[96];
       bt_fail(t, "output %zu has shape %s but the executable declares %s", i,
-              cml_shape_format(&out[i].shape, a, sizeof a), cml_shape_format(declared, b, sizeof b));
+              cml_shape_format(&out[i].shape, a, sizeof a),
+              cml_shape_format(declared, b, sizeof b));
       return false;
     }
   }
   return true;
 }
 
-bool bt_exec_ex(bt_t* t, const cml_value_t* outputs, size_t count, int device,
-                bt_tensor_t* out, cml_executable_t** out_executable) {
+bool bt_exec_ex(bt_t* t, const cml_value_t* outputs, size_t count, int device, bt_tensor_t* out,
+                cml_executable_t** out_executable) {
   if (out_executable) *out_executable = NULL;
   for (size_t i = 0; i < count && out; ++i) memset(&out[i], 0, sizeof out[i]);
   cml_builder_t* b = bt_builder(t);
@@ -718,8 +719,8 @@ bool bt_exec(bt_t* t, const cml_value_t* outputs, size_t count, bt_tensor_t* out
 
 //===--- expected errors ---===//
 
-static void bt__check_status(bt_t* t, const char* what, cml_status_t status,
-                             cml_status_code_t code, const char* const* needles) {
+static void bt__check_status(bt_t* t, const char* what, cml_status_t status, cml_status_code_t code,
+                             const char* const* needles) {
   cml_status_code_t got = cml_status_code(status);
   const char* message = cml_status_message(status);
   if (got != code) {
@@ -734,8 +735,8 @@ static void bt__check_status(bt_t* t, const char* what, cml_status_t status,
   }
   for (const char* const* n = needles; n && *n; ++n) {
     if (!strstr(message, *n)) {
-      bt_fail(t, "%s: the %s message does not mention \"%s\": %s", what,
-              cml_status_code_name(code), *n, message);
+      bt_fail(t, "%s: the %s message does not mention \"%s\": %s", what, cml_status_code_name(code),
+              *n, message);
     }
   }
 }
@@ -898,8 +899,7 @@ static void bt__compare(bt_t* t, const char* what, const bt_tensor_t* got, const
   }
 }
 
-void bt_expect_equal(bt_t* t, const char* what, const bt_tensor_t* got,
-                     const bt_tensor_t* want) {
+void bt_expect_equal(bt_t* t, const char* what, const bt_tensor_t* got, const bt_tensor_t* want) {
   bt_compare_t cmp = {BT_CMP_EXACT, 0, 0, 0};
   bt__compare(t, what, got, want, &cmp);
 }

@@ -26,8 +26,7 @@ static cml_buffer_t* exec_upload_f64(bt_t* t, int device, cml_dtype_t dtype, int
 
 // Executes and hands every output to the case. |out| has room for the executable's outputs.
 static bool exec_run_owned(bt_t* t, cml_executable_t* exe, cml_buffer_t* const* inputs,
-                           size_t input_count, const bool* donate, int device,
-                           cml_buffer_t** out) {
+                           size_t input_count, const bool* donate, int device, cml_buffer_t** out) {
   size_t n = cml_executable_output_count(exe);
   for (size_t i = 0; i < n; ++i) out[i] = NULL;
   if (!bt_ok(t, cml_executable_execute(exe, inputs, input_count, donate, device, out),
@@ -80,18 +79,20 @@ static void case_compile_execute_two_outputs(bt_t* t) {
 // A scalar constant of every common dtype comes back bit-exact.
 static void case_constant_scalars(bt_t* t) {
   if (!bt_require_op(t, CML_OP_CONSTANT)) return;
-  static const cml_dtype_t dtypes[] = {CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I32,
-                                       CML_DTYPE_I64,  CML_DTYPE_U8,  CML_DTYPE_U64,
-                                       CML_DTYPE_F16,  CML_DTYPE_BF16, CML_DTYPE_F32,
-                                       CML_DTYPE_F64};
+  static const cml_dtype_t dtypes[] = {CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I32, CML_DTYPE_I64,
+                                       CML_DTYPE_U8,   CML_DTYPE_U64, CML_DTYPE_F16, CML_DTYPE_BF16,
+                                       CML_DTYPE_F32,  CML_DTYPE_F64};
   cml_function_t* f = bt_main(t);
   cml_value_t v[10];
   bt_tensor_t want[10];
   size_t n = 0;
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; ++i) {
     if (!cml_capabilities_has_dtype(cml_backend_capabilities(bt_backend(t)), dtypes[i])) continue;
-    want[n] = bt_tensor_f64(t, dtypes[i], 0, NULL, (double[]){dtypes[i] == CML_DTYPE_BOOL ? 1 : -3 + 2.0 * (double)(i % 2)});
-    if (cml_dtype_is_unsigned_int(dtypes[i])) want[n] = bt_tensor_i64(t, dtypes[i], 0, NULL, (int64_t[]){200});
+    want[n] =
+        bt_tensor_f64(t, dtypes[i], 0, NULL,
+                      (double[]){dtypes[i] == CML_DTYPE_BOOL ? 1 : -3 + 2.0 * (double)(i % 2)});
+    if (cml_dtype_is_unsigned_int(dtypes[i]))
+      want[n] = bt_tensor_i64(t, dtypes[i], 0, NULL, (int64_t[]){200});
     v[n] = bt_const(t, f, &want[n]);
     ++n;
   }
@@ -101,7 +102,8 @@ static void case_constant_scalars(bt_t* t) {
   }
   bt_tensor_t out[10];
   if (!bt_exec(t, v, n, out)) return;
-  for (size_t i = 0; i < n; ++i) bt_expect_equal(t, cml_dtype_name(want[i].shape.dtype), &out[i], &want[i]);
+  for (size_t i = 0; i < n; ++i)
+    bt_expect_equal(t, cml_dtype_name(want[i].shape.dtype), &out[i], &want[i]);
 }
 
 // A parameter returned as is comes back in a new buffer that outlives the input.
@@ -131,7 +133,8 @@ static void case_parameter_passthrough(bt_t* t) {
   const cml_shape_t* s0 = cml_executable_input_shape(exe, 0);
   const cml_shape_t* o1 = cml_executable_output_shape(exe, 1);
   if (!s0 || !cml_shape_equal(s0, &want_x)) bt_fail(t, "input 0 has the wrong shape");
-  if (!o1 || o1->dtype != CML_DTYPE_I32 || o1->rank != 0) bt_fail(t, "output 1 has the wrong shape");
+  if (!o1 || o1->dtype != CML_DTYPE_I32 || o1->rank != 0)
+    bt_fail(t, "output 1 has the wrong shape");
 
   // Inputs are not case-owned: they are released before the outputs are read.
   double xv[] = {1, -2, 3.5, 0, 1e30};
@@ -238,14 +241,18 @@ static void case_wrong_input_shape(bt_t* t) {
   cml_executable_t* exe = exec_compile_add(t, dims, 1);
   if (!exe) return;
   cml_buffer_t* good = exec_upload_f64(t, 0, CML_DTYPE_F32, 1, dims, (double[]){1, 2, 3});
-  cml_buffer_t* bad = exec_upload_f64(t, 0, CML_DTYPE_F32, 1, (int64_t[]){4}, (double[]){1, 2, 3, 4});
-  cml_buffer_t* bad2 = exec_upload_f64(t, 0, CML_DTYPE_F32, 2, (int64_t[]){1, 3}, (double[]){1, 2, 3});
+  cml_buffer_t* bad =
+      exec_upload_f64(t, 0, CML_DTYPE_F32, 1, (int64_t[]){4}, (double[]){1, 2, 3, 4});
+  cml_buffer_t* bad2 =
+      exec_upload_f64(t, 0, CML_DTYPE_F32, 2, (int64_t[]){1, 3}, (double[]){1, 2, 3});
   if (!good || !bad || !bad2) return;
   cml_buffer_t* out[1] = {NULL};
   bt_expect_status(t, cml_executable_execute(exe, (cml_buffer_t*[]){good, bad}, 2, NULL, 0, out),
-                   CML_STATUS_INVALID_ARGUMENT, (const char* const[]){"beta_input", "[4]", "[3]", NULL});
+                   CML_STATUS_INVALID_ARGUMENT,
+                   (const char* const[]){"beta_input", "[4]", "[3]", NULL});
   bt_expect_status(t, cml_executable_execute(exe, (cml_buffer_t*[]){bad2, good}, 2, NULL, 0, out),
-                   CML_STATUS_INVALID_ARGUMENT, (const char* const[]){"alpha_input", "[1, 3]", NULL});
+                   CML_STATUS_INVALID_ARGUMENT,
+                   (const char* const[]){"alpha_input", "[1, 3]", NULL});
   if (out[0]) bt_fail(t, "a failed execution wrote an output");
 }
 
@@ -330,7 +337,8 @@ static void case_donation(bt_t* t) {
   if (!in) return;
   cml_buffer_t* out[1];
   if (!exec_run_owned(t, exe, &in, 1, (const bool[]){true}, 0, out)) return;
-  exec_expect_buffer_f64(t, "donated x + 1", out[0], CML_DTYPE_F32, 1, dims, (double[]){2, 3, 4, 5});
+  exec_expect_buffer_f64(t, "donated x + 1", out[0], CML_DTYPE_F32, 1, dims,
+                         (double[]){2, 3, 4, 5});
   if (cml_buffer_is_valid(in)) bt_fail(t, "a donated buffer is still valid");
   if (!cml_buffer_is_valid(out[0])) bt_fail(t, "the output of a donating execution is invalid");
   // Any later use of the donated buffer is FAILED_PRECONDITION.
@@ -339,8 +347,8 @@ static void case_donation(bt_t* t) {
                    CML_STATUS_FAILED_PRECONDITION, (const char* const[]){"donated", NULL});
   if (again[0]) bt_fail(t, "executing with a donated buffer wrote an output");
   float host[4];
-  bt_expect_status(t, cml_buffer_copy_to_host(in, host, sizeof host), CML_STATUS_FAILED_PRECONDITION,
-                   NULL);
+  bt_expect_status(t, cml_buffer_copy_to_host(in, host, sizeof host),
+                   CML_STATUS_FAILED_PRECONDITION, NULL);
   bt_expect_status(t, cml_executable_execute(exe, &in, 1, (const bool[]){true}, 0, again),
                    CML_STATUS_FAILED_PRECONDITION, NULL);
 }
@@ -378,10 +386,10 @@ static void case_donation_duplicate_input(bt_t* t) {
   cml_buffer_t* a = exec_upload_f64(t, 0, CML_DTYPE_F32, 1, dims, (double[]){1, 2});
   if (!a) return;
   cml_buffer_t* out[1] = {NULL};
-  bt_expect_status(t,
-                   cml_executable_execute(exe, (cml_buffer_t*[]){a, a}, 2, (const bool[]){true, false},
-                                          0, out),
-                   CML_STATUS_INVALID_ARGUMENT, NULL);
+  bt_expect_status(
+      t,
+      cml_executable_execute(exe, (cml_buffer_t*[]){a, a}, 2, (const bool[]){true, false}, 0, out),
+      CML_STATUS_INVALID_ARGUMENT, NULL);
   if (out[0]) bt_fail(t, "a refused execution wrote an output");
   if (!cml_buffer_is_valid(a)) bt_fail(t, "a refused donation invalidated the buffer");
   exec_expect_buffer_f64(t, "a", a, CML_DTYPE_F32, 1, dims, (double[]){1, 2});
@@ -409,7 +417,8 @@ static void exec_round_trip(bt_t* t, cml_dtype_t dtype) {
               cml_shape_format(&x.shape, b, sizeof b));
       return;
     }
-    if (cml_buffer_device(buf) != 0) bt_fail(t, "the buffer is on device %d, want 0", cml_buffer_device(buf));
+    if (cml_buffer_device(buf) != 0)
+      bt_fail(t, "the buffer is on device %d, want 0", cml_buffer_device(buf));
     if (cml_buffer_backend(buf) != bt_backend(t)) bt_fail(t, "the buffer has another backend");
     bt_tensor_t back;
     if (!bt_download(t, buf, &back)) return;
@@ -500,12 +509,15 @@ static void case_shared_buffer(bt_t* t) {
   p[0] = 1, p[1] = 2, p[2] = -3, p[3] = 0.5f;
   cml_buffer_t* out[1];
   if (!exec_run_owned(t, exe, &buf, 1, NULL, 0, out)) return;
-  exec_expect_buffer_f64(t, "first write", out[0], CML_DTYPE_F32, 1, dims, (double[]){1, 4, 9, 0.25});
+  exec_expect_buffer_f64(t, "first write", out[0], CML_DTYPE_F32, 1, dims,
+                         (double[]){1, 4, 9, 0.25});
   p[0] = 5, p[1] = 6, p[2] = 7, p[3] = -8;
   if (!exec_run_owned(t, exe, &buf, 1, NULL, 0, out)) return;
-  exec_expect_buffer_f64(t, "second write", out[0], CML_DTYPE_F32, 1, dims, (double[]){25, 36, 49, 64});
+  exec_expect_buffer_f64(t, "second write", out[0], CML_DTYPE_F32, 1, dims,
+                         (double[]){25, 36, 49, 64});
   // Reading through copy_to_host sees the writes too.
-  exec_expect_buffer_f64(t, "shared contents", buf, CML_DTYPE_F32, 1, dims, (double[]){5, 6, 7, -8});
+  exec_expect_buffer_f64(t, "shared contents", buf, CML_DTYPE_F32, 1, dims,
+                         (double[]){5, 6, 7, -8});
   // Shared buffers cannot be donated; ordinary buffers have no data pointer.
   bt_expect_status(t, cml_executable_execute(exe, &buf, 1, (const bool[]){true}, 0, out),
                    CML_STATUS_INVALID_ARGUMENT, NULL);
@@ -528,7 +540,8 @@ static void case_copy_to_device(bt_t* t) {
   cml_buffer_t* b = NULL;
   if (!bt_ok(t, cml_buffer_copy_to_device(a, 1, &b), "copy_to_device(1)")) return;
   bt_own_buffer(t, b);
-  if (cml_buffer_device(b) != 1) bt_fail(t, "the copy is on device %d, want 1", cml_buffer_device(b));
+  if (cml_buffer_device(b) != 1)
+    bt_fail(t, "the copy is on device %d, want 1", cml_buffer_device(b));
   exec_expect_buffer_f64(t, "copy on device 1", b, CML_DTYPE_F32, 1, dims, (double[]){1, 2, 3});
   cml_buffer_t* c = NULL;
   bt_expect_status(t, cml_buffer_copy_to_device(a, 0, &c), CML_STATUS_INVALID_ARGUMENT, NULL);
@@ -539,15 +552,19 @@ static void case_copy_to_device(bt_t* t) {
   if (!exe) return;
   cml_buffer_t* out[1];
   if (!exec_run_owned(t, exe, (cml_buffer_t*[]){b, b}, 2, NULL, 1, out)) return;
-  if (cml_buffer_device(out[0]) != 1) bt_fail(t, "the output is on device %d, want 1", cml_buffer_device(out[0]));
-  exec_expect_buffer_f64(t, "b + b on device 1", out[0], CML_DTYPE_F32, 1, dims, (double[]){2, 4, 6});
-  bt_expect_status(t, cml_executable_execute(exe, (cml_buffer_t*[]){a, b}, 2, NULL, 1, out),
+  if (cml_buffer_device(out[0]) != 1)
+    bt_fail(t, "the output is on device %d, want 1", cml_buffer_device(out[0]));
+  exec_expect_buffer_f64(t, "b + b on device 1", out[0], CML_DTYPE_F32, 1, dims,
+                         (double[]){2, 4, 6});
+  cml_buffer_t* refused[1] = {NULL};
+  bt_expect_status(t, cml_executable_execute(exe, (cml_buffer_t*[]){a, b}, 2, NULL, 1, refused),
                    CML_STATUS_INVALID_ARGUMENT, (const char* const[]){"alpha_input", NULL});
   // The other way back.
   cml_buffer_t* d = NULL;
   if (!bt_ok(t, cml_buffer_copy_to_device(out[0], 0, &d), "copy_to_device(0)")) return;
   bt_own_buffer(t, d);
-  exec_expect_buffer_f64(t, "copy back on device 0", d, CML_DTYPE_F32, 1, dims, (double[]){2, 4, 6});
+  exec_expect_buffer_f64(t, "copy back on device 0", d, CML_DTYPE_F32, 1, dims,
+                         (double[]){2, 4, 6});
 }
 
 //===--- concurrency and repetition ---===//
@@ -707,11 +724,13 @@ static void case_error_unary_dtype(bt_t* t) {
   cml_function_t* f = bt_main(t);
   cml_value_t a = exec_named_param(f, "a", CML_DTYPE_I32, 1, (int64_t[]){2});
   exec_expect_invalid(t, cml_op_sin(f, a), "Sin");
-  bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT, (const char* const[]){"Sin", "Int32", NULL});
+  bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT,
+                          (const char* const[]){"Sin", "Int32", NULL});
 }
 
 static void case_error_where_shapes(bt_t* t) {
-  if (!exec_require_f32_ops(t, CML_OP_WHERE, CML_OP_INVALID) || !bt_require_dtype(t, CML_DTYPE_BOOL)) {
+  if (!exec_require_f32_ops(t, CML_OP_WHERE, CML_OP_INVALID) ||
+      !bt_require_dtype(t, CML_DTYPE_BOOL)) {
     return;
   }
   cml_function_t* f = bt_main(t);
@@ -719,7 +738,8 @@ static void case_error_where_shapes(bt_t* t) {
   cml_value_t a = exec_named_param(f, "a", CML_DTYPE_F32, 1, (int64_t[]){4});
   cml_value_t b = exec_named_param(f, "b", CML_DTYPE_F32, 1, (int64_t[]){4});
   exec_expect_invalid(t, cml_op_where(f, c, a, b), "Where");
-  bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT, (const char* const[]){"Where", "[3]", "[4]", NULL});
+  bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT,
+                          (const char* const[]){"Where", "[3]", "[4]", NULL});
 }
 
 static void case_error_where_cond_dtype(bt_t* t) {
@@ -728,12 +748,13 @@ static void case_error_where_cond_dtype(bt_t* t) {
   cml_value_t c = exec_named_param(f, "c", CML_DTYPE_F32, 1, (int64_t[]){3});
   cml_value_t a = exec_named_param(f, "a", CML_DTYPE_F32, 1, (int64_t[]){3});
   exec_expect_invalid(t, cml_op_where(f, c, a, a), "Where");
-  bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT, (const char* const[]){"Where", "Float32", NULL});
+  bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT,
+                          (const char* const[]){"Where", "Float32", NULL});
 }
 
 static void case_error_where_branch_dtypes(bt_t* t) {
-  if (!exec_require_f32_ops(t, CML_OP_WHERE, CML_OP_INVALID) || !bt_require_dtype(t, CML_DTYPE_F64) ||
-      !bt_require_dtype(t, CML_DTYPE_BOOL)) {
+  if (!exec_require_f32_ops(t, CML_OP_WHERE, CML_OP_INVALID) ||
+      !bt_require_dtype(t, CML_DTYPE_F64) || !bt_require_dtype(t, CML_DTYPE_BOOL)) {
     return;
   }
   cml_function_t* f = bt_main(t);
@@ -752,11 +773,13 @@ static void case_error_clamp_shapes(bt_t* t) {
   cml_value_t x = exec_named_param(f, "x", CML_DTYPE_F32, 1, (int64_t[]){3});
   cml_value_t hi = exec_named_param(f, "hi", CML_DTYPE_F32, 0, NULL);
   exec_expect_invalid(t, cml_op_clamp(f, lo, x, hi), "Clamp");
-  bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT, (const char* const[]){"Clamp", "[2]", "[3]", NULL});
+  bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT,
+                          (const char* const[]){"Clamp", "[2]", "[3]", NULL});
 }
 
 static void case_error_clamp_dtypes(bt_t* t) {
-  if (!exec_require_f32_ops(t, CML_OP_CLAMP, CML_OP_INVALID) || !bt_require_dtype(t, CML_DTYPE_I32)) {
+  if (!exec_require_f32_ops(t, CML_OP_CLAMP, CML_OP_INVALID) ||
+      !bt_require_dtype(t, CML_DTYPE_I32)) {
     return;
   }
   cml_function_t* f = bt_main(t);
@@ -869,7 +892,8 @@ static void case_error_compile_without_return(bt_t* t) {
   cml_function_t* f = bt_main(t);
   (void)exec_named_param(f, "x", CML_DTYPE_F32, 1, (int64_t[]){3});
   cml_executable_t* exe = NULL;
-  bt_expect_status(t, cml_builder_compile(bt_builder(t), &exe), CML_STATUS_FAILED_PRECONDITION, NULL);
+  bt_expect_status(t, cml_builder_compile(bt_builder(t), &exe), CML_STATUS_FAILED_PRECONDITION,
+                   NULL);
   if (exe) {
     bt_own_executable(t, exe);
     bt_fail(t, "compile without a return produced an executable");
@@ -904,7 +928,8 @@ static void case_error_first_error_sticks(bt_t* t) {
   exec_expect_invalid(t, bad, "Add");
   exec_expect_invalid(t, cml_op_neg(f, bad), "Neg of an invalid value");
   exec_expect_invalid(t, cml_op_transpose(f, a, (int64_t[]){3}, 1), "Transpose");
-  bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT, (const char* const[]){"Add", "[5]", NULL});
+  bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT,
+                          (const char* const[]){"Add", "[5]", NULL});
   cml_status_t st = cml_builder_status(bt_builder(t));
   if (strstr(cml_status_message(st), "Transpose")) {
     bt_fail(t, "a later error overwrote the first one: %s", cml_status_message(st));
@@ -933,7 +958,8 @@ static void case_error_sort_comparator(bt_t* t) {
   cml_value_t lt = cml_op_less_than(cmp, l, r);
   if (!bt_ok(t, cml_function_return(cmp, &lt, 1), "comparator return")) return;
   cml_value_t out[1];
-  if (cml_op_sort(f, cmp, 0, false, &x, 1, out)) bt_fail(t, "Sort accepted an Int32 comparator for Float32");
+  if (cml_op_sort(f, cmp, 0, false, &x, 1, out))
+    bt_fail(t, "Sort accepted an Int32 comparator for Float32");
   bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT, (const char* const[]){"Sort", NULL});
 
   // A comparator with one parameter instead of two.
@@ -946,7 +972,8 @@ static void case_error_sort_comparator(bt_t* t) {
   l = exec_named_param(cmp, "l", CML_DTYPE_F32, 0, NULL);
   lt = cml_op_less_than(cmp, l, l);
   if (!bt_ok(t, cml_function_return(cmp, &lt, 1), "comparator return")) return;
-  if (cml_op_sort(f, cmp, 0, false, &x, 1, out)) bt_fail(t, "Sort accepted a 1-parameter comparator");
+  if (cml_op_sort(f, cmp, 0, false, &x, 1, out))
+    bt_fail(t, "Sort accepted a 1-parameter comparator");
   bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT, (const char* const[]){"Sort", NULL});
 
   // A comparator that returns Float32 instead of Bool.
@@ -959,7 +986,8 @@ static void case_error_sort_comparator(bt_t* t) {
   l = exec_named_param(cmp, "l", CML_DTYPE_F32, 0, NULL);
   r = exec_named_param(cmp, "r", CML_DTYPE_F32, 0, NULL);
   if (!bt_ok(t, cml_function_return(cmp, &l, 1), "comparator return")) return;
-  if (cml_op_sort(f, cmp, 0, false, &x, 1, out)) bt_fail(t, "Sort accepted a Float32 comparator result");
+  if (cml_op_sort(f, cmp, 0, false, &x, 1, out))
+    bt_fail(t, "Sort accepted a Float32 comparator result");
   bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT, (const char* const[]){"Sort", NULL});
 
   // A bad axis.

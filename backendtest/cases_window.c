@@ -1,6 +1,321 @@
 // SPDX-License-Identifier: Apache-2.0
-// backendtest/cases_window.c: compliance cases of the "window" group (placeholder: no cases yet).
+// backendtest/cases_window.c: compliance cases of the "window" group: ReduceWindow and
+// SelectAndScatterMax/Min/Sum (XLA semantics).
+//
+// Each case sweeps the integer and float dtypes the backend supports, with small integer values
+// whose sums and products stay exact in every dtype (f16 and bf16 included), and compares with a
+// reference that walks the padded, dilated input directly. Padding contributes the reduction's
+// identity (-inf / +inf, the integer limits) and is never selected.
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "backendtest/bt.h"
 
-const bt_case_t bt_cases_window[] = {{NULL, CML_OP_INVALID, NULL}};
-const size_t bt_cases_window_count = 0;
+static const cml_dtype_t cw_dtypes[] = {CML_DTYPE_I8,  CML_DTYPE_I16, CML_DTYPE_I32,
+                                        CML_DTYPE_I64, CML_DTYPE_U8,  CML_DTYPE_U16,
+                                        CML_DTYPE_U32, CML_DTYPE_U64, CML_DTYPE_F16,
+                                        CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64};
+#define CW_DTYPE_COUNT (sizeof cw_dtypes / sizeof cw_dtypes[0])
+
+static bool cw_has_dtype(bt_t* t, cml_dtype_t dtype) {
+  return cml_capabilities_has_dtype(cml_backend_capabilities(bt_backend(t)), dtype);
+}
+
+static int64_t cw_count(int32_t rank, const int64_t* dims) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < rank; ++i) n *= dims[i];
+  return n;
+}
+
+static int64_t cw_out_dim(int64_t in, const cml_window_config_t* w, int32_t d) {
+  int64_t padded = (in == 0 ? 0 : (in - 1) * w->input_dilations[d] + 1) + w->padding_low[d] +
+                   w->padding_high[d];
+  int64_t eff = (w->window_dims[d] - 1) * w->window_dilations[d] + 1;
+  return padded < eff ? 0 : (padded - eff) / w->strides[d] + 1;
+}
+
+// Small values: products use {1, 2} (and -1 for signed/float), others -8..7 (0..15 unsigned).
+static int64_t cw_value(cml_dtype_t dt, int64_t i, int64_t seed, bool for_product) {
+  int64_t raw = (i * 37 + seed * 11 + 5) % 97;
+  bool is_unsigned = cml_dtype_is_unsigned_int(dt);
+  if (for_product) return is_unsigned ? 1 + raw % 2 : (raw % 3 == 2 ? -1 : 1 + raw % 2);
+  return is_unsigned ? raw % 16 : raw % 16 - 8;
+}
+
+// The input element a window position reads (flat index), or -1 for padding and holes.
+static int64_t cw_source(int32_t rank, const int64_t* dims, const cml_window_config_t* w,
+                         const int64_t* o, const int64_t* k) {
+  int64_t flat = 0;
+  for (int32_t d = 0; d < rank; ++d) {
+    int64_t p = o[d] * w->strides[d] + k[d] * w->window_dilations[d] - w->padding_low[d];
+    if (p < 0 || p % w->input_dilations[d] != 0 || p / w->input_dilations[d] >= dims[d]) return -1;
+    flat = flat * dims[d] + p / w->input_dilations[d];
+  }
+  return flat;
+}
+
+static void cw_unflat(int32_t rank, const int64_t* dims, int64_t i, int64_t* idx) {
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    idx[d] = i % dims[d];
+    i /= dims[d];
+  }
+}
+
+static int64_t cw_int_limit(cml_dtype_t dt, bool max) {
+  int bits = cml_dtype_bits(dt);
+  if (cml_dtype_is_unsigned_int(dt)) return max ? (bits == 64 ? -1 : ((int64_t)1 << bits) - 1) : 0;
+  if (bits == 64) return max ? INT64_MAX : INT64_MIN;
+  return max ? ((int64_t)1 << (bits - 1)) - 1 : -((int64_t)1 << (bits - 1));
+}
+
+typedef struct cw_rw_case_t {
+  int32_t rank;
+  int64_t dims[4];
+  cml_window_config_t w;
+} cw_rw_case_t;
+
+static void cw_rw_config(cw_rw_case_t* c, int32_t rank, const int64_t* dims, const int64_t* win,
+                         const int64_t* strides, const int64_t* base, const int64_t* wdil,
+                         const int64_t* lo, const int64_t* hi) {
+  memset(c, 0, sizeof *c);
+  c->rank = rank;
+  c->w.rank = rank;
+  for (int32_t d = 0; d < rank; ++d) {
+    c->dims[d] = dims[d];
+    c->w.window_dims[d] = win[d];
+    c->w.strides[d] = strides[d];
+    c->w.input_dilations[d] = base[d];
+    c->w.window_dilations[d] = wdil[d];
+    c->w.padding_low[d] = lo[d];
+    c->w.padding_high[d] = hi[d];
+  }
+}
+
+//===--- ReduceWindow ---===//
+
+static void cw_run_reduce_window(bt_t* t, const cw_rw_case_t* c, cml_dtype_t dt,
+                                 cml_reduce_type_t type) {
+  bt_new_builder(t);
+  cml_function_t* f = bt_main(t);
+  const int32_t r = c->rank;
+  const int64_t n = cw_count(r, c->dims);
+  const bool is_float = cml_dtype_is_float(dt);
+  int64_t* v = bt_alloc(t, (size_t)(n + 1) * sizeof(int64_t));
+  for (int64_t i = 0; i < n; ++i) v[i] = cw_value(dt, i, type, type == CML_REDUCE_PRODUCT);
+  bt_tensor_t x = bt_tensor_i64(t, dt, r, c->dims, v);
+  cml_value_t y = cml_op_reduce_window(f, bt_param(t, f, &x), type, &c->w);
+  bt_tensor_t out[1];
+  if (!bt_exec(t, &y, 1, out)) return;
+  int64_t od[CML_MAX_RANK], wd[CML_MAX_RANK];
+  for (int32_t d = 0; d < r; ++d) {
+    od[d] = cw_out_dim(c->dims[d], &c->w, d);
+    wd[d] = c->w.window_dims[d];
+  }
+  const int64_t no = cw_count(r, od), nw = cw_count(r, wd);
+  double* wf = bt_alloc(t, (size_t)(no + 1) * sizeof(double));
+  int64_t* wi = bt_alloc(t, (size_t)(no + 1) * sizeof(int64_t));
+  for (int64_t o = 0; o < no; ++o) {
+    int64_t oi[CML_MAX_RANK], ki[CML_MAX_RANK];
+    cw_unflat(r, od, o, oi);
+    int64_t acc = type == CML_REDUCE_SUM ? 0 : (type == CML_REDUCE_PRODUCT ? 1 : 0);
+    bool any = false;
+    for (int64_t k = 0; k < nw; ++k) {
+      cw_unflat(r, wd, k, ki);
+      int64_t s = cw_source(r, c->dims, &c->w, oi, ki);
+      if (s < 0) continue;
+      int64_t e = v[s];
+      if (type == CML_REDUCE_SUM) acc += e;
+      else if (type == CML_REDUCE_PRODUCT) acc *= e;
+      else if (!any) acc = e;
+      else if (type == CML_REDUCE_MAX) acc = e > acc ? e : acc;
+      else acc = e < acc ? e : acc;
+      any = true;
+    }
+    wf[o] = (double)acc;
+    wi[o] = acc;
+    if (!any && (type == CML_REDUCE_MAX || type == CML_REDUCE_MIN)) {
+      wf[o] = type == CML_REDUCE_MAX ? -INFINITY : INFINITY;
+      wi[o] = cw_int_limit(dt, type == CML_REDUCE_MIN);
+    }
+  }
+  bt_tensor_t want = is_float ? bt_tensor_f64(t, dt, r, od, wf) : bt_tensor_i64(t, dt, r, od, wi);
+  char what[96];
+  snprintf(what, sizeof what, "%s %s", cml_reduce_type_name(type), cml_dtype_name(dt));
+  bt_expect_equal(t, what, &out[0], &want);
+}
+
+static void case_reduce_window_all_dtypes(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_REDUCE_WINDOW)) return;
+  cw_rw_case_t cases[4];
+  {
+    int64_t dims[] = {5, 7}, win[] = {2, 3}, st[] = {2, 1}, base[] = {1, 2}, wdil[] = {2, 1},
+            lo[] = {1, 0}, hi[] = {0, 2};
+    cw_rw_config(&cases[0], 2, dims, win, st, base, wdil, lo, hi);
+  }
+  {
+    int64_t dims[] = {3, 4, 5}, win[] = {1, 2, 3}, st[] = {1, 2, 2}, one[] = {1, 1, 1},
+            zero[] = {0, 0, 0};
+    cw_rw_config(&cases[1], 3, dims, win, st, one, one, zero, zero);
+  }
+  {
+    // Leading windows that hold only padding, and a negative (cropping) high padding.
+    int64_t dims[] = {4}, win[] = {2}, st[] = {1}, one[] = {1}, lo[] = {3}, hi[] = {-1};
+    cw_rw_config(&cases[2], 1, dims, win, st, one, one, lo, hi);
+  }
+  {
+    // Zero-size axis.
+    int64_t dims[] = {0, 3}, win[] = {1, 2}, st[] = {1, 1}, one[] = {1, 1}, zero[] = {0, 0};
+    cw_rw_config(&cases[3], 2, dims, win, st, one, one, zero, zero);
+  }
+  static const cml_reduce_type_t types[] = {CML_REDUCE_SUM, CML_REDUCE_PRODUCT, CML_REDUCE_MAX,
+                                            CML_REDUCE_MIN};
+  for (size_t c = 0; c < 4; ++c)
+    for (size_t ty = 0; ty < 4; ++ty)
+      for (size_t k = 0; k < CW_DTYPE_COUNT && !bt_failed(t); ++k) {
+        if (!cw_has_dtype(t, cw_dtypes[k])) continue;
+        cw_run_reduce_window(t, &cases[c], cw_dtypes[k], types[ty]);
+      }
+}
+
+static void case_reduce_window_float_edges(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_REDUCE_WINDOW) || !bt_require_dtype(t, CML_DTYPE_F32)) return;
+  cml_function_t* f = bt_main(t);
+  int64_t d5[] = {5}, d4[] = {4};
+  cml_value_t x = bt_param_f64(t, f, CML_DTYPE_F32, 1, d5, (double[]){1, NAN, 2, -INFINITY, -0.0});
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 1;
+  w.window_dims[0] = 2;
+  w.strides[0] = 1;
+  cml_value_t ymax = cml_op_reduce_window(f, x, CML_REDUCE_MAX, &w);
+  cml_value_t ymin = cml_op_reduce_window(f, x, CML_REDUCE_MIN, &w);
+  cml_value_t ysum = cml_op_reduce_window(f, x, CML_REDUCE_SUM, &w);
+  // A scalar operand: rank-0 window config.
+  cml_value_t s = bt_param_f64(t, f, CML_DTYPE_F32, 0, NULL, (double[]){3.5});
+  cml_window_config_t w0;
+  memset(&w0, 0, sizeof w0);
+  cml_value_t ys = cml_op_reduce_window(f, s, CML_REDUCE_PRODUCT, &w0);
+  cml_value_t outs[4] = {ymax, ymin, ysum, ys};
+  bt_tensor_t out[4];
+  if (!bt_exec(t, outs, 4, out)) return;
+  bt_expect_f64(t, "max", &out[0], CML_DTYPE_F32, 1, d4, (double[]){NAN, NAN, 2, -0.0}, 0);
+  bt_expect_f64(t, "min", &out[1], CML_DTYPE_F32, 1, d4, (double[]){NAN, NAN, -INFINITY, -INFINITY}, 0);
+  bt_expect_f64(t, "sum", &out[2], CML_DTYPE_F32, 1, d4, (double[]){NAN, NAN, -INFINITY, -INFINITY}, 0);
+  bt_expect_f64(t, "scalar", &out[3], CML_DTYPE_F32, 0, NULL, (double[]){3.5}, 0);
+}
+
+//===--- SelectAndScatter ---===//
+
+static void cw_run_select_and_scatter(bt_t* t, cml_op_t op, const cw_rw_case_t* c,
+                                      cml_dtype_t dt) {
+  bt_new_builder(t);
+  cml_function_t* f = bt_main(t);
+  const int32_t r = c->rank;
+  const int64_t n = cw_count(r, c->dims);
+  int64_t sd[CML_MAX_RANK], wd[CML_MAX_RANK];
+  for (int32_t d = 0; d < r; ++d) {
+    sd[d] = cw_out_dim(c->dims[d], &c->w, d);
+    wd[d] = c->w.window_dims[d];
+  }
+  const int64_t ns = cw_count(r, sd), nw = cw_count(r, wd);
+  int64_t* v = bt_alloc(t, (size_t)(n + 1) * sizeof(int64_t));
+  int64_t* src = bt_alloc(t, (size_t)(ns + 1) * sizeof(int64_t));
+  for (int64_t i = 0; i < n; ++i) v[i] = cw_value(dt, i, 3, false) / 3;  // many ties
+  for (int64_t i = 0; i < ns; ++i) src[i] = 1 + (i * 5) % 7;
+  bt_tensor_t x = bt_tensor_i64(t, dt, r, c->dims, v);
+  bt_tensor_t s = bt_tensor_i64(t, dt, r, sd, src);
+  cml_value_t y = cml_op_select_and_scatter(f, op, bt_param(t, f, &x), bt_param(t, f, &s), &c->w);
+  bt_tensor_t out[1];
+  if (!bt_exec(t, &y, 1, out)) return;
+  int64_t* want = bt_alloc(t, (size_t)(n + 1) * sizeof(int64_t));
+  for (int64_t o = 0; o < ns; ++o) {
+    int64_t oi[CML_MAX_RANK], ki[CML_MAX_RANK];
+    cw_unflat(r, sd, o, oi);
+    int64_t sel = -1;
+    for (int64_t k = 0; k < nw; ++k) {
+      cw_unflat(r, wd, k, ki);
+      int64_t e = cw_source(r, c->dims, &c->w, oi, ki);
+      if (e < 0) continue;
+      if (op == CML_OP_SELECT_AND_SCATTER_SUM) {
+        want[e] += src[o];
+      } else if (sel < 0 || (op == CML_OP_SELECT_AND_SCATTER_MAX ? v[e] > v[sel] : v[e] < v[sel])) {
+        sel = e;  // strictly better only: the first extreme wins ties
+      }
+    }
+    if (sel >= 0) want[sel] += src[o];
+  }
+  bt_tensor_t w = bt_tensor_i64(t, dt, r, c->dims, want);
+  char what[96];
+  snprintf(what, sizeof what, "%s %s", cml_op_name(op), cml_dtype_name(dt));
+  bt_expect_equal(t, what, &out[0], &w);
+}
+
+static void cw_select_and_scatter_sweep(bt_t* t, cml_op_t op) {
+  if (!bt_require_op(t, op)) return;
+  cw_rw_case_t cases[3];
+  {
+    int64_t dims[] = {6, 7}, win[] = {3, 2}, st[] = {2, 2}, one[] = {1, 1}, lo[] = {1, 0},
+            hi[] = {1, 1};
+    cw_rw_config(&cases[0], 2, dims, win, st, one, one, lo, hi);
+  }
+  {
+    // Non-overlapping 2x2 pooling of [4, 6] (the max-pool gradient shape).
+    int64_t dims[] = {4, 6}, win[] = {2, 2}, one[] = {1, 1}, zero[] = {0, 0};
+    cw_rw_config(&cases[1], 2, dims, win, win, one, one, zero, zero);
+  }
+  {
+    // Overlapping 1-D windows, stride 1, padding on both sides.
+    int64_t dims[] = {9}, win[] = {3}, st[] = {1}, one[] = {1}, lo[] = {2}, hi[] = {1};
+    cw_rw_config(&cases[2], 1, dims, win, st, one, one, lo, hi);
+  }
+  for (size_t c = 0; c < 3; ++c)
+    for (size_t k = 0; k < CW_DTYPE_COUNT && !bt_failed(t); ++k) {
+      if (!cw_has_dtype(t, cw_dtypes[k])) continue;
+      cw_run_select_and_scatter(t, op, &cases[c], cw_dtypes[k]);
+    }
+}
+
+static void case_select_and_scatter_max_all_dtypes(bt_t* t) {
+  cw_select_and_scatter_sweep(t, CML_OP_SELECT_AND_SCATTER_MAX);
+}
+static void case_select_and_scatter_min_all_dtypes(bt_t* t) {
+  cw_select_and_scatter_sweep(t, CML_OP_SELECT_AND_SCATTER_MIN);
+}
+static void case_select_and_scatter_sum_all_dtypes(bt_t* t) {
+  cw_select_and_scatter_sweep(t, CML_OP_SELECT_AND_SCATTER_SUM);
+}
+
+static void case_select_and_scatter_by_hand(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_SELECT_AND_SCATTER_MAX) || !bt_require_dtype(t, CML_DTYPE_F32))
+    return;
+  cml_function_t* f = bt_main(t);
+  // [1 3 3 2], window 2, stride 1: [1 3] -> 1, [3 3] -> 1 (first), [3 2] -> 2.
+  int64_t d4[] = {4}, d3[] = {3};
+  cml_value_t x = bt_param_f64(t, f, CML_DTYPE_F32, 1, d4, (double[]){1, 3, 3, 2});
+  cml_value_t s = bt_param_f64(t, f, CML_DTYPE_F32, 1, d3, (double[]){10, 20, 40});
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 1;
+  w.window_dims[0] = 2;
+  w.strides[0] = 1;
+  cml_value_t y = cml_op_select_and_scatter(f, CML_OP_SELECT_AND_SCATTER_MAX, x, s, &w);
+  bt_tensor_t out[1];
+  if (!bt_exec(t, &y, 1, out)) return;
+  bt_expect_f64(t, "max", &out[0], CML_DTYPE_F32, 1, d4, (double[]){0, 30, 40, 0}, 0);
+}
+
+//===--- table ---===//
+
+const bt_case_t bt_cases_window[] = {
+    {"reduce_window_all_dtypes", CML_OP_REDUCE_WINDOW, case_reduce_window_all_dtypes},
+    {"reduce_window_float_edges", CML_OP_REDUCE_WINDOW, case_reduce_window_float_edges},
+    {"select_and_scatter_max_all_dtypes", CML_OP_SELECT_AND_SCATTER_MAX,
+     case_select_and_scatter_max_all_dtypes},
+    {"select_and_scatter_min_all_dtypes", CML_OP_SELECT_AND_SCATTER_MIN,
+     case_select_and_scatter_min_all_dtypes},
+    {"select_and_scatter_sum_all_dtypes", CML_OP_SELECT_AND_SCATTER_SUM,
+     case_select_and_scatter_sum_all_dtypes},
+    {"select_and_scatter_by_hand", CML_OP_SELECT_AND_SCATTER_MAX, case_select_and_scatter_by_hand},
+};
+const size_t bt_cases_window_count = sizeof bt_cases_window / sizeof bt_cases_window[0];

@@ -53,7 +53,8 @@ static pthread_once_t bt_case_names_once = PTHREAD_ONCE_INIT;
 static void bt_build_case_names(void) {
   size_t total = 0;
   for (size_t g = 0; g < BT_GROUP_COUNT; ++g) {
-    for (size_t i = 0; i < *bt_groups[g].count; ++i) total += bt_case_is_real(&bt_groups[g].cases[i]);
+    for (size_t i = 0; i < *bt_groups[g].count; ++i)
+      total += bt_case_is_real(&bt_groups[g].cases[i]);
   }
   char** names = calloc(total + 1, sizeof *names);
   if (!names) return;
@@ -317,14 +318,13 @@ cml_status_t cml_backendtest_run_all(cml_backend_t* backend,
       if (i) fputs(", ", json);
       bt_json_string(json, cml_op_name(uncovered[i]));
     }
-    fprintf(json,
-            "],\n \"passed\": %zu, \"failed\": %zu, \"skipped\": %zu, \"uncovered_ops\": %zu}\n",
-            out_summary->passed, out_summary->failed, out_summary->skipped,
-            out_summary->uncovered_ops);
+    fprintf(
+        json, "],\n \"passed\": %zu, \"failed\": %zu, \"skipped\": %zu, \"uncovered_ops\": %zu}\n",
+        out_summary->passed, out_summary->failed, out_summary->skipped, out_summary->uncovered_ops);
     int write_error = ferror(json);
     if (fclose(json) != 0 || write_error) {
-      status = cml_status_make(CML_STATUS_INTERNAL, "backendtest: error writing %s",
-                               opts.json_path);
+      status =
+          cml_status_make(CML_STATUS_INTERNAL, "backendtest: error writing %s", opts.json_path);
     }
   }
 

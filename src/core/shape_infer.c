@@ -229,6 +229,7 @@ cml_status_t cml__infer_convert(const cml_shape_t* x, cml_dtype_t dtype, cml_sha
 
 cml_status_t cml__infer_bitcast(const cml_shape_t* x, cml_dtype_t dtype, cml_shape_t* out) {
   SHAPE_BUFFERS;
+  (void)sb1_;
   (void)sb2_;
   CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_BITCAST, x, "operand", true));
   if (!cml_dtype_is_array_dtype(dtype)) {
@@ -249,9 +250,8 @@ cml_status_t cml__infer_bitcast(const cml_shape_t* x, cml_dtype_t dtype, cml_sha
   }
   int64_t ratio = dst / src;
   if (x->rank == 0 || x->dims[x->rank - 1] != ratio) {
-    cml_shape_t want = cml_shape_with(x->dtype, 1, &ratio);
-    return INVALID("Bitcast: %s to %s needs a last axis of %lld (%d/%d bits), as in %s", S0(x),
-                   cml_dtype_name(dtype), (long long)ratio, dst, src, S1(&want));
+    return INVALID("Bitcast: %s to %s needs a last axis of size %lld (%d/%d bits)", S0(x),
+                   cml_dtype_name(dtype), (long long)ratio, dst, src);
   }
   out->rank--;
   out->dims[out->rank] = 0;
@@ -403,6 +403,8 @@ cml_status_t cml__infer_broadcast_in_dim(const cml_shape_t* x, const int64_t* ou
                      "(operand %s, output %s)",
                      L(axes, axis_count), (int)out_rank, S0(x), S1(&target));
     }
+  }
+  for (int32_t i = 0; i < axis_count; ++i) {
     if (x->dims[i] != 1 && x->dims[i] != out_dims[axes[i]]) {
       return INVALID("BroadcastInDim: operand %s axis %d (size %lld) cannot broadcast to output "
                      "%s axis %lld",

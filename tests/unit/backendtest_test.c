@@ -8,7 +8,6 @@
 #include <float.h>
 
 #include "backendtest/bt.c"
-
 #include "test.h"
 
 static uint32_t f32_bits(float f) {
@@ -82,14 +81,13 @@ TEST(tensor_f64_ints_bool_complex) {
   ASSERT_EQ_INT(pu[0], 255);
   ASSERT_EQ_INT(pu[1], 0);
   ASSERT_EQ_INT(pu[2], 255);
-  bt_tensor_t u64 = bt_tensor_f64(&t, CML_DTYPE_U64, 1, dims,
-                                  (double[]){18446744073709549568.0, 1e30, -1});
+  bt_tensor_t u64 =
+      bt_tensor_f64(&t, CML_DTYPE_U64, 1, dims, (double[]){18446744073709549568.0, 1e30, -1});
   const uint64_t* p64 = u64.data;
   ASSERT_EQ_U64(p64[0], 18446744073709549568ull);
   ASSERT_EQ_U64(p64[1], UINT64_MAX);  // saturates instead of undefined behaviour
   ASSERT_EQ_U64(p64[2], UINT64_MAX);  // -1 cast to unsigned
-  bt_tensor_t i64 = bt_tensor_i64(&t, CML_DTYPE_I64, 1, dims,
-                                  (int64_t[]){INT64_MIN, INT64_MAX, 0});
+  bt_tensor_t i64 = bt_tensor_i64(&t, CML_DTYPE_I64, 1, dims, (int64_t[]){INT64_MIN, INT64_MAX, 0});
   ASSERT_EQ_INT(bt_get_i64(&i64, 0), INT64_MIN);
   ASSERT_EQ_INT(bt_get_i64(&i64, 1), INT64_MAX);
 
@@ -100,8 +98,8 @@ TEST(tensor_f64_ints_bool_complex) {
   ASSERT_EQ_INT(pb[2], 1);
 
   // int64 -> f32 rounds once: 2^24 + 1 is a tie between 2^24 and 2^24 + 2 (even: 2^24).
-  bt_tensor_t f = bt_tensor_i64(&t, CML_DTYPE_F32, 1, dims,
-                                (int64_t[]){16777217, -3, (int64_t)1 << 40});
+  bt_tensor_t f =
+      bt_tensor_i64(&t, CML_DTYPE_F32, 1, dims, (int64_t[]){16777217, -3, (int64_t)1 << 40});
   ASSERT_EQ_DBL(bt_get_f64(&f, 0), 16777216.0);
   ASSERT_EQ_DBL(bt_get_f64(&f, 1), -3.0);
   ASSERT_EQ_DBL(bt_get_f64(&f, 2), 1099511627776.0);
@@ -158,8 +156,8 @@ TEST(tensor_packed) {
   ASSERT_EQ_INT(bt_get_i64(&i2, 0), -2);
   ASSERT_EQ_INT(bt_get_i64(&i2, 4), -2);
 
-  bt_tensor_t i1 = bt_tensor_i64(&t, CML_DTYPE_U1, 1, (int64_t[]){9},
-                                 (int64_t[]){1, 0, 1, 1, 0, 0, 0, 1, 1});
+  bt_tensor_t i1 =
+      bt_tensor_i64(&t, CML_DTYPE_U1, 1, (int64_t[]){9}, (int64_t[]){1, 0, 1, 1, 0, 0, 0, 1, 1});
   ASSERT_EQ_U64(i1.size, 2);
   ASSERT_EQ_U64(((const uint8_t*)i1.data)[0], 0x8d);
   ASSERT_EQ_U64(((const uint8_t*)i1.data)[1], 0x01);
@@ -199,11 +197,11 @@ TEST(equal_catches_one_ulp) {
   ASSERT_TRUE(bt_failed(&t));
   const char* m = bt_case_message(&t);
   ASSERT_CONTAINS(m, "sum");
-  ASSERT_CONTAINS(m, "[1, 0]");          // the multi-dimensional index
-  ASSERT_CONTAINS(m, "element 2");       // and the flat one
-  ASSERT_CONTAINS(m, "0x40400001");      // got, in hex
+  ASSERT_CONTAINS(m, "[1, 0]");              // the multi-dimensional index
+  ASSERT_CONTAINS(m, "element 2");           // and the flat one
+  ASSERT_CONTAINS(m, "0x40400001");          // got, in hex
   ASSERT_CONTAINS(m, "3.0000002384185791");  // got, %.17g
-  ASSERT_CONTAINS(m, "0x40400000");      // want
+  ASSERT_CONTAINS(m, "0x40400000");          // want
   bt_case_end(&t);
   bt_case_clear(&t);
 
@@ -274,7 +272,8 @@ TEST(nan_and_signed_zero_rules) {
   bt_expect_close(&t, "nan", &a, &b, 0, 0);
   ASSERT_FALSE(bt_failed(&t));
   // NaN does not match a number.
-  bt_tensor_t c = bt_tensor(&t, CML_DTYPE_F32, 1, dims, (float[]){1.0f, f32_from_bits(0x7fc00000u)});
+  bt_tensor_t c =
+      bt_tensor(&t, CML_DTYPE_F32, 1, dims, (float[]){1.0f, f32_from_bits(0x7fc00000u)});
   bt_expect_ulps(&t, "nan vs 1", &a, &c, 1000000);
   ASSERT_TRUE(bt_failed(&t));
   bt_case_end(&t);

@@ -119,10 +119,9 @@ int cml_cli_test(int argc, char** argv) {
   cml_status_t st = backend_config ? cml_backend_new_with_config(backend_config, &backend)
                                    : cml_backend_new(&backend);
   if (st != CML_OK) {
-    fprintf(stderr, "cml test: cannot create backend %s%s%s: %s: %s\n",
-            backend_config ? "\"" : "", backend_config ? backend_config : "(default)",
-            backend_config ? "\"" : "", cml_status_code_name(cml_status_code(st)),
-            cml_status_message(st));
+    fprintf(stderr, "cml test: cannot create backend %s%s%s: %s: %s\n", backend_config ? "\"" : "",
+            backend_config ? backend_config : "(default)", backend_config ? "\"" : "",
+            cml_status_code_name(cml_status_code(st)), cml_status_message(st));
     cml_status_free(st);
     return 2;
   }

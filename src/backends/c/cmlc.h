@@ -47,6 +47,9 @@ typedef struct cmlc_pool_t cmlc_pool_t;
 // (>= 1), on the pool's workers and the calling thread, and returns when all are done.
 // |pool| may be NULL (runs inline as one chunk). Safe to call from several threads at once
 // (callers share the workers); nested calls from inside a task run inline.
+// With a pool, chunk boundaries depend only on |n| and |min_chunk| (at most 64 chunks of
+// max(min_chunk, ceil(n / 64)) elements), never on the thread count, and thread_index is
+// below cmlc_pool_thread_count(pool) and unique among the threads running one call's chunks.
 typedef void (*cmlc_task_fn)(void* ctx, int64_t begin, int64_t end, int thread_index);
 void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_task_fn fn,
                        void* ctx);

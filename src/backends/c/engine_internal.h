@@ -133,8 +133,7 @@ typedef struct cmlc_executable_t {
   cmlc_function_plan_t* functions;
   size_t arena_size;      // all segments
   size_t pointer_count;   // value pointers + io scratch pointers in one context
-  // main's output i: which value, and whether it has its own OUTPUT storage.
-  // Free list of execution contexts.
+  // Free list of execution contexts (guarded by |mutex|).
   pthread_mutex_t mutex;
   struct cmlc_context_t* free_contexts;
 } cmlc_executable_t;

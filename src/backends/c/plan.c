@@ -511,6 +511,11 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   if (module->function_count == 0 || module->value_count == 0) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "c backend: the module has no main");
   }
+  if (module->num_devices > 1) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "c backend: SPMD over %d devices is not supported yet (module %s)",
+                           (int)module->num_devices, module->name ? module->name : "");
+  }
   exe->values = cmlc_plan_calloc(alloc, module->value_count, sizeof *exe->values);
   exe->functions = cmlc_plan_calloc(alloc, module->function_count, sizeof *exe->functions);
   cmlc_planner_t p;

@@ -32,6 +32,20 @@ static inline float cmlc_ew_sign_f(float a) { return isnan(a) ? a : a > 0 ? 1.0f
 static inline double cmlc_ew_sign_d(double a) { return isnan(a) ? a : a > 0 ? 1.0 : a < 0 ? -1.0 : a; }
 #define CMLC_EW_SIGN(a) _Generic((a), float: cmlc_ew_sign_f, double: cmlc_ew_sign_d)(a)
 
+// Logistic without overflow: for x < 0, e^x / (1 + e^x) keeps tiny results (e^-100) exact.
+static inline float cmlc_ew_logistic_f(float a) {
+  if (a >= 0) return 1.0f / (1.0f + expf(-a));
+  const float e = expf(a);
+  return e / (1.0f + e);
+}
+static inline double cmlc_ew_logistic_d(double a) {
+  if (a >= 0) return 1.0 / (1.0 + exp(-a));
+  const double e = exp(a);
+  return e / (1.0 + e);
+}
+#define CMLC_EW_LOGISTIC(a) \
+  _Generic((a), float: cmlc_ew_logistic_f, double: cmlc_ew_logistic_d)(a)
+
 // Float kernels for one storage type |T| computed in |CT|.
 #define CMLC_EW_FLOAT_UNARY(sfx, T, CT, LOAD, STORE)                                 \
   CMLC_EW_UK(cmlc_ew_abs_##sfx, T, T, LOAD, STORE, CT, fabs(a))                      \
@@ -46,7 +60,7 @@ static inline double cmlc_ew_sign_d(double a) { return isnan(a) ? a : a > 0 ? 1.
   CMLC_EW_UK(cmlc_ew_expm1_##sfx, T, T, LOAD, STORE, CT, expm1(a))                   \
   CMLC_EW_UK(cmlc_ew_log_##sfx, T, T, LOAD, STORE, CT, log(a))                       \
   CMLC_EW_UK(cmlc_ew_log1p_##sfx, T, T, LOAD, STORE, CT, log1p(a))                   \
-  CMLC_EW_UK(cmlc_ew_logistic_##sfx, T, T, LOAD, STORE, CT, 1 / (1 + exp(-a)))       \
+  CMLC_EW_UK(cmlc_ew_logistic_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_LOGISTIC(a))           \
   CMLC_EW_UK(cmlc_ew_tanh_##sfx, T, T, LOAD, STORE, CT, tanh(a))                     \
   CMLC_EW_UK(cmlc_ew_sin_##sfx, T, T, LOAD, STORE, CT, sin(a))                       \
   CMLC_EW_UK(cmlc_ew_cos_##sfx, T, T, LOAD, STORE, CT, cos(a))                       \

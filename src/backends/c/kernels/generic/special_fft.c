@@ -107,7 +107,9 @@ static bool cmlc_fft_plan(const cml_shape_t* in, const cml_shape_t* out, const c
       x->off_mtw = off;
       off = cmlc_fft_round(off + (size_t)x->m);
     }
-    size_t need = 2 * (size_t)x->n + (x->kind == CMLC_FFT_BLUESTEIN ? 2 * (size_t)x->m : 0);
+    size_t need = 2 * (size_t)x->n;  // the line, then the transform's work area
+    if (x->kind == CMLC_FFT_BLUESTEIN) need += 2 * (size_t)x->m;
+    if (x->kind == CMLC_FFT_DIRECT) need += 2 * (size_t)x->n;
     if (need > thread_need) thread_need = need;
   }
   p->off_work = off;

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/c_engine_test.c: the C backend end to end through the public API: parameters,
+// constants, Call, While (sum 1..10), If, closures with captures, nested closures, Sort with
+// stable and custom comparators, concurrent execution from 4 threads, donation, outputs
+// aliasing inputs. Expected values are hand-computed or come from plain loops here.
+#include <pthread.h>
+
+#include "cml/cml.h"
+#include "test.h"
+
+static cml_backend_t* ce_backend(void) {
+  cml_backend_t* b = NULL;
+  cml_status_t st = cml_backend_new_with_config("c:threads=2", &b);
+  if (st != CML_OK) {
+    fprintf(stderr, "backend: %s\n", cml_status_message(st));
+    cml_status_free(st);
+  }
+  return b;
+}
+
+static cml_shape_t ce_scalar(cml_dtype_t d) { return cml_shape_scalar(d); }
+static cml_shape_t ce_vec(cml_dtype_t d, int64_t n) { return cml_shape_make(d, 1, &n); }
+
+static cml_buffer_t* ce_buf(cml_backend_t* b, cml_shape_t s, const void* data) {
+  cml_buffer_t* buf = NULL;
+  cml_status_t st = cml_buffer_from_host(b, 0, &s, data, cml_shape_byte_size(&s), &buf);
+  if (st != CML_OK) {
+    fprintf(stderr, "buffer: %s\n", cml_status_message(st));
+    cml_status_free(st);
+  }
+  return buf;
+}
+
+// sum of 1..n with While: state (i, s); cond i <= n (n captured); body (i + 1, s + i).
+static cml_status_t ce_build_sum(cml_backend_t* backend, cml_executable_t** out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(backend, "sum", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = ce_scalar(CML_DTYPE_I32);
+  cml_value_t n = cml_parameter(f, "n", &s);
+  cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 1),
+                         cml_constant_scalar_i64(f, CML_DTYPE_I32, 0)};
+  cml_function_t *cond = NULL, *body = NULL;
+  cml_status_t st = cml_function_new_closure(f, &cond);
+  if (st == CML_OK) {
+    cml_value_t i = cml_parameter(cond, "i", &s);
+    cml_parameter(cond, "s", &s);
+    cml_value_t le = cml_op_less_or_equal(cond, i, n);
+    st = cml_function_return(cond, &le, 1);
+  }
+  if (st == CML_OK) st = cml_function_new_closure(f, &body);
+  if (st == CML_OK) {
+    cml_value_t i = cml_parameter(body, "i", &s);
+    cml_value_t acc = cml_parameter(body, "s", &s);
+    cml_value_t next[2] = {cml_op_add(body, i, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)),
+                           cml_op_add(body, acc, i)};
+    st = cml_function_return(body, next, 2);
+  }
+  cml_value_t res[2] = {0, 0};
+  if (st == CML_OK) {
+    cml_op_while(f, cond, body, init, 2, res);
+    cml_value_t outv = res[1];
+    st = cml_function_return(f, &outv, 1);
+  }
+  if (st == CML_OK) st = cml_builder_compile(b, out);
+  cml_builder_destroy(b);
+  return st;
+}
+
+static int32_t ce_run_sum(cml_backend_t* backend, cml_executable_t* exe, int32_t n, int* bad) {
+  cml_buffer_t* in = ce_buf(backend, ce_scalar(CML_DTYPE_I32), &n);
+  cml_buffer_t* out = NULL;
+  int32_t got = -1;
+  cml_status_t st = cml_executable_execute(exe, &in, 1, NULL, 0, &out);
+  if (st == CML_OK) st = cml_buffer_copy_to_host(out, &got, sizeof got);
+  if (st != CML_OK) {
+    fprintf(stderr, "sum: %s\n", cml_status_message(st));
+    cml_status_free(st);
+    *bad = 1;
+  }
+  cml_buffer_release(out);
+  cml_buffer_release(in);
+  return got;
+}
+
+TEST(while_sum_1_to_10) {
+  cml_backend_t* backend = ce_backend();
+  ASSERT_TRUE(backend != NULL);
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(ce_build_sum(backend, &exe));
+  int bad = 0;
+  ASSERT_EQ_INT(ce_run_sum(backend, exe, 10, &bad), 55);
+  ASSERT_EQ_INT(ce_run_sum(backend, exe, 0, &bad), 0);
+  ASSERT_EQ_INT(bad, 0);
+  cml_executable_release(exe);
+  cml_backend_release(backend);
+}
+
+typedef struct ce_thread_arg_t {
+  cml_backend_t* backend;
+  cml_executable_t* exe;
+  int failures;
+} ce_thread_arg_t;
+
+static void* ce_thread_main(void* p) {
+  ce_thread_arg_t* a = (ce_thread_arg_t*)p;
+  for (int r = 0; r < 40; ++r) {
+    int32_t n = (r * 13) % 50;
+    int bad = 0;
+    if (ce_run_sum(a->backend, a->exe, n, &bad) != n * (n + 1) / 2 || bad) ++a->failures;
+  }
+  return NULL;
+}
+
+TEST(concurrent_execution_from_4_threads) {
+  cml_backend_t* backend = ce_backend();
+  ASSERT_TRUE(backend != NULL);
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(ce_build_sum(backend, &exe));
+  pthread_t th[4];
+  ce_thread_arg_t args[4];
+  for (int i = 0; i < 4; ++i) {
+    args[i] = (ce_thread_arg_t){backend, exe, 0};
+    pthread_create(&th[i], NULL, ce_thread_main, &args[i]);
+  }
+  int failures = 0;
+  for (int i = 0; i < 4; ++i) {
+    pthread_join(th[i], NULL);
+    failures += args[i].failures;
+  }
+  ASSERT_EQ_INT(failures, 0);
+  cml_executable_release(exe);
+  cml_backend_release(backend);
+}
+
+// main(p, x, y): Call g(x, y) = (x * y, x + y); If(p) { first + k } else { second - k } where
+// k is a main constant captured through the branch (nested capture of a grandparent value
+// inside a closure of the branch, run by an inner If).
+TEST(call_if_and_nested_captures) {
+  cml_backend_t* backend = ce_backend();
+  ASSERT_TRUE(backend != NULL);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(backend, "ctl", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t sv = ce_vec(CML_DTYPE_F32, 3), sb = ce_scalar(CML_DTYPE_BOOL);
+  cml_value_t p = cml_parameter(f, "p", &sb);
+  cml_value_t x = cml_parameter(f, "x", &sv);
+  cml_value_t y = cml_parameter(f, "y", &sv);
+  float kd[3] = {100, 200, 300};
+  cml_value_t k = cml_constant(f, &sv, kd);
+  cml_function_t* g = NULL;
+  ASSERT_STATUS_OK(cml_builder_new_function(b, "g", &g));
+  cml_value_t ga = cml_parameter(g, "a", &sv);
+  cml_value_t gb = cml_parameter(g, "b", &sv);
+  cml_value_t gout[2] = {cml_op_mul(g, ga, gb), cml_op_add(g, ga, gb)};
+  ASSERT_STATUS_OK(cml_function_return(g, gout, 2));
+  cml_value_t called[2] = {0, 0};
+  cml_value_t xy[2] = {x, y};
+  ASSERT_TRUE(cml_op_call(f, g, xy, 2, called));
+  cml_function_t *tb = NULL, *fb = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &tb));
+  // Inside the true branch: an inner If whose branches use k (from main) and called[0].
+  cml_function_t *inner_t = NULL, *inner_f = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(tb, &inner_t));
+  cml_value_t it = cml_op_add(inner_t, called[0], k);
+  ASSERT_STATUS_OK(cml_function_return(inner_t, &it, 1));
+  ASSERT_STATUS_OK(cml_function_new_closure(tb, &inner_f));
+  cml_value_t inf = cml_op_neg(inner_f, k);
+  ASSERT_STATUS_OK(cml_function_return(inner_f, &inf, 1));
+  cml_value_t tres = 0;
+  ASSERT_TRUE(cml_op_if(tb, cml_constant_scalar_i64(tb, CML_DTYPE_BOOL, 1), inner_t, inner_f,
+                        &tres));
+  ASSERT_STATUS_OK(cml_function_return(tb, &tres, 1));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &fb));
+  cml_value_t fres = cml_op_sub(fb, called[1], k);
+  ASSERT_STATUS_OK(cml_function_return(fb, &fres, 1));
+  cml_value_t r = 0;
+  ASSERT_TRUE(cml_op_if(f, p, tb, fb, &r));
+  cml_value_t outs_v[2] = {r, x};  // the second output aliases an input
+  ASSERT_STATUS_OK(cml_function_return(f, outs_v, 2));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  float xd[3] = {1, 2, 3}, yd[3] = {4, 5, 6};
+  for (int pv = 0; pv < 2; ++pv) {
+    uint8_t pd = (uint8_t)pv;
+    cml_buffer_t* in[3] = {ce_buf(backend, sb, &pd), ce_buf(backend, sv, xd),
+                           ce_buf(backend, sv, yd)};
+    cml_buffer_t* outs[2] = {0};
+    ASSERT_STATUS_OK(cml_executable_execute(exe, in, 3, NULL, 0, outs));
+    float got[3], gx[3];
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[0], got, sizeof got));
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[1], gx, sizeof gx));
+    for (int i = 0; i < 3; ++i) {
+      float want = pv ? xd[i] * yd[i] + kd[i] : xd[i] + yd[i] - kd[i];
+      ASSERT_EQ_DBL(got[i], want);
+      ASSERT_EQ_DBL(gx[i], xd[i]);
+    }
+    for (int i = 0; i < 2; ++i) cml_buffer_release(outs[i]);
+    for (int i = 0; i < 3; ++i) cml_buffer_release(in[i]);
+  }
+  cml_executable_release(exe);
+  cml_backend_release(backend);
+}
+
+// Sorts keys (i32) descending with a custom comparator on a payload, stable and not.
+TEST(sort_stable_and_custom) {
+  cml_backend_t* backend = ce_backend();
+  ASSERT_TRUE(backend != NULL);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(backend, "sort", &b));
+  cml_function_t* f = cml_builder_main(b);
+  enum { N = 9 };
+  cml_shape_t sk = ce_vec(CML_DTYPE_I32, N), sp = ce_vec(CML_DTYPE_F32, N);
+  cml_value_t keys = cml_parameter(f, "keys", &sk);
+  cml_value_t pay = cml_parameter(f, "payload", &sp);
+  // Comparator 1 (fast path): keys ascending, stable.
+  cml_function_t* c1 = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &c1));
+  cml_shape_t si = ce_scalar(CML_DTYPE_I32), sf = ce_scalar(CML_DTYPE_F32);
+  cml_value_t l0 = cml_parameter(c1, "l0", &si), r0 = cml_parameter(c1, "r0", &si);
+  cml_parameter(c1, "l1", &sf);
+  cml_parameter(c1, "r1", &sf);
+  cml_value_t lt = cml_op_less_than(c1, l0, r0);
+  ASSERT_STATUS_OK(cml_function_return(c1, &lt, 1));
+  cml_value_t ops[2] = {keys, pay};
+  cml_value_t sorted1[2] = {0, 0};
+  ASSERT_TRUE(cml_op_sort(f, c1, 0, true, ops, 2, sorted1));
+  // Comparator 2 (general): by key modulo 3 descending, a captured divisor.
+  cml_value_t three = cml_constant_scalar_i64(f, CML_DTYPE_I32, 3);
+  cml_function_t* c2 = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &c2));
+  cml_value_t a0 = cml_parameter(c2, "l0", &si), b0 = cml_parameter(c2, "r0", &si);
+  cml_parameter(c2, "l1", &sf);
+  cml_parameter(c2, "r1", &sf);
+  cml_value_t gt = cml_op_greater_than(c2, cml_op_rem(c2, a0, three), cml_op_rem(c2, b0, three));
+  ASSERT_STATUS_OK(cml_function_return(c2, &gt, 1));
+  cml_value_t sorted2[2] = {0, 0};
+  ASSERT_TRUE(cml_op_sort(f, c2, 0, true, ops, 2, sorted2));
+  cml_value_t outs_v[4] = {sorted1[0], sorted1[1], sorted2[0], sorted2[1]};
+  ASSERT_STATUS_OK(cml_function_return(f, outs_v, 4));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  int32_t kd[N] = {5, 3, 5, 1, 4, 3, 0, 8, 5};
+  float pd[N];
+  for (int i = 0; i < N; ++i) pd[i] = (float)i;
+  cml_buffer_t* in[2] = {ce_buf(backend, sk, kd), ce_buf(backend, sp, pd)};
+  cml_buffer_t* outs[4] = {0};
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, 2, NULL, 0, outs));
+  int32_t k1[N], k2[N];
+  float p1[N], p2[N];
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[0], k1, sizeof k1));
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[1], p1, sizeof p1));
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[2], k2, sizeof k2));
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[3], p2, sizeof p2));
+  for (int i = 0; i < 4; ++i) cml_buffer_release(outs[i]);
+  for (int i = 0; i < 2; ++i) cml_buffer_release(in[i]);
+  cml_executable_release(exe);
+  cml_backend_release(backend);
+  // Reference: stable insertion sorts written here.
+  int idx1[N], idx2[N];
+  for (int i = 0; i < N; ++i) idx1[i] = idx2[i] = i;
+  for (int i = 1; i < N; ++i) {
+    for (int j = i; j > 0 && kd[idx1[j]] < kd[idx1[j - 1]]; --j) {
+      int t = idx1[j]; idx1[j] = idx1[j - 1]; idx1[j - 1] = t;
+    }
+    for (int j = i; j > 0 && kd[idx2[j]] % 3 > kd[idx2[j - 1]] % 3; --j) {
+      int t = idx2[j]; idx2[j] = idx2[j - 1]; idx2[j - 1] = t;
+    }
+  }
+  for (int i = 0; i < N; ++i) {
+    ASSERT_EQ_INT(k1[i], kd[idx1[i]]);
+    ASSERT_EQ_DBL(p1[i], (float)idx1[i]);
+    ASSERT_EQ_INT(k2[i], kd[idx2[i]]);
+    ASSERT_EQ_DBL(p2[i], (float)idx2[i]);
+  }
+}
+
+// Donation: an output that returns a donated parameter takes its storage; without donation,
+// outputs aliasing inputs are copies and the input stays usable.
+TEST(donation_and_output_aliasing) {
+  cml_backend_t* backend = ce_backend();
+  ASSERT_TRUE(backend != NULL);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(backend, "don", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t sv = ce_vec(CML_DTYPE_F64, 5);
+  cml_value_t x = cml_parameter(f, "x", &sv);
+  cml_value_t y = cml_op_mul(f, x, x);
+  cml_value_t outs_v[3] = {x, y, x};
+  ASSERT_STATUS_OK(cml_function_return(f, outs_v, 3));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  double xd[5] = {1, -2, 3, -4, 0.5};
+  for (int donate = 0; donate < 2; ++donate) {
+    cml_buffer_t* in = ce_buf(backend, sv, xd);
+    bool d = donate != 0;
+    cml_buffer_t* outs[3] = {0};
+    ASSERT_STATUS_OK(cml_executable_execute(exe, &in, 1, &d, 0, outs));
+    ASSERT_EQ_INT(cml_buffer_is_valid(in), !donate);
+    double g[5];
+    for (int o = 0; o < 3; ++o) {
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[o], g, sizeof g));
+      for (int i = 0; i < 5; ++i) ASSERT_EQ_DBL(g[i], o == 1 ? xd[i] * xd[i] : xd[i]);
+    }
+    if (!donate) {
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(in, g, sizeof g));
+      ASSERT_EQ_DBL(g[1], -2);
+    }
+    for (int o = 0; o < 3; ++o) cml_buffer_release(outs[o]);
+    cml_buffer_release(in);
+  }
+  cml_executable_release(exe);
+  cml_backend_release(backend);
+}
+
+TEST_MAIN(TEST_ENTRY(while_sum_1_to_10), TEST_ENTRY(concurrent_execution_from_4_threads),
+          TEST_ENTRY(call_if_and_nested_captures), TEST_ENTRY(sort_stable_and_custom),
+          TEST_ENTRY(donation_and_output_aliasing))

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/xla_e2e_test.c: the XLA backend end to end on the real CPU PJRT plugin, through the
+// public API (GOMLX_BACKEND=xla:cpu). Exits 77 (skipped) when no CPU plugin is installed; the
+// project's scripts install it (scripts/install_xla_plugin.sh or `cml install cpu`).
+#include <stdlib.h>
+
+#include "backends/xla/xla_internal.h"
+#include "cml/cml.h"
+#include "cml/xla.h"
+#include "test.h"
+
+static cml_backend_t* g_backend;
+
+static cml_status_t build_binary(cml_backend_t* be, cml_op_t op, const cml_shape_t* xs,
+                                 const cml_shape_t* ys, cml_executable_t** out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "e2e", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t x = cml_parameter(f, "x", xs);
+  cml_value_t y = cml_parameter(f, "y", ys);
+  cml_value_t z = cml_op_binary(f, op, x, y);
+  cml_status_t st = cml_function_return(f, &z, 1);
+  if (st == CML_OK) st = cml_builder_compile(b, out);
+  cml_builder_destroy(b);
+  return st;
+}
+
+TEST(backend_from_env) {
+  ASSERT_STREQ(cml_backend_name(g_backend), "xla");
+  ASSERT_EQ_INT(cml_backend_device_count(g_backend), 4);  // the CPU plugin's default
+  ASSERT_CONTAINS(cml_backend_config(g_backend), "xla:cpu");
+  ASSERT_CONTAINS(cml_backend_config(g_backend), "shared_buffers=true");
+  ASSERT_CONTAINS(cml_backend_config(g_backend), "tf32=false");
+  const cml_xla_extension_t* x = cml_backend_get_extension(g_backend, CML_XLA_EXTENSION_NAME);
+  ASSERT_TRUE(x != NULL);
+  ASSERT_EQ_INT(x->pjrt_major, 0);
+  ASSERT_TRUE(x->pjrt_minor >= 57);
+  ASSERT_STREQ(x->platform_name, "cpu");
+  ASSERT_CONTAINS(x->plugin_path, "cpu");
+  ASSERT_CONTAINS(cml_backend_description(g_backend), "PJRT 0.");
+  ASSERT_CONTAINS(cml_backend_device_description(g_backend, 3), "cpu:3");
+  ASSERT_TRUE(cml_backend_has_shared_buffers(g_backend));
+  const cml_capabilities_t* caps = cml_backend_capabilities(g_backend);
+  ASSERT_TRUE(cml_capabilities_has_op(caps, CML_OP_ADD));
+  ASSERT_TRUE(cml_capabilities_has_op(caps, CML_OP_DOT_GENERAL));
+  ASSERT_TRUE(cml_capabilities_has_dtype(caps, CML_DTYPE_BF16));
+  ASSERT_TRUE(cml_capabilities_has_dtype(caps, CML_DTYPE_F16));  // the CPU plugin runs f16
+  ASSERT_FALSE(cml_capabilities_has_dtype(caps, CML_DTYPE_I4));
+  ASSERT_FALSE(caps->dynamic_axes);
+}
+
+TEST(add_graph) {
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){2, 3});
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(build_binary(g_backend, CML_OP_ADD, &s, &s, &exe));
+  float x[6], y[6], want[6], got[6];
+  for (int i = 0; i < 6; ++i) {
+    x[i] = (float)i + 0.5f;
+    y[i] = 10.0f * (float)i;
+    want[i] = x[i] + y[i];
+  }
+  for (int device = 0; device < 2; ++device) {
+    cml_buffer_t *xb = NULL, *yb = NULL, *out[1] = {NULL};
+    ASSERT_STATUS_OK(cml_buffer_from_host(g_backend, device, &s, x, sizeof x, &xb));
+    ASSERT_STATUS_OK(cml_buffer_from_host(g_backend, device, &s, y, sizeof y, &yb));
+    cml_status_t st = cml_executable_execute(exe, (cml_buffer_t*[]){xb, yb}, 2, NULL, device, out);
+    if (st == CML_OK) st = cml_buffer_copy_to_host(out[0], got, sizeof got);
+    if (st == CML_OK && cml_buffer_device(out[0]) != device) {
+      st = cml_status_make(CML_STATUS_INTERNAL, "output on device %d", cml_buffer_device(out[0]));
+    }
+    cml_buffer_release(xb);
+    cml_buffer_release(yb);
+    if (out[0]) cml_buffer_release(out[0]);
+    if (st != CML_OK) cml_executable_release(exe);
+    ASSERT_STATUS_OK(st);
+    for (int i = 0; i < 6; ++i) ASSERT_EQ_DBL(got[i], want[i]);
+  }
+  cml_executable_release(exe);
+}
+
+TEST(mul_int32_scalar_broadcast_and_donation) {
+  cml_shape_t s = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){5});
+  cml_shape_t sc = cml_shape_scalar(CML_DTYPE_I32);
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(build_binary(g_backend, CML_OP_MUL, &s, &sc, &exe));
+  int32_t x[5] = {1, -2, 3, 40000, -5}, k = -3, got[5];
+  cml_buffer_t *xb = NULL, *kb = NULL, *out[1] = {NULL};
+  ASSERT_STATUS_OK(cml_buffer_from_host(g_backend, 0, &s, x, sizeof x, &xb));
+  ASSERT_STATUS_OK(cml_buffer_from_host(g_backend, 0, &sc, &k, sizeof k, &kb));
+  bool donate[2] = {true, false};
+  cml_status_t st = cml_executable_execute(exe, (cml_buffer_t*[]){xb, kb}, 2, donate, 0, out);
+  if (st == CML_OK) st = cml_buffer_copy_to_host(out[0], got, sizeof got);
+  bool x_valid = cml_buffer_is_valid(xb), k_valid = cml_buffer_is_valid(kb);
+  cml_buffer_release(xb);
+  cml_buffer_release(kb);
+  if (out[0]) cml_buffer_release(out[0]);
+  cml_executable_release(exe);
+  ASSERT_STATUS_OK(st);
+  for (int i = 0; i < 5; ++i) ASSERT_EQ_INT(got[i], x[i] * k);
+  ASSERT_FALSE(x_valid);  // donated
+  ASSERT_TRUE(k_valid);
+}
+
+TEST(shared_buffers_and_copy_to_device) {
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F64, 1, (int64_t[]){3});
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(build_binary(g_backend, CML_OP_ADD, &s, &s, &exe));
+  cml_buffer_t *a = NULL, *b = NULL, *out[1] = {NULL}, *moved = NULL;
+  void *pa = NULL, *pb = NULL;
+  ASSERT_STATUS_OK(cml_buffer_create_shared(g_backend, 1, &s, &a, &pa));
+  ASSERT_STATUS_OK(cml_buffer_create_shared(g_backend, 1, &s, &b, &pb));
+  double* da = pa;
+  double* db = pb;
+  for (int i = 0; i < 3; ++i) {
+    da[i] = 1.25 * i;
+    db[i] = 100.0 + i;
+  }
+  double got[3] = {0}, got2[3] = {0};
+  cml_status_t st = cml_executable_execute(exe, (cml_buffer_t*[]){a, b}, 2, NULL, 1, out);
+  if (st == CML_OK) st = cml_buffer_copy_to_host(out[0], got, sizeof got);
+  if (st == CML_OK) st = cml_buffer_copy_to_device(out[0], 2, &moved);
+  if (st == CML_OK) st = cml_buffer_copy_to_host(moved, got2, sizeof got2);
+  // Writing through the shared pointer changes what the next execution sees.
+  cml_buffer_t* out2[1] = {NULL};
+  double got3[3] = {0};
+  if (st == CML_OK) {
+    da[0] = 1000.0;
+    st = cml_executable_execute(exe, (cml_buffer_t*[]){a, b}, 2, NULL, 1, out2);
+  }
+  if (st == CML_OK) st = cml_buffer_copy_to_host(out2[0], got3, sizeof got3);
+  int moved_device = moved ? cml_buffer_device(moved) : -1;
+  cml_buffer_release(a);
+  cml_buffer_release(b);
+  if (out[0]) cml_buffer_release(out[0]);
+  if (out2[0]) cml_buffer_release(out2[0]);
+  if (moved) cml_buffer_release(moved);
+  cml_executable_release(exe);
+  ASSERT_STATUS_OK(st);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ_DBL(got[i], 1.25 * i + 100.0 + i);
+    ASSERT_EQ_DBL(got2[i], got[i]);
+  }
+  ASSERT_EQ_DBL(got3[0], 1100.0);
+  ASSERT_EQ_INT(moved_device, 2);
+}
+
+TEST(device_out_of_range) {
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){2});
+  float x[2] = {1, 2};
+  cml_buffer_t* buf = NULL;
+  ASSERT_STATUS_CODE(cml_buffer_from_host(g_backend, 4, &s, x, sizeof x, &buf),
+                     CML_STATUS_OUT_OF_RANGE);
+  ASSERT_STATUS_CODE(cml_buffer_from_host(g_backend, -1, &s, x, sizeof x, &buf),
+                     CML_STATUS_OUT_OF_RANGE);
+  ASSERT_TRUE(buf == NULL);
+  ASSERT_STREQ(cml_backend_device_description(g_backend, 9), "invalid device");
+}
+
+TEST(config_options_reach_the_plugin) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("xla:cpu,cpu_device_count=2,noshared_buffers", &be));
+  int n = cml_backend_device_count(be);
+  bool shared = cml_backend_has_shared_buffers(be);
+  cml_backend_release(be);
+  ASSERT_EQ_INT(n, 2);
+  ASSERT_FALSE(shared);
+  ASSERT_STATUS_CODE(cml_backend_new_with_config("xla:cpu,cpu_device_count=0", &be),
+                     CML_STATUS_INVALID_ARGUMENT);
+  cml_status_t st = cml_backend_new_with_config("xla:cpu,frobnicate=1", &be);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(cml_status_message(st), "frobnicate");
+  ASSERT_CONTAINS(cml_status_message(st), "memory_fraction");
+  cml_status_free(st);
+  st = cml_backend_new_with_config("xla:help", &be);  // the registry answers with the options
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(cml_status_message(st), "visible_devices");
+  cml_status_free(st);
+  st = cml_backend_new_with_config("xla:cpu,help", &be);  // the backend adds the plugins found
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(cml_status_message(st), "cpu: /");
+  ASSERT_CONTAINS(cml_status_message(st), "cpu_device_count");
+  cml_status_free(st);
+  // An alias and a path config.
+  const cml_xla_extension_t* x = cml_backend_get_extension(g_backend, CML_XLA_EXTENSION_NAME);
+  char config[4200];
+  snprintf(config, sizeof config, "stablehlo:%s", x->plugin_path);
+  ASSERT_STATUS_OK(cml_backend_new_with_config(config, &be));
+  ASSERT_STREQ(cml_backend_name(be), "xla");
+  cml_backend_release(be);
+}
+
+TEST(bad_plugin_path) {
+  cml_backend_t* be = NULL;
+  cml_status_t st = cml_backend_new_with_config("xla:/nonexistent/pjrt_c_api_cpu_plugin.so", &be);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_NOT_FOUND);
+  ASSERT_CONTAINS(cml_status_message(st), "/nonexistent/pjrt_c_api_cpu_plugin.so");
+  cml_status_free(st);
+  ASSERT_TRUE(be == NULL);
+}
+
+int main(int argc, char** argv) {
+  cml_xla_enable_auto_install(false);  // tests never download
+  cml__xla_search_t search;
+  cml__xla_search_from_env(&search);
+  char* path = NULL;
+  cml_status_t st = cml__xla_find_plugin(&search, "cpu", &path);
+  if (st != CML_OK) {
+    printf("skipped: no XLA CPU plugin installed (%s)\n", cml_status_message(st));
+    cml_status_free(st);
+    return 77;
+  }
+  free(path);
+  setenv("GOMLX_BACKEND", "xla:cpu", 1);
+  st = cml_backend_new(&g_backend);
+  if (st != CML_OK) {
+    fprintf(stderr, "cml_backend_new(xla:cpu): %s\n", cml_status_message(st));
+    cml_status_free(st);
+    return 1;
+  }
+  static const test_entry_t tests[] = {
+      TEST_ENTRY(backend_from_env), TEST_ENTRY(add_graph),
+      TEST_ENTRY(mul_int32_scalar_broadcast_and_donation),
+      TEST_ENTRY(shared_buffers_and_copy_to_device), TEST_ENTRY(device_out_of_range),
+      TEST_ENTRY(config_options_reach_the_plugin), TEST_ENTRY(bad_plugin_path)};
+  int failures = 0, ran = 0;
+  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
+    if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) continue;
+    int failed = 0;
+    tests[i].fn(&failed);
+    ++ran;
+    printf("%s %s\n", failed ? "FAIL" : "ok  ", tests[i].name);
+    failures += failed;
+  }
+  cml_backend_release(g_backend);
+  printf("%d passed, %d failed, 0 skipped\n", ran - failures, failures);
+  return (failures || ran == 0) ? 1 : 0;
+}
