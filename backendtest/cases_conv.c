@@ -1,6 +1,351 @@
 // SPDX-License-Identifier: Apache-2.0
-// backendtest/cases_conv.c: compliance cases of the "conv" group (placeholder: no cases yet).
+// backendtest/cases_conv.c: compliance cases of the "conv" group: ConvGeneral in 1-D, 2-D and
+// 3-D, with strides, padding (also negative), input and kernel dilations, channel (feature)
+// groups, batch groups, permuted axis layouts, output dtype configs, empty batches, every real
+// dtype, and errors. Expected values come from a plain reference loop in this file (StableHLO's
+// definition, on small integers that every dtype holds exactly).
+#include <string.h>
+
 #include "backendtest/bt.h"
 
-const bt_case_t bt_cases_conv[] = {{NULL, CML_OP_INVALID, NULL}};
-const size_t bt_cases_conv_count = 0;
+//===--- reference ---===//
+
+// A convolution problem in the canonical layouts input [N, C, S...], kernel [O, I, S...],
+// output [N/bg, O, S...].
+typedef struct conv_problem_t {
+  int32_t spatial;
+  int64_t n, c, o;             // input batch, input channels, output channels
+  int64_t in[3], k[3];         // spatial sizes
+  int64_t stride[3], pad_lo[3], pad_hi[3], idil[3], kdil[3];
+  int64_t groups, batch_groups;
+  int64_t out[3];              // computed
+} conv_problem_t;
+
+static int64_t conv_out_size(int64_t in, int64_t idil, int64_t lo, int64_t hi, int64_t k,
+                             int64_t kdil, int64_t stride) {
+  int64_t padded = (in > 0 ? (in - 1) * idil + 1 : 0) + lo + hi;
+  int64_t dk = (k - 1) * kdil + 1;
+  if (padded < dk) return 0;
+  return (padded - dk) / stride + 1;
+}
+
+static void conv_fill_defaults(conv_problem_t* p) {
+  for (int32_t d = 0; d < p->spatial; ++d) {
+    if (!p->stride[d]) p->stride[d] = 1;
+    if (!p->idil[d]) p->idil[d] = 1;
+    if (!p->kdil[d]) p->kdil[d] = 1;
+    p->out[d] = conv_out_size(p->in[d], p->idil[d], p->pad_lo[d], p->pad_hi[d], p->k[d],
+                              p->kdil[d], p->stride[d]);
+  }
+  if (p->groups < 1) p->groups = 1;
+  if (p->batch_groups < 1) p->batch_groups = 1;
+}
+
+static int64_t conv_prod(const int64_t* v, int32_t n) {
+  int64_t p = 1;
+  for (int32_t i = 0; i < n; ++i) p *= v[i];
+  return p;
+}
+
+// The reference: out[b, o, y] = sum_{ci, kpos} in[b', g*Cg+ci, x] * w[o, ci, kpos].
+static void conv_reference(const conv_problem_t* p, const double* x, const double* w,
+                           double* out) {
+  int32_t S = p->spatial;
+  int64_t cg = p->c / p->groups, nout = p->n / p->batch_groups;
+  int64_t osz = conv_prod(p->out, S), isz = conv_prod(p->in, S), ksz = conv_prod(p->k, S);
+  for (int64_t b = 0; b < nout; ++b)
+    for (int64_t o = 0; o < p->o; ++o) {
+      int64_t g = o / (p->o / p->groups);
+      int64_t bin = (o / (p->o / p->batch_groups)) * nout + b;
+      for (int64_t yi = 0; yi < osz; ++yi) {
+        double s = 0;
+        for (int64_t ki = 0; ki < ksz; ++ki) {
+          int64_t xoff = 0, koff = ki;
+          bool ok = true;
+          int64_t yrest = yi, krest = ki;
+          int64_t xs[3];
+          for (int32_t d = S - 1; d >= 0; --d) {
+            int64_t y = yrest % p->out[d], k = krest % p->k[d];
+            yrest /= p->out[d], krest /= p->k[d];
+            int64_t pos = y * p->stride[d] + k * p->kdil[d] - p->pad_lo[d];
+            if (pos < 0 || pos % p->idil[d] != 0 || pos / p->idil[d] >= p->in[d]) ok = false;
+            xs[d] = ok ? pos / p->idil[d] : 0;
+          }
+          if (!ok) continue;
+          for (int32_t d = 0; d < S; ++d) xoff = xoff * p->in[d] + xs[d];
+          for (int64_t ci = 0; ci < cg; ++ci)
+            s += x[(bin * p->c + g * cg + ci) * isz + xoff] * w[(o * cg + ci) * ksz + koff];
+        }
+        out[(b * p->o + o) * osz + yi] = s;
+      }
+    }
+}
+
+// Permutes a canonical array (dims |cdims|, rank |rank|) into a layout where layout axis
+// |axes_of|[j] holds canonical axis j (i.e. canonical axis j goes to position axes_of[j]).
+static void conv_permute(int32_t rank, const int64_t* cdims, const int64_t* axes_of,
+                         const double* src, double* dst, int64_t* out_dims) {
+  for (int32_t j = 0; j < rank; ++j) out_dims[axes_of[j]] = cdims[j];
+  int64_t total = conv_prod(cdims, rank);
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t rest = i, idx[5];
+    for (int32_t j = rank - 1; j >= 0; --j) idx[j] = rest % cdims[j], rest /= cdims[j];
+    int64_t off = 0;
+    for (int32_t a = 0; a < rank; ++a) {
+      int64_t v = 0;
+      for (int32_t j = 0; j < rank; ++j)
+        if (axes_of[j] == a) v = idx[j];
+      off = off * out_dims[a] + v;
+    }
+    dst[off] = src[i];
+  }
+}
+
+// Small integer values exact in every real dtype (unsigned: 0..2, signed: -2..2).
+static double conv_val(cml_dtype_t dtype, int64_t i, int salt) {
+  int64_t h = (i * 5 + salt * 11 + (i * i) % 7) % 5;
+  return cml_dtype_is_unsigned_int(dtype) ? (double)(h % 3) : (double)(h - 2);
+}
+
+// Builds, runs and checks |p| in |dtype| with layouts given as canonical-axis -> layout-axis
+// maps (NULL: canonical). |out_dtype| may be CML_DTYPE_INVALID (the input dtype).
+static void conv_run(bt_t* t, const char* what, cml_dtype_t dtype, cml_dtype_t out_dtype,
+                     conv_problem_t p, const int64_t* in_axes, const int64_t* ker_axes,
+                     const int64_t* out_axes) {
+  cml_dtype_t odt = out_dtype == CML_DTYPE_INVALID ? dtype : out_dtype;
+  if (!bt_require_op(t, CML_OP_CONV_GENERAL) || !bt_require_dtype(t, dtype) ||
+      !bt_require_dtype(t, odt))
+    return;
+  conv_fill_defaults(&p);
+  int32_t S = p.spatial, rank = S + 2;
+  int64_t canon[CML_MAX_RANK];
+  if (!in_axes || !ker_axes || !out_axes) {
+    for (int32_t i = 0; i < rank; ++i) canon[i] = i;
+    if (!in_axes) in_axes = canon;
+    if (!ker_axes) ker_axes = canon;
+    if (!out_axes) out_axes = canon;
+  }
+  int64_t xd[5] = {p.n, p.c}, kd[5] = {p.o, p.c / p.groups}, od[5] = {p.n / p.batch_groups, p.o};
+  for (int32_t d = 0; d < S; ++d) xd[2 + d] = p.in[d], kd[2 + d] = p.k[d], od[2 + d] = p.out[d];
+  int64_t nx = conv_prod(xd, rank), nk = conv_prod(kd, rank), no = conv_prod(od, rank);
+  double* x = bt_alloc(t, sizeof(double) * (size_t)(nx + 1));
+  double* w = bt_alloc(t, sizeof(double) * (size_t)(nk + 1));
+  double* y = bt_alloc(t, sizeof(double) * (size_t)(no + 1));
+  double* xl = bt_alloc(t, sizeof(double) * (size_t)(nx + 1));
+  double* wl = bt_alloc(t, sizeof(double) * (size_t)(nk + 1));
+  double* yl = bt_alloc(t, sizeof(double) * (size_t)(no + 1));
+  for (int64_t i = 0; i < nx; ++i) x[i] = conv_val(dtype, i, 1);
+  for (int64_t i = 0; i < nk; ++i) w[i] = conv_val(dtype, i, 2);
+  conv_reference(&p, x, w, y);
+  int64_t xld[5], kld[5], old[5];
+  conv_permute(rank, xd, in_axes, x, xl, xld);
+  conv_permute(rank, kd, ker_axes, w, wl, kld);
+  conv_permute(rank, od, out_axes, y, yl, old);
+  cml_conv_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.spatial_count = S;
+  cfg.input_batch_axis = in_axes[0], cfg.input_channel_axis = in_axes[1];
+  cfg.kernel_output_channel_axis = ker_axes[0], cfg.kernel_input_channel_axis = ker_axes[1];
+  cfg.output_batch_axis = out_axes[0], cfg.output_channel_axis = out_axes[1];
+  for (int32_t d = 0; d < S; ++d) {
+    cfg.input_spatial_axes[d] = in_axes[2 + d];
+    cfg.kernel_spatial_axes[d] = ker_axes[2 + d];
+    cfg.output_spatial_axes[d] = out_axes[2 + d];
+    cfg.strides[d] = p.stride[d];
+    cfg.padding_low[d] = p.pad_lo[d];
+    cfg.padding_high[d] = p.pad_hi[d];
+    cfg.input_dilations[d] = p.idil[d];
+    cfg.kernel_dilations[d] = p.kdil[d];
+  }
+  cfg.channel_group_count = p.groups;
+  cfg.batch_group_count = p.batch_groups;
+  cfg.output_dtype = out_dtype;
+  cml_function_t* f = bt_main(t);
+  cml_value_t xv = bt_param_f64(t, f, dtype, rank, xld, xl);
+  cml_value_t wv = bt_param_f64(t, f, dtype, rank, kld, wl);
+  cml_value_t z = cml_op_conv_general(f, xv, wv, &cfg);
+  bt_tensor_t out[1];
+  if (!bt_exec(t, &z, 1, out)) return;
+  if (cml_dtype_is_int(odt)) {
+    int64_t* iv = bt_alloc(t, sizeof(int64_t) * (size_t)(no + 1));
+    for (int64_t i = 0; i < no; ++i) iv[i] = (int64_t)yl[i];
+    bt_expect_i64(t, what, &out[0], odt, rank, old, iv);
+  } else {
+    bt_expect_f64(t, what, &out[0], odt, rank, old, yl, 0);
+  }
+}
+
+//===--- cases over every real dtype ---===//
+
+static void conv_1d_case(bt_t* t, cml_dtype_t dtype) {
+  conv_problem_t p = {.spatial = 1, .n = 2, .c = 3, .o = 4, .in = {7}, .k = {3}};
+  conv_run(t, "1-D", dtype, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
+}
+
+static void conv_2d_strided_case(bt_t* t, cml_dtype_t dtype) {
+  // Strides (2, 1), padding ((1, 0), (2, 1)), input dilation (1, 2), kernel dilation (2, 1).
+  conv_problem_t p = {.spatial = 2, .n = 1, .c = 2, .o = 3, .in = {5, 6}, .k = {2, 3},
+                      .stride = {2, 1}, .pad_lo = {1, 2}, .pad_hi = {0, 1}, .idil = {1, 2},
+                      .kdil = {2, 1}};
+  conv_run(t, "2-D strided", dtype, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
+}
+
+static void conv_groups_case(bt_t* t, cml_dtype_t dtype) {
+  // Channel groups: 4 input channels in 2 groups, 6 output channels.
+  conv_problem_t p = {.spatial = 1, .n = 2, .c = 4, .o = 6, .in = {5}, .k = {2}, .groups = 2};
+  conv_run(t, "channel groups", dtype, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
+}
+
+static void conv_batch_groups_case(bt_t* t, cml_dtype_t dtype) {
+  // Batch groups: batch 4 in 2 groups, 4 output channels (2 per group).
+  conv_problem_t p = {.spatial = 1, .n = 4, .c = 2, .o = 4, .in = {5}, .k = {3},
+                      .batch_groups = 2};
+  conv_run(t, "batch groups", dtype, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
+}
+
+#define CONV_DTYPES(X)                                                                      \
+  X(i8, CML_DTYPE_I8) X(i16, CML_DTYPE_I16) X(i32, CML_DTYPE_I32) X(i64, CML_DTYPE_I64)     \
+  X(u8, CML_DTYPE_U8) X(u16, CML_DTYPE_U16) X(u32, CML_DTYPE_U32) X(u64, CML_DTYPE_U64)     \
+  X(f16, CML_DTYPE_F16) X(bf16, CML_DTYPE_BF16) X(f32, CML_DTYPE_F32) X(f64, CML_DTYPE_F64)
+
+#define CONV_DEFINE(name, dt)                                                        \
+  static void case_1d_##name(bt_t* t) { conv_1d_case(t, dt); }                       \
+  static void case_2d_strided_##name(bt_t* t) { conv_2d_strided_case(t, dt); }       \
+  static void case_groups_##name(bt_t* t) { conv_groups_case(t, dt); }               \
+  static void case_batch_groups_##name(bt_t* t) { conv_batch_groups_case(t, dt); }
+CONV_DTYPES(CONV_DEFINE)
+#undef CONV_DEFINE
+
+//===--- layouts, 3-D, odd sizes, configs ---===//
+
+static void case_nhwc_hwio_f32(bt_t* t) {
+  // Input NHWC (N->0, C->3, H->1, W->2), kernel HWIO (O->3, I->2, H->0, W->1), output NHWC.
+  conv_problem_t p = {.spatial = 2, .n = 2, .c = 3, .o = 2, .in = {4, 5}, .k = {2, 2},
+                      .pad_lo = {1, 0}, .pad_hi = {0, 1}};
+  conv_run(t, "NHWC", CML_DTYPE_F32, CML_DTYPE_INVALID, p, (const int64_t[]){0, 3, 1, 2},
+           (const int64_t[]){3, 2, 0, 1}, (const int64_t[]){0, 3, 1, 2});
+}
+
+static void case_shuffled_layouts_i32(bt_t* t) {
+  // Input [W, C, N, H], kernel [I, W, H, O], output [H, O, W, N].
+  conv_problem_t p = {.spatial = 2, .n = 3, .c = 2, .o = 3, .in = {3, 4}, .k = {2, 2},
+                      .stride = {1, 2}};
+  conv_run(t, "shuffled layouts", CML_DTYPE_I32, CML_DTYPE_INVALID, p,
+           (const int64_t[]){2, 1, 3, 0}, (const int64_t[]){3, 0, 2, 1},
+           (const int64_t[]){3, 1, 0, 2});
+}
+
+static void case_3d_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 3, .n = 1, .c = 2, .o = 2, .in = {3, 4, 5}, .k = {2, 2, 2},
+                      .stride = {1, 2, 1}, .pad_lo = {0, 1, 1}, .pad_hi = {1, 0, 0},
+                      .kdil = {1, 1, 2}};
+  conv_run(t, "3-D", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
+}
+
+static void case_odd_5x7x11_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 2, .n = 5, .c = 7, .o = 11, .in = {9, 8}, .k = {3, 2}};
+  conv_run(t, "odd sizes", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
+}
+
+static void case_depthwise_f64(bt_t* t) {
+  // Channel groups == channels (depthwise) with a channel multiplier of 2.
+  conv_problem_t p = {.spatial = 2, .n = 1, .c = 3, .o = 6, .in = {4, 4}, .k = {3, 3},
+                      .pad_lo = {1, 1}, .pad_hi = {1, 1}, .groups = 3};
+  conv_run(t, "depthwise", CML_DTYPE_F64, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
+}
+
+static void case_negative_padding_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 1, .n = 1, .c = 1, .o = 2, .in = {8}, .k = {2},
+                      .pad_lo = {-2}, .pad_hi = {-1}};
+  conv_run(t, "negative padding", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
+}
+
+static void case_kernel_larger_than_input_f32(bt_t* t) {
+  // 1x1 input with 3x3 kernel and padding 1: only the kernel's center tap contributes.
+  conv_problem_t p = {.spatial = 2, .n = 2, .c = 1, .o = 1, .in = {1, 1}, .k = {3, 3},
+                      .pad_lo = {1, 1}, .pad_hi = {1, 1}};
+  conv_run(t, "kernel larger", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
+}
+
+static void case_empty_batch_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 1, .n = 0, .c = 2, .o = 3, .in = {5}, .k = {2}};
+  conv_run(t, "empty batch", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
+}
+
+static void case_output_dtype_bf16_to_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 1, .n = 1, .c = 3, .o = 2, .in = {6}, .k = {3}};
+  conv_run(t, "bf16 -> f32", CML_DTYPE_BF16, CML_DTYPE_F32, p, NULL, NULL, NULL);
+}
+
+static void case_output_dtype_i8_to_i32(bt_t* t) {
+  conv_problem_t p = {.spatial = 1, .n = 1, .c = 3, .o = 2, .in = {6}, .k = {3}};
+  conv_run(t, "i8 -> i32", CML_DTYPE_I8, CML_DTYPE_I32, p, NULL, NULL, NULL);
+}
+
+static void case_int_wraparound(bt_t* t) {
+  // u8: 200 * 2 = 400 wraps to 144; i8: 100 * 2 = 200 wraps to -56.
+  if (!bt_require_op(t, CML_OP_CONV_GENERAL) || !bt_require_dtype(t, CML_DTYPE_U8) ||
+      !bt_require_dtype(t, CML_DTYPE_I8))
+    return;
+  cml_function_t* f = bt_main(t);
+  int64_t d[3] = {1, 1, 1};
+  cml_value_t a = bt_param_i64(t, f, CML_DTYPE_U8, 3, d, (int64_t[]){200});
+  cml_value_t b = bt_param_i64(t, f, CML_DTYPE_U8, 3, d, (int64_t[]){2});
+  cml_value_t c = bt_param_i64(t, f, CML_DTYPE_I8, 3, d, (int64_t[]){100});
+  cml_value_t e = bt_param_i64(t, f, CML_DTYPE_I8, 3, d, (int64_t[]){2});
+  cml_conv_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.spatial_count = 1;
+  cfg.input_channel_axis = 1, cfg.input_spatial_axes[0] = 2;
+  cfg.kernel_input_channel_axis = 1, cfg.kernel_spatial_axes[0] = 2;
+  cfg.output_channel_axis = 1, cfg.output_spatial_axes[0] = 2;
+  cml_value_t outs[2] = {cml_op_conv_general(f, a, b, &cfg), cml_op_conv_general(f, c, e, &cfg)};
+  bt_tensor_t out[2];
+  if (!bt_exec(t, outs, 2, out)) return;
+  bt_expect_i64(t, "u8", &out[0], CML_DTYPE_U8, 3, d, (int64_t[]){144});
+  bt_expect_i64(t, "i8", &out[1], CML_DTYPE_I8, 3, d, (int64_t[]){-56});
+}
+
+static void case_errors(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_CONV_GENERAL)) return;
+  cml_function_t* f = bt_main(t);
+  cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 3, (int64_t[]){1, 3, 5});
+  cml_shape_t ks = cml_shape_make(CML_DTYPE_F32, 3, (int64_t[]){2, 4, 2});
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t k = cml_parameter(f, "k", &ks);
+  cml_conv_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.spatial_count = 1;
+  cfg.input_channel_axis = 1, cfg.input_spatial_axes[0] = 2;
+  cfg.kernel_input_channel_axis = 1, cfg.kernel_spatial_axes[0] = 2;
+  cfg.output_channel_axis = 1, cfg.output_spatial_axes[0] = 2;
+  if (cml_op_conv_general(f, x, k, &cfg) != CML_VALUE_INVALID)
+    bt_fail(t, "mismatched channels were accepted");
+  bt_expect_builder_error(t, CML_STATUS_INVALID_ARGUMENT,
+                          (const char* const[]){"ConvGeneral", "[1, 3, 5]", "[2, 4, 2]", NULL});
+}
+
+//===--- the group ---===//
+
+#define CONV_ENTRIES(name, dt)                                                  \
+  {"1d_" #name, CML_OP_CONV_GENERAL, case_1d_##name},                           \
+  {"2d_strided_" #name, CML_OP_CONV_GENERAL, case_2d_strided_##name},           \
+  {"groups_" #name, CML_OP_CONV_GENERAL, case_groups_##name},                   \
+  {"batch_groups_" #name, CML_OP_CONV_GENERAL, case_batch_groups_##name},
+
+const bt_case_t bt_cases_conv[] = {
+    CONV_DTYPES(CONV_ENTRIES)
+    {"nhwc_hwio_f32", CML_OP_CONV_GENERAL, case_nhwc_hwio_f32},
+    {"shuffled_layouts_i32", CML_OP_CONV_GENERAL, case_shuffled_layouts_i32},
+    {"3d_f32", CML_OP_CONV_GENERAL, case_3d_f32},
+    {"odd_5x7x11_f32", CML_OP_CONV_GENERAL, case_odd_5x7x11_f32},
+    {"depthwise_f64", CML_OP_CONV_GENERAL, case_depthwise_f64},
+    {"negative_padding_f32", CML_OP_CONV_GENERAL, case_negative_padding_f32},
+    {"kernel_larger_than_input_f32", CML_OP_CONV_GENERAL, case_kernel_larger_than_input_f32},
+    {"empty_batch_f32", CML_OP_CONV_GENERAL, case_empty_batch_f32},
+    {"output_bf16_to_f32", CML_OP_CONV_GENERAL, case_output_dtype_bf16_to_f32},
+    {"output_i8_to_i32", CML_OP_CONV_GENERAL, case_output_dtype_i8_to_i32},
+    {"int_wraparound", CML_OP_CONV_GENERAL, case_int_wraparound},
+    {"errors", CML_OP_CONV_GENERAL, case_errors},
+};
+const size_t bt_cases_conv_count = sizeof bt_cases_conv / sizeof bt_cases_conv[0];

@@ -570,7 +570,11 @@ bool cml_op_optimization_barrier(cml_function_t* f, const cml_value_t* operands,
   uint32_t* in = (uint32_t*)cml__temp_alloc(b, count * sizeof *in);
   cml_shape_t* s = (cml_shape_t*)cml__temp_alloc(b, count * sizeof *s);
   cml_value_t first = CML_VALUE_INVALID;
-  if (in && s && cml_inputs(f, CML_OP_OPTIMIZATION_BARRIER, operands, count, 0, in, s)) {
+  bool ok = in && s && cml_inputs(f, CML_OP_OPTIMIZATION_BARRIER, operands, count, 0, in, s);
+  for (size_t i = 0; ok && i < count; ++i) {
+    ok = cml_ok(f, cml__infer_check_dtype(CML_OP_OPTIMIZATION_BARRIER, &s[i], "operand", false));
+  }
+  if (ok) {
     first = cml__op_add_node(f, CML_OP_OPTIMIZATION_BARRIER, in, (uint32_t)count, s,
                              (uint32_t)count, NULL);
   }

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/xla/stablehlo/emit_internal.h: the StableHLO emitter's internals shared by its
+// files (text buffer, SSA naming, op writing helpers, literals). Not a public header.
+//
+// Naming scheme: every SSA value the emitter defines is `%<n>` with a module-wide counter, so
+// names never collide across nested regions; main's parameters keep their (normalized) names,
+// which never start with a digit. A multi-result op is `%<n>:<k>` and its results `%<n>#i`.
+//
+// Thread-safety: a context is single-thread; the emitter creates one per call.
+#ifndef CML_BACKENDS_XLA_STABLEHLO_EMIT_INTERNAL_H_
+#define CML_BACKENDS_XLA_STABLEHLO_EMIT_INTERNAL_H_
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/xla/stablehlo/emitter.h"
+#include "cml/ir.h"
+
+//===--- growable text ---===//
+
+typedef struct cml__shlo_text_t {
+  char* data;
+  size_t size, capacity;
+  bool failed;  // an allocation or formatting failure happened; the text is incomplete
+} cml__shlo_text_t;
+
+void cml__shlo_text_vprintf(cml__shlo_text_t* t, const char* fmt, va_list ap);
+void cml__shlo_text_printf(cml__shlo_text_t* t, const char* fmt, ...) CML_PRINTF(2, 3);
+
+//===--- names and values ---===//
+
+// An SSA name with its '%' ("%12", "%12#1", "%x").
+typedef struct cml__shlo_name_t {
+  char s[80];
+} cml__shlo_name_t;
+
+// A value as the emitter sees it: its SSA name and its shape.
+typedef struct cml__shlo_val_t {
+  cml__shlo_name_t name;
+  cml_shape_t shape;
+} cml__shlo_val_t;
+
+typedef struct cml__shlo_ctx_t {
+  const cml_module_t* module;
+  const cml_xla_emit_options_t* opts;
+  cml__shlo_text_t text;
+  cml__shlo_name_t* names;    // per IR value: its current SSA name
+  char (*symbols)[80];        // per function: its func.func symbol ("" when inlined only)
+  bool* called;               // per function: the target of some Call
+  uint32_t next_id;           // next fresh SSA number
+  int indent;                 // current indentation, in levels of two spaces
+} cml__shlo_ctx_t;
+
+// A fresh SSA name "%<n>".
+cml__shlo_name_t cml__shlo_fresh(cml__shlo_ctx_t* c);
+// The current name and shape of IR value |v|.
+cml__shlo_val_t cml__shlo_value(const cml__shlo_ctx_t* c, uint32_t v);
+// Binds IR value |v| to |name|.
+void cml__shlo_bind(cml__shlo_ctx_t* c, uint32_t v, const cml__shlo_name_t* name);
+// "%12#3" from "%12" and 3.
+cml__shlo_name_t cml__shlo_result(const cml__shlo_name_t* base, uint32_t index);
+
+//===--- writing ---===//
+
+void cml__shlo_printf(cml__shlo_ctx_t* c, const char* fmt, ...) CML_PRINTF(2, 3);
+// Starts a new line at the current indentation.
+void cml__shlo_line(cml__shlo_ctx_t* c);
+// "tensor<2x3xf32>".
+void cml__shlo_type(cml__shlo_ctx_t* c, const cml_shape_t* s);
+// "tensor<T>" of a scalar of |dtype|.
+void cml__shlo_scalar_type(cml__shlo_ctx_t* c, cml_dtype_t dtype);
+
+// Writes `%n = "<op>"(<ins>)` (or `%n:k = ...` when |result_count| != 1) on a new line and
+// returns %n. The caller then writes regions (if any) and calls cml__shlo_op_end.
+cml__shlo_name_t cml__shlo_op_begin(cml__shlo_ctx_t* c, const char* op,
+                                    const cml__shlo_val_t* ins, int in_count,
+                                    uint32_t result_count);
+// Writes ` {<attrs>}` (when |attrs| is non-empty) and ` : (<in types>) -> <out types>`.
+void cml__shlo_op_end(cml__shlo_ctx_t* c, const char* attrs, const cml__shlo_val_t* ins,
+                      int in_count, const cml_shape_t* outs, uint32_t out_count);
+// A single-result op without regions: begin + end; returns the result.
+cml__shlo_val_t cml__shlo_op(cml__shlo_ctx_t* c, const char* op, const cml__shlo_val_t* ins,
+                             int in_count, const char* attrs, const cml_shape_t* out);
+
+// Small fixed attribute buffers (formatting overflow marks the text failed).
+typedef struct cml__shlo_attr_t {
+  char s[4096];
+  size_t n;
+  bool overflow;
+} cml__shlo_attr_t;
+void cml__shlo_attr_init(cml__shlo_attr_t* a);
+void cml__shlo_attr_printf(cml__shlo_attr_t* a, const char* fmt, ...) CML_PRINTF(2, 3);
+// "array<i64: 1, 2>" ("array<i64>" when empty).
+void cml__shlo_attr_array(cml__shlo_attr_t* a, const int64_t* v, int32_t n);
+// "[1, 2]".
+void cml__shlo_attr_list(cml__shlo_attr_t* a, const int64_t* v, int32_t n);
+// "dense<[[l0, h0], ...]> : tensor<Nx2xi64>".
+void cml__shlo_attr_padding(cml__shlo_attr_t* a, const int64_t* low, const int64_t* high,
+                            int32_t n);
+
+//===--- common lowerings ---===//
+
+// Scalar constant kinds for reduction inits and fills.
+typedef enum cml__shlo_scalar_kind_t {
+  CML__SHLO_ZERO,
+  CML__SHLO_ONE,
+  CML__SHLO_LOWEST,    // -inf for floats, the minimum for integers, false for Bool
+  CML__SHLO_HIGHEST,   // +inf for floats, the maximum for integers, true for Bool
+  CML__SHLO_ALL_ONES,  // every bit set (-1, max unsigned, true)
+} cml__shlo_scalar_kind_t;
+
+// A scalar constant of |dtype|.
+cml__shlo_val_t cml__shlo_const_scalar(cml__shlo_ctx_t* c, cml_dtype_t dtype,
+                                       cml__shlo_scalar_kind_t kind);
+// A constant of |dtype| with the dims of |dims| filled with |kind| (scalar + broadcast).
+cml__shlo_val_t cml__shlo_const_fill(cml__shlo_ctx_t* c, cml_dtype_t dtype,
+                                     cml__shlo_scalar_kind_t kind, const cml_shape_t* dims);
+// Broadcasts |v| (a scalar, or the same rank with size-1 axes) to the dims of |dims|.
+cml__shlo_val_t cml__shlo_broadcast(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
+                                    const cml_shape_t* dims);
+// Element-wise conversion with cml's ConvertDType semantics.
+cml__shlo_val_t cml__shlo_convert(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, cml_dtype_t to);
+// "stablehlo.compare" with the direction ("EQ", "LT", ...) and the compare type of |dtype|
+// (|total_order| selects TOTALORDER for floats).
+cml__shlo_val_t cml__shlo_compare(cml__shlo_ctx_t* c, const char* direction,
+                                  const cml__shlo_val_t* lhs, const cml__shlo_val_t* rhs,
+                                  bool total_order);
+// "FLOAT", "TOTALORDER", "SIGNED" or "UNSIGNED" for |dtype|.
+const char* cml__shlo_compare_type(cml_dtype_t dtype, bool total_order);
+// Writes a `({ ^bb0(%a: T, %b: T): %r = "<op>"(%a, %b) ...; return %r })` region body of a
+// binary scalar computation (for reduce, scatter, reduce_window). Writes only the braces part
+// "{ ... }", without the surrounding parentheses.
+void cml__shlo_binary_region(cml__shlo_ctx_t* c, const char* op, cml_dtype_t dtype);
+
+// Writes `value = dense<...> : tensor<...>` for the array |data| of |shape| into the text
+// (the attribute dictionary's content). |shape| has at least one element.
+void cml__shlo_dense_literal(cml__shlo_ctx_t* c, const cml_shape_t* shape, const void* data);
+// Formats one element |index| of |data| (of |dtype|) as an MLIR literal into |buf|.
+void cml__shlo_format_element(cml_dtype_t dtype, const void* data, int64_t index, char* buf,
+                              size_t size);
+// Formats a scalar constant of |kind| for |dtype| into |buf|.
+void cml__shlo_format_scalar_kind(cml_dtype_t dtype, cml__shlo_scalar_kind_t kind, char* buf,
+                                  size_t size);
+
+// Emits IR node |n| of a function being emitted (everything but control flow), binding its
+// outputs. Returns UNIMPLEMENTED (naming op, shapes and dtypes) for what it cannot lower.
+cml_status_t cml__shlo_emit_simple_node(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
+// Emits the nodes of function |fi| (its parameters and captures must be bound already).
+cml_status_t cml__shlo_emit_nodes(cml__shlo_ctx_t* c, uint32_t fi);
+// An UNIMPLEMENTED status naming |n|'s op and its operand/result shapes.
+cml_status_t cml__shlo_unimplemented(const cml__shlo_ctx_t* c, const cml_ir_node_t* n,
+                                     const char* why);
+
+#endif  // CML_BACKENDS_XLA_STABLEHLO_EMIT_INTERNAL_H_
