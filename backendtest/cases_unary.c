@@ -8,11 +8,13 @@
 // once to the dtype; tolerances are in ulps of the output dtype (exact ops: 0). Integer ops
 // use plain reference loops with explicit wrap-around. ConvertDType covers every pair of the
 // supported dtypes (packed ints included) against a reference conversion written here.
+// bt.h (cml/graph.h) comes before <complex.h>: its `complex` macro would rename the
+// generated cml_op_complex declaration.
+#include "backendtest/bt.h"
+
 #include <complex.h>
 #include <math.h>
 #include <string.h>
-
-#include "backendtest/bt.h"
 
 //===--- helpers ---===//
 

@@ -3,11 +3,16 @@
 // backend: conversions, packing, comparisons (one-ulp differences, NaN and signed-zero rules),
 // messages, result precedence and the per-case random numbers.
 //
-// bt.c is not part of cml_internal (it lives in the cml_backendtest library), so it is compiled
-// into this test directly; that also gives access to the case context in bt_internal.h.
+// bt.c and runner.c are not part of cml_internal (they live in the cml_backendtest library), so
+// they are compiled into this test directly, with fake case groups defined below; that also
+// gives access to the case context in bt_internal.h. The runner runs on a fake backend that
+// advertises two ops (Add and Sub) and implements nothing else.
 #include <float.h>
+#include <unistd.h>
 
 #include "backendtest/bt.c"
+#include "backendtest/runner.c"
+#include "cml/backend_impl.h"
 #include "test.h"
 
 static uint32_t f32_bits(float f) {
@@ -545,11 +550,194 @@ TEST(f32_helpers_sanity) {
   ASSERT_EQ_U64(f32_bits(f32_from_bits(0x12345678u)), 0x12345678u);
 }
 
-TEST_MAIN(TEST_ENTRY(tensor_f64_floats), TEST_ENTRY(tensor_f64_ints_bool_complex),
-          TEST_ENTRY(tensor_packed), TEST_ENTRY(get_out_of_range),
-          TEST_ENTRY(equal_catches_one_ulp), TEST_ENTRY(ulps_other_widths),
-          TEST_ENTRY(nan_and_signed_zero_rules), TEST_ENTRY(close_tolerances),
-          TEST_ENTRY(integer_and_complex_messages), TEST_ENTRY(shape_mismatch_and_missing_data),
-          TEST_ENTRY(results_and_statuses), TEST_ENTRY(message_limit),
-          TEST_ENTRY(alloc_is_zeroed_and_freed), TEST_ENTRY(random_is_deterministic_per_case),
-          TEST_ENTRY(f32_helpers_sanity))
+//===--- the runner, on fake groups and a fake backend ---===//
+
+static void fake_pass_add(bt_t* t) {
+  bt_tensor_t x = bt_tensor_f64(t, CML_DTYPE_F32, 1, (int64_t[]){1}, (double[]){2});
+  bt_expect_f64(t, "x", &x, CML_DTYPE_F32, 1, (int64_t[]){1}, (double[]){2}, 0);
+}
+static void fake_fail_quotes(bt_t* t) {
+  bt_fail(t, "bad \"quote\" back\\slash\ttab\x01 ctrl");
+  bt_fail(t, "second line");
+}
+static void fake_skip(bt_t* t) { bt_unsupported(t, "not here"); }
+static void fake_silent_fail(bt_t* t) { t->result = BT_RESULT_FAILED; }
+static void fake_never_run(bt_t* t) { bt_fail(t, "a placeholder entry must not run"); }
+
+const bt_case_t bt_cases_exec[] = {{"pass_add", CML_OP_ADD, fake_pass_add},
+                                   {"fail_quotes", CML_OP_INVALID, fake_fail_quotes}};
+const size_t bt_cases_exec_count = 2;
+const bt_case_t bt_cases_functions[] = {{"skip", CML_OP_SUB, fake_skip}};
+const size_t bt_cases_functions_count = 1;
+const bt_case_t bt_cases_unary[] = {{"silent_fail", CML_OP_INVALID, fake_silent_fail}};
+const size_t bt_cases_unary_count = 1;
+// A placeholder group (count 0, one NULL entry) as the case files start out.
+const bt_case_t bt_cases_binary[] = {{NULL, CML_OP_INVALID, fake_never_run}};
+const size_t bt_cases_binary_count = 0;
+#define FAKE_EMPTY_GROUP(g)                                        \
+  const bt_case_t bt_cases_##g[] = {{NULL, CML_OP_INVALID, NULL}}; \
+  const size_t bt_cases_##g##_count = 0;
+FAKE_EMPTY_GROUP(reduce)
+FAKE_EMPTY_GROUP(shape)
+FAKE_EMPTY_GROUP(index)
+FAKE_EMPTY_GROUP(window)
+FAKE_EMPTY_GROUP(dot)
+FAKE_EMPTY_GROUP(conv)
+FAKE_EMPTY_GROUP(special)
+
+static void fake_backend_destroy(cml_backend_t* backend) {
+  cml_backend_deinit_base(backend);
+  free(backend);
+}
+
+static const cml_backend_vtable_t fake_vtable = {
+    .struct_size = sizeof(cml_backend_vtable_t),
+    .destroy = fake_backend_destroy,
+};
+
+static cml_backend_t* fake_backend(void) {
+  cml_backend_t* b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  if (cml_backend_init_base(b, &fake_vtable, cml_allocator_system(), "fake", "fake:x", 1) !=
+      CML_OK) {
+    free(b);
+    return NULL;
+  }
+  cml_capabilities_set_op(&b->capabilities, CML_OP_ADD, true);
+  cml_capabilities_set_op(&b->capabilities, CML_OP_SUB, true);
+  return b;
+}
+
+static char* read_file_text(FILE* f) {
+  long n;
+  if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) return NULL;
+  char* text = calloc(1, (size_t)n + 1);
+  if (text && fread(text, 1, (size_t)n, f) != (size_t)n) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+TEST(runner_listing) {
+  ASSERT_EQ_INT(cml_backendtest_case_count(), 4);
+  ASSERT_STREQ(cml_backendtest_case_name(0), "exec/pass_add");
+  ASSERT_STREQ(cml_backendtest_case_name(2), "functions/skip");
+  ASSERT_STREQ(cml_backendtest_case_name(3), "unary/silent_fail");
+  ASSERT_TRUE(cml_backendtest_case_name(4) == NULL);
+}
+
+TEST(runner_summary_coverage_and_json) {
+  cml_backend_t* backend = fake_backend();
+  ASSERT_TRUE(backend != NULL);
+  FILE* log = tmpfile();
+  ASSERT_TRUE(log != NULL);
+  char json_path[] = "/tmp/cml_backendtest_json_XXXXXX";
+  int fd = mkstemp(json_path);
+  ASSERT_TRUE(fd >= 0);
+  close(fd);
+  cml_backendtest_options_t opts;
+  cml_backendtest_options_init(&opts);
+  opts.log = log;
+  opts.json_path = json_path;
+  opts.verbosity = 1;
+  cml_backendtest_summary_t sum;
+  cml_status_t st = cml_backendtest_run_all(backend, &opts, &sum);
+  cml_backend_release(backend);
+  ASSERT_STATUS_OK(st);
+  ASSERT_EQ_INT(sum.passed, 1);
+  ASSERT_EQ_INT(sum.skipped, 1);
+  ASSERT_EQ_INT(sum.uncovered_ops, 1);  // Sub: advertised, only a skipped case
+  ASSERT_EQ_INT(sum.failed, 3);         // two failing cases + the uncovered op
+  char* text = read_file_text(log);
+  fclose(log);
+  ASSERT_TRUE(text != NULL);
+  int ok = strstr(text, "ok   exec/pass_add\n") && strstr(text, "FAIL exec/fail_quotes\n") &&
+           strstr(text, "    second line\n") && strstr(text, "skip functions/skip\n") &&
+           strstr(text, "FAIL unary/silent_fail\n    the case failed without a message\n") &&
+           strstr(text, "not covered: Sub\n") && !strstr(text, "not covered: Add") &&
+           strstr(text, "\n1 passed, 3 failed, 1 skipped\n");
+  if (!ok) fprintf(stderr, "log was:\n%s", text);
+  free(text);
+  ASSERT_TRUE(ok);
+
+  FILE* jf = fopen(json_path, "r");
+  ASSERT_TRUE(jf != NULL);
+  char* json = read_file_text(jf);
+  fclose(jf);
+  remove(json_path);
+  ASSERT_TRUE(json != NULL);
+  ok = strstr(json, "\"backend\": \"fake\"") &&
+       strstr(json,
+              "{\"name\": \"exec/pass_add\", \"op\": \"Add\", \"result\": \"ok\", "
+              "\"message\": \"\"}") &&
+       strstr(json, "bad \\\"quote\\\" back\\\\slash\\ttab\\u0001 ctrl\\nsecond line") &&
+       strstr(json, "\"op\": null, \"result\": \"failed\"") &&
+       strstr(json, "\"result\": \"unsupported\", \"message\": \"not here\"") &&
+       strstr(json, "\"not_covered\": [\"Sub\"]") &&
+       strstr(json, "\"passed\": 1, \"failed\": 3, \"skipped\": 1, \"uncovered_ops\": 1}");
+  if (!ok) fprintf(stderr, "json was:\n%s", json);
+  free(json);
+  ASSERT_TRUE(ok);
+}
+
+TEST(runner_filter) {
+  cml_backend_t* backend = fake_backend();
+  ASSERT_TRUE(backend != NULL);
+  FILE* log = tmpfile();
+  ASSERT_TRUE(log != NULL);
+  cml_backendtest_options_t opts;
+  cml_backendtest_options_init(&opts);
+  opts.log = log;
+  cml_backendtest_summary_t sum;
+  // "^Add$" selects pass_add through its op name, and only Add must be covered.
+  opts.op_regex = "^Add$";
+  cml_status_t st = cml_backendtest_run_all(backend, &opts, &sum);
+  if (st == CML_OK) {
+    ASSERT_EQ_INT(sum.passed, 1);
+    ASSERT_EQ_INT(sum.failed, 0);
+    ASSERT_EQ_INT(sum.skipped, 0);
+    // A group prefix selects by case name.
+    opts.op_regex = "^functions/";
+    st = cml_backendtest_run_all(backend, &opts, &sum);
+  }
+  if (st == CML_OK) {
+    ASSERT_EQ_INT(sum.passed, 0);
+    ASSERT_EQ_INT(sum.skipped, 1);
+    ASSERT_EQ_INT(sum.failed, 0);
+    opts.op_regex = "(";
+    st = cml_backendtest_run_all(backend, &opts, &sum);
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(cml_status_message(st), "regular expression");
+    cml_status_free(st);
+    opts.op_regex = NULL;
+    opts.json_path = "/nonexistent-dir/x.json";
+    st = cml_backendtest_run_all(backend, &opts, &sum);
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(cml_status_message(st), "/nonexistent-dir/x.json");
+    cml_status_free(st);
+    st = CML_OK;
+  }
+  fclose(log);
+  cml_backend_release(backend);
+  ASSERT_STATUS_OK(st);
+  // Options from an older caller (smaller struct) are refused, not misread.
+  cml_backendtest_options_t old;
+  cml_backendtest_options_init(&old);
+  old.struct_size = 8;
+  backend = fake_backend();
+  ASSERT_TRUE(backend != NULL);
+  st = cml_backendtest_run_all(backend, &old, &sum);
+  cml_backend_release(backend);
+  ASSERT_STATUS_CODE(st, CML_STATUS_INCOMPATIBLE);
+}
+
+TEST_MAIN(TEST_ENTRY(runner_listing), TEST_ENTRY(runner_summary_coverage_and_json),
+          TEST_ENTRY(runner_filter), TEST_ENTRY(tensor_f64_floats),
+          TEST_ENTRY(tensor_f64_ints_bool_complex), TEST_ENTRY(tensor_packed),
+          TEST_ENTRY(get_out_of_range), TEST_ENTRY(equal_catches_one_ulp),
+          TEST_ENTRY(ulps_other_widths), TEST_ENTRY(nan_and_signed_zero_rules),
+          TEST_ENTRY(close_tolerances), TEST_ENTRY(integer_and_complex_messages),
+          TEST_ENTRY(shape_mismatch_and_missing_data), TEST_ENTRY(results_and_statuses),
+          TEST_ENTRY(message_limit), TEST_ENTRY(alloc_is_zeroed_and_freed),
+          TEST_ENTRY(random_is_deterministic_per_case), TEST_ENTRY(f32_helpers_sanity))

@@ -137,6 +137,9 @@ void cml__shlo_binary_region(cml__shlo_ctx_t* c, const char* op, cml_dtype_t dty
 // Writes `value = dense<...> : tensor<...>` for the array |data| of |shape| into the text
 // (the attribute dictionary's content). |shape| has at least one element.
 void cml__shlo_dense_literal(cml__shlo_ctx_t* c, const cml_shape_t* shape, const void* data);
+// Emits a constant op for the array |data| of |shape| (any element count) and returns it.
+cml__shlo_val_t cml__shlo_constant(cml__shlo_ctx_t* c, const cml_shape_t* shape,
+                                   const void* data);
 // Formats one element |index| of |data| (of |dtype|) as an MLIR literal into |buf|.
 void cml__shlo_format_element(cml_dtype_t dtype, const void* data, int64_t index, char* buf,
                               size_t size);
