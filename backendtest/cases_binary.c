@@ -379,11 +379,12 @@ CB_CMP_CASE(greater_or_equal_total_order, 5, true)
 
 //===--- logical ---===//
 
-static void case_logical(bt_t* t) {
+// Truth tables over a broadcast [2,1] x [1,2] grid; |k| selects And, Or, Xor.
+static void case_logical_op(bt_t* t, int k) {
   static const cml_op_t ops[3] = {CML_OP_LOGICAL_AND, CML_OP_LOGICAL_OR, CML_OP_LOGICAL_XOR};
   static const int64_t want[3][4] = {{0, 0, 0, 1}, {0, 1, 1, 1}, {0, 1, 1, 0}};
   if (!bt_require_dtype(t, CML_DTYPE_BOOL)) return;
-  for (int k = 0; k < 3; ++k) {
+  {
     if (!bt_require_op(t, ops[k])) return;
     bt_new_builder(t);
     cml_function_t* f = bt_main(t);
@@ -395,6 +396,9 @@ static void case_logical(bt_t* t) {
     bt_expect_i64(t, cml_op_name(ops[k]), &out[0], CML_DTYPE_BOOL, 2, (int64_t[]){2, 2}, want[k]);
   }
 }
+static void case_logical_and(bt_t* t) { case_logical_op(t, 0); }
+static void case_logical_or(bt_t* t) { case_logical_op(t, 1); }
+static void case_logical_xor(bt_t* t) { case_logical_op(t, 2); }
 
 //===--- broadcasting shapes ---===//
 
@@ -683,7 +687,9 @@ const bt_case_t bt_cases_binary[] = {
     {"greater_than_total_order", CML_OP_GREATER_THAN_TOTAL_ORDER, case_greater_than_total_order},
     {"greater_or_equal_total_order", CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER,
      case_greater_or_equal_total_order},
-    {"logical", CML_OP_LOGICAL_AND, case_logical},
+    {"logical_and", CML_OP_LOGICAL_AND, case_logical_and},
+    {"logical_or", CML_OP_LOGICAL_OR, case_logical_or},
+    {"logical_xor", CML_OP_LOGICAL_XOR, case_logical_xor},
     {"broadcast_shapes", CML_OP_ADD, case_broadcast_shapes},
     {"complex_arith", CML_OP_MUL, case_complex_binary},
     {"complex", CML_OP_COMPLEX, case_complex_op},

@@ -179,23 +179,24 @@ CML_API bool cml_builder_value_shape(const cml_builder_t* builder, cml_value_t v
 //          result is Bool. *TotalOrder: -NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN.
 // Reduce:  cml_value_t cml_op_<name>(cml_function_t* f, cml_value_t x, const int64_t* axes,
 //                                    size_t axis_count);   axis_count 0 reduces every axis.
-#define CML_OP_DECLARE_PARAMETER(lower)
-#define CML_OP_DECLARE_CONSTANT(lower)
-#define CML_OP_DECLARE_UNARY(lower) \
-  CML_API cml_value_t cml_op_##lower(cml_function_t* f, cml_value_t x);
-#define CML_OP_DECLARE_BINARY(lower) \
-  CML_API cml_value_t cml_op_##lower(cml_function_t* f, cml_value_t lhs, cml_value_t rhs);
-#define CML_OP_DECLARE_COMPARE(lower) CML_OP_DECLARE_BINARY(lower)
-#define CML_OP_DECLARE_REDUCE(lower)                                                   \
-  CML_API cml_value_t cml_op_##lower(cml_function_t* f, cml_value_t x, const int64_t* axes, \
-                                     size_t axis_count);
-#define CML_OP_DECLARE_OTHER(lower)
-#define CML_OP_DECLARE_CONTROL(lower)
-#define CML_OP_DECLARE_COLLECTIVE(lower)
-#define CML_OP_DECLARE_FUSED(lower)
-#define CML_OP_DECLARE_DYNAMIC(lower)
-#define CML_OP_DECLARE_INTERNAL(lower)
-#define CML_OP(ENUM, NAME, lower, KIND, DTYPES, OUT) CML_OP_DECLARE_##KIND(lower)
+// NOTE: the name is pasted inside CML_OP itself, so an op name that is also a macro elsewhere
+// (`complex` from <complex.h>, `log` or `exp` from <tgmath.h>) is never expanded.
+#define CML_OP_DECLARE_PARAMETER(fn)
+#define CML_OP_DECLARE_CONSTANT(fn)
+#define CML_OP_DECLARE_UNARY(fn) CML_API cml_value_t fn(cml_function_t* f, cml_value_t x);
+#define CML_OP_DECLARE_BINARY(fn) \
+  CML_API cml_value_t fn(cml_function_t* f, cml_value_t lhs, cml_value_t rhs);
+#define CML_OP_DECLARE_COMPARE(fn) CML_OP_DECLARE_BINARY(fn)
+#define CML_OP_DECLARE_REDUCE(fn)                                                     \
+  CML_API cml_value_t fn(cml_function_t* f, cml_value_t x, const int64_t* axes, \
+                         size_t axis_count);
+#define CML_OP_DECLARE_OTHER(fn)
+#define CML_OP_DECLARE_CONTROL(fn)
+#define CML_OP_DECLARE_COLLECTIVE(fn)
+#define CML_OP_DECLARE_FUSED(fn)
+#define CML_OP_DECLARE_DYNAMIC(fn)
+#define CML_OP_DECLARE_INTERNAL(fn)
+#define CML_OP(ENUM, NAME, lower, KIND, DTYPES, OUT) CML_OP_DECLARE_##KIND(cml_op_##lower)
 #include "cml/ops.def"
 
 // The same builders by op: |op| must be of the matching kind (INVALID_ARGUMENT otherwise).

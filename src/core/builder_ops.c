@@ -80,17 +80,17 @@ cml_value_t cml_op_reduce(cml_function_t* f, cml_op_t op, cml_value_t x, const i
 
 #define CML_OP_DEFINE_PARAMETER(ENUM, lower)
 #define CML_OP_DEFINE_CONSTANT(ENUM, lower)
-#define CML_OP_DEFINE_UNARY(ENUM, lower)                                \
-  cml_value_t cml_op_##lower(cml_function_t* f, cml_value_t x) {        \
+#define CML_OP_DEFINE_UNARY(ENUM, fn)                                   \
+  cml_value_t fn(cml_function_t* f, cml_value_t x) {                    \
     return cml_op_unary(f, CML_OP_##ENUM, x);                           \
   }
-#define CML_OP_DEFINE_BINARY(ENUM, lower)                                                  \
-  cml_value_t cml_op_##lower(cml_function_t* f, cml_value_t lhs, cml_value_t rhs) {        \
+#define CML_OP_DEFINE_BINARY(ENUM, fn)                                                     \
+  cml_value_t fn(cml_function_t* f, cml_value_t lhs, cml_value_t rhs) {                    \
     return cml_op_binary(f, CML_OP_##ENUM, lhs, rhs);                                      \
   }
-#define CML_OP_DEFINE_COMPARE(ENUM, lower) CML_OP_DEFINE_BINARY(ENUM, lower)
-#define CML_OP_DEFINE_REDUCE(ENUM, lower)                                                  \
-  cml_value_t cml_op_##lower(cml_function_t* f, cml_value_t x, const int64_t* axes,        \
+#define CML_OP_DEFINE_COMPARE(ENUM, fn) CML_OP_DEFINE_BINARY(ENUM, fn)
+#define CML_OP_DEFINE_REDUCE(ENUM, fn)                                                     \
+  cml_value_t fn(cml_function_t* f, cml_value_t x, const int64_t* axes,                    \
                              size_t axis_count) {                                          \
     return cml_op_reduce(f, CML_OP_##ENUM, x, axes, axis_count);                           \
   }
@@ -100,7 +100,7 @@ cml_value_t cml_op_reduce(cml_function_t* f, cml_op_t op, cml_value_t x, const i
 #define CML_OP_DEFINE_FUSED(ENUM, lower)
 #define CML_OP_DEFINE_DYNAMIC(ENUM, lower)
 #define CML_OP_DEFINE_INTERNAL(ENUM, lower)
-#define CML_OP(ENUM, NAME, lower, KIND, DTYPES, OUT) CML_OP_DEFINE_##KIND(ENUM, lower)
+#define CML_OP(ENUM, NAME, lower, KIND, DTYPES, OUT) CML_OP_DEFINE_##KIND(ENUM, cml_op_##lower)
 #include "cml/ops.def"
 
 //===--- one-operand ops with attributes ---===//

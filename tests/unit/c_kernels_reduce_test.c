@@ -183,7 +183,7 @@ TEST(ints_wrap_and_bitwise_logical) {
   tnode_init(&t, CML_OP_REDUCE_PRODUCT, shp(CML_DTYPE_U16, 1, (int64_t[]){2}), (int64_t[]){0}, 1);
   ASSERT_STATUS_OK(tnode_run(&t, big, &uy, NULL));
   ASSERT_EQ_INT(uy, (uint16_t)(60000u * 60000u));
-  uint8_t b[6] = {1, 0, 1, 1, 1, 1}, by[2];
+  uint8_t b[6] = {1, 0, 1, 1, 1, 1}, by[3];
   cml_shape_t bs = shp(CML_DTYPE_BOOL, 2, (int64_t[]){2, 3});
   tnode_init(&t, CML_OP_REDUCE_LOGICAL_AND, bs, (int64_t[]){1}, 1);
   ASSERT_STATUS_OK(tnode_run(&t, b, by, NULL));
@@ -197,6 +197,7 @@ TEST(ints_wrap_and_bitwise_logical) {
   ASSERT_STATUS_OK(tnode_run(&t, b, by, NULL));
   ASSERT_EQ_INT(by[0], 1);
   ASSERT_EQ_INT(by[1], 1);
+  ASSERT_EQ_INT(by[2], 1);
 }
 
 TEST(half_accumulates_in_f32) {

@@ -43,6 +43,10 @@ int cml_cli_install(int argc, char** argv) {
     cml_cli_install_usage(stderr);
     return 2;
   }
+#ifndef CML_HAVE_BACKEND_XLA
+  fprintf(stderr, "cml install: this build has no xla backend (configure with -DCML_BACKEND_XLA=ON)\n");
+  return 1;
+#else
   char path[4096];
   cml_status_t st = cml_xla_install_plugin(plugin, verbosity, force, path, sizeof path);
   if (st != CML_OK) {
@@ -53,4 +57,5 @@ int cml_cli_install(int argc, char** argv) {
   }
   printf("%s\n", path);
   return 0;
+#endif
 }

@@ -1,12 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// src/backends/xla/stablehlo/emitter.c: a minimal StableHLO emitter (Parameter, Constant, Add,
-// Mul in main) so the XLA backend can be tested end to end. The full emitter replaces this file.
-#include "backends/xla/stablehlo/emitter.h"
-
+// src/backends/xla/stablehlo/emitter.c: IR -> StableHLO MLIR text: the module, its functions,
+// SSA naming, the text writing helpers and the control-flow ops (While, If, Sort, Call).
+//
+// Lowering choices for closures (StableHLO's while/if/sort regions are not isolated from
+// above, but XLA's conversion to HLO only handles implicit captures well for if/case):
+// - While: captured values are appended to the loop-carried state and passed through the
+//   body unchanged, so both regions only use their block arguments.
+// - If: branches reference the enclosing values directly (stablehlo.if takes no block args).
+// - Sort: the comparator references enclosing values directly.
+// - Small captured constants (up to 16 elements) are re-emitted inside the region instead.
+// - Call: named functions and called closures become `func.func private` functions; a
+//   closure's captures become extra trailing parameters, passed at the call site.
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "backends/xla/stablehlo/emit_internal.h"
+
+#define CML_SHLO_SINK_LIMIT 16
 
 void cml_xla_emit_options_init(cml_xla_emit_options_t* options) {
   memset(options, 0, sizeof *options);
@@ -17,20 +29,15 @@ void cml_xla_emit_options_init(cml_xla_emit_options_t* options) {
   options->num_partitions = 1;
 }
 
-typedef struct cml_xla_text_t {
-  char* data;
-  size_t size, capacity;
-  bool failed;
-} cml_xla_text_t;
+//===--- text ---===//
 
-static void cml_xla_text_printf(cml_xla_text_t* t, const char* fmt, ...) CML_PRINTF(2, 3);
-static void cml_xla_text_printf(cml_xla_text_t* t, const char* fmt, ...) {
+void cml__shlo_text_vprintf(cml__shlo_text_t* t, const char* fmt, va_list ap) {
   if (t->failed) return;
   for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(t->data + t->size, t->capacity - t->size, fmt, ap);
-    va_end(ap);
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(t->data + t->size, t->capacity - t->size, fmt, copy);
+    va_end(copy);
     if (n < 0) {
       t->failed = true;
       return;
@@ -50,186 +57,664 @@ static void cml_xla_text_printf(cml_xla_text_t* t, const char* fmt, ...) {
   }
 }
 
-static void cml_xla_emit_type(cml_xla_text_t* t, const cml_shape_t* s) {
-  cml_xla_text_printf(t, "tensor<");
-  for (int32_t i = 0; i < s->rank; ++i) cml_xla_text_printf(t, "%lldx", (long long)s->dims[i]);
-  cml_xla_text_printf(t, "%s>", cml_dtype_stablehlo_name(s->dtype));
+void cml__shlo_text_printf(cml__shlo_text_t* t, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  cml__shlo_text_vprintf(t, fmt, ap);
+  va_end(ap);
 }
 
-static void cml_xla_emit_value(cml_xla_text_t* t, const cml_module_t* m, uint32_t value) {
-  const cml_ir_node_t* n = &m->nodes[m->values[value].node];
-  if (n->op == CML_OP_PARAMETER) {
-    cml_xla_text_printf(t, "%%arg%u", n->index);
-  } else {
-    cml_xla_text_printf(t, "%%v%u", value);
+void cml__shlo_printf(cml__shlo_ctx_t* c, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  cml__shlo_text_vprintf(&c->text, fmt, ap);
+  va_end(ap);
+}
+
+void cml__shlo_line(cml__shlo_ctx_t* c) {
+  for (int i = 0; i < c->indent; ++i) cml__shlo_printf(c, "  ");
+}
+
+void cml__shlo_scalar_type(cml__shlo_ctx_t* c, cml_dtype_t dtype) {
+  const char* name = cml_dtype_stablehlo_name(dtype);
+  cml__shlo_printf(c, "tensor<%s>", name ? name : "none");
+}
+
+void cml__shlo_type(cml__shlo_ctx_t* c, const cml_shape_t* s) {
+  cml__shlo_printf(c, "tensor<");
+  for (int32_t i = 0; i < s->rank; ++i) cml__shlo_printf(c, "%lldx", (long long)s->dims[i]);
+  const char* name = cml_dtype_stablehlo_name(s->dtype);
+  cml__shlo_printf(c, "%s>", name ? name : "none");
+}
+
+//===--- names ---===//
+
+cml__shlo_name_t cml__shlo_fresh(cml__shlo_ctx_t* c) {
+  cml__shlo_name_t n;
+  snprintf(n.s, sizeof n.s, "%%%u", c->next_id++);
+  return n;
+}
+
+cml__shlo_val_t cml__shlo_value(const cml__shlo_ctx_t* c, uint32_t v) {
+  cml__shlo_val_t r;
+  r.name = c->names[v];
+  r.shape = c->module->values[v].shape;
+  return r;
+}
+
+void cml__shlo_bind(cml__shlo_ctx_t* c, uint32_t v, const cml__shlo_name_t* name) {
+  c->names[v] = *name;
+}
+
+cml__shlo_name_t cml__shlo_result(const cml__shlo_name_t* base, uint32_t index) {
+  cml__shlo_name_t n;
+  snprintf(n.s, sizeof n.s, "%.64s#%u", base->s, index);
+  return n;
+}
+
+// Binds the |count| outputs of |n| to the results of the op named |base|.
+static void cml_shlo_bind_results(cml__shlo_ctx_t* c, const cml_ir_node_t* n,
+                                  const cml__shlo_name_t* base, uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    cml__shlo_name_t r = count == 1 ? *base : cml__shlo_result(base, i);
+    cml__shlo_bind(c, n->first_output + i, &r);
   }
 }
 
-// Bool constants: nested lists of true/false (the hex form's packing of i1 is not relied on).
-static void cml_xla_emit_bool_list(cml_xla_text_t* t, const cml_shape_t* s, int32_t axis,
-                                   const uint8_t* data, int64_t* index) {
-  if (axis == s->rank) {
-    cml_xla_text_printf(t, "%s", data[(*index)++] ? "true" : "false");
+// Writes |src| as an identifier into |dst| ([A-Za-z0-9_], other characters become '_', a
+// leading digit or an empty name gets a '_' prefix).
+static void cml_shlo_identifier(const char* src, char* dst, size_t size) {
+  size_t k = 0;
+  if (!src || !*src || (*src >= '0' && *src <= '9')) dst[k++] = '_';
+  for (const char* p = src; p && *p && k + 1 < size; ++p) {
+    char ch = *p;
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_';
+    dst[k++] = ok ? ch : '_';
+  }
+  dst[k] = '\0';
+}
+
+//===--- op writing ---===//
+
+cml__shlo_name_t cml__shlo_op_begin(cml__shlo_ctx_t* c, const char* op,
+                                    const cml__shlo_val_t* ins, int in_count,
+                                    uint32_t result_count) {
+  cml__shlo_name_t r = cml__shlo_fresh(c);
+  cml__shlo_line(c);
+  if (result_count == 1) {
+    cml__shlo_printf(c, "%s = ", r.s);
+  } else if (result_count > 1) {
+    cml__shlo_printf(c, "%s:%u = ", r.s, result_count);
+  }
+  cml__shlo_printf(c, "\"%s\"(", op);
+  for (int i = 0; i < in_count; ++i) cml__shlo_printf(c, "%s%s", i ? ", " : "", ins[i].name.s);
+  cml__shlo_printf(c, ")");
+  return r;
+}
+
+void cml__shlo_op_end(cml__shlo_ctx_t* c, const char* attrs, const cml__shlo_val_t* ins,
+                      int in_count, const cml_shape_t* outs, uint32_t out_count) {
+  if (attrs && *attrs) cml__shlo_printf(c, " {%s}", attrs);
+  cml__shlo_printf(c, " : (");
+  for (int i = 0; i < in_count; ++i) {
+    if (i) cml__shlo_printf(c, ", ");
+    cml__shlo_type(c, &ins[i].shape);
+  }
+  cml__shlo_printf(c, ") -> ");
+  if (out_count != 1) cml__shlo_printf(c, "(");
+  for (uint32_t i = 0; i < out_count; ++i) {
+    if (i) cml__shlo_printf(c, ", ");
+    cml__shlo_type(c, &outs[i]);
+  }
+  if (out_count != 1) cml__shlo_printf(c, ")");
+  cml__shlo_printf(c, "\n");
+}
+
+cml__shlo_val_t cml__shlo_op(cml__shlo_ctx_t* c, const char* op, const cml__shlo_val_t* ins,
+                             int in_count, const char* attrs, const cml_shape_t* out) {
+  cml__shlo_val_t r;
+  r.name = cml__shlo_op_begin(c, op, ins, in_count, 1);
+  r.shape = *out;
+  cml__shlo_op_end(c, attrs, ins, in_count, out, 1);
+  return r;
+}
+
+//===--- attributes ---===//
+
+void cml__shlo_attr_init(cml__shlo_attr_t* a) {
+  a->s[0] = '\0';
+  a->n = 0;
+  a->overflow = false;
+}
+
+void cml__shlo_attr_printf(cml__shlo_attr_t* a, const char* fmt, ...) {
+  if (a->overflow) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(a->s + a->n, sizeof a->s - a->n, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof a->s - a->n) {
+    a->overflow = true;
+    a->s[a->n] = '\0';
     return;
   }
-  cml_xla_text_printf(t, "[");
-  for (int64_t i = 0; i < s->dims[axis]; ++i) {
-    if (i) cml_xla_text_printf(t, ", ");
-    cml_xla_emit_bool_list(t, s, axis + 1, data, index);
-  }
-  cml_xla_text_printf(t, "]");
+  a->n += (size_t)n;
 }
 
-static cml_status_t cml_xla_emit_node(cml_xla_text_t* t, const cml_module_t* m,
-                                      const cml_ir_node_t* n) {
-  const cml_shape_t* out = &m->values[n->first_output].shape;
-  switch (n->op) {
-    case CML_OP_PARAMETER:
-      return CML_OK;
-    case CML_OP_CONSTANT: {
-      cml_xla_text_printf(t, "    %%v%u = \"stablehlo.constant\"() {value = dense<",
-                          n->first_output);
-      size_t bytes = cml_shape_byte_size(out);
-      if (out->dtype == CML_DTYPE_BOOL) {
-        int64_t index = 0;
-        if (out->rank == 0) {
-          cml_xla_text_printf(t, "%s", ((const uint8_t*)n->data)[0] ? "true" : "false");
-        } else {
-          cml_xla_emit_bool_list(t, out, 0, n->data, &index);
-        }
-      } else if (bytes == 0) {
-        // dense<> for empty arrays.
-      } else {
-        cml_xla_text_printf(t, "\"0x");
-        const uint8_t* p = n->data;
-        for (size_t i = 0; i < bytes; ++i) cml_xla_text_printf(t, "%02X", p[i]);
-        cml_xla_text_printf(t, "\"");
-      }
-      cml_xla_text_printf(t, "> : ");
-      cml_xla_emit_type(t, out);
-      cml_xla_text_printf(t, "} : () -> ");
-      cml_xla_emit_type(t, out);
-      cml_xla_text_printf(t, "\n");
-      return CML_OK;
+void cml__shlo_attr_array(cml__shlo_attr_t* a, const int64_t* v, int32_t n) {
+  cml__shlo_attr_printf(a, "array<i64");
+  for (int32_t i = 0; i < n; ++i) cml__shlo_attr_printf(a, "%s %lld", i ? "," : ":", (long long)v[i]);
+  cml__shlo_attr_printf(a, ">");
+}
+
+void cml__shlo_attr_list(cml__shlo_attr_t* a, const int64_t* v, int32_t n) {
+  cml__shlo_attr_printf(a, "[");
+  for (int32_t i = 0; i < n; ++i) cml__shlo_attr_printf(a, "%s%lld", i ? ", " : "", (long long)v[i]);
+  cml__shlo_attr_printf(a, "]");
+}
+
+void cml__shlo_attr_padding(cml__shlo_attr_t* a, const int64_t* low, const int64_t* high,
+                            int32_t n) {
+  if (n == 0) {
+    cml__shlo_attr_printf(a, "dense<> : tensor<0x2xi64>");
+    return;
+  }
+  cml__shlo_attr_printf(a, "dense<[");
+  for (int32_t i = 0; i < n; ++i) {
+    cml__shlo_attr_printf(a, "%s[%lld, %lld]", i ? ", " : "", (long long)low[i],
+                          (long long)high[i]);
+  }
+  cml__shlo_attr_printf(a, "]> : tensor<%dx2xi64>", (int)n);
+}
+
+cml_status_t cml__shlo_unimplemented(const cml__shlo_ctx_t* c, const cml_ir_node_t* n,
+                                     const char* why) {
+  char in_text[160] = "", out_text[96] = "";
+  size_t k = 0;
+  for (uint32_t i = 0; i < n->input_count && i < 4 && k + 2 < sizeof in_text; ++i) {
+    char one[64];
+    cml_shape_format(&c->module->values[n->inputs[i]].shape, one, sizeof one);
+    int w = snprintf(in_text + k, sizeof in_text - k, "%s%s", i ? ", " : "", one);
+    if (w < 0) break;
+    k += (size_t)w;
+    if (k >= sizeof in_text) k = sizeof in_text - 1;
+  }
+  cml_shape_format(&c->module->values[n->first_output].shape, out_text, sizeof out_text);
+  return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                         "xla: the StableHLO emitter cannot lower %s (operands [%s] -> %s): %s",
+                         cml_op_name(n->op), in_text, out_text, why);
+}
+
+//===--- regions and captures ---===//
+
+static void cml_shlo_region_open(cml__shlo_ctx_t* c, bool first) {
+  cml__shlo_printf(c, first ? " ({\n" : ", {\n");
+  c->indent++;
+}
+
+static void cml_shlo_region_close(cml__shlo_ctx_t* c) {
+  c->indent--;
+  cml__shlo_line(c);
+  cml__shlo_printf(c, "}");
+}
+
+// Writes "^bb0(%a: T, ...):" binding |count| fresh names into |out_names| for |shapes|.
+static void cml_shlo_block_header(cml__shlo_ctx_t* c, const cml_shape_t* const* shapes,
+                                  uint32_t count, cml__shlo_name_t* out_names) {
+  cml__shlo_line(c);
+  cml__shlo_printf(c, "^bb0(");
+  for (uint32_t i = 0; i < count; ++i) {
+    out_names[i] = cml__shlo_fresh(c);
+    cml__shlo_printf(c, "%s%s: ", i ? ", " : "", out_names[i].s);
+    cml__shlo_type(c, shapes[i]);
+  }
+  cml__shlo_printf(c, "):\n");
+}
+
+// Writes `"<terminator>"(outputs of fi) : (types) -> ()` plus |extra| pass-through values.
+static void cml_shlo_return(cml__shlo_ctx_t* c, const char* terminator, uint32_t fi,
+                            const cml__shlo_val_t* extra, uint32_t extra_count) {
+  const cml_ir_function_t* f = &c->module->functions[fi];
+  cml__shlo_line(c);
+  cml__shlo_printf(c, "\"%s\"(", terminator);
+  for (uint32_t i = 0; i < f->output_count; ++i) {
+    cml__shlo_printf(c, "%s%s", i ? ", " : "", c->names[f->outputs[i]].s);
+  }
+  for (uint32_t i = 0; i < extra_count; ++i) {
+    cml__shlo_printf(c, "%s%s", (i || f->output_count) ? ", " : "", extra[i].name.s);
+  }
+  cml__shlo_printf(c, ") : (");
+  for (uint32_t i = 0; i < f->output_count; ++i) {
+    if (i) cml__shlo_printf(c, ", ");
+    cml__shlo_type(c, &c->module->values[f->outputs[i]].shape);
+  }
+  for (uint32_t i = 0; i < extra_count; ++i) {
+    if (i || f->output_count) cml__shlo_printf(c, ", ");
+    cml__shlo_type(c, &extra[i].shape);
+  }
+  cml__shlo_printf(c, ") -> ()\n");
+}
+
+// The Constant node a captured value comes from, following captures up through the parents,
+// when it is small enough to re-emit inside a region; NULL otherwise.
+static const cml_ir_node_t* cml_shlo_sinkable_constant(const cml_module_t* m, uint32_t v) {
+  for (int depth = 0; depth < 256; ++depth) {
+    const cml_ir_node_t* n = &m->nodes[m->values[v].node];
+    if (n->op == CML_OP_CONSTANT) {
+      return cml_shape_element_count(&m->values[v].shape) <= CML_SHLO_SINK_LIMIT ? n : NULL;
     }
-    case CML_OP_ADD:
-    case CML_OP_MUL: {
-      // Operands that are not of the output's shape (scalars, size-1 axes) are broadcast first.
-      uint32_t operands[2];
-      for (int k = 0; k < 2; ++k) {
-        uint32_t v = n->inputs[k];
-        const cml_shape_t* in = &m->values[v].shape;
-        if (cml_shape_dims_equal(in, out)) {
-          operands[k] = v;
-          continue;
-        }
-        // Fresh names for the broadcasts: %b<node output>_<k>.
-        cml_xla_text_printf(t, "    %%b%u_%d = \"stablehlo.broadcast_in_dim\"(", n->first_output, k);
-        cml_xla_emit_value(t, m, v);
-        cml_xla_text_printf(t, ") {broadcast_dimensions = array<i64");
-        for (int32_t i = 0; i < in->rank; ++i) cml_xla_text_printf(t, "%s %d", i ? "," : ":", i);
-        cml_xla_text_printf(t, ">} : (");
-        cml_xla_emit_type(t, in);
-        cml_xla_text_printf(t, ") -> ");
-        cml_xla_emit_type(t, out);
-        cml_xla_text_printf(t, "\n");
-        operands[k] = 0;
-      }
-      cml_xla_text_printf(t, "    %%v%u = \"stablehlo.%s\"(", n->first_output,
-                          n->op == CML_OP_ADD ? "add" : "multiply");
-      for (int k = 0; k < 2; ++k) {
-        if (k) cml_xla_text_printf(t, ", ");
-        if (operands[k]) {
-          cml_xla_emit_value(t, m, operands[k]);
-        } else {
-          cml_xla_text_printf(t, "%%b%u_%d", n->first_output, k);
-        }
-      }
-      cml_xla_text_printf(t, ") : (");
-      cml_xla_emit_type(t, out);
-      cml_xla_text_printf(t, ", ");
-      cml_xla_emit_type(t, out);
-      cml_xla_text_printf(t, ") -> ");
-      cml_xla_emit_type(t, out);
-      cml_xla_text_printf(t, "\n");
-      return CML_OK;
-    }
-    default: {
-      const cml_shape_t* in = n->input_count ? &m->values[n->inputs[0]].shape : out;
-      return cml_status_make(CML_STATUS_UNIMPLEMENTED,
-                             "xla: the StableHLO emitter cannot lower %s (%s) yet",
-                             cml_op_name(n->op), cml_dtype_name(in->dtype));
+    if (n->op != CML_OP_CAPTURED_VALUE) return NULL;
+    const cml_ir_function_t* f = &m->functions[n->function];
+    if (n->index >= f->capture_count) return NULL;
+    v = f->captures_outer[n->index];
+  }
+  return NULL;
+}
+
+// Binds the captures of closure |fi| for an inline region: small constants are re-emitted,
+// other captures name the enclosing values.
+static void cml_shlo_bind_captures_inline(cml__shlo_ctx_t* c, uint32_t fi) {
+  const cml_module_t* m = c->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  for (uint32_t i = 0; i < f->capture_count; ++i) {
+    const cml_ir_node_t* k = cml_shlo_sinkable_constant(m, f->captures_outer[i]);
+    if (k) {
+      cml__shlo_val_t v = cml__shlo_constant(c, &m->values[k->first_output].shape, k->data);
+      cml__shlo_bind(c, f->captures_inner[i], &v.name);
+    } else {
+      cml__shlo_bind(c, f->captures_inner[i], &c->names[f->captures_outer[i]]);
     }
   }
+}
+
+//===--- control flow ---===//
+
+// Finds |v| in |list| (of |count|); returns its index or count.
+static uint32_t cml_shlo_find(const uint32_t* list, uint32_t count, uint32_t v) {
+  for (uint32_t i = 0; i < count; ++i) {
+    if (list[i] == v) return i;
+  }
+  return count;
+}
+
+// Emits one While region (cond or body) whose block args are the state plus |extra| values.
+static cml_status_t cml_shlo_while_region(cml__shlo_ctx_t* c, uint32_t fi, bool first,
+                                          const cml__shlo_val_t* ins, uint32_t state_count,
+                                          const uint32_t* extra, uint32_t extra_count,
+                                          bool is_body) {
+  const cml_module_t* m = c->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  uint32_t total = state_count + extra_count;
+  cml__shlo_name_t* args = malloc(total * sizeof *args);
+  const cml_shape_t** shapes = malloc(total * sizeof *shapes);
+  cml__shlo_val_t* pass = malloc((extra_count ? extra_count : 1) * sizeof *pass);
+  if (!args || !shapes || !pass) {
+    free(args);
+    free((void*)shapes);
+    free(pass);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  for (uint32_t i = 0; i < total; ++i) shapes[i] = &ins[i].shape;
+  cml_shlo_region_open(c, first);
+  cml_shlo_block_header(c, shapes, total, args);
+  for (uint32_t i = 0; i < f->param_count && i < state_count; ++i) {
+    cml__shlo_bind(c, f->params[i], &args[i]);
+  }
+  for (uint32_t i = 0; i < extra_count; ++i) {
+    pass[i].name = args[state_count + i];
+    pass[i].shape = ins[state_count + i].shape;
+  }
+  for (uint32_t i = 0; i < f->capture_count; ++i) {
+    uint32_t at = cml_shlo_find(extra, extra_count, f->captures_outer[i]);
+    if (at < extra_count) {
+      cml__shlo_bind(c, f->captures_inner[i], &args[state_count + at]);
+    } else {
+      const cml_ir_node_t* k = cml_shlo_sinkable_constant(m, f->captures_outer[i]);
+      cml__shlo_val_t v = cml__shlo_constant(c, &m->values[k->first_output].shape, k->data);
+      cml__shlo_bind(c, f->captures_inner[i], &v.name);
+    }
+  }
+  cml_status_t st = cml__shlo_emit_nodes(c, fi);
+  if (st == CML_OK) {
+    cml_shlo_return(c, "stablehlo.return", fi, pass, is_body ? extra_count : 0);
+  }
+  cml_shlo_region_close(c);
+  free(args);
+  free((void*)shapes);
+  free(pass);
+  return st;
+}
+
+static cml_status_t cml_shlo_emit_while(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
+  const cml_module_t* m = c->module;
+  uint32_t cond_fi = n->attrs->functions[0], body_fi = n->attrs->functions[1];
+  const cml_ir_function_t* cond = &m->functions[cond_fi];
+  const cml_ir_function_t* body = &m->functions[body_fi];
+  uint32_t state_count = n->input_count;
+  uint32_t max_extra = cond->capture_count + body->capture_count;
+  uint32_t* extra = malloc((max_extra ? max_extra : 1) * sizeof *extra);
+  cml__shlo_val_t* ins = malloc((state_count + max_extra) * sizeof *ins);
+  cml_shape_t* outs = malloc((state_count + max_extra) * sizeof *outs);
+  if (!extra || !ins || !outs) {
+    free(extra);
+    free(ins);
+    free(outs);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  // Captured values (not re-emitted constants) become extra loop-carried state.
+  uint32_t extra_count = 0;
+  for (int which = 0; which < 2; ++which) {
+    const cml_ir_function_t* f = which == 0 ? cond : body;
+    for (uint32_t i = 0; i < f->capture_count; ++i) {
+      uint32_t v = f->captures_outer[i];
+      if (cml_shlo_sinkable_constant(m, v)) continue;
+      if (cml_shlo_find(extra, extra_count, v) == extra_count) extra[extra_count++] = v;
+    }
+  }
+  uint32_t total = state_count + extra_count;
+  for (uint32_t i = 0; i < state_count; ++i) ins[i] = cml__shlo_value(c, n->inputs[i]);
+  for (uint32_t i = 0; i < extra_count; ++i) ins[state_count + i] = cml__shlo_value(c, extra[i]);
+  for (uint32_t i = 0; i < total; ++i) outs[i] = ins[i].shape;
+  cml__shlo_name_t name = cml__shlo_op_begin(c, "stablehlo.while", ins, (int)total, total);
+  cml_status_t st =
+      cml_shlo_while_region(c, cond_fi, true, ins, state_count, extra, extra_count, false);
+  if (st == CML_OK) {
+    st = cml_shlo_while_region(c, body_fi, false, ins, state_count, extra, extra_count, true);
+  }
+  if (st == CML_OK) {
+    cml__shlo_printf(c, ")");
+    cml__shlo_op_end(c, NULL, ins, (int)total, outs, total);
+    for (uint32_t i = 0; i < n->output_count; ++i) {
+      cml__shlo_name_t r = total == 1 ? name : cml__shlo_result(&name, i);
+      cml__shlo_bind(c, n->first_output + i, &r);
+    }
+  }
+  free(extra);
+  free(ins);
+  free(outs);
+  return st;
+}
+
+static cml_status_t cml_shlo_emit_if(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
+  const cml_module_t* m = c->module;
+  cml__shlo_val_t pred = cml__shlo_value(c, n->inputs[0]);
+  cml_shape_t* outs = malloc(n->output_count * sizeof *outs);
+  if (!outs) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  for (uint32_t i = 0; i < n->output_count; ++i) outs[i] = m->values[n->first_output + i].shape;
+  cml__shlo_name_t name = cml__shlo_op_begin(c, "stablehlo.if", &pred, 1, n->output_count);
+  cml_status_t st = CML_OK;
+  for (int branch = 0; branch < 2 && st == CML_OK; ++branch) {
+    uint32_t fi = n->attrs->functions[branch];
+    cml_shlo_region_open(c, branch == 0);
+    cml_shlo_bind_captures_inline(c, fi);
+    st = cml__shlo_emit_nodes(c, fi);
+    if (st == CML_OK) cml_shlo_return(c, "stablehlo.return", fi, NULL, 0);
+    cml_shlo_region_close(c);
+  }
+  if (st == CML_OK) {
+    cml__shlo_printf(c, ")");
+    cml__shlo_op_end(c, NULL, &pred, 1, outs, n->output_count);
+    cml_shlo_bind_results(c, n, &name, n->output_count);
+  }
+  free(outs);
+  return st;
+}
+
+static cml_status_t cml_shlo_emit_sort(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
+  const cml_module_t* m = c->module;
+  uint32_t fi = n->attrs->functions[0];
+  const cml_ir_function_t* f = &m->functions[fi];
+  uint32_t count = n->input_count;
+  cml__shlo_val_t* ins = malloc(count * sizeof *ins);
+  cml_shape_t* outs = malloc(count * sizeof *outs);
+  cml__shlo_name_t* args = malloc(f->param_count * sizeof *args + 1);
+  const cml_shape_t** shapes = malloc(f->param_count * sizeof *shapes + 1);
+  cml_status_t st = CML_OK;
+  if (!ins || !outs || !args || !shapes) {
+    st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  } else {
+    for (uint32_t i = 0; i < count; ++i) {
+      ins[i] = cml__shlo_value(c, n->inputs[i]);
+      outs[i] = ins[i].shape;
+    }
+    for (uint32_t i = 0; i < f->param_count; ++i) shapes[i] = &m->values[f->params[i]].shape;
+    cml__shlo_name_t name = cml__shlo_op_begin(c, "stablehlo.sort", ins, (int)count, count);
+    cml_shlo_region_open(c, true);
+    // The comparator's parameters are already in StableHLO's interleaved order.
+    cml_shlo_block_header(c, shapes, f->param_count, args);
+    for (uint32_t i = 0; i < f->param_count; ++i) cml__shlo_bind(c, f->params[i], &args[i]);
+    cml_shlo_bind_captures_inline(c, fi);
+    st = cml__shlo_emit_nodes(c, fi);
+    if (st == CML_OK) cml_shlo_return(c, "stablehlo.return", fi, NULL, 0);
+    cml_shlo_region_close(c);
+    if (st == CML_OK) {
+      cml__shlo_printf(c, ")");
+      cml__shlo_attr_t a;
+      cml__shlo_attr_init(&a);
+      cml__shlo_attr_printf(&a, "dimension = %lld : i64, is_stable = %s",
+                            (long long)n->attrs->axis, n->attrs->flag ? "true" : "false");
+      cml__shlo_op_end(c, a.s, ins, (int)count, outs, count);
+      cml_shlo_bind_results(c, n, &name, count);
+    }
+  }
+  free(ins);
+  free(outs);
+  free(args);
+  free((void*)shapes);
+  return st;
+}
+
+static cml_status_t cml_shlo_emit_call(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
+  const cml_module_t* m = c->module;
+  uint32_t fi = n->attrs->functions[0];
+  const cml_ir_function_t* f = &m->functions[fi];
+  uint32_t total = n->input_count + f->capture_count;
+  cml__shlo_val_t* ins = malloc((total ? total : 1) * sizeof *ins);
+  cml_shape_t* outs = malloc(n->output_count * sizeof *outs + 1);
+  if (!ins || !outs) {
+    free(ins);
+    free(outs);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  for (uint32_t i = 0; i < n->input_count; ++i) ins[i] = cml__shlo_value(c, n->inputs[i]);
+  for (uint32_t i = 0; i < f->capture_count; ++i) {
+    ins[n->input_count + i] = cml__shlo_value(c, f->captures_outer[i]);
+  }
+  for (uint32_t i = 0; i < n->output_count; ++i) outs[i] = m->values[n->first_output + i].shape;
+  cml__shlo_name_t name = cml__shlo_op_begin(c, "func.call", ins, (int)total, n->output_count);
+  cml__shlo_attr_t a;
+  cml__shlo_attr_init(&a);
+  cml__shlo_attr_printf(&a, "callee = @%s", c->symbols[fi]);
+  cml__shlo_op_end(c, a.s, ins, (int)total, outs, n->output_count);
+  cml_shlo_bind_results(c, n, &name, n->output_count);
+  free(ins);
+  free(outs);
+  return CML_OK;
+}
+
+cml_status_t cml__shlo_emit_nodes(cml__shlo_ctx_t* c, uint32_t fi) {
+  const cml_module_t* m = c->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    cml_status_t st = CML_OK;
+    switch (n->op) {
+      case CML_OP_PARAMETER:
+      case CML_OP_CAPTURED_VALUE:
+        break;  // bound by the function or region header
+      case CML_OP_WHILE:
+        st = cml_shlo_emit_while(c, n);
+        break;
+      case CML_OP_IF:
+        st = cml_shlo_emit_if(c, n);
+        break;
+      case CML_OP_SORT:
+        st = cml_shlo_emit_sort(c, n);
+        break;
+      case CML_OP_CALL:
+        st = cml_shlo_emit_call(c, n);
+        break;
+      default:
+        st = cml__shlo_emit_simple_node(c, n);
+        break;
+    }
+    if (st != CML_OK) return st;
+  }
+  return CML_OK;
+}
+
+//===--- functions and module ---===//
+
+// Emits `func.func` for function |fi|: main (public, named parameters) or a private function
+// whose trailing parameters are its captures.
+static cml_status_t cml_shlo_emit_function(cml__shlo_ctx_t* c, uint32_t fi) {
+  const cml_module_t* m = c->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  bool is_main = fi == 0;
+  cml__shlo_line(c);
+  cml__shlo_printf(c, "func.func %s @%s(", is_main ? "public" : "private", c->symbols[fi]);
+  for (uint32_t i = 0; i < f->param_count; ++i) {
+    uint32_t v = f->params[i];
+    cml__shlo_name_t name;
+    if (is_main) {
+      // Normalized parameter names, made unique among the parameters.
+      const cml_ir_node_t* pn = &m->nodes[m->values[v].node];
+      char ident[64];
+      cml_shlo_identifier(pn->name, ident, sizeof ident);
+      snprintf(name.s, sizeof name.s, "%%%s", ident);
+      for (uint32_t j = 0; j < i; ++j) {
+        if (strcmp(c->names[f->params[j]].s, name.s) == 0) {
+          snprintf(name.s, sizeof name.s, "%%%s_%u", ident, i);
+          break;
+        }
+      }
+    } else {
+      name = cml__shlo_fresh(c);
+    }
+    cml__shlo_bind(c, v, &name);
+    cml__shlo_printf(c, "%s%s: ", i ? ", " : "", name.s);
+    cml__shlo_type(c, &m->values[v].shape);
+    if (is_main && c->opts->donatable_inputs) cml__shlo_printf(c, " {jax.buffer_donor = true}");
+  }
+  for (uint32_t i = 0; i < f->capture_count; ++i) {
+    cml__shlo_name_t name = cml__shlo_fresh(c);
+    cml__shlo_bind(c, f->captures_inner[i], &name);
+    cml__shlo_printf(c, "%s%s: ", (i || f->param_count) ? ", " : "", name.s);
+    cml__shlo_type(c, &m->values[f->captures_inner[i]].shape);
+  }
+  cml__shlo_printf(c, ") -> (");
+  for (uint32_t i = 0; i < f->output_count; ++i) {
+    if (i) cml__shlo_printf(c, ", ");
+    cml__shlo_type(c, &m->values[f->outputs[i]].shape);
+  }
+  cml__shlo_printf(c, ") {\n");
+  c->indent++;
+  cml_status_t st = cml__shlo_emit_nodes(c, fi);
+  if (st == CML_OK) cml_shlo_return(c, "func.return", fi, NULL, 0);
+  c->indent--;
+  cml__shlo_line(c);
+  cml__shlo_printf(c, "}\n");
+  return st;
+}
+
+// Checks the module's structure and that every value's dtype has a StableHLO type.
+static cml_status_t cml_shlo_validate(const cml_module_t* m) {
+  if (m->function_count == 0 || !m->functions || !m->values || !m->nodes) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "xla: emit: the module has no functions");
+  }
+  for (uint32_t v = 1; v < m->value_count; ++v) {
+    if (m->values[v].node >= m->node_count) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "xla: emit: value %u has no producing node", v);
+    }
+    cml_dtype_t d = m->values[v].shape.dtype;
+    if (!cml_dtype_stablehlo_name(d)) {
+      const cml_ir_node_t* n = &m->nodes[m->values[v].node];
+      return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                             "xla: StableHLO has no type for %s (a value of %s)",
+                             cml_dtype_name(d), cml_op_name(n->op));
+    }
+  }
+  for (uint32_t i = 0; i < m->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[i];
+    bool control = n->op == CML_OP_WHILE || n->op == CML_OP_IF || n->op == CML_OP_SORT ||
+                   n->op == CML_OP_CALL;
+    if (control && (n->attrs->functions[0] >= m->function_count ||
+                    n->attrs->functions[1] >= m->function_count)) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "xla: emit: %s refers to a function that does not exist",
+                             cml_op_name(n->op));
+    }
+  }
+  return CML_OK;
 }
 
 cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module,
                                     const cml_xla_emit_options_t* opts, char** out_text) {
   if (out_text) *out_text = NULL;
-  if (!module || !opts || !out_text || module->function_count == 0) {
-    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "xla: emit: no module");
+  if (!module || !opts || !out_text) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "xla: emit: NULL module or output");
   }
-  if (module->function_count > 1) {
-    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
-                           "xla: the StableHLO emitter cannot lower functions and closures yet");
+  CML_RETURN_IF_ERROR(cml_shlo_validate(module));
+  cml__shlo_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.module = module;
+  c.opts = opts;
+  c.text.capacity = 4096;
+  c.text.data = malloc(c.text.capacity);
+  c.names = calloc(module->value_count, sizeof *c.names);
+  c.symbols = calloc(module->function_count, sizeof *c.symbols);
+  c.called = calloc(module->function_count, sizeof *c.called);
+  if (!c.text.data || !c.names || !c.symbols || !c.called) {
+    free(c.text.data);
+    free(c.names);
+    free(c.symbols);
+    free(c.called);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
-  const cml_ir_function_t* f = &module->functions[0];
-  for (uint32_t i = 0; i < f->param_count + f->output_count; ++i) {
-    uint32_t v = i < f->param_count ? f->params[i] : f->outputs[i - f->param_count];
-    if (!cml_dtype_stablehlo_name(module->values[v].shape.dtype)) {
-      return cml_status_make(CML_STATUS_UNIMPLEMENTED, "xla: StableHLO has no type for %s",
-                             cml_dtype_name(module->values[v].shape.dtype));
+  c.text.data[0] = '\0';
+  // Symbols: main, named functions by their (normalized, unique) names, called closures.
+  for (uint32_t i = 0; i < module->node_count; ++i) {
+    if (module->nodes[i].op == CML_OP_CALL) c.called[module->nodes[i].attrs->functions[0]] = true;
+  }
+  snprintf(c.symbols[0], sizeof c.symbols[0], "main");
+  for (uint32_t fi = 1; fi < module->function_count; ++fi) {
+    const cml_ir_function_t* f = &module->functions[fi];
+    if (!c.called[fi]) continue;
+    if (f->parent < 0 && f->name && *f->name) {
+      cml_shlo_identifier(f->name, c.symbols[fi], sizeof c.symbols[fi] - 12);
+    } else {
+      snprintf(c.symbols[fi], sizeof c.symbols[fi], "closure_%u", fi);
+    }
+    for (uint32_t j = 0; j < fi; ++j) {
+      if (strcmp(c.symbols[j], c.symbols[fi]) == 0) {
+        size_t len = strlen(c.symbols[fi]);
+        snprintf(c.symbols[fi] + len, sizeof c.symbols[fi] - len, "_%u", fi);
+        break;
+      }
     }
   }
-  cml_xla_text_t t = {malloc(4096), 0, 4096, false};
-  if (!t.data) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
-  char name[64] = "cml";
-  if (module->name && *module->name) {
-    size_t k = 0;
-    for (const char* p = module->name; *p && k + 1 < sizeof name; ++p) {
-      char c = *p;
-      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-      name[k++] = ok ? c : '_';
-    }
-    name[k] = '\0';
+  char name[64];
+  cml_shlo_identifier(module->name && *module->name ? module->name : "cml", name, sizeof name);
+  cml__shlo_printf(&c,
+                   "module @%s attributes {mhlo.num_partitions = %d : i32, "
+                   "mhlo.num_replicas = %d : i32} {\n",
+                   name, (int)opts->num_partitions, (int)opts->num_replicas);
+  c.indent = 1;
+  cml_status_t st = cml_shlo_emit_function(&c, 0);
+  for (uint32_t fi = 1; fi < module->function_count && st == CML_OK; ++fi) {
+    if (c.called[fi]) st = cml_shlo_emit_function(&c, fi);
   }
-  cml_xla_text_printf(&t,
-                      "module @%s attributes {mhlo.num_partitions = %d : i32, "
-                      "mhlo.num_replicas = %d : i32} {\n  func.func public @main(",
-                      name, opts->num_partitions, opts->num_replicas);
-  for (uint32_t i = 0; i < f->param_count; ++i) {
-    cml_xla_text_printf(&t, "%s%%arg%u: ", i ? ", " : "", i);
-    cml_xla_emit_type(&t, &module->values[f->params[i]].shape);
-    if (opts->donatable_inputs) cml_xla_text_printf(&t, " {jax.buffer_donor = true}");
-  }
-  cml_xla_text_printf(&t, ") -> (");
-  for (uint32_t i = 0; i < f->output_count; ++i) {
-    if (i) cml_xla_text_printf(&t, ", ");
-    cml_xla_emit_type(&t, &module->values[f->outputs[i]].shape);
-  }
-  cml_xla_text_printf(&t, ") {\n");
-  cml_status_t st = CML_OK;
-  for (uint32_t i = 0; i < f->node_count && st == CML_OK; ++i) {
-    st = cml_xla_emit_node(&t, module, &module->nodes[f->nodes[i]]);
-  }
-  if (st == CML_OK) {
-    cml_xla_text_printf(&t, "    \"func.return\"(");
-    for (uint32_t i = 0; i < f->output_count; ++i) {
-      if (i) cml_xla_text_printf(&t, ", ");
-      cml_xla_emit_value(&t, module, f->outputs[i]);
-    }
-    cml_xla_text_printf(&t, ") : (");
-    for (uint32_t i = 0; i < f->output_count; ++i) {
-      if (i) cml_xla_text_printf(&t, ", ");
-      cml_xla_emit_type(&t, &module->values[f->outputs[i]].shape);
-    }
-    cml_xla_text_printf(&t, ") -> ()\n  }\n}\n");
-  }
-  if (st == CML_OK && t.failed) st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  cml__shlo_printf(&c, "}\n");
+  if (st == CML_OK && c.text.failed) st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  free(c.names);
+  free(c.symbols);
+  free(c.called);
   if (st != CML_OK) {
-    free(t.data);
+    free(c.text.data);
     return st;
   }
-  *out_text = t.data;
+  *out_text = c.text.data;
   return CML_OK;
 }

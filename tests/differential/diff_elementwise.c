@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/differential/diff_elementwise.c: unary, binary and comparison ops, Clamp and Where, for
+// every dtype each op accepts. Binary ops get the cartesian product of the special values (so
+// x/0, INT_MIN/-1, shifts by >= the bit width, NaN/Inf pairs are all covered) plus random pairs.
+#include <math.h>
+#include <string.h>
+
+#include "diff_common.h"
+
+static size_t dt_build_unary(cml_function_t* f, const cml_value_t* p, const void* ctx,
+                             cml_value_t* outs) {
+  outs[0] = cml_op_unary(f, *(const cml_op_t*)ctx, p[0]);
+  return 1;
+}
+
+static size_t dt_build_binary(cml_function_t* f, const cml_value_t* p, const void* ctx,
+                              cml_value_t* outs) {
+  outs[0] = cml_op_binary(f, *(const cml_op_t*)ctx, p[0], p[1]);
+  return 1;
+}
+
+static size_t dt_build_clamp(cml_function_t* f, const cml_value_t* p, const void* ctx,
+                             cml_value_t* outs) {
+  outs[0] = cml_op_clamp(f, p[0], p[1], p[2]);
+  return 1;
+}
+
+static size_t dt_build_where(cml_function_t* f, const cml_value_t* p, const void* ctx,
+                             cml_value_t* outs) {
+  outs[0] = cml_op_where(f, p[0], p[1], p[2]);
+  return 1;
+}
+
+static dt_tol_t dt_exact(void) { return (dt_tol_t){DT_EXACT, 0, 0}; }
+static dt_tol_t dt_ulps(double b) { return (dt_tol_t){DT_ULPS, b, 0}; }
+
+// The documented bound of each op (docs/differential.md, "Bounds").
+static dt_tol_t dt_elementwise_tol(cml_op_t op, cml_dtype_t d) {
+  bool half = d == CML_DTYPE_F16 || d == CML_DTYPE_BF16;
+  if (cml_dtype_is_complex(d)) {
+    switch (op) {
+      case CML_OP_ADD:
+      case CML_OP_SUB:
+      case CML_OP_NEG:
+      case CML_OP_CONJ:
+      case CML_OP_REAL:
+      case CML_OP_IMAG:
+      case CML_OP_IDENTITY:
+      case CML_OP_EQUAL:
+      case CML_OP_NOT_EQUAL: return dt_exact();
+      case CML_OP_ABS: return dt_ulps(2);
+      case CML_OP_MUL:
+      case CML_OP_SIGN: return dt_ulps(2);
+      case CML_OP_DIV:
+      case CML_OP_SQRT:
+      case CML_OP_RSQRT: return dt_ulps(4);
+      default: return dt_ulps(8);  // complex transcendentals, normwise
+    }
+  }
+  switch (op) {
+    case CML_OP_EXP:
+    case CML_OP_EXPM1:
+    case CML_OP_LOG:
+    case CML_OP_LOG1P:
+    case CML_OP_SIN:
+    case CML_OP_COS:
+    case CML_OP_RSQRT:
+    case CML_OP_ATAN2: return dt_ulps(half ? 1 : 2);
+    case CML_OP_TANH:
+    case CML_OP_ERF:
+    case CML_OP_LOGISTIC:
+    case CML_OP_POW: return dt_ulps(half ? 1 : 4);
+    default: return dt_exact();
+  }
+}
+
+static bool dt_op_accepts(cml_op_t op, cml_dtype_t d) {
+  return (cml_op_dtypes(op) & CML_DTYPE_BIT(d)) != 0;
+}
+
+static void dt_unary(cml_op_t op, cml_dtype_t d) {
+  if (!dt_selected(cml_op_name(op), d)) return;
+  dt_case_t c;
+  dt_case_init(&c, cml_op_name(op), d, dt_elementwise_tol(op, d));
+  int64_t n = dt_special_count(d) + 200;
+  void* x = dt_case_input(&c, d, 1, &n);
+  dt_fill(d, x, 0, n, DT_FILL_EDGE);
+  c.build = dt_build_unary;
+  c.ctx = &op;
+  dt_check(&c);
+  dt_case_free(&c);
+}
+
+static void dt_binary(cml_op_t op, cml_dtype_t d) {
+  if (!dt_selected(cml_op_name(op), d)) return;
+  dt_case_t c;
+  dt_case_init(&c, cml_op_name(op), d, dt_elementwise_tol(op, d));
+  int64_t s = dt_special_count(d);
+  int64_t n = s * s + 256;
+  void* a = dt_case_input(&c, d, 1, &n);
+  void* b = dt_case_input(&c, d, 1, &n);
+  int64_t k = 0;
+  for (int64_t i = 0; i < s; ++i) {
+    for (int64_t j = 0; j < s; ++j, ++k) {
+      dt_set_special(d, a, k, i);
+      dt_set_special(d, b, k, j);
+    }
+  }
+  dt_fill(d, a, k, n - k, DT_FILL_WIDE);
+  dt_fill(d, b, k, n - k, DT_FILL_WIDE);
+  // Pow with wide exponents overflows everywhere; a quarter of the random pairs get small ones.
+  if (op == CML_OP_POW) dt_fill(d, b, k, (n - k) / 4, DT_FILL_SMALL);
+  c.build = dt_build_binary;
+  c.ctx = &op;
+  dt_check(&c);
+  dt_case_free(&c);
+}
+
+// Clamp(min, x, max) with array bounds (some crossed: min > max) and Where with a Bool array.
+static void dt_clamp_where(cml_dtype_t d) {
+  int64_t n = 300;
+  if (dt_op_accepts(CML_OP_CLAMP, d) && dt_selected("Clamp", d)) {
+    dt_case_t c;
+    dt_case_init(&c, "Clamp", d, dt_exact());
+    void* lo = dt_case_input(&c, d, 1, &n);
+    void* x = dt_case_input(&c, d, 1, &n);
+    void* hi = dt_case_input(&c, d, 1, &n);
+    dt_fill(d, lo, 0, n, DT_FILL_SMALL);
+    dt_fill(d, x, 0, n, DT_FILL_EDGE);
+    dt_fill(d, hi, 0, n, DT_FILL_SMALL);
+    for (int64_t i = 0; i < n; ++i) {  // mostly lo <= hi
+      if (i % 5 == 0) continue;
+      double l = dt_get_f64(d, lo, i), h = dt_get_f64(d, hi, i);
+      if (l > h) {
+        if (cml_dtype_is_float(d)) {
+          dt_set_f64(d, lo, i, h);
+          dt_set_f64(d, hi, i, l);
+        } else {
+          int64_t li = dt_get_i64(d, lo, i), hh = dt_get_i64(d, hi, i);
+          dt_set_i64(d, lo, i, hh);
+          dt_set_i64(d, hi, i, li);
+        }
+      }
+    }
+    c.build = dt_build_clamp;
+    dt_check(&c);
+    dt_case_free(&c);
+  }
+  if (dt_op_accepts(CML_OP_WHERE, d) && dt_selected("Where", d)) {
+    dt_case_t c;
+    dt_case_init(&c, "Where", d, dt_exact());
+    void* cond = dt_case_input(&c, CML_DTYPE_BOOL, 1, &n);
+    void* a = dt_case_input(&c, d, 1, &n);
+    void* b = dt_case_input(&c, d, 1, &n);
+    dt_fill(CML_DTYPE_BOOL, cond, 0, n, DT_FILL_WIDE);
+    dt_fill(d, a, 0, n, DT_FILL_EDGE);
+    dt_fill(d, b, 0, n, DT_FILL_WIDE);
+    c.build = dt_build_where;
+    dt_check(&c);
+    dt_case_free(&c);
+  }
+}
+
+void dt_group_elementwise(void) {
+  for (int o = 0; o < CML_OP_COUNT; ++o) {
+    cml_op_t op = (cml_op_t)o;
+    cml_op_kind_t kind = cml_op_kind(op);
+    if (kind != CML_OPK_UNARY && kind != CML_OPK_BINARY && kind != CML_OPK_COMPARE) continue;
+    for (const cml_dtype_t* d = dt_all_dtypes; *d != CML_DTYPE_INVALID; ++d) {
+      if (!dt_op_accepts(op, *d)) continue;
+      if (kind == CML_OPK_UNARY) {
+        dt_unary(op, *d);
+      } else {
+        dt_binary(op, *d);
+      }
+    }
+  }
+  for (const cml_dtype_t* d = dt_all_dtypes; *d != CML_DTYPE_INVALID; ++d) dt_clamp_where(*d);
+}
