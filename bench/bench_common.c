@@ -162,7 +162,9 @@ static void bench_usage(const char* program, const char* what) {
           "                    c, c:reference=true, xla:cpu)\n"
           "  --threads N       threads of the c backend and of native contenders\n"
           "  --no-native       skip native contenders (OpenBLAS)\n"
-          "  --list            print the case names and exit\n",
+          "  --list            print the case names and exit\n"
+          "  --results PATH    append per-case medians as tab-separated lines: case, c_s,\n"
+          "                    xla_s, reference_s, native_name, native_s (0: not run)\n",
           program, what);
 }
 
@@ -213,6 +215,9 @@ bool bench_parse_args(bench_options_t* opts, int argc, char** argv, const char* 
       }
     } else if (strcmp(a, "--no-native") == 0) {
       opts->native = false;
+    } else if (strcmp(a, "--results") == 0 && next) {
+      opts->results = next;
+      ++i;
     } else if (strcmp(a, "--list") == 0) {
       opts->list = true;
     } else {
@@ -291,7 +296,7 @@ static void bench_backends_open(const bench_options_t* opts) {
 //===--- one case ---===//
 
 typedef struct bench_run_t {
-  char label[64];
+  char label[128];
   int backend;               // index into bench_backends, -1 for the native contender
   cml_executable_t* exe;
   cml_buffer_t* inputs[BENCH_MAX_INPUTS];
@@ -436,7 +441,8 @@ static void bench_run_case(bench_options_t* opts, const bench_case_t* c) {
   for (int i = 0; i < bench_backend_count; ++i) {
     bench_backend_t* bb = &bench_backends[i];
     bench_run_t* r = &runs[run_count++];
-    snprintf(r->label, sizeof r->label, "%s", bb->config);
+    _Static_assert(sizeof r->label == sizeof bb->config, "label holds a config");
+    memcpy(r->label, bb->config, sizeof r->label);
     r->backend = i;
     if (!bb->backend) {
       snprintf(r->skip, sizeof r->skip, "unavailable: %s", bb->unavailable);
@@ -670,11 +676,24 @@ static int bench_compare_result(const void* a, const void* b) {
 }
 
 int bench_finish(bench_options_t* opts) {
+  if (bench_result_count > 0 && opts->results) {
+    FILE* file = fopen(opts->results, "a");
+    if (!file) {
+      fprintf(stderr, "%s: cannot append to %s\n", opts->program, opts->results);
+    } else {
+      for (size_t i = 0; i < bench_result_count; ++i) {
+        const bench_result_t* r = &bench_results[i];
+        fprintf(file, "%s\t%.9g\t%.9g\t%.9g\t%s\t%.9g\n", r->name, r->c_s, r->xla_s, r->ref_s,
+                r->native_name[0] ? r->native_name : "-", r->native_s);
+      }
+      fclose(file);
+    }
+  }
   if (bench_result_count > 0) {
     qsort(bench_results, bench_result_count, sizeof *bench_results, bench_compare_result);
     printf("\n# summary: speed of c relative to the others (time_other / time_c; > 1: c is "
            "faster), slowest vs xla:cpu first\n");
-    printf("  %-46s %10s %12s %14s %12s\n", "case", "c", "c/xla:cpu", "c/reference",
+    printf("  %-56s %10s %10s %12s %s\n", "case", "c", "c/xla:cpu", "c/reference",
            "c/native");
     for (size_t i = 0; i < bench_result_count; ++i) {
       const bench_result_t* r = &bench_results[i];
@@ -687,7 +706,7 @@ int bench_finish(bench_options_t* opts) {
       if (r->c_s > 0 && r->ref_s > 0) snprintf(vr, sizeof vr, "%.1fx", r->ref_s / r->c_s);
       if (r->c_s > 0 && r->native_s > 0)
         snprintf(vn, sizeof vn, "%.2fx %s", r->native_s / r->c_s, r->native_name);
-      printf("  %-46s %10s %12s %14s %12s\n", r->name, tbuf, vx, vr, vn);
+      printf("  %-56s %10s %10s %12s %s\n", r->name, tbuf, vx, vr, vn);
     }
   }
   for (int i = 0; i < bench_backend_count; ++i) {
@@ -697,7 +716,6 @@ int bench_finish(bench_options_t* opts) {
   free(bench_results);
   bench_results = NULL;
   bench_result_count = bench_result_capacity = 0;
-  (void)opts;
   return 0;
 }
 

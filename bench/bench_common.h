@@ -75,6 +75,7 @@ typedef struct bench_options_t {
   bool native;            // run native contenders when the case has one
   int threads;            // --threads N: c backend and native threads (0: their default)
   bool list;              // --list: print case names and exit
+  const char* results;    // --results PATH: append one tab-separated line per case
   // Results, for the summary.
   int cases_run;
 } bench_options_t;

@@ -57,22 +57,44 @@ cml_shape_t cml_shape_make(cml_dtype_t dtype, int32_t rank, const int64_t* dims)
 
 cml_shape_t cml_shape_scalar(cml_dtype_t dtype) { return cml_shape_make(dtype, 0, NULL); }
 
+// The rank of |shape| when it is in [0, CML_MAX_RANK], else -1. The accessors below take
+// hand-filled structs too, so they never read past dims[CML_MAX_RANK - 1].
+static int32_t cml_shape_checked_rank(const cml_shape_t* shape) {
+  return (shape->rank >= 0 && shape->rank <= CML_MAX_RANK) ? shape->rank : -1;
+}
+
 int64_t cml_shape_element_count(const cml_shape_t* shape) {
   if (!shape) return 0;
-  int64_t n = 1;
-  for (int32_t i = 0; i < shape->rank; ++i) n *= shape->dims[i];
-  return n;
+  int32_t rank = cml_shape_checked_rank(shape);
+  if (rank < 0) return 0;
+  // A negative or zero dim gives 0 elements; an overflowing product saturates at INT64_MAX.
+  for (int32_t i = 0; i < rank; ++i) {
+    if (shape->dims[i] <= 0) return 0;
+  }
+  uint64_t n = 1;
+  for (int32_t i = 0; i < rank; ++i) {
+    uint64_t d = (uint64_t)shape->dims[i];
+    if (n > (uint64_t)INT64_MAX / d) return INT64_MAX;
+    n *= d;
+  }
+  return (int64_t)n;
 }
 
 size_t cml_shape_byte_size(const cml_shape_t* shape) {
   if (!shape) return 0;
-  uint64_t bits = (uint64_t)cml_shape_element_count(shape) * (uint64_t)cml_dtype_bits(shape->dtype);
-  return (size_t)((bits + 7) / 8);
+  int64_t count = cml_shape_element_count(shape);
+  uint64_t bits_per = (uint64_t)cml_dtype_bits(shape->dtype);
+  if (count == INT64_MAX || (bits_per && (uint64_t)count > (UINT64_MAX - 7) / bits_per)) {
+    return SIZE_MAX;  // only for shapes cml_shape_init rejects
+  }
+  uint64_t bytes = ((uint64_t)count * bits_per + 7) / 8;
+  return bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
 }
 
 bool cml_shape_dims_equal(const cml_shape_t* a, const cml_shape_t* b) {
   if (!a || !b || a->rank != b->rank) return false;
-  for (int32_t i = 0; i < a->rank; ++i)
+  int32_t rank = a->rank < 0 ? 0 : a->rank > CML_MAX_RANK ? CML_MAX_RANK : a->rank;
+  for (int32_t i = 0; i < rank; ++i)
     if (a->dims[i] != b->dims[i]) return false;
   return true;
 }
@@ -90,6 +112,10 @@ const char* cml_shape_format(const cml_shape_t* shape, char* buffer, size_t size
   size_t used = 0;
   int n = snprintf(buffer, size, "(%s)", cml_dtype_name(shape->dtype));
   used = n > 0 ? (size_t)n : 0;
+  if (cml_shape_checked_rank(shape) < 0) {
+    if (used < size) snprintf(buffer + used, size - used, "[invalid rank %d]", (int)shape->rank);
+    return buffer;
+  }
   if (shape->rank > 0 && used < size) {
     for (int32_t i = 0; i < shape->rank && used < size; ++i) {
       n = snprintf(buffer + used, size - used, "%s%lld", i == 0 ? "[" : ", ",

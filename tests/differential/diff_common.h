@@ -54,7 +54,14 @@ typedef struct dt_tol_t {
 typedef size_t (*dt_build_fn)(cml_function_t* f, const cml_value_t* params, const void* ctx,
                               cml_value_t* outs);
 
-typedef struct dt_case_t {
+typedef struct dt_case_t dt_case_t;
+
+// For a differing element |i| of output |output|: the documented reason when the difference is
+// a known, accepted one (docs/differential.md, "Accepted differences"), else NULL.
+typedef const char* (*dt_known_fn)(const dt_case_t* c, size_t output, int64_t i,
+                                   const void* c_out, const void* xla_out);
+
+struct dt_case_t {
   const char* op;           // label: the op name
   cml_dtype_t dtype;        // label: the main dtype
   char variant[96];         // label: what distinguishes the case ("axis=1", "F32->I8")
@@ -65,7 +72,8 @@ typedef struct dt_case_t {
   const void* ctx;
   // Per output, a tolerance overriding |tol| when .kind or .bound is set (0 entries: |tol|).
   dt_tol_t output_tol[DT_MAX_OUTPUTS];
-} dt_case_t;
+  dt_known_fn known;  // may be NULL
+};
 
 //===--- global state ---===//
 
@@ -74,6 +82,7 @@ typedef struct dt_state_t {
   cml_backend_t* xla;
   uint64_t rng;
   int verbose;
+  bool denormals_flushed;  // see dt_denormals_flushed (default true)
   const char* filter;  // substring of "<op>/<dtype>" to run, NULL for all
   size_t agreed, disagreed, skipped;
 } dt_state_t;
@@ -120,11 +129,18 @@ void dt_set_special(cml_dtype_t d, void* p, int64_t i, int64_t k);
 // Runs |c| on both backends and compares. Frees nothing (call dt_case_free after).
 void dt_check(dt_case_t* c);
 
+// Prints how many differences each accepted reason explained.
+void dt_print_known(void);
+
 // Records the maximum error seen for a (op, dtype) label; printed by dt_print_bounds.
 void dt_print_bounds(void);
 
 // True when the case label passes the command-line filter.
 bool dt_selected(const char* op, cml_dtype_t dtype);
+
+// True when denormals of |d| are kept out of the inputs and a denormal result matches zero
+// (XLA's CPU runtime flushes them).
+bool dt_denormals_flushed(cml_dtype_t d);
 
 // Standard dtype lists.
 extern const cml_dtype_t dt_all_dtypes[];  // CML_DTYPE_INVALID-terminated

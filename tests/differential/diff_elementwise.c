@@ -54,12 +54,13 @@ static dt_tol_t dt_elementwise_tol(cml_op_t op, cml_dtype_t d) {
       case CML_OP_DIV:
       case CML_OP_SQRT:
       case CML_OP_RSQRT: return dt_ulps(4);
+      case CML_OP_POW: return dt_ulps(32);  // both compute exp(y*log(x)) in the dtype
       default: return dt_ulps(8);  // complex transcendentals, normwise
     }
   }
   switch (op) {
+    case CML_OP_EXPM1: return dt_ulps(half ? 1 : 4);  // XLA's f32 expm1: up to 4 ulps
     case CML_OP_EXP:
-    case CML_OP_EXPM1:
     case CML_OP_LOG:
     case CML_OP_LOG1P:
     case CML_OP_SIN:
@@ -78,6 +79,50 @@ static bool dt_op_accepts(cml_op_t op, cml_dtype_t d) {
   return (cml_op_dtypes(op) & CML_DTYPE_BIT(d)) != 0;
 }
 
+//===--- accepted differences (docs/differential.md) ---===//
+
+static const char dt_reason_int_pow[] =
+    "integer Pow, exponent >= 64: XLA uses only the exponent's low 6 bits and reads unsigned "
+    "exponents >= 2^(bits-1) as negative (c: exact wrap-around)";
+static const char dt_reason_branch_cut[] =
+    "complex branch cut: XLA ignores the sign of a zero imaginary part (c follows C99 Annex G)";
+static const char dt_reason_cpow_zero[] =
+    "complex Pow with base 0: XLA computes exp(y*log(0)) = NaN (c: 0, or 1 for y = 0)";
+
+static const char dt_reason_cpow_nonfinite[] =
+    "complex Pow with an infinite or NaN component: XLA's exp(y*log(x)) gives NaN where c's "
+    "cpow gives a limit";
+
+static const char* dt_known_elementwise(const dt_case_t* c, size_t output, int64_t i,
+                                        const void* c_out, const void* xla_out) {
+  cml_op_t op = *(const cml_op_t*)c->ctx;
+  cml_dtype_t d = c->inputs[0].shape.dtype;
+  const void* x = c->inputs[0].data;
+  if (op == CML_OP_POW && cml_dtype_is_int(d)) {
+    int64_t e = dt_get_i64(d, c->inputs[1].data, i);
+    bool big = cml_dtype_is_unsigned_int(d) ? (uint64_t)e >= 64 : e >= 64;
+    if (big) return dt_reason_int_pow;
+  }
+  if (cml_dtype_is_complex(d)) {
+    cml_dtype_t r = cml_dtype_real_part(d);
+    double re = dt_get_f64(r, x, 2 * i), im = dt_get_f64(r, x, 2 * i + 1);
+    bool cut = im == 0 && signbit(im) && re < 0;
+    if (cut && (op == CML_OP_SQRT || op == CML_OP_RSQRT || op == CML_OP_LOG ||
+                op == CML_OP_LOG1P || op == CML_OP_POW)) {
+      return dt_reason_branch_cut;
+    }
+    if (op == CML_OP_POW && re == 0 && im == 0) return dt_reason_cpow_zero;
+    if (op == CML_OP_POW) {
+      const void* y = c->inputs[1].data;
+      double yr = dt_get_f64(r, y, 2 * i), yi = dt_get_f64(r, y, 2 * i + 1);
+      if (!isfinite(re) || !isfinite(im) || !isfinite(yr) || !isfinite(yi)) {
+        return dt_reason_cpow_nonfinite;
+      }
+    }
+  }
+  return NULL;
+}
+
 static void dt_unary(cml_op_t op, cml_dtype_t d) {
   if (!dt_selected(cml_op_name(op), d)) return;
   dt_case_t c;
@@ -87,6 +132,7 @@ static void dt_unary(cml_op_t op, cml_dtype_t d) {
   dt_fill(d, x, 0, n, DT_FILL_EDGE);
   c.build = dt_build_unary;
   c.ctx = &op;
+  c.known = dt_known_elementwise;
   dt_check(&c);
   dt_case_free(&c);
 }
@@ -112,6 +158,7 @@ static void dt_binary(cml_op_t op, cml_dtype_t d) {
   if (op == CML_OP_POW) dt_fill(d, b, k, (n - k) / 4, DT_FILL_SMALL);
   c.build = dt_build_binary;
   c.ctx = &op;
+  c.known = dt_known_elementwise;
   dt_check(&c);
   dt_case_free(&c);
 }

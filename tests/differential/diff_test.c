@@ -8,7 +8,8 @@
 // "N agreed, N disagreed, N skipped"; exits 1 on any disagreement, 77 when no XLA CPU plugin is
 // installed (nothing is downloaded).
 //
-// Usage: diff_test [-v|-vv] [--c-config CONFIG] [FILTER]
+// Usage: diff_test [-v|-vv|-vvv] [--denormals] [--c-config CONFIG] [FILTER]
+//   --denormals also feeds denormal floats and compares them strictly (XLA flushes them).
 //   FILTER is a substring of "<Op>/<DType>" ("Add/Int32", "Exp/", "/Float16").
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,17 +20,22 @@
 #include "diff_common.h"
 
 static int dt_usage(void) {
-  fprintf(stderr, "usage: diff_test [-v|-vv] [--c-config CONFIG] [FILTER]\n");
+  fprintf(stderr, "usage: diff_test [-v|-vv|-vvv] [--denormals] [--c-config CONFIG] [FILTER]\n");
   return 2;
 }
 
 int main(int argc, char** argv) {
   const char* c_config = "c";
+  dt.denormals_flushed = true;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "-v") == 0) {
       dt.verbose = 1;
     } else if (strcmp(argv[i], "-vv") == 0) {
       dt.verbose = 2;
+    } else if (strcmp(argv[i], "-vvv") == 0) {  // every differing element
+      dt.verbose = 3;
+    } else if (strcmp(argv[i], "--denormals") == 0) {
+      dt.denormals_flushed = false;
     } else if (strcmp(argv[i], "--c-config") == 0 && i + 1 < argc) {
       c_config = argv[++i];
     } else if (argv[i][0] == '-') {
@@ -71,6 +77,7 @@ int main(int argc, char** argv) {
   dt_group_special();
 
   if (dt.verbose) dt_print_bounds();
+  dt_print_known();
   printf("%zu agreed, %zu disagreed, %zu skipped\n", dt.agreed, dt.disagreed, dt.skipped);
   cml_backend_release(dt.c);
   cml_backend_release(dt.xla);

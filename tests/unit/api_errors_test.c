@@ -26,7 +26,7 @@ typedef struct bad_case_t {
   const char* name;
   bad_op_fn fn;
   cml_status_code_t code;
-  const char* needles[3];  // substrings the message must contain (NULL-terminated)
+  const char* needles[4];  // substrings the message must contain (NULL-terminated)
 } bad_case_t;
 
 static cml_value_t p(cml_function_t* f, cml_dtype_t dt, int32_t rank, const int64_t* dims) {
@@ -164,7 +164,7 @@ static cml_value_t bad_concat_dtypes(cml_function_t* f) {
 }
 static cml_value_t bad_concat_null(cml_function_t* f) { return cml_op_concatenate(f, 0, NULL, 2); }
 static cml_value_t bad_concat_overflow(cml_function_t* f) {
-  int64_t big = (int64_t)1 << 61;
+  int64_t big = (int64_t)1 << 54;  // four of them pass the 2^55-element limit
   cml_value_t x = p(f, CML_DTYPE_BOOL, 1, &big);
   cml_value_t ops[4] = {x, x, x, x};
   return cml_op_concatenate(f, 0, ops, 4);
@@ -325,13 +325,48 @@ static cml_value_t bad_window_zero(cml_function_t* f) {
   w.window_dims[1] = 2;
   return cml_op_reduce_window(f, P(f, CML_DTYPE_F32, 4, 4), CML_REDUCE_SUM, &w);
 }
-static cml_value_t bad_window_big(cml_function_t* f) {
-  cml_window_config_t w;
-  memset(&w, 0, sizeof w);
-  w.rank = 2;
-  w.window_dims[0] = 5;
-  w.window_dims[1] = 2;
-  return cml_op_reduce_window(f, P(f, CML_DTYPE_F32, 4, 4), CML_REDUCE_MAX, &w);
+static cml_value_t bad_dot_huge(cml_function_t* f) {
+  // [2^31, 1] . [1, 2^31] -> 2^62 elements: more than any shape may hold.
+  const int64_t big = (int64_t)1 << 31;
+  return cml_op_dot(f, p(f, CML_DTYPE_F32, 2, (int64_t[]){big, 1}),
+                    p(f, CML_DTYPE_F32, 2, (int64_t[]){1, big}));
+}
+static cml_value_t bad_conv_huge_pad(cml_function_t* f) {
+  cml_conv_config_t c;
+  memset(&c, 0, sizeof c);
+  c.spatial_count = 1;
+  c.input_batch_axis = 0;
+  c.input_channel_axis = 2;
+  c.input_spatial_axes[0] = 1;
+  c.kernel_spatial_axes[0] = 0;
+  c.kernel_input_channel_axis = 1;
+  c.kernel_output_channel_axis = 2;
+  c.output_batch_axis = 0;
+  c.output_channel_axis = 2;
+  c.output_spatial_axes[0] = 1;
+  c.padding_low[0] = INT64_MAX - 2;
+  c.padding_high[0] = 5;
+  return cml_op_conv_general(f, P(f, CML_DTYPE_F32, 1, 5, 3), P(f, CML_DTYPE_F32, 2, 3, 6), &c);
+}
+static cml_value_t bad_conv_huge_dilation(cml_function_t* f) {
+  cml_conv_config_t c;
+  memset(&c, 0, sizeof c);
+  c.spatial_count = 1;
+  c.input_batch_axis = 0;
+  c.input_channel_axis = 2;
+  c.input_spatial_axes[0] = 1;
+  c.kernel_spatial_axes[0] = 0;
+  c.kernel_input_channel_axis = 1;
+  c.kernel_output_channel_axis = 2;
+  c.output_batch_axis = 0;
+  c.output_channel_axis = 2;
+  c.output_spatial_axes[0] = 1;
+  c.input_dilations[0] = INT64_MAX / 2;
+  return cml_op_conv_general(f, P(f, CML_DTYPE_F32, 1, 5, 3), P(f, CML_DTYPE_F32, 2, 3, 6), &c);
+}
+static cml_value_t bad_pad_huge_interior(cml_function_t* f) {
+  cml_pad_axis_t a = {0, 0, (int64_t)1 << 61};
+  return cml_op_pad(f, P(f, CML_DTYPE_F32, 3), PS(f, CML_DTYPE_F32), &a, 1);
 }
 static cml_value_t bad_window_type(cml_function_t* f) {
   cml_window_config_t w;
@@ -404,8 +439,8 @@ static cml_value_t bad_scatter_op(cml_function_t* f) {
                         P(f, CML_DTYPE_F32, 4, 3), &s);
 }
 static cml_value_t bad_dynamic_slice_count(cml_function_t* f) {
-  cml_value_t st = PS(f, CML_DTYPE_I32);
-  return cml_op_dynamic_slice(f, P(f, CML_DTYPE_F32, 5, 3), &st, (int64_t[]){2, 2}, 2);
+  cml_value_t st = PS(f, CML_DTYPE_I32);  // one start (rank 1) for an operand of rank 2
+  return cml_op_dynamic_slice(f, P(f, CML_DTYPE_F32, 5, 3), &st, (int64_t[]){2}, 1);
 }
 static cml_value_t bad_dynamic_slice_size(cml_function_t* f) {
   cml_value_t st[2] = {PS(f, CML_DTYPE_I32), PS(f, CML_DTYPE_I32)};
@@ -561,7 +596,7 @@ static const bad_case_t kBadCases[] = {
     CASE(bad_param_dup, IA, "Parameter", "\"x\""),
     CASE(bad_constant_null, IA, "Constant"),
     CASE(bad_constant_dtype, IA, "Constant"),
-    CASE(bad_convert_dtype, CML_STATUS_UNIMPLEMENTED, "ConvertDType"),
+    CASE(bad_convert_dtype, IA, "ConvertDType", "F8E5M2"),
     CASE(bad_convert_invalid, IA, "ConvertDType"),
     CASE(bad_bitcast, IA, "Bitcast"),
     CASE(bad_clamp, IA, "Clamp"),
@@ -579,10 +614,13 @@ static const bad_case_t kBadCases[] = {
     CASE(bad_conv_spatial_count, IA, "ConvGeneral"),
     CASE(bad_window_rank, IA, "ReduceWindow"),
     CASE(bad_window_zero, IA, "ReduceWindow"),
-    CASE(bad_window_big, IA, "ReduceWindow"),
     CASE(bad_window_type, IA, "ReduceWindow"),
     CASE(bad_window_null, IA, "ReduceWindow"),
     CASE(bad_window_huge_pad, IA, "ReduceWindow"),
+    CASE(bad_dot_huge, IA, "Dot"),
+    CASE(bad_conv_huge_pad, IA, "ConvGeneral"),
+    CASE(bad_conv_huge_dilation, IA, "ConvGeneral"),
+    CASE(bad_pad_huge_interior, IA, "Pad"),
     CASE(bad_gather_sizes, IA, "Gather"),
     CASE(bad_gather_float_indices, IA, "Gather"),
     CASE(bad_gather_null, IA, "Gather"),
@@ -619,8 +657,11 @@ TEST(builder_bad_ops) {
   cml_backend_t* backend = backend_c();
   ASSERT_TRUE(backend);
   int bad = 0;
+  // API_ERRORS_CASE=<name> runs one case (useful under UBSan, which stops at the first error).
+  const char* only = getenv("API_ERRORS_CASE");
   for (size_t i = 0; i < sizeof kBadCases / sizeof kBadCases[0]; ++i) {
     const bad_case_t* c = &kBadCases[i];
+    if (only && strcmp(only, c->name) != 0) continue;
     cml_builder_t* b = NULL;
     ASSERT_STATUS_OK(cml_builder_create(backend, c->name, &b));
     cml_function_t* f = cml_builder_main(b);
@@ -772,7 +813,12 @@ TEST(return_misuse) {
   ASSERT_STATUS_OK(cml_function_return(f2, &x2, 1));
   ASSERT_EQ_INT(cml_function_output_count(f2), 1);
   ASSERT_STATUS_CODE(cml_function_return(f2, &x2, 1), CML_STATUS_FAILED_PRECONDITION);
-  // ... and ops after return fail.
+  cml_builder_destroy(b2);
+  // Ops after return fail, naming the op.
+  b2 = new_builder();
+  f2 = cml_builder_main(b2);
+  x2 = P(f2, CML_DTYPE_F32, 2);
+  ASSERT_STATUS_OK(cml_function_return(f2, &x2, 1));
   ASSERT_EQ_INT(cml_op_neg(f2, x2), CML_VALUE_INVALID);
   ASSERT_EQ_INT(builder_code(b2, msg, sizeof msg), CML_STATUS_FAILED_PRECONDITION);
   ASSERT_CONTAINS(msg, "Neg");
@@ -1295,6 +1341,17 @@ TEST(backend_config_errors) {
   ASSERT_NE_INT(api_code(cml_backend_new_with_config(longcfg, &be)), CML_STATUS_OK);
   memcpy(longcfg, "c:", 2);
   ASSERT_NE_INT(api_code(cml_backend_new_with_config(longcfg, &be)), CML_STATUS_OK);
+  // GOMLX_BACKEND is honoured, unknown names fail, even through the environment.
+  ASSERT_EQ_INT(setenv("GOMLX_BACKEND", "nosuch:x=1", 1), 0);
+  ASSERT_EQ_INT(api_code_msg(cml_backend_new(&be), msg, sizeof msg), CML_STATUS_NOT_FOUND);
+  ASSERT_CONTAINS(msg, "nosuch");
+  ASSERT_EQ_INT(setenv("GOMLX_BACKEND", "c:threads=2", 1), 0);
+  ASSERT_STATUS_OK(cml_backend_new(&be));
+  ASSERT_STREQ(cml_backend_name(be), "c");
+  cml_backend_release(be);
+  be = NULL;
+  ASSERT_EQ_INT(unsetenv("GOMLX_BACKEND"), 0);
+  ASSERT_STATUS_CODE(cml_backend_new(NULL), CML_STATUS_INVALID_ARGUMENT);
   // Aliases and accessors.
   ASSERT_STATUS_OK(cml_backend_new_with_config("go", &be));
   ASSERT_STREQ(cml_backend_name(be), "c");

@@ -516,6 +516,24 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
                            "c backend: SPMD over %d devices is not supported yet (module %s)",
                            (int)module->num_devices, module->name ? module->name : "");
   }
+  // Defense in depth: every value must have a well-formed shape (total size below 2^62 bits),
+  // so that byte sizes, arena offsets and kernel index arithmetic cannot overflow.
+  for (uint32_t v = 1; v < module->value_count; ++v) {
+    const cml_shape_t* s = &module->values[v].shape;
+    cml_shape_t check;
+    cml_status_t shape_st = (s->rank < 0 || s->rank > CML_MAX_RANK)
+                                ? cml_status_from_code(CML_STATUS_INVALID_ARGUMENT)
+                                : cml_shape_init(&check, s->dtype, s->rank, s->dims);
+    if (shape_st != CML_OK) {
+      cml_status_free(shape_st);
+      const cml_ir_node_t* n = &module->nodes[module->values[v].node];
+      char text[256];
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "c backend: %s produces an invalid or too large shape %s (module %s)",
+                             cml_op_name(n->op), cml_shape_format(s, text, sizeof text),
+                             module->name ? module->name : "");
+    }
+  }
   exe->values = cmlc_plan_calloc(alloc, module->value_count, sizeof *exe->values);
   exe->functions = cmlc_plan_calloc(alloc, module->function_count, sizeof *exe->functions);
   cmlc_planner_t p;

@@ -121,6 +121,14 @@ cml__shlo_val_t cml__shlo_convert(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, 
     cml__shlo_val_t re = cml__shlo_op(c, "stablehlo.real", v, 1, NULL, &rs);
     return cml__shlo_convert(c, &re, to);
   }
+  if ((to == CML_DTYPE_F16 || to == CML_DTYPE_BF16) && cml_dtype_is_int(from) &&
+      cml_dtype_bits(from) > 24) {
+    // Wide integers to half precision: the plugin goes through Float32 and rounds twice; via
+    // Float64 (exact up to 2^53) there is one rounding.
+    cml_shape_t ws = cml_shlo_retype(&v->shape, CML_DTYPE_F64);
+    cml__shlo_val_t wide = cml__shlo_op(c, "stablehlo.convert", v, 1, NULL, &ws);
+    return cml__shlo_convert(c, &wide, to);
+  }
   cml_shape_t out = cml_shlo_retype(&v->shape, to);
   return cml__shlo_op(c, "stablehlo.convert", v, 1, NULL, &out);
 }
@@ -153,6 +161,39 @@ static void cml_shlo_region_return(cml__shlo_ctx_t* c, const cml__shlo_val_t* va
   cml__shlo_printf(c, ") -> ()\n");
 }
 
+// IEEE-754 maximum/minimum for floats: NaN propagates and -0 < +0. XLA's CPU plugin lowers
+// stablehlo.maximum/minimum with "fast min/max" (NaN is dropped, the sign of zero depends on
+// the operand order), so floats get explicit selects over a total-order comparison.
+static cml__shlo_val_t cml_shlo_float_minmax(cml__shlo_ctx_t* c, bool is_max,
+                                             const cml__shlo_val_t* a, const cml__shlo_val_t* b) {
+  cml__shlo_val_t better = cml__shlo_compare(c, is_max ? "GT" : "LT", a, b, true);
+  cml__shlo_val_t sel[3] = {better, *a, *b};
+  cml__shlo_val_t r = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, &a->shape);
+  cml__shlo_val_t b_nan = cml__shlo_compare(c, "NE", b, b, false);
+  sel[0] = b_nan;
+  sel[1] = *b;
+  sel[2] = r;
+  r = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, &a->shape);
+  cml__shlo_val_t a_nan = cml__shlo_compare(c, "NE", a, a, false);
+  sel[0] = a_nan;
+  sel[1] = *a;
+  sel[2] = r;
+  return cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, &a->shape);
+}
+
+// A binary op |op| on two values of one shape, with the float max/min fix-up above.
+static cml__shlo_val_t cml_shlo_binary_op(cml__shlo_ctx_t* c, const char* op,
+                                          const cml__shlo_val_t* a, const cml__shlo_val_t* b,
+                                          const cml_shape_t* out) {
+  bool is_max = strcmp(op, "stablehlo.maximum") == 0;
+  bool is_min = strcmp(op, "stablehlo.minimum") == 0;
+  if ((is_max || is_min) && cml_dtype_is_float(a->shape.dtype)) {
+    return cml_shlo_float_minmax(c, is_max, a, b);
+  }
+  cml__shlo_val_t ins[2] = {*a, *b};
+  return cml__shlo_op(c, op, ins, 2, NULL, out);
+}
+
 void cml__shlo_binary_region(cml__shlo_ctx_t* c, const char* op, cml_dtype_t dtype) {
   cml__shlo_printf(c, "{\n");
   c->indent++;
@@ -160,7 +201,7 @@ void cml__shlo_binary_region(cml__shlo_ctx_t* c, const char* op, cml_dtype_t dty
   cml__shlo_val_t args[2];
   cml_shlo_scalar_header(c, dtypes, 2, args);
   cml_shape_t s = cml_shape_scalar(dtype);
-  cml__shlo_val_t r = cml__shlo_op(c, op, args, 2, NULL, &s);
+  cml__shlo_val_t r = cml_shlo_binary_op(c, op, &args[0], &args[1], &s);
   cml_shlo_region_return(c, &r, 1);
   c->indent--;
   cml__shlo_line(c);
@@ -268,6 +309,76 @@ static bool cml_shlo_reduce_type_kind(cml_reduce_type_t type, const char** body,
     case CML_REDUCE_MIN: return cml_shlo_reduce_kind(CML_OP_REDUCE_MIN, body, init);
     default: return false;
   }
+}
+
+static bool cml_shlo_is_half(cml_dtype_t dtype) {
+  return dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BF16;
+}
+
+static bool cml_shlo_is_transcendental(cml_op_t op) {
+  switch (op) {
+    case CML_OP_EXP:
+    case CML_OP_EXPM1:
+    case CML_OP_LOG:
+    case CML_OP_LOG1P:
+    case CML_OP_LOGISTIC:
+    case CML_OP_TANH:
+    case CML_OP_SIN:
+    case CML_OP_COS:
+    case CML_OP_ERF:
+    case CML_OP_RSQRT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Integer Pow by square and multiply over every bit of the exponent (the plugin ignores the
+// exponent's high bits for narrow dtypes). Negative exponents of signed dtypes give 0, except
+// for bases 1 (1) and -1 (+-1 by parity).
+static cml__shlo_val_t cml_shlo_int_pow(cml__shlo_ctx_t* c, const cml__shlo_val_t* base,
+                                        const cml__shlo_val_t* exponent) {
+  cml_dtype_t dt = base->shape.dtype;
+  const cml_shape_t* s = &base->shape;
+  cml_shape_t bs = cml_shlo_retype(s, CML_DTYPE_BOOL);
+  int bits = cml_dtype_bits(dt);
+  cml__shlo_val_t one = cml__shlo_const_fill(c, dt, CML__SHLO_ONE, s);
+  cml__shlo_val_t zero = cml__shlo_const_fill(c, dt, CML__SHLO_ZERO, s);
+  cml__shlo_val_t result = one, b = *base, e = *exponent;
+  for (int i = 0; i < bits; ++i) {
+    cml__shlo_val_t pair[2] = {e, one};
+    cml__shlo_val_t low = cml__shlo_op(c, "stablehlo.and", pair, 2, NULL, s);
+    cml__shlo_val_t odd = cml__shlo_compare(c, "NE", &low, &zero, false);
+    pair[0] = result;
+    pair[1] = b;
+    cml__shlo_val_t product = cml__shlo_op(c, "stablehlo.multiply", pair, 2, NULL, s);
+    cml__shlo_val_t sel[3] = {odd, product, result};
+    result = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, s);
+    if (i + 1 == bits) break;
+    pair[0] = b;
+    pair[1] = b;
+    b = cml__shlo_op(c, "stablehlo.multiply", pair, 2, NULL, s);
+    pair[0] = e;
+    pair[1] = one;
+    e = cml__shlo_op(c, "stablehlo.shift_right_logical", pair, 2, NULL, s);
+  }
+  if (cml_dtype_is_signed_int(dt)) {
+    // Negative exponent: 1 for base 1, (-1)^e for base -1 (the square-and-multiply result,
+    // since the low bit of e gives the parity), 0 otherwise.
+    cml__shlo_val_t negative = cml__shlo_compare(c, "LT", exponent, &zero, false);
+    cml__shlo_val_t minus_one = cml__shlo_const_fill(c, dt, CML__SHLO_ALL_ONES, s);
+    cml__shlo_val_t is_one = cml__shlo_compare(c, "EQ", base, &one, false);
+    cml__shlo_val_t is_minus_one = cml__shlo_compare(c, "EQ", base, &minus_one, false);
+    cml__shlo_val_t pair[2] = {is_one, is_minus_one};
+    cml__shlo_val_t unit = cml__shlo_op(c, "stablehlo.or", pair, 2, NULL, &bs);
+    cml__shlo_val_t sel[3] = {unit, result, zero};
+    cml__shlo_val_t neg_result = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, s);
+    sel[0] = negative;
+    sel[1] = neg_result;
+    sel[2] = result;
+    result = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, s);
+  }
+  return result;
 }
 
 //===--- op lowerings ---===//
@@ -383,6 +494,97 @@ static cml_status_t cml_shlo_arg_min_max(cml__shlo_ctx_t* c, const cml_ir_node_t
   return CML_OK;
 }
 
+static cml__shlo_val_t cml_shlo_reshape(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
+                                        const cml_shape_t* to) {
+  if (cml_shape_dims_equal(&v->shape, to)) return *v;
+  cml_shape_t s = cml_shlo_retype(to, v->shape.dtype);
+  return cml__shlo_op(c, "stablehlo.reshape", v, 1, NULL, &s);
+}
+
+// |s| with |extra| appended to its dims.
+static cml_shape_t cml_shlo_append(const cml_shape_t* s, int64_t extra) {
+  cml_shape_t r = *s;
+  r.dims[r.rank++] = extra;
+  return r;
+}
+
+// Bitcast when the source or target is complex (bitcast_convert rejects real <-> complex):
+// complex values are split into a trailing (real, imag) axis, the bits are reinterpreted
+// between the real component dtypes, and a complex target is rebuilt from its two parts.
+static cml__shlo_val_t cml_shlo_bitcast_complex(cml__shlo_ctx_t* c, const cml__shlo_val_t* x,
+                                                const cml_shape_t* out) {
+  cml_dtype_t sd = x->shape.dtype, td = out->dtype;
+  cml_dtype_t p = cml_dtype_real_part(sd), q = cml_dtype_real_part(td);
+  int sbits = cml_dtype_bits(sd), tbits = cml_dtype_bits(td);
+  // L: the dims shared by both sides; one L element holds max(sbits, tbits) bits.
+  cml_shape_t lead = tbits <= sbits ? x->shape : *out;
+  if (tbits < sbits) lead.rank = x->shape.rank;
+  if (tbits > sbits) lead.rank = out->rank;
+  int ebits = sbits > tbits ? sbits : tbits;
+  int64_t np = ebits / cml_dtype_bits(p), nq = ebits / cml_dtype_bits(q);
+  cml__shlo_val_t a = *x;
+  if (cml_dtype_is_complex(sd)) {
+    cml_shape_t part = cml_shlo_retype(&x->shape, p);
+    cml_shape_t part1 = cml_shlo_append(&part, 1);
+    cml__shlo_val_t re = cml__shlo_op(c, "stablehlo.real", x, 1, NULL, &part);
+    cml__shlo_val_t im = cml__shlo_op(c, "stablehlo.imag", x, 1, NULL, &part);
+    cml__shlo_val_t pair[2] = {cml_shlo_reshape(c, &re, &part1), cml_shlo_reshape(c, &im, &part1)};
+    cml_shape_t both = cml_shlo_append(&part, 2);
+    cml__shlo_attr_t at;
+    cml__shlo_attr_init(&at);
+    cml__shlo_attr_printf(&at, "dimension = %d : i64", (int)part.rank);
+    a = cml__shlo_op(c, "stablehlo.concatenate", pair, 2, at.s, &both);
+  }
+  cml_shape_t lp = cml_shlo_append(&lead, np);
+  a = cml_shlo_reshape(c, &a, &lp);
+  cml_shape_t lq = cml_shlo_retype(&lead, q);
+  lq = cml_shlo_append(&lq, nq);
+  cml__shlo_val_t b = a;
+  if (np == nq) {
+    if (p != q) b = cml__shlo_op(c, "stablehlo.bitcast_convert", &a, 1, NULL, &lq);
+  } else if (np > nq) {
+    cml_shape_t split = cml_shlo_append(&lead, nq);
+    split = cml_shlo_append(&split, np / nq);
+    a = cml_shlo_reshape(c, &a, &split);
+    b = cml__shlo_op(c, "stablehlo.bitcast_convert", &a, 1, NULL, &lq);
+  } else {
+    cml_shape_t split = cml_shlo_retype(&lead, q);
+    split = cml_shlo_append(&split, np);
+    split = cml_shlo_append(&split, nq / np);
+    b = cml__shlo_op(c, "stablehlo.bitcast_convert", &a, 1, NULL, &split);
+    b = cml_shlo_reshape(c, &b, &lq);
+  }
+  if (!cml_dtype_is_complex(td)) return cml_shlo_reshape(c, &b, out);
+  cml_shape_t parts = cml_shlo_retype(out, q);
+  parts = cml_shlo_append(&parts, 2);
+  b = cml_shlo_reshape(c, &b, &parts);
+  cml__shlo_val_t halves[2];
+  cml_shape_t one = cml_shlo_retype(out, q);
+  one = cml_shlo_append(&one, 1);
+  cml_shape_t flat = cml_shlo_retype(out, q);
+  for (int k = 0; k < 2; ++k) {
+    int64_t starts[CML_MAX_RANK], limits[CML_MAX_RANK], strides[CML_MAX_RANK];
+    for (int32_t i = 0; i < parts.rank; ++i) {
+      starts[i] = 0;
+      limits[i] = parts.dims[i];
+      strides[i] = 1;
+    }
+    starts[parts.rank - 1] = k;
+    limits[parts.rank - 1] = k + 1;
+    cml__shlo_attr_t at;
+    cml__shlo_attr_init(&at);
+    cml__shlo_attr_printf(&at, "start_indices = ");
+    cml__shlo_attr_array(&at, starts, parts.rank);
+    cml__shlo_attr_printf(&at, ", limit_indices = ");
+    cml__shlo_attr_array(&at, limits, parts.rank);
+    cml__shlo_attr_printf(&at, ", strides = ");
+    cml__shlo_attr_array(&at, strides, parts.rank);
+    cml__shlo_val_t sl = cml__shlo_op(c, "stablehlo.slice", &b, 1, at.s, &one);
+    halves[k] = cml_shlo_reshape(c, &sl, &flat);
+  }
+  return cml__shlo_op(c, "stablehlo.complex", halves, 2, NULL, out);
+}
+
 static cml_status_t cml_shlo_bitcast(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   cml__shlo_val_t x = cml__shlo_value(c, n->inputs[0]);
   const cml_shape_t* out = cml_shlo_out(c, n, 0);
@@ -402,7 +604,9 @@ static cml_status_t cml_shlo_bitcast(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
     return CML_OK;
   }
   cml__shlo_val_t r = x;
-  if (x.shape.dtype != out->dtype) {
+  if (cml_dtype_is_complex(x.shape.dtype) || cml_dtype_is_complex(out->dtype)) {
+    r = cml_shlo_bitcast_complex(c, &x, out);
+  } else if (x.shape.dtype != out->dtype) {
     r = cml__shlo_op(c, "stablehlo.bitcast_convert", &x, 1, NULL, out);
   }
   cml_shlo_bind1(c, n, &r);
@@ -823,7 +1027,16 @@ static cml_status_t cml_shlo_elementwise(cml__shlo_ctx_t* c, const cml_ir_node_t
       default: {
         const char* name = cml_shlo_unary_name(n->op);
         if (!name) return cml__shlo_unimplemented(c, n, "no StableHLO lowering");
-        r = cml__shlo_op(c, name, &x, 1, NULL, out);
+        if (cml_shlo_is_half(x.shape.dtype) && cml_shlo_is_transcendental(n->op)) {
+          // Float16/BFloat16: computed in Float32 and rounded once (the plugin's half
+          // precision versions of these are off by several ulps or underflow early).
+          cml__shlo_val_t wide = cml__shlo_convert(c, &x, CML_DTYPE_F32);
+          cml_shape_t ws = cml_shlo_retype(out, CML_DTYPE_F32);
+          r = cml__shlo_op(c, name, &wide, 1, NULL, &ws);
+          r = cml__shlo_convert(c, &r, out->dtype);
+        } else {
+          r = cml__shlo_op(c, name, &x, 1, NULL, out);
+        }
         break;
       }
     }
@@ -845,7 +1058,18 @@ static cml_status_t cml_shlo_elementwise(cml__shlo_ctx_t* c, const cml_ir_node_t
     } else {
       const char* name = cml_shlo_binary_name(n->op);
       if (!name) return cml__shlo_unimplemented(c, n, "no StableHLO lowering");
-      r = cml__shlo_op(c, name, ins, 2, NULL, out);
+      if (n->op == CML_OP_POW && cml_dtype_is_int(out->dtype)) {
+        r = cml_shlo_int_pow(c, &ins[0], &ins[1]);
+      } else if (cml_shlo_is_half(out->dtype) &&
+                 (n->op == CML_OP_POW || n->op == CML_OP_ATAN2 || n->op == CML_OP_REM)) {
+        cml__shlo_val_t wide[2] = {cml__shlo_convert(c, &ins[0], CML_DTYPE_F32),
+                                   cml__shlo_convert(c, &ins[1], CML_DTYPE_F32)};
+        cml_shape_t ws = cml_shlo_retype(out, CML_DTYPE_F32);
+        r = cml__shlo_op(c, name, wide, 2, NULL, &ws);
+        r = cml__shlo_convert(c, &r, out->dtype);
+      } else {
+        r = cml_shlo_binary_op(c, name, &ins[0], &ins[1], out);
+      }
     }
     cml_shlo_bind1(c, n, &r);
     return CML_OK;
@@ -878,7 +1102,16 @@ cml_status_t cml__shlo_emit_simple_node(cml__shlo_ctx_t* c, const cml_ir_node_t*
     case CML_OP_CLAMP: {
       cml__shlo_val_t ins[3];
       for (int k = 0; k < 3; ++k) ins[k] = cml__shlo_value(c, n->inputs[k]);
-      r = cml__shlo_op(c, "stablehlo.clamp", ins, 3, NULL, out);
+      if (cml_dtype_is_float(out->dtype)) {
+        // min(max(x, lo), hi) with NaN propagating from any operand (the plugin's clamp drops
+        // NaNs, as its maximum/minimum do).
+        cml__shlo_val_t lo = cml__shlo_broadcast(c, &ins[0], out);
+        cml__shlo_val_t hi = cml__shlo_broadcast(c, &ins[2], out);
+        r = cml_shlo_float_minmax(c, true, &ins[1], &lo);
+        r = cml_shlo_float_minmax(c, false, &r, &hi);
+      } else {
+        r = cml__shlo_op(c, "stablehlo.clamp", ins, 3, NULL, out);
+      }
       break;
     }
     case CML_OP_WHERE: {

@@ -8,7 +8,8 @@
 // that collapses to a single pattern) the op is one straight loop over the output, split in
 // chunks over the pool; otherwise the innermost merged axis is the inner loop and the outer
 // rows are split over the pool. Work is split by output elements only, so results never depend
-// on the thread count.
+// on the thread count. The runners pick the SIMD inner loops (elementwise_simd.c) when the
+// options allow them, and the scalar reference loops otherwise.
 #include "backends/c/kernels/generic/elementwise_internal.h"
 
 //===--- driver ---===//
@@ -128,14 +129,18 @@ static cml_status_t cmlc_ew_missing(const cmlc_kernel_args_t* args) {
 }
 
 static cml_status_t cmlc_ew_run_unary(const cmlc_kernel_args_t* args) {
-  cmlc_ew_fn fn = cmlc_ew_unary_fn(args->node->op, args->input_shapes[0]->dtype);
+  const cml_dtype_t dtype = args->input_shapes[0]->dtype;
+  cmlc_ew_fn fn = cmlc_ew_simd_unary_fn(args->options, args->node->op, dtype);
+  if (!fn) fn = cmlc_ew_unary_fn(args->node->op, dtype);
   if (!fn) return cmlc_ew_missing(args);
   static const int inputs[1] = {0};
   return cmlc_ew_drive(args, fn, 1, inputs);
 }
 
 static cml_status_t cmlc_ew_run_binary(const cmlc_kernel_args_t* args) {
-  cmlc_ew_fn fn = cmlc_ew_binary_fn(args->node->op, args->input_shapes[0]->dtype);
+  const cml_dtype_t dtype = args->input_shapes[0]->dtype;
+  cmlc_ew_fn fn = cmlc_ew_simd_binary_fn(args->options, args->node->op, dtype);
+  if (!fn) fn = cmlc_ew_binary_fn(args->node->op, dtype);
   if (!fn) return cmlc_ew_missing(args);
   static const int inputs[2] = {0, 1};
   return cmlc_ew_drive(args, fn, 2, inputs);
@@ -149,7 +154,9 @@ static cml_status_t cmlc_ew_run_clamp(const cmlc_kernel_args_t* args) {
 }
 
 static cml_status_t cmlc_ew_run_where(const cmlc_kernel_args_t* args) {
-  cmlc_ew_fn fn = cmlc_ew_where_fn(cmlc_ew_element_size(args->output_shapes[0]->dtype));
+  const size_t size = cmlc_ew_element_size(args->output_shapes[0]->dtype);
+  cmlc_ew_fn fn = cmlc_ew_simd_where_fn(args->options, size);
+  if (!fn) fn = cmlc_ew_where_fn(size);
   if (!fn) return cmlc_ew_missing(args);
   static const int inputs[3] = {0, 1, 2};
   return cmlc_ew_drive(args, fn, 3, inputs);

@@ -46,6 +46,42 @@ void cmlc_ew_store_i64(cml_dtype_t dtype, const int64_t* values, int64_t n, void
 // Element size in bytes of a non-packed dtype (0 for packed or invalid).
 size_t cmlc_ew_element_size(cml_dtype_t dtype);
 
+//===--- SIMD kernels (kernels/x86_64/elementwise_x86_64_{avx2,avx512}.c) ---===//
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CMLC_EW_HAVE_X86 1
+#endif
+
+// A straight conversion of |n| elements from |in| to |out|.
+typedef void (*cmlc_ew_convert_fn)(void* out, const void* in, int64_t n);
+// A reduction of |n| contiguous f32 values (sum, max or min).
+typedef float (*cmlc_rd_f32_fn)(const float* x, int64_t n);
+
+// The SIMD kernel for |options| (its ISA), or NULL: then the scalar kernel runs. NULL when
+// |options| is NULL, asks for reference kernels or for the scalar ISA
+// (elementwise_simd.c). The SIMD kernels have the scalar kernels' semantics; AVX2 and
+// AVX-512 give bit-identical results.
+cmlc_ew_fn cmlc_ew_simd_unary_fn(const cmlc_options_t* options, cml_op_t op, cml_dtype_t dtype);
+cmlc_ew_fn cmlc_ew_simd_binary_fn(const cmlc_options_t* options, cml_op_t op,
+                                  cml_dtype_t dtype);
+cmlc_ew_fn cmlc_ew_simd_where_fn(const cmlc_options_t* options, size_t element_size);
+cmlc_ew_convert_fn cmlc_ew_simd_convert_fn(const cmlc_options_t* options, cml_dtype_t from,
+                                           cml_dtype_t to);
+cmlc_rd_f32_fn cmlc_rd_simd_f32_fn(const cmlc_options_t* options, cml_op_t op);
+
+#if defined(CMLC_EW_HAVE_X86)
+cmlc_ew_fn cmlc_ew_avx512_unary_fn(cml_op_t op, cml_dtype_t dtype);
+cmlc_ew_fn cmlc_ew_avx512_binary_fn(cml_op_t op, cml_dtype_t dtype);
+cmlc_ew_fn cmlc_ew_avx512_where_fn(size_t element_size);
+cmlc_ew_convert_fn cmlc_ew_avx512_convert_fn(cml_dtype_t from, cml_dtype_t to);
+cmlc_rd_f32_fn cmlc_ew_avx512_reduce_fn(cml_op_t op);
+cmlc_ew_fn cmlc_ew_avx2_unary_fn(cml_op_t op, cml_dtype_t dtype);
+cmlc_ew_fn cmlc_ew_avx2_binary_fn(cml_op_t op, cml_dtype_t dtype);
+cmlc_ew_fn cmlc_ew_avx2_where_fn(size_t element_size);
+cmlc_ew_convert_fn cmlc_ew_avx2_convert_fn(cml_dtype_t from, cml_dtype_t to);
+cmlc_rd_f32_fn cmlc_ew_avx2_reduce_fn(cml_op_t op);
+#endif
+
 //===--- scalar helpers ---===//
 
 #define CMLC_EW_ID(x) (x)

@@ -6,8 +6,9 @@
 // tables map (batch, row, contracting) indices of each operand to element offsets, so any
 // axis layout (transposed, several batch / contracting / free axes) reads through the same
 // code. Two paths:
-//   - f32-domain inputs (f32, f16, bf16) outside reference mode: the packed GEMM of gemm.c,
-//     which packs straight from the operands through the tables (converting half types);
+//   - f32-domain inputs (f32, f16, bf16) outside reference mode: the packed f32 GEMM of gemm.c,
+//     which packs straight from the operands through the tables (converting half types); with
+//     an f64 accumulator and float operands, the f64 GEMM the same way;
 //   - everything else (and reference mode): the operands are converted into the accumulator's
 //     domain in scratch ([B,M,K] and the transposed [B,N,K]) and each output is one contiguous
 //     dot product, summed in k order.
@@ -26,7 +27,8 @@ typedef struct cmlc_la_dot_plan_t {
   int64_t rb[CML_MAX_RANK], rk[CML_MAX_RANK], rn[CML_MAX_RANK];
   cml_dtype_t lhs_dtype, rhs_dtype, acc_dtype, out_dtype;
   cmlc__la_domain_t domain;
-  bool use_gemm;
+  bool use_gemm;  // the f32 GEMM
+  bool gemm_f64;  // the f64 GEMM
   int threads;
   // Scratch layout (byte offsets, each 64-byte aligned).
   size_t off_tables, off_a, off_b, off_c, off_gemm, total;
@@ -91,6 +93,10 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs,
   p->use_gemm = p->domain == CMLC__LA_DOM_F32 && !options->reference &&
                 cmlc__la_domain_of(p->lhs_dtype) == CMLC__LA_DOM_F32 &&
                 cmlc__la_domain_of(p->rhs_dtype) == CMLC__LA_DOM_F32;
+  // f64 accumulation of float operands (f16, bf16, f32 or f64): the f64 GEMM.
+  p->gemm_f64 = p->domain == CMLC__LA_DOM_F64 && !options->reference &&
+                cml_dtype_is_float(p->lhs_dtype) && cml_dtype_is_float(p->rhs_dtype) &&
+                cmlc_la_dtype_ok(p->lhs_dtype) && cmlc_la_dtype_ok(p->rhs_dtype);
   p->threads = options->threads > 0 ? options->threads : 1;
   size_t tables = (size_t)(2 * p->batch + p->m + 2 * p->k + p->n) * sizeof(int64_t);
   size_t off = 0;
@@ -103,6 +109,14 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs,
       off = cmlc_la_align(off + (size_t)(p->batch * p->m * p->n) * sizeof(float));
     p->off_gemm = off;
     off = cmlc_la_align(off + cmlc__gemm_f32_scratch(p->batch, p->m, p->n, p->k, options->isa,
+                                                     p->threads));
+  } else if (p->gemm_f64) {
+    p->off_a = p->off_b = off;
+    p->off_c = off;
+    if (p->out_dtype != CML_DTYPE_F64)
+      off = cmlc_la_align(off + (size_t)(p->batch * p->m * p->n) * sizeof(double));
+    p->off_gemm = off;
+    off = cmlc_la_align(off + cmlc__gemm_f64_scratch(p->batch, p->m, p->n, p->k, options->isa,
                                                      p->threads));
   } else {
     size_t es = cmlc__la_domain_size(p->domain);
@@ -259,10 +273,16 @@ static void cmlc_la_dot_compute(void* vctx, int64_t begin, int64_t end, int thre
   }
 }
 
-// Converts the f32 GEMM result to the output dtype.
+// Converts the f32 (or f64) GEMM result to the output dtype.
 static void cmlc_la_dot_store_c(void* vctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   cmlc_la_dot_ctx_t* c = vctx;
+  if (c->plan->gemm_f64) {
+    const double* src = c->a;
+    for (int64_t i = begin; i < end; ++i)
+      cmlc__la_store_f64(c->out, i, c->plan->out_dtype, src[i]);
+    return;
+  }
   const float* src = c->a;
   for (int64_t i = begin; i < end; ++i) cmlc__la_store_f64(c->out, i, c->plan->out_dtype, src[i]);
 }
@@ -338,6 +358,24 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
     g.c = p.out_dtype == CML_DTYPE_F32 ? (float*)c.out : (float*)(s + p.off_c);
     cmlc__gemm_f32(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
     if (p.out_dtype != CML_DTYPE_F32) {
+      c.a = g.c;
+      cmlc_parallel_for(args->pool, total_out, 16384, cmlc_la_dot_store_c, &c);
+    }
+    return CML_OK;
+  }
+  if (p.gemm_f64) {
+    cmlc_pool_t* pool = args->pool;
+    if (cmlc_pool_thread_count(pool) > p.threads) pool = NULL;
+    cmlc__gemm_f64_problem_t g;
+    g.batch = p.batch;
+    g.m = p.m;
+    g.n = p.n;
+    g.k = p.k;
+    g.a = (cmlc__gemm_operand_t){c.lhs, p.lhs_dtype, c.lhs_b, c.lhs_m, c.lhs_k};
+    g.b = (cmlc__gemm_operand_t){c.rhs, p.rhs_dtype, c.rhs_b, c.rhs_k, c.rhs_n};
+    g.c = p.out_dtype == CML_DTYPE_F64 ? (double*)c.out : (double*)(s + p.off_c);
+    cmlc__gemm_f64(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
+    if (p.out_dtype != CML_DTYPE_F64) {
       c.a = g.c;
       cmlc_parallel_for(args->pool, total_out, 16384, cmlc_la_dot_store_c, &c);
     }

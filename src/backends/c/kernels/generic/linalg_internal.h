@@ -252,7 +252,7 @@ static inline int64_t cmlc__la_offsets(int32_t count, const int64_t* axes, const
   return total;
 }
 
-//===--- packed f32 GEMM (gemm.c) ---===//
+//===--- packed f32 / f64 GEMM (gemm.c, gemm_impl.h) ---===//
 
 // One operand of a GEMM, addressed through offset tables: element (r, c) of batch b is
 // data[batch_offsets[b] + row_offsets[r] + col_offsets[c]] (A: rows = M, cols = K; B: rows = K,
@@ -281,16 +281,62 @@ size_t cmlc__gemm_f32_scratch(int64_t batch, int64_t m, int64_t n, int64_t k, cm
 void cmlc__gemm_f32(const cmlc__gemm_problem_t* p, cmlc_isa_t isa, cmlc_pool_t* pool,
                     void* scratch, int threads);
 
-// Micro-kernels: C[MR x NR] (row stride |ldc|) = (accumulate ? C : 0) + sum over |kc| of
-// a[k*MR + r] * b[k*NR + c].
-typedef void (*cmlc__gemm_ukernel_fn)(int64_t kc, const float* a, const float* b, float* c,
-                                      int64_t ldc, int accumulate);
+// The same in f64 (f64 accumulation; operands of other real float dtypes convert on packing).
+typedef struct cmlc__gemm_f64_problem_t {
+  int64_t batch, m, n, k;
+  cmlc__gemm_operand_t a, b;
+  double* c;  // [batch, m, n] row-major, overwritten
+} cmlc__gemm_f64_problem_t;
+size_t cmlc__gemm_f64_scratch(int64_t batch, int64_t m, int64_t n, int64_t k, cmlc_isa_t isa,
+                              int threads);
+void cmlc__gemm_f64(const cmlc__gemm_f64_problem_t* p, cmlc_isa_t isa, cmlc_pool_t* pool,
+                    void* scratch, int threads);
+
+// Micro-kernels: C[rows x cols] (row stride |ldc|) = (accumulate ? C : 0) + sum over |kc| of
+// a[k*MR + r] * b[k*ldb + j]. |a| is a packed MR-row sliver (zero padded past |rows|); |b| is
+// either a packed NR-column sliver (ldb = NR) or the operand itself (ldb = its row stride); only
+// columns below |cols| of b are read and only rows x cols of C are written (1 <= rows <= MR,
+// 1 <= cols <= NR). Each output sums its k terms in order, one fused multiply-add at a time,
+// so a tile's result never depends on where the tile sits or which thread runs it.
+typedef void (*cmlc__gemm_ukernel_fn)(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                      float* c, int64_t ldc, int accumulate, int rows, int cols);
+// GEMV kernels (one output row or column, f32):
+//   axpy form: c[j] = sum_k a[k * a_stride] * b[k * ldb + j] for j < n (b rows contiguous);
+//   dot form:  c[j * c_stride] = sum_k x[k] * y[j * ldy + k] for j < n (x and y rows
+//              contiguous in k).
+// Each output's summation order is fixed by the kernel alone (not by how n is split).
+typedef void (*cmlc__gemv_axpy_fn)(int64_t k, const float* a, int64_t a_stride, const float* b,
+                                   int64_t ldb, float* c, int64_t n);
+typedef void (*cmlc__gemv_dot_fn)(int64_t k, const float* x, const float* y, int64_t ldy,
+                                  float* c, int64_t c_stride, int64_t n);
+// f64 versions of the three kernel types (same contracts).
+typedef void (*cmlc__gemm_ukernel_f64_fn)(int64_t kc, const double* a, const double* b,
+                                          int64_t ldb, double* c, int64_t ldc, int accumulate,
+                                          int rows, int cols);
+typedef void (*cmlc__gemv_axpy_f64_fn)(int64_t k, const double* a, int64_t a_stride,
+                                       const double* b, int64_t ldb, double* c, int64_t n);
+typedef void (*cmlc__gemv_dot_f64_fn)(int64_t k, const double* x, const double* y, int64_t ldy,
+                                      double* c, int64_t c_stride, int64_t n);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CMLC__GEMM_HAVE_X86 1
-void cmlc__gemm_ukernel_f32_avx2_6x16(int64_t kc, const float* a, const float* b, float* c,
-                                      int64_t ldc, int accumulate);
-void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const float* a, const float* b, float* c,
-                                         int64_t ldc, int accumulate);
+void cmlc__gemm_ukernel_f64_avx2_6x8(int64_t kc, const double* a, const double* b, int64_t ldb,
+                                     double* c, int64_t ldc, int accumulate, int rows, int cols);
+void cmlc__gemm_ukernel_f64_avx512_12x16(int64_t kc, const double* a, const double* b,
+                                         int64_t ldb, double* c, int64_t ldc, int accumulate,
+                                         int rows, int cols);
+void cmlc__gemm_ukernel_f32_avx2_6x16(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                      float* c, int64_t ldc, int accumulate, int rows, int cols);
+void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const float* a, const float* b,
+                                         int64_t ldb, float* c, int64_t ldc, int accumulate,
+                                         int rows, int cols);
+void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int64_t a_stride, const float* b,
+                              int64_t ldb, float* c, int64_t n);
+void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
+                             int64_t c_stride, int64_t n);
+void cmlc__gemv_axpy_f32_avx512(int64_t k, const float* a, int64_t a_stride, const float* b,
+                                int64_t ldb, float* c, int64_t n);
+void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
+                               int64_t c_stride, int64_t n);
 #endif
 
 //===--- conv (linalg_conv.c) ---===//

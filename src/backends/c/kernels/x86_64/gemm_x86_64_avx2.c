@@ -1,57 +1,241 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernels/x86_64/gemm_x86_64_avx2.c: the AVX2 + FMA f32 GEMM micro-kernel (6 x 16 tile: twelve
-// ymm accumulators, two B vectors and one broadcast A value per k step). Compiled for the
-// target with a function attribute, so the file needs no global -m flags; it is only called
-// when the CPU has AVX2 and FMA (options->isa).
+// ymm accumulators, two B vectors and six broadcast A values per k step) and the GEMV kernels.
+// Compiled for the target with function attributes, so the file needs no global -m flags; only
+// called when the CPU has AVX2 and FMA (options->isa).
+//
+// Edges: partial tiles load and store their columns with vmaskmov (masked-off lanes are neither
+// read nor written) and store only |rows| rows; the arithmetic is the same as a full tile's.
 #include "backends/c/kernels/generic/linalg_internal.h"
 
 #if defined(CMLC__GEMM_HAVE_X86)
 #include <immintrin.h>
 
-__attribute__((target("avx2,fma"))) void cmlc__gemm_ukernel_f32_avx2_6x16(
-    int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int accumulate) {
+#define CMLC_AVX2_TARGET __attribute__((target("avx2,fma")))
+
+// Lane mask with the first |count| (clamped to 0..8) lanes on.
+static inline __attribute__((always_inline)) CMLC_AVX2_TARGET __m256i cmlc_avx2_mask(int count) {
+  if (count < 0) count = 0;
+  if (count > 8) count = 8;
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+#define CMLC_AVX2_ROW(r)                         \
+  do {                                           \
+    __m256 av_ = _mm256_broadcast_ss(a + (r));   \
+    c##r##0 = _mm256_fmadd_ps(av_, b0, c##r##0); \
+    c##r##1 = _mm256_fmadd_ps(av_, b1, c##r##1); \
+  } while (0)
+
+#define CMLC_AVX2_STORE(r)                                                             \
+  do {                                                                                 \
+    if ((r) < rows) {                                                                  \
+      float* cr_ = c + (int64_t)(r) * ldc;                                             \
+      if (accumulate) {                                                                \
+        c##r##0 = _mm256_add_ps(_mm256_maskload_ps(cr_, m0), c##r##0);                 \
+        c##r##1 = _mm256_add_ps(_mm256_maskload_ps(cr_ + 8, m1), c##r##1);             \
+      }                                                                                \
+      _mm256_maskstore_ps(cr_, m0, c##r##0);                                           \
+      _mm256_maskstore_ps(cr_ + 8, m1, c##r##1);                                       \
+    }                                                                                  \
+  } while (0)
+
+static inline __attribute__((always_inline)) CMLC_AVX2_TARGET void cmlc_avx2_6x16_body(
+    int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+    int accumulate, int rows, __m256i m0, __m256i m1, const int masked) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
   __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
   __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
   __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
-  for (int64_t k = 0; k < kc; ++k) {
-    __m256 b0 = _mm256_loadu_ps(b + k * 16);
-    __m256 b1 = _mm256_loadu_ps(b + k * 16 + 8);
-    const float* ak = a + k * 6;
-    __m256 av;
-    av = _mm256_broadcast_ss(ak + 0);
-    c00 = _mm256_fmadd_ps(av, b0, c00);
-    c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(ak + 1);
-    c10 = _mm256_fmadd_ps(av, b0, c10);
-    c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(ak + 2);
-    c20 = _mm256_fmadd_ps(av, b0, c20);
-    c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(ak + 3);
-    c30 = _mm256_fmadd_ps(av, b0, c30);
-    c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(ak + 4);
-    c40 = _mm256_fmadd_ps(av, b0, c40);
-    c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(ak + 5);
-    c50 = _mm256_fmadd_ps(av, b0, c50);
-    c51 = _mm256_fmadd_ps(av, b1, c51);
+  for (int r = 0; r < rows; ++r) {
+    _mm_prefetch((const char*)(c + (int64_t)r * ldc), _MM_HINT_T0);
+    _mm_prefetch((const char*)(c + (int64_t)r * ldc + 15), _MM_HINT_T0);
   }
-  __m256 acc[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-  for (int r = 0; r < 6; ++r) {
-    float* cr = c + r * ldc;
-    if (accumulate) {
-      _mm256_storeu_ps(cr, _mm256_add_ps(_mm256_loadu_ps(cr), acc[r][0]));
-      _mm256_storeu_ps(cr + 8, _mm256_add_ps(_mm256_loadu_ps(cr + 8), acc[r][1]));
+  for (int64_t k = 0; k < kc; ++k) {
+    __m256 b0, b1;
+    if (masked) {
+      b0 = _mm256_maskload_ps(b, m0);
+      b1 = _mm256_maskload_ps(b + 8, m1);
     } else {
-      _mm256_storeu_ps(cr, acc[r][0]);
-      _mm256_storeu_ps(cr + 8, acc[r][1]);
+      b0 = _mm256_loadu_ps(b);
+      b1 = _mm256_loadu_ps(b + 8);
+    }
+    CMLC_AVX2_ROW(0);
+    CMLC_AVX2_ROW(1);
+    CMLC_AVX2_ROW(2);
+    CMLC_AVX2_ROW(3);
+    CMLC_AVX2_ROW(4);
+    CMLC_AVX2_ROW(5);
+    a += 6;
+    b += ldb;
+  }
+  CMLC_AVX2_STORE(0);
+  CMLC_AVX2_STORE(1);
+  CMLC_AVX2_STORE(2);
+  CMLC_AVX2_STORE(3);
+  CMLC_AVX2_STORE(4);
+  CMLC_AVX2_STORE(5);
+}
+
+CMLC_AVX2_TARGET void cmlc__gemm_ukernel_f32_avx2_6x16(int64_t kc, const float* a,
+                                                       const float* b, int64_t ldb, float* c,
+                                                       int64_t ldc, int accumulate, int rows,
+                                                       int cols) {
+  __m256i m0 = cmlc_avx2_mask(cols), m1 = cmlc_avx2_mask(cols - 8);
+  if (cols >= 16) {
+    cmlc_avx2_6x16_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0);
+  } else {
+    cmlc_avx2_6x16_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1);
+  }
+}
+
+//===--- f64 ---===//
+
+// Lane mask (64-bit lanes) with the first |count| (clamped to 0..4) lanes on.
+static inline __attribute__((always_inline)) CMLC_AVX2_TARGET __m256i cmlc_avx2_mask4(int count) {
+  if (count < 0) count = 0;
+  if (count > 4) count = 4;
+  return _mm256_cmpgt_epi64(_mm256_set1_epi64x(count), _mm256_setr_epi64x(0, 1, 2, 3));
+}
+
+// The f64 6 x 8 tile (four doubles per ymm): same structure as the f32 kernel above.
+#define CMLC_AVX2D_ROW(r)                         \
+  do {                                           \
+    __m256d av_ = _mm256_broadcast_sd(a + (r));   \
+    c##r##0 = _mm256_fmadd_pd(av_, b0, c##r##0); \
+    c##r##1 = _mm256_fmadd_pd(av_, b1, c##r##1); \
+  } while (0)
+
+#define CMLC_AVX2D_STORE(r)                                                             \
+  do {                                                                                 \
+    if ((r) < rows) {                                                                  \
+      double* cr_ = c + (int64_t)(r) * ldc;                                             \
+      if (accumulate) {                                                                \
+        c##r##0 = _mm256_add_pd(_mm256_maskload_pd(cr_, m0), c##r##0);                 \
+        c##r##1 = _mm256_add_pd(_mm256_maskload_pd(cr_ + 4, m1), c##r##1);             \
+      }                                                                                \
+      _mm256_maskstore_pd(cr_, m0, c##r##0);                                           \
+      _mm256_maskstore_pd(cr_ + 4, m1, c##r##1);                                       \
+    }                                                                                  \
+  } while (0)
+
+static inline __attribute__((always_inline)) CMLC_AVX2_TARGET void cmlc_avx2_6x8_f64_body(
+    int64_t kc, const double* a, const double* b, int64_t ldb, double* c, int64_t ldc,
+    int accumulate, int rows, __m256i m0, __m256i m1, const int masked) {
+  __m256d c00 = _mm256_setzero_pd(), c01 = _mm256_setzero_pd();
+  __m256d c10 = _mm256_setzero_pd(), c11 = _mm256_setzero_pd();
+  __m256d c20 = _mm256_setzero_pd(), c21 = _mm256_setzero_pd();
+  __m256d c30 = _mm256_setzero_pd(), c31 = _mm256_setzero_pd();
+  __m256d c40 = _mm256_setzero_pd(), c41 = _mm256_setzero_pd();
+  __m256d c50 = _mm256_setzero_pd(), c51 = _mm256_setzero_pd();
+  for (int r = 0; r < rows; ++r) {
+    _mm_prefetch((const char*)(c + (int64_t)r * ldc), _MM_HINT_T0);
+    _mm_prefetch((const char*)(c + (int64_t)r * ldc + 7), _MM_HINT_T0);
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    __m256d b0, b1;
+    if (masked) {
+      b0 = _mm256_maskload_pd(b, m0);
+      b1 = _mm256_maskload_pd(b + 4, m1);
+    } else {
+      b0 = _mm256_loadu_pd(b);
+      b1 = _mm256_loadu_pd(b + 4);
+    }
+    CMLC_AVX2D_ROW(0);
+    CMLC_AVX2D_ROW(1);
+    CMLC_AVX2D_ROW(2);
+    CMLC_AVX2D_ROW(3);
+    CMLC_AVX2D_ROW(4);
+    CMLC_AVX2D_ROW(5);
+    a += 6;
+    b += ldb;
+  }
+  CMLC_AVX2D_STORE(0);
+  CMLC_AVX2D_STORE(1);
+  CMLC_AVX2D_STORE(2);
+  CMLC_AVX2D_STORE(3);
+  CMLC_AVX2D_STORE(4);
+  CMLC_AVX2D_STORE(5);
+}
+
+CMLC_AVX2_TARGET void cmlc__gemm_ukernel_f64_avx2_6x8(int64_t kc, const double* a,
+                                                       const double* b, int64_t ldb, double* c,
+                                                       int64_t ldc, int accumulate, int rows,
+                                                       int cols) {
+  __m256i m0 = cmlc_avx2_mask4(cols), m1 = cmlc_avx2_mask4(cols - 4);
+  if (cols >= 8) {
+    cmlc_avx2_6x8_f64_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0);
+  } else {
+    cmlc_avx2_6x8_f64_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1);
+  }
+}
+
+//===--- GEMV ---===//
+
+// c[j] = sum_k a[k * a_stride] * b[k * ldb + j]. B rows are streamed whole (the n outputs stay
+// in L1): four k rows per pass, chained FMAs, so every element still sums in k order.
+CMLC_AVX2_TARGET void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int64_t a_stride,
+                                               const float* b, int64_t ldb, float* c,
+                                               int64_t n) {
+  for (int64_t j = 0; j < n; ++j) c[j] = 0.0f;
+  int64_t kk = 0;
+  for (; kk + 4 <= k; kk += 4) {
+    __m256 a0 = _mm256_set1_ps(a[kk * a_stride]), a1 = _mm256_set1_ps(a[(kk + 1) * a_stride]);
+    __m256 a2 = _mm256_set1_ps(a[(kk + 2) * a_stride]), a3 = _mm256_set1_ps(a[(kk + 3) * a_stride]);
+    const float* b0 = b + kk * ldb;
+    const float* b1 = b0 + ldb;
+    const float* b2 = b1 + ldb;
+    const float* b3 = b2 + ldb;
+    for (int64_t j = 0; j < n; j += 8) {
+      __m256i m = cmlc_avx2_mask((int)(n - j < 8 ? n - j : 8));
+      __m256 v = _mm256_maskload_ps(c + j, m);
+      v = _mm256_fmadd_ps(a0, _mm256_maskload_ps(b0 + j, m), v);
+      v = _mm256_fmadd_ps(a1, _mm256_maskload_ps(b1 + j, m), v);
+      v = _mm256_fmadd_ps(a2, _mm256_maskload_ps(b2 + j, m), v);
+      v = _mm256_fmadd_ps(a3, _mm256_maskload_ps(b3 + j, m), v);
+      _mm256_maskstore_ps(c + j, m, v);
+    }
+  }
+  for (; kk < k; ++kk) {
+    __m256 a0 = _mm256_set1_ps(a[kk * a_stride]);
+    const float* b0 = b + kk * ldb;
+    for (int64_t j = 0; j < n; j += 8) {
+      __m256i m = cmlc_avx2_mask((int)(n - j < 8 ? n - j : 8));
+      __m256 v = _mm256_maskload_ps(c + j, m);
+      v = _mm256_fmadd_ps(a0, _mm256_maskload_ps(b0 + j, m), v);
+      _mm256_maskstore_ps(c + j, m, v);
     }
   }
 }
+
+// c[j * c_stride] = dot(x, y_j): four ymm partial sums (lane-strided over k), a fixed reduction
+// tree, then the scalar tail in k order.
+CMLC_AVX2_TARGET void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y,
+                                              int64_t ldy, float* c, int64_t c_stride,
+                                              int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float* yj = y + j * ldy;
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    int64_t kk = 0;
+    for (; kk + 32 <= k; kk += 32) {
+      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk), _mm256_loadu_ps(yj + kk), s0);
+      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 8), _mm256_loadu_ps(yj + kk + 8), s1);
+      s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 16), _mm256_loadu_ps(yj + kk + 16), s2);
+      s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 24), _mm256_loadu_ps(yj + kk + 24), s3);
+    }
+    __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+    float total = _mm_cvtss_f32(h);
+    for (; kk < k; ++kk) total = fmaf(x[kk], yj[kk], total);
+    c[j * c_stride] = total;
+  }
+}
+
 #else
 // Keeps the translation unit non-empty on other architectures.
 typedef int cmlc_gemm_avx2_unused_t;

@@ -1,33 +1,44 @@
 // SPDX-License-Identifier: Apache-2.0
-// kernels/x86_64/gemm_x86_64_avx512.c: the AVX-512F f32 GEMM micro-kernel (12 x 32 tile:
-// twenty-four zmm accumulators, two B vectors and one broadcast A value per k step). Compiled
-// for the target with a function attribute; only called when options->isa is AVX512.
+// kernels/x86_64/gemm_x86_64_avx512.c: AVX-512F f32 GEMM micro-kernel (12 x 32 tile: twenty-four
+// zmm accumulators, two B vectors and twelve broadcast A values per k step; FMA latency 4 at
+// two per cycle needs at least 8 independent chains) and the GEMV kernels. Compiled for the
+// target with function attributes, so the file needs no global -m flags; only called when
+// options->isa is AVX512.
+//
+// Edges: the columns of a partial tile are loaded and stored with masks (masked-off lanes are
+// neither read nor written, so b may end anywhere), and only |rows| rows of C are stored. A full
+// tile and a masked one run the same arithmetic, so a tile's values do not depend on its place.
 #include "backends/c/kernels/generic/linalg_internal.h"
 
 #if defined(CMLC__GEMM_HAVE_X86)
 #include <immintrin.h>
 
-#define CMLC_AVX512_ROW(r)                                     \
-  do {                                                         \
-    __m512 av_ = _mm512_set1_ps(ak[r]);                        \
-    acc##r##0 = _mm512_fmadd_ps(av_, b0, acc##r##0);           \
-    acc##r##1 = _mm512_fmadd_ps(av_, b1, acc##r##1);           \
+#define CMLC_AVX512_TARGET __attribute__((target("avx512f")))
+
+#define CMLC_AVX512_ROW(r, av_src)                      \
+  do {                                                  \
+    __m512 av_ = _mm512_set1_ps(av_src);                \
+    acc##r##0 = _mm512_fmadd_ps(av_, b0, acc##r##0);    \
+    acc##r##1 = _mm512_fmadd_ps(av_, b1, acc##r##1);    \
   } while (0)
 
-#define CMLC_AVX512_STORE(r)                                                          \
-  do {                                                                                \
-    float* cr_ = c + (r) * ldc;                                                       \
-    if (accumulate) {                                                                 \
-      _mm512_storeu_ps(cr_, _mm512_add_ps(_mm512_loadu_ps(cr_), acc##r##0));          \
-      _mm512_storeu_ps(cr_ + 16, _mm512_add_ps(_mm512_loadu_ps(cr_ + 16), acc##r##1)); \
-    } else {                                                                          \
-      _mm512_storeu_ps(cr_, acc##r##0);                                               \
-      _mm512_storeu_ps(cr_ + 16, acc##r##1);                                          \
-    }                                                                                 \
+#define CMLC_AVX512_STORE(r)                                                              \
+  do {                                                                                    \
+    if ((r) < rows) {                                                                     \
+      float* cr_ = c + (int64_t)(r) * ldc;                                                \
+      if (accumulate) {                                                                   \
+        acc##r##0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr_), acc##r##0);             \
+        acc##r##1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr_ + 16), acc##r##1);        \
+      }                                                                                   \
+      _mm512_mask_storeu_ps(cr_, m0, acc##r##0);                                          \
+      _mm512_mask_storeu_ps(cr_ + 16, m1, acc##r##1);                                     \
+    }                                                                                     \
   } while (0)
 
-__attribute__((target("avx512f"))) void cmlc__gemm_ukernel_f32_avx512_12x32(
-    int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int accumulate) {
+// The k loop, specialized for full (masked == 0) and partial column counts.
+static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_12x32_body(
+    int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+    int accumulate, int rows, __mmask16 m0, __mmask16 m1, const int masked) {
   __m512 acc00 = _mm512_setzero_ps(), acc01 = _mm512_setzero_ps();
   __m512 acc10 = _mm512_setzero_ps(), acc11 = _mm512_setzero_ps();
   __m512 acc20 = _mm512_setzero_ps(), acc21 = _mm512_setzero_ps();
@@ -38,31 +49,36 @@ __attribute__((target("avx512f"))) void cmlc__gemm_ukernel_f32_avx512_12x32(
   __m512 acc70 = _mm512_setzero_ps(), acc71 = _mm512_setzero_ps();
   __m512 acc80 = _mm512_setzero_ps(), acc81 = _mm512_setzero_ps();
   __m512 acc90 = _mm512_setzero_ps(), acc91 = _mm512_setzero_ps();
-  // Rows 10 and 11 (accA*, accB*) are spelled out: the row macro pastes one digit.
   __m512 accA0 = _mm512_setzero_ps(), accA1 = _mm512_setzero_ps();
   __m512 accB0 = _mm512_setzero_ps(), accB1 = _mm512_setzero_ps();
+  // Fetch the C tile while the k loop runs: it is read (accumulate) or written at the end.
+  for (int r = 0; r < rows; ++r) {
+    _mm_prefetch((const char*)(c + (int64_t)r * ldc), _MM_HINT_T0);
+    _mm_prefetch((const char*)(c + (int64_t)r * ldc + 31), _MM_HINT_T0);
+  }
   for (int64_t k = 0; k < kc; ++k) {
-    __m512 b0 = _mm512_loadu_ps(b + k * 32);
-    __m512 b1 = _mm512_loadu_ps(b + k * 32 + 16);
-    const float* ak = a + k * 12;
-    CMLC_AVX512_ROW(0);
-    CMLC_AVX512_ROW(1);
-    CMLC_AVX512_ROW(2);
-    CMLC_AVX512_ROW(3);
-    CMLC_AVX512_ROW(4);
-    CMLC_AVX512_ROW(5);
-    CMLC_AVX512_ROW(6);
-    CMLC_AVX512_ROW(7);
-    CMLC_AVX512_ROW(8);
-    CMLC_AVX512_ROW(9);
-    {
-      __m512 av = _mm512_set1_ps(ak[10]);
-      accA0 = _mm512_fmadd_ps(av, b0, accA0);
-      accA1 = _mm512_fmadd_ps(av, b1, accA1);
-      av = _mm512_set1_ps(ak[11]);
-      accB0 = _mm512_fmadd_ps(av, b0, accB0);
-      accB1 = _mm512_fmadd_ps(av, b1, accB1);
+    __m512 b0, b1;
+    if (masked) {
+      b0 = _mm512_maskz_loadu_ps(m0, b);
+      b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+    } else {
+      b0 = _mm512_loadu_ps(b);
+      b1 = _mm512_loadu_ps(b + 16);
     }
+    CMLC_AVX512_ROW(0, a[0]);
+    CMLC_AVX512_ROW(1, a[1]);
+    CMLC_AVX512_ROW(2, a[2]);
+    CMLC_AVX512_ROW(3, a[3]);
+    CMLC_AVX512_ROW(4, a[4]);
+    CMLC_AVX512_ROW(5, a[5]);
+    CMLC_AVX512_ROW(6, a[6]);
+    CMLC_AVX512_ROW(7, a[7]);
+    CMLC_AVX512_ROW(8, a[8]);
+    CMLC_AVX512_ROW(9, a[9]);
+    CMLC_AVX512_ROW(A, a[10]);
+    CMLC_AVX512_ROW(B, a[11]);
+    a += 12;
+    b += ldb;
   }
   CMLC_AVX512_STORE(0);
   CMLC_AVX512_STORE(1);
@@ -74,22 +90,225 @@ __attribute__((target("avx512f"))) void cmlc__gemm_ukernel_f32_avx512_12x32(
   CMLC_AVX512_STORE(7);
   CMLC_AVX512_STORE(8);
   CMLC_AVX512_STORE(9);
-  {
-    float* c10 = c + 10 * ldc;
-    float* c11 = c + 11 * ldc;
+  // Rows 10 and 11 use the accA* / accB* names (the row macro pastes one token).
+  if (10 < rows) {
+    float* cr = c + 10 * ldc;
     if (accumulate) {
-      _mm512_storeu_ps(c10, _mm512_add_ps(_mm512_loadu_ps(c10), accA0));
-      _mm512_storeu_ps(c10 + 16, _mm512_add_ps(_mm512_loadu_ps(c10 + 16), accA1));
-      _mm512_storeu_ps(c11, _mm512_add_ps(_mm512_loadu_ps(c11), accB0));
-      _mm512_storeu_ps(c11 + 16, _mm512_add_ps(_mm512_loadu_ps(c11 + 16), accB1));
+      accA0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), accA0);
+      accA1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), accA1);
+    }
+    _mm512_mask_storeu_ps(cr, m0, accA0);
+    _mm512_mask_storeu_ps(cr + 16, m1, accA1);
+  }
+  if (11 < rows) {
+    float* cr = c + 11 * ldc;
+    if (accumulate) {
+      accB0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), accB0);
+      accB1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), accB1);
+    }
+    _mm512_mask_storeu_ps(cr, m0, accB0);
+    _mm512_mask_storeu_ps(cr + 16, m1, accB1);
+  }
+}
+
+static __mmask16 cmlc_avx512_mask(int count) {
+  if (count >= 16) return (__mmask16)0xFFFF;
+  if (count <= 0) return 0;
+  return (__mmask16)((1u << count) - 1u);
+}
+
+CMLC_AVX512_TARGET void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const float* a,
+                                                            const float* b, int64_t ldb,
+                                                            float* c, int64_t ldc,
+                                                            int accumulate, int rows, int cols) {
+  __mmask16 m0 = cmlc_avx512_mask(cols), m1 = cmlc_avx512_mask(cols - 16);
+  if (cols >= 32) {
+    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0);
+  } else {
+    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1);
+  }
+}
+
+//===--- f64 ---===//
+
+#define CMLC_AVX512D_ROW(r, av_src)                      \
+  do {                                                  \
+    __m512d av_ = _mm512_set1_pd(av_src);                \
+    acc##r##0 = _mm512_fmadd_pd(av_, b0, acc##r##0);    \
+    acc##r##1 = _mm512_fmadd_pd(av_, b1, acc##r##1);    \
+  } while (0)
+
+#define CMLC_AVX512D_STORE(r)                                                              \
+  do {                                                                                    \
+    if ((r) < rows) {                                                                     \
+      double* cr_ = c + (int64_t)(r) * ldc;                                                \
+      if (accumulate) {                                                                   \
+        acc##r##0 = _mm512_add_pd(_mm512_maskz_loadu_pd(m0, cr_), acc##r##0);             \
+        acc##r##1 = _mm512_add_pd(_mm512_maskz_loadu_pd(m1, cr_ + 8), acc##r##1);        \
+      }                                                                                   \
+      _mm512_mask_storeu_pd(cr_, m0, acc##r##0);                                          \
+      _mm512_mask_storeu_pd(cr_ + 8, m1, acc##r##1);                                     \
+    }                                                                                     \
+  } while (0)
+
+// The f64 12 x 16 tile (eight doubles per zmm): same structure as the f32 kernel above.
+static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_12x16_f64_body(
+    int64_t kc, const double* a, const double* b, int64_t ldb, double* c, int64_t ldc,
+    int accumulate, int rows, __mmask8 m0, __mmask8 m1, const int masked) {
+  __m512d acc00 = _mm512_setzero_pd(), acc01 = _mm512_setzero_pd();
+  __m512d acc10 = _mm512_setzero_pd(), acc11 = _mm512_setzero_pd();
+  __m512d acc20 = _mm512_setzero_pd(), acc21 = _mm512_setzero_pd();
+  __m512d acc30 = _mm512_setzero_pd(), acc31 = _mm512_setzero_pd();
+  __m512d acc40 = _mm512_setzero_pd(), acc41 = _mm512_setzero_pd();
+  __m512d acc50 = _mm512_setzero_pd(), acc51 = _mm512_setzero_pd();
+  __m512d acc60 = _mm512_setzero_pd(), acc61 = _mm512_setzero_pd();
+  __m512d acc70 = _mm512_setzero_pd(), acc71 = _mm512_setzero_pd();
+  __m512d acc80 = _mm512_setzero_pd(), acc81 = _mm512_setzero_pd();
+  __m512d acc90 = _mm512_setzero_pd(), acc91 = _mm512_setzero_pd();
+  __m512d accA0 = _mm512_setzero_pd(), accA1 = _mm512_setzero_pd();
+  __m512d accB0 = _mm512_setzero_pd(), accB1 = _mm512_setzero_pd();
+  // Fetch the C tile while the k loop runs: it is read (accumulate) or written at the end.
+  for (int r = 0; r < rows; ++r) {
+    _mm_prefetch((const char*)(c + (int64_t)r * ldc), _MM_HINT_T0);
+    _mm_prefetch((const char*)(c + (int64_t)r * ldc + 15), _MM_HINT_T0);
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    __m512d b0, b1;
+    if (masked) {
+      b0 = _mm512_maskz_loadu_pd(m0, b);
+      b1 = _mm512_maskz_loadu_pd(m1, b + 8);
     } else {
-      _mm512_storeu_ps(c10, accA0);
-      _mm512_storeu_ps(c10 + 16, accA1);
-      _mm512_storeu_ps(c11, accB0);
-      _mm512_storeu_ps(c11 + 16, accB1);
+      b0 = _mm512_loadu_pd(b);
+      b1 = _mm512_loadu_pd(b + 8);
+    }
+    CMLC_AVX512D_ROW(0, a[0]);
+    CMLC_AVX512D_ROW(1, a[1]);
+    CMLC_AVX512D_ROW(2, a[2]);
+    CMLC_AVX512D_ROW(3, a[3]);
+    CMLC_AVX512D_ROW(4, a[4]);
+    CMLC_AVX512D_ROW(5, a[5]);
+    CMLC_AVX512D_ROW(6, a[6]);
+    CMLC_AVX512D_ROW(7, a[7]);
+    CMLC_AVX512D_ROW(8, a[8]);
+    CMLC_AVX512D_ROW(9, a[9]);
+    CMLC_AVX512D_ROW(A, a[10]);
+    CMLC_AVX512D_ROW(B, a[11]);
+    a += 12;
+    b += ldb;
+  }
+  CMLC_AVX512D_STORE(0);
+  CMLC_AVX512D_STORE(1);
+  CMLC_AVX512D_STORE(2);
+  CMLC_AVX512D_STORE(3);
+  CMLC_AVX512D_STORE(4);
+  CMLC_AVX512D_STORE(5);
+  CMLC_AVX512D_STORE(6);
+  CMLC_AVX512D_STORE(7);
+  CMLC_AVX512D_STORE(8);
+  CMLC_AVX512D_STORE(9);
+  // Rows 10 and 11 use the accA* / accB* names (the row macro pastes one token).
+  if (10 < rows) {
+    double* cr = c + 10 * ldc;
+    if (accumulate) {
+      accA0 = _mm512_add_pd(_mm512_maskz_loadu_pd(m0, cr), accA0);
+      accA1 = _mm512_add_pd(_mm512_maskz_loadu_pd(m1, cr + 8), accA1);
+    }
+    _mm512_mask_storeu_pd(cr, m0, accA0);
+    _mm512_mask_storeu_pd(cr + 8, m1, accA1);
+  }
+  if (11 < rows) {
+    double* cr = c + 11 * ldc;
+    if (accumulate) {
+      accB0 = _mm512_add_pd(_mm512_maskz_loadu_pd(m0, cr), accB0);
+      accB1 = _mm512_add_pd(_mm512_maskz_loadu_pd(m1, cr + 8), accB1);
+    }
+    _mm512_mask_storeu_pd(cr, m0, accB0);
+    _mm512_mask_storeu_pd(cr + 8, m1, accB1);
+  }
+}
+
+static __mmask8 cmlc_avx512_mask8(int count) {
+  if (count >= 8) return (__mmask8)0xFF;
+  if (count <= 0) return 0;
+  return (__mmask8)((1u << count) - 1u);
+}
+
+CMLC_AVX512_TARGET void cmlc__gemm_ukernel_f64_avx512_12x16(int64_t kc, const double* a,
+                                                            const double* b, int64_t ldb,
+                                                            double* c, int64_t ldc,
+                                                            int accumulate, int rows, int cols) {
+  __mmask8 m0 = cmlc_avx512_mask8(cols), m1 = cmlc_avx512_mask8(cols - 8);
+  if (cols >= 16) {
+    cmlc_avx512_12x16_f64_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0);
+  } else {
+    cmlc_avx512_12x16_f64_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1);
+  }
+}
+
+//===--- GEMV ---===//
+
+// c[j] = sum_k a[k * a_stride] * b[k * ldb + j]. B rows are streamed whole (the n outputs stay
+// in L1): four k rows per pass, chained FMAs, so every element still sums in k order.
+CMLC_AVX512_TARGET void cmlc__gemv_axpy_f32_avx512(int64_t k, const float* a, int64_t a_stride,
+                                                   const float* b, int64_t ldb, float* c,
+                                                   int64_t n) {
+  for (int64_t j = 0; j < n; ++j) c[j] = 0.0f;
+  int64_t kk = 0;
+  for (; kk + 4 <= k; kk += 4) {
+    __m512 a0 = _mm512_set1_ps(a[kk * a_stride]), a1 = _mm512_set1_ps(a[(kk + 1) * a_stride]);
+    __m512 a2 = _mm512_set1_ps(a[(kk + 2) * a_stride]), a3 = _mm512_set1_ps(a[(kk + 3) * a_stride]);
+    const float* b0 = b + kk * ldb;
+    const float* b1 = b0 + ldb;
+    const float* b2 = b1 + ldb;
+    const float* b3 = b2 + ldb;
+    for (int64_t j = 0; j < n; j += 16) {
+      __mmask16 m = cmlc_avx512_mask((int)(n - j < 16 ? n - j : 16));
+      __m512 v = _mm512_maskz_loadu_ps(m, c + j);
+      v = _mm512_fmadd_ps(a0, _mm512_maskz_loadu_ps(m, b0 + j), v);
+      v = _mm512_fmadd_ps(a1, _mm512_maskz_loadu_ps(m, b1 + j), v);
+      v = _mm512_fmadd_ps(a2, _mm512_maskz_loadu_ps(m, b2 + j), v);
+      v = _mm512_fmadd_ps(a3, _mm512_maskz_loadu_ps(m, b3 + j), v);
+      _mm512_mask_storeu_ps(c + j, m, v);
+    }
+  }
+  for (; kk < k; ++kk) {
+    __m512 a0 = _mm512_set1_ps(a[kk * a_stride]);
+    const float* b0 = b + kk * ldb;
+    for (int64_t j = 0; j < n; j += 16) {
+      __mmask16 m = cmlc_avx512_mask((int)(n - j < 16 ? n - j : 16));
+      __m512 v = _mm512_maskz_loadu_ps(m, c + j);
+      v = _mm512_fmadd_ps(a0, _mm512_maskz_loadu_ps(m, b0 + j), v);
+      _mm512_mask_storeu_ps(c + j, m, v);
     }
   }
 }
+
+// c[j * c_stride] = dot(x, y_j): four zmm partial sums over k (lane-strided), then a fixed
+// reduction tree (the masked tail adds into the first partial sum).
+CMLC_AVX512_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y,
+                                                  int64_t ldy, float* c, int64_t c_stride,
+                                                  int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float* yj = y + j * ldy;
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    __m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+    int64_t kk = 0;
+    for (; kk + 64 <= k; kk += 64) {
+      s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + kk), _mm512_loadu_ps(yj + kk), s0);
+      s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + kk + 16), _mm512_loadu_ps(yj + kk + 16), s1);
+      s2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + kk + 32), _mm512_loadu_ps(yj + kk + 32), s2);
+      s3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + kk + 48), _mm512_loadu_ps(yj + kk + 48), s3);
+    }
+    for (; kk < k; kk += 16) {
+      __mmask16 m = cmlc_avx512_mask((int)(k - kk < 16 ? k - kk : 16));
+      s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + kk), _mm512_maskz_loadu_ps(m, yj + kk),
+                           s0);
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
+    c[j * c_stride] = _mm512_reduce_add_ps(s);
+  }
+}
+
 #else
 // Keeps the translation unit non-empty on other architectures.
 typedef int cmlc_gemm_avx512_unused_t;

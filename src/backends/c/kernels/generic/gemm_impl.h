@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/generic/gemm_impl.h: the packed GEMM driver, instantiated once per element type by
+// gemm.c (private to it; see gemm.c for the algorithm). Before including, define:
+//   CMLC_GEMM_T        the element type (float or double)
+//   CMLC_GEMM_SUFFIX   the name suffix (f32 or f64)
+//   CMLC_GEMM_DTYPE    the matching dtype (CML_DTYPE_F32 or CML_DTYPE_F64)
+//   CMLC_GEMM_PROBLEM  the problem type (cmlc__gemm_problem_t or cmlc__gemm_f64_problem_t)
+//   CMLC_GEMM_LOAD_CONV(data, index, dtype)  loads one element of another dtype as CMLC_GEMM_T
+//   CMLC_GEMM_ENTRY, CMLC_GEMM_ENTRY_SCRATCH  the names of the two functions it defines
+// and provide CMLC_GEMM_N(kernel_t) with CMLC_GEMM_N(select)(isa) for this suffix
+// (CMLC_GEMM_N(x) pastes cmlc_<x>_<suffix>). The macros above are undefined at the end.
+//
+// Thread-safety: reentrant; no state.
+
+//===--- blocking ---===//
+
+static int64_t CMLC_GEMM_N(gemm_round_up)(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+static int64_t CMLC_GEMM_N(gemm_min)(int64_t a, int64_t b) { return a < b ? a : b; }
+
+typedef struct CMLC_GEMM_N(gemm_sizes_t) {
+  int64_t kc, mc, nc;     // effective block sizes
+  size_t a_elems;        // one packed A block
+  size_t b_elems;        // one packed B panel
+} CMLC_GEMM_N(gemm_sizes_t);
+
+static CMLC_GEMM_N(gemm_sizes_t) CMLC_GEMM_N(gemm_sizes)(int64_t m, int64_t n, int64_t k,
+                                         const CMLC_GEMM_N(kernel_t)* kern) {
+  CMLC_GEMM_N(gemm_sizes_t) s;
+  s.kc = CMLC_GEMM_N(gemm_min)(CMLC_GEMM_KC, k > 0 ? k : 1);
+  s.mc = CMLC_GEMM_N(gemm_min)(CMLC_GEMM_MC, CMLC_GEMM_N(gemm_round_up)(m > 0 ? m : 1, kern->mr));
+  s.nc = CMLC_GEMM_N(gemm_min)(CMLC_GEMM_NC, CMLC_GEMM_N(gemm_round_up)(n > 0 ? n : 1, kern->nr));
+  s.a_elems = (size_t)CMLC_GEMM_N(gemm_round_up)(s.mc * s.kc, 16);
+  s.b_elems = (size_t)CMLC_GEMM_N(gemm_round_up)(s.kc * s.nc, 16);
+  return s;
+}
+
+// Batch-parallel mode: many batches of small products.
+static bool CMLC_GEMM_N(gemm_batch_mode)(int64_t batch, int64_t m, int64_t n, int64_t k, int threads) {
+  if (batch < 2) return false;
+  double work = (double)m * (double)n * (double)k;
+  return batch >= 2 * (int64_t)threads || work < 64.0 * 64.0 * 64.0;
+}
+
+size_t CMLC_GEMM_ENTRY_SCRATCH(int64_t batch, int64_t m, int64_t n, int64_t k, cmlc_isa_t isa,
+                              int threads) {
+  CMLC_GEMM_N(kernel_t) kern = CMLC_GEMM_N(select)(isa);
+  CMLC_GEMM_N(gemm_sizes_t) s = CMLC_GEMM_N(gemm_sizes)(m, n, k, &kern);
+  if (threads < 1) threads = 1;
+  (void)batch;
+  // Per thread: an A block and a private B panel (batch mode); plus one shared B panel.
+  return ((size_t)threads * (s.a_elems + s.b_elems) + s.b_elems) * sizeof(CMLC_GEMM_T);
+}
+
+//===--- operand access ---===//
+
+// Returns the stride when offsets[i] == i * stride for all i < count, else NOT_AFFINE.
+static int64_t CMLC_GEMM_N(gemm_affine)(const int64_t* offsets, int64_t count) {
+  if (count <= 1) return 0;
+  int64_t stride = offsets[1] - offsets[0];
+  if (offsets[0] != 0) return CMLC_GEMM_NOT_AFFINE;
+  for (int64_t i = 2; i < count; ++i)
+    if (offsets[i] != i * stride) return CMLC_GEMM_NOT_AFFINE;
+  return stride;
+}
+
+typedef struct CMLC_GEMM_N(gemm_access_t) {
+  int64_t row_stride, col_stride;  // CMLC_GEMM_NOT_AFFINE when the table is not affine
+} CMLC_GEMM_N(gemm_access_t);
+
+static CMLC_GEMM_N(gemm_access_t) CMLC_GEMM_N(gemm_access)(const cmlc__gemm_operand_t* op, int64_t rows,
+                                           int64_t cols) {
+  CMLC_GEMM_N(gemm_access_t) a;
+  a.row_stride = CMLC_GEMM_N(gemm_affine)(op->row_offsets, rows);
+  a.col_stride = CMLC_GEMM_N(gemm_affine)(op->col_offsets, cols);
+  return a;
+}
+
+//===--- packing ---===//
+
+// Packs A rows [ic, ic+mc) x k [pc, pc+kc) of batch |b| into MR-row slivers (zero padded).
+static void CMLC_GEMM_N(gemm_pack_a)(const cmlc__gemm_operand_t* a, const CMLC_GEMM_N(gemm_access_t)* acc,
+                             int64_t b, int64_t ic, int64_t mc, int64_t pc, int64_t kc,
+                             int mr, CMLC_GEMM_T* dst) {
+  const int64_t* cols = a->col_offsets + pc;
+  int64_t boff = a->batch_offsets[b];
+  bool native = a->dtype == CMLC_GEMM_DTYPE;
+  for (int64_t i = 0; i < mc; i += mr) {
+    CMLC_GEMM_T* sliver = dst + i * kc;
+    int rows = (int)CMLC_GEMM_N(gemm_min)(mr, mc - i);
+    if (native && acc->row_stride == 1 && acc->col_stride != CMLC_GEMM_NOT_AFFINE && rows == mr) {
+      // Transposed A (rows contiguous): one contiguous run of MR values per k.
+      const CMLC_GEMM_T* src = (const CMLC_GEMM_T*)a->data + boff + (ic + i) + pc * acc->col_stride;
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        const CMLC_GEMM_T* s = src + kk * acc->col_stride;
+        for (int r = 0; r < mr; ++r) sliver[kk * mr + r] = s[r];
+      }
+      continue;
+    }
+    for (int r = 0; r < mr; ++r) {
+      if (r >= rows) {
+        for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * mr + r] = 0.0f;
+        continue;
+      }
+      int64_t base = boff + a->row_offsets[ic + i + r];
+      if (native && acc->col_stride == 1) {
+        const CMLC_GEMM_T* src = (const CMLC_GEMM_T*)a->data + base + pc;
+        for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * mr + r] = src[kk];
+      } else if (native) {
+        const CMLC_GEMM_T* src = (const CMLC_GEMM_T*)a->data + base;
+        for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * mr + r] = src[cols[kk]];
+      } else {
+        for (int64_t kk = 0; kk < kc; ++kk)
+          sliver[kk * mr + r] = CMLC_GEMM_LOAD_CONV(a->data, base + cols[kk], a->dtype);
+      }
+    }
+  }
+}
+
+// Packs slivers [s0, s1) of B k [pc, pc+kc) x cols [jc, jc+nc) of batch |b|.
+static void CMLC_GEMM_N(gemm_pack_b)(const cmlc__gemm_operand_t* bop, const CMLC_GEMM_N(gemm_access_t)* acc,
+                             int64_t b, int64_t jc, int64_t nc, int64_t pc, int64_t kc, int nr,
+                             int64_t s0, int64_t s1, CMLC_GEMM_T* panel) {
+  int64_t boff = bop->batch_offsets[b];
+  bool native = bop->dtype == CMLC_GEMM_DTYPE;
+  for (int64_t s = s0; s < s1; ++s) {
+    CMLC_GEMM_T* sliver = panel + s * nr * kc;
+    int64_t col0 = s * nr;
+    int64_t cols = CMLC_GEMM_N(gemm_min)(nr, nc - col0);
+    const int64_t* coff = bop->col_offsets + jc + col0;
+    if (native && acc->col_stride == 1) {
+      // Row-major B: each k row of the sliver is one contiguous copy.
+      const CMLC_GEMM_T* src = (const CMLC_GEMM_T*)bop->data + boff + jc + col0;
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        CMLC_GEMM_T* d = sliver + kk * nr;
+        memcpy(d, src + bop->row_offsets[pc + kk], (size_t)cols * sizeof(CMLC_GEMM_T));
+        for (int64_t j = cols; j < nr; ++j) d[j] = 0.0f;
+      }
+      continue;
+    }
+    if (native && acc->row_stride == 1) {
+      // Transposed B (k contiguous): read each column's k run, write it down the sliver.
+      for (int64_t j = 0; j < nr; ++j) {
+        if (j >= cols) {
+          for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * nr + j] = 0.0f;
+          continue;
+        }
+        const CMLC_GEMM_T* src = (const CMLC_GEMM_T*)bop->data + boff + coff[j] + pc;
+        for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * nr + j] = src[kk];
+      }
+      continue;
+    }
+    for (int64_t kk = 0; kk < kc; ++kk) {
+      int64_t base = boff + bop->row_offsets[pc + kk];
+      CMLC_GEMM_T* d = sliver + kk * nr;
+      if (native) {
+        const CMLC_GEMM_T* src = (const CMLC_GEMM_T*)bop->data + base;
+        for (int64_t j = 0; j < cols; ++j) d[j] = src[coff[j]];
+      } else {
+        for (int64_t j = 0; j < cols; ++j)
+          d[j] = CMLC_GEMM_LOAD_CONV(bop->data, base + coff[j], bop->dtype);
+      }
+      for (int64_t j = cols; j < nr; ++j) d[j] = 0.0f;
+    }
+  }
+}
+
+//===--- compute ---===//
+
+typedef struct CMLC_GEMM_N(gemm_ctx_t) {
+  const CMLC_GEMM_PROBLEM* p;
+  CMLC_GEMM_N(kernel_t) kern;
+  CMLC_GEMM_N(gemm_sizes_t) sz;
+  CMLC_GEMM_N(gemm_access_t) a_acc, b_acc;
+  bool direct_b;   // B is read in place (rows contiguous, small)
+  CMLC_GEMM_T* scratch;  // per-thread blocks, then the shared panel
+  int threads;
+  // Tile mode state for the current (b, jc, pc).
+  int64_t b, jc, nc, pc, kc;
+  int64_t slivers, slivers_per_chunk, n_chunks;
+  CMLC_GEMM_T* shared_panel;
+  int64_t gemv_chunk;  // outputs per GEMV task
+} CMLC_GEMM_N(gemm_ctx_t);
+
+// The B sliver |s| of the current block: packed, or the operand itself.
+static const CMLC_GEMM_T* CMLC_GEMM_N(gemm_b_sliver)(const CMLC_GEMM_N(gemm_ctx_t)* c, int64_t b, int64_t jc,
+                                       int64_t pc, int64_t kc, const CMLC_GEMM_T* panel, int64_t s,
+                                       int64_t* out_ldb) {
+  if (c->direct_b) {
+    const cmlc__gemm_operand_t* bop = &c->p->b;
+    *out_ldb = c->b_acc.row_stride;
+    return (const CMLC_GEMM_T*)bop->data + bop->batch_offsets[b] + pc * c->b_acc.row_stride + jc +
+           s * c->kern.nr;
+  }
+  *out_ldb = c->kern.nr;
+  return panel + s * c->kern.nr * kc;
+}
+
+// Runs the micro-kernel over A block rows [0, mc) (packed in |ap|) and B slivers [s0, s1).
+static void CMLC_GEMM_N(gemm_tiles)(const CMLC_GEMM_N(gemm_ctx_t)* ctx, int64_t b, int64_t ic, int64_t mc,
+                            int64_t jc, int64_t nc, int64_t pc, int64_t kc, const CMLC_GEMM_T* ap,
+                            const CMLC_GEMM_T* panel, int64_t s0, int64_t s1) {
+  const CMLC_GEMM_PROBLEM* p = ctx->p;
+  const CMLC_GEMM_N(kernel_t)* kern = &ctx->kern;
+  int mr = kern->mr, nr = kern->nr;
+  int64_t ldc = p->n;
+  CMLC_GEMM_T* cb = p->c + b * p->m * p->n;
+  int accumulate = pc > 0;
+  for (int64_t s = s0; s < s1; ++s) {
+    int64_t col0 = jc + s * nr;
+    int cols = (int)CMLC_GEMM_N(gemm_min)(nr, jc + nc - col0);
+    int64_t ldb;
+    const CMLC_GEMM_T* bs = CMLC_GEMM_N(gemm_b_sliver)(ctx, b, jc, pc, kc, panel, s, &ldb);
+    for (int64_t i = 0; i < mc; i += mr) {
+      int rows = (int)CMLC_GEMM_N(gemm_min)(mr, mc - i);
+      kern->fn(kc, ap + i * kc, bs, ldb, cb + (ic + i) * ldc + col0, ldc, accumulate, rows,
+               cols);
+    }
+  }
+}
+
+// The whole product of batch |b| on the calling thread with private buffers.
+static void CMLC_GEMM_N(gemm_batch_serial)(const CMLC_GEMM_N(gemm_ctx_t)* c, int64_t b, CMLC_GEMM_T* abuf,
+                                   CMLC_GEMM_T* panel) {
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  const CMLC_GEMM_N(gemm_sizes_t)* sz = &c->sz;
+  int64_t nr = c->kern.nr;
+  for (int64_t jc = 0; jc < p->n; jc += sz->nc) {
+    int64_t nc = CMLC_GEMM_N(gemm_min)(sz->nc, p->n - jc);
+    int64_t slivers = (nc + nr - 1) / nr;
+    for (int64_t pc = 0; pc < p->k; pc += sz->kc) {
+      int64_t kc = CMLC_GEMM_N(gemm_min)(sz->kc, p->k - pc);
+      if (!c->direct_b)
+        CMLC_GEMM_N(gemm_pack_b)(&p->b, &c->b_acc, b, jc, nc, pc, kc, (int)nr, 0, slivers, panel);
+      for (int64_t ic = 0; ic < p->m; ic += sz->mc) {
+        int64_t mc = CMLC_GEMM_N(gemm_min)(sz->mc, p->m - ic);
+        CMLC_GEMM_N(gemm_pack_a)(&p->a, &c->a_acc, b, ic, mc, pc, kc, c->kern.mr, abuf);
+        CMLC_GEMM_N(gemm_tiles)(c, b, ic, mc, jc, nc, pc, kc, abuf, panel, 0, slivers);
+      }
+    }
+  }
+}
+
+static CMLC_GEMM_T* CMLC_GEMM_N(gemm_thread_a)(const CMLC_GEMM_N(gemm_ctx_t)* c, int thread_index) {
+  return c->scratch + (size_t)thread_index * (c->sz.a_elems + c->sz.b_elems);
+}
+
+static void CMLC_GEMM_N(gemm_batch_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  CMLC_GEMM_T* abuf = CMLC_GEMM_N(gemm_thread_a)(c, thread_index);
+  CMLC_GEMM_T* panel = abuf + c->sz.a_elems;
+  for (int64_t b = begin; b < end; ++b) CMLC_GEMM_N(gemm_batch_serial)(c, b, abuf, panel);
+}
+
+static void CMLC_GEMM_N(gemm_pack_b_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  CMLC_GEMM_N(gemm_pack_b)(&c->p->b, &c->b_acc, c->b, c->jc, c->nc, c->pc, c->kc, c->kern.nr, begin,
+                   end, c->shared_panel);
+}
+
+static void CMLC_GEMM_N(gemm_tile_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  CMLC_GEMM_T* abuf = CMLC_GEMM_N(gemm_thread_a)(c, thread_index);
+  for (int64_t t = begin; t < end; ++t) {
+    int64_t ib = t / c->n_chunks, chunk = t % c->n_chunks;
+    int64_t ic = ib * c->sz.mc;
+    int64_t mc = CMLC_GEMM_N(gemm_min)(c->sz.mc, c->p->m - ic);
+    int64_t s0 = chunk * c->slivers_per_chunk;
+    int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, s0 + c->slivers_per_chunk);
+    CMLC_GEMM_N(gemm_pack_a)(&c->p->a, &c->a_acc, c->b, ic, mc, c->pc, c->kc, c->kern.mr, abuf);
+    CMLC_GEMM_N(gemm_tiles)(c, c->b, ic, mc, c->jc, c->nc, c->pc, c->kc, abuf, c->shared_panel, s0, s1);
+  }
+}
+
+//===--- GEMV ---===//
+
+// M == 1: outputs [begin, end) of the flattened (batch, column-chunk) range.
+static void CMLC_GEMM_N(gemv_row_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  int64_t chunks = (p->n + c->gemv_chunk - 1) / c->gemv_chunk;
+  for (int64_t t = begin; t < end; ++t) {
+    int64_t b = t / chunks, j0 = (t % chunks) * c->gemv_chunk;
+    int64_t w = CMLC_GEMM_N(gemm_min)(c->gemv_chunk, p->n - j0);
+    const CMLC_GEMM_T* a = (const CMLC_GEMM_T*)p->a.data + p->a.batch_offsets[b] + p->a.row_offsets[0];
+    const CMLC_GEMM_T* bm = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[b];
+    CMLC_GEMM_T* out = p->c + b * p->n + j0;
+    if (c->b_acc.col_stride == 1) {
+      c->kern.axpy(p->k, a, c->a_acc.col_stride, bm + j0, c->b_acc.row_stride, out, w);
+    } else {
+      c->kern.dot(p->k, a, bm + j0 * c->b_acc.col_stride, c->b_acc.col_stride, out, 1, w);
+    }
+  }
+}
+
+// N == 1: rows [begin, end) of the flattened (batch, row-chunk) range, dot form over A rows.
+static void CMLC_GEMM_N(gemv_col_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  int64_t chunks = (p->m + c->gemv_chunk - 1) / c->gemv_chunk;
+  for (int64_t t = begin; t < end; ++t) {
+    int64_t b = t / chunks, i0 = (t % chunks) * c->gemv_chunk;
+    int64_t h = CMLC_GEMM_N(gemm_min)(c->gemv_chunk, p->m - i0);
+    const CMLC_GEMM_T* x = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[b] + p->b.col_offsets[0];
+    const CMLC_GEMM_T* am = (const CMLC_GEMM_T*)p->a.data + p->a.batch_offsets[b];
+    c->kern.dot(p->k, x, am + i0 * c->a_acc.row_stride, c->a_acc.row_stride, p->c + b * p->m + i0,
+                1, h);
+  }
+}
+
+// Runs the GEMV path when it applies (f32 operands, M == 1 or N == 1, affine layouts); returns
+// false to let the blocked path run.
+static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t)* c, cmlc_pool_t* pool) {
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  if (p->a.dtype != CMLC_GEMM_DTYPE || p->b.dtype != CMLC_GEMM_DTYPE) return false;
+  if (p->m == 1 && c->a_acc.col_stride != CMLC_GEMM_NOT_AFFINE &&
+      c->b_acc.row_stride != CMLC_GEMM_NOT_AFFINE &&
+      (c->b_acc.col_stride == 1 || (c->b_acc.row_stride == 1 && c->a_acc.col_stride == 1 &&
+                                    c->b_acc.col_stride != CMLC_GEMM_NOT_AFFINE))) {
+    // Whole B rows stream best; the outputs of a chunk (<= 16 KiB) stay in L1. Splitting
+    // over outputs changes no output's arithmetic, so the chunk may follow the thread count.
+    int threads = cmlc_pool_thread_count(pool);
+    int64_t chunk = CMLC_GEMM_N(gemm_round_up)((p->n + threads - 1) / threads, 64);
+    int64_t chunk_floor = CMLC_GEMM_N(gemm_round_up)(65536 / (p->k > 0 ? p->k : 1), 64);
+    if (chunk < chunk_floor) chunk = chunk_floor;
+    c->gemv_chunk = chunk > 4096 ? 4096 : chunk;
+    int64_t chunks = (p->n + chunk - 1) / chunk;
+    cmlc_parallel_for(pool, p->batch * chunks, 1, CMLC_GEMM_N(gemv_row_task), c);
+    return true;
+  }
+  if (p->n == 1 && p->m > 1 && c->a_acc.col_stride == 1 &&
+      c->a_acc.row_stride != CMLC_GEMM_NOT_AFFINE && c->b_acc.row_stride == 1) {
+    int64_t chunk = 16384 / (p->k > 0 ? p->k : 1);
+    c->gemv_chunk = chunk < 8 ? 8 : chunk;
+    int64_t chunks = (p->m + c->gemv_chunk - 1) / c->gemv_chunk;
+    cmlc_parallel_for(pool, p->batch * chunks, 1, CMLC_GEMM_N(gemv_col_task), c);
+    return true;
+  }
+  return false;
+}
+
+//===--- entry ---===//
+
+void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* pool,
+                    void* scratch, int threads) {
+  if (p->batch <= 0 || p->m <= 0 || p->n <= 0) return;
+  if (p->k <= 0) {
+    memset(p->c, 0, (size_t)(p->batch * p->m * p->n) * sizeof(CMLC_GEMM_T));
+    return;
+  }
+  CMLC_GEMM_N(gemm_ctx_t) c;
+  memset(&c, 0, sizeof c);
+  c.p = p;
+  c.kern = CMLC_GEMM_N(select)(isa);
+  c.sz = CMLC_GEMM_N(gemm_sizes)(p->m, p->n, p->k, &c.kern);
+  c.scratch = scratch;
+  c.threads = threads < 1 ? 1 : threads;
+  c.a_acc = CMLC_GEMM_N(gemm_access)(&p->a, p->m, p->k);
+  c.b_acc = CMLC_GEMM_N(gemm_access)(&p->b, p->k, p->n);
+  int pool_threads = cmlc_pool_thread_count(pool);
+  if (pool_threads > c.threads) pool = NULL, pool_threads = 1;
+  c.shared_panel = c.scratch + (size_t)c.threads * (c.sz.a_elems + c.sz.b_elems);
+  double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
+  // GEMV streams the matrix once; threads help as soon as it is larger than L2.
+  if (flops * (double)p->batch < 2.0 * 256 * 1024) {
+    if (CMLC_GEMM_N(gemv_try)(&c, NULL)) return;
+  } else if (CMLC_GEMM_N(gemv_try)(&c, pool)) {
+    return;
+  }
+  // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
+  if (flops * (double)p->batch <= 2.0 * 128 * 128 * 128) pool = NULL, pool_threads = 1;
+  c.direct_b = p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.col_stride == 1 &&
+               c.b_acc.row_stride != CMLC_GEMM_NOT_AFFINE &&
+               p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX;
+
+  if (CMLC_GEMM_N(gemm_batch_mode)(p->batch, p->m, p->n, p->k, pool_threads)) {
+    int64_t min_chunk = (int64_t)(2.0 * 64 * 64 * 64 / (flops > 1 ? flops : 1)) + 1;
+    cmlc_parallel_for(pool, p->batch, min_chunk, CMLC_GEMM_N(gemm_batch_task), &c);
+    return;
+  }
+  int64_t ic_blocks = (p->m + c.sz.mc - 1) / c.sz.mc;
+  for (int64_t b = 0; b < p->batch; ++b) {
+    c.b = b;
+    for (int64_t jc = 0; jc < p->n; jc += c.sz.nc) {
+      c.jc = jc;
+      c.nc = CMLC_GEMM_N(gemm_min)(c.sz.nc, p->n - jc);
+      c.slivers = (c.nc + c.kern.nr - 1) / c.kern.nr;
+      int64_t want = 4 * (int64_t)pool_threads;
+      int64_t n_chunks = pool_threads > 1 ? (want + ic_blocks - 1) / ic_blocks : 1;
+      if (n_chunks < 1) n_chunks = 1;
+      if (n_chunks > c.slivers) n_chunks = c.slivers;
+      c.slivers_per_chunk = (c.slivers + n_chunks - 1) / n_chunks;
+      c.n_chunks = (c.slivers + c.slivers_per_chunk - 1) / c.slivers_per_chunk;
+      for (int64_t pc = 0; pc < p->k; pc += c.sz.kc) {
+        c.pc = pc;
+        c.kc = CMLC_GEMM_N(gemm_min)(c.sz.kc, p->k - pc);
+        if (!c.direct_b) {
+          int64_t pack_chunk = (int64_t)(16384 / (c.kc * c.kern.nr)) + 1;
+          cmlc_parallel_for(pool, c.slivers, pack_chunk, CMLC_GEMM_N(gemm_pack_b_task), &c);
+        }
+        cmlc_parallel_for(pool, ic_blocks * c.n_chunks, 1, CMLC_GEMM_N(gemm_tile_task), &c);
+      }
+    }
+  }
+}
+
+#undef CMLC_GEMM_T
+#undef CMLC_GEMM_SUFFIX
+#undef CMLC_GEMM_DTYPE
+#undef CMLC_GEMM_PROBLEM
+#undef CMLC_GEMM_LOAD_CONV
+#undef CMLC_GEMM_ENTRY
+#undef CMLC_GEMM_ENTRY_SCRATCH

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/x86_64/elementwise_x86_64_avx512.c: AVX-512 f32 elementwise and reduction kernels:
+// the 16-lane vector layer for elementwise_x86_64_body.h. Every function carries the target
+// attribute; the kernels are only reached when options->isa is CMLC_ISA_AVX512.
+#include "backends/c/kernels/generic/elementwise_internal.h"
+
+#if defined(CMLC_EW_HAVE_X86)
+#include <immintrin.h>
+
+#define CMLC_EW_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#define CMLC_EW_FN(name) cmlc_ew_avx512_##name
+
+enum { CMLC_V_W = 16 };
+typedef __m512 vf;
+typedef __m512i vi;
+typedef __mmask16 vm;
+
+CMLC_EW_TARGET static inline vf v_load(const float* p) { return _mm512_loadu_ps(p); }
+CMLC_EW_TARGET static inline void v_store(float* p, vf v) { _mm512_storeu_ps(p, v); }
+CMLC_EW_TARGET static inline vf v_set1(float x) { return _mm512_set1_ps(x); }
+CMLC_EW_TARGET static inline vf v_zero(void) { return _mm512_setzero_ps(); }
+CMLC_EW_TARGET static inline vf v_add(vf a, vf b) { return _mm512_add_ps(a, b); }
+CMLC_EW_TARGET static inline vf v_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+CMLC_EW_TARGET static inline vf v_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+CMLC_EW_TARGET static inline vf v_div(vf a, vf b) { return _mm512_div_ps(a, b); }
+CMLC_EW_TARGET static inline vf v_fmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+CMLC_EW_TARGET static inline vf v_sqrt(vf a) { return _mm512_sqrt_ps(a); }
+// x86 semantics: the second operand when either is NaN or both are zero.
+CMLC_EW_TARGET static inline vf v_minx(vf a, vf b) { return _mm512_min_ps(a, b); }
+CMLC_EW_TARGET static inline vf v_maxx(vf a, vf b) { return _mm512_max_ps(a, b); }
+CMLC_EW_TARGET static inline vf v_and(vf a, vf b) { return _mm512_and_ps(a, b); }
+CMLC_EW_TARGET static inline vf v_or(vf a, vf b) { return _mm512_or_ps(a, b); }
+CMLC_EW_TARGET static inline vf v_xor(vf a, vf b) { return _mm512_xor_ps(a, b); }
+CMLC_EW_TARGET static inline vf v_andnot(vf a, vf b) { return _mm512_andnot_ps(a, b); }
+CMLC_EW_TARGET static inline vf v_round(vf a) {
+  return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+CMLC_EW_TARGET static inline vi v_cvt_i32(vf a) { return _mm512_cvtps_epi32(a); }
+CMLC_EW_TARGET static inline vi v_cvtt_i32(vf a) { return _mm512_cvttps_epi32(a); }
+CMLC_EW_TARGET static inline vf v_cvt_f32(vi a) { return _mm512_cvtepi32_ps(a); }
+CMLC_EW_TARGET static inline vi v_cast_i(vf a) { return _mm512_castps_si512(a); }
+CMLC_EW_TARGET static inline vf v_cast_f(vi a) { return _mm512_castsi512_ps(a); }
+CMLC_EW_TARGET static inline vi v_i_set1(int32_t x) { return _mm512_set1_epi32(x); }
+CMLC_EW_TARGET static inline vi v_i_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
+CMLC_EW_TARGET static inline vi v_i_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
+CMLC_EW_TARGET static inline vi v_i_and(vi a, vi b) { return _mm512_and_si512(a, b); }
+CMLC_EW_TARGET static inline vi v_i_or(vi a, vi b) { return _mm512_or_si512(a, b); }
+CMLC_EW_TARGET static inline vi v_i_sra1(vi a) { return _mm512_srai_epi32(a, 1); }
+CMLC_EW_TARGET static inline vi v_i_shl23(vi a) { return _mm512_slli_epi32(a, 23); }
+CMLC_EW_TARGET static inline vi v_i_srl23(vi a) { return _mm512_srli_epi32(a, 23); }
+CMLC_EW_TARGET static inline vi v_i_shl16(vi a) { return _mm512_slli_epi32(a, 16); }
+CMLC_EW_TARGET static inline vi v_i_srl16(vi a) { return _mm512_srli_epi32(a, 16); }
+CMLC_EW_TARGET static inline vm v_eq(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+CMLC_EW_TARGET static inline vm v_neq(vf a, vf b) {
+  return _mm512_cmp_ps_mask(a, b, _CMP_NEQ_UQ);
+}
+CMLC_EW_TARGET static inline vm v_lt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+CMLC_EW_TARGET static inline vm v_le(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
+CMLC_EW_TARGET static inline vm v_gt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+CMLC_EW_TARGET static inline vm v_ge(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+CMLC_EW_TARGET static inline vm v_unord(vf a, vf b) {
+  return _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
+}
+CMLC_EW_TARGET static inline vf v_sel(vm m, vf t, vf f) { return _mm512_mask_blend_ps(m, f, t); }
+CMLC_EW_TARGET static inline vi v_i_sel(vm m, vi t, vi f) {
+  return _mm512_mask_blend_epi32(m, f, t);
+}
+// Writes 16 bytes of 0/1.
+CMLC_EW_TARGET static inline void v_store_bool(uint8_t* p, vm m) {
+  _mm_storeu_si128((__m128i*)p, _mm_maskz_mov_epi8(m, _mm_set1_epi8(1)));
+}
+// Reads 16 bytes; nonzero is true.
+CMLC_EW_TARGET static inline vm v_load_bool(const uint8_t* p) {
+  const __m128i c = _mm_loadu_si128((const __m128i*)p);
+  return _mm_test_epi8_mask(c, c);
+}
+CMLC_EW_TARGET static inline vm v_load_bool_scalar(uint8_t c) { return c ? (vm)0xffff : (vm)0; }
+CMLC_EW_TARGET static inline vi v_load_u16(const uint16_t* p) {
+  return _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)p));
+}
+// Stores the low 16 bits of each lane.
+CMLC_EW_TARGET static inline void v_store_u16(uint16_t* p, vi v) {
+  _mm256_storeu_si256((__m256i*)p, _mm512_cvtepi32_epi16(v));
+}
+CMLC_EW_TARGET static inline vf v_load_f16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p));
+}
+CMLC_EW_TARGET static inline void v_store_f16(uint16_t* p, vf v) {
+  _mm256_storeu_si256((__m256i*)p,
+                      _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+CMLC_EW_TARGET static inline vi v_load_i32(const int32_t* p) { return _mm512_loadu_si512(p); }
+CMLC_EW_TARGET static inline void v_store_i32(int32_t* p, vi v) { _mm512_storeu_si512(p, v); }
+
+#include "backends/c/kernels/x86_64/elementwise_x86_64_body.h"
+
+#endif  // CMLC_EW_HAVE_X86
