@@ -515,8 +515,7 @@ static double dt_element_error(cml_dtype_t d, const void* a, const void* b, int6
     if (diff == 0) return 0;
     double mag = fmax(hypot(ar, ai), hypot(br, bi));
     if (tol.kind == DT_REL) mag = fmax(mag, tol.scale);
-    double denom = mag * dt_eps(r);
-    if (denom == 0 || denom < dt_float_info(r).min_normal) denom = dt_float_info(r).denorm_min;
+    double denom = fmax(mag * dt_eps(r), dt_float_info(r).denorm_min);
     return diff / denom;
   }
   bool an = dt_is_nan_bits(d, a, i), bn = dt_is_nan_bits(d, b, i);

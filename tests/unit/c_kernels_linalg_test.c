@@ -475,6 +475,251 @@ TEST(dot_f32_to_int_output) {
   }
 }
 
+//===--- GEMM paths: every ISA, layout and edge, exact values ---===//
+
+// Fills |x| with multiples of 1/8 in [-1, 1]: products are multiples of 1/64 and sums of up to
+// 2^17 of them are exact in f32, so any summation order gives the exact result.
+static void fill_eighths(float* x, int64_t count, uint32_t seed) {
+  for (int64_t i = 0; i < count; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    x[i] = (float)((int)(seed >> 24) % 17 - 8) / 8.0f;
+  }
+}
+
+// Element (r, c) of a 2-D [R, C] matrix, or of its transpose stored as [C, R].
+static double at2(const float* x, bool transposed, int64_t rows, int64_t cols, int64_t r,
+                  int64_t c) {
+  return transposed ? (double)x[c * rows + r] : (double)x[r * cols + c];
+}
+
+// DotGeneral of lhs [M, K] (or [K, M] when |ta|) and rhs [K, N] (or [N, K] when |tb|).
+static void dot_2d_node(fake_t* f, cml_dtype_t in, cml_dtype_t out, int64_t m, int64_t n,
+                        int64_t k, bool ta, bool tb) {
+  cml_shape_t ins[2] = {shp(in, 2, ta ? (int64_t[]){k, m} : (int64_t[]){m, k}),
+                        shp(in, 2, tb ? (int64_t[]){n, k} : (int64_t[]){k, n})};
+  cml_shape_t o = shp(out, 2, (int64_t[]){m, n});
+  fake_init(f, CML_OP_DOT_GENERAL, ins, 2, &o, 1);
+  cml_dot_config_t* d = &f->attrs.u.dot;
+  d->lhs_contracting_count = d->rhs_contracting_count = 1;
+  d->lhs_contracting_axes[0] = ta ? 0 : 1;
+  d->rhs_contracting_axes[0] = tb ? 1 : 0;
+  d->accumulator_dtype = out;
+  d->output_dtype = out;
+}
+
+TEST(gemm_f32_shapes_layouts_isas_threads) {
+  // M = 1 and N = 1 take the GEMV path, tiny ones read B in place, the rest are blocked with
+  // masked edges and (K > 256) several k blocks.
+  static const int64_t shapes[][3] = {{1, 1, 1},     {1, 37, 19},  {1, 300, 700}, {45, 1, 33},
+                                      {300, 1, 513}, {5, 7, 11},   {12, 32, 64},  {13, 33, 65},
+                                      {64, 64, 64},  {150, 70, 520}, {2, 600, 300}};
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failed = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !failed; ++si) {
+    int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+    float* a = malloc(sizeof(float) * (size_t)(m * k));
+    float* b = malloc(sizeof(float) * (size_t)(k * n));
+    float* c1 = malloc(sizeof(float) * (size_t)(m * n));
+    float* c3 = malloc(sizeof(float) * (size_t)(m * n));
+    fill_eighths(a, m * k, 11u + (uint32_t)si);
+    fill_eighths(b, k * n, 99u + (uint32_t)si);
+    for (int layout = 0; layout < 4 && !failed; ++layout) {
+      bool ta = layout & 1, tb = (layout >> 1) & 1;
+      fake_t f;
+      dot_2d_node(&f, CML_DTYPE_F32, CML_DTYPE_F32, m, n, k, ta, tb);
+      for (size_t i = 0; i < 3 && !failed; ++i) {
+        if (!isa_usable(kIsas[i])) continue;
+        cmlc_options_t o1 = make_options(kIsas[i], false, 1);
+        cmlc_options_t o3 = make_options(kIsas[i], false, 3);
+        cml_status_t s1 = fake_run(&f, &o1, NULL, (const void*[]){a, b}, (void*[]){c1});
+        cml_status_t s3 = fake_run(&f, &o3, pool, (const void*[]){a, b}, (void*[]){c3});
+        if (s1 != CML_OK || s3 != CML_OK) {
+          cml_status_free(s1), cml_status_free(s3);
+          failed = 1;
+          break;
+        }
+        for (int64_t r = 0; r < m && !failed; ++r) {
+          for (int64_t cc = 0; cc < n; ++cc) {
+            double want = 0;
+            for (int64_t kk = 0; kk < k; ++kk)
+              want += at2(a, ta, m, k, r, kk) * at2(b, tb, k, n, kk, cc);
+            if ((double)c1[r * n + cc] != want || c1[r * n + cc] != c3[r * n + cc]) {
+              fprintf(stderr, "M%lld N%lld K%lld ta%d tb%d isa %d (%lld,%lld): %g / %g want %g\n",
+                      (long long)m, (long long)n, (long long)k, ta, tb, (int)kIsas[i],
+                      (long long)r, (long long)cc, c1[r * n + cc], c3[r * n + cc], want);
+              failed = 2;
+              break;
+            }
+          }
+        }
+      }
+    }
+    free(a), free(b), free(c1), free(c3);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failed, 0);
+}
+
+TEST(gemm_f64_every_isa_thread_independent) {
+  // f64: inexact values; 1 and 3 threads must agree bitwise, and the result must be within
+  // 1e-12 of a long double reference.
+  static const int64_t shapes[][3] = {{1, 50, 300}, {40, 1, 70}, {7, 9, 5}, {130, 45, 600}};
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failed = 0;
+  for (size_t si = 0; si < 4 && !failed; ++si) {
+    int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+    double* a = malloc(sizeof(double) * (size_t)(m * k));
+    double* b = malloc(sizeof(double) * (size_t)(k * n));
+    double* c1 = malloc(sizeof(double) * (size_t)(m * n));
+    double* c3 = malloc(sizeof(double) * (size_t)(m * n));
+    uint32_t seed = 5u + (uint32_t)si;
+    for (int64_t i = 0; i < m * k; ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      a[i] = (double)seed / 4294967296.0 - 0.5;
+    }
+    for (int64_t i = 0; i < k * n; ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      b[i] = (double)seed / 4294967296.0 - 0.5;
+    }
+    fake_t f;
+    dot_2d_node(&f, CML_DTYPE_F64, CML_DTYPE_F64, m, n, k, false, false);
+    for (size_t i = 0; i < 3 && !failed; ++i) {
+      if (!isa_usable(kIsas[i])) continue;
+      cmlc_options_t o1 = make_options(kIsas[i], false, 1);
+      cmlc_options_t o3 = make_options(kIsas[i], false, 3);
+      ASSERT_STATUS_OK(fake_run(&f, &o1, NULL, (const void*[]){a, b}, (void*[]){c1}));
+      ASSERT_STATUS_OK(fake_run(&f, &o3, pool, (const void*[]){a, b}, (void*[]){c3}));
+      if (memcmp(c1, c3, sizeof(double) * (size_t)(m * n)) != 0) failed = 1;
+      for (int64_t r = 0; r < m && !failed; ++r) {
+        for (int64_t cc = 0; cc < n; ++cc) {
+          long double want = 0;
+          for (int64_t kk = 0; kk < k; ++kk) want += (long double)a[r * k + kk] * b[kk * n + cc];
+          if (fabsl(want - c1[r * n + cc]) > 1e-12L) {
+            fprintf(stderr, "f64 isa %d (%lld,%lld): %.17g want %.17Lg\n", (int)kIsas[i],
+                    (long long)r, (long long)cc, c1[r * n + cc], want);
+            failed = 2;
+            break;
+          }
+        }
+      }
+    }
+    free(a), free(b), free(c1), free(c3);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failed, 0);
+}
+
+TEST(gemm_half_inputs_convert_on_pack) {
+  // bf16 and f16 operands (exact eighths) with an f32 accumulator, through the packed GEMM on
+  // every ISA; an f32 accumulator with an f64 output; and f32 operands with an f64 accumulator.
+  const int64_t m = 20, n = 35, k = 300;
+  float* af = malloc(sizeof(float) * m * k);
+  float* bf = malloc(sizeof(float) * k * n);
+  uint16_t* ah = malloc(sizeof(uint16_t) * m * k);
+  uint16_t* bh = malloc(sizeof(uint16_t) * k * n);
+  float* c = malloc(sizeof(float) * m * n);
+  double* cd = malloc(sizeof(double) * m * n);
+  fill_eighths(af, m * k, 3);
+  fill_eighths(bf, k * n, 4);
+  int failed = 0;
+  for (int half = 0; half < 2 && !failed; ++half) {
+    cml_dtype_t dt = half ? CML_DTYPE_F16 : CML_DTYPE_BF16;
+    for (int64_t i = 0; i < m * k; ++i) ah[i] = half ? cml_f32_to_f16(af[i]) : cml_f32_to_bf16(af[i]);
+    for (int64_t i = 0; i < k * n; ++i) bh[i] = half ? cml_f32_to_f16(bf[i]) : cml_f32_to_bf16(bf[i]);
+    fake_t f;
+    dot_2d_node(&f, dt, CML_DTYPE_F32, m, n, k, false, half);
+    if (half) {  // f16: B given transposed ([N, K]).
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t j = 0; j < n; ++j) bh[j * k + kk] = cml_f32_to_f16(bf[kk * n + j]);
+    }
+    for (size_t i = 0; i < 3 && !failed; ++i) {
+      if (!isa_usable(kIsas[i])) continue;
+      cmlc_options_t o = make_options(kIsas[i], false, 1);
+      ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){ah, bh}, (void*[]){c}));
+      for (int64_t r = 0; r < m && !failed; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0;
+          for (int64_t kk = 0; kk < k; ++kk) want += (double)af[r * k + kk] * bf[kk * n + j];
+          if ((double)c[r * n + j] != want) {
+            fprintf(stderr, "%s isa %d (%lld,%lld): %g want %g\n", cml_dtype_name(dt),
+                    (int)kIsas[i], (long long)r, (long long)j, c[r * n + j], want);
+            failed = 1;
+            break;
+          }
+        }
+    }
+  }
+  // f32 operands, f64 accumulator and output: the f64 GEMM converts on packing.
+  fake_t f;
+  dot_2d_node(&f, CML_DTYPE_F32, CML_DTYPE_F64, m, n, k, true, false);
+  float* at = malloc(sizeof(float) * m * k);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t kk = 0; kk < k; ++kk) at[kk * m + r] = af[r * k + kk];
+  for (size_t i = 0; i < 3 && !failed; ++i) {
+    if (!isa_usable(kIsas[i])) continue;
+    cmlc_options_t o = make_options(kIsas[i], false, 1);
+    ASSERT_STATUS_OK(fake_run(&f, &o, NULL, (const void*[]){at, bf}, (void*[]){cd}));
+    for (int64_t r = 0; r < m && !failed; ++r)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t kk = 0; kk < k; ++kk) want += (double)af[r * k + kk] * bf[kk * n + j];
+        if (cd[r * n + j] != want) {
+          failed = 2;
+          break;
+        }
+      }
+  }
+  free(af), free(bf), free(ah), free(bh), free(c), free(cd), free(at);
+  ASSERT_EQ_INT(failed, 0);
+}
+
+TEST(gemm_batched_gemv_and_small) {
+  // Batched products in batch mode (many small) and in tile mode (few large), and a batched
+  // M = 1 product: lhs [B, 1, K] x rhs [B, K, N]. Exact values.
+  static const int64_t cases[][4] = {{6, 1, 40, 30}, {9, 8, 9, 10}, {2, 100, 50, 300}};
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(2, cml_allocator_system(), &pool));
+  int failed = 0;
+  for (size_t ci = 0; ci < 3 && !failed; ++ci) {
+    int64_t B = cases[ci][0], m = cases[ci][1], n = cases[ci][2], k = cases[ci][3];
+    float* a = malloc(sizeof(float) * B * m * k);
+    float* b = malloc(sizeof(float) * B * k * n);
+    float* c1 = malloc(sizeof(float) * B * m * n);
+    float* c2 = malloc(sizeof(float) * B * m * n);
+    fill_eighths(a, B * m * k, 7);
+    fill_eighths(b, B * k * n, 8);
+    fake_t f;
+    cml_shape_t ins[2] = {shp(CML_DTYPE_F32, 3, (int64_t[]){B, m, k}),
+                          shp(CML_DTYPE_F32, 3, (int64_t[]){B, k, n})};
+    cml_shape_t out = shp(CML_DTYPE_F32, 3, (int64_t[]){B, m, n});
+    fake_init(&f, CML_OP_DOT_GENERAL, ins, 2, &out, 1);
+    dot_config(&f.attrs, 1, 3, CML_DTYPE_F32);
+    for (size_t i = 0; i < 3 && !failed; ++i) {
+      if (!isa_usable(kIsas[i])) continue;
+      cmlc_options_t o1 = make_options(kIsas[i], false, 1), o2 = make_options(kIsas[i], false, 2);
+      ASSERT_STATUS_OK(fake_run(&f, &o1, NULL, (const void*[]){a, b}, (void*[]){c1}));
+      ASSERT_STATUS_OK(fake_run(&f, &o2, pool, (const void*[]){a, b}, (void*[]){c2}));
+      for (int64_t bb = 0; bb < B && !failed; ++bb)
+        for (int64_t r = 0; r < m && !failed; ++r)
+          for (int64_t j = 0; j < n; ++j) {
+            double want = 0;
+            for (int64_t kk = 0; kk < k; ++kk)
+              want += (double)a[(bb * m + r) * k + kk] * b[(bb * k + kk) * n + j];
+            int64_t e = (bb * m + r) * n + j;
+            if ((double)c1[e] != want || c1[e] != c2[e]) {
+              failed = 1;
+              break;
+            }
+          }
+    }
+    free(a), free(b), free(c1), free(c2);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failed, 0);
+}
+
 //===--- ConvGeneral ---===//
 
 static void conv_default_axes(cml_conv_config_t* c, int32_t spatial) {
@@ -622,6 +867,9 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path), TEST_ENTRY(dot_f32_transposed_la
           TEST_ENTRY(dot_f32_inexact_thread_independent), TEST_ENTRY(dot_int_wraps_and_accumulates),
           TEST_ENTRY(dot_half_accumulates_in_f32), TEST_ENTRY(dot_complex_and_f64),
           TEST_ENTRY(dot_multiple_contracting_and_batch_axes), TEST_ENTRY(dot_zero_k_and_empty),
-          TEST_ENTRY(dot_f32_to_int_output), TEST_ENTRY(conv_1d_stride_padding_dilations),
+          TEST_ENTRY(dot_f32_to_int_output),
+          TEST_ENTRY(gemm_f32_shapes_layouts_isas_threads),
+          TEST_ENTRY(gemm_f64_every_isa_thread_independent),
+          TEST_ENTRY(gemm_half_inputs_convert_on_pack), TEST_ENTRY(gemm_batched_gemv_and_small), TEST_ENTRY(conv_1d_stride_padding_dilations),
           TEST_ENTRY(conv_2d_nhwc_layout_and_int), TEST_ENTRY(conv_feature_and_batch_groups),
           TEST_ENTRY(conv_half_and_f64), TEST_ENTRY(capabilities_and_lookup_rejects))

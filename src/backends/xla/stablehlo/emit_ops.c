@@ -109,6 +109,62 @@ static cml_shape_t cml_shlo_retype(const cml_shape_t* s, cml_dtype_t dtype) {
   return r;
 }
 
+// A constant of |dtype| holding the literal |text|, broadcast to the dims of |dims|.
+static cml__shlo_val_t cml_shlo_const_text(cml__shlo_ctx_t* c, cml_dtype_t dtype,
+                                           const char* text, const cml_shape_t* dims) {
+  cml__shlo_val_t r;
+  r.shape = cml_shape_scalar(dtype);
+  r.name = cml__shlo_op_begin(c, "stablehlo.constant", NULL, 0, 1);
+  cml__shlo_printf(c, " {value = dense<%s> : ", text);
+  cml__shlo_type(c, &r.shape);
+  cml__shlo_printf(c, "}");
+  cml__shlo_op_end(c, NULL, NULL, 0, &r.shape, 1);
+  return cml__shlo_broadcast(c, &r, dims);
+}
+
+// Float64 -> BFloat16 rounded once. The plugin converts through Float32, which rounds twice:
+// a value just above a BFloat16 midpoint can land exactly on it and then round to even. When
+// the Float32 value sits on a midpoint but is inexact, it is moved one Float32 ulp toward
+// the Float64 value first (the "sticky bit"), so the final rounding goes the right way.
+static cml__shlo_val_t cml_shlo_f64_to_bf16(cml__shlo_ctx_t* c, const cml__shlo_val_t* x) {
+  const cml_shape_t* s = &x->shape;
+  cml_shape_t fs = cml_shlo_retype(s, CML_DTYPE_F32), us = cml_shlo_retype(s, CML_DTYPE_U32);
+  cml_shape_t bs = cml_shlo_retype(s, CML_DTYPE_BOOL), hs = cml_shlo_retype(s, CML_DTYPE_BF16);
+  cml__shlo_val_t y = cml__shlo_op(c, "stablehlo.convert", x, 1, NULL, &fs);
+  cml__shlo_val_t back = cml__shlo_op(c, "stablehlo.convert", &y, 1, NULL, s);
+  cml__shlo_val_t pair[2] = {*x, back};
+  cml__shlo_val_t err = cml__shlo_op(c, "stablehlo.subtract", pair, 2, NULL, s);
+  cml__shlo_val_t zero = cml__shlo_const_fill(c, CML_DTYPE_F64, CML__SHLO_ZERO, s);
+  cml__shlo_val_t inexact = cml__shlo_compare(c, "NE", &err, &zero, false);
+  pair[0] = err;
+  pair[1] = back;
+  cml__shlo_val_t prod = cml__shlo_op(c, "stablehlo.multiply", pair, 2, NULL, s);
+  cml__shlo_val_t up = cml__shlo_compare(c, "GT", &prod, &zero, false);
+  cml__shlo_val_t bits = cml__shlo_op(c, "stablehlo.bitcast_convert", &y, 1, NULL, &us);
+  cml__shlo_val_t mask = cml_shlo_const_text(c, CML_DTYPE_U32, "65535", s);
+  cml__shlo_val_t half = cml_shlo_const_text(c, CML_DTYPE_U32, "32768", s);
+  cml__shlo_val_t one = cml_shlo_const_text(c, CML_DTYPE_U32, "1", s);
+  pair[0] = bits;
+  pair[1] = mask;
+  cml__shlo_val_t low = cml__shlo_op(c, "stablehlo.and", pair, 2, NULL, &us);
+  cml__shlo_val_t mid = cml__shlo_compare(c, "EQ", &low, &half, false);
+  pair[0] = mid;
+  pair[1] = inexact;
+  cml__shlo_val_t fix = cml__shlo_op(c, "stablehlo.and", pair, 2, NULL, &bs);
+  pair[0] = bits;
+  pair[1] = one;
+  cml__shlo_val_t plus = cml__shlo_op(c, "stablehlo.add", pair, 2, NULL, &us);
+  cml__shlo_val_t minus = cml__shlo_op(c, "stablehlo.subtract", pair, 2, NULL, &us);
+  cml__shlo_val_t sel[3] = {up, plus, minus};
+  cml__shlo_val_t moved = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, &us);
+  sel[0] = fix;
+  sel[1] = moved;
+  sel[2] = bits;
+  cml__shlo_val_t nb = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, &us);
+  cml__shlo_val_t y2 = cml__shlo_op(c, "stablehlo.bitcast_convert", &nb, 1, NULL, &fs);
+  return cml__shlo_op(c, "stablehlo.convert", &y2, 1, NULL, &hs);
+}
+
 cml__shlo_val_t cml__shlo_convert(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, cml_dtype_t to) {
   cml_dtype_t from = v->shape.dtype;
   if (from == to) return *v;
@@ -121,14 +177,13 @@ cml__shlo_val_t cml__shlo_convert(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, 
     cml__shlo_val_t re = cml__shlo_op(c, "stablehlo.real", v, 1, NULL, &rs);
     return cml__shlo_convert(c, &re, to);
   }
-  if ((to == CML_DTYPE_F16 || to == CML_DTYPE_BF16) && cml_dtype_is_int(from) &&
-      cml_dtype_bits(from) > 24) {
-    // Wide integers to half precision: the plugin goes through Float32 and rounds twice; via
-    // Float64 (exact up to 2^53) there is one rounding.
+  if (to == CML_DTYPE_BF16 && cml_dtype_is_int(from) && cml_dtype_bits(from) > 24) {
+    // Wide integers to BFloat16: via Float64 (exact up to 2^53), then rounded once below.
     cml_shape_t ws = cml_shlo_retype(&v->shape, CML_DTYPE_F64);
     cml__shlo_val_t wide = cml__shlo_op(c, "stablehlo.convert", v, 1, NULL, &ws);
     return cml__shlo_convert(c, &wide, to);
   }
+  if (to == CML_DTYPE_BF16 && from == CML_DTYPE_F64) return cml_shlo_f64_to_bf16(c, v);
   cml_shape_t out = cml_shlo_retype(&v->shape, to);
   return cml__shlo_op(c, "stablehlo.convert", v, 1, NULL, &out);
 }

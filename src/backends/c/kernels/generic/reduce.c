@@ -14,11 +14,25 @@
 // 0 (sum), 1 (product), -Inf or the lowest integer (max), +Inf or the highest (min), all ones
 // (bitwise and), true (logical and), false / 0 otherwise. Max/Min propagate NaN.
 // ArgMinMax: NaN wins (the first NaN), ties pick the first index.
+//
+// Full reductions of at least 2 blocks (65536 elements, more when that would give over 1024
+// blocks; the block size depends only on the element count) reduce each block on the pool into
+// a partial in scratch, then combine the partials on the calling thread in a fixed pairwise
+// order, so big sums run on every thread and still give the same bits for any thread count.
+// f32 Sum/Max/Min with an innermost reduced axis use the SIMD kernels (32 virtual lanes, see
+// kernels/x86_64/elementwise_x86_64_body.h) unless reference=true.
 #include <tgmath.h>
 
 #include "backends/c/kernels/generic/elementwise_internal.h"
 
-enum { CMLC_RD_TILE = 256, CMLC_RD_ROW_BLOCK = 128, CMLC_RD_MIN_WORK = 32768 };
+enum {
+  CMLC_RD_TILE = 256,
+  CMLC_RD_ROW_BLOCK = 128,
+  CMLC_RD_MIN_WORK = 32768,
+  CMLC_RD_BLOCK = 65536,     // elements per partial of a blocked full reduction (at least)
+  CMLC_RD_MAX_BLOCKS = 1024,
+  CMLC_RD_PARTIAL_SIZE = 16  // bytes per partial (the widest accumulator: complex double)
+};
 
 typedef struct cmlc_rd_plan_t {
   const void* in;
@@ -29,7 +43,22 @@ typedef struct cmlc_rd_plan_t {
   int64_t outputs;                             // product of kd
   int64_t reduced;                             // product of rd
   int64_t tiles;                               // inner-kept case: tiles per row
+  cmlc_rd_f32_fn simd;                         // f32 SIMD contiguous reduction, or NULL
+  cml_op_t op;
+  void* partials;                              // blocked full reduction: one per block
+  int64_t block, blocks;
 } cmlc_rd_plan_t;
+
+// Block size and count of a blocked full reduction of |n| elements (blocks < 2: not blocked).
+static void cmlc_rd_blocking(int64_t n, int64_t* out_block, int64_t* out_blocks) {
+  int64_t block = CMLC_RD_BLOCK;
+  if (n > block * CMLC_RD_MAX_BLOCKS) {
+    block = (n + CMLC_RD_MAX_BLOCKS - 1) / CMLC_RD_MAX_BLOCKS;
+    block = (block + 63) & ~(int64_t)63;
+  }
+  *out_block = block;
+  *out_blocks = n >= 2 * block ? (n + block - 1) / block : 0;
+}
 
 // Offset of the |index|-th element of the row-major grid |dims|[0..n) with |strides|.
 static inline int64_t cmlc_rd_offset(int n, const int64_t* dims, const int64_t* strides,
@@ -134,6 +163,26 @@ static inline void cmlc_rd_next(int n, const int64_t* dims, const int64_t* strid
       T* out_row = y + row * width + c0;                                                     \
       for (int64_t j = 0; j < len; ++j) out_row[j] = STORE(total[j]);                        \
     }                                                                                        \
+  }                                                                                          \
+  /* Blocked full reduction: partials of blocks [begin, end). */                             \
+  static void name##_blk(void* ctx, int64_t begin, int64_t end, int thread_index) {         \
+    (void)thread_index;                                                                      \
+    const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;                                    \
+    const T* x = (const T*)p->in;                                                            \
+    CT* part = (CT*)p->partials;                                                             \
+    for (int64_t b = begin; b < end; ++b) {                                                  \
+      const int64_t start = b * p->block;                                                    \
+      const int64_t len = p->reduced - start < p->block ? p->reduced - start : p->block;     \
+      part[b] = name##_contig(x + start, len);                                               \
+    }                                                                                        \
+  }                                                                                          \
+  /* Combines the partials pairwise in a fixed order and stores the result. */               \
+  static void name##_fin(const cmlc_rd_plan_t* p) {                                          \
+    CT* part = (CT*)p->partials;                                                             \
+    for (int64_t w = 1; w < p->blocks; w *= 2) {                                             \
+      for (int64_t j = 0; j + w < p->blocks; j += 2 * w) part[j] = COMB(part[j], part[j + w]); \
+    }                                                                                        \
+    *(T*)p->out = STORE(part[0]);                                                            \
   }
 
 #define CMLC_RD_ADD(a, b) ((a) + (b))
@@ -197,11 +246,14 @@ CMLC_RD_GEN(cmlc_rd_lxor_bool, uint8_t, unsigned, CMLC_RD_BOOL_LOAD, CMLC_RD_BOO
 typedef struct cmlc_rd_fns_t {
   cmlc_task_fn inner_reduced;
   cmlc_task_fn inner_kept;
+  cmlc_task_fn block;
+  void (*finish)(const cmlc_rd_plan_t* p);
 } cmlc_rd_fns_t;
 
 #define CMLC_RD_PICK(name, DT, sfx)                                     \
   if (dtype == CML_DTYPE_##DT) {                                        \
-    cmlc_rd_fns_t f_ = {cmlc_rd_##name##_##sfx##_a, cmlc_rd_##name##_##sfx##_b}; \
+    cmlc_rd_fns_t f_ = {cmlc_rd_##name##_##sfx##_a, cmlc_rd_##name##_##sfx##_b,  \
+                        cmlc_rd_##name##_##sfx##_blk, cmlc_rd_##name##_##sfx##_fin};  \
     return f_;                                                          \
   }
 #define CMLC_RD_PICK_FLOAT(name) \
@@ -230,11 +282,70 @@ static cmlc_rd_fns_t cmlc_rd_pick(cml_op_t op, cml_dtype_t dtype) {
     default:
       break;
   }
-  cmlc_rd_fns_t none = {NULL, NULL};
+  cmlc_rd_fns_t none = {NULL, NULL, NULL, NULL};
   return none;
 }
 
+//===--- f32 SIMD tasks ---===//
+
+static inline float cmlc_rd_comb_f32(cml_op_t op, float a, float b) {
+  switch (op) {
+    case CML_OP_REDUCE_MAX: return CMLC_EW_FMAX(a, b);
+    case CML_OP_REDUCE_MIN: return CMLC_EW_FMIN(a, b);
+    default: return a + b;
+  }
+}
+
+static float cmlc_rd_ident_f32(cml_op_t op) {
+  return op == CML_OP_REDUCE_MAX ? -INFINITY : op == CML_OP_REDUCE_MIN ? INFINITY : 0.0f;
+}
+
+// Innermost axis reduced: as the generic _a task, with the SIMD contiguous reduction.
+static void cmlc_rd_simd_f32_a(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
+  const float* x = (const float*)p->in;
+  float* y = (float*)p->out;
+  const int64_t len = p->rd[p->nr - 1];
+  const int64_t outer = len ? p->reduced / len : 0;
+  for (int64_t o = begin; o < end; ++o) {
+    const int64_t base = cmlc_rd_offset(p->nk, p->kd, p->ks, o);
+    float acc = cmlc_rd_ident_f32(p->op);
+    int64_t idx[CML_MAX_RANK] = {0};
+    int64_t off = 0;
+    for (int64_t r = 0; r < outer; ++r) {
+      acc = cmlc_rd_comb_f32(p->op, acc, p->simd(x + base + off, len));
+      cmlc_rd_next(p->nr - 1, p->rd, p->rs, idx, &off);
+    }
+    y[o] = acc;
+  }
+}
+
+static void cmlc_rd_simd_f32_blk(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
+  const float* x = (const float*)p->in;
+  float* part = (float*)p->partials;
+  for (int64_t b = begin; b < end; ++b) {
+    const int64_t start = b * p->block;
+    const int64_t len = p->reduced - start < p->block ? p->reduced - start : p->block;
+    part[b] = p->simd(x + start, len);
+  }
+}
+
 //===--- reduce runner ---===//
+
+// Scratch: the partials of a blocked full reduction.
+static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                              const cmlc_options_t* options) {
+  (void)options;
+  const cml_shape_t* is = &module->values[node->inputs[0]].shape;
+  const cml_shape_t* os = &module->values[node->first_output].shape;
+  if (cml_shape_element_count(os) != 1) return 0;
+  int64_t block, blocks;
+  cmlc_rd_blocking(cml_shape_element_count(is), &block, &blocks);
+  return (size_t)blocks * CMLC_RD_PARTIAL_SIZE;
+}
 
 static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
   const cml_shape_t* is = args->input_shapes[0];
@@ -300,7 +411,22 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
     last = 1;
   }
   const int64_t per_output = p.reduced > 0 ? p.reduced : 1;
-  if (last == 1) {
+  p.op = args->node->op;
+  if (is->dtype == CML_DTYPE_F32) p.simd = cmlc_rd_simd_f32_fn(args->options, p.op);
+  if (last == 1 && p.outputs == 1 && p.nr == 1) {
+    cmlc_rd_blocking(p.reduced, &p.block, &p.blocks);
+    if (p.blocks >= 2 && args->scratch &&
+        args->scratch_size >= (size_t)p.blocks * CMLC_RD_PARTIAL_SIZE) {
+      p.partials = args->scratch;
+      cmlc_parallel_for(args->pool, p.blocks, 1, p.simd ? cmlc_rd_simd_f32_blk : fns.block, &p);
+      fns.finish(&p);
+      return CML_OK;
+    }
+  }
+  if (last == 1 && p.simd) {
+    int64_t chunk = CMLC_RD_MIN_WORK / per_output;
+    cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, cmlc_rd_simd_f32_a, &p);
+  } else if (last == 1) {
     int64_t chunk = CMLC_RD_MIN_WORK / per_output;
     cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, fns.inner_reduced, &p);
   } else {
@@ -441,6 +567,7 @@ bool cmlc_kernels_reduce_lookup(const cml_module_t* module, const cml_ir_node_t*
   } else if (cml_op_kind(node->op) == CML_OPK_REDUCE) {
     if (!cmlc_rd_pick(node->op, in).inner_reduced) return false;
     e.run = cmlc_rd_run;
+    e.scratch = cmlc_rd_scratch;
   } else {
     return false;
   }

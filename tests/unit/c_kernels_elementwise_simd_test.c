@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/c_kernels_elementwise_simd_test.c: the AVX2 / AVX-512 f32 elementwise and
+// reduction kernels against the scalar reference kernels over edge-value grids (every pair of
+// edge values, broadcast operands, every tail length), against libm in double for the
+// polynomial transcendentals, AVX2 against AVX-512 bit for bit, and the blocked parallel full
+// reduction for independence from the thread count. Parts for an ISA the CPU lacks are skipped.
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "backends/c/kernels/generic/elementwise_internal.h"
+#include "test.h"
+
+#if defined(CMLC_EW_HAVE_X86)
+
+//===--- helpers ---===//
+
+static bool have_avx512(void) {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+}
+static bool have_avx2(void) {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+}
+
+typedef struct isa_entry_t {
+  const char* name;
+  cmlc_isa_t isa;
+  cmlc_ew_fn (*unary)(cml_op_t, cml_dtype_t);
+  cmlc_ew_fn (*binary)(cml_op_t, cml_dtype_t);
+  cmlc_ew_fn (*where)(size_t);
+  cmlc_ew_convert_fn (*convert)(cml_dtype_t, cml_dtype_t);
+  cmlc_rd_f32_fn (*reduce)(cml_op_t);
+  bool (*available)(void);
+} isa_entry_t;
+
+static const isa_entry_t kIsas[] = {
+    {"avx512", CMLC_ISA_AVX512, cmlc_ew_avx512_unary_fn, cmlc_ew_avx512_binary_fn,
+     cmlc_ew_avx512_where_fn, cmlc_ew_avx512_convert_fn, cmlc_ew_avx512_reduce_fn, have_avx512},
+    {"avx2", CMLC_ISA_AVX2, cmlc_ew_avx2_unary_fn, cmlc_ew_avx2_binary_fn, cmlc_ew_avx2_where_fn,
+     cmlc_ew_avx2_convert_fn, cmlc_ew_avx2_reduce_fn, have_avx2},
+};
+#define ISA_COUNT ((int)(sizeof kIsas / sizeof kIsas[0]))
+
+static float bits_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Same bits, or both NaN.
+static bool same_f32(float a, float b) {
+  return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b));
+}
+
+static const float kEdges[] = {
+    0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -0.5f, INFINITY, -INFINITY, NAN, -NAN,
+    FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 0x1p-149f, -0x1p-140f, 1e-30f, 3.0f, -2.5f, 88.72f,
+    89.0f, -104.0f, -87.5f, -100.0f, 0.55f, 0.5499999f, -0.55f, 0.99999994f, 3.92f, -3.9200001f,
+    100.0f, 2147483648.0f, -2147483648.0f, 2147483520.0f, -2147483904.0f, 16777217.0f,
+    1.00390625f, 1.01171875f, 65504.0f, 65520.0f, 6e-8f, 1e-3f, 7.0f / 3.0f};
+#define EDGE_COUNT ((int)(sizeof kEdges / sizeof kEdges[0]))
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rng_u32(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (uint32_t)(rng_state >> 16);
+}
+static float rng_uniform(float lo, float hi) {
+  return lo + (hi - lo) * (float)((double)rng_u32() / 4294967296.0);
+}
+
+// Error of |got| against |want| (exact) in units of the f32 spacing at |want|.
+static double ulp_error(float got, double want) {
+  const double a = fabs(want);
+  double ulp = 0x1p-149;
+  if (a >= 0x1p-126) {
+    int e;
+    frexp(a, &e);
+    ulp = ldexp(1.0, e - 24);
+  }
+  return fabs((double)got - want) / ulp;
+}
+
+//===--- binary and compare ---===//
+
+static const cml_op_t kBinaryOps[] = {
+    CML_OP_ADD,       CML_OP_SUB,       CML_OP_MUL,           CML_OP_DIV,
+    CML_OP_MAX,       CML_OP_MIN,       CML_OP_EQUAL,         CML_OP_NOT_EQUAL,
+    CML_OP_LESS_THAN, CML_OP_LESS_OR_EQUAL, CML_OP_GREATER_THAN, CML_OP_GREATER_OR_EQUAL};
+
+static bool is_compare(cml_op_t op) { return cml_op_kind(op) == CML_OPK_COMPARE; }
+
+// Runs |fn| and the scalar kernel on the same operands and compares every output element.
+static bool binary_matches(cml_op_t op, cmlc_ew_fn fn, const float* a, const float* b,
+                           const int64_t* st, int64_t n, int64_t* out_bad) {
+  cmlc_ew_fn ref = cmlc_ew_binary_fn(op, CML_DTYPE_F32);
+  float got[EDGE_COUNT * EDGE_COUNT], want[EDGE_COUNT * EDGE_COUNT];
+  const void* in[2] = {a, b};
+  memset(got, 0x5a, sizeof got);
+  fn(got, in, st, n);
+  ref(want, in, st, n);
+  for (int64_t i = 0; i < n; ++i) {
+    const bool ok = is_compare(op) ? ((const uint8_t*)got)[i] == ((const uint8_t*)want)[i]
+                                   : same_f32(got[i], want[i]);
+    if (!ok) {
+      *out_bad = i;
+      return false;
+    }
+  }
+  // Nothing written past n.
+  const size_t esize = is_compare(op) ? 1 : 4;
+  const unsigned char* g = (const unsigned char*)got;
+  for (size_t k = (size_t)n * esize; k < (size_t)n * esize + 16 && k < sizeof got; ++k) {
+    if (g[k] != 0x5a) {
+      *out_bad = -1;
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(binary_matches_scalar_on_edge_grid) {
+  static float a[EDGE_COUNT * EDGE_COUNT], b[EDGE_COUNT * EDGE_COUNT];
+  for (int i = 0; i < EDGE_COUNT; ++i) {
+    for (int j = 0; j < EDGE_COUNT; ++j) {
+      a[i * EDGE_COUNT + j] = kEdges[i];
+      b[i * EDGE_COUNT + j] = kEdges[j];
+    }
+  }
+  int checked = 0;
+  for (int k = 0; k < ISA_COUNT; ++k) {
+    if (!kIsas[k].available()) continue;
+    for (size_t o = 0; o < sizeof kBinaryOps / sizeof kBinaryOps[0]; ++o) {
+      const cml_op_t op = kBinaryOps[o];
+      cmlc_ew_fn fn = kIsas[k].binary(op, CML_DTYPE_F32);
+      ASSERT_TRUE(fn != NULL);
+      int64_t bad = 0;
+      const int64_t both[2] = {1, 1};
+      if (!binary_matches(op, fn, a, b, both, EDGE_COUNT * EDGE_COUNT, &bad)) {
+        TEST_FAIL_("%s %s: element %lld (%a, %a)", kIsas[k].name, cml_op_name(op),
+                   (long long)bad, bad >= 0 ? (double)a[bad] : 0.0,
+                   bad >= 0 ? (double)b[bad] : 0.0);
+      }
+      // Every tail length, and each operand broadcast.
+      for (int64_t n = 0; n <= 40; ++n) {
+        const int64_t strides[4][2] = {{1, 1}, {1, 0}, {0, 1}, {0, 0}};
+        for (int s = 0; s < 4; ++s) {
+          const float* pa = strides[s][0] ? a + 7 : &kEdges[n % EDGE_COUNT];
+          const float* pb = strides[s][1] ? a + 3 : &kEdges[(n * 5) % EDGE_COUNT];
+          if (!binary_matches(op, fn, pa, pb, strides[s], n, &bad)) {
+            TEST_FAIL_("%s %s: n=%lld strides (%lld, %lld): element %lld", kIsas[k].name,
+                       cml_op_name(op), (long long)n, (long long)strides[s][0],
+                       (long long)strides[s][1], (long long)bad);
+          }
+        }
+      }
+      ++checked;
+    }
+  }
+  if (checked == 0) printf("  (no AVX2/AVX-512 on this CPU: skipped)\n");
+}
+
+TEST(max_min_nan_and_signed_zero) {
+  // Independent expectations (XLA semantics): NaN wins, -0 < +0.
+  const float a[4] = {NAN, 1.0f, -0.0f, 0.0f}, b[4] = {1.0f, NAN, 0.0f, -0.0f};
+  const int64_t st[2] = {1, 1};
+  for (int k = 0; k < ISA_COUNT; ++k) {
+    if (!kIsas[k].available()) continue;
+    float mx[4], mn[4];
+    const void* in[2] = {a, b};
+    kIsas[k].binary(CML_OP_MAX, CML_DTYPE_F32)(mx, in, st, 4);
+    kIsas[k].binary(CML_OP_MIN, CML_DTYPE_F32)(mn, in, st, 4);
+    ASSERT_TRUE(isnan(mx[0]) && isnan(mx[1]) && isnan(mn[0]) && isnan(mn[1]));
+    ASSERT_TRUE(same_f32(mx[2], 0.0f) && same_f32(mx[3], 0.0f));
+    ASSERT_TRUE(same_f32(mn[2], -0.0f) && same_f32(mn[3], -0.0f));
+  }
+}
+
+//===--- unary ---===//
+
+typedef struct unary_case_t {
+  cml_op_t op;
+  double (*ref)(double);  // NULL: must equal the scalar kernel bit for bit
+  double max_ulps;
+  float lo, hi;           // random input range
+} unary_case_t;
+
+static double ref_logistic(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+static const unary_case_t kUnary[] = {
+    {CML_OP_NEG, NULL, 0, -100, 100},        {CML_OP_ABS, NULL, 0, -100, 100},
+    {CML_OP_SQRT, NULL, 0, 0, 1000},         {CML_OP_RSQRT, NULL, 0, 0, 1000},
+    {CML_OP_EXP, exp, 1.5, -110, 90},        {CML_OP_LOG, log, 1.5, 0, 1e6},
+    {CML_OP_TANH, tanh, 2.0, -10, 10},       {CML_OP_LOGISTIC, ref_logistic, 3.0, -110, 110},
+    {CML_OP_ERF, erf, 2.0, -5, 5},
+};
+
+enum { UNARY_N = 1 << 16 };
+
+TEST(unary_matches_reference) {
+  static float x[UNARY_N], got[UNARY_N], want[UNARY_N], other[UNARY_N];
+  int checked = 0;
+  for (size_t c = 0; c < sizeof kUnary / sizeof kUnary[0]; ++c) {
+    const unary_case_t* u = &kUnary[c];
+    // Edge values, then random values in range, then random bit patterns.
+    for (int64_t i = 0; i < UNARY_N; ++i) {
+      if (i < EDGE_COUNT) {
+        x[i] = kEdges[i];
+      } else if (i < UNARY_N / 2) {
+        x[i] = rng_uniform(u->lo, u->hi);
+      } else {
+        x[i] = bits_f32(rng_u32());
+      }
+    }
+    const void* in[1] = {x};
+    const int64_t st[1] = {1};
+    cmlc_ew_unary_fn(u->op, CML_DTYPE_F32)(want, in, st, UNARY_N);
+    bool first = true;
+    for (int k = 0; k < ISA_COUNT; ++k) {
+      if (!kIsas[k].available()) continue;
+      cmlc_ew_fn fn = kIsas[k].unary(u->op, CML_DTYPE_F32);
+      ASSERT_TRUE(fn != NULL);
+      // Odd length: a tail.
+      fn(got, in, st, UNARY_N - 3);
+      for (int64_t i = 0; i < UNARY_N - 3; ++i) {
+        const float g = got[i], w = want[i];
+        if (!u->ref) {
+          if (!same_f32(g, w)) {
+            TEST_FAIL_("%s %s(%a) = %a, scalar %a", kIsas[k].name, cml_op_name(u->op),
+                       (double)x[i], (double)g, (double)w);
+          }
+          continue;
+        }
+        // Specials (NaN, Inf, zeros) exactly as the scalar path; the rest within max_ulps.
+        if (isnan(w) || isnan(g) || isinf(w) || isinf(g) || w == 0.0f || g == 0.0f) {
+          const bool tiny = fabs((double)w) < 1e-44 && fabs((double)g) < 1e-44;
+          if (!same_f32(g, w) && !(tiny && signbit(g) == signbit(w))) {
+            TEST_FAIL_("%s %s(%a) = %a, scalar %a", kIsas[k].name, cml_op_name(u->op),
+                       (double)x[i], (double)g, (double)w);
+          }
+          continue;
+        }
+        const double e = ulp_error(g, u->ref((double)x[i]));
+        if (e > u->max_ulps) {
+          TEST_FAIL_("%s %s(%a) = %a: %.2f ulp > %.1f", kIsas[k].name, cml_op_name(u->op),
+                     (double)x[i], (double)g, e, u->max_ulps);
+        }
+      }
+      // AVX2 and AVX-512 agree bit for bit.
+      if (!first) {
+        for (int64_t i = 0; i < UNARY_N - 3; ++i) {
+          if (memcmp(&got[i], &other[i], 4) != 0) {
+            TEST_FAIL_("%s %s(%a): %a differs from the other ISA's %a", kIsas[k].name,
+                       cml_op_name(u->op), (double)x[i], (double)got[i], (double)other[i]);
+          }
+        }
+      }
+      memcpy(other, got, sizeof got);
+      first = false;
+      ++checked;
+    }
+  }
+  if (checked == 0) printf("  (no AVX2/AVX-512 on this CPU: skipped)\n");
+}
+
+//===--- a one-node module, run through the group lookup ---===//
+
+typedef struct tnode_t {
+  cml_module_t module;
+  cml_ir_value_t values[6];
+  cml_ir_node_t node;
+  uint32_t inputs[4];
+  cml_ir_attrs_t attrs;
+} tnode_t;
+
+static void tnode_init(tnode_t* t, cml_op_t op, int input_count, const cml_shape_t* in_shapes,
+                       const cml_shape_t* out_shape) {
+  memset(t, 0, sizeof *t);
+  for (int i = 0; i < input_count; ++i) {
+    t->values[1 + i].shape = in_shapes[i];
+    t->inputs[i] = (uint32_t)(1 + i);
+  }
+  t->values[1 + input_count].shape = *out_shape;
+  t->node.op = op;
+  t->node.input_count = (uint32_t)input_count;
+  t->node.inputs = t->inputs;
+  t->node.output_count = 1;
+  t->node.first_output = (uint32_t)(1 + input_count);
+  t->node.attrs = &t->attrs;
+  t->module.node_count = 1;
+  t->module.nodes = &t->node;
+  t->module.value_count = (uint32_t)(2 + input_count);
+  t->module.values = t->values;
+  t->module.num_devices = 1;
+}
+
+static cmlc_options_t make_options(cmlc_isa_t isa, bool reference, int threads) {
+  cmlc_options_t o;
+  memset(&o, 0, sizeof o);
+  o.isa = isa;
+  o.reference = reference;
+  o.threads = threads;
+  o.devices = 1;
+  return o;
+}
+
+// Runs the node with |options| (scratch allocated as the entry asks) on |pool|.
+static cml_status_t tnode_run(tnode_t* t, bool reduce, const cmlc_options_t* options,
+                              const void* const* inputs, void* output, cmlc_pool_t* pool) {
+  cmlc_kernel_entry_t entry;
+  const bool found = reduce ? cmlc_kernels_reduce_lookup(&t->module, &t->node, options, &entry)
+                            : cmlc_kernels_elementwise_lookup(&t->module, &t->node, options,
+                                                              &entry);
+  if (!found) return cml_status_make(CML_STATUS_UNIMPLEMENTED, "no kernel");
+  const cml_shape_t* in_shapes[4];
+  for (uint32_t i = 0; i < t->node.input_count; ++i) in_shapes[i] = &t->values[1 + i].shape;
+  const cml_shape_t* out_shapes[1] = {&t->values[t->node.first_output].shape};
+  void* outputs[1] = {output};
+  cmlc_kernel_args_t args;
+  memset(&args, 0, sizeof args);
+  args.module = &t->module;
+  args.node = &t->node;
+  args.options = options;
+  args.input_count = t->node.input_count;
+  args.input_shapes = in_shapes;
+  args.inputs = inputs;
+  args.output_count = 1;
+  args.output_shapes = out_shapes;
+  args.outputs = outputs;
+  args.pool = pool;
+  size_t scratch_size = entry.scratch ? entry.scratch(&t->module, &t->node, options) : 0;
+  void* scratch = NULL;
+  if (scratch_size) {
+    scratch = aligned_alloc(64, (scratch_size + 63) & ~(size_t)63);
+    if (!scratch) return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "scratch");
+  }
+  args.scratch = scratch;
+  args.scratch_size = scratch_size;
+  cml_status_t status = entry.run(&args);
+  free(scratch);
+  return status;
+}
+
+//===--- conversions ---===//
+
+TEST(convert_matches_scalar) {
+  enum { N = 4099 };
+  static uint32_t src[N];
+  static unsigned char got[N * 4], want[N * 4];
+  for (int i = 0; i < N; ++i) {
+    if (i < EDGE_COUNT) {
+      memcpy(&src[i], &kEdges[i], 4);
+    } else if (i < 200) {
+      // NaN payloads (quiet and signaling, both signs) and halfway cases.
+      src[i] = (i & 1 ? 0xff800000u : 0x7f800000u) | (uint32_t)(i * 2654435761u & 0x7fffffu);
+      if ((src[i] & 0x7fffffu) == 0) src[i] |= 1;
+    } else if (i < 400) {
+      src[i] = (uint32_t)(0x3f800000u + (uint32_t)i * 0x8000u) | 0x8000u;  // bf16 ties
+    } else {
+      src[i] = rng_u32();
+    }
+  }
+  static const cml_dtype_t pairs[][2] = {
+      {CML_DTYPE_F32, CML_DTYPE_BF16}, {CML_DTYPE_BF16, CML_DTYPE_F32},
+      {CML_DTYPE_F32, CML_DTYPE_F16},  {CML_DTYPE_F16, CML_DTYPE_F32},
+      {CML_DTYPE_F32, CML_DTYPE_I32},  {CML_DTYPE_I32, CML_DTYPE_F32}};
+  const int64_t dims[1] = {N};
+  for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; ++p) {
+    const cml_shape_t in = cml_shape_make(pairs[p][0], 1, dims);
+    const cml_shape_t out = cml_shape_make(pairs[p][1], 1, dims);
+    tnode_t t;
+    tnode_init(&t, CML_OP_CONVERT_DTYPE, 1, &in, &out);
+    t.attrs.dtype = pairs[p][1];
+    const void* inputs[1] = {src};
+    const cmlc_options_t ref = make_options(CMLC_ISA_SCALAR, true, 1);
+    ASSERT_STATUS_OK(tnode_run(&t, false, &ref, inputs, want, NULL));
+    for (int k = 0; k < ISA_COUNT; ++k) {
+      if (!kIsas[k].available()) continue;
+      ASSERT_TRUE(kIsas[k].convert(pairs[p][0], pairs[p][1]) != NULL);
+      const cmlc_options_t o = make_options(kIsas[k].isa, false, 1);
+      memset(got, 0, sizeof got);
+      ASSERT_STATUS_OK(tnode_run(&t, false, &o, inputs, got, NULL));
+      const size_t esize = (size_t)cml_dtype_bits(pairs[p][1]) / 8;
+      for (int i = 0; i < N; ++i) {
+        if (memcmp(got + (size_t)i * esize, want + (size_t)i * esize, esize) != 0) {
+          uint32_t g = 0, w = 0;
+          memcpy(&g, got + (size_t)i * esize, esize);
+          memcpy(&w, want + (size_t)i * esize, esize);
+          TEST_FAIL_("%s %s -> %s: element %d (input bits %08x): %x, scalar %x", kIsas[k].name,
+                     cml_dtype_name(pairs[p][0]), cml_dtype_name(pairs[p][1]), i,
+                     (unsigned)src[i], (unsigned)g, (unsigned)w);
+        }
+      }
+    }
+  }
+}
+
+//===--- Where ---===//
+
+TEST(where_matches_scalar) {
+  enum { N = 77 };
+  uint8_t cond[N];
+  float t_[N], f_[N], got[N], want[N];
+  for (int i = 0; i < N; ++i) {
+    cond[i] = (uint8_t)(rng_u32() % 3 == 0 ? 0 : (rng_u32() & 0xff) | 1);
+    t_[i] = (float)i;
+    f_[i] = -(float)i;
+  }
+  const void* in[3] = {cond, t_, f_};
+  for (int k = 0; k < ISA_COUNT; ++k) {
+    if (!kIsas[k].available()) continue;
+    cmlc_ew_fn fn = kIsas[k].where(4);
+    ASSERT_TRUE(fn != NULL);
+    for (int s = 0; s < 8; ++s) {
+      const int64_t st[3] = {s & 1, (s >> 1) & 1, (s >> 2) & 1};
+      for (int64_t n = 0; n <= N; n += (n < 40 ? 1 : 37)) {
+        fn(got, in, st, n);
+        cmlc_ew_where_fn(4)(want, in, st, n);
+        for (int64_t i = 0; i < n; ++i) {
+          if (!same_f32(got[i], want[i])) {
+            TEST_FAIL_("%s where strides %d n=%lld: element %lld", kIsas[k].name, s,
+                       (long long)n, (long long)i);
+          }
+        }
+      }
+    }
+  }
+}
+
+//===--- reductions ---===//
+
+TEST(reduce_kernels) {
+  enum { N = 20011 };
+  static float x[N];
+  for (int i = 0; i < N; ++i) x[i] = rng_uniform(-8, 8);
+  float prev[3] = {0, 0, 0};
+  bool first = true;
+  for (int k = 0; k < ISA_COUNT; ++k) {
+    if (!kIsas[k].available()) continue;
+    const cml_op_t ops[3] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN};
+    for (int o = 0; o < 3; ++o) {
+      cmlc_rd_f32_fn fn = kIsas[k].reduce(ops[o]);
+      ASSERT_TRUE(fn != NULL);
+      for (int64_t n = 0; n <= 70; ++n) {  // tails; independent loops as references
+        double sum = 0, bound = 0;
+        float mx = -INFINITY, mn = INFINITY;
+        for (int64_t i = 0; i < n; ++i) {
+          sum += x[i];
+          bound += fabs(x[i]);
+          mx = x[i] > mx ? x[i] : mx;
+          mn = x[i] < mn ? x[i] : mn;
+        }
+        const float r = fn(x, n);
+        if (o == 0) ASSERT_NEAR(r, sum, 1e-6 * bound + 1e-30);
+        if (o == 1) ASSERT_EQ_DBL(r, mx);
+        if (o == 2) ASSERT_EQ_DBL(r, mn);
+      }
+      const float r = fn(x, N);
+      if (!first) ASSERT_TRUE(same_f32(r, prev[o]));  // AVX2 == AVX-512
+      prev[o] = r;
+    }
+    // NaN anywhere wins; -0 / +0 order.
+    float y[40];
+    for (int i = 0; i < 40; ++i) y[i] = (float)i;
+    y[37] = NAN;
+    ASSERT_TRUE(isnan(kIsas[k].reduce(CML_OP_REDUCE_MAX)(y, 40)));
+    ASSERT_TRUE(isnan(kIsas[k].reduce(CML_OP_REDUCE_MIN)(y, 40)));
+    ASSERT_TRUE(isnan(kIsas[k].reduce(CML_OP_REDUCE_SUM)(y, 40)));
+    const float zeros[3] = {-0.0f, 0.0f, -0.0f};
+    ASSERT_TRUE(same_f32(kIsas[k].reduce(CML_OP_REDUCE_MAX)(zeros, 3), 0.0f));
+    ASSERT_TRUE(same_f32(kIsas[k].reduce(CML_OP_REDUCE_MIN)(zeros + 1, 2), -0.0f));
+    ASSERT_TRUE(same_f32(kIsas[k].reduce(CML_OP_REDUCE_MAX)(zeros, 0), -INFINITY));
+    first = false;
+  }
+}
+
+// A full reduction big enough to be blocked gives the same bits on 1, 2 and 3 threads, for
+// the reference kernels and the SIMD ones, and is close to a double-precision sum.
+TEST(blocked_full_reduction_thread_independent) {
+  enum { N = 300001 };
+  float* x = (float*)malloc(N * sizeof(float));
+  ASSERT_TRUE(x != NULL);
+  double sum = 0, bound = 0;
+  float mx = -INFINITY, mn = INFINITY;
+  for (int i = 0; i < N; ++i) {
+    x[i] = rng_uniform(-1, 3);
+    sum += x[i];
+    bound += fabs(x[i]);
+    mx = x[i] > mx ? x[i] : mx;
+    mn = x[i] < mn ? x[i] : mn;
+  }
+  const int64_t flat[1] = {N};
+  cml_shape_t in = cml_shape_make(CML_DTYPE_F32, 1, flat);
+  cml_shape_t out = cml_shape_scalar(CML_DTYPE_F32);
+  const cml_op_t ops[3] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN};
+  for (int o = 0; o < 3; ++o) {
+    tnode_t t;
+    tnode_init(&t, ops[o], 1, &in, &out);
+    t.attrs.axis_count = 1;
+    t.attrs.axes[0] = 0;
+    for (int mode = 0; mode < 3; ++mode) {
+      const cmlc_isa_t isa = mode == 0 ? CMLC_ISA_SCALAR : kIsas[mode - 1].isa;
+      if (mode > 0 && !kIsas[mode - 1].available()) continue;
+      float results[3];
+      for (int threads = 1; threads <= 3; ++threads) {
+        cmlc_pool_t* pool = NULL;
+        ASSERT_STATUS_OK(cmlc_pool_create(threads, cml_allocator_system(), &pool));
+        const cmlc_options_t opt = make_options(isa, mode == 0, threads);
+        const void* inputs[1] = {x};
+        cml_status_t st = tnode_run(&t, true, &opt, inputs, &results[threads - 1], pool);
+        cmlc_pool_destroy(pool);
+        ASSERT_STATUS_OK(st);
+      }
+      ASSERT_TRUE(same_f32(results[0], results[1]) && same_f32(results[0], results[2]));
+      if (o == 0) ASSERT_NEAR(results[0], sum, 1e-6 * bound);
+      if (o == 1) ASSERT_EQ_DBL(results[0], mx);
+      if (o == 2) ASSERT_EQ_DBL(results[0], mn);
+    }
+  }
+  free(x);
+}
+
+TEST(reference_options_pick_no_simd) {
+  const cmlc_options_t ref = make_options(CMLC_ISA_AVX512, true, 1);
+  const cmlc_options_t scalar = make_options(CMLC_ISA_SCALAR, false, 1);
+  ASSERT_TRUE(cmlc_ew_simd_unary_fn(&ref, CML_OP_EXP, CML_DTYPE_F32) == NULL);
+  ASSERT_TRUE(cmlc_ew_simd_binary_fn(&scalar, CML_OP_ADD, CML_DTYPE_F32) == NULL);
+  ASSERT_TRUE(cmlc_ew_simd_convert_fn(NULL, CML_DTYPE_F32, CML_DTYPE_BF16) == NULL);
+  ASSERT_TRUE(cmlc_rd_simd_f32_fn(&ref, CML_OP_REDUCE_SUM) == NULL);
+  const cmlc_options_t avx2 = make_options(CMLC_ISA_AVX2, false, 1);
+  if (have_avx2()) {
+    ASSERT_TRUE(cmlc_ew_simd_unary_fn(&avx2, CML_OP_EXP, CML_DTYPE_F32) ==
+                cmlc_ew_avx2_unary_fn(CML_OP_EXP, CML_DTYPE_F32));
+  }
+  ASSERT_TRUE(cmlc_ew_simd_unary_fn(&avx2, CML_OP_EXP, CML_DTYPE_F64) == NULL);
+}
+
+TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan_and_signed_zero),
+          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
+          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
+          TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(reference_options_pick_no_simd))
+
+#else  // no x86 SIMD kernels in this build
+
+TEST(no_simd_kernels) { ASSERT_TRUE(true); }
+TEST_MAIN(TEST_ENTRY(no_simd_kernels))
+
+#endif
