@@ -308,8 +308,9 @@ static void case_acc_8(bt_t* t) { dot_acc_case_fixed(t, 8); }
 
 //===--- larger products against a double reference ---===//
 
-static void dot_large_case(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, int64_t K,
-                           int64_t N) {
+// rhs is [B, K, N], or [B, N, K] when |rhs_t| (weights stored transposed, as x . W^T).
+static void dot_large_case_t(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, int64_t K,
+                             int64_t N, bool rhs_t) {
   if (!dot_dtype_ok(t, CML_OP_DOT_GENERAL, dtype)) return;
   size_t na = (size_t)(B * M * K), nb = (size_t)(B * K * N), nc = (size_t)(B * M * N);
   double* a = bt_alloc(t, sizeof(double) * na);
@@ -319,14 +320,16 @@ static void dot_large_case(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, int
   for (size_t i = 0; i < nb; ++i) b[i] = bt_rand_uniform(t, -1, 1);
   // Inputs are rounded to the dtype first, so the reference sees the same values.
   bt_tensor_t ta = bt_tensor_f64(t, dtype, 3, (int64_t[]){B, M, K}, a);
-  bt_tensor_t tb = bt_tensor_f64(t, dtype, 3, (int64_t[]){B, K, N}, b);
+  bt_tensor_t tb = bt_tensor_f64(t, dtype, 3, rhs_t ? (int64_t[]){B, N, K} : (int64_t[]){B, K, N}, b);
   for (size_t i = 0; i < na; ++i) a[i] = bt_get_f64(&ta, (int64_t)i);
   for (size_t i = 0; i < nb; ++i) b[i] = bt_get_f64(&tb, (int64_t)i);
   for (int64_t bb = 0; bb < B; ++bb)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
         double s = 0;
-        for (int64_t k = 0; k < K; ++k) s += a[(bb * M + m) * K + k] * b[(bb * K + k) * N + n];
+        for (int64_t k = 0; k < K; ++k)
+          s += a[(bb * M + m) * K + k] *
+               (rhs_t ? b[(bb * N + n) * K + k] : b[(bb * K + k) * N + n]);
         want[(bb * M + m) * N + n] = s;
       }
   cml_function_t* f = bt_main(t);
@@ -336,7 +339,7 @@ static void dot_large_case(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, int
   memset(&cfg, 0, sizeof cfg);
   cfg.lhs_contracting_count = cfg.rhs_contracting_count = 1;
   cfg.lhs_contracting_axes[0] = 2;
-  cfg.rhs_contracting_axes[0] = 1;
+  cfg.rhs_contracting_axes[0] = rhs_t ? 2 : 1;
   cfg.lhs_batch_count = cfg.rhs_batch_count = 1;
   cml_value_t z = cml_op_dot_general(f, x, y, &cfg);
   bt_tensor_t out[1];
@@ -346,12 +349,25 @@ static void dot_large_case(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, int
   bt_expect_close(t, "large", &out[0], &w, tol, tol * sqrt((double)K));
 }
 
+static void dot_large_case(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, int64_t K,
+                           int64_t N) {
+  dot_large_case_t(t, dtype, B, M, K, N, false);
+}
+
 static void case_odd_5x7x11_f32(bt_t* t) { dot_large_case(t, CML_DTYPE_F32, 3, 5, 7, 11); }
 static void case_blocked_f32(bt_t* t) { dot_large_case(t, CML_DTYPE_F32, 1, 130, 300, 70); }
 static void case_attention_like_f32(bt_t* t) { dot_large_case(t, CML_DTYPE_F32, 24, 13, 32, 13); }
 static void case_blocked_f64(bt_t* t) { dot_large_case(t, CML_DTYPE_F64, 2, 67, 129, 45); }
 static void case_blocked_bf16(bt_t* t) { dot_large_case(t, CML_DTYPE_BF16, 1, 40, 64, 33); }
 static void case_blocked_f16(bt_t* t) { dot_large_case(t, CML_DTYPE_F16, 2, 17, 64, 19); }
+// Shapes of the C backend's other paths: M = 1 and N = 1 (GEMV), transposed weights, several
+// k blocks (K > 256) with masked edges, f64 blocked with several k blocks.
+static void case_gemv_row_f32(bt_t* t) { dot_large_case(t, CML_DTYPE_F32, 1, 1, 700, 300); }
+static void case_gemv_row_wt_f32(bt_t* t) { dot_large_case_t(t, CML_DTYPE_F32, 3, 1, 513, 67, true); }
+static void case_gemv_col_f32(bt_t* t) { dot_large_case(t, CML_DTYPE_F32, 2, 300, 513, 1); }
+static void case_gemv_row_f64(bt_t* t) { dot_large_case(t, CML_DTYPE_F64, 2, 1, 300, 129); }
+static void case_blocked_wt_f32(bt_t* t) { dot_large_case_t(t, CML_DTYPE_F32, 1, 45, 600, 77, true); }
+static void case_blocked_multi_k_f64(bt_t* t) { dot_large_case(t, CML_DTYPE_F64, 1, 50, 600, 40); }
 
 //===--- edge values ---===//
 
@@ -484,6 +500,12 @@ const bt_case_t bt_cases_dot[] = {
     {"blocked_f64", CML_OP_DOT_GENERAL, case_blocked_f64},
     {"blocked_bf16", CML_OP_DOT_GENERAL, case_blocked_bf16},
     {"blocked_f16", CML_OP_DOT_GENERAL, case_blocked_f16},
+    {"gemv_row_f32", CML_OP_DOT_GENERAL, case_gemv_row_f32},
+    {"gemv_row_transposed_weights_f32", CML_OP_DOT_GENERAL, case_gemv_row_wt_f32},
+    {"gemv_col_f32", CML_OP_DOT_GENERAL, case_gemv_col_f32},
+    {"gemv_row_f64", CML_OP_DOT_GENERAL, case_gemv_row_f64},
+    {"blocked_transposed_weights_f32", CML_OP_DOT_GENERAL, case_blocked_wt_f32},
+    {"blocked_multi_k_f64", CML_OP_DOT_GENERAL, case_blocked_multi_k_f64},
     {"nan_inf_f32", CML_OP_DOT, case_nan_inf_f32},
     {"nan_inf_f64", CML_OP_DOT, case_nan_inf_f64},
     {"nan_inf_bf16", CML_OP_DOT, case_nan_inf_bf16},

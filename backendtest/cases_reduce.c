@@ -249,6 +249,56 @@ static void case_reduce_edge_values(bt_t* t) {
   bt_expect_i64(t, "i8 sum wraps", &out[2], CML_DTYPE_I8, 0, NULL, (int64_t[]){44});
 }
 
+// Full reductions big enough for the c backend's blocked parallel path (and its SIMD f32
+// kernels): f32 and f64 Sum/Max/Min of 300001 values against plain double loops. A NaN in a
+// second f32 input must reach Max/Min and Sum.
+static void case_reduce_large_full(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_REDUCE_SUM) || !bt_require_op(t, CML_OP_REDUCE_MAX) ||
+      !bt_require_op(t, CML_OP_REDUCE_MIN) || !bt_require_dtype(t, CML_DTYPE_F32)) {
+    return;
+  }
+  enum { N = 300001 };
+  double* v = bt_alloc(t, N * sizeof(double));
+  double sum = 0, bound = 0, mx = -INFINITY, mn = INFINITY;
+  for (int i = 0; i < N; ++i) {
+    v[i] = (double)(float)bt_rand_uniform(t, -1.0, 3.0);
+    sum += v[i];
+    bound += fabs(v[i]);
+    mx = v[i] > mx ? v[i] : mx;
+    mn = v[i] < mn ? v[i] : mn;
+  }
+  const cml_dtype_t dts[2] = {CML_DTYPE_F32, CML_DTYPE_F64};
+  for (int k = 0; k < 2; ++k) {
+    const cml_dtype_t dt = dts[k];
+    if (!cml_capabilities_has_dtype(cml_backend_capabilities(bt_backend(t)), dt)) continue;
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    const int64_t dims[2] = {1, N};
+    bt_tensor_t xt = bt_tensor_f64(t, dt, 2, dims, v);
+    cml_value_t x = bt_param(t, f, &xt);
+    const double saved = v[N / 3];
+    v[N / 3] = NAN;
+    bt_tensor_t nt = bt_tensor_f64(t, dt, 2, dims, v);
+    v[N / 3] = saved;
+    cml_value_t xn = bt_param(t, f, &nt);
+    cml_value_t y[5] = {cml_op_reduce_sum(f, x, NULL, 0), cml_op_reduce_max(f, x, NULL, 0),
+                        cml_op_reduce_min(f, x, NULL, 0), cml_op_reduce_max(f, xn, NULL, 0),
+                        cml_op_reduce_sum(f, xn, NULL, 0)};
+    bt_tensor_t out[5];
+    if (!bt_exec(t, y, 5, out)) return;
+    const double got = bt_get_f64(&out[0], 0);
+    const double tol = (dt == CML_DTYPE_F32 ? 1e-6 : 1e-14) * bound;
+    if (!(fabs(got - sum) <= tol)) {
+      bt_fail(t, "%s sum of %d values: %.9g, want %.9g (tolerance %.3g)", cml_dtype_name(dt), N,
+              got, sum, tol);
+    }
+    bt_expect_f64(t, "max", &out[1], dt, 0, NULL, &mx, 0);
+    bt_expect_f64(t, "min", &out[2], dt, 0, NULL, &mn, 0);
+    bt_expect_f64(t, "max with NaN", &out[3], dt, 0, NULL, (double[]){NAN}, 0);
+    bt_expect_f64(t, "sum with NaN", &out[4], dt, 0, NULL, (double[]){NAN}, 0);
+  }
+}
+
 //===--- ArgMinMax ---===//
 
 static void case_arg_min_max(bt_t* t) {
@@ -318,6 +368,7 @@ const bt_case_t bt_cases_reduce[] = {
     {"reduce_logical_or", CML_OP_REDUCE_LOGICAL_OR, case_reduce_logical_or},
     {"reduce_logical_xor", CML_OP_REDUCE_LOGICAL_XOR, case_reduce_logical_xor},
     {"reduce_edge_values", CML_OP_REDUCE_MAX, case_reduce_edge_values},
+    {"reduce_large_full", CML_OP_REDUCE_SUM, case_reduce_large_full},
     {"arg_min_max", CML_OP_ARG_MIN_MAX, case_arg_min_max},
 };
 const size_t bt_cases_reduce_count = sizeof bt_cases_reduce / sizeof bt_cases_reduce[0];

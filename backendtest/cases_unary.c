@@ -529,7 +529,43 @@ static void case_bitcast_known_values(bt_t* t) {
                 (int64_t[]){(int64_t)0xc000000000000000ULL, 0x3fe0000000000000LL});
 }
 
+// f32 transcendentals over 70001 values (several parallel chunks, SIMD kernels where the
+// backend has them, vector tails) against libm in double, within 4 ulps; the inputs include
+// overflow / underflow ranges and the branch points of the c backend's polynomials.
+static void case_transcendental_large_f32(bt_t* t) {
+  if (!bt_require_dtype(t, CML_DTYPE_F32)) return;
+  enum { N = 70001 };
+  static const struct {
+    cml_op_t op;
+    double (*ref)(double);
+    double lo, hi;
+  } ops[] = {{CML_OP_EXP, exp, -110, 95},       {CML_OP_LOG, log, 0, 1e5},
+             {CML_OP_TANH, tanh, -12, 12},      {CML_OP_LOGISTIC, cu_logistic, -110, 110},
+             {CML_OP_ERF, erf, -5, 5},          {CML_OP_RSQRT, cu_rsqrt, 1e-6, 1e6}};
+  for (size_t k = 0; k < CU_COUNT(ops); ++k) {
+    if (!cml_capabilities_has_op(cml_backend_capabilities(bt_backend(t)), ops[k].op)) continue;
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    double* v = bt_alloc(t, N * sizeof(double));
+    for (int i = 0; i < N; ++i) {
+      v[i] = i < CU_EDGE_COUNT ? cu_edges[i] : bt_rand_uniform(t, ops[k].lo, ops[k].hi);
+    }
+    v[N - 1] = 0.55;
+    v[N - 2] = -1.0;
+    const int64_t dims[1] = {N};
+    bt_tensor_t x = bt_tensor_f64(t, CML_DTYPE_F32, 1, dims, v);
+    cml_value_t y = cml_op_unary(f, ops[k].op, bt_param(t, f, &x));
+    bt_tensor_t out[1];
+    if (!bt_exec(t, &y, 1, out)) return;
+    bt_tensor_t want = cu_expect_unary(t, &x, ops[k].ref);
+    char label[64];
+    snprintf(label, sizeof label, "%s f32 x%d", cml_op_name(ops[k].op), N);
+    bt_expect_ulps(t, label, &out[0], &want, 4);
+  }
+}
+
 const bt_case_t bt_cases_unary[] = {
+    {"transcendental_large_f32", CML_OP_EXP, case_transcendental_large_f32},
     {"abs_float", CML_OP_ABS, case_float_abs},
     {"neg_float", CML_OP_NEG, case_float_neg},
     {"sign_float", CML_OP_SIGN, case_float_sign},

@@ -82,9 +82,6 @@ static bool dt_op_accepts(cml_op_t op, cml_dtype_t d) {
 
 //===--- accepted differences (docs/differential.md) ---===//
 
-static const char dt_reason_int_pow[] =
-    "integer Pow, exponent >= 64: XLA uses only the exponent's low 6 bits and reads unsigned "
-    "exponents >= 2^(bits-1) as negative (c: exact wrap-around)";
 static const char dt_reason_branch_cut[] =
     "complex branch cut: XLA ignores the sign of a zero imaginary part (c follows C99 Annex G)";
 static const char dt_reason_cpow_zero[] =
@@ -99,11 +96,6 @@ static const char* dt_known_elementwise(const dt_case_t* c, size_t output, int64
   cml_op_t op = *(const cml_op_t*)c->ctx;
   cml_dtype_t d = c->inputs[0].shape.dtype;
   const void* x = c->inputs[0].data;
-  if (op == CML_OP_POW && cml_dtype_is_int(d)) {
-    int64_t e = dt_get_i64(d, c->inputs[1].data, i);
-    bool big = cml_dtype_is_unsigned_int(d) ? (uint64_t)e >= 64 : e >= 64;
-    if (big) return dt_reason_int_pow;
-  }
   if (cml_dtype_is_complex(d)) {
     cml_dtype_t r = cml_dtype_real_part(d);
     double re = dt_get_f64(r, x, 2 * i), im = dt_get_f64(r, x, 2 * i + 1);

@@ -103,6 +103,17 @@ int cml_fuzz_shape_parse(const uint8_t* data, size_t size) {
       if (made.dtype != CML_DTYPE_INVALID) cml_fuzz_violation("cml_shape_make kept a bad shape");
     }
   }
+  // The bytes as a whole hand-filled struct: accessors must not read past dims or overflow.
+  if (size >= sizeof(cml_shape_t)) {
+    cml_shape_t garbage;
+    memcpy(&garbage, data, sizeof garbage);
+    char formatted[CML_MAX_RANK * 24 + 64];
+    cml_shape_format(&garbage, formatted, sizeof formatted);
+    int64_t count = cml_shape_element_count(&garbage);
+    if (count < 0) cml_fuzz_violation("cml_shape_element_count: %lld", (long long)count);
+    (void)cml_shape_byte_size(&garbage);
+    (void)cml_shape_equal(&garbage, &garbage);
+  }
   return 0;
 }
 

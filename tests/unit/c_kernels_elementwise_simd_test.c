@@ -20,11 +20,11 @@ static bool have_avx512(void) {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
          __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+         cmlc_ew_cpu_has_f16c();
 }
 static bool have_avx2(void) {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+         cmlc_ew_cpu_has_f16c();
 }
 
 typedef struct isa_entry_t {

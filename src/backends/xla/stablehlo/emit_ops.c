@@ -1116,10 +1116,15 @@ static cml_status_t cml_shlo_elementwise(cml__shlo_ctx_t* c, const cml_ir_node_t
       if (n->op == CML_OP_POW && cml_dtype_is_int(out->dtype)) {
         r = cml_shlo_int_pow(c, &ins[0], &ins[1]);
       } else if (cml_shlo_is_half(out->dtype) &&
-                 (n->op == CML_OP_POW || n->op == CML_OP_ATAN2 || n->op == CML_OP_REM)) {
-        cml__shlo_val_t wide[2] = {cml__shlo_convert(c, &ins[0], CML_DTYPE_F32),
-                                   cml__shlo_convert(c, &ins[1], CML_DTYPE_F32)};
-        cml_shape_t ws = cml_shlo_retype(out, CML_DTYPE_F32);
+                 (n->op == CML_OP_POW || n->op == CML_OP_ATAN2 || n->op == CML_OP_REM ||
+                  n->op == CML_OP_DIV)) {
+        // Half precision through a wider type, rounded once: the plugin's half-precision
+        // division uses an approximate reciprocal (Float64, since its Float32 division is
+        // not correctly rounded either).
+        cml_dtype_t wt = n->op == CML_OP_DIV ? CML_DTYPE_F64 : CML_DTYPE_F32;
+        cml__shlo_val_t wide[2] = {cml__shlo_convert(c, &ins[0], wt),
+                                   cml__shlo_convert(c, &ins[1], wt)};
+        cml_shape_t ws = cml_shlo_retype(out, wt);
         r = cml__shlo_op(c, name, wide, 2, NULL, &ws);
         r = cml__shlo_convert(c, &r, out->dtype);
       } else {

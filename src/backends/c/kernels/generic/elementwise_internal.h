@@ -12,6 +12,14 @@
 
 #include "backends/c/cmlc.h"
 
+// glibc's <complex.h> defines CMPLX / CMPLXF only for GCC; clang has the same builtin.
+#ifndef CMPLXF
+#define CMPLXF(x, y) __builtin_complex((float)(x), (float)(y))
+#endif
+#ifndef CMPLX
+#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#endif
+
 //===--- inner loop kernels ---===//
 
 // An elementwise inner loop: writes |n| consecutive output elements at |out| from |in|[j],
@@ -68,6 +76,9 @@ cmlc_ew_fn cmlc_ew_simd_where_fn(const cmlc_options_t* options, size_t element_s
 cmlc_ew_convert_fn cmlc_ew_simd_convert_fn(const cmlc_options_t* options, cml_dtype_t from,
                                            cml_dtype_t to);
 cmlc_rd_f32_fn cmlc_rd_simd_f32_fn(const cmlc_options_t* options, cml_op_t op);
+// Whether the CPU has F16C (CPUID leaf 1, ECX bit 29; clang 14's __builtin_cpu_supports does
+// not know "f16c").
+bool cmlc_ew_cpu_has_f16c(void);
 
 #if defined(CMLC_EW_HAVE_X86)
 cmlc_ew_fn cmlc_ew_avx512_unary_fn(cml_op_t op, cml_dtype_t dtype);

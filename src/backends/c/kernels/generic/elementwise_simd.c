@@ -4,12 +4,26 @@
 // these return NULL.
 #include "backends/c/kernels/generic/elementwise_internal.h"
 
+#if defined(CMLC_EW_HAVE_X86)
+#include <cpuid.h>
+#endif
+
+bool cmlc_ew_cpu_has_f16c(void) {
+#if defined(CMLC_EW_HAVE_X86)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  return (c & (1u << 29)) != 0;
+#else
+  return false;
+#endif
+}
+
 // The ISA the SIMD kernels may use: scalar for reference=true. The AVX2 layer also uses F16C,
 // which every AVX2 + FMA processor has; it is checked anyway.
 static cmlc_isa_t cmlc_ew_simd_isa(const cmlc_options_t* options) {
   if (!options || options->reference) return CMLC_ISA_SCALAR;
 #if defined(CMLC_EW_HAVE_X86)
-  if (options->isa >= CMLC_ISA_AVX2 && !__builtin_cpu_supports("f16c")) return CMLC_ISA_SCALAR;
+  if (options->isa >= CMLC_ISA_AVX2 && !cmlc_ew_cpu_has_f16c()) return CMLC_ISA_SCALAR;
   return options->isa;
 #else
   return CMLC_ISA_SCALAR;
