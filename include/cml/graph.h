@@ -109,6 +109,10 @@ CML_API bool cml_op_is_standard(cml_op_t op);
 //===--- values, builders, functions ---===//
 
 // A value produced by an op: an id local to its builder. 0 is invalid.
+// Passing a value of one builder to another is detected and fails with INVALID_ARGUMENT
+// ("belongs to another builder") as long as fewer than 256 builders are alive at once: the
+// ids carry a builder tag that no two live builders share within that limit. With more live
+// builders, tags are shared and such misuse may go undetected.
 typedef uint32_t cml_value_t;
 #define CML_VALUE_INVALID ((cml_value_t)0)
 

@@ -110,8 +110,15 @@ typedef struct cml_shape_t {
   int64_t dims[CML_MAX_RANK];
 } cml_shape_t;
 
+// The most elements a shape may hold, whatever its dtype: 2^55. With at most 128 bits per
+// element, every size in bits (and so in bytes) stays below 2^62 and fits in int64 with room to
+// spare, so element counts, bit offsets and byte sizes never overflow.
+#define CML_MAX_ELEMENTS ((int64_t)1 << 55)
+
 // Fills |out_shape| after checking |dtype| (supported), |rank| (0..CML_MAX_RANK) and |dims|
-// (non-negative, total byte size below 2^62). |dims| may be NULL when |rank| is 0.
+// (non-negative, at most CML_MAX_ELEMENTS elements in all, so the byte size is at most 2^59;
+// zero dimensions count as 1 in this limit, so the strides of an empty shape fit as well).
+// |dims| may be NULL when |rank| is 0.
 // Returns INVALID_ARGUMENT naming the offending value.
 CML_API CML_MUST_USE cml_status_t cml_shape_init(cml_shape_t* out_shape, cml_dtype_t dtype,
                                                  int32_t rank, const int64_t* dims);

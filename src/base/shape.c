@@ -20,24 +20,30 @@ cml_status_t cml_shape_init(cml_shape_t* out_shape, cml_dtype_t dtype, int32_t r
   if (rank > 0 && !dims)
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL dims for rank %d",
                            (int)rank);
-  // Total bits must stay below 2^62 so byte sizes never overflow.
-  const uint64_t limit = (uint64_t)1 << 62;
+  // At most 2^55 elements (CML_MAX_ELEMENTS): then the size in bits of any dtype (at most 128
+  // bits per element) stays below 2^62, so bit and byte sizes never overflow int64. Zero
+  // dimensions count as 1 here, so that the row-major strides of an empty shape fit as well.
   uint64_t count = 1;
-  bool empty = false;
+  bool too_many = false;
   for (int32_t i = 0; i < rank; ++i) {
     if (dims[i] < 0)
       return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                              "shape: negative dimension %lld at axis %d", (long long)dims[i],
                              (int)i);
-    if (dims[i] == 0) empty = true;
-    if (!empty) {
-      if ((uint64_t)dims[i] > limit / count)
-        return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: too many elements");
-      count *= (uint64_t)dims[i];
-    }
+    uint64_t d = dims[i] == 0 ? 1u : (uint64_t)dims[i];
+    if (!too_many && __builtin_mul_overflow(count, d, &count)) too_many = true;
   }
-  if (!empty && count > limit / 128)
-    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: too many elements");
+  if (too_many || count > (uint64_t)CML_MAX_ELEMENTS) {
+    cml_shape_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.dtype = dtype;
+    tmp.rank = rank;
+    for (int32_t i = 0; i < rank; ++i) tmp.dims[i] = dims[i];
+    char text[400];
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "shape: %s has too many elements (the limit is 2^55)",
+                           cml_shape_format(&tmp, text, sizeof text));
+  }
   out_shape->dtype = dtype;
   out_shape->rank = rank;
   for (int32_t i = 0; i < rank; ++i) out_shape->dims[i] = dims[i];

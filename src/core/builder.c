@@ -3,6 +3,7 @@
 // Return, and the plumbing every op builder uses (sticky errors, operand resolution,
 // capability gate, node recording).
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -146,9 +147,39 @@ static const char* cml_function_label(const cml_function_t* f, char* buffer, siz
   return buffer;
 }
 
-//===--- builders and functions ---===//
+//===--- builder tags ---===//
 
-static atomic_uint cml_builder_tag_counter = 0;
+// Value ids carry an 8-bit builder tag (1..255, see builder_internal.h). Tags are handed out
+// round-robin, skipping tags held by live builders, so no two live builders share a tag while
+// fewer than 256 are alive; beyond that, a new builder shares the least-used tag. A destroyed
+// builder's tag is reused as late as possible, which also keeps stale ids of recently destroyed
+// builders from matching a new builder.
+static pthread_mutex_t cml_builder_tag_mutex = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t cml_builder_tag_users[256];  // live builders per tag; [0] unused
+static uint32_t cml_builder_tag_next = 1;
+
+static uint32_t cml_builder_tag_acquire(void) {
+  pthread_mutex_lock(&cml_builder_tag_mutex);
+  uint32_t best = 0;
+  for (uint32_t k = 0; k < 255u; ++k) {
+    uint32_t t = (cml_builder_tag_next - 1u + k) % 255u + 1u;
+    if (best == 0 || cml_builder_tag_users[t] < cml_builder_tag_users[best]) best = t;
+    if (cml_builder_tag_users[t] == 0) break;
+  }
+  ++cml_builder_tag_users[best];
+  cml_builder_tag_next = best % 255u + 1u;
+  pthread_mutex_unlock(&cml_builder_tag_mutex);
+  return best;
+}
+
+static void cml_builder_tag_release(uint32_t tag) {
+  if (tag == 0 || tag > 255u) return;
+  pthread_mutex_lock(&cml_builder_tag_mutex);
+  if (cml_builder_tag_users[tag] > 0) --cml_builder_tag_users[tag];
+  pthread_mutex_unlock(&cml_builder_tag_mutex);
+}
+
+//===--- builders and functions ---===//
 
 static cml_function_t* cml_function_alloc(cml_builder_t* b, const char* name,
                                           cml_function_t* parent) {
@@ -191,12 +222,12 @@ cml_status_t cml_builder_create(cml_backend_t* backend, const char* name,
     cml_allocator_free(alloc, b, sizeof *b);
     return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "cml_builder_create: out of memory");
   }
-  b->tag = atomic_fetch_add(&cml_builder_tag_counter, 1) % 255u + 1u;
   if (!cml_function_alloc(b, "main", NULL)) {
     cml_module_release(&b->impl->module);
     cml_allocator_free(alloc, b, sizeof *b);
     return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "cml_builder_create: out of memory");
   }
+  b->tag = cml_builder_tag_acquire();
   b->backend = cml_backend_retain(backend);
   *out_builder = b;
   return CML_OK;
@@ -209,6 +240,7 @@ void cml_builder_destroy(cml_builder_t* builder) {
   cml_module_release(&impl->module);
   cml_status_free(builder->error);
   cml_backend_release(builder->backend);
+  cml_builder_tag_release(builder->tag);
   cml_allocator_free(builder->allocator, builder, sizeof *builder);
 }
 
@@ -428,11 +460,71 @@ static uint32_t cml_append_node(cml_function_t* f, cml_op_t op, const uint32_t* 
   return node_index;
 }
 
+// Writes "<shape>, <shape>, ..." of the first inputs of a node into |buffer|.
+static const char* cml_inputs_text(const cml__module_impl_t* impl, const uint32_t* inputs,
+                                   uint32_t input_count, char* buffer, size_t size) {
+  enum { kMaxListed = 4 };
+  size_t used = 0;
+  buffer[0] = '\0';
+  if (input_count == 0) {
+    snprintf(buffer, size, "none");
+    return buffer;
+  }
+  for (uint32_t i = 0; i < input_count && i < kMaxListed && used < size; ++i) {
+    char text[CML__SHAPE_TEXT];
+    int n = snprintf(buffer + used, size - used, "%s%s", i ? ", " : "",
+                     cml__shape_text(&impl->values[inputs[i]].shape, text));
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+  if (input_count > kMaxListed && used < size) {
+    snprintf(buffer + used, size - used, " and %u more", (unsigned)(input_count - kMaxListed));
+  }
+  return buffer;
+}
+
+// Every output shape of every op passes here: it must be a shape cml_shape_init accepts (rank,
+// non-negative dims, at most CML_MAX_ELEMENTS elements), so no later size computation overflows.
+static bool cml_check_output_shape(cml_function_t* f, cml_op_t op, const uint32_t* inputs,
+                                   uint32_t input_count, const cml_shape_t* shape, uint32_t k) {
+  cml_builder_t* b = f->builder;
+  char dims[CML__SHAPE_TEXT], ins[640];
+  if (shape->rank < 0 || shape->rank > CML_MAX_RANK) {
+    cml__fail(b, CML_STATUS_INTERNAL, "%s: output #%u has rank %d (inputs %s)", cml_op_name(op),
+              (unsigned)k, (int)shape->rank,
+              cml_inputs_text(f->impl, inputs, input_count, ins, sizeof ins));
+    return false;
+  }
+  cml_shape_t checked;
+  cml_status_t st = cml_shape_init(&checked, shape->dtype, shape->rank, shape->dims);
+  if (st == CML_OK) return true;
+  bool negative = false;
+  for (int32_t i = 0; i < shape->rank; ++i) negative = negative || shape->dims[i] < 0;
+  if (negative || !cml_dtype_is_supported(shape->dtype)) {
+    cml__fail(b, CML_STATUS_INVALID_ARGUMENT, "%s: output #%u %s is invalid (%s); inputs %s",
+              cml_op_name(op), (unsigned)k, cml__shape_text(shape, dims), cml_status_message(st),
+              cml_inputs_text(f->impl, inputs, input_count, ins, sizeof ins));
+  } else {
+    cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
+              "%s: output #%u %s is too large: more than 2^55 elements (zero dims counted as "
+              "1); inputs %s",
+              cml_op_name(op), (unsigned)k, cml__shape_text(shape, dims),
+              cml_inputs_text(f->impl, inputs, input_count, ins, sizeof ins));
+  }
+  cml_status_free(st);
+  return false;
+}
+
 cml_value_t cml__op_add_node(cml_function_t* f, cml_op_t op, const uint32_t* inputs,
                              uint32_t input_count, const cml_shape_t* out_shapes,
                              uint32_t output_count, const cml_ir_attrs_t* attrs) {
   cml_builder_t* b = f->builder;
   cml__module_impl_t* impl = f->impl;
+  for (uint32_t k = 0; k < output_count; ++k) {
+    if (!cml_check_output_shape(f, op, inputs, input_count, &out_shapes[k], k)) {
+      return CML_VALUE_INVALID;
+    }
+  }
   for (uint32_t i = 0; i < input_count; ++i) {
     if (!cml__check_backend_dtype(f, op, impl->values[inputs[i]].shape.dtype)) return 0;
   }

@@ -10,7 +10,9 @@
 //
 // Value ids: a public `cml_value_t` is (tag << 24) | index, where |tag| (1..255) identifies
 // the builder and |index| is the position in the module's value array (the IR stores plain
-// indices). A value from another builder is detected by its tag.
+// indices). A value from another builder is detected by its tag. Tags are allocated so that no
+// two live builders share one while fewer than 256 builders are alive (builder.c,
+// cml_builder_tag_acquire); beyond that, tags are shared and detection is best-effort.
 #ifndef CML_CORE_BUILDER_INTERNAL_H_
 #define CML_CORE_BUILDER_INTERNAL_H_
 
@@ -100,7 +102,7 @@ struct cml_builder_t {
   cml_allocator_t allocator;
   cml_backend_t* backend;  // retained
   cml__module_impl_t* impl;  // one reference
-  uint32_t tag;  // 1..255
+  uint32_t tag;  // 1..255, released by cml_builder_destroy
   cml_status_t error;  // the first error (sticky)
   bool compiled;
 };

@@ -437,7 +437,11 @@ cml_status_t cml__infer_concatenate(int64_t axis, const cml_shape_t* shapes, siz
       return INVALID("Concatenate: operand #%zu %s does not match operand #0 %s along axis %lld",
                      k, S1(s), S0(first), (long long)axis);
     }
-    out->dims[axis] += s->dims[axis];
+    if (__builtin_add_overflow(out->dims[axis], s->dims[axis], &out->dims[axis])) {
+      return INVALID("Concatenate: the sizes along axis %lld overflow at operand #%zu %s "
+                     "(operand #0 %s)",
+                     (long long)axis, k, S1(s), S0(first));
+    }
   }
   attrs->axis = axis;
   return CML_OK;
@@ -464,7 +468,10 @@ cml_status_t cml__infer_slice(const cml_shape_t* x, const int64_t* starts, const
                      (int)i, S0(x), (long long)starts[i], (long long)limits[i],
                      (long long)stride, (long long)x->dims[i]);
     }
-    out->dims[i] = (limits[i] - starts[i] + stride - 1) / stride;
+    // 0 <= start <= limit, so the length cannot overflow; ceil(length / stride) without the
+    // "+ stride - 1" that overflows for huge strides.
+    int64_t length = limits[i] - starts[i];
+    out->dims[i] = length == 0 ? 0 : (length - 1) / stride + 1;
     attrs->starts[i] = starts[i];
     attrs->limits[i] = limits[i];
     attrs->strides[i] = stride;
@@ -517,7 +524,14 @@ cml_status_t cml__infer_pad(const cml_shape_t* x, const cml_shape_t* fill,
                      (long long)p.interior);
     }
     int64_t d = x->dims[i];
-    int64_t n = d + p.low + p.high + (d > 0 ? (d - 1) * p.interior : 0);
+    int64_t n = 0;
+    if (__builtin_mul_overflow(d > 0 ? d - 1 : 0, p.interior, &n) ||
+        __builtin_add_overflow(n, d, &n) || __builtin_add_overflow(n, p.low, &n) ||
+        __builtin_add_overflow(n, p.high, &n)) {
+      return INVALID("Pad: axis %d of %s: padding (low %lld, high %lld, interior %lld) is too "
+                     "large (the size overflows)",
+                     (int)i, S0(x), (long long)p.low, (long long)p.high, (long long)p.interior);
+    }
     if (n < 0) {
       return INVALID("Pad: axis %d of %s: padding (low %lld, high %lld, interior %lld) gives a "
                      "negative size %lld",
@@ -808,16 +822,42 @@ cml_status_t cml__infer_scatter(cml_op_t op, const cml_shape_t* operand,
 
 //===--- windows: convolution, reduce window, select and scatter ---===//
 
-// XLA's windowed output size. False when the padded input is negative.
-static bool cml_window_output(int64_t in, int64_t base_dilation, int64_t pad_low,
-                              int64_t pad_high, int64_t window, int64_t window_dilation,
-                              int64_t stride, int64_t* out) {
-  int64_t dilated_in = in == 0 ? 0 : (in - 1) * base_dilation + 1;
-  int64_t padded = dilated_in + pad_low + pad_high;
-  int64_t dilated_window = window == 0 ? 0 : (window - 1) * window_dilation + 1;
-  if (padded < 0) return false;
-  *out = padded < dilated_window ? 0 : (padded - dilated_window) / stride + 1;
-  return true;
+typedef enum cml_window_result_t {
+  CML_WINDOW_OK,
+  CML_WINDOW_NEGATIVE,  // the padded input is negative
+  CML_WINDOW_OVERFLOW,  // a size overflows int64
+} cml_window_result_t;
+
+// XLA's windowed output size along one axis, for |in| >= 0, |window| >= 0 and |base_dilation|,
+// |window_dilation|, |stride| >= 1; any int64 padding. All arithmetic is overflow-checked.
+static cml_window_result_t cml_window_output(int64_t in, int64_t base_dilation, int64_t pad_low,
+                                             int64_t pad_high, int64_t window,
+                                             int64_t window_dilation, int64_t stride,
+                                             int64_t* out) {
+  int64_t dilated_in = 0, padded = 0, dilated_window = 0;
+  if (in > 0 && (__builtin_mul_overflow(in - 1, base_dilation, &dilated_in) ||
+                 __builtin_add_overflow(dilated_in, 1, &dilated_in))) {
+    return CML_WINDOW_OVERFLOW;
+  }
+  if (__builtin_add_overflow(dilated_in, pad_low, &padded) ||
+      __builtin_add_overflow(padded, pad_high, &padded)) {
+    return CML_WINDOW_OVERFLOW;
+  }
+  if (window > 0 && (__builtin_mul_overflow(window - 1, window_dilation, &dilated_window) ||
+                     __builtin_add_overflow(dilated_window, 1, &dilated_window))) {
+    return CML_WINDOW_OVERFLOW;
+  }
+  if (padded < 0) return CML_WINDOW_NEGATIVE;
+  if (padded < dilated_window) {
+    *out = 0;
+    return CML_WINDOW_OK;
+  }
+  // 0 <= dilated_window <= padded: the difference cannot overflow; the final + 1 can (an empty
+  // window over an input of INT64_MAX positions).
+  if (__builtin_add_overflow((padded - dilated_window) / stride, 1, out)) {
+    return CML_WINDOW_OVERFLOW;
+  }
+  return CML_WINDOW_OK;
 }
 
 // Checks that |count| axes (|a|, then the |n| entries of |rest|...) form a permutation of
@@ -883,7 +923,8 @@ cml_status_t cml__infer_conv(const cml_shape_t* input, const cml_shape_t* kernel
   int64_t in_channels = input->dims[c.input_channel_axis];
   int64_t k_in = kernel->dims[c.kernel_input_channel_axis];
   int64_t k_out = kernel->dims[c.kernel_output_channel_axis];
-  if (in_channels != k_in * fg) {
+  int64_t want_channels = 0;
+  if (__builtin_mul_overflow(k_in, fg, &want_channels) || in_channels != want_channels) {
     return INVALID("ConvGeneral: input channels %lld of input %s must equal kernel input "
                    "channels %lld of kernel %s times channel_group_count %lld",
                    (long long)in_channels, S0(input), (long long)k_in, S1(kernel),
@@ -917,14 +958,22 @@ cml_status_t cml__infer_conv(const cml_shape_t* input, const cml_shape_t* kernel
                      (int)i, (long long)c.strides[i], (long long)c.input_dilations[i],
                      (long long)c.kernel_dilations[i], S0(input));
     }
-    int64_t size;
-    if (!cml_window_output(input->dims[c.input_spatial_axes[i]], c.input_dilations[i],
-                           c.padding_low[i], c.padding_high[i],
-                           kernel->dims[c.kernel_spatial_axes[i]], c.kernel_dilations[i],
-                           c.strides[i], &size)) {
+    int64_t size = 0;
+    cml_window_result_t r = cml_window_output(
+        input->dims[c.input_spatial_axes[i]], c.input_dilations[i], c.padding_low[i],
+        c.padding_high[i], kernel->dims[c.kernel_spatial_axes[i]], c.kernel_dilations[i],
+        c.strides[i], &size);
+    if (r == CML_WINDOW_NEGATIVE) {
       return INVALID("ConvGeneral: spatial axis %d: padding (%lld, %lld) makes input %s negative",
                      (int)i, (long long)c.padding_low[i], (long long)c.padding_high[i],
                      S0(input));
+    }
+    if (r == CML_WINDOW_OVERFLOW) {
+      return INVALID("ConvGeneral: spatial axis %d: padding (%lld, %lld) or dilations (input "
+                     "%lld, kernel %lld) too large: the sizes overflow (input %s, kernel %s)",
+                     (int)i, (long long)c.padding_low[i], (long long)c.padding_high[i],
+                     (long long)c.input_dilations[i], (long long)c.kernel_dilations[i],
+                     S0(input), S1(kernel));
     }
     result.dims[c.output_spatial_axes[i]] = size;
   }
@@ -970,12 +1019,20 @@ static cml_status_t cml_window_shape(cml_op_t op, const cml_shape_t* x,
                      cml_op_name(op), (int)i, S0(x), (long long)w.window_dims[i],
                      (long long)w.strides[i], L(config->window_dims, x->rank));
     }
-    if (!cml_window_output(x->dims[i], w.input_dilations[i], w.padding_low[i], w.padding_high[i],
-                           w.window_dims[i], w.window_dilations[i], w.strides[i],
-                           &out->dims[i])) {
+    cml_window_result_t r =
+        cml_window_output(x->dims[i], w.input_dilations[i], w.padding_low[i], w.padding_high[i],
+                          w.window_dims[i], w.window_dilations[i], w.strides[i], &out->dims[i]);
+    if (r == CML_WINDOW_NEGATIVE) {
       return INVALID("%s: axis %d: padding (%lld, %lld) makes operand %s negative",
                      cml_op_name(op), (int)i, (long long)w.padding_low[i],
                      (long long)w.padding_high[i], S0(x));
+    }
+    if (r == CML_WINDOW_OVERFLOW) {
+      return INVALID("%s: axis %d: padding (%lld, %lld), window %lld or dilations (base %lld, "
+                     "window %lld) too large: the sizes overflow (operand %s)",
+                     cml_op_name(op), (int)i, (long long)w.padding_low[i],
+                     (long long)w.padding_high[i], (long long)w.window_dims[i],
+                     (long long)w.input_dilations[i], (long long)w.window_dilations[i], S0(x));
     }
   }
   *normalized = w;

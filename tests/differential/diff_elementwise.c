@@ -3,6 +3,7 @@
 // every dtype each op accepts. Binary ops get the cartesian product of the special values (so
 // x/0, INT_MIN/-1, shifts by >= the bit width, NaN/Inf pairs are all covered) plus random pairs.
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "diff_common.h"
@@ -91,11 +92,32 @@ static const char dt_reason_cpow_nonfinite[] =
     "complex Pow with an infinite or NaN component in an input or a result (overflow): XLA's "
     "exp(y*log(x)) gives NaN where c's cpow gives a limit";
 
+static const char dt_reason_div_reciprocal[] =
+    "Div by a broadcast divisor: XLA multiplies by the reciprocal 1/y (1-ulp differences; 0 or "
+    "NaN when 1/y is below the normal range and flushed)";
+
+// Div of floats whose divisor is broadcast (a scalar, or the [1, s] row of variant 1).
+static const char* dt_known_div(const dt_case_t* c, int64_t i, const void* c_out,
+                                const void* xla_out) {
+  cml_dtype_t d = c->inputs[0].shape.dtype;
+  const dt_tensor_t* rhs = &c->inputs[1];
+  int64_t m = cml_shape_element_count(rhs);
+  if (!cml_dtype_is_float(d) || m == cml_shape_element_count(&c->inputs[0].shape)) return NULL;
+  double y = dt_get_f64(d, rhs->data, m == 1 ? 0 : i % m);
+  double a = dt_get_f64(d, c_out, i), b = dt_get_f64(d, xla_out, i);
+  double ulp = ldexp(dt_eps(d), ilogb(fmax(fabs(a), fabs(b))));
+  if (isfinite(a) && isfinite(b) && fabs(a - b) <= ulp) return dt_reason_div_reciprocal;
+  double tiny = d == CML_DTYPE_F64 ? 0x1p-1022 : 0x1p-126;  // 1/y below the normal range
+  if (fabs(y) * tiny >= 1 || isinf(y)) return dt_reason_div_reciprocal;
+  return NULL;
+}
+
 static const char* dt_known_elementwise(const dt_case_t* c, size_t output, int64_t i,
                                         const void* c_out, const void* xla_out) {
   cml_op_t op = *(const cml_op_t*)c->ctx;
   cml_dtype_t d = c->inputs[0].shape.dtype;
   const void* x = c->inputs[0].data;
+  if (op == CML_OP_DIV) return dt_known_div(c, i, c_out, xla_out);
   if (cml_dtype_is_complex(d)) {
     cml_dtype_t r = cml_dtype_real_part(d);
     double re = dt_get_f64(r, x, 2 * i), im = dt_get_f64(r, x, 2 * i + 1);
@@ -134,25 +156,46 @@ static void dt_unary(cml_op_t op, cml_dtype_t d) {
   dt_case_free(&c);
 }
 
-static void dt_binary(cml_op_t op, cml_dtype_t d) {
+// Variant 0: same shapes, every pair of special values then random pairs. Variant 1: the same
+// pairs through broadcasting ([s, 1] against [1, s]). Variant 2: a random array against a
+// scalar (broadcast) right-hand side.
+static void dt_binary(cml_op_t op, cml_dtype_t d, int variant) {
   if (!dt_selected(cml_op_name(op), d)) return;
+  static const char* const names[3] = {"", "broadcast [s,1] x [1,s]", "broadcast scalar rhs"};
   dt_case_t c;
   dt_case_init(&c, cml_op_name(op), d, dt_elementwise_tol(op, d));
+  snprintf(c.variant, sizeof c.variant, "%s", names[variant]);
   int64_t s = dt_special_count(d);
-  int64_t n = s * s + 256;
-  void* a = dt_case_input(&c, d, 1, &n);
-  void* b = dt_case_input(&c, d, 1, &n);
-  int64_t k = 0;
-  for (int64_t i = 0; i < s; ++i) {
-    for (int64_t j = 0; j < s; ++j, ++k) {
-      dt_set_special(d, a, k, i);
-      dt_set_special(d, b, k, j);
+  if (variant == 1) {
+    void* a = dt_case_input(&c, d, 2, (const int64_t[]){s, 1});
+    void* b = dt_case_input(&c, d, 2, (const int64_t[]){1, s});
+    for (int64_t i = 0; i < s; ++i) {
+      dt_set_special(d, a, i, i);
+      dt_set_special(d, b, i, i);
     }
+  } else if (variant == 2) {
+    int64_t n = 300;
+    void* a = dt_case_input(&c, d, 1, &n);
+    void* b = dt_case_input(&c, d, 0, NULL);
+    dt_fill(d, a, 0, n, DT_FILL_EDGE);
+    dt_fill(d, b, 0, 1, DT_FILL_SMALL);
+    if (dt_get_f64(d, b, 0) == 0) dt_set_f64(d, b, 0, 3);
+  } else {
+    int64_t n = s * s + 256;
+    void* a = dt_case_input(&c, d, 1, &n);
+    void* b = dt_case_input(&c, d, 1, &n);
+    int64_t k = 0;
+    for (int64_t i = 0; i < s; ++i) {
+      for (int64_t j = 0; j < s; ++j, ++k) {
+        dt_set_special(d, a, k, i);
+        dt_set_special(d, b, k, j);
+      }
+    }
+    dt_fill(d, a, k, n - k, DT_FILL_WIDE);
+    dt_fill(d, b, k, n - k, DT_FILL_WIDE);
+    // Pow with wide exponents overflows everywhere; a quarter of the random pairs get small ones.
+    if (op == CML_OP_POW) dt_fill(d, b, k, (n - k) / 4, DT_FILL_SMALL);
   }
-  dt_fill(d, a, k, n - k, DT_FILL_WIDE);
-  dt_fill(d, b, k, n - k, DT_FILL_WIDE);
-  // Pow with wide exponents overflows everywhere; a quarter of the random pairs get small ones.
-  if (op == CML_OP_POW) dt_fill(d, b, k, (n - k) / 4, DT_FILL_SMALL);
   c.build = dt_build_binary;
   c.ctx = &op;
   c.known = dt_known_elementwise;
@@ -215,7 +258,9 @@ void dt_group_elementwise(void) {
       if (kind == CML_OPK_UNARY) {
         dt_unary(op, *d);
       } else {
-        dt_binary(op, *d);
+        dt_binary(op, *d, 0);
+        dt_binary(op, *d, 1);
+        if (cml_dtype_is_float(*d) || *d == CML_DTYPE_I32) dt_binary(op, *d, 2);
       }
     }
   }

@@ -35,11 +35,6 @@ def main():
             program = bytes([backend] + PARAM_F32_3x4 + PARAM_I32_5 + [op]) + tail
             with open(os.path.join(out, "seed_%d_%s" % (backend, name.lower())), "wb") as f:
                 f.write(program)
-    # Closures: open a closure, use a captured value, close it, call it.
-    program = bytes([0] + PARAM_F32_3x4 + [OP["OPEN_CLOSURE"], 0, OP["UNARY"], 0, 0,
-                                            OP["CLOSE"], 0, 0, OP["CALL"], 0, 0, 0, 0])
-    with open(os.path.join(out, "seed_0_closure_call"), "wb") as f:
-        f.write(program)
 
 
 if __name__ == "__main__":

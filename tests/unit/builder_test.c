@@ -5,6 +5,7 @@
 
 #include "builder_fake_backend.h"
 #include "cml/graph.h"
+#include "core/builder_internal.h"
 #include "test.h"
 
 #define SETUP()                                                   \
@@ -949,6 +950,137 @@ TEST(value_shape_accessor) {
   TEARDOWN();
 }
 
+// A parameter of shape |dtype|[dims...] where the dims may be beyond what an op may produce.
+static cml_value_t param_dims(cml_function_t* f, cml_dtype_t dtype, int32_t rank,
+                              const int64_t* dims) {
+  cml_shape_t s = cml_shape_make(dtype, rank, dims);
+  return cml_parameter(f, NULL, &s);
+}
+
+// Every op's output shape is checked once, where nodes are added: more than CML_MAX_ELEMENTS
+// (2^55) elements fails with INVALID_ARGUMENT naming the op, the output and the inputs.
+TEST(output_shapes_checked_centrally) {
+  SETUP();
+  const int64_t big = (int64_t)1 << 31;
+  cml_value_t scalar = cml_parameter(f, "s", &(cml_shape_t){CML_DTYPE_F32, 0, {0}});
+  ASSERT_EQ_INT(cml_op_broadcast_in_dim(f, scalar, (int64_t[]){big, big, big}, 3, NULL, 0),
+                CML_VALUE_INVALID);
+  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "BroadcastInDim", "output #0",
+                       "(Float32)[2147483648, 2147483648, 2147483648]", "too large",
+                       "inputs (Float32)");
+  TEARDOWN();
+
+  // The limit itself is accepted (2^55 elements of any dtype), one more element is not.
+  RESETUP();
+  cml_value_t bs = cml_parameter(f, "b", &(cml_shape_t){CML_DTYPE_BOOL, 0, {0}});
+  cml_value_t cs = cml_parameter(f, "c", &(cml_shape_t){CML_DTYPE_C128, 0, {0}});
+  const int64_t limit = (int64_t)1 << 55;
+  cml_value_t at_limit = cml_op_broadcast_in_dim(f, bs, &limit, 1, NULL, 0);
+  ASSERT_SHAPE(at_limit, CML_DTYPE_BOOL, limit);
+  cml_value_t c_limit =
+      cml_op_broadcast_in_dim(f, cs, (int64_t[]){(int64_t)1 << 27, (int64_t)1 << 28}, 2, NULL, 0);
+  ASSERT_SHAPE(c_limit, CML_DTYPE_C128, (int64_t)1 << 27, (int64_t)1 << 28);
+  // Zero dims count as 1 in the limit (so the strides of empty shapes fit too).
+  cml_value_t empty =
+      cml_op_broadcast_in_dim(f, bs, (int64_t[]){(int64_t)1 << 27, 0, (int64_t)1 << 28}, 3, NULL, 0);
+  ASSERT_SHAPE(empty, CML_DTYPE_BOOL, (int64_t)1 << 27, 0, (int64_t)1 << 28);
+  const int64_t over = limit + 1;
+  ASSERT_EQ_INT(cml_op_broadcast_in_dim(f, bs, &over, 1, NULL, 0), CML_VALUE_INVALID);
+  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "BroadcastInDim", "(Bool)[36028797018963969]",
+                       "too large", "2^55");
+  TEARDOWN();
+  RESETUP();
+  bs = cml_parameter(f, "b", &(cml_shape_t){CML_DTYPE_BOOL, 0, {0}});
+  ASSERT_EQ_INT(cml_op_broadcast_in_dim(f, bs, (int64_t[]){(int64_t)1 << 28, 0, (int64_t)1 << 28},
+                                        3, NULL, 0),
+                CML_VALUE_INVALID);
+  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "BroadcastInDim",
+                       "(Bool)[268435456, 0, 268435456]");
+  TEARDOWN();
+
+  RESETUP();
+  cml_value_t l = param_dims(f, CML_DTYPE_F32, 2, (int64_t[]){big, 1});
+  cml_value_t r = param_dims(f, CML_DTYPE_F32, 2, (int64_t[]){1, big});
+  ASSERT_EQ_INT(cml_op_dot(f, l, r), CML_VALUE_INVALID);
+  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "Dot", "(Float32)[2147483648, 2147483648]",
+                       "(Float32)[2147483648, 1]", "(Float32)[1, 2147483648]");
+  TEARDOWN();
+
+  RESETUP();
+  cml_value_t x = param_dims(f, CML_DTYPE_F32, 1, (int64_t[]){3});
+  cml_value_t fill = cml_parameter(f, "fill", &(cml_shape_t){CML_DTYPE_F32, 0, {0}});
+  cml_pad_axis_t interior = {0, 0, (int64_t)1 << 61};  // 3 + 2 * 2^61 elements
+  ASSERT_EQ_INT(cml_op_pad(f, x, fill, &interior, 1), CML_VALUE_INVALID);
+  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "Pad", "(Float32)[4611686018427387907]",
+                       "inputs (Float32)[3], (Float32)");
+  TEARDOWN();
+
+  // Concatenate of five Bool[2^54]: over the limit; the message lists four inputs and a count.
+  RESETUP();
+  cml_value_t part = param_dims(f, CML_DTYPE_BOOL, 1, (int64_t[]){(int64_t)1 << 54});
+  cml_value_t parts[5] = {part, part, part, part, part};
+  ASSERT_EQ_INT(cml_op_concatenate(f, 0, parts, 5), CML_VALUE_INVALID);
+  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "Concatenate", "(Bool)[90071992547409920]",
+                       "and 1 more");
+  TEARDOWN();
+
+  // Windowed ops with padding that overflows int64 never record a node.
+  RESETUP();
+  cml_value_t w4 = param_dims(f, CML_DTYPE_F32, 1, (int64_t[]){4});
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 1;
+  w.window_dims[0] = 2;
+  w.strides[0] = 1;
+  w.padding_low[0] = w.padding_high[0] = INT64_MAX;
+  ASSERT_EQ_INT(cml_op_reduce_window(f, w4, CML_REDUCE_SUM, &w), CML_VALUE_INVALID);
+  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "ReduceWindow", "too large",
+                       "(Float32)[4]");
+  TEARDOWN();
+}
+
+// No two live builders share a value tag while fewer than 256 are alive, so a value of one is
+// always recognized as foreign by every other; beyond 255 live builders tags are shared, and
+// creating builders still works.
+TEST(builder_tags_distinct_while_alive) {
+  fake_backend_t* fb = fake_backend_new();
+  ASSERT_TRUE(fb != NULL);
+  enum { kLive = 255 };
+  cml_builder_t* builders[kLive + 1] = {NULL};
+  cml_value_t values[kLive + 1] = {0};
+  bool tag_used[256] = {false};
+  cml_shape_t s = SHAPE(CML_DTYPE_F32, 2);
+  for (int i = 0; i < kLive; ++i) {
+    ASSERT_STATUS_OK(cml_builder_create(&fb->base, "tags", &builders[i]));
+    values[i] = cml_parameter(cml_builder_main(builders[i]), "x", &s);
+    ASSERT_NE_INT(values[i], CML_VALUE_INVALID);
+    uint32_t tag = values[i] >> CML__VALUE_INDEX_BITS;
+    ASSERT_TRUE(tag >= 1 && tag <= 255);
+    ASSERT_FALSE(tag_used[tag]);
+    tag_used[tag] = true;
+  }
+  // The value of builder 0 is foreign to each of the 254 others.
+  for (int i = 1; i < kLive; ++i) {
+    cml_function_t* fi = cml_builder_main(builders[i]);
+    ASSERT_EQ_INT(cml_op_neg(fi, values[0]), CML_VALUE_INVALID);
+    cml_builder_t* b = builders[i];
+    ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "Neg", "another builder");
+  }
+  // A 256th live builder shares a tag but works on its own values.
+  ASSERT_STATUS_OK(cml_builder_create(&fb->base, "shared", &builders[kLive]));
+  cml_function_t* last = cml_builder_main(builders[kLive]);
+  values[kLive] = cml_parameter(last, "x", &s);
+  ASSERT_NE_INT(cml_op_neg(last, values[kLive]), CML_VALUE_INVALID);
+  // Once builder 7 is gone, its tag is the only one nobody holds: the next builder gets it.
+  uint32_t freed = values[7] >> CML__VALUE_INDEX_BITS;
+  cml_builder_destroy(builders[7]);
+  ASSERT_STATUS_OK(cml_builder_create(&fb->base, "again", &builders[7]));
+  cml_value_t v7 = cml_parameter(cml_builder_main(builders[7]), "x", &s);
+  ASSERT_EQ_INT(v7 >> CML__VALUE_INDEX_BITS, freed);
+  for (int i = 0; i <= kLive; ++i) cml_builder_destroy(builders[i]);
+  cml_backend_release(&fb->base);
+}
+
 TEST_MAIN(TEST_ENTRY(op_table), TEST_ENTRY(build_and_compile_mlp),
           TEST_ENTRY(executable_io_from_module), TEST_ENTRY(parameters_and_constants),
           TEST_ENTRY(parameter_duplicate_name),
@@ -967,4 +1099,5 @@ TEST_MAIN(TEST_ENTRY(op_table), TEST_ENTRY(build_and_compile_mlp),
           TEST_ENTRY(sort_comparator), TEST_ENTRY(sort_comparator_errors),
           TEST_ENTRY(closure_of_other_function_rejected), TEST_ENTRY(multi_output_ops),
           TEST_ENTRY(attrs_defaults_in_module), TEST_ENTRY(dot_general_output_dtype),
-          TEST_ENTRY(value_shape_accessor))
+          TEST_ENTRY(value_shape_accessor), TEST_ENTRY(output_shapes_checked_centrally),
+          TEST_ENTRY(builder_tags_distinct_while_alive))

@@ -242,7 +242,8 @@ TEST(aliases_constants_and_copies) {
 }
 
 TEST(in_place_and_arena_reuse) {
-  cml_backend_t* b = tm_backend("c:threads=2");
+  // Without fusion (which would compute the whole chain in one loop, with no arena at all).
+  cml_backend_t* b = tm_backend("c:threads=2,fusion=false");
   ASSERT_TRUE(b != NULL);
   tmod_t* t = tm_new();
   enum { N = 1000 };

@@ -534,7 +534,158 @@ TEST(special) {
                "BatchNormForTraining", "Int32");
 }
 
+// A shape struct filled by hand, without cml_shape_init's limits (inference takes any dims).
+static cml_shape_t raw_shape(cml_dtype_t dtype, int32_t rank, const int64_t* dims) {
+  cml_shape_t s;
+  memset(&s, 0, sizeof s);
+  s.dtype = dtype;
+  s.rank = rank;
+  for (int32_t i = 0; i < rank; ++i) s.dims[i] = dims[i];
+  return s;
+}
+
+// Attribute values at the ends of int64 never overflow (UBSan checks) and fail with a message
+// naming the op; sizes that fit are computed exactly (hand-computed values).
+TEST(overflowing_attributes) {
+  cml_shape_t out;
+  cml_ir_attrs_t a;
+  memset(&a, 0, sizeof a);
+  cml_shape_t x = SHAPE(CML_DTYPE_F32, 3), fill = cml_shape_scalar(CML_DTYPE_F32);
+  // Pad.
+  const int64_t pads[][3] = {{INT64_MAX, 0, 0},         {0, INT64_MAX, 0},
+                             {INT64_MAX, INT64_MAX, 0}, {INT64_MIN, INT64_MIN, 0},
+                             {0, 0, INT64_MAX},         {INT64_MAX / 2, INT64_MAX / 2, INT64_MAX / 2},
+                             {INT64_MAX - 2, 0, 0}};
+  for (size_t i = 0; i < sizeof pads / sizeof pads[0]; ++i) {
+    cml_pad_axis_t p = {pads[i][0], pads[i][1], pads[i][2]};
+    ASSERT_FAILS(cml__infer_pad(&x, &fill, &p, 1, &a, &out), "Pad", "axis 0", "(Float32)[3]");
+  }
+  cml_pad_axis_t crop = {INT64_MIN, 0, 0};  // no overflow: a negative size
+  ASSERT_FAILS(cml__infer_pad(&x, &fill, &crop, 1, &a, &out), "Pad", "negative");
+  cml_pad_axis_t fits = {INT64_MAX - 3, 0, 0};  // 3 + INT64_MAX - 3
+  ASSERT_STATUS_OK(cml__infer_pad(&x, &fill, &fits, 1, &a, &out));
+  ASSERT_EQ_INT(out.dims[0], INT64_MAX);
+  cml_pad_axis_t interior = {0, 0, (int64_t)1 << 61};  // 3 + 2 * 2^61
+  ASSERT_STATUS_OK(cml__infer_pad(&x, &fill, &interior, 1, &a, &out));
+  ASSERT_EQ_INT(out.dims[0], ((int64_t)1 << 62) + 3);
+  cml_pad_axis_t big_low_crop_high = {INT64_MAX - 10, -(INT64_MAX - 20), 0};  // 3 + 10
+  ASSERT_STATUS_OK(cml__infer_pad(&x, &fill, &big_low_crop_high, 1, &a, &out));
+  ASSERT_EQ_INT(out.dims[0], 13);
+  // Slice: huge strides give one element, never overflow.
+  cml_shape_t v = SHAPE(CML_DTYPE_F32, 5);
+  ASSERT_STATUS_OK(cml__infer_slice(&v, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){INT64_MAX},
+                                    1, &a, &out));
+  ASSERT_OUT(CML_DTYPE_F32, 1);
+  ASSERT_STATUS_OK(cml__infer_slice(&v, (int64_t[]){1}, (int64_t[]){5}, (int64_t[]){3}, 1, &a,
+                                    &out));
+  ASSERT_OUT(CML_DTYPE_F32, 2);  // elements 1 and 4
+  ASSERT_STATUS_OK(cml__infer_slice(&v, (int64_t[]){5}, (int64_t[]){5}, (int64_t[]){INT64_MAX},
+                                    1, &a, &out));
+  ASSERT_OUT(CML_DTYPE_F32, 0);
+  ASSERT_FAILS(cml__infer_slice(&v, (int64_t[]){INT64_MIN}, (int64_t[]){INT64_MAX},
+                                (int64_t[]){INT64_MIN}, 1, &a, &out),
+               "Slice", "(Float32)[5]");
+  // Concatenate: the sum of the sizes along the axis overflows.
+  const int64_t half = (int64_t)1 << 62;
+  cml_shape_t parts[3] = {raw_shape(CML_DTYPE_F32, 1, &half), raw_shape(CML_DTYPE_F32, 1, &half),
+                          raw_shape(CML_DTYPE_F32, 1, &half)};
+  ASSERT_FAILS(cml__infer_concatenate(0, parts, 3, &a, &out), "Concatenate", "overflow",
+               "operand #1");
+  ASSERT_STATUS_OK(cml__infer_concatenate(0, parts, 1, &a, &out));
+  ASSERT_EQ_INT(out.dims[0], half);
+  // ReduceWindow: padding, window sizes and dilations at the ends of int64.
+  cml_shape_t w4 = SHAPE(CML_DTYPE_F32, 4);
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 1;
+  w.window_dims[0] = 2;
+  w.strides[0] = 1;
+  w.padding_low[0] = w.padding_high[0] = INT64_MAX;
+  ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
+               "too large", "(Float32)[4]");
+  w.padding_low[0] = w.padding_high[0] = INT64_MIN;
+  ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
+               "too large");
+  w.padding_low[0] = INT64_MIN;
+  w.padding_high[0] = 0;
+  ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
+               "negative");
+  w.padding_low[0] = w.padding_high[0] = 0;
+  w.input_dilations[0] = INT64_MAX;  // (4 - 1) * INT64_MAX
+  ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
+               "too large");
+  w.input_dilations[0] = 1;
+  w.window_dims[0] = INT64_MAX;
+  w.window_dilations[0] = 2;  // (INT64_MAX - 1) * 2
+  ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
+               "too large");
+  w.window_dilations[0] = 1;  // a window larger than the input: 0 windows
+  ASSERT_STATUS_OK(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out));
+  ASSERT_OUT(CML_DTYPE_F32, 0);
+  w.window_dims[0] = 2;
+  w.strides[0] = INT64_MAX;  // one window
+  ASSERT_STATUS_OK(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out));
+  ASSERT_OUT(CML_DTYPE_F32, 1);
+  w.strides[0] = 1;
+  w.padding_low[0] = w.padding_high[0] = (int64_t)1 << 40;  // 4 + 2^41 - 2 + 1 windows
+  ASSERT_STATUS_OK(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out));
+  ASSERT_EQ_INT(out.dims[0], ((int64_t)1 << 41) + 3);
+  // ConvGeneral: padding and dilations at the ends of int64; group counts that overflow.
+  cml_shape_t in = SHAPE(CML_DTYPE_F32, 1, 3, 5), k = SHAPE(CML_DTYPE_F32, 6, 3, 2);
+  cml_conv_config_t c = nchw_config(1);
+  c.padding_low[0] = INT64_MAX - 2;
+  c.padding_high[0] = 5;
+  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "spatial axis 0",
+               "(Float32)[1, 3, 5]", "(Float32)[6, 3, 2]");
+  c = nchw_config(1);
+  c.input_dilations[0] = INT64_MAX / 2;
+  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "too large");
+  c = nchw_config(1);
+  c.kernel_dilations[0] = INT64_MAX;  // (2 - 1) * INT64_MAX + 1
+  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "too large");
+  c = nchw_config(1);
+  c.kernel_dilations[0] = INT64_MAX - 1;  // dilated kernel INT64_MAX > 5: no output positions
+  ASSERT_STATUS_OK(cml__infer_conv(&in, &k, &c, &a, &out));
+  ASSERT_OUT(CML_DTYPE_F32, 1, 6, 0);
+  c = nchw_config(1);
+  c.padding_low[0] = c.padding_high[0] = INT64_MIN;
+  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "too large");
+  c = nchw_config(1);
+  c.channel_group_count = INT64_MAX;  // 3 * INT64_MAX kernel input channels
+  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "channels");
+  c = nchw_config(1);
+  c.strides[0] = INT64_MIN;
+  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "positive");
+}
+
+// cml_shape_init's limit (the one every op output is held to): at most CML_MAX_ELEMENTS = 2^55
+// elements whatever the dtype, zero dims counting as 1; the product never overflows.
+TEST(shape_limits) {
+  cml_shape_t s;
+  const int64_t limit = (int64_t)1 << 55;
+  ASSERT_EQ_INT(CML_MAX_ELEMENTS, limit);
+  ASSERT_STATUS_OK(cml_shape_init(&s, CML_DTYPE_C128, 1, &limit));
+  ASSERT_EQ_INT(cml_shape_byte_size(&s), (uint64_t)1 << 59);  // 16 bytes each
+  ASSERT_STATUS_OK(cml_shape_init(&s, CML_DTYPE_U1, 2, (int64_t[]){(int64_t)1 << 20, (int64_t)1 << 35}));
+  ASSERT_EQ_INT(cml_shape_byte_size(&s), (uint64_t)1 << 52);  // 2^55 bits
+  ASSERT_STATUS_OK(cml_shape_init(&s, CML_DTYPE_F32, 3, (int64_t[]){(int64_t)1 << 30, 0, (int64_t)1 << 25}));
+  ASSERT_EQ_INT(cml_shape_element_count(&s), 0);
+  ASSERT_FAILS(cml_shape_init(&s, CML_DTYPE_BOOL, 1, (int64_t[]){limit + 1}), "too many elements",
+               "(Bool)[36028797018963969]");
+  ASSERT_FAILS(cml_shape_init(&s, CML_DTYPE_F32, 2, (int64_t[]){0, limit * 2}), "too many elements");
+  int64_t huge[CML_MAX_RANK];
+  for (int i = 0; i < CML_MAX_RANK; ++i) huge[i] = INT64_MAX;
+  ASSERT_FAILS(cml_shape_init(&s, CML_DTYPE_I8, CML_MAX_RANK, huge), "too many elements");
+  huge[0] = 0;  // an empty shape with overflowing strides is rejected too
+  ASSERT_FAILS(cml_shape_init(&s, CML_DTYPE_I8, CML_MAX_RANK, huge), "too many elements");
+  // A user-given shape (Parameter, Iota, RNG) gets the same limit, with the op named.
+  cml_shape_t user = {CML_DTYPE_F32, 2, {limit, 2}};
+  ASSERT_FAILS(cml__infer_user_shape(CML_OP_PARAMETER, &user, false, &s), "Parameter",
+               "too many elements");
+}
+
 TEST_MAIN(TEST_ENTRY(unary), TEST_ENTRY(binary_broadcasting), TEST_ENTRY(reduce),
           TEST_ENTRY(convert_and_bitcast), TEST_ENTRY(clamp_and_where), TEST_ENTRY(movement),
           TEST_ENTRY(pad_and_dynamic_slices), TEST_ENTRY(gather), TEST_ENTRY(scatter),
-          TEST_ENTRY(conv), TEST_ENTRY(windows), TEST_ENTRY(dot), TEST_ENTRY(special))
+          TEST_ENTRY(conv), TEST_ENTRY(windows), TEST_ENTRY(dot), TEST_ENTRY(special),
+          TEST_ENTRY(overflowing_attributes), TEST_ENTRY(shape_limits))

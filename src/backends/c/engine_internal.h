@@ -95,6 +95,7 @@ typedef struct cmlc_value_plan_t {
   uint32_t index;    // PARAM: parameter; CAPTURE: capture; ALIAS: source value; OUTPUT: output
   size_t offset;     // ARENA: byte offset in the function's segment
   size_t size;       // bytes (While outputs: two copies, see exec.c)
+  const void* data;  // CONST: the bytes (a Constant node's data, or a folded result)
 } cmlc_value_plan_t;
 
 typedef enum cmlc_step_kind_t {
@@ -103,7 +104,11 @@ typedef enum cmlc_step_kind_t {
   CMLC_STEP_CALL,
   CMLC_STEP_WHILE,
   CMLC_STEP_IF,
+  CMLC_STEP_MERGED,      // CSE: outputs alias the outputs of |source_node| (same count)
+  CMLC_STEP_FUSED,       // a fused elementwise group (|fused|), reading |fused|'s inputs
 } cmlc_step_kind_t;
+
+typedef struct cmlc_fused_t cmlc_fused_t;
 
 typedef struct cmlc_step_t {
   uint8_t kind;  // cmlc_step_kind_t
@@ -112,6 +117,8 @@ typedef struct cmlc_step_t {
   size_t scratch_offset;  // in the function's segment
   size_t scratch_size;
   const cml_shape_t** shapes;  // input_count input shapes, then output_count output shapes
+  const cml_ir_node_t* source_node;  // MERGED: the node whose outputs this one reuses
+  cmlc_fused_t* fused;               // FUSED: the program (owned by the step)
 } cmlc_step_t;
 
 typedef struct cmlc_function_plan_t {
@@ -125,6 +132,20 @@ typedef struct cmlc_function_plan_t {
   size_t io_offset;      // offset of its pointer scratch in the context's pointer block
 } cmlc_function_plan_t;
 
+// What the compile-time optimizations did (for tests and `cml info`-style reports).
+typedef struct cmlc_opt_stats_t {
+  uint32_t folded;        // nodes evaluated at compile time (their results became constants)
+  uint32_t merged;        // nodes merged into an identical earlier node (CSE)
+  uint32_t fused_groups;  // fused elementwise loops
+  uint32_t fused_nodes;   // nodes inside those loops (roots included)
+} cmlc_opt_stats_t;
+
+// A block of folded constant data owned by an executable (data follows the header).
+typedef struct cmlc_folded_t {
+  struct cmlc_folded_t* next;
+  size_t bytes;  // the whole allocation, header included
+} cmlc_folded_t;
+
 typedef struct cmlc_executable_t {
   cml_executable_t base;  // must stay first
   cmlc_backend_t* backend;
@@ -133,6 +154,9 @@ typedef struct cmlc_executable_t {
   cmlc_function_plan_t* functions;
   size_t arena_size;      // all segments
   size_t pointer_count;   // value pointers + io scratch pointers in one context
+  cmlc_opt_stats_t stats;
+  cmlc_folded_t* folded;  // folded constants' storage
+  cmlc_fused_t** fused_of;  // per node: the fused program of a FUSED_ROOT (NULL: no fusion)
   // Free list of execution contexts (guarded by |mutex|).
   pthread_mutex_t mutex;
   struct cmlc_context_t* free_contexts;
@@ -143,6 +167,88 @@ typedef struct cmlc_executable_t {
 CML_MUST_USE cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module,
                                           cmlc_executable_t* exe);
 void cmlc_plan_deinit(cmlc_executable_t* exe);
+
+//===--- planner internals (plan.c, opt.c) ---===//
+
+// What the optimizations decided for a node (plan.c then schedules it accordingly).
+typedef enum cmlc_node_state_t {
+  CMLC_NODE_PLAIN = 0,     // scheduled as it is
+  CMLC_NODE_FOLDED,        // evaluated at compile time: its outputs are CONST values
+  CMLC_NODE_MERGED,        // CSE: reuses the outputs of node |link| (a MERGED step)
+  CMLC_NODE_FUSED_INNER,   // computed inside the fused loop of node |link|, never stored
+  CMLC_NODE_FUSED_ROOT,    // runs the fused loop |fused_of| (its output is the group's)
+} cmlc_node_state_t;
+
+typedef struct cmlc_block_t {
+  size_t offset, size;
+} cmlc_block_t;
+
+typedef struct cmlc_layout_t {
+  cmlc_block_t* free_blocks;  // sorted by offset, never adjacent (coalesced)
+  size_t count, capacity;
+  size_t top;  // high-water mark
+} cmlc_layout_t;
+
+typedef struct cmlc_planner_t {
+  cmlc_backend_t* backend;
+  const cml_module_t* module;
+  cmlc_executable_t* exe;
+  cml_allocator_t alloc;
+  // Module-wide scratch (functions own disjoint nodes and values).
+  bool* needed;         // node is live
+  uint32_t* root;       // value -> the value owning its storage
+  uint32_t* last_use;   // root value -> position of its last use (node_count = "returned")
+  bool* released;       // root value's block was freed or handed over
+  uint32_t* queue;      // functions to plan
+  bool* queued;
+  cmlc_layout_t layout;
+  // Optimizations (per node / per value).
+  uint8_t* node_state;       // cmlc_node_state_t
+  uint32_t* node_link;       // MERGED: the node reused; FUSED_INNER: the group's root node
+  const void** value_data;   // constant data of CONST values (Constant nodes and folded ones)
+  uint32_t* uses;            // value -> number of distinct consuming nodes (fusion)
+} cmlc_planner_t;
+
+// Finds the kernel implementing |n| (UNIMPLEMENTED naming the op and dtypes when none does).
+CML_MUST_USE cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_t* n,
+                                           cmlc_kernel_entry_t* out);
+
+// Constant folding and common-subexpression elimination over the live nodes of function
+// |fi| (p->needed set): fills node_state / node_link / value_data and the executable's
+// folded storage and stats. Off in reference mode. Folding failures are not errors: the node
+// then simply runs at execution time.
+CML_MUST_USE cml_status_t cmlc_opt_fold_and_merge(cmlc_planner_t* p, uint32_t fi);
+
+// Elementwise fusion over function |fi| (after fold/merge and a second liveness pass): groups
+// single-use f32/f64 elementwise chains into FUSED_ROOT / FUSED_INNER nodes with programs in
+// exe->fused_of. Only when options.fusion is on.
+CML_MUST_USE cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi);
+
+//===--- fused elementwise loops (fused.c) ---===//
+
+// Whether |node| can be a member of a fused loop for |options| (an elementwise op whose
+// unfused kernel is one of the elementwise group's strided loops, with f32/f64/bool results).
+bool cmlc_fused_node_supported(const cml_module_t* module, const cml_ir_node_t* node,
+                               const cmlc_options_t* options);
+
+// Builds the program of a group: |members| are node indices in schedule order, the last one
+// is the root whose output the loop writes; every other member's single output is read only
+// by later members, and every member's output has the root's dims. Returns
+// FAILED_PRECONDITION (quietly: the planner then leaves the nodes unfused) when the group
+// needs more registers or inputs than a loop has.
+CML_MUST_USE cml_status_t cmlc_fused_build(const cml_module_t* module,
+                                           const cmlc_options_t* options,
+                                           const uint32_t* members, uint32_t member_count,
+                                           cml_allocator_t allocator, cmlc_fused_t** out);
+void cmlc_fused_destroy(cml_allocator_t allocator, cmlc_fused_t* fused);
+// The group's external inputs (value indices, distinct) in the order the run takes them.
+uint32_t cmlc_fused_input_count(const cmlc_fused_t* fused);
+const uint32_t* cmlc_fused_inputs(const cmlc_fused_t* fused);
+// An input the output may share storage with (same dims and element size), or -1.
+int cmlc_fused_in_place_input(const cmlc_fused_t* fused);
+// Runs the loop: |inputs| in cmlc_fused_inputs order, |output| the root's storage.
+void cmlc_fused_run(const cmlc_fused_t* fused, const void* const* inputs, void* output,
+                    const cmlc_options_t* options, cmlc_pool_t* pool);
 
 //===--- execution (exec.c) ---===//
 

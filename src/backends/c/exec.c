@@ -42,12 +42,13 @@ static void* cmlc_value_fixed_pointer(const cmlc_executable_t* exe, const cmlc_c
                                       uint32_t v) {
   const cml_module_t* m = exe->module;
   const cmlc_value_plan_t* vp = &exe->values[v];
-  const cml_ir_node_t* n = &m->nodes[m->values[v].node];
   switch (vp->storage) {
-    case CMLC_STORAGE_ARENA:
+    case CMLC_STORAGE_ARENA: {
+      const cml_ir_node_t* n = &m->nodes[m->values[v].node];
       return ctx->arena + exe->functions[n->function].arena_offset + vp->offset;
+    }
     case CMLC_STORAGE_CONST:
-      return n->data ? (void*)n->data : (void*)cmlc_empty_storage;
+      return vp->data ? (void*)vp->data : (void*)cmlc_empty_storage;
     case CMLC_STORAGE_EMPTY:
       return (void*)cmlc_empty_storage;
     default:
@@ -230,6 +231,20 @@ static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi) {
         uint32_t count = n->op == CML_OP_SCHEDULING_BARRIER ? 1 : n->output_count;
         if (count > n->input_count) count = n->input_count;
         for (uint32_t o = 0; o < count; ++o) ptrs[n->first_output + o] = ptrs[n->inputs[o]];
+        break;
+      }
+      case CMLC_STEP_MERGED: {
+        const uint32_t src = step->source_node->first_output;
+        for (uint32_t o = 0; o < n->output_count; ++o) ptrs[n->first_output + o] = ptrs[src + o];
+        break;
+      }
+      case CMLC_STEP_FUSED: {
+        void** io = ptrs + fp->io_offset;
+        const uint32_t count = cmlc_fused_input_count(step->fused);
+        const uint32_t* values = cmlc_fused_inputs(step->fused);
+        for (uint32_t k = 0; k < count; ++k) io[k] = ptrs[values[k]];
+        cmlc_fused_run(step->fused, (const void* const*)io, ptrs[n->first_output],
+                       &exe->backend->options, exe->backend->pool);
         break;
       }
       case CMLC_STEP_CALL: {

@@ -30,16 +30,6 @@ static size_t cmlc_plan_round(size_t n) {
 
 //===--- arena layout: best-fit free list with coalescing ---===//
 
-typedef struct cmlc_block_t {
-  size_t offset, size;
-} cmlc_block_t;
-
-typedef struct cmlc_layout_t {
-  cmlc_block_t* free_blocks;  // sorted by offset, never adjacent (coalesced)
-  size_t count, capacity;
-  size_t top;  // high-water mark
-} cmlc_layout_t;
-
 static size_t cmlc_layout_alloc(cmlc_layout_t* l, size_t size) {
   size_t best = SIZE_MAX;
   for (size_t i = 0; i < l->count; ++i) {
@@ -100,21 +90,6 @@ static void cmlc_layout_free(cmlc_layout_t* l, size_t offset, size_t size) {
 }
 
 //===--- planner state ---===//
-
-typedef struct cmlc_planner_t {
-  cmlc_backend_t* backend;
-  const cml_module_t* module;
-  cmlc_executable_t* exe;
-  cml_allocator_t alloc;
-  // Module-wide scratch (functions own disjoint nodes and values).
-  bool* needed;         // node is live
-  uint32_t* root;       // value -> the value owning its storage
-  uint32_t* last_use;   // root value -> position of its last use (node_count = "returned")
-  bool* released;       // root value's block was freed or handed over
-  uint32_t* queue;      // functions to plan
-  bool* queued;
-  cmlc_layout_t layout;
-} cmlc_planner_t;
 
 static size_t cmlc_plan_bytes(size_t count, size_t size) {
   size_t bytes = count * size;
@@ -191,8 +166,8 @@ static void cmlc_plan_format_dtypes(const cml_module_t* m, const cml_ir_node_t* 
 }
 
 // Finds the implementation of a kernel node.
-static cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_t* n,
-                                     cmlc_kernel_entry_t* out) {
+cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_t* n,
+                              cmlc_kernel_entry_t* out) {
   const cmlc_options_t* o = &p->backend->options;
   const cml_module_t* m = p->module;
   memset(out, 0, sizeof *out);
@@ -246,6 +221,78 @@ static void cmlc_plan_release(cmlc_planner_t* p, uint32_t r) {
   cmlc_layout_free(&p->layout, vp->offset, vp->size);
 }
 
+// The values a scheduled node reads when it runs (after merging and fusion).
+typedef struct cmlc_plan_inputs_t {
+  const uint32_t* list;  // NULL: |first| .. |first| + |count| - 1
+  uint32_t first, count;
+} cmlc_plan_inputs_t;
+
+static cmlc_plan_inputs_t cmlc_plan_inputs(const cmlc_planner_t* p, uint32_t ni) {
+  const cml_module_t* m = p->module;
+  const cml_ir_node_t* n = &m->nodes[ni];
+  cmlc_plan_inputs_t in = {n->inputs, 0, n->input_count};
+  switch (p->node_state[ni]) {
+    case CMLC_NODE_MERGED:
+      in.list = NULL;
+      in.first = m->nodes[p->node_link[ni]].first_output;
+      in.count = n->output_count;
+      break;
+    case CMLC_NODE_FUSED_ROOT: {
+      const cmlc_fused_t* fused = p->exe->fused_of[ni];
+      in.list = cmlc_fused_inputs(fused);
+      in.count = cmlc_fused_input_count(fused);
+      break;
+    }
+    case CMLC_NODE_FOLDED:
+    case CMLC_NODE_FUSED_INNER:
+      in.list = NULL;
+      in.count = 0;
+      break;
+    default:
+      break;
+  }
+  return in;
+}
+
+static uint32_t cmlc_plan_input_at(const cmlc_plan_inputs_t* in, uint32_t k) {
+  return in->list ? in->list[k] : in->first + k;
+}
+
+// Liveness: marks the nodes whose values reach the outputs of |fi| (through what actually
+// runs: a folded node needs nothing, a merged one the node it reuses) and queues callees.
+static cml_status_t cmlc_plan_mark_live(cmlc_planner_t* p, uint32_t fi, uint32_t* queue_count) {
+  const cml_module_t* m = p->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  for (uint32_t i = 0; i < f->node_count; ++i) p->needed[f->nodes[i]] = false;
+  for (uint32_t v = 0; v < f->output_count; ++v) {
+    p->needed[m->values[f->outputs[v]].node] = true;
+  }
+  for (uint32_t i = f->node_count; i-- > 0;) {
+    const uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = &m->nodes[ni];
+    if (!p->needed[ni]) continue;
+    if (p->node_state[ni] == CMLC_NODE_FOLDED) continue;
+    if (p->node_state[ni] == CMLC_NODE_MERGED) {
+      p->needed[p->node_link[ni]] = true;
+      continue;
+    }
+    for (uint32_t k = 0; k < n->input_count; ++k) p->needed[m->values[n->inputs[k]].node] = true;
+    for (uint32_t k = 0; k < cmlc_plan_function_ref_count(n->op); ++k) {
+      uint32_t callee = n->attrs->functions[k];
+      if (callee >= m->function_count) {
+        return cml_status_make(CML_STATUS_INTERNAL, "c backend: %s refers to function %u of %u",
+                               cml_op_name(n->op), callee, m->function_count);
+      }
+      const cml_ir_function_t* cf = &m->functions[callee];
+      for (uint32_t c = 0; c < cf->capture_count; ++c) {
+        p->needed[m->values[cf->captures_outer[c]].node] = true;
+      }
+      cmlc_plan_queue(p, callee, queue_count);
+    }
+  }
+  return CML_OK;
+}
+
 static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t* queue_count) {
   const cml_module_t* m = p->module;
   const cml_ir_function_t* f = &m->functions[fi];
@@ -270,29 +317,22 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
                                cml_op_name(n->op), fi, in);
       }
     }
-  }
-
-  // Dead-code elimination: walk backwards from the outputs.
-  for (uint32_t v = 0; v < f->output_count; ++v) {
-    p->needed[m->values[f->outputs[v]].node] = true;
-  }
-  for (uint32_t i = f->node_count; i-- > 0;) {
-    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
-    if (!p->needed[f->nodes[i]]) continue;
-    for (uint32_t k = 0; k < n->input_count; ++k) p->needed[m->values[n->inputs[k]].node] = true;
-    for (uint32_t k = 0; k < cmlc_plan_function_ref_count(n->op); ++k) {
-      uint32_t callee = n->attrs->functions[k];
-      if (callee >= m->function_count) {
-        return cml_status_make(CML_STATUS_INTERNAL, "c backend: %s refers to function %u of %u",
-                               cml_op_name(n->op), callee, m->function_count);
-      }
-      const cml_ir_function_t* cf = &m->functions[callee];
-      for (uint32_t c = 0; c < cf->capture_count; ++c) {
-        p->needed[m->values[cf->captures_outer[c]].node] = true;
-      }
-      cmlc_plan_queue(p, callee, queue_count);
+    p->node_state[ni] = CMLC_NODE_PLAIN;
+    p->node_link[ni] = 0;
+    for (uint32_t o = 0; o < n->output_count; ++o) p->value_data[n->first_output + o] = NULL;
+    if (n->op == CML_OP_CONSTANT) {
+      p->value_data[n->first_output] = n->data ? n->data : (const void*)cmlc_empty_storage;
     }
   }
+
+  // Dead-code elimination, then folding and CSE, then liveness again (folded nodes need no
+  // inputs, merged ones only the node they reuse), then fusion.
+  CML_RETURN_IF_ERROR(cmlc_plan_mark_live(p, fi, queue_count));
+  CML_RETURN_IF_ERROR(cmlc_opt_fold_and_merge(p, fi));
+  if (exe->stats.folded || exe->stats.merged) {
+    CML_RETURN_IF_ERROR(cmlc_plan_mark_live(p, fi, queue_count));
+  }
+  CML_RETURN_IF_ERROR(cmlc_opt_fuse(p, fi));
 
   // Storage classes and alias roots.
   uint32_t step_count = 0;
@@ -304,7 +344,7 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
       p->root[v] = v;
       p->last_use[v] = CMLC_UNUSED;
       p->released[v] = false;
-      exe->values[v] = (cmlc_value_plan_t){CMLC_STORAGE_NONE, 0, 0, 0};
+      exe->values[v] = (cmlc_value_plan_t){CMLC_STORAGE_NONE, 0, 0, 0, NULL};
     }
     if (!p->needed[ni]) continue;
     if (n->op == CML_OP_PARAMETER) {
@@ -335,12 +375,25 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
       exe->values[n->first_output].index = idx;
       continue;
     }
-    if (n->op == CML_OP_CONSTANT) {
-      exe->values[n->first_output].storage = CMLC_STORAGE_CONST;
+    // Constants, folded nodes and nodes merged into constant ones.
+    if (p->value_data[n->first_output]) {
+      for (uint32_t o = 0; o < n->output_count; ++o) {
+        exe->values[n->first_output + o].storage = CMLC_STORAGE_CONST;
+        exe->values[n->first_output + o].data = p->value_data[n->first_output + o];
+      }
       continue;
     }
+    if (p->node_state[ni] == CMLC_NODE_FUSED_INNER) continue;
     ++step_count;
-    if (cmlc_plan_is_alias_op(m, n)) {
+    if (p->node_state[ni] == CMLC_NODE_MERGED) {
+      uint32_t src = m->nodes[p->node_link[ni]].first_output;
+      for (uint32_t o = 0; o < n->output_count; ++o) {
+        uint32_t v = n->first_output + o;
+        exe->values[v].storage = CMLC_STORAGE_ALIAS;
+        exe->values[v].index = src + o;
+        p->root[v] = p->root[src + o];
+      }
+    } else if (cmlc_plan_is_alias_op(m, n)) {
       uint32_t count = n->op == CML_OP_SCHEDULING_BARRIER ? 1 : n->output_count;
       if (count > n->input_count) count = n->input_count;
       for (uint32_t o = 0; o < count; ++o) {
@@ -352,11 +405,14 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
     }
   }
 
-  // Last uses (on roots).
+  // Last uses (on roots), over what runs.
   for (uint32_t i = 0; i < f->node_count; ++i) {
-    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
-    if (!p->needed[f->nodes[i]]) continue;
-    for (uint32_t k = 0; k < n->input_count; ++k) cmlc_plan_use(p, n->inputs[k], i);
+    const uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = &m->nodes[ni];
+    if (!p->needed[ni]) continue;
+    cmlc_plan_inputs_t ins = cmlc_plan_inputs(p, ni);
+    for (uint32_t k = 0; k < ins.count; ++k) cmlc_plan_use(p, cmlc_plan_input_at(&ins, k), i);
+    if (p->node_state[ni] != CMLC_NODE_PLAIN) continue;
     for (uint32_t k = 0; k < cmlc_plan_function_ref_count(n->op); ++k) {
       const cml_ir_function_t* cf = &m->functions[n->attrs->functions[k]];
       for (uint32_t c = 0; c < cf->capture_count; ++c) cmlc_plan_use(p, cf->captures_outer[c], i);
@@ -375,6 +431,7 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
       if (producer->op == CML_OP_PARAMETER || producer->op == CML_OP_CONSTANT ||
           producer->op == CML_OP_CAPTURED_VALUE || producer->op == CML_OP_WHILE ||
           exe->values[r].storage == CMLC_STORAGE_ALIAS ||
+          exe->values[r].storage == CMLC_STORAGE_CONST ||
           exe->values[r].storage == CMLC_STORAGE_OUTPUT) {
         continue;
       }
@@ -401,13 +458,18 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
     const cml_ir_node_t* n = &m->nodes[ni];
     if (!p->needed[ni]) continue;
     if (n->op == CML_OP_PARAMETER || n->op == CML_OP_CONSTANT ||
-        n->op == CML_OP_CAPTURED_VALUE) {
+        n->op == CML_OP_CAPTURED_VALUE || p->value_data[n->first_output] ||
+        p->node_state[ni] == CMLC_NODE_FUSED_INNER) {
       continue;
     }
+    const cmlc_plan_inputs_t ins = cmlc_plan_inputs(p, ni);
     cmlc_step_t* step = &fp->steps[fp->step_count++];
     step->node = n;
     step->entry.in_place_input = -1;
-    if (cmlc_plan_is_alias_op(m, n)) {
+    if (p->node_state[ni] == CMLC_NODE_MERGED) {
+      step->kind = CMLC_STEP_MERGED;
+      step->source_node = &m->nodes[p->node_link[ni]];
+    } else if (cmlc_plan_is_alias_op(m, n)) {
       step->kind = CMLC_STEP_ALIAS;
       // Outputs past the aliased ones (none today) would be dead.
     } else {
@@ -416,8 +478,14 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
         case CML_OP_WHILE: step->kind = CMLC_STEP_WHILE; break;
         case CML_OP_IF: step->kind = CMLC_STEP_IF; break;
         default: {
-          step->kind = CMLC_STEP_KERNEL;
-          CML_RETURN_IF_ERROR(cmlc_plan_lookup(p, n, &step->entry));
+          if (p->node_state[ni] == CMLC_NODE_FUSED_ROOT) {
+            step->kind = CMLC_STEP_FUSED;
+            step->fused = exe->fused_of[ni];
+            step->entry.in_place_input = cmlc_fused_in_place_input(step->fused);
+          } else {
+            step->kind = CMLC_STEP_KERNEL;
+            CML_RETURN_IF_ERROR(cmlc_plan_lookup(p, n, &step->entry));
+          }
           break;
         }
       }
@@ -438,13 +506,15 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
         if (n->op == CML_OP_WHILE) size = 2 * size + (size == 0 ? CMLC_ALIGNMENT : 0);
         // In place: output 0 takes the slot of a dying input.
         int ip = step->entry.in_place_input;
-        if (o == 0 && step->kind == CMLC_STEP_KERNEL && ip >= 0) {
-          uint32_t in = n->inputs[ip], r = p->root[in];
+        if (o == 0 && (step->kind == CMLC_STEP_KERNEL || step->kind == CMLC_STEP_FUSED) &&
+            ip >= 0 && (uint32_t)ip < ins.count) {
+          uint32_t in = cmlc_plan_input_at(&ins, (uint32_t)ip), r = p->root[in];
           cmlc_value_plan_t* rp = &exe->values[r];
           bool ok = rp->storage == CMLC_STORAGE_ARENA && !p->released[r] &&
                     p->last_use[r] == i && rp->size >= size;
-          for (uint32_t k = 0; ok && k < n->input_count; ++k) {
-            if ((int)k != ip && p->root[n->inputs[k]] == r && n->inputs[k] != in) ok = false;
+          for (uint32_t k = 0; ok && k < ins.count; ++k) {
+            uint32_t other = cmlc_plan_input_at(&ins, k);
+            if ((int)k != ip && p->root[other] == r && other != in) ok = false;
           }
           if (ok) {
             vp->storage = CMLC_STORAGE_ARENA;
@@ -478,19 +548,24 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
         step->shapes[n->input_count + o] = &m->values[n->first_output + o].shape;
       }
       if (io > max_io) max_io = io;
+    } else if (step->kind == CMLC_STEP_FUSED) {
+      if (ins.count + 1 > max_io) max_io = ins.count + 1;
     } else if (step->kind == CMLC_STEP_WHILE) {
       if (n->output_count > max_io) max_io = n->output_count;
     }
     // Free inputs (and captures) that die here, and outputs nobody reads.
-    for (uint32_t k = 0; k < n->input_count; ++k) {
-      uint32_t r = p->root[n->inputs[k]];
+    for (uint32_t k = 0; k < ins.count; ++k) {
+      uint32_t r = p->root[cmlc_plan_input_at(&ins, k)];
       if (p->last_use[r] == i) cmlc_plan_release(p, r);
     }
-    for (uint32_t k = 0; k < cmlc_plan_function_ref_count(n->op); ++k) {
-      const cml_ir_function_t* cf = &m->functions[n->attrs->functions[k]];
-      for (uint32_t c = 0; c < cf->capture_count; ++c) {
-        uint32_t r = p->root[cf->captures_outer[c]];
-        if (p->last_use[r] == i) cmlc_plan_release(p, r);
+    if (step->kind == CMLC_STEP_CALL || step->kind == CMLC_STEP_WHILE ||
+        step->kind == CMLC_STEP_IF || step->kind == CMLC_STEP_KERNEL) {
+      for (uint32_t k = 0; k < cmlc_plan_function_ref_count(n->op); ++k) {
+        const cml_ir_function_t* cf = &m->functions[n->attrs->functions[k]];
+        for (uint32_t c = 0; c < cf->capture_count; ++c) {
+          uint32_t r = p->root[cf->captures_outer[c]];
+          if (p->last_use[r] == i) cmlc_plan_release(p, r);
+        }
       }
     }
     for (uint32_t o = 0; o < n->output_count; ++o) {
@@ -551,9 +626,16 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   // At most one free block per live allocation plus one.
   p.layout.capacity = 2 * (size_t)module->value_count + 2 * (size_t)module->node_count + 4;
   p.layout.free_blocks = cmlc_plan_calloc(alloc, p.layout.capacity, sizeof(cmlc_block_t));
+  p.node_state = cmlc_plan_calloc(alloc, module->node_count, sizeof *p.node_state);
+  p.node_link = cmlc_plan_calloc(alloc, module->node_count, sizeof *p.node_link);
+  p.value_data = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.value_data);
+  p.uses = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.uses);
+  const bool fusion = backend->options.fusion && !backend->options.reference;
+  if (fusion) exe->fused_of = cmlc_plan_calloc(alloc, module->node_count, sizeof *exe->fused_of);
   cml_status_t st = CML_OK;
   if (!exe->values || !exe->functions || !p.needed || !p.root || !p.last_use ||
-      !p.released || !p.queue || !p.queued || !p.layout.free_blocks) {
+      !p.released || !p.queue || !p.queued || !p.layout.free_blocks || !p.node_state ||
+      !p.node_link || !p.value_data || !p.uses || (fusion && !exe->fused_of)) {
     st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
   uint32_t queue_count = 0;
@@ -582,6 +664,10 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   cmlc_plan_free(alloc, p.queue, module->function_count, sizeof *p.queue);
   cmlc_plan_free(alloc, p.queued, module->function_count, sizeof *p.queued);
   cmlc_plan_free(alloc, p.layout.free_blocks, p.layout.capacity, sizeof(cmlc_block_t));
+  cmlc_plan_free(alloc, p.node_state, module->node_count, sizeof *p.node_state);
+  cmlc_plan_free(alloc, p.node_link, module->node_count, sizeof *p.node_link);
+  cmlc_plan_free(alloc, (const void*)p.value_data, module->value_count, sizeof *p.value_data);
+  cmlc_plan_free(alloc, p.uses, module->value_count, sizeof *p.uses);
   return st;
 }
 
@@ -603,6 +689,16 @@ void cmlc_plan_deinit(cmlc_executable_t* exe) {
     cmlc_plan_free(alloc, exe->functions, m->function_count, sizeof *exe->functions);
   }
   cmlc_plan_free(alloc, exe->values, m->value_count, sizeof *exe->values);
+  if (exe->fused_of) {
+    for (uint32_t ni = 0; ni < m->node_count; ++ni) cmlc_fused_destroy(alloc, exe->fused_of[ni]);
+    cmlc_plan_free(alloc, exe->fused_of, m->node_count, sizeof *exe->fused_of);
+  }
+  while (exe->folded) {
+    cmlc_folded_t* next = exe->folded->next;
+    cml_allocator_free(alloc, exe->folded, exe->folded->bytes);
+    exe->folded = next;
+  }
   exe->functions = NULL;
   exe->values = NULL;
+  exe->fused_of = NULL;
 }

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/c/opt.c: the C backend's compile-time optimizations, run by the planner on each
+// function before it lays out memory:
+//   - constant folding: a pure node whose inputs are all constants is evaluated once, here,
+//     with the kernel that would run it, and its results become constants the executable owns
+//     (at most CMLC_OPT_FOLD_MAX_BYTES per node, so that big broadcasts stay lazy). Aliasing
+//     ops of constants (Reshape, Identity, same-size Bitcast) just point at the data.
+//   - common-subexpression elimination: a pure node identical to an earlier one (same op,
+//     same inputs after merging, same attribute bytes, same output shapes; Constants: same
+//     bytes) reuses that node's outputs.
+//   - elementwise fusion (fusion option only): single-use chains and trees of elementwise ops
+//     become one loop over the output (fused.c).
+// Folding and CSE never change results (the same kernels compute the same values once);
+// reference mode turns everything off, so that it stays the plain oracle. Barriers, RNG,
+// control flow and collectives are never folded or merged.
+//
+// Thread-safety: runs inside one compile.
+#include <string.h>
+
+#include "backends/c/engine_internal.h"
+
+enum {
+  CMLC_OPT_FOLD_MAX_BYTES = 1 << 20,
+  CMLC_OPT_FOLD_MAX_INPUTS = 64,
+  CMLC_OPT_CSE_MAX_CONST_BYTES = 1 << 16,
+  CMLC_OPT_PIN = 1 << 20,  // "used outside any fused loop" (returned, captured)
+  CMLC_OPT_MAX_GROUP = 32,
+};
+
+static size_t cmlc_opt_round(size_t n) {
+  return (n + CMLC_ALIGNMENT - 1) / CMLC_ALIGNMENT * CMLC_ALIGNMENT;
+}
+
+// Pure ops whose results depend on nothing but their inputs and attributes.
+static bool cmlc_opt_is_pure(cml_op_t op) {
+  switch (cml_op_kind(op)) {
+    case CML_OPK_PARAMETER:
+    case CML_OPK_CONSTANT:
+    case CML_OPK_CONTROL:
+    case CML_OPK_COLLECTIVE:
+    case CML_OPK_DYNAMIC:
+    case CML_OPK_INTERNAL:
+      return false;
+    default:
+      break;
+  }
+  switch (op) {
+    case CML_OP_RNG_BIT_GENERATOR:
+    case CML_OP_OPTIMIZATION_BARRIER:
+    case CML_OP_SCHEDULING_BARRIER:
+    case CML_OP_CALL:
+    case CML_OP_WHILE:
+    case CML_OP_IF:
+    case CML_OP_SORT:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// The value standing for |v| after merging (the first node's output).
+static uint32_t cmlc_opt_canon(const cmlc_planner_t* p, uint32_t v) {
+  const cml_ir_value_t* val = &p->module->values[v];
+  if (p->node_state[val->node] == CMLC_NODE_MERGED) {
+    return p->module->nodes[p->node_link[val->node]].first_output + val->output;
+  }
+  return v;
+}
+
+//===--- CSE hash table ---===//
+
+typedef struct cmlc_opt_table_t {
+  uint32_t* slots;  // node index + 1, 0 = empty
+  uint64_t* hashes;
+  size_t mask;
+} cmlc_opt_table_t;
+
+static uint64_t cmlc_opt_mix(uint64_t h, const void* data, size_t size) {
+  const uint8_t* b = (const uint8_t*)data;
+  for (size_t i = 0; i < size; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+static uint64_t cmlc_opt_hash(const cmlc_planner_t* p, const cml_ir_node_t* n) {
+  const cml_module_t* m = p->module;
+  uint64_t h = 14695981039346656037ull;
+  uint32_t head[3] = {(uint32_t)n->op, n->input_count, n->output_count};
+  h = cmlc_opt_mix(h, head, sizeof head);
+  for (uint32_t k = 0; k < n->input_count; ++k) {
+    uint32_t v = cmlc_opt_canon(p, n->inputs[k]);
+    h = cmlc_opt_mix(h, &v, sizeof v);
+  }
+  for (uint32_t o = 0; o < n->output_count; ++o) {
+    const cml_shape_t* s = &m->values[n->first_output + o].shape;
+    h = cmlc_opt_mix(h, &s->dtype, sizeof s->dtype);
+    h = cmlc_opt_mix(h, s->dims, sizeof(int64_t) * (size_t)s->rank);
+  }
+  if (n->op == CML_OP_CONSTANT) {
+    h = cmlc_opt_mix(h, n->data, n->data ? n->data_size : 0);
+  } else {
+    h = cmlc_opt_mix(h, n->attrs, sizeof *n->attrs);
+  }
+  return h;
+}
+
+static bool cmlc_opt_same(const cmlc_planner_t* p, const cml_ir_node_t* a,
+                          const cml_ir_node_t* b) {
+  const cml_module_t* m = p->module;
+  if (a->op != b->op || a->input_count != b->input_count || a->output_count != b->output_count) {
+    return false;
+  }
+  for (uint32_t k = 0; k < a->input_count; ++k) {
+    if (cmlc_opt_canon(p, a->inputs[k]) != cmlc_opt_canon(p, b->inputs[k])) return false;
+  }
+  for (uint32_t o = 0; o < a->output_count; ++o) {
+    const cml_shape_t* sa = &m->values[a->first_output + o].shape;
+    const cml_shape_t* sb = &m->values[b->first_output + o].shape;
+    if (sa->dtype != sb->dtype || !cml_shape_dims_equal(sa, sb)) return false;
+  }
+  if (a->op == CML_OP_CONSTANT) {
+    size_t sa = a->data ? a->data_size : 0, sb = b->data ? b->data_size : 0;
+    return sa == sb && (sa == 0 || memcmp(a->data, b->data, sa) == 0);
+  }
+  return memcmp(a->attrs, b->attrs, sizeof *a->attrs) == 0;
+}
+
+// Returns the earlier node identical to |ni|, or inserts |ni| and returns UINT32_MAX.
+static uint32_t cmlc_opt_table_find_or_insert(const cmlc_planner_t* p, cmlc_opt_table_t* t,
+                                              uint32_t ni) {
+  const cml_ir_node_t* n = &p->module->nodes[ni];
+  const uint64_t h = cmlc_opt_hash(p, n);
+  for (size_t s = (size_t)h & t->mask;; s = (s + 1) & t->mask) {
+    if (t->slots[s] == 0) {
+      t->slots[s] = ni + 1;
+      t->hashes[s] = h;
+      return UINT32_MAX;
+    }
+    if (t->hashes[s] == h && cmlc_opt_same(p, &p->module->nodes[t->slots[s] - 1], n)) {
+      return t->slots[s] - 1;
+    }
+  }
+}
+
+//===--- folding ---===//
+
+static cml_status_t cmlc_opt_no_call(void* exec, uint32_t function, const void* const* inputs,
+                                     void* const* outputs) {
+  (void)exec;
+  (void)inputs;
+  (void)outputs;
+  return cml_status_make(CML_STATUS_INTERNAL, "c backend: function %u called while folding",
+                         function);
+}
+
+static bool cmlc_opt_is_alias_fold(const cml_module_t* m, const cml_ir_node_t* n) {
+  switch (n->op) {
+    case CML_OP_IDENTITY:
+    case CML_OP_RESHAPE:
+      return n->input_count == 1;
+    case CML_OP_BITCAST:
+      return n->input_count == 1 &&
+             cml_shape_byte_size(&m->values[n->inputs[0]].shape) ==
+                 cml_shape_byte_size(&m->values[n->first_output].shape);
+    default:
+      return false;
+  }
+}
+
+// Folds |ni| when its inputs are constants. Returns an error only for allocation failures.
+static cml_status_t cmlc_opt_try_fold(cmlc_planner_t* p, uint32_t ni) {
+  const cml_module_t* m = p->module;
+  const cml_ir_node_t* n = &m->nodes[ni];
+  cmlc_executable_t* exe = p->exe;
+  if (n->input_count > CMLC_OPT_FOLD_MAX_INPUTS) return CML_OK;
+  const void* in_data[CMLC_OPT_FOLD_MAX_INPUTS];
+  for (uint32_t k = 0; k < n->input_count; ++k) {
+    in_data[k] = p->value_data[cmlc_opt_canon(p, n->inputs[k])];
+    if (!in_data[k]) return CML_OK;
+  }
+  size_t total = 0;
+  for (uint32_t o = 0; o < n->output_count; ++o) {
+    total += cmlc_opt_round(cml_shape_byte_size(&m->values[n->first_output + o].shape));
+    if (total > CMLC_OPT_FOLD_MAX_BYTES) return CML_OK;
+  }
+  if (total == 0) return CML_OK;
+  if (cmlc_opt_is_alias_fold(m, n)) {
+    p->value_data[n->first_output] = in_data[0];
+    p->node_state[ni] = CMLC_NODE_FOLDED;
+    ++exe->stats.folded;
+    return CML_OK;
+  }
+  cmlc_kernel_entry_t entry;
+  cml_status_t st = cmlc_plan_lookup(p, n, &entry);
+  if (st != CML_OK) {  // reported again (with the same text) when the node is scheduled
+    cml_status_free(st);
+    return CML_OK;
+  }
+  const cmlc_options_t* options = &p->backend->options;
+  size_t scratch_size = entry.scratch ? entry.scratch(m, n, options) : 0;
+  size_t scratch_bytes = cmlc_opt_round(scratch_size);
+  void* scratch = NULL;
+  if (scratch_bytes) {
+    scratch = cml_allocator_malloc(p->alloc, scratch_bytes, CMLC_ALIGNMENT);
+    if (!scratch) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  const size_t block_bytes = CMLC_ALIGNMENT + total;
+  cmlc_folded_t* block = cml_allocator_malloc(p->alloc, block_bytes, CMLC_ALIGNMENT);
+  size_t io = (size_t)n->input_count + n->output_count;
+  const cml_shape_t** shapes = cml_allocator_malloc(p->alloc, sizeof(void*) * io, CMLC_ALIGNMENT);
+  void** outs = cml_allocator_malloc(p->alloc, sizeof(void*) * n->output_count, CMLC_ALIGNMENT);
+  if (!block || !shapes || !outs) {
+    if (block) cml_allocator_free(p->alloc, block, block_bytes);
+    if (shapes) cml_allocator_free(p->alloc, shapes, sizeof(void*) * io);
+    if (outs) cml_allocator_free(p->alloc, outs, sizeof(void*) * n->output_count);
+    if (scratch) cml_allocator_free(p->alloc, scratch, scratch_bytes);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  block->bytes = block_bytes;
+  uint8_t* data = (uint8_t*)block + CMLC_ALIGNMENT;
+  memset(data, 0, total);
+  size_t offset = 0;
+  for (uint32_t k = 0; k < n->input_count; ++k) shapes[k] = &m->values[n->inputs[k]].shape;
+  for (uint32_t o = 0; o < n->output_count; ++o) {
+    const cml_shape_t* s = &m->values[n->first_output + o].shape;
+    shapes[n->input_count + o] = s;
+    size_t bytes = cml_shape_byte_size(s);
+    outs[o] = bytes ? (void*)(data + offset) : (void*)cmlc_empty_storage;
+    offset += cmlc_opt_round(bytes);
+  }
+  cmlc_kernel_args_t args = {
+      .module = m,
+      .node = n,
+      .options = options,
+      .input_count = n->input_count,
+      .input_shapes = shapes,
+      .inputs = in_data,
+      .output_count = n->output_count,
+      .output_shapes = shapes + n->input_count,
+      .outputs = outs,
+      .scratch = scratch,
+      .scratch_size = scratch_size,
+      .pool = p->backend->pool,
+      .call_function = cmlc_opt_no_call,
+      .exec = NULL,
+  };
+  st = entry.run(&args);
+  if (st == CML_OK) {
+    for (uint32_t o = 0; o < n->output_count; ++o) p->value_data[n->first_output + o] = outs[o];
+    block->next = exe->folded;
+    exe->folded = block;
+    p->node_state[ni] = CMLC_NODE_FOLDED;
+    ++exe->stats.folded;
+  } else {
+    // The kernel refuses these inputs: leave the node to fail (or not) when it runs.
+    cml_status_free(st);
+    cml_allocator_free(p->alloc, block, block_bytes);
+  }
+  cml_allocator_free(p->alloc, shapes, sizeof(void*) * io);
+  cml_allocator_free(p->alloc, outs, sizeof(void*) * n->output_count);
+  if (scratch) cml_allocator_free(p->alloc, scratch, scratch_bytes);
+  return CML_OK;
+}
+
+cml_status_t cmlc_opt_fold_and_merge(cmlc_planner_t* p, uint32_t fi) {
+  const cmlc_options_t* options = &p->backend->options;
+  if (options->reference) return CML_OK;
+  const cml_module_t* m = p->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  cmlc_opt_table_t table = {NULL, NULL, 0};
+  size_t size = 16;
+  while (size < 2 * (size_t)f->node_count) size *= 2;
+  table.slots = cml_allocator_malloc(p->alloc, size * sizeof *table.slots, CMLC_ALIGNMENT);
+  table.hashes = cml_allocator_malloc(p->alloc, size * sizeof *table.hashes, CMLC_ALIGNMENT);
+  cml_status_t st = CML_OK;
+  if (!table.slots || !table.hashes) st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  if (st == CML_OK) memset(table.slots, 0, size * sizeof *table.slots);
+  table.mask = size - 1;
+  for (uint32_t i = 0; st == CML_OK && i < f->node_count; ++i) {
+    const uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = &m->nodes[ni];
+    if (!p->needed[ni]) continue;
+    const bool constant = n->op == CML_OP_CONSTANT;
+    if (!constant && !cmlc_opt_is_pure(n->op)) continue;
+    if (!constant || (n->data ? n->data_size : 0) <= CMLC_OPT_CSE_MAX_CONST_BYTES) {
+      uint32_t same = cmlc_opt_table_find_or_insert(p, &table, ni);
+      if (same != UINT32_MAX) {
+        p->node_state[ni] = CMLC_NODE_MERGED;
+        p->node_link[ni] = same;
+        const cml_ir_node_t* s = &m->nodes[same];
+        for (uint32_t o = 0; o < n->output_count; ++o) {
+          p->value_data[n->first_output + o] = p->value_data[s->first_output + o];
+        }
+        ++p->exe->stats.merged;
+        continue;
+      }
+    }
+    if (!constant) st = cmlc_opt_try_fold(p, ni);
+  }
+  if (table.slots) cml_allocator_free(p->alloc, table.slots, size * sizeof *table.slots);
+  if (table.hashes) cml_allocator_free(p->alloc, table.hashes, size * sizeof *table.hashes);
+  return st;
+}
+
+//===--- fusion ---===//
+
+static void cmlc_opt_count_use(cmlc_planner_t* p, uint32_t v, uint32_t amount) {
+  p->uses[v] = p->uses[v] > UINT32_MAX - amount ? UINT32_MAX : p->uses[v] + amount;
+}
+
+static uint32_t cmlc_opt_callee_count(cml_op_t op) {
+  switch (op) {
+    case CML_OP_CALL:
+    case CML_OP_SORT:
+      return 1;
+    case CML_OP_WHILE:
+    case CML_OP_IF:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
+  const cmlc_options_t* options = &p->backend->options;
+  cmlc_executable_t* exe = p->exe;
+  if (!options->fusion || options->reference || !exe->fused_of) return CML_OK;
+  const cml_module_t* m = p->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  // Members are put in schedule order by node index: needs creation order = index order.
+  for (uint32_t i = 1; i < f->node_count; ++i) {
+    if (f->nodes[i] <= f->nodes[i - 1]) return CML_OK;
+  }
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    for (uint32_t o = 0; o < n->output_count; ++o) p->uses[n->first_output + o] = 0;
+  }
+  // Uses by distinct consumers of what actually runs.
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = &m->nodes[ni];
+    if (!p->needed[ni] || p->node_state[ni] == CMLC_NODE_FOLDED) continue;
+    if (p->node_state[ni] == CMLC_NODE_MERGED) {
+      const cml_ir_node_t* s = &m->nodes[p->node_link[ni]];
+      for (uint32_t o = 0; o < s->output_count; ++o) {
+        cmlc_opt_count_use(p, s->first_output + o, CMLC_OPT_PIN);
+      }
+      continue;
+    }
+    for (uint32_t k = 0; k < n->input_count; ++k) {
+      bool seen = false;
+      for (uint32_t j = 0; j < k && !seen; ++j) seen = n->inputs[j] == n->inputs[k];
+      if (!seen) cmlc_opt_count_use(p, n->inputs[k], 1);
+    }
+    for (uint32_t k = 0; k < cmlc_opt_callee_count(n->op); ++k) {
+      const cml_ir_function_t* cf = &m->functions[n->attrs->functions[k]];
+      for (uint32_t c = 0; c < cf->capture_count; ++c) {
+        cmlc_opt_count_use(p, cf->captures_outer[c], CMLC_OPT_PIN);
+      }
+    }
+  }
+  for (uint32_t o = 0; o < f->output_count; ++o) cmlc_opt_count_use(p, f->outputs[o], CMLC_OPT_PIN);
+
+  uint32_t members[CMLC_OPT_MAX_GROUP];
+  for (uint32_t i = f->node_count; i-- > 0;) {
+    const uint32_t root = f->nodes[i];
+    const cml_ir_node_t* rn = &m->nodes[root];
+    if (!p->needed[root] || p->node_state[root] != CMLC_NODE_PLAIN) continue;
+    const cml_shape_t* rs = &m->values[rn->first_output].shape;
+    if (cml_shape_element_count(rs) == 0 || !cmlc_fused_node_supported(m, rn, options)) continue;
+    // Grow the group backwards through single-use producers of the root's dims.
+    uint32_t count = 1;
+    members[0] = root;
+    for (uint32_t scan = 0; scan < count; ++scan) {
+      const cml_ir_node_t* mn = &m->nodes[members[scan]];
+      for (uint32_t k = 0; k < mn->input_count && count < CMLC_OPT_MAX_GROUP; ++k) {
+        const uint32_t v = mn->inputs[k];
+        const uint32_t pi = m->values[v].node;
+        const cml_ir_node_t* pn = &m->nodes[pi];
+        bool in_group = false;
+        for (uint32_t j = 0; j < count && !in_group; ++j) in_group = members[j] == pi;
+        if (in_group || !p->needed[pi] || p->node_state[pi] != CMLC_NODE_PLAIN ||
+            pn->function != fi || pn->output_count != 1 || p->uses[v] != 1 ||
+            !cml_shape_dims_equal(&m->values[v].shape, rs) ||
+            !cmlc_fused_node_supported(m, pn, options)) {
+          continue;
+        }
+        members[count++] = pi;
+      }
+    }
+    if (count < 2) continue;
+    // Schedule order (node indices increase along the function).
+    for (uint32_t a = 1; a < count; ++a) {
+      for (uint32_t b = a; b > 0 && members[b - 1] > members[b]; --b) {
+        uint32_t t = members[b];
+        members[b] = members[b - 1];
+        members[b - 1] = t;
+      }
+    }
+    cmlc_fused_t* fused = NULL;
+    cml_status_t st = cmlc_fused_build(m, options, members, count, p->alloc, &fused);
+    if (st != CML_OK) {
+      if (cml_status_code(st) == CML_STATUS_RESOURCE_EXHAUSTED) return st;
+      cml_status_free(st);  // a group the loop cannot take: the nodes stay unfused
+      continue;
+    }
+    exe->fused_of[root] = fused;
+    p->node_state[root] = CMLC_NODE_FUSED_ROOT;
+    for (uint32_t j = 0; j + 1 < count; ++j) {
+      p->node_state[members[j]] = CMLC_NODE_FUSED_INNER;
+      p->node_link[members[j]] = root;
+    }
+    ++exe->stats.fused_groups;
+    exe->stats.fused_nodes += count;
+  }
+  return CML_OK;
+}
