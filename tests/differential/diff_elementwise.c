@@ -101,8 +101,9 @@ static const char* dt_known_div(const dt_case_t* c, int64_t i, const void* c_out
                                 const void* xla_out) {
   cml_dtype_t d = c->inputs[0].shape.dtype;
   const dt_tensor_t* rhs = &c->inputs[1];
-  int64_t m = cml_shape_element_count(rhs);
-  if (!cml_dtype_is_float(d) || m == cml_shape_element_count(&c->inputs[0].shape)) return NULL;
+  int64_t m = cml_shape_element_count(&rhs->shape);
+  bool broadcast = rhs->shape.rank == 0 || (rhs->shape.rank == 2 && rhs->shape.dims[0] == 1);
+  if (!cml_dtype_is_float(d) || !broadcast) return NULL;
   double y = dt_get_f64(d, rhs->data, m == 1 ? 0 : i % m);
   double a = dt_get_f64(d, c_out, i), b = dt_get_f64(d, xla_out, i);
   double ulp = ldexp(dt_eps(d), ilogb(fmax(fabs(a), fabs(b))));
@@ -112,12 +113,28 @@ static const char* dt_known_div(const dt_case_t* c, int64_t i, const void* c_out
   return NULL;
 }
 
-static const char* dt_known_elementwise(const dt_case_t* c, size_t output, int64_t i,
+// The element of input |k| that output element |i| reads: same shape, [s, 1] x [1, s]
+// broadcasting, or a scalar.
+static int64_t dt_input_index(const dt_case_t* c, size_t k, int64_t i) {
+  const cml_shape_t* s = &c->inputs[k].shape;
+  if (s->rank == 0) return 0;
+  if (s->rank == 2) return s->dims[0] == 1 ? i % s->dims[1] : i / s->dims[0];
+  return i;
+}
+
+static const char dt_reason_cpow_condition[] =
+    "complex Pow beyond 64 eps but within 4 * (1 + |y| * (|log|x|| + pi)) eps (the condition of "
+    "exp(y*log(x)))";
+static const char dt_reason_cpow_underflow[] =
+    "complex Pow: XLA returns 0 for a small but normal result (c is right)";
+
+static const char* dt_known_elementwise(const dt_case_t* c, size_t output, int64_t i_out,
                                         const void* c_out, const void* xla_out) {
   cml_op_t op = *(const cml_op_t*)c->ctx;
   cml_dtype_t d = c->inputs[0].shape.dtype;
   const void* x = c->inputs[0].data;
-  if (op == CML_OP_DIV) return dt_known_div(c, i, c_out, xla_out);
+  if (op == CML_OP_DIV) return dt_known_div(c, i_out, c_out, xla_out);
+  int64_t i = dt_input_index(c, 0, i_out);
   if (cml_dtype_is_complex(d)) {
     cml_dtype_t r = cml_dtype_real_part(d);
     double re = dt_get_f64(r, x, 2 * i), im = dt_get_f64(r, x, 2 * i + 1);
@@ -129,14 +146,20 @@ static const char* dt_known_elementwise(const dt_case_t* c, size_t output, int64
     if (op == CML_OP_POW && re == 0 && im == 0) return dt_reason_cpow_zero;
     if (op == CML_OP_POW) {
       const void* y = c->inputs[1].data;
-      double yr = dt_get_f64(r, y, 2 * i), yi = dt_get_f64(r, y, 2 * i + 1);
-      double cr = dt_get_f64(r, c_out, 2 * i), ci = dt_get_f64(r, c_out, 2 * i + 1);
-      double xr = dt_get_f64(r, xla_out, 2 * i), xi = dt_get_f64(r, xla_out, 2 * i + 1);
+      int64_t j = dt_input_index(c, 1, i_out);
+      double yr = dt_get_f64(r, y, 2 * j), yi = dt_get_f64(r, y, 2 * j + 1);
+      double cr = dt_get_f64(r, c_out, 2 * i_out), ci = dt_get_f64(r, c_out, 2 * i_out + 1);
+      double xr = dt_get_f64(r, xla_out, 2 * i_out), xi = dt_get_f64(r, xla_out, 2 * i_out + 1);
       bool finite_in = isfinite(re) && isfinite(im) && isfinite(yr) && isfinite(yi);
       bool finite_out = isfinite(cr) && isfinite(ci) && isfinite(xr) && isfinite(xi);
       if (!finite_in || !finite_out) {
         return dt_reason_cpow_nonfinite;
       }
+      // exp(y*log(x)) amplifies the rounding of log(x) by |y*log(x)|.
+      double cond = 1 + hypot(yr, yi) * (fabs(log(hypot(re, im))) + 3.15);
+      double err = hypot(cr - xr, ci - xi) / fmax(hypot(cr, ci), hypot(xr, xi)) / dt_eps(r);
+      if (err <= 4 * cond) return dt_reason_cpow_condition;
+      if (xr == 0 && xi == 0) return dt_reason_cpow_underflow;
     }
   }
   return NULL;

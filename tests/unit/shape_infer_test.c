@@ -684,8 +684,167 @@ TEST(shape_limits) {
                "too many elements");
 }
 
+//===--- random extreme attributes ---===//
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15u;
+static uint64_t rng_next(void) {  // xorshift64*
+  g_rng ^= g_rng >> 12;
+  g_rng ^= g_rng << 25;
+  g_rng ^= g_rng >> 27;
+  return g_rng * 0x2545f4914f6cdd1du;
+}
+// An int64 from the ends of the range, around 0, around 2^31/2^32/2^62, or anything.
+static int64_t extreme(void) {
+  static const int64_t kValues[] = {0,
+                                    1,
+                                    2,
+                                    -1,
+                                    -2,
+                                    INT64_MAX,
+                                    INT64_MIN,
+                                    INT64_MAX - 1,
+                                    INT64_MIN + 1,
+                                    INT64_MAX / 2,
+                                    INT64_MIN / 2,
+                                    (int64_t)1 << 31,
+                                    (int64_t)1 << 32,
+                                    (int64_t)1 << 55,
+                                    (int64_t)1 << 62,
+                                    -((int64_t)1 << 62)};
+  uint64_t r = rng_next();
+  if (r % 8 == 0) return (int64_t)rng_next();
+  if (r % 8 == 1) return (int64_t)(rng_next() % 9);
+  return kValues[(r >> 8) % (sizeof kValues / sizeof kValues[0])];
+}
+// Replaces |v| by an extreme value one time in |one_in|.
+static void perturb(int64_t* v, unsigned one_in) {
+  if (rng_next() % one_in == 0) *v = extreme();
+}
+// A dim: small, zero, or as large as int64 allows (inference takes unchecked shapes).
+static int64_t random_dim(void) {
+  static const int64_t kDims[] = {0, 1, 2, 3, 5, 7, (int64_t)1 << 20, (int64_t)1 << 55,
+                                  INT64_MAX};
+  uint64_t r = rng_next();
+  return r % 4 ? (int64_t)(r % 6) : kDims[(r >> 8) % (sizeof kDims / sizeof kDims[0])];
+}
+static cml_shape_t random_shape(cml_dtype_t dtype, int32_t rank) {
+  int64_t dims[CML_MAX_RANK];
+  for (int32_t i = 0; i < rank; ++i) dims[i] = random_dim();
+  return raw_shape(dtype, rank, dims);
+}
+
+// The result of one inference: OK with non-negative output dims, or INVALID_ARGUMENT whose
+// message starts with |op|'s name. Arithmetic overflow would stop the UBSan build.
+static bool check_result(cml_status_t st, const char* op, const cml_shape_t* out, int count) {
+  bool ok = true;
+  if (st == CML_OK) {
+    for (int k = 0; k < count; ++k) {
+      for (int32_t i = 0; i < out[k].rank; ++i) ok = ok && out[k].dims[i] >= 0;
+    }
+    if (!ok) fprintf(stderr, "%s: negative output dim\n", op);
+  } else {
+    ok = cml_status_code(st) == CML_STATUS_INVALID_ARGUMENT &&
+         strncmp(cml_status_message(st), op, strlen(op)) == 0;
+    if (!ok) fprintf(stderr, "%s: got \"%s\"\n", op, cml_status_message(st));
+  }
+  cml_status_free(st);
+  return ok;
+}
+
+TEST(random_extreme_attributes) {
+  cml_ir_attrs_t a;
+  cml_shape_t out[3];
+  const cml_shape_t fill = cml_shape_scalar(CML_DTYPE_F32);
+  for (int iter = 0; iter < 20000; ++iter) {
+    int32_t rank = 1 + (int32_t)(rng_next() % 3);
+    cml_shape_t x = random_shape(CML_DTYPE_F32, rank);
+    memset(&a, 0, sizeof a);
+    // Pad.
+    cml_pad_axis_t pads[3];
+    for (int32_t i = 0; i < rank; ++i) {
+      pads[i] = (cml_pad_axis_t){(int64_t)(rng_next() % 3), (int64_t)(rng_next() % 3),
+                                 (int64_t)(rng_next() % 2)};
+      perturb(&pads[i].low, 3);
+      perturb(&pads[i].high, 3);
+      perturb(&pads[i].interior, 3);
+    }
+    ASSERT_TRUE(check_result(cml__infer_pad(&x, &fill, pads, (size_t)rank, &a, out), "Pad", out, 1));
+    // Slice.
+    int64_t starts[3], limits[3], strides[3];
+    for (int32_t i = 0; i < rank; ++i) {
+      starts[i] = 0;
+      limits[i] = x.dims[i];
+      strides[i] = 1 + (int64_t)(rng_next() % 3);
+      perturb(&starts[i], 4);
+      perturb(&limits[i], 4);
+      perturb(&strides[i], 3);
+    }
+    ASSERT_TRUE(check_result(cml__infer_slice(&x, starts, limits, strides, rank, &a, out), "Slice",
+                             out, 1));
+    // Concatenate along a random axis (sizes may sum past int64).
+    cml_shape_t parts[3] = {x, x, x};
+    for (int k = 1; k < 3; ++k) parts[k].dims[0] = random_dim();
+    ASSERT_TRUE(check_result(cml__infer_concatenate(0, parts, 3, &a, out), "Concatenate", out, 1));
+    // Reshape and BroadcastInDim to extreme dims.
+    int64_t dims[3] = {extreme(), extreme(), extreme()};
+    ASSERT_TRUE(check_result(cml__infer_reshape(&x, dims, rank, &a, out), "Reshape", out, 1));
+    cml_shape_t one = raw_shape(CML_DTYPE_F32, 1, (int64_t[]){1});
+    ASSERT_TRUE(check_result(cml__infer_broadcast_in_dim(&one, dims, 3, (int64_t[]){extreme() & 3},
+                                                         1, &a, out),
+                             "BroadcastInDim", out, 1));
+    // DynamicSlice sizes.
+    cml_shape_t idx[3] = {cml_shape_scalar(CML_DTYPE_I32), cml_shape_scalar(CML_DTYPE_I32),
+                          cml_shape_scalar(CML_DTYPE_I32)};
+    ASSERT_TRUE(check_result(cml__infer_dynamic_slice(&x, idx, (size_t)rank, dims, rank, &a, out),
+                             "DynamicSlice", out, 1));
+    // ReduceWindow and SelectAndScatter.
+    cml_window_config_t w;
+    memset(&w, 0, sizeof w);
+    w.rank = rank;
+    for (int32_t i = 0; i < rank; ++i) {
+      w.window_dims[i] = 1 + (int64_t)(rng_next() % 3);
+      perturb(&w.window_dims[i], 5);
+      perturb(&w.strides[i], 4);
+      perturb(&w.input_dilations[i], 5);
+      perturb(&w.window_dilations[i], 5);
+      perturb(&w.padding_low[i], 3);
+      perturb(&w.padding_high[i], 3);
+    }
+    ASSERT_TRUE(check_result(cml__infer_reduce_window(&x, CML_REDUCE_MAX, &w, &a, out),
+                             "ReduceWindow", out, 1));
+    ASSERT_TRUE(check_result(cml__infer_select_and_scatter(CML_OP_SELECT_AND_SCATTER_SUM, &x, &x,
+                                                           &w, &a, out),
+                             "SelectAndScatterSum", out, 1));
+    // ConvGeneral with one spatial axis (NCH / OIH).
+    cml_shape_t in = random_shape(CML_DTYPE_F32, 3), k = random_shape(CML_DTYPE_F32, 3);
+    if (rng_next() % 2) k.dims[1] = in.dims[1];  // matching channels reach the window code
+    cml_conv_config_t c = nchw_config(1);
+    perturb(&c.strides[0], 3);
+    perturb(&c.padding_low[0], 3);
+    perturb(&c.padding_high[0], 3);
+    perturb(&c.input_dilations[0], 3);
+    perturb(&c.kernel_dilations[0], 3);
+    perturb(&c.channel_group_count, 6);
+    perturb(&c.batch_group_count, 6);
+    ASSERT_TRUE(check_result(cml__infer_conv(&in, &k, &c, &a, out), "ConvGeneral", out, 1));
+    // FFT lengths, Iota and ArgMinMax axes, BatchNorm feature axis.
+    int64_t len = extreme();
+    ASSERT_TRUE(check_result(cml__infer_fft(&x, CML_FFT_FORWARD_REAL, &len, 1, &a, out), "FFT",
+                             out, 1));
+    ASSERT_TRUE(check_result(cml__infer_iota(&x, extreme(), &a, out), "Iota", out, 1));
+    ASSERT_TRUE(check_result(cml__infer_arg_min_max(&x, extreme(), CML_DTYPE_I32, true, &a, out),
+                             "ArgMinMax", out, 1));
+    ASSERT_TRUE(check_result(cml__infer_reduce(CML_OP_REDUCE_SUM, &x, dims, (size_t)rank, &a, out),
+                             "ReduceSum", out, 1));
+    ASSERT_TRUE(check_result(cml__infer_transpose(&x, dims, rank, &a, out), "Transpose", out, 1));
+    ASSERT_TRUE(check_result(cml__infer_reverse(&x, dims, (size_t)rank, &a, out), "Reverse", out,
+                             1));
+  }
+}
+
 TEST_MAIN(TEST_ENTRY(unary), TEST_ENTRY(binary_broadcasting), TEST_ENTRY(reduce),
           TEST_ENTRY(convert_and_bitcast), TEST_ENTRY(clamp_and_where), TEST_ENTRY(movement),
           TEST_ENTRY(pad_and_dynamic_slices), TEST_ENTRY(gather), TEST_ENTRY(scatter),
           TEST_ENTRY(conv), TEST_ENTRY(windows), TEST_ENTRY(dot), TEST_ENTRY(special),
-          TEST_ENTRY(overflowing_attributes), TEST_ENTRY(shape_limits))
+          TEST_ENTRY(overflowing_attributes), TEST_ENTRY(shape_limits),
+          TEST_ENTRY(random_extreme_attributes))

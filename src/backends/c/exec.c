@@ -196,7 +196,8 @@ static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi) {
   const cml_module_t* m = exe->module;
   const cmlc_function_plan_t* fp = &exe->functions[fi];
   void** ptrs = ctx->ptrs;
-  uint8_t* segment = ctx->arena + fp->arena_offset;
+  // A plan whose values all live outside the arena has no arena at all (NULL): never offset it.
+  uint8_t* segment = ctx->arena ? ctx->arena + fp->arena_offset : NULL;
   for (uint32_t s = 0; s < fp->step_count; ++s) {
     const cmlc_step_t* step = &fp->steps[s];
     const cml_ir_node_t* n = step->node;
