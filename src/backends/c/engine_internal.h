@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/c/engine_internal.h: internals of the C backend's engine (backend object, buffers,
-// compiled plans, execution contexts) shared by backend.c, plan.c, exec.c, sort.c, cpu.c and
-// threadpool.c. Kernel groups never include this file; they only see cmlc.h.
+// compiled plans, optimizations, execution contexts) shared by backend.c, plan.c, opt.c,
+// fused.c, exec.c, sort.c, cpu.c and threadpool.c. Kernel groups never include this file; they
+// only see cmlc.h.
 //
 // Thread-safety: a cmlc_backend_t and a cmlc_executable_t are thread-safe once created (the
 // executable is immutable except for its mutex-protected free list of execution contexts); an

@@ -5,14 +5,18 @@
 // node refers to, transitively):
 //   1. schedule: creation order is topological; nodes whose values reach no output are dropped
 //      (no op has side effects today);
-//   2. pick each node's implementation: the engine's own ops first (Parameter, Constant,
-//      CapturedValue, aliasing ops, Call, While, If, Sort), then the kernel groups in order:
-//      elementwise, reduce, movement, index, window, linalg, special;
-//   3. lay out one arena segment per function: every intermediate value gets an offset, memory
+//   2. optimize (opt.c): constant folding and common-subexpression elimination (not in
+//      reference mode), liveness again, then elementwise fusion (fusion option);
+//   3. pick each node's implementation: the engine's own ops first (Parameter, Constant,
+//      CapturedValue, aliasing ops, Call, While, If, Sort), fused loops (fused.c), then the
+//      kernel groups in order: elementwise, reduce, movement, index, window, linalg, special;
+//   4. lay out one arena segment per function: every intermediate value gets an offset, memory
 //      is reused after a value's last use, and an output takes its input's slot in place when
 //      the kernel allows it and the input dies there. Aliasing ops (Identity, Reshape, Bitcast,
-//      barriers) copy no data: their outputs use their inputs' storage. In main, values that
-//      are returned are written straight into the output buffers.
+//      barriers) and merged nodes copy no data: their outputs use their sources' storage.
+//      Folded values are constants the executable owns; values inside fused loops get no
+//      storage at all. In main, values that are returned are written straight into the output
+//      buffers.
 // Functions get disjoint segments: no function can be active twice at once (a callee must be
 // returned before it is called, so calls cannot recurse).
 //

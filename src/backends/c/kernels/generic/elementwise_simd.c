@@ -4,15 +4,23 @@
 // these return NULL.
 #include "backends/c/kernels/generic/elementwise_internal.h"
 
+#include <stdatomic.h>
+
 #if defined(CMLC_EW_HAVE_X86)
 #include <cpuid.h>
 #endif
 
+// CPUID traps to the hypervisor on virtual machines (10-20 us), and kernels are picked on every
+// execute, so the answer is computed once and cached (-1: not yet known).
 bool cmlc_ew_cpu_has_f16c(void) {
 #if defined(CMLC_EW_HAVE_X86)
+  static atomic_int cached = -1;
+  int known = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (known >= 0) return known != 0;
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-  return (c & (1u << 29)) != 0;
+  int has = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+  atomic_store_explicit(&cached, has, memory_order_relaxed);
+  return has != 0;
 #else
   return false;
 #endif

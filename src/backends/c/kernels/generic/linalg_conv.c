@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernels/generic/linalg_conv.c: ConvGeneral (XLA / StableHLO convolution semantics) for every
-// real dtype, as a direct convolution over arbitrary axis layouts.
+// real dtype: an im2col + packed GEMM fast path for float dtypes, and a direct convolution over
+// arbitrary axis layouts (the reference, and the path for integers).
 //
 // For output element (b, o, y[0..S)):
 //   out = sum over kernel positions k[0..S) and input channels ci of a feature group:
@@ -14,9 +15,59 @@
 // Arithmetic: integers wrap (uint64, truncated to the accumulator width), f16/bf16 accumulate in
 // f32 and round once, f64 in f64. The accumulator is the output dtype when it is of the same
 // kind as the input (e.g. i8 -> i32 accumulates in i32), else the input dtype.
-// Operands are first converted into the accumulator's domain in scratch; work is split over
-// output elements, each summed in a fixed order, so the thread count never changes results.
+//
+// Fast path (float inputs with an f32 or f64 accumulator, reference=false, feature groups or
+// batch groups but not both): per group, the convolution is a GEMM
+//   C[rows, Ng] = A[rows, K] x B[K, Ng]
+// where a row is one output position (b, y) flattened over the output batch and spatial axes,
+// K = (kernel positions) x Cg and Ng = C_out / G. B is the kernel, converted once per run into
+// a [G, K, Ng] array in scratch. A (im2col) is built tile by tile: a task takes one group and a
+// tile of rows, gathers the taps of its rows into a thread-private buffer (zeros where a tap
+// falls into padding or an input-dilation hole, converting f16/bf16 on the way), runs the
+// packed GEMM of gemm.c on one thread, and scatters C into the output (or lets the GEMM write
+// the output in place when it is channels-last with one group and the accumulator's dtype).
+// K is ordered tap-major (ci fastest) when the input's channel stride is 1 (NHWC-like), else
+// channel-major, so the gather reads runs of contiguous memory. The tile size depends on the
+// shapes only (about 512 KiB of im2col per tile, bounded rows), never on the thread count; each
+// output is summed by one GEMM micro-kernel in a fixed k order, so results do not depend on
+// the thread count. The order differs from the direct loop's, so f32 results can differ from
+// reference mode in the last bits (see docs/conv.md). Operands are read in place; scratch holds
+// the converted kernel, offset tables and per-thread (im2col tile, C tile, GEMM buffers).
+//
+// Direct path: operands are first converted into the accumulator's domain in scratch; work is
+// split over output elements, each summed in a fixed order, so the thread count never changes
+// results.
 #include "backends/c/kernels/generic/linalg_internal.h"
+
+enum {
+  CMLC_CONV_TILE_BYTES = 512 * 1024,  // target im2col bytes per tile
+  CMLC_CONV_TILE_MIN = 96,            // rows: below this B is re-read too often
+  CMLC_CONV_TILE_MAX = 768,
+  CMLC_CONV_TILE_ALIGN = 12,          // a multiple of every micro-kernel's MR (4, 6, 12)
+  CMLC_CONV_MIN_TASKS = 32,           // rows tiles shrink (to TILE_MIN) to reach this many
+};
+
+// Fast-path plan (valid when |enabled|).
+typedef struct cmlc_conv_fast_t {
+  bool enabled;
+  cmlc__la_domain_t domain;  // F32 or F64
+  size_t es;                 // bytes per domain element
+  int64_t groups;            // G: feature groups or batch groups
+  bool batch_grouped;        // groups split the input batch (else the input channels)
+  int64_t cg, ng, ks, k;     // channels per group in, out; kernel positions; K = ks * cg
+  int64_t positions;         // output positions per image (product of output spatial dims)
+  int64_t rows;              // n_out * positions
+  int64_t tile, tiles;       // rows per tile; tiles per group
+  int64_t taps_total;        // sum of kernel spatial dims
+  bool ci_minor;             // K index = tap * cg + ci (else ci * ks + tap)
+  bool out_direct;           // the GEMM writes the output (channels-last, G == 1, native dtype)
+  int threads;
+  cmlc_isa_t isa;
+  // Scratch layout: byte offsets of the converted kernel, the tables, and the per-thread
+  // blocks (each |thread_bytes|, holding A, C, tap offsets and the GEMM's buffers).
+  size_t off_ker, off_tables, off_threads, thread_bytes;
+  size_t th_a, th_c, th_offs, th_gemm;
+} cmlc_conv_fast_t;
 
 typedef struct cmlc_conv_plan_t {
   const cml_conv_config_t* cfg;
@@ -24,14 +75,97 @@ typedef struct cmlc_conv_plan_t {
   int64_t in_strides[CML_MAX_RANK], ker_strides[CML_MAX_RANK], out_strides[CML_MAX_RANK];
   int32_t spatial;
   int64_t cin_g, cout, cout_per_fg, cout_per_bg, n_out;
+  int64_t fg, bg;
   cml_dtype_t acc_dtype;
   cmlc__la_domain_t domain;
   int64_t in_count, ker_count;
   size_t off_in, off_ker, total;
+  cmlc_conv_fast_t fast;
 } cmlc_conv_plan_t;
 
+static size_t cmlc_conv_align(size_t x) { return (x + 63) & ~(size_t)63; }
+
+// Fills |p->fast| when the fast path applies (p's shapes and dtypes already checked).
+static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* options) {
+  cmlc_conv_fast_t* f = &p->fast;
+  memset(f, 0, sizeof *f);
+  if (!options || options->reference) return;
+  if (p->domain != CMLC__LA_DOM_F32 && p->domain != CMLC__LA_DOM_F64) return;
+  if (!cml_dtype_is_float(p->in.dtype)) return;
+  if (p->fg > 1 && p->bg > 1) return;
+  const cml_conv_config_t* c = p->cfg;
+  int32_t S = p->spatial;
+  f->domain = p->domain;
+  f->es = cmlc__la_domain_size(p->domain);
+  f->batch_grouped = p->bg > 1;
+  f->groups = f->batch_grouped ? p->bg : p->fg;
+  f->cg = p->cin_g;
+  f->ng = p->cout / f->groups;
+  f->ks = 1;
+  f->positions = 1;
+  for (int32_t d = 0; d < S; ++d) {
+    f->ks *= p->ker.dims[c->kernel_spatial_axes[d]];
+    f->taps_total += p->ker.dims[c->kernel_spatial_axes[d]];
+    f->positions *= p->out.dims[c->output_spatial_axes[d]];
+  }
+  f->k = f->ks * f->cg;
+  f->rows = p->n_out * f->positions;
+  if (f->k <= 0 || f->ng <= 0 || f->rows <= 0) return;
+  // Rows per tile: about TILE_BYTES of im2col, within [TILE_MIN, TILE_MAX], a multiple of
+  // TILE_ALIGN; smaller (down to TILE_MIN) when that gives too few tasks. Shapes only.
+  int64_t row_bytes = f->k * (int64_t)f->es;
+  int64_t tile = CMLC_CONV_TILE_BYTES / row_bytes;
+  if (tile < CMLC_CONV_TILE_MIN) tile = CMLC_CONV_TILE_MIN;
+  if (tile > CMLC_CONV_TILE_MAX) tile = CMLC_CONV_TILE_MAX;
+  tile = tile / CMLC_CONV_TILE_ALIGN * CMLC_CONV_TILE_ALIGN;
+  while (tile > CMLC_CONV_TILE_MIN &&
+         f->groups * ((f->rows + tile - 1) / tile) < CMLC_CONV_MIN_TASKS) {
+    int64_t half = tile / 2 / CMLC_CONV_TILE_ALIGN * CMLC_CONV_TILE_ALIGN;
+    tile = half < CMLC_CONV_TILE_MIN ? CMLC_CONV_TILE_MIN : half;
+  }
+  if (tile >= f->rows) tile = f->rows;
+  // A huge K (tens of thousands of taps x channels) stays on the direct path rather than
+  // needing tens of MiB of im2col per thread.
+  if ((double)tile * (double)row_bytes > 32.0 * 1024 * 1024) return;
+  f->tile = tile;
+  f->tiles = (f->rows + tile - 1) / tile;
+  f->ci_minor = p->in_strides[c->input_channel_axis] == 1;
+  // In-place output: channel axis last with stride 1 and rows (batch, spatial in order) at
+  // stride C_out, i.e. the output is [N, S..., C] row-major; one group; accumulator dtype.
+  bool native_out = (f->domain == CMLC__LA_DOM_F32 && p->out.dtype == CML_DTYPE_F32) ||
+                    (f->domain == CMLC__LA_DOM_F64 && p->out.dtype == CML_DTYPE_F64);
+  bool nsc = c->output_batch_axis == 0 && c->output_channel_axis == p->out.rank - 1;
+  for (int32_t d = 0; d < S; ++d) nsc &= c->output_spatial_axes[d] == 1 + d;
+  f->out_direct = native_out && nsc && f->groups == 1;
+  f->threads = options->threads > 0 ? options->threads : 1;
+  f->isa = options->isa;
+  // Scratch.
+  size_t off = 0;
+  f->off_ker = off;
+  off = cmlc_conv_align(off + (size_t)(f->groups * f->k * f->ng) * f->es);
+  f->off_tables = off;
+  off = cmlc_conv_align(off + (size_t)(1 + f->tile + 2 * f->k + f->ng) * sizeof(int64_t));
+  f->off_threads = off;
+  size_t t = 0;
+  f->th_a = t;
+  t = cmlc_conv_align(t + (size_t)(f->tile * f->k) * f->es);
+  f->th_c = t;
+  if (!f->out_direct) t = cmlc_conv_align(t + (size_t)(f->tile * f->ng) * f->es);
+  f->th_offs = t;
+  t = cmlc_conv_align(t + (size_t)(f->ks + f->taps_total) * sizeof(int64_t));
+  f->th_gemm = t;
+  size_t gemm = f->domain == CMLC__LA_DOM_F32
+                    ? cmlc__gemm_f32_scratch(1, f->tile, f->ng, f->k, f->isa, 1)
+                    : cmlc__gemm_f64_scratch(1, f->tile, f->ng, f->k, f->isa, 1);
+  t = cmlc_conv_align(t + gemm);
+  f->thread_bytes = t;
+  p->total = off + (size_t)f->threads * t;
+  f->enabled = true;
+}
+
 static bool cmlc_conv_plan(const cml_shape_t* in, const cml_shape_t* ker, const cml_shape_t* out,
-                           const cml_ir_attrs_t* attrs, cmlc_conv_plan_t* p) {
+                           const cml_ir_attrs_t* attrs, const cmlc_options_t* options,
+                           cmlc_conv_plan_t* p) {
   memset(p, 0, sizeof *p);
   const cml_conv_config_t* c = &attrs->u.conv;
   p->cfg = c;
@@ -48,13 +182,13 @@ static bool cmlc_conv_plan(const cml_shape_t* in, const cml_shape_t* ker, const 
   cmlc__la_strides(in, p->in_strides);
   cmlc__la_strides(ker, p->ker_strides);
   cmlc__la_strides(out, p->out_strides);
-  int64_t fg = c->channel_group_count > 1 ? c->channel_group_count : 1;
-  int64_t bg = c->batch_group_count > 1 ? c->batch_group_count : 1;
+  p->fg = c->channel_group_count > 1 ? c->channel_group_count : 1;
+  p->bg = c->batch_group_count > 1 ? c->batch_group_count : 1;
   p->cin_g = ker->dims[c->kernel_input_channel_axis];
   p->cout = ker->dims[c->kernel_output_channel_axis];
-  if (p->cout % fg != 0 || p->cout % bg != 0) return false;
-  p->cout_per_fg = p->cout / fg;
-  p->cout_per_bg = p->cout / bg;
+  if (p->cout % p->fg != 0 || p->cout % p->bg != 0) return false;
+  p->cout_per_fg = p->cout / p->fg;
+  p->cout_per_bg = p->cout / p->bg;
   p->n_out = out->dims[c->output_batch_axis];
   bool in_int = cml_dtype_is_int(in->dtype), out_int = cml_dtype_is_int(out->dtype);
   p->acc_dtype = in_int == out_int ? out->dtype : in->dtype;
@@ -64,12 +198,16 @@ static bool cmlc_conv_plan(const cml_shape_t* in, const cml_shape_t* ker, const 
   if (p->domain == CMLC__LA_DOM_NONE) return false;
   p->in_count = cml_shape_element_count(in);
   p->ker_count = cml_shape_element_count(ker);
+  cmlc_conv_plan_fast(p, options);
+  if (p->fast.enabled) return true;
   size_t es = cmlc__la_domain_size(p->domain);
   p->off_in = 0;
-  p->off_ker = ((size_t)p->in_count * es + 63) & ~(size_t)63;
-  p->total = p->off_ker + (((size_t)p->ker_count * es + 63) & ~(size_t)63);
+  p->off_ker = cmlc_conv_align((size_t)p->in_count * es);
+  p->total = p->off_ker + cmlc_conv_align((size_t)p->ker_count * es);
   return true;
 }
+
+//===--- direct path ---===//
 
 typedef struct cmlc_conv_ctx_t {
   const cmlc_conv_plan_t* p;
@@ -200,13 +338,268 @@ static void cmlc_conv_compute(void* vctx, int64_t begin, int64_t end, int thread
   }
 }
 
+//===--- fast path: im2col + packed GEMM ---===//
+
+typedef struct cmlc_conv_fast_ctx_t {
+  const cmlc_conv_plan_t* p;
+  const void* in;
+  const void* ker;
+  void* out;
+  char* scratch;
+  void* ker_dom;          // [G, K, Ng] in the domain
+  const int64_t* zero;    // {0}: batch offsets of both GEMM operands
+  const int64_t* a_rows;  // r * K (tile entries)
+  const int64_t* a_cols;  // k (K entries)
+  const int64_t* b_rows;  // k * Ng (K entries)
+  const int64_t* b_cols;  // n (Ng entries)
+  // Geometry (spatial axis d in the config's order).
+  int64_t in_dims[CML_MAX_RANK], ker_dims[CML_MAX_RANK], out_dims[CML_MAX_RANK];
+  int64_t in_sp_strides[CML_MAX_RANK], ker_sp_strides[CML_MAX_RANK];
+  int64_t out_sp_strides[CML_MAX_RANK];
+} cmlc_conv_fast_ctx_t;
+
+// Kernel rows [begin, end) of the flattened (group, k) range into the [G, K, Ng] domain array.
+static void cmlc_conv_fast_convert_ker(void* vctx, int64_t begin, int64_t end,
+                                       int thread_index) {
+  (void)thread_index;
+  cmlc_conv_fast_ctx_t* c = vctx;
+  const cmlc_conv_plan_t* p = c->p;
+  const cmlc_conv_fast_t* f = &p->fast;
+  const cml_conv_config_t* cfg = p->cfg;
+  int64_t oc_stride = p->ker_strides[cfg->kernel_output_channel_axis];
+  int64_t ic_stride = p->ker_strides[cfg->kernel_input_channel_axis];
+  for (int64_t row = begin; row < end; ++row) {
+    int64_t j = row / f->k, kk = row % f->k;
+    int64_t tap = f->ci_minor ? kk / f->cg : kk % f->ks;
+    int64_t ci = f->ci_minor ? kk % f->cg : kk / f->ks;
+    int64_t off = ci * ic_stride + j * f->ng * oc_stride;
+    for (int32_t d = p->spatial - 1; d >= 0; --d) {
+      off += (tap % c->ker_dims[d]) * c->ker_sp_strides[d];
+      tap /= c->ker_dims[d];
+    }
+    if (f->domain == CMLC__LA_DOM_F32) {
+      float* dst = (float*)c->ker_dom + row * f->ng;
+      for (int64_t n = 0; n < f->ng; ++n)
+        dst[n] = cmlc__la_load_f32(c->ker, off + n * oc_stride, p->ker.dtype);
+    } else {
+      double* dst = (double*)c->ker_dom + row * f->ng;
+      for (int64_t n = 0; n < f->ng; ++n)
+        dst[n] = cmlc__la_load_f64(c->ker, off + n * oc_stride, p->ker.dtype);
+    }
+  }
+}
+
+// Input element offsets of every kernel tap of output row |row| (-1 where the tap reads
+// padding or an input-dilation hole), relative to the row's batch/channel base; |taps| holds
+// sum(kernel dims) entries of per-axis scratch. Also returns the output offset of the row.
+static void cmlc_conv_fast_row(const cmlc_conv_fast_ctx_t* c, int64_t row, int64_t* offs,
+                               int64_t* taps, int64_t* out_row_offset) {
+  const cmlc_conv_plan_t* p = c->p;
+  const cml_conv_config_t* cfg = p->cfg;
+  int32_t S = p->spatial;
+  int64_t b = row / p->fast.positions, rest = row % p->fast.positions;
+  int64_t y[CML_MAX_RANK];
+  for (int32_t d = S - 1; d >= 0; --d) {
+    y[d] = rest % c->out_dims[d];
+    rest /= c->out_dims[d];
+  }
+  int64_t oo = b * p->out_strides[cfg->output_batch_axis];
+  for (int32_t d = 0; d < S; ++d) oo += y[d] * c->out_sp_strides[d];
+  *out_row_offset = oo;
+  // Per axis: the input offset of each tap (or -1).
+  int64_t* t = taps;
+  for (int32_t d = 0; d < S; ++d) {
+    int64_t idil = cfg->input_dilations[d], kdil = cfg->kernel_dilations[d];
+    int64_t base = y[d] * cfg->strides[d] - cfg->padding_low[d];
+    int64_t limit = (c->in_dims[d] - 1) * idil;
+    for (int64_t k = 0; k < c->ker_dims[d]; ++k) {
+      int64_t pos = base + k * kdil;
+      bool ok = pos >= 0 && pos <= limit && (idil == 1 || pos % idil == 0);
+      t[k] = ok ? (idil == 1 ? pos : pos / idil) * c->in_sp_strides[d] : -1;
+    }
+    t += c->ker_dims[d];
+  }
+  // Combine axes in row-major tap order, expanding in place from the back.
+  offs[0] = 0;
+  int64_t count = 1;
+  t = taps;
+  for (int32_t d = 0; d < S; ++d) {
+    int64_t kd = c->ker_dims[d];
+    for (int64_t old = count - 1; old >= 0; --old) {
+      int64_t v = offs[old];
+      for (int64_t k = kd - 1; k >= 0; --k)
+        offs[old * kd + k] = (v < 0 || t[k] < 0) ? -1 : v + t[k];
+    }
+    count *= kd;
+    t += kd;
+  }
+}
+
+// im2col of one row into |dst| (K elements), element type T, loader LOAD for other dtypes.
+#define CMLC_CONV_IM2COL(T, SUFFIX, LOAD)                                                      \
+  static void cmlc_conv_im2col_##SUFFIX(const cmlc_conv_fast_ctx_t* c, int64_t base,          \
+                                        const int64_t* offs, T* dst) {                        \
+    const cmlc_conv_fast_t* f = &c->p->fast;                                                   \
+    const cml_dtype_t dtype = c->p->in.dtype;                                                  \
+    const bool native = dtype == (sizeof(T) == 4 ? CML_DTYPE_F32 : CML_DTYPE_F64);            \
+    const T* x = (const T*)c->in + base;                                                       \
+    const int64_t cs = c->p->in_strides[c->p->cfg->input_channel_axis];                        \
+    const int64_t cg = f->cg, ks = f->ks;                                                      \
+    if (f->ci_minor) {                                                                         \
+      for (int64_t tap = 0; tap < ks; ++tap) {                                                 \
+        T* d = dst + tap * cg;                                                                 \
+        int64_t off = offs[tap];                                                               \
+        if (off < 0) {                                                                         \
+          for (int64_t ci = 0; ci < cg; ++ci) d[ci] = 0;                                       \
+        } else if (native && cs == 1) {                                                        \
+          memcpy(d, x + off, (size_t)cg * sizeof(T));                                          \
+        } else if (native) {                                                                   \
+          for (int64_t ci = 0; ci < cg; ++ci) d[ci] = x[off + ci * cs];                        \
+        } else {                                                                               \
+          for (int64_t ci = 0; ci < cg; ++ci) d[ci] = (T)LOAD(c->in, base + off + ci * cs, dtype); \
+        }                                                                                      \
+      }                                                                                        \
+      return;                                                                                  \
+    }                                                                                          \
+    for (int64_t ci = 0; ci < cg; ++ci) {                                                      \
+      T* d = dst + ci * ks;                                                                    \
+      int64_t cbase = ci * cs;                                                                 \
+      if (native) {                                                                            \
+        for (int64_t tap = 0; tap < ks; ++tap)                                                 \
+          d[tap] = offs[tap] < 0 ? (T)0 : x[cbase + offs[tap]];                                \
+      } else {                                                                                 \
+        for (int64_t tap = 0; tap < ks; ++tap)                                                 \
+          d[tap] = offs[tap] < 0 ? (T)0 : (T)LOAD(c->in, base + cbase + offs[tap], dtype);     \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
+CMLC_CONV_IM2COL(float, f32, cmlc__la_load_f32)
+CMLC_CONV_IM2COL(double, f64, cmlc__la_load_f64)
+#undef CMLC_CONV_IM2COL
+
+// Tasks over the flattened (group, tile) range: im2col, GEMM, scatter.
+static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  cmlc_conv_fast_ctx_t* c = vctx;
+  const cmlc_conv_plan_t* p = c->p;
+  const cmlc_conv_fast_t* f = &p->fast;
+  const cml_conv_config_t* cfg = p->cfg;
+  char* th = c->scratch + f->off_threads + (size_t)thread_index * f->thread_bytes;
+  int64_t* offs = (int64_t*)(th + f->th_offs);
+  int64_t* taps = offs + f->ks;
+  int64_t in_b_stride = p->in_strides[cfg->input_batch_axis];
+  int64_t in_c_stride = p->in_strides[cfg->input_channel_axis];
+  int64_t out_c_stride = p->out_strides[cfg->output_channel_axis];
+  bool f32 = f->domain == CMLC__LA_DOM_F32;
+  for (int64_t task = begin; task < end; ++task) {
+    int64_t j = task / f->tiles, r0 = (task % f->tiles) * f->tile;
+    int64_t m = f->rows - r0 < f->tile ? f->rows - r0 : f->tile;
+    void* a = th + f->th_a;
+    void* cbuf = f->out_direct ? (char*)c->out + (size_t)(r0 * f->ng) * f->es : th + f->th_c;
+    for (int64_t r = 0; r < m; ++r) {
+      int64_t row = r0 + r, out_off;
+      int64_t b = row / f->positions;
+      int64_t in_b = f->batch_grouped ? j * p->n_out + b : b;
+      int64_t base = in_b * in_b_stride + (f->batch_grouped ? 0 : j * f->cg * in_c_stride);
+      cmlc_conv_fast_row(c, row, offs, taps, &out_off);
+      if (f32) {
+        cmlc_conv_im2col_f32(c, base, offs, (float*)a + r * f->k);
+      } else {
+        cmlc_conv_im2col_f64(c, base, offs, (double*)a + r * f->k);
+      }
+    }
+    cmlc__gemm_operand_t ga = {a, f32 ? CML_DTYPE_F32 : CML_DTYPE_F64, c->zero, c->a_rows,
+                               c->a_cols};
+    cmlc__gemm_operand_t gb = {(const char*)c->ker_dom + (size_t)(j * f->k * f->ng) * f->es,
+                               f32 ? CML_DTYPE_F32 : CML_DTYPE_F64, c->zero, c->b_rows,
+                               c->b_cols};
+    if (f32) {
+      cmlc__gemm_problem_t g = {1, m, f->ng, f->k, ga, gb, cbuf};
+      cmlc__gemm_f32(&g, f->isa, NULL, th + f->th_gemm, 1);
+    } else {
+      cmlc__gemm_f64_problem_t g = {1, m, f->ng, f->k, ga, gb, cbuf};
+      cmlc__gemm_f64(&g, f->isa, NULL, th + f->th_gemm, 1);
+    }
+    if (f->out_direct) continue;
+    for (int64_t r = 0; r < m; ++r) {
+      int64_t row = r0 + r, oo;
+      // Only the output offset is needed; recomputing the taps is cheap next to the GEMM.
+      cmlc_conv_fast_row(c, row, offs, taps, &oo);
+      oo += j * f->ng * out_c_stride;
+      if (f32) {
+        const float* src = (const float*)cbuf + r * f->ng;
+        if (p->out.dtype == CML_DTYPE_F32) {
+          float* o = (float*)c->out + oo;
+          for (int64_t n = 0; n < f->ng; ++n) o[n * out_c_stride] = src[n];
+        } else {
+          for (int64_t n = 0; n < f->ng; ++n)
+            cmlc__la_store_f64(c->out, oo + n * out_c_stride, p->out.dtype, src[n]);
+        }
+      } else {
+        const double* src = (const double*)cbuf + r * f->ng;
+        if (p->out.dtype == CML_DTYPE_F64) {
+          double* o = (double*)c->out + oo;
+          for (int64_t n = 0; n < f->ng; ++n) o[n * out_c_stride] = src[n];
+        } else {
+          for (int64_t n = 0; n < f->ng; ++n)
+            cmlc__la_store_f64(c->out, oo + n * out_c_stride, p->out.dtype, src[n]);
+        }
+      }
+    }
+  }
+}
+
+static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args_t* args) {
+  const cmlc_conv_fast_t* f = &p->fast;
+  const cml_conv_config_t* cfg = p->cfg;
+  cmlc_conv_fast_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.p = p;
+  c.in = args->inputs[0];
+  c.ker = args->inputs[1];
+  c.out = args->outputs[0];
+  c.scratch = args->scratch;
+  c.ker_dom = c.scratch + f->off_ker;
+  for (int32_t d = 0; d < p->spatial; ++d) {
+    c.in_dims[d] = p->in.dims[cfg->input_spatial_axes[d]];
+    c.ker_dims[d] = p->ker.dims[cfg->kernel_spatial_axes[d]];
+    c.out_dims[d] = p->out.dims[cfg->output_spatial_axes[d]];
+    c.in_sp_strides[d] = p->in_strides[cfg->input_spatial_axes[d]];
+    c.ker_sp_strides[d] = p->ker_strides[cfg->kernel_spatial_axes[d]];
+    c.out_sp_strides[d] = p->out_strides[cfg->output_spatial_axes[d]];
+  }
+  int64_t* t = (int64_t*)(c.scratch + f->off_tables);
+  c.zero = t;
+  t[0] = 0;
+  t += 1;
+  c.a_rows = t;
+  for (int64_t r = 0; r < f->tile; ++r) t[r] = r * f->k;
+  t += f->tile;
+  c.a_cols = t;
+  for (int64_t k = 0; k < f->k; ++k) t[k] = k;
+  t += f->k;
+  c.b_rows = t;
+  for (int64_t k = 0; k < f->k; ++k) t[k] = k * f->ng;
+  t += f->k;
+  c.b_cols = t;
+  for (int64_t n = 0; n < f->ng; ++n) t[n] = n;
+  // Tasks index per-thread blocks by thread_index: a pool wider than the plan runs inline.
+  cmlc_pool_t* pool = args->pool;
+  if (cmlc_pool_thread_count(pool) > f->threads) pool = NULL;
+  int64_t ker_rows = f->groups * f->k;
+  int64_t chunk = 16384 / f->ng + 1;
+  cmlc_parallel_for(pool, ker_rows, chunk, cmlc_conv_fast_convert_ker, &c);
+  cmlc_parallel_for(pool, f->groups * f->tiles, 1, cmlc_conv_fast_task, &c);
+}
+
+//===--- entry ---===//
+
 static size_t cmlc_conv_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                                 const cmlc_options_t* options) {
-  (void)options;
   cmlc_conv_plan_t p;
   if (!cmlc_conv_plan(&module->values[node->inputs[0]].shape,
                       &module->values[node->inputs[1]].shape,
-                      &module->values[node->first_output].shape, node->attrs, &p))
+                      &module->values[node->first_output].shape, node->attrs, options, &p))
     return 0;
   return p.total;
 }
@@ -214,7 +607,7 @@ static size_t cmlc_conv_scratch(const cml_module_t* module, const cml_ir_node_t*
 static cml_status_t cmlc_conv_run(const cmlc_kernel_args_t* args) {
   cmlc_conv_plan_t p;
   if (!cmlc_conv_plan(args->input_shapes[0], args->input_shapes[1], args->output_shapes[0],
-                      args->node->attrs, &p) ||
+                      args->node->attrs, args->options, &p) ||
       args->scratch_size < p.total) {
     char t[3][160];
     return cml_status_make(CML_STATUS_INTERNAL,
@@ -225,6 +618,10 @@ static cml_status_t cmlc_conv_run(const cmlc_kernel_args_t* args) {
   }
   int64_t out_count = cml_shape_element_count(&p.out);
   if (out_count == 0) return CML_OK;
+  if (p.fast.enabled) {
+    cmlc_conv_fast_run(&p, args);
+    return CML_OK;
+  }
   cmlc_conv_ctx_t c = {&p, args->inputs[0], args->inputs[1], args->outputs[0],
                        (char*)args->scratch + p.off_in, (char*)args->scratch + p.off_ker};
   cmlc_parallel_for(args->pool, p.in_count, 16384, cmlc_conv_convert_in, &c);
@@ -238,12 +635,11 @@ static cml_status_t cmlc_conv_run(const cmlc_kernel_args_t* args) {
 
 bool cmlc__conv_lookup(const cml_module_t* module, const cml_ir_node_t* node,
                        const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
-  (void)options;
   if (node->op != CML_OP_CONV_GENERAL || node->input_count != 2) return false;
   cmlc_conv_plan_t p;
   if (!cmlc_conv_plan(&module->values[node->inputs[0]].shape,
                       &module->values[node->inputs[1]].shape,
-                      &module->values[node->first_output].shape, node->attrs, &p))
+                      &module->values[node->first_output].shape, node->attrs, options, &p))
     return false;
   out->run = cmlc_conv_run;
   out->scratch = cmlc_conv_scratch;
