@@ -408,7 +408,7 @@ static void bench_record(const bench_case_t* c, const bench_run_t* runs, int run
     if (r->skip[0] || r->median_s <= 0) continue;
     if (r->backend < 0) {
       res->native_s = r->median_s;
-      snprintf(res->native_name, sizeof res->native_name, "%s", r->label);
+      snprintf(res->native_name, sizeof res->native_name, "%.23s", r->label);
       continue;
     }
     const bench_backend_t* bb = &bench_backends[r->backend];
@@ -633,7 +633,7 @@ static void bench_run_case(bench_options_t* opts, const bench_case_t* c) {
       snprintf(check, sizeof check, "not checked");
     } else {
       double e = bench_nmse(r->check, runs[oracle].check, n_out);
-      snprintf(check, sizeof check, "%s (nmse %.1e vs %s)", e <= tolerance ? "ok" : "MISMATCH",
+      snprintf(check, sizeof check, "%s (nmse %.1e vs %.40s)", e <= tolerance ? "ok" : "MISMATCH",
                e, runs[oracle].label);
     }
     printf("  %-24s %11s %9s %11s %8s  %s\n", r->label, tbuf, rate, ratio, samples, check);

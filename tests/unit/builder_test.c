@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/unit/builder_test.c: the op table, builders, functions and closures, sticky errors,
 // the capability gate, compile and the module contents.
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "builder_fake_backend.h"
@@ -1081,6 +1083,53 @@ TEST(builder_tags_distinct_while_alive) {
   cml_backend_release(&fb->base);
 }
 
+typedef struct tag_thread_t {
+  fake_backend_t* fb;
+  cml_value_t foreign;  // a value of a builder that stays alive meanwhile
+  atomic_int* collisions;
+} tag_thread_t;
+
+static void* tag_thread_main(void* arg) {
+  tag_thread_t* t = (tag_thread_t*)arg;
+  cml_shape_t s = SHAPE(CML_DTYPE_F32, 2);
+  for (int i = 0; i < 300; ++i) {
+    cml_builder_t* b = NULL;
+    cml_status_t st = cml_builder_create(&t->fb->base, "thread", &b);
+    if (st != CML_OK) {
+      cml_status_free(st);
+      atomic_fetch_add(t->collisions, 1000);
+      return NULL;
+    }
+    cml_function_t* f = cml_builder_main(b);
+    cml_value_t own = cml_parameter(f, "x", &s);
+    if ((own >> CML__VALUE_INDEX_BITS) == (t->foreign >> CML__VALUE_INDEX_BITS) ||
+        cml_op_neg(f, t->foreign) != CML_VALUE_INVALID) {
+      atomic_fetch_add(t->collisions, 1);
+    }
+    cml_builder_destroy(b);
+  }
+  return NULL;
+}
+
+// Builders created and destroyed concurrently never get the tag of a live builder.
+TEST(builder_tags_concurrent) {
+  SETUP();
+  cml_shape_t s = SHAPE(CML_DTYPE_F32, 2);
+  cml_value_t x = cml_parameter(f, "x", &s);
+  atomic_int collisions = 0;
+  enum { kThreads = 4 };
+  pthread_t threads[kThreads];
+  tag_thread_t args[kThreads];
+  for (int i = 0; i < kThreads; ++i) {
+    args[i] = (tag_thread_t){fb, x, &collisions};
+    ASSERT_EQ_INT(pthread_create(&threads[i], NULL, tag_thread_main, &args[i]), 0);
+  }
+  for (int i = 0; i < kThreads; ++i) pthread_join(threads[i], NULL);
+  ASSERT_EQ_INT(atomic_load(&collisions), 0);
+  ASSERT_NE_INT(cml_op_neg(f, x), CML_VALUE_INVALID);  // still valid in its own builder
+  TEARDOWN();
+}
+
 TEST_MAIN(TEST_ENTRY(op_table), TEST_ENTRY(build_and_compile_mlp),
           TEST_ENTRY(executable_io_from_module), TEST_ENTRY(parameters_and_constants),
           TEST_ENTRY(parameter_duplicate_name),
@@ -1100,4 +1149,4 @@ TEST_MAIN(TEST_ENTRY(op_table), TEST_ENTRY(build_and_compile_mlp),
           TEST_ENTRY(closure_of_other_function_rejected), TEST_ENTRY(multi_output_ops),
           TEST_ENTRY(attrs_defaults_in_module), TEST_ENTRY(dot_general_output_dtype),
           TEST_ENTRY(value_shape_accessor), TEST_ENTRY(output_shapes_checked_centrally),
-          TEST_ENTRY(builder_tags_distinct_while_alive))
+          TEST_ENTRY(builder_tags_distinct_while_alive), TEST_ENTRY(builder_tags_concurrent))

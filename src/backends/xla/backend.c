@@ -300,6 +300,7 @@ static const cml_op_t cml_xla_ops[] = {
     CML_OP_DYNAMIC_SLICE, CML_OP_DYNAMIC_UPDATE_SLICE, CML_OP_FFT, CML_OP_GATHER, CML_OP_IOTA,
     CML_OP_PAD, CML_OP_RESHAPE, CML_OP_REVERSE, CML_OP_SCATTER_MAX, CML_OP_SCATTER_MIN,
     CML_OP_SCATTER_SUM, CML_OP_SELECT_AND_SCATTER_MAX, CML_OP_SELECT_AND_SCATTER_MIN,
+    CML_OP_SELECT_AND_SCATTER_SUM,
     CML_OP_SLICE, CML_OP_TRANSPOSE, CML_OP_WHERE, CML_OP_OPTIMIZATION_BARRIER,
     CML_OP_SCHEDULING_BARRIER, CML_OP_CALL, CML_OP_SORT, CML_OP_WHILE, CML_OP_IF,
     CML_OP_CAPTURED_VALUE,
@@ -319,7 +320,7 @@ static void cml_xla_fill_capabilities(cml_xla_backend_t* b) {
     cml_capabilities_set_op(caps, cml_xla_ops[i], true);
   }
   caps->dtypes = CML_DSET_BOOL | CML_DSET_INT | CML_DSET_FLOAT32_64 |
-                 CML_DTYPE_BIT(CML_DTYPE_BF16) | CML_DSET_COMPLEX;
+                 CML_DTYPE_BIT(CML_DTYPE_BF16) | CML_DSET_COMPLEX | CML_DSET_PACKED;
   caps->functions = true;
   caps->dynamic_axes = false;
   caps->prefer_constants_for_variables = false;

@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/c_kernels_conv_test.c: ConvGeneral's im2col + GEMM fast path (linalg_conv.c)
+// called directly on hand-made IR nodes: random operands checked against an independent
+// double-precision loop written here (within a summation-order bound), for many layouts,
+// strides, paddings, dilations, channel and batch groups, dtypes, every ISA, several tiles per
+// problem, and bit-identical results for 1 and 3 threads; plus hand-computed small cases.
+#include <stdlib.h>
+
+#include "backends/c/cmlc.h"
+#include "test.h"
+
+//===--- a one-node module ---===//
+
+typedef struct fake_t {
+  cml_ir_value_t values[4];
+  uint32_t inputs[2];
+  cml_ir_node_t node;
+  cml_ir_attrs_t attrs;
+  cml_module_t module;
+} fake_t;
+
+static void fake_init(fake_t* f, const cml_shape_t* in, const cml_shape_t* ker,
+                      const cml_shape_t* out) {
+  memset(f, 0, sizeof *f);
+  f->values[1].shape = *in;
+  f->values[2].shape = *ker;
+  f->values[3].shape = *out;
+  f->inputs[0] = 1;
+  f->inputs[1] = 2;
+  f->node.op = CML_OP_CONV_GENERAL;
+  f->node.input_count = 2;
+  f->node.inputs = f->inputs;
+  f->node.output_count = 1;
+  f->node.first_output = 3;
+  f->node.attrs = &f->attrs;
+  f->module.node_count = 1;
+  f->module.nodes = &f->node;
+  f->module.value_count = 4;
+  f->module.values = f->values;
+  f->module.num_devices = 1;
+}
+
+static cmlc_options_t make_options(cmlc_isa_t isa, bool reference, int threads) {
+  cmlc_options_t o;
+  memset(&o, 0, sizeof o);
+  o.isa = isa;
+  o.reference = reference;
+  o.threads = threads;
+  o.devices = 1;
+  return o;
+}
+
+// Looks the node up in the linalg group and runs it with a scratch area of the planned size
+// (filled with a NaN pattern, so a read of unwritten scratch shows).
+static cml_status_t fake_run(fake_t* f, const cmlc_options_t* opts, cmlc_pool_t* pool,
+                             const void* x, const void* w, void* y, size_t* out_scratch) {
+  cmlc_kernel_entry_t e;
+  memset(&e, 0, sizeof e);
+  if (!cmlc_kernels_linalg_lookup(&f->module, &f->node, opts, &e))
+    return cml_status_make(CML_STATUS_INTERNAL, "lookup failed");
+  size_t size = e.scratch ? e.scratch(&f->module, &f->node, opts) : 0;
+  if (out_scratch) *out_scratch = size;
+  void* scratch = size ? aligned_alloc(64, (size + 63) & ~(size_t)63) : NULL;
+  if (scratch) memset(scratch, 0xff, size);
+  const cml_shape_t* in_shapes[2] = {&f->values[1].shape, &f->values[2].shape};
+  const cml_shape_t* out_shapes[1] = {&f->values[3].shape};
+  const void* inputs[2] = {x, w};
+  void* outputs[1] = {y};
+  cmlc_kernel_args_t a;
+  memset(&a, 0, sizeof a);
+  a.module = &f->module;
+  a.node = &f->node;
+  a.options = opts;
+  a.input_count = 2;
+  a.input_shapes = in_shapes;
+  a.inputs = inputs;
+  a.output_count = 1;
+  a.output_shapes = out_shapes;
+  a.outputs = outputs;
+  a.scratch = scratch;
+  a.scratch_size = size;
+  a.pool = pool;
+  cml_status_t st = e.run(&a);
+  free(scratch);
+  return st;
+}
+
+static bool isa_usable(cmlc_isa_t isa) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (isa == CMLC_ISA_AVX2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (isa == CMLC_ISA_AVX512) return __builtin_cpu_supports("avx512f");
+  return true;
+#else
+  return isa == CMLC_ISA_SCALAR;
+#endif
+}
+
+//===--- problems and the independent reference ---===//
+
+// A problem in canonical terms (input [N, C, S...], kernel [O, I, S...], output [N/bg, O,
+// S...]) plus layouts: |*_axes[j]| is the layout position of canonical axis j (NULL-like
+// all-zero arrays mean canonical).
+typedef struct problem_t {
+  int32_t s;
+  int64_t n, c, o, in[3], k[3];
+  int64_t stride[3], lo[3], hi[3], idil[3], kdil[3];
+  int64_t groups, batch_groups;
+  int64_t in_axes[5], ker_axes[5], out_axes[5];
+  cml_dtype_t dtype, out_dtype;  // out_dtype INVALID: dtype
+  // Derived.
+  int64_t out[3];
+  cml_shape_t xs, ks, ys;
+  int64_t xst[5], kst[5], yst[5];  // element strides per canonical axis
+} problem_t;
+
+static int64_t out_size(int64_t in, int64_t idil, int64_t lo, int64_t hi, int64_t k,
+                        int64_t kdil, int64_t stride) {
+  int64_t padded = (in > 0 ? (in - 1) * idil + 1 : 0) + lo + hi;
+  int64_t dk = (k - 1) * kdil + 1;
+  return padded < dk ? 0 : (padded - dk) / stride + 1;
+}
+
+// Shape of a layout whose canonical axis j sits at position axes[j]; strides per canonical axis.
+static cml_shape_t layout_shape(cml_dtype_t dt, int32_t rank, const int64_t* cdims,
+                                const int64_t* axes, int64_t* cstrides) {
+  int64_t dims[5], st[5];
+  for (int32_t j = 0; j < rank; ++j) dims[axes[j]] = cdims[j];
+  int64_t s = 1;
+  for (int32_t a = rank - 1; a >= 0; --a) st[a] = s, s *= dims[a];
+  for (int32_t j = 0; j < rank; ++j) cstrides[j] = st[axes[j]];
+  return cml_shape_make(dt, rank, dims);
+}
+
+static void problem_finish(problem_t* p, fake_t* f) {
+  int32_t rank = p->s + 2;
+  bool canon = true;
+  for (int32_t j = 0; j < rank; ++j) canon &= p->in_axes[j] == 0 && p->ker_axes[j] == 0;
+  for (int32_t j = 0; j < rank && canon; ++j)
+    p->in_axes[j] = p->ker_axes[j] = p->out_axes[j] = j;
+  if (p->groups < 1) p->groups = 1;
+  if (p->batch_groups < 1) p->batch_groups = 1;
+  for (int32_t d = 0; d < p->s; ++d) {
+    if (!p->stride[d]) p->stride[d] = 1;
+    if (!p->idil[d]) p->idil[d] = 1;
+    if (!p->kdil[d]) p->kdil[d] = 1;
+    p->out[d] = out_size(p->in[d], p->idil[d], p->lo[d], p->hi[d], p->k[d], p->kdil[d],
+                         p->stride[d]);
+  }
+  int64_t xd[5] = {p->n, p->c}, kd[5] = {p->o, p->c / p->groups};
+  int64_t yd[5] = {p->n / p->batch_groups, p->o};
+  for (int32_t d = 0; d < p->s; ++d) xd[2 + d] = p->in[d], kd[2 + d] = p->k[d], yd[2 + d] = p->out[d];
+  cml_dtype_t odt = p->out_dtype == CML_DTYPE_INVALID ? p->dtype : p->out_dtype;
+  p->xs = layout_shape(p->dtype, rank, xd, p->in_axes, p->xst);
+  p->ks = layout_shape(p->dtype, rank, kd, p->ker_axes, p->kst);
+  p->ys = layout_shape(odt, rank, yd, p->out_axes, p->yst);
+  fake_init(f, &p->xs, &p->ks, &p->ys);
+  cml_conv_config_t* c = &f->attrs.u.conv;
+  c->spatial_count = p->s;
+  c->input_batch_axis = p->in_axes[0], c->input_channel_axis = p->in_axes[1];
+  c->kernel_output_channel_axis = p->ker_axes[0], c->kernel_input_channel_axis = p->ker_axes[1];
+  c->output_batch_axis = p->out_axes[0], c->output_channel_axis = p->out_axes[1];
+  for (int32_t d = 0; d < p->s; ++d) {
+    c->input_spatial_axes[d] = p->in_axes[2 + d];
+    c->kernel_spatial_axes[d] = p->ker_axes[2 + d];
+    c->output_spatial_axes[d] = p->out_axes[2 + d];
+    c->strides[d] = p->stride[d];
+    c->padding_low[d] = p->lo[d];
+    c->padding_high[d] = p->hi[d];
+    c->input_dilations[d] = p->idil[d];
+    c->kernel_dilations[d] = p->kdil[d];
+  }
+  c->channel_group_count = p->groups;
+  c->batch_group_count = p->batch_groups;
+  c->output_dtype = p->out_dtype;
+}
+
+// StableHLO's definition, in double, straight from canonical indices: |want| gets the value,
+// |bound| the sum of |terms| (for the summation-order error bound), per output element
+// (indexed by the output layout's offsets).
+static void reference(const problem_t* p, const double* x, const double* w, double* want,
+                      double* bound) {
+  int32_t S = p->s;
+  int64_t cg = p->c / p->groups, nout = p->n / p->batch_groups;
+  int64_t osz = 1, ksz = 1;
+  for (int32_t d = 0; d < S; ++d) osz *= p->out[d], ksz *= p->k[d];
+  for (int64_t b = 0; b < nout; ++b)
+    for (int64_t o = 0; o < p->o; ++o) {
+      int64_t g = o / (p->o / p->groups);
+      int64_t bin = (o / (p->o / p->batch_groups)) * nout + b;
+      for (int64_t yi = 0; yi < osz; ++yi) {
+        int64_t y[3], rest = yi;
+        for (int32_t d = S - 1; d >= 0; --d) y[d] = rest % p->out[d], rest /= p->out[d];
+        double s = 0, a = 0;
+        for (int64_t ki = 0; ki < ksz; ++ki) {
+          int64_t kk[3], xs[3];
+          rest = ki;
+          bool ok = true;
+          for (int32_t d = S - 1; d >= 0; --d) {
+            kk[d] = rest % p->k[d], rest /= p->k[d];
+            int64_t pos = y[d] * p->stride[d] + kk[d] * p->kdil[d] - p->lo[d];
+            if (pos < 0 || pos % p->idil[d] != 0 || pos / p->idil[d] >= p->in[d]) ok = false;
+            xs[d] = pos / p->idil[d];
+          }
+          if (!ok) continue;
+          for (int64_t ci = 0; ci < cg; ++ci) {
+            int64_t xo = bin * p->xst[0] + (g * cg + ci) * p->xst[1];
+            int64_t ko = o * p->kst[0] + ci * p->kst[1];
+            for (int32_t d = 0; d < S; ++d) xo += xs[d] * p->xst[2 + d], ko += kk[d] * p->kst[2 + d];
+            double t = x[xo] * w[ko];
+            s += t;
+            a += fabs(t);
+          }
+        }
+        int64_t yo = b * p->yst[0] + o * p->yst[1];
+        for (int32_t d = 0; d < S; ++d) yo += y[d] * p->yst[2 + d];
+        want[yo] = s;
+        bound[yo] = a;
+      }
+    }
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static double rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+// Host values of |dtype| (f32, f64, f16, bf16) from doubles; |vals| is rounded in place to
+// what the dtype holds, so the reference sees the same operands.
+static void* make_data(cml_dtype_t dt, double* vals, int64_t count) {
+  size_t es = (size_t)(cml_dtype_bits(dt) / 8);
+  void* d = malloc(es * (size_t)(count + 1));
+  for (int64_t i = 0; i < count; ++i) {
+    switch (dt) {
+      case CML_DTYPE_F32: ((float*)d)[i] = (float)vals[i]; vals[i] = ((float*)d)[i]; break;
+      case CML_DTYPE_F64: ((double*)d)[i] = vals[i]; break;
+      case CML_DTYPE_F16:
+        ((uint16_t*)d)[i] = cml_f64_to_f16(vals[i]);
+        vals[i] = cml_f16_to_f32(((uint16_t*)d)[i]);
+        break;
+      case CML_DTYPE_BF16:
+        ((uint16_t*)d)[i] = cml_f64_to_bf16(vals[i]);
+        vals[i] = cml_bf16_to_f32(((uint16_t*)d)[i]);
+        break;
+      default: break;
+    }
+  }
+  return d;
+}
+
+static double get_out(const void* y, cml_dtype_t dt, int64_t i) {
+  switch (dt) {
+    case CML_DTYPE_F32: return ((const float*)y)[i];
+    case CML_DTYPE_F64: return ((const double*)y)[i];
+    case CML_DTYPE_F16: return cml_f16_to_f32(((const uint16_t*)y)[i]);
+    case CML_DTYPE_BF16: return cml_bf16_to_f32(((const uint16_t*)y)[i]);
+    default: return NAN;
+  }
+}
+
+// Unit roundoff of the accumulation (f32 or f64) and of the output's rounding.
+static double acc_eps(cml_dtype_t in, cml_dtype_t out) {
+  return (in == CML_DTYPE_F64 || out == CML_DTYPE_F64) ? 0x1p-53 : 0x1p-24;
+}
+static double out_eps(cml_dtype_t out) {
+  switch (out) {
+    case CML_DTYPE_F16: return 0x1p-11;
+    case CML_DTYPE_BF16: return 0x1p-8;
+    case CML_DTYPE_F32: return 0x1p-24;
+    default: return 0x1p-53;
+  }
+}
+
+// Runs |p| on every usable ISA with 1 thread (no pool) and 3 threads (|pool3|) and with
+// reference=true; checks each against the reference within the bound
+//   |got - want| <= K * u_acc * sum|terms| + u_out * |want|
+// (K terms summed in any order, then one rounding to the output dtype), and that 1 and 3
+// threads give identical bytes. Returns the number of failures (printed).
+static int check_problem(const char* name, problem_t p, cmlc_pool_t* pool3) {
+  fake_t f;
+  problem_finish(&p, &f);
+  int64_t nx = cml_shape_element_count(&p.xs), nk = cml_shape_element_count(&p.ks);
+  int64_t ny = cml_shape_element_count(&p.ys);
+  double* xv = malloc(sizeof(double) * (size_t)(nx + 1));
+  double* wv = malloc(sizeof(double) * (size_t)(nk + 1));
+  double* want = calloc((size_t)(ny + 1), sizeof(double));
+  double* bound = calloc((size_t)(ny + 1), sizeof(double));
+  for (int64_t i = 0; i < nx; ++i) xv[i] = rnd();
+  for (int64_t i = 0; i < nk; ++i) wv[i] = rnd();
+  void* x = make_data(p.dtype, xv, nx);
+  void* w = make_data(p.dtype, wv, nk);
+  reference(&p, xv, wv, want, bound);
+  cml_dtype_t odt = p.ys.dtype;
+  size_t ybytes = (size_t)(cml_dtype_bits(odt) / 8) * (size_t)(ny + 1);
+  void* y1 = malloc(ybytes);
+  void* y3 = malloc(ybytes);
+  int64_t kterms = p.c / p.groups;
+  for (int32_t d = 0; d < p.s; ++d) kterms *= p.k[d];
+  double ua = acc_eps(p.dtype, odt), uo = out_eps(odt);
+  int failures = 0;
+  for (int variant = 0; variant < 4; ++variant) {
+    bool ref = variant == 3;
+    cmlc_isa_t isa = ref ? CMLC_ISA_SCALAR : (cmlc_isa_t)variant;
+    if (!isa_usable(isa)) continue;
+    cmlc_options_t o1 = make_options(isa, ref, 1), o3 = make_options(isa, ref, 3);
+    memset(y1, 0xee, ybytes);
+    memset(y3, 0xdd, ybytes);
+    cml_status_t s1 = fake_run(&f, &o1, NULL, x, w, y1, NULL);
+    cml_status_t s3 = fake_run(&f, &o3, pool3, x, w, y3, NULL);
+    if (s1 || s3) {
+      fprintf(stderr, "%s: run failed: %s / %s\n", name, cml_status_message(s1),
+              cml_status_message(s3));
+      cml_status_free(s1);
+      cml_status_free(s3);
+      ++failures;
+      continue;
+    }
+    if (memcmp(y1, y3, (size_t)(cml_dtype_bits(odt) / 8) * (size_t)ny) != 0) {
+      fprintf(stderr, "%s: isa %d ref %d: 1 and 3 threads differ\n", name, (int)isa, ref);
+      ++failures;
+    }
+    for (int64_t i = 0; i < ny; ++i) {
+      double got = get_out(y1, odt, i);
+      double tol = (double)(kterms + 1) * ua * bound[i] + uo * fabs(want[i]) + 1e-300;
+      if (!(fabs(got - want[i]) <= tol)) {
+        fprintf(stderr, "%s: isa %d ref %d: element %lld: got %.9g want %.9g (tol %.3g)\n",
+                name, (int)isa, ref, (long long)i, got, want[i], tol);
+        ++failures;
+        break;
+      }
+    }
+  }
+  free(xv), free(wv), free(want), free(bound), free(x), free(w), free(y1), free(y3);
+  return failures;
+}
+
+#define NHWC {0, 3, 1, 2}
+#define HWIO {3, 2, 0, 1}
+#define NWC {0, 2, 1}
+#define WIO {2, 1, 0}
+
+//===--- tests ---===//
+
+TEST(fast_path_layouts_strides_groups) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0;
+  // NHWC / HWIO 3x3 "same" conv: several row tiles, output written in place by the GEMM.
+  failures += check_problem("nhwc 3x3", (problem_t){.s = 2, .n = 2, .c = 8, .o = 16,
+      .in = {13, 11}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .in_axes = NHWC,
+      .ker_axes = HWIO, .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
+  // NCHW / OIHW, stride 2, kernel dilation 2, asymmetric and negative padding.
+  failures += check_problem("nchw strided dilated", (problem_t){.s = 2, .n = 3, .c = 5,
+      .o = 7, .in = {17, 12}, .k = {3, 2}, .stride = {2, 1}, .kdil = {2, 3}, .lo = {2, -1},
+      .hi = {0, 2}, .dtype = CML_DTYPE_F32}, pool);
+  // Channel groups, channels-last input, NCHW-like output (scatter path).
+  failures += check_problem("groups", (problem_t){.s = 2, .n = 2, .c = 12, .o = 9,
+      .in = {9, 10}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .groups = 3, .in_axes = NHWC,
+      .ker_axes = HWIO, .out_axes = {0, 1, 2, 3}, .dtype = CML_DTYPE_F32}, pool);
+  // Depthwise with a channel multiplier of 2 (Ng = 2, Cg = 1).
+  failures += check_problem("depthwise", (problem_t){.s = 2, .n = 2, .c = 6, .o = 12,
+      .in = {15, 15}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .groups = 6, .in_axes = NHWC,
+      .ker_axes = HWIO, .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
+  // Batch groups (the weight-gradient form): batch 6 in 3 groups.
+  failures += check_problem("batch groups", (problem_t){.s = 1, .n = 6, .c = 4, .o = 6,
+      .in = {40}, .k = {5}, .lo = {2}, .hi = {2}, .batch_groups = 3, .dtype = CML_DTYPE_F32},
+      pool);
+  // Input dilation (transposed conv) in 3-D with strides and a shuffled layout.
+  failures += check_problem("3d input dilation", (problem_t){.s = 3, .n = 2, .c = 3, .o = 4,
+      .in = {4, 5, 6}, .k = {2, 3, 2}, .idil = {2, 1, 2}, .stride = {1, 2, 1},
+      .lo = {1, 0, 1}, .hi = {1, 1, 0}, .in_axes = {4, 0, 1, 3, 2}, .ker_axes = {2, 4, 0, 1, 3},
+      .out_axes = {1, 4, 3, 0, 2}, .dtype = CML_DTYPE_F32}, pool);
+  // 1x1 conv (a plain GEMM over positions) and a 1-D conv with a long kernel.
+  failures += check_problem("1x1", (problem_t){.s = 2, .n = 2, .c = 24, .o = 40,
+      .in = {14, 14}, .k = {1, 1}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
+      .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("1-D long kernel", (problem_t){.s = 1, .n = 1, .c = 3, .o = 5,
+      .in = {300}, .k = {31}, .lo = {15}, .hi = {15}, .in_axes = NWC, .ker_axes = WIO,
+      .out_axes = NWC, .dtype = CML_DTYPE_F32}, pool);
+  // Large K (Cg * taps = 2700): small tiles, K blocked inside the GEMM.
+  failures += check_problem("large K", (problem_t){.s = 2, .n = 1, .c = 300, .o = 33,
+      .in = {12, 12}, .k = {3, 3}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
+      .dtype = CML_DTYPE_F32}, pool);
+  // One output position (M == 1) and one output channel (N == 1): the GEMV forms.
+  failures += check_problem("single position", (problem_t){.s = 2, .n = 1, .c = 7, .o = 9,
+      .in = {3, 3}, .k = {3, 3}, .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("single channel", (problem_t){.s = 2, .n = 2, .c = 5, .o = 1,
+      .in = {20, 20}, .k = {3, 3}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
+      .dtype = CML_DTYPE_F32}, pool);
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+}
+
+TEST(fast_path_dtypes) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0;
+  static const cml_dtype_t kIn[] = {CML_DTYPE_F64, CML_DTYPE_F16, CML_DTYPE_BF16};
+  for (size_t i = 0; i < sizeof kIn / sizeof kIn[0]; ++i) {
+    failures += check_problem(cml_dtype_name(kIn[i]), (problem_t){.s = 2, .n = 2, .c = 6,
+        .o = 10, .in = {11, 9}, .k = {3, 3}, .lo = {1, 0}, .hi = {1, 1}, .in_axes = NHWC,
+        .ker_axes = HWIO, .out_axes = NHWC, .dtype = kIn[i]}, pool);
+    failures += check_problem(cml_dtype_name(kIn[i]), (problem_t){.s = 1, .n = 4, .c = 6,
+        .o = 4, .in = {33}, .k = {4}, .stride = {3}, .groups = 2, .dtype = kIn[i]}, pool);
+  }
+  // Output dtypes other than the accumulator's: f16 -> f32, f32 -> f64 (f64 GEMM),
+  // f32 -> bf16 (accumulates in f32, rounds once).
+  failures += check_problem("f16->f32", (problem_t){.s = 2, .n = 1, .c = 8, .o = 8,
+      .in = {10, 10}, .k = {3, 3}, .dtype = CML_DTYPE_F16, .out_dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("f32->f64", (problem_t){.s = 2, .n = 1, .c = 8, .o = 8,
+      .in = {10, 10}, .k = {3, 3}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
+      .dtype = CML_DTYPE_F32, .out_dtype = CML_DTYPE_F64}, pool);
+  failures += check_problem("f32->bf16", (problem_t){.s = 2, .n = 1, .c = 8, .o = 8,
+      .in = {10, 10}, .k = {3, 3}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
+      .dtype = CML_DTYPE_F32, .out_dtype = CML_DTYPE_BF16}, pool);
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+}
+
+TEST(hand_computed_nhwc_3x3) {
+  // Input 1x3x3x1 = 1..9, kernel 3x3x1x2: channel 0 all ones, channel 1 the center tap only;
+  // padding 1: channel 0 is the 3x3 neighbourhood sum, channel 1 the input itself.
+  float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[18], y[18];
+  for (int t = 0; t < 9; ++t) w[2 * t] = 1, w[2 * t + 1] = t == 4 ? 1.0f : 0.0f;
+  problem_t p = {.s = 2, .n = 1, .c = 1, .o = 2, .in = {3, 3}, .k = {3, 3}, .lo = {1, 1},
+                 .hi = {1, 1}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
+                 .dtype = CML_DTYPE_F32};
+  fake_t f;
+  problem_finish(&p, &f);
+  const float sums[9] = {12, 21, 16, 27, 45, 33, 24, 39, 28};
+  for (int isa = 0; isa < 3; ++isa) {
+    if (!isa_usable((cmlc_isa_t)isa)) continue;
+    cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    ASSERT_STATUS_OK(fake_run(&f, &o, NULL, x, w, y, NULL));
+    for (int i = 0; i < 9; ++i) {
+      ASSERT_EQ_DBL(y[2 * i], sums[i]);
+      ASSERT_EQ_DBL(y[2 * i + 1], x[i]);
+    }
+  }
+}
+
+TEST(reference_and_integers_keep_direct_path) {
+  // The direct path converts the whole input into scratch; the fast path never does. The
+  // scratch size tells them apart: a 1x1 conv over a big input with a tiny kernel. f32 takes
+  // the fast path; reference=true and i32 take the direct one.
+  problem_t p = {.s = 2, .n = 4, .c = 64, .o = 1, .in = {64, 64}, .k = {1, 1},
+                 .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC, .dtype = CML_DTYPE_F32};
+  fake_t f;
+  problem_finish(&p, &f);
+  size_t input_bytes = (size_t)cml_shape_element_count(&p.xs) * 4;
+  float* x = calloc((size_t)cml_shape_element_count(&p.xs), sizeof(float));
+  float w[64] = {0};
+  float* y = calloc((size_t)cml_shape_element_count(&p.ys), sizeof(float));
+  size_t fast = 0, ref = 0;
+  cmlc_options_t o = make_options(CMLC_ISA_SCALAR, false, 1);
+  cml_status_t s = fake_run(&f, &o, NULL, x, w, y, &fast);
+  cmlc_options_t r = make_options(CMLC_ISA_SCALAR, true, 1);
+  cml_status_t s2 = fake_run(&f, &r, NULL, x, w, y, &ref);
+  size_t integer = 0;
+  f.values[1].shape.dtype = f.values[2].shape.dtype = f.values[3].shape.dtype = CML_DTYPE_I32;
+  cml_status_t s3 = fake_run(&f, &o, NULL, x, w, y, &integer);
+  free(x), free(y);
+  ASSERT_STATUS_OK(s);
+  ASSERT_STATUS_OK(s2);
+  ASSERT_STATUS_OK(s3);
+  ASSERT_TRUE(ref >= input_bytes);
+  ASSERT_TRUE(integer >= input_bytes);
+  ASSERT_TRUE(fast < input_bytes / 4);
+}
+
+TEST(inexact_f32_thread_and_tile_independent) {
+  // A ResNet-like block with values whose sums round: 1 and 3 threads must agree bit for bit
+  // (check_problem compares them), and the result stays within the summation bound.
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = check_problem("resnet-like", (problem_t){.s = 2, .n = 2, .c = 32, .o = 32,
+      .in = {28, 28}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .in_axes = NHWC,
+      .ker_axes = HWIO, .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+}
+
+TEST(zero_input_channels_and_empty_output) {
+  // Cin = 0: every output is an empty sum (0); zero batch: nothing to write.
+  problem_t p = {.s = 1, .n = 2, .c = 0, .o = 3, .in = {5}, .k = {2}, .dtype = CML_DTYPE_F32};
+  fake_t f;
+  problem_finish(&p, &f);
+  float x[1] = {0}, w[1] = {0}, y[24];  // output [2, 3, 4]
+  for (int i = 0; i < 24; ++i) y[i] = 7;
+  cmlc_options_t o = make_options(CMLC_ISA_SCALAR, false, 1);
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, x, w, y, NULL));
+  for (int i = 0; i < 24; ++i) ASSERT_EQ_DBL(y[i], 0);
+  problem_t q = {.s = 1, .n = 0, .c = 2, .o = 3, .in = {5}, .k = {2}, .dtype = CML_DTYPE_F32};
+  problem_finish(&q, &f);
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, x, w, y, NULL));
+}
+
+TEST_MAIN(TEST_ENTRY(fast_path_layouts_strides_groups), TEST_ENTRY(fast_path_dtypes),
+          TEST_ENTRY(hand_computed_nhwc_3x3), TEST_ENTRY(reference_and_integers_keep_direct_path),
+          TEST_ENTRY(inexact_f32_thread_and_tile_independent),
+          TEST_ENTRY(zero_input_channels_and_empty_output))
