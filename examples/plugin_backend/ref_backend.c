@@ -203,10 +203,10 @@ static cml_dtype_set_t ref_op_dtypes(cml_op_t op) {
   }
 }
 
-static cml_status_t ref_unimplemented(cml_op_t op, cml_dtype_t dtype, const char* detail) {
+static cml_status_t ref_unimplemented(cml_op_t op, cml_dtype_t dtype) {
   return cml_status_make(CML_STATUS_UNIMPLEMENTED,
-                         "%s: dtype %s not implemented by backend \"" REF_NAME "\"%s", cml_op_name(op),
-                         cml_dtype_name(dtype), detail);
+                         "%s: dtype %s not implemented by backend \"" REF_NAME "\"", cml_op_name(op),
+                         cml_dtype_name(dtype));
 }
 
 static cml_status_t ref_check_node(const cml_module_t* module, const cml_ir_node_t* node) {
@@ -222,17 +222,22 @@ static cml_status_t ref_check_node(const cml_module_t* module, const cml_ir_node
     return cml_status_make(CML_STATUS_UNIMPLEMENTED, "%s: op not implemented by backend \"" REF_NAME
                            "\" (dtype %s)", cml_op_name(op), cml_dtype_name(dtype));
   }
-  if (!ref_dtype_in(dtype, allowed)) return ref_unimplemented(op, dtype, "");
+  if (!ref_dtype_in(dtype, allowed)) return ref_unimplemented(op, dtype);
   if (op == CML_OP_DOT_GENERAL) {
-    const cml_dot_config_t* dot = &node->attrs->u.dot;
-    cml_dtype_t rhs = module->values[node->inputs[1]].shape.dtype;
-    cml_dtype_t out = module->values[node->first_output].shape.dtype;
-    if (rhs != CML_DTYPE_F32 || out != CML_DTYPE_F32 ||
-        (dot->accumulator_dtype != CML_DTYPE_INVALID && dot->accumulator_dtype != CML_DTYPE_F32)) {
-      char detail[160];
-      snprintf(detail, sizeof detail, " (Float32 only; got rhs %s, accumulator %s, output %s)",
-               cml_dtype_name(rhs), cml_dtype_name(dot->accumulator_dtype), cml_dtype_name(out));
-      return ref_unimplemented(op, dtype, detail);
+    // Float32 operands, accumulator and output only: name the first dtype that is not.
+    cml_dtype_t accumulator = node->attrs->u.dot.accumulator_dtype;
+    const struct {
+      const char* role;
+      cml_dtype_t dtype;
+    } parts[] = {{"rhs", module->values[node->inputs[1]].shape.dtype},
+                 {"accumulator", accumulator == CML_DTYPE_INVALID ? CML_DTYPE_F32 : accumulator},
+                 {"output", module->values[node->first_output].shape.dtype}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i) {
+      if (parts[i].dtype == CML_DTYPE_F32) continue;
+      return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                             "%s: %s dtype %s not implemented by backend \"" REF_NAME
+                             "\" (Float32 only)",
+                             cml_op_name(op), parts[i].role, cml_dtype_name(parts[i].dtype));
     }
   }
   return CML_OK;

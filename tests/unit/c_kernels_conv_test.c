@@ -364,6 +364,14 @@ TEST(fast_path_layouts_strides_groups) {
   failures += check_problem("depthwise", (problem_t){.s = 2, .n = 2, .c = 6, .o = 12,
       .in = {15, 15}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .groups = 6, .in_axes = NHWC,
       .ker_axes = HWIO, .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
+  // Depthwise, multiplier 1, stride 2 (the contiguous channel-vector loop), and NCHW bf16
+  // with a multiplier of 3 (strided channels, converting loads).
+  failures += check_problem("depthwise m1", (problem_t){.s = 2, .n = 3, .c = 16, .o = 16,
+      .in = {11, 12}, .k = {3, 3}, .stride = {2, 2}, .lo = {1, 1}, .hi = {1, 1}, .groups = 16,
+      .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("depthwise nchw bf16", (problem_t){.s = 2, .n = 2, .c = 4,
+      .o = 12, .in = {9, 7}, .k = {3, 2}, .kdil = {1, 2}, .lo = {1, 0}, .hi = {1, 1},
+      .groups = 4, .dtype = CML_DTYPE_BF16}, pool);
   // Batch groups (the weight-gradient form): batch 6 in 3 groups.
   failures += check_problem("batch groups", (problem_t){.s = 1, .n = 6, .c = 4, .o = 6,
       .in = {40}, .k = {5}, .lo = {2}, .hi = {2}, .batch_groups = 3, .dtype = CML_DTYPE_F32},

@@ -297,6 +297,26 @@ TEST(unsupported_op_fails_at_build_time) {
                         NEEDLES("DotGeneral", "Float64", "\"ref\"")));
   ASSERT_TRUE(exe == NULL);
   cml_builder_destroy(bld);
+
+  // Float32 operands with a Float64 accumulator and output: the message names that dtype.
+  ASSERT_STATUS_OK(cml_builder_create(backend, "dot32_64", &bld));
+  f = cml_builder_main(bld);
+  cml_shape_t fs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){2, 2});
+  a = cml_parameter(f, "a", &fs);
+  cml_dot_config_t config;
+  memset(&config, 0, sizeof config);
+  config.lhs_contracting_count = 1;
+  config.lhs_contracting_axes[0] = 1;
+  config.rhs_contracting_count = 1;
+  config.rhs_contracting_axes[0] = 0;
+  config.accumulator_dtype = CML_DTYPE_F64;
+  config.output_dtype = CML_DTYPE_F64;
+  y = cml_op_dot_general(f, a, a, &config);
+  ASSERT_STATUS_OK(cml_function_return(f, &y, 1));
+  ASSERT_TRUE(status_is(cml_builder_compile(bld, &exe), CML_STATUS_UNIMPLEMENTED,
+                        NEEDLES("DotGeneral", "accumulator dtype Float64", "\"ref\"")));
+  ASSERT_TRUE(exe == NULL);
+  cml_builder_destroy(bld);
   cml_backend_release(backend);
 }
 

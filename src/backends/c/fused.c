@@ -72,7 +72,9 @@ static bool cmlc_fused_pick(const cml_module_t* m, const cml_ir_node_t* n,
   const cml_shape_t* os = &m->values[n->first_output].shape;
   if (!cmlc_fused_dtype_ok(os->dtype)) return false;
   for (uint32_t k = 0; k < n->input_count; ++k) {
-    if (cmlc_ew_element_size(m->values[n->inputs[k]].shape.dtype) == 0) return false;
+    // Broadcast inputs are gathered into blocks of CMLC_FUSED_MAX_ELEMENT-byte elements.
+    const size_t size = cmlc_ew_element_size(m->values[n->inputs[k]].shape.dtype);
+    if (size == 0 || size > CMLC_FUSED_MAX_ELEMENT) return false;
   }
   const cml_dtype_t d0 = m->values[n->inputs[0]].shape.dtype;
   memset(op, 0, sizeof *op);

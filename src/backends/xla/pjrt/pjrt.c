@@ -555,11 +555,50 @@ static cml_status_t cml_xla_check_device(const cml__xla_client_t* client, int de
   return CML_OK;
 }
 
+// Packed dtypes (Int4, Uint4, Int2, Uint2): cml stores them packed, first element in the lowest
+// bits; PJRT's host buffers hold one element per byte (sign-extended for signed dtypes) and the
+// plugin packs them on the device. These convert between the two.
+static uint8_t* cml_xla_unpack(const cml_shape_t* shape, const void* data) {
+  int64_t n = cml_shape_element_count(shape);
+  uint8_t* out = malloc((size_t)n + 1);
+  if (!out) return NULL;
+  const uint8_t* in = data;
+  int bits = cml_dtype_bits(shape->dtype);
+  unsigned mask = (1u << bits) - 1u;
+  bool is_signed = cml_dtype_is_signed_int(shape->dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t bit = i * bits;
+    unsigned v = ((unsigned)in[bit / 8] >> (bit % 8)) & mask;
+    if (is_signed && (v & (1u << (bits - 1)))) v |= ~mask;  // sign-extend into the byte
+    out[i] = (uint8_t)v;
+  }
+  return out;
+}
+
+static void cml_xla_pack(const cml_shape_t* shape, const uint8_t* in, void* dst, size_t size) {
+  int64_t n = cml_shape_element_count(shape);
+  uint8_t* out = dst;
+  memset(out, 0, size);
+  int bits = cml_dtype_bits(shape->dtype);
+  unsigned mask = (1u << bits) - 1u;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t bit = i * bits;
+    if ((size_t)(bit / 8) >= size) break;
+    out[bit / 8] |= (uint8_t)((in[i] & mask) << (bit % 8));
+  }
+}
+
 cml_status_t cml__xla_buffer_from_host(cml__xla_client_t* client, int device,
                                        const cml_shape_t* shape, const void* data,
                                        cml_pjrt_buffer_t** out_buffer) {
   *out_buffer = NULL;
   CML_RETURN_IF_ERROR(cml_xla_check_device(client, device));
+  uint8_t* unpacked = NULL;
+  if (cml_dtype_is_packed(shape->dtype) && data && cml_shape_element_count(shape) > 0) {
+    unpacked = cml_xla_unpack(shape, data);
+    if (!unpacked) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    data = unpacked;
+  }
   cml_pjrt_buffer_from_host_args_t args;
   CML_XLA_ARGS_INIT(args);
   static const uint64_t empty = 0;
@@ -570,11 +609,16 @@ cml_status_t cml__xla_buffer_from_host(cml__xla_client_t* client, int device,
   args.num_dims = (size_t)shape->rank;
   args.host_buffer_semantics = CML_PJRT_HOST_IMMUTABLE_UNTIL_TRANSFER_COMPLETES;
   args.device = client->devices[device];
-  CML_RETURN_IF_ERROR(cml__xla_call(client->plugin, CML_PJRT_SLOT_CLIENT_BUFFER_FROM_HOST_BUFFER,
-                                    &args, "PJRT_Client_BufferFromHostBuffer"));
+  cml_status_t status = cml__xla_call(client->plugin, CML_PJRT_SLOT_CLIENT_BUFFER_FROM_HOST_BUFFER,
+                                      &args, "PJRT_Client_BufferFromHostBuffer");
+  if (status != CML_OK) {
+    free(unpacked);
+    return status;
+  }
   // The host data must stay untouched until the transfer is done: wait here.
-  cml_status_t status =
+  status =
       cml__xla_event_await(client->plugin, args.done_with_host_buffer, "host-to-device transfer");
+  free(unpacked);
   if (status != CML_OK) {
     cml__xla_buffer_destroy(client, args.buffer);
     return status;
@@ -626,9 +670,23 @@ cml_status_t cml__xla_buffer_to_host(cml__xla_client_t* client, cml_pjrt_buffer_
   args.host_layout = &layout;
   args.dst = dst;
   args.dst_size = size;
-  CML_RETURN_IF_ERROR(cml__xla_call(client->plugin, CML_PJRT_SLOT_BUFFER_TO_HOST_BUFFER, &args,
-                                    "PJRT_Buffer_ToHostBuffer"));
-  return cml__xla_event_await(client->plugin, args.event, "device-to-host transfer");
+  uint8_t* unpacked = NULL;
+  if (cml_dtype_is_packed(shape->dtype)) {
+    // One byte per element on PJRT's side (see cml_xla_unpack); packed into |dst| below.
+    size_t n = (size_t)cml_shape_element_count(shape);
+    unpacked = malloc(n + 1);
+    if (!unpacked) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    args.dst = unpacked;
+    args.dst_size = n;
+  }
+  cml_status_t status = cml__xla_call(client->plugin, CML_PJRT_SLOT_BUFFER_TO_HOST_BUFFER, &args,
+                                      "PJRT_Buffer_ToHostBuffer");
+  if (status == CML_OK) {
+    status = cml__xla_event_await(client->plugin, args.event, "device-to-host transfer");
+  }
+  if (status == CML_OK && unpacked) cml_xla_pack(shape, unpacked, dst, size);
+  free(unpacked);
+  return status;
 }
 
 cml_status_t cml__xla_buffer_copy_to_device(cml__xla_client_t* client, cml_pjrt_buffer_t* buffer,

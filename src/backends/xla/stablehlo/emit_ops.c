@@ -436,6 +436,26 @@ static cml__shlo_val_t cml_shlo_int_pow(cml__shlo_ctx_t* c, const cml__shlo_val_
   return result;
 }
 
+// `stablehlo.optimization_barrier` over one value: XLA's simplifier cannot look through it.
+static cml__shlo_val_t cml_shlo_opaque(cml__shlo_ctx_t* c, const cml__shlo_val_t* v) {
+  return cml__shlo_op(c, "stablehlo.optimization_barrier", v, 1, NULL, &v->shape);
+}
+
+// Float64 division, correctly rounded. XLA's algebraic simplifier rewrites divisions in ways
+// that round differently: x / broadcast(y) into x * broadcast(1 / y), (a / b) / c into
+// a / (b * c), a / (b / c) into (a * c) / b, and x / exp(y), x / sqrt(y), x / pow(y, z) into
+// products. With the divisor and the quotient behind optimization barriers none of those
+// patterns can match, and the division stays one IEEE division. (Float32 and the half types
+// divide in Float64 instead, which keeps fusion: a Float64 quotient of two Float32 values, even
+// computed as x * (1 / y), is within 2^-52 of the exact quotient, closer than any Float32
+// quotient lies to a Float32 rounding boundary, so narrowing it rounds correctly.)
+static cml__shlo_val_t cml_shlo_div_f64(cml__shlo_ctx_t* c, const cml__shlo_val_t* x,
+                                        const cml__shlo_val_t* y) {
+  cml__shlo_val_t ins[2] = {*x, cml_shlo_opaque(c, y)};
+  cml__shlo_val_t q = cml__shlo_op(c, "stablehlo.divide", ins, 2, NULL, &x->shape);
+  return cml_shlo_opaque(c, &q);
+}
+
 //===--- op lowerings ---===//
 
 static const cml_shape_t* cml_shlo_out(const cml__shlo_ctx_t* c, const cml_ir_node_t* n,
@@ -1115,12 +1135,16 @@ static cml_status_t cml_shlo_elementwise(cml__shlo_ctx_t* c, const cml_ir_node_t
       if (!name) return cml__shlo_unimplemented(c, n, "no StableHLO lowering");
       if (n->op == CML_OP_POW && cml_dtype_is_int(out->dtype)) {
         r = cml_shlo_int_pow(c, &ins[0], &ins[1]);
-      } else if (cml_shlo_is_half(out->dtype) &&
-                 (n->op == CML_OP_POW || n->op == CML_OP_ATAN2 || n->op == CML_OP_REM ||
-                  n->op == CML_OP_DIV)) {
-        // Half precision through a wider type, rounded once: the plugin's half-precision
-        // division uses an approximate reciprocal (Float64, since its Float32 division is
-        // not correctly rounded either).
+      } else if (n->op == CML_OP_DIV && out->dtype == CML_DTYPE_F64) {
+        r = cml_shlo_div_f64(c, &ins[0], &ins[1]);
+      } else if ((cml_shlo_is_half(out->dtype) &&
+                  (n->op == CML_OP_POW || n->op == CML_OP_ATAN2 || n->op == CML_OP_REM ||
+                   n->op == CML_OP_DIV)) ||
+                 (n->op == CML_OP_DIV && out->dtype == CML_DTYPE_F32)) {
+        // Through a wider type, rounded once. Division of Float32 and the half types is done
+        // in Float64 (see cml_shlo_div_f64 for why the plugin's own division is not used);
+        // the other half-precision ops in Float32, since the plugin's half-precision versions
+        // are off by several ulps.
         cml_dtype_t wt = n->op == CML_OP_DIV ? CML_DTYPE_F64 : CML_DTYPE_F32;
         cml__shlo_val_t wide[2] = {cml__shlo_convert(c, &ins[0], wt),
                                    cml__shlo_convert(c, &ins[1], wt)};

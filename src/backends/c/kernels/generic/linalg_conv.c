@@ -58,15 +58,17 @@ typedef struct cmlc_conv_fast_t {
   int64_t positions;         // output positions per image (product of output spatial dims)
   int64_t rows;              // n_out * positions
   int64_t tile, tiles;       // rows per tile; tiles per group
-  int64_t taps_total;        // sum of kernel spatial dims
+  int64_t tap_table_len;     // sum over spatial axes of (output dim x kernel dim)
+  bool depthwise;            // Cg == 1 with feature groups: the channel-vector loop, no GEMM
   bool ci_minor;             // K index = tap * cg + ci (else ci * ks + tap)
   bool out_direct;           // the GEMM writes the output (channels-last, G == 1, native dtype)
   int threads;
   cmlc_isa_t isa;
   // Scratch layout: byte offsets of the converted kernel, the tables, and the per-thread
-  // blocks (each |thread_bytes|, holding A, C, tap offsets and the GEMM's buffers).
-  size_t off_ker, off_tables, off_threads, thread_bytes;
-  size_t th_a, th_c, th_offs, th_gemm;
+  // blocks (each |thread_bytes|, holding A, C (depthwise: the accumulators), tap offsets, row
+  // output offsets and the GEMM's buffers).
+  size_t off_ker, off_tables, off_taps, off_threads, thread_bytes;
+  size_t th_a, th_c, th_offs, th_rowoff, th_gemm;
 } cmlc_conv_fast_t;
 
 typedef struct cmlc_conv_plan_t {
@@ -105,28 +107,39 @@ static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* optio
   f->positions = 1;
   for (int32_t d = 0; d < S; ++d) {
     f->ks *= p->ker.dims[c->kernel_spatial_axes[d]];
-    f->taps_total += p->ker.dims[c->kernel_spatial_axes[d]];
+    f->tap_table_len +=
+        p->ker.dims[c->kernel_spatial_axes[d]] * p->out.dims[c->output_spatial_axes[d]];
     f->positions *= p->out.dims[c->output_spatial_axes[d]];
   }
   f->k = f->ks * f->cg;
   f->rows = p->n_out * f->positions;
   if (f->k <= 0 || f->ng <= 0 || f->rows <= 0) return;
-  // Rows per tile: about TILE_BYTES of im2col, within [TILE_MIN, TILE_MAX], a multiple of
-  // TILE_ALIGN; smaller (down to TILE_MIN) when that gives too few tasks. Shapes only.
+  // Depthwise-like (one input channel per group): a GEMM per group would be [rows, taps] x
+  // [taps, Ng], all overhead; a loop over output channels per tap vectorizes instead.
+  f->depthwise = f->cg == 1 && f->groups > 1 && !f->batch_grouped;
   int64_t row_bytes = f->k * (int64_t)f->es;
-  int64_t tile = CMLC_CONV_TILE_BYTES / row_bytes;
-  if (tile < CMLC_CONV_TILE_MIN) tile = CMLC_CONV_TILE_MIN;
-  if (tile > CMLC_CONV_TILE_MAX) tile = CMLC_CONV_TILE_MAX;
-  tile = tile / CMLC_CONV_TILE_ALIGN * CMLC_CONV_TILE_ALIGN;
-  while (tile > CMLC_CONV_TILE_MIN &&
-         f->groups * ((f->rows + tile - 1) / tile) < CMLC_CONV_MIN_TASKS) {
-    int64_t half = tile / 2 / CMLC_CONV_TILE_ALIGN * CMLC_CONV_TILE_ALIGN;
-    tile = half < CMLC_CONV_TILE_MIN ? CMLC_CONV_TILE_MIN : half;
+  int64_t tile;
+  if (f->depthwise) {
+    // Rows per task: about 16K multiply-adds.
+    tile = 16384 / (f->ks * p->cout);
+    if (tile < 1) tile = 1;
+  } else {
+    // Rows per tile: about TILE_BYTES of im2col, within [TILE_MIN, TILE_MAX], a multiple of
+    // TILE_ALIGN; smaller (down to TILE_MIN) when that gives too few tasks. Shapes only.
+    tile = CMLC_CONV_TILE_BYTES / row_bytes;
+    if (tile < CMLC_CONV_TILE_MIN) tile = CMLC_CONV_TILE_MIN;
+    if (tile > CMLC_CONV_TILE_MAX) tile = CMLC_CONV_TILE_MAX;
+    tile = tile / CMLC_CONV_TILE_ALIGN * CMLC_CONV_TILE_ALIGN;
+    while (tile > CMLC_CONV_TILE_MIN &&
+           f->groups * ((f->rows + tile - 1) / tile) < CMLC_CONV_MIN_TASKS) {
+      int64_t half = tile / 2 / CMLC_CONV_TILE_ALIGN * CMLC_CONV_TILE_ALIGN;
+      tile = half < CMLC_CONV_TILE_MIN ? CMLC_CONV_TILE_MIN : half;
+    }
   }
   if (tile >= f->rows) tile = f->rows;
   // A huge K (tens of thousands of taps x channels) stays on the direct path rather than
   // needing tens of MiB of im2col per thread.
-  if ((double)tile * (double)row_bytes > 32.0 * 1024 * 1024) return;
+  if (!f->depthwise && (double)tile * (double)row_bytes > 32.0 * 1024 * 1024) return;
   f->tile = tile;
   f->tiles = (f->rows + tile - 1) / tile;
   f->ci_minor = p->in_strides[c->input_channel_axis] == 1;
@@ -136,7 +149,7 @@ static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* optio
                     (f->domain == CMLC__LA_DOM_F64 && p->out.dtype == CML_DTYPE_F64);
   bool nsc = c->output_batch_axis == 0 && c->output_channel_axis == p->out.rank - 1;
   for (int32_t d = 0; d < S; ++d) nsc &= c->output_spatial_axes[d] == 1 + d;
-  f->out_direct = native_out && nsc && f->groups == 1;
+  f->out_direct = native_out && nsc && f->groups == 1 && !f->depthwise;
   f->threads = options->threads > 0 ? options->threads : 1;
   f->isa = options->isa;
   // Scratch.
@@ -145,19 +158,28 @@ static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* optio
   off = cmlc_conv_align(off + (size_t)(f->groups * f->k * f->ng) * f->es);
   f->off_tables = off;
   off = cmlc_conv_align(off + (size_t)(1 + f->tile + 2 * f->k + f->ng) * sizeof(int64_t));
+  f->off_taps = off;
+  off = cmlc_conv_align(off + (size_t)f->tap_table_len * sizeof(int64_t));
   f->off_threads = off;
   size_t t = 0;
-  f->th_a = t;
-  t = cmlc_conv_align(t + (size_t)(f->tile * f->k) * f->es);
-  f->th_c = t;
-  if (!f->out_direct) t = cmlc_conv_align(t + (size_t)(f->tile * f->ng) * f->es);
   f->th_offs = t;
-  t = cmlc_conv_align(t + (size_t)(f->ks + f->taps_total) * sizeof(int64_t));
-  f->th_gemm = t;
-  size_t gemm = f->domain == CMLC__LA_DOM_F32
-                    ? cmlc__gemm_f32_scratch(1, f->tile, f->ng, f->k, f->isa, 1)
-                    : cmlc__gemm_f64_scratch(1, f->tile, f->ng, f->k, f->isa, 1);
-  t = cmlc_conv_align(t + gemm);
+  t = cmlc_conv_align(t + (size_t)f->ks * sizeof(int64_t));
+  if (f->depthwise) {
+    f->th_c = t;
+    t = cmlc_conv_align(t + (size_t)p->cout * f->es);
+  } else {
+    f->th_rowoff = t;
+    t = cmlc_conv_align(t + (size_t)f->tile * sizeof(int64_t));
+    f->th_a = t;
+    t = cmlc_conv_align(t + (size_t)(f->tile * f->k) * f->es);
+    f->th_c = t;
+    if (!f->out_direct) t = cmlc_conv_align(t + (size_t)(f->tile * f->ng) * f->es);
+    f->th_gemm = t;
+    size_t gemm = f->domain == CMLC__LA_DOM_F32
+                      ? cmlc__gemm_f32_scratch(1, f->tile, f->ng, f->k, f->isa, 1)
+                      : cmlc__gemm_f64_scratch(1, f->tile, f->ng, f->k, f->isa, 1);
+    t = cmlc_conv_align(t + gemm);
+  }
   f->thread_bytes = t;
   p->total = off + (size_t)f->threads * t;
   f->enabled = true;
@@ -346,19 +368,33 @@ typedef struct cmlc_conv_fast_ctx_t {
   const void* ker;
   void* out;
   char* scratch;
-  void* ker_dom;          // [G, K, Ng] in the domain
+  void* ker_dom;          // [G, K, Ng] (depthwise: [taps, C_out]) in the domain
   const int64_t* zero;    // {0}: batch offsets of both GEMM operands
   const int64_t* a_rows;  // r * K (tile entries)
   const int64_t* a_cols;  // k (K entries)
   const int64_t* b_rows;  // k * Ng (K entries)
   const int64_t* b_cols;  // n (Ng entries)
+  // Per spatial axis d: for output coordinate y and tap k, tap_tables[d][y * kd + k] is the
+  // input offset along d (or -1: padding or an input-dilation hole).
+  const int64_t* tap_tables[CML_MAX_RANK];
   // Geometry (spatial axis d in the config's order).
   int64_t in_dims[CML_MAX_RANK], ker_dims[CML_MAX_RANK], out_dims[CML_MAX_RANK];
   int64_t in_sp_strides[CML_MAX_RANK], ker_sp_strides[CML_MAX_RANK];
   int64_t out_sp_strides[CML_MAX_RANK];
 } cmlc_conv_fast_ctx_t;
 
-// Kernel rows [begin, end) of the flattened (group, k) range into the [G, K, Ng] domain array.
+// The kernel offset of tap |tap| (row-major over the kernel's spatial axes).
+static int64_t cmlc_conv_fast_tap_offset(const cmlc_conv_fast_ctx_t* c, int64_t tap) {
+  int64_t off = 0;
+  for (int32_t d = c->p->spatial - 1; d >= 0; --d) {
+    off += (tap % c->ker_dims[d]) * c->ker_sp_strides[d];
+    tap /= c->ker_dims[d];
+  }
+  return off;
+}
+
+// Kernel rows [begin, end) into the domain array: the GEMM path's [G, K, Ng] (rows over
+// (group, k)), or the depthwise path's [taps, C_out] (rows over taps).
 static void cmlc_conv_fast_convert_ker(void* vctx, int64_t begin, int64_t end,
                                        int thread_index) {
   (void)thread_index;
@@ -368,34 +404,53 @@ static void cmlc_conv_fast_convert_ker(void* vctx, int64_t begin, int64_t end,
   const cml_conv_config_t* cfg = p->cfg;
   int64_t oc_stride = p->ker_strides[cfg->kernel_output_channel_axis];
   int64_t ic_stride = p->ker_strides[cfg->kernel_input_channel_axis];
+  int64_t width = f->depthwise ? p->cout : f->ng;
   for (int64_t row = begin; row < end; ++row) {
-    int64_t j = row / f->k, kk = row % f->k;
-    int64_t tap = f->ci_minor ? kk / f->cg : kk % f->ks;
-    int64_t ci = f->ci_minor ? kk % f->cg : kk / f->ks;
-    int64_t off = ci * ic_stride + j * f->ng * oc_stride;
-    for (int32_t d = p->spatial - 1; d >= 0; --d) {
-      off += (tap % c->ker_dims[d]) * c->ker_sp_strides[d];
-      tap /= c->ker_dims[d];
+    int64_t off;
+    if (f->depthwise) {
+      off = cmlc_conv_fast_tap_offset(c, row);
+    } else {
+      int64_t j = row / f->k, kk = row % f->k;
+      int64_t tap = f->ci_minor ? kk / f->cg : kk % f->ks;
+      int64_t ci = f->ci_minor ? kk % f->cg : kk / f->ks;
+      off = ci * ic_stride + j * f->ng * oc_stride + cmlc_conv_fast_tap_offset(c, tap);
     }
     if (f->domain == CMLC__LA_DOM_F32) {
-      float* dst = (float*)c->ker_dom + row * f->ng;
-      for (int64_t n = 0; n < f->ng; ++n)
+      float* dst = (float*)c->ker_dom + row * width;
+      for (int64_t n = 0; n < width; ++n)
         dst[n] = cmlc__la_load_f32(c->ker, off + n * oc_stride, p->ker.dtype);
     } else {
-      double* dst = (double*)c->ker_dom + row * f->ng;
-      for (int64_t n = 0; n < f->ng; ++n)
+      double* dst = (double*)c->ker_dom + row * width;
+      for (int64_t n = 0; n < width; ++n)
         dst[n] = cmlc__la_load_f64(c->ker, off + n * oc_stride, p->ker.dtype);
     }
   }
 }
 
-// Input element offsets of every kernel tap of output row |row| (-1 where the tap reads
-// padding or an input-dilation hole), relative to the row's batch/channel base; |taps| holds
-// sum(kernel dims) entries of per-axis scratch. Also returns the output offset of the row.
-static void cmlc_conv_fast_row(const cmlc_conv_fast_ctx_t* c, int64_t row, int64_t* offs,
-                               int64_t* taps, int64_t* out_row_offset) {
+// Fills the per-axis tap tables (shared scratch).
+static void cmlc_conv_fast_tap_tables(cmlc_conv_fast_ctx_t* c, int64_t* t) {
+  const cml_conv_config_t* cfg = c->p->cfg;
+  for (int32_t d = 0; d < c->p->spatial; ++d) {
+    c->tap_tables[d] = t;
+    int64_t idil = cfg->input_dilations[d], kdil = cfg->kernel_dilations[d];
+    int64_t limit = (c->in_dims[d] - 1) * idil;
+    for (int64_t y = 0; y < c->out_dims[d]; ++y) {
+      int64_t base = y * cfg->strides[d] - cfg->padding_low[d];
+      for (int64_t k = 0; k < c->ker_dims[d]; ++k) {
+        int64_t pos = base + k * kdil;
+        bool ok = pos >= 0 && pos <= limit && pos % idil == 0;
+        t[k] = ok ? (pos / idil) * c->in_sp_strides[d] : -1;
+      }
+      t += c->ker_dims[d];
+    }
+  }
+}
+
+// Input element offsets of every kernel tap of output row |row| into |offs| (-1 where the tap
+// reads padding or an input-dilation hole), relative to the row's batch/channel base. Returns
+// the output offset of the row (channel 0).
+static int64_t cmlc_conv_fast_row(const cmlc_conv_fast_ctx_t* c, int64_t row, int64_t* offs) {
   const cmlc_conv_plan_t* p = c->p;
-  const cml_conv_config_t* cfg = p->cfg;
   int32_t S = p->spatial;
   int64_t b = row / p->fast.positions, rest = row % p->fast.positions;
   int64_t y[CML_MAX_RANK];
@@ -403,36 +458,22 @@ static void cmlc_conv_fast_row(const cmlc_conv_fast_ctx_t* c, int64_t row, int64
     y[d] = rest % c->out_dims[d];
     rest /= c->out_dims[d];
   }
-  int64_t oo = b * p->out_strides[cfg->output_batch_axis];
+  int64_t oo = b * p->out_strides[p->cfg->output_batch_axis];
   for (int32_t d = 0; d < S; ++d) oo += y[d] * c->out_sp_strides[d];
-  *out_row_offset = oo;
-  // Per axis: the input offset of each tap (or -1).
-  int64_t* t = taps;
-  for (int32_t d = 0; d < S; ++d) {
-    int64_t idil = cfg->input_dilations[d], kdil = cfg->kernel_dilations[d];
-    int64_t base = y[d] * cfg->strides[d] - cfg->padding_low[d];
-    int64_t limit = (c->in_dims[d] - 1) * idil;
-    for (int64_t k = 0; k < c->ker_dims[d]; ++k) {
-      int64_t pos = base + k * kdil;
-      bool ok = pos >= 0 && pos <= limit && (idil == 1 || pos % idil == 0);
-      t[k] = ok ? (idil == 1 ? pos : pos / idil) * c->in_sp_strides[d] : -1;
-    }
-    t += c->ker_dims[d];
-  }
-  // Combine axes in row-major tap order, expanding in place from the back.
+  // Combine the axes' taps in row-major tap order, expanding in place from the back.
   offs[0] = 0;
   int64_t count = 1;
-  t = taps;
   for (int32_t d = 0; d < S; ++d) {
     int64_t kd = c->ker_dims[d];
+    const int64_t* t = c->tap_tables[d] + y[d] * kd;
     for (int64_t old = count - 1; old >= 0; --old) {
       int64_t v = offs[old];
       for (int64_t k = kd - 1; k >= 0; --k)
         offs[old * kd + k] = (v < 0 || t[k] < 0) ? -1 : v + t[k];
     }
     count *= kd;
-    t += kd;
   }
+  return oo;
 }
 
 // im2col of one row into |dst| (K elements), element type T, loader LOAD for other dtypes.
@@ -456,7 +497,8 @@ static void cmlc_conv_fast_row(const cmlc_conv_fast_ctx_t* c, int64_t row, int64
         } else if (native) {                                                                   \
           for (int64_t ci = 0; ci < cg; ++ci) d[ci] = x[off + ci * cs];                        \
         } else {                                                                               \
-          for (int64_t ci = 0; ci < cg; ++ci) d[ci] = (T)LOAD(c->in, base + off + ci * cs, dtype); \
+          for (int64_t ci = 0; ci < cg; ++ci)                                                  \
+            d[ci] = (T)LOAD(c->in, base + off + ci * cs, dtype);                               \
         }                                                                                      \
       }                                                                                        \
       return;                                                                                  \
@@ -478,7 +520,7 @@ CMLC_CONV_IM2COL(float, f32, cmlc__la_load_f32)
 CMLC_CONV_IM2COL(double, f64, cmlc__la_load_f64)
 #undef CMLC_CONV_IM2COL
 
-// Tasks over the flattened (group, tile) range: im2col, GEMM, scatter.
+// GEMM path tasks over the flattened (group, tile) range: im2col, GEMM, scatter.
 static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   cmlc_conv_fast_ctx_t* c = vctx;
   const cmlc_conv_plan_t* p = c->p;
@@ -486,7 +528,7 @@ static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thre
   const cml_conv_config_t* cfg = p->cfg;
   char* th = c->scratch + f->off_threads + (size_t)thread_index * f->thread_bytes;
   int64_t* offs = (int64_t*)(th + f->th_offs);
-  int64_t* taps = offs + f->ks;
+  int64_t* rowoff = (int64_t*)(th + f->th_rowoff);
   int64_t in_b_stride = p->in_strides[cfg->input_batch_axis];
   int64_t in_c_stride = p->in_strides[cfg->input_channel_axis];
   int64_t out_c_stride = p->out_strides[cfg->output_channel_axis];
@@ -497,11 +539,11 @@ static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thre
     void* a = th + f->th_a;
     void* cbuf = f->out_direct ? (char*)c->out + (size_t)(r0 * f->ng) * f->es : th + f->th_c;
     for (int64_t r = 0; r < m; ++r) {
-      int64_t row = r0 + r, out_off;
+      int64_t row = r0 + r;
       int64_t b = row / f->positions;
       int64_t in_b = f->batch_grouped ? j * p->n_out + b : b;
       int64_t base = in_b * in_b_stride + (f->batch_grouped ? 0 : j * f->cg * in_c_stride);
-      cmlc_conv_fast_row(c, row, offs, taps, &out_off);
+      rowoff[r] = cmlc_conv_fast_row(c, row, offs);
       if (f32) {
         cmlc_conv_im2col_f32(c, base, offs, (float*)a + r * f->k);
       } else {
@@ -522,10 +564,7 @@ static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thre
     }
     if (f->out_direct) continue;
     for (int64_t r = 0; r < m; ++r) {
-      int64_t row = r0 + r, oo;
-      // Only the output offset is needed; recomputing the taps is cheap next to the GEMM.
-      cmlc_conv_fast_row(c, row, offs, taps, &oo);
-      oo += j * f->ng * out_c_stride;
+      int64_t oo = rowoff[r] + j * f->ng * out_c_stride;
       if (f32) {
         const float* src = (const float*)cbuf + r * f->ng;
         if (p->out.dtype == CML_DTYPE_F32) {
@@ -544,6 +583,68 @@ static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thre
           for (int64_t n = 0; n < f->ng; ++n)
             cmlc__la_store_f64(c->out, oo + n * out_c_stride, p->out.dtype, src[n]);
         }
+      }
+    }
+  }
+}
+
+// Depthwise path: per output row, acc[o] += x[group(o)] * w[tap, o] over the valid taps in
+// row-major order (one fixed order per output), then one store per output.
+#define CMLC_CONV_DEPTHWISE(T, SUFFIX, LOAD)                                                   \
+  static void cmlc_conv_depthwise_##SUFFIX(cmlc_conv_fast_ctx_t* c, int64_t row, int64_t* offs, \
+                                           T* acc) {                                           \
+    const cmlc_conv_plan_t* p = c->p;                                                          \
+    const cmlc_conv_fast_t* f = &p->fast;                                                      \
+    const cml_conv_config_t* cfg = p->cfg;                                                     \
+    const cml_dtype_t dtype = p->in.dtype;                                                     \
+    const bool native = dtype == (sizeof(T) == 4 ? CML_DTYPE_F32 : CML_DTYPE_F64);            \
+    const int64_t cout = p->cout, ng = f->ng;                                                  \
+    const int64_t cs = p->in_strides[cfg->input_channel_axis];                                 \
+    int64_t oo = cmlc_conv_fast_row(c, row, offs);                                             \
+    int64_t base = (row / f->positions) * p->in_strides[cfg->input_batch_axis];                \
+    for (int64_t o = 0; o < cout; ++o) acc[o] = 0;                                             \
+    for (int64_t tap = 0; tap < f->ks; ++tap) {                                                \
+      if (offs[tap] < 0) continue;                                                             \
+      const T* w = (const T*)c->ker_dom + tap * cout;                                          \
+      int64_t xb = base + offs[tap];                                                           \
+      if (native && cs == 1 && ng == 1) {                                                      \
+        const T* x = (const T*)c->in + xb;                                                     \
+        for (int64_t o = 0; o < cout; ++o) acc[o] += x[o] * w[o];                              \
+      } else if (native) {                                                                     \
+        const T* x = (const T*)c->in + xb;                                                     \
+        for (int64_t o = 0; o < cout; ++o) acc[o] += x[(o / ng) * cs] * w[o];                  \
+      } else {                                                                                 \
+        for (int64_t o = 0; o < cout; ++o)                                                     \
+          acc[o] += (T)LOAD(c->in, xb + (o / ng) * cs, dtype) * w[o];                          \
+      }                                                                                        \
+    }                                                                                          \
+    int64_t ocs = p->out_strides[cfg->output_channel_axis];                                    \
+    if (p->out.dtype == (sizeof(T) == 4 ? CML_DTYPE_F32 : CML_DTYPE_F64)) {                   \
+      T* out = (T*)c->out + oo;                                                                \
+      for (int64_t o = 0; o < cout; ++o) out[o * ocs] = acc[o];                                \
+    } else {                                                                                   \
+      for (int64_t o = 0; o < cout; ++o)                                                       \
+        cmlc__la_store_f64(c->out, oo + o * ocs, p->out.dtype, acc[o]);                        \
+    }                                                                                          \
+  }
+
+CMLC_CONV_DEPTHWISE(float, f32, cmlc__la_load_f32)
+CMLC_CONV_DEPTHWISE(double, f64, cmlc__la_load_f64)
+#undef CMLC_CONV_DEPTHWISE
+
+static void cmlc_conv_depthwise_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  cmlc_conv_fast_ctx_t* c = vctx;
+  const cmlc_conv_fast_t* f = &c->p->fast;
+  char* th = c->scratch + f->off_threads + (size_t)thread_index * f->thread_bytes;
+  int64_t* offs = (int64_t*)(th + f->th_offs);
+  for (int64_t task = begin; task < end; ++task) {
+    int64_t r0 = task * f->tile;
+    int64_t r1 = r0 + f->tile < f->rows ? r0 + f->tile : f->rows;
+    for (int64_t row = r0; row < r1; ++row) {
+      if (f->domain == CMLC__LA_DOM_F32) {
+        cmlc_conv_depthwise_f32(c, row, offs, (float*)(th + f->th_c));
+      } else {
+        cmlc_conv_depthwise_f64(c, row, offs, (double*)(th + f->th_c));
       }
     }
   }
@@ -583,12 +684,16 @@ static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args
   t += f->k;
   c.b_cols = t;
   for (int64_t n = 0; n < f->ng; ++n) t[n] = n;
+  cmlc_conv_fast_tap_tables(&c, (int64_t*)(c.scratch + f->off_taps));
   // Tasks index per-thread blocks by thread_index: a pool wider than the plan runs inline.
   cmlc_pool_t* pool = args->pool;
   if (cmlc_pool_thread_count(pool) > f->threads) pool = NULL;
-  int64_t ker_rows = f->groups * f->k;
-  int64_t chunk = 16384 / f->ng + 1;
-  cmlc_parallel_for(pool, ker_rows, chunk, cmlc_conv_fast_convert_ker, &c);
+  if (f->depthwise) {
+    cmlc_parallel_for(pool, f->ks, 16384 / p->cout + 1, cmlc_conv_fast_convert_ker, &c);
+    cmlc_parallel_for(pool, f->tiles, 1, cmlc_conv_depthwise_task, &c);
+    return;
+  }
+  cmlc_parallel_for(pool, f->groups * f->k, 16384 / f->ng + 1, cmlc_conv_fast_convert_ker, &c);
   cmlc_parallel_for(pool, f->groups * f->tiles, 1, cmlc_conv_fast_task, &c);
 }
 

@@ -6,8 +6,15 @@
 // axes of the same class merged. Two loop shapes cover every case:
 //  - innermost axis reduced: each output element reduces a contiguous run (8 lanes, split in
 //    halves above 256 elements: a pairwise summation) for every outer reduced index;
-//  - innermost axis kept: tiles of 256 output columns accumulate whole rows, in blocks of 128
-//    rows whose partial results are added to the running total (a two-level summation).
+//  - innermost axis kept: tiles of output columns accumulate whole rows (the innermost loop
+//    runs over contiguous output columns; f32 Sum/Max/Min use the SIMD column steps of
+//    kernels/x86_64/reduce_x86_64.c unless reference=true). The order is blocked in three
+//    levels, the same for every column, tile width and ISA: rows are combined in order into
+//    a block partial (128 rows), block partials in order into a super-block partial (128
+//    blocks, 16384 rows), and super-block partials in order into the total. A float sum of R
+//    rows thus has an error bound of about (128 + 128 + R / 16384) ulp-units instead of R.
+//    Each lane does one scalar operation per step, so the SIMD and scalar kernels give the
+//    same bits.
 // Work is split by output elements (rows x tiles), so each result is computed in one fixed
 // order whatever the thread count. f16/bf16 accumulate in f32, integers wrap (they accumulate
 // in an unsigned type at least 32 bits wide). An empty reduced extent gives the identity:
@@ -24,10 +31,13 @@
 #include <tgmath.h>
 
 #include "backends/c/kernels/generic/elementwise_internal.h"
+#include "backends/c/kernels/generic/reduce_internal.h"
 
 enum {
   CMLC_RD_TILE = 256,
-  CMLC_RD_ROW_BLOCK = 128,
+  CMLC_RD_ROW_BLOCK = 128,                         // rows per block partial
+  CMLC_RD_SUPER_BLOCK = 128 * CMLC_RD_ROW_BLOCK,   // rows per super-block partial
+  CMLC_RD_SIMD_TILE = 1024,                        // columns per task of the SIMD column path
   CMLC_RD_MIN_WORK = 32768,
   CMLC_RD_BLOCK = 65536,     // elements per partial of a blocked full reduction (at least)
   CMLC_RD_MAX_BLOCKS = 1024,
@@ -44,6 +54,8 @@ typedef struct cmlc_rd_plan_t {
   int64_t reduced;                             // product of rd
   int64_t tiles;                               // inner-kept case: tiles per row
   cmlc_rd_f32_fn simd;                         // f32 SIMD contiguous reduction, or NULL
+  cmlc__rd_cols_f32_fn cols;                   // f32 SIMD column step, or NULL
+  int64_t tile;                                // SIMD column path: columns per task
   cml_op_t op;
   void* partials;                              // blocked full reduction: one per block
   int64_t block, blocks;
@@ -58,6 +70,11 @@ static void cmlc_rd_blocking(int64_t n, int64_t* out_block, int64_t* out_blocks)
   }
   *out_block = block;
   *out_blocks = n >= 2 * block ? (n + block - 1) / block : 0;
+}
+
+// End of the block that starts at |start| with |size| elements, clipped to |limit|.
+static inline int64_t cmlc_rd_block_end(int64_t start, int64_t size, int64_t limit) {
+  return limit - start < size ? limit : start + size;
 }
 
 // Offset of the |index|-th element of the row-major grid |dims|[0..n) with |strides|.
@@ -132,14 +149,14 @@ static inline void cmlc_rd_next(int n, const int64_t* dims, const int64_t* strid
       y[o] = STORE(acc);                                                                     \
     }                                                                                        \
   }                                                                                          \
-  /* Innermost axis kept: tasks are (row, tile of columns). */                               \
+  /* Innermost axis kept: tasks are (row, tile of columns); three-level blocked order. */    \
   static void name##_b(void* ctx, int64_t begin, int64_t end, int thread_index) {           \
     (void)thread_index;                                                                      \
     const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;                                    \
     const T* x = (const T*)p->in;                                                            \
     T* y = (T*)p->out;                                                                       \
     const int64_t width = p->kd[p->nk - 1];                                                  \
-    CT total[CMLC_RD_TILE], part[CMLC_RD_TILE];                                              \
+    CT total[CMLC_RD_TILE], mid[CMLC_RD_TILE], part[CMLC_RD_TILE];                           \
     for (int64_t t = begin; t < end; ++t) {                                                  \
       const int64_t row = t / p->tiles, c0 = (t % p->tiles) * CMLC_RD_TILE;                  \
       const int64_t len = width - c0 < CMLC_RD_TILE ? width - c0 : CMLC_RD_TILE;             \
@@ -147,18 +164,23 @@ static inline void cmlc_rd_next(int n, const int64_t* dims, const int64_t* strid
       for (int64_t j = 0; j < len; ++j) total[j] = (IDENT);                                  \
       int64_t idx[CML_MAX_RANK] = {0};                                                       \
       int64_t off = 0;                                                                       \
-      for (int64_t r0 = 0; r0 < p->reduced; r0 += CMLC_RD_ROW_BLOCK) {                       \
-        const int64_t r1 = p->reduced - r0 < CMLC_RD_ROW_BLOCK ? p->reduced : r0 + CMLC_RD_ROW_BLOCK; \
-        for (int64_t j = 0; j < len; ++j) part[j] = (IDENT);                                 \
-        for (int64_t r = r0; r < r1; ++r) {                                                  \
-          const T* row_x = x + base + off;                                                   \
-          for (int64_t j = 0; j < len; ++j) {                                                \
-            CT v = LOAD(row_x[j]);                                                           \
-            part[j] = COMB(part[j], v);                                                      \
+      for (int64_t r0 = 0; r0 < p->reduced; r0 += CMLC_RD_SUPER_BLOCK) {                     \
+        const int64_t r0e = cmlc_rd_block_end(r0, CMLC_RD_SUPER_BLOCK, p->reduced);          \
+        for (int64_t j = 0; j < len; ++j) mid[j] = (IDENT);                                  \
+        for (int64_t r1 = r0; r1 < r0e; r1 += CMLC_RD_ROW_BLOCK) {                           \
+          const int64_t r1e = cmlc_rd_block_end(r1, CMLC_RD_ROW_BLOCK, r0e);                 \
+          for (int64_t j = 0; j < len; ++j) part[j] = (IDENT);                               \
+          for (int64_t r = r1; r < r1e; ++r) {                                               \
+            const T* row_x = x + base + off;                                                 \
+            for (int64_t j = 0; j < len; ++j) {                                              \
+              CT v = LOAD(row_x[j]);                                                         \
+              part[j] = COMB(part[j], v);                                                    \
+            }                                                                                \
+            cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);                                    \
           }                                                                                  \
-          cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);                                      \
+          for (int64_t j = 0; j < len; ++j) mid[j] = COMB(mid[j], part[j]);                  \
         }                                                                                    \
-        for (int64_t j = 0; j < len; ++j) total[j] = COMB(total[j], part[j]);                \
+        for (int64_t j = 0; j < len; ++j) total[j] = COMB(total[j], mid[j]);                 \
       }                                                                                      \
       T* out_row = y + row * width + c0;                                                     \
       for (int64_t j = 0; j < len; ++j) out_row[j] = STORE(total[j]);                        \
@@ -321,6 +343,43 @@ static void cmlc_rd_simd_f32_a(void* ctx, int64_t begin, int64_t end, int thread
   }
 }
 
+// Innermost axis kept, f32 with the SIMD column step: as the generic _b task (the same
+// three-level order, so the same bits), with tiles of p->tile columns.
+static void cmlc_rd_simd_f32_b(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
+  const float* x = (const float*)p->in;
+  float* y = (float*)p->out;
+  const int64_t width = p->kd[p->nk - 1];
+  const float ident = cmlc_rd_ident_f32(p->op);
+  _Alignas(64) float total[CMLC_RD_SIMD_TILE];
+  _Alignas(64) float mid[CMLC_RD_SIMD_TILE];
+  _Alignas(64) float part[CMLC_RD_SIMD_TILE];
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t row = t / p->tiles, c0 = (t % p->tiles) * p->tile;
+    const int64_t len = width - c0 < p->tile ? width - c0 : p->tile;
+    const int64_t base = cmlc_rd_offset(p->nk - 1, p->kd, p->ks, row) + c0;
+    for (int64_t j = 0; j < len; ++j) total[j] = ident;
+    int64_t idx[CML_MAX_RANK] = {0};
+    int64_t off = 0;
+    for (int64_t r0 = 0; r0 < p->reduced; r0 += CMLC_RD_SUPER_BLOCK) {
+      const int64_t r0e = cmlc_rd_block_end(r0, CMLC_RD_SUPER_BLOCK, p->reduced);
+      for (int64_t j = 0; j < len; ++j) mid[j] = ident;
+      for (int64_t r1 = r0; r1 < r0e; r1 += CMLC_RD_ROW_BLOCK) {
+        const int64_t r1e = cmlc_rd_block_end(r1, CMLC_RD_ROW_BLOCK, r0e);
+        for (int64_t j = 0; j < len; ++j) part[j] = ident;
+        for (int64_t r = r1; r < r1e; ++r) {
+          p->cols(part, x + base + off, len);
+          cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);
+        }
+        p->cols(mid, part, len);
+      }
+      p->cols(total, mid, len);
+    }
+    memcpy(y + row * width + c0, total, (size_t)len * sizeof(float));
+  }
+}
+
 static void cmlc_rd_simd_f32_blk(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
@@ -334,6 +393,31 @@ static void cmlc_rd_simd_f32_blk(void* ctx, int64_t begin, int64_t end, int thre
 }
 
 //===--- reduce runner ---===//
+
+cmlc__rd_cols_f32_fn cmlc__rd_cols_f32(const cmlc_options_t* options, cml_op_t op) {
+  if (!options || options->reference) return NULL;
+#if defined(CMLC__RD_HAVE_X86)
+  if (options->isa == CMLC_ISA_AVX512) {
+    switch (op) {
+      case CML_OP_REDUCE_SUM: return cmlc__rd_cols_sum_f32_avx512;
+      case CML_OP_REDUCE_MAX: return cmlc__rd_cols_max_f32_avx512;
+      case CML_OP_REDUCE_MIN: return cmlc__rd_cols_min_f32_avx512;
+      default: return NULL;
+    }
+  }
+  if (options->isa == CMLC_ISA_AVX2) {
+    switch (op) {
+      case CML_OP_REDUCE_SUM: return cmlc__rd_cols_sum_f32_avx2;
+      case CML_OP_REDUCE_MAX: return cmlc__rd_cols_max_f32_avx2;
+      case CML_OP_REDUCE_MIN: return cmlc__rd_cols_min_f32_avx2;
+      default: return NULL;
+    }
+  }
+#else
+  (void)op;
+#endif
+  return NULL;
+}
 
 // Scratch: the partials of a blocked full reduction.
 static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* node,
@@ -429,6 +513,14 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
   } else if (last == 1) {
     int64_t chunk = CMLC_RD_MIN_WORK / per_output;
     cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, fns.inner_reduced, &p);
+  } else if (is->dtype == CML_DTYPE_F32 &&
+             (p.cols = cmlc__rd_cols_f32(args->options, p.op)) != NULL) {
+    const int64_t width = p.kd[p.nk - 1];
+    p.tile = CMLC_RD_SIMD_TILE;
+    p.tiles = (width + p.tile - 1) / p.tile;
+    const int64_t tasks = (p.outputs / width) * p.tiles;
+    int64_t chunk = CMLC_RD_MIN_WORK / (per_output * (width < p.tile ? width : p.tile));
+    cmlc_parallel_for(args->pool, tasks, chunk < 1 ? 1 : chunk, cmlc_rd_simd_f32_b, &p);
   } else {
     const int64_t width = p.kd[p.nk - 1];
     p.tiles = (width + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
