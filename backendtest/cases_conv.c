@@ -4,6 +4,17 @@
 // groups, batch groups, permuted axis layouts, output dtype configs, empty batches, every real
 // dtype, and errors. Expected values come from a plain reference loop in this file (StableHLO's
 // definition, on small integers that every dtype holds exactly).
+//
+// The "inexact_*" cases use random values in [-1, 1] (rounded to the dtype first, so the
+// reference sees the same operands) and sizes that span several of the C backend's im2col
+// tiles. A backend may sum a convolution's K = Cg x (kernel positions) products in any order
+// (the C backend's GEMM does, its reference mode does not), so each output is checked against
+// the double-precision reference within the classic bound for a sum in any order, plus one
+// rounding to the output dtype:
+//   |got - want| <= (K + 1) * u_acc * sum|terms| + u_out * |want|
+// where u_acc is the accumulator's unit roundoff (2^-24 for f32 and for f16/bf16 inputs, which
+// accumulate in f32 as the seed states; 2^-53 for f64) and u_out the output dtype's (2^-11 f16,
+// 2^-8 bf16). Integer cases stay exact.
 #include <string.h>
 
 #include "backendtest/bt.h"
@@ -48,8 +59,9 @@ static int64_t conv_prod(const int64_t* v, int32_t n) {
 }
 
 // The reference: out[b, o, y] = sum_{ci, kpos} in[b', g*Cg+ci, x] * w[o, ci, kpos].
+// |abs_out| (may be NULL) gets the sum of |terms| of each output (the error bound's scale).
 static void conv_reference(const conv_problem_t* p, const double* x, const double* w,
-                           double* out) {
+                           double* out, double* abs_out) {
   int32_t S = p->spatial;
   int64_t cg = p->c / p->groups, nout = p->n / p->batch_groups;
   int64_t osz = conv_prod(p->out, S), isz = conv_prod(p->in, S), ksz = conv_prod(p->k, S);
@@ -58,7 +70,7 @@ static void conv_reference(const conv_problem_t* p, const double* x, const doubl
       int64_t g = o / (p->o / p->groups);
       int64_t bin = (o / (p->o / p->batch_groups)) * nout + b;
       for (int64_t yi = 0; yi < osz; ++yi) {
-        double s = 0;
+        double s = 0, a = 0;
         for (int64_t ki = 0; ki < ksz; ++ki) {
           int64_t xoff = 0, koff = ki;
           bool ok = true;
@@ -73,10 +85,14 @@ static void conv_reference(const conv_problem_t* p, const double* x, const doubl
           }
           if (!ok) continue;
           for (int32_t d = 0; d < S; ++d) xoff = xoff * p->in[d] + xs[d];
-          for (int64_t ci = 0; ci < cg; ++ci)
-            s += x[(bin * p->c + g * cg + ci) * isz + xoff] * w[(o * cg + ci) * ksz + koff];
+          for (int64_t ci = 0; ci < cg; ++ci) {
+            double term = x[(bin * p->c + g * cg + ci) * isz + xoff] * w[(o * cg + ci) * ksz + koff];
+            s += term;
+            a += term < 0 ? -term : term;
+          }
         }
         out[(b * p->o + o) * osz + yi] = s;
+        if (abs_out) abs_out[(b * p->o + o) * osz + yi] = a;
       }
     }
 }
@@ -107,11 +123,25 @@ static double conv_val(cml_dtype_t dtype, int64_t i, int salt) {
   return cml_dtype_is_unsigned_int(dtype) ? (double)(h % 3) : (double)(h - 2);
 }
 
+// Unit roundoffs of the inexact cases' bound (see the top of the file).
+static double conv_acc_eps(cml_dtype_t in, cml_dtype_t out) {
+  return in == CML_DTYPE_F64 || out == CML_DTYPE_F64 ? 0x1p-53 : 0x1p-24;
+}
+static double conv_out_eps(cml_dtype_t out) {
+  switch (out) {
+    case CML_DTYPE_F16: return 0x1p-11;
+    case CML_DTYPE_BF16: return 0x1p-8;
+    case CML_DTYPE_F32: return 0x1p-24;
+    default: return 0x1p-53;
+  }
+}
+
 // Builds, runs and checks |p| in |dtype| with layouts given as canonical-axis -> layout-axis
-// maps (NULL: canonical). |out_dtype| may be CML_DTYPE_INVALID (the input dtype).
-static void conv_run(bt_t* t, const char* what, cml_dtype_t dtype, cml_dtype_t out_dtype,
-                     conv_problem_t p, const int64_t* in_axes, const int64_t* ker_axes,
-                     const int64_t* out_axes) {
+// maps (NULL: canonical). |out_dtype| may be CML_DTYPE_INVALID (the input dtype). |inexact|:
+// random float operands checked within the summation bound instead of exactly.
+static void conv_run_ex(bt_t* t, const char* what, cml_dtype_t dtype, cml_dtype_t out_dtype,
+                        conv_problem_t p, const int64_t* in_axes, const int64_t* ker_axes,
+                        const int64_t* out_axes, bool inexact) {
   cml_dtype_t odt = out_dtype == CML_DTYPE_INVALID ? dtype : out_dtype;
   if (!bt_require_op(t, CML_OP_CONV_GENERAL) || !bt_require_dtype(t, dtype) ||
       !bt_require_dtype(t, odt))
@@ -134,13 +164,27 @@ static void conv_run(bt_t* t, const char* what, cml_dtype_t dtype, cml_dtype_t o
   double* xl = bt_alloc(t, sizeof(double) * (size_t)(nx + 1));
   double* wl = bt_alloc(t, sizeof(double) * (size_t)(nk + 1));
   double* yl = bt_alloc(t, sizeof(double) * (size_t)(no + 1));
-  for (int64_t i = 0; i < nx; ++i) x[i] = conv_val(dtype, i, 1);
-  for (int64_t i = 0; i < nk; ++i) w[i] = conv_val(dtype, i, 2);
-  conv_reference(&p, x, w, y);
+  double* ya = NULL;
+  double* yal = NULL;
+  if (inexact) {
+    ya = bt_alloc(t, sizeof(double) * (size_t)(no + 1));
+    yal = bt_alloc(t, sizeof(double) * (size_t)(no + 1));
+    for (int64_t i = 0; i < nx; ++i) x[i] = bt_rand_uniform(t, -1, 1);
+    for (int64_t i = 0; i < nk; ++i) w[i] = bt_rand_uniform(t, -1, 1);
+    // Round to the dtype, so the reference sees the operands the backend gets.
+    bt_tensor_t rx = bt_tensor_f64(t, dtype, 1, &nx, x), rw = bt_tensor_f64(t, dtype, 1, &nk, w);
+    for (int64_t i = 0; i < nx; ++i) x[i] = bt_get_f64(&rx, i);
+    for (int64_t i = 0; i < nk; ++i) w[i] = bt_get_f64(&rw, i);
+  } else {
+    for (int64_t i = 0; i < nx; ++i) x[i] = conv_val(dtype, i, 1);
+    for (int64_t i = 0; i < nk; ++i) w[i] = conv_val(dtype, i, 2);
+  }
+  conv_reference(&p, x, w, y, ya);
   int64_t xld[5], kld[5], old[5];
   conv_permute(rank, xd, in_axes, x, xl, xld);
   conv_permute(rank, kd, ker_axes, w, wl, kld);
   conv_permute(rank, od, out_axes, y, yl, old);
+  if (inexact) conv_permute(rank, od, out_axes, ya, yal, old);
   cml_conv_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.spatial_count = S;
@@ -166,6 +210,28 @@ static void conv_run(bt_t* t, const char* what, cml_dtype_t dtype, cml_dtype_t o
   cml_value_t z = cml_op_conv_general(f, xv, wv, &cfg);
   bt_tensor_t out[1];
   if (!bt_exec(t, &z, 1, out)) return;
+  if (inexact) {
+    bool shape_ok = out[0].shape.dtype == odt && out[0].shape.rank == rank;
+    for (int32_t i = 0; shape_ok && i < rank; ++i) shape_ok = out[0].shape.dims[i] == old[i];
+    if (!shape_ok) {
+      bt_fail(t, "%s: output has the wrong shape or dtype", what);
+      return;
+    }
+    int64_t kterms = p.c / p.groups;
+    for (int32_t d = 0; d < S; ++d) kterms *= p.k[d];
+    double ua = conv_acc_eps(dtype, odt), uo = conv_out_eps(odt);
+    for (int64_t i = 0; i < no; ++i) {
+      double got = bt_get_f64(&out[0], i), want = yl[i];
+      double tol = (double)(kterms + 1) * ua * yal[i] + uo * (want < 0 ? -want : want);
+      double err = got - want;
+      if (!(err <= tol && -err <= tol)) {
+        bt_fail(t, "%s: element %lld: got %.9g, want %.9g (tolerance %.3g)", what,
+                (long long)i, got, want, tol);
+        return;
+      }
+    }
+    return;
+  }
   if (cml_dtype_is_int(odt)) {
     int64_t* iv = bt_alloc(t, sizeof(int64_t) * (size_t)(no + 1));
     for (int64_t i = 0; i < no; ++i) iv[i] = (int64_t)yl[i];
@@ -173,6 +239,12 @@ static void conv_run(bt_t* t, const char* what, cml_dtype_t dtype, cml_dtype_t o
   } else {
     bt_expect_f64(t, what, &out[0], odt, rank, old, yl, 0);
   }
+}
+
+static void conv_run(bt_t* t, const char* what, cml_dtype_t dtype, cml_dtype_t out_dtype,
+                     conv_problem_t p, const int64_t* in_axes, const int64_t* ker_axes,
+                     const int64_t* out_axes) {
+  conv_run_ex(t, what, dtype, out_dtype, p, in_axes, ker_axes, out_axes, false);
 }
 
 //===--- cases over every real dtype ---===//
@@ -282,6 +354,94 @@ static void case_output_dtype_i8_to_i32(bt_t* t) {
   conv_run(t, "i8 -> i32", CML_DTYPE_I8, CML_DTYPE_I32, p, NULL, NULL, NULL);
 }
 
+//===--- inexact float values (summation-order tolerance) ---===//
+
+#define CONV_NHWC ((const int64_t[]){0, 3, 1, 2})
+#define CONV_HWIO ((const int64_t[]){3, 2, 0, 1})
+
+static void case_inexact_resnet_nhwc_f32(bt_t* t) {
+  // A ResNet-like 3x3 "same" block, NHWC / HWIO.
+  conv_problem_t p = {.spatial = 2, .n = 2, .c = 16, .o = 24, .in = {12, 12}, .k = {3, 3},
+                      .pad_lo = {1, 1}, .pad_hi = {1, 1}};
+  conv_run_ex(t, "resnet NHWC", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO,
+              CONV_NHWC, true);
+}
+
+static void case_inexact_nchw_strided_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 2, .n = 2, .c = 6, .o = 10, .in = {15, 13}, .k = {3, 3},
+                      .stride = {2, 1}, .kdil = {1, 2}, .pad_lo = {1, 2}, .pad_hi = {0, 1}};
+  conv_run_ex(t, "NCHW strided", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL, true);
+}
+
+static void case_inexact_groups_f32(bt_t* t) {
+  // 4 channel groups; NHWC input, NCHW output.
+  conv_problem_t p = {.spatial = 2, .n = 2, .c = 8, .o = 12, .in = {10, 11}, .k = {3, 3},
+                      .pad_lo = {1, 1}, .pad_hi = {1, 1}, .groups = 4};
+  conv_run_ex(t, "groups", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO, NULL,
+              true);
+}
+
+static void case_inexact_depthwise_f32(bt_t* t) {
+  // Depthwise with a channel multiplier of 2, stride 2.
+  conv_problem_t p = {.spatial = 2, .n = 2, .c = 8, .o = 16, .in = {13, 12}, .k = {3, 3},
+                      .stride = {2, 2}, .pad_lo = {1, 1}, .pad_hi = {1, 1}, .groups = 8};
+  conv_run_ex(t, "depthwise", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO,
+              CONV_NHWC, true);
+}
+
+static void case_inexact_batch_groups_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 1, .n = 6, .c = 4, .o = 6, .in = {50}, .k = {5},
+                      .pad_lo = {2}, .pad_hi = {2}, .batch_groups = 3};
+  conv_run_ex(t, "batch groups", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL, true);
+}
+
+static void case_inexact_3d_input_dilation_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 3, .n = 2, .c = 3, .o = 4, .in = {4, 5, 6}, .k = {2, 3, 2},
+                      .idil = {2, 1, 2}, .stride = {1, 2, 1}, .pad_lo = {1, 0, 1},
+                      .pad_hi = {1, 1, 0}};
+  conv_run_ex(t, "3-D input dilation", CML_DTYPE_F32, CML_DTYPE_INVALID, p,
+              (const int64_t[]){4, 0, 1, 3, 2}, (const int64_t[]){2, 4, 0, 1, 3},
+              (const int64_t[]){1, 4, 3, 0, 2}, true);
+}
+
+static void case_inexact_1x1_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 2, .n = 2, .c = 24, .o = 40, .in = {14, 14}, .k = {1, 1}};
+  conv_run_ex(t, "1x1", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO, CONV_NHWC,
+              true);
+}
+
+static void case_inexact_large_k_f32(bt_t* t) {
+  // K = 200 channels x 9 taps = 1800 products per output.
+  conv_problem_t p = {.spatial = 2, .n = 1, .c = 200, .o = 20, .in = {8, 8}, .k = {3, 3}};
+  conv_run_ex(t, "large K", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO,
+              CONV_NHWC, true);
+}
+
+static void case_inexact_f16(bt_t* t) {
+  conv_problem_t p = {.spatial = 2, .n = 2, .c = 6, .o = 10, .in = {11, 9}, .k = {3, 3},
+                      .pad_lo = {1, 0}, .pad_hi = {1, 1}};
+  conv_run_ex(t, "f16", CML_DTYPE_F16, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO, CONV_NHWC,
+              true);
+}
+
+static void case_inexact_bf16(bt_t* t) {
+  conv_problem_t p = {.spatial = 2, .n = 2, .c = 6, .o = 10, .in = {11, 9}, .k = {3, 3},
+                      .pad_lo = {1, 0}, .pad_hi = {1, 1}, .groups = 2};
+  conv_run_ex(t, "bf16", CML_DTYPE_BF16, CML_DTYPE_INVALID, p, NULL, NULL, NULL, true);
+}
+
+static void case_inexact_f64(bt_t* t) {
+  conv_problem_t p = {.spatial = 2, .n = 2, .c = 6, .o = 10, .in = {11, 9}, .k = {3, 3},
+                      .stride = {1, 2}, .pad_lo = {1, 0}, .pad_hi = {1, 1}};
+  conv_run_ex(t, "f64", CML_DTYPE_F64, CML_DTYPE_INVALID, p, NULL, NULL, NULL, true);
+}
+
+static void case_inexact_bf16_to_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 1, .n = 3, .c = 12, .o = 8, .in = {40}, .k = {3},
+                      .pad_lo = {1}, .pad_hi = {1}};
+  conv_run_ex(t, "bf16 -> f32", CML_DTYPE_BF16, CML_DTYPE_F32, p, NULL, NULL, NULL, true);
+}
+
 static void case_int_wraparound(bt_t* t) {
   // u8: 200 * 2 = 400 wraps to 144; i8: 100 * 2 = 200 wraps to -56.
   if (!bt_require_op(t, CML_OP_CONV_GENERAL) || !bt_require_dtype(t, CML_DTYPE_U8) ||
@@ -346,6 +506,18 @@ const bt_case_t bt_cases_conv[] = {
     {"output_bf16_to_f32", CML_OP_CONV_GENERAL, case_output_dtype_bf16_to_f32},
     {"output_i8_to_i32", CML_OP_CONV_GENERAL, case_output_dtype_i8_to_i32},
     {"int_wraparound", CML_OP_CONV_GENERAL, case_int_wraparound},
+    {"inexact_resnet_nhwc_f32", CML_OP_CONV_GENERAL, case_inexact_resnet_nhwc_f32},
+    {"inexact_nchw_strided_f32", CML_OP_CONV_GENERAL, case_inexact_nchw_strided_f32},
+    {"inexact_groups_f32", CML_OP_CONV_GENERAL, case_inexact_groups_f32},
+    {"inexact_depthwise_f32", CML_OP_CONV_GENERAL, case_inexact_depthwise_f32},
+    {"inexact_batch_groups_f32", CML_OP_CONV_GENERAL, case_inexact_batch_groups_f32},
+    {"inexact_3d_input_dilation_f32", CML_OP_CONV_GENERAL, case_inexact_3d_input_dilation_f32},
+    {"inexact_1x1_f32", CML_OP_CONV_GENERAL, case_inexact_1x1_f32},
+    {"inexact_large_k_f32", CML_OP_CONV_GENERAL, case_inexact_large_k_f32},
+    {"inexact_f16", CML_OP_CONV_GENERAL, case_inexact_f16},
+    {"inexact_bf16", CML_OP_CONV_GENERAL, case_inexact_bf16},
+    {"inexact_f64", CML_OP_CONV_GENERAL, case_inexact_f64},
+    {"inexact_bf16_to_f32", CML_OP_CONV_GENERAL, case_inexact_bf16_to_f32},
     {"errors", CML_OP_CONV_GENERAL, case_errors},
 };
 const size_t bt_cases_conv_count = sizeof bt_cases_conv / sizeof bt_cases_conv[0];

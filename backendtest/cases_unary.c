@@ -8,6 +8,14 @@
 // once to the dtype; tolerances are in ulps of the output dtype (exact ops: 0). Integer ops
 // use plain reference loops with explicit wrap-around. ConvertDType covers every pair of the
 // supported dtypes (packed ints included) against a reference conversion written here.
+//
+// Latitudes granted to every backend (docs/compliance.md has the reasons):
+// - Transcendental ops (the ones with a non-zero ulp bound) may flush a subnormal result to a
+//   zero of the same sign, as runtimes that compute with flush-to-zero do (XLA's CPU runtime).
+//   Exact ops (Abs, Neg, Sign, Ceil, Floor, Round, Sqrt, Real, Imag) get no such latitude.
+// - Erf in Float32 is held to 8 ulps instead of 4: XLA's Erf expansion (the same on every XLA
+//   platform) is off by up to 7 ulps for |x| in [3.1, 3.9], where erf(x) is within 1e-5 of ±1
+//   (measured over every normal Float32 input).
 // bt.h (cml/graph.h) comes before <complex.h>: its `complex` macro would rename the
 // generated cml_op_complex declaration.
 #include "backendtest/bt.h"
@@ -90,6 +98,38 @@ static bt_tensor_t cu_expect_unary(bt_t* t, const bt_tensor_t* x, double (*ref)(
   return bt_tensor_f64(t, x->shape.dtype, x->shape.rank, x->shape.dims, v);
 }
 
+// The smallest positive normal value of the float dtype |dt|.
+static double cu_min_normal(cml_dtype_t dt) {
+  switch (dt) {
+    case CML_DTYPE_F16: return 0x1p-14;
+    case CML_DTYPE_BF16:
+    case CML_DTYPE_F32: return 0x1p-126;
+    default: return 0x1p-1022;
+  }
+}
+
+// The flush-to-zero latitude of transcendental ops: a copy of |want| in which every subnormal
+// expected value that |got| returned as a zero of the same sign is replaced by that zero. Any
+// other difference (a wrong non-zero value, a zero of the wrong sign, a flushed normal result)
+// still fails the comparison that follows.
+static bt_tensor_t cu_allow_flushed(bt_t* t, const bt_tensor_t* want, const bt_tensor_t* got) {
+  const cml_dtype_t dt = want->shape.dtype;
+  const int64_t n = cml_shape_element_count(&want->shape);
+  const double min_normal = cu_min_normal(dt);
+  double* v = bt_alloc(t, (size_t)(n + 1) * sizeof(double));
+  for (int64_t i = 0; i < n; ++i) {
+    const double w = bt_get_f64(want, i), g = bt_get_f64(got, i);
+    const bool subnormal = w != 0 && fabs(w) < min_normal;
+    v[i] = (subnormal && g == 0 && signbit(g) == signbit(w)) ? g : w;
+  }
+  return bt_tensor_f64(t, dt, want->shape.rank, want->shape.dims, v);
+}
+
+// The ulp bound of a transcendental op for |dt| (see the latitudes above).
+static int64_t cu_transcendental_ulps(cml_op_t op, cml_dtype_t dt, int64_t ulps) {
+  return (op == CML_OP_ERF && dt == CML_DTYPE_F32 && ulps < 8) ? 8 : ulps;
+}
+
 static void cu_run_float_op(bt_t* t, const cu_float_op_t* op) {
   if (!bt_require_op(t, op->op)) return;
   for (size_t k = 0; k < CU_COUNT(cu_floats); ++k) {
@@ -108,7 +148,9 @@ static void cu_run_float_op(bt_t* t, const cu_float_op_t* op) {
                         cml_op_unary(f, op->op, bt_param(t, f, &x3))};
     bt_tensor_t out[3];
     if (!bt_exec(t, y, 3, out)) return;
-    const int64_t ulps = (dt == CML_DTYPE_F16 || dt == CML_DTYPE_BF16) ? op->half_ulps : op->ulps;
+    const int64_t ulps = (dt == CML_DTYPE_F16 || dt == CML_DTYPE_BF16)
+                             ? op->half_ulps
+                             : cu_transcendental_ulps(op->op, dt, op->ulps);
     const bt_tensor_t* xs[3] = {&x1, &x2, &x3};
     static const char* const what[3] = {"edges", "5x7x11", "scalar"};
     for (int j = 0; j < 3; ++j) {
@@ -117,8 +159,12 @@ static void cu_run_float_op(bt_t* t, const cu_float_op_t* op) {
       snprintf(label, sizeof label, "%s %s %s", op->name, cml_dtype_name(dt), what[j]);
       if (ulps == 0) {
         bt_expect_equal(t, label, &out[j], &want);
+      } else if (op->ulps == 0) {
+        bt_expect_ulps(t, label, &out[j], &want, ulps);  // an exact op computed in f32 (halves)
       } else {
-        bt_expect_ulps(t, label, &out[j], &want, ulps);
+        // A transcendental op (ulps > 0 for f32/f64): subnormal results may be flushed.
+        bt_tensor_t accepted = cu_allow_flushed(t, &want, &out[j]);
+        bt_expect_ulps(t, label, &out[j], &accepted, ulps);
       }
     }
   }
@@ -530,8 +576,9 @@ static void case_bitcast_known_values(bt_t* t) {
 }
 
 // f32 transcendentals over 70001 values (several parallel chunks, SIMD kernels where the
-// backend has them, vector tails) against libm in double, within 4 ulps; the inputs include
-// overflow / underflow ranges and the branch points of the c backend's polynomials.
+// backend has them, vector tails) against libm in double, within 4 ulps (Erf: 8); the inputs
+// include overflow / underflow ranges and the branch points of the c backend's polynomials.
+// Subnormal results may be flushed to zero (the latitude above).
 static void case_transcendental_large_f32(bt_t* t) {
   if (!bt_require_dtype(t, CML_DTYPE_F32)) return;
   enum { N = 70001 };
@@ -558,9 +605,11 @@ static void case_transcendental_large_f32(bt_t* t) {
     bt_tensor_t out[1];
     if (!bt_exec(t, &y, 1, out)) return;
     bt_tensor_t want = cu_expect_unary(t, &x, ops[k].ref);
+    bt_tensor_t accepted = cu_allow_flushed(t, &want, &out[0]);
     char label[64];
     snprintf(label, sizeof label, "%s f32 x%d", cml_op_name(ops[k].op), N);
-    bt_expect_ulps(t, label, &out[0], &want, 4);
+    bt_expect_ulps(t, label, &out[0], &accepted,
+                   cu_transcendental_ulps(ops[k].op, CML_DTYPE_F32, 4));
   }
 }
 

@@ -79,8 +79,8 @@ static void ref_free(cml_allocator_t allocator, void* ptr, size_t size) {
 }
 
 static cml_status_t ref_out_of_memory(const char* what, size_t size) {
-  return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "ref backend: out of memory (%s, %zu bytes)",
-                         what, size);
+  return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                         "backend \"" REF_NAME "\": out of memory (%s, %zu bytes)", what, size);
 }
 
 //===--- buffers ---===//
@@ -205,8 +205,8 @@ static cml_dtype_set_t ref_op_dtypes(cml_op_t op) {
 
 static cml_status_t ref_unimplemented(cml_op_t op, cml_dtype_t dtype) {
   return cml_status_make(CML_STATUS_UNIMPLEMENTED,
-                         "%s: dtype %s not implemented by backend \"" REF_NAME "\"", cml_op_name(op),
-                         cml_dtype_name(dtype));
+                         "%s: dtype %s not implemented by backend \"" REF_NAME "\"",
+                         cml_op_name(op), cml_dtype_name(dtype));
 }
 
 static cml_status_t ref_check_node(const cml_module_t* module, const cml_ir_node_t* node) {
@@ -452,8 +452,9 @@ static bool ref_compare_elements(cml_op_t op, cml_dtype_t dtype, const void* lhs
       uint32_t a, b;
       memcpy(&a, (const float*)lhs + li, sizeof a);
       memcpy(&b, (const float*)rhs + ri, sizeof b);
-      return ref_compare_result(op, ref_order_u64(ref_total_order_key(a, 0x80000000u) & 0xffffffffu,
-                                                  ref_total_order_key(b, 0x80000000u) & 0xffffffffu));
+      uint64_t ka = ref_total_order_key(a, 0x80000000u) & 0xffffffffu;
+      uint64_t kb = ref_total_order_key(b, 0x80000000u) & 0xffffffffu;
+      return ref_compare_result(op, ref_order_u64(ka, kb));
     }
     uint64_t a, b;
     memcpy(&a, (const double*)lhs + li, sizeof a);
@@ -872,7 +873,8 @@ static cml_status_t ref_parse_config(const char* config, int* out_devices) {
   size_t key_len = strlen(key);
   if (strncmp(config, key, key_len) != 0) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "backend \"" REF_NAME "\": unknown option \"%s\" (valid: devices=N, help)",
+                           "backend \"" REF_NAME "\": unknown option \"%s\" "
+                           "(valid: devices=N, help)",
                            config);
   }
   const char* text = config + key_len;
@@ -880,8 +882,8 @@ static cml_status_t ref_parse_config(const char* config, int* out_devices) {
   long devices = strtol(text, &end, 10);
   if (end == text || *end != '\0' || devices < 1 || devices > REF_MAX_DEVICES) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "backend \"" REF_NAME "\": devices=\"%s\" is not a number in 1..%d", text,
-                           REF_MAX_DEVICES);
+                           "backend \"" REF_NAME "\": devices=\"%s\" is not a number in 1..%d",
+                           text, REF_MAX_DEVICES);
   }
   *out_devices = (int)devices;
   return CML_OK;

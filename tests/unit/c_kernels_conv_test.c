@@ -385,6 +385,20 @@ TEST(fast_path_layouts_strides_groups) {
   failures += check_problem("1x1", (problem_t){.s = 2, .n = 2, .c = 24, .o = 40,
       .in = {14, 14}, .k = {1, 1}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
       .dtype = CML_DTYPE_F32}, pool);
+  // 1x1 reading the input in place, with an NCHW output (scatter); 1x1 variants that must not
+  // read in place: stride 2, and a negative high padding (fewer output positions).
+  failures += check_problem("1x1 in place, nchw out", (problem_t){.s = 2, .n = 3, .c = 20,
+      .o = 12, .in = {9, 10}, .k = {1, 1}, .in_axes = NHWC, .ker_axes = HWIO,
+      .out_axes = {0, 1, 2, 3}, .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("1x1 stride 2", (problem_t){.s = 2, .n = 2, .c = 20, .o = 12,
+      .in = {9, 10}, .k = {1, 1}, .stride = {2, 2}, .in_axes = NHWC, .ker_axes = HWIO,
+      .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("1x1 negative high padding", (problem_t){.s = 2, .n = 2, .c = 20,
+      .o = 12, .in = {9, 10}, .k = {1, 1}, .hi = {-1, -2}, .in_axes = NHWC, .ker_axes = HWIO,
+      .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("1x1 f64 in place", (problem_t){.s = 1, .n = 5, .c = 7, .o = 9,
+      .in = {40}, .k = {1}, .in_axes = NWC, .ker_axes = WIO, .out_axes = NWC,
+      .dtype = CML_DTYPE_F64}, pool);
   failures += check_problem("1-D long kernel", (problem_t){.s = 1, .n = 1, .c = 3, .o = 5,
       .in = {300}, .k = {31}, .lo = {15}, .hi = {15}, .in_axes = NWC, .ker_axes = WIO,
       .out_axes = NWC, .dtype = CML_DTYPE_F32}, pool);

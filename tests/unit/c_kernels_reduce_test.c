@@ -57,10 +57,13 @@ static void tnode_init_arg(tnode_t* t, cml_shape_t in, int64_t axis, cml_dtype_t
   t->attrs.flag = is_min;
 }
 
-static cml_status_t tnode_run(tnode_t* t, const void* input, void* output, cmlc_pool_t* pool) {
+// Runs the node with the kernels of |isa| (reference mode for CMLC_ISA_SCALAR).
+static cml_status_t tnode_run_isa(tnode_t* t, const void* input, void* output, cmlc_pool_t* pool,
+                                  cmlc_isa_t isa) {
   cmlc_options_t options;
   memset(&options, 0, sizeof options);
-  options.reference = true;
+  options.reference = isa == CMLC_ISA_SCALAR;
+  options.isa = isa;
   options.threads = cmlc_pool_thread_count(pool);
   options.devices = 1;
   cmlc_kernel_entry_t entry;
@@ -84,6 +87,10 @@ static cml_status_t tnode_run(tnode_t* t, const void* input, void* output, cmlc_
   args.outputs = outputs;
   args.pool = pool;
   return entry.run(&args);
+}
+
+static cml_status_t tnode_run(tnode_t* t, const void* input, void* output, cmlc_pool_t* pool) {
+  return tnode_run_isa(t, input, output, pool, CMLC_ISA_SCALAR);
 }
 
 static cml_shape_t shp(cml_dtype_t dtype, int32_t rank, const int64_t* dims) {
@@ -296,6 +303,182 @@ TEST(float_sum_thread_count_independent) {
   }
 }
 
+//===--- reductions over leading / middle axes (the column path) ---===//
+
+// The ISAs this CPU can run: always the scalar reference, plus AVX2 / AVX-512 when present.
+static int col_isas(cmlc_isa_t* out) {
+  int n = 0;
+  out[n++] = CMLC_ISA_SCALAR;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out[n++] = CMLC_ISA_AVX2;
+  if (__builtin_cpu_supports("avx512f")) out[n++] = CMLC_ISA_AVX512;
+#endif
+  return n;
+}
+
+// IEEE maximum / minimum with NaN propagation and -0 < +0, written independently.
+static float col_ref_max(float a, float b) {
+  if (isnan(a) || isnan(b)) return NAN;
+  if (a == b) return signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+static float col_ref_min(float a, float b) {
+  if (isnan(a) || isnan(b)) return NAN;
+  if (a == b) return signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+
+static bool col_same(float a, float b) {
+  return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof a) == 0;
+}
+
+// f32 Sum/Max/Min over axis sets that keep the innermost axis, shapes [A, R, W] reducing R
+// (and A too when |both|), for widths around the SIMD widths and tile size: every ISA gives
+// the reference kernel's bits, max/min equal an independent loop exactly, and sums stay
+// within the documented three-level bound of an f64 loop: (256 + R/16384 + 2) * eps * sum|x|.
+TEST(f32_columns_every_isa) {
+  static const int64_t shapes[][3] = {{1, 5, 1},    {2, 3, 7},     {3, 130, 17}, {1, 257, 64},
+                                      {2, 129, 100}, {1, 40, 1030}, {4, 33, 2051},
+                                      {1, 16500, 19}};
+  static const cml_op_t ops[3] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN};
+  cmlc_isa_t isas[3];
+  const int isa_count = col_isas(isas);
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si) {
+    const int64_t A = shapes[si][0], R = shapes[si][1], W = shapes[si][2], N = A * R * W;
+    float* x = malloc((size_t)N * sizeof(float));
+    float* want = malloc((size_t)(A * W) * sizeof(float));
+    double* exact = malloc((size_t)(A * W) * sizeof(double));
+    double* mag = malloc((size_t)(A * W) * sizeof(double));
+    float* ref = malloc((size_t)(A * W) * sizeof(float));
+    float* got = malloc((size_t)(A * W) * sizeof(float));
+    for (int64_t i = 0; i < N; ++i) {
+      x[i] = (float)((uint32_t)(i * 2654435761u) % 20011u) * 1e-3f - 10.0f;
+    }
+    if (N > 7) x[N / 2] = -0.0f;
+    for (int both = 0; both < (A > 1 ? 2 : 1); ++both) {
+      const int64_t outs = both ? W : A * W;
+      for (int oi = 0; oi < 3; ++oi) {
+        const cml_op_t op = ops[oi];
+        for (int64_t o = 0; o < outs; ++o) {
+          exact[o] = 0;
+          mag[o] = 0;
+          want[o] = op == CML_OP_REDUCE_MAX ? -INFINITY : op == CML_OP_REDUCE_MIN ? INFINITY : 0;
+        }
+        for (int64_t a = 0; a < A; ++a) {
+          for (int64_t r = 0; r < R; ++r) {
+            for (int64_t w = 0; w < W; ++w) {
+              const float v = x[(a * R + r) * W + w];
+              const int64_t o = both ? w : a * W + w;
+              exact[o] += v;
+              mag[o] += fabs(v);
+              want[o] = op == CML_OP_REDUCE_MAX ? col_ref_max(want[o], v)
+                        : op == CML_OP_REDUCE_MIN ? col_ref_min(want[o], v)
+                                                  : want[o];
+            }
+          }
+        }
+        tnode_t t;
+        const int64_t axes[2] = {0, 1};
+        tnode_init(&t, op, shp(CML_DTYPE_F32, 3, shapes[si]), both ? axes : axes + 1,
+                   both ? 2 : 1);
+        for (int ii = 0; ii < isa_count; ++ii) {
+          for (int threaded = 0; threaded < 2; ++threaded) {
+            float* y = ii == 0 && !threaded ? ref : got;
+            cml_status_t st = tnode_run_isa(&t, x, y, threaded ? pool : NULL, isas[ii]);
+            if (st != CML_OK) {
+              cml_status_free(st);
+              ++failures;
+              continue;
+            }
+            const double rows = (double)(both ? A * R : R);
+            const double bound = (256.0 + rows / 16384.0 + 2.0) * 0x1p-24;
+            for (int64_t o = 0; o < outs; ++o) {
+              bool ok = col_same(y[o], ref[o]);
+              if (op == CML_OP_REDUCE_SUM) {
+                ok = ok && fabs((double)y[o] - exact[o]) <= bound * mag[o];
+              } else {
+                ok = ok && col_same(y[o], want[o]);
+              }
+              if (!ok && failures++ < 5) {
+                fprintf(stderr, "shape %lld,%lld,%lld both %d op %s isa %d threads %d: [%lld] "
+                        "got %.9g ref %.9g want %.9g exact %.9g\n", (long long)A, (long long)R,
+                        (long long)W, both, cml_op_name(op), (int)isas[ii], threaded,
+                        (long long)o, y[o], ref[o], want[o], exact[o]);
+              }
+            }
+          }
+        }
+      }
+    }
+    free(x);
+    free(want);
+    free(exact);
+    free(mag);
+    free(ref);
+    free(got);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+}
+
+// NaN, infinities and signed zeros down columns, on every ISA (x is [4, 21]: 21 columns cover
+// a full AVX2 vector, a masked AVX-512 tail and the scalar tail).
+TEST(f32_columns_special_values) {
+  enum { R = 4, W = 21 };
+  float x[R * W];
+  for (int i = 0; i < R * W; ++i) x[i] = (float)(i % 7) - 3.0f;
+  for (int r = 0; r < R; ++r) {
+    x[r * W + 0] = r == 2 ? NAN : 1.0f;      // NaN in the middle
+    x[r * W + 1] = r == 0 ? NAN : 1.0f;      // NaN first
+    x[r * W + 2] = r % 2 ? -0.0f : 0.0f;     // mixed zeros
+    x[r * W + 3] = -0.0f;                    // only -0
+    x[r * W + 4] = r == 1 ? INFINITY : -INFINITY;
+    x[r * W + 19] = r == 3 ? NAN : -2.0f;    // NaN last, in the scalar/masked tail
+    x[r * W + 20] = r % 2 ? 0.0f : -0.0f;
+  }
+  cmlc_isa_t isas[3];
+  const int isa_count = col_isas(isas);
+  for (int ii = 0; ii < isa_count; ++ii) {
+    float mx[W], mn[W], sm[W];
+    tnode_t t;
+    cml_shape_t s = shp(CML_DTYPE_F32, 2, (int64_t[]){R, W});
+    tnode_init(&t, CML_OP_REDUCE_MAX, s, (int64_t[]){0}, 1);
+    ASSERT_STATUS_OK(tnode_run_isa(&t, x, mx, NULL, isas[ii]));
+    tnode_init(&t, CML_OP_REDUCE_MIN, s, (int64_t[]){0}, 1);
+    ASSERT_STATUS_OK(tnode_run_isa(&t, x, mn, NULL, isas[ii]));
+    tnode_init(&t, CML_OP_REDUCE_SUM, s, (int64_t[]){0}, 1);
+    ASSERT_STATUS_OK(tnode_run_isa(&t, x, sm, NULL, isas[ii]));
+    ASSERT_TRUE(isnan(mx[0]) && isnan(mn[0]) && isnan(sm[0]));
+    ASSERT_TRUE(isnan(mx[1]) && isnan(mn[1]) && isnan(sm[1]));
+    ASSERT_TRUE(isnan(mx[19]) && isnan(mn[19]) && isnan(sm[19]));
+    ASSERT_TRUE(mx[2] == 0 && !signbit(mx[2]));
+    ASSERT_TRUE(mn[2] == 0 && signbit(mn[2]));
+    ASSERT_TRUE(mx[3] == 0 && signbit(mx[3]));
+    ASSERT_TRUE(mn[3] == 0 && signbit(mn[3]));
+    ASSERT_TRUE(sm[3] == 0 && !signbit(sm[3]));  // 0 (the identity) + -0 + ... = +0
+    ASSERT_TRUE(mx[20] == 0 && !signbit(mx[20]));
+    ASSERT_TRUE(mn[20] == 0 && signbit(mn[20]));
+    ASSERT_EQ_DBL(mx[4], INFINITY);
+    ASSERT_EQ_DBL(mn[4], -INFINITY);
+    ASSERT_TRUE(isnan(sm[4]));  // +Inf + -Inf
+    for (int j = 5; j < 19; ++j) {
+      float a = -INFINITY, b = INFINITY, c = 0;
+      for (int r = 0; r < R; ++r) {
+        a = x[r * W + j] > a ? x[r * W + j] : a;
+        b = x[r * W + j] < b ? x[r * W + j] : b;
+        c += x[r * W + j];
+      }
+      ASSERT_EQ_DBL(mx[j], a);
+      ASSERT_EQ_DBL(mn[j], b);
+      ASSERT_EQ_DBL(sm[j], c);  // small integers: exact in any order
+    }
+  }
+}
+
 TEST(arg_min_max) {
   float x[8] = {1, 5, 5, 2, NAN, 3, NAN, -1};  // [2, 4]
   cml_shape_t s = shp(CML_DTYPE_F32, 2, (int64_t[]){2, 4});
@@ -346,5 +529,6 @@ TEST(capabilities) {
 TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(empty_extent_identities_and_nan),
           TEST_ENTRY(ints_wrap_and_bitwise_logical), TEST_ENTRY(half_accumulates_in_f32),
           TEST_ENTRY(odd_shapes_all_axis_sets_threads),
-          TEST_ENTRY(float_sum_thread_count_independent), TEST_ENTRY(arg_min_max),
+          TEST_ENTRY(float_sum_thread_count_independent), TEST_ENTRY(f32_columns_every_isa),
+          TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(arg_min_max),
           TEST_ENTRY(capabilities))

@@ -3,7 +3,8 @@
 //
 // Loads examples/plugin_backend ("ref") with cml_plugin_load, creates it by name, runs small
 // graphs whose results are computed by hand, checks that what it lacks fails when the graph is
-// built (UNIMPLEMENTED naming op, dtype and backend), runs the whole compliance suite on it, and
+// built (UNIMPLEMENTED naming op, dtype and backend), sweeps out-of-memory failures through it
+// (each must be RESOURCE_EXHAUSTED and leak nothing), runs the whole compliance suite on it, and
 // checks cml_plugin_load's errors with deliberately broken modules (wrong API major, newer
 // minor, NULL factory, no query symbol) and a duplicate registration.
 //
@@ -247,6 +248,86 @@ TEST(small_graph_i32_f64_second_device) {
   cml_backend_release(backend);
 }
 
+//===--- out of memory ---===//
+
+// Fails the |fail_at|-th allocation (1-based) and every later one; counts live bytes.
+typedef struct failing_allocator_t {
+  size_t count;
+  size_t fail_at;
+  size_t live_bytes;
+} failing_allocator_t;
+
+static void* failing_alloc(void* self, void* ptr, size_t old_size, size_t new_size,
+                           size_t alignment) {
+  failing_allocator_t* fa = self;
+  if (new_size == 0) {
+    if (ptr) fa->live_bytes -= old_size;
+    free(ptr);
+    return NULL;
+  }
+  if (++fa->count >= fa->fail_at) return NULL;
+  void* p = NULL;
+  if (posix_memalign(&p, alignment < sizeof(void*) ? sizeof(void*) : alignment, new_size) != 0) {
+    return NULL;
+  }
+  if (ptr) {
+    memcpy(p, ptr, old_size < new_size ? old_size : new_size);
+    fa->live_bytes -= old_size;
+    free(ptr);
+  }
+  fa->live_bytes += new_size;
+  return p;
+}
+
+// Create ref, build, compile, run and download a small graph; every allocation goes through
+// |allocator|.
+static cml_status_t oom_round(cml_allocator_t allocator) {
+  cml_backend_t* backend = NULL;
+  CML_RETURN_IF_ERROR(cml_backend_create("ref", allocator, &backend));
+  cml_builder_t* bld = NULL;
+  cml_executable_t* exe = NULL;
+  cml_buffer_t* out[1] = {NULL};
+  cml_status_t st = cml_builder_create(backend, "oom", &bld);
+  if (st == CML_OK) {
+    cml_function_t* f = cml_builder_main(bld);
+    cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){2, 2});
+    cml_value_t x = cml_parameter(f, "x", &xs);
+    cml_value_t y = cml_op_reduce_sum(f, cml_op_dot(f, x, x), (int64_t[]){0}, 1);
+    st = cml_function_return(f, &y, 1);
+    if (st == CML_OK) st = cml_builder_compile(bld, &exe);
+    cml_builder_destroy(bld);
+  }
+  const float xv[] = {1, 2, 3, 4};
+  if (st == CML_OK) st = run(backend, exe, 0, (const void* const[]){xv}, 1, out);
+  float got[2] = {0, 0};
+  if (st == CML_OK) st = cml_buffer_copy_to_host(out[0], got, sizeof got);
+  // x @ x = [[7, 10], [15, 22]]; summed over rows: [22, 32].
+  if (st == CML_OK && (got[0] != 22 || got[1] != 32)) {
+    st = cml_status_make(CML_STATUS_INTERNAL, "wrong result %g %g", got[0], got[1]);
+  }
+  if (out[0]) cml_buffer_release(out[0]);
+  if (exe) cml_executable_release(exe);
+  cml_backend_release(backend);
+  return st;
+}
+
+TEST(out_of_memory_sweep) {
+  ASSERT_STATUS_OK(ensure_ref_loaded());
+  for (size_t n = 1;; ++n) {
+    ASSERT_TRUE(n < 10000);
+    failing_allocator_t fa = {0, n, 0};
+    cml_allocator_t allocator = {&fa, failing_alloc};
+    cml_status_t st = oom_round(allocator);
+    if (st != CML_OK && cml_status_code(st) != CML_STATUS_RESOURCE_EXHAUSTED) {
+      fprintf(stderr, "  allocation %zu failed: %s\n", n, cml_status_message(st));
+    }
+    bool done = st == CML_OK;
+    ASSERT_STATUS_CODE(st, done ? CML_STATUS_OK : CML_STATUS_RESOURCE_EXHAUSTED);
+    ASSERT_EQ_U64(fa.live_bytes, 0);  // nothing leaked, whatever failed
+    if (done) break;
+  }
+}
+
 //===--- what the backend lacks ---===//
 
 TEST(unsupported_op_fails_at_build_time) {
@@ -359,7 +440,8 @@ TEST(compliance_exec_two_devices) {
 TEST_MAIN(TEST_ENTRY(load_registers_backend), TEST_ENTRY(duplicate_registration),
           TEST_ENTRY(load_errors), TEST_ENTRY(config_errors), TEST_ENTRY(small_graph_f32),
           TEST_ENTRY(small_graph_i32_f64_second_device),
-          TEST_ENTRY(unsupported_op_fails_at_build_time), TEST_ENTRY(compliance_suite),
+          TEST_ENTRY(unsupported_op_fails_at_build_time), TEST_ENTRY(out_of_memory_sweep),
+          TEST_ENTRY(compliance_suite),
           TEST_ENTRY(compliance_exec_two_devices))
 
 #endif  // REF_PLUGIN_PATH

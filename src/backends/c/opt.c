@@ -281,6 +281,9 @@ cml_status_t cmlc_opt_fold_and_merge(cmlc_planner_t* p, uint32_t fi) {
     if (!p->needed[ni]) continue;
     const bool constant = n->op == CML_OP_CONSTANT;
     if (!constant && !cmlc_opt_is_pure(n->op)) continue;
+    // Only Constants carry data outside their attributes; anything else that does is left
+    // alone (its identity is more than what the comparison sees).
+    if (!constant && (n->data || n->data_size)) continue;
     if (!constant || (n->data ? n->data_size : 0) <= CMLC_OPT_CSE_MAX_CONST_BYTES) {
       uint32_t same = cmlc_opt_table_find_or_insert(p, &table, ni);
       if (same != UINT32_MAX) {

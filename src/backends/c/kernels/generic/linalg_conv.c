@@ -25,7 +25,8 @@
 // tile of rows, gathers the taps of its rows into a thread-private buffer (zeros where a tap
 // falls into padding or an input-dilation hole, converting f16/bf16 on the way), runs the
 // packed GEMM of gemm.c on one thread, and scatters C into the output (or lets the GEMM write
-// the output in place when it is channels-last with one group and the accumulator's dtype).
+// the output in place when it is channels-last with one group and the accumulator's dtype; a
+// 1x1, stride-1, unpadded conv over such an input reads the input as A, with no gather).
 // K is ordered tap-major (ci fastest) when the input's channel stride is 1 (NHWC-like), else
 // channel-major, so the gather reads runs of contiguous memory. The tile size depends on the
 // shapes only (about 512 KiB of im2col per tile, bounded rows), never on the thread count; each
@@ -62,6 +63,7 @@ typedef struct cmlc_conv_fast_t {
   bool depthwise;            // Cg == 1 with feature groups: the channel-vector loop, no GEMM
   bool ci_minor;             // K index = tap * cg + ci (else ci * ks + tap)
   bool out_direct;           // the GEMM writes the output (channels-last, G == 1, native dtype)
+  bool a_direct;             // the input is A itself (1x1, stride 1, no padding, channels-last)
   int threads;
   cmlc_isa_t isa;
   // Scratch layout: byte offsets of the converted kernel, the tables, and the per-thread
@@ -150,6 +152,17 @@ static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* optio
   bool nsc = c->output_batch_axis == 0 && c->output_channel_axis == p->out.rank - 1;
   for (int32_t d = 0; d < S; ++d) nsc &= c->output_spatial_axes[d] == 1 + d;
   f->out_direct = native_out && nsc && f->groups == 1 && !f->depthwise;
+  // The input as A: a 1x1 kernel at stride 1 without padding or dilation over an [N, S..., C]
+  // row-major input of the accumulator's dtype, one group: row r of A is input row r.
+  bool native_in = (f->domain == CMLC__LA_DOM_F32 && p->in.dtype == CML_DTYPE_F32) ||
+                   (f->domain == CMLC__LA_DOM_F64 && p->in.dtype == CML_DTYPE_F64);
+  bool a_direct = native_in && f->ks == 1 && f->groups == 1 && !f->depthwise &&
+                  c->input_batch_axis == 0 && c->input_channel_axis == p->in.rank - 1;
+  for (int32_t d = 0; d < S; ++d)
+    a_direct &= c->input_spatial_axes[d] == 1 + d && c->strides[d] == 1 &&
+                c->padding_low[d] == 0 && c->input_dilations[d] == 1 &&
+                p->in.dims[1 + d] == p->out.dims[c->output_spatial_axes[d]];
+  f->a_direct = a_direct;
   f->threads = options->threads > 0 ? options->threads : 1;
   f->isa = options->isa;
   // Scratch.
@@ -171,7 +184,7 @@ static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* optio
     f->th_rowoff = t;
     t = cmlc_conv_align(t + (size_t)f->tile * sizeof(int64_t));
     f->th_a = t;
-    t = cmlc_conv_align(t + (size_t)(f->tile * f->k) * f->es);
+    if (!f->a_direct) t = cmlc_conv_align(t + (size_t)(f->tile * f->k) * f->es);
     f->th_c = t;
     if (!f->out_direct) t = cmlc_conv_align(t + (size_t)(f->tile * f->ng) * f->es);
     f->th_gemm = t;
@@ -536,18 +549,21 @@ static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thre
   for (int64_t task = begin; task < end; ++task) {
     int64_t j = task / f->tiles, r0 = (task % f->tiles) * f->tile;
     int64_t m = f->rows - r0 < f->tile ? f->rows - r0 : f->tile;
-    void* a = th + f->th_a;
+    const void* a = f->a_direct ? (const char*)c->in + (size_t)(r0 * f->k) * f->es
+                                : (const void*)(th + f->th_a);
     void* cbuf = f->out_direct ? (char*)c->out + (size_t)(r0 * f->ng) * f->es : th + f->th_c;
-    for (int64_t r = 0; r < m; ++r) {
+    for (int64_t r = 0; r < m && f->a_direct && !f->out_direct; ++r)
+      rowoff[r] = cmlc_conv_fast_row(c, r0 + r, offs);
+    for (int64_t r = 0; r < m && !f->a_direct; ++r) {
       int64_t row = r0 + r;
       int64_t b = row / f->positions;
       int64_t in_b = f->batch_grouped ? j * p->n_out + b : b;
       int64_t base = in_b * in_b_stride + (f->batch_grouped ? 0 : j * f->cg * in_c_stride);
       rowoff[r] = cmlc_conv_fast_row(c, row, offs);
       if (f32) {
-        cmlc_conv_im2col_f32(c, base, offs, (float*)a + r * f->k);
+        cmlc_conv_im2col_f32(c, base, offs, (float*)(th + f->th_a) + r * f->k);
       } else {
-        cmlc_conv_im2col_f64(c, base, offs, (double*)a + r * f->k);
+        cmlc_conv_im2col_f64(c, base, offs, (double*)(th + f->th_a) + r * f->k);
       }
     }
     cmlc__gemm_operand_t ga = {a, f32 ? CML_DTYPE_F32 : CML_DTYPE_F64, c->zero, c->a_rows,

@@ -38,6 +38,7 @@ enum {
   CMLC_RD_ROW_BLOCK = 128,                         // rows per block partial
   CMLC_RD_SUPER_BLOCK = 128 * CMLC_RD_ROW_BLOCK,   // rows per super-block partial
   CMLC_RD_SIMD_TILE = 1024,                        // columns per task of the SIMD column path
+  CMLC_RD_PREFETCH_ROWS = 4,                       // SIMD column path: prefetch distance
   CMLC_RD_MIN_WORK = 32768,
   CMLC_RD_BLOCK = 65536,     // elements per partial of a blocked full reduction (at least)
   CMLC_RD_MAX_BLOCKS = 1024,
@@ -360,8 +361,11 @@ static void cmlc_rd_simd_f32_b(void* ctx, int64_t begin, int64_t end, int thread
     const int64_t len = width - c0 < p->tile ? width - c0 : p->tile;
     const int64_t base = cmlc_rd_offset(p->nk - 1, p->kd, p->ks, row) + c0;
     for (int64_t j = 0; j < len; ++j) total[j] = ident;
-    int64_t idx[CML_MAX_RANK] = {0};
-    int64_t off = 0;
+    int64_t idx[CML_MAX_RANK] = {0}, ahead_idx[CML_MAX_RANK] = {0};
+    int64_t off = 0, ahead_off = 0;
+    for (int64_t r = 0; r < CMLC_RD_PREFETCH_ROWS && r < p->reduced; ++r) {
+      cmlc_rd_next(p->nr, p->rd, p->rs, ahead_idx, &ahead_off);
+    }
     for (int64_t r0 = 0; r0 < p->reduced; r0 += CMLC_RD_SUPER_BLOCK) {
       const int64_t r0e = cmlc_rd_block_end(r0, CMLC_RD_SUPER_BLOCK, p->reduced);
       for (int64_t j = 0; j < len; ++j) mid[j] = ident;
@@ -369,6 +373,12 @@ static void cmlc_rd_simd_f32_b(void* ctx, int64_t begin, int64_t end, int thread
         const int64_t r1e = cmlc_rd_block_end(r1, CMLC_RD_ROW_BLOCK, r0e);
         for (int64_t j = 0; j < len; ++j) part[j] = ident;
         for (int64_t r = r1; r < r1e; ++r) {
+          // Rows sit a stride apart, so the hardware prefetchers restart on every row: ask
+          // for the row CMLC_RD_PREFETCH_ROWS ahead while this one is combined.
+          if (r + CMLC_RD_PREFETCH_ROWS < p->reduced) {
+            for (int64_t j = 0; j < len; j += 16) __builtin_prefetch(x + base + ahead_off + j);
+            cmlc_rd_next(p->nr, p->rd, p->rs, ahead_idx, &ahead_off);
+          }
           p->cols(part, x + base + off, len);
           cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);
         }
