@@ -649,11 +649,78 @@ static void case_iota_all_dtypes(bt_t* t) {
   }
 }
 
+//===--- division inside expressions ---===//
+
+// Div stays one correctly rounded division whatever surrounds it: an explicitly broadcast
+// divisor, a constant divisor, chained divisions and a square-root divisor. (A compiler that
+// turns x / broadcast(y) into x * broadcast(1 / y), (a / b) / c into a / (b * c), a / (b / c)
+// into (a * c) / b or a / sqrt(b) into a * rsqrt(b) rounds differently.) Every op here is exact
+// (Div, Sqrt), so the expected values are each op rounded once, in order: Float32 ops are
+// computed in double and rounded, which rounds them correctly (53 >= 2 * 24 + 2 bits).
+static double cb_round_to(cml_dtype_t dt, double v) { return dt == CML_DTYPE_F32 ? (float)v : v; }
+
+static void case_div_in_expressions(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_DIV) || !bt_require_op(t, CML_OP_BROADCAST_IN_DIM) ||
+      !bt_require_op(t, CML_OP_SQRT) || !bt_require_op(t, CML_OP_ABS)) {
+    return;
+  }
+  static const cml_dtype_t dts[] = {CML_DTYPE_F32, CML_DTYPE_F64};
+  for (size_t k = 0; k < CB_COUNT(dts); ++k) {
+    const cml_dtype_t dt = dts[k];
+    if (!cb_has(t, dt)) continue;
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    enum { N = 385 };
+    const int64_t odd[3] = {5, 7, 11}, row[1] = {7};
+    double *va = bt_alloc(t, N * sizeof(double)), *vb = bt_alloc(t, N * sizeof(double));
+    double *vc = bt_alloc(t, N * sizeof(double)), *vr = bt_alloc(t, 7 * sizeof(double));
+    for (int i = 0; i < N; ++i) {
+      va[i] = bt_rand_uniform(t, -100, 100);
+      vb[i] = bt_rand_uniform(t, 0.01, 50) * (i % 2 ? -1 : 1);
+      vc[i] = bt_rand_uniform(t, 0.01, 50) * (i % 3 ? 1 : -1);
+    }
+    for (int i = 0; i < 7; ++i) vr[i] = bt_rand_uniform(t, 0.5, 9) * (i % 2 ? -1 : 1);
+    bt_tensor_t a = bt_tensor_f64(t, dt, 3, odd, va), b = bt_tensor_f64(t, dt, 3, odd, vb);
+    bt_tensor_t c = bt_tensor_f64(t, dt, 3, odd, vc), r = bt_tensor_f64(t, dt, 1, row, vr);
+    cml_value_t pa = bt_param(t, f, &a), pb = bt_param(t, f, &b), pc = bt_param(t, f, &c);
+    const int64_t axis1[1] = {1};
+    cml_value_t wide = cml_op_broadcast_in_dim(f, bt_param(t, f, &r), odd, 3, axis1, 1);
+    cml_value_t y[5] = {
+        cml_op_div(f, pa, wide),
+        cml_op_div(f, pa, cml_constant_scalar_f64(f, dt, 3.0)),
+        cml_op_div(f, cml_op_div(f, pa, pb), pc),
+        cml_op_div(f, pa, cml_op_div(f, pb, pc)),
+        cml_op_div(f, pa, cml_op_sqrt(f, cml_op_abs(f, pb))),
+    };
+    bt_tensor_t out[5];
+    if (!bt_exec(t, y, 5, out)) return;
+    double* w[5];
+    for (int j = 0; j < 5; ++j) w[j] = bt_alloc(t, N * sizeof(double));
+    for (int i = 0; i < N; ++i) {
+      const double x = bt_get_f64(&a, i), p = bt_get_f64(&b, i), q = bt_get_f64(&c, i);
+      const double rr = bt_get_f64(&r, (i / 11) % 7);
+      w[0][i] = cb_round_to(dt, x / rr);
+      w[1][i] = cb_round_to(dt, x / 3.0);
+      w[2][i] = cb_round_to(dt, cb_round_to(dt, x / p) / q);
+      w[3][i] = cb_round_to(dt, x / cb_round_to(dt, p / q));
+      w[4][i] = cb_round_to(dt, x / cb_round_to(dt, sqrt(fabs(p))));
+    }
+    static const char* const what[5] = {"x / broadcast_in_dim(r)", "x / 3", "(x / p) / q",
+                                        "x / (p / q)", "x / sqrt(|p|)"};
+    for (int j = 0; j < 5; ++j) {
+      char label[96];
+      snprintf(label, sizeof label, "%s %s", cml_dtype_name(dt), what[j]);
+      bt_expect_f64(t, label, &out[j], dt, 3, odd, w[j], 0);
+    }
+  }
+}
+
 const bt_case_t bt_cases_binary[] = {
     {"add_float", CML_OP_ADD, case_float_add},
     {"sub_float", CML_OP_SUB, case_float_sub},
     {"mul_float", CML_OP_MUL, case_float_mul},
     {"div_float", CML_OP_DIV, case_float_div},
+    {"div_in_expressions", CML_OP_DIV, case_div_in_expressions},
     {"max_float", CML_OP_MAX, case_float_max},
     {"min_float", CML_OP_MIN, case_float_min},
     {"pow_float", CML_OP_POW, case_float_pow},

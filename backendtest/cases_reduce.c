@@ -299,6 +299,98 @@ static void case_reduce_large_full(bt_t* t) {
   }
 }
 
+// Reductions over leading and middle axes big enough for the c backend's column path (wide
+// column tiles, block partials of 128 rows, super-blocks of 16384 rows): f32 and f64
+// Sum/Max/Min of [2, 17000, 23] over axis 1 and axes {0, 1}, and of [150, 4100] over axis 0,
+// against plain double loops. Column 5 of the second input holds a NaN (Max/Min/Sum give NaN)
+// and column 7 only zeros of both signs (Max +0, Min -0).
+static void cr_columns_check(bt_t* t, cml_dtype_t dt, const double* v, int64_t a_dim,
+                             int64_t r_dim, int64_t w_dim, int both, const char* label) {
+  const int64_t outs = both ? w_dim : a_dim * w_dim;
+  double* sum = bt_alloc(t, (size_t)outs * sizeof(double));
+  double* mag = bt_alloc(t, (size_t)outs * sizeof(double));
+  double* mx = bt_alloc(t, (size_t)outs * sizeof(double));
+  double* mn = bt_alloc(t, (size_t)outs * sizeof(double));
+  for (int64_t o = 0; o < outs; ++o) {
+    sum[o] = mag[o] = 0;
+    mx[o] = -INFINITY;
+    mn[o] = INFINITY;
+  }
+  for (int64_t a = 0; a < a_dim; ++a) {
+    for (int64_t r = 0; r < r_dim; ++r) {
+      for (int64_t w = 0; w < w_dim; ++w) {
+        const double x = v[(a * r_dim + r) * w_dim + w];
+        const int64_t o = both ? w : a * w_dim + w;
+        sum[o] += x;
+        mag[o] += fabs(x);
+        if (isnan(x) || isnan(mx[o])) {
+          mx[o] = mn[o] = NAN;
+        } else {
+          mx[o] = x > mx[o] || (x == 0 && mx[o] == 0 && !signbit(x)) ? x : mx[o];
+          mn[o] = x < mn[o] || (x == 0 && mn[o] == 0 && signbit(x)) ? x : mn[o];
+        }
+      }
+    }
+  }
+  bt_new_builder(t);
+  cml_function_t* f = bt_main(t);
+  const int64_t dims3[3] = {a_dim, r_dim, w_dim};
+  bt_tensor_t xt = bt_tensor_f64(t, dt, 3, dims3, v);
+  cml_value_t x = bt_param(t, f, &xt);
+  const int64_t axes[2] = {0, 1};
+  const int64_t* ax = both ? axes : axes + 1;
+  const size_t count = both ? 2 : 1;
+  cml_value_t y[3] = {cml_op_reduce_sum(f, x, ax, count), cml_op_reduce_max(f, x, ax, count),
+                      cml_op_reduce_min(f, x, ax, count)};
+  bt_tensor_t out[3];
+  if (!bt_exec(t, y, 3, out)) return;
+  const int64_t out_dims[2] = {both ? w_dim : a_dim, w_dim};
+  const int32_t out_rank = both ? 1 : 2;
+  char name[96];
+  snprintf(name, sizeof name, "%s %s max", label, cml_dtype_name(dt));
+  bt_expect_f64(t, name, &out[1], dt, out_rank, both ? out_dims + 1 : out_dims, mx, 0);
+  snprintf(name, sizeof name, "%s %s min", label, cml_dtype_name(dt));
+  bt_expect_f64(t, name, &out[2], dt, out_rank, both ? out_dims + 1 : out_dims, mn, 0);
+  for (int64_t o = 0; o < outs; ++o) {
+    const double got = bt_get_f64(&out[0], o);
+    const double tol = (dt == CML_DTYPE_F32 ? 1e-6 : 1e-14) * mag[o];
+    if (isnan(sum[o]) ? !isnan(got) : !(fabs(got - sum[o]) <= tol)) {
+      bt_fail(t, "%s %s sum [%lld]: %.9g, want %.9g (tolerance %.3g)", label,
+              cml_dtype_name(dt), (long long)o, got, sum[o], tol);
+      return;
+    }
+  }
+}
+
+static void case_reduce_large_columns(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_REDUCE_SUM) || !bt_require_op(t, CML_OP_REDUCE_MAX) ||
+      !bt_require_op(t, CML_OP_REDUCE_MIN) || !bt_require_dtype(t, CML_DTYPE_F32)) {
+    return;
+  }
+  static const int64_t shapes[2][3] = {{2, 17000, 23}, {1, 150, 4100}};
+  const cml_dtype_t dts[2] = {CML_DTYPE_F32, CML_DTYPE_F64};
+  for (int si = 0; si < 2; ++si) {
+    const int64_t a_dim = shapes[si][0], r_dim = shapes[si][1], w_dim = shapes[si][2];
+    const int64_t n = a_dim * r_dim * w_dim;
+    double* v = bt_alloc(t, (size_t)n * sizeof(double));
+    for (int64_t i = 0; i < n; ++i) v[i] = (double)(float)bt_rand_uniform(t, -1.0, 3.0);
+    for (int64_t r = 0; r < r_dim; ++r) {
+      v[r * w_dim + 7] = r % 3 ? 0.0 : -0.0;
+      if (r == r_dim / 2) v[r * w_dim + 5] = NAN;
+    }
+    for (int k = 0; k < 2; ++k) {
+      if (!cr_has(t, dts[k])) continue;
+      cr_columns_check(t, dts[k], v, a_dim, r_dim, w_dim, 0, si ? "[150, 4100] axis 0"
+                                                                : "[2, 17000, 23] axis 1");
+      if (bt_failed(t)) return;
+      if (a_dim > 1) {
+        cr_columns_check(t, dts[k], v, a_dim, r_dim, w_dim, 1, "[2, 17000, 23] axes 0, 1");
+        if (bt_failed(t)) return;
+      }
+    }
+  }
+}
+
 //===--- ArgMinMax ---===//
 
 static void case_arg_min_max(bt_t* t) {
@@ -369,6 +461,7 @@ const bt_case_t bt_cases_reduce[] = {
     {"reduce_logical_xor", CML_OP_REDUCE_LOGICAL_XOR, case_reduce_logical_xor},
     {"reduce_edge_values", CML_OP_REDUCE_MAX, case_reduce_edge_values},
     {"reduce_large_full", CML_OP_REDUCE_SUM, case_reduce_large_full},
+    {"reduce_large_columns", CML_OP_REDUCE_SUM, case_reduce_large_columns},
     {"arg_min_max", CML_OP_ARG_MIN_MAX, case_arg_min_max},
 };
 const size_t bt_cases_reduce_count = sizeof bt_cases_reduce / sizeof bt_cases_reduce[0];

@@ -445,7 +445,7 @@ static void bench_run_case(bench_options_t* opts, const bench_case_t* c) {
     memcpy(r->label, bb->config, sizeof r->label);
     r->backend = i;
     if (!bb->backend) {
-      snprintf(r->skip, sizeof r->skip, "unavailable: %s", bb->unavailable);
+      snprintf(r->skip, sizeof r->skip, "unavailable: %.200s", bb->unavailable);
       continue;
     }
     if (bb->is_reference && c->heavy && !opts->long_run) {

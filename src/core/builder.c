@@ -374,11 +374,9 @@ bool cml__op_begin(cml_function_t* f, cml_op_t op) {
   }
   const cml_capabilities_t* caps = cml_backend_capabilities(b->backend);
   bool exempt = op == CML_OP_PARAMETER || op == CML_OP_CONSTANT || op == CML_OP_CAPTURED_VALUE;
-  if (!exempt && !cml_capabilities_has_op(caps, op)) {
-    cml__fail(b, CML_STATUS_UNIMPLEMENTED, "%s: op not supported by backend \"%s\"", name,
-              cml_backend_name(b->backend));
-    return false;
-  }
+  // A missing op fails in cml__op_add_node, once the operands are resolved, so that the message
+  // names their shapes and dtypes; argument errors found before that are reported first.
+  b->unsupported_op = (!exempt && !cml_capabilities_has_op(caps, op)) ? op : CML_OP_INVALID;
   if (cml_op_kind(op) == CML_OPK_CONTROL && !caps->functions) {
     cml__fail(b, CML_STATUS_UNIMPLEMENTED,
               "%s: backend \"%s\" does not support functions (closures, Call, While, If, Sort)",
@@ -520,6 +518,24 @@ cml_value_t cml__op_add_node(cml_function_t* f, cml_op_t op, const uint32_t* inp
                              uint32_t output_count, const cml_ir_attrs_t* attrs) {
   cml_builder_t* b = f->builder;
   cml__module_impl_t* impl = f->impl;
+  if (b->unsupported_op != CML_OP_INVALID) {
+    cml_op_t missing = b->unsupported_op;
+    b->unsupported_op = CML_OP_INVALID;
+    char operands[512] = "";
+    size_t used = 0;
+    for (uint32_t i = 0; i < input_count && i < 4 && used < sizeof operands; ++i) {
+      char text[CML__SHAPE_TEXT];
+      int n = snprintf(operands + used, sizeof operands - used, "%s%s", i ? ", " : "",
+                       cml__shape_text(&impl->values[inputs[i]].shape, text));
+      if (n > 0) used += (size_t)n;
+    }
+    char result[CML__SHAPE_TEXT];
+    return cml__fail(b, CML_STATUS_UNIMPLEMENTED,
+                     "%s: op not supported by backend \"%s\" (operands %s; result %s)",
+                     cml_op_name(missing), cml_backend_name(b->backend),
+                     input_count ? operands : "none",
+                     output_count ? cml__shape_text(&out_shapes[0], result) : "none");
+  }
   for (uint32_t k = 0; k < output_count; ++k) {
     if (!cml_check_output_shape(f, op, inputs, input_count, &out_shapes[k], k)) {
       return CML_VALUE_INVALID;

@@ -105,6 +105,9 @@ struct cml_builder_t {
   uint32_t tag;  // 1..255, released by cml_builder_destroy
   cml_status_t error;  // the first error (sticky)
   bool compiled;
+  // An op the backend lacks, started by cml__op_begin: its UNIMPLEMENTED error is raised by
+  // cml__op_add_node, where the operand shapes and dtypes are known and can be named.
+  cml_op_t unsupported_op;
 };
 
 #define CML__VALUE_INDEX_BITS 24

@@ -37,8 +37,7 @@ enum {
   CMLC_RD_TILE = 256,
   CMLC_RD_ROW_BLOCK = 128,                         // rows per block partial
   CMLC_RD_SUPER_BLOCK = 128 * CMLC_RD_ROW_BLOCK,   // rows per super-block partial
-  CMLC_RD_SIMD_TILE = 1024,                        // columns per task of the SIMD column path
-  CMLC_RD_PREFETCH_ROWS = 4,                       // SIMD column path: prefetch distance
+  CMLC_RD_SIMD_TILE = 4096,                        // columns per pass-1 task, SIMD column path
   CMLC_RD_MIN_WORK = 32768,
   CMLC_RD_BLOCK = 65536,     // elements per partial of a blocked full reduction (at least)
   CMLC_RD_MAX_BLOCKS = 1024,
@@ -344,50 +343,72 @@ static void cmlc_rd_simd_f32_a(void* ctx, int64_t begin, int64_t end, int thread
   }
 }
 
-// Innermost axis kept, f32 with the SIMD column step: as the generic _b task (the same
-// three-level order, so the same bits), with tiles of p->tile columns.
-static void cmlc_rd_simd_f32_b(void* ctx, int64_t begin, int64_t end, int thread_index) {
+// Innermost axis kept, f32 with the SIMD column step, in two passes that keep the generic _b
+// task's three-level order (so its bits). Pass 1, tasks (row, column tile, block of
+// CMLC_RD_ROW_BLOCK reduced rows): combines the block's rows in order into its partial, a
+// row of p->partials ([row][block][width]), or straight into the output when there is one
+// block. Tiles are wide (CMLC_RD_SIMD_TILE columns), so a task streams long contiguous runs
+// whatever the thread count.
+static void cmlc_rd_simd_f32_cols1(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
   const float* x = (const float*)p->in;
-  float* y = (float*)p->out;
   const int64_t width = p->kd[p->nk - 1];
   const float ident = cmlc_rd_ident_f32(p->op);
-  _Alignas(64) float total[CMLC_RD_SIMD_TILE];
-  _Alignas(64) float mid[CMLC_RD_SIMD_TILE];
-  _Alignas(64) float part[CMLC_RD_SIMD_TILE];
   for (int64_t t = begin; t < end; ++t) {
-    const int64_t row = t / p->tiles, c0 = (t % p->tiles) * p->tile;
+    const int64_t blk = t % p->blocks, rest = t / p->blocks;
+    const int64_t row = rest / p->tiles, c0 = (rest % p->tiles) * p->tile;
     const int64_t len = width - c0 < p->tile ? width - c0 : p->tile;
     const int64_t base = cmlc_rd_offset(p->nk - 1, p->kd, p->ks, row) + c0;
-    for (int64_t j = 0; j < len; ++j) total[j] = ident;
-    int64_t idx[CML_MAX_RANK] = {0}, ahead_idx[CML_MAX_RANK] = {0};
-    int64_t off = 0, ahead_off = 0;
-    for (int64_t r = 0; r < CMLC_RD_PREFETCH_ROWS && r < p->reduced; ++r) {
-      cmlc_rd_next(p->nr, p->rd, p->rs, ahead_idx, &ahead_off);
+    float* acc = p->blocks == 1 ? (float*)p->out + row * width + c0
+                                : (float*)p->partials + (row * p->blocks + blk) * width + c0;
+    for (int64_t j = 0; j < len; ++j) acc[j] = ident;
+    const int64_t r0 = blk * CMLC_RD_ROW_BLOCK;
+    const int64_t r1 = cmlc_rd_block_end(r0, CMLC_RD_ROW_BLOCK, p->reduced);
+    int64_t idx[CML_MAX_RANK];
+    const int64_t off0 = cmlc_rd_offset(p->nr, p->rd, p->rs, r0);
+    int64_t rest_r = r0;
+    for (int d = p->nr - 1; d >= 0; --d) {
+      idx[d] = rest_r % p->rd[d];
+      rest_r /= p->rd[d];
     }
-    for (int64_t r0 = 0; r0 < p->reduced; r0 += CMLC_RD_SUPER_BLOCK) {
-      const int64_t r0e = cmlc_rd_block_end(r0, CMLC_RD_SUPER_BLOCK, p->reduced);
+    int64_t off = off0;
+    for (int64_t r = r0; r < r1; ++r) {
+      p->cols(acc, x + base + off, len);
+      cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);
+    }
+  }
+}
+
+// Pass 2, tasks (row, tile of CMLC_RD_TILE columns): block partials in order into a
+// super-block partial, super-block partials in order into the output.
+static void cmlc_rd_simd_f32_cols2(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
+  const int64_t width = p->kd[p->nk - 1];
+  const int64_t tiles = (width + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
+  const int64_t per_super = CMLC_RD_SUPER_BLOCK / CMLC_RD_ROW_BLOCK;
+  const float ident = cmlc_rd_ident_f32(p->op);
+  _Alignas(64) float mid[CMLC_RD_TILE];
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t row = t / tiles, c0 = (t % tiles) * CMLC_RD_TILE;
+    const int64_t len = width - c0 < CMLC_RD_TILE ? width - c0 : CMLC_RD_TILE;
+    float* total = (float*)p->out + row * width + c0;
+    const float* part = (const float*)p->partials + row * p->blocks * width + c0;
+    for (int64_t j = 0; j < len; ++j) total[j] = ident;
+    for (int64_t s0 = 0; s0 < p->blocks; s0 += per_super) {
+      const int64_t s1 = cmlc_rd_block_end(s0, per_super, p->blocks);
       for (int64_t j = 0; j < len; ++j) mid[j] = ident;
-      for (int64_t r1 = r0; r1 < r0e; r1 += CMLC_RD_ROW_BLOCK) {
-        const int64_t r1e = cmlc_rd_block_end(r1, CMLC_RD_ROW_BLOCK, r0e);
-        for (int64_t j = 0; j < len; ++j) part[j] = ident;
-        for (int64_t r = r1; r < r1e; ++r) {
-          // Rows sit a stride apart, so the hardware prefetchers restart on every row: ask
-          // for the row CMLC_RD_PREFETCH_ROWS ahead while this one is combined.
-          if (r + CMLC_RD_PREFETCH_ROWS < p->reduced) {
-            for (int64_t j = 0; j < len; j += 16) __builtin_prefetch(x + base + ahead_off + j);
-            cmlc_rd_next(p->nr, p->rd, p->rs, ahead_idx, &ahead_off);
-          }
-          p->cols(part, x + base + off, len);
-          cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);
-        }
-        p->cols(mid, part, len);
-      }
+      for (int64_t b = s0; b < s1; ++b) p->cols(mid, part + b * width, len);
       p->cols(total, mid, len);
     }
-    memcpy(y + row * width + c0, total, (size_t)len * sizeof(float));
   }
+}
+
+// Scratch floats of the SIMD column path (0 when it needs none: one block or no path).
+static int64_t cmlc_rd_cols_scratch_floats(const cmlc_rd_plan_t* p) {
+  const int64_t blocks = (p->reduced + CMLC_RD_ROW_BLOCK - 1) / CMLC_RD_ROW_BLOCK;
+  return blocks > 1 ? p->outputs * blocks : 0;
 }
 
 static void cmlc_rd_simd_f32_blk(void* ctx, int64_t begin, int64_t end, int thread_index) {
@@ -429,27 +450,13 @@ cmlc__rd_cols_f32_fn cmlc__rd_cols_f32(const cmlc_options_t* options, cml_op_t o
   return NULL;
 }
 
-// Scratch: the partials of a blocked full reduction.
-static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* node,
-                              const cmlc_options_t* options) {
-  (void)options;
-  const cml_shape_t* is = &module->values[node->inputs[0]].shape;
-  const cml_shape_t* os = &module->values[node->first_output].shape;
-  if (cml_shape_element_count(os) != 1) return 0;
-  int64_t block, blocks;
-  cmlc_rd_blocking(cml_shape_element_count(is), &block, &blocks);
-  return (size_t)blocks * CMLC_RD_PARTIAL_SIZE;
-}
-
-static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
-  const cml_shape_t* is = args->input_shapes[0];
-  const cml_shape_t* os = args->output_shapes[0];
-  const cml_ir_attrs_t* attrs = args->node->attrs;
-  cmlc_rd_fns_t fns = cmlc_rd_pick(args->node->op, is->dtype);
-  if (!fns.inner_reduced) {
-    return cml_status_make(CML_STATUS_INTERNAL, "%s: no kernel for %s",
-                           cml_op_name(args->node->op), cml_dtype_name(is->dtype));
-  }
+// Classifies the axes of |is| (reduced per |attrs|, or all when no axes are given and the
+// rank drops) into merged kept and reduced dims in |p| (in/out pointers left NULL); sets
+// *|out_last| to the class of the innermost merged axis (0 kept, 1 reduced). Fails for an
+// axis out of range.
+static cml_status_t cmlc_rd_classify(const cml_shape_t* is, const cml_shape_t* os,
+                                     const cml_ir_attrs_t* attrs, cml_op_t op,
+                                     cmlc_rd_plan_t* p, int* out_last) {
   bool reduced[CML_MAX_RANK] = {false};
   if (attrs->axis_count == 0 && os->rank != is->rank) {
     for (int32_t d = 0; d < is->rank; ++d) reduced[d] = true;
@@ -459,24 +466,22 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
     if (a < 0 || a >= is->rank) {
       char text[128];
       return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: axis %lld out of range for %s",
-                             cml_op_name(args->node->op), (long long)a,
+                             cml_op_name(op), (long long)a,
                              cml_shape_format(is, text, sizeof text));
     }
     reduced[a] = true;
   }
-  cmlc_rd_plan_t p;
-  memset(&p, 0, sizeof p);
-  p.in = args->inputs[0];
-  p.out = args->outputs[0];
+  memset(p, 0, sizeof *p);
+  p->op = op;
   int64_t strides[CML_MAX_RANK];
   cmlc_ew_strides(is, strides);
-  int last = -1;  // class of the innermost merged axis: 0 kept, 1 reduced
+  int last = -1;
   for (int32_t d = 0; d < is->rank; ++d) {
     if (is->dims[d] == 1) continue;
     const int cls = reduced[d] ? 1 : 0;
-    int64_t* dims = cls ? p.rd : p.kd;
-    int64_t* st = cls ? p.rs : p.ks;
-    int* count = cls ? &p.nr : &p.nk;
+    int64_t* dims = cls ? p->rd : p->kd;
+    int64_t* st = cls ? p->rs : p->ks;
+    int* count = cls ? &p->nr : &p->nk;
     if (cls == last) {
       dims[*count - 1] *= is->dims[d];
       st[*count - 1] = strides[d];
@@ -487,25 +492,63 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
     }
     last = cls;
   }
-  p.outputs = 1;
-  for (int k = 0; k < p.nk; ++k) p.outputs *= p.kd[k];
-  p.reduced = 1;
-  for (int k = 0; k < p.nr; ++k) p.reduced *= p.rd[k];
-  if (p.outputs == 0) return CML_OK;
-  if (p.nr == 0) {  // nothing reduced: a "reduction" of one element each
-    p.rd[0] = 1;
-    p.rs[0] = 0;
-    p.nr = 1;
-    last = p.nk > 0 ? 0 : 1;
+  p->outputs = 1;
+  for (int k = 0; k < p->nk; ++k) p->outputs *= p->kd[k];
+  p->reduced = 1;
+  for (int k = 0; k < p->nr; ++k) p->reduced *= p->rd[k];
+  if (p->nr == 0) {  // nothing reduced: a "reduction" of one element each
+    p->rd[0] = 1;
+    p->rs[0] = 0;
+    p->nr = 1;
+    last = p->nk > 0 ? 0 : 1;
   }
-  if (p.nk == 0) {  // full reduction: one kept axis of size 1
-    p.kd[0] = 1;
-    p.ks[0] = 0;
-    p.nk = 1;
+  if (p->nk == 0) {  // full reduction: one kept axis of size 1
+    p->kd[0] = 1;
+    p->ks[0] = 0;
+    p->nk = 1;
     last = 1;
   }
+  *out_last = last;
+  return CML_OK;
+}
+
+// Scratch: the partials of a blocked full reduction, or the block partials of the f32 SIMD
+// column path.
+static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                              const cmlc_options_t* options) {
+  const cml_shape_t* is = &module->values[node->inputs[0]].shape;
+  const cml_shape_t* os = &module->values[node->first_output].shape;
+  if (cml_shape_element_count(os) == 1) {
+    int64_t block, blocks;
+    cmlc_rd_blocking(cml_shape_element_count(is), &block, &blocks);
+    return (size_t)blocks * CMLC_RD_PARTIAL_SIZE;
+  }
+  if (is->dtype != CML_DTYPE_F32 || !cmlc__rd_cols_f32(options, node->op)) return 0;
+  cmlc_rd_plan_t p;
+  int last;
+  cml_status_t st = cmlc_rd_classify(is, os, node->attrs, node->op, &p, &last);
+  if (st != CML_OK) {
+    cml_status_free(st);
+    return 0;
+  }
+  return last == 0 ? (size_t)cmlc_rd_cols_scratch_floats(&p) * sizeof(float) : 0;
+}
+
+static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* is = args->input_shapes[0];
+  const cml_shape_t* os = args->output_shapes[0];
+  cmlc_rd_fns_t fns = cmlc_rd_pick(args->node->op, is->dtype);
+  if (!fns.inner_reduced) {
+    return cml_status_make(CML_STATUS_INTERNAL, "%s: no kernel for %s",
+                           cml_op_name(args->node->op), cml_dtype_name(is->dtype));
+  }
+  cmlc_rd_plan_t p;
+  int last;
+  CML_RETURN_IF_ERROR(cmlc_rd_classify(is, os, args->node->attrs, args->node->op, &p, &last));
+  p.in = args->inputs[0];
+  p.out = args->outputs[0];
+  if (p.outputs == 0) return CML_OK;
   const int64_t per_output = p.reduced > 0 ? p.reduced : 1;
-  p.op = args->node->op;
   if (is->dtype == CML_DTYPE_F32) p.simd = cmlc_rd_simd_f32_fn(args->options, p.op);
   if (last == 1 && p.outputs == 1 && p.nr == 1) {
     cmlc_rd_blocking(p.reduced, &p.block, &p.blocks);
@@ -517,20 +560,38 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
       return CML_OK;
     }
   }
+  if (last == 0 && is->dtype == CML_DTYPE_F32) {
+    p.cols = cmlc__rd_cols_f32(args->options, p.op);
+    if (p.cols && args->scratch_size < (size_t)cmlc_rd_cols_scratch_floats(&p) * sizeof(float)) {
+      p.cols = NULL;  // no room for the block partials (a caller that skipped the scratch)
+    }
+  }
   if (last == 1 && p.simd) {
     int64_t chunk = CMLC_RD_MIN_WORK / per_output;
     cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, cmlc_rd_simd_f32_a, &p);
   } else if (last == 1) {
     int64_t chunk = CMLC_RD_MIN_WORK / per_output;
     cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, fns.inner_reduced, &p);
-  } else if (is->dtype == CML_DTYPE_F32 &&
-             (p.cols = cmlc__rd_cols_f32(args->options, p.op)) != NULL) {
+  } else if (p.cols) {
     const int64_t width = p.kd[p.nk - 1];
     p.tile = CMLC_RD_SIMD_TILE;
     p.tiles = (width + p.tile - 1) / p.tile;
-    const int64_t tasks = (p.outputs / width) * p.tiles;
-    int64_t chunk = CMLC_RD_MIN_WORK / (per_output * (width < p.tile ? width : p.tile));
-    cmlc_parallel_for(args->pool, tasks, chunk < 1 ? 1 : chunk, cmlc_rd_simd_f32_b, &p);
+    p.blocks = (p.reduced + CMLC_RD_ROW_BLOCK - 1) / CMLC_RD_ROW_BLOCK;
+    if (p.blocks < 1) p.blocks = 1;
+    p.partials = args->scratch;
+    const int64_t rows = p.outputs / width;
+    const int64_t block_work = (p.reduced < CMLC_RD_ROW_BLOCK ? per_output : CMLC_RD_ROW_BLOCK) *
+                               (width < p.tile ? width : p.tile);
+    int64_t chunk = CMLC_RD_MIN_WORK / block_work;
+    cmlc_parallel_for(args->pool, rows * p.tiles * p.blocks, chunk < 1 ? 1 : chunk,
+                      cmlc_rd_simd_f32_cols1, &p);
+    if (p.blocks > 1) {
+      const int64_t tiles2 = (width + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
+      const int64_t work2 = p.blocks * (width < CMLC_RD_TILE ? width : CMLC_RD_TILE);
+      chunk = CMLC_RD_MIN_WORK / work2;
+      cmlc_parallel_for(args->pool, rows * tiles2, chunk < 1 ? 1 : chunk,
+                        cmlc_rd_simd_f32_cols2, &p);
+    }
   } else {
     const int64_t width = p.kd[p.nk - 1];
     p.tiles = (width + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
