@@ -11,7 +11,12 @@
 
 //===--- helpers ---===//
 
+// cml_op_dot is recorded as DotGeneral on a backend that has DotGeneral but not Dot, so Dot
+// cases run on either.
 static bool dot_dtype_ok(bt_t* t, cml_op_t op, cml_dtype_t dtype) {
+  if (op == CML_OP_DOT &&
+      !cml_capabilities_has_op(cml_backend_capabilities(bt_backend(t)), CML_OP_DOT))
+    op = CML_OP_DOT_GENERAL;
   return bt_require_op(t, op) && bt_require_dtype(t, dtype);
 }
 

@@ -477,6 +477,13 @@ TEST(f32_columns_special_values) {
     ASSERT_EQ_DBL(mx[4], INFINITY);
     ASSERT_EQ_DBL(mn[4], -INFINITY);
     ASSERT_TRUE(isnan(sm[4]));  // +Inf + -Inf
+    // An empty leading axis: the identities.
+    tnode_init(&t, CML_OP_REDUCE_MAX, shp(CML_DTYPE_F32, 2, (int64_t[]){0, 5}), (int64_t[]){0}, 1);
+    ASSERT_STATUS_OK(tnode_run_isa(&t, x, mx, NULL, isas[ii]));
+    tnode_init(&t, CML_OP_REDUCE_SUM, shp(CML_DTYPE_F32, 2, (int64_t[]){0, 5}), (int64_t[]){0}, 1);
+    ASSERT_STATUS_OK(tnode_run_isa(&t, x, sm, NULL, isas[ii]));
+    ASSERT_EQ_DBL(mx[4], -INFINITY);
+    ASSERT_TRUE(sm[4] == 0 && !signbit(sm[4]));
     for (int j = 5; j < 19; ++j) {
       float a = -INFINITY, b = INFINITY, c = 0;
       for (int r = 0; r < R; ++r) {

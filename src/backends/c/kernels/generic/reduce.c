@@ -365,14 +365,15 @@ static void cmlc_rd_simd_f32_cols1(void* ctx, int64_t begin, int64_t end, int th
     for (int64_t j = 0; j < len; ++j) acc[j] = ident;
     const int64_t r0 = blk * CMLC_RD_ROW_BLOCK;
     const int64_t r1 = cmlc_rd_block_end(r0, CMLC_RD_ROW_BLOCK, p->reduced);
+    if (r1 <= r0) continue;  // an empty reduced extent: the identity
+    // The odometer at reduced row r0.
     int64_t idx[CML_MAX_RANK];
-    const int64_t off0 = cmlc_rd_offset(p->nr, p->rd, p->rs, r0);
+    int64_t off = cmlc_rd_offset(p->nr, p->rd, p->rs, r0);
     int64_t rest_r = r0;
     for (int d = p->nr - 1; d >= 0; --d) {
       idx[d] = rest_r % p->rd[d];
       rest_r /= p->rd[d];
     }
-    int64_t off = off0;
     for (int64_t r = r0; r < r1; ++r) {
       p->cols(acc, x + base + off, len);
       cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);
