@@ -605,6 +605,37 @@ TEST(bad_input_gets_a_status) {
   cml_status_free(st);
 }
 
+// Float32 division runs in Float64 and is narrowed once; Float64 division keeps its divisor
+// and quotient behind optimization barriers (so XLA cannot turn it into a product with a
+// reciprocal); integer division is a plain divide.
+TEST(float_division_lowering) {
+  fixture_t fx;
+  ASSERT_TRUE(fixture_init(&fx, "div"));
+  cml_shape_t f32 = SHAPE(CML_DTYPE_F32, 3), f64 = SHAPE(CML_DTYPE_F64, 3);
+  cml_shape_t s64 = cml_shape_scalar(CML_DTYPE_F64), i32 = SHAPE(CML_DTYPE_I32, 3);
+  cml_value_t a = cml_parameter(fx.f, "a", &f32), b = cml_parameter(fx.f, "b", &f32);
+  cml_value_t c = cml_parameter(fx.f, "c", &f64), d = cml_parameter(fx.f, "d", &s64);
+  cml_value_t k = cml_parameter(fx.f, "k", &i32);
+  cml_value_t outs[3] = {cml_op_div(fx.f, a, b), cml_op_div(fx.f, c, d), cml_op_div(fx.f, k, k)};
+  char* text = NULL;
+  cml_status_t st = emit(&fx, outs, 3, &text);
+  fixture_deinit(&fx);
+  ASSERT_STATUS_OK(st);
+  ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%a) : (tensor<3xf32>) -> tensor<3xf64>");
+  ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%b) : (tensor<3xf32>) -> tensor<3xf64>");
+  ASSERT_CONTAINS(text, "(tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>");
+  ASSERT_CONTAINS(text, ": (tensor<3xf64>) -> tensor<3xf32>");
+  // The broadcast divisor of the Float64 division goes through a barrier, and so does the
+  // quotient: two barriers in all (none for the Float32 or integer divisions).
+  ASSERT_CONTAINS(text, "\"stablehlo.broadcast_in_dim\"(%d)");
+  int barriers = 0;
+  for (const char* p = text; (p = strstr(p, "stablehlo.optimization_barrier")); ++p) ++barriers;
+  ASSERT_EQ_INT(barriers, 2);
+  ASSERT_CONTAINS(text, "\"stablehlo.divide\"(%k, %k) : (tensor<3xi32>, tensor<3xi32>) -> "
+                        "tensor<3xi32>");
+  free(text);
+}
+
 TEST_MAIN(TEST_ENTRY(golden_add_with_scalar_broadcast),
           TEST_ENTRY(size_one_axes_broadcast_and_compare_types),
           TEST_ENTRY(parameter_name_normalization), TEST_ENTRY(literal_formatting),
@@ -613,4 +644,4 @@ TEST_MAIN(TEST_ENTRY(golden_add_with_scalar_broadcast),
           TEST_ENTRY(convert_bitcast_and_special_unary),
           TEST_ENTRY(nested_regions_while_if_sort_call),
           TEST_ENTRY(closure_called_gets_captures_as_parameters),
-          TEST_ENTRY(bad_input_gets_a_status))
+          TEST_ENTRY(bad_input_gets_a_status), TEST_ENTRY(float_division_lowering))

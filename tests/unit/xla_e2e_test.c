@@ -45,7 +45,10 @@ TEST(backend_from_env) {
   ASSERT_TRUE(cml_capabilities_has_op(caps, CML_OP_DOT_GENERAL));
   ASSERT_TRUE(cml_capabilities_has_dtype(caps, CML_DTYPE_BF16));
   ASSERT_TRUE(cml_capabilities_has_dtype(caps, CML_DTYPE_F16));  // the CPU plugin runs f16
-  ASSERT_FALSE(cml_capabilities_has_dtype(caps, CML_DTYPE_I4));
+  ASSERT_TRUE(cml_capabilities_has_dtype(caps, CML_DTYPE_I4));   // packed in cml's buffers
+  ASSERT_TRUE(cml_capabilities_has_dtype(caps, CML_DTYPE_U2));
+  ASSERT_FALSE(cml_capabilities_has_dtype(caps, CML_DTYPE_I1));  // StableHLO has no 1-bit ints
+  ASSERT_TRUE(cml_capabilities_has_op(caps, CML_OP_SELECT_AND_SCATTER_SUM));
   ASSERT_FALSE(caps->dynamic_axes);
 }
 
@@ -198,6 +201,51 @@ TEST(bad_plugin_path) {
   ASSERT_TRUE(be == NULL);
 }
 
+// Packed dtypes: cml's host layout is packed (first element in the low bits); the plugin's host
+// buffers hold one element per byte. Int4 in, widened to Int8 by the graph, and narrowed back.
+TEST(packed_int4_round_trip) {
+  cml_shape_t s4 = cml_shape_make(CML_DTYPE_I4, 1, (int64_t[]){5});
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_backend, "packed", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t x = cml_parameter(f, "x", &s4);
+  cml_value_t wide = cml_op_convert_dtype(f, x, CML_DTYPE_I8);
+  cml_value_t outs[2] = {wide, cml_op_convert_dtype(f, cml_op_neg(f, wide), CML_DTYPE_I4)};
+  cml_status_t st = cml_function_return(f, outs, 2);
+  cml_executable_t* exe = NULL;
+  if (st == CML_OK) st = cml_builder_compile(b, &exe);
+  cml_builder_destroy(b);
+  ASSERT_STATUS_OK(st);
+  // Elements 1, -2, 7, -8, 0 packed two per byte: 0xE1, 0x87, 0x00.
+  const uint8_t packed[3] = {0xE1, 0x87, 0x00};
+  cml_buffer_t* in = NULL;
+  ASSERT_STATUS_OK(cml_buffer_from_host(g_backend, 0, &s4, packed, sizeof packed, &in));
+  cml_buffer_t* out[2] = {NULL, NULL};
+  ASSERT_STATUS_OK(cml_executable_execute(exe, &in, 1, NULL, 0, out));
+  int8_t got8[5];
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[0], got8, sizeof got8));
+  const int8_t want8[5] = {1, -2, 7, -8, 0};
+  for (int i = 0; i < 5; ++i) ASSERT_EQ_INT(got8[i], want8[i]);
+  // -x wraps in Int4: -1, 2, -7, -8 (8 wraps), 0 -> nibbles F, 2, 9, 8, 0.
+  uint8_t got4[3] = {0xAA, 0xAA, 0xAA};
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[1], got4, sizeof got4));
+  ASSERT_EQ_INT(got4[0], 0x2F);
+  ASSERT_EQ_INT(got4[1], 0x89);
+  ASSERT_EQ_INT(got4[2], 0x00);  // the unused high nibble is zero
+  // A shared (host-memory) buffer cannot hold a packed dtype on this plugin.
+  cml_buffer_t* shared = NULL;
+  void* data = NULL;
+  st = cml_buffer_create_shared(g_backend, 0, &s4, &shared, &data);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_UNIMPLEMENTED);
+  ASSERT_CONTAINS(cml_status_message(st), "(Int4)[5]");
+  cml_status_free(st);
+  ASSERT_TRUE(shared == NULL);
+  cml_buffer_release(out[0]);
+  cml_buffer_release(out[1]);
+  cml_buffer_release(in);
+  cml_executable_release(exe);
+}
+
 int main(int argc, char** argv) {
   cml_xla_enable_auto_install(false);  // tests never download
   cml__xla_search_t search;
@@ -221,7 +269,8 @@ int main(int argc, char** argv) {
       TEST_ENTRY(backend_from_env), TEST_ENTRY(add_graph),
       TEST_ENTRY(mul_int32_scalar_broadcast_and_donation),
       TEST_ENTRY(shared_buffers_and_copy_to_device), TEST_ENTRY(device_out_of_range),
-      TEST_ENTRY(config_options_reach_the_plugin), TEST_ENTRY(bad_plugin_path)};
+      TEST_ENTRY(config_options_reach_the_plugin), TEST_ENTRY(bad_plugin_path),
+      TEST_ENTRY(packed_int4_round_trip)};
   int failures = 0, ran = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
     if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) continue;

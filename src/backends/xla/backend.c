@@ -100,6 +100,15 @@ static cml_status_t cml_xla_buffer_create_shared(cml_backend_t* backend, int dev
                            b->plugin_name);
   }
   CML_RETURN_IF_ERROR(cml_xla_check_dtype(b, shape, "shared buffer"));
+  if (cml_dtype_is_packed(shape->dtype)) {
+    // cml's packed host layout is not the plugin's device layout for these types: host copies
+    // convert between the two (see pjrt.c), a view over host memory cannot.
+    char text[96];
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "xla: shared buffer %s: packed dtypes cannot be shared with the %s "
+                           "plugin (use cml_buffer_from_host)",
+                           cml_shape_format(shape, text, sizeof text), b->plugin_name);
+  }
   size_t size = cml_shape_byte_size(shape);
   size_t alloc = (size + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;

@@ -28,6 +28,7 @@ typedef struct cmlc_la_dot_plan_t {
   cml_dtype_t lhs_dtype, rhs_dtype, acc_dtype, out_dtype;
   cmlc__la_domain_t domain;
   bool use_gemm;  // the f32 GEMM
+  bool gemm_bf16;  // with use_gemm: the AVX-512 BF16 GEMM (bf16 x bf16 operands)
   bool gemm_f64;  // the f64 GEMM
   int threads;
   // Scratch layout (byte offsets, each 64-byte aligned).
@@ -97,6 +98,13 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs,
   p->gemm_f64 = p->domain == CMLC__LA_DOM_F64 && !options->reference &&
                 cml_dtype_is_float(p->lhs_dtype) && cml_dtype_is_float(p->rhs_dtype) &&
                 cmlc_la_dtype_ok(p->lhs_dtype) && cmlc_la_dtype_ok(p->rhs_dtype);
+#if defined(CMLC__GEMM_HAVE_X86)
+  // bf16 x bf16 with AVX-512 BF16: pairs of k straight into vdpbf16ps (f32 accumulation);
+  // otherwise the operands convert to f32 while packing. The choice depends on the options
+  // and dtypes only, never on the thread count.
+  p->gemm_bf16 = p->use_gemm && options->avx512_bf16 && options->isa == CMLC_ISA_AVX512 &&
+                 p->lhs_dtype == CML_DTYPE_BF16 && p->rhs_dtype == CML_DTYPE_BF16;
+#endif
   p->threads = options->threads > 0 ? options->threads : 1;
   size_t tables = (size_t)(2 * p->batch + p->m + 2 * p->k + p->n) * sizeof(int64_t);
   size_t off = 0;
@@ -108,8 +116,15 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs,
     if (p->out_dtype != CML_DTYPE_F32)
       off = cmlc_la_align(off + (size_t)(p->batch * p->m * p->n) * sizeof(float));
     p->off_gemm = off;
-    off = cmlc_la_align(off + cmlc__gemm_f32_scratch(p->batch, p->m, p->n, p->k, options->isa,
-                                                     p->threads));
+#if defined(CMLC__GEMM_HAVE_X86)
+    if (p->gemm_bf16) {
+      off = cmlc_la_align(off + cmlc__gemm_bf16_scratch(p->m, p->n, p->k, p->threads));
+    } else
+#endif
+    {
+      off = cmlc_la_align(off + cmlc__gemm_f32_scratch(p->batch, p->m, p->n, p->k,
+                                                       options->isa, p->threads));
+    }
   } else if (p->gemm_f64) {
     p->off_a = p->off_b = off;
     p->off_c = off;
@@ -356,7 +371,14 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
     g.a = (cmlc__gemm_operand_t){c.lhs, p.lhs_dtype, c.lhs_b, c.lhs_m, c.lhs_k};
     g.b = (cmlc__gemm_operand_t){c.rhs, p.rhs_dtype, c.rhs_b, c.rhs_k, c.rhs_n};
     g.c = p.out_dtype == CML_DTYPE_F32 ? (float*)c.out : (float*)(s + p.off_c);
-    cmlc__gemm_f32(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
+#if defined(CMLC__GEMM_HAVE_X86)
+    if (p.gemm_bf16) {
+      cmlc__gemm_bf16(&g, pool, s + p.off_gemm, p.threads);
+    } else
+#endif
+    {
+      cmlc__gemm_f32(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
+    }
     if (p.out_dtype != CML_DTYPE_F32) {
       c.a = g.c;
       cmlc_parallel_for(args->pool, total_out, 16384, cmlc_la_dot_store_c, &c);

@@ -337,6 +337,17 @@ void cmlc__gemv_axpy_f32_avx512(int64_t k, const float* a, int64_t a_stride, con
                                 int64_t ldb, float* c, int64_t n);
 void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                                int64_t c_stride, int64_t n);
+// bf16 x bf16 -> f32 GEMM with AVX-512 BF16 (vdpbf16ps; kernels/x86_64/gemm_x86_64_avx512bf16.c),
+// for options->avx512_bf16 only. Both operands of |p| must be BF16. Same contract as
+// cmlc__gemm_f32 (work split over output tiles, never over k: the result does not depend on
+// the thread count); the accuracy bound is in that file's header. |scratch| must hold
+// cmlc__gemm_bf16_scratch(m, n, k, threads) bytes, 64-byte aligned.
+size_t cmlc__gemm_bf16_scratch(int64_t m, int64_t n, int64_t k, int threads);
+void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, cmlc_pool_t* pool, void* scratch,
+                     int threads);
+void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint32_t* a, const uint16_t* b,
+                                          float* c, int64_t ldc, int accumulate, int rows,
+                                          int cols);
 #endif
 
 //===--- conv (linalg_conv.c) ---===//

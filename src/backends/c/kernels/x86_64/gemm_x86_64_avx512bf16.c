@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/x86_64/gemm_x86_64_avx512bf16.c: bf16 x bf16 -> f32 GEMM with AVX-512 BF16
+// (vdpbf16ps): packing of k pairs, a 12 x 32 micro-kernel and its cache-blocked driver. Only
+// called when options->avx512_bf16 (linalg.c); compiled with function attributes, so the file
+// needs no global -m flags.
+//
+// vdpbf16ps multiplies pairs of bf16 values and adds both products to an f32 lane:
+// c[i] += a[2i] * b[2i] + a[2i+1] * b[2i+1]. So B is packed in NR-column slivers of k pairs
+// (for each pair: 32 columns x {k even, k odd}, one zmm per 16 columns) and A in MR-row slivers
+// of k pairs (one 32-bit {k even, k odd} value per row, broadcast). An odd k is padded with a
+// zero in both operands, and a partial tile with zero rows / columns, so padding adds 0 * 0.
+//
+// Loops, per batch: jc over N in NC-column blocks, pc over K in KC-deep blocks (sequential,
+// accumulated into C in f32 in the same order for every tile), then tasks of (MC-row block of
+// A, run of B slivers) on the pool: a task packs its A block and runs the micro-kernel; the B
+// panel is packed once per (jc, pc) by all threads. Tasks never split K and a tile's arithmetic
+// does not depend on its place or thread, so the result does not depend on the thread count.
+//
+// Accuracy (documented bound, checked by tests/unit/c_kernels_gemm_bf16_test.c): bf16 x bf16
+// products are exact in f32; each vdpbf16ps adds two of them to the f32 accumulator (Intel
+// documents two additions, the odd element's product first, each rounded to nearest even, with
+// denormal inputs and results flushed to zero; an implementation that fuses the two additions
+// rounds less). The order differs from the f32 FMA path, so results are not bit-identical to
+// it; both obey
+// |c - exact| <= (K + 2) * 2^-24 * sum_k |a_k * b_k| (+ 2^-126 per step when values are
+// denormal), which is the bound the tests use for every path.
+#include "backends/c/kernels/generic/linalg_internal.h"
+
+#if defined(CMLC__GEMM_HAVE_X86)
+#include <immintrin.h>
+
+enum {
+  CMLC_BF_MR = 12,
+  CMLC_BF_NR = 32,
+  CMLC_BF_KC = 512,   // k values per block (even): 256 pairs
+  CMLC_BF_MC = 144,   // a multiple of MR
+  CMLC_BF_NC = 2048,  // a multiple of NR
+};
+
+#define CMLC_BF_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+
+static int64_t cmlc_bf_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t cmlc_bf_round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+//===--- micro-kernel ---===//
+
+#define CMLC_BF_ROW(r, i)                                                                      \
+  do {                                                                                        \
+    __m512bh av_ = (__m512bh)_mm512_set1_epi32((int)a[i]);                                    \
+    acc##r##0 = _mm512_dpbf16_ps(acc##r##0, av_, b0);                                         \
+    acc##r##1 = _mm512_dpbf16_ps(acc##r##1, av_, b1);                                         \
+  } while (0)
+
+#define CMLC_BF_STORE(r, i)                                                                    \
+  do {                                                                                        \
+    if ((i) < rows) {                                                                         \
+      float* cr_ = c + (int64_t)(i) * ldc;                                                    \
+      if (accumulate) {                                                                       \
+        acc##r##0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr_), acc##r##0);                 \
+        acc##r##1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr_ + 16), acc##r##1);            \
+      }                                                                                       \
+      _mm512_mask_storeu_ps(cr_, m0, acc##r##0);                                              \
+      _mm512_mask_storeu_ps(cr_ + 16, m1, acc##r##1);                                         \
+    }                                                                                         \
+  } while (0)
+
+// C[rows x cols] = (accumulate ? C : 0) + A sliver x B sliver over |kp| k pairs. |a|: kp x MR
+// packed pairs; |b|: kp x NR x 2 bf16 (both zero padded).
+CMLC_BF_TARGET void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint32_t* a,
+                                                         const uint16_t* b, float* c,
+                                                         int64_t ldc, int accumulate, int rows,
+                                                         int cols) {
+  __m512 acc00 = _mm512_setzero_ps(), acc01 = _mm512_setzero_ps();
+  __m512 acc10 = _mm512_setzero_ps(), acc11 = _mm512_setzero_ps();
+  __m512 acc20 = _mm512_setzero_ps(), acc21 = _mm512_setzero_ps();
+  __m512 acc30 = _mm512_setzero_ps(), acc31 = _mm512_setzero_ps();
+  __m512 acc40 = _mm512_setzero_ps(), acc41 = _mm512_setzero_ps();
+  __m512 acc50 = _mm512_setzero_ps(), acc51 = _mm512_setzero_ps();
+  __m512 acc60 = _mm512_setzero_ps(), acc61 = _mm512_setzero_ps();
+  __m512 acc70 = _mm512_setzero_ps(), acc71 = _mm512_setzero_ps();
+  __m512 acc80 = _mm512_setzero_ps(), acc81 = _mm512_setzero_ps();
+  __m512 acc90 = _mm512_setzero_ps(), acc91 = _mm512_setzero_ps();
+  __m512 accA0 = _mm512_setzero_ps(), accA1 = _mm512_setzero_ps();
+  __m512 accB0 = _mm512_setzero_ps(), accB1 = _mm512_setzero_ps();
+  for (int64_t q = 0; q < kp; ++q) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void*)b);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void*)(b + 32));
+    CMLC_BF_ROW(0, 0);
+    CMLC_BF_ROW(1, 1);
+    CMLC_BF_ROW(2, 2);
+    CMLC_BF_ROW(3, 3);
+    CMLC_BF_ROW(4, 4);
+    CMLC_BF_ROW(5, 5);
+    CMLC_BF_ROW(6, 6);
+    CMLC_BF_ROW(7, 7);
+    CMLC_BF_ROW(8, 8);
+    CMLC_BF_ROW(9, 9);
+    CMLC_BF_ROW(A, 10);
+    CMLC_BF_ROW(B, 11);
+    a += CMLC_BF_MR;
+    b += 2 * CMLC_BF_NR;
+  }
+  const __mmask16 m0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1u);
+  const __mmask16 m1 = cols >= 32   ? (__mmask16)0xFFFF
+                       : cols <= 16 ? (__mmask16)0
+                                    : (__mmask16)((1u << (cols - 16)) - 1u);
+  CMLC_BF_STORE(0, 0);
+  CMLC_BF_STORE(1, 1);
+  CMLC_BF_STORE(2, 2);
+  CMLC_BF_STORE(3, 3);
+  CMLC_BF_STORE(4, 4);
+  CMLC_BF_STORE(5, 5);
+  CMLC_BF_STORE(6, 6);
+  CMLC_BF_STORE(7, 7);
+  CMLC_BF_STORE(8, 8);
+  CMLC_BF_STORE(9, 9);
+  CMLC_BF_STORE(A, 10);
+  CMLC_BF_STORE(B, 11);
+}
+
+#undef CMLC_BF_ROW
+#undef CMLC_BF_STORE
+
+//===--- packing ---===//
+
+// Packs A rows [ic, ic+mc) x k [pc, pc+kc) of batch |bt| into MR-row slivers of k pairs.
+static void cmlc_bf_pack_a(const cmlc__gemm_operand_t* a, int64_t bt, int64_t ic, int64_t mc,
+                           int64_t pc, int64_t kc, uint32_t* dst) {
+  const uint16_t* data = (const uint16_t*)a->data + a->batch_offsets[bt];
+  const int64_t* cols = a->col_offsets + pc;
+  const int64_t kp = (kc + 1) / 2;
+  const bool contiguous = kc < 2 || cols[1] - cols[0] == 1;
+  for (int64_t i = 0; i < mc; i += CMLC_BF_MR) {
+    uint32_t* sliver = dst + i * kp;
+    const int rows = (int)cmlc_bf_min(CMLC_BF_MR, mc - i);
+    for (int r = 0; r < CMLC_BF_MR; ++r) {
+      if (r >= rows) {
+        for (int64_t q = 0; q < kp; ++q) sliver[q * CMLC_BF_MR + r] = 0;
+        continue;
+      }
+      const uint16_t* row = data + a->row_offsets[ic + i + r];
+      for (int64_t q = 0; q < kp; ++q) {
+        const int64_t k0 = 2 * q;
+        const uint32_t lo = row[cols[k0]];
+        const uint32_t hi = k0 + 1 < kc ? row[contiguous ? cols[k0] + 1 : cols[k0 + 1]] : 0u;
+        sliver[q * CMLC_BF_MR + r] = lo | hi << 16;
+      }
+    }
+  }
+}
+
+// Packs B slivers [s0, s1) of k [pc, pc+kc) x columns [jc, jc+nc) of batch |bt|.
+static void cmlc_bf_pack_b(const cmlc__gemm_operand_t* bop, int64_t bt, int64_t jc, int64_t nc,
+                           int64_t pc, int64_t kc, int64_t s0, int64_t s1, uint16_t* panel) {
+  const uint16_t* data = (const uint16_t*)bop->data + bop->batch_offsets[bt];
+  const int64_t kp = (kc + 1) / 2;
+  for (int64_t s = s0; s < s1; ++s) {
+    uint16_t* sliver = panel + s * kp * 2 * CMLC_BF_NR;
+    const int64_t col0 = s * CMLC_BF_NR;
+    const int64_t cols = cmlc_bf_min(CMLC_BF_NR, nc - col0);
+    const int64_t* coff = bop->col_offsets + jc + col0;
+    for (int64_t q = 0; q < kp; ++q) {
+      const int64_t k0 = pc + 2 * q;
+      const uint16_t* r0 = data + bop->row_offsets[k0];
+      const uint16_t* r1 = k0 + 1 < pc + kc ? data + bop->row_offsets[k0 + 1] : NULL;
+      uint16_t* d = sliver + q * 2 * CMLC_BF_NR;
+      for (int64_t j = 0; j < cols; ++j) {
+        d[2 * j] = r0[coff[j]];
+        d[2 * j + 1] = r1 ? r1[coff[j]] : 0;
+      }
+      for (int64_t j = cols; j < CMLC_BF_NR; ++j) d[2 * j] = d[2 * j + 1] = 0;
+    }
+  }
+}
+
+//===--- driver ---===//
+
+typedef struct cmlc_bf_ctx_t {
+  const cmlc__gemm_problem_t* p;
+  int64_t kc_max, mc_max, nc_max;
+  size_t a_elems, b_elems;  // uint32 pairs per A block, uint16 per B panel
+  void* scratch;
+  int64_t bt, jc, nc, pc, kc;
+  int64_t slivers, slivers_per_chunk, n_chunks;
+  uint16_t* panel;
+} cmlc_bf_ctx_t;
+
+static void cmlc_bf_sizes(int64_t m, int64_t n, int64_t k, cmlc_bf_ctx_t* c) {
+  c->kc_max = cmlc_bf_min(CMLC_BF_KC, cmlc_bf_round_up(k > 0 ? k : 1, 2));
+  c->mc_max = cmlc_bf_min(CMLC_BF_MC, cmlc_bf_round_up(m > 0 ? m : 1, CMLC_BF_MR));
+  c->nc_max = cmlc_bf_min(CMLC_BF_NC, cmlc_bf_round_up(n > 0 ? n : 1, CMLC_BF_NR));
+  c->a_elems = (size_t)cmlc_bf_round_up(c->mc_max * (c->kc_max / 2), 16);
+  c->b_elems = (size_t)cmlc_bf_round_up(c->kc_max * c->nc_max, 32);
+}
+
+size_t cmlc__gemm_bf16_scratch(int64_t m, int64_t n, int64_t k, int threads) {
+  cmlc_bf_ctx_t c;
+  cmlc_bf_sizes(m, n, k, &c);
+  if (threads < 1) threads = 1;
+  return (size_t)threads * c.a_elems * sizeof(uint32_t) + c.b_elems * sizeof(uint16_t) + 64;
+}
+
+static void cmlc_bf_pack_b_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_bf_ctx_t* c = vctx;
+  cmlc_bf_pack_b(&c->p->b, c->bt, c->jc, c->nc, c->pc, c->kc, begin, end, c->panel);
+}
+
+static void cmlc_bf_tile_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  const cmlc_bf_ctx_t* c = vctx;
+  const cmlc__gemm_problem_t* p = c->p;
+  uint32_t* abuf = (uint32_t*)c->scratch + (size_t)thread_index * c->a_elems;
+  const int64_t kp = (c->kc + 1) / 2;
+  float* cb = p->c + c->bt * p->m * p->n;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t ib = t / c->n_chunks, chunk = t % c->n_chunks;
+    const int64_t ic = ib * c->mc_max;
+    const int64_t mc = cmlc_bf_min(c->mc_max, p->m - ic);
+    const int64_t s0 = chunk * c->slivers_per_chunk;
+    const int64_t s1 = cmlc_bf_min(c->slivers, s0 + c->slivers_per_chunk);
+    cmlc_bf_pack_a(&p->a, c->bt, ic, mc, c->pc, c->kc, abuf);
+    for (int64_t s = s0; s < s1; ++s) {
+      const int64_t col0 = c->jc + s * CMLC_BF_NR;
+      const int cols = (int)cmlc_bf_min(CMLC_BF_NR, c->jc + c->nc - col0);
+      const uint16_t* bs = c->panel + s * kp * 2 * CMLC_BF_NR;
+      for (int64_t i = 0; i < mc; i += CMLC_BF_MR) {
+        const int rows = (int)cmlc_bf_min(CMLC_BF_MR, mc - i);
+        cmlc__gemm_ukernel_bf16_avx512_12x32(kp, abuf + i * kp, bs, cb + (ic + i) * p->n + col0,
+                                             p->n, c->pc > 0, rows, cols);
+      }
+    }
+  }
+}
+
+void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, cmlc_pool_t* pool, void* scratch,
+                     int threads) {
+  if (p->batch <= 0 || p->m <= 0 || p->n <= 0) return;
+  if (p->k <= 0) {
+    memset(p->c, 0, (size_t)(p->batch * p->m * p->n) * sizeof(float));
+    return;
+  }
+  cmlc_bf_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.p = p;
+  cmlc_bf_sizes(p->m, p->n, p->k, &c);
+  if (threads < 1) threads = 1;
+  int pool_threads = cmlc_pool_thread_count(pool);
+  if (pool_threads > threads) pool = NULL, pool_threads = 1;
+  // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
+  if (2.0 * (double)p->m * (double)p->n * (double)p->k <= 2.0 * 128 * 128 * 128) {
+    pool = NULL, pool_threads = 1;
+  }
+  c.scratch = scratch;
+  c.panel = (uint16_t*)((uint32_t*)scratch + (size_t)threads * c.a_elems);
+  const int64_t ic_blocks = (p->m + c.mc_max - 1) / c.mc_max;
+  for (int64_t bt = 0; bt < p->batch; ++bt) {
+    c.bt = bt;
+    for (int64_t jc = 0; jc < p->n; jc += c.nc_max) {
+      c.jc = jc;
+      c.nc = cmlc_bf_min(c.nc_max, p->n - jc);
+      c.slivers = (c.nc + CMLC_BF_NR - 1) / CMLC_BF_NR;
+      // Enough tasks for the pool; the split changes which thread computes a tile, never how.
+      const int64_t want = 4 * (int64_t)pool_threads;
+      int64_t n_chunks = pool_threads > 1 ? (want + ic_blocks - 1) / ic_blocks : 1;
+      if (n_chunks < 1) n_chunks = 1;
+      if (n_chunks > c.slivers) n_chunks = c.slivers;
+      c.slivers_per_chunk = (c.slivers + n_chunks - 1) / n_chunks;
+      c.n_chunks = (c.slivers + c.slivers_per_chunk - 1) / c.slivers_per_chunk;
+      for (int64_t pc = 0; pc < p->k; pc += c.kc_max) {
+        c.pc = pc;
+        c.kc = cmlc_bf_min(c.kc_max, p->k - pc);
+        const int64_t pack_chunk = 16384 / (c.kc * CMLC_BF_NR) + 1;
+        cmlc_parallel_for(pool, c.slivers, pack_chunk, cmlc_bf_pack_b_task, &c);
+        cmlc_parallel_for(pool, ic_blocks * c.n_chunks, 1, cmlc_bf_tile_task, &c);
+      }
+    }
+  }
+}
+
+#endif  // CMLC__GEMM_HAVE_X86
