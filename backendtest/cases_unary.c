@@ -288,6 +288,35 @@ static void case_complex_unary(bt_t* t) {
   }
 }
 
+// Complex Abs at non-finite and extreme values (C99 Annex G, as hypot): +inf when either part
+// is infinite (even with a NaN in the other), NaN when a part is NaN, and no overflow for parts
+// whose squares overflow.
+static void case_complex_abs_edges(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_ABS)) return;
+  static const double v[] = {0, NAN, NAN, 0, INFINITY, NAN, NAN, -INFINITY, 3, 4, -0.0, -0.0,
+                             1e30, -1e30, -5, 12, 1e-30, 1e-30};
+  enum { COUNT = sizeof v / sizeof v[0] / 2 };
+  static const cml_dtype_t cdts[] = {CML_DTYPE_C64, CML_DTYPE_C128};
+  int ran = 0;
+  for (size_t k = 0; k < 2; ++k) {
+    const cml_dtype_t dt = cdts[k];
+    if (!cu_has(t, dt)) continue;
+    ++ran;
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    const int64_t dims[1] = {COUNT};
+    bt_tensor_t x = bt_tensor_c(t, dt, 1, dims, v);
+    cml_value_t y = cml_op_abs(f, bt_param(t, f, &x));
+    bt_tensor_t out[1];
+    if (!bt_exec(t, &y, 1, out)) return;
+    double want[COUNT];
+    for (int i = 0; i < COUNT; ++i) want[i] = hypot(v[2 * i], v[2 * i + 1]);
+    bt_tensor_t w = bt_tensor_f64(t, cml_dtype_real_part(dt), 1, dims, want);
+    bt_expect_ulps(t, cml_dtype_name(dt), &out[0], &w, 2);
+  }
+  if (!ran) bt_unsupported(t, "the backend has no complex dtype");
+}
+
 //===--- integer unary ops ---===//
 
 static const int64_t cu_int_values[] = {0,         1,           -1,        2,
@@ -637,6 +666,7 @@ const bt_case_t bt_cases_unary[] = {
     {"is_finite", CML_OP_IS_FINITE, case_is_finite},
     {"is_nan", CML_OP_IS_NAN, case_is_nan},
     {"complex_unary", CML_OP_CONJ, case_complex_unary},
+    {"complex_abs_edges", CML_OP_ABS, case_complex_abs_edges},
     {"abs_int", CML_OP_ABS, case_int_abs},
     {"neg_int", CML_OP_NEG, case_int_neg},
     {"sign_int", CML_OP_SIGN, case_int_sign},

@@ -16,6 +16,9 @@
 // - SelectAndScatterSum (add every source element to its whole window) is a pad with interior
 //   padding (stride - 1) followed by a stride-1 window sum.
 // - SchedulingBarrier is an optimization_barrier over (x, deps...) whose first result is used.
+// - Float division is kept correctly rounded against XLA's algebraic simplifier (which turns
+//   x / broadcast(y) into x * broadcast(1 / y), and more): Float32 and half types divide in
+//   Float64, Float64 divides behind optimization barriers (cml_shlo_div_f64).
 // - Erf uses chlo.erf, which the PJRT plugins accept and expand.
 // - RNGBitGenerator uses PHILOX with an unsigned output of the same width, bitcast to the
 //   requested dtype.
@@ -454,6 +457,34 @@ static cml__shlo_val_t cml_shlo_div_f64(cml__shlo_ctx_t* c, const cml__shlo_val_
   cml__shlo_val_t ins[2] = {*x, cml_shlo_opaque(c, y)};
   cml__shlo_val_t q = cml__shlo_op(c, "stablehlo.divide", ins, 2, NULL, &x->shape);
   return cml_shlo_opaque(c, &q);
+}
+
+// Complex Abs with C99's rules for non-finite parts: +inf when either part is infinite, else
+// NaN when either is NaN, else |z|. XLA's own expansion (a scaled hypot over max/min) loses a
+// NaN under the CPU plugin's default fast min/max: |0 + NaN i| came out as 0.
+static cml__shlo_val_t cml_shlo_complex_abs(cml__shlo_ctx_t* c, const cml__shlo_val_t* x,
+                                            const cml_shape_t* out) {
+  cml_shape_t bs = cml_shlo_retype(out, CML_DTYPE_BOOL);
+  cml__shlo_val_t r = cml__shlo_op(c, "stablehlo.abs", x, 1, NULL, out);
+  cml__shlo_val_t parts[2] = {cml__shlo_op(c, "stablehlo.real", x, 1, NULL, out),
+                              cml__shlo_op(c, "stablehlo.imag", x, 1, NULL, out)};
+  cml__shlo_val_t inf = cml__shlo_const_fill(c, out->dtype, CML__SHLO_HIGHEST, out);
+  cml__shlo_val_t is_nan[2], is_inf[2];
+  for (int k = 0; k < 2; ++k) {
+    is_nan[k] = cml__shlo_compare(c, "NE", &parts[k], &parts[k], false);
+    cml__shlo_val_t mag = cml__shlo_op(c, "stablehlo.abs", &parts[k], 1, NULL, out);
+    is_inf[k] = cml__shlo_compare(c, "EQ", &mag, &inf, false);
+  }
+  cml__shlo_val_t nan_any = cml__shlo_op(c, "stablehlo.or", is_nan, 2, NULL, &bs);
+  cml__shlo_val_t inf_any = cml__shlo_op(c, "stablehlo.or", is_inf, 2, NULL, &bs);
+  // A NaN of the result dtype: the sum of the two parts is NaN wherever one of them is.
+  cml__shlo_val_t sum = cml__shlo_op(c, "stablehlo.add", parts, 2, NULL, out);
+  cml__shlo_val_t sel[3] = {nan_any, sum, r};
+  r = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, out);
+  sel[0] = inf_any;
+  sel[1] = inf;
+  sel[2] = r;
+  return cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, out);
 }
 
 //===--- op lowerings ---===//
@@ -1089,6 +1120,10 @@ static cml_status_t cml_shlo_elementwise(cml__shlo_ctx_t* c, const cml_ir_node_t
       case CML_OP_IMAG:
         r = complex ? cml__shlo_op(c, "stablehlo.imag", &x, 1, NULL, out)
                     : cml__shlo_const_fill(c, out->dtype, CML__SHLO_ZERO, out);
+        break;
+      case CML_OP_ABS:
+        r = complex ? cml_shlo_complex_abs(c, &x, out)
+                    : cml__shlo_op(c, "stablehlo.abs", &x, 1, NULL, out);
         break;
       case CML_OP_CONJ: {
         cml_shape_t part = cml_shlo_retype(out, cml_dtype_real_part(out->dtype));

@@ -119,6 +119,19 @@ CMLC_EW_BK(cmlc_ew_complex_f64, double, cml_c128_t, CMLC_EW_ID, cmlc_ew_store_c1
 
 //===--- complex ---===//
 
+// The textbook product (ac - bd) + (ad + bc)i with the first product fused, which is what XLA's
+// CPU code computes: fma(a, c, -bd) + fma(a, d, bc)i. C99's Annex G recovery of infinities (what
+// `*` on _Complex does) gives (-inf, inf) for (0+1i)(inf+inf i) where XLA gives NaN, and the
+// unfused form overflows to NaN for (1e30-1e30i)^2 where XLA gives -inf.
+static inline float _Complex cmlc_ew_cmul_f(float _Complex x, float _Complex y) {
+  const float a = crealf(x), b = cimagf(x), c = crealf(y), d = cimagf(y);
+  return CMPLXF(fmaf(a, c, -(b * d)), fmaf(a, d, b * c));
+}
+static inline double _Complex cmlc_ew_cmul_d(double _Complex x, double _Complex y) {
+  const double a = creal(x), b = cimag(x), c = creal(y), d = cimag(y);
+  return CMPLX(fma(a, c, -(b * d)), fma(a, d, b * c));
+}
+
 // pow(0, 0) = 1 (XLA); otherwise cpow.
 static inline float _Complex cmlc_ew_cpow_f(float _Complex a, float _Complex b) {
   if (a == 0 && b == 0) return 1;
@@ -129,19 +142,19 @@ static inline double _Complex cmlc_ew_cpow_d(double _Complex a, double _Complex 
   return cpow(a, b);
 }
 
-#define CMLC_EW_COMPLEX_BINARY(sfx, T, CT, LOAD, STORE, CPOW)                    \
+#define CMLC_EW_COMPLEX_BINARY(sfx, T, CT, LOAD, STORE, CPOW, CMUL)              \
   CMLC_EW_BK(cmlc_ew_add_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_ADD)              \
   CMLC_EW_BK(cmlc_ew_sub_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_SUB)              \
-  CMLC_EW_BK(cmlc_ew_mul_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_MUL)              \
+  CMLC_EW_BK(cmlc_ew_mul_##sfx, T, T, LOAD, STORE, CT, CMUL)                     \
   CMLC_EW_BK(cmlc_ew_div_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_DIV)              \
   CMLC_EW_BK(cmlc_ew_pow_##sfx, T, T, LOAD, STORE, CT, CPOW)                     \
   CMLC_EW_BK(cmlc_ew_eq_##sfx, T, uint8_t, LOAD, CMLC_EW_BOOL, CT, CMLC_EW_EQ)   \
   CMLC_EW_BK(cmlc_ew_ne_##sfx, T, uint8_t, LOAD, CMLC_EW_BOOL, CT, CMLC_EW_NE)
 
 CMLC_EW_COMPLEX_BINARY(c64, cml_c64_t, float _Complex, cmlc_ew_load_c64, cmlc_ew_store_c64,
-                       cmlc_ew_cpow_f)
+                       cmlc_ew_cpow_f, cmlc_ew_cmul_f)
 CMLC_EW_COMPLEX_BINARY(c128, cml_c128_t, double _Complex, cmlc_ew_load_c128, cmlc_ew_store_c128,
-                       cmlc_ew_cpow_d)
+                       cmlc_ew_cpow_d, cmlc_ew_cmul_d)
 
 //===--- integers ---===//
 

@@ -103,13 +103,14 @@ CMLC_EW_UK(cmlc_ew_logical_not_bool, uint8_t, uint8_t, CMLC_EW_ID, CMLC_EW_BOOL,
 //===--- complex ---===//
 
 // exp(z) - 1 = expm1(x) cos(y) - 2 sin^2(y/2) + i exp(x) sin(y): no cancellation near 0.
+// A zero imaginary part stays exactly zero (XLA: expm1(inf + 0i) = inf + 0i, not inf * 0 = NaN).
 static inline float _Complex cmlc_ew_cexpm1_f(float _Complex z) {
   const float x = crealf(z), y = cimagf(z), s = sinf(0.5f * y);
-  return CMPLXF(expm1f(x) * cosf(y) - 2.0f * s * s, expf(x) * sinf(y));
+  return CMPLXF(expm1f(x) * cosf(y) - 2.0f * s * s, y == 0.0f ? y : expf(x) * sinf(y));
 }
 static inline double _Complex cmlc_ew_cexpm1_d(double _Complex z) {
   const double x = creal(z), y = cimag(z), s = sin(0.5 * y);
-  return CMPLX(expm1(x) * cos(y) - 2.0 * s * s, exp(x) * sin(y));
+  return CMPLX(expm1(x) * cos(y) - 2.0 * s * s, y == 0.0 ? y : exp(x) * sin(y));
 }
 // log(1 + z): the real part is log|1+z| = log1p(2x + x^2 + y^2) / 2, accurate near 0.
 static inline float _Complex cmlc_ew_clog1p_f(float _Complex z) {
