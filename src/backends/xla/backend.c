@@ -374,6 +374,10 @@ static cml_status_t cml_xla_locate(const cml__xla_config_t* config, const char* 
   cml_status_t st = cml__xla_find_plugin(&search, name, out_path);
   if (st == CML_OK) return CML_OK;
   const cml__xla_wheel_t* wheel = cml__xla_wheel_for(name);
+  if (cml_status_code(st) == CML_STATUS_NOT_FOUND && wheel && !cml__xla_auto_install_enabled()) {
+    return cml_status_annotate(st, "xla: auto-install is off (GOMLX_NO_AUTO_INSTALL is set or "
+                                   "cml_xla_enable_auto_install(false) was called)");
+  }
   if (cml_status_code(st) != CML_STATUS_NOT_FOUND || !wheel || !cml__xla_auto_install_enabled()) {
     return st;
   }
