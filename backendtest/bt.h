@@ -65,6 +65,7 @@ BT_DECLARE_GROUP(window)       // reduce window, select and scatter
 BT_DECLARE_GROUP(dot)          // Dot, DotGeneral
 BT_DECLARE_GROUP(conv)         // ConvGeneral
 BT_DECLARE_GROUP(special)      // RNG, FFT, BatchNorm*, barriers
+BT_DECLARE_GROUP(fused)        // fused ops (native or decomposed), cml/fused.h
 
 //===--- case control ---===//
 

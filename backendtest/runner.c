@@ -32,6 +32,7 @@ static const bt_group_t bt_groups[] = {
     {"dot", bt_cases_dot, &bt_cases_dot_count},
     {"conv", bt_cases_conv, &bt_cases_conv_count},
     {"special", bt_cases_special, &bt_cases_special_count},
+    {"fused", bt_cases_fused, &bt_cases_fused_count},
 };
 #define BT_GROUP_COUNT (sizeof bt_groups / sizeof bt_groups[0])
 

@@ -1,27 +1,96 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Runs every test: unit tests, examples and the compliance suite on the c backend (ctest), the
-# same built with AddressSanitizer + UndefinedBehaviorSanitizer, and the compliance suite on
-# xla:cpu when the XLA CPU plugin is (or can be) installed.
-set -euo pipefail
+# Runs every test (the README's test command; CI runs it through .ci/run on a clean clone).
+# Each step is labelled "== [N/M] name" and timed; all steps run even when one fails, and a
+# summary at the end lists each step's result and time (docs/testing.md describes the steps).
+#   1 build + ctest        RelWithDebInfo, -Werror (build/): unit tests, examples, compliance
+#                          suite on c, c:reference, c:avx512=false and the forced-scalar
+#                          c:avx512=false,avx2=false (ctest entry compliance_c_scalar)
+#   2 scalar via env       the compliance suite with GOMLX_SIMD_AVX512=0 GOMLX_SIMD_AVX2=0
+#   3 install              install, then build programs against the installed headers
+#   4 asan+ubsan           CMake preset asan (build-asan/): all ctest entries
+#   5 tsan                 scripts/test_tsan.sh (build-tsan/): thread-related tests
+#   6 valgrind             scripts/test_valgrind.sh build: memcheck on a few tests
+#   7 clang                scripts/test_clang.sh (build-clang/): clang -Werror build + tests
+#   8 xla:cpu              scripts/test_xla.sh build, last: SKIPPED without network
+# CML_TEST_STEPS="1 4" runs only the listed steps (a quick local subset; step 2 and later steps
+# need step 1's build/).
+set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-jobs="$(nproc 2>/dev/null || echo 2)"
+scripts/setup.sh || exit 1
+jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+export JOBS="$jobs"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 
-echo "== build and test (RelWithDebInfo, -Werror)"
-scripts/build.sh build -DCML_WERROR=ON
-(cd build && ctest --output-on-failure -j"$jobs")
+steps_total=8
+summary=()
+failed=0
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
 
-echo "== install, then build programs against the installed headers"
-scripts/test_install.sh build
+# step N NAME COMMAND...: runs the command, streams its output, records PASS/FAIL/SKIPPED and
+# the wall time.
+step() {
+  local n="$1" name="$2"
+  shift 2
+  if [ -n "${CML_TEST_STEPS:-}" ] && ! grep -qw "$n" <<<"$CML_TEST_STEPS"; then
+    return 0
+  fi
+  echo
+  echo "== [$n/$steps_total] $name"
+  local start=$SECONDS result rc
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" -ne 0 ]; then
+    result=FAIL
+    failed=1
+  elif grep -q "^SKIPPED: " "$log"; then
+    result=SKIPPED
+  else
+    result=PASS
+  fi
+  local took=$((SECONDS - start))
+  echo "== [$n/$steps_total] $name: $result (${took}s)"
+  summary+=("$(printf '  [%d] %-16s %-8s %4ds' "$n" "$name" "$result" "$took")")
+}
 
-echo "== build and test under ASan + UBSan"
-scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DCML_ENABLE_ASAN=ON -DCML_WERROR=ON
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  ctest --output-on-failure -j"$jobs")
+build_and_ctest() {
+  scripts/build.sh build -DCML_WERROR=ON && (cd build && ctest --output-on-failure -j"$jobs")
+}
 
-if [ -x scripts/test_xla.sh ]; then
-  echo "== xla:cpu"
-  scripts/test_xla.sh build
+# The environment variables must select the scalar kernels, as the config keys do.
+scalar_by_env() {
+  local info
+  info="$(GOMLX_SIMD_AVX512=0 GOMLX_SIMD_AVX2=0 build/cml info --backend c)" || return 1
+  echo "$info"
+  if ! grep -q "config: c:.*avx512=false,avx2=false" <<<"$info"; then
+    echo "test: GOMLX_SIMD_AVX512=0 GOMLX_SIMD_AVX2=0 did not turn the SIMD kernels off" >&2
+    return 1
+  fi
+  GOMLX_SIMD_AVX512=0 GOMLX_SIMD_AVX2=0 build/cml test --backend c
+}
+
+asan() {
+  cmake --preset asan >/dev/null && cmake --build --preset asan -j"$jobs" &&
+    ctest --preset asan -j"$jobs"
+}
+
+start_all=$SECONDS
+step 1 "build + ctest" build_and_ctest
+step 2 "scalar via env" scalar_by_env
+step 3 "install" scripts/test_install.sh build
+step 4 "asan+ubsan" asan
+step 5 "tsan" scripts/test_tsan.sh
+step 6 "valgrind" scripts/test_valgrind.sh build
+step 7 "clang" scripts/test_clang.sh
+# After the c-backend steps: it may download the plugin, and the c backend is its reference.
+step 8 "xla:cpu" scripts/test_xla.sh build
+
+echo
+echo "== summary ($((SECONDS - start_all))s in all)"
+printf '%s\n' "${summary[@]}"
+if [ "$failed" -ne 0 ]; then
+  echo "== FAILED"
+  exit 1
 fi
 echo "== all tests passed"

@@ -134,8 +134,12 @@ CML_API void cml_buffer_deinit_base(cml_buffer_t* buffer);
 CML_API CML_MUST_USE cml_status_t cml_executable_init_base(cml_executable_t* executable,
                                                            cml_backend_t* backend,
                                                            cml_module_t* module);
+// Frees what cml_executable_init_base copied and releases its module and backend. Call it from
+// executable_destroy, before freeing the executable. NULL is ignored.
 CML_API void cml_executable_deinit_base(cml_executable_t* executable);
 
+// Reference counting for modules a backend keeps past compile (NULL is ignored/returned).
+// Thread-safe.
 CML_API cml_module_t* cml_module_retain(cml_module_t* module);
 CML_API void cml_module_release(cml_module_t* module);
 

@@ -49,6 +49,7 @@ typedef struct cml_backendtest_options_t {
   int verbosity;
 } cml_backendtest_options_t;
 
+// Sets |options| to the defaults (every field zero / NULL) and its struct_size. NULL is ignored.
 CML_API void cml_backendtest_options_init(cml_backendtest_options_t* options);
 
 typedef struct cml_backendtest_summary_t {
@@ -61,12 +62,15 @@ typedef struct cml_backendtest_summary_t {
 
 // Runs every case (matching the filter) on |backend|, prints a line per failure and ends with
 // "N passed, N failed, N skipped". Returns CML_OK when the run itself worked (even with failed
-// cases: look at |out_summary|); an error status for bad options or an unwritable JSON path.
+// cases: look at |out_summary|). Returns INCOMPATIBLE when |options| was not set up by
+// `cml_backendtest_options_init` (struct_size), INVALID_ARGUMENT for a NULL |backend| or
+// |out_summary|, a bad regex or an unwritable JSON path, RESOURCE_EXHAUSTED when out of memory.
 CML_API CML_MUST_USE cml_status_t cml_backendtest_run_all(
     cml_backend_t* backend, const cml_backendtest_options_t* options,
     cml_backendtest_summary_t* out_summary);
 
-// Number of cases and their names ("<group>/<name>"), for listing.
+// Number of cases and their names ("<group>/<name>"), for listing. A name is lent (static
+// storage, valid for the life of the process); NULL when |i| is out of range. Thread-safe.
 CML_API size_t cml_backendtest_case_count(void);
 CML_API const char* cml_backendtest_case_name(size_t i);
 

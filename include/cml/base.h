@@ -137,7 +137,9 @@ typedef struct cml_allocator_t {
 // The system allocator (malloc/aligned_alloc/free).
 CML_API cml_allocator_t cml_allocator_system(void);
 
-// Convenience wrappers. `cml_allocator_malloc` returns NULL when |size| is 0 or on failure.
+// Convenience wrappers. `cml_allocator_malloc` returns NULL when |size| is 0 or on failure (an
+// |alignment| of 0 means 16). `cml_allocator_free` takes the |size| given to malloc and ignores
+// NULL |ptr|.
 CML_API void* cml_allocator_malloc(cml_allocator_t allocator, size_t size, size_t alignment);
 CML_API void cml_allocator_free(cml_allocator_t allocator, void* ptr, size_t size);
 
@@ -158,7 +160,8 @@ typedef void (*cml_log_fn)(void* user, cml_log_level_t level, const char* messag
 CML_API void cml_set_log_handler(cml_log_fn fn, void* user);
 
 // Called when an internal invariant breaks (never for bad user input). The default prints
-// the message and calls abort(). Thread-safe.
+// the message and calls abort(); abort() also follows when |fn| returns. NULL restores the
+// default. Thread-safe.
 typedef void (*cml_abort_fn)(const char* message);
 CML_API void cml_set_abort_handler(cml_abort_fn fn);
 

@@ -31,5 +31,6 @@
 #include "cml/shape.h"
 #include "cml/graph.h"
 #include "cml/backend.h"
+#include "cml/fused.h"
 
 #endif  // CML_CML_H_

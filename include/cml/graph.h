@@ -19,8 +19,7 @@
 //   cml_value_t x = cml_parameter(f, "x", &xs);
 //   cml_value_t w = cml_parameter(f, "w", &ws);
 //   cml_value_t y = cml_op_dot(f, x, w);                        // [4, 2]
-//   float zero = 0.0f;
-//   cml_value_t z = cml_constant(f, &(cml_shape_t){CML_DTYPE_F32}, &zero);
+//   cml_value_t z = cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.0);
 //   y = cml_op_max(f, y, z);                                    // scalar side broadcasts
 //   cml_status_t st = cml_function_return(f, &y, 1);
 //   cml_executable_t* exe = NULL;
@@ -29,6 +28,17 @@
 //   ...
 //   cml_buffer_t* out[1];
 //   st = cml_executable_execute(exe, (cml_buffer_t*[]){xbuf, wbuf}, 2, NULL, 0, out);
+//
+// Op builders (`cml_op_*`, `cml_parameter`, `cml_constant*`) return a value, or
+// CML_VALUE_INVALID on failure; they never return a status. The failure is recorded in the
+// builder with a message naming the op, the operand shapes and dtypes: INVALID_ARGUMENT for bad
+// shapes, dtypes, axes or attributes (and NULL or foreign arguments), UNIMPLEMENTED when the
+// backend lacks the op or dtype, FAILED_PRECONDITION after the function returned or the builder
+// compiled, RESOURCE_EXHAUSTED when out of memory. Read it with `cml_builder_status`.
+//
+// Ownership: the builder owns its functions and values; `cml_builder_compile` hands the caller
+// an executable that outlives the builder. Lent pointers (names, shapes) live as long as their
+// owner.
 //
 // Thread-safety: a builder and its functions are single-thread (one thread at a time).
 // Executables are immutable and thread-safe: many threads may execute one at once.
@@ -99,6 +109,7 @@ typedef enum cml_op_t {
 CML_API const char* cml_op_name(cml_op_t op);
 // Looks an op up by its seed name; CML_OP_INVALID when unknown.
 CML_API cml_op_t cml_op_from_name(const char* name);
+// The op's kind (its builder signature in ops.def); CML_OPK_INTERNAL for an out-of-range op.
 CML_API cml_op_kind_t cml_op_kind(cml_op_t op);
 // The dtypes the op's main operand accepts (from ops.def).
 CML_API cml_dtype_set_t cml_op_dtypes(cml_op_t op);
@@ -120,6 +131,8 @@ typedef uint32_t cml_value_t;
 // Returns INVALID_ARGUMENT on NULL |backend|, RESOURCE_EXHAUSTED on allocation failure.
 CML_API CML_MUST_USE cml_status_t cml_builder_create(cml_backend_t* backend, const char* name,
                                                      cml_builder_t** out_builder);
+// Frees |builder|, its functions and its pending error, and releases its backend. Executables
+// compiled from it stay valid. NULL is ignored.
 CML_API void cml_builder_destroy(cml_builder_t* builder);
 
 // The first error recorded by |builder| as a new status (the caller frees it), or CML_OK.
@@ -141,9 +154,12 @@ CML_API CML_MUST_USE cml_status_t cml_builder_new_function(cml_builder_t* builde
 CML_API CML_MUST_USE cml_status_t cml_function_new_closure(cml_function_t* parent,
                                                            cml_function_t** out_closure);
 
-CML_API const char* cml_function_name(const cml_function_t* function);  // "" for closures
+// Accessors that never fail (NULL |function| gives "" or NULL): the function's name ("" for
+// closures; lent), its builder (lent; NULL once the builder is destroyed) and its parent (NULL
+// unless it is a closure).
+CML_API const char* cml_function_name(const cml_function_t* function);
 CML_API cml_builder_t* cml_function_builder(const cml_function_t* function);
-CML_API cml_function_t* cml_function_parent(const cml_function_t* function);  // NULL unless closure
+CML_API cml_function_t* cml_function_parent(const cml_function_t* function);
 // Number of outputs given to `cml_function_return`, 0 before it.
 CML_API size_t cml_function_output_count(const cml_function_t* function);
 
@@ -231,6 +247,7 @@ CML_API cml_value_t cml_op_clamp(cml_function_t* f, cml_value_t min, cml_value_t
 CML_API cml_value_t cml_op_where(cml_function_t* f, cml_value_t cond, cml_value_t on_true,
                                  cml_value_t on_false);
 
+// Reshape to |dims| (|rank| entries) with the same element count, in row-major order.
 CML_API cml_value_t cml_op_reshape(cml_function_t* f, cml_value_t x, const int64_t* dims,
                                    int32_t rank);
 // out.dims[i] = x.dims[permutation[i]].
@@ -241,11 +258,14 @@ CML_API cml_value_t cml_op_transpose(cml_function_t* f, cml_value_t x,
 CML_API cml_value_t cml_op_broadcast_in_dim(cml_function_t* f, cml_value_t x,
                                             const int64_t* out_dims, int32_t out_rank,
                                             const int64_t* axes, int32_t axis_count);
+// Concatenates |count| (>= 1) operands of one dtype and rank along |axis|; the other axes must
+// match.
 CML_API cml_value_t cml_op_concatenate(cml_function_t* f, int64_t axis,
                                        const cml_value_t* operands, size_t count);
 // Limits are exclusive; |strides| may be NULL (all 1).
 CML_API cml_value_t cml_op_slice(cml_function_t* f, cml_value_t x, const int64_t* starts,
                                  const int64_t* limits, const int64_t* strides, int32_t rank);
+// Reverses the element order along each of the |axis_count| distinct |axes|.
 CML_API cml_value_t cml_op_reverse(cml_function_t* f, cml_value_t x, const int64_t* axes,
                                    size_t axis_count);
 // Counts 0, 1, 2, ... along |axis| of |shape|.
@@ -265,6 +285,8 @@ CML_API cml_value_t cml_op_pad(cml_function_t* f, cml_value_t x, cml_value_t fil
 CML_API cml_value_t cml_op_dynamic_slice(cml_function_t* f, cml_value_t x,
                                          const cml_value_t* starts, const int64_t* sizes,
                                          int32_t rank);
+// |x| with |update| written at |starts| (one integer scalar per axis, clamped as above so the
+// whole update fits).
 CML_API cml_value_t cml_op_dynamic_update_slice(cml_function_t* f, cml_value_t x,
                                                 cml_value_t update, const cml_value_t* starts,
                                                 int32_t rank);
@@ -301,6 +323,7 @@ typedef struct cml_scatter_dims_t {
 CML_API cml_value_t cml_op_scatter(cml_function_t* f, cml_op_t op, cml_value_t operand,
                                    cml_value_t indices, cml_value_t updates,
                                    const cml_scatter_dims_t* dims);
+// The same, with |op| fixed.
 CML_API cml_value_t cml_op_scatter_sum(cml_function_t* f, cml_value_t operand,
                                        cml_value_t indices, cml_value_t updates,
                                        const cml_scatter_dims_t* dims);
@@ -339,6 +362,7 @@ typedef enum cml_reduce_type_t {
   CML_REDUCE_MIN = 4,
   CML_REDUCE_TYPE_COUNT
 } cml_reduce_type_t;
+// "Sum", "Product", ... or "unknown". Never NULL.
 CML_API const char* cml_reduce_type_name(cml_reduce_type_t type);
 
 // Window configuration: |window_dims| for every axis (rank entries). Zero strides mean "same
@@ -402,6 +426,8 @@ typedef enum cml_fft_type_t {
 CML_API cml_value_t cml_op_fft(cml_function_t* f, cml_value_t x, cml_fft_type_t type,
                                const int64_t* lengths, size_t length_count);
 
+// BatchNormInference: (x - mean) / sqrt(variance + epsilon) * scale + offset, where scale,
+// offset, mean and variance are rank-1 over x's |feature_axis|.
 CML_API cml_value_t cml_op_batch_norm_inference(cml_function_t* f, cml_value_t x,
                                                 cml_value_t scale, cml_value_t offset,
                                                 cml_value_t mean, cml_value_t variance,
@@ -459,9 +485,13 @@ CML_API bool cml_op_if(cml_function_t* f, cml_value_t pred, cml_function_t* true
 CML_API CML_MUST_USE cml_status_t cml_builder_compile(cml_builder_t* builder,
                                                       cml_executable_t** out_executable);
 
+// Adds a reference to |executable| and returns it (NULL stays NULL). Thread-safe.
 CML_API cml_executable_t* cml_executable_retain(cml_executable_t* executable);
+// Drops a reference; the last one frees the executable. NULL is ignored. Thread-safe.
 CML_API void cml_executable_release(cml_executable_t* executable);
 
+// The parameters and outputs of main: counts (0 for NULL), and the name or shape of entry |i|
+// (lent, living with the executable; NULL for NULL or an out-of-range |i|). Thread-safe.
 CML_API size_t cml_executable_input_count(const cml_executable_t* executable);
 CML_API const char* cml_executable_input_name(const cml_executable_t* executable, size_t i);
 CML_API const cml_shape_t* cml_executable_input_shape(const cml_executable_t* executable,
@@ -477,6 +507,9 @@ CML_API const cml_shape_t* cml_executable_output_shape(const cml_executable_t* e
 // releases them). Returns INVALID_ARGUMENT for a wrong input count, shape or dtype (naming the
 // parameter), OUT_OF_RANGE for a bad device, FAILED_PRECONDITION for a donated or released
 // input. Thread-safe.
+// For an SPMD executable (compiled for N > 1 devices) |device| is ignored: |inputs| holds
+// N * input_count buffers, device-major (`inputs[device * input_count + i]`), and |out_results|
+// receives N * output_count buffers.
 CML_API CML_MUST_USE cml_status_t cml_executable_execute(cml_executable_t* executable,
                                                          cml_buffer_t* const* inputs,
                                                          size_t input_count, const bool* donate,

@@ -35,6 +35,23 @@
 extern "C" {
 #endif
 
+// Attributes of the fused ops (cml/fused.h), in cml_ir_attrs_t.fused. FusedSoftmax keeps its
+// axis in cml_ir_attrs_t.axis and FusedLayerNorm its axes (sorted) in axes / axis_count.
+// Optional operands follow the required ones in the op's documented order, and only those
+// present are inputs of the node; bit i of |optional_inputs| says whether optional operand i
+// is present (FusedLayerNorm: gamma, beta; FusedDense: bias; FusedSDPA: mask, bias,
+// query_seq_len, kv_seq_len; FusedAttentionQKVProjection: bias_q, bias_k, bias_v).
+typedef struct cml_ir_fused_attrs_t {
+  int32_t activation;        // FusedDense: a cml_activation_t
+  int32_t layout;            // FusedDense: cml_dense_layout_t; FusedSDPA: cml_attention_layout_t
+  bool exact;                // FusedGelu
+  bool causal;               // FusedSDPA
+  uint32_t optional_inputs;  // see above
+  double epsilon;            // FusedLayerNorm
+  double scale;              // FusedSDPA: the scale, its default already filled in
+  int64_t query_dim, kv_dim;  // FusedAttentionQKVProjection
+} cml_ir_fused_attrs_t;
+
 // Attributes of a node (only the fields its op uses are meaningful; the rest are zero).
 typedef struct cml_ir_attrs_t {
   // Concatenate, Iota, ArgMinMax, Sort: the axis. BatchNorm*: the feature axis.
@@ -71,6 +88,8 @@ typedef struct cml_ir_attrs_t {
     cml_window_config_t window;  // ReduceWindow, SelectAndScatter*: every default filled in
     cml_dot_config_t dot;        // DotGeneral and Dot (Dot is recorded as DotGeneral's config)
   } u;
+  // Fused ops (CML_OPK_FUSED).
+  cml_ir_fused_attrs_t fused;
 } cml_ir_attrs_t;
 
 typedef struct cml_ir_node_t {

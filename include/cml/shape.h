@@ -83,6 +83,7 @@ CML_API cml_dtype_t cml_dtype_from_name(const char* name);
 // Bits per element (Bool = 8, Int4 = 4, Complex64 = 64), 0 for invalid or TOKEN.
 CML_API int cml_dtype_bits(cml_dtype_t dtype);
 
+// Dtype predicates; all are false for out-of-range values.
 CML_API bool cml_dtype_is_valid(cml_dtype_t dtype);     // 1..COUNT-1 except TOKEN
 CML_API bool cml_dtype_is_supported(cml_dtype_t dtype); // valid and not a float8/float4 kind
 CML_API bool cml_dtype_is_float(cml_dtype_t dtype);     // F16, BF16, F32, F64
@@ -126,12 +127,17 @@ CML_API CML_MUST_USE cml_status_t cml_shape_init(cml_shape_t* out_shape, cml_dty
 // Convenience: a shape by value, for literal use (`cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){2,3})`).
 // Invalid input gives a shape whose dtype is CML_DTYPE_INVALID, which every API rejects.
 CML_API cml_shape_t cml_shape_make(cml_dtype_t dtype, int32_t rank, const int64_t* dims);
+// The rank-0 shape of |dtype| (same rules as `cml_shape_make`).
 CML_API cml_shape_t cml_shape_scalar(cml_dtype_t dtype);
 
-CML_API int64_t cml_shape_element_count(const cml_shape_t* shape);  // 1 for scalars
-CML_API size_t cml_shape_byte_size(const cml_shape_t* shape);       // packed: ceil(n*bits/8)
+// The number of elements: 1 for scalars, 0 for NULL, an empty axis or a malformed rank.
+CML_API int64_t cml_shape_element_count(const cml_shape_t* shape);
+// The storage size in bytes; packed dtypes take ceil(n * bits / 8). 0 for NULL.
+CML_API size_t cml_shape_byte_size(const cml_shape_t* shape);
+// True when dtype, rank and dims are equal (`cml_shape_dims_equal` ignores the dtype); false
+// when either side is NULL.
 CML_API bool cml_shape_equal(const cml_shape_t* a, const cml_shape_t* b);
-CML_API bool cml_shape_dims_equal(const cml_shape_t* a, const cml_shape_t* b);  // ignores dtype
+CML_API bool cml_shape_dims_equal(const cml_shape_t* a, const cml_shape_t* b);
 
 // Writes "(Float32)[2, 3]" (scalar: "(Float32)") into |buffer| (always NUL-terminated when
 // |size| > 0) and returns |buffer|.

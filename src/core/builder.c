@@ -245,7 +245,9 @@ void cml_builder_destroy(cml_builder_t* builder) {
 }
 
 cml_status_t cml_builder_status(const cml_builder_t* builder) {
-  if (!builder) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "cml_builder_status: NULL");
+  if (!builder) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "cml_builder_status: NULL builder");
+  }
   return builder->error == CML_OK ? CML_OK : cml_status_clone(builder->error);
 }
 

@@ -43,8 +43,8 @@ typedef struct kt_t {
 
 // Makes |k| a module with one |op| node of |input_count| (<= KT_MAX_INPUTS) inputs of
 // |in_shapes| and one output of |out_shape|. The attributes start zeroed; 4 threads, 1 device.
-static inline void kt_init(kt_t* k, cml_op_t op, uint32_t input_count,
-                           const cml_shape_t* in_shapes, const cml_shape_t* out_shape) {
+static inline void kt_init(kt_t* k, cml_op_t op, uint32_t input_count, const cml_shape_t* in_shapes,
+                           const cml_shape_t* out_shape) {
   memset(k, 0, sizeof *k);
   for (uint32_t i = 0; i < input_count; ++i) {
     k->values[1 + i].shape = in_shapes[i];

@@ -3,9 +3,16 @@
 #ifndef CML_TOOLS_CLI_H_
 #define CML_TOOLS_CLI_H_
 
+#include "cml/backend.h"
+
 // Each returns the process exit code. |argv[0]| is the subcommand name.
 int cml_cli_info(int argc, char** argv);     // info.c
 int cml_cli_test(int argc, char** argv);     // test.c
 int cml_cli_install(int argc, char** argv);  // install.c
+
+// Creates the backend of |config| (NULL: the default, honouring GOMLX_BACKEND). On failure
+// prints "cml <command>: cannot create backend ...: <code>: <message>" to stderr and returns
+// NULL. The caller releases the backend. (main.c)
+cml_backend_t* cml_cli_open_backend(const char* command, const char* config);
 
 #endif  // CML_TOOLS_CLI_H_

@@ -127,16 +127,8 @@ int cml_cli_info(int argc, char** argv) {
   cml_backend_default_config(&default_config, &default_reason);
   printf("default backend: \"%s\" (%s)\n", default_config, default_reason);
 
-  cml_backend_t* backend = NULL;
-  cml_status_t st = config ? cml_backend_new_with_config(config, &backend)
-                           : cml_backend_new(&backend);
-  if (st != CML_OK) {
-    fprintf(stderr, "cml info: cannot create backend %s%s%s: %s: %s\n", config ? "\"" : "",
-            config ? config : "(the default)", config ? "\"" : "",
-            cml_status_code_name(cml_status_code(st)), cml_status_message(st));
-    cml_status_free(st);
-    return 1;
-  }
+  cml_backend_t* backend = cml_cli_open_backend("info", config);
+  if (!backend) return 1;
   cml_cli_info_backend(backend);
   cml_backend_release(backend);
   return 0;

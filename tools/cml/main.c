@@ -23,6 +23,20 @@ static void cml_cli_usage(FILE* out) {
       out);
 }
 
+cml_backend_t* cml_cli_open_backend(const char* command, const char* config) {
+  cml_backend_t* backend = NULL;
+  cml_status_t st =
+      config ? cml_backend_new_with_config(config, &backend) : cml_backend_new(&backend);
+  if (st != CML_OK) {
+    fprintf(stderr, "cml %s: cannot create backend %s%s%s: %s: %s\n", command, config ? "\"" : "",
+            config ? config : "(the default)", config ? "\"" : "",
+            cml_status_code_name(cml_status_code(st)), cml_status_message(st));
+    cml_status_free(st);
+    return NULL;
+  }
+  return backend;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     cml_cli_usage(stderr);

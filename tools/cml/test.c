@@ -115,16 +115,8 @@ int cml_cli_test(int argc, char** argv) {
 
   if (list) return cml_cli_test_list(op_regex);
 
-  cml_backend_t* backend = NULL;
-  cml_status_t st = backend_config ? cml_backend_new_with_config(backend_config, &backend)
-                                   : cml_backend_new(&backend);
-  if (st != CML_OK) {
-    fprintf(stderr, "cml test: cannot create backend %s%s%s: %s: %s\n", backend_config ? "\"" : "",
-            backend_config ? backend_config : "(default)", backend_config ? "\"" : "",
-            cml_status_code_name(cml_status_code(st)), cml_status_message(st));
-    cml_status_free(st);
-    return 2;
-  }
+  cml_backend_t* backend = cml_cli_open_backend("test", backend_config);
+  if (!backend) return 2;
 
   cml_backendtest_options_t opts;
   cml_backendtest_options_init(&opts);
@@ -133,7 +125,7 @@ int cml_cli_test(int argc, char** argv) {
   opts.verbosity = verbosity;
   opts.log = stdout;
   cml_backendtest_summary_t summary;
-  st = cml_backendtest_run_all(backend, &opts, &summary);
+  cml_status_t st = cml_backendtest_run_all(backend, &opts, &summary);
   cml_backend_release(backend);
   if (st != CML_OK) {
     fprintf(stderr, "cml test: %s: %s\n", cml_status_code_name(cml_status_code(st)),

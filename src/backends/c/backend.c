@@ -356,6 +356,7 @@ static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allo
     return st;
   }
   cmlc_fill_capabilities(&b->base.capabilities);
+  cmlc_kernels_fused_capabilities(&b->base.capabilities, &b->options);
   *out_backend = &b->base;
   return CML_OK;
 }

@@ -187,7 +187,7 @@ cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_t* n,
       cmlc_kernels_elementwise_lookup, cmlc_kernels_reduce_lookup,
       cmlc_kernels_movement_lookup,    cmlc_kernels_index_lookup,
       cmlc_kernels_window_lookup,      cmlc_kernels_linalg_lookup,
-      cmlc_kernels_special_lookup,
+      cmlc_kernels_special_lookup,     cmlc_kernels_fused_lookup,
   };
   for (size_t g = 0; g < sizeof groups / sizeof *groups; ++g) {
     cmlc_kernel_entry_t e = {NULL, NULL, -1};

@@ -7,6 +7,7 @@
 
 #include "backends/xla/install/install.h"
 #include "backends/xla/stablehlo/emitter.h"
+#include "backends/xla/xla_flags.h"
 #include "backends/xla/xla_internal.h"
 #include "cml/backend_impl.h"
 #include "cml/xla.h"
@@ -452,6 +453,9 @@ static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allo
   cml__xla_option_t options[8];
   size_t option_count = cml__xla_config_client_options(&config, is_cpu, options, 8);
   cml__xla_client_t* client = NULL;
+  // XLA_FLAGS the plugin rejects would end the process at client creation: check them first.
+  st = cml__xla_check_flags(plugin, getenv("XLA_FLAGS"), options, option_count);
+  if (st != CML_OK) return st;
   st = cml__xla_client_create(plugin, options, option_count, &client);
   if (st != CML_OK) return cml_status_annotate(st, "xla: plugin %s", plugin->path);
   cml_xla_backend_t* b = cml_allocator_malloc(allocator, sizeof *b, 64);

@@ -201,8 +201,11 @@ static cml_status_t cmlc_wn_reduce_window(const cmlc_kernel_args_t* args) {
   const cml_ir_attrs_t* at = args->node->attrs;
   cmlc_task_fn fn = cmlc_wn_rw_fn(xs->dtype, at->reduce_type);
   if (fn == NULL) {
-    return cml_status_make(CML_STATUS_UNIMPLEMENTED, "ReduceWindow: reduction %s on %s",
-                           cml_reduce_type_name(at->reduce_type), cml_dtype_name(xs->dtype));
+    char text[160];
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "ReduceWindow: the c backend has no %s kernel for dtype %s (operand %s)",
+                           cml_reduce_type_name(at->reduce_type), cml_dtype_name(xs->dtype),
+                           cml_shape_format(xs, text, sizeof text));
   }
   const int64_t count = cml_shape_element_count(os);
   if (count == 0) return CML_OK;
@@ -331,9 +334,13 @@ static cml_status_t cmlc_wn_select_and_scatter(const cmlc_kernel_args_t* args) {
       }
       break;
     }
-    default:
-      return cml_status_make(CML_STATUS_UNIMPLEMENTED, "%s: dtype %s", cml_op_name(op),
-                             cml_dtype_name(xs->dtype));
+    default: {
+      char text[160];
+      return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                             "%s: the c backend has no kernel for dtype %s (operand %s)",
+                             cml_op_name(op), cml_dtype_name(xs->dtype),
+                             cml_shape_format(xs, text, sizeof text));
+    }
   }
   return CML_OK;
 }

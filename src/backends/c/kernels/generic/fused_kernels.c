@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/generic/fused_kernels.c: the "fused" kernel group: FusedSoftmax, FusedGelu,
+// FusedLayerNorm and FusedDense (cml/fused.h), and the group's lookup and capabilities.
+//
+// Each kernel does in one pass over its rows what the decomposition (src/core/fused.c) does in
+// several ops. Float16, BFloat16 and Float32 are computed in f32 and Float64 in f64, with the
+// per-row sums (softmax, layer norm statistics) accumulated in double; half-precision results
+// are rounded once. Work is split over rows (softmax lanes, layer-norm rows, dense output rows)
+// or fixed element chunks (gelu), and every row is computed by one task in a fixed order, so
+// results never depend on the thread count. FusedDense runs the packed GEMM of the linalg
+// group (kernels/generic/gemm.c), then adds the bias and applies the activation in place.
+//
+// Tolerances against the decomposition (checked by backendtest/cases_fused.c and
+// tests/unit/fused_test.c): softmax, gelu and layer norm within a few ulps of the computation
+// dtype (the decomposition sums in its own order and rounds every intermediate); dense within
+// the GEMM's own bound plus one rounding of the bias and activation.
+//
+// The group is advertised only when fusion is on and the backend does not run its reference
+// kernels: "c:fusion=false" (GOMLX_FUSION=0) and "c:reference=true" make the builder decompose.
+#include "backends/c/kernels/generic/linalg_internal.h"
+#include "cml/fused.h"
+
+static size_t cmlc_fk_align(size_t x) { return (x + 63) & ~(size_t)63; }
+
+// Stores an f32-domain result into element |i| of |dtype| (F32, F16 or BF16).
+static inline void cmlc_fk_store_f32(void* p, int64_t i, cml_dtype_t dtype, float v) {
+  switch (dtype) {
+    case CML_DTYPE_F32: ((float*)p)[i] = v; return;
+    case CML_DTYPE_F16: ((uint16_t*)p)[i] = cml_f32_to_f16(v); return;
+    case CML_DTYPE_BF16: ((uint16_t*)p)[i] = cml_f32_to_bf16(v); return;
+    default: cmlc__la_store_f64(p, i, dtype, v); return;
+  }
+}
+
+//===--- FusedSoftmax ---===//
+//
+// The operand is viewed as [outer, n, inner] around the axis; a lane is one (outer, inner)
+// pair: its n elements sit |inner| apart. Three passes per lane: max, exp(x - max) (written to
+// the output) with their sum, then the division.
+
+typedef struct cmlc_fk_softmax_ctx_t {
+  cml_dtype_t dtype;
+  int64_t n, inner;
+  const void* x;
+  void* y;
+} cmlc_fk_softmax_ctx_t;
+
+static void cmlc_fk_softmax_lanes(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_fk_softmax_ctx_t* c = vctx;
+  const int64_t n = c->n, inner = c->inner;
+  for (int64_t lane = begin; lane < end; ++lane) {
+    const int64_t base = (lane / inner) * n * inner + lane % inner;
+    if (c->dtype == CML_DTYPE_F64) {
+      const double* x = (const double*)c->x + base;
+      double* y = (double*)c->y + base;
+      double m = -INFINITY;
+      for (int64_t j = 0; j < n; ++j)
+        m = x[j * inner] > m || isnan(x[j * inner]) ? x[j * inner] : m;
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        double e = exp(x[j * inner] - m);
+        y[j * inner] = e;
+        sum += e;
+      }
+      for (int64_t j = 0; j < n; ++j) y[j * inner] /= sum;
+    } else if (c->dtype == CML_DTYPE_F32) {
+      const float* x = (const float*)c->x + base;
+      float* y = (float*)c->y + base;
+      float m = -INFINITY;
+      for (int64_t j = 0; j < n; ++j)
+        m = x[j * inner] > m || isnan(x[j * inner]) ? x[j * inner] : m;
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        float e = expf(x[j * inner] - m);
+        y[j * inner] = e;
+        sum += e;
+      }
+      const float s = (float)sum;
+      for (int64_t j = 0; j < n; ++j) y[j * inner] /= s;
+    } else {
+      // f16 / bf16: computed in f32; the exponentials are kept in f32 until the division (the
+      // output may alias the input, so they are recomputed rather than stored in half).
+      float m = -INFINITY;
+      for (int64_t j = 0; j < n; ++j) {
+        float v = cmlc__la_load_f32(c->x, base + j * inner, c->dtype);
+        m = v > m || isnan(v) ? v : m;
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j)
+        sum += expf(cmlc__la_load_f32(c->x, base + j * inner, c->dtype) - m);
+      const float s = (float)sum;
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t idx = base + j * inner;
+        float e = expf(cmlc__la_load_f32(c->x, idx, c->dtype) - m);
+        cmlc_fk_store_f32(c->y, idx, c->dtype, e / s);
+      }
+    }
+  }
+}
+
+static cml_status_t cmlc_fk_softmax_run(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  const int64_t axis = args->node->attrs->axis;
+  cmlc_fk_softmax_ctx_t c = {xs->dtype, xs->dims[axis], 1, args->inputs[0], args->outputs[0]};
+  int64_t outer = 1;
+  for (int32_t d = 0; d < xs->rank; ++d) {
+    if (d < axis) outer *= xs->dims[d];
+    if (d > axis) c.inner *= xs->dims[d];
+  }
+  const int64_t lanes = outer * c.inner;
+  if (lanes == 0 || c.n == 0) return CML_OK;
+  int64_t chunk = 8192 / (c.n > 0 ? c.n : 1);
+  cmlc_parallel_for(args->pool, lanes, chunk < 1 ? 1 : chunk, cmlc_fk_softmax_lanes, &c);
+  return CML_OK;
+}
+
+//===--- FusedGelu ---===//
+
+typedef struct cmlc_fk_gelu_ctx_t {
+  cml_dtype_t dtype;
+  bool exact;
+  const void* x;
+  void* y;
+} cmlc_fk_gelu_ctx_t;
+
+static inline float cmlc_fk_gelu_f32(float v, bool exact) {
+  if (exact) return 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
+  float inner = 0.79788456080286535588f * (v + 0.044715f * v * v * v);
+  return 0.5f * v * (1.0f + tanhf(inner));
+}
+
+static inline double cmlc_fk_gelu_f64(double v, bool exact) {
+  if (exact) return 0.5 * v * (1.0 + erf(v * M_SQRT1_2));
+  double inner = 0.79788456080286535588 * (v + 0.044715 * v * v * v);
+  return 0.5 * v * (1.0 + tanh(inner));
+}
+
+static void cmlc_fk_gelu_chunk(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_fk_gelu_ctx_t* c = vctx;
+  if (c->dtype == CML_DTYPE_F64) {
+    const double* x = c->x;
+    double* y = c->y;
+    for (int64_t i = begin; i < end; ++i) y[i] = cmlc_fk_gelu_f64(x[i], c->exact);
+  } else if (c->dtype == CML_DTYPE_F32) {
+    const float* x = c->x;
+    float* y = c->y;
+    for (int64_t i = begin; i < end; ++i) y[i] = cmlc_fk_gelu_f32(x[i], c->exact);
+  } else {
+    for (int64_t i = begin; i < end; ++i) {
+      float v = cmlc__la_load_f32(c->x, i, c->dtype);
+      cmlc_fk_store_f32(c->y, i, c->dtype, cmlc_fk_gelu_f32(v, c->exact));
+    }
+  }
+}
+
+static cml_status_t cmlc_fk_gelu_run(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  cmlc_fk_gelu_ctx_t c = {xs->dtype, args->node->attrs->fused.exact, args->inputs[0],
+                          args->outputs[0]};
+  cmlc_parallel_for(args->pool, cml_shape_element_count(xs), 4096, cmlc_fk_gelu_chunk, &c);
+  return CML_OK;
+}
+
+//===--- FusedLayerNorm ---===//
+//
+// Rows are the index space of the kept axes, and a row's elements that of the normalized axes
+// (row-major over them, which is also the order of gamma and beta). Both are addressed through
+// offset tables built in scratch, so any set of axes works without a transpose; for the usual
+// trailing axes the row's elements are simply contiguous.
+
+typedef struct cmlc_fk_ln_ctx_t {
+  cml_dtype_t dtype;
+  int64_t n;
+  double eps;
+  const int64_t* row_offsets;
+  const int64_t* col_offsets;
+  const void* x;
+  const void* gamma;  // NULL: 1
+  const void* beta;   // NULL: 0
+  void* y;
+} cmlc_fk_ln_ctx_t;
+
+static void cmlc_fk_ln_rows(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_fk_ln_ctx_t* c = vctx;
+  const cml_dtype_t dt = c->dtype;
+  const int64_t n = c->n;
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t base = c->row_offsets[r];
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) sum += cmlc__la_load_f64(c->x, base + c->col_offsets[j], dt);
+    const double mean = sum / (double)n;
+    double sq = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      double d = cmlc__la_load_f64(c->x, base + c->col_offsets[j], dt) - mean;
+      sq += d * d;
+    }
+    const double rstd = 1.0 / sqrt(sq / (double)n + c->eps);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t idx = base + c->col_offsets[j];
+      double v = (cmlc__la_load_f64(c->x, idx, dt) - mean) * rstd;
+      if (c->gamma) v *= cmlc__la_load_f64(c->gamma, j, dt);
+      if (c->beta) v += cmlc__la_load_f64(c->beta, j, dt);
+      cmlc__la_store_f64(c->y, idx, dt, v);
+    }
+  }
+}
+
+// Splits x's axes into kept and normalized ones; returns the row count and sets |*out_n|.
+static int64_t cmlc_fk_ln_split(const cml_shape_t* xs, const cml_ir_attrs_t* attrs,
+                                int64_t* kept, int32_t* kept_count, int64_t* out_n) {
+  int64_t rows = 1, n = 1;
+  *kept_count = 0;
+  for (int32_t d = 0; d < xs->rank; ++d) {
+    bool norm = false;
+    for (int32_t i = 0; i < attrs->axis_count; ++i) norm |= attrs->axes[i] == d;
+    if (norm) {
+      n *= xs->dims[d];
+    } else {
+      kept[(*kept_count)++] = d;
+      rows *= xs->dims[d];
+    }
+  }
+  *out_n = n;
+  return rows;
+}
+
+static size_t cmlc_fk_ln_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                                 const cmlc_options_t* options) {
+  (void)options;
+  const cml_shape_t* xs = &module->values[node->inputs[0]].shape;
+  int64_t kept[CML_MAX_RANK], n;
+  int32_t kept_count;
+  int64_t rows = cmlc_fk_ln_split(xs, node->attrs, kept, &kept_count, &n);
+  return (size_t)(rows + n) * sizeof(int64_t);
+}
+
+static cml_status_t cmlc_fk_ln_run(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_ir_attrs_t* attrs = args->node->attrs;
+  int64_t kept[CML_MAX_RANK], n;
+  int32_t kept_count;
+  int64_t rows = cmlc_fk_ln_split(xs, attrs, kept, &kept_count, &n);
+  if (rows == 0 || n == 0) return CML_OK;
+  int64_t strides[CML_MAX_RANK];
+  cmlc__la_strides(xs, strides);
+  int64_t* row_offsets = args->scratch;
+  int64_t* col_offsets = row_offsets + rows;
+  cmlc__la_offsets(kept_count, kept, xs->dims, strides, row_offsets);
+  cmlc__la_offsets(attrs->axis_count, attrs->axes, xs->dims, strides, col_offsets);
+  cmlc_fk_ln_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.dtype = xs->dtype;
+  c.n = n;
+  c.eps = attrs->fused.epsilon;
+  c.row_offsets = row_offsets;
+  c.col_offsets = col_offsets;
+  c.x = args->inputs[0];
+  uint32_t next = 1;
+  if (attrs->fused.optional_inputs & 1u) c.gamma = args->inputs[next++];
+  if (attrs->fused.optional_inputs & 2u) c.beta = args->inputs[next++];
+  c.y = args->outputs[0];
+  int64_t chunk = 16384 / n;
+  cmlc_parallel_for(args->pool, rows, chunk < 1 ? 1 : chunk, cmlc_fk_ln_rows, &c);
+  return CML_OK;
+}
+
+//===--- FusedDense ---===//
+//
+// x is [M, K] (batch axes flattened), W is [K, N] or [N, K] (output axes flattened), both
+// read in place by the GEMM through offset tables. The product lands in the output (f32, f64)
+// or in an f32 scratch matrix (f16, bf16); the epilogue then adds the bias, applies the
+// activation and stores, one output row per task.
+
+typedef struct cmlc_fk_dense_plan_t {
+  int64_t m, n, k;
+  bool f64;
+  int threads;
+  size_t off_tables, off_c, off_gemm, total;
+} cmlc_fk_dense_plan_t;
+
+static void cmlc_fk_dense_plan(const cml_shape_t* xs, const cml_shape_t* ws,
+                               const cml_shape_t* out, const cmlc_options_t* options,
+                               cmlc_fk_dense_plan_t* p) {
+  memset(p, 0, sizeof *p);
+  (void)ws;
+  p->k = xs->dims[xs->rank - 1];
+  p->m = 1;
+  for (int32_t d = 0; d + 1 < xs->rank; ++d) p->m *= xs->dims[d];
+  p->n = 1;
+  for (int32_t d = xs->rank - 1; d < out->rank; ++d) p->n *= out->dims[d];
+  p->f64 = xs->dtype == CML_DTYPE_F64;
+  p->threads = options->threads > 0 ? options->threads : 1;
+  size_t off = 0;
+  p->off_tables = off;
+  off = cmlc_fk_align(off + (size_t)(2 + p->m + 2 * p->k + p->n) * sizeof(int64_t));
+  p->off_c = off;
+  if (!p->f64 && xs->dtype != CML_DTYPE_F32) {
+    off = cmlc_fk_align(off + (size_t)(p->m * p->n) * sizeof(float));
+  }
+  p->off_gemm = off;
+  if (p->f64) {
+    off += cmlc__gemm_f64_scratch(1, p->m, p->n, p->k, options->isa, p->threads);
+  } else {
+    off += cmlc__gemm_f32_scratch(1, p->m, p->n, p->k, options->isa, p->threads);
+  }
+  p->total = cmlc_fk_align(off);
+}
+
+static size_t cmlc_fk_dense_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                                    const cmlc_options_t* options) {
+  cmlc_fk_dense_plan_t p;
+  cmlc_fk_dense_plan(&module->values[node->inputs[0]].shape,
+                     &module->values[node->inputs[1]].shape,
+                     &module->values[node->first_output].shape, options, &p);
+  return p.total;
+}
+
+static inline double cmlc_fk_act_f64(double v, int act) {
+  switch (act) {
+    case CML_ACTIVATION_GELU: return cmlc_fk_gelu_f64(v, true);
+    case CML_ACTIVATION_RELU: return v < 0 ? 0.0 : v;
+    case CML_ACTIVATION_SILU: return v / (1.0 + exp(-v));
+    case CML_ACTIVATION_HARD_SWISH: {
+      double t = v / 6.0 + 0.5;
+      t = t < 0 ? 0 : (t > 1 ? 1 : t);
+      return v * t;
+    }
+    case CML_ACTIVATION_TANH: return tanh(v);
+    default: return v;
+  }
+}
+
+static inline float cmlc_fk_act_f32(float v, int act) {
+  switch (act) {
+    case CML_ACTIVATION_GELU: return cmlc_fk_gelu_f32(v, true);
+    case CML_ACTIVATION_RELU: return v < 0 ? 0.0f : v;
+    case CML_ACTIVATION_SILU: return v / (1.0f + expf(-v));
+    case CML_ACTIVATION_HARD_SWISH: {
+      float t = v / 6.0f + 0.5f;
+      t = t < 0 ? 0 : (t > 1 ? 1 : t);
+      return v * t;
+    }
+    case CML_ACTIVATION_TANH: return tanhf(v);
+    default: return v;
+  }
+}
+
+typedef struct cmlc_fk_dense_ctx_t {
+  cml_dtype_t dtype;
+  int act;
+  int64_t n;
+  const void* c;     // the product: float or double [m, n]
+  const void* bias;  // NULL: none
+  void* y;
+} cmlc_fk_dense_ctx_t;
+
+static void cmlc_fk_dense_epilogue(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_fk_dense_ctx_t* c = vctx;
+  const int64_t n = c->n;
+  for (int64_t r = begin; r < end; ++r) {
+    if (c->dtype == CML_DTYPE_F64) {
+      const double* src = (const double*)c->c + r * n;
+      double* dst = (double*)c->y + r * n;
+      const double* bias = c->bias;
+      for (int64_t j = 0; j < n; ++j)
+        dst[j] = cmlc_fk_act_f64(src[j] + (bias ? bias[j] : 0.0), c->act);
+    } else {
+      const float* src = (const float*)c->c + r * n;
+      for (int64_t j = 0; j < n; ++j) {
+        float v = src[j];
+        if (c->bias) v += cmlc__la_load_f32(c->bias, j, c->dtype);
+        cmlc_fk_store_f32(c->y, r * n + j, c->dtype, cmlc_fk_act_f32(v, c->act));
+      }
+    }
+  }
+}
+
+static cml_status_t cmlc_fk_dense_run(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_shape_t* ws = args->input_shapes[1];
+  const cml_ir_attrs_t* attrs = args->node->attrs;
+  cmlc_fk_dense_plan_t p;
+  cmlc_fk_dense_plan(xs, ws, args->output_shapes[0], args->options, &p);
+  if (p.m == 0 || p.n == 0) return CML_OK;
+  char* s = args->scratch;
+  int64_t* t = (int64_t*)(s + p.off_tables);
+  int64_t* batch_off = t;  // one batch: offset 0 for both operands
+  batch_off[0] = batch_off[1] = 0;
+  int64_t* a_rows = t + 2;
+  int64_t* a_cols = a_rows + p.m;
+  int64_t* b_rows = a_cols + p.k;
+  int64_t* b_cols = b_rows + p.k;
+  for (int64_t i = 0; i < p.m; ++i) a_rows[i] = i * p.k;
+  for (int64_t i = 0; i < p.k; ++i) a_cols[i] = i;
+  const bool in_first = attrs->fused.layout == CML_DENSE_LAYOUT_INPUT_OUTPUTS;
+  for (int64_t i = 0; i < p.k; ++i) b_rows[i] = in_first ? i * p.n : i;
+  for (int64_t j = 0; j < p.n; ++j) b_cols[j] = in_first ? j : j * p.k;
+  cmlc_pool_t* pool = args->pool;
+  if (cmlc_pool_thread_count(pool) > p.threads) pool = NULL;
+  void* product;
+  if (p.f64) {
+    cmlc__gemm_f64_problem_t g;
+    g.batch = 1;
+    g.m = p.m;
+    g.n = p.n;
+    g.k = p.k;
+    g.a = (cmlc__gemm_operand_t){args->inputs[0], xs->dtype, batch_off, a_rows, a_cols};
+    g.b = (cmlc__gemm_operand_t){args->inputs[1], ws->dtype, batch_off + 1, b_rows, b_cols};
+    g.c = args->outputs[0];
+    cmlc__gemm_f64(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
+    product = g.c;
+  } else {
+    cmlc__gemm_problem_t g;
+    g.batch = 1;
+    g.m = p.m;
+    g.n = p.n;
+    g.k = p.k;
+    g.a = (cmlc__gemm_operand_t){args->inputs[0], xs->dtype, batch_off, a_rows, a_cols};
+    g.b = (cmlc__gemm_operand_t){args->inputs[1], ws->dtype, batch_off + 1, b_rows, b_cols};
+    g.c = xs->dtype == CML_DTYPE_F32 ? (float*)args->outputs[0] : (float*)(s + p.off_c);
+    cmlc__gemm_f32(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
+    product = g.c;
+  }
+  const bool has_bias = (attrs->fused.optional_inputs & 1u) != 0;
+  if (!has_bias && attrs->fused.activation == CML_ACTIVATION_NONE &&
+      (xs->dtype == CML_DTYPE_F32 || xs->dtype == CML_DTYPE_F64))
+    return CML_OK;
+  cmlc_fk_dense_ctx_t c = {xs->dtype, attrs->fused.activation, p.n, product,
+                           has_bias ? args->inputs[2] : NULL, args->outputs[0]};
+  int64_t chunk = 16384 / p.n;
+  cmlc_parallel_for(args->pool, p.m, chunk < 1 ? 1 : chunk, cmlc_fk_dense_epilogue, &c);
+  return CML_OK;
+}
+
+//===--- group lookup and capabilities ---===//
+
+// True when every input and output of |node| has the float dtype of input 0.
+static bool cmlc_fk_same_float(const cml_module_t* module, const cml_ir_node_t* node) {
+  if (node->input_count < 1 || node->output_count != 1) return false;
+  cml_dtype_t dt = module->values[node->inputs[0]].shape.dtype;
+  if (!cml_dtype_is_float(dt)) return false;
+  for (uint32_t i = 1; i < node->input_count; ++i) {
+    if (module->values[node->inputs[i]].shape.dtype != dt) return false;
+  }
+  return module->values[node->first_output].shape.dtype == dt;
+}
+
+bool cmlc_kernels_fused_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                               const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
+  (void)options;
+  if (!cmlc_fk_same_float(module, node)) return false;
+  out->scratch = NULL;
+  out->in_place_input = -1;
+  switch (node->op) {
+    case CML_OP_FUSED_SOFTMAX:
+      // Each element is read (pass 1 and 2) before its own position is written.
+      out->run = cmlc_fk_softmax_run;
+      out->in_place_input = 0;
+      return node->input_count == 1;
+    case CML_OP_FUSED_GELU:
+      out->run = cmlc_fk_gelu_run;
+      out->in_place_input = 0;
+      return node->input_count == 1;
+    case CML_OP_FUSED_LAYER_NORM: {
+      uint32_t opt = node->attrs->fused.optional_inputs;
+      uint32_t want = 1u + (opt & 1u) + ((opt >> 1) & 1u);
+      out->run = cmlc_fk_ln_run;
+      out->scratch = cmlc_fk_ln_scratch;
+      out->in_place_input = 0;
+      return node->input_count == want && node->attrs->axis_count >= 1;
+    }
+    case CML_OP_FUSED_DENSE: {
+      uint32_t want = 2u + (node->attrs->fused.optional_inputs & 1u);
+      out->run = cmlc_fk_dense_run;
+      out->scratch = cmlc_fk_dense_scratch;
+      return node->input_count == want &&
+             module->values[node->inputs[0]].shape.rank >= 1 &&
+             module->values[node->inputs[1]].shape.rank >= 1;
+    }
+    default:
+      return false;
+  }
+}
+
+void cmlc_kernels_fused_capabilities(cml_capabilities_t* caps, const cmlc_options_t* options) {
+  if (!options->fusion || options->reference) return;
+  cml_capabilities_set_op(caps, CML_OP_FUSED_SOFTMAX, true);
+  cml_capabilities_set_op(caps, CML_OP_FUSED_GELU, true);
+  cml_capabilities_set_op(caps, CML_OP_FUSED_LAYER_NORM, true);
+  cml_capabilities_set_op(caps, CML_OP_FUSED_DENSE, true);
+}

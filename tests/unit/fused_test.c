@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/fused_test.c: the fused ops (src/core/fused.c, kernels/generic/fused_kernels.c):
+// which backends advertise them, that a native backend records one fused node and the others
+// the decomposition, native kernels against plain reference loops and against the
+// decomposition on sizes that use the thread pool, thread-count independence, and the
+// argument errors.
+#include <math.h>
+#include <stdlib.h>
+
+#include "api_common.h"
+#include "core/builder_internal.h"
+#include "test.h"
+
+//===--- helpers ---===//
+
+static cml_backend_t* fz_backend(const char* config) {
+  cml_backend_t* b = NULL;
+  cml_status_t st = cml_backend_new_with_config(config, &b);
+  if (st != CML_OK) {
+    fprintf(stderr, "backend %s: %s\n", config, cml_status_message(st));
+    cml_status_free(st);
+    return NULL;
+  }
+  return b;
+}
+
+// How many nodes of |op| the main function of |b| holds.
+static int fz_count_op(cml_builder_t* b, cml_op_t op) {
+  cml_function_t* f = cml_builder_main(b);
+  int count = 0;
+  for (uint32_t i = 0; i < f->nodes.count; ++i) count += f->impl->nodes[f->nodes.data[i]].op == op;
+  return count;
+}
+
+static uint64_t fz_rng = 0x243F6A8885A308D3ull;
+static double fz_uniform(double lo, double hi) {
+  fz_rng ^= fz_rng << 13;
+  fz_rng ^= fz_rng >> 7;
+  fz_rng ^= fz_rng << 17;
+  return lo + (hi - lo) * (double)(fz_rng >> 11) / 9007199254740992.0;
+}
+
+static float* fz_random_f32(int64_t n, double lo, double hi) {
+  float* p = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+  for (int64_t i = 0; p && i < n; ++i) p[i] = (float)fz_uniform(lo, hi);
+  return p;
+}
+
+// A graph builder callback: builds the op under test from the parameters.
+typedef cml_value_t (*fz_build_fn)(cml_function_t* f, const cml_value_t* params, const void* ctx);
+
+// Builds params of |shapes|, the op, compiles on |config| and runs with |inputs|; writes the
+// single f32 output into |out|. Also reports how many nodes of |op| were recorded.
+static cml_status_t fz_run(const char* config, fz_build_fn build, const void* ctx,
+                           const cml_shape_t* shapes, size_t count, const void* const* inputs,
+                           void* out, cml_op_t op, int* out_nodes) {
+  cml_backend_t* be = fz_backend(config);
+  if (!be) return cml_status_from_code(CML_STATUS_INTERNAL);
+  cml_builder_t* b = NULL;
+  cml_status_t st = cml_builder_create(be, "fused", &b);
+  if (st != CML_OK) {
+    cml_backend_release(be);
+    return st;
+  }
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t params[8];
+  for (size_t i = 0; i < count; ++i) params[i] = cml_parameter(f, NULL, &shapes[i]);
+  cml_value_t y = build(f, params, ctx);
+  if (out_nodes) *out_nodes = fz_count_op(b, op);
+  cml_executable_t* exe = NULL;
+  st = api_finish(b, &y, 1, &exe);
+  if (st == CML_OK) st = api_run(be, exe, inputs, (void* const[]){out});
+  cml_executable_release(exe);
+  cml_backend_release(be);
+  return st;
+}
+
+// max |a - b| / (atol + rtol |b|) over n floats (<= 1 means within tolerance).
+static double fz_worst(const float* a, const double* b, int64_t n, double rtol, double atol) {
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double e = fabs((double)a[i] - b[i]) / (atol + rtol * fabs(b[i]));
+    if (!(e <= worst)) worst = e;  // NaN counts as worst
+  }
+  return worst;
+}
+
+static double fz_worst_f32(const float* a, const float* b, int64_t n, double rtol, double atol) {
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double e = fabs((double)a[i] - (double)b[i]) / (atol + rtol * fabs((double)b[i]));
+    if (!(e <= worst)) worst = e;
+  }
+  return worst;
+}
+
+//===--- capabilities ---===//
+
+TEST(capabilities_follow_fusion_option) {
+  static const cml_op_t native[] = {CML_OP_FUSED_SOFTMAX, CML_OP_FUSED_GELU,
+                                    CML_OP_FUSED_LAYER_NORM, CML_OP_FUSED_DENSE};
+  cml_backend_t* on = fz_backend("c");
+  cml_backend_t* off = fz_backend("c:fusion=false");
+  cml_backend_t* ref = fz_backend("c:reference=true");
+  ASSERT_TRUE(on && off && ref);
+  for (size_t i = 0; i < sizeof native / sizeof *native; ++i) {
+    ASSERT_TRUE(cml_capabilities_has_op(cml_backend_capabilities(on), native[i]));
+    ASSERT_FALSE(cml_capabilities_has_op(cml_backend_capabilities(off), native[i]));
+    ASSERT_FALSE(cml_capabilities_has_op(cml_backend_capabilities(ref), native[i]));
+  }
+  // Attention is decomposed everywhere (no kernel, as the seed's go backend).
+  ASSERT_FALSE(cml_capabilities_has_op(cml_backend_capabilities(on), CML_OP_FUSED_SDPA));
+  cml_backend_release(on);
+  cml_backend_release(off);
+  cml_backend_release(ref);
+  // GOMLX_FUSION=0 is read when the backend is created.
+  const char* old = getenv("GOMLX_FUSION");
+  char* saved = old ? strdup(old) : NULL;
+  setenv("GOMLX_FUSION", "0", 1);
+  cml_backend_t* env_off = fz_backend("c");
+  if (saved) {
+    setenv("GOMLX_FUSION", saved, 1);
+    free(saved);
+  } else {
+    unsetenv("GOMLX_FUSION");
+  }
+  ASSERT_TRUE(env_off != NULL);
+  bool has = cml_capabilities_has_op(cml_backend_capabilities(env_off), CML_OP_FUSED_SOFTMAX);
+  cml_backend_release(env_off);
+  ASSERT_FALSE(has);
+}
+
+TEST(enum_names) {
+  ASSERT_STREQ(cml_activation_name(CML_ACTIVATION_NONE), "none");
+  ASSERT_STREQ(cml_activation_name(CML_ACTIVATION_HARD_SWISH), "hard_swish");
+  ASSERT_STREQ(cml_activation_name(CML_ACTIVATION_TANH), "tanh");
+  ASSERT_STREQ(cml_activation_name(CML_ACTIVATION_COUNT), "unknown");
+  ASSERT_STREQ(cml_dense_layout_name(CML_DENSE_LAYOUT_OUTPUTS_INPUT), "outputs_input");
+  ASSERT_STREQ(cml_attention_layout_name(CML_ATTENTION_LAYOUT_BSHD), "BSHD");
+  ASSERT_STREQ(cml_attention_layout_name((cml_attention_layout_t)7), "unknown");
+  ASSERT_EQ_INT(CML_ACTIVATION_SILU, 3);
+  ASSERT_EQ_INT(CML_DENSE_LAYOUT_OUTPUTS_INPUT, 1);
+}
+
+//===--- softmax: one node natively, the decomposition otherwise ---===//
+
+static cml_value_t fz_build_softmax(cml_function_t* f, const cml_value_t* p, const void* ctx) {
+  return cml_op_fused_softmax(f, p[0], *(const int64_t*)ctx);
+}
+
+TEST(softmax_native_vs_decomposed) {
+  // 96 rows of 301: enough lanes for the pool; axis 0 of [301, 96] exercises strided lanes.
+  for (int layout = 0; layout < 2; ++layout) {
+    const int64_t rows = 96, n = 301;
+    cml_shape_t s =
+        layout == 0 ? API_SHAPE(CML_DTYPE_F32, rows, n) : API_SHAPE(CML_DTYPE_F32, n, rows);
+    int64_t axis = layout == 0 ? 1 : 0;
+    float* x = fz_random_f32(rows * n, -8, 8);
+    float* native = malloc(sizeof(float) * (size_t)(rows * n));
+    float* decomposed = malloc(sizeof(float) * (size_t)(rows * n));
+    double* want = malloc(sizeof(double) * (size_t)(rows * n));
+    ASSERT_TRUE(x && native && decomposed && want);
+    for (int64_t r = 0; r < rows; ++r) {
+      // Element j of lane r.
+#define FZ_AT(j) (layout == 0 ? r * n + (j) : (j) * rows + r)
+      double m = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < n; ++j) m = fmax(m, x[FZ_AT(j)]);
+      for (int64_t j = 0; j < n; ++j) sum += exp((double)x[FZ_AT(j)] - m);
+      for (int64_t j = 0; j < n; ++j) want[FZ_AT(j)] = exp((double)x[FZ_AT(j)] - m) / sum;
+#undef FZ_AT
+    }
+    int nodes_on = -1, nodes_off = -1;
+    ASSERT_STATUS_OK(fz_run("c", fz_build_softmax, &axis, &s, 1, (const void* const[]){x}, native,
+                            CML_OP_FUSED_SOFTMAX, &nodes_on));
+    ASSERT_STATUS_OK(fz_run("c:fusion=false", fz_build_softmax, &axis, &s, 1,
+                            (const void* const[]){x}, decomposed, CML_OP_FUSED_SOFTMAX,
+                            &nodes_off));
+    ASSERT_EQ_INT(nodes_on, 1);
+    ASSERT_EQ_INT(nodes_off, 0);
+    double e1 = fz_worst(native, want, rows * n, 1e-5, 1e-9);
+    double e2 = fz_worst(decomposed, want, rows * n, 1e-5, 1e-9);
+    double e3 = fz_worst_f32(native, decomposed, rows * n, 2e-5, 1e-9);
+    free(x), free(native), free(decomposed), free(want);
+    ASSERT_TRUE(e1 <= 1);
+    ASSERT_TRUE(e2 <= 1);
+    ASSERT_TRUE(e3 <= 1);
+  }
+}
+
+//===--- layer norm ---===//
+
+static cml_value_t fz_build_ln(cml_function_t* f, const cml_value_t* p, const void* ctx) {
+  (void)ctx;
+  int64_t axis = -1;
+  return cml_op_fused_layer_norm(f, p[0], &axis, 1, 1e-5, p[1], p[2]);
+}
+
+TEST(layer_norm_native_vs_decomposed) {
+  const int64_t rows = 130, n = 257;
+  cml_shape_t shapes[3] = {API_SHAPE(CML_DTYPE_F32, rows, n), API_SHAPE(CML_DTYPE_F32, n),
+                           API_SHAPE(CML_DTYPE_F32, n)};
+  float* x = fz_random_f32(rows * n, -2, 6);
+  float* g = fz_random_f32(n, 0.5, 1.5);
+  float* be = fz_random_f32(n, -1, 1);
+  float* native = malloc(sizeof(float) * (size_t)(rows * n));
+  float* decomposed = malloc(sizeof(float) * (size_t)(rows * n));
+  double* want = malloc(sizeof(double) * (size_t)(rows * n));
+  ASSERT_TRUE(x && g && be && native && decomposed && want);
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0, sq = 0;
+    for (int64_t j = 0; j < n; ++j) sum += x[r * n + j];
+    double mean = sum / (double)n;
+    for (int64_t j = 0; j < n; ++j) sq += (x[r * n + j] - mean) * (x[r * n + j] - mean);
+    double rstd = 1 / sqrt(sq / (double)n + 1e-5);
+    for (int64_t j = 0; j < n; ++j) want[r * n + j] = (x[r * n + j] - mean) * rstd * g[j] + be[j];
+  }
+  int nodes_on = -1, nodes_off = -1;
+  const void* const ins[] = {x, g, be};
+  ASSERT_STATUS_OK(
+      fz_run("c", fz_build_ln, NULL, shapes, 3, ins, native, CML_OP_FUSED_LAYER_NORM, &nodes_on));
+  ASSERT_STATUS_OK(fz_run("c:fusion=false", fz_build_ln, NULL, shapes, 3, ins, decomposed,
+                          CML_OP_FUSED_LAYER_NORM, &nodes_off));
+  double e1 = fz_worst(native, want, rows * n, 1e-5, 1e-5);
+  double e2 = fz_worst(decomposed, want, rows * n, 1e-4, 1e-4);
+  free(x), free(g), free(be), free(native), free(decomposed), free(want);
+  ASSERT_EQ_INT(nodes_on, 1);
+  ASSERT_EQ_INT(nodes_off, 0);
+  ASSERT_TRUE(e1 <= 1);
+  ASSERT_TRUE(e2 <= 1);
+}
+
+//===--- dense: every activation, threads 1 vs 4 bit-identical ---===//
+
+typedef struct fz_dense_ctx_t {
+  cml_activation_t act;
+  cml_dense_layout_t layout;
+} fz_dense_ctx_t;
+
+static cml_value_t fz_build_dense(cml_function_t* f, const cml_value_t* p, const void* ctx) {
+  const fz_dense_ctx_t* c = ctx;
+  cml_dense_config_t cfg;
+  cml_dense_config_init(&cfg);
+  cfg.activation = c->act;
+  cfg.weight_layout = c->layout;
+  return cml_op_fused_dense(f, p[0], p[1], p[2], &cfg);
+}
+
+static double fz_act(double v, cml_activation_t act) {
+  switch (act) {
+    case CML_ACTIVATION_GELU: return 0.5 * v * (1 + erf(v / sqrt(2.0)));
+    case CML_ACTIVATION_RELU: return v > 0 ? v : 0;
+    case CML_ACTIVATION_SILU: return v / (1 + exp(-v));
+    case CML_ACTIVATION_HARD_SWISH: return v * fmin(fmax(v / 6 + 0.5, 0), 1);
+    case CML_ACTIVATION_TANH: return tanh(v);
+    default: return v;
+  }
+}
+
+TEST(dense_all_activations) {
+  const int64_t m = 70, k = 129, n = 65;
+  float* x = fz_random_f32(m * k, -1, 1);
+  float* w = fz_random_f32(k * n, -0.3, 0.3);
+  float* bias = fz_random_f32(n, -1, 1);
+  float* out1 = malloc(sizeof(float) * (size_t)(m * n));
+  float* out4 = malloc(sizeof(float) * (size_t)(m * n));
+  float* dec = malloc(sizeof(float) * (size_t)(m * n));
+  double* want = malloc(sizeof(double) * (size_t)(m * n));
+  ASSERT_TRUE(x && w && bias && out1 && out4 && dec && want);
+  const void* const ins[] = {x, w, bias};
+  for (int layout = 0; layout < 2; ++layout) {
+    cml_shape_t shapes[3] = {API_SHAPE(CML_DTYPE_F32, m, k),
+                             layout == 0 ? API_SHAPE(CML_DTYPE_F32, k, n)
+                                         : API_SHAPE(CML_DTYPE_F32, n, k),
+                             API_SHAPE(CML_DTYPE_F32, n)};
+    for (int act = 0; act < CML_ACTIVATION_COUNT; ++act) {
+      fz_dense_ctx_t ctx = {(cml_activation_t)act, (cml_dense_layout_t)layout};
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = bias[j];
+          for (int64_t i = 0; i < k; ++i)
+            acc += (double)x[r * k + i] * (layout == 0 ? w[i * n + j] : w[j * k + i]);
+          want[r * n + j] = fz_act(acc, ctx.act);
+        }
+      }
+      int nodes = -1, nodes_off = -1;
+      ASSERT_STATUS_OK(fz_run("c:threads=1", fz_build_dense, &ctx, shapes, 3, ins, out1,
+                              CML_OP_FUSED_DENSE, &nodes));
+      ASSERT_EQ_INT(nodes, 1);
+      ASSERT_STATUS_OK(fz_run("c:threads=4", fz_build_dense, &ctx, shapes, 3, ins, out4,
+                              CML_OP_FUSED_DENSE, NULL));
+      ASSERT_STATUS_OK(fz_run("c:fusion=false", fz_build_dense, &ctx, shapes, 3, ins, dec,
+                              CML_OP_FUSED_DENSE, &nodes_off));
+      ASSERT_EQ_INT(nodes_off, 0);
+      ASSERT_TRUE(memcmp(out1, out4, sizeof(float) * (size_t)(m * n)) == 0);
+      ASSERT_TRUE(fz_worst(out1, want, m * n, 1e-5, 1e-5) <= 1);
+      ASSERT_TRUE(fz_worst(dec, want, m * n, 1e-5, 1e-5) <= 1);
+    }
+  }
+  free(x), free(w), free(bias), free(out1), free(out4), free(dec), free(want);
+}
+
+//===--- gelu f64 on many elements (parallel chunks) ---===//
+
+static cml_value_t fz_build_gelu(cml_function_t* f, const cml_value_t* p, const void* ctx) {
+  return cml_op_fused_gelu(f, p[0], *(const bool*)ctx);
+}
+
+TEST(gelu_f64_parallel) {
+  const int64_t n = 40000;
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F64, n);
+  double* x = malloc(sizeof(double) * (size_t)n);
+  double* got = malloc(sizeof(double) * (size_t)n);
+  ASSERT_TRUE(x && got);
+  for (int64_t i = 0; i < n; ++i) x[i] = fz_uniform(-6, 6);
+  for (int exact = 0; exact < 2; ++exact) {
+    bool e = exact != 0;
+    int nodes = -1;
+    ASSERT_STATUS_OK(fz_run("c:threads=3", fz_build_gelu, &e, &s, 1, (const void* const[]){x}, got,
+                            CML_OP_FUSED_GELU, &nodes));
+    ASSERT_EQ_INT(nodes, 1);
+    for (int64_t i = 0; i < n; ++i) {
+      double v = x[i];
+      double want = e ? 0.5 * v * (1 + erf(v / sqrt(2.0)))
+                      : 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      ASSERT_NEAR(got[i], want, 1e-13 + 1e-13 * fabs(want));
+    }
+  }
+  free(x), free(got);
+}
+
+//===--- constant operands: the c backend folds the fused nodes at compile time ---===//
+
+TEST(folded_constants) {
+  cml_backend_t* be = fz_backend("c");
+  ASSERT_TRUE(be != NULL);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "fold", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s13 = API_SHAPE(CML_DTYPE_F32, 1, 3);
+  const float xs[3] = {0.0f, (float)log(2.0), (float)log(5.0)};
+  cml_value_t x = cml_constant(f, &s13, xs);
+  cml_shape_t s32 = API_SHAPE(CML_DTYPE_F32, 3, 2);
+  const float ws[6] = {1, 0, 0, 1, 1, 1};
+  cml_value_t w = cml_constant(f, &s32, ws);
+  cml_dense_config_t cfg;
+  cml_dense_config_init(&cfg);
+  cfg.activation = CML_ACTIVATION_RELU;
+  // softmax(x) = [1, 2, 5] / 8; @ W = [1 + 5, 2 + 5] / 8.
+  cml_value_t y = cml_op_fused_dense(f, cml_op_fused_softmax(f, x, 1), w, CML_VALUE_INVALID, &cfg);
+  ASSERT_EQ_INT(fz_count_op(b, CML_OP_FUSED_DENSE), 1);
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &y, 1, &exe));
+  float out[2] = {0, 0};
+  cml_status_t st = api_run(be, exe, NULL, (void* const[]){out});
+  cml_executable_release(exe);
+  cml_backend_release(be);
+  ASSERT_STATUS_OK(st);
+  ASSERT_NEAR(out[0], 0.75, 1e-6);
+  ASSERT_NEAR(out[1], 0.875, 1e-6);
+}
+
+//===--- errors ---===//
+
+// Runs |build| on a fresh builder of "c" and expects the builder error |code| with |needle|.
+static bool fz_expect_error(cml_value_t (*build)(cml_function_t* f), const char* needle,
+                            char* message, size_t size) {
+  cml_backend_t* be = fz_backend("c");
+  if (!be) return false;
+  cml_builder_t* b = NULL;
+  if (cml_builder_create(be, "err", &b) != CML_OK) {
+    cml_backend_release(be);
+    return false;
+  }
+  cml_value_t y = build(cml_builder_main(b));
+  cml_status_t st = cml_builder_status(b);
+  bool ok = y == CML_VALUE_INVALID && cml_status_code(st) == CML_STATUS_INVALID_ARGUMENT &&
+            strstr(cml_status_message(st), needle) != NULL;
+  snprintf(message, size, "%s", cml_status_message(st));
+  cml_status_free(st);
+  cml_builder_destroy(b);
+  cml_backend_release(be);
+  return ok;
+}
+
+static cml_value_t fz_err_activation(cml_function_t* f) {
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 2, 2);
+  cml_value_t x = cml_parameter(f, "x", &s);
+  cml_dense_config_t cfg;
+  cml_dense_config_init(&cfg);
+  cfg.activation = (cml_activation_t)42;
+  return cml_op_fused_dense(f, x, x, CML_VALUE_INVALID, &cfg);
+}
+
+static cml_value_t fz_err_epsilon(cml_function_t* f) {
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 2, 2);
+  int64_t axis = 0;
+  return cml_op_fused_layer_norm(f, cml_parameter(f, "x", &s), &axis, 1, -1.0,
+                                 CML_VALUE_INVALID, CML_VALUE_INVALID);
+}
+
+static cml_value_t fz_err_repeated_axes(cml_function_t* f) {
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F64, 2, 3);
+  int64_t axes[] = {1, -1};
+  return cml_op_fused_layer_norm(f, cml_parameter(f, "x", &s), axes, 2, 0.0, CML_VALUE_INVALID,
+                                 CML_VALUE_INVALID);
+}
+
+static cml_value_t fz_err_dense_dtype(cml_function_t* f) {
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 2, 2);
+  cml_shape_t w = API_SHAPE(CML_DTYPE_F64, 2, 2);
+  return cml_op_fused_dense(f, cml_parameter(f, "x", &s), cml_parameter(f, "w", &w),
+                            CML_VALUE_INVALID, NULL);
+}
+
+static cml_value_t fz_err_sdpa_lengths(cml_function_t* f) {
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 1, 2, 3, 4);
+  cml_shape_t l = API_SHAPE(CML_DTYPE_I32, 1);
+  cml_value_t q = cml_parameter(f, "q", &s);
+  cml_sdpa_config_t cfg;
+  cml_sdpa_config_init(&cfg);
+  cfg.kv_seq_len = cml_parameter(f, "len", &l);
+  return cml_op_fused_sdpa(f, q, q, q, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
+}
+
+static cml_value_t fz_err_sdpa_mask(cml_function_t* f) {
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 1, 2, 3, 4);
+  cml_shape_t m = API_SHAPE(CML_DTYPE_BOOL, 2, 3);
+  cml_value_t q = cml_parameter(f, "q", &s);
+  cml_sdpa_config_t cfg;
+  cml_sdpa_config_init(&cfg);
+  cfg.mask = cml_parameter(f, "mask", &m);  // scores are [1, 2, 3, 3]: [2, 3] does not fit
+  return cml_op_fused_sdpa(f, q, q, q, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
+}
+
+static cml_value_t fz_err_qkv(cml_function_t* f) {
+  cml_shape_t x = API_SHAPE(CML_DTYPE_F32, 2, 4);
+  cml_shape_t w = API_SHAPE(CML_DTYPE_F32, 4, 9);
+  cml_value_t outs[3] = {1, 1, 1};
+  bool ok = cml_op_fused_attention_qkv_projection(f, cml_parameter(f, "x", &x),
+                                                  cml_parameter(f, "w", &w), CML_VALUE_INVALID,
+                                                  CML_VALUE_INVALID, CML_VALUE_INVALID, 4, 3,
+                                                  outs);
+  return ok || outs[0] || outs[1] || outs[2] ? 1 : CML_VALUE_INVALID;
+}
+
+TEST(argument_errors) {
+  char msg[512];
+  ASSERT_TRUE(fz_expect_error(fz_err_activation, "FusedDense: unknown activation 42", msg,
+                              sizeof msg));
+  ASSERT_TRUE(fz_expect_error(fz_err_epsilon, "FusedLayerNorm: epsilon", msg, sizeof msg));
+  ASSERT_TRUE(fz_expect_error(fz_err_repeated_axes, "repeated", msg, sizeof msg));
+  ASSERT_TRUE(fz_expect_error(fz_err_dense_dtype, "Float64", msg, sizeof msg));
+  ASSERT_CONTAINS(msg, "FusedDense");
+  ASSERT_TRUE(fz_expect_error(fz_err_sdpa_lengths, "both query_seq_len and kv_seq_len", msg,
+                              sizeof msg));
+  ASSERT_TRUE(fz_expect_error(fz_err_sdpa_mask, "mask (Bool)[2, 3]", msg, sizeof msg));
+  ASSERT_TRUE(fz_expect_error(fz_err_qkv, "query_dim 4", msg, sizeof msg));
+  ASSERT_CONTAINS(msg, "[4, 9]");
+}
+
+// An invalid operand leaves the first error in place (no crash, no overwrite).
+TEST(invalid_operand_keeps_first_error) {
+  cml_backend_t* be = fz_backend("c");
+  ASSERT_TRUE(be != NULL);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "inv", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 3);
+  cml_value_t x = cml_parameter(f, "x", &s);
+  cml_value_t bad = cml_op_fused_softmax(f, x, 5);
+  ASSERT_EQ_INT(bad, CML_VALUE_INVALID);
+  ASSERT_EQ_INT(cml_op_fused_gelu(f, bad, true), CML_VALUE_INVALID);
+  ASSERT_EQ_INT(cml_op_fused_dense(f, bad, x, CML_VALUE_INVALID, NULL), CML_VALUE_INVALID);
+  cml_status_t st = cml_builder_status(b);
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", cml_status_message(st));
+  cml_status_free(st);
+  cml_builder_destroy(b);
+  cml_backend_release(be);
+  ASSERT_CONTAINS(msg, "FusedSoftmax: axis 5");
+}
+
+TEST_MAIN(TEST_ENTRY(capabilities_follow_fusion_option), TEST_ENTRY(enum_names),
+          TEST_ENTRY(softmax_native_vs_decomposed), TEST_ENTRY(layer_norm_native_vs_decomposed),
+          TEST_ENTRY(dense_all_activations), TEST_ENTRY(gelu_f64_parallel),
+          TEST_ENTRY(folded_constants), TEST_ENTRY(argument_errors),
+          TEST_ENTRY(invalid_operand_keeps_first_error))
