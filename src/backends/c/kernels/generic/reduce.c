@@ -230,11 +230,14 @@ CMLC_RD_FLOAT(bf16, uint16_t, float, cml_bf16_to_f32, cml_f32_to_bf16)
 CMLC_RD_FLOAT(f32, float, float, CMLC_EW_ID, CMLC_EW_ID)
 CMLC_RD_FLOAT(f64, double, double, CMLC_EW_ID, CMLC_EW_ID)
 
-#define CMLC_RD_COMPLEX(sfx, T, CT, LOAD, STORE)                          \
+// Complex products use the same multiply as the elementwise Mul (XLA's, not C99 Annex G's).
+#define CMLC_RD_COMPLEX(sfx, T, CT, LOAD, STORE, CMUL)                    \
   CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, CT, LOAD, STORE, (CT)0, CMLC_RD_ADD)  \
-  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, CT, LOAD, STORE, (CT)1, CMLC_RD_MUL)
-CMLC_RD_COMPLEX(c64, cml_c64_t, float _Complex, cmlc_ew_load_c64, cmlc_ew_store_c64)
-CMLC_RD_COMPLEX(c128, cml_c128_t, double _Complex, cmlc_ew_load_c128, cmlc_ew_store_c128)
+  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, CT, LOAD, STORE, (CT)1, CMUL)
+CMLC_RD_COMPLEX(c64, cml_c64_t, float _Complex, cmlc_ew_load_c64, cmlc_ew_store_c64,
+                cmlc_ew_cmul_f)
+CMLC_RD_COMPLEX(c128, cml_c128_t, double _Complex, cmlc_ew_load_c128, cmlc_ew_store_c128,
+                cmlc_ew_cmul_d)
 
 // Integers: W is the wrapping accumulator (>= 32 bits so no promotion to signed int).
 #define CMLC_RD_INT(sfx, T, W, TMIN, TMAX)                                                   \
