@@ -12,7 +12,9 @@ libdir="$prefix/lib"
 [ -d "$prefix/lib64" ] && libdir="$prefix/lib64"
 [ -d "$libdir/pkgconfig" ] || libdir="$(dirname "$(find "$prefix" -name cml.pc | head -n1)")/.."
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
-cc -std=c11 -Wall -Wextra -o "$prefix/consumer_pc" tests/install/consumer.c $(pkg-config --cflags --libs cml) -lm
+# cml.pc holds the configure-time prefix (CMAKE_INSTALL_PREFIX); this install went elsewhere.
+pc_flags="$(pkg-config --define-variable=prefix="$prefix" --cflags --libs cml)"
+cc -std=c11 -Wall -Wextra -o "$prefix/consumer_pc" tests/install/consumer.c $pc_flags -lm
 LD_LIBRARY_PATH="$libdir" "$prefix/consumer_pc"
 cmake -S tests/install/cmake_consumer -B "$prefix/cmake_build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$prefix/cmake_build" >/dev/null
