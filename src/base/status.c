@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/base/status.c: statuses (code in the low 4 bits, optional heap message), version, logging
 // and the abort hook.
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -97,13 +98,18 @@ cml_status_t cml_status_clone(cml_status_t status) {
 
 //===--- logging and abort ---===//
 
-static _Atomic(cml_log_fn) cml_log_handler;
-static _Atomic(void*) cml_log_user;
+// The handler and its user pointer change together, so they are read and written as one pair
+// under a mutex (logging is rare; it is never on a hot path).
+static pthread_mutex_t cml_log_mutex = PTHREAD_MUTEX_INITIALIZER;
+static cml_log_fn cml_log_handler;
+static void* cml_log_user;
 static _Atomic(cml_abort_fn) cml_abort_handler;
 
 void cml_set_log_handler(cml_log_fn fn, void* user) {
-  atomic_store(&cml_log_user, user);
-  atomic_store(&cml_log_handler, fn);
+  pthread_mutex_lock(&cml_log_mutex);
+  cml_log_handler = fn;
+  cml_log_user = user;
+  pthread_mutex_unlock(&cml_log_mutex);
 }
 
 void cml_set_abort_handler(cml_abort_fn fn) { atomic_store(&cml_abort_handler, fn); }
@@ -114,9 +120,12 @@ void cml__log(cml_log_level_t level, const char* fmt, ...) {
   va_start(args, fmt);
   vsnprintf(text, sizeof text, fmt, args);
   va_end(args);
-  cml_log_fn fn = atomic_load(&cml_log_handler);
+  pthread_mutex_lock(&cml_log_mutex);
+  cml_log_fn fn = cml_log_handler;
+  void* user = cml_log_user;
+  pthread_mutex_unlock(&cml_log_mutex);
   if (fn) {
-    fn(atomic_load(&cml_log_user), level, text);
+    fn(user, level, text);
   } else if (level <= CML_LOG_WARNING) {
     fprintf(stderr, "cml: %s: %s\n", level == CML_LOG_ERROR ? "error" : "warning", text);
   }
