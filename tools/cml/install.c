@@ -44,6 +44,8 @@ int cml_cli_install(int argc, char** argv) {
     return 2;
   }
 #ifndef CML_HAVE_BACKEND_XLA
+  (void)force;
+  (void)verbosity;
   fprintf(stderr, "cml install: this build has no xla backend (configure with -DCML_BACKEND_XLA=ON)\n");
   return 1;
 #else
