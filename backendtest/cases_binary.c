@@ -13,6 +13,10 @@
 #include "backendtest/bt.h"
 
 #include <complex.h>
+// glibc's <complex.h> defines CMPLX only for GCC; clang has the same builtin.
+#ifndef CMPLX
+#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#endif
 #include <math.h>
 #include <string.h>
 

@@ -619,6 +619,11 @@ static void* exec_thread_main(void* arg) {
 }
 
 static void case_concurrent_execute(bt_t* t) {
+#if defined(__wasi__)
+  // wasm32-wasi has one thread (pthread_create always fails there).
+  bt_unsupported(t, "no threads on wasm32-wasi");
+  return;
+#endif
   if (!exec_require_f32_ops(t, CML_OP_ADD, CML_OP_MUL)) return;
   cml_function_t* f = bt_main(t);
   int64_t dims[] = {EXEC_VECTOR};

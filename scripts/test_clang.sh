@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # scripts/test_clang.sh: the clang step of CI. Builds everything (library, tests, examples, tools,
 # benchmarks) with clang and -Werror (CMake preset `clang`, into build-clang/), then runs the unit
-# tests, the examples and the compliance suite on the c backend once (ctest --preset clang, which
-# leaves out the compliance_c_* variants that the gcc build already runs). It catches code that
-# only one compiler accepts (e.g. a glibc macro that gcc provides and clang does not).
+# tests, the examples and the compliance suite on the c backend once (ctest --preset clang leaves
+# out the compliance_c_* variants, which the gcc build runs, and the `device` entries, which need
+# the XLA plugin). It catches code only one compiler accepts (e.g. glibc's CMPLX, gcc-only).
 # Installs clang with apt-get when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."

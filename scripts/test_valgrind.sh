@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # scripts/test_valgrind.sh: the valgrind (memcheck) step of CI, on an existing build (default
-# build/, RelWithDebInfo): a few representative unit tests and the compliance suite's exec/,
-# functions/ and shape/ groups on the c backend. Any memcheck error or definite leak fails.
+# build/, RelWithDebInfo): representative unit tests (core, engine, public API, error and
+# out-of-memory paths), the compliance suite's exec/, functions/ and shape/ groups on the c
+# backend, then the whole suite. Any memcheck error or definite leak fails.
 # valgrind has no AVX-512, so the c backend runs its AVX2 (or scalar) kernels here.
 #
 # Usage: scripts/test_valgrind.sh [BUILD_DIR]   (installs valgrind with apt-get when missing)
@@ -21,7 +22,7 @@ vg=(valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=def
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 tests=(base_test shape_infer_test builder_test buffer_test executable_test registry_test
-       c_engine_test c_plan_test api_runtime_test)
+       c_engine_test c_plan_test c_opt_test api_runtime_test api_errors_test api_models_test oom_test)
 for t in "${tests[@]}"; do
   bin="$build/tests/$t"
   if [ ! -x "$bin" ]; then
@@ -38,4 +39,6 @@ for t in "${tests[@]}"; do
 done
 echo "-- valgrind: cml test --backend c --op '^(exec|functions|shape)/'"
 "${vg[@]}" "$build/cml" test --backend c --op '^(exec|functions|shape)/'
+echo "-- valgrind: cml test --backend c (whole suite)"
+"${vg[@]}" "$build/cml" test --backend c
 echo "test_valgrind: no memcheck errors, no definite leaks"

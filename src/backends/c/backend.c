@@ -301,6 +301,9 @@ static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) 
   out->reference = reference;
   out->fusion = fusion && !reference;
   out->threads = threads > 0 ? (int)threads : cmlc_cpu_count();
+#if defined(__wasi__)
+  out->threads = 1;  // wasm32-wasi has no threads (the pool runs inline)
+#endif
   out->devices = (int)devices;
   return CML_OK;
 }

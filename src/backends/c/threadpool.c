@@ -222,6 +222,10 @@ cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "c backend: thread count %d out of range [1, 4096]", threads);
   }
+#if defined(__wasi__)
+  // wasm32-wasi has no threads: the pool runs every job inline on the calling thread.
+  threads = 1;
+#endif
   cmlc_pool_t* pool = cml_allocator_malloc(allocator, sizeof *pool, CMLC_ALIGNMENT);
   if (!pool) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   memset(pool, 0, sizeof *pool);
