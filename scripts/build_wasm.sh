@@ -11,8 +11,8 @@
 #             example_mlp.wasm, mlp_bench.wasm (web/mlp_bench.c)           -- WASI commands
 #   simd128/  the same with -msimd128 (clang's auto-vectorization to WebAssembly SIMD128);
 #             CML_WASM_SIMD128=0 leaves it out
-#   web/      index.html, cml.js and cml_web.wasm (a WASI reactor exporting web/cml_web.h):
-#             serve this folder to run an MLP in the browser
+#   web/      index.html, cml.js, cml_web.wasm and cml_web_simd128.wasm (WASI reactors exporting
+#             web/cml_web.h): serve this folder to run an MLP in the browser
 # Prints "SKIPPED: ..." and exits 0 when the toolchain is missing and cannot be installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,15 +86,19 @@ for v in "${variants[@]}"; do
 done
 
 #===--- the web page: a reactor module + index.html + cml.js ---===#
-# The scalar build: it runs on every WebAssembly engine (SIMD128 needs Chrome 91+, Firefox
-# 89+, Safari 16.4+).
+# cml_web.wasm runs on every WebAssembly engine; the page loads cml_web_simd128.wasm where
+# the engine has SIMD128 (Chrome 91+, Firefox 89+, Safari 16.4+, Node 16.4+).
 mkdir -p "$out/web"
 wasm_cc OFF -mexec-model=reactor -Wl,--strip-debug "$root/web/cml_web.c" "$out/scalar/libcml.a" \
   -lm -o "$out/web/cml_web.wasm"
+if [ -f "$out/simd128/libcml.a" ]; then
+  wasm_cc ON -mexec-model=reactor -Wl,--strip-debug "$root/web/cml_web.c" \
+    "$out/simd128/libcml.a" -lm -o "$out/web/cml_web_simd128.wasm"
+fi
 cp "$root/web/index.html" "$root/web/cml.js" "$out/web/"
 
 echo "== sizes"
-for f in "$out"/scalar/*.wasm "$out"/simd128/*.wasm "$out"/web/cml_web.wasm \
+for f in "$out"/scalar/*.wasm "$out"/simd128/*.wasm "$out"/web/*.wasm \
          "$out"/scalar/libcml.a; do
   [ -f "$f" ] && printf '  %-60s %8d bytes\n' "${f#"$root"/}" "$(stat -c %s "$f")"
 done

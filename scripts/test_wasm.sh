@@ -131,12 +131,14 @@ if (bad || !error.includes('bad arguments')) {
   process.exit(1);
 }
 JS
-if node "$tmp/loader.mjs" "$out/web/cml.js" "$out/web/cml_web.wasm" >"$tmp/loader.log" 2>&1; then
-  echo "  $(cat "$tmp/loader.log")"
-else
-  cat "$tmp/loader.log"
-  fail "web/cml.js in node"
-fi
+for module in "$out"/web/*.wasm; do
+  if node "$tmp/loader.mjs" "$out/web/cml.js" "$module" >"$tmp/loader.log" 2>&1; then
+    echo "  ${module##*/} $(cat "$tmp/loader.log")"
+  else
+    cat "$tmp/loader.log"
+    fail "web/cml.js + ${module##*/} in node"
+  fi
+done
 
 if [ "${CML_WASM_SKIP_BROWSER:-0}" = 1 ]; then
   echo "  chromium: left out (CML_WASM_SKIP_BROWSER=1)"
@@ -173,6 +175,7 @@ else
     if [ $ok = 1 ]; then
       echo "  chromium: $(sed -n 's/.*<p id="status" class="ok">\([^<]*\)<.*/\1/p' "$tmp/dom.html")"
       echo "  chromium: backend $(sed -n 's/.*<span id="backend">\([^<]*\)<.*/\1/p' "$tmp/dom.html")"
+      echo "  chromium: module $(sed -n 's/.*<span id="module">\([^<]*\)<.*/\1/p' "$tmp/dom.html")"
     else
       echo "  chromium exit $rc; page:"
       sed -n '/<body>/,/<\/body>/p' "$tmp/dom.html" | grep -v "^  *[a-z].*{" | head -30

@@ -2,8 +2,8 @@
 // web/cml.js: loads the cml WebAssembly module (cml_web.wasm, a WASI reactor built by
 // scripts/build_wasm.sh) in a browser or in Node, and wraps its C entry points (web/cml_web.h).
 //
-//   import { loadCml } from './cml.js';
-//   const cml = await loadCml('cml_web.wasm');            // a URL, or the module's bytes
+//   import { loadCml, simd128Supported } from './cml.js';
+//   const cml = await loadCml(simd128Supported() ? 'cml_web_simd128.wasm' : 'cml_web.wasm');
 //   const { y, s } = cml.mlp(new Float32Array([1, -2, 0.5]), 1);
 //   console.log(cml.backend(), y, s);
 //
@@ -14,6 +14,21 @@ const WASI_ESUCCESS = 0;
 const WASI_EBADF = 8;
 const WASI_ENOSYS = 52;
 const WASI_ESPIPE = 70;
+
+// A module with one function, `i32.const 0; i8x16.splat`: it validates only where the engine
+// has WebAssembly SIMD128.
+const SIMD128_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,  // magic, version 1
+  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b,        // type section: () -> v128
+  0x03, 0x02, 0x01, 0x00,                          // function section: one function of type 0
+  0x0a, 0x08, 0x01, 0x06, 0x00,                    // code section: one body, no locals
+  0x41, 0x00, 0xfd, 0x0f, 0x0b,                    // i32.const 0; i8x16.splat; end
+]);
+
+/** Whether this engine runs WebAssembly SIMD128 (then cml_web_simd128.wasm can be loaded). */
+export function simd128Supported() {
+  return WebAssembly.validate(SIMD128_PROBE);
+}
 
 /** Thrown when the module calls exit(). */
 export class CmlExit extends Error {
@@ -78,6 +93,11 @@ function defaultLog(fd, line) {
 /**
  * Instantiates the module. |source| is a URL (fetched) or the module's bytes.
  * |options.log(fd, line)| receives the module's stdout (1) and stderr (2) lines.
+ * |options.synchronous| compiles with `new WebAssembly.Module` instead of the asynchronous
+ * WebAssembly.instantiate: it blocks for the compile (tens of milliseconds for cml_web.wasm;
+ * browsers allow it on the main thread for modules up to 8 MB), but nothing else can run
+ * meanwhile, which headless Chromium's --virtual-time-budget needs (it does not wait for an
+ * asynchronous compile).
  */
 export async function loadCml(source, options = {}) {
   const bytes = typeof source === 'string' || source instanceof URL
@@ -87,7 +107,9 @@ export async function loadCml(source, options = {}) {
   const imports = {
     wasi_snapshot_preview1: makeWasiImports(() => memory, options.log || defaultLog),
   };
-  const { instance } = await WebAssembly.instantiate(bytes, imports);
+  const instance = options.synchronous
+    ? new WebAssembly.Instance(new WebAssembly.Module(bytes), imports)
+    : (await WebAssembly.instantiate(bytes, imports)).instance;
   const ex = instance.exports;
   memory = ex.memory;
   if (ex._initialize) ex._initialize();
