@@ -12,8 +12,10 @@ libdir="$prefix/lib"
 [ -d "$prefix/lib64" ] && libdir="$prefix/lib64"
 [ -d "$libdir/pkgconfig" ] || libdir="$(dirname "$(find "$prefix" -name cml.pc | head -n1)")/.."
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
-# cml.pc holds the configure-time prefix (CMAKE_INSTALL_PREFIX); this install went elsewhere.
-pc_flags="$(pkg-config --define-variable=prefix="$prefix" --cflags --libs cml)"
+# cml.pc finds its prefix relative to itself (${pcfiledir}), so this install in a temporary
+# prefix, different from the configure-time one, must work as it is.
+pc_flags="$(pkg-config --cflags --libs cml)"
+case "$pc_flags" in *"$prefix"*|*pcfiledir*|*"/../"*) ;; *) echo "install test: unexpected pkg-config flags: $pc_flags"; exit 1;; esac
 cc -std=c11 -Wall -Wextra -o "$prefix/consumer_pc" tests/install/consumer.c $pc_flags -lm
 LD_LIBRARY_PATH="$libdir" "$prefix/consumer_pc"
 cmake -S tests/install/cmake_consumer -B "$prefix/cmake_build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
