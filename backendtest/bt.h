@@ -51,21 +51,21 @@ typedef struct bt_tensor_t {
 } bt_tensor_t;
 
 //===--- groups: each cases_<group>.c defines these two symbols ---===//
-#define BT_DECLARE_GROUP(group)                 \
-  extern const bt_case_t bt_cases_##group[];    \
+#define BT_DECLARE_GROUP(group)              \
+  extern const bt_case_t bt_cases_##group[]; \
   extern const size_t bt_cases_##group##_count;
-BT_DECLARE_GROUP(exec)         // execution, buffers, donation, concurrency, errors
-BT_DECLARE_GROUP(functions)    // closures, Call, While, If, Sort
-BT_DECLARE_GROUP(unary)        // elementwise unary, convert, bitcast
-BT_DECLARE_GROUP(binary)       // elementwise binary, compare, clamp, where, iota
-BT_DECLARE_GROUP(reduce)       // Reduce*, ArgMinMax
-BT_DECLARE_GROUP(shape)        // reshape, transpose, broadcast, concat, slice, reverse, pad
-BT_DECLARE_GROUP(index)        // gather, scatter, dynamic slice / update slice
-BT_DECLARE_GROUP(window)       // reduce window, select and scatter
-BT_DECLARE_GROUP(dot)          // Dot, DotGeneral
-BT_DECLARE_GROUP(conv)         // ConvGeneral
-BT_DECLARE_GROUP(special)      // RNG, FFT, BatchNorm*, barriers
-BT_DECLARE_GROUP(fused)        // fused ops (native or decomposed), cml/fused.h
+BT_DECLARE_GROUP(exec)       // execution, buffers, donation, concurrency, errors
+BT_DECLARE_GROUP(functions)  // closures, Call, While, If, Sort
+BT_DECLARE_GROUP(unary)      // elementwise unary, convert, bitcast
+BT_DECLARE_GROUP(binary)     // elementwise binary, compare, clamp, where, iota
+BT_DECLARE_GROUP(reduce)     // Reduce*, ArgMinMax
+BT_DECLARE_GROUP(shape)      // reshape, transpose, broadcast, concat, slice, reverse, pad
+BT_DECLARE_GROUP(index)      // gather, scatter, dynamic slice / update slice
+BT_DECLARE_GROUP(window)     // reduce window, select and scatter
+BT_DECLARE_GROUP(dot)        // Dot, DotGeneral
+BT_DECLARE_GROUP(conv)       // ConvGeneral
+BT_DECLARE_GROUP(special)    // RNG, FFT, BatchNorm*, barriers
+BT_DECLARE_GROUP(fused)      // fused ops (native or decomposed), cml/fused.h
 
 //===--- case control ---===//
 
@@ -122,8 +122,8 @@ cml_value_t bt_const(bt_t* t, cml_function_t* f, const bt_tensor_t* value);
 // when the builder or compiler said UNIMPLEMENTED) on any error.
 bool bt_exec(bt_t* t, const cml_value_t* outputs, size_t count, bt_tensor_t* out);
 // Same, with explicit options: run on |device| and return the executable for reuse.
-bool bt_exec_ex(bt_t* t, const cml_value_t* outputs, size_t count, int device,
-                bt_tensor_t* out, cml_executable_t** out_executable);
+bool bt_exec_ex(bt_t* t, const cml_value_t* outputs, size_t count, int device, bt_tensor_t* out,
+                cml_executable_t** out_executable);
 
 // Expects the builder's sticky error to have |code| and its message to contain every one of
 // the NULL-terminated |needles| (e.g. the op name and a shape). Marks a failure otherwise.

@@ -26,10 +26,10 @@ static const cml_dtype_t cb_floats[] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_
                                         CML_DTYPE_BF16};
 static const cml_dtype_t cb_ints[] = {CML_DTYPE_I8, CML_DTYPE_I16, CML_DTYPE_I32, CML_DTYPE_I64,
                                       CML_DTYPE_U8, CML_DTYPE_U16, CML_DTYPE_U32, CML_DTYPE_U64};
-static const cml_dtype_t cb_all[] = {
-    CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I16,  CML_DTYPE_I32, CML_DTYPE_I64,
-    CML_DTYPE_U8,   CML_DTYPE_U16, CML_DTYPE_U32,  CML_DTYPE_U64, CML_DTYPE_F16,
-    CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64,  CML_DTYPE_C64, CML_DTYPE_C128};
+static const cml_dtype_t cb_all[] = {CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I16,  CML_DTYPE_I32,
+                                     CML_DTYPE_I64,  CML_DTYPE_U8,  CML_DTYPE_U16,  CML_DTYPE_U32,
+                                     CML_DTYPE_U64,  CML_DTYPE_F16, CML_DTYPE_BF16, CML_DTYPE_F32,
+                                     CML_DTYPE_F64,  CML_DTYPE_C64, CML_DTYPE_C128};
 
 static bool cb_has(bt_t* t, cml_dtype_t dtype) {
   return cml_capabilities_has_dtype(cml_backend_capabilities(bt_backend(t)), dtype);
@@ -42,7 +42,8 @@ static bool cb_is_half(cml_dtype_t dt) { return dt == CML_DTYPE_F16 || dt == CML
 
 //===--- float binary ops ---===//
 
-static const double cb_fedges[] = {0.0, -0.0, 1.0, -1.0, 2.5, -3.0, 0.5, INFINITY, -INFINITY, NAN, 7.25};
+static const double cb_fedges[] = {0.0, -0.0,     1.0,       -1.0, 2.5, -3.0,
+                                   0.5, INFINITY, -INFINITY, NAN,  7.25};
 #define CB_FEDGE_COUNT ((int64_t)CB_COUNT(cb_fedges))
 
 static double cb_fmax(double a, double b) {
@@ -69,14 +70,10 @@ typedef struct cb_float_op_t {
 } cb_float_op_t;
 
 static const cb_float_op_t cb_float_ops[] = {
-    {"add", CML_OP_ADD, cb_add, 0, 1, -100, 100},
-    {"sub", CML_OP_SUB, cb_sub, 0, 1, -100, 100},
-    {"mul", CML_OP_MUL, cb_mul, 0, 0, -100, 100},
-    {"div", CML_OP_DIV, cb_div, 0, 0, -100, 100},
-    {"max", CML_OP_MAX, cb_fmax, 0, 0, -100, 100},
-    {"min", CML_OP_MIN, cb_fmin, 0, 0, -100, 100},
-    {"pow", CML_OP_POW, pow, 4, 1, 0.1, 4},
-    {"rem", CML_OP_REM, fmod, 0, 0, -50, 50},
+    {"add", CML_OP_ADD, cb_add, 0, 1, -100, 100},  {"sub", CML_OP_SUB, cb_sub, 0, 1, -100, 100},
+    {"mul", CML_OP_MUL, cb_mul, 0, 0, -100, 100},  {"div", CML_OP_DIV, cb_div, 0, 0, -100, 100},
+    {"max", CML_OP_MAX, cb_fmax, 0, 0, -100, 100}, {"min", CML_OP_MIN, cb_fmin, 0, 0, -100, 100},
+    {"pow", CML_OP_POW, pow, 4, 1, 0.1, 4},        {"rem", CML_OP_REM, fmod, 0, 0, -50, 50},
     {"atan2", CML_OP_ATAN2, atan2, 4, 1, -10, 10},
 };
 
@@ -159,9 +156,9 @@ CB_FLOAT_CASE(8, atan2)
 
 //===--- integer binary ops ---===//
 
-static const int64_t cb_ivals[] = {0,   1,    -1,  2,         -2,        3,   7,     -7,
-                                   100, -128, 127, 255,       INT32_MIN, 33,  65535, INT64_MIN,
-                                   64,  8,    16,  INT64_MAX, 31,        32,  63};
+static const int64_t cb_ivals[] = {0,   1,    -1,  2,         -2,        3,  7,     -7,
+                                   100, -128, 127, 255,       INT32_MIN, 33, 65535, INT64_MIN,
+                                   64,  8,    16,  INT64_MAX, 31,        32, 63};
 #define CB_IVAL_COUNT ((int64_t)CB_COUNT(cb_ivals))
 
 typedef struct cb_int_ctx_t {
@@ -182,9 +179,12 @@ static int64_t cb_int_ref(cml_op_t op, const cb_int_ctx_t* c, int64_t a, int64_t
   const uint64_t ua = (uint64_t)a & c->mask, ub = (uint64_t)b & c->mask;
   const int64_t type_min = c->is_signed ? cb_sext((uint64_t)1 << (c->bits - 1), c->bits) : 0;
   switch (op) {
-    case CML_OP_ADD: return (int64_t)(ua + ub);
-    case CML_OP_SUB: return (int64_t)(ua - ub);
-    case CML_OP_MUL: return (int64_t)(ua * ub);
+    case CML_OP_ADD:
+      return (int64_t)(ua + ub);
+    case CML_OP_SUB:
+      return (int64_t)(ua - ub);
+    case CML_OP_MUL:
+      return (int64_t)(ua * ub);
     case CML_OP_DIV:
       if (ub == 0) return -1;
       if (c->is_signed) {
@@ -200,11 +200,16 @@ static int64_t cb_int_ref(cml_op_t op, const cb_int_ctx_t* c, int64_t a, int64_t
       return c->is_signed ? (a > b ? a : b) : (int64_t)(ua > ub ? ua : ub);
     case CML_OP_MIN:
       return c->is_signed ? (a < b ? a : b) : (int64_t)(ua < ub ? ua : ub);
-    case CML_OP_BITWISE_AND: return (int64_t)(ua & ub);
-    case CML_OP_BITWISE_OR: return (int64_t)(ua | ub);
-    case CML_OP_BITWISE_XOR: return (int64_t)(ua ^ ub);
-    case CML_OP_SHIFT_LEFT: return ub >= (uint64_t)c->bits ? 0 : (int64_t)(ua << ub);
-    case CML_OP_SHIFT_RIGHT_LOGICAL: return ub >= (uint64_t)c->bits ? 0 : (int64_t)(ua >> ub);
+    case CML_OP_BITWISE_AND:
+      return (int64_t)(ua & ub);
+    case CML_OP_BITWISE_OR:
+      return (int64_t)(ua | ub);
+    case CML_OP_BITWISE_XOR:
+      return (int64_t)(ua ^ ub);
+    case CML_OP_SHIFT_LEFT:
+      return ub >= (uint64_t)c->bits ? 0 : (int64_t)(ua << ub);
+    case CML_OP_SHIFT_RIGHT_LOGICAL:
+      return ub >= (uint64_t)c->bits ? 0 : (int64_t)(ua >> ub);
     case CML_OP_SHIFT_RIGHT_ARITHMETIC: {
       const int64_t s = cb_sext(ua, c->bits);  // the bits read as signed, for every int type
       if (ub >= (uint64_t)c->bits) return s < 0 ? -1 : 0;
@@ -220,7 +225,8 @@ static int64_t cb_int_ref(cml_op_t op, const cb_int_ctx_t* c, int64_t a, int64_t
       }
       return (int64_t)r;
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -252,9 +258,9 @@ static void cb_run_int_op(bt_t* t, cml_op_t op, const int64_t* lhs, int64_t nl, 
   }
 }
 
-#define CB_INT_CASE(fname, OP) \
-  static void case_int_##fname(bt_t* t) {                                                   \
-    cb_run_int_op(t, OP, cb_ivals, CB_IVAL_COUNT, cb_ivals, CB_IVAL_COUNT);                   \
+#define CB_INT_CASE(fname, OP)                                              \
+  static void case_int_##fname(bt_t* t) {                                   \
+    cb_run_int_op(t, OP, cb_ivals, CB_IVAL_COUNT, cb_ivals, CB_IVAL_COUNT); \
   }
 CB_INT_CASE(add, CML_OP_ADD)
 CB_INT_CASE(sub, CML_OP_SUB)
@@ -278,9 +284,9 @@ static void case_int_pow(bt_t* t) {
 
 //===--- comparisons ---===//
 
-static const cml_op_t cb_cmp_ops[] = {CML_OP_EQUAL,         CML_OP_NOT_EQUAL,
-                                      CML_OP_LESS_THAN,     CML_OP_LESS_OR_EQUAL,
-                                      CML_OP_GREATER_THAN,  CML_OP_GREATER_OR_EQUAL};
+static const cml_op_t cb_cmp_ops[] = {CML_OP_EQUAL,        CML_OP_NOT_EQUAL,
+                                      CML_OP_LESS_THAN,    CML_OP_LESS_OR_EQUAL,
+                                      CML_OP_GREATER_THAN, CML_OP_GREATER_OR_EQUAL};
 static const cml_op_t cb_total_ops[] = {
     CML_OP_EQUAL_TOTAL_ORDER,        CML_OP_NOT_EQUAL_TOTAL_ORDER,
     CML_OP_LESS_THAN_TOTAL_ORDER,    CML_OP_LESS_OR_EQUAL_TOTAL_ORDER,
@@ -291,12 +297,18 @@ static const cml_op_t cb_total_ops[] = {
 static int64_t cb_cmp_result(int kind, int ord) {
   if (ord == 2) return kind == 1;
   switch (kind) {
-    case 0: return ord == 0;
-    case 1: return ord != 0;
-    case 2: return ord < 0;
-    case 3: return ord <= 0;
-    case 4: return ord > 0;
-    default: return ord >= 0;
+    case 0:
+      return ord == 0;
+    case 1:
+      return ord != 0;
+    case 2:
+      return ord < 0;
+    case 3:
+      return ord <= 0;
+    case 4:
+      return ord > 0;
+    default:
+      return ord >= 0;
   }
 }
 
@@ -308,7 +320,8 @@ static int64_t cb_total_key(double d) {
   return (u >> 63) ? (int64_t)(u ^ 0x7fffffffffffffffULL) : (int64_t)u;
 }
 
-static const double cb_cmp_fvals[] = {0.0, -0.0, 1.0, -1.0, 2.5, INFINITY, -INFINITY, NAN, -NAN, 1e-3};
+static const double cb_cmp_fvals[] = {0.0,      -0.0,      1.0, -1.0, 2.5,
+                                      INFINITY, -INFINITY, NAN, -NAN, 1e-3};
 
 static void cb_run_compare(bt_t* t, int kind, bool total) {
   const cml_op_t op = total ? cb_total_ops[kind] : cb_cmp_ops[kind];
@@ -495,14 +508,25 @@ static void case_complex_binary(bt_t* t) {
       ++ran;
       double w[8];
       for (int i = 0; i < 4; ++i) {
-        const double complex x = CMPLX(av[2 * i], av[2 * i + 1]), z = CMPLX(bv[2 * i], bv[2 * i + 1]);
+        const double complex x = CMPLX(av[2 * i], av[2 * i + 1]),
+                             z = CMPLX(bv[2 * i], bv[2 * i + 1]);
         double complex r;
         switch (ops[o]) {
-          case CML_OP_ADD: r = x + z; break;
-          case CML_OP_SUB: r = x - z; break;
-          case CML_OP_MUL: r = x * z; break;
-          case CML_OP_DIV: r = x / z; break;
-          default: r = cexp(z * clog(x)); break;
+          case CML_OP_ADD:
+            r = x + z;
+            break;
+          case CML_OP_SUB:
+            r = x - z;
+            break;
+          case CML_OP_MUL:
+            r = x * z;
+            break;
+          case CML_OP_DIV:
+            r = x / z;
+            break;
+          default:
+            r = cexp(z * clog(x));
+            break;
         }
         w[2 * i] = creal(r);
         w[2 * i + 1] = cimag(r);
@@ -522,8 +546,9 @@ static void case_complex_binary(bt_t* t) {
 
 static void case_complex_op(bt_t* t) {
   if (!bt_require_op(t, CML_OP_COMPLEX)) return;
-  static const struct { cml_dtype_t in, out; } pairs[] = {{CML_DTYPE_F32, CML_DTYPE_C64},
-                                                           {CML_DTYPE_F64, CML_DTYPE_C128}};
+  static const struct {
+    cml_dtype_t in, out;
+  } pairs[] = {{CML_DTYPE_F32, CML_DTYPE_C64}, {CML_DTYPE_F64, CML_DTYPE_C128}};
   size_t ran = 0;  // a backend without the dtypes must not pass this case
   for (size_t k = 0; k < 2; ++k) {
     if (!cb_has(t, pairs[k].in) || !cb_has(t, pairs[k].out)) continue;
@@ -566,10 +591,10 @@ static void case_clamp(bt_t* t) {
     }
     if (cml_dtype_is_unsigned_int(dt)) x[0] = 0;
     cml_value_t vx = bt_param_f64(t, f, dt, 1, dims, x);
-    cml_value_t y[2] = {
-        cml_op_clamp(f, bt_param_f64(t, f, dt, 1, dims, lo), vx, bt_param_f64(t, f, dt, 1, dims, hi)),
-        cml_op_clamp(f, bt_param_f64(t, f, dt, 0, NULL, (double[]){1}), vx,
-                     bt_param_f64(t, f, dt, 0, NULL, (double[]){7}))};
+    cml_value_t y[2] = {cml_op_clamp(f, bt_param_f64(t, f, dt, 1, dims, lo), vx,
+                                     bt_param_f64(t, f, dt, 1, dims, hi)),
+                        cml_op_clamp(f, bt_param_f64(t, f, dt, 0, NULL, (double[]){1}), vx,
+                                     bt_param_f64(t, f, dt, 0, NULL, (double[]){7}))};
     bt_tensor_t out[2];
     if (!bt_exec(t, y, 2, out)) return;
     double w0[6], w1[6];
@@ -762,8 +787,7 @@ const bt_case_t bt_cases_binary[] = {
     {"equal_total_order", CML_OP_EQUAL_TOTAL_ORDER, case_equal_total_order},
     {"not_equal_total_order", CML_OP_NOT_EQUAL_TOTAL_ORDER, case_not_equal_total_order},
     {"less_than_total_order", CML_OP_LESS_THAN_TOTAL_ORDER, case_less_than_total_order},
-    {"less_or_equal_total_order", CML_OP_LESS_OR_EQUAL_TOTAL_ORDER,
-     case_less_or_equal_total_order},
+    {"less_or_equal_total_order", CML_OP_LESS_OR_EQUAL_TOTAL_ORDER, case_less_or_equal_total_order},
     {"greater_than_total_order", CML_OP_GREATER_THAN_TOTAL_ORDER, case_greater_than_total_order},
     {"greater_or_equal_total_order", CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER,
      case_greater_or_equal_total_order},

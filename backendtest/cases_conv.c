@@ -25,11 +25,11 @@
 // output [N/bg, O, S...].
 typedef struct conv_problem_t {
   int32_t spatial;
-  int64_t n, c, o;             // input batch, input channels, output channels
-  int64_t in[3], k[3];         // spatial sizes
+  int64_t n, c, o;      // input batch, input channels, output channels
+  int64_t in[3], k[3];  // spatial sizes
   int64_t stride[3], pad_lo[3], pad_hi[3], idil[3], kdil[3];
   int64_t groups, batch_groups;
-  int64_t out[3];              // computed
+  int64_t out[3];  // computed
 } conv_problem_t;
 
 static int64_t conv_out_size(int64_t in, int64_t idil, int64_t lo, int64_t hi, int64_t k,
@@ -45,8 +45,8 @@ static void conv_fill_defaults(conv_problem_t* p) {
     if (!p->stride[d]) p->stride[d] = 1;
     if (!p->idil[d]) p->idil[d] = 1;
     if (!p->kdil[d]) p->kdil[d] = 1;
-    p->out[d] = conv_out_size(p->in[d], p->idil[d], p->pad_lo[d], p->pad_hi[d], p->k[d],
-                              p->kdil[d], p->stride[d]);
+    p->out[d] = conv_out_size(p->in[d], p->idil[d], p->pad_lo[d], p->pad_hi[d], p->k[d], p->kdil[d],
+                              p->stride[d]);
   }
   if (p->groups < 1) p->groups = 1;
   if (p->batch_groups < 1) p->batch_groups = 1;
@@ -60,8 +60,8 @@ static int64_t conv_prod(const int64_t* v, int32_t n) {
 
 // The reference: out[b, o, y] = sum_{ci, kpos} in[b', g*Cg+ci, x] * w[o, ci, kpos].
 // |abs_out| (may be NULL) gets the sum of |terms| of each output (the error bound's scale).
-static void conv_reference(const conv_problem_t* p, const double* x, const double* w,
-                           double* out, double* abs_out) {
+static void conv_reference(const conv_problem_t* p, const double* x, const double* w, double* out,
+                           double* abs_out) {
   int32_t S = p->spatial;
   int64_t cg = p->c / p->groups, nout = p->n / p->batch_groups;
   int64_t osz = conv_prod(p->out, S), isz = conv_prod(p->in, S), ksz = conv_prod(p->k, S);
@@ -86,7 +86,8 @@ static void conv_reference(const conv_problem_t* p, const double* x, const doubl
           if (!ok) continue;
           for (int32_t d = 0; d < S; ++d) xoff = xoff * p->in[d] + xs[d];
           for (int64_t ci = 0; ci < cg; ++ci) {
-            double term = x[(bin * p->c + g * cg + ci) * isz + xoff] * w[(o * cg + ci) * ksz + koff];
+            double term =
+                x[(bin * p->c + g * cg + ci) * isz + xoff] * w[(o * cg + ci) * ksz + koff];
             s += term;
             a += term < 0 ? -term : term;
           }
@@ -129,10 +130,14 @@ static double conv_acc_eps(cml_dtype_t in, cml_dtype_t out) {
 }
 static double conv_out_eps(cml_dtype_t out) {
   switch (out) {
-    case CML_DTYPE_F16: return 0x1p-11;
-    case CML_DTYPE_BF16: return 0x1p-8;
-    case CML_DTYPE_F32: return 0x1p-24;
-    default: return 0x1p-53;
+    case CML_DTYPE_F16:
+      return 0x1p-11;
+    case CML_DTYPE_BF16:
+      return 0x1p-8;
+    case CML_DTYPE_F32:
+      return 0x1p-24;
+    default:
+      return 0x1p-53;
   }
 }
 
@@ -225,8 +230,8 @@ static void conv_run_ex(bt_t* t, const char* what, cml_dtype_t dtype, cml_dtype_
       double tol = (double)(kterms + 1) * ua * yal[i] + uo * (want < 0 ? -want : want);
       double err = got - want;
       if (!(err <= tol && -err <= tol)) {
-        bt_fail(t, "%s: element %lld: got %.9g, want %.9g (tolerance %.3g)", what,
-                (long long)i, got, want, tol);
+        bt_fail(t, "%s: element %lld: got %.9g, want %.9g (tolerance %.3g)", what, (long long)i,
+                got, want, tol);
         return;
       }
     }
@@ -256,8 +261,16 @@ static void conv_1d_case(bt_t* t, cml_dtype_t dtype) {
 
 static void conv_2d_strided_case(bt_t* t, cml_dtype_t dtype) {
   // Strides (2, 1), padding ((1, 0), (2, 1)), input dilation (1, 2), kernel dilation (2, 1).
-  conv_problem_t p = {.spatial = 2, .n = 1, .c = 2, .o = 3, .in = {5, 6}, .k = {2, 3},
-                      .stride = {2, 1}, .pad_lo = {1, 2}, .pad_hi = {0, 1}, .idil = {1, 2},
+  conv_problem_t p = {.spatial = 2,
+                      .n = 1,
+                      .c = 2,
+                      .o = 3,
+                      .in = {5, 6},
+                      .k = {2, 3},
+                      .stride = {2, 1},
+                      .pad_lo = {1, 2},
+                      .pad_hi = {0, 1},
+                      .idil = {1, 2},
                       .kdil = {2, 1}};
   conv_run(t, "2-D strided", dtype, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
 }
@@ -270,20 +283,30 @@ static void conv_groups_case(bt_t* t, cml_dtype_t dtype) {
 
 static void conv_batch_groups_case(bt_t* t, cml_dtype_t dtype) {
   // Batch groups: batch 4 in 2 groups, 4 output channels (2 per group).
-  conv_problem_t p = {.spatial = 1, .n = 4, .c = 2, .o = 4, .in = {5}, .k = {3},
-                      .batch_groups = 2};
+  conv_problem_t p = {.spatial = 1, .n = 4, .c = 2, .o = 4, .in = {5}, .k = {3}, .batch_groups = 2};
   conv_run(t, "batch groups", dtype, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
 }
 
-#define CONV_DTYPES(X)                                                                      \
-  X(i8, CML_DTYPE_I8) X(i16, CML_DTYPE_I16) X(i32, CML_DTYPE_I32) X(i64, CML_DTYPE_I64)     \
-  X(u8, CML_DTYPE_U8) X(u16, CML_DTYPE_U16) X(u32, CML_DTYPE_U32) X(u64, CML_DTYPE_U64)     \
-  X(f16, CML_DTYPE_F16) X(bf16, CML_DTYPE_BF16) X(f32, CML_DTYPE_F32) X(f64, CML_DTYPE_F64)
+// clang-format off
+#define CONV_DTYPES(X)     \
+  X(i8, CML_DTYPE_I8)      \
+  X(i16, CML_DTYPE_I16)    \
+  X(i32, CML_DTYPE_I32)    \
+  X(i64, CML_DTYPE_I64)    \
+  X(u8, CML_DTYPE_U8)      \
+  X(u16, CML_DTYPE_U16)    \
+  X(u32, CML_DTYPE_U32)    \
+  X(u64, CML_DTYPE_U64)    \
+  X(f16, CML_DTYPE_F16)    \
+  X(bf16, CML_DTYPE_BF16)  \
+  X(f32, CML_DTYPE_F32)    \
+  X(f64, CML_DTYPE_F64)
+// clang-format on
 
-#define CONV_DEFINE(name, dt)                                                        \
-  static void case_1d_##name(bt_t* t) { conv_1d_case(t, dt); }                       \
-  static void case_2d_strided_##name(bt_t* t) { conv_2d_strided_case(t, dt); }       \
-  static void case_groups_##name(bt_t* t) { conv_groups_case(t, dt); }               \
+#define CONV_DEFINE(name, dt)                                                  \
+  static void case_1d_##name(bt_t* t) { conv_1d_case(t, dt); }                 \
+  static void case_2d_strided_##name(bt_t* t) { conv_2d_strided_case(t, dt); } \
+  static void case_groups_##name(bt_t* t) { conv_groups_case(t, dt); }         \
   static void case_batch_groups_##name(bt_t* t) { conv_batch_groups_case(t, dt); }
 CONV_DTYPES(CONV_DEFINE)
 #undef CONV_DEFINE
@@ -292,24 +315,37 @@ CONV_DTYPES(CONV_DEFINE)
 
 static void case_nhwc_hwio_f32(bt_t* t) {
   // Input NHWC (N->0, C->3, H->1, W->2), kernel HWIO (O->3, I->2, H->0, W->1), output NHWC.
-  conv_problem_t p = {.spatial = 2, .n = 2, .c = 3, .o = 2, .in = {4, 5}, .k = {2, 2},
-                      .pad_lo = {1, 0}, .pad_hi = {0, 1}};
+  conv_problem_t p = {.spatial = 2,
+                      .n = 2,
+                      .c = 3,
+                      .o = 2,
+                      .in = {4, 5},
+                      .k = {2, 2},
+                      .pad_lo = {1, 0},
+                      .pad_hi = {0, 1}};
   conv_run(t, "NHWC", CML_DTYPE_F32, CML_DTYPE_INVALID, p, (const int64_t[]){0, 3, 1, 2},
            (const int64_t[]){3, 2, 0, 1}, (const int64_t[]){0, 3, 1, 2});
 }
 
 static void case_shuffled_layouts_i32(bt_t* t) {
   // Input [W, C, N, H], kernel [I, W, H, O], output [H, O, W, N].
-  conv_problem_t p = {.spatial = 2, .n = 3, .c = 2, .o = 3, .in = {3, 4}, .k = {2, 2},
-                      .stride = {1, 2}};
+  conv_problem_t p = {
+      .spatial = 2, .n = 3, .c = 2, .o = 3, .in = {3, 4}, .k = {2, 2}, .stride = {1, 2}};
   conv_run(t, "shuffled layouts", CML_DTYPE_I32, CML_DTYPE_INVALID, p,
            (const int64_t[]){2, 1, 3, 0}, (const int64_t[]){3, 0, 2, 1},
            (const int64_t[]){3, 1, 0, 2});
 }
 
 static void case_3d_f32(bt_t* t) {
-  conv_problem_t p = {.spatial = 3, .n = 1, .c = 2, .o = 2, .in = {3, 4, 5}, .k = {2, 2, 2},
-                      .stride = {1, 2, 1}, .pad_lo = {0, 1, 1}, .pad_hi = {1, 0, 0},
+  conv_problem_t p = {.spatial = 3,
+                      .n = 1,
+                      .c = 2,
+                      .o = 2,
+                      .in = {3, 4, 5},
+                      .k = {2, 2, 2},
+                      .stride = {1, 2, 1},
+                      .pad_lo = {0, 1, 1},
+                      .pad_hi = {1, 0, 0},
                       .kdil = {1, 1, 2}};
   conv_run(t, "3-D", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
 }
@@ -321,21 +357,34 @@ static void case_odd_5x7x11_f32(bt_t* t) {
 
 static void case_depthwise_f64(bt_t* t) {
   // Channel groups == channels (depthwise) with a channel multiplier of 2.
-  conv_problem_t p = {.spatial = 2, .n = 1, .c = 3, .o = 6, .in = {4, 4}, .k = {3, 3},
-                      .pad_lo = {1, 1}, .pad_hi = {1, 1}, .groups = 3};
+  conv_problem_t p = {.spatial = 2,
+                      .n = 1,
+                      .c = 3,
+                      .o = 6,
+                      .in = {4, 4},
+                      .k = {3, 3},
+                      .pad_lo = {1, 1},
+                      .pad_hi = {1, 1},
+                      .groups = 3};
   conv_run(t, "depthwise", CML_DTYPE_F64, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
 }
 
 static void case_negative_padding_f32(bt_t* t) {
-  conv_problem_t p = {.spatial = 1, .n = 1, .c = 1, .o = 2, .in = {8}, .k = {2},
-                      .pad_lo = {-2}, .pad_hi = {-1}};
+  conv_problem_t p = {
+      .spatial = 1, .n = 1, .c = 1, .o = 2, .in = {8}, .k = {2}, .pad_lo = {-2}, .pad_hi = {-1}};
   conv_run(t, "negative padding", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
 }
 
 static void case_kernel_larger_than_input_f32(bt_t* t) {
   // 1x1 input with 3x3 kernel and padding 1: only the kernel's center tap contributes.
-  conv_problem_t p = {.spatial = 2, .n = 2, .c = 1, .o = 1, .in = {1, 1}, .k = {3, 3},
-                      .pad_lo = {1, 1}, .pad_hi = {1, 1}};
+  conv_problem_t p = {.spatial = 2,
+                      .n = 2,
+                      .c = 1,
+                      .o = 1,
+                      .in = {1, 1},
+                      .k = {3, 3},
+                      .pad_lo = {1, 1},
+                      .pad_hi = {1, 1}};
   conv_run(t, "kernel larger", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
 }
 
@@ -361,43 +410,85 @@ static void case_output_dtype_i8_to_i32(bt_t* t) {
 
 static void case_inexact_resnet_nhwc_f32(bt_t* t) {
   // A ResNet-like 3x3 "same" block, NHWC / HWIO.
-  conv_problem_t p = {.spatial = 2, .n = 2, .c = 16, .o = 24, .in = {12, 12}, .k = {3, 3},
-                      .pad_lo = {1, 1}, .pad_hi = {1, 1}};
+  conv_problem_t p = {.spatial = 2,
+                      .n = 2,
+                      .c = 16,
+                      .o = 24,
+                      .in = {12, 12},
+                      .k = {3, 3},
+                      .pad_lo = {1, 1},
+                      .pad_hi = {1, 1}};
   conv_run_ex(t, "resnet NHWC", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO,
               CONV_NHWC, true);
 }
 
 static void case_inexact_nchw_strided_f32(bt_t* t) {
-  conv_problem_t p = {.spatial = 2, .n = 2, .c = 6, .o = 10, .in = {15, 13}, .k = {3, 3},
-                      .stride = {2, 1}, .kdil = {1, 2}, .pad_lo = {1, 2}, .pad_hi = {0, 1}};
+  conv_problem_t p = {.spatial = 2,
+                      .n = 2,
+                      .c = 6,
+                      .o = 10,
+                      .in = {15, 13},
+                      .k = {3, 3},
+                      .stride = {2, 1},
+                      .kdil = {1, 2},
+                      .pad_lo = {1, 2},
+                      .pad_hi = {0, 1}};
   conv_run_ex(t, "NCHW strided", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL, true);
 }
 
 static void case_inexact_groups_f32(bt_t* t) {
   // 4 channel groups; NHWC input, NCHW output.
-  conv_problem_t p = {.spatial = 2, .n = 2, .c = 8, .o = 12, .in = {10, 11}, .k = {3, 3},
-                      .pad_lo = {1, 1}, .pad_hi = {1, 1}, .groups = 4};
-  conv_run_ex(t, "groups", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO, NULL,
-              true);
+  conv_problem_t p = {.spatial = 2,
+                      .n = 2,
+                      .c = 8,
+                      .o = 12,
+                      .in = {10, 11},
+                      .k = {3, 3},
+                      .pad_lo = {1, 1},
+                      .pad_hi = {1, 1},
+                      .groups = 4};
+  conv_run_ex(t, "groups", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO, NULL, true);
 }
 
 static void case_inexact_depthwise_f32(bt_t* t) {
   // Depthwise with a channel multiplier of 2, stride 2.
-  conv_problem_t p = {.spatial = 2, .n = 2, .c = 8, .o = 16, .in = {13, 12}, .k = {3, 3},
-                      .stride = {2, 2}, .pad_lo = {1, 1}, .pad_hi = {1, 1}, .groups = 8};
-  conv_run_ex(t, "depthwise", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO,
-              CONV_NHWC, true);
+  conv_problem_t p = {.spatial = 2,
+                      .n = 2,
+                      .c = 8,
+                      .o = 16,
+                      .in = {13, 12},
+                      .k = {3, 3},
+                      .stride = {2, 2},
+                      .pad_lo = {1, 1},
+                      .pad_hi = {1, 1},
+                      .groups = 8};
+  conv_run_ex(t, "depthwise", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO, CONV_NHWC,
+              true);
 }
 
 static void case_inexact_batch_groups_f32(bt_t* t) {
-  conv_problem_t p = {.spatial = 1, .n = 6, .c = 4, .o = 6, .in = {50}, .k = {5},
-                      .pad_lo = {2}, .pad_hi = {2}, .batch_groups = 3};
+  conv_problem_t p = {.spatial = 1,
+                      .n = 6,
+                      .c = 4,
+                      .o = 6,
+                      .in = {50},
+                      .k = {5},
+                      .pad_lo = {2},
+                      .pad_hi = {2},
+                      .batch_groups = 3};
   conv_run_ex(t, "batch groups", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL, true);
 }
 
 static void case_inexact_3d_input_dilation_f32(bt_t* t) {
-  conv_problem_t p = {.spatial = 3, .n = 2, .c = 3, .o = 4, .in = {4, 5, 6}, .k = {2, 3, 2},
-                      .idil = {2, 1, 2}, .stride = {1, 2, 1}, .pad_lo = {1, 0, 1},
+  conv_problem_t p = {.spatial = 3,
+                      .n = 2,
+                      .c = 3,
+                      .o = 4,
+                      .in = {4, 5, 6},
+                      .k = {2, 3, 2},
+                      .idil = {2, 1, 2},
+                      .stride = {1, 2, 1},
+                      .pad_lo = {1, 0, 1},
                       .pad_hi = {1, 1, 0}};
   conv_run_ex(t, "3-D input dilation", CML_DTYPE_F32, CML_DTYPE_INVALID, p,
               (const int64_t[]){4, 0, 1, 3, 2}, (const int64_t[]){2, 4, 0, 1, 3},
@@ -406,39 +497,57 @@ static void case_inexact_3d_input_dilation_f32(bt_t* t) {
 
 static void case_inexact_1x1_f32(bt_t* t) {
   conv_problem_t p = {.spatial = 2, .n = 2, .c = 24, .o = 40, .in = {14, 14}, .k = {1, 1}};
-  conv_run_ex(t, "1x1", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO, CONV_NHWC,
-              true);
+  conv_run_ex(t, "1x1", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO, CONV_NHWC, true);
 }
 
 static void case_inexact_large_k_f32(bt_t* t) {
   // K = 200 channels x 9 taps = 1800 products per output.
   conv_problem_t p = {.spatial = 2, .n = 1, .c = 200, .o = 20, .in = {8, 8}, .k = {3, 3}};
-  conv_run_ex(t, "large K", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO,
-              CONV_NHWC, true);
-}
-
-static void case_inexact_f16(bt_t* t) {
-  conv_problem_t p = {.spatial = 2, .n = 2, .c = 6, .o = 10, .in = {11, 9}, .k = {3, 3},
-                      .pad_lo = {1, 0}, .pad_hi = {1, 1}};
-  conv_run_ex(t, "f16", CML_DTYPE_F16, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO, CONV_NHWC,
+  conv_run_ex(t, "large K", CML_DTYPE_F32, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO, CONV_NHWC,
               true);
 }
 
+static void case_inexact_f16(bt_t* t) {
+  conv_problem_t p = {.spatial = 2,
+                      .n = 2,
+                      .c = 6,
+                      .o = 10,
+                      .in = {11, 9},
+                      .k = {3, 3},
+                      .pad_lo = {1, 0},
+                      .pad_hi = {1, 1}};
+  conv_run_ex(t, "f16", CML_DTYPE_F16, CML_DTYPE_INVALID, p, CONV_NHWC, CONV_HWIO, CONV_NHWC, true);
+}
+
 static void case_inexact_bf16(bt_t* t) {
-  conv_problem_t p = {.spatial = 2, .n = 2, .c = 6, .o = 10, .in = {11, 9}, .k = {3, 3},
-                      .pad_lo = {1, 0}, .pad_hi = {1, 1}, .groups = 2};
+  conv_problem_t p = {.spatial = 2,
+                      .n = 2,
+                      .c = 6,
+                      .o = 10,
+                      .in = {11, 9},
+                      .k = {3, 3},
+                      .pad_lo = {1, 0},
+                      .pad_hi = {1, 1},
+                      .groups = 2};
   conv_run_ex(t, "bf16", CML_DTYPE_BF16, CML_DTYPE_INVALID, p, NULL, NULL, NULL, true);
 }
 
 static void case_inexact_f64(bt_t* t) {
-  conv_problem_t p = {.spatial = 2, .n = 2, .c = 6, .o = 10, .in = {11, 9}, .k = {3, 3},
-                      .stride = {1, 2}, .pad_lo = {1, 0}, .pad_hi = {1, 1}};
+  conv_problem_t p = {.spatial = 2,
+                      .n = 2,
+                      .c = 6,
+                      .o = 10,
+                      .in = {11, 9},
+                      .k = {3, 3},
+                      .stride = {1, 2},
+                      .pad_lo = {1, 0},
+                      .pad_hi = {1, 1}};
   conv_run_ex(t, "f64", CML_DTYPE_F64, CML_DTYPE_INVALID, p, NULL, NULL, NULL, true);
 }
 
 static void case_inexact_bf16_to_f32(bt_t* t) {
-  conv_problem_t p = {.spatial = 1, .n = 3, .c = 12, .o = 8, .in = {40}, .k = {3},
-                      .pad_lo = {1}, .pad_hi = {1}};
+  conv_problem_t p = {
+      .spatial = 1, .n = 3, .c = 12, .o = 8, .in = {40}, .k = {3}, .pad_lo = {1}, .pad_hi = {1}};
   conv_run_ex(t, "bf16 -> f32", CML_DTYPE_BF16, CML_DTYPE_F32, p, NULL, NULL, NULL, true);
 }
 
@@ -487,15 +596,14 @@ static void case_errors(bt_t* t) {
 
 //===--- the group ---===//
 
-#define CONV_ENTRIES(name, dt)                                                  \
-  {"1d_" #name, CML_OP_CONV_GENERAL, case_1d_##name},                           \
-  {"2d_strided_" #name, CML_OP_CONV_GENERAL, case_2d_strided_##name},           \
-  {"groups_" #name, CML_OP_CONV_GENERAL, case_groups_##name},                   \
-  {"batch_groups_" #name, CML_OP_CONV_GENERAL, case_batch_groups_##name},
+#define CONV_ENTRIES(name, dt)                                            \
+  {"1d_" #name, CML_OP_CONV_GENERAL, case_1d_##name},                     \
+      {"2d_strided_" #name, CML_OP_CONV_GENERAL, case_2d_strided_##name}, \
+      {"groups_" #name, CML_OP_CONV_GENERAL, case_groups_##name},         \
+      {"batch_groups_" #name, CML_OP_CONV_GENERAL, case_batch_groups_##name},
 
 const bt_case_t bt_cases_conv[] = {
-    CONV_DTYPES(CONV_ENTRIES)
-    {"nhwc_hwio_f32", CML_OP_CONV_GENERAL, case_nhwc_hwio_f32},
+    CONV_DTYPES(CONV_ENTRIES){"nhwc_hwio_f32", CML_OP_CONV_GENERAL, case_nhwc_hwio_f32},
     {"shuffled_layouts_i32", CML_OP_CONV_GENERAL, case_shuffled_layouts_i32},
     {"3d_f32", CML_OP_CONV_GENERAL, case_3d_f32},
     {"odd_5x7x11_f32", CML_OP_CONV_GENERAL, case_odd_5x7x11_f32},

@@ -74,8 +74,10 @@ static void dot_matmul_case(bt_t* t, cml_dtype_t dtype) {
   enum { M = 5, K = 7, N = 11 };
   double a[M * K], ai[M * K], b[K * N], bi[K * N], want[M * N], wanti[M * N];
   bool cx = cml_dtype_is_complex(dtype);
-  for (int i = 0; i < M * K; ++i) a[i] = dot_val(dtype, i, 1), ai[i] = cx ? dot_val(dtype, i, 5) : 0;
-  for (int i = 0; i < K * N; ++i) b[i] = dot_val(dtype, i, 2), bi[i] = cx ? dot_val(dtype, i, 9) : 0;
+  for (int i = 0; i < M * K; ++i)
+    a[i] = dot_val(dtype, i, 1), ai[i] = cx ? dot_val(dtype, i, 5) : 0;
+  for (int i = 0; i < K * N; ++i)
+    b[i] = dot_val(dtype, i, 2), bi[i] = cx ? dot_val(dtype, i, 9) : 0;
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       double re = 0, im = 0;
@@ -162,15 +164,27 @@ static void dot_vector_forms_case(bt_t* t, cml_dtype_t dtype) {
   dot_expect(t, "matrix.matrix", &out[3], dtype, 2, (int64_t[]){M, N}, mm, NULL, 0);
 }
 
-#define DOT_DTYPES(X)                                                                        \
-  X(i8, CML_DTYPE_I8) X(i16, CML_DTYPE_I16) X(i32, CML_DTYPE_I32) X(i64, CML_DTYPE_I64)      \
-  X(u8, CML_DTYPE_U8) X(u16, CML_DTYPE_U16) X(u32, CML_DTYPE_U32) X(u64, CML_DTYPE_U64)      \
-  X(f16, CML_DTYPE_F16) X(bf16, CML_DTYPE_BF16) X(f32, CML_DTYPE_F32) X(f64, CML_DTYPE_F64)  \
-  X(c64, CML_DTYPE_C64) X(c128, CML_DTYPE_C128)
+// clang-format off
+#define DOT_DTYPES(X)      \
+  X(i8, CML_DTYPE_I8)      \
+  X(i16, CML_DTYPE_I16)    \
+  X(i32, CML_DTYPE_I32)    \
+  X(i64, CML_DTYPE_I64)    \
+  X(u8, CML_DTYPE_U8)      \
+  X(u16, CML_DTYPE_U16)    \
+  X(u32, CML_DTYPE_U32)    \
+  X(u64, CML_DTYPE_U64)    \
+  X(f16, CML_DTYPE_F16)    \
+  X(bf16, CML_DTYPE_BF16)  \
+  X(f32, CML_DTYPE_F32)    \
+  X(f64, CML_DTYPE_F64)    \
+  X(c64, CML_DTYPE_C64)    \
+  X(c128, CML_DTYPE_C128)
+// clang-format on
 
-#define DOT_DEFINE(name, dt)                                                                 \
-  static void case_matmul_##name(bt_t* t) { dot_matmul_case(t, dt); }                        \
-  static void case_batch_transposed_##name(bt_t* t) { dot_batch_transposed_case(t, dt); }    \
+#define DOT_DEFINE(name, dt)                                                              \
+  static void case_matmul_##name(bt_t* t) { dot_matmul_case(t, dt); }                     \
+  static void case_batch_transposed_##name(bt_t* t) { dot_batch_transposed_case(t, dt); } \
   static void case_vector_forms_##name(bt_t* t) { dot_vector_forms_case(t, dt); }
 DOT_DTYPES(DOT_DEFINE)
 #undef DOT_DEFINE
@@ -314,8 +328,8 @@ static void case_acc_8(bt_t* t) { dot_acc_case_fixed(t, 8); }
 //===--- larger products against a double reference ---===//
 
 // rhs is [B, K, N], or [B, N, K] when |rhs_t| (weights stored transposed, as x . W^T).
-static void dot_large_case_t(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, int64_t K,
-                             int64_t N, bool rhs_t) {
+static void dot_large_case_t(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, int64_t K, int64_t N,
+                             bool rhs_t) {
   if (!dot_dtype_ok(t, CML_OP_DOT_GENERAL, dtype)) return;
   size_t na = (size_t)(B * M * K), nb = (size_t)(B * K * N), nc = (size_t)(B * M * N);
   double* a = bt_alloc(t, sizeof(double) * na);
@@ -325,7 +339,8 @@ static void dot_large_case_t(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, i
   for (size_t i = 0; i < nb; ++i) b[i] = bt_rand_uniform(t, -1, 1);
   // Inputs are rounded to the dtype first, so the reference sees the same values.
   bt_tensor_t ta = bt_tensor_f64(t, dtype, 3, (int64_t[]){B, M, K}, a);
-  bt_tensor_t tb = bt_tensor_f64(t, dtype, 3, rhs_t ? (int64_t[]){B, N, K} : (int64_t[]){B, K, N}, b);
+  bt_tensor_t tb =
+      bt_tensor_f64(t, dtype, 3, rhs_t ? (int64_t[]){B, N, K} : (int64_t[]){B, K, N}, b);
   for (size_t i = 0; i < na; ++i) a[i] = bt_get_f64(&ta, (int64_t)i);
   for (size_t i = 0; i < nb; ++i) b[i] = bt_get_f64(&tb, (int64_t)i);
   for (int64_t bb = 0; bb < B; ++bb)
@@ -333,8 +348,8 @@ static void dot_large_case_t(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, i
       for (int64_t n = 0; n < N; ++n) {
         double s = 0;
         for (int64_t k = 0; k < K; ++k)
-          s += a[(bb * M + m) * K + k] *
-               (rhs_t ? b[(bb * N + n) * K + k] : b[(bb * K + k) * N + n]);
+          s +=
+              a[(bb * M + m) * K + k] * (rhs_t ? b[(bb * N + n) * K + k] : b[(bb * K + k) * N + n]);
         want[(bb * M + m) * N + n] = s;
       }
   cml_function_t* f = bt_main(t);
@@ -354,8 +369,7 @@ static void dot_large_case_t(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, i
   bt_expect_close(t, "large", &out[0], &w, tol, tol * sqrt((double)K));
 }
 
-static void dot_large_case(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, int64_t K,
-                           int64_t N) {
+static void dot_large_case(bt_t* t, cml_dtype_t dtype, int64_t B, int64_t M, int64_t K, int64_t N) {
   dot_large_case_t(t, dtype, B, M, K, N, false);
 }
 
@@ -368,10 +382,14 @@ static void case_blocked_f16(bt_t* t) { dot_large_case(t, CML_DTYPE_F16, 2, 17, 
 // Shapes of the C backend's other paths: M = 1 and N = 1 (GEMV), transposed weights, several
 // k blocks (K > 256) with masked edges, f64 blocked with several k blocks.
 static void case_gemv_row_f32(bt_t* t) { dot_large_case(t, CML_DTYPE_F32, 1, 1, 700, 300); }
-static void case_gemv_row_wt_f32(bt_t* t) { dot_large_case_t(t, CML_DTYPE_F32, 3, 1, 513, 67, true); }
+static void case_gemv_row_wt_f32(bt_t* t) {
+  dot_large_case_t(t, CML_DTYPE_F32, 3, 1, 513, 67, true);
+}
 static void case_gemv_col_f32(bt_t* t) { dot_large_case(t, CML_DTYPE_F32, 2, 300, 513, 1); }
 static void case_gemv_row_f64(bt_t* t) { dot_large_case(t, CML_DTYPE_F64, 2, 1, 300, 129); }
-static void case_blocked_wt_f32(bt_t* t) { dot_large_case_t(t, CML_DTYPE_F32, 1, 45, 600, 77, true); }
+static void case_blocked_wt_f32(bt_t* t) {
+  dot_large_case_t(t, CML_DTYPE_F32, 1, 45, 600, 77, true);
+}
 static void case_blocked_multi_k_f64(bt_t* t) { dot_large_case(t, CML_DTYPE_F64, 1, 50, 600, 40); }
 
 //===--- edge values ---===//
@@ -481,14 +499,13 @@ static void case_errors(bt_t* t) {
 
 //===--- the group ---===//
 
-#define DOT_ENTRIES(name, dt)                                                \
-  {"matmul_" #name, CML_OP_DOT_GENERAL, case_matmul_##name},                 \
-  {"batch_transposed_" #name, CML_OP_DOT_GENERAL, case_batch_transposed_##name}, \
-  {"vector_forms_" #name, CML_OP_DOT, case_vector_forms_##name},
+#define DOT_ENTRIES(name, dt)                                                        \
+  {"matmul_" #name, CML_OP_DOT_GENERAL, case_matmul_##name},                         \
+      {"batch_transposed_" #name, CML_OP_DOT_GENERAL, case_batch_transposed_##name}, \
+      {"vector_forms_" #name, CML_OP_DOT, case_vector_forms_##name},
 
 const bt_case_t bt_cases_dot[] = {
-    DOT_DTYPES(DOT_ENTRIES)
-    {"multi_axes_f32", CML_OP_DOT_GENERAL, case_multi_axes_f32},
+    DOT_DTYPES(DOT_ENTRIES){"multi_axes_f32", CML_OP_DOT_GENERAL, case_multi_axes_f32},
     {"rank8_batch_i32", CML_OP_DOT_GENERAL, case_rank8_batch_i32},
     {"acc_i8_acc_i32_out_i32", CML_OP_DOT_GENERAL, case_acc_0},
     {"acc_u8_acc_u32_out_u32", CML_OP_DOT_GENERAL, case_acc_1},

@@ -21,10 +21,18 @@
 // intermediates in the dtype, or in f32 for half precision).
 static void fz_tol(cml_dtype_t dt, double* rtol, double* atol) {
   switch (dt) {
-    case CML_DTYPE_F64: *rtol = 1e-12, *atol = 1e-13; break;
-    case CML_DTYPE_F16: *rtol = 4e-3, *atol = 2e-3; break;
-    case CML_DTYPE_BF16: *rtol = 3e-2, *atol = 1.6e-2; break;
-    default: *rtol = 2e-5, *atol = 2e-6; break;
+    case CML_DTYPE_F64:
+      *rtol = 1e-12, *atol = 1e-13;
+      break;
+    case CML_DTYPE_F16:
+      *rtol = 4e-3, *atol = 2e-3;
+      break;
+    case CML_DTYPE_BF16:
+      *rtol = 3e-2, *atol = 1.6e-2;
+      break;
+    default:
+      *rtol = 2e-5, *atol = 2e-6;
+      break;
   }
 }
 
@@ -61,12 +69,18 @@ static double fz_gelu(double v, bool exact) {
 
 static double fz_act(double v, cml_activation_t act) {
   switch (act) {
-    case CML_ACTIVATION_GELU: return fz_gelu(v, true);
-    case CML_ACTIVATION_RELU: return v > 0 ? v : 0;
-    case CML_ACTIVATION_SILU: return v / (1.0 + exp(-v));
-    case CML_ACTIVATION_HARD_SWISH: return v * fmin(fmax(v / 6.0 + 0.5, 0.0), 1.0);
-    case CML_ACTIVATION_TANH: return tanh(v);
-    default: return v;
+    case CML_ACTIVATION_GELU:
+      return fz_gelu(v, true);
+    case CML_ACTIVATION_RELU:
+      return v > 0 ? v : 0;
+    case CML_ACTIVATION_SILU:
+      return v / (1.0 + exp(-v));
+    case CML_ACTIVATION_HARD_SWISH:
+      return v * fmin(fmax(v / 6.0 + 0.5, 0.0), 1.0);
+    case CML_ACTIVATION_TANH:
+      return tanh(v);
+    default:
+      return v;
   }
 }
 
@@ -107,8 +121,8 @@ static void case_softmax_hand(bt_t* t) {
   cml_function_t* f = bt_main(t);
   // softmax([0, ln 2, ln 5]) = [1, 2, 5] / 8; a constant row gives uniform weights.
   const int64_t dims[] = {2, 3};
-  cml_value_t x = bt_param_f64(t, f, CML_DTYPE_F32, 2, dims,
-                               (double[]){0, log(2.0), log(5.0), 7, 7, 7});
+  cml_value_t x =
+      bt_param_f64(t, f, CML_DTYPE_F32, 2, dims, (double[]){0, log(2.0), log(5.0), 7, 7, 7});
   cml_value_t y = cml_op_fused_softmax(f, x, 1);
   bt_tensor_t out[1];
   if (!bt_exec(t, &y, 1, out)) return;
@@ -186,8 +200,8 @@ static void case_gelu_f16_empty(bt_t* t) {
 //===--- FusedLayerNorm ---===//
 
 static void fz_layer_norm_case(bt_t* t, cml_dtype_t dt, int32_t rank, const int64_t* dims,
-                               const int64_t* axes, int32_t axis_count, double eps,
-                               bool with_gamma, bool with_beta) {
+                               const int64_t* axes, int32_t axis_count, double eps, bool with_gamma,
+                               bool with_beta) {
   if (!bt_require_dtype(t, dt)) return;
   cml_function_t* f = bt_main(t);
   double *x, *g = NULL, *be = NULL;
@@ -275,16 +289,15 @@ static void case_layer_norm_f32_last(bt_t* t) {
                      true);
 }
 static void case_layer_norm_f64_two_axes(bt_t* t) {
-  fz_layer_norm_case(t, CML_DTYPE_F64, 3, (int64_t[]){3, 4, 5}, (int64_t[]){2, 0}, 2, 1e-6,
-                     false, false);
+  fz_layer_norm_case(t, CML_DTYPE_F64, 3, (int64_t[]){3, 4, 5}, (int64_t[]){2, 0}, 2, 1e-6, false,
+                     false);
 }
 static void case_layer_norm_f32_middle_gamma(bt_t* t) {
   fz_layer_norm_case(t, CML_DTYPE_F32, 3, (int64_t[]){4, 6, 3}, (int64_t[]){1}, 1, 1e-3, true,
                      false);
 }
 static void case_layer_norm_f32_beta_only(bt_t* t) {
-  fz_layer_norm_case(t, CML_DTYPE_F32, 2, (int64_t[]){3, 16}, (int64_t[]){1}, 1, 0.1, false,
-                     true);
+  fz_layer_norm_case(t, CML_DTYPE_F32, 2, (int64_t[]){3, 16}, (int64_t[]){1}, 1, 0.1, false, true);
 }
 static void case_layer_norm_f16(bt_t* t) {
   fz_layer_norm_case(t, CML_DTYPE_F16, 2, (int64_t[]){4, 8}, (int64_t[]){1}, 1, 1e-3, true, true);
@@ -307,8 +320,8 @@ static void fz_dense_case(bt_t* t, cml_dtype_t dt, int32_t xrank, const int64_t*
   double *x, *w, *bias = NULL;
   cml_value_t xv = fz_param(t, f, dt, xrank, xdims, -1, 1, &x);
   cml_value_t wv = fz_param(t, f, dt, wrank, wdims, -1, 1, &w);
-  cml_value_t bv = with_bias ? fz_param(t, f, dt, out_axes, out_dims, -1, 1, &bias)
-                             : CML_VALUE_INVALID;
+  cml_value_t bv =
+      with_bias ? fz_param(t, f, dt, out_axes, out_dims, -1, 1, &bias) : CML_VALUE_INVALID;
   cml_dense_config_t cfg;
   cml_dense_config_init(&cfg);
   cfg.activation = act;
@@ -340,8 +353,7 @@ static void case_dense_hand(bt_t* t) {
   cml_function_t* f = bt_main(t);
   // x = [[1, 2]], W = [[1, -1], [2, -3]] -> x @ W = [5, -7]; + bias [1, 1] = [6, -6]; relu.
   cml_value_t x = bt_param_f64(t, f, CML_DTYPE_F32, 2, (int64_t[]){1, 2}, (double[]){1, 2});
-  cml_value_t w =
-      bt_param_f64(t, f, CML_DTYPE_F32, 2, (int64_t[]){2, 2}, (double[]){1, -1, 2, -3});
+  cml_value_t w = bt_param_f64(t, f, CML_DTYPE_F32, 2, (int64_t[]){2, 2}, (double[]){1, -1, 2, -3});
   cml_value_t b = bt_param_f64(t, f, CML_DTYPE_F32, 1, (int64_t[]){2}, (double[]){1, 1});
   cml_dense_config_t cfg;
   cml_dense_config_init(&cfg);
@@ -393,8 +405,8 @@ typedef struct fz_sdpa_t {
   int64_t batch, heads, kv_heads, seq, kv_seq, dim, v_dim;
   double scale;  // 0: default
   bool causal;
-  int mask;      // 0 none, 1 Bool [S, Skv], 2 additive [B, 1, S, Skv]
-  bool bias;     // additive [H, S, Skv]
+  int mask;   // 0 none, 1 Bool [S, Skv], 2 additive [B, 1, S, Skv]
+  bool bias;  // additive [H, S, Skv]
   bool lengths;
 } fz_sdpa_t;
 
@@ -430,12 +442,11 @@ static void fz_sdpa_case(bt_t* t, const fz_sdpa_t* c) {
     for (int64_t i = 0; i < sk; ++i) mask[i] = (i >= c->kv_seq) && (bt_rand_u64(t) % 3 != 0);
     cfg.mask = bt_param_f64(t, f, CML_DTYPE_BOOL, 2, (int64_t[]){c->seq, c->kv_seq}, mask);
   } else if (c->mask == 2) {
-    cfg.mask = fz_param(t, f, c->dtype, 4, (int64_t[]){c->batch, 1, c->seq, c->kv_seq}, -2, 0,
-                        &mask);
+    cfg.mask =
+        fz_param(t, f, c->dtype, 4, (int64_t[]){c->batch, 1, c->seq, c->kv_seq}, -2, 0, &mask);
   }
   if (c->bias) {
-    cfg.bias = fz_param(t, f, c->dtype, 3, (int64_t[]){c->heads, c->seq, c->kv_seq}, -1, 1,
-                        &bias);
+    cfg.bias = fz_param(t, f, c->dtype, 3, (int64_t[]){c->heads, c->seq, c->kv_seq}, -1, 1, &bias);
   }
   int64_t* qlen = NULL;
   int64_t* kvlen = NULL;
@@ -499,33 +510,33 @@ static void fz_sdpa_case(bt_t* t, const fz_sdpa_t* c) {
 }
 
 static void case_sdpa_f32_basic(bt_t* t) {
-  fz_sdpa_t c = {CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 2, 2, 2, 3, 5, 4, 4, 0, false, 0,
-                 false, false};
+  fz_sdpa_t c = {CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 2, 2, 2, 3, 5, 4, 4, 0, false, 0, false,
+                 false};
   fz_sdpa_case(t, &c);
 }
 static void case_sdpa_f32_causal_gqa(bt_t* t) {
-  fz_sdpa_t c = {CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 1, 4, 2, 5, 5, 8, 8, 0, true, 0,
-                 false, false};
+  fz_sdpa_t c = {CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 1, 4, 2, 5, 5, 8, 8, 0, true, 0, false,
+                 false};
   fz_sdpa_case(t, &c);
 }
 static void case_sdpa_f32_bshd_scale_vdim(bt_t* t) {
-  fz_sdpa_t c = {CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BSHD, 2, 3, 1, 4, 6, 5, 3, 0.25, false, 0,
-                 false, false};
+  fz_sdpa_t c = {
+      CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BSHD, 2, 3, 1, 4, 6, 5, 3, 0.25, false, 0, false, false};
   fz_sdpa_case(t, &c);
 }
 static void case_sdpa_f32_bool_mask(bt_t* t) {
-  fz_sdpa_t c = {CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 1, 2, 2, 4, 6, 4, 4, 0, false, 1,
-                 false, false};
+  fz_sdpa_t c = {CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 1, 2, 2, 4, 6, 4, 4, 0, false, 1, false,
+                 false};
   fz_sdpa_case(t, &c);
 }
 static void case_sdpa_f64_additive_mask_bias(bt_t* t) {
-  fz_sdpa_t c = {CML_DTYPE_F64, CML_ATTENTION_LAYOUT_BSHD, 2, 2, 1, 3, 4, 4, 2, 0, true, 2,
-                 true, false};
+  fz_sdpa_t c = {CML_DTYPE_F64, CML_ATTENTION_LAYOUT_BSHD, 2, 2, 1, 3, 4, 4, 2, 0, true, 2, true,
+                 false};
   fz_sdpa_case(t, &c);
 }
 static void case_sdpa_f32_lengths(bt_t* t) {
-  fz_sdpa_t c = {CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 3, 2, 1, 4, 5, 4, 4, 0, false, 0,
-                 false, true};
+  fz_sdpa_t c = {CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 3, 2, 1, 4, 5, 4, 4, 0, false, 0, false,
+                 true};
   fz_sdpa_case(t, &c);
 }
 
@@ -545,8 +556,7 @@ static void fz_qkv_case(bt_t* t, cml_dtype_t dt, int64_t batch, int64_t in, int6
     bvv = fz_param(t, f, dt, 1, &kvdim, -1, 1, &bv);
   }
   cml_value_t outs[3];
-  cml_op_fused_attention_qkv_projection(f, xv, wv, bqv, CML_VALUE_INVALID, bvv, qdim, kvdim,
-                                        outs);
+  cml_op_fused_attention_qkv_projection(f, xv, wv, bqv, CML_VALUE_INVALID, bvv, qdim, kvdim, outs);
   bt_tensor_t out[3];
   if (!bt_exec(t, outs, 3, out)) return;
   const int64_t widths[3] = {qdim, kvdim, kvdim};

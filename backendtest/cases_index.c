@@ -14,9 +14,9 @@
 //===--- helpers ---===//
 
 static const cml_dtype_t ci_all_dtypes[] = {
-    CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I16, CML_DTYPE_I32,  CML_DTYPE_I64,
-    CML_DTYPE_U8,   CML_DTYPE_U16, CML_DTYPE_U32, CML_DTYPE_U64,  CML_DTYPE_F16,
-    CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_C64,  CML_DTYPE_C128};
+    CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I16, CML_DTYPE_I32, CML_DTYPE_I64,
+    CML_DTYPE_U8,   CML_DTYPE_U16, CML_DTYPE_U32, CML_DTYPE_U64, CML_DTYPE_F16,
+    CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_C64, CML_DTYPE_C128};
 #define CI_DTYPE_COUNT (sizeof ci_all_dtypes / sizeof ci_all_dtypes[0])
 
 static const cml_dtype_t ci_index_dtypes[] = {CML_DTYPE_I32, CML_DTYPE_I64, CML_DTYPE_I8,
@@ -93,7 +93,9 @@ static int64_t ci_as_read(cml_dtype_t index_dtype, int64_t v) {
   return INT64_MAX;
 }
 
-static int64_t ci_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
+static int64_t ci_clamp(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
 
 static cml_value_t ci_scalar_index(bt_t* t, cml_function_t* f, cml_dtype_t dtype, int64_t v) {
   // Negative values are stored two's-complement in unsigned dtypes (they read as huge).
@@ -169,7 +171,8 @@ static void case_dynamic_update_slice_all_dtypes(bt_t* t) {
       bt_tensor_t x = ci_tensor(t, &h), ut = ci_tensor(t, &u);
       cml_value_t sv[2] = {ci_scalar_index(t, f, it, start_sets[s][0]),
                            ci_scalar_index(t, f, it, start_sets[s][1])};
-      cml_value_t y = cml_op_dynamic_update_slice(f, bt_param(t, f, &x), bt_param(t, f, &ut), sv, 2);
+      cml_value_t y =
+          cml_op_dynamic_update_slice(f, bt_param(t, f, &x), bt_param(t, f, &ut), sv, 2);
       bt_tensor_t out[1];
       if (!bt_exec(t, &y, 1, out)) return;
       int64_t st[2];
@@ -201,12 +204,13 @@ static bool ci_contains(const int64_t* list, int32_t n, int64_t v) {
 
 // The flat operand index that output element |out_idx| reads, from XLA's definition.
 static int64_t ci_gather_src(const int64_t* xdims, int32_t xrank, const int64_t* idims,
-                             int32_t irank, cml_dtype_t it, const int64_t* indices,
-                             int32_t orank, const cml_gather_dims_t* g, const int64_t* out_idx) {
+                             int32_t irank, cml_dtype_t it, const int64_t* indices, int32_t orank,
+                             const cml_gather_dims_t* g, const int64_t* out_idx) {
   int64_t batch[CML_MAX_RANK];
   int32_t nb = 0;
   for (int32_t d = 0; d < orank; ++d)
-    if (!ci_contains(g->offset_output_axes, g->offset_output_axis_count, d)) batch[nb++] = out_idx[d];
+    if (!ci_contains(g->offset_output_axes, g->offset_output_axis_count, d))
+      batch[nb++] = out_idx[d];
   int64_t in_idx[CML_MAX_RANK] = {0};
   for (int32_t k = 0; k < g->start_index_map_count; ++k) {
     int64_t pos[CML_MAX_RANK];
@@ -245,8 +249,8 @@ static void ci_run_gather(bt_t* t, const ci_gather_case_t* c, cml_dtype_t dt, cm
   for (int64_t o = 0; o < ci_count(c->orank, c->odims); ++o) {
     int64_t oi[CML_MAX_RANK];
     ci_unflat(c->orank, c->odims, o, oi);
-    int64_t s = ci_gather_src(c->xdims, c->xrank, c->idims, c->irank, it, c->indices, c->orank,
-                              &c->g, oi);
+    int64_t s =
+        ci_gather_src(c->xdims, c->xrank, c->idims, c->irank, it, c->indices, c->orank, &c->g, oi);
     w.re[o] = h.re[s];
     w.im[o] = h.im[s];
   }
@@ -293,7 +297,8 @@ static void ci_gather_cases(ci_gather_case_t* cases) {
   m->g.offset_output_axis_count = 2, m->g.offset_output_axes[0] = 1, m->g.offset_output_axes[1] = 3;
   m->g.collapsed_slice_axis_count = 1, m->g.collapsed_slice_axes[0] = 0;
   m->g.start_index_map_count = 2, m->g.start_index_map[0] = 2, m->g.start_index_map[1] = 0;
-  m->g.slice_size_count = 3, m->g.slice_sizes[0] = 1, m->g.slice_sizes[1] = 3, m->g.slice_sizes[2] = 2;
+  m->g.slice_size_count = 3, m->g.slice_sizes[0] = 1, m->g.slice_sizes[1] = 3,
+  m->g.slice_sizes[2] = 2;
 }
 
 static void case_gather_all_dtypes(bt_t* t) {
@@ -327,15 +332,18 @@ static void ci_scatter_reference(const ci_scatter_case_t* c, cml_dtype_t it, cml
   int32_t wi = 0;
   for (int32_t d = 0; d < c->xrank; ++d)
     wsize[d] = ci_contains(s->inserted_window_axes, s->inserted_window_axis_count, d)
-                   ? 1 : c->udims[s->update_window_axes[wi++]];
+                   ? 1
+                   : c->udims[s->update_window_axes[wi++]];
   for (int64_t e = 0; e < ci_count(c->urank, c->udims); ++e) {
     int64_t ui[CML_MAX_RANK];
     ci_unflat(c->urank, c->udims, e, ui);
     int64_t g[CML_MAX_RANK], win[CML_MAX_RANK];
     int32_t ng = 0, nw = 0;
     for (int32_t d = 0; d < c->urank; ++d) {
-      if (ci_contains(s->update_window_axes, s->update_window_axis_count, d)) win[nw++] = ui[d];
-      else g[ng++] = ui[d];
+      if (ci_contains(s->update_window_axes, s->update_window_axis_count, d))
+        win[nw++] = ui[d];
+      else
+        g[ng++] = ui[d];
     }
     int64_t start[CML_MAX_RANK] = {0};
     for (int32_t k = 0; k < s->scatter_axes_to_operand_axes_count; ++k) {

@@ -18,10 +18,10 @@
 
 #define CR_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static const cml_dtype_t cr_all[] = {
-    CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I16, CML_DTYPE_I32,  CML_DTYPE_I64,
-    CML_DTYPE_U8,   CML_DTYPE_U16, CML_DTYPE_U32, CML_DTYPE_U64,  CML_DTYPE_F16,
-    CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_C64,  CML_DTYPE_C128};
+static const cml_dtype_t cr_all[] = {CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I16,  CML_DTYPE_I32,
+                                     CML_DTYPE_I64,  CML_DTYPE_U8,  CML_DTYPE_U16,  CML_DTYPE_U32,
+                                     CML_DTYPE_U64,  CML_DTYPE_F16, CML_DTYPE_BF16, CML_DTYPE_F32,
+                                     CML_DTYPE_F64,  CML_DTYPE_C64, CML_DTYPE_C128};
 
 static bool cr_has(bt_t* t, cml_dtype_t dtype) {
   return cml_capabilities_has_dtype(cml_backend_capabilities(bt_backend(t)), dtype);
@@ -57,7 +57,11 @@ static void cr_init(cml_op_t op, cml_dtype_t dt, cr_acc_t* a) {
   const bool unsigned_t = cml_dtype_is_unsigned_int(dt);
   const int bits = cml_dtype_bits(dt);
   switch (op) {
-    case CML_OP_REDUCE_PRODUCT: a->u = 1; a->d = 1; a->c = 1; break;
+    case CML_OP_REDUCE_PRODUCT:
+      a->u = 1;
+      a->d = 1;
+      a->c = 1;
+      break;
     case CML_OP_REDUCE_MAX:
       a->d = -INFINITY;
       a->u = 0;
@@ -68,9 +72,14 @@ static void cr_init(cml_op_t op, cml_dtype_t dt, cr_acc_t* a) {
       a->u = bits == 64 ? ~(uint64_t)0 : ((uint64_t)1 << bits) - 1;
       a->s = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
       break;
-    case CML_OP_REDUCE_BITWISE_AND: a->u = ~(uint64_t)0; break;
-    case CML_OP_REDUCE_LOGICAL_AND: a->u = 1; break;
-    default: break;
+    case CML_OP_REDUCE_BITWISE_AND:
+      a->u = ~(uint64_t)0;
+      break;
+    case CML_OP_REDUCE_LOGICAL_AND:
+      a->u = 1;
+      break;
+    default:
+      break;
   }
   (void)unsigned_t;
 }
@@ -81,14 +90,23 @@ static void cr_step(cml_op_t op, cml_dtype_t dt, cr_acc_t* a, const bt_tensor_t*
   const double d = is_float || is_complex ? bt_get_f64(x, i) : 0;
   double complex c = 0;
   if (is_complex) {
-    c = dt == CML_DTYPE_C64 ? CMPLX(((const float*)x->data)[2 * i], ((const float*)x->data)[2 * i + 1])
-                            : CMPLX(((const double*)x->data)[2 * i], ((const double*)x->data)[2 * i + 1]);
+    c = dt == CML_DTYPE_C64
+            ? CMPLX(((const float*)x->data)[2 * i], ((const float*)x->data)[2 * i + 1])
+            : CMPLX(((const double*)x->data)[2 * i], ((const double*)x->data)[2 * i + 1]);
   }
   const int64_t s = is_float || is_complex ? 0 : bt_get_i64(x, i);
   const uint64_t u = (uint64_t)s;
   switch (op) {
-    case CML_OP_REDUCE_SUM: a->u += u; a->d += d; a->c += c; break;
-    case CML_OP_REDUCE_PRODUCT: a->u *= u; a->d *= d; a->c *= c; break;
+    case CML_OP_REDUCE_SUM:
+      a->u += u;
+      a->d += d;
+      a->c += c;
+      break;
+    case CML_OP_REDUCE_PRODUCT:
+      a->u *= u;
+      a->d *= d;
+      a->c *= c;
+      break;
     case CML_OP_REDUCE_MAX:
       if (is_float) a->d = (isnan(a->d) || isnan(d)) ? NAN : (d > a->d ? d : a->d);
       if (unsigned_t && u > a->u) a->u = u;
@@ -99,13 +117,26 @@ static void cr_step(cml_op_t op, cml_dtype_t dt, cr_acc_t* a, const bt_tensor_t*
       if (unsigned_t && u < a->u) a->u = u;
       if (!unsigned_t && s < a->s) a->s = s;
       break;
-    case CML_OP_REDUCE_BITWISE_AND: a->u &= u; break;
-    case CML_OP_REDUCE_BITWISE_OR: a->u |= u; break;
-    case CML_OP_REDUCE_BITWISE_XOR: a->u ^= u; break;
-    case CML_OP_REDUCE_LOGICAL_AND: a->u = a->u && s; break;
-    case CML_OP_REDUCE_LOGICAL_OR: a->u = a->u || s; break;
-    case CML_OP_REDUCE_LOGICAL_XOR: a->u = (a->u != 0) != (s != 0); break;
-    default: break;
+    case CML_OP_REDUCE_BITWISE_AND:
+      a->u &= u;
+      break;
+    case CML_OP_REDUCE_BITWISE_OR:
+      a->u |= u;
+      break;
+    case CML_OP_REDUCE_BITWISE_XOR:
+      a->u ^= u;
+      break;
+    case CML_OP_REDUCE_LOGICAL_AND:
+      a->u = a->u && s;
+      break;
+    case CML_OP_REDUCE_LOGICAL_OR:
+      a->u = a->u || s;
+      break;
+    case CML_OP_REDUCE_LOGICAL_XOR:
+      a->u = (a->u != 0) != (s != 0);
+      break;
+    default:
+      break;
   }
 }
 
@@ -162,8 +193,8 @@ static void cr_check(bt_t* t, cml_op_t op, const bt_tensor_t* x, const int64_t* 
     want = bt_tensor_f64(t, dt, out_rank, out_dims, v);
   } else {
     int64_t* v = bt_alloc(t, (size_t)(out_n + 1) * sizeof(int64_t));
-    const bool use_s = !cml_dtype_is_unsigned_int(dt) &&
-                       (op == CML_OP_REDUCE_MAX || op == CML_OP_REDUCE_MIN);
+    const bool use_s =
+        !cml_dtype_is_unsigned_int(dt) && (op == CML_OP_REDUCE_MAX || op == CML_OP_REDUCE_MIN);
     for (int64_t o = 0; o < out_n; ++o) v[o] = use_s ? acc[o].s : (int64_t)acc[o].u;
     want = bt_tensor_i64(t, dt, out_rank, out_dims, v);
   }
@@ -179,8 +210,8 @@ static void cr_sweep(bt_t* t, cml_op_t op) {
   static const struct {
     int count;
     int64_t axes[3];
-  } sets[] = {{0, {0}}, {1, {0}}, {1, {1}}, {1, {2}}, {2, {0, 1}}, {2, {0, 2}}, {2, {1, 2}},
-              {3, {0, 1, 2}}};
+  } sets[] = {{0, {0}},    {1, {0}},    {1, {1}},    {1, {2}},
+              {2, {0, 1}}, {2, {0, 2}}, {2, {1, 2}}, {3, {0, 1, 2}}};
   const int64_t dims[3] = {5, 7, 11};
   for (size_t k = 0; k < CR_COUNT(cr_all); ++k) {
     const cml_dtype_t dt = cr_all[k];
@@ -204,8 +235,8 @@ static void cr_sweep(bt_t* t, cml_op_t op) {
     }
     // Rank 8 with size-1 axes, reducing axes 1, 4 and 7.
     const int64_t d8[8] = {2, 3, 1, 2, 2, 1, 3, 2};
-    bt_tensor_t x8 = cml_dtype_is_complex(dt) ? bt_tensor_c(t, dt, 8, d8, v)
-                                              : bt_tensor_f64(t, dt, 8, d8, v);
+    bt_tensor_t x8 =
+        cml_dtype_is_complex(dt) ? bt_tensor_c(t, dt, 8, d8, v) : bt_tensor_f64(t, dt, 8, d8, v);
     cr_check(t, op, &x8, (int64_t[]){1, 4, 7}, 3, "rank 8");
     // Empty reduced extent: the identity.
     const int64_t d0[2] = {3, 0};
@@ -240,16 +271,19 @@ static void case_reduce_edge_values(bt_t* t) {
   }
   cml_function_t* f = bt_main(t);
   const int64_t dims[2] = {3, 4};
-  cml_value_t x = bt_param_f64(t, f, CML_DTYPE_F32, 2, dims,
-                               (double[]){1, NAN, 3, 2, -0.0, 0.0, -0.0, -0.0, -INFINITY, 5, 7, INFINITY});
+  cml_value_t x =
+      bt_param_f64(t, f, CML_DTYPE_F32, 2, dims,
+                   (double[]){1, NAN, 3, 2, -0.0, 0.0, -0.0, -0.0, -INFINITY, 5, 7, INFINITY});
   cml_value_t xi = bt_param_i64(t, f, CML_DTYPE_I8, 1, (int64_t[]){3}, (int64_t[]){100, 100, 100});
   const int64_t ax[1] = {1};
   cml_value_t y[3] = {cml_op_reduce_max(f, x, ax, 1), cml_op_reduce_min(f, x, ax, 1),
                       cml_op_reduce_sum(f, xi, ax, 0)};
   bt_tensor_t out[3];
   if (!bt_exec(t, y, 3, out)) return;
-  bt_expect_f64(t, "max", &out[0], CML_DTYPE_F32, 1, (int64_t[]){3}, (double[]){NAN, 0.0, INFINITY}, 0);
-  bt_expect_f64(t, "min", &out[1], CML_DTYPE_F32, 1, (int64_t[]){3}, (double[]){NAN, -0.0, -INFINITY}, 0);
+  bt_expect_f64(t, "max", &out[0], CML_DTYPE_F32, 1, (int64_t[]){3}, (double[]){NAN, 0.0, INFINITY},
+                0);
+  bt_expect_f64(t, "min", &out[1], CML_DTYPE_F32, 1, (int64_t[]){3},
+                (double[]){NAN, -0.0, -INFINITY}, 0);
   bt_expect_i64(t, "i8 sum wraps", &out[2], CML_DTYPE_I8, 0, NULL, (int64_t[]){44});
 }
 
@@ -308,8 +342,8 @@ static void case_reduce_large_full(bt_t* t) {
 // Sum/Max/Min of [2, 17000, 23] over axis 1 and axes {0, 1}, and of [150, 4100] over axis 0,
 // against plain double loops. Column 5 of the second input holds a NaN (Max/Min/Sum give NaN)
 // and column 7 only zeros of both signs (Max +0, Min -0).
-static void cr_columns_check(bt_t* t, cml_dtype_t dt, const double* v, int64_t a_dim,
-                             int64_t r_dim, int64_t w_dim, int both, const char* label) {
+static void cr_columns_check(bt_t* t, cml_dtype_t dt, const double* v, int64_t a_dim, int64_t r_dim,
+                             int64_t w_dim, int both, const char* label) {
   const int64_t outs = both ? w_dim : a_dim * w_dim;
   double* sum = bt_alloc(t, (size_t)outs * sizeof(double));
   double* mag = bt_alloc(t, (size_t)outs * sizeof(double));
@@ -359,8 +393,8 @@ static void cr_columns_check(bt_t* t, cml_dtype_t dt, const double* v, int64_t a
     const double got = bt_get_f64(&out[0], o);
     const double tol = (dt == CML_DTYPE_F32 ? 1e-6 : 1e-14) * mag[o];
     if (isnan(sum[o]) ? !isnan(got) : !(fabs(got - sum[o]) <= tol)) {
-      bt_fail(t, "%s %s sum [%lld]: %.9g, want %.9g (tolerance %.3g)", label,
-              cml_dtype_name(dt), (long long)o, got, sum[o], tol);
+      bt_fail(t, "%s %s sum [%lld]: %.9g, want %.9g (tolerance %.3g)", label, cml_dtype_name(dt),
+              (long long)o, got, sum[o], tol);
       return;
     }
   }
@@ -384,8 +418,8 @@ static void case_reduce_large_columns(bt_t* t) {
     }
     for (int k = 0; k < 2; ++k) {
       if (!cr_has(t, dts[k])) continue;
-      cr_columns_check(t, dts[k], v, a_dim, r_dim, w_dim, 0, si ? "[150, 4100] axis 0"
-                                                                : "[2, 17000, 23] axis 1");
+      cr_columns_check(t, dts[k], v, a_dim, r_dim, w_dim, 0,
+                       si ? "[150, 4100] axis 0" : "[2, 17000, 23] axis 1");
       if (bt_failed(t)) return;
       if (a_dim > 1) {
         cr_columns_check(t, dts[k], v, a_dim, r_dim, w_dim, 1, "[2, 17000, 23] axes 0, 1");

@@ -13,9 +13,9 @@
 //===--- helpers ---===//
 
 static const cml_dtype_t cs_all_dtypes[] = {
-    CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I16, CML_DTYPE_I32,  CML_DTYPE_I64,
-    CML_DTYPE_U8,   CML_DTYPE_U16, CML_DTYPE_U32, CML_DTYPE_U64,  CML_DTYPE_F16,
-    CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_C64,  CML_DTYPE_C128};
+    CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I16, CML_DTYPE_I32, CML_DTYPE_I64,
+    CML_DTYPE_U8,   CML_DTYPE_U16, CML_DTYPE_U32, CML_DTYPE_U64, CML_DTYPE_F16,
+    CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_C64, CML_DTYPE_C128};
 #define CS_DTYPE_COUNT (sizeof cs_all_dtypes / sizeof cs_all_dtypes[0])
 
 static bool cs_has_dtype(bt_t* t, cml_dtype_t dtype) {
@@ -54,9 +54,8 @@ typedef int64_t (*cs_src_fn)(const void* ctx, const int64_t* out_index);
 
 // The expected output of |rank|/|dims|: element o copies in[src(o)] (or |fill|, a tensor of one
 // element, when src returns -1).
-static bt_tensor_t cs_expect_map(bt_t* t, const bt_tensor_t* in, int32_t rank,
-                                 const int64_t* dims, cs_src_fn src, const void* ctx,
-                                 const bt_tensor_t* fill) {
+static bt_tensor_t cs_expect_map(bt_t* t, const bt_tensor_t* in, int32_t rank, const int64_t* dims,
+                                 cs_src_fn src, const void* ctx, const bt_tensor_t* fill) {
   const size_t es = (size_t)cml_dtype_bits(in->shape.dtype) / 8;
   const int64_t n = cs_count(rank, dims);
   unsigned char* data = bt_alloc(t, (size_t)n * es + 1);
@@ -90,7 +89,7 @@ static void case_reshape_all_dtypes(bt_t* t) {
     int32_t in_rank, out_rank;
     int64_t in_dims[4], out_dims[4];
   } shapes[] = {
-      {3, 2, {2, 3, 4}, {4, 6}},    {0, 2, {0}, {1, 1}},   {2, 2, {0, 3}, {3, 0}},
+      {3, 2, {2, 3, 4}, {4, 6}},      {0, 2, {0}, {1, 1}}, {2, 2, {0, 3}, {3, 0}},
       {3, 3, {5, 7, 11}, {11, 7, 5}}, {1, 0, {1}, {0}},
   };
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; ++s) {
@@ -269,8 +268,9 @@ static void case_concatenate_all_dtypes(bt_t* t) {
     for (int64_t i = 0; i < 5; ++i)
       for (int64_t j = 0; j < 9; ++j)
         for (int64_t l = 0; l < 11; ++l) {
-          const unsigned char* src = j < 2 ? (const unsigned char*)a.data + ((i * 2 + j) * 11 + l) * (int64_t)es
-                                           : (const unsigned char*)c.data + ((i * 7 + j - 2) * 11 + l) * (int64_t)es;
+          const unsigned char* src =
+              j < 2 ? (const unsigned char*)a.data + ((i * 2 + j) * 11 + l) * (int64_t)es
+                    : (const unsigned char*)c.data + ((i * 7 + j - 2) * 11 + l) * (int64_t)es;
           memcpy(want + ((i * 9 + j) * 11 + l) * (int64_t)es, src, es);
         }
     bt_tensor_t w = bt_tensor(t, dt, 3, dout, want);
@@ -303,7 +303,11 @@ static void case_slice_all_dtypes(bt_t* t) {
   } cases[] = {
       {3, {5, 7, 11}, {1, 0, 2}, {5, 7, 11}, {2, 3, 4}},
       {3, {5, 7, 11}, {0, 3, 0}, {5, 3, 11}, {1, 1, 1}},  // zero-size
-      {8, {2, 3, 2, 3, 2, 3, 2, 3}, {1, 0, 0, 1, 0, 2, 1, 0}, {2, 3, 2, 3, 1, 3, 2, 3}, {1, 2, 1, 1, 1, 1, 1, 2}},
+      {8,
+       {2, 3, 2, 3, 2, 3, 2, 3},
+       {1, 0, 0, 1, 0, 2, 1, 0},
+       {2, 3, 2, 3, 1, 3, 2, 3},
+       {1, 2, 1, 1, 1, 1, 1, 2}},
       {1, {9}, {8}, {9}, {5}},
   };
   for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) {
@@ -341,7 +345,8 @@ typedef struct cs_rev_ctx_t {
 static int64_t cs_src_reverse(const void* ctx, const int64_t* idx) {
   const cs_rev_ctx_t* c = (const cs_rev_ctx_t*)ctx;
   int64_t in_idx[CML_MAX_RANK];
-  for (int32_t i = 0; i < c->rank; ++i) in_idx[i] = c->reversed[i] ? c->dims[i] - 1 - idx[i] : idx[i];
+  for (int32_t i = 0; i < c->rank; ++i)
+    in_idx[i] = c->reversed[i] ? c->dims[i] - 1 - idx[i] : idx[i];
   return cs_flat(c->rank, c->dims, in_idx);
 }
 

@@ -86,15 +86,24 @@ static void special_rng_case(bt_t* t, cml_dtype_t dtype, const uint64_t state[3]
 
 static const uint64_t kRngState[3] = {0x0123456789ABCDEFull, 0x1111222233334444ull, 7};
 
-#define RNG_DTYPES(X)                                                                       \
-  X(u8, CML_DTYPE_U8) X(u16, CML_DTYPE_U16) X(u32, CML_DTYPE_U32) X(u64, CML_DTYPE_U64)     \
-  X(i8, CML_DTYPE_I8) X(i16, CML_DTYPE_I16) X(i32, CML_DTYPE_I32) X(i64, CML_DTYPE_I64)     \
-  X(f16, CML_DTYPE_F16) X(bf16, CML_DTYPE_BF16) X(f32, CML_DTYPE_F32) X(f64, CML_DTYPE_F64)
+// clang-format off
+#define RNG_DTYPES(X)      \
+  X(u8, CML_DTYPE_U8)      \
+  X(u16, CML_DTYPE_U16)    \
+  X(u32, CML_DTYPE_U32)    \
+  X(u64, CML_DTYPE_U64)    \
+  X(i8, CML_DTYPE_I8)      \
+  X(i16, CML_DTYPE_I16)    \
+  X(i32, CML_DTYPE_I32)    \
+  X(i64, CML_DTYPE_I64)    \
+  X(f16, CML_DTYPE_F16)    \
+  X(bf16, CML_DTYPE_BF16)  \
+  X(f32, CML_DTYPE_F32)    \
+  X(f64, CML_DTYPE_F64)
+// clang-format on
 
-#define RNG_DEFINE(name, dt)                                                         \
-  static void case_rng_##name(bt_t* t) {                                             \
-    special_rng_case(t, dt, kRngState, 2, (int64_t[]){5, 7});                        \
-  }
+#define RNG_DEFINE(name, dt) \
+  static void case_rng_##name(bt_t* t) { special_rng_case(t, dt, kRngState, 2, (int64_t[]){5, 7}); }
 RNG_DTYPES(RNG_DEFINE)
 #undef RNG_DEFINE
 
@@ -200,7 +209,8 @@ static void special_fft_c2c_case(bt_t* t, cml_dtype_t dtype, bool inverse, int32
   bt_tensor_t tx = bt_tensor_c(t, dtype, rank, dims, x);
   for (int64_t i = 0; i < total; ++i) {  // the reference sees the rounded inputs
     double* p = x + 2 * i;
-    if (dtype == CML_DTYPE_C64) p[0] = ((float*)tx.data)[2 * i], p[1] = ((float*)tx.data)[2 * i + 1];
+    if (dtype == CML_DTYPE_C64)
+      p[0] = ((float*)tx.data)[2 * i], p[1] = ((float*)tx.data)[2 * i + 1];
   }
   const int64_t* len = dims + rank - axes;
   special_dft(t, x, batch, axes, len, inverse ? 1.0 : -1.0);
@@ -216,15 +226,33 @@ static void special_fft_c2c_case(bt_t* t, cml_dtype_t dtype, bool inverse, int32
   bt_expect_close(t, inverse ? "inverse" : "forward", &out[0], &want, tol, tol * (double)inner);
 }
 
-static void case_fft_c64_len8(bt_t* t) { special_fft_c2c_case(t, CML_DTYPE_C64, false, 2, (int64_t[]){3, 8}, 1); }
-static void case_fft_c64_len12_inv(bt_t* t) { special_fft_c2c_case(t, CML_DTYPE_C64, true, 2, (int64_t[]){2, 12}, 1); }
-static void case_fft_c64_len37(bt_t* t) { special_fft_c2c_case(t, CML_DTYPE_C64, false, 1, (int64_t[]){37}, 1); }
-static void case_fft_c128_len5(bt_t* t) { special_fft_c2c_case(t, CML_DTYPE_C128, false, 3, (int64_t[]){2, 3, 5}, 1); }
-static void case_fft_c128_len1(bt_t* t) { special_fft_c2c_case(t, CML_DTYPE_C128, true, 2, (int64_t[]){4, 1}, 1); }
-static void case_fft_c128_len100_inv(bt_t* t) { special_fft_c2c_case(t, CML_DTYPE_C128, true, 1, (int64_t[]){100}, 1); }
-static void case_fft_c64_2d(bt_t* t) { special_fft_c2c_case(t, CML_DTYPE_C64, false, 3, (int64_t[]){2, 6, 4}, 2); }
-static void case_fft_c128_3d_inv(bt_t* t) { special_fft_c2c_case(t, CML_DTYPE_C128, true, 3, (int64_t[]){5, 7, 3}, 3); }
-static void case_fft_c64_empty_batch(bt_t* t) { special_fft_c2c_case(t, CML_DTYPE_C64, false, 2, (int64_t[]){0, 4}, 1); }
+static void case_fft_c64_len8(bt_t* t) {
+  special_fft_c2c_case(t, CML_DTYPE_C64, false, 2, (int64_t[]){3, 8}, 1);
+}
+static void case_fft_c64_len12_inv(bt_t* t) {
+  special_fft_c2c_case(t, CML_DTYPE_C64, true, 2, (int64_t[]){2, 12}, 1);
+}
+static void case_fft_c64_len37(bt_t* t) {
+  special_fft_c2c_case(t, CML_DTYPE_C64, false, 1, (int64_t[]){37}, 1);
+}
+static void case_fft_c128_len5(bt_t* t) {
+  special_fft_c2c_case(t, CML_DTYPE_C128, false, 3, (int64_t[]){2, 3, 5}, 1);
+}
+static void case_fft_c128_len1(bt_t* t) {
+  special_fft_c2c_case(t, CML_DTYPE_C128, true, 2, (int64_t[]){4, 1}, 1);
+}
+static void case_fft_c128_len100_inv(bt_t* t) {
+  special_fft_c2c_case(t, CML_DTYPE_C128, true, 1, (int64_t[]){100}, 1);
+}
+static void case_fft_c64_2d(bt_t* t) {
+  special_fft_c2c_case(t, CML_DTYPE_C64, false, 3, (int64_t[]){2, 6, 4}, 2);
+}
+static void case_fft_c128_3d_inv(bt_t* t) {
+  special_fft_c2c_case(t, CML_DTYPE_C128, true, 3, (int64_t[]){5, 7, 3}, 3);
+}
+static void case_fft_c64_empty_batch(bt_t* t) {
+  special_fft_c2c_case(t, CML_DTYPE_C64, false, 2, (int64_t[]){0, 4}, 1);
+}
 
 // Real FFTs: forward [batch, L] -> [batch, L/2+1] against the naive DFT, and the inverse of a
 // Hermitian spectrum built from a real signal back to the signal.
@@ -266,19 +294,33 @@ static void special_fft_real_case(bt_t* t, cml_dtype_t real, int64_t batch, int 
   bt_expect_close(t, "inverse real", &out[1], &tx, tol, tol * (double)inner);
 }
 
-static void case_fft_real_f32_len8(bt_t* t) { special_fft_real_case(t, CML_DTYPE_F32, 3, 1, (int64_t[]){8}); }
-static void case_fft_real_f32_len7(bt_t* t) { special_fft_real_case(t, CML_DTYPE_F32, 2, 1, (int64_t[]){7}); }
-static void case_fft_real_f64_len1(bt_t* t) { special_fft_real_case(t, CML_DTYPE_F64, 2, 1, (int64_t[]){1}); }
-static void case_fft_real_f64_len45(bt_t* t) { special_fft_real_case(t, CML_DTYPE_F64, 2, 1, (int64_t[]){45}); }
-static void case_fft_real_f64_2d(bt_t* t) { special_fft_real_case(t, CML_DTYPE_F64, 2, 2, (int64_t[]){3, 6}); }
-static void case_fft_real_f32_3d(bt_t* t) { special_fft_real_case(t, CML_DTYPE_F32, 1, 3, (int64_t[]){2, 5, 4}); }
+static void case_fft_real_f32_len8(bt_t* t) {
+  special_fft_real_case(t, CML_DTYPE_F32, 3, 1, (int64_t[]){8});
+}
+static void case_fft_real_f32_len7(bt_t* t) {
+  special_fft_real_case(t, CML_DTYPE_F32, 2, 1, (int64_t[]){7});
+}
+static void case_fft_real_f64_len1(bt_t* t) {
+  special_fft_real_case(t, CML_DTYPE_F64, 2, 1, (int64_t[]){1});
+}
+static void case_fft_real_f64_len45(bt_t* t) {
+  special_fft_real_case(t, CML_DTYPE_F64, 2, 1, (int64_t[]){45});
+}
+static void case_fft_real_f64_2d(bt_t* t) {
+  special_fft_real_case(t, CML_DTYPE_F64, 2, 2, (int64_t[]){3, 6});
+}
+static void case_fft_real_f32_3d(bt_t* t) {
+  special_fft_real_case(t, CML_DTYPE_F32, 1, 3, (int64_t[]){2, 5, 4});
+}
 
 static void case_fft_c64_hand(bt_t* t) {
   // FFT([1, 2, 3, 4]) = [10, -2+2i, -2, -2-2i]; IFFT back; impulse -> all ones.
   if (!bt_require_op(t, CML_OP_FFT) || !bt_require_dtype(t, CML_DTYPE_C64)) return;
   cml_function_t* f = bt_main(t);
-  bt_tensor_t x = bt_tensor_c(t, CML_DTYPE_C64, 1, (int64_t[]){4}, (double[]){1, 0, 2, 0, 3, 0, 4, 0});
-  bt_tensor_t imp = bt_tensor_c(t, CML_DTYPE_C64, 1, (int64_t[]){4}, (double[]){1, 0, 0, 0, 0, 0, 0, 0});
+  bt_tensor_t x =
+      bt_tensor_c(t, CML_DTYPE_C64, 1, (int64_t[]){4}, (double[]){1, 0, 2, 0, 3, 0, 4, 0});
+  bt_tensor_t imp =
+      bt_tensor_c(t, CML_DTYPE_C64, 1, (int64_t[]){4}, (double[]){1, 0, 0, 0, 0, 0, 0, 0});
   cml_value_t v = bt_param(t, f, &x), iv = bt_param(t, f, &imp);
   cml_value_t y = cml_op_fft(f, v, CML_FFT_FORWARD, (int64_t[]){4}, 1);
   cml_value_t back = cml_op_fft(f, y, CML_FFT_INVERSE, (int64_t[]){4}, 1);
@@ -286,9 +328,10 @@ static void case_fft_c64_hand(bt_t* t) {
   cml_value_t outs[3] = {y, back, ones};
   bt_tensor_t out[3];
   if (!bt_exec(t, outs, 3, out)) return;
-  bt_tensor_t want = bt_tensor_c(t, CML_DTYPE_C64, 1, (int64_t[]){4},
-                                 (double[]){10, 0, -2, 2, -2, 0, -2, -2});
-  bt_tensor_t all1 = bt_tensor_c(t, CML_DTYPE_C64, 1, (int64_t[]){4}, (double[]){1, 0, 1, 0, 1, 0, 1, 0});
+  bt_tensor_t want =
+      bt_tensor_c(t, CML_DTYPE_C64, 1, (int64_t[]){4}, (double[]){10, 0, -2, 2, -2, 0, -2, -2});
+  bt_tensor_t all1 =
+      bt_tensor_c(t, CML_DTYPE_C64, 1, (int64_t[]){4}, (double[]){1, 0, 1, 0, 1, 0, 1, 0});
   bt_expect_close(t, "forward", &out[0], &want, 1e-6, 1e-6);
   bt_expect_close(t, "round trip", &out[1], &x, 1e-6, 1e-6);
   bt_expect_close(t, "impulse", &out[2], &all1, 0, 0);
@@ -321,7 +364,8 @@ static void special_bn_case(bt_t* t, const special_bn_t* c) {
   double* offset = bt_alloc(t, sizeof(double) * (size_t)ch);
   double* mean = bt_alloc(t, sizeof(double) * (size_t)ch);
   double* var = bt_alloc(t, sizeof(double) * (size_t)ch);
-  for (int64_t i = 0; i < total; ++i) x[i] = bt_rand_uniform(t, -2, 3), dy[i] = bt_rand_uniform(t, -1, 1);
+  for (int64_t i = 0; i < total; ++i)
+    x[i] = bt_rand_uniform(t, -2, 3), dy[i] = bt_rand_uniform(t, -1, 1);
   for (int64_t i = 0; i < ch; ++i) {
     scale[i] = bt_rand_uniform(t, 0.5, 2), offset[i] = bt_rand_uniform(t, -1, 1);
     mean[i] = bt_rand_uniform(t, -1, 1), var[i] = bt_rand_uniform(t, 0.5, 2);
@@ -383,8 +427,8 @@ static void special_bn_case(bt_t* t, const special_bn_t* c) {
   if (!bt_exec(t, outs, 7, out)) return;
   double tol = c->dtype == CML_DTYPE_F64 ? 1e-12 : c->dtype == CML_DTYPE_F32 ? 1e-5 : 2e-2;
   const double* wants[7] = {y_inf, y_tr, bmean, bvar, gx, gscale, goffset};
-  const char* names[7] = {"inference", "training normalized", "batch mean", "batch variance",
-                          "grad operand", "grad scale", "grad offset"};
+  const char* names[7] = {"inference",    "training normalized", "batch mean", "batch variance",
+                          "grad operand", "grad scale",          "grad offset"};
   for (int i = 0; i < 7; ++i) {
     bool per_channel = i == 2 || i == 3 || i == 5 || i == 6;
     bt_tensor_t w = per_channel ? bt_tensor_f64(t, c->dtype, 1, cd, wants[i])
@@ -442,7 +486,8 @@ static void case_optimization_barrier(bt_t* t) {
   cml_function_t* f = bt_main(t);
   bt_tensor_t a = bt_tensor_f64(t, CML_DTYPE_F32, 2, (int64_t[]){2, 3},
                                 (double[]){1.5, -2, NAN, INFINITY, -0.0, 7});
-  bt_tensor_t b = bt_tensor_i64(t, CML_DTYPE_I32, 1, (int64_t[]){4}, (int64_t[]){INT32_MIN, -1, 0, 5});
+  bt_tensor_t b =
+      bt_tensor_i64(t, CML_DTYPE_I32, 1, (int64_t[]){4}, (int64_t[]){INT32_MIN, -1, 0, 5});
   cml_value_t in[2] = {bt_param(t, f, &a), bt_param(t, f, &b)};
   cml_value_t res[2];
   cml_op_optimization_barrier(f, in, 2, res);  // failures surface from bt_exec
@@ -480,8 +525,7 @@ static void case_scheduling_barrier(bt_t* t) {
 #define RNG_ENTRY(name, dt) {"rng_" #name, CML_OP_RNG_BIT_GENERATOR, case_rng_##name},
 
 const bt_case_t bt_cases_special[] = {
-    RNG_DTYPES(RNG_ENTRY)
-    {"rng_known_answer", CML_OP_RNG_BIT_GENERATOR, case_rng_known_answer},
+    RNG_DTYPES(RNG_ENTRY){"rng_known_answer", CML_OP_RNG_BIT_GENERATOR, case_rng_known_answer},
     {"rng_counter_carry", CML_OP_RNG_BIT_GENERATOR, case_rng_counter_carry},
     {"rng_scalar_and_empty", CML_OP_RNG_BIT_GENERATOR, case_rng_scalar_and_empty},
     {"rng_odd_rank4", CML_OP_RNG_BIT_GENERATOR, case_rng_odd_rank4},

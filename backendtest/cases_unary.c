@@ -35,20 +35,20 @@ static const cml_dtype_t cu_floats[] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_
 static const cml_dtype_t cu_sints[] = {CML_DTYPE_I8, CML_DTYPE_I16, CML_DTYPE_I32, CML_DTYPE_I64};
 static const cml_dtype_t cu_ints[] = {CML_DTYPE_I8, CML_DTYPE_I16, CML_DTYPE_I32, CML_DTYPE_I64,
                                       CML_DTYPE_U8, CML_DTYPE_U16, CML_DTYPE_U32, CML_DTYPE_U64};
-static const cml_dtype_t cu_all[] = {
-    CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I16,  CML_DTYPE_I32, CML_DTYPE_I64, CML_DTYPE_U8,
-    CML_DTYPE_U16,  CML_DTYPE_U32, CML_DTYPE_U64,  CML_DTYPE_F16, CML_DTYPE_BF16, CML_DTYPE_F32,
-    CML_DTYPE_F64,  CML_DTYPE_C64, CML_DTYPE_C128, CML_DTYPE_I4,  CML_DTYPE_U4,  CML_DTYPE_I2,
-    CML_DTYPE_U2};
+static const cml_dtype_t cu_all[] = {CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I16,  CML_DTYPE_I32,
+                                     CML_DTYPE_I64,  CML_DTYPE_U8,  CML_DTYPE_U16,  CML_DTYPE_U32,
+                                     CML_DTYPE_U64,  CML_DTYPE_F16, CML_DTYPE_BF16, CML_DTYPE_F32,
+                                     CML_DTYPE_F64,  CML_DTYPE_C64, CML_DTYPE_C128, CML_DTYPE_I4,
+                                     CML_DTYPE_U4,   CML_DTYPE_I2,  CML_DTYPE_U2};
 #define CU_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static bool cu_has(bt_t* t, cml_dtype_t dtype) {
   return cml_capabilities_has_dtype(cml_backend_capabilities(bt_backend(t)), dtype);
 }
 
-static const double cu_edges[] = {0.0,  -0.0, 1.0,   -1.0, 0.5,      -0.5,      1.5,  2.5,
-                                  -2.5, 3.7,  1e-3,  10.0, -10.0,    INFINITY,  -INFINITY,
-                                  NAN,  100., -100., 0.25, 7.0 / 3.0, -1.0 / 3.0};
+static const double cu_edges[] = {0.0,       -0.0, 1.0,  -1.0,  0.5,  -0.5,      1.5,
+                                  2.5,       -2.5, 3.7,  1e-3,  10.0, -10.0,     INFINITY,
+                                  -INFINITY, NAN,  100., -100., 0.25, 7.0 / 3.0, -1.0 / 3.0};
 #define CU_EDGE_COUNT ((int64_t)CU_COUNT(cu_edges))
 
 static const int64_t cu_odd_dims[3] = {5, 7, 11};
@@ -61,7 +61,10 @@ static double cu_neg(double x) { return -x; }
 static double cu_rsqrt(double x) { return 1.0 / sqrt(x); }
 static double cu_logistic(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double cu_real(double x) { return x; }
-static double cu_imag(double x) { (void)x; return 0.0; }
+static double cu_imag(double x) {
+  (void)x;
+  return 0.0;
+}
 
 typedef struct cu_float_op_t {
   const char* name;
@@ -105,10 +108,13 @@ static bt_tensor_t cu_expect_unary(bt_t* t, const bt_tensor_t* x, double (*ref)(
 // The smallest positive normal value of the float dtype |dt|.
 static double cu_min_normal(cml_dtype_t dt) {
   switch (dt) {
-    case CML_DTYPE_F16: return 0x1p-14;
+    case CML_DTYPE_F16:
+      return 0x1p-14;
     case CML_DTYPE_BF16:
-    case CML_DTYPE_F32: return 0x1p-126;
-    default: return 0x1p-1022;
+    case CML_DTYPE_F32:
+      return 0x1p-126;
+    default:
+      return 0x1p-1022;
   }
 }
 
@@ -174,7 +180,7 @@ static void cu_run_float_op(bt_t* t, const cu_float_op_t* op) {
   }
 }
 
-#define CU_FLOAT_CASE(idx, fname)                                                      \
+#define CU_FLOAT_CASE(idx, fname) \
   static void case_float_##fname(bt_t* t) { cu_run_float_op(t, &cu_float_ops[idx]); }
 CU_FLOAT_CASE(0, abs)
 CU_FLOAT_CASE(1, neg)
@@ -222,31 +228,55 @@ static void case_is_nan(bt_t* t) { cu_run_float_predicate(t, CML_OP_IS_NAN); }
 
 //===--- complex unary ops ---===//
 
-static const double cu_complex_values[] = {1, 2, -3, 0.5, 0.5, -4, 2, 0, 0, 1, -1, -1, 1e-3, 2e-3, 3, 4};
+static const double cu_complex_values[] = {1, 2, -3, 0.5, 0.5,  -4,   2, 0,
+                                           0, 1, -1, -1,  1e-3, 2e-3, 3, 4};
 #define CU_COMPLEX_COUNT ((int64_t)(CU_COUNT(cu_complex_values) / 2))
 
 typedef enum cu_cop_t {
-  CU_C_ABS, CU_C_NEG, CU_C_SIGN, CU_C_SQRT, CU_C_RSQRT, CU_C_EXP, CU_C_EXPM1, CU_C_LOG,
-  CU_C_LOG1P, CU_C_REAL, CU_C_IMAG, CU_C_CONJ, CU_C_COUNT
+  CU_C_ABS,
+  CU_C_NEG,
+  CU_C_SIGN,
+  CU_C_SQRT,
+  CU_C_RSQRT,
+  CU_C_EXP,
+  CU_C_EXPM1,
+  CU_C_LOG,
+  CU_C_LOG1P,
+  CU_C_REAL,
+  CU_C_IMAG,
+  CU_C_CONJ,
+  CU_C_COUNT
 } cu_cop_t;
 static const cml_op_t cu_complex_op_ids[CU_C_COUNT] = {
-    CML_OP_ABS, CML_OP_NEG, CML_OP_SIGN, CML_OP_SQRT, CML_OP_RSQRT, CML_OP_EXP,
-    CML_OP_EXPM1, CML_OP_LOG, CML_OP_LOG1P, CML_OP_REAL, CML_OP_IMAG, CML_OP_CONJ};
+    CML_OP_ABS,   CML_OP_NEG, CML_OP_SIGN,  CML_OP_SQRT, CML_OP_RSQRT, CML_OP_EXP,
+    CML_OP_EXPM1, CML_OP_LOG, CML_OP_LOG1P, CML_OP_REAL, CML_OP_IMAG,  CML_OP_CONJ};
 
 static double complex cu_cref(cu_cop_t op, double complex z) {
   switch (op) {
-    case CU_C_ABS: return cabs(z);
-    case CU_C_NEG: return -z;
-    case CU_C_SIGN: return z == 0 ? 0 : z / cabs(z);
-    case CU_C_SQRT: return csqrt(z);
-    case CU_C_RSQRT: return 1.0 / csqrt(z);
-    case CU_C_EXP: return cexp(z);
-    case CU_C_EXPM1: return cexp(z) - 1.0;
-    case CU_C_LOG: return clog(z);
-    case CU_C_LOG1P: return clog(1.0 + z);
-    case CU_C_REAL: return creal(z);
-    case CU_C_IMAG: return cimag(z);
-    default: return conj(z);
+    case CU_C_ABS:
+      return cabs(z);
+    case CU_C_NEG:
+      return -z;
+    case CU_C_SIGN:
+      return z == 0 ? 0 : z / cabs(z);
+    case CU_C_SQRT:
+      return csqrt(z);
+    case CU_C_RSQRT:
+      return 1.0 / csqrt(z);
+    case CU_C_EXP:
+      return cexp(z);
+    case CU_C_EXPM1:
+      return cexp(z) - 1.0;
+    case CU_C_LOG:
+      return clog(z);
+    case CU_C_LOG1P:
+      return clog(1.0 + z);
+    case CU_C_REAL:
+      return creal(z);
+    case CU_C_IMAG:
+      return cimag(z);
+    default:
+      return conj(z);
   }
 }
 
@@ -257,7 +287,8 @@ static void case_complex_unary(bt_t* t) {
     const cml_dtype_t dt = cdts[k];
     if (!cu_has(t, dt)) continue;
     for (int op = 0; op < CU_C_COUNT; ++op) {
-      if (!cml_capabilities_has_op(cml_backend_capabilities(bt_backend(t)), cu_complex_op_ids[op])) {
+      if (!cml_capabilities_has_op(cml_backend_capabilities(bt_backend(t)),
+                                   cu_complex_op_ids[op])) {
         continue;
       }
       bt_new_builder(t);
@@ -300,8 +331,8 @@ static void case_complex_unary(bt_t* t) {
 // whose squares overflow.
 static void case_complex_abs_edges(bt_t* t) {
   if (!bt_require_op(t, CML_OP_ABS)) return;
-  static const double v[] = {0, NAN, NAN, 0, INFINITY, NAN, NAN, -INFINITY, 3, 4, -0.0, -0.0,
-                             1e30, -1e30, -5, 12, 1e-30, 1e-30};
+  static const double v[] = {0, NAN,  NAN,  0,    INFINITY, NAN, NAN, -INFINITY, 3,
+                             4, -0.0, -0.0, 1e30, -1e30,    -5,  12,  1e-30,     1e-30};
   enum { COUNT = sizeof v / sizeof v[0] / 2 };
   static const cml_dtype_t cdts[] = {CML_DTYPE_C64, CML_DTYPE_C128};
   int ran = 0;
@@ -326,20 +357,22 @@ static void case_complex_abs_edges(bt_t* t) {
 
 //===--- integer unary ops ---===//
 
-static const int64_t cu_int_values[] = {0,         1,           -1,        2,
-                                        -2,        5,           100,       -100,
-                                        127,       -128,        255,       32767,
-                                        -32768,    65535,       INT32_MAX, INT32_MIN,
-                                        0xdeadbeef, INT64_MAX,  INT64_MIN, 12345678901LL};
+static const int64_t cu_int_values[] = {0,         1,          -1,        2,         -2,
+                                        5,         100,        -100,      127,       -128,
+                                        255,       32767,      -32768,    65535,     INT32_MAX,
+                                        INT32_MIN, 0xdeadbeef, INT64_MAX, INT64_MIN, 12345678901LL};
 #define CU_INT_COUNT ((int64_t)CU_COUNT(cu_int_values))
 
 static int64_t cu_int_ref(cml_op_t op, int64_t v, int bits) {
   const uint64_t mask = bits == 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits) - 1);
   const uint64_t u = (uint64_t)v & mask;
   switch (op) {
-    case CML_OP_ABS: return v < 0 ? (int64_t)((uint64_t)0 - (uint64_t)v) : v;
-    case CML_OP_NEG: return (int64_t)((uint64_t)0 - (uint64_t)v);
-    case CML_OP_SIGN: return (v > 0) - (v < 0);
+    case CML_OP_ABS:
+      return v < 0 ? (int64_t)((uint64_t)0 - (uint64_t)v) : v;
+    case CML_OP_NEG:
+      return (int64_t)((uint64_t)0 - (uint64_t)v);
+    case CML_OP_SIGN:
+      return (v > 0) - (v < 0);
     case CML_OP_BIT_COUNT: {
       int64_t c = 0;
       for (int b = 0; b < bits; ++b) c += (u >> b) & 1u;
@@ -350,7 +383,8 @@ static int64_t cu_int_ref(cml_op_t op, int64_t v, int bits) {
       for (int b = bits - 1; b >= 0 && !((u >> b) & 1u); --b) ++c;
       return c;
     }
-    default: return (int64_t)(~u);  // BitwiseNot
+    default:
+      return (int64_t)(~u);  // BitwiseNot
   }
 }
 
@@ -415,10 +449,9 @@ static void case_identity_all_dtypes(bt_t* t) {
 
 //===--- ConvertDType: every pair ---===//
 
-static const double cu_convert_values[] = {0,    1,     -1,    2.5,   -2.5,  3.75,     -7.5,
-                                           100,  -100,  127,   128,   255,   256,      -129,
-                                           1000.5, 65535, 70000, 1e10, -1e10, NAN,     INFINITY,
-                                           -INFINITY, -0.0, 0.3, 1.5,  -8,    7};
+static const double cu_convert_values[] = {
+    0,      1,     -1,    2.5,  -2.5,  3.75, -7.5,     100,       -100, 127, 128, 255, 256, -129,
+    1000.5, 65535, 70000, 1e10, -1e10, NAN,  INFINITY, -INFINITY, -0.0, 0.3, 1.5, -8,  7};
 #define CU_CONVERT_COUNT ((int64_t)CU_COUNT(cu_convert_values))
 
 // The source tensor for |dt| built from the value list (unsigned types get |v|, so that every
@@ -533,8 +566,8 @@ static void case_convert_rounding(bt_t* t) {
   cml_value_t xi = bt_param_i64(t, f, CML_DTYPE_I64, 1, dims,
                                 (int64_t[]){(1LL << 30) + (1LL << 22) + 1, (1LL << 24) + 1});
   // 1 + 2^-24 is a tie in f32 (to 1); 1 + 3 * 2^-24 rounds up to 1 + 2^-22.
-  cml_value_t xd = bt_param_f64(t, f, CML_DTYPE_F64, 1, dims,
-                                (double[]){1.0 + 0x1p-24, 1.0 + 3 * 0x1p-24});
+  cml_value_t xd =
+      bt_param_f64(t, f, CML_DTYPE_F64, 1, dims, (double[]){1.0 + 0x1p-24, 1.0 + 3 * 0x1p-24});
   cml_value_t y[3] = {cml_op_convert_dtype(f, xi, CML_DTYPE_BF16),
                       cml_op_convert_dtype(f, xi, CML_DTYPE_F32),
                       cml_op_convert_dtype(f, xd, CML_DTYPE_F32)};
@@ -542,8 +575,8 @@ static void case_convert_rounding(bt_t* t) {
   if (!bt_exec(t, y, 3, out)) return;
   bt_expect_f64(t, "i64->bf16", &out[0], CML_DTYPE_BF16, 1, dims,
                 (double[]){1073741824.0 + 8388608.0, 16777216.0}, 0);
-  bt_expect_f64(t, "i64->f32", &out[1], CML_DTYPE_F32, 1, dims, (double[]){1077936128.0, 16777216.0},
-                0);
+  bt_expect_f64(t, "i64->f32", &out[1], CML_DTYPE_F32, 1, dims,
+                (double[]){1077936128.0, 16777216.0}, 0);
   bt_expect_f64(t, "f64->f32", &out[2], CML_DTYPE_F32, 1, dims, (double[]){1.0, 1.0 + 0x1p-22}, 0);
 }
 
@@ -623,9 +656,9 @@ static void case_transcendental_large_f32(bt_t* t) {
     cml_op_t op;
     double (*ref)(double);
     double lo, hi;
-  } ops[] = {{CML_OP_EXP, exp, -110, 95},       {CML_OP_LOG, log, 0, 1e5},
-             {CML_OP_TANH, tanh, -12, 12},      {CML_OP_LOGISTIC, cu_logistic, -110, 110},
-             {CML_OP_ERF, erf, -5, 5},          {CML_OP_RSQRT, cu_rsqrt, 1e-6, 1e6}};
+  } ops[] = {{CML_OP_EXP, exp, -110, 95},  {CML_OP_LOG, log, 0, 1e5},
+             {CML_OP_TANH, tanh, -12, 12}, {CML_OP_LOGISTIC, cu_logistic, -110, 110},
+             {CML_OP_ERF, erf, -5, 5},     {CML_OP_RSQRT, cu_rsqrt, 1e-6, 1e6}};
   for (size_t k = 0; k < CU_COUNT(ops); ++k) {
     if (!cml_capabilities_has_op(cml_backend_capabilities(bt_backend(t)), ops[k].op)) continue;
     bt_new_builder(t);

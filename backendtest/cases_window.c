@@ -12,10 +12,9 @@
 
 #include "backendtest/bt.h"
 
-static const cml_dtype_t cw_dtypes[] = {CML_DTYPE_I8,  CML_DTYPE_I16, CML_DTYPE_I32,
-                                        CML_DTYPE_I64, CML_DTYPE_U8,  CML_DTYPE_U16,
-                                        CML_DTYPE_U32, CML_DTYPE_U64, CML_DTYPE_F16,
-                                        CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64};
+static const cml_dtype_t cw_dtypes[] = {
+    CML_DTYPE_I8,  CML_DTYPE_I16, CML_DTYPE_I32, CML_DTYPE_I64,  CML_DTYPE_U8,  CML_DTYPE_U16,
+    CML_DTYPE_U32, CML_DTYPE_U64, CML_DTYPE_F16, CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64};
 #define CW_DTYPE_COUNT (sizeof cw_dtypes / sizeof cw_dtypes[0])
 
 static bool cw_has_dtype(bt_t* t, cml_dtype_t dtype) {
@@ -29,8 +28,8 @@ static int64_t cw_count(int32_t rank, const int64_t* dims) {
 }
 
 static int64_t cw_out_dim(int64_t in, const cml_window_config_t* w, int32_t d) {
-  int64_t padded = (in == 0 ? 0 : (in - 1) * w->input_dilations[d] + 1) + w->padding_low[d] +
-                   w->padding_high[d];
+  int64_t padded =
+      (in == 0 ? 0 : (in - 1) * w->input_dilations[d] + 1) + w->padding_low[d] + w->padding_high[d];
   int64_t eff = (w->window_dims[d] - 1) * w->window_dilations[d] + 1;
   return padded < eff ? 0 : (padded - eff) / w->strides[d] + 1;
 }
@@ -125,11 +124,16 @@ static void cw_run_reduce_window(bt_t* t, const cw_rw_case_t* c, cml_dtype_t dt,
       int64_t s = cw_source(r, c->dims, &c->w, oi, ki);
       if (s < 0) continue;
       int64_t e = v[s];
-      if (type == CML_REDUCE_SUM) acc += e;
-      else if (type == CML_REDUCE_PRODUCT) acc *= e;
-      else if (!any) acc = e;
-      else if (type == CML_REDUCE_MAX) acc = e > acc ? e : acc;
-      else acc = e < acc ? e : acc;
+      if (type == CML_REDUCE_SUM)
+        acc += e;
+      else if (type == CML_REDUCE_PRODUCT)
+        acc *= e;
+      else if (!any)
+        acc = e;
+      else if (type == CML_REDUCE_MAX)
+        acc = e > acc ? e : acc;
+      else
+        acc = e < acc ? e : acc;
       any = true;
     }
     wf[o] = (double)acc;
@@ -200,15 +204,16 @@ static void case_reduce_window_float_edges(bt_t* t) {
   bt_tensor_t out[4];
   if (!bt_exec(t, outs, 4, out)) return;
   bt_expect_f64(t, "max", &out[0], CML_DTYPE_F32, 1, d4, (double[]){NAN, NAN, 2, -0.0}, 0);
-  bt_expect_f64(t, "min", &out[1], CML_DTYPE_F32, 1, d4, (double[]){NAN, NAN, -INFINITY, -INFINITY}, 0);
-  bt_expect_f64(t, "sum", &out[2], CML_DTYPE_F32, 1, d4, (double[]){NAN, NAN, -INFINITY, -INFINITY}, 0);
+  bt_expect_f64(t, "min", &out[1], CML_DTYPE_F32, 1, d4, (double[]){NAN, NAN, -INFINITY, -INFINITY},
+                0);
+  bt_expect_f64(t, "sum", &out[2], CML_DTYPE_F32, 1, d4, (double[]){NAN, NAN, -INFINITY, -INFINITY},
+                0);
   bt_expect_f64(t, "scalar", &out[3], CML_DTYPE_F32, 0, NULL, (double[]){3.5}, 0);
 }
 
 //===--- SelectAndScatter ---===//
 
-static void cw_run_select_and_scatter(bt_t* t, cml_op_t op, const cw_rw_case_t* c,
-                                      cml_dtype_t dt) {
+static void cw_run_select_and_scatter(bt_t* t, cml_op_t op, const cw_rw_case_t* c, cml_dtype_t dt) {
   bt_new_builder(t);
   cml_function_t* f = bt_main(t);
   const int32_t r = c->rank;

@@ -13,8 +13,8 @@
 
 typedef struct bench_backend_t {
   char config[128];
-  cml_backend_t* backend;    // NULL when unavailable
-  char unavailable[256];     // why it is unavailable
+  cml_backend_t* backend;  // NULL when unavailable
+  char unavailable[256];   // why it is unavailable
   bool is_reference;
   bool is_xla;
   bool is_c;
@@ -209,8 +209,7 @@ bool bench_parse_args(bench_options_t* opts, int argc, char** argv, const char* 
       opts->threads = atoi(next);
       ++i;
       if (opts->threads < 1) {
-        fprintf(stderr, "%s: --threads wants a positive number, got '%s'\n", opts->program,
-                next);
+        fprintf(stderr, "%s: --threads wants a positive number, got '%s'\n", opts->program, next);
         return false;
       }
     } else if (strcmp(a, "--no-native") == 0) {
@@ -269,9 +268,10 @@ static void bench_backends_open(const bench_options_t* opts) {
   bench_backend_count = opts->config_count;
   printf("# cml %s side-by-side benchmark (%s)\n", cml_version_string(),
          opts->long_run ? "long run" : "short run; --long for more samples");
-  printf("# samples: median of up to %d per contender after %d warm-up execute(s); contenders "
-         "interleaved rep by rep\n",
-         opts->reps, opts->warmup);
+  printf(
+      "# samples: median of up to %d per contender after %d warm-up execute(s); contenders "
+      "interleaved rep by rep\n",
+      opts->reps, opts->warmup);
   for (int i = 0; i < bench_backend_count; ++i) {
     bench_backend_t* bb = &bench_backends[i];
     bench_config_with_threads(opts, opts->configs[i], bb->config, sizeof bb->config);
@@ -297,18 +297,18 @@ static void bench_backends_open(const bench_options_t* opts) {
 
 typedef struct bench_run_t {
   char label[128];
-  int backend;               // index into bench_backends, -1 for the native contender
+  int backend;  // index into bench_backends, -1 for the native contender
   cml_executable_t* exe;
   cml_buffer_t* inputs[BENCH_MAX_INPUTS];
-  void* native_out;          // native contender: host output
-  char skip[256];            // non-empty: not run, and why
-  double estimate_s;         // per execute, from the warm-up
-  int inner;                 // executes per sample
-  int reps;                  // samples wanted
-  int done;                  // samples taken
+  void* native_out;   // native contender: host output
+  char skip[256];     // non-empty: not run, and why
+  double estimate_s;  // per execute, from the warm-up
+  int inner;          // executes per sample
+  int reps;           // samples wanted
+  int done;           // samples taken
   double* samples;
   double median_s;
-  double* check;             // the first output, widened to double (NULL: not checked)
+  double* check;  // the first output, widened to double (NULL: not checked)
 } bench_run_t;
 
 typedef struct bench_case_state_t {
@@ -321,8 +321,8 @@ typedef struct bench_case_state_t {
 } bench_case_state_t;
 
 // Builds and compiles the case on |backend|; the first error is written to |skip|.
-static cml_executable_t* bench_compile(const bench_case_t* c, cml_backend_t* backend,
-                                       char* skip, size_t skip_size) {
+static cml_executable_t* bench_compile(const bench_case_t* c, cml_backend_t* backend, char* skip,
+                                       size_t skip_size) {
   cml_builder_t* builder = NULL;
   cml_executable_t* exe = NULL;
   cml_status_t st = cml_builder_create(backend, c->group, &builder);
@@ -350,8 +350,7 @@ static cml_status_t bench_execute(bench_case_state_t* cs, bench_run_t* r, cml_bu
     return CML_OK;
   }
   cml_buffer_t* out = NULL;
-  cml_status_t st =
-      cml_executable_execute(r->exe, r->inputs, cs->input_count, NULL, 0, &out);
+  cml_status_t st = cml_executable_execute(r->exe, r->inputs, cs->input_count, NULL, 0, &out);
   if (st != CML_OK) return st;
   if (keep) {
     *keep = out;
@@ -385,10 +384,14 @@ static double* bench_read_output(bench_case_state_t* cs, bench_run_t* r, cml_buf
 
 static double bench_tolerance(cml_dtype_t dtype) {
   switch (dtype) {
-    case CML_DTYPE_BF16: return 1e-3;
-    case CML_DTYPE_F16: return 1e-5;
-    case CML_DTYPE_F64: return 1e-20;
-    default: return 1e-7;
+    case CML_DTYPE_BF16:
+      return 1e-3;
+    case CML_DTYPE_F16:
+      return 1e-5;
+    case CML_DTYPE_F64:
+      return 1e-20;
+    default:
+      return 1e-7;
   }
 }
 
@@ -504,9 +507,9 @@ static void bench_run_case(bench_options_t* opts, const bench_case_t* c) {
     }
     cml_backend_t* backend = bench_backends[r->backend].backend;
     for (size_t k = 0; k < cs.input_count; ++k) {
-      cml_status_t st = cml_buffer_from_host(backend, 0, &cs.input_shapes[k], cs.host_inputs[k],
-                                             cml_shape_byte_size(&cs.input_shapes[k]),
-                                             &r->inputs[k]);
+      cml_status_t st =
+          cml_buffer_from_host(backend, 0, &cs.input_shapes[k], cs.host_inputs[k],
+                               cml_shape_byte_size(&cs.input_shapes[k]), &r->inputs[k]);
       if (st != CML_OK) {
         char line[200];
         bench_first_line(line, sizeof line, cml_status_message(st));
@@ -600,8 +603,8 @@ static void bench_run_case(bench_options_t* opts, const bench_case_t* c) {
   }
 
   const char* unit = c->flops > 0 ? "GFLOP/s" : c->bytes > 0 ? "GB/s" : "";
-  printf("  %-24s %11s %9s %11s %8s  %s\n", "contender", "median", unit, "vs xla:cpu",
-         "samples", oracle >= 0 ? "check" : "");
+  printf("  %-24s %11s %9s %11s %8s  %s\n", "contender", "median", unit, "vs xla:cpu", "samples",
+         oracle >= 0 ? "check" : "");
   int64_t n_out = cml_shape_element_count(&cs.output_shape);
   double tolerance = bench_tolerance(cs.output_shape.dtype);
   for (int i = 0; i < run_count; ++i) {
@@ -691,10 +694,10 @@ int bench_finish(bench_options_t* opts) {
   }
   if (bench_result_count > 0) {
     qsort(bench_results, bench_result_count, sizeof *bench_results, bench_compare_result);
-    printf("\n# summary: speed of c relative to the others (time_other / time_c; > 1: c is "
-           "faster), slowest vs xla:cpu first\n");
-    printf("  %-56s %10s %10s %12s %s\n", "case", "c", "c/xla:cpu", "c/reference",
-           "c/native");
+    printf(
+        "\n# summary: speed of c relative to the others (time_other / time_c; > 1: c is "
+        "faster), slowest vs xla:cpu first\n");
+    printf("  %-56s %10s %10s %12s %s\n", "case", "c", "c/xla:cpu", "c/reference", "c/native");
     for (size_t i = 0; i < bench_result_count; ++i) {
       const bench_result_t* r = &bench_results[i];
       char tbuf[32], vx[32], vr[32], vn[48];

@@ -50,32 +50,32 @@ typedef cml_value_t (*bench_build_fn)(cml_function_t* f, const bench_case_t* c);
 typedef void (*bench_native_fn)(const bench_case_t* c, const void* const* inputs, void* output);
 
 struct bench_case_t {
-  const char* group;      // "matmul", "elementwise", ...
-  char name[96];          // "f32 512x512x512"
+  const char* group;  // "matmul", "elementwise", ...
+  char name[96];      // "f32 512x512x512"
   bench_build_fn build;
-  int64_t dims[8];        // case parameters, read by |build| and |native|
-  cml_dtype_t dtype;      // the main dtype of the case (for |build|)
-  double flops;           // floating point operations per execute (0: report bytes)
-  double bytes;           // bytes read + written per execute (used when |flops| is 0)
-  bool heavy;             // c:reference=true only runs it with --long (scalar code is slow)
+  int64_t dims[8];          // case parameters, read by |build| and |native|
+  cml_dtype_t dtype;        // the main dtype of the case (for |build|)
+  double flops;             // floating point operations per execute (0: report bytes)
+  double bytes;             // bytes read + written per execute (used when |flops| is 0)
+  bool heavy;               // c:reference=true only runs it with --long (scalar code is slow)
   const char* native_name;  // label of the native contender ("openblas"), or NULL
   bench_native_fn native;
 };
 
 typedef struct bench_options_t {
   const char* program;
-  bool long_run;          // --long: more reps, more warm-up, heavy reference cases
-  int reps;               // timed samples per contender (median taken)
-  int warmup;             // untimed executes per contender before timing
-  double budget_s;        // per contender and case: fewer samples when one exceeds this
-  double sample_s;        // fast executes are repeated within a sample to last about this long
-  const char* filter;     // run only cases whose "group name" contains this text
+  bool long_run;       // --long: more reps, more warm-up, heavy reference cases
+  int reps;            // timed samples per contender (median taken)
+  int warmup;          // untimed executes per contender before timing
+  double budget_s;     // per contender and case: fewer samples when one exceeds this
+  double sample_s;     // fast executes are repeated within a sample to last about this long
+  const char* filter;  // run only cases whose "group name" contains this text
   const char* configs[BENCH_MAX_CONTENDERS];  // backend configs, in column order
   int config_count;
-  bool native;            // run native contenders when the case has one
-  int threads;            // --threads N: c backend and native threads (0: their default)
-  bool list;              // --list: print case names and exit
-  const char* results;    // --results PATH: append one tab-separated line per case
+  bool native;          // run native contenders when the case has one
+  int threads;          // --threads N: c backend and native threads (0: their default)
+  bool list;            // --list: print case names and exit
+  const char* results;  // --results PATH: append one tab-separated line per case
   // Results, for the summary.
   int cases_run;
 } bench_options_t;

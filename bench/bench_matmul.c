@@ -12,13 +12,13 @@
 
 // Case parameters (bench_case_t.dims).
 enum {
-  MM_BATCH = 0,   // independent products (1: none)
+  MM_BATCH = 0,  // independent products (1: none)
   MM_M = 1,
   MM_K = 2,
   MM_N = 3,
-  MM_TRANS_B = 4, // rhs stored [N, K] (contracting its last axis)
-  MM_OUT_F32 = 5, // bf16 inputs with f32 accumulation and output
-  MM_D0 = 6,      // outer axes: lhs [D0, D1, ...] (M = D0 * D1 or B = D0 * D1)
+  MM_TRANS_B = 4,  // rhs stored [N, K] (contracting its last axis)
+  MM_OUT_F32 = 5,  // bf16 inputs with f32 accumulation and output
+  MM_D0 = 6,       // outer axes: lhs [D0, D1, ...] (M = D0 * D1 or B = D0 * D1)
   MM_D1 = 7,
 };
 
@@ -131,8 +131,7 @@ static void add_case(bench_case_t* cases, size_t* count, bench_build_fn build, c
 static void add_square(bench_case_t* cases, size_t* count, cml_dtype_t dtype, bool out_f32,
                        int64_t m, int64_t k, int64_t n) {
   char label[64];
-  snprintf(label, sizeof label, "%lldx%lldx%lld (MxKxN)", (long long)m, (long long)k,
-           (long long)n);
+  snprintf(label, sizeof label, "%lldx%lldx%lld (MxKxN)", (long long)m, (long long)k, (long long)n);
   add_case(cases, count, build_matmul, dtype, 1, m, k, n, false, out_f32, 0, 0, label);
 }
 
@@ -157,12 +156,12 @@ int main(int argc, char** argv) {
   add_square(cases, &count, CML_DTYPE_F32, false, 1536, 1920, 1024);
   add_square(cases, &count, CML_DTYPE_F32, false, 1, 4096, 4096);  // GEMV-like
   // The seed's DotGeneral benchmark shapes.
-  add_case(cases, &count, build_seed_3d, CML_DTYPE_F32, 1, 32 * 13, 1536, 384, false, false, 32,
-           13, "32x13x1536 @ 1536x384");
-  add_case(cases, &count, build_seed_3d, CML_DTYPE_F32, 1, 32 * 13, 1536, 384, true, false, 32,
-           13, "32x13x1536 @ 384x1536 (transposed rhs)");
-  add_case(cases, &count, build_seed_3d, CML_DTYPE_F32, 1, 32 * 13, 384, 1152, false, false, 32,
-           13, "32x13x384 @ 384x1152");
+  add_case(cases, &count, build_seed_3d, CML_DTYPE_F32, 1, 32 * 13, 1536, 384, false, false, 32, 13,
+           "32x13x1536 @ 1536x384");
+  add_case(cases, &count, build_seed_3d, CML_DTYPE_F32, 1, 32 * 13, 1536, 384, true, false, 32, 13,
+           "32x13x1536 @ 384x1536 (transposed rhs)");
+  add_case(cases, &count, build_seed_3d, CML_DTYPE_F32, 1, 32 * 13, 384, 1152, false, false, 32, 13,
+           "32x13x384 @ 384x1152");
   add_case(cases, &count, build_batched, CML_DTYPE_F32, 32 * 12, 13, 13, 32, false, false, 32, 12,
            "32x12x13x13 @ 32x12x13x32 (batch 0,1)");
   // bf16: bf16 output (XLA's default), and bf16 inputs with f32 accumulation and output.

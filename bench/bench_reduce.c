@@ -40,9 +40,10 @@ static void add_case(bench_case_t* cases, size_t* count, int kind, int64_t rows,
   c->dims[RD_KIND] = kind;
   double n = (double)rows * (double)cols;
   // Bytes: the input once plus the output (softmax writes as much as it reads).
-  c->bytes = kind == RD_SOFTMAX ? 8.0 * n : kind == RD_SUM_ROWS ? 4.0 * (n + rows)
-             : kind == RD_MAX_COLS                             ? 4.0 * (n + cols)
-                                                               : 4.0 * n;
+  c->bytes = kind == RD_SOFTMAX    ? 8.0 * n
+             : kind == RD_SUM_ROWS ? 4.0 * (n + rows)
+             : kind == RD_MAX_COLS ? 4.0 * (n + cols)
+                                   : 4.0 * n;
   bench_case_name(c, "f32 %s [%lld, %lld]", label, (long long)rows, (long long)cols);
 }
 

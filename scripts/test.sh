@@ -12,7 +12,11 @@
 #   5 tsan                 scripts/test_tsan.sh (build-tsan/): thread-related tests
 #   6 valgrind             scripts/test_valgrind.sh build: memcheck on a few tests
 #   7 clang                scripts/test_clang.sh (build-clang/): clang -Werror build + tests
-#   8 xla:cpu              scripts/test_xla.sh build, last: SKIPPED without network
+#   8 xla:cpu              scripts/test_xla.sh build: SKIPPED without network
+#   9 wasm                 scripts/test_wasm.sh: the c backend built for wasm32-wasi, compliance
+#                          suite in Node, the MLP example, the browser page (SKIPPED without
+#                          the toolchain)
+#  10 format               scripts/check_format.sh: sources match .clang-format
 # Steps 1 and 4 leave out the ctest entries labelled `device` (xla_e2e_test, differential): they
 # need the XLA CPU plugin, and step 8 runs them once it is installed (on a new machine it is not
 # there before step 8, and they would skip anyway).
@@ -25,7 +29,7 @@ jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 export JOBS="$jobs"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 
-steps_total=8
+steps_total=10
 summary=()
 failed=0
 log="$(mktemp)"
@@ -88,6 +92,8 @@ step 6 "valgrind" scripts/test_valgrind.sh build
 step 7 "clang" scripts/test_clang.sh
 # After the c-backend steps: it may download the plugin, and the c backend is its reference.
 step 8 "xla:cpu" scripts/test_xla.sh build
+step 9 "wasm" scripts/test_wasm.sh
+step 10 "format" scripts/check_format.sh
 
 echo
 echo "== summary ($((SECONDS - start_all))s in all)"

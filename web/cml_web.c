@@ -80,12 +80,12 @@ static cml_status_t cml_web_mlp_build(cml_web_mlp_t* m) {
   cml_value_t w2 = cml_parameter(f, "w2", &w2s);
   cml_value_t b2 = cml_parameter(f, "b2", &b2s);
   cml_value_t h = cml_op_dot(f, x, w1);
-  h = cml_op_add(f, h, cml_op_broadcast_in_dim(f, b1, (int64_t[]){batch, hidden}, 2,
-                                               (int64_t[]){1}, 1));
+  h = cml_op_add(f, h,
+                 cml_op_broadcast_in_dim(f, b1, (int64_t[]){batch, hidden}, 2, (int64_t[]){1}, 1));
   h = cml_op_max(f, h, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.0));
   cml_value_t y = cml_op_dot(f, h, w2);
-  y = cml_op_add(f, y, cml_op_broadcast_in_dim(f, b2, (int64_t[]){batch, out}, 2,
-                                               (int64_t[]){1}, 1));
+  y = cml_op_add(f, y,
+                 cml_op_broadcast_in_dim(f, b2, (int64_t[]){batch, out}, 2, (int64_t[]){1}, 1));
   cml_value_t s = cml_op_reduce_sum(f, y, (int64_t[]){1}, 1);
   cml_value_t outputs[2] = {y, s};
   cml_status_t st = cml_function_return(f, outputs, 2);
@@ -115,8 +115,7 @@ static void cml_web_mlp_close(cml_web_mlp_t* m) {
 static cml_status_t cml_web_mlp_execute(cml_web_mlp_t* m, const float* const params[5], float* y,
                                         float* s) {
   const size_t counts[5] = {(size_t)m->batch * (size_t)m->in, (size_t)m->in * (size_t)m->hidden,
-                            (size_t)m->hidden, (size_t)m->hidden * (size_t)m->out,
-                            (size_t)m->out};
+                            (size_t)m->hidden, (size_t)m->hidden * (size_t)m->out, (size_t)m->out};
   cml_buffer_t* inputs[5] = {NULL, NULL, NULL, NULL, NULL};
   cml_buffer_t* outputs[2] = {NULL, NULL};
   cml_status_t st = CML_OK;
@@ -212,13 +211,15 @@ double cml_web_mlp_bench(int batch, int in, int hidden, int out, int iterations,
   if (out_compile_us) *out_compile_us = 0;
   if (batch < 1 || in < 1 || hidden < 1 || out < 1 || iterations < 1 || batch > 65536 ||
       in > 65536 || hidden > 65536 || out > 65536) {
-    cml_web_set_error("cml_web_mlp_bench: bad sizes (batch %d, in %d, hidden %d, out %d, "
-                      "iterations %d)", batch, in, hidden, out, iterations);
+    cml_web_set_error(
+        "cml_web_mlp_bench: bad sizes (batch %d, in %d, hidden %d, out %d, "
+        "iterations %d)",
+        batch, in, hidden, out, iterations);
     return -1;
   }
   cml_web_mlp_t m = {batch, in, hidden, out, NULL, NULL};
-  const size_t counts[5] = {(size_t)batch * (size_t)in, (size_t)in * (size_t)hidden,
-                            (size_t)hidden, (size_t)hidden * (size_t)out, (size_t)out};
+  const size_t counts[5] = {(size_t)batch * (size_t)in, (size_t)in * (size_t)hidden, (size_t)hidden,
+                            (size_t)hidden * (size_t)out, (size_t)out};
   float* params[5] = {NULL, NULL, NULL, NULL, NULL};
   float* y = malloc((size_t)batch * (size_t)out * sizeof *y);
   float* s = malloc((size_t)batch * sizeof *s);

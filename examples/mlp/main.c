@@ -63,13 +63,13 @@ static cml_status_t build(cml_backend_t* backend, cml_executable_t** out_exe) {
 
   // Layer 1: the bias row is broadcast over the batch axis explicitly (restricted broadcasting).
   cml_value_t h = cml_op_dot(f, x, w1);
-  h = cml_op_add(f, h, cml_op_broadcast_in_dim(f, b1, (int64_t[]){kBatch, kHidden}, 2,
-                                               (int64_t[]){1}, 1));
+  h = cml_op_add(
+      f, h, cml_op_broadcast_in_dim(f, b1, (int64_t[]){kBatch, kHidden}, 2, (int64_t[]){1}, 1));
   h = cml_op_max(f, h, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.0));  // relu
   // Layer 2.
   cml_value_t y = cml_op_dot(f, h, w2);
-  y = cml_op_add(f, y, cml_op_broadcast_in_dim(f, b2, (int64_t[]){kBatch, kOut}, 2,
-                                               (int64_t[]){1}, 1));
+  y = cml_op_add(f, y,
+                 cml_op_broadcast_in_dim(f, b2, (int64_t[]){kBatch, kOut}, 2, (int64_t[]){1}, 1));
   cml_value_t s = cml_op_reduce_sum(f, y, (int64_t[]){1}, 1);
 
   cml_value_t outputs[2] = {y, s};

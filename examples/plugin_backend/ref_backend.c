@@ -162,8 +162,12 @@ static bool ref_dtype_in(cml_dtype_t dtype, cml_dtype_set_t set) {
 
 static bool ref_is_compare(cml_op_t op) {
   switch (op) {
-    case CML_OP_EQUAL: case CML_OP_NOT_EQUAL: case CML_OP_LESS_THAN: case CML_OP_LESS_OR_EQUAL:
-    case CML_OP_GREATER_THAN: case CML_OP_GREATER_OR_EQUAL:
+    case CML_OP_EQUAL:
+    case CML_OP_NOT_EQUAL:
+    case CML_OP_LESS_THAN:
+    case CML_OP_LESS_OR_EQUAL:
+    case CML_OP_GREATER_THAN:
+    case CML_OP_GREATER_OR_EQUAL:
       return true;
     default:
       return false;
@@ -172,9 +176,12 @@ static bool ref_is_compare(cml_op_t op) {
 
 static bool ref_is_total_order_compare(cml_op_t op) {
   switch (op) {
-    case CML_OP_EQUAL_TOTAL_ORDER: case CML_OP_NOT_EQUAL_TOTAL_ORDER:
-    case CML_OP_LESS_THAN_TOTAL_ORDER: case CML_OP_LESS_OR_EQUAL_TOTAL_ORDER:
-    case CML_OP_GREATER_THAN_TOTAL_ORDER: case CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER:
+    case CML_OP_EQUAL_TOTAL_ORDER:
+    case CML_OP_NOT_EQUAL_TOTAL_ORDER:
+    case CML_OP_LESS_THAN_TOTAL_ORDER:
+    case CML_OP_LESS_OR_EQUAL_TOTAL_ORDER:
+    case CML_OP_GREATER_THAN_TOTAL_ORDER:
+    case CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER:
       return true;
     default:
       return false;
@@ -185,12 +192,26 @@ static bool ref_is_total_order_compare(cml_op_t op) {
 // operand's (the output's for Parameter and Constant, on_true's for Where).
 static cml_dtype_set_t ref_op_dtypes(cml_op_t op) {
   switch (op) {
-    case CML_OP_PARAMETER: case CML_OP_CONSTANT: case CML_OP_IDENTITY: case CML_OP_RESHAPE:
-    case CML_OP_TRANSPOSE: case CML_OP_BROADCAST_IN_DIM: case CML_OP_WHERE:
+    case CML_OP_PARAMETER:
+    case CML_OP_CONSTANT:
+    case CML_OP_IDENTITY:
+    case CML_OP_RESHAPE:
+    case CML_OP_TRANSPOSE:
+    case CML_OP_BROADCAST_IN_DIM:
+    case CML_OP_WHERE:
       return REF_DSET_ALL;
-    case CML_OP_ADD: case CML_OP_SUB: case CML_OP_MUL: case CML_OP_DIV: case CML_OP_MAX:
-    case CML_OP_MIN: case CML_OP_NEG: case CML_OP_ABS: case CML_OP_REDUCE_SUM:
-    case CML_OP_REDUCE_PRODUCT: case CML_OP_REDUCE_MAX: case CML_OP_REDUCE_MIN:
+    case CML_OP_ADD:
+    case CML_OP_SUB:
+    case CML_OP_MUL:
+    case CML_OP_DIV:
+    case CML_OP_MAX:
+    case CML_OP_MIN:
+    case CML_OP_NEG:
+    case CML_OP_ABS:
+    case CML_OP_REDUCE_SUM:
+    case CML_OP_REDUCE_PRODUCT:
+    case CML_OP_REDUCE_MAX:
+    case CML_OP_REDUCE_MIN:
       return REF_DSET_NUMBERS;
     case CML_OP_EXP:
       return REF_DSET_FLOATS;
@@ -219,8 +240,9 @@ static cml_status_t ref_check_node(const cml_module_t* module, const cml_ir_node
   }
   cml_dtype_set_t allowed = ref_op_dtypes(op);
   if (allowed == 0) {
-    return cml_status_make(CML_STATUS_UNIMPLEMENTED, "%s: op not implemented by backend \"" REF_NAME
-                           "\" (dtype %s)", cml_op_name(op), cml_dtype_name(dtype));
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "%s: op not implemented by backend \"" REF_NAME "\" (dtype %s)",
+                           cml_op_name(op), cml_dtype_name(dtype));
   }
   if (!ref_dtype_in(dtype, allowed)) return ref_unimplemented(op, dtype);
   if (op == CML_OP_DOT_GENERAL) {
@@ -342,12 +364,18 @@ static double ref_float_min(double a, double b) {
 
 static double ref_float_binary(cml_op_t op, double a, double b) {
   switch (op) {
-    case CML_OP_ADD: return a + b;
-    case CML_OP_SUB: return a - b;
-    case CML_OP_MUL: return a * b;
-    case CML_OP_DIV: return a / b;
-    case CML_OP_MAX: return ref_float_max(a, b);
-    default: return ref_float_min(a, b);  // CML_OP_MIN
+    case CML_OP_ADD:
+      return a + b;
+    case CML_OP_SUB:
+      return a - b;
+    case CML_OP_MUL:
+      return a * b;
+    case CML_OP_DIV:
+      return a / b;
+    case CML_OP_MAX:
+      return ref_float_max(a, b);
+    default:
+      return ref_float_min(a, b);  // CML_OP_MIN
   }
 }
 
@@ -355,23 +383,31 @@ static double ref_float_binary(cml_op_t op, double a, double b) {
 static int32_t ref_i32_binary(cml_op_t op, int32_t a, int32_t b) {
   uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
   switch (op) {
-    case CML_OP_ADD: return (int32_t)(ua + ub);
-    case CML_OP_SUB: return (int32_t)(ua - ub);
-    case CML_OP_MUL: return (int32_t)(ua * ub);
+    case CML_OP_ADD:
+      return (int32_t)(ua + ub);
+    case CML_OP_SUB:
+      return (int32_t)(ua - ub);
+    case CML_OP_MUL:
+      return (int32_t)(ua * ub);
     case CML_OP_DIV:
       if (b == 0) return -1;
       if (a == INT32_MIN && b == -1) return INT32_MIN;
       return a / b;
-    case CML_OP_MAX: return a > b ? a : b;
-    default: return a < b ? a : b;  // CML_OP_MIN
+    case CML_OP_MAX:
+      return a > b ? a : b;
+    default:
+      return a < b ? a : b;  // CML_OP_MIN
   }
 }
 
 static double ref_float_unary(cml_op_t op, double x) {
   switch (op) {
-    case CML_OP_NEG: return -x;
-    case CML_OP_ABS: return fabs(x);
-    default: return exp(x);  // CML_OP_EXP
+    case CML_OP_NEG:
+      return -x;
+    case CML_OP_ABS:
+      return fabs(x);
+    default:
+      return exp(x);  // CML_OP_EXP
   }
 }
 
@@ -384,12 +420,23 @@ static int32_t ref_i32_unary(cml_op_t op, int32_t x) {
 // Maps a comparison's result (-1, 0, 1 for less, equal, greater) to the op's answer.
 static bool ref_compare_result(cml_op_t op, int order) {
   switch (op) {
-    case CML_OP_EQUAL: case CML_OP_EQUAL_TOTAL_ORDER: return order == 0;
-    case CML_OP_NOT_EQUAL: case CML_OP_NOT_EQUAL_TOTAL_ORDER: return order != 0;
-    case CML_OP_LESS_THAN: case CML_OP_LESS_THAN_TOTAL_ORDER: return order < 0;
-    case CML_OP_LESS_OR_EQUAL: case CML_OP_LESS_OR_EQUAL_TOTAL_ORDER: return order <= 0;
-    case CML_OP_GREATER_THAN: case CML_OP_GREATER_THAN_TOTAL_ORDER: return order > 0;
-    default: return order >= 0;  // GreaterOrEqual (and its TotalOrder variant)
+    case CML_OP_EQUAL:
+    case CML_OP_EQUAL_TOTAL_ORDER:
+      return order == 0;
+    case CML_OP_NOT_EQUAL:
+    case CML_OP_NOT_EQUAL_TOTAL_ORDER:
+      return order != 0;
+    case CML_OP_LESS_THAN:
+    case CML_OP_LESS_THAN_TOTAL_ORDER:
+      return order < 0;
+    case CML_OP_LESS_OR_EQUAL:
+    case CML_OP_LESS_OR_EQUAL_TOTAL_ORDER:
+      return order <= 0;
+    case CML_OP_GREATER_THAN:
+    case CML_OP_GREATER_THAN_TOTAL_ORDER:
+      return order > 0;
+    default:
+      return order >= 0;  // GreaterOrEqual (and its TotalOrder variant)
   }
 }
 
@@ -460,8 +507,8 @@ static bool ref_compare_elements(cml_op_t op, cml_dtype_t dtype, const void* lhs
     memcpy(&a, (const double*)lhs + li, sizeof a);
     memcpy(&b, (const double*)rhs + ri, sizeof b);
     const uint64_t sign = (uint64_t)1 << 63;
-    return ref_compare_result(op, ref_order_u64(ref_total_order_key(a, sign),
-                                                ref_total_order_key(b, sign)));
+    return ref_compare_result(
+        op, ref_order_u64(ref_total_order_key(a, sign), ref_total_order_key(b, sign)));
   }
   switch (dtype) {
     case CML_DTYPE_BOOL: {
@@ -514,8 +561,8 @@ static void ref_run_gather_walk(ref_walk_t* w, int64_t count, size_t element_siz
   }
 }
 
-static void ref_run_transpose(const cml_ir_attrs_t* attrs, const cml_shape_t* out_shape,
-                              void* out, const cml_shape_t* in_shape, const void* in) {
+static void ref_run_transpose(const cml_ir_attrs_t* attrs, const cml_shape_t* out_shape, void* out,
+                              const cml_shape_t* in_shape, const void* in) {
   int64_t in_strides[CML_MAX_RANK];
   ref_row_major_strides(in_shape, in_strides);
   ref_walk_t w;
@@ -565,10 +612,14 @@ static void ref_run_where(const cml_shape_t* out_shape, void* out, const cml_sha
 static double ref_reduce_identity(cml_op_t op, cml_dtype_t dtype) {
   bool is_int = dtype == CML_DTYPE_I32;
   switch (op) {
-    case CML_OP_REDUCE_SUM: return 0.0;
-    case CML_OP_REDUCE_PRODUCT: return 1.0;
-    case CML_OP_REDUCE_MAX: return is_int ? (double)INT32_MIN : -INFINITY;
-    default: return is_int ? (double)INT32_MAX : INFINITY;  // ReduceMin
+    case CML_OP_REDUCE_SUM:
+      return 0.0;
+    case CML_OP_REDUCE_PRODUCT:
+      return 1.0;
+    case CML_OP_REDUCE_MAX:
+      return is_int ? (double)INT32_MIN : -INFINITY;
+    default:
+      return is_int ? (double)INT32_MAX : INFINITY;  // ReduceMin
   }
 }
 
@@ -603,10 +654,18 @@ static void ref_run_reduce(cml_op_t op, const cml_ir_attrs_t* attrs, const cml_s
       int32_t* acc = &o[w.offset[1]];
       int32_t v = x[w.offset[0]];
       switch (op) {
-        case CML_OP_REDUCE_SUM: *acc = ref_i32_binary(CML_OP_ADD, *acc, v); break;
-        case CML_OP_REDUCE_PRODUCT: *acc = ref_i32_binary(CML_OP_MUL, *acc, v); break;
-        case CML_OP_REDUCE_MAX: *acc = ref_i32_binary(CML_OP_MAX, *acc, v); break;
-        default: *acc = ref_i32_binary(CML_OP_MIN, *acc, v); break;
+        case CML_OP_REDUCE_SUM:
+          *acc = ref_i32_binary(CML_OP_ADD, *acc, v);
+          break;
+        case CML_OP_REDUCE_PRODUCT:
+          *acc = ref_i32_binary(CML_OP_MUL, *acc, v);
+          break;
+        case CML_OP_REDUCE_MAX:
+          *acc = ref_i32_binary(CML_OP_MAX, *acc, v);
+          break;
+        default:
+          *acc = ref_i32_binary(CML_OP_MIN, *acc, v);
+          break;
       }
     }
     return;
@@ -616,10 +675,18 @@ static void ref_run_reduce(cml_op_t op, const cml_ir_attrs_t* attrs, const cml_s
     double* acc = &scratch[w.offset[1]];
     double v = ref_load_float(dtype, in, w.offset[0]);
     switch (op) {
-      case CML_OP_REDUCE_SUM: *acc += v; break;
-      case CML_OP_REDUCE_PRODUCT: *acc *= v; break;
-      case CML_OP_REDUCE_MAX: *acc = ref_float_max(*acc, v); break;
-      default: *acc = ref_float_min(*acc, v); break;
+      case CML_OP_REDUCE_SUM:
+        *acc += v;
+        break;
+      case CML_OP_REDUCE_PRODUCT:
+        *acc *= v;
+        break;
+      case CML_OP_REDUCE_MAX:
+        *acc = ref_float_max(*acc, v);
+        break;
+      default:
+        *acc = ref_float_min(*acc, v);
+        break;
     }
   }
   for (int64_t i = 0; i < out_count; ++i) ref_store_float(dtype, out, i, scratch[i]);
@@ -716,9 +783,7 @@ static const cml_shape_t* ref_shape(const ref_run_t* run, uint32_t value) {
   return &run->module->values[value].shape;
 }
 
-static const void* ref_data(const ref_run_t* run, uint32_t value) {
-  return run->slots[value].data;
-}
+static const void* ref_data(const ref_run_t* run, uint32_t value) { return run->slots[value].data; }
 
 // Runs one node (not Parameter or Constant) into freshly allocated output storage.
 static cml_status_t ref_run_node(ref_run_t* run, const cml_ir_node_t* node) {
@@ -748,15 +813,23 @@ static cml_status_t ref_run_node(ref_run_t* run, const cml_ir_node_t* node) {
                     ref_shape(run, in[1]), ref_data(run, in[1]), ref_shape(run, in[2]),
                     ref_data(run, in[2]));
       return CML_OK;
-    case CML_OP_ADD: case CML_OP_SUB: case CML_OP_MUL: case CML_OP_DIV: case CML_OP_MAX:
+    case CML_OP_ADD:
+    case CML_OP_SUB:
+    case CML_OP_MUL:
+    case CML_OP_DIV:
+    case CML_OP_MAX:
     case CML_OP_MIN:
       ref_run_binary(op, out_shape, out, ref_shape(run, in[0]), ref_data(run, in[0]),
                      ref_shape(run, in[1]), ref_data(run, in[1]));
       return CML_OK;
-    case CML_OP_NEG: case CML_OP_ABS: case CML_OP_EXP:
+    case CML_OP_NEG:
+    case CML_OP_ABS:
+    case CML_OP_EXP:
       ref_run_unary(op, out_shape, out, ref_data(run, in[0]));
       return CML_OK;
-    case CML_OP_REDUCE_SUM: case CML_OP_REDUCE_PRODUCT: case CML_OP_REDUCE_MAX:
+    case CML_OP_REDUCE_SUM:
+    case CML_OP_REDUCE_PRODUCT:
+    case CML_OP_REDUCE_MAX:
     case CML_OP_REDUCE_MIN: {
       size_t scratch_size = (size_t)cml_shape_element_count(out_shape) * sizeof(double);
       double* scratch = ref_alloc(run->allocator, scratch_size);
@@ -873,7 +946,8 @@ static cml_status_t ref_parse_config(const char* config, int* out_devices) {
   size_t key_len = strlen(key);
   if (strncmp(config, key, key_len) != 0) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "backend \"" REF_NAME "\": unknown option \"%s\" "
+                           "backend \"" REF_NAME
+                           "\": unknown option \"%s\" "
                            "(valid: devices=N, help)",
                            config);
   }
@@ -891,14 +965,39 @@ static cml_status_t ref_parse_config(const char* config, int* out_devices) {
 
 static void ref_set_capabilities(cml_capabilities_t* caps) {
   static const cml_op_t kOps[] = {
-      CML_OP_PARAMETER, CML_OP_CONSTANT, CML_OP_IDENTITY, CML_OP_RESHAPE, CML_OP_TRANSPOSE,
-      CML_OP_BROADCAST_IN_DIM, CML_OP_WHERE, CML_OP_ADD, CML_OP_SUB, CML_OP_MUL, CML_OP_DIV,
-      CML_OP_MAX, CML_OP_MIN, CML_OP_NEG, CML_OP_ABS, CML_OP_EXP, CML_OP_EQUAL, CML_OP_NOT_EQUAL,
-      CML_OP_LESS_THAN, CML_OP_LESS_OR_EQUAL, CML_OP_GREATER_THAN, CML_OP_GREATER_OR_EQUAL,
-      CML_OP_EQUAL_TOTAL_ORDER, CML_OP_NOT_EQUAL_TOTAL_ORDER, CML_OP_LESS_THAN_TOTAL_ORDER,
-      CML_OP_LESS_OR_EQUAL_TOTAL_ORDER, CML_OP_GREATER_THAN_TOTAL_ORDER,
-      CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER, CML_OP_REDUCE_SUM, CML_OP_REDUCE_PRODUCT,
-      CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN, CML_OP_DOT_GENERAL,
+      CML_OP_PARAMETER,
+      CML_OP_CONSTANT,
+      CML_OP_IDENTITY,
+      CML_OP_RESHAPE,
+      CML_OP_TRANSPOSE,
+      CML_OP_BROADCAST_IN_DIM,
+      CML_OP_WHERE,
+      CML_OP_ADD,
+      CML_OP_SUB,
+      CML_OP_MUL,
+      CML_OP_DIV,
+      CML_OP_MAX,
+      CML_OP_MIN,
+      CML_OP_NEG,
+      CML_OP_ABS,
+      CML_OP_EXP,
+      CML_OP_EQUAL,
+      CML_OP_NOT_EQUAL,
+      CML_OP_LESS_THAN,
+      CML_OP_LESS_OR_EQUAL,
+      CML_OP_GREATER_THAN,
+      CML_OP_GREATER_OR_EQUAL,
+      CML_OP_EQUAL_TOTAL_ORDER,
+      CML_OP_NOT_EQUAL_TOTAL_ORDER,
+      CML_OP_LESS_THAN_TOTAL_ORDER,
+      CML_OP_LESS_OR_EQUAL_TOTAL_ORDER,
+      CML_OP_GREATER_THAN_TOTAL_ORDER,
+      CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER,
+      CML_OP_REDUCE_SUM,
+      CML_OP_REDUCE_PRODUCT,
+      CML_OP_REDUCE_MAX,
+      CML_OP_REDUCE_MIN,
+      CML_OP_DOT_GENERAL,
   };
   for (size_t i = 0; i < sizeof kOps / sizeof kOps[0]; ++i) {
     cml_capabilities_set_op(caps, kOps[i], true);
@@ -924,8 +1023,8 @@ static cml_status_t ref_create(const char* config, cml_allocator_t allocator,
   ref_backend_t* b = ref_alloc(allocator, sizeof *b);
   if (!b) return ref_out_of_memory("backend", sizeof *b);
   memset(b, 0, sizeof *b);
-  cml_status_t st = cml_backend_init_base(&b->base, &ref_vtable, allocator, REF_NAME, full_config,
-                                          devices);
+  cml_status_t st =
+      cml_backend_init_base(&b->base, &ref_vtable, allocator, REF_NAME, full_config, devices);
   if (st == CML_OK) {
     st = cml_backend_set_description(&b->base, "reference interpreter (plug-in example)");
     if (st != CML_OK) cml_backend_deinit_base(&b->base);

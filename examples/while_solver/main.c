@@ -28,8 +28,8 @@ static cml_status_t build(cml_backend_t* backend, cml_executable_t** out_exe) {
   if (st == CML_OK) {
     cml_value_t i = cml_parameter(cond, "i", &is);
     cml_value_t y = cml_parameter(cond, "y", &vs);
-    cml_value_t err = cml_op_reduce_max(cond, cml_op_abs(cond, cml_op_sub(cond, cml_op_mul(cond, y, y), a)),
-                                        NULL, 0);
+    cml_value_t err = cml_op_reduce_max(
+        cond, cml_op_abs(cond, cml_op_sub(cond, cml_op_mul(cond, y, y), a)), NULL, 0);
     cml_value_t go = cml_op_logical_and(
         cond, cml_op_less_than(cond, i, cml_constant_scalar_i64(cond, CML_DTYPE_I32, 30)),
         cml_op_greater_than(cond, err, tol));

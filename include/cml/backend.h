@@ -60,8 +60,7 @@ CML_API CML_MUST_USE cml_status_t cml_backend_new_with_config(const char* config
 
 // As `cml_backend_new_with_config` with an explicit |allocator| for the backend and everything
 // it creates (INVALID_ARGUMENT when the allocator has no function).
-CML_API CML_MUST_USE cml_status_t cml_backend_create(const char* config,
-                                                     cml_allocator_t allocator,
+CML_API CML_MUST_USE cml_status_t cml_backend_create(const char* config, cml_allocator_t allocator,
                                                      cml_backend_t** out_backend);
 
 // Adds a reference to |backend| and returns it (NULL stays NULL). Thread-safe.
@@ -131,9 +130,8 @@ CML_API const void* cml_backend_get_extension(const cml_backend_t* backend, cons
 // bad device, INVALID_ARGUMENT for NULL arguments, a size mismatch or bad shape, UNIMPLEMENTED for
 // a dtype the backend does not support, RESOURCE_EXHAUSTED when out of memory.
 CML_API CML_MUST_USE cml_status_t cml_buffer_from_host(cml_backend_t* backend, int device,
-                                                       const cml_shape_t* shape,
-                                                       const void* data, size_t size,
-                                                       cml_buffer_t** out_buffer);
+                                                       const cml_shape_t* shape, const void* data,
+                                                       size_t size, cml_buffer_t** out_buffer);
 
 // Copies the buffer's contents to |dst|. Returns INVALID_ARGUMENT when |size| differs from the
 // buffer's byte size or |dst| is NULL, FAILED_PRECONDITION for a donated buffer.

@@ -53,9 +53,8 @@ typedef struct cml_backend_vtable_t {
                                    const void* data, cml_buffer_t** out_buffer);
   cml_status_t (*buffer_copy_to_host)(cml_buffer_t* buffer, void* dst, size_t size);
   // Optional (UNIMPLEMENTED when NULL).
-  cml_status_t (*buffer_create_shared)(cml_backend_t* backend, int device,
-                                       const cml_shape_t* shape, cml_buffer_t** out_buffer,
-                                       void** out_data);
+  cml_status_t (*buffer_create_shared)(cml_backend_t* backend, int device, const cml_shape_t* shape,
+                                       cml_buffer_t** out_buffer, void** out_data);
   cml_status_t (*buffer_data)(cml_buffer_t* buffer, void** out_data);
   cml_status_t (*buffer_copy_to_device)(cml_buffer_t* buffer, int device,
                                         cml_buffer_t** out_buffer);
@@ -104,7 +103,7 @@ struct cml_executable_t {
   cml_backend_t* backend;  // retained
   cml_module_t* module;    // retained
   size_t input_count;
-  const char** input_names;   // point into the module
+  const char** input_names;  // point into the module
   cml_shape_t* input_shapes;
   size_t output_count;
   cml_shape_t* output_shapes;
@@ -114,9 +113,8 @@ struct cml_executable_t {
 // defaults to |name|). Capabilities start empty: the backend fills them.
 CML_API CML_MUST_USE cml_status_t cml_backend_init_base(cml_backend_t* backend,
                                                         const cml_backend_vtable_t* vtable,
-                                                        cml_allocator_t allocator,
-                                                        const char* name, const char* config,
-                                                        int device_count);
+                                                        cml_allocator_t allocator, const char* name,
+                                                        const char* config, int device_count);
 // Frees what cml_backend_init_base allocated (call from the backend's destroy).
 CML_API void cml_backend_deinit_base(cml_backend_t* backend);
 // Sets the description (copied).

@@ -65,9 +65,9 @@ typedef struct cml_backendtest_summary_t {
 // cases: look at |out_summary|). Returns INCOMPATIBLE when |options| was not set up by
 // `cml_backendtest_options_init` (struct_size), INVALID_ARGUMENT for a NULL |backend| or
 // |out_summary|, a bad regex or an unwritable JSON path, RESOURCE_EXHAUSTED when out of memory.
-CML_API CML_MUST_USE cml_status_t cml_backendtest_run_all(
-    cml_backend_t* backend, const cml_backendtest_options_t* options,
-    cml_backendtest_summary_t* out_summary);
+CML_API CML_MUST_USE cml_status_t cml_backendtest_run_all(cml_backend_t* backend,
+                                                          const cml_backendtest_options_t* options,
+                                                          cml_backendtest_summary_t* out_summary);
 
 // Number of cases and their names ("<group>/<name>"), for listing. A name is lent (static
 // storage, valid for the life of the process); NULL when |i| is out of range. Thread-safe.

@@ -69,16 +69,17 @@ CML_API const char* cml_version_string(void);
 // Status codes: a small subset of IREE's (and absl's) codes. Enums only grow.
 typedef enum cml_status_code_t {
   CML_STATUS_OK = 0,
-  CML_STATUS_INVALID_ARGUMENT = 1,    // bad shapes, dtypes, axes, attributes, arguments
-  CML_STATUS_OUT_OF_RANGE = 2,        // device number, index or value out of range
-  CML_STATUS_NOT_FOUND = 3,           // unknown backend, plugin, file or option
-  CML_STATUS_FAILED_PRECONDITION = 4, // object in the wrong state (donated buffer, compiled builder)
+  CML_STATUS_INVALID_ARGUMENT = 1,  // bad shapes, dtypes, axes, attributes, arguments
+  CML_STATUS_OUT_OF_RANGE = 2,      // device number, index or value out of range
+  CML_STATUS_NOT_FOUND = 3,         // unknown backend, plugin, file or option
+  CML_STATUS_FAILED_PRECONDITION =
+      4,  // object in the wrong state (donated buffer, compiled builder)
   CML_STATUS_RESOURCE_EXHAUSTED = 5,  // out of memory
   CML_STATUS_UNIMPLEMENTED = 6,       // op, dtype or feature not supported by this backend
   CML_STATUS_UNAVAILABLE = 7,         // backend or plugin absent, network or tool missing
   CML_STATUS_INCOMPATIBLE = 8,        // ABI or API version mismatch
   CML_STATUS_CANCELLED = 9,
-  CML_STATUS_INTERNAL = 10,           // a broken invariant: a bug in cml or in a plugin
+  CML_STATUS_INTERNAL = 10,  // a broken invariant: a bug in cml or in a plugin
   CML_STATUS_CODE_COUNT
 } cml_status_code_t;
 
@@ -115,9 +116,9 @@ CML_API CML_MUST_USE cml_status_t cml_status_annotate(cml_status_t status, const
 // Returns an independent copy of |status| (the caller frees both).
 CML_API CML_MUST_USE cml_status_t cml_status_clone(cml_status_t status);
 
-#define CML_RETURN_IF_ERROR(expr)              \
-  do {                                         \
-    cml_status_t cml_status_tmp_ = (expr);     \
+#define CML_RETURN_IF_ERROR(expr)                          \
+  do {                                                     \
+    cml_status_t cml_status_tmp_ = (expr);                 \
     if (cml_status_tmp_ != CML_OK) return cml_status_tmp_; \
   } while (0)
 

@@ -91,9 +91,9 @@ CML_API cml_value_t cml_op_fused_softmax(cml_function_t* f, cml_value_t x, int64
 // distinct; at least one). |gamma| and |beta| are optional (CML_VALUE_INVALID: 1 and 0); when
 // given they have x's dtype and the dims of the normalized axes in ascending axis order (for
 // the last axis of [b, s, d]: [d]). |epsilon| must be finite and >= 0.
-CML_API cml_value_t cml_op_fused_layer_norm(cml_function_t* f, cml_value_t x,
-                                            const int64_t* axes, size_t axis_count,
-                                            double epsilon, cml_value_t gamma, cml_value_t beta);
+CML_API cml_value_t cml_op_fused_layer_norm(cml_function_t* f, cml_value_t x, const int64_t* axes,
+                                            size_t axis_count, double epsilon, cml_value_t gamma,
+                                            cml_value_t beta);
 
 // FusedGelu: |exact|: x * 0.5 * (1 + erf(x / sqrt(2))); otherwise the tanh approximation
 // x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))). Output: x's shape and dtype.
@@ -102,7 +102,7 @@ CML_API cml_value_t cml_op_fused_gelu(cml_function_t* f, cml_value_t x, bool exa
 //===--- dense ---===//
 
 typedef struct cml_dense_config_t {
-  cml_activation_t activation;        // default CML_ACTIVATION_NONE
+  cml_activation_t activation;       // default CML_ACTIVATION_NONE
   cml_dense_layout_t weight_layout;  // default CML_DENSE_LAYOUT_INPUT_OUTPUTS
 } cml_dense_config_t;
 

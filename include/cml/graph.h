@@ -61,10 +61,10 @@ typedef struct cml_executable_t cml_executable_t;
 //===--- dtype sets used by the op list ---===//
 
 #define CML_DSET_BOOL CML_DTYPE_BIT(CML_DTYPE_BOOL)
-#define CML_DSET_SINT                                                                      \
+#define CML_DSET_SINT                                                                          \
   (CML_DTYPE_BIT(CML_DTYPE_I8) | CML_DTYPE_BIT(CML_DTYPE_I16) | CML_DTYPE_BIT(CML_DTYPE_I32) | \
    CML_DTYPE_BIT(CML_DTYPE_I64))
-#define CML_DSET_UINT                                                                      \
+#define CML_DSET_UINT                                                                          \
   (CML_DTYPE_BIT(CML_DTYPE_U8) | CML_DTYPE_BIT(CML_DTYPE_U16) | CML_DTYPE_BIT(CML_DTYPE_U32) | \
    CML_DTYPE_BIT(CML_DTYPE_U64))
 #define CML_DSET_INT (CML_DSET_SINT | CML_DSET_UINT)
@@ -72,7 +72,7 @@ typedef struct cml_executable_t cml_executable_t;
 #define CML_DSET_FLOAT \
   (CML_DSET_FLOAT32_64 | CML_DTYPE_BIT(CML_DTYPE_F16) | CML_DTYPE_BIT(CML_DTYPE_BF16))
 #define CML_DSET_COMPLEX (CML_DTYPE_BIT(CML_DTYPE_C64) | CML_DTYPE_BIT(CML_DTYPE_C128))
-#define CML_DSET_PACKED                                                                    \
+#define CML_DSET_PACKED                                                                      \
   (CML_DTYPE_BIT(CML_DTYPE_I4) | CML_DTYPE_BIT(CML_DTYPE_U4) | CML_DTYPE_BIT(CML_DTYPE_I2) | \
    CML_DTYPE_BIT(CML_DTYPE_U2))
 #define CML_DSET_NUMBER_REAL (CML_DSET_INT | CML_DSET_FLOAT)
@@ -144,8 +144,7 @@ CML_API cml_function_t* cml_builder_main(cml_builder_t* builder);
 
 // Creates a named top-level function, callable with `cml_op_call`. |name| must be a unique,
 // non-empty identifier other than "main". Returns INVALID_ARGUMENT otherwise.
-CML_API CML_MUST_USE cml_status_t cml_builder_new_function(cml_builder_t* builder,
-                                                           const char* name,
+CML_API CML_MUST_USE cml_status_t cml_builder_new_function(cml_builder_t* builder, const char* name,
                                                            cml_function_t** out_function);
 
 // Creates a closure of |parent|: a local function that may use values of |parent| and its
@@ -207,9 +206,8 @@ CML_API bool cml_builder_value_shape(const cml_builder_t* builder, cml_value_t v
 #define CML_OP_DECLARE_BINARY(fn) \
   CML_API cml_value_t fn(cml_function_t* f, cml_value_t lhs, cml_value_t rhs);
 #define CML_OP_DECLARE_COMPARE(fn) CML_OP_DECLARE_BINARY(fn)
-#define CML_OP_DECLARE_REDUCE(fn)                                                     \
-  CML_API cml_value_t fn(cml_function_t* f, cml_value_t x, const int64_t* axes, \
-                         size_t axis_count);
+#define CML_OP_DECLARE_REDUCE(fn) \
+  CML_API cml_value_t fn(cml_function_t* f, cml_value_t x, const int64_t* axes, size_t axis_count);
 #define CML_OP_DECLARE_OTHER(fn)
 #define CML_OP_DECLARE_CONTROL(fn)
 #define CML_OP_DECLARE_COLLECTIVE(fn)
@@ -221,8 +219,7 @@ CML_API bool cml_builder_value_shape(const cml_builder_t* builder, cml_value_t v
 
 // The same builders by op: |op| must be of the matching kind (INVALID_ARGUMENT otherwise).
 CML_API cml_value_t cml_op_unary(cml_function_t* f, cml_op_t op, cml_value_t x);
-CML_API cml_value_t cml_op_binary(cml_function_t* f, cml_op_t op, cml_value_t lhs,
-                                  cml_value_t rhs);
+CML_API cml_value_t cml_op_binary(cml_function_t* f, cml_op_t op, cml_value_t lhs, cml_value_t rhs);
 CML_API cml_value_t cml_op_reduce(cml_function_t* f, cml_op_t op, cml_value_t x,
                                   const int64_t* axes, size_t axis_count);
 
@@ -251,8 +248,8 @@ CML_API cml_value_t cml_op_where(cml_function_t* f, cml_value_t cond, cml_value_
 CML_API cml_value_t cml_op_reshape(cml_function_t* f, cml_value_t x, const int64_t* dims,
                                    int32_t rank);
 // out.dims[i] = x.dims[permutation[i]].
-CML_API cml_value_t cml_op_transpose(cml_function_t* f, cml_value_t x,
-                                     const int64_t* permutation, int32_t rank);
+CML_API cml_value_t cml_op_transpose(cml_function_t* f, cml_value_t x, const int64_t* permutation,
+                                     int32_t rank);
 // |axes|[i] is the output axis of x's axis i: strictly increasing, len == rank(x); each x axis
 // is 1 or equal to the target dim.
 CML_API cml_value_t cml_op_broadcast_in_dim(cml_function_t* f, cml_value_t x,
@@ -260,8 +257,8 @@ CML_API cml_value_t cml_op_broadcast_in_dim(cml_function_t* f, cml_value_t x,
                                             const int64_t* axes, int32_t axis_count);
 // Concatenates |count| (>= 1) operands of one dtype and rank along |axis|; the other axes must
 // match.
-CML_API cml_value_t cml_op_concatenate(cml_function_t* f, int64_t axis,
-                                       const cml_value_t* operands, size_t count);
+CML_API cml_value_t cml_op_concatenate(cml_function_t* f, int64_t axis, const cml_value_t* operands,
+                                       size_t count);
 // Limits are exclusive; |strides| may be NULL (all 1).
 CML_API cml_value_t cml_op_slice(cml_function_t* f, cml_value_t x, const int64_t* starts,
                                  const int64_t* limits, const int64_t* strides, int32_t rank);
@@ -324,23 +321,19 @@ CML_API cml_value_t cml_op_scatter(cml_function_t* f, cml_op_t op, cml_value_t o
                                    cml_value_t indices, cml_value_t updates,
                                    const cml_scatter_dims_t* dims);
 // The same, with |op| fixed.
-CML_API cml_value_t cml_op_scatter_sum(cml_function_t* f, cml_value_t operand,
-                                       cml_value_t indices, cml_value_t updates,
-                                       const cml_scatter_dims_t* dims);
-CML_API cml_value_t cml_op_scatter_max(cml_function_t* f, cml_value_t operand,
-                                       cml_value_t indices, cml_value_t updates,
-                                       const cml_scatter_dims_t* dims);
-CML_API cml_value_t cml_op_scatter_min(cml_function_t* f, cml_value_t operand,
-                                       cml_value_t indices, cml_value_t updates,
-                                       const cml_scatter_dims_t* dims);
+CML_API cml_value_t cml_op_scatter_sum(cml_function_t* f, cml_value_t operand, cml_value_t indices,
+                                       cml_value_t updates, const cml_scatter_dims_t* dims);
+CML_API cml_value_t cml_op_scatter_max(cml_function_t* f, cml_value_t operand, cml_value_t indices,
+                                       cml_value_t updates, const cml_scatter_dims_t* dims);
+CML_API cml_value_t cml_op_scatter_min(cml_function_t* f, cml_value_t operand, cml_value_t indices,
+                                       cml_value_t updates, const cml_scatter_dims_t* dims);
 
 // ConvGeneral. Zero-valued strides/dilations mean 1, group counts <= 1 mean no grouping;
 // padding defaults to 0. Spatial arrays have |spatial_count| entries.
 typedef struct cml_conv_config_t {
   int32_t spatial_count;
   int64_t input_batch_axis, input_channel_axis, input_spatial_axes[CML_MAX_RANK];
-  int64_t kernel_input_channel_axis, kernel_output_channel_axis,
-      kernel_spatial_axes[CML_MAX_RANK];
+  int64_t kernel_input_channel_axis, kernel_output_channel_axis, kernel_spatial_axes[CML_MAX_RANK];
   int64_t output_batch_axis, output_channel_axis, output_spatial_axes[CML_MAX_RANK];
   int64_t strides[CML_MAX_RANK];
   int64_t padding_low[CML_MAX_RANK], padding_high[CML_MAX_RANK];
@@ -350,8 +343,8 @@ typedef struct cml_conv_config_t {
   int64_t batch_group_count;
   cml_dtype_t output_dtype;  // CML_DTYPE_INVALID: the input dtype
 } cml_conv_config_t;
-CML_API cml_value_t cml_op_conv_general(cml_function_t* f, cml_value_t input,
-                                        cml_value_t kernel, const cml_conv_config_t* config);
+CML_API cml_value_t cml_op_conv_general(cml_function_t* f, cml_value_t input, cml_value_t kernel,
+                                        const cml_conv_config_t* config);
 
 // Reduction type for ReduceWindow and AllReduce (the seed's ReduceOpType values).
 typedef enum cml_reduce_type_t {
@@ -375,15 +368,14 @@ typedef struct cml_window_config_t {
   int64_t window_dilations[CML_MAX_RANK];
   int64_t padding_low[CML_MAX_RANK], padding_high[CML_MAX_RANK];
 } cml_window_config_t;
-CML_API cml_value_t cml_op_reduce_window(cml_function_t* f, cml_value_t x,
-                                         cml_reduce_type_t type,
+CML_API cml_value_t cml_op_reduce_window(cml_function_t* f, cml_value_t x, cml_reduce_type_t type,
                                          const cml_window_config_t* config);
 
 // SelectAndScatter: for each window of |operand| selects the max (min) element (first one on
 // ties) and adds the matching |source| element there; Sum adds it to every element of the
 // window. |op|: CML_OP_SELECT_AND_SCATTER_MAX/_MIN/_SUM. Dilations must be zero (unused).
-CML_API cml_value_t cml_op_select_and_scatter(cml_function_t* f, cml_op_t op,
-                                              cml_value_t operand, cml_value_t source,
+CML_API cml_value_t cml_op_select_and_scatter(cml_function_t* f, cml_op_t op, cml_value_t operand,
+                                              cml_value_t source,
                                               const cml_window_config_t* config);
 
 // DotGeneral. Output axes: batch..., lhs free..., rhs free... (in the given/ascending order).
@@ -416,10 +408,10 @@ CML_API bool cml_op_rng_bit_generator(cml_function_t* f, cml_value_t state,
                                       cml_value_t* out_values);
 
 typedef enum cml_fft_type_t {
-  CML_FFT_FORWARD = 0,        // complex -> complex
-  CML_FFT_INVERSE = 1,        // complex -> complex, scaled by 1/n
-  CML_FFT_FORWARD_REAL = 2,   // real -> complex, last axis L -> L/2+1
-  CML_FFT_INVERSE_REAL = 3,   // complex (L/2+1) -> real L
+  CML_FFT_FORWARD = 0,       // complex -> complex
+  CML_FFT_INVERSE = 1,       // complex -> complex, scaled by 1/n
+  CML_FFT_FORWARD_REAL = 2,  // real -> complex, last axis L -> L/2+1
+  CML_FFT_INVERSE_REAL = 3,  // complex (L/2+1) -> real L
   CML_FFT_TYPE_COUNT
 } cml_fft_type_t;
 // FFT over the trailing |length_count| (1..3) axes, with those axes' lengths in |lengths|.
@@ -428,14 +420,14 @@ CML_API cml_value_t cml_op_fft(cml_function_t* f, cml_value_t x, cml_fft_type_t 
 
 // BatchNormInference: (x - mean) / sqrt(variance + epsilon) * scale + offset, where scale,
 // offset, mean and variance are rank-1 over x's |feature_axis|.
-CML_API cml_value_t cml_op_batch_norm_inference(cml_function_t* f, cml_value_t x,
-                                                cml_value_t scale, cml_value_t offset,
-                                                cml_value_t mean, cml_value_t variance,
-                                                float epsilon, int64_t feature_axis);
+CML_API cml_value_t cml_op_batch_norm_inference(cml_function_t* f, cml_value_t x, cml_value_t scale,
+                                                cml_value_t offset, cml_value_t mean,
+                                                cml_value_t variance, float epsilon,
+                                                int64_t feature_axis);
 // Outputs: [normalized, batch_mean, batch_variance].
 CML_API bool cml_op_batch_norm_training(cml_function_t* f, cml_value_t x, cml_value_t scale,
-                                        cml_value_t offset, float epsilon,
-                                        int64_t feature_axis, cml_value_t out_values[3]);
+                                        cml_value_t offset, float epsilon, int64_t feature_axis,
+                                        cml_value_t out_values[3]);
 // Outputs: [grad_operand, grad_scale, grad_offset].
 CML_API bool cml_op_batch_norm_gradient(cml_function_t* f, cml_value_t x, cml_value_t scale,
                                         cml_value_t mean, cml_value_t variance,
@@ -469,8 +461,7 @@ CML_API bool cml_op_sort(cml_function_t* f, cml_function_t* comparator, int64_t 
 // While: |cond| (state -> scalar Bool) and |body| (state -> state of the same shapes), both
 // closures of |f|. Writes |count| outputs (the final state).
 CML_API bool cml_op_while(cml_function_t* f, cml_function_t* cond, cml_function_t* body,
-                          const cml_value_t* initial_state, size_t count,
-                          cml_value_t* out_values);
+                          const cml_value_t* initial_state, size_t count, cml_value_t* out_values);
 
 // If: |pred| is a scalar Bool; both branches are parameterless closures of |f| with outputs
 // of the same shapes. Writes cml_function_output_count(true_branch) outputs.
@@ -494,8 +485,7 @@ CML_API void cml_executable_release(cml_executable_t* executable);
 // (lent, living with the executable; NULL for NULL or an out-of-range |i|). Thread-safe.
 CML_API size_t cml_executable_input_count(const cml_executable_t* executable);
 CML_API const char* cml_executable_input_name(const cml_executable_t* executable, size_t i);
-CML_API const cml_shape_t* cml_executable_input_shape(const cml_executable_t* executable,
-                                                      size_t i);
+CML_API const cml_shape_t* cml_executable_input_shape(const cml_executable_t* executable, size_t i);
 CML_API size_t cml_executable_output_count(const cml_executable_t* executable);
 CML_API const cml_shape_t* cml_executable_output_shape(const cml_executable_t* executable,
                                                        size_t i);
@@ -513,8 +503,7 @@ CML_API const cml_shape_t* cml_executable_output_shape(const cml_executable_t* e
 CML_API CML_MUST_USE cml_status_t cml_executable_execute(cml_executable_t* executable,
                                                          cml_buffer_t* const* inputs,
                                                          size_t input_count, const bool* donate,
-                                                         int device,
-                                                         cml_buffer_t** out_results);
+                                                         int device, cml_buffer_t** out_results);
 
 #ifdef __cplusplus
 }  // extern "C"

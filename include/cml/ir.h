@@ -42,13 +42,13 @@ extern "C" {
 // is present (FusedLayerNorm: gamma, beta; FusedDense: bias; FusedSDPA: mask, bias,
 // query_seq_len, kv_seq_len; FusedAttentionQKVProjection: bias_q, bias_k, bias_v).
 typedef struct cml_ir_fused_attrs_t {
-  int32_t activation;        // FusedDense: a cml_activation_t
-  int32_t layout;            // FusedDense: cml_dense_layout_t; FusedSDPA: cml_attention_layout_t
-  bool exact;                // FusedGelu
-  bool causal;               // FusedSDPA
-  uint32_t optional_inputs;  // see above
-  double epsilon;            // FusedLayerNorm
-  double scale;              // FusedSDPA: the scale, its default already filled in
+  int32_t activation;         // FusedDense: a cml_activation_t
+  int32_t layout;             // FusedDense: cml_dense_layout_t; FusedSDPA: cml_attention_layout_t
+  bool exact;                 // FusedGelu
+  bool causal;                // FusedSDPA
+  uint32_t optional_inputs;   // see above
+  double epsilon;             // FusedLayerNorm
+  double scale;               // FusedSDPA: the scale, its default already filled in
   int64_t query_dim, kv_dim;  // FusedAttentionQKVProjection
 } cml_ir_fused_attrs_t;
 
@@ -94,7 +94,7 @@ typedef struct cml_ir_attrs_t {
 
 typedef struct cml_ir_node_t {
   cml_op_t op;
-  uint32_t function;            // index of the owning function
+  uint32_t function;  // index of the owning function
   uint32_t input_count;
   const uint32_t* inputs;       // value indices
   uint32_t output_count;        // >= 1
@@ -115,8 +115,8 @@ typedef struct cml_ir_value_t {
 } cml_ir_value_t;
 
 typedef struct cml_ir_function_t {
-  const char* name;   // "main", a named function, or "" for closures
-  int32_t parent;     // parent function index for closures, -1 otherwise
+  const char* name;  // "main", a named function, or "" for closures
+  int32_t parent;    // parent function index for closures, -1 otherwise
   uint32_t node_count;
   const uint32_t* nodes;  // node indices in creation (topological) order
   uint32_t param_count;

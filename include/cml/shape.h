@@ -84,14 +84,14 @@ CML_API cml_dtype_t cml_dtype_from_name(const char* name);
 CML_API int cml_dtype_bits(cml_dtype_t dtype);
 
 // Dtype predicates; all are false for out-of-range values.
-CML_API bool cml_dtype_is_valid(cml_dtype_t dtype);     // 1..COUNT-1 except TOKEN
-CML_API bool cml_dtype_is_supported(cml_dtype_t dtype); // valid and not a float8/float4 kind
-CML_API bool cml_dtype_is_float(cml_dtype_t dtype);     // F16, BF16, F32, F64
-CML_API bool cml_dtype_is_complex(cml_dtype_t dtype);   // C64, C128
-CML_API bool cml_dtype_is_int(cml_dtype_t dtype);       // signed or unsigned, packed included
+CML_API bool cml_dtype_is_valid(cml_dtype_t dtype);      // 1..COUNT-1 except TOKEN
+CML_API bool cml_dtype_is_supported(cml_dtype_t dtype);  // valid and not a float8/float4 kind
+CML_API bool cml_dtype_is_float(cml_dtype_t dtype);      // F16, BF16, F32, F64
+CML_API bool cml_dtype_is_complex(cml_dtype_t dtype);    // C64, C128
+CML_API bool cml_dtype_is_int(cml_dtype_t dtype);        // signed or unsigned, packed included
 CML_API bool cml_dtype_is_signed_int(cml_dtype_t dtype);
 CML_API bool cml_dtype_is_unsigned_int(cml_dtype_t dtype);
-CML_API bool cml_dtype_is_packed(cml_dtype_t dtype);    // fewer than 8 bits per element
+CML_API bool cml_dtype_is_packed(cml_dtype_t dtype);  // fewer than 8 bits per element
 
 // For complex dtypes the component dtype (C64 -> F32, C128 -> F64); otherwise |dtype|.
 CML_API cml_dtype_t cml_dtype_real_part(cml_dtype_t dtype);
@@ -124,8 +124,9 @@ typedef struct cml_shape_t {
 CML_API CML_MUST_USE cml_status_t cml_shape_init(cml_shape_t* out_shape, cml_dtype_t dtype,
                                                  int32_t rank, const int64_t* dims);
 
-// Convenience: a shape by value, for literal use (`cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){2,3})`).
-// Invalid input gives a shape whose dtype is CML_DTYPE_INVALID, which every API rejects.
+// Convenience: a shape by value, for literal use (`cml_shape_make(CML_DTYPE_F32, 2,
+// (int64_t[]){2,3})`). Invalid input gives a shape whose dtype is CML_DTYPE_INVALID, which every
+// API rejects.
 CML_API cml_shape_t cml_shape_make(cml_dtype_t dtype, int32_t rank, const int64_t* dims);
 // The rank-0 shape of |dtype| (same rules as `cml_shape_make`).
 CML_API cml_shape_t cml_shape_scalar(cml_dtype_t dtype);

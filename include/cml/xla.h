@@ -53,13 +53,13 @@ CML_API CML_MUST_USE cml_status_t cml_xla_install_plugin(const char* plugin, int
 // Describes the plugin an XLA backend runs on. Strings live with the backend.
 typedef struct cml_xla_extension_t {
   size_t struct_size;
-  const char* plugin_name;       // "cpu", "cuda", or the file's name for a path
-  const char* plugin_path;       // the .so that was loaded
-  int pjrt_major;                // PJRT C API version of the plugin
+  const char* plugin_name;  // "cpu", "cuda", or the file's name for a path
+  const char* plugin_path;  // the .so that was loaded
+  int pjrt_major;           // PJRT C API version of the plugin
   int pjrt_minor;
-  int64_t xla_version;           // plugin attribute "xla_version" (-1 when absent)
-  const char* stablehlo_version; // "1.13.2" (empty when the plugin does not say)
-  const char* platform_name;     // "cpu", "cuda", ...
+  int64_t xla_version;            // plugin attribute "xla_version" (-1 when absent)
+  const char* stablehlo_version;  // "1.13.2" (empty when the plugin does not say)
+  const char* platform_name;      // "cpu", "cuda", ...
   const char* platform_version;
 } cml_xla_extension_t;
 

@@ -11,8 +11,8 @@ void cml__log(cml_log_level_t level, const char* fmt, ...) CML_PRINTF(2, 3);
 // Reports a broken internal invariant (never bad user input) and does not return.
 _Noreturn void cml__abort(const char* fmt, ...) CML_PRINTF(1, 2);
 
-#define CML_ASSERT_INTERNAL(cond)                                              \
-  do {                                                                         \
+#define CML_ASSERT_INTERNAL(cond)                                                      \
+  do {                                                                                 \
     if (!(cond)) cml__abort("%s:%d: assertion failed: %s", __FILE__, __LINE__, #cond); \
   } while (0)
 

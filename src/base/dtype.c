@@ -7,10 +7,10 @@
 #include "cml/shape.h"
 
 typedef struct cml_dtype_info_t {
-  const char* name;       // the seed's name
-  const char* pjrt;       // PJRT alias
-  const char* short_name; // lower-case short form
-  const char* stablehlo;  // StableHLO element type, NULL when none
+  const char* name;        // the seed's name
+  const char* pjrt;        // PJRT alias
+  const char* short_name;  // lower-case short form
+  const char* stablehlo;   // StableHLO element type, NULL when none
   int bits;
 } cml_dtype_info_t;
 
@@ -33,8 +33,8 @@ static const cml_dtype_info_t cml_dtype_infos[CML_DTYPE_COUNT] = {
     [CML_DTYPE_C128] = {"Complex128", "C128", "c128", "complex<f64>", 128},
     [CML_DTYPE_F8E5M2] = {"F8E5M2", "F8E5M2", "f8e5m2", "f8E5M2", 8},
     [CML_DTYPE_F8E4M3FN] = {"F8E4M3FN", "F8E4M3FN", "f8e4m3fn", "f8E4M3FN", 8},
-    [CML_DTYPE_F8E4M3B11FNUZ] = {"F8E4M3B11FNUZ", "F8E4M3B11FNUZ", "f8e4m3b11fnuz",
-                                 "f8E4M3B11FNUZ", 8},
+    [CML_DTYPE_F8E4M3B11FNUZ] = {"F8E4M3B11FNUZ", "F8E4M3B11FNUZ", "f8e4m3b11fnuz", "f8E4M3B11FNUZ",
+                                 8},
     [CML_DTYPE_F8E5M2FNUZ] = {"F8E5M2FNUZ", "F8E5M2FNUZ", "f8e5m2fnuz", "f8E5M2FNUZ", 8},
     [CML_DTYPE_F8E4M3FNUZ] = {"F8E4M3FNUZ", "F8E4M3FNUZ", "f8e4m3fnuz", "f8E4M3FNUZ", 8},
     [CML_DTYPE_I4] = {"Int4", "S4", "i4", "i4", 4},
@@ -68,14 +68,15 @@ cml_dtype_t cml_dtype_from_name(const char* name) {
   static const struct {
     const char* alias;
     cml_dtype_t dtype;
-  } extra[] = {{"I8", CML_DTYPE_I8},       {"I16", CML_DTYPE_I16},   {"I32", CML_DTYPE_I32},
-               {"I64", CML_DTYPE_I64},     {"UI8", CML_DTYPE_U8},    {"UI16", CML_DTYPE_U16},
-               {"UI32", CML_DTYPE_U32},    {"UI64", CML_DTYPE_U64},  {"pred", CML_DTYPE_BOOL},
-               {"half", CML_DTYPE_F16},    {"float", CML_DTYPE_F32}, {"double", CML_DTYPE_F64},
-               {"complex64", CML_DTYPE_C64}, {"complex128", CML_DTYPE_C128},
-               {"bfloat16", CML_DTYPE_BF16}, {"uint8", CML_DTYPE_U8}, {"uint16", CML_DTYPE_U16},
-               {"uint32", CML_DTYPE_U32},  {"uint64", CML_DTYPE_U64}, {"int4", CML_DTYPE_I4},
-               {"uint4", CML_DTYPE_U4},    {"int2", CML_DTYPE_I2},  {"uint2", CML_DTYPE_U2}};
+  } extra[] = {
+      {"I8", CML_DTYPE_I8},         {"I16", CML_DTYPE_I16},         {"I32", CML_DTYPE_I32},
+      {"I64", CML_DTYPE_I64},       {"UI8", CML_DTYPE_U8},          {"UI16", CML_DTYPE_U16},
+      {"UI32", CML_DTYPE_U32},      {"UI64", CML_DTYPE_U64},        {"pred", CML_DTYPE_BOOL},
+      {"half", CML_DTYPE_F16},      {"float", CML_DTYPE_F32},       {"double", CML_DTYPE_F64},
+      {"complex64", CML_DTYPE_C64}, {"complex128", CML_DTYPE_C128}, {"bfloat16", CML_DTYPE_BF16},
+      {"uint8", CML_DTYPE_U8},      {"uint16", CML_DTYPE_U16},      {"uint32", CML_DTYPE_U32},
+      {"uint64", CML_DTYPE_U64},    {"int4", CML_DTYPE_I4},         {"uint4", CML_DTYPE_U4},
+      {"int2", CML_DTYPE_I2},       {"uint2", CML_DTYPE_U2}};
   for (size_t k = 0; k < sizeof extra / sizeof extra[0]; ++k)
     if (strcasecmp(name, extra[k].alias) == 0) return extra[k].dtype;
   return CML_DTYPE_INVALID;

@@ -18,8 +18,7 @@ cml_status_t cml_shape_init(cml_shape_t* out_shape, cml_dtype_t dtype, int32_t r
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: rank %d out of range [0, %d]",
                            (int)rank, CML_MAX_RANK);
   if (rank > 0 && !dims)
-    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL dims for rank %d",
-                           (int)rank);
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL dims for rank %d", (int)rank);
   // At most 2^55 elements (CML_MAX_ELEMENTS): then the size in bits of any dtype (at most 128
   // bits per element) stays below 2^62, so bit and byte sizes never overflow int64. Zero
   // dimensions count as 1 here, so that the row-major strides of an empty shape fit as well.
@@ -158,8 +157,8 @@ cml_status_t cml_shape_parse(const char* text, cml_shape_t* out_shape) {
   p = cml_skip_spaces(p);
   if (paren) {
     if (*p != ')')
-      return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: expected ')' at offset %d of \"%s\"",
-                             (int)(p - text), text);
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "shape: expected ')' at offset %d of \"%s\"", (int)(p - text), text);
     p = cml_skip_spaces(p + 1);
   }
   int64_t dims[CML_MAX_RANK];
@@ -190,8 +189,8 @@ cml_status_t cml_shape_parse(const char* text, cml_shape_t* out_shape) {
           break;
         }
         return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                               "shape: expected ',' or ']' at offset %d of \"%s\"",
-                               (int)(p - text), text);
+                               "shape: expected ',' or ']' at offset %d of \"%s\"", (int)(p - text),
+                               text);
       }
     }
   }

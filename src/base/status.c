@@ -19,10 +19,17 @@ typedef struct cml_status_payload_t {
   char message[];
 } cml_status_payload_t;
 
-static const char* const cml_status_code_names[CML_STATUS_CODE_COUNT] = {
-    "OK",        "INVALID_ARGUMENT", "OUT_OF_RANGE", "NOT_FOUND",
-    "FAILED_PRECONDITION", "RESOURCE_EXHAUSTED", "UNIMPLEMENTED", "UNAVAILABLE",
-    "INCOMPATIBLE", "CANCELLED", "INTERNAL"};
+static const char* const cml_status_code_names[CML_STATUS_CODE_COUNT] = {"OK",
+                                                                         "INVALID_ARGUMENT",
+                                                                         "OUT_OF_RANGE",
+                                                                         "NOT_FOUND",
+                                                                         "FAILED_PRECONDITION",
+                                                                         "RESOURCE_EXHAUSTED",
+                                                                         "UNIMPLEMENTED",
+                                                                         "UNAVAILABLE",
+                                                                         "INCOMPATIBLE",
+                                                                         "CANCELLED",
+                                                                         "INTERNAL"};
 
 const char* cml_version_string(void) { return "0.1.0"; }
 

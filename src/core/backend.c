@@ -8,8 +8,8 @@
 //===--- base helpers for implementers ---===//
 
 cml_status_t cml_backend_init_base(cml_backend_t* backend, const cml_backend_vtable_t* vtable,
-                                   cml_allocator_t allocator, const char* name,
-                                   const char* config, int device_count) {
+                                   cml_allocator_t allocator, const char* name, const char* config,
+                                   int device_count) {
   if (!backend || !vtable || !name || !*name || !allocator.fn) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "cml_backend_init_base: NULL backend, vtable, allocator or empty name");

@@ -94,8 +94,8 @@ static cml_status_t cml__check_size(const char* what, const cml_shape_t* shape, 
 }
 
 static cml_status_t cml__unimplemented_entry(const char* what, const cml_backend_t* backend) {
-  return cml_status_make(CML_STATUS_UNIMPLEMENTED, "%s: backend \"%s\" does not implement it",
-                         what, cml_backend_name(backend));
+  return cml_status_make(CML_STATUS_UNIMPLEMENTED, "%s: backend \"%s\" does not implement it", what,
+                         cml_backend_name(backend));
 }
 
 //===--- public wrappers ---===//
@@ -132,8 +132,8 @@ cml_status_t cml_buffer_copy_to_host(cml_buffer_t* buffer, void* dst, size_t siz
   CML_RETURN_IF_ERROR(cml__check_live_buffer(what, buffer));
   CML_RETURN_IF_ERROR(cml__check_size(what, &buffer->shape, size));
   if (!dst && size > 0) {
-    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL destination for %zu bytes",
-                           what, size);
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL destination for %zu bytes", what,
+                           size);
   }
   if (size == 0) return CML_OK;
   if (!CML__VTABLE_HAS(buffer->backend->vtable, buffer_copy_to_host)) {
@@ -199,8 +199,8 @@ cml_status_t cml_buffer_copy_to_device(cml_buffer_t* buffer, int device,
   CML_RETURN_IF_ERROR(cml__check_live_buffer(what, buffer));
   CML_RETURN_IF_ERROR(cml__check_device(what, buffer->backend, device));
   if (device == buffer->device) {
-    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "%s: the buffer is already on device %d", what, device);
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: the buffer is already on device %d",
+                           what, device);
   }
   if (!CML__VTABLE_HAS(buffer->backend->vtable, buffer_copy_to_device)) {
     return cml__unimplemented_entry(what, buffer->backend);

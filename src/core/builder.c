@@ -89,7 +89,8 @@ bool cml__u32_vec_push(cml__u32_vec_t* vec, cml_allocator_t allocator, uint32_t 
 }
 
 void cml__u32_vec_free(cml__u32_vec_t* vec, cml_allocator_t allocator) {
-  if (vec->data) cml_allocator_free(allocator, vec->data, (size_t)vec->capacity * sizeof *vec->data);
+  if (vec->data)
+    cml_allocator_free(allocator, vec->data, (size_t)vec->capacity * sizeof *vec->data);
   vec->data = NULL;
   vec->count = vec->capacity = 0;
 }
@@ -214,7 +215,8 @@ cml_status_t cml_builder_create(cml_backend_t* backend, const char* name,
   }
   cml_allocator_t alloc = backend->allocator.fn ? backend->allocator : cml_allocator_system();
   cml_builder_t* b = (cml_builder_t*)cml_allocator_malloc(alloc, sizeof *b, 16);
-  if (!b) return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "cml_builder_create: out of memory");
+  if (!b)
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "cml_builder_create: out of memory");
   memset(b, 0, sizeof *b);
   b->allocator = alloc;
   b->impl = cml__module_impl_create(alloc, name ? name : "");
@@ -405,8 +407,8 @@ static uint32_t cml_append_node(cml_function_t* f, cml_op_t op, const uint32_t* 
   const char* name = cml_op_name(op);
   if ((uint64_t)impl->value_count + output_count > CML__VALUE_INDEX_MASK ||
       impl->node_count == UINT32_MAX - 1) {
-    cml__fail(b, CML_STATUS_RESOURCE_EXHAUSTED, "%s: too many values in one builder (max %u)",
-              name, CML__VALUE_INDEX_MASK);
+    cml__fail(b, CML_STATUS_RESOURCE_EXHAUSTED, "%s: too many values in one builder (max %u)", name,
+              CML__VALUE_INDEX_MASK);
     return UINT32_MAX;
   }
   if (!cml__grow(b->allocator, (void**)&impl->nodes, &impl->node_capacity, impl->node_count + 1,
@@ -554,8 +556,7 @@ cml_value_t cml__op_add_node(cml_function_t* f, cml_op_t op, const uint32_t* inp
       return cml__fail(b, CML_STATUS_UNIMPLEMENTED,
                        "%s: output %s has rank %d, above the maximum %d of backend \"%s\"",
                        cml_op_name(op), cml__shape_text(&out_shapes[k], text),
-                       (int)out_shapes[k].rank, (int)caps->max_rank,
-                       cml_backend_name(b->backend));
+                       (int)out_shapes[k].rank, (int)caps->max_rank, cml_backend_name(b->backend));
     }
   }
   uint32_t node = cml_append_node(f, op, inputs, input_count, out_shapes, output_count, attrs);
@@ -596,8 +597,8 @@ static bool cml_resolve_in(cml_function_t* f, const char* what, size_t pos, uint
   }
   if (f->returned) {
     cml__fail(b, CML_STATUS_FAILED_PRECONDITION,
-              "%s: operand #%zu %s must be captured by %s, which has already returned", what,
-              pos, cml__shape_text(&impl->values[index].shape, text),
+              "%s: operand #%zu %s must be captured by %s, which has already returned", what, pos,
+              cml__shape_text(&impl->values[index].shape, text),
               cml_function_label(f, label, sizeof label));
     return false;
   }
@@ -630,8 +631,8 @@ static bool cml_value_resolve(cml_function_t* f, const char* what, cml_value_t v
     return false;
   }
   if (index == 0 || index >= f->impl->value_count) {
-    cml__fail(b, CML_STATUS_INVALID_ARGUMENT, "%s: operand #%zu (value id 0x%08x) is unknown",
-              what, pos, (unsigned)v);
+    cml__fail(b, CML_STATUS_INVALID_ARGUMENT, "%s: operand #%zu (value id 0x%08x) is unknown", what,
+              pos, (unsigned)v);
     return false;
   }
   if (!cml_resolve_in(f, what, pos, index, out_index)) return false;
@@ -639,13 +640,13 @@ static bool cml_value_resolve(cml_function_t* f, const char* what, cml_value_t v
   return true;
 }
 
-bool cml__op_input(cml_function_t* f, cml_op_t op, cml_value_t v, size_t pos,
-                   uint32_t* out_index, cml_shape_t* out_shape) {
+bool cml__op_input(cml_function_t* f, cml_op_t op, cml_value_t v, size_t pos, uint32_t* out_index,
+                   cml_shape_t* out_shape) {
   return cml_value_resolve(f, cml_op_name(op), v, pos, out_index, out_shape);
 }
 
-bool cml__check_callee(cml_function_t* f, cml_op_t op, const cml_function_t* c,
-                       const char* what, bool allow_named) {
+bool cml__check_callee(cml_function_t* f, cml_op_t op, const cml_function_t* c, const char* what,
+                       bool allow_named) {
   cml_builder_t* b = f->builder;
   char label[160], clabel[160];
   const char* name = cml_op_name(op);
@@ -661,7 +662,8 @@ bool cml__check_callee(cml_function_t* f, cml_op_t op, const cml_function_t* c,
   bool named = !c->parent && c->index != 0;
   if (!direct_closure && !(allow_named && named)) {
     cml__fail(b, CML_STATUS_INVALID_ARGUMENT, "%s: %s (%s) must be a closure of %s%s", name, what,
-              cml_function_label(c, clabel, sizeof clabel), cml_function_label(f, label, sizeof label),
+              cml_function_label(c, clabel, sizeof clabel),
+              cml_function_label(f, label, sizeof label),
               allow_named ? " or a named function" : "");
     return false;
   }
@@ -753,33 +755,80 @@ static bool cml_scalar_from_f64(cml_dtype_t dtype, double value, unsigned char* 
   } else {
     u64 = (uint64_t)t;
   }
-#define SAT_S(T, MIN, MAX) \
-  { T v = (T)(i64 < (MIN) ? (MIN) : i64 > (MAX) ? (MAX) : i64); memcpy(out, &v, sizeof v); return true; }
-#define SAT_U(T, MAX) \
-  { T v = (T)(u64 > (MAX) ? (MAX) : u64); memcpy(out, &v, sizeof v); return true; }
+#define SAT_S(T, MIN, MAX)                                      \
+  {                                                             \
+    T v = (T)(i64 < (MIN) ? (MIN) : i64 > (MAX) ? (MAX) : i64); \
+    memcpy(out, &v, sizeof v);                                  \
+    return true;                                                \
+  }
+#define SAT_U(T, MAX)                     \
+  {                                       \
+    T v = (T)(u64 > (MAX) ? (MAX) : u64); \
+    memcpy(out, &v, sizeof v);            \
+    return true;                          \
+  }
   switch (dtype) {
-    case CML_DTYPE_BOOL: out[0] = value != 0.0; return true;
-    case CML_DTYPE_I8: SAT_S(int8_t, INT8_MIN, INT8_MAX)
-    case CML_DTYPE_I16: SAT_S(int16_t, INT16_MIN, INT16_MAX)
-    case CML_DTYPE_I32: SAT_S(int32_t, INT32_MIN, INT32_MAX)
-    case CML_DTYPE_I64: SAT_S(int64_t, INT64_MIN, INT64_MAX)
-    case CML_DTYPE_U8: SAT_U(uint8_t, UINT8_MAX)
-    case CML_DTYPE_U16: SAT_U(uint16_t, UINT16_MAX)
-    case CML_DTYPE_U32: SAT_U(uint32_t, UINT32_MAX)
-    case CML_DTYPE_U64: SAT_U(uint64_t, UINT64_MAX)
-    case CML_DTYPE_I4: SAT_S(int8_t, -8, 7)
-    case CML_DTYPE_I2: SAT_S(int8_t, -2, 1)
-    case CML_DTYPE_I1: SAT_S(int8_t, -1, 0)
-    case CML_DTYPE_U4: SAT_U(uint8_t, 15)
-    case CML_DTYPE_U2: SAT_U(uint8_t, 3)
-    case CML_DTYPE_U1: SAT_U(uint8_t, 1)
-    case CML_DTYPE_F16: { uint16_t v = cml_f64_to_f16(value); memcpy(out, &v, 2); return true; }
-    case CML_DTYPE_BF16: { uint16_t v = cml_f64_to_bf16(value); memcpy(out, &v, 2); return true; }
-    case CML_DTYPE_F32: { float v = (float)value; memcpy(out, &v, 4); return true; }
-    case CML_DTYPE_F64: memcpy(out, &value, 8); return true;
-    case CML_DTYPE_C64: { cml_c64_t v = {(float)value, 0.0f}; memcpy(out, &v, sizeof v); return true; }
-    case CML_DTYPE_C128: { cml_c128_t v = {value, 0.0}; memcpy(out, &v, sizeof v); return true; }
-    default: return false;
+    case CML_DTYPE_BOOL:
+      out[0] = value != 0.0;
+      return true;
+    case CML_DTYPE_I8:
+      SAT_S(int8_t, INT8_MIN, INT8_MAX)
+    case CML_DTYPE_I16:
+      SAT_S(int16_t, INT16_MIN, INT16_MAX)
+    case CML_DTYPE_I32:
+      SAT_S(int32_t, INT32_MIN, INT32_MAX)
+    case CML_DTYPE_I64:
+      SAT_S(int64_t, INT64_MIN, INT64_MAX)
+    case CML_DTYPE_U8:
+      SAT_U(uint8_t, UINT8_MAX)
+    case CML_DTYPE_U16:
+      SAT_U(uint16_t, UINT16_MAX)
+    case CML_DTYPE_U32:
+      SAT_U(uint32_t, UINT32_MAX)
+    case CML_DTYPE_U64:
+      SAT_U(uint64_t, UINT64_MAX)
+    case CML_DTYPE_I4:
+      SAT_S(int8_t, -8, 7)
+    case CML_DTYPE_I2:
+      SAT_S(int8_t, -2, 1)
+    case CML_DTYPE_I1:
+      SAT_S(int8_t, -1, 0)
+    case CML_DTYPE_U4:
+      SAT_U(uint8_t, 15)
+    case CML_DTYPE_U2:
+      SAT_U(uint8_t, 3)
+    case CML_DTYPE_U1:
+      SAT_U(uint8_t, 1)
+    case CML_DTYPE_F16: {
+      uint16_t v = cml_f64_to_f16(value);
+      memcpy(out, &v, 2);
+      return true;
+    }
+    case CML_DTYPE_BF16: {
+      uint16_t v = cml_f64_to_bf16(value);
+      memcpy(out, &v, 2);
+      return true;
+    }
+    case CML_DTYPE_F32: {
+      float v = (float)value;
+      memcpy(out, &v, 4);
+      return true;
+    }
+    case CML_DTYPE_F64:
+      memcpy(out, &value, 8);
+      return true;
+    case CML_DTYPE_C64: {
+      cml_c64_t v = {(float)value, 0.0f};
+      memcpy(out, &v, sizeof v);
+      return true;
+    }
+    case CML_DTYPE_C128: {
+      cml_c128_t v = {value, 0.0};
+      memcpy(out, &v, sizeof v);
+      return true;
+    }
+    default:
+      return false;
   }
 #undef SAT_S
 #undef SAT_U
@@ -790,21 +839,75 @@ static bool cml_scalar_from_f64(cml_dtype_t dtype, double value, unsigned char* 
 static bool cml_scalar_from_i64(cml_dtype_t dtype, int64_t value, unsigned char* out) {
   uint64_t u = (uint64_t)value;
   switch (dtype) {
-    case CML_DTYPE_BOOL: out[0] = value != 0; return true;
-    case CML_DTYPE_I8: case CML_DTYPE_U8: { uint8_t v = (uint8_t)u; memcpy(out, &v, 1); return true; }
-    case CML_DTYPE_I16: case CML_DTYPE_U16: { uint16_t v = (uint16_t)u; memcpy(out, &v, 2); return true; }
-    case CML_DTYPE_I32: case CML_DTYPE_U32: { uint32_t v = (uint32_t)u; memcpy(out, &v, 4); return true; }
-    case CML_DTYPE_I64: case CML_DTYPE_U64: memcpy(out, &u, 8); return true;
-    case CML_DTYPE_I4: case CML_DTYPE_U4: out[0] = (uint8_t)(u & 0xf); return true;
-    case CML_DTYPE_I2: case CML_DTYPE_U2: out[0] = (uint8_t)(u & 0x3); return true;
-    case CML_DTYPE_I1: case CML_DTYPE_U1: out[0] = (uint8_t)(u & 0x1); return true;
-    case CML_DTYPE_F16: { uint16_t v = cml_f32_to_f16((float)value); memcpy(out, &v, 2); return true; }
-    case CML_DTYPE_BF16: { uint16_t v = cml_f32_to_bf16((float)value); memcpy(out, &v, 2); return true; }
-    case CML_DTYPE_F32: { float v = (float)value; memcpy(out, &v, 4); return true; }
-    case CML_DTYPE_F64: { double v = (double)value; memcpy(out, &v, 8); return true; }
-    case CML_DTYPE_C64: { cml_c64_t v = {(float)value, 0.0f}; memcpy(out, &v, sizeof v); return true; }
-    case CML_DTYPE_C128: { cml_c128_t v = {(double)value, 0.0}; memcpy(out, &v, sizeof v); return true; }
-    default: return false;
+    case CML_DTYPE_BOOL:
+      out[0] = value != 0;
+      return true;
+    case CML_DTYPE_I8:
+    case CML_DTYPE_U8: {
+      uint8_t v = (uint8_t)u;
+      memcpy(out, &v, 1);
+      return true;
+    }
+    case CML_DTYPE_I16:
+    case CML_DTYPE_U16: {
+      uint16_t v = (uint16_t)u;
+      memcpy(out, &v, 2);
+      return true;
+    }
+    case CML_DTYPE_I32:
+    case CML_DTYPE_U32: {
+      uint32_t v = (uint32_t)u;
+      memcpy(out, &v, 4);
+      return true;
+    }
+    case CML_DTYPE_I64:
+    case CML_DTYPE_U64:
+      memcpy(out, &u, 8);
+      return true;
+    case CML_DTYPE_I4:
+    case CML_DTYPE_U4:
+      out[0] = (uint8_t)(u & 0xf);
+      return true;
+    case CML_DTYPE_I2:
+    case CML_DTYPE_U2:
+      out[0] = (uint8_t)(u & 0x3);
+      return true;
+    case CML_DTYPE_I1:
+    case CML_DTYPE_U1:
+      out[0] = (uint8_t)(u & 0x1);
+      return true;
+    case CML_DTYPE_F16: {
+      uint16_t v = cml_f32_to_f16((float)value);
+      memcpy(out, &v, 2);
+      return true;
+    }
+    case CML_DTYPE_BF16: {
+      uint16_t v = cml_f32_to_bf16((float)value);
+      memcpy(out, &v, 2);
+      return true;
+    }
+    case CML_DTYPE_F32: {
+      float v = (float)value;
+      memcpy(out, &v, 4);
+      return true;
+    }
+    case CML_DTYPE_F64: {
+      double v = (double)value;
+      memcpy(out, &v, 8);
+      return true;
+    }
+    case CML_DTYPE_C64: {
+      cml_c64_t v = {(float)value, 0.0f};
+      memcpy(out, &v, sizeof v);
+      return true;
+    }
+    case CML_DTYPE_C128: {
+      cml_c128_t v = {(double)value, 0.0};
+      memcpy(out, &v, sizeof v);
+      return true;
+    }
+    default:
+      return false;
   }
 }
 
@@ -861,8 +964,8 @@ cml_status_t cml_function_return(cml_function_t* function, const cml_value_t* ou
                            cml_function_label(f, label, sizeof label)));
   }
   if (count > UINT32_MAX / 2) {
-    return cml_fail_return(b, cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                                              "Return: too many outputs (%zu)", count));
+    return cml_fail_return(
+        b, cml_status_make(CML_STATUS_INVALID_ARGUMENT, "Return: too many outputs (%zu)", count));
   }
   cml__u32_vec_t resolved = {0};
   for (size_t i = 0; i < count; ++i) {

@@ -56,8 +56,8 @@ static bool cml_check_params(cml_function_t* f, cml_op_t op, const cml_function_
   for (uint32_t i = 0; i < c->params.count; ++i) {
     if (!cml_shape_equal(cml_param_shape(c, i), &shapes[i])) {
       cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT,
-                "%s: %s parameter #%u is %s, but the value passed is %s", cml_op_name(op), what,
-                i, cml__shape_text(cml_param_shape(c, i), t0), cml__shape_text(&shapes[i], t1));
+                "%s: %s parameter #%u is %s, but the value passed is %s", cml_op_name(op), what, i,
+                cml__shape_text(cml_param_shape(c, i), t0), cml__shape_text(&shapes[i], t1));
       return false;
     }
   }
@@ -74,9 +74,9 @@ static bool cml_check_outputs(cml_function_t* f, cml_op_t op, const cml_function
   }
   for (uint32_t i = 0; i < c->outputs.count; ++i) {
     if (!cml_shape_equal(cml_output_shape(c, i), &shapes[i])) {
-      cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT,
-                "%s: %s output #%u is %s, expected %s", cml_op_name(op), what, i,
-                cml__shape_text(cml_output_shape(c, i), t0), cml__shape_text(&shapes[i], t1));
+      cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT, "%s: %s output #%u is %s, expected %s",
+                cml_op_name(op), what, i, cml__shape_text(cml_output_shape(c, i), t0),
+                cml__shape_text(&shapes[i], t1));
       return false;
     }
   }
@@ -110,8 +110,8 @@ bool cml_op_call(cml_function_t* f, cml_function_t* callee, const cml_value_t* i
       cml_ir_attrs_t attrs;
       memset(&attrs, 0, sizeof attrs);
       attrs.functions[0] = callee->index;
-      first = cml__op_add_node(f, CML_OP_CALL, in, (uint32_t)input_count, outs,
-                               (uint32_t)out_count, &attrs);
+      first = cml__op_add_node(f, CML_OP_CALL, in, (uint32_t)input_count, outs, (uint32_t)out_count,
+                               &attrs);
       cml__temp_free(f->builder, outs, out_count * sizeof *outs);
     }
   }

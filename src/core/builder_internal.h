@@ -87,8 +87,8 @@ typedef struct cml__module_impl_t {
 struct cml_function_t {
   cml_builder_t* builder;
   cml__module_impl_t* impl;
-  uint32_t index;  // position in impl->functions
-  const char* name;  // "main", a named function, or "" for closures
+  uint32_t index;          // position in impl->functions
+  const char* name;        // "main", a named function, or "" for closures
   cml_function_t* parent;  // closures only
   bool returned;
   cml__u32_vec_t nodes;
@@ -100,10 +100,10 @@ struct cml_function_t {
 
 struct cml_builder_t {
   cml_allocator_t allocator;
-  cml_backend_t* backend;  // retained
+  cml_backend_t* backend;    // retained
   cml__module_impl_t* impl;  // one reference
-  uint32_t tag;  // 1..255, released by cml_builder_destroy
-  cml_status_t error;  // the first error (sticky)
+  uint32_t tag;              // 1..255, released by cml_builder_destroy
+  cml_status_t error;        // the first error (sticky)
   bool compiled;
   // An op the backend lacks, started by cml__op_begin: its UNIMPLEMENTED error is raised by
   // cml__op_add_node, where the operand shapes and dtypes are known and can be named.
@@ -137,8 +137,8 @@ bool cml__op_begin(cml_function_t* f, cml_op_t op);
 // Resolves operand |v| (position |pos|, for messages) of |op| in |f|: checks that it is valid,
 // of this builder, and produced in |f| or in an ancestor of |f| (values of ancestors become
 // implicit captures of every closure in between). Writes the value index in |f| and its shape.
-bool cml__op_input(cml_function_t* f, cml_op_t op, cml_value_t v, size_t pos,
-                   uint32_t* out_index, cml_shape_t* out_shape);
+bool cml__op_input(cml_function_t* f, cml_op_t op, cml_value_t v, size_t pos, uint32_t* out_index,
+                   cml_shape_t* out_shape);
 
 // Checks that |dtype| is supported by the backend (UNIMPLEMENTED naming |op| otherwise).
 bool cml__check_backend_dtype(cml_function_t* f, cml_op_t op, cml_dtype_t dtype);
@@ -151,8 +151,7 @@ cml_value_t cml__op_add_node(cml_function_t* f, cml_op_t op, const uint32_t* inp
                              uint32_t output_count, const cml_ir_attrs_t* attrs);
 
 // The node of value |index| and its function.
-static inline const cml_ir_node_t* cml__value_node(const cml__module_impl_t* impl,
-                                                   uint32_t index) {
+static inline const cml_ir_node_t* cml__value_node(const cml__module_impl_t* impl, uint32_t index) {
   return &impl->nodes[impl->values[index].node];
 }
 
@@ -163,8 +162,8 @@ void cml__temp_free(cml_builder_t* b, void* ptr, size_t size);
 
 // A closure |c| usable by |op| in |f|: of the same builder, a direct closure of |f| (or, when
 // |allow_named|, a named function), and returned. |what| names it in messages.
-bool cml__check_callee(cml_function_t* f, cml_op_t op, const cml_function_t* c,
-                       const char* what, bool allow_named);
+bool cml__check_callee(cml_function_t* f, cml_op_t op, const cml_function_t* c, const char* what,
+                       bool allow_named);
 
 //===--- module (module.c) ---===//
 
@@ -190,18 +189,17 @@ cml_status_t cml__infer_reduce(cml_op_t op, const cml_shape_t* x, const int64_t*
                                size_t axis_count, cml_ir_attrs_t* attrs, cml_shape_t* out);
 cml_status_t cml__infer_convert(const cml_shape_t* x, cml_dtype_t dtype, cml_shape_t* out);
 cml_status_t cml__infer_bitcast(const cml_shape_t* x, cml_dtype_t dtype, cml_shape_t* out);
-cml_status_t cml__infer_clamp(const cml_shape_t* min, const cml_shape_t* x,
-                              const cml_shape_t* max, cml_shape_t* out);
+cml_status_t cml__infer_clamp(const cml_shape_t* min, const cml_shape_t* x, const cml_shape_t* max,
+                              cml_shape_t* out);
 cml_status_t cml__infer_where(const cml_shape_t* cond, const cml_shape_t* on_true,
                               const cml_shape_t* on_false, cml_shape_t* out);
 cml_status_t cml__infer_reshape(const cml_shape_t* x, const int64_t* dims, int32_t rank,
                                 cml_ir_attrs_t* attrs, cml_shape_t* out);
-cml_status_t cml__infer_transpose(const cml_shape_t* x, const int64_t* permutation,
-                                  int32_t rank, cml_ir_attrs_t* attrs, cml_shape_t* out);
+cml_status_t cml__infer_transpose(const cml_shape_t* x, const int64_t* permutation, int32_t rank,
+                                  cml_ir_attrs_t* attrs, cml_shape_t* out);
 cml_status_t cml__infer_broadcast_in_dim(const cml_shape_t* x, const int64_t* out_dims,
-                                         int32_t out_rank, const int64_t* axes,
-                                         int32_t axis_count, cml_ir_attrs_t* attrs,
-                                         cml_shape_t* out);
+                                         int32_t out_rank, const int64_t* axes, int32_t axis_count,
+                                         cml_ir_attrs_t* attrs, cml_shape_t* out);
 cml_status_t cml__infer_concatenate(int64_t axis, const cml_shape_t* shapes, size_t count,
                                     cml_ir_attrs_t* attrs, cml_shape_t* out);
 cml_status_t cml__infer_slice(const cml_shape_t* x, const int64_t* starts, const int64_t* limits,
@@ -223,10 +221,9 @@ cml_status_t cml__infer_dynamic_update_slice(const cml_shape_t* x, const cml_sha
 cml_status_t cml__infer_gather(const cml_shape_t* operand, const cml_shape_t* indices,
                                const cml_gather_dims_t* dims, cml_ir_attrs_t* attrs,
                                cml_shape_t* out);
-cml_status_t cml__infer_scatter(cml_op_t op, const cml_shape_t* operand,
-                                const cml_shape_t* indices, const cml_shape_t* updates,
-                                const cml_scatter_dims_t* dims, cml_ir_attrs_t* attrs,
-                                cml_shape_t* out);
+cml_status_t cml__infer_scatter(cml_op_t op, const cml_shape_t* operand, const cml_shape_t* indices,
+                                const cml_shape_t* updates, const cml_scatter_dims_t* dims,
+                                cml_ir_attrs_t* attrs, cml_shape_t* out);
 cml_status_t cml__infer_conv(const cml_shape_t* input, const cml_shape_t* kernel,
                              const cml_conv_config_t* config, cml_ir_attrs_t* attrs,
                              cml_shape_t* out);
@@ -235,17 +232,16 @@ cml_status_t cml__infer_reduce_window(const cml_shape_t* x, cml_reduce_type_t ty
                                       cml_shape_t* out);
 cml_status_t cml__infer_select_and_scatter(cml_op_t op, const cml_shape_t* operand,
                                            const cml_shape_t* source,
-                                           const cml_window_config_t* config,
-                                           cml_ir_attrs_t* attrs, cml_shape_t* out);
+                                           const cml_window_config_t* config, cml_ir_attrs_t* attrs,
+                                           cml_shape_t* out);
 cml_status_t cml__infer_dot_general(cml_op_t op, const cml_shape_t* lhs, const cml_shape_t* rhs,
                                     const cml_dot_config_t* config, cml_ir_attrs_t* attrs,
                                     cml_shape_t* out);
-cml_status_t cml__infer_dot(const cml_shape_t* lhs, const cml_shape_t* rhs,
-                            cml_ir_attrs_t* attrs, cml_shape_t* out);
+cml_status_t cml__infer_dot(const cml_shape_t* lhs, const cml_shape_t* rhs, cml_ir_attrs_t* attrs,
+                            cml_shape_t* out);
 cml_status_t cml__infer_arg_min_max(const cml_shape_t* x, int64_t axis, cml_dtype_t out_dtype,
                                     bool is_min, cml_ir_attrs_t* attrs, cml_shape_t* out);
-cml_status_t cml__infer_rng(const cml_shape_t* state, const cml_shape_t* shape,
-                            cml_shape_t out[2]);
+cml_status_t cml__infer_rng(const cml_shape_t* state, const cml_shape_t* shape, cml_shape_t out[2]);
 cml_status_t cml__infer_fft(const cml_shape_t* x, cml_fft_type_t type, const int64_t* lengths,
                             size_t length_count, cml_ir_attrs_t* attrs, cml_shape_t* out);
 // |params|: scale, offset, mean, variance for inference (4); scale, offset for training (2);

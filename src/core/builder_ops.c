@@ -24,8 +24,8 @@ static void cml_fill_invalid(cml_value_t* out, size_t count) {
 static bool cml_check_kind(cml_function_t* f, cml_op_t op, cml_op_kind_t kind, const char* api) {
   if (!f || !f->builder || f->builder->error != CML_OK) return false;
   if (cml_op_kind(op) != kind || op <= CML_OP_INVALID || op >= CML_OP_COUNT) {
-    cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT, "%s: %s (%d) is not of the right kind",
-              api, cml_op_name(op), (int)op);
+    cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT, "%s: %s (%d) is not of the right kind", api,
+              cml_op_name(op), (int)op);
     return false;
   }
   return true;
@@ -80,19 +80,16 @@ cml_value_t cml_op_reduce(cml_function_t* f, cml_op_t op, cml_value_t x, const i
 
 #define CML_OP_DEFINE_PARAMETER(ENUM, lower)
 #define CML_OP_DEFINE_CONSTANT(ENUM, lower)
-#define CML_OP_DEFINE_UNARY(ENUM, fn)                                   \
-  cml_value_t fn(cml_function_t* f, cml_value_t x) {                    \
-    return cml_op_unary(f, CML_OP_##ENUM, x);                           \
-  }
-#define CML_OP_DEFINE_BINARY(ENUM, fn)                                                     \
-  cml_value_t fn(cml_function_t* f, cml_value_t lhs, cml_value_t rhs) {                    \
-    return cml_op_binary(f, CML_OP_##ENUM, lhs, rhs);                                      \
+#define CML_OP_DEFINE_UNARY(ENUM, fn) \
+  cml_value_t fn(cml_function_t* f, cml_value_t x) { return cml_op_unary(f, CML_OP_##ENUM, x); }
+#define CML_OP_DEFINE_BINARY(ENUM, fn)                                  \
+  cml_value_t fn(cml_function_t* f, cml_value_t lhs, cml_value_t rhs) { \
+    return cml_op_binary(f, CML_OP_##ENUM, lhs, rhs);                   \
   }
 #define CML_OP_DEFINE_COMPARE(ENUM, fn) CML_OP_DEFINE_BINARY(ENUM, fn)
-#define CML_OP_DEFINE_REDUCE(ENUM, fn)                                                     \
-  cml_value_t fn(cml_function_t* f, cml_value_t x, const int64_t* axes,                    \
-                             size_t axis_count) {                                          \
-    return cml_op_reduce(f, CML_OP_##ENUM, x, axes, axis_count);                           \
+#define CML_OP_DEFINE_REDUCE(ENUM, fn)                                                       \
+  cml_value_t fn(cml_function_t* f, cml_value_t x, const int64_t* axes, size_t axis_count) { \
+    return cml_op_reduce(f, CML_OP_##ENUM, x, axes, axis_count);                             \
   }
 #define CML_OP_DEFINE_OTHER(ENUM, lower)
 #define CML_OP_DEFINE_CONTROL(ENUM, lower)
@@ -106,10 +103,10 @@ cml_value_t cml_op_reduce(cml_function_t* f, cml_op_t op, cml_value_t x, const i
 //===--- one-operand ops with attributes ---===//
 
 // Resolves |x| for |op| after cml__op_begin.
-#define CML_BEGIN_1(op, x, in, xs)                             \
-  if (!cml__op_begin(f, (op))) return CML_VALUE_INVALID;       \
-  uint32_t in;                                                 \
-  cml_shape_t xs;                                              \
+#define CML_BEGIN_1(op, x, in, xs)                       \
+  if (!cml__op_begin(f, (op))) return CML_VALUE_INVALID; \
+  uint32_t in;                                           \
+  cml_shape_t xs;                                        \
   if (!cml__op_input(f, (op), (x), 0, &in, &xs)) return CML_VALUE_INVALID
 
 cml_value_t cml_op_convert_dtype(cml_function_t* f, cml_value_t x, cml_dtype_t dtype) {
@@ -322,8 +319,7 @@ cml_value_t cml_op_dynamic_slice(cml_function_t* f, cml_value_t x, const cml_val
       !cml_inputs(f, CML_OP_DYNAMIC_SLICE, starts, (size_t)rank, 1, in + 1, s + 1)) {
     return CML_VALUE_INVALID;
   }
-  if (!cml_ok(f, cml__infer_dynamic_slice(&s[0], s + 1, (size_t)rank, sizes, rank, &attrs,
-                                          &out))) {
+  if (!cml_ok(f, cml__infer_dynamic_slice(&s[0], s + 1, (size_t)rank, sizes, rank, &attrs, &out))) {
     return CML_VALUE_INVALID;
   }
   return cml__op_add_node(f, CML_OP_DYNAMIC_SLICE, in, 1 + (uint32_t)rank, &out, 1, &attrs);
@@ -343,8 +339,7 @@ cml_value_t cml_op_dynamic_update_slice(cml_function_t* f, cml_value_t x, cml_va
       !cml_inputs(f, CML_OP_DYNAMIC_UPDATE_SLICE, starts, (size_t)rank, 2, in + 2, s + 2)) {
     return CML_VALUE_INVALID;
   }
-  if (!cml_ok(f, cml__infer_dynamic_update_slice(&s[0], &s[1], s + 2, (size_t)rank, rank,
-                                                 &out))) {
+  if (!cml_ok(f, cml__infer_dynamic_update_slice(&s[0], &s[1], s + 2, (size_t)rank, rank, &out))) {
     return CML_VALUE_INVALID;
   }
   return cml__op_add_node(f, CML_OP_DYNAMIC_UPDATE_SLICE, in, 2 + (uint32_t)rank, &out, 1, NULL);
@@ -363,9 +358,8 @@ cml_value_t cml_op_gather(cml_function_t* f, cml_value_t operand, cml_value_t in
   return cml__op_add_node(f, CML_OP_GATHER, in, 2, &out, 1, &attrs);
 }
 
-cml_value_t cml_op_scatter(cml_function_t* f, cml_op_t op, cml_value_t operand,
-                           cml_value_t indices, cml_value_t updates,
-                           const cml_scatter_dims_t* dims) {
+cml_value_t cml_op_scatter(cml_function_t* f, cml_op_t op, cml_value_t operand, cml_value_t indices,
+                           cml_value_t updates, const cml_scatter_dims_t* dims) {
   if (!f || !f->builder || f->builder->error != CML_OK) return CML_VALUE_INVALID;
   if (op != CML_OP_SCATTER_SUM && op != CML_OP_SCATTER_MAX && op != CML_OP_SCATTER_MIN) {
     return cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT,
@@ -443,8 +437,7 @@ cml_value_t cml_op_dot_general(cml_function_t* f, cml_value_t lhs, cml_value_t r
   cml_ir_attrs_t attrs;
   cml_attrs_clear(&attrs);
   if (!cml_inputs(f, CML_OP_DOT_GENERAL, values, 2, 0, in, s)) return CML_VALUE_INVALID;
-  if (!cml_ok(f, cml__infer_dot_general(CML_OP_DOT_GENERAL, &s[0], &s[1], config, &attrs,
-                                        &out))) {
+  if (!cml_ok(f, cml__infer_dot_general(CML_OP_DOT_GENERAL, &s[0], &s[1], config, &attrs, &out))) {
     return CML_VALUE_INVALID;
   }
   return cml__op_add_node(f, CML_OP_DOT_GENERAL, in, 2, &out, 1, &attrs);
@@ -510,17 +503,16 @@ static cml_value_t cml_batch_norm(cml_function_t* f, cml_op_t op, const cml_valu
   cml_ir_attrs_t attrs;
   cml_attrs_clear(&attrs);
   if (!cml_inputs(f, op, values, count, 0, in, s)) return CML_VALUE_INVALID;
-  if (!cml_ok(f, cml__infer_batch_norm(op, &s[0], s + 1, count - 1, epsilon, feature_axis,
-                                       &attrs, outs))) {
+  if (!cml_ok(f, cml__infer_batch_norm(op, &s[0], s + 1, count - 1, epsilon, feature_axis, &attrs,
+                                       outs))) {
     return CML_VALUE_INVALID;
   }
   return cml__op_add_node(f, op, in, (uint32_t)count, outs, output_count, &attrs);
 }
 
 cml_value_t cml_op_batch_norm_inference(cml_function_t* f, cml_value_t x, cml_value_t scale,
-                                        cml_value_t offset, cml_value_t mean,
-                                        cml_value_t variance, float epsilon,
-                                        int64_t feature_axis) {
+                                        cml_value_t offset, cml_value_t mean, cml_value_t variance,
+                                        float epsilon, int64_t feature_axis) {
   const cml_value_t values[5] = {x, scale, offset, mean, variance};
   return cml_batch_norm(f, CML_OP_BATCH_NORM_INFERENCE, values, 5, epsilon, feature_axis, 1);
 }

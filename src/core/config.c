@@ -97,8 +97,7 @@ static bool cml__config_is_list_separator(char c) {
 
 // Parses ints separated by ';', ':' or spaces. Returns false on a bad element or overflow of
 // the list's capacity (|*out_too_many| tells which).
-static bool cml__config_parse_int_list(const char* text, cml__int_list_t* out,
-                                       bool* out_too_many) {
+static bool cml__config_parse_int_list(const char* text, cml__int_list_t* out, bool* out_too_many) {
   cml__int_list_t list;
   list.count = 0;
   *out_too_many = false;
@@ -128,24 +127,36 @@ static bool cml__config_parse_int_list(const char* text, cml__int_list_t* out,
 
 static const char* cml__config_type_name(cml__option_type_t type) {
   switch (type) {
-    case CML__OPT_BOOL: return "bool";
-    case CML__OPT_INT: return "int";
-    case CML__OPT_FLOAT: return "float";
-    case CML__OPT_STRING: return "string";
-    case CML__OPT_INT_LIST: return "int list";
-    default: return "unknown";
+    case CML__OPT_BOOL:
+      return "bool";
+    case CML__OPT_INT:
+      return "int";
+    case CML__OPT_FLOAT:
+      return "float";
+    case CML__OPT_STRING:
+      return "string";
+    case CML__OPT_INT_LIST:
+      return "int list";
+    default:
+      return "unknown";
   }
 }
 
 // What a value of |spec| should look like, for error messages.
 static const char* cml__config_type_expectation(const cml__option_spec_t* spec) {
   switch (spec->type) {
-    case CML__OPT_BOOL: return "a bool (1, true, t, yes, on, enabled / 0, false, f, no, off, disabled)";
-    case CML__OPT_INT: return "an int";
-    case CML__OPT_FLOAT: return "a finite float";
-    case CML__OPT_STRING: return "a string";
-    case CML__OPT_INT_LIST: return "a list of ints separated by ';', ':' or spaces";
-    default: return "a value";
+    case CML__OPT_BOOL:
+      return "a bool (1, true, t, yes, on, enabled / 0, false, f, no, off, disabled)";
+    case CML__OPT_INT:
+      return "an int";
+    case CML__OPT_FLOAT:
+      return "a finite float";
+    case CML__OPT_STRING:
+      return "a string";
+    case CML__OPT_INT_LIST:
+      return "a list of ints separated by ';', ':' or spaces";
+    default:
+      return "a value";
   }
 }
 
@@ -171,8 +182,8 @@ static void cml__config_text_append(cml__config_text_t* t, const char* fmt, ...)
   if (n > 0) t->length += (size_t)n;
 }
 
-size_t cml__config_format_help(const cml__option_spec_t* specs, size_t spec_count,
-                               char* buffer, size_t size) {
+size_t cml__config_format_help(const cml__option_spec_t* specs, size_t spec_count, char* buffer,
+                               size_t size) {
   cml__config_text_t t = {buffer, size, 0};
   if (buffer && size > 0) buffer[0] = '\0';
   for (size_t i = 0; i < spec_count; ++i) {
@@ -379,10 +390,9 @@ static cml_status_t cml__config_parse_item(const char* backend, char* item, size
     } else if (spec->type == CML__OPT_BOOL) {
       st = cml__config_store(backend, spec, "true");
     } else {
-      st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "%s backend: option \"%s\" needs a value: %s=<%s>",
-                           backend ? backend : "?", spec->key, spec->key,
-                           cml__config_type_name(spec->type));
+      st = cml_status_make(
+          CML_STATUS_INVALID_ARGUMENT, "%s backend: option \"%s\" needs a value: %s=<%s>",
+          backend ? backend : "?", spec->key, spec->key, cml__config_type_name(spec->type));
     }
   } else if (!value && strcmp(key, "help") == 0) {
     st = cml__config_help_status(backend, specs, spec_count);

@@ -128,15 +128,14 @@ static size_t cml__executable_replicas(const cml_executable_t* executable) {
 
 // Validates input |k| (parameter |k % input_count| of replica |k / input_count|).
 static cml_status_t cml__executable_check_input(const cml_executable_t* exe,
-                                                cml_buffer_t* const* inputs, size_t k,
-                                                int device) {
+                                                cml_buffer_t* const* inputs, size_t k, int device) {
   static const char what[] = "cml_executable_execute";
   size_t param = k % exe->input_count;
   const char* pname = exe->input_names[param];
   const cml_buffer_t* b = inputs[k];
   if (!b) {
-    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: input %zu (parameter #%zu \"%s\") is NULL",
-                           what, k, param, pname);
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: input %zu (parameter #%zu \"%s\") is NULL", what, k, param, pname);
   }
   if (b->backend != exe->backend) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
@@ -216,8 +215,7 @@ cml_status_t cml_executable_execute(cml_executable_t* executable, cml_buffer_t* 
       return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                              "%s: expected %zu inputs (%zu parameters x %zu devices, "
                              "device-major), got %zu",
-                             what, expected_inputs, executable->input_count, replicas,
-                             input_count);
+                             what, expected_inputs, executable->input_count, replicas, input_count);
     }
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: expected %zu inputs, got %zu", what,
                            expected_inputs, input_count);
@@ -260,14 +258,14 @@ cml_status_t cml_executable_execute(cml_executable_t* executable, cml_buffer_t* 
   cml_status_t st = CML_OK;
   if (any_donated) st = cml__executable_check_donation(executable, inputs, input_count, flags);
   if (st == CML_OK) {
-    st = backend->vtable->execute(executable, inputs, flags, replicas > 1 ? 0 : device,
-                                  out_results);
+    st =
+        backend->vtable->execute(executable, inputs, flags, replicas > 1 ? 0 : device, out_results);
   }
   if (st == CML_OK) {
     for (size_t i = 0; i < result_count; ++i) {
       if (!out_results[i]) {
-        st = cml_status_make(CML_STATUS_INTERNAL, "%s: backend \"%s\" returned no output %zu",
-                             what, cml_backend_name(backend), i);
+        st = cml_status_make(CML_STATUS_INTERNAL, "%s: backend \"%s\" returned no output %zu", what,
+                             cml_backend_name(backend), i);
         break;
       }
     }

@@ -16,29 +16,42 @@
 
 const char* cml_activation_name(cml_activation_t activation) {
   switch (activation) {
-    case CML_ACTIVATION_NONE: return "none";
-    case CML_ACTIVATION_GELU: return "gelu";
-    case CML_ACTIVATION_RELU: return "relu";
-    case CML_ACTIVATION_SILU: return "silu";
-    case CML_ACTIVATION_HARD_SWISH: return "hard_swish";
-    case CML_ACTIVATION_TANH: return "tanh";
-    default: return "unknown";
+    case CML_ACTIVATION_NONE:
+      return "none";
+    case CML_ACTIVATION_GELU:
+      return "gelu";
+    case CML_ACTIVATION_RELU:
+      return "relu";
+    case CML_ACTIVATION_SILU:
+      return "silu";
+    case CML_ACTIVATION_HARD_SWISH:
+      return "hard_swish";
+    case CML_ACTIVATION_TANH:
+      return "tanh";
+    default:
+      return "unknown";
   }
 }
 
 const char* cml_dense_layout_name(cml_dense_layout_t layout) {
   switch (layout) {
-    case CML_DENSE_LAYOUT_INPUT_OUTPUTS: return "input_outputs";
-    case CML_DENSE_LAYOUT_OUTPUTS_INPUT: return "outputs_input";
-    default: return "unknown";
+    case CML_DENSE_LAYOUT_INPUT_OUTPUTS:
+      return "input_outputs";
+    case CML_DENSE_LAYOUT_OUTPUTS_INPUT:
+      return "outputs_input";
+    default:
+      return "unknown";
   }
 }
 
 const char* cml_attention_layout_name(cml_attention_layout_t layout) {
   switch (layout) {
-    case CML_ATTENTION_LAYOUT_BHSD: return "BHSD";
-    case CML_ATTENTION_LAYOUT_BSHD: return "BSHD";
-    default: return "unknown";
+    case CML_ATTENTION_LAYOUT_BHSD:
+      return "BHSD";
+    case CML_ATTENTION_LAYOUT_BSHD:
+      return "BSHD";
+    default:
+      return "unknown";
   }
 }
 
@@ -465,8 +478,7 @@ cml_value_t cml_op_fused_sdpa(cml_function_t* f, cml_value_t q, cml_value_t k, c
     kv_heads = ks.dims[ha];
     kv_seq = ks.dims[sa];
     ok = ks.dims[0] == batch && vs.dims[0] == batch && vs.dims[ha] == kv_heads &&
-         vs.dims[sa] == kv_seq && ks.dims[3] == qs.dims[3] && kv_heads > 0 &&
-         heads % kv_heads == 0;
+         vs.dims[sa] == kv_seq && ks.dims[3] == qs.dims[3] && kv_heads > 0 && heads % kv_heads == 0;
   }
   if (!ok) {
     return cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
@@ -577,8 +589,7 @@ cml_value_t cml_op_fused_sdpa(cml_function_t* f, cml_value_t q, cml_value_t k, c
     allowed = allowed == CML_VALUE_INVALID ? c : cml_op_logical_and(f, allowed, c);
   }
   if (allowed != CML_VALUE_INVALID) {
-    cml_value_t full = cml_op_broadcast_in_dim(f, allowed, scores, 4,
-                                               (int64_t[]){0, 1, 2, 3}, 4);
+    cml_value_t full = cml_op_broadcast_in_dim(f, allowed, scores, 4, (int64_t[]){0, 1, 2, 3}, 4);
     s = cml_op_where(f, full, s, cml_fused_scalar(f, dt, -INFINITY));
   }
   // Softmax over the keys; a row with every key masked (max = -inf) gives zeros, not NaN.
@@ -611,8 +622,8 @@ cml_value_t cml_op_fused_sdpa(cml_function_t* f, cml_value_t q, cml_value_t k, c
 
 bool cml_op_fused_attention_qkv_projection(cml_function_t* f, cml_value_t x, cml_value_t w_qkv,
                                            cml_value_t bias_q, cml_value_t bias_k,
-                                           cml_value_t bias_v, int64_t query_dim,
-                                           int64_t kv_dim, cml_value_t out_values[3]) {
+                                           cml_value_t bias_v, int64_t query_dim, int64_t kv_dim,
+                                           cml_value_t out_values[3]) {
   const cml_op_t op = CML_OP_FUSED_ATTENTION_QKV_PROJECTION;
   if (out_values) out_values[0] = out_values[1] = out_values[2] = CML_VALUE_INVALID;
   bool native;
@@ -631,8 +642,8 @@ bool cml_op_fused_attention_qkv_projection(cml_function_t* f, cml_value_t x, cml
       !cml_fused_check_float(f, op, "w_qkv", &ws, xs.dtype))
     return false;
   bool ok = query_dim >= 0 && kv_dim >= 0 && query_dim <= INT64_MAX / 4 &&
-            kv_dim <= INT64_MAX / 4 && xs.rank == 2 && ws.rank == 2 &&
-            ws.dims[0] == xs.dims[1] && ws.dims[1] == query_dim + 2 * kv_dim;
+            kv_dim <= INT64_MAX / 4 && xs.rank == 2 && ws.rank == 2 && ws.dims[0] == xs.dims[1] &&
+            ws.dims[1] == query_dim + 2 * kv_dim;
   if (!ok) {
     cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
               "FusedAttentionQKVProjection: x %s and w_qkv %s do not fit query_dim %lld and "

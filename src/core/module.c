@@ -7,8 +7,7 @@
 #include "core/builder_internal.h"
 
 cml__module_impl_t* cml__module_impl_create(cml_allocator_t allocator, const char* name) {
-  cml__module_impl_t* impl =
-      (cml__module_impl_t*)cml_allocator_malloc(allocator, sizeof *impl, 64);
+  cml__module_impl_t* impl = (cml__module_impl_t*)cml_allocator_malloc(allocator, sizeof *impl, 64);
   if (!impl) return NULL;
   memset(impl, 0, sizeof *impl);
   atomic_init(&impl->refcount, 1);
@@ -19,7 +18,8 @@ cml__module_impl_t* cml__module_impl_create(cml_allocator_t allocator, const cha
   if (!impl->name || !cml__grow(allocator, (void**)&impl->values, &impl->value_capacity, 64,
                                 sizeof *impl->values)) {
     cml__arena_deinit(&impl->arena);
-    cml_allocator_free(allocator, impl->values, (size_t)impl->value_capacity * sizeof *impl->values);
+    cml_allocator_free(allocator, impl->values,
+                       (size_t)impl->value_capacity * sizeof *impl->values);
     cml_allocator_free(allocator, impl, sizeof *impl);
     return NULL;
   }
@@ -42,7 +42,8 @@ static void cml_module_impl_free(cml__module_impl_t* impl) {
     cml_allocator_free(a, f, sizeof *f);
   }
   if (impl->functions) {
-    cml_allocator_free(a, impl->functions, (size_t)impl->function_capacity * sizeof *impl->functions);
+    cml_allocator_free(a, impl->functions,
+                       (size_t)impl->function_capacity * sizeof *impl->functions);
   }
   if (impl->nodes) {
     cml_allocator_free(a, impl->nodes, (size_t)impl->node_capacity * sizeof *impl->nodes);
@@ -51,7 +52,8 @@ static void cml_module_impl_free(cml__module_impl_t* impl) {
     cml_allocator_free(a, impl->values, (size_t)impl->value_capacity * sizeof *impl->values);
   }
   if (impl->ir_functions) {
-    cml_allocator_free(a, impl->ir_functions, (size_t)impl->function_count * sizeof *impl->ir_functions);
+    cml_allocator_free(a, impl->ir_functions,
+                       (size_t)impl->function_count * sizeof *impl->ir_functions);
   }
   cml__arena_deinit(&impl->arena);
   cml_allocator_free(a, impl, sizeof *impl);
@@ -141,8 +143,7 @@ cml_status_t cml_builder_compile(cml_builder_t* builder, cml_executable_t** out_
   cml_status_t st = vt->compile(b->backend, &impl->module, &exe);
   if (st != CML_OK) return st;
   if (!exe) {
-    return cml_status_make(CML_STATUS_INTERNAL,
-                           "compile: backend \"%s\" returned no executable",
+    return cml_status_make(CML_STATUS_INTERNAL, "compile: backend \"%s\" returned no executable",
                            cml_backend_name(b->backend));
   }
   *out_executable = exe;
@@ -167,7 +168,8 @@ static void cml_dump_node(FILE* out, const cml_module_t* m, const cml_ir_node_t*
   const cml_ir_attrs_t* a = n->attrs;
   if (a->axis_count > 0) {
     fprintf(out, " axes=[");
-    for (int32_t i = 0; i < a->axis_count; ++i) fprintf(out, "%s%lld", i ? "," : "", (long long)a->axes[i]);
+    for (int32_t i = 0; i < a->axis_count; ++i)
+      fprintf(out, "%s%lld", i ? "," : "", (long long)a->axes[i]);
     fprintf(out, "]");
   }
   switch (n->op) {

@@ -50,17 +50,22 @@ bool cml_op_is_standard(cml_op_t op) {
 
 const char* cml_reduce_type_name(cml_reduce_type_t type) {
   switch (type) {
-    case CML_REDUCE_UNDEFINED: return "Undefined";
-    case CML_REDUCE_SUM: return "Sum";
-    case CML_REDUCE_PRODUCT: return "Product";
-    case CML_REDUCE_MAX: return "Max";
-    case CML_REDUCE_MIN: return "Min";
-    default: return "unknown";
+    case CML_REDUCE_UNDEFINED:
+      return "Undefined";
+    case CML_REDUCE_SUM:
+      return "Sum";
+    case CML_REDUCE_PRODUCT:
+      return "Product";
+    case CML_REDUCE_MAX:
+      return "Max";
+    case CML_REDUCE_MIN:
+      return "Min";
+    default:
+      return "unknown";
   }
 }
 
 //===--- internal: output dtype rules ---===//
-
 
 static const cml__out_rule_t cml_op_out_rules[CML_OP_COUNT] = {
 #define CML_OP(ENUM, NAME, lower, KIND, DTYPES, OUT) [CML_OP_##ENUM] = CML__OUT_##OUT,
@@ -74,13 +79,17 @@ cml__out_rule_t cml__op_out_rule(cml_op_t op) {
 
 cml_dtype_t cml__apply_out_rule(cml__out_rule_t rule, cml_dtype_t dtype) {
   switch (rule) {
-    case CML__OUT_SAME: return dtype;
-    case CML__OUT_BOOL: return CML_DTYPE_BOOL;
-    case CML__OUT_REAL: return cml_dtype_real_part(dtype);
+    case CML__OUT_SAME:
+      return dtype;
+    case CML__OUT_BOOL:
+      return CML_DTYPE_BOOL;
+    case CML__OUT_REAL:
+      return cml_dtype_real_part(dtype);
     case CML__OUT_COMPLEX:
       if (dtype == CML_DTYPE_F32) return CML_DTYPE_C64;
       if (dtype == CML_DTYPE_F64) return CML_DTYPE_C128;
       return CML_DTYPE_INVALID;
-    default: return dtype;
+    default:
+      return dtype;
   }
 }

@@ -18,9 +18,9 @@
 // The fields a factory must have for the registry to use it (up to |create|).
 #define CML__FACTORY_MIN_SIZE \
   (offsetof(cml_backend_factory_t, create) + sizeof(((cml_backend_factory_t*)0)->create))
-#define CML__FACTORY_HAS(f, field)                          \
-  ((f)->struct_size >= offsetof(cml_backend_factory_t, field) + \
-                           sizeof(((cml_backend_factory_t*)0)->field))
+#define CML__FACTORY_HAS(f, field) \
+  ((f)->struct_size >=             \
+   offsetof(cml_backend_factory_t, field) + sizeof(((cml_backend_factory_t*)0)->field))
 
 static pthread_once_t cml__registry_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t cml__registry_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -140,11 +140,12 @@ cml_status_t cml__registry_add(const cml_backend_factory_t* factory) {
   const cml_backend_factory_t* other = cml__registry_find_locked(factory->name);
   cml__registry_dup_t dup = {NULL, {0}};
   if (other) {
-    st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                         "cml_backend_register: backend name \"%s\" is already registered%s%s%s",
-                         factory->name, strcmp(other->name, factory->name) ? " (an alias of \"" : "",
-                         strcmp(other->name, factory->name) ? other->name : "",
-                         strcmp(other->name, factory->name) ? "\")" : "");
+    st =
+        cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                        "cml_backend_register: backend name \"%s\" is already registered%s%s%s",
+                        factory->name, strcmp(other->name, factory->name) ? " (an alias of \"" : "",
+                        strcmp(other->name, factory->name) ? other->name : "",
+                        strcmp(other->name, factory->name) ? "\")" : "");
   } else if (cml__registry_each_alias(factory->aliases, cml__registry_alias_taken, &dup)) {
     st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                          "cml_backend_register: alias \"%s\" of backend \"%s\" is already taken by "
@@ -256,10 +257,10 @@ static bool cml__registry_choose_default(char* config, size_t config_size, char*
     }
   }
   if (best_factory) {
-    snprintf(config, config_size, "%s", best_config && *best_config ? best_config : best_factory->name);
-    snprintf(reason, reason_size, "%s", best_reason && *best_reason
-                                            ? best_reason
-                                            : "the highest-priority available backend");
+    snprintf(config, config_size, "%s",
+             best_config && *best_config ? best_config : best_factory->name);
+    snprintf(reason, reason_size, "%s",
+             best_reason && *best_reason ? best_reason : "the highest-priority available backend");
     return true;
   }
   for (size_t i = 0; i < n; ++i) {
@@ -357,8 +358,8 @@ cml_status_t cml_backend_create(const char* config, cml_allocator_t allocator,
   size_t rn = strlen(rb);
   while (rn > 0 && rb[rn - 1] == ' ') --rn;
   if (rn == 4 && strncmp(rb, "help", 4) == 0) {
-    const char* help = (CML__FACTORY_HAS(f, config_help) && f->config_help) ? f->config_help
-                                                                             : "(no options)\n";
+    const char* help =
+        (CML__FACTORY_HAS(f, config_help) && f->config_help) ? f->config_help : "(no options)\n";
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s backend options:\n%s", f->name, help);
   }
 

@@ -71,13 +71,13 @@ typedef struct cml__option_spec_t {
   const char* key;    // "threads"
   const char* alias;  // another accepted spelling ("shared_buffer"), or NULL
   cml__option_type_t type;
-  void* out;          // where the parsed value goes (type above); left unchanged when absent
-  size_t capacity;    // CML__OPT_STRING: size of the char array at |out|
+  void* out;            // where the parsed value goes (type above); left unchanged when absent
+  size_t capacity;      // CML__OPT_STRING: size of the char array at |out|
   const char* choices;  // CML__OPT_STRING: allowed values "a|b|c" (NULL: any)
-  bool check_range;   // CML__OPT_INT / CML__OPT_FLOAT: enforce [min, max]
+  bool check_range;     // CML__OPT_INT / CML__OPT_FLOAT: enforce [min, max]
   double min, max;
-  bool* out_set;      // optional: set to true when the key appears in the config
-  const char* help;   // one line describing the option (for "help" and error messages)
+  bool* out_set;     // optional: set to true when the key appears in the config
+  const char* help;  // one line describing the option (for "help" and error messages)
 } cml__option_spec_t;
 
 // Called for an item whose key matches no spec. |index| is the item's position (0 = first,
@@ -102,8 +102,8 @@ CML_MUST_USE cml_status_t cml__config_unknown_key(const char* backend, const cha
 
 // Writes the option list (one "  key (type[, choices]): help" line per spec) into |buffer|
 // (always NUL-terminated when |size| > 0) and returns the length it needed (snprintf style).
-size_t cml__config_format_help(const cml__option_spec_t* specs, size_t spec_count,
-                               char* buffer, size_t size);
+size_t cml__config_format_help(const cml__option_spec_t* specs, size_t spec_count, char* buffer,
+                               size_t size);
 
 // Parses a bool as above. Returns false (and leaves |out| alone) for any other text.
 bool cml__parse_bool(const char* text, bool* out);
@@ -144,10 +144,10 @@ extern const cml_backend_factory_t cml_null_backend_factory;
 
 // True when vtable |vt| (of its declared struct_size) has a non-NULL entry |field|: vtables
 // built against an older minor API are shorter, and their missing entries count as NULL.
-#define CML__VTABLE_HAS(vt, field)                                          \
-  ((vt) != NULL &&                                                          \
-   (vt)->struct_size >= offsetof(cml_backend_vtable_t, field) +             \
-                            sizeof(((const cml_backend_vtable_t*)0)->field) && \
+#define CML__VTABLE_HAS(vt, field)                                                                \
+  ((vt) != NULL &&                                                                                \
+   (vt)->struct_size >=                                                                           \
+       offsetof(cml_backend_vtable_t, field) + sizeof(((const cml_backend_vtable_t*)0)->field) && \
    (vt)->field != NULL)
 
 // OUT_OF_RANGE naming |what|, |device| and |backend|'s device count when |device| is not one of

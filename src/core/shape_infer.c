@@ -34,9 +34,7 @@ static bool cml_dtype_in(cml_dtype_set_t set, cml_dtype_t dtype) {
   return (int)dtype > 0 && (int)dtype < 64 && (set & CML_DTYPE_BIT(dtype)) != 0;
 }
 
-static bool cml_dtype_is_plain_int(cml_dtype_t dtype) {
-  return cml_dtype_in(CML_DSET_INT, dtype);
-}
+static bool cml_dtype_is_plain_int(cml_dtype_t dtype) { return cml_dtype_in(CML_DSET_INT, dtype); }
 
 // Writes "[a, b, c]" of |count| int64s into |buffer|.
 static const char* cml_list_text(const int64_t* values, size_t count, char* buffer, size_t size) {
@@ -44,8 +42,8 @@ static const char* cml_list_text(const int64_t* values, size_t count, char* buff
   buffer[0] = '\0';
   used += (size_t)snprintf(buffer, size, "[");
   for (size_t i = 0; i < count && used < size; ++i) {
-    used += (size_t)snprintf(buffer + used, size - used, "%s%lld", i ? ", " : "",
-                             (long long)values[i]);
+    used +=
+        (size_t)snprintf(buffer + used, size - used, "%s%lld", i ? ", " : "", (long long)values[i]);
   }
   if (used < size) snprintf(buffer + used, size - used, "]");
   return buffer;
@@ -54,12 +52,11 @@ static const char* cml_list_text(const int64_t* values, size_t count, char* buff
 #define L(v, n) cml_list_text((v), (size_t)(n), lb_, sizeof lb_)
 
 // Checks a user-given shape (dtype valid, rank, dims, size) for |op|.
-static cml_status_t cml_check_user_shape(cml_op_t op, const cml_shape_t* shape,
-                                         const char* what) {
+static cml_status_t cml_check_user_shape(cml_op_t op, const cml_shape_t* shape, const char* what) {
   if (!shape) return INVALID("%s: %s shape is NULL", cml_op_name(op), what);
   if (shape->rank < 0 || shape->rank > CML_MAX_RANK) {
-    return INVALID("%s: %s rank %d out of range [0, %d]", cml_op_name(op), what,
-                   (int)shape->rank, CML_MAX_RANK);
+    return INVALID("%s: %s rank %d out of range [0, %d]", cml_op_name(op), what, (int)shape->rank,
+                   CML_MAX_RANK);
   }
   cml_shape_t tmp;
   cml_status_t st = cml_shape_init(&tmp, shape->dtype, shape->rank, shape->dims);
@@ -152,8 +149,8 @@ static cml_status_t cml_broadcast(cml_op_t op, const cml_shape_t* a, const cml_s
   if (!ok) {
     SHAPE_BUFFERS;
     (void)sb2_;
-    return INVALID("%s: incompatible shapes %s and %s (%s and %s)", cml_op_name(op), S0(a),
-                   S1(b), a_name, b_name);
+    return INVALID("%s: incompatible shapes %s and %s (%s and %s)", cml_op_name(op), S0(a), S1(b),
+                   a_name, b_name);
   }
   *out = *a;
   for (int32_t i = 0; i < a->rank; ++i) {
@@ -219,8 +216,8 @@ cml_status_t cml__infer_convert(const cml_shape_t* x, cml_dtype_t dtype, cml_sha
     SHAPE_BUFFERS;
     (void)sb1_;
     (void)sb2_;
-    return INVALID("ConvertDType: cannot convert %s to dtype %s (%d)", S0(x),
-                   cml_dtype_name(dtype), (int)dtype);
+    return INVALID("ConvertDType: cannot convert %s to dtype %s (%d)", S0(x), cml_dtype_name(dtype),
+                   (int)dtype);
   }
   *out = *x;
   out->dtype = dtype;
@@ -265,8 +262,8 @@ static cml_status_t cml_check_scalar_or_same(cml_op_t op, const cml_shape_t* s,
   SHAPE_BUFFERS;
   (void)sb2_;
   if (s->dtype != x->dtype) {
-    return INVALID("%s: dtype mismatch: %s %s and %s %s", cml_op_name(op), s_name, S0(s),
-                   x_name, S1(x));
+    return INVALID("%s: dtype mismatch: %s %s and %s %s", cml_op_name(op), s_name, S0(s), x_name,
+                   S1(x));
   }
   if (s->rank != 0 && !cml_shape_dims_equal(s, x)) {
     return INVALID("%s: incompatible shapes %s and %s (%s must be a scalar or match %s)",
@@ -275,8 +272,8 @@ static cml_status_t cml_check_scalar_or_same(cml_op_t op, const cml_shape_t* s,
   return CML_OK;
 }
 
-cml_status_t cml__infer_clamp(const cml_shape_t* min, const cml_shape_t* x,
-                              const cml_shape_t* max, cml_shape_t* out) {
+cml_status_t cml__infer_clamp(const cml_shape_t* min, const cml_shape_t* x, const cml_shape_t* max,
+                              cml_shape_t* out) {
   CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_CLAMP, x, "operand", false));
   CML_RETURN_IF_ERROR(cml_check_scalar_or_same(CML_OP_CLAMP, min, x, "min", "x"));
   CML_RETURN_IF_ERROR(cml_check_scalar_or_same(CML_OP_CLAMP, max, x, "max", "x"));
@@ -295,8 +292,7 @@ cml_status_t cml__infer_where(const cml_shape_t* cond, const cml_shape_t* on_tru
   }
   CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_WHERE, on_true, "on_true", false));
   if (on_true->dtype != on_false->dtype) {
-    return INVALID("Where: dtype mismatch: on_true %s and on_false %s", S0(on_true),
-                   S1(on_false));
+    return INVALID("Where: dtype mismatch: on_true %s and on_false %s", S0(on_true), S1(on_false));
   }
   const cml_shape_t* ref = NULL;
   const cml_shape_t* all[3] = {cond, on_true, on_false};
@@ -305,9 +301,10 @@ cml_status_t cml__infer_where(const cml_shape_t* cond, const cml_shape_t* on_tru
     if (!ref) {
       ref = all[i];
     } else if (!cml_shape_dims_equal(ref, all[i])) {
-      return INVALID("Where: incompatible shapes %s, %s and %s (each must be a scalar or of the "
-                     "output shape)",
-                     S0(cond), S1(on_true), S2(on_false));
+      return INVALID(
+          "Where: incompatible shapes %s, %s and %s (each must be a scalar or of the "
+          "output shape)",
+          S0(cond), S1(on_true), S2(on_false));
     }
   }
   *out = ref ? *ref : *on_true;
@@ -329,7 +326,8 @@ cml_status_t cml__infer_reshape(const cml_shape_t* x, const int64_t* dims, int32
   }
   int64_t count = 1;
   for (int32_t i = 0; i < rank; ++i) {
-    if (dims[i] < 0) return INVALID("Reshape: negative dimension in %s for %s", L(dims, rank), S0(x));
+    if (dims[i] < 0)
+      return INVALID("Reshape: negative dimension in %s for %s", L(dims, rank), S0(x));
     if (dims[i] != 0 && count > INT64_MAX / dims[i]) {
       return INVALID("Reshape: dimensions %s overflow", L(dims, rank));
     }
@@ -345,16 +343,16 @@ cml_status_t cml__infer_reshape(const cml_shape_t* x, const int64_t* dims, int32
   return CML_OK;
 }
 
-cml_status_t cml__infer_transpose(const cml_shape_t* x, const int64_t* permutation,
-                                  int32_t rank, cml_ir_attrs_t* attrs, cml_shape_t* out) {
+cml_status_t cml__infer_transpose(const cml_shape_t* x, const int64_t* permutation, int32_t rank,
+                                  cml_ir_attrs_t* attrs, cml_shape_t* out) {
   SHAPE_BUFFERS;
   LIST_BUFFER;
   (void)sb1_;
   (void)sb2_;
   CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_TRANSPOSE, x, "operand", false));
   if (rank != x->rank || (rank > 0 && !permutation)) {
-    return INVALID("Transpose: permutation has %d axes, operand %s has rank %d", (int)rank,
-                   S0(x), (int)x->rank);
+    return INVALID("Transpose: permutation has %d axes, operand %s has rank %d", (int)rank, S0(x),
+                   (int)x->rank);
   }
   bool seen[CML_MAX_RANK] = {false};
   for (int32_t i = 0; i < rank; ++i) {
@@ -375,9 +373,8 @@ cml_status_t cml__infer_transpose(const cml_shape_t* x, const int64_t* permutati
 }
 
 cml_status_t cml__infer_broadcast_in_dim(const cml_shape_t* x, const int64_t* out_dims,
-                                         int32_t out_rank, const int64_t* axes,
-                                         int32_t axis_count, cml_ir_attrs_t* attrs,
-                                         cml_shape_t* out) {
+                                         int32_t out_rank, const int64_t* axes, int32_t axis_count,
+                                         cml_ir_attrs_t* attrs, cml_shape_t* out) {
   SHAPE_BUFFERS;
   LIST_BUFFER;
   (void)sb2_;
@@ -399,16 +396,18 @@ cml_status_t cml__infer_broadcast_in_dim(const cml_shape_t* x, const int64_t* ou
   }
   for (int32_t i = 0; i < axis_count; ++i) {
     if (axes[i] < 0 || axes[i] >= out_rank || (i > 0 && axes[i] <= axes[i - 1])) {
-      return INVALID("BroadcastInDim: axes %s must be strictly increasing and in [0, %d) "
-                     "(operand %s, output %s)",
-                     L(axes, axis_count), (int)out_rank, S0(x), S1(&target));
+      return INVALID(
+          "BroadcastInDim: axes %s must be strictly increasing and in [0, %d) "
+          "(operand %s, output %s)",
+          L(axes, axis_count), (int)out_rank, S0(x), S1(&target));
     }
   }
   for (int32_t i = 0; i < axis_count; ++i) {
     if (x->dims[i] != 1 && x->dims[i] != out_dims[axes[i]]) {
-      return INVALID("BroadcastInDim: operand %s axis %d (size %lld) cannot broadcast to output "
-                     "%s axis %lld",
-                     S0(x), (int)i, (long long)x->dims[i], S1(&target), (long long)axes[i]);
+      return INVALID(
+          "BroadcastInDim: operand %s axis %d (size %lld) cannot broadcast to output "
+          "%s axis %lld",
+          S0(x), (int)i, (long long)x->dims[i], S1(&target), (long long)axes[i]);
     }
   }
   *out = target;
@@ -434,13 +433,14 @@ cml_status_t cml__infer_concatenate(int64_t axis, const cml_shape_t* shapes, siz
       ok = i == axis || s->dims[i] == first->dims[i];
     }
     if (!ok) {
-      return INVALID("Concatenate: operand #%zu %s does not match operand #0 %s along axis %lld",
-                     k, S1(s), S0(first), (long long)axis);
+      return INVALID("Concatenate: operand #%zu %s does not match operand #0 %s along axis %lld", k,
+                     S1(s), S0(first), (long long)axis);
     }
     if (__builtin_add_overflow(out->dims[axis], s->dims[axis], &out->dims[axis])) {
-      return INVALID("Concatenate: the sizes along axis %lld overflow at operand #%zu %s "
-                     "(operand #0 %s)",
-                     (long long)axis, k, S1(s), S0(first));
+      return INVALID(
+          "Concatenate: the sizes along axis %lld overflow at operand #%zu %s "
+          "(operand #0 %s)",
+          (long long)axis, k, S1(s), S0(first));
     }
   }
   attrs->axis = axis;
@@ -463,10 +463,11 @@ cml_status_t cml__infer_slice(const cml_shape_t* x, const int64_t* starts, const
   for (int32_t i = 0; i < rank; ++i) {
     int64_t stride = strides ? strides[i] : 1;
     if (starts[i] < 0 || starts[i] > limits[i] || limits[i] > x->dims[i] || stride < 1) {
-      return INVALID("Slice: axis %d of %s: start %lld, limit %lld, stride %lld out of range "
-                     "(need 0 <= start <= limit <= %lld, stride >= 1)",
-                     (int)i, S0(x), (long long)starts[i], (long long)limits[i],
-                     (long long)stride, (long long)x->dims[i]);
+      return INVALID(
+          "Slice: axis %d of %s: start %lld, limit %lld, stride %lld out of range "
+          "(need 0 <= start <= limit <= %lld, stride >= 1)",
+          (int)i, S0(x), (long long)starts[i], (long long)limits[i], (long long)stride,
+          (long long)x->dims[i]);
     }
     // 0 <= start <= limit, so the length cannot overflow; ceil(length / stride) without the
     // "+ stride - 1" that overflows for huge strides.
@@ -528,15 +529,16 @@ cml_status_t cml__infer_pad(const cml_shape_t* x, const cml_shape_t* fill,
     if (__builtin_mul_overflow(d > 0 ? d - 1 : 0, p.interior, &n) ||
         __builtin_add_overflow(n, d, &n) || __builtin_add_overflow(n, p.low, &n) ||
         __builtin_add_overflow(n, p.high, &n)) {
-      return INVALID("Pad: axis %d of %s: padding (low %lld, high %lld, interior %lld) is too "
-                     "large (the size overflows)",
-                     (int)i, S0(x), (long long)p.low, (long long)p.high, (long long)p.interior);
+      return INVALID(
+          "Pad: axis %d of %s: padding (low %lld, high %lld, interior %lld) is too "
+          "large (the size overflows)",
+          (int)i, S0(x), (long long)p.low, (long long)p.high, (long long)p.interior);
     }
     if (n < 0) {
-      return INVALID("Pad: axis %d of %s: padding (low %lld, high %lld, interior %lld) gives a "
-                     "negative size %lld",
-                     (int)i, S0(x), (long long)p.low, (long long)p.high, (long long)p.interior,
-                     (long long)n);
+      return INVALID(
+          "Pad: axis %d of %s: padding (low %lld, high %lld, interior %lld) gives a "
+          "negative size %lld",
+          (int)i, S0(x), (long long)p.low, (long long)p.high, (long long)p.interior, (long long)n);
     }
     out->dims[i] = n;
     attrs->pads[i] = p;
@@ -549,15 +551,16 @@ static cml_status_t cml_check_start_indices(cml_op_t op, const cml_shape_t* x,
   SHAPE_BUFFERS;
   (void)sb2_;
   if (start_count != (size_t)x->rank) {
-    return INVALID("%s: %zu start indices for operand %s of rank %d", cml_op_name(op),
-                   start_count, S0(x), (int)x->rank);
+    return INVALID("%s: %zu start indices for operand %s of rank %d", cml_op_name(op), start_count,
+                   S0(x), (int)x->rank);
   }
   for (size_t i = 0; i < start_count; ++i) {
     if (starts[i].rank != 0 || !cml_dtype_is_plain_int(starts[i].dtype) ||
         starts[i].dtype != starts[0].dtype) {
-      return INVALID("%s: start index #%zu %s must be an integer scalar of the same dtype as "
-                     "start index #0 %s",
-                     cml_op_name(op), i, S0(&starts[i]), S1(&starts[0]));
+      return INVALID(
+          "%s: start index #%zu %s must be an integer scalar of the same dtype as "
+          "start index #0 %s",
+          cml_op_name(op), i, S0(&starts[i]), S1(&starts[0]));
     }
   }
   return CML_OK;
@@ -592,19 +595,16 @@ cml_status_t cml__infer_dynamic_update_slice(const cml_shape_t* x, const cml_sha
                                              int32_t rank, cml_shape_t* out) {
   SHAPE_BUFFERS;
   (void)sb2_;
-  CML_RETURN_IF_ERROR(
-      cml__infer_check_dtype(CML_OP_DYNAMIC_UPDATE_SLICE, x, "operand", false));
+  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_DYNAMIC_UPDATE_SLICE, x, "operand", false));
   if (rank != x->rank) {
-    return INVALID("DynamicUpdateSlice: rank %d given for operand %s of rank %d", (int)rank,
-                   S0(x), (int)x->rank);
+    return INVALID("DynamicUpdateSlice: rank %d given for operand %s of rank %d", (int)rank, S0(x),
+                   (int)x->rank);
   }
-  CML_RETURN_IF_ERROR(
-      cml_check_start_indices(CML_OP_DYNAMIC_UPDATE_SLICE, x, starts, start_count));
+  CML_RETURN_IF_ERROR(cml_check_start_indices(CML_OP_DYNAMIC_UPDATE_SLICE, x, starts, start_count));
   bool ok = update->dtype == x->dtype && update->rank == x->rank;
   for (int32_t i = 0; ok && i < x->rank; ++i) ok = update->dims[i] <= x->dims[i];
   if (!ok) {
-    return INVALID("DynamicUpdateSlice: update %s does not fit in operand %s", S1(update),
-                   S0(x));
+    return INVALID("DynamicUpdateSlice: update %s does not fit in operand %s", S1(update), S0(x));
   }
   *out = *x;
   return CML_OK;
@@ -662,16 +662,16 @@ cml_status_t cml__infer_gather(const cml_shape_t* operand, const cml_shape_t* in
                    S0(operand), (int)orank);
   }
   if (dims->offset_output_axis_count + dims->collapsed_slice_axis_count != orank) {
-    return INVALID("Gather: offset_output_axes (%d) + collapsed_slice_axes (%d) must equal the "
-                   "rank of operand %s",
-                   (int)dims->offset_output_axis_count, (int)dims->collapsed_slice_axis_count,
-                   S0(operand));
+    return INVALID(
+        "Gather: offset_output_axes (%d) + collapsed_slice_axes (%d) must equal the "
+        "rank of operand %s",
+        (int)dims->offset_output_axis_count, (int)dims->collapsed_slice_axis_count, S0(operand));
   }
   if (dims->start_index_map_count != index_size) {
-    return INVALID("Gather: start_index_map has %d entries but the index vector of indices %s "
-                   "(axis %lld) has %lld",
-                   (int)dims->start_index_map_count, S1(indices), (long long)iva,
-                   (long long)index_size);
+    return INVALID(
+        "Gather: start_index_map has %d entries but the index vector of indices %s "
+        "(axis %lld) has %lld",
+        (int)dims->start_index_map_count, S1(indices), (long long)iva, (long long)index_size);
   }
   if (!cml_unique_in_range(dims->start_index_map, dims->start_index_map_count, orank)) {
     return INVALID("Gather: start_index_map %s must hold distinct axes of operand %s",
@@ -688,9 +688,10 @@ cml_status_t cml__infer_gather(const cml_shape_t* operand, const cml_shape_t* in
   for (int32_t i = 0; i < orank; ++i) {
     int64_t s = dims->slice_sizes[i];
     if (s < 0 || s > operand->dims[i] || (collapsed[i] && s > 1)) {
-      return INVALID("Gather: slice sizes %s out of range for operand %s (collapsed axes need "
-                     "size <= 1)",
-                     L(dims->slice_sizes, orank), S0(operand));
+      return INVALID(
+          "Gather: slice sizes %s out of range for operand %s (collapsed axes need "
+          "size <= 1)",
+          L(dims->slice_sizes, orank), S0(operand));
     }
   }
   int32_t out_rank = batch_rank + dims->offset_output_axis_count;
@@ -722,10 +723,9 @@ cml_status_t cml__infer_gather(const cml_shape_t* operand, const cml_shape_t* in
   return CML_OK;
 }
 
-cml_status_t cml__infer_scatter(cml_op_t op, const cml_shape_t* operand,
-                                const cml_shape_t* indices, const cml_shape_t* updates,
-                                const cml_scatter_dims_t* dims, cml_ir_attrs_t* attrs,
-                                cml_shape_t* out) {
+cml_status_t cml__infer_scatter(cml_op_t op, const cml_shape_t* operand, const cml_shape_t* indices,
+                                const cml_shape_t* updates, const cml_scatter_dims_t* dims,
+                                cml_ir_attrs_t* attrs, cml_shape_t* out) {
   SHAPE_BUFFERS;
   LIST_BUFFER;
   const char* name = cml_op_name(op);
@@ -735,8 +735,7 @@ cml_status_t cml__infer_scatter(cml_op_t op, const cml_shape_t* operand,
   CML_RETURN_IF_ERROR(cml__infer_check_dtype(op, operand, "operand", false));
   if (!dims) return INVALID("%s: dimension numbers are NULL", name);
   if (updates->dtype != operand->dtype) {
-    return INVALID("%s: dtype mismatch: operand %s and updates %s", name, S0(operand),
-                   S2(updates));
+    return INVALID("%s: dtype mismatch: operand %s and updates %s", name, S0(operand), S2(updates));
   }
   if (!cml_dtype_is_plain_int(indices->dtype)) {
     return INVALID("%s: indices %s must have an integer dtype", name, S1(indices));
@@ -763,10 +762,11 @@ cml_status_t cml__infer_scatter(cml_op_t op, const cml_shape_t* operand,
                    L(dims->inserted_window_axes, dims->inserted_window_axis_count), S0(operand));
   }
   if (dims->update_window_axis_count + dims->inserted_window_axis_count != orank) {
-    return INVALID("%s: update_window_axes (%d) + inserted_window_axes (%d) must equal the rank "
-                   "of operand %s",
-                   name, (int)dims->update_window_axis_count,
-                   (int)dims->inserted_window_axis_count, S0(operand));
+    return INVALID(
+        "%s: update_window_axes (%d) + inserted_window_axes (%d) must equal the rank "
+        "of operand %s",
+        name, (int)dims->update_window_axis_count, (int)dims->inserted_window_axis_count,
+        S0(operand));
   }
   if (ur - dims->update_window_axis_count != batch_rank) {
     return INVALID("%s: updates %s has %d scatter axes but indices %s has %d batch axes", name,
@@ -774,10 +774,10 @@ cml_status_t cml__infer_scatter(cml_op_t op, const cml_shape_t* operand,
                    (int)batch_rank);
   }
   if (dims->scatter_axes_to_operand_axes_count != index_size) {
-    return INVALID("%s: scatter_axes_to_operand_axes has %d entries but the index vector of "
-                   "indices %s has %lld",
-                   name, (int)dims->scatter_axes_to_operand_axes_count, S1(indices),
-                   (long long)index_size);
+    return INVALID(
+        "%s: scatter_axes_to_operand_axes has %d entries but the index vector of "
+        "indices %s has %lld",
+        name, (int)dims->scatter_axes_to_operand_axes_count, S1(indices), (long long)index_size);
   }
   if (!cml_unique_in_range(dims->scatter_axes_to_operand_axes,
                            dims->scatter_axes_to_operand_axes_count, orank)) {
@@ -798,19 +798,21 @@ cml_status_t cml__infer_scatter(cml_op_t op, const cml_shape_t* operand,
     if (is_window[i]) {
       while (inserted[next_operand_axis]) ++next_operand_axis;
       if (updates->dims[i] > operand->dims[next_operand_axis]) {
-        return INVALID("%s: update window axis %d of updates %s (size %lld) exceeds operand %s "
-                       "axis %d",
-                       name, (int)i, S2(updates), (long long)updates->dims[i], S0(operand),
-                       (int)next_operand_axis);
+        return INVALID(
+            "%s: update window axis %d of updates %s (size %lld) exceeds operand %s "
+            "axis %d",
+            name, (int)i, S2(updates), (long long)updates->dims[i], S0(operand),
+            (int)next_operand_axis);
       }
       ++next_operand_axis;
     } else {
       if (next_batch_axis == iva) ++next_batch_axis;
       if (updates->dims[i] != indices->dims[next_batch_axis]) {
-        return INVALID("%s: scatter axis %d of updates %s (size %lld) does not match indices %s "
-                       "axis %d",
-                       name, (int)i, S2(updates), (long long)updates->dims[i], S1(indices),
-                       (int)next_batch_axis);
+        return INVALID(
+            "%s: scatter axis %d of updates %s (size %lld) does not match indices %s "
+            "axis %d",
+            name, (int)i, S2(updates), (long long)updates->dims[i], S1(indices),
+            (int)next_batch_axis);
       }
       ++next_batch_axis;
     }
@@ -895,29 +897,33 @@ cml_status_t cml__infer_conv(const cml_shape_t* input, const cml_shape_t* kernel
   cml_conv_config_t c = *config;
   if (!cml_is_axis_permutation(n + 2, c.input_batch_axis, c.input_channel_axis,
                                c.input_spatial_axes, n)) {
-    return INVALID("ConvGeneral: input axes (batch, channel, spatial) are not a permutation of "
-                   "the axes of input %s",
-                   S0(input));
+    return INVALID(
+        "ConvGeneral: input axes (batch, channel, spatial) are not a permutation of "
+        "the axes of input %s",
+        S0(input));
   }
   if (!cml_is_axis_permutation(n + 2, c.kernel_input_channel_axis, c.kernel_output_channel_axis,
                                c.kernel_spatial_axes, n)) {
-    return INVALID("ConvGeneral: kernel axes (input channel, output channel, spatial) are not a "
-                   "permutation of the axes of kernel %s",
-                   S1(kernel));
+    return INVALID(
+        "ConvGeneral: kernel axes (input channel, output channel, spatial) are not a "
+        "permutation of the axes of kernel %s",
+        S1(kernel));
   }
   if (!cml_is_axis_permutation(n + 2, c.output_batch_axis, c.output_channel_axis,
                                c.output_spatial_axes, n)) {
-    return INVALID("ConvGeneral: output axes (batch, channel, spatial) are not a permutation of "
-                   "[0, %d) (input %s)",
-                   (int)(n + 2), S0(input));
+    return INVALID(
+        "ConvGeneral: output axes (batch, channel, spatial) are not a permutation of "
+        "[0, %d) (input %s)",
+        (int)(n + 2), S0(input));
   }
   if (c.channel_group_count <= 1) c.channel_group_count = 1;
   if (c.batch_group_count <= 1) c.batch_group_count = 1;
   int64_t fg = c.channel_group_count, bg = c.batch_group_count;
   if (fg > 1 && bg > 1) {
-    return INVALID("ConvGeneral: channel_group_count %lld and batch_group_count %lld cannot both "
-                   "be > 1 (input %s, kernel %s)",
-                   (long long)fg, (long long)bg, S0(input), S1(kernel));
+    return INVALID(
+        "ConvGeneral: channel_group_count %lld and batch_group_count %lld cannot both "
+        "be > 1 (input %s, kernel %s)",
+        (long long)fg, (long long)bg, S0(input), S1(kernel));
   }
   int64_t in_batch = input->dims[c.input_batch_axis];
   int64_t in_channels = input->dims[c.input_channel_axis];
@@ -925,20 +931,22 @@ cml_status_t cml__infer_conv(const cml_shape_t* input, const cml_shape_t* kernel
   int64_t k_out = kernel->dims[c.kernel_output_channel_axis];
   int64_t want_channels = 0;
   if (__builtin_mul_overflow(k_in, fg, &want_channels) || in_channels != want_channels) {
-    return INVALID("ConvGeneral: input channels %lld of input %s must equal kernel input "
-                   "channels %lld of kernel %s times channel_group_count %lld",
-                   (long long)in_channels, S0(input), (long long)k_in, S1(kernel),
-                   (long long)fg);
+    return INVALID(
+        "ConvGeneral: input channels %lld of input %s must equal kernel input "
+        "channels %lld of kernel %s times channel_group_count %lld",
+        (long long)in_channels, S0(input), (long long)k_in, S1(kernel), (long long)fg);
   }
   if (k_out % fg != 0 || k_out % bg != 0) {
-    return INVALID("ConvGeneral: kernel output channels %lld of kernel %s must be divisible by "
-                   "channel_group_count %lld and batch_group_count %lld",
-                   (long long)k_out, S1(kernel), (long long)fg, (long long)bg);
+    return INVALID(
+        "ConvGeneral: kernel output channels %lld of kernel %s must be divisible by "
+        "channel_group_count %lld and batch_group_count %lld",
+        (long long)k_out, S1(kernel), (long long)fg, (long long)bg);
   }
   if (in_batch % bg != 0) {
-    return INVALID("ConvGeneral: input batch %lld of input %s must be divisible by "
-                   "batch_group_count %lld",
-                   (long long)in_batch, S0(input), (long long)bg);
+    return INVALID(
+        "ConvGeneral: input batch %lld of input %s must be divisible by "
+        "batch_group_count %lld",
+        (long long)in_batch, S0(input), (long long)bg);
   }
   if (c.output_dtype == CML_DTYPE_INVALID) c.output_dtype = input->dtype;
   if (!cml_dtype_in(CML_DSET_NUMBER_REAL, c.output_dtype)) {
@@ -953,10 +961,11 @@ cml_status_t cml__infer_conv(const cml_shape_t* input, const cml_shape_t* kernel
     if (c.input_dilations[i] == 0) c.input_dilations[i] = 1;
     if (c.kernel_dilations[i] == 0) c.kernel_dilations[i] = 1;
     if (c.strides[i] < 0 || c.input_dilations[i] < 0 || c.kernel_dilations[i] < 0) {
-      return INVALID("ConvGeneral: spatial axis %d: stride %lld and dilations %lld, %lld must be "
-                     "positive (input %s)",
-                     (int)i, (long long)c.strides[i], (long long)c.input_dilations[i],
-                     (long long)c.kernel_dilations[i], S0(input));
+      return INVALID(
+          "ConvGeneral: spatial axis %d: stride %lld and dilations %lld, %lld must be "
+          "positive (input %s)",
+          (int)i, (long long)c.strides[i], (long long)c.input_dilations[i],
+          (long long)c.kernel_dilations[i], S0(input));
     }
     int64_t size = 0;
     cml_window_result_t r = cml_window_output(
@@ -965,15 +974,14 @@ cml_status_t cml__infer_conv(const cml_shape_t* input, const cml_shape_t* kernel
         c.strides[i], &size);
     if (r == CML_WINDOW_NEGATIVE) {
       return INVALID("ConvGeneral: spatial axis %d: padding (%lld, %lld) makes input %s negative",
-                     (int)i, (long long)c.padding_low[i], (long long)c.padding_high[i],
-                     S0(input));
+                     (int)i, (long long)c.padding_low[i], (long long)c.padding_high[i], S0(input));
     }
     if (r == CML_WINDOW_OVERFLOW) {
-      return INVALID("ConvGeneral: spatial axis %d: padding (%lld, %lld) or dilations (input "
-                     "%lld, kernel %lld) too large: the sizes overflow (input %s, kernel %s)",
-                     (int)i, (long long)c.padding_low[i], (long long)c.padding_high[i],
-                     (long long)c.input_dilations[i], (long long)c.kernel_dilations[i],
-                     S0(input), S1(kernel));
+      return INVALID(
+          "ConvGeneral: spatial axis %d: padding (%lld, %lld) or dilations (input "
+          "%lld, kernel %lld) too large: the sizes overflow (input %s, kernel %s)",
+          (int)i, (long long)c.padding_low[i], (long long)c.padding_high[i],
+          (long long)c.input_dilations[i], (long long)c.kernel_dilations[i], S0(input), S1(kernel));
     }
     result.dims[c.output_spatial_axes[i]] = size;
   }
@@ -1014,25 +1022,26 @@ static cml_status_t cml_window_shape(cml_op_t op, const cml_shape_t* x,
     w.padding_high[i] = config->padding_high[i];
     if (w.window_dims[i] < 1 || w.strides[i] < 1 || w.input_dilations[i] < 1 ||
         w.window_dilations[i] < 1) {
-      return INVALID("%s: axis %d of %s: window %lld, stride %lld and dilations must be "
-                     "positive (window dims %s)",
-                     cml_op_name(op), (int)i, S0(x), (long long)w.window_dims[i],
-                     (long long)w.strides[i], L(config->window_dims, x->rank));
+      return INVALID(
+          "%s: axis %d of %s: window %lld, stride %lld and dilations must be "
+          "positive (window dims %s)",
+          cml_op_name(op), (int)i, S0(x), (long long)w.window_dims[i], (long long)w.strides[i],
+          L(config->window_dims, x->rank));
     }
     cml_window_result_t r =
         cml_window_output(x->dims[i], w.input_dilations[i], w.padding_low[i], w.padding_high[i],
                           w.window_dims[i], w.window_dilations[i], w.strides[i], &out->dims[i]);
     if (r == CML_WINDOW_NEGATIVE) {
-      return INVALID("%s: axis %d: padding (%lld, %lld) makes operand %s negative",
-                     cml_op_name(op), (int)i, (long long)w.padding_low[i],
-                     (long long)w.padding_high[i], S0(x));
+      return INVALID("%s: axis %d: padding (%lld, %lld) makes operand %s negative", cml_op_name(op),
+                     (int)i, (long long)w.padding_low[i], (long long)w.padding_high[i], S0(x));
     }
     if (r == CML_WINDOW_OVERFLOW) {
-      return INVALID("%s: axis %d: padding (%lld, %lld), window %lld or dilations (base %lld, "
-                     "window %lld) too large: the sizes overflow (operand %s)",
-                     cml_op_name(op), (int)i, (long long)w.padding_low[i],
-                     (long long)w.padding_high[i], (long long)w.window_dims[i],
-                     (long long)w.input_dilations[i], (long long)w.window_dilations[i], S0(x));
+      return INVALID(
+          "%s: axis %d: padding (%lld, %lld), window %lld or dilations (base %lld, "
+          "window %lld) too large: the sizes overflow (operand %s)",
+          cml_op_name(op), (int)i, (long long)w.padding_low[i], (long long)w.padding_high[i],
+          (long long)w.window_dims[i], (long long)w.input_dilations[i],
+          (long long)w.window_dilations[i], S0(x));
     }
   }
   *normalized = w;
@@ -1053,14 +1062,13 @@ cml_status_t cml__infer_reduce_window(const cml_shape_t* x, cml_reduce_type_t ty
 
 cml_status_t cml__infer_select_and_scatter(cml_op_t op, const cml_shape_t* operand,
                                            const cml_shape_t* source,
-                                           const cml_window_config_t* config,
-                                           cml_ir_attrs_t* attrs, cml_shape_t* out) {
+                                           const cml_window_config_t* config, cml_ir_attrs_t* attrs,
+                                           cml_shape_t* out) {
   SHAPE_BUFFERS;
   (void)sb2_;
   if (op != CML_OP_SELECT_AND_SCATTER_MAX && op != CML_OP_SELECT_AND_SCATTER_MIN &&
       op != CML_OP_SELECT_AND_SCATTER_SUM) {
-    return INVALID("SelectAndScatter: %s is not SelectAndScatterMax, Min or Sum",
-                   cml_op_name(op));
+    return INVALID("SelectAndScatter: %s is not SelectAndScatterMax, Min or Sum", cml_op_name(op));
   }
   CML_RETURN_IF_ERROR(cml__infer_check_dtype(op, operand, "operand", false));
   if (source->dtype != operand->dtype) {
@@ -1071,8 +1079,8 @@ cml_status_t cml__infer_select_and_scatter(cml_op_t op, const cml_shape_t* opera
     for (int32_t i = 0; i < config->rank && i < CML_MAX_RANK; ++i) {
       if ((config->input_dilations[i] != 0 && config->input_dilations[i] != 1) ||
           (config->window_dilations[i] != 0 && config->window_dilations[i] != 1)) {
-        return INVALID("%s: dilations are not supported (axis %d of operand %s)",
-                       cml_op_name(op), (int)i, S0(operand));
+        return INVALID("%s: dilations are not supported (axis %d of operand %s)", cml_op_name(op),
+                       (int)i, S0(operand));
       }
     }
   }
@@ -1104,10 +1112,11 @@ cml_status_t cml__infer_dot_general(cml_op_t op, const cml_shape_t* lhs, const c
       !cml_count_ok(c->lhs_batch_count) || !cml_count_ok(c->rhs_batch_count) ||
       c->lhs_contracting_count != c->rhs_contracting_count ||
       c->lhs_batch_count != c->rhs_batch_count) {
-    return INVALID("%s: lhs and rhs need as many contracting axes (%d vs %d) and batch axes "
-                   "(%d vs %d) (lhs %s, rhs %s)",
-                   name, (int)c->lhs_contracting_count, (int)c->rhs_contracting_count,
-                   (int)c->lhs_batch_count, (int)c->rhs_batch_count, S0(lhs), S1(rhs));
+    return INVALID(
+        "%s: lhs and rhs need as many contracting axes (%d vs %d) and batch axes "
+        "(%d vs %d) (lhs %s, rhs %s)",
+        name, (int)c->lhs_contracting_count, (int)c->rhs_contracting_count, (int)c->lhs_batch_count,
+        (int)c->rhs_batch_count, S0(lhs), S1(rhs));
   }
   int64_t lhs_axes[2 * CML_MAX_RANK], rhs_axes[2 * CML_MAX_RANK];
   int32_t nc = c->lhs_contracting_count, nb = c->lhs_batch_count;
@@ -1120,20 +1129,21 @@ cml_status_t cml__infer_dot_general(cml_op_t op, const cml_shape_t* lhs, const c
     rhs_axes[nc + i] = c->rhs_batch_axes[i];
   }
   if (nc + nb > lhs->rank || !cml_unique_in_range(lhs_axes, nc + nb, lhs->rank)) {
-    return INVALID("%s: contracting and batch axes of lhs %s must be distinct and in range",
-                   name, S0(lhs));
+    return INVALID("%s: contracting and batch axes of lhs %s must be distinct and in range", name,
+                   S0(lhs));
   }
   if (nc + nb > rhs->rank || !cml_unique_in_range(rhs_axes, nc + nb, rhs->rank)) {
-    return INVALID("%s: contracting and batch axes of rhs %s must be distinct and in range",
-                   name, S1(rhs));
+    return INVALID("%s: contracting and batch axes of rhs %s must be distinct and in range", name,
+                   S1(rhs));
   }
   for (int32_t i = 0; i < nc + nb; ++i) {
     if (lhs->dims[lhs_axes[i]] != rhs->dims[rhs_axes[i]]) {
-      return INVALID("%s: %s axis %lld of lhs %s (size %lld) does not match axis %lld of rhs %s "
-                     "(size %lld)",
-                     name, i < nc ? "contracting" : "batch", (long long)lhs_axes[i], S0(lhs),
-                     (long long)lhs->dims[lhs_axes[i]], (long long)rhs_axes[i], S1(rhs),
-                     (long long)rhs->dims[rhs_axes[i]]);
+      return INVALID(
+          "%s: %s axis %lld of lhs %s (size %lld) does not match axis %lld of rhs %s "
+          "(size %lld)",
+          name, i < nc ? "contracting" : "batch", (long long)lhs_axes[i], S0(lhs),
+          (long long)lhs->dims[lhs_axes[i]], (long long)rhs_axes[i], S1(rhs),
+          (long long)rhs->dims[rhs_axes[i]]);
     }
   }
   cml_dot_config_t norm = *c;
@@ -1172,8 +1182,8 @@ cml_status_t cml__infer_dot_general(cml_op_t op, const cml_shape_t* lhs, const c
   return CML_OK;
 }
 
-cml_status_t cml__infer_dot(const cml_shape_t* lhs, const cml_shape_t* rhs,
-                            cml_ir_attrs_t* attrs, cml_shape_t* out) {
+cml_status_t cml__infer_dot(const cml_shape_t* lhs, const cml_shape_t* rhs, cml_ir_attrs_t* attrs,
+                            cml_shape_t* out) {
   SHAPE_BUFFERS;
   (void)sb2_;
   CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_DOT, lhs, "lhs", false));
@@ -1187,8 +1197,8 @@ cml_status_t cml__infer_dot(const cml_shape_t* lhs, const cml_shape_t* rhs,
   c.lhs_contracting_axes[0] = lhs->rank - 1;
   c.rhs_contracting_axes[0] = 0;
   if (lhs->dtype == rhs->dtype && lhs->dims[lhs->rank - 1] != rhs->dims[0]) {
-    return INVALID("Dot: incompatible shapes %s and %s (contracting sizes %lld and %lld)",
-                   S0(lhs), S1(rhs), (long long)lhs->dims[lhs->rank - 1], (long long)rhs->dims[0]);
+    return INVALID("Dot: incompatible shapes %s and %s (contracting sizes %lld and %lld)", S0(lhs),
+                   S1(rhs), (long long)lhs->dims[lhs->rank - 1], (long long)rhs->dims[0]);
   }
   cml_status_t st = cml__infer_dot_general(CML_OP_DOT, lhs, rhs, &c, attrs, out);
   return st;
@@ -1229,8 +1239,7 @@ cml_status_t cml__infer_rng(const cml_shape_t* state, const cml_shape_t* shape,
     return INVALID("RNGBitGenerator: state %s must be (Uint64)[3]", S0(state));
   }
   CML_RETURN_IF_ERROR(cml_check_user_shape(CML_OP_RNG_BIT_GENERATOR, shape, "output"));
-  CML_RETURN_IF_ERROR(
-      cml__infer_check_dtype(CML_OP_RNG_BIT_GENERATOR, shape, "output", false));
+  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_RNG_BIT_GENERATOR, shape, "output", false));
   out[0] = *state;
   out[1] = cml_shape_with(shape->dtype, shape->rank, shape->dims);
   return CML_OK;

@@ -12,10 +12,9 @@
 dt_state_t dt;
 
 const cml_dtype_t dt_all_dtypes[] = {
-    CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I16, CML_DTYPE_I32,  CML_DTYPE_I64,
-    CML_DTYPE_U8,   CML_DTYPE_U16, CML_DTYPE_U32, CML_DTYPE_U64,  CML_DTYPE_F16,
-    CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_C64,  CML_DTYPE_C128,
-    CML_DTYPE_INVALID};
+    CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_I16,  CML_DTYPE_I32,    CML_DTYPE_I64,  CML_DTYPE_U8,
+    CML_DTYPE_U16,  CML_DTYPE_U32, CML_DTYPE_U64,  CML_DTYPE_F16,    CML_DTYPE_BF16, CML_DTYPE_F32,
+    CML_DTYPE_F64,  CML_DTYPE_C64, CML_DTYPE_C128, CML_DTYPE_INVALID};
 
 //===--- tensors ---===//
 
@@ -55,66 +54,118 @@ static int dt_elem_bytes(cml_dtype_t d) { return cml_dtype_bits(d) / 8; }
 
 double dt_get_f64(cml_dtype_t d, const void* p, int64_t i) {
   switch (d) {
-    case CML_DTYPE_BOOL: return ((const uint8_t*)p)[i];
-    case CML_DTYPE_I8: return ((const int8_t*)p)[i];
-    case CML_DTYPE_I16: return ((const int16_t*)p)[i];
-    case CML_DTYPE_I32: return ((const int32_t*)p)[i];
-    case CML_DTYPE_I64: return (double)((const int64_t*)p)[i];
-    case CML_DTYPE_U8: return ((const uint8_t*)p)[i];
-    case CML_DTYPE_U16: return ((const uint16_t*)p)[i];
-    case CML_DTYPE_U32: return ((const uint32_t*)p)[i];
-    case CML_DTYPE_U64: return (double)((const uint64_t*)p)[i];
-    case CML_DTYPE_F16: return cml_f16_to_f32(((const uint16_t*)p)[i]);
-    case CML_DTYPE_BF16: return cml_bf16_to_f32(((const uint16_t*)p)[i]);
-    case CML_DTYPE_F32: return ((const float*)p)[i];
-    case CML_DTYPE_F64: return ((const double*)p)[i];
-    case CML_DTYPE_C64: return ((const float*)p)[2 * i];
-    case CML_DTYPE_C128: return ((const double*)p)[2 * i];
-    default: return 0;
+    case CML_DTYPE_BOOL:
+      return ((const uint8_t*)p)[i];
+    case CML_DTYPE_I8:
+      return ((const int8_t*)p)[i];
+    case CML_DTYPE_I16:
+      return ((const int16_t*)p)[i];
+    case CML_DTYPE_I32:
+      return ((const int32_t*)p)[i];
+    case CML_DTYPE_I64:
+      return (double)((const int64_t*)p)[i];
+    case CML_DTYPE_U8:
+      return ((const uint8_t*)p)[i];
+    case CML_DTYPE_U16:
+      return ((const uint16_t*)p)[i];
+    case CML_DTYPE_U32:
+      return ((const uint32_t*)p)[i];
+    case CML_DTYPE_U64:
+      return (double)((const uint64_t*)p)[i];
+    case CML_DTYPE_F16:
+      return cml_f16_to_f32(((const uint16_t*)p)[i]);
+    case CML_DTYPE_BF16:
+      return cml_bf16_to_f32(((const uint16_t*)p)[i]);
+    case CML_DTYPE_F32:
+      return ((const float*)p)[i];
+    case CML_DTYPE_F64:
+      return ((const double*)p)[i];
+    case CML_DTYPE_C64:
+      return ((const float*)p)[2 * i];
+    case CML_DTYPE_C128:
+      return ((const double*)p)[2 * i];
+    default:
+      return 0;
   }
 }
 
 int64_t dt_get_i64(cml_dtype_t d, const void* p, int64_t i) {
   switch (d) {
-    case CML_DTYPE_BOOL: return ((const uint8_t*)p)[i];
-    case CML_DTYPE_I8: return ((const int8_t*)p)[i];
-    case CML_DTYPE_I16: return ((const int16_t*)p)[i];
-    case CML_DTYPE_I32: return ((const int32_t*)p)[i];
-    case CML_DTYPE_I64: return ((const int64_t*)p)[i];
-    case CML_DTYPE_U8: return ((const uint8_t*)p)[i];
-    case CML_DTYPE_U16: return ((const uint16_t*)p)[i];
-    case CML_DTYPE_U32: return ((const uint32_t*)p)[i];
-    case CML_DTYPE_U64: return (int64_t)((const uint64_t*)p)[i];
-    default: return (int64_t)dt_get_f64(d, p, i);
+    case CML_DTYPE_BOOL:
+      return ((const uint8_t*)p)[i];
+    case CML_DTYPE_I8:
+      return ((const int8_t*)p)[i];
+    case CML_DTYPE_I16:
+      return ((const int16_t*)p)[i];
+    case CML_DTYPE_I32:
+      return ((const int32_t*)p)[i];
+    case CML_DTYPE_I64:
+      return ((const int64_t*)p)[i];
+    case CML_DTYPE_U8:
+      return ((const uint8_t*)p)[i];
+    case CML_DTYPE_U16:
+      return ((const uint16_t*)p)[i];
+    case CML_DTYPE_U32:
+      return ((const uint32_t*)p)[i];
+    case CML_DTYPE_U64:
+      return (int64_t)((const uint64_t*)p)[i];
+    default:
+      return (int64_t)dt_get_f64(d, p, i);
   }
 }
 
 void dt_set_f64(cml_dtype_t d, void* p, int64_t i, double v) {
   switch (d) {
-    case CML_DTYPE_F16: ((uint16_t*)p)[i] = cml_f64_to_f16(v); break;
-    case CML_DTYPE_BF16: ((uint16_t*)p)[i] = cml_f64_to_bf16(v); break;
-    case CML_DTYPE_F32: ((float*)p)[i] = (float)v; break;
-    case CML_DTYPE_F64: ((double*)p)[i] = v; break;
+    case CML_DTYPE_F16:
+      ((uint16_t*)p)[i] = cml_f64_to_f16(v);
+      break;
+    case CML_DTYPE_BF16:
+      ((uint16_t*)p)[i] = cml_f64_to_bf16(v);
+      break;
+    case CML_DTYPE_F32:
+      ((float*)p)[i] = (float)v;
+      break;
+    case CML_DTYPE_F64:
+      ((double*)p)[i] = v;
+      break;
     case CML_DTYPE_C64:
-    case CML_DTYPE_C128: dt_set_c(d, p, i, v, 0); break;
-    case CML_DTYPE_BOOL: ((uint8_t*)p)[i] = v != 0; break;
-    default: dt_set_i64(d, p, i, isfinite(v) ? (int64_t)v : 0); break;
+    case CML_DTYPE_C128:
+      dt_set_c(d, p, i, v, 0);
+      break;
+    case CML_DTYPE_BOOL:
+      ((uint8_t*)p)[i] = v != 0;
+      break;
+    default:
+      dt_set_i64(d, p, i, isfinite(v) ? (int64_t)v : 0);
+      break;
   }
 }
 
 void dt_set_i64(cml_dtype_t d, void* p, int64_t i, int64_t v) {
   uint64_t u = (uint64_t)v;
   switch (d) {
-    case CML_DTYPE_BOOL: ((uint8_t*)p)[i] = v != 0; break;
+    case CML_DTYPE_BOOL:
+      ((uint8_t*)p)[i] = v != 0;
+      break;
     case CML_DTYPE_I8:
-    case CML_DTYPE_U8: ((uint8_t*)p)[i] = (uint8_t)u; break;
+    case CML_DTYPE_U8:
+      ((uint8_t*)p)[i] = (uint8_t)u;
+      break;
     case CML_DTYPE_I16:
-    case CML_DTYPE_U16: ((uint16_t*)p)[i] = (uint16_t)u; break;
+    case CML_DTYPE_U16:
+      ((uint16_t*)p)[i] = (uint16_t)u;
+      break;
     case CML_DTYPE_I32:
-    case CML_DTYPE_U32: ((uint32_t*)p)[i] = (uint32_t)u; break;
+    case CML_DTYPE_U32:
+      ((uint32_t*)p)[i] = (uint32_t)u;
+      break;
     case CML_DTYPE_I64:
-    case CML_DTYPE_U64: ((uint64_t*)p)[i] = u; break;
-    default: dt_set_f64(d, p, i, (double)v); break;
+    case CML_DTYPE_U64:
+      ((uint64_t*)p)[i] = u;
+      break;
+    default:
+      dt_set_f64(d, p, i, (double)v);
+      break;
   }
 }
 
@@ -150,11 +201,14 @@ typedef struct dt_float_info_t {
 
 static dt_float_info_t dt_float_info(cml_dtype_t d) {
   switch (cml_dtype_real_part(d)) {
-    case CML_DTYPE_F16: return (dt_float_info_t){65504.0, 0x1p-14, 0x1p-24, 0x1p-10, -14, 15, 10};
+    case CML_DTYPE_F16:
+      return (dt_float_info_t){65504.0, 0x1p-14, 0x1p-24, 0x1p-10, -14, 15, 10};
     case CML_DTYPE_BF16:
       return (dt_float_info_t){0x1.FEp127, 0x1p-126, 0x1p-133, 0x1p-7, -126, 127, 7};
-    case CML_DTYPE_F32: return (dt_float_info_t){FLT_MAX, FLT_MIN, 0x1p-149, 0x1p-23, -126, 127, 23};
-    default: return (dt_float_info_t){DBL_MAX, DBL_MIN, 0x1p-1074, 0x1p-52, -1022, 1023, 52};
+    case CML_DTYPE_F32:
+      return (dt_float_info_t){FLT_MAX, FLT_MIN, 0x1p-149, 0x1p-23, -126, 127, 23};
+    default:
+      return (dt_float_info_t){DBL_MAX, DBL_MIN, 0x1p-1074, 0x1p-52, -1022, 1023, 52};
   }
 }
 
@@ -173,9 +227,28 @@ bool dt_denormals_flushed(cml_dtype_t d) {
 
 static double dt_float_special(cml_dtype_t d, int64_t k) {
   dt_float_info_t fi = dt_float_info(d);
-  const double v[] = {NAN,  -NAN, INFINITY, -INFINITY, 0.0,   -0.0,    1.0,  -1.0,
-                      0.5,  -0.5, 1.5,      -1.5,      2.5,   -2.5,    3.0,  0.1,
-                      -7.25, 100.0, fi.max, -fi.max,   fi.min_normal, -fi.min_normal,
+  const double v[] = {NAN,
+                      -NAN,
+                      INFINITY,
+                      -INFINITY,
+                      0.0,
+                      -0.0,
+                      1.0,
+                      -1.0,
+                      0.5,
+                      -0.5,
+                      1.5,
+                      -1.5,
+                      2.5,
+                      -2.5,
+                      3.0,
+                      0.1,
+                      -7.25,
+                      100.0,
+                      fi.max,
+                      -fi.max,
+                      fi.min_normal,
+                      -fi.min_normal,
                       dt_denormals_flushed(d) ? 4 * fi.min_normal : fi.denorm_min,
                       dt_denormals_flushed(d) ? -3 * fi.min_normal : -fi.denorm_min};
   return v[k % (int64_t)(sizeof v / sizeof v[0])];
@@ -187,13 +260,14 @@ static int64_t dt_int_special(cml_dtype_t d, int64_t k) {
   if (cml_dtype_is_signed_int(d)) {
     int64_t mx = bits == 64 ? INT64_MAX : (int64_t)((1ull << (bits - 1)) - 1);
     int64_t mn = -mx - 1;
-    const int64_t v[] = {mn, mn + 1, -65, -64, -9, -2, -1, 0, 1, 2, 3, 7,
-                         bits - 1, bits, bits + 1, 100, mx - 1, mx};
+    const int64_t v[] = {mn, mn + 1, -65, -64,      -9,   -2,       -1,  0,      1,
+                         2,  3,      7,   bits - 1, bits, bits + 1, 100, mx - 1, mx};
     return v[k % (int64_t)(sizeof v / sizeof v[0])];
   }
   uint64_t mx = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
-  const uint64_t v[] = {0, 1, 2, 3, 7, (uint64_t)bits - 1, (uint64_t)bits, (uint64_t)bits + 1,
-                        100, mx / 2, mx / 2 + 1, mx - 1, mx};
+  const uint64_t v[] = {
+      0,   1,      2,          3,      7, (uint64_t)bits - 1, (uint64_t)bits, (uint64_t)bits + 1,
+      100, mx / 2, mx / 2 + 1, mx - 1, mx};
   return (int64_t)v[k % (int64_t)(sizeof v / sizeof v[0])];
 }
 
@@ -206,9 +280,9 @@ static void dt_complex_special(int64_t k, double* re, double* im) {
     *im = grid[k % g];
     return;
   }
-  static const double extra[][2] = {{INFINITY, 0},    {0, INFINITY},       {-INFINITY, 1},
-                                    {NAN, 0},         {0, NAN},            {INFINITY, INFINITY},
-                                    {1e30, -1e30},    {1e-30, 2e-30}};
+  static const double extra[][2] = {{INFINITY, 0}, {0, INFINITY}, {-INFINITY, 1},
+                                    {NAN, 0},      {0, NAN},      {INFINITY, INFINITY},
+                                    {1e30, -1e30}, {1e-30, 2e-30}};
   int64_t e = (k - g * g) % 8;
   *re = extra[e][0];
   *im = extra[e][1];
@@ -248,9 +322,12 @@ static double dt_random_wide_float(cml_dtype_t d) {
 
 static double dt_random_float(cml_dtype_t d, dt_fill_t kind) {
   switch (kind) {
-    case DT_FILL_SMALL: return dt_uniform(-4, 4);
-    case DT_FILL_UNIT: return dt_uniform(-1, 1);
-    case DT_FILL_EXACT: return (double)((int64_t)(dt_rand() % 65) - 32) / 4.0;
+    case DT_FILL_SMALL:
+      return dt_uniform(-4, 4);
+    case DT_FILL_UNIT:
+      return dt_uniform(-1, 1);
+    case DT_FILL_EXACT:
+      return (double)((int64_t)(dt_rand() % 65) - 32) / 4.0;
     default: {
       // Half wide, a quarter moderate, a quarter small: transcendentals need all ranges.
       uint64_t r = dt_rand() % 4;
@@ -354,8 +431,8 @@ static void dt_run(cml_backend_t* be, const dt_case_t* c, dt_result_t* r) {
   if (st == CML_OK) {
     r->stage = "upload";
     for (size_t i = 0; i < c->input_count && st == CML_OK; ++i) {
-      st = cml_buffer_from_host(be, 0, &c->inputs[i].shape, c->inputs[i].data,
-                                c->inputs[i].size, &in[i]);
+      st = cml_buffer_from_host(be, 0, &c->inputs[i].shape, c->inputs[i].data, c->inputs[i].size,
+                                &in[i]);
     }
   }
   size_t out_count = exe ? cml_executable_output_count(exe) : 0;
@@ -474,8 +551,7 @@ static void dt_format(cml_dtype_t d, const void* p, int64_t i, char* buf, size_t
   } else if (cml_dtype_is_float(d)) {
     uint64_t bits = 0;
     memcpy(&bits, (const char*)p + (size_t)dt_elem_bytes(d) * (size_t)i, (size_t)dt_elem_bytes(d));
-    snprintf(buf, size, "%.17g [0x%0*" PRIx64 "]", dt_get_f64(d, p, i), dt_elem_bytes(d) * 2,
-             bits);
+    snprintf(buf, size, "%.17g [0x%0*" PRIx64 "]", dt_get_f64(d, p, i), dt_elem_bytes(d) * 2, bits);
   } else if (cml_dtype_is_unsigned_int(d)) {
     snprintf(buf, size, "%" PRIu64, (uint64_t)dt_get_i64(d, p, i));
   } else {

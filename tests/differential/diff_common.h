@@ -58,13 +58,13 @@ typedef struct dt_case_t dt_case_t;
 
 // For a differing element |i| of output |output|: the documented reason when the difference is
 // a known, accepted one (docs/differential.md, "Accepted differences"), else NULL.
-typedef const char* (*dt_known_fn)(const dt_case_t* c, size_t output, int64_t i,
-                                   const void* c_out, const void* xla_out);
+typedef const char* (*dt_known_fn)(const dt_case_t* c, size_t output, int64_t i, const void* c_out,
+                                   const void* xla_out);
 
 struct dt_case_t {
-  const char* op;           // label: the op name
-  cml_dtype_t dtype;        // label: the main dtype
-  char variant[96];         // label: what distinguishes the case ("axis=1", "F32->I8")
+  const char* op;     // label: the op name
+  cml_dtype_t dtype;  // label: the main dtype
+  char variant[96];   // label: what distinguishes the case ("axis=1", "F32->I8")
   dt_tol_t tol;
   size_t input_count;
   dt_tensor_t inputs[DT_MAX_INPUTS];
@@ -83,7 +83,7 @@ typedef struct dt_state_t {
   uint64_t rng;
   int verbose;
   bool denormals_flushed;  // see dt_denormals_flushed (default true)
-  const char* filter;  // substring of "<op>/<dtype>" to run, NULL for all
+  const char* filter;      // substring of "<op>/<dtype>" to run, NULL for all
   size_t agreed, disagreed, skipped;
 } dt_state_t;
 extern dt_state_t dt;

@@ -179,8 +179,8 @@ static void dt_if_call(cml_dtype_t d, bool pred) {
 }
 
 void dt_group_control(void) {
-  static const cml_dtype_t sort_dtypes[] = {CML_DTYPE_I8,  CML_DTYPE_I32,  CML_DTYPE_U16,
-                                            CML_DTYPE_I64, CML_DTYPE_U64,  CML_DTYPE_F16,
+  static const cml_dtype_t sort_dtypes[] = {CML_DTYPE_I8,   CML_DTYPE_I32, CML_DTYPE_U16,
+                                            CML_DTYPE_I64,  CML_DTYPE_U64, CML_DTYPE_F16,
                                             CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64};
   for (size_t i = 0; i < sizeof sort_dtypes / sizeof sort_dtypes[0]; ++i) {
     cml_dtype_t d = sort_dtypes[i];
@@ -192,8 +192,8 @@ void dt_group_control(void) {
   dt_while(CML_DTYPE_F32);
   dt_while(CML_DTYPE_F64);
   dt_while(CML_DTYPE_I32);
-  static const cml_dtype_t if_dtypes[] = {CML_DTYPE_I32, CML_DTYPE_U8, CML_DTYPE_F32,
-                                          CML_DTYPE_F64, CML_DTYPE_C64};
+  static const cml_dtype_t if_dtypes[] = {CML_DTYPE_I32, CML_DTYPE_U8, CML_DTYPE_F32, CML_DTYPE_F64,
+                                          CML_DTYPE_C64};
   for (size_t i = 0; i < sizeof if_dtypes / sizeof if_dtypes[0]; ++i) {
     dt_if_call(if_dtypes[i], true);
     dt_if_call(if_dtypes[i], false);

@@ -27,8 +27,8 @@ static const char dt_reason_double_rounding[] =
     "ConvertDType of 64-bit values to Float16/BFloat16: XLA rounds twice (via Float32), c once";
 
 // A 1-ulp difference converting a value that is not exact in Float32 to a half type.
-static const char* dt_known_convert(const dt_case_t* c, size_t output, int64_t i,
-                                    const void* c_out, const void* xla_out) {
+static const char* dt_known_convert(const dt_case_t* c, size_t output, int64_t i, const void* c_out,
+                                    const void* xla_out) {
   cml_dtype_t from = c->inputs[0].shape.dtype;
   cml_dtype_t to = ((const dt_convert_ctx_t*)c->ctx)->to;
   if (to != CML_DTYPE_F16 && to != CML_DTYPE_BF16) return NULL;
@@ -50,8 +50,8 @@ static void dt_convert(cml_dtype_t from, cml_dtype_t to) {
   if (cml_dtype_is_float(from) && cml_dtype_is_int(to)) {
     int bits = cml_dtype_bits(to);
     double lim = cml_dtype_is_signed_int(to) ? ldexp(1.0, bits - 1) : ldexp(1.0, bits);
-    const double near[] = {lim, -lim, lim - 1, -lim - 1, lim * 2, lim + 0.5, -0.5, -0.99,
-                           0.99, -1.5, 255.5, 127.5, 65535.5};
+    const double near[] = {lim,   -lim, lim - 1, -lim - 1, lim * 2, lim + 0.5, -0.5,
+                           -0.99, 0.99, -1.5,    255.5,    127.5,   65535.5};
     for (size_t k = 0; k < sizeof near / sizeof near[0]; ++k) {
       dt_set_f64(from, x, dt_special_count(from) + (int64_t)k, near[k]);
     }

@@ -48,32 +48,42 @@ static dt_tol_t dt_elementwise_tol(cml_op_t op, cml_dtype_t d) {
       case CML_OP_IMAG:
       case CML_OP_IDENTITY:
       case CML_OP_EQUAL:
-      case CML_OP_NOT_EQUAL: return dt_exact();
-      case CML_OP_ABS: return dt_ulps(2);
+      case CML_OP_NOT_EQUAL:
+        return dt_exact();
+      case CML_OP_ABS:
+        return dt_ulps(2);
       case CML_OP_MUL:
-      case CML_OP_SIGN: return dt_ulps(2);
+      case CML_OP_SIGN:
+        return dt_ulps(2);
       case CML_OP_DIV:
       case CML_OP_SQRT:
-      case CML_OP_RSQRT: return dt_ulps(4);
+      case CML_OP_RSQRT:
+        return dt_ulps(4);
       // Both compute exp(y*log(x)) in the dtype: the error grows with |y*log(x)|.
-      case CML_OP_POW: return dt_ulps(64);
-      default: return dt_ulps(8);  // complex transcendentals, normwise
+      case CML_OP_POW:
+        return dt_ulps(64);
+      default:
+        return dt_ulps(8);  // complex transcendentals, normwise
     }
   }
   switch (op) {
-    case CML_OP_EXPM1: return dt_ulps(half ? 1 : 4);  // XLA's f32 expm1: up to 4 ulps
+    case CML_OP_EXPM1:
+      return dt_ulps(half ? 1 : 4);  // XLA's f32 expm1: up to 4 ulps
     case CML_OP_EXP:
     case CML_OP_LOG:
     case CML_OP_LOG1P:
     case CML_OP_SIN:
     case CML_OP_COS:
     case CML_OP_RSQRT:
-    case CML_OP_ATAN2: return dt_ulps(half ? 1 : 2);
+    case CML_OP_ATAN2:
+      return dt_ulps(half ? 1 : 2);
     case CML_OP_TANH:
     case CML_OP_ERF:
     case CML_OP_LOGISTIC:
-    case CML_OP_POW: return dt_ulps(half ? 1 : 4);
-    default: return dt_exact();
+    case CML_OP_POW:
+      return dt_ulps(half ? 1 : 4);
+    default:
+      return dt_exact();
   }
 }
 
@@ -139,8 +149,8 @@ static const char* dt_known_elementwise(const dt_case_t* c, size_t output, int64
     cml_dtype_t r = cml_dtype_real_part(d);
     double re = dt_get_f64(r, x, 2 * i), im = dt_get_f64(r, x, 2 * i + 1);
     bool cut = im == 0 && signbit(im) && re < 0;
-    if (cut && (op == CML_OP_SQRT || op == CML_OP_RSQRT || op == CML_OP_LOG ||
-                op == CML_OP_LOG1P || op == CML_OP_POW)) {
+    if (cut && (op == CML_OP_SQRT || op == CML_OP_RSQRT || op == CML_OP_LOG || op == CML_OP_LOG1P ||
+                op == CML_OP_POW)) {
       return dt_reason_branch_cut;
     }
     if (op == CML_OP_POW && re == 0 && im == 0) return dt_reason_cpow_zero;

@@ -29,8 +29,12 @@ static size_t dt_build_move(cml_function_t* f, const cml_value_t* p, const void*
                             cml_value_t* outs) {
   const dt_move_ctx_t* m = ctx;
   switch (m->kind) {
-    case DT_RESHAPE: outs[0] = cml_op_reshape(f, p[0], (const int64_t[]){5, 12}, 2); break;
-    case DT_TRANSPOSE: outs[0] = cml_op_transpose(f, p[0], (const int64_t[]){2, 0, 1}, 3); break;
+    case DT_RESHAPE:
+      outs[0] = cml_op_reshape(f, p[0], (const int64_t[]){5, 12}, 2);
+      break;
+    case DT_TRANSPOSE:
+      outs[0] = cml_op_transpose(f, p[0], (const int64_t[]){2, 0, 1}, 3);
+      break;
     case DT_BROADCAST:
       outs[0] = cml_op_broadcast_in_dim(f, p[0], (const int64_t[]){3, 4, 5, 2}, 4,
                                         (const int64_t[]){0, 1, 2}, 3);
@@ -42,7 +46,9 @@ static size_t dt_build_move(cml_function_t* f, const cml_value_t* p, const void*
       outs[0] = cml_op_slice(f, p[0], (const int64_t[]){1, 0, 1}, (const int64_t[]){3, 4, 5},
                              (const int64_t[]){1, 2, 3}, 3);
       break;
-    case DT_REVERSE: outs[0] = cml_op_reverse(f, p[0], (const int64_t[]){0, 2}, 2); break;
+    case DT_REVERSE:
+      outs[0] = cml_op_reverse(f, p[0], (const int64_t[]){0, 2}, 2);
+      break;
     case DT_IOTA: {
       cml_shape_t s = cml_shape_make(m->dtype, 2, (const int64_t[]){4, 70});
       outs[0] = cml_op_iota(f, &s, 1);
@@ -59,17 +65,18 @@ static size_t dt_build_move(cml_function_t* f, const cml_value_t* p, const void*
                                      (const int64_t[]){2, 3, 2}, 3);
       break;
     case DT_DYNAMIC_UPDATE_SLICE:
-      outs[0] = cml_op_dynamic_update_slice(f, p[0], p[1], (const cml_value_t[]){p[2], p[3], p[4]},
-                                            3);
+      outs[0] =
+          cml_op_dynamic_update_slice(f, p[0], p[1], (const cml_value_t[]){p[2], p[3], p[4]}, 3);
       break;
-    default: return 0;
+    default:
+      return 0;
   }
   return 1;
 }
 
 static const char* const dt_move_names[DT_MOVE_COUNT] = {
-    "Reshape", "Transpose", "BroadcastInDim", "Concatenate",         "Slice",
-    "Reverse", "Iota",      "Pad",            "DynamicSlice",        "DynamicUpdateSlice"};
+    "Reshape", "Transpose", "BroadcastInDim", "Concatenate",       "Slice", "Reverse",
+    "Iota",    "Pad",       "DynamicSlice",   "DynamicUpdateSlice"};
 
 static void dt_move(dt_move_t kind, cml_dtype_t d, int variant) {
   const char* name = dt_move_names[kind];

@@ -84,8 +84,11 @@ static void dt_reduce(cml_op_t op, cml_dtype_t d) {
     dt_reduce_fill(op, d, x);
     // The all-axes float sum and product get finite rows 7 and 8 (the per-axis variants keep
     // their Inf and NaN), so that their bound is checked on a finite result.
-    dt_reduce_ctx_t ctx = {op, {variants[v].axes[0], variants[v].axes[1]}, variants[v].count,
-                           false, CML_DTYPE_INVALID};
+    dt_reduce_ctx_t ctx = {op,
+                           {variants[v].axes[0], variants[v].axes[1]},
+                           variants[v].count,
+                           false,
+                           CML_DTYPE_INVALID};
     if (v == 2 && is_float && tol.kind != DT_EXACT) {
       for (int64_t j = 0; j < 2 * DT_COLS; ++j) {
         dt_set_f64(d, x, 7 * DT_COLS + j, (op == CML_OP_REDUCE_PRODUCT) ? 1.0 : 0.25);

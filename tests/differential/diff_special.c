@@ -75,9 +75,13 @@ static size_t dt_build_batch_norm(cml_function_t* f, const cml_value_t* p, const
   const dt_special_ctx_t* s = ctx;
   const float eps = 1e-3f;
   switch (s->variant) {
-    case 0: outs[0] = cml_op_batch_norm_inference(f, p[0], p[1], p[2], p[3], p[4], eps, 1); return 1;
-    case 1: return cml_op_batch_norm_training(f, p[0], p[1], p[2], eps, 1, outs) ? 3 : 0;
-    default: return cml_op_batch_norm_gradient(f, p[0], p[1], p[2], p[3], p[4], eps, 1, outs) ? 3 : 0;
+    case 0:
+      outs[0] = cml_op_batch_norm_inference(f, p[0], p[1], p[2], p[3], p[4], eps, 1);
+      return 1;
+    case 1:
+      return cml_op_batch_norm_training(f, p[0], p[1], p[2], eps, 1, outs) ? 3 : 0;
+    default:
+      return cml_op_batch_norm_gradient(f, p[0], p[1], p[2], p[3], p[4], eps, 1, outs) ? 3 : 0;
   }
 }
 

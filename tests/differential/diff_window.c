@@ -33,8 +33,8 @@ static size_t dt_build_reduce_window(cml_function_t* f, const cml_value_t* p, co
   return 1;
 }
 
-static size_t dt_build_select_and_scatter(cml_function_t* f, const cml_value_t* p,
-                                          const void* ctx, cml_value_t* outs) {
+static size_t dt_build_select_and_scatter(cml_function_t* f, const cml_value_t* p, const void* ctx,
+                                          cml_value_t* outs) {
   const dt_window_ctx_t* w = ctx;
   cml_window_config_t cfg;
   memset(&cfg, 0, sizeof cfg);

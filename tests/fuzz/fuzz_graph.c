@@ -56,9 +56,7 @@ static uint32_t fz_u32(fz_stream_t* z) {
   return v;
 }
 
-static uint64_t fz_u64(fz_stream_t* z) {
-  return ((uint64_t)fz_u32(z) << 32) | fz_u32(z);
-}
+static uint64_t fz_u64(fz_stream_t* z) { return ((uint64_t)fz_u32(z) << 32) | fz_u32(z); }
 
 // A dimension: mostly small, sometimes 0, negative or huge.
 static int64_t fz_dim(fz_stream_t* z) {
@@ -66,14 +64,22 @@ static int64_t fz_dim(fz_stream_t* z) {
   if (b < 200) return 1 + b % 5;
   if (b < 225) return b % 9;
   switch (b % 8) {
-    case 0: return 0;
-    case 1: return -1;
-    case 2: return 1 << 20;
-    case 3: return (int64_t)1 << 33;
-    case 4: return INT64_MAX;
-    case 5: return INT64_MIN;
-    case 6: return 64;
-    default: return 17;
+    case 0:
+      return 0;
+    case 1:
+      return -1;
+    case 2:
+      return 1 << 20;
+    case 3:
+      return (int64_t)1 << 33;
+    case 4:
+      return INT64_MAX;
+    case 5:
+      return INT64_MIN;
+    case 6:
+      return 64;
+    default:
+      return 17;
   }
 }
 
@@ -82,20 +88,26 @@ static int64_t fz_axis(fz_stream_t* z) {
   uint8_t b = fz_u8(z);
   if (b < 220) return b % 4;
   switch (b % 6) {
-    case 0: return -1;
-    case 1: return 4 + b % 13;
-    case 2: return INT64_MIN;
-    case 3: return INT64_MAX;
-    case 4: return -(int64_t)(b % 5);
-    default: return 16;
+    case 0:
+      return -1;
+    case 1:
+      return 4 + b % 13;
+    case 2:
+      return INT64_MIN;
+    case 3:
+      return INT64_MAX;
+    case 4:
+      return -(int64_t)(b % 5);
+    default:
+      return 16;
   }
 }
 
 static const cml_dtype_t fz_common_dtypes[] = {
-    CML_DTYPE_F32, CML_DTYPE_F32, CML_DTYPE_I32, CML_DTYPE_F64, CML_DTYPE_BOOL, CML_DTYPE_I64,
-    CML_DTYPE_U8,  CML_DTYPE_F16, CML_DTYPE_BF16, CML_DTYPE_C64, CML_DTYPE_I8,  CML_DTYPE_U32,
-    CML_DTYPE_I16, CML_DTYPE_U16, CML_DTYPE_U64, CML_DTYPE_C128, CML_DTYPE_I4,  CML_DTYPE_U4,
-    CML_DTYPE_I2,  CML_DTYPE_U2,  CML_DTYPE_I1,  CML_DTYPE_U1,  CML_DTYPE_F32, CML_DTYPE_I32,
+    CML_DTYPE_F32, CML_DTYPE_F32, CML_DTYPE_I32,  CML_DTYPE_F64,  CML_DTYPE_BOOL, CML_DTYPE_I64,
+    CML_DTYPE_U8,  CML_DTYPE_F16, CML_DTYPE_BF16, CML_DTYPE_C64,  CML_DTYPE_I8,   CML_DTYPE_U32,
+    CML_DTYPE_I16, CML_DTYPE_U16, CML_DTYPE_U64,  CML_DTYPE_C128, CML_DTYPE_I4,   CML_DTYPE_U4,
+    CML_DTYPE_I2,  CML_DTYPE_U2,  CML_DTYPE_I1,   CML_DTYPE_U1,   CML_DTYPE_F32,  CML_DTYPE_I32,
 };
 #define FZ_COMMON_DTYPES (sizeof fz_common_dtypes / sizeof fz_common_dtypes[0])
 
@@ -163,7 +175,7 @@ typedef struct fz_graph_t {
   fz_fn_t fns[CML_FUZZ_MAX_FNS];
   int fn_count;
   int stack[CML_FUZZ_MAX_DEPTH + 1];
-  int depth;  // stack[depth - 1] is the current function
+  int depth;       // stack[depth - 1] is the current function
   bool unbounded;  // a raw While was built: do not execute
   size_t max_bytes, total_bytes;
   bool ok_before;  // builder healthy before the current op
@@ -190,7 +202,8 @@ static bool fz_visible(const fz_graph_t* g, int owner, int fn) {
 // Records the result of an op that returned |v| (|what| names it) and checks the invariants.
 static cml_value_t fz_note(fz_graph_t* g, cml_value_t v, const char* what) {
   if (v == CML_VALUE_INVALID) {
-    if (fz_builder_ok(g)) cml_fuzz_violation("%s returned CML_VALUE_INVALID without an error", what);
+    if (fz_builder_ok(g))
+      cml_fuzz_violation("%s returned CML_VALUE_INVALID without an error", what);
     return v;
   }
   if (!g->ok_before) cml_fuzz_violation("%s returned a value after the builder failed", what);
@@ -256,7 +269,8 @@ static cml_value_t fz_pick_like(fz_graph_t* g, cml_value_t like, bool same_dtype
   for (int pass = 0; pass < 2; ++pass) {
     for (int i = g->value_count - 1; i >= 0; --i) {
       cml_shape_t s;
-      if (!fz_visible(g, g->values[i].fn, cur) || !cml_builder_value_shape(g->b, g->values[i].v, &s))
+      if (!fz_visible(g, g->values[i].fn, cur) ||
+          !cml_builder_value_shape(g->b, g->values[i].v, &s))
         continue;
       if (!cml_shape_dims_equal(&s, &want) || (same_dtype && s.dtype != want.dtype)) continue;
       if (pass == 1 || skip-- == 0) return g->values[i].v;
@@ -466,8 +480,8 @@ static void fz_template_sort(fz_graph_t* g) {
     params[2 * i + 1] = cml_parameter(cf, NULL, &s);
   }
   size_t key = fz_u8(&g->z) % count;
-  cml_value_t less = cml_op_binary(cf, fz_op_of_kind(g, CML_OPK_COMPARE), params[2 * key],
-                                   params[2 * key + 1]);
+  cml_value_t less =
+      cml_op_binary(cf, fz_op_of_kind(g, CML_OPK_COMPARE), params[2 * key], params[2 * key + 1]);
   fz_return(g, c, &less, 1);
   cml_value_t result[3] = {0, 0, 0};
   bool ok = cml_op_sort(f, cf, fz_axis(&g->z), fz_u8(&g->z) & 1, ops, count, result);
@@ -591,16 +605,16 @@ static void fz_step(fz_graph_t* g) {
     case FZ_CLAMP: {
       cml_value_t x = fz_pick(g);
       cml_value_t lo = fz_u8(z) < 128 ? fz_scalar(g, f, fz_shape_of(g, x).dtype) : fz_pick(g);
-      cml_value_t hi = fz_u8(z) < 128 ? fz_scalar(g, f, fz_shape_of(g, x).dtype)
-                                      : fz_pick_like(g, x, true);
+      cml_value_t hi =
+          fz_u8(z) < 128 ? fz_scalar(g, f, fz_shape_of(g, x).dtype) : fz_pick_like(g, x, true);
       fz_note(g, cml_op_clamp(f, lo, x, hi), "Clamp");
       break;
     }
     case FZ_WHERE: {
       cml_value_t x = fz_pick(g);
       cml_value_t y = fz_pick_like(g, x, true);
-      cml_value_t cond = fz_u8(z) < 160 ? cml_op_binary(f, fz_op_of_kind(g, CML_OPK_COMPARE), x, y)
-                                        : fz_pick(g);
+      cml_value_t cond =
+          fz_u8(z) < 160 ? cml_op_binary(f, fz_op_of_kind(g, CML_OPK_COMPARE), x, y) : fz_pick(g);
       fz_note(g, cml_op_where(f, cond, x, y), "Where");
       break;
     }
@@ -743,8 +757,10 @@ static void fz_step(fz_graph_t* g) {
         fz_note(g, cml_op_dynamic_slice(f, x, rank > 0 ? starts : NULL, a0, rank), "DynamicSlice");
       } else {
         cml_value_t update = x;
-        if (fz_u8(z) < 128) update = cml_op_slice(f, x, a1, a0, NULL, s.rank);
-        else update = fz_pick(g);
+        if (fz_u8(z) < 128)
+          update = cml_op_slice(f, x, a1, a0, NULL, s.rank);
+        else
+          update = fz_pick(g);
         fz_note(g, cml_op_dynamic_update_slice(f, x, update, rank > 0 ? starts : NULL, rank),
                 "DynamicUpdateSlice");
       }
@@ -758,8 +774,8 @@ static void fz_step(fz_graph_t* g) {
       int64_t k = 1 + fz_u8(z) % 4;
       cml_gather_dims_t d;
       memset(&d, 0, sizeof d);
-      cml_shape_t is = cml_shape_make(fz_u8(z) < 200 ? CML_DTYPE_I32 : fz_dtype(z), 2,
-                                      (int64_t[]){k, m});
+      cml_shape_t is =
+          cml_shape_make(fz_u8(z) < 200 ? CML_DTYPE_I32 : fz_dtype(z), 2, (int64_t[]){k, m});
       int32_t start = fz_u8(z) % (r - m + 1 > 0 ? r - m + 1 : 1);
       d.index_vector_axis = 1;
       d.start_index_map_count = m;
@@ -782,11 +798,21 @@ static void fz_step(fz_graph_t* g) {
       d.indices_are_sorted = fz_u8(z) & 1;
       if (fz_u8(z) > 220) {  // break one field
         switch (fz_u8(z) % 5) {
-          case 0: d.index_vector_axis = fz_axis(z); break;
-          case 1: d.slice_sizes[fz_u8(z) % CML_MAX_RANK] = fz_dim(z); break;
-          case 2: d.collapsed_slice_axes[0] = fz_axis(z); break;
-          case 3: d.offset_output_axis_count = (int32_t)fz_axis(z); break;
-          default: d.start_index_map_count = (int32_t)fz_axis(z); break;
+          case 0:
+            d.index_vector_axis = fz_axis(z);
+            break;
+          case 1:
+            d.slice_sizes[fz_u8(z) % CML_MAX_RANK] = fz_dim(z);
+            break;
+          case 2:
+            d.collapsed_slice_axes[0] = fz_axis(z);
+            break;
+          case 3:
+            d.offset_output_axis_count = (int32_t)fz_axis(z);
+            break;
+          default:
+            d.start_index_map_count = (int32_t)fz_axis(z);
+            break;
         }
       }
       int64_t idx[64];
@@ -834,10 +860,18 @@ static void fz_step(fz_graph_t* g) {
       d.unique_indices = fz_u8(z) & 1;
       if (fz_u8(z) > 220) {
         switch (fz_u8(z) % 4) {
-          case 0: d.index_vector_axis = fz_axis(z); break;
-          case 1: d.inserted_window_axes[0] = fz_axis(z); break;
-          case 2: d.update_window_axis_count = (int32_t)fz_axis(z); break;
-          default: d.scatter_axes_to_operand_axes[0] = fz_axis(z); break;
+          case 0:
+            d.index_vector_axis = fz_axis(z);
+            break;
+          case 1:
+            d.inserted_window_axes[0] = fz_axis(z);
+            break;
+          case 2:
+            d.update_window_axis_count = (int32_t)fz_axis(z);
+            break;
+          default:
+            d.scatter_axes_to_operand_axes[0] = fz_axis(z);
+            break;
         }
       }
       int32_t idx[8];
@@ -888,11 +922,21 @@ static void fz_step(fz_graph_t* g) {
       c.output_dtype = fz_u8(z) > 240 ? fz_dtype(z) : CML_DTYPE_INVALID;
       if (fz_u8(z) > 220) {
         switch (fz_u8(z) % 5) {
-          case 0: c.spatial_count = (int32_t)fz_axis(z); break;
-          case 1: c.input_channel_axis = fz_axis(z); break;
-          case 2: c.kernel_spatial_axes[0] = fz_axis(z); break;
-          case 3: c.strides[0] = -(int64_t)fz_u8(z); break;
-          default: c.padding_low[0] = -(int64_t)(fz_u8(z) % 8); break;
+          case 0:
+            c.spatial_count = (int32_t)fz_axis(z);
+            break;
+          case 1:
+            c.input_channel_axis = fz_axis(z);
+            break;
+          case 2:
+            c.kernel_spatial_axes[0] = fz_axis(z);
+            break;
+          case 3:
+            c.strides[0] = -(int64_t)fz_u8(z);
+            break;
+          default:
+            c.padding_low[0] = -(int64_t)(fz_u8(z) % 8);
+            break;
         }
       }
       cml_value_t kernel = fz_u8(z) < 200 ? cml_op_iota(f, &ks, fz_u8(z) % 2) : fz_pick(g);
@@ -918,10 +962,18 @@ static void fz_step(fz_graph_t* g) {
       }
       if (fz_u8(z) > 225) {
         switch (fz_u8(z) % 4) {
-          case 0: w.rank = fz_rank(z); break;
-          case 1: w.window_dims[0] = fz_dim(z); break;
-          case 2: w.strides[0] = -(int64_t)fz_u8(z); break;
-          default: w.padding_high[0] = -(int64_t)(fz_u8(z) % 9); break;
+          case 0:
+            w.rank = fz_rank(z);
+            break;
+          case 1:
+            w.window_dims[0] = fz_dim(z);
+            break;
+          case 2:
+            w.strides[0] = -(int64_t)fz_u8(z);
+            break;
+          default:
+            w.padding_high[0] = -(int64_t)(fz_u8(z) % 9);
+            break;
         }
       }
       cml_reduce_type_t type = (cml_reduce_type_t)(fz_u8(z) % (CML_REDUCE_TYPE_COUNT + 1));
@@ -1008,8 +1060,8 @@ static void fz_step(fz_graph_t* g) {
       cml_shape_t s = fz_shape_of(g, x);
       int64_t axis = s.rank > 0 ? fz_u8(z) % s.rank : fz_axis(z);
       if (fz_u8(z) > 235) axis = fz_axis(z);
-      cml_shape_t ps = cml_shape_make(s.dtype, 1,
-                                      (int64_t[]){axis >= 0 && axis < s.rank ? s.dims[axis] : 1});
+      cml_shape_t ps =
+          cml_shape_make(s.dtype, 1, (int64_t[]){axis >= 0 && axis < s.rank ? s.dims[axis] : 1});
       cml_value_t p[4];
       for (int i = 0; i < 4; ++i) p[i] = fz_u8(z) < 230 ? cml_op_iota(f, &ps, 0) : fz_pick(g);
       float eps = fz_u8(z) < 200 ? 1e-3f : -1.0f;
@@ -1019,10 +1071,9 @@ static void fz_step(fz_graph_t* g) {
                 "BatchNormInference");
       } else {
         cml_value_t out[3] = {0, 0, 0};
-        bool ok = kind == 1
-                      ? cml_op_batch_norm_training(f, x, p[0], p[1], eps, axis, out)
-                      : cml_op_batch_norm_gradient(f, x, p[0], p[1], p[2], fz_pick_like(g, x, true),
-                                                   eps, axis, out);
+        bool ok = kind == 1 ? cml_op_batch_norm_training(f, x, p[0], p[1], eps, axis, out)
+                            : cml_op_batch_norm_gradient(f, x, p[0], p[1], p[2],
+                                                         fz_pick_like(g, x, true), eps, axis, out);
         fz_note_multi(g, ok, out, 3, kind == 1 ? "BatchNormTraining" : "BatchNormGradient");
       }
       break;
@@ -1195,8 +1246,8 @@ static void fz_execute(fz_graph_t* g, cml_backend_t* backend, cml_executable_t* 
       if (run == 1) {
         for (size_t i = 0; i < in_count; ++i) donate[i] = fz_u8(z) > 200;
       }
-      cml_status_t st = cml_executable_execute(exe, inputs, count, run ? donate : NULL, device,
-                                               outs[run]);
+      cml_status_t st =
+          cml_executable_execute(exe, inputs, count, run ? donate : NULL, device, outs[run]);
       if (st != CML_OK) {
         cml_fuzz_check_status(st, "cml_executable_execute");
         for (size_t i = 0; i < out_count; ++i) {
@@ -1256,8 +1307,8 @@ static void fz_execute(fz_graph_t* g, cml_backend_t* backend, cml_executable_t* 
 //===--- the target ---===//
 
 // Backends kept between inputs (creating a thread pool per input would dominate the run).
-static const char* const fz_backend_configs[] = {
-    "c:threads=2", "c:reference=true,threads=1", "c:fusion=false,threads=2,devices=2", "null"};
+static const char* const fz_backend_configs[] = {"c:threads=2", "c:reference=true,threads=1",
+                                                 "c:fusion=false,threads=2,devices=2", "null"};
 #define FZ_BACKENDS (sizeof fz_backend_configs / sizeof fz_backend_configs[0])
 static cml_backend_t* fz_backends[FZ_BACKENDS];
 static cml_fuzz_counter_t fz_counters[FZ_BACKENDS];
@@ -1276,9 +1327,8 @@ void cml_fuzz_teardown(void) {
 
 static cml_backend_t* fz_backend(size_t i) {
   if (!fz_backends[i]) {
-    cml_status_t st = cml_backend_create(fz_backend_configs[i],
-                                         cml_fuzz_counting_allocator(&fz_counters[i]),
-                                         &fz_backends[i]);
+    cml_status_t st = cml_backend_create(
+        fz_backend_configs[i], cml_fuzz_counting_allocator(&fz_counters[i]), &fz_backends[i]);
     if (st != CML_OK) {
       cml_fuzz_violation("cannot create backend \"%s\": %s", fz_backend_configs[i],
                          cml_status_message(st));

@@ -29,41 +29,46 @@ typedef struct test_entry_t {
 } test_entry_t;
 
 #define TEST(name) static void test_##name(int* test_failed_)
-#define TEST_ENTRY(name) {#name, test_##name}
+#define TEST_ENTRY(name) \
+  { #name, test_##name }
 
-#define TEST_FAIL_(...)                                  \
-  do {                                                   \
-    fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);      \
-    fprintf(stderr, __VA_ARGS__);                        \
-    fprintf(stderr, "\n");                               \
-    *test_failed_ = 1;                                   \
-    return;                                              \
+#define TEST_FAIL_(...)                             \
+  do {                                              \
+    fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__);                   \
+    fprintf(stderr, "\n");                          \
+    *test_failed_ = 1;                              \
+    return;                                         \
   } while (0)
 
-#define ASSERT_TRUE(c) \
-  do { if (!(c)) TEST_FAIL_("ASSERT_TRUE(%s) failed", #c); } while (0)
-#define ASSERT_FALSE(c) \
-  do { if (c) TEST_FAIL_("ASSERT_FALSE(%s) failed", #c); } while (0)
-#define ASSERT_EQ_INT(a, b)                                                                 \
-  do {                                                                                      \
-    long long a_ = (long long)(a), b_ = (long long)(b);                                     \
-    if (a_ != b_) TEST_FAIL_("ASSERT_EQ_INT(%s, %s): %lld != %lld", #a, #b, a_, b_);         \
+#define ASSERT_TRUE(c)                                  \
+  do {                                                  \
+    if (!(c)) TEST_FAIL_("ASSERT_TRUE(%s) failed", #c); \
   } while (0)
-#define ASSERT_NE_INT(a, b)                                                                 \
-  do {                                                                                      \
-    long long a_ = (long long)(a), b_ = (long long)(b);                                     \
-    if (a_ == b_) TEST_FAIL_("ASSERT_NE_INT(%s, %s): both %lld", #a, #b, a_);                \
+#define ASSERT_FALSE(c)                               \
+  do {                                                \
+    if (c) TEST_FAIL_("ASSERT_FALSE(%s) failed", #c); \
   } while (0)
-#define ASSERT_EQ_U64(a, b)                                                                   \
-  do {                                                                                        \
-    unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);            \
-    if (a_ != b_) TEST_FAIL_("ASSERT_EQ_U64(%s, %s): %llu != %llu", #a, #b, a_, b_);           \
+#define ASSERT_EQ_INT(a, b)                                                          \
+  do {                                                                               \
+    long long a_ = (long long)(a), b_ = (long long)(b);                              \
+    if (a_ != b_) TEST_FAIL_("ASSERT_EQ_INT(%s, %s): %lld != %lld", #a, #b, a_, b_); \
   } while (0)
-#define ASSERT_EQ_DBL(a, b)                                                                 \
-  do {                                                                                      \
-    double a_ = (double)(a), b_ = (double)(b);                                              \
-    if (!(a_ == b_ || (isnan(a_) && isnan(b_))))                                           \
-      TEST_FAIL_("ASSERT_EQ_DBL(%s, %s): %.17g != %.17g", #a, #b, a_, b_);                  \
+#define ASSERT_NE_INT(a, b)                                                   \
+  do {                                                                        \
+    long long a_ = (long long)(a), b_ = (long long)(b);                       \
+    if (a_ == b_) TEST_FAIL_("ASSERT_NE_INT(%s, %s): both %lld", #a, #b, a_); \
+  } while (0)
+#define ASSERT_EQ_U64(a, b)                                                          \
+  do {                                                                               \
+    unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);   \
+    if (a_ != b_) TEST_FAIL_("ASSERT_EQ_U64(%s, %s): %llu != %llu", #a, #b, a_, b_); \
+  } while (0)
+#define ASSERT_EQ_DBL(a, b)                                                \
+  do {                                                                     \
+    double a_ = (double)(a), b_ = (double)(b);                             \
+    if (!(a_ == b_ || (isnan(a_) && isnan(b_))))                           \
+      TEST_FAIL_("ASSERT_EQ_DBL(%s, %s): %.17g != %.17g", #a, #b, a_, b_); \
   } while (0)
 #define ASSERT_NEAR(a, b, tol)                                                              \
   do {                                                                                      \
@@ -71,59 +76,59 @@ typedef struct test_entry_t {
     if (!(fabs(a_ - b_) <= (tol)))                                                          \
       TEST_FAIL_("ASSERT_NEAR(%s, %s, %g): %.17g vs %.17g", #a, #b, (double)(tol), a_, b_); \
   } while (0)
-#define ASSERT_STREQ(a, b)                                                                  \
-  do {                                                                                      \
-    const char *a_ = (a), *b_ = (b);                                                        \
-    if (!a_ || !b_ || strcmp(a_, b_) != 0)                                                  \
-      TEST_FAIL_("ASSERT_STREQ(%s, %s): \"%s\" != \"%s\"", #a, #b, a_ ? a_ : "(null)",      \
-                 b_ ? b_ : "(null)");                                                       \
+#define ASSERT_STREQ(a, b)                                                             \
+  do {                                                                                 \
+    const char *a_ = (a), *b_ = (b);                                                   \
+    if (!a_ || !b_ || strcmp(a_, b_) != 0)                                             \
+      TEST_FAIL_("ASSERT_STREQ(%s, %s): \"%s\" != \"%s\"", #a, #b, a_ ? a_ : "(null)", \
+                 b_ ? b_ : "(null)");                                                  \
   } while (0)
-#define ASSERT_CONTAINS(haystack, needle)                                                   \
-  do {                                                                                      \
-    const char *h_ = (haystack), *n_ = (needle);                                            \
-    if (!h_ || !strstr(h_, n_))                                                             \
+#define ASSERT_CONTAINS(haystack, needle)                                                       \
+  do {                                                                                          \
+    const char *h_ = (haystack), *n_ = (needle);                                                \
+    if (!h_ || !strstr(h_, n_))                                                                 \
       TEST_FAIL_("ASSERT_CONTAINS(%s, \"%s\"): got \"%s\"", #haystack, n_, h_ ? h_ : "(null)"); \
   } while (0)
-#define ASSERT_STATUS_OK(expr)                                                              \
-  do {                                                                                      \
-    cml_status_t s_ = (expr);                                                               \
-    if (s_ != CML_OK) {                                                                     \
-      fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #expr,                     \
-              cml_status_code_name(cml_status_code(s_)), cml_status_message(s_));           \
-      cml_status_free(s_);                                                                  \
-      *test_failed_ = 1;                                                                    \
-      return;                                                                               \
-    }                                                                                       \
+#define ASSERT_STATUS_OK(expr)                                                    \
+  do {                                                                            \
+    cml_status_t s_ = (expr);                                                     \
+    if (s_ != CML_OK) {                                                           \
+      fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #expr,           \
+              cml_status_code_name(cml_status_code(s_)), cml_status_message(s_)); \
+      cml_status_free(s_);                                                        \
+      *test_failed_ = 1;                                                          \
+      return;                                                                     \
+    }                                                                             \
   } while (0)
 // Asserts |expr| fails with |code|; frees the status.
-#define ASSERT_STATUS_CODE(expr, code)                                                      \
-  do {                                                                                      \
-    cml_status_t s_ = (expr);                                                               \
-    cml_status_code_t c_ = cml_status_code(s_);                                             \
-    if (c_ != (code)) {                                                                     \
-      fprintf(stderr, "%s:%d: %s: want %s, got %s: %s\n", __FILE__, __LINE__, #expr,        \
-              cml_status_code_name(code), cml_status_code_name(c_), cml_status_message(s_));\
-      cml_status_free(s_);                                                                  \
-      *test_failed_ = 1;                                                                    \
-      return;                                                                               \
-    }                                                                                       \
-    cml_status_free(s_);                                                                    \
+#define ASSERT_STATUS_CODE(expr, code)                                                       \
+  do {                                                                                       \
+    cml_status_t s_ = (expr);                                                                \
+    cml_status_code_t c_ = cml_status_code(s_);                                              \
+    if (c_ != (code)) {                                                                      \
+      fprintf(stderr, "%s:%d: %s: want %s, got %s: %s\n", __FILE__, __LINE__, #expr,         \
+              cml_status_code_name(code), cml_status_code_name(c_), cml_status_message(s_)); \
+      cml_status_free(s_);                                                                   \
+      *test_failed_ = 1;                                                                     \
+      return;                                                                                \
+    }                                                                                        \
+    cml_status_free(s_);                                                                     \
   } while (0)
 
-#define TEST_MAIN(...)                                                                      \
-  int main(int argc, char** argv) {                                                         \
-    static const test_entry_t tests_[] = {__VA_ARGS__};                                     \
-    int failures_ = 0, ran_ = 0;                                                            \
-    for (size_t i_ = 0; i_ < sizeof tests_ / sizeof tests_[0]; ++i_) {                      \
-      if (argc > 1 && strcmp(argv[1], tests_[i_].name) != 0) continue;                      \
-      int failed_ = 0;                                                                      \
-      tests_[i_].fn(&failed_);                                                              \
-      ++ran_;                                                                               \
-      printf("%s %s\n", failed_ ? "FAIL" : "ok  ", tests_[i_].name);                        \
-      failures_ += failed_;                                                                 \
-    }                                                                                       \
-    printf("%d passed, %d failed, 0 skipped\n", ran_ - failures_, failures_);               \
-    return (failures_ || ran_ == 0) ? 1 : 0;                                                \
+#define TEST_MAIN(...)                                                        \
+  int main(int argc, char** argv) {                                           \
+    static const test_entry_t tests_[] = {__VA_ARGS__};                       \
+    int failures_ = 0, ran_ = 0;                                              \
+    for (size_t i_ = 0; i_ < sizeof tests_ / sizeof tests_[0]; ++i_) {        \
+      if (argc > 1 && strcmp(argv[1], tests_[i_].name) != 0) continue;        \
+      int failed_ = 0;                                                        \
+      tests_[i_].fn(&failed_);                                                \
+      ++ran_;                                                                 \
+      printf("%s %s\n", failed_ ? "FAIL" : "ok  ", tests_[i_].name);          \
+      failures_ += failed_;                                                   \
+    }                                                                         \
+    printf("%d passed, %d failed, 0 skipped\n", ran_ - failures_, failures_); \
+    return (failures_ || ran_ == 0) ? 1 : 0;                                  \
   }
 
 #endif  // CML_TESTS_HARNESS_TEST_H_

@@ -15,8 +15,8 @@ int main(void) {
     cml_function_t* f = cml_builder_main(b);
     cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){4});
     cml_value_t x = cml_parameter(f, "x", &s);
-    cml_value_t y = cml_op_mul(f, x, x);                  // x^2
-    cml_value_t z = cml_op_reduce_sum(f, y, NULL, 0);     // sum of squares
+    cml_value_t y = cml_op_mul(f, x, x);               // x^2
+    cml_value_t z = cml_op_reduce_sum(f, y, NULL, 0);  // sum of squares
     st = cml_function_return(f, &z, 1);
     if (st == CML_OK) st = cml_builder_compile(b, &exe);
   }

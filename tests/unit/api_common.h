@@ -29,8 +29,7 @@ static inline cml_status_code_t api_code_msg(cml_status_t st, char* buf, size_t 
 static inline cml_buffer_t* api_buffer(cml_backend_t* backend, const cml_shape_t* shape,
                                        const void* data) {
   cml_buffer_t* buf = NULL;
-  cml_status_t st =
-      cml_buffer_from_host(backend, 0, shape, data, cml_shape_byte_size(shape), &buf);
+  cml_status_t st = cml_buffer_from_host(backend, 0, shape, data, cml_shape_byte_size(shape), &buf);
   if (st != CML_OK) {
     fprintf(stderr, "api_buffer: %s\n", cml_status_message(st));
     cml_status_free(st);
@@ -63,14 +62,15 @@ static inline cml_status_t api_run(cml_backend_t* backend, cml_executable_t* exe
   }
   if (st == CML_OK) st = cml_executable_execute(exe, ins, n_in, NULL, 0, outs);
   for (size_t i = 0; i < n_out && st == CML_OK; ++i) {
-    st = cml_buffer_copy_to_host(outs[i], out_data[i], cml_shape_byte_size(cml_buffer_shape(outs[i])));
+    st = cml_buffer_copy_to_host(outs[i], out_data[i],
+                                 cml_shape_byte_size(cml_buffer_shape(outs[i])));
   }
   for (size_t i = 0; i < n_in; ++i) cml_buffer_release(ins[i]);
   for (size_t i = 0; i < n_out; ++i) cml_buffer_release(outs[i]);
   return st;
 }
 
-#define API_SHAPE(dt, ...)                                                          \
+#define API_SHAPE(dt, ...)                                                            \
   cml_shape_make((dt), (int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
                  (int64_t[]){__VA_ARGS__})
 

@@ -24,8 +24,8 @@ static cml_backend_t* backend_c(void) {
 }
 
 // Runs a binary op on two 1-D arrays of |n| elements of |dt|.
-static cml_status_t run_binary(cml_op_t op, cml_dtype_t dt, int64_t n, const void* a,
-                               const void* b, void* out) {
+static cml_status_t run_binary(cml_op_t op, cml_dtype_t dt, int64_t n, const void* a, const void* b,
+                               void* out) {
   cml_builder_t* bld = NULL;
   CML_RETURN_IF_ERROR(cml_builder_create(backend_c(), "bin", &bld));
   cml_function_t* f = cml_builder_main(bld);
@@ -170,7 +170,8 @@ TEST(int_reductions_wrap) {
   ASSERT_STATUS_OK(api_finish(b, outs, 2, &exe));
   static const int32_t v[4] = {INT_MAX, INT_MAX, 3, 65536};
   int32_t sum = 0, prod = 0;
-  cml_status_t st = api_run(backend_c(), exe, (const void* const[]){v}, (void* const[]){&sum, &prod});
+  cml_status_t st =
+      api_run(backend_c(), exe, (const void* const[]){v}, (void* const[]){&sum, &prod});
   cml_executable_release(exe);
   ASSERT_STATUS_OK(st);
   uint32_t ws = 0, wp = 1;
@@ -198,12 +199,14 @@ TEST(float_to_int_saturation) {
   int32_t g32[N];
   uint8_t g8[N];
   int64_t g64[N];
-  cml_status_t st = api_run(backend_c(), exe, (const void* const[]){a}, (void* const[]){g32, g8, g64});
+  cml_status_t st =
+      api_run(backend_c(), exe, (const void* const[]){a}, (void* const[]){g32, g8, g64});
   cml_executable_release(exe);
   ASSERT_STATUS_OK(st);
   static const int32_t w32[N] = {0, INT_MAX, INT_MIN, INT_MAX, INT_MIN, 2, -2, INT_MAX};
   static const uint8_t w8[N] = {0, 255, 0, 255, 0, 2, 0, 255};
-  static const int64_t w64[N] = {0, INT64_MAX, INT64_MIN, 3000000000LL, -3000000000LL, 2, -2, INT64_MAX};
+  static const int64_t w64[N] = {0, INT64_MAX, INT64_MIN, 3000000000LL, -3000000000LL,
+                                 2, -2,        INT64_MAX};
   for (int i = 0; i < N; ++i) {
     ASSERT_EQ_INT(g32[i], w32[i]);
     ASSERT_EQ_INT(g8[i], w8[i]);
@@ -298,10 +301,18 @@ TEST(sort_bad_comparators) {
     cml_value_t l = cml_parameter(cmp, "l", &sc), r = cml_parameter(cmp, "r", &sc);
     cml_value_t res;
     switch (mode) {
-      case 0: res = cml_constant_scalar_i64(cmp, CML_DTYPE_BOOL, 1); break;   // always true
-      case 1: res = cml_op_less_or_equal(cmp, l, r); break;                     // not strict
-      case 2: res = cml_op_less_than(cmp, l, r); break;                         // NaN incomparable
-      default: res = cml_op_less_than_total_order(cmp, l, r); break;            // a real order
+      case 0:
+        res = cml_constant_scalar_i64(cmp, CML_DTYPE_BOOL, 1);
+        break;  // always true
+      case 1:
+        res = cml_op_less_or_equal(cmp, l, r);
+        break;  // not strict
+      case 2:
+        res = cml_op_less_than(cmp, l, r);
+        break;  // NaN incomparable
+      default:
+        res = cml_op_less_than_total_order(cmp, l, r);
+        break;  // a real order
     }
     ASSERT_STATUS_OK(cml_function_return(cmp, &res, 1));
     cml_value_t out;
@@ -316,8 +327,14 @@ TEST(sort_bad_comparators) {
     int nan_got = 0, nan_want = 0;
     double sum_got = 0, sum_want = 0;
     for (int i = 0; i < N; ++i) {
-      if (isnan(got[i])) ++nan_got; else sum_got += got[i];
-      if (isnan(x[i])) ++nan_want; else sum_want += x[i];
+      if (isnan(got[i]))
+        ++nan_got;
+      else
+        sum_got += got[i];
+      if (isnan(x[i]))
+        ++nan_want;
+      else
+        sum_want += x[i];
     }
     ASSERT_EQ_INT(nan_got, nan_want);
     ASSERT_EQ_DBL(sum_got, sum_want);

@@ -33,8 +33,9 @@ static cml_value_t p(cml_function_t* f, cml_dtype_t dt, int32_t rank, const int6
   cml_shape_t s = cml_shape_make(dt, rank, dims);
   return cml_parameter(f, NULL, &s);
 }
-#define P(f, dt, ...) \
-  p((f), (dt), (int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+#define P(f, dt, ...)                                                         \
+  p((f), (dt), (int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
+    (int64_t[]){__VA_ARGS__})
 #define PS(f, dt) p((f), (dt), 0, NULL)
 
 static cml_value_t bad_add_shapes(cml_function_t* f) {
@@ -113,18 +114,20 @@ static cml_value_t bad_reshape_null(cml_function_t* f) {
 }
 static cml_value_t bad_reshape_overflow(cml_function_t* f) {
   // 2^32 * 2^32 wraps to 0 in 64 bits: must not be accepted as a reshape of a zero-size array.
-  return cml_op_reshape(f, P(f, CML_DTYPE_F32, 0), (int64_t[]){(int64_t)1 << 32, (int64_t)1 << 32}, 2);
+  return cml_op_reshape(f, P(f, CML_DTYPE_F32, 0), (int64_t[]){(int64_t)1 << 32, (int64_t)1 << 32},
+                        2);
 }
 static cml_value_t bad_bcast_axes_order(cml_function_t* f) {
   return cml_op_broadcast_in_dim(f, P(f, CML_DTYPE_F32, 2, 3), (int64_t[]){2, 3, 4}, 3,
                                  (int64_t[]){1, 0}, 2);
 }
 static cml_value_t bad_bcast_dim(cml_function_t* f) {
-  return cml_op_broadcast_in_dim(f, P(f, CML_DTYPE_F32, 2), (int64_t[]){3, 4}, 2, (int64_t[]){0}, 1);
+  return cml_op_broadcast_in_dim(f, P(f, CML_DTYPE_F32, 2), (int64_t[]){3, 4}, 2, (int64_t[]){0},
+                                 1);
 }
 static cml_value_t bad_bcast_count(cml_function_t* f) {
-  return cml_op_broadcast_in_dim(f, P(f, CML_DTYPE_F32, 2, 3), (int64_t[]){2, 3}, 2,
-                                 (int64_t[]){0}, 1);
+  return cml_op_broadcast_in_dim(f, P(f, CML_DTYPE_F32, 2, 3), (int64_t[]){2, 3}, 2, (int64_t[]){0},
+                                 1);
 }
 static cml_value_t bad_bcast_huge(cml_function_t* f) {
   const int64_t big = (int64_t)1 << 31;
@@ -451,7 +454,8 @@ static cml_value_t bad_dynamic_slice_null(cml_function_t* f) {
 }
 static cml_value_t bad_dus_update(cml_function_t* f) {
   cml_value_t st[2] = {PS(f, CML_DTYPE_I32), PS(f, CML_DTYPE_I32)};
-  return cml_op_dynamic_update_slice(f, P(f, CML_DTYPE_F32, 5, 3), P(f, CML_DTYPE_F32, 6, 1), st, 2);
+  return cml_op_dynamic_update_slice(f, P(f, CML_DTYPE_F32, 5, 3), P(f, CML_DTYPE_F32, 6, 1), st,
+                                     2);
 }
 static cml_value_t bad_argmax_dtype(cml_function_t* f) {
   return cml_op_arg_min_max(f, P(f, CML_DTYPE_F32, 5, 3), 1, CML_DTYPE_F32, false);
@@ -495,7 +499,8 @@ static cml_value_t bad_select_scatter_op(cml_function_t* f) {
   memset(&w, 0, sizeof w);
   w.rank = 1;
   w.window_dims[0] = 2;
-  return cml_op_select_and_scatter(f, CML_OP_MAX, P(f, CML_DTYPE_F32, 4), P(f, CML_DTYPE_F32, 2), &w);
+  return cml_op_select_and_scatter(f, CML_OP_MAX, P(f, CML_DTYPE_F32, 4), P(f, CML_DTYPE_F32, 2),
+                                   &w);
 }
 static cml_value_t bad_select_scatter_source(cml_function_t* f) {
   cml_window_config_t w;
@@ -535,7 +540,10 @@ static cml_value_t bad_bn_training_null(cml_function_t* f) {
   return CML_VALUE_INVALID;
 }
 
-#define CASE(fn, code, ...) {#fn, fn, code, {__VA_ARGS__, NULL}}
+#define CASE(fn, code, ...)              \
+  {                                      \
+#fn, fn, code, { __VA_ARGS__, NULL } \
+  }
 #define IA CML_STATUS_INVALID_ARGUMENT
 static const bad_case_t kBadCases[] = {
     CASE(bad_add_shapes, IA, "Add", "[2, 3]", "[3, 2]"),
@@ -876,7 +884,8 @@ TEST(compile_misuse) {
   ASSERT_STATUS_CODE(cml_builder_new_function(NULL, "h", &g), CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_builder_new_function(b, "h", NULL), CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_function_new_closure(NULL, &c), CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml_function_new_closure(cml_builder_main(b), NULL), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_function_new_closure(cml_builder_main(b), NULL),
+                     CML_STATUS_INVALID_ARGUMENT);
   cml_builder_destroy(b);
 }
 
@@ -1185,20 +1194,26 @@ TEST(execute_misuse) {
   ASSERT_TRUE(bx && by && bwrong && bint);
   cml_buffer_t* out[1] = {(cml_buffer_t*)(uintptr_t)1};
   char msg[1024];
-  ASSERT_EQ_INT(api_code_msg(cml_executable_execute(exe, (cml_buffer_t*[]){bx}, 1, NULL, 0, out), msg, sizeof msg),
+  ASSERT_EQ_INT(api_code_msg(cml_executable_execute(exe, (cml_buffer_t*[]){bx}, 1, NULL, 0, out),
+                             msg, sizeof msg),
                 CML_STATUS_INVALID_ARGUMENT);
   ASSERT_TRUE(out[0] == NULL);
   ASSERT_CONTAINS(msg, "2");
-  ASSERT_EQ_INT(api_code_msg(cml_executable_execute(exe, (cml_buffer_t*[]){bx, bwrong}, 2, NULL, 0, out), msg, sizeof msg),
-                CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_EQ_INT(
+      api_code_msg(cml_executable_execute(exe, (cml_buffer_t*[]){bx, bwrong}, 2, NULL, 0, out), msg,
+                   sizeof msg),
+      CML_STATUS_INVALID_ARGUMENT);
   ASSERT_CONTAINS(msg, "\"y\"");
   ASSERT_CONTAINS(msg, "[3, 2]");
-  ASSERT_EQ_INT(api_code_msg(cml_executable_execute(exe, (cml_buffer_t*[]){bint, by}, 2, NULL, 0, out), msg, sizeof msg),
-                CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_EQ_INT(
+      api_code_msg(cml_executable_execute(exe, (cml_buffer_t*[]){bint, by}, 2, NULL, 0, out), msg,
+                   sizeof msg),
+      CML_STATUS_INVALID_ARGUMENT);
   ASSERT_CONTAINS(msg, "Int32");
   ASSERT_STATUS_CODE(cml_executable_execute(exe, (cml_buffer_t*[]){bx, NULL}, 2, NULL, 0, out),
                      CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml_executable_execute(exe, NULL, 2, NULL, 0, out), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_executable_execute(exe, NULL, 2, NULL, 0, out),
+                     CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_executable_execute(exe, (cml_buffer_t*[]){bx, by}, 2, NULL, 0, NULL),
                      CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_executable_execute(NULL, (cml_buffer_t*[]){bx, by}, 2, NULL, 0, out),
@@ -1219,8 +1234,9 @@ TEST(execute_misuse) {
   cml_buffer_release(bo);
   cml_backend_release(other);
   // Donation: the same buffer donated and also passed again.
-  ASSERT_STATUS_CODE(cml_executable_execute(exe, (cml_buffer_t*[]){bx, bx}, 2, (bool[]){true, false}, 0, out),
-                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(
+      cml_executable_execute(exe, (cml_buffer_t*[]){bx, bx}, 2, (bool[]){true, false}, 0, out),
+      CML_STATUS_INVALID_ARGUMENT);
   ASSERT_TRUE(cml_buffer_is_valid(bx));
   // Same buffer twice without donation is fine: x + x.
   ASSERT_STATUS_OK(cml_executable_execute(exe, (cml_buffer_t*[]){bx, bx}, 2, NULL, 0, out));
@@ -1229,7 +1245,8 @@ TEST(execute_misuse) {
   for (int i = 0; i < 6; ++i) ASSERT_EQ_DBL(got[i], 2 * data[i]);
   cml_buffer_release(out[0]);
   // Donate x: the result is right, x is dead afterwards.
-  ASSERT_STATUS_OK(cml_executable_execute(exe, (cml_buffer_t*[]){bx, by}, 2, (bool[]){true, false}, 0, out));
+  ASSERT_STATUS_OK(
+      cml_executable_execute(exe, (cml_buffer_t*[]){bx, by}, 2, (bool[]){true, false}, 0, out));
   ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[0], got, sizeof got));
   for (int i = 0; i < 6; ++i) ASSERT_EQ_DBL(got[i], 2 * data[i]);
   ASSERT_FALSE(cml_buffer_is_valid(bx));
@@ -1240,7 +1257,8 @@ TEST(execute_misuse) {
                      CML_STATUS_FAILED_PRECONDITION);
   // The result buffer itself can be donated into the next call.
   cml_buffer_t* out3[1];
-  ASSERT_STATUS_OK(cml_executable_execute(exe, (cml_buffer_t*[]){out[0], by}, 2, (bool[]){true, true}, 0, out3));
+  ASSERT_STATUS_OK(
+      cml_executable_execute(exe, (cml_buffer_t*[]){out[0], by}, 2, (bool[]){true, true}, 0, out3));
   ASSERT_STATUS_OK(cml_buffer_copy_to_host(out3[0], got, sizeof got));
   for (int i = 0; i < 6; ++i) ASSERT_EQ_DBL(got[i], 3 * data[i]);
   ASSERT_FALSE(cml_buffer_is_valid(by));
@@ -1261,19 +1279,28 @@ TEST(buffer_misuse) {
   cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 2, 3);
   float data[6] = {0};
   cml_buffer_t* buf = (cml_buffer_t*)(uintptr_t)1;
-  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 0, &s, data, 5, &buf), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 0, &s, data, 5, &buf),
+                     CML_STATUS_INVALID_ARGUMENT);
   ASSERT_TRUE(buf == NULL);
-  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 3, &s, data, sizeof data, &buf), CML_STATUS_OUT_OF_RANGE);
-  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, -1, &s, data, sizeof data, &buf), CML_STATUS_OUT_OF_RANGE);
-  ASSERT_STATUS_CODE(cml_buffer_from_host(NULL, 0, &s, data, sizeof data, &buf), CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 0, NULL, data, sizeof data, &buf), CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 0, &s, NULL, sizeof data, &buf), CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 0, &s, data, sizeof data, NULL), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 3, &s, data, sizeof data, &buf),
+                     CML_STATUS_OUT_OF_RANGE);
+  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, -1, &s, data, sizeof data, &buf),
+                     CML_STATUS_OUT_OF_RANGE);
+  ASSERT_STATUS_CODE(cml_buffer_from_host(NULL, 0, &s, data, sizeof data, &buf),
+                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 0, NULL, data, sizeof data, &buf),
+                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 0, &s, NULL, sizeof data, &buf),
+                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 0, &s, data, sizeof data, NULL),
+                     CML_STATUS_INVALID_ARGUMENT);
   cml_shape_t huge = {CML_DTYPE_F32, 2, {(int64_t)1 << 40, (int64_t)1 << 40}};
-  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 0, &huge, data, sizeof data, &buf), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 0, &huge, data, sizeof data, &buf),
+                     CML_STATUS_INVALID_ARGUMENT);
   cml_shape_t garbage;
   memset(&garbage, 0xa5, sizeof garbage);
-  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 0, &garbage, data, sizeof data, &buf), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_buffer_from_host(backend, 0, &garbage, data, sizeof data, &buf),
+                     CML_STATUS_INVALID_ARGUMENT);
   cml_shape_t f8 = API_SHAPE(CML_DTYPE_F8E4M3FN, 6);
   ASSERT_NE_INT(api_code(cml_buffer_from_host(backend, 0, &f8, data, 6, &buf)), CML_STATUS_OK);
   ASSERT_TRUE(buf == NULL);
@@ -1284,7 +1311,8 @@ TEST(buffer_misuse) {
   ASSERT_STATUS_CODE(cml_buffer_copy_to_host(buf, data, 4), CML_STATUS_INVALID_ARGUMENT);
   cml_buffer_release(buf);
   ASSERT_STATUS_OK(cml_buffer_from_host(backend, 0, &s, data, sizeof data, &buf));
-  ASSERT_STATUS_CODE(cml_buffer_copy_to_host(buf, data, sizeof data - 1), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_buffer_copy_to_host(buf, data, sizeof data - 1),
+                     CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_buffer_copy_to_host(buf, NULL, sizeof data), CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_buffer_copy_to_host(NULL, data, sizeof data), CML_STATUS_INVALID_ARGUMENT);
   void* ptr = (void*)1;
@@ -1299,9 +1327,12 @@ TEST(buffer_misuse) {
   ASSERT_STATUS_CODE(cml_buffer_copy_to_device(buf, 0, NULL), CML_STATUS_INVALID_ARGUMENT);
   cml_buffer_release(buf);
   // Shared buffers: NULL outputs.
-  ASSERT_STATUS_CODE(cml_buffer_create_shared(backend, 0, &s, NULL, &ptr), CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml_buffer_create_shared(backend, 0, &s, &buf, NULL), CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml_buffer_create_shared(NULL, 0, &s, &buf, &ptr), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_buffer_create_shared(backend, 0, &s, NULL, &ptr),
+                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_buffer_create_shared(backend, 0, &s, &buf, NULL),
+                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_buffer_create_shared(NULL, 0, &s, &buf, &ptr),
+                     CML_STATUS_INVALID_ARGUMENT);
   // NULL-tolerant accessors.
   ASSERT_TRUE(cml_buffer_shape(NULL) == NULL);
   ASSERT_EQ_INT(cml_buffer_device(NULL), -1);
@@ -1314,7 +1345,8 @@ TEST(buffer_misuse) {
 TEST(backend_config_errors) {
   cml_backend_t* be = (cml_backend_t*)(uintptr_t)1;
   char msg[4096];
-  ASSERT_EQ_INT(api_code_msg(cml_backend_new_with_config("nosuch", &be), msg, sizeof msg), CML_STATUS_NOT_FOUND);
+  ASSERT_EQ_INT(api_code_msg(cml_backend_new_with_config("nosuch", &be), msg, sizeof msg),
+                CML_STATUS_NOT_FOUND);
   ASSERT_TRUE(be == NULL);
   ASSERT_CONTAINS(msg, "nosuch");
   ASSERT_CONTAINS(msg, "c");
@@ -1324,7 +1356,8 @@ TEST(backend_config_errors) {
   ASSERT_TRUE(be == NULL);
   ASSERT_NE_INT(api_code(cml_backend_new_with_config("c:threads=abc", &be)), CML_STATUS_OK);
   ASSERT_NE_INT(api_code(cml_backend_new_with_config("c:threads=-3", &be)), CML_STATUS_OK);
-  ASSERT_NE_INT(api_code(cml_backend_new_with_config("c:threads=99999999999999999999", &be)), CML_STATUS_OK);
+  ASSERT_NE_INT(api_code(cml_backend_new_with_config("c:threads=99999999999999999999", &be)),
+                CML_STATUS_OK);
   ASSERT_NE_INT(api_code(cml_backend_new_with_config("c:devices=0", &be)), CML_STATUS_OK);
   ASSERT_NE_INT(api_code(cml_backend_new_with_config("c:reference=maybe", &be)), CML_STATUS_OK);
   ASSERT_NE_INT(api_code(cml_backend_new_with_config("c:help", &be)), CML_STATUS_OK);
@@ -1333,7 +1366,8 @@ TEST(backend_config_errors) {
   ASSERT_NE_INT(api_code(cml_backend_new_with_config("c:threads", &be)), CML_STATUS_OK);
   ASSERT_TRUE(be == NULL);
   ASSERT_STATUS_CODE(cml_backend_new_with_config("c", NULL), CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml_backend_create("c", (cml_allocator_t){NULL, NULL}, &be), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_backend_create("c", (cml_allocator_t){NULL, NULL}, &be),
+                     CML_STATUS_INVALID_ARGUMENT);
   // A long config string must not overflow anything.
   char longcfg[5000];
   memset(longcfg, 'x', sizeof longcfg - 1);
@@ -1430,7 +1464,8 @@ TEST(null_everywhere) {
   ASSERT_EQ_INT(cml_op_scatter_sum(NULL, 1, 1, 1, NULL), CML_VALUE_INVALID);
   ASSERT_EQ_INT(cml_op_conv_general(NULL, 1, 1, NULL), CML_VALUE_INVALID);
   ASSERT_EQ_INT(cml_op_reduce_window(NULL, 1, CML_REDUCE_SUM, NULL), CML_VALUE_INVALID);
-  ASSERT_EQ_INT(cml_op_select_and_scatter(NULL, CML_OP_SELECT_AND_SCATTER_MAX, 1, 1, NULL), CML_VALUE_INVALID);
+  ASSERT_EQ_INT(cml_op_select_and_scatter(NULL, CML_OP_SELECT_AND_SCATTER_MAX, 1, 1, NULL),
+                CML_VALUE_INVALID);
   ASSERT_EQ_INT(cml_op_dot_general(NULL, 1, 1, NULL), CML_VALUE_INVALID);
   ASSERT_EQ_INT(cml_op_dot(NULL, 1, 1), CML_VALUE_INVALID);
   ASSERT_EQ_INT(cml_op_arg_min_max(NULL, 1, 0, CML_DTYPE_I32, true), CML_VALUE_INVALID);
@@ -1464,7 +1499,8 @@ TEST(null_everywhere) {
   ASSERT_STATUS_CODE(cml_shape_parse(NULL, &s), CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_shape_parse("f32[2,3]", NULL), CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_shape_parse("f32[99999999999999999999]", &s), CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml_shape_parse("f32[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]", &s), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_shape_parse("f32[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]", &s),
+                     CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_shape_parse("f32[-1]", &s), CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_shape_parse("f32[2,", &s), CML_STATUS_INVALID_ARGUMENT);
   ASSERT_EQ_INT(cml_shape_element_count(NULL), 0);

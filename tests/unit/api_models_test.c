@@ -24,12 +24,11 @@ enum { kB = 4, kI = 3, kH = 5, kO = 3 };
 
 TEST(mlp_softmax) {
   static const float x[kB][kI] = {{1, -2, 0.5f}, {0, 1.5f, -1}, {2, 0.25f, 3}, {-1, -1, -1}};
-  static const float w1[kI][kH] = {{0.5f, -1, 0.25f, 2, -0.5f},
-                                   {1, 0.75f, -0.5f, 0, 0.125f},
-                                   {-0.25f, 0.5f, 1.5f, -1, 1}};
+  static const float w1[kI][kH] = {
+      {0.5f, -1, 0.25f, 2, -0.5f}, {1, 0.75f, -0.5f, 0, 0.125f}, {-0.25f, 0.5f, 1.5f, -1, 1}};
   static const float b1[kH] = {0.1f, -0.2f, 0.3f, 0, -0.5f};
-  static const float w2[kH][kO] = {{1, -1, 0.5f}, {0.5f, 0.25f, -2}, {-0.75f, 1, 0},
-                                   {2, 0.5f, 0.1f}, {0, -1.5f, 1}};
+  static const float w2[kH][kO] = {
+      {1, -1, 0.5f}, {0.5f, 0.25f, -2}, {-0.75f, 1, 0}, {2, 0.5f, 0.1f}, {0, -1.5f, 1}};
   // Reference in double.
   double want[kB][kO];
   for (int b = 0; b < kB; ++b) {
@@ -93,11 +92,13 @@ TEST(conv_pool) {
   for (int n = 0; n < kN; ++n)
     for (int i = 0; i < kHW; ++i)
       for (int j = 0; j < kHW; ++j)
-        for (int c = 0; c < kCi; ++c) in[n][i][j][c] = (float)((n * 7 + i * 3 + j * 5 + c) % 11) - 5.0f;
+        for (int c = 0; c < kCi; ++c)
+          in[n][i][j][c] = (float)((n * 7 + i * 3 + j * 5 + c) % 11) - 5.0f;
   for (int a = 0; a < kK; ++a)
     for (int b = 0; b < kK; ++b)
       for (int c = 0; c < kCi; ++c)
-        for (int o = 0; o < kCo; ++o) ker[a][b][c][o] = (float)((a * 5 + b * 3 + c * 2 + o) % 7) * 0.25f - 0.75f;
+        for (int o = 0; o < kCo; ++o)
+          ker[a][b][c][o] = (float)((a * 5 + b * 3 + c * 2 + o) % 7) * 0.25f - 0.75f;
   // Reference: SAME conv (pad 1), relu, then max pool 2x2 stride 2 (output 2x2) and sum pool
   // 3x3 stride 1 with padding 1 (output 5x5).
   double conv[kN][kHW][kHW][kCo];
@@ -214,7 +215,8 @@ TEST(layer_norm) {
     mean /= C;
     for (int c = 0; c < C; ++c) var += (x[r][c] - mean) * (x[r][c] - mean);
     var /= C;
-    for (int c = 0; c < C; ++c) want[r][c] = (x[r][c] - mean) / sqrt(var + eps) * gamma[c] + beta[c];
+    for (int c = 0; c < C; ++c)
+      want[r][c] = (x[r][c] - mean) / sqrt(var + eps) * gamma[c] + beta[c];
   }
   cml_backend_t* backend = api_backend();
   ASSERT_TRUE(backend);
@@ -229,15 +231,18 @@ TEST(layer_norm) {
   cml_value_t inv_n = cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.0 / C);
   cml_value_t mean = cml_op_mul(f, cml_op_reduce_sum(f, vx, (int64_t[]){1}, 1), inv_n);
   cml_value_t d = cml_op_sub(f, vx, cml_op_broadcast_in_dim(f, mean, rc, 2, (int64_t[]){0}, 1));
-  cml_value_t var = cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, d, d), (int64_t[]){1}, 1), inv_n);
-  cml_value_t rs = cml_op_rsqrt(f, cml_op_add(f, var, cml_constant_scalar_f64(f, CML_DTYPE_F32, eps)));
+  cml_value_t var =
+      cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, d, d), (int64_t[]){1}, 1), inv_n);
+  cml_value_t rs =
+      cml_op_rsqrt(f, cml_op_add(f, var, cml_constant_scalar_f64(f, CML_DTYPE_F32, eps)));
   cml_value_t y = cml_op_mul(f, d, cml_op_broadcast_in_dim(f, rs, rc, 2, (int64_t[]){0}, 1));
   y = cml_op_mul(f, y, cml_op_broadcast_in_dim(f, vg, rc, 2, (int64_t[]){1}, 1));
   y = cml_op_add(f, y, cml_op_broadcast_in_dim(f, vb, rc, 2, (int64_t[]){1}, 1));
   cml_executable_t* exe = NULL;
   ASSERT_STATUS_OK(api_finish(bld, &y, 1, &exe));
   float got[R][C];
-  cml_status_t st = api_run(backend, exe, (const void* const[]){x, gamma, beta}, (void* const[]){got});
+  cml_status_t st =
+      api_run(backend, exe, (const void* const[]){x, gamma, beta}, (void* const[]){got});
   cml_executable_release(exe);
   cml_backend_release(backend);
   ASSERT_STATUS_OK(st);
@@ -287,9 +292,11 @@ TEST(while_gradient_descent) {
   {
     cml_value_t bi = cml_parameter(body, "i", &is);
     cml_value_t bw = cml_parameter(body, "w", &ws);
-    cml_value_t grad = cml_op_mul(body, cml_op_mul(body, cml_constant_scalar_f64(body, CML_DTYPE_F32, 2.0), va),
-                                  cml_op_sub(body, bw, vt));
-    cml_value_t nw = cml_op_sub(body, bw, cml_op_mul(body, cml_constant_scalar_f64(body, CML_DTYPE_F32, lr), grad));
+    cml_value_t grad =
+        cml_op_mul(body, cml_op_mul(body, cml_constant_scalar_f64(body, CML_DTYPE_F32, 2.0), va),
+                   cml_op_sub(body, bw, vt));
+    cml_value_t nw = cml_op_sub(
+        body, bw, cml_op_mul(body, cml_constant_scalar_f64(body, CML_DTYPE_F32, lr), grad));
     cml_value_t ni = cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1));
     ASSERT_STATUS_OK(cml_function_return(body, (cml_value_t[]){ni, nw}, 2));
   }
@@ -357,7 +364,8 @@ TEST(if_branches) {
   cml_status_t st = api_run(backend, exe, (const void* const[]){pos}, (void* const[]){got, &tag});
   float got2[D];
   int32_t tag2 = 0;
-  if (st == CML_OK) st = api_run(backend, exe, (const void* const[]){neg}, (void* const[]){got2, &tag2});
+  if (st == CML_OK)
+    st = api_run(backend, exe, (const void* const[]){neg}, (void* const[]){got2, &tag2});
   cml_executable_release(exe);
   cml_backend_release(backend);
   ASSERT_STATUS_OK(st);
@@ -371,9 +379,9 @@ TEST(if_branches) {
 
 TEST(sort_topk_gather) {
   enum { R = 2, N = 7, K = 3, E = 2 };
-  static const float scores[R][N] = {{0.1f, 0.9f, -1, 0.5f, 0.9f, 2, 0},
-                                     {5, 4, 3, 2, 1, 0, -1}};
-  static const float table[N][E] = {{0, 1}, {10, 11}, {20, 21}, {30, 31}, {40, 41}, {50, 51}, {60, 61}};
+  static const float scores[R][N] = {{0.1f, 0.9f, -1, 0.5f, 0.9f, 2, 0}, {5, 4, 3, 2, 1, 0, -1}};
+  static const float table[N][E] = {{0, 1},   {10, 11}, {20, 21}, {30, 31},
+                                    {40, 41}, {50, 51}, {60, 61}};
   // Reference: stable descending sort; ties keep the lower index first.
   int want_idx[R][K];
   float want_val[R][K];
@@ -459,10 +467,13 @@ TEST(call_named_function) {
   {
     cml_value_t p = cml_parameter(poly, "p", &s);
     // 3p^2 - p + 1, and p + 1
-    cml_value_t y = cml_op_add(poly, cml_op_sub(poly, cml_op_mul(poly, cml_op_mul(poly, p, p),
-                                                                 cml_constant_scalar_f64(poly, CML_DTYPE_F64, 3)),
-                                                p),
-                               cml_constant_scalar_f64(poly, CML_DTYPE_F64, 1));
+    cml_value_t y =
+        cml_op_add(poly,
+                   cml_op_sub(poly,
+                              cml_op_mul(poly, cml_op_mul(poly, p, p),
+                                         cml_constant_scalar_f64(poly, CML_DTYPE_F64, 3)),
+                              p),
+                   cml_constant_scalar_f64(poly, CML_DTYPE_F64, 1));
     cml_value_t z = cml_op_add(poly, p, cml_constant_scalar_f64(poly, CML_DTYPE_F64, 1));
     ASSERT_STATUS_OK(cml_function_return(poly, (cml_value_t[]){y, z}, 2));
   }
@@ -486,5 +497,5 @@ TEST(call_named_function) {
 }
 
 TEST_MAIN(TEST_ENTRY(mlp_softmax), TEST_ENTRY(conv_pool), TEST_ENTRY(layer_norm),
-          TEST_ENTRY(while_gradient_descent), TEST_ENTRY(if_branches),
-          TEST_ENTRY(sort_topk_gather), TEST_ENTRY(call_named_function))
+          TEST_ENTRY(while_gradient_descent), TEST_ENTRY(if_branches), TEST_ENTRY(sort_topk_gather),
+          TEST_ENTRY(call_named_function))

@@ -77,7 +77,8 @@ static cml_status_t round_trip(cml_allocator_t alloc, float* out) {
     }
     cml_value_t w[2] = {0, 0};
     if (st == CML_OK &&
-        !cml_op_while(f, cond, body, (cml_value_t[]){cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x}, 2, w)) {
+        !cml_op_while(f, cond, body,
+                      (cml_value_t[]){cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x}, 2, w)) {
       st = cml_builder_status(b);
       if (st == CML_OK) st = cml_status_from_code(CML_STATUS_INTERNAL);
     }

@@ -27,7 +27,8 @@ static cml_status_t build_axpb(cml_backend_t* backend, int64_t n, cml_executable
   cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, &n);
   cml_value_t x = cml_parameter(f, "x", &s);
   cml_value_t a = cml_parameter(f, "a", &s);
-  cml_value_t y = cml_op_add(f, cml_op_mul(f, x, a), cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5));
+  cml_value_t y =
+      cml_op_add(f, cml_op_mul(f, x, a), cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5));
   cml_value_t total = cml_op_reduce_sum(f, y, NULL, 0);
   return api_finish(b, (cml_value_t[]){y, total}, 2, out);
 }
@@ -111,7 +112,8 @@ TEST(compile_execute_loop) {
     }
     float total = 0;
     for (int rep = 0; rep < 3; ++rep) {
-      cml_status_t st = api_run(backend, exe, (const void* const[]){x, a}, (void* const[]){y, &total});
+      cml_status_t st =
+          api_run(backend, exe, (const void* const[]){x, a}, (void* const[]){y, &total});
       if (st != CML_OK) {
         free(x), free(a), free(y);
         ASSERT_STATUS_OK(st);
@@ -176,7 +178,8 @@ static void* worker_main(void* arg) {
       a[i] = (float)(w->id + 1);
     }
     float total = 0;
-    cml_status_t st = api_run(w->backend, w->exe, (const void* const[]){x, a}, (void* const[]){y, &total});
+    cml_status_t st =
+        api_run(w->backend, w->exe, (const void* const[]){x, a}, (void* const[]){y, &total});
     if (st != CML_OK) {
       snprintf(w->message, sizeof w->message, "%s", cml_status_message(st));
       cml_status_free(st);
@@ -188,14 +191,15 @@ static void* worker_main(void* arg) {
       float want = x[i] * a[i] + 0.5f;
       want_total += want;
       if (y[i] != want) {
-        snprintf(w->message, sizeof w->message, "thread %d run %d: y[%d] = %g, want %g", w->id,
-                 run, i, y[i], want);
+        snprintf(w->message, sizeof w->message, "thread %d run %d: y[%d] = %g, want %g", w->id, run,
+                 i, y[i], want);
         w->failures++;
         break;
       }
     }
     if (!w->failures && fabs(total - want_total) > 1e-2) {
-      snprintf(w->message, sizeof w->message, "thread %d: total %g, want %g", w->id, total, want_total);
+      snprintf(w->message, sizeof w->message, "thread %d: total %g, want %g", w->id, total,
+               want_total);
       w->failures++;
     }
   }
@@ -241,27 +245,27 @@ TEST(zero_size_ops) {
   cml_value_t table = cml_parameter(f, "table", &ts);
   cml_value_t outs[32];
   int n = 0;
-  cml_value_t e = cml_op_exp(f, cml_op_add(f, x, x));                       // [0,3]
-  outs[n++] = cml_op_reduce_sum(f, e, (int64_t[]){0}, 1);                   // [3] = 0
-  outs[n++] = cml_op_reduce_max(f, x, (int64_t[]){0}, 1);                   // [3] = -inf
-  outs[n++] = cml_op_reduce_product(f, x, (int64_t[]){0}, 1);               // [3] = 1
-  outs[n++] = cml_op_reduce_min(f, x, NULL, 0);                             // scalar +inf
-  cml_value_t tr = cml_op_transpose(f, x, (int64_t[]){1, 0}, 2);            // [3,0]
-  cml_value_t rs = cml_op_reshape(f, tr, (int64_t[]){3, 0, 1}, 3);          // [3,0,1]
-  outs[n++] = cml_op_reduce_sum(f, rs, (int64_t[]){1, 2}, 2);               // [3] = 0
+  cml_value_t e = cml_op_exp(f, cml_op_add(f, x, x));               // [0,3]
+  outs[n++] = cml_op_reduce_sum(f, e, (int64_t[]){0}, 1);           // [3] = 0
+  outs[n++] = cml_op_reduce_max(f, x, (int64_t[]){0}, 1);           // [3] = -inf
+  outs[n++] = cml_op_reduce_product(f, x, (int64_t[]){0}, 1);       // [3] = 1
+  outs[n++] = cml_op_reduce_min(f, x, NULL, 0);                     // scalar +inf
+  cml_value_t tr = cml_op_transpose(f, x, (int64_t[]){1, 0}, 2);    // [3,0]
+  cml_value_t rs = cml_op_reshape(f, tr, (int64_t[]){3, 0, 1}, 3);  // [3,0,1]
+  outs[n++] = cml_op_reduce_sum(f, rs, (int64_t[]){1, 2}, 2);       // [3] = 0
   cml_value_t bc = cml_op_broadcast_in_dim(f, x, (int64_t[]){2, 0, 3}, 3, (int64_t[]){1, 2}, 2);
-  outs[n++] = cml_op_reduce_sum(f, bc, (int64_t[]){1}, 1);                  // [2,3] = 0
+  outs[n++] = cml_op_reduce_sum(f, bc, (int64_t[]){1}, 1);                             // [2,3] = 0
   cml_value_t sl = cml_op_slice(f, y, (int64_t[]){1, 1}, (int64_t[]){1, 3}, NULL, 2);  // [0,2]
   outs[n++] = sl;
-  outs[n++] = cml_op_concatenate(f, 0, (cml_value_t[]){x, y, x}, 3);        // [2,3] = y
+  outs[n++] = cml_op_concatenate(f, 0, (cml_value_t[]){x, y, x}, 3);  // [2,3] = y
   cml_pad_axis_t pads[2] = {{1, 0, 0}, {0, 0, 0}};
   outs[n++] = cml_op_pad(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F32, 7), pads, 2);  // [1,3] = 7
   cml_shape_t vs = API_SHAPE(CML_DTYPE_F32, 0, 3);
   cml_value_t v = cml_op_reverse(f, cml_parameter(f, "v", &vs), (int64_t[]){0}, 1);
-  outs[n++] = cml_op_dot(f, w, v);                                          // [2,3] = 0
-  outs[n++] = cml_op_dot(f, x, cml_op_transpose(f, y, (int64_t[]){1, 0}, 2));  // [0,2]
-  outs[n++] = cml_op_convert_dtype(f, x, CML_DTYPE_I32);                    // [0,3]
-  outs[n++] = cml_op_arg_min_max(f, x, 1, CML_DTYPE_I32, false);            // [0]
+  outs[n++] = cml_op_dot(f, w, v);                                              // [2,3] = 0
+  outs[n++] = cml_op_dot(f, x, cml_op_transpose(f, y, (int64_t[]){1, 0}, 2));   // [0,2]
+  outs[n++] = cml_op_convert_dtype(f, x, CML_DTYPE_I32);                        // [0,3]
+  outs[n++] = cml_op_arg_min_max(f, x, 1, CML_DTYPE_I32, false);                // [0]
   outs[n++] = cml_op_where(f, cml_op_less_than(f, x, x), x, cml_op_neg(f, x));  // [0,3]
   // Sort of zero rows.
   cml_function_t* cmp = NULL;
@@ -272,7 +276,7 @@ TEST(zero_size_ops) {
   ASSERT_STATUS_OK(cml_function_return(cmp, &lt, 1));
   cml_value_t sorted;
   ASSERT_TRUE(cml_op_sort(f, cmp, 1, false, &x, 1, &sorted));
-  outs[n++] = sorted;                                                       // [0,3]
+  outs[n++] = sorted;  // [0,3]
   // Gather of zero indices: [0, 2].
   cml_shape_t is = API_SHAPE(CML_DTYPE_I32, 0);
   cml_value_t idx = cml_op_iota(f, &is, 0);
@@ -294,9 +298,9 @@ TEST(zero_size_ops) {
   wc.window_dims[0] = 1;
   wc.window_dims[1] = 2;
   wc.strides[0] = wc.strides[1] = 1;
-  outs[n++] = cml_op_reduce_window(f, x, CML_REDUCE_SUM, &wc);              // [0,2]
+  outs[n++] = cml_op_reduce_window(f, x, CML_REDUCE_SUM, &wc);  // [0,2]
   wc.window_dims[0] = 3;
-  outs[n++] = cml_op_reduce_window(f, y, CML_REDUCE_MAX, &wc);              // [0,2]
+  outs[n++] = cml_op_reduce_window(f, y, CML_REDUCE_MAX, &wc);  // [0,2]
   // Conv with a zero batch: [0, 3, 1] * [2, 1, 2] -> [0, 2, 2].
   cml_conv_config_t cc;
   memset(&cc, 0, sizeof cc);
@@ -331,9 +335,10 @@ TEST(zero_size_ops) {
     ASSERT_STATUS_OK(cml_function_return(body, r2, 2));
   }
   cml_value_t wout[2];
-  ASSERT_TRUE(cml_op_while(f, cond, body, (cml_value_t[]){cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x}, 2, wout));
-  outs[n++] = wout[0];                                                      // 3
-  outs[n++] = wout[1];                                                      // [0,3]
+  ASSERT_TRUE(cml_op_while(
+      f, cond, body, (cml_value_t[]){cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x}, 2, wout));
+  outs[n++] = wout[0];  // 3
+  outs[n++] = wout[1];  // [0,3]
   cml_executable_t* exe = NULL;
   ASSERT_STATUS_OK(api_finish(b, outs, (size_t)n, &exe));
   ASSERT_EQ_INT(cml_executable_output_count(exe), n);
@@ -367,7 +372,8 @@ TEST(zero_size_ops) {
     } else {
       st = cml_status_make(CML_STATUS_INTERNAL, "output %d too large", i);
     }
-    if (bytes != 0 && cml_shape_element_count(s) == 0) st = cml_status_from_code(CML_STATUS_INTERNAL);
+    if (bytes != 0 && cml_shape_element_count(s) == 0)
+      st = cml_status_from_code(CML_STATUS_INTERNAL);
   }
   for (int i = 0; i < 5; ++i) cml_buffer_release(ins[i]);
   for (int i = 0; i < n; ++i) cml_buffer_release(res[i]);
@@ -437,7 +443,8 @@ TEST(rank8) {
   cml_executable_t* exe = NULL;
   ASSERT_STATUS_OK(api_finish(b, (cml_value_t[]){t, s, sum}, 3, &exe));
   float got_t[N], got_s[8], got_sum[N];
-  cml_status_t st = api_run(backend, exe, (const void* const[]){x}, (void* const[]){got_t, got_s, got_sum});
+  cml_status_t st =
+      api_run(backend, exe, (const void* const[]){x}, (void* const[]){got_t, got_s, got_sum});
   cml_executable_release(exe);
   cml_backend_release(backend);
   ASSERT_STATUS_OK(st);
@@ -540,8 +547,9 @@ TEST(nested_control_flow) {
   ASSERT_STATUS_OK(cml_builder_new_function(b, "odd", &odd));
   {
     cml_value_t n = cml_parameter(odd, "n", &i64);
-    cml_value_t r = cml_op_add(odd, cml_op_mul(odd, n, cml_constant_scalar_i64(odd, CML_DTYPE_I64, 3)),
-                               cml_constant_scalar_i64(odd, CML_DTYPE_I64, 1));
+    cml_value_t r =
+        cml_op_add(odd, cml_op_mul(odd, n, cml_constant_scalar_i64(odd, CML_DTYPE_I64, 3)),
+                   cml_constant_scalar_i64(odd, CML_DTYPE_I64, 1));
     ASSERT_STATUS_OK(cml_function_return(odd, &r, 1));
   }
   cml_value_t vec = cml_parameter(f, "start", &vs);
@@ -558,7 +566,8 @@ TEST(nested_control_flow) {
   {
     cml_value_t k = cml_parameter(obody, "k", &i32);
     cml_value_t counts = cml_parameter(obody, "counts", &cs);
-    cml_value_t n0 = cml_op_reshape(obody, cml_op_dynamic_slice(obody, vec, &k, (int64_t[]){1}, 1), NULL, 0);
+    cml_value_t n0 =
+        cml_op_reshape(obody, cml_op_dynamic_slice(obody, vec, &k, (int64_t[]){1}, 1), NULL, 0);
     // Inner while: state (n, steps) until n == 1.
     cml_function_t *icond = NULL, *ibody = NULL;
     ASSERT_STATUS_OK(cml_function_new_closure(obody, &icond));
@@ -572,8 +581,9 @@ TEST(nested_control_flow) {
     {
       cml_value_t n = cml_parameter(ibody, "n", &i64);
       cml_value_t steps = cml_parameter(ibody, "steps", &i32);
-      cml_value_t even = cml_op_equal(ibody, cml_op_rem(ibody, n, cml_constant_scalar_i64(ibody, CML_DTYPE_I64, 2)),
-                                      cml_constant_scalar_i64(ibody, CML_DTYPE_I64, 0));
+      cml_value_t even = cml_op_equal(
+          ibody, cml_op_rem(ibody, n, cml_constant_scalar_i64(ibody, CML_DTYPE_I64, 2)),
+          cml_constant_scalar_i64(ibody, CML_DTYPE_I64, 0));
       cml_function_t *tb = NULL, *fb = NULL;
       ASSERT_STATUS_OK(cml_function_new_closure(ibody, &tb));
       ASSERT_STATUS_OK(cml_function_new_closure(ibody, &fb));
@@ -584,12 +594,14 @@ TEST(nested_control_flow) {
       ASSERT_STATUS_OK(cml_function_return(fb, &tripled, 1));
       cml_value_t next;
       ASSERT_TRUE(cml_op_if(ibody, even, tb, fb, &next));
-      cml_value_t r[2] = {next, cml_op_add(ibody, steps, cml_constant_scalar_i64(ibody, CML_DTYPE_I32, 1))};
+      cml_value_t r[2] = {
+          next, cml_op_add(ibody, steps, cml_constant_scalar_i64(ibody, CML_DTYPE_I32, 1))};
       ASSERT_STATUS_OK(cml_function_return(ibody, r, 2));
     }
     cml_value_t inner[2];
     ASSERT_TRUE(cml_op_while(obody, icond, ibody,
-                             (cml_value_t[]){n0, cml_constant_scalar_i64(obody, CML_DTYPE_I32, 0)}, 2, inner));
+                             (cml_value_t[]){n0, cml_constant_scalar_i64(obody, CML_DTYPE_I32, 0)},
+                             2, inner));
     cml_value_t upd = cml_op_reshape(obody, inner[1], (int64_t[]){1}, 1);
     cml_value_t r[2] = {cml_op_add(obody, k, cml_constant_scalar_i64(obody, CML_DTYPE_I32, 1)),
                         cml_op_dynamic_update_slice(obody, counts, upd, &k, 1)};
@@ -599,7 +611,8 @@ TEST(nested_control_flow) {
                                               (int64_t[]){N}, 1, NULL, 0);
   cml_value_t outer[2];
   ASSERT_TRUE(cml_op_while(f, ocond, obody,
-                           (cml_value_t[]){cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), zeros}, 2, outer));
+                           (cml_value_t[]){cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), zeros}, 2,
+                           outer));
   cml_executable_t* exe = NULL;
   ASSERT_STATUS_OK(api_finish(b, &outer[1], 1, &exe));
   int32_t got[N];

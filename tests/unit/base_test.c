@@ -100,12 +100,12 @@ TEST(f16_conversions) {
   ASSERT_EQ_INT(cml_f32_to_f16(65519.0f), 0x7BFF);
   ASSERT_EQ_INT(cml_f32_to_f16(65520.0f), 0x7C00);  // tie rounds to even: infinity
   ASSERT_EQ_INT(cml_f32_to_f16(0x1p-24f), 0x0001);
-  ASSERT_EQ_INT(cml_f32_to_f16(0x1p-25f), 0x0000);    // tie to even: 0
-  ASSERT_EQ_INT(cml_f32_to_f16(0x3p-25f), 0x0002);    // 1.5 quanta -> 2
-  ASSERT_EQ_INT(cml_f32_to_f16(0x1p-14f), 0x0400);    // smallest normal
+  ASSERT_EQ_INT(cml_f32_to_f16(0x1p-25f), 0x0000);  // tie to even: 0
+  ASSERT_EQ_INT(cml_f32_to_f16(0x3p-25f), 0x0002);  // 1.5 quanta -> 2
+  ASSERT_EQ_INT(cml_f32_to_f16(0x1p-14f), 0x0400);  // smallest normal
   ASSERT_EQ_INT(cml_f32_to_f16(1.0f / 3.0f), 0x3555);
-  ASSERT_EQ_INT(cml_f32_to_f16(1.0f + 0x1p-11f), 0x3C00);      // tie -> even
-  ASSERT_EQ_INT(cml_f32_to_f16(1.0f + 0x3p-11f), 0x3C02);      // tie -> even (up)
+  ASSERT_EQ_INT(cml_f32_to_f16(1.0f + 0x1p-11f), 0x3C00);  // tie -> even
+  ASSERT_EQ_INT(cml_f32_to_f16(1.0f + 0x3p-11f), 0x3C02);  // tie -> even (up)
   ASSERT_EQ_INT(cml_f32_to_f16(-0.0f), 0x8000);
   ASSERT_EQ_INT(cml_f32_to_f16(INFINITY), 0x7C00);
   ASSERT_EQ_INT(cml_f32_to_f16(-INFINITY), 0xFC00);
@@ -128,8 +128,8 @@ TEST(f16_conversions) {
 
 TEST(bf16_conversions) {
   ASSERT_EQ_INT(cml_f32_to_bf16(1.0f), 0x3F80);
-  ASSERT_EQ_INT(cml_f32_to_bf16(1.0f + 0x1p-8f), 0x3F80);   // tie -> even
-  ASSERT_EQ_INT(cml_f32_to_bf16(1.0f + 0x3p-8f), 0x3F82);   // tie -> even (up)
+  ASSERT_EQ_INT(cml_f32_to_bf16(1.0f + 0x1p-8f), 0x3F80);  // tie -> even
+  ASSERT_EQ_INT(cml_f32_to_bf16(1.0f + 0x3p-8f), 0x3F82);  // tie -> even (up)
   ASSERT_EQ_INT(cml_f32_to_bf16(3.14159265f), 0x4049);
   ASSERT_EQ_INT(cml_f32_to_bf16(-0.0f), 0x8000);
   ASSERT_EQ_INT(cml_f32_to_bf16(INFINITY), 0x7F80);

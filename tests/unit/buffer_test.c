@@ -130,8 +130,8 @@ static cml_backend_t* hb_new(const cml_backend_vtable_t* vtable) {
   hb_backend_t* b = (hb_backend_t*)cml_allocator_malloc(cml_allocator_system(), sizeof *b, 64);
   if (!b) return NULL;
   memset(b, 0, sizeof *b);
-  cml_status_t st = cml_backend_init_base(&b->base, vtable, cml_allocator_system(), "hb",
-                                          "hb:test", 2);
+  cml_status_t st =
+      cml_backend_init_base(&b->base, vtable, cml_allocator_system(), "hb", "hb:test", 2);
   if (st != CML_OK) {
     fprintf(stderr, "hb_new: %s\n", cml_status_message(st));
     cml_status_free(st);
@@ -343,7 +343,7 @@ TEST(refcounts_keep_the_backend_alive) {
   cml_buffer_t* buf = NULL;
   ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &s, host, sizeof host, &buf));
   ASSERT_EQ_INT(atomic_load(&be->refcount), 2);  // the buffer holds one
-  cml_backend_release(be);                        // the caller's reference goes first
+  cml_backend_release(be);                       // the caller's reference goes first
   ASSERT_EQ_INT(g_backend_destroyed, backends);
   ASSERT_TRUE(cml_buffer_retain(buf) == buf);
   cml_buffer_release(buf);
@@ -416,16 +416,14 @@ TEST(capability_helpers) {
 
 TEST(init_base_validation) {
   hb_backend_t b;
-  ASSERT_STATUS_CODE(cml_backend_init_base(&b.base, &hb_vtable, cml_allocator_system(), "x", "",
-                                           0),
+  ASSERT_STATUS_CODE(cml_backend_init_base(&b.base, &hb_vtable, cml_allocator_system(), "x", "", 0),
                      CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_backend_init_base(&b.base, NULL, cml_allocator_system(), "x", "", 1),
                      CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml_backend_init_base(&b.base, &hb_vtable, cml_allocator_system(), "", "",
-                                           1),
+  ASSERT_STATUS_CODE(cml_backend_init_base(&b.base, &hb_vtable, cml_allocator_system(), "", "", 1),
                      CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_OK(cml_backend_init_base(&b.base, &hb_vtable, cml_allocator_system(), "x", NULL,
-                                         1));
+  ASSERT_STATUS_OK(
+      cml_backend_init_base(&b.base, &hb_vtable, cml_allocator_system(), "x", NULL, 1));
   ASSERT_STREQ(b.base.config, "");
   ASSERT_EQ_U64(b.base.capabilities.dtypes, 0);
   ASSERT_EQ_INT(atomic_load(&b.base.refcount), 1);

@@ -65,9 +65,10 @@ static fake_backend_t* fake_backend_new(void) {
     free(fb);
     return NULL;
   }
-  for (int op = 1; op < CML_OP_COUNT; ++op) cml_capabilities_set_op(&fb->base.capabilities, op, true);
-  fb->base.capabilities.dtypes = CML_DSET_ALL | CML_DSET_PACKED |
-                                 CML_DTYPE_BIT(CML_DTYPE_I1) | CML_DTYPE_BIT(CML_DTYPE_U1);
+  for (int op = 1; op < CML_OP_COUNT; ++op)
+    cml_capabilities_set_op(&fb->base.capabilities, op, true);
+  fb->base.capabilities.dtypes =
+      CML_DSET_ALL | CML_DSET_PACKED | CML_DTYPE_BIT(CML_DTYPE_I1) | CML_DTYPE_BIT(CML_DTYPE_U1);
   fb->base.capabilities.functions = true;
   return fb;
 }

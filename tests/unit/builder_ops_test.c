@@ -5,7 +5,7 @@
 #include "cml/graph.h"
 #include "test.h"
 
-#define SHAPE(dt, ...)                                                              \
+#define SHAPE(dt, ...)                                                                \
   cml_shape_make((dt), (int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
                  (int64_t[]){__VA_ARGS__})
 
@@ -107,8 +107,7 @@ TEST(every_builder) {
   cml_value_t cx = cml_op_convert_dtype(f, x, CML_DTYPE_C64);
   ASSERT_SHAPE(cml_op_fft(f, cx, CML_FFT_FORWARD, (int64_t[]){3}, 1), CML_DTYPE_C64, 2, 3);
   ASSERT_SHAPE(cml_op_fft(f, x, CML_FFT_FORWARD_REAL, (int64_t[]){3}, 1), CML_DTYPE_C64, 2, 2);
-  ASSERT_SHAPE(cml_op_dot(f, x, cml_op_transpose(f, x, (int64_t[]){1, 0}, 2)), CML_DTYPE_F32, 2,
-               2);
+  ASSERT_SHAPE(cml_op_dot(f, x, cml_op_transpose(f, x, (int64_t[]){1, 0}, 2)), CML_DTYPE_F32, 2, 2);
   ASSERT_SHAPE(cml_op_logical_not(f, cond), CML_DTYPE_BOOL, 2, 3);
   cml_status_t st = cml_builder_status(b);
   ASSERT_STATUS_OK(st);

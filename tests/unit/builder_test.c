@@ -10,12 +10,12 @@
 #include "core/builder_internal.h"
 #include "test.h"
 
-#define SETUP()                                                   \
-  fake_backend_t* fb = fake_backend_new();                        \
-  ASSERT_TRUE(fb != NULL);                                        \
-  cml_builder_t* b = NULL;                                        \
-  ASSERT_STATUS_OK(cml_builder_create(&fb->base, "unit", &b));    \
-  cml_function_t* f = cml_builder_main(b);                        \
+#define SETUP()                                                \
+  fake_backend_t* fb = fake_backend_new();                     \
+  ASSERT_TRUE(fb != NULL);                                     \
+  cml_builder_t* b = NULL;                                     \
+  ASSERT_STATUS_OK(cml_builder_create(&fb->base, "unit", &b)); \
+  cml_function_t* f = cml_builder_main(b);                     \
   ASSERT_TRUE(f != NULL)
 
 #define RESETUP()                                              \
@@ -25,11 +25,11 @@
   ASSERT_STATUS_OK(cml_builder_create(&fb->base, "unit", &b)); \
   f = cml_builder_main(b)
 
-#define TEARDOWN()   \
+#define TEARDOWN()        \
   cml_builder_destroy(b); \
   cml_backend_release(&fb->base)
 
-#define SHAPE(dt, ...)                                                              \
+#define SHAPE(dt, ...)                                                                \
   cml_shape_make((dt), (int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
                  (int64_t[]){__VA_ARGS__})
 
@@ -39,7 +39,8 @@ static bool error_matches(const cml_builder_t* b, cml_status_code_t code,
                           const char* const* needles) {
   cml_status_t st = cml_builder_status(b);
   bool ok = cml_status_code(st) == code;
-  for (const char* const* n = needles; ok && *n; ++n) ok = strstr(cml_status_message(st), *n) != NULL;
+  for (const char* const* n = needles; ok && *n; ++n)
+    ok = strstr(cml_status_message(st), *n) != NULL;
   if (!ok) {
     fprintf(stderr, "builder error: want %s, got %s: \"%s\"\n", cml_status_code_name(code),
             cml_status_code_name(cml_status_code(st)), cml_status_message(st));
@@ -144,8 +145,8 @@ TEST(build_and_compile_mlp) {
   ASSERT_EQ_INT(mf->parent, -1);
   ASSERT_EQ_INT(mf->param_count, 2);
   ASSERT_EQ_INT(mf->node_count, 5);
-  static const cml_op_t kOps[] = {CML_OP_PARAMETER, CML_OP_PARAMETER, CML_OP_DOT,
-                                  CML_OP_CONSTANT, CML_OP_MAX};
+  static const cml_op_t kOps[] = {CML_OP_PARAMETER, CML_OP_PARAMETER, CML_OP_DOT, CML_OP_CONSTANT,
+                                  CML_OP_MAX};
   for (uint32_t i = 0; i < 5; ++i) ASSERT_EQ_INT(m->nodes[mf->nodes[i]].op, kOps[i]);
   const cml_ir_node_t* px = &m->nodes[mf->nodes[0]];
   ASSERT_STREQ(px->name, "x");
@@ -195,8 +196,7 @@ TEST(executable_io_from_module) {
   ASSERT_STREQ(cml_executable_input_name(exe, 1), "c");
   ASSERT_EQ_INT(cml_executable_output_count(exe), 1);
   ASSERT_EQ_INT(cml_executable_output_shape(exe, 0)->dims[0], 5);
-  ASSERT_EQ_INT(fb->module->values[fb->module->functions[0].outputs[0]].shape.dtype,
-                CML_DTYPE_I32);
+  ASSERT_EQ_INT(fb->module->values[fb->module->functions[0].outputs[0]].shape.dtype, CML_DTYPE_I32);
   cml_executable_release(exe);
   cml_backend_release(&fb->base);
 }
@@ -230,14 +230,14 @@ TEST(parameter_duplicate_name) {
 TEST(constant_scalars_convert_like_convert_dtype) {
   SETUP();
   cml_value_t v[8];
-  v[0] = cml_constant_scalar_f64(f, CML_DTYPE_I8, 300.0);     // saturates to 127
-  v[1] = cml_constant_scalar_f64(f, CML_DTYPE_I32, -3.7);     // truncates to -3
-  v[2] = cml_constant_scalar_f64(f, CML_DTYPE_U8, -5.0);      // saturates to 0
-  v[3] = cml_constant_scalar_f64(f, CML_DTYPE_I64, NAN);      // NaN -> 0
-  v[4] = cml_constant_scalar_i64(f, CML_DTYPE_U8, 258);       // wraps to 2
-  v[5] = cml_constant_scalar_i64(f, CML_DTYPE_BOOL, -7);      // true
-  v[6] = cml_constant_scalar_f64(f, CML_DTYPE_F16, 1.5);      // 0x3E00
-  v[7] = cml_constant_scalar_i64(f, CML_DTYPE_C64, 3);        // 3 + 0i
+  v[0] = cml_constant_scalar_f64(f, CML_DTYPE_I8, 300.0);  // saturates to 127
+  v[1] = cml_constant_scalar_f64(f, CML_DTYPE_I32, -3.7);  // truncates to -3
+  v[2] = cml_constant_scalar_f64(f, CML_DTYPE_U8, -5.0);   // saturates to 0
+  v[3] = cml_constant_scalar_f64(f, CML_DTYPE_I64, NAN);   // NaN -> 0
+  v[4] = cml_constant_scalar_i64(f, CML_DTYPE_U8, 258);    // wraps to 2
+  v[5] = cml_constant_scalar_i64(f, CML_DTYPE_BOOL, -7);   // true
+  v[6] = cml_constant_scalar_f64(f, CML_DTYPE_F16, 1.5);   // 0x3E00
+  v[7] = cml_constant_scalar_i64(f, CML_DTYPE_C64, 3);     // 3 + 0i
   const cml_module_t* m = compile_main(b, v, 8, fb);
   ASSERT_TRUE(m != NULL);
   const cml_ir_function_t* mf = &m->functions[0];
@@ -280,8 +280,7 @@ TEST(first_error_sticks) {
   cml_value_t a = cml_parameter(f, "a", &s23);
   cml_value_t c = cml_parameter(f, "c", &s32);
   ASSERT_EQ_INT(cml_op_add(f, a, c), CML_VALUE_INVALID);
-  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "Add", "(Float32)[2, 3]",
-                       "(Float32)[3, 2]");
+  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "Add", "(Float32)[2, 3]", "(Float32)[3, 2]");
   // Later errors do not overwrite the first; later ops return invalid silently.
   ASSERT_EQ_INT(cml_op_neg(f, CML_VALUE_INVALID), CML_VALUE_INVALID);
   ASSERT_EQ_INT(cml_op_transpose(f, a, (int64_t[]){0, 0}, 2), CML_VALUE_INVALID);
@@ -838,8 +837,8 @@ TEST(multi_output_ops) {
 TEST(attrs_defaults_in_module) {
   SETUP();
   cml_shape_t xs = SHAPE(CML_DTYPE_F32, 1, 4, 6, 2), ks = SHAPE(CML_DTYPE_F32, 3, 3, 2, 8);
-  cml_value_t x = cml_parameter(f, "x", &xs);   // NHWC
-  cml_value_t k = cml_parameter(f, "k", &ks);   // HWIO
+  cml_value_t x = cml_parameter(f, "x", &xs);  // NHWC
+  cml_value_t k = cml_parameter(f, "k", &ks);  // HWIO
   cml_conv_config_t cc;
   memset(&cc, 0, sizeof cc);
   cc.spatial_count = 2;
@@ -983,13 +982,13 @@ TEST(output_shapes_checked_centrally) {
       cml_op_broadcast_in_dim(f, cs, (int64_t[]){(int64_t)1 << 27, (int64_t)1 << 28}, 2, NULL, 0);
   ASSERT_SHAPE(c_limit, CML_DTYPE_C128, (int64_t)1 << 27, (int64_t)1 << 28);
   // Zero dims count as 1 in the limit (so the strides of empty shapes fit too).
-  cml_value_t empty =
-      cml_op_broadcast_in_dim(f, bs, (int64_t[]){(int64_t)1 << 27, 0, (int64_t)1 << 28}, 3, NULL, 0);
+  cml_value_t empty = cml_op_broadcast_in_dim(
+      f, bs, (int64_t[]){(int64_t)1 << 27, 0, (int64_t)1 << 28}, 3, NULL, 0);
   ASSERT_SHAPE(empty, CML_DTYPE_BOOL, (int64_t)1 << 27, 0, (int64_t)1 << 28);
   const int64_t over = limit + 1;
   ASSERT_EQ_INT(cml_op_broadcast_in_dim(f, bs, &over, 1, NULL, 0), CML_VALUE_INVALID);
-  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "BroadcastInDim", "(Bool)[36028797018963969]",
-                       "too large", "2^55");
+  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "BroadcastInDim",
+                       "(Bool)[36028797018963969]", "too large", "2^55");
   TEARDOWN();
   RESETUP();
   bs = cml_parameter(f, "b", &(cml_shape_t){CML_DTYPE_BOOL, 0, {0}});
@@ -1036,8 +1035,7 @@ TEST(output_shapes_checked_centrally) {
   w.strides[0] = 1;
   w.padding_low[0] = w.padding_high[0] = INT64_MAX;
   ASSERT_EQ_INT(cml_op_reduce_window(f, w4, CML_REDUCE_SUM, &w), CML_VALUE_INVALID);
-  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "ReduceWindow", "too large",
-                       "(Float32)[4]");
+  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "ReduceWindow", "too large", "(Float32)[4]");
   TEARDOWN();
 }
 
@@ -1133,16 +1131,15 @@ TEST(builder_tags_concurrent) {
 TEST_MAIN(TEST_ENTRY(op_table), TEST_ENTRY(build_and_compile_mlp),
           TEST_ENTRY(executable_io_from_module), TEST_ENTRY(parameters_and_constants),
           TEST_ENTRY(parameter_duplicate_name),
-          TEST_ENTRY(constant_scalars_convert_like_convert_dtype),
-          TEST_ENTRY(constant_copies_data), TEST_ENTRY(first_error_sticks),
-          TEST_ENTRY(dtype_mismatch_message), TEST_ENTRY(wrong_kind_and_invalid_operand),
-          TEST_ENTRY(value_from_another_builder), TEST_ENTRY(return_rules),
-          TEST_ENTRY(compile_requires_return), TEST_ENTRY(named_functions),
-          TEST_ENTRY(named_function_cannot_capture),
-          TEST_ENTRY(compile_requires_named_functions_returned),
-          TEST_ENTRY(capability_gate_op), TEST_ENTRY(capability_gate_dtype),
-          TEST_ENTRY(capability_gate_functions), TEST_ENTRY(dot_falls_back_to_dot_general),
-          TEST_ENTRY(closure_captures_propagate), TEST_ENTRY(closure_value_not_visible_in_parent),
+          TEST_ENTRY(constant_scalars_convert_like_convert_dtype), TEST_ENTRY(constant_copies_data),
+          TEST_ENTRY(first_error_sticks), TEST_ENTRY(dtype_mismatch_message),
+          TEST_ENTRY(wrong_kind_and_invalid_operand), TEST_ENTRY(value_from_another_builder),
+          TEST_ENTRY(return_rules), TEST_ENTRY(compile_requires_return),
+          TEST_ENTRY(named_functions), TEST_ENTRY(named_function_cannot_capture),
+          TEST_ENTRY(compile_requires_named_functions_returned), TEST_ENTRY(capability_gate_op),
+          TEST_ENTRY(capability_gate_dtype), TEST_ENTRY(capability_gate_functions),
+          TEST_ENTRY(dot_falls_back_to_dot_general), TEST_ENTRY(closure_captures_propagate),
+          TEST_ENTRY(closure_value_not_visible_in_parent),
           TEST_ENTRY(closure_must_return_before_use), TEST_ENTRY(while_loop),
           TEST_ENTRY(while_signature_errors), TEST_ENTRY(if_branch_mismatch),
           TEST_ENTRY(sort_comparator), TEST_ENTRY(sort_comparator_errors),

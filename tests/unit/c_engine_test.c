@@ -168,8 +168,8 @@ TEST(call_if_and_nested_captures) {
   cml_value_t inf = cml_op_neg(inner_f, k);
   ASSERT_STATUS_OK(cml_function_return(inner_f, &inf, 1));
   cml_value_t tres = 0;
-  ASSERT_TRUE(cml_op_if(tb, cml_constant_scalar_i64(tb, CML_DTYPE_BOOL, 1), inner_t, inner_f,
-                        &tres));
+  ASSERT_TRUE(
+      cml_op_if(tb, cml_constant_scalar_i64(tb, CML_DTYPE_BOOL, 1), inner_t, inner_f, &tres));
   ASSERT_STATUS_OK(cml_function_return(tb, &tres, 1));
   ASSERT_STATUS_OK(cml_function_new_closure(f, &fb));
   cml_value_t fres = cml_op_sub(fb, called[1], k);
@@ -263,10 +263,14 @@ TEST(sort_stable_and_custom) {
   for (int i = 0; i < N; ++i) idx1[i] = idx2[i] = i;
   for (int i = 1; i < N; ++i) {
     for (int j = i; j > 0 && kd[idx1[j]] < kd[idx1[j - 1]]; --j) {
-      int t = idx1[j]; idx1[j] = idx1[j - 1]; idx1[j - 1] = t;
+      int t = idx1[j];
+      idx1[j] = idx1[j - 1];
+      idx1[j - 1] = t;
     }
     for (int j = i; j > 0 && kd[idx2[j]] % 3 > kd[idx2[j - 1]] % 3; --j) {
-      int t = idx2[j]; idx2[j] = idx2[j - 1]; idx2[j - 1] = t;
+      int t = idx2[j];
+      idx2[j] = idx2[j - 1];
+      idx2[j - 1] = t;
     }
   }
   for (int i = 0; i < N; ++i) {

@@ -114,8 +114,8 @@ typedef struct problem_t {
   int64_t xst[5], kst[5], yst[5];  // element strides per canonical axis
 } problem_t;
 
-static int64_t out_size(int64_t in, int64_t idil, int64_t lo, int64_t hi, int64_t k,
-                        int64_t kdil, int64_t stride) {
+static int64_t out_size(int64_t in, int64_t idil, int64_t lo, int64_t hi, int64_t k, int64_t kdil,
+                        int64_t stride) {
   int64_t padded = (in > 0 ? (in - 1) * idil + 1 : 0) + lo + hi;
   int64_t dk = (k - 1) * kdil + 1;
   return padded < dk ? 0 : (padded - dk) / stride + 1;
@@ -136,20 +136,20 @@ static void problem_finish(problem_t* p, fake_t* f) {
   int32_t rank = p->s + 2;
   bool canon = true;
   for (int32_t j = 0; j < rank; ++j) canon &= p->in_axes[j] == 0 && p->ker_axes[j] == 0;
-  for (int32_t j = 0; j < rank && canon; ++j)
-    p->in_axes[j] = p->ker_axes[j] = p->out_axes[j] = j;
+  for (int32_t j = 0; j < rank && canon; ++j) p->in_axes[j] = p->ker_axes[j] = p->out_axes[j] = j;
   if (p->groups < 1) p->groups = 1;
   if (p->batch_groups < 1) p->batch_groups = 1;
   for (int32_t d = 0; d < p->s; ++d) {
     if (!p->stride[d]) p->stride[d] = 1;
     if (!p->idil[d]) p->idil[d] = 1;
     if (!p->kdil[d]) p->kdil[d] = 1;
-    p->out[d] = out_size(p->in[d], p->idil[d], p->lo[d], p->hi[d], p->k[d], p->kdil[d],
-                         p->stride[d]);
+    p->out[d] =
+        out_size(p->in[d], p->idil[d], p->lo[d], p->hi[d], p->k[d], p->kdil[d], p->stride[d]);
   }
   int64_t xd[5] = {p->n, p->c}, kd[5] = {p->o, p->c / p->groups};
   int64_t yd[5] = {p->n / p->batch_groups, p->o};
-  for (int32_t d = 0; d < p->s; ++d) xd[2 + d] = p->in[d], kd[2 + d] = p->k[d], yd[2 + d] = p->out[d];
+  for (int32_t d = 0; d < p->s; ++d)
+    xd[2 + d] = p->in[d], kd[2 + d] = p->k[d], yd[2 + d] = p->out[d];
   cml_dtype_t odt = p->out_dtype == CML_DTYPE_INVALID ? p->dtype : p->out_dtype;
   p->xs = layout_shape(p->dtype, rank, xd, p->in_axes, p->xst);
   p->ks = layout_shape(p->dtype, rank, kd, p->ker_axes, p->kst);
@@ -206,7 +206,8 @@ static void reference(const problem_t* p, const double* x, const double* w, doub
           for (int64_t ci = 0; ci < cg; ++ci) {
             int64_t xo = bin * p->xst[0] + (g * cg + ci) * p->xst[1];
             int64_t ko = o * p->kst[0] + ci * p->kst[1];
-            for (int32_t d = 0; d < S; ++d) xo += xs[d] * p->xst[2 + d], ko += kk[d] * p->kst[2 + d];
+            for (int32_t d = 0; d < S; ++d)
+              xo += xs[d] * p->xst[2 + d], ko += kk[d] * p->kst[2 + d];
             double t = x[xo] * w[ko];
             s += t;
             a += fabs(t);
@@ -235,8 +236,13 @@ static void* make_data(cml_dtype_t dt, double* vals, int64_t count) {
   void* d = malloc(es * (size_t)(count + 1));
   for (int64_t i = 0; i < count; ++i) {
     switch (dt) {
-      case CML_DTYPE_F32: ((float*)d)[i] = (float)vals[i]; vals[i] = ((float*)d)[i]; break;
-      case CML_DTYPE_F64: ((double*)d)[i] = vals[i]; break;
+      case CML_DTYPE_F32:
+        ((float*)d)[i] = (float)vals[i];
+        vals[i] = ((float*)d)[i];
+        break;
+      case CML_DTYPE_F64:
+        ((double*)d)[i] = vals[i];
+        break;
       case CML_DTYPE_F16:
         ((uint16_t*)d)[i] = cml_f64_to_f16(vals[i]);
         vals[i] = cml_f16_to_f32(((uint16_t*)d)[i]);
@@ -245,7 +251,8 @@ static void* make_data(cml_dtype_t dt, double* vals, int64_t count) {
         ((uint16_t*)d)[i] = cml_f64_to_bf16(vals[i]);
         vals[i] = cml_bf16_to_f32(((uint16_t*)d)[i]);
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return d;
@@ -253,11 +260,16 @@ static void* make_data(cml_dtype_t dt, double* vals, int64_t count) {
 
 static double get_out(const void* y, cml_dtype_t dt, int64_t i) {
   switch (dt) {
-    case CML_DTYPE_F32: return ((const float*)y)[i];
-    case CML_DTYPE_F64: return ((const double*)y)[i];
-    case CML_DTYPE_F16: return cml_f16_to_f32(((const uint16_t*)y)[i]);
-    case CML_DTYPE_BF16: return cml_bf16_to_f32(((const uint16_t*)y)[i]);
-    default: return NAN;
+    case CML_DTYPE_F32:
+      return ((const float*)y)[i];
+    case CML_DTYPE_F64:
+      return ((const double*)y)[i];
+    case CML_DTYPE_F16:
+      return cml_f16_to_f32(((const uint16_t*)y)[i]);
+    case CML_DTYPE_BF16:
+      return cml_bf16_to_f32(((const uint16_t*)y)[i]);
+    default:
+      return NAN;
   }
 }
 
@@ -267,10 +279,14 @@ static double acc_eps(cml_dtype_t in, cml_dtype_t out) {
 }
 static double out_eps(cml_dtype_t out) {
   switch (out) {
-    case CML_DTYPE_F16: return 0x1p-11;
-    case CML_DTYPE_BF16: return 0x1p-8;
-    case CML_DTYPE_F32: return 0x1p-24;
-    default: return 0x1p-53;
+    case CML_DTYPE_F16:
+      return 0x1p-11;
+    case CML_DTYPE_BF16:
+      return 0x1p-8;
+    case CML_DTYPE_F32:
+      return 0x1p-24;
+    default:
+      return 0x1p-53;
   }
 }
 
@@ -326,8 +342,8 @@ static int check_problem(const char* name, problem_t p, cmlc_pool_t* pool3) {
       double got = get_out(y1, odt, i);
       double tol = (double)(kterms + 1) * ua * bound[i] + uo * fabs(want[i]) + 1e-300;
       if (!(fabs(got - want[i]) <= tol)) {
-        fprintf(stderr, "%s: isa %d ref %d: element %lld: got %.9g want %.9g (tol %.3g)\n",
-                name, (int)isa, ref, (long long)i, got, want[i], tol);
+        fprintf(stderr, "%s: isa %d ref %d: element %lld: got %.9g want %.9g (tol %.3g)\n", name,
+                (int)isa, ref, (long long)i, got, want[i], tol);
         ++failures;
         break;
       }
@@ -337,10 +353,14 @@ static int check_problem(const char* name, problem_t p, cmlc_pool_t* pool3) {
   return failures;
 }
 
-#define NHWC {0, 3, 1, 2}
-#define HWIO {3, 2, 0, 1}
-#define NWC {0, 2, 1}
-#define WIO {2, 1, 0}
+#define NHWC \
+  { 0, 3, 1, 2 }
+#define HWIO \
+  { 3, 2, 0, 1 }
+#define NWC \
+  { 0, 2, 1 }
+#define WIO \
+  { 2, 1, 0 }
 
 //===--- tests ---===//
 
@@ -349,69 +369,237 @@ TEST(fast_path_layouts_strides_groups) {
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failures = 0;
   // NHWC / HWIO 3x3 "same" conv: several row tiles, output written in place by the GEMM.
-  failures += check_problem("nhwc 3x3", (problem_t){.s = 2, .n = 2, .c = 8, .o = 16,
-      .in = {13, 11}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .in_axes = NHWC,
-      .ker_axes = HWIO, .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("nhwc 3x3",
+                            (problem_t){.s = 2,
+                                        .n = 2,
+                                        .c = 8,
+                                        .o = 16,
+                                        .in = {13, 11},
+                                        .k = {3, 3},
+                                        .lo = {1, 1},
+                                        .hi = {1, 1},
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
   // NCHW / OIHW, stride 2, kernel dilation 2, asymmetric and negative padding.
-  failures += check_problem("nchw strided dilated", (problem_t){.s = 2, .n = 3, .c = 5,
-      .o = 7, .in = {17, 12}, .k = {3, 2}, .stride = {2, 1}, .kdil = {2, 3}, .lo = {2, -1},
-      .hi = {0, 2}, .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("nchw strided dilated",
+                            (problem_t){.s = 2,
+                                        .n = 3,
+                                        .c = 5,
+                                        .o = 7,
+                                        .in = {17, 12},
+                                        .k = {3, 2},
+                                        .stride = {2, 1},
+                                        .kdil = {2, 3},
+                                        .lo = {2, -1},
+                                        .hi = {0, 2},
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
   // Channel groups, channels-last input, NCHW-like output (scatter path).
-  failures += check_problem("groups", (problem_t){.s = 2, .n = 2, .c = 12, .o = 9,
-      .in = {9, 10}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .groups = 3, .in_axes = NHWC,
-      .ker_axes = HWIO, .out_axes = {0, 1, 2, 3}, .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("groups",
+                            (problem_t){.s = 2,
+                                        .n = 2,
+                                        .c = 12,
+                                        .o = 9,
+                                        .in = {9, 10},
+                                        .k = {3, 3},
+                                        .lo = {1, 1},
+                                        .hi = {1, 1},
+                                        .groups = 3,
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = {0, 1, 2, 3},
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
   // Depthwise with a channel multiplier of 2 (Ng = 2, Cg = 1).
-  failures += check_problem("depthwise", (problem_t){.s = 2, .n = 2, .c = 6, .o = 12,
-      .in = {15, 15}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .groups = 6, .in_axes = NHWC,
-      .ker_axes = HWIO, .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("depthwise",
+                            (problem_t){.s = 2,
+                                        .n = 2,
+                                        .c = 6,
+                                        .o = 12,
+                                        .in = {15, 15},
+                                        .k = {3, 3},
+                                        .lo = {1, 1},
+                                        .hi = {1, 1},
+                                        .groups = 6,
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
   // Depthwise, multiplier 1, stride 2 (the contiguous channel-vector loop), and NCHW bf16
   // with a multiplier of 3 (strided channels, converting loads).
-  failures += check_problem("depthwise m1", (problem_t){.s = 2, .n = 3, .c = 16, .o = 16,
-      .in = {11, 12}, .k = {3, 3}, .stride = {2, 2}, .lo = {1, 1}, .hi = {1, 1}, .groups = 16,
-      .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
-  failures += check_problem("depthwise nchw bf16", (problem_t){.s = 2, .n = 2, .c = 4,
-      .o = 12, .in = {9, 7}, .k = {3, 2}, .kdil = {1, 2}, .lo = {1, 0}, .hi = {1, 1},
-      .groups = 4, .dtype = CML_DTYPE_BF16}, pool);
+  failures += check_problem("depthwise m1",
+                            (problem_t){.s = 2,
+                                        .n = 3,
+                                        .c = 16,
+                                        .o = 16,
+                                        .in = {11, 12},
+                                        .k = {3, 3},
+                                        .stride = {2, 2},
+                                        .lo = {1, 1},
+                                        .hi = {1, 1},
+                                        .groups = 16,
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
+  failures += check_problem("depthwise nchw bf16",
+                            (problem_t){.s = 2,
+                                        .n = 2,
+                                        .c = 4,
+                                        .o = 12,
+                                        .in = {9, 7},
+                                        .k = {3, 2},
+                                        .kdil = {1, 2},
+                                        .lo = {1, 0},
+                                        .hi = {1, 1},
+                                        .groups = 4,
+                                        .dtype = CML_DTYPE_BF16},
+                            pool);
   // Batch groups (the weight-gradient form): batch 6 in 3 groups.
-  failures += check_problem("batch groups", (problem_t){.s = 1, .n = 6, .c = 4, .o = 6,
-      .in = {40}, .k = {5}, .lo = {2}, .hi = {2}, .batch_groups = 3, .dtype = CML_DTYPE_F32},
-      pool);
+  failures += check_problem("batch groups",
+                            (problem_t){.s = 1,
+                                        .n = 6,
+                                        .c = 4,
+                                        .o = 6,
+                                        .in = {40},
+                                        .k = {5},
+                                        .lo = {2},
+                                        .hi = {2},
+                                        .batch_groups = 3,
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
   // Input dilation (transposed conv) in 3-D with strides and a shuffled layout.
-  failures += check_problem("3d input dilation", (problem_t){.s = 3, .n = 2, .c = 3, .o = 4,
-      .in = {4, 5, 6}, .k = {2, 3, 2}, .idil = {2, 1, 2}, .stride = {1, 2, 1},
-      .lo = {1, 0, 1}, .hi = {1, 1, 0}, .in_axes = {4, 0, 1, 3, 2}, .ker_axes = {2, 4, 0, 1, 3},
-      .out_axes = {1, 4, 3, 0, 2}, .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("3d input dilation",
+                            (problem_t){.s = 3,
+                                        .n = 2,
+                                        .c = 3,
+                                        .o = 4,
+                                        .in = {4, 5, 6},
+                                        .k = {2, 3, 2},
+                                        .idil = {2, 1, 2},
+                                        .stride = {1, 2, 1},
+                                        .lo = {1, 0, 1},
+                                        .hi = {1, 1, 0},
+                                        .in_axes = {4, 0, 1, 3, 2},
+                                        .ker_axes = {2, 4, 0, 1, 3},
+                                        .out_axes = {1, 4, 3, 0, 2},
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
   // 1x1 conv (a plain GEMM over positions) and a 1-D conv with a long kernel.
-  failures += check_problem("1x1", (problem_t){.s = 2, .n = 2, .c = 24, .o = 40,
-      .in = {14, 14}, .k = {1, 1}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
-      .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("1x1",
+                            (problem_t){.s = 2,
+                                        .n = 2,
+                                        .c = 24,
+                                        .o = 40,
+                                        .in = {14, 14},
+                                        .k = {1, 1},
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
   // 1x1 reading the input in place, with an NCHW output (scatter); 1x1 variants that must not
   // read in place: stride 2, and a negative high padding (fewer output positions).
-  failures += check_problem("1x1 in place, nchw out", (problem_t){.s = 2, .n = 3, .c = 20,
-      .o = 12, .in = {9, 10}, .k = {1, 1}, .in_axes = NHWC, .ker_axes = HWIO,
-      .out_axes = {0, 1, 2, 3}, .dtype = CML_DTYPE_F32}, pool);
-  failures += check_problem("1x1 stride 2", (problem_t){.s = 2, .n = 2, .c = 20, .o = 12,
-      .in = {9, 10}, .k = {1, 1}, .stride = {2, 2}, .in_axes = NHWC, .ker_axes = HWIO,
-      .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
-  failures += check_problem("1x1 negative high padding", (problem_t){.s = 2, .n = 2, .c = 20,
-      .o = 12, .in = {9, 10}, .k = {1, 1}, .hi = {-1, -2}, .in_axes = NHWC, .ker_axes = HWIO,
-      .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
-  failures += check_problem("1x1 f64 in place", (problem_t){.s = 1, .n = 5, .c = 7, .o = 9,
-      .in = {40}, .k = {1}, .in_axes = NWC, .ker_axes = WIO, .out_axes = NWC,
-      .dtype = CML_DTYPE_F64}, pool);
-  failures += check_problem("1-D long kernel", (problem_t){.s = 1, .n = 1, .c = 3, .o = 5,
-      .in = {300}, .k = {31}, .lo = {15}, .hi = {15}, .in_axes = NWC, .ker_axes = WIO,
-      .out_axes = NWC, .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("1x1 in place, nchw out",
+                            (problem_t){.s = 2,
+                                        .n = 3,
+                                        .c = 20,
+                                        .o = 12,
+                                        .in = {9, 10},
+                                        .k = {1, 1},
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = {0, 1, 2, 3},
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
+  failures += check_problem("1x1 stride 2",
+                            (problem_t){.s = 2,
+                                        .n = 2,
+                                        .c = 20,
+                                        .o = 12,
+                                        .in = {9, 10},
+                                        .k = {1, 1},
+                                        .stride = {2, 2},
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
+  failures += check_problem("1x1 negative high padding",
+                            (problem_t){.s = 2,
+                                        .n = 2,
+                                        .c = 20,
+                                        .o = 12,
+                                        .in = {9, 10},
+                                        .k = {1, 1},
+                                        .hi = {-1, -2},
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
+  failures += check_problem("1x1 f64 in place",
+                            (problem_t){.s = 1,
+                                        .n = 5,
+                                        .c = 7,
+                                        .o = 9,
+                                        .in = {40},
+                                        .k = {1},
+                                        .in_axes = NWC,
+                                        .ker_axes = WIO,
+                                        .out_axes = NWC,
+                                        .dtype = CML_DTYPE_F64},
+                            pool);
+  failures += check_problem("1-D long kernel",
+                            (problem_t){.s = 1,
+                                        .n = 1,
+                                        .c = 3,
+                                        .o = 5,
+                                        .in = {300},
+                                        .k = {31},
+                                        .lo = {15},
+                                        .hi = {15},
+                                        .in_axes = NWC,
+                                        .ker_axes = WIO,
+                                        .out_axes = NWC,
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
   // Large K (Cg * taps = 2700): small tiles, K blocked inside the GEMM.
-  failures += check_problem("large K", (problem_t){.s = 2, .n = 1, .c = 300, .o = 33,
-      .in = {12, 12}, .k = {3, 3}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
-      .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem("large K",
+                            (problem_t){.s = 2,
+                                        .n = 1,
+                                        .c = 300,
+                                        .o = 33,
+                                        .in = {12, 12},
+                                        .k = {3, 3},
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
   // One output position (M == 1) and one output channel (N == 1): the GEMV forms.
-  failures += check_problem("single position", (problem_t){.s = 2, .n = 1, .c = 7, .o = 9,
-      .in = {3, 3}, .k = {3, 3}, .dtype = CML_DTYPE_F32}, pool);
-  failures += check_problem("single channel", (problem_t){.s = 2, .n = 2, .c = 5, .o = 1,
-      .in = {20, 20}, .k = {3, 3}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
-      .dtype = CML_DTYPE_F32}, pool);
+  failures += check_problem(
+      "single position",
+      (problem_t){
+          .s = 2, .n = 1, .c = 7, .o = 9, .in = {3, 3}, .k = {3, 3}, .dtype = CML_DTYPE_F32},
+      pool);
+  failures += check_problem("single channel",
+                            (problem_t){.s = 2,
+                                        .n = 2,
+                                        .c = 5,
+                                        .o = 1,
+                                        .in = {20, 20},
+                                        .k = {3, 3},
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
   cmlc_pool_destroy(pool);
   ASSERT_EQ_INT(failures, 0);
 }
@@ -422,22 +610,70 @@ TEST(fast_path_dtypes) {
   int failures = 0;
   static const cml_dtype_t kIn[] = {CML_DTYPE_F64, CML_DTYPE_F16, CML_DTYPE_BF16};
   for (size_t i = 0; i < sizeof kIn / sizeof kIn[0]; ++i) {
-    failures += check_problem(cml_dtype_name(kIn[i]), (problem_t){.s = 2, .n = 2, .c = 6,
-        .o = 10, .in = {11, 9}, .k = {3, 3}, .lo = {1, 0}, .hi = {1, 1}, .in_axes = NHWC,
-        .ker_axes = HWIO, .out_axes = NHWC, .dtype = kIn[i]}, pool);
-    failures += check_problem(cml_dtype_name(kIn[i]), (problem_t){.s = 1, .n = 4, .c = 6,
-        .o = 4, .in = {33}, .k = {4}, .stride = {3}, .groups = 2, .dtype = kIn[i]}, pool);
+    failures += check_problem(cml_dtype_name(kIn[i]),
+                              (problem_t){.s = 2,
+                                          .n = 2,
+                                          .c = 6,
+                                          .o = 10,
+                                          .in = {11, 9},
+                                          .k = {3, 3},
+                                          .lo = {1, 0},
+                                          .hi = {1, 1},
+                                          .in_axes = NHWC,
+                                          .ker_axes = HWIO,
+                                          .out_axes = NHWC,
+                                          .dtype = kIn[i]},
+                              pool);
+    failures += check_problem(cml_dtype_name(kIn[i]),
+                              (problem_t){.s = 1,
+                                          .n = 4,
+                                          .c = 6,
+                                          .o = 4,
+                                          .in = {33},
+                                          .k = {4},
+                                          .stride = {3},
+                                          .groups = 2,
+                                          .dtype = kIn[i]},
+                              pool);
   }
   // Output dtypes other than the accumulator's: f16 -> f32, f32 -> f64 (f64 GEMM),
   // f32 -> bf16 (accumulates in f32, rounds once).
-  failures += check_problem("f16->f32", (problem_t){.s = 2, .n = 1, .c = 8, .o = 8,
-      .in = {10, 10}, .k = {3, 3}, .dtype = CML_DTYPE_F16, .out_dtype = CML_DTYPE_F32}, pool);
-  failures += check_problem("f32->f64", (problem_t){.s = 2, .n = 1, .c = 8, .o = 8,
-      .in = {10, 10}, .k = {3, 3}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
-      .dtype = CML_DTYPE_F32, .out_dtype = CML_DTYPE_F64}, pool);
-  failures += check_problem("f32->bf16", (problem_t){.s = 2, .n = 1, .c = 8, .o = 8,
-      .in = {10, 10}, .k = {3, 3}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
-      .dtype = CML_DTYPE_F32, .out_dtype = CML_DTYPE_BF16}, pool);
+  failures += check_problem("f16->f32",
+                            (problem_t){.s = 2,
+                                        .n = 1,
+                                        .c = 8,
+                                        .o = 8,
+                                        .in = {10, 10},
+                                        .k = {3, 3},
+                                        .dtype = CML_DTYPE_F16,
+                                        .out_dtype = CML_DTYPE_F32},
+                            pool);
+  failures += check_problem("f32->f64",
+                            (problem_t){.s = 2,
+                                        .n = 1,
+                                        .c = 8,
+                                        .o = 8,
+                                        .in = {10, 10},
+                                        .k = {3, 3},
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32,
+                                        .out_dtype = CML_DTYPE_F64},
+                            pool);
+  failures += check_problem("f32->bf16",
+                            (problem_t){.s = 2,
+                                        .n = 1,
+                                        .c = 8,
+                                        .o = 8,
+                                        .in = {10, 10},
+                                        .k = {3, 3},
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32,
+                                        .out_dtype = CML_DTYPE_BF16},
+                            pool);
   cmlc_pool_destroy(pool);
   ASSERT_EQ_INT(failures, 0);
 }
@@ -447,8 +683,17 @@ TEST(hand_computed_nhwc_3x3) {
   // padding 1: channel 0 is the 3x3 neighbourhood sum, channel 1 the input itself.
   float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[18], y[18];
   for (int t = 0; t < 9; ++t) w[2 * t] = 1, w[2 * t + 1] = t == 4 ? 1.0f : 0.0f;
-  problem_t p = {.s = 2, .n = 1, .c = 1, .o = 2, .in = {3, 3}, .k = {3, 3}, .lo = {1, 1},
-                 .hi = {1, 1}, .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC,
+  problem_t p = {.s = 2,
+                 .n = 1,
+                 .c = 1,
+                 .o = 2,
+                 .in = {3, 3},
+                 .k = {3, 3},
+                 .lo = {1, 1},
+                 .hi = {1, 1},
+                 .in_axes = NHWC,
+                 .ker_axes = HWIO,
+                 .out_axes = NHWC,
                  .dtype = CML_DTYPE_F32};
   fake_t f;
   problem_finish(&p, &f);
@@ -468,8 +713,16 @@ TEST(reference_and_integers_keep_direct_path) {
   // The direct path converts the whole input into scratch; the fast path never does. The
   // scratch size tells them apart: a 1x1 conv over a big input with a tiny kernel. f32 takes
   // the fast path; reference=true and i32 take the direct one.
-  problem_t p = {.s = 2, .n = 4, .c = 64, .o = 1, .in = {64, 64}, .k = {1, 1},
-                 .in_axes = NHWC, .ker_axes = HWIO, .out_axes = NHWC, .dtype = CML_DTYPE_F32};
+  problem_t p = {.s = 2,
+                 .n = 4,
+                 .c = 64,
+                 .o = 1,
+                 .in = {64, 64},
+                 .k = {1, 1},
+                 .in_axes = NHWC,
+                 .ker_axes = HWIO,
+                 .out_axes = NHWC,
+                 .dtype = CML_DTYPE_F32};
   fake_t f;
   problem_finish(&p, &f);
   size_t input_bytes = (size_t)cml_shape_element_count(&p.xs) * 4;
@@ -498,9 +751,20 @@ TEST(inexact_f32_thread_and_tile_independent) {
   // (check_problem compares them), and the result stays within the summation bound.
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
-  int failures = check_problem("resnet-like", (problem_t){.s = 2, .n = 2, .c = 32, .o = 32,
-      .in = {28, 28}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .in_axes = NHWC,
-      .ker_axes = HWIO, .out_axes = NHWC, .dtype = CML_DTYPE_F32}, pool);
+  int failures = check_problem("resnet-like",
+                               (problem_t){.s = 2,
+                                           .n = 2,
+                                           .c = 32,
+                                           .o = 32,
+                                           .in = {28, 28},
+                                           .k = {3, 3},
+                                           .lo = {1, 1},
+                                           .hi = {1, 1},
+                                           .in_axes = NHWC,
+                                           .ker_axes = HWIO,
+                                           .out_axes = NHWC,
+                                           .dtype = CML_DTYPE_F32},
+                               pool);
   cmlc_pool_destroy(pool);
   ASSERT_EQ_INT(failures, 0);
 }

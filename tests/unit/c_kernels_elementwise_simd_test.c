@@ -19,12 +19,10 @@
 static bool have_avx512(void) {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         cmlc_ew_cpu_has_f16c();
+         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cmlc_ew_cpu_has_f16c();
 }
 static bool have_avx2(void) {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         cmlc_ew_cpu_has_f16c();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cmlc_ew_cpu_has_f16c();
 }
 
 typedef struct isa_entry_t {
@@ -58,11 +56,15 @@ static bool same_f32(float a, float b) {
 }
 
 static const float kEdges[] = {
-    0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -0.5f, INFINITY, -INFINITY, NAN, -NAN,
-    FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 0x1p-149f, -0x1p-140f, 1e-30f, 3.0f, -2.5f, 88.72f,
-    89.0f, -104.0f, -87.5f, -100.0f, 0.55f, 0.5499999f, -0.55f, 0.99999994f, 3.92f, -3.9200001f,
-    100.0f, 2147483648.0f, -2147483648.0f, 2147483520.0f, -2147483904.0f, 16777217.0f,
-    1.00390625f, 1.01171875f, 65504.0f, 65520.0f, 6e-8f, 1e-3f, 7.0f / 3.0f};
+    0.0f,        -0.0f,         1.0f,           -1.0f,         0.5f,
+    -0.5f,       INFINITY,      -INFINITY,      NAN,           -NAN,
+    FLT_MAX,     -FLT_MAX,      FLT_MIN,        -FLT_MIN,      0x1p-149f,
+    -0x1p-140f,  1e-30f,        3.0f,           -2.5f,         88.72f,
+    89.0f,       -104.0f,       -87.5f,         -100.0f,       0.55f,
+    0.5499999f,  -0.55f,        0.99999994f,    3.92f,         -3.9200001f,
+    100.0f,      2147483648.0f, -2147483648.0f, 2147483520.0f, -2147483904.0f,
+    16777217.0f, 1.00390625f,   1.01171875f,    65504.0f,      65520.0f,
+    6e-8f,       1e-3f,         7.0f / 3.0f};
 #define EDGE_COUNT ((int)(sizeof kEdges / sizeof kEdges[0]))
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -91,8 +93,8 @@ static double ulp_error(float got, double want) {
 //===--- binary and compare ---===//
 
 static const cml_op_t kBinaryOps[] = {
-    CML_OP_ADD,       CML_OP_SUB,       CML_OP_MUL,           CML_OP_DIV,
-    CML_OP_MAX,       CML_OP_MIN,       CML_OP_EQUAL,         CML_OP_NOT_EQUAL,
+    CML_OP_ADD,       CML_OP_SUB,           CML_OP_MUL,          CML_OP_DIV,
+    CML_OP_MAX,       CML_OP_MIN,           CML_OP_EQUAL,        CML_OP_NOT_EQUAL,
     CML_OP_LESS_THAN, CML_OP_LESS_OR_EQUAL, CML_OP_GREATER_THAN, CML_OP_GREATER_OR_EQUAL};
 
 static bool is_compare(cml_op_t op) { return cml_op_kind(op) == CML_OPK_COMPARE; }
@@ -144,9 +146,8 @@ TEST(binary_matches_scalar_on_edge_grid) {
       int64_t bad = 0;
       const int64_t both[2] = {1, 1};
       if (!binary_matches(op, fn, a, b, both, EDGE_COUNT * EDGE_COUNT, &bad)) {
-        TEST_FAIL_("%s %s: element %lld (%a, %a)", kIsas[k].name, cml_op_name(op),
-                   (long long)bad, bad >= 0 ? (double)a[bad] : 0.0,
-                   bad >= 0 ? (double)b[bad] : 0.0);
+        TEST_FAIL_("%s %s: element %lld (%a, %a)", kIsas[k].name, cml_op_name(op), (long long)bad,
+                   bad >= 0 ? (double)a[bad] : 0.0, bad >= 0 ? (double)b[bad] : 0.0);
       }
       // Every tail length, and each operand broadcast.
       for (int64_t n = 0; n <= 40; ++n) {
@@ -189,16 +190,16 @@ typedef struct unary_case_t {
   cml_op_t op;
   double (*ref)(double);  // NULL: must equal the scalar kernel bit for bit
   double max_ulps;
-  float lo, hi;           // random input range
+  float lo, hi;  // random input range
 } unary_case_t;
 
 static double ref_logistic(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 static const unary_case_t kUnary[] = {
-    {CML_OP_NEG, NULL, 0, -100, 100},        {CML_OP_ABS, NULL, 0, -100, 100},
-    {CML_OP_SQRT, NULL, 0, 0, 1000},         {CML_OP_RSQRT, NULL, 0, 0, 1000},
-    {CML_OP_EXP, exp, 1.5, -110, 90},        {CML_OP_LOG, log, 1.5, 0, 1e6},
-    {CML_OP_TANH, tanh, 2.0, -10, 10},       {CML_OP_LOGISTIC, ref_logistic, 3.0, -110, 110},
+    {CML_OP_NEG, NULL, 0, -100, 100},  {CML_OP_ABS, NULL, 0, -100, 100},
+    {CML_OP_SQRT, NULL, 0, 0, 1000},   {CML_OP_RSQRT, NULL, 0, 0, 1000},
+    {CML_OP_EXP, exp, 1.5, -110, 90},  {CML_OP_LOG, log, 1.5, 0, 1e6},
+    {CML_OP_TANH, tanh, 2.0, -10, 10}, {CML_OP_LOGISTIC, ref_logistic, 3.0, -110, 110},
     {CML_OP_ERF, erf, 2.0, -5, 5},
 };
 
@@ -233,8 +234,8 @@ TEST(unary_matches_reference) {
         const float g = got[i], w = want[i];
         if (!u->ref) {
           if (!same_f32(g, w)) {
-            TEST_FAIL_("%s %s(%a) = %a, scalar %a", kIsas[k].name, cml_op_name(u->op),
-                       (double)x[i], (double)g, (double)w);
+            TEST_FAIL_("%s %s(%a) = %a, scalar %a", kIsas[k].name, cml_op_name(u->op), (double)x[i],
+                       (double)g, (double)w);
           }
           continue;
         }
@@ -242,8 +243,8 @@ TEST(unary_matches_reference) {
         if (isnan(w) || isnan(g) || isinf(w) || isinf(g) || w == 0.0f || g == 0.0f) {
           const bool tiny = fabs((double)w) < 1e-44 && fabs((double)g) < 1e-44;
           if (!same_f32(g, w) && !(tiny && signbit(g) == signbit(w))) {
-            TEST_FAIL_("%s %s(%a) = %a, scalar %a", kIsas[k].name, cml_op_name(u->op),
-                       (double)x[i], (double)g, (double)w);
+            TEST_FAIL_("%s %s(%a) = %a, scalar %a", kIsas[k].name, cml_op_name(u->op), (double)x[i],
+                       (double)g, (double)w);
           }
           continue;
         }
@@ -315,9 +316,9 @@ static cmlc_options_t make_options(cmlc_isa_t isa, bool reference, int threads) 
 static cml_status_t tnode_run(tnode_t* t, bool reduce, const cmlc_options_t* options,
                               const void* const* inputs, void* output, cmlc_pool_t* pool) {
   cmlc_kernel_entry_t entry;
-  const bool found = reduce ? cmlc_kernels_reduce_lookup(&t->module, &t->node, options, &entry)
-                            : cmlc_kernels_elementwise_lookup(&t->module, &t->node, options,
-                                                              &entry);
+  const bool found = reduce
+                         ? cmlc_kernels_reduce_lookup(&t->module, &t->node, options, &entry)
+                         : cmlc_kernels_elementwise_lookup(&t->module, &t->node, options, &entry);
   if (!found) return cml_status_make(CML_STATUS_UNIMPLEMENTED, "no kernel");
   const cml_shape_t* in_shapes[4];
   for (uint32_t i = 0; i < t->node.input_count; ++i) in_shapes[i] = &t->values[1 + i].shape;
@@ -394,8 +395,8 @@ TEST(convert_matches_scalar) {
           memcpy(&g, got + (size_t)i * esize, esize);
           memcpy(&w, want + (size_t)i * esize, esize);
           TEST_FAIL_("%s %s -> %s: element %d (input bits %08x): %x, scalar %x", kIsas[k].name,
-                     cml_dtype_name(pairs[p][0]), cml_dtype_name(pairs[p][1]), i,
-                     (unsigned)src[i], (unsigned)g, (unsigned)w);
+                     cml_dtype_name(pairs[p][0]), cml_dtype_name(pairs[p][1]), i, (unsigned)src[i],
+                     (unsigned)g, (unsigned)w);
         }
       }
     }
@@ -425,8 +426,8 @@ TEST(where_matches_scalar) {
         cmlc_ew_where_fn(4)(want, in, st, n);
         for (int64_t i = 0; i < n; ++i) {
           if (!same_f32(got[i], want[i])) {
-            TEST_FAIL_("%s where strides %d n=%lld: element %lld", kIsas[k].name, s,
-                       (long long)n, (long long)i);
+            TEST_FAIL_("%s where strides %d n=%lld: element %lld", kIsas[k].name, s, (long long)n,
+                       (long long)i);
           }
         }
       }

@@ -123,9 +123,8 @@ TEST(add_f32_shapes_and_broadcast) {
   ASSERT_STATUS_OK(run_binary(CML_OP_MUL, cml_shape_scalar(CML_DTYPE_F32), s23, s23, &s, a, out));
   for (int i = 0; i < 6; ++i) ASSERT_EQ_DBL(out[i], 0.5 * a[i]);
   // Both sides broadcast: [2,1] x [1,3].
-  ASSERT_STATUS_OK(
-      run_binary(CML_OP_ADD, shp(CML_DTYPE_F32, 2, d21), shp(CML_DTYPE_F32, 2, d13), s23, col,
-                 row, out));
+  ASSERT_STATUS_OK(run_binary(CML_OP_ADD, shp(CML_DTYPE_F32, 2, d21), shp(CML_DTYPE_F32, 2, d13),
+                              s23, col, row, out));
   const float want_outer[6] = {110, 120, 130, 210, 220, 230};
   for (int i = 0; i < 6; ++i) ASSERT_EQ_DBL(out[i], want_outer[i]);
 }
@@ -166,13 +165,13 @@ TEST(int_wrap_shift_pow) {
   ASSERT_STATUS_OK(run_binary(CML_OP_MUL, s, s, s, a, b, o));
   ASSERT_EQ_INT(o[1], -128);  // -128 * -1 wraps
   ASSERT_STATUS_OK(run_binary(CML_OP_SHIFT_LEFT, s, s, s, a, b, o));
-  ASSERT_EQ_INT(o[0], -2);    // 0x7f << 1 = 0xfe
-  ASSERT_EQ_INT(o[1], 0);     // count -1 reads as 255 >= 8
-  ASSERT_EQ_INT(o[2], 0);     // count 8
+  ASSERT_EQ_INT(o[0], -2);  // 0x7f << 1 = 0xfe
+  ASSERT_EQ_INT(o[1], 0);   // count -1 reads as 255 >= 8
+  ASSERT_EQ_INT(o[2], 0);   // count 8
   ASSERT_EQ_INT(o[4], 12);
   ASSERT_STATUS_OK(run_binary(CML_OP_SHIFT_RIGHT_ARITHMETIC, s, s, s, a, b, o));
   ASSERT_EQ_INT(o[0], 63);
-  ASSERT_EQ_INT(o[3], -1);    // negative, count >= 8: sign fill
+  ASSERT_EQ_INT(o[3], -1);  // negative, count >= 8: sign fill
   ASSERT_EQ_INT(o[2], 0);
   ASSERT_STATUS_OK(run_binary(CML_OP_SHIFT_RIGHT_LOGICAL, s, s, s, a, b, o));
   ASSERT_EQ_INT(o[0], 63);
@@ -353,8 +352,8 @@ TEST(complex_ops) {
   float re[2] = {1, 2}, im[2] = {3, 4};
   cml_c64_t c[2];
   cml_shape_t f2 = shp(CML_DTYPE_F32, 1, (int64_t[]){2});
-  ASSERT_STATUS_OK(run_binary(CML_OP_COMPLEX, f2, f2, shp(CML_DTYPE_C64, 1, (int64_t[]){2}), re,
-                              im, c));
+  ASSERT_STATUS_OK(
+      run_binary(CML_OP_COMPLEX, f2, f2, shp(CML_DTYPE_C64, 1, (int64_t[]){2}), re, im, c));
   ASSERT_EQ_DBL(c[1].re, 2);
   ASSERT_EQ_DBL(c[1].im, 4);
 }
@@ -374,8 +373,8 @@ TEST(convert_float_to_int) {
   for (int i = 0; i < 6; ++i) ASSERT_EQ_INT(u[i], want_u[i]);
   double big = 1e300;
   int64_t i64;
-  ASSERT_STATUS_OK(run_convert(cml_shape_scalar(CML_DTYPE_F64), cml_shape_scalar(CML_DTYPE_I64),
-                               &big, &i64));
+  ASSERT_STATUS_OK(
+      run_convert(cml_shape_scalar(CML_DTYPE_F64), cml_shape_scalar(CML_DTYPE_I64), &big, &i64));
   ASSERT_EQ_INT(i64, INT64_MAX);
 }
 
@@ -392,32 +391,32 @@ TEST(convert_ints_bools_halves) {
   ASSERT_EQ_INT(b[0] + 2 * b[1] + 4 * b[2] + 8 * b[3], 11);
   float f = -0.0f, nan = NAN;
   uint8_t bb;
-  ASSERT_STATUS_OK(run_convert(cml_shape_scalar(CML_DTYPE_F32), cml_shape_scalar(CML_DTYPE_BOOL),
-                               &f, &bb));
+  ASSERT_STATUS_OK(
+      run_convert(cml_shape_scalar(CML_DTYPE_F32), cml_shape_scalar(CML_DTYPE_BOOL), &f, &bb));
   ASSERT_EQ_INT(bb, 0);
-  ASSERT_STATUS_OK(run_convert(cml_shape_scalar(CML_DTYPE_F32), cml_shape_scalar(CML_DTYPE_BOOL),
-                               &nan, &bb));
+  ASSERT_STATUS_OK(
+      run_convert(cml_shape_scalar(CML_DTYPE_F32), cml_shape_scalar(CML_DTYPE_BOOL), &nan, &bb));
   ASSERT_EQ_INT(bb, 1);
   // int64 -> bf16 rounds once: 2^30 + 2^22 + 1 is just above the midpoint between
   // 2^30 and 2^30 + 2^23, so it rounds up (0x4e81); rounding via f32 first would give 2^30.
   int64_t v = ((int64_t)1 << 30) + ((int64_t)1 << 22) + 1;
   uint16_t h;
-  ASSERT_STATUS_OK(run_convert(cml_shape_scalar(CML_DTYPE_I64), cml_shape_scalar(CML_DTYPE_BF16),
-                               &v, &h));
+  ASSERT_STATUS_OK(
+      run_convert(cml_shape_scalar(CML_DTYPE_I64), cml_shape_scalar(CML_DTYPE_BF16), &v, &h));
   ASSERT_EQ_INT(h, 0x4e81);
   uint16_t half = cml_f32_to_f16(-2.5f);
   int32_t hi;
-  ASSERT_STATUS_OK(run_convert(cml_shape_scalar(CML_DTYPE_F16), cml_shape_scalar(CML_DTYPE_I32),
-                               &half, &hi));
+  ASSERT_STATUS_OK(
+      run_convert(cml_shape_scalar(CML_DTYPE_F16), cml_shape_scalar(CML_DTYPE_I32), &half, &hi));
   ASSERT_EQ_INT(hi, -2);
   cml_c64_t c = {2.5f, -1.0f};
   int32_t ci;
-  ASSERT_STATUS_OK(run_convert(cml_shape_scalar(CML_DTYPE_C64), cml_shape_scalar(CML_DTYPE_I32),
-                               &c, &ci));
+  ASSERT_STATUS_OK(
+      run_convert(cml_shape_scalar(CML_DTYPE_C64), cml_shape_scalar(CML_DTYPE_I32), &c, &ci));
   ASSERT_EQ_INT(ci, 2);
   cml_c128_t cc;
-  ASSERT_STATUS_OK(run_convert(cml_shape_scalar(CML_DTYPE_C64), cml_shape_scalar(CML_DTYPE_C128),
-                               &c, &cc));
+  ASSERT_STATUS_OK(
+      run_convert(cml_shape_scalar(CML_DTYPE_C64), cml_shape_scalar(CML_DTYPE_C128), &c, &cc));
   ASSERT_EQ_DBL(cc.re, 2.5);
   ASSERT_EQ_DBL(cc.im, -1.0);
 }
@@ -521,7 +520,8 @@ TEST(broadcast_5x7x11_threads_match_reference) {
   for (int i = 0; i < NB; ++i) b[i] = (double)((i * 13) % 17) + 0.25;
   for (int i = 0; i < 5; ++i) {
     for (int j = 0; j < 7; ++j) {
-      for (int k = 0; k < 11; ++k) want[(i * 7 + j) * 11 + k] = a[(i * 7 + j) * 11 + k] * b[i * 11 + k];
+      for (int k = 0; k < 11; ++k)
+        want[(i * 7 + j) * 11 + k] = a[(i * 7 + j) * 11 + k] * b[i * 11 + k];
     }
   }
   tnode_t t;
@@ -584,5 +584,4 @@ TEST_MAIN(TEST_ENTRY(add_f32_shapes_and_broadcast), TEST_ENTRY(int_division_edge
           TEST_ENTRY(convert_float_to_int), TEST_ENTRY(convert_ints_bools_halves),
           TEST_ENTRY(convert_packed), TEST_ENTRY(bitcast_and_identity),
           TEST_ENTRY(iota_where_clamp), TEST_ENTRY(broadcast_5x7x11_threads_match_reference),
-          TEST_ENTRY(large_flat_threads_and_zero_size),
-          TEST_ENTRY(capabilities_and_lookup_misses))
+          TEST_ENTRY(large_flat_threads_and_zero_size), TEST_ENTRY(capabilities_and_lookup_misses))

@@ -22,8 +22,8 @@ typedef struct fake_t {
 
 // DotGeneral of lhs [B, M, K] (or [M, K] when batch == 0) with rhs [B, K, N], or rhs
 // [B, N, K] when |rhs_transposed|; accumulation in f32, output |out_dtype|.
-static void fake_dot(fake_t* f, int64_t batch, int64_t m, int64_t k, int64_t n,
-                     bool rhs_transposed, cml_dtype_t out_dtype) {
+static void fake_dot(fake_t* f, int64_t batch, int64_t m, int64_t k, int64_t n, bool rhs_transposed,
+                     cml_dtype_t out_dtype) {
   memset(f, 0, sizeof *f);
   const int32_t nb = batch > 0 ? 1 : 0;
   int64_t ld[3], rd[3], od[3];
@@ -131,9 +131,9 @@ TEST(bf16_every_path_within_bound) {
   static const struct {
     int64_t batch, m, k, n;
     bool transposed;
-  } cases[] = {{0, 1, 1, 1, false},     {0, 3, 5, 7, false},      {0, 13, 37, 45, false},
-               {0, 150, 515, 70, false}, {2, 20, 33, 130, false}, {0, 29, 1100, 33, true},
-               {3, 12, 64, 32, true},   {0, 200, 96, 2100, false}};
+  } cases[] = {{0, 1, 1, 1, false},      {0, 3, 5, 7, false},      {0, 13, 37, 45, false},
+               {0, 150, 515, 70, false}, {2, 20, 33, 130, false},  {0, 29, 1100, 33, true},
+               {3, 12, 64, 32, true},    {0, 200, 96, 2100, false}};
   path_t paths[6];
   const int path_count = usable_paths(paths);
   cmlc_pool_t* pool = NULL;
@@ -158,8 +158,8 @@ TEST(bf16_every_path_within_bound) {
           double s = 0, g = 0;
           for (int64_t kk = 0; kk < k; ++kk) {
             const double x = cml_bf16_to_f32(lhs[(b * m + i) * k + kk]);
-            const double y = cml_bf16_to_f32(tr ? rhs[(b * n + j) * k + kk]
-                                                : rhs[(b * k + kk) * n + j]);
+            const double y =
+                cml_bf16_to_f32(tr ? rhs[(b * n + j) * k + kk] : rhs[(b * k + kk) * n + j]);
             s += x * y;
             g += fabs(x * y);
           }
@@ -204,8 +204,7 @@ TEST(bf16_every_path_within_bound) {
           ++checked;
           if (!(fabs(got - exact[e]) <= tol) && failures++ < 8) {
             fprintf(stderr, "case %zu %s %s [%lld]: got %.9g exact %.9g tolerance %.3g\n", ci,
-                    paths[pi].name, cml_dtype_name(out_dtype), (long long)e, got, exact[e],
-                    tol);
+                    paths[pi].name, cml_dtype_name(out_dtype), (long long)e, got, exact[e], tol);
           }
         }
       }

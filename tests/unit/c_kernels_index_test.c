@@ -147,12 +147,13 @@ static int kt_contains(const int64_t* list, int32_t n, int64_t v) {
 
 // Per-output-element gather straight from XLA's definition.
 static int32_t kt_ref_gather(const cml_shape_t* xs, const int32_t* x, const cml_shape_t* is,
-                             const int32_t* idx, const cml_shape_t* os,
-                             const cml_gather_dims_t* g, const int64_t* out_index) {
+                             const int32_t* idx, const cml_shape_t* os, const cml_gather_dims_t* g,
+                             const int64_t* out_index) {
   int64_t batch[CML_MAX_RANK];
   int32_t nb = 0;
   for (int32_t d = 0; d < os->rank; ++d)
-    if (!kt_contains(g->offset_output_axes, g->offset_output_axis_count, d)) batch[nb++] = out_index[d];
+    if (!kt_contains(g->offset_output_axes, g->offset_output_axis_count, d))
+      batch[nb++] = out_index[d];
   int64_t in_index[CML_MAX_RANK] = {0};
   for (int32_t k = 0; k < g->start_index_map_count; ++k) {
     int64_t pos[CML_MAX_RANK];
@@ -375,7 +376,8 @@ TEST(lookup_and_capabilities) {
   cmlc_kernels_index_capabilities(&caps);
   cml_op_t ops[] = {CML_OP_DYNAMIC_SLICE, CML_OP_DYNAMIC_UPDATE_SLICE, CML_OP_GATHER,
                     CML_OP_SCATTER_SUM,   CML_OP_SCATTER_MAX,          CML_OP_SCATTER_MIN};
-  for (size_t i = 0; i < sizeof ops / sizeof *ops; ++i) ASSERT_TRUE(cml_capabilities_has_op(&caps, ops[i]));
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; ++i)
+    ASSERT_TRUE(cml_capabilities_has_op(&caps, ops[i]));
   // Float indices are rejected.
   int64_t d[] = {4};
   cml_shape_t ins[2] = {kt_shape(CML_DTYPE_F32, 1, d), kt_shape(CML_DTYPE_F32, 0, NULL)};

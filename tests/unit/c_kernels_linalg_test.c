@@ -344,7 +344,8 @@ TEST(dot_half_accumulates_in_f32) {
   // bf16 inputs, f32 accumulator and output.
   uint16_t x[2] = {cml_f32_to_bf16(1.5f), cml_f32_to_bf16(-2.0f)};
   uint16_t y[2] = {cml_f32_to_bf16(4.0f), cml_f32_to_bf16(0.25f)};
-  cml_shape_t i2[2] = {shp(CML_DTYPE_BF16, 1, (int64_t[]){2}), shp(CML_DTYPE_BF16, 1, (int64_t[]){2})};
+  cml_shape_t i2[2] = {shp(CML_DTYPE_BF16, 1, (int64_t[]){2}),
+                       shp(CML_DTYPE_BF16, 1, (int64_t[]){2})};
   cml_shape_t o2 = shp(CML_DTYPE_F32, 0, NULL);
   fake_init(&f, CML_OP_DOT, i2, 2, &o2, 1);
   f.attrs.u.dot.lhs_contracting_count = f.attrs.u.dot.rhs_contracting_count = 1;
@@ -360,7 +361,8 @@ TEST(dot_complex_and_f64) {
   // (1+2i)(3+4i) + (5-1i)(2+0i) = (-5+10i) + (10-2i) = 5+8i.
   float a[4] = {1, 2, 5, -1}, b[4] = {3, 4, 2, 0};
   fake_t f;
-  cml_shape_t ins[2] = {shp(CML_DTYPE_C64, 1, (int64_t[]){2}), shp(CML_DTYPE_C64, 1, (int64_t[]){2})};
+  cml_shape_t ins[2] = {shp(CML_DTYPE_C64, 1, (int64_t[]){2}),
+                        shp(CML_DTYPE_C64, 1, (int64_t[]){2})};
   cml_shape_t out = shp(CML_DTYPE_C64, 0, NULL);
   fake_init(&f, CML_OP_DOT, ins, 2, &out, 1);
   f.attrs.u.dot.lhs_contracting_count = f.attrs.u.dot.rhs_contracting_count = 1;
@@ -378,7 +380,8 @@ TEST(dot_complex_and_f64) {
   ASSERT_EQ_DBL(cr[1], 8);
   // f64 with NaN and Inf propagation: [1, NaN] . [2, 3] = NaN; [Inf, 1] . [1, 1] = Inf.
   double x[4] = {1, NAN, INFINITY, 1}, y[2] = {2, 3}, z[2];
-  cml_shape_t i2[2] = {shp(CML_DTYPE_F64, 2, (int64_t[]){2, 2}), shp(CML_DTYPE_F64, 1, (int64_t[]){2})};
+  cml_shape_t i2[2] = {shp(CML_DTYPE_F64, 2, (int64_t[]){2, 2}),
+                       shp(CML_DTYPE_F64, 1, (int64_t[]){2})};
   cml_shape_t o2 = shp(CML_DTYPE_F64, 1, (int64_t[]){2});
   fake_init(&f, CML_OP_DOT, i2, 2, &o2, 1);
   f.attrs.u.dot.lhs_contracting_count = f.attrs.u.dot.rhs_contracting_count = 1;
@@ -414,7 +417,8 @@ TEST(dot_multiple_contracting_and_batch_axes) {
         int64_t s = 0;
         for (int k1 = 0; k1 < 2; ++k1)
           for (int k2 = 0; k2 < 3; ++k2)
-            s += (int64_t)lhs[((k1 * 2 + b) * 2 + m) * 3 + k2] * rhs[((k2 * 2 + n) * 2 + b) * 2 + k1];
+            s += (int64_t)lhs[((k1 * 2 + b) * 2 + m) * 3 + k2] *
+                 rhs[((k2 * 2 + n) * 2 + b) * 2 + k1];
         ASSERT_EQ_INT(got[(b * 2 + m) * 2 + n], s);
       }
   // The same in f32 through the GEMM path (values exact).
@@ -459,7 +463,8 @@ TEST(dot_f32_to_int_output) {
   float a[6] = {2.75f, 0, -3e9f, 0, NAN, 0}, b[2] = {1, 1};
   int32_t r[3];
   fake_t f;
-  cml_shape_t ins[2] = {shp(CML_DTYPE_F32, 2, (int64_t[]){3, 2}), shp(CML_DTYPE_F32, 1, (int64_t[]){2})};
+  cml_shape_t ins[2] = {shp(CML_DTYPE_F32, 2, (int64_t[]){3, 2}),
+                        shp(CML_DTYPE_F32, 1, (int64_t[]){2})};
   cml_shape_t out = shp(CML_DTYPE_I32, 1, (int64_t[]){3});
   fake_init(&f, CML_OP_DOT_GENERAL, ins, 2, &out, 1);
   f.attrs.u.dot.lhs_contracting_count = f.attrs.u.dot.rhs_contracting_count = 1;
@@ -493,8 +498,8 @@ static double at2(const float* x, bool transposed, int64_t rows, int64_t cols, i
 }
 
 // DotGeneral of lhs [M, K] (or [K, M] when |ta|) and rhs [K, N] (or [N, K] when |tb|).
-static void dot_2d_node(fake_t* f, cml_dtype_t in, cml_dtype_t out, int64_t m, int64_t n,
-                        int64_t k, bool ta, bool tb) {
+static void dot_2d_node(fake_t* f, cml_dtype_t in, cml_dtype_t out, int64_t m, int64_t n, int64_t k,
+                        bool ta, bool tb) {
   cml_shape_t ins[2] = {shp(in, 2, ta ? (int64_t[]){k, m} : (int64_t[]){m, k}),
                         shp(in, 2, tb ? (int64_t[]){n, k} : (int64_t[]){k, n})};
   cml_shape_t o = shp(out, 2, (int64_t[]){m, n});
@@ -510,8 +515,8 @@ static void dot_2d_node(fake_t* f, cml_dtype_t in, cml_dtype_t out, int64_t m, i
 TEST(gemm_f32_shapes_layouts_isas_threads) {
   // M = 1 and N = 1 take the GEMV path, tiny ones read B in place, the rest are blocked with
   // masked edges and (K > 256) several k blocks.
-  static const int64_t shapes[][3] = {{1, 1, 1},     {1, 37, 19},  {1, 300, 700}, {45, 1, 33},
-                                      {300, 1, 513}, {5, 7, 11},   {12, 32, 64},  {13, 33, 65},
+  static const int64_t shapes[][3] = {{1, 1, 1},     {1, 37, 19},    {1, 300, 700}, {45, 1, 33},
+                                      {300, 1, 513}, {5, 7, 11},     {12, 32, 64},  {13, 33, 65},
                                       {64, 64, 64},  {150, 70, 520}, {2, 600, 300}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
@@ -546,8 +551,8 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
               want += at2(a, ta, m, k, r, kk) * at2(b, tb, k, n, kk, cc);
             if ((double)c1[r * n + cc] != want || c1[r * n + cc] != c3[r * n + cc]) {
               fprintf(stderr, "M%lld N%lld K%lld ta%d tb%d isa %d (%lld,%lld): %g / %g want %g\n",
-                      (long long)m, (long long)n, (long long)k, ta, tb, (int)kIsas[i],
-                      (long long)r, (long long)cc, c1[r * n + cc], c3[r * n + cc], want);
+                      (long long)m, (long long)n, (long long)k, ta, tb, (int)kIsas[i], (long long)r,
+                      (long long)cc, c1[r * n + cc], c3[r * n + cc], want);
               failed = 2;
               break;
             }
@@ -626,8 +631,10 @@ TEST(gemm_half_inputs_convert_on_pack) {
   int failed = 0;
   for (int half = 0; half < 2 && !failed; ++half) {
     cml_dtype_t dt = half ? CML_DTYPE_F16 : CML_DTYPE_BF16;
-    for (int64_t i = 0; i < m * k; ++i) ah[i] = half ? cml_f32_to_f16(af[i]) : cml_f32_to_bf16(af[i]);
-    for (int64_t i = 0; i < k * n; ++i) bh[i] = half ? cml_f32_to_f16(bf[i]) : cml_f32_to_bf16(bf[i]);
+    for (int64_t i = 0; i < m * k; ++i)
+      ah[i] = half ? cml_f32_to_f16(af[i]) : cml_f32_to_bf16(af[i]);
+    for (int64_t i = 0; i < k * n; ++i)
+      bh[i] = half ? cml_f32_to_f16(bf[i]) : cml_f32_to_bf16(bf[i]);
     fake_t f;
     dot_2d_node(&f, dt, CML_DTYPE_F32, m, n, k, false, half);
     if (half) {  // f16: B given transposed ([N, K]).
@@ -825,7 +832,8 @@ TEST(conv_feature_and_batch_groups) {
 TEST(conv_half_and_f64) {
   // f16 input 2048 + 1*8 accumulates in f32 -> 2056.
   uint16_t x[9], w[9], y[1];
-  for (int i = 0; i < 9; ++i) x[i] = cml_f32_to_f16(i == 0 ? 2048.0f : 1.0f), w[i] = cml_f32_to_f16(1.0f);
+  for (int i = 0; i < 9; ++i)
+    x[i] = cml_f32_to_f16(i == 0 ? 2048.0f : 1.0f), w[i] = cml_f32_to_f16(1.0f);
   fake_t f;
   cml_shape_t ins[2] = {shp(CML_DTYPE_F16, 3, (int64_t[]){1, 9, 1}),
                         shp(CML_DTYPE_F16, 3, (int64_t[]){1, 9, 1})};
@@ -851,7 +859,8 @@ TEST(capabilities_and_lookup_rejects) {
   ASSERT_TRUE(cml_capabilities_has_op(&caps, CML_OP_CONV_GENERAL));
   ASSERT_FALSE(cml_capabilities_has_op(&caps, CML_OP_ADD));
   fake_t f;
-  cml_shape_t ins[2] = {shp(CML_DTYPE_BOOL, 1, (int64_t[]){2}), shp(CML_DTYPE_BOOL, 1, (int64_t[]){2})};
+  cml_shape_t ins[2] = {shp(CML_DTYPE_BOOL, 1, (int64_t[]){2}),
+                        shp(CML_DTYPE_BOOL, 1, (int64_t[]){2})};
   cml_shape_t out = shp(CML_DTYPE_BOOL, 0, NULL);
   fake_init(&f, CML_OP_DOT, ins, 2, &out, 1);
   f.attrs.u.dot.lhs_contracting_count = f.attrs.u.dot.rhs_contracting_count = 1;
@@ -863,13 +872,14 @@ TEST(capabilities_and_lookup_rejects) {
   ASSERT_FALSE(cmlc_kernels_linalg_lookup(&f.module, &f.node, &o, &e));
 }
 
-TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path), TEST_ENTRY(dot_f32_transposed_layouts_blocks_and_threads),
+TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
+          TEST_ENTRY(dot_f32_transposed_layouts_blocks_and_threads),
           TEST_ENTRY(dot_f32_inexact_thread_independent), TEST_ENTRY(dot_int_wraps_and_accumulates),
           TEST_ENTRY(dot_half_accumulates_in_f32), TEST_ENTRY(dot_complex_and_f64),
           TEST_ENTRY(dot_multiple_contracting_and_batch_axes), TEST_ENTRY(dot_zero_k_and_empty),
-          TEST_ENTRY(dot_f32_to_int_output),
-          TEST_ENTRY(gemm_f32_shapes_layouts_isas_threads),
+          TEST_ENTRY(dot_f32_to_int_output), TEST_ENTRY(gemm_f32_shapes_layouts_isas_threads),
           TEST_ENTRY(gemm_f64_every_isa_thread_independent),
-          TEST_ENTRY(gemm_half_inputs_convert_on_pack), TEST_ENTRY(gemm_batched_gemv_and_small), TEST_ENTRY(conv_1d_stride_padding_dilations),
-          TEST_ENTRY(conv_2d_nhwc_layout_and_int), TEST_ENTRY(conv_feature_and_batch_groups),
-          TEST_ENTRY(conv_half_and_f64), TEST_ENTRY(capabilities_and_lookup_rejects))
+          TEST_ENTRY(gemm_half_inputs_convert_on_pack), TEST_ENTRY(gemm_batched_gemv_and_small),
+          TEST_ENTRY(conv_1d_stride_padding_dilations), TEST_ENTRY(conv_2d_nhwc_layout_and_int),
+          TEST_ENTRY(conv_feature_and_batch_groups), TEST_ENTRY(conv_half_and_f64),
+          TEST_ENTRY(capabilities_and_lookup_rejects))

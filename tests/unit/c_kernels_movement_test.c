@@ -84,13 +84,13 @@ TEST(transpose_matches_reference) {
     int64_t dims[8];
     int64_t perm[8];
   } cases[] = {
-      {2, {67, 131}, {1, 0}},                     // tiled 2-D
-      {3, {5, 7, 11}, {2, 0, 1}},                 // small, odd
-      {3, {13, 17, 19}, {2, 1, 0}},               // tiled with an outer axis
-      {3, {9, 33, 40}, {1, 0, 2}},                // inner axis kept: row copies
-      {4, {3, 1, 40, 50}, {2, 3, 1, 0}},          // size-1 axis
+      {2, {67, 131}, {1, 0}},                                   // tiled 2-D
+      {3, {5, 7, 11}, {2, 0, 1}},                               // small, odd
+      {3, {13, 17, 19}, {2, 1, 0}},                             // tiled with an outer axis
+      {3, {9, 33, 40}, {1, 0, 2}},                              // inner axis kept: row copies
+      {4, {3, 1, 40, 50}, {2, 3, 1, 0}},                        // size-1 axis
       {8, {2, 3, 2, 1, 3, 2, 2, 3}, {7, 6, 5, 4, 3, 2, 1, 0}},  // rank 8
-      {2, {0, 5}, {1, 0}},                        // zero-size
+      {2, {0, 5}, {1, 0}},                                      // zero-size
       {1, {7}, {0}},
   };
   for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) {
@@ -305,7 +305,8 @@ TEST(pad_2d_matches_reference) {
   int64_t xd[] = {5, 7};
   cml_pad_axis_t pads[2] = {{2, -3, 1}, {-2, 4, 2}};
   int64_t od[2];
-  for (int i = 0; i < 2; ++i) od[i] = xd[i] + pads[i].low + pads[i].high + (xd[i] - 1) * pads[i].interior;
+  for (int i = 0; i < 2; ++i)
+    od[i] = xd[i] + pads[i].low + pads[i].high + (xd[i] - 1) * pads[i].interior;
   cml_shape_t ins[2] = {kt_shape(CML_DTYPE_U16, 2, xd), kt_shape(CML_DTYPE_U16, 0, NULL)};
   cml_shape_t os = kt_shape(CML_DTYPE_U16, 2, od);
   kt_t k;
@@ -366,15 +367,17 @@ TEST(capabilities) {
   cml_capabilities_t caps;
   memset(&caps, 0, sizeof caps);
   cmlc_kernels_movement_capabilities(&caps);
-  cml_op_t ops[] = {CML_OP_RESHAPE, CML_OP_TRANSPOSE, CML_OP_BROADCAST_IN_DIM, CML_OP_CONCATENATE,
-                    CML_OP_SLICE,   CML_OP_REVERSE,   CML_OP_PAD};
-  for (size_t i = 0; i < sizeof ops / sizeof *ops; ++i) ASSERT_TRUE(cml_capabilities_has_op(&caps, ops[i]));
+  cml_op_t ops[] = {CML_OP_RESHAPE,     CML_OP_TRANSPOSE, CML_OP_BROADCAST_IN_DIM,
+                    CML_OP_CONCATENATE, CML_OP_SLICE,     CML_OP_REVERSE,
+                    CML_OP_PAD};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; ++i)
+    ASSERT_TRUE(cml_capabilities_has_op(&caps, ops[i]));
   ASSERT_FALSE(cml_capabilities_has_op(&caps, CML_OP_ADD));
 }
 
 TEST_MAIN(TEST_ENTRY(transpose_2x3_by_hand), TEST_ENTRY(transpose_matches_reference),
           TEST_ENTRY(broadcast_in_dim_by_hand), TEST_ENTRY(broadcast_in_dim_large_with_pool),
           TEST_ENTRY(concatenate_by_hand), TEST_ENTRY(slice_with_strides),
-          TEST_ENTRY(reverse_by_hand), TEST_ENTRY(pad_by_hand), TEST_ENTRY(pad_2d_matches_reference),
-          TEST_ENTRY(reshape_copies_bytes_packed_included),
+          TEST_ENTRY(reverse_by_hand), TEST_ENTRY(pad_by_hand),
+          TEST_ENTRY(pad_2d_matches_reference), TEST_ENTRY(reshape_copies_bytes_packed_included),
           TEST_ENTRY(lookup_rejects_packed_except_reshape), TEST_ENTRY(capabilities))

@@ -159,8 +159,8 @@ TEST(empty_extent_identities_and_nan) {
   ASSERT_STATUS_OK(tnode_run(&t, NULL, iy, NULL));
   ASSERT_EQ_INT(iy[1], -1);
   uint8_t b;
-  tnode_init(&t, CML_OP_REDUCE_LOGICAL_AND, shp(CML_DTYPE_BOOL, 1, (int64_t[]){0}),
-             (int64_t[]){0}, 1);
+  tnode_init(&t, CML_OP_REDUCE_LOGICAL_AND, shp(CML_DTYPE_BOOL, 1, (int64_t[]){0}), (int64_t[]){0},
+             1);
   ASSERT_STATUS_OK(tnode_run(&t, NULL, &b, NULL));
   ASSERT_EQ_INT(b, 1);
   // NaN propagates through max and min, wherever it sits among many elements.
@@ -350,9 +350,9 @@ static bool col_same(float a, float b) {
 // the reference kernel's bits, max/min equal an independent loop exactly, and sums stay
 // within the documented three-level bound of an f64 loop: (256 + R/16384 + 2) * eps * sum|x|.
 TEST(f32_columns_every_isa) {
-  static const int64_t shapes[][3] = {{1, 5, 1},    {2, 3, 7},     {3, 130, 17}, {1, 257, 64},
-                                      {2, 129, 100}, {1, 40, 1030}, {4, 33, 2051},
-                                      {1, 16500, 19}, {2, 130, 4100}};
+  static const int64_t shapes[][3] = {{1, 5, 1},     {2, 3, 7},      {3, 130, 17},
+                                      {1, 257, 64},  {2, 129, 100},  {1, 40, 1030},
+                                      {4, 33, 2051}, {1, 16500, 19}, {2, 130, 4100}};
   static const cml_op_t ops[3] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN};
   cmlc_isa_t isas[3];
   const int isa_count = col_isas(isas);
@@ -387,7 +387,7 @@ TEST(f32_columns_every_isa) {
               const int64_t o = both ? w : a * W + w;
               exact[o] += v;
               mag[o] += fabs(v);
-              want[o] = op == CML_OP_REDUCE_MAX ? col_ref_max(want[o], v)
+              want[o] = op == CML_OP_REDUCE_MAX   ? col_ref_max(want[o], v)
                         : op == CML_OP_REDUCE_MIN ? col_ref_min(want[o], v)
                                                   : want[o];
             }
@@ -395,8 +395,7 @@ TEST(f32_columns_every_isa) {
         }
         tnode_t t;
         const int64_t axes[2] = {0, 1};
-        tnode_init(&t, op, shp(CML_DTYPE_F32, 3, shapes[si]), both ? axes : axes + 1,
-                   both ? 2 : 1);
+        tnode_init(&t, op, shp(CML_DTYPE_F32, 3, shapes[si]), both ? axes : axes + 1, both ? 2 : 1);
         for (int ii = 0; ii < isa_count; ++ii) {
           for (int threaded = 0; threaded < 2; ++threaded) {
             float* y = ii == 0 && !threaded ? ref : got;
@@ -416,10 +415,11 @@ TEST(f32_columns_every_isa) {
                 ok = ok && col_same(y[o], want[o]);
               }
               if (!ok && failures++ < 5) {
-                fprintf(stderr, "shape %lld,%lld,%lld both %d op %s isa %d threads %d: [%lld] "
-                        "got %.9g ref %.9g want %.9g exact %.9g\n", (long long)A, (long long)R,
-                        (long long)W, both, cml_op_name(op), (int)isas[ii], threaded,
-                        (long long)o, y[o], ref[o], want[o], exact[o]);
+                fprintf(stderr,
+                        "shape %lld,%lld,%lld both %d op %s isa %d threads %d: [%lld] "
+                        "got %.9g ref %.9g want %.9g exact %.9g\n",
+                        (long long)A, (long long)R, (long long)W, both, cml_op_name(op),
+                        (int)isas[ii], threaded, (long long)o, y[o], ref[o], want[o], exact[o]);
               }
             }
           }
@@ -444,12 +444,12 @@ TEST(f32_columns_special_values) {
   float x[R * W];
   for (int i = 0; i < R * W; ++i) x[i] = (float)(i % 7) - 3.0f;
   for (int r = 0; r < R; ++r) {
-    x[r * W + 0] = r == 2 ? NAN : 1.0f;      // NaN in the middle
-    x[r * W + 1] = r == 0 ? NAN : 1.0f;      // NaN first
-    x[r * W + 2] = r % 2 ? -0.0f : 0.0f;     // mixed zeros
-    x[r * W + 3] = -0.0f;                    // only -0
+    x[r * W + 0] = r == 2 ? NAN : 1.0f;   // NaN in the middle
+    x[r * W + 1] = r == 0 ? NAN : 1.0f;   // NaN first
+    x[r * W + 2] = r % 2 ? -0.0f : 0.0f;  // mixed zeros
+    x[r * W + 3] = -0.0f;                 // only -0
     x[r * W + 4] = r == 1 ? INFINITY : -INFINITY;
-    x[r * W + 19] = r == 3 ? NAN : -2.0f;    // NaN last, in the scalar/masked tail
+    x[r * W + 19] = r == 3 ? NAN : -2.0f;  // NaN last, in the scalar/masked tail
     x[r * W + 20] = r % 2 ? 0.0f : -0.0f;
   }
   cmlc_isa_t isas[3];
@@ -549,5 +549,4 @@ TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(empty_extent_identities_and_nan),
           TEST_ENTRY(ints_wrap_and_bitwise_logical), TEST_ENTRY(half_accumulates_in_f32),
           TEST_ENTRY(odd_shapes_all_axis_sets_threads),
           TEST_ENTRY(float_sum_thread_count_independent), TEST_ENTRY(f32_columns_every_isa),
-          TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(arg_min_max),
-          TEST_ENTRY(capabilities))
+          TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(arg_min_max), TEST_ENTRY(capabilities))

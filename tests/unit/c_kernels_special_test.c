@@ -102,7 +102,8 @@ TEST(rng_philox_known_answers) {
   };
   for (int v = 0; v < 3; ++v) {
     const uint32_t* k = kat[v];
-    uint64_t state[3] = {(uint64_t)k[4] | (uint64_t)k[5] << 32, (uint64_t)k[0] | (uint64_t)k[1] << 32,
+    uint64_t state[3] = {(uint64_t)k[4] | (uint64_t)k[5] << 32,
+                         (uint64_t)k[0] | (uint64_t)k[1] << 32,
                          (uint64_t)k[2] | (uint64_t)k[3] << 32};
     uint32_t out[4];
     uint64_t ns[3];
@@ -160,8 +161,7 @@ TEST(rng_word_mapping_per_dtype) {
 //===--- FFT ---===//
 
 // Naive DFT along the trailing |axes| axes (lengths |len|) of |count| complex values.
-static void naive_dft(double complex* x, int64_t batch, int axes, const int64_t* len,
-                      double sign) {
+static void naive_dft(double complex* x, int64_t batch, int axes, const int64_t* len, double sign) {
   int64_t inner = 1;
   for (int a = 0; a < axes; ++a) inner *= len[a];
   double complex* tmp = malloc(sizeof(double complex) * (size_t)(inner ? inner : 1));
@@ -192,8 +192,8 @@ static double frand(uint32_t* seed) {
 TEST(fft_c2c_lengths_and_inverse) {
   static const int64_t cases[][4] = {
       // batch, axes, len0, len1
-      {3, 1, 8, 0}, {2, 1, 6, 0}, {2, 1, 37, 0}, {1, 1, 1, 0}, {2, 2, 3, 5}, {1, 2, 16, 12},
-      {1, 1, 100, 0},
+      {3, 1, 8, 0}, {2, 1, 6, 0},   {2, 1, 37, 0},  {1, 1, 1, 0},
+      {2, 2, 3, 5}, {1, 2, 16, 12}, {1, 1, 100, 0},
   };
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
@@ -227,7 +227,8 @@ TEST(fft_c2c_lengths_and_inverse) {
       naive_dft(w, batch, axes, len, inv ? 1.0 : -1.0);
       for (int64_t i = 0; i < total; ++i) {
         double complex e = inv ? w[i] / (double)inner : w[i];
-        if (fabs(out[2 * i] - creal(e)) > 1e-12 * inner || fabs(out[2 * i + 1] - cimag(e)) > 1e-12 * inner ||
+        if (fabs(out[2 * i] - creal(e)) > 1e-12 * inner ||
+            fabs(out[2 * i + 1] - cimag(e)) > 1e-12 * inner ||
             memcmp(&out[2 * i], &out3[2 * i], 2 * sizeof(double)) != 0) {
           fprintf(stderr, "case %zu inv %d elem %lld: (%g, %g) want (%g, %g)\n", ci, inv,
                   (long long)i, out[2 * i], out[2 * i + 1], creal(e), cimag(e));
@@ -276,7 +277,8 @@ TEST(fft_real_forward_and_inverse) {
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t k = 0; k < H; ++k) {
         double complex s = 0;
-        for (int64_t j = 0; j < L; ++j) s += x[b * L + j] * cexp(-2.0 * M_PI * I * (double)(j * k) / (double)L);
+        for (int64_t j = 0; j < L; ++j)
+          s += x[b * L + j] * cexp(-2.0 * M_PI * I * (double)(j * k) / (double)L);
         ASSERT_NEAR(spec[2 * (b * H + k)], creal(s), 1e-12);
         ASSERT_NEAR(spec[2 * (b * H + k) + 1], cimag(s), 1e-12);
       }
@@ -348,7 +350,8 @@ TEST(batch_norm_inference_training_gradient) {
   f.attrs.axis = 1;
   f.attrs.epsilon = 0;
   float y[4];
-  ASSERT_STATUS_OK(fake_run(&f, 1, NULL, (const void*[]){x, scale, offset, mean, var}, (void*[]){y}));
+  ASSERT_STATUS_OK(
+      fake_run(&f, 1, NULL, (const void*[]){x, scale, offset, mean, var}, (void*[]){y}));
   ASSERT_EQ_DBL(y[0], -1);
   ASSERT_EQ_DBL(y[1], -1);
   ASSERT_EQ_DBL(y[2], 3);
@@ -368,7 +371,8 @@ TEST(batch_norm_inference_training_gradient) {
   fake_init(&f, CML_OP_BATCH_NORM_INFERENCE, (cml_shape_t[]){xs, cs, cs, cs, cs}, 5, &xs, 1);
   f.attrs.axis = 1;
   f.attrs.epsilon = 3;
-  ASSERT_STATUS_OK(fake_run(&f, 1, NULL, (const void*[]){x, scale, offset, mean, var}, (void*[]){y}));
+  ASSERT_STATUS_OK(
+      fake_run(&f, 1, NULL, (const void*[]){x, scale, offset, mean, var}, (void*[]){y}));
   ASSERT_EQ_DBL(y[0], 0);
   ASSERT_EQ_DBL(y[2], 2);
   // Gradient on three samples of one channel (two samples always give grad_x = 0).
@@ -380,7 +384,8 @@ TEST(batch_norm_inference_training_gradient) {
   f.attrs.axis = 1;
   f.attrs.epsilon = 0;
   float gx[3], gs[1], go[1];
-  ASSERT_STATUS_OK(fake_run(&f, 1, NULL, (const void*[]){x3, s3, m3, v3, dy3}, (void*[]){gx, gs, go}));
+  ASSERT_STATUS_OK(
+      fake_run(&f, 1, NULL, (const void*[]){x3, s3, m3, v3, dy3}, (void*[]){gx, gs, go}));
   // r = 0.5, xc = {-2, -1, 3}: grad_offset = 6, sum(dy*xc) = -2 - 2 + 9 = 5, grad_scale = 2.5.
   // grad_x = 3 * 0.5 * (dy - 2 - xc * 5 * 0.25 / 3) = 1.5 * ({-1, 0, 1} - xc * 5/12):
   //   {1.5 * (-1 + 10/12), 1.5 * (5/12), 1.5 * (1 - 15/12)} = {-0.25, 0.625, -0.375}.

@@ -163,8 +163,10 @@ static int64_t kt_ref_rw(const int64_t* x, const int64_t* xd, const cml_window_c
       }
       if (!inside) continue;
       int64_t v = x[idx[0] * xd[1] + idx[1]];
-      if (type == CML_REDUCE_SUM) acc += v;
-      else if (v > acc) acc = v;
+      if (type == CML_REDUCE_SUM)
+        acc += v;
+      else if (v > acc)
+        acc = v;
     }
   return acc;
 }
@@ -190,8 +192,8 @@ TEST(reduce_window_2d_matches_reference) {
       kt_t k;
       kt_init(&k, CML_OP_REDUCE_WINDOW, 1, &xs, &os);
       k.attrs.reduce_type = type;
-      kt_window(&k, 2, cases[c].window, cases[c].strides, cases[c].base, cases[c].wdil,
-                cases[c].lo, cases[c].hi);
+      kt_window(&k, 2, cases[c].window, cases[c].strides, cases[c].base, cases[c].wdil, cases[c].lo,
+                cases[c].hi);
       int64_t nx = kt_count(&xs), no = kt_count(&os);
       int64_t* x = malloc((size_t)nx * sizeof(int64_t));
       int64_t* out = malloc((size_t)(no + 1) * sizeof(int64_t));
@@ -220,9 +222,9 @@ TEST(reduce_window_2d_matches_reference) {
 
 //===--- SelectAndScatter ---===//
 
-static cml_status_t kt_sas_1d(cml_op_t op, cml_dtype_t dt, int64_t n, const void* x,
-                              int64_t src_n, const void* src, int64_t window, int64_t stride,
-                              int64_t lo, int64_t hi, void* out) {
+static cml_status_t kt_sas_1d(cml_op_t op, cml_dtype_t dt, int64_t n, const void* x, int64_t src_n,
+                              const void* src, int64_t window, int64_t stride, int64_t lo,
+                              int64_t hi, void* out) {
   cml_shape_t ins[2] = {kt_shape(dt, 1, &n), kt_shape(dt, 1, &src_n)};
   kt_t k;
   kt_init(&k, op, 2, ins, &ins[0]);
@@ -234,37 +236,44 @@ static cml_status_t kt_sas_1d(cml_op_t op, cml_dtype_t dt, int64_t n, const void
 TEST(select_and_scatter_by_hand) {
   float x[] = {1, 3, 3, 2}, src2[] = {10, 20}, src3[] = {1, 2, 3}, out[4];
   // Max, window 2 stride 2: [1 3] -> 1, [3 2] -> 2.
-  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F32, 4, x, 2, src2, 2, 2, 0, 0, out));
+  ASSERT_STATUS_OK(
+      kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F32, 4, x, 2, src2, 2, 2, 0, 0, out));
   float want1[] = {0, 10, 20, 0};
   for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(out[i], want1[i]);
   // Overlapping windows, stride 1: [1 3] -> 1, [3 3] -> 1 (first), [3 2] -> 2.
-  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F32, 4, x, 3, src3, 2, 1, 0, 0, out));
+  ASSERT_STATUS_OK(
+      kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F32, 4, x, 3, src3, 2, 1, 0, 0, out));
   float want2[] = {0, 3, 3, 0};
   for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(out[i], want2[i]);
   // Min: [4 1] -> 1, [1 1] -> 1 (first), [1 5] -> 2.
   int32_t xm[] = {4, 1, 1, 5}, sm[] = {1, 2, 3}, om[4];
-  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MIN, CML_DTYPE_I32, 4, xm, 3, sm, 2, 1, 0, 0, om));
+  ASSERT_STATUS_OK(
+      kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MIN, CML_DTYPE_I32, 4, xm, 3, sm, 2, 1, 0, 0, om));
   int32_t want3[] = {0, 3, 3, 0};
   for (int i = 0; i < 4; ++i) ASSERT_EQ_INT(om[i], want3[i]);
   // Padding is never selected: [pad -5] -> 0, [-5 -7] -> 0.
   double xp[] = {-5, -7}, sp[] = {1, 2}, op[2];
-  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F64, 2, xp, 2, sp, 2, 1, 1, 0, op));
+  ASSERT_STATUS_OK(
+      kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F64, 2, xp, 2, sp, 2, 1, 1, 0, op));
   ASSERT_EQ_DBL(op[0], 3);
   ASSERT_EQ_DBL(op[1], 0);
   // Sum: every element of each window gets the source element.
   int16_t xs[] = {9, 9, 9}, ss[] = {1, 10}, os[3];
-  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_SUM, CML_DTYPE_I16, 3, xs, 2, ss, 2, 1, 0, 0, os));
+  ASSERT_STATUS_OK(
+      kt_sas_1d(CML_OP_SELECT_AND_SCATTER_SUM, CML_DTYPE_I16, 3, xs, 2, ss, 2, 1, 0, 0, os));
   ASSERT_EQ_INT(os[0], 1);
   ASSERT_EQ_INT(os[1], 11);
   ASSERT_EQ_INT(os[2], 10);
   // Integer accumulation wraps: [pad 5] -> 0 and [5 1] -> 0 get 100 + 100 in i8.
   int8_t x8[] = {5, 1}, s8[] = {100, 100}, o8[2];
-  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_I8, 2, x8, 2, s8, 2, 1, 1, 0, o8));
+  ASSERT_STATUS_OK(
+      kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_I8, 2, x8, 2, s8, 2, 1, 1, 0, o8));
   ASSERT_EQ_INT(o8[0], -56);
   ASSERT_EQ_INT(o8[1], 0);
   // A NaN current selection is replaced by the next candidate (XLA's `ge` select).
   float xn[] = {NAN, 1}, sn[] = {5}, on[2];
-  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F32, 2, xn, 1, sn, 2, 2, 0, 0, on));
+  ASSERT_STATUS_OK(
+      kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F32, 2, xn, 1, sn, 2, 2, 0, 0, on));
   ASSERT_EQ_DBL(on[0], 0);
   ASSERT_EQ_DBL(on[1], 5);
 }
@@ -273,9 +282,11 @@ TEST(select_and_scatter_f16_accumulates_in_f32) {
   // One element, window 3, stride 1, padding 2/2: three windows all select it. Sources
   // 1 + 2^-11 + 2^-11 = 1 + 2^-10 (0x3C01) in f32, rounded once.
   uint16_t x[] = {0x4000}, src[] = {0x3C00, 0x1000, 0x1000}, out[1];
-  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F16, 1, x, 3, src, 3, 1, 2, 2, out));
+  ASSERT_STATUS_OK(
+      kt_sas_1d(CML_OP_SELECT_AND_SCATTER_MAX, CML_DTYPE_F16, 1, x, 3, src, 3, 1, 2, 2, out));
   ASSERT_EQ_INT(out[0], 0x3C01);
-  ASSERT_STATUS_OK(kt_sas_1d(CML_OP_SELECT_AND_SCATTER_SUM, CML_DTYPE_BF16, 1, x, 3, src, 3, 1, 2, 2, out));
+  ASSERT_STATUS_OK(
+      kt_sas_1d(CML_OP_SELECT_AND_SCATTER_SUM, CML_DTYPE_BF16, 1, x, 3, src, 3, 1, 2, 2, out));
   // Read as bf16 the same bits are 2^-7 (0x3C00) and two values near 2^-95 (0x1000): every
   // element of the three windows gets all three, and the sum rounds to 2^-7.
   ASSERT_EQ_INT(out[0], 0x3C00);
@@ -285,7 +296,8 @@ TEST(select_and_scatter_2d_matches_reference) {
   // operand [6, 7] i32 with ties, window 3x2, strides 2x2, padding (1,1)x(0,1).
   int64_t xd[] = {6, 7}, window[] = {3, 2}, strides[] = {2, 2}, lo[] = {1, 0}, hi[] = {1, 1};
   int64_t sd[2];
-  for (int d = 0; d < 2; ++d) sd[d] = kt_window_out(xd[d], window[d], strides[d], 1, 1, lo[d], hi[d]);
+  for (int d = 0; d < 2; ++d)
+    sd[d] = kt_window_out(xd[d], window[d], strides[d], 1, 1, lo[d], hi[d]);
   cml_shape_t ins[2] = {kt_shape(CML_DTYPE_I32, 2, xd), kt_shape(CML_DTYPE_I32, 2, sd)};
   int32_t x[42], src[64], out[42], want_max[42] = {0}, want_min[42] = {0};
   for (int i = 0; i < 42; ++i) x[i] = (i * 37) % 5;
@@ -338,8 +350,7 @@ TEST(lookup_and_capabilities) {
 }
 
 TEST_MAIN(TEST_ENTRY(reduce_window_1d_by_hand), TEST_ENTRY(reduce_window_identities_and_nan),
-          TEST_ENTRY(reduce_window_integer_wrap_and_f16_rounding),
-          TEST_ENTRY(reduce_window_scalar), TEST_ENTRY(reduce_window_2d_matches_reference),
-          TEST_ENTRY(select_and_scatter_by_hand),
+          TEST_ENTRY(reduce_window_integer_wrap_and_f16_rounding), TEST_ENTRY(reduce_window_scalar),
+          TEST_ENTRY(reduce_window_2d_matches_reference), TEST_ENTRY(select_and_scatter_by_hand),
           TEST_ENTRY(select_and_scatter_f16_accumulates_in_f32),
           TEST_ENTRY(select_and_scatter_2d_matches_reference), TEST_ENTRY(lookup_and_capabilities))

@@ -167,19 +167,19 @@ static cml_status_t ot_build_cse(cml_backend_t* backend, cml_executable_t** exe)
   cml_shape_t s = ot_vec(CML_DTYPE_F32, 5);
   cml_value_t x = cml_parameter(f, "x", &s);
   cml_value_t a = cml_op_mul(f, x, x);
-  cml_value_t a2 = cml_op_mul(f, x, x);                      // merged
-  cml_value_t c = cml_op_add(f, a, a2);                      // 2x^2
+  cml_value_t a2 = cml_op_mul(f, x, x);  // merged
+  cml_value_t c = cml_op_add(f, a, a2);  // 2x^2
   cml_value_t e1 = cml_op_neg(f, x);
-  cml_value_t e2 = cml_op_neg(f, x);                         // merged
+  cml_value_t e2 = cml_op_neg(f, x);  // merged
   cml_value_t k1 = cml_constant_scalar_f64(f, CML_DTYPE_F32, 3.0);
   cml_value_t k2 = cml_constant_scalar_f64(f, CML_DTYPE_F32, 3.0);  // merged
   cml_value_t m1 = cml_op_mul(f, x, k1);
-  cml_value_t m2 = cml_op_mul(f, x, k2);                     // merged (k2 is k1)
-  cml_value_t t = cml_op_add(f, m1, m2);                     // 6x
+  cml_value_t m2 = cml_op_mul(f, x, k2);  // merged (k2 is k1)
+  cml_value_t t = cml_op_add(f, m1, m2);  // 6x
   cml_value_t bar[2] = {x, x}, bo[2] = {0, 0};
   cml_op_optimization_barrier(f, bar, 1, &bo[0]);
-  cml_op_optimization_barrier(f, bar + 1, 1, &bo[1]);        // barriers: never merged
-  cml_value_t u = cml_op_add(f, bo[0], bo[1]);               // 2x
+  cml_op_optimization_barrier(f, bar + 1, 1, &bo[1]);  // barriers: never merged
+  cml_value_t u = cml_op_add(f, bo[0], bo[1]);         // 2x
   cml_value_t outs[5] = {c, e2, t, e1, u};
   return ot_finish(b, outs, 5, exe);
 }
@@ -318,16 +318,16 @@ static int ot_choose(ot_graph_t* g, ot_rng_t* r, cml_dtype_t dtype, int kinds) {
 }
 
 static const cml_op_t ot_unary_ops[] = {
-    CML_OP_NEG,  CML_OP_ABS,      CML_OP_EXP,  CML_OP_LOG, CML_OP_TANH, CML_OP_LOGISTIC,
-    CML_OP_SQRT, CML_OP_RSQRT,    CML_OP_ERF,  CML_OP_SIN, CML_OP_COS,  CML_OP_FLOOR,
-    CML_OP_SIGN, CML_OP_IS_FINITE,
+    CML_OP_NEG,      CML_OP_ABS,   CML_OP_EXP,   CML_OP_LOG,       CML_OP_TANH,
+    CML_OP_LOGISTIC, CML_OP_SQRT,  CML_OP_RSQRT, CML_OP_ERF,       CML_OP_SIN,
+    CML_OP_COS,      CML_OP_FLOOR, CML_OP_SIGN,  CML_OP_IS_FINITE,
 };
 static const cml_op_t ot_binary_ops[] = {
     CML_OP_ADD, CML_OP_SUB, CML_OP_MUL, CML_OP_DIV, CML_OP_MAX, CML_OP_MIN, CML_OP_POW,
 };
 static const cml_op_t ot_compare_ops[] = {
-    CML_OP_LESS_THAN,  CML_OP_GREATER_OR_EQUAL, CML_OP_EQUAL,
-    CML_OP_NOT_EQUAL,  CML_OP_GREATER_THAN,     CML_OP_LESS_OR_EQUAL,
+    CML_OP_LESS_THAN, CML_OP_GREATER_OR_EQUAL, CML_OP_EQUAL,
+    CML_OP_NOT_EQUAL, CML_OP_GREATER_THAN,     CML_OP_LESS_OR_EQUAL,
 };
 
 #define OT_COUNT(a) (sizeof(a) / sizeof *(a))
@@ -482,7 +482,7 @@ TEST(fused_equals_unfused_random_sweep) {
       ++graphs;
       if (pi < 3 && ot_stats(ue)->fused_groups != 0) ++failures;
       const void* ins[6] = {in.x, in.y, in.row, in.col, &in.s, in.d};
-      void* oa[4], *ob[4];
+      void *oa[4], *ob[4];
       size_t off = 0;
       for (size_t o = 0; o < nf; ++o) {
         oa[o] = out_a + off;
@@ -498,8 +498,8 @@ TEST(fused_equals_unfused_random_sweep) {
         cml_status_free(st);
         ++failures;
       } else if (memcmp(out_a, out_b, off) != 0) {
-        fprintf(stderr, "%s vs %s: seed %llu (%lld x %lld) differs\n", pairs[pi][0],
-                pairs[pi][1], (unsigned long long)seed, (long long)R, (long long)C);
+        fprintf(stderr, "%s vs %s: seed %llu (%lld x %lld) differs\n", pairs[pi][0], pairs[pi][1],
+                (unsigned long long)seed, (long long)R, (long long)C);
         ++failures;
       }
       cml_executable_release(fe);
@@ -632,8 +632,7 @@ TEST(concurrent_fused_executions) {
   cml_shape_t s = ot_vec(CML_DTYPE_F32, OT_BIG);
   cml_value_t x = cml_parameter(f, "x", &s);
   cml_value_t y = cml_parameter(f, "y", &s);
-  cml_value_t out =
-      cml_op_add(f, cml_op_abs(f, cml_op_sub(f, cml_op_mul(f, x, y), y)), x);
+  cml_value_t out = cml_op_add(f, cml_op_abs(f, cml_op_sub(f, cml_op_mul(f, x, y), y)), x);
   cml_executable_t* exe = NULL;
   ASSERT_STATUS_OK(ot_finish(gb, &out, 1, &exe));
   ASSERT_EQ_INT(ot_stats(exe)->fused_groups, 1);
@@ -713,6 +712,5 @@ TEST(execute_overhead_report) {
 
 TEST_MAIN(TEST_ENTRY(folding_constants), TEST_ENTRY(folding_bounds_and_rng),
           TEST_ENTRY(cse_merges_identical_nodes), TEST_ENTRY(fusion_chain_with_broadcasts),
-          TEST_ENTRY(fused_equals_unfused_random_sweep),
-          TEST_ENTRY(fusion_and_folding_in_closures), TEST_ENTRY(concurrent_fused_executions),
-          TEST_ENTRY(execute_overhead_report))
+          TEST_ENTRY(fused_equals_unfused_random_sweep), TEST_ENTRY(fusion_and_folding_in_closures),
+          TEST_ENTRY(concurrent_fused_executions), TEST_ENTRY(execute_overhead_report))

@@ -181,8 +181,8 @@ static cml_buffer_t* tm_buffer(cml_backend_t* b, cml_shape_t s, const void* data
   return buf;
 }
 
-static cml_status_t tm_run(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
-                           const bool* donate, cml_buffer_t** outs) {
+static cml_status_t tm_run(cmlc_executable_t* exe, cml_buffer_t* const* inputs, const bool* donate,
+                           cml_buffer_t** outs) {
   bool none[TM_IO] = {false};
   return cmlc_execute(exe, inputs, donate ? donate : none, 0, outs);
 }
@@ -248,7 +248,7 @@ TEST(in_place_and_arena_reuse) {
   tmod_t* t = tm_new();
   enum { N = 1000 };
   uint32_t x = tm_param(t, 0, tm_shape(CML_DTYPE_F32, 1, N, 0));
-  uint32_t y = tm_binary(t, 0, CML_OP_ADD, x, x);  // 2x
+  uint32_t y = tm_binary(t, 0, CML_OP_ADD, x, x);                      // 2x
   for (int i = 0; i < 10; ++i) y = tm_binary(t, 0, CML_OP_ADD, y, x);  // 12x
   uint32_t dead = tm_binary(t, 0, CML_OP_MUL, x, x);
   (void)dead;

@@ -23,17 +23,39 @@ static void opts_specs(opts_t* o, cml__option_spec_t specs[6]) {
   o->fraction = 0.75;
   strcpy(o->allocator, "default");
   const cml__option_spec_t s[6] = {
-      {.key = "fusion", .type = CML__OPT_BOOL, .out = &o->fusion, .out_set = &o->fusion_set,
+      {.key = "fusion",
+       .type = CML__OPT_BOOL,
+       .out = &o->fusion,
+       .out_set = &o->fusion_set,
        .help = "fuse elementwise ops"},
-      {.key = "shared_buffers", .alias = "shared_buffer", .type = CML__OPT_BOOL, .out = &o->shared,
+      {.key = "shared_buffers",
+       .alias = "shared_buffer",
+       .type = CML__OPT_BOOL,
+       .out = &o->shared,
        .help = "use shared buffers"},
-      {.key = "threads", .type = CML__OPT_INT, .out = &o->threads, .check_range = true, .min = 0,
-       .max = 64, .help = "worker threads"},
-      {.key = "memory_fraction", .type = CML__OPT_FLOAT, .out = &o->fraction, .check_range = true,
-       .min = 0, .max = 1, .help = "fraction of memory"},
-      {.key = "allocator", .type = CML__OPT_STRING, .out = o->allocator,
-       .capacity = sizeof o->allocator, .choices = "default|bfc|cuda_async", .help = "allocator"},
-      {.key = "visible_devices", .type = CML__OPT_INT_LIST, .out = &o->devices,
+      {.key = "threads",
+       .type = CML__OPT_INT,
+       .out = &o->threads,
+       .check_range = true,
+       .min = 0,
+       .max = 64,
+       .help = "worker threads"},
+      {.key = "memory_fraction",
+       .type = CML__OPT_FLOAT,
+       .out = &o->fraction,
+       .check_range = true,
+       .min = 0,
+       .max = 1,
+       .help = "fraction of memory"},
+      {.key = "allocator",
+       .type = CML__OPT_STRING,
+       .out = o->allocator,
+       .capacity = sizeof o->allocator,
+       .choices = "default|bfc|cuda_async",
+       .help = "allocator"},
+      {.key = "visible_devices",
+       .type = CML__OPT_INT_LIST,
+       .out = &o->devices,
        .help = "devices to use"},
   };
   memcpy(specs, s, sizeof s);
@@ -57,10 +79,10 @@ TEST(empty_config_keeps_defaults) {
 }
 
 TEST(bool_spellings) {
-  static const char* const kTrue[] = {"1", "true", "t", "yes", "on", "enabled", "TRUE", "Yes",
-                                      "ON", "Enabled", "T"};
-  static const char* const kFalse[] = {"0", "false", "f", "no", "off", "disabled", "FALSE", "No",
-                                       "OFF", "Disabled", "F"};
+  static const char* const kTrue[] = {"1",    "true", "t",  "yes",     "on", "enabled",
+                                      "TRUE", "Yes",  "ON", "Enabled", "T"};
+  static const char* const kFalse[] = {"0",     "false", "f",   "no",       "off", "disabled",
+                                       "FALSE", "No",    "OFF", "Disabled", "F"};
   char text[64];
   opts_t o;
   for (size_t i = 0; i < sizeof kTrue / sizeof kTrue[0]; ++i) {
@@ -164,8 +186,8 @@ TEST(strings_and_choices) {
 
   // A free-form string that does not fit its array is an error, not a truncation.
   char path[8] = "";
-  cml__option_spec_t spec = {.key = "path", .type = CML__OPT_STRING, .out = path,
-                             .capacity = sizeof path};
+  cml__option_spec_t spec = {
+      .key = "path", .type = CML__OPT_STRING, .out = path, .capacity = sizeof path};
   ASSERT_STATUS_OK(cml__config_parse("test", "path=abcdefg", &spec, 1, NULL, NULL));
   ASSERT_STREQ(path, "abcdefg");
   ASSERT_STATUS_CODE(cml__config_parse("test", "path=abcdefgh", &spec, 1, NULL, NULL),

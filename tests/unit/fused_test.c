@@ -162,7 +162,7 @@ TEST(softmax_native_vs_decomposed) {
     ASSERT_TRUE(x && native && decomposed && want);
     for (int64_t r = 0; r < rows; ++r) {
       // Element j of lane r.
-#define FZ_AT(j) (layout == 0 ? r * n + (j) : (j) * rows + r)
+#define FZ_AT(j) (layout == 0 ? r * n + (j) : (j)*rows + r)
       double m = -INFINITY, sum = 0;
       for (int64_t j = 0; j < n; ++j) m = fmax(m, x[FZ_AT(j)]);
       for (int64_t j = 0; j < n; ++j) sum += exp((double)x[FZ_AT(j)] - m);
@@ -247,12 +247,18 @@ static cml_value_t fz_build_dense(cml_function_t* f, const cml_value_t* p, const
 
 static double fz_act(double v, cml_activation_t act) {
   switch (act) {
-    case CML_ACTIVATION_GELU: return 0.5 * v * (1 + erf(v / sqrt(2.0)));
-    case CML_ACTIVATION_RELU: return v > 0 ? v : 0;
-    case CML_ACTIVATION_SILU: return v / (1 + exp(-v));
-    case CML_ACTIVATION_HARD_SWISH: return v * fmin(fmax(v / 6 + 0.5, 0), 1);
-    case CML_ACTIVATION_TANH: return tanh(v);
-    default: return v;
+    case CML_ACTIVATION_GELU:
+      return 0.5 * v * (1 + erf(v / sqrt(2.0)));
+    case CML_ACTIVATION_RELU:
+      return v > 0 ? v : 0;
+    case CML_ACTIVATION_SILU:
+      return v / (1 + exp(-v));
+    case CML_ACTIVATION_HARD_SWISH:
+      return v * fmin(fmax(v / 6 + 0.5, 0), 1);
+    case CML_ACTIVATION_TANH:
+      return tanh(v);
+    default:
+      return v;
   }
 }
 
@@ -268,10 +274,10 @@ TEST(dense_all_activations) {
   ASSERT_TRUE(x && w && bias && out1 && out4 && dec && want);
   const void* const ins[] = {x, w, bias};
   for (int layout = 0; layout < 2; ++layout) {
-    cml_shape_t shapes[3] = {API_SHAPE(CML_DTYPE_F32, m, k),
-                             layout == 0 ? API_SHAPE(CML_DTYPE_F32, k, n)
-                                         : API_SHAPE(CML_DTYPE_F32, n, k),
-                             API_SHAPE(CML_DTYPE_F32, n)};
+    cml_shape_t shapes[3] = {
+        API_SHAPE(CML_DTYPE_F32, m, k),
+        layout == 0 ? API_SHAPE(CML_DTYPE_F32, k, n) : API_SHAPE(CML_DTYPE_F32, n, k),
+        API_SHAPE(CML_DTYPE_F32, n)};
     for (int act = 0; act < CML_ACTIVATION_COUNT; ++act) {
       fz_dense_ctx_t ctx = {(cml_activation_t)act, (cml_dense_layout_t)layout};
       for (int64_t r = 0; r < m; ++r) {
@@ -394,8 +400,8 @@ static cml_value_t fz_err_activation(cml_function_t* f) {
 static cml_value_t fz_err_epsilon(cml_function_t* f) {
   cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 2, 2);
   int64_t axis = 0;
-  return cml_op_fused_layer_norm(f, cml_parameter(f, "x", &s), &axis, 1, -1.0,
-                                 CML_VALUE_INVALID, CML_VALUE_INVALID);
+  return cml_op_fused_layer_norm(f, cml_parameter(f, "x", &s), &axis, 1, -1.0, CML_VALUE_INVALID,
+                                 CML_VALUE_INVALID);
 }
 
 static cml_value_t fz_err_repeated_axes(cml_function_t* f) {
@@ -438,21 +444,20 @@ static cml_value_t fz_err_qkv(cml_function_t* f) {
   cml_value_t outs[3] = {1, 1, 1};
   bool ok = cml_op_fused_attention_qkv_projection(f, cml_parameter(f, "x", &x),
                                                   cml_parameter(f, "w", &w), CML_VALUE_INVALID,
-                                                  CML_VALUE_INVALID, CML_VALUE_INVALID, 4, 3,
-                                                  outs);
+                                                  CML_VALUE_INVALID, CML_VALUE_INVALID, 4, 3, outs);
   return ok || outs[0] || outs[1] || outs[2] ? 1 : CML_VALUE_INVALID;
 }
 
 TEST(argument_errors) {
   char msg[512];
-  ASSERT_TRUE(fz_expect_error(fz_err_activation, "FusedDense: unknown activation 42", msg,
-                              sizeof msg));
+  ASSERT_TRUE(
+      fz_expect_error(fz_err_activation, "FusedDense: unknown activation 42", msg, sizeof msg));
   ASSERT_TRUE(fz_expect_error(fz_err_epsilon, "FusedLayerNorm: epsilon", msg, sizeof msg));
   ASSERT_TRUE(fz_expect_error(fz_err_repeated_axes, "repeated", msg, sizeof msg));
   ASSERT_TRUE(fz_expect_error(fz_err_dense_dtype, "Float64", msg, sizeof msg));
   ASSERT_CONTAINS(msg, "FusedDense");
-  ASSERT_TRUE(fz_expect_error(fz_err_sdpa_lengths, "both query_seq_len and kv_seq_len", msg,
-                              sizeof msg));
+  ASSERT_TRUE(
+      fz_expect_error(fz_err_sdpa_lengths, "both query_seq_len and kv_seq_len", msg, sizeof msg));
   ASSERT_TRUE(fz_expect_error(fz_err_sdpa_mask, "mask (Bool)[2, 3]", msg, sizeof msg));
   ASSERT_TRUE(fz_expect_error(fz_err_qkv, "query_dim 4", msg, sizeof msg));
   ASSERT_CONTAINS(msg, "[4, 9]");

@@ -87,13 +87,13 @@ static int replay_target(const char* name) {
   return ran;
 }
 
-#define REPLAY_TEST(name)                         \
-  TEST(name) {                                    \
-    replay_violations = 0;                        \
-    int ran = replay_target(#name);               \
-    ASSERT_TRUE(ran > 0);                         \
+#define REPLAY_TEST(name)                          \
+  TEST(name) {                                     \
+    replay_violations = 0;                         \
+    int ran = replay_target(#name);                \
+    ASSERT_TRUE(ran > 0);                          \
     printf("  %s: %d corpus files\n", #name, ran); \
-    ASSERT_EQ_INT(replay_violations, 0);          \
+    ASSERT_EQ_INT(replay_violations, 0);           \
   }
 
 REPLAY_TEST(shape_parse)
@@ -198,6 +198,6 @@ TEST(regression_exec_empty_arena) {
   ASSERT_EQ_DBL(out[2], -3.0);
 }
 
-TEST_MAIN(TEST_ENTRY(shape_accessors_on_garbage_shapes), TEST_ENTRY(shape_parse), TEST_ENTRY(dtype_name), TEST_ENTRY(backend_config),
-          TEST_ENTRY(graph), TEST_ENTRY(edge_inputs),
-          TEST_ENTRY(regression_exec_empty_arena))
+TEST_MAIN(TEST_ENTRY(shape_accessors_on_garbage_shapes), TEST_ENTRY(shape_parse),
+          TEST_ENTRY(dtype_name), TEST_ENTRY(backend_config), TEST_ENTRY(graph),
+          TEST_ENTRY(edge_inputs), TEST_ENTRY(regression_exec_empty_arena))

@@ -25,12 +25,12 @@
 //===--- the failing allocator ---===//
 
 typedef struct oom_allocator_t {
-  atomic_long calls;     // allocation requests (realloc included), frees not counted
-  long fail_at;          // 0: never fail
-  bool fail_after;       // fail every request >= fail_at (else only the fail_at-th)
-  atomic_long failures;  // requests refused
-  atomic_long live;      // blocks currently allocated
-  atomic_long bad_frees; // frees with a size that differs from the allocation
+  atomic_long calls;      // allocation requests (realloc included), frees not counted
+  long fail_at;           // 0: never fail
+  bool fail_after;        // fail every request >= fail_at (else only the fail_at-th)
+  atomic_long failures;   // requests refused
+  atomic_long live;       // blocks currently allocated
+  atomic_long bad_frees;  // frees with a size that differs from the allocation
 } oom_allocator_t;
 
 #define OOM_HEADER 64
@@ -181,7 +181,8 @@ static int oom_sweep(const char* config, bool fail_after, long* out_total, long*
   *out_other = 0;
   int problems = 0;
   if (st != CML_OK || !checked || a.live != 0 || a.bad_frees != 0) {
-    fprintf(stderr, "oom: clean run of \"%s\" failed (%s: %s), checked %d, live %ld, bad frees %ld\n",
+    fprintf(stderr,
+            "oom: clean run of \"%s\" failed (%s: %s), checked %d, live %ld, bad frees %ld\n",
             config, cml_status_code_name(cml_status_code(st)), cml_status_message(st), checked,
             (long)a.live, (long)a.bad_frees);
     cml_status_free(st);
@@ -194,7 +195,8 @@ static int oom_sweep(const char* config, bool fail_after, long* out_total, long*
     cml_status_code_t code = cml_status_code(st);
     bool failed = a.failures > 0;
     if (a.live != 0 || a.bad_frees != 0) {
-      fprintf(stderr, "oom: \"%s\" failing allocation %ld%s: %ld blocks leaked, %ld bad frees (%s)\n",
+      fprintf(stderr,
+              "oom: \"%s\" failing allocation %ld%s: %ld blocks leaked, %ld bad frees (%s)\n",
               config, n, fail_after ? " and later" : "", (long)a.live, (long)a.bad_frees,
               cml_status_message(st));
       ++problems;
@@ -205,8 +207,8 @@ static int oom_sweep(const char* config, bool fail_after, long* out_total, long*
         ++problems;
       }
     } else if (!failed) {
-      fprintf(stderr, "oom: \"%s\" allocation %ld: error without an injected failure: %s\n",
-              config, n, cml_status_message(st));
+      fprintf(stderr, "oom: \"%s\" allocation %ld: error without an injected failure: %s\n", config,
+              n, cml_status_message(st));
       ++problems;
     } else if (code != CML_STATUS_RESOURCE_EXHAUSTED) {
       // A clean status, but not the expected code: listed for docs/robustness.md.

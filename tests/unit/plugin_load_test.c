@@ -123,8 +123,8 @@ TEST(load_errors) {
 TEST(config_errors) {
   ASSERT_STATUS_OK(ensure_ref_loaded());
   cml_backend_t* b = NULL;
-  ASSERT_TRUE(status_is(cml_backend_new_with_config("ref:bogus=1", &b),
-                        CML_STATUS_INVALID_ARGUMENT, NEEDLES("bogus", "devices=N")));
+  ASSERT_TRUE(status_is(cml_backend_new_with_config("ref:bogus=1", &b), CML_STATUS_INVALID_ARGUMENT,
+                        NEEDLES("bogus", "devices=N")));
   ASSERT_TRUE(status_is(cml_backend_new_with_config("ref:devices=0", &b),
                         CML_STATUS_INVALID_ARGUMENT, NEEDLES("devices", "1..16")));
   ASSERT_TRUE(status_is(cml_backend_new_with_config("ref:devices=2x", &b),
@@ -342,8 +342,8 @@ TEST(unsupported_op_fails_at_build_time) {
   cml_value_t x = cml_parameter(f, "x", &xs);
   ASSERT_TRUE(x != CML_VALUE_INVALID);
   ASSERT_TRUE(cml_op_sin(f, x) == CML_VALUE_INVALID);
-  ASSERT_TRUE(status_is(cml_builder_status(bld), CML_STATUS_UNIMPLEMENTED,
-                        NEEDLES("Sin", "\"ref\"")));
+  ASSERT_TRUE(
+      status_is(cml_builder_status(bld), CML_STATUS_UNIMPLEMENTED, NEEDLES("Sin", "\"ref\"")));
   cml_builder_destroy(bld);
 
   // A dtype ref does not advertise: refused at the first op that would hold it.
@@ -441,7 +441,6 @@ TEST_MAIN(TEST_ENTRY(load_registers_backend), TEST_ENTRY(duplicate_registration)
           TEST_ENTRY(load_errors), TEST_ENTRY(config_errors), TEST_ENTRY(small_graph_f32),
           TEST_ENTRY(small_graph_i32_f64_second_device),
           TEST_ENTRY(unsupported_op_fails_at_build_time), TEST_ENTRY(out_of_memory_sweep),
-          TEST_ENTRY(compliance_suite),
-          TEST_ENTRY(compliance_exec_two_devices))
+          TEST_ENTRY(compliance_suite), TEST_ENTRY(compliance_exec_two_devices))
 
 #endif  // REF_PLUGIN_PATH

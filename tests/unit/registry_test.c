@@ -111,7 +111,8 @@ TEST(null_backend_is_a_working_template) {
   ASSERT_STREQ(cml_backend_device_description(b, 1), "invalid device");
   const cml_capabilities_t* caps = cml_backend_capabilities(b);
   ASSERT_EQ_U64(caps->dtypes, 0);
-  for (int op = 0; op < CML_OP_COUNT; ++op) ASSERT_FALSE(cml_capabilities_has_op(caps, (cml_op_t)op));
+  for (int op = 0; op < CML_OP_COUNT; ++op)
+    ASSERT_FALSE(cml_capabilities_has_op(caps, (cml_op_t)op));
   ASSERT_FALSE(cml_backend_has_shared_buffers(b));
   ASSERT_TRUE(cml_backend_get_extension(b, "xla") == NULL);
   float x[2] = {1, 2};
@@ -349,8 +350,7 @@ typedef struct failing_t {
   int live;
 } failing_t;
 
-static void* failing_fn(void* self, void* ptr, size_t old_size, size_t new_size,
-                        size_t alignment) {
+static void* failing_fn(void* self, void* ptr, size_t old_size, size_t new_size, size_t alignment) {
   failing_t* f = (failing_t*)self;
   if (new_size == 0) {
     if (ptr) f->live--;

@@ -4,7 +4,7 @@
 #include "core/builder_internal.h"
 #include "test.h"
 
-#define SHAPE(dt, ...)                                                              \
+#define SHAPE(dt, ...)                                                                \
   cml_shape_make((dt), (int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
                  (int64_t[]){__VA_ARGS__})
 
@@ -20,8 +20,11 @@ static bool same(const cml_shape_t* got, cml_shape_t want) {
 // Asserts |expr| fails with INVALID_ARGUMENT and a message containing every needle.
 static bool fails_with(cml_status_t st, const char* const* needles) {
   bool ok = cml_status_code(st) == CML_STATUS_INVALID_ARGUMENT;
-  for (const char* const* n = needles; ok && *n; ++n) ok = strstr(cml_status_message(st), *n) != NULL;
-  if (!ok) fprintf(stderr, "got %s: \"%s\"\n", cml_status_code_name(cml_status_code(st)), cml_status_message(st));
+  for (const char* const* n = needles; ok && *n; ++n)
+    ok = strstr(cml_status_message(st), *n) != NULL;
+  if (!ok)
+    fprintf(stderr, "got %s: \"%s\"\n", cml_status_code_name(cml_status_code(st)),
+            cml_status_message(st));
   cml_status_free(st);
   return ok;
 }
@@ -94,10 +97,10 @@ TEST(reduce) {
   ASSERT_STATUS_OK(cml__infer_reduce(CML_OP_REDUCE_SUM, &x, NULL, 0, &a, &out));
   ASSERT_TRUE(same(&out, cml_shape_scalar(CML_DTYPE_I32)));
   ASSERT_EQ_INT(a.axis_count, 4);
-  ASSERT_FAILS(cml__infer_reduce(CML_OP_REDUCE_SUM, &x, (int64_t[]){4}, 1, &a, &out),
-               "ReduceSum", "axis 4", "(Int32)[2, 3, 4, 5]");
-  ASSERT_FAILS(cml__infer_reduce(CML_OP_REDUCE_SUM, &x, (int64_t[]){-1}, 1, &a, &out),
-               "ReduceSum", "-1");
+  ASSERT_FAILS(cml__infer_reduce(CML_OP_REDUCE_SUM, &x, (int64_t[]){4}, 1, &a, &out), "ReduceSum",
+               "axis 4", "(Int32)[2, 3, 4, 5]");
+  ASSERT_FAILS(cml__infer_reduce(CML_OP_REDUCE_SUM, &x, (int64_t[]){-1}, 1, &a, &out), "ReduceSum",
+               "-1");
   ASSERT_FAILS(cml__infer_reduce(CML_OP_REDUCE_SUM, &x, (int64_t[]){2, 2}, 2, &a, &out),
                "ReduceSum", "duplicate");
   ASSERT_FAILS(cml__infer_reduce(CML_OP_REDUCE_LOGICAL_OR, &x, NULL, 0, &a, &out),
@@ -127,8 +130,8 @@ TEST(convert_and_bitcast) {
   ASSERT_OUT(CML_DTYPE_F64, 3);
   ASSERT_STATUS_OK(cml__infer_bitcast(&x, CML_DTYPE_U4, &out));
   ASSERT_OUT(CML_DTYPE_U4, 2, 3, 8);
-  ASSERT_FAILS(cml__infer_bitcast(&x, CML_DTYPE_F64, &out), "Bitcast", "(Float32)[2, 3]",
-               "Float64", "size 2");
+  ASSERT_FAILS(cml__infer_bitcast(&x, CML_DTYPE_F64, &out), "Bitcast", "(Float32)[2, 3]", "Float64",
+               "size 2");
   cml_shape_t s = cml_shape_scalar(CML_DTYPE_I16);
   ASSERT_FAILS(cml__infer_bitcast(&s, CML_DTYPE_I32, &out), "Bitcast", "(Int16)");
 }
@@ -170,15 +173,15 @@ TEST(movement) {
   ASSERT_FAILS(cml__infer_transpose(&x, (int64_t[]){0, 3, 1}, 3, &a, &out), "Transpose",
                "[0, 3, 1]");
   cml_shape_t v = SHAPE(CML_DTYPE_F32, 3, 1);
-  ASSERT_STATUS_OK(cml__infer_broadcast_in_dim(&v, (int64_t[]){2, 3, 5}, 3, (int64_t[]){1, 2}, 2,
-                                               &a, &out));
+  ASSERT_STATUS_OK(
+      cml__infer_broadcast_in_dim(&v, (int64_t[]){2, 3, 5}, 3, (int64_t[]){1, 2}, 2, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 2, 3, 5);
-  ASSERT_FAILS(cml__infer_broadcast_in_dim(&v, (int64_t[]){2, 3, 5}, 3, (int64_t[]){2, 1}, 2, &a,
-                                           &out),
-               "BroadcastInDim", "strictly increasing");
-  ASSERT_FAILS(cml__infer_broadcast_in_dim(&v, (int64_t[]){2, 4, 5}, 3, (int64_t[]){1, 2}, 2, &a,
-                                           &out),
-               "BroadcastInDim", "(Float32)[3, 1]", "(Float32)[2, 4, 5]");
+  ASSERT_FAILS(
+      cml__infer_broadcast_in_dim(&v, (int64_t[]){2, 3, 5}, 3, (int64_t[]){2, 1}, 2, &a, &out),
+      "BroadcastInDim", "strictly increasing");
+  ASSERT_FAILS(
+      cml__infer_broadcast_in_dim(&v, (int64_t[]){2, 4, 5}, 3, (int64_t[]){1, 2}, 2, &a, &out),
+      "BroadcastInDim", "(Float32)[3, 1]", "(Float32)[2, 4, 5]");
   cml_shape_t parts[3] = {SHAPE(CML_DTYPE_F32, 2, 3), SHAPE(CML_DTYPE_F32, 2, 5),
                           SHAPE(CML_DTYPE_F32, 2, 1)};
   ASSERT_STATUS_OK(cml__infer_concatenate(1, parts, 3, &a, &out));
@@ -187,15 +190,15 @@ TEST(movement) {
   ASSERT_FAILS(cml__infer_concatenate(0, parts, 3, &a, &out), "Concatenate", "(Float32)[2, 5]");
   ASSERT_FAILS(cml__infer_concatenate(2, parts, 3, &a, &out), "Concatenate", "axis 2");
   cml_shape_t y = SHAPE(CML_DTYPE_I8, 10, 7);
-  ASSERT_STATUS_OK(cml__infer_slice(&y, (int64_t[]){1, 0}, (int64_t[]){8, 7}, (int64_t[]){3, 2},
-                                    2, &a, &out));
+  ASSERT_STATUS_OK(
+      cml__infer_slice(&y, (int64_t[]){1, 0}, (int64_t[]){8, 7}, (int64_t[]){3, 2}, 2, &a, &out));
   ASSERT_OUT(CML_DTYPE_I8, 3, 4);  // ceil(7/3), ceil(7/2)
   ASSERT_EQ_INT(a.strides[0], 3);
   ASSERT_FAILS(cml__infer_slice(&y, (int64_t[]){5, 0}, (int64_t[]){4, 7}, NULL, 2, &a, &out),
                "Slice", "axis 0", "(Int8)[10, 7]");
-  ASSERT_FAILS(cml__infer_slice(&y, (int64_t[]){0, 0}, (int64_t[]){1, 7}, (int64_t[]){1, 0}, 2,
-                                &a, &out),
-               "Slice", "stride 0");
+  ASSERT_FAILS(
+      cml__infer_slice(&y, (int64_t[]){0, 0}, (int64_t[]){1, 7}, (int64_t[]){1, 0}, 2, &a, &out),
+      "Slice", "stride 0");
   ASSERT_STATUS_OK(cml__infer_reverse(&x, (int64_t[]){2, 0}, 2, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 2, 3, 4);
   ASSERT_EQ_INT(a.axes[0], 0);
@@ -235,8 +238,8 @@ TEST(pad_and_dynamic_slices) {
   ASSERT_STATUS_OK(cml__infer_dynamic_update_slice(&x, &upd, starts, 2, 2, &out));
   ASSERT_OUT(CML_DTYPE_F32, 3, 4);
   cml_shape_t big = SHAPE(CML_DTYPE_F32, 2, 5);
-  ASSERT_FAILS(cml__infer_dynamic_update_slice(&x, &big, starts, 2, 2, &out),
-               "DynamicUpdateSlice", "(Float32)[2, 5]");
+  ASSERT_FAILS(cml__infer_dynamic_update_slice(&x, &big, starts, 2, 2, &out), "DynamicUpdateSlice",
+               "(Float32)[2, 5]");
 }
 
 TEST(gather) {
@@ -322,8 +325,8 @@ TEST(scatter) {
                "ScatterSum", "dtype", "(Int32)[3, 4]");
   ASSERT_FAILS(cml__infer_scatter(CML_OP_ADD, &op, &idx, &upd, &d, &a, &out), "Scatter", "Add");
   d.inserted_window_axis_count = 0;
-  ASSERT_FAILS(cml__infer_scatter(CML_OP_SCATTER_SUM, &op, &idx, &upd, &d, &a, &out),
-               "ScatterSum", "rank", "(Float32)[10, 4]");
+  ASSERT_FAILS(cml__infer_scatter(CML_OP_SCATTER_SUM, &op, &idx, &upd, &d, &a, &out), "ScatterSum",
+               "rank", "(Float32)[10, 4]");
 }
 
 static cml_conv_config_t nchw_config(int32_t spatial) {
@@ -415,24 +418,24 @@ TEST(windows) {
   ASSERT_FAILS(cml__infer_reduce_window(&x, CML_REDUCE_UNDEFINED, &w, &a, &out), "ReduceWindow",
                "type");
   w.window_dims[0] = 0;
-  ASSERT_FAILS(cml__infer_reduce_window(&x, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
-               "axis 0", "(Float32)[1, 7, 6]");
+  ASSERT_FAILS(cml__infer_reduce_window(&x, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow", "axis 0",
+               "(Float32)[1, 7, 6]");
   cml_window_config_t p;
   memset(&p, 0, sizeof p);
   p.rank = 2;
   p.window_dims[0] = p.window_dims[1] = 2;
   cml_shape_t op = SHAPE(CML_DTYPE_F32, 4, 6), src = SHAPE(CML_DTYPE_F32, 2, 3);
-  ASSERT_STATUS_OK(cml__infer_select_and_scatter(CML_OP_SELECT_AND_SCATTER_MAX, &op, &src, &p, &a,
-                                                 &out));
+  ASSERT_STATUS_OK(
+      cml__infer_select_and_scatter(CML_OP_SELECT_AND_SCATTER_MAX, &op, &src, &p, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 4, 6);
   cml_shape_t src_bad = SHAPE(CML_DTYPE_F32, 3, 3);
-  ASSERT_FAILS(cml__infer_select_and_scatter(CML_OP_SELECT_AND_SCATTER_MIN, &op, &src_bad, &p,
-                                             &a, &out),
-               "SelectAndScatterMin", "(Float32)[3, 3]", "(Float32)[2, 3]");
+  ASSERT_FAILS(
+      cml__infer_select_and_scatter(CML_OP_SELECT_AND_SCATTER_MIN, &op, &src_bad, &p, &a, &out),
+      "SelectAndScatterMin", "(Float32)[3, 3]", "(Float32)[2, 3]");
   p.window_dilations[0] = 2;
-  ASSERT_FAILS(cml__infer_select_and_scatter(CML_OP_SELECT_AND_SCATTER_SUM, &op, &src, &p, &a,
-                                             &out),
-               "SelectAndScatterSum", "dilations");
+  ASSERT_FAILS(
+      cml__infer_select_and_scatter(CML_OP_SELECT_AND_SCATTER_SUM, &op, &src, &p, &a, &out),
+      "SelectAndScatterSum", "dilations");
 }
 
 TEST(dot) {
@@ -503,34 +506,31 @@ TEST(special) {
   ASSERT_EQ_INT(a.fft_type, CML_FFT_INVERSE);
   ASSERT_FAILS(cml__infer_fft(&c, CML_FFT_FORWARD, (int64_t[]){4}, 1, &a, &out), "FFT",
                "(Complex64)[3, 8]", "[4]");
-  ASSERT_FAILS(cml__infer_fft(&r, CML_FFT_FORWARD, (int64_t[]){8}, 1, &a, &out), "FFT",
-               "complex");
+  ASSERT_FAILS(cml__infer_fft(&r, CML_FFT_FORWARD, (int64_t[]){8}, 1, &a, &out), "FFT", "complex");
   ASSERT_FAILS(cml__infer_fft(&c, CML_FFT_FORWARD, (int64_t[]){1, 3, 8}, 3, &a, &out), "FFT",
                "lengths");
   // Batch norm.
   cml_shape_t x = SHAPE(CML_DTYPE_F32, 2, 4, 3), p4 = SHAPE(CML_DTYPE_F32, 4);
   cml_shape_t params[4] = {p4, p4, p4, p4};
-  ASSERT_STATUS_OK(cml__infer_batch_norm(CML_OP_BATCH_NORM_INFERENCE, &x, params, 4, 1e-5f, 1, &a,
-                                         outs));
+  ASSERT_STATUS_OK(
+      cml__infer_batch_norm(CML_OP_BATCH_NORM_INFERENCE, &x, params, 4, 1e-5f, 1, &a, outs));
   ASSERT_TRUE(same(&outs[0], x));
   ASSERT_EQ_INT(a.axis, 1);
-  ASSERT_STATUS_OK(cml__infer_batch_norm(CML_OP_BATCH_NORM_TRAINING, &x, params, 2, 1e-5f, 1, &a,
-                                         outs));
+  ASSERT_STATUS_OK(
+      cml__infer_batch_norm(CML_OP_BATCH_NORM_TRAINING, &x, params, 2, 1e-5f, 1, &a, outs));
   ASSERT_TRUE(same(&outs[1], p4));
   ASSERT_TRUE(same(&outs[2], p4));
   cml_shape_t grad[4] = {p4, p4, p4, x};
-  ASSERT_STATUS_OK(cml__infer_batch_norm(CML_OP_BATCH_NORM_GRADIENT, &x, grad, 4, 1e-5f, 1, &a,
-                                         outs));
+  ASSERT_STATUS_OK(
+      cml__infer_batch_norm(CML_OP_BATCH_NORM_GRADIENT, &x, grad, 4, 1e-5f, 1, &a, outs));
   ASSERT_TRUE(same(&outs[0], x));
-  ASSERT_FAILS(cml__infer_batch_norm(CML_OP_BATCH_NORM_INFERENCE, &x, params, 4, 1e-5f, 2, &a,
-                                     outs),
-               "BatchNormForInference", "scale", "(Float32)[4]", "(Float32)[3]");
-  ASSERT_FAILS(cml__infer_batch_norm(CML_OP_BATCH_NORM_TRAINING, &x, params, 2, -1.0f, 1, &a,
-                                     outs),
+  ASSERT_FAILS(
+      cml__infer_batch_norm(CML_OP_BATCH_NORM_INFERENCE, &x, params, 4, 1e-5f, 2, &a, outs),
+      "BatchNormForInference", "scale", "(Float32)[4]", "(Float32)[3]");
+  ASSERT_FAILS(cml__infer_batch_norm(CML_OP_BATCH_NORM_TRAINING, &x, params, 2, -1.0f, 1, &a, outs),
                "BatchNormForTraining", "epsilon");
   cml_shape_t xi = SHAPE(CML_DTYPE_I32, 2, 4);
-  ASSERT_FAILS(cml__infer_batch_norm(CML_OP_BATCH_NORM_TRAINING, &xi, params, 2, 0.1f, 1, &a,
-                                     outs),
+  ASSERT_FAILS(cml__infer_batch_norm(CML_OP_BATCH_NORM_TRAINING, &xi, params, 2, 0.1f, 1, &a, outs),
                "BatchNormForTraining", "Int32");
 }
 
@@ -552,10 +552,10 @@ TEST(overflowing_attributes) {
   memset(&a, 0, sizeof a);
   cml_shape_t x = SHAPE(CML_DTYPE_F32, 3), fill = cml_shape_scalar(CML_DTYPE_F32);
   // Pad.
-  const int64_t pads[][3] = {{INT64_MAX, 0, 0},         {0, INT64_MAX, 0},
-                             {INT64_MAX, INT64_MAX, 0}, {INT64_MIN, INT64_MIN, 0},
-                             {0, 0, INT64_MAX},         {INT64_MAX / 2, INT64_MAX / 2, INT64_MAX / 2},
-                             {INT64_MAX - 2, 0, 0}};
+  const int64_t pads[][3] = {
+      {INT64_MAX, 0, 0},         {0, INT64_MAX, 0}, {INT64_MAX, INT64_MAX, 0},
+      {INT64_MIN, INT64_MIN, 0}, {0, 0, INT64_MAX}, {INT64_MAX / 2, INT64_MAX / 2, INT64_MAX / 2},
+      {INT64_MAX - 2, 0, 0}};
   for (size_t i = 0; i < sizeof pads / sizeof pads[0]; ++i) {
     cml_pad_axis_t p = {pads[i][0], pads[i][1], pads[i][2]};
     ASSERT_FAILS(cml__infer_pad(&x, &fill, &p, 1, &a, &out), "Pad", "axis 0", "(Float32)[3]");
@@ -573,14 +573,14 @@ TEST(overflowing_attributes) {
   ASSERT_EQ_INT(out.dims[0], 13);
   // Slice: huge strides give one element, never overflow.
   cml_shape_t v = SHAPE(CML_DTYPE_F32, 5);
-  ASSERT_STATUS_OK(cml__infer_slice(&v, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){INT64_MAX},
-                                    1, &a, &out));
+  ASSERT_STATUS_OK(
+      cml__infer_slice(&v, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){INT64_MAX}, 1, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 1);
-  ASSERT_STATUS_OK(cml__infer_slice(&v, (int64_t[]){1}, (int64_t[]){5}, (int64_t[]){3}, 1, &a,
-                                    &out));
+  ASSERT_STATUS_OK(
+      cml__infer_slice(&v, (int64_t[]){1}, (int64_t[]){5}, (int64_t[]){3}, 1, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 2);  // elements 1 and 4
-  ASSERT_STATUS_OK(cml__infer_slice(&v, (int64_t[]){5}, (int64_t[]){5}, (int64_t[]){INT64_MAX},
-                                    1, &a, &out));
+  ASSERT_STATUS_OK(
+      cml__infer_slice(&v, (int64_t[]){5}, (int64_t[]){5}, (int64_t[]){INT64_MAX}, 1, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 0);
   ASSERT_FAILS(cml__infer_slice(&v, (int64_t[]){INT64_MIN}, (int64_t[]){INT64_MAX},
                                 (int64_t[]){INT64_MIN}, 1, &a, &out),
@@ -666,13 +666,16 @@ TEST(shape_limits) {
   ASSERT_EQ_INT(CML_MAX_ELEMENTS, limit);
   ASSERT_STATUS_OK(cml_shape_init(&s, CML_DTYPE_C128, 1, &limit));
   ASSERT_EQ_INT(cml_shape_byte_size(&s), (uint64_t)1 << 59);  // 16 bytes each
-  ASSERT_STATUS_OK(cml_shape_init(&s, CML_DTYPE_U1, 2, (int64_t[]){(int64_t)1 << 20, (int64_t)1 << 35}));
+  ASSERT_STATUS_OK(
+      cml_shape_init(&s, CML_DTYPE_U1, 2, (int64_t[]){(int64_t)1 << 20, (int64_t)1 << 35}));
   ASSERT_EQ_INT(cml_shape_byte_size(&s), (uint64_t)1 << 52);  // 2^55 bits
-  ASSERT_STATUS_OK(cml_shape_init(&s, CML_DTYPE_F32, 3, (int64_t[]){(int64_t)1 << 30, 0, (int64_t)1 << 25}));
+  ASSERT_STATUS_OK(
+      cml_shape_init(&s, CML_DTYPE_F32, 3, (int64_t[]){(int64_t)1 << 30, 0, (int64_t)1 << 25}));
   ASSERT_EQ_INT(cml_shape_element_count(&s), 0);
   ASSERT_FAILS(cml_shape_init(&s, CML_DTYPE_BOOL, 1, (int64_t[]){limit + 1}), "too many elements",
                "(Bool)[36028797018963969]");
-  ASSERT_FAILS(cml_shape_init(&s, CML_DTYPE_F32, 2, (int64_t[]){0, limit * 2}), "too many elements");
+  ASSERT_FAILS(cml_shape_init(&s, CML_DTYPE_F32, 2, (int64_t[]){0, limit * 2}),
+               "too many elements");
   int64_t huge[CML_MAX_RANK];
   for (int i = 0; i < CML_MAX_RANK; ++i) huge[i] = INT64_MAX;
   ASSERT_FAILS(cml_shape_init(&s, CML_DTYPE_I8, CML_MAX_RANK, huge), "too many elements");
@@ -722,8 +725,7 @@ static void perturb(int64_t* v, unsigned one_in) {
 }
 // A dim: small, zero, or as large as int64 allows (inference takes unchecked shapes).
 static int64_t random_dim(void) {
-  static const int64_t kDims[] = {0, 1, 2, 3, 5, 7, (int64_t)1 << 20, (int64_t)1 << 55,
-                                  INT64_MAX};
+  static const int64_t kDims[] = {0, 1, 2, 3, 5, 7, (int64_t)1 << 20, (int64_t)1 << 55, INT64_MAX};
   uint64_t r = rng_next();
   return r % 4 ? (int64_t)(r % 6) : kDims[(r >> 8) % (sizeof kDims / sizeof kDims[0])];
 }
@@ -768,7 +770,8 @@ TEST(random_extreme_attributes) {
       perturb(&pads[i].high, 3);
       perturb(&pads[i].interior, 3);
     }
-    ASSERT_TRUE(check_result(cml__infer_pad(&x, &fill, pads, (size_t)rank, &a, out), "Pad", out, 1));
+    ASSERT_TRUE(
+        check_result(cml__infer_pad(&x, &fill, pads, (size_t)rank, &a, out), "Pad", out, 1));
     // Slice.
     int64_t starts[3], limits[3], strides[3];
     for (int32_t i = 0; i < rank; ++i) {
@@ -789,9 +792,9 @@ TEST(random_extreme_attributes) {
     int64_t dims[3] = {extreme(), extreme(), extreme()};
     ASSERT_TRUE(check_result(cml__infer_reshape(&x, dims, rank, &a, out), "Reshape", out, 1));
     cml_shape_t one = raw_shape(CML_DTYPE_F32, 1, (int64_t[]){1});
-    ASSERT_TRUE(check_result(cml__infer_broadcast_in_dim(&one, dims, 3, (int64_t[]){extreme() & 3},
-                                                         1, &a, out),
-                             "BroadcastInDim", out, 1));
+    ASSERT_TRUE(check_result(
+        cml__infer_broadcast_in_dim(&one, dims, 3, (int64_t[]){extreme() & 3}, 1, &a, out),
+        "BroadcastInDim", out, 1));
     // DynamicSlice sizes.
     cml_shape_t idx[3] = {cml_shape_scalar(CML_DTYPE_I32), cml_shape_scalar(CML_DTYPE_I32),
                           cml_shape_scalar(CML_DTYPE_I32)};
@@ -812,9 +815,9 @@ TEST(random_extreme_attributes) {
     }
     ASSERT_TRUE(check_result(cml__infer_reduce_window(&x, CML_REDUCE_MAX, &w, &a, out),
                              "ReduceWindow", out, 1));
-    ASSERT_TRUE(check_result(cml__infer_select_and_scatter(CML_OP_SELECT_AND_SCATTER_SUM, &x, &x,
-                                                           &w, &a, out),
-                             "SelectAndScatterSum", out, 1));
+    ASSERT_TRUE(check_result(
+        cml__infer_select_and_scatter(CML_OP_SELECT_AND_SCATTER_SUM, &x, &x, &w, &a, out),
+        "SelectAndScatterSum", out, 1));
     // ConvGeneral with one spatial axis (NCH / OIH).
     cml_shape_t in = random_shape(CML_DTYPE_F32, 3), k = random_shape(CML_DTYPE_F32, 3);
     if (rng_next() % 2) k.dims[1] = in.dims[1];  // matching channels reach the window code
@@ -829,16 +832,16 @@ TEST(random_extreme_attributes) {
     ASSERT_TRUE(check_result(cml__infer_conv(&in, &k, &c, &a, out), "ConvGeneral", out, 1));
     // FFT lengths, Iota and ArgMinMax axes, BatchNorm feature axis.
     int64_t len = extreme();
-    ASSERT_TRUE(check_result(cml__infer_fft(&x, CML_FFT_FORWARD_REAL, &len, 1, &a, out), "FFT",
-                             out, 1));
+    ASSERT_TRUE(
+        check_result(cml__infer_fft(&x, CML_FFT_FORWARD_REAL, &len, 1, &a, out), "FFT", out, 1));
     ASSERT_TRUE(check_result(cml__infer_iota(&x, extreme(), &a, out), "Iota", out, 1));
     ASSERT_TRUE(check_result(cml__infer_arg_min_max(&x, extreme(), CML_DTYPE_I32, true, &a, out),
                              "ArgMinMax", out, 1));
     ASSERT_TRUE(check_result(cml__infer_reduce(CML_OP_REDUCE_SUM, &x, dims, (size_t)rank, &a, out),
                              "ReduceSum", out, 1));
     ASSERT_TRUE(check_result(cml__infer_transpose(&x, dims, rank, &a, out), "Transpose", out, 1));
-    ASSERT_TRUE(check_result(cml__infer_reverse(&x, dims, (size_t)rank, &a, out), "Reverse", out,
-                             1));
+    ASSERT_TRUE(
+        check_result(cml__infer_reverse(&x, dims, (size_t)rank, &a, out), "Reverse", out, 1));
   }
 }
 

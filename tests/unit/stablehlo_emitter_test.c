@@ -11,7 +11,7 @@
 #include "builder_fake_backend.h"
 #include "test.h"
 
-#define SHAPE(dt, ...) \
+#define SHAPE(dt, ...)                                                                \
   cml_shape_make((dt), (int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
                  (int64_t[]){__VA_ARGS__})
 
@@ -158,17 +158,22 @@ TEST(size_one_axes_broadcast_and_compare_types) {
   cml_status_t st = emit(&fx, outs, 4, &text);
   fixture_deinit(&fx);
   ASSERT_STATUS_OK(st);
-  ASSERT_CONTAINS(text, "\"stablehlo.broadcast_in_dim\"(%a) {broadcast_dimensions = array<i64: 0, "
-                        "1>} : (tensor<2x1xui32>) -> tensor<2x3xui32>");
-  ASSERT_CONTAINS(text, "comparison_direction = #stablehlo<comparison_direction LT>, "
-                        "compare_type = #stablehlo<comparison_type UNSIGNED>} : "
-                        "(tensor<2x3xui32>, tensor<2x3xui32>) -> tensor<2x3xi1>");
-  ASSERT_CONTAINS(text, "comparison_direction GT>, compare_type = #stablehlo<comparison_type "
-                        "TOTALORDER>");
-  ASSERT_CONTAINS(text, "comparison_direction EQ>, compare_type = #stablehlo<comparison_type "
-                        "FLOAT>");
-  ASSERT_CONTAINS(text, "comparison_direction GE>, compare_type = #stablehlo<comparison_type "
-                        "SIGNED>");
+  ASSERT_CONTAINS(text,
+                  "\"stablehlo.broadcast_in_dim\"(%a) {broadcast_dimensions = array<i64: 0, "
+                  "1>} : (tensor<2x1xui32>) -> tensor<2x3xui32>");
+  ASSERT_CONTAINS(text,
+                  "comparison_direction = #stablehlo<comparison_direction LT>, "
+                  "compare_type = #stablehlo<comparison_type UNSIGNED>} : "
+                  "(tensor<2x3xui32>, tensor<2x3xui32>) -> tensor<2x3xi1>");
+  ASSERT_CONTAINS(text,
+                  "comparison_direction GT>, compare_type = #stablehlo<comparison_type "
+                  "TOTALORDER>");
+  ASSERT_CONTAINS(text,
+                  "comparison_direction EQ>, compare_type = #stablehlo<comparison_type "
+                  "FLOAT>");
+  ASSERT_CONTAINS(text,
+                  "comparison_direction GE>, compare_type = #stablehlo<comparison_type "
+                  "SIGNED>");
   free(text);
 }
 
@@ -186,8 +191,9 @@ TEST(parameter_name_normalization) {
   fixture_deinit(&fx);
   ASSERT_STATUS_OK(st);
   ASSERT_CONTAINS(text, "module @_9_lives ");
-  ASSERT_CONTAINS(text, "@main(%my_input: tensor<i32>, %my_input_1: tensor<i32>, %_2x: "
-                        "tensor<i32>, %w_eight: tensor<i32>)");
+  ASSERT_CONTAINS(text,
+                  "@main(%my_input: tensor<i32>, %my_input_1: tensor<i32>, %_2x: "
+                  "tensor<i32>, %w_eight: tensor<i32>)");
   ASSERT_CONTAINS(text, "\"stablehlo.add\"(%my_input, %my_input_1)");
   free(text);
 }
@@ -307,17 +313,21 @@ TEST(reductions_and_argminmax) {
   fixture_deinit(&fx);
   ASSERT_STATUS_OK(st);
   ASSERT_CONTAINS(text, "{value = dense<0xFF800000> : tensor<f32>}");  // max init: -inf
-  ASSERT_CONTAINS(text, "{value = dense<true> : tensor<i1>}");          // logical and init
-  ASSERT_CONTAINS(text, "}) {dimensions = array<i64: 1>} : (tensor<2x3xf32>, tensor<f32>) -> "
-                        "tensor<2xf32>");
-  ASSERT_CONTAINS(text, "}) {dimensions = array<i64: 0, 1>} : (tensor<2x3xf32>, tensor<f32>) "
-                        "-> tensor<f32>");
+  ASSERT_CONTAINS(text, "{value = dense<true> : tensor<i1>}");         // logical and init
+  ASSERT_CONTAINS(text,
+                  "}) {dimensions = array<i64: 1>} : (tensor<2x3xf32>, tensor<f32>) -> "
+                  "tensor<2xf32>");
+  ASSERT_CONTAINS(text,
+                  "}) {dimensions = array<i64: 0, 1>} : (tensor<2x3xf32>, tensor<f32>) "
+                  "-> tensor<f32>");
   // ArgMin: a variadic reduce over (value, iota) with a +inf / 0 init.
-  ASSERT_CONTAINS(text, "\"stablehlo.iota\"() {iota_dimension = 1 : i64} : () -> "
-                        "tensor<2x3xi32>");
+  ASSERT_CONTAINS(text,
+                  "\"stablehlo.iota\"() {iota_dimension = 1 : i64} : () -> "
+                  "tensor<2x3xi32>");
   ASSERT_CONTAINS(text, "{value = dense<0x7F800000> : tensor<f32>}");
-  ASSERT_CONTAINS(text, "(tensor<2x3xf32>, tensor<2x3xi32>, tensor<f32>, tensor<i32>) -> "
-                        "(tensor<2xf32>, tensor<2xi32>)");
+  ASSERT_CONTAINS(text,
+                  "(tensor<2x3xf32>, tensor<2x3xi32>, tensor<f32>, tensor<i32>) -> "
+                  "(tensor<2xf32>, tensor<2xi32>)");
   // Float max in region bodies propagates NaN: total-order compare plus NaN selects.
   ASSERT_CONTAINS(text, "comparison_type TOTALORDER");
   free(text);
@@ -363,22 +373,26 @@ TEST(movement_indexing_and_dot) {
   cml_status_t st = emit(&fx, outs, 5, &text);
   fixture_deinit(&fx);
   ASSERT_STATUS_OK(st);
-  ASSERT_CONTAINS(text, "{dimension_numbers = #stablehlo.gather<offset_dims = [1], "
-                        "collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = "
-                        "1>, slice_sizes = array<i64: 1, 3>, indices_are_sorted = false} : "
-                        "(tensor<5x3xf32>, tensor<4x1xi32>) -> tensor<4x3xf32>");
+  ASSERT_CONTAINS(text,
+                  "{dimension_numbers = #stablehlo.gather<offset_dims = [1], "
+                  "collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = "
+                  "1>, slice_sizes = array<i64: 1, 3>, indices_are_sorted = false} : "
+                  "(tensor<5x3xf32>, tensor<4x1xi32>) -> tensor<4x3xf32>");
   // Accumulator Int32: the Int8 inputs are converted first.
   ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%a) : (tensor<2x3xi8>) -> tensor<2x3xi32>");
-  ASSERT_CONTAINS(text, "{dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = "
-                        "[1], rhs_contracting_dimensions = [0]>, precision_config = "
-                        "[#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>]} : "
-                        "(tensor<2x3xi32>, tensor<3x4xi32>) -> tensor<2x4xi32>");
-  ASSERT_CONTAINS(text, "{edge_padding_low = array<i64: 1, 0>, edge_padding_high = array<i64: "
-                        "-1, 0>, interior_padding = array<i64: 2, 0>} : (tensor<5x3xf32>, "
-                        "tensor<f32>) -> tensor<13x3xf32>");
+  ASSERT_CONTAINS(text,
+                  "{dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = "
+                  "[1], rhs_contracting_dimensions = [0]>, precision_config = "
+                  "[#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>]} : "
+                  "(tensor<2x3xi32>, tensor<3x4xi32>) -> tensor<2x4xi32>");
+  ASSERT_CONTAINS(text,
+                  "{edge_padding_low = array<i64: 1, 0>, edge_padding_high = array<i64: "
+                  "-1, 0>, interior_padding = array<i64: 2, 0>} : (tensor<5x3xf32>, "
+                  "tensor<f32>) -> tensor<13x3xf32>");
   ASSERT_CONTAINS(text, "{permutation = array<i64: 1, 0>}");
-  ASSERT_CONTAINS(text, "{start_indices = array<i64: 1, 0>, limit_indices = array<i64: 5, 3>, "
-                        "strides = array<i64: 2, 1>}");
+  ASSERT_CONTAINS(text,
+                  "{start_indices = array<i64: 1, 0>, limit_indices = array<i64: 5, 3>, "
+                  "strides = array<i64: 2, 1>}");
   free(text);
 }
 
@@ -415,7 +429,9 @@ TEST(conv_rng_fft_batch_norm_barriers) {
   cml_value_t pair[2] = {v, v};
   ASSERT_TRUE(cml_op_optimization_barrier(fx.f, pair, 2, bar));
   cml_value_t outs[6] = {
-      cml_op_conv_general(fx.f, x, k, &cc), new_state, bits,
+      cml_op_conv_general(fx.f, x, k, &cc),
+      new_state,
+      bits,
       cml_op_fft(fx.f, z, CML_FFT_INVERSE, (int64_t[]){8}, 1),
       cml_op_scheduling_barrier(fx.f, bar[0], &bar[1], 1),
       cml_op_batch_norm_inference(fx.f, v, cml_op_reshape(fx.f, v, (int64_t[]){4}, 1), v, v, v,
@@ -425,20 +441,23 @@ TEST(conv_rng_fft_batch_norm_barriers) {
   cml_status_t st = emit(&fx, outs, 6, &text);
   fixture_deinit(&fx);
   ASSERT_STATUS_OK(st);
-  ASSERT_CONTAINS(text, "{dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, "
-                        "1, f]>, window_strides = array<i64: 1, 1>, padding = dense<[[1, 1], [1, "
-                        "1]]> : tensor<2x2xi64>, lhs_dilation = array<i64: 1, 1>, rhs_dilation = "
-                        "array<i64: 1, 1>, feature_group_count = 1 : i64, batch_group_count = 1 "
-                        ": i64, precision_config = [#stablehlo<precision DEFAULT>, "
-                        "#stablehlo<precision DEFAULT>]} : (tensor<1x8x8x3xf32>, "
-                        "tensor<3x3x3x16xf32>) -> tensor<1x8x8x16xf32>");
-  ASSERT_CONTAINS(text, "\"stablehlo.rng_bit_generator\"(%state) {rng_algorithm = "
-                        "#stablehlo<rng_algorithm PHILOX>} : (tensor<3xui64>) -> "
-                        "(tensor<3xui64>, tensor<2x2xui32>)");
+  ASSERT_CONTAINS(text,
+                  "{dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, "
+                  "1, f]>, window_strides = array<i64: 1, 1>, padding = dense<[[1, 1], [1, "
+                  "1]]> : tensor<2x2xi64>, lhs_dilation = array<i64: 1, 1>, rhs_dilation = "
+                  "array<i64: 1, 1>, feature_group_count = 1 : i64, batch_group_count = 1 "
+                  ": i64, precision_config = [#stablehlo<precision DEFAULT>, "
+                  "#stablehlo<precision DEFAULT>]} : (tensor<1x8x8x3xf32>, "
+                  "tensor<3x3x3x16xf32>) -> tensor<1x8x8x16xf32>");
+  ASSERT_CONTAINS(text,
+                  "\"stablehlo.rng_bit_generator\"(%state) {rng_algorithm = "
+                  "#stablehlo<rng_algorithm PHILOX>} : (tensor<3xui64>) -> "
+                  "(tensor<3xui64>, tensor<2x2xui32>)");
   ASSERT_CONTAINS(text, ": (tensor<2x2xui32>) -> tensor<2x2xf32>");  // bits -> Float32
   ASSERT_CONTAINS(text, "{fft_type = #stablehlo<fft_type IFFT>, fft_length = array<i64: 8>}");
-  ASSERT_CONTAINS(text, "\"stablehlo.optimization_barrier\"(%v, %v) : (tensor<4xf32>, "
-                        "tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)");
+  ASSERT_CONTAINS(text,
+                  "\"stablehlo.optimization_barrier\"(%v, %v) : (tensor<4xf32>, "
+                  "tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)");
   ASSERT_CONTAINS(text, "{epsilon = 9.999999747e-06 : f32, feature_index = 0 : i64}");
   free(text);
 }
@@ -465,8 +484,9 @@ TEST(convert_bitcast_and_special_unary) {
   ASSERT_STATUS_OK(st);
   ASSERT_CONTAINS(text, "\"stablehlo.real\"(%z) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>");
   ASSERT_CONTAINS(text, ": (tensor<3xf32>) -> tensor<3xi32>");
-  ASSERT_CONTAINS(text, "comparison_direction NE>, compare_type = #stablehlo<comparison_type "
-                        "FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>");
+  ASSERT_CONTAINS(text,
+                  "comparison_direction NE>, compare_type = #stablehlo<comparison_type "
+                  "FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>");
   ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%p) : (tensor<3xi1>) -> tensor<3xui8>");
   ASSERT_CONTAINS(text, "\"chlo.erf\"(%x) : (tensor<3xf32>) -> tensor<3xf32>");
   ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%h) : (tensor<3xf16>) -> tensor<3xf32>");
@@ -534,8 +554,9 @@ TEST(nested_regions_while_if_sort_call) {
   ASSERT_CONTAINS(text, "\"stablehlo.if\"(");
   ASSERT_CONTAINS(text, ": (tensor<i1>) -> tensor<i32>");
   ASSERT_CONTAINS(text, "\"stablehlo.sort\"(%keys) ({");
-  ASSERT_CONTAINS(text, "{dimension = 0 : i64, is_stable = true} : (tensor<8xf32>) -> "
-                        "tensor<8xf32>");
+  ASSERT_CONTAINS(text,
+                  "{dimension = 0 : i64, is_stable = true} : (tensor<8xf32>) -> "
+                  "tensor<8xf32>");
   ASSERT_CONTAINS(text, "func.func private @double_it(");
   ASSERT_CONTAINS(text, "{callee = @double_it} : (tensor<i32>) -> tensor<i32>");
   free(text);
@@ -557,8 +578,9 @@ TEST(closure_called_gets_captures_as_parameters) {
   cml_status_t st = emit(&fx, &r, 1, &text);
   fixture_deinit(&fx);
   ASSERT_STATUS_OK(st);
-  ASSERT_CONTAINS(text, "\"func.call\"(%a, %b) {callee = @closure_1} : (tensor<f32>, "
-                        "tensor<f32>) -> tensor<f32>");
+  ASSERT_CONTAINS(text,
+                  "\"func.call\"(%a, %b) {callee = @closure_1} : (tensor<f32>, "
+                  "tensor<f32>) -> tensor<f32>");
   ASSERT_CONTAINS(text, "func.func private @closure_1(");
   free(text);
 }
@@ -631,8 +653,9 @@ TEST(float_division_lowering) {
   int barriers = 0;
   for (const char* p = text; (p = strstr(p, "stablehlo.optimization_barrier")); ++p) ++barriers;
   ASSERT_EQ_INT(barriers, 2);
-  ASSERT_CONTAINS(text, "\"stablehlo.divide\"(%k, %k) : (tensor<3xi32>, tensor<3xi32>) -> "
-                        "tensor<3xi32>");
+  ASSERT_CONTAINS(text,
+                  "\"stablehlo.divide\"(%k, %k) : (tensor<3xi32>, tensor<3xi32>) -> "
+                  "tensor<3xi32>");
   free(text);
 }
 

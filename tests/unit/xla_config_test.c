@@ -99,8 +99,7 @@ TEST(config_errors) {
   cml_status_free(st);
   ASSERT_STATUS_CODE(cml__xla_config_parse("cpu,memory_fraction=1.5", &c),
                      CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml__xla_config_parse("cpu,allocator=magic", &c),
-                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml__xla_config_parse("cpu,allocator=magic", &c), CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml__xla_config_parse("cpu,tf32=maybe", &c), CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml__xla_config_parse("cpu,visible_devices=0;x", &c),
                      CML_STATUS_INVALID_ARGUMENT);
@@ -191,8 +190,11 @@ TEST(discovery_order) {
   abs_path("site", site, sizeof site);
   abs_path("ld", ld, sizeof ld);
   const char* python_dirs[1] = {site};
-  cml__xla_search_t s = {.home = home, .plugin_library_path = env, .ld_library_path = ld,
-                         .system_dirs = false, .python_dirs = python_dirs,
+  cml__xla_search_t s = {.home = home,
+                         .plugin_library_path = env,
+                         .ld_library_path = ld,
+                         .system_dirs = false,
+                         .python_dirs = python_dirs,
                          .python_dir_count = 1};
   char* path = NULL;
   // 1. PJRT_PLUGIN_LIBRARY_PATH.
@@ -202,17 +204,18 @@ TEST(discovery_order) {
   // 2. ~/.local/lib/go-xla (and nvidia/).
   s.plugin_library_path = NULL;
   ASSERT_STATUS_OK(cml__xla_find_plugin(&s, "cpu", &path));
-  ASSERT_STREQ(path, abs_path("home/.local/lib/go-xla/pjrt_c_api_cpu_plugin.so", want, sizeof want));
+  ASSERT_STREQ(path,
+               abs_path("home/.local/lib/go-xla/pjrt_c_api_cpu_plugin.so", want, sizeof want));
   free(path);
   ASSERT_STATUS_OK(cml__xla_find_plugin(&s, "cuda", &path));
-  ASSERT_STREQ(path, abs_path("home/.local/lib/go-xla/nvidia/pjrt_c_api_cuda_plugin.so", want,
-                              sizeof want));
+  ASSERT_STREQ(
+      path, abs_path("home/.local/lib/go-xla/nvidia/pjrt_c_api_cuda_plugin.so", want, sizeof want));
   free(path);
   // 3. pip-installed plugins (the newest CUDA first, the CPU wheel's package, libtpu).
   s.home = NULL;
   ASSERT_STATUS_OK(cml__xla_find_plugin(&s, "cpu", &path));
-  ASSERT_STREQ(path, abs_path("site/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so", want,
-                              sizeof want));
+  ASSERT_STREQ(path,
+               abs_path("site/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so", want, sizeof want));
   free(path);
   ASSERT_STATUS_OK(cml__xla_find_plugin(&s, "cuda", &path));
   ASSERT_STREQ(path, abs_path("site/jax_plugins/xla_cuda13/xla_cuda_plugin.so", want, sizeof want));
@@ -304,7 +307,8 @@ TEST(accelerators_and_cuda_layout) {
   ASSERT_STREQ(flags, "--xla_gpu_cuda_data_dir=/d");
   ASSERT_TRUE(cml__xla_flags_with_cuda_dir("--xla_dump_to=/tmp", "/d", flags, sizeof flags));
   ASSERT_STREQ(flags, "--xla_dump_to=/tmp --xla_gpu_cuda_data_dir=/d");
-  ASSERT_TRUE(cml__xla_flags_with_cuda_dir("--xla_gpu_cuda_data_dir=/x", "/d", flags, sizeof flags));
+  ASSERT_TRUE(
+      cml__xla_flags_with_cuda_dir("--xla_gpu_cuda_data_dir=/x", "/d", flags, sizeof flags));
   ASSERT_STREQ(flags, "--xla_gpu_cuda_data_dir=/x");
   ASSERT_FALSE(cml__xla_flags_with_cuda_dir("", "/a/long/dir", flags, 8));
   remove_tree();

@@ -265,12 +265,14 @@ int main(int argc, char** argv) {
     cml_status_free(st);
     return 1;
   }
-  static const test_entry_t tests[] = {
-      TEST_ENTRY(backend_from_env), TEST_ENTRY(add_graph),
-      TEST_ENTRY(mul_int32_scalar_broadcast_and_donation),
-      TEST_ENTRY(shared_buffers_and_copy_to_device), TEST_ENTRY(device_out_of_range),
-      TEST_ENTRY(config_options_reach_the_plugin), TEST_ENTRY(bad_plugin_path),
-      TEST_ENTRY(packed_int4_round_trip)};
+  static const test_entry_t tests[] = {TEST_ENTRY(backend_from_env),
+                                       TEST_ENTRY(add_graph),
+                                       TEST_ENTRY(mul_int32_scalar_broadcast_and_donation),
+                                       TEST_ENTRY(shared_buffers_and_copy_to_device),
+                                       TEST_ENTRY(device_out_of_range),
+                                       TEST_ENTRY(config_options_reach_the_plugin),
+                                       TEST_ENTRY(bad_plugin_path),
+                                       TEST_ENTRY(packed_int4_round_trip)};
   int failures = 0, ran = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
     if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) continue;

@@ -88,8 +88,8 @@ TEST(probe_child_that_returns_is_ok) {
 }
 
 TEST(probe_glog_fatal_becomes_invalid_argument) {
-  cml_status_t st = cml__xla_flags_probe(child_glog_fatal_exit1, NULL, 10000,
-                                         "--xla_fake_flag=1", "fake.so", NULL);
+  cml_status_t st = cml__xla_flags_probe(child_glog_fatal_exit1, NULL, 10000, "--xla_fake_flag=1",
+                                         "fake.so", NULL);
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
   const char* m = cml_status_message(st);
   // The absl notice and the glog prefix are dropped; the plugin's sentence comes first.
@@ -176,8 +176,7 @@ TEST(check_blank_flags_runs_nothing) {
   ASSERT_STATUS_OK(cml__xla_check_flags(NULL, "", NULL, 0));
   ASSERT_STATUS_OK(cml__xla_check_flags(NULL, "  \t\n", NULL, 0));
   ASSERT_EQ_INT(cml__xla_flags_probe_count(), before);
-  ASSERT_STATUS_CODE(cml__xla_check_flags(NULL, "--help", NULL, 0),
-                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml__xla_check_flags(NULL, "--help", NULL, 0), CML_STATUS_INVALID_ARGUMENT);
 }
 
 // A plugin whose client was created with blank XLA_FLAGS has read them: a later value is never
@@ -216,13 +215,13 @@ static char* create_rejected(const char* flags) {
   return m;
 }
 
-#define ASSERT_MESSAGE_HAS(m, needle)                                      \
-  do {                                                                     \
-    if (!strstr((m), (needle))) {                                          \
-      fprintf(stderr, "message without \"%s\":\n%s\n", (needle), (m));     \
-      free(m);                                                             \
-      ASSERT_TRUE(!"message lacks the expected text");                     \
-    }                                                                      \
+#define ASSERT_MESSAGE_HAS(m, needle)                                  \
+  do {                                                                 \
+    if (!strstr((m), (needle))) {                                      \
+      fprintf(stderr, "message without \"%s\":\n%s\n", (needle), (m)); \
+      free(m);                                                         \
+      ASSERT_TRUE(!"message lacks the expected text");                 \
+    }                                                                  \
   } while (0)
 
 TEST(plugin_help_lists_the_flags_and_the_process_survives) {

@@ -238,8 +238,8 @@ int main(int argc, char** argv) {
   g_pip_args[1] = "--find-links";
   g_pip_args[2] = g_wheels;
   static const test_entry_t tests[] = {
-      TEST_ENTRY(install_then_idempotent), TEST_ENTRY(truncated_plugin_reinstalled),
-      TEST_ENTRY(checksum_mismatch_refused), TEST_ENTRY(concurrent_processes_install_once),
+      TEST_ENTRY(install_then_idempotent),    TEST_ENTRY(truncated_plugin_reinstalled),
+      TEST_ENTRY(checksum_mismatch_refused),  TEST_ENTRY(concurrent_processes_install_once),
       TEST_ENTRY(no_pip_says_how_to_install), TEST_ENTRY(auto_install_switch_and_wheels)};
   int failures = 0, ran = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {

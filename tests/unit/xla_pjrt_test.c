@@ -11,18 +11,18 @@
 #include "backends/xla/pjrt/pjrt.h"
 #include "test.h"
 
-#define ASSERT_STATUS_MSG(expr, code, needle)                                            \
-  do {                                                                                   \
-    cml_status_t m_ = (expr);                                                            \
-    if (cml_status_code(m_) != (code) || !strstr(cml_status_message(m_), (needle))) {    \
-      fprintf(stderr, "%s:%d: want %s containing \"%s\", got %s: %s\n", __FILE__,       \
-              __LINE__, cml_status_code_name(code), (needle),                            \
-              cml_status_code_name(cml_status_code(m_)), cml_status_message(m_));        \
-      cml_status_free(m_);                                                               \
-      *test_failed_ = 1;                                                                 \
-      return;                                                                            \
-    }                                                                                    \
-    cml_status_free(m_);                                                                 \
+#define ASSERT_STATUS_MSG(expr, code, needle)                                                  \
+  do {                                                                                         \
+    cml_status_t m_ = (expr);                                                                  \
+    if (cml_status_code(m_) != (code) || !strstr(cml_status_message(m_), (needle))) {          \
+      fprintf(stderr, "%s:%d: want %s containing \"%s\", got %s: %s\n", __FILE__, __LINE__,    \
+              cml_status_code_name(code), (needle), cml_status_code_name(cml_status_code(m_)), \
+              cml_status_message(m_));                                                         \
+      cml_status_free(m_);                                                                     \
+      *test_failed_ = 1;                                                                       \
+      return;                                                                                  \
+    }                                                                                          \
+    cml_status_free(m_);                                                                       \
   } while (0)
 
 static int hex_to_bytes(const char* hex, uint8_t* out) {
@@ -75,8 +75,10 @@ TEST(compile_options_spmd_shardy) {
       want);
   size_t size = 0;
   int64_t ids[2] = {0, 1};
-  cml__xla_compile_config_t c = {.num_replicas = 1, .num_partitions = 2,
-                                 .use_spmd_partitioning = true, .use_shardy_partitioner = true,
+  cml__xla_compile_config_t c = {.num_replicas = 1,
+                                 .num_partitions = 2,
+                                 .use_spmd_partitioning = true,
+                                 .use_shardy_partitioner = true,
                                  .device_ids = ids};
   ASSERT_STATUS_OK(cml__xla_compile_options_encode(&c, got, sizeof got, &size));
   ASSERT_EQ_INT(size, n);
@@ -163,14 +165,12 @@ TEST(load_library_without_symbol) {
   const cml__xla_plugin_t* p = NULL;
   ASSERT_STATUS_MSG(cml__xla_plugin_load(info.dli_fname, &p), CML_STATUS_UNAVAILABLE,
                     "does not export GetPjrtApi");
-  ASSERT_STATUS_MSG(cml__xla_plugin_probe(info.dli_fname), CML_STATUS_UNAVAILABLE,
-                    "GetPjrtApi");
+  ASSERT_STATUS_MSG(cml__xla_plugin_probe(info.dli_fname), CML_STATUS_UNAVAILABLE, "GetPjrtApi");
 }
 
 TEST(load_directory) {
   const cml__xla_plugin_t* p = NULL;
-  ASSERT_STATUS_MSG(cml__xla_plugin_load("/tmp", &p), CML_STATUS_UNAVAILABLE,
-                    "not a regular file");
+  ASSERT_STATUS_MSG(cml__xla_plugin_load("/tmp", &p), CML_STATUS_UNAVAILABLE, "not a regular file");
 }
 
 #ifdef XLA_FAKE_PLUGIN_PATH
@@ -191,6 +191,6 @@ TEST(load_too_old_api) { fprintf(stderr, "fake plugin not built: nothing checked
 
 TEST_MAIN(TEST_ENTRY(compile_options_portable), TEST_ENTRY(compile_options_device_assignment),
           TEST_ENTRY(compile_options_spmd_shardy), TEST_ENTRY(compile_options_errors),
-          TEST_ENTRY(sha256_vectors), TEST_ENTRY(load_missing_file),
-          TEST_ENTRY(load_not_a_library), TEST_ENTRY(load_library_without_symbol),
-          TEST_ENTRY(load_directory), TEST_ENTRY(load_too_old_api))
+          TEST_ENTRY(sha256_vectors), TEST_ENTRY(load_missing_file), TEST_ENTRY(load_not_a_library),
+          TEST_ENTRY(load_library_without_symbol), TEST_ENTRY(load_directory),
+          TEST_ENTRY(load_too_old_api))

@@ -46,7 +46,8 @@ int cml_cli_install(int argc, char** argv) {
 #ifndef CML_HAVE_BACKEND_XLA
   (void)force;
   (void)verbosity;
-  fprintf(stderr, "cml install: this build has no xla backend (configure with -DCML_BACKEND_XLA=ON)\n");
+  fprintf(stderr,
+          "cml install: this build has no xla backend (configure with -DCML_BACKEND_XLA=ON)\n");
   return 1;
 #else
   char path[4096];

@@ -16,35 +16,71 @@
 #include <time.h>
 
 typedef unsigned long pthread_t;
-typedef struct { int unused; } pthread_attr_t;
-typedef struct { int unused; } pthread_mutex_t;
-typedef struct { int unused; } pthread_mutexattr_t;
-typedef struct { int unused; } pthread_cond_t;
-typedef struct { int unused; } pthread_condattr_t;
-typedef struct { int done; } pthread_once_t;
+typedef struct {
+  int unused;
+} pthread_attr_t;
+typedef struct {
+  int unused;
+} pthread_mutex_t;
+typedef struct {
+  int unused;
+} pthread_mutexattr_t;
+typedef struct {
+  int unused;
+} pthread_cond_t;
+typedef struct {
+  int unused;
+} pthread_condattr_t;
+typedef struct {
+  int done;
+} pthread_once_t;
 
-#define PTHREAD_MUTEX_INITIALIZER {0}
-#define PTHREAD_COND_INITIALIZER {0}
-#define PTHREAD_ONCE_INIT {0}
+#define PTHREAD_MUTEX_INITIALIZER \
+  { 0 }
+#define PTHREAD_COND_INITIALIZER \
+  { 0 }
+#define PTHREAD_ONCE_INIT \
+  { 0 }
 
 static inline int pthread_mutex_init(pthread_mutex_t* m, const pthread_mutexattr_t* a) {
   (void)m;
   (void)a;
   return 0;
 }
-static inline int pthread_mutex_destroy(pthread_mutex_t* m) { (void)m; return 0; }
-static inline int pthread_mutex_lock(pthread_mutex_t* m) { (void)m; return 0; }
-static inline int pthread_mutex_trylock(pthread_mutex_t* m) { (void)m; return 0; }
-static inline int pthread_mutex_unlock(pthread_mutex_t* m) { (void)m; return 0; }
+static inline int pthread_mutex_destroy(pthread_mutex_t* m) {
+  (void)m;
+  return 0;
+}
+static inline int pthread_mutex_lock(pthread_mutex_t* m) {
+  (void)m;
+  return 0;
+}
+static inline int pthread_mutex_trylock(pthread_mutex_t* m) {
+  (void)m;
+  return 0;
+}
+static inline int pthread_mutex_unlock(pthread_mutex_t* m) {
+  (void)m;
+  return 0;
+}
 
 static inline int pthread_cond_init(pthread_cond_t* c, const pthread_condattr_t* a) {
   (void)c;
   (void)a;
   return 0;
 }
-static inline int pthread_cond_destroy(pthread_cond_t* c) { (void)c; return 0; }
-static inline int pthread_cond_signal(pthread_cond_t* c) { (void)c; return 0; }
-static inline int pthread_cond_broadcast(pthread_cond_t* c) { (void)c; return 0; }
+static inline int pthread_cond_destroy(pthread_cond_t* c) {
+  (void)c;
+  return 0;
+}
+static inline int pthread_cond_signal(pthread_cond_t* c) {
+  (void)c;
+  return 0;
+}
+static inline int pthread_cond_broadcast(pthread_cond_t* c) {
+  (void)c;
+  return 0;
+}
 static inline int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
   (void)c;
   (void)m;

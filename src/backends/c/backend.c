@@ -21,7 +21,8 @@ static const char cmlc_backend_config_help[] =
     "  threads (int, default: the number of online CPUs): worker threads, the caller included\n"
     "  devices (int, default 1): virtual CPU devices sharing the thread pool\n"
     "  reference (bool, default false): scalar reference kernels, no fusion (compliance oracle)\n"
-    "  avx512 (bool, default true, env GOMLX_SIMD_AVX512): use AVX-512 kernels when the CPU has them\n"
+    "  avx512 (bool, default true, env GOMLX_SIMD_AVX512): use AVX-512 kernels when the CPU has "
+    "them\n"
     "  avx2 (bool, default true, env GOMLX_SIMD_AVX2): use AVX2+FMA kernels when the CPU has them\n"
     "  fusion (bool, default true, env GOMLX_FUSION): fuse ops (false: fused ops are decomposed)\n";
 
@@ -114,8 +115,8 @@ static cml_status_t cmlc_buffer_copy_to_host(cml_buffer_t* buffer, void* dst, si
 }
 
 static cml_status_t cmlc_buffer_create_shared(cml_backend_t* backend, int device,
-                                              const cml_shape_t* shape,
-                                              cml_buffer_t** out_buffer, void** out_data) {
+                                              const cml_shape_t* shape, cml_buffer_t** out_buffer,
+                                              void** out_data) {
   cmlc_buffer_t* b = NULL;
   CML_RETURN_IF_ERROR(cmlc_buffer_create((cmlc_backend_t*)backend, device, shape, true, &b));
   if (cml_shape_byte_size(shape)) memset(b->data, 0, cml_shape_byte_size(shape));
@@ -140,8 +141,7 @@ static cml_status_t cmlc_buffer_copy_to_device(cml_buffer_t* buffer, int device,
   cmlc_backend_t* backend = (cmlc_backend_t*)buffer->backend;
   if (device == buffer->device) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "c backend: copy_to_device: the buffer is already on device %d",
-                           device);
+                           "c backend: copy_to_device: the buffer is already on device %d", device);
   }
   if (device < 0 || device >= backend->base.device_count) {
     return cml_status_make(CML_STATUS_OUT_OF_RANGE,
@@ -188,8 +188,7 @@ static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
 }
 
 static cml_status_t cmlc_vt_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
-                                    const bool* donate, int device,
-                                    cml_buffer_t** out_results) {
+                                    const bool* donate, int device, cml_buffer_t** out_results) {
   return cmlc_execute((cmlc_executable_t*)executable, inputs, donate, device, out_results);
 }
 
@@ -216,8 +215,7 @@ static void cmlc_backend_destroy(cml_backend_t* backend) {
     for (int i = 0; i < b->options.devices; ++i) {
       cml__runtime_strfree(alloc, b->device_descriptions[i]);
     }
-    cml_allocator_free(alloc, b->device_descriptions,
-                       sizeof(char*) * (size_t)b->options.devices);
+    cml_allocator_free(alloc, b->device_descriptions, sizeof(char*) * (size_t)b->options.devices);
   }
   cml_backend_deinit_base(backend);
   cml_allocator_free(alloc, b, sizeof *b);
@@ -255,9 +253,17 @@ static void cmlc_fill_capabilities(cml_capabilities_t* caps) {
   cmlc_kernels_special_capabilities(caps);
   // The engine's own ops.
   static const cml_op_t engine_ops[] = {
-      CML_OP_PARAMETER, CML_OP_CONSTANT,   CML_OP_IDENTITY,  CML_OP_RESHAPE,
-      CML_OP_BITCAST,   CML_OP_CALL,       CML_OP_WHILE,     CML_OP_IF,
-      CML_OP_SORT,      CML_OP_OPTIMIZATION_BARRIER,         CML_OP_SCHEDULING_BARRIER,
+      CML_OP_PARAMETER,
+      CML_OP_CONSTANT,
+      CML_OP_IDENTITY,
+      CML_OP_RESHAPE,
+      CML_OP_BITCAST,
+      CML_OP_CALL,
+      CML_OP_WHILE,
+      CML_OP_IF,
+      CML_OP_SORT,
+      CML_OP_OPTIMIZATION_BARRIER,
+      CML_OP_SCHEDULING_BARRIER,
       CML_OP_CAPTURED_VALUE,
   };
   for (size_t i = 0; i < sizeof engine_ops / sizeof *engine_ops; ++i) {
@@ -279,17 +285,35 @@ static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) 
   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_SIMD_AVX2", true, &avx2));
   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_FUSION", true, &fusion));
   const cml__option_spec_t specs[] = {
-      {.key = "threads", .type = CML__OPT_INT, .out = &threads, .check_range = true, .min = 0,
-       .max = 4096, .help = "worker threads incl. the caller (0 = one per online CPU)"},
-      {.key = "devices", .type = CML__OPT_INT, .out = &devices, .check_range = true, .min = 1,
-       .max = 1024, .help = "virtual CPU devices (default 1)"},
-      {.key = "reference", .type = CML__OPT_BOOL, .out = &reference,
+      {.key = "threads",
+       .type = CML__OPT_INT,
+       .out = &threads,
+       .check_range = true,
+       .min = 0,
+       .max = 4096,
+       .help = "worker threads incl. the caller (0 = one per online CPU)"},
+      {.key = "devices",
+       .type = CML__OPT_INT,
+       .out = &devices,
+       .check_range = true,
+       .min = 1,
+       .max = 1024,
+       .help = "virtual CPU devices (default 1)"},
+      {.key = "reference",
+       .type = CML__OPT_BOOL,
+       .out = &reference,
        .help = "scalar reference kernels, no fusion (default false)"},
-      {.key = "avx512", .type = CML__OPT_BOOL, .out = &avx512,
+      {.key = "avx512",
+       .type = CML__OPT_BOOL,
+       .out = &avx512,
        .help = "allow AVX-512 kernels (default true; env GOMLX_SIMD_AVX512)"},
-      {.key = "avx2", .type = CML__OPT_BOOL, .out = &avx2,
+      {.key = "avx2",
+       .type = CML__OPT_BOOL,
+       .out = &avx2,
        .help = "allow AVX2+FMA kernels (default true; env GOMLX_SIMD_AVX2)"},
-      {.key = "fusion", .type = CML__OPT_BOOL, .out = &fusion,
+      {.key = "fusion",
+       .type = CML__OPT_BOOL,
+       .out = &fusion,
        .help = "fuse ops (default true; env GOMLX_FUSION)"},
   };
   CML_RETURN_IF_ERROR(

@@ -30,13 +30,13 @@ typedef enum cmlc_isa_t {
 } cmlc_isa_t;
 
 typedef struct cmlc_options_t {
-  cmlc_isa_t isa;       // the best ISA allowed (CPU features & GOMLX_SIMD_* & config)
-  bool avx512_bf16;     // AVX-512 BF16 usable
-  bool avx512_vnni;     // AVX-512 VNNI usable
-  bool fusion;          // GOMLX_FUSION / config
-  bool reference;       // reference=true: scalar kernels, no fusion
-  int threads;          // worker threads incl. the caller
-  int devices;          // virtual CPU devices
+  cmlc_isa_t isa;    // the best ISA allowed (CPU features & GOMLX_SIMD_* & config)
+  bool avx512_bf16;  // AVX-512 BF16 usable
+  bool avx512_vnni;  // AVX-512 VNNI usable
+  bool fusion;       // GOMLX_FUSION / config
+  bool reference;    // reference=true: scalar kernels, no fusion
+  int threads;       // worker threads incl. the caller
+  int devices;       // virtual CPU devices
 } cmlc_options_t;
 
 //===--- thread pool ---===//
@@ -51,8 +51,7 @@ typedef struct cmlc_pool_t cmlc_pool_t;
 // max(min_chunk, ceil(n / 64)) elements), never on the thread count, and thread_index is
 // below cmlc_pool_thread_count(pool) and unique among the threads running one call's chunks.
 typedef void (*cmlc_task_fn)(void* ctx, int64_t begin, int64_t end, int thread_index);
-void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_task_fn fn,
-                       void* ctx);
+void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_task_fn fn, void* ctx);
 int cmlc_pool_thread_count(const cmlc_pool_t* pool);  // 1 for NULL
 
 cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_t** out_pool);

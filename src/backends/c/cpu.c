@@ -44,9 +44,12 @@ void cmlc_options_select_isa(const cmlc_cpu_features_t* features, bool allow_avx
 
 const char* cmlc_isa_name(cmlc_isa_t isa) {
   switch (isa) {
-    case CMLC_ISA_AVX512: return "avx512";
-    case CMLC_ISA_AVX2: return "avx2";
-    case CMLC_ISA_SCALAR: return "scalar";
+    case CMLC_ISA_AVX512:
+      return "avx512";
+    case CMLC_ISA_AVX2:
+      return "avx2";
+    case CMLC_ISA_SCALAR:
+      return "scalar";
   }
   return "scalar";
 }

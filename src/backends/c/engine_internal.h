@@ -81,14 +81,14 @@ extern const uint8_t cmlc_empty_storage[CMLC_ALIGNMENT];
 
 // How a value's storage is found at run time.
 typedef enum cmlc_storage_t {
-  CMLC_STORAGE_NONE = 0,   // dead value (never read) or a value of a function not planned
-  CMLC_STORAGE_ARENA,      // |offset| into its function's arena segment
-  CMLC_STORAGE_PARAM,      // the function's parameter |index| (set at function entry)
-  CMLC_STORAGE_CONST,      // the node's constant data
-  CMLC_STORAGE_CAPTURE,    // a closure capture (set at function entry from the parent frame)
-  CMLC_STORAGE_ALIAS,      // the storage of value |index| (set when the node runs)
-  CMLC_STORAGE_OUTPUT,     // main only: written straight into output buffer |index|
-  CMLC_STORAGE_EMPTY,      // zero bytes: points at cmlc_empty_storage
+  CMLC_STORAGE_NONE = 0,  // dead value (never read) or a value of a function not planned
+  CMLC_STORAGE_ARENA,     // |offset| into its function's arena segment
+  CMLC_STORAGE_PARAM,     // the function's parameter |index| (set at function entry)
+  CMLC_STORAGE_CONST,     // the node's constant data
+  CMLC_STORAGE_CAPTURE,   // a closure capture (set at function entry from the parent frame)
+  CMLC_STORAGE_ALIAS,     // the storage of value |index| (set when the node runs)
+  CMLC_STORAGE_OUTPUT,    // main only: written straight into output buffer |index|
+  CMLC_STORAGE_EMPTY,     // zero bytes: points at cmlc_empty_storage
 } cmlc_storage_t;
 
 typedef struct cmlc_value_plan_t {
@@ -105,8 +105,8 @@ typedef enum cmlc_step_kind_t {
   CMLC_STEP_CALL,
   CMLC_STEP_WHILE,
   CMLC_STEP_IF,
-  CMLC_STEP_MERGED,      // CSE: outputs alias the outputs of |source_node| (same count)
-  CMLC_STEP_FUSED,       // a fused elementwise group (|fused|), reading |fused|'s inputs
+  CMLC_STEP_MERGED,  // CSE: outputs alias the outputs of |source_node| (same count)
+  CMLC_STEP_FUSED,   // a fused elementwise group (|fused|), reading |fused|'s inputs
 } cmlc_step_kind_t;
 
 typedef struct cmlc_fused_t cmlc_fused_t;
@@ -117,7 +117,7 @@ typedef struct cmlc_step_t {
   cmlc_kernel_entry_t entry;
   size_t scratch_offset;  // in the function's segment
   size_t scratch_size;
-  const cml_shape_t** shapes;  // input_count input shapes, then output_count output shapes
+  const cml_shape_t** shapes;        // input_count input shapes, then output_count output shapes
   const cml_ir_node_t* source_node;  // MERGED: the node whose outputs this one reuses
   cmlc_fused_t* fused;               // FUSED: the program (owned by the step)
 } cmlc_step_t;
@@ -127,10 +127,10 @@ typedef struct cmlc_function_plan_t {
   uint32_t step_count;
   uint32_t step_capacity;
   cmlc_step_t* steps;
-  size_t arena_size;     // this function's segment size
-  size_t arena_offset;   // offset of its segment in the context's arena
-  uint32_t max_io;       // most inputs + outputs of one step (size of its pointer scratch)
-  size_t io_offset;      // offset of its pointer scratch in the context's pointer block
+  size_t arena_size;    // this function's segment size
+  size_t arena_offset;  // offset of its segment in the context's arena
+  uint32_t max_io;      // most inputs + outputs of one step (size of its pointer scratch)
+  size_t io_offset;     // offset of its pointer scratch in the context's pointer block
 } cmlc_function_plan_t;
 
 // What the compile-time optimizations did (for tests and `cml info`-style reports).
@@ -153,10 +153,10 @@ typedef struct cmlc_executable_t {
   const cml_module_t* module;
   cmlc_value_plan_t* values;  // module->value_count entries
   cmlc_function_plan_t* functions;
-  size_t arena_size;      // all segments
-  size_t pointer_count;   // value pointers + io scratch pointers in one context
+  size_t arena_size;     // all segments
+  size_t pointer_count;  // value pointers + io scratch pointers in one context
   cmlc_opt_stats_t stats;
-  cmlc_folded_t* folded;  // folded constants' storage
+  cmlc_folded_t* folded;    // folded constants' storage
   cmlc_fused_t** fused_of;  // per node: the fused program of a FUSED_ROOT (NULL: no fusion)
   // Free list of execution contexts (guarded by |mutex|).
   pthread_mutex_t mutex;
@@ -173,11 +173,11 @@ void cmlc_plan_deinit(cmlc_executable_t* exe);
 
 // What the optimizations decided for a node (plan.c then schedules it accordingly).
 typedef enum cmlc_node_state_t {
-  CMLC_NODE_PLAIN = 0,     // scheduled as it is
-  CMLC_NODE_FOLDED,        // evaluated at compile time: its outputs are CONST values
-  CMLC_NODE_MERGED,        // CSE: reuses the outputs of node |link| (a MERGED step)
-  CMLC_NODE_FUSED_INNER,   // computed inside the fused loop of node |link|, never stored
-  CMLC_NODE_FUSED_ROOT,    // runs the fused loop |fused_of| (its output is the group's)
+  CMLC_NODE_PLAIN = 0,    // scheduled as it is
+  CMLC_NODE_FOLDED,       // evaluated at compile time: its outputs are CONST values
+  CMLC_NODE_MERGED,       // CSE: reuses the outputs of node |link| (a MERGED step)
+  CMLC_NODE_FUSED_INNER,  // computed inside the fused loop of node |link|, never stored
+  CMLC_NODE_FUSED_ROOT,   // runs the fused loop |fused_of| (its output is the group's)
 } cmlc_node_state_t;
 
 typedef struct cmlc_block_t {
@@ -196,18 +196,18 @@ typedef struct cmlc_planner_t {
   cmlc_executable_t* exe;
   cml_allocator_t alloc;
   // Module-wide scratch (functions own disjoint nodes and values).
-  bool* needed;         // node is live
-  uint32_t* root;       // value -> the value owning its storage
-  uint32_t* last_use;   // root value -> position of its last use (node_count = "returned")
-  bool* released;       // root value's block was freed or handed over
-  uint32_t* queue;      // functions to plan
+  bool* needed;        // node is live
+  uint32_t* root;      // value -> the value owning its storage
+  uint32_t* last_use;  // root value -> position of its last use (node_count = "returned")
+  bool* released;      // root value's block was freed or handed over
+  uint32_t* queue;     // functions to plan
   bool* queued;
   cmlc_layout_t layout;
   // Optimizations (per node / per value).
-  uint8_t* node_state;       // cmlc_node_state_t
-  uint32_t* node_link;       // MERGED: the node reused; FUSED_INNER: the group's root node
-  const void** value_data;   // constant data of CONST values (Constant nodes and folded ones)
-  uint32_t* uses;            // value -> number of distinct consuming nodes (fusion)
+  uint8_t* node_state;      // cmlc_node_state_t
+  uint32_t* node_link;      // MERGED: the node reused; FUSED_INNER: the group's root node
+  const void** value_data;  // constant data of CONST values (Constant nodes and folded ones)
+  uint32_t* uses;           // value -> number of distinct consuming nodes (fusion)
 } cmlc_planner_t;
 
 // Finds the kernel implementing |n| (UNIMPLEMENTED naming the op and dtypes when none does).
@@ -238,9 +238,9 @@ bool cmlc_fused_node_supported(const cml_module_t* module, const cml_ir_node_t* 
 // FAILED_PRECONDITION (quietly: the planner then leaves the nodes unfused) when the group
 // needs more registers or inputs than a loop has.
 CML_MUST_USE cml_status_t cmlc_fused_build(const cml_module_t* module,
-                                           const cmlc_options_t* options,
-                                           const uint32_t* members, uint32_t member_count,
-                                           cml_allocator_t allocator, cmlc_fused_t** out);
+                                           const cmlc_options_t* options, const uint32_t* members,
+                                           uint32_t member_count, cml_allocator_t allocator,
+                                           cmlc_fused_t** out);
 void cmlc_fused_destroy(cml_allocator_t allocator, cmlc_fused_t* fused);
 // The group's external inputs (value indices, distinct) in the order the run takes them.
 uint32_t cmlc_fused_input_count(const cmlc_fused_t* fused);
@@ -256,8 +256,7 @@ void cmlc_fused_run(const cmlc_fused_t* fused, const void* const* inputs, void* 
 typedef struct cmlc_context_t cmlc_context_t;
 
 CML_MUST_USE cml_status_t cmlc_execute(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
-                                       const bool* donate, int device,
-                                       cml_buffer_t** out_results);
+                                       const bool* donate, int device, cml_buffer_t** out_results);
 // Frees the executable's cached contexts (from executable_destroy).
 void cmlc_exec_free_contexts(cmlc_executable_t* exe);
 

@@ -75,7 +75,8 @@ static cml_status_t cmlc_context_create(cmlc_executable_t* exe, cmlc_context_t**
   }
   const cml_module_t* m = exe->module;
   memset(ctx->ptrs, 0, sizeof(void*) * exe->pointer_count);
-  for (uint32_t v = 1; v < m->value_count; ++v) ctx->ptrs[v] = cmlc_value_fixed_pointer(exe, ctx, v);
+  for (uint32_t v = 1; v < m->value_count; ++v)
+    ctx->ptrs[v] = cmlc_value_fixed_pointer(exe, ctx, v);
   *out_ctx = ctx;
   return CML_OK;
 }
@@ -278,8 +279,7 @@ cml_status_t cmlc_exec_call_function(void* exec, uint32_t function, const void* 
   const cmlc_executable_t* exe = ctx->exe;
   const cml_module_t* m = exe->module;
   if (function >= m->function_count || !exe->functions[function].planned) {
-    return cml_status_make(CML_STATUS_INTERNAL, "c backend: function %u was not planned",
-                           function);
+    return cml_status_make(CML_STATUS_INTERNAL, "c backend: function %u was not planned", function);
   }
   const cml_ir_function_t* f = &m->functions[function];
   for (uint32_t k = 0; k < f->param_count; ++k) ctx->ptrs[f->params[k]] = (void*)inputs[k];
@@ -293,8 +293,8 @@ cml_status_t cmlc_exec_call_function(void* exec, uint32_t function, const void* 
 
 //===--- execute ---===//
 
-cml_status_t cmlc_execute(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
-                          const bool* donate, int device, cml_buffer_t** out_results) {
+cml_status_t cmlc_execute(cmlc_executable_t* exe, cml_buffer_t* const* inputs, const bool* donate,
+                          int device, cml_buffer_t** out_results) {
   const cml_module_t* m = exe->module;
   const cml_ir_function_t* main_fn = &m->functions[0];
   cmlc_backend_t* backend = exe->backend;

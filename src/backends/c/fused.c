@@ -36,11 +36,11 @@ typedef enum cmlc_fused_mode_t {
 
 typedef struct cmlc_fused_op_t {
   const cml_ir_node_t* node;
-  cmlc_ew_fn fn;          // NULL: ConvertDType from |from| to |to|
+  cmlc_ew_fn fn;  // NULL: ConvertDType from |from| to |to|
   cml_dtype_t from, to;
   int arg_count;
-  int16_t args[3];        // >= 0: register; < 0: input -(arg + 1)
-  int16_t dst;            // register, or -1: the output
+  int16_t args[3];  // >= 0: register; < 0: input -(arg + 1)
+  int16_t dst;      // register, or -1: the output
 } cmlc_fused_op_t;
 
 struct cmlc_fused_t {
@@ -282,8 +282,8 @@ typedef struct cmlc_fused_ctx_t {
 
 // Copies the |len| elements of broadcast input |j| that line up with output elements
 // [start, start + len) into |dst|.
-static void cmlc_fused_gather(const cmlc_fused_t* f, uint32_t j, const char* base,
-                              int64_t start, int64_t len, char* dst) {
+static void cmlc_fused_gather(const cmlc_fused_t* f, uint32_t j, const char* base, int64_t start,
+                              int64_t len, char* dst) {
   const int32_t rank = f->rank;
   const int64_t* strides = f->in_strides[j];
   int64_t idx[CML_MAX_RANK];
@@ -367,7 +367,8 @@ static void cmlc_fused_task(void* ctx, int64_t begin, int64_t end, int thread_in
             break;
         }
       }
-      void* dst = op->dst >= 0 ? (void*)regs[op->dst] : (void*)(c->output + (size_t)start * f->out_size);
+      void* dst =
+          op->dst >= 0 ? (void*)regs[op->dst] : (void*)(c->output + (size_t)start * f->out_size);
       if (op->fn) {
         op->fn(dst, in, stride, len);
         continue;

@@ -103,8 +103,7 @@ static uint64_t cmlc_opt_hash(const cmlc_planner_t* p, const cml_ir_node_t* n) {
   return h;
 }
 
-static bool cmlc_opt_same(const cmlc_planner_t* p, const cml_ir_node_t* a,
-                          const cml_ir_node_t* b) {
+static bool cmlc_opt_same(const cmlc_planner_t* p, const cml_ir_node_t* a, const cml_ir_node_t* b) {
   const cml_module_t* m = p->module;
   if (a->op != b->op || a->input_count != b->input_count || a->output_count != b->output_count) {
     return false;
@@ -158,9 +157,8 @@ static bool cmlc_opt_is_alias_fold(const cml_module_t* m, const cml_ir_node_t* n
     case CML_OP_RESHAPE:
       return n->input_count == 1;
     case CML_OP_BITCAST:
-      return n->input_count == 1 &&
-             cml_shape_byte_size(&m->values[n->inputs[0]].shape) ==
-                 cml_shape_byte_size(&m->values[n->first_output].shape);
+      return n->input_count == 1 && cml_shape_byte_size(&m->values[n->inputs[0]].shape) ==
+                                        cml_shape_byte_size(&m->values[n->first_output].shape);
     default:
       return false;
   }

@@ -86,8 +86,7 @@ static void cmlc_layout_free(cmlc_layout_t* l, size_t offset, size_t size) {
     l->free_blocks[i].size += size;
   } else {
     // capacity is sized for the worst case (one block per live allocation, plus one).
-    memmove(&l->free_blocks[i + 1], &l->free_blocks[i],
-            (l->count - i) * sizeof *l->free_blocks);
+    memmove(&l->free_blocks[i + 1], &l->free_blocks[i], (l->count - i) * sizeof *l->free_blocks);
     l->free_blocks[i] = (cmlc_block_t){offset, size};
     ++l->count;
   }
@@ -121,9 +120,8 @@ static bool cmlc_plan_is_alias_op(const cml_module_t* m, const cml_ir_node_t* n)
       return n->input_count >= 1;
     case CML_OP_BITCAST:
       // Little-endian reinterpretation of the same bytes.
-      return n->input_count == 1 &&
-             cml_shape_byte_size(&m->values[n->inputs[0]].shape) ==
-                 cml_shape_byte_size(&m->values[n->first_output].shape);
+      return n->input_count == 1 && cml_shape_byte_size(&m->values[n->inputs[0]].shape) ==
+                                        cml_shape_byte_size(&m->values[n->first_output].shape);
     default:
       return false;
   }
@@ -147,12 +145,12 @@ static void cmlc_plan_format_dtypes(const cml_module_t* m, const cml_ir_node_t* 
                                     size_t size) {
   size_t used = 0;
   text[0] = '\0';
-#define CMLC_APPEND(...)                                                         \
-  do {                                                                           \
-    if (used < size) {                                                           \
-      int w_ = snprintf(text + used, size - used, __VA_ARGS__);                  \
-      if (w_ > 0) used += (size_t)w_;                                            \
-    }                                                                            \
+#define CMLC_APPEND(...)                                        \
+  do {                                                          \
+    if (used < size) {                                          \
+      int w_ = snprintf(text + used, size - used, __VA_ARGS__); \
+      if (w_ > 0) used += (size_t)w_;                           \
+    }                                                           \
   } while (0)
   CMLC_APPEND("(");
   for (uint32_t i = 0; i < n->input_count && i < 8; ++i) {
@@ -161,8 +159,7 @@ static void cmlc_plan_format_dtypes(const cml_module_t* m, const cml_ir_node_t* 
   if (n->input_count > 8) CMLC_APPEND(", ...");
   CMLC_APPEND(") -> (");
   for (uint32_t i = 0; i < n->output_count && i < 8; ++i) {
-    CMLC_APPEND("%s%s", i ? ", " : "",
-                cml_dtype_name(m->values[n->first_output + i].shape.dtype));
+    CMLC_APPEND("%s%s", i ? ", " : "", cml_dtype_name(m->values[n->first_output + i].shape.dtype));
   }
   if (n->output_count > 8) CMLC_APPEND(", ...");
   CMLC_APPEND(")");
@@ -170,8 +167,7 @@ static void cmlc_plan_format_dtypes(const cml_module_t* m, const cml_ir_node_t* 
 }
 
 // Finds the implementation of a kernel node.
-cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_t* n,
-                              cmlc_kernel_entry_t* out) {
+cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_t* n, cmlc_kernel_entry_t* out) {
   const cmlc_options_t* o = &p->backend->options;
   const cml_module_t* m = p->module;
   memset(out, 0, sizeof *out);
@@ -184,9 +180,8 @@ cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_t* n,
   typedef bool (*lookup_fn)(const cml_module_t*, const cml_ir_node_t*, const cmlc_options_t*,
                             cmlc_kernel_entry_t*);
   static const lookup_fn groups[] = {
-      cmlc_kernels_elementwise_lookup, cmlc_kernels_reduce_lookup,
-      cmlc_kernels_movement_lookup,    cmlc_kernels_index_lookup,
-      cmlc_kernels_window_lookup,      cmlc_kernels_linalg_lookup,
+      cmlc_kernels_elementwise_lookup, cmlc_kernels_reduce_lookup, cmlc_kernels_movement_lookup,
+      cmlc_kernels_index_lookup,       cmlc_kernels_window_lookup, cmlc_kernels_linalg_lookup,
       cmlc_kernels_special_lookup,     cmlc_kernels_fused_lookup,
   };
   for (size_t g = 0; g < sizeof groups / sizeof *groups; ++g) {
@@ -308,8 +303,8 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
   for (uint32_t i = 0; i < f->node_count; ++i) {
     uint32_t ni = f->nodes[i];
     if (ni >= m->node_count) {
-      return cml_status_make(CML_STATUS_INTERNAL, "c backend: function %u lists node %u of %u",
-                             fi, ni, m->node_count);
+      return cml_status_make(CML_STATUS_INTERNAL, "c backend: function %u lists node %u of %u", fi,
+                             ni, m->node_count);
     }
     p->needed[ni] = false;
     const cml_ir_node_t* n = &m->nodes[ni];
@@ -461,9 +456,8 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
     uint32_t ni = f->nodes[i];
     const cml_ir_node_t* n = &m->nodes[ni];
     if (!p->needed[ni]) continue;
-    if (n->op == CML_OP_PARAMETER || n->op == CML_OP_CONSTANT ||
-        n->op == CML_OP_CAPTURED_VALUE || p->value_data[n->first_output] ||
-        p->node_state[ni] == CMLC_NODE_FUSED_INNER) {
+    if (n->op == CML_OP_PARAMETER || n->op == CML_OP_CONSTANT || n->op == CML_OP_CAPTURED_VALUE ||
+        p->value_data[n->first_output] || p->node_state[ni] == CMLC_NODE_FUSED_INNER) {
       continue;
     }
     const cmlc_plan_inputs_t ins = cmlc_plan_inputs(p, ni);
@@ -478,9 +472,15 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
       // Outputs past the aliased ones (none today) would be dead.
     } else {
       switch (n->op) {
-        case CML_OP_CALL: step->kind = CMLC_STEP_CALL; break;
-        case CML_OP_WHILE: step->kind = CMLC_STEP_WHILE; break;
-        case CML_OP_IF: step->kind = CMLC_STEP_IF; break;
+        case CML_OP_CALL:
+          step->kind = CMLC_STEP_CALL;
+          break;
+        case CML_OP_WHILE:
+          step->kind = CMLC_STEP_WHILE;
+          break;
+        case CML_OP_IF:
+          step->kind = CMLC_STEP_IF;
+          break;
         default: {
           if (p->node_state[ni] == CMLC_NODE_FUSED_ROOT) {
             step->kind = CMLC_STEP_FUSED;
@@ -514,8 +514,8 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
             ip >= 0 && (uint32_t)ip < ins.count) {
           uint32_t in = cmlc_plan_input_at(&ins, (uint32_t)ip), r = p->root[in];
           cmlc_value_plan_t* rp = &exe->values[r];
-          bool ok = rp->storage == CMLC_STORAGE_ARENA && !p->released[r] &&
-                    p->last_use[r] == i && rp->size >= size;
+          bool ok = rp->storage == CMLC_STORAGE_ARENA && !p->released[r] && p->last_use[r] == i &&
+                    rp->size >= size;
           for (uint32_t k = 0; ok && k < ins.count; ++k) {
             uint32_t other = cmlc_plan_input_at(&ins, k);
             if ((int)k != ip && p->root[other] == r && other != in) ok = false;
@@ -547,7 +547,8 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
     if (step->kind == CMLC_STEP_KERNEL) {
       step->shapes = cmlc_plan_calloc(p->alloc, io, sizeof *step->shapes);
       if (!step->shapes) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
-      for (uint32_t k = 0; k < n->input_count; ++k) step->shapes[k] = &m->values[n->inputs[k]].shape;
+      for (uint32_t k = 0; k < n->input_count; ++k)
+        step->shapes[k] = &m->values[n->inputs[k]].shape;
       for (uint32_t o = 0; o < n->output_count; ++o) {
         step->shapes[n->input_count + o] = &m->values[n->first_output + o].shape;
       }
@@ -637,9 +638,9 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   const bool fusion = backend->options.fusion && !backend->options.reference;
   if (fusion) exe->fused_of = cmlc_plan_calloc(alloc, module->node_count, sizeof *exe->fused_of);
   cml_status_t st = CML_OK;
-  if (!exe->values || !exe->functions || !p.needed || !p.root || !p.last_use ||
-      !p.released || !p.queue || !p.queued || !p.layout.free_blocks || !p.node_state ||
-      !p.node_link || !p.value_data || !p.uses || (fusion && !exe->fused_of)) {
+  if (!exe->values || !exe->functions || !p.needed || !p.root || !p.last_use || !p.released ||
+      !p.queue || !p.queued || !p.layout.free_blocks || !p.node_state || !p.node_link ||
+      !p.value_data || !p.uses || (fusion && !exe->fused_of)) {
     st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
   uint32_t queue_count = 0;

@@ -36,30 +36,30 @@ static inline uint16_t cmlc_sort_key_h16(uint16_t b) {
   return (uint16_t)((b & 0x8000u) ? (uint16_t)~b : (uint16_t)(b | 0x8000u));
 }
 
-#define CMLC_SORT_PLAIN(name, T, LOAD)                                                     \
-  static bool cmlc_sort_lt_##name(const void* a, const void* b) {                          \
-    T x, y;                                                                                \
-    memcpy(&x, a, sizeof x);                                                               \
-    memcpy(&y, b, sizeof y);                                                               \
-    return LOAD(x) < LOAD(y);                                                              \
-  }                                                                                        \
-  static bool cmlc_sort_gt_##name(const void* a, const void* b) {                          \
-    T x, y;                                                                                \
-    memcpy(&x, a, sizeof x);                                                               \
-    memcpy(&y, b, sizeof y);                                                               \
-    return LOAD(x) > LOAD(y);                                                              \
-  }                                                                                        \
-  static bool cmlc_sort_le_##name(const void* a, const void* b) {                          \
-    T x, y;                                                                                \
-    memcpy(&x, a, sizeof x);                                                               \
-    memcpy(&y, b, sizeof y);                                                               \
-    return LOAD(x) <= LOAD(y);                                                             \
-  }                                                                                        \
-  static bool cmlc_sort_ge_##name(const void* a, const void* b) {                          \
-    T x, y;                                                                                \
-    memcpy(&x, a, sizeof x);                                                               \
-    memcpy(&y, b, sizeof y);                                                               \
-    return LOAD(x) >= LOAD(y);                                                             \
+#define CMLC_SORT_PLAIN(name, T, LOAD)                            \
+  static bool cmlc_sort_lt_##name(const void* a, const void* b) { \
+    T x, y;                                                       \
+    memcpy(&x, a, sizeof x);                                      \
+    memcpy(&y, b, sizeof y);                                      \
+    return LOAD(x) < LOAD(y);                                     \
+  }                                                               \
+  static bool cmlc_sort_gt_##name(const void* a, const void* b) { \
+    T x, y;                                                       \
+    memcpy(&x, a, sizeof x);                                      \
+    memcpy(&y, b, sizeof y);                                      \
+    return LOAD(x) > LOAD(y);                                     \
+  }                                                               \
+  static bool cmlc_sort_le_##name(const void* a, const void* b) { \
+    T x, y;                                                       \
+    memcpy(&x, a, sizeof x);                                      \
+    memcpy(&y, b, sizeof y);                                      \
+    return LOAD(x) <= LOAD(y);                                    \
+  }                                                               \
+  static bool cmlc_sort_ge_##name(const void* a, const void* b) { \
+    T x, y;                                                       \
+    memcpy(&x, a, sizeof x);                                      \
+    memcpy(&y, b, sizeof y);                                      \
+    return LOAD(x) >= LOAD(y);                                    \
   }
 
 #define CMLC_SORT_ID(x) (x)
@@ -95,34 +95,67 @@ static bool cmlc_sort_typed_fns(cml_dtype_t dtype, bool total, cmlc_sort_fns_t* 
                                u16_fns = CMLC_SORT_FNS(u16), u32_fns = CMLC_SORT_FNS(u32),
                                u64_fns = CMLC_SORT_FNS(u64), f32_fns = CMLC_SORT_FNS(f32),
                                f64_fns = CMLC_SORT_FNS(f64), f16_fns = CMLC_SORT_FNS(f16),
-                               bf16_fns = CMLC_SORT_FNS(bf16),
-                               f32t_fns = CMLC_SORT_FNS(f32_total),
+                               bf16_fns = CMLC_SORT_FNS(bf16), f32t_fns = CMLC_SORT_FNS(f32_total),
                                f64t_fns = CMLC_SORT_FNS(f64_total),
                                h16t_fns = CMLC_SORT_FNS(h16_total);
   if (total) {
     switch (dtype) {
-      case CML_DTYPE_F32: *out = f32t_fns; return true;
-      case CML_DTYPE_F64: *out = f64t_fns; return true;
+      case CML_DTYPE_F32:
+        *out = f32t_fns;
+        return true;
+      case CML_DTYPE_F64:
+        *out = f64t_fns;
+        return true;
       case CML_DTYPE_F16:
-      case CML_DTYPE_BF16: *out = h16t_fns; return true;
-      default: return false;
+      case CML_DTYPE_BF16:
+        *out = h16t_fns;
+        return true;
+      default:
+        return false;
     }
   }
   switch (dtype) {
-    case CML_DTYPE_BOOL: *out = bool_fns; return true;
-    case CML_DTYPE_I8: *out = i8_fns; return true;
-    case CML_DTYPE_I16: *out = i16_fns; return true;
-    case CML_DTYPE_I32: *out = i32_fns; return true;
-    case CML_DTYPE_I64: *out = i64_fns; return true;
-    case CML_DTYPE_U8: *out = u8_fns; return true;
-    case CML_DTYPE_U16: *out = u16_fns; return true;
-    case CML_DTYPE_U32: *out = u32_fns; return true;
-    case CML_DTYPE_U64: *out = u64_fns; return true;
-    case CML_DTYPE_F32: *out = f32_fns; return true;
-    case CML_DTYPE_F64: *out = f64_fns; return true;
-    case CML_DTYPE_F16: *out = f16_fns; return true;
-    case CML_DTYPE_BF16: *out = bf16_fns; return true;
-    default: return false;
+    case CML_DTYPE_BOOL:
+      *out = bool_fns;
+      return true;
+    case CML_DTYPE_I8:
+      *out = i8_fns;
+      return true;
+    case CML_DTYPE_I16:
+      *out = i16_fns;
+      return true;
+    case CML_DTYPE_I32:
+      *out = i32_fns;
+      return true;
+    case CML_DTYPE_I64:
+      *out = i64_fns;
+      return true;
+    case CML_DTYPE_U8:
+      *out = u8_fns;
+      return true;
+    case CML_DTYPE_U16:
+      *out = u16_fns;
+      return true;
+    case CML_DTYPE_U32:
+      *out = u32_fns;
+      return true;
+    case CML_DTYPE_U64:
+      *out = u64_fns;
+      return true;
+    case CML_DTYPE_F32:
+      *out = f32_fns;
+      return true;
+    case CML_DTYPE_F64:
+      *out = f64_fns;
+      return true;
+    case CML_DTYPE_F16:
+      *out = f16_fns;
+      return true;
+    case CML_DTYPE_BF16:
+      *out = bf16_fns;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -149,25 +182,50 @@ static cmlc_before_fn cmlc_sort_fast_comparator(const cml_module_t* m, const cml
   bool total = false;
   int kind;  // 0 lt, 1 gt, 2 le, 3 ge
   switch (cmp->op) {
-    case CML_OP_LESS_THAN_TOTAL_ORDER: total = true; kind = 0; break;
-    case CML_OP_LESS_THAN: kind = 0; break;
-    case CML_OP_GREATER_THAN_TOTAL_ORDER: total = true; kind = 1; break;
-    case CML_OP_GREATER_THAN: kind = 1; break;
-    case CML_OP_LESS_OR_EQUAL_TOTAL_ORDER: total = true; kind = 2; break;
-    case CML_OP_LESS_OR_EQUAL: kind = 2; break;
-    case CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER: total = true; kind = 3; break;
-    case CML_OP_GREATER_OR_EQUAL: kind = 3; break;
-    default: return NULL;
+    case CML_OP_LESS_THAN_TOTAL_ORDER:
+      total = true;
+      kind = 0;
+      break;
+    case CML_OP_LESS_THAN:
+      kind = 0;
+      break;
+    case CML_OP_GREATER_THAN_TOTAL_ORDER:
+      total = true;
+      kind = 1;
+      break;
+    case CML_OP_GREATER_THAN:
+      kind = 1;
+      break;
+    case CML_OP_LESS_OR_EQUAL_TOTAL_ORDER:
+      total = true;
+      kind = 2;
+      break;
+    case CML_OP_LESS_OR_EQUAL:
+      kind = 2;
+      break;
+    case CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER:
+      total = true;
+      kind = 3;
+      break;
+    case CML_OP_GREATER_OR_EQUAL:
+      kind = 3;
+      break;
+    default:
+      return NULL;
   }
   // cmp(rhs, lhs): lt <-> gt, le <-> ge.
   if (swapped) kind ^= 1;
   cmlc_sort_fns_t fns;
   if (!cmlc_sort_typed_fns(m->values[node->inputs[0]].shape.dtype, total, &fns)) return NULL;
   switch (kind) {
-    case 0: return fns.lt;
-    case 1: return fns.gt;
-    case 2: return fns.le;
-    default: return fns.ge;
+    case 0:
+      return fns.lt;
+    case 1:
+      return fns.gt;
+    case 2:
+      return fns.le;
+    default:
+      return fns.ge;
   }
 }
 

@@ -33,9 +33,9 @@ typedef struct cmlc_job_t {
   int64_t n;
   int64_t chunk;
   int64_t chunk_count;
-  atomic_llong next;   // next chunk to hand out
-  atomic_llong done;   // chunks finished
-  atomic_int users;    // workers inside this job (the caller waits for 0 before returning)
+  atomic_llong next;  // next chunk to hand out
+  atomic_llong done;  // chunks finished
+  atomic_int users;   // workers inside this job (the caller waits for 0 before returning)
   struct cmlc_job_t* next_job;
 } cmlc_job_t;
 
@@ -52,9 +52,9 @@ struct cmlc_pool_t {
   cmlc_worker_t* workers;
   pthread_mutex_t mutex;  // guards |jobs|, the sleep condition and |stop|
   pthread_cond_t wake;
-  cmlc_job_t* jobs;       // jobs that may still have chunks to hand out
-  atomic_ullong seq;      // bumped whenever a job is published (and on stop)
-  atomic_int sleepers;    // workers waiting on |wake|
+  cmlc_job_t* jobs;     // jobs that may still have chunks to hand out
+  atomic_ullong seq;    // bumped whenever a job is published (and on stop)
+  atomic_int sleepers;  // workers waiting on |wake|
   atomic_bool stop;
 };
 
@@ -203,9 +203,8 @@ void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_tas
     }
   }
   pthread_mutex_unlock(&pool->mutex);
-  for (unsigned spins = 1;
-       atomic_load_explicit(&job.done, memory_order_acquire) < chunk_count ||
-       atomic_load_explicit(&job.users, memory_order_acquire) != 0;
+  for (unsigned spins = 1; atomic_load_explicit(&job.done, memory_order_acquire) < chunk_count ||
+                           atomic_load_explicit(&job.users, memory_order_acquire) != 0;
        ++spins) {
     if (spins < 4096) {
       cmlc_pool_cpu_relax();

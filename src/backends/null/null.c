@@ -73,8 +73,7 @@ static cml_status_t cml_null_compile(cml_backend_t* backend, cml_module_t* modul
 }
 
 static cml_status_t cml_null_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
-                                     const bool* donate, int device,
-                                     cml_buffer_t** out_results) {
+                                     const bool* donate, int device, cml_buffer_t** out_results) {
   // TODO(new-backend): run with the validated |inputs|; write output_count new buffers.
   return cml_status_make(CML_STATUS_UNIMPLEMENTED, "null backend: execute");
 }
@@ -113,11 +112,11 @@ static cml_status_t cml_null_create(const char* config, cml_allocator_t allocato
   cml_null_backend_t* b = (cml_null_backend_t*)cml_allocator_malloc(allocator, sizeof *b, 64);
   if (!b) return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "null backend: out of memory");
   memset(b, 0, sizeof *b);
-  cml_status_t st = cml_backend_init_base(&b->base, &cml_null_vtable, allocator, "null",
-                                          "null", 1);
+  cml_status_t st = cml_backend_init_base(&b->base, &cml_null_vtable, allocator, "null", "null", 1);
   if (st == CML_OK) {
-    st = cml_backend_set_description(&b->base, "template backend: every operation is "
-                                               "unimplemented");
+    st = cml_backend_set_description(&b->base,
+                                     "template backend: every operation is "
+                                     "unimplemented");
     if (st != CML_OK) cml_backend_deinit_base(&b->base);
   }
   if (st != CML_OK) {

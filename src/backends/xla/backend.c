@@ -302,17 +302,50 @@ static const cml_backend_vtable_t cml_xla_vtable = {
 
 // The ops XLA runs (the seed's list for its XLA backend), plus the control-flow ops.
 static const cml_op_t cml_xla_ops[] = {
-    CML_OP_PARAMETER, CML_OP_CONSTANT, CML_OP_IDENTITY, CML_OP_REDUCE_WINDOW,
-    CML_OP_RNG_BIT_GENERATOR, CML_OP_BATCH_NORM_INFERENCE, CML_OP_BATCH_NORM_TRAINING,
-    CML_OP_BATCH_NORM_GRADIENT, CML_OP_ARG_MIN_MAX, CML_OP_BITCAST, CML_OP_BROADCAST_IN_DIM,
-    CML_OP_CLAMP, CML_OP_COMPLEX, CML_OP_CONJ, CML_OP_IMAG, CML_OP_REAL, CML_OP_CONCATENATE,
-    CML_OP_CONV_GENERAL, CML_OP_CONVERT_DTYPE, CML_OP_DOT, CML_OP_DOT_GENERAL,
-    CML_OP_DYNAMIC_SLICE, CML_OP_DYNAMIC_UPDATE_SLICE, CML_OP_FFT, CML_OP_GATHER, CML_OP_IOTA,
-    CML_OP_PAD, CML_OP_RESHAPE, CML_OP_REVERSE, CML_OP_SCATTER_MAX, CML_OP_SCATTER_MIN,
-    CML_OP_SCATTER_SUM, CML_OP_SELECT_AND_SCATTER_MAX, CML_OP_SELECT_AND_SCATTER_MIN,
+    CML_OP_PARAMETER,
+    CML_OP_CONSTANT,
+    CML_OP_IDENTITY,
+    CML_OP_REDUCE_WINDOW,
+    CML_OP_RNG_BIT_GENERATOR,
+    CML_OP_BATCH_NORM_INFERENCE,
+    CML_OP_BATCH_NORM_TRAINING,
+    CML_OP_BATCH_NORM_GRADIENT,
+    CML_OP_ARG_MIN_MAX,
+    CML_OP_BITCAST,
+    CML_OP_BROADCAST_IN_DIM,
+    CML_OP_CLAMP,
+    CML_OP_COMPLEX,
+    CML_OP_CONJ,
+    CML_OP_IMAG,
+    CML_OP_REAL,
+    CML_OP_CONCATENATE,
+    CML_OP_CONV_GENERAL,
+    CML_OP_CONVERT_DTYPE,
+    CML_OP_DOT,
+    CML_OP_DOT_GENERAL,
+    CML_OP_DYNAMIC_SLICE,
+    CML_OP_DYNAMIC_UPDATE_SLICE,
+    CML_OP_FFT,
+    CML_OP_GATHER,
+    CML_OP_IOTA,
+    CML_OP_PAD,
+    CML_OP_RESHAPE,
+    CML_OP_REVERSE,
+    CML_OP_SCATTER_MAX,
+    CML_OP_SCATTER_MIN,
+    CML_OP_SCATTER_SUM,
+    CML_OP_SELECT_AND_SCATTER_MAX,
+    CML_OP_SELECT_AND_SCATTER_MIN,
     CML_OP_SELECT_AND_SCATTER_SUM,
-    CML_OP_SLICE, CML_OP_TRANSPOSE, CML_OP_WHERE, CML_OP_OPTIMIZATION_BARRIER,
-    CML_OP_SCHEDULING_BARRIER, CML_OP_CALL, CML_OP_SORT, CML_OP_WHILE, CML_OP_IF,
+    CML_OP_SLICE,
+    CML_OP_TRANSPOSE,
+    CML_OP_WHERE,
+    CML_OP_OPTIMIZATION_BARRIER,
+    CML_OP_SCHEDULING_BARRIER,
+    CML_OP_CALL,
+    CML_OP_SORT,
+    CML_OP_WHILE,
+    CML_OP_IF,
     CML_OP_CAPTURED_VALUE,
 };
 
@@ -353,7 +386,8 @@ static bool cml_xla_probe_f16(cml_xla_backend_t* b) {
   cml__xla_compile_config_t cc = {.portable = true, .num_replicas = 1, .num_partitions = 1};
   cml_status_t st = cml__xla_compile_options_encode(&cc, options, sizeof options, &size);
   cml_pjrt_loaded_executable_t* exe = NULL;
-  if (st == CML_OK) st = cml__xla_compile(b->client, kProgram, sizeof kProgram - 1, options, size, &exe);
+  if (st == CML_OK)
+    st = cml__xla_compile(b->client, kProgram, sizeof kProgram - 1, options, size, &exe);
   bool ok = st == CML_OK;
   cml_status_free(st);
   cml__xla_executable_destroy(b->client, exe);
@@ -376,8 +410,9 @@ static cml_status_t cml_xla_locate(const cml__xla_config_t* config, const char* 
   if (st == CML_OK) return CML_OK;
   const cml__xla_wheel_t* wheel = cml__xla_wheel_for(name);
   if (cml_status_code(st) == CML_STATUS_NOT_FOUND && wheel && !cml__xla_auto_install_enabled()) {
-    return cml_status_annotate(st, "xla: auto-install is off (GOMLX_NO_AUTO_INSTALL is set or "
-                                   "cml_xla_enable_auto_install(false) was called)");
+    return cml_status_annotate(st,
+                               "xla: auto-install is off (GOMLX_NO_AUTO_INSTALL is set or "
+                               "cml_xla_enable_auto_install(false) was called)");
   }
   if (cml_status_code(st) != CML_STATUS_NOT_FOUND || !wheel || !cml__xla_auto_install_enabled()) {
     return st;

@@ -108,26 +108,53 @@ cml_status_t cml__xla_config_parse(const char* text, cml__xla_config_t* out) {
     p = *e ? e + 1 : e;
   }
   const cml__option_spec_t specs[] = {
-      {.key = "tf32", .type = CML__OPT_BOOL, .out = &out->tf32, .out_set = &out->tf32_set,
+      {.key = "tf32",
+       .type = CML__OPT_BOOL,
+       .out = &out->tf32,
+       .out_set = &out->tf32_set,
        .help = "allow TF32 for float32 dots and convolutions (default: true on CUDA)"},
-      {.key = "shared_buffers", .alias = "shared_buffer", .type = CML__OPT_BOOL,
-       .out = &out->shared_buffers, .out_set = &out->shared_buffers_set,
+      {.key = "shared_buffers",
+       .alias = "shared_buffer",
+       .type = CML__OPT_BOOL,
+       .out = &out->shared_buffers,
+       .out_set = &out->shared_buffers_set,
        .help = "use host memory directly as device memory (default: true on CPU)"},
-      {.key = "preallocate", .type = CML__OPT_BOOL, .out = &out->preallocate,
+      {.key = "preallocate",
+       .type = CML__OPT_BOOL,
+       .out = &out->preallocate,
        .help = "preallocate device memory (default false)"},
-      {.key = "memory_fraction", .type = CML__OPT_FLOAT, .out = &out->memory_fraction,
-       .check_range = true, .min = 0.0, .max = 1.0, .out_set = &out->memory_fraction_set,
+      {.key = "memory_fraction",
+       .type = CML__OPT_FLOAT,
+       .out = &out->memory_fraction,
+       .check_range = true,
+       .min = 0.0,
+       .max = 1.0,
+       .out_set = &out->memory_fraction_set,
        .help = "fraction of device memory the plugin may use (plugin default 0.75)"},
-      {.key = "allocator", .type = CML__OPT_STRING, .out = out->allocator,
-       .capacity = sizeof out->allocator, .choices = "default|bfc|cuda_async|platform|vmm",
-       .out_set = &out->allocator_set, .help = "device memory allocator"},
-      {.key = "visible_devices", .type = CML__OPT_INT_LIST, .out = &out->visible_devices,
+      {.key = "allocator",
+       .type = CML__OPT_STRING,
+       .out = out->allocator,
+       .capacity = sizeof out->allocator,
+       .choices = "default|bfc|cuda_async|platform|vmm",
+       .out_set = &out->allocator_set,
+       .help = "device memory allocator"},
+      {.key = "visible_devices",
+       .type = CML__OPT_INT_LIST,
+       .out = &out->visible_devices,
        .out_set = &out->visible_devices_set,
        .help = "devices the plugin may use, e.g. 0;1;2"},
-      {.key = "use_tfrt_gpu_client", .type = CML__OPT_BOOL, .out = &out->use_tfrt_gpu_client,
-       .out_set = &out->use_tfrt_gpu_client_set, .help = "use the TFRT GPU client (default false)"},
-      {.key = "cpu_device_count", .type = CML__OPT_INT, .out = &out->cpu_device_count,
-       .check_range = true, .min = 1, .max = 4096, .out_set = &out->cpu_device_count_set,
+      {.key = "use_tfrt_gpu_client",
+       .type = CML__OPT_BOOL,
+       .out = &out->use_tfrt_gpu_client,
+       .out_set = &out->use_tfrt_gpu_client_set,
+       .help = "use the TFRT GPU client (default false)"},
+      {.key = "cpu_device_count",
+       .type = CML__OPT_INT,
+       .out = &out->cpu_device_count,
+       .check_range = true,
+       .min = 1,
+       .max = 4096,
+       .out_set = &out->cpu_device_count_set,
        .help = "number of devices of a CPU plugin (plugin default 4)"},
   };
   cml_xla_parse_ctx_t ctx = {out, specs, sizeof specs / sizeof specs[0]};
@@ -166,10 +193,10 @@ cml_status_t cml__xla_config_resolve(cml__xla_config_t* config, bool is_cpu, boo
 size_t cml__xla_config_client_options(const cml__xla_config_t* config, bool is_cpu,
                                       cml__xla_option_t* out, size_t capacity) {
   size_t n = 0;
-#define CML_XLA_ADD(...)                              \
-  do {                                                \
+#define CML_XLA_ADD(...)                                         \
+  do {                                                           \
     if (n < capacity) out[n] = (cml__xla_option_t){__VA_ARGS__}; \
-    ++n;                                              \
+    ++n;                                                         \
   } while (0)
   if (is_cpu) {
     // The CPU plugin reads only cpu_device_count and ignores the rest.

@@ -19,8 +19,8 @@ extern char** environ;
 
 //===--- running programs ---===//
 
-cml_status_t cml__xla_run(const char* const* argv, char* out, size_t out_size,
-                          const char* log_path, int* out_exit) {
+cml_status_t cml__xla_run(const char* const* argv, char* out, size_t out_size, const char* log_path,
+                          int* out_exit) {
   *out_exit = 127;
   if (out && out_size) out[0] = '\0';
   int pipe_fds[2] = {-1, -1};
@@ -90,12 +90,8 @@ bool cml__xla_plugin_name_from_file(const char* file_name, char* name, size_t si
     const char* prefix;
     const char* suffix;
   } kPatterns[] = {
-      {"pjrt_c_api_", "_plugin.so"},
-      {"pjrt-plugin-", ".so"},
-      {"pjrt_plugin_", ".so"},
-      {"pjrt_c_api_", "_plugin.dylib"},
-      {"pjrt-plugin-", ".dylib"},
-      {"pjrt_plugin_", ".dylib"},
+      {"pjrt_c_api_", "_plugin.so"},    {"pjrt-plugin-", ".so"},    {"pjrt_plugin_", ".so"},
+      {"pjrt_c_api_", "_plugin.dylib"}, {"pjrt-plugin-", ".dylib"}, {"pjrt_plugin_", ".dylib"},
   };
   size_t len = strlen(file_name);
   for (size_t i = 0; i < sizeof kPatterns / sizeof kPatterns[0]; ++i) {
@@ -358,8 +354,8 @@ size_t cml__xla_list_plugins(const cml__xla_search_t* search, char* buffer, size
       found = cml_xla_search_one(dirs.items[i], dirs.python[i], names[j]);
     }
     if (!found) continue;
-    int w = snprintf(used < size ? buffer + used : NULL, used < size ? size - used : 0,
-                     "%s%s: %s", used ? ", " : "", names[j], found);
+    int w = snprintf(used < size ? buffer + used : NULL, used < size ? size - used : 0, "%s%s: %s",
+                     used ? ", " : "", names[j], found);
     free(found);
     if (w > 0) used += (size_t)w;
   }
@@ -375,19 +371,18 @@ static const char* cml_xla_python_dirs[32];
 static size_t cml_xla_python_dir_count;
 
 static void cml_xla_python_query(void) {
-  const char* const argv[] = {
-      "python3", "-c",
-      "import site,sys\n"
-      "d=[]\n"
-      "try: d+=site.getsitepackages()\n"
-      "except Exception: pass\n"
-      "try: d.append(site.getusersitepackages())\n"
-      "except Exception: pass\n"
-      "print('\\n'.join(x for x in d if x))\n",
-      NULL};
+  const char* const argv[] = {"python3", "-c",
+                              "import site,sys\n"
+                              "d=[]\n"
+                              "try: d+=site.getsitepackages()\n"
+                              "except Exception: pass\n"
+                              "try: d.append(site.getusersitepackages())\n"
+                              "except Exception: pass\n"
+                              "print('\\n'.join(x for x in d if x))\n",
+                              NULL};
   int exit_code = 0;
-  cml_status_t st = cml__xla_run(argv, cml_xla_python_text, sizeof cml_xla_python_text, "",
-                                 &exit_code);
+  cml_status_t st =
+      cml__xla_run(argv, cml_xla_python_text, sizeof cml_xla_python_text, "", &exit_code);
   cml_status_free(st);
   if (st != CML_OK || exit_code != 0) {
     cml_xla_python_text[0] = '\0';
@@ -486,15 +481,13 @@ bool cml__xla_cuda_data_dir(const char* plugin_path, char* out, size_t size) {
   return false;
 }
 
-bool cml__xla_flags_with_cuda_dir(const char* existing, const char* dir, char* out,
-                                  size_t size) {
+bool cml__xla_flags_with_cuda_dir(const char* existing, const char* dir, char* out, size_t size) {
   if (!existing) existing = "";
   int n;
   if (strstr(existing, "--xla_gpu_cuda_data_dir")) {
     n = snprintf(out, size, "%s", existing);
   } else {
-    n = snprintf(out, size, "%s%s--xla_gpu_cuda_data_dir=%s", existing, *existing ? " " : "",
-                 dir);
+    n = snprintf(out, size, "%s%s--xla_gpu_cuda_data_dir=%s", existing, *existing ? " " : "", dir);
   }
   return n >= 0 && (size_t)n < size;
 }

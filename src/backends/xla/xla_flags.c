@@ -104,8 +104,7 @@ static void cml_xla_flags_clean(char* text) {
     p += length + (end ? 1 : 0);
   }
   *out = '\0';
-  while (out > text && (out[-1] == '\n' || out[-1] == ' ' || out[-1] == '\t' ||
-                        out[-1] == '\r')) {
+  while (out > text && (out[-1] == '\n' || out[-1] == ' ' || out[-1] == '\t' || out[-1] == '\r')) {
     *--out = '\0';
   }
   size_t lead = strspn(text, " \t\r\n");
@@ -222,8 +221,8 @@ cml_status_t cml__xla_flags_probe(bool (*child_fn)(void* arg), void* arg, int ti
     if (ready <= 0) continue;
     char scratch[4096];
     char* dst = used < CML_XLA_FLAGS_MAX_OUTPUT ? text + used : scratch;
-    size_t room = used < CML_XLA_FLAGS_MAX_OUTPUT ? CML_XLA_FLAGS_MAX_OUTPUT - used
-                                                  : sizeof scratch;
+    size_t room =
+        used < CML_XLA_FLAGS_MAX_OUTPUT ? CML_XLA_FLAGS_MAX_OUTPUT - used : sizeof scratch;
     ssize_t n = read(out_fds[0], dst, room);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
@@ -262,8 +261,7 @@ cml_status_t cml__xla_flags_probe(bool (*child_fn)(void* arg), void* arg, int ti
     st = cml_status_make(CML_STATUS_UNAVAILABLE,
                          "xla: XLA_FLAGS check: the plugin %s did not create a client within %d "
                          "ms with XLA_FLAGS=\"%.1024s\" (the check process was killed)%s%s",
-                         plugin_path, timeout_ms, xla_flags, text[0] ? "; its output: " : "",
-                         text);
+                         plugin_path, timeout_ms, xla_flags, text[0] ? "; its output: " : "", text);
   } else if (!accepted) {
     char how[128];
     cml_xla_flags_describe(reaped && status != -1, status, how, sizeof how);
@@ -271,8 +269,7 @@ cml_status_t cml__xla_flags_probe(bool (*child_fn)(void* arg), void* arg, int ti
                          "XLA_FLAGS rejected by the plugin: %s%s\n(XLA_FLAGS=\"%.1024s\"; plugin "
                          "%s; the check process %s)",
                          text[0] ? text : "(it printed nothing)",
-                         truncated ? "\n... (output truncated)" : "", xla_flags, plugin_path,
-                         how);
+                         truncated ? "\n... (output truncated)" : "", xla_flags, plugin_path, how);
   }
   free(text);
   return st;

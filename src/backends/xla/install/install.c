@@ -164,8 +164,8 @@ cml_status_t cml__xla_install_check(const char* path, bool full) {
   char size_text[32], sha[80];
   if (!cml_xla_manifest_get(text, "size", size_text, sizeof size_text) ||
       !cml_xla_manifest_get(text, "sha256", sha, sizeof sha)) {
-    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
-                           "xla: the manifest of \"%s\" is damaged", path);
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION, "xla: the manifest of \"%s\" is damaged",
+                           path);
   }
   unsigned long long want = strtoull(size_text, NULL, 10);
   if ((unsigned long long)st.st_size != want) {
@@ -180,8 +180,7 @@ cml_status_t cml__xla_install_check(const char* path, bool full) {
     CML_RETURN_IF_ERROR(cml__xla_sha256_file(path, hex, &size));
     if (strcmp(hex, sha) != 0) {
       return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
-                             "xla: \"%s\" has sha256 %s but was installed with %s", path, hex,
-                             sha);
+                             "xla: \"%s\" has sha256 %s but was installed with %s", path, hex, sha);
     }
   }
   return CML_OK;
@@ -219,8 +218,8 @@ static cml_status_t cml_xla_by_hand(cml_status_code_t code, const cml__xla_wheel
       "download --no-deps %s==%s -d /tmp/w && python3 -c \"import zipfile,glob; "
       "open('%s/%s','wb').write(zipfile.ZipFile(glob.glob('/tmp/w/*.whl')[0]).read('%s'))\"` "
       "(or copy a PJRT plugin there, or set PJRT_PLUGIN_LIBRARY_PATH)",
-      w->plugin, what, detail && *detail ? ": " : "", detail ? detail : "", w->package,
-      w->version, dir, w->target, w->member);
+      w->plugin, what, detail && *detail ? ": " : "", detail ? detail : "", w->package, w->version,
+      dir, w->target, w->member);
 }
 
 static const char cml_xla_extract_script[] =
@@ -321,8 +320,8 @@ static cml_status_t cml_xla_pip_download(cml_xla_job_t* job, const char* require
   return cml_xla_by_hand(CML_STATUS_UNAVAILABLE, job->wheel, job->dir, what, tail);
 }
 
-static cml_status_t cml_xla_run_python(cml_xla_job_t* job, const char* const* args,
-                                       size_t count, const char* what) {
+static cml_status_t cml_xla_run_python(cml_xla_job_t* job, const char* const* args, size_t count,
+                                       const char* what) {
   const char* argv[80];
   size_t n = 0;
   argv[n++] = job->params->python ? job->params->python : "python3";
@@ -459,8 +458,7 @@ static cml_status_t cml_xla_install_locked(cml_xla_job_t* job) {
     return cml_status_make(CML_STATUS_UNAVAILABLE, "xla: cannot write \"%s\": %s", manifest_tmp,
                            strerror(errno));
   }
-  fprintf(f,
-          "package=%s\nversion=%s\nwheel_sha256=%s\nmember=%s\nsize=%llu\nsha256=%s\n",
+  fprintf(f, "package=%s\nversion=%s\nwheel_sha256=%s\nmember=%s\nsize=%llu\nsha256=%s\n",
           w->package, w->version, hex, w->member, (unsigned long long)so_size, so_hex);
   if (fclose(f) != 0) {
     return cml_status_make(CML_STATUS_UNAVAILABLE, "xla: cannot write \"%s\"", manifest_tmp);
@@ -518,7 +516,8 @@ cml_status_t cml__xla_install(const cml__xla_wheel_t* wheel,
     clock_gettime(CLOCK_MONOTONIC, &start);
     while (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
       clock_gettime(CLOCK_MONOTONIC, &now);
-      double waited = (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec);
+      double waited =
+          (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec);
       if (waited > timeout) {
         close(lock_fd);
         return cml_status_make(CML_STATUS_UNAVAILABLE,
@@ -545,8 +544,10 @@ cml_status_t cml__xla_install(const cml__xla_wheel_t* wheel,
     job.tty = isatty(2) != 0;
     snprintf(job.tmp, sizeof job.tmp, "%s/.cml-install-XXXXXX", target_dir);
     if (!mkdtemp(job.tmp)) {
-      st = cml_status_make(CML_STATUS_UNAVAILABLE, "xla: cannot create a temporary directory in "
-                           "\"%s\": %s", target_dir, strerror(errno));
+      st = cml_status_make(CML_STATUS_UNAVAILABLE,
+                           "xla: cannot create a temporary directory in "
+                           "\"%s\": %s",
+                           target_dir, strerror(errno));
     } else {
       snprintf(job.log, sizeof job.log, "%s/log.txt", job.tmp);
       st = cml_xla_install_locked(&job);

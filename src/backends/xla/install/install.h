@@ -66,8 +66,8 @@ CML_MUST_USE cml_status_t cml__xla_default_install_dir(char* out, size_t size);
 // plugin's path; |out_installed| (may be NULL) whether this call installed it (false when a
 // sound copy was already there, e.g. installed by a concurrent process).
 CML_MUST_USE cml_status_t cml__xla_install(const cml__xla_wheel_t* wheel,
-                                           const cml__xla_install_params_t* params,
-                                           char** out_path, bool* out_installed);
+                                           const cml__xla_install_params_t* params, char** out_path,
+                                           bool* out_installed);
 
 // Checks an installed plugin at |path| against its manifest: OK when the file exists and (with
 // a manifest) its size matches, and with |full| its sha256 too. A file without a manifest (put
@@ -85,8 +85,7 @@ bool cml__xla_auto_install_enabled(void);
 // SHA-256.
 void cml__xla_sha256(const void* data, size_t size, uint8_t out[32]);
 // Hashes the file at |path| into |hex| (65 bytes) and writes its size.
-CML_MUST_USE cml_status_t cml__xla_sha256_file(const char* path, char hex[65],
-                                               uint64_t* out_size);
+CML_MUST_USE cml_status_t cml__xla_sha256_file(const char* path, char hex[65], uint64_t* out_size);
 
 #ifdef __cplusplus
 }  // extern "C"

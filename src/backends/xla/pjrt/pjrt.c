@@ -21,9 +21,9 @@ static char* cml_xla_pjrt_strndup(const char* text, size_t size) {
   return copy;
 }
 
-#define CML_XLA_ARGS_INIT(args) \
-  do {                          \
-    memset(&(args), 0, sizeof(args)); \
+#define CML_XLA_ARGS_INIT(args)        \
+  do {                                 \
+    memset(&(args), 0, sizeof(args));  \
     (args).struct_size = sizeof(args); \
   } while (0)
 
@@ -39,15 +39,24 @@ static cml_xla_void_fn cml_xla_as_void_fn(cml_pjrt_fn fn) {
 
 static cml_status_code_t cml_xla_pjrt_code(int code) {
   switch (code) {
-    case CML_PJRT_CODE_CANCELLED: return CML_STATUS_CANCELLED;
-    case CML_PJRT_CODE_INVALID_ARGUMENT: return CML_STATUS_INVALID_ARGUMENT;
-    case CML_PJRT_CODE_NOT_FOUND: return CML_STATUS_NOT_FOUND;
-    case CML_PJRT_CODE_RESOURCE_EXHAUSTED: return CML_STATUS_RESOURCE_EXHAUSTED;
-    case CML_PJRT_CODE_FAILED_PRECONDITION: return CML_STATUS_FAILED_PRECONDITION;
-    case CML_PJRT_CODE_OUT_OF_RANGE: return CML_STATUS_OUT_OF_RANGE;
-    case CML_PJRT_CODE_UNIMPLEMENTED: return CML_STATUS_UNIMPLEMENTED;
-    case CML_PJRT_CODE_UNAVAILABLE: return CML_STATUS_UNAVAILABLE;
-    default: return CML_STATUS_INTERNAL;
+    case CML_PJRT_CODE_CANCELLED:
+      return CML_STATUS_CANCELLED;
+    case CML_PJRT_CODE_INVALID_ARGUMENT:
+      return CML_STATUS_INVALID_ARGUMENT;
+    case CML_PJRT_CODE_NOT_FOUND:
+      return CML_STATUS_NOT_FOUND;
+    case CML_PJRT_CODE_RESOURCE_EXHAUSTED:
+      return CML_STATUS_RESOURCE_EXHAUSTED;
+    case CML_PJRT_CODE_FAILED_PRECONDITION:
+      return CML_STATUS_FAILED_PRECONDITION;
+    case CML_PJRT_CODE_OUT_OF_RANGE:
+      return CML_STATUS_OUT_OF_RANGE;
+    case CML_PJRT_CODE_UNIMPLEMENTED:
+      return CML_STATUS_UNIMPLEMENTED;
+    case CML_PJRT_CODE_UNAVAILABLE:
+      return CML_STATUS_UNAVAILABLE;
+    default:
+      return CML_STATUS_INTERNAL;
   }
 }
 
@@ -73,8 +82,9 @@ cml_status_t cml__xla_error_to_status(const cml__xla_plugin_t* plugin, cml_pjrt_
     CML_XLA_ARGS_INIT(get);
     get.error = error;
     cml_pjrt_error_t* inner = code_fn(&get);
-    if (!inner) code = get.code;  // an error from GetCode itself is ignored (and leaked: never
-                                  // seen; destroying it could recurse)
+    if (!inner)
+      code = get.code;  // an error from GetCode itself is ignored (and leaked: never
+                        // seen; destroying it could recurse)
   }
   // Build the status before destroying the error: the message lives with it.
   int size = msg.message ? (int)(msg.message_size > 4000 ? 4000 : msg.message_size) : 0;
@@ -189,8 +199,8 @@ static void cml_xla_read_attributes(cml__xla_plugin_t* plugin) {
                a->type == CML_PJRT_NAMED_INT64_LIST && a->value_size == 3 &&
                a->value.int64_array_value) {
       const int64_t* v = a->value.int64_array_value;
-      snprintf(plugin->stablehlo_version, sizeof plugin->stablehlo_version,
-               "%lld.%lld.%lld", (long long)v[0], (long long)v[1], (long long)v[2]);
+      snprintf(plugin->stablehlo_version, sizeof plugin->stablehlo_version, "%lld.%lld.%lld",
+               (long long)v[0], (long long)v[1], (long long)v[2]);
     }
   }
 }
@@ -221,9 +231,9 @@ cml_status_t cml__xla_plugin_load(const char* path, const cml__xla_plugin_t** ou
   if (status != CML_OK) goto done;
   const cml_pjrt_api_t* api = get_api();
   if (!api) {
-    status = cml_status_make(CML_STATUS_UNAVAILABLE,
-                             "xla: \"%s\": GetPjrtApi returned NULL (not a usable PJRT plugin)",
-                             key);
+    status =
+        cml_status_make(CML_STATUS_UNAVAILABLE,
+                        "xla: \"%s\": GetPjrtApi returned NULL (not a usable PJRT plugin)", key);
     goto done;
   }
   if (api->struct_size < offsetof(cml_pjrt_api_t, slots)) {
@@ -326,8 +336,8 @@ static void cml_xla_pb_bytes(cml_xla_pb_t* pb, uint32_t field, const cml_xla_pb_
 
 enum { CML_XLA_PB_SCRATCH = 4096 };
 
-cml_status_t cml__xla_compile_options_encode(const cml__xla_compile_config_t* config,
-                                             uint8_t* out, size_t capacity, size_t* out_size) {
+cml_status_t cml__xla_compile_options_encode(const cml__xla_compile_config_t* config, uint8_t* out,
+                                             size_t capacity, size_t* out_size) {
   if (out_size) *out_size = 0;
   if (!config || !out_size || config->num_replicas < 1 || config->num_partitions < 1) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
@@ -452,8 +462,7 @@ static cml_status_t cml_xla_client_devices(cml__xla_client_t* c) {
     }
     char text[256];
     int len = snprintf(text, sizeof text, "%s:%zu (%.*s, id %d)", c->platform_name, i,
-                       (int)(kind.size > 200 ? 200 : kind.size), kind.str ? kind.str : "",
-                       id.id);
+                       (int)(kind.size > 200 ? 200 : kind.size), kind.str ? kind.str : "", id.id);
     c->device_descriptions[i] = cml_xla_pjrt_strndup(text, (size_t)(len < 0 ? 0 : len));
     if (!c->device_descriptions[i]) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
@@ -482,13 +491,19 @@ cml_status_t cml__xla_client_create(const cml__xla_plugin_t* plugin,
         v->value.string_value = o->string_value;
         v->value_size = strlen(o->string_value);
         break;
-      case CML_PJRT_NAMED_INT64: v->value.int64_value = o->int64_value; break;
+      case CML_PJRT_NAMED_INT64:
+        v->value.int64_value = o->int64_value;
+        break;
       case CML_PJRT_NAMED_INT64_LIST:
         v->value.int64_array_value = o->int64_list;
         v->value_size = o->int64_list_size;
         break;
-      case CML_PJRT_NAMED_FLOAT: v->value.float_value = o->float_value; break;
-      default: v->value.bool_value = o->bool_value; break;
+      case CML_PJRT_NAMED_FLOAT:
+        v->value.float_value = o->float_value;
+        break;
+      default:
+        v->value.bool_value = o->bool_value;
+        break;
     }
   }
   cml_pjrt_client_create_args_t args;
@@ -530,8 +545,8 @@ void cml__xla_client_destroy(cml__xla_client_t* client) {
     cml_pjrt_client_args_t args;
     CML_XLA_ARGS_INIT(args);
     args.client = client->client;
-    cml_status_free(cml__xla_call(client->plugin, CML_PJRT_SLOT_CLIENT_DESTROY, &args,
-                                  "PJRT_Client_Destroy"));
+    cml_status_free(
+        cml__xla_call(client->plugin, CML_PJRT_SLOT_CLIENT_DESTROY, &args, "PJRT_Client_Destroy"));
   }
   if (client->device_descriptions) {
     for (int i = 0; i < client->device_count; ++i) free(client->device_descriptions[i]);
@@ -746,9 +761,8 @@ void cml__xla_executable_destroy(cml__xla_client_t* client,
                                 "PJRT_LoadedExecutable_Destroy"));
 }
 
-cml_status_t cml__xla_execute(cml__xla_client_t* client,
-                              cml_pjrt_loaded_executable_t* executable, int device,
-                              cml_pjrt_buffer_t* const* inputs, size_t input_count,
+cml_status_t cml__xla_execute(cml__xla_client_t* client, cml_pjrt_loaded_executable_t* executable,
+                              int device, cml_pjrt_buffer_t* const* inputs, size_t input_count,
                               const int64_t* non_donatable, size_t non_donatable_count,
                               cml_pjrt_buffer_t** outputs, size_t output_count) {
   for (size_t i = 0; i < output_count; ++i) outputs[i] = NULL;

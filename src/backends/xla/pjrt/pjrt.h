@@ -37,8 +37,8 @@ typedef struct cml__xla_plugin_t {
   const cml_pjrt_api_t* api;
   int major_version;
   int minor_version;
-  int64_t xla_version;          // plugin attribute "xla_version", -1 when absent
-  char stablehlo_version[48];   // "1.13.2" from "stablehlo_current_version", "" when absent
+  int64_t xla_version;         // plugin attribute "xla_version", -1 when absent
+  char stablehlo_version[48];  // "1.13.2" from "stablehlo_current_version", "" when absent
 } cml__xla_plugin_t;
 
 // Loads the plugin at |path| (or returns the already loaded one): dlopen, GetPjrtApi, version
@@ -68,9 +68,9 @@ CML_MUST_USE cml_status_t cml__xla_call(const cml__xla_plugin_t* plugin, cml_pjr
 //===--- compile options (hand-encoded CompileOptionsProto) ---===//
 
 typedef struct cml__xla_compile_config_t {
-  bool portable;        // compile_portable_executable: one device, chosen at execution
-  int num_replicas;     // >= 1
-  int num_partitions;   // >= 1
+  bool portable;       // compile_portable_executable: one device, chosen at execution
+  int num_replicas;    // >= 1
+  int num_partitions;  // >= 1
   bool use_spmd_partitioning;
   bool use_shardy_partitioner;
   // Device assignment (non-portable only): device_ids[r * num_partitions + p] is the global
@@ -102,7 +102,7 @@ typedef struct cml__xla_option_t {
 typedef struct cml__xla_client_t {
   const cml__xla_plugin_t* plugin;
   cml_pjrt_client_t* client;
-  char* platform_name;     // "cpu", "cuda", ...
+  char* platform_name;  // "cpu", "cuda", ...
   char* platform_version;
   int device_count;
   cml_pjrt_device_t** devices;  // addressable devices, in the plugin's order
@@ -132,8 +132,7 @@ CML_MUST_USE cml_status_t cml__xla_buffer_create_view(cml__xla_client_t* client,
 // Copies |buffer| (of |shape|) into |dst| (|size| bytes), dense row-major.
 CML_MUST_USE cml_status_t cml__xla_buffer_to_host(cml__xla_client_t* client,
                                                   cml_pjrt_buffer_t* buffer,
-                                                  const cml_shape_t* shape, void* dst,
-                                                  size_t size);
+                                                  const cml_shape_t* shape, void* dst, size_t size);
 CML_MUST_USE cml_status_t cml__xla_buffer_copy_to_device(cml__xla_client_t* client,
                                                          cml_pjrt_buffer_t* buffer, int device,
                                                          cml_pjrt_buffer_t** out_buffer);
@@ -154,8 +153,7 @@ void cml__xla_executable_destroy(cml__xla_client_t* client,
 CML_MUST_USE cml_status_t cml__xla_execute(cml__xla_client_t* client,
                                            cml_pjrt_loaded_executable_t* executable, int device,
                                            cml_pjrt_buffer_t* const* inputs, size_t input_count,
-                                           const int64_t* non_donatable,
-                                           size_t non_donatable_count,
+                                           const int64_t* non_donatable, size_t non_donatable_count,
                                            cml_pjrt_buffer_t** outputs, size_t output_count);
 
 // Awaits and destroys |event| (NULL is fine), returning its error.

@@ -46,11 +46,11 @@ typedef struct cml__shlo_ctx_t {
   const cml_module_t* module;
   const cml_xla_emit_options_t* opts;
   cml__shlo_text_t text;
-  cml__shlo_name_t* names;    // per IR value: its current SSA name
-  char (*symbols)[80];        // per function: its func.func symbol ("" when inlined only)
-  bool* called;               // per function: the target of some Call
-  uint32_t next_id;           // next fresh SSA number
-  int indent;                 // current indentation, in levels of two spaces
+  cml__shlo_name_t* names;  // per IR value: its current SSA name
+  char (*symbols)[80];      // per function: its func.func symbol ("" when inlined only)
+  bool* called;             // per function: the target of some Call
+  uint32_t next_id;         // next fresh SSA number
+  int indent;               // current indentation, in levels of two spaces
 } cml__shlo_ctx_t;
 
 // A fresh SSA name "%<n>".
@@ -74,9 +74,8 @@ void cml__shlo_scalar_type(cml__shlo_ctx_t* c, cml_dtype_t dtype);
 
 // Writes `%n = "<op>"(<ins>)` (or `%n:k = ...` when |result_count| != 1) on a new line and
 // returns %n. The caller then writes regions (if any) and calls cml__shlo_op_end.
-cml__shlo_name_t cml__shlo_op_begin(cml__shlo_ctx_t* c, const char* op,
-                                    const cml__shlo_val_t* ins, int in_count,
-                                    uint32_t result_count);
+cml__shlo_name_t cml__shlo_op_begin(cml__shlo_ctx_t* c, const char* op, const cml__shlo_val_t* ins,
+                                    int in_count, uint32_t result_count);
 // Writes ` {<attrs>}` (when |attrs| is non-empty) and ` : (<in types>) -> <out types>`.
 void cml__shlo_op_end(cml__shlo_ctx_t* c, const char* attrs, const cml__shlo_val_t* ins,
                       int in_count, const cml_shape_t* outs, uint32_t out_count);
@@ -138,8 +137,7 @@ void cml__shlo_binary_region(cml__shlo_ctx_t* c, const char* op, cml_dtype_t dty
 // (the attribute dictionary's content). |shape| has at least one element.
 void cml__shlo_dense_literal(cml__shlo_ctx_t* c, const cml_shape_t* shape, const void* data);
 // Emits a constant op for the array |data| of |shape| (any element count) and returns it.
-cml__shlo_val_t cml__shlo_constant(cml__shlo_ctx_t* c, const cml_shape_t* shape,
-                                   const void* data);
+cml__shlo_val_t cml__shlo_constant(cml__shlo_ctx_t* c, const cml_shape_t* shape, const void* data);
 // Formats one element |index| of |data| (of |dtype|) as an MLIR literal into |buf|.
 void cml__shlo_format_element(cml_dtype_t dtype, const void* data, int64_t index, char* buf,
                               size_t size);

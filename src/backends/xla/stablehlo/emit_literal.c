@@ -205,8 +205,7 @@ void cml__shlo_format_scalar_kind(cml_dtype_t dtype, cml__shlo_scalar_kind_t kin
       return;
     case CML__SHLO_HIGHEST:
       if (is_signed) {
-        snprintf(buf, size, "%" PRId64,
-                 bits >= 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1);
+        snprintf(buf, size, "%" PRId64, bits >= 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1);
       } else {
         snprintf(buf, size, "%" PRIu64, bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1);
       }
@@ -225,8 +224,8 @@ void cml__shlo_format_scalar_kind(cml_dtype_t dtype, cml__shlo_scalar_kind_t kin
 }
 
 // Nested list "[[a, b], [c, d]]" of the elements from |*index| on.
-static void cml_shlo_list(cml__shlo_ctx_t* c, const cml_shape_t* s, int32_t axis,
-                          const void* data, int64_t* index) {
+static void cml_shlo_list(cml__shlo_ctx_t* c, const cml_shape_t* s, int32_t axis, const void* data,
+                          int64_t* index) {
   if (axis == s->rank) {
     char buf[112];
     cml__shlo_format_element(s->dtype, data, (*index)++, buf, sizeof buf);

@@ -67,8 +67,7 @@ cml__shlo_val_t cml__shlo_const_fill(cml__shlo_ctx_t* c, cml_dtype_t dtype,
   return cml__shlo_broadcast(c, &s, dims);
 }
 
-cml__shlo_val_t cml__shlo_constant(cml__shlo_ctx_t* c, const cml_shape_t* shape,
-                                   const void* data) {
+cml__shlo_val_t cml__shlo_constant(cml__shlo_ctx_t* c, const cml_shape_t* shape, const void* data) {
   if (cml_shape_element_count(shape) == 0) {
     return cml__shlo_const_fill(c, shape->dtype, CML__SHLO_ZERO, shape);
   }
@@ -113,8 +112,8 @@ static cml_shape_t cml_shlo_retype(const cml_shape_t* s, cml_dtype_t dtype) {
 }
 
 // A constant of |dtype| holding the literal |text|, broadcast to the dims of |dims|.
-static cml__shlo_val_t cml_shlo_const_text(cml__shlo_ctx_t* c, cml_dtype_t dtype,
-                                           const char* text, const cml_shape_t* dims) {
+static cml__shlo_val_t cml_shlo_const_text(cml__shlo_ctx_t* c, cml_dtype_t dtype, const char* text,
+                                           const cml_shape_t* dims) {
   cml__shlo_val_t r;
   r.shape = cml_shape_scalar(dtype);
   r.name = cml__shlo_op_begin(c, "stablehlo.constant", NULL, 0, 1);
@@ -192,8 +191,8 @@ cml__shlo_val_t cml__shlo_convert(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, 
 }
 
 // Writes "^bb0(%a: tensor<T0>, ...):" for scalars of |dtypes|, naming them into |out|.
-static void cml_shlo_scalar_header(cml__shlo_ctx_t* c, const cml_dtype_t* dtypes,
-                                   uint32_t count, cml__shlo_val_t* out) {
+static void cml_shlo_scalar_header(cml__shlo_ctx_t* c, const cml_dtype_t* dtypes, uint32_t count,
+                                   cml__shlo_val_t* out) {
   cml__shlo_line(c);
   cml__shlo_printf(c, "^bb0(");
   for (uint32_t i = 0; i < count; ++i) {
@@ -270,54 +269,97 @@ void cml__shlo_binary_region(cml__shlo_ctx_t* c, const char* op, cml_dtype_t dty
 
 static const char* cml_shlo_unary_name(cml_op_t op) {
   switch (op) {
-    case CML_OP_ABS: return "stablehlo.abs";
-    case CML_OP_NEG: return "stablehlo.negate";
-    case CML_OP_SIGN: return "stablehlo.sign";
-    case CML_OP_CEIL: return "stablehlo.ceil";
-    case CML_OP_FLOOR: return "stablehlo.floor";
-    case CML_OP_ROUND: return "stablehlo.round_nearest_even";
-    case CML_OP_SQRT: return "stablehlo.sqrt";
-    case CML_OP_RSQRT: return "stablehlo.rsqrt";
-    case CML_OP_EXP: return "stablehlo.exponential";
-    case CML_OP_EXPM1: return "stablehlo.exponential_minus_one";
-    case CML_OP_LOG: return "stablehlo.log";
-    case CML_OP_LOG1P: return "stablehlo.log_plus_one";
-    case CML_OP_LOGISTIC: return "stablehlo.logistic";
-    case CML_OP_TANH: return "stablehlo.tanh";
-    case CML_OP_SIN: return "stablehlo.sine";
-    case CML_OP_COS: return "stablehlo.cosine";
-    case CML_OP_ERF: return "chlo.erf";
-    case CML_OP_BIT_COUNT: return "stablehlo.popcnt";
-    case CML_OP_CLZ: return "stablehlo.count_leading_zeros";
-    case CML_OP_BITWISE_NOT: return "stablehlo.not";
-    case CML_OP_LOGICAL_NOT: return "stablehlo.not";
-    case CML_OP_IS_FINITE: return "stablehlo.is_finite";
-    default: return NULL;
+    case CML_OP_ABS:
+      return "stablehlo.abs";
+    case CML_OP_NEG:
+      return "stablehlo.negate";
+    case CML_OP_SIGN:
+      return "stablehlo.sign";
+    case CML_OP_CEIL:
+      return "stablehlo.ceil";
+    case CML_OP_FLOOR:
+      return "stablehlo.floor";
+    case CML_OP_ROUND:
+      return "stablehlo.round_nearest_even";
+    case CML_OP_SQRT:
+      return "stablehlo.sqrt";
+    case CML_OP_RSQRT:
+      return "stablehlo.rsqrt";
+    case CML_OP_EXP:
+      return "stablehlo.exponential";
+    case CML_OP_EXPM1:
+      return "stablehlo.exponential_minus_one";
+    case CML_OP_LOG:
+      return "stablehlo.log";
+    case CML_OP_LOG1P:
+      return "stablehlo.log_plus_one";
+    case CML_OP_LOGISTIC:
+      return "stablehlo.logistic";
+    case CML_OP_TANH:
+      return "stablehlo.tanh";
+    case CML_OP_SIN:
+      return "stablehlo.sine";
+    case CML_OP_COS:
+      return "stablehlo.cosine";
+    case CML_OP_ERF:
+      return "chlo.erf";
+    case CML_OP_BIT_COUNT:
+      return "stablehlo.popcnt";
+    case CML_OP_CLZ:
+      return "stablehlo.count_leading_zeros";
+    case CML_OP_BITWISE_NOT:
+      return "stablehlo.not";
+    case CML_OP_LOGICAL_NOT:
+      return "stablehlo.not";
+    case CML_OP_IS_FINITE:
+      return "stablehlo.is_finite";
+    default:
+      return NULL;
   }
 }
 
 static const char* cml_shlo_binary_name(cml_op_t op) {
   switch (op) {
-    case CML_OP_ADD: return "stablehlo.add";
-    case CML_OP_SUB: return "stablehlo.subtract";
-    case CML_OP_MUL: return "stablehlo.multiply";
-    case CML_OP_DIV: return "stablehlo.divide";
-    case CML_OP_POW: return "stablehlo.power";
-    case CML_OP_REM: return "stablehlo.remainder";
-    case CML_OP_MAX: return "stablehlo.maximum";
-    case CML_OP_MIN: return "stablehlo.minimum";
-    case CML_OP_ATAN2: return "stablehlo.atan2";
-    case CML_OP_COMPLEX: return "stablehlo.complex";
-    case CML_OP_BITWISE_AND: return "stablehlo.and";
-    case CML_OP_BITWISE_OR: return "stablehlo.or";
-    case CML_OP_BITWISE_XOR: return "stablehlo.xor";
-    case CML_OP_LOGICAL_AND: return "stablehlo.and";
-    case CML_OP_LOGICAL_OR: return "stablehlo.or";
-    case CML_OP_LOGICAL_XOR: return "stablehlo.xor";
-    case CML_OP_SHIFT_LEFT: return "stablehlo.shift_left";
-    case CML_OP_SHIFT_RIGHT_ARITHMETIC: return "stablehlo.shift_right_arithmetic";
-    case CML_OP_SHIFT_RIGHT_LOGICAL: return "stablehlo.shift_right_logical";
-    default: return NULL;
+    case CML_OP_ADD:
+      return "stablehlo.add";
+    case CML_OP_SUB:
+      return "stablehlo.subtract";
+    case CML_OP_MUL:
+      return "stablehlo.multiply";
+    case CML_OP_DIV:
+      return "stablehlo.divide";
+    case CML_OP_POW:
+      return "stablehlo.power";
+    case CML_OP_REM:
+      return "stablehlo.remainder";
+    case CML_OP_MAX:
+      return "stablehlo.maximum";
+    case CML_OP_MIN:
+      return "stablehlo.minimum";
+    case CML_OP_ATAN2:
+      return "stablehlo.atan2";
+    case CML_OP_COMPLEX:
+      return "stablehlo.complex";
+    case CML_OP_BITWISE_AND:
+      return "stablehlo.and";
+    case CML_OP_BITWISE_OR:
+      return "stablehlo.or";
+    case CML_OP_BITWISE_XOR:
+      return "stablehlo.xor";
+    case CML_OP_LOGICAL_AND:
+      return "stablehlo.and";
+    case CML_OP_LOGICAL_OR:
+      return "stablehlo.or";
+    case CML_OP_LOGICAL_XOR:
+      return "stablehlo.xor";
+    case CML_OP_SHIFT_LEFT:
+      return "stablehlo.shift_left";
+    case CML_OP_SHIFT_RIGHT_ARITHMETIC:
+      return "stablehlo.shift_right_arithmetic";
+    case CML_OP_SHIFT_RIGHT_LOGICAL:
+      return "stablehlo.shift_right_logical";
+    default:
+      return NULL;
   }
 }
 
@@ -325,47 +367,93 @@ static const char* cml_shlo_binary_name(cml_op_t op) {
 static const char* cml_shlo_compare_direction(cml_op_t op, bool* total_order) {
   *total_order = false;
   switch (op) {
-    case CML_OP_EQUAL_TOTAL_ORDER: *total_order = true; return "EQ";
-    case CML_OP_EQUAL: return "EQ";
-    case CML_OP_NOT_EQUAL_TOTAL_ORDER: *total_order = true; return "NE";
-    case CML_OP_NOT_EQUAL: return "NE";
-    case CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER: *total_order = true; return "GE";
-    case CML_OP_GREATER_OR_EQUAL: return "GE";
-    case CML_OP_GREATER_THAN_TOTAL_ORDER: *total_order = true; return "GT";
-    case CML_OP_GREATER_THAN: return "GT";
-    case CML_OP_LESS_OR_EQUAL_TOTAL_ORDER: *total_order = true; return "LE";
-    case CML_OP_LESS_OR_EQUAL: return "LE";
-    case CML_OP_LESS_THAN_TOTAL_ORDER: *total_order = true; return "LT";
-    case CML_OP_LESS_THAN: return "LT";
-    default: return NULL;
+    case CML_OP_EQUAL_TOTAL_ORDER:
+      *total_order = true;
+      return "EQ";
+    case CML_OP_EQUAL:
+      return "EQ";
+    case CML_OP_NOT_EQUAL_TOTAL_ORDER:
+      *total_order = true;
+      return "NE";
+    case CML_OP_NOT_EQUAL:
+      return "NE";
+    case CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER:
+      *total_order = true;
+      return "GE";
+    case CML_OP_GREATER_OR_EQUAL:
+      return "GE";
+    case CML_OP_GREATER_THAN_TOTAL_ORDER:
+      *total_order = true;
+      return "GT";
+    case CML_OP_GREATER_THAN:
+      return "GT";
+    case CML_OP_LESS_OR_EQUAL_TOTAL_ORDER:
+      *total_order = true;
+      return "LE";
+    case CML_OP_LESS_OR_EQUAL:
+      return "LE";
+    case CML_OP_LESS_THAN_TOTAL_ORDER:
+      *total_order = true;
+      return "LT";
+    case CML_OP_LESS_THAN:
+      return "LT";
+    default:
+      return NULL;
   }
 }
 
 // Body op and init value of a reduction op.
 static bool cml_shlo_reduce_kind(cml_op_t op, const char** body, cml__shlo_scalar_kind_t* init) {
   switch (op) {
-    case CML_OP_REDUCE_SUM: *body = "stablehlo.add"; *init = CML__SHLO_ZERO; return true;
-    case CML_OP_REDUCE_PRODUCT: *body = "stablehlo.multiply"; *init = CML__SHLO_ONE; return true;
-    case CML_OP_REDUCE_MAX: *body = "stablehlo.maximum"; *init = CML__SHLO_LOWEST; return true;
-    case CML_OP_REDUCE_MIN: *body = "stablehlo.minimum"; *init = CML__SHLO_HIGHEST; return true;
+    case CML_OP_REDUCE_SUM:
+      *body = "stablehlo.add";
+      *init = CML__SHLO_ZERO;
+      return true;
+    case CML_OP_REDUCE_PRODUCT:
+      *body = "stablehlo.multiply";
+      *init = CML__SHLO_ONE;
+      return true;
+    case CML_OP_REDUCE_MAX:
+      *body = "stablehlo.maximum";
+      *init = CML__SHLO_LOWEST;
+      return true;
+    case CML_OP_REDUCE_MIN:
+      *body = "stablehlo.minimum";
+      *init = CML__SHLO_HIGHEST;
+      return true;
     case CML_OP_REDUCE_BITWISE_AND:
-    case CML_OP_REDUCE_LOGICAL_AND: *body = "stablehlo.and"; *init = CML__SHLO_ALL_ONES; return true;
+    case CML_OP_REDUCE_LOGICAL_AND:
+      *body = "stablehlo.and";
+      *init = CML__SHLO_ALL_ONES;
+      return true;
     case CML_OP_REDUCE_BITWISE_OR:
-    case CML_OP_REDUCE_LOGICAL_OR: *body = "stablehlo.or"; *init = CML__SHLO_ZERO; return true;
+    case CML_OP_REDUCE_LOGICAL_OR:
+      *body = "stablehlo.or";
+      *init = CML__SHLO_ZERO;
+      return true;
     case CML_OP_REDUCE_BITWISE_XOR:
-    case CML_OP_REDUCE_LOGICAL_XOR: *body = "stablehlo.xor"; *init = CML__SHLO_ZERO; return true;
-    default: return false;
+    case CML_OP_REDUCE_LOGICAL_XOR:
+      *body = "stablehlo.xor";
+      *init = CML__SHLO_ZERO;
+      return true;
+    default:
+      return false;
   }
 }
 
 static bool cml_shlo_reduce_type_kind(cml_reduce_type_t type, const char** body,
                                       cml__shlo_scalar_kind_t* init) {
   switch (type) {
-    case CML_REDUCE_SUM: return cml_shlo_reduce_kind(CML_OP_REDUCE_SUM, body, init);
-    case CML_REDUCE_PRODUCT: return cml_shlo_reduce_kind(CML_OP_REDUCE_PRODUCT, body, init);
-    case CML_REDUCE_MAX: return cml_shlo_reduce_kind(CML_OP_REDUCE_MAX, body, init);
-    case CML_REDUCE_MIN: return cml_shlo_reduce_kind(CML_OP_REDUCE_MIN, body, init);
-    default: return false;
+    case CML_REDUCE_SUM:
+      return cml_shlo_reduce_kind(CML_OP_REDUCE_SUM, body, init);
+    case CML_REDUCE_PRODUCT:
+      return cml_shlo_reduce_kind(CML_OP_REDUCE_PRODUCT, body, init);
+    case CML_REDUCE_MAX:
+      return cml_shlo_reduce_kind(CML_OP_REDUCE_MAX, body, init);
+    case CML_REDUCE_MIN:
+      return cml_shlo_reduce_kind(CML_OP_REDUCE_MIN, body, init);
+    default:
+      return false;
   }
 }
 
@@ -740,8 +828,8 @@ static cml_status_t cml_shlo_gather(cml__shlo_ctx_t* c, const cml_ir_node_t* n) 
     cml__shlo_attr_list(&a, g->start_index_map, g->start_index_map_count);
     cml__shlo_attr_printf(&a, ", ");
   }
-  cml__shlo_attr_printf(&a, "index_vector_dim = %lld>, slice_sizes = ",
-                        (long long)g->index_vector_axis);
+  cml__shlo_attr_printf(
+      &a, "index_vector_dim = %lld>, slice_sizes = ", (long long)g->index_vector_axis);
   cml__shlo_attr_array(&a, g->slice_sizes, g->slice_size_count);
   cml__shlo_attr_printf(&a, ", indices_are_sorted = %s", g->indices_are_sorted ? "true" : "false");
   cml__shlo_val_t r = cml__shlo_op(c, "stablehlo.gather", ins, 2, a.s, cml_shlo_out(c, n, 0));
@@ -775,11 +863,11 @@ static cml_status_t cml_shlo_scatter(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
   }
   if (s->scatter_axes_to_operand_axes_count) {
     cml__shlo_attr_printf(&a, "scatter_dims_to_operand_dims = ");
-    cml__shlo_attr_list(&a, s->scatter_axes_to_operand_axes,
-                        s->scatter_axes_to_operand_axes_count);
+    cml__shlo_attr_list(&a, s->scatter_axes_to_operand_axes, s->scatter_axes_to_operand_axes_count);
     cml__shlo_attr_printf(&a, ", ");
   }
-  cml__shlo_attr_printf(&a, "index_vector_dim = %lld>, indices_are_sorted = %s, "
+  cml__shlo_attr_printf(&a,
+                        "index_vector_dim = %lld>, indices_are_sorted = %s, "
                         "unique_indices = %s",
                         (long long)s->index_vector_axis, s->indices_are_sorted ? "true" : "false",
                         s->unique_indices ? "true" : "false");
@@ -792,8 +880,8 @@ static cml_status_t cml_shlo_dot(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_dot_config_t* d = &n->attrs->u.dot;
   cml__shlo_val_t ins[2] = {cml__shlo_value(c, n->inputs[0]), cml__shlo_value(c, n->inputs[1])};
   const cml_shape_t* out = cml_shlo_out(c, n, 0);
-  cml_dtype_t acc = d->accumulator_dtype != CML_DTYPE_INVALID ? d->accumulator_dtype
-                                                              : ins[0].shape.dtype;
+  cml_dtype_t acc =
+      d->accumulator_dtype != CML_DTYPE_INVALID ? d->accumulator_dtype : ins[0].shape.dtype;
   for (int k = 0; k < 2; ++k) ins[k] = cml__shlo_convert(c, &ins[k], acc);
   cml__shlo_attr_t a;
   cml__shlo_attr_init(&a);
@@ -979,7 +1067,8 @@ static cml_status_t cml_shlo_select_and_scatter(cml__shlo_ctx_t* c, const cml_ir
     cml__shlo_attr_printf(&a, ", interior_padding = ");
     cml__shlo_attr_array(&a, interior, rank);
     cml__shlo_val_t p = cml__shlo_op(c, "stablehlo.pad", ins, 2, a.s, &padded);
-    cml__shlo_val_t r = cml_shlo_reduce_window_op(c, &p, "stablehlo.add", CML__SHLO_ZERO, &sum, out);
+    cml__shlo_val_t r =
+        cml_shlo_reduce_window_op(c, &p, "stablehlo.add", CML__SHLO_ZERO, &sum, out);
     cml_shlo_bind1(c, n, &r);
     return CML_OK;
   }
@@ -1015,11 +1104,20 @@ static cml_status_t cml_shlo_rng(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_shape_t* values = cml_shlo_out(c, n, 1);
   cml_dtype_t bits_dtype;
   switch (cml_dtype_bits(values->dtype)) {
-    case 8: bits_dtype = CML_DTYPE_U8; break;
-    case 16: bits_dtype = CML_DTYPE_U16; break;
-    case 32: bits_dtype = CML_DTYPE_U32; break;
-    case 64: bits_dtype = CML_DTYPE_U64; break;
-    default: return cml__shlo_unimplemented(c, n, "no unsigned dtype of that width");
+    case 8:
+      bits_dtype = CML_DTYPE_U8;
+      break;
+    case 16:
+      bits_dtype = CML_DTYPE_U16;
+      break;
+    case 32:
+      bits_dtype = CML_DTYPE_U32;
+      break;
+    case 64:
+      bits_dtype = CML_DTYPE_U64;
+      break;
+    default:
+      return cml__shlo_unimplemented(c, n, "no unsigned dtype of that width");
   }
   cml_shape_t outs[2] = {state.shape, cml_shlo_retype(values, bits_dtype)};
   cml__shlo_name_t r = cml__shlo_op_begin(c, "stablehlo.rng_bit_generator", &state, 1, 2);
@@ -1068,9 +1166,8 @@ static cml_status_t cml_shlo_barrier(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
     outs[i] = ins[i].shape;
   }
   // SchedulingBarrier(x, deps...) returns the first result only: x, ordered after the deps.
-  cml__shlo_name_t r =
-      cml__shlo_op_begin(c, "stablehlo.optimization_barrier", ins, (int)n->input_count,
-                         n->input_count);
+  cml__shlo_name_t r = cml__shlo_op_begin(c, "stablehlo.optimization_barrier", ins,
+                                          (int)n->input_count, n->input_count);
   cml__shlo_op_end(c, NULL, ins, (int)n->input_count, outs, n->input_count);
   for (uint32_t i = 0; i < n->output_count; ++i) {
     cml__shlo_name_t name = n->input_count == 1 ? r : cml__shlo_result(&r, i);
@@ -1089,8 +1186,8 @@ static cml_status_t cml_shlo_fft(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   cml__shlo_val_t x = cml__shlo_value(c, n->inputs[0]);
   cml__shlo_attr_t a;
   cml__shlo_attr_init(&a);
-  cml__shlo_attr_printf(&a, "fft_type = #stablehlo<fft_type %s>, fft_length = ",
-                        kTypes[n->attrs->fft_type]);
+  cml__shlo_attr_printf(
+      &a, "fft_type = #stablehlo<fft_type %s>, fft_length = ", kTypes[n->attrs->fft_type]);
   cml__shlo_attr_array(&a, n->attrs->axes, n->attrs->axis_count);
   cml__shlo_val_t r = cml__shlo_op(c, "stablehlo.fft", &x, 1, a.s, cml_shlo_out(c, n, 0));
   cml_shlo_bind1(c, n, &r);
@@ -1172,9 +1269,8 @@ static cml_status_t cml_shlo_elementwise(cml__shlo_ctx_t* c, const cml_ir_node_t
         r = cml_shlo_int_pow(c, &ins[0], &ins[1]);
       } else if (n->op == CML_OP_DIV && out->dtype == CML_DTYPE_F64) {
         r = cml_shlo_div_f64(c, &ins[0], &ins[1]);
-      } else if ((cml_shlo_is_half(out->dtype) &&
-                  (n->op == CML_OP_POW || n->op == CML_OP_ATAN2 || n->op == CML_OP_REM ||
-                   n->op == CML_OP_DIV)) ||
+      } else if ((cml_shlo_is_half(out->dtype) && (n->op == CML_OP_POW || n->op == CML_OP_ATAN2 ||
+                                                   n->op == CML_OP_REM || n->op == CML_OP_DIV)) ||
                  (n->op == CML_OP_DIV && out->dtype == CML_DTYPE_F32)) {
         // Through a wider type, rounded once. Division of Float32 and the half types is done
         // in Float64 (see cml_shlo_div_f64 for why the plugin's own division is not used);
@@ -1294,8 +1390,7 @@ cml_status_t cml__shlo_emit_simple_node(cml__shlo_ctx_t* c, const cml_ir_node_t*
       break;
     }
     case CML_OP_PAD: {
-      cml__shlo_val_t ins[2] = {cml__shlo_value(c, n->inputs[0]),
-                                cml__shlo_value(c, n->inputs[1])};
+      cml__shlo_val_t ins[2] = {cml__shlo_value(c, n->inputs[0]), cml__shlo_value(c, n->inputs[1])};
       int32_t rank = ins[0].shape.rank;
       int64_t low[CML_MAX_RANK], high[CML_MAX_RANK], interior[CML_MAX_RANK];
       for (int32_t i = 0; i < rank; ++i) {
@@ -1322,8 +1417,7 @@ cml_status_t cml__shlo_emit_simple_node(cml__shlo_ctx_t* c, const cml_ir_node_t*
         cml__shlo_attr_array(&a, out->dims, out->rank);
         r = cml__shlo_op(c, "stablehlo.dynamic_slice", ins, (int)n->input_count, a.s, out);
       } else {
-        r = cml__shlo_op(c, "stablehlo.dynamic_update_slice", ins, (int)n->input_count, NULL,
-                         out);
+        r = cml__shlo_op(c, "stablehlo.dynamic_update_slice", ins, (int)n->input_count, NULL, out);
       }
       free(ins);
       break;

@@ -137,9 +137,8 @@ static void cml_shlo_identifier(const char* src, char* dst, size_t size) {
 
 //===--- op writing ---===//
 
-cml__shlo_name_t cml__shlo_op_begin(cml__shlo_ctx_t* c, const char* op,
-                                    const cml__shlo_val_t* ins, int in_count,
-                                    uint32_t result_count) {
+cml__shlo_name_t cml__shlo_op_begin(cml__shlo_ctx_t* c, const char* op, const cml__shlo_val_t* ins,
+                                    int in_count, uint32_t result_count) {
   cml__shlo_name_t r = cml__shlo_fresh(c);
   cml__shlo_line(c);
   if (result_count == 1) {
@@ -204,13 +203,15 @@ void cml__shlo_attr_printf(cml__shlo_attr_t* a, const char* fmt, ...) {
 
 void cml__shlo_attr_array(cml__shlo_attr_t* a, const int64_t* v, int32_t n) {
   cml__shlo_attr_printf(a, "array<i64");
-  for (int32_t i = 0; i < n; ++i) cml__shlo_attr_printf(a, "%s %lld", i ? "," : ":", (long long)v[i]);
+  for (int32_t i = 0; i < n; ++i)
+    cml__shlo_attr_printf(a, "%s %lld", i ? "," : ":", (long long)v[i]);
   cml__shlo_attr_printf(a, ">");
 }
 
 void cml__shlo_attr_list(cml__shlo_attr_t* a, const int64_t* v, int32_t n) {
   cml__shlo_attr_printf(a, "[");
-  for (int32_t i = 0; i < n; ++i) cml__shlo_attr_printf(a, "%s%lld", i ? ", " : "", (long long)v[i]);
+  for (int32_t i = 0; i < n; ++i)
+    cml__shlo_attr_printf(a, "%s%lld", i ? ", " : "", (long long)v[i]);
   cml__shlo_attr_printf(a, "]");
 }
 
@@ -492,8 +493,8 @@ static cml_status_t cml_shlo_emit_sort(cml__shlo_ctx_t* c, const cml_ir_node_t* 
       cml__shlo_printf(c, ")");
       cml__shlo_attr_t a;
       cml__shlo_attr_init(&a);
-      cml__shlo_attr_printf(&a, "dimension = %lld : i64, is_stable = %s",
-                            (long long)n->attrs->axis, n->attrs->flag ? "true" : "false");
+      cml__shlo_attr_printf(&a, "dimension = %lld : i64, is_stable = %s", (long long)n->attrs->axis,
+                            n->attrs->flag ? "true" : "false");
       cml__shlo_op_end(c, a.s, ins, (int)count, outs, count);
       cml_shlo_bind_results(c, n, &name, count);
     }
@@ -632,14 +633,14 @@ static cml_status_t cml_shlo_validate(const cml_module_t* m) {
     if (!cml_dtype_stablehlo_name(d)) {
       const cml_ir_node_t* n = &m->nodes[m->values[v].node];
       return cml_status_make(CML_STATUS_UNIMPLEMENTED,
-                             "xla: StableHLO has no type for %s (a value of %s)",
-                             cml_dtype_name(d), cml_op_name(n->op));
+                             "xla: StableHLO has no type for %s (a value of %s)", cml_dtype_name(d),
+                             cml_op_name(n->op));
     }
   }
   for (uint32_t i = 0; i < m->node_count; ++i) {
     const cml_ir_node_t* n = &m->nodes[i];
-    bool control = n->op == CML_OP_WHILE || n->op == CML_OP_IF || n->op == CML_OP_SORT ||
-                   n->op == CML_OP_CALL;
+    bool control =
+        n->op == CML_OP_WHILE || n->op == CML_OP_IF || n->op == CML_OP_SORT || n->op == CML_OP_CALL;
     if (control && (n->attrs->functions[0] >= m->function_count ||
                     n->attrs->functions[1] >= m->function_count)) {
       return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
@@ -650,8 +651,8 @@ static cml_status_t cml_shlo_validate(const cml_module_t* m) {
   return CML_OK;
 }
 
-cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module,
-                                    const cml_xla_emit_options_t* opts, char** out_text) {
+cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module, const cml_xla_emit_options_t* opts,
+                                    char** out_text) {
   if (out_text) *out_text = NULL;
   if (!module || !opts || !out_text) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "xla: emit: NULL module or output");

@@ -124,8 +124,7 @@ cml_status_t cmlc_ew_drive(const cmlc_kernel_args_t* args, cmlc_ew_fn fn, int co
 
 static cml_status_t cmlc_ew_missing(const cmlc_kernel_args_t* args) {
   return cml_status_make(CML_STATUS_INTERNAL, "%s: no elementwise kernel for %s",
-                         cml_op_name(args->node->op),
-                         cml_dtype_name(args->input_shapes[0]->dtype));
+                         cml_op_name(args->node->op), cml_dtype_name(args->input_shapes[0]->dtype));
 }
 
 static cml_status_t cmlc_ew_run_unary(const cmlc_kernel_args_t* args) {

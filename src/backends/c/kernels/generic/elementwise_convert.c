@@ -40,9 +40,9 @@ static uint64_t cmlc_ew_packed_get(const uint8_t* p, int64_t i, int bits) {
 
 static inline uint64_t cmlc_ew_bool_u64(uint8_t b) { return b != 0; }
 
-#define CMLC_EW_WIDEN(T, FIELD, EXPR)                    \
-  do {                                                   \
-    const T* s_ = (const T*)src + start;                 \
+#define CMLC_EW_WIDEN(T, FIELD, EXPR)                            \
+  do {                                                           \
+    const T* s_ = (const T*)src + start;                         \
     for (int64_t k = 0; k < n; ++k) b->v.FIELD[k] = EXPR(s_[k]); \
   } while (0)
 
@@ -53,14 +53,38 @@ static void cmlc_ew_widen(cml_dtype_t dtype, const void* src, int64_t start, int
       b->kind = CMLC_EW_KIND_UINT;
       CMLC_EW_WIDEN(uint8_t, u, cmlc_ew_bool_u64);
       break;
-    case CML_DTYPE_I8: b->kind = CMLC_EW_KIND_INT; CMLC_EW_WIDEN(int8_t, i, (int64_t)); break;
-    case CML_DTYPE_I16: b->kind = CMLC_EW_KIND_INT; CMLC_EW_WIDEN(int16_t, i, (int64_t)); break;
-    case CML_DTYPE_I32: b->kind = CMLC_EW_KIND_INT; CMLC_EW_WIDEN(int32_t, i, (int64_t)); break;
-    case CML_DTYPE_I64: b->kind = CMLC_EW_KIND_INT; CMLC_EW_WIDEN(int64_t, i, (int64_t)); break;
-    case CML_DTYPE_U8: b->kind = CMLC_EW_KIND_UINT; CMLC_EW_WIDEN(uint8_t, u, (uint64_t)); break;
-    case CML_DTYPE_U16: b->kind = CMLC_EW_KIND_UINT; CMLC_EW_WIDEN(uint16_t, u, (uint64_t)); break;
-    case CML_DTYPE_U32: b->kind = CMLC_EW_KIND_UINT; CMLC_EW_WIDEN(uint32_t, u, (uint64_t)); break;
-    case CML_DTYPE_U64: b->kind = CMLC_EW_KIND_UINT; CMLC_EW_WIDEN(uint64_t, u, (uint64_t)); break;
+    case CML_DTYPE_I8:
+      b->kind = CMLC_EW_KIND_INT;
+      CMLC_EW_WIDEN(int8_t, i, (int64_t));
+      break;
+    case CML_DTYPE_I16:
+      b->kind = CMLC_EW_KIND_INT;
+      CMLC_EW_WIDEN(int16_t, i, (int64_t));
+      break;
+    case CML_DTYPE_I32:
+      b->kind = CMLC_EW_KIND_INT;
+      CMLC_EW_WIDEN(int32_t, i, (int64_t));
+      break;
+    case CML_DTYPE_I64:
+      b->kind = CMLC_EW_KIND_INT;
+      CMLC_EW_WIDEN(int64_t, i, (int64_t));
+      break;
+    case CML_DTYPE_U8:
+      b->kind = CMLC_EW_KIND_UINT;
+      CMLC_EW_WIDEN(uint8_t, u, (uint64_t));
+      break;
+    case CML_DTYPE_U16:
+      b->kind = CMLC_EW_KIND_UINT;
+      CMLC_EW_WIDEN(uint16_t, u, (uint64_t));
+      break;
+    case CML_DTYPE_U32:
+      b->kind = CMLC_EW_KIND_UINT;
+      CMLC_EW_WIDEN(uint32_t, u, (uint64_t));
+      break;
+    case CML_DTYPE_U64:
+      b->kind = CMLC_EW_KIND_UINT;
+      CMLC_EW_WIDEN(uint64_t, u, (uint64_t));
+      break;
     case CML_DTYPE_F16:
       b->kind = CMLC_EW_KIND_FLOAT;
       CMLC_EW_WIDEN(uint16_t, f, (double)cml_f16_to_f32);
@@ -69,8 +93,14 @@ static void cmlc_ew_widen(cml_dtype_t dtype, const void* src, int64_t start, int
       b->kind = CMLC_EW_KIND_FLOAT;
       CMLC_EW_WIDEN(uint16_t, f, (double)cml_bf16_to_f32);
       break;
-    case CML_DTYPE_F32: b->kind = CMLC_EW_KIND_FLOAT; CMLC_EW_WIDEN(float, f, (double)); break;
-    case CML_DTYPE_F64: b->kind = CMLC_EW_KIND_FLOAT; CMLC_EW_WIDEN(double, f, (double)); break;
+    case CML_DTYPE_F32:
+      b->kind = CMLC_EW_KIND_FLOAT;
+      CMLC_EW_WIDEN(float, f, (double));
+      break;
+    case CML_DTYPE_F64:
+      b->kind = CMLC_EW_KIND_FLOAT;
+      CMLC_EW_WIDEN(double, f, (double));
+      break;
     case CML_DTYPE_C64: {
       b->kind = CMLC_EW_KIND_COMPLEX;
       const cml_c64_t* s = (const cml_c64_t*)src + start;
@@ -136,36 +166,36 @@ static double cmlc_ew_i2d_odd(int64_t i) {
 }
 
 // Generic narrowing loop: V is the widened value (int64_t, uint64_t, double), RE/IM for complex.
-#define CMLC_EW_NARROW(T, FROM_I, FROM_U, FROM_F, FROM_C)                 \
-  do {                                                                    \
-    T* d_ = (T*)dst + start;                                              \
-    switch (b->kind) {                                                    \
-      case CMLC_EW_KIND_INT:                                              \
-        for (int64_t k = 0; k < n; ++k) {                                 \
-          const int64_t v = b->v.i[k];                                    \
-          d_[k] = FROM_I;                                                 \
-        }                                                                 \
-        break;                                                            \
-      case CMLC_EW_KIND_UINT:                                             \
-        for (int64_t k = 0; k < n; ++k) {                                 \
-          const uint64_t v = b->v.u[k];                                   \
-          d_[k] = FROM_U;                                                 \
-        }                                                                 \
-        break;                                                            \
-      case CMLC_EW_KIND_FLOAT:                                            \
-        for (int64_t k = 0; k < n; ++k) {                                 \
-          const double v = b->v.f[k];                                     \
-          d_[k] = FROM_F;                                                 \
-        }                                                                 \
-        break;                                                            \
-      case CMLC_EW_KIND_COMPLEX:                                          \
-        for (int64_t k = 0; k < n; ++k) {                                 \
-          const double v = b->v.c[2 * k], w = b->v.c[2 * k + 1];          \
-          (void)w;                                                        \
-          d_[k] = FROM_C;                                                 \
-        }                                                                 \
-        break;                                                            \
-    }                                                                     \
+#define CMLC_EW_NARROW(T, FROM_I, FROM_U, FROM_F, FROM_C)        \
+  do {                                                           \
+    T* d_ = (T*)dst + start;                                     \
+    switch (b->kind) {                                           \
+      case CMLC_EW_KIND_INT:                                     \
+        for (int64_t k = 0; k < n; ++k) {                        \
+          const int64_t v = b->v.i[k];                           \
+          d_[k] = FROM_I;                                        \
+        }                                                        \
+        break;                                                   \
+      case CMLC_EW_KIND_UINT:                                    \
+        for (int64_t k = 0; k < n; ++k) {                        \
+          const uint64_t v = b->v.u[k];                          \
+          d_[k] = FROM_U;                                        \
+        }                                                        \
+        break;                                                   \
+      case CMLC_EW_KIND_FLOAT:                                   \
+        for (int64_t k = 0; k < n; ++k) {                        \
+          const double v = b->v.f[k];                            \
+          d_[k] = FROM_F;                                        \
+        }                                                        \
+        break;                                                   \
+      case CMLC_EW_KIND_COMPLEX:                                 \
+        for (int64_t k = 0; k < n; ++k) {                        \
+          const double v = b->v.c[2 * k], w = b->v.c[2 * k + 1]; \
+          (void)w;                                               \
+          d_[k] = FROM_C;                                        \
+        }                                                        \
+        break;                                                   \
+    }                                                            \
   } while (0)
 
 #define CMLC_EW_NARROW_SINT(T, LO, HI) \
@@ -185,8 +215,8 @@ static inline uint16_t cmlc_ew_u2h(uint64_t u) { return cml_f64_to_f16(cmlc_ew_u
 static inline uint16_t cmlc_ew_i2bh(int64_t i) { return cml_f64_to_bf16(cmlc_ew_i2d_odd(i)); }
 static inline uint16_t cmlc_ew_u2bh(uint64_t u) { return cml_f64_to_bf16(cmlc_ew_u2d_odd(u)); }
 
-static void cmlc_ew_narrow_packed(cml_dtype_t dtype, const cmlc_ew_block_t* b, int64_t n,
-                                  void* dst, int64_t start) {
+static void cmlc_ew_narrow_packed(cml_dtype_t dtype, const cmlc_ew_block_t* b, int64_t n, void* dst,
+                                  int64_t start) {
   const int bits = cml_dtype_bits(dtype);
   const bool is_signed = cml_dtype_is_signed_int(dtype);
   const int64_t hi = is_signed ? ((int64_t)1 << (bits - 1)) - 1 : ((int64_t)1 << bits) - 1;
@@ -199,10 +229,18 @@ static void cmlc_ew_narrow_packed(cml_dtype_t dtype, const cmlc_ew_block_t* b, i
   for (int64_t k = 0; k < n; ++k) {
     uint64_t raw;
     switch (b->kind) {
-      case CMLC_EW_KIND_INT: raw = (uint64_t)b->v.i[k]; break;
-      case CMLC_EW_KIND_UINT: raw = b->v.u[k]; break;
-      case CMLC_EW_KIND_FLOAT: raw = (uint64_t)cmlc_ew_f2s(b->v.f[k], lo, hi); break;
-      default: raw = (uint64_t)cmlc_ew_f2s(b->v.c[2 * k], lo, hi); break;
+      case CMLC_EW_KIND_INT:
+        raw = (uint64_t)b->v.i[k];
+        break;
+      case CMLC_EW_KIND_UINT:
+        raw = b->v.u[k];
+        break;
+      case CMLC_EW_KIND_FLOAT:
+        raw = (uint64_t)cmlc_ew_f2s(b->v.f[k], lo, hi);
+        break;
+      default:
+        raw = (uint64_t)cmlc_ew_f2s(b->v.c[2 * k], lo, hi);
+        break;
     }
     const int64_t bit = (start + k) * bits;
     p[bit >> 3] |= (uint8_t)((raw & mask) << (bit & 7));
@@ -216,31 +254,50 @@ static void cmlc_ew_narrow(cml_dtype_t dtype, const cmlc_ew_block_t* b, int64_t 
       CMLC_EW_NARROW(uint8_t, (uint8_t)(v != 0), (uint8_t)(v != 0), (uint8_t)(v != 0),
                      (uint8_t)(v != 0 || w != 0));
       break;
-    case CML_DTYPE_I8: CMLC_EW_NARROW_SINT(int8_t, INT8_MIN, INT8_MAX); break;
-    case CML_DTYPE_I16: CMLC_EW_NARROW_SINT(int16_t, INT16_MIN, INT16_MAX); break;
-    case CML_DTYPE_I32: CMLC_EW_NARROW_SINT(int32_t, INT32_MIN, INT32_MAX); break;
-    case CML_DTYPE_I64: CMLC_EW_NARROW_SINT(int64_t, INT64_MIN, INT64_MAX); break;
-    case CML_DTYPE_U8: CMLC_EW_NARROW_UINT(uint8_t, UINT8_MAX); break;
-    case CML_DTYPE_U16: CMLC_EW_NARROW_UINT(uint16_t, UINT16_MAX); break;
-    case CML_DTYPE_U32: CMLC_EW_NARROW_UINT(uint32_t, UINT32_MAX); break;
-    case CML_DTYPE_U64: CMLC_EW_NARROW_UINT(uint64_t, UINT64_MAX); break;
+    case CML_DTYPE_I8:
+      CMLC_EW_NARROW_SINT(int8_t, INT8_MIN, INT8_MAX);
+      break;
+    case CML_DTYPE_I16:
+      CMLC_EW_NARROW_SINT(int16_t, INT16_MIN, INT16_MAX);
+      break;
+    case CML_DTYPE_I32:
+      CMLC_EW_NARROW_SINT(int32_t, INT32_MIN, INT32_MAX);
+      break;
+    case CML_DTYPE_I64:
+      CMLC_EW_NARROW_SINT(int64_t, INT64_MIN, INT64_MAX);
+      break;
+    case CML_DTYPE_U8:
+      CMLC_EW_NARROW_UINT(uint8_t, UINT8_MAX);
+      break;
+    case CML_DTYPE_U16:
+      CMLC_EW_NARROW_UINT(uint16_t, UINT16_MAX);
+      break;
+    case CML_DTYPE_U32:
+      CMLC_EW_NARROW_UINT(uint32_t, UINT32_MAX);
+      break;
+    case CML_DTYPE_U64:
+      CMLC_EW_NARROW_UINT(uint64_t, UINT64_MAX);
+      break;
     case CML_DTYPE_F16:
       CMLC_EW_NARROW_FLOAT(uint16_t, cml_f64_to_f16, cmlc_ew_i2h, cmlc_ew_u2h);
       break;
     case CML_DTYPE_BF16:
       CMLC_EW_NARROW_FLOAT(uint16_t, cml_f64_to_bf16, cmlc_ew_i2bh, cmlc_ew_u2bh);
       break;
-    case CML_DTYPE_F32: CMLC_EW_NARROW_FLOAT(float, cmlc_ew_d2f, cmlc_ew_i2f, cmlc_ew_u2f); break;
-    case CML_DTYPE_F64: CMLC_EW_NARROW_FLOAT(double, CMLC_EW_ID, cmlc_ew_i2d, cmlc_ew_u2d); break;
+    case CML_DTYPE_F32:
+      CMLC_EW_NARROW_FLOAT(float, cmlc_ew_d2f, cmlc_ew_i2f, cmlc_ew_u2f);
+      break;
+    case CML_DTYPE_F64:
+      CMLC_EW_NARROW_FLOAT(double, CMLC_EW_ID, cmlc_ew_i2d, cmlc_ew_u2d);
+      break;
     case CML_DTYPE_C64:
       CMLC_EW_NARROW(cml_c64_t, ((cml_c64_t){cmlc_ew_i2f(v), 0.0f}),
                      ((cml_c64_t){cmlc_ew_u2f(v), 0.0f}), ((cml_c64_t){(float)v, 0.0f}),
                      ((cml_c64_t){(float)v, (float)w}));
       break;
     case CML_DTYPE_C128:
-      CMLC_EW_NARROW(cml_c128_t, ((cml_c128_t){(double)v, 0.0}),
-                     ((cml_c128_t){(double)v, 0.0}), ((cml_c128_t){v, 0.0}),
-                     ((cml_c128_t){v, w}));
+      CMLC_EW_NARROW(cml_c128_t, ((cml_c128_t){(double)v, 0.0}), ((cml_c128_t){(double)v, 0.0}),
+                     ((cml_c128_t){v, 0.0}), ((cml_c128_t){v, w}));
       break;
     default:
       cmlc_ew_narrow_packed(dtype, b, n, dst, start);
@@ -250,9 +307,7 @@ static void cmlc_ew_narrow(cml_dtype_t dtype, const cmlc_ew_block_t* b, int64_t 
 
 //===--- ConvertDType ---===//
 
-static bool cmlc_ew_convertible(cml_dtype_t dtype) {
-  return cml_dtype_is_supported(dtype);
-}
+static bool cmlc_ew_convertible(cml_dtype_t dtype) { return cml_dtype_is_supported(dtype); }
 
 bool cmlc_ew_convert_supported(cml_dtype_t from, cml_dtype_t to) {
   return cmlc_ew_convertible(from) && cmlc_ew_convertible(to);
@@ -287,9 +342,12 @@ static void cmlc_ew_convert_task(void* ctx, int64_t begin, int64_t end, int thre
 }
 
 cml_status_t cmlc_ew_run_convert(const cmlc_kernel_args_t* args) {
-  cmlc_ew_convert_ctx_t c = {args->input_shapes[0]->dtype, args->output_shapes[0]->dtype,
-                             args->inputs[0], args->outputs[0],
-                             cml_shape_element_count(args->output_shapes[0]), NULL};
+  cmlc_ew_convert_ctx_t c = {args->input_shapes[0]->dtype,
+                             args->output_shapes[0]->dtype,
+                             args->inputs[0],
+                             args->outputs[0],
+                             cml_shape_element_count(args->output_shapes[0]),
+                             NULL};
   if (!cmlc_ew_convert_supported(c.from, c.to)) {
     return cml_status_make(CML_STATUS_UNIMPLEMENTED, "ConvertDType: %s -> %s not supported",
                            cml_dtype_name(c.from), cml_dtype_name(c.to));
@@ -346,8 +404,8 @@ cml_status_t cmlc_ew_run_iota(const cmlc_kernel_args_t* args) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "Iota: axis %lld out of range for %s",
                            (long long)axis, cml_shape_format(os, text, sizeof text));
   }
-  cmlc_ew_iota_ctx_t c = {os->dtype, args->outputs[0], cml_shape_element_count(os),
-                          os->dims[axis], 1};
+  cmlc_ew_iota_ctx_t c = {os->dtype, args->outputs[0], cml_shape_element_count(os), os->dims[axis],
+                          1};
   for (int32_t d = (int32_t)axis + 1; d < os->rank; ++d) c.inner *= os->dims[d];
   if (c.n == 0) return CML_OK;
   const int64_t blocks = (c.n + CMLC_EW_BLOCK - 1) / CMLC_EW_BLOCK;

@@ -70,8 +70,7 @@ typedef float (*cmlc_rd_f32_fn)(const float* x, int64_t n);
 // (elementwise_simd.c). The SIMD kernels have the scalar kernels' semantics; AVX2 and
 // AVX-512 give bit-identical results.
 cmlc_ew_fn cmlc_ew_simd_unary_fn(const cmlc_options_t* options, cml_op_t op, cml_dtype_t dtype);
-cmlc_ew_fn cmlc_ew_simd_binary_fn(const cmlc_options_t* options, cml_op_t op,
-                                  cml_dtype_t dtype);
+cmlc_ew_fn cmlc_ew_simd_binary_fn(const cmlc_options_t* options, cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_simd_where_fn(const cmlc_options_t* options, size_t element_size);
 cmlc_ew_convert_fn cmlc_ew_simd_convert_fn(const cmlc_options_t* options, cml_dtype_t from,
                                            cml_dtype_t to);
@@ -99,12 +98,10 @@ cmlc_rd_f32_fn cmlc_ew_avx2_reduce_fn(cml_op_t op);
 
 // IEEE 754-2019 maximum/minimum (XLA's semantics): NaN propagates, -0 < +0. Works for float
 // and double.
-#define CMLC_EW_FMAX(a, b)                                                       \
-  (isnan(a) ? (a) : isnan(b) ? (b) : (a) > (b) ? (a) : (b) > (a) ? (b)         \
-                                                     : (signbit(a) ? (b) : (a)))
-#define CMLC_EW_FMIN(a, b)                                                       \
-  (isnan(a) ? (a) : isnan(b) ? (b) : (a) < (b) ? (a) : (b) < (a) ? (b)         \
-                                                     : (signbit(a) ? (a) : (b)))
+#define CMLC_EW_FMAX(a, b) \
+  (isnan(a) ? (a) : isnan(b) ? (b) : (a) > (b) ? (a) : (b) > (a) ? (b) : (signbit(a) ? (b) : (a)))
+#define CMLC_EW_FMIN(a, b) \
+  (isnan(a) ? (a) : isnan(b) ? (b) : (a) < (b) ? (a) : (b) < (a) ? (b) : (signbit(a) ? (a) : (b)))
 
 // Complex values as C complex numbers.
 static inline float _Complex cmlc_ew_load_c64(cml_c64_t v) { return CMPLXF(v.re, v.im); }
@@ -161,6 +158,5 @@ static inline double _Complex cmlc_ew_cmul_d(double _Complex x, double _Complex 
   const double a = creal(x), b = cimag(x), c = creal(y), d = cimag(y);
   return CMPLX(fma(a, c, -(b * d)), fma(a, d, b * c));
 }
-
 
 #endif  // CML_BACKENDS_C_KERNELS_GENERIC_ELEMENTWISE_INTERNAL_H_

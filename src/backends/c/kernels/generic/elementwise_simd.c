@@ -39,14 +39,17 @@ static cmlc_isa_t cmlc_ew_simd_isa(const cmlc_options_t* options) {
 }
 
 #if defined(CMLC_EW_HAVE_X86)
-#define CMLC_EW_SIMD_PICK(call)                                    \
-  switch (cmlc_ew_simd_isa(options)) {                             \
-    case CMLC_ISA_AVX512: return cmlc_ew_avx512_##call;            \
-    case CMLC_ISA_AVX2: return cmlc_ew_avx2_##call;                \
-    default: return NULL;                                          \
+#define CMLC_EW_SIMD_PICK(call)        \
+  switch (cmlc_ew_simd_isa(options)) { \
+    case CMLC_ISA_AVX512:              \
+      return cmlc_ew_avx512_##call;    \
+    case CMLC_ISA_AVX2:                \
+      return cmlc_ew_avx2_##call;      \
+    default:                           \
+      return NULL;                     \
   }
 #else
-#define CMLC_EW_SIMD_PICK(call) \
+#define CMLC_EW_SIMD_PICK(call)    \
   (void)cmlc_ew_simd_isa(options); \
   return NULL;
 #endif
@@ -57,8 +60,7 @@ cmlc_ew_fn cmlc_ew_simd_unary_fn(const cmlc_options_t* options, cml_op_t op, cml
   CMLC_EW_SIMD_PICK(unary_fn(op, dtype))
 }
 
-cmlc_ew_fn cmlc_ew_simd_binary_fn(const cmlc_options_t* options, cml_op_t op,
-                                  cml_dtype_t dtype) {
+cmlc_ew_fn cmlc_ew_simd_binary_fn(const cmlc_options_t* options, cml_op_t op, cml_dtype_t dtype) {
   (void)op;
   (void)dtype;
   CMLC_EW_SIMD_PICK(binary_fn(op, dtype))

@@ -14,23 +14,27 @@
 
 //===--- kernel generators ---===//
 
-#define CMLC_EW_UK(name, TIN, TOUT, LOAD, STORE, CT, EXPR)                              \
+#define CMLC_EW_UK(name, TIN, TOUT, LOAD, STORE, CT, EXPR)                               \
   static void name(void* out, const void* const* in, const int64_t* stride, int64_t n) { \
-    (void)stride;                                                                         \
-    const TIN* x_ = (const TIN*)in[0];                                                    \
-    TOUT* y_ = (TOUT*)out;                                                                \
-    for (int64_t i = 0; i < n; ++i) {                                                     \
-      CT a = LOAD(x_[i]);                                                                 \
-      (void)a;                                                                            \
-      y_[i] = STORE(EXPR);                                                                \
-    }                                                                                     \
+    (void)stride;                                                                        \
+    const TIN* x_ = (const TIN*)in[0];                                                   \
+    TOUT* y_ = (TOUT*)out;                                                               \
+    for (int64_t i = 0; i < n; ++i) {                                                    \
+      CT a = LOAD(x_[i]);                                                                \
+      (void)a;                                                                           \
+      y_[i] = STORE(EXPR);                                                               \
+    }                                                                                    \
   }
 
 #define CMLC_EW_BOOL(x) ((uint8_t)((x) ? 1 : 0))
 
-static inline float cmlc_ew_sign_f(float a) { return isnan(a) ? a : a > 0 ? 1.0f : a < 0 ? -1.0f : a; }
-static inline double cmlc_ew_sign_d(double a) { return isnan(a) ? a : a > 0 ? 1.0 : a < 0 ? -1.0 : a; }
-#define CMLC_EW_SIGN(a) _Generic((a), float: cmlc_ew_sign_f, double: cmlc_ew_sign_d)(a)
+static inline float cmlc_ew_sign_f(float a) {
+  return isnan(a) ? a : a > 0 ? 1.0f : a < 0 ? -1.0f : a;
+}
+static inline double cmlc_ew_sign_d(double a) {
+  return isnan(a) ? a : a > 0 ? 1.0 : a < 0 ? -1.0 : a;
+}
+#define CMLC_EW_SIGN(a) _Generic((a), float : cmlc_ew_sign_f, double : cmlc_ew_sign_d)(a)
 
 // Logistic without overflow: for x < 0, e^x / (1 + e^x) keeps tiny results (e^-100) exact.
 static inline float cmlc_ew_logistic_f(float a) {
@@ -44,29 +48,29 @@ static inline double cmlc_ew_logistic_d(double a) {
   return e / (1.0 + e);
 }
 #define CMLC_EW_LOGISTIC(a) \
-  _Generic((a), float: cmlc_ew_logistic_f, double: cmlc_ew_logistic_d)(a)
+  _Generic((a), float : cmlc_ew_logistic_f, double : cmlc_ew_logistic_d)(a)
 
 // Float kernels for one storage type |T| computed in |CT|.
-#define CMLC_EW_FLOAT_UNARY(sfx, T, CT, LOAD, STORE)                                 \
-  CMLC_EW_UK(cmlc_ew_abs_##sfx, T, T, LOAD, STORE, CT, fabs(a))                      \
-  CMLC_EW_UK(cmlc_ew_neg_##sfx, T, T, LOAD, STORE, CT, -a)                           \
-  CMLC_EW_UK(cmlc_ew_sign_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_SIGN(a))             \
-  CMLC_EW_UK(cmlc_ew_ceil_##sfx, T, T, LOAD, STORE, CT, ceil(a))                     \
-  CMLC_EW_UK(cmlc_ew_floor_##sfx, T, T, LOAD, STORE, CT, floor(a))                   \
-  CMLC_EW_UK(cmlc_ew_round_##sfx, T, T, LOAD, STORE, CT, rint(a))                    \
-  CMLC_EW_UK(cmlc_ew_sqrt_##sfx, T, T, LOAD, STORE, CT, sqrt(a))                     \
-  CMLC_EW_UK(cmlc_ew_rsqrt_##sfx, T, T, LOAD, STORE, CT, 1 / sqrt(a))                \
-  CMLC_EW_UK(cmlc_ew_exp_##sfx, T, T, LOAD, STORE, CT, exp(a))                       \
-  CMLC_EW_UK(cmlc_ew_expm1_##sfx, T, T, LOAD, STORE, CT, expm1(a))                   \
-  CMLC_EW_UK(cmlc_ew_log_##sfx, T, T, LOAD, STORE, CT, log(a))                       \
-  CMLC_EW_UK(cmlc_ew_log1p_##sfx, T, T, LOAD, STORE, CT, log1p(a))                   \
-  CMLC_EW_UK(cmlc_ew_logistic_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_LOGISTIC(a))           \
-  CMLC_EW_UK(cmlc_ew_tanh_##sfx, T, T, LOAD, STORE, CT, tanh(a))                     \
-  CMLC_EW_UK(cmlc_ew_sin_##sfx, T, T, LOAD, STORE, CT, sin(a))                       \
-  CMLC_EW_UK(cmlc_ew_cos_##sfx, T, T, LOAD, STORE, CT, cos(a))                       \
-  CMLC_EW_UK(cmlc_ew_erf_##sfx, T, T, LOAD, STORE, CT, erf(a))                       \
-  CMLC_EW_UK(cmlc_ew_real_##sfx, T, T, LOAD, STORE, CT, a)                           \
-  CMLC_EW_UK(cmlc_ew_imag_##sfx, T, T, LOAD, STORE, CT, (CT)0)                       \
+#define CMLC_EW_FLOAT_UNARY(sfx, T, CT, LOAD, STORE)                                   \
+  CMLC_EW_UK(cmlc_ew_abs_##sfx, T, T, LOAD, STORE, CT, fabs(a))                        \
+  CMLC_EW_UK(cmlc_ew_neg_##sfx, T, T, LOAD, STORE, CT, -a)                             \
+  CMLC_EW_UK(cmlc_ew_sign_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_SIGN(a))               \
+  CMLC_EW_UK(cmlc_ew_ceil_##sfx, T, T, LOAD, STORE, CT, ceil(a))                       \
+  CMLC_EW_UK(cmlc_ew_floor_##sfx, T, T, LOAD, STORE, CT, floor(a))                     \
+  CMLC_EW_UK(cmlc_ew_round_##sfx, T, T, LOAD, STORE, CT, rint(a))                      \
+  CMLC_EW_UK(cmlc_ew_sqrt_##sfx, T, T, LOAD, STORE, CT, sqrt(a))                       \
+  CMLC_EW_UK(cmlc_ew_rsqrt_##sfx, T, T, LOAD, STORE, CT, 1 / sqrt(a))                  \
+  CMLC_EW_UK(cmlc_ew_exp_##sfx, T, T, LOAD, STORE, CT, exp(a))                         \
+  CMLC_EW_UK(cmlc_ew_expm1_##sfx, T, T, LOAD, STORE, CT, expm1(a))                     \
+  CMLC_EW_UK(cmlc_ew_log_##sfx, T, T, LOAD, STORE, CT, log(a))                         \
+  CMLC_EW_UK(cmlc_ew_log1p_##sfx, T, T, LOAD, STORE, CT, log1p(a))                     \
+  CMLC_EW_UK(cmlc_ew_logistic_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_LOGISTIC(a))       \
+  CMLC_EW_UK(cmlc_ew_tanh_##sfx, T, T, LOAD, STORE, CT, tanh(a))                       \
+  CMLC_EW_UK(cmlc_ew_sin_##sfx, T, T, LOAD, STORE, CT, sin(a))                         \
+  CMLC_EW_UK(cmlc_ew_cos_##sfx, T, T, LOAD, STORE, CT, cos(a))                         \
+  CMLC_EW_UK(cmlc_ew_erf_##sfx, T, T, LOAD, STORE, CT, erf(a))                         \
+  CMLC_EW_UK(cmlc_ew_real_##sfx, T, T, LOAD, STORE, CT, a)                             \
+  CMLC_EW_UK(cmlc_ew_imag_##sfx, T, T, LOAD, STORE, CT, (CT)0)                         \
   CMLC_EW_UK(cmlc_ew_is_finite_##sfx, T, uint8_t, LOAD, CMLC_EW_BOOL, CT, isfinite(a)) \
   CMLC_EW_UK(cmlc_ew_is_nan_##sfx, T, uint8_t, LOAD, CMLC_EW_BOOL, CT, isnan(a))
 
@@ -76,17 +80,17 @@ CMLC_EW_FLOAT_UNARY(f32, float, float, CMLC_EW_ID, CMLC_EW_ID)
 CMLC_EW_FLOAT_UNARY(f64, double, double, CMLC_EW_ID, CMLC_EW_ID)
 
 // Integer kernels: |T| signed or unsigned storage, |U| its unsigned twin, |BITS| its width.
-#define CMLC_EW_INT_BITS_UNARY(sfx, T, U, BITS)                                             \
-  CMLC_EW_UK(cmlc_ew_bit_count_##sfx, T, T, CMLC_EW_ID, (T), T,                            \
-             __builtin_popcountll((unsigned long long)(U)a))                                \
-  CMLC_EW_UK(cmlc_ew_clz_##sfx, T, T, CMLC_EW_ID, (T), T,                                  \
-             (U)a == 0 ? BITS : __builtin_clzll((unsigned long long)(U)a) - (64 - BITS))    \
-  CMLC_EW_UK(cmlc_ew_bitwise_not_##sfx, T, T, CMLC_EW_ID, (T), T, (U)~(U)a)
+#define CMLC_EW_INT_BITS_UNARY(sfx, T, U, BITS)                                          \
+  CMLC_EW_UK(cmlc_ew_bit_count_##sfx, T, T, CMLC_EW_ID, (T), T,                          \
+             __builtin_popcountll((unsigned long long)(U)a))                             \
+  CMLC_EW_UK(cmlc_ew_clz_##sfx, T, T, CMLC_EW_ID, (T), T,                                \
+             (U)a == 0 ? BITS : __builtin_clzll((unsigned long long)(U)a) - (64 - BITS)) \
+  CMLC_EW_UK(cmlc_ew_bitwise_not_##sfx, T, T, CMLC_EW_ID, (T), T, (U) ~(U)a)
 
-#define CMLC_EW_SINT_UNARY(sfx, T, U, BITS)                                                 \
-  CMLC_EW_INT_BITS_UNARY(sfx, T, U, BITS)                                                   \
+#define CMLC_EW_SINT_UNARY(sfx, T, U, BITS)                                                \
+  CMLC_EW_INT_BITS_UNARY(sfx, T, U, BITS)                                                  \
   CMLC_EW_UK(cmlc_ew_abs_##sfx, T, T, CMLC_EW_ID, (T), T, a < 0 ? (U)((U)0 - (U)a) : (U)a) \
-  CMLC_EW_UK(cmlc_ew_neg_##sfx, T, T, CMLC_EW_ID, (T), T, (U)((U)0 - (U)a))               \
+  CMLC_EW_UK(cmlc_ew_neg_##sfx, T, T, CMLC_EW_ID, (T), T, (U)((U)0 - (U)a))                \
   CMLC_EW_UK(cmlc_ew_sign_##sfx, T, T, CMLC_EW_ID, (T), T, (a > 0) - (a < 0))
 
 CMLC_EW_SINT_UNARY(i8, int8_t, uint8_t, 8)
@@ -128,18 +132,18 @@ static inline double _Complex cmlc_ew_clog1p_d(double _Complex z) {
   return clog(1.0 + z);
 }
 
-#define CMLC_EW_COMPLEX_UNARY(sfx, T, R, CT, LOAD, STORE, SUFFIX)                      \
-  CMLC_EW_UK(cmlc_ew_abs_##sfx, T, R, LOAD, CMLC_EW_ID, CT, fabs(a))                  \
-  CMLC_EW_UK(cmlc_ew_neg_##sfx, T, T, LOAD, STORE, CT, -a)                            \
-  CMLC_EW_UK(cmlc_ew_sign_##sfx, T, T, LOAD, STORE, CT, a == 0 ? a : a / fabs(a))     \
-  CMLC_EW_UK(cmlc_ew_sqrt_##sfx, T, T, LOAD, STORE, CT, sqrt(a))                      \
-  CMLC_EW_UK(cmlc_ew_rsqrt_##sfx, T, T, LOAD, STORE, CT, 1 / sqrt(a))                 \
-  CMLC_EW_UK(cmlc_ew_exp_##sfx, T, T, LOAD, STORE, CT, exp(a))                        \
-  CMLC_EW_UK(cmlc_ew_expm1_##sfx, T, T, LOAD, STORE, CT, cmlc_ew_cexpm1_##SUFFIX(a))  \
-  CMLC_EW_UK(cmlc_ew_log_##sfx, T, T, LOAD, STORE, CT, log(a))                        \
-  CMLC_EW_UK(cmlc_ew_log1p_##sfx, T, T, LOAD, STORE, CT, cmlc_ew_clog1p_##SUFFIX(a))  \
-  CMLC_EW_UK(cmlc_ew_real_##sfx, T, R, LOAD, CMLC_EW_ID, CT, creal(a))                \
-  CMLC_EW_UK(cmlc_ew_imag_##sfx, T, R, LOAD, CMLC_EW_ID, CT, cimag(a))                \
+#define CMLC_EW_COMPLEX_UNARY(sfx, T, R, CT, LOAD, STORE, SUFFIX)                    \
+  CMLC_EW_UK(cmlc_ew_abs_##sfx, T, R, LOAD, CMLC_EW_ID, CT, fabs(a))                 \
+  CMLC_EW_UK(cmlc_ew_neg_##sfx, T, T, LOAD, STORE, CT, -a)                           \
+  CMLC_EW_UK(cmlc_ew_sign_##sfx, T, T, LOAD, STORE, CT, a == 0 ? a : a / fabs(a))    \
+  CMLC_EW_UK(cmlc_ew_sqrt_##sfx, T, T, LOAD, STORE, CT, sqrt(a))                     \
+  CMLC_EW_UK(cmlc_ew_rsqrt_##sfx, T, T, LOAD, STORE, CT, 1 / sqrt(a))                \
+  CMLC_EW_UK(cmlc_ew_exp_##sfx, T, T, LOAD, STORE, CT, exp(a))                       \
+  CMLC_EW_UK(cmlc_ew_expm1_##sfx, T, T, LOAD, STORE, CT, cmlc_ew_cexpm1_##SUFFIX(a)) \
+  CMLC_EW_UK(cmlc_ew_log_##sfx, T, T, LOAD, STORE, CT, log(a))                       \
+  CMLC_EW_UK(cmlc_ew_log1p_##sfx, T, T, LOAD, STORE, CT, cmlc_ew_clog1p_##SUFFIX(a)) \
+  CMLC_EW_UK(cmlc_ew_real_##sfx, T, R, LOAD, CMLC_EW_ID, CT, creal(a))               \
+  CMLC_EW_UK(cmlc_ew_imag_##sfx, T, R, LOAD, CMLC_EW_ID, CT, cimag(a))               \
   CMLC_EW_UK(cmlc_ew_conj_##sfx, T, T, LOAD, STORE, CT, conj(a))
 
 CMLC_EW_COMPLEX_UNARY(c64, cml_c64_t, float, float _Complex, cmlc_ew_load_c64, cmlc_ew_store_c64, f)
@@ -151,45 +155,70 @@ CMLC_EW_COMPLEX_UNARY(c128, cml_c128_t, double, double _Complex, cmlc_ew_load_c1
 #define CMLC_EW_PICK(name, DT, sfx) \
   if (dtype == CML_DTYPE_##DT) return cmlc_ew_##name##_##sfx;
 #define CMLC_EW_PICK_FLOAT(name) \
-  CMLC_EW_PICK(name, F16, f16) CMLC_EW_PICK(name, BF16, bf16) CMLC_EW_PICK(name, F32, f32) \
-  CMLC_EW_PICK(name, F64, f64)
+  CMLC_EW_PICK(name, F16, f16)   \
+  CMLC_EW_PICK(name, BF16, bf16) CMLC_EW_PICK(name, F32, f32) CMLC_EW_PICK(name, F64, f64)
 #define CMLC_EW_PICK_SINT(name) \
-  CMLC_EW_PICK(name, I8, i8) CMLC_EW_PICK(name, I16, i16) CMLC_EW_PICK(name, I32, i32) \
-  CMLC_EW_PICK(name, I64, i64)
+  CMLC_EW_PICK(name, I8, i8)    \
+  CMLC_EW_PICK(name, I16, i16) CMLC_EW_PICK(name, I32, i32) CMLC_EW_PICK(name, I64, i64)
 #define CMLC_EW_PICK_UINT(name) \
-  CMLC_EW_PICK(name, U8, u8) CMLC_EW_PICK(name, U16, u16) CMLC_EW_PICK(name, U32, u32) \
-  CMLC_EW_PICK(name, U64, u64)
+  CMLC_EW_PICK(name, U8, u8)    \
+  CMLC_EW_PICK(name, U16, u16) CMLC_EW_PICK(name, U32, u32) CMLC_EW_PICK(name, U64, u64)
 #define CMLC_EW_PICK_COMPLEX(name) CMLC_EW_PICK(name, C64, c64) CMLC_EW_PICK(name, C128, c128)
 
 cmlc_ew_fn cmlc_ew_unary_fn(cml_op_t op, cml_dtype_t dtype) {
   switch (op) {
-    case CML_OP_ABS: CMLC_EW_PICK_FLOAT(abs) CMLC_EW_PICK_SINT(abs) CMLC_EW_PICK_COMPLEX(abs) break;
-    case CML_OP_NEG: CMLC_EW_PICK_FLOAT(neg) CMLC_EW_PICK_SINT(neg) CMLC_EW_PICK_COMPLEX(neg) break;
+    case CML_OP_ABS:
+      CMLC_EW_PICK_FLOAT(abs) CMLC_EW_PICK_SINT(abs) CMLC_EW_PICK_COMPLEX(abs) break;
+    case CML_OP_NEG:
+      CMLC_EW_PICK_FLOAT(neg) CMLC_EW_PICK_SINT(neg) CMLC_EW_PICK_COMPLEX(neg) break;
     case CML_OP_SIGN:
       CMLC_EW_PICK_FLOAT(sign) CMLC_EW_PICK_SINT(sign) CMLC_EW_PICK_COMPLEX(sign) break;
-    case CML_OP_CEIL: CMLC_EW_PICK_FLOAT(ceil) break;
-    case CML_OP_FLOOR: CMLC_EW_PICK_FLOAT(floor) break;
-    case CML_OP_ROUND: CMLC_EW_PICK_FLOAT(round) break;
-    case CML_OP_SQRT: CMLC_EW_PICK_FLOAT(sqrt) CMLC_EW_PICK_COMPLEX(sqrt) break;
-    case CML_OP_RSQRT: CMLC_EW_PICK_FLOAT(rsqrt) CMLC_EW_PICK_COMPLEX(rsqrt) break;
-    case CML_OP_EXP: CMLC_EW_PICK_FLOAT(exp) CMLC_EW_PICK_COMPLEX(exp) break;
-    case CML_OP_EXPM1: CMLC_EW_PICK_FLOAT(expm1) CMLC_EW_PICK_COMPLEX(expm1) break;
-    case CML_OP_LOG: CMLC_EW_PICK_FLOAT(log) CMLC_EW_PICK_COMPLEX(log) break;
-    case CML_OP_LOG1P: CMLC_EW_PICK_FLOAT(log1p) CMLC_EW_PICK_COMPLEX(log1p) break;
-    case CML_OP_LOGISTIC: CMLC_EW_PICK_FLOAT(logistic) break;
-    case CML_OP_TANH: CMLC_EW_PICK_FLOAT(tanh) break;
-    case CML_OP_SIN: CMLC_EW_PICK_FLOAT(sin) break;
-    case CML_OP_COS: CMLC_EW_PICK_FLOAT(cos) break;
-    case CML_OP_ERF: CMLC_EW_PICK_FLOAT(erf) break;
-    case CML_OP_REAL: CMLC_EW_PICK_FLOAT(real) CMLC_EW_PICK_COMPLEX(real) break;
-    case CML_OP_IMAG: CMLC_EW_PICK_FLOAT(imag) CMLC_EW_PICK_COMPLEX(imag) break;
-    case CML_OP_CONJ: CMLC_EW_PICK_COMPLEX(conj) break;
-    case CML_OP_IS_FINITE: CMLC_EW_PICK_FLOAT(is_finite) break;
-    case CML_OP_IS_NAN: CMLC_EW_PICK_FLOAT(is_nan) break;
-    case CML_OP_BIT_COUNT: CMLC_EW_PICK_SINT(bit_count) CMLC_EW_PICK_UINT(bit_count) break;
-    case CML_OP_CLZ: CMLC_EW_PICK_SINT(clz) CMLC_EW_PICK_UINT(clz) break;
-    case CML_OP_BITWISE_NOT: CMLC_EW_PICK_SINT(bitwise_not) CMLC_EW_PICK_UINT(bitwise_not) break;
-    case CML_OP_LOGICAL_NOT: CMLC_EW_PICK(logical_not, BOOL, bool) break;
+    case CML_OP_CEIL:
+      CMLC_EW_PICK_FLOAT(ceil) break;
+    case CML_OP_FLOOR:
+      CMLC_EW_PICK_FLOAT(floor) break;
+    case CML_OP_ROUND:
+      CMLC_EW_PICK_FLOAT(round) break;
+    case CML_OP_SQRT:
+      CMLC_EW_PICK_FLOAT(sqrt) CMLC_EW_PICK_COMPLEX(sqrt) break;
+    case CML_OP_RSQRT:
+      CMLC_EW_PICK_FLOAT(rsqrt) CMLC_EW_PICK_COMPLEX(rsqrt) break;
+    case CML_OP_EXP:
+      CMLC_EW_PICK_FLOAT(exp) CMLC_EW_PICK_COMPLEX(exp) break;
+    case CML_OP_EXPM1:
+      CMLC_EW_PICK_FLOAT(expm1) CMLC_EW_PICK_COMPLEX(expm1) break;
+    case CML_OP_LOG:
+      CMLC_EW_PICK_FLOAT(log) CMLC_EW_PICK_COMPLEX(log) break;
+    case CML_OP_LOG1P:
+      CMLC_EW_PICK_FLOAT(log1p) CMLC_EW_PICK_COMPLEX(log1p) break;
+    case CML_OP_LOGISTIC:
+      CMLC_EW_PICK_FLOAT(logistic) break;
+    case CML_OP_TANH:
+      CMLC_EW_PICK_FLOAT(tanh) break;
+    case CML_OP_SIN:
+      CMLC_EW_PICK_FLOAT(sin) break;
+    case CML_OP_COS:
+      CMLC_EW_PICK_FLOAT(cos) break;
+    case CML_OP_ERF:
+      CMLC_EW_PICK_FLOAT(erf) break;
+    case CML_OP_REAL:
+      CMLC_EW_PICK_FLOAT(real) CMLC_EW_PICK_COMPLEX(real) break;
+    case CML_OP_IMAG:
+      CMLC_EW_PICK_FLOAT(imag) CMLC_EW_PICK_COMPLEX(imag) break;
+    case CML_OP_CONJ:
+      CMLC_EW_PICK_COMPLEX(conj) break;
+    case CML_OP_IS_FINITE:
+      CMLC_EW_PICK_FLOAT(is_finite) break;
+    case CML_OP_IS_NAN:
+      CMLC_EW_PICK_FLOAT(is_nan) break;
+    case CML_OP_BIT_COUNT:
+      CMLC_EW_PICK_SINT(bit_count) CMLC_EW_PICK_UINT(bit_count) break;
+    case CML_OP_CLZ:
+      CMLC_EW_PICK_SINT(clz) CMLC_EW_PICK_UINT(clz) break;
+    case CML_OP_BITWISE_NOT:
+      CMLC_EW_PICK_SINT(bitwise_not) CMLC_EW_PICK_UINT(bitwise_not) break;
+    case CML_OP_LOGICAL_NOT:
+      CMLC_EW_PICK(logical_not, BOOL, bool) break;
     default:
       break;
   }

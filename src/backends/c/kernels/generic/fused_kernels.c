@@ -25,10 +25,18 @@ static size_t cmlc_fk_align(size_t x) { return (x + 63) & ~(size_t)63; }
 // Stores an f32-domain result into element |i| of |dtype| (F32, F16 or BF16).
 static inline void cmlc_fk_store_f32(void* p, int64_t i, cml_dtype_t dtype, float v) {
   switch (dtype) {
-    case CML_DTYPE_F32: ((float*)p)[i] = v; return;
-    case CML_DTYPE_F16: ((uint16_t*)p)[i] = cml_f32_to_f16(v); return;
-    case CML_DTYPE_BF16: ((uint16_t*)p)[i] = cml_f32_to_bf16(v); return;
-    default: cmlc__la_store_f64(p, i, dtype, v); return;
+    case CML_DTYPE_F32:
+      ((float*)p)[i] = v;
+      return;
+    case CML_DTYPE_F16:
+      ((uint16_t*)p)[i] = cml_f32_to_f16(v);
+      return;
+    case CML_DTYPE_BF16:
+      ((uint16_t*)p)[i] = cml_f32_to_bf16(v);
+      return;
+    default:
+      cmlc__la_store_f64(p, i, dtype, v);
+      return;
   }
 }
 
@@ -209,8 +217,8 @@ static void cmlc_fk_ln_rows(void* vctx, int64_t begin, int64_t end, int thread_i
 }
 
 // Splits x's axes into kept and normalized ones; returns the row count and sets |*out_n|.
-static int64_t cmlc_fk_ln_split(const cml_shape_t* xs, const cml_ir_attrs_t* attrs,
-                                int64_t* kept, int32_t* kept_count, int64_t* out_n) {
+static int64_t cmlc_fk_ln_split(const cml_shape_t* xs, const cml_ir_attrs_t* attrs, int64_t* kept,
+                                int32_t* kept_count, int64_t* out_n) {
   int64_t rows = 1, n = 1;
   *kept_count = 0;
   for (int32_t d = 0; d < xs->rank; ++d) {
@@ -281,9 +289,8 @@ typedef struct cmlc_fk_dense_plan_t {
   size_t off_tables, off_c, off_gemm, total;
 } cmlc_fk_dense_plan_t;
 
-static void cmlc_fk_dense_plan(const cml_shape_t* xs, const cml_shape_t* ws,
-                               const cml_shape_t* out, const cmlc_options_t* options,
-                               cmlc_fk_dense_plan_t* p) {
+static void cmlc_fk_dense_plan(const cml_shape_t* xs, const cml_shape_t* ws, const cml_shape_t* out,
+                               const cmlc_options_t* options, cmlc_fk_dense_plan_t* p) {
   memset(p, 0, sizeof *p);
   (void)ws;
   p->k = xs->dims[xs->rank - 1];
@@ -312,39 +319,48 @@ static void cmlc_fk_dense_plan(const cml_shape_t* xs, const cml_shape_t* ws,
 static size_t cmlc_fk_dense_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                                     const cmlc_options_t* options) {
   cmlc_fk_dense_plan_t p;
-  cmlc_fk_dense_plan(&module->values[node->inputs[0]].shape,
-                     &module->values[node->inputs[1]].shape,
+  cmlc_fk_dense_plan(&module->values[node->inputs[0]].shape, &module->values[node->inputs[1]].shape,
                      &module->values[node->first_output].shape, options, &p);
   return p.total;
 }
 
 static inline double cmlc_fk_act_f64(double v, int act) {
   switch (act) {
-    case CML_ACTIVATION_GELU: return cmlc_fk_gelu_f64(v, true);
-    case CML_ACTIVATION_RELU: return v < 0 ? 0.0 : v;
-    case CML_ACTIVATION_SILU: return v / (1.0 + exp(-v));
+    case CML_ACTIVATION_GELU:
+      return cmlc_fk_gelu_f64(v, true);
+    case CML_ACTIVATION_RELU:
+      return v < 0 ? 0.0 : v;
+    case CML_ACTIVATION_SILU:
+      return v / (1.0 + exp(-v));
     case CML_ACTIVATION_HARD_SWISH: {
       double t = v / 6.0 + 0.5;
       t = t < 0 ? 0 : (t > 1 ? 1 : t);
       return v * t;
     }
-    case CML_ACTIVATION_TANH: return tanh(v);
-    default: return v;
+    case CML_ACTIVATION_TANH:
+      return tanh(v);
+    default:
+      return v;
   }
 }
 
 static inline float cmlc_fk_act_f32(float v, int act) {
   switch (act) {
-    case CML_ACTIVATION_GELU: return cmlc_fk_gelu_f32(v, true);
-    case CML_ACTIVATION_RELU: return v < 0 ? 0.0f : v;
-    case CML_ACTIVATION_SILU: return v / (1.0f + expf(-v));
+    case CML_ACTIVATION_GELU:
+      return cmlc_fk_gelu_f32(v, true);
+    case CML_ACTIVATION_RELU:
+      return v < 0 ? 0.0f : v;
+    case CML_ACTIVATION_SILU:
+      return v / (1.0f + expf(-v));
     case CML_ACTIVATION_HARD_SWISH: {
       float t = v / 6.0f + 0.5f;
       t = t < 0 ? 0 : (t > 1 ? 1 : t);
       return v * t;
     }
-    case CML_ACTIVATION_TANH: return tanhf(v);
-    default: return v;
+    case CML_ACTIVATION_TANH:
+      return tanhf(v);
+    default:
+      return v;
   }
 }
 
@@ -429,8 +445,8 @@ static cml_status_t cmlc_fk_dense_run(const cmlc_kernel_args_t* args) {
   if (!has_bias && attrs->fused.activation == CML_ACTIVATION_NONE &&
       (xs->dtype == CML_DTYPE_F32 || xs->dtype == CML_DTYPE_F64))
     return CML_OK;
-  cmlc_fk_dense_ctx_t c = {xs->dtype, attrs->fused.activation, p.n, product,
-                           has_bias ? args->inputs[2] : NULL, args->outputs[0]};
+  cmlc_fk_dense_ctx_t c = {xs->dtype, attrs->fused.activation,           p.n,
+                           product,   has_bias ? args->inputs[2] : NULL, args->outputs[0]};
   int64_t chunk = 16384 / p.n;
   cmlc_parallel_for(args->pool, p.m, chunk < 1 ? 1 : chunk, cmlc_fk_dense_epilogue, &c);
   return CML_OK;
@@ -477,8 +493,7 @@ bool cmlc_kernels_fused_lookup(const cml_module_t* module, const cml_ir_node_t* 
       uint32_t want = 2u + (node->attrs->fused.optional_inputs & 1u);
       out->run = cmlc_fk_dense_run;
       out->scratch = cmlc_fk_dense_scratch;
-      return node->input_count == want &&
-             module->values[node->inputs[0]].shape.rank >= 1 &&
+      return node->input_count == want && module->values[node->inputs[0]].shape.rank >= 1 &&
              module->values[node->inputs[1]].shape.rank >= 1;
     }
     default:

@@ -18,13 +18,13 @@ static int64_t CMLC_GEMM_N(gemm_round_up)(int64_t x, int64_t to) { return (x + t
 static int64_t CMLC_GEMM_N(gemm_min)(int64_t a, int64_t b) { return a < b ? a : b; }
 
 typedef struct CMLC_GEMM_N(gemm_sizes_t) {
-  int64_t kc, mc, nc;     // effective block sizes
-  size_t a_elems;        // one packed A block
-  size_t b_elems;        // one packed B panel
+  int64_t kc, mc, nc;  // effective block sizes
+  size_t a_elems;      // one packed A block
+  size_t b_elems;      // one packed B panel
 } CMLC_GEMM_N(gemm_sizes_t);
 
-static CMLC_GEMM_N(gemm_sizes_t) CMLC_GEMM_N(gemm_sizes)(int64_t m, int64_t n, int64_t k,
-                                         const CMLC_GEMM_N(kernel_t)* kern) {
+static CMLC_GEMM_N(gemm_sizes_t)
+    CMLC_GEMM_N(gemm_sizes)(int64_t m, int64_t n, int64_t k, const CMLC_GEMM_N(kernel_t) * kern) {
   CMLC_GEMM_N(gemm_sizes_t) s;
   s.kc = CMLC_GEMM_N(gemm_min)(CMLC_GEMM_KC, k > 0 ? k : 1);
   s.mc = CMLC_GEMM_N(gemm_min)(CMLC_GEMM_MC, CMLC_GEMM_N(gemm_round_up)(m > 0 ? m : 1, kern->mr));
@@ -35,14 +35,15 @@ static CMLC_GEMM_N(gemm_sizes_t) CMLC_GEMM_N(gemm_sizes)(int64_t m, int64_t n, i
 }
 
 // Batch-parallel mode: many batches of small products.
-static bool CMLC_GEMM_N(gemm_batch_mode)(int64_t batch, int64_t m, int64_t n, int64_t k, int threads) {
+static bool CMLC_GEMM_N(gemm_batch_mode)(int64_t batch, int64_t m, int64_t n, int64_t k,
+                                         int threads) {
   if (batch < 2) return false;
   double work = (double)m * (double)n * (double)k;
   return batch >= 2 * (int64_t)threads || work < 64.0 * 64.0 * 64.0;
 }
 
 size_t CMLC_GEMM_ENTRY_SCRATCH(int64_t batch, int64_t m, int64_t n, int64_t k, cmlc_isa_t isa,
-                              int threads) {
+                               int threads) {
   CMLC_GEMM_N(kernel_t) kern = CMLC_GEMM_N(select)(isa);
   CMLC_GEMM_N(gemm_sizes_t) s = CMLC_GEMM_N(gemm_sizes)(m, n, k, &kern);
   if (threads < 1) threads = 1;
@@ -67,8 +68,8 @@ typedef struct CMLC_GEMM_N(gemm_access_t) {
   int64_t row_stride, col_stride;  // CMLC_GEMM_NOT_AFFINE when the table is not affine
 } CMLC_GEMM_N(gemm_access_t);
 
-static CMLC_GEMM_N(gemm_access_t) CMLC_GEMM_N(gemm_access)(const cmlc__gemm_operand_t* op, int64_t rows,
-                                           int64_t cols) {
+static CMLC_GEMM_N(gemm_access_t)
+    CMLC_GEMM_N(gemm_access)(const cmlc__gemm_operand_t* op, int64_t rows, int64_t cols) {
   CMLC_GEMM_N(gemm_access_t) a;
   a.row_stride = CMLC_GEMM_N(gemm_affine)(op->row_offsets, rows);
   a.col_stride = CMLC_GEMM_N(gemm_affine)(op->col_offsets, cols);
@@ -78,9 +79,9 @@ static CMLC_GEMM_N(gemm_access_t) CMLC_GEMM_N(gemm_access)(const cmlc__gemm_oper
 //===--- packing ---===//
 
 // Packs A rows [ic, ic+mc) x k [pc, pc+kc) of batch |b| into MR-row slivers (zero padded).
-static void CMLC_GEMM_N(gemm_pack_a)(const cmlc__gemm_operand_t* a, const CMLC_GEMM_N(gemm_access_t)* acc,
-                             int64_t b, int64_t ic, int64_t mc, int64_t pc, int64_t kc,
-                             int mr, CMLC_GEMM_T* dst) {
+static void CMLC_GEMM_N(gemm_pack_a)(const cmlc__gemm_operand_t* a,
+                                     const CMLC_GEMM_N(gemm_access_t) * acc, int64_t b, int64_t ic,
+                                     int64_t mc, int64_t pc, int64_t kc, int mr, CMLC_GEMM_T* dst) {
   const int64_t* cols = a->col_offsets + pc;
   int64_t boff = a->batch_offsets[b];
   bool native = a->dtype == CMLC_GEMM_DTYPE;
@@ -117,9 +118,10 @@ static void CMLC_GEMM_N(gemm_pack_a)(const cmlc__gemm_operand_t* a, const CMLC_G
 }
 
 // Packs slivers [s0, s1) of B k [pc, pc+kc) x cols [jc, jc+nc) of batch |b|.
-static void CMLC_GEMM_N(gemm_pack_b)(const cmlc__gemm_operand_t* bop, const CMLC_GEMM_N(gemm_access_t)* acc,
-                             int64_t b, int64_t jc, int64_t nc, int64_t pc, int64_t kc, int nr,
-                             int64_t s0, int64_t s1, CMLC_GEMM_T* panel) {
+static void CMLC_GEMM_N(gemm_pack_b)(const cmlc__gemm_operand_t* bop,
+                                     const CMLC_GEMM_N(gemm_access_t) * acc, int64_t b, int64_t jc,
+                                     int64_t nc, int64_t pc, int64_t kc, int nr, int64_t s0,
+                                     int64_t s1, CMLC_GEMM_T* panel) {
   int64_t boff = bop->batch_offsets[b];
   bool native = bop->dtype == CMLC_GEMM_DTYPE;
   for (int64_t s = s0; s < s1; ++s) {
@@ -171,7 +173,7 @@ typedef struct CMLC_GEMM_N(gemm_ctx_t) {
   CMLC_GEMM_N(kernel_t) kern;
   CMLC_GEMM_N(gemm_sizes_t) sz;
   CMLC_GEMM_N(gemm_access_t) a_acc, b_acc;
-  bool direct_b;   // B is read in place (rows contiguous, small)
+  bool direct_b;         // B is read in place (rows contiguous, small)
   CMLC_GEMM_T* scratch;  // per-thread blocks, then the shared panel
   int threads;
   // Tile mode state for the current (b, jc, pc).
@@ -182,9 +184,10 @@ typedef struct CMLC_GEMM_N(gemm_ctx_t) {
 } CMLC_GEMM_N(gemm_ctx_t);
 
 // The B sliver |s| of the current block: packed, or the operand itself.
-static const CMLC_GEMM_T* CMLC_GEMM_N(gemm_b_sliver)(const CMLC_GEMM_N(gemm_ctx_t)* c, int64_t b, int64_t jc,
-                                       int64_t pc, int64_t kc, const CMLC_GEMM_T* panel, int64_t s,
-                                       int64_t* out_ldb) {
+static const CMLC_GEMM_T* CMLC_GEMM_N(gemm_b_sliver)(const CMLC_GEMM_N(gemm_ctx_t) * c, int64_t b,
+                                                     int64_t jc, int64_t pc, int64_t kc,
+                                                     const CMLC_GEMM_T* panel, int64_t s,
+                                                     int64_t* out_ldb) {
   if (c->direct_b) {
     const cmlc__gemm_operand_t* bop = &c->p->b;
     *out_ldb = c->b_acc.row_stride;
@@ -196,9 +199,10 @@ static const CMLC_GEMM_T* CMLC_GEMM_N(gemm_b_sliver)(const CMLC_GEMM_N(gemm_ctx_
 }
 
 // Runs the micro-kernel over A block rows [0, mc) (packed in |ap|) and B slivers [s0, s1).
-static void CMLC_GEMM_N(gemm_tiles)(const CMLC_GEMM_N(gemm_ctx_t)* ctx, int64_t b, int64_t ic, int64_t mc,
-                            int64_t jc, int64_t nc, int64_t pc, int64_t kc, const CMLC_GEMM_T* ap,
-                            const CMLC_GEMM_T* panel, int64_t s0, int64_t s1) {
+static void CMLC_GEMM_N(gemm_tiles)(const CMLC_GEMM_N(gemm_ctx_t) * ctx, int64_t b, int64_t ic,
+                                    int64_t mc, int64_t jc, int64_t nc, int64_t pc, int64_t kc,
+                                    const CMLC_GEMM_T* ap, const CMLC_GEMM_T* panel, int64_t s0,
+                                    int64_t s1) {
   const CMLC_GEMM_PROBLEM* p = ctx->p;
   const CMLC_GEMM_N(kernel_t)* kern = &ctx->kern;
   int mr = kern->mr, nr = kern->nr;
@@ -212,15 +216,14 @@ static void CMLC_GEMM_N(gemm_tiles)(const CMLC_GEMM_N(gemm_ctx_t)* ctx, int64_t 
     const CMLC_GEMM_T* bs = CMLC_GEMM_N(gemm_b_sliver)(ctx, b, jc, pc, kc, panel, s, &ldb);
     for (int64_t i = 0; i < mc; i += mr) {
       int rows = (int)CMLC_GEMM_N(gemm_min)(mr, mc - i);
-      kern->fn(kc, ap + i * kc, bs, ldb, cb + (ic + i) * ldc + col0, ldc, accumulate, rows,
-               cols);
+      kern->fn(kc, ap + i * kc, bs, ldb, cb + (ic + i) * ldc + col0, ldc, accumulate, rows, cols);
     }
   }
 }
 
 // The whole product of batch |b| on the calling thread with private buffers.
-static void CMLC_GEMM_N(gemm_batch_serial)(const CMLC_GEMM_N(gemm_ctx_t)* c, int64_t b, CMLC_GEMM_T* abuf,
-                                   CMLC_GEMM_T* panel) {
+static void CMLC_GEMM_N(gemm_batch_serial)(const CMLC_GEMM_N(gemm_ctx_t) * c, int64_t b,
+                                           CMLC_GEMM_T* abuf, CMLC_GEMM_T* panel) {
   const CMLC_GEMM_PROBLEM* p = c->p;
   const CMLC_GEMM_N(gemm_sizes_t)* sz = &c->sz;
   int64_t nr = c->kern.nr;
@@ -240,7 +243,8 @@ static void CMLC_GEMM_N(gemm_batch_serial)(const CMLC_GEMM_N(gemm_ctx_t)* c, int
   }
 }
 
-static CMLC_GEMM_T* CMLC_GEMM_N(gemm_thread_a)(const CMLC_GEMM_N(gemm_ctx_t)* c, int thread_index) {
+static CMLC_GEMM_T* CMLC_GEMM_N(gemm_thread_a)(const CMLC_GEMM_N(gemm_ctx_t) * c,
+                                               int thread_index) {
   return c->scratch + (size_t)thread_index * (c->sz.a_elems + c->sz.b_elems);
 }
 
@@ -251,11 +255,12 @@ static void CMLC_GEMM_N(gemm_batch_task)(void* vctx, int64_t begin, int64_t end,
   for (int64_t b = begin; b < end; ++b) CMLC_GEMM_N(gemm_batch_serial)(c, b, abuf, panel);
 }
 
-static void CMLC_GEMM_N(gemm_pack_b_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
+static void CMLC_GEMM_N(gemm_pack_b_task)(void* vctx, int64_t begin, int64_t end,
+                                          int thread_index) {
   (void)thread_index;
   CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
-  CMLC_GEMM_N(gemm_pack_b)(&c->p->b, &c->b_acc, c->b, c->jc, c->nc, c->pc, c->kc, c->kern.nr, begin,
-                   end, c->shared_panel);
+  CMLC_GEMM_N(gemm_pack_b)
+  (&c->p->b, &c->b_acc, c->b, c->jc, c->nc, c->pc, c->kc, c->kern.nr, begin, end, c->shared_panel);
 }
 
 static void CMLC_GEMM_N(gemm_tile_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
@@ -268,7 +273,8 @@ static void CMLC_GEMM_N(gemm_tile_task)(void* vctx, int64_t begin, int64_t end, 
     int64_t s0 = chunk * c->slivers_per_chunk;
     int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, s0 + c->slivers_per_chunk);
     CMLC_GEMM_N(gemm_pack_a)(&c->p->a, &c->a_acc, c->b, ic, mc, c->pc, c->kc, c->kern.mr, abuf);
-    CMLC_GEMM_N(gemm_tiles)(c, c->b, ic, mc, c->jc, c->nc, c->pc, c->kc, abuf, c->shared_panel, s0, s1);
+    CMLC_GEMM_N(gemm_tiles)
+    (c, c->b, ic, mc, c->jc, c->nc, c->pc, c->kc, abuf, c->shared_panel, s0, s1);
   }
 }
 
@@ -283,7 +289,8 @@ static void CMLC_GEMM_N(gemv_row_task)(void* vctx, int64_t begin, int64_t end, i
   for (int64_t t = begin; t < end; ++t) {
     int64_t b = t / chunks, j0 = (t % chunks) * c->gemv_chunk;
     int64_t w = CMLC_GEMM_N(gemm_min)(c->gemv_chunk, p->n - j0);
-    const CMLC_GEMM_T* a = (const CMLC_GEMM_T*)p->a.data + p->a.batch_offsets[b] + p->a.row_offsets[0];
+    const CMLC_GEMM_T* a =
+        (const CMLC_GEMM_T*)p->a.data + p->a.batch_offsets[b] + p->a.row_offsets[0];
     const CMLC_GEMM_T* bm = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[b];
     CMLC_GEMM_T* out = p->c + b * p->n + j0;
     if (c->b_acc.col_stride == 1) {
@@ -303,7 +310,8 @@ static void CMLC_GEMM_N(gemv_col_task)(void* vctx, int64_t begin, int64_t end, i
   for (int64_t t = begin; t < end; ++t) {
     int64_t b = t / chunks, i0 = (t % chunks) * c->gemv_chunk;
     int64_t h = CMLC_GEMM_N(gemm_min)(c->gemv_chunk, p->m - i0);
-    const CMLC_GEMM_T* x = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[b] + p->b.col_offsets[0];
+    const CMLC_GEMM_T* x =
+        (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[b] + p->b.col_offsets[0];
     const CMLC_GEMM_T* am = (const CMLC_GEMM_T*)p->a.data + p->a.batch_offsets[b];
     c->kern.dot(p->k, x, am + i0 * c->a_acc.row_stride, c->a_acc.row_stride, p->c + b * p->m + i0,
                 1, h);
@@ -312,7 +320,7 @@ static void CMLC_GEMM_N(gemv_col_task)(void* vctx, int64_t begin, int64_t end, i
 
 // Runs the GEMV path when it applies (f32 operands, M == 1 or N == 1, affine layouts); returns
 // false to let the blocked path run.
-static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t)* c, cmlc_pool_t* pool) {
+static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
   const CMLC_GEMM_PROBLEM* p = c->p;
   if (p->a.dtype != CMLC_GEMM_DTYPE || p->b.dtype != CMLC_GEMM_DTYPE) return false;
   if (p->m == 1 && c->a_acc.col_stride != CMLC_GEMM_NOT_AFFINE &&
@@ -343,8 +351,8 @@ static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t)* c, cmlc_pool_t* pool)
 
 //===--- entry ---===//
 
-void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* pool,
-                    void* scratch, int threads) {
+void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* pool, void* scratch,
+                     int threads) {
   if (p->batch <= 0 || p->m <= 0 || p->n <= 0) return;
   if (p->k <= 0) {
     memset(p->c, 0, (size_t)(p->batch * p->m * p->n) * sizeof(CMLC_GEMM_T));
@@ -372,8 +380,7 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
   // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
   if (flops * (double)p->batch <= 2.0 * 128 * 128 * 128) pool = NULL, pool_threads = 1;
   c.direct_b = p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.col_stride == 1 &&
-               c.b_acc.row_stride != CMLC_GEMM_NOT_AFFINE &&
-               p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX;
+               c.b_acc.row_stride != CMLC_GEMM_NOT_AFFINE && p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX;
 
   if (CMLC_GEMM_N(gemm_batch_mode)(p->batch, p->m, p->n, p->k, pool_threads)) {
     int64_t min_chunk = (int64_t)(2.0 * 64 * 64 * 64 / (flops > 1 ? flops : 1)) + 1;

@@ -165,19 +165,19 @@ static cml_status_t cmlc_ix_gather(const cmlc_kernel_args_t* args) {
 // Combines |n| update elements (stride |ss|) into |dst| (stride |ds|); strides in elements.
 typedef void (*cmlc_ix_combine_fn)(char* dst, int64_t ds, const char* src, int64_t ss, int64_t n);
 
-#define CMLC_IX_COMBINE(name, T, EXPR)                                                     \
-  static void name(char* dst_, int64_t ds, const char* src_, int64_t ss, int64_t n) {     \
-    T* dst = (T*)dst_;                                                                     \
-    const T* src = (const T*)src_;                                                         \
-    for (int64_t k = 0; k < n; ++k) {                                                      \
-      T a = dst[k * ds], b = src[k * ss];                                                  \
-      dst[k * ds] = (EXPR);                                                                \
-    }                                                                                      \
+#define CMLC_IX_COMBINE(name, T, EXPR)                                                \
+  static void name(char* dst_, int64_t ds, const char* src_, int64_t ss, int64_t n) { \
+    T* dst = (T*)dst_;                                                                \
+    const T* src = (const T*)src_;                                                    \
+    for (int64_t k = 0; k < n; ++k) {                                                 \
+      T a = dst[k * ds], b = src[k * ss];                                             \
+      dst[k * ds] = (EXPR);                                                           \
+    }                                                                                 \
   }
 
-#define CMLC_IX_INT_COMBINES(suffix, T, U)                                 \
-  CMLC_IX_COMBINE(cmlc_ix_sum_##suffix, T, (T)((U)a + (U)b))              \
-  CMLC_IX_COMBINE(cmlc_ix_max_##suffix, T, (b > a ? b : a))               \
+#define CMLC_IX_INT_COMBINES(suffix, T, U)                   \
+  CMLC_IX_COMBINE(cmlc_ix_sum_##suffix, T, (T)((U)a + (U)b)) \
+  CMLC_IX_COMBINE(cmlc_ix_max_##suffix, T, (b > a ? b : a))  \
   CMLC_IX_COMBINE(cmlc_ix_min_##suffix, T, (b < a ? b : a))
 CMLC_IX_INT_COMBINES(i8, int8_t, uint8_t)
 CMLC_IX_INT_COMBINES(i16, int16_t, uint16_t)
@@ -198,11 +198,11 @@ CMLC_IX_COMBINE(cmlc_ix_sum_f64, double, a + b)
 CMLC_IX_COMBINE(cmlc_ix_max_f64, double, CMLC_IX_FMAX(a, b))
 CMLC_IX_COMBINE(cmlc_ix_min_f64, double, CMLC_IX_FMIN(a, b))
 
-#define CMLC_IX_HALF_COMBINES(suffix, TO_F32, FROM_F32)                                     \
-  CMLC_IX_COMBINE(cmlc_ix_sum_##suffix, uint16_t, FROM_F32(TO_F32(a) + TO_F32(b)))          \
-  CMLC_IX_COMBINE(cmlc_ix_max_##suffix, uint16_t,                                          \
-                  (isnan(TO_F32(a)) || TO_F32(a) >= TO_F32(b)) ? a : b)                     \
-  CMLC_IX_COMBINE(cmlc_ix_min_##suffix, uint16_t,                                          \
+#define CMLC_IX_HALF_COMBINES(suffix, TO_F32, FROM_F32)                            \
+  CMLC_IX_COMBINE(cmlc_ix_sum_##suffix, uint16_t, FROM_F32(TO_F32(a) + TO_F32(b))) \
+  CMLC_IX_COMBINE(cmlc_ix_max_##suffix, uint16_t,                                  \
+                  (isnan(TO_F32(a)) || TO_F32(a) >= TO_F32(b)) ? a : b)            \
+  CMLC_IX_COMBINE(cmlc_ix_min_##suffix, uint16_t,                                  \
                   (isnan(TO_F32(a)) || TO_F32(a) <= TO_F32(b)) ? a : b)
 CMLC_IX_HALF_COMBINES(f16, cml_f16_to_f32, cml_f32_to_f16)
 CMLC_IX_HALF_COMBINES(bf16, cml_bf16_to_f32, cml_f32_to_bf16)
@@ -228,11 +228,11 @@ static void cmlc_ix_sum_c128(char* dst_, int64_t ds, const char* src_, int64_t s
 // Returns the combiner for |op| and |dtype|, or NULL.
 static cmlc_ix_combine_fn cmlc_ix_combiner(cml_op_t op, cml_dtype_t dtype) {
   const int which = op == CML_OP_SCATTER_SUM ? 0 : (op == CML_OP_SCATTER_MAX ? 1 : 2);
-#define CMLC_IX_CASE(D, suffix)                                              \
-  case D: {                                                                  \
+#define CMLC_IX_CASE(D, suffix)                                                           \
+  case D: {                                                                               \
     static const cmlc_ix_combine_fn fns[3] = {cmlc_ix_sum_##suffix, cmlc_ix_max_##suffix, \
-                                              cmlc_ix_min_##suffix};         \
-    return fns[which];                                                       \
+                                              cmlc_ix_min_##suffix};                      \
+    return fns[which];                                                                    \
   }
   switch (dtype) {
     CMLC_IX_CASE(CML_DTYPE_I8, i8)
@@ -247,9 +247,12 @@ static cmlc_ix_combine_fn cmlc_ix_combiner(cml_op_t op, cml_dtype_t dtype) {
     CMLC_IX_CASE(CML_DTYPE_BF16, bf16)
     CMLC_IX_CASE(CML_DTYPE_F32, f32)
     CMLC_IX_CASE(CML_DTYPE_F64, f64)
-    case CML_DTYPE_C64: return which == 0 ? cmlc_ix_sum_c64 : NULL;
-    case CML_DTYPE_C128: return which == 0 ? cmlc_ix_sum_c128 : NULL;
-    default: return NULL;
+    case CML_DTYPE_C64:
+      return which == 0 ? cmlc_ix_sum_c64 : NULL;
+    case CML_DTYPE_C128:
+      return which == 0 ? cmlc_ix_sum_c128 : NULL;
+    default:
+      return NULL;
   }
 #undef CMLC_IX_CASE
 }
@@ -271,7 +274,8 @@ static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
   cmlc__mv_row_major_strides(xs->rank, xs->dims, xstrides);
   cmlc__mv_row_major_strides(is->rank, is->dims, istrides);
   cmlc__mv_row_major_strides(us->rank, us->dims, ustrides);
-  const int64_t vector_stride = sd->index_vector_axis < is->rank ? istrides[sd->index_vector_axis] : 0;
+  const int64_t vector_stride =
+      sd->index_vector_axis < is->rank ? istrides[sd->index_vector_axis] : 0;
 
   // Scatter axes of the updates (not window axes), matched in order with the indices' axes
   // other than the index vector axis.
@@ -394,7 +398,8 @@ bool cmlc_kernels_index_lookup(const cml_module_t* module, const cml_ir_node_t* 
       e.in_place_input = 0;
       index_count = 1;
       break;
-    default: return false;
+    default:
+      return false;
   }
   for (uint32_t i = first_index; i < first_index + index_count && i < node->input_count; ++i) {
     cml_dtype_t d = module->values[node->inputs[i]].shape.dtype;
@@ -408,5 +413,6 @@ void cmlc_kernels_index_capabilities(cml_capabilities_t* caps) {
   static const cml_op_t ops[] = {CML_OP_DYNAMIC_SLICE, CML_OP_DYNAMIC_UPDATE_SLICE,
                                  CML_OP_GATHER,        CML_OP_SCATTER_SUM,
                                  CML_OP_SCATTER_MAX,   CML_OP_SCATTER_MIN};
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i) cml_capabilities_set_op(caps, ops[i], true);
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i)
+    cml_capabilities_set_op(caps, ops[i], true);
 }

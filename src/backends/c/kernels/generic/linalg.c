@@ -27,9 +27,9 @@ typedef struct cmlc_la_dot_plan_t {
   int64_t rb[CML_MAX_RANK], rk[CML_MAX_RANK], rn[CML_MAX_RANK];
   cml_dtype_t lhs_dtype, rhs_dtype, acc_dtype, out_dtype;
   cmlc__la_domain_t domain;
-  bool use_gemm;  // the f32 GEMM
+  bool use_gemm;   // the f32 GEMM
   bool gemm_bf16;  // with use_gemm: the AVX-512 BF16 GEMM (bf16 x bf16 operands)
-  bool gemm_f64;  // the f64 GEMM
+  bool gemm_f64;   // the f64 GEMM
   int threads;
   // Scratch layout (byte offsets, each 64-byte aligned).
   size_t off_tables, off_a, off_b, off_c, off_gemm, total;
@@ -37,9 +37,7 @@ typedef struct cmlc_la_dot_plan_t {
 
 static size_t cmlc_la_align(size_t x) { return (x + 63) & ~(size_t)63; }
 
-static bool cmlc_la_dtype_ok(cml_dtype_t d) {
-  return cmlc__la_domain_of(d) != CMLC__LA_DOM_NONE;
-}
+static bool cmlc_la_dtype_ok(cml_dtype_t d) { return cmlc__la_domain_of(d) != CMLC__LA_DOM_NONE; }
 
 // Collects the axes of a |rank| shape not listed in |a| and |b| (ascending).
 static int32_t cmlc_la_free_axes(int32_t rank, const int64_t* a, int32_t na, const int64_t* b,
@@ -60,9 +58,9 @@ static int64_t cmlc_la_prod(const cml_shape_t* s, const int64_t* axes, int32_t c
   return p;
 }
 
-static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs,
-                             const cml_shape_t* out, const cml_ir_attrs_t* attrs,
-                             const cmlc_options_t* options, cmlc_la_dot_plan_t* p) {
+static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs, const cml_shape_t* out,
+                             const cml_ir_attrs_t* attrs, const cmlc_options_t* options,
+                             cmlc_la_dot_plan_t* p) {
   memset(p, 0, sizeof *p);
   const cml_dot_config_t* c = &attrs->u.dot;
   p->lb_count = c->lhs_batch_count;
@@ -122,8 +120,8 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs,
     } else
 #endif
     {
-      off = cmlc_la_align(off + cmlc__gemm_f32_scratch(p->batch, p->m, p->n, p->k,
-                                                       options->isa, p->threads));
+      off = cmlc_la_align(
+          off + cmlc__gemm_f32_scratch(p->batch, p->m, p->n, p->k, options->isa, p->threads));
     }
   } else if (p->gemm_f64) {
     p->off_a = p->off_b = off;
@@ -131,8 +129,8 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs,
     if (p->out_dtype != CML_DTYPE_F64)
       off = cmlc_la_align(off + (size_t)(p->batch * p->m * p->n) * sizeof(double));
     p->off_gemm = off;
-    off = cmlc_la_align(off + cmlc__gemm_f64_scratch(p->batch, p->m, p->n, p->k, options->isa,
-                                                     p->threads));
+    off = cmlc_la_align(
+        off + cmlc__gemm_f64_scratch(p->batch, p->m, p->n, p->k, options->isa, p->threads));
   } else {
     size_t es = cmlc__la_domain_size(p->domain);
     p->off_a = off;
@@ -153,15 +151,14 @@ typedef struct cmlc_la_dot_ctx_t {
   const void* rhs;
   void* out;
   const int64_t *lhs_b, *lhs_m, *lhs_k, *rhs_b, *rhs_k, *rhs_n;
-  void* a;  // [B, M, K] in the domain
+  void* a;   // [B, M, K] in the domain
   void* bt;  // [B, N, K] in the domain
 } cmlc_la_dot_ctx_t;
 
 // Converts rows [begin, end) of a [B, R, K] domain array from |src| through the tables.
-static void cmlc_la_convert_rows(const cmlc_la_dot_plan_t* p, const void* src,
-                                 cml_dtype_t dtype, const int64_t* tb, const int64_t* tr,
-                                 const int64_t* tk, int64_t rows_per_batch, void* dst,
-                                 int64_t begin, int64_t end) {
+static void cmlc_la_convert_rows(const cmlc_la_dot_plan_t* p, const void* src, cml_dtype_t dtype,
+                                 const int64_t* tb, const int64_t* tr, const int64_t* tk,
+                                 int64_t rows_per_batch, void* dst, int64_t begin, int64_t end) {
   int64_t k = p->k;
   for (int64_t row = begin; row < end; ++row) {
     int64_t base = tb[row / rows_per_batch] + tr[row % rows_per_batch];
@@ -294,8 +291,7 @@ static void cmlc_la_dot_store_c(void* vctx, int64_t begin, int64_t end, int thre
   cmlc_la_dot_ctx_t* c = vctx;
   if (c->plan->gemm_f64) {
     const double* src = c->a;
-    for (int64_t i = begin; i < end; ++i)
-      cmlc__la_store_f64(c->out, i, c->plan->out_dtype, src[i]);
+    for (int64_t i = begin; i < end; ++i) cmlc__la_store_f64(c->out, i, c->plan->out_dtype, src[i]);
     return;
   }
   const float* src = c->a;
@@ -323,15 +319,13 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
   const cml_shape_t* lhs = args->input_shapes[0];
   const cml_shape_t* rhs = args->input_shapes[1];
   char text[3][160];
-  if (!cmlc_la_dot_plan(lhs, rhs, args->output_shapes[0], args->node->attrs, args->options,
-                        &p) ||
+  if (!cmlc_la_dot_plan(lhs, rhs, args->output_shapes[0], args->node->attrs, args->options, &p) ||
       args->scratch_size < p.total) {
-    return cml_status_make(CML_STATUS_INTERNAL,
-                           "DotGeneral: inconsistent plan for lhs %s, rhs %s -> %s (scratch %zu)",
-                           cml_shape_format(lhs, text[0], sizeof text[0]),
-                           cml_shape_format(rhs, text[1], sizeof text[1]),
-                           cml_shape_format(args->output_shapes[0], text[2], sizeof text[2]),
-                           args->scratch_size);
+    return cml_status_make(
+        CML_STATUS_INTERNAL, "DotGeneral: inconsistent plan for lhs %s, rhs %s -> %s (scratch %zu)",
+        cml_shape_format(lhs, text[0], sizeof text[0]),
+        cml_shape_format(rhs, text[1], sizeof text[1]),
+        cml_shape_format(args->output_shapes[0], text[2], sizeof text[2]), args->scratch_size);
   }
   int64_t total_out = p.batch * p.m * p.n;
   if (total_out == 0) return CML_OK;
@@ -407,8 +401,7 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
   c.bt = s + p.off_b;
   cmlc_parallel_for(args->pool, p.batch * p.m, cmlc_la_chunk(p.k), cmlc_la_dot_convert_a, &c);
   cmlc_parallel_for(args->pool, p.batch * p.n, cmlc_la_chunk(p.k), cmlc_la_dot_convert_b, &c);
-  cmlc_parallel_for(args->pool, p.batch * p.m, cmlc_la_chunk(p.k * p.n), cmlc_la_dot_compute,
-                    &c);
+  cmlc_parallel_for(args->pool, p.batch * p.m, cmlc_la_chunk(p.k * p.n), cmlc_la_dot_compute, &c);
   return CML_OK;
 }
 

@@ -44,8 +44,8 @@ enum {
   CMLC_CONV_TILE_BYTES = 512 * 1024,  // target im2col bytes per tile
   CMLC_CONV_TILE_MIN = 96,            // rows: below this B is re-read too often
   CMLC_CONV_TILE_MAX = 768,
-  CMLC_CONV_TILE_ALIGN = 12,          // a multiple of every micro-kernel's MR (4, 6, 12)
-  CMLC_CONV_MIN_TASKS = 32,           // rows tiles shrink (to TILE_MIN) to reach this many
+  CMLC_CONV_TILE_ALIGN = 12,  // a multiple of every micro-kernel's MR (4, 6, 12)
+  CMLC_CONV_MIN_TASKS = 32,   // rows tiles shrink (to TILE_MIN) to reach this many
 };
 
 // Fast-path plan (valid when |enabled|).
@@ -159,8 +159,8 @@ static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* optio
   bool a_direct = native_in && f->ks == 1 && f->groups == 1 && !f->depthwise &&
                   c->input_batch_axis == 0 && c->input_channel_axis == p->in.rank - 1;
   for (int32_t d = 0; d < S; ++d)
-    a_direct &= c->input_spatial_axes[d] == 1 + d && c->strides[d] == 1 &&
-                c->padding_low[d] == 0 && c->input_dilations[d] == 1 &&
+    a_direct &= c->input_spatial_axes[d] == 1 + d && c->strides[d] == 1 && c->padding_low[d] == 0 &&
+                c->input_dilations[d] == 1 &&
                 p->in.dims[1 + d] == p->out.dims[c->output_spatial_axes[d]];
   f->a_direct = a_direct;
   f->threads = options->threads > 0 ? options->threads : 1;
@@ -284,37 +284,37 @@ static void cmlc_conv_convert_ker(void* vctx, int64_t begin, int64_t end, int th
 }
 
 // One output element's sum in domain type T (float, double or uint64_t).
-#define CMLC_CONV_SUM(T)                                                                      \
-  do {                                                                                        \
-    const T* x = (const T*)c->in_dom;                                                         \
-    const T* w = (const T*)c->ker_dom;                                                        \
-    T acc = 0;                                                                                \
-    for (;;) {                                                                                \
-      bool valid = true;                                                                      \
-      int64_t xoff = in_base, woff = ker_base;                                                \
-      for (int32_t d = 0; d < S && valid; ++d) {                                              \
-        int64_t pos = y[d] * cfg->strides[d] + kidx[d] * cfg->kernel_dilations[d] -           \
-                      cfg->padding_low[d];                                                    \
-        int64_t idil = cfg->input_dilations[d];                                               \
-        if (pos < 0 || pos > (in_dims[d] - 1) * idil || pos % idil != 0) {                    \
-          valid = false;                                                                      \
-        } else {                                                                              \
-          xoff += (pos / idil) * in_sp_strides[d];                                            \
-          woff += kidx[d] * ker_sp_strides[d];                                                \
-        }                                                                                     \
-      }                                                                                       \
-      if (valid) {                                                                            \
-        for (int64_t ci = 0; ci < cin_g; ++ci)                                                \
-          acc += x[xoff + ci * in_c_stride] * w[woff + ci * ker_ic_stride];                   \
-      }                                                                                       \
-      int32_t d = S - 1;                                                                      \
-      for (; d >= 0; --d) {                                                                   \
-        if (++kidx[d] < ker_dims[d]) break;                                                   \
-        kidx[d] = 0;                                                                          \
-      }                                                                                       \
-      if (d < 0) break;                                                                       \
-    }                                                                                         \
-    result_##T = acc;                                                                         \
+#define CMLC_CONV_SUM(T)                                                                       \
+  do {                                                                                         \
+    const T* x = (const T*)c->in_dom;                                                          \
+    const T* w = (const T*)c->ker_dom;                                                         \
+    T acc = 0;                                                                                 \
+    for (;;) {                                                                                 \
+      bool valid = true;                                                                       \
+      int64_t xoff = in_base, woff = ker_base;                                                 \
+      for (int32_t d = 0; d < S && valid; ++d) {                                               \
+        int64_t pos =                                                                          \
+            y[d] * cfg->strides[d] + kidx[d] * cfg->kernel_dilations[d] - cfg->padding_low[d]; \
+        int64_t idil = cfg->input_dilations[d];                                                \
+        if (pos < 0 || pos > (in_dims[d] - 1) * idil || pos % idil != 0) {                     \
+          valid = false;                                                                       \
+        } else {                                                                               \
+          xoff += (pos / idil) * in_sp_strides[d];                                             \
+          woff += kidx[d] * ker_sp_strides[d];                                                 \
+        }                                                                                      \
+      }                                                                                        \
+      if (valid) {                                                                             \
+        for (int64_t ci = 0; ci < cin_g; ++ci)                                                 \
+          acc += x[xoff + ci * in_c_stride] * w[woff + ci * ker_ic_stride];                    \
+      }                                                                                        \
+      int32_t d = S - 1;                                                                       \
+      for (; d >= 0; --d) {                                                                    \
+        if (++kidx[d] < ker_dims[d]) break;                                                    \
+        kidx[d] = 0;                                                                           \
+      }                                                                                        \
+      if (d < 0) break;                                                                        \
+    }                                                                                          \
+    result_##T = acc;                                                                          \
   } while (0)
 
 static void cmlc_conv_compute(void* vctx, int64_t begin, int64_t end, int thread_index) {
@@ -337,9 +337,10 @@ static void cmlc_conv_compute(void* vctx, int64_t begin, int64_t end, int thread
   const int64_t in_c_stride = p->in_strides[cfg->input_channel_axis];
   const int64_t ker_ic_stride = p->ker_strides[cfg->kernel_input_channel_axis];
   for (int64_t oi = begin; oi < end; ++oi) {
-    int64_t ob = (oi / p->out_strides[cfg->output_batch_axis]) % p->out.dims[cfg->output_batch_axis];
-    int64_t o = (oi / p->out_strides[cfg->output_channel_axis]) %
-                p->out.dims[cfg->output_channel_axis];
+    int64_t ob =
+        (oi / p->out_strides[cfg->output_batch_axis]) % p->out.dims[cfg->output_batch_axis];
+    int64_t o =
+        (oi / p->out_strides[cfg->output_channel_axis]) % p->out.dims[cfg->output_channel_axis];
     int64_t y[CML_MAX_RANK], kidx[CML_MAX_RANK];
     for (int32_t d = 0; d < S; ++d) {
       int64_t ax = cfg->output_spatial_axes[d];
@@ -355,20 +356,32 @@ static void cmlc_conv_compute(void* vctx, int64_t begin, int64_t end, int thread
     uint64_t result_uint64_t = 0;
     if (!empty_kernel) {
       switch (p->domain) {
-        case CMLC__LA_DOM_F32: CMLC_CONV_SUM(float); break;
-        case CMLC__LA_DOM_F64: CMLC_CONV_SUM(double); break;
-        case CMLC__LA_DOM_INT: CMLC_CONV_SUM(uint64_t); break;
-        default: break;
+        case CMLC__LA_DOM_F32:
+          CMLC_CONV_SUM(float);
+          break;
+        case CMLC__LA_DOM_F64:
+          CMLC_CONV_SUM(double);
+          break;
+        case CMLC__LA_DOM_INT:
+          CMLC_CONV_SUM(uint64_t);
+          break;
+        default:
+          break;
       }
     }
     switch (p->domain) {
-      case CMLC__LA_DOM_F32: cmlc__la_store_f64(c->out, oi, p->out.dtype, result_float); break;
-      case CMLC__LA_DOM_F64: cmlc__la_store_f64(c->out, oi, p->out.dtype, result_double); break;
+      case CMLC__LA_DOM_F32:
+        cmlc__la_store_f64(c->out, oi, p->out.dtype, result_float);
+        break;
+      case CMLC__LA_DOM_F64:
+        cmlc__la_store_f64(c->out, oi, p->out.dtype, result_double);
+        break;
       case CMLC__LA_DOM_INT:
         cmlc__la_store_int(c->out, oi, p->out.dtype,
                            cmlc__la_int_extend(result_uint64_t, p->acc_dtype), p->acc_dtype);
         break;
-      default: break;
+      default:
+        break;
     }
   }
 }
@@ -408,8 +421,7 @@ static int64_t cmlc_conv_fast_tap_offset(const cmlc_conv_fast_ctx_t* c, int64_t 
 
 // Kernel rows [begin, end) into the domain array: the GEMM path's [G, K, Ng] (rows over
 // (group, k)), or the depthwise path's [taps, C_out] (rows over taps).
-static void cmlc_conv_fast_convert_ker(void* vctx, int64_t begin, int64_t end,
-                                       int thread_index) {
+static void cmlc_conv_fast_convert_ker(void* vctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   cmlc_conv_fast_ctx_t* c = vctx;
   const cmlc_conv_plan_t* p = c->p;
@@ -490,43 +502,42 @@ static int64_t cmlc_conv_fast_row(const cmlc_conv_fast_ctx_t* c, int64_t row, in
 }
 
 // im2col of one row into |dst| (K elements), element type T, loader LOAD for other dtypes.
-#define CMLC_CONV_IM2COL(T, SUFFIX, LOAD)                                                      \
-  static void cmlc_conv_im2col_##SUFFIX(const cmlc_conv_fast_ctx_t* c, int64_t base,          \
-                                        const int64_t* offs, T* dst) {                        \
-    const cmlc_conv_fast_t* f = &c->p->fast;                                                   \
-    const cml_dtype_t dtype = c->p->in.dtype;                                                  \
-    const bool native = dtype == (sizeof(T) == 4 ? CML_DTYPE_F32 : CML_DTYPE_F64);            \
-    const T* x = (const T*)c->in + base;                                                       \
-    const int64_t cs = c->p->in_strides[c->p->cfg->input_channel_axis];                        \
-    const int64_t cg = f->cg, ks = f->ks;                                                      \
-    if (f->ci_minor) {                                                                         \
-      for (int64_t tap = 0; tap < ks; ++tap) {                                                 \
-        T* d = dst + tap * cg;                                                                 \
-        int64_t off = offs[tap];                                                               \
-        if (off < 0) {                                                                         \
-          for (int64_t ci = 0; ci < cg; ++ci) d[ci] = 0;                                       \
-        } else if (native && cs == 1) {                                                        \
-          memcpy(d, x + off, (size_t)cg * sizeof(T));                                          \
-        } else if (native) {                                                                   \
-          for (int64_t ci = 0; ci < cg; ++ci) d[ci] = x[off + ci * cs];                        \
-        } else {                                                                               \
-          for (int64_t ci = 0; ci < cg; ++ci)                                                  \
-            d[ci] = (T)LOAD(c->in, base + off + ci * cs, dtype);                               \
-        }                                                                                      \
-      }                                                                                        \
-      return;                                                                                  \
-    }                                                                                          \
-    for (int64_t ci = 0; ci < cg; ++ci) {                                                      \
-      T* d = dst + ci * ks;                                                                    \
-      int64_t cbase = ci * cs;                                                                 \
-      if (native) {                                                                            \
-        for (int64_t tap = 0; tap < ks; ++tap)                                                 \
-          d[tap] = offs[tap] < 0 ? (T)0 : x[cbase + offs[tap]];                                \
-      } else {                                                                                 \
-        for (int64_t tap = 0; tap < ks; ++tap)                                                 \
-          d[tap] = offs[tap] < 0 ? (T)0 : (T)LOAD(c->in, base + cbase + offs[tap], dtype);     \
-      }                                                                                        \
-    }                                                                                          \
+#define CMLC_CONV_IM2COL(T, SUFFIX, LOAD)                                                          \
+  static void cmlc_conv_im2col_##SUFFIX(const cmlc_conv_fast_ctx_t* c, int64_t base,               \
+                                        const int64_t* offs, T* dst) {                             \
+    const cmlc_conv_fast_t* f = &c->p->fast;                                                       \
+    const cml_dtype_t dtype = c->p->in.dtype;                                                      \
+    const bool native = dtype == (sizeof(T) == 4 ? CML_DTYPE_F32 : CML_DTYPE_F64);                 \
+    const T* x = (const T*)c->in + base;                                                           \
+    const int64_t cs = c->p->in_strides[c->p->cfg->input_channel_axis];                            \
+    const int64_t cg = f->cg, ks = f->ks;                                                          \
+    if (f->ci_minor) {                                                                             \
+      for (int64_t tap = 0; tap < ks; ++tap) {                                                     \
+        T* d = dst + tap * cg;                                                                     \
+        int64_t off = offs[tap];                                                                   \
+        if (off < 0) {                                                                             \
+          for (int64_t ci = 0; ci < cg; ++ci) d[ci] = 0;                                           \
+        } else if (native && cs == 1) {                                                            \
+          memcpy(d, x + off, (size_t)cg * sizeof(T));                                              \
+        } else if (native) {                                                                       \
+          for (int64_t ci = 0; ci < cg; ++ci) d[ci] = x[off + ci * cs];                            \
+        } else {                                                                                   \
+          for (int64_t ci = 0; ci < cg; ++ci) d[ci] = (T)LOAD(c->in, base + off + ci * cs, dtype); \
+        }                                                                                          \
+      }                                                                                            \
+      return;                                                                                      \
+    }                                                                                              \
+    for (int64_t ci = 0; ci < cg; ++ci) {                                                          \
+      T* d = dst + ci * ks;                                                                        \
+      int64_t cbase = ci * cs;                                                                     \
+      if (native) {                                                                                \
+        for (int64_t tap = 0; tap < ks; ++tap)                                                     \
+          d[tap] = offs[tap] < 0 ? (T)0 : x[cbase + offs[tap]];                                    \
+      } else {                                                                                     \
+        for (int64_t tap = 0; tap < ks; ++tap)                                                     \
+          d[tap] = offs[tap] < 0 ? (T)0 : (T)LOAD(c->in, base + cbase + offs[tap], dtype);         \
+      }                                                                                            \
+    }                                                                                              \
   }
 
 CMLC_CONV_IM2COL(float, f32, cmlc__la_load_f32)
@@ -569,8 +580,7 @@ static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thre
     cmlc__gemm_operand_t ga = {a, f32 ? CML_DTYPE_F32 : CML_DTYPE_F64, c->zero, c->a_rows,
                                c->a_cols};
     cmlc__gemm_operand_t gb = {(const char*)c->ker_dom + (size_t)(j * f->k * f->ng) * f->es,
-                               f32 ? CML_DTYPE_F32 : CML_DTYPE_F64, c->zero, c->b_rows,
-                               c->b_cols};
+                               f32 ? CML_DTYPE_F32 : CML_DTYPE_F64, c->zero, c->b_rows, c->b_cols};
     if (f32) {
       cmlc__gemm_problem_t g = {1, m, f->ng, f->k, ga, gb, cbuf};
       cmlc__gemm_f32(&g, f->isa, NULL, th + f->th_gemm, 1);
@@ -606,42 +616,42 @@ static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thre
 
 // Depthwise path: per output row, acc[o] += x[group(o)] * w[tap, o] over the valid taps in
 // row-major order (one fixed order per output), then one store per output.
-#define CMLC_CONV_DEPTHWISE(T, SUFFIX, LOAD)                                                   \
+#define CMLC_CONV_DEPTHWISE(T, SUFFIX, LOAD)                                                    \
   static void cmlc_conv_depthwise_##SUFFIX(cmlc_conv_fast_ctx_t* c, int64_t row, int64_t* offs, \
-                                           T* acc) {                                           \
-    const cmlc_conv_plan_t* p = c->p;                                                          \
-    const cmlc_conv_fast_t* f = &p->fast;                                                      \
-    const cml_conv_config_t* cfg = p->cfg;                                                     \
-    const cml_dtype_t dtype = p->in.dtype;                                                     \
-    const bool native = dtype == (sizeof(T) == 4 ? CML_DTYPE_F32 : CML_DTYPE_F64);            \
-    const int64_t cout = p->cout, ng = f->ng;                                                  \
-    const int64_t cs = p->in_strides[cfg->input_channel_axis];                                 \
-    int64_t oo = cmlc_conv_fast_row(c, row, offs);                                             \
-    int64_t base = (row / f->positions) * p->in_strides[cfg->input_batch_axis];                \
-    for (int64_t o = 0; o < cout; ++o) acc[o] = 0;                                             \
-    for (int64_t tap = 0; tap < f->ks; ++tap) {                                                \
-      if (offs[tap] < 0) continue;                                                             \
-      const T* w = (const T*)c->ker_dom + tap * cout;                                          \
-      int64_t xb = base + offs[tap];                                                           \
-      if (native && cs == 1 && ng == 1) {                                                      \
-        const T* x = (const T*)c->in + xb;                                                     \
-        for (int64_t o = 0; o < cout; ++o) acc[o] += x[o] * w[o];                              \
-      } else if (native) {                                                                     \
-        const T* x = (const T*)c->in + xb;                                                     \
-        for (int64_t o = 0; o < cout; ++o) acc[o] += x[(o / ng) * cs] * w[o];                  \
-      } else {                                                                                 \
-        for (int64_t o = 0; o < cout; ++o)                                                     \
-          acc[o] += (T)LOAD(c->in, xb + (o / ng) * cs, dtype) * w[o];                          \
-      }                                                                                        \
-    }                                                                                          \
-    int64_t ocs = p->out_strides[cfg->output_channel_axis];                                    \
-    if (p->out.dtype == (sizeof(T) == 4 ? CML_DTYPE_F32 : CML_DTYPE_F64)) {                   \
-      T* out = (T*)c->out + oo;                                                                \
-      for (int64_t o = 0; o < cout; ++o) out[o * ocs] = acc[o];                                \
-    } else {                                                                                   \
-      for (int64_t o = 0; o < cout; ++o)                                                       \
-        cmlc__la_store_f64(c->out, oo + o * ocs, p->out.dtype, acc[o]);                        \
-    }                                                                                          \
+                                           T* acc) {                                            \
+    const cmlc_conv_plan_t* p = c->p;                                                           \
+    const cmlc_conv_fast_t* f = &p->fast;                                                       \
+    const cml_conv_config_t* cfg = p->cfg;                                                      \
+    const cml_dtype_t dtype = p->in.dtype;                                                      \
+    const bool native = dtype == (sizeof(T) == 4 ? CML_DTYPE_F32 : CML_DTYPE_F64);              \
+    const int64_t cout = p->cout, ng = f->ng;                                                   \
+    const int64_t cs = p->in_strides[cfg->input_channel_axis];                                  \
+    int64_t oo = cmlc_conv_fast_row(c, row, offs);                                              \
+    int64_t base = (row / f->positions) * p->in_strides[cfg->input_batch_axis];                 \
+    for (int64_t o = 0; o < cout; ++o) acc[o] = 0;                                              \
+    for (int64_t tap = 0; tap < f->ks; ++tap) {                                                 \
+      if (offs[tap] < 0) continue;                                                              \
+      const T* w = (const T*)c->ker_dom + tap * cout;                                           \
+      int64_t xb = base + offs[tap];                                                            \
+      if (native && cs == 1 && ng == 1) {                                                       \
+        const T* x = (const T*)c->in + xb;                                                      \
+        for (int64_t o = 0; o < cout; ++o) acc[o] += x[o] * w[o];                               \
+      } else if (native) {                                                                      \
+        const T* x = (const T*)c->in + xb;                                                      \
+        for (int64_t o = 0; o < cout; ++o) acc[o] += x[(o / ng) * cs] * w[o];                   \
+      } else {                                                                                  \
+        for (int64_t o = 0; o < cout; ++o)                                                      \
+          acc[o] += (T)LOAD(c->in, xb + (o / ng) * cs, dtype) * w[o];                           \
+      }                                                                                         \
+    }                                                                                           \
+    int64_t ocs = p->out_strides[cfg->output_channel_axis];                                     \
+    if (p->out.dtype == (sizeof(T) == 4 ? CML_DTYPE_F32 : CML_DTYPE_F64)) {                     \
+      T* out = (T*)c->out + oo;                                                                 \
+      for (int64_t o = 0; o < cout; ++o) out[o * ocs] = acc[o];                                 \
+    } else {                                                                                    \
+      for (int64_t o = 0; o < cout; ++o)                                                        \
+        cmlc__la_store_f64(c->out, oo + o * ocs, p->out.dtype, acc[o]);                         \
+    }                                                                                           \
   }
 
 CMLC_CONV_DEPTHWISE(float, f32, cmlc__la_load_f32)
@@ -743,8 +753,12 @@ static cml_status_t cmlc_conv_run(const cmlc_kernel_args_t* args) {
     cmlc_conv_fast_run(&p, args);
     return CML_OK;
   }
-  cmlc_conv_ctx_t c = {&p, args->inputs[0], args->inputs[1], args->outputs[0],
-                       (char*)args->scratch + p.off_in, (char*)args->scratch + p.off_ker};
+  cmlc_conv_ctx_t c = {&p,
+                       args->inputs[0],
+                       args->inputs[1],
+                       args->outputs[0],
+                       (char*)args->scratch + p.off_in,
+                       (char*)args->scratch + p.off_ker};
   cmlc_parallel_for(args->pool, p.in_count, 16384, cmlc_conv_convert_in, &c);
   cmlc_parallel_for(args->pool, p.ker_count, 16384, cmlc_conv_convert_ker, &c);
   int64_t work = p.cin_g;

@@ -61,12 +61,18 @@ static inline cmlc__la_domain_t cmlc__la_domain_of(cml_dtype_t dtype) {
 // Bytes of one element of |domain| (complex: two components).
 static inline size_t cmlc__la_domain_size(cmlc__la_domain_t domain) {
   switch (domain) {
-    case CMLC__LA_DOM_F32: return 4;
-    case CMLC__LA_DOM_F64: return 8;
-    case CMLC__LA_DOM_INT: return 8;
-    case CMLC__LA_DOM_C64: return 8;
-    case CMLC__LA_DOM_C128: return 16;
-    default: return 0;
+    case CMLC__LA_DOM_F32:
+      return 4;
+    case CMLC__LA_DOM_F64:
+      return 8;
+    case CMLC__LA_DOM_INT:
+      return 8;
+    case CMLC__LA_DOM_C64:
+      return 8;
+    case CMLC__LA_DOM_C128:
+      return 16;
+    default:
+      return 0;
   }
 }
 
@@ -81,32 +87,52 @@ static inline bool cmlc__la_is_real_storage(cml_dtype_t dtype) {
 // Element |i| of |p| (dtype |dtype|) as a double (complex: real part; ints may round).
 static inline double cmlc__la_load_f64(const void* p, int64_t i, cml_dtype_t dtype) {
   switch (dtype) {
-    case CML_DTYPE_I8: return ((const int8_t*)p)[i];
-    case CML_DTYPE_I16: return ((const int16_t*)p)[i];
-    case CML_DTYPE_I32: return ((const int32_t*)p)[i];
-    case CML_DTYPE_I64: return (double)((const int64_t*)p)[i];
-    case CML_DTYPE_U8: return ((const uint8_t*)p)[i];
-    case CML_DTYPE_U16: return ((const uint16_t*)p)[i];
-    case CML_DTYPE_U32: return ((const uint32_t*)p)[i];
-    case CML_DTYPE_U64: return (double)((const uint64_t*)p)[i];
-    case CML_DTYPE_F16: return cml_f16_to_f32(((const uint16_t*)p)[i]);
-    case CML_DTYPE_BF16: return cml_bf16_to_f32(((const uint16_t*)p)[i]);
-    case CML_DTYPE_F32: return ((const float*)p)[i];
-    case CML_DTYPE_F64: return ((const double*)p)[i];
-    case CML_DTYPE_C64: return ((const float*)p)[2 * i];
-    case CML_DTYPE_C128: return ((const double*)p)[2 * i];
-    case CML_DTYPE_BOOL: return ((const uint8_t*)p)[i] ? 1.0 : 0.0;
-    default: return 0.0;
+    case CML_DTYPE_I8:
+      return ((const int8_t*)p)[i];
+    case CML_DTYPE_I16:
+      return ((const int16_t*)p)[i];
+    case CML_DTYPE_I32:
+      return ((const int32_t*)p)[i];
+    case CML_DTYPE_I64:
+      return (double)((const int64_t*)p)[i];
+    case CML_DTYPE_U8:
+      return ((const uint8_t*)p)[i];
+    case CML_DTYPE_U16:
+      return ((const uint16_t*)p)[i];
+    case CML_DTYPE_U32:
+      return ((const uint32_t*)p)[i];
+    case CML_DTYPE_U64:
+      return (double)((const uint64_t*)p)[i];
+    case CML_DTYPE_F16:
+      return cml_f16_to_f32(((const uint16_t*)p)[i]);
+    case CML_DTYPE_BF16:
+      return cml_bf16_to_f32(((const uint16_t*)p)[i]);
+    case CML_DTYPE_F32:
+      return ((const float*)p)[i];
+    case CML_DTYPE_F64:
+      return ((const double*)p)[i];
+    case CML_DTYPE_C64:
+      return ((const float*)p)[2 * i];
+    case CML_DTYPE_C128:
+      return ((const double*)p)[2 * i];
+    case CML_DTYPE_BOOL:
+      return ((const uint8_t*)p)[i] ? 1.0 : 0.0;
+    default:
+      return 0.0;
   }
 }
 
 // Element |i| as a float (exact for f16, bf16, f32; the f32 domain's loader).
 static inline float cmlc__la_load_f32(const void* p, int64_t i, cml_dtype_t dtype) {
   switch (dtype) {
-    case CML_DTYPE_F32: return ((const float*)p)[i];
-    case CML_DTYPE_F16: return cml_f16_to_f32(((const uint16_t*)p)[i]);
-    case CML_DTYPE_BF16: return cml_bf16_to_f32(((const uint16_t*)p)[i]);
-    default: return (float)cmlc__la_load_f64(p, i, dtype);
+    case CML_DTYPE_F32:
+      return ((const float*)p)[i];
+    case CML_DTYPE_F16:
+      return cml_f16_to_f32(((const uint16_t*)p)[i]);
+    case CML_DTYPE_BF16:
+      return cml_bf16_to_f32(((const uint16_t*)p)[i]);
+    default:
+      return (float)cmlc__la_load_f64(p, i, dtype);
   }
 }
 
@@ -140,16 +166,26 @@ static inline uint64_t cmlc__la_f64_to_int_bits(double v, cml_dtype_t dtype) {
 static inline uint64_t cmlc__la_load_int_bits(const void* p, int64_t i, cml_dtype_t dtype,
                                               cml_dtype_t int_dtype) {
   switch (dtype) {
-    case CML_DTYPE_I8: return (uint64_t)(int64_t)((const int8_t*)p)[i];
-    case CML_DTYPE_I16: return (uint64_t)(int64_t)((const int16_t*)p)[i];
-    case CML_DTYPE_I32: return (uint64_t)(int64_t)((const int32_t*)p)[i];
-    case CML_DTYPE_I64: return (uint64_t)((const int64_t*)p)[i];
-    case CML_DTYPE_U8: return ((const uint8_t*)p)[i];
-    case CML_DTYPE_U16: return ((const uint16_t*)p)[i];
-    case CML_DTYPE_U32: return ((const uint32_t*)p)[i];
-    case CML_DTYPE_U64: return ((const uint64_t*)p)[i];
-    case CML_DTYPE_BOOL: return ((const uint8_t*)p)[i] ? 1 : 0;
-    default: return cmlc__la_f64_to_int_bits(cmlc__la_load_f64(p, i, dtype), int_dtype);
+    case CML_DTYPE_I8:
+      return (uint64_t)(int64_t)((const int8_t*)p)[i];
+    case CML_DTYPE_I16:
+      return (uint64_t)(int64_t)((const int16_t*)p)[i];
+    case CML_DTYPE_I32:
+      return (uint64_t)(int64_t)((const int32_t*)p)[i];
+    case CML_DTYPE_I64:
+      return (uint64_t)((const int64_t*)p)[i];
+    case CML_DTYPE_U8:
+      return ((const uint8_t*)p)[i];
+    case CML_DTYPE_U16:
+      return ((const uint16_t*)p)[i];
+    case CML_DTYPE_U32:
+      return ((const uint32_t*)p)[i];
+    case CML_DTYPE_U64:
+      return ((const uint64_t*)p)[i];
+    case CML_DTYPE_BOOL:
+      return ((const uint8_t*)p)[i] ? 1 : 0;
+    default:
+      return cmlc__la_f64_to_int_bits(cmlc__la_load_f64(p, i, dtype), int_dtype);
   }
 }
 
@@ -169,22 +205,48 @@ static inline uint64_t cmlc__la_int_extend(uint64_t bits, cml_dtype_t dtype) {
 // f16/bf16 round once from |v|, ints convert as ConvertDType, complex gets imag 0.
 static inline void cmlc__la_store_f64(void* p, int64_t i, cml_dtype_t dtype, double v) {
   switch (dtype) {
-    case CML_DTYPE_F32: ((float*)p)[i] = (float)v; return;
-    case CML_DTYPE_F64: ((double*)p)[i] = v; return;
-    case CML_DTYPE_F16: ((uint16_t*)p)[i] = cml_f64_to_f16(v); return;
-    case CML_DTYPE_BF16: ((uint16_t*)p)[i] = cml_f64_to_bf16(v); return;
-    case CML_DTYPE_C64: ((float*)p)[2 * i] = (float)v; ((float*)p)[2 * i + 1] = 0; return;
-    case CML_DTYPE_C128: ((double*)p)[2 * i] = v; ((double*)p)[2 * i + 1] = 0; return;
-    case CML_DTYPE_BOOL: ((uint8_t*)p)[i] = v != 0; return;
-    default: break;
+    case CML_DTYPE_F32:
+      ((float*)p)[i] = (float)v;
+      return;
+    case CML_DTYPE_F64:
+      ((double*)p)[i] = v;
+      return;
+    case CML_DTYPE_F16:
+      ((uint16_t*)p)[i] = cml_f64_to_f16(v);
+      return;
+    case CML_DTYPE_BF16:
+      ((uint16_t*)p)[i] = cml_f64_to_bf16(v);
+      return;
+    case CML_DTYPE_C64:
+      ((float*)p)[2 * i] = (float)v;
+      ((float*)p)[2 * i + 1] = 0;
+      return;
+    case CML_DTYPE_C128:
+      ((double*)p)[2 * i] = v;
+      ((double*)p)[2 * i + 1] = 0;
+      return;
+    case CML_DTYPE_BOOL:
+      ((uint8_t*)p)[i] = v != 0;
+      return;
+    default:
+      break;
   }
   uint64_t b = cmlc__la_f64_to_int_bits(v, dtype);
   switch (cml_dtype_bits(dtype)) {
-    case 8: ((uint8_t*)p)[i] = (uint8_t)b; return;
-    case 16: ((uint16_t*)p)[i] = (uint16_t)b; return;
-    case 32: ((uint32_t*)p)[i] = (uint32_t)b; return;
-    case 64: ((uint64_t*)p)[i] = b; return;
-    default: return;
+    case 8:
+      ((uint8_t*)p)[i] = (uint8_t)b;
+      return;
+    case 16:
+      ((uint16_t*)p)[i] = (uint16_t)b;
+      return;
+    case 32:
+      ((uint32_t*)p)[i] = (uint32_t)b;
+      return;
+    case 64:
+      ((uint64_t*)p)[i] = b;
+      return;
+    default:
+      return;
   }
 }
 
@@ -193,11 +255,20 @@ static inline void cmlc__la_store_f64(void* p, int64_t i, cml_dtype_t dtype, dou
 static inline void cmlc__la_store_int(void* p, int64_t i, cml_dtype_t dtype, uint64_t bits,
                                       cml_dtype_t from) {
   switch (cml_dtype_is_int(dtype) ? cml_dtype_bits(dtype) : 0) {
-    case 8: ((uint8_t*)p)[i] = (uint8_t)bits; return;
-    case 16: ((uint16_t*)p)[i] = (uint16_t)bits; return;
-    case 32: ((uint32_t*)p)[i] = (uint32_t)bits; return;
-    case 64: ((uint64_t*)p)[i] = bits; return;
-    default: break;
+    case 8:
+      ((uint8_t*)p)[i] = (uint8_t)bits;
+      return;
+    case 16:
+      ((uint16_t*)p)[i] = (uint16_t)bits;
+      return;
+    case 32:
+      ((uint32_t*)p)[i] = (uint32_t)bits;
+      return;
+    case 64:
+      ((uint64_t*)p)[i] = bits;
+      return;
+    default:
+      break;
   }
   bool is_signed = cml_dtype_is_signed_int(from);
   if (dtype == CML_DTYPE_F32) {
@@ -210,8 +281,7 @@ static inline void cmlc__la_store_int(void* p, int64_t i, cml_dtype_t dtype, uin
 }
 
 // Stores a complex value (real dtypes keep the real part).
-static inline void cmlc__la_store_c(void* p, int64_t i, cml_dtype_t dtype, double re,
-                                    double im) {
+static inline void cmlc__la_store_c(void* p, int64_t i, cml_dtype_t dtype, double re, double im) {
   if (dtype == CML_DTYPE_C64) {
     ((float*)p)[2 * i] = (float)re;
     ((float*)p)[2 * i + 1] = (float)im;
@@ -278,8 +348,8 @@ size_t cmlc__gemm_f32_scratch(int64_t batch, int64_t m, int64_t n, int64_t k, cm
 // |isa|. Work is split over output tiles (never over k), so results do not depend on the
 // thread count. |scratch| must hold cmlc__gemm_f32_scratch(..., threads) bytes for the
 // pool's thread count (the caller passes pool NULL otherwise).
-void cmlc__gemm_f32(const cmlc__gemm_problem_t* p, cmlc_isa_t isa, cmlc_pool_t* pool,
-                    void* scratch, int threads);
+void cmlc__gemm_f32(const cmlc__gemm_problem_t* p, cmlc_isa_t isa, cmlc_pool_t* pool, void* scratch,
+                    int threads);
 
 // The same in f64 (f64 accumulation; operands of other real float dtypes convert on packing).
 typedef struct cmlc__gemm_f64_problem_t {
@@ -307,12 +377,12 @@ typedef void (*cmlc__gemm_ukernel_fn)(int64_t kc, const float* a, const float* b
 // Each output's summation order is fixed by the kernel alone (not by how n is split).
 typedef void (*cmlc__gemv_axpy_fn)(int64_t k, const float* a, int64_t a_stride, const float* b,
                                    int64_t ldb, float* c, int64_t n);
-typedef void (*cmlc__gemv_dot_fn)(int64_t k, const float* x, const float* y, int64_t ldy,
-                                  float* c, int64_t c_stride, int64_t n);
+typedef void (*cmlc__gemv_dot_fn)(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
+                                  int64_t c_stride, int64_t n);
 // f64 versions of the three kernel types (same contracts).
-typedef void (*cmlc__gemm_ukernel_f64_fn)(int64_t kc, const double* a, const double* b,
-                                          int64_t ldb, double* c, int64_t ldc, int accumulate,
-                                          int rows, int cols);
+typedef void (*cmlc__gemm_ukernel_f64_fn)(int64_t kc, const double* a, const double* b, int64_t ldb,
+                                          double* c, int64_t ldc, int accumulate, int rows,
+                                          int cols);
 typedef void (*cmlc__gemv_axpy_f64_fn)(int64_t k, const double* a, int64_t a_stride,
                                        const double* b, int64_t ldb, double* c, int64_t n);
 typedef void (*cmlc__gemv_dot_f64_fn)(int64_t k, const double* x, const double* y, int64_t ldy,
@@ -321,14 +391,13 @@ typedef void (*cmlc__gemv_dot_f64_fn)(int64_t k, const double* x, const double* 
 #define CMLC__GEMM_HAVE_X86 1
 void cmlc__gemm_ukernel_f64_avx2_6x8(int64_t kc, const double* a, const double* b, int64_t ldb,
                                      double* c, int64_t ldc, int accumulate, int rows, int cols);
-void cmlc__gemm_ukernel_f64_avx512_12x16(int64_t kc, const double* a, const double* b,
-                                         int64_t ldb, double* c, int64_t ldc, int accumulate,
-                                         int rows, int cols);
+void cmlc__gemm_ukernel_f64_avx512_12x16(int64_t kc, const double* a, const double* b, int64_t ldb,
+                                         double* c, int64_t ldc, int accumulate, int rows,
+                                         int cols);
 void cmlc__gemm_ukernel_f32_avx2_6x16(int64_t kc, const float* a, const float* b, int64_t ldb,
                                       float* c, int64_t ldc, int accumulate, int rows, int cols);
-void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const float* a, const float* b,
-                                         int64_t ldb, float* c, int64_t ldc, int accumulate,
-                                         int rows, int cols);
+void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                         float* c, int64_t ldc, int accumulate, int rows, int cols);
 void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int64_t a_stride, const float* b,
                               int64_t ldb, float* c, int64_t n);
 void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
@@ -343,8 +412,7 @@ void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y, int64_
 // the thread count); the accuracy bound is in that file's header. |scratch| must hold
 // cmlc__gemm_bf16_scratch(m, n, k, threads) bytes, 64-byte aligned.
 size_t cmlc__gemm_bf16_scratch(int64_t m, int64_t n, int64_t k, int threads);
-void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, cmlc_pool_t* pool, void* scratch,
-                     int threads);
+void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, cmlc_pool_t* pool, void* scratch, int threads);
 void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint32_t* a, const uint16_t* b,
                                           float* c, int64_t ldc, int accumulate, int rows,
                                           int cols);

@@ -36,15 +36,15 @@ typedef struct cmlc_mv_tiled_t {
   const char* in;
 } cmlc_mv_tiled_t;
 
-#define CMLC_MV_TILE_LOOP(T)                                                 \
-  do {                                                                       \
-    T* o_ = (T*)(t->out) + ooff;                                             \
-    const T* i_ = (const T*)(t->in) + ioff;                                  \
-    for (int64_t a = a0; a < a1; ++a) {                                      \
-      T* orow = o_ + a * os_q;                                               \
-      const T* icol = i_ + a;                                                \
-      for (int64_t b = b0; b < b1; ++b) orow[b] = icol[b * is_last];         \
-    }                                                                        \
+#define CMLC_MV_TILE_LOOP(T)                                         \
+  do {                                                               \
+    T* o_ = (T*)(t->out) + ooff;                                     \
+    const T* i_ = (const T*)(t->in) + ioff;                          \
+    for (int64_t a = a0; a < a1; ++a) {                              \
+      T* orow = o_ + a * os_q;                                       \
+      const T* icol = i_ + a;                                        \
+      for (int64_t b = b0; b < b1; ++b) orow[b] = icol[b * is_last]; \
+    }                                                                \
   } while (0)
 
 static void cmlc_mv_tiled_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
@@ -70,10 +70,18 @@ static void cmlc_mv_tiled_task(void* ctx, int64_t begin, int64_t end, int thread
     const int64_t a1 = a0 + CMLC_MV_TILE < c->dims[t->q] ? a0 + CMLC_MV_TILE : c->dims[t->q];
     const int64_t b1 = b0 + CMLC_MV_TILE < c->dims[last] ? b0 + CMLC_MV_TILE : c->dims[last];
     switch (c->elem_size) {
-      case 1: CMLC_MV_TILE_LOOP(uint8_t); break;
-      case 2: CMLC_MV_TILE_LOOP(uint16_t); break;
-      case 4: CMLC_MV_TILE_LOOP(uint32_t); break;
-      case 8: CMLC_MV_TILE_LOOP(uint64_t); break;
+      case 1:
+        CMLC_MV_TILE_LOOP(uint8_t);
+        break;
+      case 2:
+        CMLC_MV_TILE_LOOP(uint16_t);
+        break;
+      case 4:
+        CMLC_MV_TILE_LOOP(uint32_t);
+        break;
+      case 8:
+        CMLC_MV_TILE_LOOP(uint64_t);
+        break;
       default: {
         // 16-byte elements (C128).
         const int64_t es = (int64_t)c->elem_size;
@@ -287,13 +295,26 @@ bool cmlc_kernels_movement_lookup(const cml_module_t* module, const cml_ir_node_
       e.run = cmlc_mv_reshape;
       e.in_place_input = 0;
       break;
-    case CML_OP_TRANSPOSE: e.run = cmlc_mv_transpose; break;
-    case CML_OP_BROADCAST_IN_DIM: e.run = cmlc_mv_broadcast_in_dim; break;
-    case CML_OP_CONCATENATE: e.run = cmlc_mv_concatenate; break;
-    case CML_OP_SLICE: e.run = cmlc_mv_slice; break;
-    case CML_OP_REVERSE: e.run = cmlc_mv_reverse; break;
-    case CML_OP_PAD: e.run = cmlc_mv_pad; break;
-    default: return false;
+    case CML_OP_TRANSPOSE:
+      e.run = cmlc_mv_transpose;
+      break;
+    case CML_OP_BROADCAST_IN_DIM:
+      e.run = cmlc_mv_broadcast_in_dim;
+      break;
+    case CML_OP_CONCATENATE:
+      e.run = cmlc_mv_concatenate;
+      break;
+    case CML_OP_SLICE:
+      e.run = cmlc_mv_slice;
+      break;
+    case CML_OP_REVERSE:
+      e.run = cmlc_mv_reverse;
+      break;
+    case CML_OP_PAD:
+      e.run = cmlc_mv_pad;
+      break;
+    default:
+      return false;
   }
   if (node->op != CML_OP_RESHAPE && es == 0) return false;
   *out = e;
@@ -301,7 +322,9 @@ bool cmlc_kernels_movement_lookup(const cml_module_t* module, const cml_ir_node_
 }
 
 void cmlc_kernels_movement_capabilities(cml_capabilities_t* caps) {
-  static const cml_op_t ops[] = {CML_OP_RESHAPE, CML_OP_TRANSPOSE, CML_OP_BROADCAST_IN_DIM,
-                                 CML_OP_CONCATENATE, CML_OP_SLICE, CML_OP_REVERSE, CML_OP_PAD};
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i) cml_capabilities_set_op(caps, ops[i], true);
+  static const cml_op_t ops[] = {CML_OP_RESHAPE,     CML_OP_TRANSPOSE, CML_OP_BROADCAST_IN_DIM,
+                                 CML_OP_CONCATENATE, CML_OP_SLICE,     CML_OP_REVERSE,
+                                 CML_OP_PAD};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i)
+    cml_capabilities_set_op(caps, ops[i], true);
 }

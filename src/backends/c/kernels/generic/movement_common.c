@@ -30,18 +30,26 @@ size_t cmlc__mv_elem_size(cml_dtype_t dtype) {
 
 int64_t cmlc__mv_read_index(const void* data, cml_dtype_t dtype, int64_t i) {
   switch (dtype) {
-    case CML_DTYPE_I8: return ((const int8_t*)data)[i];
-    case CML_DTYPE_I16: return ((const int16_t*)data)[i];
-    case CML_DTYPE_I32: return ((const int32_t*)data)[i];
-    case CML_DTYPE_I64: return ((const int64_t*)data)[i];
-    case CML_DTYPE_U8: return ((const uint8_t*)data)[i];
-    case CML_DTYPE_U16: return ((const uint16_t*)data)[i];
-    case CML_DTYPE_U32: return ((const uint32_t*)data)[i];
+    case CML_DTYPE_I8:
+      return ((const int8_t*)data)[i];
+    case CML_DTYPE_I16:
+      return ((const int16_t*)data)[i];
+    case CML_DTYPE_I32:
+      return ((const int32_t*)data)[i];
+    case CML_DTYPE_I64:
+      return ((const int64_t*)data)[i];
+    case CML_DTYPE_U8:
+      return ((const uint8_t*)data)[i];
+    case CML_DTYPE_U16:
+      return ((const uint16_t*)data)[i];
+    case CML_DTYPE_U32:
+      return ((const uint32_t*)data)[i];
     case CML_DTYPE_U64: {
       uint64_t v = ((const uint64_t*)data)[i];
       return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -84,16 +92,16 @@ int64_t cmlc__mv_copy_count(const cmlc__mv_copy_t* c) {
   return n;
 }
 
-#define CMLC_MV_ROW_LOOP(T)                                          \
-  do {                                                               \
-    T* o_ = (T*)out;                                                 \
-    const T* i_ = (const T*)in;                                      \
-    if (is == 0) {                                                   \
-      T v_ = i_[0];                                                  \
-      for (int64_t k = 0; k < n; ++k) o_[k * os] = v_;               \
-    } else {                                                         \
-      for (int64_t k = 0; k < n; ++k) o_[k * os] = i_[k * is];       \
-    }                                                                \
+#define CMLC_MV_ROW_LOOP(T)                                    \
+  do {                                                         \
+    T* o_ = (T*)out;                                           \
+    const T* i_ = (const T*)in;                                \
+    if (is == 0) {                                             \
+      T v_ = i_[0];                                            \
+      for (int64_t k = 0; k < n; ++k) o_[k * os] = v_;         \
+    } else {                                                   \
+      for (int64_t k = 0; k < n; ++k) o_[k * os] = i_[k * is]; \
+    }                                                          \
   } while (0)
 
 // Copies one row of |n| elements with strides |os| / |is| (in elements).
@@ -104,13 +112,24 @@ static void cmlc_mv_copy_row(char* out, const char* in, int64_t n, int64_t os, i
     return;
   }
   switch (es) {
-    case 1: CMLC_MV_ROW_LOOP(uint8_t); break;
-    case 2: CMLC_MV_ROW_LOOP(uint16_t); break;
-    case 4: CMLC_MV_ROW_LOOP(uint32_t); break;
-    case 8: CMLC_MV_ROW_LOOP(uint64_t); break;
-    case 16: CMLC_MV_ROW_LOOP(cmlc_mv_elem16_t); break;
+    case 1:
+      CMLC_MV_ROW_LOOP(uint8_t);
+      break;
+    case 2:
+      CMLC_MV_ROW_LOOP(uint16_t);
+      break;
+    case 4:
+      CMLC_MV_ROW_LOOP(uint32_t);
+      break;
+    case 8:
+      CMLC_MV_ROW_LOOP(uint64_t);
+      break;
+    case 16:
+      CMLC_MV_ROW_LOOP(cmlc_mv_elem16_t);
+      break;
     default:
-      for (int64_t k = 0; k < n; ++k) memcpy(out + k * os * (int64_t)es, in + k * is * (int64_t)es, es);
+      for (int64_t k = 0; k < n; ++k)
+        memcpy(out + k * os * (int64_t)es, in + k * is * (int64_t)es, es);
       break;
   }
 }
@@ -193,11 +212,11 @@ typedef struct cmlc_mv_fill_task_t {
   size_t elem_size;
 } cmlc_mv_fill_task_t;
 
-#define CMLC_MV_FILL_LOOP(T)                         \
-  do {                                               \
-    T v_;                                            \
-    memcpy(&v_, t->value, sizeof v_);                \
-    T* o_ = (T*)t->out;                              \
+#define CMLC_MV_FILL_LOOP(T)                          \
+  do {                                                \
+    T v_;                                             \
+    memcpy(&v_, t->value, sizeof v_);                 \
+    T* o_ = (T*)t->out;                               \
     for (int64_t k = begin; k < end; ++k) o_[k] = v_; \
   } while (0)
 
@@ -205,11 +224,21 @@ static void cmlc_mv_fill_task(void* ctx, int64_t begin, int64_t end, int thread_
   (void)thread_index;
   const cmlc_mv_fill_task_t* t = (const cmlc_mv_fill_task_t*)ctx;
   switch (t->elem_size) {
-    case 1: memset(t->out + begin, *(const unsigned char*)t->value, (size_t)(end - begin)); break;
-    case 2: CMLC_MV_FILL_LOOP(uint16_t); break;
-    case 4: CMLC_MV_FILL_LOOP(uint32_t); break;
-    case 8: CMLC_MV_FILL_LOOP(uint64_t); break;
-    case 16: CMLC_MV_FILL_LOOP(cmlc_mv_elem16_t); break;
+    case 1:
+      memset(t->out + begin, *(const unsigned char*)t->value, (size_t)(end - begin));
+      break;
+    case 2:
+      CMLC_MV_FILL_LOOP(uint16_t);
+      break;
+    case 4:
+      CMLC_MV_FILL_LOOP(uint32_t);
+      break;
+    case 8:
+      CMLC_MV_FILL_LOOP(uint64_t);
+      break;
+    case 16:
+      CMLC_MV_FILL_LOOP(cmlc_mv_elem16_t);
+      break;
     default:
       for (int64_t k = begin; k < end; ++k)
         memcpy(t->out + k * (int64_t)t->elem_size, t->value, t->elem_size);

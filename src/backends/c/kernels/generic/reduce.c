@@ -35,11 +35,11 @@
 
 enum {
   CMLC_RD_TILE = 256,
-  CMLC_RD_ROW_BLOCK = 128,                         // rows per block partial
-  CMLC_RD_SUPER_BLOCK = 128 * CMLC_RD_ROW_BLOCK,   // rows per super-block partial
-  CMLC_RD_SIMD_TILE = 4096,                        // columns per pass-1 task, SIMD column path
+  CMLC_RD_ROW_BLOCK = 128,                        // rows per block partial
+  CMLC_RD_SUPER_BLOCK = 128 * CMLC_RD_ROW_BLOCK,  // rows per super-block partial
+  CMLC_RD_SIMD_TILE = 4096,                       // columns per pass-1 task, SIMD column path
   CMLC_RD_MIN_WORK = 32768,
-  CMLC_RD_BLOCK = 65536,     // elements per partial of a blocked full reduction (at least)
+  CMLC_RD_BLOCK = 65536,  // elements per partial of a blocked full reduction (at least)
   CMLC_RD_MAX_BLOCKS = 1024,
   CMLC_RD_PARTIAL_SIZE = 16  // bytes per partial (the widest accumulator: complex double)
 };
@@ -57,7 +57,7 @@ typedef struct cmlc_rd_plan_t {
   cmlc__rd_cols_f32_fn cols;                   // f32 SIMD column step, or NULL
   int64_t tile;                                // SIMD column path: columns per task
   cml_op_t op;
-  void* partials;                              // blocked full reduction: one per block
+  void* partials;  // blocked full reduction: one per block
   int64_t block, blocks;
 } cmlc_rd_plan_t;
 
@@ -103,108 +103,108 @@ static inline void cmlc_rd_next(int n, const int64_t* dims, const int64_t* strid
 
 // name: prefix; T: storage; CT: accumulator; LOAD: T -> CT; STORE: CT -> T; IDENT: identity;
 // COMB(a, b): the combining function.
-#define CMLC_RD_GEN(name, T, CT, LOAD, STORE, IDENT, COMB)                                   \
-  static CT name##_contig(const T* x, int64_t n) {                                          \
-    if (n > 2 * CMLC_RD_TILE) {                                                              \
-      const int64_t h = (n / 2) & ~(int64_t)7;                                               \
-      CT a = name##_contig(x, h), b = name##_contig(x + h, n - h);                           \
-      return COMB(a, b);                                                                     \
-    }                                                                                        \
-    CT lane[8];                                                                              \
-    for (int j = 0; j < 8; ++j) lane[j] = (IDENT);                                           \
-    int64_t i = 0;                                                                           \
-    for (; i + 8 <= n; i += 8) {                                                             \
-      for (int j = 0; j < 8; ++j) {                                                          \
-        CT v = LOAD(x[i + j]);                                                               \
-        lane[j] = COMB(lane[j], v);                                                          \
-      }                                                                                      \
-    }                                                                                        \
-    for (int j = 0; i < n; ++i, ++j) {                                                       \
-      CT v = LOAD(x[i]);                                                                     \
-      lane[j] = COMB(lane[j], v);                                                            \
-    }                                                                                        \
-    for (int w = 1; w < 8; w *= 2) {                                                         \
-      for (int j = 0; j < 8; j += 2 * w) lane[j] = COMB(lane[j], lane[j + w]);               \
-    }                                                                                        \
-    return lane[0];                                                                          \
-  }                                                                                          \
-  /* Innermost axis reduced: outputs [begin, end). */                                        \
-  static void name##_a(void* ctx, int64_t begin, int64_t end, int thread_index) {           \
-    (void)thread_index;                                                                      \
-    const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;                                    \
-    const T* x = (const T*)p->in;                                                            \
-    T* y = (T*)p->out;                                                                       \
-    const int64_t len = p->rd[p->nr - 1];                                                    \
-    const int64_t outer = len ? p->reduced / len : 0;                                        \
-    for (int64_t o = begin; o < end; ++o) {                                                  \
-      const int64_t base = cmlc_rd_offset(p->nk, p->kd, p->ks, o);                           \
-      CT acc = (IDENT);                                                                      \
-      int64_t idx[CML_MAX_RANK] = {0};                                                       \
-      int64_t off = 0;                                                                       \
-      for (int64_t r = 0; r < outer; ++r) {                                                  \
-        CT v = name##_contig(x + base + off, len);                                           \
-        acc = COMB(acc, v);                                                                  \
-        cmlc_rd_next(p->nr - 1, p->rd, p->rs, idx, &off);                                    \
-      }                                                                                      \
-      y[o] = STORE(acc);                                                                     \
-    }                                                                                        \
-  }                                                                                          \
-  /* Innermost axis kept: tasks are (row, tile of columns); three-level blocked order. */    \
-  static void name##_b(void* ctx, int64_t begin, int64_t end, int thread_index) {           \
-    (void)thread_index;                                                                      \
-    const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;                                    \
-    const T* x = (const T*)p->in;                                                            \
-    T* y = (T*)p->out;                                                                       \
-    const int64_t width = p->kd[p->nk - 1];                                                  \
-    CT total[CMLC_RD_TILE], mid[CMLC_RD_TILE], part[CMLC_RD_TILE];                           \
-    for (int64_t t = begin; t < end; ++t) {                                                  \
-      const int64_t row = t / p->tiles, c0 = (t % p->tiles) * CMLC_RD_TILE;                  \
-      const int64_t len = width - c0 < CMLC_RD_TILE ? width - c0 : CMLC_RD_TILE;             \
-      const int64_t base = cmlc_rd_offset(p->nk - 1, p->kd, p->ks, row) + c0;                \
-      for (int64_t j = 0; j < len; ++j) total[j] = (IDENT);                                  \
-      int64_t idx[CML_MAX_RANK] = {0};                                                       \
-      int64_t off = 0;                                                                       \
-      for (int64_t r0 = 0; r0 < p->reduced; r0 += CMLC_RD_SUPER_BLOCK) {                     \
-        const int64_t r0e = cmlc_rd_block_end(r0, CMLC_RD_SUPER_BLOCK, p->reduced);          \
-        for (int64_t j = 0; j < len; ++j) mid[j] = (IDENT);                                  \
-        for (int64_t r1 = r0; r1 < r0e; r1 += CMLC_RD_ROW_BLOCK) {                           \
-          const int64_t r1e = cmlc_rd_block_end(r1, CMLC_RD_ROW_BLOCK, r0e);                 \
-          for (int64_t j = 0; j < len; ++j) part[j] = (IDENT);                               \
-          for (int64_t r = r1; r < r1e; ++r) {                                               \
-            const T* row_x = x + base + off;                                                 \
-            for (int64_t j = 0; j < len; ++j) {                                              \
-              CT v = LOAD(row_x[j]);                                                         \
-              part[j] = COMB(part[j], v);                                                    \
-            }                                                                                \
-            cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);                                    \
-          }                                                                                  \
-          for (int64_t j = 0; j < len; ++j) mid[j] = COMB(mid[j], part[j]);                  \
-        }                                                                                    \
-        for (int64_t j = 0; j < len; ++j) total[j] = COMB(total[j], mid[j]);                 \
-      }                                                                                      \
-      T* out_row = y + row * width + c0;                                                     \
-      for (int64_t j = 0; j < len; ++j) out_row[j] = STORE(total[j]);                        \
-    }                                                                                        \
-  }                                                                                          \
-  /* Blocked full reduction: partials of blocks [begin, end). */                             \
-  static void name##_blk(void* ctx, int64_t begin, int64_t end, int thread_index) {         \
-    (void)thread_index;                                                                      \
-    const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;                                    \
-    const T* x = (const T*)p->in;                                                            \
-    CT* part = (CT*)p->partials;                                                             \
-    for (int64_t b = begin; b < end; ++b) {                                                  \
-      const int64_t start = b * p->block;                                                    \
-      const int64_t len = p->reduced - start < p->block ? p->reduced - start : p->block;     \
-      part[b] = name##_contig(x + start, len);                                               \
-    }                                                                                        \
-  }                                                                                          \
-  /* Combines the partials pairwise in a fixed order and stores the result. */               \
-  static void name##_fin(const cmlc_rd_plan_t* p) {                                          \
-    CT* part = (CT*)p->partials;                                                             \
-    for (int64_t w = 1; w < p->blocks; w *= 2) {                                             \
+#define CMLC_RD_GEN(name, T, CT, LOAD, STORE, IDENT, COMB)                                     \
+  static CT name##_contig(const T* x, int64_t n) {                                             \
+    if (n > 2 * CMLC_RD_TILE) {                                                                \
+      const int64_t h = (n / 2) & ~(int64_t)7;                                                 \
+      CT a = name##_contig(x, h), b = name##_contig(x + h, n - h);                             \
+      return COMB(a, b);                                                                       \
+    }                                                                                          \
+    CT lane[8];                                                                                \
+    for (int j = 0; j < 8; ++j) lane[j] = (IDENT);                                             \
+    int64_t i = 0;                                                                             \
+    for (; i + 8 <= n; i += 8) {                                                               \
+      for (int j = 0; j < 8; ++j) {                                                            \
+        CT v = LOAD(x[i + j]);                                                                 \
+        lane[j] = COMB(lane[j], v);                                                            \
+      }                                                                                        \
+    }                                                                                          \
+    for (int j = 0; i < n; ++i, ++j) {                                                         \
+      CT v = LOAD(x[i]);                                                                       \
+      lane[j] = COMB(lane[j], v);                                                              \
+    }                                                                                          \
+    for (int w = 1; w < 8; w *= 2) {                                                           \
+      for (int j = 0; j < 8; j += 2 * w) lane[j] = COMB(lane[j], lane[j + w]);                 \
+    }                                                                                          \
+    return lane[0];                                                                            \
+  }                                                                                            \
+  /* Innermost axis reduced: outputs [begin, end). */                                          \
+  static void name##_a(void* ctx, int64_t begin, int64_t end, int thread_index) {              \
+    (void)thread_index;                                                                        \
+    const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;                                      \
+    const T* x = (const T*)p->in;                                                              \
+    T* y = (T*)p->out;                                                                         \
+    const int64_t len = p->rd[p->nr - 1];                                                      \
+    const int64_t outer = len ? p->reduced / len : 0;                                          \
+    for (int64_t o = begin; o < end; ++o) {                                                    \
+      const int64_t base = cmlc_rd_offset(p->nk, p->kd, p->ks, o);                             \
+      CT acc = (IDENT);                                                                        \
+      int64_t idx[CML_MAX_RANK] = {0};                                                         \
+      int64_t off = 0;                                                                         \
+      for (int64_t r = 0; r < outer; ++r) {                                                    \
+        CT v = name##_contig(x + base + off, len);                                             \
+        acc = COMB(acc, v);                                                                    \
+        cmlc_rd_next(p->nr - 1, p->rd, p->rs, idx, &off);                                      \
+      }                                                                                        \
+      y[o] = STORE(acc);                                                                       \
+    }                                                                                          \
+  }                                                                                            \
+  /* Innermost axis kept: tasks are (row, tile of columns); three-level blocked order. */      \
+  static void name##_b(void* ctx, int64_t begin, int64_t end, int thread_index) {              \
+    (void)thread_index;                                                                        \
+    const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;                                      \
+    const T* x = (const T*)p->in;                                                              \
+    T* y = (T*)p->out;                                                                         \
+    const int64_t width = p->kd[p->nk - 1];                                                    \
+    CT total[CMLC_RD_TILE], mid[CMLC_RD_TILE], part[CMLC_RD_TILE];                             \
+    for (int64_t t = begin; t < end; ++t) {                                                    \
+      const int64_t row = t / p->tiles, c0 = (t % p->tiles) * CMLC_RD_TILE;                    \
+      const int64_t len = width - c0 < CMLC_RD_TILE ? width - c0 : CMLC_RD_TILE;               \
+      const int64_t base = cmlc_rd_offset(p->nk - 1, p->kd, p->ks, row) + c0;                  \
+      for (int64_t j = 0; j < len; ++j) total[j] = (IDENT);                                    \
+      int64_t idx[CML_MAX_RANK] = {0};                                                         \
+      int64_t off = 0;                                                                         \
+      for (int64_t r0 = 0; r0 < p->reduced; r0 += CMLC_RD_SUPER_BLOCK) {                       \
+        const int64_t r0e = cmlc_rd_block_end(r0, CMLC_RD_SUPER_BLOCK, p->reduced);            \
+        for (int64_t j = 0; j < len; ++j) mid[j] = (IDENT);                                    \
+        for (int64_t r1 = r0; r1 < r0e; r1 += CMLC_RD_ROW_BLOCK) {                             \
+          const int64_t r1e = cmlc_rd_block_end(r1, CMLC_RD_ROW_BLOCK, r0e);                   \
+          for (int64_t j = 0; j < len; ++j) part[j] = (IDENT);                                 \
+          for (int64_t r = r1; r < r1e; ++r) {                                                 \
+            const T* row_x = x + base + off;                                                   \
+            for (int64_t j = 0; j < len; ++j) {                                                \
+              CT v = LOAD(row_x[j]);                                                           \
+              part[j] = COMB(part[j], v);                                                      \
+            }                                                                                  \
+            cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);                                      \
+          }                                                                                    \
+          for (int64_t j = 0; j < len; ++j) mid[j] = COMB(mid[j], part[j]);                    \
+        }                                                                                      \
+        for (int64_t j = 0; j < len; ++j) total[j] = COMB(total[j], mid[j]);                   \
+      }                                                                                        \
+      T* out_row = y + row * width + c0;                                                       \
+      for (int64_t j = 0; j < len; ++j) out_row[j] = STORE(total[j]);                          \
+    }                                                                                          \
+  }                                                                                            \
+  /* Blocked full reduction: partials of blocks [begin, end). */                               \
+  static void name##_blk(void* ctx, int64_t begin, int64_t end, int thread_index) {            \
+    (void)thread_index;                                                                        \
+    const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;                                      \
+    const T* x = (const T*)p->in;                                                              \
+    CT* part = (CT*)p->partials;                                                               \
+    for (int64_t b = begin; b < end; ++b) {                                                    \
+      const int64_t start = b * p->block;                                                      \
+      const int64_t len = p->reduced - start < p->block ? p->reduced - start : p->block;       \
+      part[b] = name##_contig(x + start, len);                                                 \
+    }                                                                                          \
+  }                                                                                            \
+  /* Combines the partials pairwise in a fixed order and stores the result. */                 \
+  static void name##_fin(const cmlc_rd_plan_t* p) {                                            \
+    CT* part = (CT*)p->partials;                                                               \
+    for (int64_t w = 1; w < p->blocks; w *= 2) {                                               \
       for (int64_t j = 0; j + w < p->blocks; j += 2 * w) part[j] = COMB(part[j], part[j + w]); \
-    }                                                                                        \
-    *(T*)p->out = STORE(part[0]);                                                            \
+    }                                                                                          \
+    *(T*)p->out = STORE(part[0]);                                                              \
   }
 
 #define CMLC_RD_ADD(a, b) ((a) + (b))
@@ -220,10 +220,10 @@ static inline void cmlc_rd_next(int n, const int64_t* dims, const int64_t* strid
 #define CMLC_RD_CAST(T) (T)
 
 // Floats (f16/bf16 accumulate in f32).
-#define CMLC_RD_FLOAT(sfx, T, CT, LOAD, STORE)                                           \
-  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, CT, LOAD, STORE, (CT)0, CMLC_RD_ADD)                 \
-  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, CT, LOAD, STORE, (CT)1, CMLC_RD_MUL)                \
-  CMLC_RD_GEN(cmlc_rd_max_##sfx, T, CT, LOAD, STORE, (CT)-INFINITY, CMLC_EW_FMAX)        \
+#define CMLC_RD_FLOAT(sfx, T, CT, LOAD, STORE)                                    \
+  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, CT, LOAD, STORE, (CT)0, CMLC_RD_ADD)          \
+  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, CT, LOAD, STORE, (CT)1, CMLC_RD_MUL)         \
+  CMLC_RD_GEN(cmlc_rd_max_##sfx, T, CT, LOAD, STORE, (CT)-INFINITY, CMLC_EW_FMAX) \
   CMLC_RD_GEN(cmlc_rd_min_##sfx, T, CT, LOAD, STORE, (CT)INFINITY, CMLC_EW_FMIN)
 CMLC_RD_FLOAT(f16, uint16_t, float, cml_f16_to_f32, cml_f32_to_f16)
 CMLC_RD_FLOAT(bf16, uint16_t, float, cml_bf16_to_f32, cml_f32_to_bf16)
@@ -231,22 +231,21 @@ CMLC_RD_FLOAT(f32, float, float, CMLC_EW_ID, CMLC_EW_ID)
 CMLC_RD_FLOAT(f64, double, double, CMLC_EW_ID, CMLC_EW_ID)
 
 // Complex products use the same multiply as the elementwise Mul (XLA's, not C99 Annex G's).
-#define CMLC_RD_COMPLEX(sfx, T, CT, LOAD, STORE, CMUL)                    \
-  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, CT, LOAD, STORE, (CT)0, CMLC_RD_ADD)  \
+#define CMLC_RD_COMPLEX(sfx, T, CT, LOAD, STORE, CMUL)                   \
+  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, CT, LOAD, STORE, (CT)0, CMLC_RD_ADD) \
   CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, CT, LOAD, STORE, (CT)1, CMUL)
-CMLC_RD_COMPLEX(c64, cml_c64_t, float _Complex, cmlc_ew_load_c64, cmlc_ew_store_c64,
-                cmlc_ew_cmul_f)
+CMLC_RD_COMPLEX(c64, cml_c64_t, float _Complex, cmlc_ew_load_c64, cmlc_ew_store_c64, cmlc_ew_cmul_f)
 CMLC_RD_COMPLEX(c128, cml_c128_t, double _Complex, cmlc_ew_load_c128, cmlc_ew_store_c128,
                 cmlc_ew_cmul_d)
 
 // Integers: W is the wrapping accumulator (>= 32 bits so no promotion to signed int).
-#define CMLC_RD_INT(sfx, T, W, TMIN, TMAX)                                                   \
-  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_ADD)  \
-  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)1, CMLC_RD_MUL) \
-  CMLC_RD_GEN(cmlc_rd_max_##sfx, T, T, CMLC_EW_ID, CMLC_EW_ID, (T)TMIN, CMLC_RD_IMAX)        \
-  CMLC_RD_GEN(cmlc_rd_min_##sfx, T, T, CMLC_EW_ID, CMLC_EW_ID, (T)TMAX, CMLC_RD_IMIN)        \
-  CMLC_RD_GEN(cmlc_rd_and_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)~(W)0, CMLC_RD_AND) \
-  CMLC_RD_GEN(cmlc_rd_or_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_OR)    \
+#define CMLC_RD_INT(sfx, T, W, TMIN, TMAX)                                                       \
+  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_ADD)      \
+  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)1, CMLC_RD_MUL)     \
+  CMLC_RD_GEN(cmlc_rd_max_##sfx, T, T, CMLC_EW_ID, CMLC_EW_ID, (T)TMIN, CMLC_RD_IMAX)            \
+  CMLC_RD_GEN(cmlc_rd_min_##sfx, T, T, CMLC_EW_ID, CMLC_EW_ID, (T)TMAX, CMLC_RD_IMIN)            \
+  CMLC_RD_GEN(cmlc_rd_and_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W) ~(W)0, CMLC_RD_AND) \
+  CMLC_RD_GEN(cmlc_rd_or_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_OR)        \
   CMLC_RD_GEN(cmlc_rd_xor_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_XOR)
 CMLC_RD_INT(i8, int8_t, uint32_t, INT8_MIN, INT8_MAX)
 CMLC_RD_INT(i16, int16_t, uint32_t, INT16_MIN, INT16_MAX)
@@ -275,19 +274,26 @@ typedef struct cmlc_rd_fns_t {
   void (*finish)(const cmlc_rd_plan_t* p);
 } cmlc_rd_fns_t;
 
-#define CMLC_RD_PICK(name, DT, sfx)                                     \
-  if (dtype == CML_DTYPE_##DT) {                                        \
-    cmlc_rd_fns_t f_ = {cmlc_rd_##name##_##sfx##_a, cmlc_rd_##name##_##sfx##_b,  \
-                        cmlc_rd_##name##_##sfx##_blk, cmlc_rd_##name##_##sfx##_fin};  \
-    return f_;                                                          \
+#define CMLC_RD_PICK(name, DT, sfx)                                                  \
+  if (dtype == CML_DTYPE_##DT) {                                                     \
+    cmlc_rd_fns_t f_ = {cmlc_rd_##name##_##sfx##_a, cmlc_rd_##name##_##sfx##_b,      \
+                        cmlc_rd_##name##_##sfx##_blk, cmlc_rd_##name##_##sfx##_fin}; \
+    return f_;                                                                       \
   }
 #define CMLC_RD_PICK_FLOAT(name) \
-  CMLC_RD_PICK(name, F16, f16) CMLC_RD_PICK(name, BF16, bf16) CMLC_RD_PICK(name, F32, f32) \
-  CMLC_RD_PICK(name, F64, f64)
-#define CMLC_RD_PICK_INT(name) \
-  CMLC_RD_PICK(name, I8, i8) CMLC_RD_PICK(name, I16, i16) CMLC_RD_PICK(name, I32, i32) \
-  CMLC_RD_PICK(name, I64, i64) CMLC_RD_PICK(name, U8, u8) CMLC_RD_PICK(name, U16, u16) \
-  CMLC_RD_PICK(name, U32, u32) CMLC_RD_PICK(name, U64, u64)
+  CMLC_RD_PICK(name, F16, f16)   \
+  CMLC_RD_PICK(name, BF16, bf16) CMLC_RD_PICK(name, F32, f32) CMLC_RD_PICK(name, F64, f64)
+// clang-format off
+#define CMLC_RD_PICK_INT(name)      \
+  CMLC_RD_PICK(name, I8, i8)        \
+  CMLC_RD_PICK(name, I16, i16)      \
+  CMLC_RD_PICK(name, I32, i32)      \
+  CMLC_RD_PICK(name, I64, i64)      \
+  CMLC_RD_PICK(name, U8, u8)        \
+  CMLC_RD_PICK(name, U16, u16)      \
+  CMLC_RD_PICK(name, U32, u32)      \
+  CMLC_RD_PICK(name, U64, u64)
+// clang-format on
 #define CMLC_RD_PICK_COMPLEX(name) CMLC_RD_PICK(name, C64, c64) CMLC_RD_PICK(name, C128, c128)
 
 static cmlc_rd_fns_t cmlc_rd_pick(cml_op_t op, cml_dtype_t dtype) {
@@ -296,14 +302,22 @@ static cmlc_rd_fns_t cmlc_rd_pick(cml_op_t op, cml_dtype_t dtype) {
       CMLC_RD_PICK_FLOAT(sum) CMLC_RD_PICK_INT(sum) CMLC_RD_PICK_COMPLEX(sum) break;
     case CML_OP_REDUCE_PRODUCT:
       CMLC_RD_PICK_FLOAT(prod) CMLC_RD_PICK_INT(prod) CMLC_RD_PICK_COMPLEX(prod) break;
-    case CML_OP_REDUCE_MAX: CMLC_RD_PICK_FLOAT(max) CMLC_RD_PICK_INT(max) break;
-    case CML_OP_REDUCE_MIN: CMLC_RD_PICK_FLOAT(min) CMLC_RD_PICK_INT(min) break;
-    case CML_OP_REDUCE_BITWISE_AND: CMLC_RD_PICK_INT(and) break;
-    case CML_OP_REDUCE_BITWISE_OR: CMLC_RD_PICK_INT(or) break;
-    case CML_OP_REDUCE_BITWISE_XOR: CMLC_RD_PICK_INT(xor) break;
-    case CML_OP_REDUCE_LOGICAL_AND: CMLC_RD_PICK(land, BOOL, bool) break;
-    case CML_OP_REDUCE_LOGICAL_OR: CMLC_RD_PICK(lor, BOOL, bool) break;
-    case CML_OP_REDUCE_LOGICAL_XOR: CMLC_RD_PICK(lxor, BOOL, bool) break;
+    case CML_OP_REDUCE_MAX:
+      CMLC_RD_PICK_FLOAT(max) CMLC_RD_PICK_INT(max) break;
+    case CML_OP_REDUCE_MIN:
+      CMLC_RD_PICK_FLOAT(min) CMLC_RD_PICK_INT(min) break;
+    case CML_OP_REDUCE_BITWISE_AND:
+      CMLC_RD_PICK_INT(and) break;
+    case CML_OP_REDUCE_BITWISE_OR:
+      CMLC_RD_PICK_INT(or) break;
+    case CML_OP_REDUCE_BITWISE_XOR:
+      CMLC_RD_PICK_INT(xor) break;
+    case CML_OP_REDUCE_LOGICAL_AND:
+      CMLC_RD_PICK(land, BOOL, bool) break;
+    case CML_OP_REDUCE_LOGICAL_OR:
+      CMLC_RD_PICK(lor, BOOL, bool) break;
+    case CML_OP_REDUCE_LOGICAL_XOR:
+      CMLC_RD_PICK(lxor, BOOL, bool) break;
     default:
       break;
   }
@@ -315,9 +329,12 @@ static cmlc_rd_fns_t cmlc_rd_pick(cml_op_t op, cml_dtype_t dtype) {
 
 static inline float cmlc_rd_comb_f32(cml_op_t op, float a, float b) {
   switch (op) {
-    case CML_OP_REDUCE_MAX: return CMLC_EW_FMAX(a, b);
-    case CML_OP_REDUCE_MIN: return CMLC_EW_FMIN(a, b);
-    default: return a + b;
+    case CML_OP_REDUCE_MAX:
+      return CMLC_EW_FMAX(a, b);
+    case CML_OP_REDUCE_MIN:
+      return CMLC_EW_FMIN(a, b);
+    default:
+      return a + b;
   }
 }
 
@@ -434,18 +451,26 @@ cmlc__rd_cols_f32_fn cmlc__rd_cols_f32(const cmlc_options_t* options, cml_op_t o
 #if defined(CMLC__RD_HAVE_X86)
   if (options->isa == CMLC_ISA_AVX512) {
     switch (op) {
-      case CML_OP_REDUCE_SUM: return cmlc__rd_cols_sum_f32_avx512;
-      case CML_OP_REDUCE_MAX: return cmlc__rd_cols_max_f32_avx512;
-      case CML_OP_REDUCE_MIN: return cmlc__rd_cols_min_f32_avx512;
-      default: return NULL;
+      case CML_OP_REDUCE_SUM:
+        return cmlc__rd_cols_sum_f32_avx512;
+      case CML_OP_REDUCE_MAX:
+        return cmlc__rd_cols_max_f32_avx512;
+      case CML_OP_REDUCE_MIN:
+        return cmlc__rd_cols_min_f32_avx512;
+      default:
+        return NULL;
     }
   }
   if (options->isa == CMLC_ISA_AVX2) {
     switch (op) {
-      case CML_OP_REDUCE_SUM: return cmlc__rd_cols_sum_f32_avx2;
-      case CML_OP_REDUCE_MAX: return cmlc__rd_cols_max_f32_avx2;
-      case CML_OP_REDUCE_MIN: return cmlc__rd_cols_min_f32_avx2;
-      default: return NULL;
+      case CML_OP_REDUCE_SUM:
+        return cmlc__rd_cols_sum_f32_avx2;
+      case CML_OP_REDUCE_MAX:
+        return cmlc__rd_cols_max_f32_avx2;
+      case CML_OP_REDUCE_MIN:
+        return cmlc__rd_cols_min_f32_avx2;
+      default:
+        return NULL;
     }
   }
 #else
@@ -459,8 +484,8 @@ cmlc__rd_cols_f32_fn cmlc__rd_cols_f32(const cmlc_options_t* options, cml_op_t o
 // *|out_last| to the class of the innermost merged axis (0 kept, 1 reduced). Fails for an
 // axis out of range.
 static cml_status_t cmlc_rd_classify(const cml_shape_t* is, const cml_shape_t* os,
-                                     const cml_ir_attrs_t* attrs, cml_op_t op,
-                                     cmlc_rd_plan_t* p, int* out_last) {
+                                     const cml_ir_attrs_t* attrs, cml_op_t op, cmlc_rd_plan_t* p,
+                                     int* out_last) {
   bool reduced[CML_MAX_RANK] = {false};
   if (attrs->axis_count == 0 && os->rank != is->rank) {
     for (int32_t d = 0; d < is->rank; ++d) reduced[d] = true;
@@ -543,8 +568,8 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
   const cml_shape_t* os = args->output_shapes[0];
   cmlc_rd_fns_t fns = cmlc_rd_pick(args->node->op, is->dtype);
   if (!fns.inner_reduced) {
-    return cml_status_make(CML_STATUS_INTERNAL, "%s: no kernel for %s",
-                           cml_op_name(args->node->op), cml_dtype_name(is->dtype));
+    return cml_status_make(CML_STATUS_INTERNAL, "%s: no kernel for %s", cml_op_name(args->node->op),
+                           cml_dtype_name(is->dtype));
   }
   cmlc_rd_plan_t p;
   int last;
@@ -593,8 +618,8 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
       const int64_t tiles2 = (width + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
       const int64_t work2 = p.blocks * (width < CMLC_RD_TILE ? width : CMLC_RD_TILE);
       chunk = CMLC_RD_MIN_WORK / work2;
-      cmlc_parallel_for(args->pool, rows * tiles2, chunk < 1 ? 1 : chunk,
-                        cmlc_rd_simd_f32_cols2, &p);
+      cmlc_parallel_for(args->pool, rows * tiles2, chunk < 1 ? 1 : chunk, cmlc_rd_simd_f32_cols2,
+                        &p);
     }
   } else {
     const int64_t width = p.kd[p.nk - 1];
@@ -620,43 +645,43 @@ typedef struct cmlc_rd_arg_plan_t {
 #define CMLC_RD_FLOAT_NAN(x) isnan(x)
 
 // Tasks are (outer index, tile of inner columns); each column scans the axis in order.
-#define CMLC_RD_ARG_GEN(sfx, T, CT, LOAD, ISNAN)                                              \
-  static void cmlc_rd_arg_##sfx(void* ctx, int64_t begin, int64_t end, int thread_index) {   \
-    (void)thread_index;                                                                       \
-    const cmlc_rd_arg_plan_t* p = (const cmlc_rd_arg_plan_t*)ctx;                             \
-    const T* x = (const T*)p->in;                                                             \
-    CT best[CMLC_RD_TILE];                                                                    \
-    int64_t index[CMLC_RD_TILE];                                                              \
-    for (int64_t t = begin; t < end; ++t) {                                                   \
-      const int64_t o = t / p->tiles, c0 = (t % p->tiles) * CMLC_RD_TILE;                     \
-      const int64_t len = p->inner - c0 < CMLC_RD_TILE ? p->inner - c0 : CMLC_RD_TILE;        \
-      const T* base = x + o * p->dim * p->inner + c0;                                         \
-      for (int64_t j = 0; j < len; ++j) index[j] = 0;                                         \
-      if (p->dim > 0) {                                                                       \
-        for (int64_t j = 0; j < len; ++j) best[j] = LOAD(base[j]);                            \
-      }                                                                                       \
-      for (int64_t k = 1; k < p->dim; ++k) {                                                  \
-        const T* row = base + k * p->inner;                                                   \
-        for (int64_t j = 0; j < len; ++j) {                                                   \
-          const CT v = LOAD(row[j]);                                                          \
-          const CT b = best[j];                                                               \
-          (void)b;                                                                            \
-          bool better;                                                                        \
-          if (ISNAN(b)) {                                                                     \
-            better = false;                                                                   \
-          } else if (ISNAN(v)) {                                                              \
-            better = true;                                                                    \
-          } else {                                                                            \
-            better = p->is_min ? v < b : v > b;                                               \
-          }                                                                                   \
-          if (better) {                                                                       \
-            best[j] = v;                                                                      \
-            index[j] = k;                                                                     \
-          }                                                                                   \
-        }                                                                                     \
-      }                                                                                       \
-      cmlc_ew_store_i64(p->out_dtype, index, len, p->out, o * p->inner + c0);                 \
-    }                                                                                         \
+#define CMLC_RD_ARG_GEN(sfx, T, CT, LOAD, ISNAN)                                           \
+  static void cmlc_rd_arg_##sfx(void* ctx, int64_t begin, int64_t end, int thread_index) { \
+    (void)thread_index;                                                                    \
+    const cmlc_rd_arg_plan_t* p = (const cmlc_rd_arg_plan_t*)ctx;                          \
+    const T* x = (const T*)p->in;                                                          \
+    CT best[CMLC_RD_TILE];                                                                 \
+    int64_t index[CMLC_RD_TILE];                                                           \
+    for (int64_t t = begin; t < end; ++t) {                                                \
+      const int64_t o = t / p->tiles, c0 = (t % p->tiles) * CMLC_RD_TILE;                  \
+      const int64_t len = p->inner - c0 < CMLC_RD_TILE ? p->inner - c0 : CMLC_RD_TILE;     \
+      const T* base = x + o * p->dim * p->inner + c0;                                      \
+      for (int64_t j = 0; j < len; ++j) index[j] = 0;                                      \
+      if (p->dim > 0) {                                                                    \
+        for (int64_t j = 0; j < len; ++j) best[j] = LOAD(base[j]);                         \
+      }                                                                                    \
+      for (int64_t k = 1; k < p->dim; ++k) {                                               \
+        const T* row = base + k * p->inner;                                                \
+        for (int64_t j = 0; j < len; ++j) {                                                \
+          const CT v = LOAD(row[j]);                                                       \
+          const CT b = best[j];                                                            \
+          (void)b;                                                                         \
+          bool better;                                                                     \
+          if (ISNAN(b)) {                                                                  \
+            better = false;                                                                \
+          } else if (ISNAN(v)) {                                                           \
+            better = true;                                                                 \
+          } else {                                                                         \
+            better = p->is_min ? v < b : v > b;                                            \
+          }                                                                                \
+          if (better) {                                                                    \
+            best[j] = v;                                                                   \
+            index[j] = k;                                                                  \
+          }                                                                                \
+        }                                                                                  \
+      }                                                                                    \
+      cmlc_ew_store_i64(p->out_dtype, index, len, p->out, o * p->inner + c0);              \
+    }                                                                                      \
   }
 CMLC_RD_ARG_GEN(f16, uint16_t, float, cml_f16_to_f32, CMLC_RD_FLOAT_NAN)
 CMLC_RD_ARG_GEN(bf16, uint16_t, float, cml_bf16_to_f32, CMLC_RD_FLOAT_NAN)
@@ -673,19 +698,32 @@ CMLC_RD_ARG_GEN(u64, uint64_t, uint64_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
 
 static cmlc_task_fn cmlc_rd_arg_pick(cml_dtype_t dtype) {
   switch (dtype) {
-    case CML_DTYPE_F16: return cmlc_rd_arg_f16;
-    case CML_DTYPE_BF16: return cmlc_rd_arg_bf16;
-    case CML_DTYPE_F32: return cmlc_rd_arg_f32;
-    case CML_DTYPE_F64: return cmlc_rd_arg_f64;
-    case CML_DTYPE_I8: return cmlc_rd_arg_i8;
-    case CML_DTYPE_I16: return cmlc_rd_arg_i16;
-    case CML_DTYPE_I32: return cmlc_rd_arg_i32;
-    case CML_DTYPE_I64: return cmlc_rd_arg_i64;
-    case CML_DTYPE_U8: return cmlc_rd_arg_u8;
-    case CML_DTYPE_U16: return cmlc_rd_arg_u16;
-    case CML_DTYPE_U32: return cmlc_rd_arg_u32;
-    case CML_DTYPE_U64: return cmlc_rd_arg_u64;
-    default: return NULL;
+    case CML_DTYPE_F16:
+      return cmlc_rd_arg_f16;
+    case CML_DTYPE_BF16:
+      return cmlc_rd_arg_bf16;
+    case CML_DTYPE_F32:
+      return cmlc_rd_arg_f32;
+    case CML_DTYPE_F64:
+      return cmlc_rd_arg_f64;
+    case CML_DTYPE_I8:
+      return cmlc_rd_arg_i8;
+    case CML_DTYPE_I16:
+      return cmlc_rd_arg_i16;
+    case CML_DTYPE_I32:
+      return cmlc_rd_arg_i32;
+    case CML_DTYPE_I64:
+      return cmlc_rd_arg_i64;
+    case CML_DTYPE_U8:
+      return cmlc_rd_arg_u8;
+    case CML_DTYPE_U16:
+      return cmlc_rd_arg_u16;
+    case CML_DTYPE_U32:
+      return cmlc_rd_arg_u32;
+    case CML_DTYPE_U64:
+      return cmlc_rd_arg_u64;
+    default:
+      return NULL;
   }
 }
 
@@ -700,13 +738,18 @@ static cml_status_t cmlc_rd_run_arg(const cmlc_kernel_args_t* args) {
   cmlc_task_fn fn = cmlc_rd_arg_pick(is->dtype);
   if (!fn || !cmlc_rd_arg_out_ok(os->dtype) || axis < 0 || axis >= is->rank) {
     char a[128], b[128];
-    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "ArgMinMax: unsupported input %s, output %s or axis %lld",
-                           cml_shape_format(is, a, sizeof a), cml_shape_format(os, b, sizeof b),
-                           (long long)axis);
+    return cml_status_make(
+        CML_STATUS_INVALID_ARGUMENT, "ArgMinMax: unsupported input %s, output %s or axis %lld",
+        cml_shape_format(is, a, sizeof a), cml_shape_format(os, b, sizeof b), (long long)axis);
   }
-  cmlc_rd_arg_plan_t p = {args->inputs[0], args->outputs[0], os->dtype, args->node->attrs->flag,
-                          1, is->dims[axis], 1, 0};
+  cmlc_rd_arg_plan_t p = {args->inputs[0],
+                          args->outputs[0],
+                          os->dtype,
+                          args->node->attrs->flag,
+                          1,
+                          is->dims[axis],
+                          1,
+                          0};
   for (int32_t d = 0; d < axis; ++d) p.outer *= is->dims[d];
   for (int32_t d = (int32_t)axis + 1; d < is->rank; ++d) p.inner *= is->dims[d];
   if (p.outer == 0 || p.inner == 0) return CML_OK;
@@ -744,7 +787,8 @@ bool cmlc_kernels_reduce_lookup(const cml_module_t* module, const cml_ir_node_t*
 
 void cmlc_kernels_reduce_capabilities(cml_capabilities_t* caps) {
   for (int op = 0; op < CML_OP_COUNT; ++op) {
-    if (cml_op_kind((cml_op_t)op) == CML_OPK_REDUCE) cml_capabilities_set_op(caps, (cml_op_t)op, true);
+    if (cml_op_kind((cml_op_t)op) == CML_OPK_REDUCE)
+      cml_capabilities_set_op(caps, (cml_op_t)op, true);
   }
   cml_capabilities_set_op(caps, CML_OP_ARG_MIN_MAX, true);
 }

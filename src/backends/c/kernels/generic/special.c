@@ -50,8 +50,8 @@ static void cmlc_philox4x32_10(const uint32_t ctr[4], uint32_t k0, uint32_t k1, 
 
 typedef struct cmlc_rng_ctx_t {
   uint64_t key, ctr_lo, ctr_hi;
-  int bits;        // element bits: 8, 16, 32 or 64
-  int64_t count;   // elements
+  int bits;       // element bits: 8, 16, 32 or 64
+  int64_t count;  // elements
   void* out;
 } cmlc_rng_ctx_t;
 
@@ -69,9 +69,15 @@ static void cmlc_rng_blocks(void* vctx, int64_t begin, int64_t end, int thread_i
       int64_t wi = 4 * j + q;
       if (wi >= words_total) break;
       switch (c->bits) {
-        case 8: ((uint8_t*)c->out)[wi] = (uint8_t)w[q]; break;
-        case 16: ((uint16_t*)c->out)[wi] = (uint16_t)w[q]; break;
-        case 32: ((uint32_t*)c->out)[wi] = w[q]; break;
+        case 8:
+          ((uint8_t*)c->out)[wi] = (uint8_t)w[q];
+          break;
+        case 16:
+          ((uint16_t*)c->out)[wi] = (uint16_t)w[q];
+          break;
+        case 32:
+          ((uint32_t*)c->out)[wi] = w[q];
+          break;
         default: {
           // Word wi is the low (even wi) or high (odd wi) half of element wi / 2.
           uint64_t* e = (uint64_t*)c->out + wi / 2;
@@ -116,8 +122,7 @@ static bool cmlc_rng_lookup(const cml_module_t* module, const cml_ir_node_t* nod
   if (st->dtype != CML_DTYPE_U64 || cml_shape_element_count(st) != 3) return false;
   int bits = cml_dtype_bits(vs->dtype);
   if (cml_dtype_is_packed(vs->dtype) || vs->dtype == CML_DTYPE_BOOL ||
-      cml_dtype_is_complex(vs->dtype) ||
-      !(bits == 8 || bits == 16 || bits == 32 || bits == 64))
+      cml_dtype_is_complex(vs->dtype) || !(bits == 8 || bits == 16 || bits == 32 || bits == 64))
     return false;
   out->run = cmlc_rng_run;
   out->scratch = NULL;

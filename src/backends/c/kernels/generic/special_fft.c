@@ -56,8 +56,8 @@ static bool cmlc_fft_is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 static size_t cmlc_fft_round(size_t x) { return (x + 7) & ~(size_t)7; }  // 64-byte multiples
 
-static bool cmlc_fft_plan(const cml_shape_t* in, const cml_shape_t* out, const cml_ir_attrs_t* attrs,
-                          int threads, cmlc_fft_plan_t* p) {
+static bool cmlc_fft_plan(const cml_shape_t* in, const cml_shape_t* out,
+                          const cml_ir_attrs_t* attrs, int threads, cmlc_fft_plan_t* p) {
   memset(p, 0, sizeof *p);
   p->type = attrs->fft_type;
   p->axes = attrs->axis_count;
@@ -198,8 +198,7 @@ static void cmlc_fft_axis_init(const cmlc_fft_axis_t* x, double* s) {
 
 // Forward DFT of |line| (x->n complex) in place; |work| holds 2*m doubles for Bluestein and
 // 2*n for the direct DFT.
-static void cmlc_fft_line(const cmlc_fft_axis_t* x, const double* s, double* line,
-                          double* work) {
+static void cmlc_fft_line(const cmlc_fft_axis_t* x, const double* s, double* line, double* work) {
   int64_t n = x->n;
   switch (x->kind) {
     case CMLC_FFT_POW2:
@@ -261,8 +260,8 @@ typedef struct cmlc_fft_ctx_t {
   const cmlc_fft_plan_t* p;
   double* s;  // scratch base
   double* work;
-  int32_t axis;      // fft axis index being transformed
-  int64_t stride;    // complex elements between consecutive line entries
+  int32_t axis;    // fft axis index being transformed
+  int64_t stride;  // complex elements between consecutive line entries
   bool inverse;
   // C2R last pass / I/O.
   const void* in;
@@ -342,8 +341,7 @@ static size_t cmlc_fft_scratch(const cml_module_t* module, const cml_ir_node_t* 
                                const cmlc_options_t* options) {
   cmlc_fft_plan_t p;
   if (!cmlc_fft_plan(&module->values[node->inputs[0]].shape,
-                     &module->values[node->first_output].shape, node->attrs, options->threads,
-                     &p))
+                     &module->values[node->first_output].shape, node->attrs, options->threads, &p))
     return 0;
   return p.total * sizeof(double);
 }
@@ -431,8 +429,7 @@ bool cmlc__fft_lookup(const cml_module_t* module, const cml_ir_node_t* node,
   if (node->op != CML_OP_FFT || node->input_count != 1) return false;
   cmlc_fft_plan_t p;
   if (!cmlc_fft_plan(&module->values[node->inputs[0]].shape,
-                     &module->values[node->first_output].shape, node->attrs, options->threads,
-                     &p))
+                     &module->values[node->first_output].shape, node->attrs, options->threads, &p))
     return false;
   out->run = cmlc_fft_run;
   out->scratch = cmlc_fft_scratch;

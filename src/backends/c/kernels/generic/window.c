@@ -69,41 +69,41 @@ static void cmlc_wn_decode(const cmlc_wn_geom_t* g, int64_t i, int64_t* o) {
 
 // Runs BODY for every input element of the window at output position |O| (an int64 array),
 // in row-major window order; BODY sees `in_off`, the element's offset in the operand.
-#define CMLC_WN_VISIT(G, O, BODY)                                                           \
-  do {                                                                                      \
-    const int32_t l_ = (G)->rank - 1;                                                       \
-    int64_t k_[CML_MAX_RANK] = {0};                                                         \
-    int64_t outer_ = 1;                                                                     \
-    for (int32_t d_ = 0; d_ < l_; ++d_) outer_ *= (G)->window[d_];                          \
-    const int64_t base_l_ = (O)[l_] * (G)->stride[l_] - (G)->pad_lo[l_];                    \
-    const int64_t bd_l_ = (G)->base_dil[l_];                                                \
-    for (int64_t w_ = 0; w_ < outer_; ++w_) {                                               \
-      int64_t off_ = 0;                                                                     \
-      bool ok_ = true;                                                                      \
-      for (int32_t d_ = 0; d_ < l_; ++d_) {                                                 \
-        const int64_t p_ =                                                                  \
-            (O)[d_] * (G)->stride[d_] + k_[d_] * (G)->win_dil[d_] - (G)->pad_lo[d_];        \
-        const int64_t bd_ = (G)->base_dil[d_];                                              \
-        if (p_ < 0 || p_ % bd_ != 0 || p_ / bd_ >= (G)->in_dims[d_]) {                      \
-          ok_ = false;                                                                      \
-          break;                                                                            \
-        }                                                                                   \
-        off_ += (p_ / bd_) * (G)->in_strides[d_];                                           \
-      }                                                                                     \
-      if (ok_) {                                                                            \
-        for (int64_t kl_ = 0; kl_ < (G)->window[l_]; ++kl_) {                               \
-          const int64_t p_ = base_l_ + kl_ * (G)->win_dil[l_];                              \
-          if (p_ < 0 || p_ % bd_l_ != 0) continue;                                          \
-          if (p_ / bd_l_ >= (G)->in_dims[l_]) break;                                        \
-          const int64_t in_off = off_ + (p_ / bd_l_) * (G)->in_strides[l_];                 \
-          BODY                                                                              \
-        }                                                                                   \
-      }                                                                                     \
-      for (int32_t d_ = l_ - 1; d_ >= 0; --d_) {                                            \
-        if (++k_[d_] < (G)->window[d_]) break;                                              \
-        k_[d_] = 0;                                                                         \
-      }                                                                                     \
-    }                                                                                       \
+#define CMLC_WN_VISIT(G, O, BODY)                                                    \
+  do {                                                                               \
+    const int32_t l_ = (G)->rank - 1;                                                \
+    int64_t k_[CML_MAX_RANK] = {0};                                                  \
+    int64_t outer_ = 1;                                                              \
+    for (int32_t d_ = 0; d_ < l_; ++d_) outer_ *= (G)->window[d_];                   \
+    const int64_t base_l_ = (O)[l_] * (G)->stride[l_] - (G)->pad_lo[l_];             \
+    const int64_t bd_l_ = (G)->base_dil[l_];                                         \
+    for (int64_t w_ = 0; w_ < outer_; ++w_) {                                        \
+      int64_t off_ = 0;                                                              \
+      bool ok_ = true;                                                               \
+      for (int32_t d_ = 0; d_ < l_; ++d_) {                                          \
+        const int64_t p_ =                                                           \
+            (O)[d_] * (G)->stride[d_] + k_[d_] * (G)->win_dil[d_] - (G)->pad_lo[d_]; \
+        const int64_t bd_ = (G)->base_dil[d_];                                       \
+        if (p_ < 0 || p_ % bd_ != 0 || p_ / bd_ >= (G)->in_dims[d_]) {               \
+          ok_ = false;                                                               \
+          break;                                                                     \
+        }                                                                            \
+        off_ += (p_ / bd_) * (G)->in_strides[d_];                                    \
+      }                                                                              \
+      if (ok_) {                                                                     \
+        for (int64_t kl_ = 0; kl_ < (G)->window[l_]; ++kl_) {                        \
+          const int64_t p_ = base_l_ + kl_ * (G)->win_dil[l_];                       \
+          if (p_ < 0 || p_ % bd_l_ != 0) continue;                                   \
+          if (p_ / bd_l_ >= (G)->in_dims[l_]) break;                                 \
+          const int64_t in_off = off_ + (p_ / bd_l_) * (G)->in_strides[l_];          \
+          BODY                                                                       \
+        }                                                                            \
+      }                                                                              \
+      for (int32_t d_ = l_ - 1; d_ >= 0; --d_) {                                     \
+        if (++k_[d_] < (G)->window[d_]) break;                                       \
+        k_[d_] = 0;                                                                  \
+      }                                                                              \
+    }                                                                                \
   } while (0)
 
 //===--- ReduceWindow ---===//
@@ -115,23 +115,23 @@ typedef struct cmlc_wn_rw_t {
 } cmlc_wn_rw_t;
 
 // One reduce-window kernel: T element type, A accumulator, LOAD(T) -> A, STORE(A) -> T.
-#define CMLC_WN_RW_FN(name, T, A, INIT, LOAD, STORE, COMBINE)                   \
-  static void name(void* ctx, int64_t begin, int64_t end, int thread_index) {   \
-    (void)thread_index;                                                         \
-    const cmlc_wn_rw_t* c_ = (const cmlc_wn_rw_t*)ctx;                          \
-    const cmlc_wn_geom_t* g_ = &c_->g;                                          \
-    const T* in_ = (const T*)c_->in;                                            \
-    T* out_ = (T*)c_->out;                                                      \
-    int64_t o_[CML_MAX_RANK];                                                   \
-    for (int64_t i_ = begin; i_ < end; ++i_) {                                  \
-      cmlc_wn_decode(g_, i_, o_);                                               \
-      A acc = (INIT);                                                           \
-      CMLC_WN_VISIT(g_, o_, {                                                   \
-        const A v = LOAD(in_[in_off]);                                          \
-        COMBINE(acc, v);                                                        \
-      });                                                                       \
-      out_[i_] = STORE(acc);                                                    \
-    }                                                                           \
+#define CMLC_WN_RW_FN(name, T, A, INIT, LOAD, STORE, COMBINE)                 \
+  static void name(void* ctx, int64_t begin, int64_t end, int thread_index) { \
+    (void)thread_index;                                                       \
+    const cmlc_wn_rw_t* c_ = (const cmlc_wn_rw_t*)ctx;                        \
+    const cmlc_wn_geom_t* g_ = &c_->g;                                        \
+    const T* in_ = (const T*)c_->in;                                          \
+    T* out_ = (T*)c_->out;                                                    \
+    int64_t o_[CML_MAX_RANK];                                                 \
+    for (int64_t i_ = begin; i_ < end; ++i_) {                                \
+      cmlc_wn_decode(g_, i_, o_);                                             \
+      A acc = (INIT);                                                         \
+      CMLC_WN_VISIT(g_, o_, {                                                 \
+        const A v = LOAD(in_[in_off]);                                        \
+        COMBINE(acc, v);                                                      \
+      });                                                                     \
+      out_[i_] = STORE(acc);                                                  \
+    }                                                                         \
   }
 
 #define CMLC_WN_ID(x) (x)
@@ -144,10 +144,10 @@ typedef struct cmlc_wn_rw_t {
 #define CMLC_WN_FMAX(acc, v) ((acc) = (isnan(v) || (v) > (acc)) ? (v) : (acc))
 #define CMLC_WN_FMIN(acc, v) ((acc) = (isnan(v) || (v) < (acc)) ? (v) : (acc))
 
-#define CMLC_WN_RW_INT(suffix, T, TMIN, TMAX)                                                  \
-  CMLC_WN_RW_FN(cmlc_wn_rw_sum_##suffix, T, uint64_t, 0, CMLC_WN_TO_U64, (T), CMLC_WN_ADD)    \
-  CMLC_WN_RW_FN(cmlc_wn_rw_prod_##suffix, T, uint64_t, 1, CMLC_WN_TO_U64, (T), CMLC_WN_MUL)   \
-  CMLC_WN_RW_FN(cmlc_wn_rw_max_##suffix, T, T, TMIN, CMLC_WN_ID, CMLC_WN_ID, CMLC_WN_IMAX)    \
+#define CMLC_WN_RW_INT(suffix, T, TMIN, TMAX)                                               \
+  CMLC_WN_RW_FN(cmlc_wn_rw_sum_##suffix, T, uint64_t, 0, CMLC_WN_TO_U64, (T), CMLC_WN_ADD)  \
+  CMLC_WN_RW_FN(cmlc_wn_rw_prod_##suffix, T, uint64_t, 1, CMLC_WN_TO_U64, (T), CMLC_WN_MUL) \
+  CMLC_WN_RW_FN(cmlc_wn_rw_max_##suffix, T, T, TMIN, CMLC_WN_ID, CMLC_WN_ID, CMLC_WN_IMAX)  \
   CMLC_WN_RW_FN(cmlc_wn_rw_min_##suffix, T, T, TMAX, CMLC_WN_ID, CMLC_WN_ID, CMLC_WN_IMIN)
 CMLC_WN_RW_INT(i8, int8_t, INT8_MIN, INT8_MAX)
 CMLC_WN_RW_INT(i16, int16_t, INT16_MIN, INT16_MAX)
@@ -158,10 +158,10 @@ CMLC_WN_RW_INT(u16, uint16_t, 0, UINT16_MAX)
 CMLC_WN_RW_INT(u32, uint32_t, 0, UINT32_MAX)
 CMLC_WN_RW_INT(u64, uint64_t, 0, UINT64_MAX)
 
-#define CMLC_WN_RW_FLOAT(suffix, T, A, LOAD, STORE)                                         \
-  CMLC_WN_RW_FN(cmlc_wn_rw_sum_##suffix, T, A, (A)0, LOAD, STORE, CMLC_WN_ADD)             \
-  CMLC_WN_RW_FN(cmlc_wn_rw_prod_##suffix, T, A, (A)1, LOAD, STORE, CMLC_WN_MUL)            \
-  CMLC_WN_RW_FN(cmlc_wn_rw_max_##suffix, T, A, (A)(-INFINITY), LOAD, STORE, CMLC_WN_FMAX)  \
+#define CMLC_WN_RW_FLOAT(suffix, T, A, LOAD, STORE)                                       \
+  CMLC_WN_RW_FN(cmlc_wn_rw_sum_##suffix, T, A, (A)0, LOAD, STORE, CMLC_WN_ADD)            \
+  CMLC_WN_RW_FN(cmlc_wn_rw_prod_##suffix, T, A, (A)1, LOAD, STORE, CMLC_WN_MUL)           \
+  CMLC_WN_RW_FN(cmlc_wn_rw_max_##suffix, T, A, (A)(-INFINITY), LOAD, STORE, CMLC_WN_FMAX) \
   CMLC_WN_RW_FN(cmlc_wn_rw_min_##suffix, T, A, (A)INFINITY, LOAD, STORE, CMLC_WN_FMIN)
 CMLC_WN_RW_FLOAT(f32, float, float, CMLC_WN_ID, CMLC_WN_ID)
 CMLC_WN_RW_FLOAT(f64, double, double, CMLC_WN_ID, CMLC_WN_ID)
@@ -171,11 +171,11 @@ CMLC_WN_RW_FLOAT(bf16, uint16_t, float, cml_bf16_to_f32, cml_f32_to_bf16)
 static cmlc_task_fn cmlc_wn_rw_fn(cml_dtype_t dtype, cml_reduce_type_t type) {
   if (type < CML_REDUCE_SUM || type > CML_REDUCE_MIN) return NULL;
   const int which = (int)type - (int)CML_REDUCE_SUM;
-#define CMLC_WN_CASE(D, suffix)                                                       \
-  case D: {                                                                           \
+#define CMLC_WN_CASE(D, suffix)                                                            \
+  case D: {                                                                                \
     static const cmlc_task_fn fns[4] = {cmlc_wn_rw_sum_##suffix, cmlc_wn_rw_prod_##suffix, \
                                         cmlc_wn_rw_max_##suffix, cmlc_wn_rw_min_##suffix}; \
-    return fns[which];                                                                \
+    return fns[which];                                                                     \
   }
   switch (dtype) {
     CMLC_WN_CASE(CML_DTYPE_I8, i8)
@@ -190,7 +190,8 @@ static cmlc_task_fn cmlc_wn_rw_fn(cml_dtype_t dtype, cml_reduce_type_t type) {
     CMLC_WN_CASE(CML_DTYPE_BF16, bf16)
     CMLC_WN_CASE(CML_DTYPE_F32, f32)
     CMLC_WN_CASE(CML_DTYPE_F64, f64)
-    default: return NULL;
+    default:
+      return NULL;
   }
 #undef CMLC_WN_CASE
 }
@@ -225,33 +226,33 @@ static cml_status_t cmlc_wn_reduce_window(const cmlc_kernel_args_t* args) {
 
 // One select-and-scatter kernel over |T| (compared as C via TO_C). |acc| is the output (A = T)
 // or, for f16/bf16, an f32 scratch; ADD(acc_element, source_element).
-#define CMLC_WN_SAS_FN(suffix, T, C, TO_C, A, ADD)                                           \
-  static void cmlc_wn_sas_##suffix(const cmlc_wn_geom_t* g, cml_op_t op, const T* x,          \
-                                   const T* src, int64_t src_count, A* acc) {                 \
-    int64_t o[CML_MAX_RANK];                                                                  \
-    for (int64_t i = 0; i < src_count; ++i) {                                                 \
-      cmlc_wn_decode(g, i, o);                                                                \
-      const T s = src[i];                                                                     \
-      if (op == CML_OP_SELECT_AND_SCATTER_SUM) {                                              \
-        CMLC_WN_VISIT(g, o, { ADD(acc[in_off], s); });                                        \
-        continue;                                                                             \
-      }                                                                                       \
-      const bool is_max = op == CML_OP_SELECT_AND_SCATTER_MAX;                                \
-      int64_t sel = -1;                                                                       \
-      C cur = (C)0;                                                                           \
-      CMLC_WN_VISIT(g, o, {                                                                   \
-        const C v = TO_C(x[in_off]);                                                          \
-        if (sel < 0 || (is_max ? !(cur >= v) : !(cur <= v))) {                                \
-          sel = in_off;                                                                       \
-          cur = v;                                                                            \
-        }                                                                                     \
-      });                                                                                     \
-      if (sel >= 0) ADD(acc[sel], s);                                                         \
-    }                                                                                         \
+#define CMLC_WN_SAS_FN(suffix, T, C, TO_C, A, ADD)                                                 \
+  static void cmlc_wn_sas_##suffix(const cmlc_wn_geom_t* g, cml_op_t op, const T* x, const T* src, \
+                                   int64_t src_count, A* acc) {                                    \
+    int64_t o[CML_MAX_RANK];                                                                       \
+    for (int64_t i = 0; i < src_count; ++i) {                                                      \
+      cmlc_wn_decode(g, i, o);                                                                     \
+      const T s = src[i];                                                                          \
+      if (op == CML_OP_SELECT_AND_SCATTER_SUM) {                                                   \
+        CMLC_WN_VISIT(g, o, { ADD(acc[in_off], s); });                                             \
+        continue;                                                                                  \
+      }                                                                                            \
+      const bool is_max = op == CML_OP_SELECT_AND_SCATTER_MAX;                                     \
+      int64_t sel = -1;                                                                            \
+      C cur = (C)0;                                                                                \
+      CMLC_WN_VISIT(g, o, {                                                                        \
+        const C v = TO_C(x[in_off]);                                                               \
+        if (sel < 0 || (is_max ? !(cur >= v) : !(cur <= v))) {                                     \
+          sel = in_off;                                                                            \
+          cur = v;                                                                                 \
+        }                                                                                          \
+      });                                                                                          \
+      if (sel >= 0) ADD(acc[sel], s);                                                              \
+    }                                                                                              \
   }
 
-#define CMLC_WN_SAS_INT(suffix, T, U)                                                        \
-  static inline void cmlc_wn_add_##suffix(T* a, T b) { *a = (T)((U)*a + (U)b); }           \
+#define CMLC_WN_SAS_INT(suffix, T, U)                                            \
+  static inline void cmlc_wn_add_##suffix(T* a, T b) { *a = (T)((U)*a + (U)b); } \
   CMLC_WN_SAS_FN(suffix, T, T, CMLC_WN_ID, T, CMLC_WN_ADD_##suffix)
 #define CMLC_WN_ADD_i8(a, b) cmlc_wn_add_i8(&(a), (b))
 #define CMLC_WN_ADD_i16(a, b) cmlc_wn_add_i16(&(a), (b))
@@ -303,8 +304,10 @@ static cml_status_t cmlc_wn_select_and_scatter(const cmlc_kernel_args_t* args) {
   const void* src = args->inputs[1];
   void* out = args->outputs[0];
   switch (xs->dtype) {
-#define CMLC_WN_SAS_CASE(D, suffix, T)                                           \
-  case D: cmlc_wn_sas_##suffix(&g, op, (const T*)x, (const T*)src, src_count, (T*)out); break;
+#define CMLC_WN_SAS_CASE(D, suffix, T)                                            \
+  case D:                                                                         \
+    cmlc_wn_sas_##suffix(&g, op, (const T*)x, (const T*)src, src_count, (T*)out); \
+    break;
     CMLC_WN_SAS_CASE(CML_DTYPE_I8, i8, int8_t)
     CMLC_WN_SAS_CASE(CML_DTYPE_I16, i16, int16_t)
     CMLC_WN_SAS_CASE(CML_DTYPE_I32, i32, int32_t)
@@ -336,10 +339,9 @@ static cml_status_t cmlc_wn_select_and_scatter(const cmlc_kernel_args_t* args) {
     }
     default: {
       char text[160];
-      return cml_status_make(CML_STATUS_UNIMPLEMENTED,
-                             "%s: the c backend has no kernel for dtype %s (operand %s)",
-                             cml_op_name(op), cml_dtype_name(xs->dtype),
-                             cml_shape_format(xs, text, sizeof text));
+      return cml_status_make(
+          CML_STATUS_UNIMPLEMENTED, "%s: the c backend has no kernel for dtype %s (operand %s)",
+          cml_op_name(op), cml_dtype_name(xs->dtype), cml_shape_format(xs, text, sizeof text));
     }
   }
   return CML_OK;
@@ -365,7 +367,8 @@ bool cmlc_kernels_window_lookup(const cml_module_t* module, const cml_ir_node_t*
       e.run = cmlc_wn_select_and_scatter;
       e.scratch = cmlc_wn_sas_scratch;
       break;
-    default: return false;
+    default:
+      return false;
   }
   *out = e;
   return true;

@@ -59,8 +59,7 @@ CMLC_EW_TARGET static inline vm v_ge(vf a, vf b) { return _mm256_cmp_ps(a, b, _C
 CMLC_EW_TARGET static inline vm v_unord(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_UNORD_Q); }
 CMLC_EW_TARGET static inline vf v_sel(vm m, vf t, vf f) { return _mm256_blendv_ps(f, t, m); }
 CMLC_EW_TARGET static inline vi v_i_sel(vm m, vi t, vi f) {
-  return _mm256_castps_si256(
-      _mm256_blendv_ps(_mm256_castsi256_ps(f), _mm256_castsi256_ps(t), m));
+  return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(f), _mm256_castsi256_ps(t), m));
 }
 // Writes 8 bytes of 0/1.
 CMLC_EW_TARGET static inline void v_store_bool(uint8_t* p, vm m) {

@@ -51,9 +51,7 @@ CMLC_EW_TARGET static inline vi v_i_srl23(vi a) { return _mm512_srli_epi32(a, 23
 CMLC_EW_TARGET static inline vi v_i_shl16(vi a) { return _mm512_slli_epi32(a, 16); }
 CMLC_EW_TARGET static inline vi v_i_srl16(vi a) { return _mm512_srli_epi32(a, 16); }
 CMLC_EW_TARGET static inline vm v_eq(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
-CMLC_EW_TARGET static inline vm v_neq(vf a, vf b) {
-  return _mm512_cmp_ps_mask(a, b, _CMP_NEQ_UQ);
-}
+CMLC_EW_TARGET static inline vm v_neq(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_NEQ_UQ); }
 CMLC_EW_TARGET static inline vm v_lt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
 CMLC_EW_TARGET static inline vm v_le(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
 CMLC_EW_TARGET static inline vm v_gt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }

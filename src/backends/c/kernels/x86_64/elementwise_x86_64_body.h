@@ -174,20 +174,20 @@ CMLC_EW_TARGET static inline vf v_rsqrt(vf x) { return v_div(v_set1(1.0f), v_sqr
 //===--- unary kernels ---===//
 
 // Full vectors straight from memory; the tail goes through a zero-padded stack copy.
-#define CMLC_EW_SIMD_UNARY(name, VFN)                                                     \
-  CMLC_EW_TARGET static void CMLC_EW_FN(name)(void* out, const void* const* in,          \
-                                              const int64_t* stride, int64_t n) {         \
-    (void)stride;                                                                         \
-    const float* x = (const float*)in[0];                                                 \
-    float* y = (float*)out;                                                               \
-    int64_t i = 0;                                                                        \
-    for (; i + CMLC_V_W <= n; i += CMLC_V_W) v_store(y + i, VFN(v_load(x + i)));         \
-    if (i < n) {                                                                          \
-      float t[CMLC_V_W] = {0};                                                            \
-      memcpy(t, x + i, (size_t)(n - i) * sizeof(float));                                 \
-      v_store(t, VFN(v_load(t)));                                                         \
-      memcpy(y + i, t, (size_t)(n - i) * sizeof(float));                                 \
-    }                                                                                     \
+#define CMLC_EW_SIMD_UNARY(name, VFN)                                             \
+  CMLC_EW_TARGET static void CMLC_EW_FN(name)(void* out, const void* const* in,   \
+                                              const int64_t* stride, int64_t n) { \
+    (void)stride;                                                                 \
+    const float* x = (const float*)in[0];                                         \
+    float* y = (float*)out;                                                       \
+    int64_t i = 0;                                                                \
+    for (; i + CMLC_V_W <= n; i += CMLC_V_W) v_store(y + i, VFN(v_load(x + i)));  \
+    if (i < n) {                                                                  \
+      float t[CMLC_V_W] = {0};                                                    \
+      memcpy(t, x + i, (size_t)(n - i) * sizeof(float));                          \
+      v_store(t, VFN(v_load(t)));                                                 \
+      memcpy(y + i, t, (size_t)(n - i) * sizeof(float));                          \
+    }                                                                             \
   }
 
 CMLC_EW_SIMD_UNARY(neg_f32, v_neg)
@@ -204,34 +204,34 @@ CMLC_EW_SIMD_UNARY(erf_f32, v_erf)
 
 // Operand strides are 0 (one broadcast value) or 1. STOREV(out, i, v) stores W results;
 // STORET(out, i, tmp, count) stores the first |count| results of a tail computed into tmp.
-#define CMLC_EW_SIMD_BINARY_GEN(name, TOUT, VR, VOP, STOREV, TAILT, STORET)                  \
-  CMLC_EW_TARGET static void CMLC_EW_FN(name)(void* out, const void* const* in,             \
-                                              const int64_t* st, int64_t n) {                \
-    const float* a = (const float*)in[0];                                                    \
-    const float* b = (const float*)in[1];                                                    \
-    TOUT* o = (TOUT*)out;                                                                    \
-    const vf a0 = v_set1(a[0]), b0 = v_set1(b[0]);                                           \
-    int64_t i = 0;                                                                           \
-    if (st[0] && st[1]) {                                                                    \
-      for (; i + CMLC_V_W <= n; i += CMLC_V_W) STOREV(o, i, VOP(v_load(a + i), v_load(b + i))); \
-    } else if (st[0]) {                                                                      \
-      for (; i + CMLC_V_W <= n; i += CMLC_V_W) STOREV(o, i, VOP(v_load(a + i), b0));         \
-    } else if (st[1]) {                                                                      \
-      for (; i + CMLC_V_W <= n; i += CMLC_V_W) STOREV(o, i, VOP(a0, v_load(b + i)));         \
-    } else {                                                                                 \
-      const VR r = VOP(a0, b0);                                                              \
-      for (; i + CMLC_V_W <= n; i += CMLC_V_W) STOREV(o, i, r);                              \
-    }                                                                                        \
-    if (i < n) {                                                                             \
-      float ta[CMLC_V_W] = {0}, tb[CMLC_V_W] = {0};                                          \
-      TAILT tr[CMLC_V_W];                                                                    \
-      const size_t bytes = (size_t)(n - i) * sizeof(float);                                  \
-      if (st[0]) memcpy(ta, a + i, bytes);                                                   \
-      if (st[1]) memcpy(tb, b + i, bytes);                                                   \
-      const vf va = st[0] ? v_load(ta) : a0, vb = st[1] ? v_load(tb) : b0;                  \
-      STOREV(tr, 0, VOP(va, vb));                                                            \
-      STORET(o, i, tr, n - i);                                                               \
-    }                                                                                        \
+#define CMLC_EW_SIMD_BINARY_GEN(name, TOUT, VR, VOP, STOREV, TAILT, STORET)                        \
+  CMLC_EW_TARGET static void CMLC_EW_FN(name)(void* out, const void* const* in, const int64_t* st, \
+                                              int64_t n) {                                         \
+    const float* a = (const float*)in[0];                                                          \
+    const float* b = (const float*)in[1];                                                          \
+    TOUT* o = (TOUT*)out;                                                                          \
+    const vf a0 = v_set1(a[0]), b0 = v_set1(b[0]);                                                 \
+    int64_t i = 0;                                                                                 \
+    if (st[0] && st[1]) {                                                                          \
+      for (; i + CMLC_V_W <= n; i += CMLC_V_W) STOREV(o, i, VOP(v_load(a + i), v_load(b + i)));    \
+    } else if (st[0]) {                                                                            \
+      for (; i + CMLC_V_W <= n; i += CMLC_V_W) STOREV(o, i, VOP(v_load(a + i), b0));               \
+    } else if (st[1]) {                                                                            \
+      for (; i + CMLC_V_W <= n; i += CMLC_V_W) STOREV(o, i, VOP(a0, v_load(b + i)));               \
+    } else {                                                                                       \
+      const VR r = VOP(a0, b0);                                                                    \
+      for (; i + CMLC_V_W <= n; i += CMLC_V_W) STOREV(o, i, r);                                    \
+    }                                                                                              \
+    if (i < n) {                                                                                   \
+      float ta[CMLC_V_W] = {0}, tb[CMLC_V_W] = {0};                                                \
+      TAILT tr[CMLC_V_W];                                                                          \
+      const size_t bytes = (size_t)(n - i) * sizeof(float);                                        \
+      if (st[0]) memcpy(ta, a + i, bytes);                                                         \
+      if (st[1]) memcpy(tb, b + i, bytes);                                                         \
+      const vf va = st[0] ? v_load(ta) : a0, vb = st[1] ? v_load(tb) : b0;                         \
+      STOREV(tr, 0, VOP(va, vb));                                                                  \
+      STORET(o, i, tr, n - i);                                                                     \
+    }                                                                                              \
   }
 
 #define CMLC_EW_STORE_F32(o, i, v) v_store((o) + (i), (v))
@@ -240,9 +240,8 @@ CMLC_EW_SIMD_UNARY(erf_f32, v_erf)
 
 #define CMLC_EW_SIMD_BINARY(name, VOP) \
   CMLC_EW_SIMD_BINARY_GEN(name, float, vf, VOP, CMLC_EW_STORE_F32, float, CMLC_EW_TAIL_COPY)
-#define CMLC_EW_SIMD_COMPARE(name, VOP)                                                   \
-  CMLC_EW_SIMD_BINARY_GEN(name, uint8_t, vm, VOP, CMLC_EW_STORE_BOOL, uint8_t,             \
-                          CMLC_EW_TAIL_COPY)
+#define CMLC_EW_SIMD_COMPARE(name, VOP) \
+  CMLC_EW_SIMD_BINARY_GEN(name, uint8_t, vm, VOP, CMLC_EW_STORE_BOOL, uint8_t, CMLC_EW_TAIL_COPY)
 
 CMLC_EW_SIMD_BINARY(add_f32, v_add)
 CMLC_EW_SIMD_BINARY(sub_f32, v_sub)
@@ -259,8 +258,8 @@ CMLC_EW_SIMD_COMPARE(ge_f32, v_ge)
 
 //===--- Where for 4-byte elements ---===//
 
-CMLC_EW_TARGET static void CMLC_EW_FN(where_4)(void* out, const void* const* in,
-                                              const int64_t* st, int64_t n) {
+CMLC_EW_TARGET static void CMLC_EW_FN(where_4)(void* out, const void* const* in, const int64_t* st,
+                                               int64_t n) {
   const uint8_t* c = (const uint8_t*)in[0];
   const float* t = (const float*)in[1];
   const float* f = (const float*)in[2];
@@ -282,8 +281,7 @@ CMLC_EW_TARGET static void CMLC_EW_FN(where_4)(void* out, const void* const* in,
 // f32 -> bf16 / f16 canonicalize NaN first (sign | quiet bit, as the scalar path does through
 // double), then round to nearest even.
 CMLC_EW_TARGET static inline vf v_canonical_nan(vf x) {
-  return v_sel(v_unord(x, x), v_or(v_and(x, v_set1(-0.0f)), v_cast_f(v_i_set1(0x7fc00000))),
-               x);
+  return v_sel(v_unord(x, x), v_or(v_and(x, v_set1(-0.0f)), v_cast_f(v_i_set1(0x7fc00000))), x);
 }
 
 CMLC_EW_TARGET static inline vi v_f32_to_bf16_bits(vf x) {
@@ -292,24 +290,23 @@ CMLC_EW_TARGET static inline vi v_f32_to_bf16_bits(vf x) {
   return v_i_srl16(v_i_add(u, v_i_add(lsb, v_i_set1(0x7fff))));
 }
 
-#define CMLC_EW_CONVERT_LOOP(TIN, TOUT, BODY)                                \
-  const TIN* x = (const TIN*)in;                                             \
-  TOUT* y = (TOUT*)out;                                                      \
-  int64_t i = 0;                                                             \
-  for (; i + CMLC_V_W <= n; i += CMLC_V_W) BODY(y + i, x + i);               \
-  if (i < n) {                                                               \
-    TIN tx[CMLC_V_W];                                                        \
-    TOUT ty[CMLC_V_W];                                                       \
-    memset(tx, 0, sizeof tx);                                                \
-    memcpy(tx, x + i, (size_t)(n - i) * sizeof(TIN));                        \
-    BODY(ty, tx);                                                            \
-    memcpy(y + i, ty, (size_t)(n - i) * sizeof(TOUT));                       \
+#define CMLC_EW_CONVERT_LOOP(TIN, TOUT, BODY)                  \
+  const TIN* x = (const TIN*)in;                               \
+  TOUT* y = (TOUT*)out;                                        \
+  int64_t i = 0;                                               \
+  for (; i + CMLC_V_W <= n; i += CMLC_V_W) BODY(y + i, x + i); \
+  if (i < n) {                                                 \
+    TIN tx[CMLC_V_W];                                          \
+    TOUT ty[CMLC_V_W];                                         \
+    memset(tx, 0, sizeof tx);                                  \
+    memcpy(tx, x + i, (size_t)(n - i) * sizeof(TIN));          \
+    BODY(ty, tx);                                              \
+    memcpy(y + i, ty, (size_t)(n - i) * sizeof(TOUT));         \
   }
 
 #define CMLC_EW_F32_TO_BF16(dst, src) v_store_u16((dst), v_f32_to_bf16_bits(v_load(src)))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f32_bf16)(void* out, const void* in, int64_t n) {
-  CMLC_EW_CONVERT_LOOP(float, uint16_t, CMLC_EW_F32_TO_BF16)
-}
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f32_bf16)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(float, uint16_t, CMLC_EW_F32_TO_BF16)}
 
 // bf16 -> f32: exact; NaNs get the quiet bit (the scalar path quiets them through double).
 CMLC_EW_TARGET static inline vf v_bf16_to_f32(const uint16_t* p) {
@@ -317,19 +314,15 @@ CMLC_EW_TARGET static inline vf v_bf16_to_f32(const uint16_t* p) {
   return v_sel(v_unord(x, x), v_or(x, v_cast_f(v_i_set1(0x00400000))), x);
 }
 #define CMLC_EW_BF16_TO_F32(dst, src) v_store((dst), v_bf16_to_f32(src))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bf16_f32)(void* out, const void* in, int64_t n) {
-  CMLC_EW_CONVERT_LOOP(uint16_t, float, CMLC_EW_BF16_TO_F32)
-}
-
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bf16_f32)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(uint16_t, float, CMLC_EW_BF16_TO_F32)}
 #define CMLC_EW_F32_TO_F16(dst, src) v_store_f16((dst), v_canonical_nan(v_load(src)))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f32_f16)(void* out, const void* in, int64_t n) {
-  CMLC_EW_CONVERT_LOOP(float, uint16_t, CMLC_EW_F32_TO_F16)
-}
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f32_f16)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(float, uint16_t, CMLC_EW_F32_TO_F16)}
 
 #define CMLC_EW_F16_TO_F32(dst, src) v_store((dst), v_load_f16(src))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f16_f32)(void* out, const void* in, int64_t n) {
-  CMLC_EW_CONVERT_LOOP(uint16_t, float, CMLC_EW_F16_TO_F32)
-}
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f16_f32)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(uint16_t, float, CMLC_EW_F16_TO_F32)}
 
 // f32 -> i32: truncation, saturating, NaN -> 0.
 CMLC_EW_TARGET static inline vi v_f32_to_i32(vf x) {
@@ -338,10 +331,8 @@ CMLC_EW_TARGET static inline vi v_f32_to_i32(vf x) {
   return v_i_sel(v_unord(x, x), v_i_set1(0), r);
 }
 #define CMLC_EW_F32_TO_I32(dst, src) v_store_i32((dst), v_f32_to_i32(v_load(src)))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f32_i32)(void* out, const void* in, int64_t n) {
-  CMLC_EW_CONVERT_LOOP(float, int32_t, CMLC_EW_F32_TO_I32)
-}
-
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f32_i32)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(float, int32_t, CMLC_EW_F32_TO_I32)}
 #define CMLC_EW_I32_TO_F32(dst, src) v_store((dst), v_cvt_f32(v_load_i32(src)))
 CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_f32)(void* out, const void* in, int64_t n) {
   CMLC_EW_CONVERT_LOOP(int32_t, float, CMLC_EW_I32_TO_F32)
@@ -351,32 +342,32 @@ CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_f32)(void* out, const void* in, in
 
 enum { CMLC_EW_RD_LANES = 32, CMLC_EW_RD_SPLIT = 8192 };
 
-#define CMLC_EW_SIMD_REDUCE(name, VOP, IDENT, SOP)                                          \
-  CMLC_EW_TARGET static float CMLC_EW_FN(name)(const float* x, int64_t n) {                 \
-    if (n > CMLC_EW_RD_SPLIT) {                                                             \
-      const int64_t h = (n / 2) & ~(int64_t)(CMLC_EW_RD_LANES - 1);                         \
-      const float a = CMLC_EW_FN(name)(x, h), b = CMLC_EW_FN(name)(x + h, n - h);           \
-      return SOP(a, b);                                                                     \
-    }                                                                                       \
-    enum { K = CMLC_EW_RD_LANES / CMLC_V_W };                                               \
-    vf acc[K];                                                                              \
-    for (int k = 0; k < K; ++k) acc[k] = v_set1(IDENT);                                     \
-    int64_t i = 0;                                                                          \
-    for (; i + CMLC_EW_RD_LANES <= n; i += CMLC_EW_RD_LANES) {                              \
-      for (int k = 0; k < K; ++k) acc[k] = VOP(acc[k], v_load(x + i + k * CMLC_V_W));       \
-    }                                                                                       \
-    if (i < n) {                                                                            \
-      float t[CMLC_EW_RD_LANES];                                                            \
-      for (int j = 0; j < CMLC_EW_RD_LANES; ++j) t[j] = (IDENT);                            \
-      memcpy(t, x + i, (size_t)(n - i) * sizeof(float));                                    \
-      for (int k = 0; k < K; ++k) acc[k] = VOP(acc[k], v_load(t + k * CMLC_V_W));           \
-    }                                                                                       \
-    float lane[CMLC_EW_RD_LANES];                                                           \
-    for (int k = 0; k < K; ++k) v_store(lane + k * CMLC_V_W, acc[k]);                       \
-    for (int w = CMLC_EW_RD_LANES / 2; w >= 1; w /= 2) {                                    \
-      for (int j = 0; j < w; ++j) lane[j] = SOP(lane[j], lane[j + w]);                      \
-    }                                                                                       \
-    return lane[0];                                                                         \
+#define CMLC_EW_SIMD_REDUCE(name, VOP, IDENT, SOP)                                    \
+  CMLC_EW_TARGET static float CMLC_EW_FN(name)(const float* x, int64_t n) {           \
+    if (n > CMLC_EW_RD_SPLIT) {                                                       \
+      const int64_t h = (n / 2) & ~(int64_t)(CMLC_EW_RD_LANES - 1);                   \
+      const float a = CMLC_EW_FN(name)(x, h), b = CMLC_EW_FN(name)(x + h, n - h);     \
+      return SOP(a, b);                                                               \
+    }                                                                                 \
+    enum { K = CMLC_EW_RD_LANES / CMLC_V_W };                                         \
+    vf acc[K];                                                                        \
+    for (int k = 0; k < K; ++k) acc[k] = v_set1(IDENT);                               \
+    int64_t i = 0;                                                                    \
+    for (; i + CMLC_EW_RD_LANES <= n; i += CMLC_EW_RD_LANES) {                        \
+      for (int k = 0; k < K; ++k) acc[k] = VOP(acc[k], v_load(x + i + k * CMLC_V_W)); \
+    }                                                                                 \
+    if (i < n) {                                                                      \
+      float t[CMLC_EW_RD_LANES];                                                      \
+      for (int j = 0; j < CMLC_EW_RD_LANES; ++j) t[j] = (IDENT);                      \
+      memcpy(t, x + i, (size_t)(n - i) * sizeof(float));                              \
+      for (int k = 0; k < K; ++k) acc[k] = VOP(acc[k], v_load(t + k * CMLC_V_W));     \
+    }                                                                                 \
+    float lane[CMLC_EW_RD_LANES];                                                     \
+    for (int k = 0; k < K; ++k) v_store(lane + k * CMLC_V_W, acc[k]);                 \
+    for (int w = CMLC_EW_RD_LANES / 2; w >= 1; w /= 2) {                              \
+      for (int j = 0; j < w; ++j) lane[j] = SOP(lane[j], lane[j + w]);                \
+    }                                                                                 \
+    return lane[0];                                                                   \
   }
 
 #define CMLC_EW_SADD(a, b) ((a) + (b))
@@ -389,35 +380,58 @@ CMLC_EW_SIMD_REDUCE(min_f32_rd, v_min_nan, INFINITY, CMLC_EW_FMIN)
 cmlc_ew_fn CMLC_EW_FN(unary_fn)(cml_op_t op, cml_dtype_t dtype) {
   if (dtype != CML_DTYPE_F32) return NULL;
   switch (op) {
-    case CML_OP_NEG: return CMLC_EW_FN(neg_f32);
-    case CML_OP_ABS: return CMLC_EW_FN(abs_f32);
-    case CML_OP_SQRT: return CMLC_EW_FN(sqrt_f32);
-    case CML_OP_RSQRT: return CMLC_EW_FN(rsqrt_f32);
-    case CML_OP_EXP: return CMLC_EW_FN(exp_f32);
-    case CML_OP_LOG: return CMLC_EW_FN(log_f32);
-    case CML_OP_TANH: return CMLC_EW_FN(tanh_f32);
-    case CML_OP_LOGISTIC: return CMLC_EW_FN(logistic_f32);
-    case CML_OP_ERF: return CMLC_EW_FN(erf_f32);
-    default: return NULL;
+    case CML_OP_NEG:
+      return CMLC_EW_FN(neg_f32);
+    case CML_OP_ABS:
+      return CMLC_EW_FN(abs_f32);
+    case CML_OP_SQRT:
+      return CMLC_EW_FN(sqrt_f32);
+    case CML_OP_RSQRT:
+      return CMLC_EW_FN(rsqrt_f32);
+    case CML_OP_EXP:
+      return CMLC_EW_FN(exp_f32);
+    case CML_OP_LOG:
+      return CMLC_EW_FN(log_f32);
+    case CML_OP_TANH:
+      return CMLC_EW_FN(tanh_f32);
+    case CML_OP_LOGISTIC:
+      return CMLC_EW_FN(logistic_f32);
+    case CML_OP_ERF:
+      return CMLC_EW_FN(erf_f32);
+    default:
+      return NULL;
   }
 }
 
 cmlc_ew_fn CMLC_EW_FN(binary_fn)(cml_op_t op, cml_dtype_t dtype) {
   if (dtype != CML_DTYPE_F32) return NULL;
   switch (op) {
-    case CML_OP_ADD: return CMLC_EW_FN(add_f32);
-    case CML_OP_SUB: return CMLC_EW_FN(sub_f32);
-    case CML_OP_MUL: return CMLC_EW_FN(mul_f32);
-    case CML_OP_DIV: return CMLC_EW_FN(div_f32);
-    case CML_OP_MAX: return CMLC_EW_FN(max_f32);
-    case CML_OP_MIN: return CMLC_EW_FN(min_f32);
-    case CML_OP_EQUAL: return CMLC_EW_FN(eq_f32);
-    case CML_OP_NOT_EQUAL: return CMLC_EW_FN(ne_f32);
-    case CML_OP_LESS_THAN: return CMLC_EW_FN(lt_f32);
-    case CML_OP_LESS_OR_EQUAL: return CMLC_EW_FN(le_f32);
-    case CML_OP_GREATER_THAN: return CMLC_EW_FN(gt_f32);
-    case CML_OP_GREATER_OR_EQUAL: return CMLC_EW_FN(ge_f32);
-    default: return NULL;
+    case CML_OP_ADD:
+      return CMLC_EW_FN(add_f32);
+    case CML_OP_SUB:
+      return CMLC_EW_FN(sub_f32);
+    case CML_OP_MUL:
+      return CMLC_EW_FN(mul_f32);
+    case CML_OP_DIV:
+      return CMLC_EW_FN(div_f32);
+    case CML_OP_MAX:
+      return CMLC_EW_FN(max_f32);
+    case CML_OP_MIN:
+      return CMLC_EW_FN(min_f32);
+    case CML_OP_EQUAL:
+      return CMLC_EW_FN(eq_f32);
+    case CML_OP_NOT_EQUAL:
+      return CMLC_EW_FN(ne_f32);
+    case CML_OP_LESS_THAN:
+      return CMLC_EW_FN(lt_f32);
+    case CML_OP_LESS_OR_EQUAL:
+      return CMLC_EW_FN(le_f32);
+    case CML_OP_GREATER_THAN:
+      return CMLC_EW_FN(gt_f32);
+    case CML_OP_GREATER_OR_EQUAL:
+      return CMLC_EW_FN(ge_f32);
+    default:
+      return NULL;
   }
 }
 
@@ -437,10 +451,14 @@ cmlc_ew_convert_fn CMLC_EW_FN(convert_fn)(cml_dtype_t from, cml_dtype_t to) {
 
 cmlc_rd_f32_fn CMLC_EW_FN(reduce_fn)(cml_op_t op) {
   switch (op) {
-    case CML_OP_REDUCE_SUM: return CMLC_EW_FN(sum_f32);
-    case CML_OP_REDUCE_MAX: return CMLC_EW_FN(max_f32_rd);
-    case CML_OP_REDUCE_MIN: return CMLC_EW_FN(min_f32_rd);
-    default: return NULL;
+    case CML_OP_REDUCE_SUM:
+      return CMLC_EW_FN(sum_f32);
+    case CML_OP_REDUCE_MAX:
+      return CMLC_EW_FN(max_f32_rd);
+    case CML_OP_REDUCE_MIN:
+      return CMLC_EW_FN(min_f32_rd);
+    default:
+      return NULL;
   }
 }
 

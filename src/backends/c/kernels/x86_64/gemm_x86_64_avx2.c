@@ -27,22 +27,22 @@ static inline __attribute__((always_inline)) CMLC_AVX2_TARGET __m256i cmlc_avx2_
     c##r##1 = _mm256_fmadd_ps(av_, b1, c##r##1); \
   } while (0)
 
-#define CMLC_AVX2_STORE(r)                                                             \
-  do {                                                                                 \
-    if ((r) < rows) {                                                                  \
-      float* cr_ = c + (int64_t)(r) * ldc;                                             \
-      if (accumulate) {                                                                \
-        c##r##0 = _mm256_add_ps(_mm256_maskload_ps(cr_, m0), c##r##0);                 \
-        c##r##1 = _mm256_add_ps(_mm256_maskload_ps(cr_ + 8, m1), c##r##1);             \
-      }                                                                                \
-      _mm256_maskstore_ps(cr_, m0, c##r##0);                                           \
-      _mm256_maskstore_ps(cr_ + 8, m1, c##r##1);                                       \
-    }                                                                                  \
+#define CMLC_AVX2_STORE(r)                                                 \
+  do {                                                                     \
+    if ((r) < rows) {                                                      \
+      float* cr_ = c + (int64_t)(r)*ldc;                                   \
+      if (accumulate) {                                                    \
+        c##r##0 = _mm256_add_ps(_mm256_maskload_ps(cr_, m0), c##r##0);     \
+        c##r##1 = _mm256_add_ps(_mm256_maskload_ps(cr_ + 8, m1), c##r##1); \
+      }                                                                    \
+      _mm256_maskstore_ps(cr_, m0, c##r##0);                               \
+      _mm256_maskstore_ps(cr_ + 8, m1, c##r##1);                           \
+    }                                                                      \
   } while (0)
 
 static inline __attribute__((always_inline)) CMLC_AVX2_TARGET void cmlc_avx2_6x16_body(
-    int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
-    int accumulate, int rows, __m256i m0, __m256i m1, const int masked) {
+    int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int accumulate,
+    int rows, __m256i m0, __m256i m1, const int masked) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -79,10 +79,9 @@ static inline __attribute__((always_inline)) CMLC_AVX2_TARGET void cmlc_avx2_6x1
   CMLC_AVX2_STORE(5);
 }
 
-CMLC_AVX2_TARGET void cmlc__gemm_ukernel_f32_avx2_6x16(int64_t kc, const float* a,
-                                                       const float* b, int64_t ldb, float* c,
-                                                       int64_t ldc, int accumulate, int rows,
-                                                       int cols) {
+CMLC_AVX2_TARGET void cmlc__gemm_ukernel_f32_avx2_6x16(int64_t kc, const float* a, const float* b,
+                                                       int64_t ldb, float* c, int64_t ldc,
+                                                       int accumulate, int rows, int cols) {
   __m256i m0 = cmlc_avx2_mask(cols), m1 = cmlc_avx2_mask(cols - 8);
   if (cols >= 16) {
     cmlc_avx2_6x16_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0);
@@ -101,24 +100,24 @@ static inline __attribute__((always_inline)) CMLC_AVX2_TARGET __m256i cmlc_avx2_
 }
 
 // The f64 6 x 8 tile (four doubles per ymm): same structure as the f32 kernel above.
-#define CMLC_AVX2D_ROW(r)                         \
+#define CMLC_AVX2D_ROW(r)                        \
   do {                                           \
-    __m256d av_ = _mm256_broadcast_sd(a + (r));   \
+    __m256d av_ = _mm256_broadcast_sd(a + (r));  \
     c##r##0 = _mm256_fmadd_pd(av_, b0, c##r##0); \
     c##r##1 = _mm256_fmadd_pd(av_, b1, c##r##1); \
   } while (0)
 
-#define CMLC_AVX2D_STORE(r)                                                             \
-  do {                                                                                 \
-    if ((r) < rows) {                                                                  \
-      double* cr_ = c + (int64_t)(r) * ldc;                                             \
-      if (accumulate) {                                                                \
-        c##r##0 = _mm256_add_pd(_mm256_maskload_pd(cr_, m0), c##r##0);                 \
-        c##r##1 = _mm256_add_pd(_mm256_maskload_pd(cr_ + 4, m1), c##r##1);             \
-      }                                                                                \
-      _mm256_maskstore_pd(cr_, m0, c##r##0);                                           \
-      _mm256_maskstore_pd(cr_ + 4, m1, c##r##1);                                       \
-    }                                                                                  \
+#define CMLC_AVX2D_STORE(r)                                                \
+  do {                                                                     \
+    if ((r) < rows) {                                                      \
+      double* cr_ = c + (int64_t)(r)*ldc;                                  \
+      if (accumulate) {                                                    \
+        c##r##0 = _mm256_add_pd(_mm256_maskload_pd(cr_, m0), c##r##0);     \
+        c##r##1 = _mm256_add_pd(_mm256_maskload_pd(cr_ + 4, m1), c##r##1); \
+      }                                                                    \
+      _mm256_maskstore_pd(cr_, m0, c##r##0);                               \
+      _mm256_maskstore_pd(cr_ + 4, m1, c##r##1);                           \
+    }                                                                      \
   } while (0)
 
 static inline __attribute__((always_inline)) CMLC_AVX2_TARGET void cmlc_avx2_6x8_f64_body(
@@ -160,10 +159,9 @@ static inline __attribute__((always_inline)) CMLC_AVX2_TARGET void cmlc_avx2_6x8
   CMLC_AVX2D_STORE(5);
 }
 
-CMLC_AVX2_TARGET void cmlc__gemm_ukernel_f64_avx2_6x8(int64_t kc, const double* a,
-                                                       const double* b, int64_t ldb, double* c,
-                                                       int64_t ldc, int accumulate, int rows,
-                                                       int cols) {
+CMLC_AVX2_TARGET void cmlc__gemm_ukernel_f64_avx2_6x8(int64_t kc, const double* a, const double* b,
+                                                      int64_t ldb, double* c, int64_t ldc,
+                                                      int accumulate, int rows, int cols) {
   __m256i m0 = cmlc_avx2_mask4(cols), m1 = cmlc_avx2_mask4(cols - 4);
   if (cols >= 8) {
     cmlc_avx2_6x8_f64_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0);
@@ -177,8 +175,7 @@ CMLC_AVX2_TARGET void cmlc__gemm_ukernel_f64_avx2_6x8(int64_t kc, const double* 
 // c[j] = sum_k a[k * a_stride] * b[k * ldb + j]. B rows are streamed whole (the n outputs stay
 // in L1): four k rows per pass, chained FMAs, so every element still sums in k order.
 CMLC_AVX2_TARGET void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int64_t a_stride,
-                                               const float* b, int64_t ldb, float* c,
-                                               int64_t n) {
+                                               const float* b, int64_t ldb, float* c, int64_t n) {
   for (int64_t j = 0; j < n; ++j) c[j] = 0.0f;
   int64_t kk = 0;
   for (; kk + 4 <= k; kk += 4) {
@@ -213,8 +210,7 @@ CMLC_AVX2_TARGET void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int64_
 // c[j * c_stride] = dot(x, y_j): four ymm partial sums (lane-strided over k), a fixed reduction
 // tree, then the scalar tail in k order.
 CMLC_AVX2_TARGET void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y,
-                                              int64_t ldy, float* c, int64_t c_stride,
-                                              int64_t n) {
+                                              int64_t ldy, float* c, int64_t c_stride, int64_t n) {
   for (int64_t j = 0; j < n; ++j) {
     const float* yj = y + j * ldy;
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();

@@ -15,30 +15,30 @@
 
 #define CMLC_AVX512_TARGET __attribute__((target("avx512f")))
 
-#define CMLC_AVX512_ROW(r, av_src)                      \
-  do {                                                  \
-    __m512 av_ = _mm512_set1_ps(av_src);                \
-    acc##r##0 = _mm512_fmadd_ps(av_, b0, acc##r##0);    \
-    acc##r##1 = _mm512_fmadd_ps(av_, b1, acc##r##1);    \
+#define CMLC_AVX512_ROW(r, av_src)                   \
+  do {                                               \
+    __m512 av_ = _mm512_set1_ps(av_src);             \
+    acc##r##0 = _mm512_fmadd_ps(av_, b0, acc##r##0); \
+    acc##r##1 = _mm512_fmadd_ps(av_, b1, acc##r##1); \
   } while (0)
 
-#define CMLC_AVX512_STORE(r)                                                              \
-  do {                                                                                    \
-    if ((r) < rows) {                                                                     \
-      float* cr_ = c + (int64_t)(r) * ldc;                                                \
-      if (accumulate) {                                                                   \
-        acc##r##0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr_), acc##r##0);             \
-        acc##r##1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr_ + 16), acc##r##1);        \
-      }                                                                                   \
-      _mm512_mask_storeu_ps(cr_, m0, acc##r##0);                                          \
-      _mm512_mask_storeu_ps(cr_ + 16, m1, acc##r##1);                                     \
-    }                                                                                     \
+#define CMLC_AVX512_STORE(r)                                                       \
+  do {                                                                             \
+    if ((r) < rows) {                                                              \
+      float* cr_ = c + (int64_t)(r)*ldc;                                           \
+      if (accumulate) {                                                            \
+        acc##r##0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr_), acc##r##0);      \
+        acc##r##1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr_ + 16), acc##r##1); \
+      }                                                                            \
+      _mm512_mask_storeu_ps(cr_, m0, acc##r##0);                                   \
+      _mm512_mask_storeu_ps(cr_ + 16, m1, acc##r##1);                              \
+    }                                                                              \
   } while (0)
 
 // The k loop, specialized for full (masked == 0) and partial column counts.
 static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_12x32_body(
-    int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
-    int accumulate, int rows, __mmask16 m0, __mmask16 m1, const int masked) {
+    int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int accumulate,
+    int rows, __mmask16 m0, __mmask16 m1, const int masked) {
   __m512 acc00 = _mm512_setzero_ps(), acc01 = _mm512_setzero_ps();
   __m512 acc10 = _mm512_setzero_ps(), acc11 = _mm512_setzero_ps();
   __m512 acc20 = _mm512_setzero_ps(), acc21 = _mm512_setzero_ps();
@@ -118,9 +118,9 @@ static __mmask16 cmlc_avx512_mask(int count) {
 }
 
 CMLC_AVX512_TARGET void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const float* a,
-                                                            const float* b, int64_t ldb,
-                                                            float* c, int64_t ldc,
-                                                            int accumulate, int rows, int cols) {
+                                                            const float* b, int64_t ldb, float* c,
+                                                            int64_t ldc, int accumulate, int rows,
+                                                            int cols) {
   __mmask16 m0 = cmlc_avx512_mask(cols), m1 = cmlc_avx512_mask(cols - 16);
   if (cols >= 32) {
     cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0);
@@ -131,24 +131,24 @@ CMLC_AVX512_TARGET void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const fl
 
 //===--- f64 ---===//
 
-#define CMLC_AVX512D_ROW(r, av_src)                      \
-  do {                                                  \
-    __m512d av_ = _mm512_set1_pd(av_src);                \
-    acc##r##0 = _mm512_fmadd_pd(av_, b0, acc##r##0);    \
-    acc##r##1 = _mm512_fmadd_pd(av_, b1, acc##r##1);    \
+#define CMLC_AVX512D_ROW(r, av_src)                  \
+  do {                                               \
+    __m512d av_ = _mm512_set1_pd(av_src);            \
+    acc##r##0 = _mm512_fmadd_pd(av_, b0, acc##r##0); \
+    acc##r##1 = _mm512_fmadd_pd(av_, b1, acc##r##1); \
   } while (0)
 
-#define CMLC_AVX512D_STORE(r)                                                              \
-  do {                                                                                    \
-    if ((r) < rows) {                                                                     \
-      double* cr_ = c + (int64_t)(r) * ldc;                                                \
-      if (accumulate) {                                                                   \
-        acc##r##0 = _mm512_add_pd(_mm512_maskz_loadu_pd(m0, cr_), acc##r##0);             \
-        acc##r##1 = _mm512_add_pd(_mm512_maskz_loadu_pd(m1, cr_ + 8), acc##r##1);        \
-      }                                                                                   \
-      _mm512_mask_storeu_pd(cr_, m0, acc##r##0);                                          \
-      _mm512_mask_storeu_pd(cr_ + 8, m1, acc##r##1);                                     \
-    }                                                                                     \
+#define CMLC_AVX512D_STORE(r)                                                     \
+  do {                                                                            \
+    if ((r) < rows) {                                                             \
+      double* cr_ = c + (int64_t)(r)*ldc;                                         \
+      if (accumulate) {                                                           \
+        acc##r##0 = _mm512_add_pd(_mm512_maskz_loadu_pd(m0, cr_), acc##r##0);     \
+        acc##r##1 = _mm512_add_pd(_mm512_maskz_loadu_pd(m1, cr_ + 8), acc##r##1); \
+      }                                                                           \
+      _mm512_mask_storeu_pd(cr_, m0, acc##r##0);                                  \
+      _mm512_mask_storeu_pd(cr_ + 8, m1, acc##r##1);                              \
+    }                                                                             \
   } while (0)
 
 // The f64 12 x 16 tile (eight doubles per zmm): same structure as the f32 kernel above.
@@ -234,9 +234,9 @@ static __mmask8 cmlc_avx512_mask8(int count) {
 }
 
 CMLC_AVX512_TARGET void cmlc__gemm_ukernel_f64_avx512_12x16(int64_t kc, const double* a,
-                                                            const double* b, int64_t ldb,
-                                                            double* c, int64_t ldc,
-                                                            int accumulate, int rows, int cols) {
+                                                            const double* b, int64_t ldb, double* c,
+                                                            int64_t ldc, int accumulate, int rows,
+                                                            int cols) {
   __mmask8 m0 = cmlc_avx512_mask8(cols), m1 = cmlc_avx512_mask8(cols - 8);
   if (cols >= 16) {
     cmlc_avx512_12x16_f64_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0);
@@ -301,8 +301,7 @@ CMLC_AVX512_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, con
     }
     for (; kk < k; kk += 16) {
       __mmask16 m = cmlc_avx512_mask((int)(k - kk < 16 ? k - kk : 16));
-      s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + kk), _mm512_maskz_loadu_ps(m, yj + kk),
-                           s0);
+      s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + kk), _mm512_maskz_loadu_ps(m, yj + kk), s0);
     }
     __m512 s = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
     c[j * c_stride] = _mm512_reduce_add_ps(s);

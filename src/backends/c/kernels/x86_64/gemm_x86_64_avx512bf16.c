@@ -44,32 +44,31 @@ static int64_t cmlc_bf_round_up(int64_t x, int64_t to) { return (x + to - 1) / t
 
 //===--- micro-kernel ---===//
 
-#define CMLC_BF_ROW(r, i)                                                                      \
-  do {                                                                                        \
-    __m512bh av_ = (__m512bh)_mm512_set1_epi32((int)a[i]);                                    \
-    acc##r##0 = _mm512_dpbf16_ps(acc##r##0, av_, b0);                                         \
-    acc##r##1 = _mm512_dpbf16_ps(acc##r##1, av_, b1);                                         \
+#define CMLC_BF_ROW(r, i)                                  \
+  do {                                                     \
+    __m512bh av_ = (__m512bh)_mm512_set1_epi32((int)a[i]); \
+    acc##r##0 = _mm512_dpbf16_ps(acc##r##0, av_, b0);      \
+    acc##r##1 = _mm512_dpbf16_ps(acc##r##1, av_, b1);      \
   } while (0)
 
-#define CMLC_BF_STORE(r, i)                                                                    \
-  do {                                                                                        \
-    if ((i) < rows) {                                                                         \
-      float* cr_ = c + (int64_t)(i) * ldc;                                                    \
-      if (accumulate) {                                                                       \
-        acc##r##0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr_), acc##r##0);                 \
-        acc##r##1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr_ + 16), acc##r##1);            \
-      }                                                                                       \
-      _mm512_mask_storeu_ps(cr_, m0, acc##r##0);                                              \
-      _mm512_mask_storeu_ps(cr_ + 16, m1, acc##r##1);                                         \
-    }                                                                                         \
+#define CMLC_BF_STORE(r, i)                                                        \
+  do {                                                                             \
+    if ((i) < rows) {                                                              \
+      float* cr_ = c + (int64_t)(i)*ldc;                                           \
+      if (accumulate) {                                                            \
+        acc##r##0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr_), acc##r##0);      \
+        acc##r##1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr_ + 16), acc##r##1); \
+      }                                                                            \
+      _mm512_mask_storeu_ps(cr_, m0, acc##r##0);                                   \
+      _mm512_mask_storeu_ps(cr_ + 16, m1, acc##r##1);                              \
+    }                                                                              \
   } while (0)
 
 // C[rows x cols] = (accumulate ? C : 0) + A sliver x B sliver over |kp| k pairs. |a|: kp x MR
 // packed pairs; |b|: kp x NR x 2 bf16 (both zero padded).
 CMLC_BF_TARGET void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint32_t* a,
-                                                         const uint16_t* b, float* c,
-                                                         int64_t ldc, int accumulate, int rows,
-                                                         int cols) {
+                                                         const uint16_t* b, float* c, int64_t ldc,
+                                                         int accumulate, int rows, int cols) {
   __m512 acc00 = _mm512_setzero_ps(), acc01 = _mm512_setzero_ps();
   __m512 acc10 = _mm512_setzero_ps(), acc11 = _mm512_setzero_ps();
   __m512 acc20 = _mm512_setzero_ps(), acc21 = _mm512_setzero_ps();
@@ -232,8 +231,7 @@ static void cmlc_bf_tile_task(void* vctx, int64_t begin, int64_t end, int thread
   }
 }
 
-void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, cmlc_pool_t* pool, void* scratch,
-                     int threads) {
+void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, cmlc_pool_t* pool, void* scratch, int threads) {
   if (p->batch <= 0 || p->m <= 0 || p->n <= 0) return;
   if (p->k <= 0) {
     memset(p->c, 0, (size_t)(p->batch * p->m * p->n) * sizeof(float));

@@ -43,8 +43,8 @@ CMLC_RD512_TARGET static inline __m512 cmlc_rdx512_sum(__m512 a, __m512 b) {
 CMLC_RD512_TARGET static inline __m512 cmlc_rdx512_max(__m512 a, __m512 b) {
   __m512 r = _mm512_max_ps(a, b);
   __mmask16 eq = _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ);
-  r = _mm512_mask_mov_ps(r, eq, _mm512_castsi512_ps(_mm512_and_si512(
-                                    _mm512_castps_si512(a), _mm512_castps_si512(b))));
+  r = _mm512_mask_mov_ps(
+      r, eq, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_castps_si512(b))));
   __mmask16 un = _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
   return _mm512_mask_add_ps(r, un, a, b);
 }
@@ -52,37 +52,37 @@ CMLC_RD512_TARGET static inline __m512 cmlc_rdx512_max(__m512 a, __m512 b) {
 CMLC_RD512_TARGET static inline __m512 cmlc_rdx512_min(__m512 a, __m512 b) {
   __m512 r = _mm512_min_ps(a, b);
   __mmask16 eq = _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ);
-  r = _mm512_mask_mov_ps(r, eq, _mm512_castsi512_ps(_mm512_or_si512(
-                                    _mm512_castps_si512(a), _mm512_castps_si512(b))));
+  r = _mm512_mask_mov_ps(
+      r, eq, _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(a), _mm512_castps_si512(b))));
   __mmask16 un = _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
   return _mm512_mask_add_ps(r, un, a, b);
 }
 
 // Four vectors per step (independent lanes: the unrolling changes no result), then masked
 // single vectors for the rest.
-#define CMLC_RDX512_COLS(name)                                                              \
-  CMLC_RD512_TARGET void cmlc__rd_cols_##name##_f32_avx512(float* acc, const float* x,      \
-                                                          int64_t n) {                      \
-    int64_t j = 0;                                                                          \
-    for (; j + 64 <= n; j += 64) {                                                          \
-      __m512 a0 = _mm512_loadu_ps(acc + j), a1 = _mm512_loadu_ps(acc + j + 16);             \
-      __m512 a2 = _mm512_loadu_ps(acc + j + 32), a3 = _mm512_loadu_ps(acc + j + 48);        \
-      a0 = cmlc_rdx512_##name(a0, _mm512_loadu_ps(x + j));                                  \
-      a1 = cmlc_rdx512_##name(a1, _mm512_loadu_ps(x + j + 16));                             \
-      a2 = cmlc_rdx512_##name(a2, _mm512_loadu_ps(x + j + 32));                             \
-      a3 = cmlc_rdx512_##name(a3, _mm512_loadu_ps(x + j + 48));                             \
-      _mm512_storeu_ps(acc + j, a0);                                                        \
-      _mm512_storeu_ps(acc + j + 16, a1);                                                   \
-      _mm512_storeu_ps(acc + j + 32, a2);                                                   \
-      _mm512_storeu_ps(acc + j + 48, a3);                                                   \
-    }                                                                                       \
-    for (; j < n; j += 16) {                                                                \
-      const int64_t left = n - j;                                                           \
-      const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);  \
-      __m512 a = _mm512_maskz_loadu_ps(m, acc + j);                                         \
-      a = cmlc_rdx512_##name(a, _mm512_maskz_loadu_ps(m, x + j));                           \
-      _mm512_mask_storeu_ps(acc + j, m, a);                                                 \
-    }                                                                                       \
+#define CMLC_RDX512_COLS(name)                                                             \
+  CMLC_RD512_TARGET void cmlc__rd_cols_##name##_f32_avx512(float* acc, const float* x,     \
+                                                           int64_t n) {                    \
+    int64_t j = 0;                                                                         \
+    for (; j + 64 <= n; j += 64) {                                                         \
+      __m512 a0 = _mm512_loadu_ps(acc + j), a1 = _mm512_loadu_ps(acc + j + 16);            \
+      __m512 a2 = _mm512_loadu_ps(acc + j + 32), a3 = _mm512_loadu_ps(acc + j + 48);       \
+      a0 = cmlc_rdx512_##name(a0, _mm512_loadu_ps(x + j));                                 \
+      a1 = cmlc_rdx512_##name(a1, _mm512_loadu_ps(x + j + 16));                            \
+      a2 = cmlc_rdx512_##name(a2, _mm512_loadu_ps(x + j + 32));                            \
+      a3 = cmlc_rdx512_##name(a3, _mm512_loadu_ps(x + j + 48));                            \
+      _mm512_storeu_ps(acc + j, a0);                                                       \
+      _mm512_storeu_ps(acc + j + 16, a1);                                                  \
+      _mm512_storeu_ps(acc + j + 32, a2);                                                  \
+      _mm512_storeu_ps(acc + j + 48, a3);                                                  \
+    }                                                                                      \
+    for (; j < n; j += 16) {                                                               \
+      const int64_t left = n - j;                                                          \
+      const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u); \
+      __m512 a = _mm512_maskz_loadu_ps(m, acc + j);                                        \
+      a = cmlc_rdx512_##name(a, _mm512_maskz_loadu_ps(m, x + j));                          \
+      _mm512_mask_storeu_ps(acc + j, m, a);                                                \
+    }                                                                                      \
   }
 CMLC_RDX512_COLS(sum)
 CMLC_RDX512_COLS(max)
@@ -110,27 +110,26 @@ CMLC_RD256_TARGET static inline __m256 cmlc_rdx256_min(__m256 a, __m256 b) {
 #define CMLC_RDX_MAX1(a, b) cmlc_rdx_max1(a, b)
 #define CMLC_RDX_MIN1(a, b) cmlc_rdx_min1(a, b)
 
-#define CMLC_RDX256_COLS(name, SCALAR)                                                     \
-  CMLC_RD256_TARGET void cmlc__rd_cols_##name##_f32_avx2(float* acc, const float* x,       \
-                                                        int64_t n) {                       \
-    int64_t j = 0;                                                                         \
-    for (; j + 32 <= n; j += 32) {                                                         \
-      __m256 a0 = _mm256_loadu_ps(acc + j), a1 = _mm256_loadu_ps(acc + j + 8);             \
-      __m256 a2 = _mm256_loadu_ps(acc + j + 16), a3 = _mm256_loadu_ps(acc + j + 24);       \
-      a0 = cmlc_rdx256_##name(a0, _mm256_loadu_ps(x + j));                                 \
-      a1 = cmlc_rdx256_##name(a1, _mm256_loadu_ps(x + j + 8));                             \
-      a2 = cmlc_rdx256_##name(a2, _mm256_loadu_ps(x + j + 16));                            \
-      a3 = cmlc_rdx256_##name(a3, _mm256_loadu_ps(x + j + 24));                            \
-      _mm256_storeu_ps(acc + j, a0);                                                       \
-      _mm256_storeu_ps(acc + j + 8, a1);                                                   \
-      _mm256_storeu_ps(acc + j + 16, a2);                                                  \
-      _mm256_storeu_ps(acc + j + 24, a3);                                                  \
-    }                                                                                      \
-    for (; j + 8 <= n; j += 8) {                                                           \
-      _mm256_storeu_ps(acc + j,                                                            \
-                       cmlc_rdx256_##name(_mm256_loadu_ps(acc + j), _mm256_loadu_ps(x + j))); \
-    }                                                                                      \
-    for (; j < n; ++j) acc[j] = SCALAR(acc[j], x[j]);                                      \
+#define CMLC_RDX256_COLS(name, SCALAR)                                                            \
+  CMLC_RD256_TARGET void cmlc__rd_cols_##name##_f32_avx2(float* acc, const float* x, int64_t n) { \
+    int64_t j = 0;                                                                                \
+    for (; j + 32 <= n; j += 32) {                                                                \
+      __m256 a0 = _mm256_loadu_ps(acc + j), a1 = _mm256_loadu_ps(acc + j + 8);                    \
+      __m256 a2 = _mm256_loadu_ps(acc + j + 16), a3 = _mm256_loadu_ps(acc + j + 24);              \
+      a0 = cmlc_rdx256_##name(a0, _mm256_loadu_ps(x + j));                                        \
+      a1 = cmlc_rdx256_##name(a1, _mm256_loadu_ps(x + j + 8));                                    \
+      a2 = cmlc_rdx256_##name(a2, _mm256_loadu_ps(x + j + 16));                                   \
+      a3 = cmlc_rdx256_##name(a3, _mm256_loadu_ps(x + j + 24));                                   \
+      _mm256_storeu_ps(acc + j, a0);                                                              \
+      _mm256_storeu_ps(acc + j + 8, a1);                                                          \
+      _mm256_storeu_ps(acc + j + 16, a2);                                                         \
+      _mm256_storeu_ps(acc + j + 24, a3);                                                         \
+    }                                                                                             \
+    for (; j + 8 <= n; j += 8) {                                                                  \
+      _mm256_storeu_ps(acc + j,                                                                   \
+                       cmlc_rdx256_##name(_mm256_loadu_ps(acc + j), _mm256_loadu_ps(x + j)));     \
+    }                                                                                             \
+    for (; j < n; ++j) acc[j] = SCALAR(acc[j], x[j]);                                             \
   }
 CMLC_RDX256_COLS(sum, CMLC_RDX_SUM1)
 CMLC_RDX256_COLS(max, CMLC_RDX_MAX1)
