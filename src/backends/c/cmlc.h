@@ -14,6 +14,8 @@
 #ifndef CML_BACKENDS_C_CMLC_H_
 #define CML_BACKENDS_C_CMLC_H_
 
+#include <math.h>
+
 #include "cml/backend_impl.h"
 #include "cml/ir.h"
 
@@ -128,6 +130,21 @@ void cmlc_kernels_fused_capabilities(cml_capabilities_t* caps, const cmlc_option
 
 // Row-major strides in elements for |shape|.
 void cmlc_strides(const cml_shape_t* shape, int64_t* out_strides);
+
+// Float -> integer as ConvertDType does it (XLA's semantics): truncation toward zero,
+// saturating at [lo, hi] (or [0, hi] for unsigned), NaN -> 0. Shared by the conversion kernels
+// and by DotGeneral/ConvGeneral outputs of integer dtype.
+static inline int64_t cmlc_f64_to_signed(double d, int64_t lo, int64_t hi) {
+  if (isnan(d)) return 0;
+  if (d <= (double)lo) return lo;
+  if (d >= (double)hi) return hi;  // (double)INT64_MAX is 2^63: out of range exactly there
+  return (int64_t)d;
+}
+static inline uint64_t cmlc_f64_to_unsigned(double d, uint64_t hi) {
+  if (isnan(d) || d <= 0) return 0;
+  if (d >= (double)hi) return hi;
+  return (uint64_t)d;
+}
 
 #ifdef __cplusplus
 }  // extern "C"

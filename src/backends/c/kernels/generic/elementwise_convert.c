@@ -139,19 +139,6 @@ static void cmlc_ew_widen(cml_dtype_t dtype, const void* src, int64_t start, int
 
 //===--- narrowing ---===//
 
-// Float -> integer: truncation toward zero, saturating at [lo, hi], NaN -> 0.
-static int64_t cmlc_ew_f2s(double d, int64_t lo, int64_t hi) {
-  if (isnan(d)) return 0;
-  if (d <= (double)lo) return lo;
-  if (d >= (double)hi) return hi;  // (double)INT64_MAX is 2^63: out of range exactly there
-  return (int64_t)d;
-}
-static uint64_t cmlc_ew_f2u(double d, uint64_t hi) {
-  if (isnan(d) || d <= 0) return 0;
-  if (d >= (double)hi) return hi;
-  return (uint64_t)d;
-}
-
 // Round-to-odd conversions to double: exact below 2^53, otherwise the low bit is sticky, so a
 // later rounding to a format of <= 51 bits rounds as if from the exact value.
 static double cmlc_ew_u2d_odd(uint64_t u) {
@@ -198,10 +185,12 @@ static double cmlc_ew_i2d_odd(int64_t i) {
     }                                                            \
   } while (0)
 
-#define CMLC_EW_NARROW_SINT(T, LO, HI) \
-  CMLC_EW_NARROW(T, (T)(uint64_t)v, (T)v, (T)cmlc_ew_f2s(v, LO, HI), (T)cmlc_ew_f2s(v, LO, HI))
-#define CMLC_EW_NARROW_UINT(T, HI) \
-  CMLC_EW_NARROW(T, (T)(uint64_t)v, (T)v, (T)cmlc_ew_f2u(v, HI), (T)cmlc_ew_f2u(v, HI))
+#define CMLC_EW_NARROW_SINT(T, LO, HI)                                      \
+  CMLC_EW_NARROW(T, (T)(uint64_t)v, (T)v, (T)cmlc_f64_to_signed(v, LO, HI), \
+                 (T)cmlc_f64_to_signed(v, LO, HI))
+#define CMLC_EW_NARROW_UINT(T, HI)                                        \
+  CMLC_EW_NARROW(T, (T)(uint64_t)v, (T)v, (T)cmlc_f64_to_unsigned(v, HI), \
+                 (T)cmlc_f64_to_unsigned(v, HI))
 #define CMLC_EW_NARROW_FLOAT(T, CVT_D, CVT_ODD_I, CVT_ODD_U) \
   CMLC_EW_NARROW(T, CVT_ODD_I(v), CVT_ODD_U(v), CVT_D(v), CVT_D(v))
 
@@ -236,10 +225,10 @@ static void cmlc_ew_narrow_packed(cml_dtype_t dtype, const cmlc_ew_block_t* b, i
         raw = b->v.u[k];
         break;
       case CMLC_EW_KIND_FLOAT:
-        raw = (uint64_t)cmlc_ew_f2s(b->v.f[k], lo, hi);
+        raw = (uint64_t)cmlc_f64_to_signed(b->v.f[k], lo, hi);
         break;
       default:
-        raw = (uint64_t)cmlc_ew_f2s(b->v.c[2 * k], lo, hi);
+        raw = (uint64_t)cmlc_f64_to_signed(b->v.c[2 * k], lo, hi);
         break;
     }
     const int64_t bit = (start + k) * bits;

@@ -146,19 +146,12 @@ static inline double cmlc__la_load_imag(const void* p, int64_t i, cml_dtype_t dt
 // Float -> integer conversion as XLA's ConvertDType does it: truncate toward zero, saturate
 // at the target's range, NaN -> 0. Returns the value's bits in 64 bits (two's complement).
 static inline uint64_t cmlc__la_f64_to_int_bits(double v, cml_dtype_t dtype) {
-  if (isnan(v)) return 0;
-  int bits = cml_dtype_bits(dtype);
+  const int bits = cml_dtype_bits(dtype);
   if (cml_dtype_is_signed_int(dtype)) {
-    double lo = -ldexp(1.0, bits - 1), hi = ldexp(1.0, bits - 1);
-    if (v <= lo) return (uint64_t)(bits == 64 ? INT64_MIN : -(int64_t)((uint64_t)1 << (bits - 1)));
-    if (v >= hi) return bits == 64 ? (uint64_t)INT64_MAX : (((uint64_t)1 << (bits - 1)) - 1);
-    return (uint64_t)(int64_t)v;
+    const int64_t hi = bits == 64 ? INT64_MAX : (int64_t)(((uint64_t)1 << (bits - 1)) - 1);
+    return (uint64_t)cmlc_f64_to_signed(v, -hi - 1, hi);
   }
-  double hi = ldexp(1.0, bits);
-  if (!(v > -1.0)) return 0;
-  if (v >= hi) return bits == 64 ? UINT64_MAX : (((uint64_t)1 << bits) - 1);
-  if (v < 0) return 0;
-  return (uint64_t)v;
+  return cmlc_f64_to_unsigned(v, bits == 64 ? UINT64_MAX : (((uint64_t)1 << bits) - 1));
 }
 
 // Element |i| as integer bits (sign-extended for signed dtypes; floats converted as above to
