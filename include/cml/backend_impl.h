@@ -4,7 +4,12 @@
 // A backend is a small vtable (never one slot per op) plus a factory that the registry uses to
 // create it from a config string. The core checks every argument before dispatching, so vtable
 // entries receive valid objects: devices in range, shapes and dtypes that match, buffers that
-// are alive and not donated. `src/backends/null/` is a compiling template to copy.
+// are alive and not donated. `src/backends/null/` is a compiling template to copy: it uses only
+// the installed public headers, so it builds out of tree (docs/writing-a-backend.md).
+//
+// The header compiles as C11 and as C++ (C++17 and later). The objects' reference counts and
+// the buffers' `donated` flag are plain fields that the core updates with atomic operations:
+// backends never read or write them directly (use the retain/release functions).
 //
 // Example (a third-party backend):
 //
@@ -28,8 +33,6 @@
 // `cml_plugin_load(path)`.
 #ifndef CML_BACKEND_IMPL_H_
 #define CML_BACKEND_IMPL_H_
-
-#include <stdatomic.h>
 
 #include "cml/backend.h"
 #include "cml/ir.h"
@@ -79,7 +82,7 @@ typedef struct cml_backend_vtable_t {
 
 // The base every backend object embeds at offset 0.
 struct cml_backend_t {
-  atomic_int refcount;
+  int refcount;  // owned by the core (atomic operations only)
   const cml_backend_vtable_t* vtable;
   cml_allocator_t allocator;
   char* name;         // registered name ("c", "xla")
@@ -90,16 +93,16 @@ struct cml_backend_t {
 };
 
 struct cml_buffer_t {
-  atomic_int refcount;
+  int refcount;            // owned by the core (atomic operations only)
   cml_backend_t* backend;  // retained
   cml_shape_t shape;
   int device;
-  atomic_bool donated;  // set by the core after an execution consumed it
-  bool shared;          // created by buffer_create_shared
+  bool donated;  // set atomically by the core after an execution consumed it
+  bool shared;   // created by buffer_create_shared
 };
 
 struct cml_executable_t {
-  atomic_int refcount;
+  int refcount;            // owned by the core (atomic operations only)
   cml_backend_t* backend;  // retained
   cml_module_t* module;    // retained
   size_t input_count;
@@ -171,6 +174,96 @@ typedef const cml_backend_factory_t* (*cml_plugin_query_fn)(uint32_t host_api_ma
 // dlopens |path|, calls its cml_plugin_query and registers the factory. Returns NOT_FOUND,
 // INVALID_ARGUMENT (no such symbol) or INCOMPATIBLE.
 CML_API CML_MUST_USE cml_status_t cml_plugin_load(const char* path);
+
+//===--- config options ---===//
+//
+// Backends parse the part of their config string after "<name>:" with `cml_config_parse`, so
+// every backend (built in or plug-in) accepts the same syntax and reports errors the same way:
+//
+//   config   := item ("," item)*             empty items are ignored
+//   item     := key "=" value | key | "no" key | "help"
+//   key      := matched case-sensitively against the specs' |key| and |alias|
+//
+// Each option may be given once: a repeated key (or the key and its alias, or "key" and
+// "nokey") is an INVALID_ARGUMENT naming the backend and the key.
+//
+// Values by type:
+//   CML_OPTION_BOOL      1,true,t,yes,on,enabled / 0,false,f,no,off,disabled (case-insensitive);
+//                        a bare "key" means true and "nokey" means false.
+//   CML_OPTION_INT       a decimal (or 0x hex) int64, optionally checked against [min, max].
+//   CML_OPTION_FLOAT     a finite double (strtod syntax), optionally checked against [min, max].
+//   CML_OPTION_STRING    any text up to the first ','; copied into a caller-provided char array;
+//                        when |choices| ("a|b|c") is set the value must be one of them.
+//   CML_OPTION_INT_LIST  ints separated by ';', ':' or spaces ("0;1;2", "0:1", "0 1 2").
+//
+// Errors are INVALID_ARGUMENT statuses whose message names the backend, the key, the value and
+// the expected type; an unknown key lists every valid key. "help" returns INVALID_ARGUMENT with
+// the option list (built from the specs' |help| lines) as its message.
+//
+// Example (a backend's create function):
+//
+//   bool fusion = true;  int64_t threads = 0;  char allocator[16] = "default";
+//   const cml_option_spec_t specs[] = {
+//       {.key = "fusion", .type = CML_OPTION_BOOL, .out = &fusion, .help = "fuse elementwise ops"},
+//       {.key = "threads", .type = CML_OPTION_INT, .out = &threads, .check_range = true,
+//        .min = 0, .max = 1024, .help = "worker threads (0 = one per core)"},
+//       {.key = "allocator", .type = CML_OPTION_STRING, .out = allocator,
+//        .capacity = sizeof allocator, .choices = "default|bfc|platform"},
+//   };
+//   CML_RETURN_IF_ERROR(cml_config_parse("mine", config, specs, 3, NULL, NULL));
+//
+// The spec layout is part of the backend API major version (CML_BACKEND_API_MAJOR).
+// Thread-safety: the parser keeps no state; it is safe to call from several threads.
+
+typedef enum cml_option_type_t {
+  CML_OPTION_BOOL = 0,      // |out| is a bool*
+  CML_OPTION_INT = 1,       // |out| is an int64_t*
+  CML_OPTION_FLOAT = 2,     // |out| is a double*
+  CML_OPTION_STRING = 3,    // |out| is a char array of |capacity| bytes (NUL-terminated)
+  CML_OPTION_INT_LIST = 4,  // |out| is a cml_int_list_t*
+  CML_OPTION_TYPE_COUNT
+} cml_option_type_t;
+
+#define CML_INT_LIST_MAX 64
+typedef struct cml_int_list_t {
+  size_t count;
+  int64_t values[CML_INT_LIST_MAX];
+} cml_int_list_t;
+
+typedef struct cml_option_spec_t {
+  const char* key;    // "threads"
+  const char* alias;  // another accepted spelling ("shared_buffer"), or NULL
+  cml_option_type_t type;
+  void* out;            // where the parsed value goes (type above); left unchanged when absent
+  size_t capacity;      // CML_OPTION_STRING: size of the char array at |out|
+  const char* choices;  // CML_OPTION_STRING: allowed values "a|b|c" (NULL: any)
+  bool check_range;     // CML_OPTION_INT / CML_OPTION_FLOAT: enforce [min, max]
+  double min, max;
+  bool* out_set;     // optional: set to true when the key appears in the config
+  const char* help;  // one line describing the option (for "help" and error messages)
+} cml_option_spec_t;
+
+// Called for an item whose key matches no spec. |index| is the item's position (0 = first,
+// counting non-empty items), |item| the whole item text, NUL-terminated. Return CML_OK when the
+// item was consumed (e.g. a device name given first), or a status: return
+// `cml_config_unknown_key(...)` to get the standard "unknown key" error.
+typedef cml_status_t (*cml_config_extra_fn)(void* user, size_t index, const char* item);
+
+// Parses |config| (may be NULL or "") against |specs| (|spec_count| entries; NULL when 0) and
+// stores every value given. |backend| names the backend in messages. |extra| (may be NULL)
+// receives items that match no spec; without it they are INVALID_ARGUMENT errors listing the
+// valid keys. Returns INVALID_ARGUMENT (bad value, unknown or repeated key, "help"),
+// RESOURCE_EXHAUSTED.
+CML_API CML_MUST_USE cml_status_t cml_config_parse(const char* backend, const char* config,
+                                                   const cml_option_spec_t* specs,
+                                                   size_t spec_count, cml_config_extra_fn extra,
+                                                   void* user);
+
+// The standard error for an unknown |key|: INVALID_ARGUMENT "<backend> backend: unknown option
+// "key"; valid options: a, b, c".
+CML_API CML_MUST_USE cml_status_t cml_config_unknown_key(const char* backend, const char* key,
+                                                         const cml_option_spec_t* specs,
+                                                         size_t spec_count);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -24,7 +24,7 @@ cml_status_t cml_backend_init_base(cml_backend_t* backend, const cml_backend_vta
                            "cml_backend_init_base: backend \"%s\": vtable struct_size is 0", name);
   }
   memset(backend, 0, sizeof *backend);
-  atomic_init(&backend->refcount, 1);
+  cml__refcount_init(&backend->refcount);
   backend->vtable = vtable;
   backend->allocator = allocator;
   backend->device_count = device_count;
@@ -65,13 +65,13 @@ cml_status_t cml_backend_set_description(cml_backend_t* backend, const char* des
 //===--- reference counting ---===//
 
 cml_backend_t* cml_backend_retain(cml_backend_t* backend) {
-  if (backend) atomic_fetch_add_explicit(&backend->refcount, 1, memory_order_relaxed);
+  if (backend) cml__refcount_retain(&backend->refcount);
   return backend;
 }
 
 void cml_backend_release(cml_backend_t* backend) {
   if (!backend) return;
-  if (atomic_fetch_sub_explicit(&backend->refcount, 1, memory_order_acq_rel) == 1) {
+  if (cml__refcount_release(&backend->refcount)) {
     if (CML__VTABLE_HAS(backend->vtable, destroy)) backend->vtable->destroy(backend);
   }
 }

@@ -10,7 +10,7 @@
 void cml_buffer_init_base(cml_buffer_t* buffer, cml_backend_t* backend, const cml_shape_t* shape,
                           int device, bool shared) {
   if (!buffer) return;
-  atomic_init(&buffer->refcount, 1);
+  cml__refcount_init(&buffer->refcount);
   buffer->backend = cml_backend_retain(backend);
   if (shape) {
     buffer->shape = *shape;
@@ -18,7 +18,7 @@ void cml_buffer_init_base(cml_buffer_t* buffer, cml_backend_t* backend, const cm
     memset(&buffer->shape, 0, sizeof buffer->shape);
   }
   buffer->device = device;
-  atomic_init(&buffer->donated, false);
+  cml__donated_store(&buffer->donated, false);
   buffer->shared = shared;
 }
 
@@ -71,7 +71,7 @@ static cml_status_t cml__check_live_buffer(const char* what, const cml_buffer_t*
     return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
                            "%s: the buffer has no backend (already released?)", what);
   }
-  if (atomic_load(&buffer->donated)) {
+  if (cml__donated_load(&buffer->donated)) {
     char text[160];
     return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
                            "%s: buffer was donated to an execution and can no longer be used "
@@ -228,17 +228,17 @@ cml_backend_t* cml_buffer_backend(const cml_buffer_t* buffer) {
 }
 
 bool cml_buffer_is_valid(const cml_buffer_t* buffer) {
-  return buffer && buffer->backend && !atomic_load(&buffer->donated);
+  return buffer && buffer->backend && !cml__donated_load(&buffer->donated);
 }
 
 cml_buffer_t* cml_buffer_retain(cml_buffer_t* buffer) {
-  if (buffer) atomic_fetch_add_explicit(&buffer->refcount, 1, memory_order_relaxed);
+  if (buffer) cml__refcount_retain(&buffer->refcount);
   return buffer;
 }
 
 void cml_buffer_release(cml_buffer_t* buffer) {
   if (!buffer) return;
-  if (atomic_fetch_sub_explicit(&buffer->refcount, 1, memory_order_acq_rel) == 1) {
+  if (cml__refcount_release(&buffer->refcount)) {
     cml_backend_t* backend = buffer->backend;
     if (backend && CML__VTABLE_HAS(backend->vtable, buffer_destroy)) {
       backend->vtable->buffer_destroy(buffer);

@@ -204,8 +204,8 @@ size_t cml__config_format_help(const cml__option_spec_t* specs, size_t spec_coun
   return t.length;
 }
 
-cml_status_t cml__config_unknown_key(const char* backend, const char* key,
-                                     const cml__option_spec_t* specs, size_t spec_count) {
+cml_status_t cml_config_unknown_key(const char* backend, const char* key,
+                                    const cml_option_spec_t* specs, size_t spec_count) {
   // Two passes: measure, then fill.
   cml__config_text_t t = {NULL, 0, 0};
   char* list = NULL;
@@ -363,10 +363,34 @@ static cml_status_t cml__config_store(const char* backend, const cml__option_spe
   return CML_OK;
 }
 
-// Parses one trimmed, non-empty item held in |item| (writable, NUL-terminated).
+// INVALID_ARGUMENT when |spec| was already given (|seen| has one flag per spec: an option, its
+// alias and its "no" form are one spec); otherwise marks it given. |key| and |value| (may be NULL)
+// are this item's.
+static cml_status_t cml__config_mark_seen(const char* backend, const cml__option_spec_t* specs,
+                                          const cml__option_spec_t* spec, bool* seen,
+                                          const char* key, const char* value) {
+  size_t i = (size_t)(spec - specs);
+  if (!seen[i]) {
+    seen[i] = true;
+    return CML_OK;
+  }
+  char spelled[160] = "";
+  if (spec->alias) {
+    snprintf(spelled, sizeof spelled, " (\"%s\" and \"%s\" are the same option)", spec->key,
+             spec->alias);
+  }
+  return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                         "%s backend: option \"%s\" is given more than once (again as "
+                         "\"%s%s%s\")%s; give each option once",
+                         backend ? backend : "?", spec->key, key, value ? "=" : "",
+                         value ? value : "", spelled);
+}
+
+// Parses one trimmed, non-empty item held in |item| (writable, NUL-terminated). |seen| tracks
+// the specs already given (see cml__config_mark_seen).
 static cml_status_t cml__config_parse_item(const char* backend, char* item, size_t index,
                                            const cml__option_spec_t* specs, size_t spec_count,
-                                           cml__config_extra_fn extra, void* user) {
+                                           bool* seen, cml__config_extra_fn extra, void* user) {
   char* eq = strchr(item, '=');
   const char* key = item;
   const char* value = NULL;
@@ -385,11 +409,12 @@ static cml_status_t cml__config_parse_item(const char* backend, char* item, size
   cml_status_t st = CML_OK;
   const cml__option_spec_t* spec = cml__config_find(specs, spec_count, key);
   if (spec) {
-    if (value) {
+    st = cml__config_mark_seen(backend, specs, spec, seen, key, value);
+    if (st == CML_OK && value) {
       st = cml__config_store(backend, spec, value);
-    } else if (spec->type == CML__OPT_BOOL) {
+    } else if (st == CML_OK && spec->type == CML__OPT_BOOL) {
       st = cml__config_store(backend, spec, "true");
-    } else {
+    } else if (st == CML_OK) {
       st = cml_status_make(
           CML_STATUS_INVALID_ARGUMENT, "%s backend: option \"%s\" needs a value: %s=<%s>",
           backend ? backend : "?", spec->key, spec->key, cml__config_type_name(spec->type));
@@ -403,7 +428,8 @@ static cml_status_t cml__config_parse_item(const char* backend, char* item, size
       if (negated && negated->type != CML__OPT_BOOL) negated = NULL;
     }
     if (negated) {
-      st = cml__config_store(backend, negated, "false");
+      st = cml__config_mark_seen(backend, specs, negated, seen, key, NULL);
+      if (st == CML_OK) st = cml__config_store(backend, negated, "false");
     } else if (extra) {
       st = extra(user, index, whole ? whole : item);
     } else {
@@ -414,9 +440,9 @@ static cml_status_t cml__config_parse_item(const char* backend, char* item, size
   return st;
 }
 
-cml_status_t cml__config_parse(const char* backend, const char* config,
-                               const cml__option_spec_t* specs, size_t spec_count,
-                               cml__config_extra_fn extra, void* user) {
+cml_status_t cml_config_parse(const char* backend, const char* config,
+                              const cml_option_spec_t* specs, size_t spec_count,
+                              cml_config_extra_fn extra, void* user) {
   if (!config || !*config) return CML_OK;
   if (!specs && spec_count) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s backend: NULL option specs",
@@ -424,7 +450,12 @@ cml_status_t cml__config_parse(const char* backend, const char* config,
   }
   size_t len = strlen(config);
   char* item = (char*)malloc(len + 1);
-  if (!item) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  bool* seen = (bool*)calloc(spec_count ? spec_count : 1, sizeof *seen);
+  if (!item || !seen) {
+    free(item);
+    free(seen);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
   size_t index = 0;
   cml_status_t st = CML_OK;
   const char* p = config;
@@ -436,13 +467,14 @@ cml_status_t cml__config_parse(const char* backend, const char* config,
     if (e > b) {
       memcpy(item, b, (size_t)(e - b));
       item[e - b] = '\0';
-      st = cml__config_parse_item(backend, item, index, specs, spec_count, extra, user);
+      st = cml__config_parse_item(backend, item, index, specs, spec_count, seen, extra, user);
       ++index;
     }
     if (!comma) break;
     p = comma + 1;
   }
   free(item);
+  free(seen);
   return st;
 }
 

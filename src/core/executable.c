@@ -47,7 +47,7 @@ cml_status_t cml_executable_init_base(cml_executable_t* executable, cml_backend_
   }
   for (size_t i = 0; i < out; ++i) out_shapes[i] = module->values[main_fn->outputs[i]].shape;
 
-  atomic_init(&executable->refcount, 1);
+  cml__refcount_init(&executable->refcount);
   executable->backend = cml_backend_retain(backend);
   executable->module = cml_module_retain(module);
   executable->input_count = in;
@@ -81,13 +81,13 @@ void cml_executable_deinit_base(cml_executable_t* executable) {
 //===--- reference counting and accessors ---===//
 
 cml_executable_t* cml_executable_retain(cml_executable_t* executable) {
-  if (executable) atomic_fetch_add_explicit(&executable->refcount, 1, memory_order_relaxed);
+  if (executable) cml__refcount_retain(&executable->refcount);
   return executable;
 }
 
 void cml_executable_release(cml_executable_t* executable) {
   if (!executable) return;
-  if (atomic_fetch_sub_explicit(&executable->refcount, 1, memory_order_acq_rel) == 1) {
+  if (cml__refcount_release(&executable->refcount)) {
     cml_backend_t* backend = executable->backend;
     if (backend && CML__VTABLE_HAS(backend->vtable, executable_destroy)) {
       backend->vtable->executable_destroy(executable);
@@ -144,7 +144,7 @@ static cml_status_t cml__executable_check_input(const cml_executable_t* exe,
                            what, k, param, pname, b->backend ? cml_backend_name(b->backend) : "?",
                            cml_backend_name(exe->backend));
   }
-  if (atomic_load(&b->donated)) {
+  if (cml__donated_load(&b->donated)) {
     return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
                            "%s: input %zu (parameter #%zu \"%s\"): buffer was donated to an "
                            "earlier execution and can no longer be used",
@@ -276,7 +276,7 @@ cml_status_t cml_executable_execute(cml_executable_t* executable, cml_buffer_t* 
       }
     } else {
       for (size_t k = 0; k < input_count; ++k) {
-        if (flags[k]) atomic_store(&inputs[k]->donated, true);
+        if (flags[k]) cml__donated_store(&inputs[k]->donated, true);
       }
     }
   }

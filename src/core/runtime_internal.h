@@ -3,40 +3,9 @@
 // option parser and environment readers that every backend uses, the config-string splitter of
 // the registry, and the built-in factories.
 //
-// Backends parse the part of their config string after "<name>:" with `cml__config_parse`, so
-// every backend accepts the same syntax and reports errors the same way:
-//
-//   config   := item ("," item)*             empty items are ignored
-//   item     := key "=" value | key | "no" key | "help"
-//   key      := matched case-sensitively against the specs' |key| and |alias|
-//
-// Values by type:
-//   CML__OPT_BOOL      1,true,t,yes,on,enabled / 0,false,f,no,off,disabled (case-insensitive);
-//                      a bare "key" means true and "nokey" means false.
-//   CML__OPT_INT       a decimal (or 0x hex) int64, optionally checked against [min, max].
-//   CML__OPT_FLOAT     a finite double (strtod syntax), optionally checked against [min, max].
-//   CML__OPT_STRING    any text up to the first ','; copied into a caller-provided char array;
-//                      when |choices| ("a|b|c") is set the value must be one of them.
-//   CML__OPT_INT_LIST  ints separated by ';', ':' or spaces ("0;1;2", "0:1", "0 1 2").
-//
-// Errors are INVALID_ARGUMENT statuses whose message names the backend, the key, the value and
-// the expected type; an unknown key lists every valid key. "help" returns INVALID_ARGUMENT with
-// the option list (built from the specs' |help| lines) as its message.
-//
-// Example (a backend's create function):
-//
-//   bool fusion = true;  int64_t threads = 0;  char allocator[16] = "default";
-//   cml__int_list_t devices = {0};
-//   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_FUSION", true, &fusion));  // env first ...
-//   const cml__option_spec_t specs[] = {
-//       {.key = "fusion", .type = CML__OPT_BOOL, .out = &fusion, .help = "fuse elementwise ops"},
-//       {.key = "threads", .type = CML__OPT_INT, .out = &threads, .check_range = true,
-//        .min = 0, .max = 1024, .help = "worker threads (0 = one per core)"},
-//       {.key = "allocator", .type = CML__OPT_STRING, .out = allocator,
-//        .capacity = sizeof allocator, .choices = "default|bfc|platform"},
-//       {.key = "visible_devices", .type = CML__OPT_INT_LIST, .out = &devices},
-//   };
-//   CML_RETURN_IF_ERROR(cml__config_parse("c", config, specs, 4, NULL, NULL));  // ... then config
+// The config option parser is public (cml/backend_impl.h: cml_config_parse and its types, so
+// that out-of-tree backends use it too); the `cml__` names below are the same types and
+// functions, kept for the built-in backends. The environment readers stay internal.
 //
 // Thread-safety: every function here is thread-safe (no global state besides the registry).
 #ifndef CML_CORE_RUNTIME_INTERNAL_H_
@@ -52,60 +21,41 @@ extern "C" {
 
 //===--- config options ---===//
 
-typedef enum cml__option_type_t {
-  CML__OPT_BOOL = 0,      // |out| is a bool*
-  CML__OPT_INT = 1,       // |out| is an int64_t*
-  CML__OPT_FLOAT = 2,     // |out| is a double*
-  CML__OPT_STRING = 3,    // |out| is a char array of |capacity| bytes (NUL-terminated)
-  CML__OPT_INT_LIST = 4,  // |out| is a cml__int_list_t*
-  CML__OPT_TYPE_COUNT
-} cml__option_type_t;
+typedef cml_option_type_t cml__option_type_t;
+#define CML__OPT_BOOL CML_OPTION_BOOL
+#define CML__OPT_INT CML_OPTION_INT
+#define CML__OPT_FLOAT CML_OPTION_FLOAT
+#define CML__OPT_STRING CML_OPTION_STRING
+#define CML__OPT_INT_LIST CML_OPTION_INT_LIST
+#define CML__OPT_TYPE_COUNT CML_OPTION_TYPE_COUNT
+#define CML__INT_LIST_MAX CML_INT_LIST_MAX
+typedef cml_int_list_t cml__int_list_t;
+typedef cml_option_spec_t cml__option_spec_t;
+typedef cml_config_extra_fn cml__config_extra_fn;
 
-#define CML__INT_LIST_MAX 64
-typedef struct cml__int_list_t {
-  size_t count;
-  int64_t values[CML__INT_LIST_MAX];
-} cml__int_list_t;
+// cml_config_parse (cml/backend_impl.h).
+CML_MUST_USE static inline cml_status_t cml__config_parse(const char* backend, const char* config,
+                                                          const cml__option_spec_t* specs,
+                                                          size_t spec_count,
+                                                          cml__config_extra_fn extra, void* user) {
+  return cml_config_parse(backend, config, specs, spec_count, extra, user);
+}
 
-typedef struct cml__option_spec_t {
-  const char* key;    // "threads"
-  const char* alias;  // another accepted spelling ("shared_buffer"), or NULL
-  cml__option_type_t type;
-  void* out;            // where the parsed value goes (type above); left unchanged when absent
-  size_t capacity;      // CML__OPT_STRING: size of the char array at |out|
-  const char* choices;  // CML__OPT_STRING: allowed values "a|b|c" (NULL: any)
-  bool check_range;     // CML__OPT_INT / CML__OPT_FLOAT: enforce [min, max]
-  double min, max;
-  bool* out_set;     // optional: set to true when the key appears in the config
-  const char* help;  // one line describing the option (for "help" and error messages)
-} cml__option_spec_t;
-
-// Called for an item whose key matches no spec. |index| is the item's position (0 = first,
-// counting non-empty items), |item| the whole item text, NUL-terminated. Return CML_OK when the
-// item was consumed (e.g. the XLA plugin name or path given first), or a status: return
-// `cml__config_unknown_key(...)` to get the standard "unknown key" error.
-typedef cml_status_t (*cml__config_extra_fn)(void* user, size_t index, const char* item);
-
-// Parses |config| (may be NULL or "") against |specs| (|spec_count| entries) and stores every
-// value given. |backend| names the backend in messages. |extra| (may be NULL) receives items
-// that match no spec; without it they are INVALID_ARGUMENT errors listing the valid keys.
-// Returns INVALID_ARGUMENT (bad value, unknown key, "help"), RESOURCE_EXHAUSTED.
-CML_MUST_USE cml_status_t cml__config_parse(const char* backend, const char* config,
-                                            const cml__option_spec_t* specs, size_t spec_count,
-                                            cml__config_extra_fn extra, void* user);
-
-// The standard error for an unknown |key|: INVALID_ARGUMENT "<backend>: unknown option "key";
-// valid options: a, b, c".
-CML_MUST_USE cml_status_t cml__config_unknown_key(const char* backend, const char* key,
-                                                  const cml__option_spec_t* specs,
-                                                  size_t spec_count);
+// cml_config_unknown_key (cml/backend_impl.h).
+CML_MUST_USE static inline cml_status_t cml__config_unknown_key(const char* backend,
+                                                                const char* key,
+                                                                const cml__option_spec_t* specs,
+                                                                size_t spec_count) {
+  return cml_config_unknown_key(backend, key, specs, spec_count);
+}
 
 // Writes the option list (one "  key (type[, choices]): help" line per spec) into |buffer|
 // (always NUL-terminated when |size| > 0) and returns the length it needed (snprintf style).
 size_t cml__config_format_help(const cml__option_spec_t* specs, size_t spec_count, char* buffer,
                                size_t size);
 
-// Parses a bool as above. Returns false (and leaves |out| alone) for any other text.
+// Parses a bool as cml_config_parse does (1, true, t, yes, on, enabled / 0, false, f, no, off,
+// disabled; case-insensitive). Returns false (and leaves |out| alone) for any other text.
 bool cml__parse_bool(const char* text, bool* out);
 
 // Reads environment variable |name| as a bool: unset or empty -> |default_value|; otherwise
@@ -141,6 +91,30 @@ CML_MUST_USE cml_status_t cml__registry_add(const cml_backend_factory_t* factory
 extern const cml_backend_factory_t cml_null_backend_factory;
 
 //===--- small helpers ---===//
+
+// Atomic access to the plain `refcount` and `donated` fields of the public object bases
+// (cml/backend_impl.h keeps them plain so that the header compiles as C++). Every access in the
+// library goes through these. Increments are relaxed; the decrement that may free is acq_rel;
+// the donated flag is sequentially consistent (as C11 atomic_load/atomic_store are).
+static inline void cml__refcount_init(int* refcount) {
+  __atomic_store_n(refcount, 1, __ATOMIC_RELAXED);
+}
+static inline void cml__refcount_retain(int* refcount) {
+  __atomic_fetch_add(refcount, 1, __ATOMIC_RELAXED);
+}
+// True when this release dropped the last reference.
+static inline bool cml__refcount_release(int* refcount) {
+  return __atomic_fetch_sub(refcount, 1, __ATOMIC_ACQ_REL) == 1;
+}
+static inline int cml__refcount_load(const int* refcount) {
+  return __atomic_load_n(refcount, __ATOMIC_ACQUIRE);
+}
+static inline bool cml__donated_load(const bool* donated) {
+  return __atomic_load_n(donated, __ATOMIC_SEQ_CST);
+}
+static inline void cml__donated_store(bool* donated, bool value) {
+  __atomic_store_n(donated, value, __ATOMIC_SEQ_CST);
+}
 
 // True when vtable |vt| (of its declared struct_size) has a non-NULL entry |field|: vtables
 // built against an older minor API are shorter, and their missing entries count as NULL.

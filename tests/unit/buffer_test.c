@@ -250,7 +250,7 @@ TEST(copy_to_host_validation) {
   ASSERT_STATUS_CODE(cml_buffer_copy_to_host(NULL, back, 16), CML_STATUS_INVALID_ARGUMENT);
 
   // A donated buffer can no longer be used.
-  atomic_store(&buf->donated, true);
+  cml__donated_store(&buf->donated, true);
   ASSERT_FALSE(cml_buffer_is_valid(buf));
   st = cml_buffer_copy_to_host(buf, back, 16);
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
@@ -342,8 +342,8 @@ TEST(refcounts_keep_the_backend_alive) {
   cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){1});
   cml_buffer_t* buf = NULL;
   ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &s, host, sizeof host, &buf));
-  ASSERT_EQ_INT(atomic_load(&be->refcount), 2);  // the buffer holds one
-  cml_backend_release(be);                       // the caller's reference goes first
+  ASSERT_EQ_INT(cml__refcount_load(&be->refcount), 2);  // the buffer holds one
+  cml_backend_release(be);                              // the caller's reference goes first
   ASSERT_EQ_INT(g_backend_destroyed, backends);
   ASSERT_TRUE(cml_buffer_retain(buf) == buf);
   cml_buffer_release(buf);
@@ -426,7 +426,7 @@ TEST(init_base_validation) {
       cml_backend_init_base(&b.base, &hb_vtable, cml_allocator_system(), "x", NULL, 1));
   ASSERT_STREQ(b.base.config, "");
   ASSERT_EQ_U64(b.base.capabilities.dtypes, 0);
-  ASSERT_EQ_INT(atomic_load(&b.base.refcount), 1);
+  ASSERT_EQ_INT(cml__refcount_load(&b.base.refcount), 1);
   cml_backend_deinit_base(&b.base);
 }
 

@@ -115,9 +115,49 @@ TEST(bare_key_and_no_prefix) {
   ASSERT_FALSE(o.shared);
   ASSERT_STATUS_OK(parse(&o, "shared_buffer=yes"));
   ASSERT_TRUE(o.shared);
-  // Later items override earlier ones.
-  ASSERT_STATUS_OK(parse(&o, "fusion=false,fusion"));
-  ASSERT_TRUE(o.fusion);
+  // Each option once: a repeat is an error (repeated_keys_are_rejected).
+  ASSERT_STATUS_CODE(parse(&o, "fusion=false,fusion"), CML_STATUS_INVALID_ARGUMENT);
+}
+
+// Checks that parsing |config| fails with INVALID_ARGUMENT naming the backend and |key|.
+static void expect_repeated(int* test_failed_, const char* config, const char* key) {
+  opts_t o;
+  cml_status_t st = parse(&o, config);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  char want[96];
+  snprintf(want, sizeof want, "test backend: option \"%s\" is given more than once", key);
+  ASSERT_CONTAINS(cml_status_message(st), want);
+  cml_status_free(st);
+}
+
+TEST(repeated_keys_are_rejected) {
+  expect_repeated(test_failed_, "threads=1,threads=2", "threads");
+  expect_repeated(test_failed_, "threads=1,threads=1", "threads");  // even with the same value
+  expect_repeated(test_failed_, " threads = 1 , fusion , threads=2", "threads");
+  expect_repeated(test_failed_, "fusion,nofusion", "fusion");  // "no" form of the same option
+  expect_repeated(test_failed_, "nofusion,fusion=1", "fusion");
+  expect_repeated(test_failed_, "shared_buffers,shared_buffer=0",
+                  "shared_buffers");  // key and alias
+  expect_repeated(test_failed_, "noshared_buffer,shared_buffers", "shared_buffers");
+  expect_repeated(test_failed_, "allocator=bfc,allocator=default", "allocator");
+  expect_repeated(test_failed_, "visible_devices=0,visible_devices=1", "visible_devices");
+  expect_repeated(test_failed_, "memory_fraction=0.5,,memory_fraction=0.5", "memory_fraction");
+  // The message names the repeated item and the alias pairing.
+  opts_t o;
+  cml_status_t st = parse(&o, "shared_buffer,shared_buffers=false");
+  ASSERT_CONTAINS(cml_status_message(st), "again as \"shared_buffers=false\"");
+  ASSERT_CONTAINS(cml_status_message(st), "\"shared_buffers\" and \"shared_buffer\" are the same");
+  cml_status_free(st);
+  // Different options, each once, are fine; values from a failed parse are not trusted.
+  ASSERT_STATUS_OK(parse(&o, "threads=3,fusion=0,shared_buffer,memory_fraction=0.25"));
+  ASSERT_EQ_INT(o.threads, 3);
+  ASSERT_FALSE(o.fusion);
+  ASSERT_TRUE(o.shared);
+  ASSERT_EQ_DBL(o.fraction, 0.25);
+  // Each parse starts afresh: the same key in two separate configs is not a repeat.
+  ASSERT_STATUS_OK(parse(&o, "threads=1"));
+  ASSERT_STATUS_OK(parse(&o, "threads=2"));
+  ASSERT_EQ_INT(o.threads, 2);
 }
 
 TEST(ints_floats_and_spaces) {
@@ -370,9 +410,10 @@ TEST(string_helpers) {
 }
 
 TEST_MAIN(TEST_ENTRY(empty_config_keeps_defaults), TEST_ENTRY(bool_spellings),
-          TEST_ENTRY(bare_key_and_no_prefix), TEST_ENTRY(ints_floats_and_spaces),
-          TEST_ENTRY(bad_values_name_key_value_and_type), TEST_ENTRY(strings_and_choices),
-          TEST_ENTRY(int_lists), TEST_ENTRY(unknown_key_lists_valid_keys),
-          TEST_ENTRY(help_lists_options), TEST_ENTRY(extra_items_reach_the_callback),
+          TEST_ENTRY(bare_key_and_no_prefix), TEST_ENTRY(repeated_keys_are_rejected),
+          TEST_ENTRY(ints_floats_and_spaces), TEST_ENTRY(bad_values_name_key_value_and_type),
+          TEST_ENTRY(strings_and_choices), TEST_ENTRY(int_lists),
+          TEST_ENTRY(unknown_key_lists_valid_keys), TEST_ENTRY(help_lists_options),
+          TEST_ENTRY(extra_items_reach_the_callback),
           TEST_ENTRY(no_specs_rejects_everything_but_empty), TEST_ENTRY(env_bool_and_int),
           TEST_ENTRY(split_at_first_colon), TEST_ENTRY(string_helpers))

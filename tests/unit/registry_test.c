@@ -294,6 +294,43 @@ TEST(duplicates_are_rejected) {
   ASSERT_EQ_INT(cml_backend_registered_count(), before);
 }
 
+// Creating |config| fails with INVALID_ARGUMENT naming |backend| and the repeated |key|.
+static void expect_repeated_option(int* test_failed_, const char* config, const char* backend,
+                                   const char* key) {
+  cml_backend_t* b = NULL;
+  cml_status_t st = cml_backend_new_with_config(config, &b);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(b == NULL);
+  char want[128];
+  snprintf(want, sizeof want, "%s backend: option \"%s\" is given more than once", backend, key);
+  ASSERT_CONTAINS(cml_status_message(st), want);
+  cml_status_free(st);
+}
+
+TEST(repeated_config_keys_are_rejected) {
+#ifdef CML_HAVE_BACKEND_C
+  expect_repeated_option(test_failed_, "c:threads=1,threads=2", "c", "threads");
+  expect_repeated_option(test_failed_, "c:fusion,nofusion", "c", "fusion");
+  cml_backend_t* b = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:threads=1,fusion=false", &b));
+  cml_backend_release(b);
+  // Through GOMLX_BACKEND too, with the variable named.
+  setenv("GOMLX_BACKEND", "c:threads=2,threads=2", 1);
+  cml_status_t st = cml_backend_new(&b);
+  unsetenv("GOMLX_BACKEND");
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(cml_status_message(st), "option \"threads\" is given more than once");
+  cml_status_free(st);
+#endif
+#ifdef CML_HAVE_BACKEND_XLA
+  // An option and its alias are one option; the plugin is never loaded.
+  expect_repeated_option(test_failed_, "xla:cpu,shared_buffers=true,shared_buffer=false", "xla",
+                         "shared_buffers");
+  expect_repeated_option(test_failed_, "xla:cpu,memory_fraction=0.5,memory_fraction=0.6", "xla",
+                         "memory_fraction");
+#endif
+}
+
 TEST(api_version_mismatch_is_incompatible) {
   cml_backend_factory_t f = fake_factory;
   f.name = "future";
@@ -424,6 +461,6 @@ TEST_MAIN(TEST_ENTRY(builtin_null_is_registered), TEST_ENTRY(null_backend_is_a_w
           TEST_ENTRY(register_and_create_by_name_and_alias),
           TEST_ENTRY(unknown_backend_lists_registered_names),
           TEST_ENTRY(help_config_returns_option_help), TEST_ENTRY(gomlx_backend_env),
-          TEST_ENTRY(duplicates_are_rejected), TEST_ENTRY(api_version_mismatch_is_incompatible),
-          TEST_ENTRY(plugin_load_errors), TEST_ENTRY(create_out_of_memory_sweep),
-          TEST_ENTRY(concurrent_registration))
+          TEST_ENTRY(duplicates_are_rejected), TEST_ENTRY(repeated_config_keys_are_rejected),
+          TEST_ENTRY(api_version_mismatch_is_incompatible), TEST_ENTRY(plugin_load_errors),
+          TEST_ENTRY(create_out_of_memory_sweep), TEST_ENTRY(concurrent_registration))
