@@ -1,26 +1,85 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs the build in $1 (default build/) into a temporary prefix and builds a program against
-# the installed headers twice: with pkg-config and with find_package(cml). Both must run.
+# Installs the build in $1 (default build/) into a fresh temporary prefix and checks, with NO
+# LD_LIBRARY_PATH anywhere (installed binaries find their libraries through an $ORIGIN RPATH):
+#   1. the installed `cml info` and `cml test --backend c` run;
+#   2. programs build against the installed headers and run: with pkg-config, with
+#      find_package(cml), and out of tree from copies of the sources: the examples, the null
+#      backend template and the "ref" example as shared-library plug-ins, loaded by a host
+#      program with cml_plugin_load (tests/install/);
+#   3. the installed tree still works after being moved elsewhere;
+#   4. the build tree's own binaries still run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root="$PWD"
 build="${1:-build}"
-prefix="$(mktemp -d)"
-trap 'rm -rf "$prefix"' EXIT
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+fail() { echo "install test: $*" >&2; exit 1; }
+# Runs a command with LD_LIBRARY_PATH unset; names it when it fails.
+run() { env -u LD_LIBRARY_PATH "$@" >"$work/run.log" 2>&1 || { cat "$work/run.log" >&2; fail "failed: $*"; }; }
+cc="${CC:-cc}"
+
 cmake --install "$build" --prefix "$prefix" >/dev/null
-libdir="$prefix/lib"
-[ -d "$prefix/lib64" ] && libdir="$prefix/lib64"
-[ -d "$libdir/pkgconfig" ] || libdir="$(dirname "$(find "$prefix" -name cml.pc | head -n1)")/.."
+pc="$(find "$prefix" -name cml.pc | head -n1)"
+[ -n "$pc" ] || fail "no cml.pc installed"
+libdir="$(cd "$(dirname "$pc")/.." && pwd)"
+test -x "$prefix/bin/cml" || fail "no bin/cml installed"
+
+# 1. The installed tool, from a directory unrelated to the prefix.
+(cd "$work" && run "$prefix/bin/cml" info)
+(cd "$work" && run "$prefix/bin/cml" test --backend c)
+grep -q " 0 failed" "$work/run.log" || fail "installed cml test --backend c: $(tail -n1 "$work/run.log")"
+
+# 2a. pkg-config. cml.pc finds its prefix relative to itself (${pcfiledir}), so this install in
+# a temporary prefix, different from the configure-time one, must work as it is. The consumer
+# chooses how to find the library at run time: here an RPATH to the libdir.
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
-# cml.pc finds its prefix relative to itself (${pcfiledir}), so this install in a temporary
-# prefix, different from the configure-time one, must work as it is.
 pc_flags="$(pkg-config --cflags --libs cml)"
-case "$pc_flags" in *"$prefix"*|*pcfiledir*|*"/../"*) ;; *) echo "install test: unexpected pkg-config flags: $pc_flags"; exit 1;; esac
-cc -std=c11 -Wall -Wextra -o "$prefix/consumer_pc" tests/install/consumer.c $pc_flags -lm
-LD_LIBRARY_PATH="$libdir" "$prefix/consumer_pc"
-cmake -S tests/install/cmake_consumer -B "$prefix/cmake_build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
-cmake --build "$prefix/cmake_build" >/dev/null
-LD_LIBRARY_PATH="$libdir" "$prefix/cmake_build/consumer"
-test -x "$prefix/bin/cml"
-LD_LIBRARY_PATH="$libdir" "$prefix/bin/cml" info >/dev/null
-echo "install test: pkg-config and find_package consumers ok"
+case "$pc_flags" in *"$prefix"*|*pcfiledir*|*"/../"*) ;; *) fail "unexpected pkg-config flags: $pc_flags";; esac
+"$cc" -std=c11 -Wall -Wextra -Werror -o "$work/consumer_pc" tests/install/consumer.c $pc_flags -lm \
+  -Wl,-rpath,"$libdir"
+run "$work/consumer_pc"
+
+# 2b. find_package(cml) (CMake gives imported libraries a build RPATH itself).
+cmake -S tests/install/cmake_consumer -B "$work/cmake_build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/cmake_build" >/dev/null
+run "$work/cmake_build/consumer"
+
+# 2c. Out of tree, from copies: nothing of the source tree is on the include path.
+src="$work/src"
+mkdir -p "$src"
+cp tests/install/out_of_tree/CMakeLists.txt tests/install/plugin_host.c \
+   examples/plugin_backend/ref_backend.c src/backends/null/null.c "$src/"
+for ex in mlp topk while_solver; do cp "examples/$ex/main.c" "$src/$ex.c"; done
+# The null template, built the way its header comment says (renamed: the built-in "null" exists).
+"$cc" -std=c11 -Wall -Wextra -Wno-unused-parameter -Werror -shared -fPIC -DCML_NULL_NAME='"null_copy"' \
+  -o "$src/libcml_null_copy.so" "$src/null.c" $pc_flags
+nm -D --defined-only "$src/libcml_null_copy.so" | grep -q " cml_plugin_query$" \
+  || fail "the null template plug-in does not export cml_plugin_query"
+cmake -S "$src" -B "$work/oot_build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/oot_build" >/dev/null
+for ex in mlp topk while_solver; do GOMLX_BACKEND=c run "$work/oot_build/example_$ex"; done
+run "$work/oot_build/plugin_host" "$src/libcml_null_copy.so" null_copy \
+  "$work/oot_build/libcml_ref_backend.so"
+
+# 3. Move the installed tree: its binaries must not remember the old prefix.
+moved="$work/elsewhere/cml"
+mkdir -p "$(dirname "$moved")"
+mv "$prefix" "$moved"
+(cd "$work" && run "$moved/bin/cml" info)
+(cd "$work" && run "$moved/bin/cml" test --backend c --op "Add|DotGeneral|ReduceSum")
+grep -q " 0 failed" "$work/run.log" || fail "moved cml test: $(tail -n1 "$work/run.log")"
+moved_libdir="$moved/${libdir#"$prefix"/}"
+"$cc" -std=c11 -o "$work/consumer_moved" tests/install/consumer.c -I"$moved/include" \
+  -L"$moved_libdir" -lcml -lm -Wl,-rpath,"$moved_libdir"
+run "$work/consumer_moved"
+
+# 4. The build tree's binaries (build RPATH).
+run "$build/cml" info
+for ex in "$build"/example_*; do
+  [ -x "$ex" ] && GOMLX_BACKEND=c run "$ex"
+done
+echo "install test: installed and moved cml, pkg-config, find_package, out-of-tree examples and plug-ins, build tree ok"

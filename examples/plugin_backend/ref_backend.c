@@ -869,6 +869,7 @@ static cml_status_t ref_run_node(ref_run_t* run, const cml_ir_node_t* node) {
 static cml_status_t ref_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
                                 const bool* donate, int device, cml_buffer_t** out_results) {
   // Donation is allowed to be ignored: inputs are only read, never taken over.
+  (void)donate;
   const cml_module_t* module = executable->module;
   const cml_ir_function_t* main_fn = &module->functions[0];
   ref_run_t run = {module, executable->backend->allocator, NULL};

@@ -5,9 +5,11 @@
 // capabilities, so the core rejects every op and dtype before reaching it. To start a backend:
 // copy this file, rename the `cml_null_` prefix and CML_NULL_NAME, and work through the
 // `TODO(new-backend):` notes. It uses only the installed public headers, so the copy builds out
-// of tree as a shared-library plug-in that exports `cml_plugin_query`:
+// of tree as a shared-library plug-in that exports `cml_plugin_query` (the stubs ignore their
+// arguments, hence -Wno-unused-parameter):
 //
-//   cc -std=c11 -shared -fPIC -o libcml_mine.so mine.c $(pkg-config --cflags --libs cml)
+//   cc -std=c11 -Wall -Wextra -Wno-unused-parameter -shared -fPIC -o libcml_mine.so mine.c
+//      $(pkg-config --cflags --libs cml)        (one command line)
 //
 // and a program loads it with `cml_plugin_load("./libcml_mine.so")`, then creates it with
 // `cml_backend_new_with_config("mine")`. Alternatively, link it into the program and call
