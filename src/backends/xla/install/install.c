@@ -207,6 +207,41 @@ static void cml_xla_verified_add(const char* path, const struct stat* st) {
 
 int cml__xla_install_hash_count(void) { return atomic_load(&cml_xla_hashes); }
 
+// The stamp "<path>.verified" carries a successful hash across processes: the file's identity
+// (device, inode, size, mtime, ctime) and the sha256 it had. Any write to the file changes its
+// ctime, which no user can set back, so a matching stamp means the bytes are the hashed ones.
+static void cml_xla_stamp_text(const struct stat* st, const char* sha, char* out, size_t size) {
+  snprintf(out, size, "%llu %llu %lld %lld %ld %lld %ld %s\n", (unsigned long long)st->st_dev,
+           (unsigned long long)st->st_ino, (long long)st->st_size, (long long)st->st_mtim.tv_sec,
+           (long)st->st_mtim.tv_nsec, (long long)st->st_ctim.tv_sec, (long)st->st_ctim.tv_nsec,
+           sha);
+}
+
+static bool cml_xla_stamp_matches(const char* path, const struct stat* st, const char* sha) {
+  char stamp_path[4200], want[256], got[256];
+  snprintf(stamp_path, sizeof stamp_path, "%s.verified", path);
+  FILE* f = fopen(stamp_path, "r");
+  if (!f) return false;
+  size_t n = fread(got, 1, sizeof got - 1, f);
+  fclose(f);
+  got[n] = '\0';
+  cml_xla_stamp_text(st, sha, want, sizeof want);
+  return strcmp(got, want) == 0;
+}
+
+// Best effort (a read-only directory just means hashing again in the next process).
+static void cml_xla_stamp_write(const char* path, const struct stat* st, const char* sha) {
+  char stamp_path[4200], tmp[4300], text[256];
+  snprintf(stamp_path, sizeof stamp_path, "%s.verified", path);
+  snprintf(tmp, sizeof tmp, "%s.%ld", stamp_path, (long)getpid());
+  cml_xla_stamp_text(st, sha, text, sizeof text);
+  FILE* f = fopen(tmp, "w");
+  if (!f) return;
+  bool ok = fputs(text, f) >= 0;
+  if (fclose(f) != 0) ok = false;
+  if (!ok || rename(tmp, stamp_path) != 0) remove(tmp);
+}
+
 cml_status_t cml__xla_install_check(const char* path, bool full) {
   struct stat st;
   if (stat(path, &st) != 0) {
@@ -237,7 +272,9 @@ cml_status_t cml__xla_install_check(const char* path, bool full) {
                            "changed)",
                            path, (long long)st.st_size, want);
   }
-  if (full && !cml_xla_verified_lookup(path, &st)) {
+  if (full && !cml_xla_verified_lookup(path, &st) && cml_xla_stamp_matches(path, &st, sha)) {
+    cml_xla_verified_add(path, &st);
+  } else if (full && !cml_xla_verified_lookup(path, &st)) {
     char hex[65];
     uint64_t size = 0;
     atomic_fetch_add(&cml_xla_hashes, 1);
@@ -250,6 +287,7 @@ cml_status_t cml__xla_install_check(const char* path, bool full) {
     }
     // The identity read before hashing: a change during the hash shows as another ctime.
     cml_xla_verified_add(path, &st);
+    cml_xla_stamp_write(path, &st, sha);
   }
   return CML_OK;
 }
@@ -572,7 +610,10 @@ static cml_status_t cml_xla_install_locked(cml_xla_job_t* job) {
                            strerror(errno));
   }
   struct stat installed;
-  if (stat(job->target, &installed) == 0) cml_xla_verified_add(job->target, &installed);
+  if (stat(job->target, &installed) == 0) {
+    cml_xla_verified_add(job->target, &installed);
+    cml_xla_stamp_write(job->target, &installed, so_hex);
+  }
   cml_xla_say(job->params, job->tty, "installed %s (%s %s)", job->target, w->package, w->version);
   return CML_OK;
 }

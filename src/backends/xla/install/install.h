@@ -5,6 +5,8 @@
 // Layout of an install directory (default ~/.local/lib/go-xla):
 //   pjrt_c_api_cpu_plugin.so            the CPU plugin
 //   pjrt_c_api_cpu_plugin.so.manifest   package, version, wheel sha256, size and sha256 of the .so
+//   pjrt_c_api_cpu_plugin.so.verified   identity (inode, size, mtime, ctime) of the .so when its
+//                                       sha256 last matched the manifest (skips re-hashing)
 //   pjrt_c_api_cpu_plugin.so.lock       the lock file (flock) serializing installers; holds the
 //                                       pid of the last process that took it
 //   .cml-install-<pid>-XXXXXX/          an install in progress (removed at its end; left behind
@@ -76,8 +78,9 @@ CML_MUST_USE cml_status_t cml__xla_install(const cml__xla_wheel_t* wheel,
 
 // Checks an installed plugin at |path| against its manifest: OK when the file exists and (with
 // a manifest) its size matches, and with |full| its sha256 too. A successful sha256 check is
-// remembered for the process, keyed by path, device, inode, size, mtime and ctime, so the next
-// full check of the same unchanged file costs one stat. A file without a manifest (put there by
+// remembered for the process and in "<path>.verified" (for later processes), keyed by path,
+// device, inode, size, mtime and ctime (any write changes the ctime), so the next full check of
+// the same unchanged file costs a stat and a small read. A file without a manifest (put there by
 // hand) has no checksum: it must be a well-formed ELF shared object
 // (cml__xla_check_shared_object). Returns NOT_FOUND when absent, FAILED_PRECONDITION (with the
 // reason) when it is broken.
