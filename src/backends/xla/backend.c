@@ -425,17 +425,38 @@ static cml_status_t cml_xla_locate(const cml__xla_config_t* config, const char* 
   return cml_status_annotate(st, "xla: auto-install (turn it off with GOMLX_NO_AUTO_INSTALL=1)");
 }
 
-// Loads the plugin; a broken copy that cml installed is reinstalled once (when allowed).
+// True when |path| is where cml installs |wheel| (~/.local/lib/go-xla/<target>).
+static bool cml_xla_is_install_target(const cml__xla_wheel_t* wheel, const char* path) {
+  char dir[4096], target[4400];
+  cml_status_t st = cml__xla_default_install_dir(dir, sizeof dir);
+  cml_status_free(st);
+  if (st != CML_OK) return false;
+  snprintf(target, sizeof target, "%s/%s", dir, wheel->target);
+  return strcmp(target, path) == 0;
+}
+
+// Loads the plugin. A copy that cml installed is checked against its manifest first (size and
+// sha256, hashed once per process per file): dlopen of a damaged file can crash the process.
+// A broken copy that cml installed (or one at cml's install path) is reinstalled once when
+// auto-install is on; otherwise the status names the file and the fix.
 static cml_status_t cml_xla_load(const char* name, char** path,
                                  const cml__xla_plugin_t** out_plugin) {
   bool ours = cml__xla_install_has_manifest(*path);
-  cml_status_t st = ours ? cml__xla_install_check(*path, false) : CML_OK;
+  cml_status_t st = ours ? cml__xla_install_check(*path, true) : CML_OK;
   if (st == CML_OK) st = cml__xla_plugin_load(*path, out_plugin);
   if (st == CML_OK) return CML_OK;
   const cml__xla_wheel_t* wheel = cml__xla_wheel_for(name);
   cml_status_code_t code = cml_status_code(st);
   bool broken = code == CML_STATUS_FAILED_PRECONDITION || code == CML_STATUS_UNAVAILABLE;
-  if (!ours || !broken || !wheel || !cml__xla_auto_install_enabled()) return st;
+  bool repairable = wheel && (ours || cml_xla_is_install_target(wheel, *path));
+  if (!broken || !repairable) return st;
+  if (!cml__xla_auto_install_enabled()) {
+    return cml_status_annotate(st,
+                               "xla: the %s plugin is damaged and auto-install is off "
+                               "(GOMLX_NO_AUTO_INSTALL or cml_xla_enable_auto_install(false)); "
+                               "repair it with `cml install %s`",
+                               wheel->plugin, wheel->plugin);
+  }
   cml_status_free(st);
   cml__xla_install_params_t params;
   cml__xla_install_params_init(&params);
@@ -446,6 +467,39 @@ static cml_status_t cml_xla_load(const char* name, char** path,
   free(*path);
   *path = fresh;
   return cml__xla_plugin_load(*path, out_plugin);
+}
+
+// visible_devices must name devices the client has (the CPU plugin ignores the option, and a
+// GPU plugin drops ids it does not have without a word).
+static cml_status_t cml_xla_check_visible_devices(const cml__xla_config_t* config, bool is_cpu,
+                                                  const cml__xla_client_t* client) {
+  if (!config->visible_devices_set) return CML_OK;
+  // A plugin that applied the option kept exactly the devices asked for (duplicates are refused
+  // by the parser), whatever ids it gives them.
+  if (!is_cpu && (size_t)client->device_count == config->visible_devices.count) return CML_OK;
+  for (size_t i = 0; i < config->visible_devices.count; ++i) {
+    int64_t want = config->visible_devices.values[i];
+    bool found = false;
+    for (int d = 0; d < client->device_count && !found; ++d) {
+      found = client->device_ids ? client->device_ids[d] == want : d == want;
+    }
+    if (!found) {
+      char ids[256] = "";
+      size_t used = 0;
+      for (int d = 0; d < client->device_count && used < sizeof ids; ++d) {
+        int w = snprintf(ids + used, sizeof ids - used, "%s%lld", d ? ", " : "",
+                         client->device_ids ? (long long)client->device_ids[d] : (long long)d);
+        if (w < 0) break;
+        used += (size_t)w;
+      }
+      return cml_status_make(CML_STATUS_OUT_OF_RANGE,
+                             "xla backend: visible_devices names device %lld, but the %s plugin "
+                             "has %d device(s) (ids: %s)",
+                             (long long)want, client->platform_name, client->device_count,
+                             client->device_count ? ids : "none");
+    }
+  }
+  return CML_OK;
 }
 
 static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allocator,
@@ -493,6 +547,12 @@ static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allo
   if (st != CML_OK) return st;
   st = cml__xla_client_create(plugin, options, option_count, &client);
   if (st != CML_OK) return cml_status_annotate(st, "xla: plugin %s", plugin->path);
+  st = cml_xla_check_visible_devices(&config, is_cpu || strcmp(client->platform_name, "cpu") == 0,
+                                     client);
+  if (st != CML_OK) {
+    cml__xla_client_destroy(client);
+    return st;
+  }
   cml_xla_backend_t* b = cml_allocator_malloc(allocator, sizeof *b, 64);
   if (!b) {
     cml__xla_client_destroy(client);

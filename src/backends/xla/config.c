@@ -168,6 +168,13 @@ cml_status_t cml__xla_config_parse(const char* text, cml__xla_config_t* out) {
                                "xla backend: visible_devices has a negative device %lld",
                                (long long)out->visible_devices.values[i]);
       }
+      for (size_t j = 0; j < i; ++j) {
+        if (out->visible_devices.values[j] == out->visible_devices.values[i]) {
+          return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                                 "xla backend: visible_devices lists device %lld twice",
+                                 (long long)out->visible_devices.values[i]);
+        }
+      }
     }
   }
   return CML_OK;

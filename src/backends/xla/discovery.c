@@ -4,13 +4,17 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/xla/xla_internal.h"
@@ -19,12 +23,57 @@ extern char** environ;
 
 //===--- running programs ---===//
 
-cml_status_t cml__xla_run(const char* const* argv, char* out, size_t out_size, const char* log_path,
-                          int* out_exit) {
+// A timeout in seconds from environment variable |name| (a positive number), else |fallback|.
+static double cml_xla_env_seconds(const char* name, double fallback) {
+  const char* text = getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = NULL;
+  double v = strtod(text, &end);
+  if (end == text || *end != '\0' || !(v > 0) || v > 1e7) return fallback;
+  return v;
+}
+
+double cml__xla_query_timeout_s(void) {
+  return cml_xla_env_seconds("CML_XLA_QUERY_TIMEOUT_S", CML_XLA_QUERY_TIMEOUT_DEFAULT_S);
+}
+
+double cml__xla_install_timeout_s(void) {
+  return cml_xla_env_seconds("CML_XLA_INSTALL_TIMEOUT_S", CML_XLA_INSTALL_TIMEOUT_DEFAULT_S);
+}
+
+static int64_t cml_xla_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+// "python3 -m pip download ..." for messages: the first arguments, each cut at its first line.
+static void cml_xla_describe_argv(const char* const* argv, char* out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (size_t i = 0; argv[i] && i < 6 && used + 1 < size; ++i) {
+    const char* a = argv[i];
+    size_t n = strcspn(a, "\n");
+    bool cut = a[n] != '\0' || n > 48;
+    if (n > 48) n = 48;
+    int w = snprintf(out + used, size - used, "%s%.*s%s", i ? " " : "", (int)n, a,
+                     cut ? "..." : "");
+    if (w < 0) break;
+    used += (size_t)w;
+    if (used >= size) break;
+  }
+  if (argv[0] && argv[1] && argv[2] && argv[3] && argv[4] && argv[5] && argv[6] &&
+      used + 5 < size) {
+    snprintf(out + used, size - used, " ...");
+  }
+}
+
+cml_status_t cml__xla_run_with_timeout(const char* const* argv, char* out, size_t out_size,
+                                       const char* log_path, double timeout_s, int* out_exit) {
   *out_exit = 127;
   if (out && out_size) out[0] = '\0';
   int pipe_fds[2] = {-1, -1};
-  if (out && pipe(pipe_fds) != 0) {
+  if (out && pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return cml_status_make(CML_STATUS_INTERNAL, "xla: pipe: %s", strerror(errno));
   }
   posix_spawn_file_actions_t actions;
@@ -32,8 +81,6 @@ cml_status_t cml__xla_run(const char* const* argv, char* out, size_t out_size, c
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   if (out) {
     posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-    posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
-    posix_spawn_file_actions_addclose(&actions, pipe_fds[1]);
   } else if (log_path) {
     posix_spawn_file_actions_addopen(&actions, 1, *log_path ? log_path : "/dev/null",
                                      O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -42,8 +89,15 @@ cml_status_t cml__xla_run(const char* const* argv, char* out, size_t out_size, c
     posix_spawn_file_actions_addopen(&actions, 2, *log_path ? log_path : "/dev/null",
                                      O_WRONLY | O_CREAT | O_APPEND, 0644);
   }
+  // Its own process group, so that a timeout kills what it started too (a shell script's
+  // children, pip's subprocesses).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, argv[0], &actions, NULL, (char* const*)argv, environ);
+  int rc = posix_spawnp(&pid, argv[0], &actions, &attr, (char* const*)argv, environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (out) close(pipe_fds[1]);
   if (rc != 0) {
@@ -51,29 +105,72 @@ cml_status_t cml__xla_run(const char* const* argv, char* out, size_t out_size, c
     *out_exit = 127;  // could not start: reported through the exit code
     return CML_OK;
   }
-  if (out) {
-    size_t used = 0;
-    char scratch[4096];
-    for (;;) {
-      ssize_t got;
-      if (used + 1 < out_size) {
-        got = read(pipe_fds[0], out + used, out_size - 1 - used);
-      } else {
-        got = read(pipe_fds[0], scratch, sizeof scratch);  // drain the rest
-        if (got > 0) continue;
-      }
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) break;
-      used += (size_t)got;
-    }
-    if (out_size) out[used < out_size ? used : out_size - 1] = '\0';
-    close(pipe_fds[0]);
-  }
+  int64_t limit_ms = timeout_s > 0 ? (int64_t)(timeout_s * 1000.0) : INT64_MAX / 4;
+  int64_t deadline = cml_xla_now_ms() + limit_ms;
+  int fd = out ? pipe_fds[0] : -1;
+  size_t used = 0;
+  bool reaped = false, timed_out = false;
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      return cml_status_make(CML_STATUS_INTERNAL, "xla: waitpid: %s", strerror(errno));
+  for (;;) {
+    if (!reaped) {
+      pid_t got = waitpid(pid, &status, WNOHANG);
+      if (got == pid) {
+        reaped = true;
+        // Something it started may still hold the pipe: read what is left, briefly.
+        int64_t grace = cml_xla_now_ms() + 500;
+        if (grace < deadline) deadline = grace;
+      } else if (got < 0 && errno != EINTR) {
+        if (fd >= 0) close(fd);
+        kill(-pid, SIGKILL);
+        return cml_status_make(CML_STATUS_INTERNAL, "xla: waitpid: %s", strerror(errno));
+      }
     }
+    if (reaped && fd < 0) break;
+    int64_t left = deadline - cml_xla_now_ms();
+    if (left <= 0) {
+      timed_out = !reaped;
+      break;
+    }
+    int step = (int)(left < 50 ? left : 50);
+    if (fd < 0) {
+      struct timespec ts = {0, (long)step * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int ready = poll(&pfd, 1, step);
+    if (ready < 0 && errno != EINTR) {
+      close(fd);
+      fd = -1;
+      continue;
+    }
+    if (ready <= 0) continue;
+    char scratch[4096];
+    bool keep = used + 1 < out_size;
+    ssize_t got = read(fd, keep ? out + used : scratch, keep ? out_size - 1 - used : sizeof scratch);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      close(fd);
+      fd = -1;
+      continue;
+    }
+    if (keep) used += (size_t)got;
+  }
+  if (fd >= 0) close(fd);
+  if (out && out_size) out[used < out_size ? used : out_size - 1] = '\0';
+  if (timed_out) {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    char what[512];
+    cml_xla_describe_argv(argv, what, sizeof what);
+    *out_exit = 128 + SIGKILL;
+    return cml_status_make(CML_STATUS_UNAVAILABLE,
+                           "xla: `%s` did not finish within %g s and was killed with its process "
+                           "group (timeouts: CML_XLA_QUERY_TIMEOUT_S for queries, "
+                           "CML_XLA_INSTALL_TIMEOUT_S for pip downloads; see docs/xla.md)",
+                           what, timeout_s);
   }
   if (WIFEXITED(status)) {
     *out_exit = WEXITSTATUS(status);
@@ -81,6 +178,12 @@ cml_status_t cml__xla_run(const char* const* argv, char* out, size_t out_size, c
     *out_exit = 128 + WTERMSIG(status);
   }
   return CML_OK;
+}
+
+cml_status_t cml__xla_run(const char* const* argv, char* out, size_t out_size, const char* log_path,
+                          int* out_exit) {
+  return cml__xla_run_with_timeout(argv, out, out_size, log_path, cml__xla_query_timeout_s(),
+                                   out_exit);
 }
 
 //===--- names ---===//
@@ -316,9 +419,11 @@ cml_status_t cml__xla_find_plugin(const cml__xla_search_t* search, const char* n
   return cml_status_make(
       CML_STATUS_NOT_FOUND,
       "xla: PJRT plugin \"%s\" not found (looked for pjrt_c_api_%s_plugin.so, pjrt-plugin-%s.so, "
-      "pjrt_plugin_%s.so and pip-installed plugins in: %s). Install it with `cml install %s`, "
-      "point PJRT_PLUGIN_LIBRARY_PATH at its directory, or give its path (xla:/path/plugin.so)",
-      name, name, name, name, used ? where : "no directories", name);
+      "pjrt_plugin_%s.so and pip-installed plugins in: %s%s%s). Install it with `cml install "
+      "%s`, point PJRT_PLUGIN_LIBRARY_PATH at its directory, or give its path "
+      "(xla:/path/plugin.so)",
+      name, name, name, name, used ? where : "no directories", search->python_note ? "; " : "",
+      search->python_note ? search->python_note : "", name);
 }
 
 size_t cml__xla_list_plugins(const cml__xla_search_t* search, char* buffer, size_t size) {
@@ -369,6 +474,7 @@ static pthread_once_t cml_xla_python_once = PTHREAD_ONCE_INIT;
 static char cml_xla_python_text[8192];
 static const char* cml_xla_python_dirs[32];
 static size_t cml_xla_python_dir_count;
+static char cml_xla_python_note[1024];
 
 static void cml_xla_python_query(void) {
   const char* const argv[] = {"python3", "-c",
@@ -383,6 +489,12 @@ static void cml_xla_python_query(void) {
   int exit_code = 0;
   cml_status_t st =
       cml__xla_run(argv, cml_xla_python_text, sizeof cml_xla_python_text, "", &exit_code);
+  if (st != CML_OK) {
+    // A python3 that hangs (or cannot be waited for): its site-packages are not searched, and
+    // a NOT_FOUND from the search says why.
+    snprintf(cml_xla_python_note, sizeof cml_xla_python_note,
+             "pip-installed plugins were not searched: %s", cml_status_message(st));
+  }
   cml_status_free(st);
   if (st != CML_OK || exit_code != 0) {
     cml_xla_python_text[0] = '\0';
@@ -407,6 +519,7 @@ void cml__xla_search_from_env(cml__xla_search_t* search) {
   pthread_once(&cml_xla_python_once, cml_xla_python_query);
   search->python_dirs = cml_xla_python_dirs;
   search->python_dir_count = cml_xla_python_dir_count;
+  search->python_note = cml_xla_python_note[0] ? cml_xla_python_note : NULL;
 }
 
 //===--- accelerators ---===//

@@ -24,16 +24,23 @@ typedef struct cml_xla_flags_child_args_t {
   size_t option_count;
 } cml_xla_flags_child_args_t;
 
-// Does what the backend is about to do: create a client (XLA parses XLA_FLAGS there) and compile
-// a small program (in case a plugin parses them lazily, at its first compile). Returns false when
-// client creation failed with an ordinary error (the flags may not have been read). Nothing is
-// freed: the child ends with _exit right after.
+// Does what the backend is about to do: create a client (XLA parses XLA_FLAGS there), then
+// compile and run a small program whose results exercise what some flags break: a result
+// computed twice into two outputs, a parameter returned as is, and a constant result (with
+// --xla_disable_all_hlo_passes=true the CPU plugin check-fails on the duplicate output and
+// crashes on the constant one: no copy insertion). Returns false when client creation failed
+// with an ordinary error (the flags may not have been read). Wrong results end the child with a
+// message and code 3 (a rejection). Other ordinary errors return true: the backend reports them
+// itself when it gets there. Nothing is freed: the child ends with _exit right after.
 static bool cml_xla_flags_child(void* arg) {
   static const char kProgram[] =
       "module @cml_xla_flags_check {\n"
-      "  func.func public @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+      "  func.func public @main(%a: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, "
+      "tensor<2xf32>, tensor<2xf32>) {\n"
       "    %b = \"stablehlo.add\"(%a, %a) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>\n"
-      "    \"func.return\"(%b) : (tensor<2xf32>) -> ()\n"
+      "    %c = stablehlo.constant dense<[1.5, -2.0]> : tensor<2xf32>\n"
+      "    \"func.return\"(%b, %a, %c, %b) : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, "
+      "tensor<2xf32>) -> ()\n"
       "  }\n"
       "}\n";
   const cml_xla_flags_child_args_t* args = arg;
@@ -49,7 +56,24 @@ static bool cml_xla_flags_child(void* arg) {
   if (st == CML_OK) {
     st = cml__xla_compile(client, kProgram, sizeof kProgram - 1, options, size, &exe);
   }
-  (void)st;
+  if (st != CML_OK || client->device_count < 1) return true;
+  const float input[2] = {0.5f, 3.0f};
+  const float want[4][2] = {{1.0f, 6.0f}, {0.5f, 3.0f}, {1.5f, -2.0f}, {1.0f, 6.0f}};
+  cml_shape_t shape = cml_shape_make(CML_DTYPE_F32, 1, (const int64_t[]){2});
+  cml_pjrt_buffer_t* in = NULL;
+  st = cml__xla_buffer_from_host(client, 0, &shape, input, &in);
+  cml_pjrt_buffer_t* outs[4] = {NULL, NULL, NULL, NULL};
+  if (st == CML_OK) st = cml__xla_execute(client, exe, 0, &in, 1, NULL, 0, outs, 4);
+  for (int i = 0; i < 4 && st == CML_OK; ++i) {
+    float got[2] = {0, 0};
+    st = cml__xla_buffer_to_host(client, outs[i], &shape, got, sizeof got);
+    if (st == CML_OK && (got[0] != want[i][0] || got[1] != want[i][1])) {
+      printf("the check program computed wrong results: output %d is [%g, %g], expected [%g, %g]\n",
+             i, (double)got[0], (double)got[1], (double)want[i][0], (double)want[i][1]);
+      fflush(stdout);
+      _exit(3);
+    }
+  }
   return true;
 }
 
@@ -84,17 +108,21 @@ static bool cml_xla_flags_log_prefix(const char* line, size_t length, size_t* ou
   return false;
 }
 
-// Rewrites |text| in place: drops absl's "log messages before InitializeLog" notice and the
-// glog prefixes, and trims surrounding white space.
+// Rewrites |text| in place: drops absl's "log messages before InitializeLog" notice, glog's
+// stack traces and the glog prefixes, and trims surrounding white space.
 static void cml_xla_flags_clean(char* text) {
   static const char kNotice[] = "WARNING: All log messages before absl::InitializeLog()";
+  static const char kStackTitle[] = "*** Check failure stack trace: ***";
   char* out = text;
   const char* p = text;
   while (*p) {
     const char* end = strchr(p, '\n');
     size_t length = end ? (size_t)(end - p) : strlen(p);
     size_t skip = 0;
-    bool drop = strncmp(p, kNotice, sizeof kNotice - 1) == 0;
+    // Also dropped: glog's stack trace after a failed CHECK (addresses only, no symbols).
+    bool drop = strncmp(p, kNotice, sizeof kNotice - 1) == 0 ||
+                strncmp(p, kStackTitle, sizeof kStackTitle - 1) == 0 ||
+                (length > 6 && strncmp(p, "    @ ", 6) == 0);
     if (!drop) {
       if (!cml_xla_flags_log_prefix(p, length, &skip)) skip = 0;
       memmove(out, p + skip, length - skip);
@@ -267,7 +295,8 @@ cml_status_t cml__xla_flags_probe(bool (*child_fn)(void* arg), void* arg, int ti
     cml_xla_flags_describe(reaped && status != -1, status, how, sizeof how);
     st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                          "XLA_FLAGS rejected by the plugin: %s%s\n(XLA_FLAGS=\"%.1024s\"; plugin "
-                         "%s; the check process %s)",
+                         "%s; the check process %s; it creates a client, then compiles and runs "
+                         "a small program)",
                          text[0] ? text : "(it printed nothing)",
                          truncated ? "\n... (output truncated)" : "", xla_flags, plugin_path, how);
   }
@@ -361,6 +390,17 @@ cml_status_t cml__xla_check_flags(const cml__xla_plugin_t* plugin, const char* x
   if (st == CML_OK && consumed) {
     cml_xla_flags_mark_consumed(plugin);
   } else if (cml_status_code(st) == CML_STATUS_INVALID_ARGUMENT) {
+    if (strstr(xla_flags, "xla_disable_all_hlo_passes") ||
+        strstr(xla_flags, "xla_disable_hlo_passes")) {
+      cml_status_t noted = cml_status_make(
+          CML_STATUS_INVALID_ARGUMENT,
+          "%s\nnote: disabling HLO passes also disables the ones XLA needs to run programs "
+          "correctly (copy insertion: a result returned twice or a constant result then crashes "
+          "the process); the check program has such results",
+          cml_status_message(st));
+      cml_status_free(st);
+      st = noted;
+    }
     cml_xla_flags_remember_rejection(plugin->path, xla_flags, st);
   }
   pthread_mutex_unlock(&cml_xla_flags_mutex);

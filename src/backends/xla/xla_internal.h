@@ -82,6 +82,7 @@ typedef struct cml__xla_search_t {
   bool system_dirs;                 // search /usr/local/lib/go-xla (+ nvidia/)
   const char* const* python_dirs;   // site-packages directories to search
   size_t python_dir_count;
+  const char* python_note;  // why python_dirs may be incomplete (python3 timed out), or NULL
 } cml__xla_search_t;
 
 // Fills |search| from the environment; python_dirs come from `python3 -c "import site..."`,
@@ -121,9 +122,25 @@ bool cml__xla_flags_with_cuda_dir(const char* existing, const char* dir, char* o
 
 //===--- small helpers ---===//
 
-// Runs |argv| (argv[0] looked up in PATH) without a shell. stdout goes to |out| (|out_size|
-// bytes, NUL-terminated; NULL: discarded), stderr to |log_path| (NULL: inherited; "" discarded).
-// Writes the exit status (127 when it could not start, 128+signal) to |out_exit|.
+// Timeouts of the programs cml runs, in seconds. Queries (python3's site-packages, nvidia-smi,
+// the extraction scripts): CML_XLA_QUERY_TIMEOUT_S, default 10. pip downloads:
+// CML_XLA_INSTALL_TIMEOUT_S, default 1200. Each variable takes a positive number of seconds
+// (fractions allowed); anything else means the default.
+#define CML_XLA_QUERY_TIMEOUT_DEFAULT_S 10.0
+#define CML_XLA_INSTALL_TIMEOUT_DEFAULT_S 1200.0
+double cml__xla_query_timeout_s(void);
+double cml__xla_install_timeout_s(void);
+
+// Runs |argv| (argv[0] looked up in PATH) without a shell, in a process group of its own.
+// stdout goes to |out| (|out_size| bytes, NUL-terminated; NULL: discarded), stderr to |log_path|
+// (NULL: inherited; "" discarded). Writes the exit status (127 when it could not start,
+// 128+signal) to |out_exit|. When it runs longer than |timeout_s| (<= 0: no limit) its process
+// group is killed and reaped, and the result is UNAVAILABLE naming the command and the timeout.
+CML_MUST_USE cml_status_t cml__xla_run_with_timeout(const char* const* argv, char* out,
+                                                    size_t out_size, const char* log_path,
+                                                    double timeout_s, int* out_exit);
+
+// cml__xla_run_with_timeout with the query timeout (cml__xla_query_timeout_s()).
 CML_MUST_USE cml_status_t cml__xla_run(const char* const* argv, char* out, size_t out_size,
                                        const char* log_path, int* out_exit);
 

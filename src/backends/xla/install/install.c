@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +150,98 @@ static bool cml_xla_manifest_get(const char* text, const char* key, char* out, s
   return false;
 }
 
+// Files whose sha256 matched their manifest in this process, by identity: hashing a 60+ MiB
+// plugin at every backend creation would be slow, and a file changed since (rewritten in place,
+// replaced, truncated) has another size, mtime, ctime or inode.
+typedef struct cml_xla_verified_t {
+  char* path;
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  struct timespec mtime, ctime;
+} cml_xla_verified_t;
+
+static pthread_mutex_t cml_xla_verified_mutex = PTHREAD_MUTEX_INITIALIZER;
+static cml_xla_verified_t cml_xla_verified[8];
+static size_t cml_xla_verified_next;
+static atomic_int cml_xla_hashes;
+
+static bool cml_xla_same_file(const cml_xla_verified_t* v, const char* path,
+                              const struct stat* st) {
+  return v->path && strcmp(v->path, path) == 0 && v->dev == st->st_dev && v->ino == st->st_ino &&
+         v->size == st->st_size && v->mtime.tv_sec == st->st_mtim.tv_sec &&
+         v->mtime.tv_nsec == st->st_mtim.tv_nsec && v->ctime.tv_sec == st->st_ctim.tv_sec &&
+         v->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+static bool cml_xla_verified_lookup(const char* path, const struct stat* st) {
+  pthread_mutex_lock(&cml_xla_verified_mutex);
+  bool hit = false;
+  for (size_t i = 0; i < sizeof cml_xla_verified / sizeof cml_xla_verified[0] && !hit; ++i) {
+    hit = cml_xla_same_file(&cml_xla_verified[i], path, st);
+  }
+  pthread_mutex_unlock(&cml_xla_verified_mutex);
+  return hit;
+}
+
+static void cml_xla_verified_add(const char* path, const struct stat* st) {
+  char* copy = strdup(path);
+  if (!copy) return;  // not cached: the next check hashes again
+  pthread_mutex_lock(&cml_xla_verified_mutex);
+  size_t n = sizeof cml_xla_verified / sizeof cml_xla_verified[0];
+  size_t slot = n;
+  for (size_t i = 0; i < n && slot == n; ++i) {
+    if (cml_xla_verified[i].path && strcmp(cml_xla_verified[i].path, path) == 0) slot = i;
+  }
+  if (slot == n) slot = cml_xla_verified_next++ % n;
+  cml_xla_verified_t* v = &cml_xla_verified[slot];
+  free(v->path);
+  *v = (cml_xla_verified_t){.path = copy,
+                            .dev = st->st_dev,
+                            .ino = st->st_ino,
+                            .size = st->st_size,
+                            .mtime = st->st_mtim,
+                            .ctime = st->st_ctim};
+  pthread_mutex_unlock(&cml_xla_verified_mutex);
+}
+
+int cml__xla_install_hash_count(void) { return atomic_load(&cml_xla_hashes); }
+
+// The stamp "<path>.verified" carries a successful hash across processes: the file's identity
+// (device, inode, size, mtime, ctime) and the sha256 it had. Any write to the file changes its
+// ctime, which no user can set back, so a matching stamp means the bytes are the hashed ones.
+static void cml_xla_stamp_text(const struct stat* st, const char* sha, char* out, size_t size) {
+  snprintf(out, size, "%llu %llu %lld %lld %ld %lld %ld %s\n", (unsigned long long)st->st_dev,
+           (unsigned long long)st->st_ino, (long long)st->st_size, (long long)st->st_mtim.tv_sec,
+           (long)st->st_mtim.tv_nsec, (long long)st->st_ctim.tv_sec, (long)st->st_ctim.tv_nsec,
+           sha);
+}
+
+static bool cml_xla_stamp_matches(const char* path, const struct stat* st, const char* sha) {
+  char stamp_path[4200], want[256], got[256];
+  snprintf(stamp_path, sizeof stamp_path, "%s.verified", path);
+  FILE* f = fopen(stamp_path, "r");
+  if (!f) return false;
+  size_t n = fread(got, 1, sizeof got - 1, f);
+  fclose(f);
+  got[n] = '\0';
+  cml_xla_stamp_text(st, sha, want, sizeof want);
+  return strcmp(got, want) == 0;
+}
+
+// Best effort (a read-only directory just means hashing again in the next process).
+static void cml_xla_stamp_write(const char* path, const struct stat* st, const char* sha) {
+  char stamp_path[4200], tmp[4300], text[256];
+  snprintf(stamp_path, sizeof stamp_path, "%s.verified", path);
+  snprintf(tmp, sizeof tmp, "%s.%ld", stamp_path, (long)getpid());
+  cml_xla_stamp_text(st, sha, text, sizeof text);
+  FILE* f = fopen(tmp, "w");
+  if (!f) return;
+  bool ok = fputs(text, f) >= 0;
+  if (fclose(f) != 0) ok = false;
+  if (!ok || rename(tmp, stamp_path) != 0) remove(tmp);
+}
+
 cml_status_t cml__xla_install_check(const char* path, bool full) {
   struct stat st;
   if (stat(path, &st) != 0) {
@@ -156,7 +250,11 @@ cml_status_t cml__xla_install_check(const char* path, bool full) {
   char manifest_path[4200];
   cml_xla_manifest_path(path, manifest_path, sizeof manifest_path);
   FILE* f = fopen(manifest_path, "r");
-  if (!f) return CML_OK;  // installed by hand: trusted as is
+  if (!f) {
+    // Installed by hand: no checksum to compare with, but a truncated or non-ELF file would
+    // crash dlopen, so its structure is checked.
+    return cml__xla_check_shared_object(path);
+  }
   char text[2048];
   size_t n = fread(text, 1, sizeof text - 1, f);
   fclose(f);
@@ -174,14 +272,22 @@ cml_status_t cml__xla_install_check(const char* path, bool full) {
                            "changed)",
                            path, (long long)st.st_size, want);
   }
-  if (full) {
+  if (full && !cml_xla_verified_lookup(path, &st) && cml_xla_stamp_matches(path, &st, sha)) {
+    cml_xla_verified_add(path, &st);
+  } else if (full && !cml_xla_verified_lookup(path, &st)) {
     char hex[65];
     uint64_t size = 0;
+    atomic_fetch_add(&cml_xla_hashes, 1);
     CML_RETURN_IF_ERROR(cml__xla_sha256_file(path, hex, &size));
     if (strcmp(hex, sha) != 0) {
       return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
-                             "xla: \"%s\" has sha256 %s but was installed with %s", path, hex, sha);
+                             "xla: \"%s\" is damaged: its sha256 is %s but it was installed with "
+                             "%s (changed in place)",
+                             path, hex, sha);
     }
+    // The identity read before hashing: a change during the hash shows as another ctime.
+    cml_xla_verified_add(path, &st);
+    cml_xla_stamp_write(path, &st, sha);
   }
   return CML_OK;
 }
@@ -276,6 +382,11 @@ typedef struct cml_xla_job_t {
   bool tty;
 } cml_xla_job_t;
 
+// The limit for each program the installer runs (pip download, the extraction scripts).
+static double cml_xla_timeout(const cml__xla_install_params_t* p) {
+  return p->timeout_s > 0 ? p->timeout_s : cml__xla_install_timeout_s();
+}
+
 static cml_status_t cml_xla_pip_download(cml_xla_job_t* job, const char* requirement,
                                          const char* dest, bool no_deps) {
   const cml__xla_install_params_t* p = job->params;
@@ -301,10 +412,12 @@ static cml_status_t cml_xla_pip_download(cml_xla_job_t* job, const char* require
   // a log whose tail ends up in the error message.
   if (show) {
     const char* const* cargv = argv;
-    CML_RETURN_IF_ERROR(cml__xla_run(cargv, NULL, 0, NULL, &exit_code));
+    CML_RETURN_IF_ERROR(cml__xla_run_with_timeout(cargv, NULL, 0, NULL, cml_xla_timeout(p),
+                                                  &exit_code));
   } else {
     const char* const* cargv = argv;
-    CML_RETURN_IF_ERROR(cml__xla_run(cargv, NULL, 0, job->log, &exit_code));
+    CML_RETURN_IF_ERROR(cml__xla_run_with_timeout(cargv, NULL, 0, job->log, cml_xla_timeout(p),
+                                                  &exit_code));
   }
   if (exit_code == 0) return CML_OK;
   char tail[600];
@@ -329,7 +442,8 @@ static cml_status_t cml_xla_run_python(cml_xla_job_t* job, const char* const* ar
   for (size_t i = 0; i < count && n < 79; ++i) argv[n++] = args[i];
   argv[n] = NULL;
   int exit_code = 0;
-  CML_RETURN_IF_ERROR(cml__xla_run(argv, NULL, 0, job->log, &exit_code));
+  CML_RETURN_IF_ERROR(cml__xla_run_with_timeout(argv, NULL, 0, job->log,
+                                                cml_xla_timeout(job->params), &exit_code));
   if (exit_code != 0) {
     char tail[600];
     cml_xla_tail(job->log, tail, sizeof tail);
@@ -409,6 +523,31 @@ static cml_status_t cml_xla_install_libraries(cml_xla_job_t* job) {
   return CML_OK;
 }
 
+// Removes the temporary directories that installers killed mid-way (SIGKILL, power loss) left
+// in |dir|: "<prefix><pid>-XXXXXX" whose pid is not a running process. Called under the install
+// lock, so no live installer of this target owns one; a live pid (another target's installer
+// sharing the directory, or a reused pid) keeps its directory.
+static void cml_xla_remove_stale_temps(const char* dir) {
+  DIR* d = opendir(dir);
+  if (!d) return;
+  size_t prefix = strlen(CML_XLA_INSTALL_TMP_PREFIX);
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, CML_XLA_INSTALL_TMP_PREFIX, prefix) != 0) continue;
+    const char* p = e->d_name + prefix;
+    char* end = NULL;
+    long pid = strtol(p, &end, 10);
+    bool named = end != p && *end == '-' && pid > 0;
+    // Older installers used ".cml-install-XXXXXX" (no pid): stale under the lock.
+    bool alive = named && pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+    if (alive) continue;
+    char path[4400];
+    int n = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (n > 0 && (size_t)n < sizeof path) cml_xla_rm_rf(path);
+  }
+  closedir(d);
+}
+
 static cml_status_t cml_xla_install_locked(cml_xla_job_t* job) {
   const cml__xla_wheel_t* w = job->wheel;
   char wheels[4500], staged[4500];
@@ -470,6 +609,11 @@ static cml_status_t cml_xla_install_locked(cml_xla_job_t* job) {
     return cml_status_make(CML_STATUS_UNAVAILABLE, "xla: cannot install \"%s\": %s", job->target,
                            strerror(errno));
   }
+  struct stat installed;
+  if (stat(job->target, &installed) == 0) {
+    cml_xla_verified_add(job->target, &installed);
+    cml_xla_stamp_write(job->target, &installed, so_hex);
+  }
   cml_xla_say(job->params, job->tty, "installed %s (%s %s)", job->target, w->package, w->version);
   return CML_OK;
 }
@@ -498,7 +642,8 @@ cml_status_t cml__xla_install(const cml__xla_wheel_t* wheel,
   cml_status_t st = CML_OK;
   bool sound = false;
   if (!params->force) {
-    cml_status_t check = cml__xla_install_check(target, false);
+    // The sha256 too (once per process per file): a copy damaged in place is repaired.
+    cml_status_t check = cml__xla_install_check(target, true);
     sound = check == CML_OK;
     cml_status_free(check);
   }
@@ -527,12 +672,21 @@ cml_status_t cml__xla_install(const cml__xla_wheel_t* wheel,
       }
       nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
     }
+    // The lock's owner, for whoever finds the lock held.
+    if (ftruncate(lock_fd, 0) == 0) {
+      char pid_text[32];
+      int n = snprintf(pid_text, sizeof pid_text, "%ld\n", (long)getpid());
+      if (n > 0 && pwrite(lock_fd, pid_text, (size_t)n, 0) < 0) {
+        // Informational only.
+      }
+    }
     // Another process may have installed it while this one waited.
     if (!params->force) {
-      cml_status_t check = cml__xla_install_check(target, false);
+      cml_status_t check = cml__xla_install_check(target, true);
       sound = check == CML_OK;
       cml_status_free(check);
     }
+    if (!sound) cml_xla_remove_stale_temps(target_dir);
   }
   if (!sound) {
     cml_xla_job_t job;
@@ -542,7 +696,8 @@ cml_status_t cml__xla_install(const cml__xla_wheel_t* wheel,
     job.dir = dir;
     job.target = target;
     job.tty = isatty(2) != 0;
-    snprintf(job.tmp, sizeof job.tmp, "%s/.cml-install-XXXXXX", target_dir);
+    snprintf(job.tmp, sizeof job.tmp, "%s/%s%ld-XXXXXX", target_dir, CML_XLA_INSTALL_TMP_PREFIX,
+             (long)getpid());
     if (!mkdtemp(job.tmp)) {
       st = cml_status_make(CML_STATUS_UNAVAILABLE,
                            "xla: cannot create a temporary directory in "

@@ -5,7 +5,12 @@
 // Layout of an install directory (default ~/.local/lib/go-xla):
 //   pjrt_c_api_cpu_plugin.so            the CPU plugin
 //   pjrt_c_api_cpu_plugin.so.manifest   package, version, wheel sha256, size and sha256 of the .so
-//   pjrt_c_api_cpu_plugin.so.lock       the lock file (flock) serializing installers
+//   pjrt_c_api_cpu_plugin.so.verified   identity (inode, size, mtime, ctime) of the .so when its
+//                                       sha256 last matched the manifest (skips re-hashing)
+//   pjrt_c_api_cpu_plugin.so.lock       the lock file (flock) serializing installers; holds the
+//                                       pid of the last process that took it
+//   .cml-install-<pid>-XXXXXX/          an install in progress (removed at its end; left behind
+//                                       by a killed installer, removed by the next one)
 //   nvidia/pjrt_c_api_cuda_plugin.so    the CUDA plugin, next to the nvidia-* libraries
 //   nvidia/<cu13|cudnn|...>/            (extracted from the nvidia-* wheels)
 //
@@ -55,6 +60,8 @@ typedef struct cml__xla_install_params_t {
   int verbosity;          // 0 quiet, 1 progress when stderr is a terminal, 2 verbose
   bool force;             // reinstall even when a sound copy is present
   double lock_timeout_s;  // 0: 300 s
+  // Limit for each program run (pip download, extraction); 0: cml__xla_install_timeout_s().
+  double timeout_s;
 } cml__xla_install_params_t;
 
 void cml__xla_install_params_init(cml__xla_install_params_t* params);
@@ -70,10 +77,22 @@ CML_MUST_USE cml_status_t cml__xla_install(const cml__xla_wheel_t* wheel,
                                            bool* out_installed);
 
 // Checks an installed plugin at |path| against its manifest: OK when the file exists and (with
-// a manifest) its size matches, and with |full| its sha256 too. A file without a manifest (put
-// there by hand) is accepted. Returns NOT_FOUND when absent, FAILED_PRECONDITION (with the
+// a manifest) its size matches, and with |full| its sha256 too. A successful sha256 check is
+// remembered for the process and in "<path>.verified" (for later processes), keyed by path,
+// device, inode, size, mtime and ctime (any write changes the ctime), so the next full check of
+// the same unchanged file costs a stat and a small read. A file without a manifest (put there by
+// hand) has no checksum: it must be a well-formed ELF shared object
+// (cml__xla_check_shared_object). Returns NOT_FOUND when absent, FAILED_PRECONDITION (with the
 // reason) when it is broken.
 CML_MUST_USE cml_status_t cml__xla_install_check(const char* path, bool full);
+
+// How many files cml__xla_install_check has hashed in this process (tests check the cache).
+int cml__xla_install_hash_count(void);
+
+// Installers stage their download in "<plugin dir>/.cml-install-<pid>-XXXXXX"; an installer
+// killed mid-way leaves one behind, and the next install (under the lock) removes those whose
+// pid is not running.
+#define CML_XLA_INSTALL_TMP_PREFIX ".cml-install-"
 
 // True when |path| has a manifest (so cml installed it and may reinstall it).
 bool cml__xla_install_has_manifest(const char* path);

@@ -5,11 +5,16 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <elf.h>
+#endif
 
 //===--- small helpers ---===//
 
@@ -135,6 +140,75 @@ static pthread_mutex_t cml_xla_plugins_mutex = PTHREAD_MUTEX_INITIALIZER;
 static cml__xla_plugin_t* cml_xla_plugins[CML_XLA_MAX_PLUGINS];
 static size_t cml_xla_plugin_count;
 
+// Checks the ELF structure (Linux): dlopen maps the file's segments and reading a page past the
+// end of a truncated file raises SIGBUS, which no status could report.
+#if defined(__linux__)
+static cml_status_t cml_xla_elf_bad(const char* path, const char* why, unsigned long long a,
+                                    unsigned long long b) {
+  char detail[160];
+  snprintf(detail, sizeof detail, why, a, b);
+  return cml_status_make(CML_STATUS_UNAVAILABLE,
+                         "xla: \"%s\" is not a loadable PJRT plugin: %s (truncated or damaged "
+                         "file?)",
+                         path, detail);
+}
+
+cml_status_t cml__xla_check_shared_object(const char* path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return cml_status_make(errno == ENOENT ? CML_STATUS_NOT_FOUND : CML_STATUS_UNAVAILABLE,
+                           "xla: cannot read PJRT plugin \"%s\": %s", path, strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return cml_status_make(CML_STATUS_UNAVAILABLE,
+                           "xla: \"%s\" is not a PJRT plugin: not a regular file", path);
+  }
+  unsigned long long size = (unsigned long long)st.st_size;
+  Elf64_Ehdr eh;
+  memset(&eh, 0, sizeof eh);
+  ssize_t got = pread(fd, &eh, sizeof eh, 0);
+  cml_status_t result = CML_OK;
+  if (got < (ssize_t)EI_NIDENT || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+    result = cml_xla_elf_bad(path, "not an ELF file (%llu bytes)", size, 0);
+  } else if (eh.e_ident[EI_CLASS] != ELFCLASS64 || got < (ssize_t)sizeof eh) {
+    // cml runs on 64-bit hosts only; a 32-bit library would not load either.
+    result = cml_xla_elf_bad(path, "not a 64-bit ELF file (class %llu, %llu bytes)",
+                             eh.e_ident[EI_CLASS], size);
+  } else if (eh.e_type != ET_DYN) {
+    result = cml_xla_elf_bad(path, "not an ELF shared object (type %llu, %llu bytes)", eh.e_type,
+                             size);
+  } else if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
+             eh.e_phoff + (unsigned long long)eh.e_phnum * sizeof(Elf64_Phdr) > size) {
+    result = cml_xla_elf_bad(path, "its program headers end at byte %llu of %llu",
+                             eh.e_phoff + (unsigned long long)eh.e_phnum * eh.e_phentsize, size);
+  } else if (eh.e_shoff != 0 &&
+             eh.e_shoff + (unsigned long long)eh.e_shnum * eh.e_shentsize > size) {
+    result = cml_xla_elf_bad(path, "its section headers end at byte %llu of %llu",
+                             eh.e_shoff + (unsigned long long)eh.e_shnum * eh.e_shentsize, size);
+  } else {
+    for (unsigned i = 0; i < eh.e_phnum && result == CML_OK; ++i) {
+      Elf64_Phdr ph;
+      if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (unsigned long long)i * sizeof ph)) !=
+          (ssize_t)sizeof ph) {
+        result = cml_xla_elf_bad(path, "cannot read program header %llu of %llu", i, eh.e_phnum);
+      } else if (ph.p_type != PT_NULL && ph.p_offset + ph.p_filesz > size) {
+        result = cml_xla_elf_bad(path, "a segment ends at byte %llu of %llu",
+                                 ph.p_offset + ph.p_filesz, size);
+      }
+    }
+  }
+  close(fd);
+  return result;
+}
+#else
+cml_status_t cml__xla_check_shared_object(const char* path) {
+  (void)path;
+  return CML_OK;
+}
+#endif
+
 static cml_status_t cml_xla_plugin_open(const char* path, void** out_handle,
                                         cml_pjrt_get_api_fn* out_get_api) {
   *out_handle = NULL;
@@ -148,6 +222,7 @@ static cml_status_t cml_xla_plugin_open(const char* path, void** out_handle,
     return cml_status_make(CML_STATUS_UNAVAILABLE,
                            "xla: \"%s\" is not a PJRT plugin: not a regular file", path);
   }
+  CML_RETURN_IF_ERROR(cml__xla_check_shared_object(path));
   dlerror();
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!handle) {

@@ -44,10 +44,18 @@ typedef struct cml__xla_plugin_t {
 // Loads the plugin at |path| (or returns the already loaded one): dlopen, GetPjrtApi, version
 // check, PJRT_Plugin_Initialize (once per process), attributes. Sets TF_CPP_MIN_LOG_LEVEL=3
 // first when it is unset. Returns NOT_FOUND when the file is missing, UNAVAILABLE when it is
-// not a loadable PJRT plugin (dlopen error, no GetPjrtApi, NULL table), INCOMPATIBLE for a
+// not a loadable PJRT plugin (truncated or not a shared object: cml__xla_check_shared_object;
+// dlopen error, no GetPjrtApi, NULL table), INCOMPATIBLE for a
 // major version other than 0 or a minor below 57. Thread-safe.
 CML_MUST_USE cml_status_t cml__xla_plugin_load(const char* path,
                                                const cml__xla_plugin_t** out_plugin);
+
+// Checks (on Linux) that |path| is a well-formed 64-bit ELF shared object whose program and
+// section headers and segments lie within the file, so that a truncated or non-ELF file gives a
+// status instead of a SIGBUS inside dlopen. Damage that keeps the structure (bytes changed in
+// place) needs the install manifest's sha256 (cml__xla_install_check). Returns NOT_FOUND when
+// the file is missing, UNAVAILABLE naming what is wrong. Called by cml__xla_plugin_load.
+CML_MUST_USE cml_status_t cml__xla_check_shared_object(const char* path);
 
 // Checks that |path| is a dlopen-able library exporting GetPjrtApi, without initializing it
 // (dlopen happens, GetPjrtApi is not called). Used to detect broken installs.
