@@ -9,6 +9,7 @@
 #include "backends/xla/stablehlo/emit_internal.h"
 #include "backends/xla/stablehlo/emitter.h"
 #include "builder_fake_backend.h"
+#include "stablehlo_chain_ir.h"
 #include "test.h"
 
 #define SHAPE(dt, ...)                                                                \
@@ -127,10 +128,11 @@ TEST(golden_add_with_scalar_broadcast) {
   const char* want =
       "module @my_graph attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : "
       "i32} {\n"
-      "  func.func public @main(%x: tensor<2x3xf32>, %s: tensor<f32>) -> (tensor<2x3xf32>) {\n"
-      "    %0 = \"stablehlo.broadcast_in_dim\"(%s) {broadcast_dimensions = array<i64>} : "
+      "  func.func public @main(%arg0: tensor<2x3xf32> loc(\"x\"), %arg1: tensor<f32> loc(\"s\")) "
+      "-> (tensor<2x3xf32>) {\n"
+      "    %0 = \"stablehlo.broadcast_in_dim\"(%arg1) {broadcast_dimensions = array<i64>} : "
       "(tensor<f32>) -> tensor<2x3xf32>\n"
-      "    %1 = \"stablehlo.add\"(%x, %0) : (tensor<2x3xf32>, tensor<2x3xf32>) -> "
+      "    %1 = \"stablehlo.add\"(%arg0, %0) : (tensor<2x3xf32>, tensor<2x3xf32>) -> "
       "tensor<2x3xf32>\n"
       "    \"func.return\"(%1) : (tensor<2x3xf32>) -> ()\n"
       "  }\n"
@@ -159,7 +161,7 @@ TEST(size_one_axes_broadcast_and_compare_types) {
   fixture_deinit(&fx);
   ASSERT_STATUS_OK(st);
   ASSERT_CONTAINS(text,
-                  "\"stablehlo.broadcast_in_dim\"(%a) {broadcast_dimensions = array<i64: 0, "
+                  "\"stablehlo.broadcast_in_dim\"(%arg0) {broadcast_dimensions = array<i64: 0, "
                   "1>} : (tensor<2x1xui32>) -> tensor<2x3xui32>");
   ASSERT_CONTAINS(text,
                   "comparison_direction = #stablehlo<comparison_direction LT>, "
@@ -177,25 +179,152 @@ TEST(size_one_axes_broadcast_and_compare_types) {
   free(text);
 }
 
-TEST(parameter_name_normalization) {
+// Adversarial parameter names: names that used to normalize to one SSA name ("a_b", "a b",
+// "a_b_2"), names equal to generated ones, and bytes MLIR would choke on. SSA names are
+// positional; the user's names survive only as escaped locations.
+TEST(parameter_names_cannot_collide) {
   fixture_t fx;
   ASSERT_TRUE(fixture_init(&fx, "9 lives"));
+  static const char* const kNames[] = {
+      "a_b",
+      "a_b_2",
+      "a b",
+      "arg1",
+      "%arg0",
+      "0",
+      "@main",
+      "q\"uote",
+      "back\\slash",
+      "\xcf\x80\xe2\x82\xac",
+      "tab\there",
+      "x",
+      "long_name_0123456789012345678901234567890123456789012345678901234567890123456789",
+  };
+  enum { kCount = sizeof kNames / sizeof kNames[0] };
   cml_shape_t sc = cml_shape_scalar(CML_DTYPE_I32);
-  cml_value_t a = cml_parameter(fx.f, "my-input", &sc);
-  cml_value_t b = cml_parameter(fx.f, "my_input", &sc);
-  cml_value_t c = cml_parameter(fx.f, "2x", &sc);
-  cml_value_t d = cml_parameter(fx.f, "w.eight", &sc);
-  cml_value_t s = cml_op_add(fx.f, cml_op_add(fx.f, a, b), cml_op_add(fx.f, c, d));
+  cml_value_t sum = 0;
+  for (int i = 0; i < kCount; ++i) {
+    cml_value_t p = cml_parameter(fx.f, kNames[i], &sc);
+    // Weighted so that swapping two parameters changes the text: sum = sum * 2 + p.
+    sum = sum ? cml_op_add(fx.f, cml_op_add(fx.f, sum, sum), p) : p;
+  }
   char* text = NULL;
-  cml_status_t st = emit(&fx, &s, 1, &text);
+  cml_status_t st = emit(&fx, &sum, 1, &text);
   fixture_deinit(&fx);
   ASSERT_STATUS_OK(st);
   ASSERT_CONTAINS(text, "module @_9_lives ");
   ASSERT_CONTAINS(text,
-                  "@main(%my_input: tensor<i32>, %my_input_1: tensor<i32>, %_2x: "
-                  "tensor<i32>, %w_eight: tensor<i32>)");
-  ASSERT_CONTAINS(text, "\"stablehlo.add\"(%my_input, %my_input_1)");
+                  "@main(%arg0: tensor<i32> loc(\"a_b\"), %arg1: tensor<i32> loc(\"a_b_2\"), "
+                  "%arg2: tensor<i32> loc(\"a b\"), %arg3: tensor<i32> loc(\"arg1\"), %arg4: "
+                  "tensor<i32> loc(\"%arg0\"), %arg5: tensor<i32> loc(\"0\"), %arg6: "
+                  "tensor<i32> loc(\"@main\"), %arg7: tensor<i32> loc(\"q\\22uote\"), %arg8: "
+                  "tensor<i32> loc(\"back\\5Cslash\"), %arg9: tensor<i32> "
+                  "loc(\"\\5CxCF\\5Cx80\\5CxE2\\5Cx82\\5CxAC\"), %arg10: tensor<i32> "
+                  "loc(\"tab\\5Cx09here\"), %arg11: tensor<i32> loc(\"x\"), %arg12: tensor<i32> "
+                  "loc(\"long_name_012345678901234567890123456789012345678901234567890123...\"))");
+  ASSERT_CONTAINS(text, "\"stablehlo.add\"(%arg0, %arg0)");
+  ASSERT_CONTAINS(text, "\"stablehlo.add\"(%0, %arg1)");
+  ASSERT_CONTAINS(text, "\"stablehlo.add\"(%2, %arg2)");
+  ASSERT_CONTAINS(text, "\"stablehlo.add\"(%22, %arg12)");
+  // No user name reaches an SSA name or the text outside the locations.
+  ASSERT_TRUE(strstr(text, "%a_b") == NULL);
+  ASSERT_TRUE(strstr(text, "\xcf") == NULL);
+  ASSERT_TRUE(strchr(text, '\t') == NULL);
   free(text);
+}
+
+// Function symbols on a hand-made module whose functions are named "main", "f.x", "f_x",
+// "fn2", "closure1", "a \"b\"" and "" (names the builder would refuse, and names equal to
+// generated symbols): every symbol is unique and main stays the only @main.
+TEST(function_symbols_cannot_collide) {
+  chain_ir_t ir;
+  ASSERT_TRUE(chain_ir_make_calls(&ir, 8, false));
+  cml_xla_emit_options_t opts;
+  cml_xla_emit_options_init(&opts);
+  char* text = NULL;
+  cml_status_t st = cml_xla_emit_stablehlo(&ir.module, &opts, &text);
+  chain_ir_destroy(&ir);
+  ASSERT_STATUS_OK(st);
+  bool ok = text_well_formed(text);
+  ASSERT_TRUE(ok);
+  ASSERT_CONTAINS(text,
+                  "func.func public @main(%arg0: tensor<f32> {jax.buffer_donor = true} "
+                  "loc(\"x\"))");
+  ASSERT_CONTAINS(text, "func.func private @fn1_f_x(%");
+  ASSERT_CONTAINS(text, "func.func private @fn2_f_x(%");
+  ASSERT_CONTAINS(text, "func.func private @fn3_fn2(%");
+  ASSERT_CONTAINS(text, "func.func private @fn4_closure1(%");
+  ASSERT_CONTAINS(text, "func.func private @fn5_a__b_(%");
+  ASSERT_CONTAINS(text, "func.func private @fn6(%");
+  ASSERT_CONTAINS(text, "func.func private @fn7_main(%");
+  ASSERT_CONTAINS(text, "{callee = @fn1_f_x}");
+  ASSERT_CONTAINS(text, "{callee = @fn8_f_x}");
+  // Exactly one definition per symbol.
+  const char* syms[] = {"@main(",      "@fn1_f_x(", "@fn2_f_x(",  "@fn3_fn2(", "@fn4_closure1(",
+                        "@fn5_a__b_(", "@fn6(",     "@fn7_main(", "@fn8_f_x("};
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; ++i) {
+    const char* first = strstr(text, syms[i]);
+    ASSERT_TRUE(first != NULL);
+    ASSERT_TRUE(strstr(first + 1, syms[i]) == NULL);
+  }
+  free(text);
+}
+
+// Call chains and nested closures up to CML_XLA_EMIT_MAX_NESTING_DEPTH are emitted; one level
+// more gets INVALID_ARGUMENT naming the depth and the limit, before any text is made.
+TEST(nesting_depth_limit) {
+  const int limit = CML_XLA_EMIT_MAX_NESTING_DEPTH;
+  ASSERT_TRUE(limit >= 256);
+  cml_xla_emit_options_t opts;
+  cml_xla_emit_options_init(&opts);
+  for (int kind = 0; kind < 2; ++kind) {
+    for (int extra = 0; extra < 2; ++extra) {
+      chain_ir_t ir;
+      uint32_t depth = (uint32_t)(limit + extra);
+      ASSERT_TRUE(kind == 0 ? chain_ir_make_calls(&ir, depth, false)
+                            : chain_ir_make_ifs(&ir, depth));
+      char* text = (char*)1;
+      cml_status_t st = cml_xla_emit_stablehlo(&ir.module, &opts, &text);
+      chain_ir_destroy(&ir);
+      if (extra == 0) {
+        ASSERT_STATUS_OK(st);
+        bool ok = text_well_formed(text);
+        free(text);
+        ASSERT_TRUE(ok);
+        continue;
+      }
+      ASSERT_TRUE(text == NULL);
+      char want[96];
+      snprintf(want, sizeof want, "%d deep", limit + 1);
+      const char* msg = cml_status_message(st);
+      bool has_depth = strstr(msg, want) != NULL;
+      snprintf(want, sizeof want, "limit of %d", limit);
+      bool has_limit = strstr(msg, want) != NULL;
+      if (!has_depth || !has_limit) fprintf(stderr, "message: %s\n", msg);
+      ASSERT_STATUS_CODE(st, CML_STATUS_INVALID_ARGUMENT);
+      ASSERT_TRUE(has_depth && has_limit);
+    }
+  }
+}
+
+// The depth check is iterative: a chain of 100000 calls gets the status, not a stack overflow.
+// A cycle (which the builder cannot make) is INVALID_ARGUMENT, not an endless loop.
+TEST(very_deep_and_cyclic_modules_get_a_status) {
+  cml_xla_emit_options_t opts;
+  cml_xla_emit_options_init(&opts);
+  chain_ir_t ir;
+  ASSERT_TRUE(chain_ir_make_calls(&ir, 100000, false));
+  char* text = NULL;
+  cml_status_t st = cml_xla_emit_stablehlo(&ir.module, &opts, &text);
+  chain_ir_destroy(&ir);
+  ASSERT_STATUS_CODE(st, CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(text == NULL);
+  ASSERT_TRUE(chain_ir_make_calls(&ir, 5, true));
+  st = cml_xla_emit_stablehlo(&ir.module, &opts, &text);
+  chain_ir_destroy(&ir);
+  if (st != CML_OK) ASSERT_CONTAINS(cml_status_message(st), "recursive");
+  ASSERT_STATUS_CODE(st, CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(text == NULL);
 }
 
 //===--- literals ---===//
@@ -379,7 +508,7 @@ TEST(movement_indexing_and_dot) {
                   "1>, slice_sizes = array<i64: 1, 3>, indices_are_sorted = false} : "
                   "(tensor<5x3xf32>, tensor<4x1xi32>) -> tensor<4x3xf32>");
   // Accumulator Int32: the Int8 inputs are converted first.
-  ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%a) : (tensor<2x3xi8>) -> tensor<2x3xi32>");
+  ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%arg2) : (tensor<2x3xi8>) -> tensor<2x3xi32>");
   ASSERT_CONTAINS(text,
                   "{dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = "
                   "[1], rhs_contracting_dimensions = [0]>, precision_config = "
@@ -450,13 +579,13 @@ TEST(conv_rng_fft_batch_norm_barriers) {
                   "#stablehlo<precision DEFAULT>]} : (tensor<1x8x8x3xf32>, "
                   "tensor<3x3x3x16xf32>) -> tensor<1x8x8x16xf32>");
   ASSERT_CONTAINS(text,
-                  "\"stablehlo.rng_bit_generator\"(%state) {rng_algorithm = "
+                  "\"stablehlo.rng_bit_generator\"(%arg2) {rng_algorithm = "
                   "#stablehlo<rng_algorithm PHILOX>} : (tensor<3xui64>) -> "
                   "(tensor<3xui64>, tensor<2x2xui32>)");
   ASSERT_CONTAINS(text, ": (tensor<2x2xui32>) -> tensor<2x2xf32>");  // bits -> Float32
   ASSERT_CONTAINS(text, "{fft_type = #stablehlo<fft_type IFFT>, fft_length = array<i64: 8>}");
   ASSERT_CONTAINS(text,
-                  "\"stablehlo.optimization_barrier\"(%v, %v) : (tensor<4xf32>, "
+                  "\"stablehlo.optimization_barrier\"(%arg4, %arg4) : (tensor<4xf32>, "
                   "tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)");
   ASSERT_CONTAINS(text, "{epsilon = 9.999999747e-06 : f32, feature_index = 0 : i64}");
   free(text);
@@ -482,14 +611,14 @@ TEST(convert_bitcast_and_special_unary) {
   cml_status_t st = emit(&fx, outs, 7, &text);
   fixture_deinit(&fx);
   ASSERT_STATUS_OK(st);
-  ASSERT_CONTAINS(text, "\"stablehlo.real\"(%z) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>");
+  ASSERT_CONTAINS(text, "\"stablehlo.real\"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>");
   ASSERT_CONTAINS(text, ": (tensor<3xf32>) -> tensor<3xi32>");
   ASSERT_CONTAINS(text,
                   "comparison_direction NE>, compare_type = #stablehlo<comparison_type "
                   "FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>");
-  ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%p) : (tensor<3xi1>) -> tensor<3xui8>");
-  ASSERT_CONTAINS(text, "\"chlo.erf\"(%x) : (tensor<3xf32>) -> tensor<3xf32>");
-  ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%h) : (tensor<3xf16>) -> tensor<3xf32>");
+  ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%arg3) : (tensor<3xi1>) -> tensor<3xui8>");
+  ASSERT_CONTAINS(text, "\"chlo.erf\"(%arg1) : (tensor<3xf32>) -> tensor<3xf32>");
+  ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%arg2) : (tensor<3xf16>) -> tensor<3xf32>");
   ASSERT_CONTAINS(text, "\"stablehlo.complex\"(");
   free(text);
 }
@@ -549,16 +678,16 @@ TEST(nested_regions_while_if_sort_call) {
   ASSERT_STATUS_OK(st);
   // The while carries (i, n): n is captured by cond, so it becomes loop state.
   ASSERT_CONTAINS(text, "\"stablehlo.while\"(");
-  ASSERT_CONTAINS(text, ", %n) ({");
+  ASSERT_CONTAINS(text, ", %arg0) ({");
   ASSERT_CONTAINS(text, ": (tensor<i32>, tensor<i32>) -> (tensor<i32>, tensor<i32>)");
   ASSERT_CONTAINS(text, "\"stablehlo.if\"(");
   ASSERT_CONTAINS(text, ": (tensor<i1>) -> tensor<i32>");
-  ASSERT_CONTAINS(text, "\"stablehlo.sort\"(%keys) ({");
+  ASSERT_CONTAINS(text, "\"stablehlo.sort\"(%arg1) ({");
   ASSERT_CONTAINS(text,
                   "{dimension = 0 : i64, is_stable = true} : (tensor<8xf32>) -> "
                   "tensor<8xf32>");
-  ASSERT_CONTAINS(text, "func.func private @double_it(");
-  ASSERT_CONTAINS(text, "{callee = @double_it} : (tensor<i32>) -> tensor<i32>");
+  ASSERT_CONTAINS(text, "func.func private @fn6_double_it(");
+  ASSERT_CONTAINS(text, "{callee = @fn6_double_it} : (tensor<i32>) -> tensor<i32>");
   free(text);
 }
 
@@ -579,9 +708,9 @@ TEST(closure_called_gets_captures_as_parameters) {
   fixture_deinit(&fx);
   ASSERT_STATUS_OK(st);
   ASSERT_CONTAINS(text,
-                  "\"func.call\"(%a, %b) {callee = @closure_1} : (tensor<f32>, "
+                  "\"func.call\"(%arg0, %arg1) {callee = @closure1} : (tensor<f32>, "
                   "tensor<f32>) -> tensor<f32>");
-  ASSERT_CONTAINS(text, "func.func private @closure_1(");
+  ASSERT_CONTAINS(text, "func.func private @closure1(");
   free(text);
 }
 
@@ -643,27 +772,29 @@ TEST(float_division_lowering) {
   cml_status_t st = emit(&fx, outs, 3, &text);
   fixture_deinit(&fx);
   ASSERT_STATUS_OK(st);
-  ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%a) : (tensor<3xf32>) -> tensor<3xf64>");
-  ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%b) : (tensor<3xf32>) -> tensor<3xf64>");
+  ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%arg0) : (tensor<3xf32>) -> tensor<3xf64>");
+  ASSERT_CONTAINS(text, "\"stablehlo.convert\"(%arg1) : (tensor<3xf32>) -> tensor<3xf64>");
   ASSERT_CONTAINS(text, "(tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>");
   ASSERT_CONTAINS(text, ": (tensor<3xf64>) -> tensor<3xf32>");
   // The broadcast divisor of the Float64 division goes through a barrier, and so does the
   // quotient: two barriers in all (none for the Float32 or integer divisions).
-  ASSERT_CONTAINS(text, "\"stablehlo.broadcast_in_dim\"(%d)");
+  ASSERT_CONTAINS(text, "\"stablehlo.broadcast_in_dim\"(%arg3)");
   int barriers = 0;
   for (const char* p = text; (p = strstr(p, "stablehlo.optimization_barrier")); ++p) ++barriers;
   ASSERT_EQ_INT(barriers, 2);
   ASSERT_CONTAINS(text,
-                  "\"stablehlo.divide\"(%k, %k) : (tensor<3xi32>, tensor<3xi32>) -> "
+                  "\"stablehlo.divide\"(%arg4, %arg4) : (tensor<3xi32>, tensor<3xi32>) -> "
                   "tensor<3xi32>");
   free(text);
 }
 
 TEST_MAIN(TEST_ENTRY(golden_add_with_scalar_broadcast),
           TEST_ENTRY(size_one_axes_broadcast_and_compare_types),
-          TEST_ENTRY(parameter_name_normalization), TEST_ENTRY(literal_formatting),
-          TEST_ENTRY(constants_in_modules), TEST_ENTRY(reductions_and_argminmax),
-          TEST_ENTRY(movement_indexing_and_dot), TEST_ENTRY(conv_rng_fft_batch_norm_barriers),
+          TEST_ENTRY(parameter_names_cannot_collide), TEST_ENTRY(function_symbols_cannot_collide),
+          TEST_ENTRY(nesting_depth_limit), TEST_ENTRY(very_deep_and_cyclic_modules_get_a_status),
+          TEST_ENTRY(literal_formatting), TEST_ENTRY(constants_in_modules),
+          TEST_ENTRY(reductions_and_argminmax), TEST_ENTRY(movement_indexing_and_dot),
+          TEST_ENTRY(conv_rng_fft_batch_norm_barriers),
           TEST_ENTRY(convert_bitcast_and_special_unary),
           TEST_ENTRY(nested_regions_while_if_sort_call),
           TEST_ENTRY(closure_called_gets_captures_as_parameters),

@@ -3,8 +3,9 @@
 // files (text buffer, SSA naming, op writing helpers, literals). Not a public header.
 //
 // Naming scheme: every SSA value the emitter defines is `%<n>` with a module-wide counter, so
-// names never collide across nested regions; main's parameters keep their (normalized) names,
-// which never start with a digit. A multi-result op is `%<n>:<k>` and its results `%<n>#i`.
+// names never collide across nested regions; main's parameters are `%arg<i>` by position (the
+// user's names only appear as locations). A multi-result op is `%<n>:<k>` and its results
+// `%<n>#i`. No user-chosen text ever becomes part of an SSA name.
 //
 // Thread-safety: a context is single-thread; the emitter creates one per call.
 #ifndef CML_BACKENDS_XLA_STABLEHLO_EMIT_INTERNAL_H_

@@ -122,7 +122,9 @@ static void cml_shlo_bind_results(cml__shlo_ctx_t* c, const cml_ir_node_t* n,
 }
 
 // Writes |src| as an identifier into |dst| ([A-Za-z0-9_], other characters become '_', a
-// leading digit or an empty name gets a '_' prefix).
+// leading digit or an empty name gets a '_' prefix). Different names may map to the same
+// identifier: this is only ever used after a prefix that makes the symbol unique by itself
+// (see cml_shlo_name_symbols) or for the module's own name.
 static void cml_shlo_identifier(const char* src, char* dst, size_t size) {
   size_t k = 0;
   if (!src || !*src || (*src >= '0' && *src <= '9')) dst[k++] = '_';
@@ -133,6 +135,25 @@ static void cml_shlo_identifier(const char* src, char* dst, size_t size) {
     dst[k++] = ok ? ch : '_';
   }
   dst[k] = '\0';
+}
+
+// Writes the user's name |src| as the content of an MLIR string literal (a location label, for
+// readers only): printable ASCII stays, '"' and '\\' are escaped, every other byte is written
+// as the visible text \xNN, so the label is plain ASCII; names longer than 64 bytes end in
+// "...". An absent name is written as empty.
+static void cml_shlo_label(cml__shlo_ctx_t* c, const char* src) {
+  size_t i = 0;
+  for (; src && src[i] && i < 64; ++i) {
+    unsigned char ch = (unsigned char)src[i];
+    if (ch == '"' || ch == '\\') {
+      cml__shlo_printf(c, "\\%02X", ch);  // \22 is '"', \5C is '\\'
+    } else if (ch < 0x20 || ch > 0x7E) {
+      cml__shlo_printf(c, "\\5Cx%02X", ch);  // the four characters \xNN
+    } else {
+      cml__shlo_printf(c, "%c", ch);
+    }
+  }
+  if (src && src[i]) cml__shlo_printf(c, "...");
 }
 
 //===--- op writing ---===//
@@ -300,7 +321,7 @@ static void cml_shlo_return(cml__shlo_ctx_t* c, const char* terminator, uint32_t
 // The Constant node a captured value comes from, following captures up through the parents,
 // when it is small enough to re-emit inside a region; NULL otherwise.
 static const cml_ir_node_t* cml_shlo_sinkable_constant(const cml_module_t* m, uint32_t v) {
-  for (int depth = 0; depth < 256; ++depth) {
+  for (int depth = 0; depth <= CML_XLA_EMIT_MAX_NESTING_DEPTH; ++depth) {
     const cml_ir_node_t* n = &m->nodes[m->values[v].node];
     if (n->op == CML_OP_CONSTANT) {
       return cml_shape_element_count(&m->values[v].shape) <= CML_SHLO_SINK_LIMIT ? n : NULL;
@@ -491,11 +512,11 @@ static cml_status_t cml_shlo_emit_sort(cml__shlo_ctx_t* c, const cml_ir_node_t* 
     cml_shlo_region_close(c);
     if (st == CML_OK) {
       cml__shlo_printf(c, ")");
-      cml__shlo_attr_t a;
-      cml__shlo_attr_init(&a);
-      cml__shlo_attr_printf(&a, "dimension = %lld : i64, is_stable = %s", (long long)n->attrs->axis,
-                            n->attrs->flag ? "true" : "false");
-      cml__shlo_op_end(c, a.s, ins, (int)count, outs, count);
+      // A small attribute buffer: this function is on the stack once per nesting level.
+      char a[96];
+      snprintf(a, sizeof a, "dimension = %lld : i64, is_stable = %s", (long long)n->attrs->axis,
+               n->attrs->flag ? "true" : "false");
+      cml__shlo_op_end(c, a, ins, (int)count, outs, count);
       cml_shlo_bind_results(c, n, &name, count);
     }
   }
@@ -579,17 +600,9 @@ static cml_status_t cml_shlo_emit_function(cml__shlo_ctx_t* c, uint32_t fi) {
     uint32_t v = f->params[i];
     cml__shlo_name_t name;
     if (is_main) {
-      // Normalized parameter names, made unique among the parameters.
-      const cml_ir_node_t* pn = &m->nodes[m->values[v].node];
-      char ident[64];
-      cml_shlo_identifier(pn->name, ident, sizeof ident);
-      snprintf(name.s, sizeof name.s, "%%%s", ident);
-      for (uint32_t j = 0; j < i; ++j) {
-        if (strcmp(c->names[f->params[j]].s, name.s) == 0) {
-          snprintf(name.s, sizeof name.s, "%%%s_%u", ident, i);
-          break;
-        }
-      }
+      // Positional: "%arg<i>" can neither collide with another parameter nor with the
+      // emitter's "%<n>" values, whatever the user named things.
+      snprintf(name.s, sizeof name.s, "%%arg%u", i);
     } else {
       name = cml__shlo_fresh(c);
     }
@@ -597,6 +610,12 @@ static cml_status_t cml_shlo_emit_function(cml__shlo_ctx_t* c, uint32_t fi) {
     cml__shlo_printf(c, "%s%s: ", i ? ", " : "", name.s);
     cml__shlo_type(c, &m->values[v].shape);
     if (is_main && c->opts->donatable_inputs) cml__shlo_printf(c, " {jax.buffer_donor = true}");
+    if (is_main) {
+      // The user's parameter name, kept as the argument's location.
+      cml__shlo_printf(c, " loc(\"");
+      cml_shlo_label(c, m->nodes[m->values[v].node].name);
+      cml__shlo_printf(c, "\")");
+    }
   }
   for (uint32_t i = 0; i < f->capture_count; ++i) {
     cml__shlo_name_t name = cml__shlo_fresh(c);
@@ -617,6 +636,31 @@ static cml_status_t cml_shlo_emit_function(cml__shlo_ctx_t* c, uint32_t fi) {
   cml__shlo_line(c);
   cml__shlo_printf(c, "}\n");
   return st;
+}
+
+// Names the func.func symbols: "main" for function 0, "fn<i>" or "fn<i>_<name>" for named
+// function i (its name made an identifier, for readers), "closure<i>" for a called closure.
+// Unique by construction: the index after the fixed prefix ends at the first '_' or the end,
+// so two symbols are equal only for the same function, and no symbol other than main's is
+// "main" whatever the functions are called.
+static void cml_shlo_name_symbols(cml__shlo_ctx_t* c) {
+  const cml_module_t* m = c->module;
+  snprintf(c->symbols[0], sizeof c->symbols[0], "main");
+  for (uint32_t fi = 1; fi < m->function_count; ++fi) {
+    const cml_ir_function_t* f = &m->functions[fi];
+    if (!c->called[fi]) continue;
+    char* sym = c->symbols[fi];
+    size_t size = sizeof c->symbols[fi];
+    if (f->parent < 0) {
+      int len = snprintf(sym, size, "fn%u", fi);
+      if (f->name && *f->name && len > 0 && (size_t)len + 2 < size) {
+        sym[len] = '_';
+        cml_shlo_identifier(f->name, sym + len + 1, size - (size_t)len - 1);
+      }
+    } else {
+      snprintf(sym, size, "closure%u", fi);
+    }
+  }
 }
 
 // Checks the module's structure and that every value's dtype has a StableHLO type.
@@ -651,6 +695,115 @@ static cml_status_t cml_shlo_validate(const cml_module_t* m) {
   return CML_OK;
 }
 
+// The functions control-flow node |n| refers to (Call, While, If, Sort); returns their count.
+static uint32_t cml_shlo_node_targets(const cml_ir_node_t* n, uint32_t out[2]) {
+  switch (n->op) {
+    case CML_OP_CALL:
+    case CML_OP_SORT:
+      out[0] = n->attrs->functions[0];
+      return 1;
+    case CML_OP_WHILE:
+    case CML_OP_IF:
+      out[0] = n->attrs->functions[0];
+      out[1] = n->attrs->functions[1];
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+// Checks the nesting depth of every function: 0 for a function without control flow, else one
+// more than the deepest function one of its Call/While/If/Sort nodes refers to (closures
+// inlined as regions and called functions count alike: XLA recurses through both). Iterative
+// (an explicit stack), so a deep or cyclic module cannot overflow this function's stack; a
+// cycle (a function that calls itself, directly or not) is INVALID_ARGUMENT.
+static cml_status_t cml_shlo_check_depth(const cml_module_t* m) {
+  uint32_t count = m->function_count;
+  // depth[fi]: -1 not visited, -2 on the stack, >= 0 done.
+  int64_t* depth = malloc(count * sizeof *depth);
+  uint32_t* stack_fn = malloc(count * sizeof *stack_fn);
+  uint32_t* stack_node = malloc(count * sizeof *stack_node);
+  // Nodes of each function: scanned through the function's node list.
+  if (!depth || !stack_fn || !stack_node) {
+    free(depth);
+    free(stack_fn);
+    free(stack_node);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  for (uint32_t i = 0; i < count; ++i) depth[i] = -1;
+  cml_status_t st = CML_OK;
+  int64_t deepest = 0;
+  uint32_t deepest_fn = 0;
+  for (uint32_t root = 0; root < count && st == CML_OK; ++root) {
+    if (depth[root] >= 0) continue;
+    uint32_t top = 0;
+    stack_fn[top] = root;
+    stack_node[top] = 0;
+    depth[root] = -2;
+    ++top;
+    while (top > 0 && st == CML_OK) {
+      uint32_t fi = stack_fn[top - 1];
+      const cml_ir_function_t* f = &m->functions[fi];
+      uint32_t* pos = &stack_node[top - 1];
+      bool pushed = false;
+      // Visits the targets of the next control-flow node whose targets are not done yet.
+      for (; *pos < 2 * f->node_count && !pushed; ++*pos) {
+        const cml_ir_node_t* n = &m->nodes[f->nodes[*pos / 2]];
+        uint32_t targets[2];
+        uint32_t k = *pos % 2;
+        if (k >= cml_shlo_node_targets(n, targets)) continue;
+        uint32_t t = targets[k];
+        if (depth[t] == -2) {
+          st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                               "xla: emit: function %u (\"%s\") is recursive: %s in function %u "
+                               "refers back to it",
+                               t, m->functions[t].name ? m->functions[t].name : "",
+                               cml_op_name(n->op), fi);
+          break;
+        }
+        if (depth[t] == -1) {
+          depth[t] = -2;
+          stack_fn[top] = t;
+          stack_node[top] = 0;
+          ++top;
+          pushed = true;
+          // *pos is not advanced past this target: it is looked at again, done, on return.
+          --*pos;
+        }
+      }
+      if (pushed || st != CML_OK) continue;
+      // Every target is done: this function's depth.
+      int64_t d = 0;
+      for (uint32_t i = 0; i < f->node_count; ++i) {
+        uint32_t targets[2];
+        uint32_t tc = cml_shlo_node_targets(&m->nodes[f->nodes[i]], targets);
+        for (uint32_t k = 0; k < tc; ++k) {
+          if (depth[targets[k]] + 1 > d) d = depth[targets[k]] + 1;
+        }
+      }
+      depth[fi] = d;
+      if (d > deepest) {
+        deepest = d;
+        deepest_fn = fi;
+      }
+      --top;
+    }
+  }
+  if (st == CML_OK && deepest > CML_XLA_EMIT_MAX_NESTING_DEPTH) {
+    const char* name = m->functions[deepest_fn].name;
+    st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                         "xla: emit: function %u (\"%s\") nests Call/While/If/Sort %lld deep "
+                         "(called functions and closures), more than the XLA backend's limit of "
+                         "%d (XLA's compiler recurses once per level)",
+                         deepest_fn, name ? name : "", (long long)deepest,
+                         CML_XLA_EMIT_MAX_NESTING_DEPTH);
+  }
+  free(depth);
+  free(stack_fn);
+  free(stack_node);
+  return st;
+}
+
 cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module, const cml_xla_emit_options_t* opts,
                                     char** out_text) {
   if (out_text) *out_text = NULL;
@@ -658,6 +811,7 @@ cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module, const cml_xla_em
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "xla: emit: NULL module or output");
   }
   CML_RETURN_IF_ERROR(cml_shlo_validate(module));
+  CML_RETURN_IF_ERROR(cml_shlo_check_depth(module));
   cml__shlo_ctx_t c;
   memset(&c, 0, sizeof c);
   c.module = module;
@@ -679,23 +833,7 @@ cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module, const cml_xla_em
   for (uint32_t i = 0; i < module->node_count; ++i) {
     if (module->nodes[i].op == CML_OP_CALL) c.called[module->nodes[i].attrs->functions[0]] = true;
   }
-  snprintf(c.symbols[0], sizeof c.symbols[0], "main");
-  for (uint32_t fi = 1; fi < module->function_count; ++fi) {
-    const cml_ir_function_t* f = &module->functions[fi];
-    if (!c.called[fi]) continue;
-    if (f->parent < 0 && f->name && *f->name) {
-      cml_shlo_identifier(f->name, c.symbols[fi], sizeof c.symbols[fi] - 12);
-    } else {
-      snprintf(c.symbols[fi], sizeof c.symbols[fi], "closure_%u", fi);
-    }
-    for (uint32_t j = 0; j < fi; ++j) {
-      if (strcmp(c.symbols[j], c.symbols[fi]) == 0) {
-        size_t len = strlen(c.symbols[fi]);
-        snprintf(c.symbols[fi] + len, sizeof c.symbols[fi] - len, "_%u", fi);
-        break;
-      }
-    }
-  }
+  cml_shlo_name_symbols(&c);
   char name[64];
   cml_shlo_identifier(module->name && *module->name ? module->name : "cml", name, sizeof name);
   cml__shlo_printf(&c,

@@ -25,6 +25,13 @@
 extern "C" {
 #endif
 
+// The deepest nesting of Call/While/If/Sort the emitter accepts: how many functions (called
+// functions and closures alike) a chain from main goes through. XLA's compiler recurses once
+// per level (and its CPU plugin crashes on chains of some 850 nested calls); deeper modules get
+// INVALID_ARGUMENT from cml_xla_emit_stablehlo before any text reaches XLA. The emitter's own
+// recursion (one level per nested region) is bounded by it too. See docs/xla.md.
+#define CML_XLA_EMIT_MAX_NESTING_DEPTH 256
+
 typedef struct cml_xla_emit_options_t {
   size_t struct_size;
   // Lower-case platform of the plugin ("cpu", "cuda", "tpu", ...): selects platform-specific
@@ -46,7 +53,12 @@ void cml_xla_emit_options_init(cml_xla_emit_options_t* options);
 
 // Emits |module| as StableHLO MLIR text into |*out_text| (malloc'd, NUL-terminated; the caller
 // frees it with free()). Returns UNIMPLEMENTED naming the op (and dtype) for what it cannot
-// lower, INVALID_ARGUMENT for a malformed module, RESOURCE_EXHAUSTED on allocation failure.
+// lower, INVALID_ARGUMENT for a malformed module (or one nested deeper than
+// CML_XLA_EMIT_MAX_NESTING_DEPTH), RESOURCE_EXHAUSTED on allocation failure.
+//
+// Names: main's parameters are "%arg<i>" (their user names kept as locations, loc("x")), every
+// other SSA value "%<n>"; functions are "@main", "@fn<i>[_<name>]" and "@closure<i>". Unique by
+// construction whatever the user names (spaces, unicode, quotes, "main", ...).
 CML_MUST_USE cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module,
                                                  const cml_xla_emit_options_t* opts,
                                                  char** out_text);
