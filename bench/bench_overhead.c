@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench/bench_overhead.c: the fixed cost of one execute on tiny graphs (a single op, and a
-// chain of 16 ops) through the public API, c vs c:reference vs xla:cpu.
+// chain of 16 ops) through the public API, c vs c:reference vs xla:cpu; and the cost of one
+// While iteration (a scalar counter loop), c vs xla:cpu, in ns per iteration.
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench/bench_common.h"
 
@@ -20,6 +23,161 @@ static cml_value_t build_tiny(cml_function_t* f, const bench_case_t* c) {
     y = (i % 2) ? cml_op_mul(f, y, x) : cml_op_add(f, y, one);
   }
   return y;
+}
+
+//===--- While iterations ---===//
+// (i, acc) = (0, x); while (i < n) { i = i + 1; acc = acc + 1 }: a scalar Int32 counter and a
+// scalar Float32 accumulator, n a constant of the condition. One execute runs n iterations, so
+// its time / n is the cost of one iteration (condition + body + state hand-over).
+
+static cml_status_t loop_build(cml_backend_t* backend, int64_t n, cml_executable_t** out_exe) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(backend, "while_counter", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t is = cml_shape_scalar(CML_DTYPE_I32), fs = cml_shape_scalar(CML_DTYPE_F32);
+  cml_value_t x = cml_parameter(f, "x", &fs);
+  cml_function_t *cond = NULL, *body = NULL;
+  cml_status_t st = cml_function_new_closure(f, &cond);
+  if (st == CML_OK) st = cml_function_new_closure(f, &body);
+  if (st == CML_OK) {
+    cml_value_t i = cml_parameter(cond, "i", &is);
+    (void)cml_parameter(cond, "acc", &fs);
+    cml_value_t go = cml_op_less_than(cond, i, cml_constant_scalar_i64(cond, CML_DTYPE_I32, n));
+    st = cml_function_return(cond, &go, 1);
+  }
+  if (st == CML_OK) {
+    cml_value_t i = cml_parameter(body, "i", &is);
+    cml_value_t acc = cml_parameter(body, "acc", &fs);
+    cml_value_t r[2] = {cml_op_add(body, i, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)),
+                        cml_op_add(body, acc, cml_constant_scalar_f64(body, CML_DTYPE_F32, 1))};
+    st = cml_function_return(body, r, 2);
+  }
+  cml_value_t out[2] = {0, 0};
+  if (st == CML_OK) {
+    cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x};
+    cml_op_while(f, cond, body, init, 2, out);
+    st = cml_function_return(f, &out[1], 1);
+  }
+  if (st == CML_OK) st = cml_builder_compile(b, out_exe);
+  cml_builder_destroy(b);
+  return st;
+}
+
+static double loop_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// One timed execute; returns seconds, or -1 on error (printed). Checks acc == x + n.
+static double loop_time_one(cml_executable_t* exe, cml_buffer_t* x, float x0, int64_t n) {
+  cml_buffer_t* out = NULL;
+  double t0 = loop_now();
+  cml_status_t st = cml_executable_execute(exe, &x, 1, NULL, 0, &out);
+  double t1 = loop_now();
+  float got = 0;
+  if (st == CML_OK) st = cml_buffer_copy_to_host(out, &got, sizeof got);
+  cml_buffer_release(out);
+  if (st != CML_OK) {
+    printf("#   execute failed: %s\n", cml_status_message(st));
+    cml_status_free(st);
+    return -1;
+  }
+  if (got != x0 + (float)n) printf("#   WRONG result %.1f, want %.1f\n", got, x0 + (float)n);
+  return t1 - t0;
+}
+
+static void loop_cpu_model(char* out, size_t size) {
+  snprintf(out, size, "unknown CPU");
+  FILE* fp = fopen("/proc/cpuinfo", "r");
+  if (!fp) return;
+  char line[256];
+  while (fgets(line, sizeof line, fp)) {
+    char* colon = strchr(line, ':');
+    if (strncmp(line, "model name", 10) == 0 && colon) {
+      colon += 1 + (colon[1] == ' ');
+      colon[strcspn(colon, "\n")] = '\0';
+      snprintf(out, size, "%s", colon);
+      break;
+    }
+  }
+  fclose(fp);
+}
+
+// Times the counter loop for n = 1e5 and 1e6 on "c" and "xla:cpu" (or the -b contenders),
+// interleaved rep by rep, and prints the median ns per iteration and the ratio.
+static void loop_bench(const bench_options_t* opts) {
+  if (opts->filter && !strstr("while counter loop", opts->filter)) return;
+  enum { kMax = 4 };
+  const char* defaults[] = {"c", "xla:cpu"};
+  const char* const* configs = defaults;
+  int count = 2;
+  if (opts->config_count > 0 && strcmp(opts->configs[0], "c") != 0) {
+    configs = opts->configs;
+    count = opts->config_count < kMax ? opts->config_count : kMax;
+  }
+  char cpu[160];
+  loop_cpu_model(cpu, sizeof cpu);
+  printf("\n== while counter loop: i < n; i + 1; acc + 1 (scalar Int32 / Float32 state)\n");
+  printf("# CPU: %s\n", cpu);
+  static const int64_t ns[] = {100000, 1000000};
+  for (size_t k = 0; k < sizeof ns / sizeof ns[0]; ++k) {
+    int64_t n = ns[k];
+    cml_backend_t* backends[kMax] = {NULL};
+    cml_executable_t* exes[kMax] = {NULL};
+    cml_buffer_t* xs[kMax] = {NULL};
+    double med[kMax];
+    const float x0 = 0.5f;
+    for (int c = 0; c < count; ++c) {
+      med[c] = -1;
+      cml_shape_t fs = cml_shape_scalar(CML_DTYPE_F32);
+      cml_status_t st = cml_backend_new_with_config(configs[c], &backends[c]);
+      if (st == CML_OK) st = loop_build(backends[c], n, &exes[c]);
+      if (st == CML_OK) st = cml_buffer_from_host(backends[c], 0, &fs, &x0, sizeof x0, &xs[c]);
+      if (st != CML_OK) {
+        printf("# %-10s n=%-8lld unavailable: %.150s\n", configs[c], (long long)n,
+               cml_status_message(st));
+        cml_status_free(st);
+        cml_executable_release(exes[c]);
+        exes[c] = NULL;
+        continue;
+      }
+      (void)loop_time_one(exes[c], xs[c], x0, n);  // warm-up
+    }
+    int reps = opts->reps > 0 ? opts->reps : 5;
+    if (n >= 1000000 && reps > 5) reps = 5;
+    double samples[kMax][32];
+    int taken[kMax] = {0};
+    for (int r = 0; r < reps && r < 32; ++r) {
+      for (int j = 0; j < count; ++j) {
+        int c = (r + j) % count;  // the starting contender rotates
+        if (!exes[c]) continue;
+        double s = loop_time_one(exes[c], xs[c], x0, n);
+        if (s >= 0) samples[c][taken[c]++] = s;
+      }
+    }
+    for (int c = 0; c < count; ++c) {
+      if (taken[c] == 0) continue;
+      for (int i = 1; i < taken[c]; ++i) {  // insertion sort, then the median
+        double v = samples[c][i];
+        int j = i;
+        for (; j > 0 && samples[c][j - 1] > v; --j) samples[c][j] = samples[c][j - 1];
+        samples[c][j] = v;
+      }
+      med[c] = samples[c][taken[c] / 2] / (double)n * 1e9;
+    }
+    for (int c = 0; c < count; ++c) {
+      if (med[c] < 0) continue;
+      printf("  n=%-8lld %-10s %9.1f ns/iteration", (long long)n, configs[c], med[c]);
+      if (c > 0 && med[0] > 0) printf("   %s/%s = %.2fx", configs[c], configs[0], med[c] / med[0]);
+      printf("\n");
+    }
+    for (int c = 0; c < count; ++c) {
+      cml_buffer_release(xs[c]);
+      cml_executable_release(exes[c]);
+      cml_backend_release(backends[c]);
+    }
+  }
 }
 
 int main(int argc, char** argv) {
@@ -47,5 +205,6 @@ int main(int argc, char** argv) {
     bench_case_name(c, "%s", kinds[i].label);
   }
   bench_run(&opts, cases, count);
+  loop_bench(&opts);
   return bench_finish(&opts);
 }

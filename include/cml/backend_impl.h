@@ -42,7 +42,29 @@ extern "C" {
 #endif
 
 #define CML_BACKEND_API_MAJOR 1
-#define CML_BACKEND_API_MINOR 0
+// Minor 1: the optional execute_with_control slot (cancellation and deadlines).
+#define CML_BACKEND_API_MINOR 1
+
+// What an interruptible execution must honour (backend API 1.1). Lent for the call; the core
+// passes it only when the caller gave a cancel token or a deadline.
+typedef struct cml_execute_control_t {
+  size_t struct_size;
+  // Non-zero once the execution must stop with CML_STATUS_CANCELLED; NULL when no token was
+  // given. Read it with atomic_load_explicit(.., memory_order_relaxed): one load, cheap enough
+  // to do between every two ops and in every loop iteration.
+  const atomic_int* cancelled;
+  // Absolute deadline in nanoseconds of cml_clock_monotonic_ns(); 0 when none. Past it the
+  // execution must stop with CML_STATUS_DEADLINE_EXCEEDED. Reading the clock costs ~20-50 ns:
+  // read it every few dozen cheap checks, or before a large op.
+  int64_t deadline_ns;
+} cml_execute_control_t;
+
+// The monotonic clock deadlines are measured on (CLOCK_MONOTONIC), in nanoseconds. Thread-safe.
+CML_API int64_t cml_clock_monotonic_ns(void);
+// Returns CML_OK, or CANCELLED / DEADLINE_EXCEEDED with a message naming |what| when |control|
+// says so (reads the clock only when a deadline is set). NULL |control| is OK. Thread-safe.
+CML_API CML_MUST_USE cml_status_t cml_execute_control_check(const cml_execute_control_t* control,
+                                                            const char* what);
 
 typedef struct cml_backend_vtable_t {
   size_t struct_size;
@@ -78,6 +100,17 @@ typedef struct cml_backend_vtable_t {
 
   // Optional: backend-specific extension tables.
   const void* (*get_extension)(const cml_backend_t* backend, const char* name);
+
+  // Optional (backend API 1.1; plug-ins built against 1.0 have a smaller struct_size and no such
+  // slot): |execute| that also honours |control| (never NULL here) while it runs, stopping with
+  // CANCELLED or DEADLINE_EXCEEDED at its next check, freeing everything it made and writing no
+  // output. The core calls it only for executions with a token or a deadline, after checking
+  // both once; without this slot it calls |execute| after that single check, and
+  // cml_executable_is_interruptible reports false.
+  cml_status_t (*execute_with_control)(cml_executable_t* executable, cml_buffer_t* const* inputs,
+                                       const bool* donate, int device,
+                                       const cml_execute_control_t* control,
+                                       cml_buffer_t** out_results);
 } cml_backend_vtable_t;
 
 // The base every backend object embeds at offset 0.

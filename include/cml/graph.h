@@ -505,6 +505,85 @@ CML_API CML_MUST_USE cml_status_t cml_executable_execute(cml_executable_t* execu
                                                          size_t input_count, const bool* donate,
                                                          int device, cml_buffer_t** out_results);
 
+//===--- cancellation and deadlines ---===//
+// A long or endless execution (a While whose condition never turns false) is stopped from
+// outside with a cancel token, or bounded with a timeout, both given in the execute options.
+//
+//   cml_cancel_token_t* token = NULL;
+//   CML_RETURN_IF_ERROR(cml_cancel_token_create(cml_allocator_system(), &token));
+//   cml_execute_options_t opts;
+//   cml_execute_options_init(&opts);
+//   opts.cancel_token = token;        // another thread may call cml_cancel_token_cancel(token)
+//   opts.timeout_ns = 50 * 1000000;   // 50 ms
+//   st = cml_executable_execute_with_options(exe, inputs, 2, &opts, out);
+//   // CML_STATUS_CANCELLED or CML_STATUS_DEADLINE_EXCEEDED: no outputs, nothing to free.
+//   cml_cancel_token_destroy(token);  // once no execution uses it any more
+//
+// Where a stop is honoured: every execution checks the token and the deadline before it starts
+// (after argument checks, before the backend runs anything), on every backend. Backends whose
+// running executions can be interrupted (`cml_executable_is_interruptible`; the `c` backend)
+// also check between ops and at every Call, If, While iteration and closure boundary, so an
+// endless While stops within about one loop iteration (plus up to 64 cheap iterations before a
+// deadline is seen: the clock is read every 64 checks, and before each larger op). The `xla`
+// backend checks only before dispatch: a running PJRT execution cannot be interrupted.
+
+// A thread-safe, one-way flag that asks executions to stop. Single owner (create/destroy).
+typedef struct cml_cancel_token_t cml_cancel_token_t;
+
+// Creates a token in the "not cancelled" state, allocated with |allocator| (pass
+// cml_allocator_system() for the default); it frees itself with the same allocator. Returns
+// INVALID_ARGUMENT for NULL |out_token|, RESOURCE_EXHAUSTED when out of memory. Thread-safe.
+CML_API CML_MUST_USE cml_status_t cml_cancel_token_create(cml_allocator_t allocator,
+                                                          cml_cancel_token_t** out_token);
+// Frees |token| (NULL is ignored). No execution may be using it any more: destroy it only
+// after every execute call that received it has returned.
+CML_API void cml_cancel_token_destroy(cml_cancel_token_t* token);
+// Cancels: every execution using |token|, running or started later, stops at its next check
+// with CML_STATUS_CANCELLED. Irreversible (create a new token for new work). Cheap (one atomic
+// store), thread-safe and async-signal-safe; NULL is ignored.
+CML_API void cml_cancel_token_cancel(cml_cancel_token_t* token);
+// Whether |token| was cancelled (false for NULL). Thread-safe.
+CML_API bool cml_cancel_token_is_cancelled(const cml_cancel_token_t* token);
+
+// Options of cml_executable_execute_with_options. Initialize with cml_execute_options_init,
+// then set what differs from the defaults; fields are read during the call only.
+typedef struct cml_execute_options_t {
+  size_t struct_size;  // set by cml_execute_options_init (lets the struct grow compatibly)
+  // Inputs whose storage the execution may reuse (NULL: none), as |donate| of
+  // cml_executable_execute. Donated inputs are consumed only when the execution succeeds.
+  const bool* donate;
+  // The device to run on (default 0); ignored by SPMD executables, as for
+  // cml_executable_execute.
+  int device;
+  // Relative deadline in nanoseconds, measured from the call's start on a monotonic clock; 0
+  // (the default) means none. Past it the execution stops with CML_STATUS_DEADLINE_EXCEEDED.
+  int64_t timeout_ns;
+  // Lent: stops the execution with CML_STATUS_CANCELLED once cancelled (NULL: none). It must
+  // outlive the call.
+  cml_cancel_token_t* cancel_token;
+} cml_execute_options_t;
+
+// Sets |options| to the defaults (no donation, device 0, no deadline, no token) and its
+// struct_size. NULL is ignored.
+CML_API void cml_execute_options_init(cml_execute_options_t* options);
+
+// cml_executable_execute with options: donation, device, a deadline and a cancel token. NULL
+// |options| means the defaults. Returns what cml_executable_execute returns, plus
+// INVALID_ARGUMENT for a negative timeout_ns or a struct_size this library does not know,
+// CML_STATUS_CANCELLED when the token was (or becomes) cancelled, and
+// CML_STATUS_DEADLINE_EXCEEDED when the deadline passed, both at the checks described above.
+// On any failure, cancellation included, no output is written (|out_results| holds NULLs),
+// no donated input is consumed, and nothing is left for the caller to free. Thread-safe:
+// executions with separate tokens (or sharing one) may run at once.
+CML_API CML_MUST_USE cml_status_t cml_executable_execute_with_options(
+    cml_executable_t* executable, cml_buffer_t* const* inputs, size_t input_count,
+    const cml_execute_options_t* options, cml_buffer_t** out_results);
+
+// Whether a running execution of |executable| stops at a cancellation or deadline (true), or
+// only checks them before it starts (false; e.g. xla, and plug-ins built against backend API
+// 1.0). False for NULL. Thread-safe.
+CML_API bool cml_executable_is_interruptible(const cml_executable_t* executable);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -29,7 +29,8 @@ static const char* const cml_status_code_names[CML_STATUS_CODE_COUNT] = {"OK",
                                                                          "UNAVAILABLE",
                                                                          "INCOMPATIBLE",
                                                                          "CANCELLED",
-                                                                         "INTERNAL"};
+                                                                         "INTERNAL",
+                                                                         "DEADLINE_EXCEEDED"};
 
 const char* cml_version_string(void) { return "0.1.0"; }
 

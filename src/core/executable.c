@@ -2,6 +2,7 @@
 // src/core/executable.c: executables: the base helpers, accessors and the checked execute.
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/runtime_internal.h"
 
@@ -195,9 +196,13 @@ static cml_status_t cml__executable_check_donation(const cml_executable_t* exe,
   return CML_OK;
 }
 
-cml_status_t cml_executable_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
-                                    size_t input_count, const bool* donate, int device,
-                                    cml_buffer_t** out_results) {
+// The checked execute behind both public forms. |control| is NULL when the caller gave neither
+// a cancel token nor a deadline.
+static cml_status_t cml__executable_execute(cml_executable_t* executable,
+                                            cml_buffer_t* const* inputs, size_t input_count,
+                                            const bool* donate, int device,
+                                            const cml_execute_control_t* control,
+                                            cml_buffer_t** out_results) {
   static const char what[] = "cml_executable_execute";
   if (!executable || !executable->backend || !executable->backend->vtable) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL executable", what);
@@ -257,9 +262,17 @@ cml_status_t cml_executable_execute(cml_executable_t* executable, cml_buffer_t* 
   }
   cml_status_t st = CML_OK;
   if (any_donated) st = cml__executable_check_donation(executable, inputs, input_count, flags);
+  // A stop requested before dispatch is honoured on every backend; during the execution only
+  // by backends with execute_with_control.
+  if (st == CML_OK && control) st = cml_execute_control_check(control, what);
   if (st == CML_OK) {
-    st =
-        backend->vtable->execute(executable, inputs, flags, replicas > 1 ? 0 : device, out_results);
+    int run_device = replicas > 1 ? 0 : device;
+    if (control && CML__VTABLE_HAS(backend->vtable, execute_with_control)) {
+      st = backend->vtable->execute_with_control(executable, inputs, flags, run_device, control,
+                                                 out_results);
+    } else {
+      st = backend->vtable->execute(executable, inputs, flags, run_device, out_results);
+    }
   }
   if (st == CML_OK) {
     for (size_t i = 0; i < result_count; ++i) {
@@ -282,4 +295,123 @@ cml_status_t cml_executable_execute(cml_executable_t* executable, cml_buffer_t* 
   }
   if (flags != local_flags) cml_allocator_free(backend->allocator, flags, flags_size);
   return st;
+}
+
+cml_status_t cml_executable_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
+                                    size_t input_count, const bool* donate, int device,
+                                    cml_buffer_t** out_results) {
+  return cml__executable_execute(executable, inputs, input_count, donate, device, NULL,
+                                 out_results);
+}
+
+//===--- cancellation and deadlines ---===//
+
+struct cml_cancel_token_t {
+  atomic_int cancelled;  // first: execute controls point at it
+  cml_allocator_t allocator;
+};
+
+cml_status_t cml_cancel_token_create(cml_allocator_t allocator, cml_cancel_token_t** out_token) {
+  if (!out_token) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "cml_cancel_token_create: NULL out_token");
+  }
+  *out_token = NULL;
+  cml_cancel_token_t* token = (cml_cancel_token_t*)cml_allocator_malloc(
+      allocator, sizeof *token, _Alignof(cml_cancel_token_t));
+  if (!token) {
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "cml_cancel_token_create: out of memory");
+  }
+  atomic_init(&token->cancelled, 0);
+  token->allocator = allocator;
+  *out_token = token;
+  return CML_OK;
+}
+
+void cml_cancel_token_destroy(cml_cancel_token_t* token) {
+  if (token) cml_allocator_free(token->allocator, token, sizeof *token);
+}
+
+void cml_cancel_token_cancel(cml_cancel_token_t* token) {
+  if (token) atomic_store_explicit(&token->cancelled, 1, memory_order_release);
+}
+
+bool cml_cancel_token_is_cancelled(const cml_cancel_token_t* token) {
+  return token && atomic_load_explicit(&token->cancelled, memory_order_acquire) != 0;
+}
+
+int64_t cml_clock_monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
+}
+
+cml_status_t cml_execute_control_check(const cml_execute_control_t* control, const char* what) {
+  if (!control) return CML_OK;
+  if (control->cancelled && atomic_load_explicit(control->cancelled, memory_order_relaxed)) {
+    return cml_status_make(CML_STATUS_CANCELLED, "%s: cancelled by its cancel token",
+                           what ? what : "execute");
+  }
+  if (control->deadline_ns > 0 && cml_clock_monotonic_ns() >= control->deadline_ns) {
+    return cml_status_make(CML_STATUS_DEADLINE_EXCEEDED, "%s: the deadline passed",
+                           what ? what : "execute");
+  }
+  return CML_OK;
+}
+
+void cml_execute_options_init(cml_execute_options_t* options) {
+  if (!options) return;
+  memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+}
+
+// Sets every output slot to NULL (a failed call leaves nothing for the caller to free).
+static void cml__executable_clear_results(const cml_executable_t* executable,
+                                          cml_buffer_t** out_results) {
+  if (!out_results || !executable) return;
+  size_t count = cml__executable_replicas(executable) * executable->output_count;
+  for (size_t i = 0; i < count; ++i) out_results[i] = NULL;
+}
+
+cml_status_t cml_executable_execute_with_options(cml_executable_t* executable,
+                                                 cml_buffer_t* const* inputs, size_t input_count,
+                                                 const cml_execute_options_t* options,
+                                                 cml_buffer_t** out_results) {
+  static const char what[] = "cml_executable_execute_with_options";
+  // The deadline counts from the call's start, argument checks included.
+  const int64_t start = (options && options->timeout_ns > 0) ? cml_clock_monotonic_ns() : 0;
+  cml_execute_options_t defaults;
+  if (!options) {
+    cml_execute_options_init(&defaults);
+    options = &defaults;
+  }
+  if (options->struct_size != sizeof *options) {
+    cml__executable_clear_results(executable, out_results);
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: options.struct_size is %zu, expected %zu (initialize the options "
+                           "with cml_execute_options_init)",
+                           what, options->struct_size, sizeof *options);
+  }
+  if (options->timeout_ns < 0) {
+    cml__executable_clear_results(executable, out_results);
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: options.timeout_ns is %lld (must be >= 0; 0 means no deadline)",
+                           what, (long long)options->timeout_ns);
+  }
+  cml_execute_control_t control;
+  memset(&control, 0, sizeof control);
+  control.struct_size = sizeof control;
+  control.cancelled = options->cancel_token ? &options->cancel_token->cancelled : NULL;
+  if (options->timeout_ns > 0) {
+    control.deadline_ns = options->timeout_ns > INT64_MAX - start
+                              ? INT64_MAX
+                              : start + options->timeout_ns;
+  }
+  const bool active = control.cancelled || control.deadline_ns;
+  return cml__executable_execute(executable, inputs, input_count, options->donate, options->device,
+                                 active ? &control : NULL, out_results);
+}
+
+bool cml_executable_is_interruptible(const cml_executable_t* executable) {
+  return executable && executable->backend &&
+         CML__VTABLE_HAS(executable->backend->vtable, execute_with_control);
 }

@@ -184,7 +184,7 @@ static cml_buffer_t* tm_buffer(cml_backend_t* b, cml_shape_t s, const void* data
 static cml_status_t tm_run(cmlc_executable_t* exe, cml_buffer_t* const* inputs, const bool* donate,
                            cml_buffer_t** outs) {
   bool none[TM_IO] = {false};
-  return cmlc_execute(exe, inputs, donate ? donate : none, 0, outs);
+  return cmlc_execute(exe, inputs, donate ? donate : none, 0, NULL, outs);
 }
 
 static void tm_release_all(cml_buffer_t** bufs, size_t n) {

@@ -189,7 +189,15 @@ static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
 
 static cml_status_t cmlc_vt_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
                                     const bool* donate, int device, cml_buffer_t** out_results) {
-  return cmlc_execute((cmlc_executable_t*)executable, inputs, donate, device, out_results);
+  return cmlc_execute((cmlc_executable_t*)executable, inputs, donate, device, NULL, out_results);
+}
+
+static cml_status_t cmlc_vt_execute_with_control(cml_executable_t* executable,
+                                                 cml_buffer_t* const* inputs, const bool* donate,
+                                                 int device, const cml_execute_control_t* control,
+                                                 cml_buffer_t** out_results) {
+  return cmlc_execute((cmlc_executable_t*)executable, inputs, donate, device, control,
+                      out_results);
 }
 
 static void cmlc_executable_destroy(cml_executable_t* executable) {
@@ -239,6 +247,7 @@ static const cml_backend_vtable_t cmlc_vtable = {
     .buffer_destroy = cmlc_buffer_free,
     .compile = cmlc_compile,
     .execute = cmlc_vt_execute,
+    .execute_with_control = cmlc_vt_execute_with_control,
     .executable_destroy = cmlc_executable_destroy,
     .get_extension = NULL,
 };

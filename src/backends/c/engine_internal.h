@@ -97,6 +97,8 @@ typedef struct cmlc_value_plan_t {
   size_t offset;     // ARENA: byte offset in the function's segment
   size_t size;       // bytes (While outputs: two copies, see exec.c)
   const void* data;  // CONST: the bytes (a Constant node's data, or a folded result)
+  size_t bytes;      // cml_shape_byte_size of the value (exact; precomputed for exec.c)
+  size_t arena_at;   // ARENA: offset in the whole context arena (segment offset + |offset|)
 } cmlc_value_plan_t;
 
 typedef enum cmlc_step_kind_t {
@@ -107,7 +109,39 @@ typedef enum cmlc_step_kind_t {
   CMLC_STEP_IF,
   CMLC_STEP_MERGED,  // CSE: outputs alias the outputs of |source_node| (same count)
   CMLC_STEP_FUSED,   // a fused elementwise group (|fused|), reading |fused|'s inputs
+  CMLC_STEP_SCALAR,  // a one-element elementwise op run inline (|scalar_code|, exec.c)
 } cmlc_step_kind_t;
+
+// Scalar fast path: one-element Add/Sub/Mul, comparisons and logical ops on a few dtypes run
+// inline in the engine (no kernel call, no pool), bit-identical to the kernels (C semantics,
+// integers wrap). A code is op * CMLC_SCALAR_TYPES + type; 0 means "not a scalar step".
+typedef enum cmlc_scalar_op_t {
+  CMLC_SCALAR_NONE = 0,
+  CMLC_SCALAR_ADD,
+  CMLC_SCALAR_SUB,
+  CMLC_SCALAR_MUL,
+  CMLC_SCALAR_EQ,
+  CMLC_SCALAR_NE,
+  CMLC_SCALAR_LT,
+  CMLC_SCALAR_LE,
+  CMLC_SCALAR_GT,
+  CMLC_SCALAR_GE,
+  CMLC_SCALAR_LAND,
+  CMLC_SCALAR_LOR,
+  CMLC_SCALAR_LXOR,
+  CMLC_SCALAR_LNOT,
+  CMLC_SCALAR_OP_COUNT
+} cmlc_scalar_op_t;
+typedef enum cmlc_scalar_type_t {
+  CMLC_SCALAR_I32 = 0,
+  CMLC_SCALAR_I64,
+  CMLC_SCALAR_U32,
+  CMLC_SCALAR_U64,
+  CMLC_SCALAR_F32,
+  CMLC_SCALAR_F64,
+  CMLC_SCALAR_BOOL,
+  CMLC_SCALAR_TYPES
+} cmlc_scalar_type_t;
 
 typedef struct cmlc_fused_t cmlc_fused_t;
 
@@ -120,6 +154,8 @@ typedef struct cmlc_step_t {
   const cml_shape_t** shapes;        // input_count input shapes, then output_count output shapes
   const cml_ir_node_t* source_node;  // MERGED: the node whose outputs this one reuses
   cmlc_fused_t* fused;               // FUSED: the program (owned by the step)
+  uint16_t scalar_code;              // SCALAR: op * CMLC_SCALAR_TYPES + type
+  bool heavy;  // reads or writes enough bytes that reading the clock before it is cheap
 } cmlc_step_t;
 
 typedef struct cmlc_function_plan_t {
@@ -255,8 +291,16 @@ void cmlc_fused_run(const cmlc_fused_t* fused, const void* const* inputs, void* 
 
 typedef struct cmlc_context_t cmlc_context_t;
 
+// Runs |exe|. |control| (NULL: none) asks for cancellation and a deadline: they are checked
+// before every step, at every function entry and every While iteration (the clock only every
+// CMLC_CLOCK_EVERY checks and before heavy steps), and a stop frees everything and writes no
+// output.
 CML_MUST_USE cml_status_t cmlc_execute(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
-                                       const bool* donate, int device, cml_buffer_t** out_results);
+                                       const bool* donate, int device,
+                                       const cml_execute_control_t* control,
+                                       cml_buffer_t** out_results);
+// Checks between which the deadline's clock is read (a power of two).
+#define CMLC_CLOCK_EVERY 64
 // Frees the executable's cached contexts (from executable_destroy).
 void cmlc_exec_free_contexts(cmlc_executable_t* exe);
 

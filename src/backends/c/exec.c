@@ -29,6 +29,11 @@ struct cmlc_context_t {
   uint8_t* arena;
   size_t arena_bytes;
   void** ptrs;  // exe->pointer_count entries: value pointers, then per-function io scratch
+  // Cancellation and deadline of the current execution (|controlled| false: neither).
+  bool controlled;
+  const atomic_int* cancelled;  // NULL: no token
+  int64_t deadline_ns;          // 0: none
+  uint32_t checks;              // polls since the clock was last read
 };
 
 static void cmlc_context_destroy(cmlc_executable_t* exe, cmlc_context_t* ctx) {
@@ -40,13 +45,10 @@ static void cmlc_context_destroy(cmlc_executable_t* exe, cmlc_context_t* ctx) {
 
 static void* cmlc_value_fixed_pointer(const cmlc_executable_t* exe, const cmlc_context_t* ctx,
                                       uint32_t v) {
-  const cml_module_t* m = exe->module;
   const cmlc_value_plan_t* vp = &exe->values[v];
   switch (vp->storage) {
-    case CMLC_STORAGE_ARENA: {
-      const cml_ir_node_t* n = &m->nodes[m->values[v].node];
-      return ctx->arena + exe->functions[n->function].arena_offset + vp->offset;
-    }
+    case CMLC_STORAGE_ARENA:
+      return ctx->arena + vp->arena_at;
     case CMLC_STORAGE_CONST:
       return vp->data ? (void*)vp->data : (void*)cmlc_empty_storage;
     case CMLC_STORAGE_EMPTY:
@@ -110,9 +112,114 @@ void cmlc_exec_free_contexts(cmlc_executable_t* exe) {
   }
 }
 
+//===--- cancellation and deadlines ---===//
+
+// The slow part of a poll: an atomic load of the token, and the clock every CMLC_CLOCK_EVERY
+// polls (or now, when |read_clock|).
+static cml_status_t cmlc_poll_slow(cmlc_context_t* ctx, bool read_clock) {
+  if (ctx->cancelled && atomic_load_explicit(ctx->cancelled, memory_order_relaxed)) {
+    return cml_status_make(CML_STATUS_CANCELLED, "c backend: execution cancelled by its token");
+  }
+  if (ctx->deadline_ns &&
+      (read_clock || (++ctx->checks & (CMLC_CLOCK_EVERY - 1)) == 0) &&
+      cml_clock_monotonic_ns() >= ctx->deadline_ns) {
+    return cml_status_make(CML_STATUS_DEADLINE_EXCEEDED,
+                           "c backend: execution stopped at its deadline");
+  }
+  return CML_OK;
+}
+
+// One branch when the execution has neither a token nor a deadline.
+static inline cml_status_t cmlc_poll(cmlc_context_t* ctx, bool read_clock) {
+  return ctx->controlled ? cmlc_poll_slow(ctx, read_clock) : CML_OK;
+}
+
 //===--- running functions ---===//
 
 static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi);
+
+// Runs a SCALAR step: one element in, one element out, C semantics (integers wrap in unsigned
+// arithmetic), exactly as the elementwise kernels compute them.
+static void cmlc_run_scalar(uint16_t code, const void* a, const void* b, void* out) {
+#define CMLC_SC_CASE(OP, TYPE) ((OP) * CMLC_SCALAR_TYPES + (TYPE))
+#define CMLC_SC_ARITH(TYPE, T, UT)                                                            \
+  case CMLC_SC_CASE(CMLC_SCALAR_ADD, TYPE):                                                   \
+    *(T*)out = (T)((UT) * (const T*)a + (UT) * (const T*)b);                                  \
+    return;                                                                                   \
+  case CMLC_SC_CASE(CMLC_SCALAR_SUB, TYPE):                                                   \
+    *(T*)out = (T)((UT) * (const T*)a - (UT) * (const T*)b);                                  \
+    return;                                                                                   \
+  case CMLC_SC_CASE(CMLC_SCALAR_MUL, TYPE):                                                   \
+    *(T*)out = (T)((UT) * (const T*)a * (UT) * (const T*)b);                                  \
+    return;
+#define CMLC_SC_COMPARE(TYPE, T)                                                              \
+  case CMLC_SC_CASE(CMLC_SCALAR_EQ, TYPE):                                                    \
+    *(uint8_t*)out = *(const T*)a == *(const T*)b;                                            \
+    return;                                                                                   \
+  case CMLC_SC_CASE(CMLC_SCALAR_NE, TYPE):                                                    \
+    *(uint8_t*)out = *(const T*)a != *(const T*)b;                                            \
+    return;                                                                                   \
+  case CMLC_SC_CASE(CMLC_SCALAR_LT, TYPE):                                                    \
+    *(uint8_t*)out = *(const T*)a < *(const T*)b;                                             \
+    return;                                                                                   \
+  case CMLC_SC_CASE(CMLC_SCALAR_LE, TYPE):                                                    \
+    *(uint8_t*)out = *(const T*)a <= *(const T*)b;                                            \
+    return;                                                                                   \
+  case CMLC_SC_CASE(CMLC_SCALAR_GT, TYPE):                                                    \
+    *(uint8_t*)out = *(const T*)a > *(const T*)b;                                             \
+    return;                                                                                   \
+  case CMLC_SC_CASE(CMLC_SCALAR_GE, TYPE):                                                    \
+    *(uint8_t*)out = *(const T*)a >= *(const T*)b;                                            \
+    return;
+  switch (code) {
+    CMLC_SC_ARITH(CMLC_SCALAR_I32, int32_t, uint32_t)
+    CMLC_SC_ARITH(CMLC_SCALAR_I64, int64_t, uint64_t)
+    CMLC_SC_ARITH(CMLC_SCALAR_U32, uint32_t, uint32_t)
+    CMLC_SC_ARITH(CMLC_SCALAR_U64, uint64_t, uint64_t)
+    CMLC_SC_ARITH(CMLC_SCALAR_F32, float, float)
+    CMLC_SC_ARITH(CMLC_SCALAR_F64, double, double)
+    CMLC_SC_COMPARE(CMLC_SCALAR_I32, int32_t)
+    CMLC_SC_COMPARE(CMLC_SCALAR_I64, int64_t)
+    CMLC_SC_COMPARE(CMLC_SCALAR_U32, uint32_t)
+    CMLC_SC_COMPARE(CMLC_SCALAR_U64, uint64_t)
+    CMLC_SC_COMPARE(CMLC_SCALAR_F32, float)
+    CMLC_SC_COMPARE(CMLC_SCALAR_F64, double)
+    // Bools are read as value != 0 (as the kernels do).
+    case CMLC_SC_CASE(CMLC_SCALAR_EQ, CMLC_SCALAR_BOOL):
+      *(uint8_t*)out = (*(const uint8_t*)a != 0) == (*(const uint8_t*)b != 0);
+      return;
+    case CMLC_SC_CASE(CMLC_SCALAR_NE, CMLC_SCALAR_BOOL):
+    case CMLC_SC_CASE(CMLC_SCALAR_LXOR, CMLC_SCALAR_BOOL):
+      *(uint8_t*)out = (*(const uint8_t*)a != 0) != (*(const uint8_t*)b != 0);
+      return;
+    case CMLC_SC_CASE(CMLC_SCALAR_LT, CMLC_SCALAR_BOOL):
+      *(uint8_t*)out = (*(const uint8_t*)a != 0) < (*(const uint8_t*)b != 0);
+      return;
+    case CMLC_SC_CASE(CMLC_SCALAR_LE, CMLC_SCALAR_BOOL):
+      *(uint8_t*)out = (*(const uint8_t*)a != 0) <= (*(const uint8_t*)b != 0);
+      return;
+    case CMLC_SC_CASE(CMLC_SCALAR_GT, CMLC_SCALAR_BOOL):
+      *(uint8_t*)out = (*(const uint8_t*)a != 0) > (*(const uint8_t*)b != 0);
+      return;
+    case CMLC_SC_CASE(CMLC_SCALAR_GE, CMLC_SCALAR_BOOL):
+      *(uint8_t*)out = (*(const uint8_t*)a != 0) >= (*(const uint8_t*)b != 0);
+      return;
+    case CMLC_SC_CASE(CMLC_SCALAR_LAND, CMLC_SCALAR_BOOL):
+      *(uint8_t*)out = *(const uint8_t*)a != 0 && *(const uint8_t*)b != 0;
+      return;
+    case CMLC_SC_CASE(CMLC_SCALAR_LOR, CMLC_SCALAR_BOOL):
+      *(uint8_t*)out = *(const uint8_t*)a != 0 || *(const uint8_t*)b != 0;
+      return;
+    case CMLC_SC_CASE(CMLC_SCALAR_LNOT, CMLC_SCALAR_BOOL):
+      *(uint8_t*)out = *(const uint8_t*)a == 0;
+      return;
+    default:
+      return;  // plan.c only makes the codes above
+  }
+#undef CMLC_SC_COMPARE
+#undef CMLC_SC_ARITH
+#undef CMLC_SC_CASE
+}
 
 // Points a closure's captures at its parent's values (which live in the current frame).
 static void cmlc_bind_captures(cmlc_context_t* ctx, const cml_ir_function_t* f) {
@@ -121,25 +228,40 @@ static void cmlc_bind_captures(cmlc_context_t* ctx, const cml_ir_function_t* f) 
   }
 }
 
-static size_t cmlc_value_bytes(const cml_module_t* m, uint32_t v) {
-  return cml_shape_byte_size(&m->values[v].shape);
-}
-
-static void cmlc_copy_value(void* dst, const void* src, size_t bytes) {
-  if (bytes && dst != src) memmove(dst, src, bytes);
+// Copies a value; small ones (loop counters, scalars) without a library call.
+static inline void cmlc_copy_value(void* dst, const void* src, size_t bytes) {
+  if (dst == src) return;
+  switch (bytes) {
+    case 0:
+      return;
+    case 1:
+      memcpy(dst, src, 1);
+      return;
+    case 2:
+      memcpy(dst, src, 2);
+      return;
+    case 4:
+      memcpy(dst, src, 4);
+      return;
+    case 8:
+      memcpy(dst, src, 8);
+      return;
+    default:
+      memmove(dst, src, bytes);
+  }
 }
 
 // Runs |callee| and copies its outputs into the node's outputs.
 static cml_status_t cmlc_run_and_copy(cmlc_context_t* ctx, const cml_ir_node_t* n,
                                       uint32_t callee) {
-  const cml_module_t* m = ctx->exe->module;
-  const cml_ir_function_t* cf = &m->functions[callee];
+  const cmlc_executable_t* exe = ctx->exe;
+  const cml_ir_function_t* cf = &exe->module->functions[callee];
   cmlc_bind_captures(ctx, cf);
   CML_RETURN_IF_ERROR(cmlc_run_function(ctx, callee));
   uint32_t count = n->output_count < cf->output_count ? n->output_count : cf->output_count;
   for (uint32_t o = 0; o < count; ++o) {
     uint32_t v = n->first_output + o;
-    cmlc_copy_value(ctx->ptrs[v], ctx->ptrs[cf->outputs[o]], cmlc_value_bytes(m, v));
+    cmlc_copy_value(ctx->ptrs[v], ctx->ptrs[cf->outputs[o]], exe->values[v].bytes);
   }
   return CML_OK;
 }
@@ -149,45 +271,51 @@ static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan
   const cmlc_executable_t* exe = ctx->exe;
   const cml_module_t* m = exe->module;
   const cml_ir_node_t* n = step->node;
-  const cml_ir_function_t* cond = &m->functions[n->attrs->functions[0]];
-  const cml_ir_function_t* body = &m->functions[n->attrs->functions[1]];
-  uint32_t count = n->output_count;
-  void** cur = ctx->ptrs + fp->io_offset;
+  const uint32_t cond_fi = n->attrs->functions[0], body_fi = n->attrs->functions[1];
+  const cml_ir_function_t* cond = &m->functions[cond_fi];
+  const cml_ir_function_t* body = &m->functions[body_fi];
+  const uint32_t count = n->output_count;
+  const uint32_t cond_params = count < cond->param_count ? count : cond->param_count;
+  const uint32_t body_params = count < body->param_count ? count : body->param_count;
+  const cmlc_value_plan_t* state = exe->values + n->first_output;
+  void** const ptrs = ctx->ptrs;
+  void** cur = ptrs + fp->io_offset;
   // The state starts in the inputs themselves (alive until this node ends; nobody writes them).
-  for (uint32_t i = 0; i < count; ++i) cur[i] = ctx->ptrs[n->inputs[i]];
+  for (uint32_t i = 0; i < count; ++i) cur[i] = ptrs[n->inputs[i]];
+  // Captures point into this frame, which does not change while the loop runs: bind them once.
+  cmlc_bind_captures(ctx, cond);
+  cmlc_bind_captures(ctx, body);
+  const uint8_t* go = NULL;
   for (;;) {
-    for (uint32_t i = 0; i < count && i < cond->param_count; ++i) {
-      ctx->ptrs[cond->params[i]] = cur[i];
-    }
-    cmlc_bind_captures(ctx, cond);
-    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, n->attrs->functions[0]));
-    if (*(const uint8_t*)ctx->ptrs[cond->outputs[0]] == 0) break;
-    for (uint32_t i = 0; i < count && i < body->param_count; ++i) {
-      ctx->ptrs[body->params[i]] = cur[i];
-    }
-    cmlc_bind_captures(ctx, body);
-    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, n->attrs->functions[1]));
+    // Each iteration is a stop point (an endless loop can be cancelled).
+    CML_RETURN_IF_ERROR(cmlc_poll(ctx, false));
+    for (uint32_t i = 0; i < cond_params; ++i) ptrs[cond->params[i]] = cur[i];
+    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, cond_fi));
+    go = (const uint8_t*)ptrs[cond->outputs[0]];
+    if (*go == 0) break;
+    for (uint32_t i = 0; i < body_params; ++i) ptrs[body->params[i]] = cur[i];
+    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, body_fi));
+    // The body's results live in its segment, which its next run overwrites: move each into
+    // the half of the node's double slot that the current state does not use.
     for (uint32_t i = 0; i < count; ++i) {
-      void* result = ctx->ptrs[body->outputs[i]];
+      void* result = ptrs[body->outputs[i]];
       if (result == cur[i]) continue;
-      uint32_t v = n->first_output + i;
-      size_t bytes = cmlc_value_bytes(m, v);
-      uint8_t* a = cmlc_value_fixed_pointer(exe, ctx, v);
-      uint8_t* b = a + exe->values[v].size / 2;
+      uint8_t* a = ctx->arena + state[i].arena_at;
+      uint8_t* b = a + state[i].size / 2;
       void* dst = cur[i] == (void*)a ? (void*)b : (void*)a;
-      cmlc_copy_value(dst, result, bytes);
+      cmlc_copy_value(dst, result, state[i].bytes);
       cur[i] = dst;
     }
   }
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t v = n->first_output + i;
-    uint8_t* a = cmlc_value_fixed_pointer(exe, ctx, v);
-    uint8_t* b = a + exe->values[v].size / 2;
+    uint8_t* a = ctx->arena + state[i].arena_at;
+    uint8_t* b = a + state[i].size / 2;
     if (cur[i] != (void*)a && cur[i] != (void*)b) {
-      cmlc_copy_value(a, cur[i], cmlc_value_bytes(m, v));
+      cmlc_copy_value(a, cur[i], state[i].bytes);
       cur[i] = a;
     }
-    ctx->ptrs[v] = cur[i];
+    ptrs[v] = cur[i];
   }
   return CML_OK;
 }
@@ -199,10 +327,17 @@ static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi) {
   void** ptrs = ctx->ptrs;
   // A plan whose values all live outside the arena has no arena at all (NULL): never offset it.
   uint8_t* segment = ctx->arena ? ctx->arena + fp->arena_offset : NULL;
+  // Function entry (Call, If branch, While condition and body, comparator) is a stop point.
+  CML_RETURN_IF_ERROR(cmlc_poll(ctx, false));
   for (uint32_t s = 0; s < fp->step_count; ++s) {
     const cmlc_step_t* step = &fp->steps[s];
     const cml_ir_node_t* n = step->node;
+    if (ctx->controlled) CML_RETURN_IF_ERROR(cmlc_poll_slow(ctx, step->heavy));
     switch (step->kind) {
+      case CMLC_STEP_SCALAR:
+        cmlc_run_scalar(step->scalar_code, ptrs[n->inputs[0]],
+                        n->input_count > 1 ? ptrs[n->inputs[1]] : NULL, ptrs[n->first_output]);
+        break;
       case CMLC_STEP_KERNEL: {
         void** io = ptrs + fp->io_offset;
         for (uint32_t k = 0; k < n->input_count; ++k) io[k] = ptrs[n->inputs[k]];
@@ -286,7 +421,7 @@ cml_status_t cmlc_exec_call_function(void* exec, uint32_t function, const void* 
   cmlc_bind_captures(ctx, f);
   CML_RETURN_IF_ERROR(cmlc_run_function(ctx, function));
   for (uint32_t o = 0; o < f->output_count; ++o) {
-    cmlc_copy_value(outputs[o], ctx->ptrs[f->outputs[o]], cmlc_value_bytes(m, f->outputs[o]));
+    cmlc_copy_value(outputs[o], ctx->ptrs[f->outputs[o]], exe->values[f->outputs[o]].bytes);
   }
   return CML_OK;
 }
@@ -294,7 +429,8 @@ cml_status_t cmlc_exec_call_function(void* exec, uint32_t function, const void* 
 //===--- execute ---===//
 
 cml_status_t cmlc_execute(cmlc_executable_t* exe, cml_buffer_t* const* inputs, const bool* donate,
-                          int device, cml_buffer_t** out_results) {
+                          int device, const cml_execute_control_t* control,
+                          cml_buffer_t** out_results) {
   const cml_module_t* m = exe->module;
   const cml_ir_function_t* main_fn = &m->functions[0];
   cmlc_backend_t* backend = exe->backend;
@@ -303,6 +439,10 @@ cml_status_t cmlc_execute(cmlc_executable_t* exe, cml_buffer_t* const* inputs, c
 
   cmlc_context_t* ctx = NULL;
   CML_RETURN_IF_ERROR(cmlc_context_acquire(exe, &ctx));
+  ctx->cancelled = control ? control->cancelled : NULL;
+  ctx->deadline_ns = control ? control->deadline_ns : 0;
+  ctx->controlled = ctx->cancelled != NULL || ctx->deadline_ns != 0;
+  ctx->checks = 0;
   void** ptrs = ctx->ptrs;
   for (uint32_t k = 0; k < main_fn->param_count; ++k) {
     cmlc_buffer_t* b = (cmlc_buffer_t*)inputs[k];
@@ -322,6 +462,7 @@ cml_status_t cmlc_execute(cmlc_executable_t* exe, cml_buffer_t* const* inputs, c
       ptrs[r] = b->data;
     }
   }
+  if (st == CML_OK) st = cmlc_poll(ctx, true);
   if (st == CML_OK) st = cmlc_run_function(ctx, 0);
   // The other outputs: take a donated parameter's storage, or copy.
   for (size_t o = 0; st == CML_OK && o < out_count; ++o) {

@@ -200,6 +200,64 @@ cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_t* n, cmlc_ke
                          cml_op_name(n->op), dtypes, shape0[0] ? ", operand 0 " : "", shape0);
 }
 
+// The scalar fast-path code of a kernel node (exec.c runs it inline), or 0: every operand and
+// result holds one element, the op and dtype are in the small set exec.c implements, and the
+// backend is not in reference mode (the oracle keeps running the kernels).
+static uint16_t cmlc_plan_scalar_code(const cmlc_planner_t* p, const cml_ir_node_t* n) {
+  const cml_module_t* m = p->module;
+  if (p->backend->options.reference || n->output_count != 1 || n->input_count < 1 ||
+      n->input_count > 2) {
+    return 0;
+  }
+  cmlc_scalar_op_t op = CMLC_SCALAR_NONE;
+  switch (n->op) {
+    case CML_OP_ADD: op = CMLC_SCALAR_ADD; break;
+    case CML_OP_SUB: op = CMLC_SCALAR_SUB; break;
+    case CML_OP_MUL: op = CMLC_SCALAR_MUL; break;
+    case CML_OP_EQUAL: op = CMLC_SCALAR_EQ; break;
+    case CML_OP_NOT_EQUAL: op = CMLC_SCALAR_NE; break;
+    case CML_OP_LESS_THAN: op = CMLC_SCALAR_LT; break;
+    case CML_OP_LESS_OR_EQUAL: op = CMLC_SCALAR_LE; break;
+    case CML_OP_GREATER_THAN: op = CMLC_SCALAR_GT; break;
+    case CML_OP_GREATER_OR_EQUAL: op = CMLC_SCALAR_GE; break;
+    case CML_OP_LOGICAL_AND: op = CMLC_SCALAR_LAND; break;
+    case CML_OP_LOGICAL_OR: op = CMLC_SCALAR_LOR; break;
+    case CML_OP_LOGICAL_XOR: op = CMLC_SCALAR_LXOR; break;
+    case CML_OP_LOGICAL_NOT: op = CMLC_SCALAR_LNOT; break;
+    default: return 0;
+  }
+  const bool unary = op == CMLC_SCALAR_LNOT;
+  if (n->input_count != (unary ? 1u : 2u)) return 0;
+  const cml_dtype_t dtype = m->values[n->inputs[0]].shape.dtype;
+  for (uint32_t k = 0; k < n->input_count; ++k) {
+    const cml_shape_t* s = &m->values[n->inputs[k]].shape;
+    if (s->dtype != dtype || cml_shape_element_count(s) != 1) return 0;
+  }
+  const cml_shape_t* out = &m->values[n->first_output].shape;
+  if (cml_shape_element_count(out) != 1) return 0;
+  const bool compare = op >= CMLC_SCALAR_EQ && op <= CMLC_SCALAR_GE;
+  const bool logical = op >= CMLC_SCALAR_LAND;
+  if (out->dtype != (compare ? CML_DTYPE_BOOL : dtype)) return 0;
+  cmlc_scalar_type_t type;
+  switch (dtype) {
+    case CML_DTYPE_I32: type = CMLC_SCALAR_I32; break;
+    case CML_DTYPE_I64: type = CMLC_SCALAR_I64; break;
+    case CML_DTYPE_U32: type = CMLC_SCALAR_U32; break;
+    case CML_DTYPE_U64: type = CMLC_SCALAR_U64; break;
+    case CML_DTYPE_F32: type = CMLC_SCALAR_F32; break;
+    case CML_DTYPE_F64: type = CMLC_SCALAR_F64; break;
+    case CML_DTYPE_BOOL: type = CMLC_SCALAR_BOOL; break;
+    default: return 0;
+  }
+  // Bool takes comparisons and logical ops; numbers take arithmetic and comparisons.
+  if ((type == CMLC_SCALAR_BOOL) != logical && !(compare && type == CMLC_SCALAR_BOOL)) return 0;
+  return (uint16_t)(op * CMLC_SCALAR_TYPES + type);
+}
+
+// Steps whose operands and results total this many bytes or more read the clock before they
+// run when a deadline is set (the ~20-50 ns read is small next to their work).
+#define CMLC_HEAVY_STEP_BYTES 16384
+
 static void cmlc_plan_queue(cmlc_planner_t* p, uint32_t function, uint32_t* queue_count) {
   if (function >= p->module->function_count || p->queued[function]) return;
   p->queued[function] = true;
@@ -343,7 +401,7 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
       p->root[v] = v;
       p->last_use[v] = CMLC_UNUSED;
       p->released[v] = false;
-      exe->values[v] = (cmlc_value_plan_t){CMLC_STORAGE_NONE, 0, 0, 0, NULL};
+      exe->values[v] = (cmlc_value_plan_t){CMLC_STORAGE_NONE, 0, 0, 0, NULL, 0, 0};
     }
     if (!p->needed[ni]) continue;
     if (n->op == CML_OP_PARAMETER) {
@@ -558,6 +616,21 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
     } else if (step->kind == CMLC_STEP_WHILE) {
       if (n->output_count > max_io) max_io = n->output_count;
     }
+    // Cheap one-element ops run inline; big steps read the deadline's clock before they run.
+    if (step->kind == CMLC_STEP_KERNEL && step->scratch_size == 0) {
+      step->scalar_code = cmlc_plan_scalar_code(p, n);
+      if (step->scalar_code) step->kind = CMLC_STEP_SCALAR;
+    }
+    {
+      size_t moved = 0;
+      for (uint32_t k = 0; k < ins.count; ++k) {
+        moved += cml_shape_byte_size(&m->values[cmlc_plan_input_at(&ins, k)].shape);
+      }
+      for (uint32_t o = 0; o < n->output_count; ++o) {
+        moved += cml_shape_byte_size(&m->values[n->first_output + o].shape);
+      }
+      step->heavy = moved >= CMLC_HEAVY_STEP_BYTES;
+    }
     // Free inputs (and captures) that die here, and outputs nobody reads.
     for (uint32_t k = 0; k < ins.count; ++k) {
       uint32_t r = p->root[cmlc_plan_input_at(&ins, k)];
@@ -661,6 +734,15 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
     }
     exe->arena_size = arena;
     exe->pointer_count = pointers;
+    // Exact byte sizes and whole-arena offsets, so that execution computes neither.
+    for (uint32_t v = 1; v < module->value_count; ++v) {
+      cmlc_value_plan_t* vp = &exe->values[v];
+      vp->bytes = cml_shape_byte_size(&module->values[v].shape);
+      if (vp->storage == CMLC_STORAGE_ARENA) {
+        const cml_ir_node_t* n = &module->nodes[module->values[v].node];
+        vp->arena_at = exe->functions[n->function].arena_offset + vp->offset;
+      }
+    }
   }
   cmlc_plan_free(alloc, p.needed, module->node_count, sizeof *p.needed);
   cmlc_plan_free(alloc, p.root, module->value_count, sizeof *p.root);
