@@ -50,9 +50,10 @@ extern "C" {
 typedef struct cml_execute_control_t {
   size_t struct_size;
   // Non-zero once the execution must stop with CML_STATUS_CANCELLED; NULL when no token was
-  // given. Read it with atomic_load_explicit(.., memory_order_relaxed): one load, cheap enough
-  // to do between every two ops and in every loop iteration.
-  const atomic_int* cancelled;
+  // given. Another thread sets it: read it with a relaxed atomic load
+  // (__atomic_load_n(cancelled, __ATOMIC_RELAXED)), one load, cheap enough to do between every
+  // two ops and in every loop iteration. A plain int so that the header is valid C and C++.
+  const int* cancelled;
   // Absolute deadline in nanoseconds of cml_clock_monotonic_ns(); 0 when none. Past it the
   // execution must stop with CML_STATUS_DEADLINE_EXCEEDED. Reading the clock costs ~20-50 ns:
   // read it every few dozen cheap checks, or before a large op.

@@ -307,7 +307,7 @@ cml_status_t cml_executable_execute(cml_executable_t* executable, cml_buffer_t* 
 //===--- cancellation and deadlines ---===//
 
 struct cml_cancel_token_t {
-  atomic_int cancelled;  // first: execute controls point at it
+  int cancelled;  // first: execute controls point at it; only touched with __atomic builtins
   cml_allocator_t allocator;
 };
 
@@ -321,7 +321,7 @@ cml_status_t cml_cancel_token_create(cml_allocator_t allocator, cml_cancel_token
   if (!token) {
     return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "cml_cancel_token_create: out of memory");
   }
-  atomic_init(&token->cancelled, 0);
+  __atomic_store_n(&token->cancelled, 0, __ATOMIC_RELAXED);
   token->allocator = allocator;
   *out_token = token;
   return CML_OK;
@@ -332,11 +332,11 @@ void cml_cancel_token_destroy(cml_cancel_token_t* token) {
 }
 
 void cml_cancel_token_cancel(cml_cancel_token_t* token) {
-  if (token) atomic_store_explicit(&token->cancelled, 1, memory_order_release);
+  if (token) __atomic_store_n(&token->cancelled, 1, __ATOMIC_RELEASE);
 }
 
 bool cml_cancel_token_is_cancelled(const cml_cancel_token_t* token) {
-  return token && atomic_load_explicit(&token->cancelled, memory_order_acquire) != 0;
+  return token && __atomic_load_n(&token->cancelled, __ATOMIC_ACQUIRE) != 0;
 }
 
 int64_t cml_clock_monotonic_ns(void) {
@@ -347,7 +347,7 @@ int64_t cml_clock_monotonic_ns(void) {
 
 cml_status_t cml_execute_control_check(const cml_execute_control_t* control, const char* what) {
   if (!control) return CML_OK;
-  if (control->cancelled && atomic_load_explicit(control->cancelled, memory_order_relaxed)) {
+  if (control->cancelled && __atomic_load_n(control->cancelled, __ATOMIC_RELAXED)) {
     return cml_status_make(CML_STATUS_CANCELLED, "%s: cancelled by its cancel token",
                            what ? what : "execute");
   }
@@ -402,9 +402,8 @@ cml_status_t cml_executable_execute_with_options(cml_executable_t* executable,
   control.struct_size = sizeof control;
   control.cancelled = options->cancel_token ? &options->cancel_token->cancelled : NULL;
   if (options->timeout_ns > 0) {
-    control.deadline_ns = options->timeout_ns > INT64_MAX - start
-                              ? INT64_MAX
-                              : start + options->timeout_ns;
+    control.deadline_ns =
+        options->timeout_ns > INT64_MAX - start ? INT64_MAX : start + options->timeout_ns;
   }
   const bool active = control.cancelled || control.deadline_ns;
   return cml__executable_execute(executable, inputs, input_count, options->donate, options->device,
