@@ -468,12 +468,15 @@ cml_status_t cml__infer_slice(const cml_shape_t* x, const int64_t* starts, const
   attrs->axis_count = rank;
   for (int32_t i = 0; i < rank; ++i) {
     int64_t stride = strides ? strides[i] : 1;
-    if (starts[i] < 0 || starts[i] > limits[i] || limits[i] > x->dims[i] || stride < 1) {
+    // The stride is bounded like every size-like attribute (CML__ATTR_MAX): XLA computes
+    // (limit - start + stride - 1) / stride and aborts when that overflows.
+    if (starts[i] < 0 || starts[i] > limits[i] || limits[i] > x->dims[i] ||
+        !cml_attr_in_range(stride, 1)) {
       return INVALID(
           "Slice: axis %d of %s: start %lld, limit %lld, stride %lld out of range "
-          "(need 0 <= start <= limit <= %lld, stride >= 1)",
+          "(need 0 <= start <= limit <= %lld, 1 <= stride <= %lld)",
           (int)i, S0(x), (long long)starts[i], (long long)limits[i], (long long)stride,
-          (long long)x->dims[i]);
+          (long long)x->dims[i], (long long)CML__ATTR_MAX);
     }
     // 0 <= start <= limit, so the length cannot overflow; ceil(length / stride) without the
     // "+ stride - 1" that overflows for huge strides.
@@ -1049,6 +1052,15 @@ static cml_status_t cml_window_shape(cml_op_t op, const cml_shape_t* x,
     w.window_dilations[i] = config->window_dilations[i] == 0 ? 1 : config->window_dilations[i];
     w.padding_low[i] = config->padding_low[i];
     w.padding_high[i] = config->padding_high[i];
+    if (w.window_dims[i] == 1 && (w.padding_low[i] < 0 || w.padding_high[i] < 0)) {
+      // XLA's algebraic simplifier aborts on a size-1 window with negative padding (it
+      // replaces the op by an elementwise one of the operand's shape): one rule for every
+      // backend. Crop with Slice instead.
+      return INVALID(
+          "%s: axis %d of %s: padding (%lld, %lld) must not be negative with a window of size 1",
+          cml_op_name(op), (int)i, S0(x), (long long)w.padding_low[i],
+          (long long)w.padding_high[i]);
+    }
     if (w.window_dims[i] < 1 || w.strides[i] < 1 || w.input_dilations[i] < 1 ||
         w.window_dilations[i] < 1) {
       return INVALID(

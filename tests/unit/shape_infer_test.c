@@ -598,16 +598,19 @@ TEST(overflowing_attributes) {
   ASSERT_EQ_INT(out.dims[0], 3);
   interior_crop.interior = big / 2 - 1;  // interior-padded size 2^55 + 1
   ASSERT_FAILS(cml__infer_pad(&x, &fill, &interior_crop, 1, &a, &out), "Pad", "interior padding");
-  // Slice: huge strides give one element, never overflow.
+  // Slice: strides up to 2^55 (XLA overflows, and aborts, on larger ones) give one element.
   cml_shape_t v = SHAPE(CML_DTYPE_F32, 5);
+  ASSERT_FAILS(
+      cml__infer_slice(&v, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){INT64_MAX}, 1, &a, &out),
+      "Slice", "stride 9223372036854775807 out of range", "(Float32)[5]");
   ASSERT_STATUS_OK(
-      cml__infer_slice(&v, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){INT64_MAX}, 1, &a, &out));
+      cml__infer_slice(&v, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){big}, 1, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 1);
   ASSERT_STATUS_OK(
       cml__infer_slice(&v, (int64_t[]){1}, (int64_t[]){5}, (int64_t[]){3}, 1, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 2);  // elements 1 and 4
   ASSERT_STATUS_OK(
-      cml__infer_slice(&v, (int64_t[]){5}, (int64_t[]){5}, (int64_t[]){INT64_MAX}, 1, &a, &out));
+      cml__infer_slice(&v, (int64_t[]){5}, (int64_t[]){5}, (int64_t[]){big}, 1, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 0);
   ASSERT_FAILS(cml__infer_slice(&v, (int64_t[]){INT64_MIN}, (int64_t[]){INT64_MAX},
                                 (int64_t[]){INT64_MIN}, 1, &a, &out),
@@ -633,6 +636,14 @@ TEST(overflowing_attributes) {
   w.padding_low[0] = w.padding_high[0] = INT64_MIN;
   ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
                "out of range");
+  w.padding_low[0] = 0;
+  w.padding_high[0] = -1;  // fine with a window of 2: 2 windows
+  ASSERT_STATUS_OK(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out));
+  ASSERT_OUT(CML_DTYPE_F32, 2);
+  w.window_dims[0] = 1;  // XLA aborts on a size-1 window with negative padding
+  ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
+               "padding (0, -1) must not be negative with a window of size 1", "(Float32)[4]");
+  w.window_dims[0] = 2;
   w.padding_low[0] = -big;
   w.padding_high[0] = 0;
   ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
