@@ -182,6 +182,12 @@ static const float kX[64] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
                              49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64};
 static const float kFill = -7.0f;
 
+static bool ref_zeros(const xc_t* c, const cml_shape_t* os, void* out) {
+  (void)c;
+  memset(out, 0, cml_shape_byte_size(os));
+  return true;
+}
+
 static void xc_init(xc_t* c, const char* op, int64_t dim) {
   memset(c, 0, sizeof *c);
   c->op = op;
@@ -497,6 +503,21 @@ TEST(conv_general) {
       conv_case(test_failed_, 1, 2, &kWins[0], 0, 0, groups[a], groups[b]);
       conv_case(test_failed_, 0, 2, &kWins[0], 0, 0, groups[a], groups[b]);
     }
+  }
+  // No input channels, two output channels: an all-zero output with no scratch at all (the
+  // kernel once offset the NULL scratch pointer: clang UBSan's pointer-overflow check).
+  for (int64_t kw = 1; kw <= 2; ++kw) {
+    xc_t z;
+    xc_init(&z, "ConvGeneral", 4);
+    z.n_in = 2;
+    z.in[0] = API_SHAPE(CML_DTYPE_F32, 1, 0, 4);
+    z.in[1] = API_SHAPE(CML_DTYPE_F32, 2, 0, kw);
+    z.data[1] = kX;
+    conv_layout(&z.conv);
+    z.build = build_conv;
+    z.ref = ref_zeros;
+    snprintf(z.label, sizeof z.label, "ConvGeneral no input channels kw=%lld", (long long)kw);
+    xc_check(test_failed_, &z);
   }
   // A zero-size window is refused (XLA refuses it too), even over an empty input.
   xc_t c;
@@ -895,6 +916,19 @@ TEST(dot_general) {
       xc_check(test_failed_, &c);
     }
   }
+  // An empty contraction: [2, 0] x [0, 2] is all zeros (no scratch for the operands).
+  xc_t c;
+  xc_init(&c, "DotGeneral", 0);
+  c.in[0] = API_SHAPE(CML_DTYPE_F32, 2, 0);
+  c.n_in = 2;
+  c.in[1] = API_SHAPE(CML_DTYPE_F32, 0, 2);
+  c.data[1] = kX;
+  c.a[0][0] = 1;
+  c.a[0][1] = 0;
+  c.build = build_dot;
+  c.ref = ref_zeros;
+  snprintf(c.label, sizeof c.label, "DotGeneral empty contraction");
+  xc_check(test_failed_, &c);
 }
 
 int main(int argc, char** argv) {
