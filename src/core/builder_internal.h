@@ -174,6 +174,14 @@ cml_status_t cml__module_impl_finalize(cml__module_impl_t* impl);
 //===--- shape inference (shape_infer.c) ---===//
 // Each returns CML_OK and fills the output shape (and normalized attributes), or a status
 // whose message starts with the op name and names the shapes and dtypes involved.
+//
+// Attribute bound (one rule for every backend): every size-like integer attribute (padding,
+// interior padding, stride, dilation, window size, group count) and every intermediate size
+// computed from it (dilated input, padded input, dilated window) lies in
+// [-CML__ATTR_MAX, CML__ATTR_MAX], the largest dimension a shape may have. Then sums of a few
+// such values, and the positions kernels compute from them, cannot overflow int64 (XLA's own
+// shape inference adds these in int64 without checks, and aborts on some).
+#define CML__ATTR_MAX CML_MAX_ELEMENTS
 
 // Checks a user-given shape for |op| (dtype valid and an array dtype, packed ones only when
 // |allow_packed|; rank; dims; size) and copies it (unused dims zeroed) to |out|.

@@ -119,6 +119,12 @@ static int cml_compare_i64(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+// Whether a size-like attribute lies in [lo, CML__ATTR_MAX] (|lo| is 0, 1 or -CML__ATTR_MAX):
+// see CML__ATTR_MAX in builder_internal.h.
+static bool cml_attr_in_range(int64_t value, int64_t lo) {
+  return value >= lo && value <= CML__ATTR_MAX;
+}
+
 //===--- elementwise ---===//
 
 cml_status_t cml__infer_unary(cml_op_t op, const cml_shape_t* x, cml_shape_t* out) {
@@ -462,12 +468,15 @@ cml_status_t cml__infer_slice(const cml_shape_t* x, const int64_t* starts, const
   attrs->axis_count = rank;
   for (int32_t i = 0; i < rank; ++i) {
     int64_t stride = strides ? strides[i] : 1;
-    if (starts[i] < 0 || starts[i] > limits[i] || limits[i] > x->dims[i] || stride < 1) {
+    // The stride is bounded like every size-like attribute (CML__ATTR_MAX): XLA computes
+    // (limit - start + stride - 1) / stride and aborts when that overflows.
+    if (starts[i] < 0 || starts[i] > limits[i] || limits[i] > x->dims[i] ||
+        !cml_attr_in_range(stride, 1)) {
       return INVALID(
           "Slice: axis %d of %s: start %lld, limit %lld, stride %lld out of range "
-          "(need 0 <= start <= limit <= %lld, stride >= 1)",
+          "(need 0 <= start <= limit <= %lld, 1 <= stride <= %lld)",
           (int)i, S0(x), (long long)starts[i], (long long)limits[i], (long long)stride,
-          (long long)x->dims[i]);
+          (long long)x->dims[i], (long long)CML__ATTR_MAX);
     }
     // 0 <= start <= limit, so the length cannot overflow; ceil(length / stride) without the
     // "+ stride - 1" that overflows for huge strides.
@@ -520,20 +529,25 @@ cml_status_t cml__infer_pad(const cml_shape_t* x, const cml_shape_t* fill,
   for (int32_t i = 0; i < x->rank; ++i) {
     cml_pad_axis_t p = {0, 0, 0};
     if ((size_t)i < axis_count) p = axes[i];
-    if (p.interior < 0) {
-      return INVALID("Pad: axis %d of %s: interior padding %lld must be >= 0", (int)i, S0(x),
-                     (long long)p.interior);
+    if (!cml_attr_in_range(p.low, -CML__ATTR_MAX) || !cml_attr_in_range(p.high, -CML__ATTR_MAX) ||
+        !cml_attr_in_range(p.interior, 0)) {
+      return INVALID(
+          "Pad: axis %d of %s: padding (low %lld, high %lld, interior %lld) out of range (need "
+          "|low|, |high| <= %lld and 0 <= interior <= %lld)",
+          (int)i, S0(x), (long long)p.low, (long long)p.high, (long long)p.interior,
+          (long long)CML__ATTR_MAX, (long long)CML__ATTR_MAX);
     }
     int64_t d = x->dims[i];
-    int64_t n = 0;
+    int64_t n = 0;  // the interior-padded size, then the output size
     if (__builtin_mul_overflow(d > 0 ? d - 1 : 0, p.interior, &n) ||
-        __builtin_add_overflow(n, d, &n) || __builtin_add_overflow(n, p.low, &n) ||
-        __builtin_add_overflow(n, p.high, &n)) {
+        __builtin_add_overflow(n, d, &n) || n > CML__ATTR_MAX) {
       return INVALID(
-          "Pad: axis %d of %s: padding (low %lld, high %lld, interior %lld) is too "
-          "large (the size overflows)",
-          (int)i, S0(x), (long long)p.low, (long long)p.high, (long long)p.interior);
+          "Pad: axis %d of %s: interior padding %lld makes the axis larger than %lld (low "
+          "%lld, high %lld)",
+          (int)i, S0(x), (long long)p.interior, (long long)CML__ATTR_MAX, (long long)p.low,
+          (long long)p.high);
     }
+    n += p.low + p.high;  // each of the three is at most 2^55 in magnitude: no overflow
     if (n < 0) {
       return INVALID(
           "Pad: axis %d of %s: padding (low %lld, high %lld, interior %lld) gives a "
@@ -826,39 +840,39 @@ cml_status_t cml__infer_scatter(cml_op_t op, const cml_shape_t* operand, const c
 
 typedef enum cml_window_result_t {
   CML_WINDOW_OK,
-  CML_WINDOW_NEGATIVE,  // the padded input is negative
-  CML_WINDOW_OVERFLOW,  // a size overflows int64
+  CML_WINDOW_NEGATIVE,      // the padded input is negative
+  CML_WINDOW_OUT_OF_RANGE,  // an attribute or intermediate size is beyond CML__ATTR_MAX
 } cml_window_result_t;
 
-// XLA's windowed output size along one axis, for |in| >= 0, |window| >= 0 and |base_dilation|,
-// |window_dilation|, |stride| >= 1; any int64 padding. All arithmetic is overflow-checked.
+// XLA's windowed output size along one axis, for |in| >= 0, |window|, |base_dilation|,
+// |window_dilation|, |stride| >= 1 and any int64 padding. Every attribute and every
+// intermediate size (dilated input, padded input, dilated window) must lie within
+// CML__ATTR_MAX in magnitude (builder_internal.h); all arithmetic is overflow-checked.
 static cml_window_result_t cml_window_output(int64_t in, int64_t base_dilation, int64_t pad_low,
                                              int64_t pad_high, int64_t window,
                                              int64_t window_dilation, int64_t stride,
                                              int64_t* out) {
-  int64_t dilated_in = 0, padded = 0, dilated_window = 0;
-  if (in > 0 && (__builtin_mul_overflow(in - 1, base_dilation, &dilated_in) ||
-                 __builtin_add_overflow(dilated_in, 1, &dilated_in))) {
-    return CML_WINDOW_OVERFLOW;
+  if (!cml_attr_in_range(pad_low, -CML__ATTR_MAX) || !cml_attr_in_range(pad_high, -CML__ATTR_MAX) ||
+      !cml_attr_in_range(base_dilation, 1) || !cml_attr_in_range(window_dilation, 1) ||
+      !cml_attr_in_range(window, 1) || !cml_attr_in_range(stride, 1)) {
+    return CML_WINDOW_OUT_OF_RANGE;
   }
-  if (__builtin_add_overflow(dilated_in, pad_low, &padded) ||
-      __builtin_add_overflow(padded, pad_high, &padded)) {
-    return CML_WINDOW_OVERFLOW;
+  int64_t dilated_in = 0, dilated_window = 0;
+  if (in > 0 &&
+      (__builtin_mul_overflow(in - 1, base_dilation, &dilated_in) ||
+       __builtin_add_overflow(dilated_in, 1, &dilated_in) || dilated_in > CML__ATTR_MAX)) {
+    return CML_WINDOW_OUT_OF_RANGE;
   }
-  if (window > 0 && (__builtin_mul_overflow(window - 1, window_dilation, &dilated_window) ||
-                     __builtin_add_overflow(dilated_window, 1, &dilated_window))) {
-    return CML_WINDOW_OVERFLOW;
+  if (__builtin_mul_overflow(window - 1, window_dilation, &dilated_window) ||
+      __builtin_add_overflow(dilated_window, 1, &dilated_window) ||
+      dilated_window > CML__ATTR_MAX) {
+    return CML_WINDOW_OUT_OF_RANGE;
   }
+  // Three terms of at most 2^55 in magnitude: no overflow.
+  int64_t padded = dilated_in + pad_low + pad_high;
   if (padded < 0) return CML_WINDOW_NEGATIVE;
-  if (padded < dilated_window) {
-    *out = 0;
-    return CML_WINDOW_OK;
-  }
-  // 0 <= dilated_window <= padded: the difference cannot overflow; the final + 1 can (an empty
-  // window over an input of INT64_MAX positions).
-  if (__builtin_add_overflow((padded - dilated_window) / stride, 1, out)) {
-    return CML_WINDOW_OVERFLOW;
-  }
+  if (padded > CML__ATTR_MAX) return CML_WINDOW_OUT_OF_RANGE;
+  *out = padded < dilated_window ? 0 : (padded - dilated_window) / stride + 1;
   return CML_WINDOW_OK;
 }
 
@@ -916,8 +930,16 @@ cml_status_t cml__infer_conv(const cml_shape_t* input, const cml_shape_t* kernel
         "[0, %d) (input %s)",
         (int)(n + 2), S0(input));
   }
-  if (c.channel_group_count <= 1) c.channel_group_count = 1;
-  if (c.batch_group_count <= 1) c.batch_group_count = 1;
+  if (c.channel_group_count < 0 || c.channel_group_count > CML__ATTR_MAX ||
+      c.batch_group_count < 0 || c.batch_group_count > CML__ATTR_MAX) {
+    return INVALID(
+        "ConvGeneral: channel_group_count %lld and batch_group_count %lld must be in [0, %lld] "
+        "(0 means 1; input %s, kernel %s)",
+        (long long)c.channel_group_count, (long long)c.batch_group_count, (long long)CML__ATTR_MAX,
+        S0(input), S1(kernel));
+  }
+  if (c.channel_group_count == 0) c.channel_group_count = 1;
+  if (c.batch_group_count == 0) c.batch_group_count = 1;
   int64_t fg = c.channel_group_count, bg = c.batch_group_count;
   if (fg > 1 && bg > 1) {
     return INVALID(
@@ -967,6 +989,14 @@ cml_status_t cml__infer_conv(const cml_shape_t* input, const cml_shape_t* kernel
           (int)i, (long long)c.strides[i], (long long)c.input_dilations[i],
           (long long)c.kernel_dilations[i], S0(input));
     }
+    int64_t window = kernel->dims[c.kernel_spatial_axes[i]];
+    if (window < 1) {
+      // StableHLO/XLA: windows are non-empty (XLA refuses a zero-size window).
+      return INVALID(
+          "ConvGeneral: spatial axis %d: kernel %s has size 0 along its spatial axis %lld (the "
+          "window must not be empty; input %s)",
+          (int)i, S1(kernel), (long long)c.kernel_spatial_axes[i], S0(input));
+    }
     int64_t size = 0;
     cml_window_result_t r = cml_window_output(
         input->dims[c.input_spatial_axes[i]], c.input_dilations[i], c.padding_low[i],
@@ -976,12 +1006,14 @@ cml_status_t cml__infer_conv(const cml_shape_t* input, const cml_shape_t* kernel
       return INVALID("ConvGeneral: spatial axis %d: padding (%lld, %lld) makes input %s negative",
                      (int)i, (long long)c.padding_low[i], (long long)c.padding_high[i], S0(input));
     }
-    if (r == CML_WINDOW_OVERFLOW) {
+    if (r == CML_WINDOW_OUT_OF_RANGE) {
       return INVALID(
-          "ConvGeneral: spatial axis %d: padding (%lld, %lld) or dilations (input "
-          "%lld, kernel %lld) too large: the sizes overflow (input %s, kernel %s)",
+          "ConvGeneral: spatial axis %d: padding (%lld, %lld), stride %lld or dilations (input "
+          "%lld, kernel %lld) out of range: each, and the dilated and padded sizes, must be at "
+          "most %lld in magnitude (input %s, kernel %s)",
           (int)i, (long long)c.padding_low[i], (long long)c.padding_high[i],
-          (long long)c.input_dilations[i], (long long)c.kernel_dilations[i], S0(input), S1(kernel));
+          (long long)c.strides[i], (long long)c.input_dilations[i],
+          (long long)c.kernel_dilations[i], (long long)CML__ATTR_MAX, S0(input), S1(kernel));
     }
     result.dims[c.output_spatial_axes[i]] = size;
   }
@@ -1020,6 +1052,15 @@ static cml_status_t cml_window_shape(cml_op_t op, const cml_shape_t* x,
     w.window_dilations[i] = config->window_dilations[i] == 0 ? 1 : config->window_dilations[i];
     w.padding_low[i] = config->padding_low[i];
     w.padding_high[i] = config->padding_high[i];
+    if (w.window_dims[i] == 1 && (w.padding_low[i] < 0 || w.padding_high[i] < 0)) {
+      // XLA's algebraic simplifier aborts on a size-1 window with negative padding (it
+      // replaces the op by an elementwise one of the operand's shape): one rule for every
+      // backend. Crop with Slice instead.
+      return INVALID(
+          "%s: axis %d of %s: padding (%lld, %lld) must not be negative with a window of size 1",
+          cml_op_name(op), (int)i, S0(x), (long long)w.padding_low[i],
+          (long long)w.padding_high[i]);
+    }
     if (w.window_dims[i] < 1 || w.strides[i] < 1 || w.input_dilations[i] < 1 ||
         w.window_dilations[i] < 1) {
       return INVALID(
@@ -1035,13 +1076,14 @@ static cml_status_t cml_window_shape(cml_op_t op, const cml_shape_t* x,
       return INVALID("%s: axis %d: padding (%lld, %lld) makes operand %s negative", cml_op_name(op),
                      (int)i, (long long)w.padding_low[i], (long long)w.padding_high[i], S0(x));
     }
-    if (r == CML_WINDOW_OVERFLOW) {
+    if (r == CML_WINDOW_OUT_OF_RANGE) {
       return INVALID(
-          "%s: axis %d: padding (%lld, %lld), window %lld or dilations (base %lld, "
-          "window %lld) too large: the sizes overflow (operand %s)",
+          "%s: axis %d: padding (%lld, %lld), window %lld, stride %lld or dilations (base "
+          "%lld, window %lld) out of range: each, and the dilated and padded sizes, must be at "
+          "most %lld in magnitude (operand %s)",
           cml_op_name(op), (int)i, (long long)w.padding_low[i], (long long)w.padding_high[i],
-          (long long)w.window_dims[i], (long long)w.input_dilations[i],
-          (long long)w.window_dilations[i], S0(x));
+          (long long)w.window_dims[i], (long long)w.strides[i], (long long)w.input_dilations[i],
+          (long long)w.window_dilations[i], (long long)CML__ATTR_MAX, S0(x));
     }
   }
   *normalized = w;
@@ -1270,8 +1312,11 @@ cml_status_t cml__infer_fft(const cml_shape_t* x, cml_fft_type_t type, const int
   for (size_t i = 0; i < length_count; ++i) {
     int64_t want = lengths[i];
     bool last = i + 1 == length_count;
-    if (lengths[i] < 0) {
-      return INVALID("FFT: negative length in %s (operand %s)", L(lengths, length_count), S0(x));
+    if (lengths[i] < 1) {
+      // XLA refuses empty transforms (and a length-0 real FFT would have 1 output from 0
+      // inputs): every length must be positive, for every FFT type.
+      return INVALID("FFT: length %lld in %s must be positive (operand %s)", (long long)lengths[i],
+                     L(lengths, length_count), S0(x));
     }
     if (last && type == CML_FFT_INVERSE_REAL) want = lengths[i] / 2 + 1;
     if (x->dims[first + (int32_t)i] != want) {

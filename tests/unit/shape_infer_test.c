@@ -509,6 +509,18 @@ TEST(special) {
   ASSERT_FAILS(cml__infer_fft(&r, CML_FFT_FORWARD, (int64_t[]){8}, 1, &a, &out), "FFT", "complex");
   ASSERT_FAILS(cml__infer_fft(&c, CML_FFT_FORWARD, (int64_t[]){1, 3, 8}, 3, &a, &out), "FFT",
                "lengths");
+  // Length 0 is refused for every type (XLA refuses it; a real FFT of an empty axis would
+  // otherwise have one output).
+  cml_shape_t r0 = SHAPE(CML_DTYPE_F32, 0), c0 = SHAPE(CML_DTYPE_C64, 0);
+  cml_shape_t c1 = SHAPE(CML_DTYPE_C64, 1);
+  ASSERT_FAILS(cml__infer_fft(&r0, CML_FFT_FORWARD_REAL, (int64_t[]){0}, 1, &a, &out), "FFT",
+               "length 0 in [0] must be positive", "(Float32)[0]");
+  ASSERT_FAILS(cml__infer_fft(&c0, CML_FFT_FORWARD, (int64_t[]){0}, 1, &a, &out), "FFT",
+               "must be positive");
+  ASSERT_FAILS(cml__infer_fft(&c1, CML_FFT_INVERSE_REAL, (int64_t[]){0}, 1, &a, &out), "FFT",
+               "must be positive");
+  ASSERT_STATUS_OK(cml__infer_fft(&c1, CML_FFT_INVERSE_REAL, (int64_t[]){1}, 1, &a, &out));
+  ASSERT_OUT(CML_DTYPE_F32, 1);
   // Batch norm.
   cml_shape_t x = SHAPE(CML_DTYPE_F32, 2, 4, 3), p4 = SHAPE(CML_DTYPE_F32, 4);
   cml_shape_t params[4] = {p4, p4, p4, p4};
@@ -560,27 +572,45 @@ TEST(overflowing_attributes) {
     cml_pad_axis_t p = {pads[i][0], pads[i][1], pads[i][2]};
     ASSERT_FAILS(cml__infer_pad(&x, &fill, &p, 1, &a, &out), "Pad", "axis 0", "(Float32)[3]");
   }
-  cml_pad_axis_t crop = {INT64_MIN, 0, 0};  // no overflow: a negative size
-  ASSERT_FAILS(cml__infer_pad(&x, &fill, &crop, 1, &a, &out), "Pad", "negative");
-  cml_pad_axis_t fits = {INT64_MAX - 3, 0, 0};  // 3 + INT64_MAX - 3
+  // Every padding is bounded by CML__ATTR_MAX = 2^55 (the reported crash: low MAX - 3 with
+  // high -(MAX - 5), net size 5, was accepted and crashed the c kernel and XLA).
+  const int64_t big = CML__ATTR_MAX;
+  cml_pad_axis_t crop = {INT64_MIN, 0, 0};
+  ASSERT_FAILS(cml__infer_pad(&x, &fill, &crop, 1, &a, &out), "Pad", "out of range",
+               "(Float32)[3]");
+  cml_pad_axis_t reported = {INT64_MAX - 3, -(INT64_MAX - 5), 0};
+  ASSERT_FAILS(cml__infer_pad(&x, &fill, &reported, 1, &a, &out), "Pad", "out of range",
+               "low 9223372036854775804, high -9223372036854775802");
+  cml_pad_axis_t fits = {big - 3, 0, 0};  // 3 + 2^55 - 3
   ASSERT_STATUS_OK(cml__infer_pad(&x, &fill, &fits, 1, &a, &out));
-  ASSERT_EQ_INT(out.dims[0], INT64_MAX);
-  cml_pad_axis_t interior = {0, 0, (int64_t)1 << 61};  // 3 + 2 * 2^61
-  ASSERT_STATUS_OK(cml__infer_pad(&x, &fill, &interior, 1, &a, &out));
-  ASSERT_EQ_INT(out.dims[0], ((int64_t)1 << 62) + 3);
-  cml_pad_axis_t big_low_crop_high = {INT64_MAX - 10, -(INT64_MAX - 20), 0};  // 3 + 10
-  ASSERT_STATUS_OK(cml__infer_pad(&x, &fill, &big_low_crop_high, 1, &a, &out));
-  ASSERT_EQ_INT(out.dims[0], 13);
-  // Slice: huge strides give one element, never overflow.
+  ASSERT_EQ_INT(out.dims[0], big);
+  cml_pad_axis_t low_too_big = {big + 1, -big, 0};  // net 4, but low is past the bound
+  ASSERT_FAILS(cml__infer_pad(&x, &fill, &low_too_big, 1, &a, &out), "Pad", "out of range");
+  cml_pad_axis_t crop_all = {-big, big, 0};  // 3 - 2^55 + 2^55 = 3: all fill
+  ASSERT_STATUS_OK(cml__infer_pad(&x, &fill, &crop_all, 1, &a, &out));
+  ASSERT_EQ_INT(out.dims[0], 3);
+  cml_pad_axis_t interior = {0, 0, (int64_t)1 << 61};  // 3 + 2 * 2^61: past the bound
+  ASSERT_FAILS(cml__infer_pad(&x, &fill, &interior, 1, &a, &out), "Pad", "out of range",
+               "interior <= 36028797018963968");
+  cml_pad_axis_t interior_crop = {-(big / 2 - 2), -(big / 2 - 2),
+                                  big / 2 - 2};  // 2^55 - 1 - 2^55 + 4
+  ASSERT_STATUS_OK(cml__infer_pad(&x, &fill, &interior_crop, 1, &a, &out));
+  ASSERT_EQ_INT(out.dims[0], 3);
+  interior_crop.interior = big / 2 - 1;  // interior-padded size 2^55 + 1
+  ASSERT_FAILS(cml__infer_pad(&x, &fill, &interior_crop, 1, &a, &out), "Pad", "interior padding");
+  // Slice: strides up to 2^55 (XLA overflows, and aborts, on larger ones) give one element.
   cml_shape_t v = SHAPE(CML_DTYPE_F32, 5);
+  ASSERT_FAILS(
+      cml__infer_slice(&v, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){INT64_MAX}, 1, &a, &out),
+      "Slice", "stride 9223372036854775807 out of range", "(Float32)[5]");
   ASSERT_STATUS_OK(
-      cml__infer_slice(&v, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){INT64_MAX}, 1, &a, &out));
+      cml__infer_slice(&v, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){big}, 1, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 1);
   ASSERT_STATUS_OK(
       cml__infer_slice(&v, (int64_t[]){1}, (int64_t[]){5}, (int64_t[]){3}, 1, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 2);  // elements 1 and 4
   ASSERT_STATUS_OK(
-      cml__infer_slice(&v, (int64_t[]){5}, (int64_t[]){5}, (int64_t[]){INT64_MAX}, 1, &a, &out));
+      cml__infer_slice(&v, (int64_t[]){5}, (int64_t[]){5}, (int64_t[]){big}, 1, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 0);
   ASSERT_FAILS(cml__infer_slice(&v, (int64_t[]){INT64_MIN}, (int64_t[]){INT64_MAX},
                                 (int64_t[]){INT64_MIN}, 1, &a, &out),
@@ -602,28 +632,42 @@ TEST(overflowing_attributes) {
   w.strides[0] = 1;
   w.padding_low[0] = w.padding_high[0] = INT64_MAX;
   ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
-               "too large", "(Float32)[4]");
+               "out of range", "(Float32)[4]");
   w.padding_low[0] = w.padding_high[0] = INT64_MIN;
   ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
-               "too large");
-  w.padding_low[0] = INT64_MIN;
+               "out of range");
+  w.padding_low[0] = 0;
+  w.padding_high[0] = -1;  // fine with a window of 2: 2 windows
+  ASSERT_STATUS_OK(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out));
+  ASSERT_OUT(CML_DTYPE_F32, 2);
+  w.window_dims[0] = 1;  // XLA aborts on a size-1 window with negative padding
+  ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
+               "padding (0, -1) must not be negative with a window of size 1", "(Float32)[4]");
+  w.window_dims[0] = 2;
+  w.padding_low[0] = -big;
   w.padding_high[0] = 0;
   ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
                "negative");
   w.padding_low[0] = w.padding_high[0] = 0;
   w.input_dilations[0] = INT64_MAX;  // (4 - 1) * INT64_MAX
   ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
-               "too large");
+               "out of range");
   w.input_dilations[0] = 1;
   w.window_dims[0] = INT64_MAX;
   w.window_dilations[0] = 2;  // (INT64_MAX - 1) * 2
   ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
-               "too large");
-  w.window_dilations[0] = 1;  // a window larger than the input: 0 windows
+               "out of range");
+  w.window_dilations[0] = 1;  // a window past the bound
+  ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
+               "out of range");
+  w.window_dims[0] = big;  // a window larger than the input: 0 windows
   ASSERT_STATUS_OK(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 0);
   w.window_dims[0] = 2;
-  w.strides[0] = INT64_MAX;  // one window
+  w.strides[0] = INT64_MAX;  // past the bound
+  ASSERT_FAILS(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out), "ReduceWindow",
+               "out of range", "stride 9223372036854775807");
+  w.strides[0] = big;  // one window
   ASSERT_STATUS_OK(cml__infer_reduce_window(&w4, CML_REDUCE_SUM, &w, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 1);
   w.strides[0] = 1;
@@ -639,20 +683,31 @@ TEST(overflowing_attributes) {
                "(Float32)[1, 3, 5]", "(Float32)[6, 3, 2]");
   c = nchw_config(1);
   c.input_dilations[0] = INT64_MAX / 2;
-  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "too large");
+  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "out of range");
   c = nchw_config(1);
   c.kernel_dilations[0] = INT64_MAX;  // (2 - 1) * INT64_MAX + 1
-  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "too large");
+  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "out of range");
   c = nchw_config(1);
-  c.kernel_dilations[0] = INT64_MAX - 1;  // dilated kernel INT64_MAX > 5: no output positions
+  c.kernel_dilations[0] = big - 1;  // dilated kernel 2^55 > 5: no output positions
   ASSERT_STATUS_OK(cml__infer_conv(&in, &k, &c, &a, &out));
   ASSERT_OUT(CML_DTYPE_F32, 1, 6, 0);
   c = nchw_config(1);
   c.padding_low[0] = c.padding_high[0] = INT64_MIN;
-  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "too large");
+  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "out of range");
   c = nchw_config(1);
   c.channel_group_count = INT64_MAX;  // 3 * INT64_MAX kernel input channels
-  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "channels");
+  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "must be in [0, ");
+  c = nchw_config(1);
+  c.channel_group_count = -1;  // negative group counts are not "1"
+  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "channel_group_count -1");
+  c = nchw_config(1);
+  c.batch_group_count = INT64_MIN;
+  ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "must be in [0, ");
+  // A zero-size window (kernel spatial size 0) is refused, as XLA does.
+  cml_shape_t k0 = SHAPE(CML_DTYPE_F32, 6, 3, 0);
+  c = nchw_config(1);
+  ASSERT_FAILS(cml__infer_conv(&in, &k0, &c, &a, &out), "ConvGeneral", "spatial axis 0",
+               "(Float32)[6, 3, 0] has size 0");
   c = nchw_config(1);
   c.strides[0] = INT64_MIN;
   ASSERT_FAILS(cml__infer_conv(&in, &k, &c, &a, &out), "ConvGeneral", "positive");

@@ -49,6 +49,12 @@ enum {
 };
 
 // Fast-path plan (valid when |enabled|).
+// |base| + |offset|, or NULL when the plan needs no scratch (|base| NULL): no pointer arithmetic
+// on NULL (UBSan's pointer-overflow check flags even a zero offset).
+static char* cmlc_conv_scratch_at(void* base, size_t offset) {
+  return base ? (char*)base + offset : NULL;
+}
+
 typedef struct cmlc_conv_fast_t {
   bool enabled;
   cmlc__la_domain_t domain;  // F32 or F64
@@ -550,7 +556,8 @@ static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thre
   const cmlc_conv_plan_t* p = c->p;
   const cmlc_conv_fast_t* f = &p->fast;
   const cml_conv_config_t* cfg = p->cfg;
-  char* th = c->scratch + f->off_threads + (size_t)thread_index * f->thread_bytes;
+  char* th =
+      cmlc_conv_scratch_at(c->scratch, f->off_threads + (size_t)thread_index * f->thread_bytes);
   int64_t* offs = (int64_t*)(th + f->th_offs);
   int64_t* rowoff = (int64_t*)(th + f->th_rowoff);
   int64_t in_b_stride = p->in_strides[cfg->input_batch_axis];
@@ -661,7 +668,8 @@ CMLC_CONV_DEPTHWISE(double, f64, cmlc__la_load_f64)
 static void cmlc_conv_depthwise_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   cmlc_conv_fast_ctx_t* c = vctx;
   const cmlc_conv_fast_t* f = &c->p->fast;
-  char* th = c->scratch + f->off_threads + (size_t)thread_index * f->thread_bytes;
+  char* th =
+      cmlc_conv_scratch_at(c->scratch, f->off_threads + (size_t)thread_index * f->thread_bytes);
   int64_t* offs = (int64_t*)(th + f->th_offs);
   for (int64_t task = begin; task < end; ++task) {
     int64_t r0 = task * f->tile;
@@ -686,7 +694,7 @@ static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args
   c.ker = args->inputs[1];
   c.out = args->outputs[0];
   c.scratch = args->scratch;
-  c.ker_dom = c.scratch + f->off_ker;
+  c.ker_dom = cmlc_conv_scratch_at(c.scratch, f->off_ker);
   for (int32_t d = 0; d < p->spatial; ++d) {
     c.in_dims[d] = p->in.dims[cfg->input_spatial_axes[d]];
     c.ker_dims[d] = p->ker.dims[cfg->kernel_spatial_axes[d]];
@@ -695,7 +703,7 @@ static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args
     c.ker_sp_strides[d] = p->ker_strides[cfg->kernel_spatial_axes[d]];
     c.out_sp_strides[d] = p->out_strides[cfg->output_spatial_axes[d]];
   }
-  int64_t* t = (int64_t*)(c.scratch + f->off_tables);
+  int64_t* t = (int64_t*)cmlc_conv_scratch_at(c.scratch, f->off_tables);
   c.zero = t;
   t[0] = 0;
   t += 1;
@@ -710,7 +718,7 @@ static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args
   t += f->k;
   c.b_cols = t;
   for (int64_t n = 0; n < f->ng; ++n) t[n] = n;
-  cmlc_conv_fast_tap_tables(&c, (int64_t*)(c.scratch + f->off_taps));
+  cmlc_conv_fast_tap_tables(&c, (int64_t*)cmlc_conv_scratch_at(c.scratch, f->off_taps));
   // Tasks index per-thread blocks by thread_index: a pool wider than the plan runs inline.
   cmlc_pool_t* pool = args->pool;
   if (cmlc_pool_thread_count(pool) > f->threads) pool = NULL;
@@ -757,8 +765,8 @@ static cml_status_t cmlc_conv_run(const cmlc_kernel_args_t* args) {
                        args->inputs[0],
                        args->inputs[1],
                        args->outputs[0],
-                       (char*)args->scratch + p.off_in,
-                       (char*)args->scratch + p.off_ker};
+                       cmlc_conv_scratch_at(args->scratch, p.off_in),
+                       cmlc_conv_scratch_at(args->scratch, p.off_ker)};
   cmlc_parallel_for(args->pool, p.in_count, 16384, cmlc_conv_convert_in, &c);
   cmlc_parallel_for(args->pool, p.ker_count, 16384, cmlc_conv_convert_ker, &c);
   int64_t work = p.cin_g;

@@ -205,7 +205,9 @@ static cml_status_t cmlc_mv_slice(const cmlc_kernel_args_t* args) {
   for (int32_t i = 0; i < os->rank; ++i) {
     int64_t stride = at->strides[i] > 0 ? at->strides[i] : 1;
     c.dims[i] = os->dims[i];
-    c.in_strides[i] = xstrides[i] * stride;
+    // The stride may be huge (up to INT64_MAX) when the axis keeps one element: it is unused
+    // then. With 2+ elements, stride < input dim, so the product fits.
+    c.in_strides[i] = os->dims[i] > 1 ? xstrides[i] * stride : 0;
     if (os->dims[i] > 0) base += at->starts[i] * xstrides[i];
   }
   cmlc__mv_row_major_strides(os->rank, os->dims, c.out_strides);
@@ -241,8 +243,9 @@ static cml_status_t cmlc_mv_reverse(const cmlc_kernel_args_t* args) {
 
 //===--- Pad ---===//
 
-static int64_t cmlc_mv_ceil_div(int64_t a, int64_t b) {  // b > 0
-  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+// ceil(a / b) for b > 0 and a > INT64_MIN, without the "a + b - 1" that can overflow.
+static int64_t cmlc_mv_ceil_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b + (a % b != 0) : -((-a) / b);
 }
 
 static cml_status_t cmlc_mv_pad(const cmlc_kernel_args_t* args) {
@@ -261,7 +264,9 @@ static cml_status_t cmlc_mv_pad(const cmlc_kernel_args_t* args) {
   c.elem_size = es;
   int64_t in_base = 0, out_base = 0;
   for (int32_t i = 0; i < xs->rank; ++i) {
-    // Input element j lands at low + j * (interior + 1); keep those inside [0, out_dim).
+    // Input element j lands at low + j * (interior + 1); keep those inside [0, out_dim). Shape
+    // inference bounds low, high, interior and the interior-padded size by CML__ATTR_MAX
+    // (2^55), so -low, out_dim - low and j0 * step below cannot overflow.
     const int64_t step = at->pads[i].interior + 1;
     const int64_t low = at->pads[i].low;
     int64_t j0 = low < 0 ? cmlc_mv_ceil_div(-low, step) : 0;

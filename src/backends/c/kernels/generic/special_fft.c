@@ -358,6 +358,9 @@ static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
                            cml_shape_format(out, t[1], sizeof t[1]));
   }
   if (cml_shape_element_count(out) == 0) return CML_OK;
+  if (args->scratch == NULL) {  // a non-empty output needs a work array: never offset NULL
+    return cml_status_make(CML_STATUS_INTERNAL, "FFT: no scratch for a non-empty output");
+  }
   cmlc_pool_t* pool = args->pool;
   if (cmlc_pool_thread_count(pool) > p.threads) pool = NULL;
   double* s = args->scratch;

@@ -67,43 +67,94 @@ static void cmlc_wn_decode(const cmlc_wn_geom_t* g, int64_t i, int64_t* o) {
   }
 }
 
+// The taps of one axis for one output position: the window elements that read an input
+// element (not padding, not a base-dilation hole), in increasing window order. Only those are
+// visited, so a huge window (up to 2^55, see CML__ATTR_MAX) over a small input costs what the
+// input costs. It walks the window elements or the input elements, whichever range is shorter;
+// window element k reads padded position p = base + k * win_dil, input element i sits at
+// p = i * base_dil. Shape inference bounds every size and padding by 2^55, so no overflow.
+typedef struct cmlc_wn_axis_t {
+  int64_t cur, last;  // the current and the last candidate (window or input index)
+  bool by_input;
+  int64_t base, win_dil, base_dil;
+  int64_t input;  // the input index of the current tap
+} cmlc_wn_axis_t;
+
+static int64_t cmlc_wn_floor_div(int64_t a, int64_t b) {  // b > 0
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+static int64_t cmlc_wn_ceil_div(int64_t a, int64_t b) {  // b > 0
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+// Whether the current candidate is a tap; sets it->input.
+static bool cmlc_wn_axis_hit(cmlc_wn_axis_t* it) {
+  if (it->by_input) {
+    it->input = it->cur;
+    return (it->cur * it->base_dil - it->base) % it->win_dil == 0;
+  }
+  const int64_t p = it->base + it->cur * it->win_dil;
+  it->input = p / it->base_dil;
+  return p % it->base_dil == 0;
+}
+
+// Advances to the next tap; false past the last one.
+static bool cmlc_wn_axis_next(cmlc_wn_axis_t* it) {
+  while (++it->cur <= it->last) {
+    if (cmlc_wn_axis_hit(it)) return true;
+  }
+  return false;
+}
+
+// Starts |it| at the first tap of output position |o| along axis |d|; false when there is none.
+static bool cmlc_wn_axis_first(cmlc_wn_axis_t* it, const struct cmlc_wn_geom_t* g, int32_t d,
+                               int64_t o) {
+  it->base = o * g->stride[d] - g->pad_lo[d];
+  it->win_dil = g->win_dil[d];
+  it->base_dil = g->base_dil[d];
+  const int64_t in_last = (g->in_dims[d] - 1) * it->base_dil;  // last input position
+  const int64_t win_last = it->base + (g->window[d] - 1) * it->win_dil;
+  int64_t k0 = cmlc_wn_ceil_div(-it->base, it->win_dil);
+  int64_t k1 = cmlc_wn_floor_div(in_last - it->base, it->win_dil);
+  if (k0 < 0) k0 = 0;
+  if (k1 > g->window[d] - 1) k1 = g->window[d] - 1;
+  int64_t i0 = cmlc_wn_ceil_div(it->base, it->base_dil);
+  int64_t i1 = cmlc_wn_floor_div(win_last, it->base_dil);
+  if (i0 < 0) i0 = 0;
+  if (i1 > g->in_dims[d] - 1) i1 = g->in_dims[d] - 1;
+  if (g->in_dims[d] == 0 || k1 < k0 || i1 < i0) return false;
+  it->by_input = i1 - i0 < k1 - k0;
+  it->cur = it->by_input ? i0 : k0;
+  it->last = it->by_input ? i1 : k1;
+  return cmlc_wn_axis_hit(it) || cmlc_wn_axis_next(it);
+}
+
 // Runs BODY for every input element of the window at output position |O| (an int64 array),
 // in row-major window order; BODY sees `in_off`, the element's offset in the operand.
-#define CMLC_WN_VISIT(G, O, BODY)                                                    \
-  do {                                                                               \
-    const int32_t l_ = (G)->rank - 1;                                                \
-    int64_t k_[CML_MAX_RANK] = {0};                                                  \
-    int64_t outer_ = 1;                                                              \
-    for (int32_t d_ = 0; d_ < l_; ++d_) outer_ *= (G)->window[d_];                   \
-    const int64_t base_l_ = (O)[l_] * (G)->stride[l_] - (G)->pad_lo[l_];             \
-    const int64_t bd_l_ = (G)->base_dil[l_];                                         \
-    for (int64_t w_ = 0; w_ < outer_; ++w_) {                                        \
-      int64_t off_ = 0;                                                              \
-      bool ok_ = true;                                                               \
-      for (int32_t d_ = 0; d_ < l_; ++d_) {                                          \
-        const int64_t p_ =                                                           \
-            (O)[d_] * (G)->stride[d_] + k_[d_] * (G)->win_dil[d_] - (G)->pad_lo[d_]; \
-        const int64_t bd_ = (G)->base_dil[d_];                                       \
-        if (p_ < 0 || p_ % bd_ != 0 || p_ / bd_ >= (G)->in_dims[d_]) {               \
-          ok_ = false;                                                               \
-          break;                                                                     \
-        }                                                                            \
-        off_ += (p_ / bd_) * (G)->in_strides[d_];                                    \
-      }                                                                              \
-      if (ok_) {                                                                     \
-        for (int64_t kl_ = 0; kl_ < (G)->window[l_]; ++kl_) {                        \
-          const int64_t p_ = base_l_ + kl_ * (G)->win_dil[l_];                       \
-          if (p_ < 0 || p_ % bd_l_ != 0) continue;                                   \
-          if (p_ / bd_l_ >= (G)->in_dims[l_]) break;                                 \
-          const int64_t in_off = off_ + (p_ / bd_l_) * (G)->in_strides[l_];          \
-          BODY                                                                       \
-        }                                                                            \
-      }                                                                              \
-      for (int32_t d_ = l_ - 1; d_ >= 0; --d_) {                                     \
-        if (++k_[d_] < (G)->window[d_]) break;                                       \
-        k_[d_] = 0;                                                                  \
-      }                                                                              \
-    }                                                                                \
+#define CMLC_WN_VISIT(G, O, BODY)                                                          \
+  do {                                                                                     \
+    const int32_t r_ = (G)->rank;                                                          \
+    cmlc_wn_axis_t it_[CML_MAX_RANK];                                                      \
+    bool more_ = true;                                                                     \
+    for (int32_t d_ = 0; d_ < r_ && more_; ++d_) {                                         \
+      more_ = cmlc_wn_axis_first(&it_[d_], (G), d_, (O)[d_]);                              \
+    }                                                                                      \
+    while (more_) {                                                                        \
+      int64_t off_ = 0;                                                                    \
+      for (int32_t d_ = 0; d_ < r_ - 1; ++d_) off_ += it_[d_].input * (G)->in_strides[d_]; \
+      cmlc_wn_axis_t* last_ = &it_[r_ - 1];                                                \
+      do {                                                                                 \
+        const int64_t in_off = off_ + last_->input * (G)->in_strides[r_ - 1];              \
+        BODY                                                                               \
+      } while (cmlc_wn_axis_next(last_));                                                  \
+      int32_t d_ = r_ - 2;                                                                 \
+      while (d_ >= 0 && !cmlc_wn_axis_next(&it_[d_])) --d_;                                \
+      more_ = d_ >= 0;                                                                     \
+      for (int32_t e_ = d_ + 1; more_ && e_ < r_; ++e_) {                                  \
+        cmlc_wn_axis_first(&it_[e_], (G), e_, (O)[e_]);                                    \
+      }                                                                                    \
+    }                                                                                      \
   } while (0)
 
 //===--- ReduceWindow ---===//
