@@ -576,8 +576,8 @@ static void fz_step(fz_graph_t* g) {
       cml_shape_t s = fz_shape_or_like(g);
       uint8_t data[CML_FUZZ_CONST_BYTES];
       for (size_t i = 0; i < sizeof data; ++i) data[i] = (uint8_t)(i * 37u + 11u);
+      size_t take = fz_u8(z) % 64;  // read before measuring what is left
       size_t n = z->n < sizeof data ? z->n : sizeof data;
-      size_t take = fz_u8(z) % 64;
       if (take > n) take = n;
       memcpy(data, z->p, take);
       z->p += take;
