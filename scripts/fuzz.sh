@@ -3,13 +3,16 @@
 # scripts/fuzz.sh: builds the libFuzzer targets of tests/fuzz/ with clang
 # (-fsanitize=fuzzer,address,undefined) and runs each for N seconds.
 #
-#   scripts/fuzz.sh [-t SECONDS] [-j JOBS] [--merge] [target ...]
+#   scripts/fuzz.sh [-t SECONDS] [-j JOBS] [--merge] [--install-only] [target ...]
 #
 # Targets: shape_parse dtype_name backend_config graph (default: all). Each run starts from the
 # checked-in corpus tests/fuzz/corpus/<target>/ (read-only) plus a work corpus in the build
 # directory. Crashes, leaks and invariant violations stop the run and leave the input in
 # <build>/fuzz-artifacts/<target>/; replay one with `<build>/tests/fuzz/fuzz_<target> FILE`.
 # --merge adds the inputs that bring new coverage to the checked-in corpus (keep it small).
+# --install-only installs clang and libFuzzer when missing and stops. Exit status: 0 when every
+# run ended cleanly, 1 when a target found a problem (or the build failed), 2 when clang with
+# libFuzzer is missing and cannot be installed (scripts/test.sh then reports SKIPPED).
 # Environment: CML_FUZZ_BUILD_DIR (default build-fuzzing), CC (default clang).
 set -euo pipefail
 
@@ -17,13 +20,15 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=60
 jobs=2
 merge=0
+install_only=0
 targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -t) seconds=$2; shift 2 ;;
     -j) jobs=$2; shift 2 ;;
     --merge) merge=1; shift ;;
-    -h|--help) sed -n '3,14p' "$0"; exit 0 ;;
+    --install-only) install_only=1; shift ;;
+    -h|--help) sed -n '3,18p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -37,19 +42,29 @@ have_libfuzzer() {
   echo 'int LLVMFuzzerTestOneInput(const char* d, unsigned long n) { (void)d; (void)n; return 0; }' |
     "$cc" -x c -fsanitize=fuzzer -o /dev/null - >/dev/null 2>&1
 }
-if ! have_libfuzzer; then
-  echo "fuzz.sh: clang with libFuzzer not found; installing clang and libclang-rt-14-dev" >&2
-  sudo_cmd=""
+# Installs clang (scripts/setup.sh) and the runtime package matching its major version.
+install_libfuzzer() {
+  "$root/scripts/setup.sh" clang >/dev/null || return 1
+  command -v apt-get >/dev/null 2>&1 || return 1
+  local sudo_cmd="" version
   [[ $(id -u) -eq 0 ]] || sudo_cmd="sudo"
-  $sudo_cmd apt-get install -y clang libclang-rt-14-dev
-  have_libfuzzer || { echo "fuzz.sh: clang cannot link -fsanitize=fuzzer" >&2; exit 1; }
+  version=$("$cc" --version 2>/dev/null | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n1)
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "libclang-rt-${version:-14}-dev" ||
+    { $sudo_cmd apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "libclang-rt-${version:-14}-dev"; }
+}
+if ! have_libfuzzer; then
+  echo "fuzz.sh: clang with libFuzzer not found; installing clang and libclang-rt-<version>-dev" >&2
+  install_libfuzzer || true
+  have_libfuzzer || { echo "fuzz.sh: clang cannot link -fsanitize=fuzzer" >&2; exit 2; }
 fi
+[[ $install_only -eq 0 ]] || { echo "fuzz.sh: $("$cc" --version | head -n1) with libFuzzer"; exit 0; }
 
 CC=$cc cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCML_ENABLE_FUZZING=ON \
   -DCML_ENABLE_ASAN=ON -DCML_BUILD_EXAMPLES=OFF -DCML_BUILD_TOOLS=OFF >/dev/null
 build_targets=()
 for t in "${targets[@]}"; do build_targets+=(--target "fuzz_$t"); done
-cmake --build "$build" -j"$jobs" "${build_targets[@]}"
+cmake --build "$build" -j"$jobs" "${build_targets[@]}" || exit 1
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}

@@ -17,6 +17,10 @@
 #                          suite in Node, the MLP example, the browser page (SKIPPED without
 #                          the toolchain)
 #  10 format               scripts/check_format.sh: sources match .clang-format
+#  11 fuzz                 scripts/fuzz.sh (build-fuzzing/, clang + libFuzzer + ASan/UBSan):
+#                          every fuzz target for CML_FUZZ_SECONDS (default 60) seconds from the
+#                          checked-in corpus; fails on a crash or invariant violation (SKIPPED
+#                          only when clang with libFuzzer cannot be installed)
 # Steps 1 and 4 leave out the ctest entries labelled `device` (xla_e2e_test, differential): they
 # need the XLA CPU plugin, and step 8 runs them once it is installed (on a new machine it is not
 # there before step 8, and they would skip anyway).
@@ -29,7 +33,7 @@ jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 export JOBS="$jobs"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 
-steps_total=10
+steps_total=11
 summary=()
 failed=0
 log="$(mktemp)"
@@ -82,6 +86,18 @@ asan() {
     ctest --preset asan -j"$jobs" -LE device
 }
 
+# Installs clang and libFuzzer itself (exit status 2 of fuzz.sh: they cannot be installed).
+fuzz() {
+  local rc=0
+  scripts/fuzz.sh --install-only || rc=$?
+  if [ "$rc" -eq 2 ]; then
+    echo "SKIPPED: clang with libFuzzer (libclang-rt-<version>-dev) cannot be installed here"
+    return 0
+  fi
+  [ "$rc" -eq 0 ] || return "$rc"
+  scripts/fuzz.sh -t "${CML_FUZZ_SECONDS:-60}" -j "$jobs"
+}
+
 start_all=$SECONDS
 step 1 "build + ctest" build_and_ctest
 step 2 "scalar via env" scalar_by_env
@@ -94,6 +110,7 @@ step 7 "clang" scripts/test_clang.sh
 step 8 "xla:cpu" scripts/test_xla.sh build
 step 9 "wasm" scripts/test_wasm.sh
 step 10 "format" scripts/check_format.sh
+step 11 "fuzz" fuzz
 
 echo
 echo "== summary ($((SECONDS - start_all))s in all)"

@@ -166,12 +166,16 @@ CML_API CML_MUST_USE cml_status_t cml_buffer_copy_to_device(cml_buffer_t* buffer
 CML_API const cml_shape_t* cml_buffer_shape(const cml_buffer_t* buffer);
 CML_API int cml_buffer_device(const cml_buffer_t* buffer);
 CML_API cml_backend_t* cml_buffer_backend(const cml_buffer_t* buffer);
-// False once the buffer was donated to an execution.
+// False once the buffer was donated to an execution. (A released buffer cannot be queried: see
+// `cml_buffer_release`.)
 CML_API bool cml_buffer_is_valid(const cml_buffer_t* buffer);
 
 // Adds a reference to |buffer| and returns it (NULL stays NULL). Thread-safe.
 CML_API cml_buffer_t* cml_buffer_retain(cml_buffer_t* buffer);
 // Drops a reference; the last one frees the buffer's storage. NULL is ignored. Thread-safe.
+// Once the last reference is dropped, the pointer dangles: passing it to any cml function
+// (execute, copy, release again) is undefined behaviour, as for memory after `free`. A donated
+// buffer, by contrast, is still allocated and every use is rejected with FAILED_PRECONDITION.
 CML_API void cml_buffer_release(cml_buffer_t* buffer);
 
 #ifdef __cplusplus

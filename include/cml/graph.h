@@ -147,9 +147,21 @@ CML_API cml_function_t* cml_builder_main(cml_builder_t* builder);
 CML_API CML_MUST_USE cml_status_t cml_builder_new_function(cml_builder_t* builder, const char* name,
                                                            cml_function_t** out_function);
 
+// Maximum function nesting depth. Main and named functions are at depth 1; a closure is one
+// deeper than its parent, and a function run by an op (Call, While, If, Sort) is one deeper
+// than the function holding the op. Closure nesting and call chains count together: main
+// calling f, whose If branch calls g, that runs a While, ... The builder keeps every chain of
+// nested functions at most this long, so compilers and engines that recurse per level stay
+// within a small, bounded stack. Exceeding it fails with INVALID_ARGUMENT (sticky) naming the
+// depth and this limit: in `cml_function_new_closure` for a closure nested too deep, and in
+// the op (Call, While, If, Sort) whose callee would run too deep.
+#define CML_MAX_NESTING_DEPTH 256
+
 // Creates a closure of |parent|: a local function that may use values of |parent| and its
 // ancestors (they become implicit captures). Closures are passed to While, If and Sort,
-// which must be called in |parent|.
+// which must be called in |parent|. Returns FAILED_PRECONDITION (not sticky) once |parent|
+// has returned or the builder compiled, and INVALID_ARGUMENT (sticky: the builder records it)
+// when the closure would be nested deeper than CML_MAX_NESTING_DEPTH.
 CML_API CML_MUST_USE cml_status_t cml_function_new_closure(cml_function_t* parent,
                                                            cml_function_t** out_closure);
 
@@ -177,8 +189,12 @@ CML_API cml_value_t cml_constant_scalar_i64(cml_function_t* function, cml_dtype_
                                             int64_t value);
 
 // Sets the outputs of |function| (exactly once, at least one output) and freezes it.
-// Returns the builder's first error if one is pending, INVALID_ARGUMENT for invalid or foreign
-// values, FAILED_PRECONDITION when called twice.
+// Returns FAILED_PRECONDITION when |function| has already returned or the builder compiled:
+// that misuse is reported to the caller only, the builder keeps its state (a complete module
+// stays compilable). Otherwise returns the builder's first error if one is pending, or
+// INVALID_ARGUMENT for invalid or foreign values (recorded in the builder, like op errors).
+// Ops on a returned function (`cml_parameter`, `cml_op_*`) have no status of their own: they
+// record FAILED_PRECONDITION in the builder.
 CML_API CML_MUST_USE cml_status_t cml_function_return(cml_function_t* function,
                                                       const cml_value_t* outputs, size_t count);
 
@@ -495,8 +511,11 @@ CML_API const cml_shape_t* cml_executable_output_shape(const cml_executable_t* e
 // donated buffers become invalid (FAILED_PRECONDITION on any later use) and must still be
 // released. Writes cml_executable_output_count() new buffers to |out_results| (the caller
 // releases them). Returns INVALID_ARGUMENT for a wrong input count, shape or dtype (naming the
-// parameter), OUT_OF_RANGE for a bad device, FAILED_PRECONDITION for a donated or released
-// input. Thread-safe.
+// parameter), OUT_OF_RANGE for a bad device, FAILED_PRECONDITION for a donated input (a donated
+// buffer stays allocated until its last release, so this check is sound). Passing a buffer whose
+// last reference was released is undefined behaviour, as is using memory after `free`: the
+// buffer no longer exists and nothing can be checked about it (retain buffers you still need).
+// Thread-safe.
 // For an SPMD executable (compiled for N > 1 devices) |device| is ignored: |inputs| holds
 // N * input_count buffers, device-major (`inputs[device * input_count + i]`), and |out_results|
 // receives N * output_count buffers.

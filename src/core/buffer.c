@@ -64,12 +64,14 @@ static cml_status_t cml__check_buffer_shape(const char* what, const cml_backend_
   return CML_OK;
 }
 
-// Checks that |buffer| can be used (non-NULL, not donated).
+// Checks that |buffer| can be used (non-NULL, not donated). A released buffer cannot be
+// detected (its memory is gone; see cml_buffer_release): the backend check only catches a buffer
+// a backend left without one.
 static cml_status_t cml__check_live_buffer(const char* what, const cml_buffer_t* buffer) {
   if (!buffer) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL buffer", what);
   if (!buffer->backend || !buffer->backend->vtable) {
     return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
-                           "%s: the buffer has no backend (already released?)", what);
+                           "%s: the buffer has no backend (not initialized by its backend)", what);
   }
   if (cml__donated_load(&buffer->donated)) {
     char text[160];

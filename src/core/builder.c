@@ -95,6 +95,99 @@ void cml__u32_vec_free(cml__u32_vec_t* vec, cml_allocator_t allocator) {
   vec->count = vec->capacity = 0;
 }
 
+//===--- hashed names and captures ---===//
+
+// FNV-1a of |name|, seeded with |function|.
+static uint32_t cml_name_hash(uint32_t function, const char* name) {
+  uint64_t h = 14695981039346656037ull ^ function;
+  for (const unsigned char* p = (const unsigned char*)name; *p; ++p) {
+    h ^= *p;
+    h *= 1099511628211ull;
+  }
+  return (uint32_t)(h ^ (h >> 32));
+}
+
+// The slot of (|function|, |name|): the matching one, or the empty one where it would go. NULL
+// when the table is empty.
+static cml__name_slot_t* cml_name_slot(const cml__module_impl_t* impl, uint32_t function,
+                                       const char* name) {
+  if (impl->name_slot_count == 0) return NULL;
+  uint32_t mask = impl->name_slot_count - 1;
+  for (uint32_t i = cml_name_hash(function, name) & mask;; i = (i + 1) & mask) {
+    cml__name_slot_t* slot = &impl->name_slots[i];
+    if (!slot->name || (slot->function == function && strcmp(slot->name, name) == 0)) return slot;
+  }
+}
+
+static bool cml_name_exists(const cml__module_impl_t* impl, uint32_t function, const char* name) {
+  const cml__name_slot_t* slot = cml_name_slot(impl, function, name);
+  return slot && slot->name;
+}
+
+// Adds (|function|, |name|) (not present yet; |name| must live as long as the module). Keeps the
+// table at most half full. False when out of memory.
+static bool cml_name_add(cml__module_impl_t* impl, uint32_t function, const char* name) {
+  if ((uint64_t)(impl->name_count + 1) * 2 > impl->name_slot_count) {
+    if (impl->name_slot_count >= (1u << 30)) return false;
+    uint32_t count = impl->name_slot_count ? impl->name_slot_count * 2 : 16;
+    cml__name_slot_t* slots =
+        (cml__name_slot_t*)cml_allocator_malloc(impl->allocator, (size_t)count * sizeof *slots, 16);
+    if (!slots) return false;
+    memset(slots, 0, (size_t)count * sizeof *slots);
+    cml__name_slot_t* old = impl->name_slots;
+    uint32_t old_count = impl->name_slot_count;
+    impl->name_slots = slots;
+    impl->name_slot_count = count;
+    for (uint32_t i = 0; i < old_count; ++i) {
+      if (old[i].name) *cml_name_slot(impl, old[i].function, old[i].name) = old[i];
+    }
+    if (old) cml_allocator_free(impl->allocator, old, (size_t)old_count * sizeof *old);
+  }
+  cml__name_slot_t* slot = cml_name_slot(impl, function, name);
+  slot->name = name;
+  slot->function = function;
+  impl->name_count++;
+  return true;
+}
+
+// The slot of capture |outer| in closure |c|: its value is the capture's position + 1, or 0
+// (an empty slot, where it would go). NULL when the table is empty.
+static uint32_t* cml_capture_slot(const cml_function_t* c, uint32_t outer) {
+  if (c->capture_slot_count == 0) return NULL;
+  uint32_t mask = c->capture_slot_count - 1;
+  for (uint32_t i = (outer * 2654435761u) & mask;; i = (i + 1) & mask) {
+    uint32_t* slot = &c->capture_slots[i];
+    if (*slot == 0 || c->captures_outer.data[*slot - 1] == outer) return slot;
+  }
+}
+
+// Records capture (|outer| -> |inner|) of closure |c|. False when out of memory.
+static bool cml_capture_add(cml_function_t* c, cml_allocator_t allocator, uint32_t outer,
+                            uint32_t inner) {
+  uint32_t n = c->captures_outer.count;
+  if ((uint64_t)(n + 1) * 2 > c->capture_slot_count) {
+    if (c->capture_slot_count >= (1u << 30)) return false;
+    uint32_t count = c->capture_slot_count ? c->capture_slot_count * 2 : 16;
+    uint32_t* slots = (uint32_t*)cml_allocator_malloc(allocator, (size_t)count * sizeof *slots, 16);
+    if (!slots) return false;
+    memset(slots, 0, (size_t)count * sizeof *slots);
+    if (c->capture_slots) {
+      cml_allocator_free(allocator, c->capture_slots,
+                         (size_t)c->capture_slot_count * sizeof *slots);
+    }
+    c->capture_slots = slots;
+    c->capture_slot_count = count;
+    for (uint32_t i = 0; i < n; ++i) *cml_capture_slot(c, c->captures_outer.data[i]) = i + 1;
+  }
+  if (!cml__u32_vec_push(&c->captures_outer, allocator, outer)) return false;
+  if (!cml__u32_vec_push(&c->captures_inner, allocator, inner)) {
+    c->captures_outer.count--;
+    return false;
+  }
+  *cml_capture_slot(c, outer) = n + 1;
+  return true;
+}
+
 //===--- errors ---===//
 
 cml_value_t cml__fail_status(cml_builder_t* b, cml_status_t status) {
@@ -201,6 +294,8 @@ static cml_function_t* cml_function_alloc(cml_builder_t* b, const char* name,
   f->builder = b;
   f->impl = impl;
   f->parent = parent;
+  f->depth = parent ? parent->depth + 1 : 1;
+  f->height = 1;
   f->index = impl->function_count;
   impl->functions[impl->function_count++] = f;
   return f;
@@ -286,15 +381,15 @@ cml_status_t cml_builder_new_function(cml_builder_t* builder, const char* name,
                            name ? name : "(null)");
   }
   cml__module_impl_t* impl = builder->impl;
-  for (uint32_t i = 0; i < impl->function_count; ++i) {
-    if (strcmp(impl->functions[i]->name, name) == 0) {
-      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                             "cml_builder_new_function: a function named \"%s\" already exists",
-                             name);
-    }
+  if (cml_name_exists(impl, UINT32_MAX, name)) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_builder_new_function: a function named \"%s\" already exists",
+                           name);
   }
   cml_function_t* f = cml_function_alloc(builder, name, NULL);
-  if (!f) {
+  // A failed cml_name_add leaves the function unnamed in the table: harmless but for a later
+  // duplicate, so report out of memory (the function stays unused).
+  if (!f || !cml_name_add(impl, UINT32_MAX, f->name)) {
     return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
                            "cml_builder_new_function: out of memory");
   }
@@ -318,6 +413,17 @@ cml_status_t cml_function_new_closure(cml_function_t* parent, cml_function_t** o
     return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
                            "cml_function_new_closure: %s has already returned",
                            cml_function_label(parent, label, sizeof label));
+  }
+  if (parent->depth >= CML_MAX_NESTING_DEPTH) {
+    // Sticky: the module cannot be built as intended, and the closure's ops would otherwise
+    // fail silently on a NULL function.
+    cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
+              "cml_function_new_closure: a closure of %s would be at nesting depth %u, above "
+              "CML_MAX_NESTING_DEPTH (%d): closures nested in closures (the branches and bodies "
+              "of If, While, Sort) and Call chains count together",
+              cml_function_label(parent, label, sizeof label), parent->depth + 1,
+              CML_MAX_NESTING_DEPTH);
+    return cml_status_clone(b->error);
   }
   cml_function_t* f = cml_function_alloc(b, "", parent);
   if (!f) {
@@ -565,7 +671,9 @@ cml_value_t cml__op_add_node(cml_function_t* f, cml_op_t op, const uint32_t* inp
 }
 
 // Maps value |index| (of an ancestor of |f|, or of |f|) to the value standing for it in |f|,
-// adding captures to every closure on the way.
+// adding captures to every closure on the way. Iterative: the closures between the owner and
+// |f| (at most CML_MAX_NESTING_DEPTH) are collected, then captures are looked up (hashed) or
+// added from the outermost one inward, so one resolution costs O(depth).
 static bool cml_resolve_in(cml_function_t* f, const char* what, size_t pos, uint32_t index,
                            uint32_t* out_index) {
   cml__module_impl_t* impl = f->impl;
@@ -575,10 +683,15 @@ static bool cml_resolve_in(cml_function_t* f, const char* what, size_t pos, uint
     *out_index = index;
     return true;
   }
-  const cml_function_t* a = f->parent;
-  while (a && a->index != owner) a = a->parent;
+  cml_function_t* chain[CML_MAX_NESTING_DEPTH];
+  uint32_t chain_count = 0;
+  cml_function_t* a = f;
+  while (a && a->index != owner && chain_count < CML_MAX_NESTING_DEPTH) {
+    chain[chain_count++] = a;
+    a = a->parent;
+  }
   char label[160], owner_label[160], text[CML__SHAPE_TEXT];
-  if (!a) {
+  if (!a || a->index != owner) {
     cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
               "%s: operand #%zu %s was produced in %s, which is neither %s nor one of its "
               "ancestors (only closures capture values of their ancestors)",
@@ -587,32 +700,33 @@ static bool cml_resolve_in(cml_function_t* f, const char* what, size_t pos, uint
               cml_function_label(f, label, sizeof label));
     return false;
   }
-  uint32_t outer;
-  if (!cml_resolve_in(f->parent, what, pos, index, &outer)) return false;
-  for (uint32_t i = 0; i < f->captures_outer.count; ++i) {
-    if (f->captures_outer.data[i] == outer) {
-      *out_index = f->captures_inner.data[i];
-      return true;
+  uint32_t outer = index;
+  for (uint32_t k = chain_count; k-- > 0;) {
+    cml_function_t* c = chain[k];
+    const uint32_t* slot = cml_capture_slot(c, outer);
+    if (slot && *slot != 0) {
+      outer = c->captures_inner.data[*slot - 1];
+      continue;
     }
+    if (c->returned) {
+      cml__fail(b, CML_STATUS_FAILED_PRECONDITION,
+                "%s: operand #%zu %s must be captured by %s, which has already returned", what, pos,
+                cml__shape_text(&impl->values[index].shape, text),
+                cml_function_label(c, label, sizeof label));
+      return false;
+    }
+    cml_shape_t shape = impl->values[outer].shape;
+    uint32_t node = cml_append_node(c, CML_OP_CAPTURED_VALUE, NULL, 0, &shape, 1, NULL);
+    if (node == UINT32_MAX) return false;
+    uint32_t inner = impl->nodes[node].first_output;
+    impl->nodes[node].index = c->captures_outer.count;
+    if (!cml_capture_add(c, b->allocator, outer, inner)) {
+      cml_fail_oom(b, what);
+      return false;
+    }
+    outer = inner;
   }
-  if (f->returned) {
-    cml__fail(b, CML_STATUS_FAILED_PRECONDITION,
-              "%s: operand #%zu %s must be captured by %s, which has already returned", what, pos,
-              cml__shape_text(&impl->values[index].shape, text),
-              cml_function_label(f, label, sizeof label));
-    return false;
-  }
-  cml_shape_t shape = impl->values[outer].shape;
-  uint32_t node = cml_append_node(f, CML_OP_CAPTURED_VALUE, NULL, 0, &shape, 1, NULL);
-  if (node == UINT32_MAX) return false;
-  uint32_t inner = impl->nodes[node].first_output;
-  impl->nodes[node].index = f->captures_outer.count;
-  if (!cml__u32_vec_push(&f->captures_outer, b->allocator, outer) ||
-      !cml__u32_vec_push(&f->captures_inner, b->allocator, inner)) {
-    cml_fail_oom(b, what);
-    return false;
-  }
-  *out_index = inner;
+  *out_index = outer;
   return true;
 }
 
@@ -672,6 +786,18 @@ bool cml__check_callee(cml_function_t* f, cml_op_t op, const cml_function_t* c, 
               cml_function_label(c, clabel, sizeof clabel));
     return false;
   }
+  // |f| sits at depth f->depth below its top-level function and |c| runs inside it. For a
+  // closure of |f| this always holds (checked when the closure grew); a named callee can break it.
+  if ((uint64_t)f->depth + c->height > CML_MAX_NESTING_DEPTH) {
+    cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
+              "%s: %s (%s) nests %u levels of functions; run from %s (at nesting depth %u) "
+              "that makes nesting depth %u, above CML_MAX_NESTING_DEPTH (%d)",
+              name, what, cml_function_label(c, clabel, sizeof clabel), c->height,
+              cml_function_label(f, label, sizeof label), f->depth, f->depth + c->height,
+              CML_MAX_NESTING_DEPTH);
+    return false;
+  }
+  if (c->height + 1 > f->height) f->height = c->height + 1;
   return true;
 }
 
@@ -691,12 +817,10 @@ cml_value_t cml_parameter(cml_function_t* function, const char* name, const cml_
     name = auto_name;
   }
   char label[160];
-  for (uint32_t i = 0; i < f->params.count; ++i) {
-    if (strcmp(cml__value_node(impl, f->params.data[i])->name, name) == 0) {
-      return cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
-                       "Parameter: %s already has a parameter named \"%s\"",
-                       cml_function_label(f, label, sizeof label), name);
-    }
+  if (cml_name_exists(impl, f->index, name)) {
+    return cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
+                     "Parameter: %s already has a parameter named \"%s\"",
+                     cml_function_label(f, label, sizeof label), name);
   }
   if (!cml__check_backend_dtype(f, CML_OP_PARAMETER, s.dtype)) return CML_VALUE_INVALID;
   char* copy = cml__arena_strdup(&impl->arena, name);
@@ -706,7 +830,9 @@ cml_value_t cml_parameter(cml_function_t* function, const char* name, const cml_
   uint32_t value = impl->nodes[node].first_output;
   impl->nodes[node].name = copy;
   impl->nodes[node].index = f->params.count;
-  if (!cml__u32_vec_push(&f->params, b->allocator, value)) return cml_fail_oom(b, "Parameter");
+  if (!cml__u32_vec_push(&f->params, b->allocator, value) || !cml_name_add(impl, f->index, copy)) {
+    return cml_fail_oom(b, "Parameter");
+  }
   return cml__value_id(b, value);
 }
 
@@ -948,16 +1074,19 @@ cml_status_t cml_function_return(cml_function_t* function, const cml_value_t* ou
   cml_function_t* f = function;
   cml_builder_t* b = f->builder;
   char label[160];
-  if (b->error != CML_OK) return cml_status_clone(b->error);
+  // Misuse of a finished function or builder is reported to the caller only: the builder keeps
+  // its state, so a complete module stays compilable (and a compiled one stays compiled).
   if (b->compiled) {
-    return cml_fail_return(b, cml_status_make(CML_STATUS_FAILED_PRECONDITION,
-                                              "Return: the builder was already compiled"));
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "Return: %s: the builder was already compiled",
+                           cml_function_label(f, label, sizeof label));
   }
   if (f->returned) {
-    return cml_fail_return(
-        b, cml_status_make(CML_STATUS_FAILED_PRECONDITION, "Return: %s has already returned",
-                           cml_function_label(f, label, sizeof label)));
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "Return: %s has already returned (a function returns once)",
+                           cml_function_label(f, label, sizeof label));
   }
+  if (b->error != CML_OK) return cml_status_clone(b->error);
   if (count == 0 || !outputs) {
     return cml_fail_return(
         b, cml_status_make(CML_STATUS_INVALID_ARGUMENT, "Return: %s needs at least one output",
@@ -980,5 +1109,9 @@ cml_status_t cml_function_return(cml_function_t* function, const cml_value_t* ou
   cml__u32_vec_free(&f->outputs, b->allocator);
   f->outputs = resolved;
   f->returned = true;
+  // A returned closure counts in its parent's nesting height (whether or not an op uses it).
+  // Its depth - 1 + height is within the limit, so its parent's is too.
+  cml_function_t* p = f->parent;
+  if (p && !p->returned && f->height + 1 > p->height) p->height = f->height + 1;
   return CML_OK;
 }

@@ -82,7 +82,16 @@ typedef struct cml__module_impl_t {
   uint32_t function_count, function_capacity;
   cml_ir_function_t* ir_functions;  // built by compile
   char* name;
+  // Names in use, hashed: named functions (function == UINT32_MAX) and the parameters of each
+  // function, so duplicate checks cost O(1) however many there are (open addressing).
+  struct cml__name_slot_t* name_slots;
+  uint32_t name_count, name_slot_count;  // name_slot_count: 0 or a power of two
 } cml__module_impl_t;
+
+typedef struct cml__name_slot_t {
+  const char* name;  // NULL: empty
+  uint32_t function;
+} cml__name_slot_t;
 
 struct cml_function_t {
   cml_builder_t* builder;
@@ -91,10 +100,19 @@ struct cml_function_t {
   const char* name;        // "main", a named function, or "" for closures
   cml_function_t* parent;  // closures only
   bool returned;
+  // Nesting (see CML_MAX_NESTING_DEPTH): |depth| is 1 for main and named functions and
+  // parent->depth + 1 for closures; |height| is the number of functions on the longest chain
+  // from this one inward (1, plus the height of each returned closure and of each callee of
+  // its ops). The builder keeps depth - 1 + height <= CML_MAX_NESTING_DEPTH for every function.
+  uint32_t depth;
+  uint32_t height;
   cml__u32_vec_t nodes;
   cml__u32_vec_t params;
   cml__u32_vec_t captures_outer;
   cml__u32_vec_t captures_inner;
+  // captures_outer[i] -> i + 1, hashed (0: empty slot); capture_slot_count is 0 or a power of 2.
+  uint32_t* capture_slots;
+  uint32_t capture_slot_count;
   cml__u32_vec_t outputs;
 };
 

@@ -38,12 +38,20 @@ static void cml_module_impl_free(cml__module_impl_t* impl) {
     cml__u32_vec_free(&f->params, a);
     cml__u32_vec_free(&f->captures_outer, a);
     cml__u32_vec_free(&f->captures_inner, a);
+    if (f->capture_slots) {
+      cml_allocator_free(a, f->capture_slots,
+                         (size_t)f->capture_slot_count * sizeof *f->capture_slots);
+    }
     cml__u32_vec_free(&f->outputs, a);
     cml_allocator_free(a, f, sizeof *f);
   }
   if (impl->functions) {
     cml_allocator_free(a, impl->functions,
                        (size_t)impl->function_capacity * sizeof *impl->functions);
+  }
+  if (impl->name_slots) {
+    cml_allocator_free(a, impl->name_slots,
+                       (size_t)impl->name_slot_count * sizeof *impl->name_slots);
   }
   if (impl->nodes) {
     cml_allocator_free(a, impl->nodes, (size_t)impl->node_capacity * sizeof *impl->nodes);

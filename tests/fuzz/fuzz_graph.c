@@ -136,19 +136,23 @@ static cml_shape_t fz_shape(fz_stream_t* z) {
   return s;
 }
 
-// The byte size of |s| when it is a shape the library should accept, computed without
-// overflow; SIZE_MAX otherwise.
+// The byte size of |s| when it is a shape the library should accept (the rules of
+// cml_shape_init: non-negative dims, at most CML_MAX_ELEMENTS elements with zero dims counted as
+// 1), computed without overflow; SIZE_MAX otherwise.
 static size_t fz_safe_bytes(const cml_shape_t* s) {
   if (!cml_dtype_is_supported(s->dtype) || s->rank < 0 || s->rank > CML_MAX_RANK) return SIZE_MAX;
   uint64_t count = 1;
+  bool empty = false;
   for (int32_t i = 0; i < s->rank; ++i) {
     if (s->dims[i] < 0) return SIZE_MAX;
-    if (s->dims[i] == 0) return 0;
-  }
-  for (int32_t i = 0; i < s->rank; ++i) {
-    if ((uint64_t)s->dims[i] > ((uint64_t)1 << 40) / count) return SIZE_MAX;
+    if (s->dims[i] == 0) {
+      empty = true;
+      continue;
+    }
+    if ((uint64_t)s->dims[i] > (uint64_t)CML_MAX_ELEMENTS / count) return SIZE_MAX;
     count *= (uint64_t)s->dims[i];
   }
+  if (empty) return 0;
   return (size_t)((count * (uint64_t)cml_dtype_bits(s->dtype) + 7) / 8);
 }
 
@@ -219,7 +223,7 @@ static cml_value_t fz_note(fz_graph_t* g, cml_value_t v, const char* what) {
     bytes = 0;
   }
   if (bytes > g->max_bytes) g->max_bytes = bytes;
-  g->total_bytes += bytes;
+  g->total_bytes = bytes > SIZE_MAX - g->total_bytes ? SIZE_MAX : g->total_bytes + bytes;
   if (g->value_count < CML_FUZZ_MAX_VALUES) {
     g->values[g->value_count].v = v;
     g->values[g->value_count].fn = fz_cur(g);
@@ -373,7 +377,22 @@ static void fz_push(fz_graph_t* g, int slot) {
   if (slot >= 0 && g->depth <= CML_FUZZ_MAX_DEPTH) g->stack[g->depth++] = slot;
 }
 
+// Returns slot |slot|. A second Return must fail with FAILED_PRECONDITION and leave the builder
+// as it was (healthy or not); other failures are sticky.
 static void fz_return(fz_graph_t* g, int slot, const cml_value_t* outs, size_t count) {
+  if (g->fns[slot].returned) {
+    bool ok_before = fz_builder_ok(g);
+    size_t out_count = cml_function_output_count(g->fns[slot].f);
+    cml_status_t st = cml_function_return(g->fns[slot].f, outs, count);
+    int code = cml_fuzz_check_status(st, "cml_function_return (again)");
+    if (code != CML_STATUS_FAILED_PRECONDITION)
+      cml_fuzz_violation("a second cml_function_return gave status code %d", code);
+    if (fz_builder_ok(g) != ok_before)
+      cml_fuzz_violation("a second cml_function_return changed the builder's status");
+    if (cml_function_output_count(g->fns[slot].f) != out_count)
+      cml_fuzz_violation("a second cml_function_return changed the outputs");
+    return;
+  }
   cml_status_t st = cml_function_return(g->fns[slot].f, outs, count);
   if (st == CML_OK) {
     g->fns[slot].returned = true;
@@ -557,8 +576,8 @@ static void fz_step(fz_graph_t* g) {
       cml_shape_t s = fz_shape_or_like(g);
       uint8_t data[CML_FUZZ_CONST_BYTES];
       for (size_t i = 0; i < sizeof data; ++i) data[i] = (uint8_t)(i * 37u + 11u);
+      size_t take = fz_u8(z) % 64;  // read before measuring what is left
       size_t n = z->n < sizeof data ? z->n : sizeof data;
-      size_t take = fz_u8(z) % 64;
       if (take > n) take = n;
       memcpy(data, z->p, take);
       z->p += take;
@@ -1103,7 +1122,12 @@ static void fz_step(fz_graph_t* g) {
       break;
     }
     case FZ_CLOSE: {
-      if (g->depth <= 1) break;
+      if (g->depth <= 1) {  // nothing open: Return a returned function again
+        int slot = fz_pick_returned(g);
+        cml_value_t out = fz_pick(g);
+        if (slot >= 0) fz_return(g, slot, &out, 1);
+        break;
+      }
       int slot = fz_cur(g);
       size_t count = 1 + fz_u8(z) % 3;
       cml_value_t outs[3];

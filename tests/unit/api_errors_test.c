@@ -821,6 +821,14 @@ TEST(return_misuse) {
   ASSERT_STATUS_OK(cml_function_return(f2, &x2, 1));
   ASSERT_EQ_INT(cml_function_output_count(f2), 1);
   ASSERT_STATUS_CODE(cml_function_return(f2, &x2, 1), CML_STATUS_FAILED_PRECONDITION);
+  // ... and the second return did not poison the builder: the complete module compiles.
+  ASSERT_EQ_INT(builder_code(b2, msg, sizeof msg), CML_STATUS_OK);
+  cml_executable_t* exe2 = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b2, &exe2));
+  ASSERT_EQ_INT(cml_executable_output_count(exe2), 1);
+  cml_executable_release(exe2);
+  ASSERT_STATUS_CODE(cml_function_return(f2, &x2, 1), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_EQ_INT(builder_code(b2, msg, sizeof msg), CML_STATUS_OK);
   cml_builder_destroy(b2);
   // Ops after return fail, naming the op.
   b2 = new_builder();
@@ -1255,6 +1263,13 @@ TEST(execute_misuse) {
   cml_buffer_t* out2[1];
   ASSERT_STATUS_CODE(cml_executable_execute(exe, (cml_buffer_t*[]){bx, by}, 2, NULL, 0, out2),
                      CML_STATUS_FAILED_PRECONDITION);
+  // A donated buffer stays allocated while referenced (a released one would be undefined
+  // behaviour, see graph.h): every reference keeps seeing FAILED_PRECONDITION.
+  cml_buffer_t* bx_ref = cml_buffer_retain(bx);
+  cml_buffer_release(bx);
+  ASSERT_STATUS_CODE(cml_executable_execute(exe, (cml_buffer_t*[]){bx_ref, by}, 2, NULL, 0, out2),
+                     CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_FALSE(cml_buffer_is_valid(bx_ref));
   // The result buffer itself can be donated into the next call.
   cml_buffer_t* out3[1];
   ASSERT_STATUS_OK(

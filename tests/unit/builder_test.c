@@ -351,12 +351,24 @@ TEST(return_rules) {
   ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "Return", "at least one output");
   TEARDOWN();
   {
+    // A second Return is refused with its own status but leaves the complete module intact.
     RESETUP();
     cml_value_t x = cml_parameter(f, "a", &s);
     ASSERT_STATUS_OK(cml_function_return(f, &x, 1));
+    cml_status_t st = cml_function_return(f, &x, 1);
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+    ASSERT_CONTAINS(cml_status_message(st), "function \"main\" has already returned");
+    cml_status_free(st);
+    ASSERT_STATUS_OK(cml_builder_status(b));
     ASSERT_EQ_INT(cml_function_output_count(f), 1);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+    ASSERT_TRUE(exe != NULL);
+    cml_executable_release(exe);
+    // After compile: Return and compile are refused, the builder still reports no error.
     ASSERT_STATUS_CODE(cml_function_return(f, &x, 1), CML_STATUS_FAILED_PRECONDITION);
-    ASSERT_BUILDER_ERROR(b, CML_STATUS_FAILED_PRECONDITION, "Return", "already returned");
+    ASSERT_STATUS_CODE(cml_builder_compile(b, &exe), CML_STATUS_FAILED_PRECONDITION);
+    ASSERT_STATUS_OK(cml_builder_status(b));
     TEARDOWN();
   }
   {
@@ -1040,6 +1052,141 @@ TEST(output_shapes_checked_centrally) {
   TEARDOWN();
 }
 
+// Misuse after success: calls with a status of their own (Return twice on a closure or main, a
+// closure of a returned function) report FAILED_PRECONDITION without touching the builder, so
+// the complete module still compiles; ops have no status and record it (sticky).
+TEST(misuse_after_success_keeps_builder) {
+  SETUP();
+  cml_shape_t s = SHAPE(CML_DTYPE_F32, 2);
+  cml_shape_t bs = cml_shape_scalar(CML_DTYPE_BOOL);
+  cml_value_t x = cml_parameter(f, "x", &s);
+  cml_value_t p = cml_parameter(f, "p", &bs);
+  cml_function_t *t = NULL, *e = NULL, *late = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &t));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &e));
+  cml_value_t tn = cml_op_neg(t, x), en = cml_op_exp(e, x);
+  ASSERT_STATUS_OK(cml_function_return(t, &tn, 1));
+  ASSERT_STATUS_OK(cml_function_return(e, &en, 1));
+  cml_status_t st = cml_function_return(t, &en, 1);  // twice, with another (foreign) value
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_CONTAINS(cml_status_message(st), "closure #1");
+  ASSERT_CONTAINS(cml_status_message(st), "already returned");
+  cml_status_free(st);
+  st = cml_function_new_closure(t, &late);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_TRUE(late == NULL);
+  cml_status_free(st);
+  ASSERT_STATUS_OK(cml_builder_status(b));
+  ASSERT_EQ_INT(cml_function_output_count(t), 1);
+  cml_value_t out[1];
+  ASSERT_TRUE(cml_op_if(f, p, t, e, out));
+  const cml_module_t* m = compile_main(b, out, 1, fb);
+  ASSERT_TRUE(m != NULL);
+  // t kept its first outputs: Neg of its captured x.
+  const cml_ir_function_t* ft = &m->functions[1];
+  ASSERT_EQ_INT(ft->output_count, 1);
+  ASSERT_EQ_INT(m->nodes[m->values[ft->outputs[0]].node].op, CML_OP_NEG);
+  TEARDOWN();
+  {
+    // A parameter of a returned closure: an op, so the error sticks.
+    RESETUP();
+    cml_function_t* c = NULL;
+    ASSERT_STATUS_OK(cml_function_new_closure(f, &c));
+    cml_value_t k = cml_constant_scalar_f64(c, CML_DTYPE_F32, 1.0);
+    ASSERT_STATUS_OK(cml_function_return(c, &k, 1));
+    ASSERT_EQ_INT(cml_parameter(c, "late", &s), CML_VALUE_INVALID);
+    ASSERT_BUILDER_ERROR(b, CML_STATUS_FAILED_PRECONDITION, "Parameter", "closure #1",
+                         "already returned");
+    TEARDOWN();
+  }
+}
+
+// Nesting depth: closures nest at most CML_MAX_NESTING_DEPTH levels (main is level 1); the
+// error is sticky and names the depth and the limit. A returned closure counts in its parent's
+// height, used or not, and so do callees: a named function's height limits where it is called.
+TEST(nesting_depth_limit) {
+  SETUP();
+  cml_shape_t s = cml_shape_scalar(CML_DTYPE_F32);
+  cml_value_t x = cml_parameter(f, "x", &s);
+  cml_function_t* cur = f;
+  for (int k = 2; k <= CML_MAX_NESTING_DEPTH; ++k) {
+    cml_function_t* next = NULL;
+    ASSERT_STATUS_OK(cml_function_new_closure(cur, &next));
+    ASSERT_EQ_INT(next->depth, k);
+    cur = next;
+  }
+  ASSERT_NE_INT(cml_op_neg(cur, x), CML_VALUE_INVALID);  // captured through 255 closures
+  ASSERT_EQ_INT(cur->captures_outer.count, 1);
+  cml_function_t* deeper = NULL;
+  cml_status_t st = cml_function_new_closure(cur, &deeper);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(cml_status_message(st), "nesting depth 257");
+  ASSERT_CONTAINS(cml_status_message(st), "CML_MAX_NESTING_DEPTH (256)");
+  cml_status_free(st);
+  ASSERT_TRUE(deeper == NULL);
+  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "cml_function_new_closure",
+                       "nesting depth 257");
+  TEARDOWN();
+  {
+    // g holds an unused chain of 200 closures: its height is 201, so calling it from a closure
+    // at depth 56 (56 + 201 = 257) fails, from depth 55 it fits.
+    RESETUP();
+    cml_function_t* g = NULL;
+    ASSERT_STATUS_OK(cml_builder_new_function(b, "g", &g));
+    cml_value_t gx = cml_parameter(g, "x", &s);
+    cml_function_t* chain[201] = {g};
+    for (int k = 1; k <= 200; ++k) {
+      ASSERT_STATUS_OK(cml_function_new_closure(chain[k - 1], &chain[k]));
+    }
+    for (int k = 200; k >= 1; --k) {
+      cml_value_t one = cml_constant_scalar_f64(chain[k], CML_DTYPE_F32, 1.0);
+      ASSERT_STATUS_OK(cml_function_return(chain[k], &one, 1));
+    }
+    ASSERT_STATUS_OK(cml_function_return(g, &gx, 1));
+    ASSERT_EQ_INT(g->height, 201);
+    cml_value_t mx = cml_parameter(f, "x", &s);
+    cml_function_t* c = f;
+    for (int k = 2; k <= 55; ++k) ASSERT_STATUS_OK(cml_function_new_closure(c, &c));
+    ASSERT_EQ_INT(c->depth, 55);
+    cml_value_t out[1];
+    ASSERT_TRUE(cml_op_call(c, g, &mx, 1, out));
+    ASSERT_EQ_INT(c->height, 202);
+    ASSERT_STATUS_OK(cml_function_new_closure(c, &c));
+    ASSERT_FALSE(cml_op_call(c, g, &mx, 1, out));
+    ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "Call", "function \"g\"",
+                         "nests 201 levels", "nesting depth 257", "CML_MAX_NESTING_DEPTH (256)");
+    TEARDOWN();
+  }
+}
+
+// Capture lookups are hashed: a closure using 5,000 distinct outer values captures each once,
+// and a repeated use maps to the same captured value.
+TEST(many_captures_hashed) {
+  SETUP();
+  enum { kCount = 5000 };
+  cml_shape_t s = cml_shape_scalar(CML_DTYPE_F32);
+  static cml_value_t outer[kCount], first[kCount];
+  for (int i = 0; i < kCount; ++i) outer[i] = cml_constant_scalar_f64(f, CML_DTYPE_F32, i);
+  cml_function_t *c1 = NULL, *c2 = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &c1));
+  ASSERT_STATUS_OK(cml_function_new_closure(c1, &c2));
+  for (int i = 0; i < kCount; ++i) first[i] = cml_op_neg(c2, outer[i]);
+  for (int i = kCount - 1; i >= 0; --i) {
+    cml_value_t again = cml_op_neg(c2, outer[i]);
+    ASSERT_NE_INT(again, CML_VALUE_INVALID);
+    const cml__module_impl_t* impl = b->impl;
+    uint32_t a = impl->nodes[impl->values[again & CML__VALUE_INDEX_MASK].node].inputs[0];
+    uint32_t f0 = impl->nodes[impl->values[first[i] & CML__VALUE_INDEX_MASK].node].inputs[0];
+    ASSERT_EQ_INT(a, f0);
+  }
+  ASSERT_EQ_INT(c1->captures_outer.count, kCount);
+  ASSERT_EQ_INT(c2->captures_outer.count, kCount);
+  ASSERT_EQ_INT(c2->captures_outer.data[17], c1->captures_inner.data[17]);
+  ASSERT_EQ_INT(c1->captures_outer.data[17], outer[17] & CML__VALUE_INDEX_MASK);
+  (void)s;
+  TEARDOWN();
+}
+
 // No two live builders share a value tag while fewer than 256 are alive, so a value of one is
 // always recognized as foreign by every other; beyond 255 live builders tags are shared, and
 // creating builders still works.
@@ -1147,4 +1294,6 @@ TEST_MAIN(TEST_ENTRY(op_table), TEST_ENTRY(build_and_compile_mlp),
           TEST_ENTRY(closure_of_other_function_rejected), TEST_ENTRY(multi_output_ops),
           TEST_ENTRY(attrs_defaults_in_module), TEST_ENTRY(dot_general_output_dtype),
           TEST_ENTRY(value_shape_accessor), TEST_ENTRY(output_shapes_checked_centrally),
-          TEST_ENTRY(builder_tags_distinct_while_alive), TEST_ENTRY(builder_tags_concurrent))
+          TEST_ENTRY(misuse_after_success_keeps_builder), TEST_ENTRY(nesting_depth_limit),
+          TEST_ENTRY(many_captures_hashed), TEST_ENTRY(builder_tags_distinct_while_alive),
+          TEST_ENTRY(builder_tags_concurrent))
