@@ -113,13 +113,13 @@ static int in_child(void (*fn)(void* arg), void* arg, double limit_s) {
   }
 }
 
-#define ASSERT_CHILD_OK(status)                                                              \
-  do {                                                                                       \
-    int w_ = (status);                                                                       \
-    if (w_ == -1 || !WIFEXITED(w_) || WEXITSTATUS(w_) != 0) {                                \
-      TEST_FAIL_("child failed: %s %d", WIFSIGNALED(w_) ? "signal" : "exit code",            \
+#define ASSERT_CHILD_OK(status)                                                            \
+  do {                                                                                     \
+    int w_ = (status);                                                                     \
+    if (w_ == -1 || !WIFEXITED(w_) || WEXITSTATUS(w_) != 0) {                              \
+      TEST_FAIL_("child failed: %s %d", WIFSIGNALED(w_) ? "signal" : "exit code",          \
                  WIFSIGNALED(w_) ? WTERMSIG(w_) : (WIFEXITED(w_) ? WEXITSTATUS(w_) : -1)); \
-    }                                                                                        \
+    }                                                                                      \
   } while (0)
 
 // In a child: creates |config| with HOME=|home| and checks the code and message parts.

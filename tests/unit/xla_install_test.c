@@ -147,8 +147,8 @@ TEST(killed_install_leaves_a_temp_dir_that_the_next_install_removes) {
   snprintf(pid_file, sizeof pid_file, "%s/slow.pid", g_root);
   FILE* f = fopen(python, "w");
   ASSERT_TRUE(f != NULL);
-  fprintf(f, "#!/bin/sh\necho $$ > %s.tmp && mv %s.tmp %s\nexec sleep 1000\n", pid_file,
-          pid_file, pid_file);
+  fprintf(f, "#!/bin/sh\necho $$ > %s.tmp && mv %s.tmp %s\nexec sleep 1000\n", pid_file, pid_file,
+          pid_file);
   fclose(f);
   ASSERT_EQ_INT(chmod(python, 0755), 0);
   fflush(NULL);
@@ -317,9 +317,12 @@ int main(int argc, char** argv) {
   g_pip_args[1] = "--find-links";
   g_pip_args[2] = g_wheels;
   static const test_entry_t tests[] = {
-      TEST_ENTRY(install_then_idempotent),    TEST_ENTRY(truncated_plugin_reinstalled),
-      TEST_ENTRY(checksum_mismatch_refused),  TEST_ENTRY(concurrent_processes_install_once),
-      TEST_ENTRY(no_pip_says_how_to_install), TEST_ENTRY(auto_install_switch_and_wheels),
+      TEST_ENTRY(install_then_idempotent),
+      TEST_ENTRY(truncated_plugin_reinstalled),
+      TEST_ENTRY(checksum_mismatch_refused),
+      TEST_ENTRY(concurrent_processes_install_once),
+      TEST_ENTRY(no_pip_says_how_to_install),
+      TEST_ENTRY(auto_install_switch_and_wheels),
       TEST_ENTRY(killed_install_leaves_a_temp_dir_that_the_next_install_removes)};
   int failures = 0, ran = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {

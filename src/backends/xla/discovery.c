@@ -56,8 +56,8 @@ static void cml_xla_describe_argv(const char* const* argv, char* out, size_t siz
     size_t n = strcspn(a, "\n");
     bool cut = a[n] != '\0' || n > 48;
     if (n > 48) n = 48;
-    int w = snprintf(out + used, size - used, "%s%.*s%s", i ? " " : "", (int)n, a,
-                     cut ? "..." : "");
+    int w =
+        snprintf(out + used, size - used, "%s%.*s%s", i ? " " : "", (int)n, a, cut ? "..." : "");
     if (w < 0) break;
     used += (size_t)w;
     if (used >= size) break;
@@ -147,7 +147,8 @@ cml_status_t cml__xla_run_with_timeout(const char* const* argv, char* out, size_
     if (ready <= 0) continue;
     char scratch[4096];
     bool keep = used + 1 < out_size;
-    ssize_t got = read(fd, keep ? out + used : scratch, keep ? out_size - 1 - used : sizeof scratch);
+    ssize_t got =
+        read(fd, keep ? out + used : scratch, keep ? out_size - 1 - used : sizeof scratch);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       close(fd);

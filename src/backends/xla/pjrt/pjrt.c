@@ -177,8 +177,8 @@ cml_status_t cml__xla_check_shared_object(const char* path) {
     result = cml_xla_elf_bad(path, "not a 64-bit ELF file (class %llu, %llu bytes)",
                              eh.e_ident[EI_CLASS], size);
   } else if (eh.e_type != ET_DYN) {
-    result = cml_xla_elf_bad(path, "not an ELF shared object (type %llu, %llu bytes)", eh.e_type,
-                             size);
+    result =
+        cml_xla_elf_bad(path, "not an ELF shared object (type %llu, %llu bytes)", eh.e_type, size);
   } else if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
              eh.e_phoff + (unsigned long long)eh.e_phnum * sizeof(Elf64_Phdr) > size) {
     result = cml_xla_elf_bad(path, "its program headers end at byte %llu of %llu",
