@@ -350,6 +350,39 @@ TEST(sound_copy_with_manifest_loads) {
   ASSERT_CHILD_OK(in_child(expect_in_child, &e, 60.0));
 }
 
+// With the plugin in ~/.local/lib/go-xla the Python environment is never asked: a python3 that
+// hangs costs nothing (the default 10 s query limit would show).
+static void create_found_plugin_with_hanging_python(void* arg) {
+  const char* home = arg;
+  char dir[128], path[4400];
+  make_hanging_python(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s:%s", dir, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+  setenv("PATH", path, 1);
+  setenv("HOME", home, 1);
+  unsetenv("PJRT_PLUGIN_LIBRARY_PATH");
+  unsetenv("CML_XLA_QUERY_TIMEOUT_S");
+  cml_backend_t* be = NULL;
+  double start = now_s();
+  cml_status_t st = cml_backend_new_with_config("xla:cpu", &be);
+  double took = now_s() - start;
+  bool ok = st == CML_OK && took < 8.0;
+  if (!ok) fprintf(stderr, "took %.1f s: %s\n", took, st ? cml_status_message(st) : "(ok)");
+  cml_status_free(st);
+  if (be) cml_backend_release(be);
+  fflush(NULL);
+  _exit(ok ? 0 : 1);
+}
+
+TEST(found_plugin_does_not_run_python3) {
+  char home[256], plugin[4200];
+  ASSERT_TRUE(make_home("sound", home, sizeof home, plugin, sizeof plugin));
+  if (access(plugin, R_OK) != 0) {  // run alone: sound_copy_with_manifest_loads makes it
+    ASSERT_TRUE(copy_file(g_real_plugin, plugin, -1));
+    ASSERT_TRUE(write_manifest(plugin));
+  }
+  ASSERT_CHILD_OK(in_child(create_found_plugin_with_hanging_python, home, 60.0));
+}
+
 //===--- visible_devices ---===//
 
 TEST(visible_devices_must_exist_and_be_distinct) {
@@ -404,6 +437,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(truncated_plugin_without_manifest_is_a_status),
       TEST_ENTRY(plugin_damaged_in_place_is_caught_by_its_checksum),
       TEST_ENTRY(sound_copy_with_manifest_loads),
+      TEST_ENTRY(found_plugin_does_not_run_python3),
       TEST_ENTRY(visible_devices_must_exist_and_be_distinct),
   };
   int ran = 0;
