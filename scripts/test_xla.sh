@@ -26,10 +26,11 @@ if "$cml" install cpu >"$log" 2>&1; then
   echo "plugin: $(tail -n 1 "$log")"
 else
   cat "$log" >&2
-  # The installer says UNAVAILABLE with "no network?" when pip download fails, and "could not
-  # run" when python3 or pip is missing; those skip. Anything else (checksum mismatch, a plugin
+  # The installer says UNAVAILABLE with "no network?" when pip download fails, "could not run"
+  # when python3 or pip is missing, and "did not finish within" when pip download hangs; those
+  # skip. Anything else (checksum mismatch, a plugin
   # that fails to load, a full disk) is a failure.
-  if grep -qE "failed \(exit [0-9]+; no network\?\)|could not run|is python3 with pip installed" \
+  if grep -qE "failed \(exit [0-9]+; no network\?\)|could not run|is python3 with pip installed|-m pip download.* did not finish within" \
       "$log"; then
     echo "SKIPPED: xla:cpu tests: the XLA CPU plugin is not installed and cannot be installed" \
          "here (no network, python3 or pip; see above)"

@@ -263,6 +263,18 @@ TEST(plugin_malformed_value_is_rejected) {
   free(m);
 }
 
+// With HLO passes off the CPU plugin check-fails or segfaults on a result returned twice or a
+// constant result; the check program has both, so the flag is refused instead of crashing the
+// first such graph.
+TEST(plugin_disabled_hlo_passes_are_rejected) {
+  char* m = create_rejected("--xla_disable_all_hlo_passes=true");
+  ASSERT_TRUE(m != NULL);
+  ASSERT_MESSAGE_HAS(m, "XLA_FLAGS rejected by the plugin: ");
+  ASSERT_MESSAGE_HAS(m, "compiles and runs a small program");
+  ASSERT_MESSAGE_HAS(m, "note: disabling HLO passes");
+  free(m);
+}
+
 // z = x * y + x on f32[5], checked against a plain loop.
 TEST(plugin_valid_flag_computes) {
   int before = cml__xla_flags_probe_count();
@@ -349,6 +361,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(plugin_results_are_cached_per_value),
       TEST_ENTRY(plugin_unknown_flag_is_named),
       TEST_ENTRY(plugin_malformed_value_is_rejected),
+      TEST_ENTRY(plugin_disabled_hlo_passes_are_rejected),
       TEST_ENTRY(plugin_valid_flag_computes),
       TEST_ENTRY(plugin_flags_are_read_once_per_process),
   };

@@ -4,6 +4,8 @@
 // install, idempotence, a truncated plugin reinstalled, a checksum mismatch refused, four
 // concurrent processes installing once, no pip, and the auto-install switch. Exits 77 when
 // python3 with pip is missing.
+#include <dirent.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -114,6 +116,83 @@ TEST(truncated_plugin_reinstalled) {
   fclose(f);
   ASSERT_STATUS_OK(cml__xla_install_check(target, false));
   ASSERT_STATUS_CODE(cml__xla_install_check(target, true), CML_STATUS_FAILED_PRECONDITION);
+  // An install (what `cml install cpu` does, without --force) checks the sha256 and repairs it.
+  installed = false;
+  ASSERT_STATUS_OK(cml__xla_install(&w, &p, NULL, &installed));
+  ASSERT_TRUE(installed);
+  ASSERT_TRUE(same_bytes(target, g_payload_path));
+  ASSERT_STATUS_OK(cml__xla_install_check(target, true));
+  installed = true;
+  ASSERT_STATUS_OK(cml__xla_install(&w, &p, NULL, &installed));
+  ASSERT_FALSE(installed);  // sound now: left alone
+}
+
+// Counts the entries of |dir| whose name starts with |prefix|.
+static int count_entries(const char* dir, const char* prefix) {
+  DIR* d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+  closedir(d);
+  return n;
+}
+
+TEST(killed_install_leaves_a_temp_dir_that_the_next_install_removes) {
+  char dir[160], python[200], pid_file[200];
+  snprintf(dir, sizeof dir, "%s/i6", g_root);
+  ASSERT_EQ_INT(mkdir(dir, 0755), 0);
+  // A download that never ends: a python3 that records its pid and sleeps.
+  snprintf(python, sizeof python, "%s/slow-python3", g_root);
+  snprintf(pid_file, sizeof pid_file, "%s/slow.pid", g_root);
+  FILE* f = fopen(python, "w");
+  ASSERT_TRUE(f != NULL);
+  fprintf(f, "#!/bin/sh\necho $$ > %s.tmp && mv %s.tmp %s\nexec sleep 1000\n", pid_file, pid_file,
+          pid_file);
+  fclose(f);
+  ASSERT_EQ_INT(chmod(python, 0755), 0);
+  fflush(NULL);
+  pid_t child = fork();
+  ASSERT_TRUE(child >= 0);
+  if (child == 0) {
+    cml__xla_wheel_t w = fake_wheel(g_sha);
+    cml__xla_install_params_t p;
+    params_for(dir, &p);
+    p.python = python;
+    cml_status_t st = cml__xla_install(&w, &p, NULL, NULL);
+    cml_status_free(st);
+    _exit(0);
+  }
+  long slow = 0;
+  for (int i = 0; i < 500 && slow == 0; ++i) {
+    FILE* pf = fopen(pid_file, "r");
+    if (pf) {
+      if (fscanf(pf, "%ld", &slow) != 1) slow = 0;
+      fclose(pf);
+    }
+    if (slow == 0) usleep(20 * 1000);
+  }
+  // SIGKILL mid-download: nothing of the installer runs after this.
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  if (slow > 0) kill(-(pid_t)slow, SIGKILL);  // the fake pip, in its own process group
+  ASSERT_TRUE(slow > 0);
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "%s%ld-", CML_XLA_INSTALL_TMP_PREFIX, (long)child);
+  ASSERT_EQ_INT(count_entries(dir, prefix), 1);  // left behind
+  // One of a live process (pid 1) is not touched.
+  char live[256];
+  snprintf(live, sizeof live, "%s/%s1-keep", dir, CML_XLA_INSTALL_TMP_PREFIX);
+  ASSERT_EQ_INT(mkdir(live, 0755), 0);
+  cml__xla_wheel_t w = fake_wheel(g_sha);
+  cml__xla_install_params_t p;
+  params_for(dir, &p);
+  bool installed = false;
+  ASSERT_STATUS_OK(cml__xla_install(&w, &p, NULL, &installed));
+  ASSERT_TRUE(installed);
+  ASSERT_EQ_INT(count_entries(dir, prefix), 0);
+  ASSERT_EQ_INT(count_entries(dir, CML_XLA_INSTALL_TMP_PREFIX), 1);  // the live one
+  rmdir(live);
 }
 
 TEST(checksum_mismatch_refused) {
@@ -238,9 +317,13 @@ int main(int argc, char** argv) {
   g_pip_args[1] = "--find-links";
   g_pip_args[2] = g_wheels;
   static const test_entry_t tests[] = {
-      TEST_ENTRY(install_then_idempotent),    TEST_ENTRY(truncated_plugin_reinstalled),
-      TEST_ENTRY(checksum_mismatch_refused),  TEST_ENTRY(concurrent_processes_install_once),
-      TEST_ENTRY(no_pip_says_how_to_install), TEST_ENTRY(auto_install_switch_and_wheels)};
+      TEST_ENTRY(install_then_idempotent),
+      TEST_ENTRY(truncated_plugin_reinstalled),
+      TEST_ENTRY(checksum_mismatch_refused),
+      TEST_ENTRY(concurrent_processes_install_once),
+      TEST_ENTRY(no_pip_says_how_to_install),
+      TEST_ENTRY(auto_install_switch_and_wheels),
+      TEST_ENTRY(killed_install_leaves_a_temp_dir_that_the_next_install_removes)};
   int failures = 0, ran = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
     if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) continue;

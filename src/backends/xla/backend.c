@@ -208,6 +208,22 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
     return st;
   }
   exe->executable = loaded;
+  // PJRT writes as many outputs as the executable has into the list cml sizes from the module:
+  // a disagreement (a plugin that keeps a tuple result whole) would write past it or leave
+  // outputs unset, so it is refused here. Plugins without the calls are trusted.
+  size_t pjrt_outputs = 0;
+  st = cml__xla_executable_output_count(b->client, loaded, &pjrt_outputs);
+  if (st == CML_OK && pjrt_outputs != exe->base.output_count) {
+    st = cml_status_make(CML_STATUS_INTERNAL,
+                         "xla: compile: the %s plugin compiled the module into an executable with "
+                         "%zu outputs, but the module returns %zu",
+                         b->plugin_name, pjrt_outputs, exe->base.output_count);
+    cml__xla_executable_destroy(b->client, loaded);
+    cml_executable_deinit_base(&exe->base);
+    cml_allocator_free(b->base.allocator, exe, sizeof *exe);
+    return st;
+  }
+  cml_status_free(st);
   *out_executable = &exe->base;
   return CML_OK;
 }

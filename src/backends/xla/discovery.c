@@ -56,8 +56,8 @@ static void cml_xla_describe_argv(const char* const* argv, char* out, size_t siz
     size_t n = strcspn(a, "\n");
     bool cut = a[n] != '\0' || n > 48;
     if (n > 48) n = 48;
-    int w = snprintf(out + used, size - used, "%s%.*s%s", i ? " " : "", (int)n, a,
-                     cut ? "..." : "");
+    int w =
+        snprintf(out + used, size - used, "%s%.*s%s", i ? " " : "", (int)n, a, cut ? "..." : "");
     if (w < 0) break;
     used += (size_t)w;
     if (used >= size) break;
@@ -147,7 +147,8 @@ cml_status_t cml__xla_run_with_timeout(const char* const* argv, char* out, size_
     if (ready <= 0) continue;
     char scratch[4096];
     bool keep = used + 1 < out_size;
-    ssize_t got = read(fd, keep ? out + used : scratch, keep ? out_size - 1 - used : sizeof scratch);
+    ssize_t got =
+        read(fd, keep ? out + used : scratch, keep ? out_size - 1 - used : sizeof scratch);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       close(fd);
@@ -294,7 +295,36 @@ static void cml_xla_dirs_add_list(cml_xla_dirs_t* dirs, const char* list) {
   }
 }
 
-static void cml_xla_dirs_build(const cml__xla_search_t* s, cml_xla_dirs_t* dirs) {
+static void cml_xla_python_from_env(const char* const** dirs, size_t* count, const char** note);
+
+// The python3 site-packages directories of |s| (queried now when python_from_env) and the note
+// explaining why they may be missing.
+static void cml_xla_search_python(const cml__xla_search_t* s, const char* const** dirs,
+                                  size_t* count, const char** note) {
+  if (s->python_from_env) {
+    cml_xla_python_from_env(dirs, count, note);
+  } else {
+    *dirs = s->python_dirs;
+    *count = s->python_dir_count;
+    *note = s->python_note;
+  }
+}
+
+// Phase 1: the directories before the Python environment (PJRT_PLUGIN_LIBRARY_PATH, go-xla);
+// phase 2: site-packages and LD_LIBRARY_PATH, appended. Searching phase 1 first means python3
+// runs only when the plugin is not in the usual places.
+static void cml_xla_dirs_build_phase(const cml__xla_search_t* s, cml_xla_dirs_t* dirs, int phase) {
+  if (phase == 2) {
+    const char* const* python_dirs = NULL;
+    size_t python_count = 0;
+    const char* note = NULL;
+    cml_xla_search_python(s, &python_dirs, &python_count, &note);
+    for (size_t i = 0; i < python_count; ++i) {
+      cml_xla_dirs_add(dirs, python_dirs[i], NULL, true);
+    }
+    cml_xla_dirs_add_list(dirs, s->ld_library_path);
+    return;
+  }
   memset(dirs, 0, sizeof *dirs);
   cml_xla_dirs_add_list(dirs, s->plugin_library_path);
   if (s->home && *s->home) {
@@ -307,10 +337,11 @@ static void cml_xla_dirs_build(const cml__xla_search_t* s, cml_xla_dirs_t* dirs)
     cml_xla_dirs_add(dirs, "/usr/local/lib/go-xla", NULL, false);
     cml_xla_dirs_add(dirs, "/usr/local/lib/go-xla", "nvidia", false);
   }
-  for (size_t i = 0; i < s->python_dir_count; ++i) {
-    cml_xla_dirs_add(dirs, s->python_dirs[i], NULL, true);
-  }
-  cml_xla_dirs_add_list(dirs, s->ld_library_path);
+}
+
+static void cml_xla_dirs_build(const cml__xla_search_t* s, cml_xla_dirs_t* dirs) {
+  cml_xla_dirs_build_phase(s, dirs, 1);
+  cml_xla_dirs_build_phase(s, dirs, 2);
 }
 
 static void cml_xla_dirs_free(cml_xla_dirs_t* dirs) {
@@ -398,15 +429,23 @@ cml_status_t cml__xla_find_plugin(const cml__xla_search_t* search, const char* n
                                   char** out_path) {
   *out_path = NULL;
   cml_xla_dirs_t dirs;
-  cml_xla_dirs_build(search, &dirs);
-  for (size_t i = 0; i < dirs.count; ++i) {
-    char* found = cml_xla_search_one(dirs.items[i], dirs.python[i], name);
-    if (found) {
-      cml_xla_dirs_free(&dirs);
-      *out_path = found;
-      return CML_OK;
+  cml_xla_dirs_build_phase(search, &dirs, 1);
+  size_t searched = 0;
+  for (int phase = 1; phase <= 2; ++phase) {
+    if (phase == 2) cml_xla_dirs_build_phase(search, &dirs, 2);
+    for (; searched < dirs.count; ++searched) {
+      char* found = cml_xla_search_one(dirs.items[searched], dirs.python[searched], name);
+      if (found) {
+        cml_xla_dirs_free(&dirs);
+        *out_path = found;
+        return CML_OK;
+      }
     }
   }
+  const char* const* python_dirs = NULL;
+  size_t python_count = 0;
+  const char* note = NULL;
+  cml_xla_search_python(search, &python_dirs, &python_count, &note);
   char where[3000];
   size_t used = 0;
   where[0] = '\0';
@@ -422,8 +461,8 @@ cml_status_t cml__xla_find_plugin(const cml__xla_search_t* search, const char* n
       "pjrt_plugin_%s.so and pip-installed plugins in: %s%s%s). Install it with `cml install "
       "%s`, point PJRT_PLUGIN_LIBRARY_PATH at its directory, or give its path "
       "(xla:/path/plugin.so)",
-      name, name, name, name, used ? where : "no directories", search->python_note ? "; " : "",
-      search->python_note ? search->python_note : "", name);
+      name, name, name, name, used ? where : "no directories", note ? "; " : "", note ? note : "",
+      name);
 }
 
 size_t cml__xla_list_plugins(const cml__xla_search_t* search, char* buffer, size_t size) {
@@ -516,10 +555,14 @@ void cml__xla_search_from_env(cml__xla_search_t* search) {
   search->plugin_library_path = getenv("PJRT_PLUGIN_LIBRARY_PATH");
   search->ld_library_path = getenv("LD_LIBRARY_PATH");
   search->system_dirs = true;
+  search->python_from_env = true;  // queried when the search gets there
+}
+
+static void cml_xla_python_from_env(const char* const** dirs, size_t* count, const char** note) {
   pthread_once(&cml_xla_python_once, cml_xla_python_query);
-  search->python_dirs = cml_xla_python_dirs;
-  search->python_dir_count = cml_xla_python_dir_count;
-  search->python_note = cml_xla_python_note[0] ? cml_xla_python_note : NULL;
+  *dirs = cml_xla_python_dirs;
+  *count = cml_xla_python_dir_count;
+  *note = cml_xla_python_note[0] ? cml_xla_python_note : NULL;
 }
 
 //===--- accelerators ---===//

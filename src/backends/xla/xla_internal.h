@@ -83,10 +83,14 @@ typedef struct cml__xla_search_t {
   const char* const* python_dirs;   // site-packages directories to search
   size_t python_dir_count;
   const char* python_note;  // why python_dirs may be incomplete (python3 timed out), or NULL
+  // Instead of python_dirs/python_note: run `python3 -c "import site..."` (once per process,
+  // with the query timeout) when a search first needs the site-packages directories.
+  bool python_from_env;
 } cml__xla_search_t;
 
-// Fills |search| from the environment; python_dirs come from `python3 -c "import site..."`,
-// run once per process (empty when python3 is missing).
+// Fills |search| from the environment. The site-packages directories are queried from python3
+// only when a search reaches them (the plugin was not found before), once per process (none
+// when python3 is missing or does not answer within cml__xla_query_timeout_s()).
 void cml__xla_search_from_env(cml__xla_search_t* search);
 
 // Extracts the plugin name from a file name following one of the three patterns ("cpu" from

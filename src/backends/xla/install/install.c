@@ -412,12 +412,12 @@ static cml_status_t cml_xla_pip_download(cml_xla_job_t* job, const char* require
   // a log whose tail ends up in the error message.
   if (show) {
     const char* const* cargv = argv;
-    CML_RETURN_IF_ERROR(cml__xla_run_with_timeout(cargv, NULL, 0, NULL, cml_xla_timeout(p),
-                                                  &exit_code));
+    CML_RETURN_IF_ERROR(
+        cml__xla_run_with_timeout(cargv, NULL, 0, NULL, cml_xla_timeout(p), &exit_code));
   } else {
     const char* const* cargv = argv;
-    CML_RETURN_IF_ERROR(cml__xla_run_with_timeout(cargv, NULL, 0, job->log, cml_xla_timeout(p),
-                                                  &exit_code));
+    CML_RETURN_IF_ERROR(
+        cml__xla_run_with_timeout(cargv, NULL, 0, job->log, cml_xla_timeout(p), &exit_code));
   }
   if (exit_code == 0) return CML_OK;
   char tail[600];
@@ -442,8 +442,8 @@ static cml_status_t cml_xla_run_python(cml_xla_job_t* job, const char* const* ar
   for (size_t i = 0; i < count && n < 79; ++i) argv[n++] = args[i];
   argv[n] = NULL;
   int exit_code = 0;
-  CML_RETURN_IF_ERROR(cml__xla_run_with_timeout(argv, NULL, 0, job->log,
-                                                cml_xla_timeout(job->params), &exit_code));
+  CML_RETURN_IF_ERROR(
+      cml__xla_run_with_timeout(argv, NULL, 0, job->log, cml_xla_timeout(job->params), &exit_code));
   if (exit_code != 0) {
     char tail[600];
     cml_xla_tail(job->log, tail, sizeof tail);

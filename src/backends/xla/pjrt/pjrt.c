@@ -177,8 +177,8 @@ cml_status_t cml__xla_check_shared_object(const char* path) {
     result = cml_xla_elf_bad(path, "not a 64-bit ELF file (class %llu, %llu bytes)",
                              eh.e_ident[EI_CLASS], size);
   } else if (eh.e_type != ET_DYN) {
-    result = cml_xla_elf_bad(path, "not an ELF shared object (type %llu, %llu bytes)", eh.e_type,
-                             size);
+    result =
+        cml_xla_elf_bad(path, "not an ELF shared object (type %llu, %llu bytes)", eh.e_type, size);
   } else if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 ||
              eh.e_phoff + (unsigned long long)eh.e_phnum * sizeof(Elf64_Phdr) > size) {
     result = cml_xla_elf_bad(path, "its program headers end at byte %llu of %llu",
@@ -834,6 +834,33 @@ void cml__xla_executable_destroy(cml__xla_client_t* client,
   args.executable = executable;
   cml_status_free(cml__xla_call(client->plugin, CML_PJRT_SLOT_LOADED_EXECUTABLE_DESTROY, &args,
                                 "PJRT_LoadedExecutable_Destroy"));
+}
+
+cml_status_t cml__xla_executable_output_count(cml__xla_client_t* client,
+                                              cml_pjrt_loaded_executable_t* executable,
+                                              size_t* out_count) {
+  *out_count = 0;
+  cml_pjrt_loaded_executable_get_executable_args_t get;
+  CML_XLA_ARGS_INIT(get);
+  get.loaded_executable = executable;
+  CML_RETURN_IF_ERROR(cml__xla_call(client->plugin, CML_PJRT_SLOT_LOADED_EXECUTABLE_GET_EXECUTABLE,
+                                    &get, "PJRT_LoadedExecutable_GetExecutable"));
+  cml_pjrt_executable_num_outputs_args_t num;
+  CML_XLA_ARGS_INIT(num);
+  num.executable = get.executable;
+  cml_status_t st = cml__xla_call(client->plugin, CML_PJRT_SLOT_EXECUTABLE_NUM_OUTPUTS, &num,
+                                  "PJRT_Executable_NumOutputs");
+  cml_pjrt_executable_destroy_args_t destroy;
+  CML_XLA_ARGS_INIT(destroy);
+  destroy.executable = get.executable;
+  cml_status_t destroyed = cml__xla_call(client->plugin, CML_PJRT_SLOT_EXECUTABLE_DESTROY, &destroy,
+                                         "PJRT_Executable_Destroy");
+  if (st == CML_OK) {
+    *out_count = num.num_outputs;
+    return destroyed;
+  }
+  cml_status_free(destroyed);
+  return st;
 }
 
 cml_status_t cml__xla_execute(cml__xla_client_t* client, cml_pjrt_loaded_executable_t* executable,

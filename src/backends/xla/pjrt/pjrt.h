@@ -156,6 +156,12 @@ CML_MUST_USE cml_status_t cml__xla_compile(cml__xla_client_t* client, const char
 void cml__xla_executable_destroy(cml__xla_client_t* client,
                                  cml_pjrt_loaded_executable_t* executable);
 
+// The number of outputs |executable| produces per device (what PJRT_LoadedExecutable_Execute
+// writes into each output list). UNIMPLEMENTED when the plugin lacks the calls.
+CML_MUST_USE cml_status_t cml__xla_executable_output_count(cml__xla_client_t* client,
+                                                           cml_pjrt_loaded_executable_t* executable,
+                                                           size_t* out_count);
+
 // Executes a portable executable on |device| with |inputs| and waits for it. Inputs whose index
 // is not in |non_donatable| may be donated. Writes |output_count| new buffers to |outputs|.
 CML_MUST_USE cml_status_t cml__xla_execute(cml__xla_client_t* client,

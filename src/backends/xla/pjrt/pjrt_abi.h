@@ -68,7 +68,10 @@ typedef enum cml_pjrt_slot_t {
   CML_PJRT_SLOT_DEVICE_DESCRIPTION_KIND = 26,
   CML_PJRT_SLOT_DEVICE_DESCRIPTION_TO_STRING = 28,
   CML_PJRT_SLOT_DEVICE_GET_DESCRIPTION = 29,
+  CML_PJRT_SLOT_EXECUTABLE_DESTROY = 40,
+  CML_PJRT_SLOT_EXECUTABLE_NUM_OUTPUTS = 44,
   CML_PJRT_SLOT_LOADED_EXECUTABLE_DESTROY = 50,
+  CML_PJRT_SLOT_LOADED_EXECUTABLE_GET_EXECUTABLE = 51,
   CML_PJRT_SLOT_LOADED_EXECUTABLE_EXECUTE = 55,
   CML_PJRT_SLOT_BUFFER_DESTROY = 58,
   CML_PJRT_SLOT_BUFFER_COPY_TO_DEVICE = 69,
@@ -255,6 +258,23 @@ typedef struct cml_pjrt_loaded_executable_destroy_args_t {
   CML_PJRT_ARGS_HEADER;
   cml_pjrt_loaded_executable_t* executable;
 } cml_pjrt_loaded_executable_destroy_args_t;
+
+typedef struct cml_pjrt_loaded_executable_get_executable_args_t {
+  CML_PJRT_ARGS_HEADER;
+  cml_pjrt_loaded_executable_t* loaded_executable;
+  cml_pjrt_executable_t* executable;  // out: a new one, for Executable_Destroy
+} cml_pjrt_loaded_executable_get_executable_args_t;
+
+typedef struct cml_pjrt_executable_num_outputs_args_t {
+  CML_PJRT_ARGS_HEADER;
+  cml_pjrt_executable_t* executable;
+  size_t num_outputs;  // out
+} cml_pjrt_executable_num_outputs_args_t;
+
+typedef struct cml_pjrt_executable_destroy_args_t {
+  CML_PJRT_ARGS_HEADER;
+  cml_pjrt_executable_t* executable;
+} cml_pjrt_executable_destroy_args_t;
 
 typedef struct cml_pjrt_layout_tiled_t {
   CML_PJRT_ARGS_HEADER;
