@@ -91,29 +91,33 @@ static bool generic_case(cml_op_t op, cml_function_t* f, cml_value_t* o, size_t*
 // Special lowerings of element-wise ops.
 CASE(div_f32_in_f64) {
   UNUSED_B;
-  o[0] =
-      cml_op_div(f, param(f, "x", SHAPE(CML_DTYPE_F32, 3)), param(f, "y", SHAPE(CML_DTYPE_F32, 3)));
+  cml_value_t x = param(f, "x", SHAPE(CML_DTYPE_F32, 3));
+  cml_value_t y = param(f, "y", SHAPE(CML_DTYPE_F32, 3));
+  o[0] = cml_op_div(f, x, y);
   *n = 1;
   return o[0];
 }
 CASE(div_f64_barriers) {
   UNUSED_B;
-  o[0] = cml_op_div(f, param(f, "x", SHAPE(CML_DTYPE_F64, 3)),
-                    param(f, "y", cml_shape_scalar(CML_DTYPE_F64)));
+  cml_value_t p_x = param(f, "x", SHAPE(CML_DTYPE_F64, 3));
+  cml_value_t p_y = param(f, "y", cml_shape_scalar(CML_DTYPE_F64));
+  o[0] = cml_op_div(f, p_x, p_y);
   *n = 1;
   return o[0];
 }
 CASE(div_i32) {
   UNUSED_B;
-  o[0] =
-      cml_op_div(f, param(f, "x", SHAPE(CML_DTYPE_I32, 3)), param(f, "y", SHAPE(CML_DTYPE_I32, 3)));
+  cml_value_t x = param(f, "x", SHAPE(CML_DTYPE_I32, 3));
+  cml_value_t y = param(f, "y", SHAPE(CML_DTYPE_I32, 3));
+  o[0] = cml_op_div(f, x, y);
   *n = 1;
   return o[0];
 }
 CASE(pow_i32) {
   UNUSED_B;
-  o[0] =
-      cml_op_pow(f, param(f, "x", SHAPE(CML_DTYPE_I32, 3)), param(f, "y", SHAPE(CML_DTYPE_I32, 3)));
+  cml_value_t x = param(f, "x", SHAPE(CML_DTYPE_I32, 3));
+  cml_value_t y = param(f, "y", SHAPE(CML_DTYPE_I32, 3));
+  o[0] = cml_op_pow(f, x, y);
   *n = 1;
   return o[0];
 }
@@ -250,9 +254,10 @@ CASE(clamp) {
 }
 CASE(concatenate) {
   UNUSED_B;
-  cml_value_t ins[3] = {param(f, "a", SHAPE(CML_DTYPE_I32, 2, 1)),
-                        param(f, "b", SHAPE(CML_DTYPE_I32, 2, 3)),
-                        param(f, "c", SHAPE(CML_DTYPE_I32, 2, 2))};
+  cml_value_t p_a = param(f, "a", SHAPE(CML_DTYPE_I32, 2, 1));
+  cml_value_t p_b = param(f, "b", SHAPE(CML_DTYPE_I32, 2, 3));
+  cml_value_t p_c = param(f, "c", SHAPE(CML_DTYPE_I32, 2, 2));
+  cml_value_t ins[3] = {p_a, p_b, p_c};
   o[0] = cml_op_concatenate(f, 1, ins, 3);
   *n = 1;
   return o[0];
@@ -285,8 +290,9 @@ CASE(slice) {
 CASE(pad) {
   UNUSED_B;
   cml_pad_axis_t pads[2] = {{1, -1, 2}, {0, 2, 0}};
-  o[0] = cml_op_pad(f, param(f, "x", SHAPE(CML_DTYPE_F32, 3, 2)),
-                    cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5), pads, 2);
+  cml_value_t p_x = param(f, "x", SHAPE(CML_DTYPE_F32, 3, 2));
+  cml_value_t fill = cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5);
+  o[0] = cml_op_pad(f, p_x, fill, pads, 2);
   *n = 1;
   return o[0];
 }
@@ -311,8 +317,9 @@ CASE(where) {
 CASE(dynamic_slice) {
   UNUSED_B;
   cml_value_t x = param(f, "x", SHAPE(CML_DTYPE_F32, 5, 4));
-  cml_value_t starts[2] = {param(f, "i", cml_shape_scalar(CML_DTYPE_I32)),
-                           param(f, "j", cml_shape_scalar(CML_DTYPE_I32))};
+  cml_value_t p_i = param(f, "i", cml_shape_scalar(CML_DTYPE_I32));
+  cml_value_t p_j = param(f, "j", cml_shape_scalar(CML_DTYPE_I32));
+  cml_value_t starts[2] = {p_i, p_j};
   o[0] = cml_op_dynamic_slice(f, x, starts, (int64_t[]){2, 3}, 2);
   *n = 1;
   return o[0];
@@ -321,8 +328,9 @@ CASE(dynamic_update_slice) {
   UNUSED_B;
   cml_value_t x = param(f, "x", SHAPE(CML_DTYPE_F32, 5, 4));
   cml_value_t u = param(f, "u", SHAPE(CML_DTYPE_F32, 2, 3));
-  cml_value_t starts[2] = {param(f, "i", cml_shape_scalar(CML_DTYPE_I64)),
-                           param(f, "j", cml_shape_scalar(CML_DTYPE_I64))};
+  cml_value_t p_i = param(f, "i", cml_shape_scalar(CML_DTYPE_I64));
+  cml_value_t p_j = param(f, "j", cml_shape_scalar(CML_DTYPE_I64));
+  cml_value_t starts[2] = {p_i, p_j};
   o[0] = cml_op_dynamic_update_slice(f, x, u, starts, 2);
   *n = 1;
   return o[0];
@@ -348,8 +356,9 @@ CASE(gather) {
   g.slice_sizes[0] = 1;
   g.slice_sizes[1] = 2;
   g.slice_sizes[2] = 3;
-  o[0] = cml_op_gather(f, param(f, "x", SHAPE(CML_DTYPE_F32, 5, 4, 3)),
-                       param(f, "idx", SHAPE(CML_DTYPE_I32, 2, 2, 2)), &g);
+  cml_value_t p_x = param(f, "x", SHAPE(CML_DTYPE_F32, 5, 4, 3));
+  cml_value_t p_idx = param(f, "idx", SHAPE(CML_DTYPE_I32, 2, 2, 2));
+  o[0] = cml_op_gather(f, p_x, p_idx, &g);
   *n = 1;
   return o[0];
 }
@@ -364,9 +373,10 @@ static bool scatter_case(cml_op_t op, cml_function_t* f, cml_value_t* o, size_t*
   d.inserted_window_axes[0] = 0;
   d.scatter_axes_to_operand_axes_count = 1;
   d.scatter_axes_to_operand_axes[0] = 0;
-  o[0] = cml_op_scatter(f, op, param(f, "x", SHAPE(CML_DTYPE_F32, 5, 3)),
-                        param(f, "idx", SHAPE(CML_DTYPE_I32, 2, 1)),
-                        param(f, "upd", SHAPE(CML_DTYPE_F32, 2, 3)), &d);
+  cml_value_t p_x = param(f, "x", SHAPE(CML_DTYPE_F32, 5, 3));
+  cml_value_t p_idx = param(f, "idx", SHAPE(CML_DTYPE_I32, 2, 1));
+  cml_value_t p_upd = param(f, "upd", SHAPE(CML_DTYPE_F32, 2, 3));
+  o[0] = cml_op_scatter(f, op, p_x, p_idx, p_upd, &d);
   *n = 1;
   return o[0];
 }
@@ -431,8 +441,9 @@ static bool select_and_scatter_case(cml_op_t op, cml_function_t* f, cml_value_t*
   }
   cml_shape_t src =
       op == CML_OP_SELECT_AND_SCATTER_SUM ? SHAPE(CML_DTYPE_F32, 2, 4) : SHAPE(CML_DTYPE_F32, 2, 2);
-  o[0] = cml_op_select_and_scatter(f, op, param(f, "x", SHAPE(CML_DTYPE_F32, 4, 4)),
-                                   param(f, "src", src), &w);
+  cml_value_t p_x = param(f, "x", SHAPE(CML_DTYPE_F32, 4, 4));
+  cml_value_t p_src = param(f, "src", src);
+  o[0] = cml_op_select_and_scatter(f, op, p_x, p_src, &w);
   *n = 1;
   return o[0];
 }
@@ -476,8 +487,9 @@ CASE(conv_general_padding_strides_dilations) {
   c.padding_low[1] = 1;
   c.kernel_dilations[1] = 2;
   c.input_dilations[0] = 2;
-  o[0] = cml_op_conv_general(f, param(f, "img", SHAPE(CML_DTYPE_F32, 1, 5, 6, 3)),
-                             param(f, "ker", SHAPE(CML_DTYPE_F32, 3, 2, 3, 4)), &c);
+  cml_value_t p_img = param(f, "img", SHAPE(CML_DTYPE_F32, 1, 5, 6, 3));
+  cml_value_t p_ker = param(f, "ker", SHAPE(CML_DTYPE_F32, 3, 2, 3, 4));
+  o[0] = cml_op_conv_general(f, p_img, p_ker, &c);
   *n = 1;
   return o[0];
 }
@@ -500,13 +512,15 @@ CASE(conv_general_groups_nchw) {
   c.output_spatial_axes[0] = 2;
   c.output_spatial_axes[1] = 3;
   c.channel_group_count = 2;
-  o[0] = cml_op_conv_general(f, param(f, "img", SHAPE(CML_DTYPE_F32, 2, 4, 5, 5)),
-                             param(f, "ker", SHAPE(CML_DTYPE_F32, 6, 2, 3, 3)), &c);
+  cml_value_t p_img = param(f, "img", SHAPE(CML_DTYPE_F32, 2, 4, 5, 5));
+  cml_value_t p_ker = param(f, "ker", SHAPE(CML_DTYPE_F32, 6, 2, 3, 3));
+  o[0] = cml_op_conv_general(f, p_img, p_ker, &c);
   cml_conv_config_t d = conv_nhwc();
   d.batch_group_count = 2;
   d.output_dtype = CML_DTYPE_I32;
-  o[1] = cml_op_conv_general(f, param(f, "q", SHAPE(CML_DTYPE_I8, 2, 4, 4, 3)),
-                             param(f, "qk", SHAPE(CML_DTYPE_I8, 2, 2, 3, 4)), &d);
+  cml_value_t p_q = param(f, "q", SHAPE(CML_DTYPE_I8, 2, 4, 4, 3));
+  cml_value_t p_qk = param(f, "qk", SHAPE(CML_DTYPE_I8, 2, 2, 3, 4));
+  o[1] = cml_op_conv_general(f, p_q, p_qk, &d);
   *n = 2;
   return o[0] && o[1];
 }
@@ -514,8 +528,9 @@ CASE(conv_general_groups_nchw) {
 // Dot products.
 CASE(dot) {
   UNUSED_B;
-  o[0] = cml_op_dot(f, param(f, "a", SHAPE(CML_DTYPE_F32, 2, 3)),
-                    param(f, "b", SHAPE(CML_DTYPE_F32, 3)));
+  cml_value_t p_a = param(f, "a", SHAPE(CML_DTYPE_F32, 2, 3));
+  cml_value_t p_b = param(f, "b", SHAPE(CML_DTYPE_F32, 3));
+  o[0] = cml_op_dot(f, p_a, p_b);
   *n = 1;
   return o[0];
 }
@@ -529,8 +544,9 @@ CASE(dot_general_batch_and_int8) {
   d.lhs_contracting_count = d.rhs_contracting_count = 1;
   d.lhs_contracting_axes[0] = 2;
   d.rhs_contracting_axes[0] = 1;
-  o[0] = cml_op_dot_general(f, param(f, "a", SHAPE(CML_DTYPE_F32, 2, 3, 4)),
-                            param(f, "b", SHAPE(CML_DTYPE_F32, 2, 4, 5)), &d);
+  cml_value_t p_a = param(f, "a", SHAPE(CML_DTYPE_F32, 2, 3, 4));
+  cml_value_t p_b = param(f, "b", SHAPE(CML_DTYPE_F32, 2, 4, 5));
+  o[0] = cml_op_dot_general(f, p_a, p_b, &d);
   cml_dot_config_t q;
   memset(&q, 0, sizeof q);
   q.lhs_contracting_count = q.rhs_contracting_count = 1;
@@ -538,8 +554,9 @@ CASE(dot_general_batch_and_int8) {
   q.rhs_contracting_axes[0] = 0;
   q.accumulator_dtype = CML_DTYPE_I32;
   q.output_dtype = CML_DTYPE_F32;
-  o[1] = cml_op_dot_general(f, param(f, "qa", SHAPE(CML_DTYPE_I8, 2, 3)),
-                            param(f, "qb", SHAPE(CML_DTYPE_I8, 3, 4)), &q);
+  cml_value_t p_qa = param(f, "qa", SHAPE(CML_DTYPE_I8, 2, 3));
+  cml_value_t p_qb = param(f, "qb", SHAPE(CML_DTYPE_I8, 3, 4));
+  o[1] = cml_op_dot_general(f, p_qa, p_qb, &q);
   *n = 2;
   return o[0] && o[1];
 }
@@ -601,8 +618,9 @@ CASE(batch_norm_gradient) {
 }
 CASE(optimization_barrier) {
   UNUSED_B;
-  cml_value_t ins[2] = {param(f, "x", SHAPE(CML_DTYPE_F32, 3)),
-                        param(f, "k", cml_shape_scalar(CML_DTYPE_I32))};
+  cml_value_t p_x = param(f, "x", SHAPE(CML_DTYPE_F32, 3));
+  cml_value_t p_k = param(f, "k", cml_shape_scalar(CML_DTYPE_I32));
+  cml_value_t ins[2] = {p_x, p_k};
   *n = 2;
   return cml_op_optimization_barrier(f, ins, 2, o);
 }
@@ -657,10 +675,10 @@ CASE(while_with_captures) {
   cml_value_t bacc = param(body, "acc", SHAPE(CML_DTYPE_F32, 2));
   cml_value_t one = cml_constant_scalar_i64(body, CML_DTYPE_I32, 1);
   cml_value_t half = cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5);
-  cml_value_t next[2] = {cml_op_add(body, bi, one),
-                         cml_op_add(body, bacc,
-                                    cml_op_add(body, half,  // small constant: re-emitted
-                                               cml_op_reduce_sum(body, big, NULL, 0)))};
+  cml_value_t next[2];
+  next[0] = cml_op_add(body, bi, one);
+  cml_value_t big_sum = cml_op_reduce_sum(body, big, NULL, 0);        // big: extra loop state
+  next[1] = cml_op_add(body, bacc, cml_op_add(body, half, big_sum));  // half: re-emitted
   if (cml_function_return(body, next, 2) != CML_OK) return false;
   cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), acc0};
   cml_value_t outs[2];
@@ -686,8 +704,9 @@ CASE(if_nested_in_while_body) {
 }
 CASE(sort_two_operands_stable) {
   UNUSED_B;
-  cml_value_t ins[2] = {param(f, "keys", SHAPE(CML_DTYPE_F32, 2, 4)),
-                        param(f, "vals", SHAPE(CML_DTYPE_I32, 2, 4))};
+  cml_value_t p_keys = param(f, "keys", SHAPE(CML_DTYPE_F32, 2, 4));
+  cml_value_t p_vals = param(f, "vals", SHAPE(CML_DTYPE_I32, 2, 4));
+  cml_value_t ins[2] = {p_keys, p_vals};
   cml_function_t* cmp = NULL;
   if (cml_function_new_closure(f, &cmp) != CML_OK) return false;
   cml_value_t k0 = param(cmp, "k0", cml_shape_scalar(CML_DTYPE_F32));
@@ -728,9 +747,10 @@ CASE(fused_dense) {
   cml_dense_config_t dc;
   cml_dense_config_init(&dc);
   dc.activation = CML_ACTIVATION_RELU;
-  o[0] = cml_op_fused_dense(f, param(f, "x", SHAPE(CML_DTYPE_F32, 2, 3)),
-                            param(f, "w", SHAPE(CML_DTYPE_F32, 3, 4)),
-                            param(f, "bias", SHAPE(CML_DTYPE_F32, 4)), &dc);
+  cml_value_t p_x = param(f, "x", SHAPE(CML_DTYPE_F32, 2, 3));
+  cml_value_t p_w = param(f, "w", SHAPE(CML_DTYPE_F32, 3, 4));
+  cml_value_t p_bias = param(f, "bias", SHAPE(CML_DTYPE_F32, 4));
+  o[0] = cml_op_fused_dense(f, p_x, p_w, p_bias, &dc);
   *n = 1;
   return o[0];
 }

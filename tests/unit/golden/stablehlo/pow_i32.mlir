@@ -1,15 +1,15 @@
 module @pow_i32 attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
-  func.func public @main(%arg0: tensor<3xi32> loc("y"), %arg1: tensor<3xi32> loc("x")) -> (tensor<3xi32>) {
+  func.func public @main(%arg0: tensor<3xi32> loc("x"), %arg1: tensor<3xi32> loc("y")) -> (tensor<3xi32>) {
     %0 = "stablehlo.constant"() {value = dense<1> : tensor<i32>} : () -> tensor<i32>
     %1 = "stablehlo.broadcast_in_dim"(%0) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<3xi32>
     %2 = "stablehlo.constant"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>
     %3 = "stablehlo.broadcast_in_dim"(%2) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<3xi32>
-    %4 = "stablehlo.and"(%arg0, %1) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+    %4 = "stablehlo.and"(%arg1, %1) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
     %5 = "stablehlo.compare"(%4, %3) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi1>
-    %6 = "stablehlo.multiply"(%1, %arg1) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+    %6 = "stablehlo.multiply"(%1, %arg0) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
     %7 = "stablehlo.select"(%5, %6, %1) : (tensor<3xi1>, tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
-    %8 = "stablehlo.multiply"(%arg1, %arg1) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
-    %9 = "stablehlo.shift_right_logical"(%arg0, %1) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+    %8 = "stablehlo.multiply"(%arg0, %arg0) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+    %9 = "stablehlo.shift_right_logical"(%arg1, %1) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
     %10 = "stablehlo.and"(%9, %1) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
     %11 = "stablehlo.compare"(%10, %3) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi1>
     %12 = "stablehlo.multiply"(%7, %8) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
@@ -194,11 +194,11 @@ module @pow_i32 attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1
     %191 = "stablehlo.compare"(%190, %3) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi1>
     %192 = "stablehlo.multiply"(%187, %188) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
     %193 = "stablehlo.select"(%191, %192, %187) : (tensor<3xi1>, tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
-    %194 = "stablehlo.compare"(%arg0, %3) {comparison_direction = #stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi1>
+    %194 = "stablehlo.compare"(%arg1, %3) {comparison_direction = #stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi1>
     %195 = "stablehlo.constant"() {value = dense<-1> : tensor<i32>} : () -> tensor<i32>
     %196 = "stablehlo.broadcast_in_dim"(%195) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<3xi32>
-    %197 = "stablehlo.compare"(%arg1, %1) {comparison_direction = #stablehlo<comparison_direction EQ>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi1>
-    %198 = "stablehlo.compare"(%arg1, %196) {comparison_direction = #stablehlo<comparison_direction EQ>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi1>
+    %197 = "stablehlo.compare"(%arg0, %1) {comparison_direction = #stablehlo<comparison_direction EQ>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi1>
+    %198 = "stablehlo.compare"(%arg0, %196) {comparison_direction = #stablehlo<comparison_direction EQ>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi1>
     %199 = "stablehlo.or"(%197, %198) : (tensor<3xi1>, tensor<3xi1>) -> tensor<3xi1>
     %200 = "stablehlo.select"(%199, %193, %3) : (tensor<3xi1>, tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
     %201 = "stablehlo.select"(%194, %200, %193) : (tensor<3xi1>, tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>

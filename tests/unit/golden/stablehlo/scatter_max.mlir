@@ -1,6 +1,6 @@
 module @scatter_max attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
-  func.func public @main(%arg0: tensor<2x3xf32> loc("upd"), %arg1: tensor<2x1xi32> loc("idx"), %arg2: tensor<5x3xf32> loc("x")) -> (tensor<5x3xf32>) {
-    %0 = "stablehlo.scatter"(%arg2, %arg1, %arg0) ({
+  func.func public @main(%arg0: tensor<5x3xf32> loc("x"), %arg1: tensor<2x1xi32> loc("idx"), %arg2: tensor<2x3xf32> loc("upd")) -> (tensor<5x3xf32>) {
+    %0 = "stablehlo.scatter"(%arg0, %arg1, %arg2) ({
       ^bb0(%1: tensor<f32>, %2: tensor<f32>):
       %3 = "stablehlo.compare"(%1, %2) {comparison_direction = #stablehlo<comparison_direction GT>, compare_type = #stablehlo<comparison_type TOTALORDER>} : (tensor<f32>, tensor<f32>) -> tensor<i1>
       %4 = "stablehlo.select"(%3, %1, %2) : (tensor<i1>, tensor<f32>, tensor<f32>) -> tensor<f32>
