@@ -687,7 +687,7 @@ CASE(while_with_captures) {
   *n = 1;
   return true;
 }
-CASE(if_nested_in_while_body) {
+CASE(if_with_captures) {
   UNUSED_B;
   cml_shape_t sc = cml_shape_scalar(CML_DTYPE_I32);
   cml_value_t n0 = param(f, "n", sc);
@@ -701,6 +701,34 @@ CASE(if_nested_in_while_body) {
   if (cml_function_return(else_b, &e, 1) != CML_OK) return false;
   *n = 1;
   return cml_op_if(f, p, then_b, else_b, &o[0]);
+}
+// while (i < n) i = (i < 3) ? i + 1 : i * 2, the branches capturing the body's parameter.
+CASE(if_inside_while_body) {
+  UNUSED_B;
+  cml_shape_t sc = cml_shape_scalar(CML_DTYPE_I32);
+  cml_value_t n0 = param(f, "n", sc);
+  cml_function_t *cond = NULL, *body = NULL, *then_b = NULL, *else_b = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK) return false;
+  cml_value_t ci = param(cond, "i", sc);
+  cml_value_t lt = cml_op_less_than(cond, ci, n0);
+  if (cml_function_return(cond, &lt, 1) != CML_OK) return false;
+  if (cml_function_new_closure(f, &body) != CML_OK) return false;
+  cml_value_t bi = param(body, "i", sc);
+  cml_value_t three = cml_constant_scalar_i64(body, CML_DTYPE_I32, 3);
+  cml_value_t small = cml_op_less_than(body, bi, three);
+  if (cml_function_new_closure(body, &then_b) != CML_OK) return false;
+  cml_value_t one = cml_constant_scalar_i64(then_b, CML_DTYPE_I32, 1);
+  cml_value_t t = cml_op_add(then_b, bi, one);
+  if (cml_function_return(then_b, &t, 1) != CML_OK) return false;
+  if (cml_function_new_closure(body, &else_b) != CML_OK) return false;
+  cml_value_t e = cml_op_add(else_b, bi, bi);
+  if (cml_function_return(else_b, &e, 1) != CML_OK) return false;
+  cml_value_t next = 0;
+  if (!cml_op_if(body, small, then_b, else_b, &next)) return false;
+  if (cml_function_return(body, &next, 1) != CML_OK) return false;
+  cml_value_t i0 = cml_constant_scalar_i64(f, CML_DTYPE_I32, 0);
+  *n = 1;
+  return cml_op_while(f, cond, body, &i0, 1, o);
 }
 CASE(sort_two_operands_stable) {
   UNUSED_B;
@@ -829,7 +857,8 @@ static const golden_case_t kCustomCases[] = {
     C(call_named_function, CALL),
     C(call_closure_with_captures, CAPTURED_VALUE),
     C(while_with_captures, WHILE),
-    C(if_nested_in_while_body, IF),
+    C(if_with_captures, IF),
+    C(if_inside_while_body, IF),
     C(sort_two_operands_stable, SORT),
     C(fused_softmax, FUSED_SOFTMAX),
     C(fused_layer_norm, FUSED_LAYER_NORM),
