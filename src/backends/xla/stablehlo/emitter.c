@@ -723,7 +723,6 @@ static cml_status_t cml_shlo_check_depth(const cml_module_t* m) {
   int64_t* depth = malloc(count * sizeof *depth);
   uint32_t* stack_fn = malloc(count * sizeof *stack_fn);
   uint32_t* stack_node = malloc(count * sizeof *stack_node);
-  // Nodes of each function: scanned through the function's node list.
   if (!depth || !stack_fn || !stack_node) {
     free(depth);
     free(stack_fn);
