@@ -14,6 +14,7 @@
 //   CML_UPDATE_GOLDEN=1 stablehlo_golden_test    rewrites the golden files from the emitter
 //
 // Regenerated goldens must be reviewed (git diff) against the StableHLO spec before committing.
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1328,6 +1329,63 @@ TEST(xla_nesting_at_the_limit_runs) {
   }
 }
 
+// --xla: on a thread with a 2 MiB stack (where XLA itself crashes on a chain of about 150-200
+// calls), the emitter refuses the limit's 256 levels with RESOURCE_EXHAUSTED, and what it
+// accepts there (32 levels) compiles and runs.
+typedef struct small_stack_run_t {
+  uint32_t depth;
+  cml_status_t emit_status, run_status;
+  float result;
+} small_stack_run_t;
+
+static void* small_stack_thread(void* arg) {
+  small_stack_run_t* run = arg;
+  chain_ir_t ir;
+  if (!chain_ir_make_calls(&ir, run->depth, false)) {
+    run->emit_status = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    return NULL;
+  }
+  cml_xla_emit_options_t opts;
+  cml_xla_emit_options_init(&opts);
+  char* text = NULL;
+  run->emit_status = cml_xla_emit_stablehlo(&ir.module, &opts, &text);
+  chain_ir_destroy(&ir);
+  if (run->emit_status == CML_OK) {
+    float x = 1.5f;
+    run->run_status = xla_compile(text, &x, &run->result);
+  }
+  free(text);
+  return NULL;
+}
+
+TEST(xla_small_thread_stack) {
+  if (!g_client) return;
+  for (int k = 0; k < 2; ++k) {
+    small_stack_run_t run = {k == 0 ? (uint32_t)CML_XLA_EMIT_MAX_NESTING_DEPTH : 32u, CML_OK,
+                             CML_OK, 0};
+    // A stack of our own: glibc may hand a new thread a larger cached stack otherwise.
+    size_t size = 2u << 20;
+    void* stack = NULL;
+    ASSERT_EQ_INT(posix_memalign(&stack, 1u << 16, size), 0);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, stack, size);
+    pthread_t thread;
+    int rc = pthread_create(&thread, &attr, small_stack_thread, &run);
+    pthread_attr_destroy(&attr);
+    if (rc == 0) pthread_join(thread, NULL);
+    free(stack);
+    ASSERT_EQ_INT(rc, 0);
+    if (k == 0) {
+      ASSERT_STATUS_CODE(run.emit_status, CML_STATUS_RESOURCE_EXHAUSTED);
+    } else {
+      ASSERT_STATUS_OK(run.emit_status);
+      ASSERT_STATUS_OK(run.run_status);
+      ASSERT_EQ_DBL(run.result, 2 * 1.5f + 31);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   collect_cases();
   bool xla = argc > 1 && strcmp(argv[1], "--xla") == 0;
@@ -1360,6 +1418,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(a_changed_text_is_a_mismatch),
       TEST_ENTRY(xla_adversarial_names_run),
       TEST_ENTRY(xla_nesting_at_the_limit_runs),
+      TEST_ENTRY(xla_small_thread_stack),
   };
   int failures = 0, ran = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
