@@ -23,10 +23,11 @@
 #define CML_SHLO_SINK_LIMIT 16
 
 // Stack XLA's compiler uses (xla:cpu, measured: Call chains crash at ~735 levels on 8 MiB,
-// 300-400 on 4 MiB, 150-200 on 2 MiB, i.e. 10-14 KiB a level), with a margin: bytes per
-// nesting level, and a base for the rest of the compilation.
+// 300-400 on 4 MiB, 150-200 on 2 MiB, 35-50 on 512 KiB, 1-10 on 128 KiB, i.e. about 12 KiB a
+// level over a base under 128 KiB), with margins: bytes per nesting level, and a base for the
+// rest of the compilation.
 #define CML_SHLO_STACK_PER_LEVEL (20u * 1024u)
-#define CML_SHLO_STACK_BASE (1024u * 1024u)
+#define CML_SHLO_STACK_BASE (256u * 1024u)
 
 void cml_xla_emit_options_init(cml_xla_emit_options_t* options) {
   memset(options, 0, sizeof *options);

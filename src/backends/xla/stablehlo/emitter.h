@@ -47,7 +47,7 @@ typedef struct cml_xla_emit_options_t {
   int32_t num_replicas;
   int32_t num_partitions;
   // The stack XLA's compiler will run on, in bytes: it recurses once per nesting level (about
-  // 10-14 KiB a level on xla:cpu), so a module nested too deep for it gets RESOURCE_EXHAUSTED
+  // 12 KiB a level on xla:cpu), so a module nested too deep for it gets RESOURCE_EXHAUSTED
   // instead of a crash. 0 (the default): what is left of the calling thread's stack (where the
   // platform says; unchecked elsewhere), for callers that compile on the thread that emits.
   // SIZE_MAX: unchecked (only CML_XLA_EMIT_MAX_NESTING_DEPTH applies).
