@@ -3,6 +3,8 @@
 // small modules of each op family, parameter name normalization, literal formatting, nested
 // regions and closures, and a structural check (balanced braces, every SSA name defined once)
 // of everything it writes.
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -305,6 +307,83 @@ TEST(nesting_depth_limit) {
       ASSERT_TRUE(has_depth && has_limit);
     }
   }
+}
+
+// XLA compiles on the calling thread, recursing once per level: a module too deep for the
+// stack it will have gets RESOURCE_EXHAUSTED naming the sizes (compile_stack_bytes, or the
+// calling thread's stack where the platform tells it), not a crash in XLA.
+typedef struct stack_run_t {
+  uint32_t depth;
+  cml_status_t status;
+} stack_run_t;
+
+static void* emit_chain_thread(void* arg) {
+  stack_run_t* run = arg;
+  chain_ir_t ir;
+  if (!chain_ir_make_calls(&ir, run->depth, false)) {
+    run->status = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    return NULL;
+  }
+  cml_xla_emit_options_t opts;
+  cml_xla_emit_options_init(&opts);
+  char* text = NULL;
+  run->status = cml_xla_emit_stablehlo(&ir.module, &opts, &text);
+  chain_ir_destroy(&ir);
+  free(text);
+  return NULL;
+}
+
+// Emits a Call chain of |depth| with default options on a new thread of |stack_bytes| stack.
+static cml_status_t emit_chain_on_thread(uint32_t depth, size_t stack_bytes) {
+  stack_run_t run = {depth, CML_OK};
+  // A stack of our own: glibc may hand a new thread a larger cached stack otherwise.
+  void* stack = NULL;
+  if (posix_memalign(&stack, 1u << 16, stack_bytes) != 0) {
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstack(&attr, stack, stack_bytes);
+  pthread_t thread;
+  int rc = pthread_create(&thread, &attr, emit_chain_thread, &run);
+  pthread_attr_destroy(&attr);
+  if (rc == 0) pthread_join(thread, NULL);
+  free(stack);
+  if (rc != 0) return cml_status_make(CML_STATUS_INTERNAL, "pthread_create: %d", rc);
+  return run.status;
+}
+
+TEST(nesting_too_deep_for_the_compile_stack) {
+  const uint32_t limit = CML_XLA_EMIT_MAX_NESTING_DEPTH;
+  cml_xla_emit_options_t opts;
+  cml_xla_emit_options_init(&opts);
+  chain_ir_t ir;
+  ASSERT_TRUE(chain_ir_make_calls(&ir, limit, false));
+  char* text = NULL;
+  opts.compile_stack_bytes = 2u << 20;
+  cml_status_t st = cml_xla_emit_stablehlo(&ir.module, &opts, &text);
+  bool named = st != CML_OK && strstr(cml_status_message(st), "256 deep") &&
+               strstr(cml_status_message(st), "only 2048 KiB");
+  ASSERT_STATUS_CODE(st, CML_STATUS_RESOURCE_EXHAUSTED);
+  ASSERT_TRUE(named);
+  ASSERT_TRUE(text == NULL);
+  opts.compile_stack_bytes = SIZE_MAX;  // unchecked
+  st = cml_xla_emit_stablehlo(&ir.module, &opts, &text);
+  free(text);
+  text = NULL;
+  ASSERT_STATUS_OK(st);
+  opts.compile_stack_bytes = 64u << 20;
+  st = cml_xla_emit_stablehlo(&ir.module, &opts, &text);
+  free(text);
+  chain_ir_destroy(&ir);
+  ASSERT_STATUS_OK(st);
+#if defined(__linux__) || defined(__APPLE__)
+  // Default options measure the calling thread: a 2 MiB thread cannot take 256 levels, but
+  // can take 32; a 64 MiB one takes the limit.
+  ASSERT_STATUS_CODE(emit_chain_on_thread(limit, 2u << 20), CML_STATUS_RESOURCE_EXHAUSTED);
+  ASSERT_STATUS_OK(emit_chain_on_thread(32, 2u << 20));
+  ASSERT_STATUS_OK(emit_chain_on_thread(limit, 64u << 20));
+#endif
 }
 
 // The depth check is iterative: a chain of 100000 calls gets the status, not a stack overflow.
@@ -792,9 +871,9 @@ TEST_MAIN(TEST_ENTRY(golden_add_with_scalar_broadcast),
           TEST_ENTRY(size_one_axes_broadcast_and_compare_types),
           TEST_ENTRY(parameter_names_cannot_collide), TEST_ENTRY(function_symbols_cannot_collide),
           TEST_ENTRY(nesting_depth_limit), TEST_ENTRY(very_deep_and_cyclic_modules_get_a_status),
-          TEST_ENTRY(literal_formatting), TEST_ENTRY(constants_in_modules),
-          TEST_ENTRY(reductions_and_argminmax), TEST_ENTRY(movement_indexing_and_dot),
-          TEST_ENTRY(conv_rng_fft_batch_norm_barriers),
+          TEST_ENTRY(nesting_too_deep_for_the_compile_stack), TEST_ENTRY(literal_formatting),
+          TEST_ENTRY(constants_in_modules), TEST_ENTRY(reductions_and_argminmax),
+          TEST_ENTRY(movement_indexing_and_dot), TEST_ENTRY(conv_rng_fft_batch_norm_barriers),
           TEST_ENTRY(convert_bitcast_and_special_unary),
           TEST_ENTRY(nested_regions_while_if_sort_call),
           TEST_ENTRY(closure_called_gets_captures_as_parameters),

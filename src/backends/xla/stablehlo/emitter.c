@@ -11,7 +11,9 @@
 // - Small captured constants (up to 16 elements) are re-emitted inside the region instead.
 // - Call: named functions and called closures become `func.func private` functions; a
 //   closure's captures become extra trailing parameters, passed at the call site.
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,13 @@
 #include "backends/xla/stablehlo/emit_internal.h"
 
 #define CML_SHLO_SINK_LIMIT 16
+
+// Stack XLA's compiler uses (xla:cpu, measured: Call chains crash at ~735 levels on 8 MiB,
+// 300-400 on 4 MiB, 150-200 on 2 MiB, 35-50 on 512 KiB, 1-10 on 128 KiB, i.e. about 12 KiB a
+// level over a base under 128 KiB), with margins: bytes per nesting level, and a base for the
+// rest of the compilation.
+#define CML_SHLO_STACK_PER_LEVEL (20u * 1024u)
+#define CML_SHLO_STACK_BASE (256u * 1024u)
 
 void cml_xla_emit_options_init(cml_xla_emit_options_t* options) {
   memset(options, 0, sizeof *options);
@@ -717,13 +726,13 @@ static uint32_t cml_shlo_node_targets(const cml_ir_node_t* n, uint32_t out[2]) {
 // inlined as regions and called functions count alike: XLA recurses through both). Iterative
 // (an explicit stack), so a deep or cyclic module cannot overflow this function's stack; a
 // cycle (a function that calls itself, directly or not) is INVALID_ARGUMENT.
-static cml_status_t cml_shlo_check_depth(const cml_module_t* m) {
+static cml_status_t cml_shlo_check_depth(const cml_module_t* m, int64_t* out_depth) {
+  *out_depth = 0;
   uint32_t count = m->function_count;
   // depth[fi]: -1 not visited, -2 on the stack, >= 0 done.
   int64_t* depth = malloc(count * sizeof *depth);
   uint32_t* stack_fn = malloc(count * sizeof *stack_fn);
   uint32_t* stack_node = malloc(count * sizeof *stack_node);
-  // Nodes of each function: scanned through the function's node list.
   if (!depth || !stack_fn || !stack_node) {
     free(depth);
     free(stack_fn);
@@ -801,7 +810,46 @@ static cml_status_t cml_shlo_check_depth(const cml_module_t* m) {
   free(depth);
   free(stack_fn);
   free(stack_node);
+  if (st == CML_OK) *out_depth = deepest;
   return st;
+}
+
+// The bytes of stack left below this function's frame on the calling thread, or 0 when the
+// platform does not say.
+static size_t cml_shlo_stack_left(void) {
+  char here;
+  uintptr_t at = (uintptr_t)&here, low = 0;
+#if defined(__linux__)
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return 0;
+  void* addr = NULL;
+  size_t size = 0;
+  int rc = pthread_attr_getstack(&attr, &addr, &size);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) return 0;
+  low = (uintptr_t)addr;
+#elif defined(__APPLE__)
+  low = (uintptr_t)pthread_get_stackaddr_np(pthread_self()) -
+        pthread_get_stacksize_np(pthread_self());
+#endif
+  return low && at > low ? (size_t)(at - low) : 0;
+}
+
+// XLA compiles on the calling thread and recurses once per nesting level: checks that |depth|
+// levels fit in the stack XLA will have (|opts|->compile_stack_bytes, or what is left of the
+// calling thread's stack), at CML_SHLO_STACK_PER_LEVEL bytes a level plus a fixed base.
+static cml_status_t cml_shlo_check_stack(const cml_xla_emit_options_t* opts, int64_t depth) {
+  if (depth == 0 || opts->compile_stack_bytes == SIZE_MAX) return CML_OK;
+  size_t stack = opts->compile_stack_bytes ? opts->compile_stack_bytes : cml_shlo_stack_left();
+  if (stack == 0) return CML_OK;  // unknown: only the depth limit applies
+  size_t need = CML_SHLO_STACK_BASE + (size_t)depth * CML_SHLO_STACK_PER_LEVEL;
+  if (need <= stack) return CML_OK;
+  return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                         "xla: emit: the module nests Call/While/If/Sort %lld deep, which needs "
+                         "about %zu KiB of stack for XLA's compiler (it recurses once per level, "
+                         "on the calling thread); only %zu KiB are available: compile from a "
+                         "thread with a larger stack, or nest less",
+                         (long long)depth, need / 1024, stack / 1024);
 }
 
 cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module, const cml_xla_emit_options_t* opts,
@@ -811,7 +859,9 @@ cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module, const cml_xla_em
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "xla: emit: NULL module or output");
   }
   CML_RETURN_IF_ERROR(cml_shlo_validate(module));
-  CML_RETURN_IF_ERROR(cml_shlo_check_depth(module));
+  int64_t depth = 0;
+  CML_RETURN_IF_ERROR(cml_shlo_check_depth(module, &depth));
+  CML_RETURN_IF_ERROR(cml_shlo_check_stack(opts, depth));
   cml__shlo_ctx_t c;
   memset(&c, 0, sizeof c);
   c.module = module;

@@ -46,15 +46,23 @@ typedef struct cml_xla_emit_options_t {
   // Module attributes mhlo.num_replicas / mhlo.num_partitions (1 unless SPMD).
   int32_t num_replicas;
   int32_t num_partitions;
+  // The stack XLA's compiler will run on, in bytes: it recurses once per nesting level (about
+  // 12 KiB a level on xla:cpu), so a module nested too deep for it gets RESOURCE_EXHAUSTED
+  // instead of a crash. 0 (the default): what is left of the calling thread's stack (where the
+  // platform says; unchecked elsewhere), for callers that compile on the thread that emits.
+  // SIZE_MAX: unchecked (only CML_XLA_EMIT_MAX_NESTING_DEPTH applies).
+  size_t compile_stack_bytes;
 } cml_xla_emit_options_t;
 
-// Sets struct_size and the defaults (platform "cpu", tf32 false, donatable_inputs true, 1, 1).
+// Sets struct_size and the defaults (platform "cpu", tf32 false, donatable_inputs true, 1, 1,
+// compile_stack_bytes 0).
 void cml_xla_emit_options_init(cml_xla_emit_options_t* options);
 
 // Emits |module| as StableHLO MLIR text into |*out_text| (malloc'd, NUL-terminated; the caller
 // frees it with free()). Returns UNIMPLEMENTED naming the op (and dtype) for what it cannot
 // lower, INVALID_ARGUMENT for a malformed module (or one nested deeper than
-// CML_XLA_EMIT_MAX_NESTING_DEPTH), RESOURCE_EXHAUSTED on allocation failure.
+// CML_XLA_EMIT_MAX_NESTING_DEPTH), RESOURCE_EXHAUSTED on allocation failure or when the module
+// is nested too deep for the stack XLA will compile on (see compile_stack_bytes).
 //
 // Names: main's parameters are "%arg<i>" (their user names kept as locations, loc("x")), every
 // other SSA value "%<n>"; functions are "@main", "@fn<i>[_<name>]" and "@closure<i>". Unique by

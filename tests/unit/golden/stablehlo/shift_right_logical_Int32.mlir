@@ -1,0 +1,6 @@
+module @shift_right_logical_Int32 attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<2x3xi32> loc("x"), %arg1: tensor<2x3xi32> loc("y")) -> (tensor<2x3xi32>) {
+    %0 = "stablehlo.shift_right_logical"(%arg0, %arg1) : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+    "func.return"(%0) : (tensor<2x3xi32>) -> ()
+  }
+}
