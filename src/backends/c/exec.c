@@ -23,6 +23,12 @@
 
 #include "backends/c/engine_internal.h"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define CMLC_NOINLINE __attribute__((noinline))
+#else
+#define CMLC_NOINLINE
+#endif
+
 struct cmlc_context_t {
   struct cmlc_context_t* next;
   cmlc_executable_t* exe;
@@ -320,6 +326,39 @@ static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan
   return CML_OK;
 }
 
+// Runs a KERNEL step. Kept out of cmlc_run_function (never inlined) so that the frame of the
+// recursion over nested functions (Call, If, While, closures) stays small: a 256-deep nest
+// runs on a 256 KiB stack.
+CMLC_NOINLINE static cml_status_t cmlc_run_kernel(cmlc_context_t* ctx,
+                                                  const cmlc_function_plan_t* fp,
+                                                  const cmlc_step_t* step, uint8_t* segment) {
+  cmlc_executable_t* exe = ctx->exe;
+  const cml_ir_node_t* n = step->node;
+  void** ptrs = ctx->ptrs;
+  void** io = ptrs + fp->io_offset;
+  for (uint32_t k = 0; k < n->input_count; ++k) io[k] = ptrs[n->inputs[k]];
+  for (uint32_t o = 0; o < n->output_count; ++o) io[n->input_count + o] = ptrs[n->first_output + o];
+  cmlc_kernel_args_t args = {
+      .module = exe->module,
+      .node = n,
+      .options = &exe->backend->options,
+      .input_count = n->input_count,
+      .input_shapes = step->shapes,
+      .inputs = (const void* const*)io,
+      .output_count = n->output_count,
+      .output_shapes = step->shapes + n->input_count,
+      .outputs = io + n->input_count,
+      .scratch = step->scratch_size ? segment + step->scratch_offset : NULL,
+      .scratch_size = step->scratch_size,
+      .pool = exe->backend->pool,
+      .call_function = cmlc_exec_call_function,
+      .exec = ctx,
+  };
+  cml_status_t st = step->entry.run(&args);
+  if (st != CML_OK) return cml_status_annotate(st, "c backend: %s", cml_op_name(n->op));
+  return CML_OK;
+}
+
 static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi) {
   cmlc_executable_t* exe = ctx->exe;
   const cml_module_t* m = exe->module;
@@ -338,32 +377,9 @@ static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi) {
         cmlc_run_scalar(step->scalar_code, ptrs[n->inputs[0]],
                         n->input_count > 1 ? ptrs[n->inputs[1]] : NULL, ptrs[n->first_output]);
         break;
-      case CMLC_STEP_KERNEL: {
-        void** io = ptrs + fp->io_offset;
-        for (uint32_t k = 0; k < n->input_count; ++k) io[k] = ptrs[n->inputs[k]];
-        for (uint32_t o = 0; o < n->output_count; ++o) {
-          io[n->input_count + o] = ptrs[n->first_output + o];
-        }
-        cmlc_kernel_args_t args = {
-            .module = m,
-            .node = n,
-            .options = &exe->backend->options,
-            .input_count = n->input_count,
-            .input_shapes = step->shapes,
-            .inputs = (const void* const*)io,
-            .output_count = n->output_count,
-            .output_shapes = step->shapes + n->input_count,
-            .outputs = io + n->input_count,
-            .scratch = step->scratch_size ? segment + step->scratch_offset : NULL,
-            .scratch_size = step->scratch_size,
-            .pool = exe->backend->pool,
-            .call_function = cmlc_exec_call_function,
-            .exec = ctx,
-        };
-        cml_status_t st = step->entry.run(&args);
-        if (st != CML_OK) return cml_status_annotate(st, "c backend: %s", cml_op_name(n->op));
+      case CMLC_STEP_KERNEL:
+        CML_RETURN_IF_ERROR(cmlc_run_kernel(ctx, fp, step, segment));
         break;
-      }
       case CMLC_STEP_ALIAS: {
         uint32_t count = n->op == CML_OP_SCHEDULING_BARRIER ? 1 : n->output_count;
         if (count > n->input_count) count = n->input_count;
