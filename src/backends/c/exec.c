@@ -371,7 +371,11 @@ static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi) {
   for (uint32_t s = 0; s < fp->step_count; ++s) {
     const cmlc_step_t* step = &fp->steps[s];
     const cml_ir_node_t* n = step->node;
-    if (ctx->controlled) CML_RETURN_IF_ERROR(cmlc_poll_slow(ctx, step->heavy));
+    // Steps that do work are stop points; cheap ones (scalar, alias, merged) need none, and
+    // Call, If and While check at their callees' entry.
+    if (ctx->controlled && (step->kind == CMLC_STEP_KERNEL || step->kind == CMLC_STEP_FUSED)) {
+      CML_RETURN_IF_ERROR(cmlc_poll_slow(ctx, step->heavy));
+    }
     switch (step->kind) {
       case CMLC_STEP_SCALAR:
         cmlc_run_scalar(step->scalar_code, ptrs[n->inputs[0]],
