@@ -16,7 +16,9 @@
 //      barriers) and merged nodes copy no data: their outputs use their sources' storage.
 //      Folded values are constants the executable owns; values inside fused loops get no
 //      storage at all. In main, values that are returned are written straight into the output
-//      buffers.
+//      buffers;
+//   5. one-element Add/Sub/Mul, comparisons and logical ops become SCALAR steps (exec.c runs
+//      them inline; not in reference mode).
 // Functions get disjoint segments: no function can be active twice at once (a callee must be
 // returned before it is called, so calls cannot recurse).
 //
