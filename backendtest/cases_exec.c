@@ -704,8 +704,8 @@ static void case_cancel_before_execute(bt_t* t) {
                    CML_STATUS_CANCELLED, (const char* const[]){"cancel", NULL});
   if (out[0] != NULL) bt_fail(t, "a cancelled execution wrote an output");
   cml_cancel_token_destroy(token);
-  exec_expect_buffer_f64(t, "the donated input after the cancelled execution", in,
-                         CML_DTYPE_F32, 1, dims, (double[]){1, 2, 3});
+  exec_expect_buffer_f64(t, "the donated input after the cancelled execution", in, CML_DTYPE_F32, 1,
+                         dims, (double[]){1, 2, 3});
   // A deadline far away changes nothing.
   opts.cancel_token = NULL;
   opts.donate = NULL;

@@ -168,8 +168,8 @@ static void loop_bench(const bench_options_t* opts) {
     for (int c = 0; c < count; ++c) {
       if (best[c] < 0) continue;
       double wall_ns = best[c] / (double)n * 1e9, cpu_ns = best_cpu[c] / (double)n * 1e9;
-      printf("  n=%-8lld %-10s %8.1f ns/iteration (wall)  %8.1f ns (CPU)", (long long)n,
-             configs[c], wall_ns, cpu_ns);
+      printf("  n=%-8lld %-10s %8.1f ns/iteration (wall)  %8.1f ns (CPU)", (long long)n, configs[c],
+             wall_ns, cpu_ns);
       if (c > 0 && best[c] > 0 && best[0] > 0) {
         printf("   time %s / time %s = %.1fx (wall), %.1fx (CPU)", configs[0], configs[c],
                best[0] / best[c], best_cpu[0] / best_cpu[c]);

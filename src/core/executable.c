@@ -402,9 +402,8 @@ cml_status_t cml_executable_execute_with_options(cml_executable_t* executable,
   control.struct_size = sizeof control;
   control.cancelled = options->cancel_token ? &options->cancel_token->cancelled : NULL;
   if (options->timeout_ns > 0) {
-    control.deadline_ns = options->timeout_ns > INT64_MAX - start
-                              ? INT64_MAX
-                              : start + options->timeout_ns;
+    control.deadline_ns =
+        options->timeout_ns > INT64_MAX - start ? INT64_MAX : start + options->timeout_ns;
   }
   const bool active = control.cancelled || control.deadline_ns;
   return cml__executable_execute(executable, inputs, input_count, options->donate, options->device,

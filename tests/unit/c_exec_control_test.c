@@ -40,8 +40,7 @@ static cml_status_t compile_loop(cml_backend_t* backend, int32_t limit, int32_t 
   if (st == CML_OK) {
     cml_value_t i = cml_parameter(cond, "i", &is);
     (void)cml_parameter(cond, "acc", &fs);
-    cml_value_t go =
-        cml_op_less_than(cond, i, cml_constant_scalar_i64(cond, CML_DTYPE_I32, limit));
+    cml_value_t go = cml_op_less_than(cond, i, cml_constant_scalar_i64(cond, CML_DTYPE_I32, limit));
     st = cml_function_return(cond, &go, 1);
   }
   if (st == CML_OK) {
@@ -282,8 +281,8 @@ TEST(concurrent_executions_separate_tokens) {
 typedef cml_value_t (*binary_fn)(cml_function_t*, cml_value_t, cml_value_t);
 
 // Runs main(a, b) -> op(a, b) on one-element operands on |be|; writes the result's bytes.
-static cml_status_t run_scalar_op(cml_backend_t* be, binary_fn op, cml_dtype_t dtype,
-                                  const void* a, const void* b, void* out, size_t out_size) {
+static cml_status_t run_scalar_op(cml_backend_t* be, binary_fn op, cml_dtype_t dtype, const void* a,
+                                  const void* b, void* out, size_t out_size) {
   cml_builder_t* bld = NULL;
   CML_RETURN_IF_ERROR(cml_builder_create(be, "scalar", &bld));
   cml_function_t* f = cml_builder_main(bld);
@@ -317,10 +316,14 @@ TEST(scalar_fast_path_matches_reference) {
     binary_fn fn;
     bool compare;
   } ops[] = {
-      {"add", cml_op_add, false},           {"sub", cml_op_sub, false},
-      {"mul", cml_op_mul, false},           {"eq", cml_op_equal, true},
-      {"ne", cml_op_not_equal, true},       {"lt", cml_op_less_than, true},
-      {"le", cml_op_less_or_equal, true},   {"gt", cml_op_greater_than, true},
+      {"add", cml_op_add, false},
+      {"sub", cml_op_sub, false},
+      {"mul", cml_op_mul, false},
+      {"eq", cml_op_equal, true},
+      {"ne", cml_op_not_equal, true},
+      {"lt", cml_op_less_than, true},
+      {"le", cml_op_less_or_equal, true},
+      {"gt", cml_op_greater_than, true},
       {"ge", cml_op_greater_or_equal, true},
   };
   // Operand pairs per dtype: wrap-around, NaN, -0, infinities, denormals.
@@ -328,8 +331,8 @@ TEST(scalar_fast_path_matches_reference) {
   const int64_t i64[][2] = {{INT64_MAX, 1}, {INT64_MIN, 3}, {-5, -5}, {1LL << 40, 1LL << 30}};
   const uint32_t u32[][2] = {{0, 1}, {UINT32_MAX, 2}, {5, 5}, {1u << 31, 3}};
   const uint64_t u64[][2] = {{0, 1}, {UINT64_MAX, UINT64_MAX}, {9, 2}, {1ull << 63, 2}};
-  const float f32[][2] = {{NAN, 1.0f}, {-0.0f, 0.0f}, {INFINITY, -INFINITY}, {1e-45f, 3e38f},
-                          {0.1f, 0.2f}};
+  const float f32[][2] = {
+      {NAN, 1.0f}, {-0.0f, 0.0f}, {INFINITY, -INFINITY}, {1e-45f, 3e38f}, {0.1f, 0.2f}};
   const double f64[][2] = {{NAN, NAN}, {-0.0, 0.0}, {1e308, 1e308}, {4.9e-324, -1.0}, {0.1, 0.7}};
   struct {
     cml_dtype_t dtype;
@@ -362,7 +365,7 @@ TEST(scalar_fast_path_matches_reference) {
   static const struct {
     binary_fn fn;
   } bool_ops[] = {{cml_op_logical_and}, {cml_op_logical_or}, {cml_op_logical_xor},
-                  {cml_op_equal},       {cml_op_less_than}, {NULL}};
+                  {cml_op_equal},       {cml_op_less_than},  {NULL}};
   for (size_t o = 0; o < sizeof bool_ops / sizeof bool_ops[0]; ++o) {
     for (int a = 0; a < 2; ++a) {
       for (int b = 0; b < 2; ++b) {
@@ -426,7 +429,8 @@ static cml_status_t compile_closure_nest(cml_backend_t* be, int depth, cml_execu
   cml_function_t* chain[kDepth + 1];
   chain[0] = f;
   cml_status_t st = CML_OK;
-  for (int k = 1; k <= depth && st == CML_OK; ++k) st = cml_function_new_closure(chain[k - 1], &chain[k]);
+  for (int k = 1; k <= depth && st == CML_OK; ++k)
+    st = cml_function_new_closure(chain[k - 1], &chain[k]);
   for (int k = depth; k >= 1 && st == CML_OK; --k) {
     cml_function_t* c = chain[k];
     cml_value_t y = x;  // captured from main through every level

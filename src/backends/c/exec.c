@@ -131,8 +131,7 @@ static cml_status_t cmlc_poll_slow(cmlc_context_t* ctx, bool read_clock) {
   if (ctx->cancelled && atomic_load_explicit(ctx->cancelled, memory_order_relaxed)) {
     return cml_status_make(CML_STATUS_CANCELLED, "c backend: execution cancelled by its token");
   }
-  if (ctx->deadline_ns &&
-      (read_clock || (++ctx->checks & (CMLC_CLOCK_EVERY - 1)) == 0) &&
+  if (ctx->deadline_ns && (read_clock || (++ctx->checks & (CMLC_CLOCK_EVERY - 1)) == 0) &&
       cml_clock_monotonic_ns() >= ctx->deadline_ns) {
     return cml_status_make(CML_STATUS_DEADLINE_EXCEEDED,
                            "c backend: execution stopped at its deadline");
@@ -152,35 +151,35 @@ static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi);
 // Runs a SCALAR step: one element in, one element out, C semantics (integers wrap in unsigned
 // arithmetic), exactly as the elementwise kernels compute them.
 static void cmlc_run_scalar(uint16_t code, const void* a, const void* b, void* out) {
-#define CMLC_SC_CASE(OP, TYPE) ((OP) * CMLC_SCALAR_TYPES + (TYPE))
-#define CMLC_SC_ARITH(TYPE, T, UT)                                                            \
-  case CMLC_SC_CASE(CMLC_SCALAR_ADD, TYPE):                                                   \
-    *(T*)out = (T)((UT) * (const T*)a + (UT) * (const T*)b);                                  \
-    return;                                                                                   \
-  case CMLC_SC_CASE(CMLC_SCALAR_SUB, TYPE):                                                   \
-    *(T*)out = (T)((UT) * (const T*)a - (UT) * (const T*)b);                                  \
-    return;                                                                                   \
-  case CMLC_SC_CASE(CMLC_SCALAR_MUL, TYPE):                                                   \
-    *(T*)out = (T)((UT) * (const T*)a * (UT) * (const T*)b);                                  \
+#define CMLC_SC_CASE(OP, TYPE) ((OP)*CMLC_SCALAR_TYPES + (TYPE))
+#define CMLC_SC_ARITH(TYPE, T, UT)                           \
+  case CMLC_SC_CASE(CMLC_SCALAR_ADD, TYPE):                  \
+    *(T*)out = (T)((UT) * (const T*)a + (UT) * (const T*)b); \
+    return;                                                  \
+  case CMLC_SC_CASE(CMLC_SCALAR_SUB, TYPE):                  \
+    *(T*)out = (T)((UT) * (const T*)a - (UT) * (const T*)b); \
+    return;                                                  \
+  case CMLC_SC_CASE(CMLC_SCALAR_MUL, TYPE):                  \
+    *(T*)out = (T)((UT) * (const T*)a * (UT) * (const T*)b); \
     return;
-#define CMLC_SC_COMPARE(TYPE, T)                                                              \
-  case CMLC_SC_CASE(CMLC_SCALAR_EQ, TYPE):                                                    \
-    *(uint8_t*)out = *(const T*)a == *(const T*)b;                                            \
-    return;                                                                                   \
-  case CMLC_SC_CASE(CMLC_SCALAR_NE, TYPE):                                                    \
-    *(uint8_t*)out = *(const T*)a != *(const T*)b;                                            \
-    return;                                                                                   \
-  case CMLC_SC_CASE(CMLC_SCALAR_LT, TYPE):                                                    \
-    *(uint8_t*)out = *(const T*)a < *(const T*)b;                                             \
-    return;                                                                                   \
-  case CMLC_SC_CASE(CMLC_SCALAR_LE, TYPE):                                                    \
-    *(uint8_t*)out = *(const T*)a <= *(const T*)b;                                            \
-    return;                                                                                   \
-  case CMLC_SC_CASE(CMLC_SCALAR_GT, TYPE):                                                    \
-    *(uint8_t*)out = *(const T*)a > *(const T*)b;                                             \
-    return;                                                                                   \
-  case CMLC_SC_CASE(CMLC_SCALAR_GE, TYPE):                                                    \
-    *(uint8_t*)out = *(const T*)a >= *(const T*)b;                                            \
+#define CMLC_SC_COMPARE(TYPE, T)                   \
+  case CMLC_SC_CASE(CMLC_SCALAR_EQ, TYPE):         \
+    *(uint8_t*)out = *(const T*)a == *(const T*)b; \
+    return;                                        \
+  case CMLC_SC_CASE(CMLC_SCALAR_NE, TYPE):         \
+    *(uint8_t*)out = *(const T*)a != *(const T*)b; \
+    return;                                        \
+  case CMLC_SC_CASE(CMLC_SCALAR_LT, TYPE):         \
+    *(uint8_t*)out = *(const T*)a < *(const T*)b;  \
+    return;                                        \
+  case CMLC_SC_CASE(CMLC_SCALAR_LE, TYPE):         \
+    *(uint8_t*)out = *(const T*)a <= *(const T*)b; \
+    return;                                        \
+  case CMLC_SC_CASE(CMLC_SCALAR_GT, TYPE):         \
+    *(uint8_t*)out = *(const T*)a > *(const T*)b;  \
+    return;                                        \
+  case CMLC_SC_CASE(CMLC_SCALAR_GE, TYPE):         \
+    *(uint8_t*)out = *(const T*)a >= *(const T*)b; \
     return;
   switch (code) {
     CMLC_SC_ARITH(CMLC_SCALAR_I32, int32_t, uint32_t)
