@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // backendtest/cases_exec.c: compliance cases of the "exec" group: compiling and executing,
 // output buffers (aliasing, constants), argument errors, donation, buffer round trips for every
-// dtype, shared buffers, device copies, concurrent and repeated execution, and the errors the
+// dtype, shared buffers, device copies, concurrent and repeated execution, cancellation and
+// deadlines (where the backend can interrupt an execution), and the errors the
 // builder must report (code plus a message naming the op, shapes and dtypes).
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "backendtest/bt.h"
 
@@ -674,6 +676,125 @@ static void case_execute_many_times(bt_t* t) {
   }
 }
 
+//===--- cancellation and deadlines ---===//
+
+// main(x: f32[3]) -> x + x, executed with a token cancelled beforehand: every backend must
+// stop before running anything (the core checks the token before dispatch), with CANCELLED,
+// no outputs, and a donated input left intact.
+static void case_cancel_before_execute(bt_t* t) {
+  if (!exec_require_f32_ops(t, CML_OP_ADD, CML_OP_INVALID)) return;
+  cml_function_t* f = bt_main(t);
+  int64_t dims[] = {3};
+  cml_value_t x = exec_named_param(f, "x", CML_DTYPE_F32, 1, dims);
+  cml_value_t y = cml_op_add(f, x, x);
+  cml_executable_t* exe = bt_compile(t, &y, 1);
+  if (!exe) return;
+  cml_buffer_t* in = exec_upload_f64(t, 0, CML_DTYPE_F32, 1, dims, (double[]){1, 2, 3});
+  if (!in) return;
+  cml_cancel_token_t* token = NULL;
+  if (!bt_ok(t, cml_cancel_token_create(cml_allocator_system(), &token), "create token")) return;
+  cml_cancel_token_cancel(token);
+  cml_execute_options_t opts;
+  cml_execute_options_init(&opts);
+  opts.cancel_token = token;
+  bool donate[1] = {true};
+  opts.donate = donate;
+  cml_buffer_t* out[1] = {(cml_buffer_t*)&opts};
+  bt_expect_status(t, cml_executable_execute_with_options(exe, &in, 1, &opts, out),
+                   CML_STATUS_CANCELLED, (const char* const[]){"cancel", NULL});
+  if (out[0] != NULL) bt_fail(t, "a cancelled execution wrote an output");
+  cml_cancel_token_destroy(token);
+  exec_expect_buffer_f64(t, "the donated input after the cancelled execution", in, CML_DTYPE_F32, 1,
+                         dims, (double[]){1, 2, 3});
+  // A deadline far away changes nothing.
+  opts.cancel_token = NULL;
+  opts.donate = NULL;
+  opts.timeout_ns = 3600LL * 1000000000;
+  if (!bt_ok(t, cml_executable_execute_with_options(exe, &in, 1, &opts, out),
+             "execute with a deadline")) {
+    return;
+  }
+  bt_own_buffer(t, out[0]);
+  exec_expect_buffer_f64(t, "x + x", out[0], CML_DTYPE_F32, 1, dims, (double[]){2, 4, 6});
+}
+
+typedef struct exec_cancel_thread_t {
+  cml_cancel_token_t* token;
+  int delay_ms;
+} exec_cancel_thread_t;
+
+static void* exec_cancel_thread_main(void* arg) {
+  exec_cancel_thread_t* c = (exec_cancel_thread_t*)arg;
+  struct timespec ts = {0, (long)c->delay_ms * 1000000};
+  nanosleep(&ts, NULL);
+  cml_cancel_token_cancel(c->token);
+  return NULL;
+}
+
+// An endless While (i = 0; while (i < 1) i = i + 0): on a backend whose running executions can
+// be interrupted (cml_executable_is_interruptible), a 50 ms deadline stops it with
+// DEADLINE_EXCEEDED and a token cancelled from another thread with CANCELLED, without outputs.
+// Other backends report the case UNSUPPORTED (they would never return).
+static void case_interrupt_endless_while(bt_t* t) {
+  if (!bt_require_functions(t) || !bt_require_op(t, CML_OP_WHILE) ||
+      !bt_require_op(t, CML_OP_LESS_THAN) || !bt_require_op(t, CML_OP_ADD) ||
+      !bt_require_dtype(t, CML_DTYPE_I32) || !bt_require_dtype(t, CML_DTYPE_BOOL)) {
+    return;
+  }
+  cml_function_t* f = bt_main(t);
+  cml_shape_t is = cml_shape_scalar(CML_DTYPE_I32);
+  cml_value_t start = cml_parameter(f, "start", &is);
+  cml_function_t *cond = NULL, *body = NULL;
+  if (!bt_ok(t, cml_function_new_closure(f, &cond), "closure") ||
+      !bt_ok(t, cml_function_new_closure(f, &body), "closure")) {
+    return;
+  }
+  cml_value_t ci = cml_parameter(cond, "i", &is);
+  cml_value_t go = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, 1));
+  if (!bt_ok(t, cml_function_return(cond, &go, 1), "return cond")) return;
+  cml_value_t bi = cml_parameter(body, "i", &is);
+  cml_value_t next = cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 0));
+  if (!bt_ok(t, cml_function_return(body, &next, 1), "return body")) return;
+  cml_value_t out_v = CML_VALUE_INVALID;
+  cml_op_while(f, cond, body, &start, 1, &out_v);
+  cml_executable_t* exe = bt_compile(t, &out_v, 1);
+  if (!exe) return;
+  if (!cml_executable_is_interruptible(exe)) {
+    bt_unsupported(t, "backend \"%s\" cannot interrupt a running execution",
+                   cml_backend_name(bt_backend(t)));
+    return;
+  }
+  int32_t zero = 0;
+  bt_tensor_t zt = bt_tensor(t, CML_DTYPE_I32, 0, NULL, &zero);
+  cml_buffer_t* in = bt_upload(t, 0, &zt);
+  if (!in) return;
+  cml_execute_options_t opts;
+  cml_execute_options_init(&opts);
+  opts.timeout_ns = 50 * 1000000LL;
+  cml_buffer_t* out[1] = {NULL};
+  bt_expect_status(t, cml_executable_execute_with_options(exe, &in, 1, &opts, out),
+                   CML_STATUS_DEADLINE_EXCEEDED, (const char* const[]){"deadline", NULL});
+  if (out[0] != NULL) bt_fail(t, "an execution stopped at its deadline wrote an output");
+#if !defined(__wasi__)
+  cml_cancel_token_t* token = NULL;
+  if (!bt_ok(t, cml_cancel_token_create(cml_allocator_system(), &token), "create token")) return;
+  exec_cancel_thread_t canceller = {token, 20};
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, exec_cancel_thread_main, &canceller) != 0) {
+    bt_fail(t, "pthread_create failed");
+    cml_cancel_token_destroy(token);
+    return;
+  }
+  cml_execute_options_init(&opts);
+  opts.cancel_token = token;
+  bt_expect_status(t, cml_executable_execute_with_options(exe, &in, 1, &opts, out),
+                   CML_STATUS_CANCELLED, (const char* const[]){"cancel", NULL});
+  pthread_join(thread, NULL);
+  cml_cancel_token_destroy(token);
+  if (out[0] != NULL) bt_fail(t, "a cancelled execution wrote an output");
+#endif
+}
+
 //===--- builder errors ---===//
 
 // Every error case first checks that the failing op produced an invalid value.
@@ -1128,6 +1249,8 @@ const bt_case_t bt_cases_exec[] = {
     {"copy_to_device", CML_OP_INVALID, case_copy_to_device},
     {"concurrent_execute", CML_OP_INVALID, case_concurrent_execute},
     {"execute_many_times", CML_OP_INVALID, case_execute_many_times},
+    {"cancel_before_execute", CML_OP_INVALID, case_cancel_before_execute},
+    {"interrupt_endless_while", CML_OP_WHILE, case_interrupt_endless_while},
     {"error_add_shapes", CML_OP_INVALID, case_error_add_shapes},
     {"error_add_rank_broadcast", CML_OP_INVALID, case_error_add_rank_broadcast},
     {"error_add_dtypes", CML_OP_INVALID, case_error_add_dtypes},

@@ -55,7 +55,7 @@ typedef struct cml_execute_control_t {
   // two ops and in every loop iteration. A plain int so that the header is valid C and C++.
   const int* cancelled;
   // Absolute deadline in nanoseconds of cml_clock_monotonic_ns(); 0 when none. Past it the
-  // execution must stop with CML_STATUS_DEADLINE_EXCEEDED. Reading the clock costs ~20-50 ns:
+  // execution must stop with CML_STATUS_DEADLINE_EXCEEDED. Reading the clock costs ~20-80 ns:
   // read it every few dozen cheap checks, or before a large op.
   int64_t deadline_ns;
 } cml_execute_control_t;

@@ -78,8 +78,8 @@ typedef enum cml_status_code_t {
   CML_STATUS_UNIMPLEMENTED = 6,       // op, dtype or feature not supported by this backend
   CML_STATUS_UNAVAILABLE = 7,         // backend or plugin absent, network or tool missing
   CML_STATUS_INCOMPATIBLE = 8,        // ABI or API version mismatch
-  CML_STATUS_CANCELLED = 9,  // stopped by a cancel token (cml_cancel_token_cancel)
-  CML_STATUS_INTERNAL = 10,  // a broken invariant: a bug in cml or in a plugin
+  CML_STATUS_CANCELLED = 9,           // stopped by a cancel token (cml_cancel_token_cancel)
+  CML_STATUS_INTERNAL = 10,           // a broken invariant: a bug in cml or in a plugin
   CML_STATUS_DEADLINE_EXCEEDED = 11,  // an execution ran past its deadline (timeout_ns)
   CML_STATUS_CODE_COUNT
 } cml_status_code_t;

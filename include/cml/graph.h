@@ -591,9 +591,9 @@ CML_API void cml_execute_options_init(cml_execute_options_t* options);
 // INVALID_ARGUMENT for a negative timeout_ns or a struct_size this library does not know,
 // CML_STATUS_CANCELLED when the token was (or becomes) cancelled, and
 // CML_STATUS_DEADLINE_EXCEEDED when the deadline passed, both at the checks described above.
-// On any failure, cancellation included, no output is written (|out_results| holds NULLs),
-// no donated input is consumed, and nothing is left for the caller to free. Thread-safe:
-// executions with separate tokens (or sharing one) may run at once.
+// On any failure no output is written (|out_results| holds NULLs) and nothing is left for the
+// caller to free; a cancelled or timed-out execution consumes no donated input either.
+// Thread-safe: executions with separate tokens (or sharing one) may run at once.
 CML_API CML_MUST_USE cml_status_t cml_executable_execute_with_options(
     cml_executable_t* executable, cml_buffer_t* const* inputs, size_t input_count,
     const cml_execute_options_t* options, cml_buffer_t** out_results);

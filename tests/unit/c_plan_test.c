@@ -448,6 +448,37 @@ TEST(while_sum) {
   cml_backend_release(b);
 }
 
+// One-element arithmetic and comparisons in loop bodies are planned as SCALAR steps (run
+// inline), except in reference mode, where the kernels stay the oracle; both give the sum.
+TEST(scalar_steps_in_loop_bodies) {
+  const char* configs[2] = {"c", "c:reference=true"};
+  for (int c = 0; c < 2; ++c) {
+    cml_backend_t* b = tm_backend(configs[c]);
+    ASSERT_TRUE(b != NULL);
+    tmod_t* t = tm_while_sum();
+    cmlc_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(tm_compile(b, t, &exe));
+    const uint8_t want = c == 0 ? CMLC_STEP_SCALAR : CMLC_STEP_KERNEL;
+    for (uint32_t fi = 1; fi <= 2; ++fi) {  // the condition and the body
+      const cmlc_function_plan_t* fp = &exe->functions[fi];
+      ASSERT_EQ_INT(fp->step_count, fi == 1 ? 1 : 2);
+      for (uint32_t k = 0; k < fp->step_count; ++k) {
+        ASSERT_EQ_INT(fp->steps[k].kind, want);
+        ASSERT_EQ_INT(fp->steps[k].scalar_code != 0, c == 0);
+      }
+    }
+    // Exact byte sizes are precomputed for every value of the loop state.
+    ASSERT_EQ_INT(exe->values[t->m.functions[0].outputs[0]].bytes, 4);
+    int failed = 0;
+    ASSERT_EQ_INT(tm_run_sum(b, exe, 10, &failed), 55);
+    ASSERT_EQ_INT(tm_run_sum(b, exe, 1000, &failed), 500500);
+    ASSERT_EQ_INT(failed, 0);
+    tm_exe_free(exe);
+    free(t);
+    cml_backend_release(b);
+  }
+}
+
 typedef struct conc_arg_t {
   cml_backend_t* backend;
   cmlc_executable_t* exe;
@@ -800,4 +831,4 @@ TEST_MAIN(TEST_ENTRY(aliases_constants_and_copies), TEST_ENTRY(in_place_and_aren
           TEST_ENTRY(while_swaps_state), TEST_ENTRY(nested_closures),
           TEST_ENTRY(sort_fast_and_general_stable), TEST_ENTRY(sort_total_order_nan),
           TEST_ENTRY(donation_and_aliased_outputs), TEST_ENTRY(backend_options_and_devices),
-          TEST_ENTRY(env_options))
+          TEST_ENTRY(env_options), TEST_ENTRY(scalar_steps_in_loop_bodies))

@@ -139,10 +139,51 @@ static const cml_backend_vtable_t eb_vtable = {
     .executable_destroy = eb_executable_destroy,
 };
 
-static cml_backend_t* eb_new(const char* name) {
+// The same backend with the execute_with_control slot (backend API 1.1): it records the control
+// it was given and then executes as eb_execute does.
+static int g_control_calls;
+static cml_execute_control_t g_last_control;
+static cml_status_t eb_execute_with_control(cml_executable_t* exe, cml_buffer_t* const* inputs,
+                                            const bool* donate, int device,
+                                            const cml_execute_control_t* control,
+                                            cml_buffer_t** out_results) {
+  g_control_calls++;
+  g_last_control = *control;
+  return eb_execute(exe, inputs, donate, device, out_results);
+}
+
+static const cml_backend_vtable_t eb_control_vtable = {
+    .struct_size = sizeof(cml_backend_vtable_t),
+    .destroy = eb_destroy,
+    .buffer_from_host = eb_from_host,
+    .buffer_copy_to_host = eb_to_host,
+    .buffer_create_shared = eb_create_shared,
+    .buffer_destroy = eb_buffer_destroy,
+    .compile = eb_compile,
+    .execute = eb_execute,
+    .executable_destroy = eb_executable_destroy,
+    .execute_with_control = eb_execute_with_control,
+};
+
+// A plug-in built against backend API 1.0: its vtable ends before execute_with_control (the
+// slot below is past its struct_size and must never be called).
+static const cml_backend_vtable_t eb_old_vtable = {
+    .struct_size = offsetof(cml_backend_vtable_t, execute_with_control),
+    .destroy = eb_destroy,
+    .buffer_from_host = eb_from_host,
+    .buffer_copy_to_host = eb_to_host,
+    .buffer_create_shared = eb_create_shared,
+    .buffer_destroy = eb_buffer_destroy,
+    .compile = eb_compile,
+    .execute = eb_execute,
+    .executable_destroy = eb_executable_destroy,
+    .execute_with_control = eb_execute_with_control,
+};
+
+static cml_backend_t* eb_new_with(const char* name, const cml_backend_vtable_t* vtable) {
   cml_backend_t* b = (cml_backend_t*)cml_allocator_malloc(cml_allocator_system(), sizeof *b, 64);
   if (!b) return NULL;
-  cml_status_t st = cml_backend_init_base(b, &eb_vtable, cml_allocator_system(), name, "", 2);
+  cml_status_t st = cml_backend_init_base(b, vtable, cml_allocator_system(), name, "", 2);
   if (st != CML_OK) {
     cml_status_free(st);
     cml_allocator_free(cml_allocator_system(), b, sizeof *b);
@@ -155,6 +196,8 @@ static cml_backend_t* eb_new(const char* name) {
   cml_capabilities_set_op(&b->capabilities, CML_OP_ADD, true);
   return b;
 }
+
+static cml_backend_t* eb_new(const char* name) { return eb_new_with(name, &eb_vtable); }
 
 // Compiles main(x: f32[3], y: f32[3]) -> x + y on |backend|.
 static cml_status_t compile_add(cml_backend_t* backend, cml_executable_t** out) {
@@ -380,5 +423,115 @@ TEST(donation) {
   cml_backend_release(be);
 }
 
+// Cancellation and deadlines on backends without the execute_with_control slot (unset, or
+// beyond an API 1.0 plug-in's struct_size): checked once before dispatch, then |execute| runs.
+TEST(execute_options_without_control_slot) {
+  const cml_backend_vtable_t* vtables[] = {&eb_vtable, &eb_old_vtable};
+  for (size_t v = 0; v < 2; ++v) {
+    cml_backend_t* be = eb_new_with("eb", vtables[v]);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(compile_add(be, &exe));
+    ASSERT_FALSE(cml_executable_is_interruptible(exe));
+    float xv[3] = {1, 2, 3}, yv[3] = {4, 5, 6};
+    cml_buffer_t* x = f32_buffer(be, 0, xv, 3);
+    cml_buffer_t* y = f32_buffer(be, 0, yv, 3);
+    cml_cancel_token_t* token = NULL;
+    ASSERT_STATUS_OK(cml_cancel_token_create(cml_allocator_system(), &token));
+    cml_execute_options_t opts;
+    cml_execute_options_init(&opts);
+    ASSERT_EQ_INT(opts.struct_size, sizeof opts);
+    opts.cancel_token = token;
+    opts.timeout_ns = 3600LL * 1000000000;
+    bool donate[2] = {true, false};
+    opts.donate = donate;
+    cml_buffer_t* out[1] = {NULL};
+    int calls = g_execute_calls, control_calls = g_control_calls;
+    cml_cancel_token_cancel(token);
+    ASSERT_STATUS_CODE(
+        cml_executable_execute_with_options(exe, (cml_buffer_t*[]){x, y}, 2, &opts, out),
+        CML_STATUS_CANCELLED);
+    ASSERT_EQ_INT(g_execute_calls, calls);  // stopped before dispatch
+    ASSERT_TRUE(out[0] == NULL);
+    ASSERT_TRUE(cml_buffer_is_valid(x));  // not consumed
+    cml_cancel_token_destroy(token);
+    opts.cancel_token = NULL;
+    ASSERT_STATUS_OK(
+        cml_executable_execute_with_options(exe, (cml_buffer_t*[]){x, y}, 2, &opts, out));
+    ASSERT_EQ_INT(g_execute_calls, calls + 1);
+    ASSERT_EQ_INT(g_control_calls, control_calls);  // never the slot
+    ASSERT_TRUE(g_last_donate[0]);
+    ASSERT_FALSE(cml_buffer_is_valid(x));  // donated on success
+    float got[3];
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[0], got, sizeof got));
+    ASSERT_EQ_DBL(got[2], 9.0);
+    cml_buffer_release(out[0]);
+    cml_buffer_release(x);
+    cml_buffer_release(y);
+    cml_executable_release(exe);
+    cml_backend_release(be);
+  }
+}
+
+// Backends with the slot receive the control only when a token or a deadline was given.
+TEST(execute_options_with_control_slot) {
+  cml_backend_t* be = eb_new_with("eb", &eb_control_vtable);
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(compile_add(be, &exe));
+  ASSERT_TRUE(cml_executable_is_interruptible(exe));
+  ASSERT_FALSE(cml_executable_is_interruptible(NULL));
+  float xv[3] = {1, 2, 3};
+  cml_buffer_t* x = f32_buffer(be, 1, xv, 3);
+  cml_buffer_t* out[1] = {NULL};
+  int calls = g_execute_calls, control_calls = g_control_calls;
+  // No token, no deadline: the plain execute.
+  cml_execute_options_t opts;
+  cml_execute_options_init(&opts);
+  opts.device = 1;
+  ASSERT_STATUS_OK(
+      cml_executable_execute_with_options(exe, (cml_buffer_t*[]){x, x}, 2, &opts, out));
+  ASSERT_EQ_INT(g_control_calls, control_calls);
+  ASSERT_EQ_INT(g_execute_calls, calls + 1);
+  ASSERT_EQ_INT(cml_buffer_device(out[0]), 1);
+  cml_buffer_release(out[0]);
+  // A deadline: the slot, with an absolute deadline on the monotonic clock.
+  int64_t before = cml_clock_monotonic_ns();
+  opts.timeout_ns = 5LL * 1000000000;
+  ASSERT_STATUS_OK(
+      cml_executable_execute_with_options(exe, (cml_buffer_t*[]){x, x}, 2, &opts, out));
+  ASSERT_EQ_INT(g_control_calls, control_calls + 1);
+  ASSERT_TRUE(g_last_control.cancelled == NULL);
+  ASSERT_TRUE(g_last_control.deadline_ns >= before + opts.timeout_ns);
+  ASSERT_TRUE(g_last_control.deadline_ns <= cml_clock_monotonic_ns() + opts.timeout_ns);
+  ASSERT_EQ_INT(g_last_control.struct_size, sizeof(cml_execute_control_t));
+  cml_buffer_release(out[0]);
+  // A token: the slot sees the flag flip when the token is cancelled.
+  cml_cancel_token_t* token = NULL;
+  ASSERT_STATUS_OK(cml_cancel_token_create(cml_allocator_system(), &token));
+  opts.timeout_ns = 0;
+  opts.cancel_token = token;
+  ASSERT_STATUS_OK(
+      cml_executable_execute_with_options(exe, (cml_buffer_t*[]){x, x}, 2, &opts, out));
+  ASSERT_EQ_INT(g_control_calls, control_calls + 2);
+  ASSERT_TRUE(g_last_control.cancelled != NULL);
+  ASSERT_EQ_INT(g_last_control.deadline_ns, 0);
+  ASSERT_STATUS_OK(cml_execute_control_check(&g_last_control, "test"));
+  cml_cancel_token_cancel(token);
+  ASSERT_STATUS_CODE(cml_execute_control_check(&g_last_control, "test"), CML_STATUS_CANCELLED);
+  cml_buffer_release(out[0]);
+  // A deadline already passed (1 ns) stops before dispatch with DEADLINE_EXCEEDED.
+  cml_execute_control_t past = {sizeof past, NULL, 1};
+  ASSERT_STATUS_CODE(cml_execute_control_check(&past, "test"), CML_STATUS_DEADLINE_EXCEEDED);
+  ASSERT_STATUS_OK(cml_execute_control_check(NULL, "test"));
+  ASSERT_STREQ(cml_status_code_name(CML_STATUS_DEADLINE_EXCEEDED), "DEADLINE_EXCEEDED");
+  ASSERT_STREQ(cml_status_code_name(CML_STATUS_CANCELLED), "CANCELLED");
+  ASSERT_EQ_INT(cml_status_code(cml_status_from_code(CML_STATUS_DEADLINE_EXCEEDED)),
+                CML_STATUS_DEADLINE_EXCEEDED);
+  cml_cancel_token_destroy(token);
+  cml_buffer_release(x);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+}
+
 TEST_MAIN(TEST_ENTRY(compile_accessors_and_execute), TEST_ENTRY(execute_validation),
-          TEST_ENTRY(donation))
+          TEST_ENTRY(donation), TEST_ENTRY(execute_options_without_control_slot),
+          TEST_ENTRY(execute_options_with_control_slot))

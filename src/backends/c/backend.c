@@ -196,8 +196,7 @@ static cml_status_t cmlc_vt_execute_with_control(cml_executable_t* executable,
                                                  cml_buffer_t* const* inputs, const bool* donate,
                                                  int device, const cml_execute_control_t* control,
                                                  cml_buffer_t** out_results) {
-  return cmlc_execute((cmlc_executable_t*)executable, inputs, donate, device, control,
-                      out_results);
+  return cmlc_execute((cmlc_executable_t*)executable, inputs, donate, device, control, out_results);
 }
 
 static void cmlc_executable_destroy(cml_executable_t* executable) {

@@ -292,9 +292,9 @@ void cmlc_fused_run(const cmlc_fused_t* fused, const void* const* inputs, void* 
 typedef struct cmlc_context_t cmlc_context_t;
 
 // Runs |exe|. |control| (NULL: none) asks for cancellation and a deadline: they are checked
-// before every step, at every function entry and every While iteration (the clock only every
-// CMLC_CLOCK_EVERY checks and before heavy steps), and a stop frees everything and writes no
-// output.
+// before every kernel or fused step, at every function entry and every While iteration (the
+// clock only every CMLC_CLOCK_EVERY checks and before heavy steps), and a stop frees everything
+// and writes no output.
 CML_MUST_USE cml_status_t cmlc_execute(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
                                        const bool* donate, int device,
                                        const cml_execute_control_t* control,

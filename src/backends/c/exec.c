@@ -12,7 +12,12 @@
 // node's outputs. While keeps two copies of its state (the node's output slots are twice the
 // state size): the body reads the current copy and its results are copied into the other one
 // (a state element the body returns unchanged is not copied). Sort's comparator runs through
-// cmlc_exec_call_function.
+// cmlc_exec_call_function. One-element arithmetic, comparison and logical steps (SCALAR) run
+// inline, which keeps a small loop body at a few ns per op.
+//
+// Cancellation and deadlines (cmlc_execute's |control|): checked before main, at every
+// function entry, at every While iteration and before every kernel or fused step. A check is a
+// relaxed atomic load; the clock is read every CMLC_CLOCK_EVERY checks and before heavy steps.
 //
 // Results: a returned kernel result was written straight into its output buffer; other
 // outputs are copied into new buffers, except that an output that is a donated parameter of
@@ -22,6 +27,12 @@
 #include <string.h>
 
 #include "backends/c/engine_internal.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define CMLC_NOINLINE __attribute__((noinline))
+#else
+#define CMLC_NOINLINE
+#endif
 
 struct cmlc_context_t {
   struct cmlc_context_t* next;
@@ -319,6 +330,39 @@ static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan
   return CML_OK;
 }
 
+// Runs a KERNEL step. Kept out of cmlc_run_function (never inlined) so that the frame of the
+// recursion over nested functions (Call, If, While, closures) stays small: a 256-deep nest
+// runs on a 256 KiB stack.
+CMLC_NOINLINE static cml_status_t cmlc_run_kernel(cmlc_context_t* ctx,
+                                                  const cmlc_function_plan_t* fp,
+                                                  const cmlc_step_t* step, uint8_t* segment) {
+  cmlc_executable_t* exe = ctx->exe;
+  const cml_ir_node_t* n = step->node;
+  void** ptrs = ctx->ptrs;
+  void** io = ptrs + fp->io_offset;
+  for (uint32_t k = 0; k < n->input_count; ++k) io[k] = ptrs[n->inputs[k]];
+  for (uint32_t o = 0; o < n->output_count; ++o) io[n->input_count + o] = ptrs[n->first_output + o];
+  cmlc_kernel_args_t args = {
+      .module = exe->module,
+      .node = n,
+      .options = &exe->backend->options,
+      .input_count = n->input_count,
+      .input_shapes = step->shapes,
+      .inputs = (const void* const*)io,
+      .output_count = n->output_count,
+      .output_shapes = step->shapes + n->input_count,
+      .outputs = io + n->input_count,
+      .scratch = step->scratch_size ? segment + step->scratch_offset : NULL,
+      .scratch_size = step->scratch_size,
+      .pool = exe->backend->pool,
+      .call_function = cmlc_exec_call_function,
+      .exec = ctx,
+  };
+  cml_status_t st = step->entry.run(&args);
+  if (st != CML_OK) return cml_status_annotate(st, "c backend: %s", cml_op_name(n->op));
+  return CML_OK;
+}
+
 static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi) {
   cmlc_executable_t* exe = ctx->exe;
   const cml_module_t* m = exe->module;
@@ -331,38 +375,19 @@ static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi) {
   for (uint32_t s = 0; s < fp->step_count; ++s) {
     const cmlc_step_t* step = &fp->steps[s];
     const cml_ir_node_t* n = step->node;
-    if (ctx->controlled) CML_RETURN_IF_ERROR(cmlc_poll_slow(ctx, step->heavy));
+    // Steps that do work are stop points; cheap ones (scalar, alias, merged) need none, and
+    // Call, If and While check at their callees' entry.
+    if (ctx->controlled && (step->kind == CMLC_STEP_KERNEL || step->kind == CMLC_STEP_FUSED)) {
+      CML_RETURN_IF_ERROR(cmlc_poll_slow(ctx, step->heavy));
+    }
     switch (step->kind) {
       case CMLC_STEP_SCALAR:
         cmlc_run_scalar(step->scalar_code, ptrs[n->inputs[0]],
                         n->input_count > 1 ? ptrs[n->inputs[1]] : NULL, ptrs[n->first_output]);
         break;
-      case CMLC_STEP_KERNEL: {
-        void** io = ptrs + fp->io_offset;
-        for (uint32_t k = 0; k < n->input_count; ++k) io[k] = ptrs[n->inputs[k]];
-        for (uint32_t o = 0; o < n->output_count; ++o) {
-          io[n->input_count + o] = ptrs[n->first_output + o];
-        }
-        cmlc_kernel_args_t args = {
-            .module = m,
-            .node = n,
-            .options = &exe->backend->options,
-            .input_count = n->input_count,
-            .input_shapes = step->shapes,
-            .inputs = (const void* const*)io,
-            .output_count = n->output_count,
-            .output_shapes = step->shapes + n->input_count,
-            .outputs = io + n->input_count,
-            .scratch = step->scratch_size ? segment + step->scratch_offset : NULL,
-            .scratch_size = step->scratch_size,
-            .pool = exe->backend->pool,
-            .call_function = cmlc_exec_call_function,
-            .exec = ctx,
-        };
-        cml_status_t st = step->entry.run(&args);
-        if (st != CML_OK) return cml_status_annotate(st, "c backend: %s", cml_op_name(n->op));
+      case CMLC_STEP_KERNEL:
+        CML_RETURN_IF_ERROR(cmlc_run_kernel(ctx, fp, step, segment));
         break;
-      }
       case CMLC_STEP_ALIAS: {
         uint32_t count = n->op == CML_OP_SCHEDULING_BARRIER ? 1 : n->output_count;
         if (count > n->input_count) count = n->input_count;

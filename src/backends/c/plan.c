@@ -16,7 +16,9 @@
 //      barriers) and merged nodes copy no data: their outputs use their sources' storage.
 //      Folded values are constants the executable owns; values inside fused loops get no
 //      storage at all. In main, values that are returned are written straight into the output
-//      buffers.
+//      buffers;
+//   5. one-element Add/Sub/Mul, comparisons and logical ops become SCALAR steps (exec.c runs
+//      them inline; not in reference mode).
 // Functions get disjoint segments: no function can be active twice at once (a callee must be
 // returned before it is called, so calls cannot recurse).
 //
@@ -211,20 +213,47 @@ static uint16_t cmlc_plan_scalar_code(const cmlc_planner_t* p, const cml_ir_node
   }
   cmlc_scalar_op_t op = CMLC_SCALAR_NONE;
   switch (n->op) {
-    case CML_OP_ADD: op = CMLC_SCALAR_ADD; break;
-    case CML_OP_SUB: op = CMLC_SCALAR_SUB; break;
-    case CML_OP_MUL: op = CMLC_SCALAR_MUL; break;
-    case CML_OP_EQUAL: op = CMLC_SCALAR_EQ; break;
-    case CML_OP_NOT_EQUAL: op = CMLC_SCALAR_NE; break;
-    case CML_OP_LESS_THAN: op = CMLC_SCALAR_LT; break;
-    case CML_OP_LESS_OR_EQUAL: op = CMLC_SCALAR_LE; break;
-    case CML_OP_GREATER_THAN: op = CMLC_SCALAR_GT; break;
-    case CML_OP_GREATER_OR_EQUAL: op = CMLC_SCALAR_GE; break;
-    case CML_OP_LOGICAL_AND: op = CMLC_SCALAR_LAND; break;
-    case CML_OP_LOGICAL_OR: op = CMLC_SCALAR_LOR; break;
-    case CML_OP_LOGICAL_XOR: op = CMLC_SCALAR_LXOR; break;
-    case CML_OP_LOGICAL_NOT: op = CMLC_SCALAR_LNOT; break;
-    default: return 0;
+    case CML_OP_ADD:
+      op = CMLC_SCALAR_ADD;
+      break;
+    case CML_OP_SUB:
+      op = CMLC_SCALAR_SUB;
+      break;
+    case CML_OP_MUL:
+      op = CMLC_SCALAR_MUL;
+      break;
+    case CML_OP_EQUAL:
+      op = CMLC_SCALAR_EQ;
+      break;
+    case CML_OP_NOT_EQUAL:
+      op = CMLC_SCALAR_NE;
+      break;
+    case CML_OP_LESS_THAN:
+      op = CMLC_SCALAR_LT;
+      break;
+    case CML_OP_LESS_OR_EQUAL:
+      op = CMLC_SCALAR_LE;
+      break;
+    case CML_OP_GREATER_THAN:
+      op = CMLC_SCALAR_GT;
+      break;
+    case CML_OP_GREATER_OR_EQUAL:
+      op = CMLC_SCALAR_GE;
+      break;
+    case CML_OP_LOGICAL_AND:
+      op = CMLC_SCALAR_LAND;
+      break;
+    case CML_OP_LOGICAL_OR:
+      op = CMLC_SCALAR_LOR;
+      break;
+    case CML_OP_LOGICAL_XOR:
+      op = CMLC_SCALAR_LXOR;
+      break;
+    case CML_OP_LOGICAL_NOT:
+      op = CMLC_SCALAR_LNOT;
+      break;
+    default:
+      return 0;
   }
   const bool unary = op == CMLC_SCALAR_LNOT;
   if (n->input_count != (unary ? 1u : 2u)) return 0;
@@ -240,14 +269,29 @@ static uint16_t cmlc_plan_scalar_code(const cmlc_planner_t* p, const cml_ir_node
   if (out->dtype != (compare ? CML_DTYPE_BOOL : dtype)) return 0;
   cmlc_scalar_type_t type;
   switch (dtype) {
-    case CML_DTYPE_I32: type = CMLC_SCALAR_I32; break;
-    case CML_DTYPE_I64: type = CMLC_SCALAR_I64; break;
-    case CML_DTYPE_U32: type = CMLC_SCALAR_U32; break;
-    case CML_DTYPE_U64: type = CMLC_SCALAR_U64; break;
-    case CML_DTYPE_F32: type = CMLC_SCALAR_F32; break;
-    case CML_DTYPE_F64: type = CMLC_SCALAR_F64; break;
-    case CML_DTYPE_BOOL: type = CMLC_SCALAR_BOOL; break;
-    default: return 0;
+    case CML_DTYPE_I32:
+      type = CMLC_SCALAR_I32;
+      break;
+    case CML_DTYPE_I64:
+      type = CMLC_SCALAR_I64;
+      break;
+    case CML_DTYPE_U32:
+      type = CMLC_SCALAR_U32;
+      break;
+    case CML_DTYPE_U64:
+      type = CMLC_SCALAR_U64;
+      break;
+    case CML_DTYPE_F32:
+      type = CMLC_SCALAR_F32;
+      break;
+    case CML_DTYPE_F64:
+      type = CMLC_SCALAR_F64;
+      break;
+    case CML_DTYPE_BOOL:
+      type = CMLC_SCALAR_BOOL;
+      break;
+    default:
+      return 0;
   }
   // Bool takes comparisons and logical ops; numbers take arithmetic and comparisons.
   if ((type == CMLC_SCALAR_BOOL) != logical && !(compare && type == CMLC_SCALAR_BOOL)) return 0;

@@ -24,6 +24,8 @@
 // At most this many chunks per job: enough for load balance on many cores, few enough that the
 // atomic chunk counter is not a bottleneck.
 #define CMLC_POOL_MAX_CHUNKS 64
+// The least stack a worker gets (the libc default when larger: 8 MiB with glibc).
+#define CMLC_POOL_STACK_BYTES ((size_t)1 << 20)
 // How long an idle worker spins before it sleeps.
 #define CMLC_POOL_SPIN_NS 50000
 
@@ -244,9 +246,20 @@ cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_
     return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "c backend: pthread_cond_init failed");
   }
   if (threads > 1) {
+    // Workers run kernel chunks only (functions, and so nesting, always run on the calling
+    // thread), but a libc whose default thread stack is small (musl: 128 KiB) must not decide
+    // whether a kernel's stack frames fit: give them at least CMLC_POOL_STACK_BYTES.
+    pthread_attr_t attr;
+    bool have_attr = pthread_attr_init(&attr) == 0;
+    size_t stack = 0;
+    if (have_attr && pthread_attr_getstacksize(&attr, &stack) == 0 &&
+        stack < CMLC_POOL_STACK_BYTES) {
+      (void)pthread_attr_setstacksize(&attr, CMLC_POOL_STACK_BYTES);
+    }
     size_t bytes = sizeof(cmlc_worker_t) * (size_t)(threads - 1);
     pool->workers = cml_allocator_malloc(allocator, bytes, CMLC_ALIGNMENT);
     if (!pool->workers) {
+      if (have_attr) pthread_attr_destroy(&attr);
       cmlc_pool_destroy(pool);
       return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
     }
@@ -254,8 +267,9 @@ cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_
       cmlc_worker_t* w = &pool->workers[i];
       w->pool = pool;
       w->thread_index = i + 1;
-      int rc = pthread_create(&w->thread, NULL, cmlc_pool_worker_main, w);
+      int rc = pthread_create(&w->thread, have_attr ? &attr : NULL, cmlc_pool_worker_main, w);
       if (rc != 0) {
+        if (have_attr) pthread_attr_destroy(&attr);
         cmlc_pool_destroy(pool);
         return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
                                "c backend: cannot start worker thread %d of %d: %s", i + 1,
@@ -263,6 +277,7 @@ cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_
       }
       pool->worker_count = i + 1;
     }
+    if (have_attr) pthread_attr_destroy(&attr);
   }
   *out_pool = pool;
   return CML_OK;
