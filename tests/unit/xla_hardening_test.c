@@ -368,7 +368,8 @@ static void reinstall_with_hanging_pip(void* arg) {
   double start = now_s();
   cml_status_t st = cml_backend_new_with_config("xla:cpu", &be);
   double took = now_s() - start;
-  bool ok = took < 8.0 && cml_status_code(st) == CML_STATUS_UNAVAILABLE &&
+  // Hashing the damaged file (twice) takes most of it under sanitizers: no hang is the point.
+  bool ok = took < 30.0 && cml_status_code(st) == CML_STATUS_UNAVAILABLE &&
             strstr(cml_status_message(st), "reinstalling a broken plugin") &&
             strstr(cml_status_message(st), "did not finish within 0.5 s");
   if (!ok) fprintf(stderr, "took %.1f s: %s\n", took, st ? cml_status_message(st) : "(ok)");
@@ -404,7 +405,7 @@ TEST(sound_copy_with_manifest_loads) {
 }
 
 // With the plugin in ~/.local/lib/go-xla the Python environment is never asked: a python3 that
-// hangs costs nothing (the default 10 s query limit would show).
+// hangs costs nothing (with a 60 s query limit, asking it would show).
 static void create_found_plugin_with_hanging_python(void* arg) {
   const char* home = arg;
   char dir[128], path[4400];
@@ -413,12 +414,12 @@ static void create_found_plugin_with_hanging_python(void* arg) {
   setenv("PATH", path, 1);
   setenv("HOME", home, 1);
   unsetenv("PJRT_PLUGIN_LIBRARY_PATH");
-  unsetenv("CML_XLA_QUERY_TIMEOUT_S");
+  setenv("CML_XLA_QUERY_TIMEOUT_S", "60", 1);
   cml_backend_t* be = NULL;
   double start = now_s();
   cml_status_t st = cml_backend_new_with_config("xla:cpu", &be);
   double took = now_s() - start;
-  bool ok = st == CML_OK && took < 8.0;
+  bool ok = st == CML_OK && took < 30.0;
   if (!ok) fprintf(stderr, "took %.1f s: %s\n", took, st ? cml_status_message(st) : "(ok)");
   cml_status_free(st);
   if (be) cml_backend_release(be);
@@ -433,7 +434,7 @@ TEST(found_plugin_does_not_run_python3) {
     ASSERT_TRUE(copy_file(g_real_plugin, plugin, -1));
     ASSERT_TRUE(write_manifest_of(plugin, g_real_plugin));
   }
-  ASSERT_CHILD_OK(in_child(create_found_plugin_with_hanging_python, home, 60.0));
+  ASSERT_CHILD_OK(in_child(create_found_plugin_with_hanging_python, home, 120.0));
 }
 
 //===--- visible_devices ---===//
