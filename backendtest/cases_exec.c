@@ -718,6 +718,7 @@ static void case_cancel_before_execute(bt_t* t) {
   exec_expect_buffer_f64(t, "x + x", out[0], CML_DTYPE_F32, 1, dims, (double[]){2, 4, 6});
 }
 
+#if !defined(__wasi__)
 typedef struct exec_cancel_thread_t {
   cml_cancel_token_t* token;
   int delay_ms;
@@ -730,6 +731,7 @@ static void* exec_cancel_thread_main(void* arg) {
   cml_cancel_token_cancel(c->token);
   return NULL;
 }
+#endif
 
 // An endless While (i = 0; while (i < 1) i = i + 0): on a backend whose running executions can
 // be interrupted (cml_executable_is_interruptible), a 50 ms deadline stops it with
