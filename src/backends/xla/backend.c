@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/xla/backend.c: the "xla" backend: a PJRT plugin (found, or auto-installed) behind
 // cml's backend vtable. Graphs are lowered to StableHLO text and compiled by the plugin.
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,47 @@ static void cml_xla_buffer_destroy(cml_buffer_t* buffer) {
 
 //===--- executables ---===//
 
+// XLA compiles on the calling thread and its compiler recurses once per nesting level of the
+// module (about 12 KiB of stack a level on xla:cpu): from a thread with a small stack (a 256 KiB
+// worker, a 2 MiB default pool thread) a module well within CML_MAX_NESTING_DEPTH would crash
+// it. So emitting and compiling run on a thread of their own with a large stack (only the pages
+// XLA touches are ever backed); the emitter measures that stack and refuses what would not fit.
+// If the thread cannot be created, both run on the caller's thread, with the emitter's check
+// against the caller's stack.
+enum { CML_XLA_COMPILE_STACK_BYTES = 64 << 20 };
+
+typedef struct cml_xla_compile_job_t {
+  cml_xla_backend_t* backend;
+  const cml_module_t* module;
+  cml_pjrt_loaded_executable_t* loaded;  // out
+  cml_status_t status;                   // out
+} cml_xla_compile_job_t;
+
+static void cml_xla_emit_and_compile(cml_xla_compile_job_t* job) {
+  cml_xla_backend_t* b = job->backend;
+  cml_xla_emit_options_t opts;
+  cml_xla_emit_options_init(&opts);
+  opts.platform = b->client->platform_name;
+  opts.tf32 = b->config.tf32;
+  char* text = NULL;
+  job->status = cml_xla_emit_stablehlo(job->module, &opts, &text);
+  if (job->status != CML_OK) return;
+  uint8_t options[256];
+  size_t options_size = 0;
+  cml__xla_compile_config_t cc = {.portable = true, .num_replicas = 1, .num_partitions = 1};
+  job->status = cml__xla_compile_options_encode(&cc, options, sizeof options, &options_size);
+  if (job->status == CML_OK) {
+    job->status =
+        cml__xla_compile(b->client, text, strlen(text), options, options_size, &job->loaded);
+  }
+  free(text);
+}
+
+static void* cml_xla_compile_thread(void* arg) {
+  cml_xla_emit_and_compile((cml_xla_compile_job_t*)arg);
+  return NULL;
+}
+
 static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module,
                                     cml_executable_t** out_executable) {
   cml_xla_backend_t* b = cml_xla_backend_cast(backend);
@@ -179,22 +221,20 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
                            "yet",
                            module->num_devices);
   }
-  cml_xla_emit_options_t opts;
-  cml_xla_emit_options_init(&opts);
-  opts.platform = b->client->platform_name;
-  opts.tf32 = b->config.tf32;
-  char* text = NULL;
-  CML_RETURN_IF_ERROR(cml_xla_emit_stablehlo(module, &opts, &text));
-  uint8_t options[256];
-  size_t options_size = 0;
-  cml__xla_compile_config_t cc = {.portable = true, .num_replicas = 1, .num_partitions = 1};
-  cml_status_t st = cml__xla_compile_options_encode(&cc, options, sizeof options, &options_size);
-  cml_pjrt_loaded_executable_t* loaded = NULL;
-  if (st == CML_OK) {
-    st = cml__xla_compile(b->client, text, strlen(text), options, options_size, &loaded);
+  cml_xla_compile_job_t job = {.backend = b, .module = module, .loaded = NULL, .status = CML_OK};
+  pthread_attr_t attr;
+  bool threaded = false;
+  if (pthread_attr_init(&attr) == 0) {
+    pthread_t thread;
+    threaded = pthread_attr_setstacksize(&attr, CML_XLA_COMPILE_STACK_BYTES) == 0 &&
+               pthread_create(&thread, &attr, cml_xla_compile_thread, &job) == 0;
+    pthread_attr_destroy(&attr);
+    if (threaded) (void)pthread_join(thread, NULL);
   }
-  free(text);
+  if (!threaded) cml_xla_emit_and_compile(&job);
+  cml_status_t st = job.status;
   if (st != CML_OK) return st;
+  cml_pjrt_loaded_executable_t* loaded = job.loaded;
   cml_xla_executable_t* exe = cml_allocator_malloc(b->base.allocator, sizeof *exe, 64);
   if (!exe) {
     cml__xla_executable_destroy(b->client, loaded);
