@@ -124,9 +124,9 @@ static bool cml_name_exists(const cml__module_impl_t* impl, uint32_t function, c
   return slot && slot->name;
 }
 
-// Adds (|function|, |name|) (not present yet; |name| must live as long as the module). Keeps the
-// table at most half full. False when out of memory.
-static bool cml_name_add(cml__module_impl_t* impl, uint32_t function, const char* name) {
+// Grows the table so that one more name fits with the table at most half full. False when out
+// of memory.
+static bool cml_name_reserve(cml__module_impl_t* impl) {
   if ((uint64_t)(impl->name_count + 1) * 2 > impl->name_slot_count) {
     if (impl->name_slot_count >= (1u << 30)) return false;
     uint32_t count = impl->name_slot_count ? impl->name_slot_count * 2 : 16;
@@ -143,6 +143,13 @@ static bool cml_name_add(cml__module_impl_t* impl, uint32_t function, const char
     }
     if (old) cml_allocator_free(impl->allocator, old, (size_t)old_count * sizeof *old);
   }
+  return true;
+}
+
+// Adds (|function|, |name|) (not present yet; |name| must live as long as the module). False
+// when out of memory; never fails right after a successful cml_name_reserve.
+static bool cml_name_add(cml__module_impl_t* impl, uint32_t function, const char* name) {
+  if (!cml_name_reserve(impl)) return false;
   cml__name_slot_t* slot = cml_name_slot(impl, function, name);
   slot->name = name;
   slot->function = function;
@@ -386,9 +393,8 @@ cml_status_t cml_builder_new_function(cml_builder_t* builder, const char* name,
                            "cml_builder_new_function: a function named \"%s\" already exists",
                            name);
   }
-  cml_function_t* f = cml_function_alloc(builder, name, NULL);
-  // A failed cml_name_add leaves the function unnamed in the table: harmless but for a later
-  // duplicate, so report out of memory (the function stays unused).
+  // Room for the name first, so that no function exists without its name in the table.
+  cml_function_t* f = cml_name_reserve(impl) ? cml_function_alloc(builder, name, NULL) : NULL;
   if (!f || !cml_name_add(impl, UINT32_MAX, f->name)) {
     return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
                            "cml_builder_new_function: out of memory");

@@ -1159,6 +1159,65 @@ TEST(nesting_depth_limit) {
   }
 }
 
+// The longest chain of functions run one inside the other, starting at |fi|, computed from the
+// IR alone (callees of Call, While, If, Sort nodes), as a backend that recurses would see it.
+static uint32_t ir_chain_length(const cml_module_t* m, uint32_t fi) {
+  uint32_t height[1024] = {0};
+  if (m->function_count > 1024) return 0;
+  for (uint32_t i = 0; i < m->function_count; ++i) height[i] = 1;
+  for (bool changed = true; changed;) {  // a DAG: converges within function_count rounds
+    changed = false;
+    for (uint32_t i = 0; i < m->node_count; ++i) {
+      const cml_ir_node_t* n = &m->nodes[i];
+      uint32_t callees = n->op == CML_OP_WHILE || n->op == CML_OP_IF    ? 2
+                         : n->op == CML_OP_CALL || n->op == CML_OP_SORT ? 1
+                                                                        : 0;
+      for (uint32_t k = 0; k < callees; ++k) {
+        uint32_t h = height[n->attrs->functions[k]] + 1;
+        if (h > height[n->function]) {
+          height[n->function] = h;
+          changed = true;
+        }
+      }
+    }
+  }
+  return height[fi];
+}
+
+// At the limit exactly: main -> If branch (depth 2) -> g_254 -> ... -> g_1 is 256 functions deep.
+TEST(nesting_depth_at_limit_in_ir) {
+  SETUP();
+  cml_shape_t s = cml_shape_scalar(CML_DTYPE_F32);
+  cml_shape_t bs = cml_shape_scalar(CML_DTYPE_BOOL);
+  cml_function_t* prev = NULL;
+  for (int k = 1; k <= CML_MAX_NESTING_DEPTH - 2; ++k) {
+    char name[16];
+    snprintf(name, sizeof name, "g_%d", k);
+    cml_function_t* g = NULL;
+    ASSERT_STATUS_OK(cml_builder_new_function(b, name, &g));
+    cml_value_t x = cml_parameter(g, "x", &s), y = x;
+    if (prev) ASSERT_TRUE(cml_op_call(g, prev, &x, 1, &y));
+    ASSERT_STATUS_OK(cml_function_return(g, &y, 1));
+    prev = g;
+  }
+  cml_value_t x = cml_parameter(f, "x", &s);
+  cml_value_t p = cml_parameter(f, "p", &bs);
+  cml_function_t *t = NULL, *e = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &t));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &e));
+  cml_value_t ty = CML_VALUE_INVALID;
+  ASSERT_TRUE(cml_op_call(t, prev, &x, 1, &ty));
+  ASSERT_STATUS_OK(cml_function_return(t, &ty, 1));
+  ASSERT_STATUS_OK(cml_function_return(e, &x, 1));
+  cml_value_t out[1];
+  ASSERT_TRUE(cml_op_if(f, p, t, e, out));
+  ASSERT_EQ_INT(f->height, CML_MAX_NESTING_DEPTH);
+  const cml_module_t* m = compile_main(b, out, 1, fb);
+  ASSERT_TRUE(m != NULL);
+  ASSERT_EQ_INT(ir_chain_length(m, 0), CML_MAX_NESTING_DEPTH);
+  TEARDOWN();
+}
+
 // Capture lookups are hashed: a closure using 5,000 distinct outer values captures each once,
 // and a repeated use maps to the same captured value.
 TEST(many_captures_hashed) {
@@ -1295,5 +1354,5 @@ TEST_MAIN(TEST_ENTRY(op_table), TEST_ENTRY(build_and_compile_mlp),
           TEST_ENTRY(attrs_defaults_in_module), TEST_ENTRY(dot_general_output_dtype),
           TEST_ENTRY(value_shape_accessor), TEST_ENTRY(output_shapes_checked_centrally),
           TEST_ENTRY(misuse_after_success_keeps_builder), TEST_ENTRY(nesting_depth_limit),
-          TEST_ENTRY(many_captures_hashed), TEST_ENTRY(builder_tags_distinct_while_alive),
-          TEST_ENTRY(builder_tags_concurrent))
+          TEST_ENTRY(nesting_depth_at_limit_in_ir), TEST_ENTRY(many_captures_hashed),
+          TEST_ENTRY(builder_tags_distinct_while_alive), TEST_ENTRY(builder_tags_concurrent))
