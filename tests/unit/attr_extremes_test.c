@@ -796,6 +796,48 @@ static bool ref_arg_max(const xc_t* c, const cml_shape_t* os, void* out) {
   return true;
 }
 
+// Sort of a [4] operand along axis a[0][0] with a descending comparator.
+static cml_value_t build_sort(cml_function_t* f, const cml_value_t* p, const xc_t* c) {
+  cml_function_t* cmp = NULL;
+  cml_status_t st = cml_function_new_closure(f, &cmp);
+  if (st != CML_OK) {
+    cml_status_free(st);
+    return CML_VALUE_INVALID;
+  }
+  cml_shape_t sc = cml_shape_scalar(CML_DTYPE_F32);
+  cml_value_t l = cml_parameter(cmp, "l", &sc), r = cml_parameter(cmp, "r", &sc);
+  cml_value_t gt = cml_op_greater_than(cmp, l, r);
+  cml_status_free(cml_function_return(cmp, &gt, 1));
+  cml_value_t out = CML_VALUE_INVALID;
+  (void)cml_op_sort(f, cmp, c->a[0][0], true, &p[0], 1, &out);
+  return out;
+}
+
+static bool ref_sort(const xc_t* c, const cml_shape_t* os, void* out) {
+  for (int64_t i = 0; i < os->dims[0]; ++i) ((float*)out)[i] = kX[c->in[0].dims[0] - 1 - i];
+  return true;
+}
+
+// RNGBitGenerator with an output shape of dims a[0][0..1]: only the shape is checked.
+static cml_value_t build_rng(cml_function_t* f, const cml_value_t* p, const xc_t* c) {
+  cml_shape_t s;
+  memset(&s, 0, sizeof s);
+  s.dtype = CML_DTYPE_U32;
+  s.rank = 2;
+  s.dims[0] = c->a[0][0];
+  s.dims[1] = c->a[0][1];
+  cml_value_t state = CML_VALUE_INVALID, values = CML_VALUE_INVALID;
+  (void)cml_op_rng_bit_generator(f, p[0], &s, &state, &values);
+  return values;
+}
+
+static bool ref_none(const xc_t* c, const cml_shape_t* os, void* out) {
+  (void)c;
+  (void)os;
+  (void)out;
+  return false;
+}
+
 static void axis_case(int* test_failed_, const char* op, xc_build_fn build, xc_ref_fn ref,
                       int64_t axis) {
   xc_t c;
@@ -869,6 +911,19 @@ TEST(shape_ops) {
     axis_case(test_failed_, "Reverse", build_reverse, ref_reverse, vals[i]);
     axis_case(test_failed_, "ReduceSum", build_reduce, ref_reduce, vals[i]);
     axis_case(test_failed_, "ArgMinMax", build_arg_max, ref_arg_max, vals[i]);
+    axis_case(test_failed_, "Sort", build_sort, ref_sort, vals[i]);
+    for (size_t j = 0; j < N_OF(vals); ++j) {
+      static const uint64_t state[3] = {1, 2, 3};
+      xc_init(&c, "RNGBitGenerator", 3);
+      c.in[0].dtype = CML_DTYPE_U64;
+      c.data[0] = state;
+      c.a[0][0] = vals[i];
+      c.a[0][1] = vals[j];
+      c.build = build_rng;
+      c.ref = ref_none;
+      snprintf(c.label, sizeof c.label, "RNGBitGenerator shape [%s, %s]", T(vals[i]), T(vals[j]));
+      xc_check(test_failed_, &c);
+    }
   }
 }
 
