@@ -92,7 +92,7 @@ static cml_status_t xc_compile(cml_backend_t* be, const xc_t* c, cml_executable_
   cml_function_t* f = cml_builder_main(b);
   cml_value_t p[3];
   for (int i = 0; i < c->n_in; ++i) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "p%d", i);
     p[i] = cml_parameter(f, name, &c->in[i]);
   }
