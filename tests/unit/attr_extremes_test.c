@@ -57,6 +57,7 @@ struct xc_t {
   cml_window_config_t win;
   cml_conv_config_t conv;
   cml_gather_dims_t gather;
+  cml_scatter_dims_t scatter;
   cml_fft_type_t fft;
 };
 
@@ -623,6 +624,57 @@ TEST(gather) {
   }
 }
 
+// ScatterSum of [2, 3] updates into a [5, 3] operand at rows MIN and MAX: both out of bounds,
+// so skipped (the output is the operand).
+static cml_value_t build_scatter(cml_function_t* f, const cml_value_t* p, const xc_t* c) {
+  return cml_op_scatter_sum(f, p[0], p[1], p[2], &c->scatter);
+}
+
+static bool ref_scatter(const xc_t* c, const cml_shape_t* os, void* out) {
+  const cml_scatter_dims_t* d = &c->scatter;
+  if (d->index_vector_axis != 1 || d->update_window_axes[0] != 1 ||
+      d->inserted_window_axes[0] != 0 || d->scatter_axes_to_operand_axes[0] != 0) {
+    return false;
+  }
+  memcpy(out, kX, cml_shape_byte_size(os));
+  return true;
+}
+
+TEST(scatter) {
+  static const int64_t axes[] = {0, 1, 2, -1, MAXI, MINI};
+  static const int64_t idx[2] = {MINI, MAXI};
+  for (size_t iv = 0; iv < N_OF(axes); ++iv) {
+    for (size_t uw = 0; uw < N_OF(axes); ++uw) {
+      for (size_t in = 0; in < N_OF(axes); ++in) {
+        for (size_t so = 0; so < N_OF(axes); ++so) {
+          xc_t c;
+          xc_init(&c, "ScatterSum", 15);
+          c.in[0] = API_SHAPE(CML_DTYPE_F32, 5, 3);
+          c.n_in = 3;
+          c.in[1] = API_SHAPE(CML_DTYPE_I64, 2, 1);
+          c.data[1] = idx;
+          c.in[2] = API_SHAPE(CML_DTYPE_F32, 2, 3);
+          c.data[2] = kX;
+          cml_scatter_dims_t* d = &c.scatter;
+          d->index_vector_axis = axes[iv] == 0 ? 1 : axes[iv];
+          d->update_window_axis_count = 1;
+          d->update_window_axes[0] = axes[uw];
+          d->inserted_window_axis_count = 1;
+          d->inserted_window_axes[0] = axes[in];
+          d->scatter_axes_to_operand_axes_count = 1;
+          d->scatter_axes_to_operand_axes[0] = axes[so];
+          c.build = build_scatter;
+          c.ref = ref_scatter;
+          snprintf(c.label, sizeof c.label,
+                   "ScatterSum index_vector_axis=%s window=%s inserted=%s to_operand=%s",
+                   T(d->index_vector_axis), T(axes[uw]), T(axes[in]), T(axes[so]));
+          xc_check(test_failed_, &c);
+        }
+      }
+    }
+  }
+}
+
 //===--- FFT ---===//
 
 static cml_value_t build_fft(cml_function_t* f, const cml_value_t* p, const xc_t* c) {
@@ -1022,8 +1074,9 @@ int main(int argc, char** argv) {
   static const test_entry_t tests[] = {TEST_ENTRY(pad),           TEST_ENTRY(slice),
                                        TEST_ENTRY(reduce_window), TEST_ENTRY(select_and_scatter),
                                        TEST_ENTRY(conv_general),  TEST_ENTRY(dynamic_slice),
-                                       TEST_ENTRY(gather),        TEST_ENTRY(fft),
-                                       TEST_ENTRY(shape_ops),     TEST_ENTRY(dot_general)};
+                                       TEST_ENTRY(gather),        TEST_ENTRY(scatter),
+                                       TEST_ENTRY(fft),           TEST_ENTRY(shape_ops),
+                                       TEST_ENTRY(dot_general)};
   const char* only = argc > 1 && !want_xla ? argv[1] : NULL;
   int failures = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
