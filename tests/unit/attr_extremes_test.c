@@ -369,6 +369,66 @@ TEST(reduce_window) {
   window_sweep(test_failed_, "ReduceWindow", build_reduce_window, ref_reduce_window, true);
 }
 
+static bool ref_reduce_window_2d(const xc_t* c, const cml_shape_t* os, void* out) {
+  const cml_window_config_t* w = &c->win;
+  const int64_t* d = c->in[0].dims;
+  if (cml_shape_element_count(os) == 0) return true;  // one axis may still be huge
+  int64_t st[2];
+  for (int a = 0; a < 2; ++a) st[a] = w->strides[a] == 0 ? w->window_dims[a] : w->strides[a];
+  for (int64_t o0 = 0; o0 < os->dims[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < os->dims[1]; ++o1) {
+      float sum = 0;
+      for (int64_t i0 = 0; i0 < d[0]; ++i0) {
+        if (window_tap(o0, i0, st[0], or1(w->window_dilations[0]), w->padding_low[0],
+                       or1(w->input_dilations[0]), w->window_dims[0]) < 0) {
+          continue;
+        }
+        for (int64_t i1 = 0; i1 < d[1]; ++i1) {
+          if (window_tap(o1, i1, st[1], or1(w->window_dilations[1]), w->padding_low[1],
+                         or1(w->input_dilations[1]), w->window_dims[1]) >= 0) {
+            sum += kX[i0 * d[1] + i1];
+          }
+        }
+      }
+      ((float*)out)[o0 * os->dims[1] + o1] = sum;
+    }
+  }
+  return true;
+}
+
+// Two axes, so the c kernel's tap iterator runs its outer and inner axes in every mode (dense,
+// walking the window, walking the input) against a naive loop.
+TEST(reduce_window_2d) {
+  static const win_params_t axis_params[] = {{3, 1, 1, 1},   {2, 2, 1, 3},   {3, 1, 2, 1},
+                                             {4, 1, 3, 2},   {BIG, 1, 2, 1}, {BIG, 3, 5, 7},
+                                             {2, BIG, 1, 1}, {5, 2, 4, 6}};
+  static const int64_t pads[] = {0, 2, -1, BIG - 20};
+  for (size_t a = 0; a < N_OF(axis_params); ++a) {
+    for (size_t b = 0; b < N_OF(axis_params); ++b) {
+      for (size_t p = 0; p < N_OF(pads); ++p) {
+        xc_t c;
+        xc_init(&c, "ReduceWindow", 0);
+        c.in[0] = API_SHAPE(CML_DTYPE_F32, 4, 5);
+        c.win.rank = 2;
+        const win_params_t* wp[2] = {&axis_params[a], &axis_params[b]};
+        for (int k = 0; k < 2; ++k) {
+          c.win.window_dims[k] = wp[k]->window;
+          c.win.strides[k] = wp[k]->stride;
+          c.win.input_dilations[k] = wp[k]->base_dil;
+          c.win.window_dilations[k] = wp[k]->win_dil;
+        }
+        c.win.padding_low[0] = c.win.padding_high[1] = pads[p];
+        c.win.padding_high[0] = c.win.padding_low[1] = 1;
+        c.build = build_reduce_window;
+        c.ref = ref_reduce_window_2d;
+        snprintf(c.label, sizeof c.label, "ReduceWindow 2-D params %zu, %zu pad %s", a, b,
+                 T(pads[p]));
+        xc_check(test_failed_, &c);
+      }
+    }
+  }
+}
+
 // SelectAndScatterSum: the source is [windows] with the count this file computes (1 when the
 // geometry is impossible: the builder must refuse it either way).
 static cml_value_t build_select_and_scatter(cml_function_t* f, const cml_value_t* p,
@@ -1071,11 +1131,17 @@ int main(int argc, char** argv) {
     return 77;
 #endif
   }
-  static const test_entry_t tests[] = {TEST_ENTRY(pad),           TEST_ENTRY(slice),
-                                       TEST_ENTRY(reduce_window), TEST_ENTRY(select_and_scatter),
-                                       TEST_ENTRY(conv_general),  TEST_ENTRY(dynamic_slice),
-                                       TEST_ENTRY(gather),        TEST_ENTRY(scatter),
-                                       TEST_ENTRY(fft),           TEST_ENTRY(shape_ops),
+  static const test_entry_t tests[] = {TEST_ENTRY(pad),
+                                       TEST_ENTRY(slice),
+                                       TEST_ENTRY(reduce_window),
+                                       TEST_ENTRY(reduce_window_2d),
+                                       TEST_ENTRY(select_and_scatter),
+                                       TEST_ENTRY(conv_general),
+                                       TEST_ENTRY(dynamic_slice),
+                                       TEST_ENTRY(gather),
+                                       TEST_ENTRY(scatter),
+                                       TEST_ENTRY(fft),
+                                       TEST_ENTRY(shape_ops),
                                        TEST_ENTRY(dot_general)};
   const char* only = argc > 1 && !want_xla ? argv[1] : NULL;
   int failures = 0;
