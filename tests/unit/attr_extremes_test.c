@@ -20,7 +20,7 @@
 #include "cml/xla.h"
 #endif
 
-typedef __int128 i128;
+__extension__ typedef __int128 i128;
 
 #define BIG ((int64_t)1 << 55)  // CML_MAX_ELEMENTS, the attribute bound
 #define MAXI INT64_MAX
