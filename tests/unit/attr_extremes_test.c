@@ -20,7 +20,7 @@
 #include "cml/xla.h"
 #endif
 
-typedef __int128 i128;
+__extension__ typedef __int128 i128;
 
 #define BIG ((int64_t)1 << 55)  // CML_MAX_ELEMENTS, the attribute bound
 #define MAXI INT64_MAX
@@ -57,6 +57,7 @@ struct xc_t {
   cml_window_config_t win;
   cml_conv_config_t conv;
   cml_gather_dims_t gather;
+  cml_scatter_dims_t scatter;
   cml_fft_type_t fft;
 };
 
@@ -92,7 +93,7 @@ static cml_status_t xc_compile(cml_backend_t* be, const xc_t* c, cml_executable_
   cml_function_t* f = cml_builder_main(b);
   cml_value_t p[3];
   for (int i = 0; i < c->n_in; ++i) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "p%d", i);
     p[i] = cml_parameter(f, name, &c->in[i]);
   }
@@ -368,6 +369,66 @@ TEST(reduce_window) {
   window_sweep(test_failed_, "ReduceWindow", build_reduce_window, ref_reduce_window, true);
 }
 
+static bool ref_reduce_window_2d(const xc_t* c, const cml_shape_t* os, void* out) {
+  const cml_window_config_t* w = &c->win;
+  const int64_t* d = c->in[0].dims;
+  if (cml_shape_element_count(os) == 0) return true;  // one axis may still be huge
+  int64_t st[2];
+  for (int a = 0; a < 2; ++a) st[a] = w->strides[a] == 0 ? w->window_dims[a] : w->strides[a];
+  for (int64_t o0 = 0; o0 < os->dims[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < os->dims[1]; ++o1) {
+      float sum = 0;
+      for (int64_t i0 = 0; i0 < d[0]; ++i0) {
+        if (window_tap(o0, i0, st[0], or1(w->window_dilations[0]), w->padding_low[0],
+                       or1(w->input_dilations[0]), w->window_dims[0]) < 0) {
+          continue;
+        }
+        for (int64_t i1 = 0; i1 < d[1]; ++i1) {
+          if (window_tap(o1, i1, st[1], or1(w->window_dilations[1]), w->padding_low[1],
+                         or1(w->input_dilations[1]), w->window_dims[1]) >= 0) {
+            sum += kX[i0 * d[1] + i1];
+          }
+        }
+      }
+      ((float*)out)[o0 * os->dims[1] + o1] = sum;
+    }
+  }
+  return true;
+}
+
+// Two axes, so the c kernel's tap iterator runs its outer and inner axes in every mode (dense,
+// walking the window, walking the input) against a naive loop.
+TEST(reduce_window_2d) {
+  static const win_params_t axis_params[] = {{3, 1, 1, 1},   {2, 2, 1, 3},   {3, 1, 2, 1},
+                                             {4, 1, 3, 2},   {BIG, 1, 2, 1}, {BIG, 3, 5, 7},
+                                             {2, BIG, 1, 1}, {5, 2, 4, 6}};
+  static const int64_t pads[] = {0, 2, -1, BIG - 20};
+  for (size_t a = 0; a < N_OF(axis_params); ++a) {
+    for (size_t b = 0; b < N_OF(axis_params); ++b) {
+      for (size_t p = 0; p < N_OF(pads); ++p) {
+        xc_t c;
+        xc_init(&c, "ReduceWindow", 0);
+        c.in[0] = API_SHAPE(CML_DTYPE_F32, 4, 5);
+        c.win.rank = 2;
+        const win_params_t* wp[2] = {&axis_params[a], &axis_params[b]};
+        for (int k = 0; k < 2; ++k) {
+          c.win.window_dims[k] = wp[k]->window;
+          c.win.strides[k] = wp[k]->stride;
+          c.win.input_dilations[k] = wp[k]->base_dil;
+          c.win.window_dilations[k] = wp[k]->win_dil;
+        }
+        c.win.padding_low[0] = c.win.padding_high[1] = pads[p];
+        c.win.padding_high[0] = c.win.padding_low[1] = 1;
+        c.build = build_reduce_window;
+        c.ref = ref_reduce_window_2d;
+        snprintf(c.label, sizeof c.label, "ReduceWindow 2-D params %zu, %zu pad %s", a, b,
+                 T(pads[p]));
+        xc_check(test_failed_, &c);
+      }
+    }
+  }
+}
+
 // SelectAndScatterSum: the source is [windows] with the count this file computes (1 when the
 // geometry is impossible: the builder must refuse it either way).
 static cml_value_t build_select_and_scatter(cml_function_t* f, const cml_value_t* p,
@@ -623,6 +684,57 @@ TEST(gather) {
   }
 }
 
+// ScatterSum of [2, 3] updates into a [5, 3] operand at rows MIN and MAX: both out of bounds,
+// so skipped (the output is the operand).
+static cml_value_t build_scatter(cml_function_t* f, const cml_value_t* p, const xc_t* c) {
+  return cml_op_scatter_sum(f, p[0], p[1], p[2], &c->scatter);
+}
+
+static bool ref_scatter(const xc_t* c, const cml_shape_t* os, void* out) {
+  const cml_scatter_dims_t* d = &c->scatter;
+  if (d->index_vector_axis != 1 || d->update_window_axes[0] != 1 ||
+      d->inserted_window_axes[0] != 0 || d->scatter_axes_to_operand_axes[0] != 0) {
+    return false;
+  }
+  memcpy(out, kX, cml_shape_byte_size(os));
+  return true;
+}
+
+TEST(scatter) {
+  static const int64_t axes[] = {0, 1, 2, -1, MAXI, MINI};
+  static const int64_t idx[2] = {MINI, MAXI};
+  for (size_t iv = 0; iv < N_OF(axes); ++iv) {
+    for (size_t uw = 0; uw < N_OF(axes); ++uw) {
+      for (size_t in = 0; in < N_OF(axes); ++in) {
+        for (size_t so = 0; so < N_OF(axes); ++so) {
+          xc_t c;
+          xc_init(&c, "ScatterSum", 15);
+          c.in[0] = API_SHAPE(CML_DTYPE_F32, 5, 3);
+          c.n_in = 3;
+          c.in[1] = API_SHAPE(CML_DTYPE_I64, 2, 1);
+          c.data[1] = idx;
+          c.in[2] = API_SHAPE(CML_DTYPE_F32, 2, 3);
+          c.data[2] = kX;
+          cml_scatter_dims_t* d = &c.scatter;
+          d->index_vector_axis = axes[iv] == 0 ? 1 : axes[iv];
+          d->update_window_axis_count = 1;
+          d->update_window_axes[0] = axes[uw];
+          d->inserted_window_axis_count = 1;
+          d->inserted_window_axes[0] = axes[in];
+          d->scatter_axes_to_operand_axes_count = 1;
+          d->scatter_axes_to_operand_axes[0] = axes[so];
+          c.build = build_scatter;
+          c.ref = ref_scatter;
+          snprintf(c.label, sizeof c.label,
+                   "ScatterSum index_vector_axis=%s window=%s inserted=%s to_operand=%s",
+                   T(d->index_vector_axis), T(axes[uw]), T(axes[in]), T(axes[so]));
+          xc_check(test_failed_, &c);
+        }
+      }
+    }
+  }
+}
+
 //===--- FFT ---===//
 
 static cml_value_t build_fft(cml_function_t* f, const cml_value_t* p, const xc_t* c) {
@@ -796,6 +908,48 @@ static bool ref_arg_max(const xc_t* c, const cml_shape_t* os, void* out) {
   return true;
 }
 
+// Sort of a [4] operand along axis a[0][0] with a descending comparator.
+static cml_value_t build_sort(cml_function_t* f, const cml_value_t* p, const xc_t* c) {
+  cml_function_t* cmp = NULL;
+  cml_status_t st = cml_function_new_closure(f, &cmp);
+  if (st != CML_OK) {
+    cml_status_free(st);
+    return CML_VALUE_INVALID;
+  }
+  cml_shape_t sc = cml_shape_scalar(CML_DTYPE_F32);
+  cml_value_t l = cml_parameter(cmp, "l", &sc), r = cml_parameter(cmp, "r", &sc);
+  cml_value_t gt = cml_op_greater_than(cmp, l, r);
+  cml_status_free(cml_function_return(cmp, &gt, 1));
+  cml_value_t out = CML_VALUE_INVALID;
+  (void)cml_op_sort(f, cmp, c->a[0][0], true, &p[0], 1, &out);
+  return out;
+}
+
+static bool ref_sort(const xc_t* c, const cml_shape_t* os, void* out) {
+  for (int64_t i = 0; i < os->dims[0]; ++i) ((float*)out)[i] = kX[c->in[0].dims[0] - 1 - i];
+  return true;
+}
+
+// RNGBitGenerator with an output shape of dims a[0][0..1]: only the shape is checked.
+static cml_value_t build_rng(cml_function_t* f, const cml_value_t* p, const xc_t* c) {
+  cml_shape_t s;
+  memset(&s, 0, sizeof s);
+  s.dtype = CML_DTYPE_U32;
+  s.rank = 2;
+  s.dims[0] = c->a[0][0];
+  s.dims[1] = c->a[0][1];
+  cml_value_t state = CML_VALUE_INVALID, values = CML_VALUE_INVALID;
+  (void)cml_op_rng_bit_generator(f, p[0], &s, &state, &values);
+  return values;
+}
+
+static bool ref_none(const xc_t* c, const cml_shape_t* os, void* out) {
+  (void)c;
+  (void)os;
+  (void)out;
+  return false;
+}
+
 static void axis_case(int* test_failed_, const char* op, xc_build_fn build, xc_ref_fn ref,
                       int64_t axis) {
   xc_t c;
@@ -869,6 +1023,19 @@ TEST(shape_ops) {
     axis_case(test_failed_, "Reverse", build_reverse, ref_reverse, vals[i]);
     axis_case(test_failed_, "ReduceSum", build_reduce, ref_reduce, vals[i]);
     axis_case(test_failed_, "ArgMinMax", build_arg_max, ref_arg_max, vals[i]);
+    axis_case(test_failed_, "Sort", build_sort, ref_sort, vals[i]);
+    for (size_t j = 0; j < N_OF(vals); ++j) {
+      static const uint64_t state[3] = {1, 2, 3};
+      xc_init(&c, "RNGBitGenerator", 3);
+      c.in[0].dtype = CML_DTYPE_U64;
+      c.data[0] = state;
+      c.a[0][0] = vals[i];
+      c.a[0][1] = vals[j];
+      c.build = build_rng;
+      c.ref = ref_none;
+      snprintf(c.label, sizeof c.label, "RNGBitGenerator shape [%s, %s]", T(vals[i]), T(vals[j]));
+      xc_check(test_failed_, &c);
+    }
   }
 }
 
@@ -964,11 +1131,18 @@ int main(int argc, char** argv) {
     return 77;
 #endif
   }
-  static const test_entry_t tests[] = {TEST_ENTRY(pad),           TEST_ENTRY(slice),
-                                       TEST_ENTRY(reduce_window), TEST_ENTRY(select_and_scatter),
-                                       TEST_ENTRY(conv_general),  TEST_ENTRY(dynamic_slice),
-                                       TEST_ENTRY(gather),        TEST_ENTRY(fft),
-                                       TEST_ENTRY(shape_ops),     TEST_ENTRY(dot_general)};
+  static const test_entry_t tests[] = {TEST_ENTRY(pad),
+                                       TEST_ENTRY(slice),
+                                       TEST_ENTRY(reduce_window),
+                                       TEST_ENTRY(reduce_window_2d),
+                                       TEST_ENTRY(select_and_scatter),
+                                       TEST_ENTRY(conv_general),
+                                       TEST_ENTRY(dynamic_slice),
+                                       TEST_ENTRY(gather),
+                                       TEST_ENTRY(scatter),
+                                       TEST_ENTRY(fft),
+                                       TEST_ENTRY(shape_ops),
+                                       TEST_ENTRY(dot_general)};
   const char* only = argc > 1 && !want_xla ? argv[1] : NULL;
   int failures = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {

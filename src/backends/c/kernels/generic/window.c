@@ -76,6 +76,7 @@ static void cmlc_wn_decode(const cmlc_wn_geom_t* g, int64_t i, int64_t* o) {
 typedef struct cmlc_wn_axis_t {
   int64_t cur, last;  // the current and the last candidate (window or input index)
   bool by_input;
+  bool dense;  // base dilation 1, walking the window: every candidate is a tap
   int64_t base, win_dil, base_dil;
   int64_t input;  // the input index of the current tap
 } cmlc_wn_axis_t;
@@ -89,7 +90,7 @@ static int64_t cmlc_wn_ceil_div(int64_t a, int64_t b) {  // b > 0
 }
 
 // Whether the current candidate is a tap; sets it->input.
-static bool cmlc_wn_axis_hit(cmlc_wn_axis_t* it) {
+static inline bool cmlc_wn_axis_hit(cmlc_wn_axis_t* it) {
   if (it->by_input) {
     it->input = it->cur;
     return (it->cur * it->base_dil - it->base) % it->win_dil == 0;
@@ -100,7 +101,11 @@ static bool cmlc_wn_axis_hit(cmlc_wn_axis_t* it) {
 }
 
 // Advances to the next tap; false past the last one.
-static bool cmlc_wn_axis_next(cmlc_wn_axis_t* it) {
+static inline bool cmlc_wn_axis_next(cmlc_wn_axis_t* it) {
+  if (it->dense) {
+    it->input += it->win_dil;
+    return ++it->cur <= it->last;
+  }
   while (++it->cur <= it->last) {
     if (cmlc_wn_axis_hit(it)) return true;
   }
@@ -108,22 +113,36 @@ static bool cmlc_wn_axis_next(cmlc_wn_axis_t* it) {
 }
 
 // Starts |it| at the first tap of output position |o| along axis |d|; false when there is none.
-static bool cmlc_wn_axis_first(cmlc_wn_axis_t* it, const struct cmlc_wn_geom_t* g, int32_t d,
-                               int64_t o) {
-  it->base = o * g->stride[d] - g->pad_lo[d];
-  it->win_dil = g->win_dil[d];
-  it->base_dil = g->base_dil[d];
-  const int64_t in_last = (g->in_dims[d] - 1) * it->base_dil;  // last input position
-  const int64_t win_last = it->base + (g->window[d] - 1) * it->win_dil;
-  int64_t k0 = cmlc_wn_ceil_div(-it->base, it->win_dil);
-  int64_t k1 = cmlc_wn_floor_div(in_last - it->base, it->win_dil);
+static inline bool cmlc_wn_axis_first(cmlc_wn_axis_t* it, const struct cmlc_wn_geom_t* g, int32_t d,
+                                      int64_t o) {
+  const int64_t base = o * g->stride[d] - g->pad_lo[d];
+  const int64_t wdil = g->win_dil[d], bdil = g->base_dil[d], dim = g->in_dims[d];
+  it->base = base;
+  it->win_dil = wdil;
+  it->base_dil = bdil;
+  if (dim == 0) return false;
+  // Window elements whose position lies in [0, (dim - 1) * bdil].
+  const int64_t in_last = (dim - 1) * bdil;
+  int64_t k0 = wdil == 1 ? -base : cmlc_wn_ceil_div(-base, wdil);
+  int64_t k1 = wdil == 1 ? in_last - base : cmlc_wn_floor_div(in_last - base, wdil);
   if (k0 < 0) k0 = 0;
   if (k1 > g->window[d] - 1) k1 = g->window[d] - 1;
-  int64_t i0 = cmlc_wn_ceil_div(it->base, it->base_dil);
-  int64_t i1 = cmlc_wn_floor_div(win_last, it->base_dil);
+  if (k1 < k0) return false;
+  if (bdil == 1) {  // every such element reads one
+    it->dense = true;
+    it->by_input = false;
+    it->cur = k0;
+    it->last = k1;
+    it->input = base + k0 * wdil;
+    return true;
+  }
+  // Input elements inside the window's span.
+  int64_t i0 = cmlc_wn_ceil_div(base, bdil);
+  int64_t i1 = cmlc_wn_floor_div(base + (g->window[d] - 1) * wdil, bdil);
   if (i0 < 0) i0 = 0;
-  if (i1 > g->in_dims[d] - 1) i1 = g->in_dims[d] - 1;
-  if (g->in_dims[d] == 0 || k1 < k0 || i1 < i0) return false;
+  if (i1 > dim - 1) i1 = dim - 1;
+  if (i1 < i0) return false;
+  it->dense = false;
   it->by_input = i1 - i0 < k1 - k0;
   it->cur = it->by_input ? i0 : k0;
   it->last = it->by_input ? i1 : k1;
@@ -140,20 +159,31 @@ static bool cmlc_wn_axis_first(cmlc_wn_axis_t* it, const struct cmlc_wn_geom_t* 
     for (int32_t d_ = 0; d_ < r_ && more_; ++d_) {                                         \
       more_ = cmlc_wn_axis_first(&it_[d_], (G), d_, (O)[d_]);                              \
     }                                                                                      \
+    const int64_t lst_ = (G)->in_strides[r_ - 1];                                          \
     while (more_) {                                                                        \
       int64_t off_ = 0;                                                                    \
       for (int32_t d_ = 0; d_ < r_ - 1; ++d_) off_ += it_[d_].input * (G)->in_strides[d_]; \
       cmlc_wn_axis_t* last_ = &it_[r_ - 1];                                                \
-      do {                                                                                 \
-        const int64_t in_off = off_ + last_->input * (G)->in_strides[r_ - 1];              \
-        BODY                                                                               \
-      } while (cmlc_wn_axis_next(last_));                                                  \
+      if (last_->dense) {                                                                  \
+        const int64_t step_ = last_->win_dil * lst_;                                       \
+        int64_t at_ = off_ + last_->input * lst_;                                          \
+        for (int64_t k_ = last_->cur; k_ <= last_->last; ++k_, at_ += step_) {             \
+          const int64_t in_off = at_;                                                      \
+          BODY                                                                             \
+        }                                                                                  \
+      } else {                                                                             \
+        do {                                                                               \
+          const int64_t in_off = off_ + last_->input * lst_;                               \
+          BODY                                                                             \
+        } while (cmlc_wn_axis_next(last_));                                                \
+      }                                                                                    \
       int32_t d_ = r_ - 2;                                                                 \
       while (d_ >= 0 && !cmlc_wn_axis_next(&it_[d_])) --d_;                                \
       more_ = d_ >= 0;                                                                     \
-      for (int32_t e_ = d_ + 1; more_ && e_ < r_; ++e_) {                                  \
+      for (int32_t e_ = d_ + 1; more_ && e_ < r_ - 1; ++e_) {                              \
         cmlc_wn_axis_first(&it_[e_], (G), e_, (O)[e_]);                                    \
       }                                                                                    \
+      if (more_) cmlc_wn_axis_first(last_, (G), r_ - 1, (O)[r_ - 1]);                      \
     }                                                                                      \
   } while (0)
 
