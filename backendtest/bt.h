@@ -50,22 +50,24 @@ typedef struct bt_tensor_t {
   size_t size;  // bytes
 } bt_tensor_t;
 
-//===--- groups: each cases_<group>.c defines these two symbols ---===//
+//===--- case files: each cases_<file>.c defines these two symbols ---===//
+// A case's group is its op's ops.def group (cml_op_group), whatever file holds it: the runner
+// matches the filter against it and reports it. The files and the groups they hold:
 #define BT_DECLARE_GROUP(group)              \
   extern const bt_case_t bt_cases_##group[]; \
   extern const size_t bt_cases_##group##_count;
-BT_DECLARE_GROUP(exec)       // execution, buffers, donation, concurrency, errors
-BT_DECLARE_GROUP(functions)  // closures, Call, While, If, Sort
-BT_DECLARE_GROUP(unary)      // elementwise unary, convert, bitcast
-BT_DECLARE_GROUP(binary)     // elementwise binary, compare, clamp, where, iota
-BT_DECLARE_GROUP(reduce)     // Reduce*, ArgMinMax
-BT_DECLARE_GROUP(shape)      // reshape, transpose, broadcast, concat, slice, reverse, pad
-BT_DECLARE_GROUP(index)      // gather, scatter, dynamic slice / update slice
-BT_DECLARE_GROUP(window)     // reduce window, select and scatter
-BT_DECLARE_GROUP(dot)        // Dot, DotGeneral
-BT_DECLARE_GROUP(conv)       // ConvGeneral
-BT_DECLARE_GROUP(special)    // RNG, FFT, BatchNorm*, barriers
-BT_DECLARE_GROUP(fused)      // fused ops (native or decomposed), cml/fused.h
+BT_DECLARE_GROUP(exec)       // (no op) execution, buffers, donation, concurrency, errors
+BT_DECLARE_GROUP(functions)  // control: closures, Call, While, If, Sort
+BT_DECLARE_GROUP(unary)      // elementwise: unary, convert, bitcast
+BT_DECLARE_GROUP(binary)     // elementwise: binary, compare, clamp, where, iota
+BT_DECLARE_GROUP(reduce)     // reduce: Reduce*, ArgMinMax
+BT_DECLARE_GROUP(shape)      // movement: reshape, transpose, broadcast, concat, slice, ...
+BT_DECLARE_GROUP(index)      // index: gather, scatter, dynamic slice / update slice
+BT_DECLARE_GROUP(window)     // window: reduce window, select and scatter
+BT_DECLARE_GROUP(dot)        // linalg: Dot, DotGeneral
+BT_DECLARE_GROUP(conv)       // linalg: ConvGeneral
+BT_DECLARE_GROUP(special)    // special: RNG, FFT, BatchNorm*; control: the barriers
+BT_DECLARE_GROUP(fused)      // fused: fused ops (native or decomposed), cml/fused.h
 
 //===--- case control ---===//
 

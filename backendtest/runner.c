@@ -38,6 +38,11 @@ static const bt_group_t bt_groups[] = {
 
 static bool bt_case_is_real(const bt_case_t* c) { return c->name && c->fn; }
 
+// The ops.def group of a case's op ("elementwise", "movement"), NULL for a case without an op.
+static const char* bt_op_group_name(cml_op_t op) {
+  return op != CML_OP_INVALID ? cml_op_group_name(cml_op_group(op)) : NULL;
+}
+
 //===--- options and listing ---===//
 
 void cml_backendtest_options_init(cml_backendtest_options_t* options) {
@@ -234,7 +239,11 @@ cml_status_t cml_backendtest_run_all(cml_backend_t* backend,
       if (!bt_case_is_real(c)) continue;
       snprintf(full_name, sizeof full_name, "%s/%s", group->name, c->name);
       const char* op_name = c->op != CML_OP_INVALID ? cml_op_name(c->op) : NULL;
-      if (!bt_matches(re, full_name) && !(op_name && bt_matches(re, op_name))) continue;
+      const char* op_group = bt_op_group_name(c->op);
+      if (!bt_matches(re, full_name) && !(op_name && bt_matches(re, op_name)) &&
+          !(op_group && bt_matches(re, op_group))) {
+        continue;
+      }
 
       bt_t t;
       bt_case_begin(&t, backend, group->name, c->name);
@@ -280,7 +289,10 @@ cml_status_t cml_backendtest_run_all(cml_backend_t* backend,
   for (int op = 0; op < CML_OP_COUNT && uncovered; ++op) {
     if (op == CML_OP_INVALID || !cml_op_is_standard((cml_op_t)op)) continue;
     if (!caps || !cml_capabilities_has_op(caps, (cml_op_t)op)) continue;
-    if (!bt_matches(re, cml_op_name((cml_op_t)op))) continue;
+    if (!bt_matches(re, cml_op_name((cml_op_t)op)) &&
+        !bt_matches(re, bt_op_group_name((cml_op_t)op))) {
+      continue;
+    }
     if (covered[op]) continue;
     uncovered[uncovered_count++] = (cml_op_t)op;
     fprintf(log, "not covered: %s\n", cml_op_name((cml_op_t)op));
@@ -308,6 +320,8 @@ cml_status_t cml_backendtest_run_all(cml_backend_t* backend,
       bt_json_string(json, full_name);
       fputs(", \"op\": ", json);
       bt_json_string(json, rec->c->op != CML_OP_INVALID ? cml_op_name(rec->c->op) : NULL);
+      fputs(", \"group\": ", json);
+      bt_json_string(json, bt_op_group_name(rec->c->op));
       fputs(", \"result\": ", json);
       bt_json_string(json, bt_result_word(rec->result));
       fputs(", \"message\": ", json);

@@ -38,8 +38,9 @@ extern "C" {
 
 typedef struct cml_backendtest_options_t {
   size_t struct_size;
-  // POSIX extended regex matched against "<group>/<case name>" and the names of the ops the
-  // case covers; NULL runs everything.
+  // POSIX extended regex matched against "<file>/<case name>", the name of the op the case
+  // covers and that op's group (cml_op_group_name: "elementwise", "movement", ...); NULL runs
+  // everything.
   const char* op_regex;
   // When not NULL, results are also written there as JSON.
   const char* json_path;

@@ -100,7 +100,7 @@ typedef enum cml_op_kind_t {
 } cml_op_kind_t;
 
 typedef enum cml_op_t {
-#define CML_OP(ENUM, NAME, lower, KIND, DTYPES, OUT) CML_OP_##ENUM,
+#define CML_OP(ENUM, NAME, lower, KIND, GROUP, TRAITS, DTYPES, OUT) CML_OP_##ENUM,
 #include "cml/ops.def"
   CML_OP_COUNT
 } cml_op_t;
@@ -116,6 +116,57 @@ CML_API cml_dtype_set_t cml_op_dtypes(cml_op_t op);
 // True for the ops every backend must run (the seed's standard ops: not fused, collective,
 // dynamic or internal).
 CML_API bool cml_op_is_standard(cml_op_t op);
+
+//===--- the op table: groups and traits (from cml/ops.def) ---===//
+
+// An op's family. One vocabulary for every per-group file: the c kernels
+// (src/backends/c/kernels/generic/<group>*.c), the backends' dispatch tables, the compliance
+// cases and the differential test. See docs/adding-an-op.md.
+typedef enum cml_op_group_t {
+  CML_OPG_SOURCE,       // Parameter, Constant, CapturedValue
+  CML_OPG_ELEMENTWISE,  // unary, binary, comparison, ConvertDType, Bitcast, Clamp, Where, Iota
+  CML_OPG_REDUCE,       // Reduce*, ArgMinMax
+  CML_OPG_MOVEMENT,     // Reshape, Transpose, BroadcastInDim, Slice, Pad, Concatenate, Reverse
+  CML_OPG_INDEX,        // Gather, Scatter*, DynamicSlice, DynamicUpdateSlice
+  CML_OPG_WINDOW,       // ReduceWindow, SelectAndScatter*
+  CML_OPG_LINALG,       // Dot, DotGeneral, ConvGeneral
+  CML_OPG_SPECIAL,      // FFT, RNGBitGenerator, BatchNorm*
+  CML_OPG_CONTROL,      // Call, While, If, Sort, the barriers
+  CML_OPG_FUSED,        // Fused*, QuantizedEmbeddingLookup
+  CML_OPG_COLLECTIVE,   // AllReduce, AllGather, ...
+  CML_OPG_DYNAMIC,      // dynamic-shape ops
+  CML_OPG_INTERNAL,     // Invalid, BlockForDotGeneral
+  CML_OPG_COUNT
+} cml_op_group_t;
+
+// Op traits: a bitset (cml_op_traits). ops.def writes them short (PURE, FOLD, MULTI, CALLEE,
+// CALLEE2, ALIAS).
+typedef enum cml_op_trait_t {
+  // The results depend only on the operands and attributes; no other effect.
+  CML_OP_TRAIT_PURE = 1u << 0,
+  // A backend may merge two equal nodes and evaluate the op at compile time on constant
+  // operands (implies PURE).
+  CML_OP_TRAIT_FOLDABLE = 1u << 1,
+  // The op may produce more than one result.
+  CML_OP_TRAIT_MULTI_OUTPUT = 1u << 2,
+  // The op takes one function (attrs->functions[0]): Call, Sort.
+  CML_OP_TRAIT_ONE_CALLEE = 1u << 3,
+  // The op takes two functions (attrs->functions[0..1]): While, If.
+  CML_OP_TRAIT_TWO_CALLEES = 1u << 4,
+  // Result i may share storage with operand i (same bytes): Identity, Reshape, Bitcast of the
+  // same byte size, the barriers. A backend still checks the per-op condition.
+  CML_OP_TRAIT_MAY_ALIAS_INPUT = 1u << 5,
+} cml_op_trait_t;
+#define CML_OP_TRAIT_HAS_CALLEES (CML_OP_TRAIT_ONE_CALLEE | CML_OP_TRAIT_TWO_CALLEES)
+
+// The op's group; CML_OPG_INTERNAL for an out-of-range op.
+CML_API cml_op_group_t cml_op_group(cml_op_t op);
+// The group's name, lower case ("elementwise", "window"), or "unknown". Never NULL.
+CML_API const char* cml_op_group_name(cml_op_group_t group);
+// The op's CML_OP_TRAIT_* bits; 0 for an out-of-range op.
+CML_API uint32_t cml_op_traits(cml_op_t op);
+// How many functions the op takes (0, 1 or 2), from its traits.
+CML_API uint32_t cml_op_callee_count(cml_op_t op);
 
 //===--- values, builders, functions ---===//
 
@@ -230,7 +281,8 @@ CML_API bool cml_builder_value_shape(const cml_builder_t* builder, cml_value_t v
 #define CML_OP_DECLARE_FUSED(fn)
 #define CML_OP_DECLARE_DYNAMIC(fn)
 #define CML_OP_DECLARE_INTERNAL(fn)
-#define CML_OP(ENUM, NAME, lower, KIND, DTYPES, OUT) CML_OP_DECLARE_##KIND(cml_op_##lower)
+#define CML_OP(ENUM, NAME, lower, KIND, GROUP, TRAITS, DTYPES, OUT) \
+  CML_OP_DECLARE_##KIND(cml_op_##lower)
 #include "cml/ops.def"
 
 // The same builders by op: |op| must be of the matching kind (INVALID_ARGUMENT otherwise).

@@ -97,7 +97,8 @@ cml_value_t cml_op_reduce(cml_function_t* f, cml_op_t op, cml_value_t x, const i
 #define CML_OP_DEFINE_FUSED(ENUM, lower)
 #define CML_OP_DEFINE_DYNAMIC(ENUM, lower)
 #define CML_OP_DEFINE_INTERNAL(ENUM, lower)
-#define CML_OP(ENUM, NAME, lower, KIND, DTYPES, OUT) CML_OP_DEFINE_##KIND(ENUM, cml_op_##lower)
+#define CML_OP(ENUM, NAME, lower, KIND, GROUP, TRAITS, DTYPES, OUT) \
+  CML_OP_DEFINE_##KIND(ENUM, cml_op_##lower)
 #include "cml/ops.def"
 
 //===--- one-operand ops with attributes ---===//

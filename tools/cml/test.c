@@ -21,7 +21,8 @@ static void cml_cli_test_usage(FILE* out) {
       "Runs the compliance suite on a backend.\n"
       "  --backend CONFIG  backend config, e.g. \"c\", \"c:reference=true\", \"xla:cpu\"\n"
       "                    (default: GOMLX_BACKEND, else the best available backend)\n"
-      "  --op REGEX        POSIX extended regex on \"<group>/<case>\" and on op names\n"
+      "  --op REGEX        POSIX extended regex on \"<file>/<case>\", op names and op groups\n"
+      "                    (\"elementwise\", \"movement\": cml_op_group_name)\n"
       "  --json FILE       also write the results as JSON to FILE\n"
       "  -v, -vv           one line per case; -vv adds the reason for skipped cases\n"
       "  --list            list the cases (matching --op) and exit\n",

@@ -251,32 +251,9 @@ static const cml_backend_vtable_t cmlc_vtable = {
     .get_extension = NULL,
 };
 
-static void cmlc_fill_capabilities(cml_capabilities_t* caps) {
-  cmlc_kernels_elementwise_capabilities(caps);
-  cmlc_kernels_reduce_capabilities(caps);
-  cmlc_kernels_movement_capabilities(caps);
-  cmlc_kernels_index_capabilities(caps);
-  cmlc_kernels_window_capabilities(caps);
-  cmlc_kernels_linalg_capabilities(caps);
-  cmlc_kernels_special_capabilities(caps);
-  // The engine's own ops.
-  static const cml_op_t engine_ops[] = {
-      CML_OP_PARAMETER,
-      CML_OP_CONSTANT,
-      CML_OP_IDENTITY,
-      CML_OP_RESHAPE,
-      CML_OP_BITCAST,
-      CML_OP_CALL,
-      CML_OP_WHILE,
-      CML_OP_IF,
-      CML_OP_SORT,
-      CML_OP_OPTIMIZATION_BARRIER,
-      CML_OP_SCHEDULING_BARRIER,
-      CML_OP_CAPTURED_VALUE,
-  };
-  for (size_t i = 0; i < sizeof engine_ops / sizeof *engine_ops; ++i) {
-    cml_capabilities_set_op(caps, engine_ops[i], true);
-  }
+// The ops come from the dispatch table (dispatch.c), so what is advertised is what runs.
+static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_t* options) {
+  cmlc_dispatch_capabilities(caps, options);
   caps->dtypes |= CML_DSET_ALL | CML_DSET_PACKED;
   caps->functions = true;
   caps->shared_buffers = true;
@@ -390,8 +367,7 @@ static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allo
     cmlc_backend_destroy(&b->base);
     return st;
   }
-  cmlc_fill_capabilities(&b->base.capabilities);
-  cmlc_kernels_fused_capabilities(&b->base.capabilities, &b->options);
+  cmlc_fill_capabilities(&b->base.capabilities, &b->options);
   *out_backend = &b->base;
   return CML_OK;
 }

@@ -111,7 +111,10 @@ bool cmlc_kernels_linalg_lookup(const cml_module_t* module, const cml_ir_node_t*
 bool cmlc_kernels_special_lookup(const cml_module_t* module, const cml_ir_node_t* node,
                                  const cmlc_options_t* options, cmlc_kernel_entry_t* out);
 
-// Ops and dtypes each group supports, for the backend's capability table.
+// Ops each group supports, for the backend's capability table: every op of the group in ops.def
+// (cmlc_kernels_group_capabilities); the group's lookup must find a kernel for each of them and
+// each dtype of its ops.def dtype set (tests/unit/op_table_test.c checks it).
+void cmlc_kernels_group_capabilities(cml_capabilities_t* caps, cml_op_group_t group);
 void cmlc_kernels_elementwise_capabilities(cml_capabilities_t* caps);
 void cmlc_kernels_reduce_capabilities(cml_capabilities_t* caps);
 void cmlc_kernels_movement_capabilities(cml_capabilities_t* caps);
@@ -125,6 +128,16 @@ void cmlc_kernels_special_capabilities(cml_capabilities_t* caps);
 bool cmlc_kernels_fused_lookup(const cml_module_t* module, const cml_ir_node_t* node,
                                const cmlc_options_t* options, cmlc_kernel_entry_t* out);
 void cmlc_kernels_fused_capabilities(cml_capabilities_t* caps, const cmlc_options_t* options);
+
+// A group's lookup, as the dispatch table (src/backends/c/dispatch.c) holds it.
+typedef bool (*cmlc_group_lookup_fn)(const cml_module_t* module, const cml_ir_node_t* node,
+                                     const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+// The kernel for |node| from the group ops.def gives its op (false: none for its op or dtypes).
+bool cmlc_dispatch_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                          const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+// Every op the backend runs with |options|, from the same table: the kernel groups' ops, the
+// engine's groups (sources, control flow) and the fused ops |options| enable.
+void cmlc_dispatch_capabilities(cml_capabilities_t* caps, const cmlc_options_t* options);
 
 //===--- small shared helpers (kernels/common.c) ---===//
 

@@ -31,31 +31,10 @@ static size_t cmlc_opt_round(size_t n) {
   return (n + CMLC_ALIGNMENT - 1) / CMLC_ALIGNMENT * CMLC_ALIGNMENT;
 }
 
-// Pure ops whose results depend on nothing but their inputs and attributes.
+// Ops CSE may merge and folding may evaluate: their results depend on nothing but their inputs
+// and attributes (the FOLDABLE trait of ops.def).
 static bool cmlc_opt_is_pure(cml_op_t op) {
-  switch (cml_op_kind(op)) {
-    case CML_OPK_PARAMETER:
-    case CML_OPK_CONSTANT:
-    case CML_OPK_CONTROL:
-    case CML_OPK_COLLECTIVE:
-    case CML_OPK_DYNAMIC:
-    case CML_OPK_INTERNAL:
-      return false;
-    default:
-      break;
-  }
-  switch (op) {
-    case CML_OP_RNG_BIT_GENERATOR:
-    case CML_OP_OPTIMIZATION_BARRIER:
-    case CML_OP_SCHEDULING_BARRIER:
-    case CML_OP_CALL:
-    case CML_OP_WHILE:
-    case CML_OP_IF:
-    case CML_OP_SORT:
-      return false;
-    default:
-      return true;
-  }
+  return (cml_op_traits(op) & CML_OP_TRAIT_FOLDABLE) != 0;
 }
 
 // The value standing for |v| after merging (the first node's output).
@@ -151,17 +130,16 @@ static cml_status_t cmlc_opt_no_call(void* exec, uint32_t function, const void* 
                          function);
 }
 
+// Foldable ops whose result is their operand's bytes (MAY_ALIAS_INPUT in ops.def): Identity,
+// Reshape, and Bitcast when the byte sizes match.
 static bool cmlc_opt_is_alias_fold(const cml_module_t* m, const cml_ir_node_t* n) {
-  switch (n->op) {
-    case CML_OP_IDENTITY:
-    case CML_OP_RESHAPE:
-      return n->input_count == 1;
-    case CML_OP_BITCAST:
-      return n->input_count == 1 && cml_shape_byte_size(&m->values[n->inputs[0]].shape) ==
-                                        cml_shape_byte_size(&m->values[n->first_output].shape);
-    default:
-      return false;
+  const uint32_t traits = cml_op_traits(n->op);
+  if (!(traits & CML_OP_TRAIT_MAY_ALIAS_INPUT) || !(traits & CML_OP_TRAIT_FOLDABLE) ||
+      n->input_count != 1) {
+    return false;
   }
+  return n->op != CML_OP_BITCAST || cml_shape_byte_size(&m->values[n->inputs[0]].shape) ==
+                                        cml_shape_byte_size(&m->values[n->first_output].shape);
 }
 
 // Folds |ni| when its inputs are constants. Returns an error only for allocation failures.
@@ -308,19 +286,6 @@ static void cmlc_opt_count_use(cmlc_planner_t* p, uint32_t v, uint32_t amount) {
   p->uses[v] = p->uses[v] > UINT32_MAX - amount ? UINT32_MAX : p->uses[v] + amount;
 }
 
-static uint32_t cmlc_opt_callee_count(cml_op_t op) {
-  switch (op) {
-    case CML_OP_CALL:
-    case CML_OP_SORT:
-      return 1;
-    case CML_OP_WHILE:
-    case CML_OP_IF:
-      return 2;
-    default:
-      return 0;
-  }
-}
-
 cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
   const cmlc_options_t* options = &p->backend->options;
   cmlc_executable_t* exe = p->exe;
@@ -352,7 +317,7 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
       for (uint32_t j = 0; j < k && !seen; ++j) seen = n->inputs[j] == n->inputs[k];
       if (!seen) cmlc_opt_count_use(p, n->inputs[k], 1);
     }
-    for (uint32_t k = 0; k < cmlc_opt_callee_count(n->op); ++k) {
+    for (uint32_t k = 0; k < cml_op_callee_count(n->op); ++k) {
       const cml_ir_function_t* cf = &m->functions[n->attrs->functions[k]];
       for (uint32_t c = 0; c < cf->capture_count; ++c) {
         cmlc_opt_count_use(p, cf->captures_outer[c], CMLC_OPT_PIN);

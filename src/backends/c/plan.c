@@ -112,12 +112,10 @@ static void cmlc_plan_free(cml_allocator_t alloc, const void* p, size_t count, s
   if (p) cml_allocator_free(alloc, (void*)p, cmlc_plan_bytes(count, size));
 }
 
+// Ops whose outputs alias their inputs (MAY_ALIAS_INPUT in ops.def), with the per-op condition.
 static bool cmlc_plan_is_alias_op(const cml_module_t* m, const cml_ir_node_t* n) {
+  if (!(cml_op_traits(n->op) & CML_OP_TRAIT_MAY_ALIAS_INPUT)) return false;
   switch (n->op) {
-    case CML_OP_IDENTITY:
-    case CML_OP_RESHAPE:
-    case CML_OP_OPTIMIZATION_BARRIER:
-      return true;
     case CML_OP_SCHEDULING_BARRIER:
       return n->input_count >= 1;
     case CML_OP_BITCAST:
@@ -125,22 +123,11 @@ static bool cmlc_plan_is_alias_op(const cml_module_t* m, const cml_ir_node_t* n)
       return n->input_count == 1 && cml_shape_byte_size(&m->values[n->inputs[0]].shape) ==
                                         cml_shape_byte_size(&m->values[n->first_output].shape);
     default:
-      return false;
+      return true;
   }
 }
 
-static uint32_t cmlc_plan_function_ref_count(cml_op_t op) {
-  switch (op) {
-    case CML_OP_CALL:
-    case CML_OP_SORT:
-      return 1;
-    case CML_OP_WHILE:
-    case CML_OP_IF:
-      return 2;
-    default:
-      return 0;
-  }
-}
+static uint32_t cmlc_plan_function_ref_count(cml_op_t op) { return cml_op_callee_count(op); }
 
 // Formats "(Float32, Int32) -> (Bool)" for a node's operand and result dtypes.
 static void cmlc_plan_format_dtypes(const cml_module_t* m, const cml_ir_node_t* n, char* text,
@@ -179,20 +166,11 @@ cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_t* n, cmlc_ke
     out->scratch = cmlc_sort_scratch;
     return CML_OK;
   }
-  typedef bool (*lookup_fn)(const cml_module_t*, const cml_ir_node_t*, const cmlc_options_t*,
-                            cmlc_kernel_entry_t*);
-  static const lookup_fn groups[] = {
-      cmlc_kernels_elementwise_lookup, cmlc_kernels_reduce_lookup, cmlc_kernels_movement_lookup,
-      cmlc_kernels_index_lookup,       cmlc_kernels_window_lookup, cmlc_kernels_linalg_lookup,
-      cmlc_kernels_special_lookup,     cmlc_kernels_fused_lookup,
-  };
-  for (size_t g = 0; g < sizeof groups / sizeof *groups; ++g) {
-    cmlc_kernel_entry_t e = {NULL, NULL, -1};
-    if (groups[g](m, n, o, &e) && e.run) {
-      if (e.in_place_input >= (int)n->input_count) e.in_place_input = -1;
-      *out = e;
-      return CML_OK;
-    }
+  cmlc_kernel_entry_t e = {NULL, NULL, -1};
+  if (cmlc_dispatch_lookup(m, n, o, &e) && e.run) {  // the op's group (dispatch.c)
+    if (e.in_place_input >= (int)n->input_count) e.in_place_input = -1;
+    *out = e;
+    return CML_OK;
   }
   char dtypes[256];
   cmlc_plan_format_dtypes(m, n, dtypes, sizeof dtypes);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends/xla/install/install.h"
+#include "backends/xla/stablehlo/emit_groups.h"
 #include "backends/xla/stablehlo/emitter.h"
 #include "backends/xla/xla_flags.h"
 #include "backends/xla/xla_internal.h"
@@ -361,68 +362,10 @@ static const cml_backend_vtable_t cml_xla_vtable = {
     .get_extension = cml_xla_get_extension,
 };
 
-// The ops XLA runs (the seed's list for its XLA backend), plus the control-flow ops.
-static const cml_op_t cml_xla_ops[] = {
-    CML_OP_PARAMETER,
-    CML_OP_CONSTANT,
-    CML_OP_IDENTITY,
-    CML_OP_REDUCE_WINDOW,
-    CML_OP_RNG_BIT_GENERATOR,
-    CML_OP_BATCH_NORM_INFERENCE,
-    CML_OP_BATCH_NORM_TRAINING,
-    CML_OP_BATCH_NORM_GRADIENT,
-    CML_OP_ARG_MIN_MAX,
-    CML_OP_BITCAST,
-    CML_OP_BROADCAST_IN_DIM,
-    CML_OP_CLAMP,
-    CML_OP_COMPLEX,
-    CML_OP_CONJ,
-    CML_OP_IMAG,
-    CML_OP_REAL,
-    CML_OP_CONCATENATE,
-    CML_OP_CONV_GENERAL,
-    CML_OP_CONVERT_DTYPE,
-    CML_OP_DOT,
-    CML_OP_DOT_GENERAL,
-    CML_OP_DYNAMIC_SLICE,
-    CML_OP_DYNAMIC_UPDATE_SLICE,
-    CML_OP_FFT,
-    CML_OP_GATHER,
-    CML_OP_IOTA,
-    CML_OP_PAD,
-    CML_OP_RESHAPE,
-    CML_OP_REVERSE,
-    CML_OP_SCATTER_MAX,
-    CML_OP_SCATTER_MIN,
-    CML_OP_SCATTER_SUM,
-    CML_OP_SELECT_AND_SCATTER_MAX,
-    CML_OP_SELECT_AND_SCATTER_MIN,
-    CML_OP_SELECT_AND_SCATTER_SUM,
-    CML_OP_SLICE,
-    CML_OP_TRANSPOSE,
-    CML_OP_WHERE,
-    CML_OP_OPTIMIZATION_BARRIER,
-    CML_OP_SCHEDULING_BARRIER,
-    CML_OP_CALL,
-    CML_OP_SORT,
-    CML_OP_WHILE,
-    CML_OP_IF,
-    CML_OP_CAPTURED_VALUE,
-};
-
 static void cml_xla_fill_capabilities(cml_xla_backend_t* b) {
   cml_capabilities_t* caps = &b->base.capabilities;
-  for (int op = 0; op < CML_OP_COUNT; ++op) {
-    cml_op_kind_t kind = cml_op_kind((cml_op_t)op);
-    // Every unary, binary, comparison and reduction op (TotalOrder variants included).
-    if (kind == CML_OPK_UNARY || kind == CML_OPK_BINARY || kind == CML_OPK_COMPARE ||
-        kind == CML_OPK_REDUCE) {
-      cml_capabilities_set_op(caps, (cml_op_t)op, true);
-    }
-  }
-  for (size_t i = 0; i < sizeof cml_xla_ops / sizeof cml_xla_ops[0]; ++i) {
-    cml_capabilities_set_op(caps, cml_xla_ops[i], true);
-  }
+  // The ops the StableHLO emitter lowers (by ops.def group, stablehlo/emit_groups.c).
+  cml_xla_emit_capabilities(caps);
   caps->dtypes = CML_DSET_BOOL | CML_DSET_INT | CML_DSET_FLOAT32_64 |
                  CML_DTYPE_BIT(CML_DTYPE_BF16) | CML_DSET_COMPLEX | CML_DSET_PACKED;
   caps->functions = true;

@@ -11,3 +11,9 @@ void cmlc_strides(const cml_shape_t* shape, int64_t* out_strides) {
     stride *= shape->dims[i];
   }
 }
+
+void cmlc_kernels_group_capabilities(cml_capabilities_t* caps, cml_op_group_t group) {
+  for (int op = 1; op < CML_OP_COUNT; ++op) {
+    if (cml_op_group((cml_op_t)op) == group) cml_capabilities_set_op(caps, (cml_op_t)op, true);
+  }
+}

@@ -182,26 +182,8 @@ static int cmlc_ew_in_place_input(const cml_module_t* module, const cml_ir_node_
   return -1;
 }
 
-static bool cmlc_ew_is_group_op(cml_op_t op) {
-  switch (cml_op_kind(op)) {
-    case CML_OPK_UNARY:
-    case CML_OPK_BINARY:
-    case CML_OPK_COMPARE:
-      return true;
-    default:
-      break;
-  }
-  switch (op) {
-    case CML_OP_CONVERT_DTYPE:
-    case CML_OP_BITCAST:
-    case CML_OP_CLAMP:
-    case CML_OP_WHERE:
-    case CML_OP_IOTA:
-      return true;
-    default:
-      return false;
-  }
-}
+// The group's ops are ops.def's ELEMENTWISE group.
+static bool cmlc_ew_is_group_op(cml_op_t op) { return cml_op_group(op) == CML_OPG_ELEMENTWISE; }
 
 bool cmlc_kernels_elementwise_lookup(const cml_module_t* module, const cml_ir_node_t* node,
                                      const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
@@ -259,9 +241,5 @@ bool cmlc_kernels_elementwise_lookup(const cml_module_t* module, const cml_ir_no
 }
 
 void cmlc_kernels_elementwise_capabilities(cml_capabilities_t* caps) {
-  for (int op = 0; op < CML_OP_COUNT; ++op) {
-    if (op != CML_OP_INVALID && cmlc_ew_is_group_op((cml_op_t)op)) {
-      cml_capabilities_set_op(caps, (cml_op_t)op, true);
-    }
-  }
+  cmlc_kernels_group_capabilities(caps, CML_OPG_ELEMENTWISE);
 }

@@ -465,46 +465,60 @@ static bool cmlc_fk_same_float(const cml_module_t* module, const cml_ir_node_t* 
   return module->values[node->first_output].shape.dtype == dt;
 }
 
+static bool cmlc_fk_one_input(const cml_module_t* module, const cml_ir_node_t* node) {
+  (void)module;
+  return node->input_count == 1;
+}
+
+static bool cmlc_fk_ln_valid(const cml_module_t* module, const cml_ir_node_t* node) {
+  (void)module;
+  uint32_t opt = node->attrs->fused.optional_inputs;
+  uint32_t want = 1u + (opt & 1u) + ((opt >> 1) & 1u);
+  return node->input_count == want && node->attrs->axis_count >= 1;
+}
+
+static bool cmlc_fk_dense_valid(const cml_module_t* module, const cml_ir_node_t* node) {
+  uint32_t want = 2u + (node->attrs->fused.optional_inputs & 1u);
+  return node->input_count == want && module->values[node->inputs[0]].shape.rank >= 1 &&
+         module->values[node->inputs[1]].shape.rank >= 1;
+}
+
+// The group's one table: the lookup and the capabilities both read it. in_place_input 0:
+// softmax reads each element (pass 1 and 2) before its own position is written; GELU and layer
+// norm likewise.
+typedef struct cmlc_fk_row_t {
+  cml_op_t op;
+  cmlc_kernel_fn run;
+  cmlc_scratch_fn scratch;
+  int in_place_input;
+  bool (*valid)(const cml_module_t* module, const cml_ir_node_t* node);
+} cmlc_fk_row_t;
+
+static const cmlc_fk_row_t cmlc_fk_rows[] = {
+    {CML_OP_FUSED_SOFTMAX, cmlc_fk_softmax_run, NULL, 0, cmlc_fk_one_input},
+    {CML_OP_FUSED_GELU, cmlc_fk_gelu_run, NULL, 0, cmlc_fk_one_input},
+    {CML_OP_FUSED_LAYER_NORM, cmlc_fk_ln_run, cmlc_fk_ln_scratch, 0, cmlc_fk_ln_valid},
+    {CML_OP_FUSED_DENSE, cmlc_fk_dense_run, cmlc_fk_dense_scratch, -1, cmlc_fk_dense_valid},
+};
+
 bool cmlc_kernels_fused_lookup(const cml_module_t* module, const cml_ir_node_t* node,
                                const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
   (void)options;
-  if (!cmlc_fk_same_float(module, node)) return false;
-  out->scratch = NULL;
-  out->in_place_input = -1;
-  switch (node->op) {
-    case CML_OP_FUSED_SOFTMAX:
-      // Each element is read (pass 1 and 2) before its own position is written.
-      out->run = cmlc_fk_softmax_run;
-      out->in_place_input = 0;
-      return node->input_count == 1;
-    case CML_OP_FUSED_GELU:
-      out->run = cmlc_fk_gelu_run;
-      out->in_place_input = 0;
-      return node->input_count == 1;
-    case CML_OP_FUSED_LAYER_NORM: {
-      uint32_t opt = node->attrs->fused.optional_inputs;
-      uint32_t want = 1u + (opt & 1u) + ((opt >> 1) & 1u);
-      out->run = cmlc_fk_ln_run;
-      out->scratch = cmlc_fk_ln_scratch;
-      out->in_place_input = 0;
-      return node->input_count == want && node->attrs->axis_count >= 1;
-    }
-    case CML_OP_FUSED_DENSE: {
-      uint32_t want = 2u + (node->attrs->fused.optional_inputs & 1u);
-      out->run = cmlc_fk_dense_run;
-      out->scratch = cmlc_fk_dense_scratch;
-      return node->input_count == want && module->values[node->inputs[0]].shape.rank >= 1 &&
-             module->values[node->inputs[1]].shape.rank >= 1;
-    }
-    default:
-      return false;
+  for (size_t i = 0; i < sizeof cmlc_fk_rows / sizeof *cmlc_fk_rows; ++i) {
+    const cmlc_fk_row_t* row = &cmlc_fk_rows[i];
+    if (row->op != node->op) continue;
+    if (!cmlc_fk_same_float(module, node) || !row->valid(module, node)) return false;
+    out->run = row->run;
+    out->scratch = row->scratch;
+    out->in_place_input = row->in_place_input;
+    return true;
   }
+  return false;
 }
 
 void cmlc_kernels_fused_capabilities(cml_capabilities_t* caps, const cmlc_options_t* options) {
   if (!options->fusion || options->reference) return;
-  cml_capabilities_set_op(caps, CML_OP_FUSED_SOFTMAX, true);
-  cml_capabilities_set_op(caps, CML_OP_FUSED_GELU, true);
-  cml_capabilities_set_op(caps, CML_OP_FUSED_LAYER_NORM, true);
-  cml_capabilities_set_op(caps, CML_OP_FUSED_DENSE, true);
+  for (size_t i = 0; i < sizeof cmlc_fk_rows / sizeof *cmlc_fk_rows; ++i) {
+    cml_capabilities_set_op(caps, cmlc_fk_rows[i].op, true);
+  }
 }

@@ -410,9 +410,5 @@ bool cmlc_kernels_index_lookup(const cml_module_t* module, const cml_ir_node_t* 
 }
 
 void cmlc_kernels_index_capabilities(cml_capabilities_t* caps) {
-  static const cml_op_t ops[] = {CML_OP_DYNAMIC_SLICE, CML_OP_DYNAMIC_UPDATE_SLICE,
-                                 CML_OP_GATHER,        CML_OP_SCATTER_SUM,
-                                 CML_OP_SCATTER_MAX,   CML_OP_SCATTER_MIN};
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i)
-    cml_capabilities_set_op(caps, ops[i], true);
+  cmlc_kernels_group_capabilities(caps, CML_OPG_INDEX);
 }

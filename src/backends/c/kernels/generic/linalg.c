@@ -427,7 +427,5 @@ bool cmlc_kernels_linalg_lookup(const cml_module_t* module, const cml_ir_node_t*
 }
 
 void cmlc_kernels_linalg_capabilities(cml_capabilities_t* caps) {
-  cml_capabilities_set_op(caps, CML_OP_DOT, true);
-  cml_capabilities_set_op(caps, CML_OP_DOT_GENERAL, true);
-  cml_capabilities_set_op(caps, CML_OP_CONV_GENERAL, true);
+  cmlc_kernels_group_capabilities(caps, CML_OPG_LINALG);
 }

@@ -327,9 +327,5 @@ bool cmlc_kernels_movement_lookup(const cml_module_t* module, const cml_ir_node_
 }
 
 void cmlc_kernels_movement_capabilities(cml_capabilities_t* caps) {
-  static const cml_op_t ops[] = {CML_OP_RESHAPE,     CML_OP_TRANSPOSE, CML_OP_BROADCAST_IN_DIM,
-                                 CML_OP_CONCATENATE, CML_OP_SLICE,     CML_OP_REVERSE,
-                                 CML_OP_PAD};
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i)
-    cml_capabilities_set_op(caps, ops[i], true);
+  cmlc_kernels_group_capabilities(caps, CML_OPG_MOVEMENT);
 }

@@ -786,9 +786,5 @@ bool cmlc_kernels_reduce_lookup(const cml_module_t* module, const cml_ir_node_t*
 }
 
 void cmlc_kernels_reduce_capabilities(cml_capabilities_t* caps) {
-  for (int op = 0; op < CML_OP_COUNT; ++op) {
-    if (cml_op_kind((cml_op_t)op) == CML_OPK_REDUCE)
-      cml_capabilities_set_op(caps, (cml_op_t)op, true);
-  }
-  cml_capabilities_set_op(caps, CML_OP_ARG_MIN_MAX, true);
+  cmlc_kernels_group_capabilities(caps, CML_OPG_REDUCE);
 }

@@ -277,9 +277,5 @@ bool cmlc_kernels_special_lookup(const cml_module_t* module, const cml_ir_node_t
 }
 
 void cmlc_kernels_special_capabilities(cml_capabilities_t* caps) {
-  cml_capabilities_set_op(caps, CML_OP_RNG_BIT_GENERATOR, true);
-  cml_capabilities_set_op(caps, CML_OP_BATCH_NORM_INFERENCE, true);
-  cml_capabilities_set_op(caps, CML_OP_BATCH_NORM_TRAINING, true);
-  cml_capabilities_set_op(caps, CML_OP_BATCH_NORM_GRADIENT, true);
-  cml_capabilities_set_op(caps, CML_OP_FFT, true);
+  cmlc_kernels_group_capabilities(caps, CML_OPG_SPECIAL);
 }

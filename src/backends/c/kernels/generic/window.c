@@ -456,8 +456,5 @@ bool cmlc_kernels_window_lookup(const cml_module_t* module, const cml_ir_node_t*
 }
 
 void cmlc_kernels_window_capabilities(cml_capabilities_t* caps) {
-  cml_capabilities_set_op(caps, CML_OP_REDUCE_WINDOW, true);
-  cml_capabilities_set_op(caps, CML_OP_SELECT_AND_SCATTER_MAX, true);
-  cml_capabilities_set_op(caps, CML_OP_SELECT_AND_SCATTER_MIN, true);
-  cml_capabilities_set_op(caps, CML_OP_SELECT_AND_SCATTER_SUM, true);
+  cmlc_kernels_group_capabilities(caps, CML_OPG_WINDOW);
 }
