@@ -917,7 +917,7 @@ static bool is_not_lowered(cml_op_t op) {
 // Generic cases for every element-wise and reduce op, then the custom ones.
 static void collect_cases(void) {
   g_case_count = 0;
-#define CML_OP(ENUM, SEED, lower, KIND, DSET, OUT)                                       \
+#define CML_OP(ENUM, SEED, lower, KIND, GROUP, TRAITS, DSET, OUT)                        \
   if (CML_OPK_##KIND == CML_OPK_UNARY || CML_OPK_##KIND == CML_OPK_BINARY ||             \
       CML_OPK_##KIND == CML_OPK_COMPARE || CML_OPK_##KIND == CML_OPK_REDUCE) {           \
     snprintf(g_generic_names[CML_OP_##ENUM], sizeof g_generic_names[0], "%s_%s", #lower, \
