@@ -16,18 +16,24 @@ typedef struct cmlc_group_row_t {
 
 static const cmlc_group_row_t cmlc_group_rows[CML_OPG_COUNT] = {
     [CML_OPG_SOURCE] = {.engine = true},  // Parameter, Constant, CapturedValue
-    [CML_OPG_ELEMENTWISE] = {cmlc_kernels_elementwise_lookup,
-                             cmlc_kernels_elementwise_capabilities},
-    [CML_OPG_REDUCE] = {cmlc_kernels_reduce_lookup, cmlc_kernels_reduce_capabilities},
-    [CML_OPG_MOVEMENT] = {cmlc_kernels_movement_lookup, cmlc_kernels_movement_capabilities},
-    [CML_OPG_INDEX] = {cmlc_kernels_index_lookup, cmlc_kernels_index_capabilities},
-    [CML_OPG_WINDOW] = {cmlc_kernels_window_lookup, cmlc_kernels_window_capabilities},
-    [CML_OPG_LINALG] = {cmlc_kernels_linalg_lookup, cmlc_kernels_linalg_capabilities},
-    [CML_OPG_SPECIAL] = {cmlc_kernels_special_lookup, cmlc_kernels_special_capabilities},
+    [CML_OPG_ELEMENTWISE] = {.lookup = cmlc_kernels_elementwise_lookup,
+                             .capabilities = cmlc_kernels_elementwise_capabilities},
+    [CML_OPG_REDUCE] = {.lookup = cmlc_kernels_reduce_lookup,
+                        .capabilities = cmlc_kernels_reduce_capabilities},
+    [CML_OPG_MOVEMENT] = {.lookup = cmlc_kernels_movement_lookup,
+                          .capabilities = cmlc_kernels_movement_capabilities},
+    [CML_OPG_INDEX] = {.lookup = cmlc_kernels_index_lookup,
+                       .capabilities = cmlc_kernels_index_capabilities},
+    [CML_OPG_WINDOW] = {.lookup = cmlc_kernels_window_lookup,
+                        .capabilities = cmlc_kernels_window_capabilities},
+    [CML_OPG_LINALG] = {.lookup = cmlc_kernels_linalg_lookup,
+                        .capabilities = cmlc_kernels_linalg_capabilities},
+    [CML_OPG_SPECIAL] = {.lookup = cmlc_kernels_special_lookup,
+                         .capabilities = cmlc_kernels_special_capabilities},
     // Call, While, If: engine steps; Sort: cmlc_sort_run; the barriers: aliases.
     [CML_OPG_CONTROL] = {.engine = true},
     // Advertised by its own table, depending on the options (cmlc_kernels_fused_capabilities).
-    [CML_OPG_FUSED] = {cmlc_kernels_fused_lookup, NULL},
+    [CML_OPG_FUSED] = {.lookup = cmlc_kernels_fused_lookup, .capabilities = NULL},
 };
 
 bool cmlc_dispatch_lookup(const cml_module_t* module, const cml_ir_node_t* node,
