@@ -189,7 +189,7 @@ cml__module_impl_t* cml__module_impl_create(cml_allocator_t allocator, const cha
 // Fills the public view (module->...) from the recorded functions.
 cml_status_t cml__module_impl_finalize(cml__module_impl_t* impl);
 
-//===--- shape inference (shape_infer.c) ---===//
+//===--- shape inference (shape_infer*.c) ---===//
 // Each returns CML_OK and fills the output shape (and normalized attributes), or a status
 // whose message starts with the op name and names the shapes and dtypes involved.
 //

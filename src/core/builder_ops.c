@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/core/builder_ops.c: the public op builders (elementwise, reductions, shape and data
 // movement, indexing, windows, dot, special ops). Each one resolves its operands, runs shape
-// inference (shape_infer.c) and records a node; the first error sticks to the builder.
+// inference (shape_infer*.c) and records a node; the first error sticks to the builder.
 #include <string.h>
 
 #include "core/builder_internal.h"

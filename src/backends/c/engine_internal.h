@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/c/engine_internal.h: internals of the C backend's engine (backend object, buffers,
 // compiled plans, optimizations, execution contexts) shared by backend.c, plan.c, opt.c,
-// fused.c, exec.c, sort.c, cpu.c and threadpool.c. Kernel groups never include this file; they
-// only see cmlc.h.
+// loop_fusion.c, exec.c, sort.c, cpu.c and threadpool.c. Kernel groups never include this file;
+// they only see cmlc.h.
 //
 // Thread-safety: a cmlc_backend_t and a cmlc_executable_t are thread-safe once created (the
 // executable is immutable except for its mutex-protected free list of execution contexts); an
@@ -261,7 +261,7 @@ CML_MUST_USE cml_status_t cmlc_opt_fold_and_merge(cmlc_planner_t* p, uint32_t fi
 // exe->fused_of. Only when options.fusion is on.
 CML_MUST_USE cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi);
 
-//===--- fused elementwise loops (fused.c) ---===//
+//===--- fused elementwise loops (loop_fusion.c) ---===//
 
 // Whether |node| can be a member of a fused loop for |options| (an elementwise op whose
 // unfused kernel is one of the elementwise group's strided loops, with f32/f64/bool results).

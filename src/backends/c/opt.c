@@ -9,7 +9,7 @@
 //     same inputs after merging, same attribute bytes, same output shapes; Constants: same
 //     bytes) reuses that node's outputs.
 //   - elementwise fusion (fusion option only): single-use chains and trees of elementwise ops
-//     become one loop over the output (fused.c).
+//     become one loop over the output (loop_fusion.c).
 // Folding and CSE never change results (the same kernels compute the same values once);
 // reference mode turns everything off, so that it stays the plain oracle. Barriers, RNG,
 // control flow and collectives are never folded or merged.

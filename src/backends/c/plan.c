@@ -8,7 +8,7 @@
 //   2. optimize (opt.c): constant folding and common-subexpression elimination (not in
 //      reference mode), liveness again, then elementwise fusion (fusion option);
 //   3. pick each node's implementation: the engine's own ops first (Parameter, Constant,
-//      CapturedValue, aliasing ops, Call, While, If, Sort), fused loops (fused.c), then the
+//      CapturedValue, aliasing ops, Call, While, If, Sort), fused loops (loop_fusion.c), then the
 //      kernel groups in order: elementwise, reduce, movement, index, window, linalg, special;
 //   4. lay out one arena segment per function: every intermediate value gets an offset, memory
 //      is reused after a value's last use, and an output takes its input's slot in place when

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/xla/stablehlo/emit_groups.c: the emitter's lowering table by ops.def group.
-// emit_ops.c lowers the ops of these groups (one case, or one kind-wide rule, per op); the
-// backend advertises exactly them.
+// emit_<group>.c lowers the ops of each of these groups (one case, or one kind-wide rule, per
+// op; emit_ops.c dispatches by group); the backend advertises exactly them.
 //
 // Thread-safety: reads a constant table; thread-safe.
 #include "backends/xla/stablehlo/emit_groups.h"

@@ -146,6 +146,55 @@ void cml__shlo_format_element(cml_dtype_t dtype, const void* data, int64_t index
 void cml__shlo_format_scalar_kind(cml_dtype_t dtype, cml__shlo_scalar_kind_t kind, char* buf,
                                   size_t size);
 
+//===--- shared by the lowerings ---===//
+
+// A shape with |s|'s dims and |dtype|.
+static inline cml_shape_t cml_shlo_retype(const cml_shape_t* s, cml_dtype_t dtype) {
+  cml_shape_t r = *s;
+  r.dtype = dtype;
+  return r;
+}
+
+// Output |i|'s shape of node |n|.
+static inline const cml_shape_t* cml_shlo_out(const cml__shlo_ctx_t* c, const cml_ir_node_t* n,
+                                              uint32_t i) {
+  return &c->module->values[n->first_output + i].shape;
+}
+
+// Binds node |n|'s single output to |v|.
+static inline void cml_shlo_bind1(cml__shlo_ctx_t* c, const cml_ir_node_t* n,
+                                  const cml__shlo_val_t* v) {
+  cml__shlo_bind(c, n->first_output, &v->name);
+}
+
+// Writes "^bb0(%a: tensor<T0>, ...):" for scalars of |dtypes|, naming them into |out|.
+void cml__shlo_scalar_header(cml__shlo_ctx_t* c, const cml_dtype_t* dtypes, uint32_t count,
+                             cml__shlo_val_t* out);
+// Writes `"stablehlo.return"(vals) : (types) -> ()`.
+void cml__shlo_region_return(cml__shlo_ctx_t* c, const cml__shlo_val_t* vals, uint32_t count);
+// IEEE-754 maximum (|is_max|) or minimum of two floats of one shape: NaN propagates, -0 < +0.
+cml__shlo_val_t cml__shlo_float_minmax(cml__shlo_ctx_t* c, bool is_max, const cml__shlo_val_t* a,
+                                       const cml__shlo_val_t* b);
+// A binary op |op| on two values of one shape, with the float max/min fix-up.
+cml__shlo_val_t cml__shlo_binary_op(cml__shlo_ctx_t* c, const char* op, const cml__shlo_val_t* a,
+                                    const cml__shlo_val_t* b, const cml_shape_t* out);
+// Body op and init value of a ReduceWindow reduction type (emit_reduce.c).
+bool cml__shlo_reduce_type_kind(cml_reduce_type_t type, const char** body,
+                                cml__shlo_scalar_kind_t* init);
+
+//===--- lowerings by ops.def group (emit_<group>.c) ---===//
+
+// Each emits node |n| of its group, binding its outputs, or returns UNIMPLEMENTED (naming op,
+// shapes and dtypes) for an op it has no lowering for. cml__shlo_emit_simple_node dispatches.
+cml_status_t cml__shlo_emit_elementwise(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
+cml_status_t cml__shlo_emit_reduce(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
+cml_status_t cml__shlo_emit_movement(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
+cml_status_t cml__shlo_emit_index(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
+cml_status_t cml__shlo_emit_window(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
+cml_status_t cml__shlo_emit_linalg(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
+cml_status_t cml__shlo_emit_special(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
+cml_status_t cml__shlo_emit_control(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
+
 // Emits IR node |n| of a function being emitted (everything but control flow), binding its
 // outputs. Returns UNIMPLEMENTED (naming op, shapes and dtypes) for what it cannot lower.
 cml_status_t cml__shlo_emit_simple_node(cml__shlo_ctx_t* c, const cml_ir_node_t* n);

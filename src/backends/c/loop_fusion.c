@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// src/backends/c/fused.c: fused elementwise loops: one pass over the output for a group of
-// elementwise ops, so that the group's intermediates never touch the arena.
+// src/backends/c/loop_fusion.c: fused elementwise loops: one pass over the output for a group
+// of elementwise ops, so that the group's intermediates never touch the arena. (The c backend's
+// loop fusion, not the fused ops of cml/fused.h: those are src/core/fused.c and
+// kernels/generic/fused_kernels.c.)
 //
 // A group's program is a list of ops over registers: blocks of CMLC_FUSED_BLOCK elements that
 // stay in L1. For each block every op runs in schedule order through the very inner loops the

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/xla/stablehlo/emit_linalg.c: StableHLO lowerings of the "linalg" ops
+// (DotGeneral, Dot, ConvGeneral).
+//
+// Notes on semantics:
+// - DotGeneral converts its inputs to the accumulator dtype (XLA only accumulates natively in
+//   the input dtype on CPU), then the result to the output dtype. ConvGeneral likewise computes
+//   in the wider of the input and output dtypes.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/xla/stablehlo/emit_internal.h"
+
+// Precision of dot/convolution operands: HIGHEST for float32 on GPUs unless TF32 is allowed.
+static const char* cml_shlo_precision(const cml__shlo_ctx_t* c, cml_dtype_t compute) {
+  const char* p = c->opts->platform ? c->opts->platform : "";
+  bool gpu = strstr(p, "cuda") || strstr(p, "gpu") || strstr(p, "rocm") || strstr(p, "CUDA");
+  if (gpu && compute == CML_DTYPE_F32 && !c->opts->tf32) return "HIGHEST";
+  return "DEFAULT";
+}
+
+static cml_status_t cml_shlo_dot(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
+  const cml_dot_config_t* d = &n->attrs->u.dot;
+  cml__shlo_val_t ins[2] = {cml__shlo_value(c, n->inputs[0]), cml__shlo_value(c, n->inputs[1])};
+  const cml_shape_t* out = cml_shlo_out(c, n, 0);
+  cml_dtype_t acc =
+      d->accumulator_dtype != CML_DTYPE_INVALID ? d->accumulator_dtype : ins[0].shape.dtype;
+  for (int k = 0; k < 2; ++k) ins[k] = cml__shlo_convert(c, &ins[k], acc);
+  cml__shlo_attr_t a;
+  cml__shlo_attr_init(&a);
+  cml__shlo_attr_printf(&a, "dot_dimension_numbers = #stablehlo.dot<");
+  bool any = false;
+  if (d->lhs_batch_count) {
+    cml__shlo_attr_printf(&a, "lhs_batching_dimensions = ");
+    cml__shlo_attr_list(&a, d->lhs_batch_axes, d->lhs_batch_count);
+    cml__shlo_attr_printf(&a, ", rhs_batching_dimensions = ");
+    cml__shlo_attr_list(&a, d->rhs_batch_axes, d->rhs_batch_count);
+    any = true;
+  }
+  if (d->lhs_contracting_count) {
+    cml__shlo_attr_printf(&a, "%slhs_contracting_dimensions = ", any ? ", " : "");
+    cml__shlo_attr_list(&a, d->lhs_contracting_axes, d->lhs_contracting_count);
+    cml__shlo_attr_printf(&a, ", rhs_contracting_dimensions = ");
+    cml__shlo_attr_list(&a, d->rhs_contracting_axes, d->rhs_contracting_count);
+  }
+  const char* prec = cml_shlo_precision(c, acc);
+  cml__shlo_attr_printf(&a,
+                        ">, precision_config = [#stablehlo<precision %s>, "
+                        "#stablehlo<precision %s>]",
+                        prec, prec);
+  cml_shape_t acc_shape = cml_shlo_retype(out, acc);
+  cml__shlo_val_t r = cml__shlo_op(c, "stablehlo.dot_general", ins, 2, a.s, &acc_shape);
+  r = cml__shlo_convert(c, &r, out->dtype);
+  cml_shlo_bind1(c, n, &r);
+  return CML_OK;
+}
+
+// Fills |labels| (rank entries) for one side of conv dimension numbers.
+static void cml_shlo_conv_side(cml__shlo_attr_t* a, int32_t rank, int64_t first_axis,
+                               const char* first, int64_t second_axis, const char* second,
+                               const int64_t* spatial, int32_t spatial_count) {
+  cml__shlo_attr_printf(a, "[");
+  for (int32_t i = 0; i < rank; ++i) {
+    if (i) cml__shlo_attr_printf(a, ", ");
+    if (i == first_axis) {
+      cml__shlo_attr_printf(a, "%s", first);
+    } else if (i == second_axis) {
+      cml__shlo_attr_printf(a, "%s", second);
+    } else {
+      for (int32_t k = 0; k < spatial_count; ++k) {
+        if (spatial[k] == i) cml__shlo_attr_printf(a, "%d", (int)k);
+      }
+    }
+  }
+  cml__shlo_attr_printf(a, "]");
+}
+
+static cml_status_t cml_shlo_conv(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
+  const cml_conv_config_t* cv = &n->attrs->u.conv;
+  cml__shlo_val_t ins[2] = {cml__shlo_value(c, n->inputs[0]), cml__shlo_value(c, n->inputs[1])};
+  const cml_shape_t* out = cml_shlo_out(c, n, 0);
+  cml_dtype_t in_dtype = ins[0].shape.dtype;
+  cml_dtype_t compute = in_dtype;
+  if (out->dtype != in_dtype && cml_dtype_bits(out->dtype) >= cml_dtype_bits(in_dtype)) {
+    compute = out->dtype;
+  }
+  for (int k = 0; k < 2; ++k) ins[k] = cml__shlo_convert(c, &ins[k], compute);
+  int32_t ns = cv->spatial_count, rank = ns + 2;
+  cml__shlo_attr_t a;
+  cml__shlo_attr_init(&a);
+  cml__shlo_attr_printf(&a, "dimension_numbers = #stablehlo.conv<");
+  cml_shlo_conv_side(&a, rank, cv->input_batch_axis, "b", cv->input_channel_axis, "f",
+                     cv->input_spatial_axes, ns);
+  cml__shlo_attr_printf(&a, "x");
+  cml_shlo_conv_side(&a, rank, cv->kernel_input_channel_axis, "i", cv->kernel_output_channel_axis,
+                     "o", cv->kernel_spatial_axes, ns);
+  cml__shlo_attr_printf(&a, "->");
+  cml_shlo_conv_side(&a, rank, cv->output_batch_axis, "b", cv->output_channel_axis, "f",
+                     cv->output_spatial_axes, ns);
+  cml__shlo_attr_printf(&a, ">, window_strides = ");
+  cml__shlo_attr_array(&a, cv->strides, ns);
+  cml__shlo_attr_printf(&a, ", padding = ");
+  cml__shlo_attr_padding(&a, cv->padding_low, cv->padding_high, ns);
+  cml__shlo_attr_printf(&a, ", lhs_dilation = ");
+  cml__shlo_attr_array(&a, cv->input_dilations, ns);
+  cml__shlo_attr_printf(&a, ", rhs_dilation = ");
+  cml__shlo_attr_array(&a, cv->kernel_dilations, ns);
+  const char* prec = cml_shlo_precision(c, compute);
+  cml__shlo_attr_printf(&a,
+                        ", feature_group_count = %lld : i64, batch_group_count = %lld : i64, "
+                        "precision_config = [#stablehlo<precision %s>, #stablehlo<precision %s>]",
+                        (long long)(cv->channel_group_count > 1 ? cv->channel_group_count : 1),
+                        (long long)(cv->batch_group_count > 1 ? cv->batch_group_count : 1), prec,
+                        prec);
+  cml_shape_t compute_shape = cml_shlo_retype(out, compute);
+  cml__shlo_val_t r = cml__shlo_op(c, "stablehlo.convolution", ins, 2, a.s, &compute_shape);
+  r = cml__shlo_convert(c, &r, out->dtype);
+  cml_shlo_bind1(c, n, &r);
+  return CML_OK;
+}
+
+cml_status_t cml__shlo_emit_linalg(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
+  switch (n->op) {
+    case CML_OP_DOT:
+    case CML_OP_DOT_GENERAL:
+      return cml_shlo_dot(c, n);
+    case CML_OP_CONV_GENERAL:
+      return cml_shlo_conv(c, n);
+    default:
+      return cml__shlo_unimplemented(c, n, "no StableHLO lowering for this op");
+  }
+}

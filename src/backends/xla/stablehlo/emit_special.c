@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/xla/stablehlo/emit_special.c: StableHLO lowerings of the "special" ops
+// (RNGBitGenerator, the BatchNorm* ops, FFT).
+//
+// Notes on semantics:
+// - RNGBitGenerator uses PHILOX with an unsigned output of the same width, bitcast to the
+//   requested dtype.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/xla/stablehlo/emit_internal.h"
+
+static cml_status_t cml_shlo_rng(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
+  cml__shlo_val_t state = cml__shlo_value(c, n->inputs[0]);
+  const cml_shape_t* values = cml_shlo_out(c, n, 1);
+  cml_dtype_t bits_dtype;
+  switch (cml_dtype_bits(values->dtype)) {
+    case 8:
+      bits_dtype = CML_DTYPE_U8;
+      break;
+    case 16:
+      bits_dtype = CML_DTYPE_U16;
+      break;
+    case 32:
+      bits_dtype = CML_DTYPE_U32;
+      break;
+    case 64:
+      bits_dtype = CML_DTYPE_U64;
+      break;
+    default:
+      return cml__shlo_unimplemented(c, n, "no unsigned dtype of that width");
+  }
+  cml_shape_t outs[2] = {state.shape, cml_shlo_retype(values, bits_dtype)};
+  cml__shlo_name_t r = cml__shlo_op_begin(c, "stablehlo.rng_bit_generator", &state, 1, 2);
+  cml__shlo_op_end(c, "rng_algorithm = #stablehlo<rng_algorithm PHILOX>", &state, 1, outs, 2);
+  cml__shlo_name_t new_state = cml__shlo_result(&r, 0);
+  cml__shlo_val_t bits = {cml__shlo_result(&r, 1), outs[1]};
+  cml__shlo_bind(c, n->first_output, &new_state);
+  if (bits_dtype != values->dtype) {
+    bits = cml__shlo_op(c, "stablehlo.bitcast_convert", &bits, 1, NULL, values);
+  }
+  cml__shlo_bind(c, n->first_output + 1, &bits.name);
+  return CML_OK;
+}
+
+static cml_status_t cml_shlo_batch_norm(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
+  cml__shlo_val_t ins[5];
+  for (uint32_t i = 0; i < n->input_count && i < 5; ++i) ins[i] = cml__shlo_value(c, n->inputs[i]);
+  const char* op = n->op == CML_OP_BATCH_NORM_INFERENCE  ? "stablehlo.batch_norm_inference"
+                   : n->op == CML_OP_BATCH_NORM_TRAINING ? "stablehlo.batch_norm_training"
+                                                         : "stablehlo.batch_norm_grad";
+  cml_shape_t outs[3];
+  for (uint32_t i = 0; i < n->output_count && i < 3; ++i) outs[i] = *cml_shlo_out(c, n, i);
+  cml__shlo_attr_t a;
+  cml__shlo_attr_init(&a);
+  cml__shlo_attr_printf(&a, "epsilon = %.9e : f32, feature_index = %lld : i64",
+                        (double)n->attrs->epsilon, (long long)n->attrs->axis);
+  cml__shlo_name_t r = cml__shlo_op_begin(c, op, ins, (int)n->input_count, n->output_count);
+  cml__shlo_op_end(c, a.s, ins, (int)n->input_count, outs, n->output_count);
+  for (uint32_t i = 0; i < n->output_count; ++i) {
+    cml__shlo_name_t name = n->output_count == 1 ? r : cml__shlo_result(&r, i);
+    cml__shlo_bind(c, n->first_output + i, &name);
+  }
+  return CML_OK;
+}
+
+static cml_status_t cml_shlo_fft(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
+  static const char* const kTypes[CML_FFT_TYPE_COUNT] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+  if ((int)n->attrs->fft_type < 0 || n->attrs->fft_type >= CML_FFT_TYPE_COUNT) {
+    return cml__shlo_unimplemented(c, n, "unknown FFT type");
+  }
+  cml__shlo_val_t x = cml__shlo_value(c, n->inputs[0]);
+  cml__shlo_attr_t a;
+  cml__shlo_attr_init(&a);
+  cml__shlo_attr_printf(
+      &a, "fft_type = #stablehlo<fft_type %s>, fft_length = ", kTypes[n->attrs->fft_type]);
+  cml__shlo_attr_array(&a, n->attrs->axes, n->attrs->axis_count);
+  cml__shlo_val_t r = cml__shlo_op(c, "stablehlo.fft", &x, 1, a.s, cml_shlo_out(c, n, 0));
+  cml_shlo_bind1(c, n, &r);
+  return CML_OK;
+}
+
+cml_status_t cml__shlo_emit_special(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
+  switch (n->op) {
+    case CML_OP_RNG_BIT_GENERATOR:
+      return cml_shlo_rng(c, n);
+    case CML_OP_FFT:
+      return cml_shlo_fft(c, n);
+    case CML_OP_BATCH_NORM_INFERENCE:
+    case CML_OP_BATCH_NORM_TRAINING:
+    case CML_OP_BATCH_NORM_GRADIENT:
+      return cml_shlo_batch_norm(c, n);
+    default:
+      return cml__shlo_unimplemented(c, n, "no StableHLO lowering for this op");
+  }
+}

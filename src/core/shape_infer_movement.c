@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/core/shape_infer_movement.c: shape inference of the "movement" ops (Reshape, Transpose,
+// BroadcastInDim, Concatenate, Slice, Reverse, Pad).
+#include <stdlib.h>
+
+#include "core/shape_infer_internal.h"
+
+static int cml_compare_i64(const void* a, const void* b) {
+  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
+  return (x > y) - (x < y);
+}
+
+cml_status_t cml__infer_reshape(const cml_shape_t* x, const int64_t* dims, int32_t rank,
+                                cml_ir_attrs_t* attrs, cml_shape_t* out) {
+  SHAPE_BUFFERS;
+  LIST_BUFFER;
+  (void)sb1_;
+  (void)sb2_;
+  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_RESHAPE, x, "operand", true));
+  if (rank < 0 || rank > CML_MAX_RANK || (rank > 0 && !dims)) {
+    return INVALID("Reshape: bad rank %d for %s", (int)rank, S0(x));
+  }
+  int64_t count = 1;
+  for (int32_t i = 0; i < rank; ++i) {
+    if (dims[i] < 0)
+      return INVALID("Reshape: negative dimension in %s for %s", L(dims, rank), S0(x));
+    if (dims[i] != 0 && count > INT64_MAX / dims[i]) {
+      return INVALID("Reshape: dimensions %s overflow", L(dims, rank));
+    }
+    count *= dims[i];
+  }
+  if (count != cml_shape_element_count(x)) {
+    return INVALID("Reshape: cannot reshape %s (%lld elements) to %s (%lld elements)", S0(x),
+                   (long long)cml_shape_element_count(x), L(dims, rank), (long long)count);
+  }
+  *out = cml_shape_with(x->dtype, rank, dims);
+  attrs->axis_count = rank;
+  for (int32_t i = 0; i < rank; ++i) attrs->axes[i] = dims[i];
+  return CML_OK;
+}
+
+cml_status_t cml__infer_transpose(const cml_shape_t* x, const int64_t* permutation, int32_t rank,
+                                  cml_ir_attrs_t* attrs, cml_shape_t* out) {
+  SHAPE_BUFFERS;
+  LIST_BUFFER;
+  (void)sb1_;
+  (void)sb2_;
+  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_TRANSPOSE, x, "operand", false));
+  if (rank != x->rank || (rank > 0 && !permutation)) {
+    return INVALID("Transpose: permutation has %d axes, operand %s has rank %d", (int)rank, S0(x),
+                   (int)x->rank);
+  }
+  bool seen[CML_MAX_RANK] = {false};
+  for (int32_t i = 0; i < rank; ++i) {
+    int64_t p = permutation[i];
+    if (p < 0 || p >= rank || seen[p]) {
+      return INVALID("Transpose: %s is not a permutation of the axes of %s", L(permutation, rank),
+                     S0(x));
+    }
+    seen[p] = true;
+  }
+  *out = *x;
+  attrs->axis_count = rank;
+  for (int32_t i = 0; i < rank; ++i) {
+    out->dims[i] = x->dims[permutation[i]];
+    attrs->axes[i] = permutation[i];
+  }
+  return CML_OK;
+}
+
+cml_status_t cml__infer_broadcast_in_dim(const cml_shape_t* x, const int64_t* out_dims,
+                                         int32_t out_rank, const int64_t* axes, int32_t axis_count,
+                                         cml_ir_attrs_t* attrs, cml_shape_t* out) {
+  SHAPE_BUFFERS;
+  LIST_BUFFER;
+  (void)sb2_;
+  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_BROADCAST_IN_DIM, x, "operand", false));
+  if (out_rank < 0 || out_rank > CML_MAX_RANK || (out_rank > 0 && !out_dims)) {
+    return INVALID("BroadcastInDim: bad output rank %d for %s", (int)out_rank, S0(x));
+  }
+  cml_shape_t target = cml_shape_with(x->dtype, out_rank, out_dims);
+  for (int32_t i = 0; i < out_rank; ++i) {
+    if (out_dims[i] < 0) return INVALID("BroadcastInDim: negative dimension in %s", S0(&target));
+  }
+  if (axis_count != x->rank || (axis_count > 0 && !axes)) {
+    return INVALID("BroadcastInDim: %d broadcast axes for operand %s of rank %d", (int)axis_count,
+                   S0(x), (int)x->rank);
+  }
+  if (out_rank < x->rank) {
+    return INVALID("BroadcastInDim: output %s has a lower rank than operand %s", S1(&target),
+                   S0(x));
+  }
+  for (int32_t i = 0; i < axis_count; ++i) {
+    if (axes[i] < 0 || axes[i] >= out_rank || (i > 0 && axes[i] <= axes[i - 1])) {
+      return INVALID(
+          "BroadcastInDim: axes %s must be strictly increasing and in [0, %d) "
+          "(operand %s, output %s)",
+          L(axes, axis_count), (int)out_rank, S0(x), S1(&target));
+    }
+  }
+  for (int32_t i = 0; i < axis_count; ++i) {
+    if (x->dims[i] != 1 && x->dims[i] != out_dims[axes[i]]) {
+      return INVALID(
+          "BroadcastInDim: operand %s axis %d (size %lld) cannot broadcast to output "
+          "%s axis %lld",
+          S0(x), (int)i, (long long)x->dims[i], S1(&target), (long long)axes[i]);
+    }
+  }
+  *out = target;
+  attrs->axis_count = axis_count;
+  for (int32_t i = 0; i < axis_count; ++i) attrs->axes[i] = axes[i];
+  return CML_OK;
+}
+
+cml_status_t cml__infer_concatenate(int64_t axis, const cml_shape_t* shapes, size_t count,
+                                    cml_ir_attrs_t* attrs, cml_shape_t* out) {
+  SHAPE_BUFFERS;
+  (void)sb2_;
+  if (count == 0) return INVALID("Concatenate: no operands");
+  const cml_shape_t* first = &shapes[0];
+  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_CONCATENATE, first, "operand #0", false));
+  if (first->rank == 0) return INVALID("Concatenate: operand #0 %s is a scalar", S0(first));
+  CML_RETURN_IF_ERROR(cml_check_axis(CML_OP_CONCATENATE, first, axis, "axis"));
+  *out = *first;
+  for (size_t k = 1; k < count; ++k) {
+    const cml_shape_t* s = &shapes[k];
+    bool ok = s->dtype == first->dtype && s->rank == first->rank;
+    for (int32_t i = 0; ok && i < s->rank; ++i) {
+      ok = i == axis || s->dims[i] == first->dims[i];
+    }
+    if (!ok) {
+      return INVALID("Concatenate: operand #%zu %s does not match operand #0 %s along axis %lld", k,
+                     S1(s), S0(first), (long long)axis);
+    }
+    if (__builtin_add_overflow(out->dims[axis], s->dims[axis], &out->dims[axis])) {
+      return INVALID(
+          "Concatenate: the sizes along axis %lld overflow at operand #%zu %s "
+          "(operand #0 %s)",
+          (long long)axis, k, S1(s), S0(first));
+    }
+  }
+  attrs->axis = axis;
+  return CML_OK;
+}
+
+cml_status_t cml__infer_slice(const cml_shape_t* x, const int64_t* starts, const int64_t* limits,
+                              const int64_t* strides, int32_t rank, cml_ir_attrs_t* attrs,
+                              cml_shape_t* out) {
+  SHAPE_BUFFERS;
+  (void)sb1_;
+  (void)sb2_;
+  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_SLICE, x, "operand", false));
+  if (rank != x->rank || (rank > 0 && (!starts || !limits))) {
+    return INVALID("Slice: %d starts/limits for operand %s of rank %d", (int)rank, S0(x),
+                   (int)x->rank);
+  }
+  *out = *x;
+  attrs->axis_count = rank;
+  for (int32_t i = 0; i < rank; ++i) {
+    int64_t stride = strides ? strides[i] : 1;
+    // The stride is bounded like every size-like attribute (CML__ATTR_MAX): XLA computes
+    // (limit - start + stride - 1) / stride and aborts when that overflows.
+    if (starts[i] < 0 || starts[i] > limits[i] || limits[i] > x->dims[i] ||
+        !cml_attr_in_range(stride, 1)) {
+      return INVALID(
+          "Slice: axis %d of %s: start %lld, limit %lld, stride %lld out of range "
+          "(need 0 <= start <= limit <= %lld, 1 <= stride <= %lld)",
+          (int)i, S0(x), (long long)starts[i], (long long)limits[i], (long long)stride,
+          (long long)x->dims[i], (long long)CML__ATTR_MAX);
+    }
+    // 0 <= start <= limit, so the length cannot overflow; ceil(length / stride) without the
+    // "+ stride - 1" that overflows for huge strides.
+    int64_t length = limits[i] - starts[i];
+    out->dims[i] = length == 0 ? 0 : (length - 1) / stride + 1;
+    attrs->starts[i] = starts[i];
+    attrs->limits[i] = limits[i];
+    attrs->strides[i] = stride;
+  }
+  return CML_OK;
+}
+
+cml_status_t cml__infer_reverse(const cml_shape_t* x, const int64_t* axes, size_t axis_count,
+                                cml_ir_attrs_t* attrs, cml_shape_t* out) {
+  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_REVERSE, x, "operand", false));
+  if (axis_count > 0 && !axes) return INVALID("Reverse: axes is NULL");
+  CML_RETURN_IF_ERROR(cml_check_axes(CML_OP_REVERSE, x, axes, axis_count, "axis"));
+  attrs->axis_count = (int32_t)axis_count;
+  for (size_t i = 0; i < axis_count; ++i) attrs->axes[i] = axes[i];
+  qsort(attrs->axes, axis_count, sizeof attrs->axes[0], cml_compare_i64);
+  *out = *x;
+  return CML_OK;
+}
+
+cml_status_t cml__infer_pad(const cml_shape_t* x, const cml_shape_t* fill,
+                            const cml_pad_axis_t* axes, size_t axis_count, cml_ir_attrs_t* attrs,
+                            cml_shape_t* out) {
+  SHAPE_BUFFERS;
+  (void)sb2_;
+  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_PAD, x, "operand", false));
+  if (fill->rank != 0 || fill->dtype != x->dtype) {
+    return INVALID("Pad: fill value %s must be a scalar of the operand's dtype (operand %s)",
+                   S0(fill), S1(x));
+  }
+  if (axis_count > (size_t)x->rank || (axis_count > 0 && !axes)) {
+    return INVALID("Pad: %zu axes configured for operand %s of rank %d", axis_count, S0(x),
+                   (int)x->rank);
+  }
+  *out = *x;
+  for (int32_t i = 0; i < x->rank; ++i) {
+    cml_pad_axis_t p = {0, 0, 0};
+    if ((size_t)i < axis_count) p = axes[i];
+    if (!cml_attr_in_range(p.low, -CML__ATTR_MAX) || !cml_attr_in_range(p.high, -CML__ATTR_MAX) ||
+        !cml_attr_in_range(p.interior, 0)) {
+      return INVALID(
+          "Pad: axis %d of %s: padding (low %lld, high %lld, interior %lld) out of range (need "
+          "|low|, |high| <= %lld and 0 <= interior <= %lld)",
+          (int)i, S0(x), (long long)p.low, (long long)p.high, (long long)p.interior,
+          (long long)CML__ATTR_MAX, (long long)CML__ATTR_MAX);
+    }
+    int64_t d = x->dims[i];
+    int64_t n = 0;  // the interior-padded size, then the output size
+    if (__builtin_mul_overflow(d > 0 ? d - 1 : 0, p.interior, &n) ||
+        __builtin_add_overflow(n, d, &n) || n > CML__ATTR_MAX) {
+      return INVALID(
+          "Pad: axis %d of %s: interior padding %lld makes the axis larger than %lld (low "
+          "%lld, high %lld)",
+          (int)i, S0(x), (long long)p.interior, (long long)CML__ATTR_MAX, (long long)p.low,
+          (long long)p.high);
+    }
+    n += p.low + p.high;  // each of the three is at most 2^55 in magnitude: no overflow
+    if (n < 0) {
+      return INVALID(
+          "Pad: axis %d of %s: padding (low %lld, high %lld, interior %lld) gives a "
+          "negative size %lld",
+          (int)i, S0(x), (long long)p.low, (long long)p.high, (long long)p.interior, (long long)n);
+    }
+    out->dims[i] = n;
+    attrs->pads[i] = p;
+  }
+  return CML_OK;
+}
