@@ -139,10 +139,8 @@ bool cmlc_dispatch_lookup(const cml_module_t* module, const cml_ir_node_t* node,
 // engine's groups (sources, control flow) and the fused ops |options| enable.
 void cmlc_dispatch_capabilities(cml_capabilities_t* caps, const cmlc_options_t* options);
 
-//===--- small shared helpers (kernels/common.c) ---===//
-
-// Row-major strides in elements for |shape|.
-void cmlc_strides(const cml_shape_t* shape, int64_t* out_strides);
+//===--- small shared helpers ---===//
+// (Strides and the dtype traits table: kernels/common.h.)
 
 // Float -> integer as ConvertDType does it (XLA's semantics): truncation toward zero,
 // saturating at [lo, hi] (or [0, hi] for unsigned), NaN -> 0. Shared by the conversion kernels

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backends/c/cmlc.h"
+#include "backends/c/kernels/common.h"
 
 // glibc's <complex.h> defines CMPLX / CMPLXF only for GCC; clang has the same builtin.
 #ifndef CMPLXF
@@ -50,9 +51,6 @@ bool cmlc_ew_convert_supported(cml_dtype_t from, cml_dtype_t to);
 // offset |start| of |dst|. Supports every non-packed real dtype and Bool (!= 0).
 void cmlc_ew_store_i64(cml_dtype_t dtype, const int64_t* values, int64_t n, void* dst,
                        int64_t start);
-
-// Element size in bytes of a non-packed dtype (0 for packed or invalid).
-size_t cmlc_ew_element_size(cml_dtype_t dtype);
 
 //===--- SIMD kernels (kernels/x86_64/elementwise_x86_64_{avx2,avx512}.c) ---===//
 
@@ -137,14 +135,12 @@ static inline int64_t cmlc_ew_key_f64(double f) {
   return cmlc_ew_key64(b);
 }
 
-// Row-major element strides of |shape|.
+// Old names of cmlc_shape_strides and cmlc_dtype_size (kernels/common.h), kept only for
+// src/backends/c/fused.c until it calls those directly.
 static inline void cmlc_ew_strides(const cml_shape_t* shape, int64_t* out_strides) {
-  int64_t s = 1;
-  for (int32_t i = shape->rank - 1; i >= 0; --i) {
-    out_strides[i] = s;
-    s *= shape->dims[i];
-  }
+  cmlc_shape_strides(shape, out_strides);
 }
+static inline size_t cmlc_ew_element_size(cml_dtype_t dtype) { return cmlc_dtype_size(dtype); }
 
 // The textbook product (ac - bd) + (ad + bc)i with the first product fused, which is what XLA's
 // CPU code computes: fma(a, c, -bd) + fma(a, d, bc)i. C99's Annex G recovery of infinities (what

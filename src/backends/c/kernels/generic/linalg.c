@@ -332,8 +332,8 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
   char* s = args->scratch;
   int64_t* tables = (int64_t*)(s + p.off_tables);
   int64_t lhs_strides[CML_MAX_RANK], rhs_strides[CML_MAX_RANK];
-  cmlc__la_strides(lhs, lhs_strides);
-  cmlc__la_strides(rhs, rhs_strides);
+  cmlc_shape_strides(lhs, lhs_strides);
+  cmlc_shape_strides(rhs, rhs_strides);
   cmlc_la_dot_ctx_t c;
   memset(&c, 0, sizeof c);
   c.plan = &p;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends/c/cmlc.h"
+#include "backends/c/kernels/common.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -287,15 +288,6 @@ static inline void cmlc__la_store_c(void* p, int64_t i, cml_dtype_t dtype, doubl
 }
 
 //===--- shapes ---===//
-
-// Row-major strides (in elements) of |shape|.
-static inline void cmlc__la_strides(const cml_shape_t* shape, int64_t* out_strides) {
-  int64_t s = 1;
-  for (int32_t d = shape->rank - 1; d >= 0; --d) {
-    out_strides[d] = s;
-    s *= shape->dims[d];
-  }
-}
 
 // Fills |out|[t] (t over the row-major index space of the |count| axes |axes| of a shape
 // with |dims| and |strides|) with the element offset of that multi-index. Returns the count.

@@ -503,7 +503,7 @@ static cml_status_t cmlc_rd_classify(const cml_shape_t* is, const cml_shape_t* o
   memset(p, 0, sizeof *p);
   p->op = op;
   int64_t strides[CML_MAX_RANK];
-  cmlc_ew_strides(is, strides);
+  cmlc_shape_strides(is, strides);
   int last = -1;
   for (int32_t d = 0; d < is->rank; ++d) {
     if (is->dims[d] == 1) continue;

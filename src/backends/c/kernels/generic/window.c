@@ -47,7 +47,7 @@ static void cmlc_wn_geom_init(cmlc_wn_geom_t* g, const cml_shape_t* in, const cm
     return;
   }
   g->rank = in->rank;
-  cmlc__mv_row_major_strides(in->rank, in->dims, g->in_strides);
+  cmlc_row_major_strides(in->rank, in->dims, g->in_strides);
   for (int32_t d = 0; d < in->rank; ++d) {
     g->in_dims[d] = in->dims[d];
     g->out_dims[d] = out->dims[d];
