@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/unit/c_kernels_common_test.c: the kernels' common layer (kernels/common.h): the dtype
-// traits table against the public dtype facts, and row-major strides.
+// traits table against the public dtype facts, and row-major strides; and the ISA choice from the
+// one CPU-feature struct (cpu.c), F16C included.
+#include <string.h>
+
+#include "backends/c/engine_internal.h"
 #include "backends/c/kernels/common.h"
 #include "test.h"
 
@@ -44,5 +48,41 @@ TEST(row_major_strides) {
   ASSERT_EQ_INT(strides[0], 60);
 }
 
+static cmlc_isa_t pick(cmlc_cpu_features_t f, bool allow_avx512, bool allow_avx2, bool reference) {
+  cmlc_options_t o;
+  memset(&o, 0xff, sizeof o);
+  cmlc_options_select_isa(&f, allow_avx512, allow_avx2, reference, &o);
+  return o.isa;
+}
+
+TEST(isa_needs_f16c) {
+  cmlc_cpu_features_t all = {.avx2_fma = true, .f16c = true, .avx512 = true};
+  ASSERT_EQ_INT(pick(all, true, true, false), CMLC_ISA_AVX512);
+  ASSERT_EQ_INT(pick(all, false, true, false), CMLC_ISA_AVX2);
+  ASSERT_EQ_INT(pick(all, false, false, false), CMLC_ISA_SCALAR);
+  ASSERT_EQ_INT(pick(all, true, true, true), CMLC_ISA_SCALAR);
+  cmlc_cpu_features_t no_f16c = all;
+  no_f16c.f16c = false;  // the elementwise SIMD kernels convert f16 with F16C
+  ASSERT_EQ_INT(pick(no_f16c, true, true, false), CMLC_ISA_SCALAR);
+  ASSERT_EQ_INT(pick(no_f16c, false, true, false), CMLC_ISA_SCALAR);
+  cmlc_cpu_features_t avx2_only = {.avx2_fma = true, .f16c = true};
+  ASSERT_EQ_INT(pick(avx2_only, true, true, false), CMLC_ISA_AVX2);
+}
+
+TEST(cpu_detect_is_consistent) {
+  cmlc_cpu_features_t a, b;
+  cmlc_cpu_detect(&a);
+  cmlc_cpu_detect(&b);
+  ASSERT_TRUE(a.f16c == b.f16c && a.avx2_fma == b.avx2_fma && a.avx512 == b.avx512);
+  // avx512_bf16 and avx512_vnni are only reported together with AVX-512.
+  ASSERT_TRUE(!a.avx512_bf16 || a.avx512);
+  ASSERT_TRUE(!a.avx512_vnni || a.avx512);
+#if defined(CMLC_HAVE_X86_64)
+  // Every AVX2 + FMA CPU has F16C.
+  if (a.avx2_fma) ASSERT_TRUE(a.f16c);
+#endif
+}
+
 TEST_MAIN(TEST_ENTRY(dtype_size_matches_dtype_bits), TEST_ENTRY(dtype_size_out_of_range_is_zero),
-          TEST_ENTRY(row_major_strides))
+          TEST_ENTRY(row_major_strides), TEST_ENTRY(isa_needs_f16c),
+          TEST_ENTRY(cpu_detect_is_consistent))

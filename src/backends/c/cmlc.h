@@ -25,10 +25,16 @@ extern "C" {
 
 //===--- CPU features ---===//
 
+// Defined when the x86-64 SIMD kernels (kernels/x86_64/) are compiled in: x86-64 with GCC or
+// Clang. The one test of the target every kernel file uses.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CMLC_HAVE_X86_64 1
+#endif
+
 typedef enum cmlc_isa_t {
   CMLC_ISA_SCALAR = 0,
-  CMLC_ISA_AVX2 = 1,    // AVX2 + FMA
-  CMLC_ISA_AVX512 = 2,  // AVX-512F (+BW, VL, DQ)
+  CMLC_ISA_AVX2 = 1,    // AVX2 + FMA + F16C
+  CMLC_ISA_AVX512 = 2,  // AVX-512F (+BW, VL, DQ) and everything of AVX2
 } cmlc_isa_t;
 
 typedef struct cmlc_options_t {

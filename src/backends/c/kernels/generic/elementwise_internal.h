@@ -54,10 +54,6 @@ void cmlc_ew_store_i64(cml_dtype_t dtype, const int64_t* values, int64_t n, void
 
 //===--- SIMD kernels (kernels/x86_64/elementwise_x86_64_{avx2,avx512}.c) ---===//
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define CMLC_EW_HAVE_X86 1
-#endif
-
 // A straight conversion of |n| elements from |in| to |out|.
 typedef void (*cmlc_ew_convert_fn)(void* out, const void* in, int64_t n);
 // A reduction of |n| contiguous f32 values (sum, max or min).
@@ -73,11 +69,8 @@ cmlc_ew_fn cmlc_ew_simd_where_fn(const cmlc_options_t* options, size_t element_s
 cmlc_ew_convert_fn cmlc_ew_simd_convert_fn(const cmlc_options_t* options, cml_dtype_t from,
                                            cml_dtype_t to);
 cmlc_rd_f32_fn cmlc_rd_simd_f32_fn(const cmlc_options_t* options, cml_op_t op);
-// Whether the CPU has F16C (CPUID leaf 1, ECX bit 29; clang 14's __builtin_cpu_supports does
-// not know "f16c").
-bool cmlc_ew_cpu_has_f16c(void);
 
-#if defined(CMLC_EW_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
 cmlc_ew_fn cmlc_ew_avx512_unary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_where_fn(size_t element_size);

@@ -105,7 +105,7 @@ typedef struct cmlc_kernel_t_f32 {
 } cmlc_kernel_t_f32;
 
 static cmlc_kernel_t_f32 cmlc_select_f32(cmlc_isa_t isa) {
-#if defined(CMLC__GEMM_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
   if (isa == CMLC_ISA_AVX512)
     return (cmlc_kernel_t_f32){12, 32, cmlc__gemm_ukernel_f32_avx512_12x32,
                                cmlc__gemv_axpy_f32_avx512, cmlc__gemv_dot_f32_avx512};
@@ -128,7 +128,7 @@ typedef struct cmlc_kernel_t_f64 {
 
 // f64 GEMV is bandwidth-bound; the scalar loops serve every ISA.
 static cmlc_kernel_t_f64 cmlc_select_f64(cmlc_isa_t isa) {
-#if defined(CMLC__GEMM_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
   if (isa == CMLC_ISA_AVX512)
     return (cmlc_kernel_t_f64){12, 16, cmlc__gemm_ukernel_f64_avx512_12x16,
                                cmlc_gemv_axpy_scalar_f64, cmlc_gemv_dot_scalar_f64};

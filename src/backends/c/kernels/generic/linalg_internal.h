@@ -372,8 +372,7 @@ typedef void (*cmlc__gemv_axpy_f64_fn)(int64_t k, const double* a, int64_t a_str
                                        const double* b, int64_t ldb, double* c, int64_t n);
 typedef void (*cmlc__gemv_dot_f64_fn)(int64_t k, const double* x, const double* y, int64_t ldy,
                                       double* c, int64_t c_stride, int64_t n);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define CMLC__GEMM_HAVE_X86 1
+#if defined(CMLC_HAVE_X86_64)
 void cmlc__gemm_ukernel_f64_avx2_6x8(int64_t kc, const double* a, const double* b, int64_t ldb,
                                      double* c, int64_t ldc, int accumulate, int rows, int cols);
 void cmlc__gemm_ukernel_f64_avx512_12x16(int64_t kc, const double* a, const double* b, int64_t ldb,

@@ -448,7 +448,7 @@ static void cmlc_rd_simd_f32_blk(void* ctx, int64_t begin, int64_t end, int thre
 
 cmlc__rd_cols_f32_fn cmlc__rd_cols_f32(const cmlc_options_t* options, cml_op_t op) {
   if (!options || options->reference) return NULL;
-#if defined(CMLC__RD_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
   if (options->isa == CMLC_ISA_AVX512) {
     switch (op) {
       case CML_OP_REDUCE_SUM:
