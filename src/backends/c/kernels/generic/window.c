@@ -60,7 +60,8 @@ static void cmlc_wn_geom_init(cmlc_wn_geom_t* g, const cml_shape_t* in, const cm
 }
 
 // Decodes the row-major output position |i| into |o|.
-static void cmlc_wn_decode(const cmlc_wn_geom_t* g, int64_t i, int64_t* o) {
+static inline __attribute__((always_inline)) void cmlc_wn_decode(const cmlc_wn_geom_t* g, int64_t i,
+                                                                 int64_t* o) {
   for (int32_t d = g->rank - 1; d >= 0; --d) {
     o[d] = i % g->out_dims[d];
     i /= g->out_dims[d];
