@@ -8,22 +8,27 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "backends/c/engine_internal.h"
 #include "backends/c/kernels/generic/elementwise_internal.h"
 #include "test.h"
 
-#if defined(CMLC_EW_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
 
 //===--- helpers ---===//
 
-static bool have_avx512(void) {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cmlc_ew_cpu_has_f16c();
+// The ISA the backend would pick with nothing disallowed (cpu.c: the one feature probe).
+static cmlc_isa_t best_isa(void) {
+  cmlc_cpu_features_t f;
+  cmlc_cpu_detect(&f);
+  cmlc_options_t o;
+  memset(&o, 0, sizeof o);
+  cmlc_options_select_isa(&f, true, true, false, &o);
+  return o.isa;
 }
-static bool have_avx2(void) {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cmlc_ew_cpu_has_f16c();
-}
+static bool have_avx512(void) { return best_isa() >= CMLC_ISA_AVX512; }
+static bool have_avx2(void) { return best_isa() >= CMLC_ISA_AVX2; }
 
 typedef struct isa_entry_t {
   const char* name;

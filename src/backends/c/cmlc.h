@@ -25,10 +25,16 @@ extern "C" {
 
 //===--- CPU features ---===//
 
+// Defined when the x86-64 SIMD kernels (kernels/x86_64/) are compiled in: x86-64 with GCC or
+// Clang. The one test of the target every kernel file uses.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CMLC_HAVE_X86_64 1
+#endif
+
 typedef enum cmlc_isa_t {
   CMLC_ISA_SCALAR = 0,
-  CMLC_ISA_AVX2 = 1,    // AVX2 + FMA
-  CMLC_ISA_AVX512 = 2,  // AVX-512F (+BW, VL, DQ)
+  CMLC_ISA_AVX2 = 1,    // AVX2 + FMA + F16C
+  CMLC_ISA_AVX512 = 2,  // AVX-512F (+BW, VL, DQ) and everything of AVX2
 } cmlc_isa_t;
 
 typedef struct cmlc_options_t {
@@ -139,10 +145,8 @@ bool cmlc_dispatch_lookup(const cml_module_t* module, const cml_ir_node_t* node,
 // engine's groups (sources, control flow) and the fused ops |options| enable.
 void cmlc_dispatch_capabilities(cml_capabilities_t* caps, const cmlc_options_t* options);
 
-//===--- small shared helpers (kernels/common.c) ---===//
-
-// Row-major strides in elements for |shape|.
-void cmlc_strides(const cml_shape_t* shape, int64_t* out_strides);
+//===--- small shared helpers ---===//
+// (Strides and the dtype traits table: kernels/common.h.)
 
 // Float -> integer as ConvertDType does it (XLA's semantics): truncation toward zero,
 // saturating at [lo, hi] (or [0, hi] for unsigned), NaN -> 0. Shared by the conversion kernels

@@ -2,12 +2,19 @@
 // src/backends/c/cpu.c: CPU feature detection and the choice of the kernels' ISA.
 //
 // Features come from __builtin_cpu_supports (each result compared with 0: it returns a
-// non-zero int, not necessarily 1). The ISA is the best one the CPU has and the user allows
+// non-zero int, not necessarily 1), F16C from CPUID leaf 1 (ECX bit 29: clang 14's
+// __builtin_cpu_supports does not know "f16c"). This is the only place the kernels' CPU features
+// are probed; it runs once per backend (CPUID traps to the hypervisor on virtual machines, 10-20
+// us), never per compile or execute. The ISA is the best one the CPU has and the user allows
 // (GOMLX_SIMD_AVX512 / GOMLX_SIMD_AVX2 / config keys avx512, avx2); reference=true forces the
 // scalar kernels.
 //
 // Thread-safety: thread-safe (no state).
 #include <unistd.h>
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
 
 #include "backends/c/engine_internal.h"
 
@@ -15,6 +22,8 @@ void cmlc_cpu_detect(cmlc_cpu_features_t* out_features) {
   cmlc_cpu_features_t f = {0};
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  f.f16c = __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
   f.avx2_fma = __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
   f.avx512 = __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512bw") != 0 &&
              __builtin_cpu_supports("avx512vl") != 0 && __builtin_cpu_supports("avx512dq") != 0;
@@ -33,6 +42,9 @@ void cmlc_options_select_isa(const cmlc_cpu_features_t* features, bool allow_avx
   options->avx512_bf16 = false;
   options->avx512_vnni = false;
   if (reference) return;
+  // Both SIMD ISAs include F16C (the elementwise kernels convert f16 with it; every AVX2 + FMA
+  // CPU has it), so no kernel checks it again.
+  if (!features->f16c) return;
   if (allow_avx512 && features->avx512 && features->avx2_fma) {
     options->isa = CMLC_ISA_AVX512;
     options->avx512_bf16 = features->avx512_bf16;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backends/c/engine_internal.h"
+#include "backends/c/kernels/common.h"
 
 typedef bool (*cmlc_before_fn)(const void* a, const void* b);
 
@@ -297,9 +298,10 @@ typedef struct cmlc_sort_job_t {
   int64_t* index_scratch;  // per thread: 2 * len
 } cmlc_sort_job_t;
 
+// Bytes per element from the kernels' dtype table (1 for the dtypes it has no size for).
 static size_t cmlc_sort_elem_size(cml_dtype_t dtype) {
-  int bits = cml_dtype_bits(dtype);
-  return bits >= 8 ? (size_t)bits / 8 : 1;
+  const size_t size = cmlc_dtype_size(dtype);
+  return size != 0 ? size : 1;
 }
 
 // Gathers every operand's line through |perm|.

@@ -72,13 +72,13 @@ cml_status_t cmlc_ew_drive(const cmlc_kernel_args_t* args, cmlc_ew_fn fn, int co
   p.fn = fn;
   p.count = count;
   p.out = (char*)args->outputs[0];
-  p.out_size = cmlc_ew_element_size(os->dtype);
+  p.out_size = cmlc_dtype_size(os->dtype);
   int64_t in_strides[CMLC_EW_MAX_INPUTS][CML_MAX_RANK];
   bool scalar[CMLC_EW_MAX_INPUTS];
   for (int j = 0; j < count; ++j) {
     const cml_shape_t* is = args->input_shapes[input_index[j]];
     p.in[j] = (const char*)args->inputs[input_index[j]];
-    p.in_size[j] = cmlc_ew_element_size(is->dtype);
+    p.in_size[j] = cmlc_dtype_size(is->dtype);
     scalar[j] = cml_shape_element_count(is) == 1;
     if (!scalar[j] && is->rank != os->rank) {
       char a[128], b[128];
@@ -87,7 +87,7 @@ cml_status_t cmlc_ew_drive(const cmlc_kernel_args_t* args, cmlc_ew_fn fn, int co
                              cml_op_name(args->node->op), cml_shape_format(is, a, sizeof a),
                              cml_shape_format(os, b, sizeof b));
     }
-    if (!scalar[j]) cmlc_ew_strides(is, in_strides[j]);
+    if (!scalar[j]) cmlc_shape_strides(is, in_strides[j]);
   }
   // Merge axes with the same broadcast pattern; drop size-1 output axes.
   unsigned prev_flags = ~0u;
@@ -153,7 +153,7 @@ static cml_status_t cmlc_ew_run_clamp(const cmlc_kernel_args_t* args) {
 }
 
 static cml_status_t cmlc_ew_run_where(const cmlc_kernel_args_t* args) {
-  const size_t size = cmlc_ew_element_size(args->output_shapes[0]->dtype);
+  const size_t size = cmlc_dtype_size(args->output_shapes[0]->dtype);
   cmlc_ew_fn fn = cmlc_ew_simd_where_fn(args->options, size);
   if (!fn) fn = cmlc_ew_where_fn(size);
   if (!fn) return cmlc_ew_missing(args);
@@ -163,21 +163,16 @@ static cml_status_t cmlc_ew_run_where(const cmlc_kernel_args_t* args) {
 
 //===--- lookup and capabilities ---===//
 
-size_t cmlc_ew_element_size(cml_dtype_t dtype) {
-  if (!cml_dtype_is_valid(dtype) || cml_dtype_is_packed(dtype)) return 0;
-  return (size_t)cml_dtype_bits(dtype) / 8;
-}
-
 // The first input (among |first|..input_count-1) with the output's dims and element size, or
 // -1: the planner may then let the output reuse that input's storage.
 static int cmlc_ew_in_place_input(const cml_module_t* module, const cml_ir_node_t* node,
                                   uint32_t first) {
   const cml_shape_t* os = &module->values[node->first_output].shape;
-  const size_t osize = cmlc_ew_element_size(os->dtype);
+  const size_t osize = cmlc_dtype_size(os->dtype);
   if (osize == 0) return -1;
   for (uint32_t j = first; j < node->input_count; ++j) {
     const cml_shape_t* is = &module->values[node->inputs[j]].shape;
-    if (cmlc_ew_element_size(is->dtype) == osize && cml_shape_dims_equal(is, os)) return (int)j;
+    if (cmlc_dtype_size(is->dtype) == osize && cml_shape_dims_equal(is, os)) return (int)j;
   }
   return -1;
 }
@@ -210,7 +205,7 @@ bool cmlc_kernels_elementwise_lookup(const cml_module_t* module, const cml_ir_no
       e.run = cmlc_ew_run_bitcast;
       break;
     case CML_OP_IOTA:
-      if (cmlc_ew_element_size(os->dtype) == 0) return false;
+      if (cmlc_dtype_size(os->dtype) == 0) return false;
       e.run = cmlc_ew_run_iota;
       break;
     case CML_OP_CLAMP:
@@ -219,7 +214,7 @@ bool cmlc_kernels_elementwise_lookup(const cml_module_t* module, const cml_ir_no
       e.in_place_input = cmlc_ew_in_place_input(module, node, 0);
       break;
     case CML_OP_WHERE:
-      if (node->input_count != 3 || !cmlc_ew_where_fn(cmlc_ew_element_size(os->dtype))) {
+      if (node->input_count != 3 || !cmlc_ew_where_fn(cmlc_dtype_size(os->dtype))) {
         return false;
       }
       e.run = cmlc_ew_run_where;

@@ -313,7 +313,7 @@ typedef struct cmlc_ew_convert_ctx_t {
 static void cmlc_ew_convert_simd_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_ew_convert_ctx_t* c = (const cmlc_ew_convert_ctx_t*)ctx;
-  const size_t in_size = cmlc_ew_element_size(c->from), out_size = cmlc_ew_element_size(c->to);
+  const size_t in_size = cmlc_dtype_size(c->from), out_size = cmlc_dtype_size(c->to);
   c->simd((char*)c->dst + (size_t)begin * out_size, (const char*)c->src + (size_t)begin * in_size,
           end - begin);
 }

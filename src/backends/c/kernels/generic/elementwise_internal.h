@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backends/c/cmlc.h"
+#include "backends/c/kernels/common.h"
 
 // glibc's <complex.h> defines CMPLX / CMPLXF only for GCC; clang has the same builtin.
 #ifndef CMPLXF
@@ -51,14 +52,7 @@ bool cmlc_ew_convert_supported(cml_dtype_t from, cml_dtype_t to);
 void cmlc_ew_store_i64(cml_dtype_t dtype, const int64_t* values, int64_t n, void* dst,
                        int64_t start);
 
-// Element size in bytes of a non-packed dtype (0 for packed or invalid).
-size_t cmlc_ew_element_size(cml_dtype_t dtype);
-
 //===--- SIMD kernels (kernels/x86_64/elementwise_x86_64_{avx2,avx512}.c) ---===//
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define CMLC_EW_HAVE_X86 1
-#endif
 
 // A straight conversion of |n| elements from |in| to |out|.
 typedef void (*cmlc_ew_convert_fn)(void* out, const void* in, int64_t n);
@@ -75,11 +69,8 @@ cmlc_ew_fn cmlc_ew_simd_where_fn(const cmlc_options_t* options, size_t element_s
 cmlc_ew_convert_fn cmlc_ew_simd_convert_fn(const cmlc_options_t* options, cml_dtype_t from,
                                            cml_dtype_t to);
 cmlc_rd_f32_fn cmlc_rd_simd_f32_fn(const cmlc_options_t* options, cml_op_t op);
-// Whether the CPU has F16C (CPUID leaf 1, ECX bit 29; clang 14's __builtin_cpu_supports does
-// not know "f16c").
-bool cmlc_ew_cpu_has_f16c(void);
 
-#if defined(CMLC_EW_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
 cmlc_ew_fn cmlc_ew_avx512_unary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_where_fn(size_t element_size);
@@ -137,14 +128,12 @@ static inline int64_t cmlc_ew_key_f64(double f) {
   return cmlc_ew_key64(b);
 }
 
-// Row-major element strides of |shape|.
+// Old names of cmlc_shape_strides and cmlc_dtype_size (kernels/common.h), kept only for
+// src/backends/c/fused.c until it calls those directly.
 static inline void cmlc_ew_strides(const cml_shape_t* shape, int64_t* out_strides) {
-  int64_t s = 1;
-  for (int32_t i = shape->rank - 1; i >= 0; --i) {
-    out_strides[i] = s;
-    s *= shape->dims[i];
-  }
+  cmlc_shape_strides(shape, out_strides);
 }
+static inline size_t cmlc_ew_element_size(cml_dtype_t dtype) { return cmlc_dtype_size(dtype); }
 
 // The textbook product (ac - bd) + (ad + bc)i with the first product fused, which is what XLA's
 // CPU code computes: fma(a, c, -bd) + fma(a, d, bc)i. C99's Annex G recovery of infinities (what

@@ -4,41 +4,18 @@
 // these return NULL.
 #include "backends/c/kernels/generic/elementwise_internal.h"
 
-#include <stdatomic.h>
-
-#if defined(CMLC_EW_HAVE_X86)
-#include <cpuid.h>
-#endif
-
-// CPUID traps to the hypervisor on virtual machines (10-20 us), and kernels are picked on every
-// execute, so the answer is computed once and cached (-1: not yet known).
-bool cmlc_ew_cpu_has_f16c(void) {
-#if defined(CMLC_EW_HAVE_X86)
-  static atomic_int cached = -1;
-  int known = atomic_load_explicit(&cached, memory_order_relaxed);
-  if (known >= 0) return known != 0;
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  int has = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
-  atomic_store_explicit(&cached, has, memory_order_relaxed);
-  return has != 0;
-#else
-  return false;
-#endif
-}
-
-// The ISA the SIMD kernels may use: scalar for reference=true. The AVX2 layer also uses F16C,
-// which every AVX2 + FMA processor has; it is checked anyway.
+// The ISA the SIMD kernels may use: scalar for reference=true. Both SIMD ISAs include F16C
+// (cpu.c selects them only when the CPU has it).
 static cmlc_isa_t cmlc_ew_simd_isa(const cmlc_options_t* options) {
   if (!options || options->reference) return CMLC_ISA_SCALAR;
-#if defined(CMLC_EW_HAVE_X86)
-  if (options->isa >= CMLC_ISA_AVX2 && !cmlc_ew_cpu_has_f16c()) return CMLC_ISA_SCALAR;
+#if defined(CMLC_HAVE_X86_64)
   return options->isa;
 #else
   return CMLC_ISA_SCALAR;
 #endif
 }
 
-#if defined(CMLC_EW_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
 #define CMLC_EW_SIMD_PICK(call)        \
   switch (cmlc_ew_simd_isa(options)) { \
     case CMLC_ISA_AVX512:              \

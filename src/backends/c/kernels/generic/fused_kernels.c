@@ -253,7 +253,7 @@ static cml_status_t cmlc_fk_ln_run(const cmlc_kernel_args_t* args) {
   int64_t rows = cmlc_fk_ln_split(xs, attrs, kept, &kept_count, &n);
   if (rows == 0 || n == 0) return CML_OK;
   int64_t strides[CML_MAX_RANK];
-  cmlc__la_strides(xs, strides);
+  cmlc_shape_strides(xs, strides);
   int64_t* row_offsets = args->scratch;
   int64_t* col_offsets = row_offsets + rows;
   cmlc__la_offsets(kept_count, kept, xs->dims, strides, row_offsets);

@@ -37,63 +37,18 @@ enum {
 
 //===--- scalar micro-kernels ---===//
 
-// Scalar 4 x 8 micro-kernel (the portable one: a plain multiply-add, which compilers vectorize,
-// in the same order for every tile) and the scalar GEMV kernels, for T = float and double.
-#define CMLC_GEMM_SCALAR_KERNELS(T, SUFFIX)                                                       \
-  static void cmlc_ukernel_scalar_4x8_##SUFFIX(int64_t kc, const T* a, const T* b, int64_t ldb,   \
-                                               T* c, int64_t ldc, int accumulate, int rows,       \
-                                               int cols) {                                        \
-    T acc[4][8];                                                                                  \
-    memset(acc, 0, sizeof acc);                                                                   \
-    if (cols == 8) {                                                                              \
-      for (int64_t k = 0; k < kc; ++k) {                                                          \
-        const T* ak = a + k * 4;                                                                  \
-        const T* bk = b + k * ldb;                                                                \
-        for (int r = 0; r < 4; ++r) {                                                             \
-          T av = ak[r];                                                                           \
-          for (int j = 0; j < 8; ++j) acc[r][j] += av * bk[j];                                    \
-        }                                                                                         \
-      }                                                                                           \
-    } else {                                                                                      \
-      for (int64_t k = 0; k < kc; ++k) {                                                          \
-        const T* ak = a + k * 4;                                                                  \
-        const T* bk = b + k * ldb;                                                                \
-        for (int r = 0; r < 4; ++r) {                                                             \
-          T av = ak[r];                                                                           \
-          for (int j = 0; j < cols; ++j) acc[r][j] += av * bk[j];                                 \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
-    for (int r = 0; r < rows; ++r) {                                                              \
-      T* cr = c + r * ldc;                                                                        \
-      if (accumulate) {                                                                           \
-        for (int j = 0; j < cols; ++j) cr[j] += acc[r][j];                                        \
-      } else {                                                                                    \
-        for (int j = 0; j < cols; ++j) cr[j] = acc[r][j];                                         \
-      }                                                                                           \
-    }                                                                                             \
-  }                                                                                               \
-  static void cmlc_gemv_axpy_scalar_##SUFFIX(int64_t k, const T* a, int64_t a_stride, const T* b, \
-                                             int64_t ldb, T* c, int64_t n) {                      \
-    for (int64_t j = 0; j < n; ++j) c[j] = 0;                                                     \
-    for (int64_t kk = 0; kk < k; ++kk) {                                                          \
-      T av = a[kk * a_stride];                                                                    \
-      const T* bk = b + kk * ldb;                                                                 \
-      for (int64_t j = 0; j < n; ++j) c[j] += av * bk[j];                                         \
-    }                                                                                             \
-  }                                                                                               \
-  static void cmlc_gemv_dot_scalar_##SUFFIX(int64_t k, const T* x, const T* y, int64_t ldy, T* c, \
-                                            int64_t c_stride, int64_t n) {                        \
-    for (int64_t j = 0; j < n; ++j) {                                                             \
-      const T* yj = y + j * ldy;                                                                  \
-      T s = 0;                                                                                    \
-      for (int64_t kk = 0; kk < k; ++kk) s += x[kk] * yj[kk];                                     \
-      c[j * c_stride] = s;                                                                        \
-    }                                                                                             \
-  }
+// The scalar 4 x 8 micro-kernel and GEMV kernels, for float and double (gemm_scalar_impl.h).
+#define CMLC_GEMM_CAT3_(a, b, c) a##b##_##c
+#define CMLC_GEMM_CAT3(a, b, c) CMLC_GEMM_CAT3_(a, b, c)
+#define CMLC_GEMM_N(x) CMLC_GEMM_CAT3(cmlc_, x, CMLC_GEMM_SUFFIX)
 
-CMLC_GEMM_SCALAR_KERNELS(float, f32)
-CMLC_GEMM_SCALAR_KERNELS(double, f64)
+#define CMLC_GEMM_T float
+#define CMLC_GEMM_SUFFIX f32
+#include "backends/c/kernels/generic/gemm_scalar_impl.h"
+
+#define CMLC_GEMM_T double
+#define CMLC_GEMM_SUFFIX f64
+#include "backends/c/kernels/generic/gemm_scalar_impl.h"
 
 //===--- kernel tables ---===//
 
@@ -105,7 +60,7 @@ typedef struct cmlc_kernel_t_f32 {
 } cmlc_kernel_t_f32;
 
 static cmlc_kernel_t_f32 cmlc_select_f32(cmlc_isa_t isa) {
-#if defined(CMLC__GEMM_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
   if (isa == CMLC_ISA_AVX512)
     return (cmlc_kernel_t_f32){12, 32, cmlc__gemm_ukernel_f32_avx512_12x32,
                                cmlc__gemv_axpy_f32_avx512, cmlc__gemv_dot_f32_avx512};
@@ -128,7 +83,7 @@ typedef struct cmlc_kernel_t_f64 {
 
 // f64 GEMV is bandwidth-bound; the scalar loops serve every ISA.
 static cmlc_kernel_t_f64 cmlc_select_f64(cmlc_isa_t isa) {
-#if defined(CMLC__GEMM_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
   if (isa == CMLC_ISA_AVX512)
     return (cmlc_kernel_t_f64){12, 16, cmlc__gemm_ukernel_f64_avx512_12x16,
                                cmlc_gemv_axpy_scalar_f64, cmlc_gemv_dot_scalar_f64};
@@ -143,10 +98,6 @@ static cmlc_kernel_t_f64 cmlc_select_f64(cmlc_isa_t isa) {
 }
 
 //===--- the driver, per element type ---===//
-
-#define CMLC_GEMM_CAT3_(a, b, c) a##b##_##c
-#define CMLC_GEMM_CAT3(a, b, c) CMLC_GEMM_CAT3_(a, b, c)
-#define CMLC_GEMM_N(x) CMLC_GEMM_CAT3(cmlc_, x, CMLC_GEMM_SUFFIX)
 
 static inline double cmlc_gemm_load_f64(const void* data, int64_t i, cml_dtype_t dtype) {
   return cmlc__la_load_f64(data, i, dtype);

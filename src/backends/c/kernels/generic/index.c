@@ -27,9 +27,9 @@ static cml_status_t cmlc_ix_dynamic_slice(const cmlc_kernel_args_t* args) {
   cmlc__mv_copy_t c;
   memset(&c, 0, sizeof c);
   c.rank = xs->rank;
-  c.elem_size = cmlc__mv_elem_size(xs->dtype);
-  cmlc__mv_row_major_strides(xs->rank, xs->dims, c.in_strides);
-  cmlc__mv_row_major_strides(os->rank, os->dims, c.out_strides);
+  c.elem_size = cmlc_dtype_size(xs->dtype);
+  cmlc_row_major_strides(xs->rank, xs->dims, c.in_strides);
+  cmlc_row_major_strides(os->rank, os->dims, c.out_strides);
   int64_t base = 0;
   for (int32_t i = 0; i < xs->rank; ++i) {
     int64_t start = cmlc__mv_read_index(args->inputs[1 + i], args->input_shapes[1 + i]->dtype, 0);
@@ -51,9 +51,9 @@ static cml_status_t cmlc_ix_dynamic_update_slice(const cmlc_kernel_args_t* args)
   cmlc__mv_copy_t c;
   memset(&c, 0, sizeof c);
   c.rank = xs->rank;
-  c.elem_size = cmlc__mv_elem_size(xs->dtype);
-  cmlc__mv_row_major_strides(xs->rank, xs->dims, c.out_strides);
-  cmlc__mv_row_major_strides(us->rank, us->dims, c.in_strides);
+  c.elem_size = cmlc_dtype_size(xs->dtype);
+  cmlc_row_major_strides(xs->rank, xs->dims, c.out_strides);
+  cmlc_row_major_strides(us->rank, us->dims, c.in_strides);
   int64_t base = 0;
   for (int32_t i = 0; i < xs->rank; ++i) {
     int64_t start = cmlc__mv_read_index(args->inputs[2 + i], args->input_shapes[2 + i]->dtype, 0);
@@ -123,9 +123,9 @@ static cml_status_t cmlc_ix_gather(const cmlc_kernel_args_t* args) {
   memset(&g, 0, sizeof g);
   g.args = args;
   int64_t ostrides[CML_MAX_RANK], istrides[CML_MAX_RANK];
-  cmlc__mv_row_major_strides(os->rank, os->dims, ostrides);
-  cmlc__mv_row_major_strides(is->rank, is->dims, istrides);
-  cmlc__mv_row_major_strides(xs->rank, xs->dims, g.operand_strides);
+  cmlc_row_major_strides(os->rank, os->dims, ostrides);
+  cmlc_row_major_strides(is->rank, is->dims, istrides);
+  cmlc_row_major_strides(xs->rank, xs->dims, g.operand_strides);
   g.vector_stride = gd->index_vector_axis < is->rank ? istrides[gd->index_vector_axis] : 0;
   // Batch axes: output axes that are not offset axes, matched in order with the indices'
   // axes other than the index vector axis.
@@ -140,7 +140,7 @@ static cml_status_t cmlc_ix_gather(const cmlc_kernel_args_t* args) {
     ++ia;
   }
   // Offset axes: the i-th offset output axis walks the i-th non-collapsed operand axis.
-  g.slice.elem_size = cmlc__mv_elem_size(xs->dtype);
+  g.slice.elem_size = cmlc_dtype_size(xs->dtype);
   int32_t k = 0;
   for (int32_t d = 0; d < xs->rank; ++d) {
     if (cmlc_ix_contains(gd->collapsed_slice_axes, gd->collapsed_slice_axis_count, d)) continue;
@@ -263,7 +263,7 @@ static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
   const cml_shape_t* us = args->input_shapes[2];
   const cml_scatter_dims_t* sd = &args->node->attrs->u.scatter;
   const cmlc_ix_combine_fn combine = cmlc_ix_combiner(args->node->op, xs->dtype);
-  const int64_t es = (int64_t)cmlc__mv_elem_size(xs->dtype);
+  const int64_t es = (int64_t)cmlc_dtype_size(xs->dtype);
   char* out = (char*)args->outputs[0];
   const char* updates = (const char*)args->inputs[2];
   // The output may alias the operand (in_place_input = 0): the copy is then skipped.
@@ -271,9 +271,9 @@ static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
   if (cml_shape_element_count(us) == 0 || cml_shape_element_count(xs) == 0) return CML_OK;
 
   int64_t xstrides[CML_MAX_RANK], istrides[CML_MAX_RANK], ustrides[CML_MAX_RANK];
-  cmlc__mv_row_major_strides(xs->rank, xs->dims, xstrides);
-  cmlc__mv_row_major_strides(is->rank, is->dims, istrides);
-  cmlc__mv_row_major_strides(us->rank, us->dims, ustrides);
+  cmlc_row_major_strides(xs->rank, xs->dims, xstrides);
+  cmlc_row_major_strides(is->rank, is->dims, istrides);
+  cmlc_row_major_strides(us->rank, us->dims, ustrides);
   const int64_t vector_stride =
       sd->index_vector_axis < is->rank ? istrides[sd->index_vector_axis] : 0;
 
@@ -370,7 +370,7 @@ bool cmlc_kernels_index_lookup(const cml_module_t* module, const cml_ir_node_t* 
   (void)options;
   if (module == NULL || node == NULL || out == NULL || node->input_count < 1) return false;
   const cml_dtype_t dtype = module->values[node->inputs[0]].shape.dtype;
-  if (cmlc__mv_elem_size(dtype) == 0) return false;
+  if (cmlc_dtype_size(dtype) == 0) return false;
   cmlc_kernel_entry_t e = {NULL, NULL, -1};
   // Index operands must be integers.
   uint32_t first_index = 1, index_count = 0;

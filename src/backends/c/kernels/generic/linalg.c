@@ -96,7 +96,7 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs, con
   p->gemm_f64 = p->domain == CMLC__LA_DOM_F64 && !options->reference &&
                 cml_dtype_is_float(p->lhs_dtype) && cml_dtype_is_float(p->rhs_dtype) &&
                 cmlc_la_dtype_ok(p->lhs_dtype) && cmlc_la_dtype_ok(p->rhs_dtype);
-#if defined(CMLC__GEMM_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
   // bf16 x bf16 with AVX-512 BF16: pairs of k straight into vdpbf16ps (f32 accumulation);
   // otherwise the operands convert to f32 while packing. The choice depends on the options
   // and dtypes only, never on the thread count.
@@ -114,7 +114,7 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs, con
     if (p->out_dtype != CML_DTYPE_F32)
       off = cmlc_la_align(off + (size_t)(p->batch * p->m * p->n) * sizeof(float));
     p->off_gemm = off;
-#if defined(CMLC__GEMM_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
     if (p->gemm_bf16) {
       off = cmlc_la_align(off + cmlc__gemm_bf16_scratch(p->m, p->n, p->k, p->threads));
     } else
@@ -332,8 +332,8 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
   char* s = args->scratch;
   int64_t* tables = (int64_t*)(s + p.off_tables);
   int64_t lhs_strides[CML_MAX_RANK], rhs_strides[CML_MAX_RANK];
-  cmlc__la_strides(lhs, lhs_strides);
-  cmlc__la_strides(rhs, rhs_strides);
+  cmlc_shape_strides(lhs, lhs_strides);
+  cmlc_shape_strides(rhs, rhs_strides);
   cmlc_la_dot_ctx_t c;
   memset(&c, 0, sizeof c);
   c.plan = &p;
@@ -365,7 +365,7 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
     g.a = (cmlc__gemm_operand_t){c.lhs, p.lhs_dtype, c.lhs_b, c.lhs_m, c.lhs_k};
     g.b = (cmlc__gemm_operand_t){c.rhs, p.rhs_dtype, c.rhs_b, c.rhs_k, c.rhs_n};
     g.c = p.out_dtype == CML_DTYPE_F32 ? (float*)c.out : (float*)(s + p.off_c);
-#if defined(CMLC__GEMM_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
     if (p.gemm_bf16) {
       cmlc__gemm_bf16(&g, pool, s + p.off_gemm, p.threads);
     } else

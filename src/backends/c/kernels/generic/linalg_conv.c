@@ -220,9 +220,9 @@ static bool cmlc_conv_plan(const cml_shape_t* in, const cml_shape_t* ker, const 
   if (!cmlc__la_is_real_storage(in->dtype) || in->dtype != ker->dtype ||
       !cmlc__la_is_real_storage(out->dtype))
     return false;
-  cmlc__la_strides(in, p->in_strides);
-  cmlc__la_strides(ker, p->ker_strides);
-  cmlc__la_strides(out, p->out_strides);
+  cmlc_shape_strides(in, p->in_strides);
+  cmlc_shape_strides(ker, p->ker_strides);
+  cmlc_shape_strides(out, p->out_strides);
   p->fg = c->channel_group_count > 1 ? c->channel_group_count : 1;
   p->bg = c->batch_group_count > 1 ? c->batch_group_count : 1;
   p->cin_g = ker->dims[c->kernel_input_channel_axis];

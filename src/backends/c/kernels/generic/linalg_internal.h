@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends/c/cmlc.h"
+#include "backends/c/kernels/common.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -288,15 +289,6 @@ static inline void cmlc__la_store_c(void* p, int64_t i, cml_dtype_t dtype, doubl
 
 //===--- shapes ---===//
 
-// Row-major strides (in elements) of |shape|.
-static inline void cmlc__la_strides(const cml_shape_t* shape, int64_t* out_strides) {
-  int64_t s = 1;
-  for (int32_t d = shape->rank - 1; d >= 0; --d) {
-    out_strides[d] = s;
-    s *= shape->dims[d];
-  }
-}
-
 // Fills |out|[t] (t over the row-major index space of the |count| axes |axes| of a shape
 // with |dims| and |strides|) with the element offset of that multi-index. Returns the count.
 static inline int64_t cmlc__la_offsets(int32_t count, const int64_t* axes, const int64_t* dims,
@@ -380,8 +372,7 @@ typedef void (*cmlc__gemv_axpy_f64_fn)(int64_t k, const double* a, int64_t a_str
                                        const double* b, int64_t ldb, double* c, int64_t n);
 typedef void (*cmlc__gemv_dot_f64_fn)(int64_t k, const double* x, const double* y, int64_t ldy,
                                       double* c, int64_t c_stride, int64_t n);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define CMLC__GEMM_HAVE_X86 1
+#if defined(CMLC_HAVE_X86_64)
 void cmlc__gemm_ukernel_f64_avx2_6x8(int64_t kc, const double* a, const double* b, int64_t ldb,
                                      double* c, int64_t ldc, int accumulate, int rows, int cols);
 void cmlc__gemm_ukernel_f64_avx512_12x16(int64_t kc, const double* a, const double* b, int64_t ldb,

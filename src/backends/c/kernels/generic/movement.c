@@ -100,16 +100,16 @@ static cml_status_t cmlc_mv_transpose(const cmlc_kernel_args_t* args) {
   const cml_shape_t* os = args->output_shapes[0];
   const cml_ir_attrs_t* at = args->node->attrs;
   int64_t xstrides[CML_MAX_RANK];
-  cmlc__mv_row_major_strides(xs->rank, xs->dims, xstrides);
+  cmlc_row_major_strides(xs->rank, xs->dims, xstrides);
   cmlc__mv_copy_t c;
   memset(&c, 0, sizeof c);
   c.rank = os->rank;
-  c.elem_size = cmlc__mv_elem_size(os->dtype);
+  c.elem_size = cmlc_dtype_size(os->dtype);
   for (int32_t i = 0; i < os->rank; ++i) {
     c.dims[i] = os->dims[i];
     c.in_strides[i] = xstrides[at->axes[i]];
   }
-  cmlc__mv_row_major_strides(os->rank, os->dims, c.out_strides);
+  cmlc_row_major_strides(os->rank, os->dims, c.out_strides);
   cmlc__mv_copy_simplify(&c);
   const int64_t count = cmlc__mv_copy_count(&c);
   const int32_t last = c.rank - 1;
@@ -147,17 +147,17 @@ static cml_status_t cmlc_mv_broadcast_in_dim(const cmlc_kernel_args_t* args) {
   const cml_shape_t* os = args->output_shapes[0];
   const cml_ir_attrs_t* at = args->node->attrs;
   int64_t xstrides[CML_MAX_RANK];
-  cmlc__mv_row_major_strides(xs->rank, xs->dims, xstrides);
+  cmlc_row_major_strides(xs->rank, xs->dims, xstrides);
   cmlc__mv_copy_t c;
   memset(&c, 0, sizeof c);
   c.rank = os->rank;
-  c.elem_size = cmlc__mv_elem_size(os->dtype);
+  c.elem_size = cmlc_dtype_size(os->dtype);
   for (int32_t i = 0; i < os->rank; ++i) c.dims[i] = os->dims[i];
   for (int32_t i = 0; i < xs->rank && i < at->axis_count; ++i) {
     int64_t d = at->axes[i];
     c.in_strides[d] = xs->dims[i] == 1 ? 0 : xstrides[i];
   }
-  cmlc__mv_row_major_strides(os->rank, os->dims, c.out_strides);
+  cmlc_row_major_strides(os->rank, os->dims, c.out_strides);
   cmlc__mv_copy(args->pool, &c, args->outputs[0], args->inputs[0]);
   return CML_OK;
 }
@@ -167,9 +167,9 @@ static cml_status_t cmlc_mv_broadcast_in_dim(const cmlc_kernel_args_t* args) {
 static cml_status_t cmlc_mv_concatenate(const cmlc_kernel_args_t* args) {
   const cml_shape_t* os = args->output_shapes[0];
   const int64_t axis = args->node->attrs->axis;
-  const size_t es = cmlc__mv_elem_size(os->dtype);
+  const size_t es = cmlc_dtype_size(os->dtype);
   int64_t ostrides[CML_MAX_RANK];
-  cmlc__mv_row_major_strides(os->rank, os->dims, ostrides);
+  cmlc_row_major_strides(os->rank, os->dims, ostrides);
   int64_t offset = 0;
   for (uint32_t k = 0; k < args->input_count; ++k) {
     const cml_shape_t* xs = args->input_shapes[k];
@@ -181,7 +181,7 @@ static cml_status_t cmlc_mv_concatenate(const cmlc_kernel_args_t* args) {
       c.dims[i] = xs->dims[i];
       c.out_strides[i] = ostrides[i];
     }
-    cmlc__mv_row_major_strides(xs->rank, xs->dims, c.in_strides);
+    cmlc_row_major_strides(xs->rank, xs->dims, c.in_strides);
     char* out = (char*)args->outputs[0] + offset * ostrides[axis] * (int64_t)es;
     cmlc__mv_copy(args->pool, &c, out, args->inputs[k]);
     offset += xs->dims[axis];
@@ -196,11 +196,11 @@ static cml_status_t cmlc_mv_slice(const cmlc_kernel_args_t* args) {
   const cml_shape_t* os = args->output_shapes[0];
   const cml_ir_attrs_t* at = args->node->attrs;
   int64_t xstrides[CML_MAX_RANK];
-  cmlc__mv_row_major_strides(xs->rank, xs->dims, xstrides);
+  cmlc_row_major_strides(xs->rank, xs->dims, xstrides);
   cmlc__mv_copy_t c;
   memset(&c, 0, sizeof c);
   c.rank = os->rank;
-  c.elem_size = cmlc__mv_elem_size(os->dtype);
+  c.elem_size = cmlc_dtype_size(os->dtype);
   int64_t base = 0;
   for (int32_t i = 0; i < os->rank; ++i) {
     int64_t stride = at->strides[i] > 0 ? at->strides[i] : 1;
@@ -210,7 +210,7 @@ static cml_status_t cmlc_mv_slice(const cmlc_kernel_args_t* args) {
     c.in_strides[i] = os->dims[i] > 1 ? xstrides[i] * stride : 0;
     if (os->dims[i] > 0) base += at->starts[i] * xstrides[i];
   }
-  cmlc__mv_row_major_strides(os->rank, os->dims, c.out_strides);
+  cmlc_row_major_strides(os->rank, os->dims, c.out_strides);
   if (cml_shape_element_count(os) == 0) return CML_OK;
   const char* in = (const char*)args->inputs[0] + base * (int64_t)c.elem_size;
   cmlc__mv_copy(args->pool, &c, args->outputs[0], in);
@@ -226,10 +226,10 @@ static cml_status_t cmlc_mv_reverse(const cmlc_kernel_args_t* args) {
   cmlc__mv_copy_t c;
   memset(&c, 0, sizeof c);
   c.rank = xs->rank;
-  c.elem_size = cmlc__mv_elem_size(xs->dtype);
+  c.elem_size = cmlc_dtype_size(xs->dtype);
   for (int32_t i = 0; i < xs->rank; ++i) c.dims[i] = xs->dims[i];
-  cmlc__mv_row_major_strides(xs->rank, xs->dims, c.in_strides);
-  cmlc__mv_row_major_strides(xs->rank, xs->dims, c.out_strides);
+  cmlc_row_major_strides(xs->rank, xs->dims, c.in_strides);
+  cmlc_row_major_strides(xs->rank, xs->dims, c.out_strides);
   int64_t base = 0;
   for (int32_t k = 0; k < at->axis_count; ++k) {
     int64_t d = at->axes[k];
@@ -252,12 +252,12 @@ static cml_status_t cmlc_mv_pad(const cmlc_kernel_args_t* args) {
   const cml_shape_t* xs = args->input_shapes[0];
   const cml_shape_t* os = args->output_shapes[0];
   const cml_ir_attrs_t* at = args->node->attrs;
-  const size_t es = cmlc__mv_elem_size(os->dtype);
+  const size_t es = cmlc_dtype_size(os->dtype);
   cmlc__mv_fill(args->pool, args->outputs[0], cml_shape_element_count(os), args->inputs[1], es);
   if (cml_shape_element_count(xs) == 0 || cml_shape_element_count(os) == 0) return CML_OK;
   int64_t xstrides[CML_MAX_RANK], ostrides[CML_MAX_RANK];
-  cmlc__mv_row_major_strides(xs->rank, xs->dims, xstrides);
-  cmlc__mv_row_major_strides(os->rank, os->dims, ostrides);
+  cmlc_row_major_strides(xs->rank, xs->dims, xstrides);
+  cmlc_row_major_strides(os->rank, os->dims, ostrides);
   cmlc__mv_copy_t c;
   memset(&c, 0, sizeof c);
   c.rank = xs->rank;
@@ -291,7 +291,7 @@ bool cmlc_kernels_movement_lookup(const cml_module_t* module, const cml_ir_node_
   (void)options;
   if (module == NULL || node == NULL || out == NULL) return false;
   const cml_dtype_t dtype = module->values[node->first_output].shape.dtype;
-  const size_t es = cmlc__mv_elem_size(dtype);
+  const size_t es = cmlc_dtype_size(dtype);
   cmlc_kernel_entry_t e = {NULL, NULL, -1};
   switch (node->op) {
     case CML_OP_RESHAPE:

@@ -14,20 +14,6 @@ typedef struct cmlc_mv_elem16_t {
 
 //===--- small helpers ---===//
 
-void cmlc__mv_row_major_strides(int32_t rank, const int64_t* dims, int64_t* out_strides) {
-  int64_t s = 1;
-  for (int32_t i = rank - 1; i >= 0; --i) {
-    out_strides[i] = s;
-    s *= dims[i];
-  }
-}
-
-size_t cmlc__mv_elem_size(cml_dtype_t dtype) {
-  int bits = cml_dtype_bits(dtype);
-  if (bits < 8 || (bits % 8) != 0) return 0;
-  return (size_t)bits / 8;
-}
-
 int64_t cmlc__mv_read_index(const void* data, cml_dtype_t dtype, int64_t i) {
   switch (dtype) {
     case CML_DTYPE_I8:

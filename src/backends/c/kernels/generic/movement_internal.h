@@ -10,6 +10,7 @@
 #define CML_BACKENDS_C_KERNELS_GENERIC_MOVEMENT_INTERNAL_H_
 
 #include "backends/c/cmlc.h"
+#include "backends/c/kernels/common.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,9 +24,6 @@ typedef struct cmlc__mv_copy_t {
   int64_t in_strides[CML_MAX_RANK];
   size_t elem_size;
 } cmlc__mv_copy_t;
-
-// Row-major strides, in elements, of |rank| dims.
-void cmlc__mv_row_major_strides(int32_t rank, const int64_t* dims, int64_t* out_strides);
 
 // Drops size-1 axes and merges axes that are contiguous on both sides. A copy with a
 // zero-size axis becomes one with dims[0] == 0. Rank 0 becomes rank 1 of one element.
@@ -51,9 +49,6 @@ void cmlc__mv_memcpy(cmlc_pool_t* pool, void* out, const void* in, size_t size);
 // Reads element |i| of an integer array of |dtype| as int64. Unsigned values above INT64_MAX
 // read as INT64_MAX (callers clamp anyway). Returns 0 for a non-integer dtype.
 int64_t cmlc__mv_read_index(const void* data, cml_dtype_t dtype, int64_t i);
-
-// Bytes per element for byte-aligned dtypes (Bool 1, C128 16), 0 for packed or invalid ones.
-size_t cmlc__mv_elem_size(cml_dtype_t dtype);
 
 #ifdef __cplusplus
 }  // extern "C"

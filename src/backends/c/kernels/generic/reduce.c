@@ -448,7 +448,7 @@ static void cmlc_rd_simd_f32_blk(void* ctx, int64_t begin, int64_t end, int thre
 
 cmlc__rd_cols_f32_fn cmlc__rd_cols_f32(const cmlc_options_t* options, cml_op_t op) {
   if (!options || options->reference) return NULL;
-#if defined(CMLC__RD_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
   if (options->isa == CMLC_ISA_AVX512) {
     switch (op) {
       case CML_OP_REDUCE_SUM:
@@ -503,7 +503,7 @@ static cml_status_t cmlc_rd_classify(const cml_shape_t* is, const cml_shape_t* o
   memset(p, 0, sizeof *p);
   p->op = op;
   int64_t strides[CML_MAX_RANK];
-  cmlc_ew_strides(is, strides);
+  cmlc_shape_strides(is, strides);
   int last = -1;
   for (int32_t d = 0; d < is->rank; ++d) {
     if (is->dims[d] == 1) continue;

@@ -24,8 +24,7 @@ typedef void (*cmlc__rd_cols_f32_fn)(float* acc, const float* x, int64_t n);
 // NULL when there is no SIMD one (reference mode, the scalar ISA, another op).
 cmlc__rd_cols_f32_fn cmlc__rd_cols_f32(const cmlc_options_t* options, cml_op_t op);
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define CMLC__RD_HAVE_X86 1
+#if defined(CMLC_HAVE_X86_64)
 void cmlc__rd_cols_sum_f32_avx512(float* acc, const float* x, int64_t n);
 void cmlc__rd_cols_max_f32_avx512(float* acc, const float* x, int64_t n);
 void cmlc__rd_cols_min_f32_avx512(float* acc, const float* x, int64_t n);

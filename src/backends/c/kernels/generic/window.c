@@ -47,7 +47,7 @@ static void cmlc_wn_geom_init(cmlc_wn_geom_t* g, const cml_shape_t* in, const cm
     return;
   }
   g->rank = in->rank;
-  cmlc__mv_row_major_strides(in->rank, in->dims, g->in_strides);
+  cmlc_row_major_strides(in->rank, in->dims, g->in_strides);
   for (int32_t d = 0; d < in->rank; ++d) {
     g->in_dims[d] = in->dims[d];
     g->out_dims[d] = out->dims[d];
@@ -60,7 +60,8 @@ static void cmlc_wn_geom_init(cmlc_wn_geom_t* g, const cml_shape_t* in, const cm
 }
 
 // Decodes the row-major output position |i| into |o|.
-static void cmlc_wn_decode(const cmlc_wn_geom_t* g, int64_t i, int64_t* o) {
+static inline __attribute__((always_inline)) void cmlc_wn_decode(const cmlc_wn_geom_t* g, int64_t i,
+                                                                 int64_t* o) {
   for (int32_t d = g->rank - 1; d >= 0; --d) {
     o[d] = i % g->out_dims[d];
     i /= g->out_dims[d];
@@ -149,43 +150,77 @@ static inline bool cmlc_wn_axis_first(cmlc_wn_axis_t* it, const struct cmlc_wn_g
   return cmlc_wn_axis_hit(it) || cmlc_wn_axis_next(it);
 }
 
-// Runs BODY for every input element of the window at output position |O| (an int64 array),
-// in row-major window order; BODY sees `in_off`, the element's offset in the operand.
-#define CMLC_WN_VISIT(G, O, BODY)                                                          \
-  do {                                                                                     \
-    const int32_t r_ = (G)->rank;                                                          \
-    cmlc_wn_axis_t it_[CML_MAX_RANK];                                                      \
-    bool more_ = true;                                                                     \
-    for (int32_t d_ = 0; d_ < r_ && more_; ++d_) {                                         \
-      more_ = cmlc_wn_axis_first(&it_[d_], (G), d_, (O)[d_]);                              \
-    }                                                                                      \
-    const int64_t lst_ = (G)->in_strides[r_ - 1];                                          \
-    while (more_) {                                                                        \
-      int64_t off_ = 0;                                                                    \
-      for (int32_t d_ = 0; d_ < r_ - 1; ++d_) off_ += it_[d_].input * (G)->in_strides[d_]; \
-      cmlc_wn_axis_t* last_ = &it_[r_ - 1];                                                \
-      if (last_->dense) {                                                                  \
-        const int64_t step_ = last_->win_dil * lst_;                                       \
-        int64_t at_ = off_ + last_->input * lst_;                                          \
-        for (int64_t k_ = last_->cur; k_ <= last_->last; ++k_, at_ += step_) {             \
-          const int64_t in_off = at_;                                                      \
-          BODY                                                                             \
-        }                                                                                  \
-      } else {                                                                             \
-        do {                                                                               \
-          const int64_t in_off = off_ + last_->input * lst_;                               \
-          BODY                                                                             \
-        } while (cmlc_wn_axis_next(last_));                                                \
-      }                                                                                    \
-      int32_t d_ = r_ - 2;                                                                 \
-      while (d_ >= 0 && !cmlc_wn_axis_next(&it_[d_])) --d_;                                \
-      more_ = d_ >= 0;                                                                     \
-      for (int32_t e_ = d_ + 1; more_ && e_ < r_ - 1; ++e_) {                              \
-        cmlc_wn_axis_first(&it_[e_], (G), e_, (O)[e_]);                                    \
-      }                                                                                    \
-      if (more_) cmlc_wn_axis_first(last_, (G), r_ - 1, (O)[r_ - 1]);                      \
-    }                                                                                      \
-  } while (0)
+// The input elements of the window at one output position, in row-major window order, as runs:
+// a run is |count| elements at operand offsets start, start + step, ... One run covers a whole
+// row of the last axis when that axis has no base dilation, otherwise one element. Usage:
+//
+//   cmlc_wn_runs_t r;
+//   int64_t at, step, n;
+//   cmlc_wn_runs_start(&r, g, o);
+//   while (cmlc_wn_runs_next(&r, &at, &step, &n)) {
+//     for (; n > 0; --n, at += step) ... element at operand offset |at| ...
+//   }
+typedef struct cmlc_wn_runs_t {
+  const cmlc_wn_geom_t* g;
+  const int64_t* o;  // the output position (g->rank indices)
+  cmlc_wn_axis_t it[CML_MAX_RANK];
+  bool more;        // the axes hold a tap not yet returned
+  int64_t row_off;  // when |more|: the operand offset of the current row (axes 0..rank-2)
+} cmlc_wn_runs_t;
+
+// Sets r->row_off from the taps of axes 0..rank-2.
+static inline __attribute__((always_inline)) void cmlc_wn_runs_row_off(cmlc_wn_runs_t* r) {
+  const cmlc_wn_geom_t* g = r->g;
+  int64_t off = 0;
+  for (int32_t d = 0; d < g->rank - 1; ++d) off += r->it[d].input * g->in_strides[d];
+  r->row_off = off;
+}
+
+static inline __attribute__((always_inline)) void cmlc_wn_runs_start(cmlc_wn_runs_t* r,
+                                                                     const cmlc_wn_geom_t* g,
+                                                                     const int64_t* o) {
+  r->g = g;
+  r->o = o;
+  bool more = true;
+  for (int32_t d = 0; d < g->rank && more; ++d) more = cmlc_wn_axis_first(&r->it[d], g, d, o[d]);
+  r->more = more;
+  if (more) cmlc_wn_runs_row_off(r);
+}
+
+// Moves to the first tap of the next row (odometer over axes 0..rank-2); clears r->more past the
+// last one.
+static inline __attribute__((always_inline)) void cmlc_wn_runs_next_row(cmlc_wn_runs_t* r) {
+  const cmlc_wn_geom_t* g = r->g;
+  const int32_t rank = g->rank;
+  int32_t d = rank - 2;
+  while (d >= 0 && !cmlc_wn_axis_next(&r->it[d])) --d;
+  r->more = d >= 0;
+  if (!r->more) return;
+  for (int32_t e = d + 1; e < rank - 1; ++e) cmlc_wn_axis_first(&r->it[e], g, e, r->o[e]);
+  cmlc_wn_axis_first(&r->it[rank - 1], g, rank - 1, r->o[rank - 1]);
+  cmlc_wn_runs_row_off(r);
+}
+
+// The next run (see cmlc_wn_runs_t), or false when every element was returned.
+static inline __attribute__((always_inline)) bool cmlc_wn_runs_next(cmlc_wn_runs_t* r,
+                                                                    int64_t* start, int64_t* step,
+                                                                    int64_t* count) {
+  if (!r->more) return false;
+  const cmlc_wn_geom_t* g = r->g;
+  cmlc_wn_axis_t* last = &r->it[g->rank - 1];
+  const int64_t lst = g->in_strides[g->rank - 1];
+  *start = r->row_off + last->input * lst;
+  if (last->dense) {  // the whole row at once
+    *step = last->win_dil * lst;
+    *count = last->last - last->cur + 1;
+    cmlc_wn_runs_next_row(r);
+    return true;
+  }
+  *step = 0;
+  *count = 1;
+  if (!cmlc_wn_axis_next(last)) cmlc_wn_runs_next_row(r);
+  return true;
+}
 
 //===--- ReduceWindow ---===//
 
@@ -207,10 +242,15 @@ typedef struct cmlc_wn_rw_t {
     for (int64_t i_ = begin; i_ < end; ++i_) {                                \
       cmlc_wn_decode(g_, i_, o_);                                             \
       A acc = (INIT);                                                         \
-      CMLC_WN_VISIT(g_, o_, {                                                 \
-        const A v = LOAD(in_[in_off]);                                        \
-        COMBINE(acc, v);                                                      \
-      });                                                                     \
+      cmlc_wn_runs_t r_;                                                      \
+      int64_t at_, step_, n_;                                                 \
+      cmlc_wn_runs_start(&r_, g_, o_);                                        \
+      while (cmlc_wn_runs_next(&r_, &at_, &step_, &n_)) {                     \
+        for (; n_ > 0; --n_, at_ += step_) {                                  \
+          const A v = LOAD(in_[at_]);                                         \
+          COMBINE(acc, v);                                                    \
+        }                                                                     \
+      }                                                                       \
       out_[i_] = STORE(acc);                                                  \
     }                                                                         \
   }
@@ -314,20 +354,27 @@ static cml_status_t cmlc_wn_reduce_window(const cmlc_kernel_args_t* args) {
     for (int64_t i = 0; i < src_count; ++i) {                                                      \
       cmlc_wn_decode(g, i, o);                                                                     \
       const T s = src[i];                                                                          \
+      cmlc_wn_runs_t r;                                                                            \
+      int64_t at, step, n;                                                                         \
+      cmlc_wn_runs_start(&r, g, o);                                                                \
       if (op == CML_OP_SELECT_AND_SCATTER_SUM) {                                                   \
-        CMLC_WN_VISIT(g, o, { ADD(acc[in_off], s); });                                             \
+        while (cmlc_wn_runs_next(&r, &at, &step, &n)) {                                            \
+          for (; n > 0; --n, at += step) ADD(acc[at], s);                                          \
+        }                                                                                          \
         continue;                                                                                  \
       }                                                                                            \
       const bool is_max = op == CML_OP_SELECT_AND_SCATTER_MAX;                                     \
       int64_t sel = -1;                                                                            \
       C cur = (C)0;                                                                                \
-      CMLC_WN_VISIT(g, o, {                                                                        \
-        const C v = TO_C(x[in_off]);                                                               \
-        if (sel < 0 || (is_max ? !(cur >= v) : !(cur <= v))) {                                     \
-          sel = in_off;                                                                            \
-          cur = v;                                                                                 \
+      while (cmlc_wn_runs_next(&r, &at, &step, &n)) {                                              \
+        for (; n > 0; --n, at += step) {                                                           \
+          const C v = TO_C(x[at]);                                                                 \
+          if (sel < 0 || (is_max ? !(cur >= v) : !(cur <= v))) {                                   \
+            sel = at;                                                                              \
+            cur = v;                                                                               \
+          }                                                                                        \
         }                                                                                          \
-      });                                                                                          \
+      }                                                                                            \
       if (sel >= 0) ADD(acc[sel], s);                                                              \
     }                                                                                              \
   }

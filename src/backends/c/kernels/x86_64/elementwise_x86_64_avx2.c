@@ -4,7 +4,7 @@
 // all-ones / all-zeros lanes. Only reached when options->isa is CMLC_ISA_AVX2 or better.
 #include "backends/c/kernels/generic/elementwise_internal.h"
 
-#if defined(CMLC_EW_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
 #include <immintrin.h>
 
 #define CMLC_EW_TARGET __attribute__((target("avx2,fma,f16c")))
@@ -99,4 +99,4 @@ CMLC_EW_TARGET static inline void v_store_i32(int32_t* p, vi v) {
 
 #include "backends/c/kernels/x86_64/elementwise_x86_64_body.h"
 
-#endif  // CMLC_EW_HAVE_X86
+#endif  // CMLC_HAVE_X86_64

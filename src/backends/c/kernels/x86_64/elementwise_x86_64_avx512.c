@@ -4,7 +4,7 @@
 // attribute; the kernels are only reached when options->isa is CMLC_ISA_AVX512.
 #include "backends/c/kernels/generic/elementwise_internal.h"
 
-#if defined(CMLC_EW_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
 #include <immintrin.h>
 
 #define CMLC_EW_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
@@ -92,4 +92,4 @@ CMLC_EW_TARGET static inline void v_store_i32(int32_t* p, vi v) { _mm512_storeu_
 
 #include "backends/c/kernels/x86_64/elementwise_x86_64_body.h"
 
-#endif  // CMLC_EW_HAVE_X86
+#endif  // CMLC_HAVE_X86_64

@@ -8,7 +8,7 @@
 // read nor written) and store only |rows| rows; the arithmetic is the same as a full tile's.
 #include "backends/c/kernels/generic/linalg_internal.h"
 
-#if defined(CMLC__GEMM_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
 #include <immintrin.h>
 
 #define CMLC_AVX2_TARGET __attribute__((target("avx2,fma")))

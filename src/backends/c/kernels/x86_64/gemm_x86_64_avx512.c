@@ -10,7 +10,7 @@
 // tile and a masked one run the same arithmetic, so a tile's values do not depend on its place.
 #include "backends/c/kernels/generic/linalg_internal.h"
 
-#if defined(CMLC__GEMM_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
 #include <immintrin.h>
 
 #define CMLC_AVX512_TARGET __attribute__((target("avx512f")))

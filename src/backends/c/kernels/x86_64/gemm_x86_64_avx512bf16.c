@@ -26,7 +26,7 @@
 // denormal), which is the bound the tests use for every path.
 #include "backends/c/kernels/generic/linalg_internal.h"
 
-#if defined(CMLC__GEMM_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
 #include <immintrin.h>
 
 enum {
@@ -275,4 +275,4 @@ void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, cmlc_pool_t* pool, void* scr
   }
 }
 
-#endif  // CMLC__GEMM_HAVE_X86
+#endif  // CMLC_HAVE_X86_64

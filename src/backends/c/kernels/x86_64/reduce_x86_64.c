@@ -10,7 +10,7 @@
 // a NaN (a's when a is the NaN, as the scalar kernel returns a).
 #include "backends/c/kernels/generic/reduce_internal.h"
 
-#if defined(CMLC__RD_HAVE_X86)
+#if defined(CMLC_HAVE_X86_64)
 #include <immintrin.h>
 
 #define CMLC_RD512_TARGET __attribute__((target("avx512f")))
@@ -135,4 +135,4 @@ CMLC_RDX256_COLS(sum, CMLC_RDX_SUM1)
 CMLC_RDX256_COLS(max, CMLC_RDX_MAX1)
 CMLC_RDX256_COLS(min, CMLC_RDX_MIN1)
 
-#endif  // CMLC__RD_HAVE_X86
+#endif  // CMLC_HAVE_X86_64
