@@ -41,7 +41,7 @@ double cml__xla_install_timeout_s(void) {
   return cml_xla_env_seconds("CML_XLA_INSTALL_TIMEOUT_S", CML_XLA_INSTALL_TIMEOUT_DEFAULT_S);
 }
 
-static int64_t cml_xla_now_ms(void) {
+int64_t cml__xla_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -66,6 +66,61 @@ static void cml_xla_describe_argv(const char* const* argv, char* out, size_t siz
       used + 5 < size) {
     snprintf(out + used, size - used, " ...");
   }
+}
+
+void cml__xla_child_wait(pid_t pid, int fd, int64_t deadline_ms, char* buf, size_t capacity,
+                         cml__xla_child_result_t* out) {
+  *out = (cml__xla_child_result_t){.reaped = false, .status = 0, .used = 0, .truncated = false};
+  int64_t deadline = deadline_ms;
+  for (;;) {
+    if (!out->reaped) {
+      pid_t got = waitpid(pid, &out->status, WNOHANG);
+      if (got == pid) {
+        out->reaped = true;
+      } else if (got < 0 && errno != EINTR) {
+        out->reaped = true;  // ECHILD: SIGCHLD ignored by the application, no status
+        out->status = -1;
+      }
+      if (out->reaped) {
+        // Something it started may still hold the pipe: read what is left, briefly.
+        int64_t grace = cml__xla_now_ms() + 500;
+        if (grace < deadline) deadline = grace;
+      }
+    }
+    if (out->reaped && fd < 0) break;
+    int64_t left = deadline - cml__xla_now_ms();
+    if (left <= 0) break;
+    if (fd < 0) {
+      // No output to read (or it is closed), child not reaped yet: wait in small steps.
+      struct timespec step = {0, 5 * 1000 * 1000};
+      nanosleep(&step, NULL);
+      continue;
+    }
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int ready = poll(&pfd, 1, (int)(left < 50 ? left : 50));
+    if (ready < 0 && errno != EINTR) {
+      close(fd);
+      fd = -1;
+      continue;
+    }
+    if (ready <= 0) continue;
+    char scratch[4096];
+    bool keep = out->used < capacity;
+    ssize_t got =
+        read(fd, keep ? buf + out->used : scratch, keep ? capacity - out->used : sizeof scratch);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      close(fd);
+      fd = -1;
+      continue;
+    }
+    if (keep) {
+      out->used += (size_t)got;
+    } else {
+      out->truncated = true;
+    }
+  }
+  if (fd >= 0) close(fd);
 }
 
 cml_status_t cml__xla_run_with_timeout(const char* const* argv, char* out, size_t out_size,
@@ -106,59 +161,12 @@ cml_status_t cml__xla_run_with_timeout(const char* const* argv, char* out, size_
     return CML_OK;
   }
   int64_t limit_ms = timeout_s > 0 ? (int64_t)(timeout_s * 1000.0) : INT64_MAX / 4;
-  int64_t deadline = cml_xla_now_ms() + limit_ms;
-  int fd = out ? pipe_fds[0] : -1;
-  size_t used = 0;
-  bool reaped = false, timed_out = false;
-  int status = 0;
-  for (;;) {
-    if (!reaped) {
-      pid_t got = waitpid(pid, &status, WNOHANG);
-      if (got == pid) {
-        reaped = true;
-        // Something it started may still hold the pipe: read what is left, briefly.
-        int64_t grace = cml_xla_now_ms() + 500;
-        if (grace < deadline) deadline = grace;
-      } else if (got < 0 && errno != EINTR) {
-        if (fd >= 0) close(fd);
-        kill(-pid, SIGKILL);
-        return cml_status_make(CML_STATUS_INTERNAL, "xla: waitpid: %s", strerror(errno));
-      }
-    }
-    if (reaped && fd < 0) break;
-    int64_t left = deadline - cml_xla_now_ms();
-    if (left <= 0) {
-      timed_out = !reaped;
-      break;
-    }
-    int step = (int)(left < 50 ? left : 50);
-    if (fd < 0) {
-      struct timespec ts = {0, (long)step * 1000 * 1000};
-      nanosleep(&ts, NULL);
-      continue;
-    }
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    int ready = poll(&pfd, 1, step);
-    if (ready < 0 && errno != EINTR) {
-      close(fd);
-      fd = -1;
-      continue;
-    }
-    if (ready <= 0) continue;
-    char scratch[4096];
-    bool keep = used + 1 < out_size;
-    ssize_t got =
-        read(fd, keep ? out + used : scratch, keep ? out_size - 1 - used : sizeof scratch);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      close(fd);
-      fd = -1;
-      continue;
-    }
-    if (keep) used += (size_t)got;
-  }
-  if (fd >= 0) close(fd);
-  if (out && out_size) out[used < out_size ? used : out_size - 1] = '\0';
+  cml__xla_child_result_t result;
+  cml__xla_child_wait(pid, out ? pipe_fds[0] : -1, cml__xla_now_ms() + limit_ms, out,
+                      out && out_size ? out_size - 1 : 0, &result);
+  if (out && out_size) out[result.used] = '\0';
+  int status = result.status;
+  const bool timed_out = !result.reaped;
   if (timed_out) {
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
@@ -173,7 +181,9 @@ cml_status_t cml__xla_run_with_timeout(const char* const* argv, char* out, size_
                            "CML_XLA_INSTALL_TIMEOUT_S for pip downloads; see docs/xla.md)",
                            what, timeout_s);
   }
-  if (WIFEXITED(status)) {
+  if (status == -1) {
+    *out_exit = 127;  // SIGCHLD ignored by the application: no exit status to report
+  } else if (WIFEXITED(status)) {
     *out_exit = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {
     *out_exit = 128 + WTERMSIG(status);

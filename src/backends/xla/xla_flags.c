@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/xla/xla_internal.h"
+
 //===--- the child ---===//
 
 typedef struct cml_xla_flags_child_args_t {
@@ -78,12 +80,6 @@ static bool cml_xla_flags_child(void* arg) {
 }
 
 //===--- the parent ---===//
-
-static int64_t cml_xla_flags_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void cml_xla_flags_close(int* fd) {
   if (*fd >= 0) close(*fd);
@@ -212,57 +208,13 @@ cml_status_t cml__xla_flags_probe(bool (*child_fn)(void* arg), void* arg, int ti
   }
 
   // Read the output until EOF and reap the child, both before the deadline.
-  int64_t deadline = cml_xla_flags_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
-  size_t used = 0;
-  bool truncated = false, reaped = false, timed_out = false;
-  int status = 0;
-  for (;;) {
-    if (!reaped) {
-      pid_t got = waitpid(pid, &status, WNOHANG);
-      if (got == pid) {
-        reaped = true;
-      } else if (got < 0 && errno == ECHILD) {
-        reaped = true;  // SIGCHLD ignored by the application: no status, the report decides
-        status = -1;
-      }
-      if (reaped) {
-        // Something the child started may still hold the pipe: read what is left briefly.
-        int64_t grace = cml_xla_flags_now_ms() + 500;
-        if (grace < deadline) deadline = grace;
-      }
-    }
-    if (reaped && out_fds[0] < 0) break;
-    int64_t left = deadline - cml_xla_flags_now_ms();
-    if (left <= 0) {
-      timed_out = !reaped;
-      break;
-    }
-    if (out_fds[0] < 0) {
-      // Output closed, child not reaped yet: wait in small steps.
-      struct timespec step = {0, 5 * 1000 * 1000};
-      nanosleep(&step, NULL);
-      continue;
-    }
-    struct pollfd pfd = {.fd = out_fds[0], .events = POLLIN};
-    int ready = poll(&pfd, 1, (int)(left < 100 ? left : 100));
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    char scratch[4096];
-    char* dst = used < CML_XLA_FLAGS_MAX_OUTPUT ? text + used : scratch;
-    size_t room =
-        used < CML_XLA_FLAGS_MAX_OUTPUT ? CML_XLA_FLAGS_MAX_OUTPUT - used : sizeof scratch;
-    ssize_t n = read(out_fds[0], dst, room);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      cml_xla_flags_close(&out_fds[0]);
-      continue;
-    }
-    if (dst == scratch) {
-      truncated = true;
-    } else {
-      used += (size_t)n;
-    }
-  }
+  cml__xla_child_result_t result;
+  cml__xla_child_wait(pid, out_fds[0], cml__xla_now_ms() + (timeout_ms > 0 ? timeout_ms : 0), text,
+                      CML_XLA_FLAGS_MAX_OUTPUT, &result);
+  out_fds[0] = -1;  // closed by cml__xla_child_wait
+  const bool reaped = result.reaped, timed_out = !result.reaped, truncated = result.truncated;
+  const size_t used = result.used;
+  int status = result.status;
   if (timed_out) {
     kill(pid, SIGKILL);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -19,6 +19,8 @@
 #ifndef CML_BACKENDS_XLA_XLA_INTERNAL_H_
 #define CML_BACKENDS_XLA_XLA_INTERNAL_H_
 
+#include <sys/types.h>
+
 #include "backends/xla/pjrt/pjrt.h"
 #include "core/runtime_internal.h"
 
@@ -143,6 +145,25 @@ double cml__xla_install_timeout_s(void);
 CML_MUST_USE cml_status_t cml__xla_run_with_timeout(const char* const* argv, char* out,
                                                     size_t out_size, const char* log_path,
                                                     double timeout_s, int* out_exit);
+
+// Milliseconds of CLOCK_MONOTONIC: the clock of the deadlines below.
+int64_t cml__xla_now_ms(void);
+
+// What cml__xla_child_wait saw.
+typedef struct cml__xla_child_result_t {
+  bool reaped;     // the child was reaped (false: the deadline passed first; it still runs)
+  int status;      // its wait status when reaped; -1 when the application ignores SIGCHLD
+  size_t used;     // bytes of output stored in the buffer (not NUL-terminated)
+  bool truncated;  // the child wrote more than the buffer holds (the rest was read and dropped)
+} cml__xla_child_result_t;
+
+// Waits for the child |pid| until |deadline_ms| (cml__xla_now_ms), reading its output from |fd|
+// (-1: none; always closed on return) into |buf| (|capacity| bytes). Once the child is reaped,
+// output still held by what it started is read for at most 500 ms more. On a timeout the child
+// is left running: the caller kills it (its process group, or the pid) and reaps it. The one
+// wait loop of the backend's child processes (programs it runs, the XLA_FLAGS check).
+void cml__xla_child_wait(pid_t pid, int fd, int64_t deadline_ms, char* buf, size_t capacity,
+                         cml__xla_child_result_t* out);
 
 // cml__xla_run_with_timeout with the query timeout (cml__xla_query_timeout_s()).
 CML_MUST_USE cml_status_t cml__xla_run(const char* const* argv, char* out, size_t out_size,
