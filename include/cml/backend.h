@@ -108,6 +108,9 @@ typedef struct cml_capabilities_t {
   bool prefer_constants_for_variables;
   bool shared_buffers;
   int32_t max_rank;
+  // Bit (1u << cml_distribution_t) set for each distribution strategy the backend runs
+  // (cml/distributed.h); NONE is always set.
+  uint32_t distributions;
 } cml_capabilities_t;
 
 // The backend's capabilities (lent; lives with the backend; NULL for a NULL backend).

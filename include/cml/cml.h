@@ -32,5 +32,6 @@
 #include "cml/graph.h"
 #include "cml/backend.h"
 #include "cml/fused.h"
+#include "cml/distributed.h"
 
 #endif  // CML_CML_H_

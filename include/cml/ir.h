@@ -29,6 +29,7 @@
 #ifndef CML_IR_H_
 #define CML_IR_H_
 
+#include "cml/distributed.h"
 #include "cml/graph.h"
 
 #ifdef __cplusplus
@@ -51,6 +52,22 @@ typedef struct cml_ir_fused_attrs_t {
   double scale;               // FusedSDPA: the scale, its default already filled in
   int64_t query_dim, kv_dim;  // FusedAttentionQKVProjection
 } cml_ir_fused_attrs_t;
+
+// Attributes of the collective ops (cml/distributed.h), in cml_ir_attrs_t.collective. The
+// reduction type of AllReduce and ReduceScatter is in cml_ir_attrs_t.reduce_type and the axis
+// of AllGather and ReduceScatter in cml_ir_attrs_t.axis. Arrays are owned by the module.
+typedef struct cml_ir_collective_attrs_t {
+  // AllReduce, AllGather, ReduceScatter, AllToAll, CollectiveBroadcast: the replica groups,
+  // group_count * group_size device slots, always filled (a NULL |groups| argument of the
+  // builder becomes one group of every slot in order).
+  const int32_t* groups;
+  int32_t group_count, group_size;
+  // CollectivePermute: pair_count (source, target) pairs, flattened.
+  const int32_t* pairs;
+  int32_t pair_count;
+  // AllToAll.
+  int64_t split_axis, concat_axis;
+} cml_ir_collective_attrs_t;
 
 // Attributes of a node (only the fields its op uses are meaningful; the rest are zero).
 typedef struct cml_ir_attrs_t {
@@ -90,6 +107,8 @@ typedef struct cml_ir_attrs_t {
   } u;
   // Fused ops (CML_OPK_FUSED).
   cml_ir_fused_attrs_t fused;
+  // Collective ops (CML_OPK_COLLECTIVE).
+  cml_ir_collective_attrs_t collective;
 } cml_ir_attrs_t;
 
 typedef struct cml_ir_node_t {
@@ -136,8 +155,19 @@ typedef struct cml_module_t {
   const cml_ir_value_t* values;
   uint32_t function_count;  // functions[0] is main
   const cml_ir_function_t* functions;
-  // Distribution: devices the computation runs on (1 unless SPMD).
+  // Distribution: devices the computation runs on (1 unless SPMD or AutoSharding).
   int32_t num_devices;
+  cml_distribution_t distribution;
+  // The backend device of each of the num_devices slots (never NULL; 0..N-1 by default).
+  const int32_t* device_assignment;
+  // AutoSharding: the meshes (copies owned by the module).
+  uint32_t mesh_count;
+  const cml_mesh_t* const* meshes;
+  // AutoSharding: one sharding per parameter / output of main (mesh pointing into |meshes|;
+  // NULL arrays when none was given; a zeroed entry means replicated). Value shapes in the
+  // functions are logical (global) shapes; per-device shapes follow from these specs.
+  const cml_sharding_t* param_shardings;
+  const cml_sharding_t* output_shardings;
 } cml_module_t;
 
 // Writes a readable listing of |module| (one line per node) to |out| (a FILE*).

@@ -894,6 +894,8 @@ static const not_lowered_t kNotLowered[] = {
     {CML_OP_REDUCE_SCATTER, "collective: the xla backend runs no SPMD modules yet"},
     {CML_OP_ALL_TO_ALL, "collective: the xla backend runs no SPMD modules yet"},
     {CML_OP_COLLECTIVE_PERMUTE, "collective: the xla backend runs no SPMD modules yet"},
+    {CML_OP_REPLICA_ID, "collective: the xla backend runs no SPMD modules yet"},
+    {CML_OP_PARTITION_ID, "collective: the xla backend runs no SPMD modules yet"},
     {CML_OP_BLOCK_FOR_DOT_GENERAL, "internal to the c backend"},
     {CML_OP_FUSED_SDPA_VJP, "fused op without a public builder yet"},
     {CML_OP_FUSED_QUANTIZED_DENSE, "fused op without a public builder yet"},
