@@ -67,6 +67,10 @@ void cmlc_pool_destroy(cmlc_pool_t* pool);
 
 //===--- kernels ---===//
 
+// An inner loop a group picks at plan time (cast back to its own type by the group's runner).
+typedef void (*cmlc_impl_fn)(void);
+#define CMLC_IMPL_SLOTS 2
+
 typedef struct cmlc_kernel_args_t {
   const cml_module_t* module;
   const cml_ir_node_t* node;
@@ -85,6 +89,8 @@ typedef struct cmlc_kernel_args_t {
   cml_status_t (*call_function)(void* exec, uint32_t function, const void* const* inputs,
                                 void* const* outputs);
   void* exec;
+  // entry.impl, copied by whoever runs the entry (the engine, the folder, a test fixture).
+  cmlc_impl_fn impl[CMLC_IMPL_SLOTS];
 } cmlc_kernel_args_t;
 
 typedef cml_status_t (*cmlc_kernel_fn)(const cmlc_kernel_args_t* args);
@@ -97,6 +103,10 @@ typedef struct cmlc_kernel_entry_t {
   // Output 0 may share storage with input |in_place_input| (-1: never). Elementwise kernels
   // that read each element before writing it set this to let the planner reuse buffers.
   int in_place_input;
+  // Inner loops the group's lookup picked for options->isa, once, when the plan is made (the
+  // runner never looks at the ISA): the meaning of each slot is the group's; NULL slots mean
+  // "none" (e.g. no SIMD variant for this op and dtype).
+  cmlc_impl_fn impl[CMLC_IMPL_SLOTS];
 } cmlc_kernel_entry_t;
 
 // Group lookups: fill |out| and return true when the group implements |node| (its op and

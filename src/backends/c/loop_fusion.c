@@ -40,6 +40,7 @@ typedef struct cmlc_fused_op_t {
   const cml_ir_node_t* node;
   cmlc_ew_fn fn;  // NULL: ConvertDType from |from| to |to|
   cml_dtype_t from, to;
+  cmlc_impl_fn convert_impl;  // ConvertDType: the SIMD loop its lookup picked (may be NULL)
   int arg_count;
   int16_t args[3];  // >= 0: register; < 0: input -(arg + 1)
   int16_t dst;      // register, or -1: the output
@@ -66,8 +67,8 @@ static bool cmlc_fused_dtype_ok(cml_dtype_t dtype) {
   return dtype == CML_DTYPE_F32 || dtype == CML_DTYPE_F64 || dtype == CML_DTYPE_BOOL;
 }
 
-// Fills |op|'s inner loop (the same choice the unfused runners make) and returns whether the
-// node can be fused.
+// Fills |op|'s inner loop and returns whether the node can be fused. The loop is the one the
+// elementwise group's lookup picked for the unfused node (one place picks SIMD variants).
 static bool cmlc_fused_pick(const cml_module_t* m, const cml_ir_node_t* n,
                             const cmlc_options_t* options, cmlc_fused_op_t* op) {
   if (n->output_count != 1 || n->input_count == 0 || n->input_count > 3) return false;
@@ -78,58 +79,39 @@ static bool cmlc_fused_pick(const cml_module_t* m, const cml_ir_node_t* n,
     const size_t size = cmlc_ew_element_size(m->values[n->inputs[k]].shape.dtype);
     if (size == 0 || size > CMLC_FUSED_MAX_ELEMENT) return false;
   }
-  const cml_dtype_t d0 = m->values[n->inputs[0]].shape.dtype;
-  memset(op, 0, sizeof *op);
-  op->node = n;
-  op->arg_count = (int)n->input_count;
   switch (n->op) {
     case CML_OP_IDENTITY:
     case CML_OP_BITCAST:
     case CML_OP_IOTA:
       return false;
-    case CML_OP_CONVERT_DTYPE:
-      if (n->input_count != 1 || !cmlc_ew_convert_supported(d0, os->dtype)) return false;
-      op->from = d0;
-      op->to = os->dtype;
-      return true;
-    case CML_OP_CLAMP:
-      if (n->input_count != 3) return false;
-      op->fn = cmlc_ew_binary_fn(CML_OP_CLAMP, m->values[n->inputs[1]].shape.dtype);
-      return op->fn != NULL;
-    case CML_OP_WHERE: {
-      if (n->input_count != 3) return false;
-      const size_t size = cmlc_ew_element_size(os->dtype);
-      op->fn = cmlc_ew_simd_where_fn(options, size);
-      if (!op->fn) op->fn = cmlc_ew_where_fn(size);
-      return op->fn != NULL;
-    }
     default:
       break;
   }
-  switch (cml_op_kind(n->op)) {
-    case CML_OPK_UNARY:
-      if (n->input_count != 1) return false;
-      op->fn = cmlc_ew_simd_unary_fn(options, n->op, d0);
-      if (!op->fn) op->fn = cmlc_ew_unary_fn(n->op, d0);
-      return op->fn != NULL;
-    case CML_OPK_BINARY:
-    case CML_OPK_COMPARE:
-      if (n->input_count != 2) return false;
-      op->fn = cmlc_ew_simd_binary_fn(options, n->op, d0);
-      if (!op->fn) op->fn = cmlc_ew_binary_fn(n->op, d0);
-      return op->fn != NULL;
-    default:
-      return false;
+  const cml_op_kind_t kind = cml_op_kind(n->op);
+  const bool plain = n->op == CML_OP_CONVERT_DTYPE || n->op == CML_OP_CLAMP ||
+                     n->op == CML_OP_WHERE || kind == CML_OPK_UNARY || kind == CML_OPK_BINARY ||
+                     kind == CML_OPK_COMPARE;
+  if (!plain) return false;
+  cmlc_kernel_entry_t e = {.in_place_input = -1};
+  if (!cmlc_kernels_elementwise_lookup(m, n, options, &e) || !e.run) return false;
+  memset(op, 0, sizeof *op);
+  op->node = n;
+  op->arg_count = (int)n->input_count;
+  if (n->op == CML_OP_CONVERT_DTYPE) {
+    if (n->input_count != 1) return false;
+    op->from = m->values[n->inputs[0]].shape.dtype;
+    op->to = os->dtype;
+    op->convert_impl = e.impl[0];
+    return true;
   }
+  op->fn = (cmlc_ew_fn)e.impl[0];
+  return op->fn != NULL;
 }
 
 bool cmlc_fused_node_supported(const cml_module_t* module, const cml_ir_node_t* node,
                                const cmlc_options_t* options) {
   cmlc_fused_op_t op;
-  if (!cmlc_fused_pick(module, node, options, &op)) return false;
-  // The planner would run it through the elementwise group (checked, not assumed).
-  cmlc_kernel_entry_t e = {NULL, NULL, -1};
-  return cmlc_kernels_elementwise_lookup(module, node, options, &e) && e.run;
+  return cmlc_fused_pick(module, node, options, &op);
 }
 
 //===--- building ---===//
@@ -391,6 +373,7 @@ static void cmlc_fused_task(void* ctx, int64_t begin, int64_t end, int thread_in
           .output_count = 1,
           .output_shapes = oshape,
           .outputs = outs,
+          .impl = {op->convert_impl},
       };
       // Checked when the program was built (cmlc_ew_convert_supported): cannot fail.
       cml_status_free(cmlc_ew_run_convert(&args));
