@@ -22,15 +22,15 @@ typedef struct bt_group_t {
 // shows that before hundreds of op failures.
 static const bt_group_t bt_groups[] = {
     {"exec", bt_cases_exec, &bt_cases_exec_count},
-    {"functions", bt_cases_functions, &bt_cases_functions_count},
-    {"unary", bt_cases_unary, &bt_cases_unary_count},
-    {"binary", bt_cases_binary, &bt_cases_binary_count},
+    {"control", bt_cases_control, &bt_cases_control_count},
+    {"elementwise_unary", bt_cases_elementwise_unary, &bt_cases_elementwise_unary_count},
+    {"elementwise_binary", bt_cases_elementwise_binary, &bt_cases_elementwise_binary_count},
     {"reduce", bt_cases_reduce, &bt_cases_reduce_count},
-    {"shape", bt_cases_shape, &bt_cases_shape_count},
+    {"movement", bt_cases_movement, &bt_cases_movement_count},
     {"index", bt_cases_index, &bt_cases_index_count},
     {"window", bt_cases_window, &bt_cases_window_count},
-    {"dot", bt_cases_dot, &bt_cases_dot_count},
-    {"conv", bt_cases_conv, &bt_cases_conv_count},
+    {"linalg_dot", bt_cases_linalg_dot, &bt_cases_linalg_dot_count},
+    {"linalg_conv", bt_cases_linalg_conv, &bt_cases_linalg_conv_count},
     {"special", bt_cases_special, &bt_cases_special_count},
     {"fused", bt_cases_fused, &bt_cases_fused_count},
 };

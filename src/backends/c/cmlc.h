@@ -138,7 +138,7 @@ void cmlc_kernels_index_capabilities(cml_capabilities_t* caps);
 void cmlc_kernels_window_capabilities(cml_capabilities_t* caps);
 void cmlc_kernels_linalg_capabilities(cml_capabilities_t* caps);
 void cmlc_kernels_special_capabilities(cml_capabilities_t* caps);
-// The fused group (kernels/generic/fused_kernels.c): advertises FusedSoftmax, FusedGelu,
+// The fused group (kernels/generic/fused.c): advertises FusedSoftmax, FusedGelu,
 // FusedLayerNorm and FusedDense only when |options| enable fusion and not the reference kernels
 // (otherwise the builder decomposes them into standard ops).
 bool cmlc_kernels_fused_lookup(const cml_module_t* module, const cml_ir_node_t* node,

@@ -2,7 +2,7 @@
 // src/backends/c/loop_fusion.c: fused elementwise loops: one pass over the output for a group
 // of elementwise ops, so that the group's intermediates never touch the arena. (The c backend's
 // loop fusion, not the fused ops of cml/fused.h: those are src/core/fused.c and
-// kernels/generic/fused_kernels.c.)
+// kernels/generic/fused.c.)
 //
 // A group's program is a list of ops over registers: blocks of CMLC_FUSED_BLOCK elements that
 // stay in L1. For each block every op runs in schedule order through the very inner loops the
@@ -76,7 +76,7 @@ static bool cmlc_fused_pick(const cml_module_t* m, const cml_ir_node_t* n,
   if (!cmlc_fused_dtype_ok(os->dtype)) return false;
   for (uint32_t k = 0; k < n->input_count; ++k) {
     // Broadcast inputs are gathered into blocks of CMLC_FUSED_MAX_ELEMENT-byte elements.
-    const size_t size = cmlc_ew_element_size(m->values[n->inputs[k]].shape.dtype);
+    const size_t size = cmlc_dtype_size(m->values[n->inputs[k]].shape.dtype);
     if (size == 0 || size > CMLC_FUSED_MAX_ELEMENT) return false;
   }
   switch (n->op) {
@@ -136,7 +136,7 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
   f->rank = os->rank;
   for (int32_t d = 0; d < os->rank; ++d) f->dims[d] = os->dims[d];
   f->n = cml_shape_element_count(os);
-  f->out_size = cmlc_ew_element_size(os->dtype);
+  f->out_size = cmlc_dtype_size(os->dtype);
   // Register of each member's output (-1 before it is computed), and the last op reading it.
   int16_t reg_of[CMLC_FUSED_MAX_OPS];
   uint32_t last_reader[CMLC_FUSED_MAX_OPS];
@@ -182,7 +182,7 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
         }
         const cml_shape_t* is = &m->values[v].shape;
         f->inputs[slot] = v;
-        f->in_size[slot] = cmlc_ew_element_size(is->dtype);
+        f->in_size[slot] = cmlc_dtype_size(is->dtype);
         if (cml_shape_element_count(is) == 1) {
           f->mode[slot] = CMLC_FUSED_SCALAR;
         } else if (cml_shape_dims_equal(is, os)) {
@@ -191,7 +191,7 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
           f->mode[slot] = CMLC_FUSED_BCAST;
           f->bcast_slot[slot] = (uint8_t)f->bcast_count++;
           int64_t strides[CML_MAX_RANK];
-          cmlc_ew_strides(is, strides);
+          cmlc_shape_strides(is, strides);
           for (int32_t d = 0; d < os->rank; ++d) {
             if (is->dims[d] != os->dims[d] && is->dims[d] != 1) why = "bad broadcast";
             f->in_strides[slot][d] = is->dims[d] == 1 ? 0 : strides[d];

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// kernels/generic/fused_kernels.c: the "fused" kernel group: FusedSoftmax, FusedGelu,
+// kernels/generic/fused.c: the "fused" kernel group: FusedSoftmax, FusedGelu,
 // FusedLayerNorm and FusedDense (cml/fused.h), and the group's lookup and capabilities.
 //
 // Each kernel does in one pass over its rows what the decomposition (src/core/fused.c) does in
