@@ -86,11 +86,10 @@ typedef struct cmlc_round_t cmlc_round_t;
 // |position|), publishing |contribution|, and waits until every member arrived. On success the
 // caller must call cmlc_round_finish once. On failure (another slot failed, a stop, a member
 // that can never come) the caller owns the returned status and must not touch the round.
-CML_MUST_USE cml_status_t cmlc_round_join(cmlc_rendezvous_t* rendezvous,
-                                          const cml_ir_node_t* node, int32_t slot,
-                                          const int32_t* members, int32_t member_count,
-                                          int32_t position, const void* contribution,
-                                          cmlc_round_t** out_round);
+CML_MUST_USE cml_status_t cmlc_round_join(cmlc_rendezvous_t* rendezvous, const cml_ir_node_t* node,
+                                          int32_t slot, const int32_t* members,
+                                          int32_t member_count, int32_t position,
+                                          const void* contribution, cmlc_round_t** out_round);
 // The contribution of the member at |position| of a joined round.
 const void* cmlc_round_contribution(const cmlc_round_t* round, int32_t position);
 // Waits until every member of the round called this (then the round's data may be reused).

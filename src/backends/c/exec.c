@@ -145,8 +145,8 @@ static cml_status_t cmlc_poll_slow(cmlc_context_t* ctx, bool read_clock, const c
   if (ctx->deadline_ns && (read_clock || (++ctx->checks & (CMLC_CLOCK_EVERY - 1)) == 0) &&
       cml_clock_monotonic_ns() >= ctx->deadline_ns) {
     return cml_status_make(CML_STATUS_DEADLINE_EXCEEDED,
-                           "c backend: execution stopped at its deadline%s%s",
-                           at ? " before " : "", at ? cml_op_name(at->op) : "");
+                           "c backend: execution stopped at its deadline%s%s", at ? " before " : "",
+                           at ? cml_op_name(at->op) : "");
   }
   return CML_OK;
 }
@@ -509,8 +509,8 @@ static cml_status_t cmlc_slot_prepare(cmlc_slot_t* slot, const cml_execute_contr
     while (exe->values[r].storage == CMLC_STORAGE_ALIAS) r = exe->values[r].index;
     if (exe->values[r].storage != CMLC_STORAGE_OUTPUT || exe->values[r].index != o) continue;
     cmlc_buffer_t* b = NULL;
-    CML_RETURN_IF_ERROR(cmlc_buffer_create(exe->backend, slot->device, &m->values[v].shape, false,
-                                           &b));
+    CML_RETURN_IF_ERROR(
+        cmlc_buffer_create(exe->backend, slot->device, &m->values[v].shape, false, &b));
     slot->out_results[o] = &b->base;
     ptrs[r] = b->data;
   }
@@ -624,14 +624,14 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
       (void)pthread_attr_setstacksize(&attr, CMLC_SLOT_STACK_BYTES);
     }
     for (int32_t j = 1; j < n; ++j) {
-      int rc = pthread_create(&slots[j].thread, have_attr ? &attr : NULL, cmlc_slot_main,
-                              &slots[j]);
+      int rc =
+          pthread_create(&slots[j].thread, have_attr ? &attr : NULL, cmlc_slot_main, &slots[j]);
       if (rc != 0) {
         // The slots already running stop at their next poll or wait.
-        cmlc_rendezvous_fail(rendezvous, j,
-                             cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
-                                             "cannot start a thread for the slot: %s",
-                                             strerror(rc)));
+        cmlc_rendezvous_fail(
+            rendezvous, j,
+            cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "cannot start a thread for the slot: %s",
+                            strerror(rc)));
         break;
       }
       slots[j].started = true;

@@ -693,8 +693,7 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
                            "c backend: module %s runs on %d devices with distribution %d (not "
                            "SPMD); the c backend plans SPMD modules only (AutoSharding is "
                            "partitioned into SPMD first)",
-                           module->name ? module->name : "", (int)slots,
-                           (int)module->distribution);
+                           module->name ? module->name : "", (int)slots, (int)module->distribution);
   }
   if (slots > backend->options.devices) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,

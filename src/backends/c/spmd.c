@@ -167,8 +167,8 @@ static void cmlc_rv_fail_locked(cmlc_rendezvous_t* r, int32_t slot, cml_status_t
     cml_status_free(status);
   } else {
     if (slot >= 0) {
-      status = cml_status_annotate(status, "c backend: device slot %d (device %d) of %d",
-                                   (int)slot, cmlc_rv_device(r, slot), (int)r->slots);
+      status = cml_status_annotate(status, "c backend: device slot %d (device %d) of %d", (int)slot,
+                                   cmlc_rv_device(r, slot), (int)r->slots);
     }
     r->failure = status;
     __atomic_store_n(&r->failed, 1, __ATOMIC_RELAXED);
@@ -358,8 +358,8 @@ cml_status_t cmlc_round_join(cmlc_rendezvous_t* r, const cml_ir_node_t* node, in
   const uint32_t ci = exe->collective_index && ni < exe->module->node_count
                           ? exe->collective_index[ni]
                           : UINT32_MAX;
-  if (ci == UINT32_MAX || slot < 0 || slot >= r->slots || member_count > r->slots ||
-      position < 0 || position >= member_count) {
+  if (ci == UINT32_MAX || slot < 0 || slot >= r->slots || member_count > r->slots || position < 0 ||
+      position >= member_count) {
     return cml_status_make(CML_STATUS_INTERNAL,
                            "c backend: %s: bad rendezvous (slot %d, position %d of %d)",
                            cml_op_name(node->op), (int)slot, (int)position, (int)member_count);

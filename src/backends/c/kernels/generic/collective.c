@@ -62,10 +62,9 @@ static cml_status_t cmlc_co_find_group(const cmlc_kernel_args_t* a, cmlc_co_roun
       }
     }
   }
-  return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                         "%s: device slot %d is in none of its %d replica groups of %d",
-                         cml_op_name(a->node->op), (int)a->replica, (int)c->group_count,
-                         (int)c->group_size);
+  return cml_status_make(
+      CML_STATUS_INVALID_ARGUMENT, "%s: device slot %d is in none of its %d replica groups of %d",
+      cml_op_name(a->node->op), (int)a->replica, (int)c->group_count, (int)c->group_size);
 }
 
 // Joins the round of |r|'s group (nothing to join for a group of one).
@@ -109,21 +108,21 @@ typedef void (*cmlc_co_reduce_fn)(void* dst, const void* const* src, int n, int6
 #define CMLC_CO_FMIN(a, b) (isnan(a) ? (a) : isnan(b) ? (b) : (a) < (b) ? (a) : (b))
 
 // A reducer over T whose values are combined as CT (unsigned for wrapping integer arithmetic).
-#define CMLC_CO_GEN(name, T, CT, OP)                                                         \
+#define CMLC_CO_GEN(name, T, CT, OP)                                                          \
   static void name(void* dst, const void* const* src, int n, int64_t offset, int64_t count) { \
-    T* d = (T*)dst;                                                                          \
-    const T* s0 = (const T*)src[0] + offset;                                                 \
-    for (int64_t i = 0; i < count; ++i) d[i] = s0[i];                                        \
-    for (int k = 1; k < n; ++k) {                                                            \
-      const T* s = (const T*)src[k] + offset;                                                \
-      for (int64_t i = 0; i < count; ++i) d[i] = (T)OP((CT)d[i], (CT)s[i]);                  \
-    }                                                                                        \
+    T* d = (T*)dst;                                                                           \
+    const T* s0 = (const T*)src[0] + offset;                                                  \
+    for (int64_t i = 0; i < count; ++i) d[i] = s0[i];                                         \
+    for (int k = 1; k < n; ++k) {                                                             \
+      const T* s = (const T*)src[k] + offset;                                                 \
+      for (int64_t i = 0; i < count; ++i) d[i] = (T)OP((CT)d[i], (CT)s[i]);                   \
+    }                                                                                         \
   }
 
-#define CMLC_CO_INT(sfx, T, UT)                           \
-  CMLC_CO_GEN(cmlc_co_sum_##sfx, T, UT, CMLC_CO_SUM)      \
-  CMLC_CO_GEN(cmlc_co_product_##sfx, T, UT, CMLC_CO_MUL)  \
-  CMLC_CO_GEN(cmlc_co_max_##sfx, T, T, CMLC_CO_IMAX)      \
+#define CMLC_CO_INT(sfx, T, UT)                          \
+  CMLC_CO_GEN(cmlc_co_sum_##sfx, T, UT, CMLC_CO_SUM)     \
+  CMLC_CO_GEN(cmlc_co_product_##sfx, T, UT, CMLC_CO_MUL) \
+  CMLC_CO_GEN(cmlc_co_max_##sfx, T, T, CMLC_CO_IMAX)     \
   CMLC_CO_GEN(cmlc_co_min_##sfx, T, T, CMLC_CO_IMIN)
 // (8- and 16-bit values are combined as uint32_t: no promotion to a signed int can overflow.)
 CMLC_CO_INT(i8, int8_t, uint32_t)
@@ -136,10 +135,10 @@ CMLC_CO_INT(u32, uint32_t, uint32_t)
 CMLC_CO_INT(u64, uint64_t, uint64_t)
 #undef CMLC_CO_INT
 
-#define CMLC_CO_FLOAT(sfx, T)                            \
-  CMLC_CO_GEN(cmlc_co_sum_##sfx, T, T, CMLC_CO_SUM)      \
-  CMLC_CO_GEN(cmlc_co_product_##sfx, T, T, CMLC_CO_MUL)  \
-  CMLC_CO_GEN(cmlc_co_max_##sfx, T, T, CMLC_CO_FMAX)     \
+#define CMLC_CO_FLOAT(sfx, T)                           \
+  CMLC_CO_GEN(cmlc_co_sum_##sfx, T, T, CMLC_CO_SUM)     \
+  CMLC_CO_GEN(cmlc_co_product_##sfx, T, T, CMLC_CO_MUL) \
+  CMLC_CO_GEN(cmlc_co_max_##sfx, T, T, CMLC_CO_FMAX)    \
   CMLC_CO_GEN(cmlc_co_min_##sfx, T, T, CMLC_CO_FMIN)
 CMLC_CO_FLOAT(f32, float)
 CMLC_CO_FLOAT(f64, double)
@@ -165,10 +164,10 @@ CMLC_CO_FLOAT(f64, double)
       for (int64_t i = 0; i < m; ++i) d[b + i] = FROM_F32(acc[i]);                            \
     }                                                                                         \
   }
-#define CMLC_CO_HALVES(sfx, TO_F32, FROM_F32)                           \
-  CMLC_CO_HALF(cmlc_co_sum_##sfx, TO_F32, FROM_F32, CMLC_CO_SUM)        \
-  CMLC_CO_HALF(cmlc_co_product_##sfx, TO_F32, FROM_F32, CMLC_CO_MUL)    \
-  CMLC_CO_HALF(cmlc_co_max_##sfx, TO_F32, FROM_F32, CMLC_CO_FMAX)       \
+#define CMLC_CO_HALVES(sfx, TO_F32, FROM_F32)                        \
+  CMLC_CO_HALF(cmlc_co_sum_##sfx, TO_F32, FROM_F32, CMLC_CO_SUM)     \
+  CMLC_CO_HALF(cmlc_co_product_##sfx, TO_F32, FROM_F32, CMLC_CO_MUL) \
+  CMLC_CO_HALF(cmlc_co_max_##sfx, TO_F32, FROM_F32, CMLC_CO_FMAX)    \
   CMLC_CO_HALF(cmlc_co_min_##sfx, TO_F32, FROM_F32, CMLC_CO_FMIN)
 CMLC_CO_HALVES(f16, cml_f16_to_f32, cml_f32_to_f16)
 CMLC_CO_HALVES(bf16, cml_bf16_to_f32, cml_f32_to_bf16)
@@ -176,30 +175,30 @@ CMLC_CO_HALVES(bf16, cml_bf16_to_f32, cml_f32_to_bf16)
 #undef CMLC_CO_HALF
 
 // Complex numbers (interleaved real, imaginary): sum and product.
-#define CMLC_CO_COMPLEX(sfx, T)                                                                 \
-  static void cmlc_co_sum_##sfx(void* dst, const void* const* src, int n, int64_t offset,      \
-                                int64_t count) {                                               \
-    T* d = (T*)dst;                                                                            \
-    const T* s0 = (const T*)src[0] + 2 * offset;                                               \
-    for (int64_t i = 0; i < 2 * count; ++i) d[i] = s0[i];                                      \
-    for (int k = 1; k < n; ++k) {                                                              \
-      const T* s = (const T*)src[k] + 2 * offset;                                              \
-      for (int64_t i = 0; i < 2 * count; ++i) d[i] += s[i];                                    \
-    }                                                                                          \
-  }                                                                                            \
-  static void cmlc_co_product_##sfx(void* dst, const void* const* src, int n, int64_t offset,  \
-                                    int64_t count) {                                           \
-    T* d = (T*)dst;                                                                            \
-    const T* s0 = (const T*)src[0] + 2 * offset;                                               \
-    for (int64_t i = 0; i < 2 * count; ++i) d[i] = s0[i];                                      \
-    for (int k = 1; k < n; ++k) {                                                              \
-      const T* s = (const T*)src[k] + 2 * offset;                                              \
-      for (int64_t i = 0; i < count; ++i) {                                                    \
-        const T ar = d[2 * i], ai = d[2 * i + 1], br = s[2 * i], bi = s[2 * i + 1];            \
-        d[2 * i] = ar * br - ai * bi;                                                          \
-        d[2 * i + 1] = ar * bi + ai * br;                                                      \
-      }                                                                                        \
-    }                                                                                          \
+#define CMLC_CO_COMPLEX(sfx, T)                                                               \
+  static void cmlc_co_sum_##sfx(void* dst, const void* const* src, int n, int64_t offset,     \
+                                int64_t count) {                                              \
+    T* d = (T*)dst;                                                                           \
+    const T* s0 = (const T*)src[0] + 2 * offset;                                              \
+    for (int64_t i = 0; i < 2 * count; ++i) d[i] = s0[i];                                     \
+    for (int k = 1; k < n; ++k) {                                                             \
+      const T* s = (const T*)src[k] + 2 * offset;                                             \
+      for (int64_t i = 0; i < 2 * count; ++i) d[i] += s[i];                                   \
+    }                                                                                         \
+  }                                                                                           \
+  static void cmlc_co_product_##sfx(void* dst, const void* const* src, int n, int64_t offset, \
+                                    int64_t count) {                                          \
+    T* d = (T*)dst;                                                                           \
+    const T* s0 = (const T*)src[0] + 2 * offset;                                              \
+    for (int64_t i = 0; i < 2 * count; ++i) d[i] = s0[i];                                     \
+    for (int k = 1; k < n; ++k) {                                                             \
+      const T* s = (const T*)src[k] + 2 * offset;                                             \
+      for (int64_t i = 0; i < count; ++i) {                                                   \
+        const T ar = d[2 * i], ai = d[2 * i + 1], br = s[2 * i], bi = s[2 * i + 1];           \
+        d[2 * i] = ar * br - ai * bi;                                                         \
+        d[2 * i + 1] = ar * bi + ai * br;                                                     \
+      }                                                                                       \
+    }                                                                                         \
   }
 CMLC_CO_COMPLEX(c64, float)
 CMLC_CO_COMPLEX(c128, double)
@@ -207,18 +206,18 @@ CMLC_CO_COMPLEX(c128, double)
 
 // The reducer for |dtype| and |type|, or NULL (complex max/min, non-numbers).
 static cmlc_co_reduce_fn cmlc_co_reducer(cml_dtype_t dtype, cml_reduce_type_t type) {
-#define CMLC_CO_PICK(sfx)                                            \
-  switch (type) {                                                    \
-    case CML_REDUCE_SUM:                                             \
-      return cmlc_co_sum_##sfx;                                      \
-    case CML_REDUCE_PRODUCT:                                         \
-      return cmlc_co_product_##sfx;                                  \
-    case CML_REDUCE_MAX:                                             \
-      return cmlc_co_max_##sfx;                                      \
-    case CML_REDUCE_MIN:                                             \
-      return cmlc_co_min_##sfx;                                      \
-    default:                                                         \
-      return NULL;                                                   \
+#define CMLC_CO_PICK(sfx)           \
+  switch (type) {                   \
+    case CML_REDUCE_SUM:            \
+      return cmlc_co_sum_##sfx;     \
+    case CML_REDUCE_PRODUCT:        \
+      return cmlc_co_product_##sfx; \
+    case CML_REDUCE_MAX:            \
+      return cmlc_co_max_##sfx;     \
+    case CML_REDUCE_MIN:            \
+      return cmlc_co_min_##sfx;     \
+    default:                        \
+      return NULL;                  \
   }
   switch (dtype) {
     case CML_DTYPE_I8:
@@ -246,11 +245,13 @@ static cmlc_co_reduce_fn cmlc_co_reducer(cml_dtype_t dtype, cml_reduce_type_t ty
     case CML_DTYPE_F64:
       CMLC_CO_PICK(f64)
     case CML_DTYPE_C64:
-      return type == CML_REDUCE_SUM ? cmlc_co_sum_c64
-                                    : type == CML_REDUCE_PRODUCT ? cmlc_co_product_c64 : NULL;
+      return type == CML_REDUCE_SUM       ? cmlc_co_sum_c64
+             : type == CML_REDUCE_PRODUCT ? cmlc_co_product_c64
+                                          : NULL;
     case CML_DTYPE_C128:
-      return type == CML_REDUCE_SUM ? cmlc_co_sum_c128
-                                    : type == CML_REDUCE_PRODUCT ? cmlc_co_product_c128 : NULL;
+      return type == CML_REDUCE_SUM       ? cmlc_co_sum_c128
+             : type == CML_REDUCE_PRODUCT ? cmlc_co_product_c128
+                                          : NULL;
     default:
       return NULL;
   }
@@ -263,7 +264,7 @@ typedef struct cmlc_co_task_t {
   cmlc_co_reduce_fn reduce;
   const void* const* src;  // n source base pointers
   int n;
-  int64_t base;            // first element of this member's range
+  int64_t base;  // first element of this member's range
   size_t esize;
   uint8_t* dst;            // this member's output (base pointer)
   uint8_t* const* copies;  // the other members' outputs (base pointers), |copy_count|
@@ -435,8 +436,8 @@ static cml_status_t cmlc_co_reduce_scatter(const cmlc_kernel_args_t* a) {
   if (in->rank < 1 || axis < 0 || axis >= in->rank || in->dims[axis] % r.count != 0 ||
       (size_t)r.count * sizeof(void*) > a->scratch_size) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "ReduceScatter: axis %d of a rank-%d operand over %d members",
-                           (int)axis, (int)in->rank, (int)r.count);
+                           "ReduceScatter: axis %d of a rank-%d operand over %d members", (int)axis,
+                           (int)in->rank, (int)r.count);
   }
   CML_RETURN_IF_ERROR(cmlc_co_join(a, &r));
   const void** src = (const void**)a->scratch;
@@ -512,8 +513,7 @@ static cml_status_t cmlc_co_store_id(const cmlc_kernel_args_t* a, uint64_t id) {
       return CML_OK;
     default:
       return cml_status_make(CML_STATUS_UNIMPLEMENTED, "%s: result dtype %s",
-                             cml_op_name(a->node->op),
-                             cml_dtype_name(a->output_shapes[0]->dtype));
+                             cml_op_name(a->node->op), cml_dtype_name(a->output_shapes[0]->dtype));
   }
 }
 
