@@ -159,6 +159,9 @@ static cml_status_t cmlc_buffer_copy_to_device(cml_buffer_t* buffer, int device,
 
 //===--- executables ---===//
 
+// Compiles |module|. An SPMD module is planned once and run by every device slot. (An
+// AutoSharding module would first be turned into an SPMD module by the partitioner, then planned
+// the same way: this is the place for that step.)
 static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
                                  cml_executable_t** out_executable) {
   cml_allocator_t alloc = backend->allocator;
@@ -260,6 +263,8 @@ static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_
   caps->dynamic_axes = false;
   caps->prefer_constants_for_variables = false;
   caps->max_rank = CML_MAX_RANK;
+  // SPMD over up to c:devices=N slots (spmd.c, exec.c); the collectives come from dispatch.c.
+  caps->distributions = (1u << CML_DISTRIBUTION_NONE) | (1u << CML_DISTRIBUTION_SPMD);
 }
 
 // Reads the options: environment first, then |config| overrides.
