@@ -14,6 +14,7 @@
 
 #include "backends/c/engine_internal.h"
 #include "core/runtime_internal.h"
+#include "distributed/partition.h"
 
 const uint8_t cmlc_empty_storage[CMLC_ALIGNMENT] __attribute__((aligned(CMLC_ALIGNMENT)));
 
@@ -175,9 +176,16 @@ static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
     cml_allocator_free(alloc, exe, sizeof *exe);
     return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "c backend: pthread_mutex_init failed");
   }
-  st = cmlc_plan_build((cmlc_backend_t*)backend, module, exe);
+  // AutoSharding: plan the SPMD module the partitioner makes (exe->module holds its reference;
+  // the base keeps the global module for the shardings and shard shapes).
+  cml_module_t* spmd = NULL;
+  if (module->distribution == CML_DISTRIBUTION_AUTO_SHARDING) {
+    st = cml__partition_module(module, backend, &spmd);
+  }
+  if (st == CML_OK) st = cmlc_plan_build((cmlc_backend_t*)backend, spmd ? spmd : module, exe);
   if (st != CML_OK) {
     cmlc_plan_deinit(exe);
+    cml_module_release(spmd);
     pthread_mutex_destroy(&exe->mutex);
     cml_executable_deinit_base(&exe->base);
     cml_allocator_free(alloc, exe, sizeof *exe);
@@ -204,7 +212,9 @@ static void cmlc_executable_destroy(cml_executable_t* executable) {
   cml_backend_t* backend = executable->backend;
   cml_allocator_t alloc = backend->allocator;
   cmlc_exec_free_contexts(exe);
+  cml_module_t* spmd = exe->module != executable->module ? (cml_module_t*)exe->module : NULL;
   cmlc_plan_deinit(exe);
+  cml_module_release(spmd);
   pthread_mutex_destroy(&exe->mutex);
   cml_backend_retain(backend);
   cml_executable_deinit_base(executable);
@@ -260,6 +270,7 @@ static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_
   caps->dynamic_axes = false;
   caps->prefer_constants_for_variables = false;
   caps->max_rank = CML_MAX_RANK;
+  caps->distributions |= 1u << CML_DISTRIBUTION_AUTO_SHARDING;  // src/distributed/partition.c
 }
 
 // Reads the options: environment first, then |config| overrides.
