@@ -1,0 +1,758 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/partition_test.c: the AutoSharding partitioner (src/distributed/partition.c): the
+// SPMD modules it makes for data parallel, Megatron and 2-D patterns (per-device shapes, the
+// collectives inserted), resharding, the replicated fallback and the errors it returns.
+#include "builder_fake_backend.h"
+#include "cml/cml.h"
+#include "cml/distributed.h"
+#include "distributed/partition.h"
+#include "test.h"
+
+// A fake backend with 8 devices that accepts SPMD and AutoSharding modules.
+static fake_backend_t* pt_backend(void) {
+  fake_backend_t* fb = fake_backend_new();
+  if (!fb) return NULL;
+  fb->base.device_count = 8;
+  fb->base.capabilities.distributions = (1u << CML_DISTRIBUTION_NONE) |
+                                        (1u << CML_DISTRIBUTION_SPMD) |
+                                        (1u << CML_DISTRIBUTION_AUTO_SHARDING);
+  return fb;
+}
+
+static cml_shape_t pt_shape(int32_t rank, int64_t d0, int64_t d1) {
+  int64_t dims[2] = {d0, d1};
+  return cml_shape_make(CML_DTYPE_F32, rank, dims);
+}
+
+// A 1-D or 2-D mesh.
+static cml_mesh_t* pt_mesh(const char* a0, int64_t s0, const char* a1, int64_t s1) {
+  const char* names[2] = {a0, a1};
+  int64_t sizes[2] = {s0, s1};
+  cml_mesh_t* mesh = NULL;
+  if (cml_mesh_create("mesh", names, sizes, a1 ? 2 : 1, &mesh) != CML_OK) return NULL;
+  return mesh;
+}
+
+// A sharding of rank 2 ("" or NULL: that axis replicated).
+static cml_sharding_t pt_spec(const cml_mesh_t* mesh, const char* d0, const char* d1) {
+  const char* per_axis[2] = {d0, d1};
+  cml_sharding_t s;
+  memset(&s, 0, sizeof s);
+  cml_status_t st = cml_sharding_make(mesh, per_axis, 2, &s);
+  if (st != CML_OK) {
+    fprintf(stderr, "cml_sharding_make: %s\n", cml_status_message(st));
+    cml_status_free(st);
+  }
+  return s;
+}
+
+typedef struct pt_counts_t {
+  int all_reduce, all_gather, dynamic_slice, replica_id, other_collectives, dots;
+} pt_counts_t;
+
+static pt_counts_t pt_count(const cml_module_t* m) {
+  pt_counts_t c;
+  memset(&c, 0, sizeof c);
+  const cml_ir_function_t* f = &m->functions[0];
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    switch (n->op) {
+      case CML_OP_ALL_REDUCE:
+        c.all_reduce++;
+        break;
+      case CML_OP_ALL_GATHER:
+        c.all_gather++;
+        break;
+      case CML_OP_DYNAMIC_SLICE:
+        c.dynamic_slice++;
+        break;
+      case CML_OP_REPLICA_ID:
+        c.replica_id++;
+        break;
+      case CML_OP_DOT:
+      case CML_OP_DOT_GENERAL:
+        c.dots++;
+        break;
+      default:
+        if (cml_op_group(n->op) == CML_OPG_COLLECTIVE) c.other_collectives++;
+        break;
+    }
+  }
+  return c;
+}
+
+static const cml_ir_node_t* pt_first(const cml_module_t* m, cml_op_t op) {
+  const cml_ir_function_t* f = &m->functions[0];
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    if (n->op == op) return n;
+  }
+  return NULL;
+}
+
+static const cml_shape_t* pt_param(const cml_module_t* m, uint32_t i) {
+  return &m->values[m->functions[0].params[i]].shape;
+}
+
+static const cml_shape_t* pt_output(const cml_module_t* m, uint32_t i) {
+  return &m->values[m->functions[0].outputs[i]].shape;
+}
+
+//===--- a reference SPMD interpreter (values, independent of any backend) ---===//
+// Runs main of a module on |n| devices in lockstep, in double precision, for the ops these
+// tests use (collectives included). Enough to check that a partitioned module computes what
+// the global one does.
+
+typedef struct pt_tensor_t {
+  cml_shape_t shape;
+  double* data;
+} pt_tensor_t;
+
+static int64_t pt_count_of(const cml_shape_t* s) {
+  int64_t c = 1;
+  for (int d = 0; d < s->rank; ++d) c *= s->dims[d];
+  return c;
+}
+
+static void pt_unravel(const cml_shape_t* s, int64_t flat, int64_t* idx) {
+  for (int d = s->rank - 1; d >= 0; --d) {
+    idx[d] = flat % s->dims[d];
+    flat /= s->dims[d];
+  }
+}
+
+static int64_t pt_ravel(const cml_shape_t* s, const int64_t* idx) {
+  int64_t flat = 0;
+  for (int d = 0; d < s->rank; ++d) flat = flat * s->dims[d] + idx[d];
+  return flat;
+}
+
+static double pt_binary(cml_op_t op, double a, double b) {
+  switch (op) {
+    case CML_OP_ADD:
+      return a + b;
+    case CML_OP_SUB:
+      return a - b;
+    case CML_OP_MUL:
+      return a * b;
+    case CML_OP_DIV:
+      return a / b;
+    case CML_OP_MAX:
+      return a > b ? a : b;
+    case CML_OP_MIN:
+      return a < b ? a : b;
+    default:
+      return NAN;
+  }
+}
+
+static double pt_reduce2(cml_reduce_type_t t, double a, double b) {
+  switch (t) {
+    case CML_REDUCE_SUM:
+      return a + b;
+    case CML_REDUCE_PRODUCT:
+      return a * b;
+    case CML_REDUCE_MAX:
+      return a > b ? a : b;
+    default:
+      return a < b ? a : b;
+  }
+}
+
+// Evaluates node |n| on device |d| (non-collective ops); false for an op it does not know.
+static bool pt_eval(const cml_module_t* m, const cml_ir_node_t* n, pt_tensor_t* vals, int d,
+                    int n_dev) {
+  (void)n_dev;
+  pt_tensor_t* out = &vals[n->first_output];
+  out->shape = m->values[n->first_output].shape;
+  int64_t count = pt_count_of(&out->shape);
+  out->data = (double*)calloc((size_t)(count ? count : 1), sizeof(double));
+  const pt_tensor_t* x = n->input_count ? &vals[n->inputs[0]] : NULL;
+  const cml_ir_attrs_t* a = n->attrs;
+  int64_t idx[CML_MAX_RANK], j[CML_MAX_RANK];
+  switch (n->op) {
+    case CML_OP_CONSTANT:
+      for (int64_t i = 0; i < count; ++i) {
+        if (out->shape.dtype == CML_DTYPE_F32) out->data[i] = ((const float*)n->data)[i];
+        else if (out->shape.dtype == CML_DTYPE_I32) out->data[i] = ((const int32_t*)n->data)[i];
+        else return false;
+      }
+      return true;
+    case CML_OP_REPLICA_ID:
+      out->data[0] = d;
+      return true;
+    case CML_OP_CONVERT_DTYPE:
+    case CML_OP_RESHAPE:
+      memcpy(out->data, x->data, (size_t)count * sizeof(double));
+      return true;
+    case CML_OP_NEG:
+    case CML_OP_ABS:
+    case CML_OP_TANH:
+      for (int64_t i = 0; i < count; ++i) {
+        double v = x->data[i];
+        out->data[i] = n->op == CML_OP_NEG ? -v : n->op == CML_OP_ABS ? fabs(v) : tanh(v);
+      }
+      return true;
+    case CML_OP_ADD:
+    case CML_OP_SUB:
+    case CML_OP_MUL:
+    case CML_OP_DIV:
+    case CML_OP_MAX:
+    case CML_OP_MIN: {
+      const pt_tensor_t* y = &vals[n->inputs[1]];
+      for (int64_t i = 0; i < count; ++i) {
+        double u = x->shape.rank ? x->data[i] : x->data[0];
+        double v = y->shape.rank ? y->data[i] : y->data[0];
+        out->data[i] = pt_binary(n->op, u, v);
+      }
+      return true;
+    }
+    case CML_OP_BROADCAST_IN_DIM:
+      for (int64_t i = 0; i < count; ++i) {
+        pt_unravel(&out->shape, i, idx);
+        for (int k = 0; k < x->shape.rank; ++k) j[k] = x->shape.dims[k] == 1 ? 0 : idx[a->axes[k]];
+        out->data[i] = x->data[pt_ravel(&x->shape, j)];
+      }
+      return true;
+    case CML_OP_TRANSPOSE:
+      for (int64_t i = 0; i < count; ++i) {
+        pt_unravel(&out->shape, i, idx);
+        for (int k = 0; k < out->shape.rank; ++k) j[a->axes[k]] = idx[k];
+        out->data[i] = x->data[pt_ravel(&x->shape, j)];
+      }
+      return true;
+    case CML_OP_REDUCE_SUM:
+    case CML_OP_REDUCE_MAX: {
+      bool first = true;
+      int64_t in_count = pt_count_of(&x->shape);
+      bool* seen = (bool*)calloc((size_t)(count ? count : 1), 1);
+      for (int64_t i = 0; i < in_count; ++i) {
+        pt_unravel(&x->shape, i, idx);
+        int r = 0;
+        for (int k = 0; k < x->shape.rank; ++k) {
+          bool red = false;
+          for (int q = 0; q < a->axis_count; ++q) red = red || a->axes[q] == k;
+          if (!red) j[r++] = idx[k];
+        }
+        int64_t o = pt_ravel(&out->shape, j);
+        double v = x->data[i];
+        if (!seen[o]) {
+          out->data[o] = v;
+          seen[o] = true;
+        } else {
+          out->data[o] = n->op == CML_OP_REDUCE_SUM ? out->data[o] + v
+                                                    : (v > out->data[o] ? v : out->data[o]);
+        }
+      }
+      (void)first;
+      free(seen);
+      return true;
+    }
+    case CML_OP_DOT:
+    case CML_OP_DOT_GENERAL: {
+      const cml_dot_config_t* c = &a->u.dot;
+      const pt_tensor_t* y = &vals[n->inputs[1]];
+      int lk[CML_MAX_RANK] = {0}, rk[CML_MAX_RANK] = {0};
+      for (int q = 0; q < c->lhs_batch_count; ++q) lk[c->lhs_batch_axes[q]] = 1;
+      for (int q = 0; q < c->rhs_batch_count; ++q) rk[c->rhs_batch_axes[q]] = 1;
+      for (int q = 0; q < c->lhs_contracting_count; ++q) lk[c->lhs_contracting_axes[q]] = 2;
+      for (int q = 0; q < c->rhs_contracting_count; ++q) rk[c->rhs_contracting_axes[q]] = 2;
+      int64_t kc = 1;
+      for (int q = 0; q < c->lhs_contracting_count; ++q) kc *= x->shape.dims[c->lhs_contracting_axes[q]];
+      for (int64_t i = 0; i < count; ++i) {
+        pt_unravel(&out->shape, i, idx);
+        int64_t li[CML_MAX_RANK] = {0}, ri[CML_MAX_RANK] = {0};
+        int o = 0;
+        for (int q = 0; q < c->lhs_batch_count; ++q, ++o) {
+          li[c->lhs_batch_axes[q]] = idx[o];
+          ri[c->rhs_batch_axes[q]] = idx[o];
+        }
+        for (int k = 0; k < x->shape.rank; ++k) if (lk[k] == 0) li[k] = idx[o++];
+        for (int k = 0; k < y->shape.rank; ++k) if (rk[k] == 0) ri[k] = idx[o++];
+        double sum = 0;
+        for (int64_t t = 0; t < kc; ++t) {
+          int64_t rem = t;
+          for (int q = c->lhs_contracting_count - 1; q >= 0; --q) {
+            int64_t dim = x->shape.dims[c->lhs_contracting_axes[q]];
+            li[c->lhs_contracting_axes[q]] = rem % dim;
+            ri[c->rhs_contracting_axes[q]] = rem % dim;
+            rem /= dim;
+          }
+          sum += x->data[pt_ravel(&x->shape, li)] * y->data[pt_ravel(&y->shape, ri)];
+        }
+        out->data[i] = sum;
+      }
+      return true;
+    }
+    case CML_OP_DYNAMIC_SLICE: {
+      int64_t start[CML_MAX_RANK];
+      for (int k = 0; k < x->shape.rank; ++k) {
+        int64_t s0 = (int64_t)vals[n->inputs[1 + k]].data[0];
+        int64_t hi = x->shape.dims[k] - out->shape.dims[k];
+        start[k] = s0 < 0 ? 0 : s0 > hi ? hi : s0;
+      }
+      for (int64_t i = 0; i < count; ++i) {
+        pt_unravel(&out->shape, i, idx);
+        for (int k = 0; k < x->shape.rank; ++k) j[k] = idx[k] + start[k];
+        out->data[i] = x->data[pt_ravel(&x->shape, j)];
+      }
+      return true;
+    }
+    case CML_OP_REDUCE_WINDOW:  // max, no padding or dilation
+      for (int64_t i = 0; i < count; ++i) {
+        pt_unravel(&out->shape, i, idx);
+        double best = -INFINITY;
+        int64_t wc = 1;
+        for (int k = 0; k < x->shape.rank; ++k) wc *= a->u.window.window_dims[k];
+        for (int64_t w = 0; w < wc; ++w) {
+          int64_t rem = w;
+          for (int k = x->shape.rank - 1; k >= 0; --k) {
+            j[k] = idx[k] * a->u.window.strides[k] + rem % a->u.window.window_dims[k];
+            rem /= a->u.window.window_dims[k];
+          }
+          double v = x->data[pt_ravel(&x->shape, j)];
+          best = v > best ? v : best;
+        }
+        out->data[i] = best;
+      }
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A collective over all devices at once.
+static bool pt_eval_collective(const cml_module_t* m, const cml_ir_node_t* n, pt_tensor_t** vals,
+                               int n_dev) {
+  const cml_ir_collective_attrs_t* c = &n->attrs->collective;
+  for (int g = 0; g < c->group_count; ++g) {
+    for (int k = 0; k < c->group_size; ++k) {
+      int d = c->groups[g * c->group_size + k];
+      pt_tensor_t* out = &vals[d][n->first_output];
+      out->shape = m->values[n->first_output].shape;
+      int64_t count = pt_count_of(&out->shape);
+      out->data = (double*)calloc((size_t)(count ? count : 1), sizeof(double));
+      if (n->op == CML_OP_ALL_REDUCE) {
+        for (int64_t i = 0; i < count; ++i) {
+          double acc = vals[c->groups[g * c->group_size]][n->inputs[0]].data[i];
+          for (int q = 1; q < c->group_size; ++q) {
+            acc = pt_reduce2(n->attrs->reduce_type, acc,
+                             vals[c->groups[g * c->group_size + q]][n->inputs[0]].data[i]);
+          }
+          out->data[i] = acc;
+        }
+      } else if (n->op == CML_OP_ALL_GATHER) {
+        int64_t axis = n->attrs->axis;
+        int64_t idx[CML_MAX_RANK];
+        for (int64_t i = 0; i < count; ++i) {
+          pt_unravel(&out->shape, i, idx);
+          const pt_tensor_t* in = &vals[c->groups[g * c->group_size]][n->inputs[0]];
+          int64_t part = in->shape.dims[axis];
+          int src = c->groups[g * c->group_size + idx[axis] / part];
+          in = &vals[src][n->inputs[0]];
+          idx[axis] %= part;
+          out->data[i] = in->data[pt_ravel(&in->shape, idx)];
+        }
+      } else {
+        return false;
+      }
+    }
+  }
+  (void)n_dev;
+  return true;
+}
+
+// Runs main of |m| on |n_dev| devices; inputs[d][i] is parameter i of device d (copied).
+// Returns outs[d][k] (caller frees with pt_free_outs), or NULL for an unknown op.
+static double*** pt_run(const cml_module_t* m, int n_dev, double*** inputs) {
+  pt_tensor_t** vals = (pt_tensor_t**)calloc((size_t)n_dev, sizeof *vals);
+  const cml_ir_function_t* f = &m->functions[0];
+  bool ok = true;
+  for (int d = 0; d < n_dev; ++d) {
+    vals[d] = (pt_tensor_t*)calloc(m->value_count, sizeof(pt_tensor_t));
+    for (uint32_t i = 0; i < f->param_count; ++i) {
+      pt_tensor_t* t = &vals[d][f->params[i]];
+      t->shape = m->values[f->params[i]].shape;
+      int64_t count = pt_count_of(&t->shape);
+      t->data = (double*)calloc((size_t)(count ? count : 1), sizeof(double));
+      memcpy(t->data, inputs[d][i], (size_t)count * sizeof(double));
+    }
+  }
+  for (uint32_t i = 0; ok && i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    if (n->op == CML_OP_PARAMETER) continue;
+    if (n->op == CML_OP_ALL_REDUCE || n->op == CML_OP_ALL_GATHER) {
+      ok = pt_eval_collective(m, n, vals, n_dev);
+      if (!ok) fprintf(stderr, "pt_run: collective %s unknown\n", cml_op_name(n->op));
+      continue;
+    }
+    for (int d = 0; ok && d < n_dev; ++d) {
+      ok = pt_eval(m, n, vals[d], d, n_dev);
+      if (!ok) fprintf(stderr, "pt_run: op %s unknown\n", cml_op_name(n->op));
+    }
+  }
+  double*** outs = NULL;
+  if (ok) {
+    outs = (double***)calloc((size_t)n_dev, sizeof *outs);
+    for (int d = 0; d < n_dev; ++d) {
+      outs[d] = (double**)calloc(f->output_count, sizeof(double*));
+      for (uint32_t k = 0; k < f->output_count; ++k) {
+        const pt_tensor_t* t = &vals[d][f->outputs[k]];
+        int64_t count = pt_count_of(&t->shape);
+        outs[d][k] = (double*)calloc((size_t)(count ? count : 1), sizeof(double));
+        memcpy(outs[d][k], t->data, (size_t)count * sizeof(double));
+      }
+    }
+  }
+  for (int d = 0; d < n_dev; ++d) {
+    for (uint32_t v = 0; v < m->value_count; ++v) free(vals[d][v].data);
+    free(vals[d]);
+  }
+  free(vals);
+  return outs;
+}
+
+static void pt_free_outs(double*** outs, int n_dev, uint32_t count) {
+  if (!outs) return;
+  for (int d = 0; d < n_dev; ++d) {
+    for (uint32_t k = 0; k < count; ++k) free(outs[d][k]);
+    free(outs[d]);
+  }
+  free(outs);
+}
+
+// The block of |global| (logical shape |gs|) that mesh position |pos| holds under |sh| (NULL or
+// zeroed: all of it), written to |shard| (shape |ls|).
+static void pt_extract(const cml_sharding_t* sh, const cml_shape_t* gs, const cml_shape_t* ls,
+                       int64_t pos, const double* global, double* shard) {
+  int64_t off[CML_MAX_RANK] = {0};
+  if (sh && sh->mesh) {
+    cml_status_t st = cml_sharding_shard_offsets(sh, gs, pos, off);
+    if (st != CML_OK) cml_status_free(st);
+  }
+  int64_t idx[CML_MAX_RANK];
+  for (int64_t i = 0; i < pt_count_of(ls); ++i) {
+    pt_unravel(ls, i, idx);
+    for (int d = 0; d < gs->rank; ++d) idx[d] += off[d];
+    shard[i] = global[pt_ravel(gs, idx)];
+  }
+}
+
+// Runs the global module on one device and the partitioned one on its devices, with inputs
+// i*0.37 - 1.1 (mod) per parameter, and checks that every device's output shard matches the
+// global output's block. Returns the largest difference.
+static double pt_compare(const cml_module_t* global, const cml_module_t* spmd) {
+  const cml_ir_function_t* gf = &global->functions[0];
+  int n_dev = spmd->num_devices;
+  double** ginputs = (double**)calloc(gf->param_count, sizeof(double*));
+  double*** dinputs = (double***)calloc((size_t)n_dev, sizeof(double**));
+  for (uint32_t i = 0; i < gf->param_count; ++i) {
+    const cml_shape_t* gs = &global->values[gf->params[i]].shape;
+    int64_t count = pt_count_of(gs);
+    ginputs[i] = (double*)calloc((size_t)(count ? count : 1), sizeof(double));
+    for (int64_t e = 0; e < count; ++e) {
+      ginputs[i][e] = (double)((e * 37 + (int64_t)i * 11) % 23) * 0.1 - 1.1;
+    }
+  }
+  for (int d = 0; d < n_dev; ++d) {
+    dinputs[d] = (double**)calloc(gf->param_count, sizeof(double*));
+    for (uint32_t i = 0; i < gf->param_count; ++i) {
+      const cml_shape_t* ls = &spmd->values[spmd->functions[0].params[i]].shape;
+      dinputs[d][i] = (double*)calloc((size_t)(pt_count_of(ls) ? pt_count_of(ls) : 1),
+                                      sizeof(double));
+      const cml_sharding_t* sh = global->param_shardings ? &global->param_shardings[i] : NULL;
+      pt_extract(sh, &global->values[gf->params[i]].shape, ls, d, ginputs[i], dinputs[d][i]);
+    }
+  }
+  double*** gout = pt_run(global, 1, &ginputs);
+  double*** dout = pt_run(spmd, n_dev, dinputs);
+  double worst = (gout && dout) ? 0.0 : INFINITY;
+  for (uint32_t k = 0; gout && dout && k < gf->output_count; ++k) {
+    const cml_shape_t* gs = &global->values[gf->outputs[k]].shape;
+    const cml_shape_t* ls = &spmd->values[spmd->functions[0].outputs[k]].shape;
+    double* want = (double*)calloc((size_t)(pt_count_of(ls) ? pt_count_of(ls) : 1), sizeof(double));
+    const cml_sharding_t* sh = global->output_shardings ? &global->output_shardings[k] : NULL;
+    for (int d = 0; d < n_dev; ++d) {
+      pt_extract(sh, gs, ls, d, gout[0][k], want);
+      for (int64_t e = 0; e < pt_count_of(ls); ++e) {
+        double diff = fabs(want[e] - dout[d][k][e]);
+        if (!(diff <= worst)) worst = diff;
+      }
+    }
+    free(want);
+  }
+  pt_free_outs(gout, 1, gf->output_count);
+  pt_free_outs(dout, n_dev, gf->output_count);
+  for (uint32_t i = 0; i < gf->param_count; ++i) free(ginputs[i]);
+  free(ginputs);
+  for (int d = 0; d < n_dev; ++d) {
+    for (uint32_t i = 0; i < gf->param_count; ++i) free(dinputs[d][i]);
+    free(dinputs[d]);
+  }
+  free(dinputs);
+  return worst;
+}
+
+// Compiles the global module on the fake backend (which keeps it) and partitions it.
+static cml_status_t pt_partition(fake_backend_t* fb, cml_builder_t* b, cml_module_t** out) {
+  cml_executable_t* exe = NULL;
+  cml_status_t st = cml_builder_compile(b, &exe);
+  cml_executable_release(exe);
+  if (st != CML_OK) return st;
+  return cml__partition_module(fb->module, &fb->base, out);
+}
+
+#define PT_SETUP(mesh_expr)                                  \
+  fake_backend_t* fb = pt_backend();                         \
+  ASSERT_TRUE(fb != NULL);                                   \
+  cml_mesh_t* mesh = mesh_expr;                              \
+  ASSERT_TRUE(mesh != NULL);                                 \
+  cml_builder_t* b = NULL;                                   \
+  ASSERT_STATUS_OK(cml_builder_create(&fb->base, "pt", &b)); \
+  const cml_mesh_t* meshes[1] = {mesh};                      \
+  ASSERT_STATUS_OK(cml_builder_auto_sharding(b, meshes, 1)); \
+  cml_function_t* f = cml_builder_main(b);                   \
+  cml_module_t* spmd = NULL
+
+#define PT_TEARDOWN()            \
+  cml_module_release(spmd);      \
+  cml_builder_destroy(b);        \
+  cml_mesh_destroy(mesh);        \
+  cml_backend_release(&fb->base)
+
+// Data parallel: x and t batch-sharded, w replicated. The activations stay sharded, the loss
+// (a mean over the batch) and the weight gradient (a contraction over the batch) are partial
+// sums: one AllReduce each, no AllGather.
+TEST(data_parallel) {
+  PT_SETUP(pt_mesh("data", 4, NULL, 0));
+  cml_sharding_t batch = pt_spec(mesh, "data", NULL);
+  cml_sharding_t rep;
+  cml_sharding_replicated(mesh, &rep);
+  cml_shape_t xs = pt_shape(2, 8, 3), ws = pt_shape(2, 3, 2), ts = pt_shape(2, 8, 2);
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, &batch);
+  cml_value_t w = cml_parameter_sharded(f, "w", &ws, &rep);
+  cml_value_t t = cml_parameter_sharded(f, "t", &ts, &batch);
+  cml_value_t y = cml_op_dot(f, x, w);
+  cml_value_t d = cml_op_sub(f, y, t);
+  cml_value_t sq = cml_op_mul(f, d, d);
+  cml_value_t sum = cml_op_reduce_sum(f, sq, NULL, 0);
+  cml_value_t loss = cml_op_div(f, sum, cml_constant_scalar_f64(f, CML_DTYPE_F32, 16.0));
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.lhs_contracting_count = c.rhs_contracting_count = 1;
+  cml_value_t g = cml_op_dot_general(f, x, d, &c);  // [3, 2]
+  cml_value_t outs[3] = {y, loss, g};
+  cml_sharding_t out_specs[3] = {batch, rep, rep};
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 3, out_specs));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  ASSERT_TRUE(pt_compare(fb->module, spmd) < 1e-9);
+  ASSERT_EQ_INT(spmd->distribution, CML_DISTRIBUTION_SPMD);
+  ASSERT_EQ_INT(spmd->num_devices, 4);
+  ASSERT_EQ_INT(pt_param(spmd, 0)->dims[0], 2);
+  ASSERT_EQ_INT(pt_param(spmd, 0)->dims[1], 3);
+  ASSERT_EQ_INT(pt_param(spmd, 1)->dims[0], 3);
+  ASSERT_EQ_INT(pt_param(spmd, 2)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 1)->rank, 0);
+  ASSERT_EQ_INT(pt_output(spmd, 2)->dims[0], 3);
+  ASSERT_EQ_INT(pt_output(spmd, 2)->dims[1], 2);
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_reduce, 2);
+  ASSERT_EQ_INT(k.all_gather, 0);
+  ASSERT_EQ_INT(k.dynamic_slice, 0);
+  ASSERT_EQ_INT(k.other_collectives, 0);
+  const cml_ir_node_t* ar = pt_first(spmd, CML_OP_ALL_REDUCE);
+  ASSERT_EQ_INT(ar->attrs->reduce_type, CML_REDUCE_SUM);
+  ASSERT_EQ_INT(ar->attrs->collective.group_count, 1);
+  ASSERT_EQ_INT(ar->attrs->collective.group_size, 4);
+  PT_TEARDOWN();
+}
+
+// Megatron MLP: W1 column-sharded, W2 row-sharded, relu between, bias after: exactly one
+// AllReduce and nothing else.
+TEST(megatron_mlp) {
+  PT_SETUP(pt_mesh("model", 2, NULL, 0));
+  cml_sharding_t col = pt_spec(mesh, NULL, "model"), row = pt_spec(mesh, "model", NULL);
+  cml_shape_t xs = pt_shape(2, 2, 4), w1s = pt_shape(2, 4, 6), w2s = pt_shape(2, 6, 4);
+  cml_shape_t bs = pt_shape(1, 4, 0);
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, NULL);
+  cml_value_t w1 = cml_parameter_sharded(f, "w1", &w1s, &col);
+  cml_value_t w2 = cml_parameter_sharded(f, "w2", &w2s, &row);
+  cml_value_t bias = cml_parameter_sharded(f, "b", &bs, NULL);
+  cml_value_t h = cml_op_dot(f, x, w1);
+  h = cml_op_max(f, h, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.0));
+  cml_value_t y = cml_op_dot(f, h, w2);
+  int64_t dims[2] = {2, 4}, axes[1] = {1};
+  y = cml_op_add(f, y, cml_op_broadcast_in_dim(f, bias, dims, 2, axes, 1));
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, &y, 1, NULL));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  ASSERT_TRUE(pt_compare(fb->module, spmd) < 1e-9);
+  ASSERT_EQ_INT(pt_param(spmd, 1)->dims[0], 4);
+  ASSERT_EQ_INT(pt_param(spmd, 1)->dims[1], 3);
+  ASSERT_EQ_INT(pt_param(spmd, 2)->dims[0], 3);
+  ASSERT_EQ_INT(pt_param(spmd, 2)->dims[1], 4);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[1], 4);
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_reduce, 1);
+  ASSERT_EQ_INT(k.all_gather, 0);
+  ASSERT_EQ_INT(k.dynamic_slice, 0);
+  ASSERT_EQ_INT(k.dots, 2);
+  PT_TEARDOWN();
+}
+
+// 2-D mesh (data x model): batch-sharded input through the Megatron pair; the AllReduce runs
+// over the model axis only (groups {0,1} and {2,3}), the result stays batch-sharded.
+TEST(mesh_2d_data_model) {
+  PT_SETUP(pt_mesh("data", 2, "model", 2));
+  cml_sharding_t batch = pt_spec(mesh, "data", NULL);
+  cml_sharding_t col = pt_spec(mesh, NULL, "model"), row = pt_spec(mesh, "model", NULL);
+  cml_shape_t xs = pt_shape(2, 8, 4), w1s = pt_shape(2, 4, 6), w2s = pt_shape(2, 6, 4);
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, &batch);
+  cml_value_t w1 = cml_parameter_sharded(f, "w1", &w1s, &col);
+  cml_value_t w2 = cml_parameter_sharded(f, "w2", &w2s, &row);
+  cml_value_t h = cml_op_tanh(f, cml_op_dot(f, x, w1));
+  cml_value_t y = cml_op_dot(f, h, w2);
+  cml_value_t loss = cml_op_reduce_sum(f, y, NULL, 0);
+  cml_value_t outs[2] = {y, loss};
+  cml_sharding_t specs[2];
+  specs[0] = batch;
+  memset(&specs[1], 0, sizeof specs[1]);  // zeroed: replicated
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 2, specs));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  ASSERT_TRUE(pt_compare(fb->module, spmd) < 1e-9);
+  ASSERT_EQ_INT(spmd->num_devices, 4);
+  ASSERT_EQ_INT(pt_param(spmd, 0)->dims[0], 4);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 4);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[1], 4);
+  pt_counts_t k = pt_count(spmd);
+  // y: one AllReduce over model; loss: reduced from y (partial over data) -> one more.
+  ASSERT_EQ_INT(k.all_reduce, 2);
+  ASSERT_EQ_INT(k.all_gather, 0);
+  const cml_ir_node_t* ar = pt_first(spmd, CML_OP_ALL_REDUCE);
+  ASSERT_EQ_INT(ar->attrs->collective.group_count, 2);
+  ASSERT_EQ_INT(ar->attrs->collective.group_size, 2);
+  ASSERT_EQ_INT(ar->attrs->collective.groups[0], 0);
+  ASSERT_EQ_INT(ar->attrs->collective.groups[1], 1);
+  ASSERT_EQ_INT(ar->attrs->collective.groups[2], 2);
+  ASSERT_EQ_INT(ar->attrs->collective.groups[3], 3);
+  PT_TEARDOWN();
+}
+
+// Resharding: a replicated parameter returned sharded is sliced locally (DynamicSlice at
+// ReplicaId, no communication); a sharded one returned replicated is gathered.
+TEST(reshard_outputs) {
+  PT_SETUP(pt_mesh("data", 2, "model", 2));
+  cml_sharding_t s_model = pt_spec(mesh, "model", NULL);
+  cml_sharding_t s_both = pt_spec(mesh, "data", "model");
+  cml_shape_t s = pt_shape(2, 4, 6);
+  cml_value_t r = cml_parameter_sharded(f, "r", &s, NULL);
+  cml_value_t m = cml_parameter_sharded(f, "m", &s, &s_model);
+  cml_value_t outs[3] = {cml_op_neg(f, r), cml_op_neg(f, m), cml_op_abs(f, m)};
+  cml_sharding_t specs[3];
+  specs[0] = s_both;
+  memset(&specs[1], 0, sizeof specs[1]);
+  specs[2] = s_both;  // model on dim 0 -> data on dim 0, model on dim 1: gather, then slice
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 3, specs));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  ASSERT_TRUE(pt_compare(fb->module, spmd) < 1e-9);
+  ASSERT_EQ_INT(pt_param(spmd, 0)->dims[0], 4);
+  ASSERT_EQ_INT(pt_param(spmd, 1)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[1], 3);
+  ASSERT_EQ_INT(pt_output(spmd, 1)->dims[0], 4);
+  ASSERT_EQ_INT(pt_output(spmd, 1)->dims[1], 6);
+  ASSERT_EQ_INT(pt_output(spmd, 2)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 2)->dims[1], 3);
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_reduce, 0);
+  ASSERT_EQ_INT(k.all_gather, 2);
+  ASSERT_EQ_INT(k.replica_id, 1);
+  // Two for each sliced output (one reads the start table, one slices) per sliced dimension,
+  // plus the slices of the values themselves.
+  ASSERT_TRUE(k.dynamic_slice >= 2);
+  const cml_ir_node_t* ag = pt_first(spmd, CML_OP_ALL_GATHER);
+  ASSERT_EQ_INT(ag->attrs->axis, 0);
+  ASSERT_EQ_INT(ag->attrs->collective.group_size, 2);
+  ASSERT_EQ_INT(ag->attrs->collective.groups[0], 0);  // model varies: {0,1}, {2,3}
+  ASSERT_EQ_INT(ag->attrs->collective.groups[1], 1);
+  PT_TEARDOWN();
+}
+
+// An op without a sharded rule (a logical reduction over a split axis, ReduceWindow) is
+// computed replicated after an AllGather: always correct.
+TEST(replicated_fallback) {
+  PT_SETUP(pt_mesh("data", 4, NULL, 0));
+  cml_sharding_t batch = pt_spec(mesh, "data", NULL);
+  cml_shape_t s = pt_shape(2, 8, 4);
+  cml_value_t x = cml_parameter_sharded(f, "x", &s, &batch);
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 2;
+  w.window_dims[0] = 2;
+  w.window_dims[1] = 1;
+  cml_value_t pooled = cml_op_reduce_window(f, x, CML_REDUCE_MAX, &w);  // [4, 4]
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, &pooled, 1, &batch));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  ASSERT_TRUE(pt_compare(fb->module, spmd) < 1e-9);
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_gather, 1);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 1);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[1], 4);
+  PT_TEARDOWN();
+}
+
+static cml_function_t* pt_less_closure(cml_function_t* f) {
+  cml_function_t* cmp = NULL;
+  if (cml_function_new_closure(f, &cmp) != CML_OK) return NULL;
+  cml_shape_t sc = cml_shape_make(CML_DTYPE_F32, 0, NULL);
+  cml_value_t l = cml_parameter(cmp, "l", &sc);
+  cml_value_t r = cml_parameter(cmp, "r", &sc);
+  cml_value_t lt = cml_op_less_than(cmp, l, r);
+  if (cml_function_return(cmp, &lt, 1) != CML_OK) return NULL;
+  return cmp;
+}
+
+// What it cannot partition: UNIMPLEMENTED naming the op and the operands' shardings.
+TEST(unimplemented_names_op_and_sharding) {
+  PT_SETUP(pt_mesh("data", 4, NULL, 0));
+  cml_sharding_t batch = pt_spec(mesh, "data", NULL);
+  cml_shape_t s = pt_shape(2, 8, 4);
+  cml_value_t x = cml_parameter_sharded(f, "x", &s, &batch);
+  cml_function_t* cmp = pt_less_closure(f);
+  ASSERT_TRUE(cmp != NULL);
+  cml_value_t sorted;
+  ASSERT_TRUE(cml_op_sort(f, cmp, 1, false, &x, 1, &sorted));
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, &sorted, 1, NULL));
+  cml_status_t st = pt_partition(fb, b, &spmd);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_UNIMPLEMENTED);
+  ASSERT_CONTAINS(cml_status_message(st), "Sort");
+  ASSERT_CONTAINS(cml_status_message(st), "[{data}, {}]");
+  cml_status_free(st);
+  ASSERT_TRUE(spmd == NULL);
+  PT_TEARDOWN();
+}
+
+// A module that is not AutoSharding is refused.
+TEST(refuses_non_auto_sharding) {
+  fake_backend_t* fb = pt_backend();
+  ASSERT_TRUE(fb != NULL);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(&fb->base, "plain", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = pt_shape(1, 4, 0);
+  cml_value_t x = cml_op_neg(f, cml_parameter(f, "x", &s));
+  ASSERT_STATUS_OK(cml_function_return(f, &x, 1));
+  cml_module_t* spmd = NULL;
+  cml_status_t st = pt_partition(fb, b, &spmd);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(cml_status_message(st), "not AutoSharding");
+  cml_status_free(st);
+  ASSERT_TRUE(spmd == NULL);
+  cml_builder_destroy(b);
+  cml_backend_release(&fb->base);
+}
+
+TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp), TEST_ENTRY(mesh_2d_data_model),
+          TEST_ENTRY(reshard_outputs), TEST_ENTRY(replicated_fallback),
+          TEST_ENTRY(unimplemented_names_op_and_sharding), TEST_ENTRY(refuses_non_auto_sharding))
