@@ -5,7 +5,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cml/fused.h"
@@ -52,6 +51,7 @@ static void cml_pshard_clear_dim(cml_pshard_t* s, int d) {
 
 typedef struct cml_partitioner_t {
   const cml_module_t* m;
+  cml_allocator_t alloc;  // the backend's
   const cml_mesh_t* mesh;  // NULL: every value is replicated
   int axis_count;
   int64_t axis_size[CML_MAX_MESH_AXES];
@@ -69,6 +69,18 @@ typedef struct cml_partitioner_t {
   cml_value_t zero;     // I32 0, once made
   cml_status_t status;
 } cml_partitioner_t;
+
+// Zeroed scratch of |count| * |size| bytes from the backend's allocator (NULL when out of memory).
+static void* cml_pt_calloc(cml_partitioner_t* p, size_t count, size_t size) {
+  size_t bytes = (count ? count : 1) * size;
+  void* ptr = cml_allocator_malloc(p->alloc, bytes, 16);
+  if (ptr) memset(ptr, 0, bytes);
+  return ptr;
+}
+
+static void cml_pt_dealloc(cml_partitioner_t* p, void* ptr, size_t count, size_t size) {
+  if (ptr) cml_allocator_free(p->alloc, ptr, (count ? count : 1) * size);
+}
 
 static bool cml_pt_fail(cml_partitioner_t* p, cml_status_code_t code, const char* fmt, ...)
     CML_PRINTF(3, 4);
@@ -261,7 +273,7 @@ static cml_value_t cml_pt_slice(cml_partitioner_t* p, cml_value_t x, const cml_s
     if (!cml_pt_ok(p, p->zero)) return CML_VALUE_INVALID;
   }
   cml_value_t starts[CML_MAX_RANK];
-  int32_t* table = (int32_t*)calloc((size_t)p->n, sizeof *table);
+  int32_t* table = (int32_t*)cml_pt_calloc(p, (size_t)p->n, sizeof *table);
   if (!table) {
     cml_pt_fail(p, CML_STATUS_RESOURCE_EXHAUSTED, "out of memory");
     return CML_VALUE_INVALID;
@@ -282,7 +294,7 @@ static cml_value_t cml_pt_slice(cml_partitioner_t* p, cml_value_t x, const cml_s
     starts[d] = cml_op_reshape(p->f, row, &none, 0);
     ok = cml_pt_ok(p, starts[d]);
   }
-  free(table);
+  cml_pt_dealloc(p, table, (size_t)p->n, sizeof *table);
   if (!ok) return CML_VALUE_INVALID;
   cml_value_t out = cml_op_dynamic_slice(p->f, x, starts, target.dims, global->rank);
   cml_pt_ok(p, out);
@@ -1050,12 +1062,13 @@ static cml_status_t cml_pt_setup_mesh(cml_partitioner_t* p) {
 }
 
 static void cml_pt_free(cml_partitioner_t* p) {
-  free(p->slot_of_pos);
-  free(p->pos_of_slot);
-  free(p->ids);
-  free(p->local);
-  free(p->st);
-  free(p->rep);
+  size_t nv = p->m->value_count;
+  cml_pt_dealloc(p, p->slot_of_pos, (size_t)p->n, sizeof(int32_t));
+  cml_pt_dealloc(p, p->pos_of_slot, (size_t)p->n, sizeof(int32_t));
+  cml_pt_dealloc(p, p->ids, (size_t)p->n, sizeof(int32_t));
+  cml_pt_dealloc(p, p->local, nv, sizeof(cml_value_t));
+  cml_pt_dealloc(p, p->st, nv, sizeof(cml_pshard_t));
+  cml_pt_dealloc(p, p->rep, nv, sizeof(cml_value_t));
   cml_builder_destroy(p->b);
 }
 
@@ -1076,14 +1089,15 @@ cml_status_t cml__partition_module(const cml_module_t* global, cml_backend_t* ba
   cml_partitioner_t p;
   memset(&p, 0, sizeof p);
   p.m = global;
+  p.alloc = backend->allocator;
   p.n = global->num_devices > 0 ? global->num_devices : 1;
   size_t nv = global->value_count;
-  p.slot_of_pos = (int32_t*)calloc((size_t)p.n, sizeof(int32_t));
-  p.pos_of_slot = (int32_t*)calloc((size_t)p.n, sizeof(int32_t));
-  p.ids = (int32_t*)calloc((size_t)p.n, sizeof(int32_t));
-  p.local = (cml_value_t*)calloc(nv, sizeof(cml_value_t));
-  p.st = (cml_pshard_t*)calloc(nv, sizeof(cml_pshard_t));
-  p.rep = (cml_value_t*)calloc(nv, sizeof(cml_value_t));
+  p.slot_of_pos = (int32_t*)cml_pt_calloc(&p, (size_t)p.n, sizeof(int32_t));
+  p.pos_of_slot = (int32_t*)cml_pt_calloc(&p, (size_t)p.n, sizeof(int32_t));
+  p.ids = (int32_t*)cml_pt_calloc(&p, (size_t)p.n, sizeof(int32_t));
+  p.local = (cml_value_t*)cml_pt_calloc(&p, nv, sizeof(cml_value_t));
+  p.st = (cml_pshard_t*)cml_pt_calloc(&p, nv, sizeof(cml_pshard_t));
+  p.rep = (cml_value_t*)cml_pt_calloc(&p, nv, sizeof(cml_value_t));
   if (!p.slot_of_pos || !p.pos_of_slot || !p.ids || !p.local || !p.st || !p.rep) {
     cml_pt_free(&p);
     return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
@@ -1123,7 +1137,7 @@ cml_status_t cml__partition_module(const cml_module_t* global, cml_backend_t* ba
     cml_pt_node(&p, &global->nodes[main_fn->nodes[i]]);
   }
   // Outputs, forced to their requested sharding.
-  cml_value_t* outs = (cml_value_t*)calloc(main_fn->output_count + 1, sizeof *outs);
+  cml_value_t* outs = (cml_value_t*)cml_pt_calloc(&p, main_fn->output_count, sizeof *outs);
   if (!outs) cml_pt_fail(&p, CML_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   for (uint32_t i = 0; p.status == CML_OK && i < main_fn->output_count; ++i) {
     uint32_t v = main_fn->outputs[i];
@@ -1143,7 +1157,7 @@ cml_status_t cml__partition_module(const cml_module_t* global, cml_backend_t* ba
       cml_status_free(st);
     }
   }
-  free(outs);
+  cml_pt_dealloc(&p, outs, main_fn->output_count, sizeof *outs);
   cml_module_t* spmd = NULL;
   if (p.status == CML_OK) {
     st = cml__builder_take_module(p.b, &spmd);
