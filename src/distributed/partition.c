@@ -51,7 +51,7 @@ static void cml_pshard_clear_dim(cml_pshard_t* s, int d) {
 
 typedef struct cml_partitioner_t {
   const cml_module_t* m;
-  cml_allocator_t alloc;  // the backend's
+  cml_allocator_t alloc;   // the backend's
   const cml_mesh_t* mesh;  // NULL: every value is replicated
   int axis_count;
   int64_t axis_size[CML_MAX_MESH_AXES];
@@ -62,11 +62,12 @@ typedef struct cml_partitioner_t {
   int32_t* ids;  // scratch for replica groups (n entries)
   cml_builder_t* b;
   cml_function_t* f;
-  cml_value_t* local;  // per global value: the per-device value
-  cml_pshard_t* st;    // per global value: its sharding state
-  cml_value_t* rep;    // per global value: a replicated copy, once made
-  cml_value_t replica;  // ReplicaId as I32, once made
-  cml_value_t zero;     // I32 0, once made
+  cml_value_t* local;          // per global value: the per-device value
+  cml_pshard_t* st;            // per global value: its sharding state
+  cml_value_t* rep;            // per global value: a replicated copy, once made
+  cml_function_t** functions;  // per global function: its whole copy, once made
+  cml_value_t replica;         // ReplicaId as I32, once made
+  cml_value_t zero;            // I32 0, once made
   cml_status_t status;
 } cml_partitioner_t;
 
@@ -115,8 +116,8 @@ static int cml_pt_rank(const cml_partitioner_t* p, uint32_t v) {
 static const char* cml_pt_format(const cml_partitioner_t* p, const cml_pshard_t* s, int rank,
                                  char* buf, size_t size) {
   size_t len = 0;
-#define CML_PT_PUT(...)                                                         \
-  do {                                                                          \
+#define CML_PT_PUT(...)                                                          \
+  do {                                                                           \
     if (len < size) len += (size_t)snprintf(buf + len, size - len, __VA_ARGS__); \
   } while (0)
   CML_PT_PUT("[");
@@ -149,10 +150,9 @@ static bool cml_pt_unimplemented(cml_partitioner_t* p, const cml_ir_node_t* n, c
   for (uint32_t i = 0; i < n->input_count && len < sizeof text; ++i) {
     char shape[160], shard[200];
     uint32_t v = n->inputs[i];
-    len += (size_t)snprintf(
-        text + len, sizeof text - len, "%s%s %s", i ? ", " : "",
-        cml_shape_format(&p->m->values[v].shape, shape, sizeof shape),
-        cml_pt_format(p, &p->st[v], cml_pt_rank(p, v), shard, sizeof shard));
+    len += (size_t)snprintf(text + len, sizeof text - len, "%s%s %s", i ? ", " : "",
+                            cml_shape_format(&p->m->values[v].shape, shape, sizeof shape),
+                            cml_pt_format(p, &p->st[v], cml_pt_rank(p, v), shard, sizeof shard));
   }
   if (len >= sizeof text) text[sizeof text - 1] = '\0';
   if (n->input_count == 0) snprintf(text, sizeof text, "no operands");
@@ -226,7 +226,8 @@ static cml_replica_groups_t cml_pt_groups(cml_partitioner_t* p, const int8_t* ax
       for (int i = 0; i < count; ++i) in = in || axes[i] == a;
       if (!in) g = g * p->axis_size[a] + cml_pt_coord(p, pos, a);
     }
-    for (int i = 0; i < count; ++i) idx = idx * p->axis_size[axes[i]] + cml_pt_coord(p, pos, axes[i]);
+    for (int i = 0; i < count; ++i)
+      idx = idx * p->axis_size[axes[i]] + cml_pt_coord(p, pos, axes[i]);
     p->ids[g * group_size + idx] = p->slot_of_pos[pos];
   }
   cml_replica_groups_t groups = {p->ids, (size_t)group_count, (size_t)group_size};
@@ -352,9 +353,10 @@ static cml_value_t cml_pt_replicated(cml_partitioner_t* p, uint32_t v) {
 // Emits node |n| with the per-device operands |in| and its own attributes, writing its outputs
 // to |out|. Correct for shapes that differ from the global ones only for ops whose attributes
 // do not name sizes (the callers make sure of it).
-static bool cml_pt_emit(cml_partitioner_t* p, const cml_ir_node_t* n, const cml_value_t* in,
-                        cml_value_t* out) {
-  cml_function_t* f = p->f;
+static cml_function_t* cml_pt_callee(cml_partitioner_t* p, cml_function_t* parent, uint32_t g);
+
+static bool cml_pt_emit_in(cml_partitioner_t* p, cml_function_t* f, const cml_ir_node_t* n,
+                           const cml_value_t* in, cml_value_t* out) {
   const cml_ir_attrs_t* a = n->attrs;
   const cml_shape_t* os = &p->m->values[n->first_output].shape;
   cml_value_t r = CML_VALUE_INVALID;
@@ -409,8 +411,7 @@ static bool cml_pt_emit(cml_partitioner_t* p, const cml_ir_node_t* n, const cml_
           r = cml_op_iota(f, os, a->axis);
           break;
         case CML_OP_PAD:
-          r = cml_op_pad(f, in[0], in[1], a->pads,
-                         (size_t)p->m->values[n->inputs[0]].shape.rank);
+          r = cml_op_pad(f, in[0], in[1], a->pads, (size_t)p->m->values[n->inputs[0]].shape.rank);
           break;
         case CML_OP_DYNAMIC_SLICE:
           r = cml_op_dynamic_slice(f, in[0], in + 1, a->axes, a->axis_count);
@@ -468,12 +469,43 @@ static bool cml_pt_emit(cml_partitioner_t* p, const cml_ir_node_t* n, const cml_
         case CML_OP_SCHEDULING_BARRIER:
           r = cml_op_scheduling_barrier(f, in[0], in + 1, n->input_count - 1);
           break;
+        case CML_OP_CALL: {
+          cml_function_t* callee = cml_pt_callee(p, f, a->functions[0]);
+          multi = callee && cml_op_call(f, callee, in, n->input_count, out);
+          break;
+        }
+        case CML_OP_WHILE: {
+          cml_function_t* cond = cml_pt_callee(p, f, a->functions[0]);
+          cml_function_t* body = cond ? cml_pt_callee(p, f, a->functions[1]) : NULL;
+          multi = body && cml_op_while(f, cond, body, in, n->input_count, out);
+          break;
+        }
+        case CML_OP_IF: {
+          cml_function_t* yes = cml_pt_callee(p, f, a->functions[0]);
+          cml_function_t* no = yes ? cml_pt_callee(p, f, a->functions[1]) : NULL;
+          multi = no && cml_op_if(f, in[0], yes, no, out);
+          break;
+        }
+        case CML_OP_SORT: {
+          cml_function_t* cmp = cml_pt_callee(p, f, a->functions[0]);
+          multi = cmp && cml_op_sort(f, cmp, a->axis, a->flag, in, n->input_count, out);
+          break;
+        }
         case CML_OP_FUSED_SOFTMAX:
           r = cml_op_fused_softmax(f, in[0], a->axis);
           break;
         case CML_OP_FUSED_GELU:
           r = cml_op_fused_gelu(f, in[0], a->fused.exact);
           break;
+        case CML_OP_FUSED_DENSE: {
+          cml_dense_config_t dc;
+          cml_dense_config_init(&dc);
+          dc.activation = (cml_activation_t)a->fused.activation;
+          dc.weight_layout = (cml_dense_layout_t)a->fused.layout;
+          cml_value_t bias = (a->fused.optional_inputs & 1u) ? in[2] : CML_VALUE_INVALID;
+          r = cml_op_fused_dense(f, in[0], in[1], bias, &dc);
+          break;
+        }
         case CML_OP_FUSED_LAYER_NORM: {
           uint32_t k = 1;
           cml_value_t gamma = (a->fused.optional_inputs & 1u) ? in[k++] : CML_VALUE_INVALID;
@@ -486,7 +518,7 @@ static bool cml_pt_emit(cml_partitioner_t* p, const cml_ir_node_t* n, const cml_
           return cml_pt_unimplemented(p, n, "the partitioner cannot re-emit this op");
       }
   }
-  if (n->output_count > 1) {
+  if (n->output_count > 1 || cml_op_kind(n->op) == CML_OPK_CONTROL) {
     if (!multi) return cml_pt_ok(p, CML_VALUE_INVALID);
     for (uint32_t k = 0; k < n->output_count; ++k) {
       if (!cml_pt_ok(p, out[k])) return false;
@@ -497,6 +529,65 @@ static bool cml_pt_emit(cml_partitioner_t* p, const cml_ir_node_t* n, const cml_
   return cml_pt_ok(p, r);
 }
 
+static bool cml_pt_emit(cml_partitioner_t* p, const cml_ir_node_t* n, const cml_value_t* in,
+                        cml_value_t* out) {
+  return cml_pt_emit_in(p, p->f, n, in, out);
+}
+
+// Re-emits global function |g| (a callee of a control op) into the new module, whole: a named
+// function, or a closure of |parent|. Values of main it captures are used whole (gathered in
+// main first). Made once per function.
+static cml_function_t* cml_pt_callee(cml_partitioner_t* p, cml_function_t* parent, uint32_t g) {
+  if (p->status != CML_OK || g >= p->m->function_count) return NULL;
+  if (p->functions[g]) return p->functions[g];
+  const cml_ir_function_t* gf = &p->m->functions[g];
+  cml_function_t* nf = NULL;
+  cml_status_t st = gf->parent < 0 ? cml_builder_new_function(p->b, gf->name, &nf)
+                                   : cml_function_new_closure(parent, &nf);
+  if (st != CML_OK) {
+    cml_pt_fail(p, cml_status_code(st), "function \"%s\": %s", gf->name, cml_status_message(st));
+    cml_status_free(st);
+    return NULL;
+  }
+  for (uint32_t i = 0; i < gf->capture_count; ++i) {
+    uint32_t outer = gf->captures_outer[i];
+    cml_value_t x = gf->parent == 0 ? cml_pt_replicated(p, outer) : p->local[outer];
+    if (x == CML_VALUE_INVALID) return NULL;
+    p->local[gf->captures_inner[i]] = x;
+  }
+  for (uint32_t i = 0; i < gf->param_count; ++i) {
+    uint32_t v = gf->params[i];
+    const cml_ir_node_t* pn = &p->m->nodes[p->m->values[v].node];
+    p->local[v] = cml_parameter(nf, pn->name, &p->m->values[v].shape);
+    if (!cml_pt_ok(p, p->local[v])) return NULL;
+  }
+  cml_value_t in[64], out[64];
+  for (uint32_t i = 0; i < gf->node_count; ++i) {
+    const cml_ir_node_t* n = &p->m->nodes[gf->nodes[i]];
+    if (n->op == CML_OP_PARAMETER || n->op == CML_OP_CAPTURED_VALUE) continue;
+    if (n->input_count > 64 || n->output_count > 64) {
+      cml_pt_unimplemented(p, n, "too many operands or results");
+      return NULL;
+    }
+    for (uint32_t k = 0; k < n->input_count; ++k) in[k] = p->local[n->inputs[k]];
+    if (!cml_pt_emit_in(p, nf, n, in, out)) return NULL;
+    for (uint32_t k = 0; k < n->output_count; ++k) p->local[n->first_output + k] = out[k];
+  }
+  if (gf->output_count > 64) {
+    cml_pt_fail(p, CML_STATUS_UNIMPLEMENTED, "function with %u results", gf->output_count);
+    return NULL;
+  }
+  for (uint32_t k = 0; k < gf->output_count; ++k) out[k] = p->local[gf->outputs[k]];
+  st = cml_function_return(nf, out, gf->output_count);
+  if (st != CML_OK) {
+    cml_pt_fail(p, cml_status_code(st), "function \"%s\": %s", gf->name, cml_status_message(st));
+    cml_status_free(st);
+    return NULL;
+  }
+  p->functions[g] = nf;
+  return nf;
+}
+
 // Records the per-device result |x| of global value |v| with state |s|.
 static void cml_pt_set(cml_partitioner_t* p, uint32_t v, cml_value_t x, const cml_pshard_t* s) {
   p->local[v] = x;
@@ -505,8 +596,8 @@ static void cml_pt_set(cml_partitioner_t* p, uint32_t v, cml_value_t x, const cm
 
 // The fallback, always correct: every operand whole, the op computed replicated.
 static bool cml_pt_replicate(cml_partitioner_t* p, const cml_ir_node_t* n) {
-  cml_value_t in[64], out[8];
-  if (n->input_count > 64 || n->output_count > 8) {
+  cml_value_t in[64], out[64];
+  if (n->input_count > 64 || n->output_count > 64) {
     return cml_pt_unimplemented(p, n, "too many operands or results");
   }
   for (uint32_t i = 0; i < n->input_count; ++i) {
@@ -755,8 +846,8 @@ static bool cml_pt_reshape(cml_partitioner_t* p, const cml_ir_node_t* n) {
 // Ops that need some dimensions whole and keep the others' splits: Slice (sliced dimensions),
 // Pad (padded ones), Reverse, Concatenate (the axis), ArgMinMax (the axis, removed), FusedSoftmax
 // (the axis). Partial sums pass through Slice, Reverse and Concatenate.
-static bool cml_pt_keep_other_dims(cml_partitioner_t* p, const cml_ir_node_t* n,
-                                   const bool* whole, bool linear, bool drop_axis) {
+static bool cml_pt_keep_other_dims(cml_partitioner_t* p, const cml_ir_node_t* n, const bool* whole,
+                                   bool linear, bool drop_axis) {
   uint32_t v0 = n->inputs[0];
   int rank = cml_pt_rank(p, v0);
   cml_pshard_t res;
@@ -890,8 +981,10 @@ static bool cml_pt_dot(cml_partitioner_t* p, const cml_ir_node_t* n) {
     if (plan == 0) {
       for (int i = 0; i < c->lhs_batch_count + c->lhs_contracting_count; ++i) {
         bool batch = i < c->lhs_batch_count;
-        int ld = (int)(batch ? c->lhs_batch_axes[i] : c->lhs_contracting_axes[i - c->lhs_batch_count]);
-        int rd = (int)(batch ? c->rhs_batch_axes[i] : c->rhs_contracting_axes[i - c->lhs_batch_count]);
+        int ld =
+            (int)(batch ? c->lhs_batch_axes[i] : c->lhs_contracting_axes[i - c->lhs_batch_count]);
+        int rd =
+            (int)(batch ? c->rhs_batch_axes[i] : c->rhs_contracting_axes[i - c->lhs_batch_count]);
         if (cml_pshard_dim_equal(&lt, ld, &rt, rd)) continue;
         if (lt.count[ld] > 0) {
           cml_pshard_copy_dim(&rt, rd, &lt, ld);
@@ -943,6 +1036,31 @@ static bool cml_pt_dot(cml_partitioner_t* p, const cml_ir_node_t* n) {
   return true;
 }
 
+// FusedDense: x keeps the splits of its batch dimensions (its last one, the input features, is
+// made whole); the weight and the bias are whole; the result's batch dimensions follow x.
+static bool cml_pt_fused_dense(cml_partitioner_t* p, const cml_ir_node_t* n) {
+  uint32_t xv = n->inputs[0];
+  int xr = cml_pt_rank(p, xv);
+  cml_pshard_t to = p->st[xv];
+  to.partial = 0;
+  if (xr > 0) cml_pshard_clear_dim(&to, xr - 1);
+  cml_value_t in[3];
+  if (n->input_count > 3) return cml_pt_replicate(p, n);
+  in[0] = cml_pt_reshard(p, xv, &to);
+  for (uint32_t i = 1; i < n->input_count && in[0] != CML_VALUE_INVALID; ++i) {
+    in[i] = cml_pt_replicated(p, n->inputs[i]);
+    if (in[i] == CML_VALUE_INVALID) return false;
+  }
+  if (in[0] == CML_VALUE_INVALID) return false;
+  cml_value_t out;
+  if (!cml_pt_emit(p, n, in, &out)) return false;
+  cml_pshard_t res;
+  memset(&res, 0, sizeof res);
+  for (int d = 0; d + 1 < xr; ++d) cml_pshard_copy_dim(&res, d, &to, d);
+  cml_pt_set(p, n->first_output, out, &res);
+  return true;
+}
+
 //===--- driver ---===//
 
 static bool cml_pt_node(cml_partitioner_t* p, const cml_ir_node_t* n) {
@@ -952,9 +1070,6 @@ static bool cml_pt_node(cml_partitioner_t* p, const cml_ir_node_t* n) {
                        "%s: collective ops are not allowed in an AutoSharding program (the "
                        "partitioner inserts them)",
                        cml_op_name(n->op));
-  }
-  if (cml_op_callee_count(n->op) > 0 || cml_op_kind(n->op) == CML_OPK_CONTROL) {
-    return cml_pt_unimplemented(p, n, "control flow and functions are not partitioned yet");
   }
   if (n->op == CML_OP_CONSTANT) {
     cml_value_t out;
@@ -998,6 +1113,8 @@ static bool cml_pt_node(cml_partitioner_t* p, const cml_ir_node_t* n) {
     case CML_OP_DOT:
     case CML_OP_DOT_GENERAL:
       return cml_pt_dot(p, n);
+    case CML_OP_FUSED_DENSE:
+      return cml_pt_fused_dense(p, n);
     default:
       return cml_pt_replicate(p, n);
   }
@@ -1069,6 +1186,7 @@ static void cml_pt_free(cml_partitioner_t* p) {
   cml_pt_dealloc(p, p->local, nv, sizeof(cml_value_t));
   cml_pt_dealloc(p, p->st, nv, sizeof(cml_pshard_t));
   cml_pt_dealloc(p, p->rep, nv, sizeof(cml_value_t));
+  cml_pt_dealloc(p, p->functions, p->m->function_count, sizeof(cml_function_t*));
   cml_builder_destroy(p->b);
 }
 
@@ -1098,7 +1216,9 @@ cml_status_t cml__partition_module(const cml_module_t* global, cml_backend_t* ba
   p.local = (cml_value_t*)cml_pt_calloc(&p, nv, sizeof(cml_value_t));
   p.st = (cml_pshard_t*)cml_pt_calloc(&p, nv, sizeof(cml_pshard_t));
   p.rep = (cml_value_t*)cml_pt_calloc(&p, nv, sizeof(cml_value_t));
-  if (!p.slot_of_pos || !p.pos_of_slot || !p.ids || !p.local || !p.st || !p.rep) {
+  p.functions =
+      (cml_function_t**)cml_pt_calloc(&p, global->function_count, sizeof(cml_function_t*));
+  if (!p.slot_of_pos || !p.pos_of_slot || !p.ids || !p.local || !p.st || !p.rep || !p.functions) {
     cml_pt_free(&p);
     return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
@@ -1121,8 +1241,7 @@ cml_status_t cml__partition_module(const cml_module_t* global, cml_backend_t* ba
     cml_pshard_t s;
     const cml_sharding_t* sh = global->param_shardings ? &global->param_shardings[i] : NULL;
     cml_shape_t local;
-    if (!cml_pt_from_sharding(&p, sh, &s) ||
-        !cml_pt_valid(&p, &global->values[v].shape, &s)) {
+    if (!cml_pt_from_sharding(&p, sh, &s) || !cml_pt_valid(&p, &global->values[v].shape, &s)) {
       cml_pt_fail(&p, CML_STATUS_INVALID_ARGUMENT, "parameter #%u \"%s\": invalid sharding", i,
                   n->name ? n->name : "");
       break;
@@ -1143,8 +1262,7 @@ cml_status_t cml__partition_module(const cml_module_t* global, cml_backend_t* ba
     uint32_t v = main_fn->outputs[i];
     cml_pshard_t s;
     const cml_sharding_t* sh = global->output_shardings ? &global->output_shardings[i] : NULL;
-    if (!cml_pt_from_sharding(&p, sh, &s) ||
-        !cml_pt_valid(&p, &global->values[v].shape, &s)) {
+    if (!cml_pt_from_sharding(&p, sh, &s) || !cml_pt_valid(&p, &global->values[v].shape, &s)) {
       cml_pt_fail(&p, CML_STATUS_INVALID_ARGUMENT, "output #%u: invalid sharding", i);
       break;
     }

@@ -5,6 +5,7 @@
 #include "builder_fake_backend.h"
 #include "cml/cml.h"
 #include "cml/distributed.h"
+#include "cml/fused.h"
 #include "distributed/partition.h"
 #include "test.h"
 
@@ -173,9 +174,12 @@ static bool pt_eval(const cml_module_t* m, const cml_ir_node_t* n, pt_tensor_t* 
   switch (n->op) {
     case CML_OP_CONSTANT:
       for (int64_t i = 0; i < count; ++i) {
-        if (out->shape.dtype == CML_DTYPE_F32) out->data[i] = ((const float*)n->data)[i];
-        else if (out->shape.dtype == CML_DTYPE_I32) out->data[i] = ((const int32_t*)n->data)[i];
-        else return false;
+        if (out->shape.dtype == CML_DTYPE_F32)
+          out->data[i] = ((const float*)n->data)[i];
+        else if (out->shape.dtype == CML_DTYPE_I32)
+          out->data[i] = ((const int32_t*)n->data)[i];
+        else
+          return false;
       }
       return true;
     case CML_OP_REPLICA_ID:
@@ -240,8 +244,8 @@ static bool pt_eval(const cml_module_t* m, const cml_ir_node_t* n, pt_tensor_t* 
           out->data[o] = v;
           seen[o] = true;
         } else {
-          out->data[o] = n->op == CML_OP_REDUCE_SUM ? out->data[o] + v
-                                                    : (v > out->data[o] ? v : out->data[o]);
+          out->data[o] =
+              n->op == CML_OP_REDUCE_SUM ? out->data[o] + v : (v > out->data[o] ? v : out->data[o]);
         }
       }
       (void)first;
@@ -258,7 +262,8 @@ static bool pt_eval(const cml_module_t* m, const cml_ir_node_t* n, pt_tensor_t* 
       for (int q = 0; q < c->lhs_contracting_count; ++q) lk[c->lhs_contracting_axes[q]] = 2;
       for (int q = 0; q < c->rhs_contracting_count; ++q) rk[c->rhs_contracting_axes[q]] = 2;
       int64_t kc = 1;
-      for (int q = 0; q < c->lhs_contracting_count; ++q) kc *= x->shape.dims[c->lhs_contracting_axes[q]];
+      for (int q = 0; q < c->lhs_contracting_count; ++q)
+        kc *= x->shape.dims[c->lhs_contracting_axes[q]];
       for (int64_t i = 0; i < count; ++i) {
         pt_unravel(&out->shape, i, idx);
         int64_t li[CML_MAX_RANK] = {0}, ri[CML_MAX_RANK] = {0};
@@ -267,8 +272,10 @@ static bool pt_eval(const cml_module_t* m, const cml_ir_node_t* n, pt_tensor_t* 
           li[c->lhs_batch_axes[q]] = idx[o];
           ri[c->rhs_batch_axes[q]] = idx[o];
         }
-        for (int k = 0; k < x->shape.rank; ++k) if (lk[k] == 0) li[k] = idx[o++];
-        for (int k = 0; k < y->shape.rank; ++k) if (rk[k] == 0) ri[k] = idx[o++];
+        for (int k = 0; k < x->shape.rank; ++k)
+          if (lk[k] == 0) li[k] = idx[o++];
+        for (int k = 0; k < y->shape.rank; ++k)
+          if (rk[k] == 0) ri[k] = idx[o++];
         double sum = 0;
         for (int64_t t = 0; t < kc; ++t) {
           int64_t rem = t;
@@ -458,8 +465,8 @@ static double pt_compare(const cml_module_t* global, const cml_module_t* spmd) {
     dinputs[d] = (double**)calloc(gf->param_count, sizeof(double*));
     for (uint32_t i = 0; i < gf->param_count; ++i) {
       const cml_shape_t* ls = &spmd->values[spmd->functions[0].params[i]].shape;
-      dinputs[d][i] = (double*)calloc((size_t)(pt_count_of(ls) ? pt_count_of(ls) : 1),
-                                      sizeof(double));
+      dinputs[d][i] =
+          (double*)calloc((size_t)(pt_count_of(ls) ? pt_count_of(ls) : 1), sizeof(double));
       const cml_sharding_t* sh = global->param_shardings ? &global->param_shardings[i] : NULL;
       pt_extract(sh, &global->values[gf->params[i]].shape, ls, d, ginputs[i], dinputs[d][i]);
     }
@@ -514,10 +521,10 @@ static cml_status_t pt_partition(fake_backend_t* fb, cml_builder_t* b, cml_modul
   cml_function_t* f = cml_builder_main(b);                   \
   cml_module_t* spmd = NULL
 
-#define PT_TEARDOWN()            \
-  cml_module_release(spmd);      \
-  cml_builder_destroy(b);        \
-  cml_mesh_destroy(mesh);        \
+#define PT_TEARDOWN()       \
+  cml_module_release(spmd); \
+  cml_builder_destroy(b);   \
+  cml_mesh_destroy(mesh);   \
   cml_backend_release(&fb->base)
 
 // Data parallel: x and t batch-sharded, w replicated. The activations stay sharded, the loss
@@ -713,8 +720,9 @@ static cml_function_t* pt_less_closure(cml_function_t* f) {
   return cmp;
 }
 
-// What it cannot partition: UNIMPLEMENTED naming the op and the operands' shardings.
-TEST(unimplemented_names_op_and_sharding) {
+// Control flow is computed whole: Sort over a batch-sharded operand gathers it, sorts every
+// row on every device and slices the result back to its requested split.
+TEST(control_flow_whole) {
   PT_SETUP(pt_mesh("data", 4, NULL, 0));
   cml_sharding_t batch = pt_spec(mesh, "data", NULL);
   cml_shape_t s = pt_shape(2, 8, 4);
@@ -723,11 +731,53 @@ TEST(unimplemented_names_op_and_sharding) {
   ASSERT_TRUE(cmp != NULL);
   cml_value_t sorted;
   ASSERT_TRUE(cml_op_sort(f, cmp, 1, false, &x, 1, &sorted));
-  ASSERT_STATUS_OK(cml_function_return_sharded(f, &sorted, 1, NULL));
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, &sorted, 1, &batch));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_gather, 1);
+  ASSERT_TRUE(pt_first(spmd, CML_OP_SORT) != NULL);
+  ASSERT_EQ_INT(spmd->function_count, 2);  // main and the comparator
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 2);
+  PT_TEARDOWN();
+}
+
+// FusedDense over batch-sharded x with a whole weight and bias: local, no collectives.
+TEST(fused_dense_keeps_batch) {
+  PT_SETUP(pt_mesh("data", 4, NULL, 0));
+  cml_sharding_t batch = pt_spec(mesh, "data", NULL);
+  cml_shape_t xs = pt_shape(2, 8, 4), ws = pt_shape(2, 4, 3), bs = pt_shape(1, 3, 0);
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, &batch);
+  cml_value_t w = cml_parameter_sharded(f, "w", &ws, NULL);
+  cml_value_t bias = cml_parameter_sharded(f, "b", &bs, NULL);
+  cml_dense_config_t dc;
+  cml_dense_config_init(&dc);
+  dc.activation = CML_ACTIVATION_RELU;
+  cml_value_t y = cml_op_fused_dense(f, x, w, bias, &dc);
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, &y, 1, &batch));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_gather + k.all_reduce + k.dynamic_slice, 0);
+  ASSERT_TRUE(pt_first(spmd, CML_OP_FUSED_DENSE) != NULL);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[1], 3);
+  PT_TEARDOWN();
+}
+
+// What it cannot partition: UNIMPLEMENTED naming the op and the operands' shardings.
+TEST(unimplemented_names_op_and_sharding) {
+  PT_SETUP(pt_mesh("data", 4, NULL, 0));
+  int64_t qd[4] = {4, 1, 2, 2};
+  cml_shape_t qs = cml_shape_make(CML_DTYPE_F32, 4, qd);
+  const char* per_axis[4] = {"data", NULL, NULL, NULL};
+  cml_sharding_t qspec;
+  ASSERT_STATUS_OK(cml_sharding_make(mesh, per_axis, 4, &qspec));
+  cml_value_t q = cml_parameter_sharded(f, "q", &qs, &qspec);
+  cml_value_t y = cml_op_fused_sdpa(f, q, q, q, CML_ATTENTION_LAYOUT_BHSD, NULL, NULL, NULL);
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, &y, 1, NULL));
   cml_status_t st = pt_partition(fb, b, &spmd);
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_UNIMPLEMENTED);
-  ASSERT_CONTAINS(cml_status_message(st), "Sort");
-  ASSERT_CONTAINS(cml_status_message(st), "[{data}, {}]");
+  ASSERT_CONTAINS(cml_status_message(st), "FusedScaledDotProductAttention");
+  ASSERT_CONTAINS(cml_status_message(st), "[{data}, {}, {}, {}]");
   cml_status_free(st);
   ASSERT_TRUE(spmd == NULL);
   PT_TEARDOWN();
@@ -755,4 +805,5 @@ TEST(refuses_non_auto_sharding) {
 
 TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp), TEST_ENTRY(mesh_2d_data_model),
           TEST_ENTRY(reshard_outputs), TEST_ENTRY(replicated_fallback),
+          TEST_ENTRY(control_flow_whole), TEST_ENTRY(fused_dense_keeps_batch),
           TEST_ENTRY(unimplemented_names_op_and_sharding), TEST_ENTRY(refuses_non_auto_sharding))
