@@ -305,8 +305,47 @@ static cml_value_t cml_pt_slice(cml_partitioner_t* p, cml_value_t x, const cml_s
 // The per-device value of global value |v| resharded to |to| (to->partial must be a subset of
 // the current partial set): AllReduce the partial axes |to| drops, AllGather the dimensions
 // whose split changes, then slice locally the dimensions |to| splits.
+// A whole value made by BroadcastInDim of a whole operand, or by Iota, needed split only along
+// dimensions the broadcast creates (or other than the iota axis): made again with the local
+// shape instead of sliced. CML_VALUE_INVALID when that does not apply.
+static cml_value_t cml_pt_remake_split(cml_partitioner_t* p, uint32_t v, const cml_pshard_t* to) {
+  const cml_shape_t* global = &p->m->values[v].shape;
+  const cml_pshard_t* cur = &p->st[v];
+  if (cur->partial || to->partial || cml_pshard_dim_mask(cur, global->rank) ||
+      !cml_pshard_dim_mask(to, global->rank)) {
+    return CML_VALUE_INVALID;
+  }
+  const cml_ir_node_t* n = &p->m->nodes[p->m->values[v].node];
+  if (n->function != 0 || (n->op != CML_OP_BROADCAST_IN_DIM && n->op != CML_OP_IOTA)) {
+    return CML_VALUE_INVALID;
+  }
+  cml_shape_t local;
+  if (!cml_pt_local_shape(p, global, to, &local)) return CML_VALUE_INVALID;
+  const cml_ir_attrs_t* a = n->attrs;
+  if (n->op == CML_OP_IOTA) {
+    if (to->count[a->axis] > 0) return CML_VALUE_INVALID;
+    cml_value_t x = cml_op_iota(p->f, &local, a->axis);
+    return cml_pt_ok(p, x) ? x : CML_VALUE_INVALID;
+  }
+  uint32_t operand = n->inputs[0];
+  const cml_shape_t* os = &p->m->values[operand].shape;
+  if (p->st[operand].partial || cml_pshard_dim_mask(&p->st[operand], os->rank)) {
+    return CML_VALUE_INVALID;
+  }
+  for (int i = 0; i < a->axis_count; ++i) {
+    if (to->count[a->axes[i]] > 0 && os->dims[i] != 1) return CML_VALUE_INVALID;
+  }
+  cml_value_t x = cml_op_broadcast_in_dim(p->f, p->local[operand], local.dims, local.rank, a->axes,
+                                          a->axis_count);
+  return cml_pt_ok(p, x) ? x : CML_VALUE_INVALID;
+}
+
 static cml_value_t cml_pt_reshard(cml_partitioner_t* p, uint32_t v, const cml_pshard_t* to) {
   if (p->status != CML_OK) return CML_VALUE_INVALID;
+  {
+    cml_value_t remade = cml_pt_remake_split(p, v, to);
+    if (remade != CML_VALUE_INVALID || p->status != CML_OK) return remade;
+  }
   const cml_shape_t* global = &p->m->values[v].shape;
   int rank = global->rank;
   cml_pshard_t cur = p->st[v];

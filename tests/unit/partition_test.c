@@ -539,7 +539,11 @@ TEST(data_parallel) {
   cml_value_t x = cml_parameter_sharded(f, "x", &xs, &batch);
   cml_value_t w = cml_parameter_sharded(f, "w", &ws, &rep);
   cml_value_t t = cml_parameter_sharded(f, "t", &ts, &batch);
-  cml_value_t y = cml_op_dot(f, x, w);
+  cml_shape_t bs = pt_shape(1, 2, 0);
+  cml_value_t bias = cml_parameter_sharded(f, "b", &bs, NULL);
+  int64_t ydims[2] = {8, 2}, baxes[1] = {1};
+  cml_value_t y =
+      cml_op_add(f, cml_op_dot(f, x, w), cml_op_broadcast_in_dim(f, bias, ydims, 2, baxes, 1));
   cml_value_t d = cml_op_sub(f, y, t);
   cml_value_t sq = cml_op_mul(f, d, d);
   cml_value_t sum = cml_op_reduce_sum(f, sq, NULL, 0);
