@@ -807,7 +807,162 @@ TEST(refuses_non_auto_sharding) {
   cml_backend_release(&fb->base);
 }
 
+#ifdef CML_HAVE_BACKEND_C
+//===--- end to end on c:devices=N vs one device ---===//
+
+// The 2-D step: h = tanh(x.w1 + b1), y = h.w2, d = y - t, loss = sum(d*d) / 32 and the
+// gradient of w2 (h^T.d). Sharded: x, t over data; w1 columns and w2 rows over model (mesh
+// data x model), or only data (1-D mesh). Results: y (split like x), loss (whole), gw2 (split
+// like w2).
+typedef struct pt_step_t {
+  cml_executable_t* exe;
+  cml_sharding_t in_specs[5];
+  cml_sharding_t out_specs[3];
+} pt_step_t;
+
+static cml_status_t pt_build_step(cml_backend_t* be, const cml_mesh_t* mesh, pt_step_t* out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "step", &b));
+  cml_status_t st = CML_OK;
+  bool model = mesh && cml_mesh_axis_index(mesh, "model") >= 0;
+  memset(out->in_specs, 0, sizeof out->in_specs);
+  memset(out->out_specs, 0, sizeof out->out_specs);
+  if (mesh) {
+    st = cml_builder_auto_sharding(b, &mesh, 1);
+    out->in_specs[0] = out->in_specs[4] = out->out_specs[0] = pt_spec(mesh, "data", NULL);
+    if (model) {
+      out->in_specs[1] = pt_spec(mesh, NULL, "model");
+      out->in_specs[3] = out->out_specs[2] = pt_spec(mesh, "model", NULL);
+      const char* per_axis[1] = {"model"};
+      if (st == CML_OK) st = cml_sharding_make(mesh, per_axis, 1, &out->in_specs[2]);
+    }
+  }
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = pt_shape(2, 8, 4), w1s = pt_shape(2, 4, 6), b1s = pt_shape(1, 6, 0);
+  cml_shape_t w2s = pt_shape(2, 6, 4), ts = pt_shape(2, 8, 4);
+  const cml_shape_t* shapes[5] = {&xs, &w1s, &b1s, &w2s, &ts};
+  const char* names[5] = {"x", "w1", "b1", "w2", "t"};
+  cml_value_t in[5];
+  for (int i = 0; i < 5; ++i) {
+    in[i] = mesh ? cml_parameter_sharded(f, names[i], shapes[i], &out->in_specs[i])
+                 : cml_parameter(f, names[i], shapes[i]);
+  }
+  int64_t hd[2] = {8, 6}, ax[1] = {1};
+  cml_value_t h =
+      cml_op_add(f, cml_op_dot(f, in[0], in[1]), cml_op_broadcast_in_dim(f, in[2], hd, 2, ax, 1));
+  h = cml_op_tanh(f, h);
+  cml_value_t y = cml_op_dot(f, h, in[3]);
+  cml_value_t d = cml_op_sub(f, y, in[4]);
+  cml_value_t loss = cml_op_div(f, cml_op_reduce_sum(f, cml_op_mul(f, d, d), NULL, 0),
+                                cml_constant_scalar_f64(f, CML_DTYPE_F32, 32.0));
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.lhs_contracting_count = c.rhs_contracting_count = 1;
+  cml_value_t gw2 = cml_op_dot_general(f, h, d, &c);
+  cml_value_t outs[3] = {y, loss, gw2};
+  if (st == CML_OK) {
+    st = mesh ? cml_function_return_sharded(f, outs, 3, out->out_specs)
+              : cml_function_return(f, outs, 3);
+  }
+  if (st == CML_OK) st = cml_builder_compile(b, &out->exe);
+  cml_builder_destroy(b);
+  return st;
+}
+
+// Runs the step on one device and sharded on |config|'s devices; the results must agree.
+static double pt_e2e(const char* config, cml_mesh_t* mesh, cml_status_t* out_status) {
+  *out_status = CML_OK;
+  cml_backend_t *one = NULL, *many = NULL;
+  pt_step_t s1, sn;
+  memset(&s1, 0, sizeof s1);
+  memset(&sn, 0, sizeof sn);
+  cml_status_t st = cml_backend_new_with_config("c", &one);
+  if (st == CML_OK) st = cml_backend_new_with_config(config, &many);
+  if (st == CML_OK) st = pt_build_step(one, NULL, &s1);
+  if (st == CML_OK) st = pt_build_step(many, mesh, &sn);
+  int n = (int)cml_mesh_device_count(mesh);
+  float host[5][64];
+  cml_buffer_t* in1[5] = {NULL};
+  cml_buffer_t* inn[5 * 8] = {NULL};
+  cml_dtensor_t* dts[5] = {NULL};
+  cml_buffer_t* out1[3] = {NULL};
+  cml_buffer_t* outn[3 * 8] = {NULL};
+  double worst = INFINITY;
+  for (int i = 0; st == CML_OK && i < 5; ++i) {
+    const cml_shape_t* gs = cml_executable_input_shape(s1.exe, (size_t)i);
+    int64_t count = cml_shape_element_count(gs);
+    for (int64_t e = 0; e < count; ++e) host[i][e] = (float)((e * 7 + i * 3) % 11) * 0.1f - 0.5f;
+    st = cml_buffer_from_host(one, 0, gs, host[i], cml_shape_byte_size(gs), &in1[i]);
+    if (st == CML_OK) {
+      st = cml_dtensor_from_host(many, &sn.in_specs[i], gs, host[i], cml_shape_byte_size(gs), NULL,
+                                 &dts[i]);
+    }
+    for (int j = 0; st == CML_OK && j < n; ++j)
+      inn[j * 5 + i] = cml_dtensor_shard(dts[i], (size_t)j);
+  }
+  if (st == CML_OK) st = cml_executable_execute(s1.exe, in1, 5, NULL, 0, out1);
+  if (st == CML_OK) st = cml_executable_execute(sn.exe, inn, (size_t)(5 * n), NULL, 0, outn);
+  if (st == CML_OK) {
+    worst = 0;
+    for (int k = 0; st == CML_OK && k < 3; ++k) {
+      const cml_shape_t* gs = cml_executable_output_shape(s1.exe, (size_t)k);
+      float want[64], got[64];
+      size_t bytes = cml_shape_byte_size(gs);
+      cml_buffer_t* shards[8];
+      for (int j = 0; j < n; ++j) shards[j] = outn[j * 3 + k];
+      cml_dtensor_t* dt = NULL;
+      st = cml_buffer_copy_to_host(out1[k], want, bytes);
+      if (st == CML_OK) st = cml_dtensor_from_shards(&sn.out_specs[k], shards, (size_t)n, &dt);
+      if (st == CML_OK) st = cml_dtensor_to_host(dt, got, bytes);
+      cml_dtensor_destroy(dt);
+      for (size_t e = 0; st == CML_OK && e < bytes / sizeof(float); ++e) {
+        double diff = fabs((double)want[e] - (double)got[e]) / (1.0 + fabs((double)want[e]));
+        if (!(diff <= worst)) worst = diff;
+      }
+    }
+  }
+  for (int i = 0; i < 5; ++i) {
+    cml_buffer_release(in1[i]);
+    cml_dtensor_destroy(dts[i]);
+  }
+  for (int k = 0; k < 3; ++k) cml_buffer_release(out1[k]);
+  for (int k = 0; k < 3 * 8; ++k) cml_buffer_release(outn[k]);
+  cml_executable_release(s1.exe);
+  cml_executable_release(sn.exe);
+  cml_backend_release(one);
+  cml_backend_release(many);
+  *out_status = st;
+  return worst;
+}
+
+// Data parallel over 4 devices of c, values as on one device.
+TEST(e2e_c_data_parallel) {
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  cml_status_t st;
+  double worst = pt_e2e("c:devices=4", mesh, &st);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  ASSERT_TRUE(worst < 1e-5);
+}
+
+// Data x model (2 x 2) over 4 devices of c: Megatron inside, data parallel outside.
+TEST(e2e_c_data_model) {
+  cml_mesh_t* mesh = pt_mesh("data", 2, "model", 2);
+  ASSERT_TRUE(mesh != NULL);
+  cml_status_t st;
+  double worst = pt_e2e("c:devices=4", mesh, &st);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  ASSERT_TRUE(worst < 1e-5);
+}
+#define PT_E2E_TESTS , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model)
+#else
+#define PT_E2E_TESTS
+#endif  // CML_HAVE_BACKEND_C
+
 TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp), TEST_ENTRY(mesh_2d_data_model),
           TEST_ENTRY(reshard_outputs), TEST_ENTRY(replicated_fallback),
           TEST_ENTRY(control_flow_whole), TEST_ENTRY(fused_dense_keeps_batch),
-          TEST_ENTRY(unimplemented_names_op_and_sharding), TEST_ENTRY(refuses_non_auto_sharding))
+          TEST_ENTRY(unimplemented_names_op_and_sharding),
+          TEST_ENTRY(refuses_non_auto_sharding) PT_E2E_TESTS)
