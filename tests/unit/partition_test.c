@@ -881,50 +881,52 @@ static double pt_e2e(const char* config, cml_mesh_t* mesh, cml_status_t* out_sta
   if (st == CML_OK) st = pt_build_step(one, NULL, &s1);
   if (st == CML_OK) st = pt_build_step(many, mesh, &sn);
   int n = (int)cml_mesh_device_count(mesh);
-  float host[5][64];
+  double host[5][64];
+  float hostf[64], shard[64];
   cml_buffer_t* in1[5] = {NULL};
   cml_buffer_t* inn[5 * 8] = {NULL};
-  cml_dtensor_t* dts[5] = {NULL};
   cml_buffer_t* out1[3] = {NULL};
   cml_buffer_t* outn[3 * 8] = {NULL};
   double worst = INFINITY;
+  // Inputs: whole on one device; shard j (mesh position j = slot j) on slot j.
   for (int i = 0; st == CML_OK && i < 5; ++i) {
     const cml_shape_t* gs = cml_executable_input_shape(s1.exe, (size_t)i);
+    const cml_shape_t* ls = cml_executable_input_shape(sn.exe, (size_t)i);
     int64_t count = cml_shape_element_count(gs);
-    for (int64_t e = 0; e < count; ++e) host[i][e] = (float)((e * 7 + i * 3) % 11) * 0.1f - 0.5f;
-    st = cml_buffer_from_host(one, 0, gs, host[i], cml_shape_byte_size(gs), &in1[i]);
-    if (st == CML_OK) {
-      st = cml_dtensor_from_host(many, &sn.in_specs[i], gs, host[i], cml_shape_byte_size(gs), NULL,
-                                 &dts[i]);
+    for (int64_t e = 0; e < count; ++e) {
+      host[i][e] = (double)((e * 7 + i * 3) % 11) * 0.1 - 0.5;
+      hostf[e] = (float)host[i][e];
     }
-    for (int j = 0; st == CML_OK && j < n; ++j)
-      inn[j * 5 + i] = cml_dtensor_shard(dts[i], (size_t)j);
+    st = cml_buffer_from_host(one, 0, gs, hostf, cml_shape_byte_size(gs), &in1[i]);
+    for (int j = 0; st == CML_OK && j < n; ++j) {
+      double block[64];
+      pt_extract(&sn.in_specs[i], gs, ls, j, host[i], block);
+      for (int64_t e = 0; e < cml_shape_element_count(ls); ++e) shard[e] = (float)block[e];
+      st = cml_buffer_from_host(many, j, ls, shard, cml_shape_byte_size(ls), &inn[j * 5 + i]);
+    }
   }
   if (st == CML_OK) st = cml_executable_execute(s1.exe, in1, 5, NULL, 0, out1);
   if (st == CML_OK) st = cml_executable_execute(sn.exe, inn, (size_t)(5 * n), NULL, 0, outn);
-  if (st == CML_OK) {
-    worst = 0;
-    for (int k = 0; st == CML_OK && k < 3; ++k) {
-      const cml_shape_t* gs = cml_executable_output_shape(s1.exe, (size_t)k);
-      float want[64], got[64];
-      size_t bytes = cml_shape_byte_size(gs);
-      cml_buffer_t* shards[8];
-      for (int j = 0; j < n; ++j) shards[j] = outn[j * 3 + k];
-      cml_dtensor_t* dt = NULL;
-      st = cml_buffer_copy_to_host(out1[k], want, bytes);
-      if (st == CML_OK) st = cml_dtensor_from_shards(&sn.out_specs[k], shards, (size_t)n, &dt);
-      if (st == CML_OK) st = cml_dtensor_to_host(dt, got, bytes);
-      cml_dtensor_destroy(dt);
-      for (size_t e = 0; st == CML_OK && e < bytes / sizeof(float); ++e) {
-        double diff = fabs((double)want[e] - (double)got[e]) / (1.0 + fabs((double)want[e]));
+  if (st == CML_OK) worst = 0;
+  // Outputs: every slot's shard against its block of the one-device result.
+  for (int k = 0; st == CML_OK && k < 3; ++k) {
+    const cml_shape_t* gs = cml_executable_output_shape(s1.exe, (size_t)k);
+    double want[64], block[64];
+    st = cml_buffer_copy_to_host(out1[k], hostf, cml_shape_byte_size(gs));
+    for (int64_t e = 0; e < cml_shape_element_count(gs); ++e) want[e] = hostf[e];
+    for (int j = 0; st == CML_OK && j < n; ++j) {
+      cml_buffer_t* got = outn[j * 3 + k];
+      const cml_shape_t* ls = cml_buffer_shape(got);
+      pt_extract(&sn.out_specs[k], gs, ls, j, want, block);
+      st = cml_buffer_copy_to_host(got, shard, cml_shape_byte_size(ls));
+      for (int64_t e = 0; st == CML_OK && e < cml_shape_element_count(ls); ++e) {
+        double diff = fabs(block[e] - (double)shard[e]) / (1.0 + fabs(block[e]));
         if (!(diff <= worst)) worst = diff;
       }
     }
   }
-  for (int i = 0; i < 5; ++i) {
-    cml_buffer_release(in1[i]);
-    cml_dtensor_destroy(dts[i]);
-  }
+  for (int i = 0; i < 5; ++i) cml_buffer_release(in1[i]);
+  for (int i = 0; i < 5 * 8; ++i) cml_buffer_release(inn[i]);
   for (int k = 0; k < 3; ++k) cml_buffer_release(out1[k]);
   for (int k = 0; k < 3 * 8; ++k) cml_buffer_release(outn[k]);
   cml_executable_release(s1.exe);
