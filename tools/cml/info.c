@@ -5,12 +5,14 @@
 //
 // Prints the library version, the registered backends (with aliases), the default backend and
 // why it was chosen, and for the chosen backend (the default, or CONFIG): name, config,
-// description, devices and capabilities. Exits 1 when the backend cannot be created, 2 for
+// description, devices and capabilities (with the distribution strategies, SPMD and
+// AutoSharding, and the collective ops it runs on several devices). Exits 1 when the backend cannot be created, 2 for
 // usage errors.
 #include <stdio.h>
 #include <string.h>
 
 #include "cml/backend.h"
+#include "cml/distributed.h"
 #include "tools/cml/cli.h"
 
 static void cml_cli_info_usage(FILE* out) {
@@ -71,6 +73,24 @@ static void cml_cli_info_backend(const cml_backend_t* backend) {
   printf("    shared buffers: %s\n", cml_backend_has_shared_buffers(backend) ? "yes" : "no");
   printf("    dynamic axes: %s\n", caps->dynamic_axes ? "yes" : "no");
   printf("    max rank: %d\n", (int)caps->max_rank);
+  // Many devices: the distribution strategies and the collectives it runs.
+  const char* modes[CML_DISTRIBUTION_COUNT];
+  size_t mode_count = 0;
+  for (int d = 0; d < CML_DISTRIBUTION_COUNT; ++d) {
+    if (caps->distributions & (1u << d)) modes[mode_count++] = cml_distribution_name((cml_distribution_t)d);
+  }
+  printf("    distribution (on up to %d device%s):\n", devices, devices == 1 ? "" : "s");
+  cml_cli_info_print_list(modes, mode_count);
+  const char* collectives[CML_OP_COUNT];
+  size_t collective_count = 0;
+  for (int op = 1; op < CML_OP_COUNT; ++op) {
+    if (cml_op_group((cml_op_t)op) == CML_OPG_COLLECTIVE &&
+        cml_capabilities_has_op(caps, (cml_op_t)op)) {
+      collectives[collective_count++] = cml_op_name((cml_op_t)op);
+    }
+  }
+  printf("    collectives (%zu):\n", collective_count);
+  cml_cli_info_print_list(collectives, collective_count);
 
   const char* supported[CML_OP_COUNT];
   const char* missing[CML_OP_COUNT];

@@ -160,6 +160,9 @@ static cml_status_t cmlc_buffer_copy_to_device(cml_buffer_t* buffer, int device,
 
 //===--- executables ---===//
 
+// Compiles |module|. An SPMD module is planned once and run by every device slot. An
+// AutoSharding module is first turned into an SPMD module by the partitioner
+// (src/distributed/partition.c), then planned the same way.
 static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
                                  cml_executable_t** out_executable) {
   cml_allocator_t alloc = backend->allocator;
@@ -270,6 +273,8 @@ static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_
   caps->dynamic_axes = false;
   caps->prefer_constants_for_variables = false;
   caps->max_rank = CML_MAX_RANK;
+  // SPMD over up to c:devices=N slots (spmd.c, exec.c); the collectives come from dispatch.c.
+  caps->distributions = (1u << CML_DISTRIBUTION_NONE) | (1u << CML_DISTRIBUTION_SPMD);
   caps->distributions |= 1u << CML_DISTRIBUTION_AUTO_SHARDING;  // src/distributed/partition.c
 }
 

@@ -65,6 +65,37 @@ int cmlc_pool_thread_count(const cmlc_pool_t* pool);  // 1 for NULL
 cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_t** out_pool);
 void cmlc_pool_destroy(cmlc_pool_t* pool);
 
+//===--- SPMD rendezvous (spmd.c) ---===//
+// An SPMD execution runs its N device slots concurrently, one thread each, and shares one
+// rendezvous among them. A collective kernel meets the other members of its replica group in a
+// *round*: every member publishes a pointer (its cmlc_kernel_args_t, through which the others
+// read its inputs and write its outputs), waits until all have arrived, does its share of the
+// work, and waits again in cmlc_round_finish until every member is done with everybody's data.
+// A round is keyed by the node, the group and how many times this slot ran the node before
+// (each While iteration is a new round).
+//
+// Nothing waits forever: when a slot fails, is cancelled or passes its deadline, every waiting
+// slot wakes and fails; when a member of a group finished its program without reaching the
+// round, or when every unfinished slot waits at a round that cannot complete, the execution
+// fails with FAILED_PRECONDITION naming the op and the slots (XLA would hang there).
+
+typedef struct cmlc_rendezvous_t cmlc_rendezvous_t;
+typedef struct cmlc_round_t cmlc_round_t;
+
+// Joins the round of |node| for group |members| (|member_count| device slots, this slot at
+// |position|), publishing |contribution|, and waits until every member arrived. On success the
+// caller must call cmlc_round_finish once. On failure (another slot failed, a stop, a member
+// that can never come) the caller owns the returned status and must not touch the round.
+CML_MUST_USE cml_status_t cmlc_round_join(cmlc_rendezvous_t* rendezvous, const cml_ir_node_t* node,
+                                          int32_t slot, const int32_t* members,
+                                          int32_t member_count, int32_t position,
+                                          const void* contribution, cmlc_round_t** out_round);
+// The contribution of the member at |position| of a joined round.
+const void* cmlc_round_contribution(const cmlc_round_t* round, int32_t position);
+// Waits until every member of the round called this (then the round's data may be reused).
+// Never fails and never waits on a slot that is not inside the round.
+void cmlc_round_finish(cmlc_rendezvous_t* rendezvous, cmlc_round_t* round);
+
 //===--- kernels ---===//
 
 typedef struct cmlc_kernel_args_t {
@@ -85,6 +116,11 @@ typedef struct cmlc_kernel_args_t {
   cml_status_t (*call_function)(void* exec, uint32_t function, const void* const* inputs,
                                 void* const* outputs);
   void* exec;
+  // SPMD: this device slot (the replica id), the number of slots and the execution's
+  // rendezvous (NULL, 0 and 1 outside SPMD).
+  cmlc_rendezvous_t* rendezvous;
+  int32_t replica;
+  int32_t replica_count;
 } cmlc_kernel_args_t;
 
 typedef cml_status_t (*cmlc_kernel_fn)(const cmlc_kernel_args_t* args);
@@ -116,6 +152,10 @@ bool cmlc_kernels_linalg_lookup(const cml_module_t* module, const cml_ir_node_t*
                                 const cmlc_options_t* options, cmlc_kernel_entry_t* out);
 bool cmlc_kernels_special_lookup(const cml_module_t* module, const cml_ir_node_t* node,
                                  const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+// The collectives (kernels/generic/collective.c): AllReduce, AllGather, ReduceScatter, AllToAll,
+// CollectivePermute, CollectiveBroadcast over the SPMD rendezvous, ReplicaId, PartitionId.
+bool cmlc_kernels_collective_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                    const cmlc_options_t* options, cmlc_kernel_entry_t* out);
 
 // Ops each group supports, for the backend's capability table: every op of the group in ops.def
 // (cmlc_kernels_group_capabilities); the group's lookup must find a kernel for each of them and
@@ -128,6 +168,7 @@ void cmlc_kernels_index_capabilities(cml_capabilities_t* caps);
 void cmlc_kernels_window_capabilities(cml_capabilities_t* caps);
 void cmlc_kernels_linalg_capabilities(cml_capabilities_t* caps);
 void cmlc_kernels_special_capabilities(cml_capabilities_t* caps);
+void cmlc_kernels_collective_capabilities(cml_capabilities_t* caps);
 // The fused group (kernels/generic/fused_kernels.c): advertises FusedSoftmax, FusedGelu,
 // FusedLayerNorm and FusedDense only when |options| enable fusion and not the reference kernels
 // (otherwise the builder decomposes them into standard ops).

@@ -34,6 +34,9 @@ static const cmlc_group_row_t cmlc_group_rows[CML_OPG_COUNT] = {
     [CML_OPG_CONTROL] = {.engine = true},
     // Advertised by its own table, depending on the options (cmlc_kernels_fused_capabilities).
     [CML_OPG_FUSED] = {.lookup = cmlc_kernels_fused_lookup, .capabilities = NULL},
+    // Collectives over the SPMD rendezvous (spmd.c), ReplicaId and PartitionId.
+    [CML_OPG_COLLECTIVE] = {.lookup = cmlc_kernels_collective_lookup,
+                            .capabilities = cmlc_kernels_collective_capabilities},
 };
 
 bool cmlc_dispatch_lookup(const cml_module_t* module, const cml_ir_node_t* node,

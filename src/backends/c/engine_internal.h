@@ -195,6 +195,10 @@ typedef struct cmlc_executable_t {
   cmlc_opt_stats_t stats;
   cmlc_folded_t* folded;    // folded constants' storage
   cmlc_fused_t** fused_of;  // per node: the fused program of a FUSED_ROOT (NULL: no fusion)
+  // SPMD: a dense index per collective node (UINT32_MAX for other nodes; NULL when the module
+  // has no collective), which keys the rendezvous' per-slot round counters.
+  uint32_t* collective_index;
+  uint32_t collective_count;
   // Free list of execution contexts (guarded by |mutex|).
   pthread_mutex_t mutex;
   struct cmlc_context_t* free_contexts;
@@ -309,6 +313,26 @@ void cmlc_exec_free_contexts(cmlc_executable_t* exe);
 // (or array) |inputs|, writing its outputs to |outputs|.
 cml_status_t cmlc_exec_call_function(void* exec, uint32_t function, const void* const* inputs,
                                      void* const* outputs);
+
+//===--- SPMD (spmd.c; the kernel side of the rendezvous is in cmlc.h) ---===//
+
+// Creates the rendezvous of one SPMD execution of |exe| over its module's num_devices slots.
+// |control| (NULL: none) bounds every wait: a slot waiting at a round past the deadline or
+// after a cancel fails the execution.
+CML_MUST_USE cml_status_t cmlc_rendezvous_create(const cmlc_executable_t* exe,
+                                                 const cml_execute_control_t* control,
+                                                 cmlc_rendezvous_t** out_rendezvous);
+// Frees it (after every slot thread has ended).
+void cmlc_rendezvous_destroy(cmlc_rendezvous_t* rendezvous);
+// Records that |slot| stopped with |status| (taken): the first failure of the execution is kept
+// (prefixed with the slot and its backend device) and every waiting slot wakes and fails.
+void cmlc_rendezvous_fail(cmlc_rendezvous_t* rendezvous, int32_t slot, cml_status_t status);
+// Records that |slot| finished its program: a round it belongs to can never complete any more.
+void cmlc_rendezvous_slot_done(cmlc_rendezvous_t* rendezvous, int32_t slot);
+// Whether the execution failed (a relaxed load: slots poll it between steps).
+bool cmlc_rendezvous_failed(const cmlc_rendezvous_t* rendezvous);
+// The first failure (the caller owns it), or CML_OK.
+CML_MUST_USE cml_status_t cmlc_rendezvous_take_failure(cmlc_rendezvous_t* rendezvous);
 
 //===--- Sort (sort.c) ---===//
 

@@ -45,6 +45,11 @@ struct cmlc_context_t {
   const int* cancelled;  // NULL: no token
   int64_t deadline_ns;   // 0: none
   uint32_t checks;       // polls since the clock was last read
+  // SPMD: the execution's rendezvous (NULL outside SPMD; then |controlled| also polls it), this
+  // context's device slot and the slot count.
+  cmlc_rendezvous_t* rendezvous;
+  int32_t replica;
+  int32_t replica_count;
 };
 
 static void cmlc_context_destroy(cmlc_executable_t* exe, cmlc_context_t* ctx) {
@@ -126,22 +131,30 @@ void cmlc_exec_free_contexts(cmlc_executable_t* exe) {
 //===--- cancellation and deadlines ---===//
 
 // The slow part of a poll: an atomic load of the token, and the clock every CMLC_CLOCK_EVERY
-// polls (or now, when |read_clock|).
-static cml_status_t cmlc_poll_slow(cmlc_context_t* ctx, bool read_clock) {
+// polls (or now, when |read_clock|); under SPMD first whether another slot failed. |at| (may be
+// NULL) is the op about to run, for the message.
+static cml_status_t cmlc_poll_slow(cmlc_context_t* ctx, bool read_clock, const cml_ir_node_t* at) {
+  if (ctx->rendezvous && cmlc_rendezvous_failed(ctx->rendezvous)) {
+    return cml_status_make(CML_STATUS_CANCELLED,
+                           "c backend: stopped because another device slot failed");
+  }
   if (ctx->cancelled && __atomic_load_n(ctx->cancelled, __ATOMIC_RELAXED)) {
-    return cml_status_make(CML_STATUS_CANCELLED, "c backend: execution cancelled by its token");
+    return cml_status_make(CML_STATUS_CANCELLED, "c backend: execution cancelled by its token%s%s",
+                           at ? " before " : "", at ? cml_op_name(at->op) : "");
   }
   if (ctx->deadline_ns && (read_clock || (++ctx->checks & (CMLC_CLOCK_EVERY - 1)) == 0) &&
       cml_clock_monotonic_ns() >= ctx->deadline_ns) {
     return cml_status_make(CML_STATUS_DEADLINE_EXCEEDED,
-                           "c backend: execution stopped at its deadline");
+                           "c backend: execution stopped at its deadline%s%s", at ? " before " : "",
+                           at ? cml_op_name(at->op) : "");
   }
   return CML_OK;
 }
 
-// One branch when the execution has neither a token nor a deadline.
-static inline cml_status_t cmlc_poll(cmlc_context_t* ctx, bool read_clock) {
-  return ctx->controlled ? cmlc_poll_slow(ctx, read_clock) : CML_OK;
+// One branch when the execution has neither a token, nor a deadline, nor other device slots.
+static inline cml_status_t cmlc_poll(cmlc_context_t* ctx, bool read_clock,
+                                     const cml_ir_node_t* at) {
+  return ctx->controlled ? cmlc_poll_slow(ctx, read_clock, at) : CML_OK;
 }
 
 //===--- running functions ---===//
@@ -298,7 +311,7 @@ static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan
   const uint8_t* go = NULL;
   for (;;) {
     // Each iteration is a stop point (an endless loop can be cancelled).
-    CML_RETURN_IF_ERROR(cmlc_poll(ctx, false));
+    CML_RETURN_IF_ERROR(cmlc_poll(ctx, false, n));
     for (uint32_t i = 0; i < cond_params; ++i) ptrs[cond->params[i]] = cur[i];
     CML_RETURN_IF_ERROR(cmlc_run_function(ctx, cond_fi));
     go = (const uint8_t*)ptrs[cond->outputs[0]];
@@ -357,6 +370,9 @@ CMLC_NOINLINE static cml_status_t cmlc_run_kernel(cmlc_context_t* ctx,
       .pool = exe->backend->pool,
       .call_function = cmlc_exec_call_function,
       .exec = ctx,
+      .rendezvous = ctx->rendezvous,
+      .replica = ctx->replica,
+      .replica_count = ctx->replica_count,
   };
   cml_status_t st = step->entry.run(&args);
   if (st != CML_OK) return cml_status_annotate(st, "c backend: %s", cml_op_name(n->op));
@@ -371,14 +387,14 @@ static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi) {
   // A plan whose values all live outside the arena has no arena at all (NULL): never offset it.
   uint8_t* segment = ctx->arena ? ctx->arena + fp->arena_offset : NULL;
   // Function entry (Call, If branch, While condition and body, comparator) is a stop point.
-  CML_RETURN_IF_ERROR(cmlc_poll(ctx, false));
+  CML_RETURN_IF_ERROR(cmlc_poll(ctx, false, NULL));
   for (uint32_t s = 0; s < fp->step_count; ++s) {
     const cmlc_step_t* step = &fp->steps[s];
     const cml_ir_node_t* n = step->node;
     // Steps that do work are stop points; cheap ones (scalar, alias, merged) need none, and
     // Call, If and While check at their callees' entry.
     if (ctx->controlled && (step->kind == CMLC_STEP_KERNEL || step->kind == CMLC_STEP_FUSED)) {
-      CML_RETURN_IF_ERROR(cmlc_poll_slow(ctx, step->heavy));
+      CML_RETURN_IF_ERROR(cmlc_poll_slow(ctx, step->heavy, n));
     }
     switch (step->kind) {
       case CMLC_STEP_SCALAR:
@@ -452,72 +468,207 @@ cml_status_t cmlc_exec_call_function(void* exec, uint32_t function, const void* 
 
 //===--- execute ---===//
 
-cml_status_t cmlc_execute(cmlc_executable_t* exe, cml_buffer_t* const* inputs, const bool* donate,
-                          int device, const cml_execute_control_t* control,
-                          cml_buffer_t** out_results) {
+// One device slot of an execution: its context, inputs and results.
+typedef struct cmlc_slot_t {
+  cmlc_executable_t* exe;
+  cmlc_context_t* ctx;  // NULL until acquired
+  cml_buffer_t* const* inputs;
+  const bool* donate;
+  int device;  // the backend device its buffers live on
+  cml_buffer_t** out_results;
+  int32_t index;  // the slot (replica id)
+  pthread_t thread;
+  bool started;  // |thread| runs it
+} cmlc_slot_t;
+
+// Takes a context for |slot|, binds its parameters and creates the output buffers the kernels
+// write into directly.
+static cml_status_t cmlc_slot_prepare(cmlc_slot_t* slot, const cml_execute_control_t* control,
+                                      cmlc_rendezvous_t* rendezvous, int32_t replica_count) {
+  cmlc_executable_t* exe = slot->exe;
   const cml_module_t* m = exe->module;
   const cml_ir_function_t* main_fn = &m->functions[0];
-  cmlc_backend_t* backend = exe->backend;
-  size_t out_count = main_fn->output_count;
-  for (size_t o = 0; o < out_count; ++o) out_results[o] = NULL;
-
-  cmlc_context_t* ctx = NULL;
-  CML_RETURN_IF_ERROR(cmlc_context_acquire(exe, &ctx));
+  for (size_t o = 0; o < main_fn->output_count; ++o) slot->out_results[o] = NULL;
+  CML_RETURN_IF_ERROR(cmlc_context_acquire(exe, &slot->ctx));
+  cmlc_context_t* ctx = slot->ctx;
   ctx->cancelled = control ? control->cancelled : NULL;
   ctx->deadline_ns = control ? control->deadline_ns : 0;
-  ctx->controlled = ctx->cancelled != NULL || ctx->deadline_ns != 0;
+  ctx->rendezvous = rendezvous;
+  ctx->replica = slot->index;
+  ctx->replica_count = replica_count;
+  ctx->controlled = ctx->cancelled != NULL || ctx->deadline_ns != 0 || rendezvous != NULL;
   ctx->checks = 0;
   void** ptrs = ctx->ptrs;
   for (uint32_t k = 0; k < main_fn->param_count; ++k) {
-    cmlc_buffer_t* b = (cmlc_buffer_t*)inputs[k];
+    cmlc_buffer_t* b = (cmlc_buffer_t*)slot->inputs[k];
     ptrs[main_fn->params[k]] = b->data ? b->data : (void*)cmlc_empty_storage;
   }
-  cml_status_t st = CML_OK;
-  // Output buffers the kernels write into directly.
-  for (size_t o = 0; st == CML_OK && o < out_count; ++o) {
+  for (size_t o = 0; o < main_fn->output_count; ++o) {
     uint32_t v = main_fn->outputs[o];
     uint32_t r = v;
     while (exe->values[r].storage == CMLC_STORAGE_ALIAS) r = exe->values[r].index;
     if (exe->values[r].storage != CMLC_STORAGE_OUTPUT || exe->values[r].index != o) continue;
     cmlc_buffer_t* b = NULL;
-    st = cmlc_buffer_create(backend, device, &m->values[v].shape, false, &b);
-    if (st == CML_OK) {
-      out_results[o] = &b->base;
-      ptrs[r] = b->data;
-    }
+    CML_RETURN_IF_ERROR(
+        cmlc_buffer_create(exe->backend, slot->device, &m->values[v].shape, false, &b));
+    slot->out_results[o] = &b->base;
+    ptrs[r] = b->data;
   }
-  if (st == CML_OK) st = cmlc_poll(ctx, true);
-  if (st == CML_OK) st = cmlc_run_function(ctx, 0);
-  // The other outputs: take a donated parameter's storage, or copy.
-  for (size_t o = 0; st == CML_OK && o < out_count; ++o) {
-    if (out_results[o]) continue;
+  return CML_OK;
+}
+
+// Runs main in |slot|'s context.
+static cml_status_t cmlc_slot_run(cmlc_slot_t* slot) {
+  CML_RETURN_IF_ERROR(cmlc_poll(slot->ctx, true, NULL));
+  return cmlc_run_function(slot->ctx, 0);
+}
+
+// The outputs main did not write into their buffers: take a donated parameter's storage, or
+// copy.
+static cml_status_t cmlc_slot_collect(cmlc_slot_t* slot) {
+  cmlc_executable_t* exe = slot->exe;
+  const cml_module_t* m = exe->module;
+  const cml_ir_function_t* main_fn = &m->functions[0];
+  void** ptrs = slot->ctx->ptrs;
+  for (size_t o = 0; o < main_fn->output_count; ++o) {
+    if (slot->out_results[o]) continue;
     uint32_t v = main_fn->outputs[o];
     uint32_t r = v;
     while (exe->values[r].storage == CMLC_STORAGE_ALIAS) r = exe->values[r].index;
     const cml_shape_t* shape = &m->values[v].shape;
     size_t bytes = cml_shape_byte_size(shape);
     cmlc_buffer_t* b = NULL;
-    if (exe->values[r].storage == CMLC_STORAGE_PARAM && donate) {
+    if (exe->values[r].storage == CMLC_STORAGE_PARAM && slot->donate) {
       uint32_t p = exe->values[r].index;
-      cmlc_buffer_t* in = (cmlc_buffer_t*)inputs[p];
-      if (donate[p] && !in->base.shared && in->data && in->data == ptrs[v] &&
+      cmlc_buffer_t* in = (cmlc_buffer_t*)slot->inputs[p];
+      if (slot->donate[p] && !in->base.shared && in->data && in->data == ptrs[v] &&
           cml_shape_byte_size(&in->base.shape) == bytes) {
-        st = cmlc_buffer_wrap(backend, device, shape, in->data, in->size, &b);
-        if (st == CML_OK) in->data = NULL;  // the storage moved to the output
+        CML_RETURN_IF_ERROR(
+            cmlc_buffer_wrap(exe->backend, slot->device, shape, in->data, in->size, &b));
+        in->data = NULL;  // the storage moved to the output
       }
     }
-    if (st == CML_OK && !b) {
-      st = cmlc_buffer_create(backend, device, shape, false, &b);
-      if (st == CML_OK && bytes) memcpy(b->data, ptrs[v], bytes);
+    if (!b) {
+      CML_RETURN_IF_ERROR(cmlc_buffer_create(exe->backend, slot->device, shape, false, &b));
+      if (bytes) memcpy(b->data, ptrs[v], bytes);
     }
-    if (st == CML_OK) out_results[o] = &b->base;
+    slot->out_results[o] = &b->base;
   }
-  cmlc_context_release(exe, ctx);
+  return CML_OK;
+}
+
+// Returns the context to the free list and, when the execution failed, frees the outputs.
+static void cmlc_slot_release(cmlc_slot_t* slot, bool ok) {
+  const size_t out_count = slot->exe->module->functions[0].output_count;
+  if (slot->ctx) {
+    slot->ctx->rendezvous = NULL;
+    cmlc_context_release(slot->exe, slot->ctx);
+    slot->ctx = NULL;
+  }
+  if (ok) return;
+  for (size_t o = 0; o < out_count; ++o) {
+    if (slot->out_results[o]) cmlc_buffer_free(slot->out_results[o]);
+    slot->out_results[o] = NULL;
+  }
+}
+
+// A slot thread (or the caller, for slot 0): runs the program and reports to the rendezvous.
+static void* cmlc_slot_main(void* arg) {
+  cmlc_slot_t* slot = (cmlc_slot_t*)arg;
+  cmlc_rendezvous_t* rendezvous = slot->ctx->rendezvous;
+  cml_status_t st = cmlc_slot_run(slot);
   if (st != CML_OK) {
-    for (size_t o = 0; o < out_count; ++o) {
-      if (out_results[o]) cmlc_buffer_free(out_results[o]);
-      out_results[o] = NULL;
-    }
+    cmlc_rendezvous_fail(rendezvous, slot->index, st);
+  } else {
+    cmlc_rendezvous_slot_done(rendezvous, slot->index);
   }
+  return NULL;
+}
+
+// The least stack a slot thread gets (functions nest by recursion on it; see docs/engine.md).
+#define CMLC_SLOT_STACK_BYTES ((size_t)8 << 20)
+
+// Runs the module's num_devices slots concurrently: slot 0 on the calling thread, the others on
+// threads of their own (they block at collectives, so they cannot be pool tasks; their kernels
+// share the backend's pool). Inputs and results are device-major.
+static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
+                                      const bool* donate, const cml_execute_control_t* control,
+                                      cml_buffer_t** out_results) {
+  const cml_module_t* m = exe->module;
+  const cml_ir_function_t* main_fn = &m->functions[0];
+  const int32_t n = m->num_devices;
+  const size_t in_count = main_fn->param_count, out_count = main_fn->output_count;
+  cml_allocator_t alloc = exe->backend->base.allocator;
+  for (size_t o = 0; o < (size_t)n * out_count; ++o) out_results[o] = NULL;
+  cmlc_slot_t* slots = cml_allocator_malloc(alloc, sizeof *slots * (size_t)n, CMLC_ALIGNMENT);
+  if (!slots) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  memset(slots, 0, sizeof *slots * (size_t)n);
+  cmlc_rendezvous_t* rendezvous = NULL;
+  cml_status_t st = cmlc_rendezvous_create(exe, control, &rendezvous);
+  for (int32_t j = 0; j < n; ++j) {
+    cmlc_slot_t* slot = &slots[j];
+    slot->exe = exe;
+    slot->index = j;
+    slot->inputs = inputs + (size_t)j * in_count;
+    slot->donate = donate ? donate + (size_t)j * in_count : NULL;
+    slot->device = m->device_assignment ? m->device_assignment[j] : j;
+    slot->out_results = out_results + (size_t)j * out_count;
+    if (st == CML_OK) st = cmlc_slot_prepare(slot, control, rendezvous, n);
+  }
+  if (st == CML_OK) {
+    pthread_attr_t attr;
+    bool have_attr = pthread_attr_init(&attr) == 0;
+    size_t stack = 0;
+    if (have_attr && pthread_attr_getstacksize(&attr, &stack) == 0 &&
+        stack < CMLC_SLOT_STACK_BYTES) {
+      (void)pthread_attr_setstacksize(&attr, CMLC_SLOT_STACK_BYTES);
+    }
+    for (int32_t j = 1; j < n; ++j) {
+      int rc =
+          pthread_create(&slots[j].thread, have_attr ? &attr : NULL, cmlc_slot_main, &slots[j]);
+      if (rc != 0) {
+        // The slots already running stop at their next poll or wait.
+        cmlc_rendezvous_fail(
+            rendezvous, j,
+            cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "cannot start a thread for the slot: %s",
+                            strerror(rc)));
+        break;
+      }
+      slots[j].started = true;
+    }
+    if (have_attr) pthread_attr_destroy(&attr);
+    if (!cmlc_rendezvous_failed(rendezvous)) cmlc_slot_main(&slots[0]);
+    for (int32_t j = 1; j < n; ++j) {
+      if (slots[j].started) pthread_join(slots[j].thread, NULL);
+    }
+    st = cmlc_rendezvous_take_failure(rendezvous);
+  }
+  // Every slot thread has ended: the contexts and buffers may go.
+  for (int32_t j = 0; st == CML_OK && j < n; ++j) st = cmlc_slot_collect(&slots[j]);
+  for (int32_t j = 0; j < n; ++j) {
+    if (slots[j].out_results) cmlc_slot_release(&slots[j], st == CML_OK);
+  }
+  cmlc_rendezvous_destroy(rendezvous);
+  cml_allocator_free(alloc, slots, sizeof *slots * (size_t)n);
+  return st;
+}
+
+cml_status_t cmlc_execute(cmlc_executable_t* exe, cml_buffer_t* const* inputs, const bool* donate,
+                          int device, const cml_execute_control_t* control,
+                          cml_buffer_t** out_results) {
+  if (exe->module->num_devices > 1) {
+    return cmlc_execute_spmd(exe, inputs, donate, control, out_results);
+  }
+  cmlc_slot_t slot = {
+      .exe = exe,
+      .inputs = inputs,
+      .donate = donate,
+      .device = device,
+      .out_results = out_results,
+  };
+  cml_status_t st = cmlc_slot_prepare(&slot, control, NULL, 1);
+  if (st == CML_OK) st = cmlc_slot_run(&slot);
+  if (st == CML_OK) st = cmlc_slot_collect(&slot);
+  cmlc_slot_release(&slot, st == CML_OK);
   return st;
 }

@@ -686,10 +686,30 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   if (module->function_count == 0 || module->value_count == 0) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "c backend: the module has no main");
   }
-  if (module->num_devices > 1) {
+  // SPMD: every slot must be one of the backend's devices (the core checks this too).
+  const int32_t slots = module->num_devices > 1 ? module->num_devices : 1;
+  if (slots > 1 && module->distribution != CML_DISTRIBUTION_SPMD) {
     return cml_status_make(CML_STATUS_UNIMPLEMENTED,
-                           "c backend: SPMD over %d devices is not supported yet (module %s)",
-                           (int)module->num_devices, module->name ? module->name : "");
+                           "c backend: module %s runs on %d devices with distribution %d (not "
+                           "SPMD); the c backend plans SPMD modules only (AutoSharding is "
+                           "partitioned into SPMD first)",
+                           module->name ? module->name : "", (int)slots, (int)module->distribution);
+  }
+  if (slots > backend->options.devices) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "c backend: module %s runs on %d devices, but the backend has %d "
+                           "(config c:devices=N)",
+                           module->name ? module->name : "", (int)slots, backend->options.devices);
+  }
+  for (int32_t j = 0; slots > 1 && module->device_assignment && j < slots; ++j) {
+    const int32_t d = module->device_assignment[j];
+    if (d < 0 || d >= backend->options.devices) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "c backend: module %s assigns device slot %d to device %d, out of "
+                             "range [0, %d)",
+                             module->name ? module->name : "", (int)j, (int)d,
+                             backend->options.devices);
+    }
   }
   // Defense in depth: every value must have a well-formed shape (total size below 2^62 bits),
   // so that byte sizes, arena offsets and kernel index arithmetic cannot overflow.
@@ -742,6 +762,19 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   if (st == CML_OK) cmlc_plan_queue(&p, 0, &queue_count);
   for (uint32_t q = 0; st == CML_OK && q < queue_count; ++q) {
     st = cmlc_plan_function(&p, p.queue[q], &queue_count);
+  }
+  // Collective nodes get dense indices (the rendezvous counts each slot's runs of each).
+  for (uint32_t ni = 0; st == CML_OK && ni < module->node_count; ++ni) {
+    if (cml_op_group(module->nodes[ni].op) != CML_OPG_COLLECTIVE) continue;
+    if (!exe->collective_index) {
+      exe->collective_index = cmlc_plan_calloc(alloc, module->node_count, sizeof(uint32_t));
+      if (!exe->collective_index) {
+        st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+        break;
+      }
+      for (uint32_t k = 0; k < module->node_count; ++k) exe->collective_index[k] = UINT32_MAX;
+    }
+    exe->collective_index[ni] = exe->collective_count++;
   }
   if (st == CML_OK) {
     // Segments and pointer scratch.
@@ -807,7 +840,10 @@ void cmlc_plan_deinit(cmlc_executable_t* exe) {
     cml_allocator_free(alloc, exe->folded, exe->folded->bytes);
     exe->folded = next;
   }
+  cmlc_plan_free(alloc, exe->collective_index, m->node_count, sizeof(uint32_t));
   exe->functions = NULL;
   exe->values = NULL;
   exe->fused_of = NULL;
+  exe->collective_index = NULL;
+  exe->collective_count = 0;
 }

@@ -9,7 +9,9 @@
 //
 // Chunk boundaries depend only on |n| and |min_chunk| (never on the thread count), and every
 // chunk runs exactly once. thread_index is 0 for the caller and 1..threads-1 for the workers, so
-// it is unique among the threads running chunks of one job.
+// it is unique among the threads running chunks of one job. With several callers at once a free
+// worker joins the job that has the fewest workers (fair sharing among the device slots of an
+// SPMD execution, whose kernels all publish jobs here).
 //
 // Thread-safety: thread-safe; cmlc_pool_destroy must not race with cmlc_parallel_for.
 #include <errno.h>
@@ -95,17 +97,24 @@ static void cmlc_pool_run_chunks(cmlc_job_t* job, int thread_index) {
   cmlc_pool_tls_index = saved;
 }
 
-// Takes a job that still has chunks (registering the worker as a user), or NULL.
+// Takes a job that still has chunks (registering the worker as a user), or NULL. Among several
+// published jobs (concurrent callers: the device slots of an SPMD execution, or threads executing
+// at once) it joins the one with the fewest workers, so the workers spread evenly over the
+// callers and none is starved (each caller also runs its own job's chunks).
 static cmlc_job_t* cmlc_pool_take_job(cmlc_pool_t* pool) {
   cmlc_job_t* found = NULL;
+  int found_users = 0;
   pthread_mutex_lock(&pool->mutex);
   for (cmlc_job_t* j = pool->jobs; j; j = j->next_job) {
-    if (atomic_load_explicit(&j->next, memory_order_relaxed) < j->chunk_count) {
-      atomic_fetch_add_explicit(&j->users, 1, memory_order_relaxed);
+    if (atomic_load_explicit(&j->next, memory_order_relaxed) >= j->chunk_count) continue;
+    const int users = atomic_load_explicit(&j->users, memory_order_relaxed);
+    if (!found || users < found_users) {
       found = j;
-      break;
+      found_users = users;
+      if (users == 0) break;
     }
   }
+  if (found) atomic_fetch_add_explicit(&found->users, 1, memory_order_relaxed);
   pthread_mutex_unlock(&pool->mutex);
   return found;
 }

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench/bench_collective.c: the c backend on several devices: AllReduce of 64 MiB of f32 over 4
+// device slots against memcpy bandwidth in the same run, and one data-parallel MLP training
+// step on c:devices=2,threads=2 against the same step on one device with 2 threads.
+//
+// AllReduce is timed two ways: one execute per AllReduce (end to end: the 4 fresh 64 MiB output
+// buffers are part of it, page faults included), and 8 AllReduces chained in a While loop in
+// one execute (the state stays in the arena: the steady-state cost of the collective). The
+// figure is algorithm bandwidth (operand bytes / time), the ratio is against a 64 MiB memcpy
+// between two warm buffers. Never part of CI; prints figures only.
+//
+// Usage: bench_collective [--reps N] [--mib M] [--devices N]
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cml/cml.h"
+#include "cml/distributed.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return v[n / 2];
+}
+
+static bool check(cml_status_t st, const char* what) {
+  if (st == CML_OK) return true;
+  fprintf(stderr, "bench_collective: %s: %s\n", what, cml_status_message(st));
+  cml_status_free(st);
+  return false;
+}
+
+//===--- AllReduce vs memcpy ---===//
+
+// x -> AllReduce(x) once, or |loops| times in a While loop.
+static cml_status_t build_all_reduce(cml_backend_t* be, int devices, int64_t n, int loops,
+                                     cml_executable_t** out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "all_reduce", &b));
+  cml_status_t st = cml_builder_spmd(b, devices);
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){n});
+  cml_value_t x = cml_parameter(f, "x", &s), r = CML_VALUE_INVALID;
+  if (loops <= 1) {
+    cml_op_all_reduce(f, &x, 1, CML_REDUCE_SUM, NULL, &r);
+  } else {
+    cml_function_t *cond = NULL, *body = NULL;
+    if (st == CML_OK) st = cml_function_new_closure(f, &cond);
+    if (st == CML_OK) st = cml_function_new_closure(f, &body);
+    if (st == CML_OK) {
+      cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 0, NULL);
+      cml_value_t ci = cml_parameter(cond, "i", &is);
+      (void)cml_parameter(cond, "x", &s);
+      cml_value_t go = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, loops));
+      st = cml_function_return(cond, &go, 1);
+      cml_value_t bi = cml_parameter(body, "i", &is);
+      cml_value_t bx = cml_parameter(body, "x", &s);
+      cml_value_t next[2] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)),
+                             CML_VALUE_INVALID};
+      cml_op_all_reduce(body, &bx, 1, CML_REDUCE_MAX, NULL, &next[1]);
+      if (st == CML_OK) st = cml_function_return(body, next, 2);
+      cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x}, outs[2];
+      cml_op_while(f, cond, body, init, 2, outs);
+      r = outs[1];
+    }
+  }
+  if (st == CML_OK) st = cml_function_return(f, &r, 1);
+  if (st == CML_OK) st = cml_builder_compile(b, out);
+  cml_builder_destroy(b);
+  return st;
+}
+
+static int bench_all_reduce(int reps, int64_t mib, int devices) {
+  const int64_t n = mib * (1 << 20) / 4;
+  const size_t bytes = (size_t)n * 4;
+  char config[64];
+  snprintf(config, sizeof config, "c:devices=%d", devices);
+  cml_backend_t* be = NULL;
+  if (!check(cml_backend_new_with_config(config, &be), config)) return 1;
+  printf("AllReduce (sum) of %lld MiB f32 over %d devices on %s\n", (long long)mib, devices,
+         cml_backend_description(be));
+  float* host = malloc(bytes);
+  for (int64_t i = 0; i < n; ++i) host[i] = (float)(i % 1024);
+  cml_buffer_t* in[64] = {0};
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){n});
+  for (int j = 0; j < devices; ++j) {
+    if (!check(cml_buffer_from_host(be, j, &s, host, bytes, &in[j]), "buffer")) return 1;
+  }
+  // memcpy between two warm buffers.
+  void* a = malloc(bytes);
+  void* b = malloc(bytes);
+  memset(a, 1, bytes);
+  memset(b, 2, bytes);
+  double* t = calloc((size_t)reps, sizeof(double));
+  for (int r = 0; r < reps; ++r) {
+    double t0 = now_s();
+    memcpy(b, a, bytes);
+    t[r] = now_s() - t0;
+  }
+  const double memcpy_s = median(t, reps);
+  const double memcpy_gbs = (double)bytes / memcpy_s / 1e9;
+  printf("  %-44s %9.2f ms %8.2f GB/s\n", "memcpy (64 MiB, warm buffers)", memcpy_s * 1e3,
+         memcpy_gbs);
+  const int loops[2] = {1, 8};
+  for (int v = 0; v < 2; ++v) {
+    cml_executable_t* exe = NULL;
+    if (!check(build_all_reduce(be, devices, n, loops[v], &exe), "compile")) return 1;
+    cml_buffer_t* out[64] = {0};
+    bool ok = true;
+    for (int r = -1; ok && r < reps; ++r) {  // r = -1: warm-up
+      double t0 = now_s();
+      ok = check(cml_executable_execute(exe, in, (size_t)devices, NULL, 0, out), "execute");
+      double dt = now_s() - t0;
+      if (r >= 0) t[r] = dt / loops[v];
+      if (ok && r == reps - 1) {  // check slot 1's result
+        float probe[4];
+        cml_buffer_t* o = out[devices > 1 ? 1 : 0];
+        float* all = malloc(bytes);
+        ok = check(cml_buffer_copy_to_host(o, all, bytes), "copy");
+        memcpy(probe, all + 1000, sizeof probe);
+        free(all);
+        const float want = loops[v] == 1 ? (float)(1000 % 1024) * (float)devices : 1000.f;
+        if (ok && probe[0] != want) printf("  WRONG RESULT: %g, want %g\n", probe[0], want);
+      }
+      for (int j = 0; j < devices; ++j) cml_buffer_release(out[j]);
+    }
+    cml_executable_release(exe);
+    if (!ok) return 1;
+    const double s_per = median(t, reps);
+    const double gbs = (double)bytes / s_per / 1e9;
+    printf("  %-44s %9.2f ms %8.2f GB/s  ratio %.2fx memcpy\n",
+           v == 0 ? "AllReduce, one per execute (+ 4 new outputs)"
+                  : "AllReduce, 8 in a While loop (per AllReduce)",
+           s_per * 1e3, gbs, gbs / memcpy_gbs);
+  }
+  for (int j = 0; j < devices; ++j) cml_buffer_release(in[j]);
+  free(t);
+  free(a);
+  free(b);
+  free(host);
+  cml_backend_release(be);
+  return 0;
+}
+
+//===--- data-parallel MLP step ---===//
+
+enum { MLP_B = 512, MLP_D = 512, MLP_H = 1024, MLP_O = 256 };
+
+static cml_value_t transpose2(cml_function_t* f, cml_value_t x) {
+  return cml_op_transpose(f, x, (const int64_t[]){1, 0}, 2);
+}
+
+// One SGD step of a 2-layer ReLU MLP with squared error on a batch of |batch| rows: returns the
+// new w1, w2. With |devices| > 1 the module is SPMD and the gradients are summed by AllReduce.
+static cml_status_t build_mlp(cml_backend_t* be, int devices, int64_t batch,
+                              cml_executable_t** out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "mlp_step", &b));
+  cml_status_t st = devices > 1 ? cml_builder_spmd(b, devices) : CML_OK;
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){batch, MLP_D});
+  cml_shape_t ys = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){batch, MLP_O});
+  cml_shape_t w1s = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){MLP_D, MLP_H});
+  cml_shape_t w2s = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){MLP_H, MLP_O});
+  cml_value_t x = cml_parameter(f, "x", &xs), y = cml_parameter(f, "y", &ys);
+  cml_value_t w1 = cml_parameter(f, "w1", &w1s), w2 = cml_parameter(f, "w2", &w2s);
+  cml_value_t zero = cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.0);
+  cml_value_t pre = cml_op_dot(f, x, w1);
+  cml_value_t h = cml_op_max(f, pre, zero);
+  cml_value_t o = cml_op_dot(f, h, w2);
+  const double scale = 2.0 / (double)MLP_B;  // mean over the global batch
+  cml_value_t d_o = cml_op_mul(f, cml_op_sub(f, o, y), cml_constant_scalar_f64(f, CML_DTYPE_F32, scale));
+  cml_value_t g2 = cml_op_dot(f, transpose2(f, h), d_o);
+  cml_value_t d_h = cml_op_mul(f, cml_op_dot(f, d_o, transpose2(f, w2)),
+                               cml_op_convert_dtype(f, cml_op_greater_than(f, pre, zero),
+                                                    CML_DTYPE_F32));
+  cml_value_t g1 = cml_op_dot(f, transpose2(f, x), d_h);
+  cml_value_t grads[2] = {g1, g2};
+  if (devices > 1) {
+    cml_value_t summed[2];
+    cml_op_all_reduce(f, grads, 2, CML_REDUCE_SUM, NULL, summed);
+    grads[0] = summed[0];
+    grads[1] = summed[1];
+  }
+  cml_value_t lr = cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.01);
+  cml_value_t outs[2] = {cml_op_sub(f, w1, cml_op_mul(f, grads[0], lr)),
+                         cml_op_sub(f, w2, cml_op_mul(f, grads[1], lr))};
+  if (st == CML_OK) st = cml_function_return(f, outs, 2);
+  if (st == CML_OK) st = cml_builder_compile(b, out);
+  cml_builder_destroy(b);
+  return st;
+}
+
+static float lcg(uint32_t* s) {
+  *s = *s * 1664525u + 1013904223u;
+  return (float)(*s >> 8) / (float)(1 << 24) - 0.5f;
+}
+
+// Runs |reps| steps on |config| with |devices| slots; returns the median seconds per step and
+// the new w2[0] (to compare the runs).
+static bool run_mlp(const char* config, int devices, int reps, double* out_s, float* out_w) {
+  cml_backend_t* be = NULL;
+  if (!check(cml_backend_new_with_config(config, &be), config)) return false;
+  const int64_t batch = MLP_B / devices;
+  cml_executable_t* exe = NULL;
+  if (!check(build_mlp(be, devices, batch, &exe), "compile mlp")) return false;
+  uint32_t seed = 7;
+  float* x = malloc(sizeof(float) * MLP_B * MLP_D);
+  float* y = malloc(sizeof(float) * MLP_B * MLP_O);
+  float* w1 = malloc(sizeof(float) * MLP_D * MLP_H);
+  float* w2 = malloc(sizeof(float) * MLP_H * MLP_O);
+  for (int i = 0; i < MLP_B * MLP_D; ++i) x[i] = lcg(&seed);
+  for (int i = 0; i < MLP_B * MLP_O; ++i) y[i] = lcg(&seed);
+  for (int i = 0; i < MLP_D * MLP_H; ++i) w1[i] = 0.05f * lcg(&seed);
+  for (int i = 0; i < MLP_H * MLP_O; ++i) w2[i] = 0.05f * lcg(&seed);
+  cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){batch, MLP_D});
+  cml_shape_t ys = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){batch, MLP_O});
+  cml_shape_t w1s = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){MLP_D, MLP_H});
+  cml_shape_t w2s = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){MLP_H, MLP_O});
+  cml_buffer_t* in[4 * 8] = {0};
+  bool ok = true;
+  for (int j = 0; ok && j < devices; ++j) {
+    ok = check(cml_buffer_from_host(be, j, &xs, x + (size_t)j * batch * MLP_D,
+                                    sizeof(float) * (size_t)(batch * MLP_D), &in[4 * j]),
+               "x") &&
+         check(cml_buffer_from_host(be, j, &ys, y + (size_t)j * batch * MLP_O,
+                                    sizeof(float) * (size_t)(batch * MLP_O), &in[4 * j + 1]),
+               "y") &&
+         check(cml_buffer_from_host(be, j, &w1s, w1, sizeof(float) * MLP_D * MLP_H, &in[4 * j + 2]),
+               "w1") &&
+         check(cml_buffer_from_host(be, j, &w2s, w2, sizeof(float) * MLP_H * MLP_O, &in[4 * j + 3]),
+               "w2");
+  }
+  double* t = calloc((size_t)reps, sizeof(double));
+  for (int r = -2; ok && r < reps; ++r) {
+    cml_buffer_t* out[16] = {0};
+    double t0 = now_s();
+    ok = check(cml_executable_execute(exe, in, (size_t)(4 * devices), NULL, 0, out), "step");
+    if (r >= 0) t[r] = now_s() - t0;
+    if (ok && r == reps - 1) {
+      float* w = malloc(sizeof(float) * MLP_H * MLP_O);
+      ok = check(cml_buffer_copy_to_host(out[1], w, sizeof(float) * MLP_H * MLP_O), "copy");
+      *out_w = w[0];
+      free(w);
+    }
+    for (int k = 0; k < 2 * devices; ++k) cml_buffer_release(out[k]);
+  }
+  if (ok) *out_s = median(t, reps);
+  for (int k = 0; k < 4 * devices; ++k) cml_buffer_release(in[k]);
+  free(t);
+  free(x);
+  free(y);
+  free(w1);
+  free(w2);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+  return ok;
+}
+
+static int bench_mlp(int reps) {
+  printf("Data-parallel MLP step (%dx%d -> %d ReLU -> %d, batch %d, SGD on both weights)\n",
+         MLP_B, MLP_D, MLP_H, MLP_O, MLP_B);
+  double t1 = 0, t2 = 0;
+  float w_one = 0, w_two = 0;
+  if (!run_mlp("c:threads=2", 1, reps, &t1, &w_one)) return 1;
+  if (!run_mlp("c:devices=2,threads=2", 2, reps, &t2, &w_two)) return 1;
+  const double flops = 3.0 * 2.0 * MLP_B * ((double)MLP_D * MLP_H + (double)MLP_H * MLP_O);
+  printf("  %-44s %9.2f ms %8.2f GFLOP/s\n", "one device, c:threads=2", t1 * 1e3,
+         flops / t1 / 1e9);
+  printf("  %-44s %9.2f ms %8.2f GFLOP/s  %.2fx the one-device step\n",
+         "2 devices (batch split, AllReduce), threads=2", t2 * 1e3, flops / t2 / 1e9, t1 / t2);
+  printf("  w2[0] after the step: %.7g (one device) vs %.7g (2 devices)\n", w_one, w_two);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  int reps = 7, devices = 4;
+  int64_t mib = 64;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+      reps = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--mib") && i + 1 < argc) {
+      mib = atoll(argv[++i]);
+    } else if (!strcmp(argv[i], "--devices") && i + 1 < argc) {
+      devices = atoi(argv[++i]);
+    } else {
+      fprintf(stderr, "usage: %s [--reps N] [--mib M] [--devices N]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (reps < 1 || mib < 1 || devices < 1 || devices > 64) return 2;
+  if (bench_all_reduce(reps, mib, devices)) return 1;
+  return bench_mlp(reps);
+}

@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/c/kernels/generic/collective.c: the collective ops of an SPMD execution over
+// shared memory (AllReduce, AllGather, ReduceScatter, AllToAll, CollectivePermute,
+// CollectiveBroadcast) and the ids (ReplicaId, PartitionId).
+//
+// Every member of a replica group joins one round of the engine's rendezvous (cmlc.h),
+// publishing its kernel arguments; the members then read each other's inputs and write outputs
+// directly, and meet once more (cmlc_round_finish) before any of them returns:
+//   - AllReduce: member p of n reduces elements [p*c, (p+1)*c) (c = ceil(count/n)) of every
+//     operand over all members' inputs, in group order, into its own output, and copies that
+//     range into every other member's output (XLA's in-process scheme, reference §5.3), so the
+//     work is split n ways and every member gets bit-identical results. Integers wrap (sum,
+//     product), floats propagate NaN through max/min, Float16/BFloat16 are combined in f32 and
+//     rounded once, complex numbers take sum and product only;
+//   - ReduceScatter: member p reduces part p of the axis over all inputs into its output;
+//   - AllGather, AllToAll, CollectiveBroadcast, CollectivePermute: each member fills its own
+//     output from the others' inputs (a CollectivePermute target nobody sends to gets zeros).
+// A group of one member (and any collective outside SPMD) needs no rendezvous.
+//
+// Thread-safety: reentrant; the rendezvous orders the members' reads and writes.
+#include <math.h>
+#include <string.h>
+
+#include "backends/c/cmlc.h"
+#include "backends/c/kernels/common.h"
+
+// Elements combined per block: a block of every source and of the output stays in L1/L2 while
+// the sources are folded in.
+#define CMLC_CO_BLOCK 2048
+// The least elements a pool task reduces.
+#define CMLC_CO_MIN_TASK 16384
+
+//===--- groups and rounds ---===//
+
+typedef struct cmlc_co_round_t {
+  const int32_t* members;  // NULL: every slot in order
+  int32_t count;           // members
+  int32_t position;        // this slot's position
+  cmlc_round_t* round;     // NULL when the group has one member
+} cmlc_co_round_t;
+
+static int32_t cmlc_co_replica_count(const cmlc_kernel_args_t* a) {
+  return a->replica_count > 0 ? a->replica_count : 1;
+}
+
+// The group of this slot in the node's replica groups.
+static cml_status_t cmlc_co_find_group(const cmlc_kernel_args_t* a, cmlc_co_round_t* out) {
+  const cml_ir_collective_attrs_t* c = &a->node->attrs->collective;
+  memset(out, 0, sizeof *out);
+  if (!c->groups || c->group_size < 1 || c->group_count < 1) {
+    out->count = cmlc_co_replica_count(a);
+    out->position = a->replica;
+    return CML_OK;
+  }
+  for (int32_t g = 0; g < c->group_count; ++g) {
+    for (int32_t k = 0; k < c->group_size; ++k) {
+      if (c->groups[(size_t)g * (size_t)c->group_size + (size_t)k] == a->replica) {
+        out->members = c->groups + (size_t)g * (size_t)c->group_size;
+        out->count = c->group_size;
+        out->position = k;
+        return CML_OK;
+      }
+    }
+  }
+  return cml_status_make(
+      CML_STATUS_INVALID_ARGUMENT, "%s: device slot %d is in none of its %d replica groups of %d",
+      cml_op_name(a->node->op), (int)a->replica, (int)c->group_count, (int)c->group_size);
+}
+
+// Joins the round of |r|'s group (nothing to join for a group of one).
+static cml_status_t cmlc_co_join(const cmlc_kernel_args_t* a, cmlc_co_round_t* r) {
+  r->round = NULL;
+  if (r->count == 1) return CML_OK;
+  if (!a->rendezvous) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "%s: a group of %d device slots outside an SPMD execution",
+                           cml_op_name(a->node->op), (int)r->count);
+  }
+  return cmlc_round_join(a->rendezvous, a->node, a->replica, r->members, r->count, r->position, a,
+                         &r->round);
+}
+
+// The kernel arguments of the member at |position| (this slot's own for a group of one).
+static const cmlc_kernel_args_t* cmlc_co_peer(const cmlc_kernel_args_t* a, const cmlc_co_round_t* r,
+                                              int32_t position) {
+  if (!r->round) return a;
+  return (const cmlc_kernel_args_t*)cmlc_round_contribution(r->round, position);
+}
+
+static void cmlc_co_finish(const cmlc_kernel_args_t* a, cmlc_co_round_t* r) {
+  if (r->round) cmlc_round_finish(a->rendezvous, r->round);
+  r->round = NULL;
+}
+
+//===--- reductions ---===//
+
+// Reduces |count| elements at element offset |offset| of the |n| sources |src| into |dst|
+// (dst[i] = src[0][i] op src[1][i] op ... in source order).
+typedef void (*cmlc_co_reduce_fn)(void* dst, const void* const* src, int n, int64_t offset,
+                                  int64_t count);
+
+#define CMLC_CO_SUM(a, b) ((a) + (b))
+#define CMLC_CO_MUL(a, b) ((a) * (b))
+#define CMLC_CO_IMAX(a, b) ((a) > (b) ? (a) : (b))
+#define CMLC_CO_IMIN(a, b) ((a) < (b) ? (a) : (b))
+// NaN-propagating, as the Max/Min ops.
+#define CMLC_CO_FMAX(a, b) (isnan(a) ? (a) : isnan(b) ? (b) : (a) > (b) ? (a) : (b))
+#define CMLC_CO_FMIN(a, b) (isnan(a) ? (a) : isnan(b) ? (b) : (a) < (b) ? (a) : (b))
+
+// A reducer over T whose values are combined as CT (unsigned for wrapping integer arithmetic).
+#define CMLC_CO_GEN(name, T, CT, OP)                                                          \
+  static void name(void* dst, const void* const* src, int n, int64_t offset, int64_t count) { \
+    T* d = (T*)dst;                                                                           \
+    const T* s0 = (const T*)src[0] + offset;                                                  \
+    for (int64_t i = 0; i < count; ++i) d[i] = s0[i];                                         \
+    for (int k = 1; k < n; ++k) {                                                             \
+      const T* s = (const T*)src[k] + offset;                                                 \
+      for (int64_t i = 0; i < count; ++i) d[i] = (T)OP((CT)d[i], (CT)s[i]);                   \
+    }                                                                                         \
+  }
+
+#define CMLC_CO_INT(sfx, T, UT)                          \
+  CMLC_CO_GEN(cmlc_co_sum_##sfx, T, UT, CMLC_CO_SUM)     \
+  CMLC_CO_GEN(cmlc_co_product_##sfx, T, UT, CMLC_CO_MUL) \
+  CMLC_CO_GEN(cmlc_co_max_##sfx, T, T, CMLC_CO_IMAX)     \
+  CMLC_CO_GEN(cmlc_co_min_##sfx, T, T, CMLC_CO_IMIN)
+// (8- and 16-bit values are combined as uint32_t: no promotion to a signed int can overflow.)
+CMLC_CO_INT(i8, int8_t, uint32_t)
+CMLC_CO_INT(i16, int16_t, uint32_t)
+CMLC_CO_INT(i32, int32_t, uint32_t)
+CMLC_CO_INT(i64, int64_t, uint64_t)
+CMLC_CO_INT(u8, uint8_t, uint32_t)
+CMLC_CO_INT(u16, uint16_t, uint32_t)
+CMLC_CO_INT(u32, uint32_t, uint32_t)
+CMLC_CO_INT(u64, uint64_t, uint64_t)
+#undef CMLC_CO_INT
+
+#define CMLC_CO_FLOAT(sfx, T)                           \
+  CMLC_CO_GEN(cmlc_co_sum_##sfx, T, T, CMLC_CO_SUM)     \
+  CMLC_CO_GEN(cmlc_co_product_##sfx, T, T, CMLC_CO_MUL) \
+  CMLC_CO_GEN(cmlc_co_max_##sfx, T, T, CMLC_CO_FMAX)    \
+  CMLC_CO_GEN(cmlc_co_min_##sfx, T, T, CMLC_CO_FMIN)
+CMLC_CO_FLOAT(f32, float)
+CMLC_CO_FLOAT(f64, double)
+#undef CMLC_CO_FLOAT
+#undef CMLC_CO_GEN
+
+// Float16 / BFloat16: every element is combined in f32 over all sources, then rounded once.
+#define CMLC_CO_HALF(name, TO_F32, FROM_F32, OP)                                              \
+  static void name(void* dst, const void* const* src, int n, int64_t offset, int64_t count) { \
+    uint16_t* d = (uint16_t*)dst;                                                             \
+    float acc[CMLC_CO_BLOCK];                                                                 \
+    for (int64_t b = 0; b < count; b += CMLC_CO_BLOCK) {                                      \
+      const int64_t m = count - b < CMLC_CO_BLOCK ? count - b : CMLC_CO_BLOCK;                \
+      const uint16_t* s0 = (const uint16_t*)src[0] + offset + b;                              \
+      for (int64_t i = 0; i < m; ++i) acc[i] = TO_F32(s0[i]);                                 \
+      for (int k = 1; k < n; ++k) {                                                           \
+        const uint16_t* s = (const uint16_t*)src[k] + offset + b;                             \
+        for (int64_t i = 0; i < m; ++i) {                                                     \
+          const float v = TO_F32(s[i]);                                                       \
+          acc[i] = OP(acc[i], v);                                                             \
+        }                                                                                     \
+      }                                                                                       \
+      for (int64_t i = 0; i < m; ++i) d[b + i] = FROM_F32(acc[i]);                            \
+    }                                                                                         \
+  }
+#define CMLC_CO_HALVES(sfx, TO_F32, FROM_F32)                        \
+  CMLC_CO_HALF(cmlc_co_sum_##sfx, TO_F32, FROM_F32, CMLC_CO_SUM)     \
+  CMLC_CO_HALF(cmlc_co_product_##sfx, TO_F32, FROM_F32, CMLC_CO_MUL) \
+  CMLC_CO_HALF(cmlc_co_max_##sfx, TO_F32, FROM_F32, CMLC_CO_FMAX)    \
+  CMLC_CO_HALF(cmlc_co_min_##sfx, TO_F32, FROM_F32, CMLC_CO_FMIN)
+CMLC_CO_HALVES(f16, cml_f16_to_f32, cml_f32_to_f16)
+CMLC_CO_HALVES(bf16, cml_bf16_to_f32, cml_f32_to_bf16)
+#undef CMLC_CO_HALVES
+#undef CMLC_CO_HALF
+
+// Complex numbers (interleaved real, imaginary): sum and product.
+#define CMLC_CO_COMPLEX(sfx, T)                                                               \
+  static void cmlc_co_sum_##sfx(void* dst, const void* const* src, int n, int64_t offset,     \
+                                int64_t count) {                                              \
+    T* d = (T*)dst;                                                                           \
+    const T* s0 = (const T*)src[0] + 2 * offset;                                              \
+    for (int64_t i = 0; i < 2 * count; ++i) d[i] = s0[i];                                     \
+    for (int k = 1; k < n; ++k) {                                                             \
+      const T* s = (const T*)src[k] + 2 * offset;                                             \
+      for (int64_t i = 0; i < 2 * count; ++i) d[i] += s[i];                                   \
+    }                                                                                         \
+  }                                                                                           \
+  static void cmlc_co_product_##sfx(void* dst, const void* const* src, int n, int64_t offset, \
+                                    int64_t count) {                                          \
+    T* d = (T*)dst;                                                                           \
+    const T* s0 = (const T*)src[0] + 2 * offset;                                              \
+    for (int64_t i = 0; i < 2 * count; ++i) d[i] = s0[i];                                     \
+    for (int k = 1; k < n; ++k) {                                                             \
+      const T* s = (const T*)src[k] + 2 * offset;                                             \
+      for (int64_t i = 0; i < count; ++i) {                                                   \
+        const T ar = d[2 * i], ai = d[2 * i + 1], br = s[2 * i], bi = s[2 * i + 1];           \
+        d[2 * i] = ar * br - ai * bi;                                                         \
+        d[2 * i + 1] = ar * bi + ai * br;                                                     \
+      }                                                                                       \
+    }                                                                                         \
+  }
+CMLC_CO_COMPLEX(c64, float)
+CMLC_CO_COMPLEX(c128, double)
+#undef CMLC_CO_COMPLEX
+
+// The reducer for |dtype| and |type|, or NULL (complex max/min, non-numbers).
+static cmlc_co_reduce_fn cmlc_co_reducer(cml_dtype_t dtype, cml_reduce_type_t type) {
+#define CMLC_CO_PICK(sfx)           \
+  switch (type) {                   \
+    case CML_REDUCE_SUM:            \
+      return cmlc_co_sum_##sfx;     \
+    case CML_REDUCE_PRODUCT:        \
+      return cmlc_co_product_##sfx; \
+    case CML_REDUCE_MAX:            \
+      return cmlc_co_max_##sfx;     \
+    case CML_REDUCE_MIN:            \
+      return cmlc_co_min_##sfx;     \
+    default:                        \
+      return NULL;                  \
+  }
+  switch (dtype) {
+    case CML_DTYPE_I8:
+      CMLC_CO_PICK(i8)
+    case CML_DTYPE_I16:
+      CMLC_CO_PICK(i16)
+    case CML_DTYPE_I32:
+      CMLC_CO_PICK(i32)
+    case CML_DTYPE_I64:
+      CMLC_CO_PICK(i64)
+    case CML_DTYPE_U8:
+      CMLC_CO_PICK(u8)
+    case CML_DTYPE_U16:
+      CMLC_CO_PICK(u16)
+    case CML_DTYPE_U32:
+      CMLC_CO_PICK(u32)
+    case CML_DTYPE_U64:
+      CMLC_CO_PICK(u64)
+    case CML_DTYPE_F16:
+      CMLC_CO_PICK(f16)
+    case CML_DTYPE_BF16:
+      CMLC_CO_PICK(bf16)
+    case CML_DTYPE_F32:
+      CMLC_CO_PICK(f32)
+    case CML_DTYPE_F64:
+      CMLC_CO_PICK(f64)
+    case CML_DTYPE_C64:
+      return type == CML_REDUCE_SUM       ? cmlc_co_sum_c64
+             : type == CML_REDUCE_PRODUCT ? cmlc_co_product_c64
+                                          : NULL;
+    case CML_DTYPE_C128:
+      return type == CML_REDUCE_SUM       ? cmlc_co_sum_c128
+             : type == CML_REDUCE_PRODUCT ? cmlc_co_product_c128
+                                          : NULL;
+    default:
+      return NULL;
+  }
+#undef CMLC_CO_PICK
+}
+
+// A range of one operand reduced by the pool: elements [base + begin, base + end) of the
+// sources into this member's output, then copied into the other members' outputs (|copies|).
+typedef struct cmlc_co_task_t {
+  cmlc_co_reduce_fn reduce;
+  const void* const* src;  // n source base pointers
+  int n;
+  int64_t base;  // first element of this member's range
+  size_t esize;
+  uint8_t* dst;            // this member's output (base pointer)
+  uint8_t* const* copies;  // the other members' outputs (base pointers), |copy_count|
+  int copy_count;
+} cmlc_co_task_t;
+
+static void cmlc_co_reduce_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_co_task_t* t = (const cmlc_co_task_t*)ctx;
+  for (int64_t b = begin; b < end; b += CMLC_CO_BLOCK) {
+    const int64_t m = end - b < CMLC_CO_BLOCK ? end - b : CMLC_CO_BLOCK;
+    const int64_t at = t->base + b;
+    uint8_t* d = t->dst + (size_t)at * t->esize;
+    t->reduce(d, t->src, t->n, at, m);
+    for (int k = 0; k < t->copy_count; ++k) {
+      memcpy(t->copies[k] + (size_t)at * t->esize, d, (size_t)m * t->esize);
+    }
+  }
+}
+
+//===--- AllReduce ---===//
+
+static cml_status_t cmlc_co_all_reduce(const cmlc_kernel_args_t* a) {
+  const cml_reduce_type_t type = a->node->attrs->reduce_type;
+  for (uint32_t i = 0; i < a->input_count; ++i) {
+    if (!cmlc_co_reducer(a->input_shapes[i]->dtype, type)) {
+      return cml_status_make(CML_STATUS_UNIMPLEMENTED, "AllReduce: no %s reduction of %s",
+                             cml_reduce_type_name(type), cml_dtype_name(a->input_shapes[i]->dtype));
+    }
+  }
+  cmlc_co_round_t r;
+  CML_RETURN_IF_ERROR(cmlc_co_find_group(a, &r));
+  if ((size_t)r.count * sizeof(void*) * 2 > a->scratch_size && r.count > 1) {
+    return cml_status_make(CML_STATUS_INTERNAL, "AllReduce: scratch for %d members too small",
+                           (int)r.count);
+  }
+  CML_RETURN_IF_ERROR(cmlc_co_join(a, &r));
+  const void** src = (const void**)a->scratch;
+  uint8_t** copies = (uint8_t**)a->scratch + r.count;
+  const void* self_src[1];
+  if (r.count == 1) src = self_src;
+  for (uint32_t i = 0; i < a->input_count; ++i) {
+    const cml_shape_t* s = a->input_shapes[i];
+    const int64_t count = cml_shape_element_count(s);
+    const int64_t chunk = (count + r.count - 1) / r.count;
+    int64_t begin = chunk * r.position, end = begin + chunk;
+    if (end > count) end = count;
+    if (begin >= end) continue;
+    int copy_count = 0;
+    for (int32_t k = 0; k < r.count; ++k) {
+      const cmlc_kernel_args_t* p = cmlc_co_peer(a, &r, k);
+      src[k] = p->inputs[i];
+      if (k != r.position) copies[copy_count++] = (uint8_t*)p->outputs[i];
+    }
+    cmlc_co_task_t t = {
+        .reduce = cmlc_co_reducer(s->dtype, type),
+        .src = src,
+        .n = r.count,
+        .base = begin,
+        .esize = cmlc_dtype_size(s->dtype),
+        .dst = (uint8_t*)a->outputs[i],
+        .copies = copies,
+        .copy_count = copy_count,
+    };
+    cmlc_parallel_for(a->pool, end - begin, CMLC_CO_MIN_TASK, cmlc_co_reduce_task, &t);
+  }
+  cmlc_co_finish(a, &r);
+  return CML_OK;
+}
+
+//===--- block copies (AllGather, AllToAll) ---===//
+
+// Copies a block of |dims| (rank |rank|) from |src| (a row-major array of |src_dims|, the block
+// starting at |src_at|) into |dst| (of |dst_dims|, at |dst_at|); elements of |esize| bytes.
+static void cmlc_co_copy_block(uint8_t* dst, const int64_t* dst_dims, const int64_t* dst_at,
+                               const uint8_t* src, const int64_t* src_dims, const int64_t* src_at,
+                               const int64_t* dims, int32_t rank, size_t esize) {
+  int64_t ds[CML_MAX_RANK], ss[CML_MAX_RANK], idx[CML_MAX_RANK];
+  if (rank == 0) {
+    memcpy(dst, src, esize);
+    return;
+  }
+  cmlc_row_major_strides(rank, dst_dims, ds);
+  cmlc_row_major_strides(rank, src_dims, ss);
+  for (int32_t d = 0; d < rank; ++d) {
+    if (dims[d] == 0) return;
+    idx[d] = 0;
+  }
+  const size_t run = (size_t)dims[rank - 1] * esize;
+  for (;;) {
+    int64_t doff = 0, soff = 0;
+    for (int32_t d = 0; d < rank; ++d) {
+      doff += (dst_at[d] + idx[d]) * ds[d];
+      soff += (src_at[d] + idx[d]) * ss[d];
+    }
+    memcpy(dst + (size_t)doff * esize, src + (size_t)soff * esize, run);
+    int32_t d = rank - 2;
+    for (; d >= 0; --d) {
+      if (++idx[d] < dims[d]) break;
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+static cml_status_t cmlc_co_all_gather(const cmlc_kernel_args_t* a) {
+  cmlc_co_round_t r;
+  CML_RETURN_IF_ERROR(cmlc_co_find_group(a, &r));
+  CML_RETURN_IF_ERROR(cmlc_co_join(a, &r));
+  const cml_shape_t* in = a->input_shapes[0];
+  const cml_shape_t* out = a->output_shapes[0];
+  const int32_t axis = (int32_t)a->node->attrs->axis;
+  const size_t esize = cmlc_dtype_size(in->dtype);
+  int64_t zero[CML_MAX_RANK] = {0}, at[CML_MAX_RANK] = {0};
+  for (int32_t k = 0; k < r.count; ++k) {
+    const cmlc_kernel_args_t* p = cmlc_co_peer(a, &r, k);
+    if (in->rank > 0) at[axis] = (int64_t)k * in->dims[axis];
+    cmlc_co_copy_block((uint8_t*)a->outputs[0], out->dims, at, (const uint8_t*)p->inputs[0],
+                       in->dims, zero, in->dims, in->rank, esize);
+  }
+  cmlc_co_finish(a, &r);
+  return CML_OK;
+}
+
+static cml_status_t cmlc_co_all_to_all(const cmlc_kernel_args_t* a) {
+  cmlc_co_round_t r;
+  CML_RETURN_IF_ERROR(cmlc_co_find_group(a, &r));
+  const cml_shape_t* in = a->input_shapes[0];
+  const cml_shape_t* out = a->output_shapes[0];
+  const int32_t split = (int32_t)a->node->attrs->collective.split_axis;
+  const int32_t concat = (int32_t)a->node->attrs->collective.concat_axis;
+  if (in->rank < 1 || split < 0 || split >= in->rank || concat < 0 || concat >= in->rank ||
+      in->dims[split] % r.count != 0) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "AllToAll: split axis %d / concat axis %d of a rank-%d operand over "
+                           "%d members",
+                           (int)split, (int)concat, (int)in->rank, (int)r.count);
+  }
+  CML_RETURN_IF_ERROR(cmlc_co_join(a, &r));
+  const size_t esize = cmlc_dtype_size(in->dtype);
+  int64_t block[CML_MAX_RANK], src_at[CML_MAX_RANK] = {0}, dst_at[CML_MAX_RANK] = {0};
+  memcpy(block, in->dims, sizeof(int64_t) * (size_t)in->rank);
+  block[split] = in->dims[split] / r.count;
+  src_at[split] = (int64_t)r.position * block[split];
+  // Part |position| of every sender's split axis, placed at the sender's slice of the concat axis.
+  for (int32_t k = 0; k < r.count; ++k) {
+    const cmlc_kernel_args_t* p = cmlc_co_peer(a, &r, k);
+    dst_at[concat] = (int64_t)k * block[concat];
+    cmlc_co_copy_block((uint8_t*)a->outputs[0], out->dims, dst_at, (const uint8_t*)p->inputs[0],
+                       in->dims, src_at, block, in->rank, esize);
+  }
+  cmlc_co_finish(a, &r);
+  return CML_OK;
+}
+
+//===--- ReduceScatter ---===//
+
+static cml_status_t cmlc_co_reduce_scatter(const cmlc_kernel_args_t* a) {
+  const cml_reduce_type_t type = a->node->attrs->reduce_type;
+  const cml_shape_t* in = a->input_shapes[0];
+  const cmlc_co_reduce_fn reduce = cmlc_co_reducer(in->dtype, type);
+  if (!reduce) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED, "ReduceScatter: no %s reduction of %s",
+                           cml_reduce_type_name(type), cml_dtype_name(in->dtype));
+  }
+  cmlc_co_round_t r;
+  CML_RETURN_IF_ERROR(cmlc_co_find_group(a, &r));
+  const int32_t axis = (int32_t)a->node->attrs->axis;
+  if (in->rank < 1 || axis < 0 || axis >= in->rank || in->dims[axis] % r.count != 0 ||
+      (size_t)r.count * sizeof(void*) > a->scratch_size) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "ReduceScatter: axis %d of a rank-%d operand over %d members", (int)axis,
+                           (int)in->rank, (int)r.count);
+  }
+  CML_RETURN_IF_ERROR(cmlc_co_join(a, &r));
+  const void** src = (const void**)a->scratch;
+  for (int32_t k = 0; k < r.count; ++k) src[k] = cmlc_co_peer(a, &r, k)->inputs[0];
+  int64_t outer = 1, inner = 1;
+  for (int32_t d = 0; d < axis; ++d) outer *= in->dims[d];
+  for (int32_t d = axis + 1; d < in->rank; ++d) inner *= in->dims[d];
+  const int64_t span = in->dims[axis] / r.count * inner;
+  const size_t esize = cmlc_dtype_size(in->dtype);
+  uint8_t* dst = (uint8_t*)a->outputs[0];
+  for (int64_t o = 0; o < outer; ++o) {
+    const int64_t from = o * in->dims[axis] * inner + (int64_t)r.position * span;
+    for (int64_t b = 0; b < span; b += CMLC_CO_BLOCK) {
+      const int64_t m = span - b < CMLC_CO_BLOCK ? span - b : CMLC_CO_BLOCK;
+      reduce(dst + (size_t)(o * span + b) * esize, src, r.count, from + b, m);
+    }
+  }
+  cmlc_co_finish(a, &r);
+  return CML_OK;
+}
+
+//===--- CollectiveBroadcast, CollectivePermute ---===//
+
+static cml_status_t cmlc_co_broadcast(const cmlc_kernel_args_t* a) {
+  cmlc_co_round_t r;
+  CML_RETURN_IF_ERROR(cmlc_co_find_group(a, &r));
+  CML_RETURN_IF_ERROR(cmlc_co_join(a, &r));
+  const size_t bytes = cml_shape_byte_size(a->output_shapes[0]);
+  const cmlc_kernel_args_t* root = cmlc_co_peer(a, &r, 0);
+  if (bytes) memcpy(a->outputs[0], root->inputs[0], bytes);
+  cmlc_co_finish(a, &r);
+  return CML_OK;
+}
+
+static cml_status_t cmlc_co_permute(const cmlc_kernel_args_t* a) {
+  const cml_ir_collective_attrs_t* c = &a->node->attrs->collective;
+  // Every slot takes part (a source must stay until its target copied).
+  cmlc_co_round_t r = {NULL, cmlc_co_replica_count(a), a->replica, NULL};
+  int32_t source = -1;
+  for (int32_t i = 0; i < c->pair_count; ++i) {
+    if (c->pairs[2 * i + 1] == a->replica) source = c->pairs[2 * i];
+  }
+  if (source >= r.count) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "CollectivePermute: source device slot %d of %d slots", (int)source,
+                           (int)r.count);
+  }
+  CML_RETURN_IF_ERROR(cmlc_co_join(a, &r));
+  const size_t bytes = cml_shape_byte_size(a->output_shapes[0]);
+  if (bytes) {
+    if (source >= 0) {
+      memcpy(a->outputs[0], cmlc_co_peer(a, &r, source)->inputs[0], bytes);
+    } else {
+      memset(a->outputs[0], 0, bytes);
+    }
+  }
+  cmlc_co_finish(a, &r);
+  return CML_OK;
+}
+
+//===--- ids ---===//
+
+static cml_status_t cmlc_co_store_id(const cmlc_kernel_args_t* a, uint64_t id) {
+  void* out = a->outputs[0];
+  switch (a->output_shapes[0]->dtype) {
+    case CML_DTYPE_U32:
+    case CML_DTYPE_I32:
+      *(uint32_t*)out = (uint32_t)id;
+      return CML_OK;
+    case CML_DTYPE_U64:
+    case CML_DTYPE_I64:
+      *(uint64_t*)out = id;
+      return CML_OK;
+    default:
+      return cml_status_make(CML_STATUS_UNIMPLEMENTED, "%s: result dtype %s",
+                             cml_op_name(a->node->op), cml_dtype_name(a->output_shapes[0]->dtype));
+  }
+}
+
+static cml_status_t cmlc_co_replica_id(const cmlc_kernel_args_t* a) {
+  return cmlc_co_store_id(a, (uint64_t)(a->replica > 0 ? a->replica : 0));
+}
+
+// SPMD runs one partition.
+static cml_status_t cmlc_co_partition_id(const cmlc_kernel_args_t* a) {
+  return cmlc_co_store_id(a, 0);
+}
+
+//===--- lookup ---===//
+
+// Room for the sources and the other members' outputs of the node's largest group.
+static size_t cmlc_co_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                              const cmlc_options_t* options) {
+  (void)options;
+  int64_t members = node->attrs->collective.group_size;
+  if (members < module->num_devices) members = module->num_devices;
+  if (members < 1) members = 1;
+  return (size_t)members * 2 * sizeof(void*);
+}
+
+bool cmlc_kernels_collective_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                    const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
+  (void)options;
+  memset(out, 0, sizeof *out);
+  out->in_place_input = -1;
+  if (node->op == CML_OP_REPLICA_ID || node->op == CML_OP_PARTITION_ID) {
+    const cml_dtype_t d = module->values[node->first_output].shape.dtype;
+    if (d != CML_DTYPE_U32 && d != CML_DTYPE_I32 && d != CML_DTYPE_U64 && d != CML_DTYPE_I64) {
+      return false;
+    }
+    out->run = node->op == CML_OP_REPLICA_ID ? cmlc_co_replica_id : cmlc_co_partition_id;
+    return true;
+  }
+  if (node->input_count < 1) return false;
+  for (uint32_t i = 0; i < node->input_count; ++i) {
+    const cml_dtype_t d = module->values[node->inputs[i]].shape.dtype;
+    if (cmlc_dtype_size(d) == 0) return false;
+    if ((node->op == CML_OP_ALL_REDUCE || node->op == CML_OP_REDUCE_SCATTER) &&
+        !cmlc_co_reducer(d, node->attrs->reduce_type)) {
+      return false;
+    }
+  }
+  switch (node->op) {
+    case CML_OP_ALL_REDUCE:
+      out->run = cmlc_co_all_reduce;
+      out->scratch = cmlc_co_scratch;
+      return true;
+    case CML_OP_REDUCE_SCATTER:
+      out->run = cmlc_co_reduce_scatter;
+      out->scratch = cmlc_co_scratch;
+      return true;
+    case CML_OP_ALL_GATHER:
+      out->run = cmlc_co_all_gather;
+      return true;
+    case CML_OP_ALL_TO_ALL:
+      out->run = cmlc_co_all_to_all;
+      return true;
+    case CML_OP_COLLECTIVE_BROADCAST:
+      out->run = cmlc_co_broadcast;
+      return true;
+    case CML_OP_COLLECTIVE_PERMUTE:
+      out->run = cmlc_co_permute;
+      return true;
+    default:
+      return false;
+  }
+}
+
+void cmlc_kernels_collective_capabilities(cml_capabilities_t* caps) {
+  cmlc_kernels_group_capabilities(caps, CML_OPG_COLLECTIVE);
+}

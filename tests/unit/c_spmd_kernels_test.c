@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/c_spmd_kernels_test.c: the c backend's collective kernels and SPMD rendezvous,
+// driven directly: one hand-made collective node, one thread per device slot calling the
+// kernel (as exec.c does), hand-computed results for every collective, replica groups, several
+// operands and dtypes (Float16/BFloat16 rounded once), and the failure paths (a failing slot,
+// a slot that never arrives, a deadline while waiting). End-to-end programs: c_spmd_test.c.
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/c/engine_internal.h"
+#include "cml/cml.h"
+#include "test.h"
+
+#define MAX_SLOTS 8
+#define MAX_OPERANDS 3
+
+// A module with one collective node over |operand_count| operands, run by |slots| slots.
+typedef struct co_t {
+  cml_ir_value_t values[2 * MAX_OPERANDS + 1];
+  uint32_t inputs[MAX_OPERANDS];
+  int32_t device_assignment[MAX_SLOTS];
+  int32_t groups[MAX_SLOTS];
+  int32_t pairs[2 * MAX_SLOTS];
+  uint32_t collective_index[1];
+  cml_module_t module;
+  cml_ir_node_t node;
+  cml_ir_attrs_t attrs;
+  cmlc_executable_t exe;  // just what the rendezvous reads
+  cml_backend_t* backend;
+  cmlc_pool_t* pool;
+  int slots;
+  // Per slot: operands and results.
+  const void* in[MAX_SLOTS][MAX_OPERANDS];
+  void* out[MAX_SLOTS][MAX_OPERANDS];
+  // Test hooks: a slot that fails before the op, one that skips it.
+  int fail_slot, skip_slot;
+  int64_t skip_sleep_ms;
+  cml_execute_control_t control;
+  bool use_control;
+} co_t;
+
+static cml_shape_t shape(cml_dtype_t dtype, int32_t rank, const int64_t* dims) {
+  cml_shape_t s;
+  memset(&s, 0, sizeof s);
+  s.dtype = dtype;
+  s.rank = rank;
+  for (int32_t i = 0; i < rank; ++i) s.dims[i] = dims[i];
+  return s;
+}
+
+// |threads|: the pool the kernels split their work over (1: no workers).
+static void co_init(co_t* k, cml_op_t op, int slots, int threads, int operand_count,
+                    const cml_shape_t* in_shapes, const cml_shape_t* out_shapes) {
+  memset(k, 0, sizeof *k);
+  k->fail_slot = k->skip_slot = -1;
+  k->slots = slots;
+  for (int i = 0; i < operand_count; ++i) {
+    k->values[1 + i].shape = in_shapes[i];
+    k->values[1 + operand_count + i].shape = out_shapes[i];
+    k->inputs[i] = (uint32_t)(1 + i);
+  }
+  for (int j = 0; j < slots; ++j) k->device_assignment[j] = j;
+  k->module.value_count = (uint32_t)(1 + 2 * operand_count);
+  k->module.values = k->values;
+  k->module.node_count = 1;
+  k->module.nodes = &k->node;
+  k->module.num_devices = slots;
+  k->module.distribution = CML_DISTRIBUTION_SPMD;
+  k->module.device_assignment = k->device_assignment;
+  k->node.op = op;
+  k->node.input_count = (uint32_t)operand_count;
+  k->node.inputs = k->inputs;
+  k->node.output_count =
+      (uint32_t)(op == CML_OP_REPLICA_ID || op == CML_OP_PARTITION_ID ? 1 : operand_count);
+  k->node.first_output = (uint32_t)(1 + operand_count);
+  k->node.attrs = &k->attrs;
+  // One group of every slot by default.
+  for (int j = 0; j < slots; ++j) k->groups[j] = j;
+  k->attrs.collective.groups = k->groups;
+  k->attrs.collective.group_count = 1;
+  k->attrs.collective.group_size = slots;
+  char config[64];
+  snprintf(config, sizeof config, "c:devices=%d,threads=%d", slots, threads);
+  if (cml_backend_new_with_config(config, &k->backend) != CML_OK) abort();
+  k->pool = ((cmlc_backend_t*)k->backend)->pool;
+  k->collective_index[0] = 0;
+  k->exe.backend = (cmlc_backend_t*)k->backend;
+  k->exe.module = &k->module;
+  k->exe.collective_index = k->collective_index;
+  k->exe.collective_count = 1;
+}
+
+static void co_deinit(co_t* k) { cml_backend_release(k->backend); }
+
+static void co_groups(co_t* k, const int32_t* ids, int group_count, int group_size) {
+  memcpy(k->groups, ids, sizeof(int32_t) * (size_t)(group_count * group_size));
+  k->attrs.collective.group_count = group_count;
+  k->attrs.collective.group_size = group_size;
+}
+
+typedef struct co_slot_t {
+  co_t* k;
+  cmlc_rendezvous_t* rendezvous;
+  int index;
+  pthread_t thread;
+} co_slot_t;
+
+static void* co_slot_main(void* arg) {
+  co_slot_t* s = (co_slot_t*)arg;
+  co_t* k = s->k;
+  const int j = s->index;
+  if (j == k->fail_slot) {
+    cmlc_rendezvous_fail(s->rendezvous, j,
+                         cml_status_make(CML_STATUS_INVALID_ARGUMENT, "Sqrt: injected failure"));
+    return NULL;
+  }
+  if (j == k->skip_slot) {
+    if (k->skip_sleep_ms) {
+      struct timespec ts = {k->skip_sleep_ms / 1000, (k->skip_sleep_ms % 1000) * 1000000};
+      nanosleep(&ts, NULL);
+    }
+    cmlc_rendezvous_slot_done(s->rendezvous, j);
+    return NULL;
+  }
+  cmlc_kernel_entry_t e;
+  cmlc_options_t options = ((cmlc_backend_t*)k->backend)->options;
+  cml_status_t st = CML_OK;
+  if (!cmlc_dispatch_lookup(&k->module, &k->node, &options, &e)) {
+    st = cml_status_make(CML_STATUS_UNIMPLEMENTED, "no kernel");
+  }
+  const cml_shape_t* shapes[2 * MAX_OPERANDS];
+  for (uint32_t i = 0; i < k->node.input_count; ++i) shapes[i] = &k->values[1 + i].shape;
+  for (uint32_t o = 0; o < k->node.output_count; ++o) {
+    shapes[k->node.input_count + o] = &k->values[k->node.first_output + o].shape;
+  }
+  size_t scratch_size = st == CML_OK && e.scratch ? e.scratch(&k->module, &k->node, &options) : 0;
+  void* scratch = scratch_size ? aligned_alloc(64, (scratch_size + 63) / 64 * 64) : NULL;
+  if (st == CML_OK) {
+    cmlc_kernel_args_t a;
+    memset(&a, 0, sizeof a);
+    a.module = &k->module;
+    a.node = &k->node;
+    a.options = &options;
+    a.input_count = k->node.input_count;
+    a.input_shapes = shapes;
+    a.inputs = k->in[j];
+    a.output_count = k->node.output_count;
+    a.output_shapes = shapes + k->node.input_count;
+    a.outputs = k->out[j];
+    a.scratch = scratch;
+    a.scratch_size = scratch_size;
+    a.pool = k->pool;
+    a.rendezvous = s->rendezvous;
+    a.replica = j;
+    a.replica_count = k->slots;
+    st = e.run(&a);
+  }
+  free(scratch);
+  if (st != CML_OK) {
+    cmlc_rendezvous_fail(s->rendezvous, j, st);
+  } else {
+    cmlc_rendezvous_slot_done(s->rendezvous, j);
+  }
+  return NULL;
+}
+
+// Runs the node on every slot at once; returns the execution's status.
+static cml_status_t co_run(co_t* k) {
+  cmlc_rendezvous_t* r = NULL;
+  cml_status_t st = cmlc_rendezvous_create(&k->exe, k->use_control ? &k->control : NULL, &r);
+  if (st != CML_OK) return st;
+  co_slot_t slots[MAX_SLOTS];
+  for (int j = 0; j < k->slots; ++j) {
+    slots[j] = (co_slot_t){k, r, j, 0};
+    if (pthread_create(&slots[j].thread, NULL, co_slot_main, &slots[j]) != 0) abort();
+  }
+  for (int j = 0; j < k->slots; ++j) pthread_join(slots[j].thread, NULL);
+  st = cmlc_rendezvous_take_failure(r);
+  cmlc_rendezvous_destroy(r);
+  return st;
+}
+
+//===--- AllReduce ---===//
+
+TEST(all_reduce_sum_two_operands_four_slots) {
+  const int64_t d3[] = {3}, d2[] = {2};
+  cml_shape_t ins[2] = {shape(CML_DTYPE_F32, 1, d3), shape(CML_DTYPE_I32, 1, d2)};
+  co_t k;
+  co_init(&k, CML_OP_ALL_REDUCE, 4, 2, 2, ins, ins);
+  k.attrs.reduce_type = CML_REDUCE_SUM;
+  float a[4][3], ra[4][3];
+  int32_t b[4][2], rb[4][2];
+  for (int j = 0; j < 4; ++j) {
+    for (int i = 0; i < 3; ++i) a[j][i] = (float)(10 * j + i) + 0.5f;
+    b[j][0] = j + 1;
+    b[j][1] = -(j + 1) * 100;
+    k.in[j][0] = a[j];
+    k.in[j][1] = b[j];
+    k.out[j][0] = ra[j];
+    k.out[j][1] = rb[j];
+  }
+  ASSERT_STATUS_OK(co_run(&k));
+  for (int j = 0; j < 4; ++j) {
+    // sum over j of 10j + i + 0.5 = 60 + 4i + 2
+    ASSERT_EQ_DBL(ra[j][0], 62.0);
+    ASSERT_EQ_DBL(ra[j][1], 66.0);
+    ASSERT_EQ_DBL(ra[j][2], 70.0);
+    ASSERT_EQ_INT(rb[j][0], 10);
+    ASSERT_EQ_INT(rb[j][1], -1000);
+  }
+  co_deinit(&k);
+}
+
+TEST(all_reduce_groups_max_min_product) {
+  const int64_t d2[] = {2};
+  cml_shape_t in = shape(CML_DTYPE_I32, 1, d2);
+  const cml_reduce_type_t types[] = {CML_REDUCE_MAX, CML_REDUCE_MIN, CML_REDUCE_PRODUCT};
+  // Groups {0, 2} and {3, 1}: slot j holds {j + 1, -(j + 1)}.
+  const int32_t groups[] = {0, 2, 3, 1};
+  const int32_t want[3][4][2] = {
+      {{3, -1}, {4, -2}, {3, -1}, {4, -2}},  // max
+      {{1, -3}, {2, -4}, {1, -3}, {2, -4}},  // min
+      {{3, 3}, {8, 8}, {3, 3}, {8, 8}},      // product
+  };
+  for (int t = 0; t < 3; ++t) {
+    co_t k;
+    co_init(&k, CML_OP_ALL_REDUCE, 4, 1, 1, &in, &in);
+    co_groups(&k, groups, 2, 2);
+    k.attrs.reduce_type = types[t];
+    int32_t x[4][2], r[4][2];
+    for (int j = 0; j < 4; ++j) {
+      x[j][0] = j + 1;
+      x[j][1] = -(j + 1);
+      k.in[j][0] = x[j];
+      k.out[j][0] = r[j];
+    }
+    ASSERT_STATUS_OK(co_run(&k));
+    for (int j = 0; j < 4; ++j) {
+      ASSERT_EQ_INT(r[j][0], want[t][j][0]);
+      ASSERT_EQ_INT(r[j][1], want[t][j][1]);
+    }
+    co_deinit(&k);
+  }
+}
+
+// Integers wrap; Float16 and BFloat16 are summed in f32 and rounded once; NaN wins max.
+TEST(all_reduce_dtypes) {
+  const int64_t d1[] = {1};
+  {  // Int8 sum wraps: 100 + 100 + 100 = 300 -> 44.
+    cml_shape_t s = shape(CML_DTYPE_I8, 1, d1);
+    co_t k;
+    co_init(&k, CML_OP_ALL_REDUCE, 3, 2, 1, &s, &s);
+    k.attrs.reduce_type = CML_REDUCE_SUM;
+    int8_t x[3] = {100, 100, 100}, r[3];
+    for (int j = 0; j < 3; ++j) k.in[j][0] = &x[j], k.out[j][0] = &r[j];
+    ASSERT_STATUS_OK(co_run(&k));
+    for (int j = 0; j < 3; ++j) ASSERT_EQ_INT(r[j], 44);
+    co_deinit(&k);
+  }
+  {  // Uint16 product wraps: 300 * 300 * 2 = 180000 -> 180000 - 2 * 65536 = 48928.
+    cml_shape_t s = shape(CML_DTYPE_U16, 1, d1);
+    co_t k;
+    co_init(&k, CML_OP_ALL_REDUCE, 3, 2, 1, &s, &s);
+    k.attrs.reduce_type = CML_REDUCE_PRODUCT;
+    uint16_t x[3] = {300, 300, 2}, r[3];
+    for (int j = 0; j < 3; ++j) k.in[j][0] = &x[j], k.out[j][0] = &r[j];
+    ASSERT_STATUS_OK(co_run(&k));
+    for (int j = 0; j < 3; ++j) ASSERT_EQ_INT(r[j], 48928);
+    co_deinit(&k);
+  }
+  {  // Float16: 2048 + 1 + 1 = 2050 (f16 step by step would give 2048).
+    cml_shape_t s = shape(CML_DTYPE_F16, 1, d1);
+    co_t k;
+    co_init(&k, CML_OP_ALL_REDUCE, 3, 2, 1, &s, &s);
+    k.attrs.reduce_type = CML_REDUCE_SUM;
+    uint16_t x[3] = {cml_f32_to_f16(2048.f), cml_f32_to_f16(1.f), cml_f32_to_f16(1.f)}, r[3];
+    for (int j = 0; j < 3; ++j) k.in[j][0] = &x[j], k.out[j][0] = &r[j];
+    ASSERT_STATUS_OK(co_run(&k));
+    for (int j = 0; j < 3; ++j) ASSERT_EQ_DBL(cml_f16_to_f32(r[j]), 2050.0);
+    co_deinit(&k);
+  }
+  {  // BFloat16: 256 + 1 + 1 = 258 (bf16 step by step: 256).
+    cml_shape_t s = shape(CML_DTYPE_BF16, 1, d1);
+    co_t k;
+    co_init(&k, CML_OP_ALL_REDUCE, 3, 2, 1, &s, &s);
+    k.attrs.reduce_type = CML_REDUCE_SUM;
+    uint16_t x[3] = {cml_f32_to_bf16(256.f), cml_f32_to_bf16(1.f), cml_f32_to_bf16(1.f)}, r[3];
+    for (int j = 0; j < 3; ++j) k.in[j][0] = &x[j], k.out[j][0] = &r[j];
+    ASSERT_STATUS_OK(co_run(&k));
+    for (int j = 0; j < 3; ++j) ASSERT_EQ_DBL(cml_bf16_to_f32(r[j]), 258.0);
+    co_deinit(&k);
+  }
+  {  // Float64 max with a NaN: NaN.
+    cml_shape_t s = shape(CML_DTYPE_F64, 1, d1);
+    co_t k;
+    co_init(&k, CML_OP_ALL_REDUCE, 2, 2, 1, &s, &s);
+    k.attrs.reduce_type = CML_REDUCE_MAX;
+    double x[2] = {1.0, NAN}, r[2];
+    for (int j = 0; j < 2; ++j) k.in[j][0] = &x[j], k.out[j][0] = &r[j];
+    ASSERT_STATUS_OK(co_run(&k));
+    ASSERT_TRUE(isnan(r[0]) && isnan(r[1]));
+    co_deinit(&k);
+  }
+  {  // Complex64 product: (1 + 2i)(3 + 4i) = -5 + 10i; Complex128 sum.
+    cml_shape_t s = shape(CML_DTYPE_C64, 1, d1);
+    co_t k;
+    co_init(&k, CML_OP_ALL_REDUCE, 2, 2, 1, &s, &s);
+    k.attrs.reduce_type = CML_REDUCE_PRODUCT;
+    float x[2][2] = {{1, 2}, {3, 4}}, r[2][2];
+    for (int j = 0; j < 2; ++j) k.in[j][0] = x[j], k.out[j][0] = r[j];
+    ASSERT_STATUS_OK(co_run(&k));
+    for (int j = 0; j < 2; ++j) {
+      ASSERT_EQ_DBL(r[j][0], -5.0);
+      ASSERT_EQ_DBL(r[j][1], 10.0);
+    }
+    co_deinit(&k);
+    cml_shape_t s2 = shape(CML_DTYPE_C128, 1, d1);
+    co_init(&k, CML_OP_ALL_REDUCE, 2, 2, 1, &s2, &s2);
+    k.attrs.reduce_type = CML_REDUCE_SUM;
+    double y[2][2] = {{1, 2}, {3, 4}}, q[2][2];
+    for (int j = 0; j < 2; ++j) k.in[j][0] = y[j], k.out[j][0] = q[j];
+    ASSERT_STATUS_OK(co_run(&k));
+    for (int j = 0; j < 2; ++j) {
+      ASSERT_EQ_DBL(q[j][0], 4.0);
+      ASSERT_EQ_DBL(q[j][1], 6.0);
+    }
+    co_deinit(&k);
+    // Complex max has no kernel (as in XLA).
+    co_init(&k, CML_OP_ALL_REDUCE, 2, 2, 1, &s, &s);
+    k.attrs.reduce_type = CML_REDUCE_MAX;
+    cmlc_kernel_entry_t e;
+    cmlc_options_t options = ((cmlc_backend_t*)k.backend)->options;
+    ASSERT_FALSE(cmlc_dispatch_lookup(&k.module, &k.node, &options, &e));
+    co_deinit(&k);
+  }
+}
+
+// A large operand: every member reduces its chunk with the pool; 4 slots share 2 threads, and
+// 4 slots run with a pool of 1 thread.
+TEST(all_reduce_large_chunks_devices_over_threads) {
+  const int64_t n = 300001;  // not a multiple of the slot count
+  const int64_t dims[] = {n};
+  cml_shape_t s = shape(CML_DTYPE_F32, 1, dims);
+  for (int threads = 1; threads <= 2; ++threads) {
+    co_t k;
+    co_init(&k, CML_OP_ALL_REDUCE, 4, threads, 1, &s, &s);
+    k.attrs.reduce_type = CML_REDUCE_SUM;
+    float* x[4];
+    float* r[4];
+    for (int j = 0; j < 4; ++j) {
+      x[j] = malloc(sizeof(float) * (size_t)n);
+      r[j] = malloc(sizeof(float) * (size_t)n);
+      for (int64_t i = 0; i < n; ++i) x[j][i] = (float)(i % 1000) * (float)(j + 1);
+      k.in[j][0] = x[j];
+      k.out[j][0] = r[j];
+    }
+    ASSERT_STATUS_OK(co_run(&k));
+    int bad = 0;
+    for (int j = 0; j < 4; ++j) {
+      for (int64_t i = 0; i < n; ++i) bad += r[j][i] != (float)(i % 1000) * 10.f;
+    }
+    for (int j = 0; j < 4; ++j) free(x[j]), free(r[j]);
+    co_deinit(&k);
+    ASSERT_EQ_INT(bad, 0);
+  }
+}
+
+//===--- AllGather, ReduceScatter, AllToAll ---===//
+
+TEST(all_gather_axis1) {
+  const int64_t di[] = {2, 2}, dout[] = {2, 4};
+  cml_shape_t in = shape(CML_DTYPE_I16, 2, di), out = shape(CML_DTYPE_I16, 2, dout);
+  co_t k;
+  co_init(&k, CML_OP_ALL_GATHER, 2, 2, 1, &in, &out);
+  k.attrs.axis = 1;
+  int16_t x[2][4] = {{0, 1, 2, 3}, {100, 101, 102, 103}}, r[2][8];
+  for (int j = 0; j < 2; ++j) k.in[j][0] = x[j], k.out[j][0] = r[j];
+  ASSERT_STATUS_OK(co_run(&k));
+  const int16_t want[8] = {0, 1, 100, 101, 2, 3, 102, 103};
+  for (int j = 0; j < 2; ++j) {
+    for (int i = 0; i < 8; ++i) ASSERT_EQ_INT(r[j][i], want[i]);
+  }
+  co_deinit(&k);
+}
+
+// The reference's values (distributed.md §2.2): dev0 [0 1 2 3], dev1 [100 .. 103].
+TEST(reduce_scatter_and_all_to_all_reference_values) {
+  const int64_t d4[] = {4}, d2[] = {2};
+  cml_shape_t in = shape(CML_DTYPE_F32, 1, d4), half = shape(CML_DTYPE_F32, 1, d2);
+  float x[2][4] = {{0, 1, 2, 3}, {100, 101, 102, 103}}, r[2][4];
+  co_t k;
+  co_init(&k, CML_OP_REDUCE_SCATTER, 2, 2, 1, &in, &half);
+  k.attrs.reduce_type = CML_REDUCE_SUM;
+  k.attrs.axis = 0;
+  for (int j = 0; j < 2; ++j) k.in[j][0] = x[j], k.out[j][0] = r[j];
+  ASSERT_STATUS_OK(co_run(&k));
+  ASSERT_EQ_DBL(r[0][0], 100);
+  ASSERT_EQ_DBL(r[0][1], 102);
+  ASSERT_EQ_DBL(r[1][0], 104);
+  ASSERT_EQ_DBL(r[1][1], 106);
+  co_deinit(&k);
+
+  co_init(&k, CML_OP_ALL_TO_ALL, 2, 2, 1, &in, &in);
+  k.attrs.collective.split_axis = 0;
+  k.attrs.collective.concat_axis = 0;
+  for (int j = 0; j < 2; ++j) k.in[j][0] = x[j], k.out[j][0] = r[j];
+  ASSERT_STATUS_OK(co_run(&k));
+  const float want[2][4] = {{0, 1, 100, 101}, {2, 3, 102, 103}};
+  for (int j = 0; j < 2; ++j) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(r[j][i], want[j][i]);
+  }
+  co_deinit(&k);
+}
+
+// ReduceScatter along axis 1 of a 2x4 (max), AllToAll splitting axis 1 and concatenating axis 0.
+TEST(reduce_scatter_and_all_to_all_inner_axes) {
+  const int64_t d24[] = {2, 4}, d22[] = {2, 2}, d42[] = {4, 2};
+  cml_shape_t in = shape(CML_DTYPE_I64, 2, d24);
+  cml_shape_t rs = shape(CML_DTYPE_I64, 2, d22), a2a = shape(CML_DTYPE_I64, 2, d42);
+  // slot 0: [[0 1 2 3] [4 5 6 7]]; slot 1: [[7 6 5 4] [3 2 1 0]]
+  int64_t x[2][8] = {{0, 1, 2, 3, 4, 5, 6, 7}, {7, 6, 5, 4, 3, 2, 1, 0}}, r[2][8];
+  co_t k;
+  co_init(&k, CML_OP_REDUCE_SCATTER, 2, 2, 1, &in, &rs);
+  k.attrs.reduce_type = CML_REDUCE_MAX;
+  k.attrs.axis = 1;
+  for (int j = 0; j < 2; ++j) k.in[j][0] = x[j], k.out[j][0] = r[j];
+  ASSERT_STATUS_OK(co_run(&k));
+  // max: [[7 6 5 4] [4 5 6 7]]; slot 0 keeps columns 0-1, slot 1 columns 2-3.
+  const int64_t want_rs[2][4] = {{7, 6, 4, 5}, {5, 4, 6, 7}};
+  for (int j = 0; j < 2; ++j) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ_INT(r[j][i], want_rs[j][i]);
+  }
+  co_deinit(&k);
+
+  co_init(&k, CML_OP_ALL_TO_ALL, 2, 2, 1, &in, &a2a);
+  k.attrs.collective.split_axis = 1;
+  k.attrs.collective.concat_axis = 0;
+  for (int j = 0; j < 2; ++j) k.in[j][0] = x[j], k.out[j][0] = r[j];
+  ASSERT_STATUS_OK(co_run(&k));
+  // Slot 0 receives columns 0-1 of each sender, stacked: [[0 1] [4 5] [7 6] [3 2]].
+  const int64_t want_a2a[2][8] = {{0, 1, 4, 5, 7, 6, 3, 2}, {2, 3, 6, 7, 5, 4, 1, 0}};
+  for (int j = 0; j < 2; ++j) {
+    for (int i = 0; i < 8; ++i) ASSERT_EQ_INT(r[j][i], want_a2a[j][i]);
+  }
+  co_deinit(&k);
+}
+
+//===--- CollectivePermute, CollectiveBroadcast, ids ---===//
+
+TEST(collective_permute_zeros_for_non_targets) {
+  const int64_t d2[] = {2};
+  cml_shape_t s = shape(CML_DTYPE_U8, 1, d2);
+  co_t k;
+  co_init(&k, CML_OP_COLLECTIVE_PERMUTE, 3, 2, 1, &s, &s);
+  k.attrs.collective.groups = NULL;
+  k.attrs.collective.group_count = k.attrs.collective.group_size = 0;
+  const int32_t pairs[] = {0, 1, 1, 2};
+  memcpy(k.pairs, pairs, sizeof pairs);
+  k.attrs.collective.pairs = k.pairs;
+  k.attrs.collective.pair_count = 2;
+  uint8_t x[3][2] = {{1, 2}, {3, 4}, {5, 6}}, r[3][2];
+  memset(r, 0xee, sizeof r);
+  for (int j = 0; j < 3; ++j) k.in[j][0] = x[j], k.out[j][0] = r[j];
+  ASSERT_STATUS_OK(co_run(&k));
+  ASSERT_EQ_INT(r[0][0], 0);
+  ASSERT_EQ_INT(r[0][1], 0);
+  ASSERT_EQ_INT(r[1][0], 1);
+  ASSERT_EQ_INT(r[1][1], 2);
+  ASSERT_EQ_INT(r[2][0], 3);
+  ASSERT_EQ_INT(r[2][1], 4);
+  co_deinit(&k);
+}
+
+TEST(collective_broadcast_from_first_member) {
+  const int64_t d1[] = {1};
+  cml_shape_t s = shape(CML_DTYPE_BOOL, 1, d1);
+  co_t k;
+  co_init(&k, CML_OP_COLLECTIVE_BROADCAST, 4, 2, 1, &s, &s);
+  const int32_t groups[] = {1, 0, 3, 2};
+  co_groups(&k, groups, 2, 2);
+  uint8_t x[4] = {0, 1, 0, 0}, r[4];
+  x[3] = 0;
+  for (int j = 0; j < 4; ++j) k.in[j][0] = &x[j], k.out[j][0] = &r[j];
+  ASSERT_STATUS_OK(co_run(&k));
+  ASSERT_EQ_INT(r[0], 1);
+  ASSERT_EQ_INT(r[1], 1);
+  ASSERT_EQ_INT(r[2], 0);
+  ASSERT_EQ_INT(r[3], 0);
+  co_deinit(&k);
+}
+
+TEST(replica_and_partition_ids) {
+  cml_shape_t s = shape(CML_DTYPE_U32, 0, NULL);
+  for (int p = 0; p < 2; ++p) {
+    co_t k;
+    co_init(&k, p ? CML_OP_PARTITION_ID : CML_OP_REPLICA_ID, 3, 1, 0, NULL, NULL);
+    k.node.output_count = 1;
+    k.node.first_output = 1;
+    k.values[1].shape = s;
+    k.module.value_count = 2;
+    uint32_t r[3] = {99, 99, 99};
+    for (int j = 0; j < 3; ++j) k.out[j][0] = &r[j];
+    ASSERT_STATUS_OK(co_run(&k));
+    for (int j = 0; j < 3; ++j) ASSERT_EQ_INT(r[j], p ? 0 : j);
+    co_deinit(&k);
+  }
+}
+
+//===--- failures: nobody waits forever ---===//
+
+static cml_status_t run_sum_with(co_t* k, int slots) {
+  const int64_t d1[] = {1};
+  cml_shape_t s = shape(CML_DTYPE_F32, 1, d1);
+  static float x[MAX_SLOTS], r[MAX_SLOTS];
+  co_init(k, CML_OP_ALL_REDUCE, slots, 1, 1, &s, &s);
+  k->attrs.reduce_type = CML_REDUCE_SUM;
+  for (int j = 0; j < slots; ++j) k->in[j][0] = &x[j], k->out[j][0] = &r[j];
+  return CML_OK;
+}
+
+TEST(a_failing_slot_wakes_the_waiting_ones) {
+  co_t k;
+  ASSERT_STATUS_OK(run_sum_with(&k, 4));
+  k.fail_slot = 2;
+  cml_status_t st = co_run(&k);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(cml_status_message(st), "device slot 2 (device 2) of 4");
+  ASSERT_CONTAINS(cml_status_message(st), "Sqrt: injected failure");
+  cml_status_free(st);
+  co_deinit(&k);
+}
+
+TEST(a_slot_that_finished_without_arriving_fails_the_round) {
+  co_t k;
+  ASSERT_STATUS_OK(run_sum_with(&k, 4));
+  k.skip_slot = 3;
+  k.skip_sleep_ms = 20;  // the others are waiting by then
+  cml_status_t st = co_run(&k);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_CONTAINS(cml_status_message(st), "AllReduce (run 1) of replica group {0, 1, 2, 3}");
+  ASSERT_CONTAINS(cml_status_message(st), "device slot 3 finished its program");
+  cml_status_free(st);
+  co_deinit(&k);
+  // The same when the slot finishes before anyone arrives.
+  ASSERT_STATUS_OK(run_sum_with(&k, 2));
+  k.skip_slot = 0;
+  st = co_run(&k);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_CONTAINS(cml_status_message(st), "device slot 0 finished its program");
+  cml_status_free(st);
+  co_deinit(&k);
+}
+
+TEST(a_deadline_stops_a_wait) {
+  co_t k;
+  ASSERT_STATUS_OK(run_sum_with(&k, 3));
+  k.skip_slot = 1;
+  k.skip_sleep_ms = 400;  // arrives never; finishes only after the deadline
+  k.use_control = true;
+  k.control.struct_size = sizeof k.control;
+  k.control.deadline_ns = cml_clock_monotonic_ns() + 30 * 1000000;
+  const int64_t start = cml_clock_monotonic_ns();
+  cml_status_t st = co_run(&k);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_DEADLINE_EXCEEDED);
+  ASSERT_CONTAINS(cml_status_message(st), "while waiting at AllReduce");
+  cml_status_free(st);
+  co_deinit(&k);
+  // The run ended when the sleeping slot did, not later.
+  ASSERT_TRUE(cml_clock_monotonic_ns() - start < (int64_t)5 * 1000000000);
+  // A cancel token too.
+  int token = 1;
+  ASSERT_STATUS_OK(run_sum_with(&k, 2));
+  k.skip_slot = 1;
+  k.skip_sleep_ms = 100;
+  k.use_control = true;
+  k.control.struct_size = sizeof k.control;
+  k.control.cancelled = &token;
+  st = co_run(&k);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_CANCELLED);
+  ASSERT_CONTAINS(cml_status_message(st), "cancelled by its token while waiting at AllReduce");
+  cml_status_free(st);
+  co_deinit(&k);
+}
+
+TEST_MAIN(TEST_ENTRY(all_reduce_sum_two_operands_four_slots),
+          TEST_ENTRY(all_reduce_groups_max_min_product), TEST_ENTRY(all_reduce_dtypes),
+          TEST_ENTRY(all_reduce_large_chunks_devices_over_threads), TEST_ENTRY(all_gather_axis1),
+          TEST_ENTRY(reduce_scatter_and_all_to_all_reference_values),
+          TEST_ENTRY(reduce_scatter_and_all_to_all_inner_axes),
+          TEST_ENTRY(collective_permute_zeros_for_non_targets),
+          TEST_ENTRY(collective_broadcast_from_first_member), TEST_ENTRY(replica_and_partition_ids),
+          TEST_ENTRY(a_failing_slot_wakes_the_waiting_ones),
+          TEST_ENTRY(a_slot_that_finished_without_arriving_fails_the_round),
+          TEST_ENTRY(a_deadline_stops_a_wait))
