@@ -445,6 +445,21 @@ static void pt_extract(const cml_sharding_t* sh, const cml_shape_t* gs, const cm
   }
 }
 
+// The mesh position device slot |slot| holds under |mesh|'s device assignment.
+static int64_t pt_mesh_position(const cml_mesh_t* mesh, int slot) {
+  const int32_t* a = cml_mesh_device_assignment(mesh);
+  if (!a) return slot;
+  for (int64_t k = 0; k < cml_mesh_device_count(mesh); ++k) {
+    if (a[k] == slot) return k;
+  }
+  return -1;
+}
+
+// The same for the module's first mesh.
+static int64_t pt_position(const cml_module_t* global, int slot) {
+  return global->mesh_count ? pt_mesh_position(global->meshes[0], slot) : slot;
+}
+
 // Runs the global module on one device and the partitioned one on its devices, with inputs
 // i*0.37 - 1.1 (mod) per parameter, and checks that every device's output shard matches the
 // global output's block. Returns the largest difference.
@@ -468,7 +483,8 @@ static double pt_compare(const cml_module_t* global, const cml_module_t* spmd) {
       dinputs[d][i] =
           (double*)calloc((size_t)(pt_count_of(ls) ? pt_count_of(ls) : 1), sizeof(double));
       const cml_sharding_t* sh = global->param_shardings ? &global->param_shardings[i] : NULL;
-      pt_extract(sh, &global->values[gf->params[i]].shape, ls, d, ginputs[i], dinputs[d][i]);
+      pt_extract(sh, &global->values[gf->params[i]].shape, ls, pt_position(global, d), ginputs[i],
+                 dinputs[d][i]);
     }
   }
   double*** gout = pt_run(global, 1, &ginputs);
@@ -480,7 +496,7 @@ static double pt_compare(const cml_module_t* global, const cml_module_t* spmd) {
     double* want = (double*)calloc((size_t)(pt_count_of(ls) ? pt_count_of(ls) : 1), sizeof(double));
     const cml_sharding_t* sh = global->output_shardings ? &global->output_shardings[k] : NULL;
     for (int d = 0; d < n_dev; ++d) {
-      pt_extract(sh, gs, ls, d, gout[0][k], want);
+      pt_extract(sh, gs, ls, pt_position(global, d), gout[0][k], want);
       for (int64_t e = 0; e < pt_count_of(ls); ++e) {
         double diff = fabs(want[e] - dout[d][k][e]);
         if (!(diff <= worst)) worst = diff;
@@ -647,6 +663,41 @@ TEST(mesh_2d_data_model) {
   ASSERT_EQ_INT(ar->attrs->collective.groups[1], 1);
   ASSERT_EQ_INT(ar->attrs->collective.groups[2], 2);
   ASSERT_EQ_INT(ar->attrs->collective.groups[3], 3);
+  PT_TEARDOWN();
+}
+
+// A mesh with a logical device assignment: mesh position k runs on slot assignment[k], so the
+// groups and the slice tables follow it (values checked).
+TEST(mesh_device_assignment) {
+  PT_SETUP(pt_mesh("data", 2, "model", 2));
+  (void)f;
+  cml_builder_destroy(b);
+  const int32_t order[4] = {3, 1, 0, 2};
+  ASSERT_STATUS_OK(cml_mesh_set_device_assignment(mesh, order, 4));
+  ASSERT_STATUS_OK(cml_builder_create(&fb->base, "pt", &b));
+  ASSERT_STATUS_OK(cml_builder_auto_sharding(b, meshes, 1));
+  f = cml_builder_main(b);
+  cml_sharding_t batch = pt_spec(mesh, "data", NULL);
+  cml_sharding_t col = pt_spec(mesh, NULL, "model"), row = pt_spec(mesh, "model", NULL);
+  cml_sharding_t both = pt_spec(mesh, "model", "data");
+  cml_shape_t xs = pt_shape(2, 8, 4), w1s = pt_shape(2, 4, 6), w2s = pt_shape(2, 6, 4);
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, &batch);
+  cml_value_t w1 = cml_parameter_sharded(f, "w1", &w1s, &col);
+  cml_value_t w2 = cml_parameter_sharded(f, "w2", &w2s, &row);
+  cml_value_t r = cml_parameter_sharded(f, "r", &xs, NULL);
+  cml_value_t y = cml_op_dot(f, cml_op_tanh(f, cml_op_dot(f, x, w1)), w2);
+  cml_value_t outs[3] = {y, cml_op_neg(f, r), cml_op_abs(f, x)};
+  cml_sharding_t specs[3] = {batch, both, both};
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 3, specs));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  ASSERT_TRUE(pt_compare(fb->module, spmd) < 1e-9);
+  const cml_ir_node_t* ar = pt_first(spmd, CML_OP_ALL_REDUCE);
+  ASSERT_TRUE(ar != NULL);
+  // model groups over positions {0,1} and {2,3} = slots {3,1} and {0,2}.
+  ASSERT_EQ_INT(ar->attrs->collective.groups[0], 3);
+  ASSERT_EQ_INT(ar->attrs->collective.groups[1], 1);
+  ASSERT_EQ_INT(ar->attrs->collective.groups[2], 0);
+  ASSERT_EQ_INT(ar->attrs->collective.groups[3], 2);
   PT_TEARDOWN();
 }
 
@@ -900,7 +951,7 @@ static double pt_e2e(const char* config, cml_mesh_t* mesh, cml_status_t* out_sta
     st = cml_buffer_from_host(one, 0, gs, hostf, cml_shape_byte_size(gs), &in1[i]);
     for (int j = 0; st == CML_OK && j < n; ++j) {
       double block[64];
-      pt_extract(&sn.in_specs[i], gs, ls, j, host[i], block);
+      pt_extract(&sn.in_specs[i], gs, ls, pt_mesh_position(mesh, j), host[i], block);
       for (int64_t e = 0; e < cml_shape_element_count(ls); ++e) shard[e] = (float)block[e];
       st = cml_buffer_from_host(many, j, ls, shard, cml_shape_byte_size(ls), &inn[j * 5 + i]);
     }
@@ -917,7 +968,7 @@ static double pt_e2e(const char* config, cml_mesh_t* mesh, cml_status_t* out_sta
     for (int j = 0; st == CML_OK && j < n; ++j) {
       cml_buffer_t* got = outn[j * 3 + k];
       const cml_shape_t* ls = cml_buffer_shape(got);
-      pt_extract(&sn.out_specs[k], gs, ls, j, want, block);
+      pt_extract(&sn.out_specs[k], gs, ls, pt_mesh_position(mesh, j), want, block);
       st = cml_buffer_copy_to_host(got, shard, cml_shape_byte_size(ls));
       for (int64_t e = 0; st == CML_OK && e < cml_shape_element_count(ls); ++e) {
         double diff = fabs(block[e] - (double)shard[e]) / (1.0 + fabs(block[e]));
@@ -958,13 +1009,26 @@ TEST(e2e_c_data_model) {
   ASSERT_STATUS_OK(st);
   ASSERT_TRUE(worst < 1e-5);
 }
-#define PT_E2E_TESTS , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model)
+// The same with a permuted mesh device assignment.
+TEST(e2e_c_data_model_assigned) {
+  cml_mesh_t* mesh = pt_mesh("data", 2, "model", 2);
+  ASSERT_TRUE(mesh != NULL);
+  const int32_t order[4] = {2, 0, 3, 1};
+  cml_status_t st = cml_mesh_set_device_assignment(mesh, order, 4);
+  double worst = st == CML_OK ? pt_e2e("c:devices=4", mesh, &st) : INFINITY;
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  ASSERT_TRUE(worst < 1e-5);
+}
+#define PT_E2E_TESTS                                               \
+  , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model), \
+      TEST_ENTRY(e2e_c_data_model_assigned)
 #else
 #define PT_E2E_TESTS
 #endif  // CML_HAVE_BACKEND_C
 
 TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp), TEST_ENTRY(mesh_2d_data_model),
-          TEST_ENTRY(reshard_outputs), TEST_ENTRY(replicated_fallback),
-          TEST_ENTRY(control_flow_whole), TEST_ENTRY(fused_dense_keeps_batch),
-          TEST_ENTRY(unimplemented_names_op_and_sharding),
+          TEST_ENTRY(mesh_device_assignment), TEST_ENTRY(reshard_outputs),
+          TEST_ENTRY(replicated_fallback), TEST_ENTRY(control_flow_whole),
+          TEST_ENTRY(fused_dense_keeps_batch), TEST_ENTRY(unimplemented_names_op_and_sharding),
           TEST_ENTRY(refuses_non_auto_sharding) PT_E2E_TESTS)
