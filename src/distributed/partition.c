@@ -1100,6 +1100,100 @@ static bool cml_pt_fused_dense(cml_partitioner_t* p, const cml_ir_node_t* n) {
   return true;
 }
 
+// Gather from a whole operand: the result's batch dimensions follow the splits of the indices'
+// dimensions (the index vector dimension is made whole), so each device looks up its own rows.
+static bool cml_pt_gather(cml_partitioner_t* p, const cml_ir_node_t* n) {
+  const cml_gather_dims_t* g = &n->attrs->u.gather;
+  uint32_t iv = n->inputs[1];
+  int ir = cml_pt_rank(p, iv);
+  int orank = p->m->values[n->first_output].shape.rank;
+  cml_pshard_t ito = p->st[iv];
+  ito.partial = 0;
+  if (g->index_vector_axis < ir) cml_pshard_clear_dim(&ito, (int)g->index_vector_axis);
+  bool is_offset[CML_MAX_RANK] = {false};
+  for (int i = 0; i < g->offset_output_axis_count; ++i) is_offset[g->offset_output_axes[i]] = true;
+  cml_pshard_t res;
+  memset(&res, 0, sizeof res);
+  int next = 0;
+  for (int d = 0; d < orank; ++d) {
+    if (is_offset[d]) continue;
+    if (next == g->index_vector_axis) ++next;
+    cml_pshard_copy_dim(&res, d, &ito, next++);
+  }
+  cml_value_t in[2];
+  in[0] = cml_pt_replicated(p, n->inputs[0]);
+  if (in[0] == CML_VALUE_INVALID) return false;
+  in[1] = cml_pt_reshard(p, iv, &ito);
+  if (in[1] == CML_VALUE_INVALID) return false;
+  cml_value_t out;
+  if (!cml_pt_emit(p, n, in, &out)) return false;
+  cml_pt_set(p, n->first_output, out, &res);
+  return true;
+}
+
+// Ops that work independently along some dimensions of their first operand (the others made
+// whole, every other operand whole or, for SelectAndScatter's source, split alike): ConvGeneral
+// (the input's batch dimension goes to the output's), ReduceWindow and SelectAndScatter (the
+// dimensions whose window is 1 with stride 1 and no padding or dilation), BatchNormInference
+// (every dimension but the feature one).
+static bool cml_pt_batch_like(cml_partitioner_t* p, const cml_ir_node_t* n) {
+  uint32_t xv = n->inputs[0];
+  int rank = cml_pt_rank(p, xv);
+  const cml_ir_attrs_t* a = n->attrs;
+  bool keep[CML_MAX_RANK] = {false};
+  int out_dim[CML_MAX_RANK];
+  for (int d = 0; d < rank; ++d) out_dim[d] = d;
+  uint32_t split_inputs = 1;
+  switch (n->op) {
+    case CML_OP_CONV_GENERAL:
+      if (a->u.conv.batch_group_count > 1) return cml_pt_replicate(p, n);
+      keep[a->u.conv.input_batch_axis] = true;
+      out_dim[a->u.conv.input_batch_axis] = (int)a->u.conv.output_batch_axis;
+      break;
+    case CML_OP_SELECT_AND_SCATTER_MAX:
+    case CML_OP_SELECT_AND_SCATTER_MIN:
+    case CML_OP_SELECT_AND_SCATTER_SUM:
+      split_inputs = 2;
+      // fall through
+    case CML_OP_REDUCE_WINDOW: {
+      const cml_window_config_t* w = &a->u.window;
+      for (int d = 0; d < rank; ++d) {
+        keep[d] = w->window_dims[d] == 1 && w->strides[d] == 1 && w->padding_low[d] == 0 &&
+                  w->padding_high[d] == 0 && w->input_dilations[d] <= 1 &&
+                  w->window_dilations[d] <= 1;
+      }
+      break;
+    }
+    case CML_OP_BATCH_NORM_INFERENCE:
+      for (int d = 0; d < rank; ++d) keep[d] = d != a->axis;
+      break;
+    default:
+      return cml_pt_replicate(p, n);
+  }
+  cml_pshard_t to;
+  memset(&to, 0, sizeof to);
+  for (int d = 0; d < rank; ++d) {
+    if (keep[d]) cml_pshard_copy_dim(&to, d, &p->st[xv], d);
+  }
+  cml_value_t in[8];
+  if (n->input_count > 8) return cml_pt_replicate(p, n);
+  for (uint32_t i = 0; i < n->input_count; ++i) {
+    cml_pshard_t whole;
+    memset(&whole, 0, sizeof whole);
+    in[i] = cml_pt_reshard(p, n->inputs[i], i < split_inputs ? &to : &whole);
+    if (in[i] == CML_VALUE_INVALID) return false;
+  }
+  cml_value_t out;
+  if (!cml_pt_emit(p, n, in, &out)) return false;
+  cml_pshard_t res;
+  memset(&res, 0, sizeof res);
+  for (int d = 0; d < rank; ++d) {
+    if (keep[d]) cml_pshard_copy_dim(&res, out_dim[d], &to, d);
+  }
+  cml_pt_set(p, n->first_output, out, &res);
+  return true;
+}
+
 //===--- driver ---===//
 
 static bool cml_pt_node(cml_partitioner_t* p, const cml_ir_node_t* n) {
@@ -1154,6 +1248,15 @@ static bool cml_pt_node(cml_partitioner_t* p, const cml_ir_node_t* n) {
       return cml_pt_dot(p, n);
     case CML_OP_FUSED_DENSE:
       return cml_pt_fused_dense(p, n);
+    case CML_OP_GATHER:
+      return cml_pt_gather(p, n);
+    case CML_OP_CONV_GENERAL:
+    case CML_OP_REDUCE_WINDOW:
+    case CML_OP_SELECT_AND_SCATTER_MAX:
+    case CML_OP_SELECT_AND_SCATTER_MIN:
+    case CML_OP_SELECT_AND_SCATTER_SUM:
+    case CML_OP_BATCH_NORM_INFERENCE:
+      return cml_pt_batch_like(p, n);
     default:
       return cml_pt_replicate(p, n);
   }

@@ -867,9 +867,13 @@ TEST(refuses_non_auto_sharding) {
 // like w2).
 typedef struct pt_step_t {
   cml_executable_t* exe;
-  cml_sharding_t in_specs[5];
-  cml_sharding_t out_specs[3];
+  int in_count, out_count;
+  cml_sharding_t in_specs[8];
+  cml_sharding_t out_specs[4];
 } pt_step_t;
+
+// Builds a program on |be|: AutoSharding over |mesh|, or one device when |mesh| is NULL.
+typedef cml_status_t (*pt_build_fn)(cml_backend_t* be, const cml_mesh_t* mesh, pt_step_t* out);
 
 static cml_status_t pt_build_step(cml_backend_t* be, const cml_mesh_t* mesh, pt_step_t* out) {
   cml_builder_t* b = NULL;
@@ -917,75 +921,177 @@ static cml_status_t pt_build_step(cml_backend_t* be, const cml_mesh_t* mesh, pt_
   }
   if (st == CML_OK) st = cml_builder_compile(b, &out->exe);
   cml_builder_destroy(b);
+  out->in_count = 5;
+  out->out_count = 3;
   return st;
 }
 
-// Runs the step on one device and sharded on |config|'s devices; the results must agree.
-static double pt_e2e(const char* config, cml_mesh_t* mesh, cml_status_t* out_status) {
-  *out_status = CML_OK;
+// Input element e of parameter i (indices stay in [0, 5)).
+static double pt_input_value(cml_dtype_t dtype, int i, int64_t e) {
+  if (dtype == CML_DTYPE_I32) return (double)((e * 3 + i) % 5);
+  return (double)((e * 7 + i * 3) % 11) * 0.1 - 0.5;
+}
+
+static void pt_to_dtype(cml_dtype_t dtype, const double* src, int64_t count, void* dst) {
+  for (int64_t e = 0; e < count; ++e) {
+    if (dtype == CML_DTYPE_I32) {
+      ((int32_t*)dst)[e] = (int32_t)src[e];
+    } else {
+      ((float*)dst)[e] = (float)src[e];
+    }
+  }
+}
+
+#define PT_E2E_MAX 1024
+
+// Runs |build|'s program on one device and sharded on |config|'s devices; every slot's result
+// shards must match their blocks of the one-device results. Returns the largest relative
+// difference.
+static double pt_e2e_run(pt_build_fn build, const char* config, const cml_mesh_t* mesh,
+                         cml_status_t* out_status) {
   cml_backend_t *one = NULL, *many = NULL;
-  pt_step_t s1, sn;
+  static pt_step_t s1, sn;
   memset(&s1, 0, sizeof s1);
   memset(&sn, 0, sizeof sn);
   cml_status_t st = cml_backend_new_with_config("c", &one);
   if (st == CML_OK) st = cml_backend_new_with_config(config, &many);
-  if (st == CML_OK) st = pt_build_step(one, NULL, &s1);
-  if (st == CML_OK) st = pt_build_step(many, mesh, &sn);
+  if (st == CML_OK) st = build(one, NULL, &s1);
+  if (st == CML_OK) st = build(many, mesh, &sn);
   int n = (int)cml_mesh_device_count(mesh);
-  double host[5][64];
-  float hostf[64], shard[64];
-  cml_buffer_t* in1[5] = {NULL};
-  cml_buffer_t* inn[5 * 8] = {NULL};
-  cml_buffer_t* out1[3] = {NULL};
-  cml_buffer_t* outn[3 * 8] = {NULL};
+  static double host[PT_E2E_MAX], block[PT_E2E_MAX];
+  static float raw[PT_E2E_MAX];
+  cml_buffer_t* in1[8] = {NULL};
+  cml_buffer_t* inn[8 * 8] = {NULL};
+  cml_buffer_t* out1[4] = {NULL};
+  cml_buffer_t* outn[4 * 8] = {NULL};
   double worst = INFINITY;
-  // Inputs: whole on one device; shard j (mesh position j = slot j) on slot j.
-  for (int i = 0; st == CML_OK && i < 5; ++i) {
+  int ni = s1.in_count, no = s1.out_count;
+  // Inputs: whole on one device; slot j gets the shard of the mesh position it runs.
+  for (int i = 0; st == CML_OK && i < ni; ++i) {
     const cml_shape_t* gs = cml_executable_input_shape(s1.exe, (size_t)i);
     const cml_shape_t* ls = cml_executable_input_shape(sn.exe, (size_t)i);
     int64_t count = cml_shape_element_count(gs);
-    for (int64_t e = 0; e < count; ++e) {
-      host[i][e] = (double)((e * 7 + i * 3) % 11) * 0.1 - 0.5;
-      hostf[e] = (float)host[i][e];
-    }
-    st = cml_buffer_from_host(one, 0, gs, hostf, cml_shape_byte_size(gs), &in1[i]);
+    for (int64_t e = 0; e < count; ++e) host[e] = pt_input_value(gs->dtype, i, e);
+    pt_to_dtype(gs->dtype, host, count, raw);
+    st = cml_buffer_from_host(one, 0, gs, raw, cml_shape_byte_size(gs), &in1[i]);
     for (int j = 0; st == CML_OK && j < n; ++j) {
-      double block[64];
-      pt_extract(&sn.in_specs[i], gs, ls, pt_mesh_position(mesh, j), host[i], block);
-      for (int64_t e = 0; e < cml_shape_element_count(ls); ++e) shard[e] = (float)block[e];
-      st = cml_buffer_from_host(many, j, ls, shard, cml_shape_byte_size(ls), &inn[j * 5 + i]);
+      pt_extract(&sn.in_specs[i], gs, ls, pt_mesh_position(mesh, j), host, block);
+      pt_to_dtype(gs->dtype, block, cml_shape_element_count(ls), raw);
+      st = cml_buffer_from_host(many, j, ls, raw, cml_shape_byte_size(ls), &inn[j * ni + i]);
     }
   }
-  if (st == CML_OK) st = cml_executable_execute(s1.exe, in1, 5, NULL, 0, out1);
-  if (st == CML_OK) st = cml_executable_execute(sn.exe, inn, (size_t)(5 * n), NULL, 0, outn);
+  if (st == CML_OK) st = cml_executable_execute(s1.exe, in1, (size_t)ni, NULL, 0, out1);
+  if (st == CML_OK) st = cml_executable_execute(sn.exe, inn, (size_t)(ni * n), NULL, 0, outn);
   if (st == CML_OK) worst = 0;
-  // Outputs: every slot's shard against its block of the one-device result.
-  for (int k = 0; st == CML_OK && k < 3; ++k) {
+  // Outputs (f32): every slot's shard against its block of the one-device result.
+  for (int k = 0; st == CML_OK && k < no; ++k) {
     const cml_shape_t* gs = cml_executable_output_shape(s1.exe, (size_t)k);
-    double want[64], block[64];
-    st = cml_buffer_copy_to_host(out1[k], hostf, cml_shape_byte_size(gs));
-    for (int64_t e = 0; e < cml_shape_element_count(gs); ++e) want[e] = hostf[e];
+    st = cml_buffer_copy_to_host(out1[k], raw, cml_shape_byte_size(gs));
+    for (int64_t e = 0; e < cml_shape_element_count(gs); ++e) host[e] = raw[e];
     for (int j = 0; st == CML_OK && j < n; ++j) {
-      cml_buffer_t* got = outn[j * 3 + k];
+      cml_buffer_t* got = outn[j * no + k];
       const cml_shape_t* ls = cml_buffer_shape(got);
-      pt_extract(&sn.out_specs[k], gs, ls, pt_mesh_position(mesh, j), want, block);
-      st = cml_buffer_copy_to_host(got, shard, cml_shape_byte_size(ls));
+      pt_extract(&sn.out_specs[k], gs, ls, pt_mesh_position(mesh, j), host, block);
+      st = cml_buffer_copy_to_host(got, raw, cml_shape_byte_size(ls));
       for (int64_t e = 0; st == CML_OK && e < cml_shape_element_count(ls); ++e) {
-        double diff = fabs(block[e] - (double)shard[e]) / (1.0 + fabs(block[e]));
+        double diff = fabs(block[e] - (double)raw[e]) / (1.0 + fabs(block[e]));
         if (!(diff <= worst)) worst = diff;
       }
     }
   }
-  for (int i = 0; i < 5; ++i) cml_buffer_release(in1[i]);
-  for (int i = 0; i < 5 * 8; ++i) cml_buffer_release(inn[i]);
-  for (int k = 0; k < 3; ++k) cml_buffer_release(out1[k]);
-  for (int k = 0; k < 3 * 8; ++k) cml_buffer_release(outn[k]);
+  for (int i = 0; i < 8; ++i) cml_buffer_release(in1[i]);
+  for (int i = 0; i < 8 * 8; ++i) cml_buffer_release(inn[i]);
+  for (int k = 0; k < 4; ++k) cml_buffer_release(out1[k]);
+  for (int k = 0; k < 4 * 8; ++k) cml_buffer_release(outn[k]);
   cml_executable_release(s1.exe);
   cml_executable_release(sn.exe);
   cml_backend_release(one);
   cml_backend_release(many);
   *out_status = st;
   return worst;
+}
+
+static double pt_e2e(const char* config, const cml_mesh_t* mesh, cml_status_t* out_status) {
+  return pt_e2e_run(pt_build_step, config, mesh, out_status);
+}
+
+// A data-parallel embedding + CNN forward: ids [8, 3] and images [8, 6, 6, 2] split on the
+// batch over data, the table and the kernel whole. Results: the summed embeddings [8, 4] and
+// the pooled features [8, 16] (both split like the batch) and their total (whole). Nothing is
+// gathered: Gather, ConvGeneral and ReduceWindow run on each device's rows.
+static cml_status_t pt_build_cnn(cml_backend_t* be, const cml_mesh_t* mesh, pt_step_t* out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "cnn", &b));
+  cml_status_t st = CML_OK;
+  memset(out->in_specs, 0, sizeof out->in_specs);
+  memset(out->out_specs, 0, sizeof out->out_specs);
+  const char* batch4[4] = {"data", NULL, NULL, NULL};
+  if (mesh) {
+    st = cml_builder_auto_sharding(b, &mesh, 1);
+    out->in_specs[0] = out->out_specs[0] = out->out_specs[1] = pt_spec(mesh, "data", NULL);
+    if (st == CML_OK) st = cml_sharding_make(mesh, batch4, 4, &out->in_specs[2]);
+  }
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t ids_s = cml_shape_make(CML_DTYPE_I32, 2, (int64_t[]){8, 3});
+  cml_shape_t table_s = pt_shape(2, 5, 4);
+  cml_shape_t img_s = cml_shape_make(CML_DTYPE_F32, 4, (int64_t[]){8, 6, 6, 2});
+  cml_shape_t ker_s = cml_shape_make(CML_DTYPE_F32, 4, (int64_t[]){3, 3, 2, 4});
+  const cml_shape_t* shapes[4] = {&ids_s, &table_s, &img_s, &ker_s};
+  const char* names[4] = {"ids", "table", "img", "kernel"};
+  cml_value_t in[4];
+  for (int i = 0; i < 4; ++i) {
+    in[i] = mesh ? cml_parameter_sharded(f, names[i], shapes[i], &out->in_specs[i])
+                 : cml_parameter(f, names[i], shapes[i]);
+  }
+  cml_gather_dims_t g;
+  memset(&g, 0, sizeof g);
+  g.index_vector_axis = 2;
+  g.offset_output_axis_count = 1;
+  g.offset_output_axes[0] = 2;
+  g.collapsed_slice_axis_count = 1;
+  g.start_index_map_count = 1;
+  g.slice_size_count = 2;
+  g.slice_sizes[0] = 1;
+  g.slice_sizes[1] = 4;
+  cml_value_t emb = cml_op_gather(f, in[1], in[0], &g);  // [8, 3, 4]
+  int64_t one_axis[1] = {1};
+  cml_value_t emb_sum = cml_op_reduce_sum(f, emb, one_axis, 1);  // [8, 4]
+  cml_conv_config_t c;
+  memset(&c, 0, sizeof c);
+  c.spatial_count = 2;
+  c.input_batch_axis = 0;
+  c.input_channel_axis = 3;
+  c.input_spatial_axes[0] = 1;
+  c.input_spatial_axes[1] = 2;
+  c.kernel_input_channel_axis = 2;
+  c.kernel_output_channel_axis = 3;
+  c.kernel_spatial_axes[0] = 0;
+  c.kernel_spatial_axes[1] = 1;
+  c.output_batch_axis = 0;
+  c.output_channel_axis = 3;
+  c.output_spatial_axes[0] = 1;
+  c.output_spatial_axes[1] = 2;
+  cml_value_t conv = cml_op_conv_general(f, in[2], in[3], &c);  // [8, 4, 4, 4]
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 4;
+  int64_t wd[4] = {1, 2, 2, 1};
+  memcpy(w.window_dims, wd, sizeof wd);
+  cml_value_t pooled = cml_op_reduce_window(f, conv, CML_REDUCE_MAX, &w);  // [8, 2, 2, 4]
+  int64_t flat[2] = {8, 16};
+  pooled = cml_op_reshape(f, pooled, flat, 2);
+  cml_value_t total =
+      cml_op_add(f, cml_op_reduce_sum(f, pooled, NULL, 0), cml_op_reduce_sum(f, emb_sum, NULL, 0));
+  cml_value_t outs[3] = {emb_sum, pooled, total};
+  if (st == CML_OK) {
+    st = mesh ? cml_function_return_sharded(f, outs, 3, out->out_specs)
+              : cml_function_return(f, outs, 3);
+  }
+  if (st == CML_OK) st = cml_builder_compile(b, &out->exe);
+  cml_builder_destroy(b);
+  out->in_count = 4;
+  out->out_count = 3;
+  return st;
 }
 
 // Data parallel over 4 devices of c, values as on one device.
@@ -1020,10 +1126,81 @@ TEST(e2e_c_data_model_assigned) {
   ASSERT_STATUS_OK(st);
   ASSERT_TRUE(worst < 1e-5);
 }
-#define PT_E2E_TESTS                                               \
-  , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model), \
-      TEST_ENTRY(e2e_c_data_model_assigned)
+// Embedding lookup and CNN forward, data parallel over 4 devices of c.
+TEST(e2e_c_cnn_data_parallel) {
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  cml_status_t st;
+  double worst = pt_e2e_run(pt_build_cnn, "c:devices=4", mesh, &st);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  ASSERT_TRUE(worst < 1e-5);
+}
+
+// Its partition gathers nothing and reduces only the total.
+TEST(cnn_structure) {
+  fake_backend_t* fb = pt_backend();
+  ASSERT_TRUE(fb != NULL);
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  pt_step_t step;
+  memset(&step, 0, sizeof step);
+  ASSERT_STATUS_OK(pt_build_cnn(&fb->base, mesh, &step));
+  cml_executable_release(step.exe);
+  cml_module_t* spmd = NULL;
+  ASSERT_STATUS_OK(cml__partition_module(fb->module, &fb->base, &spmd));
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_gather, 0);
+  ASSERT_EQ_INT(k.all_reduce, 1);
+  ASSERT_EQ_INT(k.dynamic_slice, 0);
+  ASSERT_EQ_INT(pt_param(spmd, 0)->dims[0], 2);
+  ASSERT_EQ_INT(pt_param(spmd, 2)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 1)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 1)->dims[1], 16);
+  cml_module_release(spmd);
+  cml_mesh_destroy(mesh);
+  cml_backend_release(&fb->base);
+}
+#define PT_E2E_TESTS                                                              \
+  , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model),                \
+      TEST_ENTRY(e2e_c_data_model_assigned), TEST_ENTRY(e2e_c_cnn_data_parallel), \
+      TEST_ENTRY(cnn_structure)
 #else
+// Embedding lookup and CNN forward, data parallel over 4 devices of c.
+TEST(e2e_c_cnn_data_parallel) {
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  cml_status_t st;
+  double worst = pt_e2e_run(pt_build_cnn, "c:devices=4", mesh, &st);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  ASSERT_TRUE(worst < 1e-5);
+}
+
+// Its partition gathers nothing and reduces only the total.
+TEST(cnn_structure) {
+  fake_backend_t* fb = pt_backend();
+  ASSERT_TRUE(fb != NULL);
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  pt_step_t step;
+  memset(&step, 0, sizeof step);
+  ASSERT_STATUS_OK(pt_build_cnn(&fb->base, mesh, &step));
+  cml_executable_release(step.exe);
+  cml_module_t* spmd = NULL;
+  ASSERT_STATUS_OK(cml__partition_module(fb->module, &fb->base, &spmd));
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_gather, 0);
+  ASSERT_EQ_INT(k.all_reduce, 1);
+  ASSERT_EQ_INT(k.dynamic_slice, 0);
+  ASSERT_EQ_INT(pt_param(spmd, 0)->dims[0], 2);
+  ASSERT_EQ_INT(pt_param(spmd, 2)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 1)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 1)->dims[1], 16);
+  cml_module_release(spmd);
+  cml_mesh_destroy(mesh);
+  cml_backend_release(&fb->base);
+}
 #define PT_E2E_TESTS
 #endif  // CML_HAVE_BACKEND_C
 
