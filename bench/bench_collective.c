@@ -62,7 +62,8 @@ static cml_status_t build_all_reduce(cml_backend_t* be, int devices, int64_t n, 
       cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 0, NULL);
       cml_value_t ci = cml_parameter(cond, "i", &is);
       (void)cml_parameter(cond, "x", &s);
-      cml_value_t go = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, loops));
+      cml_value_t go =
+          cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, loops));
       st = cml_function_return(cond, &go, 1);
       cml_value_t bi = cml_parameter(body, "i", &is);
       cml_value_t bx = cml_parameter(body, "x", &s);
@@ -180,11 +181,12 @@ static cml_status_t build_mlp(cml_backend_t* be, int devices, int64_t batch,
   cml_value_t h = cml_op_max(f, pre, zero);
   cml_value_t o = cml_op_dot(f, h, w2);
   const double scale = 2.0 / (double)MLP_B;  // mean over the global batch
-  cml_value_t d_o = cml_op_mul(f, cml_op_sub(f, o, y), cml_constant_scalar_f64(f, CML_DTYPE_F32, scale));
+  cml_value_t d_o =
+      cml_op_mul(f, cml_op_sub(f, o, y), cml_constant_scalar_f64(f, CML_DTYPE_F32, scale));
   cml_value_t g2 = cml_op_dot(f, transpose2(f, h), d_o);
-  cml_value_t d_h = cml_op_mul(f, cml_op_dot(f, d_o, transpose2(f, w2)),
-                               cml_op_convert_dtype(f, cml_op_greater_than(f, pre, zero),
-                                                    CML_DTYPE_F32));
+  cml_value_t d_h =
+      cml_op_mul(f, cml_op_dot(f, d_o, transpose2(f, w2)),
+                 cml_op_convert_dtype(f, cml_op_greater_than(f, pre, zero), CML_DTYPE_F32));
   cml_value_t g1 = cml_op_dot(f, transpose2(f, x), d_h);
   cml_value_t grads[2] = {g1, g2};
   if (devices > 1) {
@@ -269,15 +271,14 @@ static bool run_mlp(const char* config, int devices, int reps, double* out_s, fl
 }
 
 static int bench_mlp(int reps) {
-  printf("Data-parallel MLP step (%dx%d -> %d ReLU -> %d, batch %d, SGD on both weights)\n",
-         MLP_B, MLP_D, MLP_H, MLP_O, MLP_B);
+  printf("Data-parallel MLP step (%dx%d -> %d ReLU -> %d, batch %d, SGD on both weights)\n", MLP_B,
+         MLP_D, MLP_H, MLP_O, MLP_B);
   double t1 = 0, t2 = 0;
   float w_one = 0, w_two = 0;
   if (!run_mlp("c:threads=2", 1, reps, &t1, &w_one)) return 1;
   if (!run_mlp("c:devices=2,threads=2", 2, reps, &t2, &w_two)) return 1;
   const double flops = 3.0 * 2.0 * MLP_B * ((double)MLP_D * MLP_H + (double)MLP_H * MLP_O);
-  printf("  %-44s %9.2f ms %8.2f GFLOP/s\n", "one device, c:threads=2", t1 * 1e3,
-         flops / t1 / 1e9);
+  printf("  %-44s %9.2f ms %8.2f GFLOP/s\n", "one device, c:threads=2", t1 * 1e3, flops / t1 / 1e9);
   printf("  %-44s %9.2f ms %8.2f GFLOP/s  %.2fx the one-device step\n",
          "2 devices (batch split, AllReduce), threads=2", t2 * 1e3, flops / t2 / 1e9, t1 / t2);
   printf("  w2[0] after the step: %.7g (one device) vs %.7g (2 devices)\n", w_one, w_two);

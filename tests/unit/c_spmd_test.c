@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cml/cml.h"
+#include "cml/backend_impl.h"  // cml_clock_monotonic_ns
 #include "cml/distributed.h"
 #include "test.h"
 
@@ -134,9 +135,9 @@ TEST(every_collective_reference_values) {
     for (int i = 0; i < 2; ++i) ASSERT_EQ_DBL(rs[i], scatter[j][i]);
     for (int i = 0; i < 4; ++i) {
       ASSERT_EQ_DBL(t[i], a2a[j][i]);
-      ASSERT_EQ_DBL(p[i], xh[1 - j][i]);                 // swapped
-      ASSERT_EQ_DBL(q[i], j == 1 ? xh[0][i] : 0.f);      // slot 0 is no target: zeros
-      ASSERT_EQ_DBL(bc[i], xh[1][i]);                    // the group's first member is slot 1
+      ASSERT_EQ_DBL(p[i], xh[1 - j][i]);             // swapped
+      ASSERT_EQ_DBL(q[i], j == 1 ? xh[0][i] : 0.f);  // slot 0 is no target: zeros
+      ASSERT_EQ_DBL(bc[i], xh[1][i]);                // the group's first member is slot 1
     }
     ASSERT_EQ_INT(pid, 0);
     ASSERT_EQ_INT(rid, j);
@@ -194,21 +195,50 @@ TEST(groups_several_operands_device_assignment) {
 // Writes |v| as one element of |dtype| (|v| small and exact in every dtype).
 static void put_value(cml_dtype_t dtype, double v, void* p) {
   switch (dtype) {
-    case CML_DTYPE_I8: *(int8_t*)p = (int8_t)v; break;
-    case CML_DTYPE_I16: *(int16_t*)p = (int16_t)v; break;
-    case CML_DTYPE_I32: *(int32_t*)p = (int32_t)v; break;
-    case CML_DTYPE_I64: *(int64_t*)p = (int64_t)v; break;
-    case CML_DTYPE_U8: *(uint8_t*)p = (uint8_t)v; break;
-    case CML_DTYPE_U16: *(uint16_t*)p = (uint16_t)v; break;
-    case CML_DTYPE_U32: *(uint32_t*)p = (uint32_t)v; break;
-    case CML_DTYPE_U64: *(uint64_t*)p = (uint64_t)v; break;
-    case CML_DTYPE_F16: *(uint16_t*)p = cml_f32_to_f16((float)v); break;
-    case CML_DTYPE_BF16: *(uint16_t*)p = cml_f32_to_bf16((float)v); break;
-    case CML_DTYPE_F32: *(float*)p = (float)v; break;
-    case CML_DTYPE_F64: *(double*)p = v; break;
-    case CML_DTYPE_C64: ((float*)p)[0] = (float)v, ((float*)p)[1] = (float)(2 * v); break;
-    case CML_DTYPE_C128: ((double*)p)[0] = v, ((double*)p)[1] = 2 * v; break;
-    default: break;
+    case CML_DTYPE_I8:
+      *(int8_t*)p = (int8_t)v;
+      break;
+    case CML_DTYPE_I16:
+      *(int16_t*)p = (int16_t)v;
+      break;
+    case CML_DTYPE_I32:
+      *(int32_t*)p = (int32_t)v;
+      break;
+    case CML_DTYPE_I64:
+      *(int64_t*)p = (int64_t)v;
+      break;
+    case CML_DTYPE_U8:
+      *(uint8_t*)p = (uint8_t)v;
+      break;
+    case CML_DTYPE_U16:
+      *(uint16_t*)p = (uint16_t)v;
+      break;
+    case CML_DTYPE_U32:
+      *(uint32_t*)p = (uint32_t)v;
+      break;
+    case CML_DTYPE_U64:
+      *(uint64_t*)p = (uint64_t)v;
+      break;
+    case CML_DTYPE_F16:
+      *(uint16_t*)p = cml_f32_to_f16((float)v);
+      break;
+    case CML_DTYPE_BF16:
+      *(uint16_t*)p = cml_f32_to_bf16((float)v);
+      break;
+    case CML_DTYPE_F32:
+      *(float*)p = (float)v;
+      break;
+    case CML_DTYPE_F64:
+      *(double*)p = v;
+      break;
+    case CML_DTYPE_C64:
+      ((float*)p)[0] = (float)v, ((float*)p)[1] = (float)(2 * v);
+      break;
+    case CML_DTYPE_C128:
+      ((double*)p)[0] = v, ((double*)p)[1] = 2 * v;
+      break;
+    default:
+      break;
   }
 }
 
@@ -216,8 +246,8 @@ static void put_value(cml_dtype_t dtype, double v, void* p) {
 TEST(all_reduce_every_dtype) {
   cml_backend_t* be = NULL;
   ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=3", &be));
-  const cml_dtype_t dtypes[] = {CML_DTYPE_I8,  CML_DTYPE_I16, CML_DTYPE_I32,  CML_DTYPE_I64,
-                                CML_DTYPE_U8,  CML_DTYPE_U16, CML_DTYPE_U32,  CML_DTYPE_U64,
+  const cml_dtype_t dtypes[] = {CML_DTYPE_I8,  CML_DTYPE_I16,  CML_DTYPE_I32, CML_DTYPE_I64,
+                                CML_DTYPE_U8,  CML_DTYPE_U16,  CML_DTYPE_U32, CML_DTYPE_U64,
                                 CML_DTYPE_F16, CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64,
                                 CML_DTYPE_C64, CML_DTYPE_C128};
   int checked = 0;
@@ -341,8 +371,8 @@ TEST(if_on_replica_id_around_all_reduce_is_a_status_not_a_hang) {
   cml_function_t* f = cml_builder_main(b);
   cml_shape_t s = vec(CML_DTYPE_F32, 2);
   cml_value_t x = cml_parameter(f, "x", &s);
-  cml_value_t low = cml_op_less_than(f, cml_op_replica_id(f),
-                                     cml_constant_scalar_i64(f, CML_DTYPE_U32, 2));
+  cml_value_t low =
+      cml_op_less_than(f, cml_op_replica_id(f), cml_constant_scalar_i64(f, CML_DTYPE_U32, 2));
   cml_function_t *yes = NULL, *no = NULL;
   ASSERT_STATUS_OK(cml_function_new_closure(f, &yes));
   ASSERT_STATUS_OK(cml_function_new_closure(f, &no));
@@ -469,7 +499,7 @@ TEST(cancel_while_one_slot_loops) {
   cml_buffer_t* out[2] = {0};
   ASSERT_STATUS_OK(put(be, &is, nh, sizeof nh[0], 2, NULL, 1, 0, in));
   cml_cancel_token_t* token = NULL;
-  ASSERT_STATUS_OK(cml_cancel_token_create(cml_allocator_default(), &token));
+  ASSERT_STATUS_OK(cml_cancel_token_create(cml_allocator_system(), &token));
   canceller_t c = {token, 50};
   pthread_t th;
   ASSERT_EQ_INT(pthread_create(&th, NULL, cancel_later, &c), 0);
@@ -575,18 +605,16 @@ TEST(bad_input_statuses) {
   cml_buffer_t* out[2] = {0};
   ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &s, xh, sizeof xh, &in[0]));
   ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &s, xh, sizeof xh, &in[1]));
-  ASSERT_STATUS_CODE(cml_executable_execute(exe, in, 1, NULL, 0, out),
-                     CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml_executable_execute(exe, in, 2, NULL, 0, out),
-                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_executable_execute(exe, in, 1, NULL, 0, out), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_executable_execute(exe, in, 2, NULL, 0, out), CML_STATUS_INVALID_ARGUMENT);
   release_all(in, 2);
   cml_executable_release(exe);
   cml_backend_release(be);
 }
 
 TEST_MAIN(TEST_ENTRY(all_reduce_plus_replica_id), TEST_ENTRY(every_collective_reference_values),
-          TEST_ENTRY(groups_several_operands_device_assignment),
-          TEST_ENTRY(all_reduce_every_dtype), TEST_ENTRY(collectives_inside_while_and_if),
+          TEST_ENTRY(groups_several_operands_device_assignment), TEST_ENTRY(all_reduce_every_dtype),
+          TEST_ENTRY(collectives_inside_while_and_if),
           TEST_ENTRY(if_on_replica_id_around_all_reduce_is_a_status_not_a_hang),
           TEST_ENTRY(deadline_while_one_slot_loops_and_the_others_wait),
           TEST_ENTRY(cancel_while_one_slot_loops),

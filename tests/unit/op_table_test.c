@@ -391,6 +391,30 @@ static cml_value_t build_one_op(cml_function_t* f, cml_op_t op, cml_dtype_t dtyp
       cml_dense_config_init(&c);
       return cml_op_fused_dense(f, x, param(f, dtype, 2, wd), CML_VALUE_INVALID, &c);
     }
+    // Collectives (the builder is SPMD on one device, see check_one): the variant picks the
+    // reduction (complex numbers have sum and product only).
+    case CML_OP_ALL_REDUCE:
+    case CML_OP_REDUCE_SCATTER: {
+      const bool complex = dtype == CML_DTYPE_C64 || dtype == CML_DTYPE_C128;
+      const cml_reduce_type_t type = complex ? (variant & 1 ? CML_REDUCE_PRODUCT : CML_REDUCE_SUM)
+                                             : (cml_reduce_type_t)(variant + 1);
+      if (op == CML_OP_REDUCE_SCATTER) return cml_op_reduce_scatter(f, x, type, 1, NULL);
+      cml_value_t r = CML_VALUE_INVALID;
+      cml_op_all_reduce(f, &x, 1, type, NULL, &r);
+      return r;
+    }
+    case CML_OP_ALL_GATHER:
+      return cml_op_all_gather(f, x, 0, NULL);
+    case CML_OP_ALL_TO_ALL:
+      return cml_op_all_to_all(f, x, 1, 0, NULL);
+    case CML_OP_COLLECTIVE_PERMUTE:
+      return cml_op_collective_permute(f, x, (const int32_t[]){0, 0}, 1);
+    case CML_OP_COLLECTIVE_BROADCAST:
+      return cml_op_collective_broadcast(f, x, NULL);
+    case CML_OP_REPLICA_ID:
+      return cml_op_replica_id(f);
+    case CML_OP_PARTITION_ID:
+      return cml_op_partition_id(f);
     default:
       *unknown = true;
       return CML_VALUE_INVALID;
@@ -399,7 +423,8 @@ static cml_value_t build_one_op(cml_function_t* f, cml_op_t op, cml_dtype_t dtyp
 
 // How many variants of an op's graph to try (the reductions of ReduceWindow, ArgMin and ArgMax).
 static int variant_count(cml_op_t op) {
-  if (op == CML_OP_REDUCE_WINDOW) return 4;
+  if (op == CML_OP_REDUCE_WINDOW || op == CML_OP_ALL_REDUCE || op == CML_OP_REDUCE_SCATTER)
+    return 4;
   if (op == CML_OP_ARG_MIN_MAX || op == CML_OP_FUSED_GELU) return 2;
   return 1;
 }
@@ -411,6 +436,12 @@ static bool check_one(cml_backend_t* backend, fake_backend_t* fb, const char* wh
                       cml_dtype_t dtype, int variant) {
   cml_builder_t* b = NULL;
   if (cml_builder_create(backend, "one_op", &b) != CML_OK) return false;
+  // Collectives exist in SPMD modules only: one device slot is enough to run them.
+  if (cml_op_group(op) == CML_OPG_COLLECTIVE && cml_builder_spmd(b, 1) != CML_OK) {
+    fprintf(stderr, "%s: %s needs an SPMD builder\n", what, cml_op_name(op));
+    cml_builder_destroy(b);
+    return false;
+  }
   cml_function_t* f = cml_builder_main(b);
   (void)fb;
   bool unknown = false;
@@ -453,8 +484,6 @@ static int check_all(cml_backend_t* backend, fake_backend_t* fb, const cml_capab
   for (int o = 1; o < CML_OP_COUNT; ++o) {
     const cml_op_t op = (cml_op_t)o;
     if (!cml_capabilities_has_op(caps, op)) continue;
-    // Collectives need an SPMD builder: tests/unit/c_spmd_test.c runs each over its dtypes.
-    if (cml_op_group(op) == CML_OPG_COLLECTIVE) continue;
     const cml_dtype_set_t dtypes = cml_op_dtypes(op) & caps->dtypes & ~CML_DSET_PACKED;
     for (int d = 1; d < 64; ++d) {
       if (!(dtypes & CML_DTYPE_BIT((cml_dtype_t)d))) continue;
@@ -479,7 +508,8 @@ TEST(c_advertised_ops_have_kernels) {
     // The dispatch table advertises the groups it runs and nothing else.
     ASSERT_TRUE(cml_capabilities_has_op(caps, CML_OP_REDUCE_WINDOW));
     ASSERT_TRUE(cml_capabilities_has_op(caps, CML_OP_WHILE));
-    ASSERT_TRUE(cml_capabilities_has_op(caps, CML_OP_ALL_REDUCE));  // SPMD (c_spmd_test)
+    ASSERT_TRUE(cml_capabilities_has_op(caps, CML_OP_ALL_REDUCE));
+    ASSERT_TRUE(caps->distributions & (1u << CML_DISTRIBUTION_SPMD));
     ASSERT_FALSE(cml_capabilities_has_op(caps, CML_OP_DYNAMIC_RESHAPE));
     ASSERT_FALSE(cml_capabilities_has_op(caps, CML_OP_FUSED_SDPA));
     ASSERT_EQ_INT(cml_capabilities_has_op(caps, CML_OP_FUSED_SOFTMAX),

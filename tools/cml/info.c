@@ -6,8 +6,8 @@
 // Prints the library version, the registered backends (with aliases), the default backend and
 // why it was chosen, and for the chosen backend (the default, or CONFIG): name, config,
 // description, devices and capabilities (with the distribution strategies, SPMD and
-// AutoSharding, and the collective ops it runs on several devices). Exits 1 when the backend cannot be created, 2 for
-// usage errors.
+// AutoSharding, and the collective ops it runs on several devices). Exits 1 when the backend cannot
+// be created, 2 for usage errors.
 #include <stdio.h>
 #include <string.h>
 
@@ -77,7 +77,8 @@ static void cml_cli_info_backend(const cml_backend_t* backend) {
   const char* modes[CML_DISTRIBUTION_COUNT];
   size_t mode_count = 0;
   for (int d = 0; d < CML_DISTRIBUTION_COUNT; ++d) {
-    if (caps->distributions & (1u << d)) modes[mode_count++] = cml_distribution_name((cml_distribution_t)d);
+    if (caps->distributions & (1u << d))
+      modes[mode_count++] = cml_distribution_name((cml_distribution_t)d);
   }
   printf("    distribution (on up to %d device%s):\n", devices, devices == 1 ? "" : "s");
   cml_cli_info_print_list(modes, mode_count);

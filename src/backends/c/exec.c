@@ -139,8 +139,9 @@ static cml_status_t cmlc_poll_slow(cmlc_context_t* ctx, bool read_clock, const c
                            "c backend: stopped because another device slot failed");
   }
   if (ctx->cancelled && __atomic_load_n(ctx->cancelled, __ATOMIC_RELAXED)) {
-    return cml_status_make(CML_STATUS_CANCELLED, "c backend: execution cancelled by its token%s%s",
-                           at ? " before " : "", at ? cml_op_name(at->op) : "");
+    return cml_status_make(CML_STATUS_CANCELLED,
+                           "c backend: execution cancelled by its token%s%s%s", at ? " (at " : "",
+                           at ? cml_op_name(at->op) : "", at ? ")" : "");
   }
   if (ctx->deadline_ns && (read_clock || (++ctx->checks & (CMLC_CLOCK_EVERY - 1)) == 0) &&
       cml_clock_monotonic_ns() >= ctx->deadline_ns) {
@@ -159,7 +160,10 @@ static inline cml_status_t cmlc_poll(cmlc_context_t* ctx, bool read_clock,
 
 //===--- running functions ---===//
 
-static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi);
+// Runs function |fi|; |caller| (NULL for main and Sort's comparator) is the Call, If or While
+// node running it, named when a stop is found at the function's entry.
+static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi,
+                                      const cml_ir_node_t* caller);
 
 // Runs a SCALAR step: one element in, one element out, C semantics (integers wrap in unsigned
 // arithmetic), exactly as the elementwise kernels compute them.
@@ -280,7 +284,7 @@ static cml_status_t cmlc_run_and_copy(cmlc_context_t* ctx, const cml_ir_node_t* 
   const cmlc_executable_t* exe = ctx->exe;
   const cml_ir_function_t* cf = &exe->module->functions[callee];
   cmlc_bind_captures(ctx, cf);
-  CML_RETURN_IF_ERROR(cmlc_run_function(ctx, callee));
+  CML_RETURN_IF_ERROR(cmlc_run_function(ctx, callee, n));
   uint32_t count = n->output_count < cf->output_count ? n->output_count : cf->output_count;
   for (uint32_t o = 0; o < count; ++o) {
     uint32_t v = n->first_output + o;
@@ -313,11 +317,11 @@ static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan
     // Each iteration is a stop point (an endless loop can be cancelled).
     CML_RETURN_IF_ERROR(cmlc_poll(ctx, false, n));
     for (uint32_t i = 0; i < cond_params; ++i) ptrs[cond->params[i]] = cur[i];
-    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, cond_fi));
+    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, cond_fi, n));
     go = (const uint8_t*)ptrs[cond->outputs[0]];
     if (*go == 0) break;
     for (uint32_t i = 0; i < body_params; ++i) ptrs[body->params[i]] = cur[i];
-    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, body_fi));
+    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, body_fi, n));
     // The body's results live in its segment, which its next run overwrites: move each into
     // the half of the node's double slot that the current state does not use.
     for (uint32_t i = 0; i < count; ++i) {
@@ -379,7 +383,8 @@ CMLC_NOINLINE static cml_status_t cmlc_run_kernel(cmlc_context_t* ctx,
   return CML_OK;
 }
 
-static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi) {
+static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi,
+                                      const cml_ir_node_t* caller) {
   cmlc_executable_t* exe = ctx->exe;
   const cml_module_t* m = exe->module;
   const cmlc_function_plan_t* fp = &exe->functions[fi];
@@ -387,7 +392,7 @@ static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi) {
   // A plan whose values all live outside the arena has no arena at all (NULL): never offset it.
   uint8_t* segment = ctx->arena ? ctx->arena + fp->arena_offset : NULL;
   // Function entry (Call, If branch, While condition and body, comparator) is a stop point.
-  CML_RETURN_IF_ERROR(cmlc_poll(ctx, false, NULL));
+  CML_RETURN_IF_ERROR(cmlc_poll(ctx, false, caller));
   for (uint32_t s = 0; s < fp->step_count; ++s) {
     const cmlc_step_t* step = &fp->steps[s];
     const cml_ir_node_t* n = step->node;
@@ -459,7 +464,7 @@ cml_status_t cmlc_exec_call_function(void* exec, uint32_t function, const void* 
   const cml_ir_function_t* f = &m->functions[function];
   for (uint32_t k = 0; k < f->param_count; ++k) ctx->ptrs[f->params[k]] = (void*)inputs[k];
   cmlc_bind_captures(ctx, f);
-  CML_RETURN_IF_ERROR(cmlc_run_function(ctx, function));
+  CML_RETURN_IF_ERROR(cmlc_run_function(ctx, function, NULL));
   for (uint32_t o = 0; o < f->output_count; ++o) {
     cmlc_copy_value(outputs[o], ctx->ptrs[f->outputs[o]], exe->values[f->outputs[o]].bytes);
   }
@@ -520,7 +525,7 @@ static cml_status_t cmlc_slot_prepare(cmlc_slot_t* slot, const cml_execute_contr
 // Runs main in |slot|'s context.
 static cml_status_t cmlc_slot_run(cmlc_slot_t* slot) {
   CML_RETURN_IF_ERROR(cmlc_poll(slot->ctx, true, NULL));
-  return cmlc_run_function(slot->ctx, 0);
+  return cmlc_run_function(slot->ctx, 0, NULL);
 }
 
 // The outputs main did not write into their buffers: take a donated parameter's storage, or

@@ -17,7 +17,8 @@
 //   - when every unfinished slot waits to arrive at a round that is incomplete, nothing can
 //     change any more: the execution fails with FAILED_PRECONDITION listing where each waits;
 //   - with a deadline or a cancel token, waits wake up (at the deadline, and every 10 ms for the
-//     token) and fail the execution themselves.
+//     token) and, 20 ms later if no running slot reported the stop first, fail the execution
+//     themselves, naming the slots they wait for.
 // A round whose members all arrived always completes: between cmlc_round_join and
 // cmlc_round_finish a member only copies and reduces data, so cmlc_round_finish waits without a
 // bound (no member may leave while another still reads its inputs or writes its outputs).
@@ -33,6 +34,8 @@
 
 // How often a wait with a cancel token looks at it.
 #define CMLC_RV_TOKEN_POLL_NS 10000000
+// How long a waiting slot leaves a seen stop to the running slots (cmlc_rv_wait).
+#define CMLC_RV_GRACE_NS 20000000
 
 struct cmlc_round_t {
   struct cmlc_round_t* next;
@@ -312,27 +315,47 @@ void cmlc_rendezvous_slot_done(cmlc_rendezvous_t* r, int32_t slot) {
 
 //===--- rounds ---===//
 
-// Waits on the condition; with a deadline or a token, wakes up in time to check them. Returns
-// a stop status (CANCELLED or DEADLINE_EXCEEDED) when the execution must stop.
-static cml_status_t cmlc_rv_wait(cmlc_rendezvous_t* r, const cml_ir_node_t* node) {
+// "slots 0, 3": the members of |round| that have not arrived.
+static void cmlc_rv_append_missing(cmlc_rv_text_t* t, const cmlc_round_t* round) {
+  int listed = 0;
+  for (int32_t k = 0; k < round->size; ++k) {
+    if (round->contributions[k]) continue;
+    if (listed++ < 16) {
+      cmlc_rv_append(t, "%s%d", listed > 1 ? ", " : "", (int)cmlc_round_member(round, k));
+    }
+  }
+}
+
+// Waits on the condition; with a deadline or a token, wakes up in time to check them. Returns a
+// stop status (CANCELLED or DEADLINE_EXCEEDED) when the execution must stop. A stop is acted on
+// CMLC_RV_GRACE_NS after it is first seen here (|*seen_ns|, 0 until then), so that a running
+// slot, which sees it at its next poll, reports it first and names the op it was running; a
+// waiting slot reports it only when the slots it waits for cannot (a long kernel).
+static cml_status_t cmlc_rv_wait(cmlc_rendezvous_t* r, const cmlc_round_t* round,
+                                 int64_t* seen_ns) {
   const cml_execute_control_t* c = r->control;
   if (!c || (!c->cancelled && !c->deadline_ns)) {
     pthread_cond_wait(&r->cond, &r->mutex);
     return CML_OK;
   }
   const int64_t now = cml_clock_monotonic_ns();
-  if (c->deadline_ns && now >= c->deadline_ns) {
-    return cml_status_make(CML_STATUS_DEADLINE_EXCEEDED,
-                           "c backend: execution stopped at its deadline while waiting at %s",
-                           cml_op_name(node->op));
-  }
-  if (c->cancelled && __atomic_load_n(c->cancelled, __ATOMIC_RELAXED)) {
-    return cml_status_make(CML_STATUS_CANCELLED,
-                           "c backend: execution cancelled by its token while waiting at %s",
-                           cml_op_name(node->op));
+  const bool late = c->deadline_ns && now >= c->deadline_ns;
+  const bool cancelled = c->cancelled && __atomic_load_n(c->cancelled, __ATOMIC_RELAXED);
+  if ((late || cancelled) && *seen_ns == 0) *seen_ns = now;
+  if ((late || cancelled) && now - *seen_ns >= CMLC_RV_GRACE_NS) {
+    cmlc_rv_text_t t = {.used = 0};
+    cmlc_rv_append_group(&t, round);
+    cmlc_rv_append(&t, " for device slot(s) ");
+    cmlc_rv_append_missing(&t, round);
+    return cml_status_make(late ? CML_STATUS_DEADLINE_EXCEEDED : CML_STATUS_CANCELLED,
+                           "c backend: execution %s while waiting at %s (run %u) of group %s",
+                           late ? "stopped at its deadline" : "cancelled by its token",
+                           cml_op_name(round->node->op), round->occurrence + 1, t.buf);
   }
   int64_t until = c->cancelled ? now + CMLC_RV_TOKEN_POLL_NS : INT64_MAX;
   if (c->deadline_ns && c->deadline_ns < until) until = c->deadline_ns;
+  if (*seen_ns && *seen_ns + CMLC_RV_GRACE_NS < until) until = *seen_ns + CMLC_RV_GRACE_NS;
+  if (until <= now) until = now + 1000;
   struct timespec ts = {.tv_sec = (time_t)(until / 1000000000),
                         .tv_nsec = (long)(until % 1000000000)};
   (void)pthread_cond_timedwait(&r->cond, &r->mutex, &ts);
@@ -418,8 +441,9 @@ cml_status_t cmlc_round_join(cmlc_rendezvous_t* r, const cml_ir_node_t* node, in
   ++r->waiting_count;
   cmlc_rv_check_stuck(r, round);
   cml_status_t st = CML_OK;
+  int64_t stop_seen_ns = 0;
   while (round->arrived < round->size && !__atomic_load_n(&r->failed, __ATOMIC_RELAXED)) {
-    st = cmlc_rv_wait(r, node);
+    st = cmlc_rv_wait(r, round, &stop_seen_ns);
     if (st != CML_OK) {
       cmlc_rv_fail_locked(r, slot, st);
       break;
