@@ -303,8 +303,8 @@ static cml_value_t cml_pt_slice(cml_partitioner_t* p, cml_value_t x, const cml_s
 }
 
 // The per-device value of global value |v| resharded to |to| (to->partial must be a subset of
-// the current partial set): AllReduce the partial axes |to| drops, AllGather the dimensions
-// whose split changes, then slice locally the dimensions |to| splits.
+// the current partial set): ReduceScatter or AllReduce the partial axes |to| drops, AllGather
+// the dimensions whose split changes, then slice locally the dimensions |to| splits.
 // A whole value made by BroadcastInDim of a whole operand, or by Iota, needed split only along
 // dimensions the broadcast creates (or other than the iota axis): made again with the local
 // shape instead of sliced. CML_VALUE_INVALID when that does not apply.
@@ -356,8 +356,23 @@ static cml_value_t cml_pt_reshard(cml_partitioner_t* p, uint32_t v, const cml_ps
     cml_pt_fail(p, CML_STATUS_INTERNAL, "reshard: cannot add a partial axis");
     return CML_VALUE_INVALID;
   }
-  if (cur.partial & ~to->partial) {
-    x = cml_pt_all_reduce(p, x, cur.partial & ~to->partial, CML_REDUCE_SUM);
+  // A partial sum over axes that the target uses to split a dimension now whole: ReduceScatter
+  // (each device keeps its part of the sum) instead of AllReduce then slice.
+  uint32_t drop = cur.partial & ~to->partial;
+  for (int d = 0; drop && d < rank; ++d) {
+    if (cur.count[d] != 0 || to->count[d] == 0) continue;
+    uint32_t axes = 0;
+    for (int k = 0; k < to->count[d]; ++k) axes |= 1u << to->axes[d][k];
+    if ((axes & drop) != axes) continue;
+    cml_replica_groups_t groups = cml_pt_groups(p, to->axes[d], to->count[d]);
+    x = cml_op_reduce_scatter(p->f, x, CML_REDUCE_SUM, d, &groups);
+    if (!cml_pt_ok(p, x)) return CML_VALUE_INVALID;
+    cml_pshard_copy_dim(&cur, d, to, d);
+    drop &= ~axes;
+    cur.partial &= ~axes;
+  }
+  if (drop) {
+    x = cml_pt_all_reduce(p, x, drop, CML_REDUCE_SUM);
     cur.partial = to->partial;
   }
   for (int d = 0; x != CML_VALUE_INVALID && d < rank; ++d) {

@@ -360,6 +360,20 @@ static bool pt_eval_collective(const cml_module_t* m, const cml_ir_node_t* n, pt
           idx[axis] %= part;
           out->data[i] = in->data[pt_ravel(&in->shape, idx)];
         }
+      } else if (n->op == CML_OP_REDUCE_SCATTER) {
+        int64_t axis = n->attrs->axis;
+        int64_t idx[CML_MAX_RANK];
+        const pt_tensor_t* in0 = &vals[c->groups[g * c->group_size]][n->inputs[0]];
+        for (int64_t i = 0; i < count; ++i) {
+          pt_unravel(&out->shape, i, idx);
+          idx[axis] += k * out->shape.dims[axis];
+          int64_t src = pt_ravel(&in0->shape, idx);
+          double acc = 0;
+          for (int q = 0; q < c->group_size; ++q) {
+            acc += vals[c->groups[g * c->group_size + q]][n->inputs[0]].data[src];
+          }
+          out->data[i] = acc;
+        }
       } else {
         return false;
       }
@@ -388,7 +402,8 @@ static double*** pt_run(const cml_module_t* m, int n_dev, double*** inputs) {
   for (uint32_t i = 0; ok && i < f->node_count; ++i) {
     const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
     if (n->op == CML_OP_PARAMETER) continue;
-    if (n->op == CML_OP_ALL_REDUCE || n->op == CML_OP_ALL_GATHER) {
+    if (n->op == CML_OP_ALL_REDUCE || n->op == CML_OP_ALL_GATHER ||
+        n->op == CML_OP_REDUCE_SCATTER) {
       ok = pt_eval_collective(m, n, vals, n_dev);
       if (!ok) fprintf(stderr, "pt_run: collective %s unknown\n", cml_op_name(n->op));
       continue;
@@ -628,6 +643,28 @@ TEST(megatron_mlp) {
   PT_TEARDOWN();
 }
 
+// A partial sum returned split along a dimension over the same axis: one ReduceScatter (each
+// device keeps its rows of the sum), no AllReduce, no slice.
+TEST(partial_to_split_reduce_scatter) {
+  PT_SETUP(pt_mesh("model", 2, NULL, 0));
+  cml_sharding_t col = pt_spec(mesh, NULL, "model"), row = pt_spec(mesh, "model", NULL);
+  cml_shape_t xs = pt_shape(2, 4, 4), w1s = pt_shape(2, 4, 6), w2s = pt_shape(2, 6, 4);
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, NULL);
+  cml_value_t w1 = cml_parameter_sharded(f, "w1", &w1s, &col);
+  cml_value_t w2 = cml_parameter_sharded(f, "w2", &w2s, &row);
+  cml_value_t y = cml_op_dot(f, cml_op_tanh(f, cml_op_dot(f, x, w1)), w2);
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, &y, 1, &row));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  ASSERT_TRUE(pt_compare(fb->module, spmd) < 1e-9);
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_reduce, 0);
+  ASSERT_EQ_INT(k.dynamic_slice, 0);
+  ASSERT_EQ_INT(k.other_collectives, 1);
+  ASSERT_TRUE(pt_first(spmd, CML_OP_REDUCE_SCATTER) != NULL);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 2);
+  PT_TEARDOWN();
+}
+
 // 2-D mesh (data x model): batch-sharded input through the Megatron pair; the AllReduce runs
 // over the model axis only (groups {0,1} and {2,3}), the result stays batch-sharded.
 TEST(mesh_2d_data_model) {
@@ -863,8 +900,8 @@ TEST(refuses_non_auto_sharding) {
 
 // The 2-D step: h = tanh(x.w1 + b1), y = h.w2, d = y - t, loss = sum(d*d) / 32 and the
 // gradient of w2 (h^T.d). Sharded: x, t over data; w1 columns and w2 rows over model (mesh
-// data x model), or only data (1-D mesh). Results: y (split like x), loss (whole), gw2 (split
-// like w2).
+// data x model), or only data (1-D mesh). Results: y (split like x, and over model on the 2-D
+// mesh), loss (whole), gw2 (split like w2).
 typedef struct pt_step_t {
   cml_executable_t* exe;
   int in_count, out_count;
@@ -888,6 +925,7 @@ static cml_status_t pt_build_step(cml_backend_t* be, const cml_mesh_t* mesh, pt_
     if (model) {
       out->in_specs[1] = pt_spec(mesh, NULL, "model");
       out->in_specs[3] = out->out_specs[2] = pt_spec(mesh, "model", NULL);
+      out->out_specs[0] = pt_spec(mesh, "data", "model");  // y: a ReduceScatter over model
       const char* per_axis[1] = {"model"};
       if (st == CML_OK) st = cml_sharding_make(mesh, per_axis, 1, &out->in_specs[2]);
     }
@@ -1204,7 +1242,8 @@ TEST(cnn_structure) {
 #define PT_E2E_TESTS
 #endif  // CML_HAVE_BACKEND_C
 
-TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp), TEST_ENTRY(mesh_2d_data_model),
+TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp),
+          TEST_ENTRY(partial_to_split_reduce_scatter), TEST_ENTRY(mesh_2d_data_model),
           TEST_ENTRY(mesh_device_assignment), TEST_ENTRY(reshard_outputs),
           TEST_ENTRY(replicated_fallback), TEST_ENTRY(control_flow_whole),
           TEST_ENTRY(fused_dense_keeps_batch), TEST_ENTRY(unimplemented_names_op_and_sharding),
