@@ -695,8 +695,9 @@ static bool cml_pt_linear(cml_op_t op, const bool* partial, uint32_t count) {
 }
 
 // Elementwise ops (unary, binary, compare, convert, clamp, where, fused gelu): the result takes
-// the sharding of its most split full-rank operand; the others are resharded to it (scalars and
-// size-1 broadcast dimensions stay whole). Partial sums flow through linear ops.
+// the sharding of its most split full-rank operand, plus the splits other operands have on
+// dimensions it leaves whole (when their axes are free); the operands are resharded to it
+// (scalars and size-1 broadcast dimensions stay whole). Partial sums flow through linear ops.
 static bool cml_pt_elementwise(cml_partitioner_t* p, const cml_ir_node_t* n) {
   const cml_shape_t* os = &p->m->values[n->first_output].shape;
   int rank = os->rank;
@@ -721,6 +722,19 @@ static bool cml_pt_elementwise(cml_partitioner_t* p, const cml_ir_node_t* n) {
     if (k > best) {
       best = k;
       for (int d = 0; d < rank; ++d) cml_pshard_copy_dim(&res, d, &p->st[v], d);
+    }
+  }
+  // Dimensions the chosen operand leaves whole take another operand's split when its axes are
+  // still free ([{data}, {}] + [{}, {model}] -> [{data}, {model}]: local slices only).
+  for (uint32_t i = 0; i < n->input_count; ++i) {
+    uint32_t v = n->inputs[i];
+    const cml_shape_t* s = &p->m->values[v].shape;
+    if (s->rank != rank) continue;
+    for (int d = 0; d < rank; ++d) {
+      if (res.count[d] != 0 || p->st[v].count[d] == 0 || s->dims[d] != os->dims[d]) continue;
+      uint32_t axes = 0;
+      for (int k = 0; k < p->st[v].count[d]; ++k) axes |= 1u << p->st[v].axes[d][k];
+      if ((axes & cml_pshard_dim_mask(&res, rank)) == 0) cml_pshard_copy_dim(&res, d, &p->st[v], d);
     }
   }
   bool linear = same_partial && pmask && cml_pt_linear(n->op, partial, n->input_count) &&

@@ -738,6 +738,26 @@ TEST(mesh_device_assignment) {
   PT_TEARDOWN();
 }
 
+// Elementwise operands split on different dimensions over different axes: the result takes
+// both splits, each operand is sliced locally, nothing is gathered.
+TEST(elementwise_merges_splits) {
+  PT_SETUP(pt_mesh("data", 2, "model", 2));
+  cml_sharding_t rows = pt_spec(mesh, "data", NULL), cols = pt_spec(mesh, NULL, "model");
+  cml_sharding_t both = pt_spec(mesh, "data", "model");
+  cml_shape_t s = pt_shape(2, 4, 6);
+  cml_value_t a = cml_parameter_sharded(f, "a", &s, &rows);
+  cml_value_t c = cml_parameter_sharded(f, "c", &s, &cols);
+  cml_value_t y = cml_op_mul(f, a, c);
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, &y, 1, &both));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  ASSERT_TRUE(pt_compare(fb->module, spmd) < 1e-9);
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_gather + k.all_reduce + k.other_collectives, 0);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[1], 3);
+  PT_TEARDOWN();
+}
+
 // Resharding: a replicated parameter returned sharded is sliced locally (DynamicSlice at
 // ReplicaId, no communication); a sharded one returned replicated is gathered.
 TEST(reshard_outputs) {
@@ -1244,7 +1264,8 @@ TEST(cnn_structure) {
 
 TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp),
           TEST_ENTRY(partial_to_split_reduce_scatter), TEST_ENTRY(mesh_2d_data_model),
-          TEST_ENTRY(mesh_device_assignment), TEST_ENTRY(reshard_outputs),
-          TEST_ENTRY(replicated_fallback), TEST_ENTRY(control_flow_whole),
-          TEST_ENTRY(fused_dense_keeps_batch), TEST_ENTRY(unimplemented_names_op_and_sharding),
+          TEST_ENTRY(mesh_device_assignment), TEST_ENTRY(elementwise_merges_splits),
+          TEST_ENTRY(reshard_outputs), TEST_ENTRY(replicated_fallback),
+          TEST_ENTRY(control_flow_whole), TEST_ENTRY(fused_dense_keeps_batch),
+          TEST_ENTRY(unimplemented_names_op_and_sharding),
           TEST_ENTRY(refuses_non_auto_sharding) PT_E2E_TESTS)
