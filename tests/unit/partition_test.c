@@ -895,6 +895,40 @@ TEST(unimplemented_names_op_and_sharding) {
   PT_TEARDOWN();
 }
 
+// Shardings on two different meshes: UNIMPLEMENTED naming both.
+TEST(two_meshes_unimplemented) {
+  fake_backend_t* fb = pt_backend();
+  ASSERT_TRUE(fb != NULL);
+  const char* an[1] = {"data"};
+  const char* bn[1] = {"x"};
+  int64_t four[1] = {4};
+  cml_mesh_t *ma = NULL, *mb = NULL;
+  ASSERT_STATUS_OK(cml_mesh_create("ma", an, four, 1, &ma));
+  ASSERT_STATUS_OK(cml_mesh_create("mb", bn, four, 1, &mb));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(&fb->base, "two", &b));
+  const cml_mesh_t* meshes[2] = {ma, mb};
+  ASSERT_STATUS_OK(cml_builder_auto_sharding(b, meshes, 2));
+  cml_function_t* f = cml_builder_main(b);
+  cml_sharding_t sa = pt_spec(ma, "data", NULL), sb = pt_spec(mb, "x", NULL);
+  cml_shape_t s = pt_shape(2, 4, 4);
+  cml_value_t x = cml_parameter_sharded(f, "x", &s, &sa);
+  cml_value_t y = cml_parameter_sharded(f, "y", &s, &sb);
+  cml_value_t z = cml_op_add(f, x, y);
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, &z, 1, NULL));
+  cml_module_t* spmd = NULL;
+  cml_status_t st = pt_partition(fb, b, &spmd);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_UNIMPLEMENTED);
+  ASSERT_CONTAINS(cml_status_message(st), "ma");
+  ASSERT_CONTAINS(cml_status_message(st), "mb");
+  cml_status_free(st);
+  ASSERT_TRUE(spmd == NULL);
+  cml_builder_destroy(b);
+  cml_mesh_destroy(ma);
+  cml_mesh_destroy(mb);
+  cml_backend_release(&fb->base);
+}
+
 // A module that is not AutoSharding is refused.
 TEST(refuses_non_auto_sharding) {
   fake_backend_t* fb = pt_backend();
@@ -1219,10 +1253,43 @@ TEST(cnn_structure) {
   cml_mesh_destroy(mesh);
   cml_backend_release(&fb->base);
 }
+// On c, what the partitioner refuses surfaces at cml_builder_compile.
+TEST(e2e_c_refusal_at_compile) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=4", &be));
+  ASSERT_TRUE(cml_backend_capabilities(be)->distributions & (1u << CML_DISTRIBUTION_AUTO_SHARDING));
+  const char* an[1] = {"data"};
+  const char* bn[1] = {"x"};
+  int64_t four[1] = {4};
+  cml_mesh_t *ma = NULL, *mb = NULL;
+  ASSERT_STATUS_OK(cml_mesh_create("ma", an, four, 1, &ma));
+  ASSERT_STATUS_OK(cml_mesh_create("mb", bn, four, 1, &mb));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "two", &b));
+  const cml_mesh_t* meshes[2] = {ma, mb};
+  ASSERT_STATUS_OK(cml_builder_auto_sharding(b, meshes, 2));
+  cml_function_t* f = cml_builder_main(b);
+  cml_sharding_t sa = pt_spec(ma, "data", NULL), sb = pt_spec(mb, "x", NULL);
+  cml_shape_t s = pt_shape(2, 4, 4);
+  cml_value_t z =
+      cml_op_add(f, cml_parameter_sharded(f, "x", &s, &sa), cml_parameter_sharded(f, "y", &s, &sb));
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, &z, 1, NULL));
+  cml_executable_t* exe = NULL;
+  cml_status_t st = cml_builder_compile(b, &exe);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_UNIMPLEMENTED);
+  ASSERT_CONTAINS(cml_status_message(st), "AutoSharding partitioner");
+  cml_status_free(st);
+  ASSERT_TRUE(exe == NULL);
+  cml_builder_destroy(b);
+  cml_mesh_destroy(ma);
+  cml_mesh_destroy(mb);
+  cml_backend_release(be);
+}
+
 #define PT_E2E_TESTS                                                              \
   , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model),                \
       TEST_ENTRY(e2e_c_data_model_assigned), TEST_ENTRY(e2e_c_cnn_data_parallel), \
-      TEST_ENTRY(cnn_structure)
+      TEST_ENTRY(cnn_structure), TEST_ENTRY(e2e_c_refusal_at_compile)
 #else
 // Embedding lookup and CNN forward, data parallel over 4 devices of c.
 TEST(e2e_c_cnn_data_parallel) {
@@ -1267,5 +1334,5 @@ TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp),
           TEST_ENTRY(mesh_device_assignment), TEST_ENTRY(elementwise_merges_splits),
           TEST_ENTRY(reshard_outputs), TEST_ENTRY(replicated_fallback),
           TEST_ENTRY(control_flow_whole), TEST_ENTRY(fused_dense_keeps_batch),
-          TEST_ENTRY(unimplemented_names_op_and_sharding),
+          TEST_ENTRY(unimplemented_names_op_and_sharding), TEST_ENTRY(two_meshes_unimplemented),
           TEST_ENTRY(refuses_non_auto_sharding) PT_E2E_TESTS)
