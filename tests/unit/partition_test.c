@@ -1286,10 +1286,69 @@ TEST(e2e_c_refusal_at_compile) {
   cml_backend_release(be);
 }
 
+// A While whose body captures a batch-split value of main: the loop runs whole, the captured
+// value is gathered in main first. s = 0; while (s < 3) s += sum(w) * 0.01 + 1.
+static cml_status_t pt_build_loop(cml_backend_t* be, const cml_mesh_t* mesh, pt_step_t* out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "loop", &b));
+  cml_status_t st = CML_OK;
+  memset(out->in_specs, 0, sizeof out->in_specs);
+  memset(out->out_specs, 0, sizeof out->out_specs);
+  if (mesh) {
+    st = cml_builder_auto_sharding(b, &mesh, 1);
+    out->in_specs[0] = pt_spec(mesh, "data", NULL);
+  }
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t ws = pt_shape(2, 8, 4);
+  cml_value_t w =
+      mesh ? cml_parameter_sharded(f, "w", &ws, &out->in_specs[0]) : cml_parameter(f, "w", &ws);
+  cml_shape_t sc = cml_shape_scalar(CML_DTYPE_F32);
+  cml_function_t *cond = NULL, *body = NULL;
+  if (st == CML_OK) st = cml_function_new_closure(f, &cond);
+  if (st == CML_OK) {
+    cml_value_t s = cml_parameter(cond, "s", &sc);
+    cml_value_t lt = cml_op_less_than(cond, s, cml_constant_scalar_f64(cond, CML_DTYPE_F32, 3.0));
+    st = cml_function_return(cond, &lt, 1);
+  }
+  if (st == CML_OK) st = cml_function_new_closure(f, &body);
+  if (st == CML_OK) {
+    cml_value_t s = cml_parameter(body, "s", &sc);
+    cml_value_t inc = cml_op_mul(body, cml_op_reduce_sum(body, w, NULL, 0),
+                                 cml_constant_scalar_f64(body, CML_DTYPE_F32, 0.01));
+    inc = cml_op_add(body, inc, cml_constant_scalar_f64(body, CML_DTYPE_F32, 1.0));
+    cml_value_t next = cml_op_add(body, s, inc);
+    st = cml_function_return(body, &next, 1);
+  }
+  cml_value_t init = cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.0), result = CML_VALUE_INVALID;
+  if (st == CML_OK && !cml_op_while(f, cond, body, &init, 1, &result)) st = cml_builder_status(b);
+  cml_value_t outs[1] = {cml_op_add(f, result, cml_op_reduce_sum(f, w, NULL, 0))};
+  if (st == CML_OK) {
+    st = mesh ? cml_function_return_sharded(f, outs, 1, out->out_specs)
+              : cml_function_return(f, outs, 1);
+  }
+  if (st == CML_OK) st = cml_builder_compile(b, &out->exe);
+  cml_builder_destroy(b);
+  out->in_count = 1;
+  out->out_count = 1;
+  return st;
+}
+
+// The loop on 4 devices of c agrees with one device.
+TEST(e2e_c_while_captures_split_value) {
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  cml_status_t st;
+  double worst = pt_e2e_run(pt_build_loop, "c:devices=4", mesh, &st);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  ASSERT_TRUE(worst < 1e-5);
+}
+
 #define PT_E2E_TESTS                                                              \
   , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model),                \
       TEST_ENTRY(e2e_c_data_model_assigned), TEST_ENTRY(e2e_c_cnn_data_parallel), \
-      TEST_ENTRY(cnn_structure), TEST_ENTRY(e2e_c_refusal_at_compile)
+      TEST_ENTRY(cnn_structure), TEST_ENTRY(e2e_c_refusal_at_compile),            \
+      TEST_ENTRY(e2e_c_while_captures_split_value)
 #else
 // Embedding lookup and CNN forward, data parallel over 4 devices of c.
 TEST(e2e_c_cnn_data_parallel) {
