@@ -665,6 +665,29 @@ TEST(partial_to_split_reduce_scatter) {
   PT_TEARDOWN();
 }
 
+// Partial sums through elementwise ops: kept through a + b, a * c (c whole) and a / c; summed
+// first for a * b (both partial) and a + c (c whole, counted once).
+TEST(partial_linearity) {
+  PT_SETUP(pt_mesh("data", 4, NULL, 0));
+  cml_sharding_t batch = pt_spec(mesh, "data", NULL);
+  cml_shape_t s = pt_shape(2, 8, 3), cs = pt_shape(1, 3, 0);
+  cml_value_t x = cml_parameter_sharded(f, "x", &s, &batch);
+  cml_value_t y = cml_parameter_sharded(f, "y", &s, &batch);
+  cml_value_t c = cml_parameter_sharded(f, "c", &cs, NULL);
+  int64_t axis0[1] = {0};
+  cml_value_t a = cml_op_reduce_sum(f, x, axis0, 1);  // partial over data
+  cml_value_t bb = cml_op_reduce_sum(f, y, axis0, 1);
+  cml_value_t outs[5] = {cml_op_add(f, a, bb), cml_op_mul(f, a, bb), cml_op_mul(f, a, c),
+                         cml_op_div(f, a, c), cml_op_add(f, a, c)};
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 5, NULL));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  ASSERT_TRUE(pt_compare(fb->module, spmd) < 1e-9);
+  // a + b, a * c, a / c: one AllReduce each at the result; a * b and a + c share the
+  // reductions of a and b (made once).
+  ASSERT_EQ_INT(pt_count(spmd).all_reduce, 5);
+  PT_TEARDOWN();
+}
+
 // 2-D mesh (data x model): batch-sharded input through the Megatron pair; the AllReduce runs
 // over the model axis only (groups {0,1} and {2,3}), the result stays batch-sharded.
 TEST(mesh_2d_data_model) {
@@ -756,6 +779,182 @@ TEST(elementwise_merges_splits) {
   ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 2);
   ASSERT_EQ_INT(pt_output(spmd, 0)->dims[1], 3);
   PT_TEARDOWN();
+}
+
+// Random programs (elementwise, transpose, reductions, DotGeneral, reshape, broadcast) over
+// random shardings on a 2 x 2 mesh: every partition must compute the global values.
+typedef struct pt_rng_t {
+  uint64_t state;
+} pt_rng_t;
+
+static uint32_t pt_rand(pt_rng_t* r, uint32_t n) {
+  r->state = r->state * 6364136223846793005ull + 1442695040888963407ull;
+  return (uint32_t)((r->state >> 33) % n);
+}
+
+// A random valid sharding of |shape| on the data x model mesh.
+static cml_sharding_t pt_random_spec(pt_rng_t* r, const cml_mesh_t* mesh,
+                                     const cml_shape_t* shape) {
+  cml_sharding_t sh;
+  cml_sharding_replicated(mesh, &sh);
+  sh.rank = shape->rank;
+  bool used[2] = {false, false};
+  for (int d = 0; d < shape->rank; ++d) {
+    sh.axis_count[d] = 0;
+    uint32_t pick = pt_rand(r, 5);  // 0, 1: whole; 2: data; 3: model; 4: data, model
+    int8_t axes[2];
+    int count = 0;
+    if (pick == 2 || pick == 4) axes[count++] = 0;
+    if (pick == 3 || pick == 4) axes[count++] = 1;
+    int64_t k = 1;
+    bool ok = true;
+    for (int i = 0; i < count; ++i) {
+      ok = ok && !used[axes[i]];
+      k *= 2;
+    }
+    if (!ok || shape->dims[d] % k != 0) continue;
+    for (int i = 0; i < count; ++i) {
+      used[axes[i]] = true;
+      sh.mesh_axes[d][i] = axes[i];
+    }
+    sh.axis_count[d] = (int8_t)count;
+  }
+  return sh;
+}
+
+static int64_t pt_random_dim(pt_rng_t* r) { return pt_rand(r, 2) ? 4 : 2; }
+
+TEST(random_programs) {
+  pt_rng_t rng = {12345};
+  int checked = 0;
+  for (int round = 0; round < 150; ++round) {
+    PT_SETUP(pt_mesh("data", 2, "model", 2));
+    cml_value_t vals[40];
+    cml_shape_t shapes[40];
+    int count = 0;
+    for (int i = 0; i < 3; ++i) {
+      int32_t rank = 1 + (int32_t)pt_rand(&rng, 3);
+      int64_t dims[3] = {pt_random_dim(&rng), pt_random_dim(&rng), pt_random_dim(&rng)};
+      shapes[count] = cml_shape_make(CML_DTYPE_F32, rank, dims);
+      cml_sharding_t sh = pt_random_spec(&rng, mesh, &shapes[count]);
+      vals[count] = cml_parameter_sharded(f, NULL, &shapes[count], &sh);
+      ++count;
+    }
+    for (int step = 0; step < 12 && count < 40; ++step) {
+      int a = (int)pt_rand(&rng, (uint32_t)count);
+      cml_shape_t as = shapes[a];
+      cml_value_t y = CML_VALUE_INVALID;
+      switch (pt_rand(&rng, 8)) {
+        case 0:
+          y = pt_rand(&rng, 2) ? cml_op_tanh(f, vals[a]) : cml_op_neg(f, vals[a]);
+          break;
+        case 1: {  // binary with a same-shape value, or a scalar
+          int other = -1;
+          for (int t = 0; t < count; ++t) {
+            if (t != a && cml_shape_equal(&shapes[t], &as) && pt_rand(&rng, 2)) other = t;
+          }
+          cml_value_t rhs =
+              other >= 0 ? vals[other] : cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5);
+          static const cml_op_t ops[5] = {CML_OP_ADD, CML_OP_SUB, CML_OP_MUL, CML_OP_MAX,
+                                          CML_OP_DIV};
+          cml_op_t op = ops[pt_rand(&rng, other >= 0 ? 4 : 5)];
+          y = cml_op_binary(f, op, vals[a], rhs);
+          break;
+        }
+        case 2:
+          if (as.rank >= 2) {
+            int64_t perm[3] = {0, 1, 2};
+            for (int i = as.rank - 1; i > 0; --i) {
+              int j = (int)pt_rand(&rng, (uint32_t)i + 1);
+              int64_t t = perm[i];
+              perm[i] = perm[j];
+              perm[j] = t;
+            }
+            y = cml_op_transpose(f, vals[a], perm, as.rank);
+          }
+          break;
+        case 3: {
+          int64_t axes[3];
+          size_t n_axes = 0;
+          for (int d = 0; d < as.rank; ++d) {
+            if (pt_rand(&rng, 2)) axes[n_axes++] = d;
+          }
+          if (as.rank == 0) break;
+          if (n_axes == 0) axes[n_axes++] = 0;
+          y = pt_rand(&rng, 3) ? cml_op_reduce_sum(f, vals[a], axes, n_axes)
+                               : cml_op_reduce_max(f, vals[a], axes, n_axes);
+          break;
+        }
+        case 4:
+        case 5: {  // DotGeneral with a contracting pair (and a batch pair sometimes)
+          int b2 = (int)pt_rand(&rng, (uint32_t)count);
+          cml_shape_t bs2 = shapes[b2];
+          if (as.rank == 0 || bs2.rank == 0 || as.rank + bs2.rank > 5) break;
+          cml_dot_config_t c;
+          memset(&c, 0, sizeof c);
+          int li = (int)pt_rand(&rng, (uint32_t)as.rank),
+              ri = (int)pt_rand(&rng, (uint32_t)bs2.rank);
+          if (as.dims[li] != bs2.dims[ri]) break;
+          c.lhs_contracting_count = c.rhs_contracting_count = 1;
+          c.lhs_contracting_axes[0] = li;
+          c.rhs_contracting_axes[0] = ri;
+          int lb = (int)pt_rand(&rng, (uint32_t)as.rank),
+              rb = (int)pt_rand(&rng, (uint32_t)bs2.rank);
+          if (lb != li && rb != ri && as.dims[lb] == bs2.dims[rb] && pt_rand(&rng, 2)) {
+            c.lhs_batch_count = c.rhs_batch_count = 1;
+            c.lhs_batch_axes[0] = lb;
+            c.rhs_batch_axes[0] = rb;
+          }
+          y = cml_op_dot_general(f, vals[a], vals[b2], &c);
+          break;
+        }
+        case 6: {  // reshape: merge two adjacent dims, or split a 4 into 2 x 2
+          int64_t dims[4];
+          int32_t rank = 0;
+          int d0 = as.rank ? (int)pt_rand(&rng, (uint32_t)as.rank) : 0;
+          bool merge = d0 + 1 < as.rank && pt_rand(&rng, 2);
+          for (int d = 0; d < as.rank; ++d) {
+            if (merge && d == d0) {
+              dims[rank++] = as.dims[d] * as.dims[d + 1];
+              ++d;
+            } else if (!merge && d == d0 && as.dims[d] == 4 && as.rank < 3) {
+              dims[rank++] = 2;
+              dims[rank++] = 2;
+            } else {
+              dims[rank++] = as.dims[d];
+            }
+          }
+          if (rank >= 1 && rank <= 3) y = cml_op_reshape(f, vals[a], dims, rank);
+          break;
+        }
+        default:
+          if (as.rank < 3) {  // a new leading dim of 2
+            int64_t dims[3] = {2, as.dims[0], as.dims[1]};
+            int64_t axes[2] = {1, 2};
+            y = cml_op_broadcast_in_dim(f, vals[a], dims, as.rank + 1, axes, as.rank);
+          }
+          break;
+      }
+      if (y == CML_VALUE_INVALID) continue;
+      ASSERT_TRUE(cml_builder_value_shape(b, y, &shapes[count]));
+      vals[count++] = y;
+    }
+    cml_value_t outs[3] = {vals[count - 1], vals[count - 2], vals[pt_rand(&rng, (uint32_t)count)]};
+    cml_sharding_t specs[3];
+    for (int k = 0; k < 3; ++k) {
+      cml_shape_t os;
+      ASSERT_TRUE(cml_builder_value_shape(b, outs[k], &os));
+      specs[k] = pt_random_spec(&rng, mesh, &os);
+    }
+    ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 3, specs));
+    ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+    double worst = pt_compare(fb->module, spmd);
+    if (!(worst < 1e-9)) cml_module_dump(fb->module, stderr);
+    ASSERT_TRUE(worst < 1e-9);
+    ++checked;
+    PT_TEARDOWN();
+  }
+  ASSERT_EQ_INT(checked, 150);
 }
 
 // Resharding: a replicated parameter returned sharded is sliced locally (DynamicSlice at
@@ -1388,10 +1587,10 @@ TEST(cnn_structure) {
 #define PT_E2E_TESTS
 #endif  // CML_HAVE_BACKEND_C
 
-TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp),
+TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp), TEST_ENTRY(partial_linearity),
           TEST_ENTRY(partial_to_split_reduce_scatter), TEST_ENTRY(mesh_2d_data_model),
           TEST_ENTRY(mesh_device_assignment), TEST_ENTRY(elementwise_merges_splits),
-          TEST_ENTRY(reshard_outputs), TEST_ENTRY(replicated_fallback),
+          TEST_ENTRY(reshard_outputs), TEST_ENTRY(random_programs), TEST_ENTRY(replicated_fallback),
           TEST_ENTRY(control_flow_whole), TEST_ENTRY(fused_dense_keeps_batch),
           TEST_ENTRY(unimplemented_names_op_and_sharding), TEST_ENTRY(two_meshes_unimplemented),
           TEST_ENTRY(refuses_non_auto_sharding) PT_E2E_TESTS)
