@@ -291,6 +291,37 @@ static bool pt_eval(const cml_module_t* m, const cml_ir_node_t* n, pt_tensor_t* 
       }
       return true;
     }
+    case CML_OP_SLICE:
+      for (int64_t i = 0; i < count; ++i) {
+        pt_unravel(&out->shape, i, idx);
+        for (int k = 0; k < x->shape.rank; ++k) j[k] = a->starts[k] + idx[k] * a->strides[k];
+        out->data[i] = x->data[pt_ravel(&x->shape, j)];
+      }
+      return true;
+    case CML_OP_REVERSE:
+      for (int64_t i = 0; i < count; ++i) {
+        pt_unravel(&out->shape, i, idx);
+        for (int k = 0; k < x->shape.rank; ++k) j[k] = idx[k];
+        for (int q = 0; q < a->axis_count; ++q) {
+          j[a->axes[q]] = out->shape.dims[a->axes[q]] - 1 - idx[a->axes[q]];
+        }
+        out->data[i] = x->data[pt_ravel(&x->shape, j)];
+      }
+      return true;
+    case CML_OP_CONCATENATE:
+      for (int64_t i = 0; i < count; ++i) {
+        pt_unravel(&out->shape, i, idx);
+        int64_t pos = idx[a->axis];
+        uint32_t q = 0;
+        while (pos >= vals[n->inputs[q]].shape.dims[a->axis]) {
+          pos -= vals[n->inputs[q]].shape.dims[a->axis];
+          ++q;
+        }
+        const pt_tensor_t* src = &vals[n->inputs[q]];
+        idx[a->axis] = pos;
+        out->data[i] = src->data[pt_ravel(&src->shape, idx)];
+      }
+      return true;
     case CML_OP_DYNAMIC_SLICE: {
       int64_t start[CML_MAX_RANK];
       for (int k = 0; k < x->shape.rank; ++k) {
@@ -844,7 +875,36 @@ TEST(random_programs) {
       int a = (int)pt_rand(&rng, (uint32_t)count);
       cml_shape_t as = shapes[a];
       cml_value_t y = CML_VALUE_INVALID;
-      switch (pt_rand(&rng, 8)) {
+      switch (pt_rand(&rng, 11)) {
+        case 8:  // slice the first half (or a stride-2 pick) of a dim
+          if (as.rank >= 1) {
+            int64_t st0[3] = {0, 0, 0}, lim[3] = {0, 0, 0}, str[3] = {1, 1, 1};
+            for (int d = 0; d < as.rank; ++d) lim[d] = as.dims[d];
+            int d0 = (int)pt_rand(&rng, (uint32_t)as.rank);
+            if (pt_rand(&rng, 2)) {
+              lim[d0] = as.dims[d0] / 2;
+            } else {
+              str[d0] = 2;
+            }
+            y = cml_op_slice(f, vals[a], st0, lim, str, as.rank);
+          }
+          break;
+        case 9:  // concatenate with a same-shape value along a random dim
+          if (as.rank >= 1) {
+            int other = a;
+            for (int t = 0; t < count; ++t) {
+              if (cml_shape_equal(&shapes[t], &as) && pt_rand(&rng, 2)) other = t;
+            }
+            cml_value_t ops2[2] = {vals[a], vals[other]};
+            y = cml_op_concatenate(f, (int64_t)pt_rand(&rng, (uint32_t)as.rank), ops2, 2);
+          }
+          break;
+        case 10:
+          if (as.rank >= 1) {
+            int64_t axis = (int64_t)pt_rand(&rng, (uint32_t)as.rank);
+            y = cml_op_reverse(f, vals[a], &axis, 1);
+          }
+          break;
         case 0:
           y = pt_rand(&rng, 2) ? cml_op_tanh(f, vals[a]) : cml_op_neg(f, vals[a]);
           break;
