@@ -4,7 +4,7 @@
 # build-tsan/, only the thread-related targets), then runs under TSan, stopping at the first report:
 #   - the thread-related unit tests (ctest --preset tsan: thread pool, engine, plan, optimizer,
 #     concurrent executes, concurrent builders, concurrent registration),
-#   - the compliance suite's exec/ and functions/ groups on the c backend,
+#   - the compliance suite's exec/ and control/ groups on the c backend,
 #   - the whole compliance suite on c:threads=4 (more workers than cores: kernels split work).
 # Exit status: non-zero on a build failure, a test failure or any TSan report.
 set -euo pipefail
@@ -35,8 +35,8 @@ fi
 
 echo "-- tsan: thread-related unit tests"
 "${wrap[@]}" ctest --preset tsan -j"$jobs"
-echo "-- tsan: cml test --backend c --op '^(exec|functions)/'"
-"${wrap[@]}" "$build/cml" test --backend c --op '^(exec|functions)/'
+echo "-- tsan: cml test --backend c --op '^(exec|control)/'"
+"${wrap[@]}" "$build/cml" test --backend c --op '^(exec|control)/'
 echo "-- tsan: cml test --backend c:threads=4 (whole suite)"
 "${wrap[@]}" "$build/cml" test --backend c:threads=4
 echo "test_tsan: no data races reported"

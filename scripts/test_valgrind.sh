@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # scripts/test_valgrind.sh: the valgrind (memcheck) step of CI, on an existing build (default
 # build/, RelWithDebInfo): representative unit tests (core, engine, public API, error and
-# out-of-memory paths), the compliance suite's exec/, functions/ and shape/ groups on the c
+# out-of-memory paths), the compliance suite's exec/, control/ and movement/ groups on the c
 # backend, then the whole suite. Any memcheck error or definite leak fails.
 # valgrind has no AVX-512, so the c backend runs its AVX2 (or scalar) kernels here.
 #
@@ -37,8 +37,8 @@ for t in "${tests[@]}"; do
   fi
   tail -n 1 "$log"
 done
-echo "-- valgrind: cml test --backend c --op '^(exec|functions|shape)/'"
-"${vg[@]}" "$build/cml" test --backend c --op '^(exec|functions|shape)/'
+echo "-- valgrind: cml test --backend c --op '^(exec|control|movement)/'"
+"${vg[@]}" "$build/cml" test --backend c --op '^(exec|control|movement)/'
 echo "-- valgrind: cml test --backend c (whole suite)"
 "${vg[@]}" "$build/cml" test --backend c
 echo "test_valgrind: no memcheck errors, no definite leaks"

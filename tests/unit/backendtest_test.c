@@ -567,22 +567,22 @@ static void fake_never_run(bt_t* t) { bt_fail(t, "a placeholder entry must not r
 const bt_case_t bt_cases_exec[] = {{"pass_add", CML_OP_ADD, fake_pass_add},
                                    {"fail_quotes", CML_OP_INVALID, fake_fail_quotes}};
 const size_t bt_cases_exec_count = 2;
-const bt_case_t bt_cases_functions[] = {{"skip", CML_OP_SUB, fake_skip}};
-const size_t bt_cases_functions_count = 1;
-const bt_case_t bt_cases_unary[] = {{"silent_fail", CML_OP_INVALID, fake_silent_fail}};
-const size_t bt_cases_unary_count = 1;
+const bt_case_t bt_cases_control[] = {{"skip", CML_OP_SUB, fake_skip}};
+const size_t bt_cases_control_count = 1;
+const bt_case_t bt_cases_elementwise_unary[] = {{"silent_fail", CML_OP_INVALID, fake_silent_fail}};
+const size_t bt_cases_elementwise_unary_count = 1;
 // A placeholder group (count 0, one NULL entry) as the case files start out.
-const bt_case_t bt_cases_binary[] = {{NULL, CML_OP_INVALID, fake_never_run}};
-const size_t bt_cases_binary_count = 0;
+const bt_case_t bt_cases_elementwise_binary[] = {{NULL, CML_OP_INVALID, fake_never_run}};
+const size_t bt_cases_elementwise_binary_count = 0;
 #define FAKE_EMPTY_GROUP(g)                                        \
   const bt_case_t bt_cases_##g[] = {{NULL, CML_OP_INVALID, NULL}}; \
   const size_t bt_cases_##g##_count = 0;
 FAKE_EMPTY_GROUP(reduce)
-FAKE_EMPTY_GROUP(shape)
+FAKE_EMPTY_GROUP(movement)
 FAKE_EMPTY_GROUP(index)
 FAKE_EMPTY_GROUP(window)
-FAKE_EMPTY_GROUP(dot)
-FAKE_EMPTY_GROUP(conv)
+FAKE_EMPTY_GROUP(linalg_dot)
+FAKE_EMPTY_GROUP(linalg_conv)
 FAKE_EMPTY_GROUP(special)
 FAKE_EMPTY_GROUP(fused)
 FAKE_EMPTY_GROUP(collective)
@@ -624,8 +624,8 @@ static char* read_file_text(FILE* f) {
 TEST(runner_listing) {
   ASSERT_EQ_INT(cml_backendtest_case_count(), 4);
   ASSERT_STREQ(cml_backendtest_case_name(0), "exec/pass_add");
-  ASSERT_STREQ(cml_backendtest_case_name(2), "functions/skip");
-  ASSERT_STREQ(cml_backendtest_case_name(3), "unary/silent_fail");
+  ASSERT_STREQ(cml_backendtest_case_name(2), "control/skip");
+  ASSERT_STREQ(cml_backendtest_case_name(3), "elementwise_unary/silent_fail");
   ASSERT_TRUE(cml_backendtest_case_name(4) == NULL);
 }
 
@@ -654,11 +654,12 @@ TEST(runner_summary_coverage_and_json) {
   char* text = read_file_text(log);
   fclose(log);
   ASSERT_TRUE(text != NULL);
-  int ok = strstr(text, "ok   exec/pass_add\n") && strstr(text, "FAIL exec/fail_quotes\n") &&
-           strstr(text, "    second line\n") && strstr(text, "skip functions/skip\n") &&
-           strstr(text, "FAIL unary/silent_fail\n    the case failed without a message\n") &&
-           strstr(text, "not covered: Sub\n") && !strstr(text, "not covered: Add") &&
-           strstr(text, "\n1 passed, 3 failed, 1 skipped\n");
+  int ok =
+      strstr(text, "ok   exec/pass_add\n") && strstr(text, "FAIL exec/fail_quotes\n") &&
+      strstr(text, "    second line\n") && strstr(text, "skip control/skip\n") &&
+      strstr(text, "FAIL elementwise_unary/silent_fail\n    the case failed without a message\n") &&
+      strstr(text, "not covered: Sub\n") && !strstr(text, "not covered: Add") &&
+      strstr(text, "\n1 passed, 3 failed, 1 skipped\n");
   if (!ok) fprintf(stderr, "log was:\n%s", text);
   free(text);
   ASSERT_TRUE(ok);
@@ -700,7 +701,7 @@ TEST(runner_filter) {
     ASSERT_EQ_INT(sum.failed, 0);
     ASSERT_EQ_INT(sum.skipped, 0);
     // A group prefix selects by case name.
-    opts.op_regex = "^functions/";
+    opts.op_regex = "^control/";
     st = cml_backendtest_run_all(backend, &opts, &sum);
   }
   if (st == CML_OK) {
@@ -708,7 +709,7 @@ TEST(runner_filter) {
     ASSERT_EQ_INT(sum.skipped, 1);
     ASSERT_EQ_INT(sum.failed, 0);
     // The ops.def group of a case's op selects too: Add and Sub are "elementwise" (the case
-    // files are exec/ and functions/); the cases without an op are left out, and Sub, advertised
+    // files are exec/ and control/); the cases without an op are left out, and Sub, advertised
     // and only skipped, is not covered.
     opts.op_regex = "^elementwise$";
     st = cml_backendtest_run_all(backend, &opts, &sum);

@@ -349,6 +349,7 @@ static cml_status_t tnode_run(tnode_t* t, bool reduce, const cmlc_options_t* opt
   }
   args.scratch = scratch;
   args.scratch_size = scratch_size;
+  memcpy(args.impl, entry.impl, sizeof args.impl);
   cml_status_t status = entry.run(&args);
   free(scratch);
   return status;
@@ -548,11 +549,52 @@ TEST(reference_options_pick_no_simd) {
   ASSERT_TRUE(cmlc_ew_simd_unary_fn(&avx2, CML_OP_EXP, CML_DTYPE_F64) == NULL);
 }
 
+// The lookup decides the inner loop once, at plan time: the entry carries the variant for the
+// options' ISA, and the runner uses exactly that one (a NULL slot makes it fail, not re-pick).
+TEST(lookup_picks_variant_at_plan_time) {
+  const cml_shape_t v = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){64});
+  const cml_shape_t ins[2] = {v, v};
+  tnode_t t;
+  tnode_init(&t, CML_OP_ADD, 2, ins, &v);
+  for (size_t k = 0; k < sizeof kIsas / sizeof kIsas[0]; ++k) {
+    if (!kIsas[k].available()) continue;
+    const cmlc_options_t o = make_options(kIsas[k].isa, false, 1);
+    cmlc_kernel_entry_t e;
+    ASSERT_TRUE(cmlc_kernels_elementwise_lookup(&t.module, &t.node, &o, &e));
+    ASSERT_TRUE(kIsas[k].binary(CML_OP_ADD, CML_DTYPE_F32) != NULL);
+    ASSERT_TRUE(e.impl[0] == (cmlc_impl_fn)kIsas[k].binary(CML_OP_ADD, CML_DTYPE_F32));
+  }
+  const cmlc_options_t ref = make_options(CMLC_ISA_AVX512, true, 1);
+  cmlc_kernel_entry_t e;
+  ASSERT_TRUE(cmlc_kernels_elementwise_lookup(&t.module, &t.node, &ref, &e));
+  ASSERT_TRUE(e.impl[0] == (cmlc_impl_fn)cmlc_ew_binary_fn(CML_OP_ADD, CML_DTYPE_F32));
+  // A runner handed no variant reports it instead of choosing one itself.
+  float a[64] = {0}, b[64] = {0}, out[64];
+  const void* inputs[2] = {a, b};
+  const cml_shape_t* in_shapes[2] = {&t.values[1].shape, &t.values[2].shape};
+  const cml_shape_t* out_shapes[1] = {&t.values[3].shape};
+  void* outputs[1] = {out};
+  cmlc_kernel_args_t args;
+  memset(&args, 0, sizeof args);
+  args.module = &t.module;
+  args.node = &t.node;
+  args.options = &ref;
+  args.input_count = 2;
+  args.input_shapes = in_shapes;
+  args.inputs = inputs;
+  args.output_count = 1;
+  args.output_shapes = out_shapes;
+  args.outputs = outputs;
+  cml_status_t st = e.run(&args);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INTERNAL);
+  cml_status_free(st);
+}
+
 TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan_and_signed_zero),
           TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
           TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
           TEST_ENTRY(blocked_full_reduction_thread_independent),
-          TEST_ENTRY(reference_options_pick_no_simd))
+          TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build
 

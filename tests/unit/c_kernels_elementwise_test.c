@@ -70,6 +70,7 @@ static cml_status_t tnode_run(tnode_t* t, const void* const* inputs, void* outpu
   args.output_shapes = out_shapes;
   args.outputs = outputs;
   args.pool = pool;
+  memcpy(args.impl, entry.impl, sizeof args.impl);
   return entry.run(&args);
 }
 

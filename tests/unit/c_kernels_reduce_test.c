@@ -96,6 +96,7 @@ static cml_status_t tnode_run_isa(tnode_t* t, const void* input, void* output, c
     }
   }
   args.scratch = scratch;
+  memcpy(args.impl, entry.impl, sizeof args.impl);
   cml_status_t st = entry.run(&args);
   free(scratch);
   return st;

@@ -69,6 +69,7 @@ static cml_status_t fake_run(fake_t* f, int threads, cmlc_pool_t* pool, const vo
   a.scratch = scratch;
   a.scratch_size = size;
   a.pool = pool;
+  memcpy(a.impl, e.impl, sizeof a.impl);
   cml_status_t st = e.run(&a);
   free(scratch);
   return st;

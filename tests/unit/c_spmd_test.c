@@ -404,6 +404,48 @@ TEST(if_on_replica_id_around_all_reduce_is_a_status_not_a_hang) {
   cml_backend_release(be);
 }
 
+// A named function doing ReduceScatter then AllGather (an AllReduce in two steps), called twice
+// from main: each call is a new round of both collectives.
+TEST(collectives_inside_call) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=4,threads=2", &be));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "call", &b));
+  ASSERT_STATUS_OK(cml_builder_spmd(b, 4));
+  cml_shape_t s = vec(CML_DTYPE_I32, 8);
+  cml_function_t* g = NULL;
+  ASSERT_STATUS_OK(cml_builder_new_function(b, "two_step_sum", &g));
+  cml_value_t gx = cml_parameter(g, "x", &s);
+  cml_value_t part = cml_op_reduce_scatter(g, gx, CML_REDUCE_SUM, 0, NULL);
+  cml_value_t whole = cml_op_all_gather(g, part, 0, NULL);
+  ASSERT_STATUS_OK(cml_function_return(g, &whole, 1));
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t x = cml_parameter(f, "x", &s), once, twice;
+  ASSERT_TRUE(cml_op_call(f, g, &x, 1, &once));
+  ASSERT_TRUE(cml_op_call(f, g, &once, 1, &twice));
+  ASSERT_STATUS_OK(cml_function_return(f, &twice, 1));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  int32_t xh[4][8];
+  for (int j = 0; j < 4; ++j) {
+    for (int i = 0; i < 8; ++i) xh[j][i] = i * (j + 1);  // sum over slots: 10 i; twice: 40 i
+  }
+  cml_buffer_t* in[4] = {0};
+  cml_buffer_t* out[4] = {0};
+  ASSERT_STATUS_OK(put(be, &s, xh, sizeof xh[0], 4, NULL, 1, 0, in));
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, 4, NULL, 0, out));
+  for (int j = 0; j < 4; ++j) {
+    int32_t got[8];
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[j], got, sizeof got));
+    for (int i = 0; i < 8; ++i) ASSERT_EQ_INT(got[i], 40 * i);
+  }
+  release_all(out, 4);
+  release_all(in, 4);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+}
+
 //===--- stops ---===//
 
 // counter loop: While (i < n) { i + 1 }, then AllReduce(i). Slot 0 gets n = 2^40 and loops for
@@ -614,7 +656,7 @@ TEST(bad_input_statuses) {
 
 TEST_MAIN(TEST_ENTRY(all_reduce_plus_replica_id), TEST_ENTRY(every_collective_reference_values),
           TEST_ENTRY(groups_several_operands_device_assignment), TEST_ENTRY(all_reduce_every_dtype),
-          TEST_ENTRY(collectives_inside_while_and_if),
+          TEST_ENTRY(collectives_inside_while_and_if), TEST_ENTRY(collectives_inside_call),
           TEST_ENTRY(if_on_replica_id_around_all_reduce_is_a_status_not_a_hang),
           TEST_ENTRY(deadline_while_one_slot_loops_and_the_others_wait),
           TEST_ENTRY(cancel_while_one_slot_loops),

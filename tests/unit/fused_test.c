@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/unit/fused_test.c: the fused ops (src/core/fused.c, kernels/generic/fused_kernels.c):
+// tests/unit/fused_test.c: the fused ops (src/core/fused.c, kernels/generic/fused.c):
 // which backends advertise them, that a native backend records one fused node and the others
 // the decomposition, native kernels against plain reference loops and against the
 // decomposition on sizes that use the thread pool, thread-count independence, and the

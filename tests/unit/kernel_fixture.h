@@ -95,6 +95,7 @@ static inline cml_status_t kt_run(kt_t* k, cmlc_pool_t* pool, const void* const*
   void* scratch = scratch_size ? aligned_alloc(64, (scratch_size + 63) / 64 * 64) : NULL;
   a.scratch = scratch;
   a.scratch_size = scratch_size;
+  memcpy(a.impl, e.impl, sizeof a.impl);
   cml_status_t st = e.run(&a);
   free(scratch);
   return st;

@@ -98,6 +98,10 @@ void cmlc_round_finish(cmlc_rendezvous_t* rendezvous, cmlc_round_t* round);
 
 //===--- kernels ---===//
 
+// An inner loop a group picks at plan time (cast back to its own type by the group's runner).
+typedef void (*cmlc_impl_fn)(void);
+#define CMLC_IMPL_SLOTS 2
+
 typedef struct cmlc_kernel_args_t {
   const cml_module_t* module;
   const cml_ir_node_t* node;
@@ -116,6 +120,8 @@ typedef struct cmlc_kernel_args_t {
   cml_status_t (*call_function)(void* exec, uint32_t function, const void* const* inputs,
                                 void* const* outputs);
   void* exec;
+  // entry.impl, copied by whoever runs the entry (the engine, the folder, a test fixture).
+  cmlc_impl_fn impl[CMLC_IMPL_SLOTS];
   // SPMD: this device slot (the replica id), the number of slots and the execution's
   // rendezvous (NULL, 0 and 1 outside SPMD).
   cmlc_rendezvous_t* rendezvous;
@@ -133,6 +139,10 @@ typedef struct cmlc_kernel_entry_t {
   // Output 0 may share storage with input |in_place_input| (-1: never). Elementwise kernels
   // that read each element before writing it set this to let the planner reuse buffers.
   int in_place_input;
+  // Inner loops the group's lookup picked for options->isa, once, when the plan is made (the
+  // runner never looks at the ISA): the meaning of each slot is the group's; NULL slots mean
+  // "none" (e.g. no SIMD variant for this op and dtype).
+  cmlc_impl_fn impl[CMLC_IMPL_SLOTS];
 } cmlc_kernel_entry_t;
 
 // Group lookups: fill |out| and return true when the group implements |node| (its op and
@@ -169,7 +179,7 @@ void cmlc_kernels_window_capabilities(cml_capabilities_t* caps);
 void cmlc_kernels_linalg_capabilities(cml_capabilities_t* caps);
 void cmlc_kernels_special_capabilities(cml_capabilities_t* caps);
 void cmlc_kernels_collective_capabilities(cml_capabilities_t* caps);
-// The fused group (kernels/generic/fused_kernels.c): advertises FusedSoftmax, FusedGelu,
+// The fused group (kernels/generic/fused.c): advertises FusedSoftmax, FusedGelu,
 // FusedLayerNorm and FusedDense only when |options| enable fusion and not the reference kernels
 // (otherwise the builder decomposes them into standard ops).
 bool cmlc_kernels_fused_lookup(const cml_module_t* module, const cml_ir_node_t* node,

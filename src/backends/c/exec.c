@@ -378,6 +378,7 @@ CMLC_NOINLINE static cml_status_t cmlc_run_kernel(cmlc_context_t* ctx,
       .replica = ctx->replica,
       .replica_count = ctx->replica_count,
   };
+  memcpy(args.impl, step->entry.impl, sizeof args.impl);
   cml_status_t st = step->entry.run(&args);
   if (st != CML_OK) return cml_status_annotate(st, "c backend: %s", cml_op_name(n->op));
   return CML_OK;

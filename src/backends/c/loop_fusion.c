@@ -2,7 +2,7 @@
 // src/backends/c/loop_fusion.c: fused elementwise loops: one pass over the output for a group
 // of elementwise ops, so that the group's intermediates never touch the arena. (The c backend's
 // loop fusion, not the fused ops of cml/fused.h: those are src/core/fused.c and
-// kernels/generic/fused_kernels.c.)
+// kernels/generic/fused.c.)
 //
 // A group's program is a list of ops over registers: blocks of CMLC_FUSED_BLOCK elements that
 // stay in L1. For each block every op runs in schedule order through the very inner loops the
@@ -40,6 +40,7 @@ typedef struct cmlc_fused_op_t {
   const cml_ir_node_t* node;
   cmlc_ew_fn fn;  // NULL: ConvertDType from |from| to |to|
   cml_dtype_t from, to;
+  cmlc_impl_fn convert_impl;  // ConvertDType: the SIMD loop its lookup picked (may be NULL)
   int arg_count;
   int16_t args[3];  // >= 0: register; < 0: input -(arg + 1)
   int16_t dst;      // register, or -1: the output
@@ -66,8 +67,8 @@ static bool cmlc_fused_dtype_ok(cml_dtype_t dtype) {
   return dtype == CML_DTYPE_F32 || dtype == CML_DTYPE_F64 || dtype == CML_DTYPE_BOOL;
 }
 
-// Fills |op|'s inner loop (the same choice the unfused runners make) and returns whether the
-// node can be fused.
+// Fills |op|'s inner loop and returns whether the node can be fused. The loop is the one the
+// elementwise group's lookup picked for the unfused node (one place picks SIMD variants).
 static bool cmlc_fused_pick(const cml_module_t* m, const cml_ir_node_t* n,
                             const cmlc_options_t* options, cmlc_fused_op_t* op) {
   if (n->output_count != 1 || n->input_count == 0 || n->input_count > 3) return false;
@@ -75,61 +76,42 @@ static bool cmlc_fused_pick(const cml_module_t* m, const cml_ir_node_t* n,
   if (!cmlc_fused_dtype_ok(os->dtype)) return false;
   for (uint32_t k = 0; k < n->input_count; ++k) {
     // Broadcast inputs are gathered into blocks of CMLC_FUSED_MAX_ELEMENT-byte elements.
-    const size_t size = cmlc_ew_element_size(m->values[n->inputs[k]].shape.dtype);
+    const size_t size = cmlc_dtype_size(m->values[n->inputs[k]].shape.dtype);
     if (size == 0 || size > CMLC_FUSED_MAX_ELEMENT) return false;
   }
-  const cml_dtype_t d0 = m->values[n->inputs[0]].shape.dtype;
-  memset(op, 0, sizeof *op);
-  op->node = n;
-  op->arg_count = (int)n->input_count;
   switch (n->op) {
     case CML_OP_IDENTITY:
     case CML_OP_BITCAST:
     case CML_OP_IOTA:
       return false;
-    case CML_OP_CONVERT_DTYPE:
-      if (n->input_count != 1 || !cmlc_ew_convert_supported(d0, os->dtype)) return false;
-      op->from = d0;
-      op->to = os->dtype;
-      return true;
-    case CML_OP_CLAMP:
-      if (n->input_count != 3) return false;
-      op->fn = cmlc_ew_binary_fn(CML_OP_CLAMP, m->values[n->inputs[1]].shape.dtype);
-      return op->fn != NULL;
-    case CML_OP_WHERE: {
-      if (n->input_count != 3) return false;
-      const size_t size = cmlc_ew_element_size(os->dtype);
-      op->fn = cmlc_ew_simd_where_fn(options, size);
-      if (!op->fn) op->fn = cmlc_ew_where_fn(size);
-      return op->fn != NULL;
-    }
     default:
       break;
   }
-  switch (cml_op_kind(n->op)) {
-    case CML_OPK_UNARY:
-      if (n->input_count != 1) return false;
-      op->fn = cmlc_ew_simd_unary_fn(options, n->op, d0);
-      if (!op->fn) op->fn = cmlc_ew_unary_fn(n->op, d0);
-      return op->fn != NULL;
-    case CML_OPK_BINARY:
-    case CML_OPK_COMPARE:
-      if (n->input_count != 2) return false;
-      op->fn = cmlc_ew_simd_binary_fn(options, n->op, d0);
-      if (!op->fn) op->fn = cmlc_ew_binary_fn(n->op, d0);
-      return op->fn != NULL;
-    default:
-      return false;
+  const cml_op_kind_t kind = cml_op_kind(n->op);
+  const bool plain = n->op == CML_OP_CONVERT_DTYPE || n->op == CML_OP_CLAMP ||
+                     n->op == CML_OP_WHERE || kind == CML_OPK_UNARY || kind == CML_OPK_BINARY ||
+                     kind == CML_OPK_COMPARE;
+  if (!plain) return false;
+  cmlc_kernel_entry_t e = {.in_place_input = -1};
+  if (!cmlc_kernels_elementwise_lookup(m, n, options, &e) || !e.run) return false;
+  memset(op, 0, sizeof *op);
+  op->node = n;
+  op->arg_count = (int)n->input_count;
+  if (n->op == CML_OP_CONVERT_DTYPE) {
+    if (n->input_count != 1) return false;
+    op->from = m->values[n->inputs[0]].shape.dtype;
+    op->to = os->dtype;
+    op->convert_impl = e.impl[0];
+    return true;
   }
+  op->fn = (cmlc_ew_fn)e.impl[0];
+  return op->fn != NULL;
 }
 
 bool cmlc_fused_node_supported(const cml_module_t* module, const cml_ir_node_t* node,
                                const cmlc_options_t* options) {
   cmlc_fused_op_t op;
-  if (!cmlc_fused_pick(module, node, options, &op)) return false;
-  // The planner would run it through the elementwise group (checked, not assumed).
-  cmlc_kernel_entry_t e = {NULL, NULL, -1};
-  return cmlc_kernels_elementwise_lookup(module, node, options, &e) && e.run;
+  return cmlc_fused_pick(module, node, options, &op);
 }
 
 //===--- building ---===//
@@ -154,7 +136,7 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
   f->rank = os->rank;
   for (int32_t d = 0; d < os->rank; ++d) f->dims[d] = os->dims[d];
   f->n = cml_shape_element_count(os);
-  f->out_size = cmlc_ew_element_size(os->dtype);
+  f->out_size = cmlc_dtype_size(os->dtype);
   // Register of each member's output (-1 before it is computed), and the last op reading it.
   int16_t reg_of[CMLC_FUSED_MAX_OPS];
   uint32_t last_reader[CMLC_FUSED_MAX_OPS];
@@ -200,7 +182,7 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
         }
         const cml_shape_t* is = &m->values[v].shape;
         f->inputs[slot] = v;
-        f->in_size[slot] = cmlc_ew_element_size(is->dtype);
+        f->in_size[slot] = cmlc_dtype_size(is->dtype);
         if (cml_shape_element_count(is) == 1) {
           f->mode[slot] = CMLC_FUSED_SCALAR;
         } else if (cml_shape_dims_equal(is, os)) {
@@ -209,7 +191,7 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
           f->mode[slot] = CMLC_FUSED_BCAST;
           f->bcast_slot[slot] = (uint8_t)f->bcast_count++;
           int64_t strides[CML_MAX_RANK];
-          cmlc_ew_strides(is, strides);
+          cmlc_shape_strides(is, strides);
           for (int32_t d = 0; d < os->rank; ++d) {
             if (is->dims[d] != os->dims[d] && is->dims[d] != 1) why = "bad broadcast";
             f->in_strides[slot][d] = is->dims[d] == 1 ? 0 : strides[d];
@@ -391,6 +373,7 @@ static void cmlc_fused_task(void* ctx, int64_t begin, int64_t end, int thread_in
           .output_count = 1,
           .output_shapes = oshape,
           .outputs = outs,
+          .impl = {op->convert_impl},
       };
       // Checked when the program was built (cmlc_ew_convert_supported): cannot fail.
       cml_status_free(cmlc_ew_run_convert(&args));

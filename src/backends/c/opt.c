@@ -219,6 +219,7 @@ static cml_status_t cmlc_opt_try_fold(cmlc_planner_t* p, uint32_t ni) {
       .call_function = cmlc_opt_no_call,
       .exec = NULL,
   };
+  memcpy(args.impl, entry.impl, sizeof args.impl);
   st = entry.run(&args);
   if (st == CML_OK) {
     for (uint32_t o = 0; o < n->output_count; ++o) p->value_data[n->first_output + o] = outs[o];

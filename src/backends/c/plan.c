@@ -166,7 +166,7 @@ cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_t* n, cmlc_ke
     out->scratch = cmlc_sort_scratch;
     return CML_OK;
   }
-  cmlc_kernel_entry_t e = {NULL, NULL, -1};
+  cmlc_kernel_entry_t e = {.in_place_input = -1};
   if (cmlc_dispatch_lookup(m, n, o, &e) && e.run) {  // the op's group (dispatch.c)
     if (e.in_place_input >= (int)n->input_count) e.in_place_input = -1;
     *out = e;

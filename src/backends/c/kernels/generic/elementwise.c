@@ -127,35 +127,32 @@ static cml_status_t cmlc_ew_missing(const cmlc_kernel_args_t* args) {
                          cml_op_name(args->node->op), cml_dtype_name(args->input_shapes[0]->dtype));
 }
 
+// The inner loop the lookup picked (slot 0), or NULL.
+static cmlc_ew_fn cmlc_ew_impl(const cmlc_kernel_args_t* args) { return (cmlc_ew_fn)args->impl[0]; }
+
 static cml_status_t cmlc_ew_run_unary(const cmlc_kernel_args_t* args) {
-  const cml_dtype_t dtype = args->input_shapes[0]->dtype;
-  cmlc_ew_fn fn = cmlc_ew_simd_unary_fn(args->options, args->node->op, dtype);
-  if (!fn) fn = cmlc_ew_unary_fn(args->node->op, dtype);
+  cmlc_ew_fn fn = cmlc_ew_impl(args);
   if (!fn) return cmlc_ew_missing(args);
   static const int inputs[1] = {0};
   return cmlc_ew_drive(args, fn, 1, inputs);
 }
 
 static cml_status_t cmlc_ew_run_binary(const cmlc_kernel_args_t* args) {
-  const cml_dtype_t dtype = args->input_shapes[0]->dtype;
-  cmlc_ew_fn fn = cmlc_ew_simd_binary_fn(args->options, args->node->op, dtype);
-  if (!fn) fn = cmlc_ew_binary_fn(args->node->op, dtype);
+  cmlc_ew_fn fn = cmlc_ew_impl(args);
   if (!fn) return cmlc_ew_missing(args);
   static const int inputs[2] = {0, 1};
   return cmlc_ew_drive(args, fn, 2, inputs);
 }
 
 static cml_status_t cmlc_ew_run_clamp(const cmlc_kernel_args_t* args) {
-  cmlc_ew_fn fn = cmlc_ew_binary_fn(CML_OP_CLAMP, args->input_shapes[1]->dtype);
+  cmlc_ew_fn fn = cmlc_ew_impl(args);
   if (!fn) return cmlc_ew_missing(args);
   static const int inputs[3] = {0, 1, 2};
   return cmlc_ew_drive(args, fn, 3, inputs);
 }
 
 static cml_status_t cmlc_ew_run_where(const cmlc_kernel_args_t* args) {
-  const size_t size = cmlc_dtype_size(args->output_shapes[0]->dtype);
-  cmlc_ew_fn fn = cmlc_ew_simd_where_fn(args->options, size);
-  if (!fn) fn = cmlc_ew_where_fn(size);
+  cmlc_ew_fn fn = cmlc_ew_impl(args);
   if (!fn) return cmlc_ew_missing(args);
   static const int inputs[3] = {0, 1, 2};
   return cmlc_ew_drive(args, fn, 3, inputs);
@@ -182,12 +179,11 @@ static bool cmlc_ew_is_group_op(cml_op_t op) { return cml_op_group(op) == CML_OP
 
 bool cmlc_kernels_elementwise_lookup(const cml_module_t* module, const cml_ir_node_t* node,
                                      const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
-  (void)options;
   if (!module || !node || !out || !cmlc_ew_is_group_op(node->op)) return false;
   const cml_shape_t* os = &module->values[node->first_output].shape;
   const cml_dtype_t in0 =
       node->input_count > 0 ? module->values[node->inputs[0]].shape.dtype : CML_DTYPE_INVALID;
-  cmlc_kernel_entry_t e = {NULL, NULL, -1};
+  cmlc_kernel_entry_t e = {.in_place_input = -1};
   switch (node->op) {
     case CML_OP_IDENTITY:
       e.run = cmlc_ew_run_identity;
@@ -196,6 +192,7 @@ bool cmlc_kernels_elementwise_lookup(const cml_module_t* module, const cml_ir_no
     case CML_OP_CONVERT_DTYPE:
       if (!cmlc_ew_convert_supported(in0, os->dtype)) return false;
       e.run = cmlc_ew_run_convert;
+      e.impl[0] = (cmlc_impl_fn)cmlc_ew_simd_convert_fn(options, in0, os->dtype);
       if (!cml_dtype_is_packed(in0) && !cml_dtype_is_packed(os->dtype)) {
         e.in_place_input = cmlc_ew_in_place_input(module, node, 0);
       }
@@ -211,6 +208,7 @@ bool cmlc_kernels_elementwise_lookup(const cml_module_t* module, const cml_ir_no
     case CML_OP_CLAMP:
       if (node->input_count != 3 || !cmlc_ew_binary_fn(CML_OP_CLAMP, os->dtype)) return false;
       e.run = cmlc_ew_run_clamp;
+      e.impl[0] = (cmlc_impl_fn)cmlc_ew_binary_fn(CML_OP_CLAMP, os->dtype);
       e.in_place_input = cmlc_ew_in_place_input(module, node, 0);
       break;
     case CML_OP_WHERE:
@@ -218,15 +216,21 @@ bool cmlc_kernels_elementwise_lookup(const cml_module_t* module, const cml_ir_no
         return false;
       }
       e.run = cmlc_ew_run_where;
+      e.impl[0] = (cmlc_impl_fn)cmlc_ew_simd_where_fn(options, cmlc_dtype_size(os->dtype));
+      if (!e.impl[0]) e.impl[0] = (cmlc_impl_fn)cmlc_ew_where_fn(cmlc_dtype_size(os->dtype));
       e.in_place_input = cmlc_ew_in_place_input(module, node, 1);
       break;
     default:
       if (cml_op_kind(node->op) == CML_OPK_UNARY) {
         if (!cmlc_ew_unary_fn(node->op, in0)) return false;
         e.run = cmlc_ew_run_unary;
+        e.impl[0] = (cmlc_impl_fn)cmlc_ew_simd_unary_fn(options, node->op, in0);
+        if (!e.impl[0]) e.impl[0] = (cmlc_impl_fn)cmlc_ew_unary_fn(node->op, in0);
       } else {
         if (node->input_count != 2 || !cmlc_ew_binary_fn(node->op, in0)) return false;
         e.run = cmlc_ew_run_binary;
+        e.impl[0] = (cmlc_impl_fn)cmlc_ew_simd_binary_fn(options, node->op, in0);
+        if (!e.impl[0]) e.impl[0] = (cmlc_impl_fn)cmlc_ew_binary_fn(node->op, in0);
       }
       e.in_place_input = cmlc_ew_in_place_input(module, node, 0);
       break;

@@ -342,7 +342,8 @@ cml_status_t cmlc_ew_run_convert(const cmlc_kernel_args_t* args) {
                            cml_dtype_name(c.from), cml_dtype_name(c.to));
   }
   if (c.n == 0) return CML_OK;
-  cmlc_ew_convert_fn simd = cmlc_ew_simd_convert_fn(args->options, c.from, c.to);
+  // The SIMD loop the lookup picked for this conversion (slot 0; NULL: none).
+  cmlc_ew_convert_fn simd = (cmlc_ew_convert_fn)args->impl[0];
   if (simd) {
     c.simd = simd;
     cmlc_parallel_for(args->pool, c.n, CMLC_EW_SIMD_MIN_CHUNK, cmlc_ew_convert_simd_task, &c);

@@ -128,13 +128,6 @@ static inline int64_t cmlc_ew_key_f64(double f) {
   return cmlc_ew_key64(b);
 }
 
-// Old names of cmlc_shape_strides and cmlc_dtype_size (kernels/common.h), kept only for
-// src/backends/c/fused.c until it calls those directly.
-static inline void cmlc_ew_strides(const cml_shape_t* shape, int64_t* out_strides) {
-  cmlc_shape_strides(shape, out_strides);
-}
-static inline size_t cmlc_ew_element_size(cml_dtype_t dtype) { return cmlc_dtype_size(dtype); }
-
 // The textbook product (ac - bd) + (ad + bc)i with the first product fused, which is what XLA's
 // CPU code computes: fma(a, c, -bd) + fma(a, d, bc)i. C99's Annex G recovery of infinities (what
 // `*` on _Complex does) gives (-inf, inf) for (0+1i)(inf+inf i) where XLA gives NaN, and the

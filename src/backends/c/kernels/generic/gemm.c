@@ -100,14 +100,14 @@ static cmlc_kernel_t_f64 cmlc_select_f64(cmlc_isa_t isa) {
 //===--- the driver, per element type ---===//
 
 static inline double cmlc_gemm_load_f64(const void* data, int64_t i, cml_dtype_t dtype) {
-  return cmlc__la_load_f64(data, i, dtype);
+  return cmlc_load_f64(data, i, dtype);
 }
 
 #define CMLC_GEMM_T float
 #define CMLC_GEMM_SUFFIX f32
 #define CMLC_GEMM_DTYPE CML_DTYPE_F32
 #define CMLC_GEMM_PROBLEM cmlc__gemm_problem_t
-#define CMLC_GEMM_LOAD_CONV cmlc__la_load_f32
+#define CMLC_GEMM_LOAD_CONV cmlc_load_f32
 #define CMLC_GEMM_ENTRY cmlc__gemm_f32
 #define CMLC_GEMM_ENTRY_SCRATCH cmlc__gemm_f32_scratch
 #include "backends/c/kernels/generic/gemm_impl.h"

@@ -371,7 +371,7 @@ bool cmlc_kernels_index_lookup(const cml_module_t* module, const cml_ir_node_t* 
   if (module == NULL || node == NULL || out == NULL || node->input_count < 1) return false;
   const cml_dtype_t dtype = module->values[node->inputs[0]].shape.dtype;
   if (cmlc_dtype_size(dtype) == 0) return false;
-  cmlc_kernel_entry_t e = {NULL, NULL, -1};
+  cmlc_kernel_entry_t e = {.in_place_input = -1};
   // Index operands must be integers.
   uint32_t first_index = 1, index_count = 0;
   switch (node->op) {

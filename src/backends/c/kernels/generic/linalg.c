@@ -168,34 +168,34 @@ static void cmlc_la_convert_rows(const cmlc_la_dot_plan_t* p, const void* src, c
         if (dtype == CML_DTYPE_F32) {
           for (int64_t i = 0; i < k; ++i) d[i] = ((const float*)src)[base + tk[i]];
         } else {
-          for (int64_t i = 0; i < k; ++i) d[i] = cmlc__la_load_f32(src, base + tk[i], dtype);
+          for (int64_t i = 0; i < k; ++i) d[i] = cmlc_load_f32(src, base + tk[i], dtype);
         }
         break;
       }
       case CMLC__LA_DOM_F64: {
         double* d = (double*)dst + row * k;
-        for (int64_t i = 0; i < k; ++i) d[i] = cmlc__la_load_f64(src, base + tk[i], dtype);
+        for (int64_t i = 0; i < k; ++i) d[i] = cmlc_load_f64(src, base + tk[i], dtype);
         break;
       }
       case CMLC__LA_DOM_INT: {
         uint64_t* d = (uint64_t*)dst + row * k;
         for (int64_t i = 0; i < k; ++i)
-          d[i] = cmlc__la_load_int_bits(src, base + tk[i], dtype, p->acc_dtype);
+          d[i] = cmlc_load_int_bits(src, base + tk[i], dtype, p->acc_dtype);
         break;
       }
       case CMLC__LA_DOM_C64: {
         float* d = (float*)dst + 2 * row * k;
         for (int64_t i = 0; i < k; ++i) {
-          d[2 * i] = (float)cmlc__la_load_f64(src, base + tk[i], dtype);
-          d[2 * i + 1] = (float)cmlc__la_load_imag(src, base + tk[i], dtype);
+          d[2 * i] = (float)cmlc_load_f64(src, base + tk[i], dtype);
+          d[2 * i + 1] = (float)cmlc_load_imag(src, base + tk[i], dtype);
         }
         break;
       }
       case CMLC__LA_DOM_C128: {
         double* d = (double*)dst + 2 * row * k;
         for (int64_t i = 0; i < k; ++i) {
-          d[2 * i] = cmlc__la_load_f64(src, base + tk[i], dtype);
-          d[2 * i + 1] = cmlc__la_load_imag(src, base + tk[i], dtype);
+          d[2 * i] = cmlc_load_f64(src, base + tk[i], dtype);
+          d[2 * i + 1] = cmlc_load_imag(src, base + tk[i], dtype);
         }
         break;
       }
@@ -236,7 +236,7 @@ static void cmlc_la_dot_compute(void* vctx, int64_t begin, int64_t end, int thre
           const float* y = (const float*)c->bt + bcol * k;
           float s = 0;
           for (int64_t i = 0; i < k; ++i) s += x[i] * y[i];
-          cmlc__la_store_f64(c->out, oi, p->out_dtype, s);
+          cmlc_store_f64(c->out, oi, p->out_dtype, s);
           break;
         }
         case CMLC__LA_DOM_F64: {
@@ -244,7 +244,7 @@ static void cmlc_la_dot_compute(void* vctx, int64_t begin, int64_t end, int thre
           const double* y = (const double*)c->bt + bcol * k;
           double s = 0;
           for (int64_t i = 0; i < k; ++i) s += x[i] * y[i];
-          cmlc__la_store_f64(c->out, oi, p->out_dtype, s);
+          cmlc_store_f64(c->out, oi, p->out_dtype, s);
           break;
         }
         case CMLC__LA_DOM_INT: {
@@ -252,8 +252,7 @@ static void cmlc_la_dot_compute(void* vctx, int64_t begin, int64_t end, int thre
           const uint64_t* y = (const uint64_t*)c->bt + bcol * k;
           uint64_t s = 0;
           for (int64_t i = 0; i < k; ++i) s += x[i] * y[i];
-          cmlc__la_store_int(c->out, oi, p->out_dtype, cmlc__la_int_extend(s, p->acc_dtype),
-                             p->acc_dtype);
+          cmlc_store_int(c->out, oi, p->out_dtype, cmlc_int_extend(s, p->acc_dtype), p->acc_dtype);
           break;
         }
         case CMLC__LA_DOM_C64: {
@@ -264,7 +263,7 @@ static void cmlc_la_dot_compute(void* vctx, int64_t begin, int64_t end, int thre
             re += x[2 * i] * y[2 * i] - x[2 * i + 1] * y[2 * i + 1];
             im += x[2 * i] * y[2 * i + 1] + x[2 * i + 1] * y[2 * i];
           }
-          cmlc__la_store_c(c->out, oi, p->out_dtype, re, im);
+          cmlc_store_c(c->out, oi, p->out_dtype, re, im);
           break;
         }
         case CMLC__LA_DOM_C128: {
@@ -275,7 +274,7 @@ static void cmlc_la_dot_compute(void* vctx, int64_t begin, int64_t end, int thre
             re += x[2 * i] * y[2 * i] - x[2 * i + 1] * y[2 * i + 1];
             im += x[2 * i] * y[2 * i + 1] + x[2 * i + 1] * y[2 * i];
           }
-          cmlc__la_store_c(c->out, oi, p->out_dtype, re, im);
+          cmlc_store_c(c->out, oi, p->out_dtype, re, im);
           break;
         }
         default:
@@ -291,11 +290,11 @@ static void cmlc_la_dot_store_c(void* vctx, int64_t begin, int64_t end, int thre
   cmlc_la_dot_ctx_t* c = vctx;
   if (c->plan->gemm_f64) {
     const double* src = c->a;
-    for (int64_t i = begin; i < end; ++i) cmlc__la_store_f64(c->out, i, c->plan->out_dtype, src[i]);
+    for (int64_t i = begin; i < end; ++i) cmlc_store_f64(c->out, i, c->plan->out_dtype, src[i]);
     return;
   }
   const float* src = c->a;
-  for (int64_t i = begin; i < end; ++i) cmlc__la_store_f64(c->out, i, c->plan->out_dtype, src[i]);
+  for (int64_t i = begin; i < end; ++i) cmlc_store_f64(c->out, i, c->plan->out_dtype, src[i]);
 }
 
 static int64_t cmlc_la_chunk(int64_t work_per_item) {

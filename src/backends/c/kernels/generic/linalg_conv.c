@@ -263,14 +263,14 @@ static void cmlc_conv_convert(const cmlc_conv_plan_t* p, const void* src, cml_dt
                               void* dst, int64_t begin, int64_t end) {
   switch (p->domain) {
     case CMLC__LA_DOM_F32:
-      for (int64_t i = begin; i < end; ++i) ((float*)dst)[i] = cmlc__la_load_f32(src, i, dtype);
+      for (int64_t i = begin; i < end; ++i) ((float*)dst)[i] = cmlc_load_f32(src, i, dtype);
       break;
     case CMLC__LA_DOM_F64:
-      for (int64_t i = begin; i < end; ++i) ((double*)dst)[i] = cmlc__la_load_f64(src, i, dtype);
+      for (int64_t i = begin; i < end; ++i) ((double*)dst)[i] = cmlc_load_f64(src, i, dtype);
       break;
     case CMLC__LA_DOM_INT:
       for (int64_t i = begin; i < end; ++i)
-        ((uint64_t*)dst)[i] = cmlc__la_load_int_bits(src, i, dtype, p->acc_dtype);
+        ((uint64_t*)dst)[i] = cmlc_load_int_bits(src, i, dtype, p->acc_dtype);
       break;
     default:
       break;
@@ -377,14 +377,14 @@ static void cmlc_conv_compute(void* vctx, int64_t begin, int64_t end, int thread
     }
     switch (p->domain) {
       case CMLC__LA_DOM_F32:
-        cmlc__la_store_f64(c->out, oi, p->out.dtype, result_float);
+        cmlc_store_f64(c->out, oi, p->out.dtype, result_float);
         break;
       case CMLC__LA_DOM_F64:
-        cmlc__la_store_f64(c->out, oi, p->out.dtype, result_double);
+        cmlc_store_f64(c->out, oi, p->out.dtype, result_double);
         break;
       case CMLC__LA_DOM_INT:
-        cmlc__la_store_int(c->out, oi, p->out.dtype,
-                           cmlc__la_int_extend(result_uint64_t, p->acc_dtype), p->acc_dtype);
+        cmlc_store_int(c->out, oi, p->out.dtype, cmlc_int_extend(result_uint64_t, p->acc_dtype),
+                       p->acc_dtype);
         break;
       default:
         break;
@@ -449,11 +449,11 @@ static void cmlc_conv_fast_convert_ker(void* vctx, int64_t begin, int64_t end, i
     if (f->domain == CMLC__LA_DOM_F32) {
       float* dst = (float*)c->ker_dom + row * width;
       for (int64_t n = 0; n < width; ++n)
-        dst[n] = cmlc__la_load_f32(c->ker, off + n * oc_stride, p->ker.dtype);
+        dst[n] = cmlc_load_f32(c->ker, off + n * oc_stride, p->ker.dtype);
     } else {
       double* dst = (double*)c->ker_dom + row * width;
       for (int64_t n = 0; n < width; ++n)
-        dst[n] = cmlc__la_load_f64(c->ker, off + n * oc_stride, p->ker.dtype);
+        dst[n] = cmlc_load_f64(c->ker, off + n * oc_stride, p->ker.dtype);
     }
   }
 }
@@ -546,8 +546,8 @@ static int64_t cmlc_conv_fast_row(const cmlc_conv_fast_ctx_t* c, int64_t row, in
     }                                                                                              \
   }
 
-CMLC_CONV_IM2COL(float, f32, cmlc__la_load_f32)
-CMLC_CONV_IM2COL(double, f64, cmlc__la_load_f64)
+CMLC_CONV_IM2COL(float, f32, cmlc_load_f32)
+CMLC_CONV_IM2COL(double, f64, cmlc_load_f64)
 #undef CMLC_CONV_IM2COL
 
 // GEMM path tasks over the flattened (group, tile) range: im2col, GEMM, scatter.
@@ -605,7 +605,7 @@ static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thre
           for (int64_t n = 0; n < f->ng; ++n) o[n * out_c_stride] = src[n];
         } else {
           for (int64_t n = 0; n < f->ng; ++n)
-            cmlc__la_store_f64(c->out, oo + n * out_c_stride, p->out.dtype, src[n]);
+            cmlc_store_f64(c->out, oo + n * out_c_stride, p->out.dtype, src[n]);
         }
       } else {
         const double* src = (const double*)cbuf + r * f->ng;
@@ -614,7 +614,7 @@ static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thre
           for (int64_t n = 0; n < f->ng; ++n) o[n * out_c_stride] = src[n];
         } else {
           for (int64_t n = 0; n < f->ng; ++n)
-            cmlc__la_store_f64(c->out, oo + n * out_c_stride, p->out.dtype, src[n]);
+            cmlc_store_f64(c->out, oo + n * out_c_stride, p->out.dtype, src[n]);
         }
       }
     }
@@ -657,12 +657,12 @@ static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thre
       for (int64_t o = 0; o < cout; ++o) out[o * ocs] = acc[o];                                 \
     } else {                                                                                    \
       for (int64_t o = 0; o < cout; ++o)                                                        \
-        cmlc__la_store_f64(c->out, oo + o * ocs, p->out.dtype, acc[o]);                         \
+        cmlc_store_f64(c->out, oo + o * ocs, p->out.dtype, acc[o]);                             \
     }                                                                                           \
   }
 
-CMLC_CONV_DEPTHWISE(float, f32, cmlc__la_load_f32)
-CMLC_CONV_DEPTHWISE(double, f64, cmlc__la_load_f64)
+CMLC_CONV_DEPTHWISE(float, f32, cmlc_load_f32)
+CMLC_CONV_DEPTHWISE(double, f64, cmlc_load_f64)
 #undef CMLC_CONV_DEPTHWISE
 
 static void cmlc_conv_depthwise_task(void* vctx, int64_t begin, int64_t end, int thread_index) {

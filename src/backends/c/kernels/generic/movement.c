@@ -292,7 +292,7 @@ bool cmlc_kernels_movement_lookup(const cml_module_t* module, const cml_ir_node_
   if (module == NULL || node == NULL || out == NULL) return false;
   const cml_dtype_t dtype = module->values[node->first_output].shape.dtype;
   const size_t es = cmlc_dtype_size(dtype);
-  cmlc_kernel_entry_t e = {NULL, NULL, -1};
+  cmlc_kernel_entry_t e = {.in_place_input = -1};
   switch (node->op) {
     case CML_OP_RESHAPE:
       // Any dtype, packed ones included: a byte copy.

@@ -578,7 +578,8 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
   p.out = args->outputs[0];
   if (p.outputs == 0) return CML_OK;
   const int64_t per_output = p.reduced > 0 ? p.reduced : 1;
-  if (is->dtype == CML_DTYPE_F32) p.simd = cmlc_rd_simd_f32_fn(args->options, p.op);
+  // The lookup's picks: slot 0 the SIMD row reducer, slot 1 the SIMD column reducer (f32 only).
+  if (is->dtype == CML_DTYPE_F32) p.simd = (cmlc_rd_f32_fn)args->impl[0];
   if (last == 1 && p.outputs == 1 && p.nr == 1) {
     cmlc_rd_blocking(p.reduced, &p.block, &p.blocks);
     if (p.blocks >= 2 && args->scratch &&
@@ -590,7 +591,7 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
     }
   }
   if (last == 0 && is->dtype == CML_DTYPE_F32) {
-    p.cols = cmlc__rd_cols_f32(args->options, p.op);
+    p.cols = (cmlc__rd_cols_f32_fn)args->impl[1];
     if (p.cols && args->scratch_size < (size_t)cmlc_rd_cols_scratch_floats(&p) * sizeof(float)) {
       p.cols = NULL;  // no room for the block partials (a caller that skipped the scratch)
     }
@@ -764,10 +765,9 @@ static cml_status_t cmlc_rd_run_arg(const cmlc_kernel_args_t* args) {
 
 bool cmlc_kernels_reduce_lookup(const cml_module_t* module, const cml_ir_node_t* node,
                                 const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
-  (void)options;
   if (!module || !node || !out || node->input_count < 1) return false;
   const cml_dtype_t in = module->values[node->inputs[0]].shape.dtype;
-  cmlc_kernel_entry_t e = {NULL, NULL, -1};
+  cmlc_kernel_entry_t e = {.in_place_input = -1};
   if (node->op == CML_OP_ARG_MIN_MAX) {
     if (!cmlc_rd_arg_pick(in) ||
         !cmlc_rd_arg_out_ok(module->values[node->first_output].shape.dtype)) {
@@ -778,6 +778,10 @@ bool cmlc_kernels_reduce_lookup(const cml_module_t* module, const cml_ir_node_t*
     if (!cmlc_rd_pick(node->op, in).inner_reduced) return false;
     e.run = cmlc_rd_run;
     e.scratch = cmlc_rd_scratch;
+    if (in == CML_DTYPE_F32) {
+      e.impl[0] = (cmlc_impl_fn)cmlc_rd_simd_f32_fn(options, node->op);
+      e.impl[1] = (cmlc_impl_fn)cmlc__rd_cols_f32(options, node->op);
+    }
   } else {
     return false;
   }

@@ -157,64 +157,64 @@ static void cmlc_bn_channels(void* vctx, int64_t begin, int64_t end, int thread_
   int64_t n = c->outer * c->inner;
   for (int64_t ch = begin; ch < end; ++ch) {
     const void* x = c->in[0];
-    double scale = cmlc__la_load_f64(c->in[1], ch, dt);
+    double scale = cmlc_load_f64(c->in[1], ch, dt);
     if (c->op == CML_OP_BATCH_NORM_INFERENCE || c->op == CML_OP_BATCH_NORM_TRAINING) {
-      double offset = cmlc__la_load_f64(c->in[2], ch, dt);
+      double offset = cmlc_load_f64(c->in[2], ch, dt);
       double mean, var;
       if (c->op == CML_OP_BATCH_NORM_INFERENCE) {
-        mean = cmlc__la_load_f64(c->in[3], ch, dt);
-        var = cmlc__la_load_f64(c->in[4], ch, dt);
+        mean = cmlc_load_f64(c->in[3], ch, dt);
+        var = cmlc_load_f64(c->in[4], ch, dt);
       } else {
         double sum = 0;
         for (int64_t o = 0; o < c->outer; ++o)
           for (int64_t i = 0; i < c->inner; ++i)
-            sum += cmlc__la_load_f64(x, (o * c->channels + ch) * c->inner + i, dt);
+            sum += cmlc_load_f64(x, (o * c->channels + ch) * c->inner + i, dt);
         mean = sum / (double)n;
         double sq = 0;
         for (int64_t o = 0; o < c->outer; ++o) {
           for (int64_t i = 0; i < c->inner; ++i) {
-            double d = cmlc__la_load_f64(x, (o * c->channels + ch) * c->inner + i, dt) - mean;
+            double d = cmlc_load_f64(x, (o * c->channels + ch) * c->inner + i, dt) - mean;
             sq += d * d;
           }
         }
         var = sq / (double)n;
-        cmlc__la_store_f64(c->out[1], ch, dt, mean);
-        cmlc__la_store_f64(c->out[2], ch, dt, var);
+        cmlc_store_f64(c->out[1], ch, dt, mean);
+        cmlc_store_f64(c->out[2], ch, dt, var);
       }
       double r = 1.0 / sqrt(var + c->eps);
       for (int64_t o = 0; o < c->outer; ++o) {
         for (int64_t i = 0; i < c->inner; ++i) {
           int64_t idx = (o * c->channels + ch) * c->inner + i;
-          double v = (cmlc__la_load_f64(x, idx, dt) - mean) * r * scale + offset;
-          cmlc__la_store_f64(c->out[0], idx, dt, v);
+          double v = (cmlc_load_f64(x, idx, dt) - mean) * r * scale + offset;
+          cmlc_store_f64(c->out[0], idx, dt, v);
         }
       }
       continue;
     }
     // Gradient: inputs x, scale, mean, variance, grad_output.
-    double mean = cmlc__la_load_f64(c->in[2], ch, dt);
-    double var = cmlc__la_load_f64(c->in[3], ch, dt);
+    double mean = cmlc_load_f64(c->in[2], ch, dt);
+    double var = cmlc_load_f64(c->in[3], ch, dt);
     const void* dy = c->in[4];
     double r = 1.0 / sqrt(var + c->eps);
     double sum_dy = 0, sum_dy_xc = 0;
     for (int64_t o = 0; o < c->outer; ++o) {
       for (int64_t i = 0; i < c->inner; ++i) {
         int64_t idx = (o * c->channels + ch) * c->inner + i;
-        double g = cmlc__la_load_f64(dy, idx, dt);
+        double g = cmlc_load_f64(dy, idx, dt);
         sum_dy += g;
-        sum_dy_xc += g * (cmlc__la_load_f64(x, idx, dt) - mean);
+        sum_dy_xc += g * (cmlc_load_f64(x, idx, dt) - mean);
       }
     }
-    cmlc__la_store_f64(c->out[1], ch, dt, sum_dy_xc * r);
-    cmlc__la_store_f64(c->out[2], ch, dt, sum_dy);
+    cmlc_store_f64(c->out[1], ch, dt, sum_dy_xc * r);
+    cmlc_store_f64(c->out[2], ch, dt, sum_dy);
     double mean_dy = sum_dy / (double)n;
     double k = sum_dy_xc * r * r / (double)n;
     for (int64_t o = 0; o < c->outer; ++o) {
       for (int64_t i = 0; i < c->inner; ++i) {
         int64_t idx = (o * c->channels + ch) * c->inner + i;
-        double g = cmlc__la_load_f64(dy, idx, dt);
-        double xc = cmlc__la_load_f64(x, idx, dt) - mean;
-        cmlc__la_store_f64(c->out[0], idx, dt, scale * r * (g - mean_dy - xc * k));
+        double g = cmlc_load_f64(dy, idx, dt);
+        double xc = cmlc_load_f64(x, idx, dt) - mean;
+        cmlc_store_f64(c->out[0], idx, dt, scale * r * (g - mean_dy - xc * k));
       }
     }
   }

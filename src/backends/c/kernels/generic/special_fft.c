@@ -333,7 +333,7 @@ static void cmlc_fft_c2r_task(void* vctx, int64_t begin, int64_t end, int thread
     }
     cmlc_fft_line(x, c->s, line, work);
     for (int64_t k = 0; k < n; ++k)
-      cmlc__la_store_f64(c->out, l * n + k, c->out_dtype, line[2 * k] * c->scale);
+      cmlc_store_f64(c->out, l * n + k, c->out_dtype, line[2 * k] * c->scale);
   }
 }
 
@@ -384,26 +384,26 @@ static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
     case CML_FFT_INVERSE: {
       bool inv = p.type == CML_FFT_INVERSE;
       for (int64_t i = 0; i < p.full; ++i) {
-        c.work[2 * i] = cmlc__la_load_f64(c.in, i, in->dtype);
-        c.work[2 * i + 1] = cmlc__la_load_imag(c.in, i, in->dtype);
+        c.work[2 * i] = cmlc_load_f64(c.in, i, in->dtype);
+        c.work[2 * i + 1] = cmlc_load_imag(c.in, i, in->dtype);
       }
       for (int32_t a = p.axes - 1; a >= 0; --a) cmlc_fft_pass(&c, pool, a, inv);
       double scale = inv ? 1.0 / prod : 1.0;
       for (int64_t i = 0; i < p.full; ++i)
-        cmlc__la_store_c(c.out, i, out->dtype, c.work[2 * i] * scale, c.work[2 * i + 1] * scale);
+        cmlc_store_c(c.out, i, out->dtype, c.work[2 * i] * scale, c.work[2 * i + 1] * scale);
       break;
     }
     case CML_FFT_FORWARD_REAL: {
       for (int64_t i = 0; i < p.full; ++i) {
-        c.work[2 * i] = cmlc__la_load_f64(c.in, i, in->dtype);
+        c.work[2 * i] = cmlc_load_f64(c.in, i, in->dtype);
         c.work[2 * i + 1] = 0.0;
       }
       for (int32_t a = p.axes - 1; a >= 0; --a) cmlc_fft_pass(&c, pool, a, false);
       int64_t h = out->dims[out->rank - 1];
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t k = 0; k < h; ++k)
-          cmlc__la_store_c(c.out, r * h + k, out->dtype, c.work[2 * (r * last + k)],
-                           c.work[2 * (r * last + k) + 1]);
+          cmlc_store_c(c.out, r * h + k, out->dtype, c.work[2 * (r * last + k)],
+                       c.work[2 * (r * last + k) + 1]);
       break;
     }
     case CML_FFT_INVERSE_REAL: {
@@ -412,8 +412,8 @@ static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
       memset(c.work, 0, 2 * (size_t)p.full * sizeof(double));
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t k = 0; k < c.half; ++k) {
-          c.work[2 * (r * last + k)] = cmlc__la_load_f64(c.in, r * h + k, in->dtype);
-          c.work[2 * (r * last + k) + 1] = cmlc__la_load_imag(c.in, r * h + k, in->dtype);
+          c.work[2 * (r * last + k)] = cmlc_load_f64(c.in, r * h + k, in->dtype);
+          c.work[2 * (r * last + k) + 1] = cmlc_load_imag(c.in, r * h + k, in->dtype);
         }
       }
       for (int32_t a = p.axes - 2; a >= 0; --a) cmlc_fft_pass(&c, pool, a, true);

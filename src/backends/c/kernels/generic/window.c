@@ -482,7 +482,7 @@ bool cmlc_kernels_window_lookup(const cml_module_t* module, const cml_ir_node_t*
   (void)options;
   if (module == NULL || node == NULL || out == NULL || node->input_count < 1) return false;
   const cml_dtype_t dtype = module->values[node->inputs[0]].shape.dtype;
-  cmlc_kernel_entry_t e = {NULL, NULL, -1};
+  cmlc_kernel_entry_t e = {.in_place_input = -1};
   switch (node->op) {
     case CML_OP_REDUCE_WINDOW:
       if (cmlc_wn_rw_fn(dtype, node->attrs->reduce_type) == NULL) return false;

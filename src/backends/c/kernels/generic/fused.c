@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// kernels/generic/fused_kernels.c: the "fused" kernel group: FusedSoftmax, FusedGelu,
+// kernels/generic/fused.c: the "fused" kernel group: FusedSoftmax, FusedGelu,
 // FusedLayerNorm and FusedDense (cml/fused.h), and the group's lookup and capabilities.
 //
 // Each kernel does in one pass over its rows what the decomposition (src/core/fused.c) does in
@@ -35,7 +35,7 @@ static inline void cmlc_fk_store_f32(void* p, int64_t i, cml_dtype_t dtype, floa
       ((uint16_t*)p)[i] = cml_f32_to_bf16(v);
       return;
     default:
-      cmlc__la_store_f64(p, i, dtype, v);
+      cmlc_store_f64(p, i, dtype, v);
       return;
   }
 }
@@ -91,16 +91,16 @@ static void cmlc_fk_softmax_lanes(void* vctx, int64_t begin, int64_t end, int th
       // output may alias the input, so they are recomputed rather than stored in half).
       float m = -INFINITY;
       for (int64_t j = 0; j < n; ++j) {
-        float v = cmlc__la_load_f32(c->x, base + j * inner, c->dtype);
+        float v = cmlc_load_f32(c->x, base + j * inner, c->dtype);
         m = v > m || isnan(v) ? v : m;
       }
       double sum = 0;
       for (int64_t j = 0; j < n; ++j)
-        sum += expf(cmlc__la_load_f32(c->x, base + j * inner, c->dtype) - m);
+        sum += expf(cmlc_load_f32(c->x, base + j * inner, c->dtype) - m);
       const float s = (float)sum;
       for (int64_t j = 0; j < n; ++j) {
         int64_t idx = base + j * inner;
-        float e = expf(cmlc__la_load_f32(c->x, idx, c->dtype) - m);
+        float e = expf(cmlc_load_f32(c->x, idx, c->dtype) - m);
         cmlc_fk_store_f32(c->y, idx, c->dtype, e / s);
       }
     }
@@ -157,7 +157,7 @@ static void cmlc_fk_gelu_chunk(void* vctx, int64_t begin, int64_t end, int threa
     for (int64_t i = begin; i < end; ++i) y[i] = cmlc_fk_gelu_f32(x[i], c->exact);
   } else {
     for (int64_t i = begin; i < end; ++i) {
-      float v = cmlc__la_load_f32(c->x, i, c->dtype);
+      float v = cmlc_load_f32(c->x, i, c->dtype);
       cmlc_fk_store_f32(c->y, i, c->dtype, cmlc_fk_gelu_f32(v, c->exact));
     }
   }
@@ -198,20 +198,20 @@ static void cmlc_fk_ln_rows(void* vctx, int64_t begin, int64_t end, int thread_i
   for (int64_t r = begin; r < end; ++r) {
     const int64_t base = c->row_offsets[r];
     double sum = 0;
-    for (int64_t j = 0; j < n; ++j) sum += cmlc__la_load_f64(c->x, base + c->col_offsets[j], dt);
+    for (int64_t j = 0; j < n; ++j) sum += cmlc_load_f64(c->x, base + c->col_offsets[j], dt);
     const double mean = sum / (double)n;
     double sq = 0;
     for (int64_t j = 0; j < n; ++j) {
-      double d = cmlc__la_load_f64(c->x, base + c->col_offsets[j], dt) - mean;
+      double d = cmlc_load_f64(c->x, base + c->col_offsets[j], dt) - mean;
       sq += d * d;
     }
     const double rstd = 1.0 / sqrt(sq / (double)n + c->eps);
     for (int64_t j = 0; j < n; ++j) {
       const int64_t idx = base + c->col_offsets[j];
-      double v = (cmlc__la_load_f64(c->x, idx, dt) - mean) * rstd;
-      if (c->gamma) v *= cmlc__la_load_f64(c->gamma, j, dt);
-      if (c->beta) v += cmlc__la_load_f64(c->beta, j, dt);
-      cmlc__la_store_f64(c->y, idx, dt, v);
+      double v = (cmlc_load_f64(c->x, idx, dt) - mean) * rstd;
+      if (c->gamma) v *= cmlc_load_f64(c->gamma, j, dt);
+      if (c->beta) v += cmlc_load_f64(c->beta, j, dt);
+      cmlc_store_f64(c->y, idx, dt, v);
     }
   }
 }
@@ -388,7 +388,7 @@ static void cmlc_fk_dense_epilogue(void* vctx, int64_t begin, int64_t end, int t
       const float* src = (const float*)c->c + r * n;
       for (int64_t j = 0; j < n; ++j) {
         float v = src[j];
-        if (c->bias) v += cmlc__la_load_f32(c->bias, j, c->dtype);
+        if (c->bias) v += cmlc_load_f32(c->bias, j, c->dtype);
         cmlc_fk_store_f32(c->y, r * n + j, c->dtype, cmlc_fk_act_f32(v, c->act));
       }
     }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// backendtest/cases_dot.c: compliance cases of the "dot" group: Dot and DotGeneral over every
-// numeric dtype, batch / multiple contracting / transposed layouts, vector forms, accumulator
-// and output dtype configs, odd and empty shapes, NaN / Inf / integer wrap-around, and errors.
-// Expected values come from plain reference loops written here (int64 or double arithmetic on
-// small integers, exact in every dtype), or from hand computation.
+// backendtest/cases_linalg_dot.c: compliance cases of the "linalg_dot" group: Dot and DotGeneral
+// over every numeric dtype, batch / multiple contracting / transposed layouts, vector forms,
+// accumulator and output dtype configs, odd and empty shapes, NaN / Inf / integer wrap-around, and
+// errors. Expected values come from plain reference loops written here (int64 or double arithmetic
+// on small integers, exact in every dtype), or from hand computation.
 #include <math.h>
 #include <string.h>
 
@@ -504,7 +504,7 @@ static void case_errors(bt_t* t) {
       {"batch_transposed_" #name, CML_OP_DOT_GENERAL, case_batch_transposed_##name}, \
       {"vector_forms_" #name, CML_OP_DOT, case_vector_forms_##name},
 
-const bt_case_t bt_cases_dot[] = {
+const bt_case_t bt_cases_linalg_dot[] = {
     DOT_DTYPES(DOT_ENTRIES){"multi_axes_f32", CML_OP_DOT_GENERAL, case_multi_axes_f32},
     {"rank8_batch_i32", CML_OP_DOT_GENERAL, case_rank8_batch_i32},
     {"acc_i8_acc_i32_out_i32", CML_OP_DOT_GENERAL, case_acc_0},
@@ -537,4 +537,4 @@ const bt_case_t bt_cases_dot[] = {
     {"outer_product_and_scalars", CML_OP_DOT_GENERAL, case_scalar_operands_outer_product},
     {"errors", CML_OP_DOT_GENERAL, case_errors},
 };
-const size_t bt_cases_dot_count = sizeof bt_cases_dot / sizeof bt_cases_dot[0];
+const size_t bt_cases_linalg_dot_count = sizeof bt_cases_linalg_dot / sizeof bt_cases_linalg_dot[0];

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// backendtest/cases_binary.c: compliance cases of the "binary" group: elementwise binary ops,
-// comparisons (plain and total order), logical ops, Complex, Clamp, Where and Iota.
+// backendtest/cases_elementwise_binary.c: compliance cases of the "elementwise_binary" group:
+// elementwise binary ops, comparisons (plain and total order), logical ops, Complex, Clamp, Where
+// and Iota.
 //
 // Every op is swept over every dtype it accepts. Operand pairs are the full cross product of an
 // edge-value list, fed as [n, 1] x [1, n] so broadcasting is exercised too; floats also run on
@@ -753,7 +754,7 @@ static void case_div_in_expressions(bt_t* t) {
   if (!ran) bt_unsupported(t, "the backend has neither Float32 nor Float64");
 }
 
-const bt_case_t bt_cases_binary[] = {
+const bt_case_t bt_cases_elementwise_binary[] = {
     {"add_float", CML_OP_ADD, case_float_add},
     {"sub_float", CML_OP_SUB, case_float_sub},
     {"mul_float", CML_OP_MUL, case_float_mul},
@@ -801,4 +802,5 @@ const bt_case_t bt_cases_binary[] = {
     {"where_all_dtypes", CML_OP_WHERE, case_where_all_dtypes},
     {"iota_all_dtypes", CML_OP_IOTA, case_iota_all_dtypes},
 };
-const size_t bt_cases_binary_count = sizeof bt_cases_binary / sizeof bt_cases_binary[0];
+const size_t bt_cases_elementwise_binary_count =
+    sizeof bt_cases_elementwise_binary / sizeof bt_cases_elementwise_binary[0];

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/differential/diff_convert.c: ConvertDType between every pair of dtypes (special values,
-// integer extremes, out-of-range floats) and Bitcast between every pair whose bit widths divide.
+// tests/differential/diff_elementwise_convert.c: ConvertDType between every pair of dtypes (special
+// values, integer extremes, out-of-range floats) and Bitcast between every pair whose bit widths
+// divide.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

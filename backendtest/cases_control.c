@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// backendtest/cases_functions.c: compliance cases of the "functions" group: closures and their
+// backendtest/cases_control.c: compliance cases of the "control" group: closures and their
 // captures (also from a grandparent), named functions and Call, While, If, Sort (one or several
 // operands, stable ties, custom comparators, 2-D axes, NaNs in total order) and control flow
 // nested inside control flow. Every expected value is worked out by hand in the comments.
@@ -749,7 +749,7 @@ static void case_sort_in_called_function(bt_t* t) {
   bt_expect_i64(t, "sorted(b)", &r[1], dtype, 1, dims, (int64_t[]){-7, 1, 7, 7});
 }
 
-const bt_case_t bt_cases_functions[] = {
+const bt_case_t bt_cases_control[] = {
     {"closure_capture", CML_OP_CALL, case_closure_capture},
     {"closure_params_and_capture", CML_OP_CALL, case_closure_params_and_capture},
     {"nested_closure_grandparent", CML_OP_CALL, case_nested_closure_grandparent},
@@ -775,4 +775,4 @@ const bt_case_t bt_cases_functions[] = {
     {"if_inside_while", CML_OP_WHILE, case_if_inside_while},
     {"sort_in_called_function", CML_OP_SORT, case_sort_in_called_function},
 };
-const size_t bt_cases_functions_count = sizeof bt_cases_functions / sizeof bt_cases_functions[0];
+const size_t bt_cases_control_count = sizeof bt_cases_control / sizeof bt_cases_control[0];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// backendtest/cases_conv.c: compliance cases of the "conv" group: ConvGeneral in 1-D, 2-D and
-// 3-D, with strides, padding (also negative), input and kernel dilations, channel (feature)
+// backendtest/cases_linalg_conv.c: compliance cases of the "linalg_conv" group: ConvGeneral in 1-D,
+// 2-D and 3-D, with strides, padding (also negative), input and kernel dilations, channel (feature)
 // groups, batch groups, permuted axis layouts, output dtype configs, empty batches, every real
 // dtype, and errors. Expected values come from a plain reference loop in this file (StableHLO's
 // definition, on small integers that every dtype holds exactly).
@@ -602,7 +602,7 @@ static void case_errors(bt_t* t) {
       {"groups_" #name, CML_OP_CONV_GENERAL, case_groups_##name},         \
       {"batch_groups_" #name, CML_OP_CONV_GENERAL, case_batch_groups_##name},
 
-const bt_case_t bt_cases_conv[] = {
+const bt_case_t bt_cases_linalg_conv[] = {
     CONV_DTYPES(CONV_ENTRIES){"nhwc_hwio_f32", CML_OP_CONV_GENERAL, case_nhwc_hwio_f32},
     {"shuffled_layouts_i32", CML_OP_CONV_GENERAL, case_shuffled_layouts_i32},
     {"3d_f32", CML_OP_CONV_GENERAL, case_3d_f32},
@@ -628,4 +628,5 @@ const bt_case_t bt_cases_conv[] = {
     {"inexact_bf16_to_f32", CML_OP_CONV_GENERAL, case_inexact_bf16_to_f32},
     {"errors", CML_OP_CONV_GENERAL, case_errors},
 };
-const size_t bt_cases_conv_count = sizeof bt_cases_conv / sizeof bt_cases_conv[0];
+const size_t bt_cases_linalg_conv_count =
+    sizeof bt_cases_linalg_conv / sizeof bt_cases_linalg_conv[0];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// backendtest/cases_unary.c: compliance cases of the "unary" group: elementwise unary ops,
-// Identity, ConvertDType and Bitcast.
+// backendtest/cases_elementwise_unary.c: compliance cases of the "elementwise_unary" group:
+// elementwise unary ops, Identity, ConvertDType and Bitcast.
 //
 // Float ops sweep F32, F64, F16 and BF16 over edge values (±0, ±Inf, NaN, halves for rounding)
 // and over a 5x7x11 tensor of values in the op's domain. Expected values come from libm in
@@ -685,7 +685,7 @@ static void case_transcendental_large_f32(bt_t* t) {
   if (ran == 0) bt_unsupported(t, "none of Exp, Log, Tanh, Logistic, Erf, Rsqrt");
 }
 
-const bt_case_t bt_cases_unary[] = {
+const bt_case_t bt_cases_elementwise_unary[] = {
     {"transcendental_large_f32", CML_OP_EXP, case_transcendental_large_f32},
     {"abs_float", CML_OP_ABS, case_float_abs},
     {"neg_float", CML_OP_NEG, case_float_neg},
@@ -723,4 +723,5 @@ const bt_case_t bt_cases_unary[] = {
     {"bitcast_shapes", CML_OP_BITCAST, case_bitcast},
     {"bitcast_known_values", CML_OP_BITCAST, case_bitcast_known_values},
 };
-const size_t bt_cases_unary_count = sizeof bt_cases_unary / sizeof bt_cases_unary[0];
+const size_t bt_cases_elementwise_unary_count =
+    sizeof bt_cases_elementwise_unary / sizeof bt_cases_elementwise_unary[0];

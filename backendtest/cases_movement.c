@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// backendtest/cases_shape.c: compliance cases of the "shape" group: Reshape, Transpose,
+// backendtest/cases_movement.c: compliance cases of the "movement" group: Reshape, Transpose,
 // BroadcastInDim, Concatenate, Slice, Reverse and Pad.
 //
 // These ops only move elements, so each case sweeps every dtype the backend supports with
@@ -449,7 +449,7 @@ static void case_pad_float_edges(bt_t* t) {
 
 //===--- table ---===//
 
-const bt_case_t bt_cases_shape[] = {
+const bt_case_t bt_cases_movement[] = {
     {"reshape_all_dtypes", CML_OP_RESHAPE, case_reshape_all_dtypes},
     {"reshape_packed", CML_OP_RESHAPE, case_reshape_packed},
     {"transpose_all_dtypes", CML_OP_TRANSPOSE, case_transpose_all_dtypes},
@@ -462,4 +462,4 @@ const bt_case_t bt_cases_shape[] = {
     {"pad_all_dtypes", CML_OP_PAD, case_pad_all_dtypes},
     {"pad_float_edges", CML_OP_PAD, case_pad_float_edges},
 };
-const size_t bt_cases_shape_count = sizeof bt_cases_shape / sizeof bt_cases_shape[0];
+const size_t bt_cases_movement_count = sizeof bt_cases_movement / sizeof bt_cases_movement[0];
