@@ -1603,11 +1603,86 @@ TEST(e2e_c_while_captures_split_value) {
   ASSERT_TRUE(worst < 1e-5);
 }
 
-#define PT_E2E_TESTS                                                              \
-  , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model),                \
-      TEST_ENTRY(e2e_c_data_model_assigned), TEST_ENTRY(e2e_c_cnn_data_parallel), \
-      TEST_ENTRY(cnn_structure), TEST_ENTRY(e2e_c_refusal_at_compile),            \
-      TEST_ENTRY(e2e_c_while_captures_split_value)
+// Fused ops the c backend runs natively, data parallel: FusedDense (bias, relu), FusedLayerNorm
+// (gamma, beta), FusedSoftmax and FusedGelu on batch-split rows; weights whole.
+static cml_status_t pt_build_fused(cml_backend_t* be, const cml_mesh_t* mesh, pt_step_t* out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "fused", &b));
+  cml_status_t st = CML_OK;
+  memset(out->in_specs, 0, sizeof out->in_specs);
+  memset(out->out_specs, 0, sizeof out->out_specs);
+  if (mesh) {
+    st = cml_builder_auto_sharding(b, &mesh, 1);
+    out->in_specs[0] = out->out_specs[0] = pt_spec(mesh, "data", NULL);
+  }
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = pt_shape(2, 8, 4), ws = pt_shape(2, 4, 6), vs = pt_shape(1, 6, 0);
+  const cml_shape_t* shapes[5] = {&xs, &ws, &vs, &vs, &vs};
+  const char* names[5] = {"x", "w", "bias", "gamma", "beta"};
+  cml_value_t in[5];
+  for (int i = 0; i < 5; ++i) {
+    in[i] = mesh ? cml_parameter_sharded(f, names[i], shapes[i], &out->in_specs[i])
+                 : cml_parameter(f, names[i], shapes[i]);
+  }
+  cml_dense_config_t dc;
+  cml_dense_config_init(&dc);
+  dc.activation = CML_ACTIVATION_RELU;
+  cml_value_t h = cml_op_fused_dense(f, in[0], in[1], in[2], &dc);
+  int64_t axis1[1] = {1};
+  h = cml_op_fused_layer_norm(f, h, axis1, 1, 1e-5, in[3], in[4]);
+  h = cml_op_fused_gelu(f, cml_op_fused_softmax(f, h, 1), true);
+  cml_value_t total = cml_op_reduce_sum(f, h, NULL, 0);
+  cml_value_t outs[2] = {h, total};
+  if (st == CML_OK) {
+    st = mesh ? cml_function_return_sharded(f, outs, 2, out->out_specs)
+              : cml_function_return(f, outs, 2);
+  }
+  if (st == CML_OK) st = cml_builder_compile(b, &out->exe);
+  cml_builder_destroy(b);
+  out->in_count = 5;
+  out->out_count = 2;
+  return st;
+}
+
+TEST(e2e_c_fused_data_parallel) {
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  cml_status_t st;
+  double worst = pt_e2e_run(pt_build_fused, "c:devices=4", mesh, &st);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  ASSERT_TRUE(worst < 1e-5);
+}
+
+// Its partition keeps the rows local: one AllReduce (the total), nothing else.
+TEST(fused_structure) {
+  fake_backend_t* fb = pt_backend();
+  ASSERT_TRUE(fb != NULL);
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  pt_step_t step;
+  memset(&step, 0, sizeof step);
+  ASSERT_STATUS_OK(pt_build_fused(&fb->base, mesh, &step));
+  cml_executable_release(step.exe);
+  cml_module_t* spmd = NULL;
+  ASSERT_STATUS_OK(cml__partition_module(fb->module, &fb->base, &spmd));
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_gather + k.dynamic_slice + k.other_collectives, 0);
+  ASSERT_EQ_INT(k.all_reduce, 1);
+  ASSERT_TRUE(pt_first(spmd, CML_OP_FUSED_LAYER_NORM) != NULL);
+  ASSERT_TRUE(pt_first(spmd, CML_OP_FUSED_SOFTMAX) != NULL);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 2);
+  cml_module_release(spmd);
+  cml_mesh_destroy(mesh);
+  cml_backend_release(&fb->base);
+}
+
+#define PT_E2E_TESTS                                                                       \
+  , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model),                         \
+      TEST_ENTRY(e2e_c_data_model_assigned), TEST_ENTRY(e2e_c_cnn_data_parallel),          \
+      TEST_ENTRY(cnn_structure), TEST_ENTRY(e2e_c_refusal_at_compile),                     \
+      TEST_ENTRY(e2e_c_while_captures_split_value), TEST_ENTRY(e2e_c_fused_data_parallel), \
+      TEST_ENTRY(fused_structure)
 #else
 // Embedding lookup and CNN forward, data parallel over 4 devices of c.
 TEST(e2e_c_cnn_data_parallel) {
