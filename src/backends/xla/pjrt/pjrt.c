@@ -864,9 +864,8 @@ static cml_status_t cml_xla_execute_lists(cml__xla_client_t* client,
                                           cml_pjrt_loaded_executable_t* executable,
                                           cml_pjrt_device_t* execute_device, size_t device_count,
                                           cml_pjrt_buffer_t* const* inputs, size_t input_count,
-                                          const int64_t* non_donatable,
-                                          size_t non_donatable_count, cml_pjrt_buffer_t** outputs,
-                                          size_t output_count) {
+                                          const int64_t* non_donatable, size_t non_donatable_count,
+                                          cml_pjrt_buffer_t** outputs, size_t output_count) {
   size_t total_out = device_count * output_count;
   for (size_t i = 0; i < total_out; ++i) outputs[i] = NULL;
   cml_pjrt_buffer_t* const** argument_lists = calloc(device_count, sizeof *argument_lists);
@@ -927,17 +926,15 @@ cml_status_t cml__xla_execute(cml__xla_client_t* client, cml_pjrt_loaded_executa
                               cml_pjrt_buffer_t** outputs, size_t output_count) {
   for (size_t i = 0; i < output_count; ++i) outputs[i] = NULL;
   CML_RETURN_IF_ERROR(cml_xla_check_device(client, device));
-  return cml_xla_execute_lists(client, executable, client->devices[device], 1, inputs,
-                               input_count, non_donatable, non_donatable_count, outputs,
-                               output_count);
+  return cml_xla_execute_lists(client, executable, client->devices[device], 1, inputs, input_count,
+                               non_donatable, non_donatable_count, outputs, output_count);
 }
 
 cml_status_t cml__xla_execute_devices(cml__xla_client_t* client,
-                                      cml_pjrt_loaded_executable_t* executable,
-                                      size_t device_count, cml_pjrt_buffer_t* const* inputs,
-                                      size_t input_count, const int64_t* non_donatable,
-                                      size_t non_donatable_count, cml_pjrt_buffer_t** outputs,
-                                      size_t output_count) {
+                                      cml_pjrt_loaded_executable_t* executable, size_t device_count,
+                                      cml_pjrt_buffer_t* const* inputs, size_t input_count,
+                                      const int64_t* non_donatable, size_t non_donatable_count,
+                                      cml_pjrt_buffer_t** outputs, size_t output_count) {
   if (device_count == 0 || device_count > (size_t)client->device_count) {
     for (size_t i = 0; i < device_count * output_count; ++i) outputs[i] = NULL;
     return cml_status_make(CML_STATUS_OUT_OF_RANGE,
