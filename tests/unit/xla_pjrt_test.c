@@ -76,10 +76,8 @@ TEST(compile_options_spmd_replicas) {
       want);
   size_t size = 0;
   int64_t ids[4] = {0, 1, 2, 3};
-  cml__xla_compile_config_t c = {.num_replicas = 4,
-                                 .num_partitions = 1,
-                                 .use_spmd_partitioning = true,
-                                 .device_ids = ids};
+  cml__xla_compile_config_t c = {
+      .num_replicas = 4, .num_partitions = 1, .use_spmd_partitioning = true, .device_ids = ids};
   ASSERT_STATUS_OK(cml__xla_compile_options_encode(&c, got, sizeof got, &size));
   ASSERT_EQ_INT(size, n);
   ASSERT_TRUE(memcmp(got, want, size) == 0);
@@ -217,8 +215,8 @@ TEST(load_too_old_api) { fprintf(stderr, "fake plugin not built: nothing checked
 #endif
 
 TEST_MAIN(TEST_ENTRY(compile_options_portable), TEST_ENTRY(compile_options_device_assignment),
-          TEST_ENTRY(compile_options_spmd_replicas),
-          TEST_ENTRY(compile_options_spmd_shardy), TEST_ENTRY(compile_options_errors),
-          TEST_ENTRY(sha256_vectors), TEST_ENTRY(load_missing_file), TEST_ENTRY(load_not_a_library),
+          TEST_ENTRY(compile_options_spmd_replicas), TEST_ENTRY(compile_options_spmd_shardy),
+          TEST_ENTRY(compile_options_errors), TEST_ENTRY(sha256_vectors),
+          TEST_ENTRY(load_missing_file), TEST_ENTRY(load_not_a_library),
           TEST_ENTRY(load_library_without_symbol), TEST_ENTRY(load_directory),
           TEST_ENTRY(load_too_old_api))

@@ -441,11 +441,6 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
   return CML_OK;
 }
 
-// Cancellation and deadlines: the backend has no execute_with_control slot on purpose. The core
-// checks a cancel token and a deadline once, before it calls this function (so a token
-// cancelled earlier, or a deadline already passed, never reaches PJRT); a running PJRT
-// execution cannot be interrupted (PJRT_LoadedExecutable_Execute has no cancellation), so
-// cml_executable_is_interruptible reports false for XLA executables.
 // A non-portable executable on its device slots: |inputs| and |out_results| are device-major
 // (argument a of slot d at inputs[d * P + a], output k of slot d at out_results[d * R + k]).
 // PJRT takes donation per argument position for every device at once, so position a is
@@ -509,6 +504,11 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
   return st;
 }
 
+// Cancellation and deadlines: the backend has no execute_with_control slot on purpose. The core
+// checks a cancel token and a deadline once, before it calls this function (so a token
+// cancelled earlier, or a deadline already passed, never reaches PJRT); a running PJRT
+// execution cannot be interrupted (PJRT_LoadedExecutable_Execute has no cancellation), so
+// cml_executable_is_interruptible reports false for XLA executables.
 static cml_status_t cml_xla_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
                                     const bool* donate, int device, cml_buffer_t** out_results) {
   cml_xla_executable_t* exe = (cml_xla_executable_t*)executable;
