@@ -147,7 +147,8 @@ struct cml_executable_t {
 };
 
 // Initializes the base of a new backend (refcount 1; copies |name|, |config|; description
-// defaults to |name|). Capabilities start empty: the backend fills them.
+// defaults to |name|). Capabilities start empty (except max_rank = CML_MAX_RANK and the
+// CML_DISTRIBUTION_NONE bit of distributions): the backend fills them.
 CML_API CML_MUST_USE cml_status_t cml_backend_init_base(cml_backend_t* backend,
                                                         const cml_backend_vtable_t* vtable,
                                                         cml_allocator_t allocator, const char* name,
@@ -165,7 +166,9 @@ CML_API void cml_buffer_init_base(cml_buffer_t* buffer, cml_backend_t* backend,
 CML_API void cml_buffer_deinit_base(cml_buffer_t* buffer);
 
 // Initializes an executable base: retains |backend| and |module|, and copies input names and
-// shapes and output shapes from the module's main function.
+// shapes and output shapes from the module's main function. Under AutoSharding the shapes are
+// the per-device shard shapes of the module's param_shardings / output_shardings (what each
+// device slot receives and returns).
 CML_API CML_MUST_USE cml_status_t cml_executable_init_base(cml_executable_t* executable,
                                                            cml_backend_t* backend,
                                                            cml_module_t* module);

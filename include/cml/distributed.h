@@ -85,8 +85,7 @@ typedef struct cml_mesh_t cml_mesh_t;
 // Creates a mesh named |name| (NULL: "mesh") with |axis_count| (1..CML_MAX_MESH_AXES) axes.
 // Names must match [A-Za-z_][A-Za-z0-9_]* and be unique; sizes must be >= 1 and their product
 // at most 2^31-1. All strings are copied. Single owner (create/destroy).
-CML_API CML_MUST_USE cml_status_t cml_mesh_create(const char* name,
-                                                  const char* const* axis_names,
+CML_API CML_MUST_USE cml_status_t cml_mesh_create(const char* name, const char* const* axis_names,
                                                   const int64_t* axis_sizes, size_t axis_count,
                                                   cml_mesh_t** out_mesh);
 // Frees |mesh| (NULL is ignored). Builders and shardings that used it keep their own copies, but
@@ -172,7 +171,9 @@ CML_API CML_MUST_USE cml_status_t cml_sharding_shard_offsets(const cml_sharding_
 CML_API size_t cml_sharding_format(const cml_sharding_t* sharding, char* buf, size_t size);
 
 //===--- distributed builders ---===//
-// Call these before the first op or parameter of main; each may be called once.
+// Call cml_builder_spmd or cml_builder_auto_sharding (one of them, once) before the first op or
+// parameter (FAILED_PRECONDITION otherwise); cml_builder_device_assignment after it, once, any
+// time before compile.
 
 // Runs the module SPMD on |num_devices| (>= 1) device slots. UNIMPLEMENTED when the backend
 // cannot, INVALID_ARGUMENT when it has fewer devices.
@@ -183,7 +184,8 @@ CML_API CML_MUST_USE cml_status_t cml_builder_auto_sharding(cml_builder_t* build
                                                             const cml_mesh_t* const* meshes,
                                                             size_t mesh_count);
 // The backend devices the slots run on: |count| must equal the number of slots, ids distinct and
-// in 0..cml_backend_device_count-1. Default 0..N-1.
+// in 0..cml_backend_device_count-1. Default 0..N-1. FAILED_PRECONDITION without a strategy (a
+// single-device module runs on the device given to cml_executable_execute).
 CML_API CML_MUST_USE cml_status_t cml_builder_device_assignment(cml_builder_t* builder,
                                                                 const int32_t* devices,
                                                                 size_t count);
@@ -192,11 +194,11 @@ CML_API cml_distribution_t cml_builder_distribution(const cml_builder_t* builder
 CML_API int cml_builder_num_devices(const cml_builder_t* builder);
 
 // A parameter of main with a sharding (AutoSharding only; a zeroed |sharding| or NULL means
-// replicated). |shape| is the logical shape; its mesh must be one of the builder's meshes (by
-// name). Errors as cml_parameter, plus the spec's validation and divisibility.
+// replicated and then works like cml_parameter under any strategy). |shape| is the logical shape;
+// its mesh must be one of the builder's meshes (by name). Errors as cml_parameter, plus the spec's
+// validation and divisibility.
 CML_API cml_value_t cml_parameter_sharded(cml_function_t* main_function, const char* name,
-                                          const cml_shape_t* shape,
-                                          const cml_sharding_t* sharding);
+                                          const cml_shape_t* shape, const cml_sharding_t* sharding);
 // cml_function_return for main with one sharding per output (AutoSharding only; NULL array or
 // zeroed entries mean replicated).
 CML_API CML_MUST_USE cml_status_t cml_function_return_sharded(cml_function_t* main_function,
@@ -206,8 +208,10 @@ CML_API CML_MUST_USE cml_status_t cml_function_return_sharded(cml_function_t* ma
 
 //===--- collective ops (SPMD only) ---===//
 // |groups| NULL means one group holding every device slot in order. Groups must be a partition
-// of 0..N-1 into groups of equal size. In a module without SPMD they fail with
-// INVALID_ARGUMENT.
+// of 0..N-1 into groups of equal size. Axes are in [0, rank) (no negative axes). In a module
+// without SPMD (one device, or AutoSharding) every collective op, ReplicaId and PartitionId
+// included, fails with INVALID_ARGUMENT naming the op. A backend that has SPMD but not the op
+// gives UNIMPLEMENTED naming the op, its shapes and the backend.
 
 // AllReduce of |count| operands (any dtypes the reduction supports) with |type| (sum, product,
 // max, min); result i has the shape of operand i. false on error (outputs CML_VALUE_INVALID).
@@ -256,12 +260,9 @@ typedef struct cml_dtensor_t cml_dtensor_t;
 // position, shard k on backend device |devices[k]| (NULL: on device
 // cml_mesh_device_assignment(mesh)[k], or k when the mesh has none). INVALID_ARGUMENT
 // for indivisible dimensions, a size mismatch, sub-byte dtypes or a bad device.
-CML_API CML_MUST_USE cml_status_t cml_dtensor_from_host(cml_backend_t* backend,
-                                                        const cml_sharding_t* sharding,
-                                                        const cml_shape_t* logical,
-                                                        const void* data, size_t size,
-                                                        const int32_t* devices,
-                                                        cml_dtensor_t** out_tensor);
+CML_API CML_MUST_USE cml_status_t cml_dtensor_from_host(
+    cml_backend_t* backend, const cml_sharding_t* sharding, const cml_shape_t* logical,
+    const void* data, size_t size, const int32_t* devices, cml_dtensor_t** out_tensor);
 // Wraps |shard_count| (= the mesh's device count) buffers of one shard shape, retaining each.
 CML_API CML_MUST_USE cml_status_t cml_dtensor_from_shards(const cml_sharding_t* sharding,
                                                           cml_buffer_t* const* shards,

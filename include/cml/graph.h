@@ -570,9 +570,11 @@ CML_API const cml_shape_t* cml_executable_output_shape(const cml_executable_t* e
 // last reference was released is undefined behaviour, as is using memory after `free`: the
 // buffer no longer exists and nothing can be checked about it (retain buffers you still need).
 // Thread-safe.
-// For an SPMD executable (compiled for N > 1 devices) |device| is ignored: |inputs| holds
-// N * input_count buffers, device-major (`inputs[device * input_count + i]`), and |out_results|
-// receives N * output_count buffers.
+// For an executable on N > 1 device slots (SPMD or AutoSharding, cml/distributed.h) |device| is
+// ignored: |inputs| holds N * input_count buffers, device-major (`inputs[slot * input_count +
+// i]`), each on the backend device of its slot (cml_builder_device_assignment; slot j by
+// default), of the per-device shape cml_executable_input_shape; |out_results| receives
+// N * output_count buffers, device-major too.
 CML_API CML_MUST_USE cml_status_t cml_executable_execute(cml_executable_t* executable,
                                                          cml_buffer_t* const* inputs,
                                                          size_t input_count, const bool* donate,

@@ -163,9 +163,11 @@ typedef struct cml_module_t {
   // AutoSharding: the meshes (copies owned by the module).
   uint32_t mesh_count;
   const cml_mesh_t* const* meshes;
-  // AutoSharding: one sharding per parameter / output of main (mesh pointing into |meshes|;
-  // NULL arrays when none was given; a zeroed entry means replicated). Value shapes in the
-  // functions are logical (global) shapes; per-device shapes follow from these specs.
+  // AutoSharding: one sharding per parameter / output of main (mesh pointing into |meshes|),
+  // always filled under AutoSharding: what was not given is replicated over the first mesh with
+  // the most devices (closed, never "open"). NULL otherwise. A zeroed entry, should a backend
+  // build one itself, means replicated. Value shapes in the functions are logical (global)
+  // shapes; per-device shapes follow from these specs (cml_sharding_shard_shape).
   const cml_sharding_t* param_shardings;
   const cml_sharding_t* output_shardings;
 } cml_module_t;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cml/distributed.h"
 #include "core/runtime_internal.h"
 
 //===--- base helpers for implementers ---===//
@@ -29,6 +30,8 @@ cml_status_t cml_backend_init_base(cml_backend_t* backend, const cml_backend_vta
   backend->allocator = allocator;
   backend->device_count = device_count;
   backend->capabilities.max_rank = CML_MAX_RANK;
+  // Every backend runs single-device modules; a backend adds the bits of the strategies it runs.
+  backend->capabilities.distributions = 1u << CML_DISTRIBUTION_NONE;
   backend->name = cml__runtime_strdup(allocator, name);
   backend->config = cml__runtime_strdup(allocator, config ? config : "");
   backend->description = cml__runtime_strdup(allocator, name);

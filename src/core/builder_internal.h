@@ -86,6 +86,25 @@ typedef struct cml__module_impl_t {
   // function, so duplicate checks cost O(1) however many there are (open addressing).
   struct cml__name_slot_t* name_slots;
   uint32_t name_count, name_slot_count;  // name_slot_count: 0 or a power of two
+  // Distribution (builder_distributed.c): the strategy, the device slots and their backend
+  // devices (arena), the AutoSharding meshes (owned copies, destroyed with the module) and the
+  // shardings given for main's parameters and outputs (heap, indexed by position; entries past
+  // the count or with a NULL mesh are replicated).
+  cml_distribution_t distribution;
+  int32_t num_devices;
+  int32_t* device_assignment;
+  bool device_assignment_set;
+  cml_mesh_t** meshes;
+  uint32_t mesh_count;
+  cml_sharding_t* param_shardings;
+  uint32_t param_sharding_count, param_sharding_capacity;
+  cml_sharding_t* output_shardings;
+  uint32_t output_sharding_count;
+  // Filled by finalize under AutoSharding: one entry per parameter / output of main.
+  cml_sharding_t* final_param_shardings;
+  uint32_t final_param_count;
+  cml_sharding_t* final_output_shardings;
+  uint32_t final_output_count;
 } cml__module_impl_t;
 
 typedef struct cml__name_slot_t {
@@ -186,6 +205,10 @@ bool cml__check_callee(cml_function_t* f, cml_op_t op, const cml_function_t* c, 
 //===--- module (module.c) ---===//
 
 cml__module_impl_t* cml__module_impl_create(cml_allocator_t allocator, const char* name);
+// Frees what the distribution fields own (module.c calls it when the module goes).
+void cml__module_impl_free_distribution(cml__module_impl_t* impl);
+// Fills the distribution fields of the public view (builder_distributed.c).
+cml_status_t cml__module_impl_finalize_distribution(cml__module_impl_t* impl);
 // Fills the public view (module->...) from the recorded functions.
 cml_status_t cml__module_impl_finalize(cml__module_impl_t* impl);
 
@@ -275,6 +298,24 @@ cml_status_t cml__infer_fft(const cml_shape_t* x, cml_fft_type_t type, const int
 cml_status_t cml__infer_batch_norm(cml_op_t op, const cml_shape_t* x, const cml_shape_t* params,
                                    size_t param_count, float epsilon, int64_t feature_axis,
                                    cml_ir_attrs_t* attrs, cml_shape_t* outs);
+
+// Collectives (shape_infer_collective.c). |groups| NULL means one group of every slot; the
+// normalized groups (num_devices ids) go to |out_ids| with their count and size.
+cml_status_t cml__infer_replica_groups(cml_op_t op, const cml_replica_groups_t* groups,
+                                       int32_t num_devices, int32_t* out_ids,
+                                       int32_t* out_group_count, int32_t* out_group_size);
+cml_status_t cml__infer_all_reduce(const cml_shape_t* operands, size_t count,
+                                   cml_reduce_type_t type, cml_shape_t* outs);
+cml_status_t cml__infer_all_gather(const cml_shape_t* x, int64_t axis, int32_t group_size,
+                                   cml_ir_attrs_t* attrs, cml_shape_t* out);
+cml_status_t cml__infer_reduce_scatter(const cml_shape_t* x, cml_reduce_type_t type, int64_t axis,
+                                       int32_t group_size, cml_ir_attrs_t* attrs, cml_shape_t* out);
+cml_status_t cml__infer_all_to_all(const cml_shape_t* x, int64_t split_axis, int64_t concat_axis,
+                                   int32_t group_size, cml_ir_attrs_t* attrs, cml_shape_t* out);
+cml_status_t cml__infer_collective_permute(const cml_shape_t* x, const int32_t* pairs,
+                                           size_t pair_count, int32_t num_devices,
+                                           cml_shape_t* out);
+cml_status_t cml__infer_collective_broadcast(const cml_shape_t* x, cml_shape_t* out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cml/distributed.h"
 #include "core/runtime_internal.h"
 
 //===--- base helpers for implementers ---===//
@@ -47,6 +48,26 @@ cml_status_t cml_executable_init_base(cml_executable_t* executable, cml_backend_
     in_shapes[i] = v->shape;
   }
   for (size_t i = 0; i < out; ++i) out_shapes[i] = module->values[main_fn->outputs[i]].shape;
+  // Under AutoSharding every device slot holds shards: the executable's shapes are the shard
+  // shapes, so the device-major input checks and the outputs' shapes are per device.
+  cml_status_t st = CML_OK;
+  if (module->distribution == CML_DISTRIBUTION_AUTO_SHARDING) {
+    for (size_t i = 0; st == CML_OK && i < in && module->param_shardings; ++i) {
+      st = cml_sharding_shard_shape(&module->param_shardings[i], &in_shapes[i], &in_shapes[i]);
+      if (st != CML_OK)
+        st = cml_status_annotate(st, "%s: parameter #%zu \"%s\"", what, i, names[i]);
+    }
+    for (size_t i = 0; st == CML_OK && i < out && module->output_shardings; ++i) {
+      st = cml_sharding_shard_shape(&module->output_shardings[i], &out_shapes[i], &out_shapes[i]);
+      if (st != CML_OK) st = cml_status_annotate(st, "%s: output #%zu", what, i);
+    }
+  }
+  if (st != CML_OK) {
+    cml_allocator_free(alloc, (void*)names, in * sizeof *names);
+    cml_allocator_free(alloc, in_shapes, in * sizeof *in_shapes);
+    cml_allocator_free(alloc, out_shapes, out * sizeof *out_shapes);
+    return st;
+  }
 
   cml__refcount_init(&executable->refcount);
   executable->backend = cml_backend_retain(backend);
@@ -119,6 +140,36 @@ const cml_shape_t* cml_executable_output_shape(const cml_executable_t* executabl
   return &executable->output_shapes[i];
 }
 
+//===--- distribution ---===//
+
+cml_distribution_t cml_executable_distribution(const cml_executable_t* executable) {
+  return (executable && executable->module) ? executable->module->distribution
+                                            : CML_DISTRIBUTION_NONE;
+}
+
+int cml_executable_num_devices(const cml_executable_t* executable) {
+  const cml_module_t* m = executable ? executable->module : NULL;
+  return (m && m->num_devices > 1) ? (int)m->num_devices : 1;
+}
+
+const cml_sharding_t* cml_executable_input_sharding(const cml_executable_t* executable, size_t i) {
+  const cml_module_t* m = executable ? executable->module : NULL;
+  if (!m || m->distribution != CML_DISTRIBUTION_AUTO_SHARDING || !m->param_shardings ||
+      i >= executable->input_count) {
+    return NULL;
+  }
+  return &m->param_shardings[i];
+}
+
+const cml_sharding_t* cml_executable_output_sharding(const cml_executable_t* executable, size_t i) {
+  const cml_module_t* m = executable ? executable->module : NULL;
+  if (!m || m->distribution != CML_DISTRIBUTION_AUTO_SHARDING || !m->output_shardings ||
+      i >= executable->output_count) {
+    return NULL;
+  }
+  return &m->output_shardings[i];
+}
+
 //===--- execute ---===//
 
 // The number of replicas (devices) the executable runs on: 1 unless compiled for SPMD.
@@ -127,9 +178,11 @@ static size_t cml__executable_replicas(const cml_executable_t* executable) {
   return (m && m->num_devices > 1) ? (size_t)m->num_devices : 1;
 }
 
-// Validates input |k| (parameter |k % input_count| of replica |k / input_count|).
+// Validates input |k| (parameter |k % input_count| of device slot |slot|, -1 for a
+// single-device execution) expected on |device|.
 static cml_status_t cml__executable_check_input(const cml_executable_t* exe,
-                                                cml_buffer_t* const* inputs, size_t k, int device) {
+                                                cml_buffer_t* const* inputs, size_t k, int slot,
+                                                int device) {
   static const char what[] = "cml_executable_execute";
   size_t param = k % exe->input_count;
   const char* pname = exe->input_names[param];
@@ -158,6 +211,14 @@ static cml_status_t cml__executable_check_input(const cml_executable_t* exe,
                            "%s: input %zu (parameter #%zu \"%s\"): expected shape %s, got %s", what,
                            k, param, pname, cml_shape_format(want, ws, sizeof ws),
                            cml_shape_format(&b->shape, gs, sizeof gs));
+  }
+  if (b->device != device && slot >= 0) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: input %zu (parameter #%zu \"%s\" of device slot %d) is on device "
+                           "%d, but slot %d runs on device %d (inputs are device-major: input "
+                           "i of slot j is inputs[j * %zu + i]; copy it with "
+                           "cml_buffer_copy_to_device)",
+                           what, k, param, pname, slot, b->device, slot, device, exe->input_count);
   }
   if (b->device != device) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
@@ -238,9 +299,13 @@ static cml_status_t cml__executable_execute(cml_executable_t* executable,
   } else {
     CML_RETURN_IF_ERROR(cml__check_device(what, backend, device));
   }
+  // Device slot j runs on device_assignment[j] (j by default).
+  const int32_t* assignment = executable->module ? executable->module->device_assignment : NULL;
   for (size_t k = 0; k < input_count; ++k) {
-    int want_device = replicas > 1 ? (int)(k / executable->input_count) : device;
-    CML_RETURN_IF_ERROR(cml__executable_check_input(executable, inputs, k, want_device));
+    size_t slot = k / executable->input_count;
+    int want_device = replicas > 1 ? (assignment ? (int)assignment[slot] : (int)slot) : device;
+    CML_RETURN_IF_ERROR(cml__executable_check_input(executable, inputs, k,
+                                                    replicas > 1 ? (int)slot : -1, want_device));
   }
   if (!CML__VTABLE_HAS(backend->vtable, execute)) {
     return cml_status_make(CML_STATUS_UNIMPLEMENTED, "%s: backend \"%s\" cannot execute", what,

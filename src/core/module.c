@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/builder_internal.h"
+#include "distributed/distributed_internal.h"
 
 cml__module_impl_t* cml__module_impl_create(cml_allocator_t allocator, const char* name) {
   cml__module_impl_t* impl = (cml__module_impl_t*)cml_allocator_malloc(allocator, sizeof *impl, 64);
@@ -63,6 +64,7 @@ static void cml_module_impl_free(cml__module_impl_t* impl) {
     cml_allocator_free(a, impl->ir_functions,
                        (size_t)impl->function_count * sizeof *impl->ir_functions);
   }
+  cml__module_impl_free_distribution(impl);
   cml__arena_deinit(&impl->arena);
   cml_allocator_free(a, impl, sizeof *impl);
 }
@@ -111,8 +113,7 @@ cml_status_t cml__module_impl_finalize(cml__module_impl_t* impl) {
   m->values = impl->values;
   m->function_count = impl->function_count;
   m->functions = impl->ir_functions;
-  m->num_devices = 1;
-  return CML_OK;
+  return cml__module_impl_finalize_distribution(impl);
 }
 
 cml_status_t cml_builder_compile(cml_builder_t* builder, cml_executable_t** out_executable) {
@@ -200,18 +201,71 @@ static void cml_dump_node(FILE* out, const cml_module_t* m, const cml_ir_node_t*
       fprintf(out, " true=%u false=%u", a->functions[0], a->functions[1]);
       break;
     case CML_OP_REDUCE_WINDOW:
+    case CML_OP_ALL_REDUCE:
+    case CML_OP_REDUCE_SCATTER:
       fprintf(out, " type=%s", cml_reduce_type_name(a->reduce_type));
       break;
     default:
       break;
   }
+  switch (n->op) {
+    case CML_OP_ALL_GATHER:
+    case CML_OP_REDUCE_SCATTER:
+      fprintf(out, " axis=%lld", (long long)a->axis);
+      break;
+    case CML_OP_ALL_TO_ALL:
+      fprintf(out, " split_axis=%lld concat_axis=%lld", (long long)a->collective.split_axis,
+              (long long)a->collective.concat_axis);
+      break;
+    case CML_OP_COLLECTIVE_PERMUTE:
+      fprintf(out, " pairs=[");
+      for (int32_t i = 0; i < a->collective.pair_count; ++i) {
+        fprintf(out, "%s%d->%d", i ? ", " : "", (int)a->collective.pairs[2 * i],
+                (int)a->collective.pairs[2 * i + 1]);
+      }
+      fprintf(out, "]");
+      break;
+    default:
+      break;
+  }
   if (n->op == CML_OP_SORT) fprintf(out, " comparator=%u", a->functions[0]);
+  if (a->collective.groups) {
+    char groups[512];
+    cml__groups_format(a->collective.groups, (size_t)a->collective.group_count,
+                       (size_t)a->collective.group_size, groups, sizeof groups);
+    fprintf(out, " groups=%s", groups);
+  }
   fprintf(out, " :");
   for (uint32_t k = 0; k < n->output_count; ++k) {
     const cml_shape_t* s = &m->values[n->first_output + k].shape;
     fprintf(out, "%s %s", k ? "," : "", cml_shape_format(s, text, sizeof text));
   }
   fprintf(out, "\n");
+}
+
+// "distribution SPMD over 4 devices [0, 1, 2, 3]", the meshes and the main shardings.
+static void cml_dump_distribution(FILE* f, const cml_module_t* m) {
+  if (m->distribution == CML_DISTRIBUTION_NONE) return;
+  fprintf(f, "distribution %s over %d devices, assignment [",
+          cml_distribution_name(m->distribution), (int)m->num_devices);
+  for (int32_t k = 0; m->device_assignment && k < m->num_devices; ++k) {
+    fprintf(f, "%s%d", k ? ", " : "", (int)m->device_assignment[k]);
+  }
+  fprintf(f, "]\n");
+  char text[512];
+  for (uint32_t i = 0; i < m->mesh_count; ++i) {
+    cml__mesh_format(m->meshes[i], text, sizeof text);
+    fprintf(f, "  mesh %s\n", text);
+  }
+  const cml_ir_function_t* main_fn = m->function_count ? &m->functions[0] : NULL;
+  for (uint32_t i = 0; main_fn && m->param_shardings && i < main_fn->param_count; ++i) {
+    cml_sharding_format(&m->param_shardings[i], text, sizeof text);
+    fprintf(f, "  param #%u: %s\n", i, text);
+  }
+  for (uint32_t i = 0; main_fn && m->output_shardings && i < main_fn->output_count; ++i) {
+    cml_sharding_format(&m->output_shardings[i], text, sizeof text);
+    fprintf(f, "  output #%u: %s\n", i, text);
+  }
 }
 
 void cml_module_dump(const cml_module_t* module, void* out) {
@@ -223,6 +277,7 @@ void cml_module_dump(const cml_module_t* module, void* out) {
   fprintf(f, "module \"%s\": %u functions, %u nodes, %u values, %d device(s)\n",
           module->name ? module->name : "", module->function_count, module->node_count,
           module->value_count ? module->value_count - 1 : 0, (int)module->num_devices);
+  cml_dump_distribution(f, module);
   for (uint32_t i = 0; i < module->function_count; ++i) {
     const cml_ir_function_t* fn = &module->functions[i];
     if (fn->parent >= 0) {
