@@ -1014,7 +1014,7 @@ static const golden_case_t kCustomCases[] = {
      false, "cuda"},
     C(collective_replica_id, REPLICA_ID),
     C(collective_partition_id, PARTITION_ID),
-    C(auto_sharding_meshes_and_shardings, DOT_GENERAL),
+    C(auto_sharding_meshes_and_shardings, DOT),
 };
 #undef C
 

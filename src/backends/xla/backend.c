@@ -361,27 +361,6 @@ static cml_status_t cml_xla_check_distribution(const cml_xla_backend_t* b, const
   return CML_OK;
 }
 
-// AutoSharding: the executable's per-device input and output shapes are the shard shapes
-// (each device holds its shard; replicated values whole). Checked by
-// cml_xla_check_distribution already.
-static void cml_xla_set_shard_shapes(cml_xla_executable_t* exe, const cml_module_t* m) {
-  if (!cml_xla_emit_is_sharded(m)) return;
-  const cml_ir_function_t* main_fn = &m->functions[0];
-  for (size_t i = 0; i < exe->base.input_count && i < main_fn->param_count; ++i) {
-    const cml_sharding_t* s = m->param_shardings ? &m->param_shardings[i] : NULL;
-    cml_shape_t shard = m->values[main_fn->params[i]].shape;
-    if (s && s->mesh)
-      cml_status_free(cml_sharding_shard_shape(s, &shard, &exe->base.input_shapes[i]));
-  }
-  for (size_t i = 0; i < exe->base.output_count && i < main_fn->output_count; ++i) {
-    const cml_sharding_t* s = m->output_shardings ? &m->output_shardings[i] : NULL;
-    cml_shape_t shard = m->values[main_fn->outputs[i]].shape;
-    if (s && s->mesh) {
-      cml_status_free(cml_sharding_shard_shape(s, &shard, &exe->base.output_shapes[i]));
-    }
-  }
-}
-
 static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module,
                                     cml_executable_t** out_executable) {
   cml_xla_backend_t* b = cml_xla_backend_cast(backend);
@@ -420,7 +399,8 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
   exe->executable = loaded;
   exe->num_slots = job.num_slots;
   exe->slot_devices = job.num_slots ? module->device_assignment : NULL;
-  cml_xla_set_shard_shapes(exe, module);
+  // Under AutoSharding the base's input and output shapes are the shard shapes already
+  // (cml_executable_init_base): what each slot's buffers hold.
   // PJRT writes as many outputs as the executable has into the list cml sizes from the module:
   // a disagreement (a plugin that keeps a tuple result whole) would write past it or leave
   // outputs unset, so it is refused here. Plugins without the calls are trusted.
