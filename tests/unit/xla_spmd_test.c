@@ -663,6 +663,39 @@ static bool build_megatron(cml_builder_t* b, cml_function_t* f, const cml_mesh_t
   return cml_function_return_sharded(f, &out, 1, &none) == CML_OK;
 }
 
+// The same MLP as one plain single-device module on device 0 (the reference).
+static cml_status_t run_mlp_single_device(const float* x, const float* w1, const float* w2,
+                                          float* out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(g_backend, "mlp", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = SHAPE(CML_DTYPE_F32, 2, 4), w1s = SHAPE(CML_DTYPE_F32, 4, 8),
+              w2s = SHAPE(CML_DTYPE_F32, 8, 4);
+  cml_value_t xv = cml_parameter(f, "x", &xs);
+  cml_value_t w1v = cml_parameter(f, "w1", &w1s);
+  cml_value_t w2v = cml_parameter(f, "w2", &w2s);
+  cml_value_t h =
+      cml_op_max(f, cml_op_dot(f, xv, w1v), cml_constant_scalar_f64(f, CML_DTYPE_F32, 0));
+  cml_value_t y = cml_op_dot(f, h, w2v);
+  cml_status_t st = cml_builder_status(b);
+  if (st == CML_OK) st = cml_function_return(f, &y, 1);
+  cml_executable_t* exe = NULL;
+  if (st == CML_OK) st = cml_builder_compile(b, &exe);
+  cml_builder_destroy(b);
+  if (st != CML_OK) return st;
+  cml_shape_t shapes[3] = {xs, w1s, w2s};
+  const void* data[3] = {x, w1, w2};
+  cml_buffer_t* ins[3];
+  cml_buffer_t* res[1] = {NULL};
+  st = upload(1, NULL, 3, shapes, data, ins);
+  if (st == CML_OK) st = cml_executable_execute(exe, ins, 3, NULL, 0, res);
+  if (st == CML_OK) st = cml_buffer_copy_to_host(res[0], out, 8 * sizeof(float));
+  release_all(ins, 3);
+  release_all(res, 1);
+  cml_executable_release(exe);
+  return st;
+}
+
 TEST(auto_sharding_megatron_mlp) {
   cml_mesh_t* mesh = NULL;
   ASSERT_STATUS_OK(cml_mesh_create("mp", (const char*[]){"model"}, (int64_t[]){4}, 1, &mesh));
@@ -710,6 +743,10 @@ TEST(auto_sharding_megatron_mlp) {
       run_sharded(mesh, NULL, build_megatron, 3, shapes, data, 1, kBytes, got, devices, NULL);
   cml_mesh_destroy(mesh);
   ASSERT_STATUS_OK(st);
+  // The single-device module computes the same values.
+  float single[8];
+  ASSERT_STATUS_OK(run_mlp_single_device(&x[0][0], &w1[0][0], &w2[0][0], single));
+  for (int i = 0; i < 8; ++i) ASSERT_EQ_DBL(single[i], want[i / 4][i % 4]);
   for (int d = 0; d < 4; ++d) {
     for (int i = 0; i < 8; ++i) ASSERT_EQ_DBL(got[d][i], want[i / 4][i % 4]);
   }
