@@ -950,3 +950,102 @@ double bt_rand_uniform(bt_t* t, double lo, double hi) {
   double unit = (double)(bt_rand_u64(t) >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
   return lo + (hi - lo) * unit;
 }
+
+//===--- many devices ---===//
+
+bool bt_require_devices(bt_t* t, cml_distribution_t distribution, int devices) {
+  const cml_capabilities_t* caps = t->backend ? cml_backend_capabilities(t->backend) : NULL;
+  uint32_t bits = caps ? caps->distributions : 0;
+  if (!(bits & (1u << distribution))) {
+    bt_unsupported(t, "needs the %s distribution strategy, which backend \"%s\" does not run",
+                   cml_distribution_name(distribution), cml_backend_name(t->backend));
+    return false;
+  }
+  int have = cml_backend_device_count(t->backend);
+  if (have < devices) {
+    bt_unsupported(t, "needs %d devices, backend \"%s\" has %d", devices,
+                   cml_backend_name(t->backend), have);
+    return false;
+  }
+  return true;
+}
+
+bool bt_spmd(bt_t* t, int devices) {
+  cml_builder_t* b = bt_builder(t);
+  return b && bt_ok(t, cml_builder_spmd(b, devices), "cml_builder_spmd");
+}
+
+bool bt_auto_sharding(bt_t* t, const cml_mesh_t* const* meshes, size_t mesh_count) {
+  cml_builder_t* b = bt_builder(t);
+  return b &&
+         bt_ok(t, cml_builder_auto_sharding(b, meshes, mesh_count), "cml_builder_auto_sharding");
+}
+
+cml_executable_t* bt_compile_sharded(bt_t* t, const cml_value_t* outputs, size_t count,
+                                     const cml_sharding_t* shardings) {
+  cml_builder_t* b = bt_builder(t);
+  if (!b) return NULL;
+  if (!bt_ok(t, cml_function_return_sharded(cml_builder_main(b), outputs, count, shardings),
+             "cml_function_return_sharded")) {
+    return NULL;
+  }
+  cml_executable_t* exe = NULL;
+  if (!bt_ok(t, cml_builder_compile(b, &exe), "cml_builder_compile")) return NULL;
+  if (!bt__own(t, BT_RES_EXECUTABLE, exe)) return NULL;
+  return exe;
+}
+
+bool bt_run_devices(bt_t* t, cml_executable_t* exe, const bt_tensor_t* inputs,
+                    const int32_t* devices, bt_tensor_t* out) {
+  if (!exe) {
+    bt_fail(t, "bt_run_devices: no executable");
+    return false;
+  }
+  size_t n = (size_t)cml_executable_num_devices(exe);
+  size_t p = cml_executable_input_count(exe), r = cml_executable_output_count(exe);
+  for (size_t i = 0; i < n * r; ++i) memset(&out[i], 0, sizeof out[i]);
+  cml_buffer_t** args = bt_alloc(t, (n * p + 1) * sizeof *args);
+  cml_buffer_t** results = bt_alloc(t, (n * r + 1) * sizeof *results);
+  if (!args || !results) return false;
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t i = 0; i < p; ++i) {
+      args[j * p + i] = bt_upload(t, devices ? devices[j] : (int)j, &inputs[j * p + i]);
+      if (!args[j * p + i]) return false;
+    }
+  }
+  char what[96];
+  snprintf(what, sizeof what, "cml_executable_execute(%zu devices x %zu inputs)", n, p);
+  if (!bt_ok(t, cml_executable_execute(exe, args, n * p, NULL, 0, results), what)) return false;
+  for (size_t i = 0; i < n * r; ++i) {
+    if (!results[i]) {
+      bt_fail(t, "execute returned OK but output %zu is NULL", i);
+      for (size_t k = i + 1; k < n * r; ++k) cml_buffer_release(results[k]);
+      return false;
+    }
+    if (!bt__own(t, BT_RES_BUFFER, results[i])) {
+      for (size_t k = i + 1; k < n * r; ++k) cml_buffer_release(results[k]);
+      return false;
+    }
+  }
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t k = 0; k < r; ++k) {
+      cml_buffer_t* buf = results[j * r + k];
+      int want_device = devices ? devices[j] : (int)j;
+      if (cml_buffer_device(buf) != want_device) {
+        bt_fail(t, "output %zu of device slot %zu is on device %d, want %d", k, j,
+                cml_buffer_device(buf), want_device);
+        return false;
+      }
+      if (!bt_download(t, buf, &out[j * r + k])) return false;
+      const cml_shape_t* declared = cml_executable_output_shape(exe, k);
+      if (declared && !cml_shape_equal(declared, &out[j * r + k].shape)) {
+        char a[96], b[96];
+        bt_fail(t, "output %zu of device slot %zu has shape %s but the executable declares %s", k,
+                j, cml_shape_format(&out[j * r + k].shape, a, sizeof a),
+                cml_shape_format(declared, b, sizeof b));
+        return false;
+      }
+    }
+  }
+  return true;
+}

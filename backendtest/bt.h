@@ -29,6 +29,7 @@
 
 #include "cml/backend.h"
 #include "cml/backendtest.h"
+#include "cml/distributed.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,18 +57,19 @@ typedef struct bt_tensor_t {
 #define BT_DECLARE_GROUP(group)              \
   extern const bt_case_t bt_cases_##group[]; \
   extern const size_t bt_cases_##group##_count;
-BT_DECLARE_GROUP(exec)       // (no op) execution, buffers, donation, concurrency, errors
-BT_DECLARE_GROUP(functions)  // control: closures, Call, While, If, Sort
-BT_DECLARE_GROUP(unary)      // elementwise: unary, convert, bitcast
-BT_DECLARE_GROUP(binary)     // elementwise: binary, compare, clamp, where, iota
-BT_DECLARE_GROUP(reduce)     // reduce: Reduce*, ArgMinMax
-BT_DECLARE_GROUP(shape)      // movement: reshape, transpose, broadcast, concat, slice, ...
-BT_DECLARE_GROUP(index)      // index: gather, scatter, dynamic slice / update slice
-BT_DECLARE_GROUP(window)     // window: reduce window, select and scatter
-BT_DECLARE_GROUP(dot)        // linalg: Dot, DotGeneral
-BT_DECLARE_GROUP(conv)       // linalg: ConvGeneral
-BT_DECLARE_GROUP(special)    // special: RNG, FFT, BatchNorm*; control: the barriers
-BT_DECLARE_GROUP(fused)      // fused: fused ops (native or decomposed), cml/fused.h
+BT_DECLARE_GROUP(exec)        // (no op) execution, buffers, donation, concurrency, errors
+BT_DECLARE_GROUP(functions)   // control: closures, Call, While, If, Sort
+BT_DECLARE_GROUP(unary)       // elementwise: unary, convert, bitcast
+BT_DECLARE_GROUP(binary)      // elementwise: binary, compare, clamp, where, iota
+BT_DECLARE_GROUP(reduce)      // reduce: Reduce*, ArgMinMax
+BT_DECLARE_GROUP(shape)       // movement: reshape, transpose, broadcast, concat, slice, ...
+BT_DECLARE_GROUP(index)       // index: gather, scatter, dynamic slice / update slice
+BT_DECLARE_GROUP(window)      // window: reduce window, select and scatter
+BT_DECLARE_GROUP(dot)         // linalg: Dot, DotGeneral
+BT_DECLARE_GROUP(conv)        // linalg: ConvGeneral
+BT_DECLARE_GROUP(special)     // special: RNG, FFT, BatchNorm*; control: the barriers
+BT_DECLARE_GROUP(fused)       // fused: fused ops (native or decomposed), cml/fused.h
+BT_DECLARE_GROUP(collective)  // collective: SPMD collectives, AutoSharding (cml/distributed.h)
 
 //===--- case control ---===//
 
@@ -176,6 +178,25 @@ bool bt_download(bt_t* t, cml_buffer_t* buffer, bt_tensor_t* out);
 // (the count must match the executable's).
 bool bt_run(bt_t* t, cml_executable_t* exe, const bt_tensor_t* inputs, size_t input_count,
             int device, bt_tensor_t* out, size_t out_count);
+
+//===--- many devices (cml/distributed.h) ---===//
+
+// Marks the case UNSUPPORTED (skipped, with the reason) and returns false unless the backend
+// runs |distribution| (its capabilities' distribution bit) on at least |devices| devices.
+bool bt_require_devices(bt_t* t, cml_distribution_t distribution, int devices);
+// Starts the case's builder as SPMD over |devices| / AutoSharding over |meshes| (after
+// bt_require_devices). False on error (UNIMPLEMENTED: UNSUPPORTED).
+bool bt_spmd(bt_t* t, int devices);
+bool bt_auto_sharding(bt_t* t, const cml_mesh_t* const* meshes, size_t mesh_count);
+// Returns |outputs| from main with |shardings| (NULL: plain return) and compiles; as bt_compile.
+cml_executable_t* bt_compile_sharded(bt_t* t, const cml_value_t* outputs, size_t count,
+                                     const cml_sharding_t* shardings);
+// Runs a multi-device executable: |inputs| holds N * P tensors, device-major (input i of slot j
+// is inputs[j * P + i], N = cml_executable_num_devices, P = its input count); slot j's inputs
+// are uploaded to device |devices[j]| (NULL: j). |out| receives N * R tensors, device-major,
+// each checked against the executable's per-device output shape.
+bool bt_run_devices(bt_t* t, cml_executable_t* exe, const bt_tensor_t* inputs,
+                    const int32_t* devices, bt_tensor_t* out);
 
 #ifdef __cplusplus
 }  // extern "C"

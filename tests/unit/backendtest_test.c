@@ -585,6 +585,7 @@ FAKE_EMPTY_GROUP(dot)
 FAKE_EMPTY_GROUP(conv)
 FAKE_EMPTY_GROUP(special)
 FAKE_EMPTY_GROUP(fused)
+FAKE_EMPTY_GROUP(collective)
 
 static void fake_backend_destroy(cml_backend_t* backend) {
   cml_backend_deinit_base(backend);
@@ -744,12 +745,39 @@ TEST(runner_filter) {
   ASSERT_STATUS_CODE(st, CML_STATUS_INCOMPATIBLE);
 }
 
-TEST_MAIN(TEST_ENTRY(runner_listing), TEST_ENTRY(runner_summary_coverage_and_json),
-          TEST_ENTRY(runner_filter), TEST_ENTRY(tensor_f64_floats),
-          TEST_ENTRY(tensor_f64_ints_bool_complex), TEST_ENTRY(tensor_packed),
-          TEST_ENTRY(get_out_of_range), TEST_ENTRY(equal_catches_one_ulp),
-          TEST_ENTRY(ulps_other_widths), TEST_ENTRY(nan_and_signed_zero_rules),
-          TEST_ENTRY(close_tolerances), TEST_ENTRY(integer_and_complex_messages),
-          TEST_ENTRY(shape_mismatch_and_missing_data), TEST_ENTRY(results_and_statuses),
-          TEST_ENTRY(message_limit), TEST_ENTRY(alloc_is_zeroed_and_freed),
-          TEST_ENTRY(random_is_deterministic_per_case), TEST_ENTRY(f32_helpers_sanity))
+// A multi-device case on a backend without the strategy bit, or with too few devices, is
+// skipped with the reason (never passed).
+TEST(require_devices_skips_with_reason) {
+  cml_backend_t* backend = fake_backend();
+  ASSERT_TRUE(backend != NULL);
+  bt_t t;
+  bt_case_begin(&t, backend, "collective", "needs_spmd");
+  ASSERT_FALSE(bt_require_devices(&t, CML_DISTRIBUTION_SPMD, 4));
+  ASSERT_EQ_INT(bt_case_end(&t), BT_RESULT_UNSUPPORTED);
+  ASSERT_CONTAINS(bt_case_message(&t), "needs the SPMD distribution strategy");
+  ASSERT_CONTAINS(bt_case_message(&t), "\"fake\"");
+  bt_case_clear(&t);
+  backend->capabilities.distributions |= 1u << CML_DISTRIBUTION_SPMD;
+  bt_case_begin(&t, backend, "collective", "needs_4");
+  ASSERT_FALSE(bt_require_devices(&t, CML_DISTRIBUTION_SPMD, 4));
+  ASSERT_EQ_INT(bt_case_end(&t), BT_RESULT_UNSUPPORTED);
+  ASSERT_CONTAINS(bt_case_message(&t), "needs 4 devices, backend \"fake\" has 1");
+  bt_case_clear(&t);
+  bt_case_begin(&t, backend, "collective", "enough");
+  ASSERT_TRUE(bt_require_devices(&t, CML_DISTRIBUTION_SPMD, 1));
+  ASSERT_TRUE(bt_require_devices(&t, CML_DISTRIBUTION_NONE, 1));
+  ASSERT_EQ_INT(bt_case_end(&t), BT_RESULT_OK);
+  bt_case_clear(&t);
+  cml_backend_release(backend);
+}
+
+TEST_MAIN(TEST_ENTRY(runner_listing), TEST_ENTRY(require_devices_skips_with_reason),
+          TEST_ENTRY(runner_summary_coverage_and_json), TEST_ENTRY(runner_filter),
+          TEST_ENTRY(tensor_f64_floats), TEST_ENTRY(tensor_f64_ints_bool_complex),
+          TEST_ENTRY(tensor_packed), TEST_ENTRY(get_out_of_range),
+          TEST_ENTRY(equal_catches_one_ulp), TEST_ENTRY(ulps_other_widths),
+          TEST_ENTRY(nan_and_signed_zero_rules), TEST_ENTRY(close_tolerances),
+          TEST_ENTRY(integer_and_complex_messages), TEST_ENTRY(shape_mismatch_and_missing_data),
+          TEST_ENTRY(results_and_statuses), TEST_ENTRY(message_limit),
+          TEST_ENTRY(alloc_is_zeroed_and_freed), TEST_ENTRY(random_is_deterministic_per_case),
+          TEST_ENTRY(f32_helpers_sanity))
