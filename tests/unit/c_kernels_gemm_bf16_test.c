@@ -253,4 +253,83 @@ TEST(bf16_hand_values) {
   }
 }
 
-TEST_MAIN(TEST_ENTRY(bf16_every_path_within_bound), TEST_ENTRY(bf16_hand_values))
+// A bf16 output is the f32 result of the same path rounded once (cml_f64_to_bf16 of each
+// value), on every path: K within one k block and K over several (f32 partial sums, then the
+// rounding store), edge tiles, a transposed rhs, with NaN, Inf, overflow to Inf, ties and values
+// that round up into the next binade.
+TEST(bf16_output_is_the_rounded_f32_output) {
+  static const struct {
+    int64_t batch, m, k, n;
+    bool transposed;
+  } cases[] = {{0, 1, 2, 1, false},     {0, 13, 37, 45, false},  {0, 30, 256, 70, false},
+               {0, 25, 515, 33, false}, {2, 14, 1100, 40, true}, {0, 300, 64, 97, false}};
+  path_t paths[6];
+  const int path_count = usable_paths(paths);
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0;
+  int64_t checked = 0, specials = 0;
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
+    const int64_t nb = cases[ci].batch > 0 ? cases[ci].batch : 1;
+    const int64_t m = cases[ci].m, k = cases[ci].k, n = cases[ci].n;
+    const bool tr = cases[ci].transposed;
+    uint16_t* lhs = malloc((size_t)(nb * m * k) * sizeof(uint16_t));
+    uint16_t* rhs = malloc((size_t)(nb * k * n) * sizeof(uint16_t));
+    float* f32 = malloc((size_t)(nb * m * n) * sizeof(float));
+    uint16_t* b16 = malloc((size_t)(nb * m * n) * sizeof(uint16_t));
+    for (int64_t i = 0; i < nb * m * k; ++i) lhs[i] = cml_f32_to_bf16((float)rng_uniform(-2, 2));
+    for (int64_t i = 0; i < nb * k * n; ++i) rhs[i] = cml_f32_to_bf16((float)rng_uniform(-2, 2));
+    // Row 0 of the first batch: NaN (k 0), Inf (k 1), huge values that overflow f32 when
+    // summed (the last two k), so its outputs are NaN / Inf / overflow.
+    if (k >= 2) lhs[0] = cml_f32_to_bf16(NAN);
+    if (m >= 2 && k >= 2) {
+      lhs[k] = cml_f32_to_bf16(INFINITY);
+      lhs[k + k - 1] = lhs[k + k - 2] = cml_f32_to_bf16(3e38f);
+    }
+    // Row 2: exactly 1 + 2^-8 (a tie between bf16 neighbours) and 1 + 3 * 2^-9 (rounds up).
+    if (m >= 3 && k >= 2 && !tr) {
+      for (int64_t kk = 0; kk < k; ++kk) lhs[2 * k + kk] = 0;
+      lhs[2 * k] = cml_f32_to_bf16(1.0f);
+      lhs[2 * k + 1] = cml_f32_to_bf16(0x1p-8f);
+      for (int64_t j = 0; j < n; ++j) {
+        rhs[j] = cml_f32_to_bf16(1.0f);
+        rhs[n + j] = cml_f32_to_bf16(j % 2 ? 1.5f : 1.0f);
+      }
+    }
+    fake_t ff, fb;
+    fake_dot(&ff, cases[ci].batch, m, k, n, tr, CML_DTYPE_F32);
+    fake_dot(&fb, cases[ci].batch, m, k, n, tr, CML_DTYPE_BF16);
+    for (int pi = 0; pi < path_count; ++pi) {
+      cmlc_options_t o;
+      memset(&o, 0, sizeof o);
+      o.isa = paths[pi].isa;
+      o.reference = paths[pi].reference;
+      o.avx512_bf16 = paths[pi].bf16;
+      o.devices = 1;
+      o.threads = 3;
+      ASSERT_STATUS_OK(fake_run(&ff, &o, pool, lhs, rhs, f32));
+      memset(b16, 0xA5, (size_t)(nb * m * n) * sizeof(uint16_t));
+      ASSERT_STATUS_OK(fake_run(&fb, &o, pool, lhs, rhs, b16));
+      for (int64_t e = 0; e < nb * m * n; ++e) {
+        const uint16_t want = cml_f64_to_bf16((double)f32[e]);
+        ++checked;
+        specials += !isfinite(f32[e]);
+        if (b16[e] != want && failures++ < 8) {
+          fprintf(stderr, "case %zu %s [%lld]: bf16 0x%04x, f32 %.9g rounds to 0x%04x\n", ci,
+                  paths[pi].name, (long long)e, b16[e], f32[e], want);
+        }
+      }
+    }
+    free(lhs);
+    free(rhs);
+    free(f32);
+    free(b16);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+  ASSERT_TRUE(checked > 0);
+  ASSERT_TRUE(specials > 0);
+}
+
+TEST_MAIN(TEST_ENTRY(bf16_every_path_within_bound), TEST_ENTRY(bf16_hand_values),
+          TEST_ENTRY(bf16_output_is_the_rounded_f32_output))

@@ -367,7 +367,10 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
     g.c = p.out_dtype == CML_DTYPE_F32 ? (float*)c.out : (float*)(s + p.off_c);
 #if defined(CMLC_HAVE_X86_64)
     if (p.gemm_bf16) {
-      cmlc__gemm_bf16(&g, pool, s + p.off_gemm, p.threads);
+      // A bf16 output is rounded in the micro-kernel's store: no conversion pass.
+      const bool bf16_out = p.out_dtype == CML_DTYPE_BF16;
+      cmlc__gemm_bf16(&g, bf16_out ? (uint16_t*)c.out : NULL, pool, s + p.off_gemm, p.threads);
+      if (bf16_out) return CML_OK;
     } else
 #endif
     {
