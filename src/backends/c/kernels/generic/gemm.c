@@ -97,6 +97,67 @@ static cmlc_kernel_t_f64 cmlc_select_f64(cmlc_isa_t isa) {
                              cmlc_gemv_dot_scalar_f64};
 }
 
+//===--- half operands and outputs ---===//
+
+static void cmlc_widen_bf16(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = (uint32_t)src[i] << 16;
+    memcpy(dst + i, &u, sizeof u);
+  }
+}
+
+static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = cml_f16_to_f32(src[i]);
+}
+
+// Contiguous runs of a half operand widen in bulk while packing (F16C for f16 with a SIMD ISA).
+typedef cmlc__gemm_widen_fn cmlc_widen_fn_f32;
+static cmlc_widen_fn_f32 cmlc_select_widen_f32(cmlc_isa_t isa, cml_dtype_t dtype) {
+  if (dtype == CML_DTYPE_BF16) return cmlc_widen_bf16;
+  if (dtype != CML_DTYPE_F16) return NULL;
+#if defined(CMLC_HAVE_X86_64)
+  if (isa == CMLC_ISA_AVX512 || isa == CMLC_ISA_AVX2) return cmlc__gemm_widen_f16_f16c;
+#else
+  (void)isa;
+#endif
+  return cmlc_widen_f16;
+}
+
+// The f64 GEMM converts half operands element by element.
+typedef void (*cmlc_widen_fn_f64)(const uint16_t* src, double* dst, int64_t n);
+static cmlc_widen_fn_f64 cmlc_select_widen_f64(cmlc_isa_t isa, cml_dtype_t dtype) {
+  (void)isa;
+  (void)dtype;
+  return NULL;
+}
+
+bool cmlc__gemm_narrow_f32(const float* src, void* dst, cml_dtype_t dtype, int64_t n,
+                           cmlc_isa_t isa) {
+  uint16_t* d = dst;
+  if (dtype == CML_DTYPE_BF16) {
+    // Nearest even on the bits; NaN -> sign | 0x7FC0 (cml_f64_to_bf16's quiet NaN).
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t u;
+      memcpy(&u, src + i, sizeof u);
+      const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+      const uint32_t qnan = ((u >> 16) & 0x8000u) | 0x7FC0u;
+      d[i] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? qnan : rounded);
+    }
+    return true;
+  }
+  if (dtype != CML_DTYPE_F16) return false;
+#if defined(CMLC_HAVE_X86_64)
+  if (isa == CMLC_ISA_AVX512 || isa == CMLC_ISA_AVX2) {
+    cmlc__gemm_narrow_f16_f16c(src, d, n);
+    return true;
+  }
+#else
+  (void)isa;
+#endif
+  for (int64_t i = 0; i < n; ++i) d[i] = cml_f32_to_f16(src[i]);
+  return true;
+}
+
 //===--- the driver, per element type ---===//
 
 static inline double cmlc_gemm_load_f64(const void* data, int64_t i, cml_dtype_t dtype) {

@@ -7,8 +7,9 @@
 //   CMLC_GEMM_PROBLEM  the problem type (cmlc__gemm_problem_t or cmlc__gemm_f64_problem_t)
 //   CMLC_GEMM_LOAD_CONV(data, index, dtype)  loads one element of another dtype as CMLC_GEMM_T
 //   CMLC_GEMM_ENTRY, CMLC_GEMM_ENTRY_SCRATCH  the names of the two functions it defines
-// and provide CMLC_GEMM_N(kernel_t) with CMLC_GEMM_N(select)(isa) for this suffix
-// (CMLC_GEMM_N(x) pastes cmlc_<x>_<suffix>). The macros above are undefined at the end.
+// and provide CMLC_GEMM_N(kernel_t) with CMLC_GEMM_N(select)(isa), and CMLC_GEMM_N(widen_fn)
+// with CMLC_GEMM_N(select_widen)(isa, dtype) (bulk widening of f16 / bf16 runs, or NULL) for
+// this suffix (CMLC_GEMM_N(x) pastes cmlc_<x>_<suffix>). The macros above are undefined at the end.
 //
 // Thread-safety: reentrant; no state.
 
@@ -66,13 +67,16 @@ static int64_t CMLC_GEMM_N(gemm_affine)(const int64_t* offsets, int64_t count) {
 
 typedef struct CMLC_GEMM_N(gemm_access_t) {
   int64_t row_stride, col_stride;  // CMLC_GEMM_NOT_AFFINE when the table is not affine
+  CMLC_GEMM_N(widen_fn) widen;     // bulk widening of a half operand's runs, or NULL
 } CMLC_GEMM_N(gemm_access_t);
 
 static CMLC_GEMM_N(gemm_access_t)
-    CMLC_GEMM_N(gemm_access)(const cmlc__gemm_operand_t* op, int64_t rows, int64_t cols) {
+    CMLC_GEMM_N(gemm_access)(const cmlc__gemm_operand_t* op, int64_t rows, int64_t cols,
+                             cmlc_isa_t isa) {
   CMLC_GEMM_N(gemm_access_t) a;
   a.row_stride = CMLC_GEMM_N(gemm_affine)(op->row_offsets, rows);
   a.col_stride = CMLC_GEMM_N(gemm_affine)(op->col_offsets, cols);
+  a.widen = CMLC_GEMM_N(select_widen)(isa, op->dtype);
   return a;
 }
 
@@ -94,6 +98,27 @@ static void CMLC_GEMM_N(gemm_pack_a)(const cmlc__gemm_operand_t* a,
       for (int64_t kk = 0; kk < kc; ++kk) {
         const CMLC_GEMM_T* s = src + kk * acc->col_stride;
         for (int r = 0; r < mr; ++r) sliver[kk * mr + r] = s[r];
+      }
+      continue;
+    }
+    if (acc->widen && acc->row_stride == 1 && acc->col_stride != CMLC_GEMM_NOT_AFFINE &&
+        rows == mr) {
+      // Transposed half A: each k gives MR contiguous values, widened straight into place.
+      const uint16_t* src = (const uint16_t*)a->data + boff + (ic + i) + pc * acc->col_stride;
+      for (int64_t kk = 0; kk < kc; ++kk)
+        acc->widen(src + kk * acc->col_stride, sliver + kk * mr, mr);
+      continue;
+    }
+    if (acc->widen && acc->col_stride == 1) {
+      // Row-major half A: widen each row's k run, then interleave it into the sliver.
+      CMLC_GEMM_T run[CMLC_GEMM_KC];
+      for (int r = 0; r < mr; ++r) {
+        if (r >= rows) {
+          for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * mr + r] = 0.0f;
+          continue;
+        }
+        acc->widen((const uint16_t*)a->data + boff + a->row_offsets[ic + i + r] + pc, run, kc);
+        for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * mr + r] = run[kk];
       }
       continue;
     }
@@ -136,6 +161,29 @@ static void CMLC_GEMM_N(gemm_pack_b)(const cmlc__gemm_operand_t* bop,
         CMLC_GEMM_T* d = sliver + kk * nr;
         memcpy(d, src + bop->row_offsets[pc + kk], (size_t)cols * sizeof(CMLC_GEMM_T));
         for (int64_t j = cols; j < nr; ++j) d[j] = 0.0f;
+      }
+      continue;
+    }
+    if (acc->widen && acc->col_stride == 1) {
+      // Row-major half B: each k row of the sliver is one widened run.
+      const uint16_t* src = (const uint16_t*)bop->data + boff + jc + col0;
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        CMLC_GEMM_T* d = sliver + kk * nr;
+        acc->widen(src + bop->row_offsets[pc + kk], d, cols);
+        for (int64_t j = cols; j < nr; ++j) d[j] = 0.0f;
+      }
+      continue;
+    }
+    if (acc->widen && acc->row_stride == 1) {
+      // Transposed half B: widen each column's k run, then write it down the sliver.
+      CMLC_GEMM_T run[CMLC_GEMM_KC];
+      for (int64_t j = 0; j < nr; ++j) {
+        if (j >= cols) {
+          for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * nr + j] = 0.0f;
+          continue;
+        }
+        acc->widen((const uint16_t*)bop->data + boff + coff[j] + pc, run, kc);
+        for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * nr + j] = run[kk];
       }
       continue;
     }
@@ -365,8 +413,8 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
   c.sz = CMLC_GEMM_N(gemm_sizes)(p->m, p->n, p->k, &c.kern);
   c.scratch = scratch;
   c.threads = threads < 1 ? 1 : threads;
-  c.a_acc = CMLC_GEMM_N(gemm_access)(&p->a, p->m, p->k);
-  c.b_acc = CMLC_GEMM_N(gemm_access)(&p->b, p->k, p->n);
+  c.a_acc = CMLC_GEMM_N(gemm_access)(&p->a, p->m, p->k, isa);
+  c.b_acc = CMLC_GEMM_N(gemm_access)(&p->b, p->k, p->n, isa);
   int pool_threads = cmlc_pool_thread_count(pool);
   if (pool_threads > c.threads) pool = NULL, pool_threads = 1;
   c.shared_panel = c.scratch + (size_t)c.threads * (c.sz.a_elems + c.sz.b_elems);

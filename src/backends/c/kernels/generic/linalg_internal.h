@@ -364,6 +364,12 @@ typedef void (*cmlc__gemv_axpy_fn)(int64_t k, const float* a, int64_t a_stride, 
                                    int64_t ldb, float* c, int64_t n);
 typedef void (*cmlc__gemv_dot_fn)(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                                   int64_t c_stride, int64_t n);
+// Widens |n| consecutive f16 or bf16 values to f32 (exact), for packing half operands.
+typedef void (*cmlc__gemm_widen_fn)(const uint16_t* src, float* dst, int64_t n);
+// Rounds |n| f32 values to |dtype| (F16 or BF16) at |dst|: the bits cml_f64_to_f16 /
+// cml_f64_to_bf16 give for each value, with SIMD for |isa|. Returns false for other dtypes.
+bool cmlc__gemm_narrow_f32(const float* src, void* dst, cml_dtype_t dtype, int64_t n,
+                           cmlc_isa_t isa);
 // f64 versions of the three kernel types (same contracts).
 typedef void (*cmlc__gemm_ukernel_f64_fn)(int64_t kc, const double* a, const double* b, int64_t ldb,
                                           double* c, int64_t ldc, int accumulate, int rows,
@@ -386,6 +392,8 @@ void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int64_t a_stride, const
                               int64_t ldb, float* c, int64_t n);
 void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                              int64_t c_stride, int64_t n);
+void cmlc__gemm_widen_f16_f16c(const uint16_t* src, float* dst, int64_t n);
+void cmlc__gemm_narrow_f16_f16c(const float* src, uint16_t* dst, int64_t n);
 void cmlc__gemv_axpy_f32_avx512(int64_t k, const float* a, int64_t a_stride, const float* b,
                                 int64_t ldb, float* c, int64_t n);
 void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y, int64_t ldy, float* c,

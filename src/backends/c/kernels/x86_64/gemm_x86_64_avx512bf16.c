@@ -39,10 +39,11 @@
 enum {
   CMLC_BF_MR = 12,
   CMLC_BF_NR = 32,
-  // k values per block (even): 128 pairs, so a packed B sliver (128 x 32 pairs = 16 KiB) stays
-  // in a 32 KiB L1 next to the A sliver it meets.
-  CMLC_BF_KC = 256,
-  CMLC_BF_MC = 288,   // a multiple of MR; the A block (288 x 128 pairs = 144 KiB) stays in L2
+  // k values per block (even): 256 pairs. The packed B sliver (256 x 32 pairs, 32 KiB) is
+  // re-read from L1/L2 by every A sliver of the block; a K up to 512 is one block, so a bf16
+  // output needs no f32 partial sums. (KC 256 / MC 288 measured the same on Zen 4.)
+  CMLC_BF_KC = 512,
+  CMLC_BF_MC = 144,   // a multiple of MR; the A block (144 x 256 pairs, 144 KiB) stays in L2
   CMLC_BF_NC = 2048,  // a multiple of NR
 };
 
@@ -125,6 +126,17 @@ CMLC_BF_TARGET void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint3
   __m512 acc90 = _mm512_setzero_ps(), acc91 = _mm512_setzero_ps();
   __m512 accA0 = _mm512_setzero_ps(), accA1 = _mm512_setzero_ps();
   __m512 accB0 = _mm512_setzero_ps(), accB1 = _mm512_setzero_ps();
+  // Fetch the tile's partial sums and output rows while the k loop runs.
+  for (int r = 0; r < rows; ++r) {
+    if (accumulate || !out) {
+      _mm_prefetch((const char*)(c + (int64_t)r * ldc), _MM_HINT_T0);
+      _mm_prefetch((const char*)(c + (int64_t)r * ldc + 31), _MM_HINT_T0);
+    }
+    if (out) {
+      _mm_prefetch((const char*)(out + (int64_t)r * ldo), _MM_HINT_T0);
+      _mm_prefetch((const char*)(out + (int64_t)r * ldo + 31), _MM_HINT_T0);
+    }
+  }
   for (int64_t q = 0; q < kp; ++q) {
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void*)b);
     const __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void*)(b + 32));
