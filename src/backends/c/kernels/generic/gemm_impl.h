@@ -50,6 +50,7 @@ size_t CMLC_GEMM_ENTRY_SCRATCH(int64_t batch, int64_t m, int64_t n, int64_t k, c
   if (threads < 1) threads = 1;
   (void)batch;
   // Per thread: an A block and a private B panel (batch mode); plus one shared B panel.
+  // (The skinny path packs all of A into this space when it fits; see skinny_try.)
   return ((size_t)threads * (s.a_elems + s.b_elems) + s.b_elems) * sizeof(CMLC_GEMM_T);
 }
 
@@ -397,6 +398,78 @@ static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool
   return false;
 }
 
+//===--- skinny products ---===//
+
+// Slivers [begin, end) chunks of the skinny product: every k block in order, B read in place.
+static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  const CMLC_GEMM_N(kernel_t)* kern = &c->kern;
+  const int mr = kern->mr, nr = kern->nr;
+  const int64_t ldb = c->b_acc.row_stride, mpad = CMLC_GEMM_N(gemm_round_up)(p->m, mr);
+  const int64_t s0 = begin * c->slivers_per_chunk;
+  const int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, end * c->slivers_per_chunk);
+  const CMLC_GEMM_T* bm = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[0];
+  for (int64_t pc = 0; pc < p->k; pc += c->sz.kc) {
+    const int64_t kc = CMLC_GEMM_N(gemm_min)(c->sz.kc, p->k - pc);
+    const CMLC_GEMM_T* ap = c->shared_panel + (pc / c->sz.kc) * mpad * c->sz.kc;
+    for (int64_t s = s0; s < s1; ++s) {
+      const int64_t col0 = s * nr;
+      const int cols = (int)CMLC_GEMM_N(gemm_min)(nr, p->n - col0);
+      const CMLC_GEMM_T* bs = bm + pc * ldb + col0;
+#if (defined(__GNUC__) || defined(__clang__))
+      // B rows are a page or more apart, which hardware prefetchers do not follow: fetch the
+      // next sliver's rows while this one computes.
+      if (s + 1 < s1) {
+        const char* next = (const char*)(bs + nr);
+        for (int64_t kk = 0; kk < kc; ++kk) {
+          const char* row = next + (size_t)(kk * ldb) * sizeof(CMLC_GEMM_T);
+          for (size_t off = 0; off < (size_t)nr * sizeof(CMLC_GEMM_T); off += 64)
+            __builtin_prefetch(row + off, 0, 3);
+        }
+      }
+#endif
+      for (int64_t i = 0; i < p->m; i += mr) {
+        const int rows = (int)CMLC_GEMM_N(gemm_min)(mr, p->m - i);
+        kern->fn(kc, ap + i * kc, bs, ldb, p->c + i * p->n + col0, p->n, pc > 0, rows, cols);
+      }
+    }
+  }
+}
+
+// A few rows (M <= SKINNY_M) against a large B with contiguous rows: A is packed whole once
+// (into the shared panel's space), B is never packed (the micro-kernel reads it in place, so it
+// streams from memory once), and the tasks are column chunks that each run every k block, with
+// no barrier between k blocks. The k blocks, micro-kernel and summation order are those of the
+// blocked path, so the results are the same bits; the split is over columns only. Returns
+// false when it does not apply.
+static bool CMLC_GEMM_N(skinny_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  if (p->batch != 1 || p->m > CMLC_GEMM_SKINNY_M || p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX)
+    return false;
+  if (p->b.dtype != CMLC_GEMM_DTYPE || c->b_acc.col_stride != 1 ||
+      c->b_acc.row_stride == CMLC_GEMM_NOT_AFFINE)
+    return false;
+  const int mr = c->kern.mr, nr = c->kern.nr;
+  const int64_t mpad = CMLC_GEMM_N(gemm_round_up)(p->m, mr);
+  // All of A must fit in the shared panel.
+  if ((size_t)(mpad * CMLC_GEMM_N(gemm_round_up)(p->k, c->sz.kc)) > c->sz.b_elems) return false;
+  for (int64_t pc = 0; pc < p->k; pc += c->sz.kc) {
+    const int64_t kc = CMLC_GEMM_N(gemm_min)(c->sz.kc, p->k - pc);
+    CMLC_GEMM_N(gemm_pack_a)
+    (&p->a, &c->a_acc, 0, 0, p->m, pc, kc, mr, c->shared_panel + (pc / c->sz.kc) * mpad * c->sz.kc);
+  }
+  c->slivers = (p->n + nr - 1) / nr;
+  // About four chunks per thread, at least 4 slivers (128 f32 columns with AVX-512) each.
+  const int threads = cmlc_pool_thread_count(pool);
+  const int64_t per = (c->slivers + 4 * threads - 1) / (4 * threads);
+  c->slivers_per_chunk = per < 4 ? 4 : per;
+  const int64_t chunks = (c->slivers + c->slivers_per_chunk - 1) / c->slivers_per_chunk;
+  cmlc_parallel_for(pool, chunks, 1, CMLC_GEMM_N(skinny_task), c);
+  return true;
+}
+
 //===--- entry ---===//
 
 void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* pool, void* scratch,
@@ -427,6 +500,7 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
   }
   // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
   if (flops * (double)p->batch <= 2.0 * 128 * 128 * 128) pool = NULL, pool_threads = 1;
+  if (CMLC_GEMM_N(skinny_try)(&c, pool)) return;
   c.direct_b = p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.col_stride == 1 &&
                c.b_acc.row_stride != CMLC_GEMM_NOT_AFFINE && p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX;
 
