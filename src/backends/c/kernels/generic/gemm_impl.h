@@ -69,6 +69,8 @@ static int64_t CMLC_GEMM_N(gemm_affine)(const int64_t* offsets, int64_t count) {
 typedef struct CMLC_GEMM_N(gemm_access_t) {
   int64_t row_stride, col_stride;  // CMLC_GEMM_NOT_AFFINE when the table is not affine
   CMLC_GEMM_N(widen_fn) widen;     // bulk widening of a half operand's runs, or NULL
+  // B only: the ISA's packing of a full transposed sliver (native dtype), or NULL.
+  void (*pack_bt)(const CMLC_GEMM_T* src, int64_t ld, int64_t kc, CMLC_GEMM_T* sliver);
 } CMLC_GEMM_N(gemm_access_t);
 
 static CMLC_GEMM_N(gemm_access_t)
@@ -78,6 +80,7 @@ static CMLC_GEMM_N(gemm_access_t)
   a.row_stride = CMLC_GEMM_N(gemm_affine)(op->row_offsets, rows);
   a.col_stride = CMLC_GEMM_N(gemm_affine)(op->col_offsets, cols);
   a.widen = CMLC_GEMM_N(select_widen)(isa, op->dtype);
+  a.pack_bt = NULL;
   return a;
 }
 
@@ -120,6 +123,17 @@ static void CMLC_GEMM_N(gemm_pack_a)(const cmlc__gemm_operand_t* a,
         }
         acc->widen((const uint16_t*)a->data + boff + a->row_offsets[ic + i + r] + pc, run, kc);
         for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * mr + r] = run[kk];
+      }
+      continue;
+    }
+    if (native && acc->col_stride == 1 && rows == mr) {
+      // Row-major A: MR row streams read side by side, so the sliver is written in order.
+      const CMLC_GEMM_T* src[CMLC_GEMM_MR_MAX];
+      for (int r = 0; r < mr; ++r)
+        src[r] = (const CMLC_GEMM_T*)a->data + boff + a->row_offsets[ic + i + r] + pc;
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        CMLC_GEMM_T* d = sliver + kk * mr;
+        for (int r = 0; r < mr; ++r) d[r] = src[r][kk];
       }
       continue;
     }
@@ -185,6 +199,22 @@ static void CMLC_GEMM_N(gemm_pack_b)(const cmlc__gemm_operand_t* bop,
         }
         acc->widen((const uint16_t*)bop->data + boff + coff[j] + pc, run, kc);
         for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * nr + j] = run[kk];
+      }
+      continue;
+    }
+    if (acc->pack_bt && cols == nr) {
+      acc->pack_bt((const CMLC_GEMM_T*)bop->data + boff + coff[0] + pc, acc->col_stride, kc,
+                   sliver);
+      continue;
+    }
+    if (native && acc->row_stride == 1 && cols == nr) {
+      // Transposed B (k contiguous): NR column streams read side by side, so the sliver is
+      // written in order.
+      const CMLC_GEMM_T* src[CMLC_GEMM_NR_MAX];
+      for (int64_t j = 0; j < nr; ++j) src[j] = (const CMLC_GEMM_T*)bop->data + boff + coff[j] + pc;
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        CMLC_GEMM_T* d = sliver + kk * nr;
+        for (int64_t j = 0; j < nr; ++j) d[j] = src[j][kk];
       }
       continue;
     }
@@ -488,6 +518,9 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
   c.threads = threads < 1 ? 1 : threads;
   c.a_acc = CMLC_GEMM_N(gemm_access)(&p->a, p->m, p->k, isa);
   c.b_acc = CMLC_GEMM_N(gemm_access)(&p->b, p->k, p->n, isa);
+  if (p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.row_stride == 1 && c.b_acc.col_stride > 0 &&
+      c.b_acc.col_stride <= INT32_MAX / 32)
+    c.b_acc.pack_bt = c.kern.pack_bt;
   int pool_threads = cmlc_pool_thread_count(pool);
   if (pool_threads > c.threads) pool = NULL, pool_threads = 1;
   c.shared_panel = c.scratch + (size_t)c.threads * (c.sz.a_elems + c.sz.b_elems);
@@ -509,6 +542,16 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
     cmlc_parallel_for(pool, p->batch, min_chunk, CMLC_GEMM_N(gemm_batch_task), &c);
     return;
   }
+  // Tasks are (A row block, run of B slivers). Splitting the slivers makes each task pack the
+  // same A block again, so first make the row blocks smaller (down to 4 slivers of MR rows)
+  // until there are about four per thread (spare tasks absorb a preempted thread on a shared
+  // machine); the blocking never changes a tile's arithmetic.
+  if (pool_threads > 1) {
+    int64_t mr = c.kern.mr, want_blocks = 4 * (int64_t)pool_threads;
+    int64_t mc = CMLC_GEMM_N(gemm_round_up)((p->m + want_blocks - 1) / want_blocks, mr);
+    if (mc < 4 * mr) mc = 4 * mr;
+    if (mc < c.sz.mc) c.sz.mc = mc;
+  }
   int64_t ic_blocks = (p->m + c.sz.mc - 1) / c.sz.mc;
   for (int64_t b = 0; b < p->batch; ++b) {
     c.b = b;
@@ -517,7 +560,9 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
       c.nc = CMLC_GEMM_N(gemm_min)(c.sz.nc, p->n - jc);
       c.slivers = (c.nc + c.kern.nr - 1) / c.kern.nr;
       int64_t want = 4 * (int64_t)pool_threads;
-      int64_t n_chunks = pool_threads > 1 ? (want + ic_blocks - 1) / ic_blocks : 1;
+      int64_t n_chunks = pool_threads > 1 && ic_blocks < 2 * (int64_t)pool_threads
+                             ? (want + ic_blocks - 1) / ic_blocks
+                             : 1;
       if (n_chunks < 1) n_chunks = 1;
       if (n_chunks > c.slivers) n_chunks = c.slivers;
       c.slivers_per_chunk = (c.slivers + n_chunks - 1) / n_chunks;
