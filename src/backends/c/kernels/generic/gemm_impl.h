@@ -468,15 +468,19 @@ static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int
   }
 }
 
-// A few rows (M <= SKINNY_M) against a large B with contiguous rows: A is packed whole once
-// (into the shared panel's space), B is never packed (the micro-kernel reads it in place, so it
-// streams from memory once), and the tasks are column chunks that each run every k block, with
+// A few rows (M <= MR, at most SKINNY_M) against a large B with contiguous rows: A is packed whole
+// once (into the shared panel's space), B is never packed (the micro-kernel reads it in place, so
+// it streams from memory once), and the tasks are column chunks that each run every k block, with
 // no barrier between k blocks. The k blocks, micro-kernel and summation order are those of the
 // blocked path, so the results are the same bits; the split is over columns only. Returns
 // false when it does not apply.
 static bool CMLC_GEMM_N(skinny_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
   const CMLC_GEMM_PROBLEM* p = c->p;
-  if (p->batch != 1 || p->m > CMLC_GEMM_SKINNY_M || p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX)
+  // One A sliver only: each B sliver meets one micro-kernel call, so B is read exactly once.
+  // (With more rows a B sliver read in place is read again; its rows, a power-of-two stride
+  // apart, then fall into few cache sets, and the blocked path with a packed panel is faster.)
+  if (p->batch != 1 || p->m > CMLC_GEMM_SKINNY_M || p->m > c->kern.mr ||
+      p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX)
     return false;
   if (p->b.dtype != CMLC_GEMM_DTYPE || c->b_acc.col_stride != 1 ||
       c->b_acc.row_stride == CMLC_GEMM_NOT_AFFINE)
