@@ -56,18 +56,19 @@ typedef struct bt_tensor_t {
 #define BT_DECLARE_GROUP(group)              \
   extern const bt_case_t bt_cases_##group[]; \
   extern const size_t bt_cases_##group##_count;
-BT_DECLARE_GROUP(exec)       // (no op) execution, buffers, donation, concurrency, errors
-BT_DECLARE_GROUP(functions)  // control: closures, Call, While, If, Sort
-BT_DECLARE_GROUP(unary)      // elementwise: unary, convert, bitcast
-BT_DECLARE_GROUP(binary)     // elementwise: binary, compare, clamp, where, iota
-BT_DECLARE_GROUP(reduce)     // reduce: Reduce*, ArgMinMax
-BT_DECLARE_GROUP(shape)      // movement: reshape, transpose, broadcast, concat, slice, ...
-BT_DECLARE_GROUP(index)      // index: gather, scatter, dynamic slice / update slice
-BT_DECLARE_GROUP(window)     // window: reduce window, select and scatter
-BT_DECLARE_GROUP(dot)        // linalg: Dot, DotGeneral
-BT_DECLARE_GROUP(conv)       // linalg: ConvGeneral
-BT_DECLARE_GROUP(special)    // special: RNG, FFT, BatchNorm*; control: the barriers
-BT_DECLARE_GROUP(fused)      // fused: fused ops (native or decomposed), cml/fused.h
+BT_DECLARE_GROUP(exec)         // (no op) execution, buffers, donation, concurrency, errors
+BT_DECLARE_GROUP(functions)    // control: closures, Call, While, If, Sort
+BT_DECLARE_GROUP(unary)        // elementwise: unary, convert, bitcast
+BT_DECLARE_GROUP(binary)       // elementwise: binary, compare, clamp, where, iota
+BT_DECLARE_GROUP(reduce)       // reduce: Reduce*, ArgMinMax
+BT_DECLARE_GROUP(shape)        // movement: reshape, transpose, broadcast, concat, slice, ...
+BT_DECLARE_GROUP(index)        // index: gather, scatter, dynamic slice / update slice
+BT_DECLARE_GROUP(window)       // window: reduce window, select and scatter
+BT_DECLARE_GROUP(dot)          // linalg: Dot, DotGeneral
+BT_DECLARE_GROUP(conv)         // linalg: ConvGeneral
+BT_DECLARE_GROUP(special)      // special: RNG, FFT, BatchNorm*; control: the barriers
+BT_DECLARE_GROUP(fused)        // fused: fused ops (native or decomposed), cml/fused.h
+BT_DECLARE_GROUP(fused_quant)  // fused: FusedQuantizedDense, QuantizedEmbeddingLookup
 
 //===--- case control ---===//
 
