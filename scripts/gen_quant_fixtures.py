@@ -14,7 +14,8 @@
 #   u32 scheme (0 Linear, 1 NF4), u32 cml_dtype_t, u32 k, u32 n, u32 block, u32 has_zero,
 #   i32 codes[k * n] (the stored integers), f32 scale[k * nb], [f32 zero[k * nb]],
 #   f32 w[k * n] (numpy's dequantization: q * s + z, or NF4[q & 15] * s).
-# Run from the repository root: python3 scripts/gen_quant_fixtures.py [out_dir]
+# Run from the repository root (after `pip install -r scripts/requirements-quant.txt`):
+#   python3 scripts/gen_quant_fixtures.py [out_dir]
 import os
 import struct
 import sys
