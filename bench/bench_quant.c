@@ -10,7 +10,8 @@
 //   2. batch 32, 4096 x 4096: Q8_0 and Q4_0 against the f32 GEMM of the same shape (FLOP/s).
 //   3. fused vs decomposed on c (c vs c:fusion=false): Q4_K and Q8_0 at batch 1 and 32.
 //
-//   bench_quant [--quick] [--reps N]      (--quick: 4096 x 4096 only, 3 reps)
+//   bench_quant [--quick] [--reps N] [--section S]   (--quick: 4096 x 4096 only, 3 reps;
+//                                                    --section: run only part S, 1..3)
 //
 // Prints the CPU model first. Benchmarks never gate CI: the exit status is 0 unless an
 // execution fails.
@@ -215,7 +216,7 @@ static const char* bq_type_name(int type) {
 
 int main(int argc, char** argv) {
   bool quick = false;
-  int reps = 7;
+  int reps = 7, section = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -223,8 +224,10 @@ int main(int argc, char** argv) {
     } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = atoi(argv[++i]);
       if (reps < 1) reps = 1;
+    } else if (strcmp(argv[i], "--section") == 0 && i + 1 < argc) {
+      section = atoi(argv[++i]);
     } else {
-      fprintf(stderr, "usage: bench_quant [--quick] [--reps N]\n");
+      fprintf(stderr, "usage: bench_quant [--quick] [--reps N] [--section 1|2|3]\n");
       return 2;
     }
   }
@@ -251,9 +254,10 @@ int main(int argc, char** argv) {
          bw[1] * 1e-9, bw[2] * 1e-9);
 
   printf("1. batch-1 GEMV (weights streamed from DRAM: >= 256 MiB of distinct matrices)\n");
+  if (section != 0 && section != 1) printf("(skipped)\n");
   printf("%-6s %-12s %-7s %10s %10s %9s %9s\n", "format", "K x N", "threads", "time us", "GB/s",
          "of DRAM", "vs f32");
-  for (int shape = 0; shape < (quick ? 1 : 2); ++shape) {
+  for (int shape = 0; shape < (section == 0 || section == 1 ? (quick ? 1 : 2) : 0); ++shape) {
     const int64_t n = shape ? big_n : 4096;
     for (int t = 1; t <= 2; ++t) {
       char config[64];
@@ -278,7 +282,7 @@ int main(int argc, char** argv) {
   printf("%-6s %10s %10s %9s\n", "format", "time us", "GFLOP/s", "vs f32");
   double f32_gemm = 0;
   static const int gemm_types[] = {-1, CML_GGML_Q8_0, CML_GGML_Q4_0};
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < (section == 0 || section == 2 ? 3 : 0); ++i) {
     bq_run_t r;
     if (!bq_setup(&r, "c", gemm_types[i], 32, k, 4096, rotate, w, x)) return 1;
     double tm = bq_time(&r, reps);
@@ -291,7 +295,7 @@ int main(int argc, char** argv) {
   printf("\n3. fused (c) vs decomposed (c:fusion=false), 4096 x 4096\n");
   printf("%-6s %-6s %12s %14s %8s\n", "format", "batch", "fused us", "decomposed us", "ratio");
   static const int fd_types[] = {CML_GGML_Q4_K, CML_GGML_Q8_0};
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < (section == 0 || section == 3 ? 2 : 0); ++i) {
     for (int m = 1; m <= 32; m += 31) {
       bq_run_t a, b;
       if (!bq_setup(&a, "c", fd_types[i], m, k, 4096, 0, w, x)) return 1;

@@ -55,10 +55,11 @@ typedef struct cmlc_q_ggml_ctx_t {
   float* y;
   int32_t act;
   cmlc_quant_gemv_fn simd;
+  bool gemm;     // batch-N rows through cmlc_quant_gemm_avx2
+  float* panel;  // its scratch: 4 * k floats per thread
 } cmlc_q_ggml_ctx_t;
 
 static void cmlc_q_ggml_rows(void* vctx, int64_t begin, int64_t end, int thread_index) {
-  (void)thread_index;
   const cmlc_q_ggml_ctx_t* c = vctx;
   const int64_t vpb = cml__qb_values[c->type], bpb = cml__qb_bytes[c->type];
   const int64_t nb = c->k / vpb;
@@ -72,6 +73,19 @@ static void cmlc_q_ggml_rows(void* vctx, int64_t begin, int64_t end, int thread_
     }
     return;
   }
+#if defined(CMLC_HAVE_X86_64)
+  if (c->m > 1 && c->gemm) {
+    cmlc_quant_gemm_avx2(c->type, c->w + begin * c->row_bytes, c->row_bytes, end - begin, c->x,
+                         c->m, c->k, c->y + begin, c->n, c->panel + thread_index * 4 * c->k);
+    for (int64_t i = 0; i < c->m; ++i) {
+      float* y = c->y + i * c->n;
+      for (int64_t r = begin; r < end; ++r) {
+        y[r] = cmlc_q_act(c->act, y[r] + (c->bias ? c->bias[r] : 0.0f));
+      }
+    }
+    return;
+  }
+#endif
   for (int64_t r = begin; r < end; ++r) {
     const uint8_t* row = c->w + r * c->row_bytes;
     // Activation rows in groups of 16 accumulators, each block decoded once per group.
@@ -189,10 +203,16 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
                            bias,
                            y,
                            a->activation,
-                           NULL};
+                           NULL,
+                           false,
+                           args->scratch};
+    cmlc_pool_t* pool = args->pool;
 #if defined(CMLC_HAVE_X86_64)
     if (args->options->isa >= CMLC_ISA_AVX2 && !args->options->reference) {
       c.simd = cmlc_quant_gemv_avx2;
+      c.gemm = args->scratch != NULL;
+      const int threads = args->options->threads > 0 ? args->options->threads : 1;
+      if (cmlc_pool_thread_count(pool) > threads) pool = NULL;  // the scratch has |threads| panels
     }
 #endif
     if (m == 0 || c.n == 0) return CML_OK;
@@ -201,7 +221,8 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
       return CML_OK;
     }
     int64_t chunk = 65536 / (k * m);
-    cmlc_parallel_for(args->pool, c.n, chunk < 1 ? 1 : chunk, cmlc_q_ggml_rows, &c);
+    if (chunk < 4) chunk = 4;  // whole 4-row panels
+    cmlc_parallel_for(pool, c.n, chunk, cmlc_q_ggml_rows, &c);
     return CML_OK;
   }
   const int64_t n = ws->dims[1];
@@ -305,6 +326,19 @@ static cml_status_t cmlc_q_embed_run(const cmlc_kernel_args_t* args) {
   return CML_OK;
 }
 
+// Scratch of the batch-N GGML path: one 4-row float panel per thread (AVX2 only).
+static size_t cmlc_q_dense_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                                   const cmlc_options_t* options) {
+  const cml_shape_t* xs = &module->values[node->inputs[0]].shape;
+  if (node->attrs->fused.quant_scheme != CML_QUANT_GGML || options->reference ||
+      options->isa < CMLC_ISA_AVX2 || xs->rank < 1)
+    return 0;
+  const int64_t k = xs->dims[xs->rank - 1];
+  if (k <= 0 || cml_shape_element_count(xs) / k < 2) return 0;
+  const int threads = options->threads > 0 ? options->threads : 1;
+  return (size_t)threads * 4 * (size_t)k * sizeof(float);
+}
+
 //===--- lookup and capabilities ---===//
 
 static bool cmlc_q_dense_valid(const cml_module_t* module, const cml_ir_node_t* node) {
@@ -326,16 +360,17 @@ bool cmlc_kernels_quant_lookup(const cml_module_t* module, const cml_ir_node_t* 
   if (node->op == CML_OP_FUSED_QUANTIZED_DENSE) {
     if (!cmlc_q_dense_valid(module, node)) return false;
     out->run = cmlc_q_dense_run;
+    out->scratch = cmlc_q_dense_scratch;
   } else if (node->op == CML_OP_QUANTIZED_EMBEDDING_LOOKUP) {
     const cml_ir_fused_attrs_t* a = &node->attrs->fused;
     if (node->input_count != 2 || a->quant_scheme != CML_QUANT_GGML || a->quant_ggml_type < 0 ||
         a->quant_ggml_type >= CML_GGML_TYPE_COUNT)
       return false;
     out->run = cmlc_q_embed_run;
+    out->scratch = NULL;
   } else {
     return false;
   }
-  out->scratch = NULL;
   out->in_place_input = -1;
   return true;
 }

@@ -28,6 +28,11 @@ typedef bool (*cmlc_quant_gemv_fn)(cml_ggml_type_t type, const uint8_t* w, int64
 #if defined(CMLC_HAVE_X86_64)
 bool cmlc_quant_gemv_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
                           const float* x, int64_t k, float* y);
+// Batch-N products of |rows| GGML rows with |m| activation rows (y[i * ldy + r]), any format;
+// |panel| is 4 * k floats of scratch (four decoded weight rows at a time).
+void cmlc_quant_gemm_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                          const float* x, int64_t m, int64_t k, float* y, int64_t ldy,
+                          float* panel);
 #endif
 
 #ifdef __cplusplus

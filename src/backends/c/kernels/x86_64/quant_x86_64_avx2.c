@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// kernels/x86_64/quant_x86_64_avx2.c: AVX2 + FMA batch-1 dot products of GGML rows with an f32
+// kernels/x86_64/quant_x86_64_avx2.c: AVX2 + FMA products of GGML rows with f32 activations.
+// Batch 1 (GEMV): dot products of GGML rows with an f32
 // activation row (Q4_0, Q8_0, Q4_K, Q6_K): each block's integers are unpacked in registers,
 // widened to f32 and multiplied into the activations with FMA; the block scale is applied to
 // the block's partial sum, so no dequantized weight is ever stored. Compiled with function
-// target attributes; only called when the CPU has AVX2 and FMA (options->isa).
+// target attributes; only called when the CPU has AVX2 and FMA (options->isa). Batch N: see
+// cmlc_quant_gemm_avx2 (four decoded rows at a time against a 3 x 4 register tile).
+#include <string.h>
+
 #include "backends/c/kernels/generic/quant_internal.h"
 #include "core/quant_blocks.h"
 
@@ -123,6 +127,65 @@ bool cmlc_quant_gemv_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_by
   const int64_t nb = k / cml__qb_values[type];
   for (int64_t r = 0; r < rows; ++r) y[r] = cmlc_qavx2_row(type, w + r * row_bytes, x, nb);
   return true;
+}
+
+// Batch-N: y[i, r] = sum_k x[i, k] * w[r, k] for rows [0, rows) of |w| and |m| activation rows.
+// Four weight rows at a time are decoded into |panel| (4 x k floats, L2-resident: never more
+// than four rows of float weights exist), then a 3 x 4 register tile (12 ymm accumulators: three
+// activation rows times four weight rows) runs down k with FMA; the tile's sums are reduced at
+// the end. Every format goes through here (the decode is amortized over the m rows).
+CMLC_QAVX2 void cmlc_quant_gemm_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes,
+                                     int64_t rows, const float* x, int64_t m, int64_t k, float* y,
+                                     int64_t ldy, float* panel) {
+  const int64_t vpb = cml__qb_values[type], bpb = cml__qb_bytes[type], nb = k / vpb;
+  for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+    const int64_t rc = rows - r0 < 4 ? rows - r0 : 4;
+    for (int64_t j = 0; j < 4; ++j) {
+      float* p = panel + j * k;
+      if (j < rc) {
+        const uint8_t* row = w + (r0 + j) * row_bytes;
+        for (int64_t b = 0; b < nb; ++b) cml__qb_decode(type, row + b * bpb, p + b * vpb);
+      } else {
+        memset(p, 0, sizeof(float) * (size_t)k);
+      }
+    }
+    const float* p0 = panel;
+    const float* p1 = panel + k;
+    const float* p2 = panel + 2 * k;
+    const float* p3 = panel + 3 * k;
+    for (int64_t i0 = 0; i0 < m; i0 += 3) {
+      const int64_t ic = m - i0 < 3 ? m - i0 : 3;
+      const float* x0 = x + i0 * k;
+      const float* x1 = ic > 1 ? x0 + k : x0;
+      const float* x2 = ic > 2 ? x0 + 2 * k : x0;
+      __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c03 = c00;
+      __m256 c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+      __m256 c20 = c00, c21 = c00, c22 = c00, c23 = c00;
+      for (int64_t kk = 0; kk < k; kk += 8) {  // k is a multiple of 32
+        __m256 w0 = _mm256_loadu_ps(p0 + kk), w1 = _mm256_loadu_ps(p1 + kk);
+        __m256 w2 = _mm256_loadu_ps(p2 + kk), w3 = _mm256_loadu_ps(p3 + kk);
+        __m256 a = _mm256_loadu_ps(x0 + kk);
+        c00 = _mm256_fmadd_ps(a, w0, c00);
+        c01 = _mm256_fmadd_ps(a, w1, c01);
+        c02 = _mm256_fmadd_ps(a, w2, c02);
+        c03 = _mm256_fmadd_ps(a, w3, c03);
+        a = _mm256_loadu_ps(x1 + kk);
+        c10 = _mm256_fmadd_ps(a, w0, c10);
+        c11 = _mm256_fmadd_ps(a, w1, c11);
+        c12 = _mm256_fmadd_ps(a, w2, c12);
+        c13 = _mm256_fmadd_ps(a, w3, c13);
+        a = _mm256_loadu_ps(x2 + kk);
+        c20 = _mm256_fmadd_ps(a, w0, c20);
+        c21 = _mm256_fmadd_ps(a, w1, c21);
+        c22 = _mm256_fmadd_ps(a, w2, c22);
+        c23 = _mm256_fmadd_ps(a, w3, c23);
+      }
+      const __m256 c[3][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13}, {c20, c21, c22, c23}};
+      for (int64_t i = 0; i < ic; ++i) {
+        for (int64_t j = 0; j < rc; ++j) y[(i0 + i) * ldy + r0 + j] = cmlc_qavx2_hsum(c[i][j]);
+      }
+    }
+  }
 }
 
 #endif  // CMLC_HAVE_X86_64
