@@ -13,8 +13,9 @@
 // (checked by tests/unit/quant_test.c with that bound).
 //
 // Batch-1 GGML products of Q4_0, Q8_0, Q4_K and Q6_K go to the SIMD row kernels
-// (kernels/x86_64/quant_x86_64_avx2.c) when the ISA allows, otherwise the scalar block kernel.
-#include <stdio.h>
+// (kernels/x86_64/quant_x86_64_avx512.c, quant_x86_64_avx2.c) when the ISA allows; batch-N
+// products of every format to the AVX2 panel kernel; the rest (and "reference=true" or a CPU
+// without AVX2) to the scalar block kernel here.
 #include <string.h>
 
 #include "backends/c/kernels/generic/quant_internal.h"
@@ -209,7 +210,8 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
     cmlc_pool_t* pool = args->pool;
 #if defined(CMLC_HAVE_X86_64)
     if (args->options->isa >= CMLC_ISA_AVX2 && !args->options->reference) {
-      c.simd = cmlc_quant_gemv_avx2;
+      c.simd =
+          args->options->isa >= CMLC_ISA_AVX512 ? cmlc_quant_gemv_avx512 : cmlc_quant_gemv_avx2;
       c.gemm = args->scratch != NULL;
       const int threads = args->options->threads > 0 ? args->options->threads : 1;
       if (cmlc_pool_thread_count(pool) > threads) pool = NULL;  // the scratch has |threads| panels
@@ -379,14 +381,4 @@ void cmlc_kernels_quant_capabilities(cml_capabilities_t* caps, const cmlc_option
   if (!options->fusion || options->reference) return;
   cml_capabilities_set_op(caps, CML_OP_FUSED_QUANTIZED_DENSE, true);
   cml_capabilities_set_op(caps, CML_OP_QUANTIZED_EMBEDDING_LOOKUP, true);
-}
-
-void cmlc_kernels_quant_simd_formats(cmlc_isa_t isa, char* buffer, size_t size) {
-  if (!buffer || size == 0) return;
-  buffer[0] = '\0';
-#if defined(CMLC_HAVE_X86_64)
-  if (isa >= CMLC_ISA_AVX2) snprintf(buffer, size, "Q4_0 Q8_0 Q4_K Q6_K");
-#else
-  (void)isa;
-#endif
 }

@@ -17,10 +17,6 @@ bool cmlc_kernels_quant_lookup(const cml_module_t* module, const cml_ir_node_t* 
                                const cmlc_options_t* options, cmlc_kernel_entry_t* out);
 // Advertises both ops when |options| enable fusion and not the reference kernels.
 void cmlc_kernels_quant_capabilities(cml_capabilities_t* caps, const cmlc_options_t* options);
-// Writes the GGML formats whose dot product has a SIMD kernel for |isa| ("Q4_0 Q8_0 ...") into
-// |buffer| (every format runs natively; the others with the scalar block kernel).
-void cmlc_kernels_quant_simd_formats(cmlc_isa_t isa, char* buffer, size_t size);
-
 // Dot products of |rows| GGML rows of |type| with one activation row: y[r] = sum_k w[r, k] * x[k]
 // (|row_bytes| apart, |k| values). SIMD versions return false when they lack |type|.
 typedef bool (*cmlc_quant_gemv_fn)(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes,
@@ -28,6 +24,8 @@ typedef bool (*cmlc_quant_gemv_fn)(cml_ggml_type_t type, const uint8_t* w, int64
 #if defined(CMLC_HAVE_X86_64)
 bool cmlc_quant_gemv_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
                           const float* x, int64_t k, float* y);
+bool cmlc_quant_gemv_avx512(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                            const float* x, int64_t k, float* y);
 // Batch-N products of |rows| GGML rows with |m| activation rows (y[i * ldy + r]), any format;
 // |panel| is 4 * k floats of scratch (four decoded weight rows at a time).
 void cmlc_quant_gemm_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
