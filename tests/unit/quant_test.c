@@ -65,16 +65,26 @@ static bool qt_load_ggml(cml_ggml_type_t type, qt_ggml_t* g) {
   g->rows = h[2];
   g->k = h[3];
   g->row_bytes = cml_ggml_row_bytes(type, g->k);
+  const size_t floats = (size_t)(g->rows * g->k) * 4, blocks = (size_t)(g->rows * g->row_bytes);
+  if (size != 24 + (h[4] ? floats : 0) + blocks + floats) return false;
+  // Re-laid out as [deq][src][blocks] in one allocation (freed with |file|), so that the floats
+  // are aligned whatever the block bytes of the format.
+  uint8_t* all = malloc(2 * floats + blocks);
+  if (!all) return false;
   size_t off = 24;
   if (h[4]) {
-    g->src = (const float*)(g->file + off);
-    off += (size_t)(g->rows * g->k) * 4;
+    memcpy(all + floats, g->file + off, floats);
+    g->src = (const float*)(all + floats);
+    off += floats;
   }
-  g->blocks = g->file + off;
-  off += (size_t)(g->rows * g->row_bytes);
-  g->deq = (const float*)(g->file + off);
-  off += (size_t)(g->rows * g->k) * 4;
-  return off == size;
+  memcpy(all + 2 * floats, g->file + off, blocks);
+  g->blocks = all + 2 * floats;
+  off += blocks;
+  memcpy(all, g->file + off, floats);
+  g->deq = (const float*)all;
+  free(g->file);
+  g->file = all;
+  return true;
 }
 
 //===--- helpers ---===//
