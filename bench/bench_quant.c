@@ -11,7 +11,8 @@
 //   3. fused vs decomposed on c (c vs c:fusion=false): Q4_K and Q8_0 at batch 1 and 32.
 //
 //   bench_quant [--quick] [--reps N] [--section S]   (--quick: 4096 x 4096 only, 3 reps;
-//                                                    --section: run only part S, 1..3)
+//                                                    --section: run only part S, 1..3;
+//                                                    --rotate: MiB of distinct weights, 256)
 //
 // Prints the CPU model first. Benchmarks never gate CI: the exit status is 0 unless an
 // execution fails.
@@ -217,6 +218,7 @@ static const char* bq_type_name(int type) {
 int main(int argc, char** argv) {
   bool quick = false;
   int reps = 7, section = 0;
+  size_t rotate = (size_t)256 << 20;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -224,21 +226,23 @@ int main(int argc, char** argv) {
     } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = atoi(argv[++i]);
       if (reps < 1) reps = 1;
+    } else if (strcmp(argv[i], "--rotate") == 0 && i + 1 < argc) {
+      rotate = (size_t)atoi(argv[++i]) << 20;
     } else if (strcmp(argv[i], "--section") == 0 && i + 1 < argc) {
       section = atoi(argv[++i]);
     } else {
-      fprintf(stderr, "usage: bench_quant [--quick] [--reps N] [--section 1|2|3]\n");
+      fprintf(stderr, "usage: bench_quant [--quick] [--reps N] [--section 1|2|3] [--rotate MiB]\n");
       return 2;
     }
   }
   char cpu[256];
   bq_cpu_model(cpu, sizeof cpu);
   printf("bench_quant: %s, %d reps (medians)\n", cpu, reps);
-  const size_t rotate = (size_t)256 << 20;
   const int64_t k = 4096, big_n = 11008;
   float* w = malloc(sizeof(float) * (size_t)(big_n * k));
   float* x = malloc(sizeof(float) * 32 * (size_t)k);
-  uint64_t* dram = malloc(rotate);
+  const size_t dram_bytes = (size_t)256 << 20;
+  uint64_t* dram = malloc(dram_bytes);
   if (!w || !x || !dram) return 1;
   uint64_t s = 88172645463325252ull;
   for (int64_t i = 0; i < big_n * k; ++i) {
@@ -246,9 +250,9 @@ int main(int argc, char** argv) {
     w[i] = (float)((double)(s >> 40) / 16777216.0 - 0.5);
   }
   for (int64_t i = 0; i < 32 * k; ++i) x[i] = (float)((i % 17) - 8) / 8.0f;
-  memset(dram, 1, rotate);
+  memset(dram, 1, dram_bytes);
   double bw[3] = {0, 0, 0};
-  for (int t = 1; t <= 2; ++t) bw[t] = bq_dram_read(dram, rotate / 8, t, 5);
+  for (int t = 1; t <= 2; ++t) bw[t] = bq_dram_read(dram, dram_bytes / 8, t, 5);
   free(dram);
   printf("DRAM read (256 MiB, sum of words): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n\n",
          bw[1] * 1e-9, bw[2] * 1e-9);
