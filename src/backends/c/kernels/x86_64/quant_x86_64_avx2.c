@@ -14,7 +14,12 @@
 #if defined(CMLC_HAVE_X86_64)
 #include <immintrin.h>
 
-#define CMLC_QAVX2 __attribute__((target("avx2,fma")))
+#define CMLC_QAVX2 __attribute__((target("avx2,fma,f16c")))
+
+// The fp16 at |p| as a float, with F16C (inline: one per block on the hot path).
+static inline CMLC_QAVX2 float cmlc_qavx2_half(const uint8_t* p) {
+  return _cvtsh_ss((unsigned short)(p[0] | (p[1] << 8)));
+}
 
 static inline CMLC_QAVX2 float cmlc_qavx2_hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -50,18 +55,18 @@ static CMLC_QAVX2 float cmlc_qavx2_row(cml_ggml_type_t type, const uint8_t* w, c
     case CML_GGML_Q8_0:
       for (int64_t b = 0; b < nb; ++b, w += 34, x += 32) {
         __m256i q = _mm256_loadu_si256((const __m256i*)(w + 2));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(cml__qb_half(w)), cmlc_qavx2_dot32(q, x), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(cmlc_qavx2_half(w)), cmlc_qavx2_dot32(q, x), acc);
       }
       break;
     case CML_GGML_Q4_0:
       for (int64_t b = 0; b < nb; ++b, w += 18, x += 32) {
         __m256i q = _mm256_sub_epi8(cmlc_qavx2_nibbles(w + 2), _mm256_set1_epi8(8));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(cml__qb_half(w)), cmlc_qavx2_dot32(q, x), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(cmlc_qavx2_half(w)), cmlc_qavx2_dot32(q, x), acc);
       }
       break;
     case CML_GGML_Q4_K:
       for (int64_t b = 0; b < nb; ++b, w += 144, x += 256) {
-        const float d = cml__qb_half(w), dmin = cml__qb_half(w + 2);
+        const float d = cmlc_qavx2_half(w), dmin = cmlc_qavx2_half(w + 2);
         for (int c = 0; c < 4; ++c) {
           __m256i q = _mm256_loadu_si256((const __m256i*)(w + 16 + 32 * c));
           __m256i m = _mm256_set1_epi8(15);
@@ -84,7 +89,7 @@ static CMLC_QAVX2 float cmlc_qavx2_row(cml_ggml_type_t type, const uint8_t* w, c
       break;
     case CML_GGML_Q6_K:
       for (int64_t b = 0; b < nb; ++b, w += 210, x += 256) {
-        const float d = cml__qb_half(w + 208);
+        const float d = cmlc_qavx2_half(w + 208);
         const int8_t* sc = (const int8_t*)(w + 192);
         for (int n = 0; n < 2; ++n) {
           __m256i qh = _mm256_loadu_si256((const __m256i*)(w + 128 + 32 * n));
