@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// cml/fused.h: fused ops (softmax, layer norm, gelu, dense, attention) that always work.
+// cml/fused.h: fused ops (softmax, layer norm, gelu, dense, attention, quantized dense and
+// embedding lookup) that always work.
 //
 // A fused op is one node when the backend advertises it (its capabilities list the op, e.g.
 // CML_OP_FUSED_SOFTMAX), so a backend can run it as one kernel. When the backend lacks it, the
 // builder decomposes it on the spot into standard ops (Reduce*, Exp, DotGeneral, ...) with the
 // same semantics, so a fused op never fails for lack of support. The C backend advertises
-// FusedSoftmax, FusedLayerNorm, FusedGelu and FusedDense unless fusion is off (GOMLX_FUSION=0 or
-// the config "c:fusion=false") or it runs its reference kernels ("c:reference=true"); then the
+// FusedSoftmax, FusedLayerNorm, FusedGelu, FusedDense and the quantized ops (FusedQuantizedDense,
+// QuantizedEmbeddingLookup, below) unless fusion is off (GOMLX_FUSION=0 or the config
+// "c:fusion=false") or it runs its reference kernels ("c:reference=true"); then the
 // decomposition runs. The XLA backend advertises none: XLA fuses the decomposition itself.
 // Native kernels match the decomposition within a few ulps of the computation dtype (f16 and
 // bf16 are computed in f32 and rounded once); see each backend's kernel file for its bounds.

@@ -47,8 +47,8 @@ static inline CMLC_QAVX2 __m256i cmlc_qavx2_nibbles(const uint8_t* p) {
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
 }
 
-static CMLC_QAVX2 float cmlc_qavx2_row(cml_ggml_type_t type, const uint8_t* w, const float* x,
-                                       int64_t nb) {
+static CMLC_QAVX2 float cmlc_qavx2_row(cml_ggml_type_t type, const uint8_t* w, const float* xsum,
+                                       const float* x, int64_t nb) {
   __m256 acc = _mm256_setzero_ps();
   float tail = 0;
   switch (type) {
@@ -77,12 +77,9 @@ static CMLC_QAVX2 float cmlc_qavx2_row(cml_ggml_type_t type, const uint8_t* w, c
             uint8_t sc, mn;
             cml__qb_scale_min_k4(j, w + 4, &sc, &mn);
             const float* xj = x + 32 * j;
-            __m256 xs =
-                _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xj), _mm256_loadu_ps(xj + 8)),
-                              _mm256_add_ps(_mm256_loadu_ps(xj + 16), _mm256_loadu_ps(xj + 24)));
             acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc),
                                   cmlc_qavx2_dot32(h ? qhi : qlo, xj), acc);
-            acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * (float)mn), xs, acc);
+            tail -= dmin * (float)mn * xsum[8 * b + j];
           }
         }
       }
@@ -130,7 +127,17 @@ bool cmlc_quant_gemv_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_by
       type != CML_GGML_Q6_K)
     return false;
   const int64_t nb = k / cml__qb_values[type];
-  for (int64_t r = 0; r < rows; ++r) y[r] = cmlc_qavx2_row(type, w + r * row_bytes, x, nb);
+  // Q4_K's mins multiply the sums of x over each 32-value sub-block: computed once per call.
+  float xsum[2048];
+  if (type == CML_GGML_Q4_K) {
+    if (k / 32 > 2048) return false;  // the scalar kernel takes K > 65536
+    for (int64_t j = 0; j < k / 32; ++j) {
+      float t = 0;
+      for (int l = 0; l < 32; ++l) t += x[32 * j + l];
+      xsum[j] = t;
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) y[r] = cmlc_qavx2_row(type, w + r * row_bytes, xsum, x, nb);
   return true;
 }
 

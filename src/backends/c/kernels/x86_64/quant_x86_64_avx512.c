@@ -32,9 +32,10 @@ static inline CMLC_QAVX512 __m512 cmlc_qavx512_block32(__m512 acc, float scale, 
   return _mm512_fmadd_ps(_mm512_set1_ps(scale), s, acc);
 }
 
-static CMLC_QAVX512 float cmlc_qavx512_row(cml_ggml_type_t type, const uint8_t* w, const float* x,
-                                           int64_t nb) {
+static CMLC_QAVX512 float cmlc_qavx512_row(cml_ggml_type_t type, const uint8_t* w,
+                                           const float* xsum, const float* x, int64_t nb) {
   __m512 acc = _mm512_setzero_ps();
+  float tail = 0;  // Q4_K: the mins times the sub-block sums of x
   const __m256i m4 = _mm256_set1_epi8(15);
   switch (type) {
     case CML_GGML_Q8_0:
@@ -63,8 +64,7 @@ static CMLC_QAVX512 float cmlc_qavx512_row(cml_ggml_type_t type, const uint8_t* 
             const float* xj = x + 32 * j;
             __m256i qj = _mm256_and_si256(h ? _mm256_srli_epi16(q, 4) : q, m4);
             acc = cmlc_qavx512_block32(acc, d * (float)sc, qj, xj);
-            __m512 xs = _mm512_add_ps(_mm512_loadu_ps(xj), _mm512_loadu_ps(xj + 16));
-            acc = _mm512_fnmadd_ps(_mm512_set1_ps(dmin * (float)mn), xs, acc);
+            tail -= dmin * (float)mn * xsum[8 * b + j];
           }
         }
       }
@@ -94,7 +94,7 @@ static CMLC_QAVX512 float cmlc_qavx512_row(cml_ggml_type_t type, const uint8_t* 
     default:
       break;
   }
-  return _mm512_reduce_add_ps(acc);
+  return _mm512_reduce_add_ps(acc) + tail;
 }
 
 bool cmlc_quant_gemv_avx512(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
@@ -103,7 +103,17 @@ bool cmlc_quant_gemv_avx512(cml_ggml_type_t type, const uint8_t* w, int64_t row_
       type != CML_GGML_Q6_K)
     return false;
   const int64_t nb = k / cml__qb_values[type];
-  for (int64_t r = 0; r < rows; ++r) y[r] = cmlc_qavx512_row(type, w + r * row_bytes, x, nb);
+  // Q4_K's mins multiply the sums of x over each 32-value sub-block: computed once per call.
+  float xsum[2048];
+  if (type == CML_GGML_Q4_K) {
+    if (k / 32 > 2048) return false;  // the scalar kernel takes K > 65536
+    for (int64_t j = 0; j < k / 32; ++j) {
+      float t = 0;
+      for (int l = 0; l < 32; ++l) t += x[32 * j + l];
+      xsum[j] = t;
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) y[r] = cmlc_qavx512_row(type, w + r * row_bytes, xsum, x, nb);
   return true;
 }
 
