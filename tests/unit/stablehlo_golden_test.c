@@ -1043,9 +1043,9 @@ static const golden_case_t kCustomCases[] = {
     C(auto_sharding_meshes_and_shardings, DOT),
     // src/core/fused_quant.c builds operands as the arguments of one call.
     {"fused_quantized_dense_q4_0", CML_OP_FUSED_QUANTIZED_DENSE, case_fused_quantized_dense_q4_0,
-     true},
+     true, NULL},
     {"quantized_embedding_lookup_q8_0", CML_OP_QUANTIZED_EMBEDDING_LOOKUP,
-     case_quantized_embedding_lookup_q8_0, true},
+     case_quantized_embedding_lookup_q8_0, true, NULL},
 };
 #undef C
 
