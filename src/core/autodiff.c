@@ -208,6 +208,23 @@ static cml_status_t cml_ad_fail(cml_builder_t* b, cml_status_t st) {
   return cml_builder_status(b);
 }
 
+// Whether a value |n| reads (an input, or a value of |f| captured by one of its callees) needs
+// a gradient. Callees that are closures of |f| read |f|'s values through their captures.
+static bool cml_ad_node_reads_relevant(const cml__ad_t* ad, const cml_ir_node_t* n) {
+  for (uint32_t i = 0; i < n->input_count; ++i) {
+    if (cml__ad_wants(ad, n, i)) return true;
+  }
+  uint32_t callees = cml_op_callee_count(n->op);
+  for (uint32_t k = 0; k < callees; ++k) {
+    const cml_function_t* c = ad->impl->functions[n->attrs->functions[k]];
+    for (uint32_t i = 0; i < c->captures_outer.count; ++i) {
+      uint32_t v = c->captures_outer.data[i];
+      if (v < ad->value_limit && ad->relevant[v]) return true;
+    }
+  }
+  return false;
+}
+
 static cml_status_t cml_ad_run(cml__ad_t* ad, uint32_t loss, const uint32_t* wrt, size_t count,
                                cml_value_t* ct, bool* relevant, uint32_t node_count) {
   cml__module_impl_t* impl = ad->impl;
@@ -216,10 +233,7 @@ static cml_status_t cml_ad_run(cml__ad_t* ad, uint32_t loss, const uint32_t* wrt
   // Forward: which values depend on a requested value (and can carry a gradient).
   for (uint32_t k = 0; k < node_count; ++k) {
     const cml_ir_node_t* n = &impl->nodes[f->nodes.data[k]];
-    if (cml_ad_is_stop(n)) continue;
-    bool any = false;
-    for (uint32_t i = 0; i < n->input_count && !any; ++i) any = relevant[n->inputs[i]];
-    if (!any) continue;
+    if (cml_ad_is_stop(n) || !cml_ad_node_reads_relevant(ad, n)) continue;
     for (uint32_t o = 0; o < n->output_count; ++o) {
       uint32_t v = n->first_output + o;
       if (cml_ad_differentiable(impl->values[v].shape.dtype)) relevant[v] = true;
@@ -230,11 +244,9 @@ static cml_status_t cml_ad_run(cml__ad_t* ad, uint32_t loss, const uint32_t* wrt
   cml_value_t cts[64], in_cts[64];
   for (uint32_t k = node_count; k-- > 0;) {
     const cml_ir_node_t* n = &impl->nodes[f->nodes.data[k]];
-    bool has_ct = false, wants = false;
+    bool has_ct = false;
     for (uint32_t o = 0; o < n->output_count; ++o) has_ct |= ct[n->first_output + o] != 0;
-    if (!has_ct) continue;
-    for (uint32_t i = 0; i < n->input_count; ++i) wants |= cml__ad_wants(ad, n, i);
-    if (!wants) continue;
+    if (!has_ct || cml_ad_is_stop(n) || !cml_ad_node_reads_relevant(ad, n)) continue;
     cml__ad_rule_fn* rule = cml_ad_rule(n->op);
     if (n->output_count > 64 || n->input_count > 64) {
       return cml__ad_no_vjp(ad, n, "more than 64 operands or results");

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/core/autodiff_linalg.c: VJPs of the linalg group. Dot and DotGeneral (Dot is recorded
 // with DotGeneral's config): each operand's cotangent is a DotGeneral of the output cotangent
-// with the other operand, transposed back to the operand's axis order.
+// with the other operand, transposed back to the operand's axis order. ConvGeneral: the input
+// and kernel cotangents are convolutions again (the transposed convolutions), channel groups
+// included; batch groups have no VJP yet.
 #include <string.h>
 
 #include "autodiff_internal.h"
@@ -71,8 +73,131 @@ static cml_value_t cml_ad_dot_operand(cml__ad_t* ad, cml_value_t g, cml_value_t 
   return cml__ad_convert(ad, r, dtype);
 }
 
+//===--- ConvGeneral ---===//
+
+static int64_t cml_ad_dilate(int64_t size, int64_t dilation) {
+  return size == 0 ? 0 : 1 + dilation * (size - 1);
+}
+
+// d input: the cotangent convolved with the spatially reversed kernel (input and output
+// feature axes swapped), strides and input dilations exchanged, padded so every input position
+// sees the windows that read it. Channel groups: the kernel's group axis moves from its output
+// to its input feature axis.
+static cml_value_t cml_ad_conv_input(cml__ad_t* ad, const cml_conv_config_t* c, cml_value_t g,
+                                     cml_value_t kernel, const cml_shape_t* is,
+                                     const cml_shape_t* ks, const cml_shape_t* os) {
+  cml_function_t* f = ad->f;
+  int32_t sc = c->spatial_count;
+  int64_t groups = c->channel_group_count;
+  cml_value_t k = kernel;
+  if (groups > 1) {
+    // [.., O, .., I, ..] -> split O into (G, O/G) -> G next to I, merged into I' = G * I.
+    int64_t o = c->kernel_output_channel_axis, i = c->kernel_input_channel_axis;
+    int32_t r = ks->rank;
+    int64_t split[CML_MAX_RANK + 1];
+    int32_t n = 0;
+    for (int32_t a = 0; a < r; ++a) {
+      if (a == o) {
+        split[n++] = groups;
+        split[n++] = ks->dims[a] / groups;
+      } else {
+        split[n++] = ks->dims[a];
+      }
+    }
+    k = cml_op_reshape(f, k, split, n);
+    // Axis positions in the split array: G at o, O/G at o + 1, axis a > o at a + 1.
+    int64_t gi = o, ii = i > o ? i + 1 : i;
+    int64_t perm[CML_MAX_RANK + 1];
+    int32_t m = 0;
+    for (int32_t a = 0; a < n; ++a) {
+      if (a == gi) continue;
+      if (a == ii) perm[m++] = gi;
+      perm[m++] = a;
+    }
+    k = cml_op_transpose(f, k, perm, n);
+    int64_t merged[CML_MAX_RANK];
+    for (int32_t a = 0; a < r; ++a) merged[a] = ks->dims[a];
+    merged[o] = ks->dims[o] / groups;
+    merged[i] = ks->dims[i] * groups;
+    k = cml_op_reshape(f, k, merged, r);
+  }
+  k = cml_op_reverse(f, k, c->kernel_spatial_axes, (size_t)sc);
+  cml_conv_config_t t = *c;
+  t.input_batch_axis = c->output_batch_axis;
+  t.input_channel_axis = c->output_channel_axis;
+  t.kernel_input_channel_axis = c->kernel_output_channel_axis;
+  t.kernel_output_channel_axis = c->kernel_input_channel_axis;
+  t.output_batch_axis = c->input_batch_axis;
+  t.output_channel_axis = c->input_channel_axis;
+  for (int32_t s = 0; s < sc; ++s) {
+    t.input_spatial_axes[s] = c->output_spatial_axes[s];
+    t.output_spatial_axes[s] = c->input_spatial_axes[s];
+    int64_t in = cml_ad_dilate(is->dims[c->input_spatial_axes[s]], c->input_dilations[s]);
+    int64_t win = cml_ad_dilate(ks->dims[c->kernel_spatial_axes[s]], c->kernel_dilations[s]);
+    int64_t out = cml_ad_dilate(os->dims[c->output_spatial_axes[s]], c->strides[s]);
+    int64_t before = win - c->padding_low[s] - 1;
+    t.padding_low[s] = before;
+    t.padding_high[s] = in + win - 1 - out - before;
+    t.strides[s] = c->input_dilations[s];
+    t.input_dilations[s] = c->strides[s];
+  }
+  t.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_conv_general(f, g, k, &t);
+}
+
+// d kernel: the input (batch and feature axes swapped) convolved with the cotangent as the
+// kernel; strides and kernel dilations exchanged. Channel groups become batch groups.
+static cml_value_t cml_ad_conv_kernel(cml__ad_t* ad, const cml_conv_config_t* c, cml_value_t g,
+                                      cml_value_t input, const cml_shape_t* is,
+                                      const cml_shape_t* ks, const cml_shape_t* os) {
+  int32_t sc = c->spatial_count;
+  cml_conv_config_t t = *c;
+  t.input_batch_axis = c->input_channel_axis;
+  t.input_channel_axis = c->input_batch_axis;
+  t.kernel_output_channel_axis = c->output_channel_axis;
+  t.kernel_input_channel_axis = c->output_batch_axis;
+  t.output_batch_axis = c->kernel_input_channel_axis;
+  t.output_channel_axis = c->kernel_output_channel_axis;
+  for (int32_t s = 0; s < sc; ++s) {
+    t.kernel_spatial_axes[s] = c->output_spatial_axes[s];
+    t.output_spatial_axes[s] = c->kernel_spatial_axes[s];
+    int64_t in = cml_ad_dilate(is->dims[c->input_spatial_axes[s]], c->input_dilations[s]);
+    int64_t win = cml_ad_dilate(ks->dims[c->kernel_spatial_axes[s]], c->kernel_dilations[s]);
+    int64_t out = cml_ad_dilate(os->dims[c->output_spatial_axes[s]], c->strides[s]);
+    t.padding_low[s] = c->padding_low[s];
+    t.padding_high[s] = (out - in) + (win - c->padding_low[s] - 1);
+    t.strides[s] = c->kernel_dilations[s];
+    t.kernel_dilations[s] = c->strides[s];
+  }
+  t.batch_group_count = c->channel_group_count > 1 ? c->channel_group_count : 1;
+  t.channel_group_count = 1;
+  t.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_conv_general(ad->f, input, g, &t);
+}
+
+static cml_status_t cml_ad_conv(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
+                                cml_value_t* in_cts) {
+  const cml_conv_config_t* c = &n->attrs->u.conv;
+  if (c->batch_group_count > 1) return cml__ad_no_vjp(ad, n, "batch_group_count > 1");
+  const cml_shape_t* is = cml__ad_in_shape(ad, n, 0);
+  const cml_shape_t* ks = cml__ad_in_shape(ad, n, 1);
+  const cml_shape_t* os = cml__ad_out_shape(ad, n, 0);
+  if (cml__ad_wants(ad, n, 0)) {
+    cml_value_t g = cml__ad_convert(ad, cts[0], ks->dtype);
+    in_cts[0] = cml__ad_convert(ad, cml_ad_conv_input(ad, c, g, cml__ad_in(ad, n, 1), is, ks, os),
+                                is->dtype);
+  }
+  if (cml__ad_wants(ad, n, 1)) {
+    cml_value_t g = cml__ad_convert(ad, cts[0], is->dtype);
+    in_cts[1] = cml__ad_convert(ad, cml_ad_conv_kernel(ad, c, g, cml__ad_in(ad, n, 0), is, ks, os),
+                                ks->dtype);
+  }
+  return CML_OK;
+}
+
 cml_status_t cml__ad_vjp_linalg(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
                                 cml_value_t* in_cts) {
+  if (n->op == CML_OP_CONV_GENERAL) return cml_ad_conv(ad, n, cts, in_cts);
   if (n->op != CML_OP_DOT && n->op != CML_OP_DOT_GENERAL) return cml__ad_no_vjp(ad, n, NULL);
   const cml_dot_config_t* d = &n->attrs->u.dot;
   const cml_shape_t* ls = cml__ad_in_shape(ad, n, 0);

@@ -317,6 +317,66 @@ static cml_value_t b_stop_gradient(cml_function_t* f, const cml_value_t* p) {
   cml_value_t zero = cml_op_mul(f, p[0], cml_constant_scalar_f64(f, CML_DTYPE_F64, 0.0));
   return cml_op_add(f, p[0], cml_op_stop_gradient(f, zero));
 }
+// NCHW input, OIHW kernel.
+static cml_conv_config_t conv_nchw(void) {
+  cml_conv_config_t c;
+  memset(&c, 0, sizeof c);
+  c.spatial_count = 2;
+  c.input_batch_axis = 0;
+  c.input_channel_axis = 1;
+  c.input_spatial_axes[0] = 2;
+  c.input_spatial_axes[1] = 3;
+  c.kernel_output_channel_axis = 0;
+  c.kernel_input_channel_axis = 1;
+  c.kernel_spatial_axes[0] = 2;
+  c.kernel_spatial_axes[1] = 3;
+  c.output_batch_axis = 0;
+  c.output_channel_axis = 1;
+  c.output_spatial_axes[0] = 2;
+  c.output_spatial_axes[1] = 3;
+  return c;
+}
+static cml_value_t b_conv_strided(cml_function_t* f, const cml_value_t* p) {
+  cml_conv_config_t c = conv_nchw();
+  c.strides[0] = 2;
+  c.padding_low[0] = 1;
+  c.padding_high[1] = 1;
+  return cml_op_conv_general(f, p[0], p[1], &c);
+}
+static cml_value_t b_conv_dilated(cml_function_t* f, const cml_value_t* p) {
+  cml_conv_config_t c = conv_nchw();
+  c.input_dilations[0] = 2;
+  c.kernel_dilations[1] = 2;
+  c.padding_low[1] = 2;
+  c.padding_high[0] = -1;
+  return cml_op_conv_general(f, p[0], p[1], &c);
+}
+static cml_value_t b_conv_grouped(cml_function_t* f, const cml_value_t* p) {
+  cml_conv_config_t c = conv_nchw();
+  c.channel_group_count = 2;
+  c.padding_low[0] = c.padding_high[0] = 1;
+  return cml_op_conv_general(f, p[0], p[1], &c);
+}
+static cml_value_t b_conv_nhwc(cml_function_t* f, const cml_value_t* p) {
+  // input [N, H, W, C], kernel [H, W, I, O], output [N, H, W, O], stride 2 on W.
+  cml_conv_config_t c;
+  memset(&c, 0, sizeof c);
+  c.spatial_count = 2;
+  c.input_batch_axis = 0;
+  c.input_channel_axis = 3;
+  c.input_spatial_axes[0] = 1;
+  c.input_spatial_axes[1] = 2;
+  c.kernel_spatial_axes[0] = 0;
+  c.kernel_spatial_axes[1] = 1;
+  c.kernel_input_channel_axis = 2;
+  c.kernel_output_channel_axis = 3;
+  c.output_batch_axis = 0;
+  c.output_spatial_axes[0] = 1;
+  c.output_spatial_axes[1] = 2;
+  c.output_channel_axis = 3;
+  c.strides[1] = 2;
+  return cml_op_conv_general(f, p[0], p[1], &c);
+}
 static cml_value_t b_mlp(cml_function_t* f, const cml_value_t* p) {
   // tanh(x @ w1) @ w2 -> softmax cross-entropy-like composite
   cml_value_t h = cml_op_tanh(f, cml_op_dot(f, p[0], p[1]));
@@ -407,6 +467,10 @@ static const ad_case_t* ad_cases(size_t* count) {
   cases[n++] =
       (ad_case_t){"batch_norm_inference", 4, {F64(4, 3), F64(3), F64(3), F64(3)}, {0}, -1, 1,
                   b_batch_norm_inference};
+  B(conv_strided, F64(2, 3, 5, 4), F64(4, 3, 2, 3), -1, 1);
+  B(conv_dilated, F64(1, 2, 3, 4), F64(3, 2, 2, 2), -1, 1);
+  B(conv_grouped, F64(2, 4, 3, 3), F64(6, 2, 2, 2), -1, 1);
+  B(conv_nhwc, F64(2, 4, 5, 3), F64(2, 2, 3, 2), -1, 1);
   cases[n++] = (ad_case_t){"mlp", 3, {F64(3, 4), F64(4, 5), F64(5, 2)}, {0}, -1, 1, b_mlp};
   *count = n;
   return cases;
@@ -426,9 +490,9 @@ TEST(finite_differences_xla) {
     printf("  skipped: no XLA CPU plugin\n");
     return;
   }
-  static const char* const names[] = {"tanh", "mul",   "dot_general", "reduce_max",
-                                      "pad",  "slice", "gather",      "reduce_window_sum",
-                                      "mlp",  "where"};
+  static const char* const names[] = {"tanh", "mul",   "dot_general",  "reduce_max",
+                                      "pad",  "slice", "gather",       "reduce_window_sum",
+                                      "mlp",  "where", "conv_strided", "conv_grouped"};
   size_t n;
   const ad_case_t* cases = ad_cases(&n);
   int failed = 0, ran = 0;
@@ -441,7 +505,7 @@ TEST(finite_differences_xla) {
     }
   }
   ASSERT_EQ_INT(failed, 0);
-  ASSERT_EQ_INT(ran, 10);
+  ASSERT_EQ_INT(ran, 12);
 }
 
 //===--- hand-computed cases ---===//
@@ -647,6 +711,26 @@ TEST(unimplemented_names_op) {
   ASSERT_TRUE(strstr(msg, "While") != NULL);
   ASSERT_TRUE(strstr(msg, "no VJP") != NULL);
   ASSERT_EQ_INT(g, CML_VALUE_INVALID);
+  cml_builder_destroy(b);
+
+  // If whose branches read x through captures (no operand of the node): still on the path.
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "if", &b));
+  f = cml_builder_main(b);
+  x = cml_parameter(f, "x", &s);
+  cml_shape_t ps = API_SHAPE(CML_DTYPE_BOOL);
+  cml_value_t pred = cml_parameter(f, "pred", &ps);
+  cml_function_t *yes = NULL, *no = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &yes));
+  cml_value_t t = cml_op_neg(yes, x);
+  ASSERT_STATUS_OK(cml_function_return(yes, &t, 1));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &no));
+  cml_value_t e = cml_op_exp(no, x);
+  ASSERT_STATUS_OK(cml_function_return(no, &e, 1));
+  ASSERT_TRUE(cml_op_if(f, pred, yes, no, &out));
+  l = cml_op_reduce_sum(f, out, NULL, 0);
+  ASSERT_EQ_INT(api_code_msg(cml_gradients(f, l, &x, 1, &g), msg, sizeof msg),
+                CML_STATUS_UNIMPLEMENTED);
+  ASSERT_TRUE(strstr(msg, "If: no VJP") != NULL);
   cml_builder_destroy(b);
 }
 
