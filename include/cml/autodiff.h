@@ -41,13 +41,18 @@
 // Ops with a VJP: every differentiable elementwise op (Abs, Add, Atan2, Ceil, Clamp, Complex,
 // Conj, ConvertDType between float/complex dtypes, Cos, Div, Erf, Exp, Expm1, Floor, Identity,
 // Imag, Log, Log1p, Logistic, Max, Min, Mul, Neg, Pow, Real, Rem, Round, Rsqrt, Sign, Sin, Sqrt,
-// Sub, Tanh, Where), Dot, DotGeneral, ConvGeneral (without batch groups), ReduceSum, ReduceMax,
-// ReduceMin, ReduceProduct, ReduceWindow (Sum, Max, Min; no dilations), Reshape, Transpose,
-// BroadcastInDim, Slice, Pad, Concatenate, Reverse, DynamicSlice, DynamicUpdateSlice, Gather,
-// ScatterSum, BatchNormForInference, BatchNormForTraining (through BatchNormGradient),
-// OptimizationBarrier, SchedulingBarrier, FusedSoftmax, FusedGelu. Any other op on the path
+// Sub, Tanh, Where), Dot, DotGeneral, ConvGeneral (channel groups, dilations, any layout; not
+// batch groups), ReduceSum, ReduceMax, ReduceMin, ReduceProduct, ReduceWindow (Sum, Max, Min;
+// no dilations), Reshape, Transpose, BroadcastInDim, Slice, Pad, Concatenate, Reverse,
+// DynamicSlice, DynamicUpdateSlice, Gather, ScatterSum, BatchNormForInference,
+// BatchNormForTraining (through BatchNormGradient), OptimizationBarrier, SchedulingBarrier,
+// Call and If (their callees are inlined and differentiated; If selects the taken branch's
+// gradient, so both branches' gradients are computed), Sort (the values: gradients follow the
+// permutation), FusedSoftmax, FusedGelu, FusedLayerNorm, FusedDense. Any other op on the path
 // from the requested values to the loss fails with UNIMPLEMENTED naming the op, its operand
-// shapes and dtypes (Call, If, While, Sort among them for now: see docs/autodiff.md).
+// shapes and dtypes; in particular While (its trip count is not static in the IR: unroll the
+// loop), callees that run closures themselves (a While, If or Sort inside a Call or If branch),
+// ScatterMax/Min, FFT, the attention ops. See docs/autodiff.md.
 //
 // Thread-safety: as every builder (cml/graph.h): one thread at a time per builder.
 #ifndef CML_AUTODIFF_H_

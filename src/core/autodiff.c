@@ -17,11 +17,13 @@ cml_value_t cml__ad_out(const cml__ad_t* ad, const cml_ir_node_t* n, uint32_t k)
 }
 
 const cml_shape_t* cml__ad_in_shape(const cml__ad_t* ad, const cml_ir_node_t* n, uint32_t i) {
-  return &ad->impl->values[n->inputs[i]].shape;
+  (void)n;
+  return &ad->in_shapes[i];
 }
 
 const cml_shape_t* cml__ad_out_shape(const cml__ad_t* ad, const cml_ir_node_t* n, uint32_t k) {
-  return &ad->impl->values[n->first_output + k].shape;
+  (void)n;
+  return &ad->out_shapes[k];
 }
 
 cml_shape_t cml__ad_shape(const cml__ad_t* ad, cml_value_t v) {
@@ -225,31 +227,49 @@ static bool cml_ad_node_reads_relevant(const cml__ad_t* ad, const cml_ir_node_t*
   return false;
 }
 
-static cml_status_t cml_ad_run(cml__ad_t* ad, uint32_t loss, const uint32_t* wrt, size_t count,
-                               cml_value_t* ct, bool* relevant, uint32_t node_count) {
+void cml__ad_accumulate(cml__ad_t* ad, uint32_t v, cml_value_t ct) {
+  const cml_shape_t* want = &ad->impl->values[v].shape;
+  ct = cml__ad_convert(ad, ct, want->dtype);
+  ad->ct[v] = ad->ct[v] ? cml_op_add(ad->f, ad->ct[v], ct) : ct;
+}
+
+// Forward over |f|'s nodes [begin, end): marks the values that depend on a relevant value.
+static void cml_ad_forward(cml__ad_t* ad, uint32_t begin, uint32_t end) {
   cml__module_impl_t* impl = ad->impl;
-  cml_function_t* f = ad->f;
-  for (size_t i = 0; i < count; ++i) relevant[wrt[i]] = true;
-  // Forward: which values depend on a requested value (and can carry a gradient).
-  for (uint32_t k = 0; k < node_count; ++k) {
-    const cml_ir_node_t* n = &impl->nodes[f->nodes.data[k]];
+  bool* relevant = (bool*)ad->relevant;
+  for (uint32_t k = begin; k < end; ++k) {
+    const cml_ir_node_t* n = &impl->nodes[ad->f->nodes.data[k]];
     if (cml_ad_is_stop(n) || !cml_ad_node_reads_relevant(ad, n)) continue;
     for (uint32_t o = 0; o < n->output_count; ++o) {
       uint32_t v = n->first_output + o;
       if (cml_ad_differentiable(impl->values[v].shape.dtype)) relevant[v] = true;
     }
   }
-  if (!relevant[loss]) return CML_OK;  // every gradient is zero
-  ct[loss] = cml__ad_scalar(ad, impl->values[loss].shape.dtype, 1.0);
+}
+
+// Backward over |f|'s nodes [begin, end), last to first: each node with a cotangent on an
+// output and a relevant operand gets its VJP rule applied.
+static cml_status_t cml_ad_backward(cml__ad_t* ad, uint32_t begin, uint32_t end) {
+  cml__module_impl_t* impl = ad->impl;
+  cml_value_t* ct = ad->ct;
   cml_value_t cts[64], in_cts[64];
-  for (uint32_t k = node_count; k-- > 0;) {
-    const cml_ir_node_t* n = &impl->nodes[f->nodes.data[k]];
+  for (uint32_t k = end; k-- > begin;) {
+    // A copy: rules add nodes and values, which may move the module's arrays.
+    const cml_ir_node_t node = impl->nodes[ad->f->nodes.data[k]];
+    const cml_ir_node_t* n = &node;
     bool has_ct = false;
     for (uint32_t o = 0; o < n->output_count; ++o) has_ct |= ct[n->first_output + o] != 0;
     if (!has_ct || cml_ad_is_stop(n) || !cml_ad_node_reads_relevant(ad, n)) continue;
     cml__ad_rule_fn* rule = cml_ad_rule(n->op);
     if (n->output_count > 64 || n->input_count > 64) {
-      return cml__ad_no_vjp(ad, n, "more than 64 operands or results");
+      return cml_status_make(
+          CML_STATUS_UNIMPLEMENTED, "%s: no VJP for more than 64 operands or results (%u, %u)",
+          cml_op_name(n->op), (unsigned)n->input_count, (unsigned)n->output_count);
+    }
+    for (uint32_t i = 0; i < n->input_count; ++i)
+      ad->in_shapes[i] = impl->values[n->inputs[i]].shape;
+    for (uint32_t o = 0; o < n->output_count; ++o) {
+      ad->out_shapes[o] = impl->values[n->first_output + o].shape;
     }
     if (!rule) return cml__ad_no_vjp(ad, n, NULL);
     for (uint32_t o = 0; o < n->output_count; ++o) cts[o] = ct[n->first_output + o];
@@ -262,7 +282,6 @@ static cml_status_t cml_ad_run(cml__ad_t* ad, uint32_t loss, const uint32_t* wrt
       uint32_t v = n->inputs[i];
       const cml_shape_t* want = &impl->values[v].shape;
       cml_shape_t got = cml__ad_shape(ad, in_cts[i]);
-      if (got.dtype != want->dtype) in_cts[i] = cml__ad_convert(ad, in_cts[i], want->dtype);
       got.dtype = want->dtype;
       if (!cml_shape_equal(&got, want)) {
         char a[CML__SHAPE_TEXT], b[CML__SHAPE_TEXT];
@@ -270,10 +289,47 @@ static cml_status_t cml_ad_run(cml__ad_t* ad, uint32_t loss, const uint32_t* wrt
             CML_STATUS_INTERNAL, "%s: VJP of operand #%u has shape %s, expected %s",
             cml_op_name(n->op), (unsigned)i, cml__shape_text(&got, a), cml__shape_text(want, b));
       }
-      ct[v] = ct[v] ? cml_op_add(f, ct[v], in_cts[i]) : in_cts[i];
+      cml__ad_accumulate(ad, v, in_cts[i]);
     }
   }
   return CML_OK;
+}
+
+cml_status_t cml__ad_nested(cml__ad_t* outer, uint32_t begin, const uint32_t* seed_values,
+                            const cml_value_t* seeds, uint32_t seed_count) {
+  cml__module_impl_t* impl = outer->impl;
+  cml_builder_t* b = outer->b;
+  uint32_t limit = impl->value_count, end = outer->f->nodes.count;
+  cml_value_t* ct = cml__temp_alloc(b, limit * sizeof(cml_value_t));
+  bool* relevant = cml__temp_alloc(b, limit * sizeof(bool));
+  cml_status_t st = CML_OK;
+  if (ct && relevant) {
+    memset(ct, 0, limit * sizeof(cml_value_t));
+    memset(relevant, 0, limit * sizeof(bool));
+    memcpy(relevant, outer->relevant, outer->value_limit * sizeof(bool));
+    cml__ad_t ad = {outer->f, b, impl, relevant, limit, ct, {{0}}, {{0}}};
+    cml_ad_forward(&ad, begin, end);
+    for (uint32_t i = 0; i < seed_count; ++i) {
+      if (seeds[i] && relevant[seed_values[i]]) cml__ad_accumulate(&ad, seed_values[i], seeds[i]);
+    }
+    st = cml_ad_backward(&ad, begin, end);
+    for (uint32_t v = 0; st == CML_OK && v < outer->value_limit; ++v) {
+      if (ct[v] && outer->relevant[v]) cml__ad_accumulate(outer, v, ct[v]);
+    }
+  }
+  if (ct) cml__temp_free(b, ct, limit * sizeof(cml_value_t));
+  if (relevant) cml__temp_free(b, relevant, limit * sizeof(bool));
+  return st;
+}
+
+static cml_status_t cml_ad_run(cml__ad_t* ad, uint32_t loss, const uint32_t* wrt, size_t count,
+                               uint32_t node_count) {
+  bool* relevant = (bool*)ad->relevant;
+  for (size_t i = 0; i < count; ++i) relevant[wrt[i]] = true;
+  cml_ad_forward(ad, 0, node_count);
+  if (!relevant[loss]) return CML_OK;  // every gradient is zero
+  ad->ct[loss] = cml__ad_scalar(ad, ad->impl->values[loss].shape.dtype, 1.0);
+  return cml_ad_backward(ad, 0, node_count);
 }
 
 cml_status_t cml_gradients(cml_function_t* f, cml_value_t loss, const cml_value_t* wrt,
@@ -332,12 +388,13 @@ cml_status_t cml_gradients(cml_function_t* f, cml_value_t loss, const cml_value_
   if (ct && relevant) {
     memset(ct, 0, value_limit * sizeof(cml_value_t));
     memset(relevant, 0, value_limit * sizeof(bool));
-    cml__ad_t ad = {f, b, impl, relevant, value_limit};
-    st = cml_ad_run(&ad, loss_index, wrt_index, count, ct, relevant, node_count);
+    cml__ad_t ad = {f, b, impl, relevant, value_limit, ct, {{0}}, {{0}}};
+    st = cml_ad_run(&ad, loss_index, wrt_index, count, node_count);
     if (st == CML_OK && b->error == CML_OK) {
       for (size_t i = 0; i < count; ++i) {
         cml_value_t g = ct[wrt_index[i]];
-        out_grads[i] = g ? g : cml__ad_zeros(&ad, &impl->values[wrt_index[i]].shape);
+        cml_shape_t shape = impl->values[wrt_index[i]].shape;
+        out_grads[i] = g ? g : cml__ad_zeros(&ad, &shape);
       }
     }
   }

@@ -20,7 +20,19 @@ typedef struct cml__ad_t {
   cml__module_impl_t* impl;
   const bool* relevant;
   uint32_t value_limit;  // values at or past it were added by this differentiation
+  cml_value_t* ct;       // the cotangent of each value below value_limit (0: none yet)
+  // The shapes of the node whose rule runs (copies: the module's arrays move as ops are added).
+  cml_shape_t in_shapes[64], out_shapes[64];
 } cml__ad_t;
+
+// Adds |ct| to the cotangent of value |v| (< ad->value_limit), converting its dtype.
+void cml__ad_accumulate(cml__ad_t* ad, uint32_t v, cml_value_t ct);
+
+// Differentiates the nodes of ad->f from position |begin| to the last one (nodes a rule just
+// added, e.g. an inlined callee) with cotangents |seeds| on values |seed_values|, and adds the
+// cotangents this gives to values below ad->value_limit into |ad|.
+cml_status_t cml__ad_nested(cml__ad_t* ad, uint32_t begin, const uint32_t* seed_values,
+                            const cml_value_t* seeds, uint32_t seed_count);
 
 // A VJP rule: given the node |n| and the cotangent of each of its outputs (|cts|[k], 0 when
 // output k has none: it is zero), writes the cotangent of each input that needs one
@@ -44,7 +56,8 @@ cml__ad_rule_fn cml__ad_vjp_fused;
 // differentiate through it". |why| may be NULL.
 cml_status_t cml__ad_no_vjp(cml__ad_t* ad, const cml_ir_node_t* n, const char* why);
 
-// The public id of input |i| / output |k| of |n|, and their shapes.
+// The public id of input |i| / output |k| of |n|, and their shapes (stable copies, valid while
+// the rule runs; |n| itself is a copy too).
 cml_value_t cml__ad_in(const cml__ad_t* ad, const cml_ir_node_t* n, uint32_t i);
 cml_value_t cml__ad_out(const cml__ad_t* ad, const cml_ir_node_t* n, uint32_t k);
 const cml_shape_t* cml__ad_in_shape(const cml__ad_t* ad, const cml_ir_node_t* n, uint32_t i);
