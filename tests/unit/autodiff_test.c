@@ -419,6 +419,32 @@ static cml_value_t b_sort(cml_function_t* f, const cml_value_t* p) {
   if (!cml_op_sort(f, c, 1, true, p, 2, out)) return CML_VALUE_INVALID;
   return cml_op_add(f, cml_op_mul(f, out[0], out[0]), out[1]);
 }
+static cml_value_t b_layer_norm(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_fused_layer_norm(f, p[0], (int64_t[]){-1}, 1, 1e-3, p[1], p[2]);
+}
+static cml_value_t b_layer_norm_axes(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_fused_layer_norm(f, p[0], (int64_t[]){0, 2}, 2, 1e-2, CML_VALUE_INVALID,
+                                 CML_VALUE_INVALID);
+}
+static cml_value_t b_dense_gelu(cml_function_t* f, const cml_value_t* p) {
+  cml_dense_config_t c;
+  cml_dense_config_init(&c);
+  c.activation = CML_ACTIVATION_GELU;
+  return cml_op_fused_dense(f, p[0], p[1], p[2], &c);
+}
+static cml_value_t b_dense_silu(cml_function_t* f, const cml_value_t* p) {
+  cml_dense_config_t c;
+  cml_dense_config_init(&c);
+  c.activation = CML_ACTIVATION_SILU;
+  c.weight_layout = CML_DENSE_LAYOUT_OUTPUTS_INPUT;
+  return cml_op_fused_dense(f, p[0], p[1], CML_VALUE_INVALID, &c);
+}
+static cml_value_t b_dense_hard_swish(cml_function_t* f, const cml_value_t* p) {
+  cml_dense_config_t c;
+  cml_dense_config_init(&c);
+  c.activation = CML_ACTIVATION_HARD_SWISH;
+  return cml_op_fused_dense(f, p[0], p[1], p[2], &c);
+}
 static cml_value_t b_mlp(cml_function_t* f, const cml_value_t* p) {
   // tanh(x @ w1) @ w2 -> softmax cross-entropy-like composite
   cml_value_t h = cml_op_tanh(f, cml_op_dot(f, p[0], p[1]));
@@ -431,7 +457,7 @@ static cml_value_t b_mlp(cml_function_t* f, const cml_value_t* p) {
 }
 
 static const ad_case_t* ad_cases(size_t* count) {
-  static ad_case_t cases[64];
+  static ad_case_t cases[128];
   static size_t n = 0;
   if (n) {
     *count = n;
@@ -517,7 +543,15 @@ static const ad_case_t* ad_cases(size_t* count) {
   B(if, F64(2, 3), F64(2, 3), 0.1, 2);  // the true branch
   cases[n++] = (ad_case_t){"if_false", 2, {F64(2, 3), F64(2, 3)}, {0}, -2, -0.1, b_if};
   B(sort, F64(2, 5), F64(2, 5), -2, 2);
+  cases[n++] = (ad_case_t){"layer_norm", 3, {F64(3, 4), F64(4), F64(4)}, {0}, -2, 2, b_layer_norm};
+  R(layer_norm_axes, F64(2, 3, 4), -2, 2);
+  cases[n++] =
+      (ad_case_t){"dense_gelu", 3, {F64(2, 3, 4), F64(4, 5), F64(5)}, {0}, -1, 1, b_dense_gelu};
+  B(dense_silu, F64(3, 4), F64(2, 5, 4), -1, 1);
+  cases[n++] = (ad_case_t){"dense_hard_swish", 3, {F64(3, 4), F64(4, 5), F64(5)}, {0}, -1, 1,
+                           b_dense_hard_swish};
   cases[n++] = (ad_case_t){"mlp", 3, {F64(3, 4), F64(4, 5), F64(5, 2)}, {0}, -1, 1, b_mlp};
+  if (n > sizeof cases / sizeof cases[0]) abort();  // grow |cases|
   *count = n;
   return cases;
 }
@@ -536,10 +570,11 @@ TEST(finite_differences_xla) {
     printf("  skipped: no XLA CPU plugin\n");
     return;
   }
-  static const char* const names[] = {"tanh", "mul",   "dot_general",  "reduce_max",
-                                      "pad",  "slice", "gather",       "reduce_window_sum",
-                                      "mlp",  "where", "conv_strided", "conv_grouped",
-                                      "call", "if",    "sort"};
+  static const char* const names[] = {"tanh",      "mul",   "dot_general",  "reduce_max",
+                                      "pad",       "slice", "gather",       "reduce_window_sum",
+                                      "mlp",       "where", "conv_strided", "conv_grouped",
+                                      "call",      "if",    "sort",         "layer_norm",
+                                      "dense_gelu"};
   size_t n;
   const ad_case_t* cases = ad_cases(&n);
   int failed = 0, ran = 0;
@@ -552,7 +587,7 @@ TEST(finite_differences_xla) {
     }
   }
   ASSERT_EQ_INT(failed, 0);
-  ASSERT_EQ_INT(ran, 15);
+  ASSERT_EQ_INT(ran, 17);
 }
 
 //===--- hand-computed cases ---===//
