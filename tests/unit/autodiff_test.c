@@ -561,6 +561,7 @@ TEST(finite_differences_c) {
   const ad_case_t* cases = ad_cases(&n);
   int failed = 0;
   for (size_t i = 0; i < n; ++i) failed += ad_check(g_c, &cases[i], 1e-6) != 0;
+  printf("  %zu cases against finite differences\n", n);
   ASSERT_EQ_INT(failed, 0);
   ASSERT_TRUE(n >= 50);
 }
