@@ -33,6 +33,7 @@ static const bt_group_t bt_groups[] = {
     {"linalg_conv", bt_cases_linalg_conv, &bt_cases_linalg_conv_count},
     {"special", bt_cases_special, &bt_cases_special_count},
     {"fused", bt_cases_fused, &bt_cases_fused_count},
+    {"autodiff", bt_cases_autodiff, &bt_cases_autodiff_count},
 };
 #define BT_GROUP_COUNT (sizeof bt_groups / sizeof bt_groups[0])
 

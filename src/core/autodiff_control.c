@@ -41,7 +41,7 @@ static cml_status_t cml_ad_inline(cml__ad_t* ad, const cml_ir_node_t* n, const c
       map[m.first_output] = v & CML__VALUE_INDEX_MASK;
       continue;
     }
-    for (uint32_t c = 0; c < cml_op_callee_count(m.op); ++c) {
+    for (uint32_t c = 0; c < cml_op_callee_count(m.op) && st == CML_OK; ++c) {
       if (impl->functions[m.attrs->functions[c]]->parent != NULL) {
         st = cml__ad_no_vjp(ad, n, "its callee runs a closure (nested While, If or Sort)");
       }

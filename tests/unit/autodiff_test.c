@@ -3,9 +3,9 @@
 //
 // Every op with a VJP is checked against central finite differences in f64 on random inputs:
 // loss = sum(op(inputs) * W) with a random weight W, so every output element gets its own
-// cotangent. The c backend runs all cases; a few also run on xla:cpu when its plugin is
-// installed (skipped otherwise). Hand-computed cases, error statuses and optimizer steps
-// against hand-computed values follow.
+// cotangent. The c backend runs all cases; 17 also run on xla:cpu with --xla (ctest
+// autodiff_xla, label device; exit 77 without the plugin). Hand-computed cases, error statuses and
+// optimizer steps against hand-computed values follow.
 #include <math.h>
 #include <stdint.h>
 
@@ -567,10 +567,7 @@ TEST(finite_differences_c) {
 }
 
 TEST(finite_differences_xla) {
-  if (!g_xla) {
-    printf("  skipped: no XLA CPU plugin\n");
-    return;
-  }
+  ASSERT_TRUE(g_xla != NULL);
   static const char* const names[] = {"tanh",      "mul",   "dot_general",  "reduce_max",
                                       "pad",       "slice", "gather",       "reduce_window_sum",
                                       "mlp",       "where", "conv_strided", "conv_grouped",
@@ -970,21 +967,28 @@ TEST(optimizer_errors) {
   cml_builder_destroy(b);
 }
 
-static void ad_setup(void) {
+// Without arguments: the c backend (every test but the xla one). With --xla: only the
+// finite-difference cases on xla:cpu (exit 77 when its plugin is not installed); ctest runs it
+// as autodiff_xla (label device). A test name runs that test only.
+int main(int argc, char** argv) {
+  bool xla = argc > 1 && strcmp(argv[1], "--xla") == 0;
+  const char* only = argc > 1 && !xla ? argv[1] : NULL;
   cml_status_t st = cml_backend_new_with_config("c", &g_c);
   if (st != CML_OK) {
     fprintf(stderr, "backend c: %s\n", cml_status_message(st));
-    exit(1);
-  }
-  st = cml_backend_new_with_config("xla:cpu", &g_xla);
-  if (st != CML_OK) {
     cml_status_free(st);
-    g_xla = NULL;
+    return 1;
   }
-}
-
-int main(int argc, char** argv) {
-  ad_setup();
+  if (xla) {
+    st = cml_backend_new_with_config("xla:cpu", &g_xla);
+    if (st != CML_OK) {
+      printf("skipped: no XLA CPU plugin (%s)\n", cml_status_message(st));
+      cml_status_free(st);
+      cml_backend_release(g_c);
+      return 77;
+    }
+    only = "finite_differences_xla";
+  }
   static const test_entry_t tests[] = {TEST_ENTRY(finite_differences_c),
                                        TEST_ENTRY(finite_differences_xla),
                                        TEST_ENTRY(hand_computed),
@@ -999,7 +1003,10 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(optimizer_errors)};
   int failures = 0, ran = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
-    if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) continue;
+    if (only ? strcmp(only, tests[i].name) != 0
+             : strcmp(tests[i].name, "finite_differences_xla") == 0) {
+      continue;
+    }
     int failed = 0;
     tests[i].fn(&failed);
     ++ran;

@@ -585,6 +585,7 @@ FAKE_EMPTY_GROUP(linalg_dot)
 FAKE_EMPTY_GROUP(linalg_conv)
 FAKE_EMPTY_GROUP(special)
 FAKE_EMPTY_GROUP(fused)
+FAKE_EMPTY_GROUP(autodiff)
 
 static void fake_backend_destroy(cml_backend_t* backend) {
   cml_backend_deinit_base(backend);
