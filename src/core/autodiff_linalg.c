@@ -218,8 +218,9 @@ cml_status_t cml__ad_vjp_linalg(cml__ad_t* ad, const cml_ir_node_t* n, const cml
                                    nc, nrf, nb + nlf, ls->dtype);
   }
   if (cml__ad_wants(ad, n, 1)) {
-    // Swap roles: g's axes are batch, lhs free, rhs free; DotGeneral(g, lhs) contracts the
-    // lhs-free block and yields batch, rhs free (g's), lhs contracting.
+    // DotGeneral(lhs, g) contracts lhs's free axes with g's lhs-free block and yields batch,
+    // lhs's contracting axes (ascending), then g's rhs-free block: for a plain matmul this is
+    // x^T g with no transpose.
     cml_value_t gr = cml__ad_convert(ad, g, rs->dtype);
     cml_value_t l = lhs;
     if (rs->dtype != ls->dtype) l = cml__ad_convert(ad, lhs, rs->dtype);
@@ -227,25 +228,24 @@ cml_status_t cml__ad_vjp_linalg(cml__ad_t* ad, const cml_ir_node_t* n, const cml
     memset(&cfg, 0, sizeof cfg);
     cfg.lhs_batch_count = cfg.rhs_batch_count = nb;
     for (int32_t i = 0; i < nb; ++i) {
-      cfg.lhs_batch_axes[i] = i;
-      cfg.rhs_batch_axes[i] = d->lhs_batch_axes[i];
+      cfg.lhs_batch_axes[i] = d->lhs_batch_axes[i];
+      cfg.rhs_batch_axes[i] = i;
     }
     cfg.lhs_contracting_count = cfg.rhs_contracting_count = nlf;
     for (int32_t i = 0; i < nlf; ++i) {
-      cfg.lhs_contracting_axes[i] = nb + i;
-      cfg.rhs_contracting_axes[i] = lf[i];
+      cfg.lhs_contracting_axes[i] = lf[i];
+      cfg.rhs_contracting_axes[i] = nb + i;
     }
-    cml_value_t r = cml_op_dot_general(ad->f, gr, l, &cfg);
-    // r: batch, rhs free (g's trailing block), then lhs's contracting axes ascending.
+    cml_value_t r = cml_op_dot_general(ad->f, l, gr, &cfg);
     int64_t perm[CML_MAX_RANK];
     int32_t pos = 0;
     for (int32_t i = 0; i < nb; ++i) perm[d->rhs_batch_axes[i]] = pos++;
-    for (int32_t i = 0; i < nrf; ++i) perm[rf[i]] = pos++;
     for (int64_t axis = 0; axis < ls->rank; ++axis) {
       for (int32_t j = 0; j < nc; ++j) {
         if (d->lhs_contracting_axes[j] == axis) perm[d->rhs_contracting_axes[j]] = pos++;
       }
     }
+    for (int32_t i = 0; i < nrf; ++i) perm[rf[i]] = pos++;
     bool identity = true;
     for (int32_t i = 0; i < rs->rank; ++i) identity &= perm[i] == i;
     if (!identity) r = cml_op_transpose(ad->f, r, perm, rs->rank);
