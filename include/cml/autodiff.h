@@ -47,12 +47,14 @@
 // DynamicSlice, DynamicUpdateSlice, Gather, ScatterSum, BatchNormForInference,
 // BatchNormForTraining (through BatchNormGradient), OptimizationBarrier, SchedulingBarrier,
 // Call and If (their callees are inlined and differentiated; If selects the taken branch's
-// gradient, so both branches' gradients are computed), Sort (the values: gradients follow the
-// permutation), FusedSoftmax, FusedGelu, FusedLayerNorm, FusedDense. Any other op on the path
-// from the requested values to the loss fails with UNIMPLEMENTED naming the op, its operand
-// shapes and dtypes; in particular While (its trip count is not static in the IR: unroll the
-// loop), callees that run closures themselves (a While, If or Sort inside a Call or If branch),
-// ScatterMax/Min, FFT, the attention ops. See docs/autodiff.md.
+// gradient, so both branches' gradients are computed), While with a static trip count (an
+// integer counter in the state that starts at a constant, a condition `counter < constant`
+// (LessThan), and a body returning counter + 1: the body is unrolled, at most 4096 times),
+// Sort (the values: gradients follow the permutation), FusedSoftmax, FusedGelu,
+// FusedLayerNorm, FusedDense. Any other op on the path from the requested values to the loss
+// fails with UNIMPLEMENTED naming the op, its operand shapes and dtypes; in particular a While
+// without a static trip count, callees that run closures themselves (a While, If or Sort inside
+// a Call, If or While body), ScatterMax/Min, FFT, the attention ops. See docs/autodiff.md.
 //
 // Thread-safety: as every builder (cml/graph.h): one thread at a time per builder.
 #ifndef CML_AUTODIFF_H_

@@ -4,7 +4,9 @@
 // function, differentiate the inlined copy and, for If, select the taken branch's cotangents
 // with Where (the forward values are recomputed; the original node still produces them).
 // Sort re-sorts with an Iota operand to learn the permutation and scatters the cotangents of
-// its results back. While has no VJP (its trip count is not static in the IR): UNIMPLEMENTED.
+// its results back. While: when its trip count is static (a counter in the state starting at an
+// integer constant, the condition `counter < constant`, the body adding 1 to it), the body is
+// unrolled (inlined that many times, at most 4096) and differentiated; otherwise UNIMPLEMENTED.
 // Callees that themselves run closures (nested While/If/Sort) are not inlined: UNIMPLEMENTED.
 #include <string.h>
 
@@ -205,6 +207,90 @@ static cml_status_t cml_ad_sort(cml__ad_t* ad, const cml_ir_node_t* n, const cml
   return CML_OK;
 }
 
+// The integer value of scalar constant |v| (a value of the function holding it, or captured
+// from one: followed through CapturedValue to its parent). False when it is not one.
+static bool cml_ad_int_constant(const cml__module_impl_t* impl, uint32_t v, int64_t* out) {
+  for (int hops = 0; hops < CML_MAX_NESTING_DEPTH; ++hops) {
+    const cml_ir_node_t* n = cml__value_node(impl, v);
+    if (n->op == CML_OP_CAPTURED_VALUE) {
+      const cml_function_t* c = impl->functions[n->function];
+      v = c->captures_outer.data[n->index];
+      continue;
+    }
+    const cml_shape_t* s = &impl->values[v].shape;
+    if (n->op != CML_OP_CONSTANT || s->rank != 0) return false;
+    switch (s->dtype) {
+      case CML_DTYPE_I32: {
+        int32_t x;
+        memcpy(&x, n->data, sizeof x);
+        *out = x;
+        return true;
+      }
+      case CML_DTYPE_I64:
+        memcpy(out, n->data, sizeof *out);
+        return true;
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+// The static trip count of While |n|, or -1: the condition is LessThan(state[k], limit) with a
+// constant limit, state[k] starts at a constant, and the body returns state[k] + 1.
+static int64_t cml_ad_while_trips(const cml__ad_t* ad, const cml_ir_node_t* n) {
+  const cml__module_impl_t* impl = ad->impl;
+  const cml_function_t* cond = impl->functions[n->attrs->functions[0]];
+  const cml_function_t* body = impl->functions[n->attrs->functions[1]];
+  if (cond->outputs.count != 1) return -1;
+  const cml_ir_node_t* lt = cml__value_node(impl, cond->outputs.data[0]);
+  if (lt->op != CML_OP_LESS_THAN) return -1;
+  const cml_ir_node_t* counter = cml__value_node(impl, lt->inputs[0]);
+  int64_t limit, start;
+  if (counter->op != CML_OP_PARAMETER || !cml_ad_int_constant(impl, lt->inputs[1], &limit)) {
+    return -1;
+  }
+  uint32_t k = counter->index;
+  if (k >= n->input_count || !cml_ad_int_constant(impl, n->inputs[k], &start)) return -1;
+  const cml_ir_node_t* add = cml__value_node(impl, body->outputs.data[k]);
+  if (add->op != CML_OP_ADD) return -1;
+  for (int side = 0; side < 2; ++side) {
+    const cml_ir_node_t* p = cml__value_node(impl, add->inputs[side]);
+    int64_t one;
+    if (p->op == CML_OP_PARAMETER && p->index == k &&
+        cml_ad_int_constant(impl, add->inputs[1 - side], &one) && one == 1) {
+      return limit > start ? limit - start : 0;
+    }
+  }
+  return -1;
+}
+
+static cml_status_t cml_ad_while(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts) {
+  int64_t trips = cml_ad_while_trips(ad, n);
+  if (trips < 0) {
+    return cml__ad_no_vjp(ad, n,
+                          "no static trip count: the condition must be `counter < constant` "
+                          "with the counter starting at a constant and the body adding 1");
+  }
+  if (trips > 4096) return cml__ad_no_vjp(ad, n, "more than 4096 iterations to unroll");
+  const cml_function_t* body = ad->impl->functions[n->attrs->functions[1]];
+  uint32_t count = n->input_count;
+  size_t bytes = 2 * ((size_t)count + 1) * sizeof(uint32_t);
+  uint32_t* cur = cml__temp_alloc(ad->b, bytes);
+  if (!cur) return CML_OK;
+  uint32_t* next = cur + count + 1;
+  memcpy(cur, n->inputs, count * sizeof(uint32_t));
+  uint32_t begin = ad->f->nodes.count;
+  cml_status_t st = CML_OK;
+  for (int64_t i = 0; i < trips && st == CML_OK && ad->b->error == CML_OK; ++i) {
+    st = cml_ad_inline(ad, n, body, cur, next);
+    memcpy(cur, next, count * sizeof(uint32_t));
+  }
+  if (st == CML_OK && ad->b->error == CML_OK) st = cml__ad_nested(ad, begin, cur, cts, count);
+  cml__temp_free(ad->b, cur, bytes);
+  return st;
+}
+
 cml_status_t cml__ad_vjp_control(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
                                  cml_value_t* in_cts) {
   switch (n->op) {
@@ -221,9 +307,7 @@ cml_status_t cml__ad_vjp_control(cml__ad_t* ad, const cml_ir_node_t* n, const cm
     case CML_OP_SORT:
       return cml_ad_sort(ad, n, cts, in_cts);
     case CML_OP_WHILE:
-      return cml__ad_no_vjp(ad, n,
-                            "While loops are not differentiated: their trip count is not static "
-                            "in the IR; unroll the loop, or use Call/If");
+      return cml_ad_while(ad, n, cts);
     default:
       return cml__ad_no_vjp(ad, n, NULL);
   }

@@ -3,7 +3,7 @@
 //
 // Every op with a VJP is checked against central finite differences in f64 on random inputs:
 // loss = sum(op(inputs) * W) with a random weight W, so every output element gets its own
-// cotangent. The c backend runs all cases; 17 also run on xla:cpu with --xla (ctest
+// cotangent. The c backend runs all cases; 18 also run on xla:cpu with --xla (ctest
 // autodiff_xla, label device; exit 77 without the plugin). Hand-computed cases, error statuses and
 // optimizer steps against hand-computed values follow.
 #include <math.h>
@@ -445,6 +445,30 @@ static cml_value_t b_dense_hard_swish(cml_function_t* f, const cml_value_t* p) {
   c.activation = CML_ACTIVATION_HARD_SWISH;
   return cml_op_fused_dense(f, p[0], p[1], p[2], &c);
 }
+// While with a static trip count (i from 0 while i < 3): x <- sin(x) * w, acc <- acc + x.
+static cml_value_t b_while(cml_function_t* f, const cml_value_t* p) {
+  cml_shape_t is = API_SHAPE(CML_DTYPE_I32), xs = API_SHAPE(CML_DTYPE_F64, 2, 3);
+  cml_function_t *cond = NULL, *body = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t ci = cml_parameter(cond, NULL, &is);
+  cml_parameter(cond, NULL, &xs);
+  cml_parameter(cond, NULL, &xs);
+  cml_value_t lt = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, 3));
+  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t bi = cml_parameter(body, NULL, &is);
+  cml_value_t bx = cml_parameter(body, NULL, &xs);
+  cml_value_t bacc = cml_parameter(body, NULL, &xs);
+  cml_value_t nx = cml_op_mul(body, cml_op_sin(body, bx), p[1]);
+  cml_value_t next[3] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)), nx,
+                         cml_op_add(body, bacc, nx)};
+  if (cml_function_return(body, next, 3) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t init[3] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), p[0],
+                         cml_op_mul(f, p[0], p[0])};
+  cml_value_t out[3];
+  if (!cml_op_while(f, cond, body, init, 3, out)) return CML_VALUE_INVALID;
+  return out[2];
+}
 static cml_value_t b_mlp(cml_function_t* f, const cml_value_t* p) {
   // tanh(x @ w1) @ w2 -> softmax cross-entropy-like composite
   cml_value_t h = cml_op_tanh(f, cml_op_dot(f, p[0], p[1]));
@@ -543,6 +567,7 @@ static const ad_case_t* ad_cases(size_t* count) {
   B(if, F64(2, 3), F64(2, 3), 0.1, 2);  // the true branch
   cases[n++] = (ad_case_t){"if_false", 2, {F64(2, 3), F64(2, 3)}, {0}, -2, -0.1, b_if};
   B(sort, F64(2, 5), F64(2, 5), -2, 2);
+  B(while, F64(2, 3), F64(2, 3), -2, 2);
   cases[n++] = (ad_case_t){"layer_norm", 3, {F64(3, 4), F64(4), F64(4)}, {0}, -2, 2, b_layer_norm};
   R(layer_norm_axes, F64(2, 3, 4), -2, 2);
   cases[n++] =
@@ -568,11 +593,11 @@ TEST(finite_differences_c) {
 
 TEST(finite_differences_xla) {
   ASSERT_TRUE(g_xla != NULL);
-  static const char* const names[] = {"tanh",      "mul",   "dot_general",  "reduce_max",
-                                      "pad",       "slice", "gather",       "reduce_window_sum",
-                                      "mlp",       "where", "conv_strided", "conv_grouped",
-                                      "call",      "if",    "sort",         "layer_norm",
-                                      "dense_gelu"};
+  static const char* const names[] = {"tanh",       "mul",   "dot_general",  "reduce_max",
+                                      "pad",        "slice", "gather",       "reduce_window_sum",
+                                      "mlp",        "where", "conv_strided", "conv_grouped",
+                                      "call",       "if",    "sort",         "layer_norm",
+                                      "dense_gelu", "while"};
   size_t n;
   const ad_case_t* cases = ad_cases(&n);
   int failed = 0, ran = 0;
@@ -585,7 +610,7 @@ TEST(finite_differences_xla) {
     }
   }
   ASSERT_EQ_INT(failed, 0);
-  ASSERT_EQ_INT(ran, 17);
+  ASSERT_EQ_INT(ran, 18);
 }
 
 //===--- hand-computed cases ---===//
