@@ -81,14 +81,15 @@ static cml_status_t cml_ad_unary(cml__ad_t* ad, const cml_ir_node_t* n, cml_valu
     }
     case CML_OP_ABS:
       if (cml_ad_is_complex(dt)) {
-        // |z| = sqrt(re^2 + im^2): the transpose gives g * z / |z| (0 at z = 0).
+        // |z|: the JVP is Real(conj(z) / |z| * dz), whose transpose is g * conj(z) / |z| (0 at
+        // z = 0; JAX's rule).
         cml_value_t gc =
             cml_op_complex(f, g, cml__ad_mul(ad, g, cml__ad_scalar(ad, cml_ad_real_of(dt), 0.0)));
         cml_value_t safe =
             cml_op_where(f, cml_op_equal(f, y, cml__ad_scalar(ad, cml_ad_real_of(dt), 0.0)),
                          cml__ad_scalar(ad, cml_ad_real_of(dt), 1.0), y);
         cml_value_t zy = cml_op_div(
-            f, x,
+            f, cml_op_conj(f, x),
             cml_op_complex(f, safe,
                            cml__ad_mul(ad, safe, cml__ad_scalar(ad, cml_ad_real_of(dt), 0.0))));
         r = cml__ad_mul(ad, gc, zy);

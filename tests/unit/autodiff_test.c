@@ -687,7 +687,8 @@ TEST(second_derivative) {
   ASSERT_NEAR(hv, 6 * 1.5, 1e-12);
 }
 
-// Complex: loss = Real(z * z) + Imag(z) for z = Complex(a, b): d/da = 2a, d/db = -2b + 1.
+// Complex: loss = Real(z * z) + Imag(z) + Abs(z) for z = Complex(a, b):
+// d/da = 2a + a / |z|, d/db = -2b + 1 + b / |z|.
 TEST(complex_ops) {
   cml_builder_t* b = NULL;
   ASSERT_STATUS_OK(cml_builder_create(g_c, "complex", &b));
@@ -696,7 +697,7 @@ TEST(complex_ops) {
   cml_value_t a = cml_parameter(f, "a", &s), bb = cml_parameter(f, "b", &s);
   cml_value_t z = cml_op_complex(f, a, bb);
   cml_value_t l = cml_op_add(f, cml_op_real(f, cml_op_mul(f, z, z)), cml_op_imag(f, z));
-  l = cml_op_reduce_sum(f, l, NULL, 0);
+  l = cml_op_reduce_sum(f, cml_op_add(f, l, cml_op_abs(f, z)), NULL, 0);
   cml_value_t g[2];
   ASSERT_STATUS_OK(cml_gradients(f, l, (cml_value_t[]){a, bb}, 2, g));
   cml_executable_t* exe = NULL;
@@ -704,10 +705,11 @@ TEST(complex_ops) {
   double av[2] = {1.5, -2}, bv[2] = {0.5, 3}, ga[2], gb[2];
   ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){av, bv}, (void*[]){ga, gb}));
   cml_executable_release(exe);
-  ASSERT_NEAR(ga[0], 3.0, 1e-12);
-  ASSERT_NEAR(ga[1], -4.0, 1e-12);
-  ASSERT_NEAR(gb[0], 0.0, 1e-12);
-  ASSERT_NEAR(gb[1], -5.0, 1e-12);
+  double r0 = sqrt(1.5 * 1.5 + 0.5 * 0.5), r1 = sqrt(4.0 + 9.0);
+  ASSERT_NEAR(ga[0], 3.0 + 1.5 / r0, 1e-12);
+  ASSERT_NEAR(ga[1], -4.0 - 2.0 / r1, 1e-12);
+  ASSERT_NEAR(gb[0], 0.0 + 0.5 / r0, 1e-12);
+  ASSERT_NEAR(gb[1], -5.0 + 3.0 / r1, 1e-12);
 }
 
 //===--- bad input ---===//
