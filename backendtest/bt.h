@@ -71,6 +71,7 @@ BT_DECLARE_GROUP(special)             // special: RNG, FFT, BatchNorm*; control:
 BT_DECLARE_GROUP(fused)               // fused: fused ops (native or decomposed), cml/fused.h
 BT_DECLARE_GROUP(collective)   // collective: SPMD collectives, AutoSharding (cml/distributed.h)
 BT_DECLARE_GROUP(fused_quant)  // fused: FusedQuantizedDense, QuantizedEmbeddingLookup
+BT_DECLARE_GROUP(autodiff)     // gradients (cml/autodiff.h) vs finite differences, any group
 
 //===--- case control ---===//
 

@@ -35,6 +35,7 @@ static const bt_group_t bt_groups[] = {
     {"fused", bt_cases_fused, &bt_cases_fused_count},
     {"collective", bt_cases_collective, &bt_cases_collective_count},
     {"fused_quant", bt_cases_fused_quant, &bt_cases_fused_quant_count},
+    {"autodiff", bt_cases_autodiff, &bt_cases_autodiff_count},
 };
 #define BT_GROUP_COUNT (sizeof bt_groups / sizeof bt_groups[0])
 

@@ -84,7 +84,8 @@ typedef struct cml_ir_attrs_t {
   int64_t axis;
   // ConvertDType, Bitcast: target dtype. ArgMinMax: output dtype.
   cml_dtype_t dtype;
-  // ArgMinMax: is_min. Sort: is_stable.
+  // ArgMinMax: is_min. Sort: is_stable. Identity: a gradient stop (cml_op_stop_gradient;
+  // the identity at run time).
   bool flag;
   // BatchNorm*: epsilon.
   float epsilon;
