@@ -37,6 +37,8 @@ echo "-- tsan: thread-related unit tests"
 "${wrap[@]}" ctest --preset tsan -j"$jobs"
 echo "-- tsan: cml test --backend c --op '^(exec|control)/'"
 "${wrap[@]}" "$build/cml" test --backend c --op '^(exec|control)/'
+echo "-- tsan: cml test --backend c:devices=4,threads=2 --op collective (SPMD slots and rendezvous)"
+"${wrap[@]}" "$build/cml" test --backend c:devices=4,threads=2 --op collective
 echo "-- tsan: cml test --backend c:threads=4 (whole suite)"
 "${wrap[@]}" "$build/cml" test --backend c:threads=4
 echo "test_tsan: no data races reported"
