@@ -5,6 +5,7 @@
 #   - the thread-related unit tests (ctest --preset tsan: thread pool, engine, plan, optimizer,
 #     concurrent executes, concurrent builders, concurrent registration),
 #   - the compliance suite's exec/ and control/ groups on the c backend,
+#   - the collective cases on c:devices=4 (device slots on threads, the rendezvous),
 #   - the whole compliance suite on c:threads=4 (more workers than cores: kernels split work).
 # Exit status: non-zero on a build failure, a test failure or any TSan report.
 set -euo pipefail
