@@ -215,6 +215,7 @@ CML_API CML_MUST_USE cml_status_t cml_function_return_sharded(cml_function_t* ma
 
 // AllReduce of |count| operands (any dtypes the reduction supports) with |type| (sum, product,
 // max, min); result i has the shape of operand i. false on error (outputs CML_VALUE_INVALID).
+// |out_results| may be |operands| (results written in place).
 CML_API bool cml_op_all_reduce(cml_function_t* f, const cml_value_t* operands, size_t count,
                                cml_reduce_type_t type, const cml_replica_groups_t* groups,
                                cml_value_t* out_results);

@@ -438,6 +438,10 @@ static bool cml_ok(cml_function_t* f, cml_status_t st) {
   return false;
 }
 
+static void cml_fill_invalid(cml_value_t* out, size_t count) {
+  for (size_t i = 0; out && i < count; ++i) out[i] = CML_VALUE_INVALID;
+}
+
 // Starts collective |op|: the usual op checks, then the strategy (SPMD only).
 static bool cml_collective_begin(cml_function_t* f, cml_op_t op) {
   if (!cml__op_begin(f, op)) return false;
@@ -478,19 +482,22 @@ static bool cml_collective_groups(cml_function_t* f, cml_op_t op,
 bool cml_op_all_reduce(cml_function_t* f, const cml_value_t* operands, size_t count,
                        cml_reduce_type_t type, const cml_replica_groups_t* groups,
                        cml_value_t* out_results) {
-  if (out_results) {
-    for (size_t i = 0; i < count; ++i) out_results[i] = CML_VALUE_INVALID;
-  }
+  // |out_results| may be |operands| (in place): it is written only after the operands are read.
   const cml_op_t op = CML_OP_ALL_REDUCE;
-  if (!cml_collective_begin(f, op)) return false;
+  if (!cml_collective_begin(f, op)) {
+    cml_fill_invalid(out_results, count);
+    return false;
+  }
   cml_builder_t* b = f->builder;
   if (count == 0 || !operands || !out_results) {
     cml__fail(b, CML_STATUS_INVALID_ARGUMENT, "AllReduce: %s",
               count == 0 ? "no operands" : "NULL operands or out_results");
+    cml_fill_invalid(out_results, count);
     return false;
   }
   if (count > 4096) {
     cml__fail(b, CML_STATUS_INVALID_ARGUMENT, "AllReduce: %zu operands (at most 4096)", count);
+    cml_fill_invalid(out_results, count);
     return false;
   }
   size_t in_bytes = count * sizeof(uint32_t), shape_bytes = count * sizeof(cml_shape_t);
@@ -513,7 +520,10 @@ bool cml_op_all_reduce(cml_function_t* f, const cml_value_t* operands, size_t co
   cml__temp_free(b, in, in_bytes);
   cml__temp_free(b, shapes, shape_bytes);
   cml__temp_free(b, outs, shape_bytes);
-  if (first == CML_VALUE_INVALID) return false;
+  if (first == CML_VALUE_INVALID) {
+    cml_fill_invalid(out_results, count);
+    return false;
+  }
   for (size_t i = 0; i < count; ++i) out_results[i] = first + (cml_value_t)i;
   return true;
 }

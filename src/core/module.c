@@ -6,6 +6,7 @@
 
 #include "core/builder_internal.h"
 #include "distributed/distributed_internal.h"
+#include "distributed/partition.h"
 
 cml__module_impl_t* cml__module_impl_create(cml_allocator_t allocator, const char* name) {
   cml__module_impl_t* impl = (cml__module_impl_t*)cml_allocator_malloc(allocator, sizeof *impl, 64);
@@ -156,6 +157,25 @@ cml_status_t cml_builder_compile(cml_builder_t* builder, cml_executable_t** out_
                            cml_backend_name(b->backend));
   }
   *out_executable = exe;
+  return CML_OK;
+}
+
+// The module without compiling it (src/distributed/partition.h): the checks and the
+// finalization of cml_builder_compile, then the module retained for the caller.
+cml_status_t cml__builder_take_module(cml_builder_t* builder, cml_module_t** out_module) {
+  if (out_module) *out_module = NULL;
+  if (!builder || !out_module) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml__builder_take_module: NULL builder or out_module");
+  }
+  if (builder->error != CML_OK) return cml_status_clone(builder->error);
+  if (builder->compiled || !builder->impl->functions[0]->returned) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "cml__builder_take_module: compiled already, or main has not returned");
+  }
+  CML_RETURN_IF_ERROR(cml__module_impl_finalize(builder->impl));
+  builder->compiled = true;
+  *out_module = cml_module_retain(&builder->impl->module);
   return CML_OK;
 }
 

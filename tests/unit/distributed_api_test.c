@@ -430,6 +430,14 @@ TEST(collective_shapes_and_attrs) {
   ASSERT_EQ_INT(a->collective.group_size, 2);
   ASSERT_EQ_INT(a->collective.groups[1], 2);
   ASSERT_EQ_INT(a->collective.groups[2], 1);
+  // In place: the results may overwrite the operand array.
+  cml_value_t inplace[2] = {x, y};
+  ASSERT_TRUE(cml_op_all_reduce(f, inplace, 2, CML_REDUCE_SUM, NULL, inplace));
+  ASSERT_TRUE(inplace[0] != x && inplace[1] != y);
+  ASSERT_TRUE(value_shape_is(b, inplace[0], s));
+  ASSERT_TRUE(value_shape_is(b, inplace[1], si));
+  ASSERT_EQ_INT(cml__value_node(b->impl, inplace[0] & CML__VALUE_INDEX_MASK)->inputs[1],
+                y & CML__VALUE_INDEX_MASK);
   // AllGather: dim * group size, in the given axis.
   cml_value_t ag = cml_op_all_gather(f, x, 1, &g);
   ASSERT_TRUE(value_shape_is(b, ag, SHAPE(CML_DTYPE_F32, 4, 12)));

@@ -802,8 +802,8 @@ TEST(bad_input_gets_a_status) {
   cml_module_t empty;
   memset(&empty, 0, sizeof empty);
   ASSERT_STATUS_CODE(cml_xla_emit_stablehlo(&empty, &opts, &text), CML_STATUS_INVALID_ARGUMENT);
-  // An op the emitter does not lower (a collective here) is UNIMPLEMENTED, naming the op and
-  // the shapes.
+  // An op the emitter does not lower (an op internal to the c backend here) is UNIMPLEMENTED,
+  // naming the op and the shapes; a collective outside an SPMD module is INVALID_ARGUMENT.
   fixture_t fx;
   ASSERT_TRUE(fixture_init(&fx, NULL));
   cml_shape_t s = SHAPE(CML_DTYPE_F32, 2);
@@ -811,6 +811,7 @@ TEST(bad_input_gets_a_status) {
   cml_value_t y = cml_op_neg(fx.f, x);
   text = NULL;
   cml_status_t st = emit(&fx, &y, 1, &text);
+  cml_status_t st2 = cml_status_from_code(CML_STATUS_INTERNAL);
   free(text);
   text = NULL;
   if (st == CML_OK) {
@@ -820,19 +821,28 @@ TEST(bad_input_gets_a_status) {
     if (nodes) {
       memcpy(nodes, m->nodes, m->node_count * sizeof *nodes);
       for (uint32_t i = 0; i < m->node_count; ++i) {
-        if (nodes[i].op == CML_OP_NEG) nodes[i].op = CML_OP_ALL_REDUCE;
+        if (nodes[i].op == CML_OP_NEG) nodes[i].op = CML_OP_BLOCK_FOR_DOT_GENERAL;
       }
       copy.nodes = nodes;
       st = cml_xla_emit_stablehlo(&copy, &opts, &text);
+      for (uint32_t i = 0; i < m->node_count; ++i) {
+        if (nodes[i].op == CML_OP_BLOCK_FOR_DOT_GENERAL) nodes[i].op = CML_OP_ALL_REDUCE;
+      }
+      char* text2 = NULL;
+      st2 = cml_xla_emit_stablehlo(&copy, &opts, &text2);
+      free(text2);
       free(nodes);
     }
   }
   fixture_deinit(&fx);
   ASSERT_TRUE(text == NULL);
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_UNIMPLEMENTED);
-  ASSERT_CONTAINS(cml_status_message(st), "AllReduce");
+  ASSERT_CONTAINS(cml_status_message(st), "BlockForDotGeneral");
   ASSERT_CONTAINS(cml_status_message(st), "(Float32)[2]");
   cml_status_free(st);
+  ASSERT_EQ_INT(cml_status_code(st2), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(cml_status_message(st2), "AllReduce in a module that is not SPMD");
+  cml_status_free(st2);
 }
 
 // Float32 division runs in Float64 and is narrowed once; Float64 division keeps its divisor

@@ -51,11 +51,16 @@ typedef struct golden_case_t {
   // created as the arguments of one call): compared as the sorted lines with SSA numbers
   // blanked out instead of byte for byte.
   bool order_free;
+  // The platform the emitter lowers for (NULL: "cpu").
+  const char* platform;
 } golden_case_t;
 
 static cml_value_t param(cml_function_t* f, const char* name, cml_shape_t s) {
   return cml_parameter(f, name, &s);
 }
+
+// A case that returned main's outputs itself (with shardings) sets *n to this.
+#define RETURNED ((size_t)-1)
 
 #define CASE(name) \
   static bool case_##name(cml_builder_t* b, cml_function_t* f, cml_value_t* o, size_t* n)
@@ -810,8 +815,132 @@ CASE(fused_attention_qkv_projection) {
                                                2, o);
 }
 
+// Collectives: SPMD modules on 4 device slots (cml_builder_spmd before any parameter).
+static const int32_t kPairsOf4[4] = {0, 1, 2, 3};
+static const cml_replica_groups_t kGroups2x2 = {kPairsOf4, 2, 2};
+static const int32_t kStrided[4] = {0, 2, 1, 3};
+static const cml_replica_groups_t kGroupsStrided = {kStrided, 2, 2};
+
+// Several operands of mixed dtypes: one all_reduce per dtype, results back in operand order.
+CASE(collective_all_reduce_mixed_dtypes) {
+  if (cml_builder_spmd(b, 4) != CML_OK) return false;
+  cml_value_t in[4];
+  in[0] = param(f, "x", SHAPE(CML_DTYPE_F32, 2));
+  in[1] = param(f, "y", SHAPE(CML_DTYPE_I32, 3));
+  in[2] = param(f, "z", SHAPE(CML_DTYPE_F32, 2, 2));
+  in[3] = param(f, "w", SHAPE(CML_DTYPE_BF16, 2));
+  *n = 4;
+  return cml_op_all_reduce(f, in, 4, CML_REDUCE_SUM, &kGroups2x2, o);
+}
+// One body per reduction type.
+CASE(collective_all_reduce_types) {
+  if (cml_builder_spmd(b, 4) != CML_OK) return false;
+  cml_value_t x = param(f, "x", SHAPE(CML_DTYPE_F32, 2));
+  cml_value_t y = param(f, "y", SHAPE(CML_DTYPE_I8, 2));
+  bool ok = cml_op_all_reduce(f, &x, 1, CML_REDUCE_MAX, NULL, &o[0]) &&
+            cml_op_all_reduce(f, &y, 1, CML_REDUCE_MIN, &kGroupsStrided, &o[1]) &&
+            cml_op_all_reduce(f, &x, 1, CML_REDUCE_PRODUCT, &kGroups2x2, &o[2]);
+  *n = 3;
+  return ok;
+}
+CASE(collective_all_gather) {
+  if (cml_builder_spmd(b, 4) != CML_OK) return false;
+  o[0] = cml_op_all_gather(f, param(f, "x", SHAPE(CML_DTYPE_F32, 2, 3)), 1, &kGroups2x2);
+  *n = 1;
+  return o[0];
+}
+CASE(collective_reduce_scatter) {
+  if (cml_builder_spmd(b, 4) != CML_OK) return false;
+  o[0] = cml_op_reduce_scatter(f, param(f, "x", SHAPE(CML_DTYPE_I32, 4, 3)), CML_REDUCE_SUM, 0,
+                               &kGroupsStrided);
+  *n = 1;
+  return o[0];
+}
+CASE(collective_all_to_all) {
+  if (cml_builder_spmd(b, 4) != CML_OK) return false;
+  o[0] = cml_op_all_to_all(f, param(f, "x", SHAPE(CML_DTYPE_F32, 2, 4)), 1, 0, NULL);
+  *n = 1;
+  return o[0];
+}
+CASE(collective_permute_ring) {
+  if (cml_builder_spmd(b, 4) != CML_OK) return false;
+  static const int32_t kRing[8] = {0, 1, 1, 2, 2, 3, 3, 0};
+  o[0] = cml_op_collective_permute(f, param(f, "x", SHAPE(CML_DTYPE_F32, 3)), kRing, 4);
+  *n = 1;
+  return o[0];
+}
+// On CPU: a masked all_reduce (collective_broadcast does not compile there); Float32 as bits,
+// Bool through Uint8.
+CASE(collective_broadcast_cpu_masked) {
+  if (cml_builder_spmd(b, 4) != CML_OK) return false;
+  static const int32_t kRoots[4] = {1, 0, 3, 2};
+  static const cml_replica_groups_t kGroups = {kRoots, 2, 2};
+  cml_value_t x = param(f, "x", SHAPE(CML_DTYPE_F32, 2));
+  cml_value_t p = param(f, "p", SHAPE(CML_DTYPE_BOOL, 2));
+  o[0] = cml_op_collective_broadcast(f, x, &kGroups);
+  o[1] = cml_op_collective_broadcast(f, p, NULL);
+  *n = 2;
+  return o[0] && o[1];
+}
+// Other plugins get the real op.
+CASE(collective_broadcast_cuda) {
+  if (cml_builder_spmd(b, 4) != CML_OK) return false;
+  o[0] = cml_op_collective_broadcast(f, param(f, "x", SHAPE(CML_DTYPE_F32, 2)), &kGroups2x2);
+  *n = 1;
+  return o[0];
+}
+CASE(collective_replica_id) {
+  if (cml_builder_spmd(b, 4) != CML_OK) return false;
+  o[0] = cml_op_replica_id(f);
+  *n = 1;
+  return o[0];
+}
+CASE(collective_partition_id) {
+  if (cml_builder_spmd(b, 4) != CML_OK) return false;
+  o[0] = cml_op_partition_id(f);
+  *n = 1;
+  return o[0];
+}
+// AutoSharding: Shardy meshes (device_ids only for a non-identity assignment) and a closed
+// sharding on every parameter and result (zeroed spec: replicated).
+CASE(auto_sharding_meshes_and_shardings) {
+  static const char* const kAxes[2] = {"data", "model"};
+  static const char* const kOne[1] = {"x"};
+  cml_mesh_t *grid = NULL, *line = NULL;
+  bool ok = cml_mesh_create("grid", kAxes, (int64_t[]){2, 2}, 2, &grid) == CML_OK &&
+            cml_mesh_create("line", kOne, (int64_t[]){4}, 1, &line) == CML_OK &&
+            cml_mesh_set_device_assignment(line, (int32_t[]){3, 2, 1, 0}, 4) == CML_OK;
+  const cml_mesh_t* meshes[2] = {grid, line};
+  ok = ok && cml_builder_auto_sharding(b, meshes, 2) == CML_OK;
+  cml_sharding_t sx, sw, sv, so;
+  ok = ok && cml_sharding_make(grid, (const char*[]){"data", NULL}, 2, &sx) == CML_OK &&
+       cml_sharding_make(grid, (const char*[]){NULL, "model"}, 2, &sw) == CML_OK &&
+       cml_sharding_make(line, (const char*[]){"x"}, 1, &sv) == CML_OK &&
+       cml_sharding_make(grid, (const char*[]){"data", "model"}, 2, &so) == CML_OK;
+  if (ok) {
+    cml_shape_t xs = SHAPE(CML_DTYPE_F32, 4, 3), ws = SHAPE(CML_DTYPE_F32, 3, 2),
+                vs = SHAPE(CML_DTYPE_F32, 8), ss = cml_shape_scalar(CML_DTYPE_F32);
+    cml_value_t x = cml_parameter_sharded(f, "x", &xs, &sx);
+    cml_value_t w = cml_parameter_sharded(f, "w", &ws, &sw);
+    cml_value_t v = cml_parameter_sharded(f, "v", &vs, &sv);
+    cml_value_t s = cml_parameter_sharded(f, "s", &ss, NULL);
+    cml_value_t y = cml_op_dot(f, x, w);
+    cml_value_t vs2 = cml_op_mul(f, v, s);
+    cml_value_t outs[3] = {y, vs2, y};
+    cml_sharding_t shardings[3];
+    memset(shardings, 0, sizeof shardings);  // [2] stays zeroed: replicated
+    shardings[0] = so;
+    shardings[1] = sv;
+    ok = cml_function_return_sharded(f, outs, 3, shardings) == CML_OK;
+    *n = RETURNED;  // the builder keeps its own copies of the meshes
+  }
+  cml_mesh_destroy(grid);
+  cml_mesh_destroy(line);
+  return ok;
+}
+
 #define C(name, op) \
-  { #name, CML_OP_##op, case_##name, false }
+  { #name, CML_OP_##op, case_##name, false, NULL }
 static const golden_case_t kCustomCases[] = {
     C(parameter, PARAMETER),
     C(constant, CONSTANT),
@@ -872,8 +1001,20 @@ static const golden_case_t kCustomCases[] = {
     C(fused_gelu, FUSED_GELU),
     C(fused_dense, FUSED_DENSE),
     // src/core/fused.c builds e.g. `where(is_finite(m), m, scalar(0))` in argument order.
-    {"fused_sdpa", CML_OP_FUSED_SDPA, case_fused_sdpa, true},
+    {"fused_sdpa", CML_OP_FUSED_SDPA, case_fused_sdpa, true, NULL},
     C(fused_attention_qkv_projection, FUSED_ATTENTION_QKV_PROJECTION),
+    C(collective_all_reduce_mixed_dtypes, ALL_REDUCE),
+    C(collective_all_reduce_types, ALL_REDUCE),
+    C(collective_all_gather, ALL_GATHER),
+    C(collective_reduce_scatter, REDUCE_SCATTER),
+    C(collective_all_to_all, ALL_TO_ALL),
+    C(collective_permute_ring, COLLECTIVE_PERMUTE),
+    C(collective_broadcast_cpu_masked, COLLECTIVE_BROADCAST),
+    {"collective_broadcast_cuda", CML_OP_COLLECTIVE_BROADCAST, case_collective_broadcast_cuda,
+     false, "cuda"},
+    C(collective_replica_id, REPLICA_ID),
+    C(collective_partition_id, PARTITION_ID),
+    C(auto_sharding_meshes_and_shardings, DOT),
 };
 #undef C
 
@@ -888,14 +1029,6 @@ static const not_lowered_t kNotLowered[] = {
     {CML_OP_DYNAMIC_DIMENSION_SIZE, "dynamic shapes: UNIMPLEMENTED everywhere"},
     {CML_OP_DYNAMIC_SHAPE, "dynamic shapes: UNIMPLEMENTED everywhere"},
     {CML_OP_DYNAMIC_RESHAPE, "dynamic shapes: UNIMPLEMENTED everywhere"},
-    {CML_OP_ALL_REDUCE, "collective: the xla backend runs no SPMD modules yet"},
-    {CML_OP_COLLECTIVE_BROADCAST, "collective: the xla backend runs no SPMD modules yet"},
-    {CML_OP_ALL_GATHER, "collective: the xla backend runs no SPMD modules yet"},
-    {CML_OP_REDUCE_SCATTER, "collective: the xla backend runs no SPMD modules yet"},
-    {CML_OP_ALL_TO_ALL, "collective: the xla backend runs no SPMD modules yet"},
-    {CML_OP_COLLECTIVE_PERMUTE, "collective: the xla backend runs no SPMD modules yet"},
-    {CML_OP_REPLICA_ID, "collective: the xla backend runs no SPMD modules yet"},
-    {CML_OP_PARTITION_ID, "collective: the xla backend runs no SPMD modules yet"},
     {CML_OP_BLOCK_FOR_DOT_GENERAL, "internal to the c backend"},
     {CML_OP_FUSED_SDPA_VJP, "fused op without a public builder yet"},
     {CML_OP_FUSED_QUANTIZED_DENSE, "fused op without a public builder yet"},
@@ -919,13 +1052,13 @@ static bool is_not_lowered(cml_op_t op) {
 // Generic cases for every element-wise and reduce op, then the custom ones.
 static void collect_cases(void) {
   g_case_count = 0;
-#define CML_OP(ENUM, SEED, lower, KIND, GROUP, TRAITS, DSET, OUT)                        \
-  if (CML_OPK_##KIND == CML_OPK_UNARY || CML_OPK_##KIND == CML_OPK_BINARY ||             \
-      CML_OPK_##KIND == CML_OPK_COMPARE || CML_OPK_##KIND == CML_OPK_REDUCE) {           \
-    snprintf(g_generic_names[CML_OP_##ENUM], sizeof g_generic_names[0], "%s_%s", #lower, \
-             cml_dtype_name(generic_dtype(CML_OP_##ENUM)));                              \
-    g_cases[g_case_count++] =                                                            \
-        (golden_case_t){g_generic_names[CML_OP_##ENUM], CML_OP_##ENUM, NULL, false};     \
+#define CML_OP(ENUM, SEED, lower, KIND, GROUP, TRAITS, DSET, OUT)                          \
+  if (CML_OPK_##KIND == CML_OPK_UNARY || CML_OPK_##KIND == CML_OPK_BINARY ||               \
+      CML_OPK_##KIND == CML_OPK_COMPARE || CML_OPK_##KIND == CML_OPK_REDUCE) {             \
+    snprintf(g_generic_names[CML_OP_##ENUM], sizeof g_generic_names[0], "%s_%s", #lower,   \
+             cml_dtype_name(generic_dtype(CML_OP_##ENUM)));                                \
+    g_cases[g_case_count++] =                                                              \
+        (golden_case_t){g_generic_names[CML_OP_##ENUM], CML_OP_##ENUM, NULL, false, NULL}; \
   }
 #include "cml/ops.def"
   for (size_t i = 0; i < sizeof kCustomCases / sizeof kCustomCases[0]; ++i) {
@@ -940,6 +1073,11 @@ static void collect_cases(void) {
 static fake_backend_t* golden_backend(void) {
   fake_backend_t* fb = fake_backend_new();
   if (!fb) return NULL;
+  // SPMD and AutoSharding modules on 4 device slots, as on xla:cpu.
+  fb->base.device_count = 4;
+  fb->base.capabilities.distributions = (1u << CML_DISTRIBUTION_NONE) |
+                                        (1u << CML_DISTRIBUTION_SPMD) |
+                                        (1u << CML_DISTRIBUTION_AUTO_SHARDING);
   for (int op = 1; op < CML_OP_COUNT; ++op) {
     if (cml_op_kind((cml_op_t)op) == CML_OPK_FUSED) {
       cml_capabilities_set_op(&fb->base.capabilities, (cml_op_t)op, false);
@@ -973,7 +1111,7 @@ static cml_status_t emit_case(const golden_case_t* gc, char** out_text) {
   bool ok = gc->fn ? gc->fn(b, f, outs, &count) : generic_case(gc->op, f, outs, &count);
   st = cml_builder_status(b);
   if (st == CML_OK && !ok) st = cml_status_make(CML_STATUS_INTERNAL, "case %s failed", gc->name);
-  if (st == CML_OK) st = cml_function_return(f, outs, count);
+  if (st == CML_OK && count != RETURNED) st = cml_function_return(f, outs, count);
   cml_executable_t* exe = NULL;
   if (st == CML_OK) st = cml_builder_compile(b, &exe);
   if (st == CML_OK) {
@@ -987,6 +1125,8 @@ static cml_status_t emit_case(const golden_case_t* gc, char** out_text) {
     cml_xla_emit_options_t opts;
     cml_xla_emit_options_init(&opts);
     opts.donatable_inputs = false;  // shorter goldens; donation is tested elsewhere
+    if (gc->platform) opts.platform = gc->platform;
+    cml_xla_emit_options_distribution(&opts, fb->module);
     st = cml_xla_emit_stablehlo(fb->module, &opts, out_text);
   }
   if (exe) cml_executable_release(exe);
@@ -1115,12 +1255,33 @@ static bool golden_equal(const golden_case_t* gc, const char* got, const char* w
 
 static cml__xla_client_t* g_client;  // set with --xla
 
+// The compile configuration a golden text asks for: its module header's mhlo.num_replicas and
+// mhlo.num_partitions (non-portable on devices 0.. when there are several; Shardy when the
+// text has sdy.mesh lines).
+static cml__xla_compile_config_t golden_config(const char* text, int64_t ids[16]) {
+  cml__xla_compile_config_t cc = {.portable = true, .num_replicas = 1, .num_partitions = 1};
+  const char* r = strstr(text, "mhlo.num_replicas = ");
+  const char* p = strstr(text, "mhlo.num_partitions = ");
+  int replicas = r ? atoi(r + strlen("mhlo.num_replicas = ")) : 1;
+  int partitions = p ? atoi(p + strlen("mhlo.num_partitions = ")) : 1;
+  if (replicas * partitions > 1 && replicas * partitions <= 16) {
+    for (int i = 0; i < replicas * partitions; ++i) ids[i] = i;
+    cc = (cml__xla_compile_config_t){.num_replicas = replicas,
+                                     .num_partitions = partitions,
+                                     .use_spmd_partitioning = true,
+                                     .use_shardy_partitioner = strstr(text, "sdy.mesh") != NULL,
+                                     .device_ids = ids};
+  }
+  return cc;
+}
+
 // Compiles |text| on xla:cpu; with |arg| non-NULL also runs it on one Float32 scalar input
 // and writes the Float32 scalar result.
 static cml_status_t xla_compile(const char* text, const float* arg, float* out_result) {
   uint8_t options[256];
   size_t options_size = 0;
-  cml__xla_compile_config_t cc = {.portable = true, .num_replicas = 1, .num_partitions = 1};
+  int64_t ids[16];
+  cml__xla_compile_config_t cc = golden_config(text, ids);
   CML_RETURN_IF_ERROR(cml__xla_compile_options_encode(&cc, options, sizeof options, &options_size));
   cml_pjrt_loaded_executable_t* exe = NULL;
   CML_RETURN_IF_ERROR(cml__xla_compile(g_client, text, strlen(text), options, options_size, &exe));
@@ -1179,7 +1340,8 @@ TEST(goldens_match) {
       print_first_difference(text, want);
       ++mismatches;
     }
-    if (g_client && !updating && want) {
+    // Goldens for other platforms (collective_broadcast_cuda) are text comparisons only.
+    if (g_client && !updating && want && !gc->platform) {
       st = xla_compile(want, NULL, NULL);
       if (st != CML_OK) {
         fprintf(stderr, "case %s: xla:cpu rejects the golden text: %s\n", gc->name,

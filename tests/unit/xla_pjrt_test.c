@@ -55,8 +55,8 @@ TEST(compile_options_portable) {
 TEST(compile_options_device_assignment) {
   uint8_t want[64], got[64];
   int n = hex_to_bytes(
-      "1a 1d 08 ff ff ff ff ff ff ff ff ff 01 20 01 28 01 4a 09 08 01 10 01 1a 03 0a 01 00 b8 01 "
-      "01",
+      "1a 1c 08 ff ff ff ff ff ff ff ff ff 01 20 01 28 01 4a 08 08 01 10 01 1a 02 08 00 b8 01 01 "
+      "20 00",
       want);
   size_t size = 0;
   int64_t ids[1] = {0};
@@ -66,12 +66,37 @@ TEST(compile_options_device_assignment) {
   ASSERT_TRUE(memcmp(got, want, size) == 0);
 }
 
-// SPMD, 2 partitions on devices [0, 1], Shardy, no output propagation.
+// SPMD: 4 replicas on devices 0..3 (one ComputationDevice listing 4 replicas): the bytes
+// verified on the CPU plugin (docs/xla.md, "Devices and distribution").
+TEST(compile_options_spmd_replicas) {
+  uint8_t want[96], got[96];
+  int n = hex_to_bytes(
+      "1a 24 08 ff ff ff ff ff ff ff ff ff 01 20 04 28 01 30 01 4a 0e 08 04 10 01 1a 08 08 00 08 "
+      "01 08 02 08 03 b8 01 01 20 00",
+      want);
+  size_t size = 0;
+  int64_t ids[4] = {0, 1, 2, 3};
+  cml__xla_compile_config_t c = {
+      .num_replicas = 4, .num_partitions = 1, .use_spmd_partitioning = true, .device_ids = ids};
+  ASSERT_STATUS_OK(cml__xla_compile_options_encode(&c, got, sizeof got, &size));
+  ASSERT_EQ_INT(size, n);
+  ASSERT_TRUE(memcmp(got, want, size) == 0);
+  // A permuted assignment only changes the ids, in replica order.
+  int64_t perm[4] = {3, 1, 0, 2};
+  c.device_ids = perm;
+  ASSERT_STATUS_OK(cml__xla_compile_options_encode(&c, got, sizeof got, &size));
+  ASSERT_EQ_INT(size, n);
+  static const uint8_t kIds[8] = {0x08, 3, 0x08, 1, 0x08, 0, 0x08, 2};
+  ASSERT_TRUE(memcmp(got + 27, kIds, sizeof kIds) == 0);
+}
+
+// AutoSharding: 2 partitions on devices [0, 1], Shardy (one ComputationDevice per partition):
+// the bytes verified on the CPU plugin.
 TEST(compile_options_spmd_shardy) {
   uint8_t want[96], got[96];
   int n = hex_to_bytes(
-      "1a 2a 08 ff ff ff ff ff ff ff ff ff 01 20 01 28 02 30 01 4a 0e 08 01 10 02 1a 03 0a 01 00 "
-      "1a 03 0a 01 01 62 01 00 98 01 01 b8 01 01",
+      "1a 25 08 ff ff ff ff ff ff ff ff ff 01 20 01 28 02 30 01 4a 0c 08 01 10 02 1a 02 08 00 1a "
+      "02 08 01 98 01 01 b8 01 01 20 00",
       want);
   size_t size = 0;
   int64_t ids[2] = {0, 1};
@@ -190,7 +215,8 @@ TEST(load_too_old_api) { fprintf(stderr, "fake plugin not built: nothing checked
 #endif
 
 TEST_MAIN(TEST_ENTRY(compile_options_portable), TEST_ENTRY(compile_options_device_assignment),
-          TEST_ENTRY(compile_options_spmd_shardy), TEST_ENTRY(compile_options_errors),
-          TEST_ENTRY(sha256_vectors), TEST_ENTRY(load_missing_file), TEST_ENTRY(load_not_a_library),
+          TEST_ENTRY(compile_options_spmd_replicas), TEST_ENTRY(compile_options_spmd_shardy),
+          TEST_ENTRY(compile_options_errors), TEST_ENTRY(sha256_vectors),
+          TEST_ENTRY(load_missing_file), TEST_ENTRY(load_not_a_library),
           TEST_ENTRY(load_library_without_symbol), TEST_ENTRY(load_directory),
           TEST_ENTRY(load_too_old_api))

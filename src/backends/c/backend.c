@@ -14,6 +14,7 @@
 
 #include "backends/c/engine_internal.h"
 #include "core/runtime_internal.h"
+#include "distributed/partition.h"
 
 const uint8_t cmlc_empty_storage[CMLC_ALIGNMENT] __attribute__((aligned(CMLC_ALIGNMENT)));
 
@@ -159,9 +160,9 @@ static cml_status_t cmlc_buffer_copy_to_device(cml_buffer_t* buffer, int device,
 
 //===--- executables ---===//
 
-// Compiles |module|. An SPMD module is planned once and run by every device slot. (An
-// AutoSharding module would first be turned into an SPMD module by the partitioner, then planned
-// the same way: this is the place for that step.)
+// Compiles |module|. An SPMD module is planned once and run by every device slot. An
+// AutoSharding module is first turned into an SPMD module by the partitioner
+// (src/distributed/partition.c), then planned the same way.
 static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
                                  cml_executable_t** out_executable) {
   cml_allocator_t alloc = backend->allocator;
@@ -178,9 +179,16 @@ static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
     cml_allocator_free(alloc, exe, sizeof *exe);
     return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "c backend: pthread_mutex_init failed");
   }
-  st = cmlc_plan_build((cmlc_backend_t*)backend, module, exe);
+  // AutoSharding: plan the SPMD module the partitioner makes (exe->module holds its reference;
+  // the base keeps the global module for the shardings and shard shapes).
+  cml_module_t* spmd = NULL;
+  if (module->distribution == CML_DISTRIBUTION_AUTO_SHARDING) {
+    st = cml__partition_module(module, backend, &spmd);
+  }
+  if (st == CML_OK) st = cmlc_plan_build((cmlc_backend_t*)backend, spmd ? spmd : module, exe);
   if (st != CML_OK) {
     cmlc_plan_deinit(exe);
+    cml_module_release(spmd);
     pthread_mutex_destroy(&exe->mutex);
     cml_executable_deinit_base(&exe->base);
     cml_allocator_free(alloc, exe, sizeof *exe);
@@ -207,7 +215,9 @@ static void cmlc_executable_destroy(cml_executable_t* executable) {
   cml_backend_t* backend = executable->backend;
   cml_allocator_t alloc = backend->allocator;
   cmlc_exec_free_contexts(exe);
+  cml_module_t* spmd = exe->module != executable->module ? (cml_module_t*)exe->module : NULL;
   cmlc_plan_deinit(exe);
+  cml_module_release(spmd);
   pthread_mutex_destroy(&exe->mutex);
   cml_backend_retain(backend);
   cml_executable_deinit_base(executable);
@@ -266,6 +276,7 @@ static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_
   caps->max_rank = CML_MAX_RANK;
   // SPMD over up to c:devices=N slots (spmd.c, exec.c); the collectives come from dispatch.c.
   caps->distributions = (1u << CML_DISTRIBUTION_NONE) | (1u << CML_DISTRIBUTION_SPMD);
+  caps->distributions |= 1u << CML_DISTRIBUTION_AUTO_SHARDING;  // src/distributed/partition.c
 }
 
 // Reads the options: environment first, then |config| overrides.

@@ -34,6 +34,11 @@ typedef struct cml_xla_buffer_t {
 typedef struct cml_xla_executable_t {
   cml_executable_t base;
   cml_pjrt_loaded_executable_t* executable;
+  // Non-portable executables (SPMD, AutoSharding): the device slots and the backend device of
+  // each (the module's device_assignment; the module is retained by the base). 0 and NULL for
+  // portable single-device executables.
+  int num_slots;
+  const int32_t* slot_devices;
 } cml_xla_executable_t;
 
 static cml_xla_backend_t* cml_xla_backend_cast(const cml_backend_t* b) {
@@ -183,27 +188,54 @@ enum { CML_XLA_COMPILE_STACK_BYTES = 64 << 20 };
 typedef struct cml_xla_compile_job_t {
   cml_xla_backend_t* backend;
   const cml_module_t* module;
+  int num_slots;                         // 0: portable, else device slots (non-portable)
   cml_pjrt_loaded_executable_t* loaded;  // out
   cml_status_t status;                   // out
 } cml_xla_compile_job_t;
 
 static void cml_xla_emit_and_compile(cml_xla_compile_job_t* job) {
   cml_xla_backend_t* b = job->backend;
+  const cml_module_t* m = job->module;
   cml_xla_emit_options_t opts;
   cml_xla_emit_options_init(&opts);
   opts.platform = b->client->platform_name;
   opts.tf32 = b->config.tf32;
+  cml_xla_emit_options_distribution(&opts, m);
   char* text = NULL;
-  job->status = cml_xla_emit_stablehlo(job->module, &opts, &text);
+  job->status = cml_xla_emit_stablehlo(m, &opts, &text);
   if (job->status != CML_OK) return;
-  uint8_t options[256];
-  size_t options_size = 0;
   cml__xla_compile_config_t cc = {.portable = true, .num_replicas = 1, .num_partitions = 1};
+  int64_t* ids = NULL;
+  if (job->num_slots > 0) {
+    // SPMD: N replicas of one partition; AutoSharding: one replica of N partitions (Shardy).
+    // Either way slot d (replica or partition d) runs on device_assignment[d], given to PJRT
+    // as the device's global id.
+    ids = malloc((size_t)job->num_slots * sizeof *ids);
+    if (!ids) {
+      free(text);
+      job->status = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+      return;
+    }
+    for (int d = 0; d < job->num_slots; ++d) {
+      int dev = m->device_assignment ? m->device_assignment[d] : d;
+      ids[d] = b->client->device_ids ? b->client->device_ids[dev] : dev;
+    }
+    bool sharded = cml_xla_emit_is_sharded(m);
+    cc = (cml__xla_compile_config_t){.portable = false,
+                                     .num_replicas = sharded ? 1 : job->num_slots,
+                                     .num_partitions = sharded ? job->num_slots : 1,
+                                     .use_spmd_partitioning = true,
+                                     .use_shardy_partitioner = sharded,
+                                     .device_ids = ids};
+  }
+  uint8_t options[8192];
+  size_t options_size = 0;
   job->status = cml__xla_compile_options_encode(&cc, options, sizeof options, &options_size);
   if (job->status == CML_OK) {
     job->status =
         cml__xla_compile(b->client, text, strlen(text), options, options_size, &job->loaded);
   }
+  free(ids);
   free(text);
 }
 
@@ -212,17 +244,133 @@ static void* cml_xla_compile_thread(void* arg) {
   return NULL;
 }
 
+// The number of device slots |m| runs on when it needs a non-portable executable (more than
+// one device, or SPMD on one device slot that is not device 0's portable run), else 0.
+static int cml_xla_module_slots(const cml_module_t* m) {
+  if (m->distribution == CML_DISTRIBUTION_NONE) return 0;
+  if (m->num_devices > 1) return m->num_devices;
+  return 0;  // one device slot: compiled portable, run on the device the caller picks
+}
+
+// Checks a sharding of main's parameter or output |i| (|what|) of |logical| shape: its mesh is
+// one of the module's, the spec is valid, and every sharded dimension divides evenly. XLA
+// itself drops a sharding whose dimension does not divide (the executable then expects the
+// whole tensor on every device), so this is refused here with the numbers.
+static cml_status_t cml_xla_check_sharding(const cml_module_t* m, const cml_sharding_t* s,
+                                           const char* what, uint32_t i, const char* name,
+                                           const cml_shape_t* logical, cml_shape_t* out_shard) {
+  *out_shard = *logical;
+  if (!s || !s->mesh) return CML_OK;  // replicated
+  bool known = false;
+  for (uint32_t k = 0; k < m->mesh_count && !known; ++k) {
+    known =
+        m->meshes[k] == s->mesh || strcmp(cml_mesh_name(m->meshes[k]), cml_mesh_name(s->mesh)) == 0;
+  }
+  char shape_text[128];
+  cml_shape_format(logical, shape_text, sizeof shape_text);
+  if (!known) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "xla: compile: %s %u (\"%s\", %s) is sharded over mesh \"%s\", which is "
+                           "not one of the module's meshes",
+                           what, i, name ? name : "", shape_text, cml_mesh_name(s->mesh));
+  }
+  cml_status_t st = cml_sharding_validate(s);
+  if (st == CML_OK) st = cml_sharding_shard_shape(s, logical, out_shard);
+  if (st != CML_OK) {
+    char spec[256];
+    cml_sharding_format(s, spec, sizeof spec);
+    return cml_status_annotate(st,
+                               "xla: compile: %s %u (\"%s\", %s) with %s (XLA would silently "
+                               "replicate a dimension that does not divide)",
+                               what, i, name ? name : "", shape_text, spec);
+  }
+  return CML_OK;
+}
+
+// Validates the module's distribution against the client before anything reaches XLA: the
+// device slots fit the addressable devices, the device assignment names distinct devices of
+// the client (PJRT's default assignment and compile do not check this: reference §3.2), and
+// under AutoSharding every mesh spans the module's devices (else XLA's verifier fails with
+// "tile_assignment should have N devices") and every sharding divides.
+static cml_status_t cml_xla_check_distribution(const cml_xla_backend_t* b, const cml_module_t* m) {
+  if (m->distribution == CML_DISTRIBUTION_NONE && m->num_devices <= 1) return CML_OK;
+  const char* strategy = cml_distribution_name(m->distribution);
+  int n = m->num_devices > 1 ? m->num_devices : 1;
+  int have = b->client->device_count;
+  if (m->distribution == CML_DISTRIBUTION_NONE) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "xla: compile: a module without a distribution strategy runs on one "
+                           "device, not %d",
+                           n);
+  }
+  if (n > have) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "xla: compile: the %s module runs on %d device slots, but the %s plugin "
+                           "has %d addressable device(s)%s",
+                           strategy, n, b->plugin_name, have,
+                           b->is_cpu ? " (xla:cpu,cpu_device_count=N sets the count)" : "");
+  }
+  if (m->device_assignment) {
+    for (int d = 0; d < n; ++d) {
+      int dev = m->device_assignment[d];
+      if (dev < 0 || dev >= have) {
+        return cml_status_make(CML_STATUS_OUT_OF_RANGE,
+                               "xla: compile: device assignment: slot %d runs on device %d, but "
+                               "the %s plugin has devices 0..%d",
+                               d, dev, b->plugin_name, have - 1);
+      }
+      for (int e = 0; e < d; ++e) {
+        if (m->device_assignment[e] == dev) {
+          return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                                 "xla: compile: device assignment: slots %d and %d both run on "
+                                 "device %d",
+                                 e, d, dev);
+        }
+      }
+    }
+  }
+  if (m->distribution != CML_DISTRIBUTION_AUTO_SHARDING) return CML_OK;
+  if (m->mesh_count == 0) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "xla: compile: an AutoSharding module needs at least one mesh");
+  }
+  for (uint32_t k = 0; k < m->mesh_count; ++k) {
+    int64_t size = cml_mesh_device_count(m->meshes[k]);
+    if (size > 1 && size != n) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "xla: compile: mesh \"%s\" has %lld devices, but the module is "
+                             "partitioned over %d: every mesh with more than one device must "
+                             "span all of them",
+                             cml_mesh_name(m->meshes[k]), (long long)size, n);
+    }
+  }
+  const cml_ir_function_t* main_fn = &m->functions[0];
+  for (uint32_t i = 0; i < main_fn->param_count; ++i) {
+    uint32_t v = main_fn->params[i];
+    cml_shape_t shard;
+    CML_RETURN_IF_ERROR(
+        cml_xla_check_sharding(m, m->param_shardings ? &m->param_shardings[i] : NULL, "parameter",
+                               i, m->nodes[m->values[v].node].name, &m->values[v].shape, &shard));
+  }
+  for (uint32_t i = 0; i < main_fn->output_count; ++i) {
+    cml_shape_t shard;
+    CML_RETURN_IF_ERROR(
+        cml_xla_check_sharding(m, m->output_shardings ? &m->output_shardings[i] : NULL, "output", i,
+                               NULL, &m->values[main_fn->outputs[i]].shape, &shard));
+  }
+  return CML_OK;
+}
+
 static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module,
                                     cml_executable_t** out_executable) {
   cml_xla_backend_t* b = cml_xla_backend_cast(backend);
   *out_executable = NULL;
-  if (module->num_devices > 1) {
-    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
-                           "xla: SPMD modules (%d devices) are not supported by the xla backend "
-                           "yet",
-                           module->num_devices);
-  }
-  cml_xla_compile_job_t job = {.backend = b, .module = module, .loaded = NULL, .status = CML_OK};
+  CML_RETURN_IF_ERROR(cml_xla_check_distribution(b, module));
+  cml_xla_compile_job_t job = {.backend = b,
+                               .module = module,
+                               .num_slots = cml_xla_module_slots(module),
+                               .loaded = NULL,
+                               .status = CML_OK};
   pthread_attr_t attr;
   bool threaded = false;
   if (pthread_attr_init(&attr) == 0) {
@@ -249,6 +397,10 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
     return st;
   }
   exe->executable = loaded;
+  exe->num_slots = job.num_slots;
+  exe->slot_devices = job.num_slots ? module->device_assignment : NULL;
+  // Under AutoSharding the base's input and output shapes are the shard shapes already
+  // (cml_executable_init_base): what each slot's buffers hold.
   // PJRT writes as many outputs as the executable has into the list cml sizes from the module:
   // a disagreement (a plugin that keeps a tuple result whole) would write past it or leave
   // outputs unset, so it is refused here. Plugins without the calls are trusted.
@@ -269,6 +421,69 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
   return CML_OK;
 }
 
+// A non-portable executable on its device slots: |inputs| and |out_results| are device-major
+// (argument a of slot d at inputs[d * P + a], output k of slot d at out_results[d * R + k]).
+// PJRT takes donation per argument position for every device at once, so position a is
+// donated only when every slot's input a is donated (and none is a shared buffer).
+static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_t* const* inputs,
+                                          const bool* donate, cml_buffer_t** out_results) {
+  cml_executable_t* executable = &exe->base;
+  cml_xla_backend_t* b = cml_xla_backend_cast(executable->backend);
+  size_t n = (size_t)exe->num_slots;
+  size_t n_in = executable->input_count, n_out = executable->output_count;
+  for (size_t i = 0; i < n * n_out; ++i) out_results[i] = NULL;
+  for (size_t d = 0; d < n; ++d) {
+    int want = exe->slot_devices ? exe->slot_devices[d] : (int)d;
+    for (size_t a = 0; a < n_in; ++a) {
+      const cml_buffer_t* in = inputs[d * n_in + a];
+      if (in->device != want) {
+        return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                               "xla: execute: input %zu (parameter #%zu \"%s\" of device slot "
+                               "%zu) is on device %d, but slot %zu runs on device %d",
+                               d * n_in + a, a, executable->input_names[a], d, in->device, d, want);
+      }
+    }
+  }
+  size_t bytes = (n * n_in + 1) * sizeof(cml_pjrt_buffer_t*) + (n_in + 1) * sizeof(int64_t) +
+                 (n * n_out + 1) * sizeof(cml_pjrt_buffer_t*);
+  void* scratch = malloc(bytes);
+  if (!scratch) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  cml_pjrt_buffer_t** args = scratch;
+  int64_t* keep = (int64_t*)(args + n * n_in + 1);
+  cml_pjrt_buffer_t** outs = (cml_pjrt_buffer_t**)(keep + n_in + 1);
+  size_t keep_count = 0;
+  for (size_t a = 0; a < n_in; ++a) {
+    bool all = true;
+    for (size_t d = 0; d < n; ++d) {
+      cml_xla_buffer_t* in = (cml_xla_buffer_t*)inputs[d * n_in + a];
+      args[d * n_in + a] = in->buffer;
+      if (!donate[d * n_in + a] || in->host) all = false;
+    }
+    if (!all) keep[keep_count++] = (int64_t)a;
+  }
+  cml_status_t st = cml__xla_execute_devices(b->client, exe->executable, n, args, n_in, keep,
+                                             keep_count, outs, n_out);
+  if (st == CML_OK) {
+    size_t total = n * n_out, made = 0;
+    for (; made < total && st == CML_OK; ++made) {
+      int dev = exe->slot_devices ? exe->slot_devices[made / (n_out ? n_out : 1)]
+                                  : (int)(made / (n_out ? n_out : 1));
+      st = cml_xla_buffer_wrap(b, dev, &executable->output_shapes[made % n_out], outs[made], NULL,
+                               0, &out_results[made]);
+      outs[made] = NULL;
+    }
+    if (st != CML_OK) {
+      for (size_t i = made; i < total; ++i) cml__xla_buffer_destroy(b->client, outs[i]);
+      for (size_t i = 0; i < total; ++i) {
+        if (out_results[i]) cml_buffer_release(out_results[i]);
+        out_results[i] = NULL;
+      }
+    }
+  }
+  free(scratch);
+  return st;
+}
+
 // Cancellation and deadlines: the backend has no execute_with_control slot on purpose. The core
 // checks a cancel token and a deadline once, before it calls this function (so a token
 // cancelled earlier, or a deadline already passed, never reaches PJRT); a running PJRT
@@ -277,6 +492,7 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
 static cml_status_t cml_xla_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
                                     const bool* donate, int device, cml_buffer_t** out_results) {
   cml_xla_executable_t* exe = (cml_xla_executable_t*)executable;
+  if (exe->num_slots > 0) return cml_xla_execute_slots(exe, inputs, donate, out_results);
   cml_xla_backend_t* b = cml_xla_backend_cast(executable->backend);
   size_t n_in = executable->input_count, n_out = executable->output_count;
   for (size_t i = 0; i < n_out; ++i) out_results[i] = NULL;
@@ -373,6 +589,12 @@ static void cml_xla_fill_capabilities(cml_xla_backend_t* b) {
   caps->prefer_constants_for_variables = false;
   caps->shared_buffers = b->config.shared_buffers;
   caps->max_rank = CML_MAX_RANK;
+  // SPMD (num_replicas) and AutoSharding (Shardy partitions); the collective ops come from the
+  // emitter's lowering table above.
+  caps->distributions = (1u << CML_DISTRIBUTION_NONE);
+  if (cml_xla_emit_lowers_group(CML_OPG_COLLECTIVE)) {
+    caps->distributions |= (1u << CML_DISTRIBUTION_SPMD) | (1u << CML_DISTRIBUTION_AUTO_SHARDING);
+  }
 }
 
 // Float16 is advertised only when the plugin compiles an f16 program (it does on CPU and CUDA,

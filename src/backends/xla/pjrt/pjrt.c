@@ -439,33 +439,26 @@ cml_status_t cml__xla_compile_options_encode(const cml__xla_compile_config_t* co
     cml_xla_pb_t assign = {assign_buf, 0, sizeof assign_buf, false};
     cml_xla_pb_int(&assign, 1, config->num_replicas);
     cml_xla_pb_int(&assign, 2, config->num_partitions);
-    // One ComputationDevice per partition listing every replica's device id (packed).
+    // One ComputationDevice per partition listing every replica's device id (unpacked, as in
+    // the byte strings verified against the CPU plugin, docs/xla.md).
     for (int p = 0; p < config->num_partitions; ++p) {
-      uint8_t ids_buf[CML_XLA_PB_SCRATCH / 4];
-      cml_xla_pb_t ids = {ids_buf, 0, sizeof ids_buf, false};
-      for (int r = 0; r < config->num_replicas; ++r) {
-        cml_xla_pb_varint(&ids, (uint64_t)config->device_ids[r * config->num_partitions + p]);
-      }
-      uint8_t cd_buf[CML_XLA_PB_SCRATCH / 4];
+      uint8_t cd_buf[CML_XLA_PB_SCRATCH / 2];
       cml_xla_pb_t cd = {cd_buf, 0, sizeof cd_buf, false};
-      cml_xla_pb_bytes(&cd, 1, &ids);
+      for (int r = 0; r < config->num_replicas; ++r) {
+        cml_xla_pb_int(&cd, 1, config->device_ids[r * config->num_partitions + p]);
+      }
       cml_xla_pb_bytes(&assign, 3, &cd);
-      if (ids.overflow || cd.overflow) assign.overflow = true;
+      if (cd.overflow) assign.overflow = true;
     }
     cml_xla_pb_bytes(&build, 9, &assign);
     if (assign.overflow) build.overflow = true;
   }
-  if (config->use_shardy_partitioner) {
-    // allow_spmd_sharding_propagation_to_output = [false] (packed), then the partitioner.
-    uint8_t f = 0;
-    cml_xla_pb_t one = {&f, 1, 1, false};
-    cml_xla_pb_bytes(&build, 12, &one);
-    cml_xla_pb_int(&build, 19, 1);
-  }
+  if (config->use_shardy_partitioner) cml_xla_pb_int(&build, 19, 1);
   cml_xla_pb_int(&build, 23, 1);  // process_count
   cml_xla_pb_t top = {out, 0, capacity, false};
   cml_xla_pb_bytes(&top, 3, &build);
-  if (config->portable) cml_xla_pb_int(&top, 4, 1);
+  // compile_portable_executable, written either way (false for device assignments).
+  cml_xla_pb_int(&top, 4, config->portable ? 1 : 0);
   if (build.overflow) {
     return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
                            "xla: compile options exceed the encoder's scratch space");
@@ -863,37 +856,91 @@ cml_status_t cml__xla_executable_output_count(cml__xla_client_t* client,
   return st;
 }
 
+// Runs |executable| on |device_count| device lists (argument_lists[d] = inputs + d *
+// input_count, output_lists[d] = outputs + d * output_count) and awaits every device's
+// completion event, even after one failed, so that no event or output is left behind. On any
+// error every output is destroyed.
+static cml_status_t cml_xla_execute_lists(cml__xla_client_t* client,
+                                          cml_pjrt_loaded_executable_t* executable,
+                                          cml_pjrt_device_t* execute_device, size_t device_count,
+                                          cml_pjrt_buffer_t* const* inputs, size_t input_count,
+                                          const int64_t* non_donatable, size_t non_donatable_count,
+                                          cml_pjrt_buffer_t** outputs, size_t output_count) {
+  size_t total_out = device_count * output_count;
+  for (size_t i = 0; i < total_out; ++i) outputs[i] = NULL;
+  cml_pjrt_buffer_t* const** argument_lists = calloc(device_count, sizeof *argument_lists);
+  cml_pjrt_buffer_t*** output_lists = calloc(device_count, sizeof *output_lists);
+  cml_pjrt_event_t** complete = calloc(device_count, sizeof *complete);
+  if (!argument_lists || !output_lists || !complete) {
+    free((void*)argument_lists);
+    free(output_lists);
+    free(complete);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  for (size_t d = 0; d < device_count; ++d) {
+    argument_lists[d] = inputs + d * input_count;
+    output_lists[d] = outputs + d * output_count;
+  }
+  cml_pjrt_execute_options_t options;
+  CML_XLA_ARGS_INIT(options);
+  // Argument positions of one device's list (PJRT applies the set to every device).
+  options.non_donatable_input_indices = non_donatable_count ? non_donatable : NULL;
+  options.num_non_donatable_input_indices = non_donatable_count;
+  cml_pjrt_execute_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.executable = executable;
+  args.options = &options;
+  args.argument_lists = argument_lists;
+  args.num_devices = device_count;
+  args.num_args = input_count;
+  args.output_lists = output_lists;
+  args.device_complete_events = complete;
+  args.execute_device = execute_device;
+  cml_status_t status = cml__xla_call(client->plugin, CML_PJRT_SLOT_LOADED_EXECUTABLE_EXECUTE,
+                                      &args, "PJRT_LoadedExecutable_Execute");
+  for (size_t d = 0; d < device_count; ++d) {
+    char what[64];
+    snprintf(what, sizeof what, "execution on device slot %zu", d);
+    cml_status_t done = cml__xla_event_await(client->plugin, complete[d], what);
+    if (status == CML_OK) {
+      status = done;
+    } else {
+      cml_status_free(done);
+    }
+  }
+  if (status != CML_OK) {
+    for (size_t i = 0; i < total_out; ++i) {
+      cml__xla_buffer_destroy(client, outputs[i]);
+      outputs[i] = NULL;
+    }
+  }
+  free((void*)argument_lists);
+  free(output_lists);
+  free(complete);
+  return status;
+}
+
 cml_status_t cml__xla_execute(cml__xla_client_t* client, cml_pjrt_loaded_executable_t* executable,
                               int device, cml_pjrt_buffer_t* const* inputs, size_t input_count,
                               const int64_t* non_donatable, size_t non_donatable_count,
                               cml_pjrt_buffer_t** outputs, size_t output_count) {
   for (size_t i = 0; i < output_count; ++i) outputs[i] = NULL;
   CML_RETURN_IF_ERROR(cml_xla_check_device(client, device));
-  cml_pjrt_execute_options_t options;
-  CML_XLA_ARGS_INIT(options);
-  options.non_donatable_input_indices = non_donatable_count ? non_donatable : NULL;
-  options.num_non_donatable_input_indices = non_donatable_count;
-  cml_pjrt_buffer_t* const* argument_lists[1] = {inputs};
-  cml_pjrt_buffer_t** output_lists[1] = {outputs};
-  cml_pjrt_event_t* complete[1] = {NULL};
-  cml_pjrt_execute_args_t args;
-  CML_XLA_ARGS_INIT(args);
-  args.executable = executable;
-  args.options = &options;
-  args.argument_lists = argument_lists;
-  args.num_devices = 1;
-  args.num_args = input_count;
-  args.output_lists = output_lists;
-  args.device_complete_events = complete;
-  args.execute_device = client->devices[device];
-  CML_RETURN_IF_ERROR(cml__xla_call(client->plugin, CML_PJRT_SLOT_LOADED_EXECUTABLE_EXECUTE, &args,
-                                    "PJRT_LoadedExecutable_Execute"));
-  cml_status_t status = cml__xla_event_await(client->plugin, complete[0], "execution");
-  if (status != CML_OK) {
-    for (size_t i = 0; i < output_count; ++i) {
-      cml__xla_buffer_destroy(client, outputs[i]);
-      outputs[i] = NULL;
-    }
+  return cml_xla_execute_lists(client, executable, client->devices[device], 1, inputs, input_count,
+                               non_donatable, non_donatable_count, outputs, output_count);
+}
+
+cml_status_t cml__xla_execute_devices(cml__xla_client_t* client,
+                                      cml_pjrt_loaded_executable_t* executable, size_t device_count,
+                                      cml_pjrt_buffer_t* const* inputs, size_t input_count,
+                                      const int64_t* non_donatable, size_t non_donatable_count,
+                                      cml_pjrt_buffer_t** outputs, size_t output_count) {
+  if (device_count == 0 || device_count > (size_t)client->device_count) {
+    for (size_t i = 0; i < device_count * output_count; ++i) outputs[i] = NULL;
+    return cml_status_make(CML_STATUS_OUT_OF_RANGE,
+                           "xla: execute on %zu device(s): the %s plugin has %d device(s)",
+                           device_count, client->platform_name, client->device_count);
   }
-  return status;
+  return cml_xla_execute_lists(client, executable, NULL, device_count, inputs, input_count,
+                               non_donatable, non_donatable_count, outputs, output_count);
 }

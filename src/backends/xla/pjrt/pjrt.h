@@ -170,6 +170,16 @@ CML_MUST_USE cml_status_t cml__xla_execute(cml__xla_client_t* client,
                                            const int64_t* non_donatable, size_t non_donatable_count,
                                            cml_pjrt_buffer_t** outputs, size_t output_count);
 
+// Executes a non-portable executable (compiled with a device assignment) on its
+// |device_count| devices, in the assignment's order, and waits for every device. Argument a of
+// device slot d is inputs[d * input_count + a]; output k of slot d is written to
+// outputs[d * output_count + k] (device-major). |non_donatable| holds argument positions
+// (0..input_count-1) that must not be donated on any device. On error no output is left.
+CML_MUST_USE cml_status_t cml__xla_execute_devices(
+    cml__xla_client_t* client, cml_pjrt_loaded_executable_t* executable, size_t device_count,
+    cml_pjrt_buffer_t* const* inputs, size_t input_count, const int64_t* non_donatable,
+    size_t non_donatable_count, cml_pjrt_buffer_t** outputs, size_t output_count);
+
 // Awaits and destroys |event| (NULL is fine), returning its error.
 CML_MUST_USE cml_status_t cml__xla_event_await(const cml__xla_plugin_t* plugin,
                                                cml_pjrt_event_t* event, const char* what);

@@ -194,6 +194,7 @@ cml_status_t cml__shlo_emit_window(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
 cml_status_t cml__shlo_emit_linalg(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
 cml_status_t cml__shlo_emit_special(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
 cml_status_t cml__shlo_emit_control(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
+cml_status_t cml__shlo_emit_collective(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
 
 // Emits IR node |n| of a function being emitted (everything but control flow), binding its
 // outputs. Returns UNIMPLEMENTED (naming op, shapes and dtypes) for what it cannot lower.

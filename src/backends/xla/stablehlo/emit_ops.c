@@ -2,8 +2,8 @@
 // src/backends/xla/stablehlo/emit_ops.c: the StableHLO emitter's common lowerings (constants,
 // broadcasting, conversions, comparisons, scalar regions) and the dispatch of every
 // non-control-flow op to the lowerings of its ops.def group: emit_elementwise.c,
-// emit_reduce.c, emit_movement.c, emit_index.c, emit_window.c, emit_linalg.c, emit_special.c
-// and emit_control.c (barriers; Call, While, If and Sort are emitter.c's).
+// emit_reduce.c, emit_movement.c, emit_index.c, emit_window.c, emit_linalg.c, emit_special.c,
+// emit_control.c (barriers; Call, While, If and Sort are emitter.c's) and emit_collective.c.
 //
 // Notes on semantics:
 // - ConvertDType to Bool is `x != 0`; complex to real takes the real part first.
@@ -266,6 +266,8 @@ cml_status_t cml__shlo_emit_simple_node(cml__shlo_ctx_t* c, const cml_ir_node_t*
       return cml__shlo_emit_special(c, n);
     case CML_OPG_CONTROL:
       return cml__shlo_emit_control(c, n);
+    case CML_OPG_COLLECTIVE:
+      return cml__shlo_emit_collective(c, n);
     default:
       break;
   }

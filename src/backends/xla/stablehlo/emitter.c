@@ -38,6 +38,19 @@ void cml_xla_emit_options_init(cml_xla_emit_options_t* options) {
   options->num_partitions = 1;
 }
 
+bool cml_xla_emit_is_sharded(const cml_module_t* module) {
+  return module && module->distribution == CML_DISTRIBUTION_AUTO_SHARDING &&
+         module->num_devices > 1 && module->mesh_count > 0;
+}
+
+void cml_xla_emit_options_distribution(cml_xla_emit_options_t* options,
+                                       const cml_module_t* module) {
+  int32_t n = module && module->num_devices > 1 ? module->num_devices : 1;
+  bool spmd = module && module->distribution == CML_DISTRIBUTION_SPMD;
+  options->num_replicas = spmd ? n : 1;
+  options->num_partitions = cml_xla_emit_is_sharded(module) ? n : 1;
+}
+
 //===--- text ---===//
 
 void cml__shlo_text_vprintf(cml__shlo_text_t* t, const char* fmt, va_list ap) {
@@ -597,12 +610,84 @@ cml_status_t cml__shlo_emit_nodes(cml__shlo_ctx_t* c, uint32_t fi) {
 
 //===--- functions and module ---===//
 
+//===--- Shardy (AutoSharding modules) ---===//
+
+// The symbol of |mesh|: "mesh_<name>" (mesh names are identifiers and unique in a module; the
+// prefix keeps them apart from the functions' symbols).
+static void cml_shlo_mesh_symbol(cml__shlo_ctx_t* c, const cml_mesh_t* mesh) {
+  const char* name = cml_mesh_name(mesh);
+  cml__shlo_printf(c, "@mesh_%s", name && *name ? name : "mesh");
+}
+
+// One `sdy.mesh` line per mesh of the module: axes in order, and `device_ids` (the mesh's
+// logical device assignment: mesh position k runs on device slot device_ids[k]) only when it
+// is not the identity.
+static void cml_shlo_emit_meshes(cml__shlo_ctx_t* c) {
+  const cml_module_t* m = c->module;
+  for (uint32_t i = 0; i < m->mesh_count; ++i) {
+    const cml_mesh_t* mesh = m->meshes[i];
+    cml__shlo_line(c);
+    cml__shlo_printf(c, "sdy.mesh ");
+    cml_shlo_mesh_symbol(c, mesh);
+    cml__shlo_printf(c, " = <[");
+    size_t axes = cml_mesh_axis_count(mesh);
+    for (size_t a = 0; a < axes; ++a) {
+      cml__shlo_printf(c, "%s\"%s\"=%lld", a ? ", " : "", cml_mesh_axis_name(mesh, a),
+                       (long long)cml_mesh_axis_size(mesh, a));
+    }
+    cml__shlo_printf(c, "]");
+    const int32_t* ids = cml_mesh_device_assignment(mesh);
+    int64_t count = cml_mesh_device_count(mesh);
+    bool identity = true;
+    for (int64_t k = 0; ids && k < count; ++k) identity = identity && ids[k] == k;
+    if (ids && !identity) {
+      cml__shlo_printf(c, ", device_ids=[");
+      for (int64_t k = 0; k < count; ++k) cml__shlo_printf(c, "%s%d", k ? ", " : "", (int)ids[k]);
+      cml__shlo_printf(c, "]");
+    }
+    cml__shlo_printf(c, ">\n");
+  }
+}
+
+// `sdy.sharding = #sdy.sharding<@mesh_m, [{"a"}, {}, ...]>` for a value of |rank|: one closed
+// dimension sharding per axis (axes past the spec's rank replicated). A NULL or zeroed spec is
+// replicated on the module's first mesh.
+static void cml_shlo_sharding_attr(cml__shlo_ctx_t* c, const cml_sharding_t* s, int32_t rank) {
+  const cml_module_t* m = c->module;
+  bool given = s && s->mesh;
+  const cml_mesh_t* mesh = given ? s->mesh : (m->mesh_count ? m->meshes[0] : NULL);
+  cml__shlo_printf(c, "sdy.sharding = #sdy.sharding<");
+  cml_shlo_mesh_symbol(c, mesh);
+  cml__shlo_printf(c, ", [");
+  for (int32_t d = 0; d < rank; ++d) {
+    cml__shlo_printf(c, "%s{", d ? ", " : "");
+    int count = given && d < s->rank ? s->axis_count[d] : 0;
+    for (int k = 0; k < count && k < CML_MAX_MESH_AXES; ++k) {
+      cml__shlo_printf(c, "%s\"%s\"", k ? ", " : "",
+                       cml_mesh_axis_name(mesh, (size_t)s->mesh_axes[d][k]));
+    }
+    cml__shlo_printf(c, "}");
+  }
+  cml__shlo_printf(c, "]>");
+}
+
+// The sharding of main's parameter / output |i| (NULL: replicated).
+static const cml_sharding_t* cml_shlo_param_sharding(const cml_module_t* m, uint32_t i) {
+  return m->param_shardings ? &m->param_shardings[i] : NULL;
+}
+static const cml_sharding_t* cml_shlo_output_sharding(const cml_module_t* m, uint32_t i) {
+  return m->output_shardings ? &m->output_shardings[i] : NULL;
+}
+
 // Emits `func.func` for function |fi|: main (public, named parameters) or a private function
 // whose trailing parameters are its captures.
 static cml_status_t cml_shlo_emit_function(cml__shlo_ctx_t* c, uint32_t fi) {
   const cml_module_t* m = c->module;
   const cml_ir_function_t* f = &m->functions[fi];
   bool is_main = fi == 0;
+  // AutoSharding: every parameter and result of main gets a closed sharding (a result without
+  // one would be left to the partitioner, which may return it sharded).
+  bool sharded = is_main && cml_xla_emit_is_sharded(m);
   cml__shlo_line(c);
   cml__shlo_printf(c, "func.func %s @%s(", is_main ? "public" : "private", c->symbols[fi]);
   for (uint32_t i = 0; i < f->param_count; ++i) {
@@ -618,7 +703,15 @@ static cml_status_t cml_shlo_emit_function(cml__shlo_ctx_t* c, uint32_t fi) {
     cml__shlo_bind(c, v, &name);
     cml__shlo_printf(c, "%s%s: ", i ? ", " : "", name.s);
     cml__shlo_type(c, &m->values[v].shape);
-    if (is_main && c->opts->donatable_inputs) cml__shlo_printf(c, " {jax.buffer_donor = true}");
+    bool donor = is_main && c->opts->donatable_inputs;
+    if (donor || (is_main && sharded)) {
+      cml__shlo_printf(c, " {%s", donor ? "jax.buffer_donor = true" : "");
+      if (sharded) {
+        cml__shlo_printf(c, "%s", donor ? ", " : "");
+        cml_shlo_sharding_attr(c, cml_shlo_param_sharding(m, i), m->values[v].shape.rank);
+      }
+      cml__shlo_printf(c, "}");
+    }
     if (is_main) {
       // The user's parameter name, kept as the argument's location.
       cml__shlo_printf(c, " loc(\"");
@@ -636,6 +729,12 @@ static cml_status_t cml_shlo_emit_function(cml__shlo_ctx_t* c, uint32_t fi) {
   for (uint32_t i = 0; i < f->output_count; ++i) {
     if (i) cml__shlo_printf(c, ", ");
     cml__shlo_type(c, &m->values[f->outputs[i]].shape);
+    if (sharded) {
+      cml__shlo_printf(c, " {");
+      cml_shlo_sharding_attr(c, cml_shlo_output_sharding(m, i),
+                             m->values[f->outputs[i]].shape.rank);
+      cml__shlo_printf(c, "}");
+    }
   }
   cml__shlo_printf(c, ") {\n");
   c->indent++;
@@ -891,6 +990,7 @@ cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module, const cml_xla_em
                    "mhlo.num_replicas = %d : i32} {\n",
                    name, (int)opts->num_partitions, (int)opts->num_replicas);
   c.indent = 1;
+  if (cml_xla_emit_is_sharded(module)) cml_shlo_emit_meshes(&c);
   cml_status_t st = cml_shlo_emit_function(&c, 0);
   for (uint32_t fi = 1; fi < module->function_count && st == CML_OK; ++fi) {
     if (c.called[fi]) st = cml_shlo_emit_function(&c, fi);

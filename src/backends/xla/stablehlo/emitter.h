@@ -43,7 +43,8 @@ typedef struct cml_xla_emit_options_t {
   // Mark every parameter of main `jax.buffer_donor = true`, so that an input donated at
   // execution time (not listed as non-donatable) may be reused for an output.
   bool donatable_inputs;
-  // Module attributes mhlo.num_replicas / mhlo.num_partitions (1 unless SPMD).
+  // Module attributes mhlo.num_replicas / mhlo.num_partitions (1 unless distributed; see
+  // cml_xla_emit_options_distribution). PJRT ignores them: the compile options decide.
   int32_t num_replicas;
   int32_t num_partitions;
   // The stack XLA's compiler will run on, in bytes: it recurses once per nesting level (about
@@ -57,6 +58,16 @@ typedef struct cml_xla_emit_options_t {
 // Sets struct_size and the defaults (platform "cpu", tf32 false, donatable_inputs true, 1, 1,
 // compile_stack_bytes 0).
 void cml_xla_emit_options_init(cml_xla_emit_options_t* options);
+
+// Sets num_replicas / num_partitions for |module|'s distribution: SPMD on N devices is N
+// replicas and one partition; AutoSharding on N > 1 devices is one replica and N partitions
+// (Shardy); anything else 1 and 1.
+void cml_xla_emit_options_distribution(cml_xla_emit_options_t* options, const cml_module_t* module);
+
+// Whether |module| is emitted for Shardy: AutoSharding on more than one device (sdy.mesh lines
+// and a closed sdy.sharding on every parameter and result of main). An AutoSharding module on
+// one device is emitted (and compiled) as a plain single-device module.
+bool cml_xla_emit_is_sharded(const cml_module_t* module);
 
 // Emits |module| as StableHLO MLIR text into |*out_text| (malloc'd, NUL-terminated; the caller
 // frees it with free()). Returns UNIMPLEMENTED naming the op (and dtype) for what it cannot

@@ -1,0 +1,999 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/xla_spmd_test.c: the XLA backend on many devices, on the real CPU PJRT plugin with
+// 4 devices (xla:cpu,cpu_device_count=4): the PJRT multi-device plumbing (compile options with
+// a device assignment, argument lists per device slot), every collective with hand-computed
+// values, AutoSharding (data parallel, Megatron) against single-device values, device
+// assignment permutations, and bad inputs that must come back as statuses. Exits 77 (skipped)
+// when no CPU plugin is installed (scripts/install_xla_plugin.sh or `cml install cpu`).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/xla/pjrt/pjrt.h"
+#include "backends/xla/stablehlo/emitter.h"
+#include "backends/xla/xla_internal.h"
+#include "cml/backend_impl.h"
+#include "cml/cml.h"
+#include "cml/xla.h"
+#include "test.h"
+
+// Only the building blocks of the chain modules are used here.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#include "stablehlo_chain_ir.h"
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+static char* g_plugin_path;
+
+//===--- the PJRT layer: compile options and multi-device execute ---===//
+
+static const char kAllReduceText[] =
+    "module @spmd attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {\n"
+    "  func.func public @main(%arg0: tensor<2xf32>) -> (tensor<2xf32>, tensor<ui32>) {\n"
+    "    %0 = \"stablehlo.all_reduce\"(%arg0) ({\n"
+    "      ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+    "        %s = \"stablehlo.add\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+    "        \"stablehlo.return\"(%s) : (tensor<f32>) -> ()\n"
+    "    }) {replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>}"
+    " : (tensor<2xf32>) -> tensor<2xf32>\n"
+    "    %1 = \"stablehlo.replica_id\"() : () -> tensor<ui32>\n"
+    "    \"func.return\"(%0, %1) : (tensor<2xf32>, tensor<ui32>) -> ()\n"
+    "  }\n"
+    "}\n";
+
+// Replica r holds [r, 10 r]; groups {0, 1} and {2, 3} sum pairwise. Run with device assignment
+// |assign| (slot -> device): slot d's argument must live on device assign[d], and its outputs
+// come back there, with replica id d.
+static void run_pjrt_all_reduce(int* test_failed_, const int64_t assign[4]) {
+  const cml__xla_plugin_t* plugin = NULL;
+  ASSERT_STATUS_OK(cml__xla_plugin_load(g_plugin_path, &plugin));
+  cml__xla_option_t opt = {
+      .name = "cpu_device_count", .type = CML_PJRT_NAMED_INT64, .int64_value = 4};
+  cml__xla_client_t* client = NULL;
+  ASSERT_STATUS_OK(cml__xla_client_create(plugin, &opt, 1, &client));
+  cml__xla_compile_config_t cc = {
+      .num_replicas = 4, .num_partitions = 1, .use_spmd_partitioning = true, .device_ids = assign};
+  uint8_t options[256];
+  size_t size = 0;
+  cml_status_t st = cml__xla_compile_options_encode(&cc, options, sizeof options, &size);
+  cml_pjrt_loaded_executable_t* exe = NULL;
+  if (st == CML_OK) {
+    st = cml__xla_compile(client, kAllReduceText, sizeof kAllReduceText - 1, options, size, &exe);
+  }
+  cml_pjrt_buffer_t* ins[4] = {NULL};
+  cml_pjrt_buffer_t* outs[8] = {NULL};
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){2});
+  for (int d = 0; d < 4 && st == CML_OK; ++d) {
+    float v[2] = {(float)d, 10.0f * (float)d};
+    st = cml__xla_buffer_from_host(client, (int)assign[d], &s, v, &ins[d]);
+  }
+  if (st == CML_OK) st = cml__xla_execute_devices(client, exe, 4, ins, 1, NULL, 0, outs, 2);
+  float got[4][2] = {{0}};
+  uint32_t ids[4] = {0};
+  cml_shape_t u = cml_shape_scalar(CML_DTYPE_U32);
+  for (int d = 0; d < 4 && st == CML_OK; ++d) {
+    st = cml__xla_buffer_to_host(client, outs[2 * d], &s, got[d], sizeof got[d]);
+    if (st == CML_OK) st = cml__xla_buffer_to_host(client, outs[2 * d + 1], &u, &ids[d], 4);
+  }
+  for (int i = 0; i < 8; ++i) cml__xla_buffer_destroy(client, outs[i]);
+  for (int i = 0; i < 4; ++i) cml__xla_buffer_destroy(client, ins[i]);
+  cml__xla_executable_destroy(client, exe);
+  cml__xla_client_destroy(client);
+  ASSERT_STATUS_OK(st);
+  static const float kWant[4][2] = {{1, 10}, {1, 10}, {5, 50}, {5, 50}};
+  for (int d = 0; d < 4; ++d) {
+    ASSERT_EQ_DBL(got[d][0], kWant[d][0]);
+    ASSERT_EQ_DBL(got[d][1], kWant[d][1]);
+    ASSERT_EQ_INT(ids[d], d);
+  }
+}
+
+TEST(pjrt_all_reduce_identity_assignment) {
+  static const int64_t kAssign[4] = {0, 1, 2, 3};
+  run_pjrt_all_reduce(test_failed_, kAssign);
+}
+
+TEST(pjrt_all_reduce_permuted_assignment) {
+  static const int64_t kAssign[4] = {3, 1, 0, 2};
+  run_pjrt_all_reduce(test_failed_, kAssign);
+}
+
+TEST(pjrt_execute_more_devices_than_the_client) {
+  const cml__xla_plugin_t* plugin = NULL;
+  ASSERT_STATUS_OK(cml__xla_plugin_load(g_plugin_path, &plugin));
+  cml__xla_option_t opt = {
+      .name = "cpu_device_count", .type = CML_PJRT_NAMED_INT64, .int64_value = 2};
+  cml__xla_client_t* client = NULL;
+  ASSERT_STATUS_OK(cml__xla_client_create(plugin, &opt, 1, &client));
+  cml_pjrt_buffer_t* outs[3] = {(cml_pjrt_buffer_t*)1, (cml_pjrt_buffer_t*)1,
+                                (cml_pjrt_buffer_t*)1};
+  cml_status_t st = cml__xla_execute_devices(client, NULL, 3, NULL, 0, NULL, 0, outs, 1);
+  cml__xla_client_destroy(client);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_OUT_OF_RANGE);
+  ASSERT_CONTAINS(cml_status_message(st), "3 device(s)");
+  cml_status_free(st);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(outs[i] == NULL);
+}
+
+//===--- the emitter's collectives, on hand-built IR, through the PJRT layer ---===//
+
+// An SPMD module on 4 replicas: main(x: f32[4]) = op(x) with |attrs|, the result of |out|
+// shape. Replica r gets x = [100 r, 100 r + 1, 100 r + 2, 100 r + 3]; |got| receives the 4
+// replicas' results (each cml_shape_element_count(out) floats, at most 8).
+static cml_status_t run_ir_collective(cml_op_t op, const cml_ir_attrs_t* attrs,
+                                      const cml_shape_t* out, float got[4][8], char** out_text) {
+  *out_text = NULL;
+  chain_ir_t ir;
+  if (!chain_ir_alloc(&ir, 1, 4)) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  ir.module.name = "collective";
+  ir.module.num_devices = 4;
+  ir.module.distribution = CML_DISTRIBUTION_SPMD;
+  static const int32_t kAssign[4] = {0, 1, 2, 3};
+  ir.module.device_assignment = kAssign;
+  uint32_t x = chain_ir_param(&ir, 0, "x");
+  cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){4});
+  ir.values[x].shape = xs;
+  uint32_t r = chain_ir_node(&ir, 0, op, &x, op == CML_OP_REPLICA_ID ? 0 : 1, out);
+  ir.attrs[ir.values[r].node] = *attrs;
+  chain_ir_return(&ir, 0, r);
+  cml_xla_emit_options_t opts;
+  cml_xla_emit_options_init(&opts);
+  cml_xla_emit_options_distribution(&opts, &ir.module);
+  cml_status_t st = cml_xla_emit_stablehlo(&ir.module, &opts, out_text);
+  chain_ir_destroy(&ir);
+  if (st != CML_OK) return st;
+  const cml__xla_plugin_t* plugin = NULL;
+  CML_RETURN_IF_ERROR(cml__xla_plugin_load(g_plugin_path, &plugin));
+  cml__xla_option_t opt = {
+      .name = "cpu_device_count", .type = CML_PJRT_NAMED_INT64, .int64_value = 4};
+  cml__xla_client_t* client = NULL;
+  CML_RETURN_IF_ERROR(cml__xla_client_create(plugin, &opt, 1, &client));
+  int64_t ids[4] = {0, 1, 2, 3};
+  cml__xla_compile_config_t cc = {
+      .num_replicas = 4, .num_partitions = 1, .use_spmd_partitioning = true, .device_ids = ids};
+  uint8_t options[256];
+  size_t size = 0;
+  st = cml__xla_compile_options_encode(&cc, options, sizeof options, &size);
+  cml_pjrt_loaded_executable_t* exe = NULL;
+  if (st == CML_OK)
+    st = cml__xla_compile(client, *out_text, strlen(*out_text), options, size, &exe);
+  cml_pjrt_buffer_t* ins[4] = {NULL};
+  cml_pjrt_buffer_t* outs[4] = {NULL};
+  for (int d = 0; d < 4 && st == CML_OK; ++d) {
+    float v[4];
+    for (int i = 0; i < 4; ++i) v[i] = (float)(100 * d + i);
+    st = cml__xla_buffer_from_host(client, d, &xs, v, &ins[d]);
+  }
+  if (st == CML_OK) st = cml__xla_execute_devices(client, exe, 4, ins, 1, NULL, 0, outs, 1);
+  for (int d = 0; d < 4 && st == CML_OK; ++d) {
+    st = cml__xla_buffer_to_host(client, outs[d], out, got[d], cml_shape_byte_size(out));
+  }
+  for (int i = 0; i < 4; ++i) {
+    cml__xla_buffer_destroy(client, outs[i]);
+    cml__xla_buffer_destroy(client, ins[i]);
+  }
+  cml__xla_executable_destroy(client, exe);
+  cml__xla_client_destroy(client);
+  return st;
+}
+
+#define RUN_IR(op, attrs, out_shape, got)                                              \
+  do {                                                                                 \
+    char* text_ = NULL;                                                                \
+    cml_status_t st_ = run_ir_collective((op), (attrs), (out_shape), (got), &text_);   \
+    if ((st_ != CML_OK || getenv("SHOW_TEXT")) && text_) fprintf(stderr, "%s", text_); \
+    free(text_);                                                                       \
+    ASSERT_STATUS_OK(st_);                                                             \
+  } while (0)
+
+static const int32_t kPairs01_23[4] = {0, 1, 2, 3};
+static const int32_t kAll[4] = {0, 1, 2, 3};
+
+TEST(ir_all_reduce_groups) {
+  cml_ir_attrs_t a;
+  memset(&a, 0, sizeof a);
+  a.reduce_type = CML_REDUCE_MAX;
+  a.collective =
+      (cml_ir_collective_attrs_t){.groups = kPairs01_23, .group_count = 2, .group_size = 2};
+  cml_shape_t out = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){4});
+  float got[4][8];
+  RUN_IR(CML_OP_ALL_REDUCE, &a, &out, got);
+  for (int d = 0; d < 4; ++d) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(got[d][i], (d < 2 ? 100 : 300) + i);
+  }
+}
+
+TEST(ir_all_gather_groups) {
+  cml_ir_attrs_t a;
+  memset(&a, 0, sizeof a);
+  a.axis = 0;
+  a.collective =
+      (cml_ir_collective_attrs_t){.groups = kPairs01_23, .group_count = 2, .group_size = 2};
+  cml_shape_t out = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){8});
+  float got[4][8];
+  RUN_IR(CML_OP_ALL_GATHER, &a, &out, got);
+  for (int d = 0; d < 4; ++d) {
+    int first = d < 2 ? 0 : 2;
+    for (int i = 0; i < 8; ++i) ASSERT_EQ_DBL(got[d][i], 100 * (first + i / 4) + i % 4);
+  }
+}
+
+TEST(ir_reduce_scatter_all) {
+  cml_ir_attrs_t a;
+  memset(&a, 0, sizeof a);
+  a.axis = 0;
+  a.reduce_type = CML_REDUCE_SUM;
+  a.collective = (cml_ir_collective_attrs_t){.groups = kAll, .group_count = 1, .group_size = 4};
+  cml_shape_t out = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){1});
+  float got[4][8];
+  RUN_IR(CML_OP_REDUCE_SCATTER, &a, &out, got);
+  // Element i summed over the replicas: 600 + 4 i; replica d keeps element d.
+  for (int d = 0; d < 4; ++d) ASSERT_EQ_DBL(got[d][0], 600 + 4 * d);
+}
+
+TEST(ir_all_to_all) {
+  cml_ir_attrs_t a;
+  memset(&a, 0, sizeof a);
+  a.collective = (cml_ir_collective_attrs_t){
+      .groups = kAll, .group_count = 1, .group_size = 4, .split_axis = 0, .concat_axis = 0};
+  cml_shape_t out = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){4});
+  float got[4][8];
+  RUN_IR(CML_OP_ALL_TO_ALL, &a, &out, got);
+  // Replica d receives element d of every sender, in sender order.
+  for (int d = 0; d < 4; ++d) {
+    for (int j = 0; j < 4; ++j) ASSERT_EQ_DBL(got[d][j], 100 * j + d);
+  }
+}
+
+TEST(ir_collective_permute_shift) {
+  static const int32_t kShift[6] = {0, 1, 1, 2, 2, 3};
+  cml_ir_attrs_t a;
+  memset(&a, 0, sizeof a);
+  a.collective = (cml_ir_collective_attrs_t){.pairs = kShift, .pair_count = 3};
+  cml_shape_t out = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){4});
+  float got[4][8];
+  RUN_IR(CML_OP_COLLECTIVE_PERMUTE, &a, &out, got);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(got[0][i], 0);  // nobody sends to 0
+  for (int d = 1; d < 4; ++d) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(got[d][i], 100 * (d - 1) + i);
+  }
+}
+
+TEST(ir_collective_broadcast_masked) {
+  static const int32_t kRoots[4] = {1, 0, 3, 2};  // roots 1 and 3
+  cml_ir_attrs_t a;
+  memset(&a, 0, sizeof a);
+  a.collective = (cml_ir_collective_attrs_t){.groups = kRoots, .group_count = 2, .group_size = 2};
+  cml_shape_t out = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){4});
+  float got[4][8];
+  RUN_IR(CML_OP_COLLECTIVE_BROADCAST, &a, &out, got);
+  for (int d = 0; d < 4; ++d) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(got[d][i], 100 * (d < 2 ? 1 : 3) + i);
+  }
+}
+
+//===--- through the public API on xla:cpu,cpu_device_count=4 ---===//
+
+static cml_backend_t* g_backend;
+
+#define SHAPE(dt, ...)                                                                \
+  cml_shape_make((dt), (int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
+                 (int64_t[]){__VA_ARGS__})
+
+// Uploads |count| inputs per slot for |slots| slots (device-major, slot d on |devices[d]|, or d).
+static cml_status_t upload(int slots, const int32_t* devices, size_t count,
+                           const cml_shape_t* shapes, const void* const* data, cml_buffer_t** out) {
+  for (size_t i = 0; i < (size_t)slots * count; ++i) out[i] = NULL;
+  for (int d = 0; d < slots; ++d) {
+    for (size_t a = 0; a < count; ++a) {
+      const cml_shape_t* s = &shapes[(size_t)d * count + a];
+      CML_RETURN_IF_ERROR(cml_buffer_from_host(g_backend, devices ? devices[d] : d, s,
+                                               data[(size_t)d * count + a], cml_shape_byte_size(s),
+                                               &out[(size_t)d * count + a]));
+    }
+  }
+  return CML_OK;
+}
+
+static void release_all(cml_buffer_t** b, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (b[i]) cml_buffer_release(b[i]);
+    b[i] = NULL;
+  }
+}
+
+static uint16_t to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)(u >> 16);  // exact for the small integers used here
+}
+static float from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+TEST(capabilities_say_spmd_and_auto_sharding) {
+  const cml_capabilities_t* caps = cml_backend_capabilities(g_backend);
+  ASSERT_EQ_INT(cml_backend_device_count(g_backend), 4);
+  ASSERT_TRUE(caps->distributions & (1u << CML_DISTRIBUTION_NONE));
+  ASSERT_TRUE(caps->distributions & (1u << CML_DISTRIBUTION_SPMD));
+  ASSERT_TRUE(caps->distributions & (1u << CML_DISTRIBUTION_AUTO_SHARDING));
+  static const cml_op_t kOps[] = {CML_OP_ALL_REDUCE,         CML_OP_ALL_GATHER,
+                                  CML_OP_REDUCE_SCATTER,     CML_OP_ALL_TO_ALL,
+                                  CML_OP_COLLECTIVE_PERMUTE, CML_OP_COLLECTIVE_BROADCAST,
+                                  CML_OP_REPLICA_ID,         CML_OP_PARTITION_ID};
+  for (size_t i = 0; i < sizeof kOps / sizeof kOps[0]; ++i) {
+    ASSERT_TRUE(cml_capabilities_has_op(caps, kOps[i]));
+  }
+}
+
+// AllReduce of 4 operands of 3 dtypes (Float32 twice, Int32, BFloat16) over groups {0, 1} and
+// {2, 3}: slot d holds x = [d, 2d], y = [d, d + 1, d + 2], z = [10 d], w = [d + 1, 3].
+TEST(all_reduce_mixed_dtypes_groups) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_backend, "mixed", &b));
+  cml_status_t st = cml_builder_spmd(b, 4);
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t sx = SHAPE(CML_DTYPE_F32, 2), sy = SHAPE(CML_DTYPE_I32, 3),
+              sz = SHAPE(CML_DTYPE_F32, 1), sw = SHAPE(CML_DTYPE_BF16, 2);
+  cml_value_t in[4];
+  in[0] = cml_parameter(f, "x", &sx);
+  in[1] = cml_parameter(f, "y", &sy);
+  in[2] = cml_parameter(f, "z", &sz);
+  in[3] = cml_parameter(f, "w", &sw);
+  static const int32_t kGroups[4] = {0, 1, 2, 3};
+  cml_replica_groups_t groups = {kGroups, 2, 2};
+  cml_value_t out[4];
+  cml_op_all_reduce(f, in, 4, CML_REDUCE_SUM, &groups, out);
+  if (st == CML_OK) st = cml_function_return(f, out, 4);
+  cml_executable_t* exe = NULL;
+  if (st == CML_OK) st = cml_builder_compile(b, &exe);
+  cml_builder_destroy(b);
+  ASSERT_STATUS_OK(st);
+  float x[4][2], z[4][1];
+  int32_t y[4][3];
+  uint16_t w[4][2];
+  cml_shape_t shapes[16];
+  const void* data[16];
+  for (int d = 0; d < 4; ++d) {
+    x[d][0] = (float)d;
+    x[d][1] = 2.0f * (float)d;
+    for (int i = 0; i < 3; ++i) y[d][i] = d + i;
+    z[d][0] = 10.0f * (float)d;
+    w[d][0] = to_bf16((float)d + 1.0f);
+    w[d][1] = to_bf16(3.0f);
+    shapes[4 * d] = sx;
+    shapes[4 * d + 1] = sy;
+    shapes[4 * d + 2] = sz;
+    shapes[4 * d + 3] = sw;
+    data[4 * d] = x[d];
+    data[4 * d + 1] = y[d];
+    data[4 * d + 2] = z[d];
+    data[4 * d + 3] = w[d];
+  }
+  cml_buffer_t* ins[16];
+  cml_buffer_t* outs[16] = {NULL};
+  st = upload(4, NULL, 4, shapes, data, ins);
+  if (st == CML_OK) st = cml_executable_execute(exe, ins, 16, NULL, 0, outs);
+  float gx[4][2], gz[4][1];
+  int32_t gy[4][3];
+  uint16_t gw[4][2];
+  for (int d = 0; d < 4 && st == CML_OK; ++d) {
+    st = cml_buffer_copy_to_host(outs[4 * d], gx[d], sizeof gx[d]);
+    if (st == CML_OK) st = cml_buffer_copy_to_host(outs[4 * d + 1], gy[d], sizeof gy[d]);
+    if (st == CML_OK) st = cml_buffer_copy_to_host(outs[4 * d + 2], gz[d], sizeof gz[d]);
+    if (st == CML_OK) st = cml_buffer_copy_to_host(outs[4 * d + 3], gw[d], sizeof gw[d]);
+    if (st == CML_OK && cml_buffer_device(outs[4 * d]) != d) {
+      st = cml_status_make(CML_STATUS_INTERNAL, "output of slot %d on device %d", d,
+                           cml_buffer_device(outs[4 * d]));
+    }
+  }
+  release_all(ins, 16);
+  release_all(outs, 16);
+  cml_executable_release(exe);
+  ASSERT_STATUS_OK(st);
+  for (int d = 0; d < 4; ++d) {
+    int a = d < 2 ? 0 : 2;  // the group's first member; the sum is over a and a + 1
+    ASSERT_EQ_DBL(gx[d][0], 2 * a + 1);
+    ASSERT_EQ_DBL(gx[d][1], 2 * (2 * a + 1));
+    for (int i = 0; i < 3; ++i) ASSERT_EQ_INT(gy[d][i], 2 * a + 1 + 2 * i);
+    ASSERT_EQ_DBL(gz[d][0], 10 * (2 * a + 1));
+    ASSERT_EQ_DBL(from_bf16(gw[d][0]), 2 * a + 3);
+    ASSERT_EQ_DBL(from_bf16(gw[d][1]), 6);
+  }
+}
+
+// Builds main(x: Float32[4]) on 4 SPMD slots with |n_out| outputs made by |body|; runs it on
+// slot d's x = [100 d, 100 d + 1, 100 d + 2, 100 d + 3] with the device assignment |assign|
+// (NULL: identity), and copies output k of slot d into got[d][k] (at most 8 floats each, of
+// |out_bytes[k]| bytes).
+typedef bool (*spmd_body_fn)(cml_function_t* f, cml_value_t x, cml_value_t* outs);
+static cml_status_t run_spmd(spmd_body_fn body, size_t n_out, const size_t* out_bytes,
+                             const int32_t* assign, float got[4][6][8], int out_devices[4]) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(g_backend, "spmd", &b));
+  cml_status_t st = cml_builder_spmd(b, 4);
+  if (st == CML_OK && assign) st = cml_builder_device_assignment(b, assign, 4);
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = SHAPE(CML_DTYPE_F32, 4);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t outs[6];
+  if (st == CML_OK && !body(f, x, outs)) st = cml_builder_status(b);
+  if (st == CML_OK) st = cml_function_return(f, outs, n_out);
+  cml_executable_t* exe = NULL;
+  if (st == CML_OK) st = cml_builder_compile(b, &exe);
+  cml_builder_destroy(b);
+  if (st != CML_OK) return st;
+  float x_host[4][4];
+  cml_shape_t shapes[4];
+  const void* data[4];
+  for (int d = 0; d < 4; ++d) {
+    for (int i = 0; i < 4; ++i) x_host[d][i] = (float)(100 * d + i);
+    shapes[d] = xs;
+    data[d] = x_host[d];
+  }
+  cml_buffer_t* ins[4];
+  cml_buffer_t* res[24] = {NULL};
+  st = upload(4, assign, 1, shapes, data, ins);
+  if (st == CML_OK) st = cml_executable_execute(exe, ins, 4, NULL, 0, res);
+  for (int d = 0; d < 4 && st == CML_OK; ++d) {
+    out_devices[d] = cml_buffer_device(res[d * n_out]);
+    for (size_t k = 0; k < n_out && st == CML_OK; ++k) {
+      st = cml_buffer_copy_to_host(res[d * n_out + k], got[d][k], out_bytes[k]);
+    }
+  }
+  release_all(ins, 4);
+  release_all(res, 4 * n_out);
+  cml_executable_release(exe);
+  return st;
+}
+
+static bool body_each_collective(cml_function_t* f, cml_value_t x, cml_value_t* o) {
+  static const int32_t kPairs[4] = {0, 1, 2, 3};
+  static const cml_replica_groups_t kGroups = {kPairs, 2, 2};
+  static const int32_t kRoots[4] = {1, 0, 3, 2};
+  static const cml_replica_groups_t kBcast = {kRoots, 2, 2};
+  static const int32_t kRing[8] = {0, 1, 1, 2, 2, 3, 3, 0};
+  o[0] = cml_op_all_gather(f, x, 0, &kGroups);
+  o[1] = cml_op_reduce_scatter(f, x, CML_REDUCE_MAX, 0, NULL);
+  o[2] = cml_op_all_to_all(f, x, 0, 0, NULL);
+  o[3] = cml_op_collective_permute(f, x, kRing, 3);  // 0->1, 1->2, 2->3: slot 0 gets zeros
+  o[4] = cml_op_collective_broadcast(f, x, &kBcast);
+  o[5] = cml_op_convert_dtype(f, cml_op_replica_id(f), CML_DTYPE_F32);
+  for (int i = 0; i < 6; ++i) {
+    if (o[i] == CML_VALUE_INVALID) return false;
+  }
+  return true;
+}
+
+static void check_each_collective(int* test_failed_, float got[4][6][8]) {
+  for (int d = 0; d < 4; ++d) {
+    int first = d < 2 ? 0 : 2;
+    for (int i = 0; i < 8; ++i) ASSERT_EQ_DBL(got[d][0][i], 100 * (first + i / 4) + i % 4);
+    ASSERT_EQ_DBL(got[d][1][0], 300 + d);  // max over the slots of element d
+    for (int j = 0; j < 4; ++j) ASSERT_EQ_DBL(got[d][2][j], 100 * j + d);
+    for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(got[d][3][i], d == 0 ? 0 : 100 * (d - 1) + i);
+    for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(got[d][4][i], 100 * (d < 2 ? 1 : 3) + i);
+    ASSERT_EQ_DBL(got[d][5][0], d);
+  }
+}
+
+static const size_t kEachBytes[6] = {32, 4, 16, 16, 16, 4};
+
+TEST(each_collective_by_hand) {
+  float got[4][6][8];
+  int devices[4];
+  ASSERT_STATUS_OK(run_spmd(body_each_collective, 6, kEachBytes, NULL, got, devices));
+  check_each_collective(test_failed_, got);
+  for (int d = 0; d < 4; ++d) ASSERT_EQ_INT(devices[d], d);
+}
+
+// A permuted device assignment changes where slots run, not what they compute: slot d (replica
+// d) runs on device kAssign[d], its inputs and outputs live there.
+TEST(device_assignment_permutations) {
+  static const int32_t kAssigns[3][4] = {{3, 1, 0, 2}, {1, 0, 3, 2}, {3, 2, 1, 0}};
+  for (int a = 0; a < 3; ++a) {
+    float got[4][6][8];
+    int devices[4];
+    ASSERT_STATUS_OK(run_spmd(body_each_collective, 6, kEachBytes, kAssigns[a], got, devices));
+    check_each_collective(test_failed_, got);
+    for (int d = 0; d < 4; ++d) ASSERT_EQ_INT(devices[d], kAssigns[a][d]);
+  }
+}
+
+static bool body_int_and_bool(cml_function_t* f, cml_value_t x, cml_value_t* o) {
+  static const int32_t kPairs[4] = {0, 1, 2, 3};
+  static const cml_replica_groups_t kGroups = {kPairs, 2, 2};
+  cml_value_t xi = cml_op_convert_dtype(f, x, CML_DTYPE_I32);
+  // [true, true, false, false] on slot 0, all false elsewhere.
+  cml_value_t small = cml_op_less_than(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.5));
+  cml_value_t mn;
+  if (!cml_op_all_reduce(f, &xi, 1, CML_REDUCE_MIN, NULL, &mn)) return false;
+  o[0] = cml_op_convert_dtype(f, mn, CML_DTYPE_F32);
+  o[1] = cml_op_convert_dtype(f, cml_op_collective_broadcast(f, small, NULL), CML_DTYPE_F32);
+  o[2] = cml_op_convert_dtype(f, cml_op_all_gather(f, xi, 0, &kGroups), CML_DTYPE_F32);
+  return o[0] && o[1] && o[2];
+}
+
+// Int32 AllReduce (min) and AllGather, and a Bool CollectiveBroadcast from slot 0.
+TEST(int_and_bool_collectives) {
+  float got[4][6][8];
+  int devices[4];
+  static const size_t kBytes[3] = {16, 16, 32};
+  ASSERT_STATUS_OK(run_spmd(body_int_and_bool, 3, kBytes, NULL, got, devices));
+  for (int d = 0; d < 4; ++d) {
+    int first = d < 2 ? 0 : 2;
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_EQ_DBL(got[d][0][i], i);      // min over the slots: slot 0's values
+      ASSERT_EQ_DBL(got[d][1][i], i < 2);  // slot 0's mask
+    }
+    for (int i = 0; i < 8; ++i) ASSERT_EQ_DBL(got[d][2][i], 100 * (first + i / 4) + i % 4);
+  }
+}
+
+//===--- AutoSharding (Shardy) ---===//
+
+// Runs an AutoSharding module built by |build| (which returns its outputs itself) with
+// |n_in| inputs per slot; the caller's |data|/|shapes| are device-major. Output k of slot d goes
+// to got[d * n_out + k] (|out_bytes[k]| bytes).
+typedef bool (*sharded_build_fn)(cml_builder_t* b, cml_function_t* f, const cml_mesh_t* mesh);
+static cml_status_t run_sharded(const cml_mesh_t* mesh, const int32_t* assign,
+                                sharded_build_fn build, size_t n_in, const cml_shape_t* shapes,
+                                const void* const* data, size_t n_out, const size_t* out_bytes,
+                                float (*got)[32], int* out_devices, cml_executable_t** keep) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(g_backend, "sharded", &b));
+  cml_status_t st = cml_builder_auto_sharding(b, &mesh, 1);
+  if (st == CML_OK && assign) st = cml_builder_device_assignment(b, assign, 4);
+  cml_function_t* f = cml_builder_main(b);
+  if (st == CML_OK && !build(b, f, mesh)) st = cml_builder_status(b);
+  cml_executable_t* exe = NULL;
+  if (st == CML_OK) st = cml_builder_compile(b, &exe);
+  cml_builder_destroy(b);
+  if (st != CML_OK) return st;
+  cml_buffer_t* ins[16] = {NULL};
+  cml_buffer_t* res[16] = {NULL};
+  st = upload(4, assign, n_in, shapes, data, ins);
+  if (st == CML_OK) st = cml_executable_execute(exe, ins, 4 * n_in, NULL, 0, res);
+  for (size_t i = 0; i < 4 * n_out && st == CML_OK; ++i) {
+    st = cml_buffer_copy_to_host(res[i], got[i], out_bytes[i % n_out]);
+    out_devices[i] = cml_buffer_device(res[i]);
+  }
+  release_all(ins, 4 * n_in);
+  release_all(res, 4 * n_out);
+  if (keep && st == CML_OK) {
+    *keep = exe;
+  } else {
+    cml_executable_release(exe);
+  }
+  return st;
+}
+
+// Data parallel: x [8, 3] split by rows over "data" (4), w [3, 2] replicated; y = x w stays
+// split (2 rows a slot), g = x^T y is a contraction over the split rows: XLA inserts the
+// all-reduce, every slot gets the whole g.
+static bool build_data_parallel(cml_builder_t* b, cml_function_t* f, const cml_mesh_t* mesh) {
+  cml_sharding_t rows, none;
+  if (cml_sharding_make(mesh, (const char*[]){"data"}, 1, &rows) != CML_OK) return false;
+  memset(&none, 0, sizeof none);
+  cml_shape_t xs = SHAPE(CML_DTYPE_F32, 8, 3), ws = SHAPE(CML_DTYPE_F32, 3, 2);
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, &rows);
+  cml_value_t w = cml_parameter_sharded(f, "w", &ws, NULL);
+  cml_value_t y = cml_op_dot(f, x, w);
+  cml_value_t g = cml_op_dot(f, cml_op_transpose(f, x, (int64_t[]){1, 0}, 2), y);
+  cml_value_t outs[2] = {y, g};
+  cml_sharding_t specs[2] = {rows, none};
+  (void)b;
+  return cml_function_return_sharded(f, outs, 2, specs) == CML_OK;
+}
+
+TEST(auto_sharding_data_parallel) {
+  cml_mesh_t* mesh = NULL;
+  ASSERT_STATUS_OK(cml_mesh_create("dp", (const char*[]){"data"}, (int64_t[]){4}, 1, &mesh));
+  float x[8][3], w[3][2], y[8][2], g[3][2];
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 3; ++j) x[i][j] = (float)((i * 3 + j) % 5 - 2);
+  }
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) w[i][j] = (float)(i - j + 1);
+  }
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      y[i][j] = 0;
+      for (int k = 0; k < 3; ++k) y[i][j] += x[i][k] * w[k][j];
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      g[i][j] = 0;
+      for (int k = 0; k < 8; ++k) g[i][j] += x[k][i] * y[k][j];
+    }
+  }
+  cml_shape_t shapes[8];
+  const void* data[8];
+  for (int d = 0; d < 4; ++d) {
+    shapes[2 * d] = SHAPE(CML_DTYPE_F32, 2, 3);  // the shard
+    shapes[2 * d + 1] = SHAPE(CML_DTYPE_F32, 3, 2);
+    data[2 * d] = x[2 * d];
+    data[2 * d + 1] = w;
+  }
+  float got[8][32];
+  int devices[8];
+  static const size_t kBytes[2] = {16, 24};
+  cml_executable_t* exe = NULL;
+  cml_status_t st =
+      run_sharded(mesh, NULL, build_data_parallel, 2, shapes, data, 2, kBytes, got, devices, &exe);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  // The executable's shapes are per device: the shards.
+  ASSERT_EQ_INT(cml_executable_input_shape(exe, 0)->dims[0], 2);
+  ASSERT_EQ_INT(cml_executable_output_shape(exe, 0)->dims[0], 2);
+  ASSERT_EQ_INT(cml_executable_output_shape(exe, 1)->dims[0], 3);
+  cml_executable_release(exe);
+  for (int d = 0; d < 4; ++d) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(got[2 * d][i], y[2 * d + i / 2][i % 2]);
+    for (int i = 0; i < 6; ++i) ASSERT_EQ_DBL(got[2 * d + 1][i], g[i / 2][i % 2]);
+    ASSERT_EQ_INT(devices[2 * d], d);
+  }
+}
+
+// Megatron MLP (1-D tensor parallel): x [2, 4] replicated, W1 [4, 8] split by columns, relu,
+// W2 [8, 4] split by rows, the result replicated: XLA inserts one all-reduce at the end.
+static bool build_megatron(cml_builder_t* b, cml_function_t* f, const cml_mesh_t* mesh) {
+  cml_sharding_t cols, rows, none;
+  if (cml_sharding_make(mesh, (const char*[]){NULL, "model"}, 2, &cols) != CML_OK ||
+      cml_sharding_make(mesh, (const char*[]){"model", NULL}, 2, &rows) != CML_OK) {
+    return false;
+  }
+  memset(&none, 0, sizeof none);
+  cml_shape_t xs = SHAPE(CML_DTYPE_F32, 2, 4), w1s = SHAPE(CML_DTYPE_F32, 4, 8),
+              w2s = SHAPE(CML_DTYPE_F32, 8, 4);
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, NULL);
+  cml_value_t w1 = cml_parameter_sharded(f, "w1", &w1s, &cols);
+  cml_value_t w2 = cml_parameter_sharded(f, "w2", &w2s, &rows);
+  cml_value_t h = cml_op_max(f, cml_op_dot(f, x, w1), cml_constant_scalar_f64(f, CML_DTYPE_F32, 0));
+  cml_value_t out = cml_op_dot(f, h, w2);
+  (void)b;
+  return cml_function_return_sharded(f, &out, 1, &none) == CML_OK;
+}
+
+// The same MLP as one plain single-device module on device 0 (the reference).
+static cml_status_t run_mlp_single_device(const float* x, const float* w1, const float* w2,
+                                          float* out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(g_backend, "mlp", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = SHAPE(CML_DTYPE_F32, 2, 4), w1s = SHAPE(CML_DTYPE_F32, 4, 8),
+              w2s = SHAPE(CML_DTYPE_F32, 8, 4);
+  cml_value_t xv = cml_parameter(f, "x", &xs);
+  cml_value_t w1v = cml_parameter(f, "w1", &w1s);
+  cml_value_t w2v = cml_parameter(f, "w2", &w2s);
+  cml_value_t h =
+      cml_op_max(f, cml_op_dot(f, xv, w1v), cml_constant_scalar_f64(f, CML_DTYPE_F32, 0));
+  cml_value_t y = cml_op_dot(f, h, w2v);
+  cml_status_t st = cml_builder_status(b);
+  if (st == CML_OK) st = cml_function_return(f, &y, 1);
+  cml_executable_t* exe = NULL;
+  if (st == CML_OK) st = cml_builder_compile(b, &exe);
+  cml_builder_destroy(b);
+  if (st != CML_OK) return st;
+  cml_shape_t shapes[3] = {xs, w1s, w2s};
+  const void* data[3] = {x, w1, w2};
+  cml_buffer_t* ins[3];
+  cml_buffer_t* res[1] = {NULL};
+  st = upload(1, NULL, 3, shapes, data, ins);
+  if (st == CML_OK) st = cml_executable_execute(exe, ins, 3, NULL, 0, res);
+  if (st == CML_OK) st = cml_buffer_copy_to_host(res[0], out, 8 * sizeof(float));
+  release_all(ins, 3);
+  release_all(res, 1);
+  cml_executable_release(exe);
+  return st;
+}
+
+TEST(auto_sharding_megatron_mlp) {
+  cml_mesh_t* mesh = NULL;
+  ASSERT_STATUS_OK(cml_mesh_create("mp", (const char*[]){"model"}, (int64_t[]){4}, 1, &mesh));
+  float x[2][4], w1[4][8], w2[8][4], want[2][4];
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 4; ++j) x[i][j] = (float)(i + j - 2);
+  }
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 8; ++j) w1[i][j] = (float)((i * 8 + j) % 7 - 3);
+  }
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 4; ++j) w2[i][j] = (float)((i + 2 * j) % 5 - 2);
+  }
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      want[i][j] = 0;
+      for (int k = 0; k < 8; ++k) {
+        float h = 0;
+        for (int q = 0; q < 4; ++q) h += x[i][q] * w1[q][k];
+        want[i][j] += (h > 0 ? h : 0) * w2[k][j];
+      }
+    }
+  }
+  // Shards: slot d holds columns 2d..2d+1 of W1 and rows 2d..2d+1 of W2.
+  float w1_shard[4][4][2];
+  for (int d = 0; d < 4; ++d) {
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 2; ++j) w1_shard[d][i][j] = w1[i][2 * d + j];
+    }
+  }
+  cml_shape_t shapes[12];
+  const void* data[12];
+  for (int d = 0; d < 4; ++d) {
+    shapes[3 * d] = SHAPE(CML_DTYPE_F32, 2, 4);
+    shapes[3 * d + 1] = SHAPE(CML_DTYPE_F32, 4, 2);
+    shapes[3 * d + 2] = SHAPE(CML_DTYPE_F32, 2, 4);
+    data[3 * d] = x;
+    data[3 * d + 1] = w1_shard[d];
+    data[3 * d + 2] = w2[2 * d];
+  }
+  float got[4][32];
+  int devices[4];
+  static const size_t kBytes[1] = {32};
+  cml_status_t st =
+      run_sharded(mesh, NULL, build_megatron, 3, shapes, data, 1, kBytes, got, devices, NULL);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  // The single-device module computes the same values.
+  float single[8];
+  ASSERT_STATUS_OK(run_mlp_single_device(&x[0][0], &w1[0][0], &w2[0][0], single));
+  for (int i = 0; i < 8; ++i) ASSERT_EQ_DBL(single[i], want[i / 4][i % 4]);
+  for (int d = 0; d < 4; ++d) {
+    for (int i = 0; i < 8; ++i) ASSERT_EQ_DBL(got[d][i], want[i / 4][i % 4]);
+  }
+}
+
+// A mesh with a logical device assignment: mesh position k is run by slot ids[k] (Shardy's
+// device_ids), and the slots by a permuted physical assignment: slot s on device phys[s].
+static bool build_scaled(cml_builder_t* b, cml_function_t* f, const cml_mesh_t* mesh) {
+  cml_sharding_t split, none;
+  if (cml_sharding_make(mesh, (const char*[]){"x"}, 1, &split) != CML_OK) return false;
+  memset(&none, 0, sizeof none);
+  cml_shape_t vs = SHAPE(CML_DTYPE_F32, 4);
+  cml_value_t v = cml_parameter_sharded(f, "v", &vs, &split);
+  cml_value_t outs[2] = {cml_op_mul(f, v, cml_constant_scalar_f64(f, CML_DTYPE_F32, 2)),
+                         CML_VALUE_INVALID};
+  outs[1] = cml_op_reduce_sum(f, v, (int64_t[]){0}, 1);
+  cml_sharding_t specs[2] = {split, none};
+  (void)b;
+  return cml_function_return_sharded(f, outs, 2, specs) == CML_OK;
+}
+
+TEST(auto_sharding_mesh_and_slot_assignments) {
+  static const int32_t kLogical[4] = {1, 0, 3, 2};
+  static const int32_t kPhysical[4] = {2, 3, 0, 1};
+  cml_mesh_t* mesh = NULL;
+  ASSERT_STATUS_OK(cml_mesh_create("perm", (const char*[]){"x"}, (int64_t[]){4}, 1, &mesh));
+  cml_status_t st = cml_mesh_set_device_assignment(mesh, kLogical, 4);
+  float v[4] = {1, 2, 3, 4};
+  cml_shape_t shapes[4];
+  const void* data[4];
+  for (int k = 0; k < 4; ++k) {
+    int slot = kLogical[k];
+    shapes[slot] = SHAPE(CML_DTYPE_F32, 1);
+    data[slot] = &v[k];
+  }
+  float got[8][32];
+  int devices[8];
+  static const size_t kBytes[2] = {4, 4};
+  if (st == CML_OK) {
+    st = run_sharded(mesh, kPhysical, build_scaled, 1, shapes, data, 2, kBytes, got, devices, NULL);
+  }
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  for (int k = 0; k < 4; ++k) {
+    int slot = kLogical[k];
+    ASSERT_EQ_DBL(got[2 * slot][0], 2 * v[k]);
+    ASSERT_EQ_DBL(got[2 * slot + 1][0], 10);
+    ASSERT_EQ_INT(devices[2 * slot], kPhysical[slot]);
+  }
+}
+
+//===--- bad inputs ---===//
+
+#define ASSERT_STATUS_MSG(expr, code, needle)                                                  \
+  do {                                                                                         \
+    cml_status_t m_ = (expr);                                                                  \
+    if (cml_status_code(m_) != (code) || !strstr(cml_status_message(m_), (needle))) {          \
+      fprintf(stderr, "%s:%d: want %s containing \"%s\", got %s: %s\n", __FILE__, __LINE__,    \
+              cml_status_code_name(code), (needle), cml_status_code_name(cml_status_code(m_)), \
+              cml_status_message(m_));                                                         \
+      cml_status_free(m_);                                                                     \
+      *test_failed_ = 1;                                                                       \
+      return;                                                                                  \
+    }                                                                                          \
+    cml_status_free(m_);                                                                       \
+  } while (0)
+
+// Compiles a hand-built module on the backend directly (past the builder's own checks), so
+// that the backend's checks are the ones that answer.
+static cml_status_t compile_direct(cml_module_t* m) {
+  cml_executable_t* exe = NULL;
+  cml_status_t st = g_backend->vtable->compile(g_backend, m, &exe);
+  if (exe) g_backend->vtable->executable_destroy(exe);
+  return st;
+}
+
+// main(x: Float32[4]) = AllReduce(x) (or x itself when |collective| is false).
+static bool make_module(chain_ir_t* ir, bool collective) {
+  if (!chain_ir_alloc(ir, 1, 4)) return false;
+  uint32_t x = chain_ir_param(ir, 0, "x");
+  cml_shape_t xs = SHAPE(CML_DTYPE_F32, 4);
+  ir->values[x].shape = xs;
+  uint32_t r = x;
+  if (collective) {
+    static const int32_t kEvery[4] = {0, 1, 2, 3};
+    r = chain_ir_node(ir, 0, CML_OP_ALL_REDUCE, &x, 1, &xs);
+    ir->attrs[ir->values[r].node].reduce_type = CML_REDUCE_SUM;
+    ir->attrs[ir->values[r].node].collective =
+        (cml_ir_collective_attrs_t){.groups = kEvery, .group_count = 1, .group_size = 4};
+  }
+  chain_ir_return(ir, 0, r);
+  return true;
+}
+
+TEST(bad_device_counts_and_assignments) {
+  chain_ir_t ir;
+  ASSERT_TRUE(make_module(&ir, true));
+  ir.module.distribution = CML_DISTRIBUTION_SPMD;
+  ir.module.num_devices = 8;
+  static const int32_t kEight[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  ir.module.device_assignment = kEight;
+  cml_status_t st = compile_direct(&ir.module);
+  ir.module.num_devices = 4;
+  static const int32_t kRepeated[4] = {0, 1, 1, 2};
+  ir.module.device_assignment = kRepeated;
+  cml_status_t st2 = compile_direct(&ir.module);
+  static const int32_t kOut[4] = {0, 1, 2, 7};
+  ir.module.device_assignment = kOut;
+  cml_status_t st3 = compile_direct(&ir.module);
+  ir.module.distribution = CML_DISTRIBUTION_NONE;
+  ir.module.num_devices = 1;
+  ir.module.device_assignment = NULL;
+  cml_status_t st4 = compile_direct(&ir.module);
+  chain_ir_destroy(&ir);
+  ASSERT_STATUS_MSG(st, CML_STATUS_INVALID_ARGUMENT, "8 device slots");
+  ASSERT_STATUS_MSG(st2, CML_STATUS_INVALID_ARGUMENT, "both run on device 1");
+  ASSERT_STATUS_MSG(st3, CML_STATUS_OUT_OF_RANGE, "runs on device 7");
+  ASSERT_STATUS_MSG(st4, CML_STATUS_INVALID_ARGUMENT, "not SPMD");
+  // Through the builder: more slots than devices.
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_backend, "too_many", &b));
+  cml_status_t st5 = cml_builder_spmd(b, 8);
+  cml_builder_destroy(b);
+  ASSERT_STATUS_CODE(st5, CML_STATUS_INVALID_ARGUMENT);
+}
+
+TEST(bad_shardings) {
+  cml_mesh_t *four = NULL, *two = NULL;
+  ASSERT_STATUS_OK(cml_mesh_create("four", (const char*[]){"x"}, (int64_t[]){4}, 1, &four));
+  ASSERT_STATUS_OK(cml_mesh_create("two", (const char*[]){"y"}, (int64_t[]){2}, 1, &two));
+  chain_ir_t ir;
+  ASSERT_TRUE(make_module(&ir, false));
+  static const int32_t kIds[4] = {0, 1, 2, 3};
+  ir.module.distribution = CML_DISTRIBUTION_AUTO_SHARDING;
+  ir.module.num_devices = 4;
+  ir.module.device_assignment = kIds;
+  // A 2-device mesh in a module partitioned over 4.
+  const cml_mesh_t* meshes[2] = {four, two};
+  ir.module.meshes = meshes;
+  ir.module.mesh_count = 2;
+  cml_status_t st = compile_direct(&ir.module);
+  // 6 elements over 4 shards: XLA would drop the sharding; refused with the numbers.
+  ir.module.mesh_count = 1;
+  cml_sharding_t split;
+  cml_status_t made = cml_sharding_make(four, (const char*[]){"x"}, 1, &split);
+  cml_shape_t six = SHAPE(CML_DTYPE_F32, 6);
+  ir.values[ir.functions[0].params[0]].shape = six;
+  ir.module.param_shardings = &split;
+  cml_status_t st2 = made == CML_OK ? compile_direct(&ir.module) : made;
+  // A sharding on a mesh the module does not have.
+  cml_sharding_t other;
+  cml_status_t made2 = cml_sharding_make(two, (const char*[]){"y"}, 1, &other);
+  ir.values[ir.functions[0].params[0]].shape = SHAPE(CML_DTYPE_F32, 4);
+  ir.module.param_shardings = &other;
+  cml_status_t st3 = made2 == CML_OK ? compile_direct(&ir.module) : made2;
+  chain_ir_destroy(&ir);
+  cml_mesh_destroy(four);
+  cml_mesh_destroy(two);
+  ASSERT_STATUS_MSG(st, CML_STATUS_INVALID_ARGUMENT, "mesh \"two\" has 2 devices");
+  ASSERT_STATUS_MSG(st2, CML_STATUS_INVALID_ARGUMENT, "silently");
+  ASSERT_STATUS_MSG(st3, CML_STATUS_INVALID_ARGUMENT, "not one of the module's meshes");
+}
+
+// Collectives (PartitionId included) in an AutoSharding module are refused, naming the op.
+TEST(collectives_refused_under_auto_sharding) {
+  cml_mesh_t* mesh = NULL;
+  ASSERT_STATUS_OK(cml_mesh_create("m", (const char*[]){"x"}, (int64_t[]){4}, 1, &mesh));
+  chain_ir_t ir;
+  ASSERT_TRUE(make_module(&ir, true));
+  static const int32_t kIds[4] = {0, 1, 2, 3};
+  const cml_mesh_t* meshes[1] = {mesh};
+  ir.module.distribution = CML_DISTRIBUTION_AUTO_SHARDING;
+  ir.module.num_devices = 4;
+  ir.module.device_assignment = kIds;
+  ir.module.meshes = meshes;
+  ir.module.mesh_count = 1;
+  cml_status_t st = compile_direct(&ir.module);
+  chain_ir_destroy(&ir);
+  // Through the builder: PartitionId in auto-partitioned code.
+  cml_builder_t* b = NULL;
+  cml_status_t st2 = cml_builder_create(g_backend, "pid", &b);
+  if (st2 == CML_OK) st2 = cml_builder_auto_sharding(b, meshes, 1);
+  if (st2 == CML_OK) {
+    cml_function_t* f = cml_builder_main(b);
+    cml_value_t p = cml_op_partition_id(f);
+    st2 = cml_builder_status(b);
+    if (st2 == CML_OK) st2 = cml_function_return(f, &p, 1);
+    cml_executable_t* exe = NULL;
+    if (st2 == CML_OK) st2 = cml_builder_compile(b, &exe);
+    cml_executable_release(exe);
+  }
+  cml_builder_destroy(b);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_MSG(st, CML_STATUS_INVALID_ARGUMENT, "AllReduce in an AutoSharding module");
+  ASSERT_STATUS_MSG(st2, CML_STATUS_INVALID_ARGUMENT, "PartitionId");
+}
+
+int main(int argc, char** argv) {
+  cml_xla_enable_auto_install(false);  // tests never download
+  cml__xla_search_t search;
+  cml__xla_search_from_env(&search);
+  cml_status_t st = cml__xla_find_plugin(&search, "cpu", &g_plugin_path);
+  if (st != CML_OK) {
+    printf("skipped: no XLA CPU plugin installed (%s)\n", cml_status_message(st));
+    cml_status_free(st);
+    return 77;
+  }
+  st = cml_backend_new_with_config("xla:cpu,cpu_device_count=4", &g_backend);
+  if (st != CML_OK) {
+    fprintf(stderr, "xla:cpu,cpu_device_count=4: %s\n", cml_status_message(st));
+    cml_status_free(st);
+    free(g_plugin_path);
+    return 1;
+  }
+  static const test_entry_t tests[] = {
+      TEST_ENTRY(pjrt_all_reduce_identity_assignment),
+      TEST_ENTRY(pjrt_all_reduce_permuted_assignment),
+      TEST_ENTRY(pjrt_execute_more_devices_than_the_client),
+      TEST_ENTRY(ir_all_reduce_groups),
+      TEST_ENTRY(ir_all_gather_groups),
+      TEST_ENTRY(ir_reduce_scatter_all),
+      TEST_ENTRY(ir_all_to_all),
+      TEST_ENTRY(ir_collective_permute_shift),
+      TEST_ENTRY(ir_collective_broadcast_masked),
+      TEST_ENTRY(capabilities_say_spmd_and_auto_sharding),
+      TEST_ENTRY(all_reduce_mixed_dtypes_groups),
+      TEST_ENTRY(each_collective_by_hand),
+      TEST_ENTRY(device_assignment_permutations),
+      TEST_ENTRY(int_and_bool_collectives),
+      TEST_ENTRY(auto_sharding_data_parallel),
+      TEST_ENTRY(auto_sharding_megatron_mlp),
+      TEST_ENTRY(auto_sharding_mesh_and_slot_assignments),
+      TEST_ENTRY(bad_device_counts_and_assignments),
+      TEST_ENTRY(bad_shardings),
+      TEST_ENTRY(collectives_refused_under_auto_sharding),
+  };
+  int failures = 0, ran = 0;
+  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
+    if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) continue;
+    int failed = 0;
+    tests[i].fn(&failed);
+    ++ran;
+    printf("%s %s\n", failed ? "FAIL" : "ok  ", tests[i].name);
+    failures += failed;
+  }
+  cml_backend_release(g_backend);
+  free(g_plugin_path);
+  printf("%d passed, %d failed, 0 skipped\n", ran - failures, failures);
+  return (failures || ran == 0) ? 1 : 0;
+}
