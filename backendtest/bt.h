@@ -69,7 +69,9 @@ BT_DECLARE_GROUP(linalg_dot)          // linalg: Dot, DotGeneral
 BT_DECLARE_GROUP(linalg_conv)         // linalg: ConvGeneral
 BT_DECLARE_GROUP(special)             // special: RNG, FFT, BatchNorm*; control: the barriers
 BT_DECLARE_GROUP(fused)               // fused: fused ops (native or decomposed), cml/fused.h
-BT_DECLARE_GROUP(collective)  // collective: SPMD collectives, AutoSharding (cml/distributed.h)
+BT_DECLARE_GROUP(collective)   // collective: SPMD collectives, AutoSharding (cml/distributed.h)
+BT_DECLARE_GROUP(fused_quant)  // fused: FusedQuantizedDense, QuantizedEmbeddingLookup
+BT_DECLARE_GROUP(autodiff)     // gradients (cml/autodiff.h) vs finite differences, any group
 
 //===--- case control ---===//
 

@@ -34,6 +34,8 @@ static const bt_group_t bt_groups[] = {
     {"special", bt_cases_special, &bt_cases_special_count},
     {"fused", bt_cases_fused, &bt_cases_fused_count},
     {"collective", bt_cases_collective, &bt_cases_collective_count},
+    {"fused_quant", bt_cases_fused_quant, &bt_cases_fused_quant_count},
+    {"autodiff", bt_cases_autodiff, &bt_cases_autodiff_count},
 };
 #define BT_GROUP_COUNT (sizeof bt_groups / sizeof bt_groups[0])
 

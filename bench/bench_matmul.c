@@ -118,8 +118,10 @@ static void add_case(bench_case_t* cases, size_t* count, bench_build_fn build, c
   c->dims[MM_D1] = d1;
   c->flops = 2.0 * (double)batch * (double)m * (double)k * (double)n;
   c->heavy = c->flops > 1e9;
-  bench_case_name(c, "%s %s", dtype == CML_DTYPE_BF16 ? (out_f32 ? "bf16->f32" : "bf16") : "f32",
-                  label);
+  const char* type = dtype == CML_DTYPE_BF16  ? (out_f32 ? "bf16->f32" : "bf16")
+                     : dtype == CML_DTYPE_F16 ? (out_f32 ? "f16->f32" : "f16")
+                                              : "f32";
+  bench_case_name(c, "%s %s", type, label);
 #if defined(CML_BENCH_HAVE_OPENBLAS)
   if (dtype == CML_DTYPE_F32) {
     c->native_name = "openblas";
@@ -155,6 +157,9 @@ int main(int argc, char** argv) {
   add_square(cases, &count, CML_DTYPE_F32, false, 1024, 1024, 1024);
   add_square(cases, &count, CML_DTYPE_F32, false, 1536, 1920, 1024);
   add_square(cases, &count, CML_DTYPE_F32, false, 1, 4096, 4096);  // GEMV-like
+  // Skinny products (a few rows against a weight larger than the last-level cache).
+  add_square(cases, &count, CML_DTYPE_F32, false, 8, 4096, 4096);
+  add_square(cases, &count, CML_DTYPE_F32, false, 32, 4096, 4096);
   // The seed's DotGeneral benchmark shapes.
   add_case(cases, &count, build_seed_3d, CML_DTYPE_F32, 1, 32 * 13, 1536, 384, false, false, 32, 13,
            "32x13x1536 @ 1536x384");
@@ -169,6 +174,9 @@ int main(int argc, char** argv) {
   add_square(cases, &count, CML_DTYPE_BF16, false, 1536, 1920, 1024);
   add_square(cases, &count, CML_DTYPE_BF16, true, 512, 512, 512);
   add_square(cases, &count, CML_DTYPE_BF16, true, 1536, 1920, 1024);
+  add_square(cases, &count, CML_DTYPE_BF16, false, 1, 4096, 4096);  // bf16 GEMV
+  // f16 operands (widened while packing) with an f16 output.
+  add_square(cases, &count, CML_DTYPE_F16, false, 512, 512, 512);
   bench_run(&opts, cases, count);
   return bench_finish(&opts);
 }

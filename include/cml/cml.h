@@ -33,5 +33,7 @@
 #include "cml/backend.h"
 #include "cml/fused.h"
 #include "cml/distributed.h"
+#include "cml/autodiff.h"
+#include "cml/optim.h"
 
 #endif  // CML_CML_H_

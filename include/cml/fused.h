@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// cml/fused.h: fused ops (softmax, layer norm, gelu, dense, attention) that always work.
+// cml/fused.h: fused ops (softmax, layer norm, gelu, dense, attention, quantized dense and
+// embedding lookup) that always work.
 //
 // A fused op is one node when the backend advertises it (its capabilities list the op, e.g.
 // CML_OP_FUSED_SOFTMAX), so a backend can run it as one kernel. When the backend lacks it, the
 // builder decomposes it on the spot into standard ops (Reduce*, Exp, DotGeneral, ...) with the
 // same semantics, so a fused op never fails for lack of support. The C backend advertises
-// FusedSoftmax, FusedLayerNorm, FusedGelu and FusedDense unless fusion is off (GOMLX_FUSION=0 or
-// the config "c:fusion=false") or it runs its reference kernels ("c:reference=true"); then the
+// FusedSoftmax, FusedLayerNorm, FusedGelu, FusedDense and the quantized ops (FusedQuantizedDense,
+// QuantizedEmbeddingLookup, below) unless fusion is off (GOMLX_FUSION=0 or the config
+// "c:fusion=false") or it runs its reference kernels ("c:reference=true"); then the
 // decomposition runs. The XLA backend advertises none: XLA fuses the decomposition itself.
 // Native kernels match the decomposition within a few ulps of the computation dtype (f16 and
 // bf16 are computed in f32 and rounded once); see each backend's kernel file for its bounds.
@@ -170,6 +172,169 @@ CML_API bool cml_op_fused_attention_qkv_projection(cml_function_t* f, cml_value_
                                                    cml_value_t bias_k, cml_value_t bias_v,
                                                    int64_t query_dim, int64_t kv_dim,
                                                    cml_value_t out_values[3]);
+
+//===--- quantized inference ---===//
+//
+// FusedQuantizedDense and QuantizedEmbeddingLookup run on weights stored in a quantized form,
+// with GoMLX's contracts (its compute package's Quantization, QuantizationScheme and
+// GGMLQuantType). Three schemes:
+//
+// - Linear: weights [K, N] of an integer dtype (Int8, Uint8, Int4, Uint4, Int2, Uint2; the
+//   sub-byte ones packed as every packed dtype, cml/shape.h), with one float32 scale per block
+//   of |block_size| consecutive elements along N (the output axis) and an optional float32 zero
+//   point of the scale's shape: w[k, n] = q[k, n] * scale[k, n / B] + zero_point[k, n / B].
+//   The stored value is used as is (signed for Int4/Int2, no implicit offset).
+// - NF4: the same layout without a zero point; the low 4 bits of each stored value index the
+//   16-entry NF4 table (cml_quant_nf4_table): w[k, n] = T[q[k, n] & 15] * scale[k, n / B].
+//   Weights Int4, Uint4 (packed, one index per element), Int8 or Uint8 (one index per byte).
+// - GGML: weights [N, bytes_per_row] Uint8 holding ggml's blocks (row n = output feature n, as
+//   a GGUF file stores a linear layer, so GGUF tensors need no repacking). K = bytes_per_row /
+//   bytes_per_block * values_per_block. No scale and no zero point.
+//
+// |block_size| need not divide N: there are ceil(N / B) blocks and the last one is short.
+// B == N is one scale per k ("per-axis").
+//
+// Backends: the C backend runs both ops natively (unless fusion is off or it runs its reference
+// kernels); elsewhere (XLA, GOMLX_FUSION=0, "c:reference=true") they decompose into standard
+// ops: Bitcast of the fp16 fields, shifts and masks for the bit fields, Gather for the NF4 and
+// IQ4_NL tables, ConvertDType, Mul, DotGeneral. cml_backend_capabilities tells which one runs.
+//
+// Example (a GGUF Q4_K linear layer [N, K] applied to x [batch, K]):
+//
+//   cml_quantization_t q;
+//   cml_quantization_init(&q);
+//   q.scheme = CML_QUANT_GGML;
+//   q.ggml_type = CML_GGML_Q4_K;
+//   int64_t bytes = cml_ggml_row_bytes(CML_GGML_Q4_K, K);           // 0 when K % 256 != 0
+//   cml_shape_t ws = cml_shape_make(CML_DTYPE_U8, 2, (int64_t[]){N, bytes});
+//   cml_value_t w = cml_parameter(f, "w", &ws);
+//   cml_value_t y = cml_op_fused_quantized_dense(f, x, w, CML_VALUE_INVALID, &q,
+//                                                CML_ACTIVATION_SILU);  // silu(x @ W^T)
+//
+// Host side, cml_quantize_ggml turns float rows into any GGML format (bit-identical to the
+// gguf Python package for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0) and cml_dequantize_ggml reverses it.
+
+// Quantization schemes (GoMLX's QuantizationScheme values and names).
+typedef enum cml_quant_scheme_t {
+  CML_QUANT_LINEAR = 0,  // "Linear"
+  CML_QUANT_NF4 = 1,     // "NF4"
+  CML_QUANT_GGML = 2,    // "GGML"
+  CML_QUANT_SCHEME_COUNT
+} cml_quant_scheme_t;
+
+// "Linear", "NF4", "GGML", or "unknown". Never NULL.
+CML_API const char* cml_quant_scheme_name(cml_quant_scheme_t scheme);
+
+// GGML block formats. Values 0..7 are GoMLX's GGMLQuantType numbering (not ggml's ggml_type
+// ids); Q4_1, Q5_0 and Q5_1, which GoMLX lacks, follow. Layouts: ggml's ggml-common.h.
+typedef enum cml_ggml_type_t {
+  CML_GGML_Q4_0 = 0,    // 32 values in 18 bytes: fp16 d, 16 bytes of nibbles; (q - 8) * d
+  CML_GGML_Q8_0 = 1,    // 32 values in 34 bytes: fp16 d, 32 int8; q * d
+  CML_GGML_IQ4_NL = 2,  // 32 values in 18 bytes: fp16 d, nibbles indexing a 16-entry int8 table
+  CML_GGML_Q2_K = 3,    // 256 values in 84 bytes
+  CML_GGML_Q3_K = 4,    // 256 values in 110 bytes
+  CML_GGML_Q4_K = 5,    // 256 values in 144 bytes
+  CML_GGML_Q5_K = 6,    // 256 values in 176 bytes
+  CML_GGML_Q6_K = 7,    // 256 values in 210 bytes
+  CML_GGML_Q4_1 = 8,    // 32 values in 20 bytes: fp16 d, fp16 m, nibbles; q * d + m
+  CML_GGML_Q5_0 = 9,    // 32 values in 22 bytes: fp16 d, 4 bytes of 5th bits, nibbles
+  CML_GGML_Q5_1 = 10,   // 32 values in 24 bytes: fp16 d, fp16 m, 4 bytes of 5th bits, nibbles
+  CML_GGML_TYPE_COUNT
+} cml_ggml_type_t;
+
+// "Q4_0", "Q8_0", "IQ4_NL", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q4_1", "Q5_0", "Q5_1", or
+// "unknown". Never NULL.
+CML_API const char* cml_ggml_type_name(cml_ggml_type_t type);
+
+// Values per block (32 or 256) and bytes per block of |type|; 0 for an unknown type (GoMLX
+// returns 256 values there; cml returns 0 so that callers cannot mistake it for a format).
+CML_API int64_t cml_ggml_type_values_per_block(cml_ggml_type_t type);
+CML_API int64_t cml_ggml_type_bytes_per_block(cml_ggml_type_t type);
+
+// Bytes of one row of |k| values of |type|: 0 when |type| is unknown or |k| is not a positive
+// multiple of its block.
+CML_API int64_t cml_ggml_row_bytes(cml_ggml_type_t type, int64_t k);
+
+// The 16 float32 values of the NF4 table (QLoRA's; index 7 is 0) and of the IQ4_NL table
+// (ggml's kvalues_iq4nl as floats). Static storage.
+CML_API const float* cml_quant_nf4_table(void);
+CML_API const float* cml_quant_iq4nl_table(void);
+
+// How the weights of a quantized op are stored (GoMLX's Quantization, field by field).
+typedef struct cml_quantization_t {
+  cml_quant_scheme_t scheme;  // default CML_QUANT_LINEAR
+  // Linear and NF4: Float32 [K, ceil(N / block_size)]; required. GGML: must be
+  // CML_VALUE_INVALID (the scales are inside the blocks).
+  cml_value_t scale;
+  // Linear only, optional (CML_VALUE_INVALID: symmetric): Float32 of the scale's shape.
+  cml_value_t zero_point;
+  int64_t block_axis;         // must be 1 (the N axis of [K, N]); ignored for GGML. Default 1.
+  int64_t block_size;         // Linear and NF4: >= 1; ignored for GGML. Default 0 (must be set).
+  cml_ggml_type_t ggml_type;  // GGML only
+} cml_quantization_t;
+
+// Sets the defaults: Linear, no scale, no zero point, block axis 1, block size 0.
+CML_API void cml_quantization_init(cml_quantization_t* quantization);
+
+// FusedQuantizedDense: y = activation(x @ dequant(weights) + bias), the bias added before the
+// activation. |x| is Float32 [batch..., K] (rank >= 1); |weights| and |quantization| as the
+// section above says; |bias| is optional (CML_VALUE_INVALID) Float32 [N]; |activation| any
+// cml_activation_t (Gelu is the exact erf form). Output: Float32 [batch..., N].
+// Fails (INVALID_ARGUMENT, naming the op, the shapes, dtypes and the format) for: a NULL
+// |quantization|, an unknown scheme, GGML type or activation, x not Float32 or of rank 0,
+// weights of a dtype the scheme does not take, weights not [K, N] (Linear, NF4) or not
+// [N, whole blocks] Uint8 (GGML), x's last dim not K, a scale that is missing, not Float32 or
+// not [K, ceil(N / B)], block_size < 1, block_axis != 1, a zero point for NF4 or GGML (or of
+// another shape than the scale), a scale for GGML, a bias that is not Float32 [N].
+CML_API cml_value_t cml_op_fused_quantized_dense(cml_function_t* f, cml_value_t x,
+                                                 cml_value_t weights, cml_value_t bias,
+                                                 const cml_quantization_t* quantization,
+                                                 cml_activation_t activation);
+
+// QuantizedEmbeddingLookup: out[i..., :] = dequant(data row indices[i..., 0]) (ggml's get_rows).
+// GGML scheme only. |data| is Uint8 [vocab, bytes_per_row] of whole blocks of
+// |quantization|->ggml_type; |indices| has an integer dtype and rank >= 1 with last dim 1 (the
+// Gather convention, e.g. [batch, seq, 1]). Output: Float32 [indices dims but the last..., K].
+// Fails at build time as FusedQuantizedDense does (INVALID_ARGUMENT; UNIMPLEMENTED for the
+// Linear and NF4 schemes). An index outside [0, vocab) fails the execution with OUT_OF_RANGE on
+// the C backend's kernel; the decomposition (XLA, fusion off) clamps it as Gather does.
+CML_API cml_value_t cml_op_quantized_embedding_lookup(cml_function_t* f, cml_value_t data,
+                                                      cml_value_t indices,
+                                                      const cml_quantization_t* quantization);
+
+//===--- host-side quantizer ---===//
+
+// Quantizes |rows| rows of |k| floats (|src|, row-major) into |type|'s blocks at |dst|
+// (|dst_size| >= rows * cml_ggml_row_bytes(type, k) bytes), the [N, bytes_per_row] layout the
+// ops take. Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 are bit-identical to ggml's reference quantizers
+// (and to the gguf package's). The gguf package cannot quantize the k-quants and IQ4_NL; for
+// those cml uses its own fit (per sub-block min/max, scales rounded to their stored width
+// first), whose round-trip RMSE on N(0, 1) weights is within 12% of ggml's own quantizers
+// (tests/unit/quant_test.c holds it within 25%). Thread-safe (no state). Returns
+// INVALID_ARGUMENT for an unknown type, k not a positive multiple of the block, a short |dst|
+// or NULL pointers; never reads past |src| or writes past |dst_size|.
+CML_API cml_status_t cml_quantize_ggml(cml_ggml_type_t type, const float* src, int64_t rows,
+                                       int64_t k, void* dst, size_t dst_size);
+
+// Dequantizes |rows| rows of |type| blocks (|src|, |rows| * cml_ggml_row_bytes(type, k) bytes)
+// into |rows| * |k| floats at |dst|, exactly as ggml (and the gguf package) do. Errors as
+// cml_quantize_ggml.
+CML_API cml_status_t cml_dequantize_ggml(cml_ggml_type_t type, const void* src, int64_t rows,
+                                         int64_t k, float* dst);
+
+// Quantizes a float [k, n] matrix (|src|, row-major) for the Linear or NF4 scheme with blocks of
+// |block_size| along n: writes |weights| in |weight_dtype| (Int8, Uint8, Int4, Uint4, Int2 or
+// Uint2 for Linear; Int4, Uint4, Int8 or Uint8 for NF4; packed dtypes packed as cml stores them,
+// cml_shape_byte_size bytes of [k, n]) and |scale| (float [k, ceil(n / block_size)]).
+// Linear, signed dtype, NULL |zero_point|: symmetric, scale = max|w| / (2^(bits-1) - 1).
+// Linear with |zero_point| (required for unsigned dtypes): the block's range [min(0, min w),
+// max(0, max w)] onto the dtype's whole range, w = q * scale + zero_point. NF4: scale = max|w|
+// of the block and q = the index of the nearest table entry of w / scale. Round to nearest.
+// Returns INVALID_ARGUMENT for bad arguments (scheme not Linear/NF4, a dtype the scheme does not
+// take, block_size < 1, an unsigned Linear dtype without |zero_point|, NULL buffers).
+CML_API cml_status_t cml_quantize_linear(cml_quant_scheme_t scheme, cml_dtype_t weight_dtype,
+                                         const float* src, int64_t k, int64_t n, int64_t block_size,
+                                         void* weights, float* scale, float* zero_point);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -41,7 +41,9 @@ extern "C" {
 // Optional operands follow the required ones in the op's documented order, and only those
 // present are inputs of the node; bit i of |optional_inputs| says whether optional operand i
 // is present (FusedLayerNorm: gamma, beta; FusedDense: bias; FusedSDPA: mask, bias,
-// query_seq_len, kv_seq_len; FusedAttentionQKVProjection: bias_q, bias_k, bias_v).
+// query_seq_len, kv_seq_len; FusedAttentionQKVProjection: bias_q, bias_k, bias_v;
+// FusedQuantizedDense: inputs x, weights, then scale, zero_point, bias as bits 0, 1, 2;
+// QuantizedEmbeddingLookup: data, indices, no optional input).
 typedef struct cml_ir_fused_attrs_t {
   int32_t activation;         // FusedDense: a cml_activation_t
   int32_t layout;             // FusedDense: cml_dense_layout_t; FusedSDPA: cml_attention_layout_t
@@ -51,6 +53,12 @@ typedef struct cml_ir_fused_attrs_t {
   double epsilon;             // FusedLayerNorm
   double scale;               // FusedSDPA: the scale, its default already filled in
   int64_t query_dim, kv_dim;  // FusedAttentionQKVProjection
+  // FusedQuantizedDense, QuantizedEmbeddingLookup (cml_quantization_t): the scheme (a
+  // cml_quant_scheme_t), the GGML format (a cml_ggml_type_t, GGML only) and the block size
+  // along N (Linear and NF4; the block axis is always 1). The activation is |activation|.
+  int32_t quant_scheme;
+  int32_t quant_ggml_type;
+  int64_t quant_block_size;
 } cml_ir_fused_attrs_t;
 
 // Attributes of the collective ops (cml/distributed.h), in cml_ir_attrs_t.collective. The
@@ -76,7 +84,8 @@ typedef struct cml_ir_attrs_t {
   int64_t axis;
   // ConvertDType, Bitcast: target dtype. ArgMinMax: output dtype.
   cml_dtype_t dtype;
-  // ArgMinMax: is_min. Sort: is_stable.
+  // ArgMinMax: is_min. Sort: is_stable. Identity: a gradient stop (cml_op_stop_gradient;
+  // the identity at run time).
   bool flag;
   // BatchNorm*: epsilon.
   float epsilon;

@@ -11,6 +11,7 @@
 
 #include "cml/fused.h"
 #include "core/builder_internal.h"
+#include "core/fused_internal.h"
 
 //===--- enum names ---===//
 
@@ -173,6 +174,11 @@ static cml_value_t cml_fused_activation_ops(cml_function_t* f, cml_value_t y, cm
     default:
       return y;
   }
+}
+
+cml_value_t cml__fused_activation_ops(cml_function_t* f, cml_value_t y, cml_dtype_t dtype,
+                                      cml_activation_t activation) {
+  return cml_fused_activation_ops(f, y, dtype, activation);
 }
 
 //===--- FusedSoftmax ---===//

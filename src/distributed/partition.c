@@ -1223,6 +1223,24 @@ static bool cml_pt_batch_like(cml_partitioner_t* p, const cml_ir_node_t* n) {
   return true;
 }
 
+// Sort: every operand takes the first one's splits with the sort axis whole; each device sorts
+// its own rows (the comparator is re-emitted whole).
+static bool cml_pt_sort(cml_partitioner_t* p, const cml_ir_node_t* n) {
+  uint32_t v0 = n->inputs[0];
+  cml_pshard_t to = p->st[v0];
+  to.partial = 0;
+  cml_pshard_clear_dim(&to, (int)n->attrs->axis);
+  cml_value_t in[64], out[64];
+  if (n->input_count > 64 || n->output_count > 64) return cml_pt_replicate(p, n);
+  for (uint32_t i = 0; i < n->input_count; ++i) {
+    in[i] = cml_pt_reshard(p, n->inputs[i], &to);
+    if (in[i] == CML_VALUE_INVALID) return false;
+  }
+  if (!cml_pt_emit(p, n, in, out)) return false;
+  for (uint32_t k = 0; k < n->output_count; ++k) cml_pt_set(p, n->first_output + k, out[k], &to);
+  return true;
+}
+
 //===--- driver ---===//
 
 static bool cml_pt_node(cml_partitioner_t* p, const cml_ir_node_t* n) {
@@ -1279,6 +1297,8 @@ static bool cml_pt_node(cml_partitioner_t* p, const cml_ir_node_t* n) {
       return cml_pt_fused_dense(p, n);
     case CML_OP_GATHER:
       return cml_pt_gather(p, n);
+    case CML_OP_SORT:
+      return cml_pt_sort(p, n);
     case CML_OP_CONV_GENERAL:
     case CML_OP_REDUCE_WINDOW:
     case CML_OP_SELECT_AND_SCATTER_MAX:

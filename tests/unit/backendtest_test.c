@@ -586,6 +586,8 @@ FAKE_EMPTY_GROUP(linalg_conv)
 FAKE_EMPTY_GROUP(special)
 FAKE_EMPTY_GROUP(fused)
 FAKE_EMPTY_GROUP(collective)
+FAKE_EMPTY_GROUP(fused_quant)
+FAKE_EMPTY_GROUP(autodiff)
 
 static void fake_backend_destroy(cml_backend_t* backend) {
   cml_backend_deinit_base(backend);

@@ -415,6 +415,24 @@ static cml_value_t build_one_op(cml_function_t* f, cml_op_t op, cml_dtype_t dtyp
       return cml_op_replica_id(f);
     case CML_OP_PARTITION_ID:
       return cml_op_partition_id(f);
+    case CML_OP_FUSED_QUANTIZED_DENSE: {  // x f32 [3, 32], Q8_0 weights [4, 34]
+      cml_quantization_t q;
+      cml_quantization_init(&q);
+      q.scheme = CML_QUANT_GGML;
+      q.ggml_type = CML_GGML_Q8_0;
+      const int64_t xd[] = {3, 32}, wd[] = {4, 34};
+      cml_value_t xq = param(f, dtype, 2, xd);
+      return cml_op_fused_quantized_dense(f, xq, param(f, CML_DTYPE_U8, 2, wd), CML_VALUE_INVALID,
+                                          &q, CML_ACTIVATION_NONE);
+    }
+    case CML_OP_QUANTIZED_EMBEDDING_LOOKUP: {  // Q4_0 data [5, 18], indices [2, 1]
+      cml_quantization_t q;
+      cml_quantization_init(&q);
+      q.scheme = CML_QUANT_GGML;
+      const int64_t dd[] = {5, 18}, id[] = {2, 1};
+      cml_value_t data = param(f, dtype, 2, dd);
+      return cml_op_quantized_embedding_lookup(f, data, param(f, CML_DTYPE_I32, 2, id), &q);
+    }
     default:
       *unknown = true;
       return CML_VALUE_INVALID;

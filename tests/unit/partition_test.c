@@ -1091,23 +1091,60 @@ static cml_function_t* pt_less_closure(cml_function_t* f) {
   return cmp;
 }
 
-// Control flow is computed whole: Sort over a batch-sharded operand gathers it, sorts every
-// row on every device and slices the result back to its requested split.
-TEST(control_flow_whole) {
+// Sort along the features of a batch-split operand sorts each device's rows (no gather); a
+// Sort along the split batch gathers it first. The comparator is re-emitted.
+TEST(sort_keeps_other_splits) {
   PT_SETUP(pt_mesh("data", 4, NULL, 0));
   cml_sharding_t batch = pt_spec(mesh, "data", NULL);
   cml_shape_t s = pt_shape(2, 8, 4);
   cml_value_t x = cml_parameter_sharded(f, "x", &s, &batch);
   cml_function_t* cmp = pt_less_closure(f);
   ASSERT_TRUE(cmp != NULL);
-  cml_value_t sorted;
-  ASSERT_TRUE(cml_op_sort(f, cmp, 1, false, &x, 1, &sorted));
-  ASSERT_STATUS_OK(cml_function_return_sharded(f, &sorted, 1, &batch));
+  cml_value_t rows, cols;
+  ASSERT_TRUE(cml_op_sort(f, cmp, 1, false, &x, 1, &rows));
+  cml_function_t* cmp2 = pt_less_closure(f);
+  ASSERT_TRUE(cmp2 != NULL);
+  ASSERT_TRUE(cml_op_sort(f, cmp2, 0, true, &x, 1, &cols));
+  cml_value_t outs[2] = {rows, cols};
+  cml_sharding_t specs[2] = {batch, batch};
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 2, specs));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_gather, 1);          // the batch sort only
+  ASSERT_EQ_INT(spmd->function_count, 3);  // main and the two comparators
+  const cml_ir_node_t* sort = pt_first(spmd, CML_OP_SORT);
+  ASSERT_TRUE(sort != NULL);
+  ASSERT_EQ_INT(spmd->values[sort->first_output].shape.dims[0], 2);  // local rows
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 1)->dims[0], 2);
+  PT_TEARDOWN();
+}
+
+// A While over a split value runs whole (its state gathered), with its closures re-emitted.
+TEST(control_flow_whole) {
+  PT_SETUP(pt_mesh("data", 4, NULL, 0));
+  cml_sharding_t batch = pt_spec(mesh, "data", NULL);
+  cml_shape_t s = pt_shape(2, 8, 4);
+  cml_value_t x = cml_parameter_sharded(f, "x", &s, &batch);
+  cml_function_t *cond = NULL, *body = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
+  cml_value_t cs = cml_parameter(cond, "s", &s);
+  cml_value_t one = cml_constant_scalar_f64(cond, CML_DTYPE_F32, 1.0);
+  int64_t all[2] = {0, 1};
+  cml_value_t lt = cml_op_less_than(cond, cml_op_reduce_max(cond, cs, all, 2), one);
+  ASSERT_STATUS_OK(cml_function_return(cond, &lt, 1));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
+  cml_value_t bs = cml_parameter(body, "s", &s);
+  cml_value_t next = cml_op_add(body, bs, cml_constant_scalar_f64(body, CML_DTYPE_F32, 0.5));
+  ASSERT_STATUS_OK(cml_function_return(body, &next, 1));
+  cml_value_t result;
+  ASSERT_TRUE(cml_op_while(f, cond, body, &x, 1, &result));
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, &result, 1, &batch));
   ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
   pt_counts_t k = pt_count(spmd);
   ASSERT_EQ_INT(k.all_gather, 1);
-  ASSERT_TRUE(pt_first(spmd, CML_OP_SORT) != NULL);
-  ASSERT_EQ_INT(spmd->function_count, 2);  // main and the comparator
+  ASSERT_TRUE(pt_first(spmd, CML_OP_WHILE) != NULL);
+  ASSERT_EQ_INT(spmd->function_count, 3);  // main, cond, body
   ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 2);
   PT_TEARDOWN();
 }
@@ -1677,12 +1714,56 @@ TEST(fused_structure) {
   cml_backend_release(&fb->base);
 }
 
+// Sort of batch-split rows (each device sorts its rows) and along the batch (gathered).
+static cml_status_t pt_build_sort(cml_backend_t* be, const cml_mesh_t* mesh, pt_step_t* out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "sort", &b));
+  cml_status_t st = CML_OK;
+  memset(out->in_specs, 0, sizeof out->in_specs);
+  memset(out->out_specs, 0, sizeof out->out_specs);
+  if (mesh) {
+    st = cml_builder_auto_sharding(b, &mesh, 1);
+    out->in_specs[0] = out->out_specs[0] = out->out_specs[1] = pt_spec(mesh, "data", NULL);
+  }
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = pt_shape(2, 8, 4);
+  cml_value_t x =
+      mesh ? cml_parameter_sharded(f, "x", &xs, &out->in_specs[0]) : cml_parameter(f, "x", &xs);
+  cml_value_t outs[2] = {CML_VALUE_INVALID, CML_VALUE_INVALID};
+  for (int axis = 0; st == CML_OK && axis < 2; ++axis) {
+    cml_function_t* cmp = pt_less_closure(f);
+    if (!cmp || !cml_op_sort(f, cmp, 1 - axis, true, &x, 1, &outs[axis])) {
+      st = cml_builder_status(b);
+      if (st == CML_OK) st = cml_status_make(CML_STATUS_INTERNAL, "sort failed");
+    }
+  }
+  if (st == CML_OK) {
+    st = mesh ? cml_function_return_sharded(f, outs, 2, out->out_specs)
+              : cml_function_return(f, outs, 2);
+  }
+  if (st == CML_OK) st = cml_builder_compile(b, &out->exe);
+  cml_builder_destroy(b);
+  out->in_count = 1;
+  out->out_count = 2;
+  return st;
+}
+
+TEST(e2e_c_sort) {
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  cml_status_t st;
+  double worst = pt_e2e_run(pt_build_sort, "c:devices=4", mesh, &st);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  ASSERT_TRUE(worst == 0);
+}
+
 #define PT_E2E_TESTS                                                                       \
   , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model),                         \
       TEST_ENTRY(e2e_c_data_model_assigned), TEST_ENTRY(e2e_c_cnn_data_parallel),          \
       TEST_ENTRY(cnn_structure), TEST_ENTRY(e2e_c_refusal_at_compile),                     \
       TEST_ENTRY(e2e_c_while_captures_split_value), TEST_ENTRY(e2e_c_fused_data_parallel), \
-      TEST_ENTRY(fused_structure)
+      TEST_ENTRY(fused_structure), TEST_ENTRY(e2e_c_sort)
 #else
 // Embedding lookup and CNN forward, data parallel over 4 devices of c.
 TEST(e2e_c_cnn_data_parallel) {
@@ -1726,6 +1807,6 @@ TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp), TEST_ENTRY(partia
           TEST_ENTRY(partial_to_split_reduce_scatter), TEST_ENTRY(mesh_2d_data_model),
           TEST_ENTRY(mesh_device_assignment), TEST_ENTRY(elementwise_merges_splits),
           TEST_ENTRY(reshard_outputs), TEST_ENTRY(random_programs), TEST_ENTRY(replicated_fallback),
-          TEST_ENTRY(control_flow_whole), TEST_ENTRY(fused_dense_keeps_batch),
-          TEST_ENTRY(unimplemented_names_op_and_sharding), TEST_ENTRY(two_meshes_unimplemented),
-          TEST_ENTRY(refuses_non_auto_sharding) PT_E2E_TESTS)
+          TEST_ENTRY(sort_keeps_other_splits), TEST_ENTRY(control_flow_whole),
+          TEST_ENTRY(fused_dense_keeps_batch), TEST_ENTRY(unimplemented_names_op_and_sharding),
+          TEST_ENTRY(two_meshes_unimplemented), TEST_ENTRY(refuses_non_auto_sharding) PT_E2E_TESTS)

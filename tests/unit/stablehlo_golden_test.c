@@ -814,6 +814,32 @@ CASE(fused_attention_qkv_projection) {
   return cml_op_fused_attention_qkv_projection(f, x, w, bq, CML_VALUE_INVALID, CML_VALUE_INVALID, 4,
                                                2, o);
 }
+// Quantized ops decompose into bit operations (cml/fused.h); Q4_0 and Q8_0 keep the text short.
+CASE(fused_quantized_dense_q4_0) {
+  UNUSED_B;
+  cml_quantization_t q;
+  cml_quantization_init(&q);
+  q.scheme = CML_QUANT_GGML;
+  q.ggml_type = CML_GGML_Q4_0;
+  cml_value_t x = param(f, "x", SHAPE(CML_DTYPE_F32, 2, 32));
+  cml_value_t w = param(f, "w", SHAPE(CML_DTYPE_U8, 3, 18));
+  cml_value_t bias = param(f, "bias", SHAPE(CML_DTYPE_F32, 3));
+  o[0] = cml_op_fused_quantized_dense(f, x, w, bias, &q, CML_ACTIVATION_RELU);
+  *n = 1;
+  return o[0];
+}
+CASE(quantized_embedding_lookup_q8_0) {
+  UNUSED_B;
+  cml_quantization_t q;
+  cml_quantization_init(&q);
+  q.scheme = CML_QUANT_GGML;
+  q.ggml_type = CML_GGML_Q8_0;
+  cml_value_t data = param(f, "data", SHAPE(CML_DTYPE_U8, 4, 34));
+  cml_value_t idx = param(f, "indices", SHAPE(CML_DTYPE_I32, 2, 1));
+  o[0] = cml_op_quantized_embedding_lookup(f, data, idx, &q);
+  *n = 1;
+  return o[0];
+}
 
 // Collectives: SPMD modules on 4 device slots (cml_builder_spmd before any parameter).
 static const int32_t kPairsOf4[4] = {0, 1, 2, 3};
@@ -1015,6 +1041,11 @@ static const golden_case_t kCustomCases[] = {
     C(collective_replica_id, REPLICA_ID),
     C(collective_partition_id, PARTITION_ID),
     C(auto_sharding_meshes_and_shardings, DOT),
+    // src/core/fused_quant.c builds operands as the arguments of one call.
+    {"fused_quantized_dense_q4_0", CML_OP_FUSED_QUANTIZED_DENSE, case_fused_quantized_dense_q4_0,
+     true, NULL},
+    {"quantized_embedding_lookup_q8_0", CML_OP_QUANTIZED_EMBEDDING_LOOKUP,
+     case_quantized_embedding_lookup_q8_0, true, NULL},
 };
 #undef C
 
@@ -1031,8 +1062,6 @@ static const not_lowered_t kNotLowered[] = {
     {CML_OP_DYNAMIC_RESHAPE, "dynamic shapes: UNIMPLEMENTED everywhere"},
     {CML_OP_BLOCK_FOR_DOT_GENERAL, "internal to the c backend"},
     {CML_OP_FUSED_SDPA_VJP, "fused op without a public builder yet"},
-    {CML_OP_FUSED_QUANTIZED_DENSE, "fused op without a public builder yet"},
-    {CML_OP_QUANTIZED_EMBEDDING_LOOKUP, "fused op without a public builder yet"},
 };
 
 //===--- the case list ---===//

@@ -13,6 +13,7 @@
 
 #include "cml/backend.h"
 #include "cml/distributed.h"
+#include "cml/fused.h"
 #include "tools/cml/cli.h"
 
 static void cml_cli_info_usage(FILE* out) {
@@ -107,6 +108,25 @@ static void cml_cli_info_backend(const cml_backend_t* backend) {
   cml_cli_info_print_list(supported, supported_count);
   printf("    standard ops not supported (%zu):\n", missing_count);
   cml_cli_info_print_list(missing, missing_count);
+
+  // Quantized formats: all of them run everywhere; natively where the backend has the ops.
+  const char* formats[CML_GGML_TYPE_COUNT + 2];
+  size_t format_count = 0;
+  formats[format_count++] = "Linear (Int8, Uint8, Int4, Uint4, Int2, Uint2)";
+  formats[format_count++] = "NF4";
+  for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    formats[format_count++] = cml_ggml_type_name((cml_ggml_type_t)t);
+  }
+  bool dense = cml_capabilities_has_op(caps, CML_OP_FUSED_QUANTIZED_DENSE);
+  bool lookup = cml_capabilities_has_op(caps, CML_OP_QUANTIZED_EMBEDDING_LOOKUP);
+  printf("    quantized formats run natively (%zu)%s:\n", dense ? format_count : 0,
+         dense ? (lookup ? "" : " (FusedQuantizedDense only)") : "");
+  cml_cli_info_print_list(formats, dense ? format_count : 0);
+  if (!dense) {
+    printf(
+        "      every format runs decomposed into standard ops (bit unpacking, Gather, Mul, "
+        "DotGeneral)\n");
+  }
 }
 
 int cml_cli_info(int argc, char** argv) {

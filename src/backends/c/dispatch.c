@@ -7,12 +7,20 @@
 //
 // Thread-safety: everything here reads constant tables; thread-safe.
 #include "backends/c/engine_internal.h"
+#include "backends/c/kernels/generic/quant_internal.h"
 
 typedef struct cmlc_group_row_t {
   cmlc_group_lookup_fn lookup;                     // the kernel group; NULL: none
   void (*capabilities)(cml_capabilities_t* caps);  // ops of the group it runs
   bool engine;                                     // the engine runs every op of the group
 } cmlc_group_row_t;
+
+// The fused group's kernels: the float fused ops, then the quantized ones (quant.c).
+static bool cmlc_dispatch_fused_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                       const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
+  return cmlc_kernels_fused_lookup(module, node, options, out) ||
+         cmlc_kernels_quant_lookup(module, node, options, out);
+}
 
 static const cmlc_group_row_t cmlc_group_rows[CML_OPG_COUNT] = {
     [CML_OPG_SOURCE] = {.engine = true},  // Parameter, Constant, CapturedValue
@@ -32,8 +40,9 @@ static const cmlc_group_row_t cmlc_group_rows[CML_OPG_COUNT] = {
                          .capabilities = cmlc_kernels_special_capabilities},
     // Call, While, If: engine steps; Sort: cmlc_sort_run; the barriers: aliases.
     [CML_OPG_CONTROL] = {.engine = true},
-    // Advertised by its own table, depending on the options (cmlc_kernels_fused_capabilities).
-    [CML_OPG_FUSED] = {.lookup = cmlc_kernels_fused_lookup, .capabilities = NULL},
+    // Advertised by their own tables, depending on the options (cmlc_kernels_fused_capabilities,
+    // cmlc_kernels_quant_capabilities).
+    [CML_OPG_FUSED] = {.lookup = cmlc_dispatch_fused_lookup, .capabilities = NULL},
     // Collectives over the SPMD rendezvous (spmd.c), ReplicaId and PartitionId.
     [CML_OPG_COLLECTIVE] = {.lookup = cmlc_kernels_collective_lookup,
                             .capabilities = cmlc_kernels_collective_capabilities},
@@ -53,4 +62,5 @@ void cmlc_dispatch_capabilities(cml_capabilities_t* caps, const cmlc_options_t* 
     if (row->engine) cmlc_kernels_group_capabilities(caps, (cml_op_group_t)g);
   }
   cmlc_kernels_fused_capabilities(caps, options);
+  cmlc_kernels_quant_capabilities(caps, options);
 }

@@ -30,6 +30,9 @@ enum {
   CMLC_GEMM_NR_MAX = 32,
   // B operands up to this many elements (K x N) with contiguous rows are not packed.
   CMLC_GEMM_DIRECT_B_MAX = 64 * 256,
+  // Products of at most this many rows (and at most MR) take the skinny path (B streamed in
+  // place once).
+  CMLC_GEMM_SKINNY_M = 32,
 };
 
 // Marks an offset table that is not affine.
@@ -57,21 +60,31 @@ typedef struct cmlc_kernel_t_f32 {
   cmlc__gemm_ukernel_fn fn;
   cmlc__gemv_axpy_fn axpy;
   cmlc__gemv_dot_fn dot;
+  // Packs one full sliver of a transposed B (columns |ld| apart), or NULL.
+  void (*pack_bt)(const float* src, int64_t ld, int64_t kc, float* sliver);
 } cmlc_kernel_t_f32;
 
 static cmlc_kernel_t_f32 cmlc_select_f32(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)
   if (isa == CMLC_ISA_AVX512)
-    return (cmlc_kernel_t_f32){12, 32, cmlc__gemm_ukernel_f32_avx512_12x32,
-                               cmlc__gemv_axpy_f32_avx512, cmlc__gemv_dot_f32_avx512};
+    return (cmlc_kernel_t_f32){12,
+                               32,
+                               cmlc__gemm_ukernel_f32_avx512_12x32,
+                               cmlc__gemv_axpy_f32_avx512,
+                               cmlc__gemv_dot_f32_avx512,
+                               cmlc__gemm_pack_bt_f32_avx512};
   if (isa == CMLC_ISA_AVX2)
-    return (cmlc_kernel_t_f32){6, 16, cmlc__gemm_ukernel_f32_avx2_6x16, cmlc__gemv_axpy_f32_avx2,
-                               cmlc__gemv_dot_f32_avx2};
+    return (cmlc_kernel_t_f32){6,
+                               16,
+                               cmlc__gemm_ukernel_f32_avx2_6x16,
+                               cmlc__gemv_axpy_f32_avx2,
+                               cmlc__gemv_dot_f32_avx2,
+                               NULL};
 #else
   (void)isa;
 #endif
-  return (cmlc_kernel_t_f32){4, 8, cmlc_ukernel_scalar_4x8_f32, cmlc_gemv_axpy_scalar_f32,
-                             cmlc_gemv_dot_scalar_f32};
+  return (cmlc_kernel_t_f32){
+      4, 8, cmlc_ukernel_scalar_4x8_f32, cmlc_gemv_axpy_scalar_f32, cmlc_gemv_dot_scalar_f32, NULL};
 }
 
 typedef struct cmlc_kernel_t_f64 {
@@ -79,22 +92,92 @@ typedef struct cmlc_kernel_t_f64 {
   cmlc__gemm_ukernel_f64_fn fn;
   cmlc__gemv_axpy_f64_fn axpy;
   cmlc__gemv_dot_f64_fn dot;
+  void (*pack_bt)(const double* src, int64_t ld, int64_t kc, double* sliver);  // NULL
 } cmlc_kernel_t_f64;
 
 // f64 GEMV is bandwidth-bound; the scalar loops serve every ISA.
 static cmlc_kernel_t_f64 cmlc_select_f64(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)
   if (isa == CMLC_ISA_AVX512)
-    return (cmlc_kernel_t_f64){12, 16, cmlc__gemm_ukernel_f64_avx512_12x16,
-                               cmlc_gemv_axpy_scalar_f64, cmlc_gemv_dot_scalar_f64};
+    return (cmlc_kernel_t_f64){12,
+                               16,
+                               cmlc__gemm_ukernel_f64_avx512_12x16,
+                               cmlc_gemv_axpy_scalar_f64,
+                               cmlc_gemv_dot_scalar_f64,
+                               NULL};
   if (isa == CMLC_ISA_AVX2)
-    return (cmlc_kernel_t_f64){6, 8, cmlc__gemm_ukernel_f64_avx2_6x8, cmlc_gemv_axpy_scalar_f64,
-                               cmlc_gemv_dot_scalar_f64};
+    return (cmlc_kernel_t_f64){6,
+                               8,
+                               cmlc__gemm_ukernel_f64_avx2_6x8,
+                               cmlc_gemv_axpy_scalar_f64,
+                               cmlc_gemv_dot_scalar_f64,
+                               NULL};
 #else
   (void)isa;
 #endif
-  return (cmlc_kernel_t_f64){4, 8, cmlc_ukernel_scalar_4x8_f64, cmlc_gemv_axpy_scalar_f64,
-                             cmlc_gemv_dot_scalar_f64};
+  return (cmlc_kernel_t_f64){
+      4, 8, cmlc_ukernel_scalar_4x8_f64, cmlc_gemv_axpy_scalar_f64, cmlc_gemv_dot_scalar_f64, NULL};
+}
+
+//===--- half operands and outputs ---===//
+
+static void cmlc_widen_bf16(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = (uint32_t)src[i] << 16;
+    memcpy(dst + i, &u, sizeof u);
+  }
+}
+
+static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = cml_f16_to_f32(src[i]);
+}
+
+// Contiguous runs of a half operand widen in bulk while packing (F16C for f16 with a SIMD ISA).
+typedef cmlc__gemm_widen_fn cmlc_widen_fn_f32;
+static cmlc_widen_fn_f32 cmlc_select_widen_f32(cmlc_isa_t isa, cml_dtype_t dtype) {
+  if (dtype == CML_DTYPE_BF16) return cmlc_widen_bf16;
+  if (dtype != CML_DTYPE_F16) return NULL;
+#if defined(CMLC_HAVE_X86_64)
+  if (isa == CMLC_ISA_AVX512 || isa == CMLC_ISA_AVX2) return cmlc__gemm_widen_f16_f16c;
+#else
+  (void)isa;
+#endif
+  return cmlc_widen_f16;
+}
+
+// The f64 GEMM converts half operands element by element.
+typedef void (*cmlc_widen_fn_f64)(const uint16_t* src, double* dst, int64_t n);
+static cmlc_widen_fn_f64 cmlc_select_widen_f64(cmlc_isa_t isa, cml_dtype_t dtype) {
+  (void)isa;
+  (void)dtype;
+  return NULL;
+}
+
+bool cmlc__gemm_narrow_f32(const float* src, void* dst, cml_dtype_t dtype, int64_t n,
+                           cmlc_isa_t isa) {
+  uint16_t* d = dst;
+  if (dtype == CML_DTYPE_BF16) {
+    // Nearest even on the bits; NaN -> sign | 0x7FC0 (cml_f64_to_bf16's quiet NaN).
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t u;
+      memcpy(&u, src + i, sizeof u);
+      const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+      const uint32_t qnan = ((u >> 16) & 0x8000u) | 0x7FC0u;
+      d[i] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? qnan : rounded);
+    }
+    return true;
+  }
+  if (dtype != CML_DTYPE_F16) return false;
+#if defined(CMLC_HAVE_X86_64)
+  if (isa == CMLC_ISA_AVX512 || isa == CMLC_ISA_AVX2) {
+    cmlc__gemm_narrow_f16_f16c(src, d, n);
+    return true;
+  }
+#else
+  (void)isa;
+#endif
+  for (int64_t i = 0; i < n; ++i) d[i] = cml_f32_to_f16(src[i]);
+  return true;
 }
 
 //===--- the driver, per element type ---===//

@@ -7,8 +7,9 @@
 //   CMLC_GEMM_PROBLEM  the problem type (cmlc__gemm_problem_t or cmlc__gemm_f64_problem_t)
 //   CMLC_GEMM_LOAD_CONV(data, index, dtype)  loads one element of another dtype as CMLC_GEMM_T
 //   CMLC_GEMM_ENTRY, CMLC_GEMM_ENTRY_SCRATCH  the names of the two functions it defines
-// and provide CMLC_GEMM_N(kernel_t) with CMLC_GEMM_N(select)(isa) for this suffix
-// (CMLC_GEMM_N(x) pastes cmlc_<x>_<suffix>). The macros above are undefined at the end.
+// and provide CMLC_GEMM_N(kernel_t) with CMLC_GEMM_N(select)(isa), and CMLC_GEMM_N(widen_fn)
+// with CMLC_GEMM_N(select_widen)(isa, dtype) (bulk widening of f16 / bf16 runs, or NULL) for
+// this suffix (CMLC_GEMM_N(x) pastes cmlc_<x>_<suffix>). The macros above are undefined at the end.
 //
 // Thread-safety: reentrant; no state.
 
@@ -49,6 +50,7 @@ size_t CMLC_GEMM_ENTRY_SCRATCH(int64_t batch, int64_t m, int64_t n, int64_t k, c
   if (threads < 1) threads = 1;
   (void)batch;
   // Per thread: an A block and a private B panel (batch mode); plus one shared B panel.
+  // (The skinny path packs all of A into this space when it fits; see skinny_try.)
   return ((size_t)threads * (s.a_elems + s.b_elems) + s.b_elems) * sizeof(CMLC_GEMM_T);
 }
 
@@ -66,13 +68,19 @@ static int64_t CMLC_GEMM_N(gemm_affine)(const int64_t* offsets, int64_t count) {
 
 typedef struct CMLC_GEMM_N(gemm_access_t) {
   int64_t row_stride, col_stride;  // CMLC_GEMM_NOT_AFFINE when the table is not affine
+  CMLC_GEMM_N(widen_fn) widen;     // bulk widening of a half operand's runs, or NULL
+  // B only: the ISA's packing of a full transposed sliver (native dtype), or NULL.
+  void (*pack_bt)(const CMLC_GEMM_T* src, int64_t ld, int64_t kc, CMLC_GEMM_T* sliver);
 } CMLC_GEMM_N(gemm_access_t);
 
 static CMLC_GEMM_N(gemm_access_t)
-    CMLC_GEMM_N(gemm_access)(const cmlc__gemm_operand_t* op, int64_t rows, int64_t cols) {
+    CMLC_GEMM_N(gemm_access)(const cmlc__gemm_operand_t* op, int64_t rows, int64_t cols,
+                             cmlc_isa_t isa) {
   CMLC_GEMM_N(gemm_access_t) a;
   a.row_stride = CMLC_GEMM_N(gemm_affine)(op->row_offsets, rows);
   a.col_stride = CMLC_GEMM_N(gemm_affine)(op->col_offsets, cols);
+  a.widen = CMLC_GEMM_N(select_widen)(isa, op->dtype);
+  a.pack_bt = NULL;
   return a;
 }
 
@@ -94,6 +102,38 @@ static void CMLC_GEMM_N(gemm_pack_a)(const cmlc__gemm_operand_t* a,
       for (int64_t kk = 0; kk < kc; ++kk) {
         const CMLC_GEMM_T* s = src + kk * acc->col_stride;
         for (int r = 0; r < mr; ++r) sliver[kk * mr + r] = s[r];
+      }
+      continue;
+    }
+    if (acc->widen && acc->row_stride == 1 && acc->col_stride != CMLC_GEMM_NOT_AFFINE &&
+        rows == mr) {
+      // Transposed half A: each k gives MR contiguous values, widened straight into place.
+      const uint16_t* src = (const uint16_t*)a->data + boff + (ic + i) + pc * acc->col_stride;
+      for (int64_t kk = 0; kk < kc; ++kk)
+        acc->widen(src + kk * acc->col_stride, sliver + kk * mr, mr);
+      continue;
+    }
+    if (acc->widen && acc->col_stride == 1) {
+      // Row-major half A: widen each row's k run, then interleave it into the sliver.
+      CMLC_GEMM_T run[CMLC_GEMM_KC];
+      for (int r = 0; r < mr; ++r) {
+        if (r >= rows) {
+          for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * mr + r] = 0.0f;
+          continue;
+        }
+        acc->widen((const uint16_t*)a->data + boff + a->row_offsets[ic + i + r] + pc, run, kc);
+        for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * mr + r] = run[kk];
+      }
+      continue;
+    }
+    if (native && acc->col_stride == 1 && rows == mr) {
+      // Row-major A: MR row streams read side by side, so the sliver is written in order.
+      const CMLC_GEMM_T* src[CMLC_GEMM_MR_MAX];
+      for (int r = 0; r < mr; ++r)
+        src[r] = (const CMLC_GEMM_T*)a->data + boff + a->row_offsets[ic + i + r] + pc;
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        CMLC_GEMM_T* d = sliver + kk * mr;
+        for (int r = 0; r < mr; ++r) d[r] = src[r][kk];
       }
       continue;
     }
@@ -136,6 +176,45 @@ static void CMLC_GEMM_N(gemm_pack_b)(const cmlc__gemm_operand_t* bop,
         CMLC_GEMM_T* d = sliver + kk * nr;
         memcpy(d, src + bop->row_offsets[pc + kk], (size_t)cols * sizeof(CMLC_GEMM_T));
         for (int64_t j = cols; j < nr; ++j) d[j] = 0.0f;
+      }
+      continue;
+    }
+    if (acc->widen && acc->col_stride == 1) {
+      // Row-major half B: each k row of the sliver is one widened run.
+      const uint16_t* src = (const uint16_t*)bop->data + boff + jc + col0;
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        CMLC_GEMM_T* d = sliver + kk * nr;
+        acc->widen(src + bop->row_offsets[pc + kk], d, cols);
+        for (int64_t j = cols; j < nr; ++j) d[j] = 0.0f;
+      }
+      continue;
+    }
+    if (acc->widen && acc->row_stride == 1) {
+      // Transposed half B: widen each column's k run, then write it down the sliver.
+      CMLC_GEMM_T run[CMLC_GEMM_KC];
+      for (int64_t j = 0; j < nr; ++j) {
+        if (j >= cols) {
+          for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * nr + j] = 0.0f;
+          continue;
+        }
+        acc->widen((const uint16_t*)bop->data + boff + coff[j] + pc, run, kc);
+        for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * nr + j] = run[kk];
+      }
+      continue;
+    }
+    if (acc->pack_bt && cols == nr) {
+      acc->pack_bt((const CMLC_GEMM_T*)bop->data + boff + coff[0] + pc, acc->col_stride, kc,
+                   sliver);
+      continue;
+    }
+    if (native && acc->row_stride == 1 && cols == nr) {
+      // Transposed B (k contiguous): NR column streams read side by side, so the sliver is
+      // written in order.
+      const CMLC_GEMM_T* src[CMLC_GEMM_NR_MAX];
+      for (int64_t j = 0; j < nr; ++j) src[j] = (const CMLC_GEMM_T*)bop->data + boff + coff[j] + pc;
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        CMLC_GEMM_T* d = sliver + kk * nr;
+        for (int64_t j = 0; j < nr; ++j) d[j] = src[j][kk];
       }
       continue;
     }
@@ -349,6 +428,82 @@ static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool
   return false;
 }
 
+//===--- skinny products ---===//
+
+// Slivers [begin, end) chunks of the skinny product: every k block in order, B read in place.
+static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  const CMLC_GEMM_N(kernel_t)* kern = &c->kern;
+  const int mr = kern->mr, nr = kern->nr;
+  const int64_t ldb = c->b_acc.row_stride, mpad = CMLC_GEMM_N(gemm_round_up)(p->m, mr);
+  const int64_t s0 = begin * c->slivers_per_chunk;
+  const int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, end * c->slivers_per_chunk);
+  const CMLC_GEMM_T* bm = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[0];
+  for (int64_t pc = 0; pc < p->k; pc += c->sz.kc) {
+    const int64_t kc = CMLC_GEMM_N(gemm_min)(c->sz.kc, p->k - pc);
+    const CMLC_GEMM_T* ap = c->shared_panel + (pc / c->sz.kc) * mpad * c->sz.kc;
+    for (int64_t s = s0; s < s1; ++s) {
+      const int64_t col0 = s * nr;
+      const int cols = (int)CMLC_GEMM_N(gemm_min)(nr, p->n - col0);
+      const CMLC_GEMM_T* bs = bm + pc * ldb + col0;
+#if (defined(__GNUC__) || defined(__clang__))
+      // B rows are a page or more apart, which hardware prefetchers do not follow: fetch the
+      // next sliver's rows while this one computes.
+      if (s + 1 < s1) {
+        const char* next = (const char*)(bs + nr);
+        for (int64_t kk = 0; kk < kc; ++kk) {
+          const char* row = next + (size_t)(kk * ldb) * sizeof(CMLC_GEMM_T);
+          for (size_t off = 0; off < (size_t)nr * sizeof(CMLC_GEMM_T); off += 64)
+            __builtin_prefetch(row + off, 0, 3);
+        }
+      }
+#endif
+      for (int64_t i = 0; i < p->m; i += mr) {
+        const int rows = (int)CMLC_GEMM_N(gemm_min)(mr, p->m - i);
+        kern->fn(kc, ap + i * kc, bs, ldb, p->c + i * p->n + col0, p->n, pc > 0, rows, cols);
+      }
+    }
+  }
+}
+
+// A few rows (M <= MR, at most SKINNY_M) against a large B with contiguous rows: A is packed whole
+// once (into the shared panel's space), B is never packed (the micro-kernel reads it in place, so
+// it streams from memory once), and the tasks are column chunks that each run every k block, with
+// no barrier between k blocks. The k blocks, micro-kernel and summation order are those of the
+// blocked path, so the results are the same bits; the split is over columns only. Returns
+// false when it does not apply.
+static bool CMLC_GEMM_N(skinny_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  // One A sliver only: each B sliver meets one micro-kernel call, so B is read exactly once.
+  // (With more rows a B sliver read in place is read again; its rows, a power-of-two stride
+  // apart, then fall into few cache sets, and the blocked path with a packed panel is faster.)
+  if (p->batch != 1 || p->m > CMLC_GEMM_SKINNY_M || p->m > c->kern.mr ||
+      p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX)
+    return false;
+  if (p->b.dtype != CMLC_GEMM_DTYPE || c->b_acc.col_stride != 1 ||
+      c->b_acc.row_stride == CMLC_GEMM_NOT_AFFINE)
+    return false;
+  const int mr = c->kern.mr, nr = c->kern.nr;
+  const int64_t mpad = CMLC_GEMM_N(gemm_round_up)(p->m, mr);
+  // All of A must fit in the shared panel.
+  if ((size_t)(mpad * CMLC_GEMM_N(gemm_round_up)(p->k, c->sz.kc)) > c->sz.b_elems) return false;
+  for (int64_t pc = 0; pc < p->k; pc += c->sz.kc) {
+    const int64_t kc = CMLC_GEMM_N(gemm_min)(c->sz.kc, p->k - pc);
+    CMLC_GEMM_N(gemm_pack_a)
+    (&p->a, &c->a_acc, 0, 0, p->m, pc, kc, mr, c->shared_panel + (pc / c->sz.kc) * mpad * c->sz.kc);
+  }
+  c->slivers = (p->n + nr - 1) / nr;
+  // About four chunks per thread, at least 4 slivers (128 f32 columns with AVX-512) each.
+  const int threads = cmlc_pool_thread_count(pool);
+  const int64_t per = (c->slivers + 4 * threads - 1) / (4 * threads);
+  c->slivers_per_chunk = per < 4 ? 4 : per;
+  const int64_t chunks = (c->slivers + c->slivers_per_chunk - 1) / c->slivers_per_chunk;
+  cmlc_parallel_for(pool, chunks, 1, CMLC_GEMM_N(skinny_task), c);
+  return true;
+}
+
 //===--- entry ---===//
 
 void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* pool, void* scratch,
@@ -365,8 +520,11 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
   c.sz = CMLC_GEMM_N(gemm_sizes)(p->m, p->n, p->k, &c.kern);
   c.scratch = scratch;
   c.threads = threads < 1 ? 1 : threads;
-  c.a_acc = CMLC_GEMM_N(gemm_access)(&p->a, p->m, p->k);
-  c.b_acc = CMLC_GEMM_N(gemm_access)(&p->b, p->k, p->n);
+  c.a_acc = CMLC_GEMM_N(gemm_access)(&p->a, p->m, p->k, isa);
+  c.b_acc = CMLC_GEMM_N(gemm_access)(&p->b, p->k, p->n, isa);
+  if (p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.row_stride == 1 && c.b_acc.col_stride > 0 &&
+      c.b_acc.col_stride <= INT32_MAX / 32)
+    c.b_acc.pack_bt = c.kern.pack_bt;
   int pool_threads = cmlc_pool_thread_count(pool);
   if (pool_threads > c.threads) pool = NULL, pool_threads = 1;
   c.shared_panel = c.scratch + (size_t)c.threads * (c.sz.a_elems + c.sz.b_elems);
@@ -379,6 +537,7 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
   }
   // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
   if (flops * (double)p->batch <= 2.0 * 128 * 128 * 128) pool = NULL, pool_threads = 1;
+  if (CMLC_GEMM_N(skinny_try)(&c, pool)) return;
   c.direct_b = p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.col_stride == 1 &&
                c.b_acc.row_stride != CMLC_GEMM_NOT_AFFINE && p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX;
 
@@ -386,6 +545,16 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
     int64_t min_chunk = (int64_t)(2.0 * 64 * 64 * 64 / (flops > 1 ? flops : 1)) + 1;
     cmlc_parallel_for(pool, p->batch, min_chunk, CMLC_GEMM_N(gemm_batch_task), &c);
     return;
+  }
+  // Tasks are (A row block, run of B slivers). Splitting the slivers makes each task pack the
+  // same A block again, so first make the row blocks smaller (down to 4 slivers of MR rows)
+  // until there are about four per thread (spare tasks absorb a preempted thread on a shared
+  // machine); the blocking never changes a tile's arithmetic.
+  if (pool_threads > 1) {
+    int64_t mr = c.kern.mr, want_blocks = 4 * (int64_t)pool_threads;
+    int64_t mc = CMLC_GEMM_N(gemm_round_up)((p->m + want_blocks - 1) / want_blocks, mr);
+    if (mc < 4 * mr) mc = 4 * mr;
+    if (mc < c.sz.mc) c.sz.mc = mc;
   }
   int64_t ic_blocks = (p->m + c.sz.mc - 1) / c.sz.mc;
   for (int64_t b = 0; b < p->batch; ++b) {
@@ -395,7 +564,9 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
       c.nc = CMLC_GEMM_N(gemm_min)(c.sz.nc, p->n - jc);
       c.slivers = (c.nc + c.kern.nr - 1) / c.kern.nr;
       int64_t want = 4 * (int64_t)pool_threads;
-      int64_t n_chunks = pool_threads > 1 ? (want + ic_blocks - 1) / ic_blocks : 1;
+      int64_t n_chunks = pool_threads > 1 && ic_blocks < 2 * (int64_t)pool_threads
+                             ? (want + ic_blocks - 1) / ic_blocks
+                             : 1;
       if (n_chunks < 1) n_chunks = 1;
       if (n_chunks > c.slivers) n_chunks = c.slivers;
       c.slivers_per_chunk = (c.slivers + n_chunks - 1) / n_chunks;

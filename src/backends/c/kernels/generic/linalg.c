@@ -153,6 +153,7 @@ typedef struct cmlc_la_dot_ctx_t {
   const int64_t *lhs_b, *lhs_m, *lhs_k, *rhs_b, *rhs_k, *rhs_n;
   void* a;   // [B, M, K] in the domain
   void* bt;  // [B, N, K] in the domain
+  cmlc_isa_t isa;
 } cmlc_la_dot_ctx_t;
 
 // Converts rows [begin, end) of a [B, R, K] domain array from |src| through the tables.
@@ -294,7 +295,11 @@ static void cmlc_la_dot_store_c(void* vctx, int64_t begin, int64_t end, int thre
     return;
   }
   const float* src = c->a;
-  for (int64_t i = begin; i < end; ++i) cmlc_store_f64(c->out, i, c->plan->out_dtype, src[i]);
+  const cml_dtype_t dt = c->plan->out_dtype;
+  if ((dt == CML_DTYPE_F16 || dt == CML_DTYPE_BF16) &&
+      cmlc__gemm_narrow_f32(src + begin, (uint16_t*)c->out + begin, dt, end - begin, c->isa))
+    return;
+  for (int64_t i = begin; i < end; ++i) cmlc_store_f64(c->out, i, dt, src[i]);
 }
 
 static int64_t cmlc_la_chunk(int64_t work_per_item) {
@@ -339,6 +344,7 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
   c.lhs = args->inputs[0];
   c.rhs = args->inputs[1];
   c.out = args->outputs[0];
+  c.isa = args->options->isa;
   int64_t* t = tables;
   c.lhs_b = t;
   t += cmlc__la_offsets(p.lb_count, p.lb, lhs->dims, lhs_strides, t);
@@ -366,7 +372,10 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
     g.c = p.out_dtype == CML_DTYPE_F32 ? (float*)c.out : (float*)(s + p.off_c);
 #if defined(CMLC_HAVE_X86_64)
     if (p.gemm_bf16) {
-      cmlc__gemm_bf16(&g, pool, s + p.off_gemm, p.threads);
+      // A bf16 output is rounded in the micro-kernel's store: no conversion pass.
+      const bool bf16_out = p.out_dtype == CML_DTYPE_BF16;
+      cmlc__gemm_bf16(&g, bf16_out ? (uint16_t*)c.out : NULL, pool, s + p.off_gemm, p.threads);
+      if (bf16_out) return CML_OK;
     } else
 #endif
     {

@@ -161,6 +161,12 @@ typedef void (*cmlc__gemv_axpy_fn)(int64_t k, const float* a, int64_t a_stride, 
                                    int64_t ldb, float* c, int64_t n);
 typedef void (*cmlc__gemv_dot_fn)(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                                   int64_t c_stride, int64_t n);
+// Widens |n| consecutive f16 or bf16 values to f32 (exact), for packing half operands.
+typedef void (*cmlc__gemm_widen_fn)(const uint16_t* src, float* dst, int64_t n);
+// Rounds |n| f32 values to |dtype| (F16 or BF16) at |dst|: the bits cml_f64_to_f16 /
+// cml_f64_to_bf16 give for each value, with SIMD for |isa|. Returns false for other dtypes.
+bool cmlc__gemm_narrow_f32(const float* src, void* dst, cml_dtype_t dtype, int64_t n,
+                           cmlc_isa_t isa);
 // f64 versions of the three kernel types (same contracts).
 typedef void (*cmlc__gemm_ukernel_f64_fn)(int64_t kc, const double* a, const double* b, int64_t ldb,
                                           double* c, int64_t ldc, int accumulate, int rows,
@@ -183,6 +189,9 @@ void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int64_t a_stride, const
                               int64_t ldb, float* c, int64_t n);
 void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                              int64_t c_stride, int64_t n);
+void cmlc__gemm_widen_f16_f16c(const uint16_t* src, float* dst, int64_t n);
+void cmlc__gemm_pack_bt_f32_avx512(const float* src, int64_t ld, int64_t kc, float* sliver);
+void cmlc__gemm_narrow_f16_f16c(const float* src, uint16_t* dst, int64_t n);
 void cmlc__gemv_axpy_f32_avx512(int64_t k, const float* a, int64_t a_stride, const float* b,
                                 int64_t ldb, float* c, int64_t n);
 void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
@@ -190,13 +199,16 @@ void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y, int64_
 // bf16 x bf16 -> f32 GEMM with AVX-512 BF16 (vdpbf16ps; kernels/x86_64/gemm_x86_64_avx512bf16.c),
 // for options->avx512_bf16 only. Both operands of |p| must be BF16. Same contract as
 // cmlc__gemm_f32 (work split over output tiles, never over k: the result does not depend on
-// the thread count); the accuracy bound is in that file's header. |scratch| must hold
-// cmlc__gemm_bf16_scratch(m, n, k, threads) bytes, 64-byte aligned.
+// the thread count); the accuracy bound is in that file's header. With |out_bf16| not NULL the
+// result is rounded to bf16 ([batch, m, n], the bits of cml_f64_to_bf16 of each f32 sum) in the
+// micro-kernel's store, and p->c only holds f32 partial sums when k exceeds one k block.
+// |scratch| must hold cmlc__gemm_bf16_scratch(m, n, k, threads) bytes, 64-byte aligned.
 size_t cmlc__gemm_bf16_scratch(int64_t m, int64_t n, int64_t k, int threads);
-void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, cmlc_pool_t* pool, void* scratch, int threads);
+void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, uint16_t* out_bf16, cmlc_pool_t* pool,
+                     void* scratch, int threads);
 void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint32_t* a, const uint16_t* b,
-                                          float* c, int64_t ldc, int accumulate, int rows,
-                                          int cols);
+                                          float* c, int64_t ldc, int accumulate, uint16_t* out,
+                                          int64_t ldo, int rows, int cols);
 #endif
 
 //===--- conv (linalg_conv.c) ---===//

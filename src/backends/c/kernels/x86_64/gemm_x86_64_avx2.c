@@ -232,6 +232,36 @@ CMLC_AVX2_TARGET void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const f
   }
 }
 
+//===--- f16 runs (F16C) ---===//
+
+#define CMLC_F16C_TARGET __attribute__((target("avx2,fma,f16c")))
+
+// dst[i] = src[i] widened from binary16 (exact), for packing f16 operands.
+CMLC_F16C_TARGET void cmlc__gemm_widen_f16_f16c(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(src + i))));
+  }
+  for (; i < n; ++i) dst[i] = cml_f16_to_f32(src[i]);
+}
+
+// dst[i] = src[i] rounded to binary16 (nearest even; NaN -> sign | 0x7E00): the bits of
+// cml_f32_to_f16.
+CMLC_F16C_TARGET void cmlc__gemm_narrow_f16_f16c(const float* src, uint16_t* dst, int64_t n) {
+  const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+  const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(src + i);
+    // A NaN becomes the canonical quiet NaN of its sign, which converts to sign | 0x7E00.
+    const __m256 canon = _mm256_or_ps(_mm256_and_ps(v, sign), qnan);
+    v = _mm256_blendv_ps(v, canon, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    _mm_storeu_si128((__m128i*)(dst + i),
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  for (; i < n; ++i) dst[i] = cml_f32_to_f16(src[i]);
+}
+
 #else
 // Keeps the translation unit non-empty on other architectures.
 typedef int cmlc_gemm_avx2_unused_t;

@@ -308,6 +308,50 @@ CMLC_AVX512_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, con
   }
 }
 
+//===--- packing ---===//
+
+// Transposes 16 rows of 16 floats (row j at src + j * ld) into out[k * ldo + j]: 32-bit and
+// 64-bit interleaves within 128-bit lanes, then a 4 x 4 transpose of the lanes.
+static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_transpose16(
+    const float* src, int64_t ld, float* out, int64_t ldo) {
+  __m512 r[16], t[16], u[16];
+  for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(src + j * ld);
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4i + e], lane L: rows 4i..4i+3 at k = 4L + e.
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int e = 0; e < 4; ++e) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x44);
+    const __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xEE);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x44);
+    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xEE);
+    _mm512_storeu_ps(out + (0 + e) * ldo, _mm512_shuffle_f32x4(v0, v2, 0x88));
+    _mm512_storeu_ps(out + (4 + e) * ldo, _mm512_shuffle_f32x4(v0, v2, 0xDD));
+    _mm512_storeu_ps(out + (8 + e) * ldo, _mm512_shuffle_f32x4(v1, v3, 0x88));
+    _mm512_storeu_ps(out + (12 + e) * ldo, _mm512_shuffle_f32x4(v1, v3, 0xDD));
+  }
+}
+
+// Packs a 32-column sliver of a transposed B (column j's k run at src + j * ld, kc values) into
+// sliver[kk * 32 + j]: 16 x 16 register transposes, the last kc % 16 values one by one.
+CMLC_AVX512_TARGET void cmlc__gemm_pack_bt_f32_avx512(const float* src, int64_t ld, int64_t kc,
+                                                      float* sliver) {
+  int64_t kk = 0;
+  for (; kk + 16 <= kc; kk += 16) {
+    cmlc_avx512_transpose16(src + kk, ld, sliver + kk * 32, 32);
+    cmlc_avx512_transpose16(src + 16 * ld + kk, ld, sliver + kk * 32 + 16, 32);
+  }
+  for (; kk < kc; ++kk)
+    for (int j = 0; j < 32; ++j) sliver[kk * 32 + j] = src[j * ld + kk];
+}
+
 #else
 // Keeps the translation unit non-empty on other architectures.
 typedef int cmlc_gemm_avx512_unused_t;

@@ -1,20 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
-// kernels/x86_64/gemm_x86_64_avx512bf16.c: bf16 x bf16 -> f32 GEMM with AVX-512 BF16
-// (vdpbf16ps): packing of k pairs, a 12 x 32 micro-kernel and its cache-blocked driver. Only
-// called when options->avx512_bf16 (linalg.c); compiled with function attributes, so the file
-// needs no global -m flags.
+// kernels/x86_64/gemm_x86_64_avx512bf16.c: bf16 x bf16 -> f32 or bf16 GEMM with AVX-512 BF16
+// (vdpbf16ps): packing of k pairs, a 12 x 32 micro-kernel whose store can round to bf16, and
+// its cache-blocked driver. Only called when options->avx512_bf16 (linalg.c); compiled with
+// function attributes, so the file needs no global -m flags.
 //
 // vdpbf16ps multiplies pairs of bf16 values and adds both products to an f32 lane:
 // c[i] += a[2i] * b[2i] + a[2i+1] * b[2i+1]. So B is packed in NR-column slivers of k pairs
 // (for each pair: 32 columns x {k even, k odd}, one zmm per 16 columns) and A in MR-row slivers
 // of k pairs (one 32-bit {k even, k odd} value per row, broadcast). An odd k is padded with a
 // zero in both operands, and a partial tile with zero rows / columns, so padding adds 0 * 0.
+// Packing has vector / word-copy fast paths for row-major and transposed operands (offset
+// tables that are affine), and a gather through the tables for any other layout.
 //
 // Loops, per batch: jc over N in NC-column blocks, pc over K in KC-deep blocks (sequential,
-// accumulated into C in f32 in the same order for every tile), then tasks of (MC-row block of
-// A, run of B slivers) on the pool: a task packs its A block and runs the micro-kernel; the B
-// panel is packed once per (jc, pc) by all threads. Tasks never split K and a tile's arithmetic
-// does not depend on its place or thread, so the result does not depend on the thread count.
+// accumulated in f32 in the same order for every tile), then tasks of (MC-row block of A, run
+// of B slivers) on the pool: a task packs its A block and runs the micro-kernel; the B panel is
+// packed once per (jc, pc) by all threads. Tasks never split K and a tile's arithmetic does not
+// depend on its place or thread, so the result does not depend on the thread count.
+//
+// bf16 output: the micro-kernel of the last k block rounds its f32 sums to bf16 in registers
+// and stores them to the output (round to nearest even, NaN -> the canonical quiet NaN of its
+// sign: the same bits as rounding the f32 result with cml_f64_to_bf16). Earlier k blocks (only
+// when K > KC) keep f32 partial sums in the caller's f32 buffer. There is no conversion pass.
 //
 // Accuracy (documented bound, checked by tests/unit/c_kernels_gemm_bf16_test.c): bf16 x bf16
 // products are exact in f32; each vdpbf16ps adds two of them to the f32 accumulator (Intel
@@ -32,17 +39,46 @@
 enum {
   CMLC_BF_MR = 12,
   CMLC_BF_NR = 32,
-  CMLC_BF_KC = 512,   // k values per block (even): 256 pairs
-  CMLC_BF_MC = 144,   // a multiple of MR
+  // k values per block (even): 256 pairs. The packed B sliver (256 x 32 pairs, 32 KiB) is
+  // re-read from L1/L2 by every A sliver of the block; a K up to 512 is one block, so a bf16
+  // output needs no f32 partial sums. (KC 256 / MC 288 measured the same on Zen 4.)
+  CMLC_BF_KC = 512,
+  CMLC_BF_MC = 144,   // a multiple of MR; the A block (144 x 256 pairs, 144 KiB) stays in L2
   CMLC_BF_NC = 2048,  // a multiple of NR
 };
 
 #define CMLC_BF_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
+// Marks an offset table that is not affine.
+#define CMLC_BF_NOT_AFFINE INT64_MIN
+
 static int64_t cmlc_bf_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t cmlc_bf_round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
+// Returns the stride when offsets[i] == i * stride for all i < count, else NOT_AFFINE.
+static int64_t cmlc_bf_affine(const int64_t* offsets, int64_t count) {
+  if (count <= 1) return 0;
+  const int64_t stride = offsets[1] - offsets[0];
+  if (offsets[0] != 0) return CMLC_BF_NOT_AFFINE;
+  for (int64_t i = 2; i < count; ++i)
+    if (offsets[i] != i * stride) return CMLC_BF_NOT_AFFINE;
+  return stride;
+}
+
 //===--- micro-kernel ---===//
+
+// Rounds 16 f32 lanes to bf16 (nearest even; NaN -> sign | 0x7FC0), in the low 16 bits of each
+// 32-bit lane: bit-identical to cml_f64_to_bf16 of each value (exact f32 -> f64 first).
+static inline __attribute__((always_inline)) CMLC_BF_TARGET __m512i cmlc_bf_round(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i hi = _mm512_srli_epi32(u, 16);
+  const __m512i bias =
+      _mm512_add_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7FFF));
+  const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
+  const __m512i qnan =
+      _mm512_or_si512(_mm512_and_si512(hi, _mm512_set1_epi32(0x8000)), _mm512_set1_epi32(0x7FC0));
+  return _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), qnan);
+}
 
 #define CMLC_BF_ROW(r, i)                                  \
   do {                                                     \
@@ -59,16 +95,25 @@ static int64_t cmlc_bf_round_up(int64_t x, int64_t to) { return (x + to - 1) / t
         acc##r##0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr_), acc##r##0);      \
         acc##r##1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr_ + 16), acc##r##1); \
       }                                                                            \
-      _mm512_mask_storeu_ps(cr_, m0, acc##r##0);                                   \
-      _mm512_mask_storeu_ps(cr_ + 16, m1, acc##r##1);                              \
+      if (out) {                                                                   \
+        uint16_t* or_ = out + (int64_t)(i)*ldo;                                    \
+        _mm512_mask_cvtepi32_storeu_epi16(or_, m0, cmlc_bf_round(acc##r##0));      \
+        _mm512_mask_cvtepi32_storeu_epi16(or_ + 16, m1, cmlc_bf_round(acc##r##1)); \
+      } else {                                                                     \
+        _mm512_mask_storeu_ps(cr_, m0, acc##r##0);                                 \
+        _mm512_mask_storeu_ps(cr_ + 16, m1, acc##r##1);                            \
+      }                                                                            \
     }                                                                              \
   } while (0)
 
-// C[rows x cols] = (accumulate ? C : 0) + A sliver x B sliver over |kp| k pairs. |a|: kp x MR
-// packed pairs; |b|: kp x NR x 2 bf16 (both zero padded).
+// Sums = (accumulate ? C : 0) + A sliver x B sliver over |kp| k pairs, for rows x cols of the
+// tile. |a|: kp x MR packed pairs; |b|: kp x NR x 2 bf16 (both zero padded). The sums go to C
+// (f32, row stride |ldc|), or, when |out| is not NULL, rounded to bf16 to |out| (row stride
+// |ldo|; C is then only read, when |accumulate|).
 CMLC_BF_TARGET void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint32_t* a,
                                                          const uint16_t* b, float* c, int64_t ldc,
-                                                         int accumulate, int rows, int cols) {
+                                                         int accumulate, uint16_t* out, int64_t ldo,
+                                                         int rows, int cols) {
   __m512 acc00 = _mm512_setzero_ps(), acc01 = _mm512_setzero_ps();
   __m512 acc10 = _mm512_setzero_ps(), acc11 = _mm512_setzero_ps();
   __m512 acc20 = _mm512_setzero_ps(), acc21 = _mm512_setzero_ps();
@@ -81,6 +126,17 @@ CMLC_BF_TARGET void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint3
   __m512 acc90 = _mm512_setzero_ps(), acc91 = _mm512_setzero_ps();
   __m512 accA0 = _mm512_setzero_ps(), accA1 = _mm512_setzero_ps();
   __m512 accB0 = _mm512_setzero_ps(), accB1 = _mm512_setzero_ps();
+  // Fetch the tile's partial sums and output rows while the k loop runs.
+  for (int r = 0; r < rows; ++r) {
+    if (accumulate || !out) {
+      _mm_prefetch((const char*)(c + (int64_t)r * ldc), _MM_HINT_T0);
+      _mm_prefetch((const char*)(c + (int64_t)r * ldc + 31), _MM_HINT_T0);
+    }
+    if (out) {
+      _mm_prefetch((const char*)(out + (int64_t)r * ldo), _MM_HINT_T0);
+      _mm_prefetch((const char*)(out + (int64_t)r * ldo + 31), _MM_HINT_T0);
+    }
+  }
   for (int64_t q = 0; q < kp; ++q) {
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void*)b);
     const __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void*)(b + 32));
@@ -122,16 +178,62 @@ CMLC_BF_TARGET void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint3
 
 //===--- packing ---===//
 
+// The operands' layouts, from their offset tables.
+typedef struct cmlc_bf_access_t {
+  int64_t a_row, a_col, b_row, b_col;  // strides, or CMLC_BF_NOT_AFFINE
+} cmlc_bf_access_t;
+
+// Two consecutive bf16 values as one {even, odd} pair word (little endian).
+static inline uint32_t cmlc_bf_pair(const uint16_t* p) {
+  uint32_t w;
+  memcpy(&w, p, sizeof w);
+  return w;
+}
+
 // Packs A rows [ic, ic+mc) x k [pc, pc+kc) of batch |bt| into MR-row slivers of k pairs.
-static void cmlc_bf_pack_a(const cmlc__gemm_operand_t* a, int64_t bt, int64_t ic, int64_t mc,
-                           int64_t pc, int64_t kc, uint32_t* dst) {
+static void cmlc_bf_pack_a(const cmlc__gemm_operand_t* a, const cmlc_bf_access_t* acc, int64_t bt,
+                           int64_t ic, int64_t mc, int64_t pc, int64_t kc, uint32_t* dst) {
   const uint16_t* data = (const uint16_t*)a->data + a->batch_offsets[bt];
   const int64_t* cols = a->col_offsets + pc;
-  const int64_t kp = (kc + 1) / 2;
-  const bool contiguous = kc < 2 || cols[1] - cols[0] == 1;
+  const int64_t kp = (kc + 1) / 2, full = kc / 2;
   for (int64_t i = 0; i < mc; i += CMLC_BF_MR) {
     uint32_t* sliver = dst + i * kp;
     const int rows = (int)cmlc_bf_min(CMLC_BF_MR, mc - i);
+    if (acc->a_row == 1 && acc->a_col != CMLC_BF_NOT_AFFINE && rows == CMLC_BF_MR) {
+      // Transposed A (rows contiguous): MR consecutive values per k.
+      const int64_t cs = acc->a_col;
+      const uint16_t* src = data + (ic + i) + pc * cs;
+      for (int64_t q = 0; q < kp; ++q) {
+        const uint16_t* r0 = src + 2 * q * cs;
+        uint32_t* d = sliver + q * CMLC_BF_MR;
+        if (2 * q + 1 < kc) {
+          const uint16_t* r1 = r0 + cs;
+          for (int r = 0; r < CMLC_BF_MR; ++r) d[r] = (uint32_t)r0[r] | (uint32_t)r1[r] << 16;
+        } else {
+          for (int r = 0; r < CMLC_BF_MR; ++r) d[r] = r0[r];
+        }
+      }
+      continue;
+    }
+    if (acc->a_col == 1) {
+      // Row-major A: the k pairs of a row are consecutive words; MR row streams are read
+      // side by side so the sliver is written in order.
+      const uint16_t* src[CMLC_BF_MR];
+      for (int r = 0; r < CMLC_BF_MR; ++r)
+        src[r] = data + a->row_offsets[ic + i + (r < rows ? r : 0)] + pc;
+      for (int64_t q = 0; q < full; ++q) {
+        uint32_t* d = sliver + q * CMLC_BF_MR;
+        for (int r = 0; r < CMLC_BF_MR; ++r) d[r] = cmlc_bf_pair(src[r] + 2 * q);
+      }
+      if (kp > full) {
+        for (int r = 0; r < CMLC_BF_MR; ++r) sliver[full * CMLC_BF_MR + r] = src[r][2 * full];
+      }
+      if (rows < CMLC_BF_MR) {
+        for (int64_t q = 0; q < kp; ++q)
+          for (int r = rows; r < CMLC_BF_MR; ++r) sliver[q * CMLC_BF_MR + r] = 0;
+      }
+      continue;
+    }
     for (int r = 0; r < CMLC_BF_MR; ++r) {
       if (r >= rows) {
         for (int64_t q = 0; q < kp; ++q) sliver[q * CMLC_BF_MR + r] = 0;
@@ -141,23 +243,67 @@ static void cmlc_bf_pack_a(const cmlc__gemm_operand_t* a, int64_t bt, int64_t ic
       for (int64_t q = 0; q < kp; ++q) {
         const int64_t k0 = 2 * q;
         const uint32_t lo = row[cols[k0]];
-        const uint32_t hi = k0 + 1 < kc ? row[contiguous ? cols[k0] + 1 : cols[k0 + 1]] : 0u;
+        const uint32_t hi = k0 + 1 < kc ? row[cols[k0 + 1]] : 0u;
         sliver[q * CMLC_BF_MR + r] = lo | hi << 16;
       }
     }
   }
 }
 
+// Interleaves two rows of 32 bf16 (|r1| may be NULL: zeros) into 32 {even, odd} pairs, the
+// columns past |cols| zero.
+static inline __attribute__((always_inline)) CMLC_BF_TARGET void cmlc_bf_interleave(
+    const uint16_t* r0, const uint16_t* r1, __mmask32 m, uint16_t* d) {
+  static const uint16_t lo_idx[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                      8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  static const uint16_t hi_idx[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                      53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                      27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i x = _mm512_maskz_loadu_epi16(m, r0);
+  const __m512i y = r1 ? _mm512_maskz_loadu_epi16(m, r1) : _mm512_setzero_si512();
+  _mm512_storeu_si512((void*)d,
+                      _mm512_permutex2var_epi16(x, _mm512_loadu_si512((const void*)lo_idx), y));
+  _mm512_storeu_si512((void*)(d + 32),
+                      _mm512_permutex2var_epi16(x, _mm512_loadu_si512((const void*)hi_idx), y));
+}
+
 // Packs B slivers [s0, s1) of k [pc, pc+kc) x columns [jc, jc+nc) of batch |bt|.
-static void cmlc_bf_pack_b(const cmlc__gemm_operand_t* bop, int64_t bt, int64_t jc, int64_t nc,
-                           int64_t pc, int64_t kc, int64_t s0, int64_t s1, uint16_t* panel) {
+static CMLC_BF_TARGET void cmlc_bf_pack_b(const cmlc__gemm_operand_t* bop,
+                                          const cmlc_bf_access_t* acc, int64_t bt, int64_t jc,
+                                          int64_t nc, int64_t pc, int64_t kc, int64_t s0,
+                                          int64_t s1, uint16_t* panel) {
   const uint16_t* data = (const uint16_t*)bop->data + bop->batch_offsets[bt];
-  const int64_t kp = (kc + 1) / 2;
+  const int64_t kp = (kc + 1) / 2, full = kc / 2;
   for (int64_t s = s0; s < s1; ++s) {
     uint16_t* sliver = panel + s * kp * 2 * CMLC_BF_NR;
     const int64_t col0 = s * CMLC_BF_NR;
     const int64_t cols = cmlc_bf_min(CMLC_BF_NR, nc - col0);
     const int64_t* coff = bop->col_offsets + jc + col0;
+    if (acc->b_col == 1) {
+      // Row-major B: two k rows of 32 columns interleave into one pair row.
+      const __mmask32 m = cols >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << cols) - 1u);
+      for (int64_t q = 0; q < kp; ++q) {
+        const int64_t k0 = pc + 2 * q;
+        const uint16_t* r0 = data + bop->row_offsets[k0] + jc + col0;
+        const uint16_t* r1 = k0 + 1 < pc + kc ? data + bop->row_offsets[k0 + 1] + jc + col0 : NULL;
+        cmlc_bf_interleave(r0, r1, m, sliver + q * 2 * CMLC_BF_NR);
+      }
+      continue;
+    }
+    uint32_t* words = (uint32_t*)(void*)sliver;
+    if (acc->b_row == 1) {
+      // Transposed B (k contiguous): the k pairs of a column are consecutive words.
+      for (int64_t j = 0; j < CMLC_BF_NR; ++j) {
+        if (j >= cols) {
+          for (int64_t q = 0; q < kp; ++q) words[q * CMLC_BF_NR + j] = 0;
+          continue;
+        }
+        const uint16_t* src = data + coff[j] + pc;
+        for (int64_t q = 0; q < full; ++q) words[q * CMLC_BF_NR + j] = cmlc_bf_pair(src + 2 * q);
+        if (kp > full) words[full * CMLC_BF_NR + j] = src[2 * full];
+      }
+      continue;
+    }
     for (int64_t q = 0; q < kp; ++q) {
       const int64_t k0 = pc + 2 * q;
       const uint16_t* r0 = data + bop->row_offsets[k0];
@@ -176,6 +322,8 @@ static void cmlc_bf_pack_b(const cmlc__gemm_operand_t* bop, int64_t bt, int64_t 
 
 typedef struct cmlc_bf_ctx_t {
   const cmlc__gemm_problem_t* p;
+  uint16_t* out;  // bf16 output [batch, m, n], or NULL for f32 output in p->c
+  cmlc_bf_access_t acc;
   int64_t kc_max, mc_max, nc_max;
   size_t a_elems, b_elems;  // uint32 pairs per A block, uint16 per B panel
   void* scratch;
@@ -202,7 +350,7 @@ size_t cmlc__gemm_bf16_scratch(int64_t m, int64_t n, int64_t k, int threads) {
 static void cmlc_bf_pack_b_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_bf_ctx_t* c = vctx;
-  cmlc_bf_pack_b(&c->p->b, c->bt, c->jc, c->nc, c->pc, c->kc, begin, end, c->panel);
+  cmlc_bf_pack_b(&c->p->b, &c->acc, c->bt, c->jc, c->nc, c->pc, c->kc, begin, end, c->panel);
 }
 
 static void cmlc_bf_tile_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
@@ -211,35 +359,48 @@ static void cmlc_bf_tile_task(void* vctx, int64_t begin, int64_t end, int thread
   uint32_t* abuf = (uint32_t*)c->scratch + (size_t)thread_index * c->a_elems;
   const int64_t kp = (c->kc + 1) / 2;
   float* cb = p->c + c->bt * p->m * p->n;
+  // The last k block rounds straight into a bf16 output.
+  uint16_t* ob = c->out && c->pc + c->kc >= p->k ? c->out + c->bt * p->m * p->n : NULL;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t ib = t / c->n_chunks, chunk = t % c->n_chunks;
     const int64_t ic = ib * c->mc_max;
     const int64_t mc = cmlc_bf_min(c->mc_max, p->m - ic);
     const int64_t s0 = chunk * c->slivers_per_chunk;
     const int64_t s1 = cmlc_bf_min(c->slivers, s0 + c->slivers_per_chunk);
-    cmlc_bf_pack_a(&p->a, c->bt, ic, mc, c->pc, c->kc, abuf);
+    cmlc_bf_pack_a(&p->a, &c->acc, c->bt, ic, mc, c->pc, c->kc, abuf);
     for (int64_t s = s0; s < s1; ++s) {
       const int64_t col0 = c->jc + s * CMLC_BF_NR;
       const int cols = (int)cmlc_bf_min(CMLC_BF_NR, c->jc + c->nc - col0);
       const uint16_t* bs = c->panel + s * kp * 2 * CMLC_BF_NR;
       for (int64_t i = 0; i < mc; i += CMLC_BF_MR) {
         const int rows = (int)cmlc_bf_min(CMLC_BF_MR, mc - i);
-        cmlc__gemm_ukernel_bf16_avx512_12x32(kp, abuf + i * kp, bs, cb + (ic + i) * p->n + col0,
-                                             p->n, c->pc > 0, rows, cols);
+        const int64_t at = (ic + i) * p->n + col0;
+        cmlc__gemm_ukernel_bf16_avx512_12x32(kp, abuf + i * kp, bs, cb + at, p->n, c->pc > 0,
+                                             ob ? ob + at : NULL, p->n, rows, cols);
       }
     }
   }
 }
 
-void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, cmlc_pool_t* pool, void* scratch, int threads) {
+void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, uint16_t* out_bf16, cmlc_pool_t* pool,
+                     void* scratch, int threads) {
   if (p->batch <= 0 || p->m <= 0 || p->n <= 0) return;
   if (p->k <= 0) {
-    memset(p->c, 0, (size_t)(p->batch * p->m * p->n) * sizeof(float));
+    if (out_bf16) {
+      memset(out_bf16, 0, (size_t)(p->batch * p->m * p->n) * sizeof(uint16_t));
+    } else {
+      memset(p->c, 0, (size_t)(p->batch * p->m * p->n) * sizeof(float));
+    }
     return;
   }
   cmlc_bf_ctx_t c;
   memset(&c, 0, sizeof c);
   c.p = p;
+  c.out = out_bf16;
+  c.acc.a_row = cmlc_bf_affine(p->a.row_offsets, p->m);
+  c.acc.a_col = cmlc_bf_affine(p->a.col_offsets, p->k);
+  c.acc.b_row = cmlc_bf_affine(p->b.row_offsets, p->k);
+  c.acc.b_col = cmlc_bf_affine(p->b.col_offsets, p->n);
   cmlc_bf_sizes(p->m, p->n, p->k, &c);
   if (threads < 1) threads = 1;
   int pool_threads = cmlc_pool_thread_count(pool);

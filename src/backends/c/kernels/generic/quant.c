@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/generic/quant.c: the quantized kernel group: FusedQuantizedDense and
+// QuantizedEmbeddingLookup (cml/fused.h) on every format, with its lookup and capabilities.
+//
+// Weights are never dequantized as a whole: the GGML kernel decodes one block (32 or 256
+// values) into registers/stack and uses it at once for every activation row (so a batch-N call
+// decodes each block once, not N times); the Linear/NF4 kernel decodes one strip of at most
+// CMLC_Q_TILE output columns of one weight row at a time. Work is split over output columns
+// (GGML: weight rows; Linear/NF4: column tiles), each column computed by one task in a fixed
+// order, so results never depend on the thread count. Sums are in f32 per block, accumulated in
+// f32 across blocks, as ggml does; against the decomposition (f32 weights, DotGeneral) the
+// results differ by summation order only: |y - y_ref| <= K * 2^-22 * sum_k |x_k * w_k|
+// (checked by tests/unit/quant_test.c with that bound).
+//
+// Batch-1 GGML products of Q4_0, Q8_0, Q4_K and Q6_K go to the SIMD row kernels
+// (kernels/x86_64/quant_x86_64_avx512.c, quant_x86_64_avx2.c) when the ISA allows; batch-N
+// products of every format to the AVX2 panel kernel; the rest (and "reference=true" or a CPU
+// without AVX2) to the scalar block kernel here.
+#include <string.h>
+
+#include "backends/c/kernels/generic/quant_internal.h"
+#include "core/quant_blocks.h"
+
+#define CMLC_Q_TILE 64
+
+//===--- activations ---===//
+
+static inline float cmlc_q_act(int32_t act, float v) {
+  switch (act) {
+    case CML_ACTIVATION_GELU:
+      return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case CML_ACTIVATION_RELU:
+      return v > 0 ? v : 0.0f;
+    case CML_ACTIVATION_SILU:
+      return v / (1.0f + expf(-v));
+    case CML_ACTIVATION_HARD_SWISH: {
+      float t = v / 6.0f + 0.5f;
+      t = t < 0 ? 0.0f : (t > 1 ? 1.0f : t);
+      return v * t;
+    }
+    case CML_ACTIVATION_TANH:
+      return tanhf(v);
+    default:
+      return v;
+  }
+}
+
+//===--- GGML dense ---===//
+
+typedef struct cmlc_q_ggml_ctx_t {
+  cml_ggml_type_t type;
+  const uint8_t* w;
+  int64_t row_bytes, k, m, n;
+  const float* x;
+  const float* bias;
+  float* y;
+  int32_t act;
+  cmlc_quant_gemv_fn simd;
+  bool gemm;     // batch-N rows through cmlc_quant_gemm_avx2
+  float* panel;  // its scratch: 4 * k floats per thread
+} cmlc_q_ggml_ctx_t;
+
+static void cmlc_q_ggml_rows(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  const cmlc_q_ggml_ctx_t* c = vctx;
+  const int64_t vpb = cml__qb_values[c->type], bpb = cml__qb_bytes[c->type];
+  const int64_t nb = c->k / vpb;
+  float tmp[256];
+  float acc[16];
+  if (c->m == 1 && c->simd &&
+      c->simd(c->type, c->w + begin * c->row_bytes, c->row_bytes, end - begin, c->x, c->k,
+              c->y + begin)) {
+    for (int64_t r = begin; r < end; ++r) {
+      c->y[r] = cmlc_q_act(c->act, c->y[r] + (c->bias ? c->bias[r] : 0.0f));
+    }
+    return;
+  }
+#if defined(CMLC_HAVE_X86_64)
+  if (c->m > 1 && c->gemm) {
+    cmlc_quant_gemm_avx2(c->type, c->w + begin * c->row_bytes, c->row_bytes, end - begin, c->x,
+                         c->m, c->k, c->y + begin, c->n, c->panel + thread_index * 4 * c->k);
+    for (int64_t i = 0; i < c->m; ++i) {
+      float* y = c->y + i * c->n;
+      for (int64_t r = begin; r < end; ++r) {
+        y[r] = cmlc_q_act(c->act, y[r] + (c->bias ? c->bias[r] : 0.0f));
+      }
+    }
+    return;
+  }
+#endif
+  for (int64_t r = begin; r < end; ++r) {
+    const uint8_t* row = c->w + r * c->row_bytes;
+    // Activation rows in groups of 16 accumulators, each block decoded once per group.
+    for (int64_t m0 = 0; m0 < c->m; m0 += 16) {
+      const int64_t mc = c->m - m0 < 16 ? c->m - m0 : 16;
+      for (int64_t i = 0; i < mc; ++i) acc[i] = 0;
+      for (int64_t bi = 0; bi < nb; ++bi) {
+        cml__qb_decode(c->type, row + bi * bpb, tmp);
+        for (int64_t i = 0; i < mc; ++i) {
+          const float* x = c->x + (m0 + i) * c->k + bi * vpb;
+          float s = 0;
+          for (int64_t j = 0; j < vpb; ++j) s += tmp[j] * x[j];
+          acc[i] += s;
+        }
+      }
+      for (int64_t i = 0; i < mc; ++i) {
+        c->y[(m0 + i) * c->n + r] = cmlc_q_act(c->act, acc[i] + (c->bias ? c->bias[r] : 0.0f));
+      }
+    }
+  }
+}
+
+//===--- Linear / NF4 dense ---===//
+
+typedef struct cmlc_q_lin_ctx_t {
+  cml_dtype_t wdt;
+  bool nf4;
+  const uint8_t* w;
+  const float* scale;
+  const float* zero;
+  const float* bias;
+  int64_t k, m, n, block, nb;
+  const float* x;
+  float* y;
+  int32_t act;
+} cmlc_q_lin_ctx_t;
+
+// The stored integer of element |e| of the weights.
+static inline int cmlc_q_int_at(cml_dtype_t dt, const uint8_t* w, int64_t e) {
+  switch (dt) {
+    case CML_DTYPE_I8:
+      return (int8_t)w[e];
+    case CML_DTYPE_U8:
+      return w[e];
+    case CML_DTYPE_I4: {
+      int v = (w[e >> 1] >> ((e & 1) * 4)) & 15;
+      return v >= 8 ? v - 16 : v;
+    }
+    case CML_DTYPE_U4:
+      return (w[e >> 1] >> ((e & 1) * 4)) & 15;
+    case CML_DTYPE_I2: {
+      int v = (w[e >> 2] >> ((e & 3) * 2)) & 3;
+      return v >= 2 ? v - 4 : v;
+    }
+    default:  // U2
+      return (w[e >> 2] >> ((e & 3) * 2)) & 3;
+  }
+}
+
+static void cmlc_q_lin_tiles(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_q_lin_ctx_t* c = vctx;
+  const float* nf4 = cml_quant_nf4_table();
+  float wt[CMLC_Q_TILE];
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t n0 = t * CMLC_Q_TILE;
+    const int64_t n1 = n0 + CMLC_Q_TILE < c->n ? n0 + CMLC_Q_TILE : c->n;
+    const int64_t w = n1 - n0;
+    for (int64_t i = 0; i < c->m; ++i) memset(c->y + i * c->n + n0, 0, sizeof(float) * (size_t)w);
+    for (int64_t kk = 0; kk < c->k; ++kk) {
+      const float* srow = c->scale + kk * c->nb;
+      const float* zrow = c->zero ? c->zero + kk * c->nb : NULL;
+      for (int64_t j = 0; j < w; ++j) {
+        const int64_t col = n0 + j, blk = col / c->block;
+        const int q = cmlc_q_int_at(c->wdt, c->w, kk * c->n + col);
+        wt[j] = c->nf4 ? nf4[q & 15] * srow[blk] : (float)q * srow[blk] + (zrow ? zrow[blk] : 0.0f);
+      }
+      for (int64_t i = 0; i < c->m; ++i) {
+        const float xv = c->x[i * c->k + kk];
+        float* y = c->y + i * c->n + n0;
+        for (int64_t j = 0; j < w; ++j) y[j] += xv * wt[j];
+      }
+    }
+    for (int64_t i = 0; i < c->m; ++i) {
+      float* y = c->y + i * c->n + n0;
+      for (int64_t j = 0; j < w; ++j) {
+        y[j] = cmlc_q_act(c->act, y[j] + (c->bias ? c->bias[n0 + j] : 0.0f));
+      }
+    }
+  }
+}
+
+static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
+  const cml_ir_fused_attrs_t* a = &args->node->attrs->fused;
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_shape_t* ws = args->input_shapes[1];
+  const int64_t k = xs->dims[xs->rank - 1];
+  const int64_t m = k > 0 ? cml_shape_element_count(xs) / k : 0;
+  uint32_t next = 2;
+  const float* scale = NULL;
+  const float* zero = NULL;
+  const float* bias = NULL;
+  if (a->optional_inputs & 1u) scale = args->inputs[next++];
+  if (a->optional_inputs & 2u) zero = args->inputs[next++];
+  if (a->optional_inputs & 4u) bias = args->inputs[next++];
+  float* y = args->outputs[0];
+  if (a->quant_scheme == CML_QUANT_GGML) {
+    cmlc_q_ggml_ctx_t c = {(cml_ggml_type_t)a->quant_ggml_type,
+                           args->inputs[1],
+                           ws->dims[1],
+                           k,
+                           m,
+                           ws->dims[0],
+                           args->inputs[0],
+                           bias,
+                           y,
+                           a->activation,
+                           NULL,
+                           false,
+                           args->scratch};
+    cmlc_pool_t* pool = args->pool;
+#if defined(CMLC_HAVE_X86_64)
+    if (args->options->isa >= CMLC_ISA_AVX2 && !args->options->reference) {
+      c.simd =
+          args->options->isa >= CMLC_ISA_AVX512 ? cmlc_quant_gemv_avx512 : cmlc_quant_gemv_avx2;
+      c.gemm = args->scratch != NULL;
+      const int threads = args->options->threads > 0 ? args->options->threads : 1;
+      if (cmlc_pool_thread_count(pool) > threads) pool = NULL;  // the scratch has |threads| panels
+    }
+#endif
+    if (m == 0 || c.n == 0) return CML_OK;
+    if (k == 0) {
+      for (int64_t i = 0; i < m * c.n; ++i) y[i] = cmlc_q_act(c.act, bias ? bias[i % c.n] : 0);
+      return CML_OK;
+    }
+    int64_t chunk = 65536 / (k * m);
+    if (chunk < 4) chunk = 4;  // whole 4-row panels
+    cmlc_parallel_for(pool, c.n, chunk, cmlc_q_ggml_rows, &c);
+    return CML_OK;
+  }
+  const int64_t n = ws->dims[1];
+  cmlc_q_lin_ctx_t c = {ws->dtype,
+                        a->quant_scheme == CML_QUANT_NF4,
+                        args->inputs[1],
+                        scale,
+                        zero,
+                        bias,
+                        k,
+                        m,
+                        n,
+                        a->quant_block_size,
+                        args->input_shapes[2]->dims[1],
+                        args->inputs[0],
+                        y,
+                        a->activation};
+  if (m == 0 || n == 0) return CML_OK;
+  const int64_t tiles = (n + CMLC_Q_TILE - 1) / CMLC_Q_TILE;
+  int64_t chunk = 65536 / ((k + 1) * m * CMLC_Q_TILE);
+  cmlc_parallel_for(args->pool, tiles, chunk < 1 ? 1 : chunk, cmlc_q_lin_tiles, &c);
+  return CML_OK;
+}
+
+//===--- QuantizedEmbeddingLookup ---===//
+
+// Index |i| of |indices| (any integer dtype), or -1 when it does not fit int64.
+static int64_t cmlc_q_index(cml_dtype_t dt, const void* p, int64_t i) {
+  switch (dt) {
+    case CML_DTYPE_I8:
+      return ((const int8_t*)p)[i];
+    case CML_DTYPE_I16:
+      return ((const int16_t*)p)[i];
+    case CML_DTYPE_I32:
+      return ((const int32_t*)p)[i];
+    case CML_DTYPE_I64:
+      return ((const int64_t*)p)[i];
+    case CML_DTYPE_U8:
+      return ((const uint8_t*)p)[i];
+    case CML_DTYPE_U16:
+      return ((const uint16_t*)p)[i];
+    case CML_DTYPE_U32:
+      return ((const uint32_t*)p)[i];
+    case CML_DTYPE_U64: {
+      uint64_t v = ((const uint64_t*)p)[i];
+      return v > (uint64_t)INT64_MAX ? -1 : (int64_t)v;
+    }
+    default:
+      return -1;
+  }
+}
+
+typedef struct cmlc_q_embed_ctx_t {
+  cml_ggml_type_t type;
+  const uint8_t* data;
+  int64_t row_bytes, k;
+  cml_dtype_t idt;
+  const void* idx;
+  float* y;
+} cmlc_q_embed_ctx_t;
+
+static void cmlc_q_embed_rows(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_q_embed_ctx_t* c = vctx;
+  const int64_t vpb = cml__qb_values[c->type], bpb = cml__qb_bytes[c->type];
+  for (int64_t i = begin; i < end; ++i) {
+    const uint8_t* row = c->data + cmlc_q_index(c->idt, c->idx, i) * c->row_bytes;
+    for (int64_t bi = 0; bi < c->k / vpb; ++bi) {
+      cml__qb_decode(c->type, row + bi * bpb, c->y + i * c->k + bi * vpb);
+    }
+  }
+}
+
+static cml_status_t cmlc_q_embed_run(const cmlc_kernel_args_t* args) {
+  const cml_ir_fused_attrs_t* a = &args->node->attrs->fused;
+  const cml_shape_t* ds = args->input_shapes[0];
+  const cml_shape_t* is = args->input_shapes[1];
+  const cml_ggml_type_t type = (cml_ggml_type_t)a->quant_ggml_type;
+  const int64_t count = cml_shape_element_count(is);
+  const int64_t vocab = ds->dims[0];
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t v = cmlc_q_index(is->dtype, args->inputs[1], i);
+    if (v < 0 || v >= vocab) {
+      return cml_status_make(CML_STATUS_OUT_OF_RANGE,
+                             "index %lld (position %lld of indices "
+                             "%s[...]) out of range [0, %lld) of data [%lld, %lld] %s",
+                             (long long)v, (long long)i, cml_dtype_name(is->dtype),
+                             (long long)vocab, (long long)vocab, (long long)ds->dims[1],
+                             cml_ggml_type_name(type));
+    }
+  }
+  cmlc_q_embed_ctx_t c = {type,
+                          args->inputs[0],
+                          ds->dims[1],
+                          ds->dims[1] / cml__qb_bytes[type] * cml__qb_values[type],
+                          is->dtype,
+                          args->inputs[1],
+                          args->outputs[0]};
+  int64_t chunk = c.k > 0 ? 16384 / c.k : 1;
+  cmlc_parallel_for(args->pool, count, chunk < 1 ? 1 : chunk, cmlc_q_embed_rows, &c);
+  return CML_OK;
+}
+
+// Scratch of the batch-N GGML path: one 4-row float panel per thread (AVX2 only).
+static size_t cmlc_q_dense_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                                   const cmlc_options_t* options) {
+  const cml_shape_t* xs = &module->values[node->inputs[0]].shape;
+  if (node->attrs->fused.quant_scheme != CML_QUANT_GGML || options->reference ||
+      options->isa < CMLC_ISA_AVX2 || xs->rank < 1)
+    return 0;
+  const int64_t k = xs->dims[xs->rank - 1];
+  if (k <= 0 || cml_shape_element_count(xs) / k < 2) return 0;
+  const int threads = options->threads > 0 ? options->threads : 1;
+  return (size_t)threads * 4 * (size_t)k * sizeof(float);
+}
+
+//===--- lookup and capabilities ---===//
+
+static bool cmlc_q_dense_valid(const cml_module_t* module, const cml_ir_node_t* node) {
+  const cml_ir_fused_attrs_t* a = &node->attrs->fused;
+  uint32_t opt = a->optional_inputs;
+  uint32_t want = 2u + (opt & 1u) + ((opt >> 1) & 1u) + ((opt >> 2) & 1u);
+  if (node->input_count != want || node->output_count != 1) return false;
+  if (module->values[node->inputs[0]].shape.dtype != CML_DTYPE_F32) return false;
+  if (a->quant_scheme == CML_QUANT_GGML) {
+    return a->quant_ggml_type >= 0 && a->quant_ggml_type < CML_GGML_TYPE_COUNT;
+  }
+  return (a->quant_scheme == CML_QUANT_LINEAR || a->quant_scheme == CML_QUANT_NF4) && (opt & 1u) &&
+         a->quant_block_size >= 1;
+}
+
+bool cmlc_kernels_quant_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                               const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
+  (void)options;
+  if (node->op == CML_OP_FUSED_QUANTIZED_DENSE) {
+    if (!cmlc_q_dense_valid(module, node)) return false;
+    out->run = cmlc_q_dense_run;
+    out->scratch = cmlc_q_dense_scratch;
+  } else if (node->op == CML_OP_QUANTIZED_EMBEDDING_LOOKUP) {
+    const cml_ir_fused_attrs_t* a = &node->attrs->fused;
+    if (node->input_count != 2 || a->quant_scheme != CML_QUANT_GGML || a->quant_ggml_type < 0 ||
+        a->quant_ggml_type >= CML_GGML_TYPE_COUNT)
+      return false;
+    out->run = cmlc_q_embed_run;
+    out->scratch = NULL;
+  } else {
+    return false;
+  }
+  out->in_place_input = -1;
+  return true;
+}
+
+void cmlc_kernels_quant_capabilities(cml_capabilities_t* caps, const cmlc_options_t* options) {
+  if (!options->fusion || options->reference) return;
+  cml_capabilities_set_op(caps, CML_OP_FUSED_QUANTIZED_DENSE, true);
+  cml_capabilities_set_op(caps, CML_OP_QUANTIZED_EMBEDDING_LOOKUP, true);
+}

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/generic/quant_internal.h: the quantized kernel group (FusedQuantizedDense,
+// QuantizedEmbeddingLookup): its lookup and capabilities, for the dispatch table
+// (src/backends/c/dispatch.c), and the SIMD row kernels the generic file picks.
+#ifndef CML_BACKENDS_C_KERNELS_GENERIC_QUANT_INTERNAL_H_
+#define CML_BACKENDS_C_KERNELS_GENERIC_QUANT_INTERNAL_H_
+
+#include "backends/c/cmlc.h"
+#include "cml/fused.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Fills |out| for a FusedQuantizedDense or QuantizedEmbeddingLookup node (false otherwise).
+bool cmlc_kernels_quant_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                               const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+// Advertises both ops when |options| enable fusion and not the reference kernels.
+void cmlc_kernels_quant_capabilities(cml_capabilities_t* caps, const cmlc_options_t* options);
+// Dot products of |rows| GGML rows of |type| with one activation row: y[r] = sum_k w[r, k] * x[k]
+// (|row_bytes| apart, |k| values). SIMD versions return false when they lack |type|.
+typedef bool (*cmlc_quant_gemv_fn)(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes,
+                                   int64_t rows, const float* x, int64_t k, float* y);
+#if defined(CMLC_HAVE_X86_64)
+bool cmlc_quant_gemv_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                          const float* x, int64_t k, float* y);
+bool cmlc_quant_gemv_avx512(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                            const float* x, int64_t k, float* y);
+// Batch-N products of |rows| GGML rows with |m| activation rows (y[i * ldy + r]), any format;
+// |panel| is 4 * k floats of scratch (four decoded weight rows at a time).
+void cmlc_quant_gemm_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                          const float* x, int64_t m, int64_t k, float* y, int64_t ldy,
+                          float* panel);
+#endif
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // CML_BACKENDS_C_KERNELS_GENERIC_QUANT_INTERNAL_H_

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/core/autodiff.c: cml_gradients (reverse-mode differentiation over a function's nodes),
+// StopGradient, and the helpers the per-group VJP rules (autodiff_<group>.c) share.
+#include <stdio.h>
+#include <string.h>
+
+#include "autodiff_internal.h"
+
+//===--- helpers for the rules ---===//
+
+cml_value_t cml__ad_in(const cml__ad_t* ad, const cml_ir_node_t* n, uint32_t i) {
+  return cml__value_id(ad->b, n->inputs[i]);
+}
+
+cml_value_t cml__ad_out(const cml__ad_t* ad, const cml_ir_node_t* n, uint32_t k) {
+  return cml__value_id(ad->b, n->first_output + k);
+}
+
+const cml_shape_t* cml__ad_in_shape(const cml__ad_t* ad, const cml_ir_node_t* n, uint32_t i) {
+  (void)n;
+  return &ad->in_shapes[i];
+}
+
+const cml_shape_t* cml__ad_out_shape(const cml__ad_t* ad, const cml_ir_node_t* n, uint32_t k) {
+  (void)n;
+  return &ad->out_shapes[k];
+}
+
+cml_shape_t cml__ad_shape(const cml__ad_t* ad, cml_value_t v) {
+  cml_shape_t s;
+  cml_builder_value_shape(ad->b, v, &s);
+  return s;
+}
+
+bool cml__ad_wants(const cml__ad_t* ad, const cml_ir_node_t* n, uint32_t i) {
+  uint32_t v = n->inputs[i];
+  return v < ad->value_limit && ad->relevant[v];
+}
+
+cml_value_t cml__ad_scalar(cml__ad_t* ad, cml_dtype_t dtype, double value) {
+  return cml_constant_scalar_f64(ad->f, dtype, value);
+}
+
+cml_value_t cml__ad_zeros(cml__ad_t* ad, const cml_shape_t* shape) {
+  cml_value_t z = cml__ad_scalar(ad, shape->dtype, 0.0);
+  if (shape->rank == 0) return z;
+  return cml_op_broadcast_in_dim(ad->f, z, shape->dims, shape->rank, NULL, 0);
+}
+
+cml_value_t cml__ad_broadcast_to(cml__ad_t* ad, cml_value_t v, const cml_shape_t* shape) {
+  cml_shape_t s = cml__ad_shape(ad, v);
+  if (cml_shape_equal(&s, shape)) return v;
+  if (s.rank == 0) return cml_op_broadcast_in_dim(ad->f, v, shape->dims, shape->rank, NULL, 0);
+  int64_t axes[CML_MAX_RANK];
+  for (int32_t i = 0; i < s.rank; ++i) axes[i] = i;
+  return cml_op_broadcast_in_dim(ad->f, v, shape->dims, shape->rank, axes, s.rank);
+}
+
+cml_value_t cml__ad_unbroadcast(cml__ad_t* ad, cml_value_t ct, const cml_shape_t* shape) {
+  cml_shape_t s = cml__ad_shape(ad, ct);
+  if (s.rank == shape->rank) {
+    int64_t axes[CML_MAX_RANK];
+    int32_t count = 0;
+    for (int32_t i = 0; i < s.rank; ++i) {
+      if (shape->dims[i] == 1 && s.dims[i] != 1) axes[count++] = i;
+    }
+    if (count == 0) return ct;
+    return cml__ad_sum_keep(ad, ct, axes, count);
+  }
+  if (shape->rank == 0) return cml_op_reduce_sum(ad->f, ct, NULL, 0);
+  // Not a broadcast the builders accept: let Reshape report the mismatch.
+  return cml_op_reshape(ad->f, ct, shape->dims, shape->rank);
+}
+
+cml_value_t cml__ad_sum_keep(cml__ad_t* ad, cml_value_t x, const int64_t* axes, int32_t count) {
+  cml_shape_t s = cml__ad_shape(ad, x);
+  cml_value_t r = cml_op_reduce_sum(ad->f, x, axes, (size_t)count);
+  for (int32_t i = 0; i < count; ++i) s.dims[axes[i]] = 1;
+  return cml_op_reshape(ad->f, r, s.dims, s.rank);
+}
+
+cml_value_t cml__ad_mul(cml__ad_t* ad, cml_value_t x, cml_value_t y) {
+  return cml_op_mul(ad->f, x, y);
+}
+cml_value_t cml__ad_add(cml__ad_t* ad, cml_value_t x, cml_value_t y) {
+  return cml_op_add(ad->f, x, y);
+}
+cml_value_t cml__ad_sub(cml__ad_t* ad, cml_value_t x, cml_value_t y) {
+  return cml_op_sub(ad->f, x, y);
+}
+cml_value_t cml__ad_div(cml__ad_t* ad, cml_value_t x, cml_value_t y) {
+  return cml_op_div(ad->f, x, y);
+}
+
+cml_value_t cml__ad_convert(cml__ad_t* ad, cml_value_t x, cml_dtype_t dtype) {
+  cml_shape_t s = cml__ad_shape(ad, x);
+  if (s.dtype == dtype) return x;
+  return cml_op_convert_dtype(ad->f, x, dtype);
+}
+
+cml_status_t cml__ad_no_vjp(cml__ad_t* ad, const cml_ir_node_t* n, const char* why) {
+  char operands[512] = "";
+  size_t used = 0;
+  for (uint32_t i = 0; i < n->input_count && i < 4 && used < sizeof operands; ++i) {
+    char text[CML__SHAPE_TEXT];
+    int k = snprintf(operands + used, sizeof operands - used, "%s%s", i ? ", " : "",
+                     cml__shape_text(cml__ad_in_shape(ad, n, i), text));
+    if (k > 0) used += (size_t)k;
+  }
+  return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                         "%s: no VJP%s%s%s (operands %s); cml_gradients cannot differentiate "
+                         "through it",
+                         cml_op_name(n->op), why ? " (" : "", why ? why : "", why ? ")" : "",
+                         n->input_count ? operands : "none");
+}
+
+//===--- StopGradient ---===//
+
+static bool cml_ad_is_stop(const cml_ir_node_t* n) {
+  return n->op == CML_OP_IDENTITY && n->attrs && n->attrs->flag;
+}
+
+cml_value_t cml_op_stop_gradient(cml_function_t* f, cml_value_t x) {
+  if (!cml__op_begin(f, CML_OP_IDENTITY)) return CML_VALUE_INVALID;
+  uint32_t in;
+  cml_shape_t s;
+  if (!cml__op_input(f, CML_OP_IDENTITY, x, 0, &in, &s)) return CML_VALUE_INVALID;
+  cml_status_t st = cml__infer_check_dtype(CML_OP_IDENTITY, &s, "operand", true);
+  if (st != CML_OK) {
+    char text[CML__SHAPE_TEXT];
+    cml_status_free(st);
+    return cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT,
+                     "StopGradient: operand %s has an unsupported dtype",
+                     cml__shape_text(&s, text));
+  }
+  cml_ir_attrs_t attrs;
+  memset(&attrs, 0, sizeof attrs);
+  attrs.flag = true;  // Identity: marks a gradient stop (see cml/autodiff.h)
+  return cml__op_add_node(f, CML_OP_IDENTITY, &in, 1, &s, 1, &attrs);
+}
+
+//===--- the differentiator ---===//
+
+static cml__ad_rule_fn* cml_ad_rule(cml_op_t op) {
+  switch (cml_op_group(op)) {
+    case CML_OPG_ELEMENTWISE:
+      return cml__ad_vjp_elementwise;
+    case CML_OPG_REDUCE:
+      return cml__ad_vjp_reduce;
+    case CML_OPG_MOVEMENT:
+      return cml__ad_vjp_movement;
+    case CML_OPG_INDEX:
+      return cml__ad_vjp_index;
+    case CML_OPG_WINDOW:
+      return cml__ad_vjp_window;
+    case CML_OPG_LINALG:
+      return cml__ad_vjp_linalg;
+    case CML_OPG_SPECIAL:
+      return cml__ad_vjp_special;
+    case CML_OPG_CONTROL:
+      return cml__ad_vjp_control;
+    case CML_OPG_FUSED:
+      return cml__ad_vjp_fused;
+    default:
+      return NULL;
+  }
+}
+
+static bool cml_ad_differentiable(cml_dtype_t dtype) {
+  return (cml_dtype_set_t)(CML_DTYPE_BIT(dtype) & (CML_DSET_FLOAT | CML_DSET_COMPLEX)) != 0;
+}
+
+// Checks that |v| is a value of |f| itself; |what| names it in messages.
+static cml_status_t cml_ad_check_value(cml_function_t* f, cml_value_t v, const char* what,
+                                       size_t pos, uint32_t* out_index) {
+  cml_builder_t* b = f->builder;
+  uint32_t tag = v >> CML__VALUE_INDEX_BITS, index = v & CML__VALUE_INDEX_MASK;
+  if (v == CML_VALUE_INVALID) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_gradients: %s #%zu is CML_VALUE_INVALID", what, pos);
+  }
+  if (tag != b->tag) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_gradients: %s #%zu (value id 0x%08x) belongs to another builder",
+                           what, pos, (unsigned)v);
+  }
+  if (index == 0 || index >= f->impl->value_count) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_gradients: %s #%zu (value id 0x%08x) is unknown", what, pos,
+                           (unsigned)v);
+  }
+  uint32_t owner = cml__value_node(f->impl, index)->function;
+  if (owner != f->index) {
+    char text[CML__SHAPE_TEXT];
+    const char* owner_name = f->impl->functions[owner]->name;
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_gradients: %s #%zu %s is a value of function \"%s\", not of the "
+                           "differentiated function \"%s\" (values of closures, parents and "
+                           "other functions are not differentiated)",
+                           what, pos, cml__shape_text(&f->impl->values[index].shape, text),
+                           owner_name[0] ? owner_name : "<closure>",
+                           f->name[0] ? f->name : "<closure>");
+  }
+  *out_index = index;
+  return CML_OK;
+}
+
+static cml_status_t cml_ad_fail(cml_builder_t* b, cml_status_t st) {
+  cml__fail_status(b, st);
+  return cml_builder_status(b);
+}
+
+// Whether a value |n| reads (an input, or a value of |f| captured by one of its callees) needs
+// a gradient. Callees that are closures of |f| read |f|'s values through their captures.
+static bool cml_ad_node_reads_relevant(const cml__ad_t* ad, const cml_ir_node_t* n) {
+  for (uint32_t i = 0; i < n->input_count; ++i) {
+    if (cml__ad_wants(ad, n, i)) return true;
+  }
+  uint32_t callees = cml_op_callee_count(n->op);
+  for (uint32_t k = 0; k < callees; ++k) {
+    const cml_function_t* c = ad->impl->functions[n->attrs->functions[k]];
+    for (uint32_t i = 0; i < c->captures_outer.count; ++i) {
+      uint32_t v = c->captures_outer.data[i];
+      if (v < ad->value_limit && ad->relevant[v]) return true;
+    }
+  }
+  return false;
+}
+
+void cml__ad_accumulate(cml__ad_t* ad, uint32_t v, cml_value_t ct) {
+  const cml_shape_t* want = &ad->impl->values[v].shape;
+  ct = cml__ad_convert(ad, ct, want->dtype);
+  ad->ct[v] = ad->ct[v] ? cml_op_add(ad->f, ad->ct[v], ct) : ct;
+}
+
+// Forward over |f|'s nodes [begin, end): marks the values that depend on a relevant value.
+static void cml_ad_forward(cml__ad_t* ad, uint32_t begin, uint32_t end) {
+  cml__module_impl_t* impl = ad->impl;
+  bool* relevant = (bool*)ad->relevant;
+  for (uint32_t k = begin; k < end; ++k) {
+    const cml_ir_node_t* n = &impl->nodes[ad->f->nodes.data[k]];
+    if (cml_ad_is_stop(n) || !cml_ad_node_reads_relevant(ad, n)) continue;
+    for (uint32_t o = 0; o < n->output_count; ++o) {
+      uint32_t v = n->first_output + o;
+      if (cml_ad_differentiable(impl->values[v].shape.dtype)) relevant[v] = true;
+    }
+  }
+}
+
+// Backward over |f|'s nodes [begin, end), last to first: each node with a cotangent on an
+// output and a relevant operand gets its VJP rule applied.
+static cml_status_t cml_ad_backward(cml__ad_t* ad, uint32_t begin, uint32_t end) {
+  cml__module_impl_t* impl = ad->impl;
+  cml_value_t* ct = ad->ct;
+  cml_value_t cts[64], in_cts[64];
+  for (uint32_t k = end; k-- > begin;) {
+    // A copy: rules add nodes and values, which may move the module's arrays.
+    const cml_ir_node_t node = impl->nodes[ad->f->nodes.data[k]];
+    const cml_ir_node_t* n = &node;
+    bool has_ct = false;
+    for (uint32_t o = 0; o < n->output_count; ++o) has_ct |= ct[n->first_output + o] != 0;
+    if (!has_ct || cml_ad_is_stop(n) || !cml_ad_node_reads_relevant(ad, n)) continue;
+    cml__ad_rule_fn* rule = cml_ad_rule(n->op);
+    if (n->output_count > 64 || n->input_count > 64) {
+      return cml_status_make(
+          CML_STATUS_UNIMPLEMENTED, "%s: no VJP for more than 64 operands or results (%u, %u)",
+          cml_op_name(n->op), (unsigned)n->input_count, (unsigned)n->output_count);
+    }
+    for (uint32_t i = 0; i < n->input_count; ++i)
+      ad->in_shapes[i] = impl->values[n->inputs[i]].shape;
+    for (uint32_t o = 0; o < n->output_count; ++o) {
+      ad->out_shapes[o] = impl->values[n->first_output + o].shape;
+    }
+    if (!rule) return cml__ad_no_vjp(ad, n, NULL);
+    for (uint32_t o = 0; o < n->output_count; ++o) cts[o] = ct[n->first_output + o];
+    for (uint32_t i = 0; i < n->input_count; ++i) in_cts[i] = CML_VALUE_INVALID;
+    cml_status_t st = rule(ad, n, cts, in_cts);
+    if (st != CML_OK) return st;
+    if (ad->b->error != CML_OK) return CML_OK;  // reported by the caller
+    for (uint32_t i = 0; i < n->input_count; ++i) {
+      if (!in_cts[i] || !cml__ad_wants(ad, n, i)) continue;
+      uint32_t v = n->inputs[i];
+      const cml_shape_t* want = &impl->values[v].shape;
+      cml_shape_t got = cml__ad_shape(ad, in_cts[i]);
+      got.dtype = want->dtype;
+      if (!cml_shape_equal(&got, want)) {
+        char a[CML__SHAPE_TEXT], b[CML__SHAPE_TEXT];
+        return cml_status_make(
+            CML_STATUS_INTERNAL, "%s: VJP of operand #%u has shape %s, expected %s",
+            cml_op_name(n->op), (unsigned)i, cml__shape_text(&got, a), cml__shape_text(want, b));
+      }
+      cml__ad_accumulate(ad, v, in_cts[i]);
+    }
+  }
+  return CML_OK;
+}
+
+cml_status_t cml__ad_nested(cml__ad_t* outer, uint32_t begin, const uint32_t* seed_values,
+                            const cml_value_t* seeds, uint32_t seed_count) {
+  cml__module_impl_t* impl = outer->impl;
+  cml_builder_t* b = outer->b;
+  uint32_t limit = impl->value_count, end = outer->f->nodes.count;
+  cml_value_t* ct = cml__temp_alloc(b, limit * sizeof(cml_value_t));
+  bool* relevant = cml__temp_alloc(b, limit * sizeof(bool));
+  cml_status_t st = CML_OK;
+  if (ct && relevant) {
+    memset(ct, 0, limit * sizeof(cml_value_t));
+    memset(relevant, 0, limit * sizeof(bool));
+    memcpy(relevant, outer->relevant, outer->value_limit * sizeof(bool));
+    cml__ad_t ad = {outer->f, b, impl, relevant, limit, ct, {{0}}, {{0}}};
+    cml_ad_forward(&ad, begin, end);
+    for (uint32_t i = 0; i < seed_count; ++i) {
+      if (seeds[i] && relevant[seed_values[i]]) cml__ad_accumulate(&ad, seed_values[i], seeds[i]);
+    }
+    st = cml_ad_backward(&ad, begin, end);
+    for (uint32_t v = 0; st == CML_OK && v < outer->value_limit; ++v) {
+      if (ct[v] && outer->relevant[v]) cml__ad_accumulate(outer, v, ct[v]);
+    }
+  }
+  if (ct) cml__temp_free(b, ct, limit * sizeof(cml_value_t));
+  if (relevant) cml__temp_free(b, relevant, limit * sizeof(bool));
+  return st;
+}
+
+static cml_status_t cml_ad_run(cml__ad_t* ad, uint32_t loss, const uint32_t* wrt, size_t count,
+                               uint32_t node_count) {
+  bool* relevant = (bool*)ad->relevant;
+  for (size_t i = 0; i < count; ++i) relevant[wrt[i]] = true;
+  cml_ad_forward(ad, 0, node_count);
+  if (!relevant[loss]) return CML_OK;  // every gradient is zero
+  ad->ct[loss] = cml__ad_scalar(ad, ad->impl->values[loss].shape.dtype, 1.0);
+  return cml_ad_backward(ad, 0, node_count);
+}
+
+cml_status_t cml_gradients(cml_function_t* f, cml_value_t loss, const cml_value_t* wrt,
+                           size_t count, cml_value_t* out_grads) {
+  if (out_grads) {
+    for (size_t i = 0; i < count; ++i) out_grads[i] = CML_VALUE_INVALID;
+  }
+  if (!f || !f->builder) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "cml_gradients: NULL function");
+  }
+  cml_builder_t* b = f->builder;
+  if (b->error != CML_OK) return cml_builder_status(b);
+  if (b->compiled || f->returned) {
+    return cml_status_make(
+        CML_STATUS_FAILED_PRECONDITION, "cml_gradients: %s",
+        b->compiled ? "the builder was already compiled" : "the function has already returned");
+  }
+  if (count > 0 && (!wrt || !out_grads)) {
+    return cml_ad_fail(
+        b, cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_gradients: NULL wrt or out_grads with count %zu", count));
+  }
+  cml__module_impl_t* impl = f->impl;
+  uint32_t loss_index = 0;
+  cml_status_t st = cml_ad_check_value(f, loss, "loss", 0, &loss_index);
+  if (st != CML_OK) return cml_ad_fail(b, st);
+  const cml_shape_t* ls = &impl->values[loss_index].shape;
+  if (ls->rank != 0 || !(CML_DTYPE_BIT(ls->dtype) & CML_DSET_FLOAT)) {
+    char text[CML__SHAPE_TEXT];
+    return cml_ad_fail(b, cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                                          "cml_gradients: the loss %s must be a scalar of a float "
+                                          "dtype",
+                                          cml__shape_text(ls, text)));
+  }
+  uint32_t* wrt_index = cml__temp_alloc(b, (count ? count : 1) * sizeof(uint32_t));
+  if (!wrt_index) return cml_builder_status(b);
+  for (size_t i = 0; i < count && st == CML_OK; ++i) {
+    st = cml_ad_check_value(f, wrt[i], "wrt", i, &wrt_index[i]);
+    if (st != CML_OK) break;
+    const cml_shape_t* s = &impl->values[wrt_index[i]].shape;
+    if (!cml_ad_differentiable(s->dtype)) {
+      char text[CML__SHAPE_TEXT];
+      st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_gradients: wrt #%zu %s is not differentiable (only float and "
+                           "complex values have gradients; %s values do not)",
+                           i, cml__shape_text(s, text), cml_dtype_name(s->dtype));
+    }
+  }
+  if (st != CML_OK) {
+    cml__temp_free(b, wrt_index, (count ? count : 1) * sizeof(uint32_t));
+    return cml_ad_fail(b, st);
+  }
+  uint32_t value_limit = impl->value_count, node_count = f->nodes.count;
+  cml_value_t* ct = cml__temp_alloc(b, value_limit * sizeof(cml_value_t));
+  bool* relevant = cml__temp_alloc(b, value_limit * sizeof(bool));
+  if (ct && relevant) {
+    memset(ct, 0, value_limit * sizeof(cml_value_t));
+    memset(relevant, 0, value_limit * sizeof(bool));
+    cml__ad_t ad = {f, b, impl, relevant, value_limit, ct, {{0}}, {{0}}};
+    st = cml_ad_run(&ad, loss_index, wrt_index, count, node_count);
+    if (st == CML_OK && b->error == CML_OK) {
+      for (size_t i = 0; i < count; ++i) {
+        cml_value_t g = ct[wrt_index[i]];
+        cml_shape_t shape = impl->values[wrt_index[i]].shape;
+        out_grads[i] = g ? g : cml__ad_zeros(&ad, &shape);
+      }
+    }
+  }
+  if (ct) cml__temp_free(b, ct, value_limit * sizeof(cml_value_t));
+  if (relevant) cml__temp_free(b, relevant, value_limit * sizeof(bool));
+  cml__temp_free(b, wrt_index, (count ? count : 1) * sizeof(uint32_t));
+  if (st != CML_OK)
+    st = cml_ad_fail(b, st);
+  else if (b->error != CML_OK)
+    st = cml_builder_status(b);
+  if (st != CML_OK && out_grads) {
+    for (size_t i = 0; i < count; ++i) out_grads[i] = CML_VALUE_INVALID;
+  }
+  return st;
+}

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/core/autodiff_fused.c: VJPs of the fused ops recorded as one node (a backend that
+// advertises them). Backends without them get the decomposition, which is differentiated op
+// by op. FusedSoftmax: y * (g - sum(g * y)). FusedGelu: the derivative of the exact (erf) or
+// tanh form. FusedLayerNorm and FusedDense: their decomposition into standard ops is
+// recomputed in the function and differentiated (cml__ad_nested).
+#include <math.h>
+#include <string.h>
+
+#include "autodiff_internal.h"
+
+// y = activation(y) in standard ops (cml/fused.h's definitions).
+static cml_value_t cml_ad_activation(cml__ad_t* ad, cml_value_t y, cml_dtype_t dt, int32_t act) {
+  cml_function_t* f = ad->f;
+  switch ((cml_activation_t)act) {
+    case CML_ACTIVATION_NONE:
+      return y;
+    case CML_ACTIVATION_GELU: {
+      cml_value_t t = cml_op_erf(f, cml__ad_mul(ad, y, cml__ad_scalar(ad, dt, M_SQRT1_2)));
+      return cml__ad_mul(ad, cml__ad_mul(ad, y, cml__ad_scalar(ad, dt, 0.5)),
+                         cml__ad_add(ad, cml__ad_scalar(ad, dt, 1.0), t));
+    }
+    case CML_ACTIVATION_RELU:
+      return cml_op_max(f, y, cml__ad_scalar(ad, dt, 0.0));
+    case CML_ACTIVATION_SILU:
+      return cml__ad_mul(ad, y, cml_op_logistic(f, y));
+    case CML_ACTIVATION_HARD_SWISH: {
+      cml_value_t t = cml__ad_add(ad, cml__ad_mul(ad, y, cml__ad_scalar(ad, dt, 1.0 / 6.0)),
+                                  cml__ad_scalar(ad, dt, 0.5));
+      t = cml_op_clamp(f, cml__ad_scalar(ad, dt, 0.0), t, cml__ad_scalar(ad, dt, 1.0));
+      return cml__ad_mul(ad, y, t);
+    }
+    case CML_ACTIVATION_TANH:
+      return cml_op_tanh(f, y);
+    default:
+      return CML_VALUE_INVALID;
+  }
+}
+
+// FusedLayerNorm in standard ops.
+static cml_value_t cml_ad_layer_norm(cml__ad_t* ad, const cml_ir_node_t* n) {
+  const cml_shape_t* xs = cml__ad_in_shape(ad, n, 0);
+  cml_dtype_t dt = xs->dtype;
+  const int64_t* axes = n->attrs->axes;
+  int32_t count = n->attrs->axis_count;
+  double size = 1;
+  for (int32_t i = 0; i < count; ++i) size *= (double)xs->dims[axes[i]];
+  cml_value_t x = cml__ad_in(ad, n, 0);
+  cml_value_t inv = cml__ad_scalar(ad, dt, size > 0 ? 1.0 / size : 0.0);
+  cml_value_t mean = cml__ad_mul(ad, cml__ad_sum_keep(ad, x, axes, count), inv);
+  cml_value_t xc = cml__ad_sub(ad, x, mean);
+  cml_value_t var =
+      cml__ad_mul(ad, cml__ad_sum_keep(ad, cml__ad_mul(ad, xc, xc), axes, count), inv);
+  cml_value_t r =
+      cml_op_rsqrt(ad->f, cml__ad_add(ad, var, cml__ad_scalar(ad, dt, n->attrs->fused.epsilon)));
+  cml_value_t y = cml__ad_mul(ad, xc, r);
+  int64_t gdims[CML_MAX_RANK];
+  for (int32_t d = 0; d < xs->rank; ++d) gdims[d] = 1;
+  for (int32_t i = 0; i < count; ++i) gdims[axes[i]] = xs->dims[axes[i]];
+  uint32_t next = 1;
+  if (n->attrs->fused.optional_inputs & 1u) {
+    y = cml__ad_mul(ad, y, cml_op_reshape(ad->f, cml__ad_in(ad, n, next++), gdims, xs->rank));
+  }
+  if (n->attrs->fused.optional_inputs & 2u) {
+    y = cml__ad_add(ad, y, cml_op_reshape(ad->f, cml__ad_in(ad, n, next++), gdims, xs->rank));
+  }
+  return y;
+}
+
+// FusedDense in standard ops.
+static cml_value_t cml_ad_dense(cml__ad_t* ad, const cml_ir_node_t* n) {
+  const cml_shape_t* xs = cml__ad_in_shape(ad, n, 0);
+  const cml_shape_t* ws = cml__ad_in_shape(ad, n, 1);
+  const cml_shape_t* os = cml__ad_out_shape(ad, n, 0);
+  cml_dot_config_t dc;
+  memset(&dc, 0, sizeof dc);
+  dc.lhs_contracting_count = dc.rhs_contracting_count = 1;
+  dc.lhs_contracting_axes[0] = xs->rank - 1;
+  dc.rhs_contracting_axes[0] =
+      n->attrs->fused.layout == CML_DENSE_LAYOUT_INPUT_OUTPUTS ? 0 : ws->rank - 1;
+  cml_value_t y = cml_op_dot_general(ad->f, cml__ad_in(ad, n, 0), cml__ad_in(ad, n, 1), &dc);
+  if (n->attrs->fused.optional_inputs & 1u) {
+    const cml_shape_t* bs = cml__ad_in_shape(ad, n, 2);
+    int64_t axes[CML_MAX_RANK];
+    for (int32_t i = 0; i < bs->rank; ++i) axes[i] = os->rank - bs->rank + i;
+    y = cml__ad_add(
+        ad, y,
+        cml_op_broadcast_in_dim(ad->f, cml__ad_in(ad, n, 2), os->dims, os->rank, axes, bs->rank));
+  }
+  return cml_ad_activation(ad, y, xs->dtype, n->attrs->fused.activation);
+}
+
+cml_status_t cml__ad_vjp_fused(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
+                               cml_value_t* in_cts) {
+  cml_function_t* f = ad->f;
+  cml_value_t g = cts[0], x = cml__ad_in(ad, n, 0), y = cml__ad_out(ad, n, 0);
+  cml_dtype_t dt = cml__ad_in_shape(ad, n, 0)->dtype;
+  switch (n->op) {
+    case CML_OP_FUSED_SOFTMAX: {
+      int64_t axis = n->attrs->axis;
+      cml_value_t gy = cml__ad_mul(ad, g, y);
+      cml_value_t s = cml__ad_sum_keep(ad, gy, &axis, 1);
+      in_cts[0] = cml__ad_sub(ad, gy, cml__ad_mul(ad, y, s));
+      return CML_OK;
+    }
+    case CML_OP_FUSED_GELU: {
+      cml_value_t half = cml__ad_scalar(ad, dt, 0.5), one = cml__ad_scalar(ad, dt, 1.0);
+      cml_value_t d;
+      if (n->attrs->fused.exact) {  // Phi(x) + x phi(x)
+        cml_value_t cdf = cml__ad_mul(
+            ad, half,
+            cml__ad_add(ad, one,
+                        cml_op_erf(f, cml__ad_mul(ad, x, cml__ad_scalar(ad, dt, M_SQRT1_2)))));
+        cml_value_t pdf = cml__ad_mul(
+            ad, cml_op_exp(f, cml__ad_mul(ad, cml__ad_mul(ad, x, x), cml__ad_scalar(ad, dt, -0.5))),
+            cml__ad_scalar(ad, dt, 0.3989422804014327));
+        d = cml__ad_add(ad, cml__ad_mul(ad, x, pdf), cdf);
+      } else {  // 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2), t = tanh(c (x + a x^3))
+        const double a = 0.044715, c = 0.79788456080286535588;
+        cml_value_t x2 = cml__ad_mul(ad, x, x);
+        cml_value_t inner = cml__ad_mul(
+            ad,
+            cml__ad_add(ad, x, cml__ad_mul(ad, cml__ad_mul(ad, x2, x), cml__ad_scalar(ad, dt, a))),
+            cml__ad_scalar(ad, dt, c));
+        cml_value_t t = cml_op_tanh(f, inner);
+        cml_value_t dinner = cml__ad_mul(
+            ad, cml__ad_add(ad, one, cml__ad_mul(ad, x2, cml__ad_scalar(ad, dt, 3.0 * a))),
+            cml__ad_scalar(ad, dt, c));
+        cml_value_t sech2 = cml__ad_sub(ad, one, cml__ad_mul(ad, t, t));
+        d = cml__ad_add(ad, cml__ad_mul(ad, half, cml__ad_add(ad, one, t)),
+                        cml__ad_mul(ad, cml__ad_mul(ad, half, x), cml__ad_mul(ad, sech2, dinner)));
+      }
+      in_cts[0] = cml__ad_mul(ad, g, d);
+      return CML_OK;
+    }
+    case CML_OP_FUSED_LAYER_NORM:
+    case CML_OP_FUSED_DENSE: {
+      uint32_t begin = f->nodes.count;
+      cml_value_t d = n->op == CML_OP_FUSED_DENSE ? cml_ad_dense(ad, n) : cml_ad_layer_norm(ad, n);
+      if (d == CML_VALUE_INVALID || ad->b->error != CML_OK) return CML_OK;
+      uint32_t index = d & CML__VALUE_INDEX_MASK;
+      return cml__ad_nested(ad, begin, &index, &g, 1);
+    }
+    default:
+      return cml__ad_no_vjp(ad, n,
+                            "fused op without a VJP: build it on a backend that "
+                            "decomposes it, e.g. c:fusion=false");
+  }
+}

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/core/optim.c: optimizer step builders (SGD with momentum/Nesterov, Adam, AdamW) and
+// gradient clipping by global norm, as graph ops on explicit state values (cml/optim.h).
+#include <math.h>
+#include <stdio.h>
+
+#include "builder_internal.h"
+#include "cml/optim.h"
+
+void cml_sgd_config_init(cml_sgd_config_t* config) {
+  if (!config) return;
+  config->learning_rate = 0.01;
+  config->momentum = 0.0;
+  config->nesterov = false;
+  config->weight_decay = 0.0;
+}
+
+void cml_adam_config_init(cml_adam_config_t* config) {
+  if (!config) return;
+  config->learning_rate = 1e-3;
+  config->beta1 = 0.9;
+  config->beta2 = 0.999;
+  config->epsilon = 1e-8;
+  config->weight_decay = 0.0;
+  config->decoupled = false;
+}
+
+void cml_adamw_config_init(cml_adam_config_t* config) {
+  if (!config) return;
+  cml_adam_config_init(config);
+  config->weight_decay = 0.01;
+  config->decoupled = true;
+}
+
+// Records |st| in the builder (sticky) and returns the builder's first error.
+static cml_status_t cml_optim_fail(cml_function_t* f, cml_status_t st) {
+  if (!f || !f->builder) return st;
+  cml__fail_status(f->builder, st);
+  return cml_builder_status(f->builder);
+}
+
+static void cml_optim_clear(cml_value_t* out, size_t count) {
+  if (!out) return;
+  for (size_t i = 0; i < count; ++i) out[i] = CML_VALUE_INVALID;
+}
+
+// Checks |v| (|what| #i) against the parameter's shape |ps|.
+static cml_status_t cml_optim_check(cml_function_t* f, const char* name, const char* what, size_t i,
+                                    cml_value_t v, const cml_shape_t* ps) {
+  cml_shape_t s;
+  char a[CML__SHAPE_TEXT], b[CML__SHAPE_TEXT];
+  if (!cml_builder_value_shape(f->builder, v, &s)) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: %s #%zu (value id 0x%08x) is invalid",
+                           name, what, i, (unsigned)v);
+  }
+  if (!(CML_DTYPE_BIT(s.dtype) & CML_DSET_FLOAT)) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: %s #%zu %s must have a float dtype",
+                           name, what, i, cml__shape_text(&s, a));
+  }
+  if (ps && !cml_shape_equal(&s, ps)) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: %s #%zu %s does not match parameter #%zu %s", name, what, i,
+                           cml__shape_text(&s, a), i, cml__shape_text(ps, b));
+  }
+  return CML_OK;
+}
+
+static cml_status_t cml_optim_begin(cml_function_t* f, const char* name, const void* config,
+                                    const cml_value_t* params, const cml_value_t* grads,
+                                    size_t count) {
+  if (!f || !f->builder) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL function", name);
+  }
+  if (f->builder->error != CML_OK) return cml_builder_status(f->builder);
+  if (!config || (count > 0 && (!params || !grads))) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL config, params or grads", name);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    CML_RETURN_IF_ERROR(cml_optim_check(f, name, "parameter", i, params[i], NULL));
+    cml_shape_t ps;
+    cml_builder_value_shape(f->builder, params[i], &ps);
+    CML_RETURN_IF_ERROR(cml_optim_check(f, name, "gradient", i, grads[i], &ps));
+  }
+  return CML_OK;
+}
+
+static cml_value_t cml_optim_scalar(cml_function_t* f, cml_value_t like, double value) {
+  cml_shape_t s;
+  cml_builder_value_shape(f->builder, like, &s);
+  return cml_constant_scalar_f64(f, s.dtype, value);
+}
+
+// Finishes a step: returns the builder's error (outputs cleared) or CML_OK.
+static cml_status_t cml_optim_end(cml_function_t* f, cml_value_t* const* outs, size_t out_count,
+                                  size_t count) {
+  if (f->builder->error == CML_OK) return CML_OK;
+  for (size_t k = 0; k < out_count; ++k) cml_optim_clear(outs[k], count);
+  return cml_builder_status(f->builder);
+}
+
+cml_status_t cml_optim_sgd_step(cml_function_t* f, const cml_sgd_config_t* config,
+                                const cml_value_t* params, const cml_value_t* grads,
+                                const cml_value_t* velocity, size_t count, cml_value_t* out_params,
+                                cml_value_t* out_velocity) {
+  static const char* name = "SGD";
+  cml_optim_clear(out_params, count);
+  cml_optim_clear(out_velocity, count);
+  cml_status_t st = cml_optim_begin(f, name, config, params, grads, count);
+  if (st == CML_OK && !out_params && count > 0) {
+    st = cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL out_params", name);
+  }
+  if (st == CML_OK) {
+    const cml_sgd_config_t* c = config;
+    if (!(c->learning_rate > 0) || !isfinite(c->learning_rate) || !(c->momentum >= 0) ||
+        !isfinite(c->momentum) || !(c->weight_decay >= 0) || !isfinite(c->weight_decay) ||
+        (c->nesterov && c->momentum <= 0)) {
+      st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: bad hyper-parameters (learning_rate %g > 0, momentum %g >= 0, "
+                           "weight_decay %g >= 0, nesterov %d needs momentum > 0)",
+                           name, c->learning_rate, c->momentum, c->weight_decay, (int)c->nesterov);
+    } else if (c->momentum > 0 && count > 0 && (!velocity || !out_velocity)) {
+      st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: momentum %g needs velocity and out_velocity", name, c->momentum);
+    }
+  }
+  for (size_t i = 0; st == CML_OK && i < count && config->momentum > 0; ++i) {
+    cml_shape_t ps;
+    cml_builder_value_shape(f->builder, params[i], &ps);
+    st = cml_optim_check(f, name, "velocity", i, velocity[i], &ps);
+  }
+  if (st != CML_OK) return cml_optim_fail(f, st);
+  const cml_sgd_config_t* c = config;
+  for (size_t i = 0; i < count; ++i) {
+    cml_value_t p = params[i], g = grads[i];
+    if (c->weight_decay > 0) {
+      g = cml_op_add(f, g, cml_op_mul(f, p, cml_optim_scalar(f, p, c->weight_decay)));
+    }
+    cml_value_t step = g;
+    if (c->momentum > 0) {
+      cml_value_t mu = cml_optim_scalar(f, p, c->momentum);
+      cml_value_t v = cml_op_add(f, cml_op_mul(f, velocity[i], mu), g);
+      out_velocity[i] = v;
+      step = c->nesterov ? cml_op_add(f, g, cml_op_mul(f, v, mu)) : v;
+    }
+    out_params[i] = cml_op_sub(f, p, cml_op_mul(f, step, cml_optim_scalar(f, p, c->learning_rate)));
+  }
+  cml_value_t* outs[2] = {out_params, c->momentum > 0 ? out_velocity : NULL};
+  return cml_optim_end(f, outs, 2, count);
+}
+
+cml_status_t cml_optim_adam_step(cml_function_t* f, const cml_adam_config_t* config,
+                                 const cml_value_t* params, const cml_value_t* grads,
+                                 const cml_value_t* m, const cml_value_t* v, size_t count,
+                                 cml_value_t step, cml_value_t* out_params, cml_value_t* out_m,
+                                 cml_value_t* out_v) {
+  const char* name = config && config->decoupled ? "AdamW" : "Adam";
+  cml_optim_clear(out_params, count);
+  cml_optim_clear(out_m, count);
+  cml_optim_clear(out_v, count);
+  cml_status_t st = cml_optim_begin(f, name, config, params, grads, count);
+  if (st == CML_OK && count > 0 && (!m || !v || !out_params || !out_m || !out_v)) {
+    st = cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL state or output arrays", name);
+  }
+  if (st == CML_OK) {
+    const cml_adam_config_t* c = config;
+    if (!(c->learning_rate > 0) || !isfinite(c->learning_rate) || !(c->beta1 >= 0) ||
+        !(c->beta1 < 1) || !(c->beta2 >= 0) || !(c->beta2 < 1) || !(c->epsilon > 0) ||
+        !isfinite(c->epsilon) || !(c->weight_decay >= 0) || !isfinite(c->weight_decay)) {
+      st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: bad hyper-parameters (learning_rate %g > 0, betas %g, %g in [0, "
+                           "1), epsilon %g > 0, weight_decay %g >= 0)",
+                           name, c->learning_rate, c->beta1, c->beta2, c->epsilon, c->weight_decay);
+    }
+  }
+  cml_shape_t ss;
+  if (st == CML_OK) {
+    if (!cml_builder_value_shape(f->builder, step, &ss) || ss.rank != 0 ||
+        !(CML_DTYPE_BIT(ss.dtype) & (CML_DSET_INT | CML_DSET_FLOAT))) {
+      char text[CML__SHAPE_TEXT];
+      st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: step %s must be a scalar of an integer or float dtype", name,
+                           step ? cml__shape_text(&ss, text) : "(invalid)");
+    }
+  }
+  for (size_t i = 0; st == CML_OK && i < count; ++i) {
+    cml_shape_t ps;
+    cml_builder_value_shape(f->builder, params[i], &ps);
+    st = cml_optim_check(f, name, "m", i, m[i], &ps);
+    if (st == CML_OK) st = cml_optim_check(f, name, "v", i, v[i], &ps);
+  }
+  if (st != CML_OK) return cml_optim_fail(f, st);
+  const cml_adam_config_t* c = config;
+  for (size_t i = 0; i < count; ++i) {
+    cml_value_t p = params[i], g = grads[i];
+    cml_shape_t ps;
+    cml_builder_value_shape(f->builder, p, &ps);
+    if (c->weight_decay > 0 && !c->decoupled) {
+      g = cml_op_add(f, g, cml_op_mul(f, p, cml_optim_scalar(f, p, c->weight_decay)));
+    }
+    cml_value_t b1 = cml_optim_scalar(f, p, c->beta1), b2 = cml_optim_scalar(f, p, c->beta2);
+    cml_value_t m1 = cml_op_add(f, cml_op_mul(f, m[i], b1),
+                                cml_op_mul(f, g, cml_optim_scalar(f, p, 1.0 - c->beta1)));
+    cml_value_t v1 =
+        cml_op_add(f, cml_op_mul(f, v[i], b2),
+                   cml_op_mul(f, cml_op_mul(f, g, g), cml_optim_scalar(f, p, 1.0 - c->beta2)));
+    cml_value_t t = cml_op_convert_dtype(f, step, ps.dtype);
+    cml_value_t one = cml_optim_scalar(f, p, 1.0);
+    cml_value_t c1 = cml_op_sub(f, one, cml_op_pow(f, b1, t));
+    cml_value_t c2 = cml_op_sub(f, one, cml_op_pow(f, b2, t));
+    cml_value_t u = cml_op_div(
+        f, cml_op_div(f, m1, c1),
+        cml_op_add(f, cml_op_sqrt(f, cml_op_div(f, v1, c2)), cml_optim_scalar(f, p, c->epsilon)));
+    if (c->weight_decay > 0 && c->decoupled) {
+      u = cml_op_add(f, u, cml_op_mul(f, p, cml_optim_scalar(f, p, c->weight_decay)));
+    }
+    out_params[i] = cml_op_sub(f, p, cml_op_mul(f, u, cml_optim_scalar(f, p, c->learning_rate)));
+    out_m[i] = m1;
+    out_v[i] = v1;
+  }
+  cml_value_t* outs[3] = {out_params, out_m, out_v};
+  return cml_optim_end(f, outs, 3, count);
+}
+
+cml_status_t cml_optim_clip_by_global_norm(cml_function_t* f, const cml_value_t* grads,
+                                           size_t count, double max_norm, cml_value_t* out_grads,
+                                           cml_value_t* out_norm) {
+  static const char* name = "ClipByGlobalNorm";
+  cml_optim_clear(out_grads, count);
+  if (out_norm) *out_norm = CML_VALUE_INVALID;
+  if (!f || !f->builder) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL function", name);
+  }
+  if (f->builder->error != CML_OK) return cml_builder_status(f->builder);
+  cml_status_t st = CML_OK;
+  if (count == 0 || !grads || !out_grads) {
+    st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                         "%s: needs at least one gradient and an output array (count %zu)", name,
+                         count);
+  } else if (!(max_norm > 0) || !isfinite(max_norm)) {
+    st = cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: max_norm %g must be finite and > 0",
+                         name, max_norm);
+  }
+  for (size_t i = 0; st == CML_OK && i < count; ++i) {
+    st = cml_optim_check(f, name, "gradient", i, grads[i], NULL);
+  }
+  if (st != CML_OK) return cml_optim_fail(f, st);
+  cml_shape_t s0;
+  cml_builder_value_shape(f->builder, grads[0], &s0);
+  cml_value_t total = CML_VALUE_INVALID;
+  for (size_t i = 0; i < count; ++i) {
+    cml_value_t g = grads[i];
+    cml_shape_t s;
+    cml_builder_value_shape(f->builder, g, &s);
+    if (s.dtype != s0.dtype) g = cml_op_convert_dtype(f, g, s0.dtype);
+    cml_value_t sq = cml_op_reduce_sum(f, cml_op_mul(f, g, g), NULL, 0);
+    total = total ? cml_op_add(f, total, sq) : sq;
+  }
+  cml_value_t norm = cml_op_sqrt(f, total);
+  cml_value_t limit = cml_constant_scalar_f64(f, s0.dtype, max_norm);
+  cml_value_t scale = cml_op_div(f, limit, cml_op_max(f, norm, limit));
+  for (size_t i = 0; i < count; ++i) {
+    cml_shape_t s;
+    cml_builder_value_shape(f->builder, grads[i], &s);
+    cml_value_t k = s.dtype == s0.dtype ? scale : cml_op_convert_dtype(f, scale, s.dtype);
+    out_grads[i] = cml_op_mul(f, grads[i], k);
+  }
+  if (out_norm) *out_norm = norm;
+  cml_value_t* outs[1] = {out_grads};
+  cml_status_t end = cml_optim_end(f, outs, 1, count);
+  if (end != CML_OK && out_norm) *out_norm = CML_VALUE_INVALID;
+  return end;
+}

@@ -1,0 +1,1047 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/autodiff_test.c: cml_gradients and the optimizers (cml/autodiff.h, cml/optim.h).
+//
+// Every op with a VJP is checked against central finite differences in f64 on random inputs:
+// loss = sum(op(inputs) * W) with a random weight W, so every output element gets its own
+// cotangent. The c backend runs all cases; 18 also run on xla:cpu with --xla (ctest
+// autodiff_xla, label device; exit 77 without the plugin). Hand-computed cases, error statuses and
+// optimizer steps against hand-computed values follow.
+#include <math.h>
+#include <stdint.h>
+
+#include "api_common.h"
+#include "test.h"
+
+static cml_backend_t* g_c;
+static cml_backend_t* g_xla;  // NULL without the XLA CPU plugin
+
+//===--- finite-difference harness ---===//
+
+enum { kMaxParams = 4, kMaxElems = 256 };
+
+typedef cml_value_t (*ad_build_fn)(cml_function_t* f, const cml_value_t* p);
+
+typedef struct ad_case_t {
+  const char* name;
+  int param_count;
+  cml_shape_t shapes[kMaxParams];
+  const void* fixed[kMaxParams];  // data of non-differentiated (integer) parameters
+  double lo, hi;                  // range of the random float inputs
+  ad_build_fn build;
+} ad_case_t;
+
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+static double ad_random(double lo, double hi) {
+  g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+  double u = (double)(g_rng >> 11) / 9007199254740992.0;
+  return lo + (hi - lo) * u;
+}
+
+static bool ad_is_float(const cml_shape_t* s) { return s->dtype == CML_DTYPE_F64; }
+
+// Builds loss = sum(build(p) * W) and its gradients wrt every f64 parameter; outputs
+// [loss, grads...].
+static cml_status_t ad_compile(cml_backend_t* be, const ad_case_t* c, const double* weight,
+                               cml_executable_t** exe, int* out_grad_count) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, c->name, &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t p[kMaxParams], wrt[kMaxParams], outs[1 + kMaxParams];
+  int nw = 0;
+  for (int i = 0; i < c->param_count; ++i) {
+    p[i] = cml_parameter(f, NULL, &c->shapes[i]);
+    if (ad_is_float(&c->shapes[i])) wrt[nw++] = p[i];
+  }
+  cml_value_t y = c->build(f, p);
+  cml_shape_t ys;
+  cml_builder_value_shape(b, y, &ys);
+  cml_value_t w = cml_constant(f, &ys, weight);
+  cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, y, w), NULL, 0);
+  cml_status_t st = cml_gradients(f, loss, wrt, (size_t)nw, outs + 1);
+  outs[0] = loss;
+  if (st != CML_OK) {
+    cml_builder_destroy(b);
+    return st;
+  }
+  *out_grad_count = nw;
+  return api_finish(b, outs, 1 + (size_t)nw, exe);
+}
+
+static cml_status_t ad_loss(cml_backend_t* be, cml_executable_t* exe, const ad_case_t* c,
+                            double* const* data, double* out_loss, double* const* grads,
+                            int grad_count) {
+  const void* in[kMaxParams];
+  for (int i = 0; i < c->param_count; ++i) in[i] = c->fixed[i] ? c->fixed[i] : data[i];
+  void* out[1 + kMaxParams];
+  static double scratch[kMaxParams][kMaxElems];
+  out[0] = out_loss;
+  for (int k = 0; k < grad_count; ++k) out[1 + k] = grads ? grads[k] : scratch[k];
+  return api_run(be, exe, in, out);
+}
+
+// Runs case |c| on |be|: the gradient against central differences (|tol| relative).
+static int ad_check(cml_backend_t* be, const ad_case_t* c, double tol) {
+  static double inputs[kMaxParams][kMaxElems], grads[kMaxParams][kMaxElems];
+  static double weight[4096];
+  double* data[kMaxParams];
+  for (int i = 0; i < c->param_count; ++i) {
+    data[i] = inputs[i];
+    if (c->fixed[i]) continue;
+    int64_t n = cml_shape_element_count(&c->shapes[i]);
+    for (int64_t k = 0; k < n; ++k) inputs[i][k] = ad_random(c->lo, c->hi);
+  }
+  for (int k = 0; k < 4096; ++k) weight[k] = ad_random(-1.0, 1.0);
+  cml_executable_t* exe = NULL;
+  int ng = 0;
+  cml_status_t st = ad_compile(be, c, weight, &exe, &ng);
+  if (st != CML_OK) {
+    fprintf(stderr, "%s: %s\n", c->name, cml_status_message(st));
+    cml_status_free(st);
+    return 1;
+  }
+  double loss;
+  double* gp[kMaxParams];
+  for (int k = 0; k < ng; ++k) gp[k] = grads[k];
+  st = ad_loss(be, exe, c, data, &loss, gp, ng);
+  int bad = 0;
+  int g = 0;
+  for (int i = 0; i < c->param_count && st == CML_OK; ++i) {
+    if (!ad_is_float(&c->shapes[i])) continue;
+    int64_t n = cml_shape_element_count(&c->shapes[i]);
+    for (int64_t k = 0; k < n && st == CML_OK; ++k) {
+      double x0 = inputs[i][k], h = 1e-6 * (1.0 + fabs(x0));
+      double lp, lm;
+      inputs[i][k] = x0 + h;
+      st = ad_loss(be, exe, c, data, &lp, NULL, ng);
+      inputs[i][k] = x0 - h;
+      if (st == CML_OK) st = ad_loss(be, exe, c, data, &lm, NULL, ng);
+      inputs[i][k] = x0;
+      double fd = (lp - lm) / (2 * h), got = grads[g][k];
+      if (!(fabs(got - fd) <= tol * (1.0 + fabs(fd)))) {
+        if (bad < 5) {
+          fprintf(stderr, "%s on %s: d/dp%d[%lld] = %.12g, finite differences %.12g\n", c->name,
+                  cml_backend_name(be), i, (long long)k, got, fd);
+        }
+        ++bad;
+      }
+    }
+    ++g;
+  }
+  if (st != CML_OK) {
+    fprintf(stderr, "%s: %s\n", c->name, cml_status_message(st));
+    cml_status_free(st);
+    bad = 1;
+  }
+  cml_executable_release(exe);
+  return bad;
+}
+
+#define F64(...) API_SHAPE(CML_DTYPE_F64, __VA_ARGS__)
+
+//===--- the cases ---===//
+
+#define UNARY_CASE(name_, lo_, hi_)                                       \
+  static cml_value_t b_##name_(cml_function_t* f, const cml_value_t* p) { \
+    return cml_op_##name_(f, p[0]);                                       \
+  }
+UNARY_CASE(exp, -2, 2)
+UNARY_CASE(expm1, -2, 2)
+UNARY_CASE(log, 0.5, 3)
+UNARY_CASE(log1p, 0.1, 3)
+UNARY_CASE(sin, -3, 3)
+UNARY_CASE(cos, -3, 3)
+UNARY_CASE(tanh, -2, 2)
+UNARY_CASE(logistic, -3, 3)
+UNARY_CASE(sqrt, 0.5, 3)
+UNARY_CASE(rsqrt, 0.5, 3)
+UNARY_CASE(erf, -2, 2)
+UNARY_CASE(abs, -2, 2)
+UNARY_CASE(neg, -2, 2)
+UNARY_CASE(sign, -2, 2)
+UNARY_CASE(floor, -2, 2)
+UNARY_CASE(identity, -2, 2)
+
+#define BINARY_CASE(name_)                                                \
+  static cml_value_t b_##name_(cml_function_t* f, const cml_value_t* p) { \
+    return cml_op_##name_(f, p[0], p[1]);                                 \
+  }
+BINARY_CASE(add)
+BINARY_CASE(sub)
+BINARY_CASE(mul)
+BINARY_CASE(div)
+BINARY_CASE(pow)
+BINARY_CASE(max)
+BINARY_CASE(min)
+BINARY_CASE(atan2)
+BINARY_CASE(rem)
+BINARY_CASE(dot)
+
+static cml_value_t b_clamp(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_clamp(f, p[0], p[1], p[2]);
+}
+static cml_value_t b_where(cml_function_t* f, const cml_value_t* p) {
+  cml_value_t c = cml_op_greater_than(f, p[0], p[1]);
+  return cml_op_where(f, c, cml_op_mul(f, p[0], p[0]), p[1]);
+}
+static cml_value_t b_dot_general(cml_function_t* f, const cml_value_t* p) {
+  // lhs [3, 2, 4] (batch 2, contract 0), rhs [3, 5, 2] (batch 2, contract 0) -> [2, 4, 5]
+  cml_dot_config_t d;
+  memset(&d, 0, sizeof d);
+  d.lhs_batch_count = d.rhs_batch_count = 1;
+  d.lhs_batch_axes[0] = 1;
+  d.rhs_batch_axes[0] = 2;
+  d.lhs_contracting_count = d.rhs_contracting_count = 1;
+  d.lhs_contracting_axes[0] = 0;
+  d.rhs_contracting_axes[0] = 0;
+  return cml_op_dot_general(f, p[0], p[1], &d);
+}
+static cml_value_t b_reduce_sum(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_reduce_sum(f, p[0], (int64_t[]){0, 2}, 2);
+}
+static cml_value_t b_reduce_max(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_reduce_max(f, p[0], (int64_t[]){1}, 1);
+}
+static cml_value_t b_reduce_min(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_reduce_min(f, p[0], (int64_t[]){0}, 1);
+}
+static cml_value_t b_reduce_product(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_reduce_product(f, p[0], (int64_t[]){1}, 1);
+}
+static cml_value_t b_reshape(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_reshape(f, cml_op_sin(f, p[0]), (int64_t[]){4, 3}, 2);
+}
+static cml_value_t b_transpose(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_transpose(f, p[0], (int64_t[]){2, 0, 1}, 3);
+}
+static cml_value_t b_broadcast(cml_function_t* f, const cml_value_t* p) {
+  // [3, 1] -> [2, 3, 4]
+  return cml_op_broadcast_in_dim(f, p[0], (int64_t[]){2, 3, 4}, 3, (int64_t[]){1, 2}, 2);
+}
+static cml_value_t b_slice(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_slice(f, p[0], (int64_t[]){1, 0}, (int64_t[]){6, 4}, (int64_t[]){2, 3}, 2);
+}
+static cml_value_t b_pad(cml_function_t* f, const cml_value_t* p) {
+  cml_pad_axis_t pads[2] = {{2, -1, 1}, {-1, 3, 0}};
+  return cml_op_pad(f, p[0], p[1], pads, 2);
+}
+static cml_value_t b_concatenate(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_concatenate(f, 1, (cml_value_t[]){p[0], p[1], p[0]}, 3);
+}
+static cml_value_t b_reverse(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_reverse(f, cml_op_mul(f, p[0], p[0]), (int64_t[]){0, 1}, 2);
+}
+static const int32_t k_start_1 = 1, k_start_2 = 2;
+static cml_value_t b_dynamic_slice(cml_function_t* f, const cml_value_t* p) {
+  cml_value_t s[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 1), p[1]};
+  return cml_op_dynamic_slice(f, p[0], s, (int64_t[]){2, 2}, 2);
+}
+static cml_value_t b_dynamic_update_slice(cml_function_t* f, const cml_value_t* p) {
+  cml_value_t s[2] = {p[2], cml_constant_scalar_i64(f, CML_DTYPE_I32, 1)};
+  return cml_op_dynamic_update_slice(f, cml_op_mul(f, p[0], p[0]), p[1], s, 2);
+}
+static const int32_t k_gather_idx[3] = {2, 0, 2};
+static cml_value_t b_gather(cml_function_t* f, const cml_value_t* p) {
+  // rows of a [4, 3] operand: indices [3] -> [3, 3]
+  cml_gather_dims_t g;
+  memset(&g, 0, sizeof g);
+  g.index_vector_axis = 1;
+  g.offset_output_axis_count = 1;
+  g.offset_output_axes[0] = 1;
+  g.collapsed_slice_axis_count = 1;
+  g.collapsed_slice_axes[0] = 0;
+  g.start_index_map_count = 1;
+  g.start_index_map[0] = 0;
+  g.slice_size_count = 2;
+  g.slice_sizes[0] = 1;
+  g.slice_sizes[1] = 3;
+  return cml_op_gather(f, p[0], p[1], &g);
+}
+static cml_value_t b_scatter_sum(cml_function_t* f, const cml_value_t* p) {
+  // operand [4, 3], indices [3], updates [3, 3] (rows)
+  cml_scatter_dims_t s;
+  memset(&s, 0, sizeof s);
+  s.index_vector_axis = 1;
+  s.update_window_axis_count = 1;
+  s.update_window_axes[0] = 1;
+  s.inserted_window_axis_count = 1;
+  s.inserted_window_axes[0] = 0;
+  s.scatter_axes_to_operand_axes_count = 1;
+  s.scatter_axes_to_operand_axes[0] = 0;
+  return cml_op_scatter_sum(f, p[0], p[1], cml_op_sin(f, p[2]), &s);
+}
+static cml_value_t b_reduce_window_sum(cml_function_t* f, const cml_value_t* p) {
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 2;
+  w.window_dims[0] = 2;
+  w.window_dims[1] = 3;
+  w.strides[0] = 2;
+  w.strides[1] = 1;
+  w.padding_low[1] = 1;
+  w.padding_high[0] = 1;
+  return cml_op_reduce_window(f, p[0], CML_REDUCE_SUM, &w);
+}
+static cml_value_t b_reduce_window_max(cml_function_t* f, const cml_value_t* p) {
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 2;
+  w.window_dims[0] = 2;
+  w.window_dims[1] = 2;
+  w.strides[0] = 2;
+  w.strides[1] = 2;
+  return cml_op_reduce_window(f, p[0], CML_REDUCE_MAX, &w);
+}
+static cml_value_t b_batch_norm_training(cml_function_t* f, const cml_value_t* p) {
+  cml_value_t o[3];
+  if (!cml_op_batch_norm_training(f, p[0], p[1], p[2], 1e-3f, 1, o)) return CML_VALUE_INVALID;
+  // Use all three outputs.
+  cml_value_t extra = cml_op_add(f, cml_op_mul(f, o[1], o[1]), o[2]);
+  extra = cml_op_broadcast_in_dim(f, extra, (int64_t[]){4, 3}, 2, (int64_t[]){1}, 1);
+  return cml_op_add(f, o[0], extra);
+}
+static cml_value_t b_batch_norm_inference(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_batch_norm_inference(f, p[0], p[1], p[2], p[3], cml_op_exp(f, p[3]), 1e-3f, 1);
+}
+static cml_value_t b_softmax(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_fused_softmax(f, p[0], 1);
+}
+static cml_value_t b_gelu_exact(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_fused_gelu(f, p[0], true);
+}
+static cml_value_t b_gelu_tanh(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_fused_gelu(f, p[0], false);
+}
+static cml_value_t b_stop_gradient(cml_function_t* f, const cml_value_t* p) {
+  // d/dx (x * stop(x)) = stop(x) = x: finite differences see 2x, so check with a combination
+  // whose stopped part is constant in the direction checked: y = x + stop(0 * x).
+  cml_value_t zero = cml_op_mul(f, p[0], cml_constant_scalar_f64(f, CML_DTYPE_F64, 0.0));
+  return cml_op_add(f, p[0], cml_op_stop_gradient(f, zero));
+}
+// NCHW input, OIHW kernel.
+static cml_conv_config_t conv_nchw(void) {
+  cml_conv_config_t c;
+  memset(&c, 0, sizeof c);
+  c.spatial_count = 2;
+  c.input_batch_axis = 0;
+  c.input_channel_axis = 1;
+  c.input_spatial_axes[0] = 2;
+  c.input_spatial_axes[1] = 3;
+  c.kernel_output_channel_axis = 0;
+  c.kernel_input_channel_axis = 1;
+  c.kernel_spatial_axes[0] = 2;
+  c.kernel_spatial_axes[1] = 3;
+  c.output_batch_axis = 0;
+  c.output_channel_axis = 1;
+  c.output_spatial_axes[0] = 2;
+  c.output_spatial_axes[1] = 3;
+  return c;
+}
+static cml_value_t b_conv_strided(cml_function_t* f, const cml_value_t* p) {
+  cml_conv_config_t c = conv_nchw();
+  c.strides[0] = 2;
+  c.padding_low[0] = 1;
+  c.padding_high[1] = 1;
+  return cml_op_conv_general(f, p[0], p[1], &c);
+}
+static cml_value_t b_conv_dilated(cml_function_t* f, const cml_value_t* p) {
+  cml_conv_config_t c = conv_nchw();
+  c.input_dilations[0] = 2;
+  c.kernel_dilations[1] = 2;
+  c.padding_low[1] = 2;
+  c.padding_high[0] = -1;
+  return cml_op_conv_general(f, p[0], p[1], &c);
+}
+static cml_value_t b_conv_grouped(cml_function_t* f, const cml_value_t* p) {
+  cml_conv_config_t c = conv_nchw();
+  c.channel_group_count = 2;
+  c.padding_low[0] = c.padding_high[0] = 1;
+  return cml_op_conv_general(f, p[0], p[1], &c);
+}
+static cml_value_t b_conv_nhwc(cml_function_t* f, const cml_value_t* p) {
+  // input [N, H, W, C], kernel [H, W, I, O], output [N, H, W, O], stride 2 on W.
+  cml_conv_config_t c;
+  memset(&c, 0, sizeof c);
+  c.spatial_count = 2;
+  c.input_batch_axis = 0;
+  c.input_channel_axis = 3;
+  c.input_spatial_axes[0] = 1;
+  c.input_spatial_axes[1] = 2;
+  c.kernel_spatial_axes[0] = 0;
+  c.kernel_spatial_axes[1] = 1;
+  c.kernel_input_channel_axis = 2;
+  c.kernel_output_channel_axis = 3;
+  c.output_batch_axis = 0;
+  c.output_spatial_axes[0] = 1;
+  c.output_spatial_axes[1] = 2;
+  c.output_channel_axis = 3;
+  c.strides[1] = 2;
+  return cml_op_conv_general(f, p[0], p[1], &c);
+}
+// Call of a named function g(a, b) = sin(a) * b + a.
+static cml_value_t b_call(cml_function_t* f, const cml_value_t* p) {
+  cml_function_t* g = NULL;
+  cml_builder_t* b = cml_function_builder(f);
+  if (cml_builder_new_function(b, "g", &g) != CML_OK) return CML_VALUE_INVALID;
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F64, 2, 3);
+  cml_value_t a = cml_parameter(g, "a", &s), c = cml_parameter(g, "b", &s);
+  cml_value_t r = cml_op_add(g, cml_op_mul(g, cml_op_sin(g, a), c), a);
+  if (cml_function_return(g, &r, 1) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t out;
+  if (!cml_op_call(f, g, p, 2, &out)) return CML_VALUE_INVALID;
+  return cml_op_mul(f, out, p[0]);
+}
+// If(sum(p0) > 0, p0 * p1 (+ log p1 in a Call-free branch), exp(p1)) through captures.
+static cml_value_t b_if(cml_function_t* f, const cml_value_t* p) {
+  cml_value_t pred = cml_op_greater_than(f, cml_op_reduce_sum(f, p[0], NULL, 0),
+                                         cml_constant_scalar_f64(f, CML_DTYPE_F64, 0));
+  cml_function_t *yes = NULL, *no = NULL;
+  if (cml_function_new_closure(f, &yes) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t t = cml_op_mul(yes, p[0], p[1]);
+  if (cml_function_return(yes, &t, 1) != CML_OK) return CML_VALUE_INVALID;
+  if (cml_function_new_closure(f, &no) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t e = cml_op_exp(no, p[1]);
+  if (cml_function_return(no, &e, 1) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t out;
+  if (!cml_op_if(f, pred, yes, no, &out)) return CML_VALUE_INVALID;
+  return out;
+}
+// Sort (keys p0, values p1) along axis 1 by key, ascending.
+static cml_value_t b_sort(cml_function_t* f, const cml_value_t* p) {
+  cml_function_t* c = NULL;
+  if (cml_function_new_closure(f, &c) != CML_OK) return CML_VALUE_INVALID;
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F64);
+  cml_value_t k0 = cml_parameter(c, NULL, &s), k1 = cml_parameter(c, NULL, &s);
+  cml_parameter(c, NULL, &s);
+  cml_parameter(c, NULL, &s);
+  cml_value_t r = cml_op_less_than(c, k0, k1);
+  if (cml_function_return(c, &r, 1) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t out[2];
+  if (!cml_op_sort(f, c, 1, true, p, 2, out)) return CML_VALUE_INVALID;
+  return cml_op_add(f, cml_op_mul(f, out[0], out[0]), out[1]);
+}
+static cml_value_t b_layer_norm(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_fused_layer_norm(f, p[0], (int64_t[]){-1}, 1, 1e-3, p[1], p[2]);
+}
+static cml_value_t b_layer_norm_axes(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_fused_layer_norm(f, p[0], (int64_t[]){0, 2}, 2, 1e-2, CML_VALUE_INVALID,
+                                 CML_VALUE_INVALID);
+}
+static cml_value_t b_dense_gelu(cml_function_t* f, const cml_value_t* p) {
+  cml_dense_config_t c;
+  cml_dense_config_init(&c);
+  c.activation = CML_ACTIVATION_GELU;
+  return cml_op_fused_dense(f, p[0], p[1], p[2], &c);
+}
+static cml_value_t b_dense_silu(cml_function_t* f, const cml_value_t* p) {
+  cml_dense_config_t c;
+  cml_dense_config_init(&c);
+  c.activation = CML_ACTIVATION_SILU;
+  c.weight_layout = CML_DENSE_LAYOUT_OUTPUTS_INPUT;
+  return cml_op_fused_dense(f, p[0], p[1], CML_VALUE_INVALID, &c);
+}
+static cml_value_t b_dense_hard_swish(cml_function_t* f, const cml_value_t* p) {
+  cml_dense_config_t c;
+  cml_dense_config_init(&c);
+  c.activation = CML_ACTIVATION_HARD_SWISH;
+  return cml_op_fused_dense(f, p[0], p[1], p[2], &c);
+}
+// While with a static trip count (i from 0 while i < 3): x <- sin(x) * w, acc <- acc + x.
+static cml_value_t b_while(cml_function_t* f, const cml_value_t* p) {
+  cml_shape_t is = API_SHAPE(CML_DTYPE_I32), xs = API_SHAPE(CML_DTYPE_F64, 2, 3);
+  cml_function_t *cond = NULL, *body = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t ci = cml_parameter(cond, NULL, &is);
+  cml_parameter(cond, NULL, &xs);
+  cml_parameter(cond, NULL, &xs);
+  cml_value_t lt = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, 3));
+  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t bi = cml_parameter(body, NULL, &is);
+  cml_value_t bx = cml_parameter(body, NULL, &xs);
+  cml_value_t bacc = cml_parameter(body, NULL, &xs);
+  cml_value_t nx = cml_op_mul(body, cml_op_sin(body, bx), p[1]);
+  cml_value_t next[3] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)), nx,
+                         cml_op_add(body, bacc, nx)};
+  if (cml_function_return(body, next, 3) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t init[3] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), p[0],
+                         cml_op_mul(f, p[0], p[0])};
+  cml_value_t out[3];
+  if (!cml_op_while(f, cond, body, init, 3, out)) return CML_VALUE_INVALID;
+  return out[2];
+}
+static cml_value_t b_mlp(cml_function_t* f, const cml_value_t* p) {
+  // tanh(x @ w1) @ w2 -> softmax cross-entropy-like composite
+  cml_value_t h = cml_op_tanh(f, cml_op_dot(f, p[0], p[1]));
+  cml_value_t y = cml_op_dot(f, h, p[2]);
+  cml_value_t m = cml_op_reduce_max(f, y, (int64_t[]){1}, 1);
+  cml_value_t z =
+      cml_op_sub(f, y, cml_op_broadcast_in_dim(f, m, (int64_t[]){3, 2}, 2, (int64_t[]){0}, 1));
+  cml_value_t lse = cml_op_log(f, cml_op_reduce_sum(f, cml_op_exp(f, z), (int64_t[]){1}, 1));
+  return lse;
+}
+
+static const ad_case_t* ad_cases(size_t* count) {
+  static ad_case_t cases[128];
+  static size_t n = 0;
+  if (n) {
+    *count = n;
+    return cases;
+  }
+#define U(name_, lo_, hi_) \
+  cases[n++] = (ad_case_t){#name_, 1, {F64(2, 3)}, {0}, lo_, hi_, b_##name_}
+  U(exp, -2, 2);
+  U(expm1, -2, 2);
+  U(log, 0.5, 3);
+  U(log1p, 0.1, 3);
+  U(sin, -3, 3);
+  U(cos, -3, 3);
+  U(tanh, -2, 2);
+  U(logistic, -3, 3);
+  U(sqrt, 0.5, 3);
+  U(rsqrt, 0.5, 3);
+  U(erf, -2, 2);
+  U(abs, -2, 2);
+  U(neg, -2, 2);
+  U(sign, -2, 2);
+  U(floor, -2, 2);
+  U(identity, -2, 2);
+  U(softmax, -2, 2);
+  U(gelu_exact, -3, 3);
+  U(gelu_tanh, -3, 3);
+  U(stop_gradient, -2, 2);
+#define B(name_, s0, s1, lo_, hi_) \
+  cases[n++] = (ad_case_t){#name_, 2, {s0, s1}, {0}, lo_, hi_, b_##name_}
+  B(add, F64(2, 3), F64(2, 3), -2, 2);
+  B(sub, F64(2, 3), F64(), -2, 2);      // scalar rhs
+  B(mul, F64(2, 3), F64(1, 3), -2, 2);  // size-1 axis
+  B(div, F64(2, 3), F64(2, 1), 0.5, 2);
+  B(pow, F64(2, 3), F64(2, 3), 0.5, 2);
+  B(max, F64(2, 3), F64(2, 3), -2, 2);
+  B(min, F64(2, 3), F64(), -2, 2);
+  B(atan2, F64(2, 3), F64(2, 3), 0.5, 2);
+  B(rem, F64(2, 3), F64(2, 3), 0.7, 3);
+  B(dot, F64(3, 4), F64(4, 2), -1, 1);
+  B(dot_general, F64(3, 2, 4), F64(3, 5, 2), -1, 1);
+  B(where, F64(2, 3), F64(2, 3), -2, 2);
+  B(concatenate, F64(2, 3), F64(2, 2), -2, 2);
+  B(pad, F64(3, 4), F64(), -2, 2);
+  cases[n++] = (ad_case_t){"clamp", 3, {F64(), F64(2, 3), F64(2, 3)}, {0}, -1, 1, b_clamp};
+#define R(name_, s0, lo_, hi_) cases[n++] = (ad_case_t){#name_, 1, {s0}, {0}, lo_, hi_, b_##name_}
+  R(reduce_sum, F64(2, 3, 4), -2, 2);
+  R(reduce_max, F64(3, 4), -2, 2);
+  R(reduce_min, F64(3, 4), -2, 2);
+  R(reduce_product, F64(3, 4), 0.5, 2);
+  R(reshape, F64(2, 6), -2, 2);
+  R(transpose, F64(2, 3, 4), -2, 2);
+  R(broadcast, F64(3, 1), -2, 2);
+  R(slice, F64(7, 5), -2, 2);
+  R(reverse, F64(3, 4), -2, 2);
+  R(reduce_window_sum, F64(5, 4), -2, 2);
+  R(reduce_window_max, F64(4, 6), -2, 2);
+  cases[n++] = (ad_case_t){"dynamic_slice",    2,  {F64(4, 3), API_SHAPE(CML_DTYPE_I32)},
+                           {NULL, &k_start_1}, -2, 2,
+                           b_dynamic_slice};
+  cases[n++] =
+      (ad_case_t){"dynamic_update_slice",   3,  {F64(4, 3), F64(2, 2), API_SHAPE(CML_DTYPE_I32)},
+                  {NULL, NULL, &k_start_2}, -2, 2,
+                  b_dynamic_update_slice};
+  cases[n++] = (ad_case_t){
+      "gather", 2, {F64(4, 3), API_SHAPE(CML_DTYPE_I32, 3)}, {NULL, k_gather_idx}, -2, 2, b_gather};
+  cases[n++] = (ad_case_t){"scatter_sum",
+                           3,
+                           {F64(4, 3), API_SHAPE(CML_DTYPE_I32, 3), F64(3, 3)},
+                           {NULL, k_gather_idx, NULL},
+                           -2,
+                           2,
+                           b_scatter_sum};
+  cases[n++] = (ad_case_t){"batch_norm_training", 3, {F64(4, 3), F64(3), F64(3)}, {0}, -2, 2,
+                           b_batch_norm_training};
+  cases[n++] =
+      (ad_case_t){"batch_norm_inference", 4, {F64(4, 3), F64(3), F64(3), F64(3)}, {0}, -1, 1,
+                  b_batch_norm_inference};
+  B(conv_strided, F64(2, 3, 5, 4), F64(4, 3, 2, 3), -1, 1);
+  B(conv_dilated, F64(1, 2, 3, 4), F64(3, 2, 2, 2), -1, 1);
+  B(conv_grouped, F64(2, 4, 3, 3), F64(6, 2, 2, 2), -1, 1);
+  B(conv_nhwc, F64(2, 4, 5, 3), F64(2, 2, 3, 2), -1, 1);
+  B(call, F64(2, 3), F64(2, 3), -2, 2);
+  B(if, F64(2, 3), F64(2, 3), 0.1, 2);  // the true branch
+  cases[n++] = (ad_case_t){"if_false", 2, {F64(2, 3), F64(2, 3)}, {0}, -2, -0.1, b_if};
+  B(sort, F64(2, 5), F64(2, 5), -2, 2);
+  B(while, F64(2, 3), F64(2, 3), -2, 2);
+  cases[n++] = (ad_case_t){"layer_norm", 3, {F64(3, 4), F64(4), F64(4)}, {0}, -2, 2, b_layer_norm};
+  R(layer_norm_axes, F64(2, 3, 4), -2, 2);
+  cases[n++] =
+      (ad_case_t){"dense_gelu", 3, {F64(2, 3, 4), F64(4, 5), F64(5)}, {0}, -1, 1, b_dense_gelu};
+  B(dense_silu, F64(3, 4), F64(2, 5, 4), -1, 1);
+  cases[n++] = (ad_case_t){"dense_hard_swish", 3, {F64(3, 4), F64(4, 5), F64(5)}, {0}, -1, 1,
+                           b_dense_hard_swish};
+  cases[n++] = (ad_case_t){"mlp", 3, {F64(3, 4), F64(4, 5), F64(5, 2)}, {0}, -1, 1, b_mlp};
+  if (n > sizeof cases / sizeof cases[0]) abort();  // grow |cases|
+  *count = n;
+  return cases;
+}
+
+TEST(finite_differences_c) {
+  size_t n;
+  const ad_case_t* cases = ad_cases(&n);
+  int failed = 0;
+  for (size_t i = 0; i < n; ++i) failed += ad_check(g_c, &cases[i], 1e-6) != 0;
+  printf("  %zu cases against finite differences\n", n);
+  ASSERT_EQ_INT(failed, 0);
+  ASSERT_TRUE(n >= 50);
+}
+
+TEST(finite_differences_xla) {
+  ASSERT_TRUE(g_xla != NULL);
+  static const char* const names[] = {"tanh",       "mul",   "dot_general",  "reduce_max",
+                                      "pad",        "slice", "gather",       "reduce_window_sum",
+                                      "mlp",        "where", "conv_strided", "conv_grouped",
+                                      "call",       "if",    "sort",         "layer_norm",
+                                      "dense_gelu", "while"};
+  size_t n;
+  const ad_case_t* cases = ad_cases(&n);
+  int failed = 0, ran = 0;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k) {
+      if (strcmp(cases[i].name, names[k]) == 0) {
+        failed += ad_check(g_xla, &cases[i], 1e-6) != 0;
+        ++ran;
+      }
+    }
+  }
+  ASSERT_EQ_INT(failed, 0);
+  ASSERT_EQ_INT(ran, 18);
+}
+
+//===--- hand-computed cases ---===//
+
+// d/dx sum(x * x) = 2x; d/dw sum(x @ w) = x^T 1; the gradient of an unused value is 0.
+TEST(hand_computed) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "hand", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, 2, 2), ws = API_SHAPE(CML_DTYPE_F32, 2, 1);
+  cml_value_t x = cml_parameter(f, "x", &xs), w = cml_parameter(f, "w", &ws);
+  cml_value_t u = cml_parameter(f, "unused", &ws);
+  cml_value_t l = cml_op_add(f, cml_op_reduce_sum(f, cml_op_mul(f, x, x), NULL, 0),
+                             cml_op_reduce_sum(f, cml_op_dot(f, x, w), NULL, 0));
+  cml_value_t g[3];
+  ASSERT_STATUS_OK(cml_gradients(f, l, (cml_value_t[]){x, w, u}, 3, g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, g, 3, &exe));
+  float xv[4] = {1, 2, 3, 4}, wv[2] = {10, 20}, uv[2] = {5, 5};
+  float gx[4], gw[2], gu[2];
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){xv, wv, uv}, (void*[]){gx, gw, gu}));
+  cml_executable_release(exe);
+  // d/dx: 2x + w^T broadcast over rows: [[2+10, 4+20], [6+10, 8+20]].
+  ASSERT_EQ_DBL(gx[0], 12);
+  ASSERT_EQ_DBL(gx[1], 24);
+  ASSERT_EQ_DBL(gx[2], 16);
+  ASSERT_EQ_DBL(gx[3], 28);
+  ASSERT_EQ_DBL(gw[0], 4);  // column sums of x
+  ASSERT_EQ_DBL(gw[1], 6);
+  ASSERT_EQ_DBL(gu[0], 0);
+  ASSERT_EQ_DBL(gu[1], 0);
+}
+
+// relu via max(x, 0): gradient 1 above 0, 0 below, 0.5 at the tie (JAX's balanced rule);
+// ConvertDType f32 -> f64 -> f32 passes the gradient through.
+TEST(hand_computed_relu_convert) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "relu", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, 3);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t r = cml_op_max(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.0));
+  cml_value_t d = cml_op_convert_dtype(f, r, CML_DTYPE_F64);
+  cml_value_t l = cml_op_convert_dtype(f, cml_op_reduce_sum(f, d, NULL, 0), CML_DTYPE_F32);
+  cml_value_t g;
+  ASSERT_STATUS_OK(cml_gradients(f, l, &x, 1, &g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
+  float xv[3] = {-1, 0, 2}, gv[3];
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){xv}, (void*[]){gv}));
+  cml_executable_release(exe);
+  ASSERT_EQ_DBL(gv[0], 0);
+  ASSERT_EQ_DBL(gv[1], 0.5);
+  ASSERT_EQ_DBL(gv[2], 1);
+}
+
+// Second derivative: d/dx (d/dx x^3) = 6x.
+TEST(second_derivative) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "d2", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F64);
+  cml_value_t x = cml_parameter(f, "x", &s);
+  cml_value_t y = cml_op_mul(f, x, cml_op_mul(f, x, x));
+  cml_value_t g, h;
+  ASSERT_STATUS_OK(cml_gradients(f, y, &x, 1, &g));
+  ASSERT_STATUS_OK(cml_gradients(f, g, &x, 1, &h));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, (cml_value_t[]){g, h}, 2, &exe));
+  double xv = 1.5, gv, hv;
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){&xv}, (void*[]){&gv, &hv}));
+  cml_executable_release(exe);
+  ASSERT_NEAR(gv, 3 * 1.5 * 1.5, 1e-12);
+  ASSERT_NEAR(hv, 6 * 1.5, 1e-12);
+}
+
+// Complex: loss = Real(z * z) + Imag(z) + Abs(z) for z = Complex(a, b):
+// d/da = 2a + a / |z|, d/db = -2b + 1 + b / |z|.
+TEST(complex_ops) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "complex", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F64, 2);
+  cml_value_t a = cml_parameter(f, "a", &s), bb = cml_parameter(f, "b", &s);
+  cml_value_t z = cml_op_complex(f, a, bb);
+  cml_value_t l = cml_op_add(f, cml_op_real(f, cml_op_mul(f, z, z)), cml_op_imag(f, z));
+  l = cml_op_reduce_sum(f, cml_op_add(f, l, cml_op_abs(f, z)), NULL, 0);
+  cml_value_t g[2];
+  ASSERT_STATUS_OK(cml_gradients(f, l, (cml_value_t[]){a, bb}, 2, g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, g, 2, &exe));
+  double av[2] = {1.5, -2}, bv[2] = {0.5, 3}, ga[2], gb[2];
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){av, bv}, (void*[]){ga, gb}));
+  cml_executable_release(exe);
+  double r0 = sqrt(1.5 * 1.5 + 0.5 * 0.5), r1 = sqrt(4.0 + 9.0);
+  ASSERT_NEAR(ga[0], 3.0 + 1.5 / r0, 1e-12);
+  ASSERT_NEAR(ga[1], -4.0 - 2.0 / r1, 1e-12);
+  ASSERT_NEAR(gb[0], 0.0 + 0.5 / r0, 1e-12);
+  ASSERT_NEAR(gb[1], -5.0 + 3.0 / r1, 1e-12);
+}
+
+//===--- bad input ---===//
+
+TEST(errors) {
+  char msg[1024];
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "errors", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t vs = API_SHAPE(CML_DTYPE_F32, 3), is = API_SHAPE(CML_DTYPE_I32, 3);
+  cml_value_t x = cml_parameter(f, "x", &vs), i = cml_parameter(f, "i", &is);
+  cml_value_t g = 123;
+  // Non-scalar loss.
+  ASSERT_EQ_INT(api_code_msg(cml_gradients(f, x, &x, 1, &g), msg, sizeof msg),
+                CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(msg, "scalar") != NULL);
+  ASSERT_TRUE(strstr(msg, "f32[3]") != NULL || strstr(msg, "[3]") != NULL);
+  ASSERT_EQ_INT(g, CML_VALUE_INVALID);
+  cml_builder_destroy(b);
+
+  // Integer wrt.
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "errors", &b));
+  f = cml_builder_main(b);
+  x = cml_parameter(f, "x", &vs);
+  i = cml_parameter(f, "i", &is);
+  cml_value_t l =
+      cml_op_reduce_sum(f, cml_op_mul(f, x, cml_op_convert_dtype(f, i, CML_DTYPE_F32)), NULL, 0);
+  ASSERT_EQ_INT(api_code_msg(cml_gradients(f, l, &i, 1, &g), msg, sizeof msg),
+                CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(msg, "not differentiable") != NULL);
+  // The error sticks to the builder.
+  ASSERT_EQ_INT(api_code(cml_builder_status(b)), CML_STATUS_INVALID_ARGUMENT);
+  cml_builder_destroy(b);
+
+  // wrt of another builder, and of a closure.
+  cml_builder_t* b2 = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "a", &b));
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "b", &b2));
+  f = cml_builder_main(b);
+  x = cml_parameter(f, "x", &vs);
+  cml_value_t y = cml_parameter(cml_builder_main(b2), "y", &vs);
+  l = cml_op_reduce_sum(f, x, NULL, 0);
+  ASSERT_EQ_INT(api_code_msg(cml_gradients(f, l, &y, 1, &g), msg, sizeof msg),
+                CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(msg, "another builder") != NULL);
+  cml_builder_destroy(b2);
+  cml_builder_destroy(b);
+
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "closure", &b));
+  f = cml_builder_main(b);
+  x = cml_parameter(f, "x", &vs);
+  cml_function_t* c = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &c));
+  cml_value_t cx = cml_op_neg(c, x);
+  l = cml_op_reduce_sum(f, x, NULL, 0);
+  ASSERT_EQ_INT(api_code_msg(cml_gradients(f, l, &cx, 1, &g), msg, sizeof msg),
+                CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(msg, "not of the differentiated function") != NULL);
+  cml_builder_destroy(b);
+
+  // After return: FAILED_PRECONDITION, not sticky.
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "returned", &b));
+  f = cml_builder_main(b);
+  x = cml_parameter(f, "x", &vs);
+  l = cml_op_reduce_sum(f, x, NULL, 0);
+  ASSERT_STATUS_OK(cml_function_return(f, &l, 1));
+  ASSERT_EQ_INT(api_code(cml_gradients(f, l, &x, 1, &g)), CML_STATUS_FAILED_PRECONDITION);
+  cml_builder_destroy(b);
+
+  // NULL function.
+  ASSERT_EQ_INT(api_code(cml_gradients(NULL, 1, NULL, 0, NULL)), CML_STATUS_INVALID_ARGUMENT);
+}
+
+static cml_status_t while_cond(cml_function_t* c, cml_shape_t* s) {
+  cml_value_t v = cml_parameter(c, "v", s);
+  cml_value_t r = cml_op_less_than(c, cml_op_reduce_sum(c, v, NULL, 0),
+                                   cml_constant_scalar_f64(c, CML_DTYPE_F32, 100));
+  return cml_function_return(c, &r, 1);
+}
+
+// An op without a VJP on the path: UNIMPLEMENTED naming it; off the path it does not matter.
+TEST(unimplemented_names_op) {
+  char msg[1024];
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "while", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 2);
+  cml_value_t x = cml_parameter(f, "x", &s);
+  cml_function_t *cond = NULL, *body = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
+  ASSERT_STATUS_OK(while_cond(cond, &s));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
+  cml_value_t v = cml_parameter(body, "v", &s);
+  v = cml_op_mul(body, v, cml_constant_scalar_f64(body, CML_DTYPE_F32, 2));
+  ASSERT_STATUS_OK(cml_function_return(body, &v, 1));
+  cml_value_t out;
+  ASSERT_TRUE(cml_op_while(f, cond, body, &x, 1, &out));
+  // Off the path: the While does not depend on y.
+  cml_value_t y = cml_parameter(f, "y", &s);
+  cml_value_t l = cml_op_reduce_sum(f, cml_op_add(f, out, y), NULL, 0);
+  cml_value_t g;
+  ASSERT_STATUS_OK(cml_gradients(f, l, &y, 1, &g));
+  ASSERT_NE_INT(g, CML_VALUE_INVALID);
+  ASSERT_EQ_INT(api_code_msg(cml_gradients(f, l, &x, 1, &g), msg, sizeof msg),
+                CML_STATUS_UNIMPLEMENTED);
+  ASSERT_TRUE(strstr(msg, "While") != NULL);
+  ASSERT_TRUE(strstr(msg, "no VJP") != NULL);
+  ASSERT_EQ_INT(g, CML_VALUE_INVALID);
+  cml_builder_destroy(b);
+
+  // A callee that runs a closure itself (If inside the If's branch) is not inlined.
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "if", &b));
+  f = cml_builder_main(b);
+  x = cml_parameter(f, "x", &s);
+  cml_shape_t ps = API_SHAPE(CML_DTYPE_BOOL);
+  cml_value_t pred = cml_parameter(f, "pred", &ps);
+  cml_function_t *yes = NULL, *no = NULL, *inner_yes = NULL, *inner_no = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &yes));
+  ASSERT_STATUS_OK(cml_function_new_closure(yes, &inner_yes));
+  cml_value_t t = cml_op_neg(inner_yes, x);
+  ASSERT_STATUS_OK(cml_function_return(inner_yes, &t, 1));
+  ASSERT_STATUS_OK(cml_function_new_closure(yes, &inner_no));
+  t = cml_op_sin(inner_no, x);
+  ASSERT_STATUS_OK(cml_function_return(inner_no, &t, 1));
+  ASSERT_TRUE(cml_op_if(yes, pred, inner_yes, inner_no, &t));
+  ASSERT_STATUS_OK(cml_function_return(yes, &t, 1));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &no));
+  cml_value_t e = cml_op_exp(no, x);
+  ASSERT_STATUS_OK(cml_function_return(no, &e, 1));
+  ASSERT_TRUE(cml_op_if(f, pred, yes, no, &out));
+  l = cml_op_reduce_sum(f, out, NULL, 0);
+  ASSERT_EQ_INT(api_code_msg(cml_gradients(f, l, &x, 1, &g), msg, sizeof msg),
+                CML_STATUS_UNIMPLEMENTED);
+  ASSERT_TRUE(strstr(msg, "If: no VJP") != NULL);
+  ASSERT_TRUE(strstr(msg, "nested") != NULL);
+  cml_builder_destroy(b);
+}
+
+//===--- optimizers ---===//
+
+// Runs a one-parameter step graph: inputs p, g (and state), outputs as built.
+TEST(sgd_momentum_nesterov) {
+  for (int nesterov = 0; nesterov < 2; ++nesterov) {
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(g_c, "sgd", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t s = API_SHAPE(CML_DTYPE_F64, 2);
+    cml_value_t p = cml_parameter(f, "p", &s), g = cml_parameter(f, "g", &s);
+    cml_value_t v = cml_parameter(f, "v", &s);
+    cml_sgd_config_t c;
+    cml_sgd_config_init(&c);
+    c.learning_rate = 0.1;
+    c.momentum = 0.9;
+    c.nesterov = nesterov != 0;
+    c.weight_decay = 0.01;
+    cml_value_t p2, v2;
+    ASSERT_STATUS_OK(cml_optim_sgd_step(f, &c, &p, &g, &v, 1, &p2, &v2));
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, (cml_value_t[]){p2, v2}, 2, &exe));
+    double pv[2] = {1.0, -2.0}, gv[2] = {0.5, 0.25}, vv[2] = {0.1, -0.2}, po[2], vo[2];
+    ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){pv, gv, vv}, (void*[]){po, vo}));
+    cml_executable_release(exe);
+    for (int i = 0; i < 2; ++i) {
+      double gd = gv[i] + 0.01 * pv[i];
+      double vn = 0.9 * vv[i] + gd;
+      double pn = pv[i] - 0.1 * (nesterov ? gd + 0.9 * vn : vn);
+      ASSERT_NEAR(vo[i], vn, 1e-15);
+      ASSERT_NEAR(po[i], pn, 1e-15);
+    }
+  }
+}
+
+TEST(adam_adamw) {
+  for (int decoupled = 0; decoupled < 2; ++decoupled) {
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(g_c, "adam", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t s = API_SHAPE(CML_DTYPE_F64, 2), ts = API_SHAPE(CML_DTYPE_I32);
+    cml_value_t p = cml_parameter(f, "p", &s), g = cml_parameter(f, "g", &s);
+    cml_value_t m = cml_parameter(f, "m", &s), v = cml_parameter(f, "v", &s);
+    cml_value_t t = cml_parameter(f, "t", &ts);
+    cml_adam_config_t c;
+    if (decoupled) {
+      cml_adamw_config_init(&c);
+    } else {
+      cml_adam_config_init(&c);
+      c.weight_decay = 0.02;
+    }
+    c.learning_rate = 0.01;
+    cml_value_t p2, m2, v2;
+    ASSERT_STATUS_OK(cml_optim_adam_step(f, &c, &p, &g, &m, &v, 1, t, &p2, &m2, &v2));
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, (cml_value_t[]){p2, m2, v2}, 3, &exe));
+    double pv[2] = {1.0, -2.0}, gv[2] = {0.5, -0.25}, mv[2] = {0.1, 0.05}, vv[2] = {0.01, 0.2};
+    int32_t tv = 3;
+    double po[2], mo[2], vo[2];
+    ASSERT_STATUS_OK(
+        api_run(g_c, exe, (const void*[]){pv, gv, mv, vv, &tv}, (void*[]){po, mo, vo}));
+    cml_executable_release(exe);
+    for (int i = 0; i < 2; ++i) {
+      double gd = decoupled ? gv[i] : gv[i] + 0.02 * pv[i];
+      double mn = 0.9 * mv[i] + 0.1 * gd, vn = 0.999 * vv[i] + 0.001 * gd * gd;
+      double mh = mn / (1 - pow(0.9, 3)), vh = vn / (1 - pow(0.999, 3));
+      double u = mh / (sqrt(vh) + 1e-8);
+      if (decoupled) u += 0.01 * pv[i];
+      ASSERT_NEAR(mo[i], mn, 1e-15);
+      ASSERT_NEAR(vo[i], vn, 1e-15);
+      ASSERT_NEAR(po[i], pv[i] - 0.01 * u, 1e-14);
+    }
+  }
+}
+
+TEST(clip_by_global_norm) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "clip", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s1 = API_SHAPE(CML_DTYPE_F64, 2), s2 = API_SHAPE(CML_DTYPE_F64);
+  cml_value_t g[2] = {cml_parameter(f, "a", &s1), cml_parameter(f, "b", &s2)};
+  cml_value_t c[2], c2[2], norm;
+  ASSERT_STATUS_OK(cml_optim_clip_by_global_norm(f, g, 2, 6.5, c, &norm));
+  ASSERT_STATUS_OK(cml_optim_clip_by_global_norm(f, g, 2, 100, c2, NULL));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, (cml_value_t[]){c[0], c[1], norm, c2[0]}, 4, &exe));
+  double a[2] = {3, 4}, bv = 12, ca[2], cb, nv, ua[2];  // norm 13
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){a, &bv}, (void*[]){ca, &cb, &nv, ua}));
+  cml_executable_release(exe);
+  ASSERT_NEAR(nv, 13, 1e-12);
+  ASSERT_NEAR(ca[0], 1.5, 1e-12);
+  ASSERT_NEAR(ca[1], 2.0, 1e-12);
+  ASSERT_NEAR(cb, 6.0, 1e-12);
+  ASSERT_NEAR(ua[0], 3.0, 1e-12);  // below the limit: unchanged
+  ASSERT_NEAR(ua[1], 4.0, 1e-12);
+}
+
+TEST(optimizer_errors) {
+  char msg[1024];
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "bad", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 2), s3 = API_SHAPE(CML_DTYPE_F32, 3);
+  cml_value_t p = cml_parameter(f, "p", &s), g = cml_parameter(f, "g", &s3);
+  cml_sgd_config_t c;
+  cml_sgd_config_init(&c);
+  cml_value_t p2 = 7;
+  ASSERT_EQ_INT(
+      api_code_msg(cml_optim_sgd_step(f, &c, &p, &g, NULL, 1, &p2, NULL), msg, sizeof msg),
+      CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(msg, "SGD") != NULL);
+  ASSERT_TRUE(strstr(msg, "gradient #0") != NULL);
+  ASSERT_EQ_INT(p2, CML_VALUE_INVALID);
+  cml_builder_destroy(b);
+
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "bad", &b));
+  f = cml_builder_main(b);
+  p = cml_parameter(f, "p", &s);
+  g = cml_parameter(f, "g", &s);
+  cml_value_t m = cml_parameter(f, "m", &s3), v = cml_parameter(f, "v", &s);
+  cml_value_t t = cml_constant_scalar_i64(f, CML_DTYPE_I32, 1);
+  cml_adam_config_t ac;
+  cml_adamw_config_init(&ac);
+  cml_value_t o[3];
+  ASSERT_EQ_INT(api_code_msg(cml_optim_adam_step(f, &ac, &p, &g, &m, &v, 1, t, &o[0], &o[1], &o[2]),
+                             msg, sizeof msg),
+                CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(msg, "AdamW") != NULL);
+  ASSERT_TRUE(strstr(msg, "m #0") != NULL);
+  cml_builder_destroy(b);
+
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "bad", &b));
+  f = cml_builder_main(b);
+  p = cml_parameter(f, "p", &s);
+  g = cml_parameter(f, "g", &s);
+  c.learning_rate = -1;
+  ASSERT_EQ_INT(api_code(cml_optim_sgd_step(f, &c, &p, &g, NULL, 1, &p2, NULL)),
+                CML_STATUS_INVALID_ARGUMENT);
+  cml_builder_destroy(b);
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "bad", &b));
+  f = cml_builder_main(b);
+  g = cml_parameter(f, "g", &s);
+  ASSERT_EQ_INT(api_code(cml_optim_clip_by_global_norm(f, &g, 1, 0.0, &p2, NULL)),
+                CML_STATUS_INVALID_ARGUMENT);
+  cml_builder_destroy(b);
+}
+
+// Without arguments: the c backend (every test but the xla one). With --xla: only the
+// finite-difference cases on xla:cpu (exit 77 when its plugin is not installed); ctest runs it
+// as autodiff_xla (label device). A test name runs that test only.
+int main(int argc, char** argv) {
+  bool xla = argc > 1 && strcmp(argv[1], "--xla") == 0;
+  const char* only = argc > 1 && !xla ? argv[1] : NULL;
+  cml_status_t st = cml_backend_new_with_config("c", &g_c);
+  if (st != CML_OK) {
+    fprintf(stderr, "backend c: %s\n", cml_status_message(st));
+    cml_status_free(st);
+    return 1;
+  }
+  if (xla) {
+    st = cml_backend_new_with_config("xla:cpu", &g_xla);
+    if (st != CML_OK) {
+      printf("skipped: no XLA CPU plugin (%s)\n", cml_status_message(st));
+      cml_status_free(st);
+      cml_backend_release(g_c);
+      return 77;
+    }
+    only = "finite_differences_xla";
+  }
+  static const test_entry_t tests[] = {TEST_ENTRY(finite_differences_c),
+                                       TEST_ENTRY(finite_differences_xla),
+                                       TEST_ENTRY(hand_computed),
+                                       TEST_ENTRY(hand_computed_relu_convert),
+                                       TEST_ENTRY(second_derivative),
+                                       TEST_ENTRY(complex_ops),
+                                       TEST_ENTRY(errors),
+                                       TEST_ENTRY(unimplemented_names_op),
+                                       TEST_ENTRY(sgd_momentum_nesterov),
+                                       TEST_ENTRY(adam_adamw),
+                                       TEST_ENTRY(clip_by_global_norm),
+                                       TEST_ENTRY(optimizer_errors)};
+  int failures = 0, ran = 0;
+  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
+    if (only ? strcmp(only, tests[i].name) != 0
+             : strcmp(tests[i].name, "finite_differences_xla") == 0) {
+      continue;
+    }
+    int failed = 0;
+    tests[i].fn(&failed);
+    ++ran;
+    printf("%s %s\n", failed ? "FAIL" : "ok  ", tests[i].name);
+    failures += failed;
+  }
+  printf("%d passed, %d failed, 0 skipped\n", ran - failures, failures);
+  cml_backend_release(g_xla);
+  cml_backend_release(g_c);
+  return (failures || ran == 0) ? 1 : 0;
+}

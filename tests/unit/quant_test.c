@@ -1,0 +1,793 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/quant_test.c: quantized inference (cml/fused.h): the host quantizer and
+// dequantizer against the gguf package's fixtures (tests/data/quant/, made by
+// scripts/gen_quant_fixtures.py), FusedQuantizedDense on every format x activation x batch
+// (1 and 7) on c, c:reference=true, the decomposition (c:fusion=false) and xla:cpu (when its
+// plugin is installed) against a double-precision reference from the gguf / numpy weights,
+// QuantizedEmbeddingLookup, thread-count independence, and every build-time error.
+#include <math.h>
+#include <stdlib.h>
+
+#include "api_common.h"
+#include "test.h"
+
+//===--- fixtures ---===//
+
+// The fixture directory, next to this file's directory: <repo>/tests/data/quant.
+static void qt_path(const char* name, char* out, size_t size) {
+  const char* file = __FILE__;
+  const char* cut = strstr(file, "unit/quant_test.c");
+  int prefix = cut ? (int)(cut - file) : 0;
+  snprintf(out, size, "%.*sdata/quant/%s", prefix, file, name);
+}
+
+static uint8_t* qt_read(const char* name, size_t* out_size) {
+  char path[1024];
+  qt_path(name, path, sizeof path);
+  FILE* fp = fopen(path, "rb");
+  if (!fp) {
+    fprintf(stderr, "cannot open %s\n", path);
+    return NULL;
+  }
+  fseek(fp, 0, SEEK_END);
+  long n = ftell(fp);
+  fseek(fp, 0, SEEK_SET);
+  uint8_t* p = malloc((size_t)n);
+  if (p && fread(p, 1, (size_t)n, fp) != (size_t)n) {
+    free(p);
+    p = NULL;
+  }
+  fclose(fp);
+  *out_size = (size_t)n;
+  return p;
+}
+
+typedef struct qt_ggml_t {
+  uint8_t* file;
+  cml_ggml_type_t type;
+  int64_t rows, k, row_bytes;
+  const float* src;  // NULL unless gguf quantized it
+  const uint8_t* blocks;
+  const float* deq;
+} qt_ggml_t;
+
+static bool qt_load_ggml(cml_ggml_type_t type, qt_ggml_t* g) {
+  char name[64];
+  snprintf(name, sizeof name, "%s.bin", cml_ggml_type_name(type));
+  size_t size = 0;
+  memset(g, 0, sizeof *g);
+  g->file = qt_read(name, &size);
+  if (!g->file || size < 24 || memcmp(g->file, "CMLQ", 4) != 0) return false;
+  uint32_t h[5];
+  memcpy(h, g->file + 4, sizeof h);
+  if (h[0] != 1 || h[1] != (uint32_t)type) return false;
+  g->type = type;
+  g->rows = h[2];
+  g->k = h[3];
+  g->row_bytes = cml_ggml_row_bytes(type, g->k);
+  const size_t floats = (size_t)(g->rows * g->k) * 4, blocks = (size_t)(g->rows * g->row_bytes);
+  if (size != 24 + (h[4] ? floats : 0) + blocks + floats) return false;
+  // Re-laid out as [deq][src][blocks] in one allocation (freed with |file|), so that the floats
+  // are aligned whatever the block bytes of the format.
+  uint8_t* all = malloc(2 * floats + blocks);
+  if (!all) return false;
+  size_t off = 24;
+  if (h[4]) {
+    memcpy(all + floats, g->file + off, floats);
+    g->src = (const float*)(all + floats);
+    off += floats;
+  }
+  memcpy(all + 2 * floats, g->file + off, blocks);
+  g->blocks = all + 2 * floats;
+  off += blocks;
+  memcpy(all, g->file + off, floats);
+  g->deq = (const float*)all;
+  free(g->file);
+  g->file = all;
+  return true;
+}
+
+//===--- helpers ---===//
+
+static uint64_t qt_rng = 0x9E3779B97F4A7C15ull;
+static double qt_uniform(double lo, double hi) {
+  qt_rng ^= qt_rng << 13;
+  qt_rng ^= qt_rng >> 7;
+  qt_rng ^= qt_rng << 17;
+  return lo + (hi - lo) * (double)(qt_rng >> 11) / 9007199254740992.0;
+}
+static double qt_normal(void) {
+  double u = qt_uniform(1e-12, 1), v = qt_uniform(0, 1);
+  return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static double qt_act(int act, double v) {
+  switch (act) {
+    case CML_ACTIVATION_GELU:
+      return 0.5 * v * (1 + erf(v / sqrt(2.0)));
+    case CML_ACTIVATION_RELU:
+      return v > 0 ? v : 0;
+    case CML_ACTIVATION_SILU:
+      return v / (1 + exp(-v));
+    case CML_ACTIVATION_HARD_SWISH: {
+      double t = v / 6 + 0.5;
+      return v * (t < 0 ? 0 : (t > 1 ? 1 : t));
+    }
+    case CML_ACTIVATION_TANH:
+      return tanh(v);
+    default:
+      return v;
+  }
+}
+
+// The backends every dense case runs on; xla:cpu only when its plugin loads.
+static const char* const qt_configs[] = {
+    "c",      "c:reference=true", "c:fusion=false", "c:avx512=false", "c:avx2=false,avx512=false",
+    "xla:cpu"};
+#define QT_CONFIGS (sizeof qt_configs / sizeof *qt_configs)
+
+static cml_backend_t* qt_backend(const char* config) {
+  cml_backend_t* b = NULL;
+  cml_status_t st = cml_backend_new_with_config(config, &b);
+  if (st != CML_OK) {
+    if (strncmp(config, "xla", 3) != 0) fprintf(stderr, "%s: %s\n", config, cml_status_message(st));
+    cml_status_free(st);
+    return NULL;
+  }
+  return b;
+}
+
+// A dense case: weights [rows, bytes] (GGML) or [k, n] (Linear/NF4), plus scale / zero point.
+typedef struct qt_dense_t {
+  cml_quantization_t q;
+  cml_shape_t ws, ss;
+  const void* w;
+  const float* scale;
+  const float* zero;
+  int64_t k, n;
+  const double* wref;  // [n, k] dequantized weights for the reference
+} qt_dense_t;
+
+// Runs x [m, k] through the op with all 6 activations (one graph, 6 outputs) on |config|;
+// checks each output against the double reference. Returns false (printed) on a mismatch.
+static bool qt_check_dense(const char* config, const qt_dense_t* d, int64_t m, bool* skipped) {
+  *skipped = false;
+  cml_backend_t* be = qt_backend(config);
+  if (!be) {
+    *skipped = true;
+    return true;
+  }
+  const int64_t k = d->k, n = d->n;
+  float* x = malloc(sizeof(float) * (size_t)(m * k));
+  float* bias = malloc(sizeof(float) * (size_t)n);
+  float* out[CML_ACTIVATION_COUNT];
+  for (int64_t i = 0; i < m * k; ++i) x[i] = (float)qt_uniform(-1, 1);
+  for (int64_t i = 0; i < n; ++i) bias[i] = (float)qt_uniform(-0.5, 0.5);
+  for (int a = 0; a < CML_ACTIVATION_COUNT; ++a) out[a] = calloc((size_t)(m * n), sizeof(float));
+  cml_builder_t* b = NULL;
+  cml_status_t st = cml_builder_create(be, "quant", &b);
+  bool ok = st == CML_OK;
+  if (ok) {
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, m, k);
+    cml_shape_t bs = API_SHAPE(CML_DTYPE_F32, n);
+    cml_value_t xv = cml_parameter(f, "x", &xs);
+    cml_value_t wv = cml_parameter(f, "w", &d->ws);
+    cml_value_t bv = cml_parameter(f, "bias", &bs);
+    cml_quantization_t q = d->q;
+    if (d->scale) q.scale = cml_parameter(f, "scale", &d->ss);
+    if (d->zero) q.zero_point = cml_parameter(f, "zero", &d->ss);
+    cml_value_t ys[CML_ACTIVATION_COUNT];
+    for (int a = 0; a < CML_ACTIVATION_COUNT; ++a) {
+      ys[a] = cml_op_fused_quantized_dense(f, xv, wv, bv, &q, (cml_activation_t)a);
+    }
+    cml_executable_t* exe = NULL;
+    st = api_finish(b, ys, CML_ACTIVATION_COUNT, &exe);
+    const void* ins[5] = {x, d->w, bias, d->scale, d->zero};
+    if (st == CML_OK) st = api_run(be, exe, ins, (void* const*)out);
+    cml_executable_release(exe);
+    ok = st == CML_OK;
+  }
+  if (!ok) {
+    fprintf(stderr, "%s: %s\n", config, cml_status_message(st));
+  }
+  cml_status_free(st);
+  for (int64_t i = 0; ok && i < m; ++i) {
+    for (int64_t j = 0; ok && j < n; ++j) {
+      double sum = bias[j], mag = fabs(bias[j]);
+      for (int64_t kk = 0; kk < k; ++kk) {
+        sum += (double)x[i * k + kk] * d->wref[j * k + kk];
+        mag += fabs((double)x[i * k + kk] * d->wref[j * k + kk]);
+      }
+      // f32 sums in any order: |error| <= K * 2^-23 * sum |x w|, times the activation's slope
+      // (at most 1.5, hard_swish), plus the activation's own rounding.
+      const double bound = 1.5 * (double)(k + 2) * 1.2e-7 * mag + 1e-6;
+      for (int a = 0; a < CML_ACTIVATION_COUNT; ++a) {
+        double want = qt_act(a, sum), got = out[a][i * n + j];
+        if (!(fabs(got - want) <= bound + 1e-6 * fabs(want))) {
+          fprintf(stderr, "%s %s m=%lld act %s: y[%lld, %lld] = %.9g, want %.9g (bound %.3g)\n",
+                  config,
+                  d->q.scheme == CML_QUANT_GGML ? cml_ggml_type_name(d->q.ggml_type)
+                                                : cml_quant_scheme_name(d->q.scheme),
+                  (long long)m, cml_activation_name((cml_activation_t)a), (long long)i,
+                  (long long)j, got, want, bound);
+          ok = false;
+          break;
+        }
+      }
+    }
+  }
+  for (int a = 0; a < CML_ACTIVATION_COUNT; ++a) free(out[a]);
+  free(x);
+  free(bias);
+  cml_backend_release(be);
+  return ok;
+}
+
+//===--- enums and sizes ---===//
+
+TEST(enums_and_block_sizes) {
+  static const int64_t bytes[] = {18, 34, 18, 84, 110, 144, 176, 210, 20, 22, 24};
+  static const char* const names[] = {"Q4_0", "Q8_0", "IQ4_NL", "Q2_K", "Q3_K", "Q4_K",
+                                      "Q5_K", "Q6_K", "Q4_1",   "Q5_0", "Q5_1"};
+  ASSERT_EQ_INT(CML_GGML_TYPE_COUNT, 11);
+  for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    ASSERT_EQ_INT(cml_ggml_type_bytes_per_block((cml_ggml_type_t)t), bytes[t]);
+    ASSERT_STREQ(cml_ggml_type_name((cml_ggml_type_t)t), names[t]);
+    int64_t v = cml_ggml_type_values_per_block((cml_ggml_type_t)t);
+    ASSERT_EQ_INT(v, (t >= 3 && t <= 7) ? 256 : 32);
+    ASSERT_EQ_INT(cml_ggml_row_bytes((cml_ggml_type_t)t, 512), 512 / v * bytes[t]);
+    ASSERT_EQ_INT(cml_ggml_row_bytes((cml_ggml_type_t)t, v + 1), 0);
+  }
+  ASSERT_STREQ(cml_ggml_type_name(CML_GGML_TYPE_COUNT), "unknown");
+  ASSERT_EQ_INT(cml_ggml_type_bytes_per_block(CML_GGML_TYPE_COUNT), 0);
+  ASSERT_STREQ(cml_quant_scheme_name(CML_QUANT_NF4), "NF4");
+  ASSERT_STREQ(cml_quant_scheme_name(CML_QUANT_SCHEME_COUNT), "unknown");
+  ASSERT_EQ_DBL(cml_quant_nf4_table()[7], 0.0);
+  ASSERT_EQ_DBL(cml_quant_nf4_table()[14], 0.7229568362236023f);
+  ASSERT_EQ_DBL(cml_quant_iq4nl_table()[0], -127.0);
+  cml_quantization_t q;
+  cml_quantization_init(&q);
+  ASSERT_EQ_INT(q.scheme, CML_QUANT_LINEAR);
+  ASSERT_EQ_INT(q.block_axis, 1);
+  ASSERT_TRUE(q.scale == CML_VALUE_INVALID && q.zero_point == CML_VALUE_INVALID);
+}
+
+//===--- host quantizer vs the gguf package ---===//
+
+TEST(dequantize_matches_gguf_bit_for_bit) {
+  for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    qt_ggml_t g;
+    bool loaded = qt_load_ggml((cml_ggml_type_t)t, &g);
+    if (!loaded) free(g.file);
+    ASSERT_TRUE(loaded);
+    float* y = malloc(sizeof(float) * (size_t)(g.rows * g.k));
+    ASSERT_STATUS_OK(cml_dequantize_ggml(g.type, g.blocks, g.rows, g.k, y));
+    int64_t bad = -1;
+    for (int64_t i = 0; i < g.rows * g.k && bad < 0; ++i) {
+      if (memcmp(&y[i], &g.deq[i], 4) != 0) bad = i;
+    }
+    if (bad >= 0) {
+      fprintf(stderr, "%s: value %lld = %.9g, gguf %.9g\n", cml_ggml_type_name(g.type),
+              (long long)bad, y[bad], g.deq[bad]);
+    }
+    free(y);
+    free(g.file);
+    ASSERT_EQ_INT(bad, -1);
+  }
+}
+
+TEST(quantize_matches_gguf_bit_for_bit) {
+  int checked = 0;
+  for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    qt_ggml_t g;
+    ASSERT_TRUE(qt_load_ggml((cml_ggml_type_t)t, &g) || (free(g.file), false));
+    if (!g.src) {
+      free(g.file);
+      continue;
+    }
+    size_t size = (size_t)(g.rows * g.row_bytes);
+    uint8_t* q = malloc(size);
+    ASSERT_STATUS_OK(cml_quantize_ggml(g.type, g.src, g.rows, g.k, q, size));
+    int64_t bad = -1;
+    for (size_t i = 0; i < size && bad < 0; ++i) {
+      if (q[i] != g.blocks[i]) bad = (int64_t)i;
+    }
+    if (bad >= 0) {
+      fprintf(stderr, "%s: byte %lld = %u, gguf %u\n", cml_ggml_type_name(g.type), (long long)bad,
+              q[bad], g.blocks[bad]);
+    }
+    free(q);
+    free(g.file);
+    ASSERT_EQ_INT(bad, -1);
+    ++checked;
+  }
+  ASSERT_EQ_INT(checked, 5);  // Q4_0, Q8_0, Q4_1, Q5_0, Q5_1
+}
+
+// Round trip of N(0, 1) weights: RMSE within 25% of ggml's own quantizers (measured on the same
+// distribution, 256 x 4096, no importance matrix) for every format.
+TEST(quantize_round_trip_error) {
+  static const double ggml_rmse[CML_GGML_TYPE_COUNT] = {
+      0.0859, 0.0054, 0.0761, 0.297, 0.151, 0.0713, 0.0361, 0.0177, 0.0782, 0.0427, 0.0378};
+  const int64_t rows = 16, k = 4096;
+  float* x = malloc(sizeof(float) * (size_t)(rows * k));
+  float* y = malloc(sizeof(float) * (size_t)(rows * k));
+  uint8_t* q = malloc((size_t)(rows * k * 2));
+  for (int64_t i = 0; i < rows * k; ++i) x[i] = (float)qt_normal();
+  for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    const cml_ggml_type_t type = (cml_ggml_type_t)t;
+    size_t size = (size_t)(rows * cml_ggml_row_bytes(type, k));
+    ASSERT_STATUS_CODE(cml_quantize_ggml(type, x, rows, k, q, size - 1),
+                       CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_STATUS_OK(cml_quantize_ggml(type, x, rows, k, q, size));
+    ASSERT_STATUS_OK(cml_dequantize_ggml(type, q, rows, k, y));
+    double se = 0;
+    for (int64_t i = 0; i < rows * k; ++i) se += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+    double rmse = sqrt(se / (double)(rows * k));
+    printf("  %-6s rmse %.4f (ggml %.4f)\n", cml_ggml_type_name(type), rmse, ggml_rmse[t]);
+    ASSERT_TRUE(rmse <= 1.25 * ggml_rmse[t]);
+  }
+  ASSERT_STATUS_CODE(cml_quantize_ggml(CML_GGML_Q4_K, x, 1, 100, q, 1000),
+                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_quantize_ggml(CML_GGML_TYPE_COUNT, x, 1, 256, q, 1000),
+                     CML_STATUS_INVALID_ARGUMENT);
+  free(x);
+  free(y);
+  free(q);
+}
+
+//===--- FusedQuantizedDense, GGML ---===//
+
+static bool qt_ggml_dense_all(const qt_ggml_t* g, int* out_runs) {
+  qt_dense_t d;
+  memset(&d, 0, sizeof d);
+  cml_quantization_init(&d.q);
+  d.q.scheme = CML_QUANT_GGML;
+  d.q.ggml_type = g->type;
+  d.ws = API_SHAPE(CML_DTYPE_U8, g->rows, g->row_bytes);
+  d.w = g->blocks;
+  d.k = g->k;
+  d.n = g->rows;
+  double* wref = malloc(sizeof(double) * (size_t)(g->rows * g->k));
+  for (int64_t i = 0; i < g->rows * g->k; ++i) wref[i] = g->deq[i];
+  d.wref = wref;
+  bool ok = true;
+  for (size_t c = 0; c < QT_CONFIGS; ++c) {
+    for (int64_t m = 1; m <= 7; m += 6) {
+      bool skipped;
+      ok = qt_check_dense(qt_configs[c], &d, m, &skipped) && ok;
+      *out_runs += !skipped;
+    }
+  }
+  free(wref);
+  return ok;
+}
+
+TEST(ggml_dense_every_format_activation_batch_backend) {
+  int runs = 0;
+  for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    qt_ggml_t g;
+    ASSERT_TRUE(qt_load_ggml((cml_ggml_type_t)t, &g) || (free(g.file), false));
+    bool ok = qt_ggml_dense_all(&g, &runs);
+    free(g.file);
+    ASSERT_TRUE(ok);
+  }
+  printf("  %d runs (11 formats x 2 batches x backends)\n", runs);
+  ASSERT_TRUE(runs >= 11 * 2 * 5);
+}
+
+//===--- FusedQuantizedDense, Linear and NF4 ---===//
+
+static void qt_pack(cml_dtype_t dt, const int32_t* codes, int64_t count, uint8_t* out) {
+  int bits = cml_dtype_bits(dt);
+  if (bits == 8) {
+    for (int64_t i = 0; i < count; ++i) out[i] = (uint8_t)codes[i];
+    return;
+  }
+  int per = 8 / bits;
+  memset(out, 0, (size_t)((count + per - 1) / per));
+  for (int64_t i = 0; i < count; ++i) {
+    out[i / per] |= (uint8_t)(((unsigned)codes[i] & ((1u << bits) - 1)) << ((i % per) * bits));
+  }
+}
+
+TEST(linear_nf4_dense_every_dtype_activation_batch_backend) {
+  size_t size = 0;
+  uint8_t* file = qt_read("linear.bin", &size);
+  ASSERT_TRUE(file && size > 12 && memcmp(file, "CMLL", 4) == 0);
+  uint32_t head[2];
+  memcpy(head, file + 4, sizeof head);
+  size_t off = 12;
+  int runs = 0;
+  bool ok = true;
+  for (uint32_t c = 0; c < head[1] && ok; ++c) {
+    uint32_t h[6];
+    memcpy(h, file + off, sizeof h);
+    off += sizeof h;
+    const int64_t k = h[2], n = h[3], block = h[4], nb = (n + block - 1) / block;
+    const int32_t* codes = (const int32_t*)(file + off);
+    off += (size_t)(k * n) * 4;
+    const float* scale = (const float*)(file + off);
+    off += (size_t)(k * nb) * 4;
+    const float* zero = NULL;
+    if (h[5]) {
+      zero = (const float*)(file + off);
+      off += (size_t)(k * nb) * 4;
+    }
+    const float* w = (const float*)(file + off);
+    off += (size_t)(k * n) * 4;
+    qt_dense_t d;
+    memset(&d, 0, sizeof d);
+    cml_quantization_init(&d.q);
+    d.q.scheme = (cml_quant_scheme_t)h[0];
+    d.q.block_size = block;
+    d.ws = API_SHAPE((cml_dtype_t)h[1], k, n);
+    d.ss = API_SHAPE(CML_DTYPE_F32, k, nb);
+    uint8_t* packed = malloc((size_t)(k * n));
+    qt_pack((cml_dtype_t)h[1], codes, k * n, packed);
+    d.w = packed;
+    d.scale = scale;
+    d.zero = zero;
+    d.k = k;
+    d.n = n;
+    double* wref = malloc(sizeof(double) * (size_t)(k * n));
+    for (int64_t kk = 0; kk < k; ++kk) {
+      for (int64_t j = 0; j < n; ++j) wref[j * k + kk] = w[kk * n + j];
+    }
+    d.wref = wref;
+    for (size_t ci = 0; ci < QT_CONFIGS; ++ci) {
+      for (int64_t m = 1; m <= 7; m += 6) {
+        bool skipped;
+        bool one = qt_check_dense(qt_configs[ci], &d, m, &skipped);
+        if (!one) {
+          fprintf(stderr, "  case %u: %s %s k=%lld n=%lld block=%lld zero=%u\n", c,
+                  cml_quant_scheme_name(d.q.scheme), cml_dtype_name((cml_dtype_t)h[1]),
+                  (long long)k, (long long)n, (long long)block, h[5]);
+        }
+        ok = one && ok;
+        runs += !skipped;
+      }
+    }
+    free(wref);
+    free(packed);
+  }
+  free(file);
+  ASSERT_TRUE(ok);
+  ASSERT_EQ_U64(off, size);
+  printf("  %d runs\n", runs);
+}
+
+//===--- QuantizedEmbeddingLookup ---===//
+
+TEST(embedding_lookup_every_format_matches_gguf) {
+  static const char* const configs[] = {"c", "c:fusion=false", "xla:cpu"};
+  for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    qt_ggml_t g;
+    ASSERT_TRUE(qt_load_ggml((cml_ggml_type_t)t, &g) || (free(g.file), false));
+    const int32_t idx[6] = {3, 0, 8, 3, 5, 1};
+    float* out = malloc(sizeof(float) * (size_t)(6 * g.k));
+    bool ok = true;
+    for (size_t c = 0; c < sizeof configs / sizeof *configs && ok; ++c) {
+      cml_backend_t* be = qt_backend(configs[c]);
+      if (!be) continue;
+      cml_builder_t* b = NULL;
+      cml_status_t st = cml_builder_create(be, "embed", &b);
+      if (st == CML_OK) {
+        cml_function_t* f = cml_builder_main(b);
+        cml_shape_t ds = API_SHAPE(CML_DTYPE_U8, g.rows, g.row_bytes);
+        cml_shape_t is = API_SHAPE(CML_DTYPE_I32, 2, 3, 1);
+        cml_quantization_t q;
+        cml_quantization_init(&q);
+        q.scheme = CML_QUANT_GGML;
+        q.ggml_type = g.type;
+        cml_value_t dv = cml_parameter(f, "d", &ds);  // parameters in order: d, i
+        cml_value_t iv = cml_parameter(f, "i", &is);
+        cml_value_t y = cml_op_quantized_embedding_lookup(f, dv, iv, &q);
+        cml_executable_t* exe = NULL;
+        st = api_finish(b, &y, 1, &exe);
+        if (st == CML_OK)
+          st = api_run(be, exe, (const void* const[]){g.blocks, idx}, &(void*){out});
+        cml_executable_release(exe);
+      }
+      if (st != CML_OK) fprintf(stderr, "%s: %s\n", configs[c], cml_status_message(st));
+      ok = st == CML_OK;
+      cml_status_free(st);
+      for (int i = 0; ok && i < 6; ++i) {
+        if (memcmp(out + i * g.k, g.deq + idx[i] * g.k, sizeof(float) * (size_t)g.k) != 0) {
+          fprintf(stderr, "%s %s: row %d differs from gguf\n", configs[c],
+                  cml_ggml_type_name(g.type), i);
+          ok = false;
+        }
+      }
+      cml_backend_release(be);
+    }
+    free(out);
+    free(g.file);
+    ASSERT_TRUE(ok);
+  }
+}
+
+TEST(embedding_index_out_of_range_is_a_status) {
+  qt_ggml_t g;
+  ASSERT_TRUE(qt_load_ggml(CML_GGML_Q4_K, &g) || (free(g.file), false));
+  cml_backend_t* be = qt_backend("c");
+  ASSERT_TRUE(be != NULL);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "embed", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t ds = API_SHAPE(CML_DTYPE_U8, g.rows, g.row_bytes);
+  cml_shape_t is = API_SHAPE(CML_DTYPE_I64, 2, 1);
+  cml_quantization_t q;
+  cml_quantization_init(&q);
+  q.scheme = CML_QUANT_GGML;
+  q.ggml_type = CML_GGML_Q4_K;
+  cml_value_t dv = cml_parameter(f, "d", &ds);
+  cml_value_t iv = cml_parameter(f, "i", &is);
+  cml_value_t y = cml_op_quantized_embedding_lookup(f, dv, iv, &q);
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &y, 1, &exe));
+  float* out = malloc(sizeof(float) * 2 * 256);
+  char msg[512];
+  const int64_t bad_hi[2] = {1, 9}, bad_lo[2] = {-1, 0}, good[2] = {8, 0};
+  cml_status_code_t c1 = api_code_msg(
+      api_run(be, exe, (const void* const[]){g.blocks, bad_hi}, &(void*){out}), msg, sizeof msg);
+  ASSERT_EQ_INT(c1, CML_STATUS_OUT_OF_RANGE);
+  ASSERT_CONTAINS(msg, "QuantizedEmbeddingLookup: index 9");
+  ASSERT_CONTAINS(msg, "[0, 9)");
+  ASSERT_EQ_INT(api_code(api_run(be, exe, (const void* const[]){g.blocks, bad_lo}, &(void*){out})),
+                CML_STATUS_OUT_OF_RANGE);
+  ASSERT_STATUS_OK(api_run(be, exe, (const void* const[]){g.blocks, good}, &(void*){out}));
+  ASSERT_TRUE(memcmp(out, g.deq + 8 * 256, 256 * sizeof(float)) == 0);
+  free(out);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+  free(g.file);
+}
+
+//===--- larger shapes: the pool, thread counts, the quantizer end to end ---===//
+
+// Q4_0, Q8_0, Q4_K, Q6_K (the SIMD ones) and Q3_K on [300, 1024] weights, batch 1 and 5: the
+// native kernel on 1 thread, on 4 threads and the decomposition agree within the f32 bound,
+// and 1 vs 4 threads give identical bits.
+TEST(native_matches_decomposition_and_thread_counts) {
+  static const cml_ggml_type_t types[] = {CML_GGML_Q4_0, CML_GGML_Q8_0, CML_GGML_Q4_K,
+                                          CML_GGML_Q6_K, CML_GGML_Q3_K};
+  const int64_t n = 300, k = 1024;
+  float* w = malloc(sizeof(float) * (size_t)(n * k));
+  for (int64_t i = 0; i < n * k; ++i) w[i] = (float)qt_normal();
+  uint8_t* q = malloc((size_t)(n * k * 2));
+  float* wd = malloc(sizeof(float) * (size_t)(n * k));
+  for (size_t t = 0; t < sizeof types / sizeof *types; ++t) {
+    const int64_t rb = cml_ggml_row_bytes(types[t], k);
+    ASSERT_STATUS_OK(cml_quantize_ggml(types[t], w, n, k, q, (size_t)(n * rb)));
+    ASSERT_STATUS_OK(cml_dequantize_ggml(types[t], q, n, k, wd));
+    double* wref = malloc(sizeof(double) * (size_t)(n * k));
+    for (int64_t i = 0; i < n * k; ++i) wref[i] = wd[i];
+    qt_dense_t d;
+    memset(&d, 0, sizeof d);
+    cml_quantization_init(&d.q);
+    d.q.scheme = CML_QUANT_GGML;
+    d.q.ggml_type = types[t];
+    d.ws = API_SHAPE(CML_DTYPE_U8, n, rb);
+    d.w = q;
+    d.k = k;
+    d.n = n;
+    d.wref = wref;
+    static const char* const cfgs[] = {"c:threads=1", "c:threads=4", "c:fusion=false"};
+    bool ok = true;
+    for (size_t c = 0; c < 3; ++c) {
+      for (int64_t m = 1; m <= 5; m += 4) {
+        bool skipped;
+        ok = qt_check_dense(cfgs[c], &d, m, &skipped) && ok;
+      }
+    }
+    free(wref);
+    ASSERT_TRUE(ok);
+  }
+  free(w);
+  free(q);
+  free(wd);
+}
+
+TEST(quantize_linear_round_trip) {
+  const int64_t k = 6, n = 21, block = 8, nb = 3;
+  float src[6 * 21], scale[6 * 3], zero[6 * 3];
+  uint8_t wq[6 * 21];
+  for (int i = 0; i < k * n; ++i) src[i] = (float)qt_uniform(-2, 2);
+  static const cml_dtype_t dts[] = {CML_DTYPE_I8, CML_DTYPE_U8, CML_DTYPE_I4,
+                                    CML_DTYPE_U4, CML_DTYPE_I2, CML_DTYPE_U2};
+  static const double tol[] = {2.0 / 127, 4.0 / 255, 2.0 / 7, 4.0 / 15, 2.0, 4.0 / 3};
+  for (size_t i = 0; i < 6; ++i) {
+    bool is_signed = i % 2 == 0;
+    ASSERT_STATUS_OK(cml_quantize_linear(CML_QUANT_LINEAR, dts[i], src, k, n, block, wq, scale,
+                                         is_signed ? NULL : zero));
+    cml_shape_t ws = API_SHAPE(dts[i], k, n);
+    (void)ws;
+    int bits = cml_dtype_bits(dts[i]), per = 8 / bits;
+    for (int64_t e = 0; e < k * n; ++e) {
+      int v = (wq[e / per] >> ((e % per) * bits)) & ((1 << bits) - 1);
+      if (is_signed && v >= (1 << (bits - 1))) v -= 1 << bits;
+      int64_t r = e / n, blk = (e % n) / block;
+      double back = v * (double)scale[r * nb + blk] + (is_signed ? 0 : zero[r * nb + blk]);
+      ASSERT_TRUE(fabs(back - src[e]) <= 0.5 * tol[i] + 1e-6);
+    }
+  }
+  ASSERT_STATUS_OK(
+      cml_quantize_linear(CML_QUANT_NF4, CML_DTYPE_U4, src, k, n, block, wq, scale, NULL));
+  ASSERT_STATUS_CODE(
+      cml_quantize_linear(CML_QUANT_LINEAR, CML_DTYPE_U8, src, k, n, block, wq, scale, NULL),
+      CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(
+      cml_quantize_linear(CML_QUANT_NF4, CML_DTYPE_I2, src, k, n, block, wq, scale, NULL),
+      CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(
+      cml_quantize_linear(CML_QUANT_GGML, CML_DTYPE_I8, src, k, n, block, wq, scale, NULL),
+      CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(
+      cml_quantize_linear(CML_QUANT_LINEAR, CML_DTYPE_I8, src, k, n, 0, wq, scale, NULL),
+      CML_STATUS_INVALID_ARGUMENT);
+}
+
+//===--- build-time errors ---===//
+
+typedef struct qt_bad_t {
+  const char* what;
+  cml_shape_t xs, ws, ss, zs, bs;  // dtype INVALID: absent
+  cml_quant_scheme_t scheme;
+  cml_ggml_type_t type;
+  int64_t block_size, block_axis;
+  int activation;
+  bool null_q;
+  const char* expect;
+} qt_bad_t;
+
+TEST(dense_bad_input_names_op_shapes_and_format) {
+  const cml_shape_t none = {0};
+  const cml_shape_t x256 = API_SHAPE(CML_DTYPE_F32, 2, 256);
+  const cml_shape_t x8 = API_SHAPE(CML_DTYPE_F32, 3, 8);
+  const cml_shape_t w8 = API_SHAPE(CML_DTYPE_I8, 8, 10);
+  const cml_shape_t s8 = API_SHAPE(CML_DTYPE_F32, 8, 3);
+  const qt_bad_t cases[] = {
+      {"null quantization", x8, w8, s8, none, none, 0, 0, 4, 1, 0, true, "NULL quantization"},
+      {"unknown scheme", x8, w8, s8, none, none, (cml_quant_scheme_t)7, 0, 4, 1, 0, false,
+       "unknown quantization scheme 7"},
+      {"unknown ggml type", x256, API_SHAPE(CML_DTYPE_U8, 5, 144), none, none, none, CML_QUANT_GGML,
+       (cml_ggml_type_t)11, 0, 1, 0, false, "unknown GGML type 11"},
+      {"unknown activation", x8, w8, s8, none, none, 0, 0, 4, 1, 9, false, "unknown activation 9"},
+      {"x f64", API_SHAPE(CML_DTYPE_F64, 3, 8), w8, s8, none, none, 0, 0, 4, 1, 0, false,
+       "FusedQuantizedDense(Linear): x (Float64)[3, 8] must be Float32"},
+      {"ggml row bytes", x256, API_SHAPE(CML_DTYPE_U8, 5, 145), none, none, none, CML_QUANT_GGML,
+       CML_GGML_Q4_K, 0, 1, 0, false,
+       "FusedQuantizedDense(GGML Q4_K): weights (Uint8)[5, 145]: bytes_per_row 145 is not a "
+       "positive multiple of the 144 bytes"},
+      {"ggml weights dtype", x256, API_SHAPE(CML_DTYPE_I8, 5, 144), none, none, none,
+       CML_QUANT_GGML, CML_GGML_Q4_K, 0, 1, 0, false, "must be [rows, bytes_per_row] Uint8"},
+      {"ggml k mismatch", x256, API_SHAPE(CML_DTYPE_U8, 5, 288), none, none, none, CML_QUANT_GGML,
+       CML_GGML_Q4_K, 0, 1, 0, false, "last dim 256 must match K=512"},
+      {"ggml with scale", x256, API_SHAPE(CML_DTYPE_U8, 5, 144), s8, none, none, CML_QUANT_GGML,
+       CML_GGML_Q4_K, 0, 1, 0, false, "scale and zero_point must be CML_VALUE_INVALID"},
+      {"scale shape", x8, w8, API_SHAPE(CML_DTYPE_F32, 8, 2), none, none, 0, 0, 4, 1, 0, false,
+       "scale (Float32)[8, 2] must be Float32[8, 3]"},
+      {"scale dtype", x8, w8, API_SHAPE(CML_DTYPE_F16, 8, 3), none, none, 0, 0, 4, 1, 0, false,
+       "must be Float32[8, 3]"},
+      {"no scale", x8, w8, none, none, none, 0, 0, 4, 1, 0, false,
+       "a scale Float32[8, 3] is "
+       "required"},
+      {"block size 0", x8, w8, s8, none, none, 0, 0, 0, 1, 0, false, "block_size 0 must be >= 1"},
+      {"block axis", x8, w8, s8, none, none, 0, 0, 4, 0, 0, false, "only block_axis=1"},
+      {"weights k", x8, API_SHAPE(CML_DTYPE_I8, 7, 10), s8, none, none, 0, 0, 4, 1, 0, false,
+       "weights (Int8)[7, 10] must be [8, N]"},
+      {"weights float", x8, API_SHAPE(CML_DTYPE_F32, 8, 10), s8, none, none, 0, 0, 4, 1, 0, false,
+       "must be [8, N] of Int8"},
+      {"nf4 int2", x8, API_SHAPE(CML_DTYPE_I2, 8, 10), s8, none, none, CML_QUANT_NF4, 0, 4, 1, 0,
+       false, "FusedQuantizedDense(NF4): weights (Int2)[8, 10]"},
+      {"nf4 zero point", x8, w8, s8, s8, none, CML_QUANT_NF4, 0, 4, 1, 0, false,
+       "zero_point must be CML_VALUE_INVALID for the NF4 scheme"},
+      {"zero point shape", x8, w8, s8, API_SHAPE(CML_DTYPE_F32, 8, 4), none, 0, 0, 4, 1, 0, false,
+       "zero_point (Float32)[8, 4] must have the scale's shape"},
+      {"bias shape", x8, w8, s8, none, API_SHAPE(CML_DTYPE_F32, 9), 0, 0, 4, 1, 0, false,
+       "bias (Float32)[9] must be Float32[10]"},
+  };
+  cml_backend_t* be = qt_backend("c");
+  ASSERT_TRUE(be != NULL);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+    const qt_bad_t* c = &cases[i];
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(be, "bad", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_quantization_t q;
+    cml_quantization_init(&q);
+    q.scheme = c->scheme;
+    q.ggml_type = c->type;
+    q.block_size = c->block_size;
+    q.block_axis = c->block_axis;
+    cml_value_t x = cml_parameter(f, "x", &c->xs);
+    cml_value_t w = cml_parameter(f, "w", &c->ws);
+    if (c->ss.dtype) q.scale = cml_parameter(f, "s", &c->ss);
+    if (c->zs.dtype) q.zero_point = cml_parameter(f, "z", &c->zs);
+    cml_value_t bias = c->bs.dtype ? cml_parameter(f, "b", &c->bs) : CML_VALUE_INVALID;
+    cml_value_t y = cml_op_fused_quantized_dense(f, x, w, bias, c->null_q ? NULL : &q,
+                                                 (cml_activation_t)c->activation);
+    char msg[1024];
+    cml_status_code_t code = api_code_msg(cml_builder_status(b), msg, sizeof msg);
+    if (code != CML_STATUS_INVALID_ARGUMENT || !strstr(msg, c->expect)) {
+      fprintf(stderr, "case %s: got %d \"%s\"\n", c->what, (int)code, msg);
+    }
+    cml_builder_destroy(b);
+    ASSERT_TRUE(y == CML_VALUE_INVALID);
+    ASSERT_EQ_INT(code, CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(msg, c->expect);
+    ASSERT_CONTAINS(msg, "FusedQuantizedDense");
+  }
+  cml_backend_release(be);
+}
+
+TEST(embedding_bad_input) {
+  cml_backend_t* be = qt_backend("c");
+  ASSERT_TRUE(be != NULL);
+  struct {
+    cml_shape_t ds, is;
+    cml_quant_scheme_t scheme;
+    cml_status_code_t code;
+    const char* expect;
+  } cases[] = {
+      {API_SHAPE(CML_DTYPE_U8, 4, 18), API_SHAPE(CML_DTYPE_I32, 3, 1), CML_QUANT_LINEAR,
+       CML_STATUS_UNIMPLEMENTED, "only the GGML scheme is supported, got Linear"},
+      {API_SHAPE(CML_DTYPE_U8, 4, 19), API_SHAPE(CML_DTYPE_I32, 3, 1), CML_QUANT_GGML,
+       CML_STATUS_INVALID_ARGUMENT, "QuantizedEmbeddingLookup(GGML Q4_0): data (Uint8)[4, 19]"},
+      {API_SHAPE(CML_DTYPE_U8, 4, 18), API_SHAPE(CML_DTYPE_F32, 3, 1), CML_QUANT_GGML,
+       CML_STATUS_INVALID_ARGUMENT, "indices (Float32)[3, 1] must have an integer dtype"},
+      {API_SHAPE(CML_DTYPE_U8, 4, 18), API_SHAPE(CML_DTYPE_I32, 3, 2), CML_QUANT_GGML,
+       CML_STATUS_INVALID_ARGUMENT, "last dim 1"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(be, "bad", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_quantization_t q;
+    cml_quantization_init(&q);
+    q.scheme = cases[i].scheme;
+    q.block_size = 1;
+    cml_value_t dv = cml_parameter(f, "d", &cases[i].ds);
+    cml_value_t iv = cml_parameter(f, "i", &cases[i].is);
+    cml_value_t y = cml_op_quantized_embedding_lookup(f, dv, iv, &q);
+    char msg[1024];
+    cml_status_code_t code = api_code_msg(cml_builder_status(b), msg, sizeof msg);
+    cml_builder_destroy(b);
+    if (!strstr(msg, cases[i].expect)) fprintf(stderr, "case %zu: \"%s\"\n", i, msg);
+    ASSERT_TRUE(y == CML_VALUE_INVALID);
+    ASSERT_EQ_INT(code, cases[i].code);
+    ASSERT_CONTAINS(msg, cases[i].expect);
+  }
+  cml_backend_release(be);
+}
+
+// The c backend advertises both ops unless fusion is off or it runs its reference kernels; a
+// native build records one node, a decomposed one none.
+TEST(capabilities_follow_fusion_option) {
+  cml_backend_t* on = qt_backend("c");
+  cml_backend_t* off = qt_backend("c:fusion=false");
+  cml_backend_t* ref = qt_backend("c:reference=true");
+  ASSERT_TRUE(on && off && ref);
+  const cml_op_t ops[2] = {CML_OP_FUSED_QUANTIZED_DENSE, CML_OP_QUANTIZED_EMBEDDING_LOOKUP};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(cml_capabilities_has_op(cml_backend_capabilities(on), ops[i]));
+    ASSERT_FALSE(cml_capabilities_has_op(cml_backend_capabilities(off), ops[i]));
+    ASSERT_FALSE(cml_capabilities_has_op(cml_backend_capabilities(ref), ops[i]));
+  }
+  cml_backend_release(on);
+  cml_backend_release(off);
+  cml_backend_release(ref);
+}
+
+TEST_MAIN(TEST_ENTRY(enums_and_block_sizes), TEST_ENTRY(dequantize_matches_gguf_bit_for_bit),
+          TEST_ENTRY(quantize_matches_gguf_bit_for_bit), TEST_ENTRY(quantize_round_trip_error),
+          TEST_ENTRY(ggml_dense_every_format_activation_batch_backend),
+          TEST_ENTRY(linear_nf4_dense_every_dtype_activation_batch_backend),
+          TEST_ENTRY(embedding_lookup_every_format_matches_gguf),
+          TEST_ENTRY(embedding_index_out_of_range_is_a_status),
+          TEST_ENTRY(native_matches_decomposition_and_thread_counts),
+          TEST_ENTRY(quantize_linear_round_trip),
+          TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), TEST_ENTRY(embedding_bad_input),
+          TEST_ENTRY(capabilities_follow_fusion_option))
