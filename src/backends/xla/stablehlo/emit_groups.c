@@ -7,12 +7,12 @@
 #include "backends/xla/stablehlo/emit_groups.h"
 
 static const bool cml_xla_lowered_groups[CML_OPG_COUNT] = {
-    [CML_OPG_SOURCE] = true,      [CML_OPG_ELEMENTWISE] = true, [CML_OPG_REDUCE] = true,
-    [CML_OPG_MOVEMENT] = true,    [CML_OPG_INDEX] = true,       [CML_OPG_WINDOW] = true,
-    [CML_OPG_LINALG] = true,      [CML_OPG_SPECIAL] = true,     [CML_OPG_CONTROL] = true,
-    [CML_OPG_FUSED] = false,       // decomposed by the builder into standard ops
+    [CML_OPG_SOURCE] = true,     [CML_OPG_ELEMENTWISE] = true, [CML_OPG_REDUCE] = true,
+    [CML_OPG_MOVEMENT] = true,   [CML_OPG_INDEX] = true,       [CML_OPG_WINDOW] = true,
+    [CML_OPG_LINALG] = true,     [CML_OPG_SPECIAL] = true,     [CML_OPG_CONTROL] = true,
+    [CML_OPG_FUSED] = false,      // decomposed by the builder into standard ops
     [CML_OPG_COLLECTIVE] = true,  // SPMD modules (emit_collective.c)
-    [CML_OPG_DYNAMIC] = false,     // dynamic shapes: UNIMPLEMENTED everywhere
+    [CML_OPG_DYNAMIC] = false,    // dynamic shapes: UNIMPLEMENTED everywhere
     [CML_OPG_INTERNAL] = false,
 };
 
