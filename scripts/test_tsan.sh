@@ -5,6 +5,7 @@
 #   - the thread-related unit tests (ctest --preset tsan: thread pool, engine, plan, optimizer,
 #     concurrent executes, concurrent builders, concurrent registration),
 #   - the compliance suite's exec/ and control/ groups on the c backend,
+#   - the collective cases on c:devices=4 (device slots on threads, the rendezvous),
 #   - the whole compliance suite on c:threads=4 (more workers than cores: kernels split work).
 # Exit status: non-zero on a build failure, a test failure or any TSan report.
 set -euo pipefail
@@ -37,6 +38,8 @@ echo "-- tsan: thread-related unit tests"
 "${wrap[@]}" ctest --preset tsan -j"$jobs"
 echo "-- tsan: cml test --backend c --op '^(exec|control)/'"
 "${wrap[@]}" "$build/cml" test --backend c --op '^(exec|control)/'
+echo "-- tsan: cml test --backend c:devices=4,threads=2 --op collective (SPMD slots and rendezvous)"
+"${wrap[@]}" "$build/cml" test --backend c:devices=4,threads=2 --op collective
 echo "-- tsan: cml test --backend c:threads=4 (whole suite)"
 "${wrap[@]}" "$build/cml" test --backend c:threads=4
 echo "test_tsan: no data races reported"

@@ -621,6 +621,48 @@ TEST(more_slots_than_threads_and_concurrent_executions) {
   cml_backend_release(be);
 }
 
+// Donated inputs under SPMD: a returned parameter takes over each slot's donated storage.
+TEST(donated_inputs_per_slot) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=2", &be));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "donate", &b));
+  ASSERT_STATUS_OK(cml_builder_spmd(b, 2));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = vec(CML_DTYPE_F32, 2);
+  cml_value_t x = cml_parameter(f, "x", &s), r[2];
+  ASSERT_TRUE(cml_op_all_reduce(f, &x, 1, CML_REDUCE_MIN, NULL, &r[0]));
+  r[1] = x;
+  ASSERT_STATUS_OK(cml_function_return(f, r, 2));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  const float xh[2][2] = {{1, 20}, {10, 2}};
+  cml_buffer_t* in[2] = {0};
+  cml_buffer_t* out[4] = {0};
+  ASSERT_STATUS_OK(put(be, &s, xh, sizeof xh[0], 2, NULL, 1, 0, in));
+  const bool donate[2] = {true, true};
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, 2, donate, 0, out));
+  for (int j = 0; j < 2; ++j) {
+    float m[2], back[2];
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[2 * j], m, sizeof m));
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[2 * j + 1], back, sizeof back));
+    ASSERT_EQ_DBL(m[0], 1);
+    ASSERT_EQ_DBL(m[1], 2);
+    ASSERT_EQ_DBL(back[0], xh[j][0]);
+    ASSERT_EQ_DBL(back[1], xh[j][1]);
+    ASSERT_EQ_INT(cml_buffer_device(out[2 * j + 1]), j);
+  }
+  // The donated inputs are spent.
+  float spent[2];
+  ASSERT_STATUS_CODE(cml_buffer_copy_to_host(in[0], spent, sizeof spent),
+                     CML_STATUS_FAILED_PRECONDITION);
+  release_all(out, 4);
+  release_all(in, 2);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+}
+
 //===--- bad input ---===//
 
 TEST(bad_input_statuses) {
@@ -661,4 +703,4 @@ TEST_MAIN(TEST_ENTRY(all_reduce_plus_replica_id), TEST_ENTRY(every_collective_re
           TEST_ENTRY(deadline_while_one_slot_loops_and_the_others_wait),
           TEST_ENTRY(cancel_while_one_slot_loops),
           TEST_ENTRY(more_slots_than_threads_and_concurrent_executions),
-          TEST_ENTRY(bad_input_statuses))
+          TEST_ENTRY(donated_inputs_per_slot), TEST_ENTRY(bad_input_statuses))

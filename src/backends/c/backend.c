@@ -230,6 +230,7 @@ static void cmlc_executable_destroy(cml_executable_t* executable) {
 static void cmlc_backend_destroy(cml_backend_t* backend) {
   cmlc_backend_t* b = (cmlc_backend_t*)backend;
   cml_allocator_t alloc = backend->allocator;
+  cmlc_crew_destroy(b->crew);
   cmlc_pool_destroy(b->pool);
   if (b->device_descriptions) {
     for (int i = 0; i < b->options.devices; ++i) {
@@ -379,6 +380,10 @@ static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allo
            options.reference ? ", reference kernels" : "");
   st = cml_backend_set_description(&b->base, desc);
   if (st == CML_OK) st = cmlc_pool_create(options.threads, allocator, &b->pool);
+  // The slot threads of SPMD executions (started at the first one).
+  if (st == CML_OK && options.devices > 1) {
+    st = cmlc_crew_create(options.devices - 1, allocator, &b->crew);
+  }
   if (st != CML_OK) {
     cmlc_backend_destroy(&b->base);
     return st;

@@ -56,6 +56,7 @@ typedef struct cmlc_backend_t {
   cmlc_options_t options;
   cmlc_pool_t* pool;
   char** device_descriptions;  // options.devices entries
+  struct cmlc_crew_t* crew;    // slot threads of SPMD executions (NULL with one device)
 } cmlc_backend_t;
 
 typedef struct cmlc_buffer_t {
@@ -333,6 +334,22 @@ void cmlc_rendezvous_slot_done(cmlc_rendezvous_t* rendezvous, int32_t slot);
 bool cmlc_rendezvous_failed(const cmlc_rendezvous_t* rendezvous);
 // The first failure (the caller owns it), or CML_OK.
 CML_MUST_USE cml_status_t cmlc_rendezvous_take_failure(cmlc_rendezvous_t* rendezvous);
+
+//===--- slot threads (crew.c) ---===//
+
+typedef struct cmlc_crew_t cmlc_crew_t;
+
+// A crew of up to |capacity| persistent threads (started at its first run).
+CML_MUST_USE cml_status_t cmlc_crew_create(int capacity, cml_allocator_t allocator,
+                                           cmlc_crew_t** out_crew);
+// Stops and joins the threads, frees the crew (NULL is ignored).
+void cmlc_crew_destroy(cmlc_crew_t* crew);
+// Runs fn(args[i]) for i in [0, count) on the crew's threads, returning at once. False (nothing
+// runs) when the crew is busy with another execution or has fewer threads: the caller then
+// starts threads itself. After true, cmlc_crew_wait must follow.
+bool cmlc_crew_start(cmlc_crew_t* crew, void* (*fn)(void*), void* const* args, int count);
+// Waits until every job of the run cmlc_crew_start began has returned, and frees the crew.
+void cmlc_crew_wait(cmlc_crew_t* crew);
 
 //===--- Sort (sort.c) ---===//
 

@@ -595,8 +595,9 @@ static void* cmlc_slot_main(void* arg) {
 #define CMLC_SLOT_STACK_BYTES ((size_t)8 << 20)
 
 // Runs the module's num_devices slots concurrently: slot 0 on the calling thread, the others on
-// threads of their own (they block at collectives, so they cannot be pool tasks; their kernels
-// share the backend's pool). Inputs and results are device-major.
+// the backend's persistent slot threads (crew.c), or on threads started for this execution when
+// another execution holds them (slots block at collectives, so they cannot be pool tasks; their
+// kernels share the backend's pool). Inputs and results are device-major.
 static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
                                       const bool* donate, const cml_execute_control_t* control,
                                       cml_buffer_t** out_results) {
@@ -622,30 +623,46 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
     if (st == CML_OK) st = cmlc_slot_prepare(slot, control, rendezvous, n);
   }
   if (st == CML_OK) {
-    pthread_attr_t attr;
-    bool have_attr = pthread_attr_init(&attr) == 0;
-    size_t stack = 0;
-    if (have_attr && pthread_attr_getstacksize(&attr, &stack) == 0 &&
-        stack < CMLC_SLOT_STACK_BYTES) {
-      (void)pthread_attr_setstacksize(&attr, CMLC_SLOT_STACK_BYTES);
+    // The backend's persistent slot threads when they are free, else threads of our own.
+    void* jobs_local[16];
+    void** jobs =
+        n - 1 <= 16 ? jobs_local
+                    : cml_allocator_malloc(alloc, sizeof(void*) * (size_t)(n - 1), CMLC_ALIGNMENT);
+    bool crew = false;
+    if (jobs) {
+      for (int32_t j = 1; j < n; ++j) jobs[j - 1] = &slots[j];
+      crew = cmlc_crew_start(exe->backend->crew, cmlc_slot_main, jobs, n - 1);
     }
-    for (int32_t j = 1; j < n; ++j) {
-      int rc =
-          pthread_create(&slots[j].thread, have_attr ? &attr : NULL, cmlc_slot_main, &slots[j]);
-      if (rc != 0) {
-        // The slots already running stop at their next poll or wait.
-        cmlc_rendezvous_fail(
-            rendezvous, j,
-            cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "cannot start a thread for the slot: %s",
-                            strerror(rc)));
-        break;
+    if (!crew) {
+      pthread_attr_t attr;
+      bool have_attr = pthread_attr_init(&attr) == 0;
+      size_t stack = 0;
+      if (have_attr && pthread_attr_getstacksize(&attr, &stack) == 0 &&
+          stack < CMLC_SLOT_STACK_BYTES) {
+        (void)pthread_attr_setstacksize(&attr, CMLC_SLOT_STACK_BYTES);
       }
-      slots[j].started = true;
+      for (int32_t j = 1; j < n; ++j) {
+        int rc =
+            pthread_create(&slots[j].thread, have_attr ? &attr : NULL, cmlc_slot_main, &slots[j]);
+        if (rc != 0) {
+          // The slots already running stop at their next poll or wait.
+          cmlc_rendezvous_fail(
+              rendezvous, j,
+              cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                              "cannot start a thread for the slot: %s", strerror(rc)));
+          break;
+        }
+        slots[j].started = true;
+      }
+      if (have_attr) pthread_attr_destroy(&attr);
     }
-    if (have_attr) pthread_attr_destroy(&attr);
     if (!cmlc_rendezvous_failed(rendezvous)) cmlc_slot_main(&slots[0]);
+    if (crew) cmlc_crew_wait(exe->backend->crew);
     for (int32_t j = 1; j < n; ++j) {
       if (slots[j].started) pthread_join(slots[j].thread, NULL);
+    }
+    if (jobs && jobs != jobs_local) {
+      cml_allocator_free(alloc, jobs, sizeof(void*) * (size_t)(n - 1));
     }
     st = cmlc_rendezvous_take_failure(rendezvous);
   }
