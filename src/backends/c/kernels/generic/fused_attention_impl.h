@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/generic/fused_attention_impl.h: the body of the tiled online-softmax attention
+// kernel, included by fused_attention.c once per computation type.
+//
+// The includer defines CMLC_FA_T (float or double), CMLC_FA_V (a 32-byte vector of it, GCC
+// vector extension), CMLC_FA_W (its lanes), CMLC_FA_EXP (expf or exp), CMLC_FA_LOAD (the
+// loader of the computation type, cmlc_load_f32 or cmlc_load_f64), CMLC_FA_STORE (the
+// matching store) and CMLC_FA_NAME(x) (appends the type's suffix). No vector value crosses a
+// function boundary (the vectors stay inside one function body).
+
+// One task: the rows [i0, i0 + CMLC_FA_BQ) of query head |h| of batch |b|.
+static void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t* c, int64_t task, int thread_index) {
+  typedef CMLC_FA_T T;
+  typedef CMLC_FA_V V;
+  enum { W = CMLC_FA_W, BQ = CMLC_FA_BQ, BK = CMLC_FA_BK, U = 4 * CMLC_FA_W };
+  const int64_t d = c->d, dv = c->dv, dvp = c->dvp;
+  const int64_t qt = task % c->q_tiles;
+  const int64_t h = (task / c->q_tiles) % c->heads;
+  const int64_t b = task / (c->q_tiles * c->heads);
+  const int64_t hk = h / c->groups;
+  const int64_t i0 = qt * BQ;
+  const int64_t nq = c->seq - i0 < BQ ? c->seq - i0 : BQ;
+  // Rows at or past query_seq_len[b] give zeros; keys at or past kv_seq_len[b] are masked.
+  int64_t q_rows = c->seq, kv_end = c->kv_seq;
+  if (c->q_len) {
+    int64_t ql = c->q_len[b], kl = c->kv_len[b];
+    q_rows = ql < 0 ? 0 : (ql < c->seq ? ql : c->seq);
+    kv_end = kl < 0 ? 0 : (kl < c->kv_seq ? kl : c->kv_seq);
+  }
+  int64_t nq_live = q_rows - i0;
+  nq_live = nq_live < 0 ? 0 : (nq_live < nq ? nq_live : nq);
+  if (c->causal && kv_end > i0 + nq_live) kv_end = i0 + nq_live;
+
+  char* base = c->scratch + (size_t)thread_index * c->per_thread;
+  T* qb = (T*)(base + c->off_q);       // [BQ, d]
+  T* kt = (T*)(base + c->off_k);       // [d, BK], zero past the tile's keys
+  T* vb = (T*)(base + c->off_v);       // [BK, dvp], zero past dv and the tile's keys
+  T* sb = (T*)(base + c->off_s);       // [BK] one row of scores / probabilities
+  T* ob = (T*)(base + c->off_o);       // [BQ, dvp] unnormalized outputs
+  T* mb = (T*)(base + c->off_m);       // [BQ] running max
+  T* lb = (T*)(base + c->off_m) + BQ;  // [BQ] running sum
+
+  const int64_t q_base = b * c->q_str[0] + h * c->q_str[1] + i0 * c->q_str[2];
+  for (int64_t r = 0; r < nq_live; ++r) {
+    for (int64_t e = 0; e < d; ++e)
+      qb[r * d + e] = CMLC_FA_LOAD(c->q, q_base + r * c->q_str[2] + e, c->dtype);
+  }
+  for (int64_t r = 0; r < nq_live; ++r) {
+    mb[r] = -INFINITY;
+    lb[r] = 0;
+  }
+  memset(ob, 0, (size_t)(BQ * dvp) * sizeof(T));
+
+  const int64_t k_base = b * c->k_str[0] + hk * c->k_str[1];
+  const int64_t v_base = b * c->v_str[0] + hk * c->v_str[1];
+  const T scale = (T)c->scale;
+  for (int64_t j0 = 0; j0 < kv_end; j0 += BK) {
+    const int64_t nk = kv_end - j0 < BK ? kv_end - j0 : BK;
+    for (int64_t e = 0; e < d; ++e) {
+      T* row = kt + e * BK;
+      for (int64_t j = 0; j < nk; ++j)
+        row[j] = CMLC_FA_LOAD(c->k, k_base + (j0 + j) * c->k_str[2] + e, c->dtype);
+      for (int64_t j = nk; j < BK; ++j) row[j] = 0;
+    }
+    for (int64_t j = 0; j < nk; ++j) {
+      T* row = vb + j * dvp;
+      for (int64_t e = 0; e < dv; ++e)
+        row[e] = CMLC_FA_LOAD(c->v, v_base + (j0 + j) * c->v_str[2] + e, c->dtype);
+      for (int64_t e = dv; e < dvp; ++e) row[e] = 0;
+    }
+    for (int64_t r = 0; r < nq_live; ++r) {
+      const int64_t i = i0 + r;
+      // Causal: this row sees no key of the tile.
+      if (c->causal && j0 > i) continue;
+      // Scores of the row: q_r . k_j for the tile's keys, U lanes at a time over d.
+      const T* qr = qb + r * d;
+      for (int64_t j = 0; j < BK; j += U) {
+        V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (int64_t e = 0; e < d; ++e) {
+          const T* kr = kt + e * BK + j;
+          V k0, k1, k2, k3;
+          memcpy(&k0, kr, sizeof k0);
+          memcpy(&k1, kr + W, sizeof k1);
+          memcpy(&k2, kr + 2 * W, sizeof k2);
+          memcpy(&k3, kr + 3 * W, sizeof k3);
+          const T qv = qr[e];
+          a0 += qv * k0;
+          a1 += qv * k1;
+          a2 += qv * k2;
+          a3 += qv * k3;
+        }
+        memcpy(sb + j, &a0, sizeof a0);
+        memcpy(sb + j + W, &a1, sizeof a1);
+        memcpy(sb + j + 2 * W, &a2, sizeof a2);
+        memcpy(sb + j + 3 * W, &a3, sizeof a3);
+      }
+      // Scale, bias, masks, in the decomposition's order; the tile's max.
+      const int64_t mb_row = b * c->mask_str[0] + h * c->mask_str[1] + i * c->mask_str[2];
+      const int64_t bb_row = b * c->bias_str[0] + h * c->bias_str[1] + i * c->bias_str[2];
+      T mx = -INFINITY;
+      for (int64_t j = 0; j < nk; ++j) {
+        T s = sb[j] * scale;
+        const int64_t jj = j0 + j;
+        if (c->bias) s += CMLC_FA_LOAD(c->bias, bb_row + jj * c->bias_str[3], c->dtype);
+        bool allowed = !c->causal || jj <= i;
+        if (c->mask) {
+          const int64_t mi = mb_row + jj * c->mask_str[3];
+          if (c->mask_bool) {
+            allowed = allowed && ((const uint8_t*)c->mask)[mi] != 0;
+          } else {
+            s += CMLC_FA_LOAD(c->mask, mi, c->dtype);
+          }
+        }
+        s = allowed ? s : (T)-INFINITY;
+        sb[j] = s;
+        mx = s > mx || s != s ? s : mx;
+      }
+      const T m_old = mb[r];
+      const T m_new = m_old > mx || m_old != m_old ? m_old : mx;
+      if (m_new == (T)-INFINITY) continue;  // nothing attended yet
+      const T alpha = CMLC_FA_EXP(m_old - m_new);
+      T psum = 0;
+      for (int64_t j = 0; j < nk; ++j) {
+        T p = CMLC_FA_EXP(sb[j] - m_new);
+        sb[j] = p;
+        psum += p;
+      }
+      mb[r] = m_new;
+      lb[r] = lb[r] * alpha + psum;
+      // o_r = alpha * o_r + sum_j p_j v_j, U lanes of dv at a time.
+      T* orow = ob + r * dvp;
+      for (int64_t e = 0; e < dvp; e += W) {
+        int64_t lanes = dvp - e < U ? dvp - e : U;
+        V a[4];
+        for (int64_t u = 0; u < lanes / W; ++u) {
+          memcpy(&a[u], orow + e + u * W, sizeof a[u]);
+          a[u] *= alpha;
+        }
+        for (int64_t j = 0; j < nk; ++j) {
+          const T p = sb[j];
+          if (p == 0) continue;
+          const T* vr = vb + j * dvp + e;
+          for (int64_t u = 0; u < lanes / W; ++u) {
+            V vv;
+            memcpy(&vv, vr + u * W, sizeof vv);
+            a[u] += p * vv;
+          }
+        }
+        for (int64_t u = 0; u < lanes / W; ++u) memcpy(orow + e + u * W, &a[u], sizeof a[u]);
+        e += lanes - W;
+      }
+    }
+  }
+
+  // Normalize and store; rows with no attended key (or past query_seq_len) give zeros.
+  const int64_t o_base = b * c->o_str[0] + h * c->o_str[1] + i0 * c->o_str[2];
+  for (int64_t r = 0; r < nq; ++r) {
+    const int64_t at = o_base + r * c->o_str[2];
+    const bool live = r < nq_live && lb[r] != 0;
+    const T inv = live ? (T)1 / lb[r] : 0;
+    for (int64_t e = 0; e < dv; ++e) {
+      T v = live ? ob[r * dvp + e] * inv : 0;
+      CMLC_FA_STORE(c->out, at + e, c->dtype, v);
+    }
+  }
+}
