@@ -27,75 +27,37 @@
 #include "backends/c/kernels/generic/linalg_internal.h"
 #include "cml/fused.h"
 
-#define CMLC_FA_BQ 32
-#define CMLC_FA_BK 64
-
-typedef struct cmlc_fa_ctx_t {
-  cml_dtype_t dtype;
-  int64_t heads, groups, seq, kv_seq, d, dv, dvp, q_tiles;
-  double scale;
-  bool causal, mask_bool;
-  // Element strides of [batch, heads, seq] (the head dim is contiguous) and, for the mask
-  // and bias, of [batch, heads, seq, kv_seq] with 0 on broadcast axes.
-  int64_t q_str[3], k_str[3], v_str[3], o_str[3], mask_str[4], bias_str[4];
-  const void *q, *k, *v, *mask, *bias;
-  const int32_t *q_len, *kv_len;  // both or neither
-  void* out;
-  char* scratch;
-  size_t per_thread, off_q, off_k, off_v, off_s, off_o, off_m;
-} cmlc_fa_ctx_t;
-
-static inline void cmlc_fa_store_f32(void* p, int64_t i, cml_dtype_t dtype, float v) {
-  switch (dtype) {
-    case CML_DTYPE_F32:
-      ((float*)p)[i] = v;
-      return;
-    case CML_DTYPE_F16:
-      ((uint16_t*)p)[i] = cml_f32_to_f16(v);
-      return;
-    case CML_DTYPE_BF16:
-      ((uint16_t*)p)[i] = cml_f32_to_bf16(v);
-      return;
-    default:
-      cmlc_store_f64(p, i, dtype, v);
-      return;
-  }
-}
-
-typedef float cmlc_fa_v8f __attribute__((vector_size(32)));
-typedef double cmlc_fa_v4d __attribute__((vector_size(32)));
+// Portable variants: 16-byte vectors, which every target lowers natively (SSE2, NEON).
+typedef float cmlc_fa_v4f __attribute__((vector_size(16)));
+typedef int32_t cmlc_fa_v4i __attribute__((vector_size(16)));
+typedef double cmlc_fa_v2d __attribute__((vector_size(16)));
 
 #define CMLC_FA_T float
-#define CMLC_FA_V cmlc_fa_v8f
-#define CMLC_FA_W 8
+#define CMLC_FA_V cmlc_fa_v4f
+#define CMLC_FA_IV cmlc_fa_v4i
+#define CMLC_FA_VEXP 1
+#define CMLC_FA_W 4
 #define CMLC_FA_EXP expf
 #define CMLC_FA_LOAD cmlc_load_f32
-#define CMLC_FA_STORE cmlc_fa_store_f32
+#define CMLC_FA_STORE cmlc__fa_store_f32
 #define CMLC_FA_NAME(x) x##_f32
+#define CMLC_FA_LINKAGE static
+#define CMLC_FA_ATTR
 #include "backends/c/kernels/generic/fused_attention_impl.h"
-#undef CMLC_FA_T
-#undef CMLC_FA_V
-#undef CMLC_FA_W
-#undef CMLC_FA_EXP
-#undef CMLC_FA_LOAD
-#undef CMLC_FA_STORE
-#undef CMLC_FA_NAME
+#include "backends/c/kernels/generic/fused_attention_undef.h"
 
 #define CMLC_FA_T double
-#define CMLC_FA_V cmlc_fa_v4d
-#define CMLC_FA_W 4
+#define CMLC_FA_V cmlc_fa_v2d
+#define CMLC_FA_VEXP 0
+#define CMLC_FA_W 2
 #define CMLC_FA_EXP exp
 #define CMLC_FA_LOAD cmlc_load_f64
 #define CMLC_FA_STORE cmlc_store_f64
 #define CMLC_FA_NAME(x) x##_f64
+#define CMLC_FA_LINKAGE static
+#define CMLC_FA_ATTR
 #include "backends/c/kernels/generic/fused_attention_impl.h"
-#undef CMLC_FA_T
-#undef CMLC_FA_V
-#undef CMLC_FA_W
-#undef CMLC_FA_EXP
-#undef CMLC_FA_LOAD
-#undef CMLC_FA_STORE
-#undef CMLC_FA_NAME
+#include "backends/c/kernels/generic/fused_attention_undef.h"
 
 static size_t cmlc_fa_align(size_t x) { return (x + 63) & ~(size_t)63; }
 
@@ -109,7 +71,7 @@ static void cmlc_fa_layout(cmlc_fa_ctx_t* c, size_t elem) {
   c->off_v = off;
   off = cmlc_fa_align(off + (size_t)(CMLC_FA_BK * c->dvp) * elem);
   c->off_s = off;
-  off = cmlc_fa_align(off + (size_t)CMLC_FA_BK * elem);
+  off = cmlc_fa_align(off + (size_t)(CMLC_FA_BQ * CMLC_FA_BK) * elem);
   c->off_o = off;
   off = cmlc_fa_align(off + (size_t)(CMLC_FA_BQ * c->dvp) * elem);
   c->off_m = off;
@@ -129,7 +91,7 @@ static void cmlc_fa_shapes(cmlc_fa_ctx_t* c, const cml_shape_t* qs, const cml_sh
   c->kv_seq = ks->dims[sa];
   c->d = qs->dims[3];
   c->dv = vs->dims[3];
-  c->dvp = (c->dv + 7) & ~(int64_t)7;
+  c->dvp = (c->dv + 15) & ~(int64_t)15;
   c->q_tiles = (c->seq + CMLC_FA_BQ - 1) / CMLC_FA_BQ;
 }
 
@@ -175,11 +137,19 @@ static void cmlc_fa_bcast_strides(const cml_shape_t* s, int64_t out[4]) {
 static void cmlc_fa_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
   const cmlc_fa_ctx_t* c = vctx;
   for (int64_t t = begin; t < end; ++t) {
-    if (c->dtype == CML_DTYPE_F64) {
-      cmlc_fa_task_f64(c, t, thread_index);
-    } else {
-      cmlc_fa_task_f32(c, t, thread_index);
+    const bool f64 = c->dtype == CML_DTYPE_F64;
+#if defined(CMLC_HAVE_X86_64)
+    if (c->isa >= CMLC_ISA_AVX512) {
+      f64 ? cmlc__fa_task_f64_avx512(c, t, thread_index)
+          : cmlc__fa_task_f32_avx512(c, t, thread_index);
+      continue;
     }
+    if (c->isa >= CMLC_ISA_AVX2) {
+      f64 ? cmlc__fa_task_f64_avx2(c, t, thread_index) : cmlc__fa_task_f32_avx2(c, t, thread_index);
+      continue;
+    }
+#endif
+    f64 ? cmlc_fa_task_f64(c, t, thread_index) : cmlc_fa_task_f32(c, t, thread_index);
   }
 }
 
@@ -192,6 +162,7 @@ cml_status_t cmlc__fa_run(const cmlc_kernel_args_t* args) {
   cmlc_fa_shapes(&c, qs, args->input_shapes[1], args->input_shapes[2], layout);
   cmlc_fa_layout(&c, qs->dtype == CML_DTYPE_F64 ? sizeof(double) : sizeof(float));
   c.scale = attrs->fused.scale;
+  c.isa = args->options->reference ? CMLC_ISA_SCALAR : args->options->isa;
   c.causal = attrs->fused.causal;
   cmlc_fa_strides(qs, layout, c.q_str);
   cmlc_fa_strides(args->input_shapes[1], layout, c.k_str);

@@ -5,11 +5,15 @@
 // The includer defines CMLC_FA_T (float or double), CMLC_FA_V (a 32-byte vector of it, GCC
 // vector extension), CMLC_FA_W (its lanes), CMLC_FA_EXP (expf or exp), CMLC_FA_LOAD (the
 // loader of the computation type, cmlc_load_f32 or cmlc_load_f64), CMLC_FA_STORE (the
-// matching store) and CMLC_FA_NAME(x) (appends the type's suffix). No vector value crosses a
-// function boundary (the vectors stay inside one function body).
+// matching store), CMLC_FA_VEXP (1: float, with CMLC_FA_IV the int32 vector of CMLC_FA_V's
+// size, for the vector exp; 0: scalar exp), CMLC_FA_NAME(x) (the function's name), CMLC_FA_LINKAGE
+// (static or empty) and CMLC_FA_ATTR (a target attribute or empty). No vector value crosses a
+// function boundary (the vectors stay inside one function body), so the target attribute is all a
+// variant needs.
 
 // One task: the rows [i0, i0 + CMLC_FA_BQ) of query head |h| of batch |b|.
-static void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t* c, int64_t task, int thread_index) {
+CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t* c, int64_t task,
+                                                             int thread_index) {
   typedef CMLC_FA_T T;
   typedef CMLC_FA_V V;
   enum { W = CMLC_FA_W, BQ = CMLC_FA_BQ, BK = CMLC_FA_BK, U = 4 * CMLC_FA_W };
@@ -35,7 +39,7 @@ static void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t* c, int64_t task, int
   T* qb = (T*)(base + c->off_q);       // [BQ, d]
   T* kt = (T*)(base + c->off_k);       // [d, BK], zero past the tile's keys
   T* vb = (T*)(base + c->off_v);       // [BK, dvp], zero past dv and the tile's keys
-  T* sb = (T*)(base + c->off_s);       // [BK] one row of scores / probabilities
+  T* sbuf = (T*)(base + c->off_s);     // [BQ, BK] scores, then probabilities
   T* ob = (T*)(base + c->off_o);       // [BQ, dvp] unnormalized outputs
   T* mb = (T*)(base + c->off_m);       // [BQ] running max
   T* lb = (T*)(base + c->off_m) + BQ;  // [BQ] running sum
@@ -68,14 +72,16 @@ static void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t* c, int64_t task, int
         row[e] = CMLC_FA_LOAD(c->v, v_base + (j0 + j) * c->v_str[2] + e, c->dtype);
       for (int64_t e = dv; e < dvp; ++e) row[e] = 0;
     }
-    for (int64_t r = 0; r < nq_live; ++r) {
-      const int64_t i = i0 + r;
-      // Causal: this row sees no key of the tile.
-      if (c->causal && j0 > i) continue;
-      // Scores of the row: q_r . k_j for the tile's keys, U lanes at a time over d.
-      const T* qr = qb + r * d;
+    // Scores q_r . k_j of the tile, two rows and U keys at a time (8 accumulators).
+    // With an odd row count the last pair's second row (below BQ, as BQ is even) is computed
+    // from row r's q and never read.
+    for (int64_t r = 0; r < nq_live; r += 2) {
+      const T* q0 = qb + r * d;
+      const T* q1 = r + 1 < nq_live ? q0 + d : q0;
+      T* s0 = sbuf + r * BK;
+      T* s1 = s0 + BK;
       for (int64_t j = 0; j < BK; j += U) {
-        V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
         for (int64_t e = 0; e < d; ++e) {
           const T* kr = kt + e * BK + j;
           V k0, k1, k2, k3;
@@ -83,17 +89,31 @@ static void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t* c, int64_t task, int
           memcpy(&k1, kr + W, sizeof k1);
           memcpy(&k2, kr + 2 * W, sizeof k2);
           memcpy(&k3, kr + 3 * W, sizeof k3);
-          const T qv = qr[e];
-          a0 += qv * k0;
-          a1 += qv * k1;
-          a2 += qv * k2;
-          a3 += qv * k3;
+          const T x0 = q0[e], x1 = q1[e];
+          a0 += x0 * k0;
+          a1 += x0 * k1;
+          a2 += x0 * k2;
+          a3 += x0 * k3;
+          b0 += x1 * k0;
+          b1 += x1 * k1;
+          b2 += x1 * k2;
+          b3 += x1 * k3;
         }
-        memcpy(sb + j, &a0, sizeof a0);
-        memcpy(sb + j + W, &a1, sizeof a1);
-        memcpy(sb + j + 2 * W, &a2, sizeof a2);
-        memcpy(sb + j + 3 * W, &a3, sizeof a3);
+        memcpy(s0 + j, &a0, sizeof a0);
+        memcpy(s0 + j + W, &a1, sizeof a1);
+        memcpy(s0 + j + 2 * W, &a2, sizeof a2);
+        memcpy(s0 + j + 3 * W, &a3, sizeof a3);
+        memcpy(s1 + j, &b0, sizeof b0);
+        memcpy(s1 + j + W, &b1, sizeof b1);
+        memcpy(s1 + j + 2 * W, &b2, sizeof b2);
+        memcpy(s1 + j + 3 * W, &b3, sizeof b3);
       }
+    }
+    for (int64_t r = 0; r < nq_live; ++r) {
+      const int64_t i = i0 + r;
+      // Causal: this row sees no key of the tile.
+      if (c->causal && j0 > i) continue;
+      T* sb = sbuf + r * BK;
       // Scale, bias, masks, in the decomposition's order; the tile's max.
       const int64_t mb_row = b * c->mask_str[0] + h * c->mask_str[1] + i * c->mask_str[2];
       const int64_t bb_row = b * c->bias_str[0] + h * c->bias_str[1] + i * c->bias_str[2];
@@ -120,34 +140,89 @@ static void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t* c, int64_t task, int
       if (m_new == (T)-INFINITY) continue;  // nothing attended yet
       const T alpha = CMLC_FA_EXP(m_old - m_new);
       T psum = 0;
-      for (int64_t j = 0; j < nk; ++j) {
-        T p = CMLC_FA_EXP(sb[j] - m_new);
-        sb[j] = p;
-        psum += p;
+#if CMLC_FA_VEXP
+      if (m_new == m_new) {
+        // exp(s - m) <= 1, W lanes at a time: 2^n * p(r) with n = round(x log2 e) and
+        // r = x - n ln 2 (Cephes' expf polynomial, within 2 ulps); x < -87.3 (including the
+        // -inf of masked keys and of the padding up to a multiple of W) gives exactly 0.
+        const int64_t nkw = (nk + W - 1) / W * W;
+        for (int64_t j = nk; j < nkw; ++j) sb[j] = -INFINITY;
+        V acc = {0};
+        for (int64_t j = 0; j < nkw; j += W) {
+          V x;
+          memcpy(&x, sb + j, sizeof x);
+          x -= m_new;
+          CMLC_FA_IV keep = x >= -87.3f;
+          x = (V)((CMLC_FA_IV)x & keep);  // masked lanes: x = 0, result cleared below
+          V t = x * 1.44269504088896341f - 0.5f;
+          CMLC_FA_IV n = __builtin_convertvector(t, CMLC_FA_IV);  // truncation: round(x log2e)
+          V nf = __builtin_convertvector(n, V);
+          V rr = x - nf * 0.693359375f + nf * 2.12194440e-4f;
+          V y = 1.9875691500e-4f * rr + 1.3981999507e-3f;
+          y = y * rr + 8.3334519073e-3f;
+          y = y * rr + 4.1665795894e-2f;
+          y = y * rr + 1.6666665459e-1f;
+          y = y * rr + 5.0000001201e-1f;
+          y = y * rr * rr + rr + 1.0f;
+          CMLC_FA_IV two_n = (n + 127) << 23;
+          y *= (V)two_n;
+          y = (V)((CMLC_FA_IV)y & keep);
+          memcpy(sb + j, &y, sizeof y);
+          acc += y;
+        }
+        for (int64_t w = 0; w < W; ++w) psum += acc[w];
+      } else
+#endif
+      {
+        for (int64_t j = 0; j < nk; ++j) {
+          T p = CMLC_FA_EXP(sb[j] - m_new);
+          sb[j] = p;
+          psum += p;
+        }
       }
       mb[r] = m_new;
       lb[r] = lb[r] * alpha + psum;
       // o_r = alpha * o_r + sum_j p_j v_j, U lanes of dv at a time.
       T* orow = ob + r * dvp;
-      for (int64_t e = 0; e < dvp; e += W) {
-        int64_t lanes = dvp - e < U ? dvp - e : U;
-        V a[4];
-        for (int64_t u = 0; u < lanes / W; ++u) {
-          memcpy(&a[u], orow + e + u * W, sizeof a[u]);
-          a[u] *= alpha;
-        }
+      int64_t e = 0;
+      for (; e + U <= dvp; e += U) {
+        V o0, o1, o2, o3;
+        memcpy(&o0, orow + e, sizeof o0);
+        memcpy(&o1, orow + e + W, sizeof o1);
+        memcpy(&o2, orow + e + 2 * W, sizeof o2);
+        memcpy(&o3, orow + e + 3 * W, sizeof o3);
+        o0 *= alpha;
+        o1 *= alpha;
+        o2 *= alpha;
+        o3 *= alpha;
         for (int64_t j = 0; j < nk; ++j) {
           const T p = sb[j];
-          if (p == 0) continue;
           const T* vr = vb + j * dvp + e;
-          for (int64_t u = 0; u < lanes / W; ++u) {
-            V vv;
-            memcpy(&vv, vr + u * W, sizeof vv);
-            a[u] += p * vv;
-          }
+          V v0, v1, v2, v3;
+          memcpy(&v0, vr, sizeof v0);
+          memcpy(&v1, vr + W, sizeof v1);
+          memcpy(&v2, vr + 2 * W, sizeof v2);
+          memcpy(&v3, vr + 3 * W, sizeof v3);
+          o0 += p * v0;
+          o1 += p * v1;
+          o2 += p * v2;
+          o3 += p * v3;
         }
-        for (int64_t u = 0; u < lanes / W; ++u) memcpy(orow + e + u * W, &a[u], sizeof a[u]);
-        e += lanes - W;
+        memcpy(orow + e, &o0, sizeof o0);
+        memcpy(orow + e + W, &o1, sizeof o1);
+        memcpy(orow + e + 2 * W, &o2, sizeof o2);
+        memcpy(orow + e + 3 * W, &o3, sizeof o3);
+      }
+      for (; e < dvp; e += W) {
+        V o0;
+        memcpy(&o0, orow + e, sizeof o0);
+        o0 *= alpha;
+        for (int64_t j = 0; j < nk; ++j) {
+          V v0;
+          memcpy(&v0, vb + j * dvp + e, sizeof v0);
+          o0 += sb[j] * v0;
+        }
+        memcpy(orow + e, &o0, sizeof o0);
       }
     }
   }
