@@ -31,8 +31,10 @@
 typedef float cmlc_fa_v4f __attribute__((vector_size(16)));
 typedef int32_t cmlc_fa_v4i __attribute__((vector_size(16)));
 typedef double cmlc_fa_v2d __attribute__((vector_size(16)));
+typedef int64_t cmlc_fa_v2l __attribute__((vector_size(16)));
 
 #define CMLC_FA_T float
+#define CMLC_FA_NATIVE CML_DTYPE_F32
 #define CMLC_FA_V cmlc_fa_v4f
 #define CMLC_FA_IV cmlc_fa_v4i
 #define CMLC_FA_VEXP 1
@@ -47,7 +49,9 @@ typedef double cmlc_fa_v2d __attribute__((vector_size(16)));
 #include "backends/c/kernels/generic/fused_attention_undef.h"
 
 #define CMLC_FA_T double
+#define CMLC_FA_NATIVE CML_DTYPE_F64
 #define CMLC_FA_V cmlc_fa_v2d
+#define CMLC_FA_IV cmlc_fa_v2l
 #define CMLC_FA_VEXP 0
 #define CMLC_FA_W 2
 #define CMLC_FA_EXP exp

@@ -5,11 +5,11 @@
 // The includer defines CMLC_FA_T (float or double), CMLC_FA_V (a 32-byte vector of it, GCC
 // vector extension), CMLC_FA_W (its lanes), CMLC_FA_EXP (expf or exp), CMLC_FA_LOAD (the
 // loader of the computation type, cmlc_load_f32 or cmlc_load_f64), CMLC_FA_STORE (the
-// matching store), CMLC_FA_VEXP (1: float, with CMLC_FA_IV the int32 vector of CMLC_FA_V's
-// size, for the vector exp; 0: scalar exp), CMLC_FA_NAME(x) (the function's name), CMLC_FA_LINKAGE
-// (static or empty) and CMLC_FA_ATTR (a target attribute or empty). No vector value crosses a
-// function boundary (the vectors stay inside one function body), so the target attribute is all a
-// variant needs.
+// matching store), CMLC_FA_NATIVE (the cml dtype of CMLC_FA_T), CMLC_FA_VEXP (1: float, with
+// CMLC_FA_IV the int32 vector of CMLC_FA_V's size, for the vector exp; 0: scalar exp),
+// CMLC_FA_NAME(x) (the function's name), CMLC_FA_LINKAGE (static or empty) and CMLC_FA_ATTR (a
+// target attribute or empty). No vector value crosses a function boundary (the vectors stay inside
+// one function body), so the target attribute is all a variant needs.
 
 // One task: the rows [i0, i0 + CMLC_FA_BQ) of query head |h| of batch |b|.
 CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t* c, int64_t task,
@@ -60,17 +60,29 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t
   const T scale = (T)c->scale;
   for (int64_t j0 = 0; j0 < kv_end; j0 += BK) {
     const int64_t nk = kv_end - j0 < BK ? kv_end - j0 : BK;
-    for (int64_t e = 0; e < d; ++e) {
-      T* row = kt + e * BK;
-      for (int64_t j = 0; j < nk; ++j)
-        row[j] = CMLC_FA_LOAD(c->k, k_base + (j0 + j) * c->k_str[2] + e, c->dtype);
-      for (int64_t j = nk; j < BK; ++j) row[j] = 0;
-    }
-    for (int64_t j = 0; j < nk; ++j) {
-      T* row = vb + j * dvp;
-      for (int64_t e = 0; e < dv; ++e)
-        row[e] = CMLC_FA_LOAD(c->v, v_base + (j0 + j) * c->v_str[2] + e, c->dtype);
-      for (int64_t e = dv; e < dvp; ++e) row[e] = 0;
+    if (nk < BK) memset(kt, 0, (size_t)(d * BK) * sizeof(T));
+    if (c->dtype == CMLC_FA_NATIVE) {
+      // The computation dtype itself: plain copies (k transposed), no per-element dispatch.
+      const T* kp = (const T*)c->k + k_base + j0 * c->k_str[2];
+      for (int64_t j = 0; j < nk; ++j, kp += c->k_str[2]) {
+        for (int64_t e = 0; e < d; ++e) kt[e * BK + j] = kp[e];
+      }
+      const T* vp = (const T*)c->v + v_base + j0 * c->v_str[2];
+      for (int64_t j = 0; j < nk; ++j, vp += c->v_str[2]) {
+        memcpy(vb + j * dvp, vp, (size_t)dv * sizeof(T));
+        for (int64_t e = dv; e < dvp; ++e) vb[j * dvp + e] = 0;
+      }
+    } else {
+      for (int64_t j = 0; j < nk; ++j) {
+        const int64_t at = k_base + (j0 + j) * c->k_str[2];
+        for (int64_t e = 0; e < d; ++e) kt[e * BK + j] = CMLC_FA_LOAD(c->k, at + e, c->dtype);
+      }
+      for (int64_t j = 0; j < nk; ++j) {
+        T* row = vb + j * dvp;
+        for (int64_t e = 0; e < dv; ++e)
+          row[e] = CMLC_FA_LOAD(c->v, v_base + (j0 + j) * c->v_str[2] + e, c->dtype);
+        for (int64_t e = dv; e < dvp; ++e) row[e] = 0;
+      }
     }
     // Scores q_r . k_j of the tile, two rows and U keys at a time (8 accumulators).
     // With an odd row count the last pair's second row (below BQ, as BQ is even) is computed
@@ -118,7 +130,33 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t
       const int64_t mb_row = b * c->mask_str[0] + h * c->mask_str[1] + i * c->mask_str[2];
       const int64_t bb_row = b * c->bias_str[0] + h * c->bias_str[1] + i * c->bias_str[2];
       T mx = -INFINITY;
-      for (int64_t j = 0; j < nk; ++j) {
+      if (!c->bias && !c->mask) {
+        // No bias or mask: scale the keys this row may see (all, or j <= i when causal), W
+        // at a time, and mask the rest.
+        const int64_t lim = c->causal && i - j0 + 1 < nk ? i - j0 + 1 : nk;
+        V vm = {0}, vs = {0};
+        vm -= (T)INFINITY;
+        vs += scale;
+        bool nan = false;
+        int64_t j = 0;
+        for (; j + W <= lim; j += W) {
+          V x;
+          memcpy(&x, sb + j, sizeof x);
+          x *= vs;
+          memcpy(sb + j, &x, sizeof x);
+          const CMLC_FA_IV gt = x > vm;
+          vm = (V)(((CMLC_FA_IV)x & gt) | ((CMLC_FA_IV)vm & ~gt));
+        }
+        for (int64_t w = 0; w < W; ++w) mx = vm[w] > mx ? vm[w] : mx;
+        for (; j < lim; ++j) {
+          sb[j] *= scale;
+          mx = sb[j] > mx ? sb[j] : mx;
+        }
+        for (j = 0; j < lim; ++j) nan |= sb[j] != sb[j];
+        if (nan) mx = (T)NAN;
+        for (j = lim; j < nk; ++j) sb[j] = -INFINITY;
+      }
+      for (int64_t j = 0; (c->bias || c->mask) && j < nk; ++j) {
         T s = sb[j] * scale;
         const int64_t jj = j0 + j;
         if (c->bias) s += CMLC_FA_LOAD(c->bias, bb_row + jj * c->bias_str[3], c->dtype);

@@ -12,3 +12,4 @@
 #undef CMLC_FA_ATTR
 #undef CMLC_FA_IV
 #undef CMLC_FA_VEXP
+#undef CMLC_FA_NATIVE

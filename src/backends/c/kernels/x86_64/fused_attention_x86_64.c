@@ -11,11 +11,14 @@
 typedef float cmlc_fa_v8f __attribute__((vector_size(32)));
 typedef int32_t cmlc_fa_v8i __attribute__((vector_size(32)));
 typedef double cmlc_fa_v4d __attribute__((vector_size(32)));
+typedef int64_t cmlc_fa_v4l __attribute__((vector_size(32)));
 typedef float cmlc_fa_v16f __attribute__((vector_size(64)));
 typedef int32_t cmlc_fa_v16i __attribute__((vector_size(64)));
 typedef double cmlc_fa_v8d __attribute__((vector_size(64)));
+typedef int64_t cmlc_fa_v8l __attribute__((vector_size(64)));
 
 #define CMLC_FA_T float
+#define CMLC_FA_NATIVE CML_DTYPE_F32
 #define CMLC_FA_V cmlc_fa_v8f
 #define CMLC_FA_IV cmlc_fa_v8i
 #define CMLC_FA_VEXP 1
@@ -30,7 +33,9 @@ typedef double cmlc_fa_v8d __attribute__((vector_size(64)));
 #include "backends/c/kernels/generic/fused_attention_undef.h"
 
 #define CMLC_FA_T double
+#define CMLC_FA_NATIVE CML_DTYPE_F64
 #define CMLC_FA_V cmlc_fa_v4d
+#define CMLC_FA_IV cmlc_fa_v4l
 #define CMLC_FA_VEXP 0
 #define CMLC_FA_W 4
 #define CMLC_FA_EXP exp
@@ -43,6 +48,7 @@ typedef double cmlc_fa_v8d __attribute__((vector_size(64)));
 #include "backends/c/kernels/generic/fused_attention_undef.h"
 
 #define CMLC_FA_T float
+#define CMLC_FA_NATIVE CML_DTYPE_F32
 #define CMLC_FA_V cmlc_fa_v16f
 #define CMLC_FA_IV cmlc_fa_v16i
 #define CMLC_FA_VEXP 1
@@ -57,7 +63,9 @@ typedef double cmlc_fa_v8d __attribute__((vector_size(64)));
 #include "backends/c/kernels/generic/fused_attention_undef.h"
 
 #define CMLC_FA_T double
+#define CMLC_FA_NATIVE CML_DTYPE_F64
 #define CMLC_FA_V cmlc_fa_v8d
+#define CMLC_FA_IV cmlc_fa_v8l
 #define CMLC_FA_VEXP 0
 #define CMLC_FA_W 8
 #define CMLC_FA_EXP exp
