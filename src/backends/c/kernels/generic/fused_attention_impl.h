@@ -121,8 +121,11 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t
         memcpy(s1 + j + 3 * W, &b3, sizeof b3);
       }
     }
+    T alphas[BQ];
+    bool live[BQ];
     for (int64_t r = 0; r < nq_live; ++r) {
       const int64_t i = i0 + r;
+      live[r] = false;
       // Causal: this row sees no key of the tile.
       if (c->causal && j0 > i) continue;
       T* sb = sbuf + r * BK;
@@ -220,48 +223,65 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t
       }
       mb[r] = m_new;
       lb[r] = lb[r] * alpha + psum;
-      // o_r = alpha * o_r + sum_j p_j v_j, U lanes of dv at a time.
-      T* orow = ob + r * dvp;
+      alphas[r] = alpha;
+      live[r] = true;
+    }
+    // o_r = alpha_r o_r + sum_j p_rj v_j for the rows that attended keys of the tile, two rows
+    // and U lanes of dv at a time (8 accumulators, each v load serving both rows); with one
+    // row left it is paired with itself (both halves compute and store the same values).
+    for (int64_t r = 0; r < nq_live; ++r) {
+      if (!live[r]) continue;
+      int64_t r1 = r + 1;
+      while (r1 < nq_live && !live[r1]) ++r1;
+      if (r1 >= nq_live) r1 = r;
+      const T* p0 = sbuf + r * BK;
+      const T* p1 = sbuf + r1 * BK;
+      T* or0 = ob + r * dvp;
+      T* or1 = ob + r1 * dvp;
+      const T al0 = alphas[r], al1 = alphas[r1];
       int64_t e = 0;
-      for (; e + U <= dvp; e += U) {
-        V o0, o1, o2, o3;
-        memcpy(&o0, orow + e, sizeof o0);
-        memcpy(&o1, orow + e + W, sizeof o1);
-        memcpy(&o2, orow + e + 2 * W, sizeof o2);
-        memcpy(&o3, orow + e + 3 * W, sizeof o3);
-        o0 *= alpha;
-        o1 *= alpha;
-        o2 *= alpha;
-        o3 *= alpha;
+      for (; e + 2 * W <= dvp; e += 2 * W) {
+        V o0, o1, q0, q1;
+        memcpy(&o0, or0 + e, sizeof o0);
+        memcpy(&o1, or0 + e + W, sizeof o1);
+        memcpy(&q0, or1 + e, sizeof q0);
+        memcpy(&q1, or1 + e + W, sizeof q1);
+        o0 *= al0;
+        o1 *= al0;
+        q0 *= al1;
+        q1 *= al1;
         for (int64_t j = 0; j < nk; ++j) {
-          const T p = sb[j];
           const T* vr = vb + j * dvp + e;
-          V v0, v1, v2, v3;
+          V v0, v1;
           memcpy(&v0, vr, sizeof v0);
           memcpy(&v1, vr + W, sizeof v1);
-          memcpy(&v2, vr + 2 * W, sizeof v2);
-          memcpy(&v3, vr + 3 * W, sizeof v3);
-          o0 += p * v0;
-          o1 += p * v1;
-          o2 += p * v2;
-          o3 += p * v3;
+          const T x0 = p0[j], x1 = p1[j];
+          o0 += x0 * v0;
+          o1 += x0 * v1;
+          q0 += x1 * v0;
+          q1 += x1 * v1;
         }
-        memcpy(orow + e, &o0, sizeof o0);
-        memcpy(orow + e + W, &o1, sizeof o1);
-        memcpy(orow + e + 2 * W, &o2, sizeof o2);
-        memcpy(orow + e + 3 * W, &o3, sizeof o3);
+        memcpy(or0 + e, &o0, sizeof o0);
+        memcpy(or0 + e + W, &o1, sizeof o1);
+        memcpy(or1 + e, &q0, sizeof q0);
+        memcpy(or1 + e + W, &q1, sizeof q1);
       }
       for (; e < dvp; e += W) {
-        V o0;
-        memcpy(&o0, orow + e, sizeof o0);
-        o0 *= alpha;
+        V o0, q0;
+        memcpy(&o0, or0 + e, sizeof o0);
+        memcpy(&q0, or1 + e, sizeof q0);
+        o0 *= al0;
+        q0 *= al1;
         for (int64_t j = 0; j < nk; ++j) {
           V v0;
           memcpy(&v0, vb + j * dvp + e, sizeof v0);
-          o0 += sb[j] * v0;
+          o0 += p0[j] * v0;
+          q0 += p1[j] * v0;
         }
-        memcpy(orow + e, &o0, sizeof o0);
+        memcpy(or0 + e, &o0, sizeof o0);
+        memcpy(or1 + e, &q0, sizeof q0);
       }
+      r = r1;
     }
   }
 
