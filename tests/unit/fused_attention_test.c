@@ -3,8 +3,8 @@
 // (kernels/generic/fused_attention.c) against its decomposition (c:fusion=false) over every
 // option combination (both layouts, GQA, causal, boolean / additive masks, bias, per-batch
 // lengths), sizes that are not multiples of the tiles, rows whose keys are all masked, the
-// float dtypes, 1 vs several threads, and against xla:cpu (the decomposition there) when the
-// plugin loads.
+// float dtypes, the ISA variants, 1 vs several threads, and against xla:cpu (the decomposition
+// there) when the plugin loads.
 //
 // Bounds (max |native - other| <= atol + rtol |other|): f32 and f64 against the c
 // decomposition 2e-5 / 1e-12 (rounding order only); f32 against xla:cpu 1e-4; f16 5e-3 and
@@ -358,6 +358,47 @@ TEST(native_thread_count_independent) {
   fa_data_free(&data);
 }
 
+// The AVX2 and portable (16-byte vector) variants, f32 and f64, with and without masks.
+TEST(isa_variants_match_decomposition) {
+  static const char* const configs[] = {"c:avx512=false", "c:avx2=false,avx512=false"};
+  for (int cfg = 0; cfg < 2; ++cfg) {
+    for (int opt = 0; opt < 4; ++opt) {
+      const cml_dtype_t dt = opt % 2 ? CML_DTYPE_F64 : CML_DTYPE_F32;
+      const bool masked = opt >= 2;
+      fa_case_t c = {dt,
+                     CML_ATTENTION_LAYOUT_BSHD,
+                     2,
+                     4,
+                     2,
+                     45,
+                     77,
+                     12,
+                     21,
+                     true,
+                     masked ? 2 : 0,
+                     masked,
+                     masked,
+                     0};
+      fa_data_t data;
+      fa_data_make(&c, &data);
+      const int64_t n = fa_out_count(&c);
+      double* native = malloc((size_t)n * sizeof(double));
+      double* decomp = malloc((size_t)n * sizeof(double));
+      int nodes = 0;
+      ASSERT_STATUS_OK(fa_run(configs[cfg], &c, &data, native, &nodes));
+      ASSERT_EQ_INT(nodes, 1);
+      ASSERT_STATUS_OK(fa_run("c:fusion=false", &c, &data, decomp, NULL));
+      const double tol = dt == CML_DTYPE_F64 ? 1e-12 : 2e-5;
+      double w = fa_worst(native, decomp, n, tol, tol);
+      if (w > 1) fprintf(stderr, "%s opt %d: worst %g\n", configs[cfg], opt, w);
+      ASSERT_TRUE(w <= 1);
+      free(native);
+      free(decomp);
+      fa_data_free(&data);
+    }
+  }
+}
+
 // Against xla:cpu (which decomposes); skipped when the plugin is not installed.
 TEST(native_matches_xla_cpu) {
   cml_backend_t* probe = NULL;
@@ -412,4 +453,5 @@ TEST(capabilities) {
 
 TEST_MAIN(TEST_ENTRY(capabilities), TEST_ENTRY(native_matches_decomposition_all_options),
           TEST_ENTRY(native_matches_decomposition_dtypes_and_sizes),
-          TEST_ENTRY(native_thread_count_independent), TEST_ENTRY(native_matches_xla_cpu))
+          TEST_ENTRY(native_thread_count_independent), TEST_ENTRY(isa_variants_match_decomposition),
+          TEST_ENTRY(native_matches_xla_cpu))

@@ -34,6 +34,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t
   int64_t nq_live = q_rows - i0;
   nq_live = nq_live < 0 ? 0 : (nq_live < nq ? nq_live : nq);
   if (c->causal && kv_end > i0 + nq_live) kv_end = i0 + nq_live;
+  if (nq_live == 0) kv_end = 0;  // no live row: skip the key tiles
 
   char* base = c->scratch + (size_t)thread_index * c->per_thread;
   T* qb = (T*)(base + c->off_q);       // [BQ, d]
