@@ -12,9 +12,10 @@
 // through zero strides.
 //
 // Computation: Float32, Float16 and BFloat16 in f32 (half results rounded once at the store),
-// Float64 in f64. The inner products and the probability-weighted sums of v use 32-byte GCC
-// vector extensions (any target: the compiler lowers them to SSE, AVX or scalar code); the
-// exponentials are scalar libm calls. Each row is computed by one task in a fixed order, so
+// Float64 in f64. The body (fused_attention_impl.h) uses GCC vector extensions: 16-byte vectors
+// here (portable), 32- and 64-byte ones in the AVX2 and AVX-512 variants
+// (kernels/x86_64/fused_attention_x86_64.c), picked by options->isa. Float exponentials are a
+// vector polynomial, f64 ones libm's exp. Each row is computed by one task in a fixed order, so
 // results do not depend on the thread count.
 //
 // Semantics shared with the decomposition: a row whose keys are all masked (boolean mask,
