@@ -108,8 +108,9 @@ TEST(capabilities_follow_fusion_option) {
     ASSERT_FALSE(cml_capabilities_has_op(cml_backend_capabilities(off), native[i]));
     ASSERT_FALSE(cml_capabilities_has_op(cml_backend_capabilities(ref), native[i]));
   }
-  // Attention is decomposed everywhere (no kernel, as the seed's go backend).
-  ASSERT_FALSE(cml_capabilities_has_op(cml_backend_capabilities(on), CML_OP_FUSED_SDPA));
+  // Attention has a native kernel on c (tests/unit/fused_attention_test.c).
+  ASSERT_TRUE(cml_capabilities_has_op(cml_backend_capabilities(on), CML_OP_FUSED_SDPA));
+  ASSERT_FALSE(cml_capabilities_has_op(cml_backend_capabilities(off), CML_OP_FUSED_SDPA));
   cml_backend_release(on);
   cml_backend_release(off);
   cml_backend_release(ref);

@@ -391,6 +391,14 @@ static cml_value_t build_one_op(cml_function_t* f, cml_op_t op, cml_dtype_t dtyp
       cml_dense_config_init(&c);
       return cml_op_fused_dense(f, x, param(f, dtype, 2, wd), CML_VALUE_INVALID, &c);
     }
+    case CML_OP_FUSED_SDPA: {  // q, k, v [1, 2, 3, 4] BHSD, causal
+      const int64_t qd[] = {1, 2, 3, 4};
+      cml_sdpa_config_t c;
+      cml_sdpa_config_init(&c);
+      c.causal = true;
+      return cml_op_fused_sdpa(f, param(f, dtype, 4, qd), param(f, dtype, 4, qd),
+                               param(f, dtype, 4, qd), CML_ATTENTION_LAYOUT_BHSD, &c, NULL, NULL);
+    }
     // Collectives (the builder is SPMD on one device, see check_one): the variant picks the
     // reduction (complex numbers have sum and product only).
     case CML_OP_ALL_REDUCE:
@@ -532,9 +540,10 @@ TEST(c_advertised_ops_have_kernels) {
     ASSERT_TRUE(cml_capabilities_has_op(caps, CML_OP_ALL_REDUCE));
     ASSERT_TRUE(caps->distributions & (1u << CML_DISTRIBUTION_SPMD));
     ASSERT_FALSE(cml_capabilities_has_op(caps, CML_OP_DYNAMIC_RESHAPE));
-    ASSERT_FALSE(cml_capabilities_has_op(caps, CML_OP_FUSED_SDPA));
-    ASSERT_EQ_INT(cml_capabilities_has_op(caps, CML_OP_FUSED_SOFTMAX),
-                  strcmp(configs[i], "c:reference=true") && strcmp(configs[i], "c:fusion=false"));
+    const bool fused =
+        strcmp(configs[i], "c:reference=true") && strcmp(configs[i], "c:fusion=false");
+    ASSERT_EQ_INT(cml_capabilities_has_op(caps, CML_OP_FUSED_SDPA), fused);
+    ASSERT_EQ_INT(cml_capabilities_has_op(caps, CML_OP_FUSED_SOFTMAX), fused);
     int checks = 0;
     int failures = check_all(backend, NULL, caps, configs[i], &checks);
     printf("%s: %d op x dtype checks\n", configs[i], checks);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernels/generic/fused.c: the "fused" kernel group: FusedSoftmax, FusedGelu,
-// FusedLayerNorm and FusedDense (cml/fused.h), and the group's lookup and capabilities.
+// FusedLayerNorm and FusedDense (cml/fused.h), and the group's lookup and capabilities (which
+// also cover FusedScaledDotProductAttention, whose kernel is in fused_attention.c).
 //
 // Each kernel does in one pass over its rows what the decomposition (src/core/fused.c) does in
 // several ops. Float16, BFloat16 and Float32 are computed in f32 and Float64 in f64, with the
@@ -17,6 +18,7 @@
 //
 // The group is advertised only when fusion is on and the backend does not run its reference
 // kernels: "c:fusion=false" (GOMLX_FUSION=0) and "c:reference=true" make the builder decompose.
+#include "backends/c/kernels/generic/fused_attention.h"
 #include "backends/c/kernels/generic/linalg_internal.h"
 #include "cml/fused.h"
 
@@ -492,13 +494,15 @@ typedef struct cmlc_fk_row_t {
   cmlc_scratch_fn scratch;
   int in_place_input;
   bool (*valid)(const cml_module_t* module, const cml_ir_node_t* node);
+  bool mixed_dtypes;  // valid() checks the dtypes (SDPA: Bool masks, Int32 lengths)
 } cmlc_fk_row_t;
 
 static const cmlc_fk_row_t cmlc_fk_rows[] = {
-    {CML_OP_FUSED_SOFTMAX, cmlc_fk_softmax_run, NULL, 0, cmlc_fk_one_input},
-    {CML_OP_FUSED_GELU, cmlc_fk_gelu_run, NULL, 0, cmlc_fk_one_input},
-    {CML_OP_FUSED_LAYER_NORM, cmlc_fk_ln_run, cmlc_fk_ln_scratch, 0, cmlc_fk_ln_valid},
-    {CML_OP_FUSED_DENSE, cmlc_fk_dense_run, cmlc_fk_dense_scratch, -1, cmlc_fk_dense_valid},
+    {CML_OP_FUSED_SOFTMAX, cmlc_fk_softmax_run, NULL, 0, cmlc_fk_one_input, false},
+    {CML_OP_FUSED_GELU, cmlc_fk_gelu_run, NULL, 0, cmlc_fk_one_input, false},
+    {CML_OP_FUSED_LAYER_NORM, cmlc_fk_ln_run, cmlc_fk_ln_scratch, 0, cmlc_fk_ln_valid, false},
+    {CML_OP_FUSED_DENSE, cmlc_fk_dense_run, cmlc_fk_dense_scratch, -1, cmlc_fk_dense_valid, false},
+    {CML_OP_FUSED_SDPA, cmlc__fa_run, cmlc__fa_scratch, -1, cmlc__fa_valid, true},
 };
 
 bool cmlc_kernels_fused_lookup(const cml_module_t* module, const cml_ir_node_t* node,
@@ -507,7 +511,8 @@ bool cmlc_kernels_fused_lookup(const cml_module_t* module, const cml_ir_node_t* 
   for (size_t i = 0; i < sizeof cmlc_fk_rows / sizeof *cmlc_fk_rows; ++i) {
     const cmlc_fk_row_t* row = &cmlc_fk_rows[i];
     if (row->op != node->op) continue;
-    if (!cmlc_fk_same_float(module, node) || !row->valid(module, node)) return false;
+    if (!row->mixed_dtypes && !cmlc_fk_same_float(module, node)) return false;
+    if (!row->valid(module, node)) return false;
     out->run = row->run;
     out->scratch = row->scratch;
     out->in_place_input = row->in_place_input;

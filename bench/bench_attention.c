@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench/bench_attention.c: FusedScaledDotProductAttention forward, the c backend's native
+// tiled kernel ("c") against its decomposition ("c:fusion=false") and xla:cpu (which
+// decomposes), at seq 128 and 1024. Without -b flags the contenders are those three.
+#include <string.h>
+
+#include "bench/bench_common.h"
+
+enum { AT_B = 0, AT_H = 1, AT_S = 2, AT_D = 3, AT_CAUSAL = 4 };
+
+static cml_value_t build_sdpa(cml_function_t* f, const bench_case_t* c) {
+  const int64_t* d = c->dims;
+  int64_t dims[4] = {d[AT_B], d[AT_H], d[AT_S], d[AT_D]};
+  cml_value_t q = bench_param(f, "q", c->dtype, 4, dims);
+  cml_value_t k = bench_param(f, "k", c->dtype, 4, dims);
+  cml_value_t v = bench_param(f, "v", c->dtype, 4, dims);
+  cml_sdpa_config_t cfg;
+  cml_sdpa_config_init(&cfg);
+  cfg.causal = d[AT_CAUSAL] != 0;
+  return cml_op_fused_sdpa(f, q, k, v, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
+}
+
+static void add_case(bench_case_t* cases, size_t* count, int64_t b, int64_t h, int64_t s, int64_t d,
+                     bool causal) {
+  bench_case_t* c = &cases[(*count)++];
+  memset(c, 0, sizeof *c);
+  c->group = "sdpa";
+  c->build = build_sdpa;
+  c->dtype = CML_DTYPE_F32;
+  int64_t dims[8] = {b, h, s, d, causal};
+  memcpy(c->dims, dims, sizeof dims);
+  // q k^T and p v, each 2 flops per multiply-add (causal: counted in full).
+  c->flops = 4.0 * (double)(b * h) * (double)s * (double)s * (double)d;
+  bench_case_name(c, "f32 BHSD b%lld h%lld seq %lld d%lld%s", (long long)b, (long long)h,
+                  (long long)s, (long long)d, causal ? " causal" : "");
+}
+
+int main(int argc, char** argv) {
+  bool explicit_backends = false;
+  for (int i = 1; i < argc; ++i) explicit_backends |= strcmp(argv[i], "-b") == 0;
+  bench_options_t opts;
+  if (!bench_parse_args(&opts, argc, argv, "fused attention, native vs decomposition")) return 2;
+  if (!explicit_backends) {
+    opts.configs[0] = "c";
+    opts.configs[1] = "c:fusion=false";
+    opts.configs[2] = "xla:cpu";
+    opts.config_count = 3;
+  }
+  bench_case_t cases[8];
+  size_t count = 0;
+  add_case(cases, &count, 8, 4, 128, 64, false);
+  add_case(cases, &count, 8, 4, 128, 64, true);
+  add_case(cases, &count, 1, 8, 1024, 64, false);
+  add_case(cases, &count, 1, 8, 1024, 64, true);
+  bench_run(&opts, cases, count);
+  return bench_finish(&opts);
+}

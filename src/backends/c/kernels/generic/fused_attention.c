@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/generic/fused_attention.c: the native FusedScaledDotProductAttention of the "fused"
+// kernel group (cml/fused.h; looked up through kernels/generic/fused.c).
+//
+// A flash-attention style kernel: a task is one (batch, query head, tile of CMLC_FA_BQ query
+// rows); it walks the keys in tiles of CMLC_FA_BK, computes the tile's scores, applies scale,
+// bias, masks, causality and the sequence lengths exactly as the decomposition
+// (src/core/fused.c) does, and keeps per row a running max, a running sum and an unnormalized
+// output (online softmax), so the full [seq, kv_seq] score matrix never exists: scratch is
+// O(threads x tile x head dim), independent of the sequence lengths. Both layouts (BHSD, BSHD)
+// and grouped-query attention are read in place through strides; masks and biases broadcast
+// through zero strides.
+//
+// Computation: Float32, Float16 and BFloat16 in f32 (half results rounded once at the store),
+// Float64 in f64. The body (fused_attention_impl.h) uses GCC vector extensions: 16-byte vectors
+// here (portable), 32- and 64-byte ones in the AVX2 and AVX-512 variants
+// (kernels/x86_64/fused_attention_x86_64.c), picked by options->isa. Float exponentials are a
+// vector polynomial, f64 ones libm's exp. Each row is computed by one task in a fixed order, so
+// results do not depend on the thread count.
+//
+// Semantics shared with the decomposition: a row whose keys are all masked (boolean mask,
+// causal, kv_seq_len, or -inf additive entries) produces zeros, never NaN; rows at or past
+// query_seq_len[b] produce zeros; lengths are clamped to [0, seq]. NaN scores propagate to
+// their row. Differences are rounding only: the decomposition normalizes the probabilities
+// before the product with v and (for f16/bf16) rounds every intermediate to the dtype; bounds
+// are in tests/unit/fused_attention_test.c and docs/attention.md.
+#include "backends/c/kernels/generic/fused_attention.h"
+#include "backends/c/kernels/generic/linalg_internal.h"
+#include "cml/fused.h"
+
+// Portable variants: 16-byte vectors, which every target lowers natively (SSE2, NEON).
+typedef float cmlc_fa_v4f __attribute__((vector_size(16)));
+typedef int32_t cmlc_fa_v4i __attribute__((vector_size(16)));
+typedef double cmlc_fa_v2d __attribute__((vector_size(16)));
+typedef int64_t cmlc_fa_v2l __attribute__((vector_size(16)));
+
+#define CMLC_FA_T float
+#define CMLC_FA_NATIVE CML_DTYPE_F32
+#define CMLC_FA_V cmlc_fa_v4f
+#define CMLC_FA_IV cmlc_fa_v4i
+#define CMLC_FA_VEXP 1
+#define CMLC_FA_W 4
+#define CMLC_FA_EXP expf
+#define CMLC_FA_LOAD cmlc_load_f32
+#define CMLC_FA_STORE cmlc__fa_store_f32
+#define CMLC_FA_NAME(x) x##_f32
+#define CMLC_FA_LINKAGE static
+#define CMLC_FA_ATTR
+#include "backends/c/kernels/generic/fused_attention_impl.h"
+#include "backends/c/kernels/generic/fused_attention_undef.h"
+
+#define CMLC_FA_T double
+#define CMLC_FA_NATIVE CML_DTYPE_F64
+#define CMLC_FA_V cmlc_fa_v2d
+#define CMLC_FA_IV cmlc_fa_v2l
+#define CMLC_FA_VEXP 0
+#define CMLC_FA_W 2
+#define CMLC_FA_EXP exp
+#define CMLC_FA_LOAD cmlc_load_f64
+#define CMLC_FA_STORE cmlc_store_f64
+#define CMLC_FA_NAME(x) x##_f64
+#define CMLC_FA_LINKAGE static
+#define CMLC_FA_ATTR
+#include "backends/c/kernels/generic/fused_attention_impl.h"
+#include "backends/c/kernels/generic/fused_attention_undef.h"
+
+static size_t cmlc_fa_align(size_t x) { return (x + 63) & ~(size_t)63; }
+
+// Lays out one thread's scratch for head dims |d| and |dv| in elements of |elem| bytes.
+static void cmlc_fa_layout(cmlc_fa_ctx_t* c, size_t elem) {
+  size_t off = 0;
+  c->off_q = off;
+  off = cmlc_fa_align(off + (size_t)(CMLC_FA_BQ * c->d) * elem);
+  c->off_k = off;
+  off = cmlc_fa_align(off + (size_t)(c->d * CMLC_FA_BK) * elem);
+  c->off_v = off;
+  off = cmlc_fa_align(off + (size_t)(CMLC_FA_BK * c->dvp) * elem);
+  c->off_s = off;
+  off = cmlc_fa_align(off + (size_t)(CMLC_FA_BQ * CMLC_FA_BK) * elem);
+  c->off_o = off;
+  off = cmlc_fa_align(off + (size_t)(CMLC_FA_BQ * c->dvp) * elem);
+  c->off_m = off;
+  off = cmlc_fa_align(off + (size_t)(2 * CMLC_FA_BQ) * elem);
+  c->per_thread = off;
+}
+
+// Fills the shape part of |c| from q, k, v and the node's layout.
+static void cmlc_fa_shapes(cmlc_fa_ctx_t* c, const cml_shape_t* qs, const cml_shape_t* ks,
+                           const cml_shape_t* vs, int32_t layout) {
+  const int ha = layout == CML_ATTENTION_LAYOUT_BHSD ? 1 : 2, sa = 3 - ha;
+  c->dtype = qs->dtype;
+  c->heads = qs->dims[ha];
+  c->groups = ks->dims[ha] > 0 ? c->heads / ks->dims[ha] : 1;
+  if (c->groups < 1) c->groups = 1;
+  c->seq = qs->dims[sa];
+  c->kv_seq = ks->dims[sa];
+  c->d = qs->dims[3];
+  c->dv = vs->dims[3];
+  c->dvp = (c->dv + 15) & ~(int64_t)15;
+  c->q_tiles = (c->seq + CMLC_FA_BQ - 1) / CMLC_FA_BQ;
+}
+
+static int cmlc_fa_threads(const cmlc_options_t* options) {
+  return options->threads > 0 ? options->threads : 1;
+}
+
+size_t cmlc__fa_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                        const cmlc_options_t* options) {
+  cmlc_fa_ctx_t c;
+  memset(&c, 0, sizeof c);
+  const cml_shape_t* qs = &module->values[node->inputs[0]].shape;
+  cmlc_fa_shapes(&c, qs, &module->values[node->inputs[1]].shape,
+                 &module->values[node->inputs[2]].shape, node->attrs->fused.layout);
+  cmlc_fa_layout(&c, qs->dtype == CML_DTYPE_F64 ? sizeof(double) : sizeof(float));
+  return c.per_thread * (size_t)cmlc_fa_threads(options);
+}
+
+// Strides of [batch, heads, seq] of a rank-4 operand in |layout| (head dim contiguous).
+static void cmlc_fa_strides(const cml_shape_t* s, int32_t layout, int64_t out[3]) {
+  int64_t st[4];
+  st[3] = 1;
+  for (int d = 2; d >= 0; --d) st[d] = st[d + 1] * s->dims[d + 1];
+  out[0] = st[0];
+  out[1] = layout == CML_ATTENTION_LAYOUT_BHSD ? st[1] : st[2];
+  out[2] = layout == CML_ATTENTION_LAYOUT_BHSD ? st[2] : st[1];
+}
+
+// Strides of a rank 2..4 mask or bias broadcast (right aligned) to [B, H, S, Skv].
+static void cmlc_fa_bcast_strides(const cml_shape_t* s, int64_t out[4]) {
+  int64_t st = 1;
+  for (int d = 3; d >= 0; --d) {
+    int sd = d - (4 - s->rank);
+    if (sd < 0 || s->dims[sd] == 1) {
+      out[d] = 0;
+    } else {
+      out[d] = st;
+    }
+    if (sd >= 0) st *= s->dims[sd];
+  }
+}
+
+static void cmlc_fa_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  const cmlc_fa_ctx_t* c = vctx;
+  for (int64_t t = begin; t < end; ++t) {
+    const bool f64 = c->dtype == CML_DTYPE_F64;
+#if defined(CMLC_HAVE_X86_64)
+    if (c->isa >= CMLC_ISA_AVX512) {
+      f64 ? cmlc__fa_task_f64_avx512(c, t, thread_index)
+          : cmlc__fa_task_f32_avx512(c, t, thread_index);
+      continue;
+    }
+    if (c->isa >= CMLC_ISA_AVX2) {
+      f64 ? cmlc__fa_task_f64_avx2(c, t, thread_index) : cmlc__fa_task_f32_avx2(c, t, thread_index);
+      continue;
+    }
+#endif
+    f64 ? cmlc_fa_task_f64(c, t, thread_index) : cmlc_fa_task_f32(c, t, thread_index);
+  }
+}
+
+cml_status_t cmlc__fa_run(const cmlc_kernel_args_t* args) {
+  const cml_ir_attrs_t* attrs = args->node->attrs;
+  const int32_t layout = attrs->fused.layout;
+  const cml_shape_t* qs = args->input_shapes[0];
+  cmlc_fa_ctx_t c;
+  memset(&c, 0, sizeof c);
+  cmlc_fa_shapes(&c, qs, args->input_shapes[1], args->input_shapes[2], layout);
+  cmlc_fa_layout(&c, qs->dtype == CML_DTYPE_F64 ? sizeof(double) : sizeof(float));
+  c.scale = attrs->fused.scale;
+  c.isa = args->options->reference ? CMLC_ISA_SCALAR : args->options->isa;
+  c.causal = attrs->fused.causal;
+  cmlc_fa_strides(qs, layout, c.q_str);
+  cmlc_fa_strides(args->input_shapes[1], layout, c.k_str);
+  cmlc_fa_strides(args->input_shapes[2], layout, c.v_str);
+  cmlc_fa_strides(args->output_shapes[0], layout, c.o_str);
+  c.q = args->inputs[0];
+  c.k = args->inputs[1];
+  c.v = args->inputs[2];
+  c.out = args->outputs[0];
+  uint32_t next = 3;
+  const uint32_t present = attrs->fused.optional_inputs;
+  if (present & 1u) {
+    c.mask_bool = args->input_shapes[next]->dtype == CML_DTYPE_BOOL;
+    cmlc_fa_bcast_strides(args->input_shapes[next], c.mask_str);
+    c.mask = args->inputs[next++];
+  }
+  if (present & 2u) {
+    cmlc_fa_bcast_strides(args->input_shapes[next], c.bias_str);
+    c.bias = args->inputs[next++];
+  }
+  if (present & 4u) {
+    c.q_len = args->inputs[next++];
+    c.kv_len = args->inputs[next++];
+  }
+  c.scratch = args->scratch;
+  const int64_t batch = qs->dims[0];
+  const int64_t tasks = batch * c.heads * c.q_tiles;
+  if (tasks == 0 || c.dv == 0) return CML_OK;
+  cmlc_pool_t* pool = args->pool;
+  if (cmlc_pool_thread_count(pool) > cmlc_fa_threads(args->options)) pool = NULL;
+  cmlc_parallel_for(pool, tasks, 1, cmlc_fa_tasks, &c);
+  return CML_OK;
+}
+
+bool cmlc__fa_valid(const cml_module_t* module, const cml_ir_node_t* node) {
+  const cml_ir_attrs_t* attrs = node->attrs;
+  const uint32_t present = attrs->fused.optional_inputs;
+  uint32_t want = 3u + (present & 1u) + ((present >> 1) & 1u) + ((present & 4u) ? 2u : 0u);
+  if (node->input_count != want || node->output_count != 1) return false;
+  const cml_shape_t* qs = &module->values[node->inputs[0]].shape;
+  const cml_dtype_t dt = qs->dtype;
+  if (!cml_dtype_is_float(dt)) return false;
+  for (uint32_t i = 0; i < 3; ++i) {
+    const cml_shape_t* s = &module->values[node->inputs[i]].shape;
+    if (s->dtype != dt || s->rank != 4) return false;
+  }
+  if (module->values[node->first_output].shape.dtype != dt) return false;
+  uint32_t next = 3;
+  if (present & 1u) {
+    const cml_shape_t* s = &module->values[node->inputs[next++]].shape;
+    if ((s->dtype != dt && s->dtype != CML_DTYPE_BOOL) || s->rank < 2 || s->rank > 4) return false;
+  }
+  if (present & 2u) {
+    const cml_shape_t* s = &module->values[node->inputs[next++]].shape;
+    if (s->dtype != dt || s->rank < 2 || s->rank > 4) return false;
+  }
+  if (present & 4u) {
+    for (int i = 0; i < 2; ++i) {
+      if (module->values[node->inputs[next++]].shape.dtype != CML_DTYPE_I32) return false;
+    }
+  }
+  return attrs->fused.layout == CML_ATTENTION_LAYOUT_BHSD ||
+         attrs->fused.layout == CML_ATTENTION_LAYOUT_BSHD;
+}

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/generic/fused_attention.h: the native FusedScaledDotProductAttention kernel's entry
+// points, for the fused group's lookup table (kernels/generic/fused.c).
+#ifndef CML_BACKENDS_C_KERNELS_GENERIC_FUSED_ATTENTION_H_
+#define CML_BACKENDS_C_KERNELS_GENERIC_FUSED_ATTENTION_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "backends/c/cmlc.h"
+#include "backends/c/kernels/elements.h"
+
+// Query rows and keys per tile.
+#define CMLC_FA_BQ 32
+#define CMLC_FA_BK 64
+
+// One kernel call's problem; a task is one (batch, head, query tile).
+typedef struct cmlc_fa_ctx_t {
+  cml_dtype_t dtype;
+  int64_t heads, groups, seq, kv_seq, d, dv, dvp, q_tiles;
+  double scale;
+  cmlc_isa_t isa;  // the vector variant to run
+  bool causal, mask_bool;
+  // Element strides of [batch, heads, seq] (the head dim is contiguous) and, for the mask
+  // and bias, of [batch, heads, seq, kv_seq] with 0 on broadcast axes.
+  int64_t q_str[3], k_str[3], v_str[3], o_str[3], mask_str[4], bias_str[4];
+  const void *q, *k, *v, *mask, *bias;
+  const int32_t *q_len, *kv_len;  // both or neither
+  void* out;
+  char* scratch;
+  size_t per_thread, off_q, off_k, off_v, off_s, off_o, off_m;
+} cmlc_fa_ctx_t;
+
+static inline void cmlc__fa_store_f32(void* p, int64_t i, cml_dtype_t dtype, float v) {
+  switch (dtype) {
+    case CML_DTYPE_F32:
+      ((float*)p)[i] = v;
+      return;
+    case CML_DTYPE_F16:
+      ((uint16_t*)p)[i] = cml_f32_to_f16(v);
+      return;
+    case CML_DTYPE_BF16:
+      ((uint16_t*)p)[i] = cml_f32_to_bf16(v);
+      return;
+    default:
+      cmlc_store_f64(p, i, dtype, v);
+      return;
+  }
+}
+
+#if defined(CMLC_HAVE_X86_64)
+// The AVX2 + FMA and AVX-512 variants of one task (kernels/x86_64/fused_attention_x86_64.c).
+void cmlc__fa_task_f32_avx2(const cmlc_fa_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_task_f64_avx2(const cmlc_fa_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_task_f32_avx512(const cmlc_fa_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_task_f64_avx512(const cmlc_fa_ctx_t* c, int64_t task, int thread_index);
+#endif
+
+// Runs the node (inputs q, k, v, then the optional mask, bias, query_seq_len, kv_seq_len as
+// attrs->fused.optional_inputs says) with the tiled online-softmax kernel.
+cml_status_t cmlc__fa_run(const cmlc_kernel_args_t* args);
+
+// Scratch bytes of the node: one tile workspace per thread, independent of the sequences.
+size_t cmlc__fa_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                        const cmlc_options_t* options);
+
+// True when the kernel handles the node (any float dtype, Bool or same-dtype masks, Int32
+// lengths, both layouts); the builder already checked shapes.
+bool cmlc__fa_valid(const cml_module_t* module, const cml_ir_node_t* node);
+
+#endif  // CML_BACKENDS_C_KERNELS_GENERIC_FUSED_ATTENTION_H_

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/generic/fused_attention_impl.h: the body of the tiled online-softmax attention
+// kernel, included by fused_attention.c once per computation type.
+//
+// The includer defines CMLC_FA_T (float or double), CMLC_FA_V (a 32-byte vector of it, GCC
+// vector extension), CMLC_FA_W (its lanes), CMLC_FA_EXP (expf or exp), CMLC_FA_LOAD (the
+// loader of the computation type, cmlc_load_f32 or cmlc_load_f64), CMLC_FA_STORE (the
+// matching store), CMLC_FA_NATIVE (the cml dtype of CMLC_FA_T), CMLC_FA_VEXP (1: float, with
+// CMLC_FA_IV the int32 vector of CMLC_FA_V's size, for the vector exp; 0: scalar exp),
+// CMLC_FA_NAME(x) (the function's name), CMLC_FA_LINKAGE (static or empty) and CMLC_FA_ATTR (a
+// target attribute or empty). No vector value crosses a function boundary (the vectors stay inside
+// one function body), so the target attribute is all a variant needs.
+
+// One task: the rows [i0, i0 + CMLC_FA_BQ) of query head |h| of batch |b|.
+CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t* c, int64_t task,
+                                                             int thread_index) {
+  typedef CMLC_FA_T T;
+  typedef CMLC_FA_V V;
+  enum { W = CMLC_FA_W, BQ = CMLC_FA_BQ, BK = CMLC_FA_BK, U = 4 * CMLC_FA_W };
+  const int64_t d = c->d, dv = c->dv, dvp = c->dvp;
+  const int64_t qt = task % c->q_tiles;
+  const int64_t h = (task / c->q_tiles) % c->heads;
+  const int64_t b = task / (c->q_tiles * c->heads);
+  const int64_t hk = h / c->groups;
+  const int64_t i0 = qt * BQ;
+  const int64_t nq = c->seq - i0 < BQ ? c->seq - i0 : BQ;
+  // Rows at or past query_seq_len[b] give zeros; keys at or past kv_seq_len[b] are masked.
+  int64_t q_rows = c->seq, kv_end = c->kv_seq;
+  if (c->q_len) {
+    int64_t ql = c->q_len[b], kl = c->kv_len[b];
+    q_rows = ql < 0 ? 0 : (ql < c->seq ? ql : c->seq);
+    kv_end = kl < 0 ? 0 : (kl < c->kv_seq ? kl : c->kv_seq);
+  }
+  int64_t nq_live = q_rows - i0;
+  nq_live = nq_live < 0 ? 0 : (nq_live < nq ? nq_live : nq);
+  if (c->causal && kv_end > i0 + nq_live) kv_end = i0 + nq_live;
+  if (nq_live == 0) kv_end = 0;  // no live row: skip the key tiles
+
+  char* base = c->scratch + (size_t)thread_index * c->per_thread;
+  T* qb = (T*)(base + c->off_q);       // [BQ, d]
+  T* kt = (T*)(base + c->off_k);       // [d, BK], zero past the tile's keys
+  T* vb = (T*)(base + c->off_v);       // [BK, dvp], zero past dv and the tile's keys
+  T* sbuf = (T*)(base + c->off_s);     // [BQ, BK] scores, then probabilities
+  T* ob = (T*)(base + c->off_o);       // [BQ, dvp] unnormalized outputs
+  T* mb = (T*)(base + c->off_m);       // [BQ] running max
+  T* lb = (T*)(base + c->off_m) + BQ;  // [BQ] running sum
+
+  const int64_t q_base = b * c->q_str[0] + h * c->q_str[1] + i0 * c->q_str[2];
+  for (int64_t r = 0; r < nq_live; ++r) {
+    for (int64_t e = 0; e < d; ++e)
+      qb[r * d + e] = CMLC_FA_LOAD(c->q, q_base + r * c->q_str[2] + e, c->dtype);
+  }
+  for (int64_t r = 0; r < nq_live; ++r) {
+    mb[r] = -INFINITY;
+    lb[r] = 0;
+  }
+  memset(ob, 0, (size_t)(BQ * dvp) * sizeof(T));
+
+  const int64_t k_base = b * c->k_str[0] + hk * c->k_str[1];
+  const int64_t v_base = b * c->v_str[0] + hk * c->v_str[1];
+  const T scale = (T)c->scale;
+  for (int64_t j0 = 0; j0 < kv_end; j0 += BK) {
+    const int64_t nk = kv_end - j0 < BK ? kv_end - j0 : BK;
+    if (nk < BK) memset(kt, 0, (size_t)(d * BK) * sizeof(T));
+    if (c->dtype == CMLC_FA_NATIVE) {
+      // The computation dtype itself: plain copies (k transposed), no per-element dispatch.
+      const T* kp = (const T*)c->k + k_base + j0 * c->k_str[2];
+      for (int64_t j = 0; j < nk; ++j, kp += c->k_str[2]) {
+        for (int64_t e = 0; e < d; ++e) kt[e * BK + j] = kp[e];
+      }
+      const T* vp = (const T*)c->v + v_base + j0 * c->v_str[2];
+      for (int64_t j = 0; j < nk; ++j, vp += c->v_str[2]) {
+        memcpy(vb + j * dvp, vp, (size_t)dv * sizeof(T));
+        for (int64_t e = dv; e < dvp; ++e) vb[j * dvp + e] = 0;
+      }
+    } else {
+      for (int64_t j = 0; j < nk; ++j) {
+        const int64_t at = k_base + (j0 + j) * c->k_str[2];
+        for (int64_t e = 0; e < d; ++e) kt[e * BK + j] = CMLC_FA_LOAD(c->k, at + e, c->dtype);
+      }
+      for (int64_t j = 0; j < nk; ++j) {
+        T* row = vb + j * dvp;
+        for (int64_t e = 0; e < dv; ++e)
+          row[e] = CMLC_FA_LOAD(c->v, v_base + (j0 + j) * c->v_str[2] + e, c->dtype);
+        for (int64_t e = dv; e < dvp; ++e) row[e] = 0;
+      }
+    }
+    // Scores q_r . k_j of the tile, two rows and U keys at a time (8 accumulators).
+    // With an odd row count the last pair's second row (below BQ, as BQ is even) is computed
+    // from row r's q and never read.
+    for (int64_t r = 0; r < nq_live; r += 2) {
+      const T* q0 = qb + r * d;
+      const T* q1 = r + 1 < nq_live ? q0 + d : q0;
+      T* s0 = sbuf + r * BK;
+      T* s1 = s0 + BK;
+      for (int64_t j = 0; j < BK; j += U) {
+        V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+        for (int64_t e = 0; e < d; ++e) {
+          const T* kr = kt + e * BK + j;
+          V k0, k1, k2, k3;
+          memcpy(&k0, kr, sizeof k0);
+          memcpy(&k1, kr + W, sizeof k1);
+          memcpy(&k2, kr + 2 * W, sizeof k2);
+          memcpy(&k3, kr + 3 * W, sizeof k3);
+          const T x0 = q0[e], x1 = q1[e];
+          a0 += x0 * k0;
+          a1 += x0 * k1;
+          a2 += x0 * k2;
+          a3 += x0 * k3;
+          b0 += x1 * k0;
+          b1 += x1 * k1;
+          b2 += x1 * k2;
+          b3 += x1 * k3;
+        }
+        memcpy(s0 + j, &a0, sizeof a0);
+        memcpy(s0 + j + W, &a1, sizeof a1);
+        memcpy(s0 + j + 2 * W, &a2, sizeof a2);
+        memcpy(s0 + j + 3 * W, &a3, sizeof a3);
+        memcpy(s1 + j, &b0, sizeof b0);
+        memcpy(s1 + j + W, &b1, sizeof b1);
+        memcpy(s1 + j + 2 * W, &b2, sizeof b2);
+        memcpy(s1 + j + 3 * W, &b3, sizeof b3);
+      }
+    }
+    T alphas[BQ];
+    bool live[BQ];
+    for (int64_t r = 0; r < nq_live; ++r) {
+      const int64_t i = i0 + r;
+      live[r] = false;
+      // Causal: this row sees no key of the tile.
+      if (c->causal && j0 > i) continue;
+      T* sb = sbuf + r * BK;
+      // Scale, bias, masks, in the decomposition's order; the tile's max.
+      const int64_t mb_row = b * c->mask_str[0] + h * c->mask_str[1] + i * c->mask_str[2];
+      const int64_t bb_row = b * c->bias_str[0] + h * c->bias_str[1] + i * c->bias_str[2];
+      T mx = -INFINITY;
+      if (!c->bias && !c->mask) {
+        // No bias or mask: scale the keys this row may see (all, or j <= i when causal), W
+        // at a time, and mask the rest.
+        const int64_t lim = c->causal && i - j0 + 1 < nk ? i - j0 + 1 : nk;
+        V vm = {0}, vs = {0};
+        vm -= (T)INFINITY;
+        vs += scale;
+        bool nan = false;
+        int64_t j = 0;
+        for (; j + W <= lim; j += W) {
+          V x;
+          memcpy(&x, sb + j, sizeof x);
+          x *= vs;
+          memcpy(sb + j, &x, sizeof x);
+          const CMLC_FA_IV gt = x > vm;
+          vm = (V)(((CMLC_FA_IV)x & gt) | ((CMLC_FA_IV)vm & ~gt));
+        }
+        for (int64_t w = 0; w < W; ++w) mx = vm[w] > mx ? vm[w] : mx;
+        for (; j < lim; ++j) {
+          sb[j] *= scale;
+          mx = sb[j] > mx ? sb[j] : mx;
+        }
+        for (j = 0; j < lim; ++j) nan |= sb[j] != sb[j];
+        if (nan) mx = (T)NAN;
+        for (j = lim; j < nk; ++j) sb[j] = -INFINITY;
+      }
+      for (int64_t j = 0; (c->bias || c->mask) && j < nk; ++j) {
+        T s = sb[j] * scale;
+        const int64_t jj = j0 + j;
+        if (c->bias) s += CMLC_FA_LOAD(c->bias, bb_row + jj * c->bias_str[3], c->dtype);
+        bool allowed = !c->causal || jj <= i;
+        if (c->mask) {
+          const int64_t mi = mb_row + jj * c->mask_str[3];
+          if (c->mask_bool) {
+            allowed = allowed && ((const uint8_t*)c->mask)[mi] != 0;
+          } else {
+            s += CMLC_FA_LOAD(c->mask, mi, c->dtype);
+          }
+        }
+        s = allowed ? s : (T)-INFINITY;
+        sb[j] = s;
+        mx = s > mx || s != s ? s : mx;
+      }
+      const T m_old = mb[r];
+      const T m_new = m_old > mx || m_old != m_old ? m_old : mx;
+      if (m_new == (T)-INFINITY) continue;  // nothing attended yet
+      const T alpha = CMLC_FA_EXP(m_old - m_new);
+      T psum = 0;
+#if CMLC_FA_VEXP
+      if (m_new == m_new) {
+        // exp(s - m) <= 1, W lanes at a time: 2^n * p(r) with n = round(x log2 e) and
+        // r = x - n ln 2 (Cephes' expf polynomial, within 2 ulps); x < -87.3 (including the
+        // -inf of masked keys and of the padding up to a multiple of W) gives exactly 0.
+        const int64_t nkw = (nk + W - 1) / W * W;
+        for (int64_t j = nk; j < nkw; ++j) sb[j] = -INFINITY;
+        V acc = {0};
+        for (int64_t j = 0; j < nkw; j += W) {
+          V x;
+          memcpy(&x, sb + j, sizeof x);
+          x -= m_new;
+          CMLC_FA_IV keep = x >= -87.3f;
+          x = (V)((CMLC_FA_IV)x & keep);  // masked lanes: x = 0, result cleared below
+          V t = x * 1.44269504088896341f - 0.5f;
+          CMLC_FA_IV n = __builtin_convertvector(t, CMLC_FA_IV);  // truncation: round(x log2e)
+          V nf = __builtin_convertvector(n, V);
+          V rr = x - nf * 0.693359375f + nf * 2.12194440e-4f;
+          V y = 1.9875691500e-4f * rr + 1.3981999507e-3f;
+          y = y * rr + 8.3334519073e-3f;
+          y = y * rr + 4.1665795894e-2f;
+          y = y * rr + 1.6666665459e-1f;
+          y = y * rr + 5.0000001201e-1f;
+          y = y * rr * rr + rr + 1.0f;
+          CMLC_FA_IV two_n = (n + 127) << 23;
+          y *= (V)two_n;
+          y = (V)((CMLC_FA_IV)y & keep);
+          memcpy(sb + j, &y, sizeof y);
+          acc += y;
+        }
+        for (int64_t w = 0; w < W; ++w) psum += acc[w];
+      } else
+#endif
+      {
+        for (int64_t j = 0; j < nk; ++j) {
+          T p = CMLC_FA_EXP(sb[j] - m_new);
+          sb[j] = p;
+          psum += p;
+        }
+      }
+      mb[r] = m_new;
+      lb[r] = lb[r] * alpha + psum;
+      alphas[r] = alpha;
+      live[r] = true;
+    }
+    // o_r = alpha_r o_r + sum_j p_rj v_j for the rows that attended keys of the tile, two rows
+    // and U lanes of dv at a time (8 accumulators, each v load serving both rows); with one
+    // row left it is paired with itself (both halves compute and store the same values).
+    for (int64_t r = 0; r < nq_live; ++r) {
+      if (!live[r]) continue;
+      int64_t r1 = r + 1;
+      while (r1 < nq_live && !live[r1]) ++r1;
+      if (r1 >= nq_live) r1 = r;
+      const T* p0 = sbuf + r * BK;
+      const T* p1 = sbuf + r1 * BK;
+      T* or0 = ob + r * dvp;
+      T* or1 = ob + r1 * dvp;
+      const T al0 = alphas[r], al1 = alphas[r1];
+      int64_t e = 0;
+      for (; e + 2 * W <= dvp; e += 2 * W) {
+        V o0, o1, q0, q1;
+        memcpy(&o0, or0 + e, sizeof o0);
+        memcpy(&o1, or0 + e + W, sizeof o1);
+        memcpy(&q0, or1 + e, sizeof q0);
+        memcpy(&q1, or1 + e + W, sizeof q1);
+        o0 *= al0;
+        o1 *= al0;
+        q0 *= al1;
+        q1 *= al1;
+        for (int64_t j = 0; j < nk; ++j) {
+          const T* vr = vb + j * dvp + e;
+          V v0, v1;
+          memcpy(&v0, vr, sizeof v0);
+          memcpy(&v1, vr + W, sizeof v1);
+          const T x0 = p0[j], x1 = p1[j];
+          o0 += x0 * v0;
+          o1 += x0 * v1;
+          q0 += x1 * v0;
+          q1 += x1 * v1;
+        }
+        memcpy(or0 + e, &o0, sizeof o0);
+        memcpy(or0 + e + W, &o1, sizeof o1);
+        memcpy(or1 + e, &q0, sizeof q0);
+        memcpy(or1 + e + W, &q1, sizeof q1);
+      }
+      for (; e < dvp; e += W) {
+        V o0, q0;
+        memcpy(&o0, or0 + e, sizeof o0);
+        memcpy(&q0, or1 + e, sizeof q0);
+        o0 *= al0;
+        q0 *= al1;
+        for (int64_t j = 0; j < nk; ++j) {
+          V v0;
+          memcpy(&v0, vb + j * dvp + e, sizeof v0);
+          o0 += p0[j] * v0;
+          q0 += p1[j] * v0;
+        }
+        memcpy(or0 + e, &o0, sizeof o0);
+        memcpy(or1 + e, &q0, sizeof q0);
+      }
+      r = r1;
+    }
+  }
+
+  // Normalize and store; rows with no attended key (or past query_seq_len) give zeros.
+  const int64_t o_base = b * c->o_str[0] + h * c->o_str[1] + i0 * c->o_str[2];
+  for (int64_t r = 0; r < nq; ++r) {
+    const int64_t at = o_base + r * c->o_str[2];
+    const bool live = r < nq_live && lb[r] != 0;
+    const T inv = live ? (T)1 / lb[r] : 0;
+    for (int64_t e = 0; e < dv; ++e) {
+      T v = live ? ob[r * dvp + e] * inv : 0;
+      CMLC_FA_STORE(c->out, at + e, c->dtype, v);
+    }
+  }
+}

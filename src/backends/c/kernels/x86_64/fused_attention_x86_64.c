@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/x86_64/fused_attention_x86_64.c: the AVX2 + FMA (32-byte vectors) and AVX-512
+// (64-byte vectors) variants of the fused attention task (kernels/generic/fused_attention.c),
+// instantiated from the same body with target attributes; picked by options->isa.
+#include "backends/c/kernels/generic/fused_attention.h"
+
+#if defined(CMLC_HAVE_X86_64)
+#include <math.h>
+#include <string.h>
+
+typedef float cmlc_fa_v8f __attribute__((vector_size(32)));
+typedef int32_t cmlc_fa_v8i __attribute__((vector_size(32)));
+typedef double cmlc_fa_v4d __attribute__((vector_size(32)));
+typedef int64_t cmlc_fa_v4l __attribute__((vector_size(32)));
+typedef float cmlc_fa_v16f __attribute__((vector_size(64)));
+typedef int32_t cmlc_fa_v16i __attribute__((vector_size(64)));
+typedef double cmlc_fa_v8d __attribute__((vector_size(64)));
+typedef int64_t cmlc_fa_v8l __attribute__((vector_size(64)));
+
+#define CMLC_FA_T float
+#define CMLC_FA_NATIVE CML_DTYPE_F32
+#define CMLC_FA_V cmlc_fa_v8f
+#define CMLC_FA_IV cmlc_fa_v8i
+#define CMLC_FA_VEXP 1
+#define CMLC_FA_W 8
+#define CMLC_FA_EXP expf
+#define CMLC_FA_LOAD cmlc_load_f32
+#define CMLC_FA_STORE cmlc__fa_store_f32
+#define CMLC_FA_NAME(x) cmlc__fa_task_f32_avx2
+#define CMLC_FA_LINKAGE
+#define CMLC_FA_ATTR __attribute__((target("avx2,fma")))
+#include "backends/c/kernels/generic/fused_attention_impl.h"
+#include "backends/c/kernels/generic/fused_attention_undef.h"
+
+#define CMLC_FA_T double
+#define CMLC_FA_NATIVE CML_DTYPE_F64
+#define CMLC_FA_V cmlc_fa_v4d
+#define CMLC_FA_IV cmlc_fa_v4l
+#define CMLC_FA_VEXP 0
+#define CMLC_FA_W 4
+#define CMLC_FA_EXP exp
+#define CMLC_FA_LOAD cmlc_load_f64
+#define CMLC_FA_STORE cmlc_store_f64
+#define CMLC_FA_NAME(x) cmlc__fa_task_f64_avx2
+#define CMLC_FA_LINKAGE
+#define CMLC_FA_ATTR __attribute__((target("avx2,fma")))
+#include "backends/c/kernels/generic/fused_attention_impl.h"
+#include "backends/c/kernels/generic/fused_attention_undef.h"
+
+#define CMLC_FA_T float
+#define CMLC_FA_NATIVE CML_DTYPE_F32
+#define CMLC_FA_V cmlc_fa_v16f
+#define CMLC_FA_IV cmlc_fa_v16i
+#define CMLC_FA_VEXP 1
+#define CMLC_FA_W 16
+#define CMLC_FA_EXP expf
+#define CMLC_FA_LOAD cmlc_load_f32
+#define CMLC_FA_STORE cmlc__fa_store_f32
+#define CMLC_FA_NAME(x) cmlc__fa_task_f32_avx512
+#define CMLC_FA_LINKAGE
+#define CMLC_FA_ATTR __attribute__((target("avx512f,avx2,fma")))
+#include "backends/c/kernels/generic/fused_attention_impl.h"
+#include "backends/c/kernels/generic/fused_attention_undef.h"
+
+#define CMLC_FA_T double
+#define CMLC_FA_NATIVE CML_DTYPE_F64
+#define CMLC_FA_V cmlc_fa_v8d
+#define CMLC_FA_IV cmlc_fa_v8l
+#define CMLC_FA_VEXP 0
+#define CMLC_FA_W 8
+#define CMLC_FA_EXP exp
+#define CMLC_FA_LOAD cmlc_load_f64
+#define CMLC_FA_STORE cmlc_store_f64
+#define CMLC_FA_NAME(x) cmlc__fa_task_f64_avx512
+#define CMLC_FA_LINKAGE
+#define CMLC_FA_ATTR __attribute__((target("avx512f,avx2,fma")))
+#include "backends/c/kernels/generic/fused_attention_impl.h"
+#include "backends/c/kernels/generic/fused_attention_undef.h"
+#endif
