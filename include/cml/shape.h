@@ -72,6 +72,15 @@ typedef enum cml_dtype_t {
 // A set of dtypes as a bit mask: bit |d| set means dtype |d| is in the set.
 typedef uint64_t cml_dtype_set_t;
 #define CML_DTYPE_BIT(d) ((cml_dtype_set_t)1 << (d))
+// The float8 kinds and F4E2M1FN (storage dtypes, see cml_dtype_is_minifloat).
+#define CML_DSET_MINIFLOAT                                                        \
+  (CML_DTYPE_BIT(CML_DTYPE_F8E5M2) | CML_DTYPE_BIT(CML_DTYPE_F8E4M3FN) |          \
+   CML_DTYPE_BIT(CML_DTYPE_F8E4M3B11FNUZ) | CML_DTYPE_BIT(CML_DTYPE_F8E5M2FNUZ) | \
+   CML_DTYPE_BIT(CML_DTYPE_F8E4M3FNUZ) | CML_DTYPE_BIT(CML_DTYPE_F8E4M3) |        \
+   CML_DTYPE_BIT(CML_DTYPE_F8E3M4) | CML_DTYPE_BIT(CML_DTYPE_F8E8M0FNU) |         \
+   CML_DTYPE_BIT(CML_DTYPE_F4E2M1FN))
+// The 1-bit integers (packed 8 per byte).
+#define CML_DSET_INT1 (CML_DTYPE_BIT(CML_DTYPE_I1) | CML_DTYPE_BIT(CML_DTYPE_U1))
 
 // Returns the seed's name ("Float32", "Int8", "Bool", "BFloat16", "Complex64", ...), or
 // "unknown" for bad input. Never NULL.
