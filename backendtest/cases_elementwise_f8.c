@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // backendtest/cases_elementwise_f8.c: the float8/float4 storage dtypes (F8E4M3FN, F8E5M2, ...,
 // F4E2M1FN): ConvertDType from and to F32/F64/F16/BF16, Bitcast and the movement ops, on any
-// backend that advertises the dtype (UNSUPPORTED with the reason otherwise).
+// backend that advertises the dtype (UNSUPPORTED with the reason otherwise); and Int1/Uint1.
 //
 // Expected values: the codes of f8_values below come from ml_dtypes 0.7.0 (the reference JAX
 // uses; scripts/gen_f8_fixtures.py makes the full fixtures the unit test checks); decoding is
@@ -244,6 +244,39 @@ static void bt_f8_case_constant(bt_t* t, cml_dtype_t dtype) {
   bt_f8_expect_codes(t, "constant", &out[1], dtype, ty->codes, F8_VALUE_COUNT);
 }
 
+// Int1/Uint1, packed 8 per byte: ConvertDType both ways, Bitcast to bytes and Reshape.
+static void bt_int1_case(bt_t* t, cml_dtype_t dtype) {
+  if (!bt_require_op(t, CML_OP_CONVERT_DTYPE) || !bt_require_op(t, CML_OP_BITCAST) ||
+      !bt_require_dtype(t, dtype) || !bt_require_dtype(t, CML_DTYPE_U8))
+    return;
+  const int64_t one = dtype == CML_DTYPE_I1 ? -1 : 1;
+  int64_t v[16];
+  uint8_t bytes[2] = {0, 0};
+  for (int i = 0; i < 16; ++i) {
+    v[i] = (i * 7 + i / 3) % 3 == 1 ? one : 0;
+    if (v[i]) bytes[i / 8] |= (uint8_t)(1u << (i % 8));
+  }
+  cml_function_t* f = bt_main(t);
+  int64_t dims[] = {2, 8};
+  cml_value_t x = bt_param_i64(t, f, CML_DTYPE_I32, 2, dims, v);
+  cml_value_t p = cml_op_convert_dtype(f, x, dtype);
+  cml_value_t ys[4] = {
+      cml_op_convert_dtype(f, p, CML_DTYPE_I32), cml_op_bitcast(f, p, CML_DTYPE_U8),
+      cml_op_convert_dtype(f, cml_op_reshape(f, p, (int64_t[]){16}, 1), CML_DTYPE_F32), p};
+  bt_tensor_t out[4];
+  if (!bt_exec(t, ys, 4, out)) return;
+  bt_expect_i64(t, "back to I32", &out[0], CML_DTYPE_I32, 2, dims, v);
+  bt_expect_i64(t, "bitcast to bytes", &out[1], CML_DTYPE_U8, 1, (int64_t[]){2},
+                (int64_t[]){bytes[0], bytes[1]});
+  double w[16];
+  for (int i = 0; i < 16; ++i) w[i] = (double)v[i];
+  bt_expect_f64(t, "reshaped to F32", &out[2], CML_DTYPE_F32, 1, (int64_t[]){16}, w, 0);
+  if (out[3].size != 2 || memcmp(out[3].data, bytes, 2) != 0)
+    bt_fail(t, "%s storage: want bytes 0x%02X 0x%02X", cml_dtype_name(dtype), bytes[0], bytes[1]);
+}
+static void case_int1(bt_t* t) { bt_int1_case(t, CML_DTYPE_I1); }
+static void case_uint1(bt_t* t) { bt_int1_case(t, CML_DTYPE_U1); }
+
 #define BT_F8_CASES(T)                                                                  \
   static void case_from_float_##T(bt_t* t) { bt_f8_case_from_float(t, CML_DTYPE_##T); } \
   static void case_all_codes_##T(bt_t* t) { bt_f8_case_all_codes(t, CML_DTYPE_##T); }   \
@@ -267,9 +300,17 @@ BT_F8_CASES(F4E2M1FN)
   }
 
 const bt_case_t bt_cases_elementwise_f8[] = {
-    BT_F8_ENTRIES(F8E4M3FN),      BT_F8_ENTRIES(F8E5M2),     BT_F8_ENTRIES(F8E4M3),
-    BT_F8_ENTRIES(F8E3M4),        BT_F8_ENTRIES(F8E4M3FNUZ), BT_F8_ENTRIES(F8E5M2FNUZ),
-    BT_F8_ENTRIES(F8E4M3B11FNUZ), BT_F8_ENTRIES(F8E8M0FNU),  BT_F8_ENTRIES(F4E2M1FN),
+    BT_F8_ENTRIES(F8E4M3FN),
+    BT_F8_ENTRIES(F8E5M2),
+    BT_F8_ENTRIES(F8E4M3),
+    BT_F8_ENTRIES(F8E3M4),
+    BT_F8_ENTRIES(F8E4M3FNUZ),
+    BT_F8_ENTRIES(F8E5M2FNUZ),
+    BT_F8_ENTRIES(F8E4M3B11FNUZ),
+    BT_F8_ENTRIES(F8E8M0FNU),
+    BT_F8_ENTRIES(F4E2M1FN),
+    {"int1", CML_OP_CONVERT_DTYPE, case_int1},
+    {"uint1", CML_OP_CONVERT_DTYPE, case_uint1},
 };
 const size_t bt_cases_elementwise_f8_count =
     sizeof bt_cases_elementwise_f8 / sizeof bt_cases_elementwise_f8[0];
