@@ -61,6 +61,7 @@ BT_DECLARE_GROUP(exec)                // (no op) execution, buffers, donation, c
 BT_DECLARE_GROUP(control)             // control: closures, Call, While, If, Sort
 BT_DECLARE_GROUP(elementwise_unary)   // elementwise: unary, convert, bitcast
 BT_DECLARE_GROUP(elementwise_binary)  // elementwise: binary, compare, clamp, where, iota
+BT_DECLARE_GROUP(elementwise_f8)      // elementwise/movement: the float8/float4 storage dtypes
 BT_DECLARE_GROUP(reduce)              // reduce: Reduce*, ArgMinMax
 BT_DECLARE_GROUP(movement)            // movement: reshape, transpose, broadcast, concat, slice, ...
 BT_DECLARE_GROUP(index)               // index: gather, scatter, dynamic slice / update slice

@@ -25,6 +25,7 @@ static const bt_group_t bt_groups[] = {
     {"control", bt_cases_control, &bt_cases_control_count},
     {"elementwise_unary", bt_cases_elementwise_unary, &bt_cases_elementwise_unary_count},
     {"elementwise_binary", bt_cases_elementwise_binary, &bt_cases_elementwise_binary_count},
+    {"elementwise_f8", bt_cases_elementwise_f8, &bt_cases_elementwise_f8_count},
     {"reduce", bt_cases_reduce, &bt_cases_reduce_count},
     {"movement", bt_cases_movement, &bt_cases_movement_count},
     {"index", bt_cases_index, &bt_cases_index_count},

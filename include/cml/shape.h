@@ -30,7 +30,9 @@ extern "C" {
 //===--- dtypes ---===//
 
 // Element types. Values are the seed's (and PJRT_Buffer_Type's for 0..20, 21, 22, 24, 25).
-// The float8 and float4 kinds are enumerated but unsupported by every backend.
+// The float8 and float4 kinds ("minifloats", XLA's and ml_dtypes' definitions) are storage
+// dtypes: buffers, Parameter/Constant, ConvertDType, Bitcast and the movement ops accept them
+// where a backend advertises them (see docs/dtypes.md); arithmetic needs a ConvertDType first.
 typedef enum cml_dtype_t {
   CML_DTYPE_INVALID = 0,
   CML_DTYPE_BOOL = 1,
@@ -70,6 +72,15 @@ typedef enum cml_dtype_t {
 // A set of dtypes as a bit mask: bit |d| set means dtype |d| is in the set.
 typedef uint64_t cml_dtype_set_t;
 #define CML_DTYPE_BIT(d) ((cml_dtype_set_t)1 << (d))
+// The float8 kinds and F4E2M1FN (storage dtypes, see cml_dtype_is_minifloat).
+#define CML_DSET_MINIFLOAT                                                        \
+  (CML_DTYPE_BIT(CML_DTYPE_F8E5M2) | CML_DTYPE_BIT(CML_DTYPE_F8E4M3FN) |          \
+   CML_DTYPE_BIT(CML_DTYPE_F8E4M3B11FNUZ) | CML_DTYPE_BIT(CML_DTYPE_F8E5M2FNUZ) | \
+   CML_DTYPE_BIT(CML_DTYPE_F8E4M3FNUZ) | CML_DTYPE_BIT(CML_DTYPE_F8E4M3) |        \
+   CML_DTYPE_BIT(CML_DTYPE_F8E3M4) | CML_DTYPE_BIT(CML_DTYPE_F8E8M0FNU) |         \
+   CML_DTYPE_BIT(CML_DTYPE_F4E2M1FN))
+// The 1-bit integers (packed 8 per byte).
+#define CML_DSET_INT1 (CML_DTYPE_BIT(CML_DTYPE_I1) | CML_DTYPE_BIT(CML_DTYPE_U1))
 
 // Returns the seed's name ("Float32", "Int8", "Bool", "BFloat16", "Complex64", ...), or
 // "unknown" for bad input. Never NULL.
@@ -85,13 +96,17 @@ CML_API int cml_dtype_bits(cml_dtype_t dtype);
 
 // Dtype predicates; all are false for out-of-range values.
 CML_API bool cml_dtype_is_valid(cml_dtype_t dtype);      // 1..COUNT-1 except TOKEN
-CML_API bool cml_dtype_is_supported(cml_dtype_t dtype);  // valid and not a float8/float4 kind
+CML_API bool cml_dtype_is_supported(cml_dtype_t dtype);  // valid (TOKEN excluded)
 CML_API bool cml_dtype_is_float(cml_dtype_t dtype);      // F16, BF16, F32, F64
 CML_API bool cml_dtype_is_complex(cml_dtype_t dtype);    // C64, C128
 CML_API bool cml_dtype_is_int(cml_dtype_t dtype);        // signed or unsigned, packed included
 CML_API bool cml_dtype_is_signed_int(cml_dtype_t dtype);
 CML_API bool cml_dtype_is_unsigned_int(cml_dtype_t dtype);
 CML_API bool cml_dtype_is_packed(cml_dtype_t dtype);  // fewer than 8 bits per element
+// The F8* kinds and F4E2M1FN (packed, 4 bits).
+CML_API bool cml_dtype_is_minifloat(cml_dtype_t dtype);
+// Storage-only dtypes: the packed ones and the minifloats (no arithmetic on them).
+CML_API bool cml_dtype_is_storage_only(cml_dtype_t dtype);
 
 // For complex dtypes the component dtype (C64 -> F32, C128 -> F64); otherwise |dtype|.
 CML_API cml_dtype_t cml_dtype_real_part(cml_dtype_t dtype);
@@ -158,6 +173,19 @@ CML_API uint16_t cml_f64_to_f16(double value);  // rounds once, from double
 CML_API float cml_bf16_to_f32(uint16_t bits);
 CML_API uint16_t cml_f32_to_bf16(float value);
 CML_API uint16_t cml_f64_to_bf16(double value);  // rounds once, from double
+
+//===--- float8 / float4 conversions ---===//
+
+// A minifloat (|dtype| with cml_dtype_is_minifloat) is a uint8_t bit pattern; F4E2M1FN uses
+// the low 4 bits (the rest are ignored on input, zero on output). Conversions follow ml_dtypes
+// (what JAX uses): round once to nearest, ties to even (F8E8M0FNU: ties up); overflow gives Inf,
+// or NaN for types without Inf, or the largest finite value for F4E2M1FN (no NaN). NaN/Inf on
+// types without them: see docs/dtypes.md. Decoding is exact. A non-minifloat |dtype| decodes
+// to NaN and encodes to 0.
+CML_API float cml_f8_to_f32(cml_dtype_t dtype, uint8_t bits);
+CML_API double cml_f8_to_f64(cml_dtype_t dtype, uint8_t bits);
+CML_API uint8_t cml_f32_to_f8(cml_dtype_t dtype, float value);
+CML_API uint8_t cml_f64_to_f8(cml_dtype_t dtype, double value);  // rounds once, from double
 
 // Complex values as stored in buffers (interleaved real, imaginary).
 typedef struct cml_c64_t {

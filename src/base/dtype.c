@@ -117,7 +117,11 @@ bool cml_dtype_is_packed(cml_dtype_t d) {
 
 bool cml_dtype_is_supported(cml_dtype_t d) {
   return d == CML_DTYPE_BOOL || cml_dtype_is_int(d) || cml_dtype_is_float(d) ||
-         cml_dtype_is_complex(d);
+         cml_dtype_is_complex(d) || cml_dtype_is_minifloat(d);
+}
+
+bool cml_dtype_is_storage_only(cml_dtype_t d) {
+  return cml_dtype_is_supported(d) && (cml_dtype_is_packed(d) || cml_dtype_is_minifloat(d));
 }
 
 cml_dtype_t cml_dtype_real_part(cml_dtype_t d) {

@@ -14,7 +14,7 @@ const char* cml__shape_text(const cml_shape_t* shape, char* buffer) {
 cml_status_t cml__infer_check_dtype(cml_op_t op, const cml_shape_t* shape, const char* what,
                                     bool allow_packed) {
   cml_dtype_t d = shape->dtype;
-  if (allow_packed && cml_dtype_is_packed(d) && cml_dtype_is_supported(d)) return CML_OK;
+  if (allow_packed && cml_dtype_is_storage_only(d)) return CML_OK;
   if (cml_dtype_in(cml_op_dtypes(op), d)) return CML_OK;
   SHAPE_BUFFERS;
   (void)sb1_;

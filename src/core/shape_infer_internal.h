@@ -111,7 +111,13 @@ static inline bool cml_attr_in_range(int64_t value, int64_t lo) {
 }
 
 static inline bool cml_dtype_is_array_dtype(cml_dtype_t d) {
-  return cml_dtype_in(CML_DSET_ALL, d) || (cml_dtype_is_packed(d) && cml_dtype_is_supported(d));
+  return cml_dtype_in(CML_DSET_ALL, d) || cml_dtype_is_storage_only(d);
+}
+
+// Byte-sized storage dtypes (the float8 kinds): the movement ops that work on whole elements
+// (Transpose, BroadcastInDim, Concatenate, Slice) accept them as well.
+static inline bool cml_dtype_is_byte_storage(cml_dtype_t d) {
+  return cml_dtype_is_minifloat(d) && !cml_dtype_is_packed(d);
 }
 
 // Checks |count| entries of |axes| are strictly increasing in [0, bound).

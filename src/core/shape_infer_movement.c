@@ -45,7 +45,8 @@ cml_status_t cml__infer_transpose(const cml_shape_t* x, const int64_t* permutati
   LIST_BUFFER;
   (void)sb1_;
   (void)sb2_;
-  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_TRANSPOSE, x, "operand", false));
+  CML_RETURN_IF_ERROR(
+      cml__infer_check_dtype(CML_OP_TRANSPOSE, x, "operand", cml_dtype_is_byte_storage(x->dtype)));
   if (rank != x->rank || (rank > 0 && !permutation)) {
     return INVALID("Transpose: permutation has %d axes, operand %s has rank %d", (int)rank, S0(x),
                    (int)x->rank);
@@ -74,7 +75,8 @@ cml_status_t cml__infer_broadcast_in_dim(const cml_shape_t* x, const int64_t* ou
   SHAPE_BUFFERS;
   LIST_BUFFER;
   (void)sb2_;
-  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_BROADCAST_IN_DIM, x, "operand", false));
+  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_BROADCAST_IN_DIM, x, "operand",
+                                             cml_dtype_is_byte_storage(x->dtype)));
   if (out_rank < 0 || out_rank > CML_MAX_RANK || (out_rank > 0 && !out_dims)) {
     return INVALID("BroadcastInDim: bad output rank %d for %s", (int)out_rank, S0(x));
   }
@@ -118,7 +120,8 @@ cml_status_t cml__infer_concatenate(int64_t axis, const cml_shape_t* shapes, siz
   (void)sb2_;
   if (count == 0) return INVALID("Concatenate: no operands");
   const cml_shape_t* first = &shapes[0];
-  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_CONCATENATE, first, "operand #0", false));
+  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_CONCATENATE, first, "operand #0",
+                                             cml_dtype_is_byte_storage(first->dtype)));
   if (first->rank == 0) return INVALID("Concatenate: operand #0 %s is a scalar", S0(first));
   CML_RETURN_IF_ERROR(cml_check_axis(CML_OP_CONCATENATE, first, axis, "axis"));
   *out = *first;
@@ -149,7 +152,8 @@ cml_status_t cml__infer_slice(const cml_shape_t* x, const int64_t* starts, const
   SHAPE_BUFFERS;
   (void)sb1_;
   (void)sb2_;
-  CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_SLICE, x, "operand", false));
+  CML_RETURN_IF_ERROR(
+      cml__infer_check_dtype(CML_OP_SLICE, x, "operand", cml_dtype_is_byte_storage(x->dtype)));
   if (rank != x->rank || (rank > 0 && (!starts || !limits))) {
     return INVALID("Slice: %d starts/limits for operand %s of rank %d", (int)rank, S0(x),
                    (int)x->rank);

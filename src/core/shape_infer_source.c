@@ -7,7 +7,7 @@ cml_status_t cml__infer_user_shape(cml_op_t op, const cml_shape_t* shape, bool a
                                    cml_shape_t* out) {
   CML_RETURN_IF_ERROR(cml_check_user_shape(op, shape, "the"));
   if (!cml_dtype_is_array_dtype(shape->dtype) ||
-      (!allow_packed && cml_dtype_is_packed(shape->dtype))) {
+      (!allow_packed && cml_dtype_is_storage_only(shape->dtype))) {
     SHAPE_BUFFERS;
     (void)sb1_;
     (void)sb2_;

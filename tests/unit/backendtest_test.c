@@ -577,6 +577,7 @@ const size_t bt_cases_elementwise_binary_count = 0;
 #define FAKE_EMPTY_GROUP(g)                                        \
   const bt_case_t bt_cases_##g[] = {{NULL, CML_OP_INVALID, NULL}}; \
   const size_t bt_cases_##g##_count = 0;
+FAKE_EMPTY_GROUP(elementwise_f8)
 FAKE_EMPTY_GROUP(reduce)
 FAKE_EMPTY_GROUP(movement)
 FAKE_EMPTY_GROUP(index)

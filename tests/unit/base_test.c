@@ -40,7 +40,8 @@ TEST(dtypes) {
   ASSERT_EQ_INT(cml_dtype_bits(CML_DTYPE_U2), 2);
   ASSERT_TRUE(cml_dtype_is_packed(CML_DTYPE_I4));
   ASSERT_FALSE(cml_dtype_is_packed(CML_DTYPE_I8));
-  ASSERT_FALSE(cml_dtype_is_supported(CML_DTYPE_F8E5M2));
+  ASSERT_TRUE(cml_dtype_is_supported(CML_DTYPE_F8E5M2));
+  ASSERT_FALSE(cml_dtype_is_supported(CML_DTYPE_TOKEN));
   ASSERT_TRUE(cml_dtype_is_supported(CML_DTYPE_U4));
   ASSERT_EQ_INT(cml_dtype_real_part(CML_DTYPE_C64), CML_DTYPE_F32);
   ASSERT_STREQ(cml_dtype_stablehlo_name(CML_DTYPE_U16), "ui16");
@@ -67,7 +68,8 @@ TEST(shapes) {
                      CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_shape_init(&s, CML_DTYPE_F32, CML_MAX_RANK + 1, (int64_t[20]){0}),
                      CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_STATUS_CODE(cml_shape_init(&s, CML_DTYPE_F8E5M2, 0, NULL), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_CODE(cml_shape_init(&s, CML_DTYPE_TOKEN, 0, NULL), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_STATUS_OK(cml_shape_init(&s, CML_DTYPE_F8E5M2, 0, NULL));
   ASSERT_STATUS_CODE(
       cml_shape_init(&s, CML_DTYPE_F32, 4, (int64_t[]){1 << 20, 1 << 20, 1 << 20, 1 << 20}),
       CML_STATUS_INVALID_ARGUMENT);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/unit/shape_infer_test.c: shape inference of every op family against hand-computed
 // shapes (XLA/StableHLO rules), and the messages of the error cases.
+#include <string.h>
+
 #include "core/builder_internal.h"
 #include "test.h"
 
@@ -120,7 +122,23 @@ TEST(convert_and_bitcast) {
   cml_shape_t x = SHAPE(CML_DTYPE_F32, 2, 3);
   ASSERT_STATUS_OK(cml__infer_convert(&x, CML_DTYPE_I4, &out));
   ASSERT_OUT(CML_DTYPE_I4, 2, 3);
-  ASSERT_FAILS(cml__infer_convert(&x, CML_DTYPE_F8E5M2, &out), "ConvertDType");
+  ASSERT_FAILS(cml__infer_convert(&x, CML_DTYPE_TOKEN, &out), "ConvertDType");
+  ASSERT_STATUS_OK(cml__infer_convert(&x, CML_DTYPE_F8E5M2, &out));
+  ASSERT_OUT(CML_DTYPE_F8E5M2, 2, 3);
+  // Minifloats are storage dtypes: moved and converted, no arithmetic; F4E2M1FN is packed.
+  cml_shape_t f8 = SHAPE(CML_DTYPE_F8E4M3FN, 2, 3), f4 = SHAPE(CML_DTYPE_F4E2M1FN, 2, 3);
+  cml_ir_attrs_t attrs;
+  memset(&attrs, 0, sizeof attrs);
+  ASSERT_FAILS(cml__infer_binary(CML_OP_ADD, &f8, &f8, &out), "Add", "F8E4M3FN");
+  ASSERT_FAILS(cml__infer_unary(CML_OP_NEG, &f8, &out), "Neg", "F8E4M3FN");
+  ASSERT_STATUS_OK(cml__infer_transpose(&f8, (int64_t[]){1, 0}, 2, &attrs, &out));
+  ASSERT_OUT(CML_DTYPE_F8E4M3FN, 3, 2);
+  ASSERT_FAILS(cml__infer_transpose(&f4, (int64_t[]){1, 0}, 2, &attrs, &out), "Transpose",
+               "F4E2M1FN");
+  ASSERT_STATUS_OK(cml__infer_reshape(&f4, (int64_t[]){6}, 1, &attrs, &out));
+  ASSERT_OUT(CML_DTYPE_F4E2M1FN, 6);
+  ASSERT_STATUS_OK(cml__infer_bitcast(&f8, CML_DTYPE_I8, &out));
+  ASSERT_OUT(CML_DTYPE_I8, 2, 3);
   ASSERT_STATUS_OK(cml__infer_bitcast(&x, CML_DTYPE_U8, &out));
   ASSERT_OUT(CML_DTYPE_U8, 2, 3, 4);
   ASSERT_STATUS_OK(cml__infer_bitcast(&x, CML_DTYPE_I32, &out));

@@ -268,7 +268,7 @@ static const cml_backend_vtable_t cmlc_vtable = {
 // The ops come from the dispatch table (dispatch.c), so what is advertised is what runs.
 static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_t* options) {
   cmlc_dispatch_capabilities(caps, options);
-  caps->dtypes |= CML_DSET_ALL | CML_DSET_PACKED;
+  caps->dtypes |= CML_DSET_ALL | CML_DSET_PACKED | CML_DSET_INT1 | CML_DSET_MINIFLOAT;
   caps->functions = true;
   caps->shared_buffers = true;
   caps->dynamic_axes = false;

@@ -599,6 +599,20 @@ static void cml_xla_fill_capabilities(cml_xla_backend_t* b) {
 
 // Float16 is advertised only when the plugin compiles an f16 program (it does on CPU and CUDA,
 // but other plugins may not).
+// Whether the plugin compiles |program|.
+static bool cml_xla_probe_program(cml_xla_backend_t* b, const char* program, size_t length) {
+  uint8_t options[128];
+  size_t size = 0;
+  cml__xla_compile_config_t cc = {.portable = true, .num_replicas = 1, .num_partitions = 1};
+  cml_status_t st = cml__xla_compile_options_encode(&cc, options, sizeof options, &size);
+  cml_pjrt_loaded_executable_t* exe = NULL;
+  if (st == CML_OK) st = cml__xla_compile(b->client, program, length, options, size, &exe);
+  bool ok = st == CML_OK;
+  cml_status_free(st);
+  cml__xla_executable_destroy(b->client, exe);
+  return ok;
+}
+
 static bool cml_xla_probe_f16(cml_xla_backend_t* b) {
   static const char kProgram[] =
       "module @cml_f16_probe {\n"
@@ -607,17 +621,47 @@ static bool cml_xla_probe_f16(cml_xla_backend_t* b) {
       "    \"func.return\"(%c) : (tensor<2xf16>) -> ()\n"
       "  }\n"
       "}\n";
-  uint8_t options[128];
-  size_t size = 0;
-  cml__xla_compile_config_t cc = {.portable = true, .num_replicas = 1, .num_partitions = 1};
-  cml_status_t st = cml__xla_compile_options_encode(&cc, options, sizeof options, &size);
-  cml_pjrt_loaded_executable_t* exe = NULL;
-  if (st == CML_OK)
-    st = cml__xla_compile(b->client, kProgram, sizeof kProgram - 1, options, size, &exe);
-  bool ok = st == CML_OK;
-  cml_status_free(st);
-  cml__xla_executable_destroy(b->client, exe);
-  return ok;
+  return cml_xla_probe_program(b, kProgram, sizeof kProgram - 1);
+}
+
+// The float8/float4 kinds the plugin compiles (f32 -> type -> f32 converts): one program for
+// them all, then one per type when that fails.
+static cml_dtype_set_t cml_xla_probe_minifloats(cml_xla_backend_t* b) {
+  char program[4096];
+  cml_dtype_set_t all = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    cml_dtype_set_t found = 0;
+    for (int d = 1; d < CML_DTYPE_COUNT; ++d) {
+      if (!cml_dtype_is_minifloat((cml_dtype_t)d)) continue;
+      size_t n = (size_t)snprintf(
+          program, sizeof program,
+          "module @cml_dtype_probe {\n"
+          "  func.func public @main(%%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+          "    %%r0 = \"stablehlo.abs\"(%%a) : (tensor<2xf32>) -> tensor<2xf32>\n");
+      int k = 0;
+      for (int e = 1; e < CML_DTYPE_COUNT && n < sizeof program; ++e) {
+        if (!cml_dtype_is_minifloat((cml_dtype_t)e) || (pass == 1 && e != d)) continue;
+        const char* t = cml_dtype_stablehlo_name((cml_dtype_t)e);
+        n += (size_t)snprintf(program + n, sizeof program - n,
+                              "    %%m%d = \"stablehlo.convert\"(%%r%d) : (tensor<2xf32>) -> "
+                              "tensor<2x%s>\n    %%r%d = \"stablehlo.convert\"(%%m%d) : "
+                              "(tensor<2x%s>) -> tensor<2xf32>\n",
+                              k, k, t, k + 1, k, t);
+        ++k;
+      }
+      if (n >= sizeof program) return 0;
+      n += (size_t)snprintf(program + n, sizeof program - n,
+                            "    \"func.return\"(%%r%d) : (tensor<2xf32>) -> ()\n  }\n}\n", k);
+      if (n >= sizeof program) return 0;
+      if (pass == 0) {
+        if (cml_xla_probe_program(b, program, n)) return CML_DSET_MINIFLOAT;
+        break;
+      }
+      if (cml_xla_probe_program(b, program, n)) found |= CML_DTYPE_BIT(d);
+    }
+    if (pass == 1) all = found;
+  }
+  return all;
 }
 
 static bool cml_xla_want_gpu(void) { return cml__xla_has_nvidia_gpu("/dev", false); }
@@ -804,6 +848,7 @@ static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allo
   }
   cml_xla_fill_capabilities(b);
   if (cml_xla_probe_f16(b)) b->base.capabilities.dtypes |= CML_DTYPE_BIT(CML_DTYPE_F16);
+  b->base.capabilities.dtypes |= cml_xla_probe_minifloats(b);
   b->extension = (cml_xla_extension_t){
       .struct_size = sizeof(cml_xla_extension_t),
       .plugin_name = b->plugin_name,

@@ -140,8 +140,11 @@ void cml__shlo_format_element(cml_dtype_t dtype, const void* data, int64_t index
       snprintf(buf, size, "(%s, %s)", re, im);
       return;
     }
+    case CML_DTYPE_F4E2M1FN:
+      snprintf(buf, size, "0x%X", (unsigned)cml_shlo_packed_value(dtype, p, index));
+      return;
     default: {
-      // Other 8-bit float kinds: their bit pattern.
+      // The 8-bit float kinds: their bit pattern.
       snprintf(buf, size, "0x%02X", (unsigned)p[index]);
       return;
     }

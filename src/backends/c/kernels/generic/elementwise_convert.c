@@ -6,7 +6,8 @@
 // uint64, double or complex double (all exact), then narrowed to the target with XLA's rules:
 // ints wrap; float -> int truncates toward zero and saturates, NaN -> 0; -> Bool is != 0;
 // Bool -> 0/1; complex -> real keeps the real part; every float target rounds once to nearest
-// even (int64 -> f16/bf16 goes through a round-to-odd double so that it too rounds once).
+// even (int64 -> f16/bf16/f8 goes through a round-to-odd double so that it too rounds once);
+// float8/float4 targets follow ml_dtypes' overflow and NaN rules (cml_f64_to_f8).
 // Packed targets are written whole bytes per block (blocks start at multiples of 256
 // elements, so blocks never share a byte) with the padding bits of the last byte zeroed.
 // f32 <-> bf16 / f16 / i32 take straight SIMD loops when the options allow (same results).
@@ -119,6 +120,26 @@ static void cmlc_ew_widen(cml_dtype_t dtype, const void* src, int64_t start, int
       }
       break;
     }
+    case CML_DTYPE_F8E5M2:
+    case CML_DTYPE_F8E4M3FN:
+    case CML_DTYPE_F8E4M3B11FNUZ:
+    case CML_DTYPE_F8E5M2FNUZ:
+    case CML_DTYPE_F8E4M3FNUZ:
+    case CML_DTYPE_F8E4M3:
+    case CML_DTYPE_F8E3M4:
+    case CML_DTYPE_F8E8M0FNU: {
+      b->kind = CMLC_EW_KIND_FLOAT;
+      const uint8_t* s = (const uint8_t*)src + start;
+      for (int64_t k = 0; k < n; ++k) b->v.f[k] = cml_f8_to_f64(dtype, s[k]);
+      break;
+    }
+    case CML_DTYPE_F4E2M1FN:
+      b->kind = CMLC_EW_KIND_FLOAT;
+      for (int64_t k = 0; k < n; ++k) {
+        const uint64_t raw = cmlc_ew_packed_get((const uint8_t*)src, start + k, 4);
+        b->v.f[k] = cml_f8_to_f64(dtype, (uint8_t)raw);
+      }
+      break;
     default: {  // packed ints
       const int bits = cml_dtype_bits(dtype);
       const bool is_signed = cml_dtype_is_signed_int(dtype);
@@ -215,20 +236,23 @@ static void cmlc_ew_narrow_packed(cml_dtype_t dtype, const cmlc_ew_block_t* b, i
   const int64_t first_byte = (start * bits) >> 3;
   const int64_t end_byte = ((start + n) * bits + 7) >> 3;
   memset(p + first_byte, 0, (size_t)(end_byte - first_byte));
+  const bool f4 = dtype == CML_DTYPE_F4E2M1FN;
   for (int64_t k = 0; k < n; ++k) {
     uint64_t raw;
     switch (b->kind) {
       case CMLC_EW_KIND_INT:
-        raw = (uint64_t)b->v.i[k];
+        raw = f4 ? cml_f64_to_f8(dtype, cmlc_ew_i2d_odd(b->v.i[k])) : (uint64_t)b->v.i[k];
         break;
       case CMLC_EW_KIND_UINT:
-        raw = b->v.u[k];
+        raw = f4 ? cml_f64_to_f8(dtype, cmlc_ew_u2d_odd(b->v.u[k])) : b->v.u[k];
         break;
       case CMLC_EW_KIND_FLOAT:
-        raw = (uint64_t)cmlc_f64_to_signed(b->v.f[k], lo, hi);
+        raw =
+            f4 ? cml_f64_to_f8(dtype, b->v.f[k]) : (uint64_t)cmlc_f64_to_signed(b->v.f[k], lo, hi);
         break;
       default:
-        raw = (uint64_t)cmlc_f64_to_signed(b->v.c[2 * k], lo, hi);
+        raw = f4 ? cml_f64_to_f8(dtype, b->v.c[2 * k])
+                 : (uint64_t)cmlc_f64_to_signed(b->v.c[2 * k], lo, hi);
         break;
     }
     const int64_t bit = (start + k) * bits;
@@ -287,6 +311,18 @@ static void cmlc_ew_narrow(cml_dtype_t dtype, const cmlc_ew_block_t* b, int64_t 
     case CML_DTYPE_C128:
       CMLC_EW_NARROW(cml_c128_t, ((cml_c128_t){(double)v, 0.0}), ((cml_c128_t){(double)v, 0.0}),
                      ((cml_c128_t){v, 0.0}), ((cml_c128_t){v, w}));
+      break;
+    case CML_DTYPE_F8E5M2:
+    case CML_DTYPE_F8E4M3FN:
+    case CML_DTYPE_F8E4M3B11FNUZ:
+    case CML_DTYPE_F8E5M2FNUZ:
+    case CML_DTYPE_F8E4M3FNUZ:
+    case CML_DTYPE_F8E4M3:
+    case CML_DTYPE_F8E3M4:
+    case CML_DTYPE_F8E8M0FNU:
+      CMLC_EW_NARROW(uint8_t, cml_f64_to_f8(dtype, cmlc_ew_i2d_odd(v)),
+                     cml_f64_to_f8(dtype, cmlc_ew_u2d_odd(v)), cml_f64_to_f8(dtype, v),
+                     cml_f64_to_f8(dtype, v));
       break;
     default:
       cmlc_ew_narrow_packed(dtype, b, n, dst, start);
