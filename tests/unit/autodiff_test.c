@@ -110,7 +110,7 @@ static int ad_check(cml_backend_t* be, const ad_case_t* c, double tol) {
     int64_t n = cml_shape_element_count(&c->shapes[i]);
     for (int64_t k = 0; k < n && st == CML_OK; ++k) {
       double x0 = inputs[i][k], h = 1e-6 * (1.0 + fabs(x0));
-      double lp, lm;
+      double lp = 0, lm = 0;
       inputs[i][k] = x0 + h;
       st = ad_loss(be, exe, c, data, &lp, NULL, ng);
       inputs[i][k] = x0 - h;
