@@ -275,8 +275,11 @@ static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_
   caps->prefer_constants_for_variables = false;
   caps->max_rank = CML_MAX_RANK;
   // SPMD over up to c:devices=N slots (spmd.c, exec.c); the collectives come from dispatch.c.
-  caps->distributions = (1u << CML_DISTRIBUTION_NONE) | (1u << CML_DISTRIBUTION_SPMD);
+  caps->distributions = 1u << CML_DISTRIBUTION_NONE;
+#if !defined(__wasi__)  // SPMD slots run on threads, which wasm32-wasi lacks
+  caps->distributions |= 1u << CML_DISTRIBUTION_SPMD;
   caps->distributions |= 1u << CML_DISTRIBUTION_AUTO_SHARDING;  // src/distributed/partition.c
+#endif
 }
 
 // Reads the options: environment first, then |config| overrides.

@@ -112,21 +112,14 @@ static void cmlc_crew_start_threads(cmlc_crew_t* crew) {
     crew->capacity = 0;
     return;
   }
-  pthread_attr_t attr;
-  bool have_attr = pthread_attr_init(&attr) == 0;
-  size_t stack = 0;
-  if (have_attr && pthread_attr_getstacksize(&attr, &stack) == 0 && stack < CMLC_CREW_STACK_BYTES) {
-    (void)pthread_attr_setstacksize(&attr, CMLC_CREW_STACK_BYTES);
-  }
   for (int i = 0; i < crew->capacity; ++i) {
     cmlc_crew_thread_t* t = &crew->threads[i];
     t->crew = crew;
     t->index = i;
     t->seen = crew->generation;
-    if (pthread_create(&t->thread, have_attr ? &attr : NULL, cmlc_crew_main, t) != 0) break;
+    if (cmlc_thread_start(&t->thread, cmlc_crew_main, t, CMLC_CREW_STACK_BYTES) != 0) break;
     crew->count = i + 1;
   }
-  if (have_attr) pthread_attr_destroy(&attr);
 }
 
 bool cmlc_crew_start(cmlc_crew_t* crew, void* (*fn)(void*), void* const* args, int count) {

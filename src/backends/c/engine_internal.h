@@ -17,6 +17,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+// Starts a thread running fn(arg) with a stack of at least |min_stack| bytes (the libc default
+// when larger). Returns 0 or an errno value; ENOTSUP on targets without threads (wasm32-wasi).
+// Every thread the c backend starts (pool workers, SPMD slots) goes through here.
+int cmlc_thread_start(pthread_t* thread, void* (*fn)(void*), void* arg, size_t min_stack);
 
 // Alignment of buffers, arena segments and every arena slot.
 #define CMLC_ALIGNMENT 64

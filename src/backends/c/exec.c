@@ -634,16 +634,9 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
       crew = cmlc_crew_start(exe->backend->crew, cmlc_slot_main, jobs, n - 1);
     }
     if (!crew) {
-      pthread_attr_t attr;
-      bool have_attr = pthread_attr_init(&attr) == 0;
-      size_t stack = 0;
-      if (have_attr && pthread_attr_getstacksize(&attr, &stack) == 0 &&
-          stack < CMLC_SLOT_STACK_BYTES) {
-        (void)pthread_attr_setstacksize(&attr, CMLC_SLOT_STACK_BYTES);
-      }
       for (int32_t j = 1; j < n; ++j) {
         int rc =
-            pthread_create(&slots[j].thread, have_attr ? &attr : NULL, cmlc_slot_main, &slots[j]);
+            cmlc_thread_start(&slots[j].thread, cmlc_slot_main, &slots[j], CMLC_SLOT_STACK_BYTES);
         if (rc != 0) {
           // The slots already running stop at their next poll or wait.
           cmlc_rendezvous_fail(
@@ -654,7 +647,6 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
         }
         slots[j].started = true;
       }
-      if (have_attr) pthread_attr_destroy(&attr);
     }
     if (!cmlc_rendezvous_failed(rendezvous)) cmlc_slot_main(&slots[0]);
     if (crew) cmlc_crew_wait(exe->backend->crew);

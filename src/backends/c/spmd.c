@@ -92,6 +92,10 @@ cml_status_t cmlc_rendezvous_create(const cmlc_executable_t* exe,
   bool mutex = ok && pthread_mutex_init(&r->mutex, NULL) == 0;
   bool cond = false;
   if (mutex) {
+#if defined(__wasi__)
+    // No threads, hence no SPMD (the capability is off): the condition is never waited on.
+    cond = pthread_cond_init(&r->cond, NULL) == 0;
+#else
     pthread_condattr_t attr;
     if (pthread_condattr_init(&attr) == 0) {
       // Timed waits measure the deadline on the monotonic clock (cml_clock_monotonic_ns).
@@ -99,6 +103,7 @@ cml_status_t cmlc_rendezvous_create(const cmlc_executable_t* exe,
       cond = pthread_cond_init(&r->cond, &attr) == 0;
       pthread_condattr_destroy(&attr);
     }
+#endif
   }
   if (!cond) {
     if (mutex) pthread_mutex_destroy(&r->mutex);

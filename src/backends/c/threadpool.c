@@ -225,6 +225,26 @@ void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_tas
   }
 }
 
+int cmlc_thread_start(pthread_t* thread, void* (*fn)(void*), void* arg, size_t min_stack) {
+#if defined(__wasi__)
+  (void)thread;
+  (void)fn;
+  (void)arg;
+  (void)min_stack;
+  return ENOTSUP;
+#else
+  pthread_attr_t attr;
+  bool have_attr = pthread_attr_init(&attr) == 0;
+  size_t stack = 0;
+  if (have_attr && pthread_attr_getstacksize(&attr, &stack) == 0 && stack < min_stack) {
+    (void)pthread_attr_setstacksize(&attr, min_stack);
+  }
+  int rc = pthread_create(thread, have_attr ? &attr : NULL, fn, arg);
+  if (have_attr) pthread_attr_destroy(&attr);
+  return rc;
+#endif
+}
+
 cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_t** out_pool) {
   if (!out_pool) return cml_status_from_code(CML_STATUS_INVALID_ARGUMENT);
   *out_pool = NULL;
@@ -258,17 +278,9 @@ cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_
     // Workers run kernel chunks only (functions, and so nesting, always run on the calling
     // thread), but a libc whose default thread stack is small (musl: 128 KiB) must not decide
     // whether a kernel's stack frames fit: give them at least CMLC_POOL_STACK_BYTES.
-    pthread_attr_t attr;
-    bool have_attr = pthread_attr_init(&attr) == 0;
-    size_t stack = 0;
-    if (have_attr && pthread_attr_getstacksize(&attr, &stack) == 0 &&
-        stack < CMLC_POOL_STACK_BYTES) {
-      (void)pthread_attr_setstacksize(&attr, CMLC_POOL_STACK_BYTES);
-    }
     size_t bytes = sizeof(cmlc_worker_t) * (size_t)(threads - 1);
     pool->workers = cml_allocator_malloc(allocator, bytes, CMLC_ALIGNMENT);
     if (!pool->workers) {
-      if (have_attr) pthread_attr_destroy(&attr);
       cmlc_pool_destroy(pool);
       return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
     }
@@ -276,9 +288,8 @@ cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_
       cmlc_worker_t* w = &pool->workers[i];
       w->pool = pool;
       w->thread_index = i + 1;
-      int rc = pthread_create(&w->thread, have_attr ? &attr : NULL, cmlc_pool_worker_main, w);
+      int rc = cmlc_thread_start(&w->thread, cmlc_pool_worker_main, w, CMLC_POOL_STACK_BYTES);
       if (rc != 0) {
-        if (have_attr) pthread_attr_destroy(&attr);
         cmlc_pool_destroy(pool);
         return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
                                "c backend: cannot start worker thread %d of %d: %s", i + 1,
@@ -286,7 +297,6 @@ cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_
       }
       pool->worker_count = i + 1;
     }
-    if (have_attr) pthread_attr_destroy(&attr);
   }
   *out_pool = pool;
   return CML_OK;
