@@ -99,6 +99,22 @@ CML_API int cml_backend_device_count(const cml_backend_t* backend);
 // The default text ("<name>:<device>") lives in per-thread storage until this thread's next call.
 CML_API const char* cml_backend_device_description(const cml_backend_t* backend, int device);
 
+// Multi-process jobs (e.g. "c:distributed=mpi,devices=2" under mpirun): devices are numbered in
+// one global space, process rank x local devices, and cml_backend_device_count counts them all.
+// A process holds buffers and runs executions only on its own (local) devices; the entries of
+// other processes' devices in device-major input/output arrays are NULL. Outside a multi-process
+// job: process_index 0, process_count 1, and every device is local.
+typedef struct cml_process_info_t {
+  int process_index;       // this process's rank, 0..process_count-1
+  int process_count;       // processes in the job
+  int first_local_device;  // global number of this process's first device
+  int local_device_count;  // this process's devices: first_local_device .. +count-1
+} cml_process_info_t;
+// Fills *|out| (all zero for a NULL |backend|). Thread-safe.
+CML_API void cml_backend_process_info(const cml_backend_t* backend, cml_process_info_t* out);
+// True when |device| (a global number) belongs to this process.
+CML_API bool cml_backend_device_is_local(const cml_backend_t* backend, int device);
+
 // What a backend supports. The builder checks ops and dtypes against it when an op is added.
 typedef struct cml_capabilities_t {
   uint64_t ops[(CML_OP_COUNT + 63) / 64];  // bit op set: the op is supported

@@ -43,7 +43,8 @@ extern "C" {
 
 #define CML_BACKEND_API_MAJOR 1
 // Minor 1: the optional execute_with_control slot (cancellation and deadlines).
-#define CML_BACKEND_API_MINOR 1
+// Minor 2: the optional process_info slot (multi-process jobs).
+#define CML_BACKEND_API_MINOR 2
 
 // What an interruptible execution must honour (backend API 1.1). Lent for the call; the core
 // passes it only when the caller gave a cancel token or a deadline.
@@ -112,6 +113,10 @@ typedef struct cml_backend_vtable_t {
                                        const bool* donate, int device,
                                        const cml_execute_control_t* control,
                                        cml_buffer_t** out_results);
+
+  // Optional (backend API 1.2): the process's place in a multi-process job
+  // (cml_backend_process_info). Without it: one process holding every device.
+  void (*process_info)(const cml_backend_t* backend, cml_process_info_t* out);
 } cml_backend_vtable_t;
 
 // The base every backend object embeds at offset 0.

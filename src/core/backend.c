@@ -110,6 +110,24 @@ const char* cml_backend_device_description(const cml_backend_t* backend, int dev
   return text;
 }
 
+void cml_backend_process_info(const cml_backend_t* backend, cml_process_info_t* out) {
+  if (!out) return;
+  memset(out, 0, sizeof *out);
+  if (!backend) return;
+  out->process_count = 1;
+  out->local_device_count = backend->device_count;
+  const cml_backend_vtable_t* vt = backend->vtable;
+  if (CML__VTABLE_HAS(vt, process_info)) vt->process_info(backend, out);
+}
+
+bool cml_backend_device_is_local(const cml_backend_t* backend, int device) {
+  if (!backend || device < 0 || device >= backend->device_count) return false;
+  cml_process_info_t info;
+  cml_backend_process_info(backend, &info);
+  return device >= info.first_local_device &&
+         device < info.first_local_device + info.local_device_count;
+}
+
 //===--- capabilities ---===//
 
 const cml_capabilities_t* cml_backend_capabilities(const cml_backend_t* backend) {

@@ -372,6 +372,20 @@ TEST(identity_devices_and_extensions) {
   ASSERT_TRUE(cml_backend_get_extension(be, NULL) == NULL);
   ASSERT_STREQ(cml_backend_name(NULL), "");
   ASSERT_EQ_INT(cml_backend_device_count(NULL), 0);
+  // Without a process_info slot: one process holding both devices.
+  cml_process_info_t info;
+  memset(&info, 0x5a, sizeof info);
+  cml_backend_process_info(be, &info);
+  ASSERT_EQ_INT(info.process_index, 0);
+  ASSERT_EQ_INT(info.process_count, 1);
+  ASSERT_EQ_INT(info.first_local_device, 0);
+  ASSERT_EQ_INT(info.local_device_count, 2);
+  ASSERT_TRUE(cml_backend_device_is_local(be, 1));
+  ASSERT_FALSE(cml_backend_device_is_local(be, 2));
+  ASSERT_FALSE(cml_backend_device_is_local(be, -1));
+  ASSERT_FALSE(cml_backend_device_is_local(NULL, 0));
+  cml_backend_process_info(NULL, &info);
+  ASSERT_EQ_INT(info.process_count, 0);
   cml_backend_release(be);
 
   // Entries past a short vtable's struct_size are absent.
