@@ -25,7 +25,9 @@ static const char cmlc_backend_config_help[] =
     "  avx512 (bool, default true, env GOMLX_SIMD_AVX512): use AVX-512 kernels when the CPU has "
     "them\n"
     "  avx2 (bool, default true, env GOMLX_SIMD_AVX2): use AVX2+FMA kernels when the CPU has them\n"
-    "  fusion (bool, default true, env GOMLX_FUSION): fuse ops (false: fused ops are decomposed)\n";
+    "  fusion (bool, default true, env GOMLX_FUSION): fuse ops (false: fused ops are decomposed)\n"
+    "  quant_int8 (bool, default false): batch-1 GGML FusedQuantizedDense with activations "
+    "quantized to int8 per 32 values (docs/quantization.md)\n";
 
 //===--- buffers ---===//
 
@@ -284,7 +286,7 @@ static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_
 
 // Reads the options: environment first, then |config| overrides.
 static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) {
-  bool avx512 = true, avx2 = true, fusion = true, reference = false;
+  bool avx512 = true, avx2 = true, fusion = true, reference = false, quant_int8 = false;
   int64_t threads = 0, devices = 1;
   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_SIMD_AVX512", true, &avx512));
   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_SIMD_AVX2", true, &avx2));
@@ -320,6 +322,10 @@ static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) 
        .type = CML__OPT_BOOL,
        .out = &fusion,
        .help = "fuse ops (default true; env GOMLX_FUSION)"},
+      {.key = "quant_int8",
+       .type = CML__OPT_BOOL,
+       .out = &quant_int8,
+       .help = "batch-1 GGML products with int8 activations (default false)"},
   };
   CML_RETURN_IF_ERROR(
       cml__config_parse("c", config, specs, sizeof specs / sizeof *specs, NULL, NULL));
@@ -329,6 +335,7 @@ static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) 
   cmlc_options_select_isa(&features, avx512, avx2, reference, out);
   out->reference = reference;
   out->fusion = fusion && !reference;
+  out->quant_int8 = quant_int8;
   out->threads = threads > 0 ? (int)threads : cmlc_cpu_count();
 #if defined(__wasi__)
   out->threads = 1;  // wasm32-wasi has no threads (the pool runs inline)

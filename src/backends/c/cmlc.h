@@ -43,6 +43,7 @@ typedef struct cmlc_options_t {
   bool avx512_vnni;  // AVX-512 VNNI usable
   bool fusion;       // GOMLX_FUSION / config
   bool reference;    // reference=true: scalar kernels, no fusion
+  bool quant_int8;   // quant_int8=true: batch-1 GGML products with int8 activations
   int threads;       // worker threads incl. the caller
   int devices;       // virtual CPU devices
 } cmlc_options_t;

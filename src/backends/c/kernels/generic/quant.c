@@ -16,6 +16,7 @@
 // (kernels/x86_64/quant_x86_64_avx512.c, quant_x86_64_avx2.c) when the ISA allows; batch-N
 // products of every format to the AVX2 panel kernel; the rest (and "reference=true" or a CPU
 // without AVX2) to the scalar block kernel here.
+#include <math.h>
 #include <string.h>
 
 #include "backends/c/kernels/generic/quant_internal.h"
@@ -55,9 +56,10 @@ typedef struct cmlc_q_ggml_ctx_t {
   const float* bias;
   float* y;
   int32_t act;
-  cmlc_quant_gemv_fn simd;
-  bool gemm;     // batch-N rows through cmlc_quant_gemm_avx2
-  float* panel;  // its scratch: 4 * k floats per thread
+  cmlc_quant_gemv_fn simd;    // batch-1 row kernel (NULL: scalar)
+  cmlc_quant_act_t prepared;  // its activation row
+  bool gemm;                  // batch-N rows through cmlc_quant_gemm_avx2
+  float* panel;               // its scratch: 4 * k floats per thread
 } cmlc_q_ggml_ctx_t;
 
 static void cmlc_q_ggml_rows(void* vctx, int64_t begin, int64_t end, int thread_index) {
@@ -66,9 +68,9 @@ static void cmlc_q_ggml_rows(void* vctx, int64_t begin, int64_t end, int thread_
   const int64_t nb = c->k / vpb;
   float tmp[256];
   float acc[16];
-  if (c->m == 1 && c->simd &&
-      c->simd(c->type, c->w + begin * c->row_bytes, c->row_bytes, end - begin, c->x, c->k,
-              c->y + begin)) {
+  if (c->m == 1 && c->simd) {
+    c->simd(c->type, c->w + begin * c->row_bytes, c->row_bytes, end - begin, &c->prepared,
+            c->y + begin);
     for (int64_t r = begin; r < end; ++r) {
       c->y[r] = cmlc_q_act(c->act, c->y[r] + (c->bias ? c->bias[r] : 0.0f));
     }
@@ -179,6 +181,53 @@ static void cmlc_q_lin_tiles(void* vctx, int64_t begin, int64_t end, int thread_
   }
 }
 
+// Prepares the activation row |x| [k] for the batch-1 row kernels in |scratch| (the layout of
+// cmlc_q_act_bytes): sums per 16 values and, for the int8 path, the activations quantized per
+// 32 values to int8 with scale max|x| / 127 (round to nearest, so |x - xd * xq| <= xd / 2 up to
+// float rounding; the sums are then those of the quantized values, so that the int8 result is
+// exactly the f32 product with the quantized activations, up to float summation order).
+static void cmlc_q_prepare(const float* x, int64_t k, bool int8, void* scratch,
+                           cmlc_quant_act_t* out) {
+  float* xs16 = scratch;
+  int8_t* xq = (int8_t*)(xs16 + k / 16);
+  float* xd = (float*)(xq + k);
+  out->x = x;
+  out->xs16 = xs16;
+  out->xq = int8 ? xq : NULL;
+  out->xd = int8 ? xd : NULL;
+  out->k = k;
+  for (int64_t b = 0; b < k / 32; ++b) {
+    const float* xb = x + 32 * b;
+    if (!int8) {
+      for (int h = 0; h < 2; ++h) {
+        float t = 0;
+        for (int l = 0; l < 16; ++l) t += xb[16 * h + l];
+        xs16[2 * b + h] = t;
+      }
+      continue;
+    }
+    float amax = 0;
+    for (int l = 0; l < 32; ++l) amax = fmaxf(amax, fabsf(xb[l]));
+    const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+    xd[b] = d;
+    for (int h = 0; h < 2; ++h) {
+      int32_t t = 0;
+      for (int l = 0; l < 16; ++l) {
+        float v = nearbyintf(xb[16 * h + l] * id);
+        v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v);
+        xq[32 * b + 16 * h + l] = (int8_t)v;
+        t += (int32_t)v;
+      }
+      xs16[2 * b + h] = d * (float)t;
+    }
+  }
+}
+
+// Bytes of the prepared activation row (cmlc_q_prepare) for |k| values, 64-byte multiple.
+static size_t cmlc_q_act_bytes(int64_t k) {
+  return ((size_t)k / 16 * 4 + (size_t)k + (size_t)k / 32 * 4 + 63) / 64 * 64;
+}
+
 static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
   const cml_ir_fused_attrs_t* a = &args->node->attrs->fused;
   const cml_shape_t* xs = args->input_shapes[0];
@@ -194,27 +243,33 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
   if (a->optional_inputs & 4u) bias = args->inputs[next++];
   float* y = args->outputs[0];
   if (a->quant_scheme == CML_QUANT_GGML) {
-    cmlc_q_ggml_ctx_t c = {(cml_ggml_type_t)a->quant_ggml_type,
-                           args->inputs[1],
-                           ws->dims[1],
-                           k,
-                           m,
-                           ws->dims[0],
-                           args->inputs[0],
-                           bias,
-                           y,
-                           a->activation,
-                           NULL,
-                           false,
-                           args->scratch};
+    cmlc_q_ggml_ctx_t c;
+    memset(&c, 0, sizeof c);
+    c.type = (cml_ggml_type_t)a->quant_ggml_type;
+    c.w = args->inputs[1];
+    c.row_bytes = ws->dims[1];
+    c.k = k;
+    c.m = m;
+    c.n = ws->dims[0];
+    c.x = args->inputs[0];
+    c.bias = bias;
+    c.y = y;
+    c.act = a->activation;
     cmlc_pool_t* pool = args->pool;
 #if defined(CMLC_HAVE_X86_64)
-    if (args->options->isa >= CMLC_ISA_AVX2 && !args->options->reference) {
-      c.simd =
-          args->options->isa >= CMLC_ISA_AVX512 ? cmlc_quant_gemv_avx512 : cmlc_quant_gemv_avx2;
-      c.gemm = args->scratch != NULL;
-      const int threads = args->options->threads > 0 ? args->options->threads : 1;
-      if (cmlc_pool_thread_count(pool) > threads) pool = NULL;  // the scratch has |threads| panels
+    if (args->options->isa >= CMLC_ISA_AVX2 && !args->options->reference && args->scratch) {
+      const bool int8 = args->options->quant_int8;
+      if (m == 1 && k > 0) {
+        c.simd = args->options->isa >= CMLC_ISA_AVX512 && (!int8 || args->options->avx512_vnni)
+                     ? cmlc_quant_gemv_avx512
+                     : cmlc_quant_gemv_avx2;
+        cmlc_q_prepare(c.x, k, int8, args->scratch, &c.prepared);
+      } else if (m > 1) {
+        c.gemm = true;
+        c.panel = args->scratch;
+        const int threads = args->options->threads > 0 ? args->options->threads : 1;
+        if (cmlc_pool_thread_count(pool) > threads) pool = NULL;  // |threads| panels
+      }
     }
 #endif
     if (m == 0 || c.n == 0) return CML_OK;
@@ -328,7 +383,8 @@ static cml_status_t cmlc_q_embed_run(const cmlc_kernel_args_t* args) {
   return CML_OK;
 }
 
-// Scratch of the batch-N GGML path: one 4-row float panel per thread (AVX2 only).
+// Scratch of the SIMD GGML paths: batch 1, the prepared activation row (cmlc_q_prepare);
+// batch N, one 4-row float panel per thread (cmlc_quant_gemm_avx2).
 static size_t cmlc_q_dense_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                                    const cmlc_options_t* options) {
   const cml_shape_t* xs = &module->values[node->inputs[0]].shape;
@@ -336,7 +392,10 @@ static size_t cmlc_q_dense_scratch(const cml_module_t* module, const cml_ir_node
       options->isa < CMLC_ISA_AVX2 || xs->rank < 1)
     return 0;
   const int64_t k = xs->dims[xs->rank - 1];
-  if (k <= 0 || cml_shape_element_count(xs) / k < 2) return 0;
+  if (k <= 0) return 0;
+  const int64_t m = cml_shape_element_count(xs) / k;
+  if (m == 1) return cmlc_q_act_bytes(k);
+  if (m < 2) return 0;
   const int threads = options->threads > 0 ? options->threads : 1;
   return (size_t)threads * 4 * (size_t)k * sizeof(float);
 }

@@ -17,15 +17,29 @@ bool cmlc_kernels_quant_lookup(const cml_module_t* module, const cml_ir_node_t* 
                                const cmlc_options_t* options, cmlc_kernel_entry_t* out);
 // Advertises both ops when |options| enable fusion and not the reference kernels.
 void cmlc_kernels_quant_capabilities(cml_capabilities_t* caps, const cmlc_options_t* options);
-// Dot products of |rows| GGML rows of |type| with one activation row: y[r] = sum_k w[r, k] * x[k]
-// (|row_bytes| apart, |k| values). SIMD versions return false when they lack |type|.
-typedef bool (*cmlc_quant_gemv_fn)(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes,
-                                   int64_t rows, const float* x, int64_t k, float* y);
+// One activation row prepared for the batch-1 row kernels (once per call, before the rows are
+// split over threads). |xs16| always holds the sums of the activations per 16 values (they
+// multiply the offsets of Q4_1, Q5_1, Q2_K, Q4_K and Q5_K). With |xq| set (the int8 path,
+// option quant_int8), the activations are quantized per 32 values: x ~= xd[k / 32] * xq[k],
+// xq in [-127, 127], and |xs16| holds the sums of those quantized values (xd * sum xq).
+typedef struct cmlc_quant_act_t {
+  const float* x;     // [k]
+  const float* xs16;  // [k / 16]
+  const int8_t* xq;   // [k] or NULL: f32 activations
+  const float* xd;    // [k / 32] when |xq| is set
+  int64_t k;
+} cmlc_quant_act_t;
+// Dot products of |rows| GGML rows of |type| with one prepared activation row:
+// y[r] = sum_k w[r, k] * x[k] (rows |row_bytes| apart). Every format.
+typedef void (*cmlc_quant_gemv_fn)(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes,
+                                   int64_t rows, const cmlc_quant_act_t* act, float* y);
 #if defined(CMLC_HAVE_X86_64)
-bool cmlc_quant_gemv_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
-                          const float* x, int64_t k, float* y);
-bool cmlc_quant_gemv_avx512(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
-                            const float* x, int64_t k, float* y);
+// AVX2 + FMA + F16C (int8 path: vpmaddubsw).
+void cmlc_quant_gemv_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                          const cmlc_quant_act_t* act, float* y);
+// AVX-512 F/BW/VL (f32 path on zmm); its int8 path needs AVX512-VNNI (vpdpbusd).
+void cmlc_quant_gemv_avx512(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                            const cmlc_quant_act_t* act, float* y);
 // Batch-N products of |rows| GGML rows with |m| activation rows (y[i * ldy + r]), any format;
 // |panel| is 4 * k floats of scratch (four decoded weight rows at a time).
 void cmlc_quant_gemm_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
