@@ -146,11 +146,13 @@ typedef struct qt_dense_t {
   const float* zero;
   int64_t k, n;
   const double* wref;  // [n, k] dequantized weights for the reference
+  bool int8;           // the int8-activation path (quant_int8): its bound is added
+  double worst;        // out: the largest |error| / bound seen
 } qt_dense_t;
 
 // Runs x [m, k] through the op with all 6 activations (one graph, 6 outputs) on |config|;
 // checks each output against the double reference. Returns false (printed) on a mismatch.
-static bool qt_check_dense(const char* config, const qt_dense_t* d, int64_t m, bool* skipped) {
+static bool qt_check_dense(const char* config, qt_dense_t* d, int64_t m, bool* skipped) {
   *skipped = false;
   cml_backend_t* be = qt_backend(config);
   if (!be) {
@@ -201,9 +203,26 @@ static bool qt_check_dense(const char* config, const qt_dense_t* d, int64_t m, b
       }
       // f32 sums in any order: |error| <= K * 2^-23 * sum |x w|, times the activation's slope
       // (at most 1.5, hard_swish), plus the activation's own rounding.
-      const double bound = 1.5 * (double)(k + 2) * 1.2e-7 * mag + 1e-6;
+      double bound = 1.5 * (double)(k + 2) * 1.2e-7 * mag + 1e-6;
+      if (d->int8) {
+        // int8 activations: each block of 32 values is rounded to multiples of its scale
+        // dx = max |x| / 127, so |x_k - x^_k| <= dx / 2 (plus float slack in computing x / dx),
+        // and the product moves by at most sum_blocks dx / 2 * sum |w_k| (times the slope).
+        double q8 = 0;
+        for (int64_t b0 = 0; b0 < k; b0 += 32) {
+          double amax = 0, wsum = 0;
+          for (int64_t kk = b0; kk < b0 + 32; ++kk) {
+            amax = fmax(amax, fabs((double)x[i * k + kk]));
+            wsum += fabs(d->wref[j * k + kk]);
+          }
+          q8 += (0.5 + 1e-5) * (amax / 127) * wsum;
+        }
+        bound += 1.5 * q8;
+      }
       for (int a = 0; a < CML_ACTIVATION_COUNT; ++a) {
         double want = qt_act(a, sum), got = out[a][i * n + j];
+        double ratio = fabs(got - want) / (bound + 1e-6 * fabs(want));
+        if (ratio > d->worst) d->worst = ratio;
         if (!(fabs(got - want) <= bound + 1e-6 * fabs(want))) {
           fprintf(stderr, "%s %s m=%lld act %s: y[%lld, %lld] = %.9g, want %.9g (bound %.3g)\n",
                   config,
@@ -547,13 +566,14 @@ TEST(embedding_index_out_of_range_is_a_status) {
 
 //===--- larger shapes: the pool, thread counts, the quantizer end to end ---===//
 
-// Q4_0, Q8_0, Q4_K, Q6_K (the SIMD ones) and Q3_K on [300, 1024] weights, batch 1 and 5: the
-// native kernel on 1 thread, on 4 threads and the decomposition agree within the f32 bound,
-// and 1 vs 4 threads give identical bits.
+// Every format on [301, 1024] weights (75 groups of four rows and one single row per thread
+// split; 32 blocks of 32 or 4 of 256 per row), batch 1 and 5: the native kernel on 1 thread
+// (AVX-512 and AVX2), on 4 threads and the decomposition agree within the f32 bound.
 TEST(native_matches_decomposition_and_thread_counts) {
-  static const cml_ggml_type_t types[] = {CML_GGML_Q4_0, CML_GGML_Q8_0, CML_GGML_Q4_K,
-                                          CML_GGML_Q6_K, CML_GGML_Q3_K};
-  const int64_t n = 300, k = 1024;
+  static const cml_ggml_type_t types[] = {
+      CML_GGML_Q4_0, CML_GGML_Q8_0, CML_GGML_IQ4_NL, CML_GGML_Q2_K, CML_GGML_Q3_K, CML_GGML_Q4_K,
+      CML_GGML_Q5_K, CML_GGML_Q6_K, CML_GGML_Q4_1,   CML_GGML_Q5_0, CML_GGML_Q5_1};
+  const int64_t n = 301, k = 1024;
   float* w = malloc(sizeof(float) * (size_t)(n * k));
   for (int64_t i = 0; i < n * k; ++i) w[i] = (float)qt_normal();
   uint8_t* q = malloc((size_t)(n * k * 2));
@@ -574,9 +594,10 @@ TEST(native_matches_decomposition_and_thread_counts) {
     d.k = k;
     d.n = n;
     d.wref = wref;
-    static const char* const cfgs[] = {"c:threads=1", "c:threads=4", "c:fusion=false"};
+    static const char* const cfgs[] = {"c:threads=1", "c:threads=4", "c:threads=1,avx512=false",
+                                       "c:fusion=false"};
     bool ok = true;
-    for (size_t c = 0; c < 3; ++c) {
+    for (size_t c = 0; c < 4; ++c) {
       for (int64_t m = 1; m <= 5; m += 4) {
         bool skipped;
         ok = qt_check_dense(cfgs[c], &d, m, &skipped) && ok;
@@ -584,6 +605,79 @@ TEST(native_matches_decomposition_and_thread_counts) {
     }
     free(wref);
     ASSERT_TRUE(ok);
+  }
+  free(w);
+  free(q);
+  free(wd);
+}
+
+// The int8-activation path (c:quant_int8=true; AVX512-VNNI where the CPU has it, and the AVX2
+// kernels) on every format, [301, 1024] weights, batch 1: within the f32 bound plus the bound
+// of rounding each 32 activations to multiples of max |x| / 127 (qt_check_dense), and really
+// taken (its results differ from the f32 path's). Batch 5 ignores the option (f32 path).
+TEST(int8_activations_within_block_scale_bound) {
+  const int64_t n = 301, k = 1024;
+  float* w = malloc(sizeof(float) * (size_t)(n * k));
+  for (int64_t i = 0; i < n * k; ++i) w[i] = (float)qt_normal();
+  uint8_t* q = malloc((size_t)(n * k * 2));
+  float* wd = malloc(sizeof(float) * (size_t)(n * k));
+  for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    const cml_ggml_type_t type = (cml_ggml_type_t)t;
+    const int64_t rb = cml_ggml_row_bytes(type, k);
+    ASSERT_STATUS_OK(cml_quantize_ggml(type, w, n, k, q, (size_t)(n * rb)));
+    ASSERT_STATUS_OK(cml_dequantize_ggml(type, q, n, k, wd));
+    double* wref = malloc(sizeof(double) * (size_t)(n * k));
+    for (int64_t i = 0; i < n * k; ++i) wref[i] = wd[i];
+    qt_dense_t d;
+    memset(&d, 0, sizeof d);
+    cml_quantization_init(&d.q);
+    d.q.scheme = CML_QUANT_GGML;
+    d.q.ggml_type = type;
+    d.ws = API_SHAPE(CML_DTYPE_U8, n, rb);
+    d.w = q;
+    d.k = k;
+    d.n = n;
+    d.wref = wref;
+    d.int8 = true;
+    static const char* const cfgs[] = {"c:quant_int8=true", "c:quant_int8=true,avx512=false",
+                                       "c:quant_int8=true,threads=1"};
+    bool ok = true;
+    for (size_t c = 0; c < 3; ++c) {
+      for (int64_t m = 1; m <= 5; m += 4) {
+        bool skipped;
+        qt_rng = 42;  // the same x for every config
+        ok = qt_check_dense(cfgs[c], &d, m, &skipped) && ok;
+      }
+    }
+    // Taken: y differs from the f32 path's on the same x.
+    float x[1024], y8[301], y32[301];
+    for (int64_t i = 0; i < k; ++i) x[i] = (float)qt_uniform(-1, 1);
+    const char* const two[2] = {"c:quant_int8=true", "c"};
+    float* ys[2] = {y8, y32};
+    for (int c = 0; c < 2; ++c) {
+      cml_backend_t* be = qt_backend(two[c]);
+      ASSERT_TRUE(be != NULL);
+      cml_builder_t* b = NULL;
+      ASSERT_STATUS_OK(cml_builder_create(be, "int8", &b));
+      cml_function_t* f = cml_builder_main(b);
+      cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, 1, k);
+      cml_value_t xv = cml_parameter(f, "x", &xs);
+      cml_value_t wv = cml_parameter(f, "w", &d.ws);
+      cml_value_t yv =
+          cml_op_fused_quantized_dense(f, xv, wv, CML_VALUE_INVALID, &d.q, CML_ACTIVATION_NONE);
+      cml_executable_t* exe = NULL;
+      ASSERT_STATUS_OK(api_finish(b, &yv, 1, &exe));
+      ASSERT_STATUS_OK(api_run(be, exe, (const void* const[]){x, q}, (void* const[]){ys[c]}));
+      cml_executable_release(exe);
+      cml_backend_release(be);
+    }
+    int differ = 0;
+    for (int64_t j = 0; j < n; ++j) differ += y8[j] != y32[j];
+    printf("  %-6s worst |error| / bound %.3f, %d of %lld outputs differ from f32\n",
+           cml_ggml_type_name(type), d.worst, differ, (long long)n);
+    free(wref);
+    ASSERT_TRUE(ok);
+    ASSERT_TRUE(differ > n / 2);
   }
   free(w);
   free(q);
@@ -788,6 +882,7 @@ TEST_MAIN(TEST_ENTRY(enums_and_block_sizes), TEST_ENTRY(dequantize_matches_gguf_
           TEST_ENTRY(embedding_lookup_every_format_matches_gguf),
           TEST_ENTRY(embedding_index_out_of_range_is_a_status),
           TEST_ENTRY(native_matches_decomposition_and_thread_counts),
+          TEST_ENTRY(int8_activations_within_block_scale_bound),
           TEST_ENTRY(quantize_linear_round_trip),
           TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), TEST_ENTRY(embedding_bad_input),
           TEST_ENTRY(capabilities_follow_fusion_option))
