@@ -4,7 +4,8 @@
 // the same shape, and its own decomposition.
 //
 //   1. batch-1 GEMV, weights K=4096 x N in {4096, 11008}, Q4_0, Q8_0, Q4_K, Q6_K and f32, on
-//      c:threads=1 and c:threads=2: weight bytes streamed per second and the ratio to the DRAM
+//      c:threads=1 and c:threads=2, each format with f32 activations and with int8 activations
+//      ("i8": c:quant_int8=true): weight bytes streamed per second and the ratio to the DRAM
 //      read rate of the same thread count. Each timed execution uses the next of enough
 //      distinct weight matrices (>= 256 MiB in all) that none is still in the last-level cache.
 //   2. batch 32, 4096 x 4096: Q8_0 and Q4_0 against the f32 GEMM of the same shape (FLOP/s).
@@ -259,24 +260,29 @@ int main(int argc, char** argv) {
 
   printf("1. batch-1 GEMV (weights streamed from DRAM: >= 256 MiB of distinct matrices)\n");
   if (section != 0 && section != 1) printf("(skipped)\n");
-  printf("%-6s %-12s %-7s %10s %10s %9s %9s\n", "format", "K x N", "threads", "time us", "GB/s",
+  printf("%-7s %-12s %-7s %10s %10s %9s %9s\n", "format", "K x N", "threads", "time us", "GB/s",
          "of DRAM", "vs f32");
   for (int shape = 0; shape < (section == 0 || section == 1 ? (quick ? 1 : 2) : 0); ++shape) {
     const int64_t n = shape ? big_n : 4096;
     for (int t = 1; t <= 2; ++t) {
-      char config[64];
-      snprintf(config, sizeof config, "c:threads=%d", t);
       double f32_time = 0;
-      double times[5];
-      for (int i = 4; i >= 0; --i) {  // f32 first, for the "vs f32" column
+      // f32 first, for the "vs f32" column; then each format with f32 activations and with
+      // int8 activations (quant_int8=true, reported separately as "<format> i8").
+      for (int i = 8; i >= 0; --i) {
+        const int type = bq_types[i / 2];
+        const bool int8 = i % 2 == 1;
+        if (type < 0 && int8) continue;
+        char config[64];
+        snprintf(config, sizeof config, "c:threads=%d%s", t, int8 ? ",quant_int8=true" : "");
         bq_run_t r;
-        if (!bq_setup(&r, config, bq_types[i], 1, k, n, rotate, w, x)) return 1;
-        times[i] = bq_time(&r, reps);
-        if (bq_types[i] < 0) f32_time = times[i];
-        double gbs = (double)r.w_bytes / times[i] * 1e-9;
-        printf("%-6s %lldx%-7lld %-7d %10.1f %10.1f %8.0f%% %8.2fx\n", bq_type_name(bq_types[i]),
-               (long long)k, (long long)n, t, times[i] * 1e6, gbs, 100 * gbs / (bw[t] * 1e-9),
-               f32_time / times[i]);
+        if (!bq_setup(&r, config, type, 1, k, n, rotate, w, x)) return 1;
+        const double tm = bq_time(&r, reps);
+        if (type < 0) f32_time = tm;
+        double gbs = (double)r.w_bytes / tm * 1e-9;
+        char name[16];
+        snprintf(name, sizeof name, "%s%s", bq_type_name(type), int8 ? " i8" : "");
+        printf("%-7s %lldx%-7lld %-7d %10.1f %10.1f %8.0f%% %8.2fx\n", name, (long long)k,
+               (long long)n, t, tm * 1e6, gbs, 100 * gbs / (bw[t] * 1e-9), f32_time / tm);
         bq_release(&r);
       }
     }

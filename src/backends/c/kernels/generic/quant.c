@@ -207,14 +207,20 @@ static void cmlc_q_prepare(const float* x, int64_t k, bool int8, void* scratch,
       continue;
     }
     float amax = 0;
-    for (int l = 0; l < 32; ++l) amax = fmaxf(amax, fabsf(xb[l]));
+    for (int l = 0; l < 32; ++l) {
+      const float a = fabsf(xb[l]);
+      amax = a > amax ? a : amax;  // (NaN never wins: as ggml, a NaN block quantizes to 0)
+    }
     const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
     xd[b] = d;
     for (int h = 0; h < 2; ++h) {
       int32_t t = 0;
       for (int l = 0; l < 16; ++l) {
-        float v = nearbyintf(xb[16 * h + l] * id);
-        v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v);
+        // Round to nearest even by adding and removing 1.5 * 2^23 (|v| <= 127 here, NaN -> 0);
+        // unlike nearbyintf, no library call.
+        float v = xb[16 * h + l] * id;
+        v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : (v == v ? v : 0.0f));
+        v = (v + 12582912.0f) - 12582912.0f;
         xq[32 * b + 16 * h + l] = (int8_t)v;
         t += (int32_t)v;
       }

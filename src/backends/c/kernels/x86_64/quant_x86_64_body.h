@@ -53,6 +53,11 @@ static inline bool cmlc_qb_has_offset(cml_ggml_type_t type) {
          type == CML_GGML_Q4_K || type == CML_GGML_Q5_K;
 }
 
+// Whether both halves of a sub-block share one scale and offset (all but Q2_K, Q3_K, Q6_K).
+static inline bool cmlc_qb_one_scale(cml_ggml_type_t type) {
+  return type != CML_GGML_Q2_K && type != CML_GGML_Q3_K && type != CML_GGML_Q6_K;
+}
+
 // Sub-block |s| (0 .. values/32 - 1) of the block of |type| at |b|.
 static inline __attribute__((always_inline)) CMLC_QB_TARGET cmlc_qb_sub_t
 cmlc_qb_decode(cml_ggml_type_t type, const uint8_t* b, int s) {
@@ -211,33 +216,45 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_f32(con
 #endif
 }
 
-// int8 consumer: acc += (a0 * dx lanes 0-3, a1 * dx lanes 4-7) * (q . xq per 4 values).
+// int8 consumer: acc += (a0 * dx lanes 0-3, a1 * dx lanes 4-7) * (q . xq per 4 values). The
+// integer products take q unsigned and xq signed: formats with an offset have q >= 0 already;
+// the others move q's sign onto xq (|xq| <= 127, so no overflow).
 static inline __attribute__((always_inline)) CMLC_QB_TARGET __m256
-cmlc_qb_i8(const cmlc_qb_sub_t* d, __m256i xq, float dx, __m256 acc) {
-  __m256i ax = _mm256_abs_epi8(d->q);
-  __m256i sx = _mm256_sign_epi8(xq, d->q);
+cmlc_qb_i8(cml_ggml_type_t type, const cmlc_qb_sub_t* d, __m256i xq, float dx, __m256 acc) {
+  __m256i ux = d->q, sx = xq;
+  if (!cmlc_qb_has_offset(type)) {
+    ux = _mm256_abs_epi8(d->q);
+    sx = _mm256_sign_epi8(xq, d->q);
+  }
 #if CMLC_QB_VNNI
-  __m256i dot = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ax, sx);
+  __m256i dot = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ux, sx);
 #else
-  __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sx), _mm256_set1_epi16(1));
+  __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(ux, sx), _mm256_set1_epi16(1));
 #endif
-  __m256 sc = _mm256_set_m128(_mm_set1_ps(d->a1 * dx), _mm_set1_ps(d->a0 * dx));
+  __m256 sc = cmlc_qb_one_scale(type)
+                  ? _mm256_set1_ps(d->a0 * dx)
+                  : _mm256_set_m128(_mm_set1_ps(d->a1 * dx), _mm_set1_ps(d->a0 * dx));
   return _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(dot), acc);
 }
 
+// The offsets' share of one sub-block: c0 * (sum of x over its first half) + c1 * (second).
+#define CMLC_QB_TAIL(d)                                                           \
+  (cmlc_qb_one_scale(type) ? (d).c0 * (act->xs16[2 * sb] + act->xs16[2 * sb + 1]) \
+                           : (d).c0 * act->xs16[2 * sb] + (d).c1 * act->xs16[2 * sb + 1])
+
 // One step of row |r|: decode sub-block |s| of block |b| and feed it to a consumer. The rows
 // are written out (not looped over) so that their accumulators stay in registers.
-#define CMLC_QB_I8_STEP(r)                                                       \
-  do {                                                                           \
-    cmlc_qb_sub_t d = cmlc_qb_decode(type, w + (r)*row_bytes + b * bpb, s);      \
-    acc##r = cmlc_qb_i8(&d, xq, dx, acc##r);                                     \
-    if (off) tail##r += d.c0 * act->xs16[2 * sb] + d.c1 * act->xs16[2 * sb + 1]; \
+#define CMLC_QB_I8_STEP(r)                                                  \
+  do {                                                                      \
+    cmlc_qb_sub_t d = cmlc_qb_decode(type, w + (r)*row_bytes + b * bpb, s); \
+    acc##r = cmlc_qb_i8(type, &d, xq, dx, acc##r);                          \
+    if (off) tail##r += CMLC_QB_TAIL(d);                                    \
   } while (0)
-#define CMLC_QB_F32_STEP(r)                                                      \
-  do {                                                                           \
-    cmlc_qb_sub_t d = cmlc_qb_decode(type, w + (r)*row_bytes + b * bpb, s);      \
-    cmlc_qb_f32(&d, x, &acc##r, &bcc##r);                                        \
-    if (off) tail##r += d.c0 * act->xs16[2 * sb] + d.c1 * act->xs16[2 * sb + 1]; \
+#define CMLC_QB_F32_STEP(r)                                                 \
+  do {                                                                      \
+    cmlc_qb_sub_t d = cmlc_qb_decode(type, w + (r)*row_bytes + b * bpb, s); \
+    cmlc_qb_f32(&d, x, &acc##r, &bcc##r);                                   \
+    if (off) tail##r += CMLC_QB_TAIL(d);                                    \
   } while (0)
 
 // y[0..3] = rows 0..3 (|row_bytes| apart) of |type| at |w| times the activations (R = 4), or
@@ -252,6 +269,7 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_rows(
   if (act->xq) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     for (int64_t b = 0; b < nb; ++b) {
+#pragma GCC unroll 8
       for (int s = 0; s < subs; ++s) {
         const int64_t sb = b * subs + s;
         const __m256i xq = _mm256_loadu_si256((const __m256i*)(act->xq + 32 * sb));
@@ -275,6 +293,7 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_rows(
   cmlc_qb_vf acc0 = CMLC_QB_VZERO(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   cmlc_qb_vf bcc0 = acc0, bcc1 = acc0, bcc2 = acc0, bcc3 = acc0;
   for (int64_t b = 0; b < nb; ++b) {
+#pragma GCC unroll 8
     for (int s = 0; s < subs; ++s) {
       const int64_t sb = b * subs + s;
       const float* x = act->x + 32 * sb;
