@@ -760,7 +760,7 @@ TEST(vjp_dtypes_isa_sizes_threads) {
   memcpy(four.weight, one.weight, wbytes);
   memcpy(decomp.weight, one.weight, wbytes);
   ASSERT_STATUS_OK(fa_grad_run("c:threads=1", &big, &data, one.weight, false, one.g, NULL));
-  ASSERT_STATUS_OK(fa_grad_run("c:threads=4", &big, &data, four.weight, false, four.g, NULL));
+  ASSERT_STATUS_OK(fa_grad_run("c:threads=8", &big, &data, four.weight, false, four.g, NULL));
   ASSERT_STATUS_OK(
       fa_grad_run("c:fusion=false", &big, &data, decomp.weight, false, decomp.g, NULL));
   int64_t n[4];

@@ -266,14 +266,31 @@ static void cmlc_fa_bwd_layout(cmlc_fa_bwd_ctx_t* c, size_t elem) {
   off = cmlc_fa_align(off + bk * dvp * elem);
   c->off_st = off;
   off = cmlc_fa_align(off + 2 * bq * elem);
+  if (c->by_head) {
+    const size_t rows = (size_t)(c->f.groups * c->seq_pad);
+    c->off_hq = off;
+    off = cmlc_fa_align(off + rows * dp * elem);
+    c->off_hdo = off;
+    off = cmlc_fa_align(off + rows * dvp * elem);
+    c->off_hl = off;
+    off = cmlc_fa_align(off + rows * elem);
+    c->off_hd = off;
+    off = cmlc_fa_align(off + rows * elem);
+    c->off_hdq = off;
+    off = cmlc_fa_align(off + rows * dp * elem);
+  }
   c->per_thread = off;
 }
 
+// Fills the shapes and the scratch layout; |threads| decides between one pass per (batch, kv
+// head) (enough of them to keep the threads busy) and two passes over tiles.
 static void cmlc_fa_bwd_shapes(cmlc_fa_bwd_ctx_t* c, const cml_shape_t* qs, const cml_shape_t* ks,
-                               const cml_shape_t* vs, int32_t layout) {
+                               const cml_shape_t* vs, int32_t layout, int threads) {
   cmlc_fa_shapes(&c->f, qs, ks, vs, layout);
   c->dp = (c->f.d + 15) & ~(int64_t)15;
   c->kv_tiles = (c->f.kv_seq + CMLC_FA_BK - 1) / CMLC_FA_BK;
+  c->seq_pad = c->f.q_tiles * CMLC_FA_BQ;
+  c->by_head = qs->dims[0] * (c->f.heads / c->f.groups) >= threads;
   cmlc_fa_bwd_layout(c, qs->dtype == CML_DTYPE_F64 ? sizeof(double) : sizeof(float));
 }
 
@@ -283,7 +300,7 @@ size_t cmlc__fa_bwd_scratch(const cml_module_t* module, const cml_ir_node_t* nod
   memset(&c, 0, sizeof c);
   cmlc_fa_bwd_shapes(&c, &module->values[node->inputs[0]].shape,
                      &module->values[node->inputs[1]].shape, &module->values[node->inputs[2]].shape,
-                     node->attrs->fused.layout);
+                     node->attrs->fused.layout, cmlc_fa_threads(options));
   return c.per_thread * (size_t)cmlc_fa_threads(options);
 }
 
@@ -327,13 +344,34 @@ static void cmlc_fa_bwd_q_tasks(void* vctx, int64_t begin, int64_t end, int thre
   }
 }
 
+static void cmlc_fa_bwd_head_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  const cmlc_fa_bwd_ctx_t* c = vctx;
+  const bool f64 = c->f.dtype == CML_DTYPE_F64;
+  for (int64_t t = begin; t < end; ++t) {
+#if defined(CMLC_HAVE_X86_64)
+    if (c->f.isa >= CMLC_ISA_AVX512) {
+      f64 ? cmlc__fa_bwd_head_f64_avx512(c, t, thread_index)
+          : cmlc__fa_bwd_head_f32_avx512(c, t, thread_index);
+      continue;
+    }
+    if (c->f.isa >= CMLC_ISA_AVX2) {
+      f64 ? cmlc__fa_bwd_head_f64_avx2(c, t, thread_index)
+          : cmlc__fa_bwd_head_f32_avx2(c, t, thread_index);
+      continue;
+    }
+#endif
+    f64 ? cmlc_fa_bwd_head_f64(c, t, thread_index) : cmlc_fa_bwd_head_f32(c, t, thread_index);
+  }
+}
+
 cml_status_t cmlc__fa_bwd_run(const cmlc_kernel_args_t* args) {
   const cml_ir_attrs_t* attrs = args->node->attrs;
   const int32_t layout = attrs->fused.layout;
   const cml_shape_t* qs = args->input_shapes[0];
   cmlc_fa_bwd_ctx_t c;
   memset(&c, 0, sizeof c);
-  cmlc_fa_bwd_shapes(&c, qs, args->input_shapes[1], args->input_shapes[2], layout);
+  cmlc_fa_bwd_shapes(&c, qs, args->input_shapes[1], args->input_shapes[2], layout,
+                     cmlc_fa_threads(args->options));
   cmlc_fa_ctx_t* f = &c.f;
   f->scale = attrs->fused.scale;
   f->isa = args->options->reference ? CMLC_ISA_SCALAR : args->options->isa;
@@ -373,6 +411,11 @@ cml_status_t cmlc__fa_bwd_run(const cmlc_kernel_args_t* args) {
   // Empty problems: the gradients are zeros (an empty head dim or no keys leave nothing to do).
   const int64_t kv_heads = f->heads / f->groups;
   const int64_t kv_tasks = batch * kv_heads * c.kv_tiles, q_tasks = batch * f->heads * f->q_tiles;
+  if (c.by_head) {
+    if (batch * kv_heads > 0)
+      cmlc_parallel_for(pool, batch * kv_heads, 1, cmlc_fa_bwd_head_tasks, &c);
+    return CML_OK;
+  }
   if (kv_tasks > 0) cmlc_parallel_for(pool, kv_tasks, 1, cmlc_fa_bwd_kv_tasks, &c);
   if (q_tasks > 0) cmlc_parallel_for(pool, q_tasks, 1, cmlc_fa_bwd_q_tasks, &c);
   return CML_OK;

@@ -41,8 +41,13 @@ typedef struct cmlc_fa_bwd_ctx_t {
   const void *o, *lse, *dout;
   void *dq, *dk, *dv;
   int64_t dp, kv_tiles;  // d rounded up to 16; key tiles
+  // Single pass (a task per batch and kv head) rather than two: the group's rows, seq_pad (seq
+  // rounded up to CMLC_FA_BQ) each, in scratch at off_hq.. off_hdq.
+  bool by_head;
+  int64_t seq_pad;
   char* scratch;
   size_t per_thread, off_q, off_do, off_kt, off_vt, off_k, off_p, off_ds, off_a1, off_a2, off_st;
+  size_t off_hq, off_hdo, off_hl, off_hd, off_hdq;
 } cmlc_fa_bwd_ctx_t;
 
 // y = exp(x) lane by lane for float vectors x <= 0 (type V, int32 vector type IV): 2^n * p(r)
@@ -101,6 +106,10 @@ void cmlc__fa_bwd_q_f32_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int threa
 void cmlc__fa_bwd_q_f64_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
 void cmlc__fa_bwd_q_f32_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
 void cmlc__fa_bwd_q_f64_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_head_f32_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_head_f64_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_head_f32_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_head_f64_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
 #endif
 
 // FusedScaledDotProductAttentionVJP (inputs q, k, v, o, lse, dout, then the forward's
