@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench/bench_train.c: one training step of a 2-layer MLP (784-512-10, relu, softmax
 // cross-entropy, batch 128): the forward loss alone, and loss + gradients (cml_gradients) +
-// an SGD update, c vs c:reference vs xla:cpu. The step's output is the updated parameters
-// concatenated (one output keeps every gradient live).
+// an SGD update, c vs c:reference vs xla:cpu; and of one pre-norm transformer block (d 256,
+// 4 heads, seq 128, batch 8: layer norm, QKV projection, causal FusedScaledDotProductAttention,
+// output projection, layer norm, gelu MLP 256-1024-256, residuals; squared-error loss): the
+// forward loss alone, and loss + gradients + AdamW. Run the block with
+// -b c -b c:fusion=false -b xla:cpu to compare the fused ops (native kernels and VJPs) with the
+// same graph decomposed, and with XLA. A step's output is the updated parameters concatenated
+// (one output keeps every gradient live).
+#include <math.h>
 #include <string.h>
 
 #include "bench/bench_common.h"
@@ -49,10 +55,107 @@ static cml_value_t build_train(cml_function_t* f, const bench_case_t* c) {
   return cml_op_concatenate(f, 0, flat, 4);
 }
 
+enum { TB_B = 8, TB_S = 128, TB_D = 256, TB_H = 4, TB_F = 1024 };
+
+// Flattens |v| to rank 1 (for concatenating the updated parameters).
+static cml_value_t flatten(cml_function_t* f, cml_value_t v) {
+  cml_shape_t s;
+  cml_builder_value_shape(cml_function_builder(f), v, &s);
+  int64_t n = cml_shape_element_count(&s);
+  return cml_op_reshape(f, v, &n, 1);
+}
+
+// The block's parameters, in the order they are packed into one flat vector (the runner takes
+// at most 12 inputs, so parameters and optimizer state travel as flat vectors).
+enum { TB_P = 10 };
+static const int32_t kBlockRank[TB_P] = {1, 1, 2, 2, 1, 1, 2, 1, 2, 1};
+static const int64_t kBlockDims[TB_P][2] = {{TB_D, 0},    {TB_D, 0}, {TB_D, 3 * TB_D}, {TB_D, TB_D},
+                                            {TB_D, 0},    {TB_D, 0}, {TB_D, TB_F},     {TB_F, 0},
+                                            {TB_F, TB_D}, {TB_D, 0}};
+
+static int64_t block_param_count(void) {
+  int64_t total = 0;
+  for (int i = 0; i < TB_P; ++i)
+    total += kBlockDims[i][0] * (kBlockRank[i] == 2 ? kBlockDims[i][1] : 1);
+  return total;
+}
+
+static cml_value_t build_block(cml_function_t* f, const bench_case_t* c) {
+  const cml_dtype_t dt = c->dtype;
+  const int64_t n = TB_B * TB_S, hd = TB_D / TB_H, total = block_param_count();
+  cml_value_t x = bench_param(f, "x", dt, 2, (int64_t[]){n, TB_D});
+  cml_value_t t = bench_param(f, "target", dt, 2, (int64_t[]){n, TB_D});
+  cml_value_t theta = bench_param(f, "theta", dt, 1, &total);
+  cml_value_t p[TB_P];
+  int64_t at = 0;
+  for (int i = 0; i < TB_P; ++i) {
+    const int64_t size = kBlockDims[i][0] * (kBlockRank[i] == 2 ? kBlockDims[i][1] : 1);
+    const int64_t end = at + size;
+    p[i] =
+        cml_op_reshape(f, cml_op_slice(f, theta, &at, &end, NULL, 1), kBlockDims[i], kBlockRank[i]);
+    // The runner's inputs are uniform in [-1, 1): scale the matrices by 1 / sqrt(fan-in).
+    if (kBlockRank[i] == 2) {
+      p[i] =
+          cml_op_mul(f, p[i], cml_constant_scalar_f64(f, dt, 1.0 / sqrt((double)kBlockDims[i][0])));
+    }
+    at = end;
+  }
+  const int64_t last = -1;
+  cml_value_t h = cml_op_fused_layer_norm(f, x, &last, 1, 1e-5, p[0], p[1]);
+  cml_value_t qkv[3];
+  if (!cml_op_fused_attention_qkv_projection(f, h, p[2], CML_VALUE_INVALID, CML_VALUE_INVALID,
+                                             CML_VALUE_INVALID, TB_D, TB_D, qkv)) {
+    return CML_VALUE_INVALID;
+  }
+  const int64_t bshd[4] = {TB_B, TB_S, TB_H, hd};
+  for (int i = 0; i < 3; ++i) qkv[i] = cml_op_reshape(f, qkv[i], bshd, 4);
+  cml_sdpa_config_t sc;
+  cml_sdpa_config_init(&sc);
+  sc.causal = true;
+  cml_value_t a =
+      cml_op_fused_sdpa(f, qkv[0], qkv[1], qkv[2], CML_ATTENTION_LAYOUT_BSHD, &sc, NULL, NULL);
+  a = cml_op_dot(f, cml_op_reshape(f, a, (int64_t[]){n, TB_D}, 2), p[3]);
+  cml_value_t r = cml_op_add(f, x, a);
+  h = cml_op_fused_layer_norm(f, r, &last, 1, 1e-5, p[4], p[5]);
+  cml_dense_config_t dc;
+  cml_dense_config_init(&dc);
+  dc.activation = CML_ACTIVATION_GELU;
+  h = cml_op_fused_dense(f, h, p[6], p[7], &dc);
+  h = cml_op_fused_dense(f, h, p[8], p[9], NULL);
+  cml_value_t y = cml_op_add(f, r, h);
+  cml_value_t e = cml_op_sub(f, y, t);
+  cml_value_t loss = cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, e, e), NULL, 0),
+                                cml_constant_scalar_f64(f, dt, 1.0 / (double)(n * TB_D)));
+  if (!c->dims[TR_STEP]) return loss;
+  // Gradients of the unpacked parameters, packed again; AdamW on the flat vectors.
+  cml_value_t g[TB_P];
+  cml_status_t st = cml_gradients(f, loss, p, TB_P, g);
+  if (st != CML_OK) {
+    cml_status_free(st);  // the error sticks to the builder; the runner reports it
+    return CML_VALUE_INVALID;
+  }
+  for (int i = 0; i < TB_P; ++i) g[i] = flatten(f, g[i]);
+  cml_value_t grad = cml_op_concatenate(f, 0, g, TB_P);
+  cml_value_t m = bench_param(f, "m", dt, 1, &total), v = bench_param(f, "v", dt, 1, &total);
+  cml_value_t step = bench_param(f, "step", dt, 0, NULL);
+  // Valid optimizer state from the runner's inputs: v >= 0, step >= 1.
+  v = cml_op_abs(f, v);
+  step = cml_op_add(f, cml_op_abs(f, step), cml_constant_scalar_f64(f, dt, 1.0));
+  cml_adam_config_t ac;
+  cml_adamw_config_init(&ac);
+  cml_value_t np, nm, nv;
+  st = cml_optim_adam_step(f, &ac, &theta, &grad, &m, &v, 1, step, &np, &nm, &nv);
+  if (st != CML_OK) {
+    cml_status_free(st);
+    return CML_VALUE_INVALID;
+  }
+  return cml_op_concatenate(f, 0, (cml_value_t[]){np, nm, nv}, 3);
+}
+
 int main(int argc, char** argv) {
   bench_options_t opts;
   if (!bench_parse_args(&opts, argc, argv, "MLP training step (gradients + SGD)")) return 2;
-  bench_case_t cases[2];
+  bench_case_t cases[4];
   double fwd = 2.0 * 128 * (double)(kIn * kHidden + kHidden * kOut);
   for (int step = 0; step < 2; ++step) {
     bench_case_t* c = &cases[step];
@@ -67,6 +170,21 @@ int main(int argc, char** argv) {
     bench_case_name(c, "f32 784-512-10 batch 128: %s",
                     step ? "train step (loss, gradients, SGD)" : "forward loss");
   }
-  bench_run(&opts, cases, 2);
+  // The block: projections 2 n D (3D + D + 2F) flops, attention 4 B S^2 D (causal: in full).
+  const double n = TB_B * TB_S;
+  double block = 2.0 * n * TB_D * (4.0 * TB_D + 2.0 * TB_F) + 4.0 * TB_B * TB_S * TB_S * TB_D;
+  for (int step = 0; step < 2; ++step) {
+    bench_case_t* c = &cases[2 + step];
+    memset(c, 0, sizeof *c);
+    c->group = "train";
+    c->build = build_block;
+    c->dtype = CML_DTYPE_F32;
+    c->dims[TR_STEP] = step;
+    c->flops = step ? 3 * block : block;
+    c->heavy = true;
+    bench_case_name(c, "f32 transformer block d256 h4 seq 128 batch 8: %s",
+                    step ? "train step (loss, gradients, AdamW)" : "forward loss");
+  }
+  bench_run(&opts, cases, 4);
   return bench_finish(&opts);
 }

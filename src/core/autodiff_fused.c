@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "autodiff_internal.h"
+#include "fused_internal.h"
 
 // y = activation(y) in standard ops (cml/fused.h's definitions).
 static cml_value_t cml_ad_activation(cml__ad_t* ad, cml_value_t y, cml_dtype_t dt, int32_t act) {
@@ -90,6 +91,51 @@ static cml_value_t cml_ad_dense(cml__ad_t* ad, const cml_ir_node_t* n) {
   return cml_ad_activation(ad, y, xs->dtype, n->attrs->fused.activation);
 }
 
+// FusedScaledDotProductAttention: the native FusedScaledDotProductAttentionVJP node (tiled,
+// recomputing the probabilities from q, k and the forward's logsumexp) when the backend has it
+// and no float mask or bias needs a gradient; otherwise the decomposition (src/core/fused.c)
+// recomputed and differentiated.
+static cml_status_t cml_ad_sdpa(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
+                                cml_value_t* in_cts) {
+  cml_function_t* f = ad->f;
+  if (n->output_count > 1 && cts[1]) {
+    return cml__ad_no_vjp(ad, n, "its logsumexp state (output 1) has no VJP");
+  }
+  if (!cts[0]) return CML_OK;
+  const uint32_t opt = n->attrs->fused.optional_inputs;
+  cml_sdpa_config_t cfg;
+  cml_sdpa_config_init(&cfg);
+  cfg.causal = n->attrs->fused.causal;
+  cfg.scale = n->attrs->fused.scale;
+  uint32_t next = 3;
+  bool side_grads = false;  // a float mask or the bias needs a gradient
+  if (opt & 1u) {
+    side_grads |= cml__ad_wants(ad, n, next);
+    cfg.mask = cml__ad_in(ad, n, next++);
+  }
+  if (opt & 2u) {
+    side_grads |= cml__ad_wants(ad, n, next);
+    cfg.bias = cml__ad_in(ad, n, next++);
+  }
+  if (opt & 4u) {
+    cfg.query_seq_len = cml__ad_in(ad, n, next++);
+    cfg.kv_seq_len = cml__ad_in(ad, n, next++);
+  }
+  cml_value_t grads[3];
+  if (!side_grads && cml__fused_sdpa_vjp(f, n, cts[0], grads)) {
+    for (uint32_t i = 0; i < 3; ++i) in_cts[i] = grads[i];
+    return CML_OK;
+  }
+  if (ad->b->error != CML_OK) return CML_OK;
+  uint32_t begin = f->nodes.count;
+  cml_value_t d = cml__fused_sdpa_build(
+      f, cml__ad_in(ad, n, 0), cml__ad_in(ad, n, 1), cml__ad_in(ad, n, 2),
+      (cml_attention_layout_t)n->attrs->fused.layout, &cfg, NULL, NULL, false);
+  if (d == CML_VALUE_INVALID || ad->b->error != CML_OK) return CML_OK;
+  uint32_t index = d & CML__VALUE_INDEX_MASK;
+  return cml__ad_nested(ad, begin, &index, cts, 1);
+}
+
 cml_status_t cml__ad_vjp_fused(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
                                cml_value_t* in_cts) {
   cml_function_t* f = ad->f;
@@ -137,6 +183,47 @@ cml_status_t cml__ad_vjp_fused(cml__ad_t* ad, const cml_ir_node_t* n, const cml_
     case CML_OP_FUSED_DENSE: {
       uint32_t begin = f->nodes.count;
       cml_value_t d = n->op == CML_OP_FUSED_DENSE ? cml_ad_dense(ad, n) : cml_ad_layer_norm(ad, n);
+      if (d == CML_VALUE_INVALID || ad->b->error != CML_OK) return CML_OK;
+      uint32_t index = d & CML__VALUE_INDEX_MASK;
+      return cml__ad_nested(ad, begin, &index, &g, 1);
+    }
+    case CML_OP_FUSED_SDPA:
+      return cml_ad_sdpa(ad, n, cts, in_cts);
+    case CML_OP_FUSED_ATTENTION_QKV_PROJECTION: {
+      const uint32_t opt = n->attrs->fused.optional_inputs;
+      cml_value_t bias[3] = {CML_VALUE_INVALID, CML_VALUE_INVALID, CML_VALUE_INVALID};
+      uint32_t next = 2;
+      for (int i = 0; i < 3; ++i) {
+        if (opt & (1u << i)) bias[i] = cml__ad_in(ad, n, next++);
+      }
+      uint32_t begin = f->nodes.count;
+      cml_value_t outs[3];
+      if (!cml__fused_qkv_build(f, x, cml__ad_in(ad, n, 1), bias[0], bias[1], bias[2],
+                                n->attrs->fused.query_dim, n->attrs->fused.kv_dim, outs, false)) {
+        return CML_OK;  // the builder holds the error
+      }
+      uint32_t index[3];
+      for (int i = 0; i < 3; ++i) index[i] = outs[i] & CML__VALUE_INDEX_MASK;
+      return cml__ad_nested(ad, begin, index, cts, 3);
+    }
+    case CML_OP_FUSED_QUANTIZED_DENSE: {
+      // The weights are integer codes (no gradient); x, the scales, the zero points and the
+      // bias get theirs through the decomposition (dequantized weights, DotGeneral, bias,
+      // activation).
+      const uint32_t opt = n->attrs->fused.optional_inputs;
+      cml_quantization_t q;
+      cml_quantization_init(&q);
+      q.scheme = (cml_quant_scheme_t)n->attrs->fused.quant_scheme;
+      q.ggml_type = (cml_ggml_type_t)n->attrs->fused.quant_ggml_type;
+      q.block_size = n->attrs->fused.quant_block_size;
+      uint32_t next = 2;
+      if (opt & 1u) q.scale = cml__ad_in(ad, n, next++);
+      if (opt & 2u) q.zero_point = cml__ad_in(ad, n, next++);
+      cml_value_t bias = (opt & 4u) ? cml__ad_in(ad, n, next++) : CML_VALUE_INVALID;
+      uint32_t begin = f->nodes.count;
+      cml_value_t d =
+          cml__fused_quantized_dense_build(f, x, cml__ad_in(ad, n, 1), bias, &q,
+                                           (cml_activation_t)n->attrs->fused.activation, false);
       if (d == CML_VALUE_INVALID || ad->b->error != CML_OK) return CML_OK;
       uint32_t index = d & CML__VALUE_INDEX_MASK;
       return cml__ad_nested(ad, begin, &index, &g, 1);

@@ -444,6 +444,13 @@ static bool cml_sdpa_check_broadcast(cml_function_t* f, const char* what, const 
 cml_value_t cml_op_fused_sdpa(cml_function_t* f, cml_value_t q, cml_value_t k, cml_value_t v,
                               cml_attention_layout_t layout, const cml_sdpa_config_t* config,
                               cml_value_t* out_states, size_t* out_state_count) {
+  return cml__fused_sdpa_build(f, q, k, v, layout, config, out_states, out_state_count, true);
+}
+
+cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t k, cml_value_t v,
+                                  cml_attention_layout_t layout, const cml_sdpa_config_t* config,
+                                  cml_value_t* out_states, size_t* out_state_count,
+                                  bool allow_native) {
   const cml_op_t op = CML_OP_FUSED_SDPA;
   if (out_state_count) *out_state_count = 0;
   if (out_states) {
@@ -541,14 +548,22 @@ cml_value_t cml_op_fused_sdpa(cml_function_t* f, cml_value_t q, cml_value_t k, c
   double scale = cfg.scale != 0 ? cfg.scale : (head_dim > 0 ? 1.0 / sqrt((double)head_dim) : 1.0);
   cml_shape_t out = qs;
   out.dims[3] = v_dim;
-  if (native) {
+  if (native && allow_native) {
+    // Output 1: the per-row logsumexp of the scores (a VJP state), [batch, heads, seq] in f32
+    // (f64 for Float64 operands); -inf for rows that attend no key.
     cml_ir_attrs_t attrs;
     cml_fused_attrs_clear(&attrs);
     attrs.fused.layout = (int32_t)layout;
     attrs.fused.causal = cfg.causal;
     attrs.fused.scale = scale;
     attrs.fused.optional_inputs = present;
-    return cml__op_add_node(f, op, in, in_count, &out, 1, &attrs);
+    cml_shape_t outs[2] = {
+        out, cml_shape_make(qs.dtype == CML_DTYPE_F64 ? CML_DTYPE_F64 : CML_DTYPE_F32, 3,
+                            (int64_t[]){batch, heads, seq})};
+    cml_value_t o = cml__op_add_node(f, op, in, in_count, outs, 2, &attrs);
+    if (o != CML_VALUE_INVALID && out_states) out_states[0] = o + 1;
+    if (o != CML_VALUE_INVALID && out_state_count) *out_state_count = 1;
+    return o;
   }
 
   // Decomposition, in the BHSD layout.
@@ -624,12 +639,58 @@ cml_value_t cml_op_fused_sdpa(cml_function_t* f, cml_value_t q, cml_value_t k, c
   return o;
 }
 
+//===--- FusedScaledDotProductAttentionVJP ---===//
+
+bool cml__fused_sdpa_vjp(cml_function_t* f, const cml_ir_node_t* fwd, cml_value_t dout,
+                         cml_value_t out_grads[3]) {
+  const cml_op_t op = CML_OP_FUSED_SDPA_VJP;
+  out_grads[0] = out_grads[1] = out_grads[2] = CML_VALUE_INVALID;
+  if (fwd->op != CML_OP_FUSED_SDPA || fwd->output_count != 2 || fwd->input_count > 7) return false;
+  cml_builder_t* b = f->builder;
+  if (!cml_capabilities_has_op(cml_backend_capabilities(b->backend), op)) return false;
+  bool native;
+  if (!cml_fused_begin(f, op, &native)) return false;
+  // Inputs: q, k, v, the forward's output and logsumexp, the output's cotangent, then the
+  // forward's optional inputs (mask, bias, lengths).
+  cml_value_t ids[10];
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < 3; ++i) ids[count++] = cml__value_id(b, fwd->inputs[i]);
+  ids[count++] = cml__value_id(b, fwd->first_output);
+  ids[count++] = cml__value_id(b, fwd->first_output + 1);
+  ids[count++] = dout;
+  for (uint32_t i = 3; i < fwd->input_count; ++i) ids[count++] = cml__value_id(b, fwd->inputs[i]);
+  uint32_t in[10];
+  cml_shape_t shapes[10];
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!cml_fused_input(f, op, ids[i], i, &in[i], &shapes[i])) return false;
+  }
+  if (!cml_shape_equal(&shapes[5], &shapes[3])) {
+    char t1[CML__SHAPE_TEXT], t2[CML__SHAPE_TEXT];
+    cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
+              "FusedScaledDotProductAttentionVJP: the output cotangent %s must have the "
+              "output's shape %s",
+              cml__shape_text(&shapes[5], t1), cml__shape_text(&shapes[3], t2));
+    return false;
+  }
+  cml_value_t first = cml__op_add_node(f, op, in, count, shapes, 3, fwd->attrs);
+  if (first == CML_VALUE_INVALID) return false;
+  for (int i = 0; i < 3; ++i) out_grads[i] = first + (cml_value_t)i;
+  return true;
+}
+
 //===--- FusedAttentionQKVProjection ---===//
 
 bool cml_op_fused_attention_qkv_projection(cml_function_t* f, cml_value_t x, cml_value_t w_qkv,
                                            cml_value_t bias_q, cml_value_t bias_k,
                                            cml_value_t bias_v, int64_t query_dim, int64_t kv_dim,
                                            cml_value_t out_values[3]) {
+  return cml__fused_qkv_build(f, x, w_qkv, bias_q, bias_k, bias_v, query_dim, kv_dim, out_values,
+                              true);
+}
+
+bool cml__fused_qkv_build(cml_function_t* f, cml_value_t x, cml_value_t w_qkv, cml_value_t bias_q,
+                          cml_value_t bias_k, cml_value_t bias_v, int64_t query_dim, int64_t kv_dim,
+                          cml_value_t out_values[3], bool allow_native) {
   const cml_op_t op = CML_OP_FUSED_ATTENTION_QKV_PROJECTION;
   if (out_values) out_values[0] = out_values[1] = out_values[2] = CML_VALUE_INVALID;
   bool native;
@@ -676,7 +737,7 @@ bool cml_op_fused_attention_qkv_projection(cml_function_t* f, cml_value_t x, cml
     present |= 1u << i;
     ++in_count;
   }
-  if (native) {
+  if (native && allow_native) {
     cml_shape_t outs[3];
     for (int i = 0; i < 3; ++i) {
       outs[i] = cml_shape_make(xs.dtype, 2, (int64_t[]){xs.dims[0], widths[i]});

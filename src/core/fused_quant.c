@@ -341,6 +341,13 @@ static bool cml_fq_check_ggml_rows(cml_builder_t* b, const char* op_name, const 
 cml_value_t cml_op_fused_quantized_dense(cml_function_t* f, cml_value_t x, cml_value_t weights,
                                          cml_value_t bias, const cml_quantization_t* quantization,
                                          cml_activation_t activation) {
+  return cml__fused_quantized_dense_build(f, x, weights, bias, quantization, activation, true);
+}
+
+cml_value_t cml__fused_quantized_dense_build(cml_function_t* f, cml_value_t x, cml_value_t weights,
+                                             cml_value_t bias,
+                                             const cml_quantization_t* quantization,
+                                             cml_activation_t activation, bool allow_native) {
   const cml_op_t op = CML_OP_FUSED_QUANTIZED_DENSE;
   const char* on = "FusedQuantizedDense";
   bool native;
@@ -453,7 +460,7 @@ cml_value_t cml_op_fused_quantized_dense(cml_function_t* f, cml_value_t x, cml_v
   }
   cml_shape_t out = xs;
   out.dims[xs.rank - 1] = n;
-  if (native) {
+  if (native && allow_native) {
     cml_ir_attrs_t attrs;
     memset(&attrs, 0, sizeof attrs);
     attrs.fused.activation = (int32_t)activation;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "api_common.h"
+#include "core/builder_internal.h"
 #include "test.h"
 
 static cml_backend_t* g_c;
@@ -480,6 +481,31 @@ static cml_value_t b_mlp(cml_function_t* f, const cml_value_t* p) {
   return lse;
 }
 
+// Attention: causal, grouped-query (2 heads, 1 kv head), BHSD; on c the native VJP.
+static cml_value_t b_sdpa(cml_function_t* f, const cml_value_t* p) {
+  cml_sdpa_config_t c;
+  cml_sdpa_config_init(&c);
+  c.causal = true;
+  return cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BHSD, &c, NULL, NULL);
+}
+// BSHD with an additive bias that needs a gradient: the decomposition differentiated.
+static cml_value_t b_sdpa_bias(cml_function_t* f, const cml_value_t* p) {
+  cml_sdpa_config_t c;
+  cml_sdpa_config_init(&c);
+  c.bias = p[3];
+  c.scale = 0.7;
+  return cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BSHD, &c, NULL, NULL);
+}
+// QKV projection (query_dim 2, kv_dim 3, a bias for q and v), outputs concatenated.
+static cml_value_t b_qkv(cml_function_t* f, const cml_value_t* p) {
+  cml_value_t o[3];
+  if (!cml_op_fused_attention_qkv_projection(f, p[0], p[1], p[2], CML_VALUE_INVALID, p[3], 2, 3,
+                                             o)) {
+    return CML_VALUE_INVALID;
+  }
+  return cml_op_concatenate(f, 1, (cml_value_t[]){cml_op_mul(f, o[0], o[0]), o[1], o[2]}, 3);
+}
+
 static const ad_case_t* ad_cases(size_t* count) {
   static ad_case_t cases[128];
   static size_t n = 0;
@@ -576,6 +602,14 @@ static const ad_case_t* ad_cases(size_t* count) {
   cases[n++] = (ad_case_t){"dense_hard_swish", 3, {F64(3, 4), F64(4, 5), F64(5)}, {0}, -1, 1,
                            b_dense_hard_swish};
   cases[n++] = (ad_case_t){"mlp", 3, {F64(3, 4), F64(4, 5), F64(5, 2)}, {0}, -1, 1, b_mlp};
+  cases[n++] = (ad_case_t){
+      "sdpa", 3, {F64(2, 2, 5, 3), F64(2, 1, 6, 3), F64(2, 1, 6, 4)}, {0}, -1.5, 1.5, b_sdpa};
+  cases[n++] =
+      (ad_case_t){"sdpa_bias", 4,    {F64(1, 5, 2, 3), F64(1, 6, 2, 3), F64(1, 6, 2, 2), F64(5, 6)},
+                  {0},         -1.5, 1.5,
+                  b_sdpa_bias};
+  cases[n++] =
+      (ad_case_t){"qkv_projection", 4, {F64(3, 4), F64(4, 8), F64(2), F64(3)}, {0}, -1, 1, b_qkv};
   if (n > sizeof cases / sizeof cases[0]) abort();  // grow |cases|
   *count = n;
   return cases;
@@ -848,6 +882,76 @@ TEST(unimplemented_names_op) {
   cml_builder_destroy(b);
 }
 
+// FusedQuantizedDense: gradients with respect to x and the bias (the weights are integer
+// codes) on c's native node, against x's gradient computed on the host from the dequantized
+// weights (no activation) and against c:fusion=false's decomposition (silu; and the Linear
+// scheme's scale).
+TEST(quantized_dense_gradient) {
+  enum { M = 3, K = 256, N = 5 };
+  static float wf[N * K], xw[M * K], gw[M * N];
+  for (int i = 0; i < N * K; ++i) wf[i] = (float)ad_random(-1, 1);
+  for (int i = 0; i < M * K; ++i) xw[i] = (float)ad_random(-1, 1);
+  for (int i = 0; i < M * N; ++i) gw[i] = (float)ad_random(-1, 1);
+  const int64_t row_bytes = cml_ggml_row_bytes(CML_GGML_Q4_K, K);
+  ASSERT_TRUE(row_bytes > 0);
+  static uint8_t q[N * 512];
+  ASSERT_STATUS_OK(cml_quantize_ggml(CML_GGML_Q4_K, wf, N, K, q, sizeof q));
+  static float deq[N * K];
+  ASSERT_STATUS_OK(cml_dequantize_ggml(CML_GGML_Q4_K, q, N, K, deq));
+  const char* const configs[2] = {"c", "c:fusion=false"};
+  static float got[2][2][M * K + N];  // [config][activation][dx, dbias]
+  for (int cfg = 0; cfg < 2; ++cfg) {
+    cml_backend_t* be = NULL;
+    ASSERT_STATUS_OK(cml_backend_new_with_config(configs[cfg], &be));
+    for (int act = 0; act < 2; ++act) {
+      cml_builder_t* b = NULL;
+      ASSERT_STATUS_OK(cml_builder_create(be, "qdense", &b));
+      cml_function_t* f = cml_builder_main(b);
+      cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, M, K), bs = API_SHAPE(CML_DTYPE_F32, N);
+      cml_shape_t ws = API_SHAPE(CML_DTYPE_U8, N, row_bytes), ys = API_SHAPE(CML_DTYPE_F32, M, N);
+      cml_value_t x = cml_parameter(f, "x", &xs), bias = cml_parameter(f, "bias", &bs);
+      cml_quantization_t qz;
+      cml_quantization_init(&qz);
+      qz.scheme = CML_QUANT_GGML;
+      qz.ggml_type = CML_GGML_Q4_K;
+      cml_value_t y = cml_op_fused_quantized_dense(f, x, cml_constant(f, &ws, q), bias, &qz,
+                                                   act ? CML_ACTIVATION_SILU : CML_ACTIVATION_NONE);
+      cml_value_t l = cml_op_reduce_sum(f, cml_op_mul(f, y, cml_constant(f, &ys, gw)), NULL, 0);
+      int native = 0;
+      for (uint32_t i = 0; i < f->nodes.count; ++i)
+        native += f->impl->nodes[f->nodes.data[i]].op == CML_OP_FUSED_QUANTIZED_DENSE;
+      ASSERT_EQ_INT(native, cfg == 0 ? 1 : 0);
+      cml_value_t g[2];
+      ASSERT_STATUS_OK(cml_gradients(f, l, (cml_value_t[]){x, bias}, 2, g));
+      cml_executable_t* exe = NULL;
+      ASSERT_STATUS_OK(api_finish(b, g, 2, &exe));
+      static float bias_data[N] = {0.1f, -0.2f, 0.3f, 0.0f, 0.5f};
+      ASSERT_STATUS_OK(api_run(be, exe, (const void* const[]){xw, bias_data},
+                               (void* const[]){got[cfg][act], got[cfg][act] + M * K}));
+      cml_executable_release(exe);
+    }
+    cml_backend_release(be);
+  }
+  // No activation: dx = G @ deq (deq is [N, K]), dbias = column sums of G.
+  for (int m = 0; m < M; ++m) {
+    for (int k = 0; k < K; ++k) {
+      double want = 0;
+      for (int n = 0; n < N; ++n) want += (double)gw[m * N + n] * deq[n * K + k];
+      ASSERT_TRUE(fabs(got[0][0][m * K + k] - want) <= 1e-5 * (1 + fabs(want)));
+    }
+  }
+  for (int n = 0; n < N; ++n) {
+    double want = 0;
+    for (int m = 0; m < M; ++m) want += gw[m * N + n];
+    ASSERT_TRUE(fabs(got[0][0][M * K + n] - want) <= 1e-5 * (1 + fabs(want)));
+  }
+  // silu: native node against the decomposition.
+  for (int i = 0; i < M * K + N; ++i)
+    ASSERT_TRUE(fabs(got[0][1][i] - got[1][1][i]) <= 1e-5 * (1 + fabs(got[1][1][i])));
+  // The silu gradient differs from the plain one (the activation is differentiated).
+  ASSERT_TRUE(fabs(got[0][1][0] - got[0][0][0]) > 1e-6);
+}
+
 //===--- optimizers ---===//
 
 // Runs a one-parameter step graph: inputs p, g (and state), outputs as built.
@@ -1024,6 +1128,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(complex_ops),
                                        TEST_ENTRY(errors),
                                        TEST_ENTRY(unimplemented_names_op),
+                                       TEST_ENTRY(quantized_dense_gradient),
                                        TEST_ENTRY(sgd_momentum_nesterov),
                                        TEST_ENTRY(adam_adamw),
                                        TEST_ENTRY(clip_by_global_norm),

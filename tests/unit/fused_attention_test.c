@@ -138,22 +138,11 @@ static void fa_data_free(fa_data_t* data) {
 
 static int64_t fa_out_count(const fa_case_t* c) { return c->batch * c->heads * c->seq * c->dv; }
 
-// Builds, compiles and runs the case on |config|; writes the output (as f64) into |out| and
-// the number of FusedScaledDotProductAttention nodes recorded into |*nodes|.
-static cml_status_t fa_run(const char* config, const fa_case_t* c, const fa_data_t* data,
-                           double* out, int* nodes) {
-  cml_backend_t* be = NULL;
-  cml_status_t st = cml_backend_new_with_config(config, &be);
-  if (st != CML_OK) return st;
-  cml_builder_t* b = NULL;
-  st = cml_builder_create(be, "sdpa", &b);
-  if (st != CML_OK) {
-    cml_backend_release(be);
-    return st;
-  }
-  cml_function_t* f = cml_builder_main(b);
+// Adds the case's parameters and its attention to |f|: the inputs' host data go to |ins| (*n of
+// them); |p| receives q, k, v and the bias (CML_VALUE_INVALID without one). Returns the output.
+static cml_value_t fa_build(cml_function_t* f, const fa_case_t* c, const fa_data_t* data,
+                            const void** ins, size_t* count, cml_value_t p[4]) {
   int64_t dims[4];
-  const void* ins[8];
   size_t n = 0;
   fa_dims(c, c->heads, c->seq, c->d, dims);
   cml_shape_t s = cml_shape_make(c->dtype, 4, dims);
@@ -192,12 +181,40 @@ static cml_status_t fa_run(const char* config, const fa_case_t* c, const fa_data
     cfg.kv_seq_len = cml_parameter(f, NULL, &s);
     ins[n++] = data->kvlen;
   }
-  cml_value_t y = cml_op_fused_sdpa(f, q, k, v, c->layout, &cfg, NULL, NULL);
-  if (nodes) {
-    *nodes = 0;
-    for (uint32_t i = 0; i < f->nodes.count; ++i)
-      *nodes += f->impl->nodes[f->nodes.data[i]].op == CML_OP_FUSED_SDPA;
+  *count = n;
+  p[0] = q;
+  p[1] = k;
+  p[2] = v;
+  p[3] = cfg.bias;
+  return cml_op_fused_sdpa(f, q, k, v, c->layout, &cfg, NULL, NULL);
+}
+
+// The number of |op| nodes in |f|.
+static int fa_count_nodes(cml_function_t* f, cml_op_t op) {
+  int nodes = 0;
+  for (uint32_t i = 0; i < f->nodes.count; ++i) nodes += f->impl->nodes[f->nodes.data[i]].op == op;
+  return nodes;
+}
+
+// Builds, compiles and runs the case on |config|; writes the output (as f64) into |out| and
+// the number of FusedScaledDotProductAttention nodes recorded into |*nodes|.
+static cml_status_t fa_run(const char* config, const fa_case_t* c, const fa_data_t* data,
+                           double* out, int* nodes) {
+  cml_backend_t* be = NULL;
+  cml_status_t st = cml_backend_new_with_config(config, &be);
+  if (st != CML_OK) return st;
+  cml_builder_t* b = NULL;
+  st = cml_builder_create(be, "sdpa", &b);
+  if (st != CML_OK) {
+    cml_backend_release(be);
+    return st;
   }
+  cml_function_t* f = cml_builder_main(b);
+  const void* ins[8];
+  size_t n = 0;
+  cml_value_t p[4];
+  cml_value_t y = fa_build(f, c, data, ins, &n, p);
+  if (nodes) *nodes = fa_count_nodes(f, CML_OP_FUSED_SDPA);
   const int64_t count = fa_out_count(c);
   void* raw = malloc((size_t)count * fa_elem(c->dtype) + 1);
   cml_executable_t* exe = NULL;
@@ -440,6 +457,371 @@ TEST(native_matches_xla_cpu) {
   }
 }
 
+//===--- gradients (FusedScaledDotProductAttentionVJP) ---===//
+
+// Element counts of q, k, v and the bias [H, S, Skv].
+static void fa_grad_counts(const fa_case_t* c, int64_t n[4]) {
+  n[0] = c->batch * c->heads * c->seq * c->d;
+  n[1] = c->batch * c->kv_heads * c->kv_seq * c->d;
+  n[2] = c->batch * c->kv_heads * c->kv_seq * c->dv;
+  n[3] = c->heads * c->seq * c->kv_seq;
+}
+
+// Builds loss = sum(y * w) (|weight|: y's element count of values, in the case's dtype) and
+// its gradients with respect to q, k, v (and the bias when |bias_grad|), runs it on |config|
+// and writes the gradients (as f64) to grads[0..3]. *vjp_nodes: how many
+// FusedScaledDotProductAttentionVJP nodes the gradient graph holds.
+static cml_status_t fa_grad_run(const char* config, const fa_case_t* c, const fa_data_t* data,
+                                const double* weight, bool bias_grad, double* grads[4],
+                                int* vjp_nodes) {
+  cml_backend_t* be = NULL;
+  cml_status_t st = cml_backend_new_with_config(config, &be);
+  if (st != CML_OK) return st;
+  cml_builder_t* b = NULL;
+  st = cml_builder_create(be, "sdpa_grad", &b);
+  if (st != CML_OK) {
+    cml_backend_release(be);
+    return st;
+  }
+  cml_function_t* f = cml_builder_main(b);
+  const void* ins[8];
+  size_t n_in = 0;
+  cml_value_t p[4];
+  cml_value_t y = fa_build(f, c, data, ins, &n_in, p);
+  cml_shape_t ys;
+  cml_builder_value_shape(b, y, &ys);
+  const int64_t ny = fa_out_count(c);
+  void* w = malloc((size_t)ny * fa_elem(c->dtype));
+  for (int64_t i = 0; i < ny; ++i) fa_put(w, i, c->dtype, weight[i]);
+  cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, y, cml_constant(f, &ys, w)), NULL, 0);
+  free(w);
+  const int ng = bias_grad ? 4 : 3;
+  cml_value_t g[4];
+  st = cml_gradients(f, loss, p, (size_t)ng, g);
+  if (st != CML_OK) {
+    cml_builder_destroy(b);
+    cml_backend_release(be);
+    return st;
+  }
+  if (vjp_nodes) *vjp_nodes = fa_count_nodes(f, CML_OP_FUSED_SDPA_VJP);
+  int64_t counts[4];
+  fa_grad_counts(c, counts);
+  void* raw[4];
+  for (int i = 0; i < ng; ++i) raw[i] = malloc((size_t)counts[i] * fa_elem(c->dtype) + 1);
+  cml_executable_t* exe = NULL;
+  st = api_finish(b, g, (size_t)ng, &exe);
+  if (st == CML_OK) st = api_run(be, exe, ins, raw);
+  for (int i = 0; i < ng; ++i) {
+    for (int64_t e = 0; st == CML_OK && e < counts[i]; ++e)
+      grads[i][e] = fa_get(raw[i], e, c->dtype);
+    free(raw[i]);
+  }
+  cml_executable_release(exe);
+  cml_backend_release(be);
+  return st;
+}
+
+typedef struct fa_grads_t {
+  double* g[4];
+  double* weight;
+} fa_grads_t;
+
+static void fa_grads_alloc(const fa_case_t* c, fa_grads_t* out) {
+  int64_t n[4];
+  fa_grad_counts(c, n);
+  for (int i = 0; i < 4; ++i) out->g[i] = calloc((size_t)n[i] + 1, sizeof(double));
+  const int64_t ny = fa_out_count(c);
+  out->weight = malloc((size_t)ny * sizeof(double));
+  for (int64_t i = 0; i < ny; ++i) out->weight[i] = fa_uniform(-1, 1);
+}
+
+static void fa_grads_free(fa_grads_t* g) {
+  for (int i = 0; i < 4; ++i) free(g->g[i]);
+  free(g->weight);
+}
+
+// The worst of fa_worst over the |ng| gradients.
+static double fa_grads_worst(const fa_case_t* c, const fa_grads_t* a, const fa_grads_t* b, int ng,
+                             double tol) {
+  int64_t n[4];
+  fa_grad_counts(c, n);
+  double worst = 0;
+  for (int i = 0; i < ng; ++i) {
+    double w = fa_worst(a->g[i], b->g[i], n[i], tol, tol);
+    if (w > worst) worst = w;
+  }
+  return worst;
+}
+
+// The case's option combination |bits| (of 96), as native_matches_decomposition_all_options.
+static void fa_case_combo(fa_case_t* c, int bits) {
+  int r = bits;
+  c->layout = r % 2 ? CML_ATTENTION_LAYOUT_BSHD : CML_ATTENTION_LAYOUT_BHSD;
+  r /= 2;
+  c->kv_heads = r % 2 ? c->heads / 2 : c->heads;
+  r /= 2;
+  c->causal = r % 2;
+  r /= 2;
+  c->mask = r % 3;
+  r /= 3;
+  c->bias = r % 2;
+  r /= 2;
+  c->lens = r % 2;
+  c->scale = bits % 5 == 0 ? 0.3 : 0.0;
+}
+
+// dq, dk, dv of the native VJP against the gradients of the decomposition, every option
+// combination, f32 (bound 5e-5 / 5e-5: rounding order only).
+TEST(vjp_matches_decomposition_all_options) {
+  int combos = 0;
+  for (int bits = 0; bits < 96; ++bits) {
+    fa_case_t c = {CML_DTYPE_F32,
+                   CML_ATTENTION_LAYOUT_BHSD,
+                   3,
+                   4,
+                   4,
+                   37,
+                   70,
+                   9,
+                   11,
+                   false,
+                   0,
+                   false,
+                   false,
+                   0};
+    fa_case_combo(&c, bits);
+    fa_data_t data;
+    fa_data_make(&c, &data);
+    fa_grads_t native, decomp;
+    fa_grads_alloc(&c, &native);
+    fa_grads_alloc(&c, &decomp);
+    memcpy(decomp.weight, native.weight, (size_t)fa_out_count(&c) * sizeof(double));
+    int vjp = -1, vjp_decomp = -1;
+    ASSERT_STATUS_OK(fa_grad_run("c", &c, &data, native.weight, false, native.g, &vjp));
+    ASSERT_STATUS_OK(
+        fa_grad_run("c:fusion=false", &c, &data, decomp.weight, false, decomp.g, &vjp_decomp));
+    ASSERT_EQ_INT(vjp, 1);
+    ASSERT_EQ_INT(vjp_decomp, 0);
+    double w = fa_grads_worst(&c, &native, &decomp, 3, 5e-5);
+    if (w > 1) fprintf(stderr, "vjp combo %d: worst %g\n", bits, w);
+    ASSERT_TRUE(w <= 1);
+    ++combos;
+    fa_grads_free(&native);
+    fa_grads_free(&decomp);
+    fa_data_free(&data);
+  }
+  ASSERT_EQ_INT(combos, 96);
+}
+
+// loss(q, k, v, bias) = sum(sdpa(...) * w) for f64 data, by running the forward on |exe|.
+static double fa_loss(cml_backend_t* be, cml_executable_t* exe, const void* const* ins,
+                      const double* w, int64_t ny, double* y) {
+  cml_status_t st = api_run(be, exe, ins, (void* const[]){y});
+  if (st != CML_OK) {
+    cml_status_free(st);
+    return NAN;
+  }
+  double loss = 0;
+  for (int64_t i = 0; i < ny; ++i) loss += y[i] * w[i];
+  return loss;
+}
+
+// f64: the native VJP (and, with a bias gradient, the decomposition path) against central
+// finite differences of the native forward, on several option sets (bound 1e-6 relative).
+TEST(vjp_f64_matches_finite_differences) {
+  for (int opt = 0; opt < 5; ++opt) {
+    static const int combos[5] = {0, 13, 46, 71, 95};
+    fa_case_t c = {
+        CML_DTYPE_F64, CML_ATTENTION_LAYOUT_BHSD, 3, 2, 2, 7, 9, 3, 2, false, 0, false, false, 0};
+    fa_case_combo(&c, combos[opt]);
+    const bool bias_grad = c.bias;
+    fa_data_t data;
+    fa_data_make(&c, &data);
+    fa_grads_t got;
+    fa_grads_alloc(&c, &got);
+    int vjp = -1;
+    ASSERT_STATUS_OK(fa_grad_run("c", &c, &data, got.weight, bias_grad, got.g, &vjp));
+    ASSERT_EQ_INT(vjp, bias_grad ? 0 : 1);  // a bias gradient takes the decomposition
+    cml_backend_t* be = NULL;
+    ASSERT_STATUS_OK(cml_backend_new_with_config("c", &be));
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(be, "sdpa_fd", &b));
+    cml_function_t* f = cml_builder_main(b);
+    const void* ins[8];
+    size_t n_in = 0;
+    cml_value_t p[4];
+    cml_value_t y = fa_build(f, &c, &data, ins, &n_in, p);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, &y, 1, &exe));
+    const int64_t ny = fa_out_count(&c);
+    double* ybuf = malloc((size_t)ny * sizeof(double));
+    double* bufs[4] = {data.q, data.k, data.v, data.bias};
+    int64_t counts[4];
+    fa_grad_counts(&c, counts);
+    int bad = 0;
+    for (int t = 0; t < (bias_grad ? 4 : 3); ++t) {
+      for (int64_t e = 0; e < counts[t]; ++e) {
+        const double x0 = bufs[t][e], h = 1e-6 * (1 + fabs(x0));
+        bufs[t][e] = x0 + h;
+        const double lp = fa_loss(be, exe, ins, got.weight, ny, ybuf);
+        bufs[t][e] = x0 - h;
+        const double lm = fa_loss(be, exe, ins, got.weight, ny, ybuf);
+        bufs[t][e] = x0;
+        const double fd = (lp - lm) / (2 * h);
+        if (!(fabs(got.g[t][e] - fd) <= 1e-6 * (1 + fabs(fd)))) {
+          if (bad++ < 5)
+            fprintf(stderr, "fd opt %d: d/d%d[%lld] = %.12g, finite differences %.12g\n", opt, t,
+                    (long long)e, got.g[t][e], fd);
+        }
+      }
+    }
+    ASSERT_EQ_INT(bad, 0);
+    free(ybuf);
+    cml_executable_release(exe);
+    cml_backend_release(be);
+    fa_grads_free(&got);
+    fa_data_free(&data);
+  }
+}
+
+// f64 / f16 / bf16 against the decomposition's gradients, the ISA variants, a problem of many
+// tiles, and the thread count (bitwise).
+TEST(vjp_dtypes_isa_sizes_threads) {
+  static const cml_dtype_t dts[] = {CML_DTYPE_F64, CML_DTYPE_F16, CML_DTYPE_BF16};
+  static const double tol[] = {1e-11, 2e-2, 1.5e-1};
+  for (size_t t = 0; t < 3; ++t) {
+    for (int opt = 0; opt < 3; ++opt) {
+      static const int combos[3] = {0, 23, 71};
+      fa_case_t c = {
+          dts[t], CML_ATTENTION_LAYOUT_BHSD, 2, 6, 6, 33, 65, 16, 8, false, 0, false, false, 0};
+      fa_case_combo(&c, combos[opt]);
+      fa_data_t data;
+      fa_data_make(&c, &data);
+      fa_grads_t native, decomp;
+      fa_grads_alloc(&c, &native);
+      fa_grads_alloc(&c, &decomp);
+      memcpy(decomp.weight, native.weight, (size_t)fa_out_count(&c) * sizeof(double));
+      ASSERT_STATUS_OK(fa_grad_run("c", &c, &data, native.weight, false, native.g, NULL));
+      ASSERT_STATUS_OK(
+          fa_grad_run("c:fusion=false", &c, &data, decomp.weight, false, decomp.g, NULL));
+      double w = fa_grads_worst(&c, &native, &decomp, 3, tol[t]);
+      if (w > 1) fprintf(stderr, "vjp %s opt %d: worst %g\n", cml_dtype_name(dts[t]), opt, w);
+      ASSERT_TRUE(w <= 1);
+      fa_grads_free(&native);
+      fa_grads_free(&decomp);
+      fa_data_free(&data);
+    }
+  }
+  static const char* const configs[] = {"c:avx512=false", "c:avx2=false,avx512=false"};
+  for (int cfg = 0; cfg < 2; ++cfg) {
+    for (int opt = 0; opt < 4; ++opt) {
+      fa_case_t c = {opt % 2 ? CML_DTYPE_F64 : CML_DTYPE_F32,
+                     CML_ATTENTION_LAYOUT_BSHD,
+                     2,
+                     4,
+                     2,
+                     45,
+                     77,
+                     12,
+                     21,
+                     true,
+                     opt >= 2 ? 2 : 0,
+                     opt >= 2,
+                     opt >= 2,
+                     0};
+      fa_data_t data;
+      fa_data_make(&c, &data);
+      fa_grads_t native, decomp;
+      fa_grads_alloc(&c, &native);
+      fa_grads_alloc(&c, &decomp);
+      memcpy(decomp.weight, native.weight, (size_t)fa_out_count(&c) * sizeof(double));
+      int vjp = 0;
+      ASSERT_STATUS_OK(fa_grad_run(configs[cfg], &c, &data, native.weight, false, native.g, &vjp));
+      ASSERT_EQ_INT(vjp, 1);
+      ASSERT_STATUS_OK(
+          fa_grad_run("c:fusion=false", &c, &data, decomp.weight, false, decomp.g, NULL));
+      double w = fa_grads_worst(&c, &native, &decomp, 3, opt % 2 ? 1e-11 : 5e-5);
+      if (w > 1) fprintf(stderr, "vjp %s opt %d: worst %g\n", configs[cfg], opt, w);
+      ASSERT_TRUE(w <= 1);
+      fa_grads_free(&native);
+      fa_grads_free(&decomp);
+      fa_data_free(&data);
+    }
+  }
+  fa_case_t big = {
+      CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BSHD, 2, 8, 2, 200, 300, 64, 64, true, 2, true, true, 0};
+  fa_data_t data;
+  fa_data_make(&big, &data);
+  fa_grads_t one, four, decomp;
+  fa_grads_alloc(&big, &one);
+  fa_grads_alloc(&big, &four);
+  fa_grads_alloc(&big, &decomp);
+  const size_t wbytes = (size_t)fa_out_count(&big) * sizeof(double);
+  memcpy(four.weight, one.weight, wbytes);
+  memcpy(decomp.weight, one.weight, wbytes);
+  ASSERT_STATUS_OK(fa_grad_run("c:threads=1", &big, &data, one.weight, false, one.g, NULL));
+  ASSERT_STATUS_OK(fa_grad_run("c:threads=8", &big, &data, four.weight, false, four.g, NULL));
+  ASSERT_STATUS_OK(
+      fa_grad_run("c:fusion=false", &big, &data, decomp.weight, false, decomp.g, NULL));
+  int64_t n[4];
+  fa_grad_counts(&big, n);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(memcmp(one.g[i], four.g[i], (size_t)n[i] * sizeof(double)) == 0);
+  ASSERT_TRUE(fa_grads_worst(&big, &one, &decomp, 3, 1e-4) <= 1);
+  fa_grads_free(&one);
+  fa_grads_free(&four);
+  fa_grads_free(&decomp);
+  fa_data_free(&data);
+}
+
+// A bias that needs a gradient, and a float mask, take the decomposition (no VJP node) and
+// match it; the native VJP against xla:cpu's gradients (the decomposition differentiated there).
+TEST(vjp_bias_gradient_and_xla) {
+  fa_case_t c = {
+      CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BSHD, 3, 4, 2, 37, 70, 9, 11, true, 2, true, true, 0};
+  fa_data_t data;
+  fa_data_make(&c, &data);
+  fa_grads_t native, decomp;
+  fa_grads_alloc(&c, &native);
+  fa_grads_alloc(&c, &decomp);
+  memcpy(decomp.weight, native.weight, (size_t)fa_out_count(&c) * sizeof(double));
+  int vjp = -1;
+  ASSERT_STATUS_OK(fa_grad_run("c", &c, &data, native.weight, true, native.g, &vjp));
+  ASSERT_EQ_INT(vjp, 0);
+  ASSERT_STATUS_OK(fa_grad_run("c:fusion=false", &c, &data, decomp.weight, true, decomp.g, NULL));
+  ASSERT_TRUE(fa_grads_worst(&c, &native, &decomp, 4, 5e-5) <= 1);
+  cml_backend_t* probe = NULL;
+  cml_status_t st = cml_backend_new_with_config("xla:cpu", &probe);
+  if (st != CML_OK) {
+    fprintf(stderr, "xla:cpu unavailable, skipped: %s\n", cml_status_message(st));
+    cml_status_free(st);
+  } else {
+    cml_backend_release(probe);
+    for (int bits = 0; bits < 96; bits += 7) {
+      fa_case_t x = c;
+      fa_case_combo(&x, bits);
+      fa_data_t xd;
+      fa_data_make(&x, &xd);
+      fa_grads_t a, b;
+      fa_grads_alloc(&x, &a);
+      fa_grads_alloc(&x, &b);
+      memcpy(b.weight, a.weight, (size_t)fa_out_count(&x) * sizeof(double));
+      ASSERT_STATUS_OK(fa_grad_run("c", &x, &xd, a.weight, false, a.g, &vjp));
+      ASSERT_EQ_INT(vjp, 1);
+      ASSERT_STATUS_OK(fa_grad_run("xla:cpu", &x, &xd, b.weight, false, b.g, NULL));
+      double w = fa_grads_worst(&x, &a, &b, 3, 2e-4);
+      if (w > 1) fprintf(stderr, "vjp xla combo %d: worst %g\n", bits, w);
+      ASSERT_TRUE(w <= 1);
+      fa_grads_free(&a);
+      fa_grads_free(&b);
+      fa_data_free(&xd);
+    }
+  }
+  fa_grads_free(&native);
+  fa_grads_free(&decomp);
+  fa_data_free(&data);
+}
+
 // c advertises the op only with fusion on and not in reference mode.
 TEST(capabilities) {
   static const char* const configs[] = {"c", "c:fusion=false", "c:reference=true"};
@@ -454,4 +836,6 @@ TEST(capabilities) {
 TEST_MAIN(TEST_ENTRY(capabilities), TEST_ENTRY(native_matches_decomposition_all_options),
           TEST_ENTRY(native_matches_decomposition_dtypes_and_sizes),
           TEST_ENTRY(native_thread_count_independent), TEST_ENTRY(isa_variants_match_decomposition),
-          TEST_ENTRY(native_matches_xla_cpu))
+          TEST_ENTRY(native_matches_xla_cpu), TEST_ENTRY(vjp_matches_decomposition_all_options),
+          TEST_ENTRY(vjp_f64_matches_finite_differences), TEST_ENTRY(vjp_dtypes_isa_sizes_threads),
+          TEST_ENTRY(vjp_bias_gradient_and_xla))

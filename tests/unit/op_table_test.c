@@ -399,6 +399,19 @@ static cml_value_t build_one_op(cml_function_t* f, cml_op_t op, cml_dtype_t dtyp
       return cml_op_fused_sdpa(f, param(f, dtype, 4, qd), param(f, dtype, 4, qd),
                                param(f, dtype, 4, qd), CML_ATTENTION_LAYOUT_BHSD, &c, NULL, NULL);
     }
+    case CML_OP_FUSED_SDPA_VJP: {  // dq of sum(sdpa(q, k, v)), q, k, v [1, 2, 3, 4], causal
+      const int64_t qd[] = {1, 2, 3, 4};
+      cml_sdpa_config_t c;
+      cml_sdpa_config_init(&c);
+      c.causal = true;
+      cml_value_t q = param(f, dtype, 4, qd);
+      cml_value_t y = cml_op_fused_sdpa(f, q, param(f, dtype, 4, qd), param(f, dtype, 4, qd),
+                                        CML_ATTENTION_LAYOUT_BHSD, &c, NULL, NULL);
+      cml_value_t dq = CML_VALUE_INVALID;
+      cml_status_t st = cml_gradients(f, cml_op_reduce_sum(f, y, NULL, 0), &q, 1, &dq);
+      cml_status_free(st);
+      return dq;
+    }
     // Collectives (the builder is SPMD on one device, see check_one): the variant picks the
     // reduction (complex numbers have sum and product only).
     case CML_OP_ALL_REDUCE:

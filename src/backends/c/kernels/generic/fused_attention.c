@@ -43,10 +43,11 @@ typedef int64_t cmlc_fa_v2l __attribute__((vector_size(16)));
 #define CMLC_FA_EXP expf
 #define CMLC_FA_LOAD cmlc_load_f32
 #define CMLC_FA_STORE cmlc__fa_store_f32
-#define CMLC_FA_NAME(x) x##_f32
+#define CMLC_FA_NAME(x) cmlc_fa_##x##_f32
 #define CMLC_FA_LINKAGE static
 #define CMLC_FA_ATTR
 #include "backends/c/kernels/generic/fused_attention_impl.h"
+#include "backends/c/kernels/generic/fused_attention_bwd_impl.h"
 #include "backends/c/kernels/generic/fused_attention_undef.h"
 
 #define CMLC_FA_T double
@@ -58,10 +59,11 @@ typedef int64_t cmlc_fa_v2l __attribute__((vector_size(16)));
 #define CMLC_FA_EXP exp
 #define CMLC_FA_LOAD cmlc_load_f64
 #define CMLC_FA_STORE cmlc_store_f64
-#define CMLC_FA_NAME(x) x##_f64
+#define CMLC_FA_NAME(x) cmlc_fa_##x##_f64
 #define CMLC_FA_LINKAGE static
 #define CMLC_FA_ATTR
 #include "backends/c/kernels/generic/fused_attention_impl.h"
+#include "backends/c/kernels/generic/fused_attention_bwd_impl.h"
 #include "backends/c/kernels/generic/fused_attention_undef.h"
 
 static size_t cmlc_fa_align(size_t x) { return (x + 63) & ~(size_t)63; }
@@ -177,6 +179,7 @@ cml_status_t cmlc__fa_run(const cmlc_kernel_args_t* args) {
   c.k = args->inputs[1];
   c.v = args->inputs[2];
   c.out = args->outputs[0];
+  c.lse = args->output_count > 1 ? args->outputs[1] : NULL;
   uint32_t next = 3;
   const uint32_t present = attrs->fused.optional_inputs;
   if (present & 1u) {
@@ -206,7 +209,7 @@ bool cmlc__fa_valid(const cml_module_t* module, const cml_ir_node_t* node) {
   const cml_ir_attrs_t* attrs = node->attrs;
   const uint32_t present = attrs->fused.optional_inputs;
   uint32_t want = 3u + (present & 1u) + ((present >> 1) & 1u) + ((present & 4u) ? 2u : 0u);
-  if (node->input_count != want || node->output_count != 1) return false;
+  if (node->input_count != want || node->output_count < 1 || node->output_count > 2) return false;
   const cml_shape_t* qs = &module->values[node->inputs[0]].shape;
   const cml_dtype_t dt = qs->dtype;
   if (!cml_dtype_is_float(dt)) return false;
@@ -215,6 +218,9 @@ bool cmlc__fa_valid(const cml_module_t* module, const cml_ir_node_t* node) {
     if (s->dtype != dt || s->rank != 4) return false;
   }
   if (module->values[node->first_output].shape.dtype != dt) return false;
+  if (node->output_count == 2 && module->values[node->first_output + 1].shape.dtype !=
+                                     (dt == CML_DTYPE_F64 ? CML_DTYPE_F64 : CML_DTYPE_F32))
+    return false;
   uint32_t next = 3;
   if (present & 1u) {
     const cml_shape_t* s = &module->values[node->inputs[next++]].shape;
@@ -231,4 +237,224 @@ bool cmlc__fa_valid(const cml_module_t* module, const cml_ir_node_t* node) {
   }
   return attrs->fused.layout == CML_ATTENTION_LAYOUT_BHSD ||
          attrs->fused.layout == CML_ATTENTION_LAYOUT_BSHD;
+}
+
+//===--- FusedScaledDotProductAttentionVJP ---===//
+
+// Lays out one thread's backward scratch in elements of |elem| bytes.
+static void cmlc_fa_bwd_layout(cmlc_fa_bwd_ctx_t* c, size_t elem) {
+  const size_t d = (size_t)c->f.d, dv = (size_t)c->f.dv, dp = (size_t)c->dp;
+  const size_t dvp = (size_t)c->f.dvp, bq = CMLC_FA_BQ, bk = CMLC_FA_BK;
+  size_t off = 0;
+  c->off_q = off;
+  off = cmlc_fa_align(off + bq * dp * elem);
+  c->off_do = off;
+  off = cmlc_fa_align(off + bq * dvp * elem);
+  c->off_kt = off;
+  off = cmlc_fa_align(off + d * bk * elem);
+  c->off_vt = off;
+  off = cmlc_fa_align(off + dv * bk * elem);
+  c->off_k = off;
+  off = cmlc_fa_align(off + bk * dp * elem);
+  c->off_p = off;
+  off = cmlc_fa_align(off + bq * bk * elem);
+  c->off_ds = off;
+  off = cmlc_fa_align(off + bq * bk * elem);
+  c->off_a1 = off;  // dK [BK, dp] in pass 1, dQ [BQ, dp] in pass 2 (BQ <= BK)
+  off = cmlc_fa_align(off + bk * dp * elem);
+  c->off_a2 = off;
+  off = cmlc_fa_align(off + bk * dvp * elem);
+  c->off_st = off;
+  off = cmlc_fa_align(off + 2 * bq * elem);
+  if (c->by_head) {
+    const size_t rows = (size_t)(c->f.groups * c->seq_pad);
+    c->off_hq = off;
+    off = cmlc_fa_align(off + rows * dp * elem);
+    c->off_hdo = off;
+    off = cmlc_fa_align(off + rows * dvp * elem);
+    c->off_hl = off;
+    off = cmlc_fa_align(off + rows * elem);
+    c->off_hd = off;
+    off = cmlc_fa_align(off + rows * elem);
+    c->off_hdq = off;
+    off = cmlc_fa_align(off + rows * dp * elem);
+  }
+  c->per_thread = off;
+}
+
+// Fills the shapes and the scratch layout; |threads| decides between one pass per (batch, kv
+// head) (enough of them to keep the threads busy) and two passes over tiles.
+static void cmlc_fa_bwd_shapes(cmlc_fa_bwd_ctx_t* c, const cml_shape_t* qs, const cml_shape_t* ks,
+                               const cml_shape_t* vs, int32_t layout, int threads) {
+  cmlc_fa_shapes(&c->f, qs, ks, vs, layout);
+  c->dp = (c->f.d + 15) & ~(int64_t)15;
+  c->kv_tiles = (c->f.kv_seq + CMLC_FA_BK - 1) / CMLC_FA_BK;
+  c->seq_pad = c->f.q_tiles * CMLC_FA_BQ;
+  c->by_head = qs->dims[0] * (c->f.heads / c->f.groups) >= threads;
+  cmlc_fa_bwd_layout(c, qs->dtype == CML_DTYPE_F64 ? sizeof(double) : sizeof(float));
+}
+
+size_t cmlc__fa_bwd_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                            const cmlc_options_t* options) {
+  cmlc_fa_bwd_ctx_t c;
+  memset(&c, 0, sizeof c);
+  cmlc_fa_bwd_shapes(&c, &module->values[node->inputs[0]].shape,
+                     &module->values[node->inputs[1]].shape, &module->values[node->inputs[2]].shape,
+                     node->attrs->fused.layout, cmlc_fa_threads(options));
+  return c.per_thread * (size_t)cmlc_fa_threads(options);
+}
+
+static void cmlc_fa_bwd_kv_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  const cmlc_fa_bwd_ctx_t* c = vctx;
+  const bool f64 = c->f.dtype == CML_DTYPE_F64;
+  for (int64_t t = begin; t < end; ++t) {
+#if defined(CMLC_HAVE_X86_64)
+    if (c->f.isa >= CMLC_ISA_AVX512) {
+      f64 ? cmlc__fa_bwd_kv_f64_avx512(c, t, thread_index)
+          : cmlc__fa_bwd_kv_f32_avx512(c, t, thread_index);
+      continue;
+    }
+    if (c->f.isa >= CMLC_ISA_AVX2) {
+      f64 ? cmlc__fa_bwd_kv_f64_avx2(c, t, thread_index)
+          : cmlc__fa_bwd_kv_f32_avx2(c, t, thread_index);
+      continue;
+    }
+#endif
+    f64 ? cmlc_fa_bwd_kv_f64(c, t, thread_index) : cmlc_fa_bwd_kv_f32(c, t, thread_index);
+  }
+}
+
+static void cmlc_fa_bwd_q_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  const cmlc_fa_bwd_ctx_t* c = vctx;
+  const bool f64 = c->f.dtype == CML_DTYPE_F64;
+  for (int64_t t = begin; t < end; ++t) {
+#if defined(CMLC_HAVE_X86_64)
+    if (c->f.isa >= CMLC_ISA_AVX512) {
+      f64 ? cmlc__fa_bwd_q_f64_avx512(c, t, thread_index)
+          : cmlc__fa_bwd_q_f32_avx512(c, t, thread_index);
+      continue;
+    }
+    if (c->f.isa >= CMLC_ISA_AVX2) {
+      f64 ? cmlc__fa_bwd_q_f64_avx2(c, t, thread_index)
+          : cmlc__fa_bwd_q_f32_avx2(c, t, thread_index);
+      continue;
+    }
+#endif
+    f64 ? cmlc_fa_bwd_q_f64(c, t, thread_index) : cmlc_fa_bwd_q_f32(c, t, thread_index);
+  }
+}
+
+static void cmlc_fa_bwd_head_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  const cmlc_fa_bwd_ctx_t* c = vctx;
+  const bool f64 = c->f.dtype == CML_DTYPE_F64;
+  for (int64_t t = begin; t < end; ++t) {
+#if defined(CMLC_HAVE_X86_64)
+    if (c->f.isa >= CMLC_ISA_AVX512) {
+      f64 ? cmlc__fa_bwd_head_f64_avx512(c, t, thread_index)
+          : cmlc__fa_bwd_head_f32_avx512(c, t, thread_index);
+      continue;
+    }
+    if (c->f.isa >= CMLC_ISA_AVX2) {
+      f64 ? cmlc__fa_bwd_head_f64_avx2(c, t, thread_index)
+          : cmlc__fa_bwd_head_f32_avx2(c, t, thread_index);
+      continue;
+    }
+#endif
+    f64 ? cmlc_fa_bwd_head_f64(c, t, thread_index) : cmlc_fa_bwd_head_f32(c, t, thread_index);
+  }
+}
+
+cml_status_t cmlc__fa_bwd_run(const cmlc_kernel_args_t* args) {
+  const cml_ir_attrs_t* attrs = args->node->attrs;
+  const int32_t layout = attrs->fused.layout;
+  const cml_shape_t* qs = args->input_shapes[0];
+  cmlc_fa_bwd_ctx_t c;
+  memset(&c, 0, sizeof c);
+  cmlc_fa_bwd_shapes(&c, qs, args->input_shapes[1], args->input_shapes[2], layout,
+                     cmlc_fa_threads(args->options));
+  cmlc_fa_ctx_t* f = &c.f;
+  f->scale = attrs->fused.scale;
+  f->isa = args->options->reference ? CMLC_ISA_SCALAR : args->options->isa;
+  f->causal = attrs->fused.causal;
+  cmlc_fa_strides(qs, layout, f->q_str);
+  cmlc_fa_strides(args->input_shapes[1], layout, f->k_str);
+  cmlc_fa_strides(args->input_shapes[2], layout, f->v_str);
+  cmlc_fa_strides(args->input_shapes[3], layout, f->o_str);
+  f->q = args->inputs[0];
+  f->k = args->inputs[1];
+  f->v = args->inputs[2];
+  c.o = args->inputs[3];
+  c.lse = args->inputs[4];
+  c.dout = args->inputs[5];
+  c.dq = args->outputs[0];
+  c.dk = args->outputs[1];
+  c.dv = args->outputs[2];
+  uint32_t next = 6;
+  const uint32_t present = attrs->fused.optional_inputs;
+  if (present & 1u) {
+    f->mask_bool = args->input_shapes[next]->dtype == CML_DTYPE_BOOL;
+    cmlc_fa_bcast_strides(args->input_shapes[next], f->mask_str);
+    f->mask = args->inputs[next++];
+  }
+  if (present & 2u) {
+    cmlc_fa_bcast_strides(args->input_shapes[next], f->bias_str);
+    f->bias = args->inputs[next++];
+  }
+  if (present & 4u) {
+    f->q_len = args->inputs[next++];
+    f->kv_len = args->inputs[next++];
+  }
+  c.scratch = args->scratch;
+  const int64_t batch = qs->dims[0];
+  cmlc_pool_t* pool = args->pool;
+  if (cmlc_pool_thread_count(pool) > cmlc_fa_threads(args->options)) pool = NULL;
+  // Empty problems: the gradients are zeros (an empty head dim or no keys leave nothing to do).
+  const int64_t kv_heads = f->heads / f->groups;
+  const int64_t kv_tasks = batch * kv_heads * c.kv_tiles, q_tasks = batch * f->heads * f->q_tiles;
+  if (c.by_head) {
+    if (batch * kv_heads > 0)
+      cmlc_parallel_for(pool, batch * kv_heads, 1, cmlc_fa_bwd_head_tasks, &c);
+    return CML_OK;
+  }
+  if (kv_tasks > 0) cmlc_parallel_for(pool, kv_tasks, 1, cmlc_fa_bwd_kv_tasks, &c);
+  if (q_tasks > 0) cmlc_parallel_for(pool, q_tasks, 1, cmlc_fa_bwd_q_tasks, &c);
+  return CML_OK;
+}
+
+bool cmlc__fa_bwd_valid(const cml_module_t* module, const cml_ir_node_t* node) {
+  const uint32_t present = node->attrs->fused.optional_inputs;
+  uint32_t want = 6u + (present & 1u) + ((present >> 1) & 1u) + ((present & 4u) ? 2u : 0u);
+  if (node->input_count != want || node->output_count != 3) return false;
+  const cml_shape_t* qs = &module->values[node->inputs[0]].shape;
+  const cml_dtype_t dt = qs->dtype;
+  if (!cml_dtype_is_float(dt)) return false;
+  const uint32_t same[5] = {0, 1, 2, 3, 5};  // q, k, v, o, dout
+  for (int i = 0; i < 5; ++i) {
+    const cml_shape_t* s = &module->values[node->inputs[same[i]]].shape;
+    if (s->dtype != dt || s->rank != 4) return false;
+  }
+  const cml_shape_t* ls = &module->values[node->inputs[4]].shape;
+  if (ls->dtype != (dt == CML_DTYPE_F64 ? CML_DTYPE_F64 : CML_DTYPE_F32) || ls->rank != 3)
+    return false;
+  for (uint32_t i = 0; i < 3; ++i) {
+    if (!cml_shape_equal(&module->values[node->first_output + i].shape,
+                         &module->values[node->inputs[i]].shape))
+      return false;
+  }
+  uint32_t next = 6;
+  if (present & 1u) {
+    const cml_shape_t* s = &module->values[node->inputs[next++]].shape;
+    if ((s->dtype != dt && s->dtype != CML_DTYPE_BOOL) || s->rank < 2 || s->rank > 4) return false;
+  }
+  if (present & 2u) {
+    const cml_shape_t* s = &module->values[node->inputs[next++]].shape;
+    if (s->dtype != dt || s->rank < 2 || s->rank > 4) return false;
+  }
+  if (present & 4u) {
+    for (int i = 0; i < 2; ++i) {
+      if (module->values[node->inputs[next++]].shape.dtype != CML_DTYPE_I32) return false;
+    }
+  }
+  return node->attrs->fused.layout == CML_ATTENTION_LAYOUT_BHSD ||
+         node->attrs->fused.layout == CML_ATTENTION_LAYOUT_BSHD;
 }

@@ -27,9 +27,50 @@ typedef struct cmlc_fa_ctx_t {
   const void *q, *k, *v, *mask, *bias;
   const int32_t *q_len, *kv_len;  // both or neither
   void* out;
+  void* lse;  // the logsumexp state [batch, heads, seq] (T), or NULL
   char* scratch;
   size_t per_thread, off_q, off_k, off_v, off_s, off_o, off_m;
 } cmlc_fa_ctx_t;
+
+// The backward pass's problem (FusedScaledDotProductAttentionVJP): the forward's context |f|
+// (shapes, options, q, k, v, masks, lengths; o_str are the strides of o and dout), the
+// forward's output, logsumexp and the output cotangent, and the gradients. Pass 1 tasks are
+// (batch, kv head, key tile), pass 2 tasks (batch, head, query tile).
+typedef struct cmlc_fa_bwd_ctx_t {
+  cmlc_fa_ctx_t f;
+  const void *o, *lse, *dout;
+  void *dq, *dk, *dv;
+  int64_t dp, kv_tiles;  // d rounded up to 16; key tiles
+  // Single pass (a task per batch and kv head) rather than two: the group's rows, seq_pad (seq
+  // rounded up to CMLC_FA_BQ) each, in scratch at off_hq.. off_hdq.
+  bool by_head;
+  int64_t seq_pad;
+  char* scratch;
+  size_t per_thread, off_q, off_do, off_kt, off_vt, off_k, off_p, off_ds, off_a1, off_a2, off_st;
+  size_t off_hq, off_hdo, off_hl, off_hd, off_hdq;
+} cmlc_fa_bwd_ctx_t;
+
+// y = exp(x) lane by lane for float vectors x <= 0 (type V, int32 vector type IV): 2^n * p(r)
+// with n = round(x log2 e) and r = x - n ln 2 (Cephes' expf polynomial, within 2 ulps); lanes
+// below -87.3 (including -inf) give exactly 0.
+#define CMLC_FA_VEXPF(V, IV, x_in, y_out)                               \
+  do {                                                                  \
+    V x_ = (x_in);                                                      \
+    const IV keep_ = x_ >= -87.3f;                                      \
+    x_ = (V)((IV)x_ & keep_);                                           \
+    const V t_ = x_ * 1.44269504088896341f - 0.5f;                      \
+    const IV n_ = __builtin_convertvector(t_, IV); /* round(x log2e) */ \
+    const V nf_ = __builtin_convertvector(n_, V);                       \
+    const V r_ = x_ - nf_ * 0.693359375f + nf_ * 2.12194440e-4f;        \
+    V y_ = 1.9875691500e-4f * r_ + 1.3981999507e-3f;                    \
+    y_ = y_ * r_ + 8.3334519073e-3f;                                    \
+    y_ = y_ * r_ + 4.1665795894e-2f;                                    \
+    y_ = y_ * r_ + 1.6666665459e-1f;                                    \
+    y_ = y_ * r_ + 5.0000001201e-1f;                                    \
+    y_ = y_ * r_ * r_ + r_ + 1.0f;                                      \
+    y_ *= (V)((n_ + 127) << 23);                                        \
+    (y_out) = (V)((IV)y_ & keep_);                                      \
+  } while (0)
 
 static inline void cmlc__fa_store_f32(void* p, int64_t i, cml_dtype_t dtype, float v) {
   switch (dtype) {
@@ -55,6 +96,28 @@ void cmlc__fa_task_f64_avx2(const cmlc_fa_ctx_t* c, int64_t task, int thread_ind
 void cmlc__fa_task_f32_avx512(const cmlc_fa_ctx_t* c, int64_t task, int thread_index);
 void cmlc__fa_task_f64_avx512(const cmlc_fa_ctx_t* c, int64_t task, int thread_index);
 #endif
+
+#if defined(CMLC_HAVE_X86_64)
+void cmlc__fa_bwd_kv_f32_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_kv_f64_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_kv_f32_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_kv_f64_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_q_f32_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_q_f64_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_q_f32_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_q_f64_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_head_f32_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_head_f64_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_head_f32_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_head_f64_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+#endif
+
+// FusedScaledDotProductAttentionVJP (inputs q, k, v, o, lse, dout, then the forward's
+// optional inputs; outputs dq, dk, dv): the tiled backward pass (fused_attention_bwd_impl.h).
+cml_status_t cmlc__fa_bwd_run(const cmlc_kernel_args_t* args);
+size_t cmlc__fa_bwd_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                            const cmlc_options_t* options);
+bool cmlc__fa_bwd_valid(const cml_module_t* module, const cml_ir_node_t* node);
 
 // Runs the node (inputs q, k, v, then the optional mask, bias, query_seq_len, kv_seq_len as
 // attrs->fused.optional_inputs says) with the tiled online-softmax kernel.

@@ -12,8 +12,8 @@
 // one function body), so the target attribute is all a variant needs.
 
 // One task: the rows [i0, i0 + CMLC_FA_BQ) of query head |h| of batch |b|.
-CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t* c, int64_t task,
-                                                             int thread_index) {
+CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int64_t task,
+                                                     int thread_index) {
   typedef CMLC_FA_T T;
   typedef CMLC_FA_V V;
   enum { W = CMLC_FA_W, BQ = CMLC_FA_BQ, BK = CMLC_FA_BK, U = 4 * CMLC_FA_W };
@@ -184,31 +184,15 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t
       T psum = 0;
 #if CMLC_FA_VEXP
       if (m_new == m_new) {
-        // exp(s - m) <= 1, W lanes at a time: 2^n * p(r) with n = round(x log2 e) and
-        // r = x - n ln 2 (Cephes' expf polynomial, within 2 ulps); x < -87.3 (including the
-        // -inf of masked keys and of the padding up to a multiple of W) gives exactly 0.
+        // exp(s - m) <= 1, W lanes at a time (CMLC_FA_VEXPF); x < -87.3 (including the -inf
+        // of masked keys and of the padding up to a multiple of W) gives exactly 0.
         const int64_t nkw = (nk + W - 1) / W * W;
         for (int64_t j = nk; j < nkw; ++j) sb[j] = -INFINITY;
         V acc = {0};
         for (int64_t j = 0; j < nkw; j += W) {
-          V x;
+          V x, y;
           memcpy(&x, sb + j, sizeof x);
-          x -= m_new;
-          CMLC_FA_IV keep = x >= -87.3f;
-          x = (V)((CMLC_FA_IV)x & keep);  // masked lanes: x = 0, result cleared below
-          V t = x * 1.44269504088896341f - 0.5f;
-          CMLC_FA_IV n = __builtin_convertvector(t, CMLC_FA_IV);  // truncation: round(x log2e)
-          V nf = __builtin_convertvector(n, V);
-          V rr = x - nf * 0.693359375f + nf * 2.12194440e-4f;
-          V y = 1.9875691500e-4f * rr + 1.3981999507e-3f;
-          y = y * rr + 8.3334519073e-3f;
-          y = y * rr + 4.1665795894e-2f;
-          y = y * rr + 1.6666665459e-1f;
-          y = y * rr + 5.0000001201e-1f;
-          y = y * rr * rr + rr + 1.0f;
-          CMLC_FA_IV two_n = (n + 127) << 23;
-          y *= (V)two_n;
-          y = (V)((CMLC_FA_IV)y & keep);
+          CMLC_FA_VEXPF(V, CMLC_FA_IV, x - m_new, y);
           memcpy(sb + j, &y, sizeof y);
           acc += y;
         }
@@ -286,8 +270,10 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t
     }
   }
 
-  // Normalize and store; rows with no attended key (or past query_seq_len) give zeros.
+  // Normalize and store; rows with no attended key (or past query_seq_len) give zeros. The
+  // logsumexp state (when asked for) is m + log(l), -inf for those rows.
   const int64_t o_base = b * c->o_str[0] + h * c->o_str[1] + i0 * c->o_str[2];
+  T* lse = c->lse ? (T*)c->lse + (b * c->heads + h) * c->seq + i0 : NULL;
   for (int64_t r = 0; r < nq; ++r) {
     const int64_t at = o_base + r * c->o_str[2];
     const bool live = r < nq_live && lb[r] != 0;
@@ -296,5 +282,6 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(cmlc_fa_task)(const cmlc_fa_ctx_t
       T v = live ? ob[r * dvp + e] * inv : 0;
       CMLC_FA_STORE(c->out, at + e, c->dtype, v);
     }
+    if (lse) lse[r] = live ? mb[r] + (T)log((double)lb[r]) : (T)-INFINITY;
   }
 }

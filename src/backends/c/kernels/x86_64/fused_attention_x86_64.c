@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernels/x86_64/fused_attention_x86_64.c: the AVX2 + FMA (32-byte vectors) and AVX-512
-// (64-byte vectors) variants of the fused attention task (kernels/generic/fused_attention.c),
-// instantiated from the same body with target attributes; picked by options->isa.
+// (64-byte vectors) variants of the fused attention tasks, forward and backward
+// (kernels/generic/fused_attention.c), instantiated from the same bodies with target
+// attributes; picked by options->isa.
 #include "backends/c/kernels/generic/fused_attention.h"
 
 #if defined(CMLC_HAVE_X86_64)
@@ -26,10 +27,11 @@ typedef int64_t cmlc_fa_v8l __attribute__((vector_size(64)));
 #define CMLC_FA_EXP expf
 #define CMLC_FA_LOAD cmlc_load_f32
 #define CMLC_FA_STORE cmlc__fa_store_f32
-#define CMLC_FA_NAME(x) cmlc__fa_task_f32_avx2
+#define CMLC_FA_NAME(x) cmlc__fa_##x##_f32_avx2
 #define CMLC_FA_LINKAGE
 #define CMLC_FA_ATTR __attribute__((target("avx2,fma")))
 #include "backends/c/kernels/generic/fused_attention_impl.h"
+#include "backends/c/kernels/generic/fused_attention_bwd_impl.h"
 #include "backends/c/kernels/generic/fused_attention_undef.h"
 
 #define CMLC_FA_T double
@@ -41,10 +43,11 @@ typedef int64_t cmlc_fa_v8l __attribute__((vector_size(64)));
 #define CMLC_FA_EXP exp
 #define CMLC_FA_LOAD cmlc_load_f64
 #define CMLC_FA_STORE cmlc_store_f64
-#define CMLC_FA_NAME(x) cmlc__fa_task_f64_avx2
+#define CMLC_FA_NAME(x) cmlc__fa_##x##_f64_avx2
 #define CMLC_FA_LINKAGE
 #define CMLC_FA_ATTR __attribute__((target("avx2,fma")))
 #include "backends/c/kernels/generic/fused_attention_impl.h"
+#include "backends/c/kernels/generic/fused_attention_bwd_impl.h"
 #include "backends/c/kernels/generic/fused_attention_undef.h"
 
 #define CMLC_FA_T float
@@ -56,10 +59,11 @@ typedef int64_t cmlc_fa_v8l __attribute__((vector_size(64)));
 #define CMLC_FA_EXP expf
 #define CMLC_FA_LOAD cmlc_load_f32
 #define CMLC_FA_STORE cmlc__fa_store_f32
-#define CMLC_FA_NAME(x) cmlc__fa_task_f32_avx512
+#define CMLC_FA_NAME(x) cmlc__fa_##x##_f32_avx512
 #define CMLC_FA_LINKAGE
 #define CMLC_FA_ATTR __attribute__((target("avx512f,avx2,fma")))
 #include "backends/c/kernels/generic/fused_attention_impl.h"
+#include "backends/c/kernels/generic/fused_attention_bwd_impl.h"
 #include "backends/c/kernels/generic/fused_attention_undef.h"
 
 #define CMLC_FA_T double
@@ -71,9 +75,10 @@ typedef int64_t cmlc_fa_v8l __attribute__((vector_size(64)));
 #define CMLC_FA_EXP exp
 #define CMLC_FA_LOAD cmlc_load_f64
 #define CMLC_FA_STORE cmlc_store_f64
-#define CMLC_FA_NAME(x) cmlc__fa_task_f64_avx512
+#define CMLC_FA_NAME(x) cmlc__fa_##x##_f64_avx512
 #define CMLC_FA_LINKAGE
 #define CMLC_FA_ATTR __attribute__((target("avx512f,avx2,fma")))
 #include "backends/c/kernels/generic/fused_attention_impl.h"
+#include "backends/c/kernels/generic/fused_attention_bwd_impl.h"
 #include "backends/c/kernels/generic/fused_attention_undef.h"
 #endif
