@@ -30,8 +30,7 @@ enum {
   CMLC_GEMM_NR_MAX = 32,
   // B operands up to this many elements (K x N) with contiguous rows are not packed.
   CMLC_GEMM_DIRECT_B_MAX = 64 * 256,
-  // Products of at most this many rows (and at most MR) take the skinny path (B streamed in
-  // place once).
+  // Products of at most this many rows take the skinny path (B streamed from memory once).
   CMLC_GEMM_SKINNY_M = 32,
 };
 
