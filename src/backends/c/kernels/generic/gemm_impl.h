@@ -71,6 +71,8 @@ typedef struct CMLC_GEMM_N(gemm_access_t) {
   CMLC_GEMM_N(widen_fn) widen;     // bulk widening of a half operand's runs, or NULL
   // B only: the ISA's packing of a full transposed sliver (native dtype), or NULL.
   void (*pack_bt)(const CMLC_GEMM_T* src, int64_t ld, int64_t kc, CMLC_GEMM_T* sliver);
+  // A only: the ISA's packing of a full sliver of MR row-major rows (native dtype), or NULL.
+  void (*pack_a)(const CMLC_GEMM_T* const* rows, int64_t kc, CMLC_GEMM_T* sliver);
 } CMLC_GEMM_N(gemm_access_t);
 
 static CMLC_GEMM_N(gemm_access_t)
@@ -81,6 +83,7 @@ static CMLC_GEMM_N(gemm_access_t)
   a.col_stride = CMLC_GEMM_N(gemm_affine)(op->col_offsets, cols);
   a.widen = CMLC_GEMM_N(select_widen)(isa, op->dtype);
   a.pack_bt = NULL;
+  a.pack_a = NULL;
   return a;
 }
 
@@ -131,6 +134,10 @@ static void CMLC_GEMM_N(gemm_pack_a)(const cmlc__gemm_operand_t* a,
       const CMLC_GEMM_T* src[CMLC_GEMM_MR_MAX];
       for (int r = 0; r < mr; ++r)
         src[r] = (const CMLC_GEMM_T*)a->data + boff + a->row_offsets[ic + i + r] + pc;
+      if (acc->pack_a) {
+        acc->pack_a(src, kc, sliver);
+        continue;
+      }
       for (int64_t kk = 0; kk < kc; ++kk) {
         CMLC_GEMM_T* d = sliver + kk * mr;
         for (int r = 0; r < mr; ++r) d[r] = src[r][kk];
@@ -535,6 +542,7 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
   if (p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.row_stride == 1 && c.b_acc.col_stride > 0 &&
       c.b_acc.col_stride <= INT32_MAX / 32)
     c.b_acc.pack_bt = c.kern.pack_bt;
+  if (p->a.dtype == CMLC_GEMM_DTYPE && c.a_acc.col_stride == 1) c.a_acc.pack_a = c.kern.pack_a;
   int pool_threads = cmlc_pool_thread_count(pool);
   if (pool_threads > c.threads) pool = NULL, pool_threads = 1;
   c.shared_panel = c.scratch + (size_t)c.threads * (c.sz.a_elems + c.sz.b_elems);

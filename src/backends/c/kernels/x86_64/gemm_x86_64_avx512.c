@@ -328,10 +328,12 @@ CMLC_AVX512_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, con
 
 // Transposes 16 rows of 16 floats (row j at src + j * ld) into out[k * ldo + j]: 32-bit and
 // 64-bit interleaves within 128-bit lanes, then a 4 x 4 transpose of the lanes.
+// (Row j is read from rows[j] when |rows| is not NULL; only the lanes of |store| are written.)
 static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_transpose16(
-    const float* src, int64_t ld, float* out, int64_t ldo) {
+    const float* src, int64_t ld, const float* const* rows, float* out, int64_t ldo,
+    __mmask16 store) {
   __m512 r[16], t[16], u[16];
-  for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(src + j * ld);
+  for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(rows ? rows[j] : src + j * ld);
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
     t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
@@ -348,10 +350,10 @@ static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512
     const __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xEE);
     const __m512 v2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x44);
     const __m512 v3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xEE);
-    _mm512_storeu_ps(out + (0 + e) * ldo, _mm512_shuffle_f32x4(v0, v2, 0x88));
-    _mm512_storeu_ps(out + (4 + e) * ldo, _mm512_shuffle_f32x4(v0, v2, 0xDD));
-    _mm512_storeu_ps(out + (8 + e) * ldo, _mm512_shuffle_f32x4(v1, v3, 0x88));
-    _mm512_storeu_ps(out + (12 + e) * ldo, _mm512_shuffle_f32x4(v1, v3, 0xDD));
+    _mm512_mask_storeu_ps(out + (0 + e) * ldo, store, _mm512_shuffle_f32x4(v0, v2, 0x88));
+    _mm512_mask_storeu_ps(out + (4 + e) * ldo, store, _mm512_shuffle_f32x4(v0, v2, 0xDD));
+    _mm512_mask_storeu_ps(out + (8 + e) * ldo, store, _mm512_shuffle_f32x4(v1, v3, 0x88));
+    _mm512_mask_storeu_ps(out + (12 + e) * ldo, store, _mm512_shuffle_f32x4(v1, v3, 0xDD));
   }
 }
 
@@ -361,11 +363,26 @@ CMLC_AVX512_TARGET void cmlc__gemm_pack_bt_f32_avx512(const float* src, int64_t 
                                                       float* sliver) {
   int64_t kk = 0;
   for (; kk + 16 <= kc; kk += 16) {
-    cmlc_avx512_transpose16(src + kk, ld, sliver + kk * 32, 32);
-    cmlc_avx512_transpose16(src + 16 * ld + kk, ld, sliver + kk * 32 + 16, 32);
+    cmlc_avx512_transpose16(src + kk, ld, NULL, sliver + kk * 32, 32, 0xFFFF);
+    cmlc_avx512_transpose16(src + 16 * ld + kk, ld, NULL, sliver + kk * 32 + 16, 32, 0xFFFF);
   }
   for (; kk < kc; ++kk)
     for (int j = 0; j < 32; ++j) sliver[kk * 32 + j] = src[j * ld + kk];
+}
+
+// Packs a 12-row sliver of a row-major A (row r's k run at rows[r]) into sliver[kk * 12 + r]:
+// the same 16 x 16 transposes (the last row loaded four more times; only 12 lanes of each
+// transposed row stored), the last kc % 16 values one by one.
+CMLC_AVX512_TARGET void cmlc__gemm_pack_a_f32_avx512_12(const float* const* rows, int64_t kc,
+                                                        float* sliver) {
+  int64_t kk = 0;
+  for (; kk + 16 <= kc; kk += 16) {
+    const float* r16[16];
+    for (int j = 0; j < 16; ++j) r16[j] = rows[j < 12 ? j : 11] + kk;
+    cmlc_avx512_transpose16(NULL, 0, r16, sliver + kk * 12, 12, 0x0FFF);
+  }
+  for (; kk < kc; ++kk)
+    for (int r = 0; r < 12; ++r) sliver[kk * 12 + r] = rows[r][kk];
 }
 
 #else
