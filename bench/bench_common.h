@@ -38,7 +38,7 @@
 #include "cml/cml.h"
 
 #define BENCH_MAX_CONTENDERS 8
-#define BENCH_MAX_INPUTS 8
+#define BENCH_MAX_INPUTS 16
 
 typedef struct bench_case_t bench_case_t;
 

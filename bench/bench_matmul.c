@@ -159,6 +159,7 @@ int main(int argc, char** argv) {
   add_square(cases, &count, CML_DTYPE_F32, false, 1, 4096, 4096);  // GEMV-like
   // Skinny products (a few rows against a weight larger than the last-level cache).
   add_square(cases, &count, CML_DTYPE_F32, false, 8, 4096, 4096);
+  add_square(cases, &count, CML_DTYPE_F32, false, 16, 4096, 4096);
   add_square(cases, &count, CML_DTYPE_F32, false, 32, 4096, 4096);
   // The seed's DotGeneral benchmark shapes.
   add_case(cases, &count, build_seed_3d, CML_DTYPE_F32, 1, 32 * 13, 1536, 384, false, false, 32, 13,

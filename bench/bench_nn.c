@@ -1,106 +1,94 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench/bench_nn.c: a small MLP forward pass and 2-D convolutions (NHWC, HWIO kernels),
-// c vs c:reference vs xla:cpu.
+// bench/bench_nn.c: model-level forward passes (inference), c vs c:reference vs xla:cpu: the
+// MLP, 2-D convolutions (the 3x3 "same" layer and the 7x7 stride-2 stem), a ResNet basic block
+// and a transformer encoder block (d 768, 12 heads, seq 128; f32 at batch 1 and 8, bf16 at
+// batch 1). The graphs come from tools/cml/models.c, the same builders `cml bench` runs.
 #include <string.h>
 
 #include "bench/bench_common.h"
+#include "tools/cml/models.h"
 
-//===--- MLP: x [B, 784] -> 512 relu -> 512 relu -> 10 ---===//
-
+// Case parameters (bench_case_t.dims) per group.
 enum { MLP_BATCH = 0 };
-static const int64_t kMlpWidths[] = {784, 512, 512, 10};
-#define MLP_LAYERS 3
+enum { CV_N = 0, CV_H = 1, CV_W = 2, CV_C = 3, CV_K = 4, CV_O = 5, CV_STRIDE = 6, CV_PAD = 7 };
+enum { RB_N = 0, RB_HW = 1, RB_C = 2 };
+enum { TB_BATCH = 0, TB_SEQ = 1, TB_D = 2, TB_HEADS = 3 };
 
 static cml_value_t build_mlp(cml_function_t* f, const bench_case_t* c) {
-  int64_t batch = c->dims[MLP_BATCH];
-  cml_value_t h = bench_param(f, "x", c->dtype, 2, (int64_t[]){batch, kMlpWidths[0]});
-  cml_value_t weights[MLP_LAYERS], biases[MLP_LAYERS];
-  for (int l = 0; l < MLP_LAYERS; ++l) {
-    weights[l] = bench_param(f, NULL, c->dtype, 2, (int64_t[]){kMlpWidths[l], kMlpWidths[l + 1]});
-    biases[l] = bench_param(f, NULL, c->dtype, 1, &kMlpWidths[l + 1]);
-  }
-  cml_value_t zero = cml_constant_scalar_f64(f, c->dtype, 0.0);
-  for (int l = 0; l < MLP_LAYERS; ++l) {
-    int64_t out_dims[2] = {batch, kMlpWidths[l + 1]};
-    h = cml_op_dot(f, h, weights[l]);
-    h = cml_op_add(f, h, bench_broadcast_back(f, biases[l], out_dims, 2, 0));
-    if (l + 1 < MLP_LAYERS) h = cml_op_max(f, h, zero);
-  }
-  return h;
+  return cml_cli_model_mlp(f, c->dtype, c->dims[MLP_BATCH]);
 }
-
-//===--- conv2d: input [N, H, W, C], kernel [KH, KW, C, O] ---===//
-
-enum { CV_N = 0, CV_H = 1, CV_W = 2, CV_C = 3, CV_K = 4, CV_O = 5, CV_STRIDE = 6, CV_PAD = 7 };
 
 static cml_value_t build_conv(cml_function_t* f, const bench_case_t* c) {
   const int64_t* d = c->dims;
-  cml_value_t x = bench_param(f, "x", c->dtype, 4, (int64_t[]){d[CV_N], d[CV_H], d[CV_W], d[CV_C]});
-  cml_value_t k = bench_param(f, "k", c->dtype, 4, (int64_t[]){d[CV_K], d[CV_K], d[CV_C], d[CV_O]});
-  cml_conv_config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.spatial_count = 2;
-  cfg.input_batch_axis = 0;
-  cfg.input_channel_axis = 3;
-  cfg.input_spatial_axes[0] = 1;
-  cfg.input_spatial_axes[1] = 2;
-  cfg.kernel_spatial_axes[0] = 0;
-  cfg.kernel_spatial_axes[1] = 1;
-  cfg.kernel_input_channel_axis = 2;
-  cfg.kernel_output_channel_axis = 3;
-  cfg.output_batch_axis = 0;
-  cfg.output_channel_axis = 3;
-  cfg.output_spatial_axes[0] = 1;
-  cfg.output_spatial_axes[1] = 2;
-  for (int i = 0; i < 2; ++i) {
-    cfg.strides[i] = d[CV_STRIDE];
-    cfg.padding_low[i] = d[CV_PAD];
-    cfg.padding_high[i] = d[CV_PAD];
-  }
-  cfg.channel_group_count = 1;
-  cfg.batch_group_count = 1;
-  cfg.output_dtype = CML_DTYPE_INVALID;
-  return cml_op_conv_general(f, x, k, &cfg);
+  return cml_cli_model_conv2d(f, c->dtype, d[CV_N], d[CV_H], d[CV_W], d[CV_C], d[CV_K], d[CV_O],
+                              d[CV_STRIDE], d[CV_PAD]);
+}
+
+static cml_value_t build_resnet(cml_function_t* f, const bench_case_t* c) {
+  return cml_cli_model_resnet_block(f, c->dtype, c->dims[RB_N], c->dims[RB_HW], c->dims[RB_C]);
+}
+
+static cml_value_t build_transformer(cml_function_t* f, const bench_case_t* c) {
+  const int64_t* d = c->dims;
+  return cml_cli_model_transformer_block(f, c->dtype, d[TB_BATCH], d[TB_SEQ], d[TB_D], d[TB_HEADS]);
+}
+
+static bench_case_t* new_case(bench_case_t* cases, size_t* count, const char* group,
+                              bench_build_fn build, cml_dtype_t dtype) {
+  bench_case_t* c = &cases[(*count)++];
+  memset(c, 0, sizeof *c);
+  c->group = group;
+  c->build = build;
+  c->dtype = dtype;
+  return c;
 }
 
 static void add_conv(bench_case_t* cases, size_t* count, int64_t n, int64_t h, int64_t w,
                      int64_t ch, int64_t k, int64_t o, int64_t stride, int64_t pad,
                      const char* label) {
-  bench_case_t* c = &cases[(*count)++];
-  memset(c, 0, sizeof *c);
-  c->group = "conv2d";
-  c->build = build_conv;
-  c->dtype = CML_DTYPE_F32;
+  bench_case_t* c = new_case(cases, count, "conv2d", build_conv, CML_DTYPE_F32);
   int64_t dims[8] = {n, h, w, ch, k, o, stride, pad};
   memcpy(c->dims, dims, sizeof dims);
-  int64_t oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
-  c->flops = 2.0 * (double)n * (double)oh * (double)ow * (double)o * (double)(k * k * ch);
+  c->flops = cml_cli_model_conv2d_flops(n, h, w, ch, k, o, stride, pad);
   c->heavy = c->flops > 1e9;
   bench_case_name(c, "f32 %s: x[%lld,%lld,%lld,%lld] k[%lld,%lld,%lld,%lld] stride %lld pad %lld",
                   label, (long long)n, (long long)h, (long long)w, (long long)ch, (long long)k,
                   (long long)k, (long long)ch, (long long)o, (long long)stride, (long long)pad);
 }
 
+static void add_transformer(bench_case_t* cases, size_t* count, cml_dtype_t dtype, int64_t batch) {
+  bench_case_t* c = new_case(cases, count, "transformer", build_transformer, dtype);
+  int64_t dims[4] = {batch, 128, 768, 12};
+  memcpy(c->dims, dims, sizeof dims);
+  c->flops = cml_cli_model_transformer_block_flops(batch, 128, 768);
+  c->heavy = true;
+  bench_case_name(c, "%s encoder block d768 h12 seq 128, batch %lld",
+                  dtype == CML_DTYPE_BF16 ? "bf16" : "f32", (long long)batch);
+}
+
 int main(int argc, char** argv) {
   bench_options_t opts;
-  if (!bench_parse_args(&opts, argc, argv, "MLP forward and conv2d")) return 2;
-  bench_case_t cases[8];
+  if (!bench_parse_args(&opts, argc, argv, "model-level forward passes")) return 2;
+  bench_case_t cases[16];
   size_t count = 0;
   static const int64_t batches[] = {1, 128};
   for (size_t i = 0; i < sizeof batches / sizeof batches[0]; ++i) {
-    bench_case_t* c = &cases[count++];
-    memset(c, 0, sizeof *c);
-    c->group = "mlp";
-    c->build = build_mlp;
-    c->dtype = CML_DTYPE_F32;
+    bench_case_t* c = new_case(cases, &count, "mlp", build_mlp, CML_DTYPE_F32);
     c->dims[MLP_BATCH] = batches[i];
-    double macs = 0;
-    for (int l = 0; l < MLP_LAYERS; ++l) macs += (double)kMlpWidths[l] * (double)kMlpWidths[l + 1];
-    c->flops = 2.0 * macs * (double)batches[i];
+    c->flops = cml_cli_model_mlp_flops(batches[i]);
     bench_case_name(c, "f32 forward 784-512-512-10 relu, batch %lld", (long long)batches[i]);
   }
   add_conv(cases, &count, 8, 32, 32, 64, 3, 64, 1, 1, "3x3 same");
   add_conv(cases, &count, 1, 224, 224, 3, 7, 64, 2, 3, "7x7/2 stem");
+  bench_case_t* rb = new_case(cases, &count, "resnet", build_resnet, CML_DTYPE_F32);
+  rb->dims[RB_N] = 1;
+  rb->dims[RB_HW] = 56;
+  rb->dims[RB_C] = 64;
+  rb->flops = cml_cli_model_resnet_block_flops(1, 56, 64);
+  bench_case_name(rb, "f32 basic block x[1,56,56,64], two 3x3 convs + bias + relu + residual");
+  add_transformer(cases, &count, CML_DTYPE_F32, 1);
+  add_transformer(cases, &count, CML_DTYPE_F32, 8);
+  add_transformer(cases, &count, CML_DTYPE_BF16, 1);
   bench_run(&opts, cases, count);
   return bench_finish(&opts);
 }

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/unit/c_threadpool_test.c: the C backend's thread pool: every chunk runs exactly once,
-// chunk boundaries do not depend on the thread count, concurrent callers, nested calls.
+// chunk boundaries do not depend on the thread count, concurrent callers, nested calls, idle
+// workers sleep.
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
 
 #include "backends/c/cmlc.h"
 #include "test.h"
@@ -200,6 +203,30 @@ TEST(wakes_sleeping_workers) {
   cmlc_pool_destroy(pool);
 }
 
+static double process_cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// A warm pool between executions costs no CPU: after a job its workers spin for a bounded time
+// (about 50 us) and then sleep, so 300 ms of idleness cost the process far less than the 300 ms
+// per worker that spinning workers would burn (or a share of it on a loaded machine).
+TEST(idle_workers_sleep) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(4, cml_allocator_system(), &pool));
+  int bad = check_once(pool, 4, 5000, 10);
+  double before = process_cpu_s();
+  struct timespec ts = {0, 300000000};
+  nanosleep(&ts, NULL);
+  double idle_cpu = process_cpu_s() - before;
+  bad += check_once(pool, 4, 5000, 10);
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(bad, 0);
+  if (idle_cpu >= 0.06) fprintf(stderr, "idle pool used %.3f s of CPU in 0.3 s\n", idle_cpu);
+  ASSERT_TRUE(idle_cpu < 0.06);
+}
+
 TEST(bad_thread_count) {
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_CODE(cmlc_pool_create(0, cml_allocator_system(), &pool),
@@ -210,4 +237,4 @@ TEST(bad_thread_count) {
 TEST_MAIN(TEST_ENTRY(null_pool_runs_inline), TEST_ENTRY(every_chunk_exactly_once),
           TEST_ENTRY(chunk_boundaries_independent_of_threads), TEST_ENTRY(concurrent_callers),
           TEST_ENTRY(nested_calls_run_inline), TEST_ENTRY(wakes_sleeping_workers),
-          TEST_ENTRY(bad_thread_count))
+          TEST_ENTRY(idle_workers_sleep), TEST_ENTRY(bad_thread_count))

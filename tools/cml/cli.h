@@ -9,6 +9,7 @@
 int cml_cli_info(int argc, char** argv);     // info.c
 int cml_cli_test(int argc, char** argv);     // test.c
 int cml_cli_install(int argc, char** argv);  // install.c
+int cml_cli_bench(int argc, char** argv);    // bench.c
 
 // Creates the backend of |config| (NULL: the default, honouring GOMLX_BACKEND). On failure
 // prints "cml <command>: cannot create backend ...: <code>: <message>" to stderr and returns

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tools/cml/main.c: the cml command line tool: dispatches `cml info|test|install|help|version`.
+// tools/cml/main.c: the cml command line tool: dispatches `cml info|test|install|bench|...`.
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +15,8 @@ static void cml_cli_usage(FILE* out) {
       "                            and why, and the chosen backend's devices and capabilities\n"
       "  test [--backend CONFIG]   run the compliance suite on a backend (cml test --help)\n"
       "  install cpu|cuda          install a PJRT plugin for the xla backend (cml install --help)\n"
+      "  bench [--backend CONFIG]  this machine's FMA and DRAM limits and the standard benchmark\n"
+      "                            cases, optionally against other backends (cml bench --help)\n"
       "  version                   print the library version\n"
       "  help                      print this message\n"
       "\n"
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
   if (strcmp(command, "info") == 0) return cml_cli_info(argc - 1, argv + 1);
   if (strcmp(command, "test") == 0) return cml_cli_test(argc - 1, argv + 1);
   if (strcmp(command, "install") == 0) return cml_cli_install(argc - 1, argv + 1);
+  if (strcmp(command, "bench") == 0) return cml_cli_bench(argc - 1, argv + 1);
   if (strcmp(command, "version") == 0 || strcmp(command, "--version") == 0) {
     printf("cml %s\n", cml_version_string());
     return 0;

@@ -30,8 +30,7 @@ enum {
   CMLC_GEMM_NR_MAX = 32,
   // B operands up to this many elements (K x N) with contiguous rows are not packed.
   CMLC_GEMM_DIRECT_B_MAX = 64 * 256,
-  // Products of at most this many rows (and at most MR) take the skinny path (B streamed in
-  // place once).
+  // Products of at most this many rows take the skinny path (B streamed from memory once).
   CMLC_GEMM_SKINNY_M = 32,
 };
 
@@ -62,6 +61,8 @@ typedef struct cmlc_kernel_t_f32 {
   cmlc__gemv_dot_fn dot;
   // Packs one full sliver of a transposed B (columns |ld| apart), or NULL.
   void (*pack_bt)(const float* src, int64_t ld, int64_t kc, float* sliver);
+  // Packs one full sliver of MR row-major A rows (k contiguous in each), or NULL.
+  void (*pack_a)(const float* const* rows, int64_t kc, float* sliver);
 } cmlc_kernel_t_f32;
 
 static cmlc_kernel_t_f32 cmlc_select_f32(cmlc_isa_t isa) {
@@ -72,19 +73,22 @@ static cmlc_kernel_t_f32 cmlc_select_f32(cmlc_isa_t isa) {
                                cmlc__gemm_ukernel_f32_avx512_12x32,
                                cmlc__gemv_axpy_f32_avx512,
                                cmlc__gemv_dot_f32_avx512,
-                               cmlc__gemm_pack_bt_f32_avx512};
+                               cmlc__gemm_pack_bt_f32_avx512,
+                               cmlc__gemm_pack_a_f32_avx512_12};
   if (isa == CMLC_ISA_AVX2)
     return (cmlc_kernel_t_f32){6,
                                16,
                                cmlc__gemm_ukernel_f32_avx2_6x16,
                                cmlc__gemv_axpy_f32_avx2,
                                cmlc__gemv_dot_f32_avx2,
+                               NULL,
                                NULL};
 #else
   (void)isa;
 #endif
   return (cmlc_kernel_t_f32){
-      4, 8, cmlc_ukernel_scalar_4x8_f32, cmlc_gemv_axpy_scalar_f32, cmlc_gemv_dot_scalar_f32, NULL};
+      4,    8,   cmlc_ukernel_scalar_4x8_f32, cmlc_gemv_axpy_scalar_f32, cmlc_gemv_dot_scalar_f32,
+      NULL, NULL};
 }
 
 typedef struct cmlc_kernel_t_f64 {
@@ -93,6 +97,7 @@ typedef struct cmlc_kernel_t_f64 {
   cmlc__gemv_axpy_f64_fn axpy;
   cmlc__gemv_dot_f64_fn dot;
   void (*pack_bt)(const double* src, int64_t ld, int64_t kc, double* sliver);  // NULL
+  void (*pack_a)(const double* const* rows, int64_t kc, double* sliver);       // NULL
 } cmlc_kernel_t_f64;
 
 // f64 GEMV is bandwidth-bound; the scalar loops serve every ISA.
@@ -104,6 +109,7 @@ static cmlc_kernel_t_f64 cmlc_select_f64(cmlc_isa_t isa) {
                                cmlc__gemm_ukernel_f64_avx512_12x16,
                                cmlc_gemv_axpy_scalar_f64,
                                cmlc_gemv_dot_scalar_f64,
+                               NULL,
                                NULL};
   if (isa == CMLC_ISA_AVX2)
     return (cmlc_kernel_t_f64){6,
@@ -111,12 +117,14 @@ static cmlc_kernel_t_f64 cmlc_select_f64(cmlc_isa_t isa) {
                                cmlc__gemm_ukernel_f64_avx2_6x8,
                                cmlc_gemv_axpy_scalar_f64,
                                cmlc_gemv_dot_scalar_f64,
+                               NULL,
                                NULL};
 #else
   (void)isa;
 #endif
   return (cmlc_kernel_t_f64){
-      4, 8, cmlc_ukernel_scalar_4x8_f64, cmlc_gemv_axpy_scalar_f64, cmlc_gemv_dot_scalar_f64, NULL};
+      4,    8,   cmlc_ukernel_scalar_4x8_f64, cmlc_gemv_axpy_scalar_f64, cmlc_gemv_dot_scalar_f64,
+      NULL, NULL};
 }
 
 //===--- half operands and outputs ---===//

@@ -71,6 +71,8 @@ typedef struct CMLC_GEMM_N(gemm_access_t) {
   CMLC_GEMM_N(widen_fn) widen;     // bulk widening of a half operand's runs, or NULL
   // B only: the ISA's packing of a full transposed sliver (native dtype), or NULL.
   void (*pack_bt)(const CMLC_GEMM_T* src, int64_t ld, int64_t kc, CMLC_GEMM_T* sliver);
+  // A only: the ISA's packing of a full sliver of MR row-major rows (native dtype), or NULL.
+  void (*pack_a)(const CMLC_GEMM_T* const* rows, int64_t kc, CMLC_GEMM_T* sliver);
 } CMLC_GEMM_N(gemm_access_t);
 
 static CMLC_GEMM_N(gemm_access_t)
@@ -81,6 +83,7 @@ static CMLC_GEMM_N(gemm_access_t)
   a.col_stride = CMLC_GEMM_N(gemm_affine)(op->col_offsets, cols);
   a.widen = CMLC_GEMM_N(select_widen)(isa, op->dtype);
   a.pack_bt = NULL;
+  a.pack_a = NULL;
   return a;
 }
 
@@ -131,6 +134,10 @@ static void CMLC_GEMM_N(gemm_pack_a)(const cmlc__gemm_operand_t* a,
       const CMLC_GEMM_T* src[CMLC_GEMM_MR_MAX];
       for (int r = 0; r < mr; ++r)
         src[r] = (const CMLC_GEMM_T*)a->data + boff + a->row_offsets[ic + i + r] + pc;
+      if (acc->pack_a) {
+        acc->pack_a(src, kc, sliver);
+        continue;
+      }
       for (int64_t kk = 0; kk < kc; ++kk) {
         CMLC_GEMM_T* d = sliver + kk * mr;
         for (int r = 0; r < mr; ++r) d[r] = src[r][kk];
@@ -430,9 +437,11 @@ static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool
 
 //===--- skinny products ---===//
 
-// Slivers [begin, end) chunks of the skinny product: every k block in order, B read in place.
+// Slivers [begin, end) chunks of the skinny product: every k block in order. With one A sliver
+// the micro-kernel reads B in place; with several, each B sliver is first copied into the
+// thread's own buffer (|nr| columns apart, so its rows no longer share a few cache sets) and
+// every A sliver runs against that copy.
 static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
-  (void)thread_index;
   const CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
   const CMLC_GEMM_PROBLEM* p = c->p;
   const CMLC_GEMM_N(kernel_t)* kern = &c->kern;
@@ -441,6 +450,9 @@ static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int
   const int64_t s0 = begin * c->slivers_per_chunk;
   const int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, end * c->slivers_per_chunk);
   const CMLC_GEMM_T* bm = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[0];
+  // The thread's private B panel (kc x nc >= kc x nr elements) holds the copied sliver.
+  CMLC_GEMM_T* copy =
+      mpad > mr ? CMLC_GEMM_N(gemm_thread_a)(c, thread_index) + c->sz.a_elems : NULL;
   for (int64_t pc = 0; pc < p->k; pc += c->sz.kc) {
     const int64_t kc = CMLC_GEMM_N(gemm_min)(c->sz.kc, p->k - pc);
     const CMLC_GEMM_T* ap = c->shared_panel + (pc / c->sz.kc) * mpad * c->sz.kc;
@@ -460,27 +472,32 @@ static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int
         }
       }
 #endif
+      const CMLC_GEMM_T* bk = bs;
+      int64_t ldk = ldb;
+      if (copy) {
+        for (int64_t kk = 0; kk < kc; ++kk)
+          memcpy(copy + kk * nr, bs + kk * ldb, (size_t)cols * sizeof(CMLC_GEMM_T));
+        bk = copy;
+        ldk = nr;
+      }
       for (int64_t i = 0; i < p->m; i += mr) {
         const int rows = (int)CMLC_GEMM_N(gemm_min)(mr, p->m - i);
-        kern->fn(kc, ap + i * kc, bs, ldb, p->c + i * p->n + col0, p->n, pc > 0, rows, cols);
+        kern->fn(kc, ap + i * kc, bk, ldk, p->c + i * p->n + col0, p->n, pc > 0, rows, cols);
       }
     }
   }
 }
 
-// A few rows (M <= MR, at most SKINNY_M) against a large B with contiguous rows: A is packed whole
-// once (into the shared panel's space), B is never packed (the micro-kernel reads it in place, so
-// it streams from memory once), and the tasks are column chunks that each run every k block, with
-// no barrier between k blocks. The k blocks, micro-kernel and summation order are those of the
-// blocked path, so the results are the same bits; the split is over columns only. Returns
-// false when it does not apply.
+// A few rows (M <= SKINNY_M) against a large B with contiguous rows: A is packed whole once
+// (into the shared panel's space), B is streamed from memory once, sliver by sliver (read in
+// place by the micro-kernel when M <= MR, else copied once per sliver into a thread-private
+// buffer that every A sliver reuses from L1), and the tasks are column chunks that each run
+// every k block, with no barrier between k blocks and no shared B panel. The k blocks,
+// micro-kernel and summation order are those of the blocked path, so the results are the same
+// bits; the split is over columns only. Returns false when it does not apply.
 static bool CMLC_GEMM_N(skinny_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
   const CMLC_GEMM_PROBLEM* p = c->p;
-  // One A sliver only: each B sliver meets one micro-kernel call, so B is read exactly once.
-  // (With more rows a B sliver read in place is read again; its rows, a power-of-two stride
-  // apart, then fall into few cache sets, and the blocked path with a packed panel is faster.)
-  if (p->batch != 1 || p->m > CMLC_GEMM_SKINNY_M || p->m > c->kern.mr ||
-      p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX)
+  if (p->batch != 1 || p->m > CMLC_GEMM_SKINNY_M || p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX)
     return false;
   if (p->b.dtype != CMLC_GEMM_DTYPE || c->b_acc.col_stride != 1 ||
       c->b_acc.row_stride == CMLC_GEMM_NOT_AFFINE)
@@ -525,6 +542,7 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
   if (p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.row_stride == 1 && c.b_acc.col_stride > 0 &&
       c.b_acc.col_stride <= INT32_MAX / 32)
     c.b_acc.pack_bt = c.kern.pack_bt;
+  if (p->a.dtype == CMLC_GEMM_DTYPE && c.a_acc.col_stride == 1) c.a_acc.pack_a = c.kern.pack_a;
   int pool_threads = cmlc_pool_thread_count(pool);
   if (pool_threads > c.threads) pool = NULL, pool_threads = 1;
   c.shared_panel = c.scratch + (size_t)c.threads * (c.sz.a_elems + c.sz.b_elems);

@@ -529,7 +529,7 @@ static int64_t cmlc_conv_fast_row(const cmlc_conv_fast_ctx_t* c, int64_t row, in
           int64_t run = 1;                                                                         \
           while (tap + run < ks && offs[tap + run] == off + run * cg) ++run;                       \
           const T* s_ = x + off;                                                                   \
-          for (int64_t i = 0; i < run * cg; ++i) d[i] = s_[i];                                     \
+          memcpy(d, s_, (size_t)(run * cg) * sizeof(T));                                           \
           tap += run - 1;                                                                          \
         } else if (native) {                                                                       \
           for (int64_t ci = 0; ci < cg; ++ci) d[ci] = x[off + ci * cs];                            \

@@ -191,6 +191,8 @@ void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y, int64_t 
                              int64_t c_stride, int64_t n);
 void cmlc__gemm_widen_f16_f16c(const uint16_t* src, float* dst, int64_t n);
 void cmlc__gemm_pack_bt_f32_avx512(const float* src, int64_t ld, int64_t kc, float* sliver);
+// Packs a 12-row sliver of a row-major A (row r's kc values at rows[r]) into sliver[kk * 12 + r].
+void cmlc__gemm_pack_a_f32_avx512_12(const float* const* rows, int64_t kc, float* sliver);
 void cmlc__gemm_narrow_f16_f16c(const float* src, uint16_t* dst, int64_t n);
 void cmlc__gemv_axpy_f32_avx512(int64_t k, const float* a, int64_t a_stride, const float* b,
                                 int64_t ldb, float* c, int64_t n);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernels/x86_64/gemm_x86_64_avx512.c: AVX-512F f32 GEMM micro-kernel (12 x 32 tile: twenty-four
 // zmm accumulators, two B vectors and twelve broadcast A values per k step; FMA latency 4 at
-// two per cycle needs at least 8 independent chains) and the GEMV kernels. Compiled for the
-// target with function attributes, so the file needs no global -m flags; only called when
-// options->isa is AVX512.
+// two per cycle needs at least 8 independent chains; tiles of at most 4 or 8 rows skip the
+// absent rows' FMAs) and the GEMV kernels. Compiled for the target with function attributes,
+// so the file needs no global -m flags; only called when options->isa is AVX512.
 //
 // Edges: the columns of a partial tile are loaded and stored with masks (masked-off lanes are
 // neither read nor written, so b may end anywhere), and only |rows| rows of C are stored. A full
@@ -15,11 +15,14 @@
 
 #define CMLC_AVX512_TARGET __attribute__((target("avx512f")))
 
-#define CMLC_AVX512_ROW(r, av_src)                   \
-  do {                                               \
-    __m512 av_ = _mm512_set1_ps(av_src);             \
-    acc##r##0 = _mm512_fmadd_ps(av_, b0, acc##r##0); \
-    acc##r##1 = _mm512_fmadd_ps(av_, b1, acc##r##1); \
+// Rows at or past |live| (a compile-time constant in each instantiation) are not computed.
+#define CMLC_AVX512_ROW(r, i)                          \
+  do {                                                 \
+    if ((i) < live) {                                  \
+      __m512 av_ = _mm512_set1_ps(a[i]);               \
+      acc##r##0 = _mm512_fmadd_ps(av_, b0, acc##r##0); \
+      acc##r##1 = _mm512_fmadd_ps(av_, b1, acc##r##1); \
+    }                                                  \
   } while (0)
 
 #define CMLC_AVX512_STORE(r)                                                       \
@@ -35,10 +38,12 @@
     }                                                                              \
   } while (0)
 
-// The k loop, specialized for full (masked == 0) and partial column counts.
+// The k loop, specialized for full (masked == 0) and partial column counts, and for the number
+// of rows computed (|live|: 4, 8 or 12, at least |rows|; the A sliver keeps its 12-row stride).
+// Skipping dead rows changes no live row's arithmetic.
 static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_12x32_body(
     int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int accumulate,
-    int rows, __mmask16 m0, __mmask16 m1, const int masked) {
+    int rows, __mmask16 m0, __mmask16 m1, const int masked, const int live) {
   __m512 acc00 = _mm512_setzero_ps(), acc01 = _mm512_setzero_ps();
   __m512 acc10 = _mm512_setzero_ps(), acc11 = _mm512_setzero_ps();
   __m512 acc20 = _mm512_setzero_ps(), acc21 = _mm512_setzero_ps();
@@ -65,18 +70,18 @@ static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512
       b0 = _mm512_loadu_ps(b);
       b1 = _mm512_loadu_ps(b + 16);
     }
-    CMLC_AVX512_ROW(0, a[0]);
-    CMLC_AVX512_ROW(1, a[1]);
-    CMLC_AVX512_ROW(2, a[2]);
-    CMLC_AVX512_ROW(3, a[3]);
-    CMLC_AVX512_ROW(4, a[4]);
-    CMLC_AVX512_ROW(5, a[5]);
-    CMLC_AVX512_ROW(6, a[6]);
-    CMLC_AVX512_ROW(7, a[7]);
-    CMLC_AVX512_ROW(8, a[8]);
-    CMLC_AVX512_ROW(9, a[9]);
-    CMLC_AVX512_ROW(A, a[10]);
-    CMLC_AVX512_ROW(B, a[11]);
+    CMLC_AVX512_ROW(0, 0);
+    CMLC_AVX512_ROW(1, 1);
+    CMLC_AVX512_ROW(2, 2);
+    CMLC_AVX512_ROW(3, 3);
+    CMLC_AVX512_ROW(4, 4);
+    CMLC_AVX512_ROW(5, 5);
+    CMLC_AVX512_ROW(6, 6);
+    CMLC_AVX512_ROW(7, 7);
+    CMLC_AVX512_ROW(8, 8);
+    CMLC_AVX512_ROW(9, 9);
+    CMLC_AVX512_ROW(A, 10);
+    CMLC_AVX512_ROW(B, 11);
     a += 12;
     b += ldb;
   }
@@ -122,10 +127,21 @@ CMLC_AVX512_TARGET void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const fl
                                                             int64_t ldc, int accumulate, int rows,
                                                             int cols) {
   __mmask16 m0 = cmlc_avx512_mask(cols), m1 = cmlc_avx512_mask(cols - 16);
+  // Short tiles (the last rows of a product, skinny products) skip the FMAs of absent rows.
   if (cols >= 32) {
-    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0);
+    if (rows > 8) {
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 12);
+    } else if (rows > 4) {
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 8);
+    } else {
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 4);
+    }
+  } else if (rows > 8) {
+    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 12);
+  } else if (rows > 4) {
+    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 8);
   } else {
-    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1);
+    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 4);
   }
 }
 
@@ -312,10 +328,12 @@ CMLC_AVX512_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, con
 
 // Transposes 16 rows of 16 floats (row j at src + j * ld) into out[k * ldo + j]: 32-bit and
 // 64-bit interleaves within 128-bit lanes, then a 4 x 4 transpose of the lanes.
+// (Row j is read from rows[j] when |rows| is not NULL; only the lanes of |store| are written.)
 static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_transpose16(
-    const float* src, int64_t ld, float* out, int64_t ldo) {
+    const float* src, int64_t ld, const float* const* rows, float* out, int64_t ldo,
+    __mmask16 store) {
   __m512 r[16], t[16], u[16];
-  for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(src + j * ld);
+  for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(rows ? rows[j] : src + j * ld);
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
     t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
@@ -332,10 +350,10 @@ static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512
     const __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xEE);
     const __m512 v2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x44);
     const __m512 v3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xEE);
-    _mm512_storeu_ps(out + (0 + e) * ldo, _mm512_shuffle_f32x4(v0, v2, 0x88));
-    _mm512_storeu_ps(out + (4 + e) * ldo, _mm512_shuffle_f32x4(v0, v2, 0xDD));
-    _mm512_storeu_ps(out + (8 + e) * ldo, _mm512_shuffle_f32x4(v1, v3, 0x88));
-    _mm512_storeu_ps(out + (12 + e) * ldo, _mm512_shuffle_f32x4(v1, v3, 0xDD));
+    _mm512_mask_storeu_ps(out + (0 + e) * ldo, store, _mm512_shuffle_f32x4(v0, v2, 0x88));
+    _mm512_mask_storeu_ps(out + (4 + e) * ldo, store, _mm512_shuffle_f32x4(v0, v2, 0xDD));
+    _mm512_mask_storeu_ps(out + (8 + e) * ldo, store, _mm512_shuffle_f32x4(v1, v3, 0x88));
+    _mm512_mask_storeu_ps(out + (12 + e) * ldo, store, _mm512_shuffle_f32x4(v1, v3, 0xDD));
   }
 }
 
@@ -345,11 +363,26 @@ CMLC_AVX512_TARGET void cmlc__gemm_pack_bt_f32_avx512(const float* src, int64_t 
                                                       float* sliver) {
   int64_t kk = 0;
   for (; kk + 16 <= kc; kk += 16) {
-    cmlc_avx512_transpose16(src + kk, ld, sliver + kk * 32, 32);
-    cmlc_avx512_transpose16(src + 16 * ld + kk, ld, sliver + kk * 32 + 16, 32);
+    cmlc_avx512_transpose16(src + kk, ld, NULL, sliver + kk * 32, 32, 0xFFFF);
+    cmlc_avx512_transpose16(src + 16 * ld + kk, ld, NULL, sliver + kk * 32 + 16, 32, 0xFFFF);
   }
   for (; kk < kc; ++kk)
     for (int j = 0; j < 32; ++j) sliver[kk * 32 + j] = src[j * ld + kk];
+}
+
+// Packs a 12-row sliver of a row-major A (row r's k run at rows[r]) into sliver[kk * 12 + r]:
+// the same 16 x 16 transposes (the last row loaded four more times; only 12 lanes of each
+// transposed row stored), the last kc % 16 values one by one.
+CMLC_AVX512_TARGET void cmlc__gemm_pack_a_f32_avx512_12(const float* const* rows, int64_t kc,
+                                                        float* sliver) {
+  int64_t kk = 0;
+  for (; kk + 16 <= kc; kk += 16) {
+    const float* r16[16];
+    for (int j = 0; j < 16; ++j) r16[j] = rows[j < 12 ? j : 11] + kk;
+    cmlc_avx512_transpose16(NULL, 0, r16, sliver + kk * 12, 12, 0x0FFF);
+  }
+  for (; kk < kc; ++kk)
+    for (int r = 0; r < 12; ++r) sliver[kk * 12 + r] = rows[r][kk];
 }
 
 #else
