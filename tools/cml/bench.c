@@ -533,7 +533,7 @@ int cml_cli_bench(int argc, char** argv) {
     snprintf(tbuf, sizeof tbuf, "%.3f ms", t * 1e3);
     snprintf(rbuf, sizeof rbuf, "%.1f %s", rate, unit);
     if (limit > 0) snprintf(fbuf, sizeof fbuf, "%.0f%%", 100.0 * rate / limit);
-    printf("%-48s %12s %16s %5s", c->name, tbuf, rbuf, fbuf);
+    printf("%-48s %12s %16s %8s", c->name, tbuf, rbuf, fbuf);
     if (json) {
       fprintf(json, "%s\n  {\"case\": ", ran ? "," : "");
       cml_cli_json_string(json, c->name);
