@@ -10,10 +10,10 @@
 //
 // Control flow: Call and If run the callee in its own segment and copy its outputs into the
 // node's outputs. While keeps two copies of its state (the node's output slots are twice the
-// state size): the body reads the current copy and its results are copied into the other one
-// (a state element the body returns unchanged is not copied). Sort's comparator runs through
-// cmlc_exec_call_function. One-element arithmetic, comparison and logical steps (SCALAR) run
-// inline, which keeps a small loop body at a few ns per op.
+// state size): the body reads the current copy and computes its results straight into the
+// other one (a result it only passes through is copied; one returned unchanged is not). Sort's
+// comparator runs through cmlc_exec_call_function. One-element arithmetic, comparison and logical
+// steps (SCALAR) run inline, which keeps a small loop body at a few ns per op.
 //
 // Cancellation and deadlines (cmlc_execute's |control|): checked before main, at every
 // function entry, at every While iteration and before every kernel or fused step. A check is a
@@ -313,27 +313,48 @@ static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan
   cmlc_bind_captures(ctx, cond);
   cmlc_bind_captures(ctx, body);
   const uint8_t* go = NULL;
+  cml_status_t st = CML_OK;
   for (;;) {
     // Each iteration is a stop point (an endless loop can be cancelled).
-    CML_RETURN_IF_ERROR(cmlc_poll(ctx, false, n));
+    st = cmlc_poll(ctx, false, n);
+    if (st != CML_OK) break;
     for (uint32_t i = 0; i < cond_params; ++i) ptrs[cond->params[i]] = cur[i];
-    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, cond_fi, n));
+    st = cmlc_run_function(ctx, cond_fi, n);
+    if (st != CML_OK) break;
     go = (const uint8_t*)ptrs[cond->outputs[0]];
     if (*go == 0) break;
     for (uint32_t i = 0; i < body_params; ++i) ptrs[body->params[i]] = cur[i];
-    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, body_fi, n));
-    // The body's results live in its segment, which its next run overwrites: move each into
-    // the half of the node's double slot that the current state does not use.
+    // The body's results would live in its segment, which its next run overwrites: each one
+    // the body computes into the arena is produced straight into the half of the node's double
+    // slot that the current state does not use (kernels write through the pointer table), so
+    // no copy is needed. Results it does not write there (a parameter or alias passed through,
+    // a value returned twice) are copied below.
+    for (uint32_t i = 0; i < count; ++i) {
+      const uint32_t rv = body->outputs[i];
+      if (exe->values[rv].storage != CMLC_STORAGE_ARENA || state[i].bytes == 0) continue;
+      uint8_t* a = ctx->arena + state[i].arena_at;
+      ptrs[rv] = cur[i] == (void*)a ? (void*)(a + state[i].size / 2) : (void*)a;
+    }
+    st = cmlc_run_function(ctx, body_fi, n);
+    if (st != CML_OK) break;
     for (uint32_t i = 0; i < count; ++i) {
       void* result = ptrs[body->outputs[i]];
       if (result == cur[i]) continue;
       uint8_t* a = ctx->arena + state[i].arena_at;
       uint8_t* b = a + state[i].size / 2;
       void* dst = cur[i] == (void*)a ? (void*)b : (void*)a;
-      cmlc_copy_value(dst, result, state[i].bytes);
+      if (result != dst) cmlc_copy_value(dst, result, state[i].bytes);
       cur[i] = dst;
     }
   }
+  // The body's results get their own places back (the next run of this node redirects again).
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t rv = body->outputs[i];
+    if (exe->values[rv].storage == CMLC_STORAGE_ARENA) {
+      ptrs[rv] = cmlc_value_fixed_pointer(exe, ctx, rv);
+    }
+  }
+  if (st != CML_OK) return st;
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t v = n->first_output + i;
     uint8_t* a = ctx->arena + state[i].arena_at;
@@ -579,10 +600,17 @@ static void cmlc_slot_release(cmlc_slot_t* slot, bool ok) {
 }
 
 // A slot thread (or the caller, for slot 0): runs the program and reports to the rendezvous.
+// Its kernels use its share of the pool: threads / slots, the first threads % slots slots one
+// more (at least 1), so that the slots together never run more threads than the pool has.
 static void* cmlc_slot_main(void* arg) {
   cmlc_slot_t* slot = (cmlc_slot_t*)arg;
   cmlc_rendezvous_t* rendezvous = slot->ctx->rendezvous;
+  const int threads = cmlc_pool_thread_count(slot->exe->backend->pool);
+  const int slots = slot->ctx->replica_count > 0 ? slot->ctx->replica_count : 1;
+  int share = threads / slots + (slot->index < threads % slots ? 1 : 0);
+  const int saved_share = cmlc_pool_set_share(share < 1 ? 1 : share);
   cml_status_t st = cmlc_slot_run(slot);
+  (void)cmlc_pool_set_share(saved_share);
   if (st != CML_OK) {
     cmlc_rendezvous_fail(rendezvous, slot->index, st);
   } else {
