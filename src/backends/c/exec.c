@@ -50,12 +50,19 @@ struct cmlc_context_t {
   cmlc_rendezvous_t* rendezvous;
   int32_t replica;
   int32_t replica_count;
+  // SPMD: the slot array and the rendezvous of the executions this context led (ran slot 0
+  // of), kept for the next one (NULL until the first).
+  void* spmd_slots;
+  size_t spmd_slots_bytes;
+  cmlc_rendezvous_t* spmd_rendezvous;
 };
 
 static void cmlc_context_destroy(cmlc_executable_t* exe, cmlc_context_t* ctx) {
   cml_allocator_t alloc = exe->backend->base.allocator;
   if (ctx->arena) cml_allocator_free(alloc, ctx->arena, ctx->arena_bytes);
   if (ctx->ptrs) cml_allocator_free(alloc, ctx->ptrs, sizeof(void*) * exe->pointer_count);
+  if (ctx->spmd_slots) cml_allocator_free(alloc, ctx->spmd_slots, ctx->spmd_slots_bytes);
+  cmlc_rendezvous_destroy(ctx->spmd_rendezvous);
   cml_allocator_free(alloc, ctx, sizeof *ctx);
 }
 
@@ -516,7 +523,7 @@ static cml_status_t cmlc_slot_prepare(cmlc_slot_t* slot, const cml_execute_contr
   const cml_module_t* m = exe->module;
   const cml_ir_function_t* main_fn = &m->functions[0];
   for (size_t o = 0; o < main_fn->output_count; ++o) slot->out_results[o] = NULL;
-  CML_RETURN_IF_ERROR(cmlc_context_acquire(exe, &slot->ctx));
+  if (!slot->ctx) CML_RETURN_IF_ERROR(cmlc_context_acquire(exe, &slot->ctx));
   cmlc_context_t* ctx = slot->ctx;
   ctx->cancelled = control ? control->cancelled : NULL;
   ctx->deadline_ns = control ? control->deadline_ns : 0;
@@ -625,7 +632,8 @@ static void* cmlc_slot_main(void* arg) {
 // Runs the module's num_devices slots concurrently: slot 0 on the calling thread, the others on
 // the backend's persistent slot threads (crew.c), or on threads started for this execution when
 // another execution holds them (slots block at collectives, so they cannot be pool tasks; their
-// kernels share the backend's pool). Inputs and results are device-major.
+// kernels share the backend's pool). Inputs and results are device-major. Slot 0's context
+// leads: it keeps the slot array and the rendezvous for its next execution.
 static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
                                       const bool* donate, const cml_execute_control_t* control,
                                       cml_buffer_t** out_results) {
@@ -635,11 +643,29 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
   const size_t in_count = main_fn->param_count, out_count = main_fn->output_count;
   cml_allocator_t alloc = exe->backend->base.allocator;
   for (size_t o = 0; o < (size_t)n * out_count; ++o) out_results[o] = NULL;
-  cmlc_slot_t* slots = cml_allocator_malloc(alloc, sizeof *slots * (size_t)n, CMLC_ALIGNMENT);
-  if (!slots) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  cmlc_context_t* lead = NULL;
+  CML_RETURN_IF_ERROR(cmlc_context_acquire(exe, &lead));
+  cml_status_t st = CML_OK;
+  if (!lead->spmd_slots) {
+    lead->spmd_slots = cml_allocator_malloc(alloc, sizeof(cmlc_slot_t) * (size_t)n, CMLC_ALIGNMENT);
+    if (lead->spmd_slots) lead->spmd_slots_bytes = sizeof(cmlc_slot_t) * (size_t)n;
+  }
+  if (!lead->spmd_rendezvous) {
+    st = cmlc_rendezvous_create(exe, control, &lead->spmd_rendezvous);
+  } else {
+    cmlc_rendezvous_reset(lead->spmd_rendezvous, control);
+  }
+  if (st == CML_OK && !lead->spmd_slots) {
+    st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  if (st != CML_OK) {
+    cmlc_context_release(exe, lead);
+    return st;
+  }
+  cmlc_slot_t* slots = (cmlc_slot_t*)lead->spmd_slots;
+  cmlc_rendezvous_t* rendezvous = lead->spmd_rendezvous;
   memset(slots, 0, sizeof *slots * (size_t)n);
-  cmlc_rendezvous_t* rendezvous = NULL;
-  cml_status_t st = cmlc_rendezvous_create(exe, control, &rendezvous);
+  slots[0].ctx = lead;
   for (int32_t j = 0; j < n; ++j) {
     cmlc_slot_t* slot = &slots[j];
     slot->exe = exe;
@@ -686,13 +712,14 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
     }
     st = cmlc_rendezvous_take_failure(rendezvous);
   }
-  // Every slot thread has ended: the contexts and buffers may go.
+  // Every slot thread has ended: the contexts and buffers may go; the lead's last, since the
+  // slot array is its own (another execution may take it as soon as it is released).
   for (int32_t j = 0; st == CML_OK && j < n; ++j) st = cmlc_slot_collect(&slots[j]);
-  for (int32_t j = 0; j < n; ++j) {
+  for (int32_t j = n - 1; j >= 1; --j) {
     if (slots[j].out_results) cmlc_slot_release(&slots[j], st == CML_OK);
   }
-  cmlc_rendezvous_destroy(rendezvous);
-  cml_allocator_free(alloc, slots, sizeof *slots * (size_t)n);
+  cmlc_slot_t lead_slot = slots[0];
+  cmlc_slot_release(&lead_slot, st == CML_OK);
   return st;
 }
 

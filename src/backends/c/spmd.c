@@ -3,10 +3,11 @@
 // device slots, failure propagation, and the detection of rounds that can never complete.
 //
 // One rendezvous per execution, shared by its N slot threads, guarded by one mutex and one
-// condition variable (a collective moves far more data than the lock costs). A round is keyed
-// by (node, first member of the group, occurrence): the occurrence is how many times this slot
-// ran the node before, so the rounds of a collective inside a While body are distinct. Rounds
-// are recycled through a free list (each has room for every slot's contribution).
+// condition variable (a collective moves far more data than the lock costs). Executions keep
+// theirs for the next one (cmlc_rendezvous_reset), so a steady-state execution allocates none. A
+// round is keyed by (node, first member of the group, occurrence): the occurrence is how many times
+// this slot ran the node before, so the rounds of a collective inside a While body are distinct.
+// Rounds are recycled through a free list (each has room for every slot's contribution).
 //
 // No wait is unbounded:
 //   - a slot that fails (kernel error, cancel, deadline) records the execution's first failure
@@ -155,6 +156,28 @@ void cmlc_rendezvous_destroy(cmlc_rendezvous_t* r) {
   cml_allocator_free(r->alloc, r->waiting, (size_t)slots * sizeof *r->waiting);
   cml_allocator_free(r->alloc, r->waiting_round, (size_t)slots * sizeof *r->waiting_round);
   cml_allocator_free(r->alloc, r, sizeof *r);
+}
+
+void cmlc_rendezvous_reset(cmlc_rendezvous_t* r, const cml_execute_control_t* control) {
+  const int32_t slots = r->slots;
+  const size_t counters = (size_t)slots * (r->exe->collective_count ? r->exe->collective_count : 1);
+  // Rounds a failed execution left behind go back to the free list.
+  while (r->rounds) {
+    cmlc_round_t* round = r->rounds;
+    r->rounds = round->next;
+    round->next = r->free_rounds;
+    r->free_rounds = round;
+  }
+  cml_status_free(r->failure);
+  r->failure = CML_OK;
+  __atomic_store_n(&r->failed, 0, __ATOMIC_RELAXED);
+  r->control = control;
+  r->done_count = 0;
+  r->waiting_count = 0;
+  memset(r->occurrences, 0, counters * sizeof *r->occurrences);
+  memset(r->done, 0, (size_t)slots);
+  memset(r->waiting, 0, (size_t)slots * sizeof *r->waiting);
+  memset(r->waiting_round, 0, (size_t)slots * sizeof *r->waiting_round);
 }
 
 //===--- failures ---===//
