@@ -128,9 +128,9 @@ typedef void (*cmlc_co_reduce_fn)(void* dst, const void* const* src, int n, int6
 #define CMLC_CO_FMIN(a, b) (((a) != (a) || (a) < (b)) ? (a) : (b))
 
 // Elements a reducer combines per step: every source is folded into a local block of this
-// many elements, which the compiler keeps in vector registers (a loop of a known, fixed count
-// over restrict pointers vectorizes even at -O2; a loop of unknown count over pointers that
-// may alias does not), and the block is stored once.
+// many elements, then the block is stored once (a loop of a known, fixed count over restrict
+// pointers vectorizes even at -O2; a loop of unknown count over pointers that may alias does
+// not).
 #define CMLC_CO_LANES 32
 
 // A reducer over T whose values are combined as CT (unsigned for wrapping integer arithmetic).
