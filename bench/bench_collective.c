@@ -10,12 +10,21 @@
 // bandwidth x 2(n-1)/n), each as a ratio against a 64 MiB memcpy between two warm buffers
 // (bytes / time). Never part of CI; prints figures only.
 //
-// Usage: bench_collective [--reps N] [--mib M] [--devices N]
+// What the machine allows is printed next to it: the same memcpy split over the backend's
+// threads (the copy bandwidth of all cores), and the AllReduce's floor, the time its memory
+// traffic takes at that rate. An AllReduce of n separate f32 buffers reads n operands and
+// writes n results: n times the bytes of one memcpy, so at best 1/n of the memcpy ratio as
+// algorithm bandwidth (read as bus bandwidth, 2(n-1)/n^2).
+//
+// Usage: bench_collective [--reps N] [--mib M] [--devices N] [--threads T] (the c backend's
+// threads, 2 by default)
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cml/cml.h"
 #include "cml/distributed.h"
@@ -32,6 +41,69 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// The CPU model, from /proc/cpuinfo where there is one.
+static void cpu_model(char* out, size_t size) {
+  snprintf(out, size, "unknown CPU");
+  FILE* f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[256];
+  char family[32] = "", model[32] = "";
+  bool named = false;
+  while (fgets(line, sizeof line, f)) {
+    char* colon = strchr(line, ':');
+    if (!colon) continue;
+    char* value = colon + 1;
+    while (*value == ' ') ++value;
+    value[strcspn(value, "\n")] = 0;
+    if (!named && !strncmp(line, "model name", 10)) {
+      snprintf(out, size, "%s", value);
+      named = true;
+    } else if (!family[0] && !strncmp(line, "cpu family", 10)) {
+      snprintf(family, sizeof family, "%s", value);
+    } else if (!model[0] && !strncmp(line, "model\t", 6)) {
+      snprintf(model, sizeof model, "%s", value);
+    }
+  }
+  fclose(f);
+  if (named && family[0]) {
+    size_t used = strlen(out);
+    snprintf(out + used, size - used, " (family %s model %s)", family, model);
+  }
+}
+
+typedef struct copy_part_t {
+  char* dst;
+  const char* src;
+  size_t bytes;
+} copy_part_t;
+
+static void* copy_part(void* arg) {
+  const copy_part_t* p = (const copy_part_t*)arg;
+  memcpy(p->dst, p->src, p->bytes);
+  return NULL;
+}
+
+// memcpy of |bytes| split over |threads| threads (the caller is one of them).
+static void parallel_memcpy(void* dst, const void* src, size_t bytes, int threads) {
+  pthread_t t[64];
+  copy_part_t part[64];
+  const size_t per = (bytes / (size_t)threads + 63) & ~(size_t)63;
+  int started = 0;
+  for (int k = 0; k < threads; ++k) {
+    size_t at = per * (size_t)k;
+    part[k].dst = (char*)dst + at;
+    part[k].src = (const char*)src + at;
+    part[k].bytes = at >= bytes ? 0 : (bytes - at < per ? bytes - at : per);
+  }
+  for (int k = 1; k < threads; ++k) {
+    if (pthread_create(&t[k], NULL, copy_part, &part[k]) != 0) break;
+    started = k;
+  }
+  copy_part(&part[0]);
+  for (int k = started + 1; k < threads; ++k) copy_part(&part[k]);  // threads that failed
+  for (int k = 1; k <= started; ++k) pthread_join(t[k], NULL);
 }
 
 static int cmp_double(const void* a, const void* b) {
@@ -92,11 +164,11 @@ static cml_status_t build_all_reduce(cml_backend_t* be, int devices, int64_t n, 
   return st;
 }
 
-static int bench_all_reduce(int reps, int64_t mib, int devices) {
+static int bench_all_reduce(int reps, int64_t mib, int devices, int threads) {
   const int64_t n = mib * (1 << 20) / 4;
   const size_t bytes = (size_t)n * 4;
   char config[64];
-  snprintf(config, sizeof config, "c:devices=%d", devices);
+  snprintf(config, sizeof config, "c:devices=%d,threads=%d", devices, threads);
   cml_backend_t* be = NULL;
   if (!check(cml_backend_new_with_config(config, &be), config)) return 1;
   printf("AllReduce (sum) of %lld MiB f32 over %d devices on %s\n", (long long)mib, devices,
@@ -125,6 +197,23 @@ static int bench_all_reduce(int reps, int64_t mib, int devices) {
   const double memcpy_gbs = (double)bytes / memcpy_s / 1e9;
   printf("  %-44s %9.2f ms %8.2f GB/s  (CPU %.1f ms)\n", "memcpy (64 MiB, warm buffers)",
          memcpy_s * 1e3, memcpy_gbs, memcpy_cpu * 1e3);
+  // The same copy on every thread the backend has: the machine's copy bandwidth.
+  c0 = cpu_s();
+  for (int r = 0; r < reps; ++r) {
+    double t0 = now_s();
+    parallel_memcpy(b, a, bytes, threads);
+    t[r] = now_s() - t0;
+  }
+  const double pmemcpy_cpu = (cpu_s() - c0) / reps;
+  const double pmemcpy_s = median(t, reps);
+  char label[64];
+  snprintf(label, sizeof label, "memcpy (64 MiB) split over %d threads", threads);
+  printf("  %-44s %9.2f ms %8.2f GB/s  %.2fx memcpy  (CPU %.1f ms)\n", label, pmemcpy_s * 1e3,
+         (double)bytes / pmemcpy_s / 1e9, memcpy_s / pmemcpy_s, pmemcpy_cpu * 1e3);
+  // The floor: |devices| operands read and |devices| results written, at the faster copy rate.
+  const double floor_s = devices * (pmemcpy_s < memcpy_s ? pmemcpy_s : memcpy_s);
+  printf("  %-44s %9.2f ms %8.2f GB/s  %.2fx memcpy\n", "floor (n reads + n writes at that rate)",
+         floor_s * 1e3, (double)bytes / floor_s / 1e9, memcpy_s / floor_s);
   const int loops[2] = {1, 8};
   for (int v = 0; v < 2; ++v) {
     cml_executable_t* exe = NULL;
@@ -157,10 +246,13 @@ static int bench_all_reduce(int reps, int64_t mib, int devices) {
     const double s_per = median(t, reps);
     const double gbs = (double)bytes / s_per / 1e9;
     const double bus = gbs * 2.0 * (devices - 1) / devices;
-    printf("  %-44s %9.2f ms %8.2f GB/s  %.2fx memcpy (bus %.2f GB/s: %.2fx)  (CPU %.1f ms)\n",
-           v == 0 ? "AllReduce, one per execute (+ new outputs)"
-                  : "AllReduce, 8 in a While loop (per AllReduce)",
-           s_per * 1e3, gbs, gbs / memcpy_gbs, bus, bus / memcpy_gbs, cpu / reps * 1e3);
+    printf(
+        "  %-44s %9.2f ms %8.2f GB/s  %.2fx memcpy (bus %.2f GB/s: %.2fx), %.2fx the floor  "
+        "(CPU %.1f ms)\n",
+        v == 0 ? "AllReduce, one per execute (+ new outputs)"
+               : "AllReduce, 8 in a While loop (per AllReduce)",
+        s_per * 1e3, gbs, gbs / memcpy_gbs, bus, bus / memcpy_gbs, floor_s / s_per,
+        cpu / reps * 1e3);
   }
   for (int j = 0; j < devices; ++j) cml_buffer_release(in[j]);
   free(t);
@@ -228,7 +320,8 @@ static float lcg(uint32_t* s) {
 
 // Runs |reps| steps on |config| with |devices| slots; returns the median seconds per step and
 // the new w2[0] (to compare the runs).
-static bool run_mlp(const char* config, int devices, int reps, double* out_s, float* out_w) {
+static bool run_mlp(const char* config, int devices, int reps, double* out_s, double* out_cpu,
+                    float* out_w) {
   cml_backend_t* be = NULL;
   if (!check(cml_backend_new_with_config(config, &be), config)) return false;
   const int64_t batch = MLP_B / devices;
@@ -262,11 +355,14 @@ static bool run_mlp(const char* config, int devices, int reps, double* out_s, fl
                "w2");
   }
   double* t = calloc((size_t)reps, sizeof(double));
+  double cpu = 0;
   for (int r = -2; ok && r < reps; ++r) {
     cml_buffer_t* out[16] = {0};
+    double c0 = cpu_s();
     double t0 = now_s();
     ok = check(cml_executable_execute(exe, in, (size_t)(4 * devices), NULL, 0, out), "step");
     if (r >= 0) t[r] = now_s() - t0;
+    if (r >= 0) cpu += cpu_s() - c0;
     if (ok && r == reps - 1) {
       float* w = malloc(sizeof(float) * MLP_H * MLP_O);
       ok = check(cml_buffer_copy_to_host(out[1], w, sizeof(float) * MLP_H * MLP_O), "copy");
@@ -276,6 +372,7 @@ static bool run_mlp(const char* config, int devices, int reps, double* out_s, fl
     for (int k = 0; k < 2 * devices; ++k) cml_buffer_release(out[k]);
   }
   if (ok) *out_s = median(t, reps);
+  *out_cpu = cpu / reps;
   for (int k = 0; k < 4 * devices; ++k) cml_buffer_release(in[k]);
   free(t);
   free(x);
@@ -290,20 +387,28 @@ static bool run_mlp(const char* config, int devices, int reps, double* out_s, fl
 static int bench_mlp(int reps) {
   printf("Data-parallel MLP step (%dx%d -> %d ReLU -> %d, batch %d, SGD on both weights)\n", MLP_B,
          MLP_D, MLP_H, MLP_O, MLP_B);
-  double t1 = 0, t2 = 0;
+  double t1 = 0, t2 = 0, c1 = 0, c2 = 0;
   float w_one = 0, w_two = 0;
-  if (!run_mlp("c:threads=2", 1, reps, &t1, &w_one)) return 1;
-  if (!run_mlp("c:devices=2,threads=2", 2, reps, &t2, &w_two)) return 1;
+  // Alternated, so that a change of the machine's load hits both.
+  double s1[3], s2[3];
+  for (int round = 0; round < 3; ++round) {
+    if (!run_mlp("c:threads=2", 1, reps, &s1[round], &c1, &w_one)) return 1;
+    if (!run_mlp("c:devices=2,threads=2", 2, reps, &s2[round], &c2, &w_two)) return 1;
+  }
+  t1 = median(s1, 3);
+  t2 = median(s2, 3);
   const double flops = 3.0 * 2.0 * MLP_B * ((double)MLP_D * MLP_H + (double)MLP_H * MLP_O);
-  printf("  %-44s %9.2f ms %8.2f GFLOP/s\n", "one device, c:threads=2", t1 * 1e3, flops / t1 / 1e9);
-  printf("  %-44s %9.2f ms %8.2f GFLOP/s  %.2fx the one-device step\n",
-         "2 devices (batch split, AllReduce), threads=2", t2 * 1e3, flops / t2 / 1e9, t1 / t2);
+  printf("  %-44s %9.2f ms %8.2f GFLOP/s  (CPU %.1f ms)\n", "one device, c:threads=2", t1 * 1e3,
+         flops / t1 / 1e9, c1 * 1e3);
+  printf("  %-44s %9.2f ms %8.2f GFLOP/s  %.2fx the one-device step  (CPU %.1f ms)\n",
+         "2 devices (batch split, AllReduce), threads=2", t2 * 1e3, flops / t2 / 1e9, t1 / t2,
+         c2 * 1e3);
   printf("  w2[0] after the step: %.7g (one device) vs %.7g (2 devices)\n", w_one, w_two);
   return 0;
 }
 
 int main(int argc, char** argv) {
-  int reps = 7, devices = 4;
+  int reps = 7, devices = 4, threads = 2;
   int64_t mib = 64;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
@@ -312,12 +417,17 @@ int main(int argc, char** argv) {
       mib = atoll(argv[++i]);
     } else if (!strcmp(argv[i], "--devices") && i + 1 < argc) {
       devices = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      threads = atoi(argv[++i]);
     } else {
-      fprintf(stderr, "usage: %s [--reps N] [--mib M] [--devices N]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--reps N] [--mib M] [--devices N] [--threads T]\n", argv[0]);
       return 2;
     }
   }
-  if (reps < 1 || mib < 1 || devices < 1 || devices > 64) return 2;
-  if (bench_all_reduce(reps, mib, devices)) return 1;
+  if (reps < 1 || mib < 1 || devices < 1 || devices > 64 || threads < 1 || threads > 64) return 2;
+  char model[160];
+  cpu_model(model, sizeof model);
+  printf("CPU: %s, %ld online\n", model, sysconf(_SC_NPROCESSORS_ONLN));
+  if (bench_all_reduce(reps, mib, devices, threads)) return 1;
   return bench_mlp(reps);
 }

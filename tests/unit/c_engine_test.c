@@ -320,6 +320,91 @@ TEST(donation_and_output_aliasing) {
   cml_backend_release(backend);
 }
 
-TEST_MAIN(TEST_ENTRY(while_sum_1_to_10), TEST_ENTRY(concurrent_execution_from_4_threads),
-          TEST_ENTRY(call_if_and_nested_captures), TEST_ENTRY(sort_stable_and_custom),
-          TEST_ENTRY(donation_and_output_aliasing))
+// While state written in place: the body computes most results straight into the loop's state
+// (exec.c), so every way a result can reach the state must still give the right values: a
+// kernel result (a), an in-place elementwise chain (t = a + 1; a' = t * 1, then a Dynamic-
+// UpdateSlice over it), one value returned for two state elements (b' = a'), parameters passed
+// through crosswise (c' = d, d' = c), a result read by a later op of the body (e' = e + 2 a'),
+// and the counter. Run twice (the context is reused) and with 1..5 iterations.
+TEST(while_state_written_in_place) {
+  enum { N = 1000 };
+  cml_backend_t* backend = ce_backend();
+  ASSERT_TRUE(backend != NULL);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(backend, "state", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t is = ce_scalar(CML_DTYPE_I32), vs = ce_vec(CML_DTYPE_F32, N);
+  cml_value_t n = cml_parameter(f, "n", &is);
+  cml_value_t x[5];
+  const char* names[5] = {"a", "b", "c", "d", "e"};
+  for (int k = 0; k < 5; ++k) x[k] = cml_parameter(f, names[k], &vs);
+  cml_function_t *cond = NULL, *body = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
+  cml_value_t ci = cml_parameter(cond, "i", &is);
+  for (int k = 0; k < 5; ++k) (void)cml_parameter(cond, names[k], &vs);
+  cml_value_t go = cml_op_less_than(cond, ci, n);
+  ASSERT_STATUS_OK(cml_function_return(cond, &go, 1));
+  cml_value_t bi = cml_parameter(body, "i", &is), bx[5];
+  for (int k = 0; k < 5; ++k) bx[k] = cml_parameter(body, names[k], &vs);
+  cml_value_t one = cml_constant_scalar_f64(body, CML_DTYPE_F32, 1.0);
+  cml_value_t t = cml_op_add(body, bx[0], one);
+  cml_value_t a = cml_op_mul(body, t, one);
+  cml_value_t upd = cml_op_reshape(
+      body,
+      cml_op_mul(body, cml_op_slice(body, a, (int64_t[]){0}, (int64_t[]){1}, NULL, 1),
+                 cml_constant_scalar_f64(body, CML_DTYPE_F32, -1.0)),
+      (int64_t[]){1}, 1);
+  cml_value_t at = cml_constant_scalar_i64(body, CML_DTYPE_I32, 0);
+  a = cml_op_dynamic_update_slice(body, a, upd, &at, 1);
+  cml_value_t e =
+      cml_op_add(body, bx[4], cml_op_mul(body, a, cml_constant_scalar_f64(body, CML_DTYPE_F32, 2)));
+  cml_value_t next[6] = {
+      cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)), a, a, bx[3], bx[2], e};
+  ASSERT_STATUS_OK(cml_function_return(body, next, 6));
+  cml_value_t init[6] = {
+      cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x[0], x[1], x[2], x[3], x[4]};
+  cml_value_t res[6];
+  ASSERT_TRUE(cml_op_while(f, cond, body, init, 6, res));
+  ASSERT_STATUS_OK(cml_function_return(f, res + 1, 5));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  static float host[5][N];
+  for (int i = 0; i < N; ++i) {
+    for (int k = 0; k < 5; ++k) host[k][i] = (float)(k == 4 ? 0 : 10 * k + i);
+  }
+  for (int run = 0; run < 2; ++run) {
+    for (int32_t iters = 1; iters <= 5; ++iters) {
+      cml_buffer_t* in[6] = {ce_buf(backend, is, &iters)};
+      for (int k = 0; k < 5; ++k) in[k + 1] = ce_buf(backend, vs, host[k]);
+      cml_buffer_t* out[5] = {0};
+      ASSERT_STATUS_OK(cml_executable_execute(exe, in, 6, NULL, 0, out));
+      static float got[5][N];
+      for (int k = 0; k < 5; ++k) {
+        ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[k], got[k], sizeof got[k]));
+      }
+      for (int i = 0; i < N; ++i) {
+        // a_k = a_{k-1} + 1 with element 0 negated each time; e sums 2 a_k.
+        double ak = host[0][i], ek = 0;
+        for (int k = 0; k < iters; ++k) {
+          ak = i == 0 ? -(ak + 1) : ak + 1;
+          ek += 2 * ak;
+        }
+        ASSERT_EQ_DBL(got[0][i], ak);
+        ASSERT_EQ_DBL(got[1][i], ak);
+        ASSERT_EQ_DBL(got[2][i], iters % 2 ? host[3][i] : host[2][i]);
+        ASSERT_EQ_DBL(got[3][i], iters % 2 ? host[2][i] : host[3][i]);
+        ASSERT_EQ_DBL(got[4][i], ek);
+      }
+      for (int k = 0; k < 5; ++k) cml_buffer_release(out[k]);
+      for (int k = 0; k < 6; ++k) cml_buffer_release(in[k]);
+    }
+  }
+  cml_executable_release(exe);
+  cml_backend_release(backend);
+}
+
+TEST_MAIN(TEST_ENTRY(while_sum_1_to_10), TEST_ENTRY(while_state_written_in_place),
+          TEST_ENTRY(concurrent_execution_from_4_threads), TEST_ENTRY(call_if_and_nested_captures),
+          TEST_ENTRY(sort_stable_and_custom), TEST_ENTRY(donation_and_output_aliasing))

@@ -696,7 +696,67 @@ TEST(bad_input_statuses) {
   cml_backend_release(be);
 }
 
-TEST_MAIN(TEST_ENTRY(all_reduce_plus_replica_id), TEST_ENTRY(every_collective_reference_values),
+// An AllReduce whose outputs are larger than the caches takes the streaming path (blocks
+// reduced in L1, written to every output with non-temporal stores): odd element counts, so that
+// the members' ranges start unaligned, f32 and Int8 (wrapping) operands, 8 threads (2 per
+// slot, so the pool splits each member's range too), every element of every output checked,
+// twice.
+TEST(all_reduce_larger_than_the_caches) {
+  enum { F = 2097157, B = 8388617 };  // x 4 devices: just above 32 MiB written per operand
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=4,threads=8", &be));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "big", &b));
+  ASSERT_STATUS_OK(cml_builder_spmd(b, 4));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t fs = vec(CML_DTYPE_F32, F), bs = vec(CML_DTYPE_I8, B);
+  cml_value_t x[2] = {cml_parameter(f, "x", &fs), cml_parameter(f, "y", &bs)}, r[2];
+  ASSERT_TRUE(cml_op_all_reduce(f, x, 2, CML_REDUCE_SUM, NULL, r));
+  ASSERT_STATUS_OK(cml_function_return(f, r, 2));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  float* xf = malloc(sizeof(float) * F);
+  int8_t* xb = malloc(B);
+  float* gf = malloc(sizeof(float) * F);
+  int8_t* gb = malloc(B);
+  ASSERT_TRUE(xf && xb && gf && gb);
+  cml_buffer_t* in[8] = {0};
+  for (int j = 0; j < 4; ++j) {
+    for (int64_t i = 0; i < F; ++i) xf[i] = (float)(i % 4093) + 10000.0f * (float)j;
+    for (int64_t i = 0; i < B; ++i) xb[i] = (int8_t)(uint8_t)(i * 7 + j * 61);
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, j, &fs, xf, sizeof(float) * F, &in[2 * j]));
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, j, &bs, xb, B, &in[2 * j + 1]));
+  }
+  for (int rep = 0; rep < 2; ++rep) {
+    cml_buffer_t* out[8] = {0};
+    ASSERT_STATUS_OK(cml_executable_execute(exe, in, 8, NULL, 0, out));
+    for (int j = 0; j < 4; ++j) {
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[2 * j], gf, sizeof(float) * F));
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[2 * j + 1], gb, B));
+      int64_t bad_f = 0, bad_b = 0;
+      for (int64_t i = 0; i < F; ++i) {
+        bad_f += gf[i] != 4.0f * (float)(i % 4093) + 60000.0f;
+      }
+      for (int64_t i = 0; i < B; ++i) {
+        bad_b += gb[i] != (int8_t)(uint8_t)(4 * (uint32_t)i * 7 + 6 * 61);
+      }
+      ASSERT_EQ_INT(bad_f, 0);
+      ASSERT_EQ_INT(bad_b, 0);
+    }
+    release_all(out, 8);
+  }
+  release_all(in, 8);
+  free(xf);
+  free(xb);
+  free(gf);
+  free(gb);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+}
+
+TEST_MAIN(TEST_ENTRY(all_reduce_plus_replica_id), TEST_ENTRY(all_reduce_larger_than_the_caches),
+          TEST_ENTRY(every_collective_reference_values),
           TEST_ENTRY(groups_several_operands_device_assignment), TEST_ENTRY(all_reduce_every_dtype),
           TEST_ENTRY(collectives_inside_while_and_if), TEST_ENTRY(collectives_inside_call),
           TEST_ENTRY(if_on_replica_id_around_all_reduce_is_a_status_not_a_hang),

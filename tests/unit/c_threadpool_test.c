@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/unit/c_threadpool_test.c: the C backend's thread pool: every chunk runs exactly once,
 // chunk boundaries do not depend on the thread count, concurrent callers, nested calls, idle
-// workers sleep.
+// workers sleep, a caller's share of the pool.
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -234,7 +234,49 @@ TEST(bad_thread_count) {
   ASSERT_TRUE(pool == NULL);
 }
 
-TEST_MAIN(TEST_ENTRY(null_pool_runs_inline), TEST_ENTRY(every_chunk_exactly_once),
-          TEST_ENTRY(chunk_boundaries_independent_of_threads), TEST_ENTRY(concurrent_callers),
-          TEST_ENTRY(nested_calls_run_inline), TEST_ENTRY(wakes_sleeping_workers),
-          TEST_ENTRY(idle_workers_sleep), TEST_ENTRY(bad_thread_count))
+// A caller's share of the pool (cmlc_pool_set_share, what each SPMD device slot holds): a share
+// of 1 runs every chunk inline on the caller, a share of 2 uses at most one worker besides the
+// caller; chunks still run exactly once, and the previous share comes back.
+typedef struct share_ctx_t {
+  pthread_t caller;
+  atomic_int hits[256];
+  atomic_int used[8];  // chunks run per thread index
+  atomic_int off_caller;
+} share_ctx_t;
+
+static void share_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  share_ctx_t* c = (share_ctx_t*)ctx;
+  if (!pthread_equal(pthread_self(), c->caller)) atomic_fetch_add(&c->off_caller, 1);
+  if (thread_index >= 0 && thread_index < 8) atomic_fetch_add(&c->used[thread_index], 1);
+  for (int64_t i = begin; i < end; ++i) atomic_fetch_add(&c->hits[i], 1);
+  struct timespec ts = {0, 200000};  // 0.2 ms: long enough for idle workers to join
+  nanosleep(&ts, NULL);
+}
+
+TEST(a_share_limits_the_threads_of_a_caller) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(4, cml_allocator_system(), &pool));
+  ASSERT_EQ_INT(cmlc_pool_set_share(1), 0);
+  for (int share = 1; share <= 2; ++share) {
+    ASSERT_EQ_INT(cmlc_pool_set_share(share), 1);  // 1 from the call above, then share 1
+    share_ctx_t* c = calloc(1, sizeof *c);
+    c->caller = pthread_self();
+    cmlc_parallel_for(pool, 256, 4, share_task, c);
+    int bad = 0, threads = 0;
+    for (int i = 0; i < 256; ++i) bad += atomic_load(&c->hits[i]) != 1;
+    for (int t = 0; t < 8; ++t) threads += atomic_load(&c->used[t]) > 0;
+    const int off_caller = atomic_load(&c->off_caller);
+    free(c);
+    ASSERT_EQ_INT(bad, 0);
+    if (share == 1) ASSERT_EQ_INT(off_caller, 0);
+    ASSERT_TRUE(threads >= 1 && threads <= share);
+  }
+  ASSERT_EQ_INT(cmlc_pool_set_share(0), 2);
+  cmlc_pool_destroy(pool);
+}
+
+TEST_MAIN(TEST_ENTRY(null_pool_runs_inline), TEST_ENTRY(a_share_limits_the_threads_of_a_caller),
+          TEST_ENTRY(every_chunk_exactly_once), TEST_ENTRY(chunk_boundaries_independent_of_threads),
+          TEST_ENTRY(concurrent_callers), TEST_ENTRY(nested_calls_run_inline),
+          TEST_ENTRY(wakes_sleeping_workers), TEST_ENTRY(idle_workers_sleep),
+          TEST_ENTRY(bad_thread_count))

@@ -11,6 +11,9 @@
 // Thread-safety: the backend and its buffers are thread-safe (see cml/backend.h).
 #include <stdio.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "backends/c/engine_internal.h"
 #include "core/runtime_internal.h"
@@ -32,6 +35,24 @@ static const char cmlc_backend_config_help[] =
 //===--- buffers ---===//
 
 static size_t cmlc_round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// From this size a buffer asks for transparent huge pages (Linux, where the system leaves it to
+// madvise): first touching a 64 MiB result then takes 32 page faults instead of 16384 (about
+// 9 instead of 34 ms of CPU for a 64 MiB copy into a fresh buffer on the build machine).
+#define CMLC_HUGE_PAGE_BYTES ((size_t)8 << 20)
+
+static void cmlc_advise_huge_pages(void* data, size_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  const uintptr_t begin = ((uintptr_t)data + huge - 1) & ~(huge - 1);
+  const uintptr_t end = ((uintptr_t)data + size) & ~(huge - 1);
+  // Advice only: the contents never change, and a refusal (no THP, foreign memory) is harmless.
+  if (end > begin) (void)madvise((void*)begin, (size_t)(end - begin), MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)size;
+#endif
+}
 
 cml_status_t cmlc_buffer_wrap(cmlc_backend_t* backend, int device, const cml_shape_t* shape,
                               void* data, size_t size, cmlc_buffer_t** out_buffer) {
@@ -63,6 +84,7 @@ cml_status_t cmlc_buffer_create(cmlc_backend_t* backend, int device, const cml_s
                              "c backend: cannot allocate %zu bytes for a buffer %s", bytes,
                              cml_shape_format(shape, text, sizeof text));
     }
+    if (size >= CMLC_HUGE_PAGE_BYTES) cmlc_advise_huge_pages(data, size);
   }
   cmlc_buffer_t* b = NULL;
   cml_status_t st = cmlc_buffer_wrap(backend, device, shape, data, size, &b);

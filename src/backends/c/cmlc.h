@@ -62,6 +62,10 @@ typedef struct cmlc_pool_t cmlc_pool_t;
 typedef void (*cmlc_task_fn)(void* ctx, int64_t begin, int64_t end, int thread_index);
 void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_task_fn fn, void* ctx);
 int cmlc_pool_thread_count(const cmlc_pool_t* pool);  // 1 for NULL
+// Limits the jobs the calling thread publishes to |threads| threads of the pool, itself
+// included (1: every range runs inline; 0: the whole pool); returns the previous share. The
+// device slots of an SPMD execution split the pool this way. Chunk boundaries do not change.
+int cmlc_pool_set_share(int threads);
 
 cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_t** out_pool);
 void cmlc_pool_destroy(cmlc_pool_t* pool);

@@ -329,6 +329,9 @@ CML_MUST_USE cml_status_t cmlc_rendezvous_create(const cmlc_executable_t* exe,
                                                  cmlc_rendezvous_t** out_rendezvous);
 // Frees it (after every slot thread has ended).
 void cmlc_rendezvous_destroy(cmlc_rendezvous_t* rendezvous);
+// Makes it ready for the next execution of the same executable under |control| (after every
+// slot thread of the last one has ended and its failure was taken): executions cache it.
+void cmlc_rendezvous_reset(cmlc_rendezvous_t* rendezvous, const cml_execute_control_t* control);
 // Records that |slot| stopped with |status| (taken): the first failure of the execution is kept
 // (prefixed with the slot and its backend device) and every waiting slot wakes and fails.
 void cmlc_rendezvous_fail(cmlc_rendezvous_t* rendezvous, int32_t slot, cml_status_t status);

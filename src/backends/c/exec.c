@@ -10,10 +10,10 @@
 //
 // Control flow: Call and If run the callee in its own segment and copy its outputs into the
 // node's outputs. While keeps two copies of its state (the node's output slots are twice the
-// state size): the body reads the current copy and its results are copied into the other one
-// (a state element the body returns unchanged is not copied). Sort's comparator runs through
-// cmlc_exec_call_function. One-element arithmetic, comparison and logical steps (SCALAR) run
-// inline, which keeps a small loop body at a few ns per op.
+// state size): the body reads the current copy and computes its results straight into the
+// other one (a result it only passes through is copied; one returned unchanged is not). Sort's
+// comparator runs through cmlc_exec_call_function. One-element arithmetic, comparison and logical
+// steps (SCALAR) run inline, which keeps a small loop body at a few ns per op.
 //
 // Cancellation and deadlines (cmlc_execute's |control|): checked before main, at every
 // function entry, at every While iteration and before every kernel or fused step. A check is a
@@ -50,12 +50,19 @@ struct cmlc_context_t {
   cmlc_rendezvous_t* rendezvous;
   int32_t replica;
   int32_t replica_count;
+  // SPMD: the slot array and the rendezvous of the executions this context led (ran slot 0
+  // of), kept for the next one (NULL until the first).
+  void* spmd_slots;
+  size_t spmd_slots_bytes;
+  cmlc_rendezvous_t* spmd_rendezvous;
 };
 
 static void cmlc_context_destroy(cmlc_executable_t* exe, cmlc_context_t* ctx) {
   cml_allocator_t alloc = exe->backend->base.allocator;
   if (ctx->arena) cml_allocator_free(alloc, ctx->arena, ctx->arena_bytes);
   if (ctx->ptrs) cml_allocator_free(alloc, ctx->ptrs, sizeof(void*) * exe->pointer_count);
+  if (ctx->spmd_slots) cml_allocator_free(alloc, ctx->spmd_slots, ctx->spmd_slots_bytes);
+  cmlc_rendezvous_destroy(ctx->spmd_rendezvous);
   cml_allocator_free(alloc, ctx, sizeof *ctx);
 }
 
@@ -313,27 +320,48 @@ static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan
   cmlc_bind_captures(ctx, cond);
   cmlc_bind_captures(ctx, body);
   const uint8_t* go = NULL;
+  cml_status_t st = CML_OK;
   for (;;) {
     // Each iteration is a stop point (an endless loop can be cancelled).
-    CML_RETURN_IF_ERROR(cmlc_poll(ctx, false, n));
+    st = cmlc_poll(ctx, false, n);
+    if (st != CML_OK) break;
     for (uint32_t i = 0; i < cond_params; ++i) ptrs[cond->params[i]] = cur[i];
-    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, cond_fi, n));
+    st = cmlc_run_function(ctx, cond_fi, n);
+    if (st != CML_OK) break;
     go = (const uint8_t*)ptrs[cond->outputs[0]];
     if (*go == 0) break;
     for (uint32_t i = 0; i < body_params; ++i) ptrs[body->params[i]] = cur[i];
-    CML_RETURN_IF_ERROR(cmlc_run_function(ctx, body_fi, n));
-    // The body's results live in its segment, which its next run overwrites: move each into
-    // the half of the node's double slot that the current state does not use.
+    // The body's results would live in its segment, which its next run overwrites: each one
+    // the body computes into the arena is produced straight into the half of the node's double
+    // slot that the current state does not use (kernels write through the pointer table), so
+    // no copy is needed. Results it does not write there (a parameter or alias passed through,
+    // a value returned twice) are copied below.
+    for (uint32_t i = 0; i < count; ++i) {
+      const uint32_t rv = body->outputs[i];
+      if (exe->values[rv].storage != CMLC_STORAGE_ARENA || state[i].bytes == 0) continue;
+      uint8_t* a = ctx->arena + state[i].arena_at;
+      ptrs[rv] = cur[i] == (void*)a ? (void*)(a + state[i].size / 2) : (void*)a;
+    }
+    st = cmlc_run_function(ctx, body_fi, n);
+    if (st != CML_OK) break;
     for (uint32_t i = 0; i < count; ++i) {
       void* result = ptrs[body->outputs[i]];
       if (result == cur[i]) continue;
       uint8_t* a = ctx->arena + state[i].arena_at;
       uint8_t* b = a + state[i].size / 2;
       void* dst = cur[i] == (void*)a ? (void*)b : (void*)a;
-      cmlc_copy_value(dst, result, state[i].bytes);
+      if (result != dst) cmlc_copy_value(dst, result, state[i].bytes);
       cur[i] = dst;
     }
   }
+  // The body's results get their own places back (the next run of this node redirects again).
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t rv = body->outputs[i];
+    if (exe->values[rv].storage == CMLC_STORAGE_ARENA) {
+      ptrs[rv] = cmlc_value_fixed_pointer(exe, ctx, rv);
+    }
+  }
+  if (st != CML_OK) return st;
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t v = n->first_output + i;
     uint8_t* a = ctx->arena + state[i].arena_at;
@@ -495,7 +523,7 @@ static cml_status_t cmlc_slot_prepare(cmlc_slot_t* slot, const cml_execute_contr
   const cml_module_t* m = exe->module;
   const cml_ir_function_t* main_fn = &m->functions[0];
   for (size_t o = 0; o < main_fn->output_count; ++o) slot->out_results[o] = NULL;
-  CML_RETURN_IF_ERROR(cmlc_context_acquire(exe, &slot->ctx));
+  if (!slot->ctx) CML_RETURN_IF_ERROR(cmlc_context_acquire(exe, &slot->ctx));
   cmlc_context_t* ctx = slot->ctx;
   ctx->cancelled = control ? control->cancelled : NULL;
   ctx->deadline_ns = control ? control->deadline_ns : 0;
@@ -579,10 +607,17 @@ static void cmlc_slot_release(cmlc_slot_t* slot, bool ok) {
 }
 
 // A slot thread (or the caller, for slot 0): runs the program and reports to the rendezvous.
+// Its kernels use its share of the pool: threads / slots, the first threads % slots slots one
+// more (at least 1), so that the slots together never run more threads than the pool has.
 static void* cmlc_slot_main(void* arg) {
   cmlc_slot_t* slot = (cmlc_slot_t*)arg;
   cmlc_rendezvous_t* rendezvous = slot->ctx->rendezvous;
+  const int threads = cmlc_pool_thread_count(slot->exe->backend->pool);
+  const int slots = slot->ctx->replica_count > 0 ? slot->ctx->replica_count : 1;
+  int share = threads / slots + (slot->index < threads % slots ? 1 : 0);
+  const int saved_share = cmlc_pool_set_share(share < 1 ? 1 : share);
   cml_status_t st = cmlc_slot_run(slot);
+  (void)cmlc_pool_set_share(saved_share);
   if (st != CML_OK) {
     cmlc_rendezvous_fail(rendezvous, slot->index, st);
   } else {
@@ -597,7 +632,8 @@ static void* cmlc_slot_main(void* arg) {
 // Runs the module's num_devices slots concurrently: slot 0 on the calling thread, the others on
 // the backend's persistent slot threads (crew.c), or on threads started for this execution when
 // another execution holds them (slots block at collectives, so they cannot be pool tasks; their
-// kernels share the backend's pool). Inputs and results are device-major.
+// kernels share the backend's pool). Inputs and results are device-major. Slot 0's context
+// leads: it keeps the slot array and the rendezvous for its next execution.
 static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
                                       const bool* donate, const cml_execute_control_t* control,
                                       cml_buffer_t** out_results) {
@@ -607,11 +643,29 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
   const size_t in_count = main_fn->param_count, out_count = main_fn->output_count;
   cml_allocator_t alloc = exe->backend->base.allocator;
   for (size_t o = 0; o < (size_t)n * out_count; ++o) out_results[o] = NULL;
-  cmlc_slot_t* slots = cml_allocator_malloc(alloc, sizeof *slots * (size_t)n, CMLC_ALIGNMENT);
-  if (!slots) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  cmlc_context_t* lead = NULL;
+  CML_RETURN_IF_ERROR(cmlc_context_acquire(exe, &lead));
+  cml_status_t st = CML_OK;
+  if (!lead->spmd_slots) {
+    lead->spmd_slots = cml_allocator_malloc(alloc, sizeof(cmlc_slot_t) * (size_t)n, CMLC_ALIGNMENT);
+    if (lead->spmd_slots) lead->spmd_slots_bytes = sizeof(cmlc_slot_t) * (size_t)n;
+  }
+  if (!lead->spmd_rendezvous) {
+    st = cmlc_rendezvous_create(exe, control, &lead->spmd_rendezvous);
+  } else {
+    cmlc_rendezvous_reset(lead->spmd_rendezvous, control);
+  }
+  if (st == CML_OK && !lead->spmd_slots) {
+    st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  if (st != CML_OK) {
+    cmlc_context_release(exe, lead);
+    return st;
+  }
+  cmlc_slot_t* slots = (cmlc_slot_t*)lead->spmd_slots;
+  cmlc_rendezvous_t* rendezvous = lead->spmd_rendezvous;
   memset(slots, 0, sizeof *slots * (size_t)n);
-  cmlc_rendezvous_t* rendezvous = NULL;
-  cml_status_t st = cmlc_rendezvous_create(exe, control, &rendezvous);
+  slots[0].ctx = lead;
   for (int32_t j = 0; j < n; ++j) {
     cmlc_slot_t* slot = &slots[j];
     slot->exe = exe;
@@ -658,13 +712,14 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
     }
     st = cmlc_rendezvous_take_failure(rendezvous);
   }
-  // Every slot thread has ended: the contexts and buffers may go.
+  // Every slot thread has ended: the contexts and buffers may go; the lead's last, since the
+  // slot array is its own (another execution may take it as soon as it is released).
   for (int32_t j = 0; st == CML_OK && j < n; ++j) st = cmlc_slot_collect(&slots[j]);
-  for (int32_t j = 0; j < n; ++j) {
+  for (int32_t j = n - 1; j >= 1; --j) {
     if (slots[j].out_results) cmlc_slot_release(&slots[j], st == CML_OK);
   }
-  cmlc_rendezvous_destroy(rendezvous);
-  cml_allocator_free(alloc, slots, sizeof *slots * (size_t)n);
+  cmlc_slot_t lead_slot = slots[0];
+  cmlc_slot_release(&lead_slot, st == CML_OK);
   return st;
 }
 

@@ -3,10 +3,11 @@
 // device slots, failure propagation, and the detection of rounds that can never complete.
 //
 // One rendezvous per execution, shared by its N slot threads, guarded by one mutex and one
-// condition variable (a collective moves far more data than the lock costs). A round is keyed
-// by (node, first member of the group, occurrence): the occurrence is how many times this slot
-// ran the node before, so the rounds of a collective inside a While body are distinct. Rounds
-// are recycled through a free list (each has room for every slot's contribution).
+// condition variable (a collective moves far more data than the lock costs). Executions keep
+// theirs for the next one (cmlc_rendezvous_reset), so a steady-state execution allocates none. A
+// round is keyed by (node, first member of the group, occurrence): the occurrence is how many times
+// this slot ran the node before, so the rounds of a collective inside a While body are distinct.
+// Rounds are recycled through a free list (each has room for every slot's contribution).
 //
 // No wait is unbounded:
 //   - a slot that fails (kernel error, cancel, deadline) records the execution's first failure
@@ -25,6 +26,7 @@
 //
 // Thread-safety: every entry point is thread-safe within its execution.
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +38,10 @@
 #define CMLC_RV_TOKEN_POLL_NS 10000000
 // How long a waiting slot leaves a seen stop to the running slots (cmlc_rv_wait).
 #define CMLC_RV_GRACE_NS 20000000
+// How long a slot spins (yielding) for a round to fill or finish before it sleeps on the
+// condition: the members of a data-parallel step arrive within microseconds of each other,
+// and a sleep costs a futex wake-up (tens of microseconds idle, a scheduler tick under load).
+#define CMLC_RV_SPIN_NS 50000
 
 struct cmlc_round_t {
   struct cmlc_round_t* next;
@@ -155,6 +161,28 @@ void cmlc_rendezvous_destroy(cmlc_rendezvous_t* r) {
   cml_allocator_free(r->alloc, r->waiting, (size_t)slots * sizeof *r->waiting);
   cml_allocator_free(r->alloc, r->waiting_round, (size_t)slots * sizeof *r->waiting_round);
   cml_allocator_free(r->alloc, r, sizeof *r);
+}
+
+void cmlc_rendezvous_reset(cmlc_rendezvous_t* r, const cml_execute_control_t* control) {
+  const int32_t slots = r->slots;
+  const size_t counters = (size_t)slots * (r->exe->collective_count ? r->exe->collective_count : 1);
+  // Rounds a failed execution left behind go back to the free list.
+  while (r->rounds) {
+    cmlc_round_t* round = r->rounds;
+    r->rounds = round->next;
+    round->next = r->free_rounds;
+    r->free_rounds = round;
+  }
+  cml_status_free(r->failure);
+  r->failure = CML_OK;
+  __atomic_store_n(&r->failed, 0, __ATOMIC_RELAXED);
+  r->control = control;
+  r->done_count = 0;
+  r->waiting_count = 0;
+  memset(r->occurrences, 0, counters * sizeof *r->occurrences);
+  memset(r->done, 0, (size_t)slots);
+  memset(r->waiting, 0, (size_t)slots * sizeof *r->waiting);
+  memset(r->waiting_round, 0, (size_t)slots * sizeof *r->waiting_round);
 }
 
 //===--- failures ---===//
@@ -367,6 +395,27 @@ static cml_status_t cmlc_rv_wait(cmlc_rendezvous_t* r, const cmlc_round_t* round
   return CML_OK;
 }
 
+// Called with the mutex held: releases it and spins (pausing, then yielding the CPU to the
+// slots it waits for) until |*counter| reaches |target|, the execution fails, or
+// CMLC_RV_SPIN_NS pass; takes the mutex again. The caller then checks and sleeps as before.
+static void cmlc_rv_spin(cmlc_rendezvous_t* r, const int32_t* counter, int32_t target) {
+  pthread_mutex_unlock(&r->mutex);
+  const int64_t start = cml_clock_monotonic_ns();
+  for (unsigned spins = 1; __atomic_load_n(counter, __ATOMIC_ACQUIRE) < target &&
+                           !__atomic_load_n(&r->failed, __ATOMIC_RELAXED);
+       ++spins) {
+    if (spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    sched_yield();
+    if ((spins & 15) == 0 && cml_clock_monotonic_ns() - start > CMLC_RV_SPIN_NS) break;
+  }
+  pthread_mutex_lock(&r->mutex);
+}
+
 static cmlc_round_t* cmlc_rv_find_round(cmlc_rendezvous_t* r, const cml_ir_node_t* node,
                                         int32_t first, uint32_t occurrence) {
   for (cmlc_round_t* round = r->rounds; round; round = round->next) {
@@ -426,7 +475,7 @@ cml_status_t cmlc_round_join(cmlc_rendezvous_t* r, const cml_ir_node_t* node, in
     r->rounds = round;
   }
   round->contributions[position] = contribution;
-  if (++round->arrived == round->size) {
+  if (__atomic_add_fetch(&round->arrived, 1, __ATOMIC_RELEASE) == round->size) {
     // Complete: the members waiting to arrive are no longer stuck.
     for (int32_t k = 0; k < round->size; ++k) {
       const int32_t m = cmlc_round_member(round, k);
@@ -445,6 +494,7 @@ cml_status_t cmlc_round_join(cmlc_rendezvous_t* r, const cml_ir_node_t* node, in
   r->waiting_round[slot] = round;
   ++r->waiting_count;
   cmlc_rv_check_stuck(r, round);
+  cmlc_rv_spin(r, &round->arrived, round->size);
   cml_status_t st = CML_OK;
   int64_t stop_seen_ns = 0;
   while (round->arrived < round->size && !__atomic_load_n(&r->failed, __ATOMIC_RELAXED)) {
@@ -462,7 +512,7 @@ cml_status_t cmlc_round_join(cmlc_rendezvous_t* r, const cml_ir_node_t* node, in
   }
   // Stopped: withdraw (the round is never completed now; destroy frees it).
   round->contributions[position] = NULL;
-  --round->arrived;
+  __atomic_sub_fetch(&round->arrived, 1, __ATOMIC_RELAXED);
   r->waiting[slot] = NULL;
   r->waiting_round[slot] = NULL;
   --r->waiting_count;
@@ -476,9 +526,10 @@ const void* cmlc_round_contribution(const cmlc_round_t* round, int32_t position)
 
 void cmlc_round_finish(cmlc_rendezvous_t* r, cmlc_round_t* round) {
   pthread_mutex_lock(&r->mutex);
-  if (++round->finished == round->size) {
+  if (__atomic_add_fetch(&round->finished, 1, __ATOMIC_RELEASE) == round->size) {
     pthread_cond_broadcast(&r->cond);
   } else {
+    cmlc_rv_spin(r, &round->finished, round->size);
     while (round->finished < round->size) pthread_cond_wait(&r->cond, &r->mutex);
   }
   if (++round->left == round->size) {

@@ -11,7 +11,11 @@
 // chunk runs exactly once. thread_index is 0 for the caller and 1..threads-1 for the workers, so
 // it is unique among the threads running chunks of one job. With several callers at once a free
 // worker joins the job that has the fewest workers (fair sharing among the device slots of an
-// SPMD execution, whose kernels all publish jobs here).
+// SPMD execution, whose kernels all publish jobs here). A caller may also hold a *share*
+// (cmlc_pool_set_share): its jobs take at most share - 1 workers, and with a share of one it
+// runs every range inline. The device slots of an SPMD execution each hold threads / slots, so
+// N slots never run more than the pool's threads at once (slots + workers beyond the cores
+// only add preemption and spin-waiting for chunks a descheduled thread holds).
 //
 // Thread-safety: thread-safe; cmlc_pool_destroy must not race with cmlc_parallel_for.
 #include <errno.h>
@@ -40,6 +44,7 @@ typedef struct cmlc_job_t {
   atomic_llong next;  // next chunk to hand out
   atomic_llong done;  // chunks finished
   atomic_int users;   // workers inside this job (the caller waits for 0 before returning)
+  int max_users;      // the most workers it takes (the caller's share - 1)
   struct cmlc_job_t* next_job;
 } cmlc_job_t;
 
@@ -64,6 +69,14 @@ struct cmlc_pool_t {
 
 // Set while a thread runs a chunk: nested parallel_for calls run inline with this index.
 static _Thread_local int cmlc_pool_tls_index = -1;
+// The calling thread's share of the pool (cmlc_pool_set_share; 0: the whole pool).
+static _Thread_local int cmlc_pool_tls_share = 0;
+
+int cmlc_pool_set_share(int threads) {
+  const int previous = cmlc_pool_tls_share;
+  cmlc_pool_tls_share = threads > 0 ? threads : 0;
+  return previous;
+}
 
 static inline void cmlc_pool_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -108,6 +121,7 @@ static cmlc_job_t* cmlc_pool_take_job(cmlc_pool_t* pool) {
   for (cmlc_job_t* j = pool->jobs; j; j = j->next_job) {
     if (atomic_load_explicit(&j->next, memory_order_relaxed) >= j->chunk_count) continue;
     const int users = atomic_load_explicit(&j->users, memory_order_relaxed);
+    if (users >= j->max_users) continue;
     if (!found || users < found_users) {
       found = j;
       found_users = users;
@@ -176,9 +190,12 @@ void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_tas
   int64_t chunk = (n + CMLC_POOL_MAX_CHUNKS - 1) / CMLC_POOL_MAX_CHUNKS;
   if (chunk < min_chunk) chunk = min_chunk;
   int64_t chunk_count = (n + chunk - 1) / chunk;
-  // Inline: a single chunk, a single thread, or a nested call from inside a task. The chunks
-  // keep the same boundaries as on the pool.
-  if (chunk_count == 1 || pool->worker_count == 0 || cmlc_pool_tls_index >= 0) {
+  const int share = cmlc_pool_tls_share > 0 && cmlc_pool_tls_share < pool->threads
+                        ? cmlc_pool_tls_share
+                        : pool->threads;
+  // Inline: a single chunk, a single thread (or a share of one), or a nested call from inside a
+  // task. The chunks keep the same boundaries as on the pool.
+  if (chunk_count == 1 || pool->worker_count == 0 || share == 1 || cmlc_pool_tls_index >= 0) {
     int index = cmlc_pool_tls_index >= 0 ? cmlc_pool_tls_index : 0;
     int saved = cmlc_pool_tls_index;
     cmlc_pool_tls_index = index;
@@ -197,6 +214,7 @@ void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_tas
   atomic_init(&job.next, 0);
   atomic_init(&job.done, 0);
   atomic_init(&job.users, 0);
+  job.max_users = share - 1;
   pthread_mutex_lock(&pool->mutex);
   job.next_job = pool->jobs;
   pool->jobs = &job;

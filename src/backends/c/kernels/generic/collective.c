@@ -11,7 +11,12 @@
 //     range into every other member's output (XLA's in-process scheme, reference §5.3), so the
 //     work is split n ways and every member gets bit-identical results. Integers wrap (sum,
 //     product), floats propagate NaN through max/min, Float16/BFloat16 are combined in f32 and
-//     rounded once, complex numbers take sum and product only;
+//     rounded once, complex numbers take sum and product only. When the outputs together are
+//     larger than the caches (CMLC_CO_STREAM_BYTES), a block is reduced into an L1 buffer and
+//     written to every output with non-temporal stores: each element is then read once from
+//     each input and written once to each output, with no read-for-ownership of the outputs
+//     (cached stores would read every output line before writing it: 3n instead of 2n lines
+//     of memory traffic per element);
 //   - ReduceScatter: member p reduces part p of the axis over all inputs into its output;
 //   - AllGather, AllToAll, CollectiveBroadcast, CollectivePermute: each member fills its own
 //     output from the others' inputs (a CollectivePermute target nobody sends to gets zeros).
@@ -19,7 +24,14 @@
 //
 // Thread-safety: reentrant; the rendezvous orders the members' reads and writes.
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>
+#define CMLC_CO_HAVE_STREAM 1
+#else
+#define CMLC_CO_HAVE_STREAM 0
+#endif
 
 #include "backends/c/cmlc.h"
 #include "backends/c/kernels/common.h"
@@ -29,6 +41,13 @@
 #define CMLC_CO_BLOCK 2048
 // The least elements a pool task reduces.
 #define CMLC_CO_MIN_TASK 16384
+// From this many bytes written by one AllReduce operand (its size times the members) the
+// outputs are written with non-temporal stores: far more than the last-level cache, so the
+// lines would be evicted before anyone reads them (the data-parallel step's gradients, a few
+// MiB, stay cached for the update that reads them next).
+#define CMLC_CO_STREAM_BYTES ((size_t)32 << 20)
+// The L1 buffer a streaming block is reduced into.
+#define CMLC_CO_STREAM_BLOCK_BYTES 16384
 
 //===--- groups and rounds ---===//
 
@@ -108,15 +127,31 @@ typedef void (*cmlc_co_reduce_fn)(void* dst, const void* const* src, int n, int6
 #define CMLC_CO_FMAX(a, b) (((a) != (a) || (a) > (b)) ? (a) : (b))
 #define CMLC_CO_FMIN(a, b) (((a) != (a) || (a) < (b)) ? (a) : (b))
 
+// Elements a reducer combines per step: every source is folded into a local block of this
+// many elements, then the block is stored once (a loop of a known, fixed count over restrict
+// pointers vectorizes even at -O2; a loop of unknown count over pointers that may alias does
+// not).
+#define CMLC_CO_LANES 32
+
 // A reducer over T whose values are combined as CT (unsigned for wrapping integer arithmetic).
 #define CMLC_CO_GEN(name, T, CT, OP)                                                          \
   static void name(void* dst, const void* const* src, int n, int64_t offset, int64_t count) { \
-    T* d = (T*)dst;                                                                           \
-    const T* s0 = (const T*)src[0] + offset;                                                  \
-    for (int64_t i = 0; i < count; ++i) d[i] = s0[i];                                         \
-    for (int k = 1; k < n; ++k) {                                                             \
-      const T* s = (const T*)src[k] + offset;                                                 \
-      for (int64_t i = 0; i < count; ++i) d[i] = (T)OP((CT)d[i], (CT)s[i]);                   \
+    T* restrict d = (T*)dst;                                                                  \
+    const T* restrict s0 = (const T*)src[0] + offset;                                         \
+    int64_t i = 0;                                                                            \
+    for (; i + CMLC_CO_LANES <= count; i += CMLC_CO_LANES) {                                  \
+      T acc[CMLC_CO_LANES];                                                                   \
+      for (int l = 0; l < CMLC_CO_LANES; ++l) acc[l] = s0[i + l];                             \
+      for (int k = 1; k < n; ++k) {                                                           \
+        const T* restrict s = (const T*)src[k] + offset + i;                                  \
+        for (int l = 0; l < CMLC_CO_LANES; ++l) acc[l] = (T)OP((CT)acc[l], (CT)s[l]);         \
+      }                                                                                       \
+      for (int l = 0; l < CMLC_CO_LANES; ++l) d[i + l] = acc[l];                              \
+    }                                                                                         \
+    for (; i < count; ++i) {                                                                  \
+      T v = s0[i];                                                                            \
+      for (int k = 1; k < n; ++k) v = (T)OP((CT)v, (CT)((const T*)src[k] + offset)[i]);       \
+      d[i] = v;                                                                               \
     }                                                                                         \
   }
 
@@ -272,6 +307,57 @@ typedef struct cmlc_co_task_t {
   int copy_count;
 } cmlc_co_task_t;
 
+// Copies |bytes| from |src| to |dst| with non-temporal stores where the target has 16-byte
+// aligned room (cached stores for the unaligned head and the tail). The caller fences.
+static void cmlc_co_stream_copy(uint8_t* dst, const uint8_t* src, size_t bytes) {
+#if CMLC_CO_HAVE_STREAM
+  size_t head = (size_t)(-(uintptr_t)dst & 15u);
+  if (head > bytes) head = bytes;
+  memcpy(dst, src, head);
+  dst += head;
+  src += head;
+  bytes -= head;
+  for (; bytes >= 64; bytes -= 64, dst += 64, src += 64) {
+    const __m128i v0 = _mm_loadu_si128((const __m128i*)src);
+    const __m128i v1 = _mm_loadu_si128((const __m128i*)(src + 16));
+    const __m128i v2 = _mm_loadu_si128((const __m128i*)(src + 32));
+    const __m128i v3 = _mm_loadu_si128((const __m128i*)(src + 48));
+    _mm_stream_si128((__m128i*)dst, v0);
+    _mm_stream_si128((__m128i*)(dst + 16), v1);
+    _mm_stream_si128((__m128i*)(dst + 32), v2);
+    _mm_stream_si128((__m128i*)(dst + 48), v3);
+  }
+  for (; bytes >= 16; bytes -= 16, dst += 16, src += 16) {
+    _mm_stream_si128((__m128i*)dst, _mm_loadu_si128((const __m128i*)src));
+  }
+#endif
+  memcpy(dst, src, bytes);
+}
+
+// The streaming variant: each block is reduced into an L1 buffer and streamed to every output
+// (this member's and the copies), so no output line is read before it is written.
+static void cmlc_co_reduce_stream_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_co_task_t* t = (const cmlc_co_task_t*)ctx;
+  _Alignas(64) uint8_t block[CMLC_CO_STREAM_BLOCK_BYTES];
+  const int64_t per = (int64_t)(CMLC_CO_STREAM_BLOCK_BYTES / t->esize);
+  for (int64_t b = begin; b < end; b += per) {
+    const int64_t m = end - b < per ? end - b : per;
+    const int64_t at = t->base + b;
+    const size_t bytes = (size_t)m * t->esize;
+    t->reduce(block, t->src, t->n, at, m);
+    cmlc_co_stream_copy(t->dst + (size_t)at * t->esize, block, bytes);
+    for (int k = 0; k < t->copy_count; ++k) {
+      cmlc_co_stream_copy(t->copies[k] + (size_t)at * t->esize, block, bytes);
+    }
+  }
+#if CMLC_CO_HAVE_STREAM
+  // Non-temporal stores are weakly ordered: make them visible before the pool (and then the
+  // round) reports this range done.
+  _mm_sfence();
+#endif
+}
+
 static void cmlc_co_reduce_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_co_task_t* t = (const cmlc_co_task_t*)ctx;
@@ -330,7 +416,10 @@ static cml_status_t cmlc_co_all_reduce(const cmlc_kernel_args_t* a) {
         .copies = copies,
         .copy_count = copy_count,
     };
-    cmlc_parallel_for(a->pool, end - begin, CMLC_CO_MIN_TASK, cmlc_co_reduce_task, &t);
+    const bool stream = CMLC_CO_HAVE_STREAM && t.esize <= CMLC_CO_STREAM_BLOCK_BYTES &&
+                        (size_t)count * t.esize * (size_t)r.count >= CMLC_CO_STREAM_BYTES;
+    cmlc_parallel_for(a->pool, end - begin, CMLC_CO_MIN_TASK,
+                      stream ? cmlc_co_reduce_stream_task : cmlc_co_reduce_task, &t);
   }
   cmlc_co_finish(a, &r);
   return CML_OK;
