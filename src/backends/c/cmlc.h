@@ -45,6 +45,7 @@ typedef struct cmlc_options_t {
   bool reference;    // reference=true: scalar kernels, no fusion
   int threads;       // worker threads incl. the caller
   int devices;       // virtual CPU devices
+  int dynamic_cache;  // specialized plans kept per dynamic executable (c:dynamic_cache)
 } cmlc_options_t;
 
 //===--- thread pool ---===//
