@@ -3,6 +3,7 @@
 // bounded cache of specialized executables (core/dynamic.h).
 #include "core/dynamic.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "cml/graph.h"
@@ -14,6 +15,59 @@ bool cml__module_is_dynamic(const cml_module_t* module) {
     if (cml_shape_is_dynamic(&module->values[v].shape)) return true;
   }
   return false;
+}
+
+// Whether |id| (a plain axis or a symbolic sum) is bound by the ids in |bound|.
+static bool cml_axis_is_bound(int64_t id, const int64_t* bound, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (bound[i] == id) return true;
+  }
+  const char* name = cml_axis_name(id);
+  if (!name || name[0] != '=') return false;
+  char text[CML_MAX_AXIS_NAME_LEN + 1];
+  snprintf(text, sizeof text, "%s", name + 1);
+  char* save = NULL;
+  for (char* term = strtok_r(text, "+", &save); term; term = strtok_r(NULL, "+", &save)) {
+    if (term[0] >= '0' && term[0] <= '9') continue;
+    int64_t term_id = 0;
+    cml_status_t st = cml_axis_id(term, &term_id);  // interned already: no new name
+    cml_status_free(st);
+    if (!term_id || !cml_axis_is_bound(term_id, bound, count)) return false;
+  }
+  return true;
+}
+
+cml_status_t cml__module_check_dynamic(const cml_module_t* module) {
+  enum { kMaxBound = 256 };
+  int64_t bound[kMaxBound];
+  size_t count = 0;
+  const cml_ir_function_t* main_fn = &module->functions[0];
+  for (uint32_t p = 0; p < main_fn->param_count; ++p) {
+    const cml_shape_t* s = &module->values[main_fn->params[p]].shape;
+    for (int32_t i = 0; i < s->rank && count < kMaxBound; ++i) {
+      if (s->dims[i] < 0) bound[count++] = -s->dims[i];
+    }
+  }
+  for (uint32_t n = 0; n < module->node_count && count < kMaxBound; ++n) {
+    const cml_ir_node_t* node = &module->nodes[n];
+    if (node->op == CML_OP_DYNAMIC_RESHAPE && node->attrs->axis >= 0) {
+      bound[count++] = -node->attrs->axes[node->attrs->axis];
+    }
+  }
+  for (uint32_t v = 1; v < module->value_count; ++v) {
+    const cml_shape_t* s = &module->values[v].shape;
+    for (int32_t i = 0; i < s->rank; ++i) {
+      if (s->dims[i] >= 0 || cml_axis_is_bound(-s->dims[i], bound, count)) continue;
+      char text[CML__SHAPE_TEXT];
+      const cml_ir_node_t* node = &module->nodes[module->values[v].node];
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "compile: %s gives %s, whose dynamic axis \"%s\" no parameter of "
+                             "main binds (every dynamic axis name must come from an input shape)",
+                             cml_op_name(node->op), cml__shape_text(s, text),
+                             cml_axis_name(-s->dims[i]));
+    }
+  }
+  return CML_OK;
 }
 
 static cml_status_t cml_specialize_error(const cml_ir_node_t* node, cml_status_t st) {

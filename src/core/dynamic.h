@@ -26,6 +26,11 @@ extern "C" {
 // True when some value of |module| has a dynamic axis.
 bool cml__module_is_dynamic(const cml_module_t* module);
 
+// Checks at compile time that every dynamic axis of |module| is bound at execution: by a
+// dynamic axis of a parameter of main, by the inferred axis of a DynamicReshape, or (sums) by
+// its terms. INVALID_ARGUMENT naming the op, the shape and the axis otherwise.
+cml_status_t cml__module_check_dynamic(const cml_module_t* module);
+
 // A new module (refcount 1, holding a reference to |module|) with every shape of |module|
 // resolved by |bindings|: DynamicDimensionSize and DynamicShape become Int32 Constants,
 // DynamicReshape a Reshape (its inferred axis bound on the way), the Reshape and Slice

@@ -546,6 +546,37 @@ TEST(execute_dynamic_ops_and_concat) {
   cml_executable_release(exe);
 }
 
+// A dynamic axis that no input binds (an Iota of [k=?] with k nowhere in the inputs) fails at
+// compile, naming the axis; bound through an input, the same graph compiles and runs.
+TEST(compile_rejects_unbound_axis) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_backend, "unbound", &b));
+  cml_shape_t ks = dyn2("k", 0, NULL, 2);
+  cml_value_t i = cml_op_iota(cml_builder_main(b), &ks, 0);
+  cml_executable_t* exe = NULL;
+  char msg[256];
+  ASSERT_EQ_INT(api_code_msg(api_finish(b, &i, 1, &exe), msg, sizeof msg),
+                CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(msg, "\"k\"") != NULL);
+  ASSERT_STATUS_OK(cml_builder_create(g_backend, "bound", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t x = cml_parameter(f, "x", &ks);
+  cml_value_t sum = cml_op_add(f, x, cml_op_iota(f, &ks, 0));
+  ASSERT_STATUS_OK(api_finish(b, &sum, 1, &exe));
+  float xd[6] = {10, 10, 20, 20, 30, 30}, r[6];
+  cml_shape_t s3 = API_SHAPE(CML_DTYPE_F32, 3, 2);
+  cml_buffer_t* in = api_buffer(g_backend, &s3, xd);
+  cml_buffer_t* out = NULL;
+  ASSERT_STATUS_OK(cml_executable_execute(exe, &in, 1, NULL, 0, &out));
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out, r, sizeof r));
+  ASSERT_EQ_DBL(r[0], 10);
+  ASSERT_EQ_DBL(r[3], 21);
+  ASSERT_EQ_DBL(r[5], 32);
+  cml_buffer_release(out);
+  cml_buffer_release(in);
+  cml_executable_release(exe);
+}
+
 // A backend without dynamic axes rejects a dynamic parameter with UNIMPLEMENTED.
 TEST(null_backend_rejects) {
   cml_backend_t* nb = NULL;
@@ -579,4 +610,5 @@ TEST_MAIN(TEST_ENTRY(make_format_parse), TEST_ENTRY(bad_names_and_dims),
           TEST_ENTRY(inference), TEST_ENTRY(inference_rejections_and_dynamic_ops),
           TEST_ENTRY(execute_many_batches), TEST_ENTRY(execute_contradicting_inputs),
           TEST_ENTRY(execute_threads_small_cache), TEST_ENTRY(execute_dynamic_ops_and_concat),
-          TEST_ENTRY(null_backend_rejects), TEST_ENTRY(teardown_backend))
+          TEST_ENTRY(compile_rejects_unbound_axis), TEST_ENTRY(null_backend_rejects),
+          TEST_ENTRY(teardown_backend))

@@ -190,7 +190,7 @@ static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
                            "c backend: module \"%s\" has dynamic axes and a distribution "
                            "(SPMD/AutoSharding need static shapes)",
                            module->name ? module->name : "");
-    } else {
+    } else if ((st = cml__module_check_dynamic(module)) == CML_OK) {
       exe->dynamic = cml_allocator_malloc(alloc, sizeof *exe->dynamic, 16);
       st = exe->dynamic ? cml__dynamic_cache_init(exe->dynamic, cb->options.dynamic_cache, alloc)
                         : cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);

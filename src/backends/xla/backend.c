@@ -383,6 +383,7 @@ static cml_status_t cml_xla_compile_dynamic(cml_xla_backend_t* b, cml_module_t* 
                            "(SPMD/AutoSharding need static shapes)",
                            module->name ? module->name : "");
   }
+  CML_RETURN_IF_ERROR(cml__module_check_dynamic(module));
   cml_allocator_t alloc = b->base.allocator;
   cml_xla_executable_t* exe = cml_allocator_malloc(alloc, sizeof *exe, 64);
   if (!exe) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
