@@ -208,6 +208,10 @@ CML_API CML_MUST_USE cml_status_t cml_shape_parse(const char* text, cml_shape_t*
 
 // True when |dim| (a dims[] entry) is a dynamic axis.
 static inline bool cml_dim_is_dynamic(int64_t dim) { return dim < 0; }
+// The axis id a dims[] entry stands for (-dim), 0 for a static dim or INT64_MIN.
+static inline int64_t cml_dim_axis_id(int64_t dim) {
+  return (dim < 0 && dim != INT64_MIN) ? -dim : 0;
+}
 
 // Fills |out_shape| like cml_shape_init, except that axes whose |names| entry is non-NULL and
 // whose |dims| entry is CML_DYNAMIC_DIM are dynamic axes of that name ("?": anonymous). A name

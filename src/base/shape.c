@@ -127,7 +127,7 @@ const char* cml_shape_format(const cml_shape_t* shape, char* buffer, size_t size
   }
   if (shape->rank > 0 && used < size) {
     for (int32_t i = 0; i < shape->rank && used < size; ++i) {
-      const char* name = shape->dims[i] < 0 ? cml_axis_name(-shape->dims[i]) : NULL;
+      const char* name = shape->dims[i] < 0 ? cml_axis_name(cml_dim_axis_id(shape->dims[i])) : NULL;
       if (name && strcmp(name, "?") == 0) {
         n = snprintf(buffer + used, size - used, "%s?", i == 0 ? "[" : ", ");
       } else if (name) {
@@ -416,7 +416,7 @@ bool cml_shape_is_dynamic(const cml_shape_t* shape) {
 
 const char* cml_shape_axis_name(const cml_shape_t* shape, int32_t axis) {
   if (!shape || axis < 0 || axis >= cml_shape_checked_rank(shape)) return NULL;
-  return shape->dims[axis] < 0 ? cml_axis_name(-shape->dims[axis]) : NULL;
+  return shape->dims[axis] < 0 ? cml_axis_name(cml_dim_axis_id(shape->dims[axis])) : NULL;
 }
 
 // Validates static dims like cml_shape_init; dynamic dims must be interned ids.
@@ -428,7 +428,7 @@ static cml_status_t cml_shape_check(const cml_shape_t* shape) {
   int64_t dims[CML_MAX_RANK];
   for (int32_t i = 0; i < shape->rank; ++i) {
     int64_t d = shape->dims[i];
-    if (d < 0 && !cml_axis_name(-d)) {
+    if (d < 0 && !cml_axis_name(cml_dim_axis_id(d))) {
       return cml_status_make(
           CML_STATUS_INVALID_ARGUMENT,
           "shape: dimension %lld at axis %d is neither a size nor a dynamic axis "
@@ -450,9 +450,10 @@ cml_status_t cml_shape_checked_byte_size(const cml_shape_t* shape, size_t* out_b
   for (int32_t i = 0; i < shape->rank; ++i) {
     if (shape->dims[i] < 0) {
       char text[400];
-      return cml_status_make(
-          CML_STATUS_FAILED_PRECONDITION, "shape: %s has no byte size: axis %d (\"%s\") is dynamic",
-          cml_shape_format(shape, text, sizeof text), (int)i, cml_axis_name(-shape->dims[i]));
+      return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                             "shape: %s has no byte size: axis %d (\"%s\") is dynamic",
+                             cml_shape_format(shape, text, sizeof text), (int)i,
+                             cml_axis_name(cml_dim_axis_id(shape->dims[i])));
     }
   }
   *out_bytes = cml_shape_byte_size(shape);
@@ -664,7 +665,8 @@ static cml_status_t cml_shape_resolve_impl(const cml_shape_t* shape,
       return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                              "shape: cannot resolve %s: axis %d (\"%s\") %s (bindings: %s)",
                              cml_shape_format(shape, text, sizeof text), (int)i,
-                             cml_axis_name(-r.dims[i]), size < 0 ? "overflows" : "is not bound",
+                             cml_axis_name(cml_dim_axis_id(r.dims[i])),
+                             size < 0 ? "overflows" : "is not bound",
                              cml_axis_bindings_key(bindings, key, sizeof key));
     }
   }
@@ -712,10 +714,11 @@ cml_status_t cml_shape_extract_bindings(const cml_shape_t* pattern, const cml_sh
       }
       continue;
     }
-    const char* name = cml_axis_name(-want);
+    int64_t id = cml_dim_axis_id(want);
+    const char* name = cml_axis_name(id);
     if (!name) {
       return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: %s has an unknown axis id %lld",
-                             cml_shape_format(pattern, ps, sizeof ps), (long long)-want);
+                             cml_shape_format(pattern, ps, sizeof ps), (long long)want);
     }
     if (got == 0) {
       return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
@@ -725,7 +728,7 @@ cml_status_t cml_shape_extract_bindings(const cml_shape_t* pattern, const cml_sh
                              cml_shape_format(pattern, ps, sizeof ps), (int)i, name);
     }
     if (name[0] == '=') {
-      int64_t sum = cml_bindings_lookup(bindings, -want);
+      int64_t sum = cml_bindings_lookup(bindings, id);
       if (sum > 0 && sum != got) {
         return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                                "shape: %s for %s: axis %d (\"%s\") is %lld, the bindings give %lld",
@@ -735,8 +738,8 @@ cml_status_t cml_shape_extract_bindings(const cml_shape_t* pattern, const cml_sh
       }
       continue;
     }
-    int32_t at = cml_bindings_find(bindings, -want);
-    if (at < bindings->count && bindings->ids[at] == -want && bindings->sizes[at] != got) {
+    int32_t at = cml_bindings_find(bindings, id);
+    if (at < bindings->count && bindings->ids[at] == id && bindings->sizes[at] != got) {
       return cml_status_make(
           CML_STATUS_INVALID_ARGUMENT,
           "shape: %s for %s: axis %d (\"%s\") is %lld, but \"%s\" is already %lld "
@@ -744,7 +747,7 @@ cml_status_t cml_shape_extract_bindings(const cml_shape_t* pattern, const cml_sh
           cml_shape_format(concrete, cs, sizeof cs), cml_shape_format(pattern, ps, sizeof ps),
           (int)i, name, (long long)got, name, (long long)bindings->sizes[at]);
     }
-    CML_RETURN_IF_ERROR(cml_axis_bindings_set_id(bindings, -want, got));
+    CML_RETURN_IF_ERROR(cml_axis_bindings_set_id(bindings, id, got));
   }
   return CML_OK;
 }
@@ -766,7 +769,7 @@ cml_status_t cml__axis_sum(int64_t a, int64_t b, int64_t* out_dim) {
       }
       continue;
     }
-    const char* name = cml_axis_name(-d);
+    const char* name = cml_axis_name(cml_dim_axis_id(d));
     if (!name || name[0] == '?') {
       return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                              "axis sum: an anonymous axis \"?\" cannot be summed");

@@ -64,7 +64,7 @@ cml_status_t cml__module_check_dynamic(const cml_module_t* module) {
                              "compile: %s gives %s, whose dynamic axis \"%s\" no parameter of "
                              "main binds (every dynamic axis name must come from an input shape)",
                              cml_op_name(node->op), cml__shape_text(s, text),
-                             cml_axis_name(-s->dims[i]));
+                             cml_axis_name(cml_dim_axis_id(s->dims[i])));
     }
   }
   return CML_OK;
@@ -101,7 +101,7 @@ static cml_status_t cml_specialize_node(cml__module_impl_t* impl, uint32_t n,
                              "inferred axis \"%s\" would not be a positive whole size",
                              cml__shape_text(x, text), (long long)count,
                              cml__shape_text(pattern, text2),
-                             cml_axis_name(-pattern->dims[inferred]));
+                             cml_axis_name(cml_dim_axis_id(pattern->dims[inferred])));
     }
     cml_status_t st = cml_axis_bindings_set_id(bindings, -pattern->dims[inferred], count / rest);
     if (st != CML_OK) return cml_specialize_error(node, st);
@@ -175,14 +175,19 @@ cml_status_t cml__module_specialize(cml_module_t* module, const cml_axis_binding
   cml_allocator_t a = src->allocator;
   impl->base = cml_module_retain(module);
   impl->nodes = cml_allocator_malloc(a, (size_t)module->node_count * sizeof *impl->nodes, 16);
+  // The values array cml__module_impl_create made is replaced by a copy of |module|'s.
+  cml_allocator_free(a, impl->values, (size_t)impl->value_capacity * sizeof *impl->values);
+  impl->value_count = impl->value_capacity = 0;
   impl->values = cml_allocator_malloc(a, (size_t)module->value_count * sizeof *impl->values, 16);
+  if (impl->nodes) impl->node_capacity = module->node_count;
+  if (impl->values) impl->value_capacity = module->value_count;
   cml_status_t st = CML_OK;
   if (!impl->nodes || !impl->values) {
     st = cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "specializing %s: out of memory",
                          module->name ? module->name : "a module");
   } else {
-    impl->node_count = impl->node_capacity = module->node_count;
-    impl->value_count = impl->value_capacity = module->value_count;
+    impl->node_count = module->node_count;
+    impl->value_count = module->value_count;
     memcpy(impl->nodes, module->nodes, (size_t)module->node_count * sizeof *impl->nodes);
     memcpy(impl->values, module->values, (size_t)module->value_count * sizeof *impl->values);
     cml_axis_bindings_t b = *bindings;

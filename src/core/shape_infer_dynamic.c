@@ -72,7 +72,7 @@ cml_status_t cml__infer_dynamic_reshape(const cml_shape_t* x, const int64_t* dim
       return INVALID(
           "DynamicReshape: axes %d (\"%s\") and %d (\"%s\") are both inferred (not axes of the "
           "operand %s); at most one may be",
-          (int)inferred, cml_axis_name(-result[inferred]), (int)i, name, S0(x));
+          (int)inferred, cml_axis_name(cml_dim_axis_id(result[inferred])), (int)i, name, S0(x));
     }
     inferred = i;
   }
@@ -95,7 +95,7 @@ cml_status_t cml__infer_dynamic_reshape(const cml_shape_t* x, const int64_t* dim
       return INVALID(
           "DynamicReshape: cannot reshape %s to %s: axis %d (\"%s\") would not be a positive "
           "whole size",
-          S0(x), L(dims, rank), (int)inferred, cml_axis_name(-result[inferred]));
+          S0(x), L(dims, rank), (int)inferred, cml_axis_name(cml_dim_axis_id(result[inferred])));
     }
     result[inferred] = count / static_out;
     *out_static = true;

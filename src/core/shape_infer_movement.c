@@ -52,7 +52,7 @@ static cml_status_t cml_infer_reshape_dynamic(const cml_shape_t* x, const int64_
   if (next != in_count) {
     return INVALID(
         "Reshape: cannot reshape %s to %s: dynamic axis \"%s\" has no dynamic axis in the output",
-        S0(x), L(dims, rank), cml_axis_name(-in_dynamic[next]));
+        S0(x), L(dims, rank), cml_axis_name(cml_dim_axis_id(in_dynamic[next])));
   }
   if (in_static != out_static) {
     return INVALID(
@@ -146,7 +146,7 @@ cml_status_t cml__infer_broadcast_in_dim(const cml_shape_t* x, const int64_t* ou
         if (axes[k] == i && x->dims[k] < 0) target.dims[i] = x->dims[k];
       }
     }
-    if (target.dims[i] < 0 && !cml_axis_name(-target.dims[i])) {
+    if (target.dims[i] < 0 && !cml_axis_name(cml_dim_axis_id(target.dims[i]))) {
       return INVALID("BroadcastInDim: negative dimension in %s", S0(&target));
     }
   }
@@ -251,8 +251,8 @@ cml_status_t cml__infer_slice(const cml_shape_t* x, const int64_t* starts, const
         return INVALID(
             "Slice: axis %d of %s is dynamic (\"%s\"): only a full-axis slice is supported "
             "(start 0, limit CML_DYNAMIC_DIM, stride 1), got start %lld, limit %lld, stride %lld",
-            (int)i, S0(x), cml_axis_name(-x->dims[i]), (long long)starts[i], (long long)limits[i],
-            (long long)stride);
+            (int)i, S0(x), cml_axis_name(cml_dim_axis_id(x->dims[i])), (long long)starts[i],
+            (long long)limits[i], (long long)stride);
       }
       attrs->starts[i] = 0;
       attrs->limits[i] = x->dims[i];
@@ -324,7 +324,7 @@ cml_status_t cml__infer_pad(const cml_shape_t* x, const cml_shape_t* fill,
         return INVALID(
             "Pad: axis %d of %s is dynamic (\"%s\"): padding (low %lld, high %lld, interior "
             "%lld) on a dynamic axis is not supported",
-            (int)i, S0(x), cml_axis_name(-d), (long long)p.low, (long long)p.high,
+            (int)i, S0(x), cml_axis_name(cml_dim_axis_id(d)), (long long)p.low, (long long)p.high,
             (long long)p.interior);
       }
       attrs->pads[i] = p;
