@@ -629,6 +629,18 @@ bool bt_download(bt_t* t, cml_buffer_t* buffer, bt_tensor_t* out) {
   return true;
 }
 
+// Whether a result's |shape| is |declared|: equal, or concrete where |declared| has dynamic
+// axes (cml/shape.h) with the same dtype, rank and static dims.
+static bool bt_shape_matches(const cml_shape_t* declared, const cml_shape_t* shape) {
+  if (!cml_shape_is_dynamic(declared)) return cml_shape_equal(declared, shape);
+  cml_axis_bindings_t b;
+  cml_axis_bindings_init(&b);
+  cml_status_t st = cml_shape_extract_bindings(declared, shape, &b);
+  bool ok = st == CML_OK;
+  cml_status_free(st);
+  return ok;
+}
+
 bool bt_run(bt_t* t, cml_executable_t* exe, const bt_tensor_t* inputs, size_t input_count,
             int device, bt_tensor_t* out, size_t out_count) {
   for (size_t i = 0; i < out_count; ++i) memset(&out[i], 0, sizeof out[i]);
@@ -676,7 +688,7 @@ bool bt_run(bt_t* t, cml_executable_t* exe, const bt_tensor_t* inputs, size_t in
   for (size_t i = 0; i < n_out; ++i) {
     if (!bt_download(t, results[i], &out[i])) return false;
     const cml_shape_t* declared = cml_executable_output_shape(exe, i);
-    if (declared && !cml_shape_equal(declared, &out[i].shape)) {
+    if (declared && !bt_shape_matches(declared, &out[i].shape)) {
       char a[96], b[96];
       bt_fail(t, "output %zu has shape %s but the executable declares %s", i,
               cml_shape_format(&out[i].shape, a, sizeof a),

@@ -73,6 +73,7 @@ BT_DECLARE_GROUP(fused)               // fused: fused ops (native or decomposed)
 BT_DECLARE_GROUP(collective)   // collective: SPMD collectives, AutoSharding (cml/distributed.h)
 BT_DECLARE_GROUP(fused_quant)  // fused: FusedQuantizedDense, QuantizedEmbeddingLookup
 BT_DECLARE_GROUP(autodiff)     // gradients (cml/autodiff.h) vs finite differences, any group
+BT_DECLARE_GROUP(dynamic)      // dynamic axes (cml/shape.h): compile once, run many sizes
 
 //===--- case control ---===//
 

@@ -37,6 +37,7 @@ static const bt_group_t bt_groups[] = {
     {"collective", bt_cases_collective, &bt_cases_collective_count},
     {"fused_quant", bt_cases_fused_quant, &bt_cases_fused_quant_count},
     {"autodiff", bt_cases_autodiff, &bt_cases_autodiff_count},
+    {"dynamic", bt_cases_dynamic, &bt_cases_dynamic_count},
 };
 #define BT_GROUP_COUNT (sizeof bt_groups / sizeof bt_groups[0])
 

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench/bench_overhead.c: the fixed cost of one execute on tiny graphs (a single op, and a
-// chain of 16 ops) through the public API, c vs c:reference vs xla:cpu; and the cost of one
-// While iteration (a scalar counter loop), c vs xla:cpu, in ns per iteration.
+// chain of 16 ops) through the public API, c vs c:reference vs xla:cpu; the cost of one
+// While iteration (a scalar counter loop), c vs xla:cpu, in ns per iteration; and dynamic axes
+// on c: a graph with x[n=?] on a cached binding vs the same static graph (ns per execute), and
+// a first-seen binding (specialize + plan + execute) vs a full build + compile + execute.
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -184,6 +187,136 @@ static void loop_bench(const bench_options_t* opts) {
   }
 }
 
+//===--- dynamic axes ---===//
+
+// y = chain of |ops| ops on x, x: f32[n] static (|dynamic| false) or f32[n=?].
+static cml_status_t dyn_build(cml_backend_t* backend, bool dynamic, int64_t n, int64_t ops,
+                              cml_executable_t** out_exe) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(backend, "dyn", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs;
+  const char* names[1] = {"n"};
+  int64_t dim = dynamic ? CML_DYNAMIC_DIM : n;
+  cml_status_t st = cml_shape_init_dynamic(&xs, CML_DTYPE_F32, 1, &dim, dynamic ? names : NULL);
+  if (st == CML_OK) {
+    cml_value_t x = cml_parameter(f, "x", &xs), y = x;
+    cml_value_t one = cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.0);
+    for (int64_t i = 0; i < ops; ++i) y = (i % 2) ? cml_op_mul(f, y, x) : cml_op_add(f, y, one);
+    st = cml_function_return(f, &y, 1);
+  }
+  if (st == CML_OK) st = cml_builder_compile(b, out_exe);
+  cml_builder_destroy(b);
+  return st;
+}
+
+static double dyn_execute(cml_executable_t* exe, cml_buffer_t* x, int count) {
+  double t0 = loop_now(CLOCK_MONOTONIC);
+  for (int i = 0; i < count; ++i) {
+    cml_buffer_t* out = NULL;
+    cml_status_t st = cml_executable_execute(exe, &x, 1, NULL, 0, &out);
+    if (st != CML_OK) {
+      printf("#   execute failed: %s\n", cml_status_message(st));
+      cml_status_free(st);
+      return -1;
+    }
+    cml_buffer_release(out);
+  }
+  return (loop_now(CLOCK_MONOTONIC) - t0) / count;
+}
+
+static int dyn_compare(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+// Cached binding vs static (best of interleaved reps of 20000 executes), and a first-seen
+// binding vs a full compile (medians of 15 each), on "c".
+static void dyn_bench(const bench_options_t* opts) {
+  if (opts->filter && !strstr("dynamic axes", opts->filter)) return;
+  char cpu[160];
+  loop_cpu_model(cpu, sizeof cpu);
+  printf("\n== dynamic axes on c: x[n=?] vs x[n] (cml_executable_execute, 1 and 16 ops)\n");
+  printf("# CPU: %s\n", cpu);
+  cml_backend_t* backend = NULL;
+  cml_status_t st = cml_backend_new_with_config("c", &backend);
+  if (st != CML_OK) {
+    printf("# c unavailable: %s\n", cml_status_message(st));
+    cml_status_free(st);
+    return;
+  }
+  static const int64_t op_counts[] = {1, 16};
+  for (size_t k = 0; k < sizeof op_counts / sizeof *op_counts; ++k) {
+    int64_t ops = op_counts[k], n = 4;
+    cml_executable_t *se = NULL, *de = NULL;
+    cml_buffer_t* x = NULL;
+    float data[4] = {1, 2, 3, 4};
+    cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 1, &n);
+    st = dyn_build(backend, false, n, ops, &se);
+    if (st == CML_OK) st = dyn_build(backend, true, n, ops, &de);
+    if (st == CML_OK) st = cml_buffer_from_host(backend, 0, &xs, data, sizeof data, &x);
+    if (st != CML_OK) {
+      printf("# build failed: %s\n", cml_status_message(st));
+      cml_status_free(st);
+    } else {
+      (void)dyn_execute(se, x, 1000);
+      (void)dyn_execute(de, x, 1000);  // the binding n=4 is planned here, then cached
+      double best_s = -1, best_d = -1;
+      int reps = opts->reps > 0 ? opts->reps : 7;
+      for (int r = 0; r < reps; ++r) {
+        double a = (r % 2) ? dyn_execute(de, x, 20000) : dyn_execute(se, x, 20000);
+        double b = (r % 2) ? dyn_execute(se, x, 20000) : dyn_execute(de, x, 20000);
+        double s = (r % 2) ? b : a, d = (r % 2) ? a : b;
+        if (s > 0 && (best_s < 0 || s < best_s)) best_s = s;
+        if (d > 0 && (best_d < 0 || d < best_d)) best_d = d;
+      }
+      printf(
+          "  %2lld op(s): static %7.1f ns/execute, dynamic (cached binding) %7.1f ns/execute,"
+          " +%.1f ns (ratio %.2fx)\n",
+          (long long)ops, best_s * 1e9, best_d * 1e9, (best_d - best_s) * 1e9, best_d / best_s);
+    }
+    cml_buffer_release(x);
+    cml_executable_release(se);
+    cml_executable_release(de);
+    if (st != CML_OK) break;
+  }
+  // First-seen bindings: each n once (a 16-op chain, c:dynamic_cache default 16 keeps them).
+  enum { kSamples = 15 };
+  double first[kSamples], full[kSamples];
+  cml_executable_t* de = NULL;
+  st = dyn_build(backend, true, 0, 16, &de);
+  for (int i = 0; i < kSamples && st == CML_OK; ++i) {
+    int64_t n = 8 + i;
+    float data[32] = {0};
+    cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 1, &n);
+    cml_buffer_t* x = NULL;
+    st = cml_buffer_from_host(backend, 0, &xs, data, sizeof(float) * (size_t)n, &x);
+    if (st != CML_OK) break;
+    first[i] = dyn_execute(de, x, 1);  // specialize + plan + execute
+    double t0 = loop_now(CLOCK_MONOTONIC);
+    cml_executable_t* se = NULL;
+    st = dyn_build(backend, false, n, 16, &se);
+    if (st == CML_OK) (void)dyn_execute(se, x, 1);
+    full[i] = loop_now(CLOCK_MONOTONIC) - t0;  // build + compile + execute
+    cml_executable_release(se);
+    cml_buffer_release(x);
+  }
+  if (st != CML_OK) {
+    printf("# first-seen bench failed: %s\n", cml_status_message(st));
+    cml_status_free(st);
+  } else {
+    qsort(first, kSamples, sizeof *first, dyn_compare);
+    qsort(full, kSamples, sizeof *full, dyn_compare);
+    printf(
+        "  16 ops, first-seen binding (specialize + plan + execute) %.1f us median; "
+        "full build + compile + execute %.1f us median (ratio %.2fx)\n",
+        first[kSamples / 2] * 1e6, full[kSamples / 2] * 1e6,
+        first[kSamples / 2] / full[kSamples / 2]);
+  }
+  cml_executable_release(de);
+  cml_backend_release(backend);
+}
+
 int main(int argc, char** argv) {
   bench_options_t opts;
   if (!bench_parse_args(&opts, argc, argv, "per-execute overhead of tiny graphs")) return 2;
@@ -210,5 +343,6 @@ int main(int argc, char** argv) {
   }
   bench_run(&opts, cases, count);
   loop_bench(&opts);
+  dyn_bench(&opts);
   return bench_finish(&opts);
 }

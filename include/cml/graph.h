@@ -312,7 +312,9 @@ CML_API cml_value_t cml_op_clamp(cml_function_t* f, cml_value_t min, cml_value_t
 CML_API cml_value_t cml_op_where(cml_function_t* f, cml_value_t cond, cml_value_t on_true,
                                  cml_value_t on_false);
 
-// Reshape to |dims| (|rank| entries) with the same element count, in row-major order.
+// Reshape to |dims| (|rank| entries) with the same element count, in row-major order. With
+// dynamic axes (cml/shape.h) the operand's dynamic axes must reappear in order: CML_DYNAMIC_DIM
+// in |dims| takes the next one, and the static dims must hold as many elements on both sides.
 CML_API cml_value_t cml_op_reshape(cml_function_t* f, cml_value_t x, const int64_t* dims,
                                    int32_t rank);
 // out.dims[i] = x.dims[permutation[i]].
@@ -537,6 +539,19 @@ CML_API bool cml_op_while(cml_function_t* f, cml_function_t* cond, cml_function_
 // of the same shapes. Writes cml_function_output_count(true_branch) outputs.
 CML_API bool cml_op_if(cml_function_t* f, cml_value_t pred, cml_function_t* true_branch,
                        cml_function_t* false_branch, cml_value_t* out_values);
+
+//===--- dynamic-shape ops (backends with capabilities.dynamic_axes; cml/shape.h) ---===//
+// DynamicDimensionSize: the size of |axis| of |x| as an Int32 scalar (its binding for a
+// dynamic axis). DynamicShape: every size of |x| as Int32[rank].
+CML_API cml_value_t cml_op_dynamic_dimension_size(cml_function_t* f, cml_value_t x, int64_t axis);
+CML_API cml_value_t cml_op_dynamic_shape(cml_function_t* f, cml_value_t x);
+// DynamicReshape: axis i of the result is the static size dims[i] (names[i] NULL), or the
+// dynamic axis names[i] (dims[i] = CML_DYNAMIC_DIM). A name that is a dynamic axis of |x| keeps
+// its size; at most one other name is inferred: its size is x's element count over the other
+// axes' at execution (INVALID_ARGUMENT then unless it divides exactly). A static |x| gives a
+// static result at build time (a plain Reshape). Runtime size values are not supported.
+CML_API cml_value_t cml_op_dynamic_reshape(cml_function_t* f, cml_value_t x, const int64_t* dims,
+                                           const char* const* names, int32_t rank);
 
 //===--- compile and execute ---===//
 

@@ -119,7 +119,8 @@ CML_API const char* cml_dtype_stablehlo_name(cml_dtype_t dtype);
 
 #define CML_MAX_RANK 16
 
-// An array shape. A scalar has rank 0. Dimensions are >= 0 (0 is a valid, empty axis).
+// An array shape. A scalar has rank 0. Dimensions are >= 0 (0 is a valid, empty axis), or
+// negative for a named dynamic axis (see "dynamic axes" below; static shapes never have one).
 typedef struct cml_shape_t {
   cml_dtype_t dtype;
   int32_t rank;
@@ -146,22 +147,152 @@ CML_API cml_shape_t cml_shape_make(cml_dtype_t dtype, int32_t rank, const int64_
 // The rank-0 shape of |dtype| (same rules as `cml_shape_make`).
 CML_API cml_shape_t cml_shape_scalar(cml_dtype_t dtype);
 
-// The number of elements: 1 for scalars, 0 for NULL, an empty axis or a malformed rank.
+// The number of elements: 1 for scalars, 0 for NULL, an empty or dynamic axis or a malformed
+// rank.
 CML_API int64_t cml_shape_element_count(const cml_shape_t* shape);
-// The storage size in bytes; packed dtypes take ceil(n * bits / 8). 0 for NULL.
+// The storage size in bytes; packed dtypes take ceil(n * bits / 8). 0 for NULL or a dynamic
+// shape (cml_shape_checked_byte_size says why).
 CML_API size_t cml_shape_byte_size(const cml_shape_t* shape);
 // True when dtype, rank and dims are equal (`cml_shape_dims_equal` ignores the dtype); false
 // when either side is NULL.
 CML_API bool cml_shape_equal(const cml_shape_t* a, const cml_shape_t* b);
 CML_API bool cml_shape_dims_equal(const cml_shape_t* a, const cml_shape_t* b);
 
-// Writes "(Float32)[2, 3]" (scalar: "(Float32)") into |buffer| (always NUL-terminated when
-// |size| > 0) and returns |buffer|.
+// Writes "(Float32)[2, 3]" (scalar: "(Float32)"; dynamic axes "[batch=?, 3]") into |buffer| (always
+// NUL-terminated when |size| > 0) and returns |buffer|.
 CML_API const char* cml_shape_format(const cml_shape_t* shape, char* buffer, size_t size);
 
-// Parses the format above, or the short form "f32[2,3]" / "f32[]" / "f32". Returns
+// Parses the format above, or the short form "f32[2,3]" / "f32[]" / "f32"; a dimension may be
+// a dynamic axis "name=?" (or "?", anonymous). Returns
 // INVALID_ARGUMENT with the position of the error.
 CML_API CML_MUST_USE cml_status_t cml_shape_parse(const char* text, cml_shape_t* out_shape);
+
+//===--- dynamic axes ---===//
+//
+// A dynamic axis has a name and no size until execution: "(Float32)[batch=?, 512]". A graph
+// with dynamic axes is compiled once; each execution binds every name to the size its inputs
+// give it (cml_axis_bindings_t), and the backend specializes the graph per distinct binding set
+// (docs/dynamic_shapes.md).
+//
+// Encoding: cml_shape_t stays the same small value type. A dynamic dimension is stored as a
+// negative number, dims[i] = -id, where |id| (>= 2) is the interned id of the axis name
+// (cml_axis_id). So copying, comparing (cml_shape_equal: same names = equal) and hashing shapes
+// work unchanged; static shapes never hold negative dims. Interned names live for the process
+// (at most CML_MAX_AXIS_NAMES of them). Names on static axes are not kept.
+//
+// Names: 1..CML_MAX_AXIS_NAME_LEN characters of [A-Za-z0-9_.:-]. Reserved: "?" is the
+// anonymous axis (each use is a new axis that never unifies with anything, not even another
+// "?"), names starting with "=" are symbolic sums made by Concatenate ("=a+b+3": the sum of the
+// bindings of a and b, plus 3), names starting with "#" or "*" are reserved.
+//
+// Example:
+//
+//   cml_shape_t s;
+//   const char* names[] = {"batch", NULL};
+//   cml_shape_init_dynamic(&s, CML_DTYPE_F32, 2, (int64_t[]){CML_DYNAMIC_DIM, 512}, names);
+//   cml_shape_format(&s, text, sizeof text);           // "(Float32)[batch=?, 512]"
+//   cml_axis_bindings_t b;
+//   cml_axis_bindings_init(&b);
+//   cml_axis_bindings_set(&b, "batch", 8);
+//   cml_shape_t r;
+//   cml_shape_resolve(&s, &b, &r);                     // (Float32)[8, 512]
+//
+// Byte and element counts of a dynamic shape are not defined: cml_shape_element_count and
+// cml_shape_byte_size return 0 for them, cml_shape_checked_byte_size fails, and buffers never
+// have dynamic shapes.
+
+// What cml_shape_init_dynamic takes for a dynamic axis.
+#define CML_DYNAMIC_DIM ((int64_t)-1)
+#define CML_MAX_AXIS_NAME_LEN 63
+#define CML_MAX_AXIS_NAMES 65536
+
+// True when |dim| (a dims[] entry) is a dynamic axis.
+static inline bool cml_dim_is_dynamic(int64_t dim) { return dim < 0; }
+// The axis id a dims[] entry stands for (-dim), 0 for a static dim or INT64_MIN.
+static inline int64_t cml_dim_axis_id(int64_t dim) {
+  return (dim < 0 && dim != INT64_MIN) ? -dim : 0;
+}
+
+// Fills |out_shape| like cml_shape_init, except that axes whose |names| entry is non-NULL and
+// whose |dims| entry is CML_DYNAMIC_DIM are dynamic axes of that name ("?": anonymous). A name
+// on a static axis (dims >= 0) is accepted and dropped. |names| may be NULL (a static shape).
+// The element limit counts static dims only. Returns INVALID_ARGUMENT for a dynamic dim without
+// a name, a bad or reserved name ("=...", "#...", "*..."), RESOURCE_EXHAUSTED when the
+// process has interned CML_MAX_AXIS_NAMES names.
+CML_API CML_MUST_USE cml_status_t cml_shape_init_dynamic(cml_shape_t* out_shape, cml_dtype_t dtype,
+                                                         int32_t rank, const int64_t* dims,
+                                                         const char* const* names);
+
+// True when some axis of |shape| is dynamic (false for NULL).
+CML_API bool cml_shape_is_dynamic(const cml_shape_t* shape);
+// The name of dynamic axis |axis| of |shape| ("batch", "?", "=a+b"), or NULL for a static or
+// out-of-range axis. The text lives for the process.
+CML_API const char* cml_shape_axis_name(const cml_shape_t* shape, int32_t axis);
+// Checks a static or dynamic shape: dtype, rank, dims (static ones non-negative, dynamic ones
+// interned names) and the element limit over the static dims. INVALID_ARGUMENT otherwise.
+CML_API CML_MUST_USE cml_status_t cml_shape_validate(const cml_shape_t* shape);
+// The byte size of a static |shape|; FAILED_PRECONDITION naming the axis for a dynamic one,
+// INVALID_ARGUMENT for a malformed one.
+CML_API CML_MUST_USE cml_status_t cml_shape_checked_byte_size(const cml_shape_t* shape,
+                                                              size_t* out_bytes);
+
+// The interned id of axis name |name| (creating it; "?" makes a new anonymous axis each time),
+// so that a dynamic dim is -*out_id. Names starting with "=" are accepted here (symbolic sums).
+// INVALID_ARGUMENT for a bad name, RESOURCE_EXHAUSTED when the table is full. Thread-safe.
+CML_API CML_MUST_USE cml_status_t cml_axis_id(const char* name, int64_t* out_id);
+// The name of interned id |id|, or NULL for an unknown id. Thread-safe.
+CML_API const char* cml_axis_name(int64_t id);
+// The seed's UnifyAxisName: NULL or "" with x gives x, x with x gives x; two different names,
+// or an anonymous "?", give INVALID_ARGUMENT naming both. |out| gets the unified name (one of
+// the inputs; NULL when both are empty).
+CML_API CML_MUST_USE cml_status_t cml_axis_name_unify(const char* a, const char* b,
+                                                      const char** out);
+
+// Axis bindings: axis name -> size (> 0), at most CML_MAX_AXIS_BINDINGS of them, a value type
+// (no allocation). Entries are kept sorted by axis id, so two binding sets are equal when
+// their used entries are (cml_axis_bindings_equal).
+#define CML_MAX_AXIS_BINDINGS 16
+typedef struct cml_axis_bindings_t {
+  int32_t count;
+  int64_t ids[CML_MAX_AXIS_BINDINGS];
+  int64_t sizes[CML_MAX_AXIS_BINDINGS];
+} cml_axis_bindings_t;
+
+CML_API void cml_axis_bindings_init(cml_axis_bindings_t* bindings);
+// Binds |name| to |size|. INVALID_ARGUMENT for a size <= 0, a reserved name, or a name already
+// bound to another size (the message names both sizes); RESOURCE_EXHAUSTED past
+// CML_MAX_AXIS_BINDINGS names.
+CML_API CML_MUST_USE cml_status_t cml_axis_bindings_set(cml_axis_bindings_t* bindings,
+                                                        const char* name, int64_t size);
+// The same by interned id (|id| >= 2).
+CML_API CML_MUST_USE cml_status_t cml_axis_bindings_set_id(cml_axis_bindings_t* bindings,
+                                                           int64_t id, int64_t size);
+// The size bound to |name| (symbolic sums are computed), or false when it is not bound.
+CML_API bool cml_axis_bindings_get(const cml_axis_bindings_t* bindings, const char* name,
+                                   int64_t* out_size);
+CML_API bool cml_axis_bindings_equal(const cml_axis_bindings_t* a, const cml_axis_bindings_t* b);
+CML_API uint64_t cml_axis_bindings_hash(const cml_axis_bindings_t* bindings);
+// The seed's Key(): "batch=8,seq=128", sorted by name; "" when empty. Returns |buffer|.
+CML_API const char* cml_axis_bindings_key(const cml_axis_bindings_t* bindings, char* buffer,
+                                          size_t size);
+
+// Replaces every dynamic dim of |shape| by its binding (sums computed). INVALID_ARGUMENT naming
+// the axis and the shape when a name is not bound (cml_shape_resolve) or when a size overflows
+// the element limit. cml_shape_resolve_partial leaves unbound axes dynamic.
+CML_API CML_MUST_USE cml_status_t cml_shape_resolve(const cml_shape_t* shape,
+                                                    const cml_axis_bindings_t* bindings,
+                                                    cml_shape_t* out_shape);
+CML_API CML_MUST_USE cml_status_t cml_shape_resolve_partial(const cml_shape_t* shape,
+                                                            const cml_axis_bindings_t* bindings,
+                                                            cml_shape_t* out_shape);
+// Adds the bindings that a concrete (static) shape gives to the dynamic axes of |pattern|.
+// INVALID_ARGUMENT when the dtypes or ranks differ, a static dim differs, a dynamic dim is 0
+// (bindings must be > 0), or a name gets two sizes (here or from earlier bindings); the
+// message names the shapes, the axis and both sizes. Symbolic-sum axes are checked when all
+// their terms are bound, skipped otherwise.
+CML_API CML_MUST_USE cml_status_t cml_shape_extract_bindings(const cml_shape_t* pattern,
+                                                             const cml_shape_t* concrete,
+                                                             cml_axis_bindings_t* bindings);
 
 //===--- half-precision conversions ---===//
 

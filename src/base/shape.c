@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/base/shape.c: shape construction, sizes, formatting and parsing.
 #include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cml/shape.h"
+
+cml_status_t cml__axis_sum(int64_t a, int64_t b, int64_t* out_dim);
 
 cml_status_t cml_shape_init(cml_shape_t* out_shape, cml_dtype_t dtype, int32_t rank,
                             const int64_t* dims) {
@@ -123,8 +127,15 @@ const char* cml_shape_format(const cml_shape_t* shape, char* buffer, size_t size
   }
   if (shape->rank > 0 && used < size) {
     for (int32_t i = 0; i < shape->rank && used < size; ++i) {
-      n = snprintf(buffer + used, size - used, "%s%lld", i == 0 ? "[" : ", ",
-                   (long long)shape->dims[i]);
+      const char* name = shape->dims[i] < 0 ? cml_axis_name(cml_dim_axis_id(shape->dims[i])) : NULL;
+      if (name && strcmp(name, "?") == 0) {
+        n = snprintf(buffer + used, size - used, "%s?", i == 0 ? "[" : ", ");
+      } else if (name) {
+        n = snprintf(buffer + used, size - used, "%s%s=?", i == 0 ? "[" : ", ", name);
+      } else {
+        n = snprintf(buffer + used, size - used, "%s%lld", i == 0 ? "[" : ", ",
+                     (long long)shape->dims[i]);
+      }
       if (n < 0) break;
       used += (size_t)n;
     }
@@ -162,6 +173,9 @@ cml_status_t cml_shape_parse(const char* text, cml_shape_t* out_shape) {
     p = cml_skip_spaces(p + 1);
   }
   int64_t dims[CML_MAX_RANK];
+  const char* names[CML_MAX_RANK];
+  char name_text[CML_MAX_RANK][CML_MAX_AXIS_NAME_LEN + 2];
+  bool dynamic = false;
   int32_t rank = 0;
   if (*p == '[') {
     p = cml_skip_spaces(p + 1);
@@ -172,14 +186,41 @@ cml_status_t cml_shape_parse(const char* text, cml_shape_t* out_shape) {
         if (rank >= CML_MAX_RANK)
           return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: more than %d dims in \"%s\"",
                                  CML_MAX_RANK, text);
-        if (!isdigit((unsigned char)*p))
-          return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                                 "shape: expected a dimension at offset %d of \"%s\"",
-                                 (int)(p - text), text);
-        char* end = NULL;
-        long long v = strtoll(p, &end, 10);
-        dims[rank++] = v;
-        p = cml_skip_spaces(end);
+        if (!isdigit((unsigned char)*p)) {
+          // A dynamic axis: "name=?" or "?".
+          char axis[CML_MAX_AXIS_NAME_LEN + 2];
+          size_t n = 0;
+          const char* start = p;
+          while (*p && *p != '=' && *p != ',' && *p != ']' && !isspace((unsigned char)*p) &&
+                 n + 1 < sizeof axis)
+            axis[n++] = *p++;
+          axis[n] = '\0';
+          p = cml_skip_spaces(p);
+          bool anonymous = strcmp(axis, "?") == 0;
+          if (!anonymous) {
+            if (n == 0 || *p != '=')
+              return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                                     "shape: expected a dimension or \"name=?\" at offset %d of "
+                                     "\"%s\"",
+                                     (int)(start - text), text);
+            p = cml_skip_spaces(p + 1);
+            if (*p != '?')
+              return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                                     "shape: expected '?' after \"%s=\" at offset %d of \"%s\"",
+                                     axis, (int)(p - text), text);
+            p = cml_skip_spaces(p + 1);
+          }
+          memcpy(name_text[rank], axis, n + 1);
+          names[rank] = name_text[rank];
+          dims[rank++] = CML_DYNAMIC_DIM;
+          dynamic = true;
+        } else {
+          char* end = NULL;
+          long long v = strtoll(p, &end, 10);
+          names[rank] = NULL;
+          dims[rank++] = v;
+          p = cml_skip_spaces(end);
+        }
         if (*p == ',') {
           p = cml_skip_spaces(p + 1);
           continue;
@@ -197,5 +238,583 @@ cml_status_t cml_shape_parse(const char* text, cml_shape_t* out_shape) {
   if (*p)
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "shape: unexpected text at offset %d of \"%s\"", (int)(p - text), text);
+  if (dynamic) return cml_shape_init_dynamic(out_shape, dtype, rank, dims, names);
   return cml_shape_init(out_shape, dtype, rank, dims);
+}
+
+//===--- dynamic axes ---===//
+//
+// Interned axis names: ids 2..CML_MAX_AXIS_NAMES+1 (0 and 1 are never used, so -1, the
+// CML_DYNAMIC_DIM marker, is never a stored dim). Names are published in chunks of 256 that
+// never move: cml_axis_name reads them without a lock (acquire load of the count); interning
+// takes the mutex and looks names up in an open-addressing hash table.
+
+#define CML_AXIS_CHUNK 256
+#define CML_AXIS_FIRST_ID 2
+
+static pthread_mutex_t cml_axis_mutex = PTHREAD_MUTEX_INITIALIZER;
+static char** _Atomic cml_axis_chunks[CML_MAX_AXIS_NAMES / CML_AXIS_CHUNK];
+static atomic_int_fast64_t cml_axis_count;  // names interned so far
+static int64_t* cml_axis_table;             // ids, 0 = empty; guarded by the mutex
+static size_t cml_axis_table_size;          // 0 or a power of two
+
+static uint64_t cml_axis_hash_text(const char* s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; ++s) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+const char* cml_axis_name(int64_t id) {
+  int64_t index = id - CML_AXIS_FIRST_ID;
+  if (index < 0 || index >= atomic_load_explicit(&cml_axis_count, memory_order_acquire)) {
+    return NULL;
+  }
+  char** chunk =
+      atomic_load_explicit(&cml_axis_chunks[index / CML_AXIS_CHUNK], memory_order_acquire);
+  return chunk ? chunk[index % CML_AXIS_CHUNK] : NULL;
+}
+
+// Checks the characters of a name (not its reservation).
+static bool cml_axis_name_chars_ok(const char* name, bool allow_sum) {
+  size_t len = strlen(name);
+  if (len == 0 || len > CML_MAX_AXIS_NAME_LEN) return false;
+  if (strcmp(name, "?") == 0) return true;
+  for (size_t i = 0; i < len; ++i) {
+    unsigned char c = (unsigned char)name[i];
+    bool ok = isalnum(c) || c == '_' || c == '.' || c == ':' || c == '-' ||
+              (allow_sum && (c == '+' || (c == '=' && i == 0)));
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Looks |name| up (under the mutex); 0 when absent.
+static int64_t cml_axis_find_locked(const char* name) {
+  if (!cml_axis_table_size) return 0;
+  size_t mask = cml_axis_table_size - 1;
+  for (size_t i = cml_axis_hash_text(name) & mask;; i = (i + 1) & mask) {
+    int64_t id = cml_axis_table[i];
+    if (id == 0) return 0;
+    if (strcmp(cml_axis_name(id), name) == 0) return id;
+  }
+}
+
+static bool cml_axis_table_insert_locked(int64_t id) {
+  int64_t count = atomic_load_explicit(&cml_axis_count, memory_order_relaxed);
+  if ((size_t)(count + 1) * 2 > cml_axis_table_size) {
+    size_t size = cml_axis_table_size ? cml_axis_table_size * 2 : 64;
+    int64_t* table = calloc(size, sizeof *table);
+    if (!table) return false;
+    for (size_t k = 0; k < cml_axis_table_size; ++k) {
+      int64_t old = cml_axis_table[k];
+      if (!old) continue;
+      size_t i = cml_axis_hash_text(cml_axis_name(old)) & (size - 1);
+      while (table[i]) i = (i + 1) & (size - 1);
+      table[i] = old;
+    }
+    free(cml_axis_table);
+    cml_axis_table = table;
+    cml_axis_table_size = size;
+  }
+  size_t mask = cml_axis_table_size - 1;
+  size_t i = cml_axis_hash_text(cml_axis_name(id)) & mask;
+  while (cml_axis_table[i]) i = (i + 1) & mask;
+  cml_axis_table[i] = id;
+  return true;
+}
+
+// Interns |name| (already checked); "?" is never shared.
+static cml_status_t cml_axis_intern(const char* name, int64_t* out_id) {
+  bool anonymous = strcmp(name, "?") == 0;
+  pthread_mutex_lock(&cml_axis_mutex);
+  int64_t id = anonymous ? 0 : cml_axis_find_locked(name);
+  if (id) {
+    pthread_mutex_unlock(&cml_axis_mutex);
+    *out_id = id;
+    return CML_OK;
+  }
+  int64_t index = atomic_load_explicit(&cml_axis_count, memory_order_relaxed);
+  cml_status_t st = CML_OK;
+  char* copy = NULL;
+  if (index >= CML_MAX_AXIS_NAMES) {
+    st = cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                         "shape: axis name \"%s\": the process already has %d axis names", name,
+                         CML_MAX_AXIS_NAMES);
+  } else {
+    size_t c = (size_t)(index / CML_AXIS_CHUNK);
+    char** chunk = atomic_load_explicit(&cml_axis_chunks[c], memory_order_relaxed);
+    if (!chunk) {
+      chunk = calloc(CML_AXIS_CHUNK, sizeof *chunk);
+      if (chunk) atomic_store_explicit(&cml_axis_chunks[c], chunk, memory_order_release);
+    }
+    copy = chunk ? strdup(name) : NULL;
+    if (!copy) {
+      st = cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "shape: out of memory for axis \"%s\"",
+                           name);
+    } else {
+      chunk[index % CML_AXIS_CHUNK] = copy;
+      atomic_store_explicit(&cml_axis_count, index + 1, memory_order_release);
+      id = index + CML_AXIS_FIRST_ID;
+      if (!anonymous && !cml_axis_table_insert_locked(id)) {
+        st = cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "shape: out of memory for axis \"%s\"",
+                             name);
+      }
+    }
+  }
+  pthread_mutex_unlock(&cml_axis_mutex);
+  if (st == CML_OK) *out_id = id;
+  return st;
+}
+
+cml_status_t cml_axis_id(const char* name, int64_t* out_id) {
+  if (!out_id) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "axis name: NULL output");
+  *out_id = 0;
+  if (!name || !cml_axis_name_chars_ok(name, name[0] == '=')) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "axis name \"%s\" is invalid (1..%d characters of [A-Za-z0-9_.:-], "
+                           "or \"?\")",
+                           name ? name : "(null)", CML_MAX_AXIS_NAME_LEN);
+  }
+  return cml_axis_intern(name, out_id);
+}
+
+// A user-given name: valid characters and not reserved.
+static cml_status_t cml_axis_user_id(const char* name, int64_t* out_id) {
+  if (name && (name[0] == '=' || name[0] == '#' || name[0] == '*')) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "axis name \"%s\" is reserved (names starting with '=', '#' or '*' are "
+                           "internal)",
+                           name);
+  }
+  return cml_axis_id(name, out_id);
+}
+
+cml_status_t cml_axis_name_unify(const char* a, const char* b, const char** out) {
+  if (out) *out = NULL;
+  bool a_empty = !a || !*a, b_empty = !b || !*b;
+  if ((!a_empty && strcmp(a, "?") == 0) || (!b_empty && strcmp(b, "?") == 0)) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "axis names \"%s\" and \"%s\": an anonymous axis \"?\" never unifies",
+                           a ? a : "", b ? b : "");
+  }
+  if (!a_empty && !b_empty && strcmp(a, b) != 0) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "axis names \"%s\" and \"%s\" differ", a,
+                           b);
+  }
+  if (out) *out = a_empty ? (b_empty ? NULL : b) : a;
+  return CML_OK;
+}
+
+bool cml_shape_is_dynamic(const cml_shape_t* shape) {
+  if (!shape) return false;
+  int32_t rank = cml_shape_checked_rank(shape);
+  for (int32_t i = 0; i < rank; ++i) {
+    if (shape->dims[i] < 0) return true;
+  }
+  return false;
+}
+
+const char* cml_shape_axis_name(const cml_shape_t* shape, int32_t axis) {
+  if (!shape || axis < 0 || axis >= cml_shape_checked_rank(shape)) return NULL;
+  return shape->dims[axis] < 0 ? cml_axis_name(cml_dim_axis_id(shape->dims[axis])) : NULL;
+}
+
+// Validates static dims like cml_shape_init; dynamic dims must be interned ids.
+static cml_status_t cml_shape_check(const cml_shape_t* shape) {
+  if (!shape) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL shape");
+  if (shape->rank < 0 || shape->rank > CML_MAX_RANK)
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: rank %d out of range [0, %d]",
+                           (int)shape->rank, CML_MAX_RANK);
+  int64_t dims[CML_MAX_RANK];
+  for (int32_t i = 0; i < shape->rank; ++i) {
+    int64_t d = shape->dims[i];
+    if (d < 0 && !cml_axis_name(cml_dim_axis_id(d))) {
+      return cml_status_make(
+          CML_STATUS_INVALID_ARGUMENT,
+          "shape: dimension %lld at axis %d is neither a size nor a dynamic axis "
+          "(use cml_shape_init_dynamic)",
+          (long long)d, (int)i);
+    }
+    dims[i] = d < 0 ? 1 : d;
+  }
+  cml_shape_t tmp;
+  return cml_shape_init(&tmp, shape->dtype, shape->rank, dims);
+}
+
+cml_status_t cml_shape_validate(const cml_shape_t* shape) { return cml_shape_check(shape); }
+
+cml_status_t cml_shape_checked_byte_size(const cml_shape_t* shape, size_t* out_bytes) {
+  if (!out_bytes) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL output");
+  *out_bytes = 0;
+  CML_RETURN_IF_ERROR(cml_shape_check(shape));
+  for (int32_t i = 0; i < shape->rank; ++i) {
+    if (shape->dims[i] < 0) {
+      char text[400];
+      return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                             "shape: %s has no byte size: axis %d (\"%s\") is dynamic",
+                             cml_shape_format(shape, text, sizeof text), (int)i,
+                             cml_axis_name(cml_dim_axis_id(shape->dims[i])));
+    }
+  }
+  *out_bytes = cml_shape_byte_size(shape);
+  return CML_OK;
+}
+
+cml_status_t cml_shape_init_dynamic(cml_shape_t* out_shape, cml_dtype_t dtype, int32_t rank,
+                                    const int64_t* dims, const char* const* names) {
+  if (!out_shape) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL output");
+  memset(out_shape, 0, sizeof *out_shape);
+  if (rank < 0 || rank > CML_MAX_RANK)
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: rank %d out of range [0, %d]",
+                           (int)rank, CML_MAX_RANK);
+  if (rank > 0 && !dims)
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL dims for rank %d", (int)rank);
+  int64_t stored[CML_MAX_RANK] = {0}, sizes[CML_MAX_RANK] = {0};
+  for (int32_t i = 0; i < rank; ++i) {
+    stored[i] = sizes[i] = dims[i];
+    if (dims[i] >= 0) continue;
+    const char* name = names ? names[i] : NULL;
+    if (dims[i] != CML_DYNAMIC_DIM || !name) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "shape: dimension %lld at axis %d: only a named axis may be dynamic "
+                             "(CML_DYNAMIC_DIM with a name)",
+                             (long long)dims[i], (int)i);
+    }
+    int64_t id = 0;
+    cml_status_t st = cml_axis_user_id(name, &id);
+    if (st != CML_OK) return cml_status_annotate(st, "shape: axis %d", (int)i);
+    stored[i] = -id;
+    sizes[i] = 1;
+  }
+  CML_RETURN_IF_ERROR(cml_shape_init(out_shape, dtype, rank, sizes));
+  for (int32_t i = 0; i < rank; ++i) out_shape->dims[i] = stored[i];
+  return CML_OK;
+}
+
+//===--- bindings ---===//
+
+void cml_axis_bindings_init(cml_axis_bindings_t* bindings) {
+  if (bindings) memset(bindings, 0, sizeof *bindings);
+}
+
+static int32_t cml_bindings_find(const cml_axis_bindings_t* b, int64_t id) {
+  int32_t lo = 0, hi = b->count;
+  while (lo < hi) {
+    int32_t mid = (lo + hi) / 2;
+    if (b->ids[mid] < id) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+cml_status_t cml_axis_bindings_set_id(cml_axis_bindings_t* bindings, int64_t id, int64_t size) {
+  if (!bindings) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "axis bindings: NULL");
+  const char* name = cml_axis_name(id);
+  if (!name) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "axis bindings: unknown axis id %lld",
+                           (long long)id);
+  }
+  if (name[0] == '=') {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "axis bindings: \"%s\" is a symbolic sum, not a bindable axis", name);
+  }
+  if (size <= 0 || size > CML_MAX_ELEMENTS) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "axis bindings: axis \"%s\" bound to %lld (a binding must be in [1, "
+                           "2^55])",
+                           name, (long long)size);
+  }
+  if (bindings->count < 0 || bindings->count > CML_MAX_AXIS_BINDINGS) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "axis bindings: corrupt count %d",
+                           (int)bindings->count);
+  }
+  int32_t at = cml_bindings_find(bindings, id);
+  if (at < bindings->count && bindings->ids[at] == id) {
+    if (bindings->sizes[at] == size) return CML_OK;
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "axis bindings: axis \"%s\" is bound to both %lld and %lld", name,
+                           (long long)bindings->sizes[at], (long long)size);
+  }
+  if (bindings->count == CML_MAX_AXIS_BINDINGS) {
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                           "axis bindings: more than %d axes (binding \"%s\")",
+                           CML_MAX_AXIS_BINDINGS, name);
+  }
+  for (int32_t k = bindings->count; k > at; --k) {
+    bindings->ids[k] = bindings->ids[k - 1];
+    bindings->sizes[k] = bindings->sizes[k - 1];
+  }
+  bindings->ids[at] = id;
+  bindings->sizes[at] = size;
+  bindings->count++;
+  return CML_OK;
+}
+
+cml_status_t cml_axis_bindings_set(cml_axis_bindings_t* bindings, const char* name, int64_t size) {
+  int64_t id = 0;
+  if (name && strcmp(name, "?") == 0) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "axis bindings: an anonymous axis \"?\" cannot be bound by name");
+  }
+  CML_RETURN_IF_ERROR(cml_axis_user_id(name, &id));
+  return cml_axis_bindings_set_id(bindings, id, size);
+}
+
+// The size bound to |id|: a plain binding, or a symbolic sum of bound terms. 0 when unbound
+// (a term unknown or unbound), -1 when a sum overflows.
+static int64_t cml_bindings_lookup(const cml_axis_bindings_t* b, int64_t id) {
+  int32_t at = cml_bindings_find(b, id);
+  if (at < b->count && b->ids[at] == id) return b->sizes[at];
+  const char* name = cml_axis_name(id);
+  if (!name || name[0] != '=') return 0;
+  int64_t total = 0;
+  const char* p = name + 1;
+  while (*p) {
+    char term[CML_MAX_AXIS_NAME_LEN + 1];
+    size_t len = 0;
+    while (*p && *p != '+' && len < CML_MAX_AXIS_NAME_LEN) term[len++] = *p++;
+    term[len] = '\0';
+    if (*p == '+') ++p;
+    int64_t value = 0;
+    if (isdigit((unsigned char)term[0])) {
+      value = strtoll(term, NULL, 10);
+    } else {
+      pthread_mutex_lock(&cml_axis_mutex);
+      int64_t term_id = cml_axis_find_locked(term);
+      pthread_mutex_unlock(&cml_axis_mutex);
+      int32_t k = term_id ? cml_bindings_find(b, term_id) : b->count;
+      if (k >= b->count || b->ids[k] != term_id) return 0;
+      value = b->sizes[k];
+    }
+    if (__builtin_add_overflow(total, value, &total) || total > CML_MAX_ELEMENTS) return -1;
+  }
+  return total;
+}
+
+bool cml_axis_bindings_get(const cml_axis_bindings_t* bindings, const char* name,
+                           int64_t* out_size) {
+  if (out_size) *out_size = 0;
+  if (!bindings || !name) return false;
+  pthread_mutex_lock(&cml_axis_mutex);
+  int64_t id = cml_axis_find_locked(name);
+  pthread_mutex_unlock(&cml_axis_mutex);
+  if (!id) return false;
+  int64_t size = cml_bindings_lookup(bindings, id);
+  if (size <= 0) return false;
+  if (out_size) *out_size = size;
+  return true;
+}
+
+bool cml_axis_bindings_equal(const cml_axis_bindings_t* a, const cml_axis_bindings_t* b) {
+  if (!a || !b || a->count != b->count) return false;
+  for (int32_t i = 0; i < a->count; ++i) {
+    if (a->ids[i] != b->ids[i] || a->sizes[i] != b->sizes[i]) return false;
+  }
+  return true;
+}
+
+uint64_t cml_axis_bindings_hash(const cml_axis_bindings_t* bindings) {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  if (!bindings) return h;
+  for (int32_t i = 0; i < bindings->count && i < CML_MAX_AXIS_BINDINGS; ++i) {
+    h = (h ^ (uint64_t)bindings->ids[i]) * 0x100000001b3ull;
+    h = (h ^ (uint64_t)bindings->sizes[i]) * 0x100000001b3ull;
+  }
+  return h ^ (h >> 29);
+}
+
+static int cml_compare_names(const void* a, const void* b) {
+  return strcmp(cml_axis_name(*(const int64_t*)a), cml_axis_name(*(const int64_t*)b));
+}
+
+const char* cml_axis_bindings_key(const cml_axis_bindings_t* bindings, char* buffer, size_t size) {
+  if (!buffer || size == 0) return buffer;
+  buffer[0] = '\0';
+  if (!bindings || bindings->count <= 0 || bindings->count > CML_MAX_AXIS_BINDINGS) return buffer;
+  int64_t order[CML_MAX_AXIS_BINDINGS];
+  for (int32_t i = 0; i < bindings->count; ++i) order[i] = bindings->ids[i];
+  qsort(order, (size_t)bindings->count, sizeof order[0], cml_compare_names);
+  size_t used = 0;
+  for (int32_t i = 0; i < bindings->count && used < size; ++i) {
+    int64_t v = cml_bindings_lookup(bindings, order[i]);
+    int n = snprintf(buffer + used, size - used, "%s%s=%lld", i ? "," : "", cml_axis_name(order[i]),
+                     (long long)v);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+  return buffer;
+}
+
+static cml_status_t cml_shape_resolve_impl(const cml_shape_t* shape,
+                                           const cml_axis_bindings_t* bindings, bool partial,
+                                           cml_shape_t* out_shape) {
+  if (!out_shape) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL output");
+  if (!bindings) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL bindings");
+  CML_RETURN_IF_ERROR(cml_shape_check(shape));
+  cml_shape_t r = *shape;
+  for (int32_t i = 0; i < r.rank; ++i) {
+    if (r.dims[i] >= 0) continue;
+    int64_t size = cml_bindings_lookup(bindings, -r.dims[i]);
+    if (size > 0) {
+      r.dims[i] = size;
+    } else if (!partial || size < 0) {
+      char text[400], key[256];
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "shape: cannot resolve %s: axis %d (\"%s\") %s (bindings: %s)",
+                             cml_shape_format(shape, text, sizeof text), (int)i,
+                             cml_axis_name(cml_dim_axis_id(r.dims[i])),
+                             size < 0 ? "overflows" : "is not bound",
+                             cml_axis_bindings_key(bindings, key, sizeof key));
+    }
+  }
+  cml_status_t st = cml_shape_check(&r);
+  if (st != CML_OK) return cml_status_annotate(st, "shape: resolving");
+  *out_shape = r;
+  return CML_OK;
+}
+
+cml_status_t cml_shape_resolve(const cml_shape_t* shape, const cml_axis_bindings_t* bindings,
+                               cml_shape_t* out_shape) {
+  return cml_shape_resolve_impl(shape, bindings, false, out_shape);
+}
+
+cml_status_t cml_shape_resolve_partial(const cml_shape_t* shape,
+                                       const cml_axis_bindings_t* bindings,
+                                       cml_shape_t* out_shape) {
+  return cml_shape_resolve_impl(shape, bindings, true, out_shape);
+}
+
+cml_status_t cml_shape_extract_bindings(const cml_shape_t* pattern, const cml_shape_t* concrete,
+                                        cml_axis_bindings_t* bindings) {
+  if (!pattern || !concrete || !bindings)
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL argument");
+  char ps[400], cs[400];
+  if (pattern->dtype != concrete->dtype || pattern->rank != concrete->rank ||
+      cml_shape_checked_rank(pattern) < 0) {
+    return cml_status_make(
+        CML_STATUS_INVALID_ARGUMENT, "shape: %s does not match %s (dtype or rank differs)",
+        cml_shape_format(concrete, cs, sizeof cs), cml_shape_format(pattern, ps, sizeof ps));
+  }
+  for (int32_t i = 0; i < pattern->rank; ++i) {
+    int64_t want = pattern->dims[i], got = concrete->dims[i];
+    if (got < 0) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "shape: %s is not concrete (axis %d is dynamic)",
+                             cml_shape_format(concrete, cs, sizeof cs), (int)i);
+    }
+    if (want >= 0) {
+      if (want != got) {
+        return cml_status_make(
+            CML_STATUS_INVALID_ARGUMENT, "shape: %s does not match %s: axis %d is %lld, not %lld",
+            cml_shape_format(concrete, cs, sizeof cs), cml_shape_format(pattern, ps, sizeof ps),
+            (int)i, (long long)got, (long long)want);
+      }
+      continue;
+    }
+    int64_t id = cml_dim_axis_id(want);
+    const char* name = cml_axis_name(id);
+    if (!name) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: %s has an unknown axis id %lld",
+                             cml_shape_format(pattern, ps, sizeof ps), (long long)want);
+    }
+    if (got == 0) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "shape: %s for %s: dynamic axis %d (\"%s\") has size 0 (a binding "
+                             "must be >= 1)",
+                             cml_shape_format(concrete, cs, sizeof cs),
+                             cml_shape_format(pattern, ps, sizeof ps), (int)i, name);
+    }
+    if (name[0] == '=') {
+      int64_t sum = cml_bindings_lookup(bindings, id);
+      if (sum > 0 && sum != got) {
+        return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                               "shape: %s for %s: axis %d (\"%s\") is %lld, the bindings give %lld",
+                               cml_shape_format(concrete, cs, sizeof cs),
+                               cml_shape_format(pattern, ps, sizeof ps), (int)i, name,
+                               (long long)got, (long long)sum);
+      }
+      continue;
+    }
+    int32_t at = cml_bindings_find(bindings, id);
+    if (at < bindings->count && bindings->ids[at] == id && bindings->sizes[at] != got) {
+      return cml_status_make(
+          CML_STATUS_INVALID_ARGUMENT,
+          "shape: %s for %s: axis %d (\"%s\") is %lld, but \"%s\" is already %lld "
+          "(contradicting sizes for one axis name)",
+          cml_shape_format(concrete, cs, sizeof cs), cml_shape_format(pattern, ps, sizeof ps),
+          (int)i, name, (long long)got, name, (long long)bindings->sizes[at]);
+    }
+    CML_RETURN_IF_ERROR(cml_axis_bindings_set_id(bindings, id, got));
+  }
+  return CML_OK;
+}
+
+// Builds the dim of the sum of two dims (Concatenate on a dynamic axis): a static sum, or the
+// dynamic axis "=terms+constant" with the names sorted, so a+b and b+a are one axis.
+cml_status_t cml__axis_sum(int64_t a, int64_t b, int64_t* out_dim) {
+  const char* terms[2 * CML_MAX_RANK + 2];
+  size_t term_count = 0;
+  int64_t constant = 0;
+  char names[2][CML_MAX_AXIS_NAME_LEN + 1];
+  int64_t both[2] = {a, b};
+  for (int k = 0; k < 2; ++k) {
+    int64_t d = both[k];
+    if (d >= 0) {
+      if (__builtin_add_overflow(constant, d, &constant)) {
+        return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "axis sum: %lld + %lld overflows",
+                               (long long)a, (long long)b);
+      }
+      continue;
+    }
+    const char* name = cml_axis_name(cml_dim_axis_id(d));
+    if (!name || name[0] == '?') {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "axis sum: an anonymous axis \"?\" cannot be summed");
+    }
+    if (name[0] != '=') {
+      terms[term_count++] = name;
+      continue;
+    }
+    snprintf(names[k], sizeof names[k], "%s", name + 1);
+    char* save = NULL;
+    for (char* t = strtok_r(names[k], "+", &save); t; t = strtok_r(NULL, "+", &save)) {
+      if (isdigit((unsigned char)t[0])) {
+        constant += strtoll(t, NULL, 10);
+      } else if (term_count < sizeof terms / sizeof *terms) {
+        terms[term_count++] = t;
+      }
+    }
+  }
+  if (term_count == 0) {
+    *out_dim = constant;
+    return CML_OK;
+  }
+  // Sort the names (insertion sort: a handful of terms).
+  for (size_t i = 1; i < term_count; ++i) {
+    for (size_t j = i; j > 0 && strcmp(terms[j - 1], terms[j]) > 0; --j) {
+      const char* t = terms[j];
+      terms[j] = terms[j - 1];
+      terms[j - 1] = t;
+    }
+  }
+  char text[2 * CML_MAX_AXIS_NAME_LEN + 64];
+  size_t used = (size_t)snprintf(text, sizeof text, "=");
+  for (size_t i = 0; i < term_count && used < sizeof text; ++i) {
+    used += (size_t)snprintf(text + used, sizeof text - used, "%s%s", i ? "+" : "", terms[i]);
+  }
+  if (constant && used < sizeof text) {
+    used += (size_t)snprintf(text + used, sizeof text - used, "+%lld", (long long)constant);
+  }
+  if (used >= sizeof text || used > CML_MAX_AXIS_NAME_LEN) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "axis sum \"%.80s...\" is longer than %d characters", text,
+                           CML_MAX_AXIS_NAME_LEN);
+  }
+  int64_t id = 0;
+  CML_RETURN_IF_ERROR(cml_axis_id(text, &id));
+  *out_dim = -id;
+  return CML_OK;
 }

@@ -599,6 +599,74 @@ static const char* cml_inputs_text(const cml__module_impl_t* impl, const uint32_
 
 // Every output shape of every op passes here: it must be a shape cml_shape_init accepts (rank,
 // non-negative dims, at most CML_MAX_ELEMENTS elements), so no later size computation overflows.
+// Dynamic axes (cml/shape.h): the ops that accept operands with dynamic axes. Their shape
+// inference handles named dims (unification, symbolic sums, full-axis slices, zero padding);
+// every other op would need axis arithmetic the specialization cannot redo, so it is rejected
+// when an operand is dynamic.
+static bool cml_op_takes_dynamic(cml_op_t op) {
+  switch (cml_op_kind(op)) {
+    case CML_OPK_UNARY:
+    case CML_OPK_BINARY:
+    case CML_OPK_COMPARE:
+    case CML_OPK_REDUCE:
+    case CML_OPK_DYNAMIC:
+    case CML_OPK_CONTROL:
+      return true;
+    default:
+      break;
+  }
+  switch (op) {
+    case CML_OP_ARG_MIN_MAX:
+    case CML_OP_BITCAST:
+    case CML_OP_BROADCAST_IN_DIM:
+    case CML_OP_CLAMP:
+    case CML_OP_CONCATENATE:
+    case CML_OP_CONVERT_DTYPE:
+    case CML_OP_DOT:
+    case CML_OP_DOT_GENERAL:
+    case CML_OP_IOTA:
+    case CML_OP_PAD:
+    case CML_OP_RESHAPE:
+    case CML_OP_REVERSE:
+    case CML_OP_SLICE:
+    case CML_OP_TRANSPOSE:
+    case CML_OP_WHERE:
+    case CML_OP_OPTIMIZATION_BARRIER:
+    case CML_OP_SCHEDULING_BARRIER:
+    case CML_OP_CAPTURED_VALUE:
+    case CML_OP_FUSED_SOFTMAX:
+    case CML_OP_FUSED_GELU:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Fails unless the backend advertises dynamic axes and |op| accepts them (|shape| is dynamic).
+static bool cml_check_dynamic_operand(cml_function_t* f, cml_op_t op, const char* what, size_t pos,
+                                      const cml_shape_t* shape) {
+  cml_builder_t* b = f->builder;
+  char text[CML__SHAPE_TEXT];
+  int32_t axis = 0;
+  while (axis < shape->rank && shape->dims[axis] >= 0) ++axis;
+  if (!cml_backend_capabilities(b->backend)->dynamic_axes) {
+    cml__fail(b, CML_STATUS_UNIMPLEMENTED,
+              "%s: %s #%zu %s has a dynamic axis, but backend \"%s\" has no dynamic axes",
+              cml_op_name(op), what, pos, cml__shape_text(shape, text),
+              cml_backend_name(b->backend));
+    return false;
+  }
+  if (!cml_op_takes_dynamic(op)) {
+    cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
+              "%s: %s #%zu %s: dynamic axis %d (\"%s\") is not supported by %s (it would "
+              "need axis arithmetic; see docs/dynamic_shapes.md)",
+              cml_op_name(op), what, pos, cml__shape_text(shape, text), (int)axis,
+              cml_shape_axis_name(shape, axis), cml_op_name(op));
+    return false;
+  }
+  return true;
+}
+
 static bool cml_check_output_shape(cml_function_t* f, cml_op_t op, const uint32_t* inputs,
                                    uint32_t input_count, const cml_shape_t* shape, uint32_t k) {
   cml_builder_t* b = f->builder;
@@ -609,9 +677,10 @@ static bool cml_check_output_shape(cml_function_t* f, cml_op_t op, const uint32_
               cml_inputs_text(f->impl, inputs, input_count, ins, sizeof ins));
     return false;
   }
-  cml_shape_t checked;
-  cml_status_t st = cml_shape_init(&checked, shape->dtype, shape->rank, shape->dims);
-  if (st == CML_OK) return true;
+  cml_status_t st = cml_shape_validate(shape);
+  if (st == CML_OK) {
+    return !cml_shape_is_dynamic(shape) || cml_check_dynamic_operand(f, op, "output", k, shape);
+  }
   bool negative = false;
   for (int32_t i = 0; i < shape->rank; ++i) negative = negative || shape->dims[i] < 0;
   if (negative || !cml_dtype_is_supported(shape->dtype)) {
@@ -762,7 +831,10 @@ static bool cml_value_resolve(cml_function_t* f, const char* what, cml_value_t v
 
 bool cml__op_input(cml_function_t* f, cml_op_t op, cml_value_t v, size_t pos, uint32_t* out_index,
                    cml_shape_t* out_shape) {
-  return cml_value_resolve(f, cml_op_name(op), v, pos, out_index, out_shape);
+  if (!cml_value_resolve(f, cml_op_name(op), v, pos, out_index, out_shape)) return false;
+  const cml_shape_t* s = &f->impl->values[*out_index].shape;
+  if (cml_shape_is_dynamic(s) && !cml_check_dynamic_operand(f, op, "operand", pos, s)) return false;
+  return true;
 }
 
 bool cml__check_callee(cml_function_t* f, cml_op_t op, const cml_function_t* c, const char* what,
@@ -817,6 +889,12 @@ cml_value_t cml_parameter(cml_function_t* function, const char* name, const cml_
   cml_shape_t s;
   cml_status_t st = cml__infer_user_shape(CML_OP_PARAMETER, shape, true, &s);
   if (st != CML_OK) return cml__fail_status(b, st);
+  if (cml_shape_is_dynamic(&s) && !cml_backend_capabilities(b->backend)->dynamic_axes) {
+    char text[CML__SHAPE_TEXT];
+    return cml__fail(b, CML_STATUS_UNIMPLEMENTED,
+                     "Parameter: %s has a dynamic axis, but backend \"%s\" has no dynamic axes",
+                     cml__shape_text(&s, text), cml_backend_name(b->backend));
+  }
   char auto_name[32];
   if (!name || !*name) {
     snprintf(auto_name, sizeof auto_name, "p%u", f->params.count);
@@ -852,6 +930,11 @@ cml_value_t cml_constant(cml_function_t* function, const cml_shape_t* shape, con
   if (st != CML_OK) return cml__fail_status(b, st);
   size_t size = cml_shape_byte_size(&s);
   char text[CML__SHAPE_TEXT];
+  if (cml_shape_is_dynamic(&s)) {
+    return cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
+                     "Constant: %s has a dynamic axis (constants need a static shape)",
+                     cml__shape_text(&s, text));
+  }
   if (!data && size > 0) {
     return cml__fail(b, CML_STATUS_INVALID_ARGUMENT, "Constant: data is NULL for %s",
                      cml__shape_text(&s, text));

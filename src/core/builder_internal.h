@@ -105,6 +105,9 @@ typedef struct cml__module_impl_t {
   uint32_t final_param_count;
   cml_sharding_t* final_output_shardings;
   uint32_t final_output_count;
+  // A specialized module (core/dynamic.h) shares the functions and distribution of the module
+  // it came from, and holds a reference to it here (released with this one).
+  cml_module_t* base;
 } cml__module_impl_t;
 
 typedef struct cml__name_slot_t {
@@ -295,6 +298,15 @@ cml_status_t cml__infer_fft(const cml_shape_t* x, cml_fft_type_t type, const int
                             size_t length_count, cml_ir_attrs_t* attrs, cml_shape_t* out);
 // |params|: scale, offset, mean, variance for inference (4); scale, offset for training (2);
 // scale, mean, variance, grad_output for gradient (4, the last one of x's shape).
+// Dynamic-shape ops (shape_infer_dynamic.c). DynamicReshape: |names|[i] non-NULL makes axis i
+// dynamic (dims[i] = CML_DYNAMIC_DIM); attrs->axes gets the output dims and attrs->axis the
+// inferred axis (-1: none); |out_static| says the result is static (a plain Reshape).
+cml_status_t cml__infer_dynamic_dimension_size(const cml_shape_t* x, int64_t axis,
+                                               cml_ir_attrs_t* attrs, cml_shape_t* out);
+cml_status_t cml__infer_dynamic_shape(const cml_shape_t* x, cml_shape_t* out);
+cml_status_t cml__infer_dynamic_reshape(const cml_shape_t* x, const int64_t* dims,
+                                        const char* const* names, int32_t rank,
+                                        cml_ir_attrs_t* attrs, cml_shape_t* out, bool* out_static);
 cml_status_t cml__infer_batch_norm(cml_op_t op, const cml_shape_t* x, const cml_shape_t* params,
                                    size_t param_count, float epsilon, int64_t feature_axis,
                                    cml_ir_attrs_t* attrs, cml_shape_t* outs);

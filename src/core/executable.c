@@ -205,7 +205,17 @@ static cml_status_t cml__executable_check_input(const cml_executable_t* exe,
                            what, k, param, pname);
   }
   const cml_shape_t* want = &exe->input_shapes[param];
-  if (!cml_shape_equal(&b->shape, want)) {
+  if (cml_shape_is_dynamic(want)) {
+    // Dynamic axes: dtype, rank and static dims must match, dynamic ones be >= 1; the backend
+    // checks that one name gets one size across the inputs (core/dynamic.h).
+    cml_axis_bindings_t bindings;
+    cml_axis_bindings_init(&bindings);
+    cml_status_t st = cml_shape_extract_bindings(want, &b->shape, &bindings);
+    if (st != CML_OK) {
+      return cml_status_annotate(st, "%s: input %zu (parameter #%zu \"%s\")", what, k, param,
+                                 pname);
+    }
+  } else if (!cml_shape_equal(&b->shape, want)) {
     char ws[160], gs[160];
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "%s: input %zu (parameter #%zu \"%s\"): expected shape %s, got %s", what,

@@ -67,7 +67,9 @@ static void cml_module_impl_free(cml__module_impl_t* impl) {
   }
   cml__module_impl_free_distribution(impl);
   cml__arena_deinit(&impl->arena);
+  cml_module_t* base = impl->base;
   cml_allocator_free(a, impl, sizeof *impl);
+  cml_module_release(base);
 }
 
 cml_module_t* cml_module_retain(cml_module_t* module) {

@@ -11,6 +11,10 @@
 
 #include "core/builder_internal.h"
 
+// The dim of the sum of dims |a| and |b| (src/base/shape.c): static, or a symbolic-sum dynamic
+// axis "=a+b".
+cml_status_t cml__axis_sum(int64_t a, int64_t b, int64_t* out_dim);
+
 #define INVALID(...) cml_status_make(CML_STATUS_INVALID_ARGUMENT, __VA_ARGS__)
 
 // Formats up to 4 shapes per message through these locals.
@@ -60,8 +64,7 @@ static inline cml_status_t cml_check_user_shape(cml_op_t op, const cml_shape_t* 
     return INVALID("%s: %s rank %d out of range [0, %d]", cml_op_name(op), what, (int)shape->rank,
                    CML_MAX_RANK);
   }
-  cml_shape_t tmp;
-  cml_status_t st = cml_shape_init(&tmp, shape->dtype, shape->rank, shape->dims);
+  cml_status_t st = cml_shape_validate(shape);  // dynamic axes pass; Constant rejects them
   if (st != CML_OK) return cml_status_annotate(st, "%s: %s shape", cml_op_name(op), what);
   return CML_OK;
 }

@@ -10,6 +10,62 @@ static int cml_compare_i64(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+// Reshape of an operand with dynamic axes: its dynamic axes must reappear in the same order
+// (CML_DYNAMIC_DIM takes the next one; a stored dynamic dim must be that one) and the static
+// dims must hold as many elements on both sides.
+static cml_status_t cml_infer_reshape_dynamic(const cml_shape_t* x, const int64_t* dims,
+                                              int32_t rank, cml_ir_attrs_t* attrs,
+                                              cml_shape_t* out) {
+  SHAPE_BUFFERS;
+  LIST_BUFFER;
+  (void)sb1_;
+  (void)sb2_;
+  int64_t in_dynamic[CML_MAX_RANK];
+  int32_t in_count = 0;
+  int64_t in_static = 1, out_static = 1;
+  for (int32_t i = 0; i < x->rank; ++i) {
+    if (x->dims[i] < 0) {
+      in_dynamic[in_count++] = x->dims[i];
+    } else {
+      in_static *= x->dims[i];  // the operand's size is bounded: no overflow
+    }
+  }
+  int64_t resolved[CML_MAX_RANK];
+  int32_t next = 0;
+  for (int32_t i = 0; i < rank; ++i) {
+    if (dims[i] >= 0) {
+      if (dims[i] != 0 && out_static > INT64_MAX / dims[i]) {
+        return INVALID("Reshape: dimensions %s overflow", L(dims, rank));
+      }
+      out_static *= dims[i];
+      resolved[i] = dims[i];
+      continue;
+    }
+    if (next >= in_count || (dims[i] != CML_DYNAMIC_DIM && dims[i] != in_dynamic[next])) {
+      return INVALID(
+          "Reshape: cannot reshape %s to %s: the dynamic axes of the operand must be matched in "
+          "order by dynamic axes of the output (CML_DYNAMIC_DIM takes the next one)",
+          S0(x), L(dims, rank));
+    }
+    resolved[i] = in_dynamic[next++];
+  }
+  if (next != in_count) {
+    return INVALID(
+        "Reshape: cannot reshape %s to %s: dynamic axis \"%s\" has no dynamic axis in the output",
+        S0(x), L(dims, rank), cml_axis_name(cml_dim_axis_id(in_dynamic[next])));
+  }
+  if (in_static != out_static) {
+    return INVALID(
+        "Reshape: cannot reshape %s to %s: the static dims hold %lld and %lld elements (dynamic "
+        "axes map one to one)",
+        S0(x), L(dims, rank), (long long)in_static, (long long)out_static);
+  }
+  *out = cml_shape_with(x->dtype, rank, resolved);
+  attrs->axis_count = rank;
+  for (int32_t i = 0; i < rank; ++i) attrs->axes[i] = resolved[i];
+  return CML_OK;
+}
+
 cml_status_t cml__infer_reshape(const cml_shape_t* x, const int64_t* dims, int32_t rank,
                                 cml_ir_attrs_t* attrs, cml_shape_t* out) {
   SHAPE_BUFFERS;
@@ -20,6 +76,7 @@ cml_status_t cml__infer_reshape(const cml_shape_t* x, const int64_t* dims, int32
   if (rank < 0 || rank > CML_MAX_RANK || (rank > 0 && !dims)) {
     return INVALID("Reshape: bad rank %d for %s", (int)rank, S0(x));
   }
+  if (cml_shape_is_dynamic(x)) return cml_infer_reshape_dynamic(x, dims, rank, attrs, out);
   int64_t count = 1;
   for (int32_t i = 0; i < rank; ++i) {
     if (dims[i] < 0)
@@ -82,8 +139,18 @@ cml_status_t cml__infer_broadcast_in_dim(const cml_shape_t* x, const int64_t* ou
   }
   cml_shape_t target = cml_shape_with(x->dtype, out_rank, out_dims);
   for (int32_t i = 0; i < out_rank; ++i) {
-    if (out_dims[i] < 0) return INVALID("BroadcastInDim: negative dimension in %s", S0(&target));
+    // A dynamic target axis is a stored dynamic dim, or CML_DYNAMIC_DIM where the operand's
+    // axis mapped to it is dynamic (it takes that axis).
+    if (out_dims[i] == CML_DYNAMIC_DIM) {
+      for (int32_t k = 0; k < axis_count && axes && k < x->rank; ++k) {
+        if (axes[k] == i && x->dims[k] < 0) target.dims[i] = x->dims[k];
+      }
+    }
+    if (target.dims[i] < 0 && !cml_axis_name(cml_dim_axis_id(target.dims[i]))) {
+      return INVALID("BroadcastInDim: negative dimension in %s", S0(&target));
+    }
   }
+  out_dims = target.dims;
   if (axis_count != x->rank || (axis_count > 0 && !axes)) {
     return INVALID("BroadcastInDim: %d broadcast axes for operand %s of rank %d", (int)axis_count,
                    S0(x), (int)x->rank);
@@ -102,6 +169,12 @@ cml_status_t cml__infer_broadcast_in_dim(const cml_shape_t* x, const int64_t* ou
   }
   for (int32_t i = 0; i < axis_count; ++i) {
     if (x->dims[i] != 1 && x->dims[i] != out_dims[axes[i]]) {
+      if (x->dims[i] < 0 || out_dims[axes[i]] < 0) {
+        return INVALID(
+            "BroadcastInDim: operand %s axis %d cannot broadcast to output %s axis %lld (a "
+            "dynamic axis only matches the same axis name; only a size-1 axis broadcasts)",
+            S0(x), (int)i, S1(&target), (long long)axes[i]);
+      }
       return INVALID(
           "BroadcastInDim: operand %s axis %d (size %lld) cannot broadcast to output "
           "%s axis %lld",
@@ -135,6 +208,14 @@ cml_status_t cml__infer_concatenate(int64_t axis, const cml_shape_t* shapes, siz
       return INVALID("Concatenate: operand #%zu %s does not match operand #0 %s along axis %lld", k,
                      S1(s), S0(first), (long long)axis);
     }
+    if (out->dims[axis] < 0 || s->dims[axis] < 0) {
+      cml_status_t st = cml__axis_sum(out->dims[axis], s->dims[axis], &out->dims[axis]);
+      if (st != CML_OK) {
+        return cml_status_annotate(st, "Concatenate: operand #%zu %s along dynamic axis %lld", k,
+                                   S1(s), (long long)axis);
+      }
+      continue;
+    }
     if (__builtin_add_overflow(out->dims[axis], s->dims[axis], &out->dims[axis])) {
       return INVALID(
           "Concatenate: the sizes along axis %lld overflow at operand #%zu %s "
@@ -162,6 +243,22 @@ cml_status_t cml__infer_slice(const cml_shape_t* x, const int64_t* starts, const
   attrs->axis_count = rank;
   for (int32_t i = 0; i < rank; ++i) {
     int64_t stride = strides ? strides[i] : 1;
+    if (x->dims[i] < 0) {
+      // A dynamic axis is sliced whole or not at all: start 0, stride 1, limit = the axis
+      // (its stored dim or CML_DYNAMIC_DIM).
+      if (starts[i] != 0 || stride != 1 ||
+          (limits[i] != x->dims[i] && limits[i] != CML_DYNAMIC_DIM)) {
+        return INVALID(
+            "Slice: axis %d of %s is dynamic (\"%s\"): only a full-axis slice is supported "
+            "(start 0, limit CML_DYNAMIC_DIM, stride 1), got start %lld, limit %lld, stride %lld",
+            (int)i, S0(x), cml_axis_name(cml_dim_axis_id(x->dims[i])), (long long)starts[i],
+            (long long)limits[i], (long long)stride);
+      }
+      attrs->starts[i] = 0;
+      attrs->limits[i] = x->dims[i];
+      attrs->strides[i] = 1;
+      continue;  // out->dims[i] stays the dynamic dim
+    }
     // The stride is bounded like every size-like attribute (CML__ATTR_MAX): XLA computes
     // (limit - start + stride - 1) / stride and aborts when that overflows.
     if (starts[i] < 0 || starts[i] > limits[i] || limits[i] > x->dims[i] ||
@@ -222,6 +319,17 @@ cml_status_t cml__infer_pad(const cml_shape_t* x, const cml_shape_t* fill,
           (long long)CML__ATTR_MAX, (long long)CML__ATTR_MAX);
     }
     int64_t d = x->dims[i];
+    if (d < 0) {
+      if (p.low != 0 || p.high != 0 || p.interior != 0) {
+        return INVALID(
+            "Pad: axis %d of %s is dynamic (\"%s\"): padding (low %lld, high %lld, interior "
+            "%lld) on a dynamic axis is not supported",
+            (int)i, S0(x), cml_axis_name(cml_dim_axis_id(d)), (long long)p.low, (long long)p.high,
+            (long long)p.interior);
+      }
+      attrs->pads[i] = p;
+      continue;
+    }
     int64_t n = 0;  // the interior-padded size, then the output size
     if (__builtin_mul_overflow(d > 0 ? d - 1 : 0, p.interior, &n) ||
         __builtin_add_overflow(n, d, &n) || n > CML__ATTR_MAX) {

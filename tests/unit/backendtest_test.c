@@ -589,6 +589,7 @@ FAKE_EMPTY_GROUP(fused)
 FAKE_EMPTY_GROUP(collective)
 FAKE_EMPTY_GROUP(fused_quant)
 FAKE_EMPTY_GROUP(autodiff)
+FAKE_EMPTY_GROUP(dynamic)
 
 static void fake_backend_destroy(cml_backend_t* backend) {
   cml_backend_deinit_base(backend);

@@ -231,6 +231,16 @@ static cml_value_t build_one_op(cml_function_t* f, cml_op_t op, cml_dtype_t dtyp
       const int64_t d[] = {6};
       return cml_op_reshape(f, x, d, 1);
     }
+    // Dynamic ops on a static operand: folded to a Constant / a Reshape when built.
+    case CML_OP_DYNAMIC_DIMENSION_SIZE:
+      return cml_op_dynamic_dimension_size(f, x, 1);
+    case CML_OP_DYNAMIC_SHAPE:
+      return cml_op_dynamic_shape(f, x);
+    case CML_OP_DYNAMIC_RESHAPE: {
+      const int64_t d[] = {CML_DYNAMIC_DIM};
+      const char* const names[] = {"n"};
+      return cml_op_dynamic_reshape(f, x, d, names, 1);
+    }
     case CML_OP_TRANSPOSE: {
       const int64_t perm[] = {1, 0};
       return cml_op_transpose(f, x, perm, 2);
@@ -552,7 +562,9 @@ TEST(c_advertised_ops_have_kernels) {
     ASSERT_TRUE(cml_capabilities_has_op(caps, CML_OP_WHILE));
     ASSERT_TRUE(cml_capabilities_has_op(caps, CML_OP_ALL_REDUCE));
     ASSERT_TRUE(caps->distributions & (1u << CML_DISTRIBUTION_SPMD));
-    ASSERT_FALSE(cml_capabilities_has_op(caps, CML_OP_DYNAMIC_RESHAPE));
+    // The dynamic ops run as Constant/Reshape of each specialized plan (core/dynamic.h).
+    ASSERT_TRUE(caps->dynamic_axes);
+    ASSERT_TRUE(cml_capabilities_has_op(caps, CML_OP_DYNAMIC_RESHAPE));
     const bool fused =
         strcmp(configs[i], "c:reference=true") && strcmp(configs[i], "c:fusion=false");
     ASSERT_EQ_INT(cml_capabilities_has_op(caps, CML_OP_FUSED_SDPA), fused);

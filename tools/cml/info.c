@@ -72,7 +72,16 @@ static void cml_cli_info_backend(const cml_backend_t* backend) {
   cml_cli_info_print_list(dtypes, dtype_count);
   printf("    functions (closures, Call, While, If, Sort): %s\n", caps->functions ? "yes" : "no");
   printf("    shared buffers: %s\n", cml_backend_has_shared_buffers(backend) ? "yes" : "no");
-  printf("    dynamic axes: %s\n", caps->dynamic_axes ? "yes" : "no");
+  // How the built-in backends run dynamic axes (docs/dynamic_shapes.md).
+  const char* name = cml_backend_name(backend);
+  const char* how = !caps->dynamic_axes      ? "no"
+                    : strcmp(name, "c") == 0 ? "yes (compiled once; one plan per binding set, "
+                                               "cached, c:dynamic_cache=N, default 16)"
+                    : strcmp(name, "xla") == 0
+                        ? "yes (one XLA compile per binding set, behind the scenes; cached, "
+                          "xla:dynamic_cache=N, default 16)"
+                        : "yes";
+  printf("    dynamic axes: %s\n", how);
   printf("    max rank: %d\n", (int)caps->max_rank);
   // Many devices: the distribution strategies and the collectives it runs.
   const char* modes[CML_DISTRIBUTION_COUNT];

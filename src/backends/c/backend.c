@@ -16,6 +16,7 @@
 #endif
 
 #include "backends/c/engine_internal.h"
+#include "core/dynamic.h"
 #include "core/runtime_internal.h"
 #include "distributed/partition.h"
 
@@ -24,6 +25,8 @@ const uint8_t cmlc_empty_storage[CMLC_ALIGNMENT] __attribute__((aligned(CMLC_ALI
 static const char cmlc_backend_config_help[] =
     "  threads (int, default: the number of online CPUs): worker threads, the caller included\n"
     "  devices (int, default 1): virtual CPU devices sharing the thread pool\n"
+    "  dynamic_cache (int, default 16): specialized plans kept per executable with dynamic axes "
+    "(least recently used evicted)\n"
     "  reference (bool, default false): scalar reference kernels, no fusion (compliance oracle)\n"
     "  avx512 (bool, default true, env GOMLX_SIMD_AVX512): use AVX-512 kernels when the CPU has "
     "them\n"
@@ -203,6 +206,31 @@ static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
     cml_allocator_free(alloc, exe, sizeof *exe);
     return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "c backend: pthread_mutex_init failed");
   }
+  // Dynamic axes: compile once, plan per binding set at execution (core/dynamic.h).
+  if (cml__module_is_dynamic(module)) {
+    cmlc_backend_t* cb = (cmlc_backend_t*)backend;
+    if (module->distribution != CML_DISTRIBUTION_NONE) {
+      st = cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "c backend: module \"%s\" has dynamic axes and a distribution "
+                           "(SPMD/AutoSharding need static shapes)",
+                           module->name ? module->name : "");
+    } else if ((st = cml__module_check_dynamic(module)) == CML_OK) {
+      exe->dynamic = cml_allocator_malloc(alloc, sizeof *exe->dynamic, 16);
+      st = exe->dynamic ? cml__dynamic_cache_init(exe->dynamic, cb->options.dynamic_cache, alloc)
+                        : cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    }
+    if (st == CML_OK) {
+      exe->backend = cb;
+      exe->module = module;
+      *out_executable = &exe->base;
+      return CML_OK;
+    }
+    if (exe->dynamic) cml_allocator_free(alloc, exe->dynamic, sizeof *exe->dynamic);
+    pthread_mutex_destroy(&exe->mutex);
+    cml_executable_deinit_base(&exe->base);
+    cml_allocator_free(alloc, exe, sizeof *exe);
+    return st;
+  }
   // AutoSharding: plan the SPMD module the partitioner makes (exe->module holds its reference;
   // the base keeps the global module for the shardings and shard shapes).
   cml_module_t* spmd = NULL;
@@ -222,22 +250,51 @@ static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
   return CML_OK;
 }
 
+static cml_status_t cmlc_compile_specialized(void* user, cml_module_t* module,
+                                             cml_executable_t** out_executable) {
+  return cmlc_compile((cml_backend_t*)user, module, out_executable);
+}
+
+// Runs |executable|; a dynamic one runs the plan of its inputs' binding set (cached; planned on
+// the first execution of each set).
+static cml_status_t cmlc_execute_any(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
+                                     const bool* donate, int device,
+                                     const cml_execute_control_t* control,
+                                     cml_buffer_t** out_results) {
+  if (!exe->dynamic) return cmlc_execute(exe, inputs, donate, device, control, out_results);
+  cml_executable_t* planned = NULL;
+  CML_RETURN_IF_ERROR(cml__dynamic_executable_get(
+      exe->dynamic, &exe->base, inputs, cmlc_compile_specialized, exe->base.backend, &planned));
+  cml_status_t st =
+      cmlc_execute((cmlc_executable_t*)planned, inputs, donate, device, control, out_results);
+  cml_executable_release(planned);
+  return st;
+}
+
 static cml_status_t cmlc_vt_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
                                     const bool* donate, int device, cml_buffer_t** out_results) {
-  return cmlc_execute((cmlc_executable_t*)executable, inputs, donate, device, NULL, out_results);
+  return cmlc_execute_any((cmlc_executable_t*)executable, inputs, donate, device, NULL,
+                          out_results);
 }
 
 static cml_status_t cmlc_vt_execute_with_control(cml_executable_t* executable,
                                                  cml_buffer_t* const* inputs, const bool* donate,
                                                  int device, const cml_execute_control_t* control,
                                                  cml_buffer_t** out_results) {
-  return cmlc_execute((cmlc_executable_t*)executable, inputs, donate, device, control, out_results);
+  return cmlc_execute_any((cmlc_executable_t*)executable, inputs, donate, device, control,
+                          out_results);
 }
 
 static void cmlc_executable_destroy(cml_executable_t* executable) {
   cmlc_executable_t* exe = (cmlc_executable_t*)executable;
   cml_backend_t* backend = executable->backend;
   cml_allocator_t alloc = backend->allocator;
+  if (exe->dynamic) {
+    cml__dynamic_cache_deinit(exe->dynamic);
+    cml_allocator_free(alloc, exe->dynamic, sizeof *exe->dynamic);
+    exe->dynamic = NULL;
+    exe->module = NULL;
+  }
   cmlc_exec_free_contexts(exe);
   cml_module_t* spmd = exe->module != executable->module ? (cml_module_t*)exe->module : NULL;
   cmlc_plan_deinit(exe);
@@ -295,7 +352,10 @@ static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_
   caps->dtypes |= CML_DSET_ALL | CML_DSET_PACKED | CML_DSET_INT1 | CML_DSET_MINIFLOAT;
   caps->functions = true;
   caps->shared_buffers = true;
-  caps->dynamic_axes = false;
+  caps->dynamic_axes = true;  // compile once, one plan per binding set (core/dynamic.h)
+  cml_capabilities_set_op(caps, CML_OP_DYNAMIC_DIMENSION_SIZE, true);
+  cml_capabilities_set_op(caps, CML_OP_DYNAMIC_SHAPE, true);
+  cml_capabilities_set_op(caps, CML_OP_DYNAMIC_RESHAPE, true);
   caps->prefer_constants_for_variables = false;
   caps->max_rank = CML_MAX_RANK;
   // SPMD over up to c:devices=N slots (spmd.c, exec.c); the collectives come from dispatch.c.
@@ -309,7 +369,7 @@ static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_
 // Reads the options: environment first, then |config| overrides.
 static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) {
   bool avx512 = true, avx2 = true, fusion = true, reference = false, quant_int8 = false;
-  int64_t threads = 0, devices = 1;
+  int64_t threads = 0, devices = 1, dynamic_cache = CML__DYNAMIC_CACHE_DEFAULT;
   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_SIMD_AVX512", true, &avx512));
   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_SIMD_AVX2", true, &avx2));
   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_FUSION", true, &fusion));
@@ -328,6 +388,13 @@ static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) 
        .min = 1,
        .max = 1024,
        .help = "virtual CPU devices (default 1)"},
+      {.key = "dynamic_cache",
+       .type = CML__OPT_INT,
+       .out = &dynamic_cache,
+       .check_range = true,
+       .min = 1,
+       .max = CML__DYNAMIC_CACHE_MAX,
+       .help = "specialized plans kept per executable with dynamic axes (default 16, LRU)"},
       {.key = "reference",
        .type = CML__OPT_BOOL,
        .out = &reference,
@@ -363,6 +430,7 @@ static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) 
   out->threads = 1;  // wasm32-wasi has no threads (the pool runs inline)
 #endif
   out->devices = (int)devices;
+  out->dynamic_cache = (int)dynamic_cache;
   return CML_OK;
 }
 

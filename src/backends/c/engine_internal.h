@@ -207,6 +207,9 @@ typedef struct cmlc_executable_t {
   // Free list of execution contexts (guarded by |mutex|).
   pthread_mutex_t mutex;
   struct cmlc_context_t* free_contexts;
+  // A module with dynamic axes is not planned: each execution runs the plan specialized for
+  // its binding set, from this cache (core/dynamic.h; NULL for static modules).
+  struct cml__dynamic_cache_t* dynamic;
 } cmlc_executable_t;
 
 // Plans |module| for |backend| into |exe| (whose base is already initialized). On failure

@@ -13,6 +13,7 @@
 #include "backends/xla/xla_internal.h"
 #include "cml/backend_impl.h"
 #include "cml/xla.h"
+#include "core/dynamic.h"
 
 typedef struct cml_xla_backend_t {
   cml_backend_t base;
@@ -39,6 +40,9 @@ typedef struct cml_xla_executable_t {
   // portable single-device executables.
   int num_slots;
   const int32_t* slot_devices;
+  // A module with dynamic axes is compiled by XLA once per binding set, at execution, into
+  // this cache (core/dynamic.h); |executable| is NULL then.
+  cml__dynamic_cache_t* dynamic;
 } cml_xla_executable_t;
 
 static cml_xla_backend_t* cml_xla_backend_cast(const cml_backend_t* b) {
@@ -362,10 +366,52 @@ static cml_status_t cml_xla_check_distribution(const cml_xla_backend_t* b, const
 }
 
 static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module,
+                                    cml_executable_t** out_executable);
+
+static cml_status_t cml_xla_compile_specialized(void* user, cml_module_t* module,
+                                                cml_executable_t** out_executable) {
+  return cml_xla_compile((cml_backend_t*)user, module, out_executable);
+}
+
+// Dynamic axes: StableHLO programs here are static, so the executable only keeps the module;
+// each binding set is specialized and compiled by XLA on its first execution (cached).
+static cml_status_t cml_xla_compile_dynamic(cml_xla_backend_t* b, cml_module_t* module,
+                                            cml_executable_t** out_executable) {
+  if (module->distribution != CML_DISTRIBUTION_NONE) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "xla: compile: module \"%s\" has dynamic axes and a distribution "
+                           "(SPMD/AutoSharding need static shapes)",
+                           module->name ? module->name : "");
+  }
+  CML_RETURN_IF_ERROR(cml__module_check_dynamic(module));
+  cml_allocator_t alloc = b->base.allocator;
+  cml_xla_executable_t* exe = cml_allocator_malloc(alloc, sizeof *exe, 64);
+  if (!exe) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  memset(exe, 0, sizeof *exe);
+  exe->dynamic = cml_allocator_malloc(alloc, sizeof *exe->dynamic, 16);
+  cml_status_t st = exe->dynamic ? cml_executable_init_base(&exe->base, &b->base, module)
+                                 : cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  if (st == CML_OK) {
+    int32_t capacity =
+        b->config.dynamic_cache_set ? (int32_t)b->config.dynamic_cache : CML__DYNAMIC_CACHE_DEFAULT;
+    st = cml__dynamic_cache_init(exe->dynamic, capacity, alloc);
+    if (st != CML_OK) cml_executable_deinit_base(&exe->base);
+  }
+  if (st != CML_OK) {
+    if (exe->dynamic) cml_allocator_free(alloc, exe->dynamic, sizeof *exe->dynamic);
+    cml_allocator_free(alloc, exe, sizeof *exe);
+    return st;
+  }
+  *out_executable = &exe->base;
+  return CML_OK;
+}
+
+static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module,
                                     cml_executable_t** out_executable) {
   cml_xla_backend_t* b = cml_xla_backend_cast(backend);
   *out_executable = NULL;
   CML_RETURN_IF_ERROR(cml_xla_check_distribution(b, module));
+  if (cml__module_is_dynamic(module)) return cml_xla_compile_dynamic(b, module, out_executable);
   cml_xla_compile_job_t job = {.backend = b,
                                .module = module,
                                .num_slots = cml_xla_module_slots(module),
@@ -492,6 +538,15 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
 static cml_status_t cml_xla_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
                                     const bool* donate, int device, cml_buffer_t** out_results) {
   cml_xla_executable_t* exe = (cml_xla_executable_t*)executable;
+  if (exe->dynamic) {
+    cml_executable_t* compiled = NULL;
+    CML_RETURN_IF_ERROR(cml__dynamic_executable_get(exe->dynamic, executable, inputs,
+                                                    cml_xla_compile_specialized,
+                                                    executable->backend, &compiled));
+    cml_status_t st = cml_xla_execute(compiled, inputs, donate, device, out_results);
+    cml_executable_release(compiled);
+    return st;
+  }
   if (exe->num_slots > 0) return cml_xla_execute_slots(exe, inputs, donate, out_results);
   cml_xla_backend_t* b = cml_xla_backend_cast(executable->backend);
   size_t n_in = executable->input_count, n_out = executable->output_count;
@@ -535,7 +590,11 @@ static void cml_xla_executable_destroy(cml_executable_t* executable) {
   cml_xla_executable_t* exe = (cml_xla_executable_t*)executable;
   cml_xla_backend_t* b = cml_xla_backend_cast(executable->backend);
   cml_allocator_t alloc = b->base.allocator;
-  cml__xla_executable_destroy(b->client, exe->executable);
+  if (exe->dynamic) {
+    cml__dynamic_cache_deinit(exe->dynamic);
+    cml_allocator_free(alloc, exe->dynamic, sizeof *exe->dynamic);
+  }
+  if (exe->executable) cml__xla_executable_destroy(b->client, exe->executable);
   cml_executable_deinit_base(&exe->base);
   cml_allocator_free(alloc, exe, sizeof *exe);
 }
@@ -585,7 +644,12 @@ static void cml_xla_fill_capabilities(cml_xla_backend_t* b) {
   caps->dtypes = CML_DSET_BOOL | CML_DSET_INT | CML_DSET_FLOAT32_64 |
                  CML_DTYPE_BIT(CML_DTYPE_BF16) | CML_DSET_COMPLEX | CML_DSET_PACKED;
   caps->functions = true;
-  caps->dynamic_axes = false;
+  // Dynamic axes: one XLA compile per binding set, cached (cml_xla_compile_dynamic); the
+  // dynamic ops become constants and reshapes before the emitter sees them.
+  caps->dynamic_axes = true;
+  cml_capabilities_set_op(caps, CML_OP_DYNAMIC_DIMENSION_SIZE, true);
+  cml_capabilities_set_op(caps, CML_OP_DYNAMIC_SHAPE, true);
+  cml_capabilities_set_op(caps, CML_OP_DYNAMIC_RESHAPE, true);
   caps->prefer_constants_for_variables = false;
   caps->shared_buffers = b->config.shared_buffers;
   caps->max_rank = CML_MAX_RANK;

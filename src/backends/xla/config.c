@@ -22,6 +22,8 @@ const char cml__xla_config_help[] =
     "  visible_devices (ints separated by ';', ':' or spaces)  devices the plugin may use\n"
     "  use_tfrt_gpu_client (bool)  use the TFRT GPU client (default false)\n"
     "  cpu_device_count (int >= 1)  number of CPU devices of a CPU plugin (plugin default 4)\n"
+    "  dynamic_cache (int >= 1)  executables kept per module with dynamic axes, one per\n"
+    "                       binding set, least recently used evicted (default 16)\n"
     "  help                 print this list and the plugins found\n"
     "Bool options accept `opt`, `opt=<bool>` and `noopt`. XLA_FLAGS is passed to the plugin.\n";
 
@@ -156,6 +158,14 @@ cml_status_t cml__xla_config_parse(const char* text, cml__xla_config_t* out) {
        .max = 4096,
        .out_set = &out->cpu_device_count_set,
        .help = "number of devices of a CPU plugin (plugin default 4)"},
+      {.key = "dynamic_cache",
+       .type = CML__OPT_INT,
+       .out = &out->dynamic_cache,
+       .check_range = true,
+       .min = 1,
+       .max = 4096,
+       .out_set = &out->dynamic_cache_set,
+       .help = "executables kept per module with dynamic axes (default 16)"},
   };
   cml_xla_parse_ctx_t ctx = {out, specs, sizeof specs / sizeof specs[0]};
   cml_status_t st =
