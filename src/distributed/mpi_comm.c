@@ -597,6 +597,9 @@ static cml_status_t cml__mpi_fold_segments(const cml__mpi_view_t* v, const uint8
                                            cml__mpi_requests_t* sends) {
   const int n = v->n, me = v->me;
   int64_t piece = CML__MPI_PIECE_BYTES / (int64_t)esize;
+  int64_t longest = 1;  // no piece longer than the longest segment (small buffers)
+  for (int q = 0; q < n; ++q) longest = seg_len[q] > longest ? seg_len[q] : longest;
+  if (piece > longest) piece = longest;
   if (piece < 1) piece = 1;
   // Every piece of every other member's segment goes out at once.
   for (int q = 0; q < n; ++q) {
