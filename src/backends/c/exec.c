@@ -676,12 +676,12 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
       cml_allocator_free(alloc, jobs, sizeof(void*) * (size_t)(n - 1));
     }
     st = cmlc_rendezvous_take_failure(rendezvous);
-    cmlc_mpi_execution_failed(exe->backend, st);
   }
   // Every slot thread has ended: the contexts and buffers may go.
   for (int32_t j = 0; st == CML_OK && j < n; ++j) {
     if (!slots[j].remote) st = cmlc_slot_collect(&slots[j]);
   }
+  cmlc_mpi_execution_failed(exe->backend, st);  // the other processes stop too
   for (int32_t j = 0; j < n; ++j) {
     if (slots[j].out_results) cmlc_slot_release(&slots[j], st == CML_OK);
   }
