@@ -14,7 +14,7 @@
 
 #include "cml/cml.h"
 
-#if CML_BENCH_HAVE_MPI
+#if defined(CML_BENCH_HAVE_MPI) && CML_BENCH_HAVE_MPI
 
 #include <mpi.h>
 #include <time.h>
