@@ -58,7 +58,8 @@ typedef struct cmlc_q_ggml_ctx_t {
   int32_t act;
   cmlc_quant_gemv_fn simd;    // batch-1 row kernel (NULL: scalar)
   cmlc_quant_act_t prepared;  // its activation row
-  bool gemm;                  // batch-N rows through cmlc_quant_gemm_avx2
+  bool gemm;                  // batch-N rows through cmlc_quant_gemm_avx2 / _avx512
+  bool gemm512;               // the AVX-512 one
   float* panel;               // its scratch: 4 * k floats per thread
 } cmlc_q_ggml_ctx_t;
 
@@ -78,8 +79,9 @@ static void cmlc_q_ggml_rows(void* vctx, int64_t begin, int64_t end, int thread_
   }
 #if defined(CMLC_HAVE_X86_64)
   if (c->m > 1 && c->gemm) {
-    cmlc_quant_gemm_avx2(c->type, c->w + begin * c->row_bytes, c->row_bytes, end - begin, c->x,
-                         c->m, c->k, c->y + begin, c->n, c->panel + thread_index * 4 * c->k);
+    (c->gemm512 ? cmlc_quant_gemm_avx512 : cmlc_quant_gemm_avx2)(
+        c->type, c->w + begin * c->row_bytes, c->row_bytes, end - begin, c->x, c->m, c->k,
+        c->y + begin, c->n, c->panel + thread_index * 4 * c->k);
     for (int64_t i = 0; i < c->m; ++i) {
       float* y = c->y + i * c->n;
       for (int64_t r = begin; r < end; ++r) {
@@ -272,6 +274,7 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
         cmlc_q_prepare(c.x, k, int8, args->scratch, &c.prepared);
       } else if (m > 1) {
         c.gemm = true;
+        c.gemm512 = args->options->isa >= CMLC_ISA_AVX512;
         c.panel = args->scratch;
         const int threads = args->options->threads > 0 ? args->options->threads : 1;
         if (cmlc_pool_thread_count(pool) > threads) pool = NULL;  // |threads| panels
@@ -390,7 +393,7 @@ static cml_status_t cmlc_q_embed_run(const cmlc_kernel_args_t* args) {
 }
 
 // Scratch of the SIMD GGML paths: batch 1, the prepared activation row (cmlc_q_prepare);
-// batch N, one 4-row float panel per thread (cmlc_quant_gemm_avx2).
+// batch N, one 4-row float panel per thread (cmlc_quant_gemm_avx2 / _avx512).
 static size_t cmlc_q_dense_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                                    const cmlc_options_t* options) {
   const cml_shape_t* xs = &module->values[node->inputs[0]].shape;

@@ -346,3 +346,72 @@ static CMLC_QB_TARGET void cmlc_qb_gemv(cml_ggml_type_t type, const uint8_t* w, 
       break;
   }
 }
+
+//===--- batch N: rows decoded to floats for the panel GEMMs ---===//
+
+static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_decode_row_type(
+    cml_ggml_type_t type, const uint8_t* row, int64_t k, float* out) {
+  const int vpb = cml__qb_values[type], bpb = cml__qb_bytes[type], subs = vpb / 32;
+  for (int64_t b = 0; b < k / vpb; ++b) {
+#pragma GCC unroll 8
+    for (int s = 0; s < subs; ++s) {
+      const cmlc_qb_sub_t d = cmlc_qb_decode(type, row + b * bpb, s);
+      float* o = out + b * vpb + 32 * s;
+      __m128i lo = _mm256_castsi256_si128(d.q), hi = _mm256_extracti128_si256(d.q, 1);
+#if CMLC_QB_ZMM
+      const __m512 a0 = _mm512_set1_ps(d.a0), a1 = _mm512_set1_ps(d.a1);
+      const __m512 c0 = _mm512_set1_ps(d.c0), c1 = _mm512_set1_ps(d.c1);
+      _mm512_storeu_ps(
+          o, _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)), a0), c0));
+      _mm512_storeu_ps(
+          o + 16,
+          _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)), a1), c1));
+#else
+      const __m256 a0 = _mm256_set1_ps(d.a0), a1 = _mm256_set1_ps(d.a1);
+      const __m256 c0 = _mm256_set1_ps(d.c0), c1 = _mm256_set1_ps(d.c1);
+      _mm256_storeu_ps(
+          o, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), a0), c0));
+      _mm256_storeu_ps(
+          o + 8,
+          _mm256_add_ps(
+              _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), a0),
+              c0));
+      _mm256_storeu_ps(
+          o + 16,
+          _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), a1), c1));
+      _mm256_storeu_ps(
+          o + 24,
+          _mm256_add_ps(
+              _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), a1),
+              c1));
+#endif
+    }
+  }
+}
+
+// One weight row of |type| (|k| values) decoded to |out|: a * q + c per value (ggml's values up
+// to the rounding of the product, which ggml computes in other orders per format).
+static CMLC_QB_TARGET void cmlc_qb_decode_row(cml_ggml_type_t type, const uint8_t* row, int64_t k,
+                                              float* out) {
+  switch (type) {
+#define CMLC_QB_CASE(t)                      \
+  case t:                                    \
+    cmlc_qb_decode_row_type(t, row, k, out); \
+    break;
+    CMLC_QB_CASE(CML_GGML_Q4_0)
+    CMLC_QB_CASE(CML_GGML_Q8_0)
+    CMLC_QB_CASE(CML_GGML_IQ4_NL)
+    CMLC_QB_CASE(CML_GGML_Q2_K)
+    CMLC_QB_CASE(CML_GGML_Q3_K)
+    CMLC_QB_CASE(CML_GGML_Q4_K)
+    CMLC_QB_CASE(CML_GGML_Q5_K)
+    CMLC_QB_CASE(CML_GGML_Q6_K)
+    CMLC_QB_CASE(CML_GGML_Q4_1)
+    CMLC_QB_CASE(CML_GGML_Q5_0)
+    CMLC_QB_CASE(CML_GGML_Q5_1)
+#undef CMLC_QB_CASE
+    default:
+      memset(out, 0, sizeof(float) * (size_t)k);
+      break;
+  }
+}
