@@ -16,6 +16,7 @@
 // (kernels/x86_64/quant_x86_64_avx512.c, quant_x86_64_avx2.c) when the ISA allows; batch-N
 // products of every format to the AVX2 panel kernel; the rest (and "reference=true" or a CPU
 // without AVX2) to the scalar block kernel here.
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -209,11 +210,15 @@ static void cmlc_q_prepare(const float* x, int64_t k, bool int8, void* scratch,
       continue;
     }
     float amax = 0;
+    bool finite = true;
     for (int l = 0; l < 32; ++l) {
       const float a = fabsf(xb[l]);
-      amax = a > amax ? a : amax;  // (NaN never wins: as ggml, a NaN block quantizes to 0)
+      amax = a > amax ? a : amax;
+      finite = finite && a <= FLT_MAX;
     }
-    const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+    // A NaN or infinity makes the block's scale NaN, so that every product using the block is
+    // NaN (ggml would quantize it to zeros: a silent wrong answer).
+    const float d = finite ? amax / 127.0f : NAN, id = finite && amax > 0 ? 127.0f / amax : 0.0f;
     xd[b] = d;
     for (int h = 0; h < 2; ++h) {
       int32_t t = 0;
