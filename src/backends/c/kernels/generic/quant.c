@@ -12,10 +12,11 @@
 // results differ by summation order only: |y - y_ref| <= K * 2^-22 * sum_k |x_k * w_k|
 // (checked by tests/unit/quant_test.c with that bound).
 //
-// Batch-1 GGML products of Q4_0, Q8_0, Q4_K and Q6_K go to the SIMD row kernels
-// (kernels/x86_64/quant_x86_64_avx512.c, quant_x86_64_avx2.c) when the ISA allows; batch-N
-// products of every format to the AVX2 panel kernel; the rest (and "reference=true" or a CPU
-// without AVX2) to the scalar block kernel here.
+// Batch-1 GGML products of every format go to the SIMD row kernels
+// (kernels/x86_64/quant_x86_64_body.h, built for AVX-512 and AVX2) when the ISA allows, with f32
+// activations or, with the option quant_int8, int8 activations quantized here once per call
+// (cmlc_q_prepare); batch-N products to the panel GEMMs (AVX-512 or AVX2); the rest
+// ("reference=true", Linear/NF4, a CPU without AVX2) to the scalar kernels here.
 #include <float.h>
 #include <math.h>
 #include <string.h>
