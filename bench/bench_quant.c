@@ -32,6 +32,14 @@ static double bq_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+// CPU seconds of the whole process (all threads): unlike the wall clock, not inflated while
+// other jobs hold the cores; the 1-thread rows also report rates per CPU second.
+static double bq_cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int bq_cmp(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return x < y ? -1 : x > y;
@@ -82,13 +90,16 @@ __attribute__((target("avx2"))) static void* bq_read_thread(void* arg) {
   return NULL;
 }
 
-// Read bandwidth in bytes/s of |threads| threads each summing its part of |buffer|.
-static double bq_dram_read(const uint64_t* buffer, size_t words, int threads, int reps) {
+// Read bandwidth in bytes/s of |threads| threads each summing its part of |buffer| (best of
+// |reps|); |cpu_bw|: bytes per CPU second over all threads, times |threads| (best of |reps|).
+static double bq_dram_read(const uint64_t* buffer, size_t words, int threads, int reps,
+                           double* cpu_bw) {
   double best = 0;
+  *cpu_bw = 0;
   for (int rep = 0; rep < reps; ++rep) {
     pthread_t tid[8];
     bq_read_t parts[8];
-    double t0 = bq_now();
+    double t0 = bq_now(), c0 = bq_cpu_now();
     for (int i = 0; i < threads; ++i) {
       parts[i].p = buffer + words / (size_t)threads * (size_t)i;
       parts[i].n = words / (size_t)threads;
@@ -100,6 +111,8 @@ static double bq_dram_read(const uint64_t* buffer, size_t words, int threads, in
       sum += parts[i].sum;
     }
     double bw = (double)(words * 8) / (bq_now() - t0);
+    double cbw = (double)(words * 8) * threads / (bq_cpu_now() - c0);
+    if (cbw > *cpu_bw) *cpu_bw = cbw;
     if (sum == 42) bw += 1e-9;  // keeps the sums alive
     if (bw > best) best = bw;
   }
@@ -190,12 +203,13 @@ static bool bq_setup(bq_run_t* r, const char* config, int type, int64_t m, int64
   return ok;
 }
 
-// Median seconds per execution over |reps| samples, each sample one pass over the matrices.
-static double bq_time(bq_run_t* r, int reps) {
-  double* s = malloc(sizeof(double) * (size_t)reps);
+// Median seconds per execution over |reps| samples, each sample one pass over the matrices;
+// |cpu|: the median process CPU seconds per execution (NULL: not wanted).
+static double bq_time(bq_run_t* r, int reps, double* cpu) {
+  double* s = malloc(sizeof(double) * 2 * (size_t)reps);
   int next = 0;
   for (int rep = -1; rep < reps; ++rep) {  // rep -1: warm-up pass
-    double t0 = bq_now();
+    double t0 = bq_now(), c0 = bq_cpu_now();
     for (int i = 0; i < r->w_count; ++i) {
       cml_buffer_t* out = NULL;
       cml_buffer_t* in[2] = {r->x, r->w[next]};
@@ -203,9 +217,13 @@ static double bq_time(bq_run_t* r, int reps) {
       if (!bq_ok(cml_executable_execute(r->exe, in, 2, NULL, 0, &out), "execute")) exit(1);
       cml_buffer_release(out);
     }
-    if (rep >= 0) s[rep] = (bq_now() - t0) / r->w_count;
+    if (rep >= 0) {
+      s[rep] = (bq_now() - t0) / r->w_count;
+      s[reps + rep] = (bq_cpu_now() - c0) / r->w_count;
+    }
   }
   double med = bq_median(s, reps);
+  if (cpu) *cpu = bq_median(s + reps, reps);
   free(s);
   return med;
 }
@@ -252,16 +270,18 @@ int main(int argc, char** argv) {
   }
   for (int64_t i = 0; i < 32 * k; ++i) x[i] = (float)((i % 17) - 8) / 8.0f;
   memset(dram, 1, dram_bytes);
-  double bw[3] = {0, 0, 0};
-  for (int t = 1; t <= 2; ++t) bw[t] = bq_dram_read(dram, dram_bytes / 8, t, 5);
+  double bw[3] = {0, 0, 0}, cbw[3] = {0, 0, 0};
+  for (int t = 1; t <= 2; ++t) bw[t] = bq_dram_read(dram, dram_bytes / 8, t, 5, &cbw[t]);
   free(dram);
-  printf("DRAM read (256 MiB, sum of words): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n\n",
+  printf("DRAM read (256 MiB, sum of words): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n",
          bw[1] * 1e-9, bw[2] * 1e-9);
+  printf("  per CPU second (x threads): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n\n", cbw[1] * 1e-9,
+         cbw[2] * 1e-9);
 
   printf("1. batch-1 GEMV (weights streamed from DRAM: >= 256 MiB of distinct matrices)\n");
   if (section != 0 && section != 1) printf("(skipped)\n");
-  printf("%-7s %-12s %-7s %10s %10s %9s %9s\n", "format", "K x N", "threads", "time us", "GB/s",
-         "of DRAM", "vs f32");
+  printf("%-7s %-12s %-7s %10s %10s %9s %9s %9s\n", "format", "K x N", "threads", "time us", "GB/s",
+         "of DRAM", "vs f32", "cpu/DRAM");
   for (int shape = 0; shape < (section == 0 || section == 1 ? (quick ? 1 : 2) : 0); ++shape) {
     const int64_t n = shape ? big_n : 4096;
     for (int t = 1; t <= 2; ++t) {
@@ -276,13 +296,17 @@ int main(int argc, char** argv) {
         snprintf(config, sizeof config, "c:threads=%d%s", t, int8 ? ",quant_int8=true" : "");
         bq_run_t r;
         if (!bq_setup(&r, config, type, 1, k, n, rotate, w, x)) return 1;
-        const double tm = bq_time(&r, reps);
+        double cpu_s = 0;
+        const double tm = bq_time(&r, reps, &cpu_s);
         if (type < 0) f32_time = tm;
         double gbs = (double)r.w_bytes / tm * 1e-9;
         char name[16];
         snprintf(name, sizeof name, "%s%s", bq_type_name(type), int8 ? " i8" : "");
-        printf("%-7s %lldx%-7lld %-7d %10.1f %10.1f %8.0f%% %8.2fx\n", name, (long long)k,
-               (long long)n, t, tm * 1e6, gbs, 100 * gbs / (bw[t] * 1e-9), f32_time / tm);
+        // cpu/DRAM: the same ratio with both rates per CPU second (x threads): robust to time
+        // slices lost to other jobs; meaningful for 1 thread (the pool's spinning counts too).
+        printf("%-7s %lldx%-7lld %-7d %10.1f %10.1f %8.0f%% %8.2fx %8.0f%%\n", name, (long long)k,
+               (long long)n, t, tm * 1e6, gbs, 100 * gbs / (bw[t] * 1e-9), f32_time / tm,
+               100 * ((double)r.w_bytes * t / cpu_s) / cbw[t]);
         bq_release(&r);
       }
     }
@@ -295,7 +319,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < (section == 0 || section == 2 ? 3 : 0); ++i) {
     bq_run_t r;
     if (!bq_setup(&r, "c", gemm_types[i], 32, k, 4096, rotate, w, x)) return 1;
-    double tm = bq_time(&r, reps);
+    double tm = bq_time(&r, reps, NULL);
     if (gemm_types[i] < 0) f32_gemm = tm;
     printf("%-6s %10.1f %10.1f %8.2fx\n", bq_type_name(gemm_types[i]), tm * 1e6,
            2.0 * 32 * 4096 * 4096 / tm * 1e-9, f32_gemm / tm);
@@ -309,10 +333,10 @@ int main(int argc, char** argv) {
     for (int m = 1; m <= 32; m += 31) {
       bq_run_t a, b;
       if (!bq_setup(&a, "c", fd_types[i], m, k, 4096, 0, w, x)) return 1;
-      double ta = bq_time(&a, reps);
+      double ta = bq_time(&a, reps, NULL);
       bq_release(&a);
       if (!bq_setup(&b, "c:fusion=false", fd_types[i], m, k, 4096, 0, w, x)) return 1;
-      double tb = bq_time(&b, reps);
+      double tb = bq_time(&b, reps, NULL);
       bq_release(&b);
       printf("%-6s %-6d %12.1f %14.1f %7.1fx\n", bq_type_name(fd_types[i]), m, ta * 1e6, tb * 1e6,
              tb / ta);

@@ -206,7 +206,8 @@ static bool qt_check_dense(const char* config, qt_dense_t* d, int64_t m, bool* s
       double bound = 1.5 * (double)(k + 2) * 1.2e-7 * mag + 1e-6;
       if (d->int8) {
         // int8 activations: each block of 32 values is rounded to multiples of its scale
-        // dx = max |x| / 127, so |x_k - x^_k| <= dx / 2 (plus float slack in computing x / dx),
+        // dx = max |x| / 127, so |x_k - x^_k| <= dx / 2 (plus float slack in computing x / dx:
+        // a few ulps of values up to 127, below 1e-4 of a step),
         // and the product moves by at most sum_blocks dx / 2 * sum |w_k| (times the slope).
         double q8 = 0;
         for (int64_t b0 = 0; b0 < k; b0 += 32) {
@@ -215,7 +216,7 @@ static bool qt_check_dense(const char* config, qt_dense_t* d, int64_t m, bool* s
             amax = fmax(amax, fabs((double)x[i * k + kk]));
             wsum += fabs(d->wref[j * k + kk]);
           }
-          q8 += (0.5 + 1e-5) * (amax / 127) * wsum;
+          q8 += (0.5 + 1e-4) * (amax / 127) * wsum;
         }
         bound += 1.5 * q8;
       }
@@ -566,14 +567,14 @@ TEST(embedding_index_out_of_range_is_a_status) {
 
 //===--- larger shapes: the pool, thread counts, the quantizer end to end ---===//
 
-// Every format on [301, 1024] weights (75 groups of four rows and one single row per thread
-// split; 32 blocks of 32 or 4 of 256 per row), batch 1 and 5: the native kernel on 1 thread
-// (AVX-512 and AVX2), on 4 threads and the decomposition agree within the f32 bound.
+// Every format on [77, 512] weights (19 groups of four rows and a single row; 16 blocks of 32
+// or 2 of 256 per row), batch 1 and 5: the native kernel on 1 thread (AVX-512 and AVX2), on
+// 4 threads and the decomposition agree within the f32 bound.
 TEST(native_matches_decomposition_and_thread_counts) {
   static const cml_ggml_type_t types[] = {
       CML_GGML_Q4_0, CML_GGML_Q8_0, CML_GGML_IQ4_NL, CML_GGML_Q2_K, CML_GGML_Q3_K, CML_GGML_Q4_K,
       CML_GGML_Q5_K, CML_GGML_Q6_K, CML_GGML_Q4_1,   CML_GGML_Q5_0, CML_GGML_Q5_1};
-  const int64_t n = 301, k = 1024;
+  const int64_t n = 77, k = 512;
   float* w = malloc(sizeof(float) * (size_t)(n * k));
   for (int64_t i = 0; i < n * k; ++i) w[i] = (float)qt_normal();
   uint8_t* q = malloc((size_t)(n * k * 2));
@@ -611,12 +612,38 @@ TEST(native_matches_decomposition_and_thread_counts) {
   free(wd);
 }
 
+// y = x [1, k] times the weights of |d| (no bias, no activation) on |config|.
+static bool qt_gemv(const char* config, const qt_dense_t* d, const float* x, float* y) {
+  cml_backend_t* be = qt_backend(config);
+  if (!be) return false;
+  cml_builder_t* b = NULL;
+  cml_status_t st = cml_builder_create(be, "gemv", &b);
+  if (st == CML_OK) {
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, 1, d->k);
+    cml_value_t xv = cml_parameter(f, "x", &xs);
+    cml_value_t wv = cml_parameter(f, "w", &d->ws);
+    cml_value_t yv =
+        cml_op_fused_quantized_dense(f, xv, wv, CML_VALUE_INVALID, &d->q, CML_ACTIVATION_NONE);
+    cml_executable_t* exe = NULL;
+    st = api_finish(b, &yv, 1, &exe);
+    if (st == CML_OK) st = api_run(be, exe, (const void* const[]){x, d->w}, (void* const[]){y});
+    cml_executable_release(exe);
+  }
+  bool ok = st == CML_OK;
+  if (!ok) fprintf(stderr, "%s: %s\n", config, cml_status_message(st));
+  cml_status_free(st);
+  cml_backend_release(be);
+  return ok;
+}
+
 // The int8-activation path (c:quant_int8=true; AVX512-VNNI where the CPU has it, and the AVX2
-// kernels) on every format, [301, 1024] weights, batch 1: within the f32 bound plus the bound
+// kernels) on every format, [77, 512] weights, batch 1: within the f32 bound plus the bound
 // of rounding each 32 activations to multiples of max |x| / 127 (qt_check_dense), and really
-// taken (its results differ from the f32 path's). Batch 5 ignores the option (f32 path).
+// taken (its results differ from the f32 path's), and a NaN activation gives NaN outputs.
+// Batch 5 ignores the option (f32 path).
 TEST(int8_activations_within_block_scale_bound) {
-  const int64_t n = 301, k = 1024;
+  const int64_t n = 77, k = 512;
   float* w = malloc(sizeof(float) * (size_t)(n * k));
   for (int64_t i = 0; i < n * k; ++i) w[i] = (float)qt_normal();
   uint8_t* q = malloc((size_t)(n * k * 2));
@@ -639,10 +666,9 @@ TEST(int8_activations_within_block_scale_bound) {
     d.n = n;
     d.wref = wref;
     d.int8 = true;
-    static const char* const cfgs[] = {"c:quant_int8=true", "c:quant_int8=true,avx512=false",
-                                       "c:quant_int8=true,threads=1"};
+    static const char* const cfgs[] = {"c:quant_int8=true", "c:quant_int8=true,avx512=false"};
     bool ok = true;
-    for (size_t c = 0; c < 3; ++c) {
+    for (size_t c = 0; c < 2; ++c) {
       for (int64_t m = 1; m <= 5; m += 4) {
         bool skipped;
         qt_rng = 42;  // the same x for every config
@@ -650,27 +676,14 @@ TEST(int8_activations_within_block_scale_bound) {
       }
     }
     // Taken: y differs from the f32 path's on the same x.
-    float x[1024], y8[301], y32[301];
+    float x[512], y8[77], y32[77], ynan[77];
     for (int64_t i = 0; i < k; ++i) x[i] = (float)qt_uniform(-1, 1);
-    const char* const two[2] = {"c:quant_int8=true", "c"};
-    float* ys[2] = {y8, y32};
-    for (int c = 0; c < 2; ++c) {
-      cml_backend_t* be = qt_backend(two[c]);
-      ASSERT_TRUE(be != NULL);
-      cml_builder_t* b = NULL;
-      ASSERT_STATUS_OK(cml_builder_create(be, "int8", &b));
-      cml_function_t* f = cml_builder_main(b);
-      cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, 1, k);
-      cml_value_t xv = cml_parameter(f, "x", &xs);
-      cml_value_t wv = cml_parameter(f, "w", &d.ws);
-      cml_value_t yv =
-          cml_op_fused_quantized_dense(f, xv, wv, CML_VALUE_INVALID, &d.q, CML_ACTIVATION_NONE);
-      cml_executable_t* exe = NULL;
-      ASSERT_STATUS_OK(api_finish(b, &yv, 1, &exe));
-      ASSERT_STATUS_OK(api_run(be, exe, (const void* const[]){x, q}, (void* const[]){ys[c]}));
-      cml_executable_release(exe);
-      cml_backend_release(be);
-    }
+    ASSERT_TRUE(qt_gemv("c:quant_int8=true", &d, x, y8));
+    ASSERT_TRUE(qt_gemv("c", &d, x, y32));
+    // A NaN activation makes every output NaN (not a block of zeros).
+    x[40] = NAN;
+    ASSERT_TRUE(qt_gemv("c:quant_int8=true", &d, x, ynan));
+    for (int64_t j = 0; j < n; ++j) ASSERT_TRUE(isnan(ynan[j]));
     int differ = 0;
     for (int64_t j = 0; j < n; ++j) differ += y8[j] != y32[j];
     printf("  %-6s worst |error| / bound %.3f, %d of %lld outputs differ from f32\n",

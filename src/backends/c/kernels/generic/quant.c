@@ -12,10 +12,12 @@
 // results differ by summation order only: |y - y_ref| <= K * 2^-22 * sum_k |x_k * w_k|
 // (checked by tests/unit/quant_test.c with that bound).
 //
-// Batch-1 GGML products of Q4_0, Q8_0, Q4_K and Q6_K go to the SIMD row kernels
-// (kernels/x86_64/quant_x86_64_avx512.c, quant_x86_64_avx2.c) when the ISA allows; batch-N
-// products of every format to the AVX2 panel kernel; the rest (and "reference=true" or a CPU
-// without AVX2) to the scalar block kernel here.
+// Batch-1 GGML products of every format go to the SIMD row kernels
+// (kernels/x86_64/quant_x86_64_body.h, built for AVX-512 and AVX2) when the ISA allows, with f32
+// activations or, with the option quant_int8, int8 activations quantized here once per call
+// (cmlc_q_prepare); batch-N products to the panel GEMMs (AVX-512 or AVX2); the rest
+// ("reference=true", Linear/NF4, a CPU without AVX2) to the scalar kernels here.
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -58,7 +60,8 @@ typedef struct cmlc_q_ggml_ctx_t {
   int32_t act;
   cmlc_quant_gemv_fn simd;    // batch-1 row kernel (NULL: scalar)
   cmlc_quant_act_t prepared;  // its activation row
-  bool gemm;                  // batch-N rows through cmlc_quant_gemm_avx2
+  bool gemm;                  // batch-N rows through cmlc_quant_gemm_avx2 / _avx512
+  bool gemm512;               // the AVX-512 one
   float* panel;               // its scratch: 4 * k floats per thread
 } cmlc_q_ggml_ctx_t;
 
@@ -78,8 +81,9 @@ static void cmlc_q_ggml_rows(void* vctx, int64_t begin, int64_t end, int thread_
   }
 #if defined(CMLC_HAVE_X86_64)
   if (c->m > 1 && c->gemm) {
-    cmlc_quant_gemm_avx2(c->type, c->w + begin * c->row_bytes, c->row_bytes, end - begin, c->x,
-                         c->m, c->k, c->y + begin, c->n, c->panel + thread_index * 4 * c->k);
+    (c->gemm512 ? cmlc_quant_gemm_avx512 : cmlc_quant_gemm_avx2)(
+        c->type, c->w + begin * c->row_bytes, c->row_bytes, end - begin, c->x, c->m, c->k,
+        c->y + begin, c->n, c->panel + thread_index * 4 * c->k);
     for (int64_t i = 0; i < c->m; ++i) {
       float* y = c->y + i * c->n;
       for (int64_t r = begin; r < end; ++r) {
@@ -207,11 +211,15 @@ static void cmlc_q_prepare(const float* x, int64_t k, bool int8, void* scratch,
       continue;
     }
     float amax = 0;
+    bool finite = true;
     for (int l = 0; l < 32; ++l) {
       const float a = fabsf(xb[l]);
-      amax = a > amax ? a : amax;  // (NaN never wins: as ggml, a NaN block quantizes to 0)
+      amax = a > amax ? a : amax;
+      finite = finite && a <= FLT_MAX;
     }
-    const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+    // A NaN or infinity makes the block's scale NaN, so that every product using the block is
+    // NaN (ggml would quantize it to zeros: a silent wrong answer).
+    const float d = finite ? amax / 127.0f : NAN, id = finite && amax > 0 ? 127.0f / amax : 0.0f;
     xd[b] = d;
     for (int h = 0; h < 2; ++h) {
       int32_t t = 0;
@@ -272,6 +280,7 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
         cmlc_q_prepare(c.x, k, int8, args->scratch, &c.prepared);
       } else if (m > 1) {
         c.gemm = true;
+        c.gemm512 = args->options->isa >= CMLC_ISA_AVX512;
         c.panel = args->scratch;
         const int threads = args->options->threads > 0 ? args->options->threads : 1;
         if (cmlc_pool_thread_count(pool) > threads) pool = NULL;  // |threads| panels
@@ -390,7 +399,7 @@ static cml_status_t cmlc_q_embed_run(const cmlc_kernel_args_t* args) {
 }
 
 // Scratch of the SIMD GGML paths: batch 1, the prepared activation row (cmlc_q_prepare);
-// batch N, one 4-row float panel per thread (cmlc_quant_gemm_avx2).
+// batch N, one 4-row float panel per thread (cmlc_quant_gemm_avx2 / _avx512).
 static size_t cmlc_q_dense_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                                    const cmlc_options_t* options) {
   const cml_shape_t* xs = &module->values[node->inputs[0]].shape;

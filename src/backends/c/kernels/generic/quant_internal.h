@@ -41,7 +41,10 @@ void cmlc_quant_gemv_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_by
 void cmlc_quant_gemv_avx512(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
                             const cmlc_quant_act_t* act, float* y);
 // Batch-N products of |rows| GGML rows with |m| activation rows (y[i * ldy + r]), any format;
-// |panel| is 4 * k floats of scratch (four decoded weight rows at a time).
+// |panel| is 4 * k floats of scratch (four weight rows decoded once, used by all |m| rows).
+void cmlc_quant_gemm_avx512(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                            const float* x, int64_t m, int64_t k, float* y, int64_t ldy,
+                            float* panel);
 void cmlc_quant_gemm_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
                           const float* x, int64_t m, int64_t k, float* y, int64_t ldy,
                           float* panel);

@@ -31,14 +31,12 @@ void cmlc_quant_gemv_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_by
 CMLC_QAVX2 void cmlc_quant_gemm_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes,
                                      int64_t rows, const float* x, int64_t m, int64_t k, float* y,
                                      int64_t ldy, float* panel) {
-  const int64_t vpb = cml__qb_values[type], bpb = cml__qb_bytes[type], nb = k / vpb;
   for (int64_t r0 = 0; r0 < rows; r0 += 4) {
     const int64_t rc = rows - r0 < 4 ? rows - r0 : 4;
     for (int64_t j = 0; j < 4; ++j) {
       float* p = panel + j * k;
       if (j < rc) {
-        const uint8_t* row = w + (r0 + j) * row_bytes;
-        for (int64_t b = 0; b < nb; ++b) cml__qb_decode(type, row + b * bpb, p + b * vpb);
+        cmlc_qb_decode_row(type, w + (r0 + j) * row_bytes, k, p);
       } else {
         memset(p, 0, sizeof(float) * (size_t)k);
       }

@@ -242,6 +242,19 @@ cmlc_qb_i8(cml_ggml_type_t type, const cmlc_qb_sub_t* d, __m256i xq, float dx, _
   (cmlc_qb_one_scale(type) ? (d).c0 * (act->xs16[2 * sb] + act->xs16[2 * sb + 1]) \
                            : (d).c0 * act->xs16[2 * sb] + (d).c1 * act->xs16[2 * sb + 1])
 
+// Prefetches the group of four rows after the next (the 4 * |row_bytes| starting 8 rows after
+// |w|), a 4 * |bpb| slice per block |b| of the current group, so that it arrives linearly, two
+// groups ahead (18-35 KB at K = 4096; one group ahead and four were slower in bench_quant).
+// Rows are short streams (2-4 KB at K = 4096) that the hardware prefetchers, which stop at
+// 4 KiB pages, train on too late. Past the matrix's end a prefetch is harmless.
+static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_prefetch(const uint8_t* w,
+                                                                                  int64_t row_bytes,
+                                                                                  int64_t b,
+                                                                                  int bpb) {
+  const uint8_t* p = w + 8 * row_bytes + b * 4 * bpb;
+  for (int l = 0; l < 4 * bpb; l += 64) _mm_prefetch((const char*)(p + l), _MM_HINT_T0);
+}
+
 // One step of row |r|: decode sub-block |s| of block |b| and feed it to a consumer. The rows
 // are written out (not looped over) so that their accumulators stay in registers.
 #define CMLC_QB_I8_STEP(r)                                                  \
@@ -269,6 +282,7 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_rows(
   if (act->xq) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     for (int64_t b = 0; b < nb; ++b) {
+      if (R == 4) cmlc_qb_prefetch(w, row_bytes, b, bpb);
 #pragma GCC unroll 8
       for (int s = 0; s < subs; ++s) {
         const int64_t sb = b * subs + s;
@@ -293,6 +307,7 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_rows(
   cmlc_qb_vf acc0 = CMLC_QB_VZERO(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   cmlc_qb_vf bcc0 = acc0, bcc1 = acc0, bcc2 = acc0, bcc3 = acc0;
   for (int64_t b = 0; b < nb; ++b) {
+    if (R == 4) cmlc_qb_prefetch(w, row_bytes, b, bpb);
 #pragma GCC unroll 8
     for (int s = 0; s < subs; ++s) {
       const int64_t sb = b * subs + s;
@@ -343,6 +358,75 @@ static CMLC_QB_TARGET void cmlc_qb_gemv(cml_ggml_type_t type, const uint8_t* w, 
     CMLC_QB_CASE(CML_GGML_Q5_1)
 #undef CMLC_QB_CASE
     default:
+      break;
+  }
+}
+
+//===--- batch N: rows decoded to floats for the panel GEMMs ---===//
+
+static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_decode_row_type(
+    cml_ggml_type_t type, const uint8_t* row, int64_t k, float* out) {
+  const int vpb = cml__qb_values[type], bpb = cml__qb_bytes[type], subs = vpb / 32;
+  for (int64_t b = 0; b < k / vpb; ++b) {
+#pragma GCC unroll 8
+    for (int s = 0; s < subs; ++s) {
+      const cmlc_qb_sub_t d = cmlc_qb_decode(type, row + b * bpb, s);
+      float* o = out + b * vpb + 32 * s;
+      __m128i lo = _mm256_castsi256_si128(d.q), hi = _mm256_extracti128_si256(d.q, 1);
+#if CMLC_QB_ZMM
+      const __m512 a0 = _mm512_set1_ps(d.a0), a1 = _mm512_set1_ps(d.a1);
+      const __m512 c0 = _mm512_set1_ps(d.c0), c1 = _mm512_set1_ps(d.c1);
+      _mm512_storeu_ps(
+          o, _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)), a0), c0));
+      _mm512_storeu_ps(
+          o + 16,
+          _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)), a1), c1));
+#else
+      const __m256 a0 = _mm256_set1_ps(d.a0), a1 = _mm256_set1_ps(d.a1);
+      const __m256 c0 = _mm256_set1_ps(d.c0), c1 = _mm256_set1_ps(d.c1);
+      _mm256_storeu_ps(
+          o, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), a0), c0));
+      _mm256_storeu_ps(
+          o + 8,
+          _mm256_add_ps(
+              _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), a0),
+              c0));
+      _mm256_storeu_ps(
+          o + 16,
+          _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), a1), c1));
+      _mm256_storeu_ps(
+          o + 24,
+          _mm256_add_ps(
+              _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), a1),
+              c1));
+#endif
+    }
+  }
+}
+
+// One weight row of |type| (|k| values) decoded to |out|: a * q + c per value (ggml's values up
+// to the rounding of the product, which ggml computes in other orders per format).
+static CMLC_QB_TARGET void cmlc_qb_decode_row(cml_ggml_type_t type, const uint8_t* row, int64_t k,
+                                              float* out) {
+  switch (type) {
+#define CMLC_QB_CASE(t)                      \
+  case t:                                    \
+    cmlc_qb_decode_row_type(t, row, k, out); \
+    break;
+    CMLC_QB_CASE(CML_GGML_Q4_0)
+    CMLC_QB_CASE(CML_GGML_Q8_0)
+    CMLC_QB_CASE(CML_GGML_IQ4_NL)
+    CMLC_QB_CASE(CML_GGML_Q2_K)
+    CMLC_QB_CASE(CML_GGML_Q3_K)
+    CMLC_QB_CASE(CML_GGML_Q4_K)
+    CMLC_QB_CASE(CML_GGML_Q5_K)
+    CMLC_QB_CASE(CML_GGML_Q6_K)
+    CMLC_QB_CASE(CML_GGML_Q4_1)
+    CMLC_QB_CASE(CML_GGML_Q5_0)
+    CMLC_QB_CASE(CML_GGML_Q5_1)
+#undef CMLC_QB_CASE
+    default:
+      memset(out, 0, sizeof(float) * (size_t)k);
       break;
   }
 }
