@@ -73,8 +73,11 @@ static void cmlc_fa_layout(cmlc_fa_ctx_t* c, size_t elem) {
   size_t off = 0;
   c->off_q = off;
   off = cmlc_fa_align(off + (size_t)(CMLC_FA_BQ * c->d) * elem);
+  c->off_tag = off;
+  off = cmlc_fa_align(off + sizeof(int64_t));
   c->off_k = off;
-  off = cmlc_fa_align(off + (size_t)(c->d * CMLC_FA_BK) * elem);
+  const size_t kv_tiles = (size_t)((c->kv_seq + CMLC_FA_BK - 1) / CMLC_FA_BK);
+  off = cmlc_fa_align(off + kv_tiles * (size_t)(c->d * CMLC_FA_BK) * elem);
   c->off_v = off;
   off = cmlc_fa_align(off + (size_t)(CMLC_FA_BK * c->dvp) * elem);
   c->off_s = off;
@@ -199,6 +202,9 @@ cml_status_t cmlc__fa_run(const cmlc_kernel_args_t* args) {
   const int64_t batch = qs->dims[0];
   const int64_t tasks = batch * c.heads * c.q_tiles;
   if (tasks == 0 || c.dv == 0) return CML_OK;
+  // No thread holds a transposed k yet (the scratch may hold a previous run's).
+  for (int t = 0; t < cmlc_fa_threads(args->options); ++t)
+    *(int64_t*)(c.scratch + (size_t)t * c.per_thread + c.off_tag) = 0;
   cmlc_pool_t* pool = args->pool;
   if (cmlc_pool_thread_count(pool) > cmlc_fa_threads(args->options)) pool = NULL;
   cmlc_parallel_for(pool, tasks, 1, cmlc_fa_tasks, &c);

@@ -29,7 +29,9 @@ typedef struct cmlc_fa_ctx_t {
   void* out;
   void* lse;  // the logsumexp state [batch, heads, seq] (T), or NULL
   char* scratch;
-  size_t per_thread, off_q, off_k, off_v, off_s, off_o, off_m;
+  // Per thread: q tile, transposed k of one (batch, kv head) (off_k, [kv tiles, d, BK]) and the
+  // tag naming it (off_tag), v tile, scores, outputs, row statistics.
+  size_t per_thread, off_q, off_k, off_v, off_s, off_o, off_m, off_tag;
 } cmlc_fa_ctx_t;
 
 // The backward pass's problem (FusedScaledDotProductAttentionVJP): the forward's context |f|
