@@ -822,6 +822,77 @@ TEST(vjp_bias_gradient_and_xla) {
   fa_data_free(&data);
 }
 
+// The logsumexp state: one state on c's native node, the host's log(sum(exp(scores))) per row
+// (f64, causal, GQA; -inf for the rows past query_seq_len); none when decomposed.
+TEST(logsumexp_state) {
+  enum { B = 2, H = 2, S = 5, SK = 7, D = 3 };
+  static double q[B * H * S * D], k[B * SK * D], v[B * SK * D], lse[B * H * S];
+  for (int i = 0; i < B * H * S * D; ++i) q[i] = fa_uniform(-2, 2);
+  for (int i = 0; i < B * SK * D; ++i) k[i] = fa_uniform(-2, 2), v[i] = fa_uniform(-1, 1);
+  static const int32_t qlen[B] = {S, 3}, kvlen[B] = {SK, SK};
+  for (int config = 0; config < 2; ++config) {
+    cml_backend_t* be = NULL;
+    ASSERT_STATUS_OK(cml_backend_new_with_config(config ? "c:fusion=false" : "c", &be));
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(be, "lse", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t qs = cml_shape_make(CML_DTYPE_F64, 4, (int64_t[]){B, H, S, D});
+    cml_shape_t ks = cml_shape_make(CML_DTYPE_F64, 4, (int64_t[]){B, 1, SK, D});
+    cml_shape_t ls = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){B});
+    cml_value_t pq = cml_parameter(f, NULL, &qs), pk = cml_parameter(f, NULL, &ks);
+    cml_value_t pv = cml_parameter(f, NULL, &ks);
+    cml_sdpa_config_t cfg;
+    cml_sdpa_config_init(&cfg);
+    cfg.causal = true;
+    cfg.query_seq_len = cml_parameter(f, NULL, &ls);
+    cfg.kv_seq_len = cml_parameter(f, NULL, &ls);
+    cml_value_t states[CML_SDPA_MAX_STATES];
+    size_t count = 99;
+    cml_value_t y =
+        cml_op_fused_sdpa(f, pq, pk, pv, CML_ATTENTION_LAYOUT_BHSD, &cfg, states, &count);
+    ASSERT_NE_INT(y, CML_VALUE_INVALID);
+    if (config == 1) {
+      ASSERT_EQ_INT((int)count, 0);
+      ASSERT_EQ_INT(states[0], CML_VALUE_INVALID);
+      cml_builder_destroy(b);
+      cml_backend_release(be);
+      continue;
+    }
+    ASSERT_EQ_INT((int)count, 1);
+    cml_shape_t ss;
+    ASSERT_TRUE(cml_builder_value_shape(b, states[0], &ss));
+    ASSERT_EQ_INT(ss.dtype, CML_DTYPE_F64);
+    ASSERT_EQ_INT(ss.rank, 3);
+    ASSERT_TRUE(ss.dims[0] == B && ss.dims[1] == H && ss.dims[2] == S);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, &states[0], 1, &exe));
+    ASSERT_STATUS_OK(
+        api_run(be, exe, (const void* const[]){q, k, v, qlen, kvlen}, (void* const[]){lse}));
+    cml_executable_release(exe);
+    cml_backend_release(be);
+    const double scale = 1 / sqrt((double)D);
+    for (int bb = 0; bb < B; ++bb) {
+      for (int h = 0; h < H; ++h) {
+        for (int i = 0; i < S; ++i) {
+          const double got = lse[(bb * H + h) * S + i];
+          if (i >= qlen[bb]) {
+            ASSERT_TRUE(got == -INFINITY);
+            continue;
+          }
+          double sum = 0;
+          for (int j = 0; j <= i && j < SK; ++j) {
+            double dot = 0;
+            for (int e = 0; e < D; ++e)
+              dot += q[((bb * H + h) * S + i) * D + e] * k[(bb * SK + j) * D + e];
+            sum += exp(dot * scale);
+          }
+          ASSERT_TRUE(fabs(got - log(sum)) <= 1e-12 * (1 + fabs(log(sum))));
+        }
+      }
+    }
+  }
+}
+
 // c advertises the op only with fusion on and not in reference mode.
 TEST(capabilities) {
   static const char* const configs[] = {"c", "c:fusion=false", "c:reference=true"};
@@ -838,4 +909,4 @@ TEST_MAIN(TEST_ENTRY(capabilities), TEST_ENTRY(native_matches_decomposition_all_
           TEST_ENTRY(native_thread_count_independent), TEST_ENTRY(isa_variants_match_decomposition),
           TEST_ENTRY(native_matches_xla_cpu), TEST_ENTRY(vjp_matches_decomposition_all_options),
           TEST_ENTRY(vjp_f64_matches_finite_differences), TEST_ENTRY(vjp_dtypes_isa_sizes_threads),
-          TEST_ENTRY(vjp_bias_gradient_and_xla))
+          TEST_ENTRY(vjp_bias_gradient_and_xla), TEST_ENTRY(logsumexp_state))
