@@ -121,6 +121,13 @@ size_t cmlc__fa_bwd_scratch(const cml_module_t* module, const cml_ir_node_t* nod
                             const cmlc_options_t* options);
 bool cmlc__fa_bwd_valid(const cml_module_t* module, const cml_ir_node_t* node);
 
+// FusedAttentionQKVProjection (inputs x [M, K], w_qkv [K, qd + 2 kd], optional biases; outputs
+// q, k, v): three packed GEMMs reading the column blocks of w_qkv in place, then the biases.
+cml_status_t cmlc__fa_qkv_run(const cmlc_kernel_args_t* args);
+size_t cmlc__fa_qkv_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                            const cmlc_options_t* options);
+bool cmlc__fa_qkv_valid(const cml_module_t* module, const cml_ir_node_t* node);
+
 // Runs the node (inputs q, k, v, then the optional mask, bias, query_seq_len, kv_seq_len as
 // attrs->fused.optional_inputs says) with the tiled online-softmax kernel.
 cml_status_t cmlc__fa_run(const cmlc_kernel_args_t* args);
