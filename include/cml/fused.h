@@ -155,7 +155,9 @@ CML_API void cml_sdpa_config_init(cml_sdpa_config_t* config);
 // are all masked produce zeros (never NaN). Output: q's dims with v's head dim, q's dtype.
 // |config| may be NULL (defaults). When |out_states| is not NULL it receives the values a
 // fused backward pass needs and |out_state_count| their number (0 when the op was decomposed:
-// then differentiate the decomposition instead).
+// then differentiate the decomposition instead; 1 on the c backend's native node: the per-row
+// logsumexp of the scores, [batch, heads, seq], Float32 or Float64 for Float64 operands, -inf
+// for rows that attend no key). cml_gradients uses them by itself (cml/autodiff.h).
 CML_API cml_value_t cml_op_fused_sdpa(cml_function_t* f, cml_value_t q, cml_value_t k,
                                       cml_value_t v, cml_attention_layout_t layout,
                                       const cml_sdpa_config_t* config, cml_value_t* out_states,

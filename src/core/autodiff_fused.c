@@ -2,7 +2,9 @@
 // src/core/autodiff_fused.c: VJPs of the fused ops recorded as one node (a backend that
 // advertises them). Backends without them get the decomposition, which is differentiated op
 // by op. FusedSoftmax: y * (g - sum(g * y)). FusedGelu: the derivative of the exact (erf) or
-// tanh form. FusedLayerNorm and FusedDense: their decomposition into standard ops is
+// tanh form. FusedScaledDotProductAttention: the native FusedScaledDotProductAttentionVJP node
+// when the backend has it. FusedLayerNorm, FusedDense, FusedAttentionQKVProjection,
+// FusedQuantizedDense (and attention otherwise): their decomposition into standard ops is
 // recomputed in the function and differentiated (cml__ad_nested).
 #include <math.h>
 #include <string.h>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/core/autodiff_special.c: VJPs of the special group: BatchNormForTraining (through
 // BatchNormGradient, plus the terms of the batch mean and variance outputs) and
-// BatchNormForInference. FFT and RNGBitGenerator have none (RNG bits are integers).
+// BatchNormForInference; FFT (complex forward and inverse: the same transform of the cotangent).
+// The real FFTs and RNGBitGenerator have none (RNG bits are integers).
 #include "autodiff_internal.h"
 
 // |v| (rank 1 over the feature axis) broadcast to |xs|.
@@ -74,6 +75,17 @@ cml_status_t cml__ad_vjp_special(cml__ad_t* ad, const cml_ir_node_t* n, const cm
         in_cts[4] = cml__ad_mul(ad, cml__ad_mul(ad, gc, scale),
                                 cml__ad_mul(ad, inv3, cml__ad_scalar(ad, dt, -0.5)));
       }
+      return CML_OK;
+    }
+    case CML_OP_FFT: {
+      // The DFT matrix (and its Kronecker products over several axes) is symmetric, so the
+      // transpose of a complex FFT or inverse FFT is the same transform (JAX's transpose, no
+      // conjugation). The real transforms' transposes are not implemented.
+      const cml_fft_type_t type = n->attrs->fft_type;
+      if (type != CML_FFT_FORWARD && type != CML_FFT_INVERSE) {
+        return cml__ad_no_vjp(ad, n, "the real FFTs (RFFT, IRFFT) have none yet");
+      }
+      in_cts[0] = cml_op_fft(f, cts[0], type, n->attrs->axes, (size_t)n->attrs->axis_count);
       return CML_OK;
     }
     default:

@@ -506,6 +506,14 @@ static cml_value_t b_qkv(cml_function_t* f, const cml_value_t* p) {
   return cml_op_concatenate(f, 1, (cml_value_t[]){cml_op_mul(f, o[0], o[0]), o[1], o[2]}, 3);
 }
 
+// FFT over the last axis and inverse FFT over the last two, of Complex(p0, p1); the real and
+// imaginary parts concatenated (the loss is real).
+static cml_value_t b_fft(cml_function_t* f, const cml_value_t* p) {
+  cml_value_t z = cml_op_fft(f, cml_op_complex(f, p[0], p[1]), CML_FFT_FORWARD, (int64_t[]){4}, 1);
+  z = cml_op_fft(f, cml_op_mul(f, z, z), CML_FFT_INVERSE, (int64_t[]){2, 4}, 2);
+  return cml_op_concatenate(f, 1, (cml_value_t[]){cml_op_real(f, z), cml_op_imag(f, z)}, 2);
+}
+
 static const ad_case_t* ad_cases(size_t* count) {
   static ad_case_t cases[128];
   static size_t n = 0;
@@ -608,6 +616,7 @@ static const ad_case_t* ad_cases(size_t* count) {
       (ad_case_t){"sdpa_bias", 4,    {F64(1, 5, 2, 3), F64(1, 6, 2, 3), F64(1, 6, 2, 2), F64(5, 6)},
                   {0},         -1.5, 1.5,
                   b_sdpa_bias};
+  B(fft, F64(3, 2, 4), F64(3, 2, 4), -1, 1);
   cases[n++] =
       (ad_case_t){"qkv_projection", 4, {F64(3, 4), F64(4, 8), F64(2), F64(3)}, {0}, -1, 1, b_qkv};
   if (n > sizeof cases / sizeof cases[0]) abort();  // grow |cases|
@@ -879,6 +888,18 @@ TEST(unimplemented_names_op) {
                 CML_STATUS_UNIMPLEMENTED);
   ASSERT_TRUE(strstr(msg, "If: no VJP") != NULL);
   ASSERT_TRUE(strstr(msg, "nested") != NULL);
+  cml_builder_destroy(b);
+
+  // The real FFT has no VJP yet (the complex ones do).
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "rfft", &b));
+  f = cml_builder_main(b);
+  cml_shape_t rs = API_SHAPE(CML_DTYPE_F32, 2, 8);
+  x = cml_parameter(f, "x", &rs);
+  cml_value_t r = cml_op_fft(f, x, CML_FFT_FORWARD_REAL, (int64_t[]){8}, 1);
+  l = cml_op_reduce_sum(f, cml_op_real(f, r), NULL, 0);
+  ASSERT_EQ_INT(api_code_msg(cml_gradients(f, l, &x, 1, &g), msg, sizeof msg),
+                CML_STATUS_UNIMPLEMENTED);
+  ASSERT_TRUE(strstr(msg, "FFT: no VJP (the real FFTs") != NULL);
   cml_builder_destroy(b);
 }
 

@@ -797,7 +797,11 @@ TEST(vjp_bias_gradient_and_xla) {
     cml_status_free(st);
   } else {
     cml_backend_release(probe);
-    for (int bits = 0; bits < 96; bits += 7) {
+    // Three combinations (each compile on xla:cpu takes seconds): plain; GQA, causal, additive
+    // mask and bias; BSHD, GQA, causal, Bool mask, bias and lengths.
+    static const int kXlaCombos[3] = {0, 46, 87};
+    for (int ci = 0; ci < 3; ++ci) {
+      const int bits = kXlaCombos[ci];
       fa_case_t x = c;
       fa_case_combo(&x, bits);
       fa_data_t xd;
@@ -822,6 +826,164 @@ TEST(vjp_bias_gradient_and_xla) {
   fa_data_free(&data);
 }
 
+// The logsumexp state: one state on c's native node, the host's log(sum(exp(scores))) per row
+// (f64, causal, GQA; -inf for the rows past query_seq_len); none when decomposed.
+TEST(logsumexp_state) {
+  enum { B = 2, H = 2, S = 5, SK = 7, D = 3 };
+  static double q[B * H * S * D], k[B * SK * D], v[B * SK * D], lse[B * H * S];
+  for (int i = 0; i < B * H * S * D; ++i) q[i] = fa_uniform(-2, 2);
+  for (int i = 0; i < B * SK * D; ++i) k[i] = fa_uniform(-2, 2), v[i] = fa_uniform(-1, 1);
+  static const int32_t qlen[B] = {S, 3}, kvlen[B] = {SK, SK};
+  for (int config = 0; config < 2; ++config) {
+    cml_backend_t* be = NULL;
+    ASSERT_STATUS_OK(cml_backend_new_with_config(config ? "c:fusion=false" : "c", &be));
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(be, "lse", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t qs = cml_shape_make(CML_DTYPE_F64, 4, (int64_t[]){B, H, S, D});
+    cml_shape_t ks = cml_shape_make(CML_DTYPE_F64, 4, (int64_t[]){B, 1, SK, D});
+    cml_shape_t ls = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){B});
+    cml_value_t pq = cml_parameter(f, NULL, &qs), pk = cml_parameter(f, NULL, &ks);
+    cml_value_t pv = cml_parameter(f, NULL, &ks);
+    cml_sdpa_config_t cfg;
+    cml_sdpa_config_init(&cfg);
+    cfg.causal = true;
+    cfg.query_seq_len = cml_parameter(f, NULL, &ls);
+    cfg.kv_seq_len = cml_parameter(f, NULL, &ls);
+    cml_value_t states[CML_SDPA_MAX_STATES];
+    size_t count = 99;
+    cml_value_t y =
+        cml_op_fused_sdpa(f, pq, pk, pv, CML_ATTENTION_LAYOUT_BHSD, &cfg, states, &count);
+    ASSERT_NE_INT(y, CML_VALUE_INVALID);
+    if (config == 1) {
+      ASSERT_EQ_INT((int)count, 0);
+      ASSERT_EQ_INT(states[0], CML_VALUE_INVALID);
+      cml_builder_destroy(b);
+      cml_backend_release(be);
+      continue;
+    }
+    ASSERT_EQ_INT((int)count, 1);
+    cml_shape_t ss;
+    ASSERT_TRUE(cml_builder_value_shape(b, states[0], &ss));
+    ASSERT_EQ_INT(ss.dtype, CML_DTYPE_F64);
+    ASSERT_EQ_INT(ss.rank, 3);
+    ASSERT_TRUE(ss.dims[0] == B && ss.dims[1] == H && ss.dims[2] == S);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, &states[0], 1, &exe));
+    ASSERT_STATUS_OK(
+        api_run(be, exe, (const void* const[]){q, k, v, qlen, kvlen}, (void* const[]){lse}));
+    cml_executable_release(exe);
+    cml_backend_release(be);
+    const double scale = 1 / sqrt((double)D);
+    for (int bb = 0; bb < B; ++bb) {
+      for (int h = 0; h < H; ++h) {
+        for (int i = 0; i < S; ++i) {
+          const double got = lse[(bb * H + h) * S + i];
+          if (i >= qlen[bb]) {
+            ASSERT_TRUE(got == -INFINITY);
+            continue;
+          }
+          double sum = 0;
+          for (int j = 0; j <= i && j < SK; ++j) {
+            double dot = 0;
+            for (int e = 0; e < D; ++e)
+              dot += q[((bb * H + h) * S + i) * D + e] * k[(bb * SK + j) * D + e];
+            sum += exp(dot * scale);
+          }
+          ASSERT_TRUE(fabs(got - log(sum)) <= 1e-12 * (1 + fabs(log(sum))));
+        }
+      }
+    }
+  }
+}
+
+// FusedAttentionQKVProjection: c's native node (three GEMMs over column blocks of w_qkv) against
+// the decomposition (Dot, Slice, Add) for each float dtype and bias combination.
+static cml_status_t fa_qkv_run(const char* config, cml_dtype_t dt, unsigned biases, const void* x,
+                               const void* w, const void* const bias[3], double* out[3],
+                               int* nodes) {
+  enum { M = 37, K = 20, QD = 24, KD = 8 };
+  cml_backend_t* be = NULL;
+  cml_status_t st = cml_backend_new_with_config(config, &be);
+  if (st != CML_OK) return st;
+  cml_builder_t* b = NULL;
+  st = cml_builder_create(be, "qkv", &b);
+  if (st != CML_OK) {
+    cml_backend_release(be);
+    return st;
+  }
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = cml_shape_make(dt, 2, (int64_t[]){M, K});
+  cml_shape_t ws = cml_shape_make(dt, 2, (int64_t[]){K, QD + 2 * KD});
+  const void* ins[5] = {x, w};
+  size_t n = 2;
+  cml_value_t px = cml_parameter(f, NULL, &xs), pw = cml_parameter(f, NULL, &ws);
+  cml_value_t pb[3] = {CML_VALUE_INVALID, CML_VALUE_INVALID, CML_VALUE_INVALID};
+  for (int i = 0; i < 3; ++i) {
+    if (!(biases & (1u << i))) continue;
+    cml_shape_t bs = cml_shape_make(dt, 1, (int64_t[]){i == 0 ? QD : KD});
+    pb[i] = cml_parameter(f, NULL, &bs);
+    ins[n++] = bias[i];
+  }
+  cml_value_t o[3];
+  if (!cml_op_fused_attention_qkv_projection(f, px, pw, pb[0], pb[1], pb[2], QD, KD, o)) {
+    cml_builder_destroy(b);
+    cml_backend_release(be);
+    return cml_status_make(CML_STATUS_INTERNAL, "qkv projection failed to build");
+  }
+  *nodes = fa_count_nodes(f, CML_OP_FUSED_ATTENTION_QKV_PROJECTION);
+  void* raw[3];
+  for (int i = 0; i < 3; ++i) raw[i] = malloc((size_t)(M * (i == 0 ? QD : KD)) * fa_elem(dt));
+  cml_executable_t* exe = NULL;
+  st = api_finish(b, o, 3, &exe);
+  if (st == CML_OK) st = api_run(be, exe, ins, raw);
+  for (int i = 0; i < 3; ++i) {
+    for (int64_t e = 0; st == CML_OK && e < M * (i == 0 ? QD : KD); ++e)
+      out[i][e] = fa_get(raw[i], e, dt);
+    free(raw[i]);
+  }
+  cml_executable_release(exe);
+  cml_backend_release(be);
+  return st;
+}
+
+TEST(qkv_projection_native) {
+  enum { M = 37, K = 20, QD = 24, KD = 8 };
+  static const cml_dtype_t dts[] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_F16, CML_DTYPE_BF16};
+  static const double tol[] = {1e-5, 1e-12, 5e-3, 4e-2};
+  for (int t = 0; t < 4; ++t) {
+    for (unsigned biases = 0; biases < 8; biases += 3) {  // none, q+k, q+v... (0, 3, 6)
+      void* x = fa_random(M * K, dts[t], -1, 1);
+      void* w = fa_random(K * (QD + 2 * KD), dts[t], -1, 1);
+      void* bias_data[3] = {fa_random(QD, dts[t], -1, 1), fa_random(KD, dts[t], -1, 1),
+                            fa_random(KD, dts[t], -1, 1)};
+      double* native[3];
+      double* decomp[3];
+      for (int i = 0; i < 3; ++i) {
+        native[i] = malloc(sizeof(double) * M * (i == 0 ? QD : KD));
+        decomp[i] = malloc(sizeof(double) * M * (i == 0 ? QD : KD));
+      }
+      int nn = -1, nd = -1;
+      const void* const bc[3] = {bias_data[0], bias_data[1], bias_data[2]};
+      ASSERT_STATUS_OK(fa_qkv_run("c", dts[t], biases, x, w, bc, native, &nn));
+      ASSERT_STATUS_OK(fa_qkv_run("c:fusion=false", dts[t], biases, x, w, bc, decomp, &nd));
+      ASSERT_EQ_INT(nn, 1);
+      ASSERT_EQ_INT(nd, 0);
+      for (int i = 0; i < 3; ++i) {
+        double wst = fa_worst(native[i], decomp[i], M * (i == 0 ? QD : KD), tol[t], tol[t]);
+        if (wst > 1)
+          fprintf(stderr, "qkv %s biases %u out %d: %g\n", cml_dtype_name(dts[t]), biases, i, wst);
+        ASSERT_TRUE(wst <= 1);
+        free(native[i]);
+        free(decomp[i]);
+      }
+      free(x);
+      free(w);
+      for (int i = 0; i < 3; ++i) free(bias_data[i]);
+    }
+  }
+}
+
 // c advertises the op only with fusion on and not in reference mode.
 TEST(capabilities) {
   static const char* const configs[] = {"c", "c:fusion=false", "c:reference=true"};
@@ -838,4 +1000,5 @@ TEST_MAIN(TEST_ENTRY(capabilities), TEST_ENTRY(native_matches_decomposition_all_
           TEST_ENTRY(native_thread_count_independent), TEST_ENTRY(isa_variants_match_decomposition),
           TEST_ENTRY(native_matches_xla_cpu), TEST_ENTRY(vjp_matches_decomposition_all_options),
           TEST_ENTRY(vjp_f64_matches_finite_differences), TEST_ENTRY(vjp_dtypes_isa_sizes_threads),
-          TEST_ENTRY(vjp_bias_gradient_and_xla))
+          TEST_ENTRY(vjp_bias_gradient_and_xla), TEST_ENTRY(logsumexp_state),
+          TEST_ENTRY(qkv_projection_native))

@@ -409,6 +409,15 @@ static cml_value_t build_one_op(cml_function_t* f, cml_op_t op, cml_dtype_t dtyp
       return cml_op_fused_sdpa(f, param(f, dtype, 4, qd), param(f, dtype, 4, qd),
                                param(f, dtype, 4, qd), CML_ATTENTION_LAYOUT_BHSD, &c, NULL, NULL);
     }
+    case CML_OP_FUSED_ATTENTION_QKV_PROJECTION: {  // x [2, 3], w [3, 2 + 2 * 1], bias_k
+      const int64_t wd[] = {3, 4}, bd[] = {1};
+      cml_value_t out[3];
+      if (!cml_op_fused_attention_qkv_projection(f, x, param(f, dtype, 2, wd), CML_VALUE_INVALID,
+                                                 param(f, dtype, 1, bd), CML_VALUE_INVALID, 2, 1,
+                                                 out))
+        return CML_VALUE_INVALID;
+      return out[1];
+    }
     case CML_OP_FUSED_SDPA_VJP: {  // dq of sum(sdpa(q, k, v)), q, k, v [1, 2, 3, 4], causal
       const int64_t qd[] = {1, 2, 3, 4};
       cml_sdpa_config_t c;

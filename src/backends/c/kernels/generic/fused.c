@@ -504,6 +504,8 @@ static const cmlc_fk_row_t cmlc_fk_rows[] = {
     {CML_OP_FUSED_DENSE, cmlc_fk_dense_run, cmlc_fk_dense_scratch, -1, cmlc_fk_dense_valid, false},
     {CML_OP_FUSED_SDPA, cmlc__fa_run, cmlc__fa_scratch, -1, cmlc__fa_valid, true},
     {CML_OP_FUSED_SDPA_VJP, cmlc__fa_bwd_run, cmlc__fa_bwd_scratch, -1, cmlc__fa_bwd_valid, true},
+    {CML_OP_FUSED_ATTENTION_QKV_PROJECTION, cmlc__fa_qkv_run, cmlc__fa_qkv_scratch, -1,
+     cmlc__fa_qkv_valid, true},
 };
 
 bool cmlc_kernels_fused_lookup(const cml_module_t* module, const cml_ir_node_t* node,

@@ -73,8 +73,11 @@ static void cmlc_fa_layout(cmlc_fa_ctx_t* c, size_t elem) {
   size_t off = 0;
   c->off_q = off;
   off = cmlc_fa_align(off + (size_t)(CMLC_FA_BQ * c->d) * elem);
+  c->off_tag = off;
+  off = cmlc_fa_align(off + sizeof(int64_t));
   c->off_k = off;
-  off = cmlc_fa_align(off + (size_t)(c->d * CMLC_FA_BK) * elem);
+  const size_t kv_tiles = (size_t)((c->kv_seq + CMLC_FA_BK - 1) / CMLC_FA_BK);
+  off = cmlc_fa_align(off + kv_tiles * (size_t)(c->d * CMLC_FA_BK) * elem);
   c->off_v = off;
   off = cmlc_fa_align(off + (size_t)(CMLC_FA_BK * c->dvp) * elem);
   c->off_s = off;
@@ -199,6 +202,9 @@ cml_status_t cmlc__fa_run(const cmlc_kernel_args_t* args) {
   const int64_t batch = qs->dims[0];
   const int64_t tasks = batch * c.heads * c.q_tiles;
   if (tasks == 0 || c.dv == 0) return CML_OK;
+  // No thread holds a transposed k yet (the scratch may hold a previous run's).
+  for (int t = 0; t < cmlc_fa_threads(args->options); ++t)
+    *(int64_t*)(c.scratch + (size_t)t * c.per_thread + c.off_tag) = 0;
   cmlc_pool_t* pool = args->pool;
   if (cmlc_pool_thread_count(pool) > cmlc_fa_threads(args->options)) pool = NULL;
   cmlc_parallel_for(pool, tasks, 1, cmlc_fa_tasks, &c);
@@ -457,4 +463,135 @@ bool cmlc__fa_bwd_valid(const cml_module_t* module, const cml_ir_node_t* node) {
   }
   return node->attrs->fused.layout == CML_ATTENTION_LAYOUT_BHSD ||
          node->attrs->fused.layout == CML_ATTENTION_LAYOUT_BSHD;
+}
+
+//===--- FusedAttentionQKVProjection ---===//
+
+// Scratch of the projection: offset tables for the GEMM, an f32 product for half dtypes, and
+// the GEMM's own scratch, sized for the widest of the three outputs.
+typedef struct cmlc_fa_qkv_plan_t {
+  int64_t m, k, width[3], start[3], total_n, max_w;
+  bool f64;
+  int threads;
+  size_t off_tables, off_c, off_gemm, total;
+} cmlc_fa_qkv_plan_t;
+
+static void cmlc_fa_qkv_plan(const cml_shape_t* xs, const cml_ir_attrs_t* attrs,
+                             const cmlc_options_t* options, cmlc_fa_qkv_plan_t* p) {
+  memset(p, 0, sizeof *p);
+  p->m = xs->dims[0];
+  p->k = xs->dims[1];
+  p->width[0] = attrs->fused.query_dim;
+  p->width[1] = p->width[2] = attrs->fused.kv_dim;
+  p->start[1] = p->width[0];
+  p->start[2] = p->width[0] + p->width[1];
+  p->total_n = p->start[2] + p->width[2];
+  p->max_w = p->width[0] > p->width[1] ? p->width[0] : p->width[1];
+  p->f64 = xs->dtype == CML_DTYPE_F64;
+  p->threads = cmlc_fa_threads(options);
+  size_t off = 0;
+  p->off_tables = off;
+  off = cmlc_fa_align(off + (size_t)(2 + p->m + 2 * p->k + p->max_w) * sizeof(int64_t));
+  p->off_c = off;
+  if (!p->f64 && xs->dtype != CML_DTYPE_F32) {
+    off = cmlc_fa_align(off + (size_t)(p->m * p->max_w) * sizeof(float));
+  }
+  p->off_gemm = off;
+  off += p->f64 ? cmlc__gemm_f64_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads)
+                : cmlc__gemm_f32_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads);
+  p->total = cmlc_fa_align(off);
+}
+
+size_t cmlc__fa_qkv_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                            const cmlc_options_t* options) {
+  cmlc_fa_qkv_plan_t p;
+  cmlc_fa_qkv_plan(&module->values[node->inputs[0]].shape, node->attrs, options, &p);
+  return p.total;
+}
+
+cml_status_t cmlc__fa_qkv_run(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_dtype_t dt = xs->dtype;
+  const cml_ir_attrs_t* attrs = args->node->attrs;
+  cmlc_fa_qkv_plan_t p;
+  cmlc_fa_qkv_plan(xs, attrs, args->options, &p);
+  char* s = args->scratch;
+  int64_t* batch_off = (int64_t*)(s + p.off_tables);  // one batch: offset 0 for both operands
+  batch_off[0] = batch_off[1] = 0;
+  int64_t* a_rows = batch_off + 2;
+  int64_t* a_cols = a_rows + p.m;
+  int64_t* b_rows = a_cols + p.k;
+  int64_t* b_cols = b_rows + p.k;
+  for (int64_t i = 0; i < p.m; ++i) a_rows[i] = i * p.k;
+  for (int64_t i = 0; i < p.k; ++i) a_cols[i] = i;
+  for (int64_t i = 0; i < p.k; ++i) b_rows[i] = i * p.total_n;
+  cmlc_pool_t* pool = args->pool;
+  if (cmlc_pool_thread_count(pool) > p.threads) pool = NULL;
+  const uint32_t present = attrs->fused.optional_inputs;
+  uint32_t next = 2;
+  for (int o = 0; o < 3; ++o) {
+    const void* bias = (present & (1u << o)) ? args->inputs[next++] : NULL;
+    const int64_t w = p.width[o];
+    void* y = args->outputs[o];
+    if (p.m == 0 || w == 0) continue;
+    // y = x @ w_qkv[:, start:start + w]: the GEMM reads the column block through its offsets.
+    for (int64_t j = 0; j < w; ++j) b_cols[j] = p.start[o] + j;
+    if (p.k == 0) {
+      memset(p.f64 ? y : (dt == CML_DTYPE_F32 ? y : (void*)(s + p.off_c)), 0,
+             (size_t)(p.m * w) * (p.f64 ? sizeof(double) : sizeof(float)));
+    } else if (p.f64) {
+      cmlc__gemm_f64_problem_t g = {1, p.m, w, p.k, {0}, {0}, y};
+      g.a = (cmlc__gemm_operand_t){args->inputs[0], dt, batch_off, a_rows, a_cols};
+      g.b = (cmlc__gemm_operand_t){args->inputs[1], dt, batch_off + 1, b_rows, b_cols};
+      cmlc__gemm_f64(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
+    } else {
+      float* c = dt == CML_DTYPE_F32 ? (float*)y : (float*)(s + p.off_c);
+      cmlc__gemm_problem_t g = {1, p.m, w, p.k, {0}, {0}, c};
+      g.a = (cmlc__gemm_operand_t){args->inputs[0], dt, batch_off, a_rows, a_cols};
+      g.b = (cmlc__gemm_operand_t){args->inputs[1], dt, batch_off + 1, b_rows, b_cols};
+      cmlc__gemm_f32(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
+    }
+    // The bias, and the rounding of half outputs (once, from the f32 product).
+    if (p.f64) {
+      if (!bias) continue;
+      double* yd = y;
+      for (int64_t r = 0; r < p.m; ++r) {
+        for (int64_t j = 0; j < w; ++j) yd[r * w + j] += ((const double*)bias)[j];
+      }
+    } else if (dt == CML_DTYPE_F32) {
+      if (!bias) continue;
+      float* yf = y;
+      for (int64_t r = 0; r < p.m; ++r) {
+        for (int64_t j = 0; j < w; ++j) yf[r * w + j] += ((const float*)bias)[j];
+      }
+    } else {
+      const float* c = (const float*)(s + p.off_c);
+      for (int64_t r = 0; r < p.m; ++r) {
+        for (int64_t j = 0; j < w; ++j) {
+          float v = c[r * w + j] + (bias ? cmlc_load_f32(bias, j, dt) : 0.0f);
+          cmlc__fa_store_f32(y, r * w + j, dt, v);
+        }
+      }
+    }
+  }
+  return CML_OK;
+}
+
+bool cmlc__fa_qkv_valid(const cml_module_t* module, const cml_ir_node_t* node) {
+  const uint32_t present = node->attrs->fused.optional_inputs;
+  const uint32_t want = 2u + (present & 1u) + ((present >> 1) & 1u) + ((present >> 2) & 1u);
+  if (node->input_count != want || node->output_count != 3) return false;
+  const cml_shape_t* xs = &module->values[node->inputs[0]].shape;
+  const cml_shape_t* ws = &module->values[node->inputs[1]].shape;
+  if (!cml_dtype_is_float(xs->dtype) || xs->rank != 2 || ws->rank != 2) return false;
+  const int64_t qd = node->attrs->fused.query_dim, kd = node->attrs->fused.kv_dim;
+  if (qd < 0 || kd < 0 || ws->dims[0] != xs->dims[1] || ws->dims[1] != qd + 2 * kd) return false;
+  for (uint32_t i = 1; i < node->input_count; ++i) {
+    if (module->values[node->inputs[i]].shape.dtype != xs->dtype) return false;
+  }
+  for (uint32_t o = 0; o < 3; ++o) {
+    const cml_shape_t* os = &module->values[node->first_output + o].shape;
+    if (os->dtype != xs->dtype || os->rank != 2 || os->dims[0] != xs->dims[0]) return false;
+  }
+  return true;
 }

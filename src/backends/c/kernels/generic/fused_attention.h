@@ -29,7 +29,9 @@ typedef struct cmlc_fa_ctx_t {
   void* out;
   void* lse;  // the logsumexp state [batch, heads, seq] (T), or NULL
   char* scratch;
-  size_t per_thread, off_q, off_k, off_v, off_s, off_o, off_m;
+  // Per thread: q tile, transposed k of one (batch, kv head) (off_k, [kv tiles, d, BK]) and the
+  // tag naming it (off_tag), v tile, scores, outputs, row statistics.
+  size_t per_thread, off_q, off_k, off_v, off_s, off_o, off_m, off_tag;
 } cmlc_fa_ctx_t;
 
 // The backward pass's problem (FusedScaledDotProductAttentionVJP): the forward's context |f|
@@ -118,6 +120,13 @@ cml_status_t cmlc__fa_bwd_run(const cmlc_kernel_args_t* args);
 size_t cmlc__fa_bwd_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                             const cmlc_options_t* options);
 bool cmlc__fa_bwd_valid(const cml_module_t* module, const cml_ir_node_t* node);
+
+// FusedAttentionQKVProjection (inputs x [M, K], w_qkv [K, qd + 2 kd], optional biases; outputs
+// q, k, v): three packed GEMMs reading the column blocks of w_qkv in place, then the biases.
+cml_status_t cmlc__fa_qkv_run(const cmlc_kernel_args_t* args);
+size_t cmlc__fa_qkv_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                            const cmlc_options_t* options);
+bool cmlc__fa_qkv_valid(const cml_module_t* module, const cml_ir_node_t* node);
 
 // Runs the node (inputs q, k, v, then the optional mask, bias, query_seq_len, kv_seq_len as
 // attrs->fused.optional_inputs says) with the tiled online-softmax kernel.

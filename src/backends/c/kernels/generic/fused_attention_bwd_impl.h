@@ -58,7 +58,7 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_mm)(const CMLC_FA_T* a, int64_t lda, i
 }
 
 // acc[j][e] += sum_r p[r][j] x[r][e] for j < BK, e < width (a multiple of W), r < rows: four
-// keys and two vectors of e at a time (8 accumulators).
+// keys and two vectors of e at a time (8 accumulators), then four keys and one vector.
 static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_acc_tn)(const CMLC_FA_T* p, int64_t rows,
                                                   const CMLC_FA_T* x, int64_t width,
                                                   CMLC_FA_T* acc) {
@@ -70,25 +70,23 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_acc_tn)(const CMLC_FA_T* p, int64_t ro
     T* a1 = a0 + width;
     T* a2 = a1 + width;
     T* a3 = a2 + width;
-    for (int64_t e = 0; e < width; e += 2 * W) {
-      const bool two = e + 2 * W <= width;  // else one vector left
-      V s00, s01 = {0}, s10, s11 = {0}, s20, s21 = {0}, s30, s31 = {0};
+    int64_t e = 0;
+    for (; e + 2 * W <= width; e += 2 * W) {
+      V s00, s01, s10, s11, s20, s21, s30, s31;
       memcpy(&s00, a0 + e, sizeof s00);
       memcpy(&s10, a1 + e, sizeof s10);
       memcpy(&s20, a2 + e, sizeof s20);
       memcpy(&s30, a3 + e, sizeof s30);
-      if (two) {
-        memcpy(&s01, a0 + e + W, sizeof s01);
-        memcpy(&s11, a1 + e + W, sizeof s11);
-        memcpy(&s21, a2 + e + W, sizeof s21);
-        memcpy(&s31, a3 + e + W, sizeof s31);
-      }
+      memcpy(&s01, a0 + e + W, sizeof s01);
+      memcpy(&s11, a1 + e + W, sizeof s11);
+      memcpy(&s21, a2 + e + W, sizeof s21);
+      memcpy(&s31, a3 + e + W, sizeof s31);
       for (int64_t r = 0; r < rows; ++r) {
         const T* pr = p + r * BK + j;
         const T* xr = x + r * width + e;
-        V x0, x1 = {0};
+        V x0, x1;
         memcpy(&x0, xr, sizeof x0);
-        if (two) memcpy(&x1, xr + W, sizeof x1);
+        memcpy(&x1, xr + W, sizeof x1);
         const T p0 = pr[0], p1 = pr[1], p2 = pr[2], p3 = pr[3];
         s00 += p0 * x0;
         s01 += p0 * x1;
@@ -103,18 +101,37 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_acc_tn)(const CMLC_FA_T* p, int64_t ro
       memcpy(a1 + e, &s10, sizeof s10);
       memcpy(a2 + e, &s20, sizeof s20);
       memcpy(a3 + e, &s30, sizeof s30);
-      if (two) {
-        memcpy(a0 + e + W, &s01, sizeof s01);
-        memcpy(a1 + e + W, &s11, sizeof s11);
-        memcpy(a2 + e + W, &s21, sizeof s21);
-        memcpy(a3 + e + W, &s31, sizeof s31);
+      memcpy(a0 + e + W, &s01, sizeof s01);
+      memcpy(a1 + e + W, &s11, sizeof s11);
+      memcpy(a2 + e + W, &s21, sizeof s21);
+      memcpy(a3 + e + W, &s31, sizeof s31);
+    }
+    if (e < width) {
+      V s0, s1, s2, s3;
+      memcpy(&s0, a0 + e, sizeof s0);
+      memcpy(&s1, a1 + e, sizeof s1);
+      memcpy(&s2, a2 + e, sizeof s2);
+      memcpy(&s3, a3 + e, sizeof s3);
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* pr = p + r * BK + j;
+        V x0;
+        memcpy(&x0, x + r * width + e, sizeof x0);
+        s0 += pr[0] * x0;
+        s1 += pr[1] * x0;
+        s2 += pr[2] * x0;
+        s3 += pr[3] * x0;
       }
+      memcpy(a0 + e, &s0, sizeof s0);
+      memcpy(a1 + e, &s1, sizeof s1);
+      memcpy(a2 + e, &s2, sizeof s2);
+      memcpy(a3 + e, &s3, sizeof s3);
     }
   }
 }
 
 // acc[r][e] += sum_j ds[r][j] kb[j][e] for r < rows rounded up to 4 (ds is zero past |rows|;
-// acc has room), j < nk, e < width (a multiple of W): four rows and two vectors at a time.
+// acc has room), j < nk, e < width (a multiple of W): four rows and two vectors at a time,
+// then four rows and one vector.
 static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_acc_nn)(const CMLC_FA_T* ds, int64_t rows, int64_t nk,
                                                   const CMLC_FA_T* kb, int64_t width,
                                                   CMLC_FA_T* acc) {
@@ -127,24 +144,22 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_acc_nn)(const CMLC_FA_T* ds, int64_t r
     T* a2 = a1 + width;
     T* a3 = a2 + width;
     const T* d0 = ds + r * BK;
-    for (int64_t e = 0; e < width; e += 2 * W) {
-      const bool two = e + 2 * W <= width;
-      V s00, s01 = {0}, s10, s11 = {0}, s20, s21 = {0}, s30, s31 = {0};
+    int64_t e = 0;
+    for (; e + 2 * W <= width; e += 2 * W) {
+      V s00, s01, s10, s11, s20, s21, s30, s31;
       memcpy(&s00, a0 + e, sizeof s00);
       memcpy(&s10, a1 + e, sizeof s10);
       memcpy(&s20, a2 + e, sizeof s20);
       memcpy(&s30, a3 + e, sizeof s30);
-      if (two) {
-        memcpy(&s01, a0 + e + W, sizeof s01);
-        memcpy(&s11, a1 + e + W, sizeof s11);
-        memcpy(&s21, a2 + e + W, sizeof s21);
-        memcpy(&s31, a3 + e + W, sizeof s31);
-      }
+      memcpy(&s01, a0 + e + W, sizeof s01);
+      memcpy(&s11, a1 + e + W, sizeof s11);
+      memcpy(&s21, a2 + e + W, sizeof s21);
+      memcpy(&s31, a3 + e + W, sizeof s31);
       for (int64_t j = 0; j < nk; ++j) {
         const T* kr = kb + j * width + e;
-        V k0, k1 = {0};
+        V k0, k1;
         memcpy(&k0, kr, sizeof k0);
-        if (two) memcpy(&k1, kr + W, sizeof k1);
+        memcpy(&k1, kr + W, sizeof k1);
         const T q0 = d0[j], q1 = d0[BK + j], q2 = d0[2 * BK + j], q3 = d0[3 * BK + j];
         s00 += q0 * k0;
         s01 += q0 * k1;
@@ -159,12 +174,29 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_acc_nn)(const CMLC_FA_T* ds, int64_t r
       memcpy(a1 + e, &s10, sizeof s10);
       memcpy(a2 + e, &s20, sizeof s20);
       memcpy(a3 + e, &s30, sizeof s30);
-      if (two) {
-        memcpy(a0 + e + W, &s01, sizeof s01);
-        memcpy(a1 + e + W, &s11, sizeof s11);
-        memcpy(a2 + e + W, &s21, sizeof s21);
-        memcpy(a3 + e + W, &s31, sizeof s31);
+      memcpy(a0 + e + W, &s01, sizeof s01);
+      memcpy(a1 + e + W, &s11, sizeof s11);
+      memcpy(a2 + e + W, &s21, sizeof s21);
+      memcpy(a3 + e + W, &s31, sizeof s31);
+    }
+    if (e < width) {
+      V s0, s1, s2, s3;
+      memcpy(&s0, a0 + e, sizeof s0);
+      memcpy(&s1, a1 + e, sizeof s1);
+      memcpy(&s2, a2 + e, sizeof s2);
+      memcpy(&s3, a3 + e, sizeof s3);
+      for (int64_t j = 0; j < nk; ++j) {
+        V k0;
+        memcpy(&k0, kb + j * width + e, sizeof k0);
+        s0 += d0[j] * k0;
+        s1 += d0[BK + j] * k0;
+        s2 += d0[2 * BK + j] * k0;
+        s3 += d0[3 * BK + j] * k0;
       }
+      memcpy(a0 + e, &s0, sizeof s0);
+      memcpy(a1 + e, &s1, sizeof s1);
+      memcpy(a2 + e, &s2, sizeof s2);
+      memcpy(a3 + e, &s3, sizeof s3);
     }
   }
 }

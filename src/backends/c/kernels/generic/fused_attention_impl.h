@@ -38,7 +38,6 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
 
   char* base = c->scratch + (size_t)thread_index * c->per_thread;
   T* qb = (T*)(base + c->off_q);       // [BQ, d]
-  T* kt = (T*)(base + c->off_k);       // [d, BK], zero past the tile's keys
   T* vb = (T*)(base + c->off_v);       // [BK, dvp], zero past dv and the tile's keys
   T* sbuf = (T*)(base + c->off_s);     // [BQ, BK] scores, then probabilities
   T* ob = (T*)(base + c->off_o);       // [BQ, dvp] unnormalized outputs
@@ -59,25 +58,40 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
   const int64_t k_base = b * c->k_str[0] + hk * c->k_str[1];
   const int64_t v_base = b * c->v_str[0] + hk * c->v_str[1];
   const T scale = (T)c->scale;
+  // k transposed, [kv tiles][d][BK], zero past kv_seq: built once per (batch, kv head) and
+  // kept in the thread's scratch for its next tasks (consecutive tasks share it; the tag is
+  // reset by every kernel run).
+  int64_t* tag = (int64_t*)(base + c->off_tag);
+  T* kc = (T*)(base + c->off_k);
+  const int64_t want_tag = b * (c->heads / c->groups) + hk + 1;
+  if (*tag != want_tag && kv_end > 0) {
+    const int64_t tiles = (c->kv_seq + BK - 1) / BK;
+    memset(kc, 0, (size_t)(tiles * d * BK) * sizeof(T));
+    for (int64_t j = 0; j < c->kv_seq; ++j) {
+      T* kt_col = kc + (j / BK) * d * BK + j % BK;
+      const int64_t at = k_base + j * c->k_str[2];
+      if (c->dtype == CMLC_FA_NATIVE) {
+        const T* kp = (const T*)c->k + at;
+        for (int64_t e = 0; e < d; ++e) kt_col[e * BK] = kp[e];
+      } else {
+        for (int64_t e = 0; e < d; ++e) kt_col[e * BK] = CMLC_FA_LOAD(c->k, at + e, c->dtype);
+      }
+    }
+    *tag = want_tag;
+  }
   for (int64_t j0 = 0; j0 < kv_end; j0 += BK) {
     const int64_t nk = kv_end - j0 < BK ? kv_end - j0 : BK;
-    if (nk < BK) memset(kt, 0, (size_t)(d * BK) * sizeof(T));
+    // Keys past nk (still in the cached tile) are never read: scores, max, exp and p v stop
+    // at nk.
+    const T* kt = kc + (j0 / BK) * d * BK;
     if (c->dtype == CMLC_FA_NATIVE) {
-      // The computation dtype itself: plain copies (k transposed), no per-element dispatch.
-      const T* kp = (const T*)c->k + k_base + j0 * c->k_str[2];
-      for (int64_t j = 0; j < nk; ++j, kp += c->k_str[2]) {
-        for (int64_t e = 0; e < d; ++e) kt[e * BK + j] = kp[e];
-      }
+      // The computation dtype itself: plain copies, no per-element dispatch.
       const T* vp = (const T*)c->v + v_base + j0 * c->v_str[2];
       for (int64_t j = 0; j < nk; ++j, vp += c->v_str[2]) {
         memcpy(vb + j * dvp, vp, (size_t)dv * sizeof(T));
         for (int64_t e = dv; e < dvp; ++e) vb[j * dvp + e] = 0;
       }
     } else {
-      for (int64_t j = 0; j < nk; ++j) {
-        const int64_t at = k_base + (j0 + j) * c->k_str[2];
-        for (int64_t e = 0; e < d; ++e) kt[e * BK + j] = CMLC_FA_LOAD(c->k, at + e, c->dtype);
-      }
       for (int64_t j = 0; j < nk; ++j) {
         T* row = vb + j * dvp;
         for (int64_t e = 0; e < dv; ++e)
@@ -142,6 +156,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
         vm -= (T)INFINITY;
         vs += scale;
         bool nan = false;
+        CMLC_FA_IV nanv = {0};
         int64_t j = 0;
         for (; j + W <= lim; j += W) {
           V x;
@@ -150,13 +165,17 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
           memcpy(sb + j, &x, sizeof x);
           const CMLC_FA_IV gt = x > vm;
           vm = (V)(((CMLC_FA_IV)x & gt) | ((CMLC_FA_IV)vm & ~gt));
+          nanv |= x != x;
         }
-        for (int64_t w = 0; w < W; ++w) mx = vm[w] > mx ? vm[w] : mx;
+        for (int64_t w = 0; w < W; ++w) {
+          mx = vm[w] > mx ? vm[w] : mx;
+          nan |= nanv[w] != 0;
+        }
         for (; j < lim; ++j) {
           sb[j] *= scale;
           mx = sb[j] > mx ? sb[j] : mx;
+          nan |= sb[j] != sb[j];
         }
-        for (j = 0; j < lim; ++j) nan |= sb[j] != sb[j];
         if (nan) mx = (T)NAN;
         for (j = lim; j < nk; ++j) sb[j] = -INFINITY;
       }
@@ -211,62 +230,84 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
       alphas[r] = alpha;
       live[r] = true;
     }
-    // o_r = alpha_r o_r + sum_j p_rj v_j for the rows that attended keys of the tile, two rows
-    // and U lanes of dv at a time (8 accumulators, each v load serving both rows); with one
-    // row left it is paired with itself (both halves compute and store the same values).
+    // o_r = alpha_r o_r + sum_j p_rj v_j for the rows that attended keys of the tile, four
+    // rows and two vectors of dv at a time (8 accumulators, each v load serving four rows);
+    // a last group of fewer rows repeats its last row (the copies compute and store the same
+    // values).
+    int64_t lr[BQ], nl = 0;
     for (int64_t r = 0; r < nq_live; ++r) {
-      if (!live[r]) continue;
-      int64_t r1 = r + 1;
-      while (r1 < nq_live && !live[r1]) ++r1;
-      if (r1 >= nq_live) r1 = r;
-      const T* p0 = sbuf + r * BK;
-      const T* p1 = sbuf + r1 * BK;
-      T* or0 = ob + r * dvp;
-      T* or1 = ob + r1 * dvp;
-      const T al0 = alphas[r], al1 = alphas[r1];
-      int64_t e = 0;
-      for (; e + 2 * W <= dvp; e += 2 * W) {
-        V o0, o1, q0, q1;
-        memcpy(&o0, or0 + e, sizeof o0);
-        memcpy(&o1, or0 + e + W, sizeof o1);
-        memcpy(&q0, or1 + e, sizeof q0);
-        memcpy(&q1, or1 + e + W, sizeof q1);
-        o0 *= al0;
-        o1 *= al0;
-        q0 *= al1;
-        q1 *= al1;
-        for (int64_t j = 0; j < nk; ++j) {
-          const T* vr = vb + j * dvp + e;
-          V v0, v1;
-          memcpy(&v0, vr, sizeof v0);
-          memcpy(&v1, vr + W, sizeof v1);
-          const T x0 = p0[j], x1 = p1[j];
-          o0 += x0 * v0;
-          o1 += x0 * v1;
-          q0 += x1 * v0;
-          q1 += x1 * v1;
+      if (live[r]) lr[nl++] = r;
+    }
+    for (int64_t g = 0; g < nl; g += 4) {
+      int64_t rr[4];
+      for (int u = 0; u < 4; ++u) rr[u] = lr[g + u < nl ? g + u : nl - 1];
+      const T* p0 = sbuf + rr[0] * BK;
+      const T* p1 = sbuf + rr[1] * BK;
+      const T* p2 = sbuf + rr[2] * BK;
+      const T* p3 = sbuf + rr[3] * BK;
+      T* o0 = ob + rr[0] * dvp;
+      T* o1 = ob + rr[1] * dvp;
+      T* o2 = ob + rr[2] * dvp;
+      T* o3 = ob + rr[3] * dvp;
+      const T al0 = alphas[rr[0]], al1 = alphas[rr[1]], al2 = alphas[rr[2]], al3 = alphas[rr[3]];
+      for (int64_t e = 0; e < dvp; e += 2 * W) {
+        const bool two = e + 2 * W <= dvp;  // else one vector left
+        V a0, a1 = {0}, b0, b1 = {0}, c0, c1 = {0}, d0, d1 = {0};
+        memcpy(&a0, o0 + e, sizeof a0);
+        memcpy(&b0, o1 + e, sizeof b0);
+        memcpy(&c0, o2 + e, sizeof c0);
+        memcpy(&d0, o3 + e, sizeof d0);
+        if (two) {
+          memcpy(&a1, o0 + e + W, sizeof a1);
+          memcpy(&b1, o1 + e + W, sizeof b1);
+          memcpy(&c1, o2 + e + W, sizeof c1);
+          memcpy(&d1, o3 + e + W, sizeof d1);
         }
-        memcpy(or0 + e, &o0, sizeof o0);
-        memcpy(or0 + e + W, &o1, sizeof o1);
-        memcpy(or1 + e, &q0, sizeof q0);
-        memcpy(or1 + e + W, &q1, sizeof q1);
-      }
-      for (; e < dvp; e += W) {
-        V o0, q0;
-        memcpy(&o0, or0 + e, sizeof o0);
-        memcpy(&q0, or1 + e, sizeof q0);
-        o0 *= al0;
-        q0 *= al1;
-        for (int64_t j = 0; j < nk; ++j) {
-          V v0;
-          memcpy(&v0, vb + j * dvp + e, sizeof v0);
-          o0 += p0[j] * v0;
-          q0 += p1[j] * v0;
+        a0 *= al0;
+        a1 *= al0;
+        b0 *= al1;
+        b1 *= al1;
+        c0 *= al2;
+        c1 *= al2;
+        d0 *= al3;
+        d1 *= al3;
+        if (two) {
+          for (int64_t j = 0; j < nk; ++j) {
+            const T* vr = vb + j * dvp + e;
+            V v0, v1;
+            memcpy(&v0, vr, sizeof v0);
+            memcpy(&v1, vr + W, sizeof v1);
+            const T x0 = p0[j], x1 = p1[j], x2 = p2[j], x3 = p3[j];
+            a0 += x0 * v0;
+            a1 += x0 * v1;
+            b0 += x1 * v0;
+            b1 += x1 * v1;
+            c0 += x2 * v0;
+            c1 += x2 * v1;
+            d0 += x3 * v0;
+            d1 += x3 * v1;
+          }
+        } else {
+          for (int64_t j = 0; j < nk; ++j) {
+            V v0;
+            memcpy(&v0, vb + j * dvp + e, sizeof v0);
+            a0 += p0[j] * v0;
+            b0 += p1[j] * v0;
+            c0 += p2[j] * v0;
+            d0 += p3[j] * v0;
+          }
         }
-        memcpy(or0 + e, &o0, sizeof o0);
-        memcpy(or1 + e, &q0, sizeof q0);
+        memcpy(o0 + e, &a0, sizeof a0);
+        memcpy(o1 + e, &b0, sizeof b0);
+        memcpy(o2 + e, &c0, sizeof c0);
+        memcpy(o3 + e, &d0, sizeof d0);
+        if (two) {
+          memcpy(o0 + e + W, &a1, sizeof a1);
+          memcpy(o1 + e + W, &b1, sizeof b1);
+          memcpy(o2 + e + W, &c1, sizeof c1);
+          memcpy(o3 + e + W, &d1, sizeof d1);
+        }
       }
-      r = r1;
     }
   }
 
