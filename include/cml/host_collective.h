@@ -18,7 +18,8 @@
 //   CML_RETURN_IF_ERROR(cml_host_all_reduce(grads, 2, 5, CML_HOST_REDUCE_SUM, true, summed));
 //
 // PJRT's own multi-process mode (node id, node count and a key-value store served over MPI, for
-// the CUDA plugin) is not provided: see docs/xla.md; the XLA backend refuses such options.
+// the CUDA plugin) is not provided: see docs/datasets.md; "xla:...,distributed=mpi" is refused
+// with UNIMPLEMENTED.
 //
 // Thread-safety: thread-safe; calls that cross processes must be made in the same order on
 // every process (the MPI contract).

@@ -45,6 +45,8 @@ typedef struct cml__xla_config_t {
   bool use_tfrt_gpu_client, use_tfrt_gpu_client_set;
   int64_t cpu_device_count;
   bool cpu_device_count_set;
+  char distributed[8];  // "none" or "mpi" (refused: one client across processes, docs/datasets.md)
+  bool distributed_set;
 } cml__xla_config_t;
 
 // The option list shown by "help" and in the factory.
