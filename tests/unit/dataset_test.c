@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "cml/backend_impl.h"
 #include "cml/cml.h"
 #include "cml/dataset.h"
 #include "cml/distributed.h"
@@ -431,9 +432,98 @@ TEST(bad_input) {
   cml_backend_release(be);
 }
 
+//===--- a fake second process: 4 global devices, this process holds 2 and 3 ---===//
+
+typedef struct half_buffer_t {
+  cml_buffer_t base;
+  void* data;
+} half_buffer_t;
+
+static void half_destroy(cml_backend_t* backend) {
+  cml_backend_deinit_base(backend);
+  free(backend);
+}
+
+static cml_status_t half_from_host(cml_backend_t* backend, int device, const cml_shape_t* shape,
+                                   const void* data, cml_buffer_t** out_buffer) {
+  if (device < 2) {  // what a real multi-process backend refuses: another process's device
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "device %d is not local", device);
+  }
+  half_buffer_t* b = (half_buffer_t*)calloc(1, sizeof *b);
+  size_t bytes = cml_shape_byte_size(shape);
+  b->data = malloc(bytes ? bytes : 1);
+  memcpy(b->data, data, bytes);
+  cml_buffer_init_base(&b->base, backend, shape, device, false);
+  *out_buffer = &b->base;
+  return CML_OK;
+}
+
+static cml_status_t half_to_host(cml_buffer_t* buffer, void* dst, size_t size) {
+  memcpy(dst, ((half_buffer_t*)buffer)->data, size);
+  return CML_OK;
+}
+
+static void half_buffer_destroy(cml_buffer_t* buffer) {
+  half_buffer_t* b = (half_buffer_t*)buffer;
+  free(b->data);
+  cml_buffer_deinit_base(buffer);
+  free(b);
+}
+
+static void half_process_info(const cml_backend_t* backend, cml_process_info_t* out) {
+  (void)backend;
+  *out = (cml_process_info_t){
+      .process_index = 1, .process_count = 2, .first_local_device = 2, .local_device_count = 2};
+}
+
+static const cml_backend_vtable_t half_vtable = {
+    .struct_size = sizeof(cml_backend_vtable_t),
+    .destroy = half_destroy,
+    .buffer_from_host = half_from_host,
+    .buffer_copy_to_host = half_to_host,
+    .buffer_destroy = half_buffer_destroy,
+    .process_info = half_process_info,
+};
+
+TEST(only_this_process_shards_are_uploaded) {
+  cml_backend_t* be = (cml_backend_t*)calloc(1, sizeof *be);
+  ASSERT_STATUS_OK(
+      cml_backend_init_base(be, &half_vtable, cml_allocator_system(), "half", "half", 4));
+  cml_capabilities_set_op(&be->capabilities, CML_OP_ADD, true);
+  be->capabilities.dtypes = ~(cml_dtype_set_t)0;
+  ASSERT_TRUE(cml_backend_device_is_local(be, 2) && !cml_backend_device_is_local(be, 1));
+  cml_mesh_t* m = mesh_make("data", 4, NULL, 0);
+  producer_t p = {.rows = {8, 0}, .fail_at = -1};
+  cml_device_dataset_t* ds = NULL;
+  ASSERT_STATUS_OK(make_rows_dataset(be, m, &p, 1, CML_LAST_BATCH_DROP, &ds));
+  int64_t begin = -1, end = -1;
+  ASSERT_STATUS_OK(cml_device_dataset_local_rows(ds, 0, &begin, &end));
+  ASSERT_EQ_INT(begin, 4);  // positions 2 and 3 hold rows 4..7
+  ASSERT_EQ_INT(end, 8);
+  ASSERT_STATUS_OK(cml_device_dataset_local_rows(ds, 1, &begin, &end));
+  ASSERT_EQ_INT(begin, 0);  // y is replicated: every row
+  ASSERT_EQ_INT(end, 8);
+  cml_device_batch_t* b = NULL;
+  ASSERT_STATUS_OK(cml_device_dataset_next(ds, &b));
+  ASSERT_TRUE(b != NULL);
+  bool ok = cml_device_batch_shard(b, 0, 0) == NULL && cml_device_batch_shard(b, 0, 1) == NULL &&
+            cml_device_batch_shard(b, 1, 1) == NULL;
+  float x[2][3];
+  ok = ok && read_buffer(cml_device_batch_shard(b, 0, 3), x, sizeof x);
+  ok = ok && x[0][0] == 60.0f && x[1][2] == 72.0f;  // rows 6 and 7 of batch 0
+  ok = ok && cml_buffer_device(cml_device_batch_shard(b, 1, 2)) == 2;
+  cml_device_batch_release(b);
+  ASSERT_TRUE(ok);
+  ASSERT_STATUS_OK(cml_device_dataset_next(ds, &b));
+  ASSERT_TRUE(b == NULL);
+  cml_device_dataset_destroy(ds);
+  cml_mesh_destroy(m);
+  cml_backend_release(be);
+}
+
 TEST_MAIN(TEST_ENTRY(order_and_shards_every_depth), TEST_ENTRY(two_d_spec_and_device_assignment),
           TEST_ENTRY(prefetch_queue_is_bounded_and_runs_ahead),
           TEST_ENTRY(producer_error_reaches_the_consumer_after_earlier_batches),
           TEST_ENTRY(short_last_batch_policies),
           TEST_ENTRY(destroy_while_prefetching_and_batches_outlive_the_dataset),
-          TEST_ENTRY(bad_input))
+          TEST_ENTRY(bad_input), TEST_ENTRY(only_this_process_shards_are_uploaded))
