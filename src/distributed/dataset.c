@@ -308,7 +308,7 @@ void cml_device_dataset_destroy(cml_device_dataset_t* ds) {
   pthread_cond_destroy(&ds->not_full);
   pthread_cond_destroy(&ds->not_empty);
   pthread_mutex_destroy(&ds->mutex);
-  for (size_t t = 0; t < ds->tensor_count; ++t) {
+  for (size_t t = 0; t < CML_DATASET_MAX_TENSORS; ++t) {  // a failed setup may stop midway
     cml_mesh_destroy(ds->meshes[t]);
     if (ds->host[t]) cml_dataset_free(ds->host[t], cml_shape_byte_size(&ds->shapes[t]));
   }
@@ -388,7 +388,7 @@ static cml_status_t cml_dataset_setup(cml_device_dataset_t* ds, const cml_shardi
       if (!ds->meshes[m]) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
       ds->shardings[m].mesh = ds->meshes[m];
       ds->shardings[m].rank = 1;
-      ds->shardings[m].axis_count[0] = shardings[0].axis_count[0];
+      ds->shardings[m].axis_count[0] = shardings[0].rank >= 1 ? shardings[0].axis_count[0] : 0;
       memcpy(ds->shardings[m].mesh_axes[0], shardings[0].mesh_axes[0],
              sizeof ds->shardings[m].mesh_axes[0]);
       cml_status_t st =
