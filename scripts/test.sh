@@ -3,7 +3,7 @@
 # Runs every test (the README's test command; CI runs it through .ci/run on a clean clone).
 # Each step is labelled "== [N/M] name" and timed; all steps run even when one fails, and a
 # summary at the end lists each step's result and time (docs/testing.md describes the steps).
-#   1 build + ctest        RelWithDebInfo, -Werror (build/): unit tests, examples, compliance
+#   1 build + ctest        RelWithDebInfo, -Werror (build/): unit tests, mpi tests, examples, compliance
 #                          suite on c, c:reference, c:avx512=false and the forced-scalar
 #                          c:avx512=false,avx2=false (ctest entry compliance_c_scalar)
 #   2 scalar via env       the compliance suite with GOMLX_SIMD_AVX512=0 GOMLX_SIMD_AVX2=0
@@ -29,6 +29,27 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
+
+# MPI for the multi-process tests (ctest label "mpi", run by steps 1 and 4 under mpirun -np 2
+# and 4): openmpi-bin and libopenmpi-dev with apt-get when missing. Without them the library
+# builds without MPI and those tests are not there (said here, not an error).
+ensure_mpi() {
+  if command -v mpirun >/dev/null 2>&1 && command -v mpicc >/dev/null 2>&1; then
+    return 0
+  fi
+  local SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  if ! command -v apt-get >/dev/null 2>&1 || { [ -n "$SUDO" ] && ! command -v sudo >/dev/null 2>&1; }; then
+    echo "test: MPI is missing and apt-get cannot install it: the mpi tests are left out"
+    return 0
+  fi
+  echo "test: installing openmpi-bin libopenmpi-dev (the mpi tests)"
+  if ! { $SUDO apt-get update -qq &&
+         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openmpi-bin libopenmpi-dev; }; then
+    echo "test: apt-get could not install MPI: the mpi tests are left out"
+  fi
+}
+ensure_mpi
 jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 export JOBS="$jobs"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"

@@ -299,11 +299,36 @@ static cml_status_t cml__executable_execute(cml_executable_t* executable,
   } else {
     CML_RETURN_IF_ERROR(cml__check_device(what, backend, device));
   }
+  // A multi-process backend (cml_backend_process_info) runs only this process's devices: the
+  // entries of other processes' device slots are NULL (inputs and results).
+  cml_process_info_t process;
+  cml_backend_process_info(backend, &process);
+  const bool multi_process = process.process_count > 1;
+  if (multi_process && replicas <= 1 && !cml_backend_device_is_local(backend, device)) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "%s: device %d belongs to another process of backend \"%s\" (this "
+                           "is process %d of %d, with devices %d..%d)",
+                           what, device, cml_backend_name(backend), process.process_index,
+                           process.process_count, process.first_local_device,
+                           process.first_local_device + process.local_device_count - 1);
+  }
   // Device slot j runs on device_assignment[j] (j by default).
   const int32_t* assignment = executable->module ? executable->module->device_assignment : NULL;
   for (size_t k = 0; k < input_count; ++k) {
     size_t slot = k / executable->input_count;
     int want_device = replicas > 1 ? (assignment ? (int)assignment[slot] : (int)slot) : device;
+    if (multi_process && replicas > 1 && !cml_backend_device_is_local(backend, want_device)) {
+      if (inputs[k]) {
+        return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                               "%s: input %zu (parameter #%zu \"%s\") is for device slot %zu on "
+                               "device %d of another process: pass NULL there (this is process "
+                               "%d of %d)",
+                               what, k, k % executable->input_count,
+                               executable->input_names[k % executable->input_count], slot,
+                               want_device, process.process_index, process.process_count);
+      }
+      continue;
+    }
     CML_RETURN_IF_ERROR(cml__executable_check_input(executable, inputs, k,
                                                     replicas > 1 ? (int)slot : -1, want_device));
   }
@@ -322,7 +347,7 @@ static cml_status_t cml__executable_execute(cml_executable_t* executable,
   }
   bool any_donated = false;
   for (size_t k = 0; k < input_count; ++k) {
-    flags[k] = donate ? donate[k] : false;
+    flags[k] = donate && inputs[k] ? donate[k] : false;
     any_donated = any_donated || flags[k];
   }
   cml_status_t st = CML_OK;
@@ -341,6 +366,11 @@ static cml_status_t cml__executable_execute(cml_executable_t* executable,
   }
   if (st == CML_OK) {
     for (size_t i = 0; i < result_count; ++i) {
+      const size_t slot = i / (executable->output_count ? executable->output_count : 1);
+      if (multi_process && replicas > 1 &&
+          !cml_backend_device_is_local(backend, assignment ? (int)assignment[slot] : (int)slot)) {
+        continue;  // another process's result
+      }
       if (!out_results[i]) {
         st = cml_status_make(CML_STATUS_INTERNAL, "%s: backend \"%s\" returned no output %zu", what,
                              cml_backend_name(backend), i);

@@ -414,7 +414,14 @@ typedef struct cml__mpi_requests_t {
   int count, capacity;
 } cml__mpi_requests_t;
 
+// Frees |q|; requests still pending (an operation that failed) are cancelled and released, so
+// that no late message lands in a buffer the caller frees.
 static void cml__mpi_requests_free(cml__mpi_requests_t* q) {
+  for (int i = 0; i < q->count; ++i) {
+    if (q->items[i] == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&q->items[i]);
+    MPI_Request_free(&q->items[i]);
+  }
   free(q->items);
   q->items = NULL;
   q->count = q->capacity = 0;
@@ -460,7 +467,7 @@ static int64_t cml__mpi_now_ms(void) { return cml_clock_monotonic_ns() / 1000000
 
 // Waits for every request of |q| (then empties it), polling failure notices; fails after the
 // timeout without a completed request. On failure this process's failure is recorded and
-// announced (peers stop too) and the requests are left behind.
+// announced (peers stop too), and the requests stay in |q| for cml__mpi_requests_free.
 static cml_status_t cml__mpi_wait(cml__mpi_requests_t* q, const char* what) {
   if (q->count == 0) return CML_OK;
   int* done = malloc((size_t)q->count * sizeof *done);
@@ -516,7 +523,7 @@ static cml_status_t cml__mpi_wait(cml__mpi_requests_t* q, const char* what) {
   free(done);
   if (st != CML_OK) {
     cml__mpi_fail(cml_status_message(st));
-    return st;
+    return st;  // the pending requests go with cml__mpi_requests_free
   }
   q->count = 0;
   return CML_OK;
@@ -597,6 +604,9 @@ static cml_status_t cml__mpi_fold_segments(const cml__mpi_view_t* v, const uint8
                                            cml__mpi_requests_t* sends) {
   const int n = v->n, me = v->me;
   int64_t piece = CML__MPI_PIECE_BYTES / (int64_t)esize;
+  int64_t longest = 1;  // no piece longer than the longest segment (small buffers)
+  for (int q = 0; q < n; ++q) longest = seg_len[q] > longest ? seg_len[q] : longest;
+  if (piece > longest) piece = longest;
   if (piece < 1) piece = 1;
   // Every piece of every other member's segment goes out at once.
   for (int q = 0; q < n; ++q) {

@@ -39,7 +39,6 @@ TEST(all_reduce_f32_sum_max_in_place) {
       double want = 0;
       for (int r = 0; r < g_size; ++r) want += value_of(r, i);
       if (out[i] != (float)want) {
-        free(in), free(out);
         TEST_FAIL_("sum count %lld element %lld: %g != %g", (long long)n, (long long)i, out[i],
                    want);
       }
@@ -52,7 +51,6 @@ TEST(all_reduce_f32_sum_max_in_place) {
       double want = value_of(0, i);
       for (int r = 1; r < g_size; ++r) want = value_of(r, i) > want ? value_of(r, i) : want;
       if (in[i] != (float)want) {
-        free(in), free(out);
         TEST_FAIL_("max count %lld element %lld: %g != %g", (long long)n, (long long)i, in[i],
                    want);
       }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backends/c/engine_internal.h"
+#include "backends/c/mpi_internal.h"
 #include "core/runtime_internal.h"
 #include "distributed/partition.h"
 
@@ -20,7 +21,9 @@ const uint8_t cmlc_empty_storage[CMLC_ALIGNMENT] __attribute__((aligned(CMLC_ALI
 
 static const char cmlc_backend_config_help[] =
     "  threads (int, default: the number of online CPUs): worker threads, the caller included\n"
-    "  devices (int, default 1): virtual CPU devices sharing the thread pool\n"
+    "  devices (int, default 1): virtual CPU devices sharing the thread pool (per process)\n"
+    "  distributed (none|mpi, default none): mpi: one process of an mpirun job; the devices of\n"
+    "    all processes form one global device space (needs cml built with MPI)\n"
     "  reference (bool, default false): scalar reference kernels, no fusion (compliance oracle)\n"
     "  avx512 (bool, default true, env GOMLX_SIMD_AVX512): use AVX-512 kernels when the CPU has "
     "them\n"
@@ -49,6 +52,7 @@ cml_status_t cmlc_buffer_create(cmlc_backend_t* backend, int device, const cml_s
                                 bool shared, cmlc_buffer_t** out_buffer) {
   *out_buffer = NULL;
   cml_allocator_t alloc = backend->base.allocator;
+  CML_RETURN_IF_ERROR(cmlc_mpi_check_local(backend, device, "buffer"));
   size_t bytes = cml_shape_byte_size(shape);
   void* data = NULL;
   size_t size = 0;
@@ -170,6 +174,11 @@ static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
   if (!exe) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   memset(exe, 0, sizeof *exe);
   cml_status_t st = cml_executable_init_base(&exe->base, backend, module);
+  // distributed=mpi: every process compiles the same multi-device module.
+  if (st == CML_OK) {
+    st = cmlc_mpi_agree_module((cmlc_backend_t*)backend, module);
+    if (st != CML_OK) cml_executable_deinit_base(&exe->base);
+  }
   if (st != CML_OK) {
     cml_allocator_free(alloc, exe, sizeof *exe);
     return st;
@@ -233,10 +242,11 @@ static void cmlc_backend_destroy(cml_backend_t* backend) {
   cmlc_crew_destroy(b->crew);
   cmlc_pool_destroy(b->pool);
   if (b->device_descriptions) {
-    for (int i = 0; i < b->options.devices; ++i) {
+    for (int i = 0; i < backend->device_count; ++i) {
       cml__runtime_strfree(alloc, b->device_descriptions[i]);
     }
-    cml_allocator_free(alloc, b->device_descriptions, sizeof(char*) * (size_t)b->options.devices);
+    cml_allocator_free(alloc, b->device_descriptions,
+                       sizeof(char*) * (size_t)backend->device_count);
   }
   cml_backend_deinit_base(backend);
   cml_allocator_free(alloc, b, sizeof *b);
@@ -244,7 +254,7 @@ static void cmlc_backend_destroy(cml_backend_t* backend) {
 
 static const char* cmlc_device_description(const cml_backend_t* backend, int device) {
   const cmlc_backend_t* b = (const cmlc_backend_t*)backend;
-  if (device < 0 || device >= b->options.devices || !b->device_descriptions) return NULL;
+  if (device < 0 || device >= backend->device_count || !b->device_descriptions) return NULL;
   return b->device_descriptions[device];
 }
 
@@ -263,6 +273,7 @@ static const cml_backend_vtable_t cmlc_vtable = {
     .execute_with_control = cmlc_vt_execute_with_control,
     .executable_destroy = cmlc_executable_destroy,
     .get_extension = NULL,
+    .process_info = cmlc_mpi_process_info,
 };
 
 // The ops come from the dispatch table (dispatch.c), so what is advertised is what runs.
@@ -286,6 +297,7 @@ static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_
 static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) {
   bool avx512 = true, avx2 = true, fusion = true, reference = false;
   int64_t threads = 0, devices = 1;
+  char distributed[16] = "";
   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_SIMD_AVX512", true, &avx512));
   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_SIMD_AVX2", true, &avx2));
   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_FUSION", true, &fusion));
@@ -304,6 +316,12 @@ static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) 
        .min = 1,
        .max = 1024,
        .help = "virtual CPU devices (default 1)"},
+      {.key = "distributed",
+       .type = CML__OPT_STRING,
+       .out = distributed,
+       .capacity = sizeof distributed,
+       .choices = "none|mpi",
+       .help = "none or mpi (one process of an mpirun job; default none)"},
       {.key = "reference",
        .type = CML__OPT_BOOL,
        .out = &reference,
@@ -334,7 +352,7 @@ static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) 
   out->threads = 1;  // wasm32-wasi has no threads (the pool runs inline)
 #endif
   out->devices = (int)devices;
-  return CML_OK;
+  return cmlc_mpi_setup(distributed, out);
 }
 
 static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allocator,
@@ -346,12 +364,16 @@ static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allo
   if (!b) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   memset(b, 0, sizeof *b);
   char full[256];
-  snprintf(full, sizeof full, "c:threads=%d,devices=%d,reference=%s,avx512=%s,avx2=%s,fusion=%s",
+  const bool mpi = options.process_count > 1;
+  snprintf(full, sizeof full, "c:threads=%d,devices=%d,reference=%s,avx512=%s,avx2=%s,fusion=%s%s",
            options.threads, options.devices, options.reference ? "true" : "false",
            options.isa == CMLC_ISA_AVX512 ? "true" : "false",
-           options.isa >= CMLC_ISA_AVX2 ? "true" : "false", options.fusion ? "true" : "false");
+           options.isa >= CMLC_ISA_AVX2 ? "true" : "false", options.fusion ? "true" : "false",
+           mpi ? ",distributed=mpi" : "");
+  // distributed=mpi: the global device space (process rank x local devices).
+  const int global_devices = options.devices * (mpi ? options.process_count : 1);
   cml_status_t st =
-      cml_backend_init_base(&b->base, &cmlc_vtable, allocator, "c", full, options.devices);
+      cml_backend_init_base(&b->base, &cmlc_vtable, allocator, "c", full, global_devices);
   if (st != CML_OK) {
     cml_allocator_free(allocator, b, sizeof *b);
     return st;
@@ -359,16 +381,17 @@ static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allo
   b->options = options;
   // From here on cmlc_backend_destroy cleans up whatever exists.
   b->device_descriptions =
-      cml_allocator_malloc(allocator, sizeof(char*) * (size_t)options.devices, CMLC_ALIGNMENT);
+      cml_allocator_malloc(allocator, sizeof(char*) * (size_t)global_devices, CMLC_ALIGNMENT);
   if (!b->device_descriptions) {
     cmlc_backend_destroy(&b->base);
     return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
-  memset(b->device_descriptions, 0, sizeof(char*) * (size_t)options.devices);
-  for (int i = 0; i < options.devices; ++i) {
-    char text[96];
-    snprintf(text, sizeof text, "cpu:%d (%s%s, %d thread%s)", i, cmlc_isa_name(options.isa),
-             options.reference ? ", reference" : "", options.threads,
+  memset(b->device_descriptions, 0, sizeof(char*) * (size_t)global_devices);
+  for (int i = 0; i < global_devices; ++i) {
+    char text[128], where[48] = "";
+    if (mpi) snprintf(where, sizeof where, "process %d, ", i / options.devices);
+    snprintf(text, sizeof text, "cpu:%d (%s%s%s, %d thread%s)", i, where,
+             cmlc_isa_name(options.isa), options.reference ? ", reference" : "", options.threads,
              options.threads == 1 ? "" : "s");
     b->device_descriptions[i] = cml__runtime_strdup(allocator, text);
     if (!b->device_descriptions[i]) {
@@ -377,10 +400,15 @@ static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allo
     }
   }
   char desc[160];
-  snprintf(desc, sizeof desc, "pure C backend (%s, %d thread%s, %d device%s%s)",
+  char job[64] = "";
+  if (mpi) {
+    snprintf(job, sizeof job, " in process %d of %d (MPI)", options.process_index,
+             options.process_count);
+  }
+  snprintf(desc, sizeof desc, "pure C backend (%s, %d thread%s, %d device%s%s%s)",
            cmlc_isa_name(options.isa), options.threads, options.threads == 1 ? "" : "s",
            options.devices, options.devices == 1 ? "" : "s",
-           options.reference ? ", reference kernels" : "");
+           options.reference ? ", reference kernels" : "", job);
   st = cml_backend_set_description(&b->base, desc);
   if (st == CML_OK) st = cmlc_pool_create(options.threads, allocator, &b->pool);
   // The slot threads of SPMD executions (started at the first one).

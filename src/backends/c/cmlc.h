@@ -44,7 +44,10 @@ typedef struct cmlc_options_t {
   bool fusion;       // GOMLX_FUSION / config
   bool reference;    // reference=true: scalar kernels, no fusion
   int threads;       // worker threads incl. the caller
-  int devices;       // virtual CPU devices
+  int devices;       // virtual CPU devices (of this process)
+  // c:distributed=mpi: this process's rank and the process count (0 and 0 or 1 otherwise).
+  int process_index;
+  int process_count;
 } cmlc_options_t;
 
 //===--- thread pool ---===//
@@ -166,6 +169,10 @@ bool cmlc_kernels_special_lookup(const cml_module_t* module, const cml_ir_node_t
 // CollectivePermute, CollectiveBroadcast over the SPMD rendezvous, ReplicaId, PartitionId.
 bool cmlc_kernels_collective_lookup(const cml_module_t* module, const cml_ir_node_t* node,
                                     const cmlc_options_t* options, cmlc_kernel_entry_t* out);
+// The same ops when options->process_count > 1 (c:distributed=mpi; mpi_collective.c): groups
+// may span processes.
+bool cmlc_mpi_collective_lookup(const cml_module_t* module, const cml_ir_node_t* node,
+                                const cmlc_options_t* options, cmlc_kernel_entry_t* out);
 
 // Ops each group supports, for the backend's capability table: every op of the group in ops.def
 // (cmlc_kernels_group_capabilities); the group's lookup must find a kernel for each of them and

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "backends/c/engine_internal.h"
+#include "backends/c/mpi_internal.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define CMLC_NOINLINE __attribute__((noinline))
@@ -485,6 +486,7 @@ typedef struct cmlc_slot_t {
   int32_t index;  // the slot (replica id)
   pthread_t thread;
   bool started;  // |thread| runs it
+  bool remote;   // distributed=mpi: another process runs it (nothing of it exists here)
 } cmlc_slot_t;
 
 // Takes a context for |slot|, binds its parameters and creates the output buffers the kernels
@@ -597,7 +599,10 @@ static void* cmlc_slot_main(void* arg) {
 // Runs the module's num_devices slots concurrently: slot 0 on the calling thread, the others on
 // the backend's persistent slot threads (crew.c), or on threads started for this execution when
 // another execution holds them (slots block at collectives, so they cannot be pool tasks; their
-// kernels share the backend's pool). Inputs and results are device-major.
+// kernels share the backend's pool). Inputs and results are device-major. Under
+// distributed=mpi only the slots of this process's devices run (the first on the calling
+// thread); the others count as finished for the rendezvous, their entries stay NULL, and a
+// failure is announced to the other processes.
 static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* const* inputs,
                                       const bool* donate, const cml_execute_control_t* control,
                                       cml_buffer_t** out_results) {
@@ -612,6 +617,8 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
   memset(slots, 0, sizeof *slots * (size_t)n);
   cmlc_rendezvous_t* rendezvous = NULL;
   cml_status_t st = cmlc_rendezvous_create(exe, control, &rendezvous);
+  const cmlc_options_t* options = &exe->backend->options;
+  int32_t first = -1;  // the first slot that runs here
   for (int32_t j = 0; j < n; ++j) {
     cmlc_slot_t* slot = &slots[j];
     slot->exe = exe;
@@ -619,22 +626,34 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
     slot->inputs = inputs + (size_t)j * in_count;
     slot->donate = donate ? donate + (size_t)j * in_count : NULL;
     slot->device = m->device_assignment ? m->device_assignment[j] : j;
+    slot->remote = options->process_count > 1 &&
+                   cmlc_mpi_device_process(options, slot->device) != options->process_index;
+    if (slot->remote) {
+      if (st == CML_OK) cmlc_rendezvous_slot_done(rendezvous, j);
+      continue;
+    }
+    if (first < 0) first = j;
     slot->out_results = out_results + (size_t)j * out_count;
     if (st == CML_OK) st = cmlc_slot_prepare(slot, control, rendezvous, n);
   }
-  if (st == CML_OK) {
+  if (st == CML_OK && first >= 0) {
     // The backend's persistent slot threads when they are free, else threads of our own.
     void* jobs_local[16];
     void** jobs =
         n - 1 <= 16 ? jobs_local
                     : cml_allocator_malloc(alloc, sizeof(void*) * (size_t)(n - 1), CMLC_ALIGNMENT);
     bool crew = false;
+    int32_t job_count = 0;
     if (jobs) {
-      for (int32_t j = 1; j < n; ++j) jobs[j - 1] = &slots[j];
-      crew = cmlc_crew_start(exe->backend->crew, cmlc_slot_main, jobs, n - 1);
+      for (int32_t j = first + 1; j < n; ++j) {
+        if (!slots[j].remote) jobs[job_count++] = &slots[j];
+      }
+      crew = job_count == 0 ||
+             cmlc_crew_start(exe->backend->crew, cmlc_slot_main, jobs, (int)job_count);
     }
     if (!crew) {
-      for (int32_t j = 1; j < n; ++j) {
+      for (int32_t j = first + 1; j < n; ++j) {
+        if (slots[j].remote) continue;
         int rc =
             cmlc_thread_start(&slots[j].thread, cmlc_slot_main, &slots[j], CMLC_SLOT_STACK_BYTES);
         if (rc != 0) {
@@ -648,8 +667,8 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
         slots[j].started = true;
       }
     }
-    if (!cmlc_rendezvous_failed(rendezvous)) cmlc_slot_main(&slots[0]);
-    if (crew) cmlc_crew_wait(exe->backend->crew);
+    if (!cmlc_rendezvous_failed(rendezvous)) cmlc_slot_main(&slots[first]);
+    if (crew && job_count > 0) cmlc_crew_wait(exe->backend->crew);
     for (int32_t j = 1; j < n; ++j) {
       if (slots[j].started) pthread_join(slots[j].thread, NULL);
     }
@@ -659,7 +678,10 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
     st = cmlc_rendezvous_take_failure(rendezvous);
   }
   // Every slot thread has ended: the contexts and buffers may go.
-  for (int32_t j = 0; st == CML_OK && j < n; ++j) st = cmlc_slot_collect(&slots[j]);
+  for (int32_t j = 0; st == CML_OK && j < n; ++j) {
+    if (!slots[j].remote) st = cmlc_slot_collect(&slots[j]);
+  }
+  cmlc_mpi_execution_failed(exe->backend, st);  // the other processes stop too
   for (int32_t j = 0; j < n; ++j) {
     if (slots[j].out_results) cmlc_slot_release(&slots[j], st == CML_OK);
   }

@@ -695,20 +695,21 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
                            "partitioned into SPMD first)",
                            module->name ? module->name : "", (int)slots, (int)module->distribution);
   }
-  if (slots > backend->options.devices) {
+  if (slots > backend->base.device_count) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "c backend: module %s runs on %d devices, but the backend has %d "
                            "(config c:devices=N)",
-                           module->name ? module->name : "", (int)slots, backend->options.devices);
+                           module->name ? module->name : "", (int)slots,
+                           backend->base.device_count);
   }
   for (int32_t j = 0; slots > 1 && module->device_assignment && j < slots; ++j) {
     const int32_t d = module->device_assignment[j];
-    if (d < 0 || d >= backend->options.devices) {
+    if (d < 0 || d >= backend->base.device_count) {
       return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                              "c backend: module %s assigns device slot %d to device %d, out of "
                              "range [0, %d)",
                              module->name ? module->name : "", (int)j, (int)d,
-                             backend->options.devices);
+                             backend->base.device_count);
     }
   }
   // Defense in depth: every value must have a well-formed shape (total size below 2^62 bits),

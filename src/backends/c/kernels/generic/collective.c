@@ -541,7 +541,11 @@ static size_t cmlc_co_scratch(const cml_module_t* module, const cml_ir_node_t* n
 
 bool cmlc_kernels_collective_lookup(const cml_module_t* module, const cml_ir_node_t* node,
                                     const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
-  (void)options;
+  // c:distributed=mpi: groups may span processes (src/backends/c/mpi_collective.c).
+  if (options && options->process_count > 1 && node->op != CML_OP_REPLICA_ID &&
+      node->op != CML_OP_PARTITION_ID) {
+    return cmlc_mpi_collective_lookup(module, node, options, out);
+  }
   memset(out, 0, sizeof *out);
   out->in_place_input = -1;
   if (node->op == CML_OP_REPLICA_ID || node->op == CML_OP_PARTITION_ID) {

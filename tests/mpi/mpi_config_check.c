@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/mpi/mpi_config_check.c: the `distributed` option of the c backend without mpirun, in
+// builds with and without MPI: unknown values, "none", and (without MPI) the status that says
+// how to enable it.
+#include <string.h>
+
+#include "cml/cml.h"
+#include "distributed/mpi_comm.h"
+#include "test.h"
+
+TEST(unknown_value_lists_the_valid_ones) {
+  cml_backend_t* be = NULL;
+  cml_status_t st = cml_backend_new_with_config("c:distributed=tcp", &be);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(cml_status_message(st), "distributed");
+  ASSERT_CONTAINS(cml_status_message(st), "mpi");
+  cml_status_free(st);
+  ASSERT_TRUE(be == NULL);
+}
+
+TEST(none_is_one_process) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:distributed=none,devices=2", &be));
+  cml_process_info_t info;
+  cml_backend_process_info(be, &info);
+  ASSERT_EQ_INT(info.process_index, 0);
+  ASSERT_EQ_INT(info.process_count, 1);
+  ASSERT_EQ_INT(info.first_local_device, 0);
+  ASSERT_EQ_INT(info.local_device_count, 2);
+  ASSERT_EQ_INT(cml_backend_device_count(be), 2);
+  ASSERT_TRUE(cml_backend_device_is_local(be, 1));
+  cml_backend_release(be);
+}
+
+TEST(without_mpi_says_how_to_enable_it) {
+  if (cml__mpi_built()) return;  // covered under mpirun by c_distributed_test
+  cml_backend_t* be = NULL;
+  cml_status_t st = cml_backend_new_with_config("c:distributed=mpi,devices=2", &be);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_CONTAINS(cml_status_message(st), "libopenmpi-dev");
+  ASSERT_CONTAINS(cml_status_message(st), "-DCML_WITH_MPI=ON");
+  cml_status_free(st);
+  ASSERT_TRUE(be == NULL);
+  // The layer itself gives the same advice.
+  st = cml__mpi_barrier(NULL);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_CONTAINS(cml_status_message(st), "-DCML_WITH_MPI=ON");
+  cml_status_free(st);
+}
+
+TEST_MAIN(TEST_ENTRY(unknown_value_lists_the_valid_ones), TEST_ENTRY(none_is_one_process),
+          TEST_ENTRY(without_mpi_says_how_to_enable_it))
