@@ -313,6 +313,13 @@ static cml_status_t train(run_t* r) {
   int slots = cml_backend_device_count(backend);
   int processes = pi.process_count, rank = pi.process_index;
   int64_t rows = kBatch, offset = 0;
+  if (r->host_staged && processes > 1) {
+    st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                         "--host-allreduce needs one client per process, but \"%s\" spans %d "
+                         "processes (its programs sum across them themselves)",
+                         r->config, processes);
+    goto done;
+  }
   if (r->host_staged) {
     // Every process is its own client: its devices get its part of the global batch.
     cml_host_process_info(&rank, &processes);
