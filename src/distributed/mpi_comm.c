@@ -7,7 +7,8 @@
 // that restarts whenever a message completes). Failure notices travel on a second duplicate.
 // AllReduce is a reduce-scatter (member p folds segment p of every member's values in group
 // order, pipelined in pieces) followed by an all-gather of the segments, as the in-process
-// collectives of the c backend do, so both give bit-identical results.
+// collectives of the c backend do, so both give bit-identical results; two processes exchange
+// their whole arrays instead and both fold all of it (one round of messages).
 #include "distributed/mpi_comm.h"
 
 #include <stdarg.h>
@@ -682,7 +683,7 @@ static cml_status_t cml__mpi_reduce_phases(const cml__mpi_view_t* v, const uint8
   uint8_t* mine = gather ? out + (size_t)seg_at[v->me] * esize : out;
   // With |in| == |out| the segment may only be written after every send of |in| completed.
   uint8_t* staging = NULL;
-  if (gather && in == out && seg_len[v->me] > 0) {
+  if (in == out && seg_len[v->me] > 0) {
     staging = malloc((size_t)seg_len[v->me] * esize);
     if (!staging) {
       return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "MPI %s: out of memory", what);
@@ -752,19 +753,22 @@ static cml_status_t cml__mpi_reduce_common(const cml__mpi_group_t* group, const 
   }
   int64_t* seg_at = seg;
   int64_t* seg_len = seg + n;
+  // Two processes exchange whole arrays and both fold everything: one round of messages
+  // instead of two, the same bytes on the wire.
+  const bool exchange = !scatter && n == 2;
   const int64_t chunk = scatter ? count : (count + n - 1) / n;
   for (int q = 0; q < n; ++q) {
     int64_t b = chunk * q, e = b + chunk;
     if (b > total) b = total;
     if (e > total) e = total;
-    seg_at[q] = b;
-    seg_len[q] = e - b;
+    seg_at[q] = exchange ? 0 : b;
+    seg_len[q] = exchange ? total : e - b;
   }
   if (half) cml__mpi_halves_to_f32(dtype, (const uint16_t*)in, work_in, total);
   cml_status_t st = cml__mpi_reduce_phases(
       &v, half ? (const uint8_t*)work_in : (const uint8_t*)in,
-      half ? (uint8_t*)work_out : (uint8_t*)out, seg_at, seg_len, esize, fold, !scatter,
-      scatter ? CML__MPI_TAG_REDUCE_SCATTER : CML__MPI_TAG_ALL_REDUCE, what);
+      half ? (uint8_t*)work_out : (uint8_t*)out, seg_at, seg_len, esize, fold,
+      !scatter && !exchange, scatter ? CML__MPI_TAG_REDUCE_SCATTER : CML__MPI_TAG_ALL_REDUCE, what);
   if (st == CML_OK && half) {
     cml__mpi_f32_to_halves(dtype, work_out, (uint16_t*)out, scatter ? count : total);
   }

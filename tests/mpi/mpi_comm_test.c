@@ -66,7 +66,7 @@ TEST(all_reduce_integer_classes) {
   uint8_t u[N], um[N];
   int64_t p[N], pp[N];
   for (int i = 0; i < N; ++i) {
-    a[i] = INT32_MAX - i + g_rank;  // the sum wraps
+    a[i] = (int32_t)((uint32_t)INT32_MAX - (uint32_t)i + (uint32_t)g_rank);  // the sum wraps
     u[i] = (uint8_t)(200 + g_rank * 13 + i);
     p[i] = (int64_t)(g_rank + 2) * (i % 3 == 0 ? -1 : 1);
   }
@@ -78,7 +78,7 @@ TEST(all_reduce_integer_classes) {
     uint8_t m = 255;
     int64_t prod = 1;
     for (int r = 0; r < g_size; ++r) {
-      s += (uint32_t)(INT32_MAX - i + r);
+      s += (uint32_t)INT32_MAX - (uint32_t)i + (uint32_t)r;
       const uint8_t v = (uint8_t)(200 + r * 13 + i);
       m = v < m ? v : m;
       prod *= (int64_t)(r + 2) * (i % 3 == 0 ? -1 : 1);
