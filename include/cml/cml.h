@@ -35,5 +35,8 @@
 #include "cml/distributed.h"
 #include "cml/autodiff.h"
 #include "cml/optim.h"
+#include "cml/dataset.h"
+#include "cml/checkpoint.h"
+#include "cml/host_collective.h"
 
 #endif  // CML_CML_H_

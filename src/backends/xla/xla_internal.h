@@ -47,6 +47,8 @@ typedef struct cml__xla_config_t {
   bool cpu_device_count_set;
   int64_t dynamic_cache;  // compiled executables kept per module with dynamic axes
   bool dynamic_cache_set;
+  char distributed[8];  // "none" or "mpi" (refused: one client across processes, docs/datasets.md)
+  bool distributed_set;
 } cml__xla_config_t;
 
 // The option list shown by "help" and in the factory.

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/mpi/train_host_allreduce_test.c: the host-staged AllReduce (cml/host_collective.h) across
+// the processes of `mpirun -np 2` / `-np 4`, each process its own `c:devices=2` client (as XLA
+// clients are): sums and means over every device of every process in f32, bf16 and i32, and
+// cml_host_process_info. Every process computes the expected values from the same formulas.
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cml/cml.h"
+#include "cml/host_collective.h"
+#include "test.h"
+
+static int g_rank, g_size;
+
+// Element |i| on device |d| of process |r|: small integers, so every sum is exact.
+static double value_of(int r, int d, int64_t i) { return (double)((r * 5 + d * 3 + i) % 9) - 4; }
+
+TEST(process_info) {
+  int rank = -1, count = -1;
+  cml_host_process_info(&rank, &count);
+  ASSERT_EQ_INT(rank, g_rank);
+  ASSERT_EQ_INT(count, g_size);
+}
+
+TEST(sum_and_mean_across_processes) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=2", &be));
+  enum { kN = 1000 };
+  cml_shape_t fs = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){kN});
+  cml_shape_t hs = cml_shape_make(CML_DTYPE_BF16, 2, (int64_t[]){2, 3});
+  cml_shape_t is = cml_shape_scalar(CML_DTYPE_I32);
+  static float f[kN];
+  uint16_t h[6];
+  cml_buffer_t* in[2 * 3];
+  for (int d = 0; d < 2; ++d) {
+    for (int64_t i = 0; i < kN; ++i) f[i] = (float)value_of(g_rank, d, i);
+    for (int64_t i = 0; i < 6; ++i) h[i] = cml_f32_to_bf16((float)value_of(g_rank, d, i));
+    int32_t n = 1000 * g_rank + d;
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, d, &fs, f, sizeof f, &in[d * 3]));
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, d, &hs, h, sizeof h, &in[d * 3 + 1]));
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, d, &is, &n, sizeof n, &in[d * 3 + 2]));
+  }
+  cml_buffer_t* out[6];
+  ASSERT_STATUS_OK(cml_host_all_reduce(in, 2, 3, CML_HOST_REDUCE_SUM, true, out));
+  int32_t want_n = 0;
+  for (int r = 0; r < g_size; ++r) want_n += 2000 * r + 1;
+  for (int d = 0; d < 2; ++d) {
+    int32_t n = 0;
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[d * 3], f, sizeof f));
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[d * 3 + 1], h, sizeof h));
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[d * 3 + 2], &n, sizeof n));
+    ASSERT_EQ_INT(n, want_n);
+    for (int64_t i = 0; i < kN; ++i) {
+      double want = 0;
+      for (int r = 0; r < g_size; ++r) want += value_of(r, 0, i) + value_of(r, 1, i);
+      if (f[i] != (float)want) TEST_FAIL_("f32 element %lld: %g != %g", (long long)i, f[i], want);
+      if (i < 6 && cml_bf16_to_f32(h[i]) != (float)want) {
+        TEST_FAIL_("bf16 element %lld: %g != %g", (long long)i, cml_bf16_to_f32(h[i]), want);
+      }
+    }
+  }
+  for (int k = 0; k < 6; ++k) cml_buffer_release(out[k]);
+  // Mean of the f32 value: divided by 2 devices x the process count.
+  ASSERT_STATUS_OK(
+      cml_host_all_reduce((cml_buffer_t*[]){in[0], in[3]}, 2, 1, CML_HOST_REDUCE_MEAN, true, out));
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[1], f, sizeof f));
+  for (int64_t i = 0; i < kN; ++i) {
+    double want = 0;
+    for (int r = 0; r < g_size; ++r) want += value_of(r, 0, i) + value_of(r, 1, i);
+    want /= 2.0 * g_size;
+    if (f[i] != (float)want) TEST_FAIL_("mean element %lld: %g != %g", (long long)i, f[i], want);
+  }
+  cml_buffer_release(out[0]);
+  cml_buffer_release(out[1]);
+  for (int k = 0; k < 6; ++k) cml_buffer_release(in[k]);
+  cml_backend_release(be);
+}
+
+static const test_entry_t kTests[] = {
+    TEST_ENTRY(process_info),
+    TEST_ENTRY(sum_and_mean_across_processes),
+};
+
+int main(void) {
+  const char* r = getenv("OMPI_COMM_WORLD_RANK");
+  const char* s = getenv("OMPI_COMM_WORLD_SIZE");
+  if (!r || !s) {
+    fprintf(stderr, "train_host_allreduce_test: run under mpirun (-np 2 or more)\n");
+    return 77;
+  }
+  g_rank = atoi(r);
+  g_size = atoi(s);
+  int failed_total = 0;
+  for (size_t i = 0; i < sizeof kTests / sizeof kTests[0]; ++i) {
+    int failed = 0;
+    kTests[i].fn(&failed);
+    if (failed) fprintf(stderr, "[rank %d] FAILED %s\n", g_rank, kTests[i].name);
+    failed_total += failed;
+  }
+  if (g_rank == 0)
+    printf("train_host_allreduce_test: %d processes, %d failed\n", g_size, failed_total);
+  return failed_total ? 1 : 0;
+}

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/checkpoint_test.c: checkpoint files (cml/checkpoint.h): round trips (host data and
+// buffers, many dtypes, scalars, empty tensors), the documented byte layout, atomic replacement,
+// and every kind of damage (truncation, flipped bits, bad magic, newer version, mismatched
+// shapes, missing names) reported with the file and tensor named.
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cml/checkpoint.h"
+#include "cml/cml.h"
+#include "test.h"
+
+static bool status_matches(cml_status_t st, cml_status_code_t code, const char* const* needles) {
+  bool ok = cml_status_code(st) == code;
+  for (const char* const* n = needles; ok && *n; ++n) {
+    ok = strstr(cml_status_message(st), *n) != NULL;
+  }
+  if (!ok) {
+    fprintf(stderr, "status: want %s, got %s: \"%s\"\n", cml_status_code_name(code),
+            cml_status_code_name(cml_status_code(st)), cml_status_message(st));
+  }
+  cml_status_free(st);
+  return ok;
+}
+#define ASSERT_STATUS(expr, code, ...) \
+  ASSERT_TRUE(status_matches((expr), (code), (const char* const[]){__VA_ARGS__, NULL}))
+
+// A fresh path in the build directory (the test runs there).
+static const char* temp_path(const char* name) {
+  static char buf[256];
+  snprintf(buf, sizeof buf, "checkpoint_test_%ld_%s.ckpt", (long)getpid(), name);
+  return buf;
+}
+
+static size_t file_read(const char* path, unsigned char* buf, size_t cap) {
+  FILE* f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, cap, f);
+  fclose(f);
+  return n;
+}
+
+static bool file_write(const char* path, const unsigned char* buf, size_t n) {
+  FILE* f = fopen(path, "wb");
+  if (!f) return false;
+  bool ok = fwrite(buf, 1, n, f) == n;
+  return fclose(f) == 0 && ok;
+}
+
+// Three tensors: w f32[2,3], step i64 scalar, h bf16[4].
+static float g_w[6] = {1.5f, -2, 3.25f, 0, 1e-30f, -7};
+static int64_t g_n = -123456789012345LL;
+static uint16_t g_h[4] = {0x3f80, 0xbf80, 0x0001, 0x7fc0};
+static const char* g_names[3] = {"layer/w", "counter", "half"};
+
+static cml_shape_t g_shapes[3];
+static void init_shapes(void) {
+  g_shapes[0] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){2, 3});
+  g_shapes[1] = cml_shape_scalar(CML_DTYPE_I64);
+  g_shapes[2] = cml_shape_make(CML_DTYPE_BF16, 1, (int64_t[]){4});
+}
+
+static cml_status_t save3(const char* path, int64_t step) {
+  init_shapes();
+  const void* data[3] = {g_w, &g_n, g_h};
+  return cml_checkpoint_save(path, step, g_names, g_shapes, data, 3);
+}
+
+TEST(round_trip_host_data) {
+  const char* path = temp_path("rt");
+  ASSERT_STATUS_OK(save3(path, 42));
+  cml_checkpoint_t* ck = NULL;
+  ASSERT_STATUS_OK(cml_checkpoint_load(path, &ck));
+  ASSERT_EQ_INT(cml_checkpoint_step(ck), 42);
+  ASSERT_EQ_INT(cml_checkpoint_tensor_count(ck), 3);
+  ASSERT_STREQ(cml_checkpoint_path(ck), path);
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_STREQ(cml_checkpoint_tensor_name(ck, i), g_names[i]);
+    ASSERT_TRUE(cml_shape_equal(cml_checkpoint_tensor_shape(ck, i), &g_shapes[i]));
+  }
+  ASSERT_EQ_INT(cml_checkpoint_find(ck, "half"), 2);
+  ASSERT_EQ_INT(cml_checkpoint_find(ck, "nope"), -1);
+  float w[6];
+  ASSERT_STATUS_OK(cml_checkpoint_read(ck, "layer/w", &g_shapes[0], w, sizeof w));
+  ASSERT_TRUE(memcmp(w, g_w, sizeof w) == 0);
+  int64_t n = 0;
+  ASSERT_STATUS_OK(cml_checkpoint_read(ck, "counter", NULL, &n, sizeof n));
+  ASSERT_EQ_INT(n, g_n);
+  ASSERT_TRUE(memcmp(cml_checkpoint_tensor_data(ck, 2), g_h, sizeof g_h) == 0);
+  // Mismatches name the file, the tensor and both shapes.
+  cml_shape_t wrong = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){3, 2});
+  ASSERT_STATUS(cml_checkpoint_read(ck, "layer/w", &wrong, w, sizeof w),
+                CML_STATUS_INVALID_ARGUMENT, path, "\"layer/w\"", "[2, 3]", "[3, 2]");
+  ASSERT_STATUS(cml_checkpoint_read(ck, "layer/w", NULL, w, 8), CML_STATUS_INVALID_ARGUMENT,
+                "\"layer/w\"", "24 bytes");
+  ASSERT_STATUS(cml_checkpoint_read(ck, "missing", NULL, w, sizeof w), CML_STATUS_NOT_FOUND, path,
+                "\"missing\"");
+  cml_checkpoint_destroy(ck);
+  ASSERT_EQ_INT(unlink(path), 0);
+}
+
+TEST(layout_is_the_documented_one) {
+  // docs/checkpoint.md: magic, version 1, count, step, index bytes, file bytes, all
+  // little-endian; data 64-byte aligned.
+  const char* path = temp_path("layout");
+  ASSERT_STATUS_OK(save3(path, 7));
+  unsigned char buf[4096];
+  size_t n = file_read(path, buf, sizeof buf);
+  ASSERT_TRUE(memcmp(buf, "CMLCKPT\n", 8) == 0);
+  ASSERT_EQ_INT(buf[8], 1);
+  ASSERT_EQ_INT(buf[12], 3);
+  ASSERT_EQ_INT(buf[16], 7);
+  uint64_t file_bytes = 0;
+  for (int i = 0; i < 8; ++i) file_bytes |= (uint64_t)buf[32 + i] << (8 * i);
+  ASSERT_EQ_U64(file_bytes, n);
+  // The first index entry: name length 7, "layer/w", dtype "Float32", rank 2, dims 2 and 3.
+  ASSERT_EQ_INT(buf[40] | buf[41] << 8, 7);
+  ASSERT_TRUE(memcmp(buf + 42, "layer/w", 7) == 0);
+  ASSERT_EQ_INT(buf[49], 7);
+  ASSERT_TRUE(memcmp(buf + 50, "Float32", 7) == 0);
+  ASSERT_EQ_INT(buf[57], 2);
+  ASSERT_EQ_INT(buf[58], 2);
+  ASSERT_EQ_INT(buf[66], 3);
+  uint64_t offset = 0;
+  for (int i = 0; i < 8; ++i) offset |= (uint64_t)buf[74 + i] << (8 * i);
+  ASSERT_EQ_U64(offset % 64, 0);
+  float first;
+  memcpy(&first, buf + offset, 4);  // this test runs on little-endian hosts
+  ASSERT_EQ_DBL(first, 1.5);
+  ASSERT_EQ_INT(unlink(path), 0);
+}
+
+TEST(round_trip_buffers_and_empty) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c", &be));
+  init_shapes();
+  cml_buffer_t* bufs[2] = {NULL, NULL};
+  ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &g_shapes[0], g_w, sizeof g_w, &bufs[0]));
+  cml_shape_t empty = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){0, 5});
+  ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &empty, NULL, 0, &bufs[1]));
+  const char* path = temp_path("buf");
+  ASSERT_STATUS_OK(
+      cml_checkpoint_save_buffers(path, -1, (const char* const[]){"w", "empty"}, bufs, 2));
+  cml_checkpoint_t* ck = NULL;
+  ASSERT_STATUS_OK(cml_checkpoint_load(path, &ck));
+  ASSERT_EQ_INT(cml_checkpoint_step(ck), -1);
+  cml_buffer_t* w = NULL;
+  ASSERT_STATUS_OK(cml_checkpoint_read_buffer(ck, "w", &g_shapes[0], be, 0, &w));
+  float back[6];
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(w, back, sizeof back));
+  ASSERT_TRUE(memcmp(back, g_w, sizeof back) == 0);
+  cml_buffer_release(w);
+  ASSERT_TRUE(cml_shape_equal(cml_checkpoint_tensor_shape(ck, 1), &empty));
+  ASSERT_STATUS(cml_checkpoint_read_buffer(ck, "w", &empty, be, 0, &w), CML_STATUS_INVALID_ARGUMENT,
+                "\"w\"", "[0, 5]");
+  ASSERT_TRUE(w == NULL);
+  cml_checkpoint_destroy(ck);
+  // No tensors at all.
+  ASSERT_STATUS_OK(cml_checkpoint_save(path, 5, NULL, NULL, NULL, 0));
+  ASSERT_STATUS_OK(cml_checkpoint_load(path, &ck));
+  ASSERT_EQ_INT(cml_checkpoint_tensor_count(ck), 0);
+  ASSERT_EQ_INT(cml_checkpoint_step(ck), 5);
+  cml_checkpoint_destroy(ck);
+  ASSERT_EQ_INT(unlink(path), 0);
+  cml_buffer_release(bufs[0]);
+  cml_buffer_release(bufs[1]);
+  cml_backend_release(be);
+}
+
+TEST(save_replaces_atomically_and_leaves_no_temp_file) {
+  const char* path = temp_path("atomic");
+  char copy[256];
+  snprintf(copy, sizeof copy, "%s", path);
+  ASSERT_STATUS_OK(save3(copy, 1));
+  ASSERT_STATUS_OK(save3(copy, 2));
+  cml_checkpoint_t* ck = NULL;
+  ASSERT_STATUS_OK(cml_checkpoint_load(copy, &ck));
+  ASSERT_EQ_INT(cml_checkpoint_step(ck), 2);
+  cml_checkpoint_destroy(ck);
+  char tmp[300];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", copy, (long)getpid());
+  ASSERT_TRUE(access(tmp, F_OK) != 0);
+  // A save that cannot write (the directory does not exist) leaves the old file untouched.
+  ASSERT_STATUS(save3("no_such_dir_for_cml/x.ckpt", 3), CML_STATUS_NOT_FOUND,
+                "no_such_dir_for_cml/x.ckpt");
+  ASSERT_EQ_INT(unlink(copy), 0);
+}
+
+TEST(damaged_files_are_rejected_naming_file_and_tensor) {
+  const char* path = temp_path("damage");
+  char p[256];
+  snprintf(p, sizeof p, "%s", path);
+  ASSERT_STATUS_OK(save3(p, 9));
+  unsigned char good[4096], bad[4096];
+  size_t n = file_read(p, good, sizeof good);
+  ASSERT_TRUE(n > 200);
+  cml_checkpoint_t* ck = NULL;
+  // Truncated at every length (a killed writer without the atomic rename would leave these).
+  for (size_t len = 0; len < n; len += (len < 64 ? 1 : 7)) {
+    ASSERT_TRUE(file_write(p, good, len));
+    cml_status_t st = cml_checkpoint_load(p, &ck);
+    ASSERT_TRUE(ck == NULL);
+    ASSERT_TRUE(status_matches(st, CML_STATUS_INVALID_ARGUMENT, (const char* const[]){p, NULL}));
+  }
+  ASSERT_TRUE(file_write(p, good, n - 1));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "truncated");
+  // A flipped bit in the data of "half" (the last tensor, the file's last bytes).
+  memcpy(bad, good, n);
+  bad[n - 1] ^= 0x10;
+  ASSERT_TRUE(file_write(p, bad, n));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "\"half\"", "corrupt");
+  // A flipped bit in the index.
+  memcpy(bad, good, n);
+  bad[45] ^= 1;
+  ASSERT_TRUE(file_write(p, bad, n));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "header checksum");
+  // Wrong magic, newer version, trailing bytes.
+  memcpy(bad, good, n);
+  bad[0] = 'X';
+  ASSERT_TRUE(file_write(p, bad, n));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "magic");
+  memcpy(bad, good, n);
+  bad[8] = 2;
+  ASSERT_TRUE(file_write(p, bad, n));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INCOMPATIBLE, p, "version 2");
+  memcpy(bad, good, n);
+  bad[n] = 0;
+  ASSERT_TRUE(file_write(p, bad, n + 1));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "trailing");
+  ASSERT_EQ_INT(unlink(p), 0);
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_NOT_FOUND, p);
+  ASSERT_STATUS(cml_checkpoint_load(".", &ck), CML_STATUS_INVALID_ARGUMENT, "regular file");
+  ASSERT_TRUE(ck == NULL);
+}
+
+TEST(bad_save_arguments) {
+  init_shapes();
+  const void* data[3] = {g_w, &g_n, g_h};
+  const char* path = temp_path("args");
+  ASSERT_STATUS(
+      cml_checkpoint_save(path, 0, (const char* const[]){"a", "b", "a"}, g_shapes, data, 3),
+      CML_STATUS_INVALID_ARGUMENT, "tensors 0 and 2", "\"a\"");
+  ASSERT_STATUS(
+      cml_checkpoint_save(path, 0, (const char* const[]){"a", "", "c"}, g_shapes, data, 3),
+      CML_STATUS_INVALID_ARGUMENT, "tensor 1");
+  const void* nodata[3] = {g_w, NULL, g_h};
+  ASSERT_STATUS(cml_checkpoint_save(path, 0, g_names, g_shapes, nodata, 3),
+                CML_STATUS_INVALID_ARGUMENT, "\"counter\"", "NULL data");
+  ASSERT_STATUS(cml_checkpoint_save(NULL, 0, g_names, g_shapes, data, 3),
+                CML_STATUS_INVALID_ARGUMENT, "path");
+  ASSERT_TRUE(access(path, F_OK) != 0);
+  cml_checkpoint_destroy(NULL);
+  ASSERT_EQ_INT(cml_checkpoint_tensor_count(NULL), 0);
+  ASSERT_TRUE(cml_checkpoint_tensor_name(NULL, 0) == NULL);
+}
+
+TEST_MAIN(TEST_ENTRY(round_trip_host_data), TEST_ENTRY(layout_is_the_documented_one),
+          TEST_ENTRY(round_trip_buffers_and_empty),
+          TEST_ENTRY(save_replaces_atomically_and_leaves_no_temp_file),
+          TEST_ENTRY(damaged_files_are_rejected_naming_file_and_tensor),
+          TEST_ENTRY(bad_save_arguments))
