@@ -549,9 +549,19 @@ CML_API cml_value_t cml_op_dynamic_shape(cml_function_t* f, cml_value_t x);
 // dynamic axis names[i] (dims[i] = CML_DYNAMIC_DIM). A name that is a dynamic axis of |x| keeps
 // its size; at most one other name is inferred: its size is x's element count over the other
 // axes' at execution (INVALID_ARGUMENT then unless it divides exactly). A static |x| gives a
-// static result at build time (a plain Reshape). Runtime size values are not supported.
+// static result at build time (a plain Reshape). cml_op_dynamic_reshape_values sizes axes by
+// runtime values.
 CML_API cml_value_t cml_op_dynamic_reshape(cml_function_t* f, cml_value_t x, const int64_t* dims,
                                            const char* const* names, int32_t rank);
+// DynamicReshape whose named axis i takes its size from |values|[i] (CML_VALUE_INVALID: none,
+// as in cml_op_dynamic_reshape; |values| NULL: none), an Int32/Int64 scalar computed from input
+// shapes only: Constant, DynamicDimensionSize, DynamicShape, Slice, Reshape, integer
+// ConvertDType, Add, Sub, Mul, Div, Max, Min (INVALID_ARGUMENT naming any other op at build
+// time). It is evaluated on the host per binding set; INVALID_ARGUMENT at execution for a size
+// <= 0, one that contradicts the name's binding, or an element count mismatch.
+CML_API cml_value_t cml_op_dynamic_reshape_values(cml_function_t* f, cml_value_t x,
+                                                  const int64_t* dims, const char* const* names,
+                                                  const cml_value_t* values, int32_t rank);
 
 //===--- compile and execute ---===//
 

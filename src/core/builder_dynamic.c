@@ -56,24 +56,95 @@ cml_value_t cml_op_dynamic_shape(cml_function_t* f, cml_value_t x) {
   return cml__op_add_node(f, CML_OP_DYNAMIC_SHAPE, &in, 1, &out, 1, NULL);
 }
 
-cml_value_t cml_op_dynamic_reshape(cml_function_t* f, cml_value_t x, const int64_t* dims,
-                                   const char* const* names, int32_t rank) {
+// The op that makes value |index| of |impl| data-dependent (not computable from the input
+// shapes alone), or CML_OP_COUNT when it is one of the closed set a size value may use.
+// |budget| bounds the nodes visited.
+static cml_op_t cml_size_value_blocker(const cml__module_impl_t* impl, uint32_t index,
+                                       int32_t* budget) {
+  const cml_ir_node_t* node = cml__value_node(impl, index);
+  if (--*budget < 0) return node->op;  // too large an expression to evaluate on the host
+  cml_dtype_t dtype = impl->values[index].shape.dtype;
+  if (dtype != CML_DTYPE_I32 && dtype != CML_DTYPE_I64) return node->op;
+  switch (node->op) {
+    case CML_OP_CONSTANT:
+    case CML_OP_DYNAMIC_DIMENSION_SIZE:
+    case CML_OP_DYNAMIC_SHAPE:
+      return CML_OP_COUNT;
+    case CML_OP_SLICE:
+    case CML_OP_RESHAPE:
+    case CML_OP_CONVERT_DTYPE:
+    case CML_OP_ADD:
+    case CML_OP_SUB:
+    case CML_OP_MUL:
+    case CML_OP_DIV:
+    case CML_OP_MAX:
+    case CML_OP_MIN:
+      for (uint32_t k = 0; k < node->input_count; ++k) {
+        cml_op_t blocker = cml_size_value_blocker(impl, node->inputs[k], budget);
+        if (blocker != CML_OP_COUNT) return blocker;
+      }
+      return CML_OP_COUNT;
+    default:
+      return node->op;
+  }
+}
+
+cml_value_t cml_op_dynamic_reshape_values(cml_function_t* f, cml_value_t x, const int64_t* dims,
+                                          const char* const* names, const cml_value_t* values,
+                                          int32_t rank) {
   if (!cml__op_begin(f, CML_OP_DYNAMIC_RESHAPE)) return CML_VALUE_INVALID;
-  uint32_t in;
+  uint32_t in[1 + CML_MAX_RANK];
+  uint32_t in_count = 1;
   cml_shape_t xs, out;
   cml_ir_attrs_t attrs;
   memset(&attrs, 0, sizeof attrs);
-  if (!cml__op_input(f, CML_OP_DYNAMIC_RESHAPE, x, 0, &in, &xs)) return CML_VALUE_INVALID;
+  if (!cml__op_input(f, CML_OP_DYNAMIC_RESHAPE, x, 0, &in[0], &xs)) return CML_VALUE_INVALID;
+  bool valued[CML_MAX_RANK] = {false};
+  for (int32_t i = 0; values && i >= 0 && i < rank && i < CML_MAX_RANK; ++i) {
+    if (values[i] == CML_VALUE_INVALID) continue;
+    if (!names || !names[i]) {
+      return cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT,
+                       "DynamicReshape: axis %d has a size value but no name", (int)i);
+    }
+    cml_shape_t vs;
+    if (!cml__op_input(f, CML_OP_DYNAMIC_RESHAPE, values[i], 1 + (size_t)i, &in[in_count], &vs)) {
+      return CML_VALUE_INVALID;
+    }
+    if (vs.rank != 0 || (vs.dtype != CML_DTYPE_I32 && vs.dtype != CML_DTYPE_I64)) {
+      char text[CML__SHAPE_TEXT];
+      return cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT,
+                       "DynamicReshape: the size value of axis %d (\"%s\") is %s; it must be an "
+                       "Int32 or Int64 scalar",
+                       (int)i, names[i], cml__shape_text(&vs, text));
+    }
+    int32_t budget = 256;
+    cml_op_t blocker = cml_size_value_blocker(f->impl, in[in_count], &budget);
+    if (blocker != CML_OP_COUNT) {
+      return cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT,
+                       "DynamicReshape: the size value of axis %d (\"%s\") depends on %s, so it "
+                       "is data-dependent (size values may only use Constant, "
+                       "DynamicDimensionSize, DynamicShape, Slice, Reshape, integer ConvertDType, "
+                       "Add, Sub, Mul, Div, Max and Min, at most 256 nodes)",
+                       (int)i, names[i], cml_op_name(blocker));
+    }
+    valued[i] = true;
+    attrs.limits[i] = in_count++;  // the input that holds axis i's size
+  }
   bool is_static = false;
-  if (!cml_dynamic_ok(
-          f, cml__infer_dynamic_reshape(&xs, dims, names, rank, &attrs, &out, &is_static))) {
+  if (!cml_dynamic_ok(f, cml__infer_dynamic_reshape(&xs, dims, names, valued, rank, &attrs, &out,
+                                                    &is_static))) {
     return CML_VALUE_INVALID;
   }
   // Every size known now (a static operand): a plain Reshape.
   if (is_static) {
     attrs.axis = 0;
     for (int32_t i = 0; i < out.rank; ++i) attrs.axes[i] = out.dims[i];
-    return cml__op_add_node(f, CML_OP_RESHAPE, &in, 1, &out, 1, &attrs);
+    return cml__op_add_node(f, CML_OP_RESHAPE, in, 1, &out, 1, &attrs);
   }
-  return cml__op_add_node(f, CML_OP_DYNAMIC_RESHAPE, &in, 1, &out, 1, &attrs);
+  return cml__op_add_node(f, CML_OP_DYNAMIC_RESHAPE, in, in_count, &out, 1, &attrs);
+}
+
+cml_value_t cml_op_dynamic_reshape(cml_function_t* f, cml_value_t x, const int64_t* dims,
+                                   const char* const* names, int32_t rank) {
+  return cml_op_dynamic_reshape_values(f, x, dims, names, NULL, rank);
 }

@@ -301,11 +301,13 @@ cml_status_t cml__infer_fft(const cml_shape_t* x, cml_fft_type_t type, const int
 // Dynamic-shape ops (shape_infer_dynamic.c). DynamicReshape: |names|[i] non-NULL makes axis i
 // dynamic (dims[i] = CML_DYNAMIC_DIM); attrs->axes gets the output dims and attrs->axis the
 // inferred axis (-1: none); |out_static| says the result is static (a plain Reshape).
+// |valued| (NULL: none) marks the named axes sized by a runtime value (neither kept nor
+// inferred).
 cml_status_t cml__infer_dynamic_dimension_size(const cml_shape_t* x, int64_t axis,
                                                cml_ir_attrs_t* attrs, cml_shape_t* out);
 cml_status_t cml__infer_dynamic_shape(const cml_shape_t* x, cml_shape_t* out);
 cml_status_t cml__infer_dynamic_reshape(const cml_shape_t* x, const int64_t* dims,
-                                        const char* const* names, int32_t rank,
+                                        const char* const* names, const bool* valued, int32_t rank,
                                         cml_ir_attrs_t* attrs, cml_shape_t* out, bool* out_static);
 cml_status_t cml__infer_batch_norm(cml_op_t op, const cml_shape_t* x, const cml_shape_t* params,
                                    size_t param_count, float epsilon, int64_t feature_axis,

@@ -53,6 +53,9 @@ cml_status_t cml__module_check_dynamic(const cml_module_t* module) {
     if (node->op == CML_OP_DYNAMIC_RESHAPE && node->attrs->axis >= 0) {
       bound[count++] = -node->attrs->axes[node->attrs->axis];
     }
+    for (int32_t i = 0; node->op == CML_OP_DYNAMIC_RESHAPE && i < node->attrs->axis_count; ++i) {
+      if (node->attrs->limits[i] > 0 && count < kMaxBound) bound[count++] = -node->attrs->axes[i];
+    }
   }
   for (uint32_t v = 1; v < module->value_count; ++v) {
     const cml_shape_t* s = &module->values[v].shape;
@@ -74,12 +77,130 @@ static cml_status_t cml_specialize_error(const cml_ir_node_t* node, cml_status_t
   return cml_status_annotate(st, "specializing %s", cml_op_name(node->op));
 }
 
+enum { kMaxSizeElements = 64 };
+
+// Evaluates value |index| of |impl| (a size value: its producers are specialized already, so
+// DynamicDimensionSize and DynamicShape are Constants) on the host into |out| (|*count|
+// elements). The builder admitted only the ops handled here.
+static cml_status_t cml_eval_size(const cml__module_impl_t* impl, uint32_t index, int64_t* out,
+                                  int64_t* count) {
+  const cml_ir_node_t* node = cml__value_node(impl, index);
+  const cml_shape_t* s = &impl->values[index].shape;
+  int64_t n = cml_shape_element_count(s);
+  const char* name = cml_op_name(node->op);
+  if (n < 0 || n > kMaxSizeElements) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "DynamicReshape: a size value uses %s with %lld elements (at most %d)",
+                           name, (long long)n, (int)kMaxSizeElements);
+  }
+  *count = n;
+  int64_t a[kMaxSizeElements], b[kMaxSizeElements], an = 0, bn = 0;
+  switch (node->op) {
+    case CML_OP_CONSTANT:
+      for (int64_t i = 0; i < n; ++i) {
+        out[i] = s->dtype == CML_DTYPE_I32 ? ((const int32_t*)node->data)[i]
+                                           : ((const int64_t*)node->data)[i];
+      }
+      return CML_OK;
+    case CML_OP_RESHAPE:
+      return cml_eval_size(impl, node->inputs[0], out, count);
+    case CML_OP_CONVERT_DTYPE:
+      CML_RETURN_IF_ERROR(cml_eval_size(impl, node->inputs[0], out, count));
+      for (int64_t i = 0; i < n && s->dtype == CML_DTYPE_I32; ++i) out[i] = (int32_t)out[i];
+      return CML_OK;
+    case CML_OP_SLICE: {
+      const cml_shape_t* xs = &impl->values[node->inputs[0]].shape;
+      CML_RETURN_IF_ERROR(cml_eval_size(impl, node->inputs[0], a, &an));
+      if (xs->rank > 1) {
+        return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                               "DynamicReshape: a size value slices a rank-%d operand (at most 1)",
+                               (int)xs->rank);
+      }
+      if (xs->rank == 0) return cml_eval_size(impl, node->inputs[0], out, count);
+      int64_t k = 0;
+      for (int64_t i = node->attrs->starts[0]; i < node->attrs->limits[0] && k < n;
+           i += node->attrs->strides[0]) {
+        out[k++] = a[i];
+      }
+      return CML_OK;
+    }
+    default:
+      break;
+  }
+  // Add, Sub, Mul, Div, Max, Min of same-shape operands.
+  CML_RETURN_IF_ERROR(cml_eval_size(impl, node->inputs[0], a, &an));
+  CML_RETURN_IF_ERROR(cml_eval_size(impl, node->inputs[1], b, &bn));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t r = 0, ai = a[an == 1 ? 0 : i], bi = b[bn == 1 ? 0 : i];  // scalars broadcast
+    bool overflow = false;
+    switch (node->op) {
+      case CML_OP_ADD:
+        overflow = __builtin_add_overflow(ai, bi, &r);
+        break;
+      case CML_OP_SUB:
+        overflow = __builtin_sub_overflow(ai, bi, &r);
+        break;
+      case CML_OP_MUL:
+        overflow = __builtin_mul_overflow(ai, bi, &r);
+        break;
+      case CML_OP_DIV:
+        if (bi == 0 || (ai == INT64_MIN && bi == -1)) {
+          return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                                 "DynamicReshape: a size value divides %lld by %lld", (long long)ai,
+                                 (long long)bi);
+        }
+        r = ai / bi;
+        break;
+      case CML_OP_MAX:
+        r = ai > bi ? ai : bi;
+        break;
+      case CML_OP_MIN:
+        r = ai < bi ? ai : bi;
+        break;
+      default:
+        return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                               "DynamicReshape: a size value uses %s, which is not evaluated on "
+                               "the host",
+                               name);
+    }
+    if (overflow || (s->dtype == CML_DTYPE_I32 && (r > INT32_MAX || r < INT32_MIN))) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "DynamicReshape: a size value overflows %s in %s",
+                             s->dtype == CML_DTYPE_I32 ? "Int32" : "Int64", name);
+    }
+    out[i] = r;
+  }
+  return CML_OK;
+}
+
 // Resolves and rewrites node |n| of |impl| (a copy of the source module's node), whose inputs
 // are resolved already. May add the inferred axis of a DynamicReshape to |bindings|.
 static cml_status_t cml_specialize_node(cml__module_impl_t* impl, uint32_t n,
                                         cml_axis_bindings_t* bindings) {
   cml_ir_node_t* node = &impl->nodes[n];
   char text[CML__SHAPE_TEXT], text2[CML__SHAPE_TEXT];
+  for (int32_t i = 0; node->op == CML_OP_DYNAMIC_RESHAPE && i < node->attrs->axis_count; ++i) {
+    // An axis sized by a runtime value: evaluate it and bind its name.
+    if (node->attrs->limits[i] <= 0) continue;
+    const cml_shape_t* x = &impl->values[node->inputs[0]].shape;
+    const cml_shape_t* pattern = &impl->values[node->first_output].shape;
+    const char* name = cml_axis_name(cml_dim_axis_id(pattern->dims[i]));
+    int64_t size = 0, count = 0;
+    cml_status_t st = cml_eval_size(impl, node->inputs[node->attrs->limits[i]], &size, &count);
+    if (st == CML_OK && size <= 0) {
+      st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "DynamicReshape: cannot reshape %s to %s: axis %d (\"%s\") gets the "
+                           "size value %lld (must be positive)",
+                           cml__shape_text(x, text), cml__shape_text(pattern, text2), (int)i, name,
+                           (long long)size);
+    }
+    if (st == CML_OK) st = cml_axis_bindings_set_id(bindings, -pattern->dims[i], size);
+    if (st != CML_OK) {
+      return cml_status_annotate(st, "DynamicReshape: axis %d (\"%s\") of %s for operand %s",
+                                 (int)i, name, cml__shape_text(pattern, text2),
+                                 cml__shape_text(x, text));
+    }
+  }
   if (node->op == CML_OP_DYNAMIC_RESHAPE && node->attrs->axis >= 0) {
     // The inferred axis: the operand's element count over the other axes' sizes.
     const cml_shape_t* x = &impl->values[node->inputs[0]].shape;
@@ -134,6 +255,10 @@ static cml_status_t cml_specialize_node(cml__module_impl_t* impl, uint32_t n,
         attrs->axis = 0;
         attrs->axis_count = out->rank;
         for (int32_t i = 0; i < out->rank; ++i) attrs->axes[i] = out->dims[i];
+        if (node->op == CML_OP_DYNAMIC_RESHAPE) {  // drop the size values: a plain Reshape
+          memset(attrs->limits, 0, sizeof attrs->limits);
+          node->input_count = 1;
+        }
         node->op = CML_OP_RESHAPE;
       }
       node->attrs = attrs;

@@ -18,7 +18,7 @@ cml_status_t cml__infer_dynamic_shape(const cml_shape_t* x, cml_shape_t* out) {
 }
 
 cml_status_t cml__infer_dynamic_reshape(const cml_shape_t* x, const int64_t* dims,
-                                        const char* const* names, int32_t rank,
+                                        const char* const* names, const bool* valued, int32_t rank,
                                         cml_ir_attrs_t* attrs, cml_shape_t* out, bool* out_static) {
   SHAPE_BUFFERS;
   LIST_BUFFER;
@@ -32,6 +32,7 @@ cml_status_t cml__infer_dynamic_reshape(const cml_shape_t* x, const int64_t* dim
   int64_t result[CML_MAX_RANK];
   int32_t inferred = -1;
   int64_t static_out = 1;
+  bool has_valued = false;
   for (int32_t i = 0; i < rank; ++i) {
     const char* name = names ? names[i] : NULL;
     if (!name) {
@@ -62,6 +63,10 @@ cml_status_t cml__infer_dynamic_reshape(const cml_shape_t* x, const int64_t* dim
     bool known = false;
     for (int32_t k = 0; k < x->rank; ++k) known = known || x->dims[k] == -id;
     if (known) continue;
+    if (valued && valued[i]) {  // sized by a runtime value at execution
+      has_valued = true;
+      continue;
+    }
     for (int32_t k = 0; k < i; ++k) {
       if (result[k] == -id) {
         return INVALID("DynamicReshape: inferred axis \"%s\" appears twice in the output of %s",
@@ -89,7 +94,7 @@ cml_status_t cml__infer_dynamic_reshape(const cml_shape_t* x, const int64_t* dim
   for (int32_t i = 0; i < rank; ++i) {
     if (result[i] < 0) out_ids[out_n++] = result[i];
   }
-  if (in_n == 0 && inferred >= 0) {
+  if (in_n == 0 && inferred >= 0 && !has_valued) {
     // A static operand: the inferred axis is known now, and the result is static.
     if (static_out <= 0 || count % static_out != 0 || count / static_out <= 0) {
       return INVALID(
@@ -113,7 +118,7 @@ cml_status_t cml__infer_dynamic_reshape(const cml_shape_t* x, const int64_t* dim
           "DynamicReshape: cannot reshape %s to %s: the static dims hold %lld and %lld elements",
           S0(x), L(dims, rank), (long long)count, (long long)static_out);
     }
-    *out_static = in_n == 0;
+    *out_static = in_n == 0 && !has_valued;
   }
   *out = cml_shape_with(x->dtype, rank, result);
   attrs->axis_count = rank;

@@ -546,6 +546,123 @@ TEST(execute_dynamic_ops_and_concat) {
   cml_executable_release(exe);
 }
 
+// x: [b=?, 6] Float32 parameter of a new builder "name" of g_backend.
+static cml_value_t values_param(cml_builder_t** b, const char* name) {
+  cml_status_t st = cml_builder_create(g_backend, name, b);
+  if (st != CML_OK) {
+    cml_status_free(st);
+    return CML_VALUE_INVALID;
+  }
+  cml_shape_t s = dyn2("b", 0, NULL, 6);
+  return cml_parameter(cml_builder_main(*b), "x", &s);
+}
+
+// Executes |exe| on x = 0, 1, ... of [rows, 6]; returns the status, |out| its output.
+static cml_status_t values_run(cml_executable_t* exe, int64_t rows, cml_buffer_t** out) {
+  float xd[60];
+  for (int i = 0; i < 60; ++i) xd[i] = (float)i;
+  cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, rows, 6);
+  cml_buffer_t* in = api_buffer(g_backend, &xs, xd);
+  cml_status_t st = cml_executable_execute(exe, &in, 1, NULL, 0, out);
+  cml_buffer_release(in);
+  return st;
+}
+
+// DynamicReshape with runtime size values: [b=?, 6] -> [b2, 3] with b2 = 2 * size(x, 0) (Int32)
+// and with c = Int64(DynamicShape(x)[0:1] reshaped to a scalar) * 6 / 3 (the same size), on
+// b = 1, 2, 5: shapes [2b, 3] and the elements in order.
+TEST(execute_reshape_size_values) {
+  for (int variant = 0; variant < 2; ++variant) {
+    cml_builder_t* b = NULL;
+    cml_value_t x = values_param(&b, "values");
+    cml_function_t* f = cml_builder_main(b);
+    cml_value_t v;
+    if (variant == 0) {
+      v = cml_op_mul(f, cml_constant_scalar_i64(f, CML_DTYPE_I32, 2),
+                     cml_op_dynamic_dimension_size(f, x, 0));
+    } else {
+      cml_value_t first =
+          cml_op_slice(f, cml_op_dynamic_shape(f, x), (int64_t[]){0}, (int64_t[]){1}, NULL, 1);
+      cml_value_t n = cml_op_convert_dtype(f, cml_op_reshape(f, first, NULL, 0), CML_DTYPE_I64);
+      v = cml_op_div(f, cml_op_mul(f, n, cml_constant_scalar_i64(f, CML_DTYPE_I64, 6)),
+                     cml_constant_scalar_i64(f, CML_DTYPE_I64, 3));
+      v = cml_op_max(f, cml_op_min(f, v, cml_constant_scalar_i64(f, CML_DTYPE_I64, 1000)),
+                     cml_constant_scalar_i64(f, CML_DTYPE_I64, 1));
+    }
+    cml_value_t r = cml_op_dynamic_reshape_values(f, x, (int64_t[]){CML_DYNAMIC_DIM, 3},
+                                                  (const char*[]){variant ? "c" : "b2", NULL},
+                                                  (cml_value_t[]){v, CML_VALUE_INVALID}, 2);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, &r, 1, &exe));
+    for (int64_t rows = 1; rows <= 5; rows += rows == 2 ? 3 : 1) {
+      cml_buffer_t* out = NULL;
+      ASSERT_STATUS_OK(values_run(exe, rows, &out));
+      const cml_shape_t* os = cml_buffer_shape(out);
+      ASSERT_EQ_INT(os->rank, 2);
+      ASSERT_EQ_INT(os->dims[0], 2 * rows);
+      ASSERT_EQ_INT(os->dims[1], 3);
+      float r_host[60];
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(out, r_host, sizeof(float) * (size_t)(6 * rows)));
+      for (int i = 0; i < 6 * rows; ++i) ASSERT_EQ_DBL(r_host[i], i);
+      cml_buffer_release(out);
+    }
+    cml_executable_release(exe);
+  }
+}
+
+// Size values: a data-dependent value fails at build time naming the op; a size <= 0, a size
+// that contradicts the name's binding and an element count mismatch fail at execution.
+TEST(reshape_size_value_rejections) {
+  cml_builder_t* b = NULL;
+  char msg[512];
+  cml_shape_t scalar = cml_shape_make(CML_DTYPE_I32, 0, NULL);
+  // A Parameter, and a value computed from one: data-dependent.
+  for (int k = 0; k < 2; ++k) {
+    cml_value_t x = values_param(&b, "param");
+    cml_function_t* f = cml_builder_main(b);
+    cml_value_t p = cml_parameter(f, "n", &scalar);
+    if (k == 1) p = cml_op_add(f, p, cml_op_dynamic_dimension_size(f, x, 0));
+    cml_op_dynamic_reshape_values(f, x, (int64_t[]){CML_DYNAMIC_DIM, 3}, (const char*[]){"m", NULL},
+                                  (cml_value_t[]){p, 0}, 2);
+    ASSERT_EQ_INT(api_code_msg(cml_builder_status(b), msg, sizeof msg),
+                  CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_TRUE(strstr(msg, "depends on Parameter") != NULL);
+    ASSERT_TRUE(strstr(msg, "\"m\"") != NULL);
+    cml_builder_destroy(b);
+  }
+  // A Float32 value.
+  cml_value_t x = values_param(&b, "f32");
+  cml_function_t* f = cml_builder_main(b);
+  cml_op_dynamic_reshape_values(f, x, (int64_t[]){CML_DYNAMIC_DIM, 3}, (const char*[]){"m", NULL},
+                                (cml_value_t[]){cml_constant_scalar_f64(f, CML_DTYPE_F32, 4), 0},
+                                2);
+  ASSERT_EQ_INT(api_code_msg(cml_builder_status(b), msg, sizeof msg), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(msg, "Int32 or Int64 scalar") != NULL);
+  cml_builder_destroy(b);
+  // Execution: [m = size - size (0), 6]; [b = b + 1, 6] (contradicts b); [m = b + 1, 6].
+  const char* names[3] = {"m", "b", "m"};
+  const char* want[3] = {"must be positive", "\"b\"", "cannot reshape"};
+  for (int k = 0; k < 3; ++k) {
+    x = values_param(&b, "exec");
+    f = cml_builder_main(b);
+    cml_value_t size = cml_op_dynamic_dimension_size(f, x, 0);
+    cml_value_t v = k == 0 ? cml_op_sub(f, size, size)
+                           : cml_op_add(f, size, cml_constant_scalar_i64(f, CML_DTYPE_I32, 1));
+    cml_value_t r =
+        cml_op_dynamic_reshape_values(f, x, (int64_t[]){CML_DYNAMIC_DIM, 6},
+                                      (const char*[]){names[k], NULL}, (cml_value_t[]){v, 0}, 2);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, &r, 1, &exe));
+    cml_buffer_t* out = NULL;
+    ASSERT_EQ_INT(api_code_msg(values_run(exe, 2, &out), msg, sizeof msg),
+                  CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_TRUE(strstr(msg, "DynamicReshape") != NULL);
+    ASSERT_TRUE(strstr(msg, want[k]) != NULL);
+    ASSERT_TRUE(out == NULL);
+    cml_executable_release(exe);
+  }
+}
+
 // A dynamic axis that no input binds (an Iota of [k=?] with k nowhere in the inputs) fails at
 // compile, naming the axis; bound through an input, the same graph compiles and runs.
 TEST(compile_rejects_unbound_axis) {
@@ -610,5 +727,6 @@ TEST_MAIN(TEST_ENTRY(make_format_parse), TEST_ENTRY(bad_names_and_dims),
           TEST_ENTRY(inference), TEST_ENTRY(inference_rejections_and_dynamic_ops),
           TEST_ENTRY(execute_many_batches), TEST_ENTRY(execute_contradicting_inputs),
           TEST_ENTRY(execute_threads_small_cache), TEST_ENTRY(execute_dynamic_ops_and_concat),
+          TEST_ENTRY(execute_reshape_size_values), TEST_ENTRY(reshape_size_value_rejections),
           TEST_ENTRY(compile_rejects_unbound_axis), TEST_ENTRY(null_backend_rejects),
           TEST_ENTRY(teardown_backend))
