@@ -188,10 +188,7 @@ static cml_status_t cml_specialize_node(cml__module_impl_t* impl, uint32_t n,
     int64_t size = 0, count = 0;
     cml_status_t st = cml_eval_size(impl, node->inputs[node->attrs->limits[i]], &size, &count);
     if (st == CML_OK && size <= 0) {
-      st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "DynamicReshape: cannot reshape %s to %s: axis %d (\"%s\") gets the "
-                           "size value %lld (must be positive)",
-                           cml__shape_text(x, text), cml__shape_text(pattern, text2), (int)i, name,
+      st = cml_status_make(CML_STATUS_INVALID_ARGUMENT, "the size value is %lld (must be positive)",
                            (long long)size);
     }
     if (st == CML_OK) st = cml_axis_bindings_set_id(bindings, -pattern->dims[i], size);
@@ -247,6 +244,17 @@ static cml_status_t cml_specialize_node(cml__module_impl_t* impl, uint32_t n,
         }
       } else {
         if (cml_shape_element_count(x) != cml_shape_element_count(out)) {
+          const cml_shape_t* pattern = &impl->base->values[node->first_output].shape;
+          for (int32_t i = 0; node->op == CML_OP_DYNAMIC_RESHAPE && i < out->rank; ++i) {
+            if (node->attrs->limits[i] <= 0) continue;  // name the first axis sized by a value
+            return cml_status_make(
+                CML_STATUS_INVALID_ARGUMENT,
+                "DynamicReshape: cannot reshape %s to %s (%lld and %lld elements; axis %d "
+                "(\"%s\") is %lld from its size value)",
+                cml__shape_text(x, text), cml__shape_text(out, text2),
+                (long long)cml_shape_element_count(x), (long long)cml_shape_element_count(out),
+                (int)i, cml_axis_name(cml_dim_axis_id(pattern->dims[i])), (long long)out->dims[i]);
+          }
           return cml_status_make(
               CML_STATUS_INVALID_ARGUMENT, "%s: cannot reshape %s to %s (%lld and %lld elements)",
               cml_op_name(node->op), cml__shape_text(x, text), cml__shape_text(out, text2),
