@@ -170,6 +170,31 @@ static void case_dynamic_ops(bt_t* t) {
                 (int64_t[]){0, 1, 2, 3, 4, 5, 6, 7});
 }
 
+// DynamicReshape with a runtime size value: [n=?, 4] -> [m, 2] with m = 2 * size(x, 0), run
+// with n = 1 and n = 3 (one executable).
+static void case_reshape_size_value(bt_t* t) {
+  if (!require_dynamic(t) || !bt_require_op(t, CML_OP_DYNAMIC_RESHAPE) ||
+      !bt_require_op(t, CML_OP_DYNAMIC_DIMENSION_SIZE)) {
+    return;
+  }
+  cml_function_t* f = bt_main(t);
+  cml_value_t x = dyn_param(t, "x", CML_DTYPE_I32, 2, (int64_t[]){D, 4}, (const char*[]){"n", 0});
+  cml_value_t v = cml_op_mul(f, cml_op_dynamic_dimension_size(f, x, 0),
+                             cml_constant_scalar_i64(f, CML_DTYPE_I32, 2));
+  cml_value_t r = cml_op_dynamic_reshape_values(f, x, (int64_t[]){D, 2}, (const char*[]){"m", 0},
+                                                (cml_value_t[]){v, CML_VALUE_INVALID}, 2);
+  cml_executable_t* exe = bt_compile(t, &r, 1);
+  if (!exe) return;
+  int64_t xd[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  for (int64_t n = 1; n <= 3; n += 2) {
+    bt_tensor_t in = bt_tensor_i64(t, CML_DTYPE_I32, 2, (int64_t[]){n, 4}, xd);
+    bt_tensor_t out;
+    if (!bt_run(t, exe, &in, 1, 0, &out, 1)) return;
+    bt_expect_i64(t, "DynamicReshape(size value)", &out, CML_DTYPE_I32, 2, (int64_t[]){2 * n, 2},
+                  xd);
+  }
+}
+
 // Concatenate along a dynamic axis: [n=?, 2] ++ [1, 2] -> [=n+1, 2].
 static void case_concatenate(bt_t* t) {
   if (!require_dynamic(t) || !bt_require_op(t, CML_OP_CONCATENATE)) return;
@@ -284,6 +309,7 @@ const bt_case_t bt_cases_dynamic[] = {
     {"dot_general_batch", CML_OP_DOT_GENERAL, case_dot_batch},
     {"while", CML_OP_WHILE, case_while},
     {"dynamic_ops", CML_OP_DYNAMIC_RESHAPE, case_dynamic_ops},
+    {"reshape_size_value", CML_OP_DYNAMIC_RESHAPE, case_reshape_size_value},
     {"concatenate", CML_OP_CONCATENATE, case_concatenate},
     {"many_bindings", CML_OP_MUL, case_many_bindings},
     {"bad_bindings", CML_OP_INVALID, case_bad_bindings},
