@@ -608,6 +608,24 @@ TEST(execute_reshape_size_values) {
     }
     cml_executable_release(exe);
   }
+  // With an inferred axis too: [b=?, 6] -> [v = size(x, 0), g, 3] binds v first, so g = 2.
+  cml_builder_t* b = NULL;
+  cml_value_t x = values_param(&b, "values_inferred");
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t r = cml_op_dynamic_reshape_values(
+      f, x, (int64_t[]){CML_DYNAMIC_DIM, CML_DYNAMIC_DIM, 3}, (const char*[]){"v", "g", NULL},
+      (cml_value_t[]){cml_op_dynamic_dimension_size(f, x, 0), 0, 0}, 3);
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &r, 1, &exe));
+  cml_buffer_t* out = NULL;
+  ASSERT_STATUS_OK(values_run(exe, 5, &out));
+  const cml_shape_t* os = cml_buffer_shape(out);
+  ASSERT_EQ_INT(os->rank, 3);
+  ASSERT_EQ_INT(os->dims[0], 5);
+  ASSERT_EQ_INT(os->dims[1], 2);
+  ASSERT_EQ_INT(os->dims[2], 3);
+  cml_buffer_release(out);
+  cml_executable_release(exe);
 }
 
 // Size values: a data-dependent value fails at build time naming the op; a size <= 0, a size
