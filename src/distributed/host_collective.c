@@ -3,6 +3,7 @@
 // over local devices, MPI across processes, upload), cml/host_collective.h.
 #include "cml/host_collective.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +22,17 @@
 static const char kWhat[] = "cml_host_all_reduce";
 
 #if CML_HOST_COLLECTIVE_MPI
-// Whether an MPI launcher started this process (Open MPI, MPICH/Hydra or PMIx variables).
+// Whether an MPI launcher started this process (Open MPI, MPICH/Hydra or PMIx variables). The
+// environment is read once per process; later calls read the cached answer (0 unknown, 1 no,
+// 2 yes; racing first calls store the same value).
 static bool cml_host_under_mpi_launcher(void) {
-  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+  static _Atomic int cached = 0;
+  int v = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (v == 0) {
+    v = (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) ? 2 : 1;
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+  }
+  return v == 2;
 }
 #endif
 
