@@ -479,6 +479,16 @@ static bool cml_collective_groups(cml_function_t* f, cml_op_t op,
   return true;
 }
 
+// The prologue shared by the one-operand collectives: begins |op|, reads operand |x| into |in|
+// and |xs|, clears |attrs| and stores the normalized |groups| in it.
+static bool cml_collective_unary(cml_function_t* f, cml_op_t op, cml_value_t x,
+                                 const cml_replica_groups_t* groups, uint32_t* in, cml_shape_t* xs,
+                                 cml_ir_attrs_t* attrs) {
+  memset(attrs, 0, sizeof *attrs);
+  return cml_collective_begin(f, op) && cml__op_input(f, op, x, 0, in, xs) &&
+         cml_collective_groups(f, op, groups, attrs);
+}
+
 bool cml_op_all_reduce(cml_function_t* f, const cml_value_t* operands, size_t count,
                        cml_reduce_type_t type, const cml_replica_groups_t* groups,
                        cml_value_t* out_results) {
@@ -531,13 +541,10 @@ bool cml_op_all_reduce(cml_function_t* f, const cml_value_t* operands, size_t co
 cml_value_t cml_op_all_gather(cml_function_t* f, cml_value_t x, int64_t axis,
                               const cml_replica_groups_t* groups) {
   const cml_op_t op = CML_OP_ALL_GATHER;
-  if (!cml_collective_begin(f, op)) return CML_VALUE_INVALID;
   uint32_t in;
   cml_shape_t xs, out;
   cml_ir_attrs_t attrs;
-  memset(&attrs, 0, sizeof attrs);
-  if (!cml__op_input(f, op, x, 0, &in, &xs)) return CML_VALUE_INVALID;
-  if (!cml_collective_groups(f, op, groups, &attrs)) return CML_VALUE_INVALID;
+  if (!cml_collective_unary(f, op, x, groups, &in, &xs, &attrs)) return CML_VALUE_INVALID;
   if (!cml_ok(f, cml__infer_all_gather(&xs, axis, attrs.collective.group_size, &attrs, &out))) {
     return CML_VALUE_INVALID;
   }
@@ -547,13 +554,10 @@ cml_value_t cml_op_all_gather(cml_function_t* f, cml_value_t x, int64_t axis,
 cml_value_t cml_op_reduce_scatter(cml_function_t* f, cml_value_t x, cml_reduce_type_t type,
                                   int64_t axis, const cml_replica_groups_t* groups) {
   const cml_op_t op = CML_OP_REDUCE_SCATTER;
-  if (!cml_collective_begin(f, op)) return CML_VALUE_INVALID;
   uint32_t in;
   cml_shape_t xs, out;
   cml_ir_attrs_t attrs;
-  memset(&attrs, 0, sizeof attrs);
-  if (!cml__op_input(f, op, x, 0, &in, &xs)) return CML_VALUE_INVALID;
-  if (!cml_collective_groups(f, op, groups, &attrs)) return CML_VALUE_INVALID;
+  if (!cml_collective_unary(f, op, x, groups, &in, &xs, &attrs)) return CML_VALUE_INVALID;
   if (!cml_ok(f, cml__infer_reduce_scatter(&xs, type, axis, attrs.collective.group_size, &attrs,
                                            &out))) {
     return CML_VALUE_INVALID;
@@ -564,13 +568,10 @@ cml_value_t cml_op_reduce_scatter(cml_function_t* f, cml_value_t x, cml_reduce_t
 cml_value_t cml_op_all_to_all(cml_function_t* f, cml_value_t x, int64_t split_axis,
                               int64_t concat_axis, const cml_replica_groups_t* groups) {
   const cml_op_t op = CML_OP_ALL_TO_ALL;
-  if (!cml_collective_begin(f, op)) return CML_VALUE_INVALID;
   uint32_t in;
   cml_shape_t xs, out;
   cml_ir_attrs_t attrs;
-  memset(&attrs, 0, sizeof attrs);
-  if (!cml__op_input(f, op, x, 0, &in, &xs)) return CML_VALUE_INVALID;
-  if (!cml_collective_groups(f, op, groups, &attrs)) return CML_VALUE_INVALID;
+  if (!cml_collective_unary(f, op, x, groups, &in, &xs, &attrs)) return CML_VALUE_INVALID;
   if (!cml_ok(f, cml__infer_all_to_all(&xs, split_axis, concat_axis, attrs.collective.group_size,
                                        &attrs, &out))) {
     return CML_VALUE_INVALID;
@@ -608,13 +609,10 @@ cml_value_t cml_op_collective_permute(cml_function_t* f, cml_value_t x, const in
 cml_value_t cml_op_collective_broadcast(cml_function_t* f, cml_value_t x,
                                         const cml_replica_groups_t* groups) {
   const cml_op_t op = CML_OP_COLLECTIVE_BROADCAST;
-  if (!cml_collective_begin(f, op)) return CML_VALUE_INVALID;
   uint32_t in;
   cml_shape_t xs, out;
   cml_ir_attrs_t attrs;
-  memset(&attrs, 0, sizeof attrs);
-  if (!cml__op_input(f, op, x, 0, &in, &xs)) return CML_VALUE_INVALID;
-  if (!cml_collective_groups(f, op, groups, &attrs)) return CML_VALUE_INVALID;
+  if (!cml_collective_unary(f, op, x, groups, &in, &xs, &attrs)) return CML_VALUE_INVALID;
   if (!cml_ok(f, cml__infer_collective_broadcast(&xs, &out))) return CML_VALUE_INVALID;
   return cml__op_add_node(f, op, &in, 1, &out, 1, &attrs);
 }
