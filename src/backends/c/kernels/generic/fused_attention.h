@@ -52,6 +52,14 @@ typedef struct cmlc_fa_bwd_ctx_t {
   size_t off_hq, off_hdo, off_hl, off_hd, off_hdq;
 } cmlc_fa_bwd_ctx_t;
 
+// acc = max(acc, x) lane by lane for the includer's CMLC_FA_V / CMLC_FA_IV vectors (acc where
+// x is NaN; the callers check finiteness separately).
+#define CMLC_FA_VMAX_INTO(acc, x)                                            \
+  do {                                                                       \
+    const CMLC_FA_IV gt_ = (x) > (acc);                                      \
+    (acc) = (CMLC_FA_V)(((CMLC_FA_IV)(x)&gt_) | ((CMLC_FA_IV)(acc) & ~gt_)); \
+  } while (0)
+
 // y = exp(x) lane by lane for float vectors x <= 0 (type V, int32 vector type IV): 2^n * p(r)
 // with n = round(x log2 e) and r = x - n ln 2 (Cephes' expf polynomial, within 2 ulps); lanes
 // below -87.3 (including -inf) give exactly 0.
