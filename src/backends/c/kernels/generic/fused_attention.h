@@ -52,6 +52,19 @@ typedef struct cmlc_fa_bwd_ctx_t {
   size_t off_hq, off_hdo, off_hl, off_hd, off_hdq;
 } cmlc_fa_bwd_ctx_t;
 
+// cmlc_load_f32 with bf16 decoded inline (the bits shifted up: exact, NaN kept), for the f32
+// kernels' element-by-element loads of q, k, v, o and dO in the half dtypes (cml_bf16_to_f32
+// is an exported, out-of-line function).
+static inline float cmlc__fa_load_f32(const void* p, int64_t i, cml_dtype_t dtype) {
+  if (dtype == CML_DTYPE_BF16) {
+    const uint32_t u = (uint32_t)((const uint16_t*)p)[i] << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+  }
+  return cmlc_load_f32(p, i, dtype);
+}
+
 // acc = max(acc, x) lane by lane for the includer's CMLC_FA_V / CMLC_FA_IV vectors (acc where
 // x is NaN; the callers check finiteness separately).
 #define CMLC_FA_VMAX_INTO(acc, x)                                            \

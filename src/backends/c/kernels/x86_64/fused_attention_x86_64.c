@@ -34,7 +34,7 @@ typedef int64_t cmlc_fa_v8l __attribute__((vector_size(64)));
 #define CMLC_FA_VEXP 1
 #define CMLC_FA_W 8
 #define CMLC_FA_EXP expf
-#define CMLC_FA_LOAD cmlc_load_f32
+#define CMLC_FA_LOAD cmlc__fa_load_f32
 #define CMLC_FA_STORE cmlc__fa_store_f32
 #define CMLC_FA_NAME(x) cmlc__fa_##x##_f32_avx2
 #define CMLC_FA_LINKAGE
@@ -66,7 +66,7 @@ typedef int64_t cmlc_fa_v8l __attribute__((vector_size(64)));
 #define CMLC_FA_VEXP 1
 #define CMLC_FA_W 16
 #define CMLC_FA_EXP expf
-#define CMLC_FA_LOAD cmlc_load_f32
+#define CMLC_FA_LOAD cmlc__fa_load_f32
 #define CMLC_FA_STORE cmlc__fa_store_f32
 #define CMLC_FA_NAME(x) cmlc__fa_##x##_f32_avx512
 #define CMLC_FA_LINKAGE
