@@ -6,6 +6,7 @@
 // 2e-3 relative (f32 rounding through a few ops). The finite differences run the forward ops
 // that the other groups check; the gradient graph is built by the core, so a backend passes
 // when it runs the ops the VJPs use (Pad, ReduceWindow, SelectAndScatter, ScatterSum, ...).
+// Second order: the gradient of attention is itself differentiated (grad_sdpa_second_order).
 #include <math.h>
 #include <string.h>
 
@@ -315,6 +316,57 @@ static cml_value_t g_control(cml_function_t* f, const cml_value_t* p, cml_dtype_
   return cml_op_mul(f, sorted, sorted);
 }
 
+// ScatterMax of sin(p1) and ScatterMin of p1 * p1 into p0 [4, 3], rows 2, 0, 2 (two updates
+// compete for row 2).
+static cml_value_t g_scatter_extremal(cml_function_t* f, const cml_value_t* p, cml_dtype_t dt) {
+  (void)dt;
+  static const int32_t idx[3] = {2, 0, 2};
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){3});
+  cml_value_t indices = cml_constant(f, &is, idx);
+  cml_scatter_dims_t s;
+  memset(&s, 0, sizeof s);
+  s.index_vector_axis = 1;
+  s.update_window_axis_count = 1;
+  s.update_window_axes[0] = 1;
+  s.inserted_window_axis_count = 1;
+  s.scatter_axes_to_operand_axes_count = 1;
+  cml_value_t mx = cml_op_scatter_max(f, p[0], indices, cml_op_sin(f, p[1]), &s);
+  cml_value_t mn = cml_op_scatter_min(f, p[0], indices, cml_op_mul(f, p[1], p[1]), &s);
+  return cml_op_add(f, mx, cml_op_mul(f, mn, mn));
+}
+// RFFT of p0 [2, 8]; IRFFT of Complex(p1, p2) [2, 5] to lengths 8 and 9: everything as real
+// values, concatenated.
+static cml_value_t g_real_fft(cml_function_t* f, const cml_value_t* p, cml_dtype_t dt) {
+  (void)dt;
+  cml_value_t r = cml_op_fft(f, p[0], CML_FFT_FORWARD_REAL, (int64_t[]){8}, 1);
+  cml_value_t z = cml_op_complex(f, p[1], p[2]);
+  cml_value_t i8 = cml_op_fft(f, z, CML_FFT_INVERSE_REAL, (int64_t[]){8}, 1);
+  cml_value_t i9 = cml_op_fft(f, z, CML_FFT_INVERSE_REAL, (int64_t[]){9}, 1);
+  return cml_op_concatenate(
+      f, 1, (cml_value_t[]){cml_op_real(f, r), cml_op_imag(f, r), i8, cml_op_mul(f, i9, i9)}, 4);
+}
+// Second order: the gradient of sum(sin(attention(q, k, v))) (causal, grouped-query, BHSD) with
+// respect to q, k and v, flattened; the check differentiates it again. On a backend with the
+// native attention VJP this differentiates that node.
+static cml_value_t g_sdpa_second_order(cml_function_t* f, const cml_value_t* p, cml_dtype_t dt) {
+  (void)dt;
+  cml_sdpa_config_t c;
+  cml_sdpa_config_init(&c);
+  c.causal = true;
+  cml_value_t o = cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BHSD, &c, NULL, NULL);
+  cml_value_t g[3];
+  if (cml_gradients(f, cml_op_reduce_sum(f, cml_op_sin(f, o), NULL, 0), p, 3, g) != CML_OK) {
+    return CML_VALUE_INVALID;
+  }
+  cml_builder_t* b = cml_function_builder(f);
+  for (int i = 0; i < 3; ++i) {
+    cml_shape_t s;
+    cml_builder_value_shape(b, g[i], &s);
+    g[i] = cml_op_reshape(f, g[i], (int64_t[]){cml_shape_element_count(&s)}, 1);
+  }
+  return cml_op_concatenate(f, 0, g, 3);
+}
+
 #define AD_SPEC(...)                         \
   static const ad_spec_t spec = __VA_ARGS__; \
   ad_check(t, &spec)
@@ -405,6 +457,33 @@ static void case_control(bt_t* t) {
            g_control,
            {CML_OP_IF, CML_OP_SORT, CML_OP_SCATTER_SUM, CML_OP_INVALID}});
 }
+static void case_scatter_extremal(bt_t* t) {
+  AD_SPEC({2,
+           {2, 2},
+           {{4, 3}, {3, 3}},
+           -1.2,
+           1.2,
+           g_scatter_extremal,
+           {CML_OP_SCATTER_MAX, CML_OP_SCATTER_MIN, CML_OP_GATHER, CML_OP_SCATTER_SUM}});
+}
+static void case_real_fft(bt_t* t) {
+  AD_SPEC({3,
+           {2, 2, 2},
+           {{2, 8}, {2, 5}, {2, 5}},
+           -1,
+           1,
+           g_real_fft,
+           {CML_OP_FFT, CML_OP_COMPLEX, CML_OP_CONJ, CML_OP_PAD}});
+}
+static void case_sdpa_second_order(bt_t* t) {
+  AD_SPEC({3,
+           {4, 4, 4},
+           {{1, 2, 4, 3}, {1, 1, 5, 3}, {1, 1, 5, 2}},
+           -1,
+           1,
+           g_sdpa_second_order,
+           {CML_OP_DOT_GENERAL, CML_OP_EXP, CML_OP_REDUCE_MAX, CML_OP_SIN}});
+}
 
 const bt_case_t bt_cases_autodiff[] = {
     {"grad_elementwise_unary", CML_OP_TANH, case_elementwise_unary},
@@ -419,5 +498,8 @@ const bt_case_t bt_cases_autodiff[] = {
     {"grad_batch_norm", CML_OP_BATCH_NORM_TRAINING, case_batch_norm},
     {"grad_fused", CML_OP_FUSED_LAYER_NORM, case_fused},
     {"grad_control", CML_OP_IF, case_control},
+    {"grad_scatter_extremal", CML_OP_SCATTER_MAX, case_scatter_extremal},
+    {"grad_real_fft", CML_OP_FFT, case_real_fft},
+    {"grad_sdpa_second_order", CML_OP_FUSED_SDPA, case_sdpa_second_order},
 };
 const size_t bt_cases_autodiff_count = sizeof bt_cases_autodiff / sizeof bt_cases_autodiff[0];

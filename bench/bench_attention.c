@@ -3,7 +3,7 @@
 // (dq + dk + dv of sum(o * g) through cml_gradients), the c backend's native tiled kernels
 // ("c": the forward and FusedScaledDotProductAttentionVJP) against the decomposition
 // ("c:fusion=false", differentiated op by op) and xla:cpu (which decomposes), at seq 128 and
-// 1024. Without -b flags the contenders are those three.
+// 1024, f32 (and bf16 without causality). Without -b flags the contenders are those three.
 #include <string.h>
 
 #include "bench/bench_common.h"
@@ -32,19 +32,20 @@ static cml_value_t build_sdpa(cml_function_t* f, const bench_case_t* c) {
   return cml_op_add(f, cml_op_add(f, grads[0], grads[1]), grads[2]);
 }
 
-static void add_case(bench_case_t* cases, size_t* count, int64_t b, int64_t h, int64_t s, int64_t d,
-                     bool causal, bool grad) {
+static void add_case(bench_case_t* cases, size_t* count, cml_dtype_t dtype, int64_t b, int64_t h,
+                     int64_t s, int64_t d, bool causal, bool grad) {
   bench_case_t* c = &cases[(*count)++];
   memset(c, 0, sizeof *c);
   c->group = "sdpa";
   c->build = build_sdpa;
-  c->dtype = CML_DTYPE_F32;
+  c->dtype = dtype;
   int64_t dims[8] = {b, h, s, d, causal, grad};
   memcpy(c->dims, dims, sizeof dims);
   // q k^T and p v, each 2 flops per multiply-add (causal: counted in full); the backward adds
   // dp = g v^T, dv = p^T g, dk = ds^T q, dq = ds k (the recomputed q k^T not counted).
   c->flops = (grad ? 12.0 : 4.0) * (double)(b * h) * (double)s * (double)s * (double)d;
-  bench_case_name(c, "f32 BHSD b%lld h%lld seq %lld d%lld%s%s", (long long)b, (long long)h,
+  bench_case_name(c, "%s BHSD b%lld h%lld seq %lld d%lld%s%s",
+                  dtype == CML_DTYPE_BF16 ? "bf16" : "f32", (long long)b, (long long)h,
                   (long long)s, (long long)d, causal ? " causal" : "", grad ? " fwd+bwd" : "");
 }
 
@@ -59,13 +60,16 @@ int main(int argc, char** argv) {
     opts.configs[2] = "xla:cpu";
     opts.config_count = 3;
   }
-  bench_case_t cases[8];
+  bench_case_t cases[12];
   size_t count = 0;
+  const cml_dtype_t f32 = CML_DTYPE_F32, bf16 = CML_DTYPE_BF16;
   for (int grad = 0; grad < 2; ++grad) {
-    add_case(cases, &count, 8, 4, 128, 64, false, grad);
-    add_case(cases, &count, 8, 4, 128, 64, true, grad);
-    add_case(cases, &count, 1, 8, 1024, 64, false, grad);
-    add_case(cases, &count, 1, 8, 1024, 64, true, grad);
+    add_case(cases, &count, f32, 8, 4, 128, 64, false, grad);
+    add_case(cases, &count, f32, 8, 4, 128, 64, true, grad);
+    add_case(cases, &count, f32, 1, 8, 1024, 64, false, grad);
+    add_case(cases, &count, f32, 1, 8, 1024, 64, true, grad);
+    add_case(cases, &count, bf16, 8, 4, 128, 64, false, grad);
+    add_case(cases, &count, bf16, 1, 8, 1024, 64, false, grad);
   }
   bench_run(&opts, cases, count);
   return bench_finish(&opts);

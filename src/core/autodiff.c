@@ -322,6 +322,35 @@ cml_status_t cml__ad_nested(cml__ad_t* outer, uint32_t begin, const uint32_t* se
   return st;
 }
 
+cml_status_t cml__ad_inner_vjp(cml__ad_t* outer, uint32_t begin, uint32_t out, cml_value_t seed,
+                               const uint32_t* wrt, uint32_t count, cml_value_t* out_cts) {
+  cml__module_impl_t* impl = outer->impl;
+  cml_builder_t* b = outer->b;
+  uint32_t limit = impl->value_count, end = outer->f->nodes.count;
+  for (uint32_t i = 0; i < count; ++i) out_cts[i] = CML_VALUE_INVALID;
+  cml_value_t* ct = cml__temp_alloc(b, limit * sizeof(cml_value_t));
+  bool* relevant = cml__temp_alloc(b, limit * sizeof(bool));
+  cml_status_t st = CML_OK;
+  if (ct && relevant) {
+    memset(ct, 0, limit * sizeof(cml_value_t));
+    memset(relevant, 0, limit * sizeof(bool));
+    for (uint32_t i = 0; i < count; ++i) relevant[wrt[i]] = true;
+    cml__ad_t ad = {outer->f, b, impl, relevant, limit, ct, {{0}}, {{0}}};
+    cml_ad_forward(&ad, begin, end);
+    if (relevant[out]) {
+      cml__ad_accumulate(&ad, out, seed);
+      st = cml_ad_backward(&ad, begin, end);
+    }
+    for (uint32_t i = 0; st == CML_OK && b->error == CML_OK && i < count; ++i) {
+      cml_shape_t shape = impl->values[wrt[i]].shape;
+      out_cts[i] = ct[wrt[i]] ? ct[wrt[i]] : cml__ad_zeros(&ad, &shape);
+    }
+  }
+  if (ct) cml__temp_free(b, ct, limit * sizeof(cml_value_t));
+  if (relevant) cml__temp_free(b, relevant, limit * sizeof(bool));
+  return st;
+}
+
 static cml_status_t cml_ad_run(cml__ad_t* ad, uint32_t loss, const uint32_t* wrt, size_t count,
                                uint32_t node_count) {
   bool* relevant = (bool*)ad->relevant;

@@ -6,6 +6,8 @@
 // when the backend has it. FusedLayerNorm, FusedDense, FusedAttentionQKVProjection,
 // FusedQuantizedDense (and attention otherwise): their decomposition into standard ops is
 // recomputed in the function and differentiated (cml__ad_nested).
+// FusedScaledDotProductAttentionVJP (second derivatives): the backward pass written as the VJP
+// of the decomposition (cml__ad_inner_vjp), then differentiated.
 #include <math.h>
 #include <string.h>
 
@@ -138,6 +140,46 @@ static cml_status_t cml_ad_sdpa(cml__ad_t* ad, const cml_ir_node_t* n, const cml
   return cml__ad_nested(ad, begin, &index, cts, 1);
 }
 
+// FusedScaledDotProductAttentionVJP (inputs q, k, v, the forward's output and logsumexp, the
+// output's cotangent, the forward's optional inputs): (dq, dk, dv) = the VJP of the attention
+// at (q, k, v) for that cotangent. Its own VJP: the attention is recomputed as its
+// decomposition, (dq, dk, dv) as that decomposition's VJP in standard ops, and those are
+// differentiated with the cotangents of dq, dk and dv. The output and logsumexp inputs are
+// functions of q, k and v that the recomputation already follows, so they get no cotangent.
+static cml_status_t cml_ad_sdpa_vjp(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts) {
+  cml_function_t* f = ad->f;
+  const uint32_t opt = n->attrs->fused.optional_inputs;
+  cml_sdpa_config_t cfg;
+  cml_sdpa_config_init(&cfg);
+  cfg.causal = n->attrs->fused.causal;
+  cfg.scale = n->attrs->fused.scale;
+  uint32_t next = 6;
+  if (opt & 1u) cfg.mask = cml__ad_in(ad, n, next++);
+  if (opt & 2u) cfg.bias = cml__ad_in(ad, n, next++);
+  if (opt & 4u) {
+    cfg.query_seq_len = cml__ad_in(ad, n, next++);
+    cfg.kv_seq_len = cml__ad_in(ad, n, next++);
+  }
+  // Copies of q, k and v, so that the inner VJP tells their cotangents apart when they are one
+  // value (self-attention on x).
+  uint32_t begin = f->nodes.count;
+  cml_value_t q = cml_op_identity(f, cml__ad_in(ad, n, 0));
+  cml_value_t k = cml_op_identity(f, cml__ad_in(ad, n, 1));
+  cml_value_t v = cml_op_identity(f, cml__ad_in(ad, n, 2));
+  cml_value_t o = cml__fused_sdpa_build(f, q, k, v, (cml_attention_layout_t)n->attrs->fused.layout,
+                                        &cfg, NULL, NULL, false);
+  if (o == CML_VALUE_INVALID || ad->b->error != CML_OK) return CML_OK;
+  const uint32_t qkv[3] = {q & CML__VALUE_INDEX_MASK, k & CML__VALUE_INDEX_MASK,
+                           v & CML__VALUE_INDEX_MASK};
+  cml_value_t grads[3];
+  cml_status_t st =
+      cml__ad_inner_vjp(ad, begin, o & CML__VALUE_INDEX_MASK, cml__ad_in(ad, n, 5), qkv, 3, grads);
+  if (st != CML_OK || ad->b->error != CML_OK) return st;
+  uint32_t index[3];
+  for (int i = 0; i < 3; ++i) index[i] = grads[i] & CML__VALUE_INDEX_MASK;
+  return cml__ad_nested(ad, begin, index, cts, 3);
+}
+
 cml_status_t cml__ad_vjp_fused(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
                                cml_value_t* in_cts) {
   cml_function_t* f = ad->f;
@@ -191,6 +233,8 @@ cml_status_t cml__ad_vjp_fused(cml__ad_t* ad, const cml_ir_node_t* n, const cml_
     }
     case CML_OP_FUSED_SDPA:
       return cml_ad_sdpa(ad, n, cts, in_cts);
+    case CML_OP_FUSED_SDPA_VJP:
+      return cml_ad_sdpa_vjp(ad, n, cts);
     case CML_OP_FUSED_ATTENTION_QKV_PROJECTION: {
       const uint32_t opt = n->attrs->fused.optional_inputs;
       cml_value_t bias[3] = {CML_VALUE_INVALID, CML_VALUE_INVALID, CML_VALUE_INVALID};

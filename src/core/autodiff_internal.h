@@ -34,6 +34,15 @@ void cml__ad_accumulate(cml__ad_t* ad, uint32_t v, cml_value_t ct);
 cml_status_t cml__ad_nested(cml__ad_t* ad, uint32_t begin, const uint32_t* seed_values,
                             const cml_value_t* seeds, uint32_t seed_count);
 
+// A separate differentiation inside a rule: the nodes of ad->f from |begin| to the last one,
+// with cotangent |seed| on value |out|, with respect to values |wrt| only (indices of values
+// that exist when it is called, e.g. ones the rule just added). Writes the cotangent of each to
+// |out_cts| (zeros when none) and leaves |ad|'s cotangents alone. The nodes it adds are standard
+// ops, so the result can itself be differentiated (cml__ad_nested): second derivatives through a
+// VJP node.
+cml_status_t cml__ad_inner_vjp(cml__ad_t* ad, uint32_t begin, uint32_t out, cml_value_t seed,
+                               const uint32_t* wrt, uint32_t count, cml_value_t* out_cts);
+
 // A VJP rule: given the node |n| and the cotangent of each of its outputs (|cts|[k], 0 when
 // output k has none: it is zero), writes the cotangent of each input that needs one
 // (cml__ad_wants) to |in_cts| (0: none, i.e. zero). Ops are added with the public builders;

@@ -1,9 +1,61 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/core/autodiff_special.c: VJPs of the special group: BatchNormForTraining (through
 // BatchNormGradient, plus the terms of the batch mean and variance outputs) and
-// BatchNormForInference; FFT (complex forward and inverse: the same transform of the cotangent).
-// The real FFTs and RNGBitGenerator have none (RNG bits are integers).
+// BatchNormForInference; FFT (complex forward and inverse: the same transform of the cotangent;
+// RFFT: the complex FFT of the zero-padded cotangent, real part; IRFFT: the RFFT of the
+// cotangent, conjugated and weighted by each frequency's multiplicity). RNGBitGenerator has
+// none (RNG bits are integers).
+#include <stdlib.h>
+#include <string.h>
+
 #include "autodiff_internal.h"
+
+// The VJP of RFFT (real x, complex y of L/2+1 on the last axis) and IRFFT (complex z of L/2+1,
+// real y of L) over the trailing |lengths|, in JAX's convention for complex cotangents (the
+// cotangent of a + ib is dL/da - i dL/db; the one the complex ops' rules use).
+//  RFFT = Slice(FFT(Complex(x))): its transpose pads g with zeros to L, takes the (symmetric)
+//    complex FFT and keeps the real part.
+//  IRFFT(z)[n] = (1/N) sum_k c_k Re(z_k e^{+2 pi i k n / L}) over the half spectrum, with
+//    c_0 = 1, c_k = 2 for the frequencies that stand for a conjugate pair, and c_{L/2} = 1 for
+//    even L; the imaginary parts of z_0 (and z_{L/2}, L even) are ignored. So
+//    dL/da_k - i dL/db_k = (c_k / N) conj(RFFT(g))_k, N the product of |lengths|.
+static cml_value_t cml_ad_real_fft(cml__ad_t* ad, const cml_ir_node_t* n, cml_value_t g) {
+  cml_function_t* f = ad->f;
+  const cml_fft_type_t type = n->attrs->fft_type;
+  const int64_t* lengths = n->attrs->axes;
+  const size_t count = (size_t)n->attrs->axis_count;
+  const cml_shape_t* xs = cml__ad_in_shape(ad, n, 0);
+  const cml_shape_t* ys = cml__ad_out_shape(ad, n, 0);
+  const int64_t l = lengths[count - 1], half = l / 2 + 1;
+  if (type == CML_FFT_FORWARD_REAL) {
+    const cml_dtype_t ct = ys->dtype;  // the complex dtype
+    cml_pad_axis_t pads[CML_MAX_RANK];
+    memset(pads, 0, sizeof pads);
+    pads[ys->rank - 1].high = l - half;
+    cml_value_t full = cml_op_pad(f, g, cml__ad_scalar(ad, ct, 0.0), pads, (size_t)ys->rank);
+    return cml_op_real(f, cml_op_fft(f, full, CML_FFT_FORWARD, lengths, count));
+  }
+  // IRFFT: the input is complex of |xs|, the output real of |ys|.
+  double total = 1;
+  for (size_t i = 0; i < count; ++i) total *= (double)lengths[i];
+  const cml_dtype_t rt = ys->dtype;
+  cml_shape_t ms = cml_shape_make(CML_DTYPE_F64, 1, (int64_t[]){half});
+  double* w = calloc((size_t)half, sizeof *w);
+  if (!w) {
+    return cml__fail(ad->b, CML_STATUS_RESOURCE_EXHAUSTED,
+                     "FFT: no memory for the IRFFT VJP's %lld frequency weights", (long long)half);
+  }
+  for (int64_t k = 0; k < half; ++k) {
+    const bool single = k == 0 || (l % 2 == 0 && k == l / 2);
+    w[k] = (single ? 1.0 : 2.0) / total;
+  }
+  cml_value_t weight = cml__ad_convert(ad, cml_constant(f, &ms, w), rt);
+  free(w);
+  int64_t last = xs->rank - 1;
+  weight = cml_op_broadcast_in_dim(f, weight, xs->dims, xs->rank, &last, 1);
+  cml_value_t r = cml_op_conj(f, cml_op_fft(f, g, CML_FFT_FORWARD_REAL, lengths, count));
+  return cml__ad_mul(ad, r, cml_op_complex(f, weight, cml__ad_scalar(ad, rt, 0.0)));
+}
 
 // |v| (rank 1 over the feature axis) broadcast to |xs|.
 static cml_value_t cml_ad_feature(cml__ad_t* ad, cml_value_t v, const cml_shape_t* xs,
@@ -80,10 +132,11 @@ cml_status_t cml__ad_vjp_special(cml__ad_t* ad, const cml_ir_node_t* n, const cm
     case CML_OP_FFT: {
       // The DFT matrix (and its Kronecker products over several axes) is symmetric, so the
       // transpose of a complex FFT or inverse FFT is the same transform (JAX's transpose, no
-      // conjugation). The real transforms' transposes are not implemented.
+      // conjugation).
       const cml_fft_type_t type = n->attrs->fft_type;
-      if (type != CML_FFT_FORWARD && type != CML_FFT_INVERSE) {
-        return cml__ad_no_vjp(ad, n, "the real FFTs (RFFT, IRFFT) have none yet");
+      if (type == CML_FFT_FORWARD_REAL || type == CML_FFT_INVERSE_REAL) {
+        in_cts[0] = cml_ad_real_fft(ad, n, cts[0]);
+        return CML_OK;
       }
       in_cts[0] = cml_op_fft(f, cts[0], type, n->attrs->axes, (size_t)n->attrs->axis_count);
       return CML_OK;

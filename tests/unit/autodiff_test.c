@@ -3,7 +3,7 @@
 //
 // Every op with a VJP is checked against central finite differences in f64 on random inputs:
 // loss = sum(op(inputs) * W) with a random weight W, so every output element gets its own
-// cotangent. The c backend runs all cases; 18 also run on xla:cpu with --xla (ctest
+// cotangent. The c backend runs all cases; 22 also run on xla:cpu with --xla (ctest
 // autodiff_xla, label device; exit 77 without the plugin). Hand-computed cases, error statuses and
 // optimizer steps against hand-computed values follow.
 #include <math.h>
@@ -270,6 +270,26 @@ static cml_value_t b_scatter_sum(cml_function_t* f, const cml_value_t* p) {
   s.scatter_axes_to_operand_axes[0] = 0;
   return cml_op_scatter_sum(f, p[0], p[1], cml_op_sin(f, p[2]), &s);
 }
+// ScatterMax/ScatterMin of sin(updates) into x * x: rows 2 and 0, row 2 twice (two updates
+// compete with the operand row).
+static cml_value_t b_scatter_extremal(cml_function_t* f, const cml_value_t* p, cml_op_t op) {
+  cml_scatter_dims_t s;
+  memset(&s, 0, sizeof s);
+  s.index_vector_axis = 1;
+  s.update_window_axis_count = 1;
+  s.update_window_axes[0] = 1;
+  s.inserted_window_axis_count = 1;
+  s.inserted_window_axes[0] = 0;
+  s.scatter_axes_to_operand_axes_count = 1;
+  s.scatter_axes_to_operand_axes[0] = 0;
+  return cml_op_scatter(f, op, cml_op_mul(f, p[0], p[0]), p[1], cml_op_sin(f, p[2]), &s);
+}
+static cml_value_t b_scatter_max(cml_function_t* f, const cml_value_t* p) {
+  return b_scatter_extremal(f, p, CML_OP_SCATTER_MAX);
+}
+static cml_value_t b_scatter_min(cml_function_t* f, const cml_value_t* p) {
+  return b_scatter_extremal(f, p, CML_OP_SCATTER_MIN);
+}
 static cml_value_t b_reduce_window_sum(cml_function_t* f, const cml_value_t* p) {
   cml_window_config_t w;
   memset(&w, 0, sizeof w);
@@ -514,6 +534,62 @@ static cml_value_t b_fft(cml_function_t* f, const cml_value_t* p) {
   return cml_op_concatenate(f, 1, (cml_value_t[]){cml_op_real(f, z), cml_op_imag(f, z)}, 2);
 }
 
+// Real FFTs: RFFT of p0 over the last axis (even and odd lengths) and over the last two; the
+// real and imaginary parts concatenated.
+static cml_value_t ad_re_im(cml_function_t* f, cml_value_t z, int64_t axis) {
+  return cml_op_concatenate(f, axis, (cml_value_t[]){cml_op_real(f, z), cml_op_imag(f, z)}, 2);
+}
+static cml_value_t b_rfft(cml_function_t* f, const cml_value_t* p) {  // p0 [3, 2, 8]
+  cml_value_t a = cml_op_fft(f, p[0], CML_FFT_FORWARD_REAL, (int64_t[]){8}, 1);
+  cml_value_t b = cml_op_fft(f, p[0], CML_FFT_FORWARD_REAL, (int64_t[]){2, 8}, 2);
+  cml_value_t c =
+      cml_op_fft(f, cml_op_slice(f, p[0], (int64_t[]){0, 0, 0}, (int64_t[]){3, 2, 7}, NULL, 3),
+                 CML_FFT_FORWARD_REAL, (int64_t[]){7}, 1);  // [3, 2, 4]
+  return cml_op_concatenate(
+      f, 2, (cml_value_t[]){ad_re_im(f, a, 2), ad_re_im(f, b, 2), ad_re_im(f, c, 2)}, 3);
+}
+// IRFFT of Complex(p0, p1) [2, 2, 5] to length 8 and 9 over the last axis and to [2, 8] over
+// the last two (the imaginary parts of the zero and Nyquist frequencies are ignored).
+static cml_value_t b_irfft(cml_function_t* f, const cml_value_t* p) {
+  cml_value_t z = cml_op_complex(f, p[0], p[1]);
+  cml_value_t a = cml_op_fft(f, z, CML_FFT_INVERSE_REAL, (int64_t[]){8}, 1);
+  cml_value_t b = cml_op_fft(f, z, CML_FFT_INVERSE_REAL, (int64_t[]){9}, 1);
+  cml_value_t c = cml_op_fft(f, z, CML_FFT_INVERSE_REAL, (int64_t[]){2, 8}, 2);
+  return cml_op_concatenate(f, 2, (cml_value_t[]){a, cml_op_mul(f, b, b), c}, 3);
+}
+
+// Second derivatives through attention: the gradient of sum(sin(SDPA(q, k, v))) with respect
+// to q, k and v (on c the native FusedScaledDotProductAttentionVJP node), flattened; the harness
+// differentiates it again. Causal grouped-query BHSD, and self-attention on one value with a
+// Bool mask (BSHD).
+static cml_value_t ad_flat_grads(cml_function_t* f, cml_value_t loss, const cml_value_t* wrt,
+                                 int count) {
+  cml_value_t g[3], flat[3];
+  if (cml_gradients(f, loss, wrt, (size_t)count, g) != CML_OK) return CML_VALUE_INVALID;
+  for (int i = 0; i < count; ++i) {
+    cml_shape_t s;
+    cml_builder_value_shape(cml_function_builder(f), g[i], &s);
+    flat[i] = cml_op_reshape(f, g[i], (int64_t[]){cml_shape_element_count(&s)}, 1);
+  }
+  return count == 1 ? flat[0] : cml_op_concatenate(f, 0, flat, (size_t)count);
+}
+static cml_value_t b_sdpa_d2(cml_function_t* f, const cml_value_t* p) {
+  cml_sdpa_config_t c;
+  cml_sdpa_config_init(&c);
+  c.causal = true;
+  cml_value_t o = cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BHSD, &c, NULL, NULL);
+  return ad_flat_grads(f, cml_op_reduce_sum(f, cml_op_sin(f, o), NULL, 0), p, 3);
+}
+static const bool k_sdpa_mask[4 * 4] = {1, 0, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 0};
+static cml_value_t b_sdpa_self_d2(cml_function_t* f, const cml_value_t* p) {
+  cml_shape_t ms = cml_shape_make(CML_DTYPE_BOOL, 2, (int64_t[]){4, 4});
+  cml_sdpa_config_t c;
+  cml_sdpa_config_init(&c);
+  c.mask = cml_constant(f, &ms, k_sdpa_mask);
+  cml_value_t o = cml_op_fused_sdpa(f, p[0], p[0], p[0], CML_ATTENTION_LAYOUT_BSHD, &c, NULL, NULL);
+  return ad_flat_grads(f, cml_op_reduce_sum(f, cml_op_mul(f, o, o), NULL, 0), p, 1);
+}
+
 static const ad_case_t* ad_cases(size_t* count) {
   static ad_case_t cases[128];
   static size_t n = 0;
@@ -588,6 +664,20 @@ static const ad_case_t* ad_cases(size_t* count) {
                            -2,
                            2,
                            b_scatter_sum};
+  cases[n++] = (ad_case_t){"scatter_max",
+                           3,
+                           {F64(4, 3), API_SHAPE(CML_DTYPE_I32, 3), F64(3, 3)},
+                           {NULL, k_gather_idx, NULL},
+                           -1.2,
+                           1.2,
+                           b_scatter_max};
+  cases[n++] = (ad_case_t){"scatter_min",
+                           3,
+                           {F64(4, 3), API_SHAPE(CML_DTYPE_I32, 3), F64(3, 3)},
+                           {NULL, k_gather_idx, NULL},
+                           -1.2,
+                           1.2,
+                           b_scatter_min};
   cases[n++] = (ad_case_t){"batch_norm_training", 3, {F64(4, 3), F64(3), F64(3)}, {0}, -2, 2,
                            b_batch_norm_training};
   cases[n++] =
@@ -617,6 +707,11 @@ static const ad_case_t* ad_cases(size_t* count) {
                   {0},         -1.5, 1.5,
                   b_sdpa_bias};
   B(fft, F64(3, 2, 4), F64(3, 2, 4), -1, 1);
+  R(rfft, F64(3, 2, 8), -1, 1);
+  B(irfft, F64(2, 2, 5), F64(2, 2, 5), -1, 1);
+  cases[n++] = (ad_case_t){
+      "sdpa_d2", 3, {F64(1, 2, 4, 3), F64(1, 1, 5, 3), F64(1, 1, 5, 2)}, {0}, -1, 1, b_sdpa_d2};
+  R(sdpa_self_d2, F64(2, 4, 1, 3), -1, 1);
   cases[n++] =
       (ad_case_t){"qkv_projection", 4, {F64(3, 4), F64(4, 8), F64(2), F64(3)}, {0}, -1, 1, b_qkv};
   if (n > sizeof cases / sizeof cases[0]) abort();  // grow |cases|
@@ -640,7 +735,8 @@ TEST(finite_differences_xla) {
                                       "pad",        "slice", "gather",       "reduce_window_sum",
                                       "mlp",        "where", "conv_strided", "conv_grouped",
                                       "call",       "if",    "sort",         "layer_norm",
-                                      "dense_gelu", "while"};
+                                      "dense_gelu", "while", "scatter_max",  "scatter_min",
+                                      "rfft",       "irfft"};
   size_t n;
   const ad_case_t* cases = ad_cases(&n);
   int failed = 0, ran = 0;
@@ -653,7 +749,7 @@ TEST(finite_differences_xla) {
     }
   }
   ASSERT_EQ_INT(failed, 0);
-  ASSERT_EQ_INT(ran, 18);
+  ASSERT_EQ_INT(ran, 22);
 }
 
 //===--- hand-computed cases ---===//
@@ -890,17 +986,102 @@ TEST(unimplemented_names_op) {
   ASSERT_TRUE(strstr(msg, "nested") != NULL);
   cml_builder_destroy(b);
 
-  // The real FFT has no VJP yet (the complex ones do).
-  ASSERT_STATUS_OK(cml_builder_create(g_c, "rfft", &b));
+  // The logsumexp state of native attention has no VJP (the output does).
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "lse", &b));
   f = cml_builder_main(b);
-  cml_shape_t rs = API_SHAPE(CML_DTYPE_F32, 2, 8);
-  x = cml_parameter(f, "x", &rs);
-  cml_value_t r = cml_op_fft(f, x, CML_FFT_FORWARD_REAL, (int64_t[]){8}, 1);
-  l = cml_op_reduce_sum(f, cml_op_real(f, r), NULL, 0);
+  cml_shape_t qs = API_SHAPE(CML_DTYPE_F32, 1, 2, 4, 8);
+  x = cml_parameter(f, "q", &qs);
+  cml_value_t states[CML_SDPA_MAX_STATES];
+  size_t state_count = 0;
+  cml_value_t o =
+      cml_op_fused_sdpa(f, x, x, x, CML_ATTENTION_LAYOUT_BHSD, NULL, states, &state_count);
+  ASSERT_NE_INT(o, CML_VALUE_INVALID);
+  ASSERT_EQ_INT(state_count, 1);
+  l = cml_op_reduce_sum(f, states[0], NULL, 0);
   ASSERT_EQ_INT(api_code_msg(cml_gradients(f, l, &x, 1, &g), msg, sizeof msg),
                 CML_STATUS_UNIMPLEMENTED);
-  ASSERT_TRUE(strstr(msg, "FFT: no VJP (the real FFTs") != NULL);
+  ASSERT_TRUE(strstr(msg, "FusedScaledDotProductAttention: no VJP (its logsumexp") != NULL);
   cml_builder_destroy(b);
+}
+
+// The real FFTs' VJPs by hand: RFFT of length 4 has y_0 = sum x, y_1 = x0 - x2 - i(x1 - x3),
+// y_2 = x0 - x1 + x2 - x3. For loss = Re(y_0) + 2 Im(y_1) + 3 Re(y_2):
+// d/dx = [1 + 3, 1 - 2 - 3, 1 + 3, 1 + 2 - 3] = [4, -4, 4, 0]. IRFFT of length 4 of
+// z = a + ib: y_n = (a0 + 2 Re(z1 e^{i pi n / 2}) + a2 (-1)^n) / 4 (the imaginary parts of z0
+// and z2 are ignored), so y_0 + y_1 = (2 a0 + 2 a1 - 2 b1) / 4.
+TEST(real_fft_hand_computed) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "rfft_hand", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = API_SHAPE(CML_DTYPE_F64, 4), zs = API_SHAPE(CML_DTYPE_F64, 3);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t a = cml_parameter(f, "a", &zs), bi = cml_parameter(f, "b", &zs);
+  cml_value_t y = cml_op_fft(f, x, CML_FFT_FORWARD_REAL, (int64_t[]){4}, 1);
+  cml_shape_t ws = API_SHAPE(CML_DTYPE_F64, 3);
+  static const double wr[3] = {1, 0, 3}, wi[3] = {0, 2, 0};
+  cml_value_t l1 = cml_op_add(
+      f, cml_op_reduce_sum(f, cml_op_mul(f, cml_op_real(f, y), cml_constant(f, &ws, wr)), NULL, 0),
+      cml_op_reduce_sum(f, cml_op_mul(f, cml_op_imag(f, y), cml_constant(f, &ws, wi)), NULL, 0));
+  cml_value_t r = cml_op_fft(f, cml_op_complex(f, a, bi), CML_FFT_INVERSE_REAL, (int64_t[]){4}, 1);
+  cml_value_t l2 = cml_op_reduce_sum(f, cml_op_slice(f, r, (int64_t[]){0}, (int64_t[]){2}, NULL, 1),
+                                     NULL, 0);  // y_0 + y_1
+  cml_value_t g[3];
+  ASSERT_STATUS_OK(cml_gradients(f, cml_op_add(f, l1, l2), (cml_value_t[]){x, a, bi}, 3, g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, g, 3, &exe));
+  double xv[4] = {0.5, -1, 2, 3}, av[3] = {1, 2, -1}, bv[3] = {0.25, -0.5, 4};
+  double gx[4], ga[3], gb[3];
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){xv, av, bv}, (void*[]){gx, ga, gb}));
+  cml_executable_release(exe);
+  ASSERT_NEAR(gx[0], 4, 1e-12);
+  ASSERT_NEAR(gx[1], -4, 1e-12);
+  ASSERT_NEAR(gx[2], 4, 1e-12);
+  ASSERT_NEAR(gx[3], 0, 1e-12);
+  ASSERT_NEAR(ga[0], 0.5, 1e-12);
+  ASSERT_NEAR(ga[1], 0.5, 1e-12);
+  ASSERT_NEAR(ga[2], 0, 1e-12);
+  ASSERT_NEAR(gb[0], 0, 1e-12);
+  // JAX's convention: the cotangent of a + ib is dL/da - i dL/db; through Complex(a, b) the
+  // gradient of b is dL/db = -0.5.
+  ASSERT_NEAR(gb[1], -0.5, 1e-12);
+  ASSERT_NEAR(gb[2], 0, 1e-12);
+}
+
+// ScatterMax ties: operand [3] = {1, 5, 2}, updates {5, 5, 7, 0} to positions {1, 1, 2, 0}.
+// Output {1, 5, 7}; position 1 has three winners (the operand and two updates), each gets a
+// third of g; position 2 goes to update 2; position 0 to the operand; update 3 loses.
+TEST(scatter_max_ties) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "scatter_ties", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = API_SHAPE(CML_DTYPE_F64, 3), us = API_SHAPE(CML_DTYPE_F64, 4);
+  cml_shape_t is = API_SHAPE(CML_DTYPE_I32, 4, 1);
+  cml_value_t x = cml_parameter(f, "x", &xs), u = cml_parameter(f, "u", &us);
+  static const int32_t idx[4] = {1, 1, 2, 0};
+  cml_scatter_dims_t sd;
+  memset(&sd, 0, sizeof sd);
+  sd.index_vector_axis = 1;
+  sd.inserted_window_axis_count = 1;
+  sd.scatter_axes_to_operand_axes_count = 1;
+  cml_value_t y = cml_op_scatter_max(f, x, cml_constant(f, &is, idx), u, &sd);
+  static const double wv[3] = {10, 30, 100};
+  cml_value_t l = cml_op_reduce_sum(f, cml_op_mul(f, y, cml_constant(f, &xs, wv)), NULL, 0);
+  cml_value_t g[2];
+  ASSERT_STATUS_OK(cml_gradients(f, l, (cml_value_t[]){x, u}, 2, g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, (cml_value_t[]){y, g[0], g[1]}, 3, &exe));
+  double xv[3] = {1, 5, 2}, uv[4] = {5, 5, 7, 0}, yv[3], gx[3], gu[4];
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){xv, uv}, (void*[]){yv, gx, gu}));
+  cml_executable_release(exe);
+  ASSERT_EQ_DBL(yv[1], 5);
+  ASSERT_EQ_DBL(yv[2], 7);
+  ASSERT_NEAR(gx[0], 10, 1e-12);
+  ASSERT_NEAR(gx[1], 10, 1e-12);
+  ASSERT_NEAR(gx[2], 0, 1e-12);
+  ASSERT_NEAR(gu[0], 10, 1e-12);
+  ASSERT_NEAR(gu[1], 10, 1e-12);
+  ASSERT_NEAR(gu[2], 100, 1e-12);
+  ASSERT_NEAR(gu[3], 0, 1e-12);
 }
 
 // FusedQuantizedDense: gradients with respect to x and the bias (the weights are integer
@@ -1148,6 +1329,8 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(second_derivative),
                                        TEST_ENTRY(complex_ops),
                                        TEST_ENTRY(errors),
+                                       TEST_ENTRY(real_fft_hand_computed),
+                                       TEST_ENTRY(scatter_max_ties),
                                        TEST_ENTRY(unimplemented_names_op),
                                        TEST_ENTRY(quantized_dense_gradient),
                                        TEST_ENTRY(sgd_momentum_nesterov),

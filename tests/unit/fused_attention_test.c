@@ -238,6 +238,58 @@ static double fa_worst(const double* a, const double* b, int64_t n, double rtol,
   return worst;
 }
 
+// Full key tiles without a bias or mask take the score loop's fused row max; a row whose
+// scores are not finite falls back to the separate pass. q row 5 holds a NaN (its scores are
+// NaN), q row 7 values of 3e37 (scores near the float limit: the finiteness probe, a sum of
+// them, overflows): those rows must match the decomposition's (NaN where it is NaN), the others too
+// (kv_seq 128: two full tiles; causal with seq 128: the second query tile sees key tile 0 whole; dv
+// 16: v read in place).
+TEST(native_nonfinite_scores_fused_max) {
+  for (int causal = 0; causal < 2; ++causal) {
+    fa_case_t c = {CML_DTYPE_F32,
+                   CML_ATTENTION_LAYOUT_BHSD,
+                   1,
+                   2,
+                   2,
+                   128,
+                   128,
+                   16,
+                   16,
+                   causal,
+                   0,
+                   false,
+                   false,
+                   0};
+    fa_data_t data;
+    fa_data_make(&c, &data);
+    float* q = data.q;
+    q[5 * c.d + 3] = NAN;
+    for (int64_t e = 0; e < c.d; ++e) q[7 * c.d + e] = 3e37f;
+    q[(c.seq + 70) * c.d + 1] = NAN;  // head 1, row 70 (second query tile)
+    const int64_t n = fa_out_count(&c);
+    double* native = malloc((size_t)n * sizeof(double));
+    double* decomp = malloc((size_t)n * sizeof(double));
+    ASSERT_STATUS_OK(fa_run("c", &c, &data, native, NULL));
+    ASSERT_STATUS_OK(fa_run("c:fusion=false", &c, &data, decomp, NULL));
+    int64_t nan_rows = 0, bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (isnan(decomp[i]) || isnan(native[i])) {
+        bad += isnan(decomp[i]) != isnan(native[i]);
+        nan_rows += i % c.dv == 0 && isnan(native[i]);
+        continue;
+      }
+      bad += !(fabs(native[i] - decomp[i]) <= 1e-5 + 1e-4 * fabs(decomp[i]));
+    }
+    if (bad) fprintf(stderr, "causal %d: %lld elements differ\n", causal, (long long)bad);
+    ASSERT_EQ_INT(bad, 0);
+    ASSERT_EQ_INT(nan_rows, 2);  // rows 5 and 70
+    for (int64_t e = 0; e < c.dv; ++e) ASSERT_TRUE(isnan(native[5 * c.dv + e]));
+    free(native);
+    free(decomp);
+    fa_data_free(&data);
+  }
+}
+
 // Every option combination, f32, odd sizes that cross tile borders (seq 37, kv_seq 70).
 TEST(native_matches_decomposition_all_options) {
   int combos = 0;
@@ -996,6 +1048,7 @@ TEST(capabilities) {
 }
 
 TEST_MAIN(TEST_ENTRY(capabilities), TEST_ENTRY(native_matches_decomposition_all_options),
+          TEST_ENTRY(native_nonfinite_scores_fused_max),
           TEST_ENTRY(native_matches_decomposition_dtypes_and_sizes),
           TEST_ENTRY(native_thread_count_independent), TEST_ENTRY(isa_variants_match_decomposition),
           TEST_ENTRY(native_matches_xla_cpu), TEST_ENTRY(vjp_matches_decomposition_all_options),

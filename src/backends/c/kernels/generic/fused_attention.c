@@ -41,7 +41,7 @@ typedef int64_t cmlc_fa_v2l __attribute__((vector_size(16)));
 #define CMLC_FA_VEXP 1
 #define CMLC_FA_W 4
 #define CMLC_FA_EXP expf
-#define CMLC_FA_LOAD cmlc_load_f32
+#define CMLC_FA_LOAD cmlc__fa_load_f32
 #define CMLC_FA_STORE cmlc__fa_store_f32
 #define CMLC_FA_NAME(x) cmlc_fa_##x##_f32
 #define CMLC_FA_LINKAGE static

@@ -52,6 +52,27 @@ typedef struct cmlc_fa_bwd_ctx_t {
   size_t off_hq, off_hdo, off_hl, off_hd, off_hdq;
 } cmlc_fa_bwd_ctx_t;
 
+// cmlc_load_f32 with bf16 decoded inline (the bits shifted up: exact, NaN kept), for the f32
+// kernels' element-by-element loads of q, k, v, o and dO in the half dtypes (cml_bf16_to_f32
+// is an exported, out-of-line function).
+static inline float cmlc__fa_load_f32(const void* p, int64_t i, cml_dtype_t dtype) {
+  if (dtype == CML_DTYPE_BF16) {
+    const uint32_t u = (uint32_t)((const uint16_t*)p)[i] << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+  }
+  return cmlc_load_f32(p, i, dtype);
+}
+
+// acc = max(acc, x) lane by lane for the includer's CMLC_FA_V / CMLC_FA_IV vectors (acc where
+// x is NaN; the callers check finiteness separately).
+#define CMLC_FA_VMAX_INTO(acc, x)                                            \
+  do {                                                                       \
+    const CMLC_FA_IV gt_ = (x) > (acc);                                      \
+    (acc) = (CMLC_FA_V)(((CMLC_FA_IV)(x)&gt_) | ((CMLC_FA_IV)(acc) & ~gt_)); \
+  } while (0)
+
 // y = exp(x) lane by lane for float vectors x <= 0 (type V, int32 vector type IV): 2^n * p(r)
 // with n = round(x log2 e) and r = x - n ln 2 (Cephes' expf polynomial, within 2 ulps); lanes
 // below -87.3 (including -inf) give exactly 0.

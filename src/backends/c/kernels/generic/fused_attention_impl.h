@@ -84,7 +84,14 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
     // Keys past nk (still in the cached tile) are never read: scores, max, exp and p v stop
     // at nk.
     const T* kt = kc + (j0 / BK) * d * BK;
-    if (c->dtype == CMLC_FA_NATIVE) {
+    // v's rows of the tile: read in place when they are of the computation dtype and fill
+    // whole vectors (dv == dvp); otherwise copied to vb, zero-padded to dvp.
+    const T* vt = vb;
+    int64_t vs_row = dvp;
+    if (c->dtype == CMLC_FA_NATIVE && dv == dvp) {
+      vt = (const T*)c->v + v_base + j0 * c->v_str[2];
+      vs_row = c->v_str[2];
+    } else if (c->dtype == CMLC_FA_NATIVE) {
       // The computation dtype itself: plain copies, no per-element dispatch.
       const T* vp = (const T*)c->v + v_base + j0 * c->v_str[2];
       for (int64_t j = 0; j < nk; ++j, vp += c->v_str[2]) {
@@ -92,13 +99,26 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
         for (int64_t e = dv; e < dvp; ++e) vb[j * dvp + e] = 0;
       }
     } else {
+      // bf16 (the common half dtype) with the dtype constant in its loop, which vectorizes.
+      const bool bf16 = c->dtype == CML_DTYPE_BF16;
       for (int64_t j = 0; j < nk; ++j) {
         T* row = vb + j * dvp;
-        for (int64_t e = 0; e < dv; ++e)
-          row[e] = CMLC_FA_LOAD(c->v, v_base + (j0 + j) * c->v_str[2] + e, c->dtype);
+        const int64_t at = v_base + (j0 + j) * c->v_str[2];
+        if (bf16) {
+          for (int64_t e = 0; e < dv; ++e) row[e] = CMLC_FA_LOAD(c->v, at + e, CML_DTYPE_BF16);
+        } else {
+          for (int64_t e = 0; e < dv; ++e) row[e] = CMLC_FA_LOAD(c->v, at + e, c->dtype);
+        }
         for (int64_t e = dv; e < dvp; ++e) row[e] = 0;
       }
     }
+    // A full tile that every row sees whole (no bias or mask; causal: below the diagonal):
+    // the score loop scales the scores and keeps each row's max and a finiteness probe (the
+    // sum of its scores), so no separate scale / max pass reads the tile again. A row whose
+    // probe is not finite (NaN, inf, overflow) takes that pass after all (on scaled scores).
+    const bool fused_max = !c->bias && !c->mask && nk == BK && !(c->causal && j0 + BK - 1 > i0);
+    T row_max[BQ];
+    bool row_fused[BQ];
     // Scores q_r . k_j of the tile, two rows and U keys at a time (8 accumulators).
     // With an odd row count the last pair's second row (below BQ, as BQ is even) is computed
     // from row r's q and never read.
@@ -107,6 +127,10 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
       const T* q1 = r + 1 < nq_live ? q0 + d : q0;
       T* s0 = sbuf + r * BK;
       T* s1 = s0 + BK;
+      V vs = {0}, m0 = {0}, m1 = {0}, t0 = {0}, t1 = {0};
+      vs += scale;
+      m0 -= (T)INFINITY;
+      m1 -= (T)INFINITY;
       for (int64_t j = 0; j < BK; j += U) {
         V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
         for (int64_t e = 0; e < d; ++e) {
@@ -126,6 +150,26 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
           b2 += x1 * k2;
           b3 += x1 * k3;
         }
+        if (fused_max) {
+          a0 *= vs;
+          a1 *= vs;
+          a2 *= vs;
+          a3 *= vs;
+          b0 *= vs;
+          b1 *= vs;
+          b2 *= vs;
+          b3 *= vs;
+          CMLC_FA_VMAX_INTO(m0, a0);
+          CMLC_FA_VMAX_INTO(m0, a1);
+          CMLC_FA_VMAX_INTO(m0, a2);
+          CMLC_FA_VMAX_INTO(m0, a3);
+          CMLC_FA_VMAX_INTO(m1, b0);
+          CMLC_FA_VMAX_INTO(m1, b1);
+          CMLC_FA_VMAX_INTO(m1, b2);
+          CMLC_FA_VMAX_INTO(m1, b3);
+          t0 += (a0 + a1) + (a2 + a3);
+          t1 += (b0 + b1) + (b2 + b3);
+        }
         memcpy(s0 + j, &a0, sizeof a0);
         memcpy(s0 + j + W, &a1, sizeof a1);
         memcpy(s0 + j + 2 * W, &a2, sizeof a2);
@@ -134,6 +178,22 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
         memcpy(s1 + j + W, &b1, sizeof b1);
         memcpy(s1 + j + 2 * W, &b2, sizeof b2);
         memcpy(s1 + j + 3 * W, &b3, sizeof b3);
+      }
+      if (fused_max) {
+        T x0 = -INFINITY, x1 = -INFINITY, p0 = 0, p1 = 0;
+        for (int w = 0; w < W; ++w) {
+          x0 = m0[w] > x0 ? m0[w] : x0;
+          x1 = m1[w] > x1 ? m1[w] : x1;
+          p0 += t0[w];
+          p1 += t1[w];
+        }
+        // p - p is 0 exactly when p is finite.
+        row_max[r] = x0;
+        row_fused[r] = p0 - p0 == 0;
+        if (r + 1 < BQ) {
+          row_max[r + 1] = x1;
+          row_fused[r + 1] = p1 - p1 == 0;
+        }
       }
     }
     T alphas[BQ];
@@ -148,13 +208,15 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
       const int64_t mb_row = b * c->mask_str[0] + h * c->mask_str[1] + i * c->mask_str[2];
       const int64_t bb_row = b * c->bias_str[0] + h * c->bias_str[1] + i * c->bias_str[2];
       T mx = -INFINITY;
-      if (!c->bias && !c->mask) {
+      if (fused_max && row_fused[r]) {
+        mx = row_max[r];  // scaled, with every key visible, in the score loop
+      } else if (!c->bias && !c->mask) {
         // No bias or mask: scale the keys this row may see (all, or j <= i when causal), W
         // at a time, and mask the rest.
         const int64_t lim = c->causal && i - j0 + 1 < nk ? i - j0 + 1 : nk;
         V vm = {0}, vs = {0};
         vm -= (T)INFINITY;
-        vs += scale;
+        vs += fused_max ? (T)1 : scale;  // a fused tile's scores are scaled already
         bool nan = false;
         CMLC_FA_IV nanv = {0};
         int64_t j = 0;
@@ -172,7 +234,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
           nan |= nanv[w] != 0;
         }
         for (; j < lim; ++j) {
-          sb[j] *= scale;
+          sb[j] *= fused_max ? (T)1 : scale;
           mx = sb[j] > mx ? sb[j] : mx;
           nan |= sb[j] != sb[j];
         }
@@ -273,7 +335,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
         d1 *= al3;
         if (two) {
           for (int64_t j = 0; j < nk; ++j) {
-            const T* vr = vb + j * dvp + e;
+            const T* vr = vt + j * vs_row + e;
             V v0, v1;
             memcpy(&v0, vr, sizeof v0);
             memcpy(&v1, vr + W, sizeof v1);
@@ -290,7 +352,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
         } else {
           for (int64_t j = 0; j < nk; ++j) {
             V v0;
-            memcpy(&v0, vb + j * dvp + e, sizeof v0);
+            memcpy(&v0, vt + j * vs_row + e, sizeof v0);
             a0 += p0[j] * v0;
             b0 += p1[j] * v0;
             c0 += p2[j] * v0;
