@@ -46,6 +46,13 @@ enum {
   CMLC_CONV_TILE_MAX = 768,
   CMLC_CONV_TILE_ALIGN = 12,  // a multiple of every micro-kernel's MR (4, 6, 12)
   CMLC_CONV_MIN_TASKS = 32,   // rows tiles shrink (to TILE_MIN) to reach this many
+  // Direct kernel limits: the filter block of 64 output channels stays in L2 (K x 64 floats),
+  // and a task's zero-padded input strip (kernel rows x padded width x channels) too.
+  CMLC_CONV_DIRECT_K_MAX = 1280,
+  CMLC_CONV_DIRECT_STRIP_MAX = 1024 * 1024,     // bytes
+  CMLC_CONV_DIRECT_TILE_MAX = 4 * 1024 * 1024,  // bytes of one output row's scatter tile
+  CMLC_CONV_DIRECT_PIXELS = 6,                  // output pixels per micro-kernel call
+  CMLC_CONV_DIRECT_COLS = 64,                   // output channels per micro-kernel call
 };
 
 // Fast-path plan (valid when |enabled|).
@@ -70,6 +77,14 @@ typedef struct cmlc_conv_fast_t {
   bool ci_minor;             // K index = tap * cg + ci (else ci * ks + tap)
   bool out_direct;           // the GEMM writes the output (channels-last, G == 1, native dtype)
   bool a_direct;             // the input is A itself (1x1, stride 1, no padding, channels-last)
+  // Direct 2-D kernel (AVX-512, f32 domain, one group, at least two taps, K small): per task
+  // (image, output row) the input rows the taps read are gathered into a zero-padded strip
+  // [kh][len][cg] (f32), and the micro-kernel runs 6 pixels x 64 channels against the filter,
+  // packed once per run into [blocks][K][64] (K ordered (ky, kx, ci)). No im2col, no GEMM.
+  bool direct;
+  bool direct_out;   // the kernel writes the output (f32, channel stride 1)
+  int64_t d_len;     // padded strip positions along the width axis
+  int64_t d_blocks;  // blocks of 64 output channels
   int threads;
   cmlc_isa_t isa;
   // Scratch layout: byte offsets of the converted kernel, the tables, and the per-thread
@@ -77,6 +92,7 @@ typedef struct cmlc_conv_fast_t {
   // output offsets and the GEMM's buffers).
   size_t off_ker, off_tables, off_taps, off_threads, thread_bytes;
   size_t th_a, th_c, th_offs, th_rowoff, th_gemm;
+  size_t th_strip;  // direct: the input strip (th_c: one output row when !direct_out)
 } cmlc_conv_fast_t;
 
 typedef struct cmlc_conv_plan_t {
@@ -94,6 +110,54 @@ typedef struct cmlc_conv_plan_t {
 } cmlc_conv_plan_t;
 
 static size_t cmlc_conv_align(size_t x) { return (x + 63) & ~(size_t)63; }
+
+// Plans the direct 2-D kernel into |f| when it applies (returns false otherwise): the AVX-512
+// ISA, an f32 domain, two spatial axes, one group (feature and batch), more than one tap and a
+// K whose filter block fits L2. Any input, kernel and output layout, strides, padding and both
+// dilations reach it; the strip gathers (and widens f16/bf16) whatever the input layout is.
+static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
+#if defined(CMLC_HAVE_X86_64)
+  const cml_conv_config_t* c = p->cfg;
+  if (f->isa != CMLC_ISA_AVX512 || f->domain != CMLC__LA_DOM_F32 || p->spatial != 2) return false;
+  if (f->groups != 1 || f->ks < 2 || f->k > CMLC_CONV_DIRECT_K_MAX) return false;
+  int64_t kh = p->ker.dims[c->kernel_spatial_axes[0]];
+  int64_t kw = p->ker.dims[c->kernel_spatial_axes[1]];
+  int64_t oh = p->out.dims[c->output_spatial_axes[0]];
+  int64_t ow = p->out.dims[c->output_spatial_axes[1]];
+  (void)oh;
+  int64_t len = (ow - 1) * c->strides[1] + (kw - 1) * c->kernel_dilations[1] + 1;
+  if (len <= 0 || c->strides[0] <= 0 || c->strides[1] <= 0) return false;
+  double strip = (double)kh * (double)len * (double)f->cg * 4.0;
+  if (strip > CMLC_CONV_DIRECT_STRIP_MAX) return false;
+  f->direct_out = p->out.dtype == CML_DTYPE_F32 && p->out_strides[c->output_channel_axis] == 1;
+  if (!f->direct_out && (double)ow * (double)p->cout * 4.0 > CMLC_CONV_DIRECT_TILE_MAX)
+    return false;
+  f->d_len = len;
+  f->d_blocks = (p->cout + CMLC_CONV_DIRECT_COLS - 1) / CMLC_CONV_DIRECT_COLS;
+  f->tile = 1;  // rows per task: one output row (N_out x OH tasks)
+  f->tiles = p->n_out * oh;
+  size_t off = 0;
+  f->off_ker = off;
+  off = cmlc_conv_align(off + (size_t)(f->d_blocks * f->k * CMLC_CONV_DIRECT_COLS) * sizeof(float));
+  f->off_tables = off;  // no GEMM tables
+  f->off_taps = off;    // no tap tables
+  f->off_threads = off;
+  size_t t = 0;
+  f->th_strip = t;
+  t = cmlc_conv_align(t + (size_t)strip);
+  f->th_c = t;
+  if (!f->direct_out) t = cmlc_conv_align(t + (size_t)(ow * p->cout) * sizeof(float));
+  f->thread_bytes = t;
+  p->total = off + (size_t)f->threads * t;
+  f->direct = true;
+  f->enabled = true;
+  return true;
+#else
+  (void)p;
+  (void)f;
+  return false;
+#endif
+}
 
 // Fills |p->fast| when the fast path applies (p's shapes and dtypes already checked).
 static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* options) {
@@ -171,6 +235,7 @@ static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* optio
   f->a_direct = a_direct;
   f->threads = options->threads > 0 ? options->threads : 1;
   f->isa = options->isa;
+  if (!f->depthwise && !f->a_direct && cmlc_conv_plan_direct(p, f)) return;
   // Scratch.
   size_t off = 0;
   f->off_ker = off;
@@ -690,6 +755,147 @@ static void cmlc_conv_depthwise_task(void* vctx, int64_t begin, int64_t end, int
   }
 }
 
+//===--- direct 2-D kernel (AVX-512) ---===//
+
+#if defined(CMLC_HAVE_X86_64)
+// Packs filter rows [begin, end) over (block, k) into [blocks][K][ldw] f32, k = (ky, kx, ci),
+// ldw = 16 x the vectors the block needs, zero past C_out.
+static void cmlc_conv_direct_pack(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  cmlc_conv_fast_ctx_t* c = vctx;
+  const cmlc_conv_plan_t* p = c->p;
+  const cmlc_conv_fast_t* f = &p->fast;
+  const cml_conv_config_t* cfg = p->cfg;
+  const int64_t oc_stride = p->ker_strides[cfg->kernel_output_channel_axis];
+  const int64_t ic_stride = p->ker_strides[cfg->kernel_input_channel_axis];
+  const int64_t kw = c->ker_dims[1], cg = f->cg;
+  for (int64_t row = begin; row < end; ++row) {
+    int64_t blk = row / f->k, kk = row % f->k;
+    int64_t o0 = blk * CMLC_CONV_DIRECT_COLS;
+    int64_t cols = p->cout - o0 < CMLC_CONV_DIRECT_COLS ? p->cout - o0 : CMLC_CONV_DIRECT_COLS;
+    int64_t ldw = (cols + 15) / 16 * 16;
+    int64_t ci = kk % cg, tap = kk / cg;
+    int64_t off = (tap / kw) * c->ker_sp_strides[0] + (tap % kw) * c->ker_sp_strides[1] +
+                  ci * ic_stride + o0 * oc_stride;
+    float* dst = (float*)c->ker_dom + blk * f->k * CMLC_CONV_DIRECT_COLS + kk * ldw;
+    for (int64_t n = 0; n < cols; ++n)
+      dst[n] = cmlc_load_f32(c->ker, off + n * oc_stride, p->ker.dtype);
+    for (int64_t n = cols; n < ldw; ++n) dst[n] = 0;
+  }
+}
+
+// Gathers the zero-padded input strip of output row |oy| of image |b|: strip[ky][j][ci] is the
+// input at dilated position (oy * sh + ky * kdh - pad_h, j - pad_w), zero in padding and holes.
+static void cmlc_conv_direct_strip(const cmlc_conv_fast_ctx_t* c, int64_t b, int64_t oy,
+                                   float* strip) {
+  const cmlc_conv_plan_t* p = c->p;
+  const cmlc_conv_fast_t* f = &p->fast;
+  const cml_conv_config_t* cfg = p->cfg;
+  const int64_t cg = f->cg, len = f->d_len, kh = c->ker_dims[0];
+  const int64_t cs = p->in_strides[cfg->input_channel_axis];
+  const int64_t ih = c->in_dims[0], iw = c->in_dims[1];
+  const int64_t idh = cfg->input_dilations[0], idw = cfg->input_dilations[1];
+  const bool native = p->in.dtype == CML_DTYPE_F32;
+  const int64_t base = b * p->in_strides[cfg->input_batch_axis];
+  // Width positions j with an input column: pos = j - pad_w in [0, (iw - 1) * idw].
+  const int64_t pad_w = cfg->padding_low[1];
+  for (int64_t ky = 0; ky < kh; ++ky) {
+    float* dst = strip + ky * len * cg;
+    int64_t pos = oy * cfg->strides[0] + ky * cfg->kernel_dilations[0] - cfg->padding_low[0];
+    if (pos < 0 || pos > (ih - 1) * idh || pos % idh != 0) {
+      memset(dst, 0, (size_t)(len * cg) * sizeof(float));
+      continue;
+    }
+    int64_t rbase = base + (pos / idh) * c->in_sp_strides[0];
+    int64_t j0 = pad_w > 0 ? pad_w : 0;
+    int64_t j1 = (iw - 1) * idw + pad_w + 1;
+    if (j1 > len) j1 = len;
+    if (j0 > j1) j0 = j1;
+    if (j0 > 0) memset(dst, 0, (size_t)(j0 * cg) * sizeof(float));
+    if (j1 < len) memset(dst + j1 * cg, 0, (size_t)((len - j1) * cg) * sizeof(float));
+    if (native && cs == 1 && idw == 1 && c->in_sp_strides[1] == cg) {
+      if (j1 > j0)
+        memcpy(dst + j0 * cg, (const float*)c->in + rbase + (j0 - pad_w) * cg,
+               (size_t)((j1 - j0) * cg) * sizeof(float));
+      continue;
+    }
+    for (int64_t j = j0; j < j1; ++j) {
+      float* d = dst + j * cg;
+      int64_t q = j - pad_w;
+      if (q % idw != 0) {
+        for (int64_t ci = 0; ci < cg; ++ci) d[ci] = 0;
+        continue;
+      }
+      int64_t xo = rbase + (q / idw) * c->in_sp_strides[1];
+      if (native) {
+        const float* x = (const float*)c->in + xo;
+        for (int64_t ci = 0; ci < cg; ++ci) d[ci] = x[ci * cs];
+      } else {
+        for (int64_t ci = 0; ci < cg; ++ci) d[ci] = cmlc_load_f32(c->in, xo + ci * cs, p->in.dtype);
+      }
+    }
+  }
+}
+
+// Tasks over (image, output row): gather the strip, run the micro-kernel over every block of
+// 64 channels and 6 pixels, scatter the row when the output is not f32 with channel stride 1.
+static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  cmlc_conv_fast_ctx_t* c = vctx;
+  const cmlc_conv_plan_t* p = c->p;
+  const cmlc_conv_fast_t* f = &p->fast;
+  const cml_conv_config_t* cfg = p->cfg;
+  char* th =
+      cmlc_conv_scratch_at(c->scratch, f->off_threads + (size_t)thread_index * f->thread_bytes);
+  float* strip = (float*)(th + f->th_strip);
+  const int64_t oh = c->out_dims[0], ow = c->out_dims[1], cout = p->cout, cg = f->cg;
+  const int64_t ocs = p->out_strides[cfg->output_channel_axis];
+  cmlc__conv_direct_args_t a;
+  a.kh = c->ker_dims[0];
+  a.kw = c->ker_dims[1];
+  a.channels = cg;
+  a.x_ky = f->d_len * cg;
+  a.x_kx = cfg->kernel_dilations[1] * cg;
+  a.x_pixel = cfg->strides[1] * cg;
+  for (int64_t task = begin; task < end; ++task) {
+    int64_t b = task / oh, oy = task % oh;
+    cmlc_conv_direct_strip(c, b, oy, strip);
+    int64_t orow = b * p->out_strides[cfg->output_batch_axis] + oy * c->out_sp_strides[0];
+    float* out;
+    if (f->direct_out) {
+      out = (float*)c->out + orow;
+      a.ldo = c->out_sp_strides[1];
+    } else {
+      out = (float*)(th + f->th_c);
+      a.ldo = cout;
+    }
+    for (int64_t blk = 0; blk < f->d_blocks; ++blk) {
+      int64_t o0 = blk * CMLC_CONV_DIRECT_COLS;
+      int cols = (int)(cout - o0 < CMLC_CONV_DIRECT_COLS ? cout - o0 : CMLC_CONV_DIRECT_COLS);
+      a.ldw = (cols + 15) / 16 * 16;
+      const float* w = (const float*)c->ker_dom + blk * f->k * CMLC_CONV_DIRECT_COLS;
+      for (int64_t x0 = 0; x0 < ow; x0 += CMLC_CONV_DIRECT_PIXELS) {
+        int pixels = (int)(ow - x0 < CMLC_CONV_DIRECT_PIXELS ? ow - x0 : CMLC_CONV_DIRECT_PIXELS);
+        cmlc__conv_direct_f32_avx512_6x64(&a, strip + x0 * a.x_pixel, w,
+                                          out + x0 * a.ldo + o0 * (f->direct_out ? ocs : 1), pixels,
+                                          cols);
+      }
+    }
+    if (f->direct_out) continue;
+    for (int64_t x = 0; x < ow; ++x) {
+      const float* src = out + x * cout;
+      int64_t oo = orow + x * c->out_sp_strides[1];
+      if (p->out.dtype == CML_DTYPE_F32) {
+        float* o = (float*)c->out + oo;
+        for (int64_t n = 0; n < cout; ++n) o[n * ocs] = src[n];
+      } else {
+        for (int64_t n = 0; n < cout; ++n)
+          cmlc_store_f64(c->out, oo + n * ocs, p->out.dtype, src[n]);
+      }
+    }
+  }
+}
+#endif
+
 static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args_t* args) {
   const cmlc_conv_fast_t* f = &p->fast;
   const cml_conv_config_t* cfg = p->cfg;
@@ -709,6 +915,16 @@ static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args
     c.ker_sp_strides[d] = p->ker_strides[cfg->kernel_spatial_axes[d]];
     c.out_sp_strides[d] = p->out_strides[cfg->output_spatial_axes[d]];
   }
+  // Tasks index per-thread blocks by thread_index: a pool wider than the plan runs inline.
+  cmlc_pool_t* pool = args->pool;
+  if (cmlc_pool_thread_count(pool) > f->threads) pool = NULL;
+#if defined(CMLC_HAVE_X86_64)
+  if (f->direct) {
+    cmlc_parallel_for(pool, f->d_blocks * f->k, 64, cmlc_conv_direct_pack, &c);
+    cmlc_parallel_for(pool, f->tiles, 1, cmlc_conv_direct_task, &c);
+    return;
+  }
+#endif
   int64_t* t = (int64_t*)cmlc_conv_scratch_at(c.scratch, f->off_tables);
   c.zero = t;
   t[0] = 0;
@@ -725,9 +941,6 @@ static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args
   c.b_cols = t;
   for (int64_t n = 0; n < f->ng; ++n) t[n] = n;
   cmlc_conv_fast_tap_tables(&c, (int64_t*)cmlc_conv_scratch_at(c.scratch, f->off_taps));
-  // Tasks index per-thread blocks by thread_index: a pool wider than the plan runs inline.
-  cmlc_pool_t* pool = args->pool;
-  if (cmlc_pool_thread_count(pool) > f->threads) pool = NULL;
   if (f->depthwise) {
     cmlc_parallel_for(pool, f->ks, 16384 / p->cout + 1, cmlc_conv_fast_convert_ker, &c);
     cmlc_parallel_for(pool, f->tiles, 1, cmlc_conv_depthwise_task, &c);
