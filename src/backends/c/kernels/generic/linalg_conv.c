@@ -35,6 +35,15 @@
 // reference mode in the last bits (see docs/conv.md). Operands are read in place; scratch holds
 // the converted kernel, offset tables and per-thread (im2col tile, C tile, GEMM buffers).
 //
+// Direct 2-D kernel (AVX-512, f32 accumulator, one group, at least two taps, K = taps x Cg up to
+// CMLC_CONV_DIRECT_K_MAX; the 7x7 stem and ResNet's 3x3 layers): no im2col and no GEMM. A task
+// takes one output row of one image, gathers the input rows its taps read into a zero-padded
+// f32 strip (any input layout and dtype, strides, padding, both dilations), and runs a 6-pixel
+// x 64-channel micro-kernel (kernels/x86_64/linalg_conv_x86_64_avx512.c) against the filter,
+// packed once per run into [64-channel blocks][K][64]; the output row is written in place
+// (f32, channel stride 1) or through a row buffer. Each output sums its terms in (ky, kx, ci)
+// order, independent of the thread count; zero padding is multiplied like the GEMM path's.
+//
 // Direct path: operands are first converted into the accumulator's domain in scratch; work is
 // split over output elements, each summed in a fixed order, so the thread count never changes
 // results.

@@ -53,17 +53,22 @@ static inline __attribute__((always_inline)) CMLC_CONV_AVX512_TARGET void cmlc_c
     const int pixels, const int vecs) {
   const __mmask16 full = (__mmask16)0xFFFF;
   const int64_t x_pixel = a->x_pixel, x_kx = a->x_kx, x_ky = a->x_ky, ldw = a->ldw;
-  const int64_t ldo = a->ldo, channels = a->channels;
+  const int64_t channels = a->channels;
+  const int64_t ldo = a->ldo;
   CMLC_CONV_ACC(0);
   CMLC_CONV_ACC(1);
   CMLC_CONV_ACC(2);
   CMLC_CONV_ACC(3);
   CMLC_CONV_ACC(4);
   CMLC_CONV_ACC(5);
+  // Without kernel dilation the taps of one kernel row are adjacent in the strip (x_kx ==
+  // channels): one run of kw x channels values (a 7x7 stem on 3 channels: 21, not 7 runs of 3).
+  const bool fused = x_kx == channels;
+  const int64_t runs = fused ? 1 : a->kw, run = fused ? a->kw * channels : channels;
   for (int64_t ky = 0; ky < a->kh; ++ky) {
-    for (int64_t kx = 0; kx < a->kw; ++kx) {
+    for (int64_t kx = 0; kx < runs; ++kx) {
       const float* xk = x + ky * x_ky + kx * x_kx;
-      for (int64_t ci = 0; ci < channels; ++ci) {
+      for (int64_t ci = 0; ci < run; ++ci) {
         // The packed block is zero past the live channels, so full loads are safe.
         const __m512 w0 = _mm512_loadu_ps(w);
         const __m512 w1 = vecs > 1 ? _mm512_loadu_ps(w + 16) : w0;
