@@ -910,7 +910,7 @@ TEST(direct_kernel_layouts_strides_dtypes) {
 
 TEST(direct_kernel_taken_on_avx512) {
   // The stem shape takes the direct kernel on AVX-512: its scratch is the packed filter (one
-  // 64-channel block of K = 7*7*3 rows) plus one zero-padded strip per thread, much less than
+  // 64-channel block of K = 7*7*3 rows) plus one zero-padded input strip per thread, less than
   // the im2col path's per-thread tile. Other ISAs and a grouped conv keep the GEMM path.
   if (!isa_usable(CMLC_ISA_AVX512)) return;
   problem_t p = {.s = 2,
@@ -937,8 +937,9 @@ TEST(direct_kernel_taken_on_avx512) {
   ASSERT_STATUS_OK(fake_run(&f, &o, NULL, x, w, y, &direct));
   cmlc_options_t o2 = make_options(CMLC_ISA_SCALAR, false, 2);
   ASSERT_STATUS_OK(fake_run(&f, &o2, NULL, x, w, y, &gemm));
-  // Packed filter 147 x 64 floats; strip 7 rows x (111 * 2 + 7) positions x 3 channels.
-  size_t filter = (147 * 64 * 4 + 63) / 64 * 64, strip = (7 * 229 * 3 * 4 + 63) / 64 * 64;
+  // Packed filter 147 x 64 floats; 8 output rows per task (14 tasks, at least 4 per thread),
+  // so a strip of 7 * 2 + 7 input rows x (111 * 2 + 7) positions x 3 channels.
+  size_t filter = (147 * 64 * 4 + 63) / 64 * 64, strip = (21 * 229 * 3 * 4 + 63) / 64 * 64;
   ASSERT_EQ_INT((int64_t)direct, (int64_t)(filter + 2 * strip));
   ASSERT_TRUE(gemm > direct);
   free(x), free(w), free(y);

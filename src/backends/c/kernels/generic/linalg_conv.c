@@ -58,7 +58,8 @@ enum {
   // Direct kernel limits: the filter block of 64 output channels stays in L2 (K x 64 floats),
   // and a task's zero-padded input strip (kernel rows x padded width x channels) too.
   CMLC_CONV_DIRECT_K_MAX = 1280,
-  CMLC_CONV_DIRECT_STRIP_MAX = 1024 * 1024,     // bytes
+  CMLC_CONV_DIRECT_STRIP_MAX = 1024 * 1024,     // bytes, at one output row per task
+  CMLC_CONV_DIRECT_STRIP_TARGET = 256 * 1024,   // bytes: fewer rows per task above this
   CMLC_CONV_DIRECT_TILE_MAX = 4 * 1024 * 1024,  // bytes of one output row's scatter tile
   CMLC_CONV_DIRECT_PIXELS = 6,                  // output pixels per micro-kernel call
   CMLC_CONV_DIRECT_COLS = 64,                   // output channels per micro-kernel call
@@ -91,9 +92,10 @@ typedef struct cmlc_conv_fast_t {
   // [kh][len][cg] (f32), and the micro-kernel runs 6 pixels x 64 channels against the filter,
   // packed once per run into [blocks][K][64] (K ordered (ky, kx, ci)). No im2col, no GEMM.
   bool direct;
-  bool direct_out;   // the kernel writes the output (f32, channel stride 1)
-  int64_t d_len;     // padded strip positions along the width axis
-  int64_t d_blocks;  // blocks of 64 output channels
+  bool direct_out;    // the kernel writes the output (f32, channel stride 1)
+  int64_t d_len;      // padded strip positions along the width axis
+  int64_t d_in_rows;  // strip rows (dilated input row positions a task's taps span)
+  int64_t d_blocks;   // blocks of 64 output channels
   int threads;
   cmlc_isa_t isa;
   // Scratch layout: byte offsets of the converted kernel, the tables, and the per-thread
@@ -133,18 +135,29 @@ static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
   int64_t kw = p->ker.dims[c->kernel_spatial_axes[1]];
   int64_t oh = p->out.dims[c->output_spatial_axes[0]];
   int64_t ow = p->out.dims[c->output_spatial_axes[1]];
-  (void)oh;
   int64_t len = (ow - 1) * c->strides[1] + (kw - 1) * c->kernel_dilations[1] + 1;
-  if (len <= 0 || c->strides[0] <= 0 || c->strides[1] <= 0) return false;
-  double strip = (double)kh * (double)len * (double)f->cg * 4.0;
-  if (strip > CMLC_CONV_DIRECT_STRIP_MAX) return false;
+  if (oh <= 0 || ow <= 0 || len <= 0 || c->strides[0] <= 0 || c->strides[1] <= 0) return false;
   f->direct_out = p->out.dtype == CML_DTYPE_F32 && p->out_strides[c->output_channel_axis] == 1;
-  if (!f->direct_out && (double)ow * (double)p->cout * 4.0 > CMLC_CONV_DIRECT_TILE_MAX)
-    return false;
+  // Output rows per task: up to 8 (fewer re-gathered input rows, pixel blocks spanning rows),
+  // fewer while the strip or the row buffer would outgrow its bound or there would be fewer
+  // than 4 tasks per thread. Every output's sum is the same whatever the rows per task.
+  const int64_t row_floats = len * f->cg;
+  int64_t rows = oh < 8 ? oh : 8;
+  for (;; --rows) {
+    int64_t in_rows = (rows - 1) * c->strides[0] + (kh - 1) * c->kernel_dilations[0] + 1;
+    double strip = (double)in_rows * (double)row_floats * 4.0;
+    double tile = f->direct_out ? 0.0 : (double)rows * (double)ow * (double)p->cout * 4.0;
+    int64_t tasks = p->n_out * ((oh + rows - 1) / rows);
+    bool fits = strip <= CMLC_CONV_DIRECT_STRIP_TARGET && tile <= CMLC_CONV_DIRECT_TILE_MAX;
+    if (rows > 1 && (!fits || tasks < 4 * (int64_t)f->threads)) continue;
+    if (strip > CMLC_CONV_DIRECT_STRIP_MAX || tile > CMLC_CONV_DIRECT_TILE_MAX) return false;
+    f->d_in_rows = in_rows;
+    break;
+  }
   f->d_len = len;
   f->d_blocks = (p->cout + CMLC_CONV_DIRECT_COLS - 1) / CMLC_CONV_DIRECT_COLS;
-  f->tile = 1;  // rows per task: one output row (N_out x OH tasks)
-  f->tiles = p->n_out * oh;
+  f->tile = rows;  // output rows per task
+  f->tiles = p->n_out * ((oh + rows - 1) / rows);
   size_t off = 0;
   f->off_ker = off;
   off = cmlc_conv_align(off + (size_t)(f->d_blocks * f->k * CMLC_CONV_DIRECT_COLS) * sizeof(float));
@@ -153,9 +166,9 @@ static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
   f->off_threads = off;
   size_t t = 0;
   f->th_strip = t;
-  t = cmlc_conv_align(t + (size_t)strip);
+  t = cmlc_conv_align(t + (size_t)(f->d_in_rows * row_floats) * sizeof(float));
   f->th_c = t;
-  if (!f->direct_out) t = cmlc_conv_align(t + (size_t)(ow * p->cout) * sizeof(float));
+  if (!f->direct_out) t = cmlc_conv_align(t + (size_t)(rows * ow * p->cout) * sizeof(float));
   f->thread_bytes = t;
   p->total = off + (size_t)f->threads * t;
   f->direct = true;
@@ -793,14 +806,15 @@ static void cmlc_conv_direct_pack(void* vctx, int64_t begin, int64_t end, int th
   }
 }
 
-// Gathers the zero-padded input strip of output row |oy| of image |b|: strip[ky][j][ci] is the
-// input at dilated position (oy * sh + ky * kdh - pad_h, j - pad_w), zero in padding and holes.
-static void cmlc_conv_direct_strip(const cmlc_conv_fast_ctx_t* c, int64_t b, int64_t oy,
-                                   float* strip) {
+// Gathers the zero-padded input strip of the output rows from |oy0| of image |b|:
+// strip[i][j][ci] is the input at dilated position (oy0 * sh - pad_h + i, j - pad_w), zero in
+// padding and input-dilation holes, for i < |in_rows|.
+static void cmlc_conv_direct_strip(const cmlc_conv_fast_ctx_t* c, int64_t b, int64_t oy0,
+                                   int64_t in_rows, float* strip) {
   const cmlc_conv_plan_t* p = c->p;
   const cmlc_conv_fast_t* f = &p->fast;
   const cml_conv_config_t* cfg = p->cfg;
-  const int64_t cg = f->cg, len = f->d_len, kh = c->ker_dims[0];
+  const int64_t cg = f->cg, len = f->d_len;
   const int64_t cs = p->in_strides[cfg->input_channel_axis];
   const int64_t ih = c->in_dims[0], iw = c->in_dims[1];
   const int64_t idh = cfg->input_dilations[0], idw = cfg->input_dilations[1];
@@ -808,18 +822,18 @@ static void cmlc_conv_direct_strip(const cmlc_conv_fast_ctx_t* c, int64_t b, int
   const int64_t base = b * p->in_strides[cfg->input_batch_axis];
   // Width positions j with an input column: pos = j - pad_w in [0, (iw - 1) * idw].
   const int64_t pad_w = cfg->padding_low[1];
-  for (int64_t ky = 0; ky < kh; ++ky) {
-    float* dst = strip + ky * len * cg;
-    int64_t pos = oy * cfg->strides[0] + ky * cfg->kernel_dilations[0] - cfg->padding_low[0];
+  int64_t j0 = pad_w > 0 ? pad_w : 0;
+  int64_t j1 = (iw - 1) * idw + pad_w + 1;
+  if (j1 > len) j1 = len;
+  if (j0 > j1) j0 = j1;
+  for (int64_t i = 0; i < in_rows; ++i) {
+    float* dst = strip + i * len * cg;
+    int64_t pos = oy0 * cfg->strides[0] - cfg->padding_low[0] + i;
     if (pos < 0 || pos > (ih - 1) * idh || pos % idh != 0) {
       memset(dst, 0, (size_t)(len * cg) * sizeof(float));
       continue;
     }
     int64_t rbase = base + (pos / idh) * c->in_sp_strides[0];
-    int64_t j0 = pad_w > 0 ? pad_w : 0;
-    int64_t j1 = (iw - 1) * idw + pad_w + 1;
-    if (j1 > len) j1 = len;
-    if (j0 > j1) j0 = j1;
     if (j0 > 0) memset(dst, 0, (size_t)(j0 * cg) * sizeof(float));
     if (j1 < len) memset(dst + j1 * cg, 0, (size_t)((len - j1) * cg) * sizeof(float));
     if (native && cs == 1 && idw == 1 && c->in_sp_strides[1] == cg) {
@@ -846,8 +860,9 @@ static void cmlc_conv_direct_strip(const cmlc_conv_fast_ctx_t* c, int64_t b, int
   }
 }
 
-// Tasks over (image, output row): gather the strip, run the micro-kernel over every block of
-// 64 channels and 6 pixels, scatter the row when the output is not f32 with channel stride 1.
+// Tasks over (image, block of output rows): gather the strip, run the micro-kernel over every
+// block of 64 channels and 6 pixels (flattened over the block's rows), and scatter the rows
+// when the output is not f32 with channel stride 1.
 static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   cmlc_conv_fast_ctx_t* c = vctx;
   const cmlc_conv_plan_t* p = c->p;
@@ -858,41 +873,45 @@ static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int th
   float* strip = (float*)(th + f->th_strip);
   const int64_t oh = c->out_dims[0], ow = c->out_dims[1], cout = p->cout, cg = f->cg;
   const int64_t ocs = p->out_strides[cfg->output_channel_axis];
+  const int64_t row_blocks = (oh + f->tile - 1) / f->tile;
+  const int64_t x_row = cfg->strides[0] * f->d_len * cg, x_col = cfg->strides[1] * cg;
   cmlc__conv_direct_args_t a;
   a.kh = c->ker_dims[0];
   a.kw = c->ker_dims[1];
   a.channels = cg;
-  a.x_ky = f->d_len * cg;
+  a.x_ky = cfg->kernel_dilations[0] * f->d_len * cg;
   a.x_kx = cfg->kernel_dilations[1] * cg;
-  a.x_pixel = cfg->strides[1] * cg;
   for (int64_t task = begin; task < end; ++task) {
-    int64_t b = task / oh, oy = task % oh;
-    cmlc_conv_direct_strip(c, b, oy, strip);
-    int64_t orow = b * p->out_strides[cfg->output_batch_axis] + oy * c->out_sp_strides[0];
-    float* out;
-    if (f->direct_out) {
-      out = (float*)c->out + orow;
-      a.ldo = c->out_sp_strides[1];
-    } else {
-      out = (float*)(th + f->th_c);
-      a.ldo = cout;
-    }
+    int64_t b = task / row_blocks, oy0 = (task % row_blocks) * f->tile;
+    int64_t rows = oh - oy0 < f->tile ? oh - oy0 : f->tile;
+    int64_t in_rows = (rows - 1) * cfg->strides[0] + (a.kh - 1) * cfg->kernel_dilations[0] + 1;
+    cmlc_conv_direct_strip(c, b, oy0, in_rows, strip);
+    int64_t obase = b * p->out_strides[cfg->output_batch_axis] + oy0 * c->out_sp_strides[0];
+    float* out = f->direct_out ? (float*)c->out + obase : (float*)(th + f->th_c);
+    const int64_t pixels_total = rows * ow;
     for (int64_t blk = 0; blk < f->d_blocks; ++blk) {
       int64_t o0 = blk * CMLC_CONV_DIRECT_COLS;
       int cols = (int)(cout - o0 < CMLC_CONV_DIRECT_COLS ? cout - o0 : CMLC_CONV_DIRECT_COLS);
       a.ldw = (cols + 15) / 16 * 16;
       const float* w = (const float*)c->ker_dom + blk * f->k * CMLC_CONV_DIRECT_COLS;
-      for (int64_t x0 = 0; x0 < ow; x0 += CMLC_CONV_DIRECT_PIXELS) {
-        int pixels = (int)(ow - x0 < CMLC_CONV_DIRECT_PIXELS ? ow - x0 : CMLC_CONV_DIRECT_PIXELS);
-        cmlc__conv_direct_f32_avx512_6x64(&a, strip + x0 * a.x_pixel, w,
-                                          out + x0 * a.ldo + o0 * (f->direct_out ? ocs : 1), pixels,
-                                          cols);
+      for (int64_t q0 = 0; q0 < pixels_total; q0 += CMLC_CONV_DIRECT_PIXELS) {
+        int pixels = (int)(pixels_total - q0 < CMLC_CONV_DIRECT_PIXELS ? pixels_total - q0
+                                                                       : CMLC_CONV_DIRECT_PIXELS);
+        int64_t xo[CMLC_CONV_DIRECT_PIXELS], oo[CMLC_CONV_DIRECT_PIXELS];
+        for (int r = 0; r < pixels; ++r) {
+          int64_t y = (q0 + r) / ow, x = (q0 + r) % ow;
+          xo[r] = y * x_row + x * x_col;
+          oo[r] =
+              f->direct_out ? y * c->out_sp_strides[0] + x * c->out_sp_strides[1] : (q0 + r) * cout;
+        }
+        cmlc__conv_direct_f32_avx512_6x64(&a, strip, xo, w, out + o0 * (f->direct_out ? ocs : 1),
+                                          oo, pixels, cols);
       }
     }
     if (f->direct_out) continue;
-    for (int64_t x = 0; x < ow; ++x) {
-      const float* src = out + x * cout;
-      int64_t oo = orow + x * c->out_sp_strides[1];
+    for (int64_t q = 0; q < pixels_total; ++q) {
+      const float* src = out + q * cout;
+      int64_t oo = obase + (q / ow) * c->out_sp_strides[0] + (q % ow) * c->out_sp_strides[1];
       if (p->out.dtype == CML_DTYPE_F32) {
         float* o = (float*)c->out + oo;
         for (int64_t n = 0; n < cout; ++n) o[n * ocs] = src[n];

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernels/x86_64/linalg_conv_x86_64_avx512.c: the AVX-512F direct 2-D convolution micro-kernel
-// of linalg_conv.c: up to 6 output pixels of one output row x up to 64 output channels (four
-// zmm per pixel, 24 accumulators), reading the input from a zero-padded row strip (no im2col)
+// of linalg_conv.c: up to 6 output pixels (anywhere in a task's output rows, each with its own
+// input and output offset) x up to 64 output channels (four zmm per pixel, 24 accumulators),
+// reading the input from a zero-padded strip of input rows (no im2col)
 // and the filter from a [K][ldw] block packed once per call. Per k step it loads the filter's
 // (up to) four vectors once and broadcasts one input value per pixel, so the filter is reused
 // across the pixels and the input across the channels. Compiled for the target with function
@@ -22,7 +23,7 @@
 #define CMLC_CONV_PIXEL(r)                                           \
   do {                                                               \
     if ((r) < pixels) {                                              \
-      const __m512 xv_ = _mm512_set1_ps(xk[(r)*x_pixel]);            \
+      const __m512 xv_ = _mm512_set1_ps(xk[xo##r]);                  \
       acc##r##0 = _mm512_fmadd_ps(xv_, w0, acc##r##0);               \
       if (vecs > 1) acc##r##1 = _mm512_fmadd_ps(xv_, w1, acc##r##1); \
       if (vecs > 2) acc##r##2 = _mm512_fmadd_ps(xv_, w2, acc##r##2); \
@@ -33,7 +34,7 @@
 #define CMLC_CONV_STORE(r)                                                              \
   do {                                                                                  \
     if ((r) < pixels) {                                                                 \
-      float* o_ = out + (int64_t)(r)*ldo;                                               \
+      float* o_ = out + oo[r];                                                          \
       _mm512_mask_storeu_ps(o_, vecs == 1 ? last : full, acc##r##0);                    \
       if (vecs > 1) _mm512_mask_storeu_ps(o_ + 16, vecs == 2 ? last : full, acc##r##1); \
       if (vecs > 2) _mm512_mask_storeu_ps(o_ + 32, vecs == 3 ? last : full, acc##r##2); \
@@ -49,12 +50,16 @@
   (void)acc##r##3
 
 static inline __attribute__((always_inline)) CMLC_CONV_AVX512_TARGET void cmlc_conv_avx512_body(
-    const cmlc__conv_direct_args_t* a, const float* x, const float* w, float* out, __mmask16 last,
-    const int pixels, const int vecs) {
+    const cmlc__conv_direct_args_t* a, const float* x, const int64_t* xo, const float* w,
+    float* out, const int64_t* oo, __mmask16 last, const int pixels, const int vecs) {
   const __mmask16 full = (__mmask16)0xFFFF;
-  const int64_t x_pixel = a->x_pixel, x_kx = a->x_kx, x_ky = a->x_ky, ldw = a->ldw;
+  const int64_t x_kx = a->x_kx, x_ky = a->x_ky, ldw = a->ldw;
   const int64_t channels = a->channels;
-  const int64_t ldo = a->ldo;
+  // Pixel offsets in registers (absent pixels read pixel 0's, and compute nothing).
+  const int64_t xo0 = xo[0], xo1 = pixels > 1 ? xo[1] : 0, xo2 = pixels > 2 ? xo[2] : 0;
+  const int64_t xo3 = pixels > 3 ? xo[3] : 0, xo4 = pixels > 4 ? xo[4] : 0;
+  const int64_t xo5 = pixels > 5 ? xo[5] : 0;
+  (void)xo1, (void)xo2, (void)xo3, (void)xo4, (void)xo5;
   CMLC_CONV_ACC(0);
   CMLC_CONV_ACC(1);
   CMLC_CONV_ACC(2);
@@ -96,27 +101,27 @@ static inline __attribute__((always_inline)) CMLC_CONV_AVX512_TARGET void cmlc_c
   CMLC_CONV_STORE(5);
 }
 
-#define CMLC_CONV_VECS(p)                                   \
-  do {                                                      \
-    switch (vecs) {                                         \
-      case 1:                                               \
-        cmlc_conv_avx512_body(args, x, w, out, last, p, 1); \
-        break;                                              \
-      case 2:                                               \
-        cmlc_conv_avx512_body(args, x, w, out, last, p, 2); \
-        break;                                              \
-      case 3:                                               \
-        cmlc_conv_avx512_body(args, x, w, out, last, p, 3); \
-        break;                                              \
-      default:                                              \
-        cmlc_conv_avx512_body(args, x, w, out, last, p, 4); \
-        break;                                              \
-    }                                                       \
+#define CMLC_CONV_VECS(p)                                                           \
+  do {                                                                              \
+    switch (vecs) {                                                                 \
+      case 1:                                                                       \
+        cmlc_conv_avx512_body(args, x, x_offsets, w, out, out_offsets, last, p, 1); \
+        break;                                                                      \
+      case 2:                                                                       \
+        cmlc_conv_avx512_body(args, x, x_offsets, w, out, out_offsets, last, p, 2); \
+        break;                                                                      \
+      case 3:                                                                       \
+        cmlc_conv_avx512_body(args, x, x_offsets, w, out, out_offsets, last, p, 3); \
+        break;                                                                      \
+      default:                                                                      \
+        cmlc_conv_avx512_body(args, x, x_offsets, w, out, out_offsets, last, p, 4); \
+        break;                                                                      \
+    }                                                                               \
   } while (0)
 
-CMLC_CONV_AVX512_TARGET void cmlc__conv_direct_f32_avx512_6x64(const cmlc__conv_direct_args_t* args,
-                                                               const float* x, const float* w,
-                                                               float* out, int pixels, int cols) {
+CMLC_CONV_AVX512_TARGET void cmlc__conv_direct_f32_avx512_6x64(
+    const cmlc__conv_direct_args_t* args, const float* x, const int64_t* x_offsets, const float* w,
+    float* out, const int64_t* out_offsets, int pixels, int cols) {
   const int vecs = (cols + 15) / 16;
   const int tail = cols - (vecs - 1) * 16;
   const __mmask16 last = (__mmask16)(tail >= 16 ? 0xFFFFu : (1u << tail) - 1u);
