@@ -770,6 +770,181 @@ TEST(inexact_f32_thread_and_tile_independent) {
   ASSERT_EQ_INT(failures, 0);
 }
 
+TEST(direct_kernel_layouts_strides_dtypes) {
+  // Problems the AVX-512 direct 2-D kernel takes (one group, at least two taps, small K):
+  // odd sizes, batch > 1, output widths that are not a multiple of its 6 pixels, channel
+  // counts that are not a multiple of 16 or exceed 64 (a partial block), strides, both
+  // dilations, negative padding, NCHW/OIHW and shuffled layouts (gathered strip, scattered
+  // row), and f16/bf16 inputs and outputs. check_problem runs every ISA (AVX-512 reaches the
+  // direct kernel), 1 and 3 threads, against the double reference.
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0;
+  // The 7x7/2 stem shape, small: 3 input channels, 64 + 6 output channels, odd input.
+  failures += check_problem("direct stem",
+                            (problem_t){.s = 2,
+                                        .n = 2,
+                                        .c = 3,
+                                        .o = 70,
+                                        .in = {23, 29},
+                                        .k = {7, 7},
+                                        .stride = {2, 2},
+                                        .lo = {3, 3},
+                                        .hi = {3, 2},
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
+  // 3x3 "same" with 130 output channels (two full blocks and a 2-channel one), width 13.
+  failures += check_problem("direct 3x3 130 channels",
+                            (problem_t){.s = 2,
+                                        .n = 3,
+                                        .c = 19,
+                                        .o = 130,
+                                        .in = {7, 13},
+                                        .k = {3, 3},
+                                        .lo = {1, 1},
+                                        .hi = {1, 1},
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
+  // NCHW / OIHW / NCHW: strided strip gather and scattered output rows; stride 3 x 2, kernel
+  // dilation, negative low padding on one axis, 5 output channels.
+  failures += check_problem("direct nchw strided dilated",
+                            (problem_t){.s = 2,
+                                        .n = 2,
+                                        .c = 4,
+                                        .o = 5,
+                                        .in = {19, 17},
+                                        .k = {2, 3},
+                                        .stride = {3, 2},
+                                        .kdil = {2, 2},
+                                        .lo = {-1, 2},
+                                        .hi = {2, 1},
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
+  // Input dilation (transposed conv) on both axes, a shuffled layout for all three operands.
+  failures += check_problem("direct input dilation shuffled",
+                            (problem_t){.s = 2,
+                                        .n = 2,
+                                        .c = 3,
+                                        .o = 17,
+                                        .in = {6, 5},
+                                        .k = {3, 4},
+                                        .idil = {2, 3},
+                                        .lo = {2, 3},
+                                        .hi = {2, 3},
+                                        .in_axes = {3, 0, 2, 1},
+                                        .ker_axes = {1, 3, 0, 2},
+                                        .out_axes = {2, 0, 3, 1},
+                                        .dtype = CML_DTYPE_F32},
+                            pool);
+  // Half inputs (widened in the strip and the packing) and half/f32 outputs.
+  static const cml_dtype_t kHalf[] = {CML_DTYPE_BF16, CML_DTYPE_F16};
+  for (size_t i = 0; i < 2; ++i) {
+    failures += check_problem(cml_dtype_name(kHalf[i]),
+                              (problem_t){.s = 2,
+                                          .n = 2,
+                                          .c = 3,
+                                          .o = 33,
+                                          .in = {15, 17},
+                                          .k = {5, 5},
+                                          .stride = {2, 2},
+                                          .lo = {2, 2},
+                                          .hi = {2, 2},
+                                          .in_axes = NHWC,
+                                          .ker_axes = HWIO,
+                                          .out_axes = NHWC,
+                                          .dtype = kHalf[i]},
+                              pool);
+    failures += check_problem(cml_dtype_name(kHalf[i]),
+                              (problem_t){.s = 2,
+                                          .n = 1,
+                                          .c = 9,
+                                          .o = 20,
+                                          .in = {8, 11},
+                                          .k = {3, 3},
+                                          .lo = {1, 1},
+                                          .hi = {1, 1},
+                                          .dtype = kHalf[i],
+                                          .out_dtype = CML_DTYPE_F32},
+                              pool);
+  }
+  failures += check_problem("direct f32->bf16",
+                            (problem_t){.s = 2,
+                                        .n = 2,
+                                        .c = 5,
+                                        .o = 48,
+                                        .in = {9, 14},
+                                        .k = {3, 3},
+                                        .lo = {0, 1},
+                                        .hi = {1, 0},
+                                        .in_axes = NHWC,
+                                        .ker_axes = HWIO,
+                                        .out_axes = NHWC,
+                                        .dtype = CML_DTYPE_F32,
+                                        .out_dtype = CML_DTYPE_BF16},
+                            pool);
+  // Output width 1..7 around the 6-pixel tile.
+  for (int64_t w = 1; w <= 7; ++w)
+    failures += check_problem("direct narrow",
+                              (problem_t){.s = 2,
+                                          .n = 1,
+                                          .c = 2,
+                                          .o = 16,
+                                          .in = {4, w},
+                                          .k = {2, 3},
+                                          .lo = {0, 1},
+                                          .hi = {1, 1},
+                                          .in_axes = NHWC,
+                                          .ker_axes = HWIO,
+                                          .out_axes = NHWC,
+                                          .dtype = CML_DTYPE_F32},
+                              pool);
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+}
+
+TEST(direct_kernel_taken_on_avx512) {
+  // The stem shape takes the direct kernel on AVX-512: its scratch is the packed filter (one
+  // 64-channel block of K = 7*7*3 rows) plus one zero-padded input strip per thread, less than
+  // the im2col path's per-thread tile. Other ISAs and a grouped conv keep the GEMM path.
+  if (!isa_usable(CMLC_ISA_AVX512)) return;
+  problem_t p = {.s = 2,
+                 .n = 1,
+                 .c = 3,
+                 .o = 64,
+                 .in = {224, 224},
+                 .k = {7, 7},
+                 .stride = {2, 2},
+                 .lo = {3, 3},
+                 .hi = {3, 3},
+                 .in_axes = NHWC,
+                 .ker_axes = HWIO,
+                 .out_axes = NHWC,
+                 .dtype = CML_DTYPE_F32};
+  fake_t f;
+  problem_finish(&p, &f);
+  ASSERT_EQ_INT(p.out[0], 112);
+  float* x = calloc((size_t)cml_shape_element_count(&p.xs), sizeof(float));
+  float* w = calloc((size_t)cml_shape_element_count(&p.ks), sizeof(float));
+  float* y = calloc((size_t)cml_shape_element_count(&p.ys), sizeof(float));
+  size_t direct = 0, gemm = 0;
+  cmlc_options_t o = make_options(CMLC_ISA_AVX512, false, 2);
+  ASSERT_STATUS_OK(fake_run(&f, &o, NULL, x, w, y, &direct));
+  cmlc_options_t o2 = make_options(CMLC_ISA_SCALAR, false, 2);
+  ASSERT_STATUS_OK(fake_run(&f, &o2, NULL, x, w, y, &gemm));
+  // Packed filter 147 x 64 floats; 8 output rows per task (14 tasks, at least 4 per thread),
+  // so a strip of 7 * 2 + 7 input rows x (111 * 2 + 7) positions x 3 channels.
+  size_t filter = (147 * 64 * 4 + 63) / 64 * 64, strip = (21 * 229 * 3 * 4 + 63) / 64 * 64;
+  ASSERT_EQ_INT((int64_t)direct, (int64_t)(filter + 2 * strip));
+  ASSERT_TRUE(gemm > direct);
+  free(x), free(w), free(y);
+}
+
 TEST(zero_input_channels_and_empty_output) {
   // Cin = 0: every output is an empty sum (0); zero batch: nothing to write.
   problem_t p = {.s = 1, .n = 2, .c = 0, .o = 3, .in = {5}, .k = {2}, .dtype = CML_DTYPE_F32};
@@ -788,4 +963,6 @@ TEST(zero_input_channels_and_empty_output) {
 TEST_MAIN(TEST_ENTRY(fast_path_layouts_strides_groups), TEST_ENTRY(fast_path_dtypes),
           TEST_ENTRY(hand_computed_nhwc_3x3), TEST_ENTRY(reference_and_integers_keep_direct_path),
           TEST_ENTRY(inexact_f32_thread_and_tile_independent),
+          TEST_ENTRY(direct_kernel_layouts_strides_dtypes),
+          TEST_ENTRY(direct_kernel_taken_on_avx512),
           TEST_ENTRY(zero_input_channels_and_empty_output))

@@ -35,6 +35,15 @@
 // reference mode in the last bits (see docs/conv.md). Operands are read in place; scratch holds
 // the converted kernel, offset tables and per-thread (im2col tile, C tile, GEMM buffers).
 //
+// Direct 2-D kernel (AVX-512, f32 accumulator, one group, at least two taps, K = taps x Cg up to
+// CMLC_CONV_DIRECT_K_MAX; the 7x7 stem and ResNet's 3x3 layers): no im2col and no GEMM. A task
+// takes one output row of one image, gathers the input rows its taps read into a zero-padded
+// f32 strip (any input layout and dtype, strides, padding, both dilations), and runs a 6-pixel
+// x 64-channel micro-kernel (kernels/x86_64/linalg_conv_x86_64_avx512.c) against the filter,
+// packed once per run into [64-channel blocks][K][64]; the output row is written in place
+// (f32, channel stride 1) or through a row buffer. Each output sums its terms in (ky, kx, ci)
+// order, independent of the thread count; zero padding is multiplied like the GEMM path's.
+//
 // Direct path: operands are first converted into the accumulator's domain in scratch; work is
 // split over output elements, each summed in a fixed order, so the thread count never changes
 // results.
@@ -46,6 +55,14 @@ enum {
   CMLC_CONV_TILE_MAX = 768,
   CMLC_CONV_TILE_ALIGN = 12,  // a multiple of every micro-kernel's MR (4, 6, 12)
   CMLC_CONV_MIN_TASKS = 32,   // rows tiles shrink (to TILE_MIN) to reach this many
+  // Direct kernel limits: the filter block of 64 output channels stays in L2 (K x 64 floats),
+  // and a task's zero-padded input strip (kernel rows x padded width x channels) too.
+  CMLC_CONV_DIRECT_K_MAX = 1280,
+  CMLC_CONV_DIRECT_STRIP_MAX = 1024 * 1024,     // bytes, at one output row per task
+  CMLC_CONV_DIRECT_STRIP_TARGET = 256 * 1024,   // bytes: fewer rows per task above this
+  CMLC_CONV_DIRECT_TILE_MAX = 4 * 1024 * 1024,  // bytes of one output row's scatter tile
+  CMLC_CONV_DIRECT_PIXELS = 6,                  // output pixels per micro-kernel call
+  CMLC_CONV_DIRECT_COLS = 64,                   // output channels per micro-kernel call
 };
 
 // Fast-path plan (valid when |enabled|).
@@ -70,6 +87,15 @@ typedef struct cmlc_conv_fast_t {
   bool ci_minor;             // K index = tap * cg + ci (else ci * ks + tap)
   bool out_direct;           // the GEMM writes the output (channels-last, G == 1, native dtype)
   bool a_direct;             // the input is A itself (1x1, stride 1, no padding, channels-last)
+  // Direct 2-D kernel (AVX-512, f32 domain, one group, at least two taps, K small): per task
+  // (image, output row) the input rows the taps read are gathered into a zero-padded strip
+  // [kh][len][cg] (f32), and the micro-kernel runs 6 pixels x 64 channels against the filter,
+  // packed once per run into [blocks][K][64] (K ordered (ky, kx, ci)). No im2col, no GEMM.
+  bool direct;
+  bool direct_out;    // the kernel writes the output (f32, channel stride 1)
+  int64_t d_len;      // padded strip positions along the width axis
+  int64_t d_in_rows;  // strip rows (dilated input row positions a task's taps span)
+  int64_t d_blocks;   // blocks of 64 output channels
   int threads;
   cmlc_isa_t isa;
   // Scratch layout: byte offsets of the converted kernel, the tables, and the per-thread
@@ -77,6 +103,7 @@ typedef struct cmlc_conv_fast_t {
   // output offsets and the GEMM's buffers).
   size_t off_ker, off_tables, off_taps, off_threads, thread_bytes;
   size_t th_a, th_c, th_offs, th_rowoff, th_gemm;
+  size_t th_strip;  // direct: the input strip (th_c: one output row when !direct_out)
 } cmlc_conv_fast_t;
 
 typedef struct cmlc_conv_plan_t {
@@ -94,6 +121,65 @@ typedef struct cmlc_conv_plan_t {
 } cmlc_conv_plan_t;
 
 static size_t cmlc_conv_align(size_t x) { return (x + 63) & ~(size_t)63; }
+
+// Plans the direct 2-D kernel into |f| when it applies (returns false otherwise): the AVX-512
+// ISA, an f32 domain, two spatial axes, one group (feature and batch), more than one tap and a
+// K whose filter block fits L2. Any input, kernel and output layout, strides, padding and both
+// dilations reach it; the strip gathers (and widens f16/bf16) whatever the input layout is.
+static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
+#if defined(CMLC_HAVE_X86_64)
+  const cml_conv_config_t* c = p->cfg;
+  if (f->isa != CMLC_ISA_AVX512 || f->domain != CMLC__LA_DOM_F32 || p->spatial != 2) return false;
+  if (f->groups != 1 || f->ks < 2 || f->k > CMLC_CONV_DIRECT_K_MAX) return false;
+  int64_t kh = p->ker.dims[c->kernel_spatial_axes[0]];
+  int64_t kw = p->ker.dims[c->kernel_spatial_axes[1]];
+  int64_t oh = p->out.dims[c->output_spatial_axes[0]];
+  int64_t ow = p->out.dims[c->output_spatial_axes[1]];
+  int64_t len = (ow - 1) * c->strides[1] + (kw - 1) * c->kernel_dilations[1] + 1;
+  if (oh <= 0 || ow <= 0 || len <= 0 || c->strides[0] <= 0 || c->strides[1] <= 0) return false;
+  f->direct_out = p->out.dtype == CML_DTYPE_F32 && p->out_strides[c->output_channel_axis] == 1;
+  // Output rows per task: up to 8 (fewer re-gathered input rows, pixel blocks spanning rows),
+  // fewer while the strip or the row buffer would outgrow its bound or there would be fewer
+  // than 4 tasks per thread. Every output's sum is the same whatever the rows per task.
+  const int64_t row_floats = len * f->cg;
+  int64_t rows = oh < 8 ? oh : 8;
+  for (;; --rows) {
+    int64_t in_rows = (rows - 1) * c->strides[0] + (kh - 1) * c->kernel_dilations[0] + 1;
+    double strip = (double)in_rows * (double)row_floats * 4.0;
+    double tile = f->direct_out ? 0.0 : (double)rows * (double)ow * (double)p->cout * 4.0;
+    int64_t tasks = p->n_out * ((oh + rows - 1) / rows);
+    bool fits = strip <= CMLC_CONV_DIRECT_STRIP_TARGET && tile <= CMLC_CONV_DIRECT_TILE_MAX;
+    if (rows > 1 && (!fits || tasks < 4 * (int64_t)f->threads)) continue;
+    if (strip > CMLC_CONV_DIRECT_STRIP_MAX || tile > CMLC_CONV_DIRECT_TILE_MAX) return false;
+    f->d_in_rows = in_rows;
+    break;
+  }
+  f->d_len = len;
+  f->d_blocks = (p->cout + CMLC_CONV_DIRECT_COLS - 1) / CMLC_CONV_DIRECT_COLS;
+  f->tile = rows;  // output rows per task
+  f->tiles = p->n_out * ((oh + rows - 1) / rows);
+  size_t off = 0;
+  f->off_ker = off;
+  off = cmlc_conv_align(off + (size_t)(f->d_blocks * f->k * CMLC_CONV_DIRECT_COLS) * sizeof(float));
+  f->off_tables = off;  // no GEMM tables
+  f->off_taps = off;    // no tap tables
+  f->off_threads = off;
+  size_t t = 0;
+  f->th_strip = t;
+  t = cmlc_conv_align(t + (size_t)(f->d_in_rows * row_floats) * sizeof(float));
+  f->th_c = t;
+  if (!f->direct_out) t = cmlc_conv_align(t + (size_t)(rows * ow * p->cout) * sizeof(float));
+  f->thread_bytes = t;
+  p->total = off + (size_t)f->threads * t;
+  f->direct = true;
+  f->enabled = true;
+  return true;
+#else
+  (void)p;
+  (void)f;
+  return false;
+#endif
+}
 
 // Fills |p->fast| when the fast path applies (p's shapes and dtypes already checked).
 static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* options) {
@@ -171,6 +257,7 @@ static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* optio
   f->a_direct = a_direct;
   f->threads = options->threads > 0 ? options->threads : 1;
   f->isa = options->isa;
+  if (!f->depthwise && !f->a_direct && cmlc_conv_plan_direct(p, f)) return;
   // Scratch.
   size_t off = 0;
   f->off_ker = off;
@@ -690,6 +777,153 @@ static void cmlc_conv_depthwise_task(void* vctx, int64_t begin, int64_t end, int
   }
 }
 
+//===--- direct 2-D kernel (AVX-512) ---===//
+
+#if defined(CMLC_HAVE_X86_64)
+// Packs filter rows [begin, end) over (block, k) into [blocks][K][ldw] f32, k = (ky, kx, ci),
+// ldw = 16 x the vectors the block needs, zero past C_out.
+static void cmlc_conv_direct_pack(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  cmlc_conv_fast_ctx_t* c = vctx;
+  const cmlc_conv_plan_t* p = c->p;
+  const cmlc_conv_fast_t* f = &p->fast;
+  const cml_conv_config_t* cfg = p->cfg;
+  const int64_t oc_stride = p->ker_strides[cfg->kernel_output_channel_axis];
+  const int64_t ic_stride = p->ker_strides[cfg->kernel_input_channel_axis];
+  const int64_t kw = c->ker_dims[1], cg = f->cg;
+  for (int64_t row = begin; row < end; ++row) {
+    int64_t blk = row / f->k, kk = row % f->k;
+    int64_t o0 = blk * CMLC_CONV_DIRECT_COLS;
+    int64_t cols = p->cout - o0 < CMLC_CONV_DIRECT_COLS ? p->cout - o0 : CMLC_CONV_DIRECT_COLS;
+    int64_t ldw = (cols + 15) / 16 * 16;
+    int64_t ci = kk % cg, tap = kk / cg;
+    int64_t off = (tap / kw) * c->ker_sp_strides[0] + (tap % kw) * c->ker_sp_strides[1] +
+                  ci * ic_stride + o0 * oc_stride;
+    float* dst = (float*)c->ker_dom + blk * f->k * CMLC_CONV_DIRECT_COLS + kk * ldw;
+    for (int64_t n = 0; n < cols; ++n)
+      dst[n] = cmlc_load_f32(c->ker, off + n * oc_stride, p->ker.dtype);
+    for (int64_t n = cols; n < ldw; ++n) dst[n] = 0;
+  }
+}
+
+// Gathers the zero-padded input strip of the output rows from |oy0| of image |b|:
+// strip[i][j][ci] is the input at dilated position (oy0 * sh - pad_h + i, j - pad_w), zero in
+// padding and input-dilation holes, for i < |in_rows|.
+static void cmlc_conv_direct_strip(const cmlc_conv_fast_ctx_t* c, int64_t b, int64_t oy0,
+                                   int64_t in_rows, float* strip) {
+  const cmlc_conv_plan_t* p = c->p;
+  const cmlc_conv_fast_t* f = &p->fast;
+  const cml_conv_config_t* cfg = p->cfg;
+  const int64_t cg = f->cg, len = f->d_len;
+  const int64_t cs = p->in_strides[cfg->input_channel_axis];
+  const int64_t ih = c->in_dims[0], iw = c->in_dims[1];
+  const int64_t idh = cfg->input_dilations[0], idw = cfg->input_dilations[1];
+  const bool native = p->in.dtype == CML_DTYPE_F32;
+  const int64_t base = b * p->in_strides[cfg->input_batch_axis];
+  // Width positions j with an input column: pos = j - pad_w in [0, (iw - 1) * idw].
+  const int64_t pad_w = cfg->padding_low[1];
+  int64_t j0 = pad_w > 0 ? pad_w : 0;
+  int64_t j1 = (iw - 1) * idw + pad_w + 1;
+  if (j1 > len) j1 = len;
+  if (j0 > j1) j0 = j1;
+  for (int64_t i = 0; i < in_rows; ++i) {
+    float* dst = strip + i * len * cg;
+    int64_t pos = oy0 * cfg->strides[0] - cfg->padding_low[0] + i;
+    if (pos < 0 || pos > (ih - 1) * idh || pos % idh != 0) {
+      memset(dst, 0, (size_t)(len * cg) * sizeof(float));
+      continue;
+    }
+    int64_t rbase = base + (pos / idh) * c->in_sp_strides[0];
+    if (j0 > 0) memset(dst, 0, (size_t)(j0 * cg) * sizeof(float));
+    if (j1 < len) memset(dst + j1 * cg, 0, (size_t)((len - j1) * cg) * sizeof(float));
+    if (native && cs == 1 && idw == 1 && c->in_sp_strides[1] == cg) {
+      if (j1 > j0)
+        memcpy(dst + j0 * cg, (const float*)c->in + rbase + (j0 - pad_w) * cg,
+               (size_t)((j1 - j0) * cg) * sizeof(float));
+      continue;
+    }
+    for (int64_t j = j0; j < j1; ++j) {
+      float* d = dst + j * cg;
+      int64_t q = j - pad_w;
+      if (q % idw != 0) {
+        for (int64_t ci = 0; ci < cg; ++ci) d[ci] = 0;
+        continue;
+      }
+      int64_t xo = rbase + (q / idw) * c->in_sp_strides[1];
+      if (native) {
+        const float* x = (const float*)c->in + xo;
+        for (int64_t ci = 0; ci < cg; ++ci) d[ci] = x[ci * cs];
+      } else {
+        for (int64_t ci = 0; ci < cg; ++ci) d[ci] = cmlc_load_f32(c->in, xo + ci * cs, p->in.dtype);
+      }
+    }
+  }
+}
+
+// Tasks over (image, block of output rows): gather the strip, run the micro-kernel over every
+// block of 64 channels and 6 pixels (flattened over the block's rows), and scatter the rows
+// when the output is not f32 with channel stride 1.
+static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  cmlc_conv_fast_ctx_t* c = vctx;
+  const cmlc_conv_plan_t* p = c->p;
+  const cmlc_conv_fast_t* f = &p->fast;
+  const cml_conv_config_t* cfg = p->cfg;
+  char* th =
+      cmlc_conv_scratch_at(c->scratch, f->off_threads + (size_t)thread_index * f->thread_bytes);
+  float* strip = (float*)(th + f->th_strip);
+  const int64_t oh = c->out_dims[0], ow = c->out_dims[1], cout = p->cout, cg = f->cg;
+  const int64_t ocs = p->out_strides[cfg->output_channel_axis];
+  const int64_t row_blocks = (oh + f->tile - 1) / f->tile;
+  const int64_t x_row = cfg->strides[0] * f->d_len * cg, x_col = cfg->strides[1] * cg;
+  cmlc__conv_direct_args_t a;
+  a.kh = c->ker_dims[0];
+  a.kw = c->ker_dims[1];
+  a.channels = cg;
+  a.x_ky = cfg->kernel_dilations[0] * f->d_len * cg;
+  a.x_kx = cfg->kernel_dilations[1] * cg;
+  for (int64_t task = begin; task < end; ++task) {
+    int64_t b = task / row_blocks, oy0 = (task % row_blocks) * f->tile;
+    int64_t rows = oh - oy0 < f->tile ? oh - oy0 : f->tile;
+    int64_t in_rows = (rows - 1) * cfg->strides[0] + (a.kh - 1) * cfg->kernel_dilations[0] + 1;
+    cmlc_conv_direct_strip(c, b, oy0, in_rows, strip);
+    int64_t obase = b * p->out_strides[cfg->output_batch_axis] + oy0 * c->out_sp_strides[0];
+    float* out = f->direct_out ? (float*)c->out + obase : (float*)(th + f->th_c);
+    const int64_t pixels_total = rows * ow;
+    for (int64_t blk = 0; blk < f->d_blocks; ++blk) {
+      int64_t o0 = blk * CMLC_CONV_DIRECT_COLS;
+      int cols = (int)(cout - o0 < CMLC_CONV_DIRECT_COLS ? cout - o0 : CMLC_CONV_DIRECT_COLS);
+      a.ldw = (cols + 15) / 16 * 16;
+      const float* w = (const float*)c->ker_dom + blk * f->k * CMLC_CONV_DIRECT_COLS;
+      for (int64_t q0 = 0; q0 < pixels_total; q0 += CMLC_CONV_DIRECT_PIXELS) {
+        int pixels = (int)(pixels_total - q0 < CMLC_CONV_DIRECT_PIXELS ? pixels_total - q0
+                                                                       : CMLC_CONV_DIRECT_PIXELS);
+        int64_t xo[CMLC_CONV_DIRECT_PIXELS], oo[CMLC_CONV_DIRECT_PIXELS];
+        for (int r = 0; r < pixels; ++r) {
+          int64_t y = (q0 + r) / ow, x = (q0 + r) % ow;
+          xo[r] = y * x_row + x * x_col;
+          oo[r] =
+              f->direct_out ? y * c->out_sp_strides[0] + x * c->out_sp_strides[1] : (q0 + r) * cout;
+        }
+        cmlc__conv_direct_f32_avx512_6x64(&a, strip, xo, w, out + o0 * (f->direct_out ? ocs : 1),
+                                          oo, pixels, cols);
+      }
+    }
+    if (f->direct_out) continue;
+    for (int64_t q = 0; q < pixels_total; ++q) {
+      const float* src = out + q * cout;
+      int64_t oo = obase + (q / ow) * c->out_sp_strides[0] + (q % ow) * c->out_sp_strides[1];
+      if (p->out.dtype == CML_DTYPE_F32) {
+        float* o = (float*)c->out + oo;
+        for (int64_t n = 0; n < cout; ++n) o[n * ocs] = src[n];
+      } else {
+        for (int64_t n = 0; n < cout; ++n)
+          cmlc_store_f64(c->out, oo + n * ocs, p->out.dtype, src[n]);
+      }
+    }
+  }
+}
+#endif
+
 static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args_t* args) {
   const cmlc_conv_fast_t* f = &p->fast;
   const cml_conv_config_t* cfg = p->cfg;
@@ -709,6 +943,16 @@ static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args
     c.ker_sp_strides[d] = p->ker_strides[cfg->kernel_spatial_axes[d]];
     c.out_sp_strides[d] = p->out_strides[cfg->output_spatial_axes[d]];
   }
+  // Tasks index per-thread blocks by thread_index: a pool wider than the plan runs inline.
+  cmlc_pool_t* pool = args->pool;
+  if (cmlc_pool_thread_count(pool) > f->threads) pool = NULL;
+#if defined(CMLC_HAVE_X86_64)
+  if (f->direct) {
+    cmlc_parallel_for(pool, f->d_blocks * f->k, 64, cmlc_conv_direct_pack, &c);
+    cmlc_parallel_for(pool, f->tiles, 1, cmlc_conv_direct_task, &c);
+    return;
+  }
+#endif
   int64_t* t = (int64_t*)cmlc_conv_scratch_at(c.scratch, f->off_tables);
   c.zero = t;
   t[0] = 0;
@@ -725,9 +969,6 @@ static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args
   c.b_cols = t;
   for (int64_t n = 0; n < f->ng; ++n) t[n] = n;
   cmlc_conv_fast_tap_tables(&c, (int64_t*)cmlc_conv_scratch_at(c.scratch, f->off_taps));
-  // Tasks index per-thread blocks by thread_index: a pool wider than the plan runs inline.
-  cmlc_pool_t* pool = args->pool;
-  if (cmlc_pool_thread_count(pool) > f->threads) pool = NULL;
   if (f->depthwise) {
     cmlc_parallel_for(pool, f->ks, 16384 / p->cout + 1, cmlc_conv_fast_convert_ker, &c);
     cmlc_parallel_for(pool, f->tiles, 1, cmlc_conv_depthwise_task, &c);

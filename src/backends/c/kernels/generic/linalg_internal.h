@@ -218,6 +218,23 @@ void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint32_t* a, const u
 bool cmlc__conv_lookup(const cml_module_t* module, const cml_ir_node_t* node,
                        const cmlc_options_t* options, cmlc_kernel_entry_t* out);
 
+// The direct 2-D convolution micro-kernel's geometry (linalg_conv.c): the input value of
+// pixel p at tap (ky, kx) and input channel ci sits at
+// x[x_offsets[p] + ky * x_ky + kx * x_kx + ci] (a zero-padded strip of input rows), its filter
+// vector at w[((ky * kw + kx) * channels + ci) * ldw] (ldw: 16 x the vectors of the block, zero
+// past the live columns), and pixel p's output at out[out_offsets[p]].
+typedef struct cmlc__conv_direct_args_t {
+  int64_t kh, kw, channels;
+  int64_t x_ky, x_kx;
+  int64_t ldw;
+} cmlc__conv_direct_args_t;
+#if defined(CMLC_HAVE_X86_64)
+// out[out_offsets[p] + o] = the sum above for p < pixels (1..6) and o < cols (1..64), AVX-512F.
+void cmlc__conv_direct_f32_avx512_6x64(const cmlc__conv_direct_args_t* args, const float* x,
+                                       const int64_t* x_offsets, const float* w, float* out,
+                                       const int64_t* out_offsets, int pixels, int cols);
+#endif
+
 //===--- FFT (special_fft.c) ---===//
 
 bool cmlc__fft_lookup(const cml_module_t* module, const cml_ir_node_t* node,
