@@ -32,6 +32,8 @@ enum {
   CMLC_GEMM_DIRECT_B_MAX = 64 * 256,
   // Products of at most this many rows take the skinny path (B streamed from memory once).
   CMLC_GEMM_SKINNY_M = 32,
+  // Skinny products with several A slivers copy this many B slivers at a time.
+  CMLC_GEMM_SKINNY_GROUP = 8,
 };
 
 // Marks an offset table that is not affine.

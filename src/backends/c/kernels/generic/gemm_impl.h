@@ -456,9 +456,10 @@ static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool
 //===--- skinny products ---===//
 
 // Slivers [begin, end) chunks of the skinny product: every k block in order. With one A sliver
-// the micro-kernel reads B in place; with several, each B sliver is first copied into the
-// thread's own buffer (|nr| columns apart, so its rows no longer share a few cache sets) and
-// every A sliver runs against that copy.
+// the micro-kernel reads B in place; with several, each group of SKINNY_GROUP B slivers is
+// first copied into the thread's own buffer (sliver by sliver, rows |nr| apart, so its rows no
+// longer share a few cache sets; each B row of the group is read as one run) and every A
+// sliver runs against that copy. A B packed at plan time is read as it is.
 static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
   const CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
   const CMLC_GEMM_PROBLEM* p = c->p;
@@ -468,50 +469,67 @@ static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int
   const int64_t s0 = begin * c->slivers_per_chunk;
   const int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, end * c->slivers_per_chunk);
   const CMLC_GEMM_T* bm = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[0];
-  // The thread's private B panel (kc x nc >= kc x nr elements) holds the copied sliver.
+  // The thread's private B panel (kc x nc elements) holds the copied group of slivers.
   CMLC_GEMM_T* copy = mpad > mr && !c->b_packed
                           ? CMLC_GEMM_N(gemm_thread_a)(c, thread_index) + c->sz.a_elems
                           : NULL;
+  // Slivers copied together: each B row of a group is one longer contiguous read.
+  int64_t group = copy ? CMLC_GEMM_SKINNY_GROUP : 1;
+  if (group * nr > c->sz.nc) group = c->sz.nc / nr;
+  if (group < 1) group = 1;
   for (int64_t pc = 0; pc < p->k; pc += c->sz.kc) {
     const int64_t kc = CMLC_GEMM_N(gemm_min)(c->sz.kc, p->k - pc);
     const CMLC_GEMM_T* ap = c->shared_panel + (pc / c->sz.kc) * mpad * c->sz.kc;
-    for (int64_t s = s0; s < s1; ++s) {
-      const int64_t col0 = s * nr;
-      const int cols = (int)CMLC_GEMM_N(gemm_min)(nr, p->n - col0);
-      if (c->b_packed) {
+    if (c->b_packed) {
+      for (int64_t s = s0; s < s1; ++s) {
         // A B packed at plan time: the sliver is contiguous (kc x nr), every A sliver reads it.
+        const int64_t col0 = s * nr;
+        const int cols = (int)CMLC_GEMM_N(gemm_min)(nr, p->n - col0);
         const int64_t jc = col0 / c->sz.nc * c->sz.nc;
         const CMLC_GEMM_T* bp = CMLC_GEMM_N(gemm_packed_panel)(c, jc, pc) + (col0 - jc) * kc;
         for (int64_t i = 0; i < p->m; i += mr) {
           const int rows = (int)CMLC_GEMM_N(gemm_min)(mr, p->m - i);
           kern->fn(kc, ap + i * kc, bp, nr, p->c + i * p->n + col0, p->n, pc > 0, rows, cols);
         }
-        continue;
       }
-      const CMLC_GEMM_T* bs = bm + pc * ldb + col0;
+      continue;
+    }
+    for (int64_t g0 = s0; g0 < s1; g0 += group) {
+      const int64_t g1 = CMLC_GEMM_N(gemm_min)(s1, g0 + group);
+      const CMLC_GEMM_T* bs = bm + pc * ldb + g0 * nr;
 #if (defined(__GNUC__) || defined(__clang__))
       // B rows are a page or more apart, which hardware prefetchers do not follow: fetch the
-      // next sliver's rows while this one computes.
-      if (s + 1 < s1) {
-        const char* next = (const char*)(bs + nr);
+      // next group's rows into L2 while this one computes (into L1, the burst of a whole
+      // group measured slower: it evicts the sliver being computed).
+      if (g1 < s1) {
+        const int64_t next_cols = (CMLC_GEMM_N(gemm_min)(s1, g1 + group) - g1) * nr;
+        const char* next = (const char*)(bs + (g1 - g0) * nr);
         for (int64_t kk = 0; kk < kc; ++kk) {
           const char* row = next + (size_t)(kk * ldb) * sizeof(CMLC_GEMM_T);
-          for (size_t off = 0; off < (size_t)nr * sizeof(CMLC_GEMM_T); off += 64)
-            __builtin_prefetch(row + off, 0, 3);
+          for (size_t off = 0; off < (size_t)next_cols * sizeof(CMLC_GEMM_T); off += 64)
+            __builtin_prefetch(row + off, 0, 2);
         }
       }
 #endif
-      const CMLC_GEMM_T* bk = bs;
-      int64_t ldk = ldb;
       if (copy) {
-        for (int64_t kk = 0; kk < kc; ++kk)
-          memcpy(copy + kk * nr, bs + kk * ldb, (size_t)cols * sizeof(CMLC_GEMM_T));
-        bk = copy;
-        ldk = nr;
+        // Each k row of the group is one contiguous read, split into the group's slivers.
+        const int64_t width = CMLC_GEMM_N(gemm_min)(p->n, g1 * nr) - g0 * nr;
+        for (int64_t kk = 0; kk < kc; ++kk) {
+          const CMLC_GEMM_T* row = bs + kk * ldb;
+          for (int64_t t = 0; t * nr < width; ++t)
+            memcpy(copy + t * nr * kc + kk * nr, row + t * nr,
+                   (size_t)CMLC_GEMM_N(gemm_min)(nr, width - t * nr) * sizeof(CMLC_GEMM_T));
+        }
       }
-      for (int64_t i = 0; i < p->m; i += mr) {
-        const int rows = (int)CMLC_GEMM_N(gemm_min)(mr, p->m - i);
-        kern->fn(kc, ap + i * kc, bk, ldk, p->c + i * p->n + col0, p->n, pc > 0, rows, cols);
+      for (int64_t s = g0; s < g1; ++s) {
+        const int64_t col0 = s * nr;
+        const int cols = (int)CMLC_GEMM_N(gemm_min)(nr, p->n - col0);
+        const CMLC_GEMM_T* bk = copy ? copy + (s - g0) * nr * kc : bm + pc * ldb + col0;
+        const int64_t ldk = copy ? nr : ldb;
+        for (int64_t i = 0; i < p->m; i += mr) {
+          const int rows = (int)CMLC_GEMM_N(gemm_min)(mr, p->m - i);
+          kern->fn(kc, ap + i * kc, bk, ldk, p->c + i * p->n + col0, p->n, pc > 0, rows, cols);
+        }
       }
     }
   }
