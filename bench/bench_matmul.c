@@ -2,6 +2,7 @@
 // bench/bench_matmul.c: f32 and bf16 matmul / DotGeneral, c vs c:reference vs xla:cpu (and
 // OpenBLAS sgemm when it was found at configure time).
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench_common.h"
@@ -34,8 +35,26 @@ static cml_dot_config_t matmul_config(int64_t lhs_contract, int64_t rhs_contract
   return cfg;
 }
 
-// lhs [M, K] @ rhs [K, N] (or [N, K] when transposed).
-static cml_value_t build_matmul(cml_function_t* f, const bench_case_t* c) {
+// An f32 rhs that is a constant of the module (a weight: the c backend packs it once, when the
+// executable is compiled), filled with small exact values.
+static cml_value_t const_rhs(cml_function_t* f, const int64_t* dims) {
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 2, dims);
+  const int64_t count = dims[0] * dims[1];
+  float* data = malloc((size_t)count * sizeof(float));
+  if (!data) return 0;
+  for (int64_t i = 0; i < count; ++i) data[i] = (float)(i * 7 % 13 - 6) / 8.0f;
+  cml_value_t v = cml_constant(f, &s, data);
+  free(data);
+  return v;
+}
+
+static cml_value_t rhs_value(cml_function_t* f, const bench_case_t* c, const int64_t* rhs_dims,
+                             bool constant) {
+  return constant ? const_rhs(f, rhs_dims) : bench_param(f, "rhs", c->dtype, 2, rhs_dims);
+}
+
+// lhs [M, K] @ rhs [K, N] (or [N, K] when transposed); the rhs a parameter or a constant.
+static cml_value_t build_matmul_rhs(cml_function_t* f, const bench_case_t* c, bool constant) {
   const int64_t* d = c->dims;
   int64_t rhs_dims[2] = {d[MM_K], d[MM_N]};
   if (d[MM_TRANS_B]) {
@@ -43,7 +62,7 @@ static cml_value_t build_matmul(cml_function_t* f, const bench_case_t* c) {
     rhs_dims[1] = d[MM_K];
   }
   cml_value_t lhs = bench_param(f, "lhs", c->dtype, 2, (int64_t[]){d[MM_M], d[MM_K]});
-  cml_value_t rhs = bench_param(f, "rhs", c->dtype, 2, rhs_dims);
+  cml_value_t rhs = rhs_value(f, c, rhs_dims, constant);
   cml_dot_config_t cfg = matmul_config(1, d[MM_TRANS_B] ? 1 : 0);
   if (d[MM_OUT_F32]) {
     cfg.accumulator_dtype = CML_DTYPE_F32;
@@ -52,8 +71,16 @@ static cml_value_t build_matmul(cml_function_t* f, const bench_case_t* c) {
   return cml_op_dot_general(f, lhs, rhs, &cfg);
 }
 
+static cml_value_t build_matmul(cml_function_t* f, const bench_case_t* c) {
+  return build_matmul_rhs(f, c, false);
+}
+
+static cml_value_t build_matmul_const(cml_function_t* f, const bench_case_t* c) {
+  return build_matmul_rhs(f, c, true);
+}
+
 // The seed's "NonTransposed/Transposed" DotGeneral: lhs [D0, D1, K] @ rhs [K, N] or [N, K].
-static cml_value_t build_seed_3d(cml_function_t* f, const bench_case_t* c) {
+static cml_value_t build_seed_3d_rhs(cml_function_t* f, const bench_case_t* c, bool constant) {
   const int64_t* d = c->dims;
   int64_t rhs_dims[2] = {d[MM_K], d[MM_N]};
   if (d[MM_TRANS_B]) {
@@ -61,9 +88,17 @@ static cml_value_t build_seed_3d(cml_function_t* f, const bench_case_t* c) {
     rhs_dims[1] = d[MM_K];
   }
   cml_value_t lhs = bench_param(f, "lhs", c->dtype, 3, (int64_t[]){d[MM_D0], d[MM_D1], d[MM_K]});
-  cml_value_t rhs = bench_param(f, "rhs", c->dtype, 2, rhs_dims);
+  cml_value_t rhs = rhs_value(f, c, rhs_dims, constant);
   cml_dot_config_t cfg = matmul_config(2, d[MM_TRANS_B] ? 1 : 0);
   return cml_op_dot_general(f, lhs, rhs, &cfg);
+}
+
+static cml_value_t build_seed_3d(cml_function_t* f, const bench_case_t* c) {
+  return build_seed_3d_rhs(f, c, false);
+}
+
+static cml_value_t build_seed_3d_const(cml_function_t* f, const bench_case_t* c) {
+  return build_seed_3d_rhs(f, c, true);
 }
 
 // Attention-like batched product: lhs [D0, D1, M, K] @ rhs [D0, D1, K, N], batch axes 0, 1.
@@ -123,7 +158,8 @@ static void add_case(bench_case_t* cases, size_t* count, bench_build_fn build, c
                                               : "f32";
   bench_case_name(c, "%s %s", type, label);
 #if defined(CML_BENCH_HAVE_OPENBLAS)
-  if (dtype == CML_DTYPE_F32) {
+  // (A constant rhs is not among the inputs the native contender gets.)
+  if (dtype == CML_DTYPE_F32 && build != build_matmul_const && build != build_seed_3d_const) {
     c->native_name = "openblas";
     c->native = native_sgemm;
   }
@@ -149,7 +185,7 @@ int main(int argc, char** argv) {
 #else
   if (!opts.list) printf("# contender openblas           not built (libopenblas-dev not found)\n");
 #endif
-  bench_case_t cases[32];
+  bench_case_t cases[48];
   size_t count = 0;
   add_square(cases, &count, CML_DTYPE_F32, false, 64, 64, 64);
   add_square(cases, &count, CML_DTYPE_F32, false, 256, 256, 256);
@@ -170,6 +206,25 @@ int main(int argc, char** argv) {
            "32x13x384 @ 384x1152");
   add_case(cases, &count, build_batched, CML_DTYPE_F32, 32 * 12, 13, 13, 32, false, false, 32, 12,
            "32x12x13x13 @ 32x12x13x32 (batch 0,1)");
+  // The same products with the weight a constant of the module ("const rhs": packed once when
+  // the c backend compiles; compare with the parameter cases above in the same run).
+  add_case(cases, &count, build_matmul_const, CML_DTYPE_F32, 1, 16, 4096, 4096, false, false, 0, 0,
+           "16x4096x4096 (MxKxN) const rhs");
+  add_case(cases, &count, build_matmul_const, CML_DTYPE_F32, 1, 32, 4096, 4096, false, false, 0, 0,
+           "32x4096x4096 (MxKxN) const rhs");
+  add_case(cases, &count, build_seed_3d_const, CML_DTYPE_F32, 1, 32 * 13, 1536, 384, false, false,
+           32, 13, "32x13x1536 @ 1536x384 const rhs");
+  add_case(cases, &count, build_seed_3d_const, CML_DTYPE_F32, 1, 32 * 13, 1536, 384, true, false,
+           32, 13, "32x13x1536 @ 384x1536 (transposed rhs) const rhs");
+  add_case(cases, &count, build_seed_3d_const, CML_DTYPE_F32, 1, 32 * 13, 384, 1152, false, false,
+           32, 13, "32x13x384 @ 384x1152 const rhs");
+  // MLP layers (784-512, 512-512) at batch 16 and 32, weight as parameter and as constant.
+  add_square(cases, &count, CML_DTYPE_F32, false, 16, 784, 512);
+  add_square(cases, &count, CML_DTYPE_F32, false, 32, 512, 512);
+  add_case(cases, &count, build_matmul_const, CML_DTYPE_F32, 1, 16, 784, 512, false, false, 0, 0,
+           "16x784x512 (MxKxN) const rhs");
+  add_case(cases, &count, build_matmul_const, CML_DTYPE_F32, 1, 32, 512, 512, false, false, 0, 0,
+           "32x512x512 (MxKxN) const rhs");
   // bf16: bf16 output (XLA's default), and bf16 inputs with f32 accumulation and output.
   add_square(cases, &count, CML_DTYPE_BF16, false, 512, 512, 512);
   add_square(cases, &count, CML_DTYPE_BF16, false, 1536, 1920, 1024);

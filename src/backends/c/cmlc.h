@@ -131,6 +131,10 @@ typedef struct cmlc_kernel_args_t {
   void* exec;
   // entry.impl, copied by whoever runs the entry (the engine, the folder, a test fixture).
   cmlc_impl_fn impl[CMLC_IMPL_SLOTS];
+  // What entry.prepare made from this node's constant inputs when the plan was built, or NULL
+  // (no prepare, no constant input, or a runner outside the engine): the kernel must give the
+  // same results either way. Read-only; shared by every execution of the executable.
+  const void* prepared;
   // SPMD: this device slot (the replica id), the number of slots and the execution's
   // rendezvous (NULL, 0 and 1 outside SPMD).
   cmlc_rendezvous_t* rendezvous;
@@ -152,6 +156,14 @@ typedef struct cmlc_kernel_entry_t {
   // runner never looks at the ISA): the meaning of each slot is the group's; NULL slots mean
   // "none" (e.g. no SIMD variant for this op and dtype).
   cmlc_impl_fn impl[CMLC_IMPL_SLOTS];
+  // Optional (NULL: none): data the kernel derives once from inputs that are constants of the
+  // module (e.g. a weight packed for the GEMM). |consts|[i] is input i's data when it is a
+  // constant (a Constant or folded value), else NULL. With |dst| NULL returns the bytes it
+  // needs (0: nothing to prepare); then the engine calls it again with |dst| (that many bytes,
+  // 64-byte aligned, owned by the executable) to fill it, and passes |dst| to every run as
+  // args->prepared. Called at plan time only.
+  size_t (*prepare)(const cml_module_t* module, const cml_ir_node_t* node,
+                    const cmlc_options_t* options, const void* const* consts, void* dst);
 } cmlc_kernel_entry_t;
 
 // Group lookups: fill |out| and return true when the group implements |node| (its op and

@@ -161,6 +161,7 @@ typedef struct cmlc_step_t {
   const cml_ir_node_t* source_node;  // MERGED: the node whose outputs this one reuses
   cmlc_fused_t* fused;               // FUSED: the program (owned by the step)
   uint16_t scalar_code;              // SCALAR: op * CMLC_SCALAR_TYPES + type
+  const void* prepared;              // KERNEL: entry.prepare's data (in exe->folded), or NULL
   bool heavy;  // reads or writes enough bytes that reading the clock before it is cheap
 } cmlc_step_t;
 
@@ -181,6 +182,7 @@ typedef struct cmlc_opt_stats_t {
   uint32_t merged;        // nodes merged into an identical earlier node (CSE)
   uint32_t fused_groups;  // fused elementwise loops
   uint32_t fused_nodes;   // nodes inside those loops (roots included)
+  uint32_t prepared;      // kernel steps with data prepared from constant inputs (entry.prepare)
 } cmlc_opt_stats_t;
 
 // A block of folded constant data owned by an executable (data follows the header).

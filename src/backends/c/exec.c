@@ -406,6 +406,7 @@ CMLC_NOINLINE static cml_status_t cmlc_run_kernel(cmlc_context_t* ctx,
       .rendezvous = ctx->rendezvous,
       .replica = ctx->replica,
       .replica_count = ctx->replica_count,
+      .prepared = step->prepared,
   };
   memcpy(args.impl, step->entry.impl, sizeof args.impl);
   cml_status_t st = step->entry.run(&args);

@@ -372,6 +372,38 @@ static cml_status_t cmlc_plan_mark_live(cmlc_planner_t* p, uint32_t fi, uint32_t
   return CML_OK;
 }
 
+// Runs |step|'s entry.prepare when some input of |n| is a constant: the data goes into a block
+// of the executable's folded storage and reaches every run as args->prepared.
+static cml_status_t cmlc_plan_prepare(cmlc_planner_t* p, const cml_ir_node_t* n,
+                                      cmlc_step_t* step) {
+  enum { kMaxInputs = 8 };
+  if (n->input_count > kMaxInputs) return CML_OK;
+  const void* consts[kMaxInputs] = {0};
+  bool any = false;
+  for (uint32_t k = 0; k < n->input_count; ++k) {
+    consts[k] = p->value_data[n->inputs[k]];
+    any |= consts[k] != NULL;
+  }
+  if (!any) return CML_OK;
+  const cmlc_options_t* o = &p->backend->options;
+  const size_t bytes = step->entry.prepare(p->module, n, o, consts, NULL);
+  if (bytes == 0) return CML_OK;
+  const size_t block_bytes = CMLC_ALIGNMENT + cmlc_plan_round(bytes);
+  cmlc_folded_t* block = cml_allocator_malloc(p->alloc, block_bytes, CMLC_ALIGNMENT);
+  if (!block) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  block->bytes = block_bytes;
+  void* data = (uint8_t*)block + CMLC_ALIGNMENT;
+  if (step->entry.prepare(p->module, n, o, consts, data) != bytes) {
+    cml_allocator_free(p->alloc, block, block_bytes);  // the kernel changed its mind: run as is
+    return CML_OK;
+  }
+  block->next = p->exe->folded;
+  p->exe->folded = block;
+  step->prepared = data;
+  ++p->exe->stats.prepared;
+  return CML_OK;
+}
+
 static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t* queue_count) {
   const cml_module_t* m = p->module;
   const cml_ir_function_t* f = &m->functions[fi];
@@ -612,6 +644,10 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
         vp->size = size;
         vp->offset = cmlc_layout_alloc(&p->layout, size);
       }
+    }
+    // Data prepared once from constant inputs.
+    if (step->kind == CMLC_STEP_KERNEL && step->entry.prepare) {
+      CML_RETURN_IF_ERROR(cmlc_plan_prepare(p, n, step));
     }
     // Scratch.
     if (step->kind == CMLC_STEP_KERNEL && step->entry.scratch) {

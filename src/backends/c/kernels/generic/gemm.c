@@ -32,6 +32,8 @@ enum {
   CMLC_GEMM_DIRECT_B_MAX = 64 * 256,
   // Products of at most this many rows take the skinny path (B streamed from memory once).
   CMLC_GEMM_SKINNY_M = 32,
+  // Skinny products with several A slivers copy this many B slivers at a time.
+  CMLC_GEMM_SKINNY_GROUP = 8,
 };
 
 // Marks an offset table that is not affine.
@@ -54,6 +56,8 @@ enum {
 
 //===--- kernel tables ---===//
 
+// The f32 kernels of one ISA. A table is picked once, when a kernel is planned
+// (cmlc__gemm_f32_pick); the driver never looks at the ISA.
 typedef struct cmlc_kernel_t_f32 {
   int mr, nr;
   cmlc__gemm_ukernel_fn fn;
@@ -63,34 +67,45 @@ typedef struct cmlc_kernel_t_f32 {
   void (*pack_bt)(const float* src, int64_t ld, int64_t kc, float* sliver);
   // Packs one full sliver of MR row-major A rows (k contiguous in each), or NULL.
   void (*pack_a)(const float* const* rows, int64_t kc, float* sliver);
+  // Widens runs of an f16 operand (F16C with a SIMD ISA).
+  cmlc__gemm_widen_fn widen_f16;
 } cmlc_kernel_t_f32;
 
-static cmlc_kernel_t_f32 cmlc_select_f32(cmlc_isa_t isa) {
+static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n);
+
 #if defined(CMLC_HAVE_X86_64)
-  if (isa == CMLC_ISA_AVX512)
-    return (cmlc_kernel_t_f32){12,
-                               32,
-                               cmlc__gemm_ukernel_f32_avx512_12x32,
-                               cmlc__gemv_axpy_f32_avx512,
-                               cmlc__gemv_dot_f32_avx512,
-                               cmlc__gemm_pack_bt_f32_avx512,
-                               cmlc__gemm_pack_a_f32_avx512_12};
-  if (isa == CMLC_ISA_AVX2)
-    return (cmlc_kernel_t_f32){6,
-                               16,
-                               cmlc__gemm_ukernel_f32_avx2_6x16,
-                               cmlc__gemv_axpy_f32_avx2,
-                               cmlc__gemv_dot_f32_avx2,
-                               NULL,
-                               NULL};
+static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {12,
+                                                       32,
+                                                       cmlc__gemm_ukernel_f32_avx512_12x32,
+                                                       cmlc__gemv_axpy_f32_avx512,
+                                                       cmlc__gemv_dot_f32_avx512,
+                                                       cmlc__gemm_pack_bt_f32_avx512,
+                                                       cmlc__gemm_pack_a_f32_avx512_12,
+                                                       cmlc__gemm_widen_f16_f16c};
+static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
+    6,    16,   cmlc__gemm_ukernel_f32_avx2_6x16, cmlc__gemv_axpy_f32_avx2, cmlc__gemv_dot_f32_avx2,
+    NULL, NULL, cmlc__gemm_widen_f16_f16c};
+#endif
+static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
+                                                       8,
+                                                       cmlc_ukernel_scalar_4x8_f32,
+                                                       cmlc_gemv_axpy_scalar_f32,
+                                                       cmlc_gemv_dot_scalar_f32,
+                                                       NULL,
+                                                       NULL,
+                                                       cmlc_widen_f16};
+
+static const cmlc_kernel_t_f32* cmlc_select_f32(cmlc_isa_t isa) {
+#if defined(CMLC_HAVE_X86_64)
+  if (isa == CMLC_ISA_AVX512) return &cmlc_kern_avx512_f32;
+  if (isa == CMLC_ISA_AVX2) return &cmlc_kern_avx2_f32;
 #else
   (void)isa;
 #endif
-  return (cmlc_kernel_t_f32){
-      4,    8,   cmlc_ukernel_scalar_4x8_f32, cmlc_gemv_axpy_scalar_f32, cmlc_gemv_dot_scalar_f32,
-      NULL, NULL};
+  return &cmlc_kern_scalar_f32;
 }
 
+typedef void (*cmlc_widen_fn_f64)(const uint16_t* src, double* dst, int64_t n);
 typedef struct cmlc_kernel_t_f64 {
   int mr, nr;
   cmlc__gemm_ukernel_f64_fn fn;
@@ -98,33 +113,45 @@ typedef struct cmlc_kernel_t_f64 {
   cmlc__gemv_dot_f64_fn dot;
   void (*pack_bt)(const double* src, int64_t ld, int64_t kc, double* sliver);  // NULL
   void (*pack_a)(const double* const* rows, int64_t kc, double* sliver);       // NULL
+  cmlc_widen_fn_f64 widen_f16;  // NULL: the f64 GEMM converts half operands one by one
 } cmlc_kernel_t_f64;
 
 // f64 GEMV is bandwidth-bound; the scalar loops serve every ISA.
-static cmlc_kernel_t_f64 cmlc_select_f64(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)
-  if (isa == CMLC_ISA_AVX512)
-    return (cmlc_kernel_t_f64){12,
-                               16,
-                               cmlc__gemm_ukernel_f64_avx512_12x16,
-                               cmlc_gemv_axpy_scalar_f64,
-                               cmlc_gemv_dot_scalar_f64,
-                               NULL,
-                               NULL};
-  if (isa == CMLC_ISA_AVX2)
-    return (cmlc_kernel_t_f64){6,
-                               8,
-                               cmlc__gemm_ukernel_f64_avx2_6x8,
-                               cmlc_gemv_axpy_scalar_f64,
-                               cmlc_gemv_dot_scalar_f64,
-                               NULL,
-                               NULL};
+static const cmlc_kernel_t_f64 cmlc_kern_avx512_f64 = {12,
+                                                       16,
+                                                       cmlc__gemm_ukernel_f64_avx512_12x16,
+                                                       cmlc_gemv_axpy_scalar_f64,
+                                                       cmlc_gemv_dot_scalar_f64,
+                                                       NULL,
+                                                       NULL,
+                                                       NULL};
+static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
+                                                     8,
+                                                     cmlc__gemm_ukernel_f64_avx2_6x8,
+                                                     cmlc_gemv_axpy_scalar_f64,
+                                                     cmlc_gemv_dot_scalar_f64,
+                                                     NULL,
+                                                     NULL,
+                                                     NULL};
+#endif
+static const cmlc_kernel_t_f64 cmlc_kern_scalar_f64 = {4,
+                                                       8,
+                                                       cmlc_ukernel_scalar_4x8_f64,
+                                                       cmlc_gemv_axpy_scalar_f64,
+                                                       cmlc_gemv_dot_scalar_f64,
+                                                       NULL,
+                                                       NULL,
+                                                       NULL};
+
+static const cmlc_kernel_t_f64* cmlc_select_f64(cmlc_isa_t isa) {
+#if defined(CMLC_HAVE_X86_64)
+  if (isa == CMLC_ISA_AVX512) return &cmlc_kern_avx512_f64;
+  if (isa == CMLC_ISA_AVX2) return &cmlc_kern_avx2_f64;
 #else
   (void)isa;
 #endif
-  return (cmlc_kernel_t_f64){
-      4,    8,   cmlc_ukernel_scalar_4x8_f64, cmlc_gemv_axpy_scalar_f64, cmlc_gemv_dot_scalar_f64,
-      NULL, NULL};
+  return &cmlc_kern_scalar_f64;
 }
 
 //===--- half operands and outputs ---===//
@@ -142,49 +169,47 @@ static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n) {
 
 // Contiguous runs of a half operand widen in bulk while packing (F16C for f16 with a SIMD ISA).
 typedef cmlc__gemm_widen_fn cmlc_widen_fn_f32;
-static cmlc_widen_fn_f32 cmlc_select_widen_f32(cmlc_isa_t isa, cml_dtype_t dtype) {
+static cmlc_widen_fn_f32 cmlc_select_widen_f32(const cmlc_kernel_t_f32* kern, cml_dtype_t dtype) {
   if (dtype == CML_DTYPE_BF16) return cmlc_widen_bf16;
-  if (dtype != CML_DTYPE_F16) return NULL;
-#if defined(CMLC_HAVE_X86_64)
-  if (isa == CMLC_ISA_AVX512 || isa == CMLC_ISA_AVX2) return cmlc__gemm_widen_f16_f16c;
-#else
-  (void)isa;
-#endif
-  return cmlc_widen_f16;
+  return dtype == CML_DTYPE_F16 ? kern->widen_f16 : NULL;
 }
 
 // The f64 GEMM converts half operands element by element.
-typedef void (*cmlc_widen_fn_f64)(const uint16_t* src, double* dst, int64_t n);
-static cmlc_widen_fn_f64 cmlc_select_widen_f64(cmlc_isa_t isa, cml_dtype_t dtype) {
+static cmlc_widen_fn_f64 cmlc_select_widen_f64(const cmlc_kernel_t_f64* kern, cml_dtype_t dtype) {
+  return dtype == CML_DTYPE_F16 ? kern->widen_f16 : NULL;
+}
+
+// Nearest even on the bits; NaN -> sign | 0x7FC0 (cml_f64_to_bf16's quiet NaN).
+static void cmlc_narrow_bf16(const float* src, uint16_t* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    memcpy(&u, src + i, sizeof u);
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t qnan = ((u >> 16) & 0x8000u) | 0x7FC0u;
+    d[i] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? qnan : rounded);
+  }
+}
+
+static void cmlc_narrow_f16(const float* src, uint16_t* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = cml_f32_to_f16(src[i]);
+}
+
+cmlc__gemm_narrow_fn cmlc__gemm_narrow_pick(cml_dtype_t dtype, cmlc_isa_t isa) {
+  if (dtype == CML_DTYPE_BF16) return cmlc_narrow_bf16;
+  if (dtype != CML_DTYPE_F16) return NULL;
+#if defined(CMLC_HAVE_X86_64)
+  if (isa == CMLC_ISA_AVX512 || isa == CMLC_ISA_AVX2) return cmlc__gemm_narrow_f16_f16c;
+#else
   (void)isa;
-  (void)dtype;
-  return NULL;
+#endif
+  return cmlc_narrow_f16;
 }
 
 bool cmlc__gemm_narrow_f32(const float* src, void* dst, cml_dtype_t dtype, int64_t n,
                            cmlc_isa_t isa) {
-  uint16_t* d = dst;
-  if (dtype == CML_DTYPE_BF16) {
-    // Nearest even on the bits; NaN -> sign | 0x7FC0 (cml_f64_to_bf16's quiet NaN).
-    for (int64_t i = 0; i < n; ++i) {
-      uint32_t u;
-      memcpy(&u, src + i, sizeof u);
-      const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-      const uint32_t qnan = ((u >> 16) & 0x8000u) | 0x7FC0u;
-      d[i] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? qnan : rounded);
-    }
-    return true;
-  }
-  if (dtype != CML_DTYPE_F16) return false;
-#if defined(CMLC_HAVE_X86_64)
-  if (isa == CMLC_ISA_AVX512 || isa == CMLC_ISA_AVX2) {
-    cmlc__gemm_narrow_f16_f16c(src, d, n);
-    return true;
-  }
-#else
-  (void)isa;
-#endif
-  for (int64_t i = 0; i < n; ++i) d[i] = cml_f32_to_f16(src[i]);
+  cmlc__gemm_narrow_fn fn = cmlc__gemm_narrow_pick(dtype, isa);
+  if (!fn) return false;
+  fn(src, dst, n);
   return true;
 }
 
@@ -201,6 +226,9 @@ static inline double cmlc_gemm_load_f64(const void* data, int64_t i, cml_dtype_t
 #define CMLC_GEMM_LOAD_CONV cmlc_load_f32
 #define CMLC_GEMM_ENTRY cmlc__gemm_f32
 #define CMLC_GEMM_ENTRY_SCRATCH cmlc__gemm_f32_scratch
+#define CMLC_GEMM_ENTRY_PICK cmlc__gemm_f32_pick
+#define CMLC_GEMM_ENTRY_PREPACK cmlc__gemm_f32_prepack
+#define CMLC_GEMM_FN cmlc__gemm_f32_fn
 #include "backends/c/kernels/generic/gemm_impl.h"
 
 #define CMLC_GEMM_T double
@@ -210,4 +238,7 @@ static inline double cmlc_gemm_load_f64(const void* data, int64_t i, cml_dtype_t
 #define CMLC_GEMM_LOAD_CONV cmlc_gemm_load_f64
 #define CMLC_GEMM_ENTRY cmlc__gemm_f64
 #define CMLC_GEMM_ENTRY_SCRATCH cmlc__gemm_f64_scratch
+#define CMLC_GEMM_ENTRY_PICK cmlc__gemm_f64_pick
+#define CMLC_GEMM_ENTRY_PREPACK cmlc__gemm_f64_prepack
+#define CMLC_GEMM_FN cmlc__gemm_f64_fn
 #include "backends/c/kernels/generic/gemm_impl.h"

@@ -6,10 +6,14 @@
 //   CMLC_GEMM_DTYPE    the matching dtype (CML_DTYPE_F32 or CML_DTYPE_F64)
 //   CMLC_GEMM_PROBLEM  the problem type (cmlc__gemm_problem_t or cmlc__gemm_f64_problem_t)
 //   CMLC_GEMM_LOAD_CONV(data, index, dtype)  loads one element of another dtype as CMLC_GEMM_T
-//   CMLC_GEMM_ENTRY, CMLC_GEMM_ENTRY_SCRATCH  the names of the two functions it defines
-// and provide CMLC_GEMM_N(kernel_t) with CMLC_GEMM_N(select)(isa), and CMLC_GEMM_N(widen_fn)
-// with CMLC_GEMM_N(select_widen)(isa, dtype) (bulk widening of f16 / bf16 runs, or NULL) for
-// this suffix (CMLC_GEMM_N(x) pastes cmlc_<x>_<suffix>). The macros above are undefined at the end.
+//   CMLC_GEMM_ENTRY, CMLC_GEMM_ENTRY_SCRATCH, CMLC_GEMM_ENTRY_PICK, CMLC_GEMM_ENTRY_PREPACK
+//                      the names of the four functions it defines
+//   CMLC_GEMM_FN       the type of the per-ISA drivers CMLC_GEMM_ENTRY_PICK returns
+// and provide CMLC_GEMM_N(kernel_t) with CMLC_GEMM_N(select)(isa) (a pointer to the ISA's
+// table) and the tables CMLC_GEMM_N(kern_avx512 / kern_avx2 / kern_scalar), and
+// CMLC_GEMM_N(widen_fn) with CMLC_GEMM_N(select_widen)(kern, dtype) (bulk widening of f16 /
+// bf16 runs, or NULL) for this suffix (CMLC_GEMM_N(x) pastes cmlc_<x>_<suffix>). The macros
+// above are undefined at the end.
 //
 // Thread-safety: reentrant; no state.
 
@@ -45,8 +49,8 @@ static bool CMLC_GEMM_N(gemm_batch_mode)(int64_t batch, int64_t m, int64_t n, in
 
 size_t CMLC_GEMM_ENTRY_SCRATCH(int64_t batch, int64_t m, int64_t n, int64_t k, cmlc_isa_t isa,
                                int threads) {
-  CMLC_GEMM_N(kernel_t) kern = CMLC_GEMM_N(select)(isa);
-  CMLC_GEMM_N(gemm_sizes_t) s = CMLC_GEMM_N(gemm_sizes)(m, n, k, &kern);
+  const CMLC_GEMM_N(kernel_t)* kern = CMLC_GEMM_N(select)(isa);
+  CMLC_GEMM_N(gemm_sizes_t) s = CMLC_GEMM_N(gemm_sizes)(m, n, k, kern);
   if (threads < 1) threads = 1;
   (void)batch;
   // Per thread: an A block and a private B panel (batch mode); plus one shared B panel.
@@ -77,11 +81,11 @@ typedef struct CMLC_GEMM_N(gemm_access_t) {
 
 static CMLC_GEMM_N(gemm_access_t)
     CMLC_GEMM_N(gemm_access)(const cmlc__gemm_operand_t* op, int64_t rows, int64_t cols,
-                             cmlc_isa_t isa) {
+                             const CMLC_GEMM_N(kernel_t) * kern) {
   CMLC_GEMM_N(gemm_access_t) a;
   a.row_stride = CMLC_GEMM_N(gemm_affine)(op->row_offsets, rows);
   a.col_stride = CMLC_GEMM_N(gemm_affine)(op->col_offsets, cols);
-  a.widen = CMLC_GEMM_N(select_widen)(isa, op->dtype);
+  a.widen = CMLC_GEMM_N(select_widen)(kern, op->dtype);
   a.pack_bt = NULL;
   a.pack_a = NULL;
   return a;
@@ -259,7 +263,9 @@ typedef struct CMLC_GEMM_N(gemm_ctx_t) {
   CMLC_GEMM_N(kernel_t) kern;
   CMLC_GEMM_N(gemm_sizes_t) sz;
   CMLC_GEMM_N(gemm_access_t) a_acc, b_acc;
-  bool direct_b;         // B is read in place (rows contiguous, small)
+  bool direct_b;  // B is read in place (rows contiguous, small)
+  // B packed once for every (jc, pc) block (batch 1; CMLC_GEMM_ENTRY_PREPACK's layout), or NULL.
+  const CMLC_GEMM_T* b_packed;
   CMLC_GEMM_T* scratch;  // per-thread blocks, then the shared panel
   int threads;
   // Tile mode state for the current (b, jc, pc).
@@ -282,6 +288,17 @@ static const CMLC_GEMM_T* CMLC_GEMM_N(gemm_b_sliver)(const CMLC_GEMM_N(gemm_ctx_
   }
   *out_ldb = c->kern.nr;
   return panel + s * c->kern.nr * kc;
+}
+
+// The packed panel of block (jc, pc) in a B packed whole: the blocks of earlier columns hold
+// jc * k values (every NC block is a whole number of slivers), and inside a column block the
+// panels of earlier k blocks hold pc * (its sliver columns) values each.
+static const CMLC_GEMM_T* CMLC_GEMM_N(gemm_packed_panel)(const CMLC_GEMM_N(gemm_ctx_t) * c,
+                                                         int64_t jc, int64_t pc) {
+  const int64_t nr = c->kern.nr;
+  const int64_t nc = CMLC_GEMM_N(gemm_min)(c->sz.nc, c->p->n - jc);
+  const int64_t width = (nc + nr - 1) / nr * nr;
+  return c->b_packed + jc * c->p->k + pc * width;
 }
 
 // Runs the micro-kernel over A block rows [0, mc) (packed in |ap|) and B slivers [s0, s1).
@@ -359,8 +376,9 @@ static void CMLC_GEMM_N(gemm_tile_task)(void* vctx, int64_t begin, int64_t end, 
     int64_t s0 = chunk * c->slivers_per_chunk;
     int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, s0 + c->slivers_per_chunk);
     CMLC_GEMM_N(gemm_pack_a)(&c->p->a, &c->a_acc, c->b, ic, mc, c->pc, c->kc, c->kern.mr, abuf);
-    CMLC_GEMM_N(gemm_tiles)
-    (c, c->b, ic, mc, c->jc, c->nc, c->pc, c->kc, abuf, c->shared_panel, s0, s1);
+    const CMLC_GEMM_T* panel =
+        c->b_packed ? CMLC_GEMM_N(gemm_packed_panel)(c, c->jc, c->pc) : c->shared_panel;
+    CMLC_GEMM_N(gemm_tiles)(c, c->b, ic, mc, c->jc, c->nc, c->pc, c->kc, abuf, panel, s0, s1);
   }
 }
 
@@ -438,9 +456,10 @@ static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool
 //===--- skinny products ---===//
 
 // Slivers [begin, end) chunks of the skinny product: every k block in order. With one A sliver
-// the micro-kernel reads B in place; with several, each B sliver is first copied into the
-// thread's own buffer (|nr| columns apart, so its rows no longer share a few cache sets) and
-// every A sliver runs against that copy.
+// the micro-kernel reads B in place; with several, each group of SKINNY_GROUP B slivers is
+// first copied into the thread's own buffer (sliver by sliver, rows |nr| apart, so its rows no
+// longer share a few cache sets; each B row of the group is read as one run) and every A
+// sliver runs against that copy. A B packed at plan time is read as it is.
 static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
   const CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
   const CMLC_GEMM_PROBLEM* p = c->p;
@@ -450,39 +469,67 @@ static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int
   const int64_t s0 = begin * c->slivers_per_chunk;
   const int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, end * c->slivers_per_chunk);
   const CMLC_GEMM_T* bm = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[0];
-  // The thread's private B panel (kc x nc >= kc x nr elements) holds the copied sliver.
-  CMLC_GEMM_T* copy =
-      mpad > mr ? CMLC_GEMM_N(gemm_thread_a)(c, thread_index) + c->sz.a_elems : NULL;
+  // The thread's private B panel (kc x nc elements) holds the copied group of slivers.
+  CMLC_GEMM_T* copy = mpad > mr && !c->b_packed
+                          ? CMLC_GEMM_N(gemm_thread_a)(c, thread_index) + c->sz.a_elems
+                          : NULL;
+  // Slivers copied together: each B row of a group is one longer contiguous read.
+  int64_t group = copy ? CMLC_GEMM_SKINNY_GROUP : 1;
+  if (group * nr > c->sz.nc) group = c->sz.nc / nr;
+  if (group < 1) group = 1;
   for (int64_t pc = 0; pc < p->k; pc += c->sz.kc) {
     const int64_t kc = CMLC_GEMM_N(gemm_min)(c->sz.kc, p->k - pc);
     const CMLC_GEMM_T* ap = c->shared_panel + (pc / c->sz.kc) * mpad * c->sz.kc;
-    for (int64_t s = s0; s < s1; ++s) {
-      const int64_t col0 = s * nr;
-      const int cols = (int)CMLC_GEMM_N(gemm_min)(nr, p->n - col0);
-      const CMLC_GEMM_T* bs = bm + pc * ldb + col0;
+    if (c->b_packed) {
+      for (int64_t s = s0; s < s1; ++s) {
+        // A B packed at plan time: the sliver is contiguous (kc x nr), every A sliver reads it.
+        const int64_t col0 = s * nr;
+        const int cols = (int)CMLC_GEMM_N(gemm_min)(nr, p->n - col0);
+        const int64_t jc = col0 / c->sz.nc * c->sz.nc;
+        const CMLC_GEMM_T* bp = CMLC_GEMM_N(gemm_packed_panel)(c, jc, pc) + (col0 - jc) * kc;
+        for (int64_t i = 0; i < p->m; i += mr) {
+          const int rows = (int)CMLC_GEMM_N(gemm_min)(mr, p->m - i);
+          kern->fn(kc, ap + i * kc, bp, nr, p->c + i * p->n + col0, p->n, pc > 0, rows, cols);
+        }
+      }
+      continue;
+    }
+    for (int64_t g0 = s0; g0 < s1; g0 += group) {
+      const int64_t g1 = CMLC_GEMM_N(gemm_min)(s1, g0 + group);
+      const CMLC_GEMM_T* bs = bm + pc * ldb + g0 * nr;
 #if (defined(__GNUC__) || defined(__clang__))
       // B rows are a page or more apart, which hardware prefetchers do not follow: fetch the
-      // next sliver's rows while this one computes.
-      if (s + 1 < s1) {
-        const char* next = (const char*)(bs + nr);
+      // next group's rows into L2 while this one computes (into L1, the burst of a whole
+      // group measured slower: it evicts the sliver being computed).
+      if (g1 < s1) {
+        const int64_t next_cols = (CMLC_GEMM_N(gemm_min)(s1, g1 + group) - g1) * nr;
+        const char* next = (const char*)(bs + (g1 - g0) * nr);
         for (int64_t kk = 0; kk < kc; ++kk) {
           const char* row = next + (size_t)(kk * ldb) * sizeof(CMLC_GEMM_T);
-          for (size_t off = 0; off < (size_t)nr * sizeof(CMLC_GEMM_T); off += 64)
-            __builtin_prefetch(row + off, 0, 3);
+          for (size_t off = 0; off < (size_t)next_cols * sizeof(CMLC_GEMM_T); off += 64)
+            __builtin_prefetch(row + off, 0, 2);
         }
       }
 #endif
-      const CMLC_GEMM_T* bk = bs;
-      int64_t ldk = ldb;
       if (copy) {
-        for (int64_t kk = 0; kk < kc; ++kk)
-          memcpy(copy + kk * nr, bs + kk * ldb, (size_t)cols * sizeof(CMLC_GEMM_T));
-        bk = copy;
-        ldk = nr;
+        // Each k row of the group is one contiguous read, split into the group's slivers.
+        const int64_t width = CMLC_GEMM_N(gemm_min)(p->n, g1 * nr) - g0 * nr;
+        for (int64_t kk = 0; kk < kc; ++kk) {
+          const CMLC_GEMM_T* row = bs + kk * ldb;
+          for (int64_t t = 0; t * nr < width; ++t)
+            memcpy(copy + t * nr * kc + kk * nr, row + t * nr,
+                   (size_t)CMLC_GEMM_N(gemm_min)(nr, width - t * nr) * sizeof(CMLC_GEMM_T));
+        }
       }
-      for (int64_t i = 0; i < p->m; i += mr) {
-        const int rows = (int)CMLC_GEMM_N(gemm_min)(mr, p->m - i);
-        kern->fn(kc, ap + i * kc, bk, ldk, p->c + i * p->n + col0, p->n, pc > 0, rows, cols);
+      for (int64_t s = g0; s < g1; ++s) {
+        const int64_t col0 = s * nr;
+        const int cols = (int)CMLC_GEMM_N(gemm_min)(nr, p->n - col0);
+        const CMLC_GEMM_T* bk = copy ? copy + (s - g0) * nr * kc : bm + pc * ldb + col0;
+        const int64_t ldk = copy ? nr : ldb;
+        for (int64_t i = 0; i < p->m; i += mr) {
+          const int rows = (int)CMLC_GEMM_N(gemm_min)(mr, p->m - i);
+          kern->fn(kc, ap + i * kc, bk, ldk, p->c + i * p->n + col0, p->n, pc > 0, rows, cols);
+        }
       }
     }
   }
@@ -499,8 +546,8 @@ static bool CMLC_GEMM_N(skinny_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* po
   const CMLC_GEMM_PROBLEM* p = c->p;
   if (p->batch != 1 || p->m > CMLC_GEMM_SKINNY_M || p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX)
     return false;
-  if (p->b.dtype != CMLC_GEMM_DTYPE || c->b_acc.col_stride != 1 ||
-      c->b_acc.row_stride == CMLC_GEMM_NOT_AFFINE)
+  if (!c->b_packed && (p->b.dtype != CMLC_GEMM_DTYPE || c->b_acc.col_stride != 1 ||
+                       c->b_acc.row_stride == CMLC_GEMM_NOT_AFFINE))
     return false;
   const int mr = c->kern.mr, nr = c->kern.nr;
   const int64_t mpad = CMLC_GEMM_N(gemm_round_up)(p->m, mr);
@@ -523,8 +570,11 @@ static bool CMLC_GEMM_N(skinny_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* po
 
 //===--- entry ---===//
 
-void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* pool, void* scratch,
-                     int threads) {
+// The whole product with the kernels of |kern| (and B packed at plan time when |b_packed| is not
+// NULL; only for batch 1).
+static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(kernel_t) * kern,
+                                  const CMLC_GEMM_T* b_packed, cmlc_pool_t* pool, void* scratch,
+                                  int threads) {
   if (p->batch <= 0 || p->m <= 0 || p->n <= 0) return;
   if (p->k <= 0) {
     memset(p->c, 0, (size_t)(p->batch * p->m * p->n) * sizeof(CMLC_GEMM_T));
@@ -533,12 +583,13 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
   CMLC_GEMM_N(gemm_ctx_t) c;
   memset(&c, 0, sizeof c);
   c.p = p;
-  c.kern = CMLC_GEMM_N(select)(isa);
-  c.sz = CMLC_GEMM_N(gemm_sizes)(p->m, p->n, p->k, &c.kern);
+  c.kern = *kern;
+  c.sz = CMLC_GEMM_N(gemm_sizes)(p->m, p->n, p->k, kern);
+  c.b_packed = p->batch == 1 ? b_packed : NULL;
   c.scratch = scratch;
   c.threads = threads < 1 ? 1 : threads;
-  c.a_acc = CMLC_GEMM_N(gemm_access)(&p->a, p->m, p->k, isa);
-  c.b_acc = CMLC_GEMM_N(gemm_access)(&p->b, p->k, p->n, isa);
+  c.a_acc = CMLC_GEMM_N(gemm_access)(&p->a, p->m, p->k, kern);
+  c.b_acc = CMLC_GEMM_N(gemm_access)(&p->b, p->k, p->n, kern);
   if (p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.row_stride == 1 && c.b_acc.col_stride > 0 &&
       c.b_acc.col_stride <= INT32_MAX / 32)
     c.b_acc.pack_bt = c.kern.pack_bt;
@@ -556,7 +607,7 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
   // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
   if (flops * (double)p->batch <= 2.0 * 128 * 128 * 128) pool = NULL, pool_threads = 1;
   if (CMLC_GEMM_N(skinny_try)(&c, pool)) return;
-  c.direct_b = p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.col_stride == 1 &&
+  c.direct_b = !c.b_packed && p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.col_stride == 1 &&
                c.b_acc.row_stride != CMLC_GEMM_NOT_AFFINE && p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX;
 
   if (CMLC_GEMM_N(gemm_batch_mode)(p->batch, p->m, p->n, p->k, pool_threads)) {
@@ -592,7 +643,7 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
       for (int64_t pc = 0; pc < p->k; pc += c.sz.kc) {
         c.pc = pc;
         c.kc = CMLC_GEMM_N(gemm_min)(c.sz.kc, p->k - pc);
-        if (!c.direct_b) {
+        if (!c.direct_b && !c.b_packed) {
           int64_t pack_chunk = (int64_t)(16384 / (c.kc * c.kern.nr)) + 1;
           cmlc_parallel_for(pool, c.slivers, pack_chunk, CMLC_GEMM_N(gemm_pack_b_task), &c);
         }
@@ -602,6 +653,65 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
   }
 }
 
+// The per-ISA drivers (the kernel table is fixed in each).
+#if defined(CMLC_HAVE_X86_64)
+static void CMLC_GEMM_N(gemm_avx512)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_T* b_packed,
+                                     cmlc_pool_t* pool, void* scratch, int threads) {
+  CMLC_GEMM_N(gemm_run)(p, &CMLC_GEMM_N(kern_avx512), b_packed, pool, scratch, threads);
+}
+static void CMLC_GEMM_N(gemm_avx2)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_T* b_packed,
+                                   cmlc_pool_t* pool, void* scratch, int threads) {
+  CMLC_GEMM_N(gemm_run)(p, &CMLC_GEMM_N(kern_avx2), b_packed, pool, scratch, threads);
+}
+#endif
+static void CMLC_GEMM_N(gemm_scalar)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_T* b_packed,
+                                     cmlc_pool_t* pool, void* scratch, int threads) {
+  CMLC_GEMM_N(gemm_run)(p, &CMLC_GEMM_N(kern_scalar), b_packed, pool, scratch, threads);
+}
+
+CMLC_GEMM_FN CMLC_GEMM_ENTRY_PICK(cmlc_isa_t isa) {
+#if defined(CMLC_HAVE_X86_64)
+  if (isa == CMLC_ISA_AVX512) return CMLC_GEMM_N(gemm_avx512);
+  if (isa == CMLC_ISA_AVX2) return CMLC_GEMM_N(gemm_avx2);
+#endif
+  (void)isa;
+  return CMLC_GEMM_N(gemm_scalar);
+}
+
+void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* pool, void* scratch,
+                     int threads) {
+  CMLC_GEMM_ENTRY_PICK(isa)(p, NULL, pool, scratch, threads);
+}
+
+size_t CMLC_GEMM_ENTRY_PREPACK(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, void* dst) {
+  if (p->batch != 1 || p->m <= 0 || p->n <= 0 || p->k <= 0) return 0;
+  const CMLC_GEMM_N(kernel_t)* kern = CMLC_GEMM_N(select)(isa);
+  const int64_t nr = kern->nr;
+  const size_t bytes = (size_t)((p->n + nr - 1) / nr * nr) * (size_t)p->k * sizeof(CMLC_GEMM_T);
+  if (!dst) return bytes;
+  CMLC_GEMM_N(gemm_ctx_t) c;
+  memset(&c, 0, sizeof c);
+  c.p = p;
+  c.kern = *kern;
+  c.sz = CMLC_GEMM_N(gemm_sizes)(p->m, p->n, p->k, kern);
+  c.b_packed = dst;
+  CMLC_GEMM_N(gemm_access_t) acc = CMLC_GEMM_N(gemm_access)(&p->b, p->k, p->n, kern);
+  if (p->b.dtype == CMLC_GEMM_DTYPE && acc.row_stride == 1 && acc.col_stride > 0 &&
+      acc.col_stride <= INT32_MAX / 32)
+    acc.pack_bt = kern->pack_bt;
+  // Exactly the panels the blocked path packs per (jc, pc), one after another.
+  for (int64_t jc = 0; jc < p->n; jc += c.sz.nc) {
+    const int64_t nc = CMLC_GEMM_N(gemm_min)(c.sz.nc, p->n - jc);
+    const int64_t slivers = (nc + nr - 1) / nr;
+    for (int64_t pc = 0; pc < p->k; pc += c.sz.kc) {
+      const int64_t kc = CMLC_GEMM_N(gemm_min)(c.sz.kc, p->k - pc);
+      CMLC_GEMM_T* panel = (CMLC_GEMM_T*)CMLC_GEMM_N(gemm_packed_panel)(&c, jc, pc);
+      CMLC_GEMM_N(gemm_pack_b)(&p->b, &acc, 0, jc, nc, pc, kc, (int)nr, 0, slivers, panel);
+    }
+  }
+  return bytes;
+}
+
 #undef CMLC_GEMM_T
 #undef CMLC_GEMM_SUFFIX
 #undef CMLC_GEMM_DTYPE
@@ -609,3 +719,6 @@ void CMLC_GEMM_ENTRY(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, cmlc_pool_t* po
 #undef CMLC_GEMM_LOAD_CONV
 #undef CMLC_GEMM_ENTRY
 #undef CMLC_GEMM_ENTRY_SCRATCH
+#undef CMLC_GEMM_ENTRY_PICK
+#undef CMLC_GEMM_ENTRY_PREPACK
+#undef CMLC_GEMM_FN

@@ -151,9 +151,9 @@ typedef struct cmlc_la_dot_ctx_t {
   const void* rhs;
   void* out;
   const int64_t *lhs_b, *lhs_m, *lhs_k, *rhs_b, *rhs_k, *rhs_n;
-  void* a;   // [B, M, K] in the domain
-  void* bt;  // [B, N, K] in the domain
-  cmlc_isa_t isa;
+  void* a;                      // [B, M, K] in the domain
+  void* bt;                     // [B, N, K] in the domain
+  cmlc__gemm_narrow_fn narrow;  // f16 / bf16 output of the f32 GEMM (picked at plan time)
 } cmlc_la_dot_ctx_t;
 
 // Converts rows [begin, end) of a [B, R, K] domain array from |src| through the tables.
@@ -296,9 +296,10 @@ static void cmlc_la_dot_store_c(void* vctx, int64_t begin, int64_t end, int thre
   }
   const float* src = c->a;
   const cml_dtype_t dt = c->plan->out_dtype;
-  if ((dt == CML_DTYPE_F16 || dt == CML_DTYPE_BF16) &&
-      cmlc__gemm_narrow_f32(src + begin, (uint16_t*)c->out + begin, dt, end - begin, c->isa))
+  if (c->narrow) {
+    c->narrow(src + begin, (uint16_t*)c->out + begin, end - begin);
     return;
+  }
   for (int64_t i = begin; i < end; ++i) cmlc_store_f64(c->out, i, dt, src[i]);
 }
 
@@ -316,6 +317,50 @@ static size_t cmlc_la_dot_scratch(const cml_module_t* module, const cml_ir_node_
                         &module->values[node->first_output].shape, node->attrs, options, &p))
     return 0;
   return p.total;
+}
+
+// A constant rhs packed once for the f32 / f64 GEMM (entry.prepare): the panels of
+// cmlc__gemm_*_prepack, then the rhs offset tables they were packed through. Only for products
+// that pack B per execute: batch 1, M > 1 and N > 1 (GEMV streams B as it is), and B larger
+// than what the driver reads in place.
+static size_t cmlc_la_dot_prepare(const cml_module_t* module, const cml_ir_node_t* node,
+                                  const cmlc_options_t* options, const void* const* consts,
+                                  void* dst) {
+  if (!consts[1] || node->input_count != 2) return 0;
+  const cml_shape_t* lhs = &module->values[node->inputs[0]].shape;
+  const cml_shape_t* rhs = &module->values[node->inputs[1]].shape;
+  cmlc_la_dot_plan_t p;
+  if (!cmlc_la_dot_plan(lhs, rhs, &module->values[node->first_output].shape, node->attrs, options,
+                        &p))
+    return 0;
+  if (!((p.use_gemm && !p.gemm_bf16) || p.gemm_f64) || p.batch != 1 || p.m <= 1 || p.n <= 1 ||
+      p.k <= 0 || p.k * p.n <= 64 * 256)
+    return 0;
+  cmlc__gemm_problem_t g32;
+  cmlc__gemm_f64_problem_t g64;
+  memset(&g32, 0, sizeof g32);
+  memset(&g64, 0, sizeof g64);
+  g32.batch = g64.batch = 1;
+  g32.m = g64.m = p.m;
+  g32.n = g64.n = p.n;
+  g32.k = g64.k = p.k;
+  const size_t panel = cmlc_la_align(p.gemm_f64 ? cmlc__gemm_f64_prepack(&g64, options->isa, NULL)
+                                                : cmlc__gemm_f32_prepack(&g32, options->isa, NULL));
+  const size_t total = panel + (size_t)(1 + p.k + p.n) * sizeof(int64_t);
+  if (panel == 0 || !dst) return panel ? total : 0;
+  int64_t strides[CML_MAX_RANK];
+  cmlc_shape_strides(rhs, strides);
+  int64_t* tb = (int64_t*)((char*)dst + panel);
+  int64_t* tk = tb + 1;
+  int64_t* tn = tk + p.k;
+  cmlc__la_offsets(p.rb_count, p.rb, rhs->dims, strides, tb);
+  cmlc__la_offsets(p.rk_count, p.rk, rhs->dims, strides, tk);
+  cmlc__la_offsets(p.rn_count, p.rn, rhs->dims, strides, tn);
+  const cmlc__gemm_operand_t b = {consts[1], p.rhs_dtype, tb, tk, tn};
+  g32.b = g64.b = b;
+  const size_t packed = p.gemm_f64 ? cmlc__gemm_f64_prepack(&g64, options->isa, dst)
+                                   : cmlc__gemm_f32_prepack(&g32, options->isa, dst);
+  return packed ? total : 0;
 }
 
 static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
@@ -344,7 +389,7 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
   c.lhs = args->inputs[0];
   c.rhs = args->inputs[1];
   c.out = args->outputs[0];
-  c.isa = args->options->isa;
+  c.narrow = (cmlc__gemm_narrow_fn)args->impl[1];
   int64_t* t = tables;
   c.lhs_b = t;
   t += cmlc__la_offsets(p.lb_count, p.lb, lhs->dims, lhs_strides, t);
@@ -359,6 +404,16 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
   c.rhs_n = t;
   cmlc__la_offsets(p.rn_count, p.rn, rhs->dims, rhs_strides, t);
 
+  if ((p.use_gemm && !p.gemm_bf16) || p.gemm_f64) {
+    if (!args->impl[0]) {
+      return cml_status_make(CML_STATUS_INTERNAL,
+                             "DotGeneral: no GEMM driver was picked at plan time for lhs %s, "
+                             "rhs %s -> %s",
+                             cml_shape_format(lhs, text[0], sizeof text[0]),
+                             cml_shape_format(rhs, text[1], sizeof text[1]),
+                             cml_shape_format(args->output_shapes[0], text[2], sizeof text[2]));
+    }
+  }
   if (p.use_gemm) {
     cmlc_pool_t* pool = args->pool;
     if (cmlc_pool_thread_count(pool) > p.threads) pool = NULL;
@@ -379,7 +434,7 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
     } else
 #endif
     {
-      cmlc__gemm_f32(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
+      ((cmlc__gemm_f32_fn)args->impl[0])(&g, args->prepared, pool, s + p.off_gemm, p.threads);
     }
     if (p.out_dtype != CML_DTYPE_F32) {
       c.a = g.c;
@@ -398,7 +453,7 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
     g.a = (cmlc__gemm_operand_t){c.lhs, p.lhs_dtype, c.lhs_b, c.lhs_m, c.lhs_k};
     g.b = (cmlc__gemm_operand_t){c.rhs, p.rhs_dtype, c.rhs_b, c.rhs_k, c.rhs_n};
     g.c = p.out_dtype == CML_DTYPE_F64 ? (double*)c.out : (double*)(s + p.off_c);
-    cmlc__gemm_f64(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
+    ((cmlc__gemm_f64_fn)args->impl[0])(&g, args->prepared, pool, s + p.off_gemm, p.threads);
     if (p.out_dtype != CML_DTYPE_F64) {
       c.a = g.c;
       cmlc_parallel_for(args->pool, total_out, 16384, cmlc_la_dot_store_c, &c);
@@ -431,6 +486,16 @@ bool cmlc_kernels_linalg_lookup(const cml_module_t* module, const cml_ir_node_t*
   out->run = cmlc_la_dot_run;
   out->scratch = cmlc_la_dot_scratch;
   out->in_place_input = -1;
+  // The GEMM driver and the output rounding of this ISA, picked once here.
+  out->impl[0] = out->impl[1] = NULL;
+  out->prepare = NULL;
+  if (p.gemm_f64) {
+    out->impl[0] = (cmlc_impl_fn)cmlc__gemm_f64_pick(options->isa);
+  } else if (p.use_gemm && !p.gemm_bf16) {
+    out->impl[0] = (cmlc_impl_fn)cmlc__gemm_f32_pick(options->isa);
+  }
+  if (p.use_gemm) out->impl[1] = (cmlc_impl_fn)cmlc__gemm_narrow_pick(p.out_dtype, options->isa);
+  if (out->impl[0]) out->prepare = cmlc_la_dot_prepare;
   return true;
 }
 

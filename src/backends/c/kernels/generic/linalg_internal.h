@@ -129,9 +129,21 @@ size_t cmlc__gemm_f32_scratch(int64_t batch, int64_t m, int64_t n, int64_t k, cm
 // C = A x B per batch with a cache-blocked, packed GEMM and a register-tiled micro-kernel for
 // |isa|. Work is split over output tiles (never over k), so results do not depend on the
 // thread count. |scratch| must hold cmlc__gemm_f32_scratch(..., threads) bytes for the
-// pool's thread count (the caller passes pool NULL otherwise).
+// pool's thread count (the caller passes pool NULL otherwise). Picks the kernels per call;
+// a planned kernel picks them once with cmlc__gemm_f32_pick.
 void cmlc__gemm_f32(const cmlc__gemm_problem_t* p, cmlc_isa_t isa, cmlc_pool_t* pool, void* scratch,
                     int threads);
+// The driver of one ISA: cmlc__gemm_f32 with the kernel table fixed. |b_packed| (NULL: none)
+// is p->b packed whole by cmlc__gemm_f32_prepack for the same ISA and the same K and N; it is
+// used for batch 1 only (the blocked and skinny paths read its panels instead of packing or
+// copying B) and gives the same bits as packing per call.
+typedef void (*cmlc__gemm_f32_fn)(const cmlc__gemm_problem_t* p, const float* b_packed,
+                                  cmlc_pool_t* pool, void* scratch, int threads);
+cmlc__gemm_f32_fn cmlc__gemm_f32_pick(cmlc_isa_t isa);
+// Packs the B operand of |p| (batch 1; every k block of every column block, in the driver's
+// panel layout for |isa|) into |dst| (64-byte aligned) and returns its bytes; with |dst| NULL
+// only returns the bytes. Returns 0 when p->batch != 1 or a dimension is empty.
+size_t cmlc__gemm_f32_prepack(const cmlc__gemm_problem_t* p, cmlc_isa_t isa, void* dst);
 
 // The same in f64 (f64 accumulation; operands of other real float dtypes convert on packing).
 typedef struct cmlc__gemm_f64_problem_t {
@@ -143,6 +155,10 @@ size_t cmlc__gemm_f64_scratch(int64_t batch, int64_t m, int64_t n, int64_t k, cm
                               int threads);
 void cmlc__gemm_f64(const cmlc__gemm_f64_problem_t* p, cmlc_isa_t isa, cmlc_pool_t* pool,
                     void* scratch, int threads);
+typedef void (*cmlc__gemm_f64_fn)(const cmlc__gemm_f64_problem_t* p, const double* b_packed,
+                                  cmlc_pool_t* pool, void* scratch, int threads);
+cmlc__gemm_f64_fn cmlc__gemm_f64_pick(cmlc_isa_t isa);
+size_t cmlc__gemm_f64_prepack(const cmlc__gemm_f64_problem_t* p, cmlc_isa_t isa, void* dst);
 
 // Micro-kernels: C[rows x cols] (row stride |ldc|) = (accumulate ? C : 0) + sum over |kc| of
 // a[k*MR + r] * b[k*ldb + j]. |a| is a packed MR-row sliver (zero padded past |rows|); |b| is
@@ -167,6 +183,9 @@ typedef void (*cmlc__gemm_widen_fn)(const uint16_t* src, float* dst, int64_t n);
 // cml_f64_to_bf16 give for each value, with SIMD for |isa|. Returns false for other dtypes.
 bool cmlc__gemm_narrow_f32(const float* src, void* dst, cml_dtype_t dtype, int64_t n,
                            cmlc_isa_t isa);
+// The same rounding as one function picked for |dtype| and |isa| (NULL for other dtypes).
+typedef void (*cmlc__gemm_narrow_fn)(const float* src, uint16_t* dst, int64_t n);
+cmlc__gemm_narrow_fn cmlc__gemm_narrow_pick(cml_dtype_t dtype, cmlc_isa_t isa);
 // f64 versions of the three kernel types (same contracts).
 typedef void (*cmlc__gemm_ukernel_f64_fn)(int64_t kc, const double* a, const double* b, int64_t ldb,
                                           double* c, int64_t ldc, int accumulate, int rows,
