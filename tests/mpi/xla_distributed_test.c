@@ -5,8 +5,9 @@
 // other's through the key-value store served over MPI (checked on every process from the
 // plugin's own log and the devices it reports), the client lists the job's devices with the
 // local ones marked (cml_backend_process_info / cml_backend_device_is_local), another
-// process's device is refused; a get of a key nobody puts times out with a status; a plugin that
-// ignores the node options and mismatched configurations are refused on every process.
+// process's device is refused, an SPMD execution runs each process's own slots with a shared
+// launch id; a get of a key nobody puts times out with a status; a plugin that ignores the node
+// options and mismatched configurations are refused on every process.
 //
 // `xla_distributed_test cpu_plugin_refuses` (ctest label device): XLA's real CPU plugin
 // refuses the options: UNIMPLEMENTED naming the plugin and the option (exit 77 without it).
@@ -102,6 +103,71 @@ TEST(client_spans_every_process) {
   }
 }
 
+// An SPMD program over every device of the job, slots assigned in reverse: each process runs
+// its own slots only (the fake plugin returns argument 0 plus the device's id), with the same
+// launch id everywhere, one per execution.
+TEST(spmd_execution_runs_the_local_slots) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(new_fake_backend(NULL, &be));
+  cml_process_info_t info;
+  cml_backend_process_info(be, &info);
+  const int total = cml_backend_device_count(be);
+  int32_t assignment[64];
+  ASSERT_TRUE(total <= 64);
+  for (int j = 0; j < total; ++j) assignment[j] = total - 1 - j;
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "spmd", &b));
+  cml_status_t st = cml_builder_spmd(b, total);
+  if (st == CML_OK) st = cml_builder_device_assignment(b, assignment, (size_t)total);
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t shape;
+  const int64_t dims[1] = {3};
+  if (st == CML_OK) st = cml_shape_init(&shape, CML_DTYPE_F32, 1, dims);
+  cml_value_t x = cml_parameter(f, "x", &shape);
+  cml_value_t y = cml_op_add(f, x, x);
+  if (st == CML_OK) st = cml_function_return(f, &y, 1);
+  cml_executable_t* exe = NULL;
+  if (st == CML_OK) st = cml_builder_compile(b, &exe);
+  cml_builder_destroy(b);
+  ASSERT_STATUS_OK(st);
+  cml_buffer_t* in[64] = {NULL};
+  cml_buffer_t* out[64] = {NULL};
+  char want_devices[256] = "";
+  size_t used = 0;
+  for (int j = 0; j < total; ++j) {
+    if (!cml_backend_device_is_local(be, assignment[j])) continue;
+    const float v[3] = {(float)j, (float)j + 0.5f, -(float)j};
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, assignment[j], &shape, v, sizeof v, &in[j]));
+    used += (size_t)snprintf(want_devices + used, sizeof want_devices - used, "%s%d",
+                             used ? "," : "", 100 + assignment[j]);
+  }
+  for (int launch = 1; launch <= 2; ++launch) {
+    ASSERT_STATUS_OK(cml_executable_execute(exe, in, (size_t)total, NULL, 0, out));
+    for (int j = 0; j < total; ++j) {
+      if (!cml_backend_device_is_local(be, assignment[j])) {
+        ASSERT_TRUE(out[j] == NULL);
+        continue;
+      }
+      ASSERT_TRUE(out[j] != NULL);
+      ASSERT_EQ_INT(cml_buffer_device(out[j]), assignment[j]);
+      float got[3];
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[j], got, sizeof got));
+      const float id = (float)(100 + assignment[j]);
+      ASSERT_EQ_DBL(got[0], (float)j + id);
+      ASSERT_EQ_DBL(got[1], (float)j + 0.5f + id);
+      ASSERT_EQ_DBL(got[2], -(float)j + id);
+      cml_buffer_release(out[j]);
+      out[j] = NULL;
+    }
+    char part[300];
+    snprintf(part, sizeof part, " execute launch=%d devices=%s;", launch, want_devices);
+    ASSERT_CONTAINS(fake_log(), part);
+  }
+  for (int j = 0; j < total; ++j) cml_buffer_release(in[j]);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+}
+
 // The plugin also gets a key nobody puts, with a 300 ms timeout: client creation fails with
 // DEADLINE_EXCEEDED naming the key, on every process.
 TEST(get_of_a_key_never_put_times_out) {
@@ -168,6 +234,7 @@ TEST(cpu_plugin_refuses) {
 
 static const test_entry_t kTests[] = {
     TEST_ENTRY(client_spans_every_process),
+    TEST_ENTRY(spmd_execution_runs_the_local_slots),
     TEST_ENTRY(get_of_a_key_never_put_times_out),
     TEST_ENTRY(plugin_ignoring_the_options_is_unimplemented),
     TEST_ENTRY(mismatched_configuration),

@@ -22,7 +22,9 @@
 // nobody puts with that timeout (client creation then fails with the get's error);
 // FAKE_PJRT_IGNORE_NODES=1 ignores the node options and KV callbacks (reports only its own
 // devices as process 0, as a single-process plugin would). fake_pjrt_kv_log() returns what the
-// last Client_Create exchanged. Nothing compiles or runs: Client_Compile is UNIMPLEMENTED.
+// last Client_Create exchanged, and the executions since. Float32 buffers only; every program
+// "compiles", and executing it returns, for each device list, argument 0 plus the id of the
+// device (logging the launch id and the devices, in list order).
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -414,9 +416,90 @@ static cml_pjrt_error_t* fake_addressable_devices(void* p) {
   return NULL;
 }
 
+//===--- buffers and executions (float32 only) ---===//
+
+struct cml_pjrt_buffer_t {
+  cml_pjrt_device_t* device;
+  size_t count;  // float elements
+  float* data;
+};
+
+struct cml_pjrt_loaded_executable_t {
+  int unused;
+};
+
+static cml_pjrt_error_t* fake_buffer_from_host(void* p) {
+  cml_pjrt_buffer_from_host_args_t* a = p;
+  size_t count = 1;
+  for (size_t i = 0; i < a->num_dims; ++i) count *= (size_t)a->dims[i];
+  cml_pjrt_buffer_t* b = calloc(1, sizeof *b);
+  if (!b) abort();
+  b->device = a->device;
+  b->count = count;
+  b->data = calloc(count + 1, sizeof *b->data);
+  if (!b->data) abort();
+  memcpy(b->data, a->data, count * sizeof *b->data);
+  a->buffer = b;
+  a->done_with_host_buffer = NULL;
+  return NULL;
+}
+
+static cml_pjrt_error_t* fake_buffer_destroy(void* p) {
+  cml_pjrt_buffer_args_t* a = p;
+  if (a->buffer) free(a->buffer->data);
+  free(a->buffer);
+  return NULL;
+}
+
+static cml_pjrt_error_t* fake_buffer_to_host(void* p) {
+  cml_pjrt_buffer_to_host_args_t* a = p;
+  size_t bytes = a->src->count * sizeof(float);
+  memcpy(a->dst, a->src->data, bytes < a->dst_size ? bytes : a->dst_size);
+  a->event = NULL;
+  return NULL;
+}
+
+// Every program "compiles"; executing one returns, per device list, argument 0 plus the
+// device's id (so a test sees which device ran which slot) and logs the launch.
 static cml_pjrt_error_t* fake_compile(void* p) {
-  (void)p;
-  return fake_error(CML_PJRT_CODE_UNIMPLEMENTED, "fake: this plugin compiles nothing");
+  cml_pjrt_client_compile_args_t* a = p;
+  a->executable = calloc(1, sizeof *a->executable);
+  if (!a->executable) abort();
+  return NULL;
+}
+
+static cml_pjrt_error_t* fake_executable_destroy(void* p) {
+  cml_pjrt_loaded_executable_destroy_args_t* a = p;
+  free(a->executable);
+  return NULL;
+}
+
+static cml_pjrt_error_t* fake_execute(void* p) {
+  cml_pjrt_execute_args_t* a = p;
+  if (a->num_args < 1) return fake_error(CML_PJRT_CODE_INVALID_ARGUMENT, "fake: no arguments");
+  fake_log_add(" execute launch=%d devices=", a->options ? a->options->launch_id : -1);
+  for (size_t d = 0; d < a->num_devices; ++d) {
+    const cml_pjrt_buffer_t* in = a->argument_lists[d][0];
+    cml_pjrt_device_t* device = a->execute_device ? a->execute_device : in->device;
+    if (!device->addressable) {
+      return fake_error(CML_PJRT_CODE_INVALID_ARGUMENT, "fake: device id %d is not addressable",
+                        device->description.id);
+    }
+    cml_pjrt_buffer_t* out = calloc(1, sizeof *out);
+    if (!out) abort();
+    out->device = device;
+    out->count = in->count;
+    out->data = calloc(in->count + 1, sizeof *out->data);
+    if (!out->data) abort();
+    for (size_t i = 0; i < in->count; ++i) {
+      out->data[i] = in->data[i] + (float)device->description.id;
+    }
+    a->output_lists[d][0] = out;
+    if (a->device_complete_events) a->device_complete_events[d] = NULL;
+    fake_log_add("%s%d", d ? "," : "", device->description.id);
+  }
+  fake_log_add(";");
+  return NULL;
 }
 
 static cml_pjrt_error_t* fake_get_description(void* p) {
@@ -480,6 +563,11 @@ static void fake_api_init(void) {
   FAKE_SLOT(fake_api, CML_PJRT_SLOT_DEVICE_DESCRIPTION_KIND, fake_description_kind);
   FAKE_SLOT(fake_api, CML_PJRT_SLOT_DEVICE_GET_DESCRIPTION, fake_get_description);
   FAKE_SLOT(fake_api, CML_PJRT_SLOT_DEVICE_IS_ADDRESSABLE, fake_is_addressable);
+  FAKE_SLOT(fake_api, CML_PJRT_SLOT_CLIENT_BUFFER_FROM_HOST_BUFFER, fake_buffer_from_host);
+  FAKE_SLOT(fake_api, CML_PJRT_SLOT_BUFFER_DESTROY, fake_buffer_destroy);
+  FAKE_SLOT(fake_api, CML_PJRT_SLOT_BUFFER_TO_HOST_BUFFER, fake_buffer_to_host);
+  FAKE_SLOT(fake_api, CML_PJRT_SLOT_LOADED_EXECUTABLE_DESTROY, fake_executable_destroy);
+  FAKE_SLOT(fake_api, CML_PJRT_SLOT_LOADED_EXECUTABLE_EXECUTE, fake_execute);
   fake_api.struct_size = sizeof fake_api;
 }
 
