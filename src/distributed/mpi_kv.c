@@ -23,7 +23,7 @@
 #include "cml/backend_impl.h"
 #include "distributed/mpi_comm.h"
 
-#if CML_HAVE_MPI
+#if defined(CML_HAVE_MPI) && CML_HAVE_MPI
 #include <mpi.h>
 
 enum {
