@@ -103,6 +103,22 @@ TEST(client_spans_every_process) {
   }
 }
 
+// y = x + x on |count| device slots assigned to |devices|.
+static cml_status_t build_spmd(cml_backend_t* be, const int32_t* devices, int count,
+                               const cml_shape_t* shape, cml_executable_t** out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "spmd", &b));
+  cml_status_t st = cml_builder_spmd(b, count);
+  if (st == CML_OK) st = cml_builder_device_assignment(b, devices, (size_t)count);
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t x = cml_parameter(f, "x", shape);
+  cml_value_t y = cml_op_add(f, x, x);
+  if (st == CML_OK) st = cml_function_return(f, &y, 1);
+  if (st == CML_OK) st = cml_builder_compile(b, out);
+  cml_builder_destroy(b);
+  return st;
+}
+
 // An SPMD program over every device of the job, slots assigned in reverse: each process runs
 // its own slots only (the fake plugin returns argument 0 plus the device's id), with the same
 // launch id everywhere, one per execution.
@@ -115,21 +131,11 @@ TEST(spmd_execution_runs_the_local_slots) {
   int32_t assignment[64];
   ASSERT_TRUE(total <= 64);
   for (int j = 0; j < total; ++j) assignment[j] = total - 1 - j;
-  cml_builder_t* b = NULL;
-  ASSERT_STATUS_OK(cml_builder_create(be, "spmd", &b));
-  cml_status_t st = cml_builder_spmd(b, total);
-  if (st == CML_OK) st = cml_builder_device_assignment(b, assignment, (size_t)total);
-  cml_function_t* f = cml_builder_main(b);
   cml_shape_t shape;
   const int64_t dims[1] = {3};
-  if (st == CML_OK) st = cml_shape_init(&shape, CML_DTYPE_F32, 1, dims);
-  cml_value_t x = cml_parameter(f, "x", &shape);
-  cml_value_t y = cml_op_add(f, x, x);
-  if (st == CML_OK) st = cml_function_return(f, &y, 1);
+  ASSERT_STATUS_OK(cml_shape_init(&shape, CML_DTYPE_F32, 1, dims));
   cml_executable_t* exe = NULL;
-  if (st == CML_OK) st = cml_builder_compile(b, &exe);
-  cml_builder_destroy(b);
-  ASSERT_STATUS_OK(st);
+  ASSERT_STATUS_OK(build_spmd(be, assignment, total, &shape, &exe));
   cml_buffer_t* in[64] = {NULL};
   cml_buffer_t* out[64] = {NULL};
   char want_devices[256] = "";
@@ -163,7 +169,33 @@ TEST(spmd_execution_runs_the_local_slots) {
     snprintf(part, sizeof part, " execute launch=%d devices=%s;", launch, want_devices);
     ASSERT_CONTAINS(fake_log(), part);
   }
+  // A program on the last process's devices only: the others run nothing, yet their launch ids
+  // advance with the last process's, so the next launch is 4 everywhere.
+  const int last_count = devices_of(g_size - 1);
+  int32_t last[8];
+  for (int j = 0; j < last_count; ++j) last[j] = total - last_count + j;
+  cml_executable_t* part_exe = NULL;
+  ASSERT_STATUS_OK(build_spmd(be, last, last_count, &shape, &part_exe));
+  cml_buffer_t* part_in[8] = {NULL};
+  cml_buffer_t* part_out[8] = {NULL};
+  const float v[3] = {1, 2, 3};
+  for (int j = 0; j < last_count && g_rank == g_size - 1; ++j) {
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, last[j], &shape, v, sizeof v, &part_in[j]));
+  }
+  ASSERT_STATUS_OK(
+      cml_executable_execute(part_exe, part_in, (size_t)last_count, NULL, 0, part_out));
+  for (int j = 0; j < last_count; ++j) {
+    ASSERT_EQ_INT(part_out[j] != NULL, g_rank == g_size - 1);
+    cml_buffer_release(part_out[j]);
+    cml_buffer_release(part_in[j]);
+  }
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, (size_t)total, NULL, 0, out));
+  for (int j = 0; j < total; ++j) cml_buffer_release(out[j]);
+  char part[300];
+  snprintf(part, sizeof part, " execute launch=4 devices=%s;", want_devices);
+  ASSERT_CONTAINS(fake_log(), part);
   for (int j = 0; j < total; ++j) cml_buffer_release(in[j]);
+  cml_executable_release(part_exe);
   cml_executable_release(exe);
   cml_backend_release(be);
 }

@@ -505,7 +505,9 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
   }
   if (m == 0) {
     free(local);
-    return CML_OK;  // no slot of this process
+    // No slot of this process: its launch ids still advance with the others'.
+    __atomic_add_fetch(&b->client->launch_counter, 1, __ATOMIC_RELAXED);
+    return CML_OK;
   }
   size_t bytes = (m * n_in + 1) * sizeof(cml_pjrt_buffer_t*) + (n_in + 1) * sizeof(int64_t) +
                  (m * n_out + 1) * sizeof(cml_pjrt_buffer_t*);
