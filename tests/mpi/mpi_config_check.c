@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/mpi/mpi_config_check.c: the `distributed` option of the c backend without mpirun, in
-// builds with and without MPI: unknown values, "none", and (without MPI) the status that says
-// how to enable it.
+// tests/mpi/mpi_config_check.c: the `distributed` option of the c backend (and xla's) without
+// mpirun, in builds with and without MPI: unknown values, "none", and (without MPI) the status
+// that says how to enable it.
 #include <string.h>
 
 #include "cml/cml.h"
@@ -48,5 +48,20 @@ TEST(without_mpi_says_how_to_enable_it) {
   cml_status_free(st);
 }
 
+// xla:<plugin>,distributed=mpi without MPI in the build: FAILED_PRECONDITION saying how to
+// enable it, before any plugin is looked for (the plugin named here does not exist).
+TEST(xla_without_mpi_says_how_to_enable_it) {
+  if (cml__mpi_built()) return;  // covered under mpirun by xla_distributed_test
+  if (!cml_backend_registered_aliases("xla")) return;  // built without the XLA backend
+  cml_backend_t* be = NULL;
+  cml_status_t st = cml_backend_new_with_config("xla:no_such_plugin,distributed=mpi", &be);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_CONTAINS(cml_status_message(st), "xla backend: distributed=mpi needs MPI");
+  ASSERT_CONTAINS(cml_status_message(st), "-DCML_WITH_MPI=ON");
+  cml_status_free(st);
+  ASSERT_TRUE(be == NULL);
+}
+
 TEST_MAIN(TEST_ENTRY(unknown_value_lists_the_valid_ones), TEST_ENTRY(none_is_one_process),
-          TEST_ENTRY(without_mpi_says_how_to_enable_it))
+          TEST_ENTRY(without_mpi_says_how_to_enable_it),
+          TEST_ENTRY(xla_without_mpi_says_how_to_enable_it))

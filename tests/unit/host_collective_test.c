@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/unit/host_collective_test.c: the host-staged AllReduce (cml/host_collective.h) over the 4
 // devices of the `c` backend in one process: sums and means in f32, bf16, f64 and i32, outputs on
-// the inputs' devices, and the bad inputs; xla's distributed=mpi refused. (Across processes:
+// the inputs' devices, and the bad inputs; xla's distributed option. (Across processes:
 // tests/mpi.)
 #include <stdint.h>
 
@@ -131,18 +131,15 @@ TEST(bad_input) {
   cml_backend_release(be);
 }
 
-// One XLA client across processes (PJRT's distributed options) is refused by name, before any
-// plugin is loaded, pointing at the host-staged path.
-TEST(xla_distributed_mpi_is_unimplemented) {
+// The `distributed` option of xla takes none or mpi (xla:...,distributed=mpi itself is tested
+// under mpirun: tests/mpi/xla_distributed_test.c, mpi_config_check.c).
+TEST(xla_distributed_option) {
   if (!cml_backend_registered_aliases("xla")) return;  // built without the XLA backend
   cml_backend_t* be = NULL;
-  ASSERT_STATUS(cml_backend_new_with_config("xla:cpu,distributed=mpi", &be),
-                CML_STATUS_UNIMPLEMENTED, "distributed=mpi", "key-value store",
-                "cml_host_all_reduce");
-  ASSERT_TRUE(be == NULL);
   ASSERT_STATUS(cml_backend_new_with_config("xla:cpu,distributed=tcp", &be),
                 CML_STATUS_INVALID_ARGUMENT, "distributed");
+  ASSERT_TRUE(be == NULL);
 }
 
 TEST_MAIN(TEST_ENTRY(sum_and_mean_over_local_devices), TEST_ENTRY(bf16_and_f64),
-          TEST_ENTRY(bad_input), TEST_ENTRY(xla_distributed_mpi_is_unimplemented))
+          TEST_ENTRY(bad_input), TEST_ENTRY(xla_distributed_option))

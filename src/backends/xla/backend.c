@@ -18,6 +18,7 @@
 typedef struct cml_xla_backend_t {
   cml_backend_t base;
   cml__xla_client_t* client;
+  cml__xla_distributed_t* distributed;  // distributed=mpi: the key-value store of the client
   cml__xla_config_t config;
   bool is_cpu, is_cuda;
   char plugin_name[1024];
@@ -475,14 +476,26 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
                                           const bool* donate, cml_buffer_t** out_results) {
   cml_executable_t* executable = &exe->base;
   cml_xla_backend_t* b = cml_xla_backend_cast(executable->backend);
+  const cml__xla_client_t* client = b->client;
   size_t n = (size_t)exe->num_slots;
   size_t n_in = executable->input_count, n_out = executable->output_count;
   for (size_t i = 0; i < n * n_out; ++i) out_results[i] = NULL;
+  // A multi-process client runs this process's slots only (the core left the others' entries
+  // NULL); PJRT takes their lists in slot order, which is the assignment's order.
+  size_t* local = malloc((n + 1) * sizeof *local);
+  if (!local) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  size_t m = 0;
   for (size_t d = 0; d < n; ++d) {
     int want = exe->slot_devices ? exe->slot_devices[d] : (int)d;
+    if (want < client->first_local_device ||
+        want >= client->first_local_device + client->local_device_count) {
+      continue;
+    }
+    local[m++] = d;
     for (size_t a = 0; a < n_in; ++a) {
       const cml_buffer_t* in = inputs[d * n_in + a];
       if (in->device != want) {
+        free(local);
         return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                                "xla: execute: input %zu (parameter #%zu \"%s\" of device slot "
                                "%zu) is on device %d, but slot %zu runs on device %d",
@@ -490,43 +503,54 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
       }
     }
   }
-  size_t bytes = (n * n_in + 1) * sizeof(cml_pjrt_buffer_t*) + (n_in + 1) * sizeof(int64_t) +
-                 (n * n_out + 1) * sizeof(cml_pjrt_buffer_t*);
+  if (m == 0) {
+    free(local);
+    // No slot of this process: its launch ids still advance with the others'.
+    __atomic_add_fetch(&b->client->launch_counter, 1, __ATOMIC_RELAXED);
+    return CML_OK;
+  }
+  size_t bytes = (m * n_in + 1) * sizeof(cml_pjrt_buffer_t*) + (n_in + 1) * sizeof(int64_t) +
+                 (m * n_out + 1) * sizeof(cml_pjrt_buffer_t*);
   void* scratch = malloc(bytes);
-  if (!scratch) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  if (!scratch) {
+    free(local);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
   cml_pjrt_buffer_t** args = scratch;
-  int64_t* keep = (int64_t*)(args + n * n_in + 1);
+  int64_t* keep = (int64_t*)(args + m * n_in + 1);
   cml_pjrt_buffer_t** outs = (cml_pjrt_buffer_t**)(keep + n_in + 1);
   size_t keep_count = 0;
   for (size_t a = 0; a < n_in; ++a) {
     bool all = true;
-    for (size_t d = 0; d < n; ++d) {
+    for (size_t j = 0; j < m; ++j) {
+      const size_t d = local[j];
       cml_xla_buffer_t* in = (cml_xla_buffer_t*)inputs[d * n_in + a];
-      args[d * n_in + a] = in->buffer;
+      args[j * n_in + a] = in->buffer;
       if (!donate[d * n_in + a] || in->host) all = false;
     }
     if (!all) keep[keep_count++] = (int64_t)a;
   }
-  cml_status_t st = cml__xla_execute_devices(b->client, exe->executable, n, args, n_in, keep,
+  cml_status_t st = cml__xla_execute_devices(b->client, exe->executable, m, args, n_in, keep,
                                              keep_count, outs, n_out);
   if (st == CML_OK) {
-    size_t total = n * n_out, made = 0;
+    size_t total = m * n_out, made = 0;
     for (; made < total && st == CML_OK; ++made) {
-      int dev = exe->slot_devices ? exe->slot_devices[made / (n_out ? n_out : 1)]
-                                  : (int)(made / (n_out ? n_out : 1));
+      const size_t d = local[made / (n_out ? n_out : 1)];
+      int dev = exe->slot_devices ? exe->slot_devices[d] : (int)d;
       st = cml_xla_buffer_wrap(b, dev, &executable->output_shapes[made % n_out], outs[made], NULL,
-                               0, &out_results[made]);
+                               0, &out_results[d * n_out + made % n_out]);
       outs[made] = NULL;
     }
     if (st != CML_OK) {
       for (size_t i = made; i < total; ++i) cml__xla_buffer_destroy(b->client, outs[i]);
-      for (size_t i = 0; i < total; ++i) {
+      for (size_t i = 0; i < n * n_out; ++i) {
         if (out_results[i]) cml_buffer_release(out_results[i]);
         out_results[i] = NULL;
       }
     }
   }
   free(scratch);
+  free(local);
   return st;
 }
 
@@ -613,10 +637,22 @@ static const void* cml_xla_get_extension(const cml_backend_t* backend, const cha
   return NULL;
 }
 
+// Multi-process clients (distributed=mpi): the client's devices are the job's, ordered by
+// process; single-process clients hold them all (process 0 of 1).
+static void cml_xla_process_info(const cml_backend_t* backend, cml_process_info_t* out) {
+  const cml__xla_client_t* c = cml_xla_backend_cast(backend)->client;
+  out->process_index = c->process_count > 1 ? c->process_index : 0;
+  out->process_count = c->process_count > 1 ? c->process_count : 1;
+  out->first_local_device = c->first_local_device;
+  out->local_device_count = c->local_device_count;
+}
+
 static void cml_xla_destroy(cml_backend_t* backend) {
   cml_xla_backend_t* b = cml_xla_backend_cast(backend);
   cml_allocator_t alloc = b->base.allocator;
+  // The plugin may use the key-value store until its client is gone.
   cml__xla_client_destroy(b->client);
+  cml__xla_distributed_destroy(b->distributed);
   cml_backend_deinit_base(&b->base);
   cml_allocator_free(alloc, b, sizeof *b);
 }
@@ -635,6 +671,7 @@ static const cml_backend_vtable_t cml_xla_vtable = {
     .execute = cml_xla_execute,
     .executable_destroy = cml_xla_executable_destroy,
     .get_extension = cml_xla_get_extension,
+    .process_info = cml_xla_process_info,
 };
 
 static void cml_xla_fill_capabilities(cml_xla_backend_t* b) {
@@ -807,7 +844,9 @@ static cml_status_t cml_xla_load(const char* name, char** path,
 // GPU plugin drops ids it does not have without a word).
 static cml_status_t cml_xla_check_visible_devices(const cml__xla_config_t* config, bool is_cpu,
                                                   const cml__xla_client_t* client) {
-  if (!config->visible_devices_set) return CML_OK;
+  // In a multi-process client the ids are global and visible_devices are the plugin's local
+  // device numbers: nothing to compare.
+  if (!config->visible_devices_set || client->process_count > 1) return CML_OK;
   // A plugin that applied the option kept exactly the devices asked for (duplicates are refused
   // by the parser), whatever ids it gives them.
   if (!is_cpu && (size_t)client->device_count == config->visible_devices.count) return CML_OK;
@@ -855,6 +894,8 @@ static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allo
              cml_xla_want_gpu() ? "cuda" : (cml__xla_has_tpu(NULL, 0) ? "tpu" : "cpu"));
   }
   bool is_cpu = cml__xla_name_is_cpu(name), is_cuda = cml__xla_name_is_cuda(name);
+  const bool distributed = config.distributed_set && strcmp(config.distributed, "mpi") == 0;
+  if (distributed) CML_RETURN_IF_ERROR(cml__xla_distributed_check_built());
   char* path = NULL;
   CML_RETURN_IF_ERROR(cml_xla_locate(&config, name, &path));
   if (is_cuda) {
@@ -879,21 +920,33 @@ static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allo
   // XLA_FLAGS the plugin rejects would end the process at client creation: check them first.
   st = cml__xla_check_flags(plugin, getenv("XLA_FLAGS"), options, option_count);
   if (st != CML_OK) return st;
-  st = cml__xla_client_create(plugin, options, option_count, &client);
-  if (st != CML_OK) return cml_status_annotate(st, "xla: plugin %s", plugin->path);
+  cml__xla_distributed_t* dist = NULL;
+  if (distributed) {
+    char agreed[2048];
+    cml__xla_config_format(&config, name, agreed, sizeof agreed);
+    st = cml__xla_distributed_client_create(plugin, name, agreed, options, option_count, &dist,
+                                            &client);
+    if (st != CML_OK) return st;
+  } else {
+    st = cml__xla_client_create(plugin, options, option_count, &client);
+    if (st != CML_OK) return cml_status_annotate(st, "xla: plugin %s", plugin->path);
+  }
   st = cml_xla_check_visible_devices(&config, is_cpu || strcmp(client->platform_name, "cpu") == 0,
                                      client);
   if (st != CML_OK) {
     cml__xla_client_destroy(client);
+    cml__xla_distributed_destroy(dist);
     return st;
   }
   cml_xla_backend_t* b = cml_allocator_malloc(allocator, sizeof *b, 64);
   if (!b) {
     cml__xla_client_destroy(client);
+    cml__xla_distributed_destroy(dist);
     return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
   memset(b, 0, sizeof *b);
   b->client = client;
+  b->distributed = dist;
   b->config = config;
   b->is_cpu = is_cpu || strcmp(client->platform_name, "cpu") == 0;
   b->is_cuda = is_cuda || strcmp(client->platform_name, "cuda") == 0;
@@ -907,6 +960,7 @@ static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allo
                              client->device_count);
   if (st != CML_OK) {
     cml__xla_client_destroy(client);
+    cml__xla_distributed_destroy(dist);
     cml_allocator_free(allocator, b, sizeof *b);
     return st;
   }
@@ -925,10 +979,16 @@ static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allo
       .platform_version = client->platform_version,
   };
   char description[4096];
-  snprintf(description, sizeof description,
-           "XLA via PJRT plugin %s (%s, PJRT %d.%d), platform %s %s, %d device(s)", name,
-           plugin->path, plugin->major_version, plugin->minor_version, client->platform_name,
-           client->platform_version, client->device_count);
+  int used = snprintf(description, sizeof description,
+                      "XLA via PJRT plugin %s (%s, PJRT %d.%d), platform %s %s, %d device(s)", name,
+                      plugin->path, plugin->major_version, plugin->minor_version,
+                      client->platform_name, client->platform_version, client->device_count);
+  if (client->process_count > 1 && used > 0 && (size_t)used < sizeof description) {
+    snprintf(description + used, sizeof description - (size_t)used,
+             " over %d MPI processes (this is process %d, with devices %d..%d)",
+             client->process_count, client->process_index, client->first_local_device,
+             client->first_local_device + client->local_device_count - 1);
+  }
   st = cml_backend_set_description(&b->base, description);
   if (st != CML_OK) {
     cml_backend_release(&b->base);

@@ -24,8 +24,9 @@ const char cml__xla_config_help[] =
     "  cpu_device_count (int >= 1)  number of CPU devices of a CPU plugin (plugin default 4)\n"
     "  dynamic_cache (int >= 1)  executables kept per module with dynamic axes, one per\n"
     "                       binding set, least recently used evicted (default 16)\n"
-    "  distributed (none|mpi)  mpi: one client across MPI processes (not implemented: use\n"
-    "                       cml_host_all_reduce between executions)\n"
+    "  distributed (none|mpi)  mpi: one client across the processes of an MPI job (node id,\n"
+    "                       node count, key-value store over MPI) for plugins that accept it\n"
+    "                       (CUDA); XLA's CPU plugin does not (use cml_host_all_reduce)\n"
     "  help                 print this list and the plugins found\n"
     "Bool options accept `opt`, `opt=<bool>` and `noopt`. XLA_FLAGS is passed to the plugin.\n";
 
@@ -174,21 +175,12 @@ cml_status_t cml__xla_config_parse(const char* text, cml__xla_config_t* out) {
        .capacity = sizeof out->distributed,
        .choices = "none|mpi",
        .out_set = &out->distributed_set,
-       .help = "one client across MPI processes (mpi: not implemented; see cml_host_all_reduce)"},
+       .help = "one client across MPI processes (mpi; plugins with multi-node support)"},
   };
   cml_xla_parse_ctx_t ctx = {out, specs, sizeof specs / sizeof specs[0]};
   cml_status_t st =
       cml__config_parse("xla", text, specs, ctx.spec_count, cml_xla_config_extra, &ctx);
   if (st != CML_OK) return st;
-  if (out->distributed_set && strcmp(out->distributed, "mpi") == 0) {
-    return cml_status_make(
-        CML_STATUS_UNIMPLEMENTED,
-        "xla backend: distributed=mpi (one PJRT client over the devices of all MPI processes: "
-        "node id, node count and a key-value store served over MPI, for plugins that accept "
-        "them, such as CUDA) is not implemented, and XLA's CPU plugin refuses those options; "
-        "run one client per process and combine values across processes with "
-        "cml_host_all_reduce (cml/host_collective.h, docs/datasets.md)");
-  }
   if (out->visible_devices_set) {
     for (size_t i = 0; i < out->visible_devices.count; ++i) {
       if (out->visible_devices.values[i] < 0) {
@@ -292,8 +284,12 @@ size_t cml__xla_config_format(const cml__xla_config_t* config, const char* plugi
                     config->use_tfrt_gpu_client ? "true" : "false");
   }
   if (config->cpu_device_count_set && len >= 0 && (size_t)len < sizeof extra) {
-    snprintf(extra + len, sizeof extra - (size_t)len, ",cpu_device_count=%lld",
-             (long long)config->cpu_device_count);
+    len += snprintf(extra + len, sizeof extra - (size_t)len, ",cpu_device_count=%lld",
+                    (long long)config->cpu_device_count);
+  }
+  if (config->distributed_set && strcmp(config->distributed, "mpi") == 0 && len >= 0 &&
+      (size_t)len < sizeof extra) {
+    snprintf(extra + len, sizeof extra - (size_t)len, ",distributed=mpi");
   }
   int n = snprintf(buffer, size, "%s,tf32=%s,shared_buffers=%s,preallocate=%s%s",
                    plugin ? plugin : config->plugin, config->tf32 ? "true" : "false",

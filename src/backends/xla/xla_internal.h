@@ -47,7 +47,7 @@ typedef struct cml__xla_config_t {
   bool cpu_device_count_set;
   int64_t dynamic_cache;  // compiled executables kept per module with dynamic axes
   bool dynamic_cache_set;
-  char distributed[8];  // "none" or "mpi" (refused: one client across processes, docs/datasets.md)
+  char distributed[8];  // "none" or "mpi" (one client across MPI processes: distributed.c)
   bool distributed_set;
 } cml__xla_config_t;
 
@@ -78,6 +78,29 @@ size_t cml__xla_config_format(const cml__xla_config_t* config, const char* plugi
 // "nvidia"; a CPU plugin's contains "cpu".
 bool cml__xla_name_is_cuda(const char* name);
 bool cml__xla_name_is_cpu(const char* name);
+
+//===--- distributed=mpi (distributed.c) ---===//
+
+// One PJRT client across the processes of an MPI job, and the key-value store it uses.
+typedef struct cml__xla_distributed_t cml__xla_distributed_t;
+
+// FAILED_PRECONDITION saying how to enable MPI when this cml was built without it, else OK.
+CML_MUST_USE cml_status_t cml__xla_distributed_check_built(void);
+
+// Collective over every MPI process: checks that every process has the same |config_text|
+// (the formatted config with the plugin's name), creates the key-value store served over MPI
+// and the client with |options| plus node_id (MPI rank) and num_nodes (MPI size) and the
+// store's callbacks; then every process learns whether all succeeded. A plugin that refuses the
+// options, or accepts them but reports only its own devices, gives UNIMPLEMENTED naming
+// |plugin_name|, its path and the options. Destroy the client before |out_distributed|.
+CML_MUST_USE cml_status_t cml__xla_distributed_client_create(
+    const cml__xla_plugin_t* plugin, const char* plugin_name, const char* config_text,
+    const cml__xla_option_t* options, size_t option_count, cml__xla_distributed_t** out_distributed,
+    cml__xla_client_t** out_client);
+
+// Destroys the store (collective; on process 0 it serves the others until they are done, at
+// most CML_MPI_TIMEOUT_MS). NULL is fine.
+void cml__xla_distributed_destroy(cml__xla_distributed_t* distributed);
 
 //===--- discovery ---===//
 

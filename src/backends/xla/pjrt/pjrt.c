@@ -48,6 +48,8 @@ static cml_status_code_t cml_xla_pjrt_code(int code) {
       return CML_STATUS_CANCELLED;
     case CML_PJRT_CODE_INVALID_ARGUMENT:
       return CML_STATUS_INVALID_ARGUMENT;
+    case CML_PJRT_CODE_DEADLINE_EXCEEDED:
+      return CML_STATUS_DEADLINE_EXCEEDED;
     case CML_PJRT_CODE_NOT_FOUND:
       return CML_STATUS_NOT_FOUND;
     case CML_PJRT_CODE_RESOURCE_EXHAUSTED:
@@ -484,62 +486,219 @@ static cml_status_t cml_xla_client_string(const cml__xla_plugin_t* plugin,
   return *out ? CML_OK : cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
 }
 
-static cml_status_t cml_xla_client_devices(cml__xla_client_t* c) {
+// Describes |device| as device |i| of |c|: its global id, description text and process index
+// (0 when the plugin lacks DeviceDescription_ProcessIndex).
+static cml_status_t cml_xla_describe_device(cml__xla_client_t* c, size_t i,
+                                            cml_pjrt_device_t* device, int* out_process) {
   const cml__xla_plugin_t* plugin = c->plugin;
-  cml_pjrt_client_devices_args_t args;
-  CML_XLA_ARGS_INIT(args);
-  args.client = c->client;
-  CML_RETURN_IF_ERROR(cml__xla_call(plugin, CML_PJRT_SLOT_CLIENT_ADDRESSABLE_DEVICES, &args,
-                                    "PJRT_Client_AddressableDevices"));
-  if (args.num_devices == 0 || args.num_devices > 4096) {
-    return cml_status_make(CML_STATUS_UNAVAILABLE,
-                           "xla: the %s plugin reports %zu addressable devices", c->platform_name,
-                           args.num_devices);
+  c->devices[i] = device;
+  c->device_ids[i] = (int)i;
+  *out_process = 0;
+  cml_pjrt_device_get_description_args_t get;
+  CML_XLA_ARGS_INIT(get);
+  get.device = device;
+  CML_RETURN_IF_ERROR(cml__xla_call(plugin, CML_PJRT_SLOT_DEVICE_GET_DESCRIPTION, &get,
+                                    "PJRT_Device_GetDescription"));
+  cml_pjrt_device_description_id_args_t id;
+  CML_XLA_ARGS_INIT(id);
+  id.device_description = get.device_description;
+  CML_RETURN_IF_ERROR(
+      cml__xla_call(plugin, CML_PJRT_SLOT_DEVICE_DESCRIPTION_ID, &id, "PJRT_DeviceDescription_Id"));
+  c->device_ids[i] = id.id;
+  if (c->device_processes) {
+    cml_pjrt_device_description_process_index_args_t process;
+    CML_XLA_ARGS_INIT(process);
+    process.device_description = get.device_description;
+    cml_status_t st = cml__xla_call(plugin, CML_PJRT_SLOT_DEVICE_DESCRIPTION_PROCESS_INDEX,
+                                    &process, "PJRT_DeviceDescription_ProcessIndex");
+    if (st != CML_OK) return st;
+    *out_process = process.process_index;
   }
-  size_t n = args.num_devices;
-  c->devices = calloc(n, sizeof *c->devices);
-  c->device_ids = calloc(n, sizeof *c->device_ids);
-  c->device_descriptions = calloc(n, sizeof *c->device_descriptions);
-  if (!c->devices || !c->device_ids || !c->device_descriptions) {
-    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  cml_pjrt_device_description_string_args_t kind;
+  CML_XLA_ARGS_INIT(kind);
+  kind.device_description = get.device_description;
+  cml_status_t st = cml__xla_call(plugin, CML_PJRT_SLOT_DEVICE_DESCRIPTION_KIND, &kind,
+                                  "PJRT_DeviceDescription_Kind");
+  if (st != CML_OK) {
+    cml_status_free(st);
+    kind.str = "device";
+    kind.size = 6;
   }
-  c->device_count = (int)n;
-  for (size_t i = 0; i < n; ++i) {
-    c->devices[i] = args.devices[i];
-    c->device_ids[i] = (int)i;
-    cml_pjrt_device_get_description_args_t get;
-    CML_XLA_ARGS_INIT(get);
-    get.device = args.devices[i];
-    CML_RETURN_IF_ERROR(cml__xla_call(plugin, CML_PJRT_SLOT_DEVICE_GET_DESCRIPTION, &get,
-                                      "PJRT_Device_GetDescription"));
-    cml_pjrt_device_description_id_args_t id;
-    CML_XLA_ARGS_INIT(id);
-    id.device_description = get.device_description;
-    CML_RETURN_IF_ERROR(cml__xla_call(plugin, CML_PJRT_SLOT_DEVICE_DESCRIPTION_ID, &id,
-                                      "PJRT_DeviceDescription_Id"));
-    c->device_ids[i] = id.id;
-    cml_pjrt_device_description_string_args_t kind;
-    CML_XLA_ARGS_INIT(kind);
-    kind.device_description = get.device_description;
-    cml_status_t st = cml__xla_call(plugin, CML_PJRT_SLOT_DEVICE_DESCRIPTION_KIND, &kind,
-                                    "PJRT_DeviceDescription_Kind");
-    if (st != CML_OK) {
-      cml_status_free(st);
-      kind.str = "device";
-      kind.size = 6;
-    }
-    char text[256];
-    int len = snprintf(text, sizeof text, "%s:%zu (%.*s, id %d)", c->platform_name, i,
-                       (int)(kind.size > 200 ? 200 : kind.size), kind.str ? kind.str : "", id.id);
-    c->device_descriptions[i] = cml_xla_pjrt_strndup(text, (size_t)(len < 0 ? 0 : len));
-    if (!c->device_descriptions[i]) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  char text[256];
+  int len;
+  if (c->device_processes) {
+    len = snprintf(text, sizeof text, "%s:%zu (%.*s, id %d, process %d)", c->platform_name, i,
+                   (int)(kind.size > 200 ? 200 : kind.size), kind.str ? kind.str : "", id.id,
+                   *out_process);
+  } else {
+    len = snprintf(text, sizeof text, "%s:%zu (%.*s, id %d)", c->platform_name, i,
+                   (int)(kind.size > 200 ? 200 : kind.size), kind.str ? kind.str : "", id.id);
   }
+  c->device_descriptions[i] = cml_xla_pjrt_strndup(text, (size_t)(len < 0 ? 0 : len));
+  if (!c->device_descriptions[i]) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   return CML_OK;
 }
 
-cml_status_t cml__xla_client_create(const cml__xla_plugin_t* plugin,
-                                    const cml__xla_option_t* options, size_t option_count,
-                                    cml__xla_client_t** out_client) {
+static cml_status_t cml_xla_client_alloc_devices(cml__xla_client_t* c, size_t n, bool multi) {
+  c->devices = calloc(n, sizeof *c->devices);
+  c->device_ids = calloc(n, sizeof *c->device_ids);
+  c->device_descriptions = calloc(n, sizeof *c->device_descriptions);
+  if (multi) c->device_processes = calloc(n, sizeof *c->device_processes);
+  if (!c->devices || !c->device_ids || !c->device_descriptions || (multi && !c->device_processes)) {
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  c->device_count = (int)n;
+  return CML_OK;
+}
+
+// Lists the devices of |slot| (Client_Devices or Client_AddressableDevices).
+static cml_status_t cml_xla_list_devices(const cml__xla_client_t* c, cml_pjrt_slot_t slot,
+                                         const char* what, cml_pjrt_device_t* const** out_devices,
+                                         size_t* out_count) {
+  cml_pjrt_client_devices_args_t args;
+  CML_XLA_ARGS_INIT(args);
+  args.client = c->client;
+  CML_RETURN_IF_ERROR(cml__xla_call(c->plugin, slot, &args, what));
+  if (args.num_devices == 0 || args.num_devices > 4096 || !args.devices) {
+    return cml_status_make(CML_STATUS_UNAVAILABLE, "xla: the %s plugin reports %zu devices (%s)",
+                           c->platform_name, args.num_devices, what);
+  }
+  *out_devices = args.devices;
+  *out_count = args.num_devices;
+  return CML_OK;
+}
+
+static cml_status_t cml_xla_client_devices(cml__xla_client_t* c) {
+  cml_pjrt_device_t* const* devices = NULL;
+  size_t n = 0;
+  CML_RETURN_IF_ERROR(cml_xla_list_devices(c, CML_PJRT_SLOT_CLIENT_ADDRESSABLE_DEVICES,
+                                           "PJRT_Client_AddressableDevices", &devices, &n));
+  CML_RETURN_IF_ERROR(cml_xla_client_alloc_devices(c, n, false));
+  for (size_t i = 0; i < n; ++i) {
+    int process = 0;
+    CML_RETURN_IF_ERROR(cml_xla_describe_device(c, i, devices[i], &process));
+  }
+  c->process_count = 1;
+  c->local_device_count = c->device_count;
+  return CML_OK;
+}
+
+typedef struct cml_xla_device_order_t {
+  int process, id;
+  size_t index;
+} cml_xla_device_order_t;
+
+static int cml_xla_device_order_cmp(const void* a, const void* b) {
+  const cml_xla_device_order_t* x = a;
+  const cml_xla_device_order_t* y = b;
+  if (x->process != y->process) return x->process < y->process ? -1 : 1;
+  if (x->id != y->id) return x->id < y->id ? -1 : 1;
+  return x->index < y->index ? -1 : (x->index > y->index);
+}
+
+// Every device of a multi-process job, ordered by (process, id); this process's devices must be
+// exactly the addressable ones.
+static cml_status_t cml_xla_client_devices_multi(cml__xla_client_t* c) {
+  cml_pjrt_device_t* const* all = NULL;
+  cml_pjrt_device_t* const* local = NULL;
+  size_t n = 0, n_local = 0;
+  CML_RETURN_IF_ERROR(
+      cml_xla_list_devices(c, CML_PJRT_SLOT_CLIENT_DEVICES, "PJRT_Client_Devices", &all, &n));
+  CML_RETURN_IF_ERROR(cml_xla_list_devices(c, CML_PJRT_SLOT_CLIENT_ADDRESSABLE_DEVICES,
+                                           "PJRT_Client_AddressableDevices", &local, &n_local));
+  cml_pjrt_client_process_index_args_t pi;
+  CML_XLA_ARGS_INIT(pi);
+  pi.client = c->client;
+  CML_RETURN_IF_ERROR(cml__xla_call(c->plugin, CML_PJRT_SLOT_CLIENT_PROCESS_INDEX, &pi,
+                                    "PJRT_Client_ProcessIndex"));
+  c->process_index = pi.process_index;
+  CML_RETURN_IF_ERROR(cml_xla_client_alloc_devices(c, n, true));
+  // Describe in the plugin's order first, then sort the arrays by (process, id).
+  cml_xla_device_order_t* order = calloc(n, sizeof *order);
+  if (!order) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  cml_status_t st = CML_OK;
+  for (size_t i = 0; i < n && st == CML_OK; ++i) {
+    order[i].index = i;
+    st = cml_xla_describe_device(c, i, all[i], &order[i].process);
+    order[i].id = c->device_ids[i];
+    if (st == CML_OK && order[i].process < 0) {
+      st = cml_status_make(CML_STATUS_INTERNAL,
+                           "xla: the %s plugin says device id %d is on process %d",
+                           c->platform_name, order[i].id, order[i].process);
+    }
+  }
+  if (st != CML_OK) {
+    free(order);
+    return st;
+  }
+  qsort(order, n, sizeof *order, cml_xla_device_order_cmp);
+  cml_pjrt_device_t** devices = malloc(n * sizeof *devices);
+  int* ids = malloc(n * sizeof *ids);
+  char** texts = malloc(n * sizeof *texts);
+  if (!devices || !ids || !texts) {
+    free(devices);
+    free(ids);
+    free(texts);
+    free(order);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    devices[i] = c->devices[order[i].index];
+    ids[i] = c->device_ids[order[i].index];
+    texts[i] = c->device_descriptions[order[i].index];
+    c->device_processes[i] = order[i].process;
+  }
+  memcpy(c->devices, devices, n * sizeof *devices);
+  memcpy(c->device_ids, ids, n * sizeof *ids);
+  memcpy(c->device_descriptions, texts, n * sizeof *texts);
+  free(devices);
+  free(ids);
+  free(texts);
+  free(order);
+  // cml numbers devices by position: rewrite the descriptions' "platform:<position>".
+  for (size_t i = 0; i < n; ++i) {
+    const char* rest = strchr(c->device_descriptions[i], ' ');
+    char text[300];
+    int len = snprintf(text, sizeof text, "%s:%zu%s", c->platform_name, i, rest ? rest : "");
+    char* copy = cml_xla_pjrt_strndup(text, (size_t)(len < 0 ? 0 : len));
+    if (!copy) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    free(c->device_descriptions[i]);
+    c->device_descriptions[i] = copy;
+  }
+  int first = -1, count = 0, max_process = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (c->device_processes[i] > max_process) max_process = c->device_processes[i];
+    bool addressable = false;
+    for (size_t k = 0; k < n_local && !addressable; ++k) addressable = local[k] == c->devices[i];
+    const bool ours = c->device_processes[i] == c->process_index;
+    if (addressable != ours) {
+      return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                             "xla: the %s plugin's client is process %d, but device id %d of "
+                             "process %d is %saddressable: cml needs the addressable devices to "
+                             "be exactly those of the client's process",
+                             c->platform_name, c->process_index, c->device_ids[i],
+                             c->device_processes[i], addressable ? "" : "not ");
+    }
+    if (ours && first < 0) first = (int)i;
+    if (ours) ++count;
+  }
+  if (count != (int)n_local || first < 0) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "xla: the %s plugin's client lists %zu addressable devices, but %d "
+                           "devices of its process %d",
+                           c->platform_name, n_local, count, c->process_index);
+  }
+  c->first_local_device = first;
+  c->local_device_count = count;
+  c->process_count = max_process + 1;
+  return CML_OK;
+}
+
+static cml_status_t cml_xla_client_create_impl(const cml__xla_plugin_t* plugin,
+                                               const cml__xla_option_t* options,
+                                               size_t option_count,
+                                               const cml__xla_kv_callbacks_t* kv,
+                                               cml__xla_client_t** out_client) {
   *out_client = NULL;
   cml_pjrt_named_value_t* values = NULL;
   if (option_count) {
@@ -578,6 +737,16 @@ cml_status_t cml__xla_client_create(const cml__xla_plugin_t* plugin,
   CML_XLA_ARGS_INIT(args);
   args.create_options = values;
   args.num_options = option_count;
+  if (kv) {
+    args.kv_get_callback = kv->get;
+    args.kv_get_user_arg = kv->user_arg;
+    args.kv_put_callback = kv->put;
+    args.kv_put_user_arg = kv->user_arg;
+    if (plugin->minor_version >= CML_PJRT_KV_TRY_GET_MINOR) {
+      args.kv_try_get_callback = kv->try_get;
+      args.kv_try_get_user_arg = kv->user_arg;
+    }
+  }
   cml_status_t status =
       cml__xla_call(plugin, CML_PJRT_SLOT_CLIENT_CREATE, &args, "PJRT_Client_Create");
   free(values);
@@ -598,13 +767,31 @@ cml_status_t cml__xla_client_create(const cml__xla_plugin_t* plugin,
     status = cml_xla_client_string(plugin, c->client, CML_PJRT_SLOT_CLIENT_PLATFORM_VERSION,
                                    "PJRT_Client_PlatformVersion", &c->platform_version);
   }
-  if (status == CML_OK) status = cml_xla_client_devices(c);
+  if (status == CML_OK) status = kv ? cml_xla_client_devices_multi(c) : cml_xla_client_devices(c);
   if (status != CML_OK) {
     cml__xla_client_destroy(c);
     return status;
   }
   *out_client = c;
   return CML_OK;
+}
+
+cml_status_t cml__xla_client_create(const cml__xla_plugin_t* plugin,
+                                    const cml__xla_option_t* options, size_t option_count,
+                                    cml__xla_client_t** out_client) {
+  return cml_xla_client_create_impl(plugin, options, option_count, NULL, out_client);
+}
+
+cml_status_t cml__xla_client_create_multi(const cml__xla_plugin_t* plugin,
+                                          const cml__xla_option_t* options, size_t option_count,
+                                          const cml__xla_kv_callbacks_t* kv,
+                                          cml__xla_client_t** out_client) {
+  if (!kv || !kv->get || !kv->put || !kv->try_get) {
+    *out_client = NULL;
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "xla: a multi-process client needs the key-value callbacks");
+  }
+  return cml_xla_client_create_impl(plugin, options, option_count, kv, out_client);
 }
 
 void cml__xla_client_destroy(cml__xla_client_t* client) {
@@ -621,6 +808,7 @@ void cml__xla_client_destroy(cml__xla_client_t* client) {
   }
   free(client->device_descriptions);
   free(client->device_ids);
+  free(client->device_processes);
   free(client->devices);
   free(client->platform_name);
   free(client->platform_version);
@@ -634,6 +822,15 @@ static cml_status_t cml_xla_check_device(const cml__xla_client_t* client, int de
     return cml_status_make(CML_STATUS_OUT_OF_RANGE,
                            "xla: device %d out of range: the %s plugin has %d device(s)", device,
                            client->platform_name, client->device_count);
+  }
+  if (device < client->first_local_device ||
+      device >= client->first_local_device + client->local_device_count) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "xla: device %d belongs to process %d, not to this process (%d of %d, "
+                           "devices %d..%d): buffers live on local devices only",
+                           device, client->device_processes ? client->device_processes[device] : -1,
+                           client->process_index, client->process_count, client->first_local_device,
+                           client->first_local_device + client->local_device_count - 1);
   }
   return CML_OK;
 }
@@ -886,6 +1083,11 @@ static cml_status_t cml_xla_execute_lists(cml__xla_client_t* client,
   // Argument positions of one device's list (PJRT applies the set to every device).
   options.non_donatable_input_indices = non_donatable_count ? non_donatable : NULL;
   options.num_non_donatable_input_indices = non_donatable_count;
+  // A multi-device execution of a multi-process job: every process runs its own devices' lists
+  // with the same non-zero launch id (executions are issued in the same order everywhere).
+  if (client->process_count > 1 && !execute_device) {
+    options.launch_id = __atomic_add_fetch(&client->launch_counter, 1, __ATOMIC_RELAXED);
+  }
   cml_pjrt_execute_args_t args;
   CML_XLA_ARGS_INIT(args);
   args.executable = executable;
@@ -935,11 +1137,12 @@ cml_status_t cml__xla_execute_devices(cml__xla_client_t* client,
                                       cml_pjrt_buffer_t* const* inputs, size_t input_count,
                                       const int64_t* non_donatable, size_t non_donatable_count,
                                       cml_pjrt_buffer_t** outputs, size_t output_count) {
-  if (device_count == 0 || device_count > (size_t)client->device_count) {
+  if (device_count == 0 || device_count > (size_t)client->local_device_count) {
     for (size_t i = 0; i < device_count * output_count; ++i) outputs[i] = NULL;
     return cml_status_make(CML_STATUS_OUT_OF_RANGE,
-                           "xla: execute on %zu device(s): the %s plugin has %d device(s)",
-                           device_count, client->platform_name, client->device_count);
+                           "xla: execute on %zu device(s): the %s plugin has %d device(s) in this "
+                           "process",
+                           device_count, client->platform_name, client->local_device_count);
   }
   return cml_xla_execute_lists(client, executable, NULL, device_count, inputs, input_count,
                                non_donatable, non_donatable_count, outputs, output_count);

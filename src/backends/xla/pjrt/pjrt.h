@@ -113,9 +113,18 @@ typedef struct cml__xla_client_t {
   char* platform_name;  // "cpu", "cuda", ...
   char* platform_version;
   int device_count;
-  cml_pjrt_device_t** devices;  // addressable devices, in the plugin's order
-  int* device_ids;              // global ids (DeviceDescription_Id)
-  char** device_descriptions;   // "cpu:0 (TFRT_CPU_0)"
+  // A single-process client: its addressable devices, in the plugin's order. A multi-process
+  // client (cml__xla_client_create_multi): every device of the job, ordered by process, then
+  // id, so that this process's devices are first_local_device .. + local_device_count - 1.
+  cml_pjrt_device_t** devices;
+  int* device_ids;             // global ids (DeviceDescription_Id)
+  char** device_descriptions;  // "cpu:0 (TFRT_CPU_0, id 0)"
+  int process_index;           // this process (0 for a single-process client)
+  int process_count;           // processes owning the devices (1 for a single-process client)
+  int first_local_device;
+  int local_device_count;
+  int* device_processes;  // the process of each device; NULL for a single-process client
+  int launch_counter;     // atomic: launch ids of multi-device executions of a multi-process client
 } cml__xla_client_t;
 
 // Creates a client with |options|. Returns the plugin's error (e.g. an unknown option on CUDA)
@@ -124,6 +133,27 @@ CML_MUST_USE cml_status_t cml__xla_client_create(const cml__xla_plugin_t* plugin
                                                  const cml__xla_option_t* options,
                                                  size_t option_count,
                                                  cml__xla_client_t** out_client);
+
+// The key-value store of a multi-process client: PJRT's three callbacks and their user
+// argument (the same for all three). |try_get| is passed only to plugins of PJRT 0.61 on.
+typedef struct cml__xla_kv_callbacks_t {
+  cml_pjrt_kv_get_fn get;
+  cml_pjrt_kv_try_get_fn try_get;
+  cml_pjrt_kv_put_fn put;
+  void* user_arg;
+} cml__xla_kv_callbacks_t;
+
+// Creates a client of a multi-process job: |options| carry the plugin's node options (e.g.
+// node_id, num_nodes) and |kv| the key-value store. The client lists every device of the job
+// (PJRT_Client_Devices), ordered by process index, then id, with this process's (the
+// addressable ones) marked by first_local_device / local_device_count. UNIMPLEMENTED when the
+// addressable devices are not exactly the devices of this process's index (a plugin that
+// ignored the options reports only its own devices: see process_count).
+CML_MUST_USE cml_status_t cml__xla_client_create_multi(const cml__xla_plugin_t* plugin,
+                                                       const cml__xla_option_t* options,
+                                                       size_t option_count,
+                                                       const cml__xla_kv_callbacks_t* kv,
+                                                       cml__xla_client_t** out_client);
 void cml__xla_client_destroy(cml__xla_client_t* client);
 
 //===--- buffers ---===//

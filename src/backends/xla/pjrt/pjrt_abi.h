@@ -60,14 +60,18 @@ typedef enum cml_pjrt_slot_t {
   CML_PJRT_SLOT_CLIENT_CREATE = 10,
   CML_PJRT_SLOT_CLIENT_DESTROY = 11,
   CML_PJRT_SLOT_CLIENT_PLATFORM_NAME = 12,
+  CML_PJRT_SLOT_CLIENT_PROCESS_INDEX = 13,
   CML_PJRT_SLOT_CLIENT_PLATFORM_VERSION = 14,
+  CML_PJRT_SLOT_CLIENT_DEVICES = 15,
   CML_PJRT_SLOT_CLIENT_ADDRESSABLE_DEVICES = 16,
   CML_PJRT_SLOT_CLIENT_COMPILE = 20,
   CML_PJRT_SLOT_CLIENT_BUFFER_FROM_HOST_BUFFER = 22,
   CML_PJRT_SLOT_DEVICE_DESCRIPTION_ID = 23,
+  CML_PJRT_SLOT_DEVICE_DESCRIPTION_PROCESS_INDEX = 24,
   CML_PJRT_SLOT_DEVICE_DESCRIPTION_KIND = 26,
   CML_PJRT_SLOT_DEVICE_DESCRIPTION_TO_STRING = 28,
   CML_PJRT_SLOT_DEVICE_GET_DESCRIPTION = 29,
+  CML_PJRT_SLOT_DEVICE_IS_ADDRESSABLE = 30,
   CML_PJRT_SLOT_EXECUTABLE_DESTROY = 40,
   CML_PJRT_SLOT_EXECUTABLE_NUM_OUTPUTS = 44,
   CML_PJRT_SLOT_LOADED_EXECUTABLE_DESTROY = 50,
@@ -88,6 +92,8 @@ typedef struct cml_pjrt_api_t {
 
 // The oldest minor version whose table order cml understands.
 #define CML_PJRT_MIN_MINOR 57
+// The first minor version whose Client_Create takes the key-value try-get callback.
+#define CML_PJRT_KV_TRY_GET_MINOR 61
 #define CML_PJRT_GET_API_SYMBOL "GetPjrtApi"
 typedef const cml_pjrt_api_t* (*cml_pjrt_get_api_fn)(void);
 
@@ -186,18 +192,71 @@ typedef struct cml_pjrt_event_args_t {  // Event_Destroy, Event_Await
   cml_pjrt_event_t* event;
 } cml_pjrt_event_args_t;
 
+// The key-value store a multi-process client uses (the host program serves it; the plugin calls
+// the callbacks from any of its threads, during Client_Create and later). A callback reports an
+// error by returning (*args->callback_error)(code, message, size): an error the plugin creates.
+
+// Creates a plugin error (PJRT_CallbackError); the args hold a pointer to this pointer.
+typedef cml_pjrt_error_t* (*cml_pjrt_callback_error_fn)(int code, const char* message,
+                                                        size_t message_size);
+// Frees a value a get callback returned.
+typedef void (*cml_pjrt_kv_value_deleter_fn)(char* value);
+
+typedef struct cml_pjrt_kv_get_args_t {
+  CML_PJRT_ARGS_HEADER;
+  const char* key;
+  size_t key_size;
+  int timeout_in_ms;  // wait at most this long for the key to be put
+  cml_pjrt_callback_error_fn* callback_error;
+  void* user_arg;                                       // kv_get_user_arg
+  char* value;                                          // out, freed with the deleter
+  size_t value_size;                                    // out
+  cml_pjrt_kv_value_deleter_fn value_deleter_callback;  // out
+} cml_pjrt_kv_get_args_t;
+
+typedef struct cml_pjrt_kv_try_get_args_t {  // a get that does not wait: NOT_FOUND at once
+  CML_PJRT_ARGS_HEADER;
+  const char* key;
+  size_t key_size;
+  cml_pjrt_callback_error_fn* callback_error;
+  void* user_arg;  // kv_try_get_user_arg
+  char* value;     // out
+  size_t value_size;
+  cml_pjrt_kv_value_deleter_fn value_deleter_callback;  // out
+} cml_pjrt_kv_try_get_args_t;
+
+typedef struct cml_pjrt_kv_put_args_t {
+  CML_PJRT_ARGS_HEADER;
+  const char* key;
+  size_t key_size;
+  const char* value;
+  size_t value_size;
+  cml_pjrt_callback_error_fn* callback_error;
+  void* user_arg;  // kv_put_user_arg
+} cml_pjrt_kv_put_args_t;
+
+typedef cml_pjrt_error_t* (*cml_pjrt_kv_get_fn)(cml_pjrt_kv_get_args_t* args);
+typedef cml_pjrt_error_t* (*cml_pjrt_kv_try_get_fn)(cml_pjrt_kv_try_get_args_t* args);
+typedef cml_pjrt_error_t* (*cml_pjrt_kv_put_fn)(cml_pjrt_kv_put_args_t* args);
+
 typedef struct cml_pjrt_client_create_args_t {
   CML_PJRT_ARGS_HEADER;
   const cml_pjrt_named_value_t* create_options;
   size_t num_options;
-  void* kv_get_callback;
+  cml_pjrt_kv_get_fn kv_get_callback;
   void* kv_get_user_arg;
-  void* kv_put_callback;
+  cml_pjrt_kv_put_fn kv_put_callback;
   void* kv_put_user_arg;
-  cml_pjrt_client_t* client;  // out
-  void* kv_try_get_callback;
+  cml_pjrt_client_t* client;                   // out
+  cml_pjrt_kv_try_get_fn kv_try_get_callback;  // PJRT 0.61 on
   void* kv_try_get_user_arg;
 } cml_pjrt_client_create_args_t;
+
+typedef struct cml_pjrt_client_process_index_args_t {
+  CML_PJRT_ARGS_HEADER;
+  cml_pjrt_client_t* client;
+  int process_index;  // out
+} cml_pjrt_client_process_index_args_t;
 
 typedef struct cml_pjrt_client_args_t {  // Client_Destroy
   CML_PJRT_ARGS_HEADER;
@@ -211,7 +270,7 @@ typedef struct cml_pjrt_client_string_args_t {  // Client_PlatformName / _Platfo
   size_t size;      // out
 } cml_pjrt_client_string_args_t;
 
-typedef struct cml_pjrt_client_devices_args_t {  // Client_AddressableDevices
+typedef struct cml_pjrt_client_devices_args_t {  // Client_Devices, Client_AddressableDevices
   CML_PJRT_ARGS_HEADER;
   cml_pjrt_client_t* client;
   cml_pjrt_device_t* const* devices;  // out, owned by the client
@@ -229,6 +288,18 @@ typedef struct cml_pjrt_device_description_id_args_t {
   cml_pjrt_device_description_t* device_description;
   int id;  // out
 } cml_pjrt_device_description_id_args_t;
+
+typedef struct cml_pjrt_device_description_process_index_args_t {
+  CML_PJRT_ARGS_HEADER;
+  cml_pjrt_device_description_t* device_description;
+  int process_index;  // out
+} cml_pjrt_device_description_process_index_args_t;
+
+typedef struct cml_pjrt_device_is_addressable_args_t {
+  CML_PJRT_ARGS_HEADER;
+  cml_pjrt_device_t* device;
+  bool is_addressable;  // out
+} cml_pjrt_device_is_addressable_args_t;
 
 typedef struct cml_pjrt_device_description_string_args_t {  // _Kind, _ToString
   CML_PJRT_ARGS_HEADER;
@@ -403,6 +474,14 @@ _Static_assert(sizeof(cml_pjrt_plugin_attributes_args_t) == 32, "Plugin_Attribut
 _Static_assert(sizeof(cml_pjrt_client_create_args_t) == 88, "Client_Create_Args");
 _Static_assert(offsetof(cml_pjrt_client_create_args_t, client) == 64, "Client_Create client");
 _Static_assert(sizeof(cml_pjrt_client_devices_args_t) == 40, "Client_AddressableDevices");
+_Static_assert(offsetof(cml_pjrt_client_create_args_t, kv_try_get_callback) == 72,
+               "Client_Create kv_try_get_callback");
+_Static_assert(sizeof(cml_pjrt_kv_get_args_t) == 80, "KeyValueGetCallback_Args");
+_Static_assert(offsetof(cml_pjrt_kv_get_args_t, callback_error) == 40, "KV get callback_error");
+_Static_assert(sizeof(cml_pjrt_kv_try_get_args_t) == 72, "KeyValueTryGetCallback_Args");
+_Static_assert(offsetof(cml_pjrt_kv_try_get_args_t, value) == 48, "KV try-get value");
+_Static_assert(sizeof(cml_pjrt_kv_put_args_t) == 64, "KeyValuePutCallback_Args");
+_Static_assert(offsetof(cml_pjrt_kv_put_args_t, callback_error) == 48, "KV put callback_error");
 _Static_assert(sizeof(cml_pjrt_device_get_description_args_t) == 32, "Device_GetDescription");
 _Static_assert(sizeof(cml_pjrt_program_t) == 48, "PJRT_Program");
 _Static_assert(sizeof(cml_pjrt_client_compile_args_t) == 56, "Client_Compile_Args");
