@@ -7,16 +7,18 @@
 // publishing its kernel arguments; the members then read each other's inputs and write outputs
 // directly, and meet once more (cmlc_round_finish) before any of them returns:
 //   - AllReduce: member p of n reduces elements [p*c, (p+1)*c) (c = ceil(count/n)) of every
-//     operand over all members' inputs, in group order, into its own output, and copies that
-//     range into every other member's output (XLA's in-process scheme, reference §5.3), so the
-//     work is split n ways and every member gets bit-identical results. Integers wrap (sum,
-//     product), floats propagate NaN through max/min, Float16/BFloat16 are combined in f32 and
-//     rounded once, complex numbers take sum and product only. When the outputs together are
-//     larger than the caches (CMLC_CO_STREAM_BYTES), a block is reduced into an L1 buffer and
-//     written to every output with non-temporal stores: each element is then read once from
-//     each input and written once to each output, with no read-for-ownership of the outputs
-//     (cached stores would read every output line before writing it: 3n instead of 2n lines
-//     of memory traffic per element);
+//     operand over all members' inputs, in group order, block by block into an L1 buffer, and
+//     writes each block into every member's output (XLA's in-process scheme, reference §5.3),
+//     so the work is split n ways and every member gets bit-identical results. Integers wrap
+//     (sum, product), floats propagate NaN through max/min, Float16/BFloat16 are combined in
+//     f32 and rounded once, complex numbers take sum and product only. A block of every input
+//     is read before any output is written and only member p touches range p, so each result
+//     may share storage with its operand (the planner does so when the operand dies there:
+//     in_place_each). When the outputs together are larger than the caches
+//     (CMLC_CO_STREAM_BYTES), the blocks are written with non-temporal stores: each element is
+//     then read once from each input and written once to each output, with no
+//     read-for-ownership of the outputs (cached stores would read every output line before
+//     writing it: 3n instead of 2n lines of memory traffic per element);
 //   - ReduceScatter: member p reduces part p of the axis over all inputs into its output;
 //   - AllGather, AllToAll, CollectiveBroadcast, CollectivePermute: each member fills its own
 //     output from the others' inputs (a CollectivePermute target nobody sends to gets zeros).
@@ -295,7 +297,9 @@ static cmlc_co_reduce_fn cmlc_co_reducer(cml_dtype_t dtype, cml_reduce_type_t ty
 }
 
 // A range of one operand reduced by the pool: elements [base + begin, base + end) of the
-// sources into this member's output, then copied into the other members' outputs (|copies|).
+// sources, block by block into an L1 buffer, then copied into every member's output (this
+// member's |dst| and the others' |copies|). A block of every source is read before any output
+// is written, so an output may share storage with its member's source (in place).
 typedef struct cmlc_co_task_t {
   cmlc_co_reduce_fn reduce;
   const void* const* src;  // n source base pointers
@@ -334,11 +338,12 @@ static void cmlc_co_stream_copy(uint8_t* dst, const uint8_t* src, size_t bytes) 
   memcpy(dst, src, bytes);
 }
 
-// The streaming variant: each block is reduced into an L1 buffer and streamed to every output
-// (this member's and the copies), so no output line is read before it is written.
-static void cmlc_co_reduce_stream_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
-  (void)thread_index;
-  const cmlc_co_task_t* t = (const cmlc_co_task_t*)ctx;
+// Reduces a range block by block into an L1 buffer and writes each block to every output:
+// with non-temporal stores (|stream|: outputs far larger than the caches, so that no output
+// line is read before it is written) or with cached ones (the outputs stay in cache for the
+// ops that read them next).
+static void cmlc_co_reduce_blocks(const cmlc_co_task_t* t, int64_t begin, int64_t end,
+                                  bool stream) {
   _Alignas(64) uint8_t block[CMLC_CO_STREAM_BLOCK_BYTES];
   const int64_t per = (int64_t)(CMLC_CO_STREAM_BLOCK_BYTES / t->esize);
   for (int64_t b = begin; b < end; b += per) {
@@ -346,30 +351,33 @@ static void cmlc_co_reduce_stream_task(void* ctx, int64_t begin, int64_t end, in
     const int64_t at = t->base + b;
     const size_t bytes = (size_t)m * t->esize;
     t->reduce(block, t->src, t->n, at, m);
-    cmlc_co_stream_copy(t->dst + (size_t)at * t->esize, block, bytes);
-    for (int k = 0; k < t->copy_count; ++k) {
-      cmlc_co_stream_copy(t->copies[k] + (size_t)at * t->esize, block, bytes);
+    if (stream) {
+      cmlc_co_stream_copy(t->dst + (size_t)at * t->esize, block, bytes);
+      for (int k = 0; k < t->copy_count; ++k) {
+        cmlc_co_stream_copy(t->copies[k] + (size_t)at * t->esize, block, bytes);
+      }
+    } else {
+      memcpy(t->dst + (size_t)at * t->esize, block, bytes);
+      for (int k = 0; k < t->copy_count; ++k) {
+        memcpy(t->copies[k] + (size_t)at * t->esize, block, bytes);
+      }
     }
   }
 #if CMLC_CO_HAVE_STREAM
   // Non-temporal stores are weakly ordered: make them visible before the pool (and then the
   // round) reports this range done.
-  _mm_sfence();
+  if (stream) _mm_sfence();
 #endif
+}
+
+static void cmlc_co_reduce_stream_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  cmlc_co_reduce_blocks((const cmlc_co_task_t*)ctx, begin, end, true);
 }
 
 static void cmlc_co_reduce_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
-  const cmlc_co_task_t* t = (const cmlc_co_task_t*)ctx;
-  for (int64_t b = begin; b < end; b += CMLC_CO_BLOCK) {
-    const int64_t m = end - b < CMLC_CO_BLOCK ? end - b : CMLC_CO_BLOCK;
-    const int64_t at = t->base + b;
-    uint8_t* d = t->dst + (size_t)at * t->esize;
-    t->reduce(d, t->src, t->n, at, m);
-    for (int k = 0; k < t->copy_count; ++k) {
-      memcpy(t->copies[k] + (size_t)at * t->esize, d, (size_t)m * t->esize);
-    }
-  }
+  cmlc_co_reduce_blocks((const cmlc_co_task_t*)ctx, begin, end, false);
 }
 
 //===--- AllReduce ---===//
@@ -658,6 +666,7 @@ bool cmlc_kernels_collective_lookup(const cml_module_t* module, const cml_ir_nod
     case CML_OP_ALL_REDUCE:
       out->run = cmlc_co_all_reduce;
       out->scratch = cmlc_co_scratch;
+      out->in_place_each = true;  // cmlc_co_reduce_blocks reads a block before writing it
       return true;
     case CML_OP_REDUCE_SCATTER:
       out->run = cmlc_co_reduce_scatter;
