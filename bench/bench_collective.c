@@ -17,7 +17,7 @@
 // algorithm bandwidth (read as bus bandwidth, 2(n-1)/n^2).
 //
 // Usage: bench_collective [--reps N] [--mib M] [--devices N] [--threads T] (the c backend's
-// threads, 2 by default)
+// threads, 2 by default) [--mlp-only CONFIG] (only the MLP step on CONFIG, for a profiler)
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,6 +384,19 @@ static bool run_mlp(const char* config, int devices, int reps, double* out_s, do
   return ok;
 }
 
+// --mlp-only CONFIG: |reps| steps on one configuration alone (1 device for "c:threads=T", else
+// the devices= count), for a profiler (perf, callgrind) to see one side at a time.
+static int bench_mlp_one(int reps, const char* config) {
+  const char* d = strstr(config, "devices=");
+  const int devices = d ? atoi(d + 8) : 1;
+  if (devices < 1 || devices > 8 || MLP_B % devices) return 2;
+  double s = 0, cpu = 0;
+  float w = 0;
+  if (!run_mlp(config, devices, reps, &s, &cpu, &w)) return 1;
+  printf("  %-44s %9.2f ms  (CPU %.1f ms)  w2[0] %.7g\n", config, s * 1e3, cpu * 1e3, w);
+  return 0;
+}
+
 static int bench_mlp(int reps) {
   printf("Data-parallel MLP step (%dx%d -> %d ReLU -> %d, batch %d, SGD on both weights)\n", MLP_B,
          MLP_D, MLP_H, MLP_O, MLP_B);
@@ -410,6 +423,7 @@ static int bench_mlp(int reps) {
 int main(int argc, char** argv) {
   int reps = 7, devices = 4, threads = 2;
   int64_t mib = 64;
+  const char* mlp_only = NULL;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
       reps = atoi(argv[++i]);
@@ -419,8 +433,13 @@ int main(int argc, char** argv) {
       devices = atoi(argv[++i]);
     } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
       threads = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--mlp-only") && i + 1 < argc) {
+      mlp_only = argv[++i];
     } else {
-      fprintf(stderr, "usage: %s [--reps N] [--mib M] [--devices N] [--threads T]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s [--reps N] [--mib M] [--devices N] [--threads T] "
+              "[--mlp-only CONFIG]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -428,6 +447,7 @@ int main(int argc, char** argv) {
   char model[160];
   cpu_model(model, sizeof model);
   printf("CPU: %s, %ld online\n", model, sysconf(_SC_NPROCESSORS_ONLN));
+  if (mlp_only) return bench_mlp_one(reps, mlp_only);
   if (bench_all_reduce(reps, mib, devices, threads)) return 1;
   return bench_mlp(reps);
 }

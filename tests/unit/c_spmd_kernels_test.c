@@ -367,6 +367,55 @@ TEST(all_reduce_large_chunks_devices_over_threads) {
   }
 }
 
+// In place (the planner lets each result take its dying operand's storage: in_place_each):
+// every member's outputs are its inputs, below and above the streaming threshold (4 x 8 MiB
+// written per operand), with element counts that are not multiples of the members; two
+// operands of different dtypes. Each block of every source is read before any output is
+// written, so every element is the full sum.
+TEST(all_reduce_in_place) {
+  const int64_t d1[] = {1};
+  cml_shape_t one = shape(CML_DTYPE_F32, 1, d1);
+  co_t probe;
+  co_init(&probe, CML_OP_ALL_REDUCE, 2, 1, 1, &one, &one);
+  probe.attrs.reduce_type = CML_REDUCE_SUM;
+  cmlc_kernel_entry_t e;
+  cmlc_options_t options = ((cmlc_backend_t*)probe.backend)->options;
+  ASSERT_TRUE(cmlc_dispatch_lookup(&probe.module, &probe.node, &options, &e));
+  ASSERT_TRUE(e.in_place_each);
+  co_deinit(&probe);
+  const int64_t sizes[2] = {300001, 2097157};
+  for (int v = 0; v < 2; ++v) {
+    const int64_t n = sizes[v], m = n / 3 + 1;
+    const int64_t dn[] = {n}, dm[] = {m};
+    cml_shape_t ins[2] = {shape(CML_DTYPE_F32, 1, dn), shape(CML_DTYPE_I32, 1, dm)};
+    co_t k;
+    co_init(&k, CML_OP_ALL_REDUCE, 4, 2, 2, ins, ins);
+    k.attrs.reduce_type = CML_REDUCE_SUM;
+    float* x[4];
+    int32_t* y[4];
+    for (int j = 0; j < 4; ++j) {
+      x[j] = malloc(sizeof(float) * (size_t)n);
+      y[j] = malloc(sizeof(int32_t) * (size_t)m);
+      ASSERT_TRUE(x[j] && y[j]);
+      for (int64_t i = 0; i < n; ++i) x[j][i] = (float)(i % 1000) * (float)(j + 1);
+      for (int64_t i = 0; i < m; ++i) y[j][i] = (int32_t)(i % 77) - 1000 * j;
+      k.in[j][0] = x[j];
+      k.in[j][1] = y[j];
+      k.out[j][0] = x[j];
+      k.out[j][1] = y[j];
+    }
+    ASSERT_STATUS_OK(co_run(&k));
+    int64_t bad = 0;
+    for (int j = 0; j < 4; ++j) {
+      for (int64_t i = 0; i < n; ++i) bad += x[j][i] != (float)(i % 1000) * 10.f;
+      for (int64_t i = 0; i < m; ++i) bad += y[j][i] != 4 * (int32_t)(i % 77) - 6000;
+    }
+    for (int j = 0; j < 4; ++j) free(x[j]), free(y[j]);
+    co_deinit(&k);
+    ASSERT_EQ_INT(bad, 0);
+  }
+}
+
 //===--- AllGather, ReduceScatter, AllToAll ---===//
 
 TEST(all_gather_axis1) {
@@ -586,8 +635,8 @@ TEST(a_deadline_stops_a_wait) {
 
 TEST_MAIN(TEST_ENTRY(all_reduce_sum_two_operands_four_slots),
           TEST_ENTRY(all_reduce_groups_max_min_product), TEST_ENTRY(all_reduce_dtypes),
-          TEST_ENTRY(all_reduce_large_chunks_devices_over_threads), TEST_ENTRY(all_gather_axis1),
-          TEST_ENTRY(reduce_scatter_and_all_to_all_reference_values),
+          TEST_ENTRY(all_reduce_large_chunks_devices_over_threads), TEST_ENTRY(all_reduce_in_place),
+          TEST_ENTRY(all_gather_axis1), TEST_ENTRY(reduce_scatter_and_all_to_all_reference_values),
           TEST_ENTRY(reduce_scatter_and_all_to_all_inner_axes),
           TEST_ENTRY(collective_permute_zeros_for_non_targets),
           TEST_ENTRY(collective_broadcast_from_first_member), TEST_ENTRY(replica_and_partition_ids),

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends/c/engine_internal.h"  // the plan's arena size
 #include "cml/cml.h"
 #include "cml/backend_impl.h"  // cml_clock_monotonic_ns
 #include "cml/distributed.h"
@@ -79,6 +80,97 @@ TEST(all_reduce_plus_replica_id) {
     release_all(out, 4);
   }
   release_all(in, 4);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+}
+
+// A multi-operand AllReduce whose operands die there computes each sum into its operand's
+// storage (in place): the arena holds the two operands (and the kernel's scratch) but no second
+// copy for the sums. Unfused, so that each operand is an arena value of its own.
+TEST(all_reduce_in_place_of_dying_operands) {
+  enum { N = 1000, M = 500 };
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=2,threads=2,fusion=false", &be));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "ar_in_place", &b));
+  ASSERT_STATUS_OK(cml_builder_spmd(b, 2));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = vec(CML_DTYPE_F32, N), ys = vec(CML_DTYPE_I32, M);
+  cml_value_t x = cml_parameter(f, "x", &xs), y = cml_parameter(f, "y", &ys);
+  cml_value_t parts[2] = {cml_op_mul(f, x, x),
+                          cml_op_add(f, y, cml_constant_scalar_i64(f, CML_DTYPE_I32, 1))};
+  cml_value_t sums[2];
+  ASSERT_TRUE(cml_op_all_reduce(f, parts, 2, CML_REDUCE_SUM, NULL, sums));
+  cml_value_t outs[2] = {cml_op_mul(f, sums[0], cml_constant_scalar_f64(f, CML_DTYPE_F32, 3.0)),
+                         cml_op_sub(f, sums[1], cml_constant_scalar_i64(f, CML_DTYPE_I32, 1))};
+  ASSERT_STATUS_OK(cml_function_return(f, outs, 2));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  // f32[1000] and i32[500] (rounded to 64 bytes) and the scratch; without in place, 2 more.
+  const uint64_t arena = ((const cmlc_executable_t*)exe)->functions[0].arena_size;
+  ASSERT_TRUE(arena >= 4032 + 2048);
+  ASSERT_TRUE(arena < 2 * (4032 + 2048));
+  static float xh[2][N];
+  static int32_t yh[2][M];
+  for (int j = 0; j < 2; ++j) {
+    for (int i = 0; i < N; ++i) xh[j][i] = (float)(i % 13) + (float)j;
+    for (int i = 0; i < M; ++i) yh[j][i] = i * (j + 1);
+  }
+  cml_buffer_t* in[4] = {0};
+  for (int j = 0; j < 2; ++j) {
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, j, &xs, xh[j], sizeof xh[j], &in[2 * j]));
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, j, &ys, yh[j], sizeof yh[j], &in[2 * j + 1]));
+  }
+  for (int rep = 0; rep < 2; ++rep) {  // the context (and its arena) is reused
+    cml_buffer_t* out[4] = {0};
+    ASSERT_STATUS_OK(cml_executable_execute(exe, in, 4, NULL, 0, out));
+    for (int j = 0; j < 2; ++j) {
+      static float gx[N];
+      static int32_t gy[M];
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[2 * j], gx, sizeof gx));
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[2 * j + 1], gy, sizeof gy));
+      int bad = 0;
+      for (int i = 0; i < N; ++i) {
+        const float a = (float)(i % 13), c = a + 1.0f;
+        bad += gx[i] != 3.0f * (a * a + c * c);
+      }
+      for (int i = 0; i < M; ++i) bad += gy[i] != 3 * i + 1;  // (i + 1) + (2i + 1) - 1
+      ASSERT_EQ_INT(bad, 0);
+    }
+    release_all(out, 4);
+  }
+  release_all(in, 4);
+  cml_executable_release(exe);
+  // The same dying value as both operands: operand 1 must read the values, not operand 0's
+  // sums (so neither result takes its storage).
+  ASSERT_STATUS_OK(cml_builder_create(be, "ar_twice", &b));
+  ASSERT_STATUS_OK(cml_builder_spmd(b, 2));
+  f = cml_builder_main(b);
+  x = cml_parameter(f, "x", &xs);
+  cml_value_t sq = cml_op_mul(f, x, x), twice[2] = {sq, sq};
+  ASSERT_TRUE(cml_op_all_reduce(f, twice, 2, CML_REDUCE_SUM, NULL, sums));
+  cml_value_t both = cml_op_add(f, sums[0], sums[1]);
+  ASSERT_STATUS_OK(cml_function_return(f, &both, 1));
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  for (int j = 0; j < 2; ++j) {
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, j, &xs, xh[j], sizeof xh[j], &in[j]));
+  }
+  cml_buffer_t* out[2] = {0};
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, 2, NULL, 0, out));
+  for (int j = 0; j < 2; ++j) {
+    static float gx[N];
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[j], gx, sizeof gx));
+    int bad = 0;
+    for (int i = 0; i < N; ++i) {
+      const float a = (float)(i % 13), c = a + 1.0f;
+      bad += gx[i] != 2.0f * (a * a + c * c);
+    }
+    ASSERT_EQ_INT(bad, 0);
+  }
+  release_all(out, 2);
+  release_all(in, 2);
   cml_executable_release(exe);
   cml_backend_release(be);
 }
@@ -756,6 +848,7 @@ TEST(all_reduce_larger_than_the_caches) {
 }
 
 TEST_MAIN(TEST_ENTRY(all_reduce_plus_replica_id), TEST_ENTRY(all_reduce_larger_than_the_caches),
+          TEST_ENTRY(all_reduce_in_place_of_dying_operands),
           TEST_ENTRY(every_collective_reference_values),
           TEST_ENTRY(groups_several_operands_device_assignment), TEST_ENTRY(all_reduce_every_dtype),
           TEST_ENTRY(collectives_inside_while_and_if), TEST_ENTRY(collectives_inside_call),

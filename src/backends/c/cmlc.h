@@ -152,6 +152,9 @@ typedef struct cmlc_kernel_entry_t {
   // Output 0 may share storage with input |in_place_input| (-1: never). Elementwise kernels
   // that read each element before writing it set this to let the planner reuse buffers.
   int in_place_input;
+  // Every output o may share storage with input o (AllReduce of several operands: each
+  // result may take its dying operand's storage).
+  bool in_place_each;
   // Inner loops the group's lookup picked for options->isa, once, when the plan is made (the
   // runner never looks at the ISA): the meaning of each slot is the group's; NULL slots mean
   // "none" (e.g. no SIMD variant for this op and dtype).

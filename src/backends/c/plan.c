@@ -620,17 +620,22 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
         }
         size_t size = cmlc_plan_round(bytes);
         if (n->op == CML_OP_WHILE) size = 2 * size + (size == 0 ? CMLC_ALIGNMENT : 0);
-        // In place: output 0 takes the slot of a dying input.
-        int ip = step->entry.in_place_input;
-        if (o == 0 && (step->kind == CMLC_STEP_KERNEL || step->kind == CMLC_STEP_FUSED) &&
-            ip >= 0 && (uint32_t)ip < ins.count) {
+        // In place: output 0 takes the slot of a dying input (every output o that of input o,
+        // for entries with in_place_each).
+        int ip = step->entry.in_place_each ? (int)o : o == 0 ? step->entry.in_place_input : -1;
+        if ((step->kind == CMLC_STEP_KERNEL || step->kind == CMLC_STEP_FUSED) && ip >= 0 &&
+            (uint32_t)ip < ins.count) {
           uint32_t in = cmlc_plan_input_at(&ins, (uint32_t)ip), r = p->root[in];
           cmlc_value_plan_t* rp = &exe->values[r];
           bool ok = rp->storage == CMLC_STORAGE_ARENA && !p->released[r] && p->last_use[r] == i &&
                     rp->size >= size;
           for (uint32_t k = 0; ok && k < ins.count; ++k) {
             uint32_t other = cmlc_plan_input_at(&ins, k);
-            if ((int)k != ip && p->root[other] == r && other != in) ok = false;
+            // (AllReduce(g, g): operand 1 would read operand 0's sums, so in_place_each also
+            // refuses the same value twice.)
+            if ((int)k != ip && p->root[other] == r && (other != in || step->entry.in_place_each)) {
+              ok = false;
+            }
           }
           if (ok) {
             vp->storage = CMLC_STORAGE_ARENA;

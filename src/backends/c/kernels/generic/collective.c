@@ -7,16 +7,18 @@
 // publishing its kernel arguments; the members then read each other's inputs and write outputs
 // directly, and meet once more (cmlc_round_finish) before any of them returns:
 //   - AllReduce: member p of n reduces elements [p*c, (p+1)*c) (c = ceil(count/n)) of every
-//     operand over all members' inputs, in group order, into its own output, and copies that
-//     range into every other member's output (XLA's in-process scheme, reference §5.3), so the
-//     work is split n ways and every member gets bit-identical results. Integers wrap (sum,
-//     product), floats propagate NaN through max/min, Float16/BFloat16 are combined in f32 and
-//     rounded once, complex numbers take sum and product only. When the outputs together are
-//     larger than the caches (CMLC_CO_STREAM_BYTES), a block is reduced into an L1 buffer and
-//     written to every output with non-temporal stores: each element is then read once from
-//     each input and written once to each output, with no read-for-ownership of the outputs
-//     (cached stores would read every output line before writing it: 3n instead of 2n lines
-//     of memory traffic per element);
+//     operand over all members' inputs, in group order, block by block into an L1 buffer, and
+//     writes each block into every member's output (XLA's in-process scheme, reference §5.3),
+//     so the work is split n ways and every member gets bit-identical results. Integers wrap
+//     (sum, product), floats propagate NaN through max/min, Float16/BFloat16 are combined in
+//     f32 and rounded once, complex numbers take sum and product only. A block of every input
+//     is read before any output is written and only member p touches range p, so each result
+//     may share storage with its operand (the planner does so when the operand dies there:
+//     in_place_each). When the outputs together are larger than the caches
+//     (CMLC_CO_STREAM_BYTES), the blocks are written with non-temporal stores: each element is
+//     then read once from each input and written once to each output, with no
+//     read-for-ownership of the outputs (cached stores would read every output line before
+//     writing it: 3n instead of 2n lines of memory traffic per element);
 //   - ReduceScatter: member p reduces part p of the axis over all inputs into its output;
 //   - AllGather, AllToAll, CollectiveBroadcast, CollectivePermute: each member fills its own
 //     output from the others' inputs (a CollectivePermute target nobody sends to gets zeros).
@@ -295,7 +297,9 @@ static cmlc_co_reduce_fn cmlc_co_reducer(cml_dtype_t dtype, cml_reduce_type_t ty
 }
 
 // A range of one operand reduced by the pool: elements [base + begin, base + end) of the
-// sources into this member's output, then copied into the other members' outputs (|copies|).
+// sources, block by block into an L1 buffer, then copied into every member's output (this
+// member's |dst| and the others' |copies|). A block of every source is read before any output
+// is written, so an output may share storage with its member's source (in place).
 typedef struct cmlc_co_task_t {
   cmlc_co_reduce_fn reduce;
   const void* const* src;  // n source base pointers
@@ -305,6 +309,7 @@ typedef struct cmlc_co_task_t {
   uint8_t* dst;            // this member's output (base pointer)
   uint8_t* const* copies;  // the other members' outputs (base pointers), |copy_count|
   int copy_count;
+  bool in_place;  // |dst| is one of the sources (then every block goes through the L1 buffer)
 } cmlc_co_task_t;
 
 // Copies |bytes| from |src| to |dst| with non-temporal stores where the target has 16-byte
@@ -334,42 +339,54 @@ static void cmlc_co_stream_copy(uint8_t* dst, const uint8_t* src, size_t bytes) 
   memcpy(dst, src, bytes);
 }
 
-// The streaming variant: each block is reduced into an L1 buffer and streamed to every output
-// (this member's and the copies), so no output line is read before it is written.
-static void cmlc_co_reduce_stream_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
-  (void)thread_index;
-  const cmlc_co_task_t* t = (const cmlc_co_task_t*)ctx;
+// Reduces a range block by block into an L1 buffer and writes each block to every output:
+// with non-temporal stores (|stream|: outputs far larger than the caches, so that no output
+// line is read before it is written) or with cached ones (the outputs stay in cache for the
+// ops that read them next). Cached and not in place, a block is reduced straight into this
+// member's output and copied from there (one pass less).
+static void cmlc_co_reduce_blocks(const cmlc_co_task_t* t, int64_t begin, int64_t end,
+                                  bool stream) {
   _Alignas(64) uint8_t block[CMLC_CO_STREAM_BLOCK_BYTES];
   const int64_t per = (int64_t)(CMLC_CO_STREAM_BLOCK_BYTES / t->esize);
   for (int64_t b = begin; b < end; b += per) {
     const int64_t m = end - b < per ? end - b : per;
     const int64_t at = t->base + b;
     const size_t bytes = (size_t)m * t->esize;
+    if (!stream && !t->in_place) {  // straight into this member's output, then copied from it
+      uint8_t* d = t->dst + (size_t)at * t->esize;
+      t->reduce(d, t->src, t->n, at, m);
+      for (int k = 0; k < t->copy_count; ++k)
+        memcpy(t->copies[k] + (size_t)at * t->esize, d, bytes);
+      continue;
+    }
     t->reduce(block, t->src, t->n, at, m);
-    cmlc_co_stream_copy(t->dst + (size_t)at * t->esize, block, bytes);
-    for (int k = 0; k < t->copy_count; ++k) {
-      cmlc_co_stream_copy(t->copies[k] + (size_t)at * t->esize, block, bytes);
+    if (stream) {
+      cmlc_co_stream_copy(t->dst + (size_t)at * t->esize, block, bytes);
+      for (int k = 0; k < t->copy_count; ++k) {
+        cmlc_co_stream_copy(t->copies[k] + (size_t)at * t->esize, block, bytes);
+      }
+    } else {
+      memcpy(t->dst + (size_t)at * t->esize, block, bytes);
+      for (int k = 0; k < t->copy_count; ++k) {
+        memcpy(t->copies[k] + (size_t)at * t->esize, block, bytes);
+      }
     }
   }
 #if CMLC_CO_HAVE_STREAM
   // Non-temporal stores are weakly ordered: make them visible before the pool (and then the
   // round) reports this range done.
-  _mm_sfence();
+  if (stream) _mm_sfence();
 #endif
+}
+
+static void cmlc_co_reduce_stream_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  cmlc_co_reduce_blocks((const cmlc_co_task_t*)ctx, begin, end, true);
 }
 
 static void cmlc_co_reduce_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
-  const cmlc_co_task_t* t = (const cmlc_co_task_t*)ctx;
-  for (int64_t b = begin; b < end; b += CMLC_CO_BLOCK) {
-    const int64_t m = end - b < CMLC_CO_BLOCK ? end - b : CMLC_CO_BLOCK;
-    const int64_t at = t->base + b;
-    uint8_t* d = t->dst + (size_t)at * t->esize;
-    t->reduce(d, t->src, t->n, at, m);
-    for (int k = 0; k < t->copy_count; ++k) {
-      memcpy(t->copies[k] + (size_t)at * t->esize, d, (size_t)m * t->esize);
-    }
-  }
+  cmlc_co_reduce_blocks((const cmlc_co_task_t*)ctx, begin, end, false);
 }
 
 //===--- AllReduce ---===//
@@ -416,6 +433,7 @@ static cml_status_t cmlc_co_all_reduce(const cmlc_kernel_args_t* a) {
         .copies = copies,
         .copy_count = copy_count,
     };
+    for (int32_t k = 0; k < r.count; ++k) t.in_place = t.in_place || src[k] == (const void*)t.dst;
     const bool stream = CMLC_CO_HAVE_STREAM && t.esize <= CMLC_CO_STREAM_BLOCK_BYTES &&
                         (size_t)count * t.esize * (size_t)r.count >= CMLC_CO_STREAM_BYTES;
     cmlc_parallel_for(a->pool, end - begin, CMLC_CO_MIN_TASK,
@@ -658,6 +676,7 @@ bool cmlc_kernels_collective_lookup(const cml_module_t* module, const cml_ir_nod
     case CML_OP_ALL_REDUCE:
       out->run = cmlc_co_all_reduce;
       out->scratch = cmlc_co_scratch;
+      out->in_place_each = true;  // cmlc_co_reduce_blocks reads a block before writing it
       return true;
     case CML_OP_REDUCE_SCATTER:
       out->run = cmlc_co_reduce_scatter;
