@@ -421,8 +421,75 @@ TEST(layer_norm_and_softmax_rows) {
   if (checked == 0) printf("  (no AVX2/AVX-512 on this CPU: skipped)\n");
 }
 
+//===--- bf16 / f16 elementwise kernels against the scalar ones ---===//
+
+static float half_to_f32(uint16_t h, cml_dtype_t dt) {
+  return dt == CML_DTYPE_BF16 ? cml_bf16_to_f32(h) : cml_f16_to_f32(h);
+}
+
+TEST(half_elementwise_matches_scalar) {
+  enum { N = 1000 };
+  static const cml_op_t binary[] = {CML_OP_ADD, CML_OP_SUB, CML_OP_MUL,
+                                    CML_OP_DIV, CML_OP_MAX, CML_OP_MIN};
+  static const cml_op_t unary[] = {CML_OP_EXP, CML_OP_LOG,  CML_OP_TANH,  CML_OP_LOGISTIC,
+                                   CML_OP_ERF, CML_OP_SQRT, CML_OP_RSQRT, CML_OP_NEG};
+  uint16_t a[N], b[N], got[N + 8], want[N];
+  int checked = 0;
+  for (int dt_i = 0; dt_i < 2; ++dt_i) {
+    const cml_dtype_t dt = dt_i == 0 ? CML_DTYPE_BF16 : CML_DTYPE_F16;
+    for (int i = 0; i < N; ++i) {
+      const float va = i < 8
+                           ? (float[]){0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -2.5f, 3.0f}[i]
+                           : (float)rng_uniform(-6, 6);
+      const float vb = (float)rng_uniform(-6, 6);
+      a[i] = dt_i == 0 ? cml_f32_to_bf16(va) : cml_f32_to_f16(va);
+      b[i] = dt_i == 0 ? cml_f32_to_bf16(vb) : cml_f32_to_f16(vb);
+    }
+    for (int k = 0; k < ISA_COUNT; ++k) {
+      if (!available(k)) continue;
+      for (int u = 0; u < 2; ++u) {
+        const size_t count = u ? sizeof unary / sizeof unary[0] : sizeof binary / sizeof binary[0];
+        for (size_t o = 0; o < count; ++o) {
+          const cml_op_t op = u ? unary[o] : binary[o];
+          cmlc_ew_fn fn = u ? kIsas[k].unary(op, dt) : cmlc_ew_avx2_binary_fn(op, dt);
+          if (!u && kIsas[k].isa == CMLC_ISA_AVX512) fn = cmlc_ew_avx512_binary_fn(op, dt);
+          cmlc_ew_fn ref = u ? cmlc_ew_unary_fn(op, dt) : cmlc_ew_binary_fn(op, dt);
+          ASSERT_TRUE(fn != NULL && ref != NULL);
+          // Both operands streamed, then b broadcast; every length up to 40 and N.
+          for (int s = 0; s < 2; ++s) {
+            const int64_t st[2] = {1, s == 0 ? 1 : 0};
+            for (int n = 0; n <= N; n = n < 40 ? n + 1 : N) {
+              const void* in[2] = {a, b};
+              for (int i = 0; i < N + 8; ++i) got[i] = 0x5a5a;
+              fn(got, in, st, n);
+              ref(want, in, st, n);
+              ASSERT_TRUE(got[n] == 0x5a5a);
+              for (int i = 0; i < n; ++i) {
+                const float g = half_to_f32(got[i], dt), w = half_to_f32(want[i], dt);
+                if (isnan(g) && isnan(w)) continue;
+                // Exact for + - * / max min and neg; the polynomial transcendentals may round
+                // to the neighbouring half value (1 ulp of the dtype).
+                const int diff = abs((int)(int16_t)got[i] - (int)(int16_t)want[i]);
+                const bool exact_op = !u || op == CML_OP_NEG || op == CML_OP_SQRT;
+                if (exact_op ? got[i] != want[i] : diff > 1) {
+                  TEST_FAIL_("%s %s %s n=%d: element %d: %a, scalar %a", kIsas[k].name,
+                             cml_dtype_name(dt), cml_op_name(op), n, i, (double)g, (double)w);
+                }
+              }
+              if (n == N) break;
+            }
+          }
+        }
+      }
+      ++checked;
+    }
+  }
+  if (checked == 0) printf("  (no AVX2/AVX-512 on this CPU: skipped)\n");
+}
+
 TEST_MAIN(TEST_ENTRY(transcendentals_dense_sweep), TEST_ENTRY(gelu_forms_error_bound),
-          TEST_ENTRY(dense_rows_every_activation_and_tail), TEST_ENTRY(layer_norm_and_softmax_rows))
+          TEST_ENTRY(dense_rows_every_activation_and_tail), TEST_ENTRY(layer_norm_and_softmax_rows),
+          TEST_ENTRY(half_elementwise_matches_scalar))
 
 #else  // no x86 SIMD kernels in this build
 

@@ -222,7 +222,7 @@ CMLC_EW_SIMD_REDUCE(min_f32_rd, v_min_nan, INFINITY, CMLC_EW_FMIN)
 //===--- tables ---===//
 
 cmlc_ew_fn CMLC_EW_FN(unary_fn)(cml_op_t op, cml_dtype_t dtype) {
-  if (dtype != CML_DTYPE_F32) return NULL;
+  if (dtype != CML_DTYPE_F32) return CMLC_EW_FN(half_unary_fn)(op, dtype);
   switch (op) {
     case CML_OP_NEG:
       return CMLC_EW_FN(neg_f32);
@@ -248,7 +248,7 @@ cmlc_ew_fn CMLC_EW_FN(unary_fn)(cml_op_t op, cml_dtype_t dtype) {
 }
 
 cmlc_ew_fn CMLC_EW_FN(binary_fn)(cml_op_t op, cml_dtype_t dtype) {
-  if (dtype != CML_DTYPE_F32) return NULL;
+  if (dtype != CML_DTYPE_F32) return CMLC_EW_FN(half_binary_fn)(op, dtype);
   switch (op) {
     case CML_OP_ADD:
       return CMLC_EW_FN(add_f32);

@@ -249,6 +249,107 @@ CMLC_EW_FUSED_SOFTMAX_ROW(f32)
 CMLC_EW_FUSED_SOFTMAX_ROW(bf16)
 CMLC_EW_FUSED_SOFTMAX_ROW(f16)
 
+//===--- bf16 / f16 elementwise: computed in f32, rounded once (the scalar kernels' rule) ---===//
+
+// Binary: operand strides 0 (one broadcast value) or 1.
+#define CMLC_EW_HALF_BINARY(name, sfx, T, VOP)                                                 \
+  CMLC_EW_TARGET static void CMLC_EW_FN(name##_##sfx)(void* out, const void* const* in,        \
+                                                      const int64_t* st, int64_t n) {          \
+    const vf a0 = v_ld_tail_##sfx(in[0], 0, 0, ((const T*)in[0])[0]);                          \
+    const vf b0 = v_ld_tail_##sfx(in[1], 0, 0, ((const T*)in[1])[0]);                          \
+    int64_t i = 0;                                                                             \
+    for (; i + CMLC_V_W <= n; i += CMLC_V_W) {                                                 \
+      const vf va = st[0] ? v_ld_##sfx(in[0], i) : a0, vb = st[1] ? v_ld_##sfx(in[1], i) : b0; \
+      v_st_##sfx(out, i, VOP(va, vb));                                                         \
+    }                                                                                          \
+    if (i < n) {                                                                               \
+      const T z = CMLC_EW_ZERO_##sfx;                                                          \
+      const vf va = st[0] ? v_ld_tail_##sfx(in[0], i, n - i, z) : a0;                          \
+      const vf vb = st[1] ? v_ld_tail_##sfx(in[1], i, n - i, z) : b0;                          \
+      v_st_tail_##sfx(out, i, n - i, VOP(va, vb));                                             \
+    }                                                                                          \
+  }
+
+#define CMLC_EW_HALF_UNARY(name, sfx, T, VFN)                                           \
+  CMLC_EW_TARGET static void CMLC_EW_FN(name##_##sfx)(void* out, const void* const* in, \
+                                                      const int64_t* st, int64_t n) {   \
+    (void)st;                                                                           \
+    CMLC_EW_FN(map_##name##_##sfx)(out, in[0], n);                                      \
+  }
+
+#define CMLC_EW_HALF_OPS(sfx, T)                      \
+  CMLC_EW_HALF_BINARY(add, sfx, T, v_add)             \
+  CMLC_EW_HALF_BINARY(sub, sfx, T, v_sub)             \
+  CMLC_EW_HALF_BINARY(mul, sfx, T, v_mul)             \
+  CMLC_EW_HALF_BINARY(div, sfx, T, v_div)             \
+  CMLC_EW_HALF_BINARY(max, sfx, T, v_max_nan)         \
+  CMLC_EW_HALF_BINARY(min, sfx, T, v_min_nan)         \
+  CMLC_EW_FUSED_MAP(map_exp, sfx, v_exp(v))           \
+  CMLC_EW_FUSED_MAP(map_log, sfx, v_log(v))           \
+  CMLC_EW_FUSED_MAP(map_tanh, sfx, v_tanh(v))         \
+  CMLC_EW_FUSED_MAP(map_logistic, sfx, v_logistic(v)) \
+  CMLC_EW_FUSED_MAP(map_erf, sfx, v_erf(v))           \
+  CMLC_EW_FUSED_MAP(map_sqrt, sfx, v_sqrt(v))         \
+  CMLC_EW_FUSED_MAP(map_rsqrt, sfx, v_rsqrt(v))       \
+  CMLC_EW_FUSED_MAP(map_neg, sfx, v_neg(v))           \
+  CMLC_EW_HALF_UNARY(exp, sfx, T, v_exp)              \
+  CMLC_EW_HALF_UNARY(log, sfx, T, v_log)              \
+  CMLC_EW_HALF_UNARY(tanh, sfx, T, v_tanh)            \
+  CMLC_EW_HALF_UNARY(logistic, sfx, T, v_logistic)    \
+  CMLC_EW_HALF_UNARY(erf, sfx, T, v_erf)              \
+  CMLC_EW_HALF_UNARY(sqrt, sfx, T, v_sqrt)            \
+  CMLC_EW_HALF_UNARY(rsqrt, sfx, T, v_rsqrt)          \
+  CMLC_EW_HALF_UNARY(neg, sfx, T, v_neg)
+
+CMLC_EW_HALF_OPS(bf16, uint16_t)
+CMLC_EW_HALF_OPS(f16, uint16_t)
+
+// The bf16 / f16 kernel of |op|, or NULL.
+#define CMLC_EW_HALF_PICK(name) \
+  return dtype == CML_DTYPE_BF16 ? CMLC_EW_FN(name##_bf16) : CMLC_EW_FN(name##_f16);
+static cmlc_ew_fn CMLC_EW_FN(half_binary_fn)(cml_op_t op, cml_dtype_t dtype) {
+  if (dtype != CML_DTYPE_BF16 && dtype != CML_DTYPE_F16) return NULL;
+  switch (op) {
+    case CML_OP_ADD:
+      CMLC_EW_HALF_PICK(add)
+    case CML_OP_SUB:
+      CMLC_EW_HALF_PICK(sub)
+    case CML_OP_MUL:
+      CMLC_EW_HALF_PICK(mul)
+    case CML_OP_DIV:
+      CMLC_EW_HALF_PICK(div)
+    case CML_OP_MAX:
+      CMLC_EW_HALF_PICK(max)
+    case CML_OP_MIN:
+      CMLC_EW_HALF_PICK(min)
+    default:
+      return NULL;
+  }
+}
+static cmlc_ew_fn CMLC_EW_FN(half_unary_fn)(cml_op_t op, cml_dtype_t dtype) {
+  if (dtype != CML_DTYPE_BF16 && dtype != CML_DTYPE_F16) return NULL;
+  switch (op) {
+    case CML_OP_EXP:
+      CMLC_EW_HALF_PICK(exp)
+    case CML_OP_LOG:
+      CMLC_EW_HALF_PICK(log)
+    case CML_OP_TANH:
+      CMLC_EW_HALF_PICK(tanh)
+    case CML_OP_LOGISTIC:
+      CMLC_EW_HALF_PICK(logistic)
+    case CML_OP_ERF:
+      CMLC_EW_HALF_PICK(erf)
+    case CML_OP_SQRT:
+      CMLC_EW_HALF_PICK(sqrt)
+    case CML_OP_RSQRT:
+      CMLC_EW_HALF_PICK(rsqrt)
+    case CML_OP_NEG:
+      CMLC_EW_HALF_PICK(neg)
+    default:
+      return NULL;
+  }
+}
+
 //===--- table ---===//
 
 #define CMLC_EW_FUSED_PICK(name)                    \
