@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench/bench_nn.c: model-level forward passes (inference), c vs c:reference vs xla:cpu: the
 // MLP, 2-D convolutions (the 3x3 "same" layer and the 7x7 stride-2 stem), a ResNet basic block
-// and a transformer encoder block (d 768, 12 heads, seq 128; f32 at batch 1 and 8, bf16 at
-// batch 1). The graphs come from tools/cml/models.c, the same builders `cml bench` runs.
+// and a transformer encoder block (d 768, 12 heads, seq 128; f32 and bf16 at batch 1 and 8),
+// and one decoder step with a KV cache (a new token against 512 cached positions, the
+// same block; f32 at batch 1 and 8, bf16 at batch 1). The graphs come from tools/cml/models.c,
+// the same builders `cml bench` runs.
 #include <string.h>
 
 #include "bench/bench_common.h"
@@ -13,6 +15,7 @@ enum { MLP_BATCH = 0 };
 enum { CV_N = 0, CV_H = 1, CV_W = 2, CV_C = 3, CV_K = 4, CV_O = 5, CV_STRIDE = 6, CV_PAD = 7 };
 enum { RB_N = 0, RB_HW = 1, RB_C = 2 };
 enum { TB_BATCH = 0, TB_SEQ = 1, TB_D = 2, TB_HEADS = 3 };
+enum { DS_BATCH = 0, DS_CACHED = 1, DS_D = 2, DS_HEADS = 3 };
 
 static cml_value_t build_mlp(cml_function_t* f, const bench_case_t* c) {
   return cml_cli_model_mlp(f, c->dtype, c->dims[MLP_BATCH]);
@@ -31,6 +34,11 @@ static cml_value_t build_resnet(cml_function_t* f, const bench_case_t* c) {
 static cml_value_t build_transformer(cml_function_t* f, const bench_case_t* c) {
   const int64_t* d = c->dims;
   return cml_cli_model_transformer_block(f, c->dtype, d[TB_BATCH], d[TB_SEQ], d[TB_D], d[TB_HEADS]);
+}
+
+static cml_value_t build_decoder_step(cml_function_t* f, const bench_case_t* c) {
+  const int64_t* d = c->dims;
+  return cml_cli_model_decoder_step(f, c->dtype, d[DS_BATCH], d[DS_CACHED], d[DS_D], d[DS_HEADS]);
 }
 
 static bench_case_t* new_case(bench_case_t* cases, size_t* count, const char* group,
@@ -66,6 +74,15 @@ static void add_transformer(bench_case_t* cases, size_t* count, cml_dtype_t dtyp
                   dtype == CML_DTYPE_BF16 ? "bf16" : "f32", (long long)batch);
 }
 
+static void add_decoder_step(bench_case_t* cases, size_t* count, cml_dtype_t dtype, int64_t batch) {
+  bench_case_t* c = new_case(cases, count, "decoder", build_decoder_step, dtype);
+  int64_t dims[4] = {batch, 512, 768, 12};
+  memcpy(c->dims, dims, sizeof dims);
+  c->flops = cml_cli_model_decoder_step_flops(batch, 512, 768);
+  bench_case_name(c, "%s step d768 h12, 1 new token vs 512 cached (KV cache), batch %lld",
+                  dtype == CML_DTYPE_BF16 ? "bf16" : "f32", (long long)batch);
+}
+
 int main(int argc, char** argv) {
   bench_options_t opts;
   if (!bench_parse_args(&opts, argc, argv, "model-level forward passes")) return 2;
@@ -89,6 +106,10 @@ int main(int argc, char** argv) {
   add_transformer(cases, &count, CML_DTYPE_F32, 1);
   add_transformer(cases, &count, CML_DTYPE_F32, 8);
   add_transformer(cases, &count, CML_DTYPE_BF16, 1);
+  add_transformer(cases, &count, CML_DTYPE_BF16, 8);
+  add_decoder_step(cases, &count, CML_DTYPE_F32, 1);
+  add_decoder_step(cases, &count, CML_DTYPE_F32, 8);
+  add_decoder_step(cases, &count, CML_DTYPE_BF16, 1);
   bench_run(&opts, cases, count);
   return bench_finish(&opts);
 }

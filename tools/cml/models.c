@@ -167,3 +167,54 @@ double cml_cli_model_transformer_block_flops(int64_t batch, int64_t seq, int64_t
   const double tokens = (double)batch * (double)seq, d = (double)d_model;
   return 2.0 * tokens * (12.0 * d * d + 2.0 * (double)seq * d);
 }
+
+//===--- decoder step with a KV cache ---===//
+
+cml_value_t cml_cli_model_decoder_step(cml_function_t* f, cml_dtype_t dtype, int64_t batch,
+                                       int64_t cached, int64_t d_model, int64_t heads) {
+  const int64_t d = d_model, ff = 4 * d_model, dh = heads > 0 ? d / heads : d;
+  const int64_t dims[3] = {batch, 1, d}, ff_dims[3] = {batch, 1, ff};
+  const int64_t head_dims[4] = {batch, 1, heads, dh};
+  const int64_t cache_dims[4] = {batch, cached, heads, dh};
+  cml_value_t x = cml_cli_model_param(f, "x", dtype, 3, dims);
+  cml_value_t k_cache = cml_cli_model_param(f, "k_cache", dtype, 4, cache_dims);
+  cml_value_t v_cache = cml_cli_model_param(f, "v_cache", dtype, 4, cache_dims);
+  cml_value_t ln1_g = cml_cli_model_param(f, "ln1_gamma", dtype, 1, &d);
+  cml_value_t ln1_b = cml_cli_model_param(f, "ln1_beta", dtype, 1, &d);
+  cml_value_t wq = cml_cli_model_param(f, "wq", dtype, 2, (int64_t[]){d, d});
+  cml_value_t wk = cml_cli_model_param(f, "wk", dtype, 2, (int64_t[]){d, d});
+  cml_value_t wv = cml_cli_model_param(f, "wv", dtype, 2, (int64_t[]){d, d});
+  cml_value_t wo = cml_cli_model_param(f, "wo", dtype, 2, (int64_t[]){d, d});
+  cml_value_t bo = cml_cli_model_param(f, "bo", dtype, 1, &d);
+  cml_value_t ln2_g = cml_cli_model_param(f, "ln2_gamma", dtype, 1, &d);
+  cml_value_t ln2_b = cml_cli_model_param(f, "ln2_beta", dtype, 1, &d);
+  cml_value_t w1 = cml_cli_model_param(f, "w1", dtype, 2, (int64_t[]){d, ff});
+  cml_value_t b1 = cml_cli_model_param(f, "b1", dtype, 1, &ff);
+  cml_value_t w2 = cml_cli_model_param(f, "w2", dtype, 2, (int64_t[]){ff, d});
+  cml_value_t b2 = cml_cli_model_param(f, "b2", dtype, 1, &d);
+  const int64_t last = -1;
+
+  cml_value_t h = cml_op_fused_layer_norm(f, x, &last, 1, 1e-5, ln1_g, ln1_b);
+  cml_value_t q = cml_op_reshape(f, cml_cli_model_matmul(f, h, 3, wq), head_dims, 4);
+  cml_value_t k = cml_op_reshape(f, cml_cli_model_matmul(f, h, 3, wk), head_dims, 4);
+  cml_value_t v = cml_op_reshape(f, cml_cli_model_matmul(f, h, 3, wv), head_dims, 4);
+  k = cml_op_concatenate(f, 1, (cml_value_t[]){k_cache, k}, 2);
+  v = cml_op_concatenate(f, 1, (cml_value_t[]){v_cache, v}, 2);
+  cml_value_t att = cml_op_fused_sdpa(f, q, k, v, CML_ATTENTION_LAYOUT_BSHD, NULL, NULL, NULL);
+  att = cml_op_reshape(f, att, dims, 3);
+  cml_value_t x1 =
+      cml_op_add(f, x, cml_cli_model_add_bias(f, cml_cli_model_matmul(f, att, 3, wo), bo, dims, 3));
+
+  h = cml_op_fused_layer_norm(f, x1, &last, 1, 1e-5, ln2_g, ln2_b);
+  h = cml_cli_model_add_bias(f, cml_cli_model_matmul(f, h, 3, w1), b1, ff_dims, 3);
+  h = cml_op_fused_gelu(f, h, false);
+  h = cml_cli_model_add_bias(f, cml_cli_model_matmul(f, h, 3, w2), b2, dims, 3);
+  return cml_op_add(f, x1, h);
+}
+
+double cml_cli_model_decoder_step_flops(int64_t batch, int64_t cached, int64_t d_model) {
+  // Per token: the projections and the MLP (12 d^2 multiply-adds) and attention over the
+  // cached + 1 positions (2 (cached + 1) d).
+  const double d = (double)d_model;
+  return 2.0 * (double)batch * (12.0 * d * d + 2.0 * (double)(cached + 1) * d);
+}

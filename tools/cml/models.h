@@ -37,4 +37,12 @@ cml_value_t cml_cli_model_transformer_block(cml_function_t* f, cml_dtype_t dtype
                                             int64_t seq, int64_t d_model, int64_t heads);
 double cml_cli_model_transformer_block_flops(int64_t batch, int64_t seq, int64_t d_model);
 
+// One autoregressive decoder step with a KV cache (inference): the same pre-LayerNorm block on
+// one new token x [batch, 1, d_model], whose key and value are appended to the caches
+// k_cache, v_cache [batch, cached, heads, d_model / heads] (parameters) before attention over
+// the cached + 1 positions; returns the block's output [batch, 1, d_model].
+cml_value_t cml_cli_model_decoder_step(cml_function_t* f, cml_dtype_t dtype, int64_t batch,
+                                       int64_t cached, int64_t d_model, int64_t heads);
+double cml_cli_model_decoder_step_flops(int64_t batch, int64_t cached, int64_t d_model);
+
 #endif  // CML_TOOLS_MODELS_H_

@@ -70,17 +70,43 @@ cmlc_ew_convert_fn cmlc_ew_simd_convert_fn(const cmlc_options_t* options, cml_dt
                                            cml_dtype_t to);
 cmlc_rd_f32_fn cmlc_rd_simd_f32_fn(const cmlc_options_t* options, cml_op_t op);
 
+// Inner loops of the fused ops (kernels/generic/fused.c), for F32, BF16 and F16 storage
+// computed in f32 (kernels/x86_64/elementwise_x86_64_fused.h):
+typedef enum cmlc_fk_loop_t {
+  CMLC_FK_GELU_ERF,     // cmlc_fk_map_fn: exact GELU
+  CMLC_FK_GELU_TANH,    // cmlc_fk_map_fn: tanh GELU
+  CMLC_FK_DENSE_ROW,    // cmlc_fk_dense_row_fn
+  CMLC_FK_LN_ROW,       // cmlc_fk_ln_row_fn
+  CMLC_FK_SOFTMAX_ROW,  // cmlc_fk_softmax_row_fn
+} cmlc_fk_loop_t;
+// y[i] = f(x[i]) for |n| contiguous elements (y may be x).
+typedef void (*cmlc_fk_map_fn)(void* y, const void* x, int64_t n);
+// y[j] = act(c[j] + bias[j]) for one row of |n|: c f32, bias (NULL: none) and y of the storage
+// dtype; |act| a cml_activation_t.
+typedef void (*cmlc_fk_dense_row_fn)(void* y, const float* c, const void* bias, int64_t n, int act);
+// Layer norm of one contiguous row of |n| > 0 (gamma, beta: NULL or |n| values; y may be x).
+typedef void (*cmlc_fk_ln_row_fn)(void* y, const void* x, const void* gamma, const void* beta,
+                                  int64_t n, float eps);
+// Softmax of one contiguous row of |n| > 0 (y may be x).
+typedef void (*cmlc_fk_softmax_row_fn)(void* y, const void* x, int64_t n);
+// The loop for |options| and storage |dtype|, or NULL (no SIMD ISA, reference mode, other
+// dtypes): then the scalar code of fused.c runs.
+cmlc_impl_fn cmlc_ew_simd_fused_fn(const cmlc_options_t* options, cmlc_fk_loop_t loop,
+                                   cml_dtype_t dtype);
+
 #if defined(CMLC_HAVE_X86_64)
 cmlc_ew_fn cmlc_ew_avx512_unary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_where_fn(size_t element_size);
 cmlc_ew_convert_fn cmlc_ew_avx512_convert_fn(cml_dtype_t from, cml_dtype_t to);
 cmlc_rd_f32_fn cmlc_ew_avx512_reduce_fn(cml_op_t op);
+cmlc_impl_fn cmlc_ew_avx512_fused_fn(cmlc_fk_loop_t loop, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_unary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_where_fn(size_t element_size);
 cmlc_ew_convert_fn cmlc_ew_avx2_convert_fn(cml_dtype_t from, cml_dtype_t to);
 cmlc_rd_f32_fn cmlc_ew_avx2_reduce_fn(cml_op_t op);
+cmlc_impl_fn cmlc_ew_avx2_fused_fn(cmlc_fk_loop_t loop, cml_dtype_t dtype);
 #endif
 
 //===--- scalar helpers ---===//

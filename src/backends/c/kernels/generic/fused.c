@@ -16,8 +16,15 @@
 // dtype (the decomposition sums in its own order and rounds every intermediate); dense within
 // the GEMM's own bound plus one rounding of the bias and activation.
 //
+// With a SIMD ISA, the lookup also picks vector inner loops (kernels/x86_64/
+// elementwise_x86_64_fused.h, vector math in kernels/x86_64/vecmath.h) for f32, bf16 and f16:
+// GELU, the dense epilogue, contiguous layer-norm rows and contiguous softmax lanes; they sum
+// rows in f32 over 32 fixed virtual lanes (the scalar code sums in double) and their
+// transcendentals are within a few ulp of libm (bounds in vecmath.h).
+//
 // The group is advertised only when fusion is on and the backend does not run its reference
 // kernels: "c:fusion=false" (GOMLX_FUSION=0) and "c:reference=true" make the builder decompose.
+#include "backends/c/kernels/generic/elementwise_internal.h"
 #include "backends/c/kernels/generic/fused_attention.h"
 #include "backends/c/kernels/generic/linalg_internal.h"
 #include "cml/fused.h"
@@ -53,12 +60,20 @@ typedef struct cmlc_fk_softmax_ctx_t {
   int64_t n, inner;
   const void* x;
   void* y;
+  cmlc_fk_softmax_row_fn row;  // SIMD loop for contiguous lanes (inner 1), or NULL
 } cmlc_fk_softmax_ctx_t;
 
 static void cmlc_fk_softmax_lanes(void* vctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_fk_softmax_ctx_t* c = vctx;
   const int64_t n = c->n, inner = c->inner;
+  if (c->row && inner == 1) {
+    const size_t es = cmlc_dtype_size(c->dtype);
+    for (int64_t lane = begin; lane < end; ++lane) {
+      c->row((char*)c->y + (size_t)(lane * n) * es, (const char*)c->x + (size_t)(lane * n) * es, n);
+    }
+    return;
+  }
   for (int64_t lane = begin; lane < end; ++lane) {
     const int64_t base = (lane / inner) * n * inner + lane % inner;
     if (c->dtype == CML_DTYPE_F64) {
@@ -112,7 +127,9 @@ static void cmlc_fk_softmax_lanes(void* vctx, int64_t begin, int64_t end, int th
 static cml_status_t cmlc_fk_softmax_run(const cmlc_kernel_args_t* args) {
   const cml_shape_t* xs = args->input_shapes[0];
   const int64_t axis = args->node->attrs->axis;
-  cmlc_fk_softmax_ctx_t c = {xs->dtype, xs->dims[axis], 1, args->inputs[0], args->outputs[0]};
+  cmlc_fk_softmax_ctx_t c = {
+      xs->dtype,       xs->dims[axis],   1,
+      args->inputs[0], args->outputs[0], (cmlc_fk_softmax_row_fn)args->impl[0]};
   int64_t outer = 1;
   for (int32_t d = 0; d < xs->rank; ++d) {
     if (d < axis) outer *= xs->dims[d];
@@ -132,6 +149,7 @@ typedef struct cmlc_fk_gelu_ctx_t {
   bool exact;
   const void* x;
   void* y;
+  cmlc_fk_map_fn simd;  // SIMD loop for the dtype and form, or NULL
 } cmlc_fk_gelu_ctx_t;
 
 static inline float cmlc_fk_gelu_f32(float v, bool exact) {
@@ -149,6 +167,11 @@ static inline double cmlc_fk_gelu_f64(double v, bool exact) {
 static void cmlc_fk_gelu_chunk(void* vctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_fk_gelu_ctx_t* c = vctx;
+  if (c->simd) {
+    const size_t es = cmlc_dtype_size(c->dtype);
+    c->simd((char*)c->y + (size_t)begin * es, (const char*)c->x + (size_t)begin * es, end - begin);
+    return;
+  }
   if (c->dtype == CML_DTYPE_F64) {
     const double* x = c->x;
     double* y = c->y;
@@ -168,7 +191,7 @@ static void cmlc_fk_gelu_chunk(void* vctx, int64_t begin, int64_t end, int threa
 static cml_status_t cmlc_fk_gelu_run(const cmlc_kernel_args_t* args) {
   const cml_shape_t* xs = args->input_shapes[0];
   cmlc_fk_gelu_ctx_t c = {xs->dtype, args->node->attrs->fused.exact, args->inputs[0],
-                          args->outputs[0]};
+                          args->outputs[0], (cmlc_fk_map_fn)args->impl[0]};
   cmlc_parallel_for(args->pool, cml_shape_element_count(xs), 4096, cmlc_fk_gelu_chunk, &c);
   return CML_OK;
 }
@@ -190,6 +213,7 @@ typedef struct cmlc_fk_ln_ctx_t {
   const void* gamma;  // NULL: 1
   const void* beta;   // NULL: 0
   void* y;
+  cmlc_fk_ln_row_fn row;  // SIMD loop when every row is contiguous, or NULL
 } cmlc_fk_ln_ctx_t;
 
 static void cmlc_fk_ln_rows(void* vctx, int64_t begin, int64_t end, int thread_index) {
@@ -197,6 +221,14 @@ static void cmlc_fk_ln_rows(void* vctx, int64_t begin, int64_t end, int thread_i
   const cmlc_fk_ln_ctx_t* c = vctx;
   const cml_dtype_t dt = c->dtype;
   const int64_t n = c->n;
+  if (c->row) {
+    const size_t es = cmlc_dtype_size(dt);
+    for (int64_t r = begin; r < end; ++r) {
+      const size_t off = (size_t)c->row_offsets[r] * es;
+      c->row((char*)c->y + off, (const char*)c->x + off, c->gamma, c->beta, n, (float)c->eps);
+    }
+    return;
+  }
   for (int64_t r = begin; r < end; ++r) {
     const int64_t base = c->row_offsets[r];
     double sum = 0;
@@ -272,6 +304,10 @@ static cml_status_t cmlc_fk_ln_run(const cmlc_kernel_args_t* args) {
   if (attrs->fused.optional_inputs & 1u) c.gamma = args->inputs[next++];
   if (attrs->fused.optional_inputs & 2u) c.beta = args->inputs[next++];
   c.y = args->outputs[0];
+  // The SIMD row loop needs the row's elements contiguous and in order (trailing axes).
+  bool contiguous = true;
+  for (int64_t j = 0; j < n && contiguous; ++j) contiguous = col_offsets[j] == j;
+  c.row = contiguous ? (cmlc_fk_ln_row_fn)args->impl[0] : NULL;
   int64_t chunk = 16384 / n;
   cmlc_parallel_for(args->pool, rows, chunk < 1 ? 1 : chunk, cmlc_fk_ln_rows, &c);
   return CML_OK;
@@ -373,12 +409,20 @@ typedef struct cmlc_fk_dense_ctx_t {
   const void* c;     // the product: float or double [m, n]
   const void* bias;  // NULL: none
   void* y;
+  cmlc_fk_dense_row_fn row;  // SIMD epilogue for the dtype, or NULL
 } cmlc_fk_dense_ctx_t;
 
 static void cmlc_fk_dense_epilogue(void* vctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_fk_dense_ctx_t* c = vctx;
   const int64_t n = c->n;
+  if (c->row) {
+    const size_t es = cmlc_dtype_size(c->dtype);
+    for (int64_t r = begin; r < end; ++r) {
+      c->row((char*)c->y + (size_t)(r * n) * es, (const float*)c->c + r * n, c->bias, n, c->act);
+    }
+    return;
+  }
   for (int64_t r = begin; r < end; ++r) {
     if (c->dtype == CML_DTYPE_F64) {
       const double* src = (const double*)c->c + r * n;
@@ -447,8 +491,13 @@ static cml_status_t cmlc_fk_dense_run(const cmlc_kernel_args_t* args) {
   if (!has_bias && attrs->fused.activation == CML_ACTIVATION_NONE &&
       (xs->dtype == CML_DTYPE_F32 || xs->dtype == CML_DTYPE_F64))
     return CML_OK;
-  cmlc_fk_dense_ctx_t c = {xs->dtype, attrs->fused.activation,           p.n,
-                           product,   has_bias ? args->inputs[2] : NULL, args->outputs[0]};
+  cmlc_fk_dense_ctx_t c = {xs->dtype,
+                           attrs->fused.activation,
+                           p.n,
+                           product,
+                           has_bias ? args->inputs[2] : NULL,
+                           args->outputs[0],
+                           (cmlc_fk_dense_row_fn)args->impl[0]};
   int64_t chunk = 16384 / p.n;
   cmlc_parallel_for(args->pool, p.m, chunk < 1 ? 1 : chunk, cmlc_fk_dense_epilogue, &c);
   return CML_OK;
@@ -510,7 +559,6 @@ static const cmlc_fk_row_t cmlc_fk_rows[] = {
 
 bool cmlc_kernels_fused_lookup(const cml_module_t* module, const cml_ir_node_t* node,
                                const cmlc_options_t* options, cmlc_kernel_entry_t* out) {
-  (void)options;
   for (size_t i = 0; i < sizeof cmlc_fk_rows / sizeof *cmlc_fk_rows; ++i) {
     const cmlc_fk_row_t* row = &cmlc_fk_rows[i];
     if (row->op != node->op) continue;
@@ -519,6 +567,24 @@ bool cmlc_kernels_fused_lookup(const cml_module_t* module, const cml_ir_node_t* 
     out->run = row->run;
     out->scratch = row->scratch;
     out->in_place_input = row->in_place_input;
+    const cml_dtype_t dt = module->values[node->inputs[0]].shape.dtype;
+    switch (node->op) {
+      case CML_OP_FUSED_SOFTMAX:
+        out->impl[0] = cmlc_ew_simd_fused_fn(options, CMLC_FK_SOFTMAX_ROW, dt);
+        break;
+      case CML_OP_FUSED_GELU:
+        out->impl[0] = cmlc_ew_simd_fused_fn(
+            options, node->attrs->fused.exact ? CMLC_FK_GELU_ERF : CMLC_FK_GELU_TANH, dt);
+        break;
+      case CML_OP_FUSED_LAYER_NORM:
+        out->impl[0] = cmlc_ew_simd_fused_fn(options, CMLC_FK_LN_ROW, dt);
+        break;
+      case CML_OP_FUSED_DENSE:
+        out->impl[0] = cmlc_ew_simd_fused_fn(options, CMLC_FK_DENSE_ROW, dt);
+        break;
+      default:
+        break;
+    }
     return true;
   }
   return false;

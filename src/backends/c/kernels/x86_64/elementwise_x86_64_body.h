@@ -7,169 +7,11 @@
 // (explicit FMAs, no reassociation), so AVX2 and AVX-512 results are bit-identical; the
 // reductions use 32 virtual lanes and a fixed combining tree for the same reason.
 //
-// Accuracy against libm in double over 16M inputs (random bit patterns, a sweep of all bit
-// patterns, edge values): exp 0.89, log 0.82, tanh 1.41, logistic 2.26, erf 1.26 ulp max
-// (docs/elementwise.md). Methods:
-//   exp:      degree-7 Taylor on [-ln2/2, ln2/2], 2^n applied in two exact steps so subnormal
-//             results round once; overflow above 88.72 gives +Inf, underflow gives 0.
-//   log:      fdlibm-style log1p(f) = f - (f^2/2 - s (f^2/2 + R(s^2))), s = f / (2 + f), with
-//             the Taylor series of 2 atanh; subnormal inputs are scaled by 2^23 first.
-//   tanh:     odd Taylor polynomial (10 terms) below |x| = 0.55, 1 - 2t / (1 + t) with
-//             t = exp(-2|x|) above.
-//   logistic: 1 / (1 + exp(-x)) for x >= 0, e / (1 + e) with e = exp(x) below (the scalar
-//             path's formulas).
-//   erf:      Taylor polynomial (12 terms) below |x| = 1, 1 - exp(-x^2) g(x) above, with g a
-//             degree-12 Chebyshev interpolant of erfc(x) exp(x^2) on [1, 3.92]; 1 beyond.
-// Special values follow the scalar (libm) path: NaN -> NaN, exp(-Inf) = 0, log(0) = -Inf,
-// log(x < 0) = NaN, tanh/erf(+-Inf) = +-1, -0 stays -0 where libm keeps it.
+// The vector math (exp, log, tanh, logistic, erf, gelu) is kernels/x86_64/vecmath.h.
 #ifndef CML_BACKENDS_C_KERNELS_X86_64_ELEMENTWISE_X86_64_BODY_H_
 #define CML_BACKENDS_C_KERNELS_X86_64_ELEMENTWISE_X86_64_BODY_H_
 
-//===--- composite vector helpers ---===//
-
-// -x, |x|, copysign(magnitude, sign source).
-CMLC_EW_TARGET static inline vf v_neg(vf x) { return v_xor(x, v_set1(-0.0f)); }
-CMLC_EW_TARGET static inline vf v_abs(vf x) { return v_andnot(v_set1(-0.0f), x); }
-CMLC_EW_TARGET static inline vf v_copysign(vf mag, vf sign) {
-  return v_or(v_andnot(v_set1(-0.0f), mag), v_and(v_set1(-0.0f), sign));
-}
-
-// XLA's Max/Min: NaN propagates (the first operand's NaN when both are NaN), -0 < +0.
-CMLC_EW_TARGET static inline vf v_max_nan(vf a, vf b) {
-  vf r = v_sel(v_eq(a, b), v_and(a, b), v_maxx(a, b));
-  return v_sel(v_unord(a, b), v_add(a, b), r);
-}
-CMLC_EW_TARGET static inline vf v_min_nan(vf a, vf b) {
-  vf r = v_sel(v_eq(a, b), v_or(a, b), v_minx(a, b));
-  return v_sel(v_unord(a, b), v_add(a, b), r);
-}
-
-// e^x.
-CMLC_EW_TARGET static inline vf v_exp(vf x) {
-  // Clamp (NaN passes: the raw min/max return their second operand on NaN).
-  x = v_minx(v_set1(88.8f), x);
-  x = v_maxx(v_set1(-104.0f), x);
-  const vf n = v_round(v_mul(x, v_set1(1.44269504088896341f)));
-  vf r = v_fmadd(n, v_set1(-0.693145751953125f), x);  // 16-bit ln2 head: n * head is exact
-  r = v_fmadd(n, v_set1(-1.42860682030941723e-6f), r);
-  vf p = v_set1(1.0f / 5040.0f);
-  p = v_fmadd(p, r, v_set1(1.0f / 720.0f));
-  p = v_fmadd(p, r, v_set1(1.0f / 120.0f));
-  p = v_fmadd(p, r, v_set1(1.0f / 24.0f));
-  p = v_fmadd(p, r, v_set1(1.0f / 6.0f));
-  p = v_fmadd(p, r, v_set1(0.5f));
-  p = v_fmadd(p, r, v_set1(1.0f));
-  p = v_fmadd(p, r, v_set1(1.0f));
-  // 2^n = 2^n1 * 2^n2 with n1, n2 in [-75, 64]: both factors are normal floats, p * 2^n1 is
-  // exact and the last product rounds once (also into the subnormal range).
-  const vi ni = v_cvt_i32(n);
-  const vi n1 = v_i_sra1(ni);
-  const vi n2 = v_i_sub(ni, n1);
-  const vf s1 = v_cast_f(v_i_shl23(v_i_add(n1, v_i_set1(127))));
-  const vf s2 = v_cast_f(v_i_shl23(v_i_add(n2, v_i_set1(127))));
-  return v_mul(v_mul(p, s1), s2);
-}
-
-// log(x).
-CMLC_EW_TARGET static inline vf v_log(vf x) {
-  const vm sub = v_lt(x, v_set1(1.17549435e-38f));  // subnormal, zero, negative
-  const vf xs = v_sel(sub, v_mul(x, v_set1(8388608.0f)), x);
-  const vi bits = v_cast_i(xs);
-  vi ei = v_i_sub(v_i_srl23(bits), v_i_set1(127));
-  vf m = v_cast_f(v_i_or(v_i_and(bits, v_i_set1(0x007fffff)), v_i_set1(0x3f800000)));
-  const vm big = v_gt(m, v_set1(1.41421356f));
-  m = v_sel(big, v_mul(m, v_set1(0.5f)), m);
-  const vf e = v_sub(v_add(v_cvt_f32(ei), v_sel(big, v_set1(1.0f), v_zero())),
-                     v_sel(sub, v_set1(23.0f), v_zero()));
-  const vf f = v_sub(m, v_set1(1.0f));
-  const vf s = v_div(f, v_add(v_set1(2.0f), f));
-  const vf z = v_mul(s, s);
-  vf rr = v_set1(2.0f / 11.0f);
-  rr = v_fmadd(rr, z, v_set1(2.0f / 9.0f));
-  rr = v_fmadd(rr, z, v_set1(2.0f / 7.0f));
-  rr = v_fmadd(rr, z, v_set1(2.0f / 5.0f));
-  rr = v_fmadd(rr, z, v_set1(2.0f / 3.0f));
-  rr = v_mul(rr, z);
-  const vf hfsq = v_mul(v_set1(0.5f), v_mul(f, f));
-  const vf lo = v_fmadd(e, v_set1(1.42860682030941723e-6f), v_mul(s, v_add(hfsq, rr)));
-  vf y = v_fmadd(e, v_set1(0.693145751953125f), v_sub(f, v_sub(hfsq, lo)));
-  // Specials: x < 0 -> NaN, x == +-0 -> -Inf, +Inf -> +Inf, NaN -> x.
-  y = v_sel(v_lt(x, v_zero()), v_set1(NAN), y);
-  y = v_sel(v_eq(x, v_zero()), v_set1(-INFINITY), y);
-  y = v_sel(v_eq(x, v_set1(INFINITY)), x, y);
-  return v_sel(v_unord(x, x), x, y);
-}
-
-// tanh(x).
-CMLC_EW_TARGET static inline vf v_tanh(vf x) {
-  const vf ax = v_abs(x);
-  const vf t = v_exp(v_mul(ax, v_set1(-2.0f)));
-  const vf big = v_sub(v_set1(1.0f), v_div(v_add(t, t), v_add(v_set1(1.0f), t)));
-  const vf z = v_mul(x, x);
-  vf p = v_set1(9.691537957e-05f);
-  p = v_fmadd(p, z, v_set1(-2.391291142e-04f));
-  p = v_fmadd(p, z, v_set1(5.900274409e-04f));
-  p = v_fmadd(p, z, v_set1(-1.455834387e-03f));
-  p = v_fmadd(p, z, v_set1(3.592128037e-03f));
-  p = v_fmadd(p, z, v_set1(-8.863235530e-03f));
-  p = v_fmadd(p, z, v_set1(2.186948854e-02f));
-  p = v_fmadd(p, z, v_set1(-5.396825397e-02f));
-  p = v_fmadd(p, z, v_set1(1.333333333e-01f));
-  p = v_fmadd(p, z, v_set1(-3.333333333e-01f));
-  // Below 2^-12, tanh(x) rounds to x (this also keeps -0).
-  const vf small = v_sel(v_lt(ax, v_set1(0x1p-12f)), x, v_fmadd(v_mul(x, z), p, x));
-  return v_sel(v_lt(ax, v_set1(0.55f)), small, v_copysign(big, x));
-}
-
-// 1 / (1 + e^-x).
-CMLC_EW_TARGET static inline vf v_logistic(vf x) {
-  const vf e = v_exp(v_neg(v_abs(x)));
-  const vf num = v_sel(v_lt(x, v_zero()), e, v_set1(1.0f));
-  return v_div(num, v_add(v_set1(1.0f), e));
-}
-
-// erf(x).
-CMLC_EW_TARGET static inline vf v_erf(vf x) {
-  const vf ax = v_abs(x);
-  // |x| < 1: x * P(x^2), the Taylor series of erf times sqrt(pi) / 2.
-  const vf z = v_mul(x, x);
-  vf p = v_set1(-1.22905553e-09f);  // 2/sqrt(pi) * (-1)^n / (n! (2n + 1)), n = 11 .. 1
-  p = v_fmadd(p, z, v_set1(1.48071928e-08f));
-  p = v_fmadd(p, z, v_set1(-1.63658447e-07f));
-  p = v_fmadd(p, z, v_set1(1.64621144e-06f));
-  p = v_fmadd(p, z, v_set1(-1.49256504e-05f));
-  p = v_fmadd(p, z, v_set1(1.20553330e-04f));
-  p = v_fmadd(p, z, v_set1(-8.54832702e-04f));
-  p = v_fmadd(p, z, v_set1(5.22397763e-03f));
-  p = v_fmadd(p, z, v_set1(-2.68661706e-02f));
-  p = v_fmadd(p, z, v_set1(1.12837917e-01f));
-  p = v_fmadd(p, z, v_set1(-3.76126389e-01f));
-  // The leading coefficient 2/sqrt(pi) as head + tail: the float head alone is 0.5 ulp off.
-  p = v_fmadd(p, z, v_set1(-5.86353834e-08f));
-  const vf small = v_sel(v_eq(x, v_zero()), x,  // keeps -0
-                         v_fmadd(x, v_set1(1.12837922573f), v_mul(x, p)));
-  // |x| >= 1: 1 - e^(-x^2) g(u), u = (min(|x|, 3.92) - 2.46) / 1.46 in [-1, 1].
-  const vf c = v_minx(v_set1(3.92f), ax);
-  const vf u = v_mul(v_sub(c, v_set1(2.46f)), v_set1(1.0f / 1.46f));
-  vf g = v_set1(1.1117406756966375e-05f);
-  g = v_fmadd(g, u, v_set1(-3.0326675187097862e-05f));
-  g = v_fmadd(g, u, v_set1(4.744781108456664e-05f));
-  g = v_fmadd(g, u, v_set1(-0.00012655978207476437f));
-  g = v_fmadd(g, u, v_set1(0.00036673559225164354f));
-  g = v_fmadd(g, u, v_set1(-0.0009171527926810086f));
-  g = v_fmadd(g, u, v_set1(0.0022091020364314318f));
-  g = v_fmadd(g, u, v_set1(-0.005213330965489149f));
-  g = v_fmadd(g, u, v_set1(0.011900045908987522f));
-  g = v_fmadd(g, u, v_set1(-0.026168137788772583f));
-  g = v_fmadd(g, u, v_set1(0.055256057530641556f));
-  g = v_fmadd(g, u, v_set1(-0.11151688545942307f));
-  g = v_fmadd(g, u, v_set1(0.213820680975914f));
-  const vf erfc = v_mul(v_exp(v_neg(v_mul(ax, ax))), g);
-  const vf large = v_copysign(v_sub(v_set1(1.0f), erfc), x);
-  return v_sel(v_lt(ax, v_set1(1.0f)), small, large);
-}
-
-CMLC_EW_TARGET static inline vf v_rsqrt(vf x) { return v_div(v_set1(1.0f), v_sqrt(x)); }
+#include "backends/c/kernels/x86_64/vecmath.h"
 
 //===--- unary kernels ---===//
 
@@ -338,6 +180,8 @@ CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_f32)(void* out, const void* in, in
   CMLC_EW_CONVERT_LOOP(int32_t, float, CMLC_EW_I32_TO_F32)
 }
 
+#include "backends/c/kernels/x86_64/elementwise_x86_64_fused.h"
+
 //===--- reductions: 32 virtual lanes, pairwise halves above 8192 elements ---===//
 
 enum { CMLC_EW_RD_LANES = 32, CMLC_EW_RD_SPLIT = 8192 };
@@ -378,7 +222,7 @@ CMLC_EW_SIMD_REDUCE(min_f32_rd, v_min_nan, INFINITY, CMLC_EW_FMIN)
 //===--- tables ---===//
 
 cmlc_ew_fn CMLC_EW_FN(unary_fn)(cml_op_t op, cml_dtype_t dtype) {
-  if (dtype != CML_DTYPE_F32) return NULL;
+  if (dtype != CML_DTYPE_F32) return CMLC_EW_FN(half_unary_fn)(op, dtype);
   switch (op) {
     case CML_OP_NEG:
       return CMLC_EW_FN(neg_f32);
@@ -404,7 +248,7 @@ cmlc_ew_fn CMLC_EW_FN(unary_fn)(cml_op_t op, cml_dtype_t dtype) {
 }
 
 cmlc_ew_fn CMLC_EW_FN(binary_fn)(cml_op_t op, cml_dtype_t dtype) {
-  if (dtype != CML_DTYPE_F32) return NULL;
+  if (dtype != CML_DTYPE_F32) return CMLC_EW_FN(half_binary_fn)(op, dtype);
   switch (op) {
     case CML_OP_ADD:
       return CMLC_EW_FN(add_f32);
