@@ -174,6 +174,36 @@ cmlc_qb_decode(cml_ggml_type_t type, const uint8_t* b, int s) {
   return r;
 }
 
+// The eight sub-block scales a = d * sc and offsets c = -(dmin * m) of a Q4_K / Q5_K block at
+// |b|, unpacked from its 12 scale bytes for all eight sub-blocks at once (four 32-bit masks and
+// shifts instead of cml__qb_scale_min_k4 per sub-block and row), with the same conversions and
+// products as cmlc_qb_decode, so the values are the same bits. Done once per block and row.
+typedef struct cmlc_qb_kscales_t {
+  float a[8], c[8];
+} cmlc_qb_kscales_t;
+
+static inline bool cmlc_qb_kquant(cml_ggml_type_t type) {
+  return type == CML_GGML_Q4_K || type == CML_GGML_Q5_K;
+}
+
+static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_kscales(
+    const uint8_t* b, cmlc_qb_kscales_t* out) {
+  uint32_t u0, u1, u2;  // scale bytes 0-3, 4-7, 8-11
+  memcpy(&u0, b + 4, 4);
+  memcpy(&u1, b + 8, 4);
+  memcpy(&u2, b + 12, 4);
+  // Sub-blocks 0-3: the low six bits of bytes 0-3 (scales) and 4-7 (mins); 4-7: the nibbles of
+  // bytes 8-11 with the top two bits of bytes 0-3 (scales) or 4-7 (mins) above them.
+  const uint32_t sc_lo = u0 & 0x3F3F3F3Fu, m_lo = u1 & 0x3F3F3F3Fu;
+  const uint32_t sc_hi = (u2 & 0x0F0F0F0Fu) | (((u0 >> 6) & 0x03030303u) << 4);
+  const uint32_t m_hi = ((u2 >> 4) & 0x0F0F0F0Fu) | (((u1 >> 6) & 0x03030303u) << 4);
+  const __m128i v = _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+  const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+  const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+  _mm256_storeu_ps(out->a, _mm256_mul_ps(_mm256_set1_ps(cmlc_qb_half(b)), sc));
+  _mm256_storeu_ps(out->c, _mm256_mul_ps(_mm256_set1_ps(-cmlc_qb_half(b + 2)), mn));
+}
+
 static inline CMLC_QB_TARGET float cmlc_qb_hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -315,19 +345,35 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_prefetc
 
 // One step of row |r|: decode sub-block |s| of block |b| and feed it to a consumer. The rows
 // are written out (not looped over) so that their accumulators stay in registers.
-#define CMLC_QB_I8_STEP(r)                                                  \
-  do {                                                                      \
-    cmlc_qb_sub_t d = cmlc_qb_decode(type, w + (r)*row_bytes + b * bpb, s); \
-    acc##r = cmlc_qb_i8(type, &d, xq, dx, acc##r);                          \
-    if (off) tail##r += CMLC_QB_TAIL(d);                                    \
+#define CMLC_QB_I8_STEP(r)                                                        \
+  do {                                                                            \
+    cmlc_qb_sub_t d = cmlc_qb_decode(type, w + (r)*row_bytes + b * bpb, s);       \
+    if (cmlc_qb_kquant(type)) d.a0 = d.a1 = ks##r.a[s], d.c0 = d.c1 = ks##r.c[s]; \
+    acc##r = cmlc_qb_i8(type, &d, xq, dx, acc##r);                                \
+    if (off) tail##r += CMLC_QB_TAIL(d);                                          \
   } while (0)
-#define CMLC_QB_F32_STEP(r)                             \
-  do {                                                  \
-    const uint8_t* blk = w + (r)*row_bytes + b * bpb;   \
-    cmlc_qb_sub_t d = cmlc_qb_decode(type, blk, s);     \
-    cmlc_qb_f32(type, blk, s, &d, x, &acc##r, &bcc##r); \
-    if (off) tail##r += CMLC_QB_TAIL(d);                \
+#define CMLC_QB_F32_STEP(r)                                                       \
+  do {                                                                            \
+    const uint8_t* blk = w + (r)*row_bytes + b * bpb;                             \
+    cmlc_qb_sub_t d = cmlc_qb_decode(type, blk, s);                               \
+    if (cmlc_qb_kquant(type)) d.a0 = d.a1 = ks##r.a[s], d.c0 = d.c1 = ks##r.c[s]; \
+    cmlc_qb_f32(type, blk, s, &d, x, &acc##r, &bcc##r);                           \
+    if (off) tail##r += CMLC_QB_TAIL(d);                                          \
   } while (0)
+
+// The k-quant scales of block |b| of each row (cmlc_qb_kscales; declared for every format,
+// filled and read only for Q4_K and Q5_K).
+#define CMLC_QB_KSCALES()                                 \
+  cmlc_qb_kscales_t ks0, ks1, ks2, ks3;                   \
+  if (cmlc_qb_kquant(type)) {                             \
+    cmlc_qb_kscales(w + b * bpb, &ks0);                   \
+    if (R == 4) {                                         \
+      cmlc_qb_kscales(w + row_bytes + b * bpb, &ks1);     \
+      cmlc_qb_kscales(w + 2 * row_bytes + b * bpb, &ks2); \
+      cmlc_qb_kscales(w + 3 * row_bytes + b * bpb, &ks3); \
+    }                                                     \
+  }                                                       \
+  (void)ks1, (void)ks2, (void)ks3
 
 // y[0..3] = rows 0..3 (|row_bytes| apart) of |type| at |w| times the activations (R = 4), or
 // y[0] = row 0 (R = 1).
@@ -342,6 +388,7 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_rows(
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     for (int64_t b = 0; b < nb; ++b) {
       if (R == 4) cmlc_qb_prefetch(w, row_bytes, b, bpb);
+      CMLC_QB_KSCALES();
 #pragma GCC unroll 8
       for (int s = 0; s < subs; ++s) {
         const int64_t sb = b * subs + s;
@@ -367,6 +414,7 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_rows(
   cmlc_qb_vf bcc0 = acc0, bcc1 = acc0, bcc2 = acc0, bcc3 = acc0;
   for (int64_t b = 0; b < nb; ++b) {
     if (R == 4) cmlc_qb_prefetch(w, row_bytes, b, bpb);
+    CMLC_QB_KSCALES();
 #pragma GCC unroll 8
     for (int s = 0; s < subs; ++s) {
       const int64_t sb = b * subs + s;
