@@ -3,11 +3,14 @@
 // against the machine's DRAM read bandwidth (measured in the same run), the f32 GEMV / GEMM of
 // the same shape, and its own decomposition.
 //
-//   1. batch-1 GEMV, weights K=4096 x N in {4096, 11008}, Q4_0, Q8_0, Q4_K, Q6_K and f32, on
+//   1. batch-1 GEMV, weights K=4096 x N in {4096, 11008}, Q4_0, Q8_0, Q4_K, Q6_K and f32 (as
+//      FusedDense with [N, K] weights, and as DotGeneral with [K, N] weights: "f32 KxN"), on
 //      c:threads=1 and c:threads=2, each format with f32 activations and with int8 activations
 //      ("i8": c:quant_int8=true): weight bytes streamed per second and the ratio to the DRAM
-//      read rate of the same thread count. Each timed execution uses the next of enough
-//      distinct weight matrices (>= 256 MiB in all) that none is still in the last-level cache.
+//      read rate of the same thread count, measured again right before each row (a 256 MiB
+//      sum with 64-byte loads on huge pages, like the weights). Each timed execution uses the next
+//      of enough distinct weight matrices (>= 256 MiB in all) that none is still in the last-level
+//      cache.
 //   2. batch 32, 4096 x 4096: Q8_0 and Q4_0 against the f32 GEMM of the same shape (FLOP/s).
 //   3. fused vs decomposed on c (c vs c:fusion=false): Q4_K and Q8_0 at batch 1 and 32.
 //
@@ -22,6 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 #include "cml/cml.h"
 #include "cml/fused.h"
@@ -77,8 +86,34 @@ typedef struct bq_read_t {
   uint64_t sum;
 } bq_read_t;
 
-__attribute__((target("avx2"))) static void* bq_read_thread(void* arg) {
+// Sums the words with four independent 64-byte (zmm) accumulators: a plain sequential read at
+// the rate the core's loads and the hardware prefetchers reach (the bound the GEMV kernels are
+// measured against; a scalar or 32-byte loop reads measurably slower on AVX-512 machines).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx512f"))) static uint64_t bq_sum_avx512(const uint64_t* p, size_t n) {
+  __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm512_add_epi64(s0, _mm512_loadu_si512(p + i));
+    s1 = _mm512_add_epi64(s1, _mm512_loadu_si512(p + i + 8));
+    s2 = _mm512_add_epi64(s2, _mm512_loadu_si512(p + i + 16));
+    s3 = _mm512_add_epi64(s3, _mm512_loadu_si512(p + i + 24));
+  }
+  uint64_t t = (uint64_t)_mm512_reduce_add_epi64(
+      _mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
+  for (; i < n; ++i) t += p[i];
+  return t;
+}
+#endif
+
+static void* bq_read_thread(void* arg) {
   bq_read_t* r = arg;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (__builtin_cpu_supports("avx512f")) {
+    r->sum = bq_sum_avx512(r->p, r->n);
+    return NULL;
+  }
+#endif
   uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   for (size_t i = 0; i + 4 <= r->n; i += 4) {
     s0 += r->p[i];
@@ -145,7 +180,8 @@ static bool bq_ok(cml_status_t st, const char* what) {
   return false;
 }
 
-// type < 0: f32 weights [N, K] through FusedDense (outputs_input layout).
+// type -1: f32 weights [N, K] through FusedDense (outputs_input layout: the GEMV's dot form);
+// type -2: f32 weights [K, N] through DotGeneral (x [1, K] . w: the GEMV's axpy form).
 static bool bq_setup(bq_run_t* r, const char* config, int type, int64_t m, int64_t k, int64_t n,
                      size_t rotate_bytes, const float* wsrc, const float* xsrc) {
   memset(r, 0, sizeof *r);
@@ -155,7 +191,9 @@ static bool bq_setup(bq_run_t* r, const char* config, int type, int64_t m, int64
   cml_function_t* f = cml_builder_main(b);
   cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){m, k});
   cml_shape_t ws;
-  if (type < 0) {
+  if (type == -2) {
+    ws = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){k, n});
+  } else if (type < 0) {
     ws = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){n, k});
   } else {
     ws = cml_shape_make(CML_DTYPE_U8, 2,
@@ -164,7 +202,9 @@ static bool bq_setup(bq_run_t* r, const char* config, int type, int64_t m, int64
   cml_value_t xv = cml_parameter(f, "x", &xs);
   cml_value_t wv = cml_parameter(f, "w", &ws);
   cml_value_t y;
-  if (type < 0) {
+  if (type == -2) {
+    y = cml_op_dot(f, xv, wv);
+  } else if (type < 0) {
     cml_dense_config_t dc;
     cml_dense_config_init(&dc);
     dc.weight_layout = CML_DENSE_LAYOUT_OUTPUTS_INPUT;
@@ -228,10 +268,10 @@ static double bq_time(bq_run_t* r, int reps, double* cpu) {
   return med;
 }
 
-static const int bq_types[] = {CML_GGML_Q4_0, CML_GGML_Q8_0, CML_GGML_Q4_K, CML_GGML_Q6_K, -1};
+static const int bq_types[] = {CML_GGML_Q4_0, CML_GGML_Q8_0, CML_GGML_Q4_K, CML_GGML_Q6_K, -1, -2};
 
 static const char* bq_type_name(int type) {
-  return type < 0 ? "f32" : cml_ggml_type_name((cml_ggml_type_t)type);
+  return type == -2 ? "f32 KxN" : type < 0 ? "f32" : cml_ggml_type_name((cml_ggml_type_t)type);
 }
 
 int main(int argc, char** argv) {
@@ -261,7 +301,11 @@ int main(int argc, char** argv) {
   float* w = malloc(sizeof(float) * (size_t)(big_n * k));
   float* x = malloc(sizeof(float) * 32 * (size_t)k);
   const size_t dram_bytes = (size_t)256 << 20;
-  uint64_t* dram = malloc(dram_bytes);
+  // The probe's buffer gets huge pages like the backend's large buffers (the weights).
+  uint64_t* dram = aligned_alloc((size_t)2 << 20, dram_bytes);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (dram) (void)madvise(dram, dram_bytes, MADV_HUGEPAGE);
+#endif
   if (!w || !x || !dram) return 1;
   uint64_t s = 88172645463325252ull;
   for (int64_t i = 0; i < big_n * k; ++i) {
@@ -272,7 +316,6 @@ int main(int argc, char** argv) {
   memset(dram, 1, dram_bytes);
   double bw[3] = {0, 0, 0}, cbw[3] = {0, 0, 0};
   for (int t = 1; t <= 2; ++t) bw[t] = bq_dram_read(dram, dram_bytes / 8, t, 5, &cbw[t]);
-  free(dram);
   printf("DRAM read (256 MiB, sum of words): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n",
          bw[1] * 1e-9, bw[2] * 1e-9);
   printf("  per CPU second (x threads): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n\n", cbw[1] * 1e-9,
@@ -288,7 +331,7 @@ int main(int argc, char** argv) {
       double f32_time = 0;
       // f32 first, for the "vs f32" column; then each format with f32 activations and with
       // int8 activations (quant_int8=true, reported separately as "<format> i8").
-      for (int i = 8; i >= 0; --i) {
+      for (int i = 10; i >= 0; --i) {
         const int type = bq_types[i / 2];
         const bool int8 = i % 2 == 1;
         if (type < 0 && int8) continue;
@@ -296,6 +339,10 @@ int main(int argc, char** argv) {
         snprintf(config, sizeof config, "c:threads=%d%s", t, int8 ? ",quant_int8=true" : "");
         bq_run_t r;
         if (!bq_setup(&r, config, type, 1, k, n, rotate, w, x)) return 1;
+        // The read probe again right before this row (the machine's rate drifts), so that each
+        // row's fractions compare two measurements taken seconds apart.
+        double row_cbw = 0;
+        const double row_bw = bq_dram_read(dram, dram_bytes / 8, t, 3, &row_cbw);
         double cpu_s = 0;
         const double tm = bq_time(&r, reps, &cpu_s);
         if (type < 0) f32_time = tm;
@@ -305,8 +352,8 @@ int main(int argc, char** argv) {
         // cpu/DRAM: the same ratio with both rates per CPU second (x threads): robust to time
         // slices lost to other jobs; meaningful for 1 thread (the pool's spinning counts too).
         printf("%-7s %lldx%-7lld %-7d %10.1f %10.1f %8.0f%% %8.2fx %8.0f%%\n", name, (long long)k,
-               (long long)n, t, tm * 1e6, gbs, 100 * gbs / (bw[t] * 1e-9), f32_time / tm,
-               100 * ((double)r.w_bytes * t / cpu_s) / cbw[t]);
+               (long long)n, t, tm * 1e6, gbs, 100 * gbs / (row_bw * 1e-9), f32_time / tm,
+               100 * ((double)r.w_bytes * t / cpu_s) / row_cbw);
         bq_release(&r);
       }
     }
@@ -342,6 +389,7 @@ int main(int argc, char** argv) {
              tb / ta);
     }
   }
+  free(dram);
   free(w);
   free(x);
   return 0;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernels/x86_64/gemm_x86_64_avx2.c: the AVX2 + FMA f32 GEMM micro-kernel (6 x 16 tile: twelve
-// ymm accumulators, two B vectors and six broadcast A values per k step) and the GEMV kernels.
+// ymm accumulators, two B vectors and six broadcast A values per k step).
 // Compiled for the target with function attributes, so the file needs no global -m flags; only
 // called when the CPU has AVX2 and FMA (options->isa).
 //
@@ -170,67 +170,7 @@ CMLC_AVX2_TARGET void cmlc__gemm_ukernel_f64_avx2_6x8(int64_t kc, const double* 
   }
 }
 
-//===--- GEMV ---===//
-
-// c[j] = sum_k a[k * a_stride] * b[k * ldb + j]. B rows are streamed whole (the n outputs stay
-// in L1): four k rows per pass, chained FMAs, so every element still sums in k order.
-CMLC_AVX2_TARGET void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int64_t a_stride,
-                                               const float* b, int64_t ldb, float* c, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) c[j] = 0.0f;
-  int64_t kk = 0;
-  for (; kk + 4 <= k; kk += 4) {
-    __m256 a0 = _mm256_set1_ps(a[kk * a_stride]), a1 = _mm256_set1_ps(a[(kk + 1) * a_stride]);
-    __m256 a2 = _mm256_set1_ps(a[(kk + 2) * a_stride]), a3 = _mm256_set1_ps(a[(kk + 3) * a_stride]);
-    const float* b0 = b + kk * ldb;
-    const float* b1 = b0 + ldb;
-    const float* b2 = b1 + ldb;
-    const float* b3 = b2 + ldb;
-    for (int64_t j = 0; j < n; j += 8) {
-      __m256i m = cmlc_avx2_mask((int)(n - j < 8 ? n - j : 8));
-      __m256 v = _mm256_maskload_ps(c + j, m);
-      v = _mm256_fmadd_ps(a0, _mm256_maskload_ps(b0 + j, m), v);
-      v = _mm256_fmadd_ps(a1, _mm256_maskload_ps(b1 + j, m), v);
-      v = _mm256_fmadd_ps(a2, _mm256_maskload_ps(b2 + j, m), v);
-      v = _mm256_fmadd_ps(a3, _mm256_maskload_ps(b3 + j, m), v);
-      _mm256_maskstore_ps(c + j, m, v);
-    }
-  }
-  for (; kk < k; ++kk) {
-    __m256 a0 = _mm256_set1_ps(a[kk * a_stride]);
-    const float* b0 = b + kk * ldb;
-    for (int64_t j = 0; j < n; j += 8) {
-      __m256i m = cmlc_avx2_mask((int)(n - j < 8 ? n - j : 8));
-      __m256 v = _mm256_maskload_ps(c + j, m);
-      v = _mm256_fmadd_ps(a0, _mm256_maskload_ps(b0 + j, m), v);
-      _mm256_maskstore_ps(c + j, m, v);
-    }
-  }
-}
-
-// c[j * c_stride] = dot(x, y_j): four ymm partial sums (lane-strided over k), a fixed reduction
-// tree, then the scalar tail in k order.
-CMLC_AVX2_TARGET void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y,
-                                              int64_t ldy, float* c, int64_t c_stride, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) {
-    const float* yj = y + j * ldy;
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    int64_t kk = 0;
-    for (; kk + 32 <= k; kk += 32) {
-      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk), _mm256_loadu_ps(yj + kk), s0);
-      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 8), _mm256_loadu_ps(yj + kk + 8), s1);
-      s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 16), _mm256_loadu_ps(yj + kk + 16), s2);
-      s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 24), _mm256_loadu_ps(yj + kk + 24), s3);
-    }
-    __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-    float total = _mm_cvtss_f32(h);
-    for (; kk < k; ++kk) total = fmaf(x[kk], yj[kk], total);
-    c[j * c_stride] = total;
-  }
-}
+// The GEMV kernels are in gemm_x86_64_gemv.c.
 
 //===--- f16 runs (F16C) ---===//
 

@@ -2,7 +2,7 @@
 // kernels/x86_64/gemm_x86_64_avx512.c: AVX-512F f32 GEMM micro-kernel (12 x 32 tile: twenty-four
 // zmm accumulators, two B vectors and twelve broadcast A values per k step; FMA latency 4 at
 // two per cycle needs at least 8 independent chains; tiles of at most 4 or 8 rows skip the
-// absent rows' FMAs) and the GEMV kernels. Compiled for the target with function attributes,
+// absent rows' FMAs). Compiled for the target with function attributes,
 // so the file needs no global -m flags; only called when options->isa is AVX512.
 //
 // Edges: the columns of a partial tile are loaded and stored with masks (masked-off lanes are
@@ -261,68 +261,7 @@ CMLC_AVX512_TARGET void cmlc__gemm_ukernel_f64_avx512_12x16(int64_t kc, const do
   }
 }
 
-//===--- GEMV ---===//
-
-// c[j] = sum_k a[k * a_stride] * b[k * ldb + j]. B rows are streamed whole (the n outputs stay
-// in L1): four k rows per pass, chained FMAs, so every element still sums in k order.
-CMLC_AVX512_TARGET void cmlc__gemv_axpy_f32_avx512(int64_t k, const float* a, int64_t a_stride,
-                                                   const float* b, int64_t ldb, float* c,
-                                                   int64_t n) {
-  for (int64_t j = 0; j < n; ++j) c[j] = 0.0f;
-  int64_t kk = 0;
-  for (; kk + 4 <= k; kk += 4) {
-    __m512 a0 = _mm512_set1_ps(a[kk * a_stride]), a1 = _mm512_set1_ps(a[(kk + 1) * a_stride]);
-    __m512 a2 = _mm512_set1_ps(a[(kk + 2) * a_stride]), a3 = _mm512_set1_ps(a[(kk + 3) * a_stride]);
-    const float* b0 = b + kk * ldb;
-    const float* b1 = b0 + ldb;
-    const float* b2 = b1 + ldb;
-    const float* b3 = b2 + ldb;
-    for (int64_t j = 0; j < n; j += 16) {
-      __mmask16 m = cmlc_avx512_mask((int)(n - j < 16 ? n - j : 16));
-      __m512 v = _mm512_maskz_loadu_ps(m, c + j);
-      v = _mm512_fmadd_ps(a0, _mm512_maskz_loadu_ps(m, b0 + j), v);
-      v = _mm512_fmadd_ps(a1, _mm512_maskz_loadu_ps(m, b1 + j), v);
-      v = _mm512_fmadd_ps(a2, _mm512_maskz_loadu_ps(m, b2 + j), v);
-      v = _mm512_fmadd_ps(a3, _mm512_maskz_loadu_ps(m, b3 + j), v);
-      _mm512_mask_storeu_ps(c + j, m, v);
-    }
-  }
-  for (; kk < k; ++kk) {
-    __m512 a0 = _mm512_set1_ps(a[kk * a_stride]);
-    const float* b0 = b + kk * ldb;
-    for (int64_t j = 0; j < n; j += 16) {
-      __mmask16 m = cmlc_avx512_mask((int)(n - j < 16 ? n - j : 16));
-      __m512 v = _mm512_maskz_loadu_ps(m, c + j);
-      v = _mm512_fmadd_ps(a0, _mm512_maskz_loadu_ps(m, b0 + j), v);
-      _mm512_mask_storeu_ps(c + j, m, v);
-    }
-  }
-}
-
-// c[j * c_stride] = dot(x, y_j): four zmm partial sums over k (lane-strided), then a fixed
-// reduction tree (the masked tail adds into the first partial sum).
-CMLC_AVX512_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y,
-                                                  int64_t ldy, float* c, int64_t c_stride,
-                                                  int64_t n) {
-  for (int64_t j = 0; j < n; ++j) {
-    const float* yj = y + j * ldy;
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-    __m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
-    int64_t kk = 0;
-    for (; kk + 64 <= k; kk += 64) {
-      s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + kk), _mm512_loadu_ps(yj + kk), s0);
-      s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + kk + 16), _mm512_loadu_ps(yj + kk + 16), s1);
-      s2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + kk + 32), _mm512_loadu_ps(yj + kk + 32), s2);
-      s3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + kk + 48), _mm512_loadu_ps(yj + kk + 48), s3);
-    }
-    for (; kk < k; kk += 16) {
-      __mmask16 m = cmlc_avx512_mask((int)(k - kk < 16 ? k - kk : 16));
-      s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + kk), _mm512_maskz_loadu_ps(m, yj + kk), s0);
-    }
-    __m512 s = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
-    c[j * c_stride] = _mm512_reduce_add_ps(s);
-  }
-}
+// The GEMV kernels are in gemm_x86_64_gemv.c.
 
 //===--- packing ---===//
 

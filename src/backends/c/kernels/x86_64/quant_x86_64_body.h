@@ -174,6 +174,36 @@ cmlc_qb_decode(cml_ggml_type_t type, const uint8_t* b, int s) {
   return r;
 }
 
+// The eight sub-block scales a = d * sc and offsets c = -(dmin * m) of a Q4_K / Q5_K block at
+// |b|, unpacked from its 12 scale bytes for all eight sub-blocks at once (four 32-bit masks and
+// shifts instead of cml__qb_scale_min_k4 per sub-block and row), with the same conversions and
+// products as cmlc_qb_decode, so the values are the same bits. Done once per block and row.
+typedef struct cmlc_qb_kscales_t {
+  float a[8], c[8];
+} cmlc_qb_kscales_t;
+
+static inline bool cmlc_qb_kquant(cml_ggml_type_t type) {
+  return type == CML_GGML_Q4_K || type == CML_GGML_Q5_K;
+}
+
+static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_kscales(
+    const uint8_t* b, cmlc_qb_kscales_t* out) {
+  uint32_t u0, u1, u2;  // scale bytes 0-3, 4-7, 8-11
+  memcpy(&u0, b + 4, 4);
+  memcpy(&u1, b + 8, 4);
+  memcpy(&u2, b + 12, 4);
+  // Sub-blocks 0-3: the low six bits of bytes 0-3 (scales) and 4-7 (mins); 4-7: the nibbles of
+  // bytes 8-11 with the top two bits of bytes 0-3 (scales) or 4-7 (mins) above them.
+  const uint32_t sc_lo = u0 & 0x3F3F3F3Fu, m_lo = u1 & 0x3F3F3F3Fu;
+  const uint32_t sc_hi = (u2 & 0x0F0F0F0Fu) | (((u0 >> 6) & 0x03030303u) << 4);
+  const uint32_t m_hi = ((u2 >> 4) & 0x0F0F0F0Fu) | (((u1 >> 6) & 0x03030303u) << 4);
+  const __m128i v = _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+  const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+  const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+  _mm256_storeu_ps(out->a, _mm256_mul_ps(_mm256_set1_ps(cmlc_qb_half(b)), sc));
+  _mm256_storeu_ps(out->c, _mm256_mul_ps(_mm256_set1_ps(-cmlc_qb_half(b + 2)), mn));
+}
+
 static inline CMLC_QB_TARGET float cmlc_qb_hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -193,11 +223,66 @@ typedef __m256 cmlc_qb_vf;
 #define CMLC_QB_VSUM(v) cmlc_qb_hsum8(v)
 #endif
 
-// f32 consumer: acc0 += a0 * (q[0..15] . x[0..15]), acc1 += a1 * (q[16..31] . x[16..31]).
-static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_f32(const cmlc_qb_sub_t* d,
-                                                                             const float* x,
-                                                                             cmlc_qb_vf* acc0,
-                                                                             cmlc_qb_vf* acc1) {
+#if CMLC_QB_ZMM
+// Whether the f32 consumer decodes |type| straight to floats: formats whose 32 integers of a
+// sub-block are 4-bit indices (16 bytes of nibbles, or nibbles of 32 bytes) with one scale and
+// offset per sub-block. vpermps looks each index up in a 16-float table (it reads the low four
+// bits of each lane only, so no masking), which replaces the sign extension and int-to-float
+// conversion of the generic consumer: about 1.4x fewer vector operations per weight.
+static inline bool cmlc_qb_table4(cml_ggml_type_t type) {
+  return type == CML_GGML_Q4_0 || type == CML_GGML_IQ4_NL || type == CML_GGML_Q4_1 ||
+         type == CML_GGML_Q4_K;
+}
+
+// The weights (in units of the sub-block's scale) of sub-block |s| of the block at |b|:
+// values 0-15 in |lo|, 16-31 in |hi|; the same integers as cmlc_qb_decode's q.
+static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_decode_f32(
+    cml_ggml_type_t type, const uint8_t* b, int s, __m512* lo, __m512* hi) {
+  __m512 table;
+  __m512i z0, z1;
+  if (type == CML_GGML_Q4_K) {
+    const uint8_t* p = b + 16 + 32 * (s / 2);
+    z0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)p));
+    z1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(p + 16)));
+    if (s % 2) {
+      z0 = _mm512_srli_epi32(z0, 4);
+      z1 = _mm512_srli_epi32(z1, 4);
+    }
+  } else {
+    z0 = _mm512_cvtepu8_epi32(
+        _mm_loadu_si128((const __m128i*)(b + (type == CML_GGML_Q4_1 ? 4 : 2))));
+    z1 = _mm512_srli_epi32(z0, 4);
+  }
+  if (type == CML_GGML_Q4_0) {
+    table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  } else if (type == CML_GGML_IQ4_NL) {
+    table =
+        _mm512_setr_ps(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+  } else {
+    table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  }
+  *lo = _mm512_permutexvar_ps(z0, table);
+  *hi = _mm512_permutexvar_ps(z1, table);
+}
+#endif
+
+// f32 consumer: acc0 += a0 * (q[0..15] . x[0..15]), acc1 += a1 * (q[16..31] . x[16..31]);
+// for the table formats (one scale per sub-block) acc0 += a0 * (q . x) over all 32.
+static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_f32(
+    cml_ggml_type_t type, const uint8_t* blk, int s, const cmlc_qb_sub_t* d, const float* x,
+    cmlc_qb_vf* acc0, cmlc_qb_vf* acc1) {
+#if CMLC_QB_ZMM
+  if (cmlc_qb_table4(type)) {
+    __m512 qlo, qhi;
+    cmlc_qb_decode_f32(type, blk, s, &qlo, &qhi);
+    const __m512 p =
+        _mm512_fmadd_ps(qhi, _mm512_loadu_ps(x + 16), _mm512_mul_ps(qlo, _mm512_loadu_ps(x)));
+    *acc0 = _mm512_fmadd_ps(_mm512_set1_ps(d->a0), p, *acc0);
+    return;
+  }
+#else
+  (void)type, (void)blk, (void)s;
+#endif
   __m128i lo = _mm256_castsi256_si128(d->q), hi = _mm256_extracti128_si256(d->q, 1);
 #if CMLC_QB_ZMM
   __m512 p0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)), _mm512_loadu_ps(x));
@@ -246,29 +331,49 @@ cmlc_qb_i8(cml_ggml_type_t type, const cmlc_qb_sub_t* d, __m256i xq, float dx, _
 // |w|), a 4 * |bpb| slice per block |b| of the current group, so that it arrives linearly, two
 // groups ahead (18-35 KB at K = 4096; one group ahead and four were slower in bench_quant).
 // Rows are short streams (2-4 KB at K = 4096) that the hardware prefetchers, which stop at
-// 4 KiB pages, train on too late. Past the matrix's end a prefetch is harmless.
+// 4 KiB pages, train on too late. Past the matrix's end a prefetch is harmless. The lines go
+// to L2 (prefetcht1), not L1: two groups of Q8_0 or Q6_K rows (35 KB) do not fit a 32 KiB L1,
+// and prefetching them there evicted lines before their use (Q8_0 int8 streamed at 45% of the
+// read probe with prefetcht0, 86% with prefetcht1; bench/README.md, "Quantized GEMV").
 static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_prefetch(const uint8_t* w,
                                                                                   int64_t row_bytes,
                                                                                   int64_t b,
                                                                                   int bpb) {
   const uint8_t* p = w + 8 * row_bytes + b * 4 * bpb;
-  for (int l = 0; l < 4 * bpb; l += 64) _mm_prefetch((const char*)(p + l), _MM_HINT_T0);
+  for (int l = 0; l < 4 * bpb; l += 64) _mm_prefetch((const char*)(p + l), _MM_HINT_T1);
 }
 
 // One step of row |r|: decode sub-block |s| of block |b| and feed it to a consumer. The rows
 // are written out (not looped over) so that their accumulators stay in registers.
-#define CMLC_QB_I8_STEP(r)                                                  \
-  do {                                                                      \
-    cmlc_qb_sub_t d = cmlc_qb_decode(type, w + (r)*row_bytes + b * bpb, s); \
-    acc##r = cmlc_qb_i8(type, &d, xq, dx, acc##r);                          \
-    if (off) tail##r += CMLC_QB_TAIL(d);                                    \
+#define CMLC_QB_I8_STEP(r)                                                        \
+  do {                                                                            \
+    cmlc_qb_sub_t d = cmlc_qb_decode(type, w + (r)*row_bytes + b * bpb, s);       \
+    if (cmlc_qb_kquant(type)) d.a0 = d.a1 = ks##r.a[s], d.c0 = d.c1 = ks##r.c[s]; \
+    acc##r = cmlc_qb_i8(type, &d, xq, dx, acc##r);                                \
+    if (off) tail##r += CMLC_QB_TAIL(d);                                          \
   } while (0)
-#define CMLC_QB_F32_STEP(r)                                                 \
-  do {                                                                      \
-    cmlc_qb_sub_t d = cmlc_qb_decode(type, w + (r)*row_bytes + b * bpb, s); \
-    cmlc_qb_f32(&d, x, &acc##r, &bcc##r);                                   \
-    if (off) tail##r += CMLC_QB_TAIL(d);                                    \
+#define CMLC_QB_F32_STEP(r)                                                       \
+  do {                                                                            \
+    const uint8_t* blk = w + (r)*row_bytes + b * bpb;                             \
+    cmlc_qb_sub_t d = cmlc_qb_decode(type, blk, s);                               \
+    if (cmlc_qb_kquant(type)) d.a0 = d.a1 = ks##r.a[s], d.c0 = d.c1 = ks##r.c[s]; \
+    cmlc_qb_f32(type, blk, s, &d, x, &acc##r, &bcc##r);                           \
+    if (off) tail##r += CMLC_QB_TAIL(d);                                          \
   } while (0)
+
+// The k-quant scales of block |b| of each row (cmlc_qb_kscales; declared for every format,
+// filled and read only for Q4_K and Q5_K).
+#define CMLC_QB_KSCALES()                                 \
+  cmlc_qb_kscales_t ks0, ks1, ks2, ks3;                   \
+  if (cmlc_qb_kquant(type)) {                             \
+    cmlc_qb_kscales(w + b * bpb, &ks0);                   \
+    if (R == 4) {                                         \
+      cmlc_qb_kscales(w + row_bytes + b * bpb, &ks1);     \
+      cmlc_qb_kscales(w + 2 * row_bytes + b * bpb, &ks2); \
+      cmlc_qb_kscales(w + 3 * row_bytes + b * bpb, &ks3); \
+    }                                                     \
+  }                                                       \
+  (void)ks1, (void)ks2, (void)ks3
 
 // y[0..3] = rows 0..3 (|row_bytes| apart) of |type| at |w| times the activations (R = 4), or
 // y[0] = row 0 (R = 1).
@@ -283,6 +388,7 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_rows(
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     for (int64_t b = 0; b < nb; ++b) {
       if (R == 4) cmlc_qb_prefetch(w, row_bytes, b, bpb);
+      CMLC_QB_KSCALES();
 #pragma GCC unroll 8
       for (int s = 0; s < subs; ++s) {
         const int64_t sb = b * subs + s;
@@ -308,6 +414,7 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_rows(
   cmlc_qb_vf bcc0 = acc0, bcc1 = acc0, bcc2 = acc0, bcc3 = acc0;
   for (int64_t b = 0; b < nb; ++b) {
     if (R == 4) cmlc_qb_prefetch(w, row_bytes, b, bpb);
+    CMLC_QB_KSCALES();
 #pragma GCC unroll 8
     for (int s = 0; s < subs; ++s) {
       const int64_t sb = b * subs + s;
