@@ -439,6 +439,62 @@ static void ot_inputs_fill(ot_inputs_t* in, int64_t R, int64_t C, uint64_t seed)
   in->s = 0.375f;
 }
 
+// out = tanh(max(x * y + s, 0) - z) computed in |dtype| (bf16 or f16) from f32 inputs.
+static cml_status_t ot_build_half_chain(cml_backend_t* backend, cml_dtype_t dtype,
+                                        cml_executable_t** exe) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(backend, "half_chain", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = ot_shape2(CML_DTYPE_F32, OT_M, OT_N);
+  cml_shape_t zs = ot_shape2(CML_DTYPE_F32, 1, OT_N);
+  cml_value_t x = cml_op_convert_dtype(f, cml_parameter(f, "x", &s), dtype);
+  cml_value_t y = cml_op_convert_dtype(f, cml_parameter(f, "y", &s), dtype);
+  cml_value_t z = cml_op_convert_dtype(f, cml_parameter(f, "z", &zs), dtype);
+  cml_value_t a = cml_op_add(f, cml_op_mul(f, x, y), cml_constant_scalar_f64(f, dtype, 1.5));
+  cml_value_t r = cml_op_max(f, a, cml_constant_scalar_f64(f, dtype, 0.0));
+  cml_value_t out = cml_op_tanh(f, cml_op_sub(f, r, z));
+  return ot_finish(b, &out, 1, exe);
+}
+
+// bf16 and f16 chains fuse, and the fused loop gives the unfused result bit for bit (each op
+// rounds to the half type in both).
+TEST(fusion_half_chains_equal_unfused) {
+  static float x[OT_M * OT_N], y[OT_M * OT_N], z[OT_N];
+  static uint16_t got[2][OT_M * OT_N];
+  for (int i = 0; i < OT_M * OT_N; ++i) {
+    x[i] = (float)((i * 37) % 101) / 17.0f - 2.5f;
+    y[i] = (float)((i * 11) % 23) / 9.0f - 1.0f;
+  }
+  for (int j = 0; j < OT_N; ++j) z[j] = (float)(j % 7) / 3.0f - 1.0f;
+  const cml_dtype_t dtypes[2] = {CML_DTYPE_BF16, CML_DTYPE_F16};
+  const char* configs[2] = {"c:threads=2", "c:threads=2,fusion=false"};
+  for (int d = 0; d < 2; ++d) {
+    for (int k = 0; k < 2; ++k) {
+      cml_backend_t* b = ot_backend(configs[k]);
+      ASSERT_TRUE(b != NULL);
+      cml_executable_t* exe = NULL;
+      ASSERT_STATUS_OK(ot_build_half_chain(b, dtypes[d], &exe));
+      if (k == 0) {
+        ASSERT_TRUE(ot_stats(exe)->fused_groups >= 1);
+        ASSERT_TRUE(ot_stats(exe)->fused_nodes >= 5);
+      } else {
+        ASSERT_EQ_INT(ot_stats(exe)->fused_groups, 0);
+      }
+      const void* ins[3] = {x, y, z};
+      void* outs[1] = {got[k]};
+      ASSERT_STATUS_OK(ot_run(exe, b, ins, outs));
+      cml_executable_release(exe);
+      cml_backend_release(b);
+    }
+    int nonzero = 0;
+    for (int i = 0; i < OT_M * OT_N; ++i) {
+      ASSERT_EQ_INT(got[0][i], got[1][i]);
+      nonzero += (got[0][i] & 0x7fff) != 0;
+    }
+    ASSERT_TRUE(nonzero > OT_M * OT_N / 4);
+  }
+}
+
 TEST(fused_equals_unfused_random_sweep) {
   const char* pairs[4][2] = {
       {"c:threads=2", "c:threads=2,fusion=false"},
@@ -712,5 +768,6 @@ TEST(execute_overhead_report) {
 
 TEST_MAIN(TEST_ENTRY(folding_constants), TEST_ENTRY(folding_bounds_and_rng),
           TEST_ENTRY(cse_merges_identical_nodes), TEST_ENTRY(fusion_chain_with_broadcasts),
+          TEST_ENTRY(fusion_half_chains_equal_unfused),
           TEST_ENTRY(fused_equals_unfused_random_sweep), TEST_ENTRY(fusion_and_folding_in_closures),
           TEST_ENTRY(concurrent_fused_executions), TEST_ENTRY(execute_overhead_report))

@@ -64,7 +64,8 @@ struct cmlc_fused_t {
 //===--- op support ---===//
 
 static bool cmlc_fused_dtype_ok(cml_dtype_t dtype) {
-  return dtype == CML_DTYPE_F32 || dtype == CML_DTYPE_F64 || dtype == CML_DTYPE_BOOL;
+  return dtype == CML_DTYPE_F32 || dtype == CML_DTYPE_F64 || dtype == CML_DTYPE_BF16 ||
+         dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BOOL;
 }
 
 // Fills |op|'s inner loop and returns whether the node can be fused. The loop is the one the
