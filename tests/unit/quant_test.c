@@ -697,6 +697,85 @@ TEST(int8_activations_within_block_scale_bound) {
   free(wd);
 }
 
+// The AVX512-VNNI int8 kernels (Q4_0, Q4_K, Q6_K: per-call activation layouts, offsets as
+// integer activation sums, kernels/x86_64/quant_x86_64_vnni.c) at the shapes that reach their
+// edges: Q4_0 rows of 5, 6, 7 and 8 blocks (a last group of 1-3 blocks or none) and 131 blocks,
+// k-quant rows of 1 and 3 super-blocks, 1, 3, 5 and 77 rows (a last group of 1-3 rows). Each
+// matches the generic int8 kernels (c:quant_int8=true,avx512=false: the same quantized
+// activations and integer dots, other f32 summation order) to 1e-5 of sum |x| * max |w|, and
+// stays within the int8 bound of qt_check_dense at batch 1 and 7, on both configurations.
+TEST(int8_vnni_kernels_match_generic_int8) {
+  static const struct {
+    cml_ggml_type_t type;
+    int64_t k;
+  } cases[] = {{CML_GGML_Q4_0, 160}, {CML_GGML_Q4_0, 192},  {CML_GGML_Q4_0, 224},
+               {CML_GGML_Q4_0, 256}, {CML_GGML_Q4_0, 4192}, {CML_GGML_Q4_K, 256},
+               {CML_GGML_Q4_K, 768}, {CML_GGML_Q6_K, 256},  {CML_GGML_Q6_K, 768}};
+  static const int64_t ns[] = {1, 3, 5, 77};
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
+    const cml_ggml_type_t type = cases[ci].type;
+    const int64_t k = cases[ci].k;
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ++ni) {
+      const int64_t n = ns[ni];
+      const int64_t rb = cml_ggml_row_bytes(type, k);
+      float* w = malloc(sizeof(float) * (size_t)(n * k));
+      float* wd = malloc(sizeof(float) * (size_t)(n * k));
+      double* wref = malloc(sizeof(double) * (size_t)(n * k));
+      uint8_t* q = malloc((size_t)(n * rb));
+      float* x = malloc(sizeof(float) * (size_t)k);
+      float* yv = malloc(sizeof(float) * (size_t)n);
+      float* yg = malloc(sizeof(float) * (size_t)n);
+      for (int64_t i = 0; i < n * k; ++i) w[i] = (float)qt_normal();
+      ASSERT_STATUS_OK(cml_quantize_ggml(type, w, n, k, q, (size_t)(n * rb)));
+      ASSERT_STATUS_OK(cml_dequantize_ggml(type, q, n, k, wd));
+      for (int64_t i = 0; i < n * k; ++i) wref[i] = wd[i];
+      qt_dense_t d;
+      memset(&d, 0, sizeof d);
+      cml_quantization_init(&d.q);
+      d.q.scheme = CML_QUANT_GGML;
+      d.q.ggml_type = type;
+      d.ws = API_SHAPE(CML_DTYPE_U8, n, rb);
+      d.w = q;
+      d.k = k;
+      d.n = n;
+      d.wref = wref;
+      d.int8 = true;
+      double xabs = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        x[i] = (float)qt_uniform(-1, 1);
+        xabs += fabs(x[i]);
+      }
+      ASSERT_TRUE(qt_gemv("c:quant_int8=true", &d, x, yv));
+      ASSERT_TRUE(qt_gemv("c:quant_int8=true,avx512=false", &d, x, yg));
+      for (int64_t j = 0; j < n; ++j) {
+        double wmax = 0;
+        for (int64_t i = 0; i < k; ++i) wmax = fmax(wmax, fabs(wref[j * k + i]));
+        const double tol = 1e-5 * 1.1 * xabs * wmax + 1e-6;
+        if (!(fabs((double)yv[j] - yg[j]) <= tol)) {
+          fprintf(stderr, "%s k=%lld n=%lld: y[%lld] = %.9g (vnni), %.9g (generic), tol %.3g\n",
+                  cml_ggml_type_name(type), (long long)k, (long long)n, (long long)j, yv[j], yg[j],
+                  tol);
+        }
+        ASSERT_TRUE(fabs((double)yv[j] - yg[j]) <= tol);
+      }
+      static const char* const cfgs[] = {"c:quant_int8=true", "c:quant_int8=true,avx512=false"};
+      for (size_t c = 0; c < 2; ++c) {
+        for (int64_t m = 1; m <= 7; m += 6) {
+          bool skipped;
+          ASSERT_TRUE(qt_check_dense(cfgs[c], &d, m, &skipped));
+        }
+      }
+      free(w);
+      free(wd);
+      free(wref);
+      free(q);
+      free(x);
+      free(yv);
+      free(yg);
+    }
+  }
+}
+
 TEST(quantize_linear_round_trip) {
   const int64_t k = 6, n = 21, block = 8, nb = 3;
   float src[6 * 21], scale[6 * 3], zero[6 * 3];
@@ -896,6 +975,6 @@ TEST_MAIN(TEST_ENTRY(enums_and_block_sizes), TEST_ENTRY(dequantize_matches_gguf_
           TEST_ENTRY(embedding_index_out_of_range_is_a_status),
           TEST_ENTRY(native_matches_decomposition_and_thread_counts),
           TEST_ENTRY(int8_activations_within_block_scale_bound),
-          TEST_ENTRY(quantize_linear_round_trip),
+          TEST_ENTRY(int8_vnni_kernels_match_generic_int8), TEST_ENTRY(quantize_linear_round_trip),
           TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), TEST_ENTRY(embedding_bad_input),
           TEST_ENTRY(capabilities_follow_fusion_option))

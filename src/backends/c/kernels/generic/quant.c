@@ -199,6 +199,7 @@ static void cmlc_q_prepare(const float* x, int64_t k, bool int8, void* scratch,
   out->xs16 = xs16;
   out->xq = int8 ? xq : NULL;
   out->xd = int8 ? xd : NULL;
+  out->vnni = NULL;
   out->k = k;
   for (int64_t b = 0; b < k / 32; ++b) {
     const float* xb = x + 32 * b;
@@ -274,10 +275,16 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
     if (args->options->isa >= CMLC_ISA_AVX2 && !args->options->reference && args->scratch) {
       const bool int8 = args->options->quant_int8;
       if (m == 1 && k > 0) {
-        c.simd = args->options->isa >= CMLC_ISA_AVX512 && (!int8 || args->options->avx512_vnni)
-                     ? cmlc_quant_gemv_avx512
-                     : cmlc_quant_gemv_avx2;
+        const bool vnni = args->options->isa >= CMLC_ISA_AVX512 && args->options->avx512_vnni;
+        c.simd = args->options->isa >= CMLC_ISA_AVX512 && (!int8 || vnni) ? cmlc_quant_gemv_avx512
+                                                                          : cmlc_quant_gemv_avx2;
         cmlc_q_prepare(c.x, k, int8, args->scratch, &c.prepared);
+        if (int8 && vnni && cmlc_quant_vnni_supports(c.type)) {
+          void* layout = (uint8_t*)args->scratch + cmlc_q_act_bytes(k);
+          cmlc_quant_vnni_prepare(c.type, &c.prepared, layout);
+          c.prepared.vnni = layout;
+          c.simd = cmlc_quant_gemv_vnni;
+        }
       } else if (m > 1) {
         c.gemm = true;
         c.gemm512 = args->options->isa >= CMLC_ISA_AVX512;
@@ -409,7 +416,16 @@ static size_t cmlc_q_dense_scratch(const cml_module_t* module, const cml_ir_node
   const int64_t k = xs->dims[xs->rank - 1];
   if (k <= 0) return 0;
   const int64_t m = cml_shape_element_count(xs) / k;
-  if (m == 1) return cmlc_q_act_bytes(k);
+  if (m == 1) {
+    size_t bytes = cmlc_q_act_bytes(k);
+#if defined(CMLC_HAVE_X86_64)
+    const cml_ggml_type_t type = (cml_ggml_type_t)node->attrs->fused.quant_ggml_type;
+    if (options->quant_int8 && options->isa >= CMLC_ISA_AVX512 && options->avx512_vnni &&
+        cmlc_quant_vnni_supports(type))
+      bytes += cmlc_quant_vnni_bytes(type, k);
+#endif
+    return bytes;
+  }
   if (m < 2) return 0;
   const int threads = options->threads > 0 ? options->threads : 1;
   return (size_t)threads * 4 * (size_t)k * sizeof(float);

@@ -27,6 +27,7 @@ typedef struct cmlc_quant_act_t {
   const float* xs16;  // [k / 16]
   const int8_t* xq;   // [k] or NULL: f32 activations
   const float* xd;    // [k / 32] when |xq| is set
+  const void* vnni;   // the layout of cmlc_quant_vnni_prepare, for cmlc_quant_gemv_vnni
   int64_t k;
 } cmlc_quant_act_t;
 // Dot products of |rows| GGML rows of |type| with one prepared activation row:
@@ -40,6 +41,14 @@ void cmlc_quant_gemv_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_by
 // AVX-512 F/BW/VL (f32 path on zmm); its int8 path needs AVX512-VNNI (vpdpbusd).
 void cmlc_quant_gemv_avx512(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
                             const cmlc_quant_act_t* act, float* y);
+// The int8 path on AVX512-VNNI for the formats of cmlc_quant_vnni_supports (Q4_0, Q4_K, Q6_K):
+// cmlc_quant_vnni_prepare lays out the int8 activations of |act| (xq, xd set) in |out|
+// (cmlc_quant_vnni_bytes of it) for cmlc_quant_gemv_vnni, which reads them as act->vnni.
+bool cmlc_quant_vnni_supports(cml_ggml_type_t type);
+size_t cmlc_quant_vnni_bytes(cml_ggml_type_t type, int64_t k);
+void cmlc_quant_vnni_prepare(cml_ggml_type_t type, const cmlc_quant_act_t* act, void* out);
+void cmlc_quant_gemv_vnni(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
+                          const cmlc_quant_act_t* act, float* y);
 // Batch-N products of |rows| GGML rows with |m| activation rows (y[i * ldy + r]), any format;
 // |panel| is 4 * k floats of scratch (four weight rows decoded once, used by all |m| rows).
 void cmlc_quant_gemm_avx512(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/x86_64/quant_x86_64_vnni.c: the batch-1 int8 path (option quant_int8) of Q4_0, Q4_K
+// and Q6_K on AVX-512 VNNI: raw unsigned weight integers straight into zmm vpdpbusd against the
+// activations quantized per 32 values (cmlc_q_prepare), re-laid out once per call here so that
+// one vpdpbusd takes 64 weights as they lie in memory after a mask or shift, and the weights'
+// offsets (-8, -32) enter as integer activation sums. Compiled with function target attributes;
+// only called when the CPU has AVX-512F/BW/VL and AVX512-VNNI.
+//
+// The products are the same as those of the generic int8 consumer (quant_x86_64_body.h): per
+// 32 activations (16 for Q6_K's scales) an exact integer dot q . xq, times the weight's scale
+// and the activations' scale dx in f32, summed in f32; only the order of the f32 sums differs.
+//
+// Per-call activation layouts (|cmlc_quant_vnni_bytes|), per group of weights:
+//   Q4_0, 4 blocks (128 values, 72 weight bytes): xlo[64] (the 16 first activations of each
+//        block), xhi[64] (the 16 last), ibias[16] int32 (lane 4j: -8 * sum xq of block j), dxe[16]
+//        f32 (lanes 4j..4j+3: dx of block j); 256 bytes. A last group of 1-3 blocks is padded
+//        with zero activations and scales.
+//   Q4_K, 1 super-block (256 values): x[4][64] (sub-blocks {0,2}, {1,3}, {4,6}, {5,7}: the
+//        order of the low and high nibbles of two 32-byte chunks), dx8[8], xs8[8] (dx * sum xq per
+//        sub-block, for the mins); 320 bytes.
+//   Q6_K, 1 super-block: x[256] (natural order), ibias[4][16] int32 (lane 4t of vector v:
+//        -32 * sum xq of values 64v + 16t .. +15), dx16[16] (dx of each 16 values); 576 bytes.
+#include <string.h>
+
+#include "backends/c/kernels/generic/quant_internal.h"
+
+#if defined(CMLC_HAVE_X86_64)
+#include <immintrin.h>
+
+#define CMLC_QV_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define CMLC_QV_INLINE static inline __attribute__((always_inline)) CMLC_QV_TARGET
+
+bool cmlc_quant_vnni_supports(cml_ggml_type_t type) {
+  return type == CML_GGML_Q4_0 || type == CML_GGML_Q4_K || type == CML_GGML_Q6_K;
+}
+
+size_t cmlc_quant_vnni_bytes(cml_ggml_type_t type, int64_t k) {
+  switch (type) {
+    case CML_GGML_Q4_0:
+      return (size_t)((k / 32 + 3) / 4) * 256;
+    case CML_GGML_Q4_K:
+      return (size_t)(k / 256) * 320;
+    case CML_GGML_Q6_K:
+      return (size_t)(k / 256) * 576;
+    default:
+      return 0;
+  }
+}
+
+static int32_t cmlc_qv_sum(const int8_t* q, int n) {
+  int32_t t = 0;
+  for (int i = 0; i < n; ++i) t += q[i];
+  return t;
+}
+
+void cmlc_quant_vnni_prepare(cml_ggml_type_t type, const cmlc_quant_act_t* act, void* out) {
+  const int64_t k = act->k, nb = k / 32;
+  uint8_t* o = out;
+  memset(o, 0, cmlc_quant_vnni_bytes(type, k));
+  if (type == CML_GGML_Q4_0) {
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* g = o + (b / 4) * 256;
+      const int j = (int)(b % 4);
+      const int8_t* xq = act->xq + 32 * b;
+      memcpy(g + 16 * j, xq, 16);
+      memcpy(g + 64 + 16 * j, xq + 16, 16);
+      const int32_t bias = -8 * cmlc_qv_sum(xq, 32);
+      memcpy(g + 128 + 16 * j, &bias, 4);
+      for (int l = 0; l < 4; ++l) memcpy(g + 192 + 16 * j + 4 * l, &act->xd[b], 4);
+    }
+  } else if (type == CML_GGML_Q4_K) {
+    static const int order[8] = {0, 2, 1, 3, 4, 6, 5, 7};  // sub-block at x slot i
+    for (int64_t s = 0; s < k / 256; ++s) {
+      uint8_t* g = o + s * 320;
+      float* dx8 = (float*)(g + 256);
+      float* xs8 = (float*)(g + 288);
+      for (int i = 0; i < 8; ++i) {
+        memcpy(g + 32 * i, act->xq + 256 * s + 32 * order[i], 32);
+        const float dx = act->xd[8 * s + i];
+        dx8[i] = dx;
+        xs8[i] = dx * (float)cmlc_qv_sum(act->xq + 256 * s + 32 * i, 32);
+      }
+    }
+  } else if (type == CML_GGML_Q6_K) {
+    for (int64_t s = 0; s < k / 256; ++s) {
+      uint8_t* g = o + s * 576;
+      const int8_t* xq = act->xq + 256 * s;
+      memcpy(g, xq, 256);
+      int32_t* ib = (int32_t*)(g + 256);
+      float* dx16 = (float*)(g + 512);
+      for (int t = 0; t < 16; ++t) {
+        ib[4 * t] = -32 * cmlc_qv_sum(xq + 16 * t, 16);
+        dx16[t] = act->xd[8 * s + t / 2];
+      }
+    }
+  }
+}
+
+// Prefetches into L2 the slice of the row group two groups ahead (8 rows after |w|) that
+// matches step |i| of |bytes| bytes per row: as quant_x86_64_body.h's cmlc_qb_prefetch.
+CMLC_QV_INLINE void cmlc_qv_prefetch(const uint8_t* w, int64_t row_bytes, int64_t i, int bytes) {
+  const uint8_t* p = w + 8 * row_bytes + i * 4 * bytes;
+  for (int l = 0; l < 4 * bytes; l += 64) _mm_prefetch((const char*)(p + l), _MM_HINT_T1);
+}
+
+//===--- Q4_0 ---===//
+
+// One group of four blocks (or the |tail| group of fewer, zero-padded) of row |b| into |acc|.
+CMLC_QV_INLINE __m512 cmlc_qv_q40_step(const uint8_t* b, bool tail, __mmask64 ma, __m512i xlo,
+                                       __m512i xhi, __m512i ib, __m512 dxe, __m512 acc) {
+  // Words of the group: block j at word 9j (its f16 scale), its 16 bytes of nibbles at words
+  // 9j+1 .. 9j+8; words 32-35 come from the second load.
+  const __m512i idx_qs =
+      _mm512_set_epi16(35, 34, 33, 32, 31, 30, 29, 28, 26, 25, 24, 23, 22, 21, 20, 19, 17, 16, 15,
+                       14, 13, 12, 11, 10, 8, 7, 6, 5, 4, 3, 2, 1);
+  const __m512i idx_d = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 27, 27, 27,
+                                         27, 18, 18, 18, 18, 9, 9, 9, 9, 0, 0, 0, 0);
+  const __m512i m0f = _mm512_set1_epi8(15);
+  const __m512i a = tail ? _mm512_maskz_loadu_epi8(ma, b) : _mm512_loadu_si512(b);
+  const __m512i c = tail ? _mm512_setzero_si512() : _mm512_maskz_loadu_epi8(0xFF, b + 64);
+  const __m512i v = _mm512_permutex2var_epi16(a, idx_qs, c);
+  __m512i dot = _mm512_dpbusd_epi32(ib, _mm512_and_si512(v, m0f), xlo);
+  dot = _mm512_dpbusd_epi32(dot, _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f), xhi);
+  const __m512 dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx_d, a)));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, dxe), acc);
+}
+
+CMLC_QV_INLINE void cmlc_qv_q40_rows(int R, const uint8_t* w, int64_t row_bytes, int64_t nb,
+                                     const uint8_t* prep, float* y) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  const int64_t full = nb / 4;
+  for (int64_t g = 0; g <= full; ++g) {
+    const bool tail = g == full;
+    if (tail && nb % 4 == 0) break;
+    const __mmask64 ma = tail ? (((__mmask64)1 << (18 * (nb % 4))) - 1) : ~(__mmask64)0;
+    const uint8_t* p = prep + g * 256;
+    const __m512i xlo = _mm512_loadu_si512(p), xhi = _mm512_loadu_si512(p + 64);
+    const __m512i ib = _mm512_loadu_si512(p + 128);
+    const __m512 dxe = _mm512_loadu_ps(p + 192);
+    const uint8_t* b = w + g * 72;
+    if (R == 4) cmlc_qv_prefetch(w, row_bytes, g, 72);
+    acc0 = cmlc_qv_q40_step(b, tail, ma, xlo, xhi, ib, dxe, acc0);
+    if (R == 4) {
+      acc1 = cmlc_qv_q40_step(b + row_bytes, tail, ma, xlo, xhi, ib, dxe, acc1);
+      acc2 = cmlc_qv_q40_step(b + 2 * row_bytes, tail, ma, xlo, xhi, ib, dxe, acc2);
+      acc3 = cmlc_qv_q40_step(b + 3 * row_bytes, tail, ma, xlo, xhi, ib, dxe, acc3);
+    }
+  }
+  y[0] = _mm512_reduce_add_ps(acc0);
+  if (R == 4) {
+    y[1] = _mm512_reduce_add_ps(acc1);
+    y[2] = _mm512_reduce_add_ps(acc2);
+    y[3] = _mm512_reduce_add_ps(acc3);
+  }
+}
+
+//===--- Q4_K ---===//
+
+// One super-block of row |b|: the sub-block products into |acc|, the mins' share into |accm|.
+CMLC_QV_INLINE void cmlc_qv_q4k_step(const uint8_t* b, const uint8_t* p, __m512* acc,
+                                     __m256* accm) {
+  const __m512i m0f = _mm512_set1_epi8(15);
+  uint32_t dd, u0, u1, u2;  // d and dmin; scale bytes 0-3, 4-7, 8-11
+  memcpy(&dd, b, 4);
+  memcpy(&u0, b + 4, 4);
+  memcpy(&u1, b + 8, 4);
+  memcpy(&u2, b + 12, 4);
+  // The eight 6-bit scales and mins (core/quant_blocks.h's cml__qb_scale_min_k4, four at once):
+  // sub-blocks 0-3 in the low six bits of bytes 0-3 (scales) and 4-7 (mins); 4-7 in the nibbles
+  // of bytes 8-11 with the top two bits of bytes 0-3 or 4-7 above them.
+  const uint32_t sc_lo = u0 & 0x3f3f3f3fu, m_lo = u1 & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u);
+  const uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u);
+  const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128((int)dd));
+  const __m256 d8 = _mm256_broadcastss_ps(dm);
+  const __m256 dmin8 = _mm256_broadcastss_ps(_mm_movehdup_ps(dm));
+  const __m256 sc =
+      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo)));
+  const __m256 mn =
+      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo)));
+  const __m256 s8 = _mm256_mul_ps(_mm256_mul_ps(sc, d8), _mm256_loadu_ps((const float*)(p + 256)));
+  *accm =
+      _mm256_fmadd_ps(_mm256_mul_ps(mn, _mm256_loadu_ps((const float*)(p + 288))), dmin8, *accm);
+  const __m512 s = _mm512_castps256_ps512(s8);
+  const __m512i q0 = _mm512_loadu_si512(b + 16), q1 = _mm512_loadu_si512(b + 80);
+  const __m512i z = _mm512_setzero_si512();
+  const __m512i d0 = _mm512_dpbusd_epi32(z, _mm512_and_si512(q0, m0f), _mm512_loadu_si512(p));
+  const __m512i d1 = _mm512_dpbusd_epi32(z, _mm512_and_si512(_mm512_srli_epi16(q0, 4), m0f),
+                                         _mm512_loadu_si512(p + 64));
+  const __m512i d2 = _mm512_dpbusd_epi32(z, _mm512_and_si512(q1, m0f), _mm512_loadu_si512(p + 128));
+  const __m512i d3 = _mm512_dpbusd_epi32(z, _mm512_and_si512(_mm512_srli_epi16(q1, 4), m0f),
+                                         _mm512_loadu_si512(p + 192));
+  // Lanes 0-7 and 8-15 of d0..d3: sub-blocks {0,2}, {1,3}, {4,6}, {5,7}.
+  const __m512i i0 = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i i1 = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512i i2 = _mm512_set_epi32(6, 6, 6, 6, 6, 6, 6, 6, 4, 4, 4, 4, 4, 4, 4, 4);
+  const __m512i i3 = _mm512_set_epi32(7, 7, 7, 7, 7, 7, 7, 7, 5, 5, 5, 5, 5, 5, 5, 5);
+  __m512 a = *acc;
+  a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(i0, s), a);
+  a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(i1, s), a);
+  a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d2), _mm512_permutexvar_ps(i2, s), a);
+  *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d3), _mm512_permutexvar_ps(i3, s), a);
+}
+
+CMLC_QV_INLINE float cmlc_qv_hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+CMLC_QV_INLINE void cmlc_qv_q4k_rows(int R, const uint8_t* w, int64_t row_bytes, int64_t nsb,
+                                     const uint8_t* prep, float* y) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+  __m256 accm[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                    _mm256_setzero_ps()};
+  for (int64_t s = 0; s < nsb; ++s) {
+    const uint8_t* p = prep + s * 320;
+    const uint8_t* b = w + s * 144;
+    if (R == 4) cmlc_qv_prefetch(w, row_bytes, s, 144);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) cmlc_qv_q4k_step(b + r * row_bytes, p, &acc[r], &accm[r]);
+  }
+  for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r]) - cmlc_qv_hsum8(accm[r]);
+}
+
+//===--- Q6_K ---===//
+
+CMLC_QV_INLINE __m512 cmlc_qv_q6k_step(const uint8_t* b, const uint8_t* p, __m512 acc) {
+  const __m512i m0f = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+  // Per 256-bit half: the shifts that move bits 2u, 2u+1 of qh to bits 4, 5 (u = 0, 1 | 2, 3).
+  const __m512i sh01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+  const __m512i sh23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  const __m512 d = _mm512_set1_ps(_cvtsh_ss((unsigned short)(b[208] | (b[209] << 8))));
+  const __m512 s = _mm512_mul_ps(
+      _mm512_mul_ps(
+          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(b + 192)))), d),
+      _mm512_loadu_ps((const float*)(p + 512)));
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const __m512i l = _mm512_loadu_si512(b + 64 * h);
+    const __m512i hh =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(b + 128 + 32 * h)));
+    // (l & 15) | hb: 0xEA is (A & B) | C.
+    const __m512i q01 =
+        _mm512_ternarylogic_epi32(l, m0f, _mm512_and_si512(_mm512_sllv_epi16(hh, sh01), m30), 0xEA);
+    const __m512i q23 = _mm512_ternarylogic_epi32(
+        _mm512_srli_epi16(l, 4), m0f, _mm512_and_si512(_mm512_srlv_epi16(hh, sh23), m30), 0xEA);
+    const __m512i d01 = _mm512_dpbusd_epi32(_mm512_loadu_si512(p + 256 + 128 * h), q01,
+                                            _mm512_loadu_si512(p + 128 * h));
+    const __m512i d23 = _mm512_dpbusd_epi32(_mm512_loadu_si512(p + 320 + 128 * h), q23,
+                                            _mm512_loadu_si512(p + 64 + 128 * h));
+    // Lane l of the products of values 64v .. 64v+63 has the scale of 16 values 4v + l/4.
+    const __m512i base = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    const __m512i i01 = _mm512_add_epi32(base, _mm512_set1_epi32(8 * h));
+    const __m512i i23 = _mm512_add_epi32(base, _mm512_set1_epi32(8 * h + 4));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d01), _mm512_permutexvar_ps(i01, s), acc);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d23), _mm512_permutexvar_ps(i23, s), acc);
+  }
+  return acc;
+}
+
+CMLC_QV_INLINE void cmlc_qv_q6k_rows(int R, const uint8_t* w, int64_t row_bytes, int64_t nsb,
+                                     const uint8_t* prep, float* y) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  for (int64_t s = 0; s < nsb; ++s) {
+    const uint8_t* p = prep + s * 576;
+    const uint8_t* b = w + s * 210;
+    if (R == 4) cmlc_qv_prefetch(w, row_bytes, s, 210);
+    acc0 = cmlc_qv_q6k_step(b, p, acc0);
+    if (R == 4) {
+      acc1 = cmlc_qv_q6k_step(b + row_bytes, p, acc1);
+      acc2 = cmlc_qv_q6k_step(b + 2 * row_bytes, p, acc2);
+      acc3 = cmlc_qv_q6k_step(b + 3 * row_bytes, p, acc3);
+    }
+  }
+  y[0] = _mm512_reduce_add_ps(acc0);
+  if (R == 4) {
+    y[1] = _mm512_reduce_add_ps(acc1);
+    y[2] = _mm512_reduce_add_ps(acc2);
+    y[3] = _mm512_reduce_add_ps(acc3);
+  }
+}
+
+CMLC_QV_TARGET void cmlc_quant_gemv_vnni(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes,
+                                         int64_t rows, const cmlc_quant_act_t* act, float* y) {
+  const uint8_t* prep = act->vnni;
+  int64_t r = 0;
+  switch (type) {
+    case CML_GGML_Q4_0:
+      for (; r + 4 <= rows; r += 4)
+        cmlc_qv_q40_rows(4, w + r * row_bytes, row_bytes, act->k / 32, prep, y + r);
+      for (; r < rows; ++r)
+        cmlc_qv_q40_rows(1, w + r * row_bytes, row_bytes, act->k / 32, prep, y + r);
+      break;
+    case CML_GGML_Q4_K:
+      for (; r + 4 <= rows; r += 4)
+        cmlc_qv_q4k_rows(4, w + r * row_bytes, row_bytes, act->k / 256, prep, y + r);
+      for (; r < rows; ++r)
+        cmlc_qv_q4k_rows(1, w + r * row_bytes, row_bytes, act->k / 256, prep, y + r);
+      break;
+    case CML_GGML_Q6_K:
+      for (; r + 4 <= rows; r += 4)
+        cmlc_qv_q6k_rows(4, w + r * row_bytes, row_bytes, act->k / 256, prep, y + r);
+      for (; r < rows; ++r)
+        cmlc_qv_q6k_rows(1, w + r * row_bytes, row_bytes, act->k / 256, prep, y + r);
+      break;
+    default:
+      break;
+  }
+}
+
+#endif  // CMLC_HAVE_X86_64
