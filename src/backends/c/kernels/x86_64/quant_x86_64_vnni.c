@@ -125,9 +125,45 @@ CMLC_QV_INLINE __m512 cmlc_qv_q40_step(const uint8_t* b, bool tail, __mmask64 ma
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, dxe), acc);
 }
 
+// Four rows of one group of four blocks (or the |tail| group): the integer dots of the four
+// rows summed to lane 4j + r (block j, row r) and scaled in one vector.
+CMLC_QV_INLINE __m512 cmlc_qv_q40_step4(const uint8_t* b, int64_t row_bytes, bool tail,
+                                        __mmask64 ma, __m512i xlo, __m512i xhi, __m512i ib,
+                                        __m512 dxe, __m512 acc) {
+  const __m512i idx_qs =
+      _mm512_set_epi16(35, 34, 33, 32, 31, 30, 29, 28, 26, 25, 24, 23, 22, 21, 20, 19, 17, 16, 15,
+                       14, 13, 12, 11, 10, 8, 7, 6, 5, 4, 3, 2, 1);
+  // Words 4j, 4j + 1: the scale of block j (word 9j) of the first and second source; words
+  // 4j + 2, 4j + 3 the same (taken from the second pair of rows by the blend).
+  const __m512i idx_d = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 59, 27, 59,
+                                         27, 50, 18, 50, 18, 41, 9, 41, 9, 32, 0, 32, 0);
+  const __m512i m0f = _mm512_set1_epi8(15);
+  __m512i a[4], d[4];
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    const uint8_t* p = b + r * row_bytes;
+    a[r] = tail ? _mm512_maskz_loadu_epi8(ma, p) : _mm512_loadu_si512(p);
+    const __m512i c = tail ? _mm512_setzero_si512() : _mm512_maskz_loadu_epi8(0xFF, p + 64);
+    const __m512i v = _mm512_permutex2var_epi16(a[r], idx_qs, c);
+    const __m512i t = _mm512_dpbusd_epi32(ib, _mm512_and_si512(v, m0f), xlo);
+    d[r] = _mm512_dpbusd_epi32(t, _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f), xhi);
+  }
+  const __m512i e01 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(d[0], d[1]), _mm512_unpackhi_epi32(d[0], d[1]));
+  const __m512i e23 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(d[2], d[3]), _mm512_unpackhi_epi32(d[2], d[3]));
+  const __m512i f =
+      _mm512_add_epi32(_mm512_unpacklo_epi64(e01, e23), _mm512_unpackhi_epi64(e01, e23));
+  const __m512i dw =
+      _mm512_mask_blend_epi16(0xCCCCCCCC, _mm512_permutex2var_epi16(a[0], idx_d, a[1]),
+                              _mm512_permutex2var_epi16(a[2], idx_d, a[3]));
+  const __m512 sc = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(dw)), dxe);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(f), sc, acc);
+}
+
 CMLC_QV_INLINE void cmlc_qv_q40_rows(int R, const uint8_t* w, int64_t row_bytes, int64_t nb,
                                      const uint8_t* prep, float* y) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  __m512 acc = _mm512_setzero_ps();  // R = 4: lane 4j + r is row r
   const int64_t full = nb / 4;
   for (int64_t g = 0; g <= full; ++g) {
     const bool tail = g == full;
@@ -139,18 +175,20 @@ CMLC_QV_INLINE void cmlc_qv_q40_rows(int R, const uint8_t* w, int64_t row_bytes,
     const __m512 dxe = _mm512_loadu_ps(p + 192);
     const uint8_t* b = w + g * 72;
     if (R == 4) cmlc_qv_prefetch(w, row_bytes, g, 72);
-    acc0 = cmlc_qv_q40_step(b, tail, ma, xlo, xhi, ib, dxe, acc0);
     if (R == 4) {
-      acc1 = cmlc_qv_q40_step(b + row_bytes, tail, ma, xlo, xhi, ib, dxe, acc1);
-      acc2 = cmlc_qv_q40_step(b + 2 * row_bytes, tail, ma, xlo, xhi, ib, dxe, acc2);
-      acc3 = cmlc_qv_q40_step(b + 3 * row_bytes, tail, ma, xlo, xhi, ib, dxe, acc3);
+      acc = cmlc_qv_q40_step4(b, row_bytes, tail, ma, xlo, xhi, ib, dxe, acc);
+    } else {
+      acc = cmlc_qv_q40_step(b, tail, ma, xlo, xhi, ib, dxe, acc);
     }
   }
-  y[0] = _mm512_reduce_add_ps(acc0);
   if (R == 4) {
-    y[1] = _mm512_reduce_add_ps(acc1);
-    y[2] = _mm512_reduce_add_ps(acc2);
-    y[3] = _mm512_reduce_add_ps(acc3);
+    // Sum the four quarters: lane r is then row r.
+    const __m256 h =
+        _mm256_add_ps(_mm512_castps512_ps256(acc),
+                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
+    _mm_storeu_ps(y, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+  } else {
+    y[0] = _mm512_reduce_add_ps(acc);
   }
 }
 
