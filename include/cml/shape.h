@@ -178,7 +178,8 @@ CML_API CML_MUST_USE cml_status_t cml_shape_parse(const char* text, cml_shape_t*
 // negative number, dims[i] = -id, where |id| (>= 2) is the interned id of the axis name
 // (cml_axis_id). So copying, comparing (cml_shape_equal: same names = equal) and hashing shapes
 // work unchanged; static shapes never hold negative dims. Interned names live for the process
-// (at most CML_MAX_AXIS_NAMES of them). Names on static axes are not kept.
+// (at most CML_MAX_AXIS_NAMES of them; anonymous "?" axes are not interned and not counted).
+// Names on static axes are not kept.
 //
 // Names: 1..CML_MAX_AXIS_NAME_LEN characters of [A-Za-z0-9_.:-]. Reserved: "?" is the
 // anonymous axis (each use is a new axis that never unifies with anything, not even another

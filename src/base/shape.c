@@ -251,6 +251,12 @@ cml_status_t cml_shape_parse(const char* text, cml_shape_t* out_shape) {
 
 #define CML_AXIS_CHUNK 256
 #define CML_AXIS_FIRST_ID 2
+// Anonymous axes ("?") are not interned: each one takes the next id from 2^32 up, has no
+// table entry, and never counts against CML_MAX_AXIS_NAMES (a long-running process may make
+// any number of them).
+#define CML_AXIS_ANON_FIRST_ID ((int64_t)1 << 32)
+#define CML_AXIS_ANON_LAST_ID ((int64_t)1 << 62)
+static atomic_int_fast64_t cml_axis_anon_count;  // anonymous axes made so far
 
 static pthread_mutex_t cml_axis_mutex = PTHREAD_MUTEX_INITIALIZER;
 static char** _Atomic cml_axis_chunks[CML_MAX_AXIS_NAMES / CML_AXIS_CHUNK];
@@ -265,6 +271,10 @@ static uint64_t cml_axis_hash_text(const char* s) {
 }
 
 const char* cml_axis_name(int64_t id) {
+  if (id >= CML_AXIS_ANON_FIRST_ID) {
+    int64_t made = atomic_load_explicit(&cml_axis_anon_count, memory_order_acquire);
+    return id - CML_AXIS_ANON_FIRST_ID < made ? "?" : NULL;
+  }
   int64_t index = id - CML_AXIS_FIRST_ID;
   if (index < 0 || index >= atomic_load_explicit(&cml_axis_count, memory_order_acquire)) {
     return NULL;
@@ -323,11 +333,19 @@ static bool cml_axis_table_insert_locked(int64_t id) {
   return true;
 }
 
-// Interns |name| (already checked); "?" is never shared.
+// Interns |name| (already checked); "?" is never shared and never interned.
 static cml_status_t cml_axis_intern(const char* name, int64_t* out_id) {
-  bool anonymous = strcmp(name, "?") == 0;
+  if (strcmp(name, "?") == 0) {
+    int64_t n = atomic_fetch_add_explicit(&cml_axis_anon_count, 1, memory_order_acq_rel);
+    if (n >= CML_AXIS_ANON_LAST_ID - CML_AXIS_ANON_FIRST_ID) {
+      return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                             "shape: the process has made %lld anonymous axes \"?\"", (long long)n);
+    }
+    *out_id = CML_AXIS_ANON_FIRST_ID + n;
+    return CML_OK;
+  }
   pthread_mutex_lock(&cml_axis_mutex);
-  int64_t id = anonymous ? 0 : cml_axis_find_locked(name);
+  int64_t id = cml_axis_find_locked(name);
   if (id) {
     pthread_mutex_unlock(&cml_axis_mutex);
     *out_id = id;
@@ -355,7 +373,7 @@ static cml_status_t cml_axis_intern(const char* name, int64_t* out_id) {
       chunk[index % CML_AXIS_CHUNK] = copy;
       atomic_store_explicit(&cml_axis_count, index + 1, memory_order_release);
       id = index + CML_AXIS_FIRST_ID;
-      if (!anonymous && !cml_axis_table_insert_locked(id)) {
+      if (!cml_axis_table_insert_locked(id)) {
         st = cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "shape: out of memory for axis \"%s\"",
                              name);
       }
