@@ -587,16 +587,33 @@ TEST(deadline_while_one_slot_loops_and_the_others_wait) {
   const int64_t start = cml_clock_monotonic_ns();
   cml_status_t st = cml_executable_execute_with_options(exe, in, 4, &opts, out);
   const int64_t took = cml_clock_monotonic_ns() - start;
+  // Which slot reports the stop depends on scheduling: slot 0 sees the deadline in its While
+  // (it names itself and the While), or, when slot 0 is not scheduled within the rendezvous'
+  // grace period (a loaded machine), a slot waiting at the AllReduce reports it and names slot
+  // 0 among the slots it waits for. Either way the status blames slot 0 and the While's
+  // missing AllReduce, never a slot that finished its loop.
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_DEADLINE_EXCEEDED);
-  ASSERT_CONTAINS(cml_status_message(st), "device slot 0 (device 0) of 4");
-  ASSERT_CONTAINS(cml_status_message(st), "While");
+  const char* msg = cml_status_message(st);
+  if (!strstr(msg, "while waiting at")) {
+    ASSERT_CONTAINS(msg, "device slot 0 (device 0) of 4");
+    ASSERT_CONTAINS(msg, "While");
+  } else {
+    ASSERT_CONTAINS(msg, "while waiting at AllReduce (run 1) of group {0, 1, 2, 3}");
+    // The members that have not arrived are listed in group order: slot 0 first.
+    ASSERT_CONTAINS(msg, "for device slot(s) 0");
+    ASSERT_FALSE(strstr(msg, "device slot 0 (device 0) of 4") != NULL);
+  }
   cml_status_free(st);
   for (int j = 0; j < 4; ++j) ASSERT_TRUE(out[j] == NULL);
-  ASSERT_TRUE(took < (int64_t)3 * 1000000000);
-  // The same executable with short loops everywhere: sum 1 + 1 + 2 + 3 = 7.
+  // Slot 0 would loop for hours: returning at all shows that the deadline stopped it (the
+  // bound only guards against a hang; it is far above the 200 ms deadline).
+  ASSERT_TRUE(took < (int64_t)30 * 1000000000);
+  // The same executable with short loops everywhere: sum 1 + 1 + 2 + 3 = 7. A generous
+  // deadline: it stays armed (the waits poll it) without racing a loaded machine.
   release_all(in, 4);
   const int64_t short_n[4] = {1, 1, 2, 3};
   ASSERT_STATUS_OK(put(be, &is, short_n, sizeof short_n[0], 4, NULL, 1, 0, in));
+  opts.timeout_ns = (int64_t)60 * 1000000000;
   ASSERT_STATUS_OK(cml_executable_execute_with_options(exe, in, 4, &opts, out));
   for (int j = 0; j < 4; ++j) {
     int64_t v = 0;
