@@ -538,6 +538,31 @@ TEST(collectives_inside_call) {
   cml_backend_release(be);
 }
 
+// A module without parameters takes no inputs: NULL is a valid input list (clang's UBSan saw
+// NULL + 0 in the slot setup; found by the graph fuzzer).
+TEST(no_parameters_null_inputs) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=2,threads=1", &be));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "ids", &b));
+  ASSERT_STATUS_OK(cml_builder_spmd(b, 2));
+  cml_value_t id = cml_op_replica_id(cml_builder_main(b));
+  ASSERT_STATUS_OK(cml_function_return(cml_builder_main(b), &id, 1));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  cml_buffer_t* out[2] = {0};
+  ASSERT_STATUS_OK(cml_executable_execute(exe, NULL, 0, NULL, 0, out));
+  for (uint32_t j = 0; j < 2; ++j) {
+    uint32_t v = 99;
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[j], &v, sizeof v));
+    ASSERT_EQ_INT(v, j);
+  }
+  release_all(out, 2);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+}
+
 //===--- stops ---===//
 
 // counter loop: While (i < n) { i + 1 }, then AllReduce(i). Slot 0 gets n = 2^40 and loops for
@@ -870,6 +895,7 @@ TEST_MAIN(TEST_ENTRY(all_reduce_plus_replica_id), TEST_ENTRY(all_reduce_larger_t
           TEST_ENTRY(groups_several_operands_device_assignment), TEST_ENTRY(all_reduce_every_dtype),
           TEST_ENTRY(collectives_inside_while_and_if), TEST_ENTRY(collectives_inside_call),
           TEST_ENTRY(if_on_replica_id_around_all_reduce_is_a_status_not_a_hang),
+          TEST_ENTRY(no_parameters_null_inputs),
           TEST_ENTRY(deadline_while_one_slot_loops_and_the_others_wait),
           TEST_ENTRY(cancel_while_one_slot_loops),
           TEST_ENTRY(more_slots_than_threads_and_concurrent_executions),
