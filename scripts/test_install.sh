@@ -32,6 +32,16 @@ test -x "$prefix/bin/cml" || fail "no bin/cml installed"
 (cd "$work" && run "$prefix/bin/cml" info)
 (cd "$work" && run "$prefix/bin/cml" test --backend c)
 grep -q " 0 failed" "$work/run.log" || fail "installed cml test --backend c: $(tail -n1 "$work/run.log")"
+# ... and with an empty environment (no HOME, no GOMLX_* or PJRT_* variables, a minimal PATH).
+(cd "$work" && run env -i PATH=/usr/bin:/bin "$prefix/bin/cml" test --backend c --op "Add|DotGeneral|While")
+grep -q " 0 failed" "$work/run.log" || fail "cml test in an empty environment: $(tail -n1 "$work/run.log")"
+# Without HOME the xla backend cannot find its plugin: a status naming the cause, not a crash.
+if "$prefix/bin/cml" info | grep -q "^  xla"; then
+  rc=0
+  (cd "$work" && env -i PATH=/usr/bin:/bin "$prefix/bin/cml" info --backend xla:cpu >"$work/run.log" 2>&1) || rc=$?
+  [ "$rc" -eq 1 ] && grep -q "HOME is not set" "$work/run.log" ||
+    { cat "$work/run.log" >&2; fail "cml info --backend xla:cpu without HOME: exit $rc"; }
+fi
 
 # 2a. pkg-config. cml.pc finds its prefix relative to itself (${pcfiledir}), so this install in
 # a temporary prefix, different from the configure-time one, must work as it is. The consumer

@@ -227,6 +227,15 @@ static int cml__mpi_failed;               // atomic: a failure was seen
 static int cml__mpi_peer_lost;            // atomic: a wait timed out (a peer may be dead)
 static int64_t cml__mpi_max_message = CML__MPI_MAX_MESSAGE;
 static char cml__mpi_failure_text[CML__MPI_NOTICE_BYTES + 64];
+// The notice this process sends when it fails: MPI may read it after cml__mpi_fail returned (a
+// send released without a wait), so it lives as long as the process. Written once.
+static char cml__mpi_notice_out[CML__MPI_NOTICE_BYTES];
+// Buffers of requests that were still in flight when their operation failed and that MPI would
+// not let go of (cml__mpi_requests_free): kept allocated, and reachable for LeakSanitizer.
+#define CML__MPI_QUARANTINE 64
+static void* cml__mpi_quarantine[CML__MPI_QUARANTINE];
+static int cml__mpi_quarantine_count;
+static int cml__mpi_unsettled;  // atomic: a failed operation left requests in flight
 
 bool cml__mpi_built(void) { return true; }
 
@@ -364,14 +373,16 @@ void cml__mpi_fail(const char* message) {
   char text[CML__MPI_NOTICE_BYTES + 32];
   snprintf(text, sizeof text, "process %d failed: %s", cml__mpi_world_rank, notice);
   if (!cml__mpi_record_failure(text)) return;
+  // Only the first call gets here: the static buffer is written once.
+  memcpy(cml__mpi_notice_out, notice, sizeof notice);
   const int len = (int)strlen(notice) + 1;
   for (int r = 0; r < cml__mpi_world_size; ++r) {
     if (r == cml__mpi_world_rank) continue;
     MPI_Request req;
     // Small messages go out eagerly; the request is released without a wait (a dead peer must
-    // not block the failing process).
-    if (MPI_Isend(notice, len, MPI_CHAR, r, CML__MPI_TAG_FAIL, cml__mpi_control, &req) ==
-        MPI_SUCCESS) {
+    // not block the failing process), so the buffer is static.
+    if (MPI_Isend(cml__mpi_notice_out, len, MPI_CHAR, r, CML__MPI_TAG_FAIL, cml__mpi_control,
+                  &req) == MPI_SUCCESS) {
       MPI_Request_free(&req);
     }
   }
@@ -415,18 +426,79 @@ typedef struct cml__mpi_requests_t {
   int count, capacity;
 } cml__mpi_requests_t;
 
-// Frees |q|; requests still pending (an operation that failed) are cancelled and released, so
-// that no late message lands in a buffer the caller frees.
+static int64_t cml__mpi_now_ms(void) { return cml_clock_monotonic_ns() / 1000000; }
+
+// The longest a failed operation waits for its cancelled requests without one completing.
+#define CML__MPI_DRAIN_MS 5000
+
+// Frees |q|. Requests still pending (an operation that failed) are cancelled, then waited for:
+// MPI_Cancel cannot stop a receive that already matched a message (its data keeps landing in
+// the buffer) nor, in Open MPI, any send (it keeps reading its buffer until the peer took it),
+// and a request released while active would keep using a buffer that the caller frees or
+// reuses. The wait polls (peers that also failed drain their side at the same time) and gives
+// up after CML__MPI_DRAIN_MS, or the layer's timeout if shorter, without a completion: a peer
+// that died or never posts the matching call. The requests left then are released and
+// cml__mpi_unsettled is set: the operation's own buffers go to cml__mpi_release's quarantine
+// instead of free (the caller's cannot: they are only touched again by a peer that comes
+// back).
 static void cml__mpi_requests_free(cml__mpi_requests_t* q) {
+  int pending = 0;
   for (int i = 0; i < q->count; ++i) {
     if (q->items[i] == MPI_REQUEST_NULL) continue;
     MPI_Cancel(&q->items[i]);
+    ++pending;
+  }
+  if (pending) {
+    int64_t limit = cml__mpi_timeout_ms();
+    if (limit > CML__MPI_DRAIN_MS) limit = CML__MPI_DRAIN_MS;
+    int64_t last_progress = cml__mpi_now_ms();
+    for (uint64_t spin = 0;; ++spin) {
+      int done = 0;
+      for (int i = 0; i < q->count; ++i) {
+        if (q->items[i] == MPI_REQUEST_NULL) continue;
+        int flag = 0;
+        // MPI_Test releases a completed (or successfully cancelled) request.
+        if (MPI_Test(&q->items[i], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) flag = 0;
+        if (flag) ++done;
+      }
+      pending -= done;
+      if (pending <= 0) break;
+      const int64_t now = cml__mpi_now_ms();
+      if (done) last_progress = now;
+      if (now - last_progress > limit) break;
+      if (spin > 64) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+      }
+    }
+  }
+  for (int i = 0; i < q->count; ++i) {
+    if (q->items[i] == MPI_REQUEST_NULL) continue;
     MPI_Request_free(&q->items[i]);
+    __atomic_store_n(&cml__mpi_unsettled, 1, __ATOMIC_RELEASE);
   }
   free(q->items);
   q->items = NULL;
   q->count = q->capacity = 0;
 }
+
+// Frees |p|, a buffer an operation lent to MPI, unless a failed operation left requests in
+// flight (cml__mpi_requests_free): then MPI may still write into it or read it, and it is kept
+// (never freed: after a failure the layer runs no more operations).
+static void cml__mpi_release(void* p) {
+  if (!p) return;
+  if (!__atomic_load_n(&cml__mpi_unsettled, __ATOMIC_ACQUIRE)) {
+    free(p);
+    return;
+  }
+  pthread_mutex_lock(&cml__mpi_fail_mutex);
+  if (cml__mpi_quarantine_count < CML__MPI_QUARANTINE) {
+    cml__mpi_quarantine[cml__mpi_quarantine_count++] = p;
+  }
+  pthread_mutex_unlock(&cml__mpi_fail_mutex);
+}
+
+void cml__mpi_free_lent(void* p) { cml__mpi_release(p); }
 
 // Posts |bytes| at |data| to (send) or from |rank| in pieces of at most CML__MPI_MAX_MESSAGE
 // (one empty message for 0 bytes).
@@ -463,8 +535,6 @@ static cml_status_t cml__mpi_post(cml__mpi_requests_t* q, bool send, int rank, v
   }
   return CML_OK;
 }
-
-static int64_t cml__mpi_now_ms(void) { return cml_clock_monotonic_ns() / 1000000; }
 
 // Waits for every request of |q| (then empties it), polling failure notices; fails after the
 // timeout without a completed request. On failure this process's failure is recorded and
@@ -667,7 +737,7 @@ static cml_status_t cml__mpi_fold_segments(const cml__mpi_view_t* v, const uint8
   }
   cml__mpi_requests_free(&recv[0]);
   cml__mpi_requests_free(&recv[1]);
-  free(buffers);
+  cml__mpi_release(buffers);
   return st;
 }
 
@@ -773,8 +843,8 @@ static cml_status_t cml__mpi_reduce_common(const cml__mpi_group_t* group, const 
     cml__mpi_f32_to_halves(dtype, work_out, (uint16_t*)out, scatter ? count : total);
   }
   free(seg);
-  free(work_in);
-  free(work_out);
+  cml__mpi_release(work_in);
+  cml__mpi_release(work_out);
   return cml__mpi_end(&none, st);
 }
 
@@ -988,7 +1058,7 @@ cml_status_t cml__mpi_agree(const void* data, size_t bytes, const char* what) {
   if (bytes) memcpy(mine + sizeof len, data, bytes);
   cml_status_t st = cml__mpi_all_gather(NULL, mine, all, (int64_t)record);
   if (st != CML_OK) {
-    free(all);
+    cml__mpi_release(all);  // MPI may still use it when a peer died mid-transfer
     return cml_status_annotate(st, "MPI agree on %s", what);
   }
   int differ[8], differ_count = 0, first_diff = -1;
@@ -1089,6 +1159,7 @@ cml_status_t cml__mpi_agree(const void* data, size_t bytes, const char* what) {
   return cml__mpi_missing("agreement");
 }
 void cml__mpi_fail(const char* message) { (void)message; }
+void cml__mpi_free_lent(void* p) { free(p); }
 cml_status_t cml__mpi_failure(void) { return CML_OK; }
 
 #endif  // CML_HAVE_MPI

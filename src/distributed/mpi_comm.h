@@ -17,7 +17,12 @@
 // that fails calls cml__mpi_fail: every other process's current or next operation returns
 // ABORTED-like FAILED_PRECONDITION naming the failed rank and its message; a dead peer makes the
 // waits return DEADLINE_EXCEEDED after the timeout. After a failure every later operation
-// fails at once (the transport is left in an unknown state).
+// fails at once (the transport is left in an unknown state). An operation that fails with
+// messages in flight cancels them and waits until MPI is done with each (a matched receive
+// still lands, a send still reads its buffer; at most 5 s, or the timeout if shorter, without
+// one completing) before it returns, so the caller may free its buffers; only transfers to a
+// dead or stopped peer that never completes may be left, and they never touch memory again
+// unless that peer comes back.
 //
 // Sizes are int64_t: messages are split into pieces of at most 2^30 bytes (less with the
 // environment variable CML_MPI_MAX_MESSAGE_BYTES, which tests use), so there is no 2^31-element
@@ -120,6 +125,12 @@ cml_status_t cml__mpi_exchange(const cml__mpi_transfer_t* sends, int send_count,
 // "c:distributed=mpi configuration"); FAILED_PRECONDITION on every process when they differ,
 // naming the ranks that differ from rank 0. Collective over every process.
 cml_status_t cml__mpi_agree(const void* data, size_t bytes, const char* what);
+
+// Frees |p| (malloc'ed), a buffer the caller lent to an operation of this layer that failed
+// or succeeded: when a failed operation had to leave requests in flight (a peer died in the
+// middle of a transfer), MPI may still use its buffers, and |p| is kept allocated instead.
+// Without MPI: free(p).
+void cml__mpi_free_lent(void* p);
 
 // Tells every other process that this one failed with |message| (the first call wins; later
 // calls do nothing). Never blocks; after it every operation of this process fails at once.

@@ -363,15 +363,24 @@ static void* cml__mpi_kv_serve(void* arg) {
     if (kv->outgoing_count) cml__mpi_kv_test_outgoing(kv);
     if (!busy) cml__mpi_kv_idle(now - last_busy);
   }
-  // Answers still in flight belong to requesters that are gone or gave up.
+  // Answers still in flight belong to requesters that are gone or gave up. MPI may read a
+  // send's buffer until the send completes (Open MPI cannot cancel sends): one that does not
+  // complete within a short wait keeps its buffer allocated.
   for (size_t i = 0; i < kv->outgoing_count; ++i) {
     int done = 0;
-    MPI_Test(&kv->outgoing[i].request, &done, MPI_STATUS_IGNORE);
+    if (MPI_Test(&kv->outgoing[i].request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) done = 0;
     if (!done) {
       MPI_Cancel(&kv->outgoing[i].request);
+      for (int spin = 0; spin < 1000 && !done; ++spin) {
+        if (MPI_Test(&kv->outgoing[i].request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+        if (!done) cml__mpi_kv_idle(200);
+      }
+    }
+    if (done) {
+      free(kv->outgoing[i].buffer);
+    } else {
       MPI_Request_free(&kv->outgoing[i].request);
     }
-    free(kv->outgoing[i].buffer);
   }
   kv->outgoing_count = 0;
   for (size_t i = 0; i < kv->pending_count; ++i) free(kv->pending[i].key);

@@ -7,7 +7,11 @@
 // (valid), sometimes from sibling closures, another builder, CML_VALUE_INVALID or a random id
 // (invalid). Templates build the closures of While (a counter bounded by a small constant, so
 // executions end), If and Sort; raw control ops use any closure. At the end main returns, the
-// module is compiled, and the executable runs twice on random inputs.
+// module is compiled, and the executable runs twice on random inputs. The top opcode bytes
+// (FZ_EXTENDED_FIRST and up) build with the newer API: SPMD and AutoSharding builders (meshes,
+// sharded parameters), every collective with random replica groups, FusedQuantizedDense and
+// QuantizedEmbeddingLookup (often on well-formed operands), cml_gradients and StopGradient; an
+// executable on N device slots runs with N inputs per parameter.
 //
 // Invariants checked (cml_fuzz_violation): an op returning CML_VALUE_INVALID leaves a sticky
 // error; a valid value is only returned while the builder is healthy and has a shape; compile
@@ -24,7 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cml/autodiff.h"
 #include "cml/backend.h"
+#include "cml/distributed.h"
+#include "cml/fused.h"
 #include "cml/graph.h"
 #include "cml/shape.h"
 #include "tests/fuzz/fuzz_targets.h"
@@ -182,7 +189,9 @@ typedef struct fz_graph_t {
   int depth;       // stack[depth - 1] is the current function
   bool unbounded;  // a raw While was built: do not execute
   size_t max_bytes, total_bytes;
-  bool ok_before;  // builder healthy before the current op
+  bool ok_before;         // builder healthy before the current op
+  cml_mesh_t* meshes[2];  // made by the AutoSharding step; destroyed after compile
+  int mesh_count;
 } fz_graph_t;
 
 static int fz_cur(const fz_graph_t* g) { return g->stack[g->depth - 1]; }
@@ -507,6 +516,289 @@ static void fz_template_sort(fz_graph_t* g) {
   fz_note_multi(g, ok, result, count, "Sort (template)");
 }
 
+//===--- steps of the newer API ---===//
+
+// Opcode bytes from here on select fz_step_extended's steps.
+#define FZ_EXTENDED_FIRST 224
+
+enum {
+  FX_SPMD,
+  FX_AUTO_SHARDING,
+  FX_SHARDED_PARAMETER,
+  FX_ALL_REDUCE,
+  FX_ALL_GATHER,
+  FX_REDUCE_SCATTER,
+  FX_ALL_TO_ALL,
+  FX_COLLECTIVE_PERMUTE,
+  FX_COLLECTIVE_BROADCAST,
+  FX_IDS,
+  FX_QUANT_DENSE,
+  FX_QUANT_EMBEDDING,
+  FX_GRADIENTS,
+  FX_STOP_GRADIENT,
+  FX_COUNT
+};
+
+// Replica groups: NULL (every slot), or |count| groups of |size| ids from the stream (a
+// partition of 0..N-1 in some order for small N, sometimes broken). |ids| holds 16 entries.
+static const cml_replica_groups_t* fz_groups(fz_graph_t* g, int32_t* ids,
+                                             cml_replica_groups_t* out) {
+  uint8_t b = fz_u8(&g->z);
+  if (b < 96) return NULL;
+  size_t count = 1 + fz_u8(&g->z) % 4, size = 1 + fz_u8(&g->z) % 4;
+  if (count * size > 16) size = 16 / count;
+  for (size_t i = 0; i < count * size; ++i) ids[i] = (int32_t)i;
+  for (size_t i = count * size; i > 1; --i) {  // shuffled
+    size_t j = fz_u8(&g->z) % i;
+    int32_t t = ids[i - 1];
+    ids[i - 1] = ids[j];
+    ids[j] = t;
+  }
+  if (b > 240 && count * size > 0) ids[fz_u8(&g->z) % (count * size)] = (int32_t)fz_axis(&g->z);
+  out->ids = b == 255 ? NULL : ids;
+  out->group_count = b == 254 ? 0 : count;
+  out->group_size = size;
+  return out;
+}
+
+static cml_reduce_type_t fz_reduce_type(fz_graph_t* g) {
+  uint8_t b = fz_u8(&g->z);
+  return b < 250 ? (cml_reduce_type_t)(1 + b % 4) : (cml_reduce_type_t)(b % 8 - 2);
+}
+
+// A sharding of a rank-|rank| tensor on mesh |m| (axis names from a small vocabulary, so valid
+// and invalid specs both happen), or a zeroed one (replicated). Returns NULL sometimes.
+static const cml_sharding_t* fz_sharding(fz_graph_t* g, const cml_mesh_t* m, int32_t rank,
+                                         cml_sharding_t* out) {
+  static const char* const names[] = {"", "x", "y", "x,y", "y,x", "x,x", "z", ",", NULL};
+  memset(out, 0, sizeof *out);
+  uint8_t b = fz_u8(&g->z);
+  if (b < 16) return NULL;
+  if (!m || b < 48) return out;
+  const char* per_axis[CML_MAX_RANK];
+  size_t n = rank < 0 ? 0 : rank > CML_MAX_RANK ? CML_MAX_RANK : (size_t)rank;
+  if (fz_u8(&g->z) > 240) n = fz_u8(&g->z) % (CML_MAX_RANK + 1);
+  for (size_t i = 0; i < n; ++i) per_axis[i] = names[fz_u8(&g->z) % (sizeof names / sizeof *names)];
+  cml_status_t st = cml_sharding_make(m, per_axis, n, out);
+  if (st != CML_OK) {
+    cml_fuzz_check_status(st, "cml_sharding_make");
+    // A hand-made spec, so that the builder's own validation sees bad ones too.
+    out->mesh = m;
+    out->rank = (int32_t)(fz_u8(&g->z) % (CML_MAX_RANK + 2));
+    for (int32_t d = 0; d < CML_MAX_RANK; ++d) {
+      out->axis_count[d] = (int8_t)(fz_u8(&g->z) % 3);
+      for (int a = 0; a < CML_MAX_MESH_AXES; ++a) out->mesh_axes[d][a] = (int8_t)(fz_u8(&g->z) % 4);
+    }
+  }
+  return out;
+}
+
+// A quantization description from the stream; with |scale| / |zero| values when picked.
+static void fz_quantization(fz_graph_t* g, cml_quantization_t* q) {
+  cml_quantization_init(q);
+  uint8_t b = fz_u8(&g->z);
+  q->scheme = b < 250 ? (cml_quant_scheme_t)(b % 3) : (cml_quant_scheme_t)(b % 5 + 1);
+  b = fz_u8(&g->z);
+  q->ggml_type =
+      b < 250 ? (cml_ggml_type_t)(b % CML_GGML_TYPE_COUNT) : (cml_ggml_type_t)(b % 3 + 11);
+  static const int64_t sizes[] = {1, 2, 3, 4, 32, 0, -1};
+  q->block_size = sizes[fz_u8(&g->z) % (sizeof sizes / sizeof *sizes)];
+  q->block_axis = fz_u8(&g->z) < 240 ? 1 : fz_axis(&g->z);
+}
+
+// Parameters that make a well-formed FusedQuantizedDense (or embedding) likely: x Float32
+// [m, K] and weights of the scheme's layout, plus the scale / zero point a Linear or NF4 case
+// needs, all parameters of the current function.
+static void fz_quant_operands(fz_graph_t* g, cml_quantization_t* q, cml_value_t* x,
+                              cml_value_t* w) {
+  cml_function_t* f = fz_cur_fn(g);
+  int64_t m = 1 + fz_u8(&g->z) % 3, n = 1 + fz_u8(&g->z) % 5, k;
+  cml_shape_t ws;
+  if (q->scheme == CML_QUANT_GGML) {
+    const int64_t per = cml_ggml_type_values_per_block(q->ggml_type);
+    k = (per > 0 ? per : 32) * (1 + fz_u8(&g->z) % 2);
+    ws = cml_shape_make(CML_DTYPE_U8, 2, (int64_t[]){n, cml_ggml_row_bytes(q->ggml_type, k)});
+  } else {
+    static const cml_dtype_t wd[] = {CML_DTYPE_I8, CML_DTYPE_U8, CML_DTYPE_I4,
+                                     CML_DTYPE_U4, CML_DTYPE_I2, CML_DTYPE_U2};
+    k = 1 + fz_u8(&g->z) % 6;
+    ws = cml_shape_make(wd[fz_u8(&g->z) % 6], 2, (int64_t[]){k, n});
+    const int64_t bsz = q->block_size >= 1 ? q->block_size : 1;
+    cml_shape_t ss = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){k, (n + bsz - 1) / bsz});
+    q->scale = fz_note(g, cml_parameter(f, NULL, &ss), "Parameter (scale)");
+    if (q->scheme == CML_QUANT_LINEAR && fz_u8(&g->z) & 1) {
+      q->zero_point = fz_note(g, cml_parameter(f, NULL, &ss), "Parameter (zero point)");
+    }
+  }
+  cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){m, k});
+  *x = fz_note(g, cml_parameter(f, NULL, &xs), "Parameter (x)");
+  *w = fz_note(g, cml_parameter(f, NULL, &ws), "Parameter (weights)");
+}
+
+static void fz_step_extended(fz_graph_t* g, uint8_t which) {
+  fz_stream_t* z = &g->z;
+  cml_function_t* f = fz_cur_fn(g);
+  int32_t ids[16];
+  cml_replica_groups_t groups;
+  switch (which % FX_COUNT) {
+    case FX_SPMD: {
+      uint8_t b = fz_u8(z);
+      int n = b < 240 ? 1 + b % 4 : (int)(b % 4) - 2;
+      cml_status_t st = cml_builder_spmd(g->b, n);
+      if (st != CML_OK) cml_fuzz_check_status(st, "cml_builder_spmd");
+      break;
+    }
+    case FX_AUTO_SHARDING: {
+      if (g->mesh_count < 2) {
+        static const char* const names[] = {"x", "y", "x", "1bad", "_z"};
+        static const int64_t sizes[] = {1, 2, 2, 4, 3, 0, -1};
+        size_t axes = fz_u8(z) % 4;
+        const char* an[3];
+        int64_t as[3];
+        for (size_t i = 0; i < axes && i < 3; ++i) {
+          an[i] = names[fz_u8(z) % 5];
+          as[i] = sizes[fz_u8(z) % 7];
+        }
+        cml_mesh_t* m = NULL;
+        cml_status_t st = cml_mesh_create(fz_u8(z) & 1 ? NULL : "mesh", an, as, axes, &m);
+        if (st == CML_OK) {
+          g->meshes[g->mesh_count++] = m;
+        } else {
+          cml_fuzz_check_status(st, "cml_mesh_create");
+        }
+      }
+      size_t count = fz_u8(z) % (size_t)(g->mesh_count + 1);
+      cml_status_t st = cml_builder_auto_sharding(g->b, (const cml_mesh_t* const*)g->meshes, count);
+      if (st != CML_OK) cml_fuzz_check_status(st, "cml_builder_auto_sharding");
+      break;
+    }
+    case FX_SHARDED_PARAMETER: {
+      cml_shape_t s = fz_shape_or_like(g);
+      cml_sharding_t sh;
+      const cml_mesh_t* m = g->mesh_count ? g->meshes[fz_u8(z) % g->mesh_count] : NULL;
+      const cml_sharding_t* spec = fz_sharding(g, m, s.rank, &sh);
+      // Main only: a closure gets INVALID_ARGUMENT.
+      cml_function_t* target = fz_u8(z) < 230 ? g->fns[0].f : f;
+      if (target == g->fns[0].f && fz_cur(g) != 0) target = f;
+      fz_note(g, cml_parameter_sharded(target, NULL, &s, spec), "Parameter (sharded)");
+      break;
+    }
+    case FX_ALL_REDUCE: {
+      size_t count = 1 + fz_u8(z) % 2;
+      cml_value_t ops[2], out[2] = {0, 0};
+      for (size_t i = 0; i < count; ++i) ops[i] = fz_pick(g);
+      cml_reduce_type_t type = fz_reduce_type(g);
+      bool ok = cml_op_all_reduce(f, ops, count, type, fz_groups(g, ids, &groups), out);
+      fz_note_multi(g, ok, out, count, "AllReduce");
+      break;
+    }
+    case FX_ALL_GATHER: {
+      cml_value_t x = fz_pick(g);
+      int64_t axis = fz_axis(z);
+      fz_note(g, cml_op_all_gather(f, x, axis, fz_groups(g, ids, &groups)), "AllGather");
+      break;
+    }
+    case FX_REDUCE_SCATTER: {
+      cml_value_t x = fz_pick(g);
+      cml_reduce_type_t type = fz_reduce_type(g);
+      int64_t axis = fz_axis(z);
+      fz_note(g, cml_op_reduce_scatter(f, x, type, axis, fz_groups(g, ids, &groups)),
+              "ReduceScatter");
+      break;
+    }
+    case FX_ALL_TO_ALL: {
+      cml_value_t x = fz_pick(g);
+      int64_t split = fz_axis(z), concat = fz_axis(z);
+      fz_note(g, cml_op_all_to_all(f, x, split, concat, fz_groups(g, ids, &groups)), "AllToAll");
+      break;
+    }
+    case FX_COLLECTIVE_PERMUTE: {
+      cml_value_t x = fz_pick(g);
+      int32_t pairs[8];
+      size_t count = fz_u8(z) % 5;
+      for (size_t i = 0; i < 2 * count; ++i) {
+        uint8_t b = fz_u8(z);
+        pairs[i] = b < 240 ? (int32_t)(b % 4) : (int32_t)fz_axis(z);
+      }
+      fz_note(g, cml_op_collective_permute(f, x, count ? pairs : NULL, count), "CollectivePermute");
+      break;
+    }
+    case FX_COLLECTIVE_BROADCAST: {
+      cml_value_t x = fz_pick(g);
+      fz_note(g, cml_op_collective_broadcast(f, x, fz_groups(g, ids, &groups)),
+              "CollectiveBroadcast");
+      break;
+    }
+    case FX_IDS:
+      fz_note(g, fz_u8(z) & 1 ? cml_op_replica_id(f) : cml_op_partition_id(f), "ReplicaId");
+      break;
+    case FX_QUANT_DENSE:
+    case FX_QUANT_EMBEDDING: {
+      cml_quantization_t q;
+      fz_quantization(g, &q);
+      cml_value_t x, w;
+      if (fz_u8(z) < 160) {
+        fz_quant_operands(g, &q, &x, &w);
+      } else {
+        x = fz_pick(g);
+        w = fz_pick(g);
+        if (fz_u8(z) < 128) q.scale = fz_pick(g);
+        if (fz_u8(z) < 64) q.zero_point = fz_pick(g);
+      }
+      if (which % FX_COUNT == FX_QUANT_DENSE) {
+        cml_value_t bias = fz_u8(z) < 128 ? CML_VALUE_INVALID : fz_pick(g);
+        uint8_t act = fz_u8(z);
+        cml_activation_t a = act < 250 ? (cml_activation_t)(act % CML_ACTIVATION_COUNT)
+                                       : (cml_activation_t)(act % 4 + CML_ACTIVATION_COUNT - 1);
+        fz_note(g, cml_op_fused_quantized_dense(f, x, w, bias, fz_u8(z) == 255 ? NULL : &q, a),
+                "FusedQuantizedDense");
+      } else {
+        // Embedding: the weights are the table; indices [rows..., 1] of an integer dtype.
+        cml_value_t indices = fz_pick(g);
+        if (fz_u8(z) < 160) {
+          cml_shape_t is = cml_shape_make(fz_u8(z) & 1 ? CML_DTYPE_I32 : CML_DTYPE_I64, 2,
+                                          (int64_t[]){1 + fz_u8(z) % 3, 1});
+          indices = fz_note(g, cml_parameter(f, NULL, &is), "Parameter (indices)");
+        }
+        fz_note(g, cml_op_quantized_embedding_lookup(f, w, indices, &q),
+                "QuantizedEmbeddingLookup");
+      }
+      break;
+    }
+    case FX_GRADIENTS: {
+      cml_value_t loss = fz_pick(g);
+      if (fz_u8(z) < 200) {  // mostly a scalar: the sum over every axis
+        cml_shape_t ls = fz_shape_of(g, loss);
+        int64_t axes[CML_MAX_RANK];
+        int32_t r = ls.rank < 0 ? 0 : ls.rank > CML_MAX_RANK ? CML_MAX_RANK : ls.rank;
+        for (int32_t i = 0; i < r; ++i) axes[i] = i;
+        loss = fz_note(g, cml_op_reduce(f, CML_OP_REDUCE_SUM, loss, r ? axes : NULL, (size_t)r),
+                       "ReduceSum (loss)");
+      }
+      size_t count = fz_u8(z) % 3;
+      cml_value_t wrt[2], grads[2] = {0, 0};
+      for (size_t i = 0; i < count; ++i) wrt[i] = fz_pick(g);
+      cml_status_t st = cml_gradients(f, loss, count ? wrt : NULL, count, grads);
+      if (st != CML_OK) {
+        cml_fuzz_check_status(st, "cml_gradients");
+        if (fz_builder_ok(g)) cml_fuzz_violation("cml_gradients failed without a sticky error");
+        for (size_t i = 0; i < count; ++i) {
+          if (grads[i] != CML_VALUE_INVALID)
+            cml_fuzz_violation("cml_gradients: error but output set");
+        }
+      } else {
+        for (size_t i = 0; i < count; ++i) fz_note(g, grads[i], "gradient");
+      }
+      break;
+    }
+    case FX_STOP_GRADIENT:
+      fz_note(g, cml_op_stop_gradient(f, fz_pick(g)), "StopGradient");
+      break;
+    default:
+      break;
+  }
+}
+
 //===--- one step ---===//
 
 enum {
@@ -557,8 +849,15 @@ enum {
 static void fz_step(fz_graph_t* g) {
   fz_stream_t* z = &g->z;
   cml_function_t* f = fz_cur_fn(g);
-  uint8_t opcode = fz_u8(z) % FZ_STEP_COUNT;
+  const uint8_t raw = fz_u8(z);
   g->ok_before = fz_builder_ok(g);
+  // The top opcode bytes pick the steps of the newer API (distribution, collectives, quantized
+  // ops, autodiff); the others keep their meaning (the corpus decodes as before).
+  if (raw >= FZ_EXTENDED_FIRST) {
+    fz_step_extended(g, raw - FZ_EXTENDED_FIRST);
+    return;
+  }
+  uint8_t opcode = raw % FZ_STEP_COUNT;
   int64_t a0[CML_MAX_RANK + 2], a1[CML_MAX_RANK + 2], a2[CML_MAX_RANK + 2];
   memset(a0, 0, sizeof a0);
   memset(a1, 0, sizeof a1);
@@ -1233,16 +1532,23 @@ static void fz_release_all(cml_buffer_t** buffers, size_t count) {
 
 static void fz_execute(fz_graph_t* g, cml_backend_t* backend, cml_executable_t* exe) {
   fz_stream_t* z = &g->z;
-  size_t in_count = cml_executable_input_count(exe);
-  size_t out_count = cml_executable_output_count(exe);
-  if (in_count > 31 || out_count > 32 || out_count == 0) return;
+  // An executable on N device slots (SPMD, AutoSharding) takes N * inputs, device-major, each
+  // on its slot's device (the default assignment: slot j on device j), and gives N * outputs.
+  const int num_devices = cml_executable_num_devices(exe);
+  const size_t slots = num_devices > 1 ? (size_t)num_devices : 1;
+  const size_t params = cml_executable_input_count(exe);
+  const size_t results = cml_executable_output_count(exe);
+  if (params > 31 || results > 32 || slots * params > 31 || slots * results > 32 || results == 0) {
+    return;
+  }
+  const size_t in_count = slots * params, out_count = slots * results;
   cml_buffer_t* inputs[32] = {0};
   cml_buffer_t* outs[2][32];
   memset(outs, 0, sizeof outs);
   bool donate[32] = {0};
   bool ok = true;
   for (size_t i = 0; i < in_count && ok; ++i) {
-    const cml_shape_t* s = cml_executable_input_shape(exe, i);
+    const cml_shape_t* s = cml_executable_input_shape(exe, i % params);
     size_t bytes = s ? cml_shape_byte_size(s) : 0;
     if (!s || bytes > CML_FUZZ_EXEC_BYTES) {
       ok = false;
@@ -1254,7 +1560,7 @@ static void fz_execute(fz_graph_t* g, cml_backend_t* backend, cml_executable_t* 
       break;
     }
     fz_fill(z, s, data, bytes);
-    cml_status_t st = cml_buffer_from_host(backend, 0, s, data, bytes, &inputs[i]);
+    cml_status_t st = cml_buffer_from_host(backend, (int)(i / params), s, data, bytes, &inputs[i]);
     free(data);
     if (st != CML_OK) {
       cml_fuzz_check_status(st, "cml_buffer_from_host");
@@ -1280,7 +1586,7 @@ static void fz_execute(fz_graph_t* g, cml_backend_t* backend, cml_executable_t* 
         break;
       }
       for (size_t i = 0; i < out_count; ++i) {
-        const cml_shape_t* want = cml_executable_output_shape(exe, i);
+        const cml_shape_t* want = cml_executable_output_shape(exe, i % results);
         if (!outs[run][i] || !cml_shape_equal(cml_buffer_shape(outs[run][i]), want)) {
           cml_fuzz_violation("output %zu is missing or has the wrong shape", i);
         }
@@ -1349,6 +1655,32 @@ void cml_fuzz_teardown(void) {
   }
 }
 
+// Runs one SPMD execution on every device of |backend| (a backend with several): the c backend
+// starts the threads of its device slots at the first one and keeps them (src/backends/c/crew.c),
+// which must not count as an input's leak.
+static void fz_warm_up_spmd(cml_backend_t* backend) {
+  const int n = cml_backend_device_count(backend);
+  if (n < 2 || n > 32) return;
+  cml_builder_t* b = NULL;
+  cml_executable_t* exe = NULL;
+  cml_status_t st = cml_builder_create(backend, "warm_up", &b);
+  if (st == CML_OK) st = cml_builder_spmd(b, n);
+  if (st == CML_OK) {
+    cml_value_t id = cml_op_replica_id(cml_builder_main(b));
+    st = cml_function_return(cml_builder_main(b), &id, 1);
+  }
+  if (st == CML_OK) st = cml_builder_compile(b, &exe);
+  cml_builder_destroy(b);
+  cml_buffer_t* outs[32] = {0};
+  if (st == CML_OK) st = cml_executable_execute(exe, NULL, 0, NULL, 0, outs);
+  for (int i = 0; i < n; ++i) cml_buffer_release(outs[i]);
+  cml_executable_release(exe);
+  if (st != CML_OK && cml_status_code(st) != CML_STATUS_UNIMPLEMENTED) {
+    cml_fuzz_violation("SPMD warm-up on %d devices: %s", n, cml_status_message(st));
+  }
+  cml_status_free(st);
+}
+
 static cml_backend_t* fz_backend(size_t i) {
   if (!fz_backends[i]) {
     cml_status_t st = cml_backend_create(
@@ -1359,6 +1691,7 @@ static cml_backend_t* fz_backend(size_t i) {
       cml_status_free(st);
       return NULL;
     }
+    fz_warm_up_spmd(fz_backends[i]);
     fz_baseline[i] = fz_counters[i].live;
   }
   return fz_backends[i];
@@ -1417,6 +1750,7 @@ int cml_fuzz_graph(const uint8_t* data, size_t size) {
   if (late != CML_VALUE_INVALID) cml_fuzz_violation("an op succeeded after compile");
   cml_builder_destroy(g->b);
   cml_builder_destroy(g->other);
+  for (int i = 0; i < g->mesh_count; ++i) cml_mesh_destroy(g->meshes[i]);
   if (exe) {
     if (!g->unbounded && g->max_bytes <= CML_FUZZ_EXEC_BYTES &&
         g->total_bytes <= CML_FUZZ_TOTAL_BYTES) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cml/cml.h"
@@ -233,11 +234,19 @@ TEST(agree) {
 
 // Last: after a failure every operation fails.
 TEST(failure_notice_reaches_every_process) {
+  // A notice ends a peer's current operation, whatever it is: the failing process first waits
+  // until every process is done with the earlier tests (agree's messages above), else they
+  // could fail there.
+  cml_status_t st = cml__mpi_barrier(NULL);
   if (g_rank == g_size - 1) {
+    ASSERT_STATUS_OK(st);
     cml__mpi_fail("the test failed this process on purpose");
+    st = cml__mpi_failure();
+  } else if (st == CML_OK) {
+    // The others block in a barrier that the failed process never joins: the notice ends it
+    // (or already ended the first one).
+    st = cml__mpi_barrier(NULL);
   }
-  // The others block in a barrier that the failed process never joins: the notice ends it.
-  cml_status_t st = g_rank == g_size - 1 ? cml__mpi_failure() : cml__mpi_barrier(NULL);
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
   char want[64];
   snprintf(want, sizeof want, "process %d failed", g_size - 1);
@@ -248,6 +257,122 @@ TEST(failure_notice_reaches_every_process) {
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
   cml_status_free(st);
 }
+
+//===--- failures with messages in flight (one scenario per run: a failure is final) ---===//
+
+// Makes MPI progress for about |ms| milliseconds (every call polls the failure notices, which
+// drives Open MPI's progress engine), so that data of requests still in flight would land.
+static void progress_for_ms(int ms) {
+  for (int i = 0; i < ms; ++i) {
+    cml_status_free(cml__mpi_barrier(NULL));
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+// A status from an operation that the failure of process |failed| may or may not have reached
+// (it may have completed first): OK, or FAILED_PRECONDITION naming that process.
+static void expect_ok_or_failure_of(int* test_failed_, cml_status_t st, int failed,
+                                    const char* what) {
+  if (st == CML_OK) {
+    printf("[rank %d] %s completed before the failure notice\n", g_rank, what);
+    return;
+  }
+  char want[64];
+  snprintf(want, sizeof want, "process %d failed", failed);
+  if (cml_status_code(st) != CML_STATUS_FAILED_PRECONDITION ||
+      !strstr(cml_status_message(st), want)) {
+    TEST_FAIL_("%s: %s", what, cml_status_message(st));
+  }
+  cml_status_free(st);
+}
+
+enum { kInFlightBytes = 64 << 20 };
+
+// Process 1 sends 64 MiB to process 0 while process 2 fails after 20 ms. Process 0's receive
+// is matched and streaming when the notice arrives: when its exchange returns, MPI must be done
+// with its buffer (the rest of the message may not land later in memory the caller owns again).
+TEST(fail_in_flight_exchange) {
+  ASSERT_TRUE(g_size >= 3);
+  ASSERT_STATUS_OK(cml__mpi_barrier(NULL));
+  uint8_t* data = malloc(kInFlightBytes);
+  ASSERT_TRUE(data != NULL);
+  memset(data, g_rank == 1 ? 0x5A : 0, kInFlightBytes);
+  if (g_rank == 2) {
+    struct timespec ts = {0, 20 * 1000000};
+    nanosleep(&ts, NULL);
+    cml__mpi_fail("the test failed this process on purpose");
+  } else if (g_rank == 0 || g_rank == 1) {
+    int32_t never = 0;
+    const cml__mpi_transfer_t big = {g_rank == 0 ? 1 : 0, data, kInFlightBytes};
+    const cml__mpi_transfer_t from_2 = {2, &never, sizeof never};  // process 2 never sends
+    const cml__mpi_transfer_t receives[2] = {big, from_2};
+    cml_status_t st = g_rank == 0 ? cml__mpi_exchange(NULL, 0, receives, 2, "in-flight test")
+                                  : cml__mpi_exchange(&big, 1, NULL, 0, "in-flight test");
+    if (g_rank == 0) {
+      // Process 0 waits for process 2, so it cannot succeed.
+      ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+      cml_status_free(st);
+    } else {
+      expect_ok_or_failure_of(test_failed_, st, 2, "the 64 MiB send");
+    }
+    // The caller owns the buffer again: nothing may write into it any more.
+    memset(data, 0xC3, kInFlightBytes);
+  }
+  progress_for_ms(300);
+  int64_t changed = -1;
+  for (int64_t i = 0; i < kInFlightBytes && changed < 0 && g_rank < 2; ++i) {
+    if (data[i] != 0xC3) changed = i;
+  }
+  free(data);
+  if (changed >= 0)
+    TEST_FAIL_("byte %lld of the buffer changed after the call returned", (long long)changed);
+  ASSERT_STATUS_CODE(cml__mpi_failure(), CML_STATUS_FAILED_PRECONDITION);
+}
+
+// Processes 0, 1 and 2 all-reduce 64 MiB among themselves while process 3 fails after 20 ms:
+// the notice arrives while pieces stream into the reduction's own receive buffers and the
+// gather writes into |out|. When the call returns, nothing may land in freed memory
+// (AddressSanitizer builds see it) or in |out|.
+TEST(fail_in_flight_all_reduce) {
+  ASSERT_TRUE(g_size >= 4);
+  ASSERT_STATUS_OK(cml__mpi_barrier(NULL));
+  const int64_t n = kInFlightBytes / (int64_t)sizeof(float);
+  float* in = malloc((size_t)kInFlightBytes);
+  float* out = malloc((size_t)kInFlightBytes);
+  ASSERT_TRUE(in && out);
+  for (int64_t i = 0; i < n; ++i) in[i] = (float)value_of(g_rank, i);
+  if (g_rank == 3) {
+    struct timespec ts = {0, 20 * 1000000};
+    nanosleep(&ts, NULL);
+    cml__mpi_fail("the test failed this process on purpose");
+  } else if (g_rank < 3) {
+    const int ranks[3] = {0, 1, 2};
+    const cml__mpi_group_t group = {ranks, 3};
+    cml_status_t st = cml__mpi_all_reduce(&group, in, out, n, CML_DTYPE_F32, CML_REDUCE_SUM);
+    expect_ok_or_failure_of(test_failed_, st, 3, "the 64 MiB AllReduce");
+    memset(out, 0xC3, (size_t)kInFlightBytes);
+  }
+  free(in);
+  progress_for_ms(300);
+  int64_t changed = -1;
+  const uint8_t* bytes = (const uint8_t*)out;
+  for (int64_t i = 0; i < kInFlightBytes && changed < 0 && g_rank < 3; ++i) {
+    if (bytes[i] != 0xC3) changed = i;
+  }
+  free(out);
+  if (changed >= 0)
+    TEST_FAIL_("byte %lld of |out| changed after the call returned", (long long)changed);
+  // Once more after the frees: late data would land in freed memory now.
+  progress_for_ms(100);
+  ASSERT_STATUS_CODE(cml__mpi_failure(), CML_STATUS_FAILED_PRECONDITION);
+}
+
+// The failure scenarios, each run alone (argv[1]) in a job of its own.
+static const test_entry_t kFailureTests[] = {
+    TEST_ENTRY(fail_in_flight_exchange),
+    TEST_ENTRY(fail_in_flight_all_reduce),
+};
 
 static const test_entry_t kTests[] = {
     TEST_ENTRY(init_rank_size),
@@ -261,7 +386,7 @@ static const test_entry_t kTests[] = {
     TEST_ENTRY(failure_notice_reaches_every_process),
 };
 
-int main(void) {
+int main(int argc, char** argv) {
   // The ranks from Open MPI's environment, to check cml__mpi_rank/size against.
   const char* r = getenv("OMPI_COMM_WORLD_RANK");
   const char* s = getenv("OMPI_COMM_WORLD_SIZE");
@@ -271,12 +396,21 @@ int main(void) {
   }
   g_rank = atoi(r);
   g_size = atoi(s);
-  int failed_total = 0;
-  for (size_t i = 0; i < sizeof kTests / sizeof kTests[0]; ++i) {
+  int failed_total = 0, ran = 0;
+  const test_entry_t* list = argc > 1 ? kFailureTests : kTests;
+  const size_t count =
+      argc > 1 ? sizeof kFailureTests / sizeof kFailureTests[0] : sizeof kTests / sizeof kTests[0];
+  for (size_t i = 0; i < count; ++i) {
+    if (argc > 1 && strcmp(argv[1], list[i].name) != 0) continue;
     int failed = 0;
-    kTests[i].fn(&failed);
-    if (failed) fprintf(stderr, "[rank %d] FAILED %s\n", g_rank, kTests[i].name);
+    list[i].fn(&failed);
+    if (failed) fprintf(stderr, "[rank %d] FAILED %s\n", g_rank, list[i].name);
     failed_total += failed;
+    ++ran;
+  }
+  if (ran == 0) {
+    fprintf(stderr, "mpi_comm_test: no test named %s\n", argv[1]);
+    return 1;
   }
   if (g_rank == 0) printf("mpi_comm_test: %d processes, %d failed\n", g_size, failed_total);
   return failed_total ? 1 : 0;

@@ -120,6 +120,14 @@ static double qt_act(int act, double v) {
   }
 }
 
+// The share of the format loops a run covers: `quant_test --part I/N` runs the formats (and the
+// Linear/NF4 cases) whose index is I mod N in the three loops over every format x backend, and
+// the other tests in part 0 only. tests/CMakeLists.txt runs the parts as separate ctest
+// entries, so that each stays well under its time limit under the sanitizers on a loaded
+// machine. Without --part: everything.
+static int qt_part = 0, qt_parts = 1;
+static bool qt_mine(int index) { return index % qt_parts == qt_part; }
+
 // The backends every dense case runs on; xla:cpu only when its plugin loads.
 static const char* const qt_configs[] = {
     "c",      "c:reference=true", "c:fusion=false", "c:avx512=false", "c:avx2=false,avx512=false",
@@ -385,16 +393,19 @@ static bool qt_ggml_dense_all(const qt_ggml_t* g, int* out_runs) {
 }
 
 TEST(ggml_dense_every_format_activation_batch_backend) {
-  int runs = 0;
+  int runs = 0, formats = 0;
   for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    if (!qt_mine(t)) continue;
+    ++formats;
     qt_ggml_t g;
     ASSERT_TRUE(qt_load_ggml((cml_ggml_type_t)t, &g) || (free(g.file), false));
     bool ok = qt_ggml_dense_all(&g, &runs);
     free(g.file);
     ASSERT_TRUE(ok);
   }
-  printf("  %d runs (11 formats x 2 batches x backends)\n", runs);
-  ASSERT_TRUE(runs >= 11 * 2 * 5);
+  printf("  %d runs (%d formats x 2 batches x backends)\n", runs, formats);
+  ASSERT_TRUE(formats >= 1);
+  ASSERT_TRUE(runs >= formats * 2 * 5);
 }
 
 //===--- FusedQuantizedDense, Linear and NF4 ---===//
@@ -437,6 +448,7 @@ TEST(linear_nf4_dense_every_dtype_activation_batch_backend) {
     }
     const float* w = (const float*)(file + off);
     off += (size_t)(k * n) * 4;
+    if (!qt_mine((int)c)) continue;
     qt_dense_t d;
     memset(&d, 0, sizeof d);
     cml_quantization_init(&d.q);
@@ -483,6 +495,7 @@ TEST(linear_nf4_dense_every_dtype_activation_batch_backend) {
 TEST(embedding_lookup_every_format_matches_gguf) {
   static const char* const configs[] = {"c", "c:fusion=false", "xla:cpu"};
   for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    if (!qt_mine(t)) continue;
     qt_ggml_t g;
     ASSERT_TRUE(qt_load_ggml((cml_ggml_type_t)t, &g) || (free(g.file), false));
     const int32_t idx[6] = {3, 0, 8, 3, 5, 1};
@@ -968,14 +981,52 @@ TEST(capabilities_follow_fusion_option) {
   cml_backend_release(ref);
 }
 
-TEST_MAIN(TEST_ENTRY(enums_and_block_sizes), TEST_ENTRY(dequantize_matches_gguf_bit_for_bit),
-          TEST_ENTRY(quantize_matches_gguf_bit_for_bit), TEST_ENTRY(quantize_round_trip_error),
-          TEST_ENTRY(ggml_dense_every_format_activation_batch_backend),
-          TEST_ENTRY(linear_nf4_dense_every_dtype_activation_batch_backend),
-          TEST_ENTRY(embedding_lookup_every_format_matches_gguf),
-          TEST_ENTRY(embedding_index_out_of_range_is_a_status),
-          TEST_ENTRY(native_matches_decomposition_and_thread_counts),
-          TEST_ENTRY(int8_activations_within_block_scale_bound),
-          TEST_ENTRY(int8_vnni_kernels_match_generic_int8), TEST_ENTRY(quantize_linear_round_trip),
-          TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), TEST_ENTRY(embedding_bad_input),
-          TEST_ENTRY(capabilities_follow_fusion_option))
+// The tests, and whether a --part run splits them (the others run in part 0).
+static const struct {
+  test_entry_t entry;
+  bool split;
+} qt_tests[] = {
+    {TEST_ENTRY(enums_and_block_sizes), false},
+    {TEST_ENTRY(dequantize_matches_gguf_bit_for_bit), false},
+    {TEST_ENTRY(quantize_matches_gguf_bit_for_bit), false},
+    {TEST_ENTRY(quantize_round_trip_error), false},
+    {TEST_ENTRY(ggml_dense_every_format_activation_batch_backend), true},
+    {TEST_ENTRY(linear_nf4_dense_every_dtype_activation_batch_backend), true},
+    {TEST_ENTRY(embedding_lookup_every_format_matches_gguf), true},
+    {TEST_ENTRY(embedding_index_out_of_range_is_a_status), false},
+    {TEST_ENTRY(native_matches_decomposition_and_thread_counts), false},
+    {TEST_ENTRY(int8_activations_within_block_scale_bound), false},
+    {TEST_ENTRY(int8_vnni_kernels_match_generic_int8), false},
+    {TEST_ENTRY(quantize_linear_round_trip), false},
+    {TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), false},
+    {TEST_ENTRY(embedding_bad_input), false},
+    {TEST_ENTRY(capabilities_follow_fusion_option), false},
+};
+
+// quant_test [--part I/N] [TEST_NAME]
+int main(int argc, char** argv) {
+  const char* only = NULL;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--part") == 0 && i + 1 < argc) {
+      if (sscanf(argv[++i], "%d/%d", &qt_part, &qt_parts) != 2 || qt_parts < 1 || qt_part < 0 ||
+          qt_part >= qt_parts) {
+        fprintf(stderr, "quant_test: --part %s: want I/N with 0 <= I < N\n", argv[i]);
+        return 2;
+      }
+    } else {
+      only = argv[i];
+    }
+  }
+  int failures = 0, ran = 0;
+  for (size_t i = 0; i < sizeof qt_tests / sizeof qt_tests[0]; ++i) {
+    if (only && strcmp(only, qt_tests[i].entry.name) != 0) continue;
+    if (!only && !qt_tests[i].split && qt_part != 0) continue;
+    int failed = 0;
+    qt_tests[i].entry.fn(&failed);
+    ++ran;
+    printf("%s %s\n", failed ? "FAIL" : "ok  ", qt_tests[i].entry.name);
+    failures += failed;
+  }
+  printf("%d passed, %d failed, 0 skipped\n", ran - failures, failures);
+  return (failures || ran == 0) ? 1 : 0;
+}

@@ -677,7 +677,7 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
     cmlc_slot_t* slot = &slots[j];
     slot->exe = exe;
     slot->index = j;
-    slot->inputs = inputs + (size_t)j * in_count;
+    slot->inputs = inputs ? inputs + (size_t)j * in_count : NULL;  // NULL with no inputs
     slot->donate = donate ? donate + (size_t)j * in_count : NULL;
     slot->device = m->device_assignment ? m->device_assignment[j] : j;
     slot->remote = options->process_count > 1 &&

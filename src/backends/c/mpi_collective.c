@@ -308,8 +308,9 @@ static cml_status_t cmlc_mpi_co_group(const cmlc_mpi_co_t* co, const int32_t* me
       }
       st = cmlc_mpi_co_compute(co, members, size, srcs);
     }
-    free(packed);
-    free(gathered);
+    // Lent to MPI: kept when a failed exchange left transfers in flight.
+    cml__mpi_free_lent(packed);
+    cml__mpi_free_lent(gathered);
   }
   free(procs);
   free(srcs);

@@ -41,6 +41,11 @@ typedef struct cml_xla_executable_t {
   // portable single-device executables.
   int num_slots;
   const int32_t* slot_devices;
+  // The slots that run on this process's devices, in slot order (|local_count| of them; all
+  // slots on a single-process client): fixed by the client and the assignment, so computed at
+  // compile instead of on every execute. NULL when |num_slots| is 0.
+  int32_t* local_slots;
+  int local_count;
   // A module with dynamic axes is compiled by XLA once per binding set, at execution, into
   // this cache (core/dynamic.h); |executable| is NULL then.
   cml__dynamic_cache_t* dynamic;
@@ -407,6 +412,15 @@ static cml_status_t cml_xla_compile_dynamic(cml_xla_backend_t* b, cml_module_t* 
   return CML_OK;
 }
 
+static void cml_xla_free_local_slots(const cml_xla_backend_t* b, cml_xla_executable_t* exe) {
+  if (exe->local_slots) {
+    cml_allocator_free(b->base.allocator, exe->local_slots,
+                       (size_t)exe->num_slots * sizeof *exe->local_slots);
+  }
+  exe->local_slots = NULL;
+  exe->local_count = 0;
+}
+
 static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module,
                                     cml_executable_t** out_executable) {
   cml_xla_backend_t* b = cml_xla_backend_cast(backend);
@@ -446,6 +460,26 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
   exe->executable = loaded;
   exe->num_slots = job.num_slots;
   exe->slot_devices = job.num_slots ? module->device_assignment : NULL;
+  if (job.num_slots > 0) {
+    exe->local_slots = cml_allocator_malloc(b->base.allocator,
+                                            (size_t)job.num_slots * sizeof *exe->local_slots, 16);
+    if (!exe->local_slots) {
+      cml__xla_executable_destroy(b->client, loaded);
+      cml_executable_deinit_base(&exe->base);
+      cml_allocator_free(b->base.allocator, exe, sizeof *exe);
+      return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    }
+    // A multi-process client runs this process's slots only (the core leaves the others'
+    // entries NULL); PJRT takes their lists in slot order, which is the assignment's order.
+    const cml__xla_client_t* client = b->client;
+    for (int d = 0; d < job.num_slots; ++d) {
+      const int dev = exe->slot_devices ? exe->slot_devices[d] : d;
+      if (dev >= client->first_local_device &&
+          dev < client->first_local_device + client->local_device_count) {
+        exe->local_slots[exe->local_count++] = d;
+      }
+    }
+  }
   // Under AutoSharding the base's input and output shapes are the shard shapes already
   // (cml_executable_init_base): what each slot's buffers hold.
   // PJRT writes as many outputs as the executable has into the list cml sizes from the module:
@@ -459,6 +493,7 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
                          "%zu outputs, but the module returns %zu",
                          b->plugin_name, pjrt_outputs, exe->base.output_count);
     cml__xla_executable_destroy(b->client, loaded);
+    cml_xla_free_local_slots(b, exe);
     cml_executable_deinit_base(&exe->base);
     cml_allocator_free(b->base.allocator, exe, sizeof *exe);
     return st;
@@ -476,26 +511,19 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
                                           const bool* donate, cml_buffer_t** out_results) {
   cml_executable_t* executable = &exe->base;
   cml_xla_backend_t* b = cml_xla_backend_cast(executable->backend);
-  const cml__xla_client_t* client = b->client;
   size_t n = (size_t)exe->num_slots;
   size_t n_in = executable->input_count, n_out = executable->output_count;
   for (size_t i = 0; i < n * n_out; ++i) out_results[i] = NULL;
-  // A multi-process client runs this process's slots only (the core left the others' entries
-  // NULL); PJRT takes their lists in slot order, which is the assignment's order.
-  size_t* local = malloc((n + 1) * sizeof *local);
-  if (!local) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
-  size_t m = 0;
-  for (size_t d = 0; d < n; ++d) {
-    int want = exe->slot_devices ? exe->slot_devices[d] : (int)d;
-    if (want < client->first_local_device ||
-        want >= client->first_local_device + client->local_device_count) {
-      continue;
-    }
-    local[m++] = d;
+  // A multi-process client runs this process's slots only (exe->local_slots, fixed at
+  // compile); the core left the others' entries NULL.
+  const int32_t* local = exe->local_slots;
+  const size_t m = (size_t)exe->local_count;
+  for (size_t j = 0; j < m; ++j) {
+    const size_t d = (size_t)local[j];
+    const int want = exe->slot_devices ? exe->slot_devices[d] : (int)d;
     for (size_t a = 0; a < n_in; ++a) {
       const cml_buffer_t* in = inputs[d * n_in + a];
       if (in->device != want) {
-        free(local);
         return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                                "xla: execute: input %zu (parameter #%zu \"%s\" of device slot "
                                "%zu) is on device %d, but slot %zu runs on device %d",
@@ -504,7 +532,6 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
     }
   }
   if (m == 0) {
-    free(local);
     // No slot of this process: its launch ids still advance with the others'.
     __atomic_add_fetch(&b->client->launch_counter, 1, __ATOMIC_RELAXED);
     return CML_OK;
@@ -512,10 +539,7 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
   size_t bytes = (m * n_in + 1) * sizeof(cml_pjrt_buffer_t*) + (n_in + 1) * sizeof(int64_t) +
                  (m * n_out + 1) * sizeof(cml_pjrt_buffer_t*);
   void* scratch = malloc(bytes);
-  if (!scratch) {
-    free(local);
-    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
-  }
+  if (!scratch) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   cml_pjrt_buffer_t** args = scratch;
   int64_t* keep = (int64_t*)(args + m * n_in + 1);
   cml_pjrt_buffer_t** outs = (cml_pjrt_buffer_t**)(keep + n_in + 1);
@@ -523,7 +547,7 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
   for (size_t a = 0; a < n_in; ++a) {
     bool all = true;
     for (size_t j = 0; j < m; ++j) {
-      const size_t d = local[j];
+      const size_t d = (size_t)local[j];
       cml_xla_buffer_t* in = (cml_xla_buffer_t*)inputs[d * n_in + a];
       args[j * n_in + a] = in->buffer;
       if (!donate[d * n_in + a] || in->host) all = false;
@@ -535,7 +559,7 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
   if (st == CML_OK) {
     size_t total = m * n_out, made = 0;
     for (; made < total && st == CML_OK; ++made) {
-      const size_t d = local[made / (n_out ? n_out : 1)];
+      const size_t d = (size_t)local[made / (n_out ? n_out : 1)];
       int dev = exe->slot_devices ? exe->slot_devices[d] : (int)d;
       st = cml_xla_buffer_wrap(b, dev, &executable->output_shapes[made % n_out], outs[made], NULL,
                                0, &out_results[d * n_out + made % n_out]);
@@ -550,7 +574,6 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
     }
   }
   free(scratch);
-  free(local);
   return st;
 }
 
@@ -619,6 +642,7 @@ static void cml_xla_executable_destroy(cml_executable_t* executable) {
     cml_allocator_free(alloc, exe->dynamic, sizeof *exe->dynamic);
   }
   if (exe->executable) cml__xla_executable_destroy(b->client, exe->executable);
+  cml_xla_free_local_slots(b, exe);
   cml_executable_deinit_base(&exe->base);
   cml_allocator_free(alloc, exe, sizeof *exe);
 }
