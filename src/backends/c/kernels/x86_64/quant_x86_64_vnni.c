@@ -100,6 +100,7 @@ void cmlc_quant_vnni_prepare(cml_ggml_type_t type, const cmlc_quant_act_t* act, 
 // matches step |i| of |bytes| bytes per row: as quant_x86_64_body.h's cmlc_qb_prefetch.
 CMLC_QV_INLINE void cmlc_qv_prefetch(const uint8_t* w, int64_t row_bytes, int64_t i, int bytes) {
   const uint8_t* p = w + 8 * row_bytes + i * 4 * bytes;
+#pragma GCC unroll 16
   for (int l = 0; l < 4 * bytes; l += 64) _mm_prefetch((const char*)(p + l), _MM_HINT_T1);
 }
 
@@ -194,72 +195,71 @@ CMLC_QV_INLINE void cmlc_qv_q40_rows(int R, const uint8_t* w, int64_t row_bytes,
 
 //===--- Q4_K ---===//
 
-// One super-block of row |b|: the sub-block products into |acc|, the mins' share into |accm|.
-CMLC_QV_INLINE void cmlc_qv_q4k_step(const uint8_t* b, const uint8_t* p, __m512* acc,
-                                     __m256* accm) {
+// A zeroed register for a vpdpbusd accumulator, made by a zeroing idiom where it is used (which
+// the core resolves without an execution unit) instead of a copy of one shared zero register.
+CMLC_QV_INLINE __m512i cmlc_qv_zero(void) {
+  __m512i z;
+  __asm__ volatile("vpxord %0, %0, %0" : "=v"(z));
+  return z;
+}
+
+// One super-block of row |b| into |acc|: the sub-block products and, subtracted from lanes
+// 8-15, the mins' share (dmin m_j dx_j sum xq_j).
+CMLC_QV_INLINE __m512 cmlc_qv_q4k_step(const uint8_t* b, const uint8_t* p, __m512 acc) {
   const __m512i m0f = _mm512_set1_epi8(15);
-  uint32_t dd, u0, u1, u2;  // d and dmin; scale bytes 0-3, 4-7, 8-11
-  memcpy(&dd, b, 4);
-  memcpy(&u0, b + 4, 4);
-  memcpy(&u1, b + 8, 4);
-  memcpy(&u2, b + 12, 4);
-  // The eight 6-bit scales and mins (core/quant_blocks.h's cml__qb_scale_min_k4, four at once):
-  // sub-blocks 0-3 in the low six bits of bytes 0-3 (scales) and 4-7 (mins); 4-7 in the nibbles
-  // of bytes 8-11 with the top two bits of bytes 0-3 or 4-7 above them.
-  const uint32_t sc_lo = u0 & 0x3f3f3f3fu, m_lo = u1 & 0x3f3f3f3fu;
-  const uint32_t sc_hi = (u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u);
-  const uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u);
-  const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128((int)dd));
-  const __m256 d8 = _mm256_broadcastss_ps(dm);
-  const __m256 dmin8 = _mm256_broadcastss_ps(_mm_movehdup_ps(dm));
-  const __m256 sc =
-      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo)));
-  const __m256 mn =
-      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo)));
-  const __m256 s8 = _mm256_mul_ps(_mm256_mul_ps(sc, d8), _mm256_loadu_ps((const float*)(p + 256)));
-  *accm =
-      _mm256_fmadd_ps(_mm256_mul_ps(mn, _mm256_loadu_ps((const float*)(p + 288))), dmin8, *accm);
-  const __m512 s = _mm512_castps256_ps512(s8);
+  // Bytes 0-15 of the block as dwords [d | dmin, u0, u1, u2] (u: scale bytes 0-3, 4-7, 8-11).
+  // The eight 6-bit scales and mins (core/quant_blocks.h's cml__qb_scale_min_k4, all at once):
+  // sub-blocks 0-3 in the low six bits of u0 (scales) and u1 (mins); 4-7 in the low (scales)
+  // and high (mins) nibbles of u2 with the top two bits of u0 or u1 above them. Dword lanes
+  // of the result: scales 0-3, scales 4-7, mins 0-3, mins 4-7.
+  const __m128i raw = _mm_loadu_si128((const __m128i*)b);
+  const __m128i lo = _mm_srlv_epi32(_mm_shuffle_epi32(raw, _MM_SHUFFLE(3, 2, 3, 1)),
+                                    _mm_set_epi32(4, 0, 0, 0));  // u0, u2, u1, u2 >> 4
+  const __m128i hi = _mm_srli_epi32(_mm_shuffle_epi32(raw, _MM_SHUFFLE(2, 2, 1, 1)), 2);
+  const __m128i sm = _mm_ternarylogic_epi32(
+      _mm_and_si128(lo, _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f)), hi,
+      _mm_set_epi32(0x30303030, 0, 0x30303030, 0), 0xF8);  // 0xF8: A | (B & C)
+  // [d x 8, dmin x 8] (the other lanes of the conversion are not used).
+  const __m512 dd =
+      _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+                            _mm512_castps128_ps512(_mm_cvtph_ps(raw)));
+  // Lanes 0-7: d sc_j dx_j; lanes 8-15: dmin m_j dx_j sum xq_j (prep: dx8, then xs8).
+  const __m512 s = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sm)), dd),
+                                 _mm512_loadu_ps((const float*)(p + 256)));
   const __m512i q0 = _mm512_loadu_si512(b + 16), q1 = _mm512_loadu_si512(b + 80);
-  const __m512i z = _mm512_setzero_si512();
-  const __m512i d0 = _mm512_dpbusd_epi32(z, _mm512_and_si512(q0, m0f), _mm512_loadu_si512(p));
-  const __m512i d1 = _mm512_dpbusd_epi32(z, _mm512_and_si512(_mm512_srli_epi16(q0, 4), m0f),
-                                         _mm512_loadu_si512(p + 64));
-  const __m512i d2 = _mm512_dpbusd_epi32(z, _mm512_and_si512(q1, m0f), _mm512_loadu_si512(p + 128));
-  const __m512i d3 = _mm512_dpbusd_epi32(z, _mm512_and_si512(_mm512_srli_epi16(q1, 4), m0f),
+  const __m512i d0 = _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q0, m0f),
+                                         _mm512_loadu_si512(p));
+  const __m512i d1 = _mm512_dpbusd_epi32(
+      cmlc_qv_zero(), _mm512_and_si512(_mm512_srli_epi16(q0, 4), m0f), _mm512_loadu_si512(p + 64));
+  const __m512i d2 = _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q1, m0f),
+                                         _mm512_loadu_si512(p + 128));
+  const __m512i d3 = _mm512_dpbusd_epi32(cmlc_qv_zero(),
+                                         _mm512_and_si512(_mm512_srli_epi16(q1, 4), m0f),
                                          _mm512_loadu_si512(p + 192));
   // Lanes 0-7 and 8-15 of d0..d3: sub-blocks {0,2}, {1,3}, {4,6}, {5,7}.
   const __m512i i0 = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i i1 = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i i2 = _mm512_set_epi32(6, 6, 6, 6, 6, 6, 6, 6, 4, 4, 4, 4, 4, 4, 4, 4);
   const __m512i i3 = _mm512_set_epi32(7, 7, 7, 7, 7, 7, 7, 7, 5, 5, 5, 5, 5, 5, 5, 5);
-  __m512 a = *acc;
+  __m512 a = _mm512_mask_sub_ps(acc, 0xFF00, acc, s);
   a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(i0, s), a);
   a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(i1, s), a);
   a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d2), _mm512_permutexvar_ps(i2, s), a);
-  *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d3), _mm512_permutexvar_ps(i3, s), a);
-}
-
-CMLC_QV_INLINE float cmlc_qv_hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d3), _mm512_permutexvar_ps(i3, s), a);
 }
 
 CMLC_QV_INLINE void cmlc_qv_q4k_rows(int R, const uint8_t* w, int64_t row_bytes, int64_t nsb,
                                      const uint8_t* prep, float* y) {
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                    _mm512_setzero_ps()};
-  __m256 accm[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                    _mm256_setzero_ps()};
   for (int64_t s = 0; s < nsb; ++s) {
     const uint8_t* p = prep + s * 320;
     const uint8_t* b = w + s * 144;
     if (R == 4) cmlc_qv_prefetch(w, row_bytes, s, 144);
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) cmlc_qv_q4k_step(b + r * row_bytes, p, &acc[r], &accm[r]);
+    for (int r = 0; r < R; ++r) acc[r] = cmlc_qv_q4k_step(b + r * row_bytes, p, acc[r]);
   }
-  for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r]) - cmlc_qv_hsum8(accm[r]);
+  for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
 //===--- Q6_K ---===//
