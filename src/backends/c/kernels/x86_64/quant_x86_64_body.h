@@ -340,6 +340,7 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_prefetc
                                                                                   int64_t b,
                                                                                   int bpb) {
   const uint8_t* p = w + 8 * row_bytes + b * 4 * bpb;
+#pragma GCC unroll 16
   for (int l = 0; l < 4 * bpb; l += 64) _mm_prefetch((const char*)(p + l), _MM_HINT_T1);
 }
 

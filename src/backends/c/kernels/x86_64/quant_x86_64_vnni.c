@@ -16,8 +16,9 @@
 //        f32 (lanes 4j..4j+3: dx of block j); 256 bytes. A last group of 1-3 blocks is padded
 //        with zero activations and scales.
 //   Q4_K, 1 super-block (256 values): x[4][64] (sub-blocks {0,2}, {1,3}, {4,6}, {5,7}: the
-//        order of the low and high nibbles of two 32-byte chunks), dx8[8], xs8[8] (dx * sum xq per
-//        sub-block, for the mins); 320 bytes.
+//        order of the low and high nibbles of two 32-byte chunks), dx8[8] (dx of each sub-block,
+//        divided by 16 for the odd ones, whose high nibbles the kernel reads unshifted),
+//        xs8[8] (dx * sum xq per sub-block, for the mins); 320 bytes.
 //   Q6_K, 1 super-block: x[256] (natural order), ibias[4][16] int32 (lane 4t of vector v:
 //        -32 * sum xq of values 64v + 16t .. +15), dx16[16] (dx of each 16 values); 576 bytes.
 #include <string.h>
@@ -77,7 +78,7 @@ void cmlc_quant_vnni_prepare(cml_ggml_type_t type, const cmlc_quant_act_t* act, 
       for (int i = 0; i < 8; ++i) {
         memcpy(g + 32 * i, act->xq + 256 * s + 32 * order[i], 32);
         const float dx = act->xd[8 * s + i];
-        dx8[i] = dx;
+        dx8[i] = i % 2 ? dx * 0.0625f : dx;  // odd: high nibbles, read as 16 q (see the kernel)
         xs8[i] = dx * (float)cmlc_qv_sum(act->xq + 256 * s + 32 * i, 32);
       }
     }
@@ -206,7 +207,7 @@ CMLC_QV_INLINE __m512i cmlc_qv_zero(void) {
 // One super-block of row |b| into |acc|: the sub-block products and, subtracted from lanes
 // 8-15, the mins' share (dmin m_j dx_j sum xq_j).
 CMLC_QV_INLINE __m512 cmlc_qv_q4k_step(const uint8_t* b, const uint8_t* p, __m512 acc) {
-  const __m512i m0f = _mm512_set1_epi8(15);
+  const __m512i m0f = _mm512_set1_epi8(15), mf0 = _mm512_set1_epi8((char)0xF0);
   // Bytes 0-15 of the block as dwords [d | dmin, u0, u1, u2] (u: scale bytes 0-3, 4-7, 8-11).
   // The eight 6-bit scales and mins (core/quant_blocks.h's cml__qb_scale_min_k4, all at once):
   // sub-blocks 0-3 in the low six bits of u0 (scales) and u1 (mins); 4-7 in the low (scales)
@@ -229,12 +230,14 @@ CMLC_QV_INLINE __m512 cmlc_qv_q4k_step(const uint8_t* b, const uint8_t* p, __m51
   const __m512i q0 = _mm512_loadu_si512(b + 16), q1 = _mm512_loadu_si512(b + 80);
   const __m512i d0 = _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q0, m0f),
                                          _mm512_loadu_si512(p));
-  const __m512i d1 = _mm512_dpbusd_epi32(
-      cmlc_qv_zero(), _mm512_and_si512(_mm512_srli_epi16(q0, 4), m0f), _mm512_loadu_si512(p + 64));
+  // The high nibbles are taken in place (16 q, no shift): their sub-blocks' dx is stored / 16
+  // in the prep, so the f32 product is the same (both factors are exact: a power of two, and
+  // |16 q . xq| <= 16 * 32 * 15 * 127 < 2^24).
+  const __m512i d1 = _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q0, mf0),
+                                         _mm512_loadu_si512(p + 64));
   const __m512i d2 = _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q1, m0f),
                                          _mm512_loadu_si512(p + 128));
-  const __m512i d3 = _mm512_dpbusd_epi32(cmlc_qv_zero(),
-                                         _mm512_and_si512(_mm512_srli_epi16(q1, 4), m0f),
+  const __m512i d3 = _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q1, mf0),
                                          _mm512_loadu_si512(p + 192));
   // Lanes 0-7 and 8-15 of d0..d3: sub-blocks {0,2}, {1,3}, {4,6}, {5,7}.
   const __m512i i0 = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
