@@ -228,17 +228,17 @@ CMLC_QV_INLINE __m512 cmlc_qv_q4k_step(const uint8_t* b, const uint8_t* p, __m51
   const __m512 s = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sm)), dd),
                                  _mm512_loadu_ps((const float*)(p + 256)));
   const __m512i q0 = _mm512_loadu_si512(b + 16), q1 = _mm512_loadu_si512(b + 80);
-  const __m512i d0 = _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q0, m0f),
-                                         _mm512_loadu_si512(p));
+  const __m512i d0 =
+      _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q0, m0f), _mm512_loadu_si512(p));
   // The high nibbles are taken in place (16 q, no shift): their sub-blocks' dx is stored / 16
   // in the prep, so the f32 product is the same (both factors are exact: a power of two, and
   // |16 q . xq| <= 16 * 32 * 15 * 127 < 2^24).
-  const __m512i d1 = _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q0, mf0),
-                                         _mm512_loadu_si512(p + 64));
-  const __m512i d2 = _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q1, m0f),
-                                         _mm512_loadu_si512(p + 128));
-  const __m512i d3 = _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q1, mf0),
-                                         _mm512_loadu_si512(p + 192));
+  const __m512i d1 =
+      _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q0, mf0), _mm512_loadu_si512(p + 64));
+  const __m512i d2 =
+      _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q1, m0f), _mm512_loadu_si512(p + 128));
+  const __m512i d3 =
+      _mm512_dpbusd_epi32(cmlc_qv_zero(), _mm512_and_si512(q1, mf0), _mm512_loadu_si512(p + 192));
   // Lanes 0-7 and 8-15 of d0..d3: sub-blocks {0,2}, {1,3}, {4,6}, {5,7}.
   const __m512i i0 = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i i1 = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
