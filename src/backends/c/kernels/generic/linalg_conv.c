@@ -35,14 +35,19 @@
 // reference mode in the last bits (see docs/conv.md). Operands are read in place; scratch holds
 // the converted kernel, offset tables and per-thread (im2col tile, C tile, GEMM buffers).
 //
-// Direct 2-D kernel (AVX-512, f32 accumulator, one group, at least two taps, K = taps x Cg up to
-// CMLC_CONV_DIRECT_K_MAX; the 7x7 stem and ResNet's 3x3 layers): no im2col and no GEMM. A task
-// takes one output row of one image, gathers the input rows its taps read into a zero-padded
-// f32 strip (any input layout and dtype, strides, padding, both dilations), and runs a 6-pixel
-// x 64-channel micro-kernel (kernels/x86_64/linalg_conv_x86_64_avx512.c) against the filter,
-// packed once per run into [64-channel blocks][K][64]; the output row is written in place
-// (f32, channel stride 1) or through a row buffer. Each output sums its terms in (ky, kx, ci)
-// order, independent of the thread count; zero padding is multiplied like the GEMM path's.
+// Direct 2-D kernel (AVX-512 or AVX2, f32 accumulator, one group, two spatial axes; the 7x7
+// stem, ResNet's 3x3 and 1x1 layers): no im2col and no GEMM. A task takes up to 8 output rows
+// of one image, gathers the input rows its taps read into a zero-padded f32 strip (any input
+// layout and dtype, strides, padding, both dilations; a 1x1 kernel whose taps stay inside an
+// f32 channels-last input reads it in place instead), and runs a 6-pixel x 64-channel
+// micro-kernel (kernels/x86_64/linalg_conv_x86_64_{avx512,avx2}.c) against the filter, packed
+// into [64-channel blocks][K][64] once per run, or once per plan when the kernel is a constant
+// (entry.prepare, which the GEMM and depthwise paths use for their converted kernel too). K runs
+// in chunks of at most CMLC_CONV_DIRECT_K_MAX rows (contiguous in (ky, kx, ci) order), each
+// continuing the sums the previous one stored, so the result is that of one pass. The output
+// rows are written in place (f32, channel stride 1) or through a row buffer. Each output sums
+// its terms in (ky, kx, ci) order, independent of the thread count and the ISA; zero padding
+// is multiplied like the GEMM path's.
 //
 // Direct path: operands are first converted into the accumulator's domain in scratch; work is
 // split over output elements, each summed in a fixed order, so the thread count never changes
@@ -55,8 +60,8 @@ enum {
   CMLC_CONV_TILE_MAX = 768,
   CMLC_CONV_TILE_ALIGN = 12,  // a multiple of every micro-kernel's MR (4, 6, 12)
   CMLC_CONV_MIN_TASKS = 32,   // rows tiles shrink (to TILE_MIN) to reach this many
-  // Direct kernel limits: the filter block of 64 output channels stays in L2 (K x 64 floats),
-  // and a task's zero-padded input strip (kernel rows x padded width x channels) too.
+  // Direct kernel limits: one K chunk of a 64-channel filter block stays in L2 (K_MAX x 64
+  // floats), and a task's zero-padded input strip (kernel rows x padded width x channels) too.
   CMLC_CONV_DIRECT_K_MAX = 1280,
   CMLC_CONV_DIRECT_STRIP_MAX = 1024 * 1024,     // bytes, at one output row per task
   CMLC_CONV_DIRECT_STRIP_TARGET = 256 * 1024,   // bytes: fewer rows per task above this
@@ -87,10 +92,10 @@ typedef struct cmlc_conv_fast_t {
   bool ci_minor;             // K index = tap * cg + ci (else ci * ks + tap)
   bool out_direct;           // the GEMM writes the output (channels-last, G == 1, native dtype)
   bool a_direct;             // the input is A itself (1x1, stride 1, no padding, channels-last)
-  // Direct 2-D kernel (AVX-512, f32 domain, one group, at least two taps, K small): per task
-  // (image, output row) the input rows the taps read are gathered into a zero-padded strip
-  // [kh][len][cg] (f32), and the micro-kernel runs 6 pixels x 64 channels against the filter,
-  // packed once per run into [blocks][K][64] (K ordered (ky, kx, ci)). No im2col, no GEMM.
+  // Direct 2-D kernel (AVX-512 or AVX2, f32 domain, one group): per task (image, output rows)
+  // the input rows the taps read are gathered into a zero-padded strip [rows][len][cg] (f32),
+  // and the micro-kernel runs 6 pixels x 64 channels against the filter, packed into
+  // [blocks][K][64] (K ordered (ky, kx, ci)). No im2col, no GEMM.
   bool direct;
   bool direct_out;    // the kernel writes the output (f32, channel stride 1)
   int64_t d_len;      // padded strip positions along the width axis
@@ -813,7 +818,7 @@ static void cmlc_conv_depthwise_task(void* vctx, int64_t begin, int64_t end, int
   }
 }
 
-//===--- direct 2-D kernel (AVX-512) ---===//
+//===--- direct 2-D kernel (AVX-512, AVX2) ---===//
 
 #if defined(CMLC_HAVE_X86_64)
 // Packs filter rows [begin, end) over (block, k) into [blocks][K][ldw] f32, k = (ky, kx, ci),
