@@ -51,9 +51,14 @@ static cmlc_options_t make_options(cmlc_isa_t isa, bool reference, int threads) 
 }
 
 // Looks the node up in the linalg group and runs it with a scratch area of the planned size
-// (filled with a NaN pattern, so a read of unwritten scratch shows).
-static cml_status_t fake_run(fake_t* f, const cmlc_options_t* opts, cmlc_pool_t* pool,
-                             const void* x, const void* w, void* y, size_t* out_scratch) {
+// (filled with a NaN pattern, so a read of unwritten scratch shows). With |w_run| not NULL the
+// kernel |w| is a constant: entry.prepare makes its data from |w| as the engine does when the
+// plan is built, and the run gets |w_run| as its kernel input (a NaN-filled copy: a run that
+// read the kernel again instead of the prepared data would show). |out_prepared|: whether
+// prepare made data.
+static cml_status_t fake_run_ex(fake_t* f, const cmlc_options_t* opts, cmlc_pool_t* pool,
+                                const void* x, const void* w, void* y, size_t* out_scratch,
+                                const void* w_run, bool* out_prepared) {
   cmlc_kernel_entry_t e;
   memset(&e, 0, sizeof e);
   if (!cmlc_kernels_linalg_lookup(&f->module, &f->node, opts, &e))
@@ -62,6 +67,22 @@ static cml_status_t fake_run(fake_t* f, const cmlc_options_t* opts, cmlc_pool_t*
   if (out_scratch) *out_scratch = size;
   void* scratch = size ? aligned_alloc(64, (size + 63) & ~(size_t)63) : NULL;
   if (scratch) memset(scratch, 0xff, size);
+  void* prepared = NULL;
+  if (w_run && e.prepare) {
+    const void* consts[2] = {NULL, w};
+    size_t bytes = e.prepare(&f->module, &f->node, opts, consts, NULL);
+    if (bytes) {
+      prepared = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+      memset(prepared, 0xff, bytes);
+      if (e.prepare(&f->module, &f->node, opts, consts, prepared) != bytes) {
+        free(prepared);
+        free(scratch);
+        return cml_status_make(CML_STATUS_INTERNAL, "prepare changed its size");
+      }
+    }
+  }
+  if (out_prepared) *out_prepared = prepared != NULL;
+  if (w_run) w = w_run;
   const cml_shape_t* in_shapes[2] = {&f->values[1].shape, &f->values[2].shape};
   const cml_shape_t* out_shapes[1] = {&f->values[3].shape};
   const void* inputs[2] = {x, w};
@@ -81,9 +102,16 @@ static cml_status_t fake_run(fake_t* f, const cmlc_options_t* opts, cmlc_pool_t*
   a.scratch_size = size;
   a.pool = pool;
   memcpy(a.impl, e.impl, sizeof a.impl);
+  a.prepared = prepared;
   cml_status_t st = e.run(&a);
   free(scratch);
+  free(prepared);
   return st;
+}
+
+static cml_status_t fake_run(fake_t* f, const cmlc_options_t* opts, cmlc_pool_t* pool,
+                             const void* x, const void* w, void* y, size_t* out_scratch) {
+  return fake_run_ex(f, opts, pool, x, w, y, out_scratch, NULL, NULL);
 }
 
 static bool isa_usable(cmlc_isa_t isa) {
@@ -314,6 +342,11 @@ static int check_problem(const char* name, problem_t p, cmlc_pool_t* pool3) {
   size_t ybytes = (size_t)(cml_dtype_bits(odt) / 8) * (size_t)(ny + 1);
   void* y1 = malloc(ybytes);
   void* y3 = malloc(ybytes);
+  void* yp = malloc(ybytes);
+  // The kernel as the run sees it when it was prepared from a constant: NaN everywhere.
+  size_t kbytes = (size_t)(cml_dtype_bits(p.dtype) / 8) * (size_t)(nk + 1);
+  void* w_nan = malloc(kbytes);
+  memset(w_nan, 0xff, kbytes);
   int64_t kterms = p.c / p.groups;
   for (int32_t d = 0; d < p.s; ++d) kterms *= p.k[d];
   double ua = acc_eps(p.dtype, odt), uo = out_eps(odt);
@@ -339,6 +372,23 @@ static int check_problem(const char* name, problem_t p, cmlc_pool_t* pool3) {
       fprintf(stderr, "%s: isa %d ref %d: 1 and 3 threads differ\n", name, (int)isa, ref);
       ++failures;
     }
+    // The kernel as a constant, prepared once (the fast paths): the same bytes, without
+    // reading the kernel input at run time.
+    bool prepared = false;
+    memset(yp, 0xcc, ybytes);
+    cml_status_t sp = fake_run_ex(&f, &o3, pool3, x, w, yp, NULL, w_nan, &prepared);
+    if (sp) {
+      fprintf(stderr, "%s: prepared run failed: %s\n", name, cml_status_message(sp));
+      cml_status_free(sp);
+      ++failures;
+    } else if (prepared && memcmp(y1, yp, (size_t)(cml_dtype_bits(odt) / 8) * (size_t)ny) != 0) {
+      fprintf(stderr, "%s: isa %d ref %d: prepared kernel differs\n", name, (int)isa, ref);
+      ++failures;
+    } else if (!prepared && !ref && p.groups * p.batch_groups == 1 && p.dtype != CML_DTYPE_F64 &&
+               kterms > 0) {
+      fprintf(stderr, "%s: isa %d: nothing prepared on a fast path\n", name, (int)isa);
+      ++failures;
+    }
     for (int64_t i = 0; i < ny; ++i) {
       double got = get_out(y1, odt, i);
       double tol = (double)(kterms + 1) * ua * bound[i] + uo * fabs(want[i]) + 1e-300;
@@ -351,6 +401,7 @@ static int check_problem(const char* name, problem_t p, cmlc_pool_t* pool3) {
     }
   }
   free(xv), free(wv), free(want), free(bound), free(x), free(w), free(y1), free(y3);
+  free(yp), free(w_nan);
   return failures;
 }
 
@@ -911,7 +962,7 @@ TEST(direct_kernel_layouts_strides_dtypes) {
 TEST(direct_kernel_taken_on_avx512) {
   // The stem shape takes the direct kernel on AVX-512: its scratch is the packed filter (one
   // 64-channel block of K = 7*7*3 rows) plus one zero-padded input strip per thread, less than
-  // the im2col path's per-thread tile. Other ISAs and a grouped conv keep the GEMM path.
+  // the im2col path's per-thread tile. The scalar ISA keeps the GEMM path.
   if (!isa_usable(CMLC_ISA_AVX512)) return;
   problem_t p = {.s = 2,
                  .n = 1,
@@ -945,6 +996,314 @@ TEST(direct_kernel_taken_on_avx512) {
   free(x), free(w), free(y);
 }
 
+// The direct kernel's exact order: each output is one chain of f32 fused multiply-adds from 0
+// over (ky, kx, ci) of every tap, zero where a tap reads padding or a dilation hole. |x| and
+// |w| hold the operands' f32 values at their layout offsets.
+static void fma_order_reference(const problem_t* p, const double* x, const double* w, float* y) {
+  int64_t osz = p->out[0] * p->out[1];
+  for (int64_t b = 0; b < p->n; ++b)
+    for (int64_t o = 0; o < p->o; ++o)
+      for (int64_t yi = 0; yi < osz; ++yi) {
+        int64_t y0 = yi / p->out[1], y1 = yi % p->out[1];
+        float acc = 0;
+        for (int64_t ky = 0; ky < p->k[0]; ++ky)
+          for (int64_t kx = 0; kx < p->k[1]; ++kx) {
+            int64_t pos0 = y0 * p->stride[0] + ky * p->kdil[0] - p->lo[0];
+            int64_t pos1 = y1 * p->stride[1] + kx * p->kdil[1] - p->lo[1];
+            bool ok = pos0 >= 0 && pos0 % p->idil[0] == 0 && pos0 / p->idil[0] < p->in[0] &&
+                      pos1 >= 0 && pos1 % p->idil[1] == 0 && pos1 / p->idil[1] < p->in[1];
+            for (int64_t ci = 0; ci < p->c; ++ci) {
+              float xv = 0;
+              if (ok)
+                xv = (float)x[b * p->xst[0] + ci * p->xst[1] + pos0 / p->idil[0] * p->xst[2] +
+                              pos1 / p->idil[1] * p->xst[3]];
+              float wv = (float)w[o * p->kst[0] + ci * p->kst[1] + ky * p->kst[2] + kx * p->kst[3]];
+              acc = fmaf(xv, wv, acc);
+            }
+          }
+        y[b * p->yst[0] + o * p->yst[1] + y0 * p->yst[2] + y1 * p->yst[3]] = acc;
+      }
+}
+
+TEST(direct_kernel_1x1_and_split_k) {
+  // 1x1 kernels (read in place when their taps stay inside an f32 input with channel stride 1,
+  // else through the strip) and K above the chunk limit of 1280 (whole-tap chunks, or a tap's
+  // channels split in ranges), against the double reference on every ISA, 1 and 3 threads.
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0;
+  problem_t cases[] = {
+      // In place: stride 1, 70 output channels (a 6-channel second block), odd width.
+      {.s = 2,
+       .n = 2,
+       .c = 40,
+       .o = 70,
+       .in = {5, 7},
+       .k = {1, 1},
+       .in_axes = NHWC,
+       .ker_axes = HWIO,
+       .out_axes = NHWC,
+       .dtype = CML_DTYPE_F32},
+      // In place: stride 2 x 3 with negative low padding (the taps skip the first row/column).
+      {.s = 2,
+       .n = 3,
+       .c = 9,
+       .o = 17,
+       .in = {11, 13},
+       .k = {1, 1},
+       .stride = {2, 3},
+       .lo = {-1, -2},
+       .hi = {0, 1},
+       .in_axes = NHWC,
+       .ker_axes = HWIO,
+       .out_axes = NHWC,
+       .dtype = CML_DTYPE_F32},
+      // Strip: padding around a 1x1 kernel (zero rows and columns of output), NCHW output.
+      {.s = 2,
+       .n = 1,
+       .c = 5,
+       .o = 20,
+       .in = {6, 8},
+       .k = {1, 1},
+       .lo = {1, 2},
+       .hi = {2, 1},
+       .in_axes = NHWC,
+       .ker_axes = HWIO,
+       .out_axes = {0, 1, 2, 3},
+       .dtype = CML_DTYPE_F32},
+      // Strip: NCHW input (channel stride != 1) and an f16 input.
+      {.s = 2, .n = 2, .c = 12, .o = 33, .in = {6, 5}, .k = {1, 1}, .dtype = CML_DTYPE_F32},
+      {.s = 2,
+       .n = 2,
+       .c = 12,
+       .o = 33,
+       .in = {6, 5},
+       .k = {1, 1},
+       .in_axes = NHWC,
+       .ker_axes = HWIO,
+       .out_axes = NHWC,
+       .dtype = CML_DTYPE_F16},
+      // K = 9 x 300 = 2700: three chunks of 3 taps; batch 2, padding, 20 channels.
+      {.s = 2,
+       .n = 2,
+       .c = 300,
+       .o = 20,
+       .in = {5, 6},
+       .k = {3, 3},
+       .lo = {1, 1},
+       .hi = {1, 1},
+       .in_axes = NHWC,
+       .ker_axes = HWIO,
+       .out_axes = NHWC,
+       .dtype = CML_DTYPE_F32},
+      // K = 7 x 200 = 1400 over a 1x7 kernel with stride and kernel dilation: chunks of 4 and
+      // 3 taps that break a kernel row; bf16 input and output.
+      {.s = 2,
+       .n = 1,
+       .c = 200,
+       .o = 9,
+       .in = {3, 19},
+       .k = {1, 7},
+       .stride = {1, 2},
+       .kdil = {1, 2},
+       .lo = {0, 3},
+       .hi = {0, 3},
+       .in_axes = NHWC,
+       .ker_axes = HWIO,
+       .out_axes = NHWC,
+       .dtype = CML_DTYPE_BF16},
+      // C_in = 1500 > 1280: every tap split into two channel ranges (750 each); in place 1x1
+      // and a 2x2 with padding through the strip, 65 output channels.
+      {.s = 2,
+       .n = 1,
+       .c = 1500,
+       .o = 65,
+       .in = {4, 4},
+       .k = {1, 1},
+       .in_axes = NHWC,
+       .ker_axes = HWIO,
+       .out_axes = NHWC,
+       .dtype = CML_DTYPE_F32},
+      {.s = 2,
+       .n = 2,
+       .c = 1500,
+       .o = 7,
+       .in = {3, 4},
+       .k = {2, 2},
+       .lo = {1, 0},
+       .hi = {0, 1},
+       .in_axes = NHWC,
+       .ker_axes = HWIO,
+       .out_axes = NHWC,
+       .dtype = CML_DTYPE_F32},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+    failures += check_problem("direct 1x1 / split K", cases[i], pool);
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+}
+
+TEST(direct_kernel_split_k_bit_identical) {
+  // A K split into chunks gives the bits of one pass in (ky, kx, ci) order: each chunk after
+  // the first continues from the f32 sums stored by the one before. Checked against one chain
+  // of fmaf per output, on AVX-512 and AVX2 (whose kernels share the order), 1 and 2 threads,
+  // for whole-tap chunks (K = 2700), channel-range chunks (C_in = 1500) and K under the limit.
+  problem_t cases[] = {
+      {.s = 2,
+       .n = 2,
+       .c = 300,
+       .o = 70,
+       .in = {5, 6},
+       .k = {3, 3},
+       .lo = {1, 1},
+       .hi = {1, 1},
+       .in_axes = NHWC,
+       .ker_axes = HWIO,
+       .out_axes = NHWC,
+       .dtype = CML_DTYPE_F32},
+      {.s = 2,
+       .n = 1,
+       .c = 1500,
+       .o = 20,
+       .in = {4, 5},
+       .k = {2, 2},
+       .lo = {1, 0},
+       .hi = {0, 1},
+       .in_axes = NHWC,
+       .ker_axes = HWIO,
+       .out_axes = NHWC,
+       .dtype = CML_DTYPE_F32},
+      {.s = 2,
+       .n = 1,
+       .c = 1500,
+       .o = 20,
+       .in = {4, 4},
+       .k = {1, 1},
+       .in_axes = NHWC,
+       .ker_axes = HWIO,
+       .out_axes = NHWC,
+       .dtype = CML_DTYPE_F32},
+      {.s = 2,
+       .n = 2,
+       .c = 7,
+       .o = 33,
+       .in = {9, 8},
+       .k = {3, 3},
+       .stride = {2, 1},
+       .lo = {1, 1},
+       .hi = {1, 1},
+       .dtype = CML_DTYPE_F32},
+  };
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(2, cml_allocator_system(), &pool));
+  int checked = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    problem_t p = cases[i];
+    fake_t f;
+    problem_finish(&p, &f);
+    int64_t nx = cml_shape_element_count(&p.xs), nk = cml_shape_element_count(&p.ks);
+    int64_t ny = cml_shape_element_count(&p.ys);
+    double* xv = malloc(sizeof(double) * (size_t)nx);
+    double* wv = malloc(sizeof(double) * (size_t)nk);
+    for (int64_t j = 0; j < nx; ++j) xv[j] = rnd();
+    for (int64_t j = 0; j < nk; ++j) wv[j] = rnd();
+    float* x = make_data(CML_DTYPE_F32, xv, nx);
+    float* w = make_data(CML_DTYPE_F32, wv, nk);
+    float* want = malloc(sizeof(float) * (size_t)ny);
+    float* got = malloc(sizeof(float) * (size_t)ny);
+    fma_order_reference(&p, xv, wv, want);
+    for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+      if (!isa_usable((cmlc_isa_t)isa)) continue;
+      for (int threads = 1; threads <= 2; ++threads) {
+        cmlc_options_t o = make_options((cmlc_isa_t)isa, false, threads);
+        memset(got, 0xee, sizeof(float) * (size_t)ny);
+        ASSERT_STATUS_OK(fake_run(&f, &o, threads > 1 ? pool : NULL, x, w, got, NULL));
+        for (int64_t j = 0; j < ny; ++j) {
+          if (memcmp(&got[j], &want[j], sizeof(float)) != 0) {
+            fprintf(stderr, "case %zu isa %d threads %d: element %lld: %.9g, fma order %.9g\n", i,
+                    isa, threads, (long long)j, (double)got[j], (double)want[j]);
+            ASSERT_TRUE(false);
+          }
+        }
+        ++checked;
+      }
+    }
+    free(xv), free(wv), free(x), free(w), free(want), free(got);
+  }
+  cmlc_pool_destroy(pool);
+  // On x86-64 with AVX2 at least one ISA ran every case.
+  if (isa_usable(CMLC_ISA_AVX2)) ASSERT_TRUE(checked >= 8);
+}
+
+TEST(direct_kernel_taken_for_1x1_and_large_k) {
+  // The scratch shows the path: the direct kernel's is the packed filter plus, per thread, the
+  // strip (none when a 1x1 reads in place); the GEMM path's adds per-thread tiles and packing
+  // buffers. ResNet's 1x1 projection [1,56,56,64] -> 256 reads in place: only the filter
+  // (4 blocks x 64 x 64 floats). A 1x1 over [N,1,1,C] (a dense layer) keeps the GEMM.
+  if (!isa_usable(CMLC_ISA_AVX2)) return;
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (!isa_usable((cmlc_isa_t)isa)) continue;
+    cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 2);
+    problem_t p = {.s = 2,
+                   .n = 1,
+                   .c = 64,
+                   .o = 256,
+                   .in = {56, 56},
+                   .k = {1, 1},
+                   .in_axes = NHWC,
+                   .ker_axes = HWIO,
+                   .out_axes = NHWC,
+                   .dtype = CML_DTYPE_F32};
+    fake_t f;
+    problem_finish(&p, &f);
+    float* x = calloc((size_t)cml_shape_element_count(&p.xs), sizeof(float));
+    float* w = calloc((size_t)cml_shape_element_count(&p.ks), sizeof(float));
+    float* y = calloc((size_t)cml_shape_element_count(&p.ys), sizeof(float));
+    size_t bytes = 0;
+    ASSERT_STATUS_OK(fake_run(&f, &o, NULL, x, w, y, &bytes));
+    ASSERT_EQ_INT((int64_t)bytes, 4 * 64 * 64 * 4);
+    free(x), free(w), free(y);
+    // Stage 3's 3x3 on 256 channels (K = 2304, two chunks): filter 4 blocks x 2304 x 64 floats
+    // plus one strip per thread (one output row per task for 4 tasks per thread: 3 input
+    // rows x 16 x 256 floats).
+    problem_t q = {.s = 2,
+                   .n = 1,
+                   .c = 256,
+                   .o = 256,
+                   .in = {14, 14},
+                   .k = {3, 3},
+                   .lo = {1, 1},
+                   .hi = {1, 1},
+                   .in_axes = NHWC,
+                   .ker_axes = HWIO,
+                   .out_axes = NHWC,
+                   .dtype = CML_DTYPE_F32};
+    problem_finish(&q, &f);
+    x = calloc((size_t)cml_shape_element_count(&q.xs), sizeof(float));
+    w = calloc((size_t)cml_shape_element_count(&q.ks), sizeof(float));
+    y = calloc((size_t)cml_shape_element_count(&q.ys), sizeof(float));
+    ASSERT_STATUS_OK(fake_run(&f, &o, NULL, x, w, y, &bytes));
+    ASSERT_EQ_INT((int64_t)bytes, 4 * 2304 * 64 * 4 + 2 * 3 * 16 * 256 * 4);
+    free(x), free(w), free(y);
+    // A dense layer as a 1x1 conv over [8, 1, 1, 96] -> 40: the GEMM path (more scratch than
+    // the 40 x 96 filter block alone).
+    problem_t r = {.s = 2,
+                   .n = 8,
+                   .c = 96,
+                   .o = 40,
+                   .in = {1, 1},
+                   .k = {1, 1},
+                   .in_axes = NHWC,
+                   .ker_axes = HWIO,
+                   .out_axes = NHWC,
+                   .dtype = CML_DTYPE_F32};
+    problem_finish(&r, &f);
+    float xr[8 * 96] = {0}, wr[96 * 40] = {0}, yr[8 * 40];
+    ASSERT_STATUS_OK(fake_run(&f, &o, NULL, xr, wr, yr, &bytes));
+    ASSERT_TRUE(bytes != (size_t)(96 * 64 * 4));
+  }
+}
+
 TEST(zero_input_channels_and_empty_output) {
   // Cin = 0: every output is an empty sum (0); zero batch: nothing to write.
   problem_t p = {.s = 1, .n = 2, .c = 0, .o = 3, .in = {5}, .k = {2}, .dtype = CML_DTYPE_F32};
@@ -964,5 +1323,7 @@ TEST_MAIN(TEST_ENTRY(fast_path_layouts_strides_groups), TEST_ENTRY(fast_path_dty
           TEST_ENTRY(hand_computed_nhwc_3x3), TEST_ENTRY(reference_and_integers_keep_direct_path),
           TEST_ENTRY(inexact_f32_thread_and_tile_independent),
           TEST_ENTRY(direct_kernel_layouts_strides_dtypes),
-          TEST_ENTRY(direct_kernel_taken_on_avx512),
+          TEST_ENTRY(direct_kernel_taken_on_avx512), TEST_ENTRY(direct_kernel_1x1_and_split_k),
+          TEST_ENTRY(direct_kernel_split_k_bit_identical),
+          TEST_ENTRY(direct_kernel_taken_for_1x1_and_large_k),
           TEST_ENTRY(zero_input_channels_and_empty_output))

@@ -35,14 +35,19 @@
 // reference mode in the last bits (see docs/conv.md). Operands are read in place; scratch holds
 // the converted kernel, offset tables and per-thread (im2col tile, C tile, GEMM buffers).
 //
-// Direct 2-D kernel (AVX-512, f32 accumulator, one group, at least two taps, K = taps x Cg up to
-// CMLC_CONV_DIRECT_K_MAX; the 7x7 stem and ResNet's 3x3 layers): no im2col and no GEMM. A task
-// takes one output row of one image, gathers the input rows its taps read into a zero-padded
-// f32 strip (any input layout and dtype, strides, padding, both dilations), and runs a 6-pixel
-// x 64-channel micro-kernel (kernels/x86_64/linalg_conv_x86_64_avx512.c) against the filter,
-// packed once per run into [64-channel blocks][K][64]; the output row is written in place
-// (f32, channel stride 1) or through a row buffer. Each output sums its terms in (ky, kx, ci)
-// order, independent of the thread count; zero padding is multiplied like the GEMM path's.
+// Direct 2-D kernel (AVX-512 or AVX2, f32 accumulator, one group, two spatial axes; the 7x7
+// stem, ResNet's 3x3 and 1x1 layers): no im2col and no GEMM. A task takes up to 8 output rows
+// of one image, gathers the input rows its taps read into a zero-padded f32 strip (any input
+// layout and dtype, strides, padding, both dilations; a 1x1 kernel whose taps stay inside an
+// f32 channels-last input reads it in place instead), and runs a 6-pixel x 64-channel
+// micro-kernel (kernels/x86_64/linalg_conv_x86_64_{avx512,avx2}.c) against the filter, packed
+// into [64-channel blocks][K][64] once per run, or once per plan when the kernel is a constant
+// (entry.prepare, which the GEMM and depthwise paths use for their converted kernel too). K runs
+// in chunks of at most CMLC_CONV_DIRECT_K_MAX rows (contiguous in (ky, kx, ci) order), each
+// continuing the sums the previous one stored, so the result is that of one pass. The output
+// rows are written in place (f32, channel stride 1) or through a row buffer. Each output sums
+// its terms in (ky, kx, ci) order, independent of the thread count and the ISA; zero padding
+// is multiplied like the GEMM path's.
 //
 // Direct path: operands are first converted into the accumulator's domain in scratch; work is
 // split over output elements, each summed in a fixed order, so the thread count never changes
@@ -55,8 +60,8 @@ enum {
   CMLC_CONV_TILE_MAX = 768,
   CMLC_CONV_TILE_ALIGN = 12,  // a multiple of every micro-kernel's MR (4, 6, 12)
   CMLC_CONV_MIN_TASKS = 32,   // rows tiles shrink (to TILE_MIN) to reach this many
-  // Direct kernel limits: the filter block of 64 output channels stays in L2 (K x 64 floats),
-  // and a task's zero-padded input strip (kernel rows x padded width x channels) too.
+  // Direct kernel limits: one K chunk of a 64-channel filter block stays in L2 (K_MAX x 64
+  // floats), and a task's zero-padded input strip (kernel rows x padded width x channels) too.
   CMLC_CONV_DIRECT_K_MAX = 1280,
   CMLC_CONV_DIRECT_STRIP_MAX = 1024 * 1024,     // bytes, at one output row per task
   CMLC_CONV_DIRECT_STRIP_TARGET = 256 * 1024,   // bytes: fewer rows per task above this
@@ -87,15 +92,23 @@ typedef struct cmlc_conv_fast_t {
   bool ci_minor;             // K index = tap * cg + ci (else ci * ks + tap)
   bool out_direct;           // the GEMM writes the output (channels-last, G == 1, native dtype)
   bool a_direct;             // the input is A itself (1x1, stride 1, no padding, channels-last)
-  // Direct 2-D kernel (AVX-512, f32 domain, one group, at least two taps, K small): per task
-  // (image, output row) the input rows the taps read are gathered into a zero-padded strip
-  // [kh][len][cg] (f32), and the micro-kernel runs 6 pixels x 64 channels against the filter,
-  // packed once per run into [blocks][K][64] (K ordered (ky, kx, ci)). No im2col, no GEMM.
+  // Direct 2-D kernel (AVX-512 or AVX2, f32 domain, one group): per task (image, output rows)
+  // the input rows the taps read are gathered into a zero-padded strip [rows][len][cg] (f32),
+  // and the micro-kernel runs 6 pixels x 64 channels against the filter, packed into
+  // [blocks][K][64] (K ordered (ky, kx, ci)). No im2col, no GEMM.
   bool direct;
   bool direct_out;    // the kernel writes the output (f32, channel stride 1)
   int64_t d_len;      // padded strip positions along the width axis
   int64_t d_in_rows;  // strip rows (dilated input row positions a task's taps span)
   int64_t d_blocks;   // blocks of 64 output channels
+  // 1x1 kernel over an f32 input with channel stride 1 whose taps never leave the input (no
+  // padding into it, no input dilation): the micro-kernel reads the input in place (no strip).
+  bool d_in_place;
+  // K in chunks of at most CMLC_CONV_DIRECT_K_MAX, contiguous in (ky, kx, ci) order: whole taps
+  // (d_tpc taps per chunk, when C_in fits one chunk), else each tap split into d_nsplit channel
+  // ranges of d_cpc channels. d_chunks in all (1 when K fits).
+  int64_t d_tpc, d_nsplit, d_cpc, d_chunks;
+  cmlc__conv_direct_fn d_kernel;  // the micro-kernel for the ISA
   int threads;
   cmlc_isa_t isa;
   // Scratch layout: byte offsets of the converted kernel, the tables, and the per-thread
@@ -123,20 +136,48 @@ typedef struct cmlc_conv_plan_t {
 static size_t cmlc_conv_align(size_t x) { return (x + 63) & ~(size_t)63; }
 
 // Plans the direct 2-D kernel into |f| when it applies (returns false otherwise): the AVX-512
-// ISA, an f32 domain, two spatial axes, one group (feature and batch), more than one tap and a
-// K whose filter block fits L2. Any input, kernel and output layout, strides, padding and both
-// dilations reach it; the strip gathers (and widens f16/bf16) whatever the input layout is.
+// or AVX2 ISA, an f32 domain, two spatial axes and one group (feature and batch). Any input,
+// kernel and output layout, strides, padding and both dilations reach it; the strip gathers (and
+// widens f16/bf16) whatever the input layout is. A K above CMLC_CONV_DIRECT_K_MAX runs in
+// chunks that accumulate into the output, in the unsplit order.
 static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
 #if defined(CMLC_HAVE_X86_64)
   const cml_conv_config_t* c = p->cfg;
-  if (f->isa != CMLC_ISA_AVX512 || f->domain != CMLC__LA_DOM_F32 || p->spatial != 2) return false;
-  if (f->groups != 1 || f->ks < 2 || f->k > CMLC_CONV_DIRECT_K_MAX) return false;
+  if (f->isa != CMLC_ISA_AVX512 && f->isa != CMLC_ISA_AVX2) return false;
+  if (f->domain != CMLC__LA_DOM_F32 || p->spatial != 2 || f->groups != 1) return false;
   int64_t kh = p->ker.dims[c->kernel_spatial_axes[0]];
   int64_t kw = p->ker.dims[c->kernel_spatial_axes[1]];
   int64_t oh = p->out.dims[c->output_spatial_axes[0]];
   int64_t ow = p->out.dims[c->output_spatial_axes[1]];
   int64_t len = (ow - 1) * c->strides[1] + (kw - 1) * c->kernel_dilations[1] + 1;
   if (oh <= 0 || ow <= 0 || len <= 0 || c->strides[0] <= 0 || c->strides[1] <= 0) return false;
+  if (f->cg <= 0) return false;
+  // A 1x1 kernel over images of a few pixels (a dense layer as a conv over [N, 1, 1, C]) is a
+  // GEMM over the batch; the direct kernel's pixel blocks never span images.
+  if (f->ks == 1 && oh * ow < 2 * CMLC_CONV_DIRECT_PIXELS) return false;
+  f->d_kernel = f->isa == CMLC_ISA_AVX512 ? cmlc__conv_direct_f32_avx512_6x64
+                                          : cmlc__conv_direct_f32_avx2_6x16;
+  // Chunks of K.
+  if (f->cg <= CMLC_CONV_DIRECT_K_MAX) {
+    int64_t n = (f->k + CMLC_CONV_DIRECT_K_MAX - 1) / CMLC_CONV_DIRECT_K_MAX;
+    f->d_tpc = (f->ks + n - 1) / n;
+    f->d_nsplit = 1;
+    f->d_cpc = f->cg;
+    f->d_chunks = (f->ks + f->d_tpc - 1) / f->d_tpc;
+  } else {
+    f->d_tpc = 0;
+    f->d_nsplit = (f->cg + CMLC_CONV_DIRECT_K_MAX - 1) / CMLC_CONV_DIRECT_K_MAX;
+    f->d_cpc = (f->cg + f->d_nsplit - 1) / f->d_nsplit;
+    f->d_chunks = f->ks * f->d_nsplit;
+  }
+  // A 1x1 kernel whose taps stay inside an f32 input with channel stride 1 reads it in place.
+  f->d_in_place =
+      f->ks == 1 && p->in.dtype == CML_DTYPE_F32 && p->in_strides[c->input_channel_axis] == 1;
+  for (int32_t d = 0; d < 2 && f->d_in_place; ++d) {
+    int64_t in = p->in.dims[c->input_spatial_axes[d]];
+    int64_t last = (p->out.dims[c->output_spatial_axes[d]] - 1) * c->strides[d] - c->padding_low[d];
+    f->d_in_place = c->input_dilations[d] == 1 && c->padding_low[d] <= 0 && last <= in - 1;
+  }
   f->direct_out = p->out.dtype == CML_DTYPE_F32 && p->out_strides[c->output_channel_axis] == 1;
   // Output rows per task: up to 8 (fewer re-gathered input rows, pixel blocks spanning rows),
   // fewer while the strip or the row buffer would outgrow its bound or there would be fewer
@@ -145,7 +186,7 @@ static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
   int64_t rows = oh < 8 ? oh : 8;
   for (;; --rows) {
     int64_t in_rows = (rows - 1) * c->strides[0] + (kh - 1) * c->kernel_dilations[0] + 1;
-    double strip = (double)in_rows * (double)row_floats * 4.0;
+    double strip = f->d_in_place ? 0.0 : (double)in_rows * (double)row_floats * 4.0;
     double tile = f->direct_out ? 0.0 : (double)rows * (double)ow * (double)p->cout * 4.0;
     int64_t tasks = p->n_out * ((oh + rows - 1) / rows);
     bool fits = strip <= CMLC_CONV_DIRECT_STRIP_TARGET && tile <= CMLC_CONV_DIRECT_TILE_MAX;
@@ -166,7 +207,7 @@ static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
   f->off_threads = off;
   size_t t = 0;
   f->th_strip = t;
-  t = cmlc_conv_align(t + (size_t)(f->d_in_rows * row_floats) * sizeof(float));
+  if (!f->d_in_place) t = cmlc_conv_align(t + (size_t)(f->d_in_rows * row_floats) * sizeof(float));
   f->th_c = t;
   if (!f->direct_out) t = cmlc_conv_align(t + (size_t)(rows * ow * p->cout) * sizeof(float));
   f->thread_bytes = t;
@@ -257,7 +298,7 @@ static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* optio
   f->a_direct = a_direct;
   f->threads = options->threads > 0 ? options->threads : 1;
   f->isa = options->isa;
-  if (!f->depthwise && !f->a_direct && cmlc_conv_plan_direct(p, f)) return;
+  if (!f->depthwise && cmlc_conv_plan_direct(p, f)) return;
   // Scratch.
   size_t off = 0;
   f->off_ker = off;
@@ -777,7 +818,7 @@ static void cmlc_conv_depthwise_task(void* vctx, int64_t begin, int64_t end, int
   }
 }
 
-//===--- direct 2-D kernel (AVX-512) ---===//
+//===--- direct 2-D kernel (AVX-512, AVX2) ---===//
 
 #if defined(CMLC_HAVE_X86_64)
 // Packs filter rows [begin, end) over (block, k) into [blocks][K][ldw] f32, k = (ky, kx, ci),
@@ -874,7 +915,12 @@ static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int th
   const int64_t oh = c->out_dims[0], ow = c->out_dims[1], cout = p->cout, cg = f->cg;
   const int64_t ocs = p->out_strides[cfg->output_channel_axis];
   const int64_t row_blocks = (oh + f->tile - 1) / f->tile;
-  const int64_t x_row = cfg->strides[0] * f->d_len * cg, x_col = cfg->strides[1] * cg;
+  // Pixel (y, x) of a task reads the strip (or, in place, the input) at y * x_row + x * x_col.
+  int64_t x_row = cfg->strides[0] * f->d_len * cg, x_col = cfg->strides[1] * cg;
+  if (f->d_in_place) {
+    x_row = cfg->strides[0] * c->in_sp_strides[0];
+    x_col = cfg->strides[1] * c->in_sp_strides[1];
+  }
   cmlc__conv_direct_args_t a;
   a.kh = c->ker_dims[0];
   a.kw = c->ker_dims[1];
@@ -884,8 +930,16 @@ static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int th
   for (int64_t task = begin; task < end; ++task) {
     int64_t b = task / row_blocks, oy0 = (task % row_blocks) * f->tile;
     int64_t rows = oh - oy0 < f->tile ? oh - oy0 : f->tile;
-    int64_t in_rows = (rows - 1) * cfg->strides[0] + (a.kh - 1) * cfg->kernel_dilations[0] + 1;
-    cmlc_conv_direct_strip(c, b, oy0, in_rows, strip);
+    const float* x = strip;
+    if (f->d_in_place) {
+      // Input row oy0 * sh - pad_h, column -pad_w (pad <= 0) of image b.
+      x = (const float*)c->in + b * p->in_strides[cfg->input_batch_axis] +
+          (oy0 * cfg->strides[0] - cfg->padding_low[0]) * c->in_sp_strides[0] -
+          cfg->padding_low[1] * c->in_sp_strides[1];
+    } else {
+      int64_t in_rows = (rows - 1) * cfg->strides[0] + (a.kh - 1) * cfg->kernel_dilations[0] + 1;
+      cmlc_conv_direct_strip(c, b, oy0, in_rows, strip);
+    }
     int64_t obase = b * p->out_strides[cfg->output_batch_axis] + oy0 * c->out_sp_strides[0];
     float* out = f->direct_out ? (float*)c->out + obase : (float*)(th + f->th_c);
     const int64_t pixels_total = rows * ow;
@@ -893,19 +947,36 @@ static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int th
       int64_t o0 = blk * CMLC_CONV_DIRECT_COLS;
       int cols = (int)(cout - o0 < CMLC_CONV_DIRECT_COLS ? cout - o0 : CMLC_CONV_DIRECT_COLS);
       a.ldw = (cols + 15) / 16 * 16;
-      const float* w = (const float*)c->ker_dom + blk * f->k * CMLC_CONV_DIRECT_COLS;
-      for (int64_t q0 = 0; q0 < pixels_total; q0 += CMLC_CONV_DIRECT_PIXELS) {
-        int pixels = (int)(pixels_total - q0 < CMLC_CONV_DIRECT_PIXELS ? pixels_total - q0
-                                                                       : CMLC_CONV_DIRECT_PIXELS);
-        int64_t xo[CMLC_CONV_DIRECT_PIXELS], oo[CMLC_CONV_DIRECT_PIXELS];
-        for (int r = 0; r < pixels; ++r) {
-          int64_t y = (q0 + r) / ow, x = (q0 + r) % ow;
-          xo[r] = y * x_row + x * x_col;
-          oo[r] =
-              f->direct_out ? y * c->out_sp_strides[0] + x * c->out_sp_strides[1] : (q0 + r) * cout;
+      const float* wb = (const float*)c->ker_dom + blk * f->k * CMLC_CONV_DIRECT_COLS;
+      float* ob = out + o0 * (f->direct_out ? ocs : 1);
+      // Chunk by chunk (each chunk's filter rows stay in L2 across the task's pixels), every
+      // chunk after the first continuing the sums stored by the one before.
+      for (int64_t ch = 0; ch < f->d_chunks; ++ch) {
+        if (f->d_tpc > 0) {
+          a.t0 = ch * f->d_tpc;
+          a.t1 = a.t0 + f->d_tpc < f->ks ? a.t0 + f->d_tpc : f->ks;
+          a.c0 = 0;
+          a.c1 = cg;
+        } else {
+          a.t0 = ch / f->d_nsplit;
+          a.t1 = a.t0 + 1;
+          a.c0 = (ch % f->d_nsplit) * f->d_cpc;
+          a.c1 = a.c0 + f->d_cpc < cg ? a.c0 + f->d_cpc : cg;
         }
-        cmlc__conv_direct_f32_avx512_6x64(&a, strip, xo, w, out + o0 * (f->direct_out ? ocs : 1),
-                                          oo, pixels, cols);
+        a.accumulate = ch > 0;
+        const float* w = wb + (a.t0 * cg + a.c0) * a.ldw;
+        for (int64_t q0 = 0; q0 < pixels_total; q0 += CMLC_CONV_DIRECT_PIXELS) {
+          int pixels = (int)(pixels_total - q0 < CMLC_CONV_DIRECT_PIXELS ? pixels_total - q0
+                                                                         : CMLC_CONV_DIRECT_PIXELS);
+          int64_t xo[CMLC_CONV_DIRECT_PIXELS], oo[CMLC_CONV_DIRECT_PIXELS];
+          for (int r = 0; r < pixels; ++r) {
+            int64_t y = (q0 + r) / ow, xx = (q0 + r) % ow;
+            xo[r] = y * x_row + xx * x_col;
+            oo[r] = f->direct_out ? y * c->out_sp_strides[0] + xx * c->out_sp_strides[1]
+                                  : (q0 + r) * cout;
+          }
+          f->d_kernel(&a, x, xo, w, ob, oo, pixels, cols);
+        }
       }
     }
     if (f->direct_out) continue;
@@ -924,31 +995,59 @@ static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int th
 }
 #endif
 
+// The context of a fast-path run (or of entry.prepare: |in| and |out| NULL, |ker_dom| the
+// prepared block).
+static void cmlc_conv_fast_ctx_init(cmlc_conv_fast_ctx_t* c, const cmlc_conv_plan_t* p,
+                                    const void* in, const void* ker, void* out, void* scratch,
+                                    void* ker_dom) {
+  const cml_conv_config_t* cfg = p->cfg;
+  memset(c, 0, sizeof *c);
+  c->p = p;
+  c->in = in;
+  c->ker = ker;
+  c->out = out;
+  c->scratch = scratch;
+  c->ker_dom = ker_dom;
+  for (int32_t d = 0; d < p->spatial; ++d) {
+    c->in_dims[d] = p->in.dims[cfg->input_spatial_axes[d]];
+    c->ker_dims[d] = p->ker.dims[cfg->kernel_spatial_axes[d]];
+    c->out_dims[d] = p->out.dims[cfg->output_spatial_axes[d]];
+    c->in_sp_strides[d] = p->in_strides[cfg->input_spatial_axes[d]];
+    c->ker_sp_strides[d] = p->ker_strides[cfg->kernel_spatial_axes[d]];
+    c->out_sp_strides[d] = p->out_strides[cfg->output_spatial_axes[d]];
+  }
+}
+
+// Bytes of the converted (or packed) kernel of a fast-path plan, and the rows over which the
+// conversion runs (the direct kernel's pack over (block, k), else cmlc_conv_fast_convert_ker's).
+static size_t cmlc_conv_fast_ker_bytes(const cmlc_conv_fast_t* f, int64_t cout, int64_t* rows) {
+  if (f->direct) {
+    *rows = f->d_blocks * f->k;
+    return (size_t)(f->d_blocks * f->k * CMLC_CONV_DIRECT_COLS) * sizeof(float);
+  }
+  if (f->depthwise) {
+    *rows = f->ks;
+    return (size_t)(f->ks * cout) * f->es;
+  }
+  *rows = f->groups * f->k;
+  return (size_t)(f->groups * f->k * f->ng) * f->es;
+}
+
 static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args_t* args) {
   const cmlc_conv_fast_t* f = &p->fast;
-  const cml_conv_config_t* cfg = p->cfg;
   cmlc_conv_fast_ctx_t c;
-  memset(&c, 0, sizeof c);
-  c.p = p;
-  c.in = args->inputs[0];
-  c.ker = args->inputs[1];
-  c.out = args->outputs[0];
-  c.scratch = args->scratch;
-  c.ker_dom = cmlc_conv_scratch_at(c.scratch, f->off_ker);
-  for (int32_t d = 0; d < p->spatial; ++d) {
-    c.in_dims[d] = p->in.dims[cfg->input_spatial_axes[d]];
-    c.ker_dims[d] = p->ker.dims[cfg->kernel_spatial_axes[d]];
-    c.out_dims[d] = p->out.dims[cfg->output_spatial_axes[d]];
-    c.in_sp_strides[d] = p->in_strides[cfg->input_spatial_axes[d]];
-    c.ker_sp_strides[d] = p->ker_strides[cfg->kernel_spatial_axes[d]];
-    c.out_sp_strides[d] = p->out_strides[cfg->output_spatial_axes[d]];
-  }
+  // A kernel prepared from a constant when the plan was built is read in place (the run only
+  // reads ker_dom after converting into it, and skips the conversion then).
+  const bool prepared = args->prepared != NULL;
+  cmlc_conv_fast_ctx_init(&c, p, args->inputs[0], args->inputs[1], args->outputs[0], args->scratch,
+                          prepared ? (void*)(uintptr_t)args->prepared
+                                   : cmlc_conv_scratch_at(args->scratch, f->off_ker));
   // Tasks index per-thread blocks by thread_index: a pool wider than the plan runs inline.
   cmlc_pool_t* pool = args->pool;
   if (cmlc_pool_thread_count(pool) > f->threads) pool = NULL;
 #if defined(CMLC_HAVE_X86_64)
   if (f->direct) {
-    cmlc_parallel_for(pool, f->d_blocks * f->k, 64, cmlc_conv_direct_pack, &c);
+    if (!prepared) cmlc_parallel_for(pool, f->d_blocks * f->k, 64, cmlc_conv_direct_pack, &c);
     cmlc_parallel_for(pool, f->tiles, 1, cmlc_conv_direct_task, &c);
     return;
   }
@@ -970,11 +1069,13 @@ static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args
   for (int64_t n = 0; n < f->ng; ++n) t[n] = n;
   cmlc_conv_fast_tap_tables(&c, (int64_t*)cmlc_conv_scratch_at(c.scratch, f->off_taps));
   if (f->depthwise) {
-    cmlc_parallel_for(pool, f->ks, 16384 / p->cout + 1, cmlc_conv_fast_convert_ker, &c);
+    if (!prepared)
+      cmlc_parallel_for(pool, f->ks, 16384 / p->cout + 1, cmlc_conv_fast_convert_ker, &c);
     cmlc_parallel_for(pool, f->tiles, 1, cmlc_conv_depthwise_task, &c);
     return;
   }
-  cmlc_parallel_for(pool, f->groups * f->k, 16384 / f->ng + 1, cmlc_conv_fast_convert_ker, &c);
+  if (!prepared)
+    cmlc_parallel_for(pool, f->groups * f->k, 16384 / f->ng + 1, cmlc_conv_fast_convert_ker, &c);
   cmlc_parallel_for(pool, f->groups * f->tiles, 1, cmlc_conv_fast_task, &c);
 }
 
@@ -988,6 +1089,34 @@ static size_t cmlc_conv_scratch(const cml_module_t* module, const cml_ir_node_t*
                       &module->values[node->first_output].shape, node->attrs, options, &p))
     return 0;
   return p.total;
+}
+
+// A constant kernel converted (and, for the direct kernel, packed) once when the plan is built
+// (entry.prepare): the bytes the run would otherwise write into its scratch, so the results
+// are the same either way.
+static size_t cmlc_conv_prepare(const cml_module_t* module, const cml_ir_node_t* node,
+                                const cmlc_options_t* options, const void* const* consts,
+                                void* dst) {
+  if (node->input_count != 2 || !consts[1]) return 0;
+  cmlc_conv_plan_t p;
+  if (!cmlc_conv_plan(&module->values[node->inputs[0]].shape,
+                      &module->values[node->inputs[1]].shape,
+                      &module->values[node->first_output].shape, node->attrs, options, &p) ||
+      !p.fast.enabled)
+    return 0;
+  int64_t rows = 0;
+  const size_t bytes = cmlc_conv_fast_ker_bytes(&p.fast, p.cout, &rows);
+  if (bytes == 0 || !dst) return bytes;
+  cmlc_conv_fast_ctx_t c;
+  cmlc_conv_fast_ctx_init(&c, &p, NULL, consts[1], NULL, NULL, dst);
+#if defined(CMLC_HAVE_X86_64)
+  if (p.fast.direct) {
+    cmlc_conv_direct_pack(&c, 0, rows, 0);
+    return bytes;
+  }
+#endif
+  cmlc_conv_fast_convert_ker(&c, 0, rows, 0);
+  return bytes;
 }
 
 static cml_status_t cmlc_conv_run(const cmlc_kernel_args_t* args) {
@@ -1033,6 +1162,7 @@ bool cmlc__conv_lookup(const cml_module_t* module, const cml_ir_node_t* node,
     return false;
   out->run = cmlc_conv_run;
   out->scratch = cmlc_conv_scratch;
+  out->prepare = cmlc_conv_prepare;
   out->in_place_input = -1;
   return true;
 }

@@ -242,16 +242,32 @@ bool cmlc__conv_lookup(const cml_module_t* module, const cml_ir_node_t* node,
 // x[x_offsets[p] + ky * x_ky + kx * x_kx + ci] (a zero-padded strip of input rows), its filter
 // vector at w[((ky * kw + kx) * channels + ci) * ldw] (ldw: 16 x the vectors of the block, zero
 // past the live columns), and pixel p's output at out[out_offsets[p]].
+// A call sums one chunk of K: the taps t = ky * kw + kx in [t0, t1) and, of each, the channels
+// [c0, c1); a chunk is a contiguous range of K in (ky, kx, ci) order (either whole taps, or
+// a channel range of one tap), |w| points at its first row, and with |accumulate| the sums
+// continue from the values in |out| (the previous chunk's f32 sums), so a split K gives the
+// same bits as one pass over all of K.
 typedef struct cmlc__conv_direct_args_t {
   int64_t kh, kw, channels;
   int64_t x_ky, x_kx;
   int64_t ldw;
+  int64_t t0, t1, c0, c1;
+  int accumulate;
 } cmlc__conv_direct_args_t;
+// The direct micro-kernel of one ISA (same contract for each).
+typedef void (*cmlc__conv_direct_fn)(const cmlc__conv_direct_args_t* args, const float* x,
+                                     const int64_t* x_offsets, const float* w, float* out,
+                                     const int64_t* out_offsets, int pixels, int cols);
 #if defined(CMLC_HAVE_X86_64)
 // out[out_offsets[p] + o] = the sum above for p < pixels (1..6) and o < cols (1..64), AVX-512F.
 void cmlc__conv_direct_f32_avx512_6x64(const cmlc__conv_direct_args_t* args, const float* x,
                                        const int64_t* x_offsets, const float* w, float* out,
                                        const int64_t* out_offsets, int pixels, int cols);
+// The same with AVX2 + FMA: 6 pixels x 16 channels per pass (12 ymm accumulators), one pass
+// per 16 of the |cols| (1..64); each output's terms in the same order, so the same bits.
+void cmlc__conv_direct_f32_avx2_6x16(const cmlc__conv_direct_args_t* args, const float* x,
+                                     const int64_t* x_offsets, const float* w, float* out,
+                                     const int64_t* out_offsets, int pixels, int cols);
 #endif
 
 //===--- FFT (special_fft.c) ---===//

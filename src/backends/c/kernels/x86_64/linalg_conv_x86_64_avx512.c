@@ -2,11 +2,12 @@
 // kernels/x86_64/linalg_conv_x86_64_avx512.c: the AVX-512F direct 2-D convolution micro-kernel
 // of linalg_conv.c: up to 6 output pixels (anywhere in a task's output rows, each with its own
 // input and output offset) x up to 64 output channels (four zmm per pixel, 24 accumulators),
-// reading the input from a zero-padded strip of input rows (no im2col)
-// and the filter from a [K][ldw] block packed once per call. Per k step it loads the filter's
-// (up to) four vectors once and broadcasts one input value per pixel, so the filter is reused
-// across the pixels and the input across the channels. Compiled for the target with function
-// attributes; only called when options->isa is AVX512.
+// reading the input from a zero-padded strip of input rows (no im2col; a 1x1 kernel reads the
+// input in place) and the filter from a [K][ldw] block packed once per plan or run. A call
+// covers one chunk of K and may continue the previous chunk's sums from the output. Per k step
+// it loads the filter's (up to) four vectors once and broadcasts one input value per pixel, so
+// the filter is reused across the pixels and the input across the channels. Compiled for the
+// target with function attributes; only called when options->isa is AVX512.
 //
 // Each output sums its terms in (ky, kx, ci) order, one fused multiply-add at a time, so a
 // tile's values do not depend on where it sits, how many pixels or channels it holds, or which
@@ -49,6 +50,18 @@
   (void)acc##r##2;                                                                      \
   (void)acc##r##3
 
+// With accumulate: pixel r's sums so far from the output (masked like the store).
+#define CMLC_CONV_LOAD(r)                                                                \
+  do {                                                                                   \
+    if ((r) < pixels) {                                                                  \
+      const float* o_ = out + oo[r];                                                     \
+      acc##r##0 = _mm512_maskz_loadu_ps(vecs == 1 ? last : full, o_);                    \
+      if (vecs > 1) acc##r##1 = _mm512_maskz_loadu_ps(vecs == 2 ? last : full, o_ + 16); \
+      if (vecs > 2) acc##r##2 = _mm512_maskz_loadu_ps(vecs == 3 ? last : full, o_ + 32); \
+      if (vecs > 3) acc##r##3 = _mm512_maskz_loadu_ps(last, o_ + 48);                    \
+    }                                                                                    \
+  } while (0)
+
 static inline __attribute__((always_inline)) CMLC_CONV_AVX512_TARGET void cmlc_conv_avx512_body(
     const cmlc__conv_direct_args_t* a, const float* x, const int64_t* xo, const float* w,
     float* out, const int64_t* oo, __mmask16 last, const int pixels, const int vecs) {
@@ -66,32 +79,44 @@ static inline __attribute__((always_inline)) CMLC_CONV_AVX512_TARGET void cmlc_c
   CMLC_CONV_ACC(3);
   CMLC_CONV_ACC(4);
   CMLC_CONV_ACC(5);
+  if (a->accumulate) {
+    CMLC_CONV_LOAD(0);
+    CMLC_CONV_LOAD(1);
+    CMLC_CONV_LOAD(2);
+    CMLC_CONV_LOAD(3);
+    CMLC_CONV_LOAD(4);
+    CMLC_CONV_LOAD(5);
+  }
   // Without kernel dilation the taps of one kernel row are adjacent in the strip (x_kx ==
-  // channels): one run of kw x channels values (a 7x7 stem on 3 channels: 21, not 7 runs of 3).
-  const bool fused = x_kx == channels;
-  const int64_t runs = fused ? 1 : a->kw, run = fused ? a->kw * channels : channels;
-  for (int64_t ky = 0; ky < a->kh; ++ky) {
-    for (int64_t kx = 0; kx < runs; ++kx) {
-      const float* xk = x + ky * x_ky + kx * x_kx;
-      for (int64_t ci = 0; ci < run; ++ci) {
-        // The packed block is zero past the live channels, so full loads are safe.
-        const __m512 w0 = _mm512_loadu_ps(w);
-        const __m512 w1 = vecs > 1 ? _mm512_loadu_ps(w + 16) : w0;
-        const __m512 w2 = vecs > 2 ? _mm512_loadu_ps(w + 32) : w0;
-        const __m512 w3 = vecs > 3 ? _mm512_loadu_ps(w + 48) : w0;
-        (void)w1;
-        (void)w2;
-        (void)w3;
-        CMLC_CONV_PIXEL(0);
-        CMLC_CONV_PIXEL(1);
-        CMLC_CONV_PIXEL(2);
-        CMLC_CONV_PIXEL(3);
-        CMLC_CONV_PIXEL(4);
-        CMLC_CONV_PIXEL(5);
-        w += ldw;
-        ++xk;
-      }
+  // channels): whole taps of one row run as one loop of (taps x channels) values (a 7x7 stem
+  // on 3 channels: 21, not 7 runs of 3).
+  const int64_t kw = a->kw, t1 = a->t1, c0 = a->c0;
+  const bool fused = x_kx == channels && c0 == 0 && a->c1 == channels;
+  for (int64_t t = a->t0; t < t1;) {
+    const int64_t ky = t / kw, kx = t % kw;
+    int64_t taps = 1;
+    if (fused) taps = (t1 < (ky + 1) * kw ? t1 : (ky + 1) * kw) - t;
+    const int64_t run = fused ? taps * channels : a->c1 - c0;
+    const float* xk = x + ky * x_ky + kx * x_kx + c0;
+    for (int64_t ci = 0; ci < run; ++ci) {
+      // The packed block is zero past the live channels, so full loads are safe.
+      const __m512 w0 = _mm512_loadu_ps(w);
+      const __m512 w1 = vecs > 1 ? _mm512_loadu_ps(w + 16) : w0;
+      const __m512 w2 = vecs > 2 ? _mm512_loadu_ps(w + 32) : w0;
+      const __m512 w3 = vecs > 3 ? _mm512_loadu_ps(w + 48) : w0;
+      (void)w1;
+      (void)w2;
+      (void)w3;
+      CMLC_CONV_PIXEL(0);
+      CMLC_CONV_PIXEL(1);
+      CMLC_CONV_PIXEL(2);
+      CMLC_CONV_PIXEL(3);
+      CMLC_CONV_PIXEL(4);
+      CMLC_CONV_PIXEL(5);
+      w += ldw;
+      ++xk;
     }
+    t += taps;
   }
   CMLC_CONV_STORE(0);
   CMLC_CONV_STORE(1);
