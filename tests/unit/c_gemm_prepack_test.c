@@ -158,8 +158,9 @@ static const pk_case_t kCases[] = {
     {16, 384, 1152, false, CML_DTYPE_F32, CML_DTYPE_F32},
     {32, 520, 200, true, CML_DTYPE_F32, CML_DTYPE_F32},
     {13, 260, 2100, false, CML_DTYPE_F32, CML_DTYPE_F32},  // two column blocks, two k blocks
-    // AVX-512 per execute: the 16 x 16 in-place kernel (two halves, a partial k round) against
+    // AVX-512 per execute: the 16 x 16 in-place kernel (15 rows) or the copy (17..32) against
     // the 12 x 32 kernel on the packed constant; 33 rows: blocked
+    {15, 300, 1001, false, CML_DTYPE_F32, CML_DTYPE_F32},
     {31, 300, 517, false, CML_DTYPE_F32, CML_DTYPE_F32},
     {24, 1000, 95, false, CML_DTYPE_F32, CML_DTYPE_F32},
     {33, 301, 300, false, CML_DTYPE_F32, CML_DTYPE_F32},
@@ -220,8 +221,9 @@ TEST(constant_rhs_packed_once_same_bits_as_per_execute) {
 // Skinny products with values whose products and sums round (so a change in the order of the
 // k terms, or a multiply and add in place of a fused multiply-add, changes the bits): the
 // parameter B goes through the skinny path (AVX-512: the 16 x 16 kernel reading B in place for
-// 13..32 rows; AVX2: each sliver copied), the constant B through the packed 12 x 32 (AVX2:
-// 6 x 16) kernel; both must give the same bits, and be close to an f64 reference.
+// 13..16 rows, each sliver copied for 17..32; AVX2: each sliver copied), the constant B through
+// the packed 12 x 32 (AVX2: 6 x 16) kernel; both must give the same bits, and be close to an
+// f64 reference.
 TEST(skinny_in_place_same_bits_as_packed_inexact) {
   static const int64_t shapes[][3] = {{13, 300, 517}, {16, 384, 1152}, {17, 260, 300},
                                       {24, 1000, 95}, {31, 300, 517},  {32, 530, 333},

@@ -69,8 +69,8 @@ typedef struct cmlc_kernel_t_f32 {
   void (*pack_a)(const float* const* rows, int64_t kc, float* sliver);
   // Widens runs of an f16 operand (F16C with a SIMD ISA).
   cmlc__gemm_widen_fn widen_f16;
-  // Skinny products of skinny_min..CMLC_GEMM_SKINNY_M rows: a 16 x 16 kernel that reads B in
-  // place (16-row A slivers), or NULL.
+  // Skinny products of skinny_min..16 rows: a 16 x 16 kernel that reads B in place (16-row A
+  // slivers), or NULL.
   cmlc__gemm_ukernel_fn skinny16;
   int skinny_min;
 } cmlc_kernel_t_f32;

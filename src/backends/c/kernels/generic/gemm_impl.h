@@ -529,7 +529,6 @@ static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int
         const CMLC_GEMM_T* bk = copy ? copy + (s - g0) * nr * kc : bm + pc * ldb + col0;
         const int64_t ldk = copy ? nr : ldb;
         if (c->skinny16) {
-          // All rows (up to 32, two 16-row A slivers) in one call.
           kern->skinny16(kc, ap, bk, ldk, p->c + col0, p->n, pc > 0, (int)p->m, cols);
           continue;
         }
@@ -556,9 +555,11 @@ static bool CMLC_GEMM_N(skinny_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* po
   if (!c->b_packed && (p->b.dtype != CMLC_GEMM_DTYPE || c->b_acc.col_stride != 1 ||
                        c->b_acc.row_stride == CMLC_GEMM_NOT_AFFINE))
     return false;
-  // M = 13..32 with AVX-512: the 16 x 16 kernel reads every B row in place once per 16 rows
-  // (no copy of B); its per-tile arithmetic is that of kern.fn, so the bits are the same.
-  c->skinny16 = !c->b_packed && c->kern.skinny16 && p->m >= c->kern.skinny_min;
+  // M = 13..16 with AVX-512: the 16 x 16 kernel reads every B row in place once (no copy of
+  // B); its per-tile arithmetic is that of kern.fn, so the bits are the same. (For 17..32 rows
+  // two 16-row passes over in-place B measured slower than the copy when B rows are not
+  // 64-byte aligned, e.g. 0.36-0.55x for N = 1000.)
+  c->skinny16 = !c->b_packed && c->kern.skinny16 && p->m >= c->kern.skinny_min && p->m <= 16;
   const int mr = c->skinny16 ? 16 : c->kern.mr, nr = c->skinny16 ? 16 : c->kern.nr;
   const int64_t mpad = CMLC_GEMM_N(gemm_round_up)(p->m, mr);
   // All of A must fit in the shared panel.

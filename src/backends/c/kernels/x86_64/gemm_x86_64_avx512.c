@@ -147,31 +147,28 @@ CMLC_AVX512_TARGET void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const fl
 
 //===--- 16 x 16, B read in place (skinny products) ---===//
 
-// One row of a 16-row half tile: a broadcast A value times the B vector.
+// One row of the 16 x 16 tile: a broadcast A value times the B vector.
 #define CMLC_AVX512_ROW16(r)                                                    \
   do {                                                                          \
     if ((r) < live) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), bv, acc[r]); \
   } while (0)
 
-enum {
-  // k steps per round: both 16-row halves of a 32-row tile run over the same B rows in turn,
-  // so the second half finds them in L2 (rows a power of two apart share a few cache sets:
-  // 64 rows of a 16 KiB stride fit in a 1 MiB 8-way L2).
-  CMLC_AVX512_SKINNY_KS = 32,
-  // B rows fetched ahead into L2 by the first half.
-  CMLC_AVX512_SKINNY_AHEAD = 40,
-};
+// B rows fetched ahead into L2 (rows a power of two apart share a few cache sets; 64 rows of a
+// 16 KiB stride fit in a 1 MiB 8-way L2).
+enum { CMLC_AVX512_SKINNY_AHEAD = 40 };
 
-// k steps [k0, k1) of one 16-row half: |live| (4, 8, 12 or 16) rows, |masked| columns.
-// |acc| holds the half's partial sums (zero at k 0). With |prefetch|, fetches the B row
-// CMLC_AVX512_SKINNY_AHEAD steps ahead (below |kc|) into L2.
-static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_16x16_steps(
-    __m512* acc, int64_t k0, int64_t k1, int64_t kc, const float* a, const float* b, int64_t ldb,
-    __mmask16 m0, const int masked, const int live, int prefetch) {
-  a += k0 * 16;
-  b += k0 * ldb;
-  for (int64_t k = k0; k < k1; ++k) {
-    if (prefetch && k + CMLC_AVX512_SKINNY_AHEAD < kc)
+// The k loop of the 16 x 16 tile: |live| (4, 8, 12 or 16, at least |rows|) rows computed,
+// |masked| for partial column counts. Each output starts from zero, adds its k terms in order
+// with one fused multiply-add each, and adds C at the end when |accumulate|: the arithmetic of
+// the 12 x 32 kernel, so both give the same bits for an output.
+static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_16x16_body(
+    int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int accumulate,
+    int rows, __mmask16 m0, const int masked, const int live) {
+  __m512 acc[16];
+  for (int r = 0; r < 16; ++r) acc[r] = _mm512_setzero_ps();
+  for (int r = 0; r < rows; ++r) _mm_prefetch((const char*)(c + (int64_t)r * ldc), _MM_HINT_T0);
+  for (int64_t k = 0; k < kc; ++k) {
+    if (k + CMLC_AVX512_SKINNY_AHEAD < kc)
       _mm_prefetch((const char*)(b + CMLC_AVX512_SKINNY_AHEAD * ldb), _MM_HINT_T1);
     const __m512 bv = masked ? _mm512_maskz_loadu_ps(m0, b) : _mm512_loadu_ps(b);
     CMLC_AVX512_ROW16(0);
@@ -193,48 +190,9 @@ static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512
     a += 16;
     b += ldb;
   }
-}
-
-// One half over [k0, k1): loads its partial sums from |part| (or zero at k 0), runs the steps
-// with the row count's specialization, and keeps them in |part|.
-static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_16x16_half(
-    float* part, int64_t k0, int64_t k1, int64_t kc, const float* a, const float* b, int64_t ldb,
-    __mmask16 m0, const int masked, int rows, int prefetch) {
-  __m512 acc[16];
-  for (int r = 0; r < 16; ++r)
-    acc[r] = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(part + r * 16);
-  if (rows > 12)
-    cmlc_avx512_16x16_steps(acc, k0, k1, kc, a, b, ldb, m0, masked, 16, prefetch);
-  else if (rows > 8)
-    cmlc_avx512_16x16_steps(acc, k0, k1, kc, a, b, ldb, m0, masked, 12, prefetch);
-  else if (rows > 4)
-    cmlc_avx512_16x16_steps(acc, k0, k1, kc, a, b, ldb, m0, masked, 8, prefetch);
-  else
-    cmlc_avx512_16x16_steps(acc, k0, k1, kc, a, b, ldb, m0, masked, 4, prefetch);
-  for (int r = 0; r < 16; ++r) _mm512_store_ps(part + r * 16, acc[r]);
-}
-
-// Up to 32 rows x 16 columns: rows 0..15 from the 16-row A sliver at |a|, rows 16..31 from
-// the next one (a + 16 * kc). Each output starts from zero, adds its k terms in order with one
-// fused multiply-add each (a partial sum parked in memory between rounds is exact), and adds C
-// at the end when |accumulate|: the arithmetic of the 12 x 32 kernel, so both give the same
-// bits for an output.
-static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_16x16_body(
-    int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int accumulate,
-    int rows, __mmask16 m0, const int masked) {
-  _Alignas(64) float part[2][16 * 16];
-  const int halves = rows > 16 ? 2 : 1;
-  const int64_t ks = halves == 2 ? CMLC_AVX512_SKINNY_KS : kc;
-  for (int r = 0; r < rows; ++r) _mm_prefetch((const char*)(c + (int64_t)r * ldc), _MM_HINT_T0);
-  for (int64_t k0 = 0; k0 < kc; k0 += ks) {
-    const int64_t k1 = kc - k0 < ks ? kc : k0 + ks;
-    cmlc_avx512_16x16_half(part[0], k0, k1, kc, a, b, ldb, m0, masked, rows > 16 ? 16 : rows, 1);
-    if (halves == 2)
-      cmlc_avx512_16x16_half(part[1], k0, k1, kc, a + 16 * kc, b, ldb, m0, masked, rows - 16, 0);
-  }
   for (int r = 0; r < rows; ++r) {
     float* cr = c + (int64_t)r * ldc;
-    __m512 v = _mm512_load_ps(part[r / 16] + (r % 16) * 16);
+    __m512 v = acc[r];
     if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), v);
     _mm512_mask_storeu_ps(cr, m0, v);
   }
@@ -245,10 +203,19 @@ CMLC_AVX512_TARGET void cmlc__gemm_ukernel_f32_avx512_16x16(int64_t kc, const fl
                                                             int64_t ldc, int accumulate, int rows,
                                                             int cols) {
   const __mmask16 m0 = cmlc_avx512_mask(cols);
-  if (cols >= 16)
-    cmlc_avx512_16x16_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, 0);
-  else
-    cmlc_avx512_16x16_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, 1);
+  const int masked = cols < 16;
+  if (rows > 12) {
+    if (masked)
+      cmlc_avx512_16x16_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, 1, 16);
+    else
+      cmlc_avx512_16x16_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, 0, 16);
+  } else if (rows > 8) {
+    cmlc_avx512_16x16_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, masked, 12);
+  } else if (rows > 4) {
+    cmlc_avx512_16x16_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, masked, 8);
+  } else {
+    cmlc_avx512_16x16_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, masked, 4);
+  }
 }
 
 //===--- f64 ---===//
