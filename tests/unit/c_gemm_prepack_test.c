@@ -158,6 +158,12 @@ static const pk_case_t kCases[] = {
     {16, 384, 1152, false, CML_DTYPE_F32, CML_DTYPE_F32},
     {32, 520, 200, true, CML_DTYPE_F32, CML_DTYPE_F32},
     {13, 260, 2100, false, CML_DTYPE_F32, CML_DTYPE_F32},  // two column blocks, two k blocks
+    // AVX-512 per execute: the 16 x 16 in-place kernel (15 rows) or the copy (17..32) against
+    // the 12 x 32 kernel on the packed constant; 33 rows: blocked
+    {15, 300, 1001, false, CML_DTYPE_F32, CML_DTYPE_F32},
+    {31, 300, 517, false, CML_DTYPE_F32, CML_DTYPE_F32},
+    {24, 1000, 95, false, CML_DTYPE_F32, CML_DTYPE_F32},
+    {33, 301, 300, false, CML_DTYPE_F32, CML_DTYPE_F32},
     // blocked path: several row blocks, column blocks and k blocks
     {100, 513, 2090, false, CML_DTYPE_F32, CML_DTYPE_F32},
     {47, 300, 129, true, CML_DTYPE_F32, CML_DTYPE_F32},
@@ -207,6 +213,58 @@ TEST(constant_rhs_packed_once_same_bits_as_per_execute) {
       cml_executable_release(ce);
       cml_executable_release(pe);
       pk_data_free(&d);
+    }
+    cml_backend_release(b);
+  }
+}
+
+// Skinny products with values whose products and sums round (so a change in the order of the
+// k terms, or a multiply and add in place of a fused multiply-add, changes the bits): the
+// parameter B goes through the skinny path (AVX-512: the 16 x 16 kernel reading B in place for
+// 13..16 rows, each sliver copied for 17..32; AVX2: each sliver copied), the constant B through
+// the packed 12 x 32 (AVX2: 6 x 16) kernel; both must give the same bits, and be close to an
+// f64 reference.
+TEST(skinny_in_place_same_bits_as_packed_inexact) {
+  static const int64_t shapes[][3] = {{13, 300, 517}, {16, 384, 1152}, {17, 260, 300},
+                                      {24, 1000, 95}, {31, 300, 517},  {32, 530, 333},
+                                      {12, 290, 333}, {1, 300, 500}};
+  static const char* const configs[] = {"c:threads=1", "c:threads=2", "c:threads=2,avx512=false"};
+  for (size_t ci = 0; ci < sizeof configs / sizeof configs[0]; ++ci) {
+    cml_backend_t* b = pk_backend(configs[ci]);
+    ASSERT_TRUE(b != NULL);
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si) {
+      const pk_case_t c = {shapes[si][0], shapes[si][1], shapes[si][2],
+                           false,         CML_DTYPE_F32, CML_DTYPE_F32};
+      float* lhs = malloc(sizeof(float) * (size_t)(c.m * c.k));
+      float* rhs = malloc(sizeof(float) * (size_t)(c.k * c.n));
+      float* want = malloc(sizeof(float) * (size_t)(c.m * c.n));
+      float* got = malloc(sizeof(float) * (size_t)(c.m * c.n));
+      for (int64_t i = 0; i < c.m * c.k; ++i) lhs[i] = pk_value(i, 3) * 0.7071f + 0.0173f;
+      for (int64_t i = 0; i < c.k * c.n; ++i) rhs[i] = pk_value(i, 5) * 1.1f - 0.0311f;
+      cml_executable_t* ce = NULL;
+      cml_executable_t* pe = NULL;
+      ASSERT_STATUS_OK(pk_build(b, &c, rhs, true, &ce));
+      ASSERT_STATUS_OK(pk_build(b, &c, rhs, false, &pe));
+      ASSERT_STATUS_OK(pk_run(pe, b, (const void*[]){lhs, rhs}, 2, want));
+      ASSERT_STATUS_OK(pk_run(ce, b, (const void* const*)&lhs, 1, got));
+      int64_t bad = 0;
+      for (int64_t i = 0; i < c.m; ++i)
+        for (int64_t j = 0; j < c.n; ++j) {
+          double ref = 0;
+          for (int64_t kk = 0; kk < c.k; ++kk)
+            ref += (double)lhs[i * c.k + kk] * (double)rhs[kk * c.n + j];
+          if (!(fabs(want[i * c.n + j] - ref) <= 1e-6 * (double)c.k) && bad++ < 3)
+            fprintf(stderr, "%s M%lld (%lld,%lld): %.9g want %.9g\n", configs[ci], (long long)c.m,
+                    (long long)i, (long long)j, want[i * c.n + j], ref);
+        }
+      if (memcmp(got, want, sizeof(float) * (size_t)(c.m * c.n)) != 0)
+        fprintf(stderr, "%s M%lld K%lld N%lld: constant and parameter rhs differ\n", configs[ci],
+                (long long)c.m, (long long)c.k, (long long)c.n);
+      ASSERT_EQ_INT(bad, 0);
+      ASSERT_TRUE(memcmp(got, want, sizeof(float) * (size_t)(c.m * c.n)) == 0);
+      cml_executable_release(ce);
+      cml_executable_release(pe);
+      free(lhs), free(rhs), free(want), free(got);
     }
     cml_backend_release(b);
   }
@@ -425,6 +483,7 @@ TEST(runner_without_picked_driver_is_internal) {
 }
 
 TEST_MAIN(TEST_ENTRY(constant_rhs_packed_once_same_bits_as_per_execute),
+          TEST_ENTRY(skinny_in_place_same_bits_as_packed_inexact),
           TEST_ENTRY(no_prepare_where_it_does_not_apply),
           TEST_ENTRY(prepacked_executable_shared_by_threads),
           TEST_ENTRY(lookup_picks_gemm_driver_at_plan_time),

@@ -517,14 +517,18 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
   // M = 1 and N = 1 take the GEMV path, tiny ones read B in place, the rest are blocked with
   // masked edges and (K > 256) several k blocks. With a row-major rhs, M <= 32 and K x N over
   // 16 Ki take the skinny path (A packed whole, B streamed by column chunks): 2 and 8 rows
-  // (B read in place), 13, 16, 29 and 32 rows (several A slivers with AVX-512 and AVX2: each B
-  // sliver copied once; partial slivers, several k blocks). {32, 40, 5000} has too little
-  // scratch for all of A and is blocked. Tiles of 1-4, 5-8 and 9-12 rows run different
-  // AVX-512 kernel variants.
+  // (B read in place), 12 rows (one full AVX-512 sliver), 13, 16, 24, 29, 31 and 32 rows
+  // (AVX-512: 13 and 16 rows run the 16 x 16 kernel reading B in place, 17..32 rows copy each
+  // B sliver once; AVX2: several A slivers, each B sliver copied once; partial slivers, several
+  // k blocks); 33 rows are blocked. {32, 40, 5000} has too little scratch for
+  // all of A and is blocked. Tiles of 1-4, 5-8 and 9-12 rows run different AVX-512 kernel
+  // variants.
   static const int64_t shapes[][3] = {
-      {1, 1, 1},      {1, 37, 19},   {1, 300, 700},  {45, 1, 33},     {300, 1, 513}, {5, 7, 11},
-      {12, 32, 64},   {13, 33, 65},  {64, 64, 64},   {150, 70, 520},  {2, 600, 300}, {8, 1000, 530},
-      {13, 2100, 70}, {32, 97, 777}, {32, 40, 5000}, {16, 1000, 600}, {29, 530, 300}};
+      {1, 1, 1},       {1, 37, 19},     {1, 300, 700},  {45, 1, 33},    {300, 1, 513},
+      {5, 7, 11},      {12, 32, 64},    {13, 33, 65},   {64, 64, 64},   {150, 70, 520},
+      {2, 600, 300},   {8, 1000, 530},  {13, 2100, 70}, {32, 97, 777},  {32, 40, 5000},
+      {16, 1000, 600}, {29, 530, 300},  {12, 333, 290}, {31, 517, 300}, {33, 301, 300},
+      {24, 1000, 95},  {17, 130, 1000}, {15, 1001, 300}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failed = 0;

@@ -24,9 +24,9 @@
 
 enum {
   CMLC_GEMM_KC = 256,
-  CMLC_GEMM_MC = 144,   // a multiple of every MR (4, 6, 12)
-  CMLC_GEMM_NC = 2048,  // a multiple of every NR (8, 16, 32)
-  CMLC_GEMM_MR_MAX = 12,
+  CMLC_GEMM_MC = 144,     // a multiple of every MR (4, 6, 12)
+  CMLC_GEMM_NC = 2048,    // a multiple of every NR (8, 16, 32)
+  CMLC_GEMM_MR_MAX = 16,  // the skinny 16 x 16 kernel's A slivers
   CMLC_GEMM_NR_MAX = 32,
   // B operands up to this many elements (K x N) with contiguous rows are not packed.
   CMLC_GEMM_DIRECT_B_MAX = 64 * 256,
@@ -69,6 +69,10 @@ typedef struct cmlc_kernel_t_f32 {
   void (*pack_a)(const float* const* rows, int64_t kc, float* sliver);
   // Widens runs of an f16 operand (F16C with a SIMD ISA).
   cmlc__gemm_widen_fn widen_f16;
+  // Skinny products of skinny_min..16 rows: a 16 x 16 kernel that reads B in place (16-row A
+  // slivers), or NULL.
+  cmlc__gemm_ukernel_fn skinny16;
+  int skinny_min;
 } cmlc_kernel_t_f32;
 
 static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n);
@@ -81,10 +85,19 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {12,
                                                        cmlc__gemv_dot_f32_avx512,
                                                        cmlc__gemm_pack_bt_f32_avx512,
                                                        cmlc__gemm_pack_a_f32_avx512_12,
-                                                       cmlc__gemm_widen_f16_f16c};
-static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
-    6,    16,   cmlc__gemm_ukernel_f32_avx2_6x16, cmlc__gemv_axpy_f32_avx2, cmlc__gemv_dot_f32_avx2,
-    NULL, NULL, cmlc__gemm_widen_f16_f16c};
+                                                       cmlc__gemm_widen_f16_f16c,
+                                                       cmlc__gemm_ukernel_f32_avx512_16x16,
+                                                       13};
+static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {6,
+                                                     16,
+                                                     cmlc__gemm_ukernel_f32_avx2_6x16,
+                                                     cmlc__gemv_axpy_f32_avx2,
+                                                     cmlc__gemv_dot_f32_avx2,
+                                                     NULL,
+                                                     NULL,
+                                                     cmlc__gemm_widen_f16_f16c,
+                                                     NULL,
+                                                     0};
 #endif
 static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        8,
@@ -93,7 +106,9 @@ static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        cmlc_gemv_dot_scalar_f32,
                                                        NULL,
                                                        NULL,
-                                                       cmlc_widen_f16};
+                                                       cmlc_widen_f16,
+                                                       NULL,
+                                                       0};
 
 static const cmlc_kernel_t_f32* cmlc_select_f32(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)
@@ -113,7 +128,9 @@ typedef struct cmlc_kernel_t_f64 {
   cmlc__gemv_dot_f64_fn dot;
   void (*pack_bt)(const double* src, int64_t ld, int64_t kc, double* sliver);  // NULL
   void (*pack_a)(const double* const* rows, int64_t kc, double* sliver);       // NULL
-  cmlc_widen_fn_f64 widen_f16;  // NULL: the f64 GEMM converts half operands one by one
+  cmlc_widen_fn_f64 widen_f16;         // NULL: the f64 GEMM converts half operands one by one
+  cmlc__gemm_ukernel_f64_fn skinny16;  // NULL
+  int skinny_min;
 } cmlc_kernel_t_f64;
 
 // f64 GEMV is bandwidth-bound; the scalar loops serve every ISA.
@@ -125,7 +142,9 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx512_f64 = {12,
                                                        cmlc_gemv_dot_scalar_f64,
                                                        NULL,
                                                        NULL,
-                                                       NULL};
+                                                       NULL,
+                                                       NULL,
+                                                       0};
 static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      8,
                                                      cmlc__gemm_ukernel_f64_avx2_6x8,
@@ -133,7 +152,9 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      cmlc_gemv_dot_scalar_f64,
                                                      NULL,
                                                      NULL,
-                                                     NULL};
+                                                     NULL,
+                                                     NULL,
+                                                     0};
 #endif
 static const cmlc_kernel_t_f64 cmlc_kern_scalar_f64 = {4,
                                                        8,
@@ -142,7 +163,9 @@ static const cmlc_kernel_t_f64 cmlc_kern_scalar_f64 = {4,
                                                        cmlc_gemv_dot_scalar_f64,
                                                        NULL,
                                                        NULL,
-                                                       NULL};
+                                                       NULL,
+                                                       NULL,
+                                                       0};
 
 static const cmlc_kernel_t_f64* cmlc_select_f64(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)

@@ -273,6 +273,8 @@ typedef struct CMLC_GEMM_N(gemm_ctx_t) {
   int64_t slivers, slivers_per_chunk, n_chunks;
   CMLC_GEMM_T* shared_panel;
   int64_t gemv_chunk;  // outputs per GEMV task
+  // Skinny path: A in 16-row slivers and kern.skinny16 reading B in place (16-column slivers).
+  bool skinny16;
 } CMLC_GEMM_N(gemm_ctx_t);
 
 // The B sliver |s| of the current block: packed, or the operand itself.
@@ -464,13 +466,13 @@ static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int
   const CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
   const CMLC_GEMM_PROBLEM* p = c->p;
   const CMLC_GEMM_N(kernel_t)* kern = &c->kern;
-  const int mr = kern->mr, nr = kern->nr;
+  const int mr = c->skinny16 ? 16 : kern->mr, nr = c->skinny16 ? 16 : kern->nr;
   const int64_t ldb = c->b_acc.row_stride, mpad = CMLC_GEMM_N(gemm_round_up)(p->m, mr);
   const int64_t s0 = begin * c->slivers_per_chunk;
   const int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, end * c->slivers_per_chunk);
   const CMLC_GEMM_T* bm = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[0];
   // The thread's private B panel (kc x nc elements) holds the copied group of slivers.
-  CMLC_GEMM_T* copy = mpad > mr && !c->b_packed
+  CMLC_GEMM_T* copy = mpad > mr && !c->b_packed && !c->skinny16
                           ? CMLC_GEMM_N(gemm_thread_a)(c, thread_index) + c->sz.a_elems
                           : NULL;
   // Slivers copied together: each B row of a group is one longer contiguous read.
@@ -501,7 +503,7 @@ static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int
       // B rows are a page or more apart, which hardware prefetchers do not follow: fetch the
       // next group's rows into L2 while this one computes (into L1, the burst of a whole
       // group measured slower: it evicts the sliver being computed).
-      if (g1 < s1) {
+      if (g1 < s1 && !c->skinny16) {
         const int64_t next_cols = (CMLC_GEMM_N(gemm_min)(s1, g1 + group) - g1) * nr;
         const char* next = (const char*)(bs + (g1 - g0) * nr);
         for (int64_t kk = 0; kk < kc; ++kk) {
@@ -526,6 +528,10 @@ static void CMLC_GEMM_N(skinny_task)(void* vctx, int64_t begin, int64_t end, int
         const int cols = (int)CMLC_GEMM_N(gemm_min)(nr, p->n - col0);
         const CMLC_GEMM_T* bk = copy ? copy + (s - g0) * nr * kc : bm + pc * ldb + col0;
         const int64_t ldk = copy ? nr : ldb;
+        if (c->skinny16) {
+          kern->skinny16(kc, ap, bk, ldk, p->c + col0, p->n, pc > 0, (int)p->m, cols);
+          continue;
+        }
         for (int64_t i = 0; i < p->m; i += mr) {
           const int rows = (int)CMLC_GEMM_N(gemm_min)(mr, p->m - i);
           kern->fn(kc, ap + i * kc, bk, ldk, p->c + i * p->n + col0, p->n, pc > 0, rows, cols);
@@ -549,20 +555,31 @@ static bool CMLC_GEMM_N(skinny_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* po
   if (!c->b_packed && (p->b.dtype != CMLC_GEMM_DTYPE || c->b_acc.col_stride != 1 ||
                        c->b_acc.row_stride == CMLC_GEMM_NOT_AFFINE))
     return false;
-  const int mr = c->kern.mr, nr = c->kern.nr;
+  // M = 13..16 with AVX-512: the 16 x 16 kernel reads every B row in place once (no copy of
+  // B); its per-tile arithmetic is that of kern.fn, so the bits are the same. (For 17..32 rows
+  // two 16-row passes over in-place B measured slower than the copy when B rows are not
+  // 64-byte aligned, e.g. 0.36-0.55x for N = 1000.)
+  c->skinny16 = !c->b_packed && c->kern.skinny16 && p->m >= c->kern.skinny_min && p->m <= 16;
+  const int mr = c->skinny16 ? 16 : c->kern.mr, nr = c->skinny16 ? 16 : c->kern.nr;
   const int64_t mpad = CMLC_GEMM_N(gemm_round_up)(p->m, mr);
   // All of A must fit in the shared panel.
-  if ((size_t)(mpad * CMLC_GEMM_N(gemm_round_up)(p->k, c->sz.kc)) > c->sz.b_elems) return false;
+  if ((size_t)(mpad * CMLC_GEMM_N(gemm_round_up)(p->k, c->sz.kc)) > c->sz.b_elems) {
+    c->skinny16 = false;
+    return false;
+  }
+  // The ISA's A packing is for kern.mr rows; 16-row slivers take the generic loops.
+  CMLC_GEMM_N(gemm_access_t) a_acc = c->a_acc;
+  if (c->skinny16) a_acc.pack_a = NULL;
   for (int64_t pc = 0; pc < p->k; pc += c->sz.kc) {
     const int64_t kc = CMLC_GEMM_N(gemm_min)(c->sz.kc, p->k - pc);
     CMLC_GEMM_N(gemm_pack_a)
-    (&p->a, &c->a_acc, 0, 0, p->m, pc, kc, mr, c->shared_panel + (pc / c->sz.kc) * mpad * c->sz.kc);
+    (&p->a, &a_acc, 0, 0, p->m, pc, kc, mr, c->shared_panel + (pc / c->sz.kc) * mpad * c->sz.kc);
   }
   c->slivers = (p->n + nr - 1) / nr;
-  // About four chunks per thread, at least 4 slivers (128 f32 columns with AVX-512) each.
+  // About four chunks per thread, at least 128 f32 columns each.
   const int threads = cmlc_pool_thread_count(pool);
-  const int64_t per = (c->slivers + 4 * threads - 1) / (4 * threads);
-  c->slivers_per_chunk = per < 4 ? 4 : per;
+  const int64_t per = (c->slivers + 4 * threads - 1) / (4 * threads), min_per = 128 / nr;
+  c->slivers_per_chunk = per < min_per ? min_per : per;
   const int64_t chunks = (c->slivers + c->slivers_per_chunk - 1) / c->slivers_per_chunk;
   cmlc_parallel_for(pool, chunks, 1, CMLC_GEMM_N(skinny_task), c);
   return true;
@@ -623,7 +640,22 @@ static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(
     int64_t mr = c.kern.mr, want_blocks = 4 * (int64_t)pool_threads;
     int64_t mc = CMLC_GEMM_N(gemm_round_up)((p->m + want_blocks - 1) / want_blocks, mr);
     if (mc < 4 * mr) mc = 4 * mr;
-    if (mc < c.sz.mc) c.sz.mc = mc;
+    if (mc < c.sz.mc) {
+      // Among the heights from there up to the default that still give at least two row
+      // blocks per thread, take the one whose rounds of blocks put the fewest rows on the
+      // busiest thread (rounds x height; 416 rows on 2 threads: 60-row blocks make 7 tasks,
+      // 4 rounds of 60 = 240 rows on one thread while the other idles for one; 72-row blocks
+      // make 6 tasks, 3 rounds = 216), the lowest on a tie (more tasks absorb a preempted
+      // thread).
+      int64_t best = mc, best_cost = INT64_MAX;
+      for (int64_t h = mc; h <= c.sz.mc; h += mr) {
+        const int64_t blocks = (p->m + h - 1) / h;
+        if (h > mc && blocks < 2 * (int64_t)pool_threads) break;
+        const int64_t cost = (blocks + pool_threads - 1) / pool_threads * h;
+        if (cost < best_cost) best = h, best_cost = cost;
+      }
+      c.sz.mc = best;
+    }
   }
   int64_t ic_blocks = (p->m + c.sz.mc - 1) / c.sz.mc;
   for (int64_t b = 0; b < p->batch; ++b) {

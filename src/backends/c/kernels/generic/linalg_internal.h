@@ -204,6 +204,11 @@ void cmlc__gemm_ukernel_f32_avx2_6x16(int64_t kc, const float* a, const float* b
                                       float* c, int64_t ldc, int accumulate, int rows, int cols);
 void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const float* a, const float* b, int64_t ldb,
                                          float* c, int64_t ldc, int accumulate, int rows, int cols);
+// The skinny products' 16 x 16 tile (M = 13..16 with AVX-512): |a| a packed 16-row sliver,
+// |b| read in place (row stride |ldb|); same contract and per-tile arithmetic as the 12 x 32
+// kernel.
+void cmlc__gemm_ukernel_f32_avx512_16x16(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                         float* c, int64_t ldc, int accumulate, int rows, int cols);
 void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int64_t a_stride, const float* b,
                               int64_t ldb, float* c, int64_t n);
 void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
