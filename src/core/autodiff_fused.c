@@ -96,16 +96,16 @@ static cml_value_t cml_ad_dense(cml__ad_t* ad, const cml_ir_node_t* n) {
 }
 
 // FusedScaledDotProductAttention: the native FusedScaledDotProductAttentionVJP node (tiled,
-// recomputing the probabilities from q, k and the forward's logsumexp) when the backend has it
-// and no float mask or bias needs a gradient; otherwise the decomposition (src/core/fused.c)
-// recomputed and differentiated.
+// recomputing the probabilities from q, k and the forward's logsumexp) when the backend has it,
+// no float mask or bias needs a gradient and the logsumexp state (output 1) has no cotangent;
+// otherwise the decomposition (src/core/fused.c, which then computes the logsumexp as
+// m + log(sum) too) recomputed and differentiated.
 static cml_status_t cml_ad_sdpa(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
                                 cml_value_t* in_cts) {
   cml_function_t* f = ad->f;
-  if (n->output_count > 1 && cts[1]) {
-    return cml__ad_no_vjp(ad, n, "its logsumexp state (output 1) has no VJP");
-  }
-  if (!cts[0]) return CML_OK;
+  // A cotangent on the logsumexp state (output 1): the decomposition, which computes it too.
+  const bool lse_ct = n->output_count > 1 && cts[1];
+  if (!cts[0] && !lse_ct) return CML_OK;
   const uint32_t opt = n->attrs->fused.optional_inputs;
   cml_sdpa_config_t cfg;
   cml_sdpa_config_init(&cfg);
@@ -126,18 +126,27 @@ static cml_status_t cml_ad_sdpa(cml__ad_t* ad, const cml_ir_node_t* n, const cml
     cfg.kv_seq_len = cml__ad_in(ad, n, next++);
   }
   cml_value_t grads[3];
-  if (!side_grads && cml__fused_sdpa_vjp(f, n, cts[0], grads)) {
+  if (!side_grads && !lse_ct && cml__fused_sdpa_vjp(f, n, cts[0], grads)) {
     for (uint32_t i = 0; i < 3; ++i) in_cts[i] = grads[i];
     return CML_OK;
   }
   if (ad->b->error != CML_OK) return CML_OK;
   uint32_t begin = f->nodes.count;
+  cml_value_t states[CML_SDPA_MAX_STATES];
+  size_t state_count = 0;
   cml_value_t d = cml__fused_sdpa_build(
       f, cml__ad_in(ad, n, 0), cml__ad_in(ad, n, 1), cml__ad_in(ad, n, 2),
-      (cml_attention_layout_t)n->attrs->fused.layout, &cfg, NULL, NULL, false);
+      (cml_attention_layout_t)n->attrs->fused.layout, &cfg, states, &state_count, false);
   if (d == CML_VALUE_INVALID || ad->b->error != CML_OK) return CML_OK;
-  uint32_t index = d & CML__VALUE_INDEX_MASK;
-  return cml__ad_nested(ad, begin, &index, cts, 1);
+  uint32_t index[2] = {d & CML__VALUE_INDEX_MASK, 0};
+  cml_value_t seeds[2] = {cts[0], CML_VALUE_INVALID};
+  uint32_t seed_count = 1;
+  if (lse_ct && state_count > 0) {
+    index[1] = states[0] & CML__VALUE_INDEX_MASK;
+    seeds[1] = cts[1];
+    seed_count = 2;
+  }
+  return cml__ad_nested(ad, begin, index, seeds, seed_count);
 }
 
 // FusedScaledDotProductAttentionVJP (inputs q, k, v, the forward's output and logsumexp, the

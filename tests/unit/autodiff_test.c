@@ -516,6 +516,33 @@ static cml_value_t b_sdpa_bias(cml_function_t* f, const cml_value_t* p) {
   c.scale = 0.7;
   return cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BSHD, &c, NULL, NULL);
 }
+// The logsumexp state of native attention (causal, grouped-query, BHSD), differentiated
+// through the decomposition: the state alone, and with the output (both flattened).
+static cml_value_t b_sdpa_lse(cml_function_t* f, const cml_value_t* p) {
+  cml_sdpa_config_t c;
+  cml_sdpa_config_init(&c);
+  c.causal = true;
+  cml_value_t states[CML_SDPA_MAX_STATES];
+  size_t count = 0;
+  cml_value_t o =
+      cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BHSD, &c, states, &count);
+  if (o == CML_VALUE_INVALID || count != 1) return CML_VALUE_INVALID;
+  cml_value_t flat[2] = {cml_op_reshape(f, states[0], (int64_t[]){2 * 2 * 5}, 1),
+                         cml_op_reshape(f, o, (int64_t[]){2 * 2 * 5 * 4}, 1)};
+  return cml_op_concatenate(f, 0, flat, 2);
+}
+static cml_value_t b_sdpa_lse_only(cml_function_t* f, const cml_value_t* p) {
+  cml_sdpa_config_t c;
+  cml_sdpa_config_init(&c);
+  c.scale = 0.6;
+  cml_value_t states[CML_SDPA_MAX_STATES];
+  size_t count = 0;
+  cml_value_t o =
+      cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BSHD, &c, states, &count);
+  if (o == CML_VALUE_INVALID || count != 1) return CML_VALUE_INVALID;
+  return states[0];
+}
+
 // QKV projection (query_dim 2, kv_dim 3, a bias for q and v), outputs concatenated.
 static cml_value_t b_qkv(cml_function_t* f, const cml_value_t* p) {
   cml_value_t o[3];
@@ -714,6 +741,12 @@ static const ad_case_t* ad_cases(size_t* count) {
   R(sdpa_self_d2, F64(2, 4, 1, 3), -1, 1);
   cases[n++] =
       (ad_case_t){"qkv_projection", 4, {F64(3, 4), F64(4, 8), F64(2), F64(3)}, {0}, -1, 1, b_qkv};
+  cases[n++] = (ad_case_t){"sdpa_lse", 3,    {F64(2, 2, 5, 3), F64(2, 1, 6, 3), F64(2, 1, 6, 4)},
+                           {0},        -1.5, 1.5,
+                           b_sdpa_lse};
+  cases[n++] = (ad_case_t){
+      "sdpa_lse_only", 3, {F64(1, 4, 2, 3), F64(1, 5, 2, 3), F64(1, 5, 2, 2)}, {0}, -1.5, 1.5,
+      b_sdpa_lse_only};
   if (n > sizeof cases / sizeof cases[0]) abort();  // grow |cases|
   *count = n;
   return cases;
@@ -985,23 +1018,48 @@ TEST(unimplemented_names_op) {
   ASSERT_TRUE(strstr(msg, "If: no VJP") != NULL);
   ASSERT_TRUE(strstr(msg, "nested") != NULL);
   cml_builder_destroy(b);
+}
 
-  // The logsumexp state of native attention has no VJP (the output does).
+// The logsumexp state of native attention has a VJP (through the decomposition; finite
+// differences: the sdpa_lse cases). A batch whose kv_seq_len is 0 has lse = -inf on every row;
+// with those rows selected away, its gradient is 0, not NaN, and the other batch's is finite
+// and not all zero.
+TEST(sdpa_lse_empty_rows) {
+  cml_builder_t* b = NULL;
   ASSERT_STATUS_OK(cml_builder_create(g_c, "lse", &b));
-  f = cml_builder_main(b);
-  cml_shape_t qs = API_SHAPE(CML_DTYPE_F32, 1, 2, 4, 8);
-  x = cml_parameter(f, "q", &qs);
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t qs = API_SHAPE(CML_DTYPE_F32, 2, 1, 2, 4), ls = API_SHAPE(CML_DTYPE_I32, 2);
+  cml_value_t x = cml_parameter(f, "q", &qs);
+  cml_value_t qlen = cml_parameter(f, "qlen", &ls), kvlen = cml_parameter(f, "kvlen", &ls);
+  cml_sdpa_config_t c;
+  cml_sdpa_config_init(&c);
+  c.query_seq_len = qlen;
+  c.kv_seq_len = kvlen;
   cml_value_t states[CML_SDPA_MAX_STATES];
   size_t state_count = 0;
   cml_value_t o =
-      cml_op_fused_sdpa(f, x, x, x, CML_ATTENTION_LAYOUT_BHSD, NULL, states, &state_count);
+      cml_op_fused_sdpa(f, x, x, x, CML_ATTENTION_LAYOUT_BHSD, &c, states, &state_count);
   ASSERT_NE_INT(o, CML_VALUE_INVALID);
   ASSERT_EQ_INT(state_count, 1);
-  l = cml_op_reduce_sum(f, states[0], NULL, 0);
-  ASSERT_EQ_INT(api_code_msg(cml_gradients(f, l, &x, 1, &g), msg, sizeof msg),
-                CML_STATUS_UNIMPLEMENTED);
-  ASSERT_TRUE(strstr(msg, "FusedScaledDotProductAttention: no VJP (its logsumexp") != NULL);
-  cml_builder_destroy(b);
+  cml_value_t lse = states[0];
+  lse =
+      cml_op_where(f, cml_op_is_finite(f, lse), lse, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0));
+  cml_value_t l = cml_op_reduce_sum(f, lse, NULL, 0), g;
+  ASSERT_STATUS_OK(cml_gradients(f, l, &x, 1, &g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
+  float xv[16], gv[16];
+  for (int i = 0; i < 16; ++i) xv[i] = (float)(i % 5) * 0.25f - 0.5f;
+  const int32_t qlv[2] = {2, 2}, kvlv[2] = {2, 0};
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){xv, qlv, kvlv}, (void*[]){gv}));
+  cml_executable_release(exe);
+  double sum0 = 0;
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(isfinite(gv[i]));
+    sum0 += fabs(gv[i]);
+  }
+  ASSERT_TRUE(sum0 > 1e-3);
+  for (int i = 8; i < 16; ++i) ASSERT_EQ_DBL(gv[i], 0);
 }
 
 // The real FFTs' VJPs by hand: RFFT of length 4 has y_0 = sum x, y_1 = x0 - x2 - i(x1 - x3),
@@ -1329,6 +1387,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(second_derivative),
                                        TEST_ENTRY(complex_ops),
                                        TEST_ENTRY(errors),
+                                       TEST_ENTRY(sdpa_lse_empty_rows),
                                        TEST_ENTRY(real_fft_hand_computed),
                                        TEST_ENTRY(scatter_max_ties),
                                        TEST_ENTRY(unimplemented_names_op),
