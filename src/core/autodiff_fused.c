@@ -42,14 +42,33 @@ static cml_value_t cml_ad_activation(cml__ad_t* ad, cml_value_t y, cml_dtype_t d
   }
 }
 
-// FusedLayerNorm in standard ops.
-static cml_value_t cml_ad_layer_norm(cml__ad_t* ad, const cml_ir_node_t* n) {
-  const cml_shape_t* xs = cml__ad_in_shape(ad, n, 0);
-  cml_dtype_t dt = xs->dtype;
+// FusedLayerNorm's VJP in standard ops. With N the size of the normalized axes, r =
+// rsqrt(var + eps), xhat = (x - mean) r and gh = g * gamma (g without a scale):
+// dx = r (gh - mean(gh) - xhat mean(gh xhat)), dgamma = sum(g xhat), dbeta = sum(g), the
+// last two over the other axes. The forward's mean and variance are recomputed (two
+// reductions); the backward needs two more (sum(gh) and sum(gh xhat)), both over the same axes.
+static void cml_ad_layer_norm_vjp(cml__ad_t* ad, const cml_ir_node_t* n, cml_value_t g,
+                                  cml_value_t* in_cts) {
+  const cml_shape_t xs = *cml__ad_in_shape(ad, n, 0);
+  cml_dtype_t dt = xs.dtype;
   const int64_t* axes = n->attrs->axes;
   int32_t count = n->attrs->axis_count;
   double size = 1;
-  for (int32_t i = 0; i < count; ++i) size *= (double)xs->dims[axes[i]];
+  for (int32_t i = 0; i < count; ++i) size *= (double)xs.dims[axes[i]];
+  int64_t gdims[CML_MAX_RANK], other[CML_MAX_RANK];
+  bool normalized[CML_MAX_RANK] = {false};
+  for (int32_t d = 0; d < xs.rank; ++d) gdims[d] = 1;
+  for (int32_t i = 0; i < count; ++i) {
+    gdims[axes[i]] = xs.dims[axes[i]];
+    normalized[axes[i]] = true;
+  }
+  int32_t other_count = 0;
+  for (int32_t d = 0; d < xs.rank; ++d) {
+    if (!normalized[d]) other[other_count++] = d;
+  }
+  uint32_t next = 1, gamma_at = 0, beta_at = 0;
+  if (n->attrs->fused.optional_inputs & 1u) gamma_at = next++;
+  if (n->attrs->fused.optional_inputs & 2u) beta_at = next++;
   cml_value_t x = cml__ad_in(ad, n, 0);
   cml_value_t inv = cml__ad_scalar(ad, dt, size > 0 ? 1.0 / size : 0.0);
   cml_value_t mean = cml__ad_mul(ad, cml__ad_sum_keep(ad, x, axes, count), inv);
@@ -58,18 +77,30 @@ static cml_value_t cml_ad_layer_norm(cml__ad_t* ad, const cml_ir_node_t* n) {
       cml__ad_mul(ad, cml__ad_sum_keep(ad, cml__ad_mul(ad, xc, xc), axes, count), inv);
   cml_value_t r =
       cml_op_rsqrt(ad->f, cml__ad_add(ad, var, cml__ad_scalar(ad, dt, n->attrs->fused.epsilon)));
-  cml_value_t y = cml__ad_mul(ad, xc, r);
-  int64_t gdims[CML_MAX_RANK];
-  for (int32_t d = 0; d < xs->rank; ++d) gdims[d] = 1;
-  for (int32_t i = 0; i < count; ++i) gdims[axes[i]] = xs->dims[axes[i]];
-  uint32_t next = 1;
-  if (n->attrs->fused.optional_inputs & 1u) {
-    y = cml__ad_mul(ad, y, cml_op_reshape(ad->f, cml__ad_in(ad, n, next++), gdims, xs->rank));
+  cml_value_t xhat = cml__ad_mul(ad, xc, r);
+  // Sums over the other axes (none when every axis is normalized; a count of 0 would mean
+  // all axes to ReduceSum), reshaped to the scale's or offset's shape.
+  if (beta_at && cml__ad_wants(ad, n, beta_at)) {
+    const cml_shape_t* bs = cml__ad_in_shape(ad, n, beta_at);
+    cml_value_t sum = other_count ? cml_op_reduce_sum(ad->f, g, other, (size_t)other_count) : g;
+    in_cts[beta_at] = cml_op_reshape(ad->f, sum, bs->dims, bs->rank);
   }
-  if (n->attrs->fused.optional_inputs & 2u) {
-    y = cml__ad_add(ad, y, cml_op_reshape(ad->f, cml__ad_in(ad, n, next++), gdims, xs->rank));
+  cml_value_t gh = g;
+  if (gamma_at) {
+    if (cml__ad_wants(ad, n, gamma_at)) {
+      const cml_shape_t* gs = cml__ad_in_shape(ad, n, gamma_at);
+      cml_value_t gx = cml__ad_mul(ad, g, xhat);
+      if (other_count) gx = cml_op_reduce_sum(ad->f, gx, other, (size_t)other_count);
+      in_cts[gamma_at] = cml_op_reshape(ad->f, gx, gs->dims, gs->rank);
+    }
+    gh = cml__ad_mul(ad, g, cml_op_reshape(ad->f, cml__ad_in(ad, n, gamma_at), gdims, xs.rank));
   }
-  return y;
+  if (!cml__ad_wants(ad, n, 0)) return;
+  cml_value_t mg = cml__ad_mul(ad, cml__ad_sum_keep(ad, gh, axes, count), inv);
+  cml_value_t mgx =
+      cml__ad_mul(ad, cml__ad_sum_keep(ad, cml__ad_mul(ad, gh, xhat), axes, count), inv);
+  cml_value_t t = cml__ad_sub(ad, cml__ad_sub(ad, gh, mg), cml__ad_mul(ad, xhat, mgx));
+  in_cts[0] = cml__ad_mul(ad, t, r);
 }
 
 // FusedDense in standard ops.
@@ -233,9 +264,12 @@ cml_status_t cml__ad_vjp_fused(cml__ad_t* ad, const cml_ir_node_t* n, const cml_
       return CML_OK;
     }
     case CML_OP_FUSED_LAYER_NORM:
+      if (!g) return CML_OK;
+      cml_ad_layer_norm_vjp(ad, n, g, in_cts);
+      return CML_OK;
     case CML_OP_FUSED_DENSE: {
       uint32_t begin = f->nodes.count;
-      cml_value_t d = n->op == CML_OP_FUSED_DENSE ? cml_ad_dense(ad, n) : cml_ad_layer_norm(ad, n);
+      cml_value_t d = cml_ad_dense(ad, n);
       if (d == CML_VALUE_INVALID || ad->b->error != CML_OK) return CML_OK;
       uint32_t index = d & CML__VALUE_INDEX_MASK;
       return cml__ad_nested(ad, begin, &index, &g, 1);

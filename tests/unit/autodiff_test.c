@@ -447,6 +447,13 @@ static cml_value_t b_layer_norm_axes(cml_function_t* f, const cml_value_t* p) {
   return cml_op_fused_layer_norm(f, p[0], (int64_t[]){0, 2}, 2, 1e-2, CML_VALUE_INVALID,
                                  CML_VALUE_INVALID);
 }
+// Scale only, over the last two axes; offset only, over every axis.
+static cml_value_t b_layer_norm_scale(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_fused_layer_norm(f, p[0], (int64_t[]){1, 2}, 2, 1e-3, p[1], CML_VALUE_INVALID);
+}
+static cml_value_t b_layer_norm_all(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_fused_layer_norm(f, p[0], (int64_t[]){0, 1}, 2, 1e-3, CML_VALUE_INVALID, p[1]);
+}
 static cml_value_t b_dense_gelu(cml_function_t* f, const cml_value_t* p) {
   cml_dense_config_t c;
   cml_dense_config_init(&c);
@@ -721,6 +728,8 @@ static const ad_case_t* ad_cases(size_t* count) {
   B(while, F64(2, 3), F64(2, 3), -2, 2);
   cases[n++] = (ad_case_t){"layer_norm", 3, {F64(3, 4), F64(4), F64(4)}, {0}, -2, 2, b_layer_norm};
   R(layer_norm_axes, F64(2, 3, 4), -2, 2);
+  B(layer_norm_scale, F64(2, 3, 4), F64(3, 4), -2, 2);
+  B(layer_norm_all, F64(3, 4), F64(3, 4), -2, 2);
   cases[n++] =
       (ad_case_t){"dense_gelu", 3, {F64(2, 3, 4), F64(4, 5), F64(5)}, {0}, -1, 1, b_dense_gelu};
   B(dense_silu, F64(3, 4), F64(2, 5, 4), -1, 1);
