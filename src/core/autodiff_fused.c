@@ -220,6 +220,47 @@ static cml_status_t cml_ad_sdpa_vjp(cml__ad_t* ad, const cml_ir_node_t* n, const
   return cml__ad_nested(ad, begin, index, cts, 3);
 }
 
+// FusedAttentionQKVProjection (q, k, v = the column blocks of x @ w_qkv, plus their biases):
+// the three cotangents concatenated into dy (zeros for an output without one), then the
+// matmul's two transposed products, dx = dy w_qkv^T and dw = x^T dy (DotGenerals contracting
+// the right axes, so neither needs a transpose), and each bias's cotangent the column sums of
+// its block.
+static void cml_ad_qkv_vjp(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
+                           cml_value_t* in_cts) {
+  cml_function_t* f = ad->f;
+  const uint32_t opt = n->attrs->fused.optional_inputs;
+  const cml_shape_t xs = *cml__ad_in_shape(ad, n, 0);
+  if (!cts[0] && !cts[1] && !cts[2]) return;
+  uint32_t next = 2;
+  for (uint32_t i = 0; i < 3; ++i) {
+    if (!(opt & (1u << i))) continue;
+    const uint32_t at = next++;
+    if (!cts[i] || !cml__ad_wants(ad, n, at)) continue;
+    in_cts[at] = cml_op_reduce_sum(f, cts[i], (int64_t[]){0}, 1);
+  }
+  const bool want_x = cml__ad_wants(ad, n, 0), want_w = cml__ad_wants(ad, n, 1);
+  if (!want_x && !want_w) return;
+  cml_value_t parts[3];
+  for (uint32_t i = 0; i < 3; ++i) {
+    parts[i] = cts[i] ? cml__ad_convert(ad, cts[i], xs.dtype)
+                      : cml__ad_zeros(ad, cml__ad_out_shape(ad, n, i));
+  }
+  cml_value_t dy = cml_op_concatenate(f, 1, parts, 3);  // [batch, query_dim + 2 kv_dim]
+  cml_dot_config_t dc;
+  memset(&dc, 0, sizeof dc);
+  dc.lhs_contracting_count = dc.rhs_contracting_count = 1;
+  if (want_x) {
+    dc.lhs_contracting_axes[0] = 1;
+    dc.rhs_contracting_axes[0] = 1;
+    in_cts[0] = cml_op_dot_general(f, dy, cml__ad_in(ad, n, 1), &dc);  // [batch, in]
+  }
+  if (want_w) {
+    dc.lhs_contracting_axes[0] = 0;
+    dc.rhs_contracting_axes[0] = 0;
+    in_cts[1] = cml_op_dot_general(f, cml__ad_in(ad, n, 0), dy, &dc);  // [in, query_dim + 2 kv_dim]
+  }
+}
+
 cml_status_t cml__ad_vjp_fused(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
                                cml_value_t* in_cts) {
   cml_function_t* f = ad->f;
@@ -278,23 +319,9 @@ cml_status_t cml__ad_vjp_fused(cml__ad_t* ad, const cml_ir_node_t* n, const cml_
       return cml_ad_sdpa(ad, n, cts, in_cts);
     case CML_OP_FUSED_SDPA_VJP:
       return cml_ad_sdpa_vjp(ad, n, cts);
-    case CML_OP_FUSED_ATTENTION_QKV_PROJECTION: {
-      const uint32_t opt = n->attrs->fused.optional_inputs;
-      cml_value_t bias[3] = {CML_VALUE_INVALID, CML_VALUE_INVALID, CML_VALUE_INVALID};
-      uint32_t next = 2;
-      for (int i = 0; i < 3; ++i) {
-        if (opt & (1u << i)) bias[i] = cml__ad_in(ad, n, next++);
-      }
-      uint32_t begin = f->nodes.count;
-      cml_value_t outs[3];
-      if (!cml__fused_qkv_build(f, x, cml__ad_in(ad, n, 1), bias[0], bias[1], bias[2],
-                                n->attrs->fused.query_dim, n->attrs->fused.kv_dim, outs, false)) {
-        return CML_OK;  // the builder holds the error
-      }
-      uint32_t index[3];
-      for (int i = 0; i < 3; ++i) index[i] = outs[i] & CML__VALUE_INDEX_MASK;
-      return cml__ad_nested(ad, begin, index, cts, 3);
-    }
+    case CML_OP_FUSED_ATTENTION_QKV_PROJECTION:
+      cml_ad_qkv_vjp(ad, n, cts, in_cts);
+      return CML_OK;
     case CML_OP_FUSED_QUANTIZED_DENSE: {
       // The weights are integer codes (no gradient); x, the scales, the zero points and the
       // bias get theirs through the decomposition (dequantized weights, DotGeneral, bias,

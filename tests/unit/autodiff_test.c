@@ -560,6 +560,16 @@ static cml_value_t b_qkv(cml_function_t* f, const cml_value_t* p) {
   return cml_op_concatenate(f, 1, (cml_value_t[]){cml_op_mul(f, o[0], o[0]), o[1], o[2]}, 3);
 }
 
+// Only q and v used (k's cotangent is zero), a bias for k only (gradient zero).
+static cml_value_t b_qkv_partial(cml_function_t* f, const cml_value_t* p) {
+  cml_value_t o[3];
+  if (!cml_op_fused_attention_qkv_projection(f, p[0], p[1], CML_VALUE_INVALID, p[2],
+                                             CML_VALUE_INVALID, 3, 2, o)) {
+    return CML_VALUE_INVALID;
+  }
+  return cml_op_concatenate(f, 1, (cml_value_t[]){cml_op_sin(f, o[0]), o[2]}, 2);
+}
+
 // FFT over the last axis and inverse FFT over the last two, of Complex(p0, p1); the real and
 // imaginary parts concatenated (the loss is real).
 static cml_value_t b_fft(cml_function_t* f, const cml_value_t* p) {
@@ -756,6 +766,8 @@ static const ad_case_t* ad_cases(size_t* count) {
   cases[n++] = (ad_case_t){
       "sdpa_lse_only", 3, {F64(1, 4, 2, 3), F64(1, 5, 2, 3), F64(1, 5, 2, 2)}, {0}, -1.5, 1.5,
       b_sdpa_lse_only};
+  cases[n++] =
+      (ad_case_t){"qkv_partial", 3, {F64(3, 4), F64(4, 7), F64(2)}, {0}, -1, 1, b_qkv_partial};
   if (n > sizeof cases / sizeof cases[0]) abort();  // grow |cases|
   *count = n;
   return cases;
