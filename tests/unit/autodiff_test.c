@@ -1083,6 +1083,129 @@ TEST(sdpa_lse_empty_rows) {
   for (int i = 8; i < 16; ++i) ASSERT_EQ_DBL(gv[i], 0);
 }
 
+// FusedDense with gelu is split by cml_gradients into FusedDense + FusedGelu (the gradient
+// reads the pre-activation instead of recomputing the matmul). Checked for f32 and f64: graphs
+// without gradients keep the one fused node; with gradients, the FusedGelu follows the dense
+// node directly in main's node list; the loss is the same with and without gradients; the
+// gradients match c:fusion=false (the op decomposed, no split) and c:reference=true.
+enum { DG_M = 6, DG_K = 8, DG_N = 16, DG_O = 4, DG_OUTS = 5 };
+static const int64_t kDgSizes[DG_OUTS] = {1, DG_M* DG_K, DG_K* DG_N, DG_N, DG_N* DG_O};
+
+static void dg_counts(cml_function_t* f, int* dense_gelu, int* gelu, int* adjacent) {
+  *dense_gelu = *gelu = *adjacent = 0;
+  for (uint32_t i = 0; i < f->nodes.count; ++i) {
+    const cml_ir_node_t* n = &f->impl->nodes[f->nodes.data[i]];
+    if (n->op == CML_OP_FUSED_DENSE && n->attrs->fused.activation == CML_ACTIVATION_GELU)
+      ++*dense_gelu;
+    if (n->op == CML_OP_FUSED_GELU) {
+      ++*gelu;
+      const cml_ir_node_t* prev = i ? &f->impl->nodes[f->nodes.data[i - 1]] : NULL;
+      if (prev && prev->op == CML_OP_FUSED_DENSE && prev->first_output == n->inputs[0] &&
+          prev->attrs->fused.activation == CML_ACTIVATION_NONE) {
+        ++*adjacent;
+      }
+    }
+  }
+}
+
+// Runs loss (and with |grads| its gradients with respect to x, w, b, w2) on |config|; writes
+// them as doubles to |out| (DG_OUTS blocks of kDgSizes) and the node counts before compile.
+static cml_status_t dg_run(const char* config, cml_dtype_t dt, bool grads, double* out,
+                           int counts[3]) {
+  cml_backend_t* be = NULL;
+  cml_status_t st = cml_backend_new_with_config(config, &be);
+  if (st != CML_OK) return st;
+  cml_builder_t* b = NULL;
+  st = cml_builder_create(be, "dense_gelu_split", &b);
+  if (st != CML_OK) {
+    cml_backend_release(be);
+    return st;
+  }
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t shapes[4] = {API_SHAPE(dt, DG_M, DG_K), API_SHAPE(dt, DG_K, DG_N),
+                           API_SHAPE(dt, DG_N), API_SHAPE(dt, DG_N, DG_O)};
+  cml_value_t p[4];
+  for (int i = 0; i < 4; ++i) p[i] = cml_parameter(f, NULL, &shapes[i]);
+  cml_dense_config_t c;
+  cml_dense_config_init(&c);
+  c.activation = CML_ACTIVATION_GELU;
+  cml_value_t h = cml_op_fused_dense(f, p[0], p[1], p[2], &c);
+  cml_value_t y = cml_op_dot(f, h, p[3]);
+  cml_value_t l = cml_op_add(f, cml_op_reduce_sum(f, cml_op_mul(f, y, y), NULL, 0),
+                             cml_op_reduce_sum(f, h, NULL, 0));
+  cml_value_t outs[DG_OUTS] = {l};
+  size_t n_out = 1;
+  if (grads) {
+    st = cml_gradients(f, l, p, 4, outs + 1);
+    n_out = DG_OUTS;
+  }
+  dg_counts(f, &counts[0], &counts[1], &counts[2]);
+  cml_executable_t* exe = NULL;
+  if (st == CML_OK) {
+    st = api_finish(b, outs, n_out, &exe);
+  } else {
+    cml_builder_destroy(b);
+  }
+  static double in64[4][DG_N * DG_O + DG_K * DG_N];
+  static float in32[4][DG_N * DG_O + DG_K * DG_N];
+  static double o64[DG_OUTS][DG_K * DG_N];
+  static float o32[DG_OUTS][DG_K * DG_N];
+  const int64_t in_sizes[4] = {DG_M * DG_K, DG_K * DG_N, DG_N, DG_N * DG_O};
+  for (int i = 0; i < 4; ++i) {
+    for (int64_t k = 0; k < in_sizes[i]; ++k) {
+      in64[i][k] = 0.9 * sin(0.37 * (double)(k + 1) * (double)(i + 2)) / (i == 3 ? 2 : 1);
+      in32[i][k] = (float)in64[i][k];
+    }
+  }
+  if (st == CML_OK) {
+    const bool f64 = dt == CML_DTYPE_F64;
+    const void* ins[4];
+    void* dst[DG_OUTS];
+    for (int i = 0; i < 4; ++i) ins[i] = f64 ? (const void*)in64[i] : (const void*)in32[i];
+    for (int i = 0; i < DG_OUTS; ++i) dst[i] = f64 ? (void*)o64[i] : (void*)o32[i];
+    st = api_run(be, exe, ins, dst);
+    for (size_t i = 0, at = 0; st == CML_OK && i < n_out; at += (size_t)kDgSizes[i], ++i) {
+      for (int64_t k = 0; k < kDgSizes[i]; ++k) out[at + (size_t)k] = f64 ? o64[i][k] : o32[i][k];
+    }
+  }
+  cml_executable_release(exe);
+  cml_backend_release(be);
+  return st;
+}
+
+TEST(dense_gelu_split) {
+  enum { kTotal = 1 + DG_M * DG_K + DG_K * DG_N + DG_N + DG_N * DG_O };
+  static double plain[kTotal], split[kTotal], ref[2][kTotal];
+  const cml_dtype_t dts[2] = {CML_DTYPE_F32, CML_DTYPE_F64};
+  for (int d = 0; d < 2; ++d) {
+    const double tol = dts[d] == CML_DTYPE_F64 ? 1e-12 : 2e-5;
+    int counts[3];
+    ASSERT_STATUS_OK(dg_run("c", dts[d], false, plain, counts));
+    ASSERT_EQ_INT(counts[0], 1);  // kept fused
+    ASSERT_EQ_INT(counts[1], 0);
+    ASSERT_STATUS_OK(dg_run("c", dts[d], true, split, counts));
+    ASSERT_EQ_INT(counts[0], 0);  // split
+    ASSERT_EQ_INT(counts[1], 1);
+    ASSERT_EQ_INT(counts[2], 1);
+    ASSERT_TRUE(fabs(split[0] - plain[0]) <= tol * (1 + fabs(plain[0])));
+    ASSERT_STATUS_OK(dg_run("c:fusion=false", dts[d], true, ref[0], counts));
+    ASSERT_EQ_INT(counts[0] + counts[1], 0);  // decomposed
+    ASSERT_STATUS_OK(dg_run("c:reference=true", dts[d], true, ref[1], counts));
+    double scale = 0;
+    for (int i = 0; i < kTotal; ++i) scale = fmax(scale, fabs(ref[0][i]));
+    ASSERT_TRUE(scale > 0.1);
+    for (int r = 0; r < 2; ++r) {
+      for (int i = 0; i < kTotal; ++i) {
+        if (!(fabs(split[i] - ref[r][i]) <= tol * (1 + scale))) {
+          fprintf(stderr, "dense_gelu_split %s vs %s [%d]: %.9g vs %.9g\n", cml_dtype_name(dts[d]),
+                  r ? "reference" : "fusion=false", i, split[i], ref[r][i]);
+        }
+        ASSERT_TRUE(fabs(split[i] - ref[r][i]) <= tol * (1 + scale));
+      }
+    }
+  }
+}
+
 // The real FFTs' VJPs by hand: RFFT of length 4 has y_0 = sum x, y_1 = x0 - x2 - i(x1 - x3),
 // y_2 = x0 - x1 + x2 - x3. For loss = Re(y_0) + 2 Im(y_1) + 3 Re(y_2):
 // d/dx = [1 + 3, 1 - 2 - 3, 1 + 3, 1 + 2 - 3] = [4, -4, 4, 0]. IRFFT of length 4 of
@@ -1409,6 +1532,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(complex_ops),
                                        TEST_ENTRY(errors),
                                        TEST_ENTRY(sdpa_lse_empty_rows),
+                                       TEST_ENTRY(dense_gelu_split),
                                        TEST_ENTRY(real_fft_hand_computed),
                                        TEST_ENTRY(scatter_max_ties),
                                        TEST_ENTRY(unimplemented_names_op),
