@@ -570,6 +570,34 @@ static cml_value_t b_qkv_partial(cml_function_t* f, const cml_value_t* p) {
   return cml_op_concatenate(f, 1, (cml_value_t[]){cml_op_sin(f, o[0]), o[2]}, 2);
 }
 
+// A pre-norm transformer block (sequence 4, width 8, 2 heads, causal): layer norm, QKV
+// projection, attention, residual, layer norm, gelu dense, dense, residual. On c: the native
+// fused nodes, their own VJPs and the gelu split; on xla:cpu the decomposition.
+static cml_value_t b_block(cml_function_t* f, const cml_value_t* p) {
+  const int64_t last = -1, bshd[4] = {1, 4, 2, 4}, flat[2] = {4, 8};
+  cml_value_t h =
+      cml_op_fused_layer_norm(f, p[0], &last, 1, 1e-3, CML_VALUE_INVALID, CML_VALUE_INVALID);
+  cml_value_t qkv[3];
+  if (!cml_op_fused_attention_qkv_projection(f, h, p[1], CML_VALUE_INVALID, CML_VALUE_INVALID,
+                                             CML_VALUE_INVALID, 8, 8, qkv)) {
+    return CML_VALUE_INVALID;
+  }
+  for (int i = 0; i < 3; ++i) qkv[i] = cml_op_reshape(f, qkv[i], bshd, 4);
+  cml_sdpa_config_t sc;
+  cml_sdpa_config_init(&sc);
+  sc.causal = true;
+  cml_value_t a =
+      cml_op_fused_sdpa(f, qkv[0], qkv[1], qkv[2], CML_ATTENTION_LAYOUT_BSHD, &sc, NULL, NULL);
+  cml_value_t r = cml_op_add(f, p[0], cml_op_reshape(f, a, flat, 2));
+  h = cml_op_fused_layer_norm(f, r, &last, 1, 1e-3, CML_VALUE_INVALID, CML_VALUE_INVALID);
+  cml_dense_config_t dc;
+  cml_dense_config_init(&dc);
+  dc.activation = CML_ACTIVATION_GELU;
+  h = cml_op_fused_dense(f, h, p[2], CML_VALUE_INVALID, &dc);
+  h = cml_op_fused_dense(f, h, p[3], CML_VALUE_INVALID, NULL);
+  return cml_op_add(f, r, h);
+}
+
 // FFT over the last axis and inverse FFT over the last two, of Complex(p0, p1); the real and
 // imaginary parts concatenated (the loss is real).
 static cml_value_t b_fft(cml_function_t* f, const cml_value_t* p) {
@@ -768,6 +796,8 @@ static const ad_case_t* ad_cases(size_t* count) {
       b_sdpa_lse_only};
   cases[n++] =
       (ad_case_t){"qkv_partial", 3, {F64(3, 4), F64(4, 7), F64(2)}, {0}, -1, 1, b_qkv_partial};
+  cases[n++] =
+      (ad_case_t){"block", 4, {F64(4, 8), F64(8, 24), F64(8, 16), F64(16, 8)}, {0}, -1, 1, b_block};
   if (n > sizeof cases / sizeof cases[0]) abort();  // grow |cases|
   *count = n;
   return cases;
@@ -790,7 +820,7 @@ TEST(finite_differences_xla) {
                                       "mlp",        "where", "conv_strided", "conv_grouped",
                                       "call",       "if",    "sort",         "layer_norm",
                                       "dense_gelu", "while", "scatter_max",  "scatter_min",
-                                      "rfft",       "irfft"};
+                                      "rfft",       "irfft", "block"};
   size_t n;
   const ad_case_t* cases = ad_cases(&n);
   int failed = 0, ran = 0;
@@ -803,7 +833,7 @@ TEST(finite_differences_xla) {
     }
   }
   ASSERT_EQ_INT(failed, 0);
-  ASSERT_EQ_INT(ran, 22);
+  ASSERT_EQ_INT(ran, 23);
 }
 
 //===--- hand-computed cases ---===//
