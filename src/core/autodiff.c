@@ -351,6 +351,56 @@ cml_status_t cml__ad_inner_vjp(cml__ad_t* outer, uint32_t begin, uint32_t out, c
   return st;
 }
 
+// FusedDense with a Gelu activation keeps only the activation's output, so its VJP would
+// compute the pre-activation x W + b again (a second matmul). Before differentiating, each such
+// node of |f| whose output depends on a requested value (|relevant|, marked over the first
+// |node_count| nodes) is split in place: the node becomes FusedDense without activation and
+// writes a new value z, and a FusedGelu(z) node, placed right after it in |f|'s node list,
+// writes the original output value (so every reader, and the ids the caller holds, stay valid).
+// The backward then reads z. Only f32 and f64 (the dense epilogue and FusedGelu agree there to
+// rounding), and only when the backend has FusedGelu as one node. Graphs that are not
+// differentiated keep the fused node.
+static void cml_ad_split_dense_gelu(cml_function_t* f, const bool* relevant, uint32_t node_count) {
+  cml_builder_t* b = f->builder;
+  cml__module_impl_t* impl = f->impl;
+  if (!cml_capabilities_has_op(cml_backend_capabilities(b->backend), CML_OP_FUSED_GELU)) return;
+  for (uint32_t k = 0; k < node_count && b->error == CML_OK; ++k) {
+    const uint32_t ni = f->nodes.data[k];
+    const cml_ir_node_t* n = &impl->nodes[ni];
+    if (n->op != CML_OP_FUSED_DENSE || n->output_count != 1 ||
+        n->attrs->fused.activation != CML_ACTIVATION_GELU) {
+      continue;
+    }
+    const uint32_t y = n->first_output;
+    const cml_dtype_t dt = impl->values[y].shape.dtype;
+    if ((dt != CML_DTYPE_F32 && dt != CML_DTYPE_F64) || !relevant[y]) continue;
+    cml_ir_attrs_t* attrs = cml__arena_alloc(&impl->arena, sizeof *attrs, 16);
+    if (!attrs) return;
+    *attrs = *n->attrs;
+    attrs->fused.activation = CML_ACTIVATION_NONE;
+    const uint32_t count = f->nodes.count;
+    cml_value_t g = cml_op_fused_gelu(f, cml__value_id(b, y), true);
+    if (g == CML_VALUE_INVALID || f->nodes.count != count + 1) return;  // not one node
+    const uint32_t z = g & CML__VALUE_INDEX_MASK, gi = f->nodes.data[count];
+    cml_ir_node_t* dense = &impl->nodes[ni];
+    cml_ir_node_t* gelu = &impl->nodes[gi];
+    if (gelu->op != CML_OP_FUSED_GELU || impl->values[z].node != gi) return;
+    // dense -> z, gelu(z) -> y.
+    dense->attrs = attrs;
+    dense->first_output = z;
+    impl->values[z].node = ni;
+    impl->values[z].output = 0;
+    gelu->first_output = y;
+    ((uint32_t*)gelu->inputs)[0] = z;  // the module's own copy (arena)
+    impl->values[y].node = gi;
+    impl->values[y].output = 0;
+    memmove(&f->nodes.data[k + 2], &f->nodes.data[k + 1], (count - k - 1) * sizeof(uint32_t));
+    f->nodes.data[k + 1] = gi;
+    ++k;
+    ++node_count;
+  }
+}
+
 static cml_status_t cml_ad_run(cml__ad_t* ad, uint32_t loss, const uint32_t* wrt, size_t count,
                                uint32_t node_count) {
   bool* relevant = (bool*)ad->relevant;
@@ -411,7 +461,20 @@ cml_status_t cml_gradients(cml_function_t* f, cml_value_t loss, const cml_value_
     cml__temp_free(b, wrt_index, (count ? count : 1) * sizeof(uint32_t));
     return cml_ad_fail(b, st);
   }
+  // Mark what depends on the requested values, split the FusedDense Gelu nodes among them,
+  // then differentiate the function as it is now.
   uint32_t value_limit = impl->value_count, node_count = f->nodes.count;
+  bool* marks = cml__temp_alloc(b, value_limit * sizeof(bool));
+  if (marks) {
+    memset(marks, 0, value_limit * sizeof(bool));
+    cml__ad_t pre = {f, b, impl, marks, value_limit, NULL, {{0}}, {{0}}};
+    for (size_t i = 0; i < count; ++i) marks[wrt_index[i]] = true;
+    cml_ad_forward(&pre, 0, node_count);
+    cml_ad_split_dense_gelu(f, marks, node_count);
+    cml__temp_free(b, marks, value_limit * sizeof(bool));
+  }
+  value_limit = impl->value_count;
+  node_count = f->nodes.count;
   cml_value_t* ct = cml__temp_alloc(b, value_limit * sizeof(cml_value_t));
   bool* relevant = cml__temp_alloc(b, value_limit * sizeof(bool));
   if (ct && relevant) {

@@ -42,14 +42,33 @@ static cml_value_t cml_ad_activation(cml__ad_t* ad, cml_value_t y, cml_dtype_t d
   }
 }
 
-// FusedLayerNorm in standard ops.
-static cml_value_t cml_ad_layer_norm(cml__ad_t* ad, const cml_ir_node_t* n) {
-  const cml_shape_t* xs = cml__ad_in_shape(ad, n, 0);
-  cml_dtype_t dt = xs->dtype;
+// FusedLayerNorm's VJP in standard ops. With N the size of the normalized axes, r =
+// rsqrt(var + eps), xhat = (x - mean) r and gh = g * gamma (g without a scale):
+// dx = r (gh - mean(gh) - xhat mean(gh xhat)), dgamma = sum(g xhat), dbeta = sum(g), the
+// last two over the other axes. The forward's mean and variance are recomputed (two
+// reductions); the backward needs two more (sum(gh) and sum(gh xhat)), both over the same axes.
+static void cml_ad_layer_norm_vjp(cml__ad_t* ad, const cml_ir_node_t* n, cml_value_t g,
+                                  cml_value_t* in_cts) {
+  const cml_shape_t xs = *cml__ad_in_shape(ad, n, 0);
+  cml_dtype_t dt = xs.dtype;
   const int64_t* axes = n->attrs->axes;
   int32_t count = n->attrs->axis_count;
   double size = 1;
-  for (int32_t i = 0; i < count; ++i) size *= (double)xs->dims[axes[i]];
+  for (int32_t i = 0; i < count; ++i) size *= (double)xs.dims[axes[i]];
+  int64_t gdims[CML_MAX_RANK], other[CML_MAX_RANK];
+  bool normalized[CML_MAX_RANK] = {false};
+  for (int32_t d = 0; d < xs.rank; ++d) gdims[d] = 1;
+  for (int32_t i = 0; i < count; ++i) {
+    gdims[axes[i]] = xs.dims[axes[i]];
+    normalized[axes[i]] = true;
+  }
+  int32_t other_count = 0;
+  for (int32_t d = 0; d < xs.rank; ++d) {
+    if (!normalized[d]) other[other_count++] = d;
+  }
+  uint32_t next = 1, gamma_at = 0, beta_at = 0;
+  if (n->attrs->fused.optional_inputs & 1u) gamma_at = next++;
+  if (n->attrs->fused.optional_inputs & 2u) beta_at = next++;
   cml_value_t x = cml__ad_in(ad, n, 0);
   cml_value_t inv = cml__ad_scalar(ad, dt, size > 0 ? 1.0 / size : 0.0);
   cml_value_t mean = cml__ad_mul(ad, cml__ad_sum_keep(ad, x, axes, count), inv);
@@ -58,18 +77,30 @@ static cml_value_t cml_ad_layer_norm(cml__ad_t* ad, const cml_ir_node_t* n) {
       cml__ad_mul(ad, cml__ad_sum_keep(ad, cml__ad_mul(ad, xc, xc), axes, count), inv);
   cml_value_t r =
       cml_op_rsqrt(ad->f, cml__ad_add(ad, var, cml__ad_scalar(ad, dt, n->attrs->fused.epsilon)));
-  cml_value_t y = cml__ad_mul(ad, xc, r);
-  int64_t gdims[CML_MAX_RANK];
-  for (int32_t d = 0; d < xs->rank; ++d) gdims[d] = 1;
-  for (int32_t i = 0; i < count; ++i) gdims[axes[i]] = xs->dims[axes[i]];
-  uint32_t next = 1;
-  if (n->attrs->fused.optional_inputs & 1u) {
-    y = cml__ad_mul(ad, y, cml_op_reshape(ad->f, cml__ad_in(ad, n, next++), gdims, xs->rank));
+  cml_value_t xhat = cml__ad_mul(ad, xc, r);
+  // Sums over the other axes (none when every axis is normalized; a count of 0 would mean
+  // all axes to ReduceSum), reshaped to the scale's or offset's shape.
+  if (beta_at && cml__ad_wants(ad, n, beta_at)) {
+    const cml_shape_t* bs = cml__ad_in_shape(ad, n, beta_at);
+    cml_value_t sum = other_count ? cml_op_reduce_sum(ad->f, g, other, (size_t)other_count) : g;
+    in_cts[beta_at] = cml_op_reshape(ad->f, sum, bs->dims, bs->rank);
   }
-  if (n->attrs->fused.optional_inputs & 2u) {
-    y = cml__ad_add(ad, y, cml_op_reshape(ad->f, cml__ad_in(ad, n, next++), gdims, xs->rank));
+  cml_value_t gh = g;
+  if (gamma_at) {
+    if (cml__ad_wants(ad, n, gamma_at)) {
+      const cml_shape_t* gs = cml__ad_in_shape(ad, n, gamma_at);
+      cml_value_t gx = cml__ad_mul(ad, g, xhat);
+      if (other_count) gx = cml_op_reduce_sum(ad->f, gx, other, (size_t)other_count);
+      in_cts[gamma_at] = cml_op_reshape(ad->f, gx, gs->dims, gs->rank);
+    }
+    gh = cml__ad_mul(ad, g, cml_op_reshape(ad->f, cml__ad_in(ad, n, gamma_at), gdims, xs.rank));
   }
-  return y;
+  if (!cml__ad_wants(ad, n, 0)) return;
+  cml_value_t mg = cml__ad_mul(ad, cml__ad_sum_keep(ad, gh, axes, count), inv);
+  cml_value_t mgx =
+      cml__ad_mul(ad, cml__ad_sum_keep(ad, cml__ad_mul(ad, gh, xhat), axes, count), inv);
+  cml_value_t t = cml__ad_sub(ad, cml__ad_sub(ad, gh, mg), cml__ad_mul(ad, xhat, mgx));
+  in_cts[0] = cml__ad_mul(ad, t, r);
 }
 
 // FusedDense in standard ops.
@@ -96,16 +127,16 @@ static cml_value_t cml_ad_dense(cml__ad_t* ad, const cml_ir_node_t* n) {
 }
 
 // FusedScaledDotProductAttention: the native FusedScaledDotProductAttentionVJP node (tiled,
-// recomputing the probabilities from q, k and the forward's logsumexp) when the backend has it
-// and no float mask or bias needs a gradient; otherwise the decomposition (src/core/fused.c)
-// recomputed and differentiated.
+// recomputing the probabilities from q, k and the forward's logsumexp) when the backend has it,
+// no float mask or bias needs a gradient and the logsumexp state (output 1) has no cotangent;
+// otherwise the decomposition (src/core/fused.c, which then computes the logsumexp as
+// m + log(sum) too) recomputed and differentiated.
 static cml_status_t cml_ad_sdpa(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
                                 cml_value_t* in_cts) {
   cml_function_t* f = ad->f;
-  if (n->output_count > 1 && cts[1]) {
-    return cml__ad_no_vjp(ad, n, "its logsumexp state (output 1) has no VJP");
-  }
-  if (!cts[0]) return CML_OK;
+  // A cotangent on the logsumexp state (output 1): the decomposition, which computes it too.
+  const bool lse_ct = n->output_count > 1 && cts[1];
+  if (!cts[0] && !lse_ct) return CML_OK;
   const uint32_t opt = n->attrs->fused.optional_inputs;
   cml_sdpa_config_t cfg;
   cml_sdpa_config_init(&cfg);
@@ -126,18 +157,27 @@ static cml_status_t cml_ad_sdpa(cml__ad_t* ad, const cml_ir_node_t* n, const cml
     cfg.kv_seq_len = cml__ad_in(ad, n, next++);
   }
   cml_value_t grads[3];
-  if (!side_grads && cml__fused_sdpa_vjp(f, n, cts[0], grads)) {
+  if (!side_grads && !lse_ct && cml__fused_sdpa_vjp(f, n, cts[0], grads)) {
     for (uint32_t i = 0; i < 3; ++i) in_cts[i] = grads[i];
     return CML_OK;
   }
   if (ad->b->error != CML_OK) return CML_OK;
   uint32_t begin = f->nodes.count;
+  cml_value_t states[CML_SDPA_MAX_STATES];
+  size_t state_count = 0;
   cml_value_t d = cml__fused_sdpa_build(
       f, cml__ad_in(ad, n, 0), cml__ad_in(ad, n, 1), cml__ad_in(ad, n, 2),
-      (cml_attention_layout_t)n->attrs->fused.layout, &cfg, NULL, NULL, false);
+      (cml_attention_layout_t)n->attrs->fused.layout, &cfg, states, &state_count, false);
   if (d == CML_VALUE_INVALID || ad->b->error != CML_OK) return CML_OK;
-  uint32_t index = d & CML__VALUE_INDEX_MASK;
-  return cml__ad_nested(ad, begin, &index, cts, 1);
+  uint32_t index[2] = {d & CML__VALUE_INDEX_MASK, 0};
+  cml_value_t seeds[2] = {cts[0], CML_VALUE_INVALID};
+  uint32_t seed_count = 1;
+  if (lse_ct && state_count > 0) {
+    index[1] = states[0] & CML__VALUE_INDEX_MASK;
+    seeds[1] = cts[1];
+    seed_count = 2;
+  }
+  return cml__ad_nested(ad, begin, index, seeds, seed_count);
 }
 
 // FusedScaledDotProductAttentionVJP (inputs q, k, v, the forward's output and logsumexp, the
@@ -178,6 +218,47 @@ static cml_status_t cml_ad_sdpa_vjp(cml__ad_t* ad, const cml_ir_node_t* n, const
   uint32_t index[3];
   for (int i = 0; i < 3; ++i) index[i] = grads[i] & CML__VALUE_INDEX_MASK;
   return cml__ad_nested(ad, begin, index, cts, 3);
+}
+
+// FusedAttentionQKVProjection (q, k, v = the column blocks of x @ w_qkv, plus their biases):
+// the three cotangents concatenated into dy (zeros for an output without one), then the
+// matmul's two transposed products, dx = dy w_qkv^T and dw = x^T dy (DotGenerals contracting
+// the right axes, so neither needs a transpose), and each bias's cotangent the column sums of
+// its block.
+static void cml_ad_qkv_vjp(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
+                           cml_value_t* in_cts) {
+  cml_function_t* f = ad->f;
+  const uint32_t opt = n->attrs->fused.optional_inputs;
+  const cml_shape_t xs = *cml__ad_in_shape(ad, n, 0);
+  if (!cts[0] && !cts[1] && !cts[2]) return;
+  uint32_t next = 2;
+  for (uint32_t i = 0; i < 3; ++i) {
+    if (!(opt & (1u << i))) continue;
+    const uint32_t at = next++;
+    if (!cts[i] || !cml__ad_wants(ad, n, at)) continue;
+    in_cts[at] = cml_op_reduce_sum(f, cts[i], (int64_t[]){0}, 1);
+  }
+  const bool want_x = cml__ad_wants(ad, n, 0), want_w = cml__ad_wants(ad, n, 1);
+  if (!want_x && !want_w) return;
+  cml_value_t parts[3];
+  for (uint32_t i = 0; i < 3; ++i) {
+    parts[i] = cts[i] ? cml__ad_convert(ad, cts[i], xs.dtype)
+                      : cml__ad_zeros(ad, cml__ad_out_shape(ad, n, i));
+  }
+  cml_value_t dy = cml_op_concatenate(f, 1, parts, 3);  // [batch, query_dim + 2 kv_dim]
+  cml_dot_config_t dc;
+  memset(&dc, 0, sizeof dc);
+  dc.lhs_contracting_count = dc.rhs_contracting_count = 1;
+  if (want_x) {
+    dc.lhs_contracting_axes[0] = 1;
+    dc.rhs_contracting_axes[0] = 1;
+    in_cts[0] = cml_op_dot_general(f, dy, cml__ad_in(ad, n, 1), &dc);  // [batch, in]
+  }
+  if (want_w) {
+    dc.lhs_contracting_axes[0] = 0;
+    dc.rhs_contracting_axes[0] = 0;
+    in_cts[1] = cml_op_dot_general(f, cml__ad_in(ad, n, 0), dy, &dc);  // [in, query_dim + 2 kv_dim]
+  }
 }
 
 cml_status_t cml__ad_vjp_fused(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
@@ -224,9 +305,12 @@ cml_status_t cml__ad_vjp_fused(cml__ad_t* ad, const cml_ir_node_t* n, const cml_
       return CML_OK;
     }
     case CML_OP_FUSED_LAYER_NORM:
+      if (!g) return CML_OK;
+      cml_ad_layer_norm_vjp(ad, n, g, in_cts);
+      return CML_OK;
     case CML_OP_FUSED_DENSE: {
       uint32_t begin = f->nodes.count;
-      cml_value_t d = n->op == CML_OP_FUSED_DENSE ? cml_ad_dense(ad, n) : cml_ad_layer_norm(ad, n);
+      cml_value_t d = cml_ad_dense(ad, n);
       if (d == CML_VALUE_INVALID || ad->b->error != CML_OK) return CML_OK;
       uint32_t index = d & CML__VALUE_INDEX_MASK;
       return cml__ad_nested(ad, begin, &index, &g, 1);
@@ -235,23 +319,9 @@ cml_status_t cml__ad_vjp_fused(cml__ad_t* ad, const cml_ir_node_t* n, const cml_
       return cml_ad_sdpa(ad, n, cts, in_cts);
     case CML_OP_FUSED_SDPA_VJP:
       return cml_ad_sdpa_vjp(ad, n, cts);
-    case CML_OP_FUSED_ATTENTION_QKV_PROJECTION: {
-      const uint32_t opt = n->attrs->fused.optional_inputs;
-      cml_value_t bias[3] = {CML_VALUE_INVALID, CML_VALUE_INVALID, CML_VALUE_INVALID};
-      uint32_t next = 2;
-      for (int i = 0; i < 3; ++i) {
-        if (opt & (1u << i)) bias[i] = cml__ad_in(ad, n, next++);
-      }
-      uint32_t begin = f->nodes.count;
-      cml_value_t outs[3];
-      if (!cml__fused_qkv_build(f, x, cml__ad_in(ad, n, 1), bias[0], bias[1], bias[2],
-                                n->attrs->fused.query_dim, n->attrs->fused.kv_dim, outs, false)) {
-        return CML_OK;  // the builder holds the error
-      }
-      uint32_t index[3];
-      for (int i = 0; i < 3; ++i) index[i] = outs[i] & CML__VALUE_INDEX_MASK;
-      return cml__ad_nested(ad, begin, index, cts, 3);
-    }
+    case CML_OP_FUSED_ATTENTION_QKV_PROJECTION:
+      cml_ad_qkv_vjp(ad, n, cts, in_cts);
+      return CML_OK;
     case CML_OP_FUSED_QUANTIZED_DENSE: {
       // The weights are integer codes (no gradient); x, the scales, the zero points and the
       // bias get theirs through the decomposition (dequantized weights, DotGeneral, bias,

@@ -620,9 +620,21 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
   m = cml_op_where(f, cml_op_is_finite(f, m), m, cml_fused_scalar(f, dt, 0.0));
   cml_value_t e = cml_op_exp(f, cml_op_sub(f, s, m));
   cml_value_t sum = cml_fused_reduce_keep(f, CML_OP_REDUCE_SUM, e, &ss, &last, 1);
-  sum = cml_op_where(f, cml_op_equal(f, sum, cml_fused_scalar(f, dt, 0.0)),
-                     cml_fused_scalar(f, dt, 1.0), sum);
+  cml_value_t empty = cml_op_equal(f, sum, cml_fused_scalar(f, dt, 0.0));
+  sum = cml_op_where(f, empty, cml_fused_scalar(f, dt, 1.0), sum);
   cml_value_t p = cml_op_div(f, e, sum);
+  if (!allow_native && out_states) {
+    // The logsumexp state as the native node defines it (-inf for rows that attend no key),
+    // for cml_gradients when it differentiates that output: m + log(sum), whose gradient with
+    // respect to the scores is p (and zero on the rows without keys).
+    cml_value_t lse = cml_op_add(f, m, cml_op_log(f, sum));
+    lse = cml_op_where(f, empty, cml_fused_scalar(f, dt, -INFINITY), lse);
+    lse = cml_op_reshape(f, lse, scores, 3);
+    if (dt != CML_DTYPE_F64 && dt != CML_DTYPE_F32)
+      lse = cml_op_convert_dtype(f, lse, CML_DTYPE_F32);
+    out_states[0] = lse;
+    if (out_state_count) *out_state_count = 1;
+  }
   p = cml_op_reshape(f, p, (int64_t[]){batch, kv_heads, groups, seq, kv_seq}, 5);
   dc.rhs_contracting_axes[0] = 2;
   cml_value_t o = cml_op_dot_general(f, p, v, &dc);  // [B, Hkv, G, S, Dv]

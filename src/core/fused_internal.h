@@ -18,7 +18,10 @@ cml_value_t cml__fused_activation_ops(cml_function_t* f, cml_value_t y, cml_dtyp
 
 // cml_op_fused_sdpa and cml_op_fused_attention_qkv_projection with |allow_native| false: the
 // decomposition into standard ops even when the backend advertises the op (the VJP rules
-// differentiate it).
+// differentiate it). With |allow_native| false and |out_states| not NULL, the attention's
+// decomposition also writes the native node's logsumexp state (output 1), computed in standard
+// ops, to out_states[0] (the public builder, |allow_native| true, reports no state when it
+// decomposes).
 cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t k, cml_value_t v,
                                   cml_attention_layout_t layout, const cml_sdpa_config_t* config,
                                   cml_value_t* out_states, size_t* out_state_count,

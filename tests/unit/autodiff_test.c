@@ -447,6 +447,13 @@ static cml_value_t b_layer_norm_axes(cml_function_t* f, const cml_value_t* p) {
   return cml_op_fused_layer_norm(f, p[0], (int64_t[]){0, 2}, 2, 1e-2, CML_VALUE_INVALID,
                                  CML_VALUE_INVALID);
 }
+// Scale only, over the last two axes; offset only, over every axis.
+static cml_value_t b_layer_norm_scale(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_fused_layer_norm(f, p[0], (int64_t[]){1, 2}, 2, 1e-3, p[1], CML_VALUE_INVALID);
+}
+static cml_value_t b_layer_norm_all(cml_function_t* f, const cml_value_t* p) {
+  return cml_op_fused_layer_norm(f, p[0], (int64_t[]){0, 1}, 2, 1e-3, CML_VALUE_INVALID, p[1]);
+}
 static cml_value_t b_dense_gelu(cml_function_t* f, const cml_value_t* p) {
   cml_dense_config_t c;
   cml_dense_config_init(&c);
@@ -516,6 +523,33 @@ static cml_value_t b_sdpa_bias(cml_function_t* f, const cml_value_t* p) {
   c.scale = 0.7;
   return cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BSHD, &c, NULL, NULL);
 }
+// The logsumexp state of native attention (causal, grouped-query, BHSD), differentiated
+// through the decomposition: the state alone, and with the output (both flattened).
+static cml_value_t b_sdpa_lse(cml_function_t* f, const cml_value_t* p) {
+  cml_sdpa_config_t c;
+  cml_sdpa_config_init(&c);
+  c.causal = true;
+  cml_value_t states[CML_SDPA_MAX_STATES];
+  size_t count = 0;
+  cml_value_t o =
+      cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BHSD, &c, states, &count);
+  if (o == CML_VALUE_INVALID || count != 1) return CML_VALUE_INVALID;
+  cml_value_t flat[2] = {cml_op_reshape(f, states[0], (int64_t[]){2 * 2 * 5}, 1),
+                         cml_op_reshape(f, o, (int64_t[]){2 * 2 * 5 * 4}, 1)};
+  return cml_op_concatenate(f, 0, flat, 2);
+}
+static cml_value_t b_sdpa_lse_only(cml_function_t* f, const cml_value_t* p) {
+  cml_sdpa_config_t c;
+  cml_sdpa_config_init(&c);
+  c.scale = 0.6;
+  cml_value_t states[CML_SDPA_MAX_STATES];
+  size_t count = 0;
+  cml_value_t o =
+      cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BSHD, &c, states, &count);
+  if (o == CML_VALUE_INVALID || count != 1) return CML_VALUE_INVALID;
+  return states[0];
+}
+
 // QKV projection (query_dim 2, kv_dim 3, a bias for q and v), outputs concatenated.
 static cml_value_t b_qkv(cml_function_t* f, const cml_value_t* p) {
   cml_value_t o[3];
@@ -524,6 +558,44 @@ static cml_value_t b_qkv(cml_function_t* f, const cml_value_t* p) {
     return CML_VALUE_INVALID;
   }
   return cml_op_concatenate(f, 1, (cml_value_t[]){cml_op_mul(f, o[0], o[0]), o[1], o[2]}, 3);
+}
+
+// Only q and v used (k's cotangent is zero), a bias for k only (gradient zero).
+static cml_value_t b_qkv_partial(cml_function_t* f, const cml_value_t* p) {
+  cml_value_t o[3];
+  if (!cml_op_fused_attention_qkv_projection(f, p[0], p[1], CML_VALUE_INVALID, p[2],
+                                             CML_VALUE_INVALID, 3, 2, o)) {
+    return CML_VALUE_INVALID;
+  }
+  return cml_op_concatenate(f, 1, (cml_value_t[]){cml_op_sin(f, o[0]), o[2]}, 2);
+}
+
+// A pre-norm transformer block (sequence 4, width 8, 2 heads, causal): layer norm, QKV
+// projection, attention, residual, layer norm, gelu dense, dense, residual. On c: the native
+// fused nodes, their own VJPs and the gelu split; on xla:cpu the decomposition.
+static cml_value_t b_block(cml_function_t* f, const cml_value_t* p) {
+  const int64_t last = -1, bshd[4] = {1, 4, 2, 4}, flat[2] = {4, 8};
+  cml_value_t h =
+      cml_op_fused_layer_norm(f, p[0], &last, 1, 1e-3, CML_VALUE_INVALID, CML_VALUE_INVALID);
+  cml_value_t qkv[3];
+  if (!cml_op_fused_attention_qkv_projection(f, h, p[1], CML_VALUE_INVALID, CML_VALUE_INVALID,
+                                             CML_VALUE_INVALID, 8, 8, qkv)) {
+    return CML_VALUE_INVALID;
+  }
+  for (int i = 0; i < 3; ++i) qkv[i] = cml_op_reshape(f, qkv[i], bshd, 4);
+  cml_sdpa_config_t sc;
+  cml_sdpa_config_init(&sc);
+  sc.causal = true;
+  cml_value_t a =
+      cml_op_fused_sdpa(f, qkv[0], qkv[1], qkv[2], CML_ATTENTION_LAYOUT_BSHD, &sc, NULL, NULL);
+  cml_value_t r = cml_op_add(f, p[0], cml_op_reshape(f, a, flat, 2));
+  h = cml_op_fused_layer_norm(f, r, &last, 1, 1e-3, CML_VALUE_INVALID, CML_VALUE_INVALID);
+  cml_dense_config_t dc;
+  cml_dense_config_init(&dc);
+  dc.activation = CML_ACTIVATION_GELU;
+  h = cml_op_fused_dense(f, h, p[2], CML_VALUE_INVALID, &dc);
+  h = cml_op_fused_dense(f, h, p[3], CML_VALUE_INVALID, NULL);
+  return cml_op_add(f, r, h);
 }
 
 // FFT over the last axis and inverse FFT over the last two, of Complex(p0, p1); the real and
@@ -694,6 +766,8 @@ static const ad_case_t* ad_cases(size_t* count) {
   B(while, F64(2, 3), F64(2, 3), -2, 2);
   cases[n++] = (ad_case_t){"layer_norm", 3, {F64(3, 4), F64(4), F64(4)}, {0}, -2, 2, b_layer_norm};
   R(layer_norm_axes, F64(2, 3, 4), -2, 2);
+  B(layer_norm_scale, F64(2, 3, 4), F64(3, 4), -2, 2);
+  B(layer_norm_all, F64(3, 4), F64(3, 4), -2, 2);
   cases[n++] =
       (ad_case_t){"dense_gelu", 3, {F64(2, 3, 4), F64(4, 5), F64(5)}, {0}, -1, 1, b_dense_gelu};
   B(dense_silu, F64(3, 4), F64(2, 5, 4), -1, 1);
@@ -714,6 +788,16 @@ static const ad_case_t* ad_cases(size_t* count) {
   R(sdpa_self_d2, F64(2, 4, 1, 3), -1, 1);
   cases[n++] =
       (ad_case_t){"qkv_projection", 4, {F64(3, 4), F64(4, 8), F64(2), F64(3)}, {0}, -1, 1, b_qkv};
+  cases[n++] = (ad_case_t){"sdpa_lse", 3,    {F64(2, 2, 5, 3), F64(2, 1, 6, 3), F64(2, 1, 6, 4)},
+                           {0},        -1.5, 1.5,
+                           b_sdpa_lse};
+  cases[n++] = (ad_case_t){
+      "sdpa_lse_only", 3, {F64(1, 4, 2, 3), F64(1, 5, 2, 3), F64(1, 5, 2, 2)}, {0}, -1.5, 1.5,
+      b_sdpa_lse_only};
+  cases[n++] =
+      (ad_case_t){"qkv_partial", 3, {F64(3, 4), F64(4, 7), F64(2)}, {0}, -1, 1, b_qkv_partial};
+  cases[n++] =
+      (ad_case_t){"block", 4, {F64(4, 8), F64(8, 24), F64(8, 16), F64(16, 8)}, {0}, -1, 1, b_block};
   if (n > sizeof cases / sizeof cases[0]) abort();  // grow |cases|
   *count = n;
   return cases;
@@ -736,7 +820,7 @@ TEST(finite_differences_xla) {
                                       "mlp",        "where", "conv_strided", "conv_grouped",
                                       "call",       "if",    "sort",         "layer_norm",
                                       "dense_gelu", "while", "scatter_max",  "scatter_min",
-                                      "rfft",       "irfft"};
+                                      "rfft",       "irfft", "block"};
   size_t n;
   const ad_case_t* cases = ad_cases(&n);
   int failed = 0, ran = 0;
@@ -749,7 +833,7 @@ TEST(finite_differences_xla) {
     }
   }
   ASSERT_EQ_INT(failed, 0);
-  ASSERT_EQ_INT(ran, 22);
+  ASSERT_EQ_INT(ran, 23);
 }
 
 //===--- hand-computed cases ---===//
@@ -985,23 +1069,171 @@ TEST(unimplemented_names_op) {
   ASSERT_TRUE(strstr(msg, "If: no VJP") != NULL);
   ASSERT_TRUE(strstr(msg, "nested") != NULL);
   cml_builder_destroy(b);
+}
 
-  // The logsumexp state of native attention has no VJP (the output does).
+// The logsumexp state of native attention has a VJP (through the decomposition; finite
+// differences: the sdpa_lse cases). A batch whose kv_seq_len is 0 has lse = -inf on every row;
+// with those rows selected away, its gradient is 0, not NaN, and the other batch's is finite
+// and not all zero.
+TEST(sdpa_lse_empty_rows) {
+  cml_builder_t* b = NULL;
   ASSERT_STATUS_OK(cml_builder_create(g_c, "lse", &b));
-  f = cml_builder_main(b);
-  cml_shape_t qs = API_SHAPE(CML_DTYPE_F32, 1, 2, 4, 8);
-  x = cml_parameter(f, "q", &qs);
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t qs = API_SHAPE(CML_DTYPE_F32, 2, 1, 2, 4), ls = API_SHAPE(CML_DTYPE_I32, 2);
+  cml_value_t x = cml_parameter(f, "q", &qs);
+  cml_value_t qlen = cml_parameter(f, "qlen", &ls), kvlen = cml_parameter(f, "kvlen", &ls);
+  cml_sdpa_config_t c;
+  cml_sdpa_config_init(&c);
+  c.query_seq_len = qlen;
+  c.kv_seq_len = kvlen;
   cml_value_t states[CML_SDPA_MAX_STATES];
   size_t state_count = 0;
   cml_value_t o =
-      cml_op_fused_sdpa(f, x, x, x, CML_ATTENTION_LAYOUT_BHSD, NULL, states, &state_count);
+      cml_op_fused_sdpa(f, x, x, x, CML_ATTENTION_LAYOUT_BHSD, &c, states, &state_count);
   ASSERT_NE_INT(o, CML_VALUE_INVALID);
   ASSERT_EQ_INT(state_count, 1);
-  l = cml_op_reduce_sum(f, states[0], NULL, 0);
-  ASSERT_EQ_INT(api_code_msg(cml_gradients(f, l, &x, 1, &g), msg, sizeof msg),
-                CML_STATUS_UNIMPLEMENTED);
-  ASSERT_TRUE(strstr(msg, "FusedScaledDotProductAttention: no VJP (its logsumexp") != NULL);
-  cml_builder_destroy(b);
+  cml_value_t lse = states[0];
+  lse =
+      cml_op_where(f, cml_op_is_finite(f, lse), lse, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0));
+  cml_value_t l = cml_op_reduce_sum(f, lse, NULL, 0), g;
+  ASSERT_STATUS_OK(cml_gradients(f, l, &x, 1, &g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
+  float xv[16], gv[16];
+  for (int i = 0; i < 16; ++i) xv[i] = (float)(i % 5) * 0.25f - 0.5f;
+  const int32_t qlv[2] = {2, 2}, kvlv[2] = {2, 0};
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){xv, qlv, kvlv}, (void*[]){gv}));
+  cml_executable_release(exe);
+  double sum0 = 0;
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(isfinite(gv[i]));
+    sum0 += fabs(gv[i]);
+  }
+  ASSERT_TRUE(sum0 > 1e-3);
+  for (int i = 8; i < 16; ++i) ASSERT_EQ_DBL(gv[i], 0);
+}
+
+// FusedDense with gelu is split by cml_gradients into FusedDense + FusedGelu (the gradient
+// reads the pre-activation instead of recomputing the matmul). Checked for f32 and f64: graphs
+// without gradients keep the one fused node; with gradients, the FusedGelu follows the dense
+// node directly in main's node list; the loss is the same with and without gradients; the
+// gradients match c:fusion=false (the op decomposed, no split) and c:reference=true.
+enum { DG_M = 6, DG_K = 8, DG_N = 16, DG_O = 4, DG_OUTS = 5 };
+static const int64_t kDgSizes[DG_OUTS] = {1, DG_M* DG_K, DG_K* DG_N, DG_N, DG_N* DG_O};
+
+static void dg_counts(cml_function_t* f, int* dense_gelu, int* gelu, int* adjacent) {
+  *dense_gelu = *gelu = *adjacent = 0;
+  for (uint32_t i = 0; i < f->nodes.count; ++i) {
+    const cml_ir_node_t* n = &f->impl->nodes[f->nodes.data[i]];
+    if (n->op == CML_OP_FUSED_DENSE && n->attrs->fused.activation == CML_ACTIVATION_GELU)
+      ++*dense_gelu;
+    if (n->op == CML_OP_FUSED_GELU) {
+      ++*gelu;
+      const cml_ir_node_t* prev = i ? &f->impl->nodes[f->nodes.data[i - 1]] : NULL;
+      if (prev && prev->op == CML_OP_FUSED_DENSE && prev->first_output == n->inputs[0] &&
+          prev->attrs->fused.activation == CML_ACTIVATION_NONE) {
+        ++*adjacent;
+      }
+    }
+  }
+}
+
+// Runs loss (and with |grads| its gradients with respect to x, w, b, w2) on |config|; writes
+// them as doubles to |out| (DG_OUTS blocks of kDgSizes) and the node counts before compile.
+static cml_status_t dg_run(const char* config, cml_dtype_t dt, bool grads, double* out,
+                           int counts[3]) {
+  cml_backend_t* be = NULL;
+  cml_status_t st = cml_backend_new_with_config(config, &be);
+  if (st != CML_OK) return st;
+  cml_builder_t* b = NULL;
+  st = cml_builder_create(be, "dense_gelu_split", &b);
+  if (st != CML_OK) {
+    cml_backend_release(be);
+    return st;
+  }
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t shapes[4] = {API_SHAPE(dt, DG_M, DG_K), API_SHAPE(dt, DG_K, DG_N),
+                           API_SHAPE(dt, DG_N), API_SHAPE(dt, DG_N, DG_O)};
+  cml_value_t p[4];
+  for (int i = 0; i < 4; ++i) p[i] = cml_parameter(f, NULL, &shapes[i]);
+  cml_dense_config_t c;
+  cml_dense_config_init(&c);
+  c.activation = CML_ACTIVATION_GELU;
+  cml_value_t h = cml_op_fused_dense(f, p[0], p[1], p[2], &c);
+  cml_value_t y = cml_op_dot(f, h, p[3]);
+  cml_value_t l = cml_op_add(f, cml_op_reduce_sum(f, cml_op_mul(f, y, y), NULL, 0),
+                             cml_op_reduce_sum(f, h, NULL, 0));
+  cml_value_t outs[DG_OUTS] = {l};
+  size_t n_out = 1;
+  if (grads) {
+    st = cml_gradients(f, l, p, 4, outs + 1);
+    n_out = DG_OUTS;
+  }
+  dg_counts(f, &counts[0], &counts[1], &counts[2]);
+  cml_executable_t* exe = NULL;
+  if (st == CML_OK) {
+    st = api_finish(b, outs, n_out, &exe);
+  } else {
+    cml_builder_destroy(b);
+  }
+  static double in64[4][DG_N * DG_O + DG_K * DG_N];
+  static float in32[4][DG_N * DG_O + DG_K * DG_N];
+  static double o64[DG_OUTS][DG_K * DG_N];
+  static float o32[DG_OUTS][DG_K * DG_N];
+  const int64_t in_sizes[4] = {DG_M * DG_K, DG_K * DG_N, DG_N, DG_N * DG_O};
+  for (int i = 0; i < 4; ++i) {
+    for (int64_t k = 0; k < in_sizes[i]; ++k) {
+      in64[i][k] = 0.9 * sin(0.37 * (double)(k + 1) * (double)(i + 2)) / (i == 3 ? 2 : 1);
+      in32[i][k] = (float)in64[i][k];
+    }
+  }
+  if (st == CML_OK) {
+    const bool f64 = dt == CML_DTYPE_F64;
+    const void* ins[4];
+    void* dst[DG_OUTS];
+    for (int i = 0; i < 4; ++i) ins[i] = f64 ? (const void*)in64[i] : (const void*)in32[i];
+    for (int i = 0; i < DG_OUTS; ++i) dst[i] = f64 ? (void*)o64[i] : (void*)o32[i];
+    st = api_run(be, exe, ins, dst);
+    for (size_t i = 0, at = 0; st == CML_OK && i < n_out; at += (size_t)kDgSizes[i], ++i) {
+      for (int64_t k = 0; k < kDgSizes[i]; ++k) out[at + (size_t)k] = f64 ? o64[i][k] : o32[i][k];
+    }
+  }
+  cml_executable_release(exe);
+  cml_backend_release(be);
+  return st;
+}
+
+TEST(dense_gelu_split) {
+  enum { kTotal = 1 + DG_M * DG_K + DG_K * DG_N + DG_N + DG_N * DG_O };
+  static double plain[kTotal], split[kTotal], ref[2][kTotal];
+  const cml_dtype_t dts[2] = {CML_DTYPE_F32, CML_DTYPE_F64};
+  for (int d = 0; d < 2; ++d) {
+    const double tol = dts[d] == CML_DTYPE_F64 ? 1e-12 : 2e-5;
+    int counts[3];
+    ASSERT_STATUS_OK(dg_run("c", dts[d], false, plain, counts));
+    ASSERT_EQ_INT(counts[0], 1);  // kept fused
+    ASSERT_EQ_INT(counts[1], 0);
+    ASSERT_STATUS_OK(dg_run("c", dts[d], true, split, counts));
+    ASSERT_EQ_INT(counts[0], 0);  // split
+    ASSERT_EQ_INT(counts[1], 1);
+    ASSERT_EQ_INT(counts[2], 1);
+    ASSERT_TRUE(fabs(split[0] - plain[0]) <= tol * (1 + fabs(plain[0])));
+    ASSERT_STATUS_OK(dg_run("c:fusion=false", dts[d], true, ref[0], counts));
+    ASSERT_EQ_INT(counts[0] + counts[1], 0);  // decomposed
+    ASSERT_STATUS_OK(dg_run("c:reference=true", dts[d], true, ref[1], counts));
+    double scale = 0;
+    for (int i = 0; i < kTotal; ++i) scale = fmax(scale, fabs(ref[0][i]));
+    ASSERT_TRUE(scale > 0.1);
+    for (int r = 0; r < 2; ++r) {
+      for (int i = 0; i < kTotal; ++i) {
+        if (!(fabs(split[i] - ref[r][i]) <= tol * (1 + scale))) {
+          fprintf(stderr, "dense_gelu_split %s vs %s [%d]: %.9g vs %.9g\n", cml_dtype_name(dts[d]),
+                  r ? "reference" : "fusion=false", i, split[i], ref[r][i]);
+        }
+        ASSERT_TRUE(fabs(split[i] - ref[r][i]) <= tol * (1 + scale));
+      }
+    }
+  }
 }
 
 // The real FFTs' VJPs by hand: RFFT of length 4 has y_0 = sum x, y_1 = x0 - x2 - i(x1 - x3),
@@ -1329,6 +1561,8 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(second_derivative),
                                        TEST_ENTRY(complex_ops),
                                        TEST_ENTRY(errors),
+                                       TEST_ENTRY(sdpa_lse_empty_rows),
+                                       TEST_ENTRY(dense_gelu_split),
                                        TEST_ENTRY(real_fft_hand_computed),
                                        TEST_ENTRY(scatter_max_ties),
                                        TEST_ENTRY(unimplemented_names_op),

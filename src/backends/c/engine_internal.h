@@ -259,6 +259,7 @@ typedef struct cmlc_planner_t {
   uint32_t* node_link;      // MERGED: the node reused; FUSED_INNER: the group's root node
   const void** value_data;  // constant data of CONST values (Constant nodes and folded ones)
   uint32_t* uses;           // value -> number of distinct consuming nodes (fusion)
+  uint32_t* position;       // node -> its position in its function's node list (fusion)
 } cmlc_planner_t;
 
 // Finds the kernel implementing |n| (UNIMPLEMENTED naming the op and dtypes when none does).

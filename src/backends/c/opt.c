@@ -293,10 +293,10 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
   if (!options->fusion || options->reference || !exe->fused_of) return CML_OK;
   const cml_module_t* m = p->module;
   const cml_ir_function_t* f = &m->functions[fi];
-  // Members are put in schedule order by node index: needs creation order = index order.
-  for (uint32_t i = 1; i < f->node_count; ++i) {
-    if (f->nodes[i] <= f->nodes[i - 1]) return CML_OK;
-  }
+  // Members are put in schedule order: their positions in the function's node list, which is
+  // topological but not always in node index order (cml_gradients splits a fused node in two
+  // and places the new node right after it).
+  for (uint32_t i = 0; i < f->node_count; ++i) p->position[f->nodes[i]] = i;
   for (uint32_t i = 0; i < f->node_count; ++i) {
     const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
     for (uint32_t o = 0; o < n->output_count; ++o) p->uses[n->first_output + o] = 0;
@@ -355,9 +355,9 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
       }
     }
     if (count < 2) continue;
-    // Schedule order (node indices increase along the function).
+    // Schedule order (positions in the function; the root comes last).
     for (uint32_t a = 1; a < count; ++a) {
-      for (uint32_t b = a; b > 0 && members[b - 1] > members[b]; --b) {
+      for (uint32_t b = a; b > 0 && p->position[members[b - 1]] > p->position[members[b]]; --b) {
         uint32_t t = members[b];
         members[b] = members[b - 1];
         members[b - 1] = t;

@@ -790,13 +790,14 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   p.layout.free_blocks = cmlc_plan_calloc(alloc, p.layout.capacity, sizeof(cmlc_block_t));
   p.node_state = cmlc_plan_calloc(alloc, module->node_count, sizeof *p.node_state);
   p.node_link = cmlc_plan_calloc(alloc, module->node_count, sizeof *p.node_link);
+  p.position = cmlc_plan_calloc(alloc, module->node_count, sizeof *p.position);
   p.value_data = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.value_data);
   p.uses = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.uses);
   const bool fusion = backend->options.fusion && !backend->options.reference;
   if (fusion) exe->fused_of = cmlc_plan_calloc(alloc, module->node_count, sizeof *exe->fused_of);
   cml_status_t st = CML_OK;
   if (!exe->values || !exe->functions || !p.needed || !p.root || !p.last_use || !p.released ||
-      !p.queue || !p.queued || !p.layout.free_blocks || !p.node_state || !p.node_link ||
+      !p.queue || !p.queued || !p.layout.free_blocks || !p.node_state || !p.node_link || !p.position ||
       !p.value_data || !p.uses || (fusion && !exe->fused_of)) {
     st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
@@ -849,6 +850,7 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   cmlc_plan_free(alloc, p.queued, module->function_count, sizeof *p.queued);
   cmlc_plan_free(alloc, p.layout.free_blocks, p.layout.capacity, sizeof(cmlc_block_t));
   cmlc_plan_free(alloc, p.node_state, module->node_count, sizeof *p.node_state);
+  cmlc_plan_free(alloc, p.position, module->node_count, sizeof *p.position);
   cmlc_plan_free(alloc, p.node_link, module->node_count, sizeof *p.node_link);
   cmlc_plan_free(alloc, (const void*)p.value_data, module->value_count, sizeof *p.value_data);
   cmlc_plan_free(alloc, p.uses, module->value_count, sizeof *p.uses);
