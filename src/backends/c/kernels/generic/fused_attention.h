@@ -113,6 +113,28 @@ static inline float cmlc__fa_load_f32(const void* p, int64_t i, cml_dtype_t dtyp
     (y_out) = (V)((IV)y_ & keep_);                                      \
   } while (0)
 
+// Keys ahead whose k (and v) rows the forward prefetches while it transposes k, and the most
+// bytes of v rows it prefetches there (the rest: one tile ahead).
+#define CMLC_FA_PF_ROWS 8
+#define CMLC_FA_PF_V_BYTES ((size_t)256 << 10)
+
+// The address of key |j|'s row of batch |b|, head |h| in |parts| (elements of |elem| bytes);
+// *|pi| is a part at or before the one holding it, and is moved to that part.
+static inline const void* cmlc__fa_row(const cmlc_fa_parts_t* parts, int* pi, int64_t b,
+                                       int64_t h, int64_t j, size_t elem) {
+  while (parts->start[*pi + 1] <= j) ++*pi;
+  const int64_t* st = parts->str[*pi];
+  return (const char*)parts->data[*pi] +
+         (size_t)(b * st[0] + h * st[1] + (j - parts->start[*pi]) * st[2]) * elem;
+}
+
+// Prefetches every 64-byte line holding one of the |bytes| bytes at |p|, for reading.
+static inline void cmlc__fa_prefetch(const void* p, size_t bytes) {
+  const uintptr_t end = (uintptr_t)p + bytes;
+  for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64)
+    __builtin_prefetch((const void*)a, 0, 3);
+}
+
 static inline void cmlc__fa_store_f32(void* p, int64_t i, cml_dtype_t dtype, float v) {
   switch (dtype) {
     case CML_DTYPE_F32:

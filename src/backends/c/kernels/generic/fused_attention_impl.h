@@ -56,6 +56,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
   memset(ob, 0, (size_t)(BQ * dvp) * sizeof(T));
 
   const cmlc_fa_parts_t* kp = &c->kp;
+  const size_t elem_bytes = (size_t)cml_dtype_bits(c->dtype) / 8;
   const cmlc_fa_parts_t* vp = &c->vp;
   const T scale = (T)c->scale;
   // k transposed, [kv tiles][d][BK], zero past kv_seq: built once per (batch, kv head) and
@@ -67,12 +68,30 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
   if (*tag != want_tag && kv_end > 0) {
     const int64_t tiles = (c->kv_seq + BK - 1) / BK;
     memset(kc, 0, (size_t)(tiles * d * BK) * sizeof(T));
-    // Key j of part p is row j - start[p] of that part's tensor.
+    // Key j of part p is row j - start[p] of that part's tensor. The rows lie a head stride
+    // apart (BSHD: heads x d elements), beyond the hardware prefetchers' reach across pages, so
+    // k's rows are prefetched CMLC_FA_PF_ROWS keys ahead, and v's rows of the keys this task
+    // reads with them while they fit in CMLC_FA_PF_V_BYTES (a decoder step reads its whole KV
+    // cache from memory here: both streams are then in flight at once).
+    const size_t k_row_bytes = (size_t)d * elem_bytes, v_row_bytes = (size_t)dv * elem_bytes;
+    const int64_t v_pf_end =
+        (size_t)kv_end * v_row_bytes <= CMLC_FA_PF_V_BYTES ? kv_end : 0;
+    int kpf = 0, vpf = 0;  // the parts of the rows prefetched
+    for (int64_t j = 0; j < CMLC_FA_PF_ROWS && j < c->kv_seq; ++j) {
+      cmlc__fa_prefetch(cmlc__fa_row(kp, &kpf, b, hk, j, elem_bytes), k_row_bytes);
+      if (j < v_pf_end) cmlc__fa_prefetch(cmlc__fa_row(vp, &vpf, b, hk, j, elem_bytes), v_row_bytes);
+    }
     for (int p = 0; p < kp->count; ++p) {
       const int64_t* st = kp->str[p];
       const void* data = kp->data[p];
-      const int64_t first = kp->start[p], base_p = b * st[0] + hk * st[1] - first * st[2];
-      for (int64_t j = first; j < kp->start[p + 1]; ++j) {
+      const int64_t first = kp->start[p], end = kp->start[p + 1];
+      const int64_t base_p = b * st[0] + hk * st[1] - first * st[2];
+      for (int64_t j = first; j < end; ++j) {
+        const int64_t ahead = j + CMLC_FA_PF_ROWS;
+        if (ahead < c->kv_seq)
+          cmlc__fa_prefetch(cmlc__fa_row(kp, &kpf, b, hk, ahead, elem_bytes), k_row_bytes);
+        if (ahead < v_pf_end)
+          cmlc__fa_prefetch(cmlc__fa_row(vp, &vpf, b, hk, ahead, elem_bytes), v_row_bytes);
         T* kt_col = kc + (j / BK) * d * BK + j % BK;
         const int64_t at = base_p + j * st[2];
         if (c->dtype == CMLC_FA_NATIVE) {
@@ -119,6 +138,14 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
         }
         for (int64_t e = dv; e < dvp; ++e) row[e] = 0;
       }
+    }
+    // The next tile's v rows, fetched while this one is computed (already cached when the
+    // transposition above prefetched them).
+    if (j0 + BK < kv_end) {
+      const int64_t next_end = kv_end - (j0 + BK) < BK ? kv_end : j0 + 2 * BK;
+      int npf = vpi;
+      for (int64_t j = j0 + BK; j < next_end; ++j)
+        cmlc__fa_prefetch(cmlc__fa_row(vp, &npf, b, hk, j, elem_bytes), (size_t)dv * elem_bytes);
     }
     // A full tile that every row sees whole (no bias or mask; causal: below the diagonal):
     // the score loop scales the scores and keeps each row's max and a finiteness probe (the
