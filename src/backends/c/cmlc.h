@@ -140,6 +140,11 @@ typedef struct cmlc_kernel_args_t {
   cmlc_rendezvous_t* rendezvous;
   int32_t replica;
   int32_t replica_count;
+  // NULL, or per node input: how many consecutive entries of |inputs| / |input_shapes| hold it
+  // (1: the value itself; n > 1: the n operands of a Concatenate that the planner left unrun
+  // because this kernel reads the parts in place, see opt.c). input_count counts the entries.
+  // Only kernels that ask for it (FusedScaledDotProductAttention's k and v) get it.
+  const uint32_t* input_parts;
 } cmlc_kernel_args_t;
 
 typedef cml_status_t (*cmlc_kernel_fn)(const cmlc_kernel_args_t* args);

@@ -162,6 +162,11 @@ typedef struct cmlc_step_t {
   cmlc_fused_t* fused;               // FUSED: the program (owned by the step)
   uint16_t scalar_code;              // SCALAR: op * CMLC_SCALAR_TYPES + type
   const void* prepared;              // KERNEL: entry.prepare's data (in exe->folded), or NULL
+  // KERNEL with operands in parts (exe->parts_of): the values passed, their count and the parts
+  // per node input (args->input_parts); NULL / 0: the node's own inputs.
+  const uint32_t* inputs;
+  uint32_t input_count;
+  const uint32_t* input_parts;
   bool heavy;  // reads or writes enough bytes that reading the clock before it is cheap
 } cmlc_step_t;
 
@@ -183,6 +188,7 @@ typedef struct cmlc_opt_stats_t {
   uint32_t fused_groups;  // fused elementwise loops
   uint32_t fused_nodes;   // nodes inside those loops (roots included)
   uint32_t prepared;      // kernel steps with data prepared from constant inputs (entry.prepare)
+  uint32_t segmented;     // Concatenates never run: their consumer reads the operands in place
 } cmlc_opt_stats_t;
 
 // A block of folded constant data owned by an executable (data follows the header).
@@ -202,6 +208,9 @@ typedef struct cmlc_executable_t {
   cmlc_opt_stats_t stats;
   cmlc_folded_t* folded;    // folded constants' storage
   cmlc_fused_t** fused_of;  // per node: the fused program of a FUSED_ROOT (NULL: no fusion)
+  // Per node: the inputs of a kernel node that reads some operands in parts (NULL: none; the
+  // array itself is NULL without fusion).
+  struct cmlc_parts_t** parts_of;
   // SPMD: a dense index per collective node (UINT32_MAX for other nodes; NULL when the module
   // has no collective), which keys the rendezvous' per-slot round counters.
   uint32_t* collective_index;
@@ -229,7 +238,18 @@ typedef enum cmlc_node_state_t {
   CMLC_NODE_MERGED,       // CSE: reuses the outputs of node |link| (a MERGED step)
   CMLC_NODE_FUSED_INNER,  // computed inside the fused loop of node |link|, never stored
   CMLC_NODE_FUSED_ROOT,   // runs the fused loop |fused_of| (its output is the group's)
+  CMLC_NODE_SEGMENTED,    // a Concatenate whose operands node |link| reads in place, never run
 } cmlc_node_state_t;
+
+// The inputs a kernel node reads when some of its operands are Concatenates it reads in parts
+// (CMLC_NODE_SEGMENTED): the node's inputs with each such operand replaced by the
+// Concatenate's operands. One allocation: the struct, then |values| and |parts|.
+typedef struct cmlc_parts_t {
+  size_t bytes;      // the allocation
+  uint32_t count;    // entries of |values|
+  uint32_t* values;  // the values passed, in order
+  uint32_t* parts;   // per node input: how many entries of |values| it spans
+} cmlc_parts_t;
 
 typedef struct cmlc_block_t {
   size_t offset, size;
@@ -256,7 +276,8 @@ typedef struct cmlc_planner_t {
   cmlc_layout_t layout;
   // Optimizations (per node / per value).
   uint8_t* node_state;      // cmlc_node_state_t
-  uint32_t* node_link;      // MERGED: the node reused; FUSED_INNER: the group's root node
+  uint32_t* node_link;      // MERGED: the node reused; FUSED_INNER: the group's root node;
+                            // SEGMENTED: the node reading the parts
   const void** value_data;  // constant data of CONST values (Constant nodes and folded ones)
   uint32_t* uses;           // value -> number of distinct consuming nodes (fusion)
   uint32_t* position;       // node -> its position in its function's node list (fusion)
@@ -276,6 +297,12 @@ CML_MUST_USE cml_status_t cmlc_opt_fold_and_merge(cmlc_planner_t* p, uint32_t fi
 // single-use f32/f64 elementwise chains into FUSED_ROOT / FUSED_INNER nodes with programs in
 // exe->fused_of. Only when options.fusion is on.
 CML_MUST_USE cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi);
+
+// Segmented operands over function |fi| (after fusion; fusion option, not in reference
+// mode): a Concatenate along the key axis whose only consumer is a FusedScaledDotProductAttention
+// run by the native kernel, as its k and/or v, is not run: the kernel reads its operands in
+// place (exe->parts_of, CMLC_NODE_SEGMENTED), so the concatenation is never copied.
+CML_MUST_USE cml_status_t cmlc_opt_segments(cmlc_planner_t* p, uint32_t fi);
 
 //===--- fused elementwise loops (loop_fusion.c) ---===//
 

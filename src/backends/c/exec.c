@@ -386,18 +386,22 @@ CMLC_NOINLINE static cml_status_t cmlc_run_kernel(cmlc_context_t* ctx,
   const cml_ir_node_t* n = step->node;
   void** ptrs = ctx->ptrs;
   void** io = ptrs + fp->io_offset;
-  for (uint32_t k = 0; k < n->input_count; ++k) io[k] = ptrs[n->inputs[k]];
-  for (uint32_t o = 0; o < n->output_count; ++o) io[n->input_count + o] = ptrs[n->first_output + o];
+  // The node's inputs, or (operands read in parts) the values the plan lists instead.
+  const uint32_t* in_values = step->inputs ? step->inputs : n->inputs;
+  const uint32_t in_count = step->input_count;
+  for (uint32_t k = 0; k < in_count; ++k) io[k] = ptrs[in_values[k]];
+  for (uint32_t o = 0; o < n->output_count; ++o) io[in_count + o] = ptrs[n->first_output + o];
   cmlc_kernel_args_t args = {
       .module = exe->module,
       .node = n,
       .options = &exe->backend->options,
-      .input_count = n->input_count,
+      .input_count = in_count,
       .input_shapes = step->shapes,
       .inputs = (const void* const*)io,
       .output_count = n->output_count,
-      .output_shapes = step->shapes + n->input_count,
-      .outputs = io + n->input_count,
+      .output_shapes = step->shapes + in_count,
+      .outputs = io + in_count,
+      .input_parts = step->input_parts,
       .scratch = step->scratch_size ? segment + step->scratch_offset : NULL,
       .scratch_size = step->scratch_size,
       .pool = exe->backend->pool,

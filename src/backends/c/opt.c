@@ -10,6 +10,9 @@
 //     bytes) reuses that node's outputs.
 //   - elementwise fusion (fusion option only): single-use chains and trees of elementwise ops
 //     become one loop over the output (loop_fusion.c).
+//   - segmented operands (fusion option only): a Concatenate along the key axis feeding only
+//     the k and/or v of a native FusedScaledDotProductAttention is not run; the kernel reads
+//     its operands in place (a KV cache and the new keys, without copying the cache).
 // Folding and CSE never change results (the same kernels compute the same values once);
 // reference mode turns everything off, so that it stays the plain oracle. Barriers, RNG,
 // control flow and collectives are never folded or merged.
@@ -18,6 +21,7 @@
 #include <string.h>
 
 #include "backends/c/engine_internal.h"
+#include "backends/c/kernels/generic/fused_attention.h"
 
 enum {
   CMLC_OPT_FOLD_MAX_BYTES = 1 << 20,
@@ -287,16 +291,11 @@ static void cmlc_opt_count_use(cmlc_planner_t* p, uint32_t v, uint32_t amount) {
   p->uses[v] = p->uses[v] > UINT32_MAX - amount ? UINT32_MAX : p->uses[v] + amount;
 }
 
-cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
-  const cmlc_options_t* options = &p->backend->options;
-  cmlc_executable_t* exe = p->exe;
-  if (!options->fusion || options->reference || !exe->fused_of) return CML_OK;
+// p->uses of the values of function |fi|: distinct consuming nodes of what actually runs, and
+// CMLC_OPT_PIN for values returned, captured or reused by a merged node.
+static void cmlc_opt_count_uses(cmlc_planner_t* p, uint32_t fi) {
   const cml_module_t* m = p->module;
   const cml_ir_function_t* f = &m->functions[fi];
-  // Members are put in schedule order: their positions in the function's node list, which is
-  // topological but not always in node index order (cml_gradients splits a fused node in two
-  // and places the new node right after it).
-  for (uint32_t i = 0; i < f->node_count; ++i) p->position[f->nodes[i]] = i;
   for (uint32_t i = 0; i < f->node_count; ++i) {
     const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
     for (uint32_t o = 0; o < n->output_count; ++o) p->uses[n->first_output + o] = 0;
@@ -326,6 +325,19 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
     }
   }
   for (uint32_t o = 0; o < f->output_count; ++o) cmlc_opt_count_use(p, f->outputs[o], CMLC_OPT_PIN);
+}
+
+cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
+  const cmlc_options_t* options = &p->backend->options;
+  cmlc_executable_t* exe = p->exe;
+  if (!options->fusion || options->reference || !exe->fused_of) return CML_OK;
+  const cml_module_t* m = p->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  // Members are put in schedule order: their positions in the function's node list, which is
+  // topological but not always in node index order (cml_gradients splits a fused node in two
+  // and places the new node right after it).
+  for (uint32_t i = 0; i < f->node_count; ++i) p->position[f->nodes[i]] = i;
+  cmlc_opt_count_uses(p, fi);
 
   uint32_t members[CMLC_OPT_MAX_GROUP];
   for (uint32_t i = f->node_count; i-- > 0;) {
@@ -378,6 +390,89 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
     }
     ++exe->stats.fused_groups;
     exe->stats.fused_nodes += count;
+  }
+  return CML_OK;
+}
+
+//===--- segmented operands ---===//
+
+// The Concatenate node producing input |k| of |n| when the attention kernel can read its
+// operands in place instead: a live, unfused Concatenate of this function along the key axis
+// with 2..CMLC_FA_MAX_PARTS operands, whose value nothing else reads (not returned, captured,
+// merged, or another input of |n| than k and v). UINT32_MAX otherwise.
+static uint32_t cmlc_opt_segment_source(const cmlc_planner_t* p, const cml_ir_node_t* n,
+                                        uint32_t k) {
+  const cml_module_t* m = p->module;
+  const uint32_t v = n->inputs[k], ci = m->values[v].node;
+  const cml_ir_node_t* cn = &m->nodes[ci];
+  if (cn->op != CML_OP_CONCATENATE || cn->function != n->function || !p->needed[ci] ||
+      p->node_state[ci] != CMLC_NODE_PLAIN || p->value_data[v] || cn->output_count != 1 ||
+      cn->input_count < 2 || cn->input_count > CMLC_FA_MAX_PARTS || p->uses[v] != 1 ||
+      cn->attrs->axis != cmlc__fa_key_axis(n->attrs->fused.layout)) {
+    return UINT32_MAX;
+  }
+  for (uint32_t j = 0; j < n->input_count; ++j) {
+    if (j != 1 && j != 2 && n->inputs[j] == v) return UINT32_MAX;
+  }
+  return ci;
+}
+
+cml_status_t cmlc_opt_segments(cmlc_planner_t* p, uint32_t fi) {
+  const cmlc_options_t* options = &p->backend->options;
+  cmlc_executable_t* exe = p->exe;
+  if (!options->fusion || options->reference || !exe->parts_of) return CML_OK;
+  const cml_module_t* m = p->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  bool counted = false;
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = &m->nodes[ni];
+    if (n->op != CML_OP_FUSED_SDPA || !p->needed[ni] || p->node_state[ni] != CMLC_NODE_PLAIN ||
+        n->input_count < 3) {
+      continue;
+    }
+    // Only the native kernel reads parts (not a decomposition or another entry).
+    cmlc_kernel_entry_t entry;
+    cml_status_t st = cmlc_plan_lookup(p, n, &entry);
+    if (st != CML_OK) {  // reported again when the node is scheduled
+      cml_status_free(st);
+      continue;
+    }
+    if (entry.run != cmlc__fa_run) continue;
+    if (!counted) {
+      cmlc_opt_count_uses(p, fi);
+      counted = true;
+    }
+    const uint32_t kc = cmlc_opt_segment_source(p, n, 1), vc = cmlc_opt_segment_source(p, n, 2);
+    if (kc == UINT32_MAX && vc == UINT32_MAX) continue;
+    uint32_t count = n->input_count;
+    if (kc != UINT32_MAX) count += m->nodes[kc].input_count - 1;
+    if (vc != UINT32_MAX) count += m->nodes[vc].input_count - 1;
+    const size_t bytes = sizeof(cmlc_parts_t) + sizeof(uint32_t) * ((size_t)count + n->input_count);
+    cmlc_parts_t* parts = cml_allocator_malloc(p->alloc, bytes, CMLC_ALIGNMENT);
+    if (!parts) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    parts->bytes = bytes;
+    parts->count = count;
+    parts->values = (uint32_t*)(parts + 1);
+    parts->parts = parts->values + count;
+    uint32_t at = 0;
+    for (uint32_t k = 0; k < n->input_count; ++k) {
+      const uint32_t ci = k == 1 ? kc : k == 2 ? vc : UINT32_MAX;
+      if (ci == UINT32_MAX) {
+        parts->parts[k] = 1;
+        parts->values[at++] = n->inputs[k];
+        continue;
+      }
+      const cml_ir_node_t* cn = &m->nodes[ci];
+      parts->parts[k] = cn->input_count;
+      for (uint32_t j = 0; j < cn->input_count; ++j) parts->values[at++] = cn->inputs[j];
+      if (p->node_state[ci] != CMLC_NODE_SEGMENTED) {
+        p->node_state[ci] = CMLC_NODE_SEGMENTED;
+        p->node_link[ci] = ni;
+        ++exe->stats.segmented;
+      }
+    }
+    exe->parts_of[ni] = parts;
   }
   return CML_OK;
 }

@@ -324,10 +324,15 @@ static cmlc_plan_inputs_t cmlc_plan_inputs(const cmlc_planner_t* p, uint32_t ni)
     }
     case CMLC_NODE_FOLDED:
     case CMLC_NODE_FUSED_INNER:
+    case CMLC_NODE_SEGMENTED:
       in.list = NULL;
       in.count = 0;
       break;
     default:
+      if (p->exe->parts_of && p->exe->parts_of[ni]) {  // operands read in parts
+        in.list = p->exe->parts_of[ni]->values;
+        in.count = p->exe->parts_of[ni]->count;
+      }
       break;
   }
   return in;
@@ -444,6 +449,7 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
     CML_RETURN_IF_ERROR(cmlc_plan_mark_live(p, fi, queue_count));
   }
   CML_RETURN_IF_ERROR(cmlc_opt_fuse(p, fi));
+  CML_RETURN_IF_ERROR(cmlc_opt_segments(p, fi));
 
   // Storage classes and alias roots.
   uint32_t step_count = 0;
@@ -494,7 +500,9 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
       }
       continue;
     }
-    if (p->node_state[ni] == CMLC_NODE_FUSED_INNER) continue;
+    if (p->node_state[ni] == CMLC_NODE_FUSED_INNER || p->node_state[ni] == CMLC_NODE_SEGMENTED) {
+      continue;
+    }
     ++step_count;
     if (p->node_state[ni] == CMLC_NODE_MERGED) {
       uint32_t src = m->nodes[p->node_link[ni]].first_output;
@@ -569,7 +577,8 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
     const cml_ir_node_t* n = &m->nodes[ni];
     if (!p->needed[ni]) continue;
     if (n->op == CML_OP_PARAMETER || n->op == CML_OP_CONSTANT || n->op == CML_OP_CAPTURED_VALUE ||
-        p->value_data[n->first_output] || p->node_state[ni] == CMLC_NODE_FUSED_INNER) {
+        p->value_data[n->first_output] || p->node_state[ni] == CMLC_NODE_FUSED_INNER ||
+        p->node_state[ni] == CMLC_NODE_SEGMENTED) {
       continue;
     }
     const cmlc_plan_inputs_t ins = cmlc_plan_inputs(p, ni);
@@ -601,6 +610,11 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
           } else {
             step->kind = CMLC_STEP_KERNEL;
             CML_RETURN_IF_ERROR(cmlc_plan_lookup(p, n, &step->entry));
+            if (exe->parts_of && exe->parts_of[ni]) {
+              step->inputs = exe->parts_of[ni]->values;
+              step->input_count = exe->parts_of[ni]->count;
+              step->input_parts = exe->parts_of[ni]->parts;
+            }
           }
           break;
         }
@@ -663,15 +677,16 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
         cmlc_layout_free(&p->layout, step->scratch_offset, size);
       }
     }
-    // Shapes of kernel steps.
-    uint32_t io = n->input_count + n->output_count;
+    // Shapes of kernel steps (of the values passed: the node's inputs, or their parts).
+    if (step->kind == CMLC_STEP_KERNEL && !step->inputs) step->input_count = n->input_count;
+    uint32_t io = step->input_count + n->output_count;
     if (step->kind == CMLC_STEP_KERNEL) {
       step->shapes = cmlc_plan_calloc(p->alloc, io, sizeof *step->shapes);
       if (!step->shapes) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
-      for (uint32_t k = 0; k < n->input_count; ++k)
-        step->shapes[k] = &m->values[n->inputs[k]].shape;
+      for (uint32_t k = 0; k < step->input_count; ++k)
+        step->shapes[k] = &m->values[cmlc_plan_input_at(&ins, k)].shape;
       for (uint32_t o = 0; o < n->output_count; ++o) {
-        step->shapes[n->input_count + o] = &m->values[n->first_output + o].shape;
+        step->shapes[step->input_count + o] = &m->values[n->first_output + o].shape;
       }
       if (io > max_io) max_io = io;
     } else if (step->kind == CMLC_STEP_FUSED) {
@@ -794,11 +809,14 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   p.value_data = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.value_data);
   p.uses = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.uses);
   const bool fusion = backend->options.fusion && !backend->options.reference;
-  if (fusion) exe->fused_of = cmlc_plan_calloc(alloc, module->node_count, sizeof *exe->fused_of);
+  if (fusion) {
+    exe->fused_of = cmlc_plan_calloc(alloc, module->node_count, sizeof *exe->fused_of);
+    exe->parts_of = cmlc_plan_calloc(alloc, module->node_count, sizeof *exe->parts_of);
+  }
   cml_status_t st = CML_OK;
   if (!exe->values || !exe->functions || !p.needed || !p.root || !p.last_use || !p.released ||
-      !p.queue || !p.queued || !p.layout.free_blocks || !p.node_state || !p.node_link || !p.position ||
-      !p.value_data || !p.uses || (fusion && !exe->fused_of)) {
+      !p.queue || !p.queued || !p.layout.free_blocks || !p.node_state || !p.node_link ||
+      !p.position || !p.value_data || !p.uses || (fusion && (!exe->fused_of || !exe->parts_of))) {
     st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
   uint32_t queue_count = 0;
@@ -867,7 +885,7 @@ void cmlc_plan_deinit(cmlc_executable_t* exe) {
       if (!fp->steps) continue;
       for (uint32_t s = 0; s < fp->step_count; ++s) {
         const cmlc_step_t* step = &fp->steps[s];
-        cmlc_plan_free(alloc, step->shapes, step->node->input_count + step->node->output_count,
+        cmlc_plan_free(alloc, step->shapes, step->input_count + step->node->output_count,
                        sizeof *step->shapes);
       }
       cmlc_plan_free(alloc, fp->steps, fp->step_capacity, sizeof *fp->steps);
@@ -879,6 +897,12 @@ void cmlc_plan_deinit(cmlc_executable_t* exe) {
     for (uint32_t ni = 0; ni < m->node_count; ++ni) cmlc_fused_destroy(alloc, exe->fused_of[ni]);
     cmlc_plan_free(alloc, exe->fused_of, m->node_count, sizeof *exe->fused_of);
   }
+  if (exe->parts_of) {
+    for (uint32_t ni = 0; ni < m->node_count; ++ni) {
+      if (exe->parts_of[ni]) cml_allocator_free(alloc, exe->parts_of[ni], exe->parts_of[ni]->bytes);
+    }
+    cmlc_plan_free(alloc, exe->parts_of, m->node_count, sizeof *exe->parts_of);
+  }
   while (exe->folded) {
     cmlc_folded_t* next = exe->folded->next;
     cml_allocator_free(alloc, exe->folded, exe->folded->bytes);
@@ -888,6 +912,7 @@ void cmlc_plan_deinit(cmlc_executable_t* exe) {
   exe->functions = NULL;
   exe->values = NULL;
   exe->fused_of = NULL;
+  exe->parts_of = NULL;
   exe->collective_index = NULL;
   exe->collective_count = 0;
 }

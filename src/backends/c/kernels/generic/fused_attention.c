@@ -144,6 +144,43 @@ static void cmlc_fa_bcast_strides(const cml_shape_t* s, int64_t out[4]) {
   }
 }
 
+int cmlc__fa_key_axis(int32_t layout) { return layout == CML_ATTENTION_LAYOUT_BHSD ? 2 : 1; }
+
+// Fills |parts| from the |count| inputs of |args| starting at |first| (the operands of a
+// Concatenate along the key axis, or the one operand), and |whole| with the shape of their
+// concatenation. INVALID_ARGUMENT when they cannot be one operand.
+static cml_status_t cmlc_fa_parts(const cmlc_kernel_args_t* args, uint32_t first, uint32_t count,
+                                  int32_t layout, const char* what, cmlc_fa_parts_t* parts,
+                                  cml_shape_t* whole) {
+  const int sa = cmlc__fa_key_axis(layout);
+  if (count < 1 || count > CMLC_FA_MAX_PARTS || first + count > args->input_count) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "FusedScaledDotProductAttention: %s in %u parts (1 to %d)", what,
+                           count, CMLC_FA_MAX_PARTS);
+  }
+  *whole = *args->input_shapes[first];
+  parts->count = (int)count;
+  parts->start[0] = 0;
+  for (uint32_t p = 0; p < count; ++p) {
+    const cml_shape_t* s = args->input_shapes[first + p];
+    bool same = s->dtype == whole->dtype && s->rank == 4;
+    for (int a = 0; same && a < 4; ++a) same = a == sa || s->dims[a] == whole->dims[a];
+    if (!same) {
+      char t0[128], t1[128];
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "FusedScaledDotProductAttention: part %u %s of %s does not extend "
+                             "part 0 %s along the key axis %d",
+                             p, cml_shape_format(s, t1, sizeof t1), what,
+                             cml_shape_format(args->input_shapes[first], t0, sizeof t0), sa);
+    }
+    parts->data[p] = args->inputs[first + p];
+    cmlc_fa_strides(s, layout, parts->str[p]);
+    parts->start[p + 1] = parts->start[p] + s->dims[sa];
+  }
+  whole->dims[sa] = parts->start[count];
+  return CML_OK;
+}
+
 static void cmlc_fa_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
   const cmlc_fa_ctx_t* c = vctx;
   for (int64_t t = begin; t < end; ++t) {
@@ -169,21 +206,27 @@ cml_status_t cmlc__fa_run(const cmlc_kernel_args_t* args) {
   const cml_shape_t* qs = args->input_shapes[0];
   cmlc_fa_ctx_t c;
   memset(&c, 0, sizeof c);
-  cmlc_fa_shapes(&c, qs, args->input_shapes[1], args->input_shapes[2], layout);
+  // k and v: one input each, or (input_parts) the parts of each.
+  const uint32_t k_parts = args->input_parts ? args->input_parts[1] : 1;
+  const uint32_t v_parts = args->input_parts ? args->input_parts[2] : 1;
+  cml_shape_t ks, vs;
+  CML_RETURN_IF_ERROR(cmlc_fa_parts(args, 1, k_parts, layout, "k", &c.kp, &ks));
+  CML_RETURN_IF_ERROR(cmlc_fa_parts(args, 1 + k_parts, v_parts, layout, "v", &c.vp, &vs));
+  cmlc_fa_shapes(&c, qs, &ks, &vs, layout);
   cmlc_fa_layout(&c, qs->dtype == CML_DTYPE_F64 ? sizeof(double) : sizeof(float));
   c.scale = attrs->fused.scale;
   c.isa = args->options->reference ? CMLC_ISA_SCALAR : args->options->isa;
   c.causal = attrs->fused.causal;
   cmlc_fa_strides(qs, layout, c.q_str);
-  cmlc_fa_strides(args->input_shapes[1], layout, c.k_str);
-  cmlc_fa_strides(args->input_shapes[2], layout, c.v_str);
+  memcpy(c.k_str, c.kp.str[0], sizeof c.k_str);
+  memcpy(c.v_str, c.vp.str[0], sizeof c.v_str);
   cmlc_fa_strides(args->output_shapes[0], layout, c.o_str);
   c.q = args->inputs[0];
-  c.k = args->inputs[1];
-  c.v = args->inputs[2];
+  c.k = c.kp.data[0];
+  c.v = c.vp.data[0];
   c.out = args->outputs[0];
   c.lse = args->output_count > 1 ? args->outputs[1] : NULL;
-  uint32_t next = 3;
+  uint32_t next = 1 + k_parts + v_parts;
   const uint32_t present = attrs->fused.optional_inputs;
   if (present & 1u) {
     c.mask_bool = args->input_shapes[next]->dtype == CML_DTYPE_BOOL;

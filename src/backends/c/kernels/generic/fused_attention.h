@@ -14,6 +14,21 @@
 #define CMLC_FA_BQ 32
 #define CMLC_FA_BK 64
 
+// The most parts a segmented k or v may have (CMLC_FA_MAX_PARTS operands of a Concatenate
+// along the key axis, read in place: the c backend's planner rewrites no larger one).
+#define CMLC_FA_MAX_PARTS 8
+
+// k or v of the forward as a list of parts along the key axis: part p holds the keys
+// [start[p], start[p + 1]) at data[p] (its own tensor, its key 0 being key start[p]), with the
+// element strides str[p] of [batch, heads, seq]. A plain operand is one part. Parts may be
+// empty (start[p] == start[p + 1]).
+typedef struct cmlc_fa_parts_t {
+  int count;
+  int64_t start[CMLC_FA_MAX_PARTS + 1];
+  const void* data[CMLC_FA_MAX_PARTS];
+  int64_t str[CMLC_FA_MAX_PARTS][3];
+} cmlc_fa_parts_t;
+
 // One kernel call's problem; a task is one (batch, head, query tile).
 typedef struct cmlc_fa_ctx_t {
   cml_dtype_t dtype;
@@ -25,6 +40,9 @@ typedef struct cmlc_fa_ctx_t {
   // and bias, of [batch, heads, seq, kv_seq] with 0 on broadcast axes.
   int64_t q_str[3], k_str[3], v_str[3], o_str[3], mask_str[4], bias_str[4];
   const void *q, *k, *v, *mask, *bias;
+  // The forward reads k and v through these (the backward pass through k, v and their
+  // strides, always whole tensors).
+  cmlc_fa_parts_t kp, vp;
   const int32_t *q_len, *kv_len;  // both or neither
   void* out;
   void* lse;  // the logsumexp state [batch, heads, seq] (T), or NULL
@@ -95,6 +113,28 @@ static inline float cmlc__fa_load_f32(const void* p, int64_t i, cml_dtype_t dtyp
     (y_out) = (V)((IV)y_ & keep_);                                      \
   } while (0)
 
+// Keys ahead whose k (and v) rows the forward prefetches while it transposes k, and the most
+// bytes of v rows it prefetches there (the rest: one tile ahead).
+#define CMLC_FA_PF_ROWS 8
+#define CMLC_FA_PF_V_BYTES ((size_t)256 << 10)
+
+// The address of key |j|'s row of batch |b|, head |h| in |parts| (elements of |elem| bytes);
+// *|pi| is a part at or before the one holding it, and is moved to that part.
+static inline const void* cmlc__fa_row(const cmlc_fa_parts_t* parts, int* pi, int64_t b,
+                                       int64_t h, int64_t j, size_t elem) {
+  while (parts->start[*pi + 1] <= j) ++*pi;
+  const int64_t* st = parts->str[*pi];
+  return (const char*)parts->data[*pi] +
+         (size_t)(b * st[0] + h * st[1] + (j - parts->start[*pi]) * st[2]) * elem;
+}
+
+// Prefetches every 64-byte line holding one of the |bytes| bytes at |p|, for reading.
+static inline void cmlc__fa_prefetch(const void* p, size_t bytes) {
+  const uintptr_t end = (uintptr_t)p + bytes;
+  for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64)
+    __builtin_prefetch((const void*)a, 0, 3);
+}
+
 static inline void cmlc__fa_store_f32(void* p, int64_t i, cml_dtype_t dtype, float v) {
   switch (dtype) {
     case CML_DTYPE_F32:
@@ -150,8 +190,15 @@ size_t cmlc__fa_qkv_scratch(const cml_module_t* module, const cml_ir_node_t* nod
 bool cmlc__fa_qkv_valid(const cml_module_t* module, const cml_ir_node_t* node);
 
 // Runs the node (inputs q, k, v, then the optional mask, bias, query_seq_len, kv_seq_len as
-// attrs->fused.optional_inputs says) with the tiled online-softmax kernel.
+// attrs->fused.optional_inputs says) with the tiled online-softmax kernel. With
+// args->input_parts, k and v may each arrive as input_parts[1] / input_parts[2] consecutive
+// inputs, the operands of a Concatenate along the key axis (at most CMLC_FA_MAX_PARTS), which
+// the kernel reads in place; the results are bitwise those of the concatenated operand.
 cml_status_t cmlc__fa_run(const cmlc_kernel_args_t* args);
+
+// The key (sequence) axis of k and v in |layout| (CML_ATTENTION_LAYOUT_*): 2 for BHSD, 1 for
+// BSHD.
+int cmlc__fa_key_axis(int32_t layout);
 
 // Scratch bytes of the node: one tile workspace per thread, independent of the sequences.
 size_t cmlc__fa_scratch(const cml_module_t* module, const cml_ir_node_t* node,

@@ -55,8 +55,9 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
   }
   memset(ob, 0, (size_t)(BQ * dvp) * sizeof(T));
 
-  const int64_t k_base = b * c->k_str[0] + hk * c->k_str[1];
-  const int64_t v_base = b * c->v_str[0] + hk * c->v_str[1];
+  const cmlc_fa_parts_t* kp = &c->kp;
+  const size_t elem_bytes = (size_t)cml_dtype_bits(c->dtype) / 8;
+  const cmlc_fa_parts_t* vp = &c->vp;
   const T scale = (T)c->scale;
   // k transposed, [kv tiles][d][BK], zero past kv_seq: built once per (batch, kv head) and
   // kept in the thread's scratch for its next tasks (consecutive tasks share it; the tag is
@@ -67,14 +68,38 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
   if (*tag != want_tag && kv_end > 0) {
     const int64_t tiles = (c->kv_seq + BK - 1) / BK;
     memset(kc, 0, (size_t)(tiles * d * BK) * sizeof(T));
-    for (int64_t j = 0; j < c->kv_seq; ++j) {
-      T* kt_col = kc + (j / BK) * d * BK + j % BK;
-      const int64_t at = k_base + j * c->k_str[2];
-      if (c->dtype == CMLC_FA_NATIVE) {
-        const T* kp = (const T*)c->k + at;
-        for (int64_t e = 0; e < d; ++e) kt_col[e * BK] = kp[e];
-      } else {
-        for (int64_t e = 0; e < d; ++e) kt_col[e * BK] = CMLC_FA_LOAD(c->k, at + e, c->dtype);
+    // Key j of part p is row j - start[p] of that part's tensor. The rows lie a head stride
+    // apart (BSHD: heads x d elements), beyond the hardware prefetchers' reach across pages, so
+    // k's rows are prefetched CMLC_FA_PF_ROWS keys ahead, and v's rows of the keys this task
+    // reads with them while they fit in CMLC_FA_PF_V_BYTES (a decoder step reads its whole KV
+    // cache from memory here: both streams are then in flight at once).
+    const size_t k_row_bytes = (size_t)d * elem_bytes, v_row_bytes = (size_t)dv * elem_bytes;
+    const int64_t v_pf_end =
+        (size_t)kv_end * v_row_bytes <= CMLC_FA_PF_V_BYTES ? kv_end : 0;
+    int kpf = 0, vpf = 0;  // the parts of the rows prefetched
+    for (int64_t j = 0; j < CMLC_FA_PF_ROWS && j < c->kv_seq; ++j) {
+      cmlc__fa_prefetch(cmlc__fa_row(kp, &kpf, b, hk, j, elem_bytes), k_row_bytes);
+      if (j < v_pf_end) cmlc__fa_prefetch(cmlc__fa_row(vp, &vpf, b, hk, j, elem_bytes), v_row_bytes);
+    }
+    for (int p = 0; p < kp->count; ++p) {
+      const int64_t* st = kp->str[p];
+      const void* data = kp->data[p];
+      const int64_t first = kp->start[p], end = kp->start[p + 1];
+      const int64_t base_p = b * st[0] + hk * st[1] - first * st[2];
+      for (int64_t j = first; j < end; ++j) {
+        const int64_t ahead = j + CMLC_FA_PF_ROWS;
+        if (ahead < c->kv_seq)
+          cmlc__fa_prefetch(cmlc__fa_row(kp, &kpf, b, hk, ahead, elem_bytes), k_row_bytes);
+        if (ahead < v_pf_end)
+          cmlc__fa_prefetch(cmlc__fa_row(vp, &vpf, b, hk, ahead, elem_bytes), v_row_bytes);
+        T* kt_col = kc + (j / BK) * d * BK + j % BK;
+        const int64_t at = base_p + j * st[2];
+        if (c->dtype == CMLC_FA_NATIVE) {
+          const T* kr = (const T*)data + at;
+          for (int64_t e = 0; e < d; ++e) kt_col[e * BK] = kr[e];
+        } else {
+          for (int64_t e = 0; e < d; ++e) kt_col[e * BK] = CMLC_FA_LOAD(data, at + e, c->dtype);
+        }
       }
     }
     *tag = want_tag;
@@ -84,33 +109,43 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
     // Keys past nk (still in the cached tile) are never read: scores, max, exp and p v stop
     // at nk.
     const T* kt = kc + (j0 / BK) * d * BK;
-    // v's rows of the tile: read in place when they are of the computation dtype and fill
-    // whole vectors (dv == dvp); otherwise copied to vb, zero-padded to dvp.
+    // v's rows of the tile: read in place when they are of the computation dtype, fill whole
+    // vectors (dv == dvp) and lie in one part; otherwise copied to vb, zero-padded to dvp.
+    int vpi = 0;  // the part holding key j0 (past the empty parts and those ending before it)
+    while (vp->start[vpi + 1] <= j0) ++vpi;
     const T* vt = vb;
     int64_t vs_row = dvp;
-    if (c->dtype == CMLC_FA_NATIVE && dv == dvp) {
-      vt = (const T*)c->v + v_base + j0 * c->v_str[2];
-      vs_row = c->v_str[2];
-    } else if (c->dtype == CMLC_FA_NATIVE) {
-      // The computation dtype itself: plain copies, no per-element dispatch.
-      const T* vp = (const T*)c->v + v_base + j0 * c->v_str[2];
-      for (int64_t j = 0; j < nk; ++j, vp += c->v_str[2]) {
-        memcpy(vb + j * dvp, vp, (size_t)dv * sizeof(T));
-        for (int64_t e = dv; e < dvp; ++e) vb[j * dvp + e] = 0;
-      }
+    if (c->dtype == CMLC_FA_NATIVE && dv == dvp && j0 + nk <= vp->start[vpi + 1]) {
+      const int64_t* st = vp->str[vpi];
+      vt = (const T*)vp->data[vpi] + b * st[0] + hk * st[1] + (j0 - vp->start[vpi]) * st[2];
+      vs_row = st[2];
     } else {
-      // bf16 (the common half dtype) with the dtype constant in its loop, which vectorizes.
+      // bf16 (the common half dtype) with the dtype constant in its loop, which vectorizes; the
+      // computation dtype itself as plain copies, no per-element dispatch.
       const bool bf16 = c->dtype == CML_DTYPE_BF16;
       for (int64_t j = 0; j < nk; ++j) {
+        while (vp->start[vpi + 1] <= j0 + j) ++vpi;
+        const int64_t* st = vp->str[vpi];
+        const void* data = vp->data[vpi];
+        const int64_t at = b * st[0] + hk * st[1] + (j0 + j - vp->start[vpi]) * st[2];
         T* row = vb + j * dvp;
-        const int64_t at = v_base + (j0 + j) * c->v_str[2];
-        if (bf16) {
-          for (int64_t e = 0; e < dv; ++e) row[e] = CMLC_FA_LOAD(c->v, at + e, CML_DTYPE_BF16);
+        if (c->dtype == CMLC_FA_NATIVE) {
+          memcpy(row, (const T*)data + at, (size_t)dv * sizeof(T));
+        } else if (bf16) {
+          for (int64_t e = 0; e < dv; ++e) row[e] = CMLC_FA_LOAD(data, at + e, CML_DTYPE_BF16);
         } else {
-          for (int64_t e = 0; e < dv; ++e) row[e] = CMLC_FA_LOAD(c->v, at + e, c->dtype);
+          for (int64_t e = 0; e < dv; ++e) row[e] = CMLC_FA_LOAD(data, at + e, c->dtype);
         }
         for (int64_t e = dv; e < dvp; ++e) row[e] = 0;
       }
+    }
+    // The next tile's v rows, fetched while this one is computed (already cached when the
+    // transposition above prefetched them).
+    if (j0 + BK < kv_end) {
+      const int64_t next_end = kv_end - (j0 + BK) < BK ? kv_end : j0 + 2 * BK;
+      int npf = vpi;
+      for (int64_t j = j0 + BK; j < next_end; ++j)
+        cmlc__fa_prefetch(cmlc__fa_row(vp, &npf, b, hk, j, elem_bytes), (size_t)dv * elem_bytes);
     }
     // A full tile that every row sees whole (no bias or mask; causal: below the diagonal):
     // the score loop scales the scores and keeps each row's max and a finiteness probe (the
