@@ -766,8 +766,128 @@ TEST(execute_overhead_report) {
   }
 }
 
+//===--- transpose folding ---===//
+
+// Five products whose operands are transposed: (1) x^T y, 2-D; (2) x w^T, the rhs; (3) a
+// batched DotGeneral whose lhs is a [0,2,1] transpose; (4) a rank-3 transpose whose free axes
+// keep their order, contracted over its last axis; (5) one whose free axes swap (not
+// foldable: it must stay a Transpose); plus (6) a transpose that is also returned (it must
+// still run, so its dot is left alone). Small integers keep every sum exact, so each result
+// is compared exactly with loops here, on the folding backend and on the reference one.
+enum { TF_M = 5, TF_K = 7, TF_N = 3, TF_W = 6 };
+
+static cml_status_t ot_build_transposes(cml_backend_t* backend, cml_executable_t** exe) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(backend, "transposes", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = ot_shape2(CML_DTYPE_F32, TF_M, TF_K);  // x[5,7]
+  cml_shape_t ys = ot_shape2(CML_DTYPE_F32, TF_M, TF_N);  // y[5,3]
+  cml_shape_t ws = ot_shape2(CML_DTYPE_F32, TF_W, TF_K);  // w[6,7]
+  cml_shape_t as = cml_shape_make(CML_DTYPE_F32, 3, (int64_t[]){2, 4, 3});
+  cml_shape_t bs = cml_shape_make(CML_DTYPE_F32, 3, (int64_t[]){2, 4, 6});
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t y = cml_parameter(f, "y", &ys);
+  cml_value_t w = cml_parameter(f, "w", &ws);
+  cml_value_t a = cml_parameter(f, "a", &as);
+  cml_value_t bb = cml_parameter(f, "b", &bs);
+  const int64_t swap[2] = {1, 0};
+  // (1) x^T y: [7,5] . [5,3] -> [7,3].
+  cml_value_t r1 = cml_op_dot(f, cml_op_transpose(f, x, swap, 2), y);
+  // (2) x w^T: [5,7] . [7,6] -> [5,6].
+  cml_value_t r2 = cml_op_dot(f, x, cml_op_transpose(f, w, swap, 2));
+  // (3) a^T(0,2,1) [2,3,4] . b [2,4,6], batch 0, contracting 2 / 1 -> [2,3,6].
+  cml_value_t at = cml_op_transpose(f, a, (const int64_t[]){0, 2, 1}, 3);
+  cml_dot_config_t c3;
+  memset(&c3, 0, sizeof c3);
+  c3.lhs_batch_count = c3.rhs_batch_count = 1;
+  c3.lhs_contracting_count = c3.rhs_contracting_count = 1;
+  c3.lhs_contracting_axes[0] = 2;
+  c3.rhs_contracting_axes[0] = 1;
+  cml_value_t r3 = cml_op_dot_general(f, at, bb, &c3);
+  // (4) t = transpose(a, {1,2,0}) [4,3,2]: free axes 0,1 are a's 1,2 (in order); contract
+  // its axis 2 (a's axis 0, size 2) with y2[2,3] -> [4,3,3].
+  cml_value_t t4 = cml_op_transpose(f, a, (const int64_t[]){1, 2, 0}, 3);
+  cml_shape_t y2s = ot_shape2(CML_DTYPE_F32, 2, 3);
+  cml_value_t y2 = cml_parameter(f, "y2", &y2s);
+  cml_dot_config_t c4;
+  memset(&c4, 0, sizeof c4);
+  c4.lhs_contracting_count = c4.rhs_contracting_count = 1;
+  c4.lhs_contracting_axes[0] = 2;
+  c4.rhs_contracting_axes[0] = 0;
+  cml_value_t r4 = cml_op_dot_general(f, t4, y2, &c4);
+  // (5) t = transpose(a, {2,1,0}) [3,4,2]: free axes 0,1 are a's 2,1 (swapped): not folded.
+  cml_value_t t5 = cml_op_transpose(f, a, (const int64_t[]){2, 1, 0}, 3);
+  cml_value_t r5 = cml_op_dot_general(f, t5, y2, &c4);
+  // (6) y^T x with y^T also returned.
+  cml_value_t yt = cml_op_transpose(f, y, swap, 2);
+  cml_value_t r6 = cml_op_dot(f, yt, x);
+  const cml_value_t outs[7] = {r1, r2, r3, r4, r5, r6, yt};
+  return ot_finish(b, outs, 7, exe);
+}
+
+TEST(transposes_fold_into_dots) {
+  float x[TF_M * TF_K], y[TF_M * TF_N], w[TF_W * TF_K], a[24], bv[48], y2[6];
+  for (int i = 0; i < TF_M * TF_K; ++i) x[i] = (float)((i * 7) % 11 - 5);
+  for (int i = 0; i < TF_M * TF_N; ++i) y[i] = (float)((i * 5) % 9 - 4);
+  for (int i = 0; i < TF_W * TF_K; ++i) w[i] = (float)((i * 3) % 7 - 3);
+  for (int i = 0; i < 24; ++i) a[i] = (float)((i * 5) % 13 - 6);
+  for (int i = 0; i < 48; ++i) bv[i] = (float)((i * 11) % 7 - 3);
+  for (int i = 0; i < 6; ++i) y2[i] = (float)(i - 2);
+  // Expected results, by definition.
+  float e1[TF_K * TF_N] = {0}, e2[TF_M * TF_W] = {0}, e3[2 * 3 * 6] = {0}, e4[4 * 3 * 3] = {0},
+        e5[3 * 4 * 3] = {0}, e6[TF_N * TF_K] = {0}, e7[TF_N * TF_M];
+  for (int i = 0; i < TF_K; ++i)
+    for (int j = 0; j < TF_N; ++j)
+      for (int k = 0; k < TF_M; ++k) e1[i * TF_N + j] += x[k * TF_K + i] * y[k * TF_N + j];
+  for (int i = 0; i < TF_M; ++i)
+    for (int j = 0; j < TF_W; ++j)
+      for (int k = 0; k < TF_K; ++k) e2[i * TF_W + j] += x[i * TF_K + k] * w[j * TF_K + k];
+  for (int g = 0; g < 2; ++g)  // a[g,k,i] b[g,k,j]
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 6; ++j)
+        for (int k = 0; k < 4; ++k) e3[(g * 3 + i) * 6 + j] += a[(g * 4 + k) * 3 + i] * bv[(g * 4 + k) * 6 + j];
+  for (int p = 0; p < 4; ++p)  // t4[p,q,r] = a[r,p,q]
+    for (int q = 0; q < 3; ++q)
+      for (int j = 0; j < 3; ++j)
+        for (int r = 0; r < 2; ++r) e4[(p * 3 + q) * 3 + j] += a[(r * 4 + p) * 3 + q] * y2[r * 3 + j];
+  for (int q = 0; q < 3; ++q)  // t5[q,p,r] = a[r,p,q]
+    for (int p = 0; p < 4; ++p)
+      for (int j = 0; j < 3; ++j)
+        for (int r = 0; r < 2; ++r) e5[(q * 4 + p) * 3 + j] += a[(r * 4 + p) * 3 + q] * y2[r * 3 + j];
+  for (int i = 0; i < TF_N; ++i)
+    for (int j = 0; j < TF_K; ++j)
+      for (int k = 0; k < TF_M; ++k) e6[i * TF_K + j] += y[k * TF_N + i] * x[k * TF_K + j];
+  for (int i = 0; i < TF_N; ++i)
+    for (int k = 0; k < TF_M; ++k) e7[i * TF_M + k] = y[k * TF_N + i];
+  const float* want[7] = {e1, e2, e3, e4, e5, e6, e7};
+  const int sizes[7] = {TF_K * TF_N, TF_M * TF_W, 36, 36, 36, TF_N * TF_K, TF_N * TF_M};
+  const char* configs[3] = {"c:threads=2", "c:threads=1,fusion=false", "c:reference=true"};
+  for (int c = 0; c < 3; ++c) {
+    cml_backend_t* be = ot_backend(configs[c]);
+    ASSERT_TRUE(be != NULL);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(ot_build_transposes(be, &exe));
+    // (1) to (4) fold (one operand each); (5) and (6) keep their Transposes.
+    ASSERT_EQ_INT(ot_stats(exe)->transposes_folded, c < 2 ? 4 : 0);
+    float g1[TF_K * TF_N], g2[TF_M * TF_W], g3[36], g4[36], g5[36], g6[TF_N * TF_K],
+        g7[TF_N * TF_M];
+    const void* ins[6] = {x, y, w, a, bv, y2};
+    void* outs[7] = {g1, g2, g3, g4, g5, g6, g7};
+    for (int rep = 0; rep < 2; ++rep) {
+      ASSERT_STATUS_OK(ot_run(exe, be, ins, outs));
+      for (int o = 0; o < 7; ++o) {
+        const float* got = outs[o];
+        for (int i = 0; i < sizes[o]; ++i) ASSERT_EQ_DBL(got[i], want[o][i]);
+      }
+    }
+    cml_executable_release(exe);
+    cml_backend_release(be);
+  }
+}
+
 TEST_MAIN(TEST_ENTRY(folding_constants), TEST_ENTRY(folding_bounds_and_rng),
           TEST_ENTRY(cse_merges_identical_nodes), TEST_ENTRY(fusion_chain_with_broadcasts),
           TEST_ENTRY(fusion_half_chains_equal_unfused),
           TEST_ENTRY(fused_equals_unfused_random_sweep), TEST_ENTRY(fusion_and_folding_in_closures),
-          TEST_ENTRY(concurrent_fused_executions), TEST_ENTRY(execute_overhead_report))
+          TEST_ENTRY(concurrent_fused_executions), TEST_ENTRY(transposes_fold_into_dots),
+          TEST_ENTRY(execute_overhead_report))

@@ -189,6 +189,7 @@ typedef struct cmlc_opt_stats_t {
   uint32_t fused_nodes;   // nodes inside those loops (roots included)
   uint32_t prepared;      // kernel steps with data prepared from constant inputs (entry.prepare)
   uint32_t segmented;     // Concatenates never run: their consumer reads the operands in place
+  uint32_t transposes_folded;  // Transpose operands of Dot/DotGeneral read in place
 } cmlc_opt_stats_t;
 
 // A block of folded constant data owned by an executable (data follows the header).
@@ -211,6 +212,10 @@ typedef struct cmlc_executable_t {
   // Per node: the inputs of a kernel node that reads some operands in parts (NULL: none; the
   // array itself is NULL without fusion).
   struct cmlc_parts_t** parts_of;
+  // Per node: the node the plan runs in its place (a Dot/DotGeneral reading a Transpose's
+  // operand directly, cmlc_opt_fold_transposes; stored in |folded|), or NULL: the module's own.
+  // NULL when nothing was rewritten.
+  const cml_ir_node_t** node_view;
   // SPMD: a dense index per collective node (UINT32_MAX for other nodes; NULL when the module
   // has no collective), which keys the rendezvous' per-slot round counters.
   uint32_t* collective_index;
@@ -292,6 +297,18 @@ CML_MUST_USE cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_
 // folded storage and stats. Off in reference mode. Folding failures are not errors: the node
 // then simply runs at execution time.
 CML_MUST_USE cml_status_t cmlc_opt_fold_and_merge(cmlc_planner_t* p, uint32_t fi);
+
+// Transpose folding over function |fi| (after fold/merge; off in reference mode): a Dot or
+// DotGeneral whose operand is a Transpose that nothing else reads gets a rewritten node in
+// exe->node_view reading the Transpose's operand with remapped batch/contracting axes (only
+// when the operand's free axes keep their order, so the result layout is unchanged); the
+// Transpose then dies at the next liveness pass. Sets *changed when it rewrote a node.
+CML_MUST_USE cml_status_t cmlc_opt_fold_transposes(cmlc_planner_t* p, uint32_t fi, bool* changed);
+
+// The node the plan runs for node |ni|: its rewritten view, or the module's node.
+static inline const cml_ir_node_t* cmlc_plan_node(const cmlc_executable_t* exe, uint32_t ni) {
+  return exe->node_view && exe->node_view[ni] ? exe->node_view[ni] : &exe->module->nodes[ni];
+}
 
 // Elementwise fusion over function |fi| (after fold/merge and a second liveness pass): groups
 // single-use f32/f64 elementwise chains into FUSED_ROOT / FUSED_INNER nodes with programs in

@@ -8,6 +8,8 @@
 //   - common-subexpression elimination: a pure node identical to an earlier one (same op,
 //     same inputs after merging, same attribute bytes, same output shapes; Constants: same
 //     bytes) reuses that node's outputs.
+//   - transpose folding: a Dot/DotGeneral reads the operand of a Transpose that only dots
+//     read (the GEMM packs through any axis layout), and the Transpose no longer runs.
 //   - elementwise fusion (fusion option only): single-use chains and trees of elementwise ops
 //     become one loop over the output (loop_fusion.c).
 //   - segmented operands (fusion option only): a Concatenate along the key axis feeding only
@@ -303,7 +305,7 @@ static void cmlc_opt_count_uses(cmlc_planner_t* p, uint32_t fi) {
   // Uses by distinct consumers of what actually runs.
   for (uint32_t i = 0; i < f->node_count; ++i) {
     const uint32_t ni = f->nodes[i];
-    const cml_ir_node_t* n = &m->nodes[ni];
+    const cml_ir_node_t* n = cmlc_plan_node(p->exe, ni);
     if (!p->needed[ni] || p->node_state[ni] == CMLC_NODE_FOLDED) continue;
     if (p->node_state[ni] == CMLC_NODE_MERGED) {
       const cml_ir_node_t* s = &m->nodes[p->node_link[ni]];
@@ -475,4 +477,165 @@ cml_status_t cmlc_opt_segments(cmlc_planner_t* p, uint32_t fi) {
     exe->parts_of[ni] = parts;
   }
   return CML_OK;
+}
+
+//===--- transpose folding ---===//
+
+// A rewritten Dot/DotGeneral node with its own attributes and inputs (in exe->folded storage).
+typedef struct cmlc_opt_view_t {
+  cml_ir_node_t node;
+  cml_ir_attrs_t attrs;
+  uint32_t inputs[2];
+} cmlc_opt_view_t;
+
+// Whether operand |k| of the dot node |n| is a Transpose (planned as is, not a constant) whose
+// operand the dot can read instead; fills the operand's remapped batch and contracting axes.
+static bool cmlc_opt_transposed_operand(const cmlc_planner_t* p, const cml_ir_node_t* n,
+                                        uint32_t k, int64_t* batch, int64_t* contracting) {
+  const cml_module_t* m = p->module;
+  const uint32_t v = n->inputs[k];
+  const uint32_t ti = m->values[v].node;
+  const cml_ir_node_t* t = &m->nodes[ti];
+  if (t->op != CML_OP_TRANSPOSE || t->function != n->function || t->input_count != 1 ||
+      !p->needed[ti] || p->node_state[ti] != CMLC_NODE_PLAIN || p->value_data[v]) {
+    return false;
+  }
+  const cml_shape_t* ts = &m->values[v].shape;
+  const int32_t rank = ts->rank;
+  if (t->attrs->axis_count != rank || m->values[t->inputs[0]].shape.rank != rank) return false;
+  const cml_dot_config_t* c = &n->attrs->u.dot;
+  const int32_t bc = k == 0 ? c->lhs_batch_count : c->rhs_batch_count;
+  const int32_t cc = k == 0 ? c->lhs_contracting_count : c->rhs_contracting_count;
+  const int64_t* ba = k == 0 ? c->lhs_batch_axes : c->rhs_batch_axes;
+  const int64_t* ca = k == 0 ? c->lhs_contracting_axes : c->rhs_contracting_axes;
+  bool used[CML_MAX_RANK] = {false};
+  for (int32_t i = 0; i < bc; ++i) {
+    if (ba[i] < 0 || ba[i] >= rank) return false;
+    used[ba[i]] = true;
+    batch[i] = t->attrs->axes[ba[i]];
+  }
+  for (int32_t i = 0; i < cc; ++i) {
+    if (ca[i] < 0 || ca[i] >= rank) return false;
+    used[ca[i]] = true;
+    contracting[i] = t->attrs->axes[ca[i]];
+  }
+  // The free axes must keep their relative order: they lay out the result.
+  int64_t last = -1;
+  for (int32_t a = 0; a < rank; ++a) {
+    if (used[a]) continue;
+    if (t->attrs->axes[a] <= last) return false;
+    last = t->attrs->axes[a];
+  }
+  return true;
+}
+
+// Whether node |ni| is a live Dot/DotGeneral planned as is (a candidate for transpose folding).
+static bool cmlc_opt_is_plain_dot(const cmlc_planner_t* p, uint32_t ni) {
+  const cml_ir_node_t* n = &p->module->nodes[ni];
+  return (n->op == CML_OP_DOT || n->op == CML_OP_DOT_GENERAL) && n->input_count == 2 &&
+         p->needed[ni] && p->node_state[ni] == CMLC_NODE_PLAIN;
+}
+
+cml_status_t cmlc_opt_fold_transposes(cmlc_planner_t* p, uint32_t fi, bool* changed) {
+  *changed = false;
+  if (p->backend->options.reference) return CML_OK;
+  const cml_module_t* m = p->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  cmlc_executable_t* exe = p->exe;
+  int64_t batch[CML_MAX_RANK], contracting[CML_MAX_RANK];
+  bool any = false;
+  for (uint32_t i = 0; i < f->node_count && !any; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    if (!cmlc_opt_is_plain_dot(p, f->nodes[i])) continue;
+    for (uint32_t k = 0; k < 2 && !any; ++k) {
+      any = cmlc_opt_transposed_operand(p, n, k, batch, contracting);
+    }
+  }
+  if (!any) return CML_OK;
+
+  // Uses of each value by distinct consumers (pinned when returned, captured or merged), and
+  // how many of those are dots that can read through the Transpose.
+  cmlc_opt_count_uses(p, fi);
+  uint32_t* ok_uses = cml_allocator_malloc(p->alloc, m->value_count * sizeof *ok_uses,
+                                           CMLC_ALIGNMENT);
+  if (!ok_uses) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    for (uint32_t o = 0; o < n->output_count; ++o) ok_uses[n->first_output + o] = 0;
+  }
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = &m->nodes[ni];
+    if (!cmlc_opt_is_plain_dot(p, ni)) continue;
+    const bool same = n->inputs[0] == n->inputs[1];
+    for (uint32_t k = 0; k < (same ? 1u : 2u); ++k) {
+      if (cmlc_opt_transposed_operand(p, n, k, batch, contracting) &&
+          (!same || cmlc_opt_transposed_operand(p, n, 1, batch, contracting))) {
+        ++ok_uses[n->inputs[k]];
+      }
+    }
+  }
+
+  cml_status_t st = CML_OK;
+  for (uint32_t i = 0; st == CML_OK && i < f->node_count; ++i) {
+    const uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = &m->nodes[ni];
+    if (!cmlc_opt_is_plain_dot(p, ni)) continue;
+    cmlc_opt_view_t view;
+    memset(&view, 0, sizeof view);
+    view.node = *n;
+    view.attrs = *n->attrs;
+    view.inputs[0] = n->inputs[0];
+    view.inputs[1] = n->inputs[1];
+    cml_dot_config_t* c = &view.attrs.u.dot;
+    bool rewrote = false;
+    for (uint32_t k = 0; k < 2; ++k) {
+      const uint32_t v = n->inputs[k];
+      if (ok_uses[v] == 0 || ok_uses[v] != p->uses[v] ||
+          !cmlc_opt_transposed_operand(p, n, k, batch, contracting)) {
+        continue;
+      }
+      const cml_ir_node_t* t = &m->nodes[m->values[v].node];
+      view.inputs[k] = t->inputs[0];
+      if (k == 0) {
+        memcpy(c->lhs_batch_axes, batch, sizeof(int64_t) * (size_t)c->lhs_batch_count);
+        memcpy(c->lhs_contracting_axes, contracting,
+               sizeof(int64_t) * (size_t)c->lhs_contracting_count);
+      } else {
+        memcpy(c->rhs_batch_axes, batch, sizeof(int64_t) * (size_t)c->rhs_batch_count);
+        memcpy(c->rhs_contracting_axes, contracting,
+               sizeof(int64_t) * (size_t)c->rhs_contracting_count);
+      }
+      rewrote = true;
+      ++exe->stats.transposes_folded;
+    }
+    if (!rewrote) continue;
+    if (!exe->node_view) {
+      exe->node_view = cml_allocator_malloc(p->alloc, m->node_count * sizeof *exe->node_view,
+                                            CMLC_ALIGNMENT);
+      if (!exe->node_view) {
+        st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+        break;
+      }
+      memset(exe->node_view, 0, m->node_count * sizeof *exe->node_view);
+    }
+    const size_t block_bytes = CMLC_ALIGNMENT + cmlc_opt_round(sizeof view);
+    cmlc_folded_t* block = cml_allocator_malloc(p->alloc, block_bytes, CMLC_ALIGNMENT);
+    if (!block) {
+      st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+      break;
+    }
+    block->bytes = block_bytes;
+    block->next = exe->folded;
+    exe->folded = block;
+    cmlc_opt_view_t* stored = (cmlc_opt_view_t*)((uint8_t*)block + CMLC_ALIGNMENT);
+    *stored = view;
+    stored->node.op = CML_OP_DOT_GENERAL;  // the axes are no longer Dot's fixed ones
+    stored->node.attrs = &stored->attrs;
+    stored->node.inputs = stored->inputs;
+    exe->node_view[ni] = &stored->node;
+    *changed = true;
+  }
+  cml_allocator_free(p->alloc, ok_uses, m->value_count * sizeof *ok_uses);
+  return st;
 }

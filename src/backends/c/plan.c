@@ -308,7 +308,7 @@ typedef struct cmlc_plan_inputs_t {
 
 static cmlc_plan_inputs_t cmlc_plan_inputs(const cmlc_planner_t* p, uint32_t ni) {
   const cml_module_t* m = p->module;
-  const cml_ir_node_t* n = &m->nodes[ni];
+  const cml_ir_node_t* n = cmlc_plan_node(p->exe, ni);
   cmlc_plan_inputs_t in = {n->inputs, 0, n->input_count};
   switch (p->node_state[ni]) {
     case CMLC_NODE_MERGED:
@@ -353,7 +353,7 @@ static cml_status_t cmlc_plan_mark_live(cmlc_planner_t* p, uint32_t fi, uint32_t
   }
   for (uint32_t i = f->node_count; i-- > 0;) {
     const uint32_t ni = f->nodes[i];
-    const cml_ir_node_t* n = &m->nodes[ni];
+    const cml_ir_node_t* n = cmlc_plan_node(p->exe, ni);
     if (!p->needed[ni]) continue;
     if (p->node_state[ni] == CMLC_NODE_FOLDED) continue;
     if (p->node_state[ni] == CMLC_NODE_MERGED) {
@@ -441,11 +441,14 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
     }
   }
 
-  // Dead-code elimination, then folding and CSE, then liveness again (folded nodes need no
-  // inputs, merged ones only the node they reuse), then fusion.
+  // Dead-code elimination, then folding, CSE and transpose folding, then liveness again
+  // (folded nodes need no inputs, merged ones only the node they reuse, dots reading through a
+  // Transpose not the Transpose), then fusion.
   CML_RETURN_IF_ERROR(cmlc_plan_mark_live(p, fi, queue_count));
   CML_RETURN_IF_ERROR(cmlc_opt_fold_and_merge(p, fi));
-  if (exe->stats.folded || exe->stats.merged) {
+  bool folded_transposes = false;
+  CML_RETURN_IF_ERROR(cmlc_opt_fold_transposes(p, fi, &folded_transposes));
+  if (exe->stats.folded || exe->stats.merged || folded_transposes) {
     CML_RETURN_IF_ERROR(cmlc_plan_mark_live(p, fi, queue_count));
   }
   CML_RETURN_IF_ERROR(cmlc_opt_fuse(p, fi));
@@ -574,7 +577,7 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
   uint32_t max_io = 0;
   for (uint32_t i = 0; i < f->node_count; ++i) {
     uint32_t ni = f->nodes[i];
-    const cml_ir_node_t* n = &m->nodes[ni];
+    const cml_ir_node_t* n = cmlc_plan_node(exe, ni);
     if (!p->needed[ni]) continue;
     if (n->op == CML_OP_PARAMETER || n->op == CML_OP_CONSTANT || n->op == CML_OP_CAPTURED_VALUE ||
         p->value_data[n->first_output] || p->node_state[ni] == CMLC_NODE_FUSED_INNER ||
@@ -909,6 +912,10 @@ void cmlc_plan_deinit(cmlc_executable_t* exe) {
     exe->folded = next;
   }
   cmlc_plan_free(alloc, exe->collective_index, m->node_count, sizeof(uint32_t));
+  if (exe->node_view) {
+    cml_allocator_free(alloc, exe->node_view, m->node_count * sizeof *exe->node_view);
+  }
+  exe->node_view = NULL;
   exe->functions = NULL;
   exe->values = NULL;
   exe->fused_of = NULL;
