@@ -63,6 +63,7 @@ enum {
   // Direct kernel limits: one K chunk of a 64-channel filter block stays in L2 (K_MAX x 64
   // floats), and a task's zero-padded input strip (kernel rows x padded width x channels) too.
   CMLC_CONV_DIRECT_K_MAX = 1280,
+  CMLC_CONV_DIRECT_FILTER_L2 = 256 * 1024,
   CMLC_CONV_DIRECT_STRIP_MAX = 1024 * 1024,     // bytes, at one output row per task
   CMLC_CONV_DIRECT_STRIP_TARGET = 256 * 1024,   // bytes: fewer rows per task above this
   CMLC_CONV_DIRECT_TILE_MAX = 4 * 1024 * 1024,  // bytes of one output row's scatter tile
@@ -108,6 +109,9 @@ typedef struct cmlc_conv_fast_t {
   // (d_tpc taps per chunk, when C_in fits one chunk), else each tap split into d_nsplit channel
   // ranges of d_cpc channels. d_chunks in all (1 when K fits).
   int64_t d_tpc, d_nsplit, d_cpc, d_chunks;
+  // Pixel blocks outside the channel blocks (one chunk, several blocks, the whole packed filter
+  // within CMLC_CONV_DIRECT_FILTER_L2 bytes), else channel blocks and chunks outside.
+  bool d_pixels_outer;
   cmlc__conv_direct_fn d_kernel;  // the micro-kernel for the ISA
   int threads;
   cmlc_isa_t isa;
@@ -197,6 +201,8 @@ static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
   }
   f->d_len = len;
   f->d_blocks = (p->cout + CMLC_CONV_DIRECT_COLS - 1) / CMLC_CONV_DIRECT_COLS;
+  f->d_pixels_outer = f->d_chunks == 1 && f->d_blocks > 1 &&
+                      f->d_blocks * f->k * CMLC_CONV_DIRECT_COLS * 4 <= CMLC_CONV_DIRECT_FILTER_L2;
   f->tile = rows;  // output rows per task
   f->tiles = p->n_out * ((oh + rows - 1) / rows);
   size_t off = 0;
@@ -921,6 +927,7 @@ static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int th
     x_row = cfg->strides[0] * c->in_sp_strides[0];
     x_col = cfg->strides[1] * c->in_sp_strides[1];
   }
+  const int64_t out_row = c->out_sp_strides[0], out_col = c->out_sp_strides[1];
   cmlc__conv_direct_args_t a;
   a.kh = c->ker_dims[0];
   a.kw = c->ker_dims[1];
@@ -943,7 +950,34 @@ static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int th
     int64_t obase = b * p->out_strides[cfg->output_batch_axis] + oy0 * c->out_sp_strides[0];
     float* out = f->direct_out ? (float*)c->out + obase : (float*)(th + f->th_c);
     const int64_t pixels_total = rows * ow;
-    for (int64_t blk = 0; blk < f->d_blocks; ++blk) {
+    if (f->d_pixels_outer) {
+      // One chunk and a filter that fits L2 whole: each pixel block runs against every
+      // channel block while its input values are in L1.
+      a.t0 = 0;
+      a.t1 = f->ks;
+      a.c0 = 0;
+      a.c1 = cg;
+      a.accumulate = 0;
+      int64_t y = 0, xx = 0;
+      for (int64_t q0 = 0; q0 < pixels_total; q0 += CMLC_CONV_DIRECT_PIXELS) {
+        int pixels = (int)(pixels_total - q0 < CMLC_CONV_DIRECT_PIXELS ? pixels_total - q0
+                                                                       : CMLC_CONV_DIRECT_PIXELS);
+        int64_t xo[CMLC_CONV_DIRECT_PIXELS], oo[CMLC_CONV_DIRECT_PIXELS];
+        for (int r = 0; r < pixels; ++r) {
+          xo[r] = y * x_row + xx * x_col;
+          oo[r] = f->direct_out ? y * out_row + xx * out_col : (q0 + r) * cout;
+          if (++xx == ow) xx = 0, ++y;
+        }
+        for (int64_t blk = 0; blk < f->d_blocks; ++blk) {
+          int64_t o0 = blk * CMLC_CONV_DIRECT_COLS;
+          int cols = (int)(cout - o0 < CMLC_CONV_DIRECT_COLS ? cout - o0 : CMLC_CONV_DIRECT_COLS);
+          a.ldw = (cols + 15) / 16 * 16;
+          f->d_kernel(&a, x, xo, (const float*)c->ker_dom + blk * f->k * CMLC_CONV_DIRECT_COLS,
+                      out + o0 * (f->direct_out ? ocs : 1), oo, pixels, cols);
+        }
+      }
+    }
+    for (int64_t blk = 0; blk < f->d_blocks && !f->d_pixels_outer; ++blk) {
       int64_t o0 = blk * CMLC_CONV_DIRECT_COLS;
       int cols = (int)(cout - o0 < CMLC_CONV_DIRECT_COLS ? cout - o0 : CMLC_CONV_DIRECT_COLS);
       a.ldw = (cols + 15) / 16 * 16;
@@ -965,15 +999,16 @@ static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int th
         }
         a.accumulate = ch > 0;
         const float* w = wb + (a.t0 * cg + a.c0) * a.ldw;
+        // Pixel (y, xx) of the task's rows, stepped without divisions.
+        int64_t y = 0, xx = 0;
         for (int64_t q0 = 0; q0 < pixels_total; q0 += CMLC_CONV_DIRECT_PIXELS) {
           int pixels = (int)(pixels_total - q0 < CMLC_CONV_DIRECT_PIXELS ? pixels_total - q0
                                                                          : CMLC_CONV_DIRECT_PIXELS);
           int64_t xo[CMLC_CONV_DIRECT_PIXELS], oo[CMLC_CONV_DIRECT_PIXELS];
           for (int r = 0; r < pixels; ++r) {
-            int64_t y = (q0 + r) / ow, xx = (q0 + r) % ow;
             xo[r] = y * x_row + xx * x_col;
-            oo[r] = f->direct_out ? y * c->out_sp_strides[0] + xx * c->out_sp_strides[1]
-                                  : (q0 + r) * cout;
+            oo[r] = f->direct_out ? y * out_row + xx * out_col : (q0 + r) * cout;
+            if (++xx == ow) xx = 0, ++y;
           }
           f->d_kernel(&a, x, xo, w, ob, oo, pixels, cols);
         }
