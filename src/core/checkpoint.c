@@ -203,7 +203,7 @@ cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* con
   char* tmp = st == CML_OK ? (char*)cml_allocator_malloc(a, tmp_len, 16) : NULL;
   if (st == CML_OK && !tmp) st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   int fd = -1;
-  if (st == CML_OK) {
+  if (st == CML_OK && tmp) {  // (tmp is set when st is OK; the test keeps -Wformat quiet)
     snprintf(tmp, tmp_len, "%s.tmp.%ld", path, (long)getpid());
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) st = cml_ckpt_io_error(what, tmp, errno);
