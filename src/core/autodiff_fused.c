@@ -2,10 +2,12 @@
 // src/core/autodiff_fused.c: VJPs of the fused ops recorded as one node (a backend that
 // advertises them). Backends without them get the decomposition, which is differentiated op
 // by op. FusedSoftmax: y * (g - sum(g * y)). FusedGelu: the derivative of the exact (erf) or
-// tanh form. FusedScaledDotProductAttention: the native FusedScaledDotProductAttentionVJP node
-// when the backend has it. FusedLayerNorm, FusedDense, FusedAttentionQKVProjection,
-// FusedQuantizedDense (and attention otherwise): their decomposition into standard ops is
-// recomputed in the function and differentiated (cml__ad_nested).
+// tanh form. FusedLayerNorm and FusedAttentionQKVProjection: their VJPs written directly in
+// standard ops. FusedScaledDotProductAttention: the native FusedScaledDotProductAttentionVJP
+// node when the backend has it. FusedDense (cml_gradients has already split a gelu activation
+// off as its own FusedGelu node, src/core/autodiff.c), FusedQuantizedDense (and attention
+// otherwise): their decomposition into standard ops is recomputed in the function and
+// differentiated (cml__ad_nested).
 // FusedScaledDotProductAttentionVJP (second derivatives): the backward pass written as the VJP
 // of the decomposition (cml__ad_inner_vjp), then differentiated.
 #include <math.h>
