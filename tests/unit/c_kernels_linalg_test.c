@@ -522,13 +522,17 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
   // B sliver once; AVX2: several A slivers, each B sliver copied once; partial slivers, several
   // k blocks); 33 rows are blocked. {32, 40, 5000} has too little scratch for
   // all of A and is blocked. Tiles of 1-4, 5-8 and 9-12 rows run different AVX-512 kernel
-  // variants.
+  // variants. M <= 144 (one row block) with a row-major rhs whose rows are whole cache lines
+  // (N a multiple of 16) and K x N over 16 Ki reads B in place without packing, threads
+  // splitting the slivers: {100, 528, 300} (a 16-column last sliver, two k blocks),
+  // {144, 64, 601}, {40, 512, 257}; {150, 70, 520} and {33, 301, 300} pack B.
   static const int64_t shapes[][3] = {
       {1, 1, 1},       {1, 37, 19},     {1, 300, 700},  {45, 1, 33},    {300, 1, 513},
       {5, 7, 11},      {12, 32, 64},    {13, 33, 65},   {64, 64, 64},   {150, 70, 520},
       {2, 600, 300},   {8, 1000, 530},  {13, 2100, 70}, {32, 97, 777},  {32, 40, 5000},
       {16, 1000, 600}, {29, 530, 300},  {12, 333, 290}, {31, 517, 300}, {33, 301, 300},
-      {24, 1000, 95},  {17, 130, 1000}, {15, 1001, 300}};
+      {24, 1000, 95},  {17, 130, 1000}, {15, 1001, 300}, {100, 528, 300}, {144, 64, 601},
+      {40, 512, 257}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failed = 0;
@@ -580,11 +584,13 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
 TEST(gemm_f64_every_isa_thread_independent) {
   // f64: inexact values; 1 and 3 threads must agree bitwise, and the result must be within
   // 1e-12 of a long double reference.
-  static const int64_t shapes[][3] = {{1, 50, 300}, {40, 1, 70}, {7, 9, 5}, {130, 45, 600}};
+  // {100, 48, 400}: B rows of 48 doubles (whole cache lines), one row block: B read in place.
+  static const int64_t shapes[][3] = {
+      {1, 50, 300}, {40, 1, 70}, {7, 9, 5}, {130, 45, 600}, {100, 48, 400}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failed = 0;
-  for (size_t si = 0; si < 4 && !failed; ++si) {
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !failed; ++si) {
     int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
     double* a = malloc(sizeof(double) * (size_t)(m * k));
     double* b = malloc(sizeof(double) * (size_t)(k * n));

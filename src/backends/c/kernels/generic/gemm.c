@@ -9,9 +9,11 @@
 // slivers, shared by all threads; each tile task packs its A block (MC x KC) into MR-row
 // slivers and runs the MR x NR micro-kernel over it, one B sliver (L1-resident) against all
 // A slivers of the block (L2-resident). Small B operands whose rows are contiguous are read in
-// place (no B packing). Tasks never split K, and a tile's arithmetic does not depend on which
-// thread runs it or where it sits (edges are masked, not recomputed), so results are identical
-// for any thread count. Many small batched products run one whole batch per task instead.
+// place (no B packing), and so is a B with whole-cache-line rows when M fits one row block
+// (each sliver is then used by one pass of calls, so a copy would only add memory traffic; the
+// next sliver is prefetched instead). Tasks never split K, and a tile's arithmetic does not
+// depend on which thread runs it or where it sits (edges are masked, not recomputed), so
+// results are identical for any thread count. Many small batched products run one whole batch per task instead.
 //
 // Packing reads operands through offset tables (any axis layout); when a table is affine
 // (offset = index * stride, the common row-major and transposed cases) it uses the stride

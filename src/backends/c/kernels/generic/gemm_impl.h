@@ -263,7 +263,7 @@ typedef struct CMLC_GEMM_N(gemm_ctx_t) {
   CMLC_GEMM_N(kernel_t) kern;
   CMLC_GEMM_N(gemm_sizes_t) sz;
   CMLC_GEMM_N(gemm_access_t) a_acc, b_acc;
-  bool direct_b;  // B is read in place (rows contiguous, small)
+  bool direct_b;  // B is read in place (rows contiguous; small, or M <= MC)
   // B packed once for every (jc, pc) block (batch 1; CMLC_GEMM_ENTRY_PREPACK's layout), or NULL.
   const CMLC_GEMM_T* b_packed;
   CMLC_GEMM_T* scratch;  // per-thread blocks, then the shared panel
@@ -319,8 +319,17 @@ static void CMLC_GEMM_N(gemm_tiles)(const CMLC_GEMM_N(gemm_ctx_t) * ctx, int64_t
     int cols = (int)CMLC_GEMM_N(gemm_min)(nr, jc + nc - col0);
     int64_t ldb;
     const CMLC_GEMM_T* bs = CMLC_GEMM_N(gemm_b_sliver)(ctx, b, jc, pc, kc, panel, s, &ldb);
-    for (int64_t i = 0; i < mc; i += mr) {
+    // B read in place comes from memory (not from a panel packed into L2 just before): fetch
+    // the next sliver's k rows while this one runs, a share of them before each call.
+    const int64_t calls = (mc + mr - 1) / mr;
+    const int64_t per_call = ctx->direct_b && s + 1 < s1 ? (kc + calls - 1) / calls : 0;
+    for (int64_t i = 0, r0 = 0; i < mc; i += mr, r0 += per_call) {
       int rows = (int)CMLC_GEMM_N(gemm_min)(mr, mc - i);
+      for (int64_t r = r0; r < r0 + per_call && r < kc; ++r) {
+        const char* next = (const char*)(bs + r * ldb + nr);
+        for (size_t off = 0; off < (size_t)nr * sizeof(CMLC_GEMM_T); off += 64)
+          __builtin_prefetch(next + off, 0, 2);
+      }
       kern->fn(kc, ap + i * kc, bs, ldb, cb + (ic + i) * ldc + col0, ldc, accumulate, rows, cols);
     }
   }
@@ -624,8 +633,17 @@ static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(
   // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
   if (flops * (double)p->batch <= 2.0 * 128 * 128 * 128) pool = NULL, pool_threads = 1;
   if (CMLC_GEMM_N(skinny_try)(&c, pool)) return;
-  c.direct_b = !c.b_packed && p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.col_stride == 1 &&
-               c.b_acc.row_stride != CMLC_GEMM_NOT_AFFINE && p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX;
+  const bool b_rows = !c.b_packed && p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.col_stride == 1 &&
+                      c.b_acc.row_stride != CMLC_GEMM_NOT_AFFINE;
+  // With one row block (M <= MC) each B sliver is used by one pass of micro-kernel calls, so
+  // packing B would only add a copy of it (a memory-bound one when B is a large weight matrix
+  // read once per execute): B is read in place when its rows start on cache lines, and
+  // gemm_tiles fetches the next sliver while the current one runs. Threads then split the
+  // slivers instead of the rows.
+  const bool stream_b = b_rows && p->k * p->n > CMLC_GEMM_DIRECT_B_MAX && p->m <= c.sz.mc &&
+                        c.b_acc.row_stride > 0 &&
+                        (c.b_acc.row_stride * (int64_t)sizeof(CMLC_GEMM_T)) % 64 == 0;
+  c.direct_b = stream_b || (b_rows && p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX);
 
   if (CMLC_GEMM_N(gemm_batch_mode)(p->batch, p->m, p->n, p->k, pool_threads)) {
     int64_t min_chunk = (int64_t)(2.0 * 64 * 64 * 64 / (flops > 1 ? flops : 1)) + 1;
@@ -636,7 +654,7 @@ static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(
   // same A block again, so first make the row blocks smaller (down to 4 slivers of MR rows)
   // until there are about four per thread (spare tasks absorb a preempted thread on a shared
   // machine); the blocking never changes a tile's arithmetic.
-  if (pool_threads > 1) {
+  if (pool_threads > 1 && !stream_b) {
     int64_t mr = c.kern.mr, want_blocks = 4 * (int64_t)pool_threads;
     int64_t mc = CMLC_GEMM_N(gemm_round_up)((p->m + want_blocks - 1) / want_blocks, mr);
     if (mc < 4 * mr) mc = 4 * mr;
