@@ -123,6 +123,10 @@ static inline float cmlc__fa_load_f32(const void* p, int64_t i, cml_dtype_t dtyp
 // bytes of v rows it prefetches there (the rest: one tile ahead).
 #define CMLC_FA_PF_ROWS 8
 #define CMLC_FA_PF_V_BYTES ((size_t)256 << 10)
+// Keys ahead whose k and v rows the decode path prefetches from its score loop.
+#ifndef CMLC_FA_DEC_PF_ROWS
+#define CMLC_FA_DEC_PF_ROWS 8
+#endif
 
 // The address of key |j|'s row of batch |b|, head |h| in |parts| (elements of |elem| bytes);
 // *|pi| is a part at or before the one holding it, and is moved to that part.

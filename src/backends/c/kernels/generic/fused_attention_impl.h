@@ -276,14 +276,14 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
   }
   // Decode path: k's rows in place when they are of the computation dtype and fill whole
   // vectors, else converted tile by tile into kb ([BK, dqp], zero-padded like q); k and v rows
-  // are prefetched CMLC_FA_PF_ROWS keys ahead of the score loop (v's are read by the same
+  // are prefetched CMLC_FA_DEC_PF_ROWS keys ahead of the score loop (v's are read by the same
   // tile's p v, so they stay cached).
   const bool k_in_place = c->dtype == CMLC_FA_NATIVE && d % W == 0;
   T* kb = (T*)(base + c->off_kb);
   const size_t k_row_bytes = (size_t)d * elem_bytes, v_row_bytes = (size_t)dv * elem_bytes;
   int kpi = 0, kpf = 0, vpf = 0;  // the parts of the rows read and prefetched
   if (dec) {
-    for (int64_t j = 0; j < CMLC_FA_PF_ROWS && j < kv_end; ++j) {
+    for (int64_t j = 0; j < CMLC_FA_DEC_PF_ROWS && j < kv_end; ++j) {
       cmlc__fa_prefetch(cmlc__fa_row(kp, &kpf, b, hk, j, elem_bytes), k_row_bytes);
       cmlc__fa_prefetch(cmlc__fa_row(vp, &vpf, b, hk, j, elem_bytes), v_row_bytes);
     }
@@ -295,7 +295,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
     const void* pv[BK];
     if (dec) {
       for (int64_t j = 0; j < nk; ++j) {
-        const int64_t ahead = j0 + j + CMLC_FA_PF_ROWS;
+        const int64_t ahead = j0 + j + CMLC_FA_DEC_PF_ROWS;
         pk[j] = pv[j] = NULL;
         if (ahead < kv_end) {
           pk[j] = cmlc__fa_row(kp, &kpf, b, hk, ahead, elem_bytes);
