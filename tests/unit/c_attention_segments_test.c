@@ -502,6 +502,46 @@ TEST(unequal_parts_options) {
   ASSERT_EQ_INT(failures, 0);
 }
 
+// The decode path (tasks of 1 to CMLC_FA_DEC_ROWS live query rows: scores from k's rows in
+// place or converted per tile, no transposed k): 1 to 4 rows, and the last 1 or 3 rows of a
+// longer query after a tiled task; head dims that fill the vectors (k read in place) and odd
+// ones (converted, zero-padded); key counts that end inside a group of keys and inside a tile;
+// every option; f32, f64, f16 and bf16; on the AVX-512, AVX2 and portable variants (sg_configs)
+// against c:reference=true.
+TEST(decode_rows) {
+  const sg_case_t cases[] = {
+      SG_CASE("decode 1 row d64 gqa", F32, BSHD, 2, 4, 2, 1, 64, 64, 2, SG_LEN(130, 1), true, true,
+              false, false, 0, false, false),
+      SG_CASE("decode 2 rows odd dims causal", F32, BHSD, 2, 3, 3, 2, 7, 5, 3, SG_LEN(66, 0, 2),
+              true, true, false, true, 0, false, false),
+      SG_CASE("decode 3 rows bool mask bias lens", F32, BSHD, 3, 4, 2, 3, 13, 19, 2, SG_LEN(70, 3),
+              true, true, false, false, 1, true, true),
+      SG_CASE("decode 4 rows additive mask", F32, BSHD, 2, 2, 1, 4, 24, 40, 2, SG_LEN(64, 4), true,
+              true, false, false, 2, false, false),
+      SG_CASE("decode 4 rows d32 causal lens", F32, BHSD, 4, 2, 2, 4, 32, 48, 2, SG_LEN(5, 2), true,
+              false, false, true, 0, false, true),
+      SG_CASE("decode last row of 33", F32, BHSD, 1, 2, 2, 33, 16, 16, 2, SG_LEN(90, 33), true,
+              true, false, false, 1, true, false),
+      SG_CASE("decode last 3 rows of 35 causal", F32, BSHD, 2, 2, 1, 35, 9, 16, 2, SG_LEN(40, 35),
+              true, true, false, true, 0, false, true),
+      SG_CASE("decode f64 1 row", CML_DTYPE_F64, BSHD, 2, 2, 2, 1, 8, 8, 2, SG_LEN(69, 1), true,
+              true, false, false, 0, true, false),
+      SG_CASE("decode f64 3 rows odd", CML_DTYPE_F64, BHSD, 2, 2, 1, 3, 5, 7, 2, SG_LEN(20, 3),
+              true, true, false, true, 2, false, false),
+      SG_CASE("decode f16 2 rows d64 gqa", CML_DTYPE_F16, BSHD, 2, 4, 1, 2, 64, 64, 2,
+              SG_LEN(100, 2), true, true, false, false, 0, false, false),
+      SG_CASE("decode f16 4 rows odd causal", CML_DTYPE_F16, BSHD, 2, 2, 2, 4, 5, 3, 2,
+              SG_LEN(9, 4), true, true, false, true, 1, false, true),
+      SG_CASE("decode bf16 1 row d64", CML_DTYPE_BF16, BSHD, 3, 4, 4, 1, 64, 64, 2, SG_LEN(129, 1),
+              true, true, false, false, 0, false, false),
+      SG_CASE("decode bf16 3 rows odd mask bias", CML_DTYPE_BF16, BHSD, 2, 3, 3, 3, 9, 11, 3,
+              SG_LEN(50, 1, 20), true, true, false, false, 1, true, false),
+  };
+  int failures = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) failures += sg_check(&cases[i]);
+  ASSERT_EQ_INT(failures, 0);
+}
+
 // Concatenates the kernel cannot read in parts run as before, with the same results.
 TEST(not_rewritten) {
   // Along the heads axis of BSHD (the parts are kv heads 0 and 1..3, 37 keys each).
@@ -608,4 +648,5 @@ TEST(kernel_rejects_mismatched_parts) {
 }
 
 TEST_MAIN(TEST_ENTRY(decoder_cache_lengths), TEST_ENTRY(unequal_parts_options),
+          TEST_ENTRY(decode_rows),
           TEST_ENTRY(not_rewritten), TEST_ENTRY(kernel_rejects_mismatched_parts))

@@ -72,7 +72,13 @@ static size_t cmlc_fa_align(size_t x) { return (x + 63) & ~(size_t)63; }
 static void cmlc_fa_layout(cmlc_fa_ctx_t* c, size_t elem) {
   size_t off = 0;
   c->off_q = off;
-  off = cmlc_fa_align(off + (size_t)(CMLC_FA_BQ * c->d) * elem);
+  // q rows: [BQ, d] in the tiled path, [DEC_ROWS, dqp] (zero-padded) in the decode path.
+  const size_t q_elems = (size_t)(CMLC_FA_BQ * c->d) > (size_t)(CMLC_FA_DEC_ROWS * c->dqp)
+                             ? (size_t)(CMLC_FA_BQ * c->d)
+                             : (size_t)(CMLC_FA_DEC_ROWS * c->dqp);
+  off = cmlc_fa_align(off + q_elems * elem);
+  c->off_kb = off;
+  off = cmlc_fa_align(off + (size_t)(CMLC_FA_BK * c->dqp) * elem);
   c->off_tag = off;
   off = cmlc_fa_align(off + sizeof(int64_t));
   c->off_k = off;
@@ -102,6 +108,7 @@ static void cmlc_fa_shapes(cmlc_fa_ctx_t* c, const cml_shape_t* qs, const cml_sh
   c->d = qs->dims[3];
   c->dv = vs->dims[3];
   c->dvp = (c->dv + 15) & ~(int64_t)15;
+  c->dqp = (c->d + 15) & ~(int64_t)15;
   c->q_tiles = (c->seq + CMLC_FA_BQ - 1) / CMLC_FA_BQ;
 }
 

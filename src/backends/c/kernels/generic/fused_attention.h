@@ -14,6 +14,10 @@
 #define CMLC_FA_BQ 32
 #define CMLC_FA_BK 64
 
+// Tasks with at most this many live query rows (a decoder step: one new position) take the
+// decode path: scores read straight from k's rows, no transposed k.
+#define CMLC_FA_DEC_ROWS 4
+
 // The most parts a segmented k or v may have (CMLC_FA_MAX_PARTS operands of a Concatenate
 // along the key axis, read in place: the c backend's planner rewrites no larger one).
 #define CMLC_FA_MAX_PARTS 8
@@ -33,6 +37,7 @@ typedef struct cmlc_fa_parts_t {
 typedef struct cmlc_fa_ctx_t {
   cml_dtype_t dtype;
   int64_t heads, groups, seq, kv_seq, d, dv, dvp, q_tiles;
+  int64_t dqp;  // d rounded up to 16: the decode path's q and converted k rows
   double scale;
   cmlc_isa_t isa;  // the vector variant to run
   bool causal, mask_bool;
@@ -48,8 +53,9 @@ typedef struct cmlc_fa_ctx_t {
   void* lse;  // the logsumexp state [batch, heads, seq] (T), or NULL
   char* scratch;
   // Per thread: q tile, transposed k of one (batch, kv head) (off_k, [kv tiles, d, BK]) and the
-  // tag naming it (off_tag), v tile, scores, outputs, row statistics.
-  size_t per_thread, off_q, off_k, off_v, off_s, off_o, off_m, off_tag;
+  // tag naming it (off_tag), v tile, scores, outputs, row statistics; the decode path's k rows
+  // converted to the computation type (off_kb, [BK, dqp]).
+  size_t per_thread, off_q, off_k, off_v, off_s, off_o, off_m, off_tag, off_kb;
 } cmlc_fa_ctx_t;
 
 // The backward pass's problem (FusedScaledDotProductAttentionVJP): the forward's context |f|
@@ -117,6 +123,10 @@ static inline float cmlc__fa_load_f32(const void* p, int64_t i, cml_dtype_t dtyp
 // bytes of v rows it prefetches there (the rest: one tile ahead).
 #define CMLC_FA_PF_ROWS 8
 #define CMLC_FA_PF_V_BYTES ((size_t)256 << 10)
+// Keys ahead whose k and v rows the decode path prefetches from its score loop.
+#ifndef CMLC_FA_DEC_PF_ROWS
+#define CMLC_FA_DEC_PF_ROWS 8
+#endif
 
 // The address of key |j|'s row of batch |b|, head |h| in |parts| (elements of |elem| bytes);
 // *|pi| is a part at or before the one holding it, and is moved to that part.

@@ -11,6 +11,170 @@
 // target attribute or empty). No vector value crosses a function boundary (the vectors stay inside
 // one function body), so the target attribute is all a variant needs.
 
+// dst[e] = the bf16 src[e] widened to the computation type, e < n: W lanes at a time for float
+// (the 16 bits shifted up, exact, NaN kept), elementwise for double.
+static inline __attribute__((always_inline)) CMLC_FA_ATTR void CMLC_FA_NAME(bf16_row)(
+    CMLC_FA_T* dst, const uint16_t* src, int64_t n) {
+  int64_t e = 0;
+#if CMLC_FA_VEXP
+  typedef uint16_t H __attribute__((vector_size(CMLC_FA_W * sizeof(uint16_t))));
+  for (; e + CMLC_FA_W <= n; e += CMLC_FA_W) {
+    H x;
+    memcpy(&x, src + e, sizeof x);
+    const CMLC_FA_IV y = __builtin_convertvector(x, CMLC_FA_IV) << 16;
+    memcpy(dst + e, &y, sizeof y);
+  }
+#endif
+  for (; e < n; ++e) dst[e] = CMLC_FA_LOAD(src, e, CML_DTYPE_BF16);
+}
+
+// The decode path (tasks of at most CMLC_FA_DEC_ROWS live query rows) in two helpers, inlined
+// with the row count |R| (1 to 4) a constant, so the accumulators stay in registers.
+//
+// Scores s[r * BK + j] = q_r . k_j (unscaled) of rows r < R, the q rows at qb (stride qs,
+// zero-padded to n) and keys j < nk whose rows (n elements, n a multiple of W) lie at kr[j]:
+// KB keys at a time (R x KB <= 8 vector accumulators over the head dim), each sum reduced
+// across lanes at the end. pk / pv (or NULL) name rows to prefetch at key j (k_bytes /
+// v_bytes each; NULL entries none).
+static inline __attribute__((always_inline)) CMLC_FA_ATTR void CMLC_FA_NAME(dec_scores)(
+    const int R, const CMLC_FA_T* qb, int64_t qs, const CMLC_FA_T* const* kr, int64_t nk,
+    int64_t n, const void* const* pk, const void* const* pv, size_t k_bytes, size_t v_bytes,
+    CMLC_FA_T* s) {
+  typedef CMLC_FA_T T;
+  typedef CMLC_FA_V V;
+  enum { W = CMLC_FA_W, BK = CMLC_FA_BK };
+  const int KB = R <= 2 ? 4 : 2;
+  int64_t j = 0;
+  for (; j < nk; j += KB) {
+    const int kb = nk - j < KB ? (int)(nk - j) : KB;
+    if (pk) {
+      for (int u = 0; u < kb; ++u) {
+        if (pk[j + u]) cmlc__fa_prefetch(pk[j + u], k_bytes);
+        if (pv[j + u]) cmlc__fa_prefetch(pv[j + u], v_bytes);
+      }
+    }
+    V acc[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int u = 0; u < KB; ++u) acc[r][u] = (V){0};
+    }
+    if (kb == KB) {
+      for (int64_t e = 0; e < n; e += W) {
+        V kv[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < KB; ++u) memcpy(&kv[u], kr[j + u] + e, sizeof kv[u]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          V x;
+          memcpy(&x, qb + r * qs + e, sizeof x);
+#pragma GCC unroll 4
+          for (int u = 0; u < KB; ++u) acc[r][u] += x * kv[u];
+        }
+      }
+    } else {
+      // The last keys of the tile, one at a time.
+      for (int u = 0; u < kb; ++u) {
+        for (int64_t e = 0; e < n; e += W) {
+          V kv;
+          memcpy(&kv, kr[j + u] + e, sizeof kv);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; ++r) {
+            V x;
+            memcpy(&x, qb + r * qs + e, sizeof x);
+            acc[r][0] += x * kv;
+          }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          T t = 0;
+          for (int w = 0; w < W; ++w) t += acc[r][0][w];
+          s[r * BK + j + u] = t;
+          acc[r][0] = (V){0};
+        }
+      }
+      break;
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int u = 0; u < KB; ++u) {
+        T t = 0;
+        for (int w = 0; w < W; ++w) t += acc[r][u][w];
+        s[r * BK + j + u] = t;
+      }
+    }
+  }
+}
+
+// o_r = alpha_r o_r + sum_{j < nk} p_rj v_j for the R rows rows[0..R) (probabilities at
+// sbuf + rows[i] * BK, outputs at ob + rows[i] * dvp), v's rows at vt (stride vs_row, dvp
+// elements): C vectors of dvp at a time (R x C <= 8 accumulators), each v load serving the R
+// rows.
+static inline __attribute__((always_inline)) CMLC_FA_ATTR void CMLC_FA_NAME(dec_pv)(
+    const int R, const int64_t* rows, const CMLC_FA_T* alphas, const CMLC_FA_T* sbuf,
+    CMLC_FA_T* ob, int64_t dvp, const CMLC_FA_T* vt, int64_t vs_row, int64_t nk) {
+  typedef CMLC_FA_T T;
+  typedef CMLC_FA_V V;
+  enum { W = CMLC_FA_W, BK = CMLC_FA_BK };
+  const int C = R <= 2 ? 4 : 2;
+  const T* p[4];
+  T* o[4];
+  T al[4];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    p[r] = sbuf + rows[r] * BK;
+    o[r] = ob + rows[r] * dvp;
+    al[r] = alphas[rows[r]];
+  }
+  int64_t e = 0;
+  for (; e + C * W <= dvp; e += C * W) {
+    V acc[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int u = 0; u < C; ++u) {
+        memcpy(&acc[r][u], o[r] + e + u * W, sizeof acc[r][u]);
+        acc[r][u] *= al[r];
+      }
+    }
+    for (int64_t j = 0; j < nk; ++j) {
+      const T* vr = vt + j * vs_row + e;
+      V v[4];
+#pragma GCC unroll 4
+      for (int u = 0; u < C; ++u) memcpy(&v[u], vr + u * W, sizeof v[u]);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const T x = p[r][j];
+#pragma GCC unroll 4
+        for (int u = 0; u < C; ++u) acc[r][u] += x * v[u];
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int u = 0; u < C; ++u) memcpy(o[r] + e + u * W, &acc[r][u], sizeof acc[r][u]);
+    }
+  }
+  // The last vectors of dvp (a multiple of W), one at a time.
+  for (; e < dvp; e += W) {
+    V acc[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      memcpy(&acc[r], o[r] + e, sizeof acc[r]);
+      acc[r] *= al[r];
+    }
+    for (int64_t j = 0; j < nk; ++j) {
+      V v;
+      memcpy(&v, vt + j * vs_row + e, sizeof v);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[r] += p[r][j] * v;
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) memcpy(o[r] + e, &acc[r], sizeof acc[r]);
+  }
+}
+
 // One task: the rows [i0, i0 + CMLC_FA_BQ) of query head |h| of batch |b|.
 CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int64_t task,
                                                      int thread_index) {
@@ -35,9 +199,13 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
   nq_live = nq_live < 0 ? 0 : (nq_live < nq ? nq_live : nq);
   if (c->causal && kv_end > i0 + nq_live) kv_end = i0 + nq_live;
   if (nq_live == 0) kv_end = 0;  // no live row: skip the key tiles
+  // Decode path (a decoder step's single row, or a few): k's rows are read in place (or
+  // converted per tile) by the score loop rather than transposed, and the rows are not paired.
+  const bool dec = nq_live <= CMLC_FA_DEC_ROWS;
+  const int64_t dqp = c->dqp;
 
   char* base = c->scratch + (size_t)thread_index * c->per_thread;
-  T* qb = (T*)(base + c->off_q);       // [BQ, d]
+  T* qb = (T*)(base + c->off_q);       // [BQ, d]; decode path: [nq_live, dqp], zero-padded
   T* vb = (T*)(base + c->off_v);       // [BK, dvp], zero past dv and the tile's keys
   T* sbuf = (T*)(base + c->off_s);     // [BQ, BK] scores, then probabilities
   T* ob = (T*)(base + c->off_o);       // [BQ, dvp] unnormalized outputs
@@ -45,15 +213,17 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
   T* lb = (T*)(base + c->off_m) + BQ;  // [BQ] running sum
 
   const int64_t q_base = b * c->q_str[0] + h * c->q_str[1] + i0 * c->q_str[2];
+  const int64_t q_row = dec ? dqp : d;
   for (int64_t r = 0; r < nq_live; ++r) {
     for (int64_t e = 0; e < d; ++e)
-      qb[r * d + e] = CMLC_FA_LOAD(c->q, q_base + r * c->q_str[2] + e, c->dtype);
+      qb[r * q_row + e] = CMLC_FA_LOAD(c->q, q_base + r * c->q_str[2] + e, c->dtype);
+    for (int64_t e = d; e < q_row; ++e) qb[r * q_row + e] = 0;
   }
   for (int64_t r = 0; r < nq_live; ++r) {
     mb[r] = -INFINITY;
     lb[r] = 0;
   }
-  memset(ob, 0, (size_t)(BQ * dvp) * sizeof(T));
+  memset(ob, 0, (size_t)(nq_live * dvp) * sizeof(T));  // only live rows are read
 
   const cmlc_fa_parts_t* kp = &c->kp;
   const size_t elem_bytes = (size_t)cml_dtype_bits(c->dtype) / 8;
@@ -65,7 +235,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
   int64_t* tag = (int64_t*)(base + c->off_tag);
   T* kc = (T*)(base + c->off_k);
   const int64_t want_tag = b * (c->heads / c->groups) + hk + 1;
-  if (*tag != want_tag && kv_end > 0) {
+  if (!dec && *tag != want_tag && kv_end > 0) {
     const int64_t tiles = (c->kv_seq + BK - 1) / BK;
     memset(kc, 0, (size_t)(tiles * d * BK) * sizeof(T));
     // Key j of part p is row j - start[p] of that part's tensor. The rows lie a head stride
@@ -104,8 +274,53 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
     }
     *tag = want_tag;
   }
+  // Decode path: k's rows in place when they are of the computation dtype and fill whole
+  // vectors, else converted tile by tile into kb ([BK, dqp], zero-padded like q); k and v rows
+  // are prefetched CMLC_FA_DEC_PF_ROWS keys ahead of the score loop (v's are read by the same
+  // tile's p v, so they stay cached).
+  const bool k_in_place = c->dtype == CMLC_FA_NATIVE && d % W == 0;
+  T* kb = (T*)(base + c->off_kb);
+  const size_t k_row_bytes = (size_t)d * elem_bytes, v_row_bytes = (size_t)dv * elem_bytes;
+  int kpi = 0, kpf = 0, vpf = 0;  // the parts of the rows read and prefetched
+  if (dec) {
+    for (int64_t j = 0; j < CMLC_FA_DEC_PF_ROWS && j < kv_end; ++j) {
+      cmlc__fa_prefetch(cmlc__fa_row(kp, &kpf, b, hk, j, elem_bytes), k_row_bytes);
+      cmlc__fa_prefetch(cmlc__fa_row(vp, &vpf, b, hk, j, elem_bytes), v_row_bytes);
+    }
+  }
   for (int64_t j0 = 0; j0 < kv_end; j0 += BK) {
     const int64_t nk = kv_end - j0 < BK ? kv_end - j0 : BK;
+    const T* krow[BK];
+    const void* pk[BK];
+    const void* pv[BK];
+    if (dec) {
+      for (int64_t j = 0; j < nk; ++j) {
+        const int64_t ahead = j0 + j + CMLC_FA_DEC_PF_ROWS;
+        pk[j] = pv[j] = NULL;
+        if (ahead < kv_end) {
+          pk[j] = cmlc__fa_row(kp, &kpf, b, hk, ahead, elem_bytes);
+          pv[j] = cmlc__fa_row(vp, &vpf, b, hk, ahead, elem_bytes);
+        }
+        const void* row = cmlc__fa_row(kp, &kpi, b, hk, j0 + j, elem_bytes);
+        if (k_in_place) {
+          krow[j] = (const T*)row;
+          continue;
+        }
+        // Converted here: this loop reads the rows, so it prefetches them.
+        if (pk[j]) cmlc__fa_prefetch(pk[j], k_row_bytes);
+        if (pv[j]) cmlc__fa_prefetch(pv[j], v_row_bytes);
+        T* dst = kb + j * dqp;
+        if (c->dtype == CMLC_FA_NATIVE) {
+          memcpy(dst, row, (size_t)d * sizeof(T));
+        } else if (c->dtype == CML_DTYPE_BF16) {
+          CMLC_FA_NAME(bf16_row)(dst, (const uint16_t*)row, d);
+        } else {
+          for (int64_t e = 0; e < d; ++e) dst[e] = CMLC_FA_LOAD(row, e, c->dtype);
+        }
+        for (int64_t e = d; e < dqp; ++e) dst[e] = 0;
+        krow[j] = dst;
+      }
+    }
     // Keys past nk (still in the cached tile) are never read: scores, max, exp and p v stop
     // at nk.
     const T* kt = kc + (j0 / BK) * d * BK;
@@ -120,7 +335,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
       vt = (const T*)vp->data[vpi] + b * st[0] + hk * st[1] + (j0 - vp->start[vpi]) * st[2];
       vs_row = st[2];
     } else {
-      // bf16 (the common half dtype) with the dtype constant in its loop, which vectorizes; the
+      // bf16 (the common half dtype) widened W lanes at a time; the
       // computation dtype itself as plain copies, no per-element dispatch.
       const bool bf16 = c->dtype == CML_DTYPE_BF16;
       for (int64_t j = 0; j < nk; ++j) {
@@ -132,7 +347,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
         if (c->dtype == CMLC_FA_NATIVE) {
           memcpy(row, (const T*)data + at, (size_t)dv * sizeof(T));
         } else if (bf16) {
-          for (int64_t e = 0; e < dv; ++e) row[e] = CMLC_FA_LOAD(data, at + e, CML_DTYPE_BF16);
+          CMLC_FA_NAME(bf16_row)(row, (const uint16_t*)data + at, dv);
         } else {
           for (int64_t e = 0; e < dv; ++e) row[e] = CMLC_FA_LOAD(data, at + e, c->dtype);
         }
@@ -141,7 +356,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
     }
     // The next tile's v rows, fetched while this one is computed (already cached when the
     // transposition above prefetched them).
-    if (j0 + BK < kv_end) {
+    if (!dec && j0 + BK < kv_end) {
       const int64_t next_end = kv_end - (j0 + BK) < BK ? kv_end : j0 + 2 * BK;
       int npf = vpi;
       for (int64_t j = j0 + BK; j < next_end; ++j)
@@ -151,13 +366,33 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
     // the score loop scales the scores and keeps each row's max and a finiteness probe (the
     // sum of its scores), so no separate scale / max pass reads the tile again. A row whose
     // probe is not finite (NaN, inf, overflow) takes that pass after all (on scaled scores).
-    const bool fused_max = !c->bias && !c->mask && nk == BK && !(c->causal && j0 + BK - 1 > i0);
+    const bool fused_max =
+        !dec && !c->bias && !c->mask && nk == BK && !(c->causal && j0 + BK - 1 > i0);
     T row_max[BQ];
     bool row_fused[BQ];
+    if (dec) {
+      const int64_t n = k_in_place ? d : dqp;
+      const void* const* pkk = k_in_place ? pk : NULL;
+      const size_t kbytes = k_row_bytes, vbytes = v_row_bytes;
+      switch (nq_live) {
+        case 1:
+          CMLC_FA_NAME(dec_scores)(1, qb, dqp, krow, nk, n, pkk, pv, kbytes, vbytes, sbuf);
+          break;
+        case 2:
+          CMLC_FA_NAME(dec_scores)(2, qb, dqp, krow, nk, n, pkk, pv, kbytes, vbytes, sbuf);
+          break;
+        case 3:
+          CMLC_FA_NAME(dec_scores)(3, qb, dqp, krow, nk, n, pkk, pv, kbytes, vbytes, sbuf);
+          break;
+        default:
+          CMLC_FA_NAME(dec_scores)(4, qb, dqp, krow, nk, n, pkk, pv, kbytes, vbytes, sbuf);
+          break;
+      }
+    }
     // Scores q_r . k_j of the tile, two rows and U keys at a time (8 accumulators).
     // With an odd row count the last pair's second row (below BQ, as BQ is even) is computed
     // from row r's q and never read.
-    for (int64_t r = 0; r < nq_live; r += 2) {
+    for (int64_t r = 0; !dec && r < nq_live; r += 2) {
       const T* q0 = qb + r * d;
       const T* q1 = r + 1 < nq_live ? q0 + d : q0;
       T* s0 = sbuf + r * BK;
@@ -334,6 +569,25 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
     int64_t lr[BQ], nl = 0;
     for (int64_t r = 0; r < nq_live; ++r) {
       if (live[r]) lr[nl++] = r;
+    }
+    if (dec) {
+      switch (nl) {
+        case 0:
+          break;
+        case 1:
+          CMLC_FA_NAME(dec_pv)(1, lr, alphas, sbuf, ob, dvp, vt, vs_row, nk);
+          break;
+        case 2:
+          CMLC_FA_NAME(dec_pv)(2, lr, alphas, sbuf, ob, dvp, vt, vs_row, nk);
+          break;
+        case 3:
+          CMLC_FA_NAME(dec_pv)(3, lr, alphas, sbuf, ob, dvp, vt, vs_row, nk);
+          break;
+        default:
+          CMLC_FA_NAME(dec_pv)(4, lr, alphas, sbuf, ob, dvp, vt, vs_row, nk);
+          break;
+      }
+      nl = 0;  // done: the paired loop below has no rows
     }
     for (int64_t g = 0; g < nl; g += 4) {
       int64_t rr[4];
