@@ -45,7 +45,7 @@ typedef struct sg_case_t {
   int64_t len[SG_MAX_PARTS];
   bool seg_k, seg_v, same_kv;
   bool causal;
-  int mask;  // 0 none, 1 Bool [B, 1, S, Skv], 2 additive [S, Skv]
+  int mask;   // 0 none, 1 Bool [B, 1, S, Skv], 2 additive [S, Skv]
   bool bias;  // [H, S, Skv]
   bool lens;
   int concat_axis;  // 0: the key axis; otherwise this axis (the rewrite must not apply)
@@ -245,8 +245,8 @@ static void sg_result_free(sg_result_t* r) {
 }
 
 // Builds, compiles and runs the case on |config|. |pin|: the Concatenates are returned too.
-static cml_status_t sg_run(const char* config, const sg_case_t* c, const sg_data_t* data,
-                           bool pin, sg_result_t* r) {
+static cml_status_t sg_run(const char* config, const sg_case_t* c, const sg_data_t* data, bool pin,
+                           sg_result_t* r) {
   memset(r, 0, sizeof *r);
   cml_backend_t* be = NULL;
   cml_status_t st = cml_backend_new_with_config(config, &be);
@@ -398,8 +398,8 @@ static int sg_check(const sg_case_t* c) {
       continue;
     }
     if (seg.segmented != sg_expected(c) || pin.segmented != 0) {
-      fprintf(stderr, "%s %s: %u Concatenates read in parts (want %u), %u when returned\n",
-              c->name, sg_configs[ci], seg.segmented, sg_expected(c), pin.segmented);
+      fprintf(stderr, "%s %s: %u Concatenates read in parts (want %u), %u when returned\n", c->name,
+              sg_configs[ci], seg.segmented, sg_expected(c), pin.segmented);
       ++failures;
     }
     int64_t diff = 0;
@@ -407,8 +407,8 @@ static int sg_check(const sg_case_t* c) {
       diff += memcmp(&seg.out[i], &pin.out[i], sizeof(double)) != 0;
     }
     if (diff) {
-      fprintf(stderr, "%s %s: %lld of %lld outputs differ from the copied operands' run\n",
-              c->name, sg_configs[ci], (long long)diff, (long long)n);
+      fprintf(stderr, "%s %s: %lld of %lld outputs differ from the copied operands' run\n", c->name,
+              sg_configs[ci], (long long)diff, (long long)n);
       ++failures;
     }
     for (int64_t i = 0; pin.k_cat && i < nk; ++i) {
@@ -455,9 +455,19 @@ TEST(decoder_cache_lengths) {
   const int64_t caches[] = {0, 1, 5, 63, 64, 65, 130};
   int failures = 0;
   for (size_t i = 0; i < sizeof caches / sizeof caches[0]; ++i) {
-    sg_case_t c = {.name = "decoder", .dtype = F32, .layout = BSHD, .batch = 3, .heads = 4,
-                   .kv_heads = 4, .seq = 1, .d = 16, .dv = 16, .parts = 2, .len = {caches[i], 1},
-                   .seg_k = true, .seg_v = true};
+    sg_case_t c = {.name = "decoder",
+                   .dtype = F32,
+                   .layout = BSHD,
+                   .batch = 3,
+                   .heads = 4,
+                   .kv_heads = 4,
+                   .seq = 1,
+                   .d = 16,
+                   .dv = 16,
+                   .parts = 2,
+                   .len = {caches[i], 1},
+                   .seg_k = true,
+                   .seg_v = true};
     failures += sg_check(&c);
   }
   ASSERT_EQ_INT(failures, 0);
@@ -466,11 +476,14 @@ TEST(decoder_cache_lengths) {
 // The fields of a case in sg_case_t's order, up to |lens|.
 #define SG_CASE(name_, dt_, layout_, batch_, heads_, kv_heads_, seq_, d_, dv_, parts_, len_, k_, \
                 v_, same_, causal_, mask_, bias_, lens_)                                         \
-  {.name = name_, .dtype = dt_, .layout = layout_, .batch = batch_, .heads = heads_,            \
-   .kv_heads = kv_heads_, .seq = seq_, .d = d_, .dv = dv_, .parts = parts_, .len = len_,        \
-   .seg_k = k_, .seg_v = v_, .same_kv = same_, .causal = causal_, .mask = mask_, .bias = bias_, \
-   .lens = lens_}
-#define SG_LEN(...) {__VA_ARGS__}
+  {                                                                                              \
+    .name = name_, .dtype = dt_, .layout = layout_, .batch = batch_, .heads = heads_,            \
+    .kv_heads = kv_heads_, .seq = seq_, .d = d_, .dv = dv_, .parts = parts_, .len = len_,        \
+    .seg_k = k_, .seg_v = v_, .same_kv = same_, .causal = causal_, .mask = mask_, .bias = bias_, \
+    .lens = lens_                                                                                \
+  }
+#define SG_LEN(...) \
+  { __VA_ARGS__ }
 
 TEST(unequal_parts_options) {
   const sg_case_t cases[] = {
@@ -480,10 +493,10 @@ TEST(unequal_parts_options) {
               SG_LEN(40, 0, 7, 30), true, true, false, false, 1, true, true),
       SG_CASE("additive mask causal", F32, BHSD, 2, 3, 3, 9, 8, 16, 2, SG_LEN(61, 9), true, true,
               false, true, 2, false, false),
-      SG_CASE("k only", F32, BSHD, 2, 4, 4, 3, 16, 16, 2, SG_LEN(100, 3), true, false, false,
-              false, 0, false, false),
-      SG_CASE("v only", F32, BSHD, 2, 4, 1, 3, 16, 16, 2, SG_LEN(100, 3), false, true, false,
-              false, 0, false, false),
+      SG_CASE("k only", F32, BSHD, 2, 4, 4, 3, 16, 16, 2, SG_LEN(100, 3), true, false, false, false,
+              0, false, false),
+      SG_CASE("v only", F32, BSHD, 2, 4, 1, 3, 16, 16, 2, SG_LEN(100, 3), false, true, false, false,
+              0, false, false),
       SG_CASE("k and v one concatenation", F32, BSHD, 2, 2, 2, 4, 16, 16, 3, SG_LEN(20, 50, 1),
               true, true, true, false, 0, false, false),
       SG_CASE("odd head dims lens", F32, BSHD, 4, 2, 2, 2, 7, 5, 2, SG_LEN(66, 2), true, true,
@@ -494,8 +507,8 @@ TEST(unequal_parts_options) {
               false, 0, false, false),
       SG_CASE("bf16 decoder", CML_DTYPE_BF16, BSHD, 2, 4, 4, 1, 16, 16, 2, SG_LEN(129, 1), true,
               true, false, false, 0, false, false),
-      SG_CASE("bf16 gqa mask bias", CML_DTYPE_BF16, BSHD, 2, 4, 2, 6, 16, 16, 3,
-              SG_LEN(10, 64, 5), true, true, false, true, 1, true, false),
+      SG_CASE("bf16 gqa mask bias", CML_DTYPE_BF16, BSHD, 2, 4, 2, 6, 16, 16, 3, SG_LEN(10, 64, 5),
+              true, true, false, true, 1, true, false),
   };
   int failures = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) failures += sg_check(&cases[i]);
@@ -550,9 +563,9 @@ TEST(not_rewritten) {
   heads.concat_axis = 2;
   heads.keys = 37;
   // More parts than CMLC_FA_MAX_PARTS (k only: the test runner takes 16 inputs).
-  const sg_case_t nine = SG_CASE("nine parts", F32, BHSD, 1, 2, 2, 2, 8, 8, 9,
-                                 SG_LEN(3, 1, 4, 1, 5, 9, 2, 6, 5), true, false, false, false, 0,
-                                 false, false);
+  const sg_case_t nine =
+      SG_CASE("nine parts", F32, BHSD, 1, 2, 2, 2, 8, 8, 9, SG_LEN(3, 1, 4, 1, 5, 9, 2, 6, 5), true,
+              false, false, false, 0, false, false);
   ASSERT_EQ_INT(sg_check(&heads), 0);
   ASSERT_EQ_INT(sg_check(&nine), 0);
 }
@@ -561,7 +574,8 @@ TEST(not_rewritten) {
 TEST(kernel_rejects_mismatched_parts) {
   int64_t qd[4] = {1, 1, 2, 8}, k0d[4] = {1, 4, 2, 8}, k1d[4] = {1, 1, 1, 8};
   cml_shape_t qs = cml_shape_make(F32, 4, qd), k0 = cml_shape_make(F32, 4, k0d);
-  cml_shape_t k1 = cml_shape_make(F32, 4, k1d), vs = cml_shape_make(F32, 4, (int64_t[]){1, 5, 2, 8});
+  cml_shape_t k1 = cml_shape_make(F32, 4, k1d),
+              vs = cml_shape_make(F32, 4, (int64_t[]){1, 5, 2, 8});
   cml_shape_t ks = cml_shape_make(F32, 4, (int64_t[]){1, 5, 2, 8});
   cml_ir_value_t values[5];
   memset(values, 0, sizeof values);
@@ -648,5 +662,5 @@ TEST(kernel_rejects_mismatched_parts) {
 }
 
 TEST_MAIN(TEST_ENTRY(decoder_cache_lengths), TEST_ENTRY(unequal_parts_options),
-          TEST_ENTRY(decode_rows),
-          TEST_ENTRY(not_rewritten), TEST_ENTRY(kernel_rejects_mismatched_parts))
+          TEST_ENTRY(decode_rows), TEST_ENTRY(not_rewritten),
+          TEST_ENTRY(kernel_rejects_mismatched_parts))

@@ -835,7 +835,7 @@ TEST(transposes_fold_into_dots) {
   for (int i = 0; i < 6; ++i) y2[i] = (float)(i - 2);
   // Expected results, by definition.
   float e1[TF_K * TF_N] = {0}, e2[TF_M * TF_W] = {0}, e3[2 * 3 * 6] = {0}, e4[4 * 3 * 3] = {0},
-        e5[3 * 4 * 3] = {0}, e6[TF_N * TF_K] = {0}, e7[TF_N * TF_M];
+                  e5[3 * 4 * 3] = {0}, e6[TF_N * TF_K] = {0}, e7[TF_N * TF_M];
   for (int i = 0; i < TF_K; ++i)
     for (int j = 0; j < TF_N; ++j)
       for (int k = 0; k < TF_M; ++k) e1[i * TF_N + j] += x[k * TF_K + i] * y[k * TF_N + j];
@@ -845,15 +845,18 @@ TEST(transposes_fold_into_dots) {
   for (int g = 0; g < 2; ++g)  // a[g,k,i] b[g,k,j]
     for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 6; ++j)
-        for (int k = 0; k < 4; ++k) e3[(g * 3 + i) * 6 + j] += a[(g * 4 + k) * 3 + i] * bv[(g * 4 + k) * 6 + j];
+        for (int k = 0; k < 4; ++k)
+          e3[(g * 3 + i) * 6 + j] += a[(g * 4 + k) * 3 + i] * bv[(g * 4 + k) * 6 + j];
   for (int p = 0; p < 4; ++p)  // t4[p,q,r] = a[r,p,q]
     for (int q = 0; q < 3; ++q)
       for (int j = 0; j < 3; ++j)
-        for (int r = 0; r < 2; ++r) e4[(p * 3 + q) * 3 + j] += a[(r * 4 + p) * 3 + q] * y2[r * 3 + j];
+        for (int r = 0; r < 2; ++r)
+          e4[(p * 3 + q) * 3 + j] += a[(r * 4 + p) * 3 + q] * y2[r * 3 + j];
   for (int q = 0; q < 3; ++q)  // t5[q,p,r] = a[r,p,q]
     for (int p = 0; p < 4; ++p)
       for (int j = 0; j < 3; ++j)
-        for (int r = 0; r < 2; ++r) e5[(q * 4 + p) * 3 + j] += a[(r * 4 + p) * 3 + q] * y2[r * 3 + j];
+        for (int r = 0; r < 2; ++r)
+          e5[(q * 4 + p) * 3 + j] += a[(r * 4 + p) * 3 + q] * y2[r * 3 + j];
   for (int i = 0; i < TF_N; ++i)
     for (int j = 0; j < TF_K; ++j)
       for (int k = 0; k < TF_M; ++k) e6[i * TF_K + j] += y[k * TF_N + i] * x[k * TF_K + j];

@@ -490,8 +490,8 @@ typedef struct cmlc_opt_view_t {
 
 // Whether operand |k| of the dot node |n| is a Transpose (planned as is, not a constant) whose
 // operand the dot can read instead; fills the operand's remapped batch and contracting axes.
-static bool cmlc_opt_transposed_operand(const cmlc_planner_t* p, const cml_ir_node_t* n,
-                                        uint32_t k, int64_t* batch, int64_t* contracting) {
+static bool cmlc_opt_transposed_operand(const cmlc_planner_t* p, const cml_ir_node_t* n, uint32_t k,
+                                        int64_t* batch, int64_t* contracting) {
   const cml_module_t* m = p->module;
   const uint32_t v = n->inputs[k];
   const uint32_t ti = m->values[v].node;
@@ -556,8 +556,8 @@ cml_status_t cmlc_opt_fold_transposes(cmlc_planner_t* p, uint32_t fi, bool* chan
   // Uses of each value by distinct consumers (pinned when returned, captured or merged), and
   // how many of those are dots that can read through the Transpose.
   cmlc_opt_count_uses(p, fi);
-  uint32_t* ok_uses = cml_allocator_malloc(p->alloc, m->value_count * sizeof *ok_uses,
-                                           CMLC_ALIGNMENT);
+  uint32_t* ok_uses =
+      cml_allocator_malloc(p->alloc, m->value_count * sizeof *ok_uses, CMLC_ALIGNMENT);
   if (!ok_uses) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   for (uint32_t i = 0; i < f->node_count; ++i) {
     const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
@@ -611,8 +611,8 @@ cml_status_t cmlc_opt_fold_transposes(cmlc_planner_t* p, uint32_t fi, bool* chan
     }
     if (!rewrote) continue;
     if (!exe->node_view) {
-      exe->node_view = cml_allocator_malloc(p->alloc, m->node_count * sizeof *exe->node_view,
-                                            CMLC_ALIGNMENT);
+      exe->node_view =
+          cml_allocator_malloc(p->alloc, m->node_count * sizeof *exe->node_view, CMLC_ALIGNMENT);
       if (!exe->node_view) {
         st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
         break;

@@ -162,8 +162,8 @@ static cml_status_t cmlc_fa_parts(const cmlc_kernel_args_t* args, uint32_t first
   const int sa = cmlc__fa_key_axis(layout);
   if (count < 1 || count > CMLC_FA_MAX_PARTS || first + count > args->input_count) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "FusedScaledDotProductAttention: %s in %u parts (1 to %d)", what,
-                           count, CMLC_FA_MAX_PARTS);
+                           "FusedScaledDotProductAttention: %s in %u parts (1 to %d)", what, count,
+                           CMLC_FA_MAX_PARTS);
   }
   *whole = *args->input_shapes[first];
   parts->count = (int)count;

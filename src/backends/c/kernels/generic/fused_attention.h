@@ -130,8 +130,8 @@ static inline float cmlc__fa_load_f32(const void* p, int64_t i, cml_dtype_t dtyp
 
 // The address of key |j|'s row of batch |b|, head |h| in |parts| (elements of |elem| bytes);
 // *|pi| is a part at or before the one holding it, and is moved to that part.
-static inline const void* cmlc__fa_row(const cmlc_fa_parts_t* parts, int* pi, int64_t b,
-                                       int64_t h, int64_t j, size_t elem) {
+static inline const void* cmlc__fa_row(const cmlc_fa_parts_t* parts, int* pi, int64_t b, int64_t h,
+                                       int64_t j, size_t elem) {
   while (parts->start[*pi + 1] <= j) ++*pi;
   const int64_t* st = parts->str[*pi];
   return (const char*)parts->data[*pi] +

@@ -37,9 +37,8 @@ static inline __attribute__((always_inline)) CMLC_FA_ATTR void CMLC_FA_NAME(bf16
 // across lanes at the end. pk / pv (or NULL) name rows to prefetch at key j (k_bytes /
 // v_bytes each; NULL entries none).
 static inline __attribute__((always_inline)) CMLC_FA_ATTR void CMLC_FA_NAME(dec_scores)(
-    const int R, const CMLC_FA_T* qb, int64_t qs, const CMLC_FA_T* const* kr, int64_t nk,
-    int64_t n, const void* const* pk, const void* const* pv, size_t k_bytes, size_t v_bytes,
-    CMLC_FA_T* s) {
+    const int R, const CMLC_FA_T* qb, int64_t qs, const CMLC_FA_T* const* kr, int64_t nk, int64_t n,
+    const void* const* pk, const void* const* pv, size_t k_bytes, size_t v_bytes, CMLC_FA_T* s) {
   typedef CMLC_FA_T T;
   typedef CMLC_FA_V V;
   enum { W = CMLC_FA_W, BK = CMLC_FA_BK };
@@ -112,8 +111,8 @@ static inline __attribute__((always_inline)) CMLC_FA_ATTR void CMLC_FA_NAME(dec_
 // elements): C vectors of dvp at a time (R x C <= 8 accumulators), each v load serving the R
 // rows.
 static inline __attribute__((always_inline)) CMLC_FA_ATTR void CMLC_FA_NAME(dec_pv)(
-    const int R, const int64_t* rows, const CMLC_FA_T* alphas, const CMLC_FA_T* sbuf,
-    CMLC_FA_T* ob, int64_t dvp, const CMLC_FA_T* vt, int64_t vs_row, int64_t nk) {
+    const int R, const int64_t* rows, const CMLC_FA_T* alphas, const CMLC_FA_T* sbuf, CMLC_FA_T* ob,
+    int64_t dvp, const CMLC_FA_T* vt, int64_t vs_row, int64_t nk) {
   typedef CMLC_FA_T T;
   typedef CMLC_FA_V V;
   enum { W = CMLC_FA_W, BK = CMLC_FA_BK };
@@ -244,12 +243,12 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
     // reads with them while they fit in CMLC_FA_PF_V_BYTES (a decoder step reads its whole KV
     // cache from memory here: both streams are then in flight at once).
     const size_t k_row_bytes = (size_t)d * elem_bytes, v_row_bytes = (size_t)dv * elem_bytes;
-    const int64_t v_pf_end =
-        (size_t)kv_end * v_row_bytes <= CMLC_FA_PF_V_BYTES ? kv_end : 0;
+    const int64_t v_pf_end = (size_t)kv_end * v_row_bytes <= CMLC_FA_PF_V_BYTES ? kv_end : 0;
     int kpf = 0, vpf = 0;  // the parts of the rows prefetched
     for (int64_t j = 0; j < CMLC_FA_PF_ROWS && j < c->kv_seq; ++j) {
       cmlc__fa_prefetch(cmlc__fa_row(kp, &kpf, b, hk, j, elem_bytes), k_row_bytes);
-      if (j < v_pf_end) cmlc__fa_prefetch(cmlc__fa_row(vp, &vpf, b, hk, j, elem_bytes), v_row_bytes);
+      if (j < v_pf_end)
+        cmlc__fa_prefetch(cmlc__fa_row(vp, &vpf, b, hk, j, elem_bytes), v_row_bytes);
     }
     for (int p = 0; p < kp->count; ++p) {
       const int64_t* st = kp->str[p];

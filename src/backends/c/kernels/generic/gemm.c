@@ -13,7 +13,8 @@
 // (each sliver is then used by one pass of calls, so a copy would only add memory traffic; the
 // next sliver is prefetched instead). Tasks never split K, and a tile's arithmetic does not
 // depend on which thread runs it or where it sits (edges are masked, not recomputed), so
-// results are identical for any thread count. Many small batched products run one whole batch per task instead.
+// results are identical for any thread count. Many small batched products run one whole batch per
+// task instead.
 //
 // Packing reads operands through offset tables (any axis layout); when a table is affine
 // (offset = index * stride, the common row-major and transposed cases) it uses the stride
