@@ -49,6 +49,10 @@ static bool cml_fuzz_same_shape(const cml_shape_t* a, const cml_shape_t* b) {
   return true;
 }
 
+// Room for a formatted shape with every axis named with the longest name, "name=?, " each (a
+// smaller buffer truncates the text, which then rightly fails to parse).
+#define CML_FUZZ_SHAPE_TEXT (CML_MAX_RANK * (CML_MAX_AXIS_NAME_LEN + 24) + 64)
+
 int cml_fuzz_shape_parse(const uint8_t* data, size_t size) {
   char* text = cml_fuzz_text(data, size);
   if (!text) return 0;
@@ -57,7 +61,7 @@ int cml_fuzz_shape_parse(const uint8_t* data, size_t size) {
   if (st == CML_OK) {
     cml_fuzz_check_shape(&s, "cml_shape_parse");
     // Round trip: format, parse again, same shape.
-    char formatted[CML_MAX_RANK * 24 + 64];
+    char formatted[CML_FUZZ_SHAPE_TEXT];
     cml_shape_format(&s, formatted, sizeof formatted);
     cml_shape_t again;
     st = cml_shape_parse(formatted, &again);
@@ -104,7 +108,7 @@ int cml_fuzz_shape_parse(const uint8_t* data, size_t size) {
       cml_fuzz_check_shape(&raw, "cml_shape_init");
       size_t bytes = cml_shape_byte_size(&raw);
       if (bytes > ((size_t)1 << 62)) cml_fuzz_violation("cml_shape_init: %zu bytes", bytes);
-      char formatted[CML_MAX_RANK * 24 + 64];
+      char formatted[CML_FUZZ_SHAPE_TEXT];
       cml_shape_format(&raw, formatted, sizeof formatted);
       cml_shape_t again;
       st = cml_shape_parse(formatted, &again);
@@ -125,7 +129,7 @@ int cml_fuzz_shape_parse(const uint8_t* data, size_t size) {
   if (size >= sizeof(cml_shape_t)) {
     cml_shape_t garbage;
     memcpy(&garbage, data, sizeof garbage);
-    char formatted[CML_MAX_RANK * 24 + 64];
+    char formatted[CML_FUZZ_SHAPE_TEXT];
     cml_shape_format(&garbage, formatted, sizeof formatted);
     int64_t count = cml_shape_element_count(&garbage);
     if (count < 0) cml_fuzz_violation("cml_shape_element_count: %lld", (long long)count);
