@@ -271,6 +271,10 @@ typedef struct CMLC_GEMM_N(gemm_ctx_t) {
   // Tile mode state for the current (b, jc, pc).
   int64_t b, jc, nc, pc, kc;
   int64_t slivers, slivers_per_chunk, n_chunks;
+  // Several tasks share each A block (its B slivers split among them): every A block of the
+  // current (b, pc) is packed once, block ib into thread ib's A buffer, before the tile tasks.
+  bool a_shared;
+  int64_t a_slivers;  // MR-row slivers per A block (a_shared)
   CMLC_GEMM_T* shared_panel;
   int64_t gemv_chunk;  // outputs per GEMV task
   // Skinny path: A in 16-row slivers and kern.skinny16 reading B in place (16-column slivers).
@@ -377,6 +381,24 @@ static void CMLC_GEMM_N(gemm_pack_b_task)(void* vctx, int64_t begin, int64_t end
   (&c->p->b, &c->b_acc, c->b, c->jc, c->nc, c->pc, c->kc, c->kern.nr, begin, end, c->shared_panel);
 }
 
+// a_shared: packs MR-row slivers [begin, end) of the A blocks (block t / a_slivers).
+static void CMLC_GEMM_N(gemm_pack_a_task)(void* vctx, int64_t begin, int64_t end,
+                                          int thread_index) {
+  (void)thread_index;
+  CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  const int64_t mr = c->kern.mr;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t ib = t / c->a_slivers, s = t % c->a_slivers;
+    const int64_t ic = ib * c->sz.mc + s * mr;
+    const int64_t block_end = CMLC_GEMM_N(gemm_min)(ib * c->sz.mc + c->sz.mc, c->p->m);
+    if (ic >= block_end) continue;
+    CMLC_GEMM_T* dst = CMLC_GEMM_N(gemm_thread_a)(c, (int)ib) + s * mr * c->kc;
+    CMLC_GEMM_N(gemm_pack_a)
+    (&c->p->a, &c->a_acc, c->b, ic, CMLC_GEMM_N(gemm_min)(mr, block_end - ic), c->pc, c->kc,
+     (int)mr, dst);
+  }
+}
+
 static void CMLC_GEMM_N(gemm_tile_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
   CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
   CMLC_GEMM_T* abuf = CMLC_GEMM_N(gemm_thread_a)(c, thread_index);
@@ -386,7 +408,11 @@ static void CMLC_GEMM_N(gemm_tile_task)(void* vctx, int64_t begin, int64_t end, 
     int64_t mc = CMLC_GEMM_N(gemm_min)(c->sz.mc, c->p->m - ic);
     int64_t s0 = chunk * c->slivers_per_chunk;
     int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, s0 + c->slivers_per_chunk);
-    CMLC_GEMM_N(gemm_pack_a)(&c->p->a, &c->a_acc, c->b, ic, mc, c->pc, c->kc, c->kern.mr, abuf);
+    if (c->a_shared) {
+      abuf = CMLC_GEMM_N(gemm_thread_a)(c, (int)ib);
+    } else {
+      CMLC_GEMM_N(gemm_pack_a)(&c->p->a, &c->a_acc, c->b, ic, mc, c->pc, c->kc, c->kern.mr, abuf);
+    }
     const CMLC_GEMM_T* panel =
         c->b_packed ? CMLC_GEMM_N(gemm_packed_panel)(c, c->jc, c->pc) : c->shared_panel;
     CMLC_GEMM_N(gemm_tiles)(c, c->b, ic, mc, c->jc, c->nc, c->pc, c->kc, abuf, panel, s0, s1);
@@ -690,12 +716,21 @@ static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(
       if (n_chunks > c.slivers) n_chunks = c.slivers;
       c.slivers_per_chunk = (c.slivers + n_chunks - 1) / n_chunks;
       c.n_chunks = (c.slivers + c.slivers_per_chunk - 1) / c.slivers_per_chunk;
+      // Tasks that split one A block's slivers would each pack that block again: pack every
+      // block once first (in parallel), into the per-thread A buffers, one block per buffer.
+      c.a_shared = c.n_chunks > 1 && ic_blocks <= (int64_t)c.threads;
+      c.a_slivers = (c.sz.mc + c.kern.mr - 1) / c.kern.mr;
       for (int64_t pc = 0; pc < p->k; pc += c.sz.kc) {
         c.pc = pc;
         c.kc = CMLC_GEMM_N(gemm_min)(c.sz.kc, p->k - pc);
         if (!c.direct_b && !c.b_packed) {
           int64_t pack_chunk = (int64_t)(16384 / (c.kc * c.kern.nr)) + 1;
           cmlc_parallel_for(pool, c.slivers, pack_chunk, CMLC_GEMM_N(gemm_pack_b_task), &c);
+        }
+        if (c.a_shared) {
+          int64_t pack_chunk = (int64_t)(16384 / (c.kc * c.kern.mr)) + 1;
+          cmlc_parallel_for(pool, ic_blocks * c.a_slivers, pack_chunk,
+                            CMLC_GEMM_N(gemm_pack_a_task), &c);
         }
         cmlc_parallel_for(pool, ic_blocks * c.n_chunks, 1, CMLC_GEMM_N(gemm_tile_task), &c);
       }
