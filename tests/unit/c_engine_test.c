@@ -4,6 +4,7 @@
 // stable and custom comparators, concurrent execution from 4 threads, donation, outputs
 // aliasing inputs. Expected values are hand-computed or come from plain loops here.
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "cml/cml.h"
 #include "test.h"
@@ -320,6 +321,118 @@ TEST(donation_and_output_aliasing) {
   cml_backend_release(backend);
 }
 
+// Live bytes and large allocations of a counting allocator (the storage cache test).
+typedef struct ce_counting_t {
+  pthread_mutex_t mutex;
+  long long live;
+  long large;  // allocations of 256 KiB or more
+} ce_counting_t;
+
+static void* ce_counting_fn(void* self, void* ptr, size_t old_size, size_t new_size, size_t align) {
+  ce_counting_t* a = (ce_counting_t*)self;
+  if (new_size == 0) {
+    if (ptr) {
+      pthread_mutex_lock(&a->mutex);
+      a->live -= (long long)old_size;
+      pthread_mutex_unlock(&a->mutex);
+      free(ptr);
+    }
+    return NULL;
+  }
+  if (ptr) return NULL;  // the backend never reallocates
+  void* p = NULL;
+  if (posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align, new_size) != 0) return NULL;
+  pthread_mutex_lock(&a->mutex);
+  a->live += (long long)new_size;
+  if (new_size >= (256 << 10)) a->large++;
+  pthread_mutex_unlock(&a->mutex);
+  return p;
+}
+
+static cml_buffer_t* ce_shared(cml_backend_t* b, cml_shape_t s, void** data) {
+  cml_buffer_t* buf = NULL;
+  cml_status_t st = cml_buffer_create_shared(b, 0, &s, &buf, data);
+  if (st != CML_OK) {
+    fprintf(stderr, "shared buffer: %s\n", cml_status_message(st));
+    cml_status_free(st);
+  }
+  return buf;
+}
+
+// The c backend keeps freed storage of 256 KiB .. 128 MiB for the next buffer of the same size
+// (backend.c, the storage cache): a loop that executes and releases its results allocates no
+// new large memory after its first round and computes the right values in reused memory; a
+// released buffer's storage comes back to the next buffer of its size; another size gets new
+// memory; at most 16 entries are kept; larger storage is freed at once; releasing the backend
+// frees everything.
+TEST(storage_cache_reuses_released_results) {
+  ce_counting_t counting = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+  cml_allocator_t alloc = {&counting, ce_counting_fn};
+  cml_backend_t* backend = NULL;
+  ASSERT_STATUS_OK(cml_backend_create("c:threads=2", alloc, &backend));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(backend, "twice", &b));
+  cml_function_t* f = cml_builder_main(b);
+  enum { N = 1 << 18 };  // 1 MiB of f32
+  cml_shape_t sv = ce_vec(CML_DTYPE_F32, N);
+  cml_value_t x = cml_parameter(f, "x", &sv);
+  cml_value_t y = cml_op_add(f, x, x);
+  ASSERT_STATUS_OK(cml_function_return(f, &y, 1));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  float* got = malloc(sizeof(float) * N);
+  ASSERT_TRUE(got != NULL);
+  long large_after_first = 0;
+  for (int round = 0; round < 4; ++round) {
+    float* in_data = NULL;
+    cml_buffer_t* in = ce_shared(backend, sv, (void**)&in_data);
+    ASSERT_TRUE(in != NULL);
+    for (int i = 0; i < N; ++i) in_data[i] = (float)(i % 1000) + (float)round;
+    cml_buffer_t* out = NULL;
+    ASSERT_STATUS_OK(cml_executable_execute(exe, &in, 1, NULL, 0, &out));
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out, got, sizeof(float) * N));
+    for (int i = 0; i < N; ++i) ASSERT_EQ_DBL(got[i], 2.0 * ((i % 1000) + round));
+    cml_buffer_release(out);
+    cml_buffer_release(in);
+    if (round == 0) large_after_first = counting.large;
+  }
+  ASSERT_EQ_INT((int)(counting.large - large_after_first), 0);
+  // The storage of a released buffer is the next one's of its size.
+  void *pa = NULL, *pb = NULL;
+  cml_buffer_t* a = ce_shared(backend, sv, &pa);
+  ASSERT_TRUE(a != NULL);
+  cml_buffer_release(a);
+  cml_buffer_t* bb = ce_shared(backend, sv, &pb);
+  ASSERT_TRUE(bb != NULL && pb == pa);
+  cml_buffer_release(bb);
+  // Another size: new memory.
+  const long large_before = counting.large;
+  cml_buffer_t* o = ce_shared(backend, ce_vec(CML_DTYPE_F32, N + 64), &pa);
+  ASSERT_TRUE(o != NULL);
+  ASSERT_EQ_INT((int)(counting.large - large_before), 1);
+  cml_buffer_release(o);
+  // 40 released 1 MiB buffers: at most 16 entries stay (plus the few small allocations the
+  // backend and the executable hold).
+  cml_buffer_t* many[40];
+  for (int i = 0; i < 40; ++i) {
+    many[i] = ce_shared(backend, sv, &pa);
+    ASSERT_TRUE(many[i] != NULL);
+  }
+  for (int i = 0; i < 40; ++i) cml_buffer_release(many[i]);
+  ASSERT_TRUE(counting.live < 17LL * (N * 4LL));
+  // Storage above half the cache's 256 MiB is freed at once.
+  const long long live_small = counting.live;
+  cml_buffer_t* h = ce_shared(backend, ce_vec(CML_DTYPE_F32, (int64_t)40 << 20), &pa);  // 160 MiB
+  ASSERT_TRUE(h != NULL);
+  cml_buffer_release(h);
+  ASSERT_TRUE(counting.live <= live_small);
+  free(got);
+  cml_executable_release(exe);
+  cml_backend_release(backend);
+  ASSERT_TRUE(counting.live == 0);
+}
+
 // While state written in place: the body computes most results straight into the loop's state
 // (exec.c), so every way a result can reach the state must still give the right values: a
 // kernel result (a), an in-place elementwise chain (t = a + 1; a' = t * 1, then a Dynamic-
@@ -407,4 +520,5 @@ TEST(while_state_written_in_place) {
 
 TEST_MAIN(TEST_ENTRY(while_sum_1_to_10), TEST_ENTRY(while_state_written_in_place),
           TEST_ENTRY(concurrent_execution_from_4_threads), TEST_ENTRY(call_if_and_nested_captures),
-          TEST_ENTRY(sort_stable_and_custom), TEST_ENTRY(donation_and_output_aliasing))
+          TEST_ENTRY(sort_stable_and_custom), TEST_ENTRY(donation_and_output_aliasing),
+          TEST_ENTRY(storage_cache_reuses_released_results))

@@ -60,6 +60,79 @@ static void cmlc_advise_huge_pages(void* data, size_t size) {
 #endif
 }
 
+// The storage cache: storage of at least CMLC_STORAGE_CACHE_MIN bytes goes back to it when a
+// buffer is freed, while the cache holds at most CMLC_STORAGE_CACHE_MAX bytes (the oldest entry
+// is freed to make room); a new buffer takes the newest entry of exactly its rounded size.
+// Smaller storage is left to the allocator, which recycles it well; larger is always freed.
+#define CMLC_STORAGE_CACHE_MIN ((size_t)256 << 10)
+#define CMLC_STORAGE_CACHE_MAX ((size_t)256 << 20)
+
+static void* cmlc_storage_take(cmlc_backend_t* backend, size_t size) {
+  cmlc_storage_cache_t* c = &backend->storage_cache;
+  if (size < CMLC_STORAGE_CACHE_MIN || !backend->storage_cache_ready) return NULL;
+  void* data = NULL;
+  pthread_mutex_lock(&c->mutex);
+  for (int i = c->count - 1; i >= 0; --i) {
+    if (c->size[i] != size) continue;
+    data = c->data[i];
+    c->bytes -= size;
+    memmove(&c->data[i], &c->data[i + 1], sizeof c->data[0] * (size_t)(c->count - 1 - i));
+    memmove(&c->size[i], &c->size[i + 1], sizeof c->size[0] * (size_t)(c->count - 1 - i));
+    --c->count;
+    break;
+  }
+  pthread_mutex_unlock(&c->mutex);
+  return data;
+}
+
+// Keeps |data| (|size| bytes) for reuse, or frees it; so does every entry it displaces.
+static void cmlc_storage_give(cmlc_backend_t* backend, void* data, size_t size) {
+  cml_allocator_t alloc = backend->base.allocator;
+  cmlc_storage_cache_t* c = &backend->storage_cache;
+  if (size < CMLC_STORAGE_CACHE_MIN || size > CMLC_STORAGE_CACHE_MAX / 2 ||
+      !backend->storage_cache_ready) {
+    cml_allocator_free(alloc, data, size);
+    return;
+  }
+  void* evicted[CMLC_STORAGE_CACHE_SLOTS];
+  size_t evicted_size[CMLC_STORAGE_CACHE_SLOTS];
+  int n_evicted = 0;
+  pthread_mutex_lock(&c->mutex);
+  while (c->count > 0 &&
+         (c->count == CMLC_STORAGE_CACHE_SLOTS || c->bytes + size > CMLC_STORAGE_CACHE_MAX)) {
+    evicted[n_evicted] = c->data[0];
+    evicted_size[n_evicted++] = c->size[0];
+    c->bytes -= c->size[0];
+    memmove(&c->data[0], &c->data[1], sizeof c->data[0] * (size_t)(c->count - 1));
+    memmove(&c->size[0], &c->size[1], sizeof c->size[0] * (size_t)(c->count - 1));
+    --c->count;
+  }
+  c->data[c->count] = data;
+  c->size[c->count++] = size;
+  c->bytes += size;
+  pthread_mutex_unlock(&c->mutex);
+  for (int i = 0; i < n_evicted; ++i) cml_allocator_free(alloc, evicted[i], evicted_size[i]);
+}
+
+// Frees every cached storage (backend destruction, or an allocation that failed); returns
+// whether there was any.
+static bool cmlc_storage_drain(cmlc_backend_t* backend) {
+  if (!backend->storage_cache_ready) return false;
+  cmlc_storage_cache_t* c = &backend->storage_cache;
+  for (bool freed = false;; freed = true) {
+    pthread_mutex_lock(&c->mutex);
+    void* data = c->count > 0 ? c->data[c->count - 1] : NULL;
+    size_t size = c->count > 0 ? c->size[c->count - 1] : 0;
+    if (c->count > 0) {
+      --c->count;
+      c->bytes -= size;
+    }
+    pthread_mutex_unlock(&c->mutex);
+    if (!data) return freed;
+    cml_allocator_free(backend->base.allocator, data, size);
+  }
+}
+
 cml_status_t cmlc_buffer_wrap(cmlc_backend_t* backend, int device, const cml_shape_t* shape,
                               void* data, size_t size, cmlc_buffer_t** out_buffer) {
   *out_buffer = NULL;
@@ -84,7 +157,11 @@ cml_status_t cmlc_buffer_create(cmlc_backend_t* backend, int device, const cml_s
   size_t size = 0;
   if (bytes > 0) {
     size = cmlc_round_up(bytes, CMLC_ALIGNMENT);
-    data = cml_allocator_malloc(alloc, size, CMLC_ALIGNMENT);
+    data = cmlc_storage_take(backend, size);
+    if (!data) data = cml_allocator_malloc(alloc, size, CMLC_ALIGNMENT);
+    // What the cache holds may be what is missing.
+    if (!data && cmlc_storage_drain(backend))
+      data = cml_allocator_malloc(alloc, size, CMLC_ALIGNMENT);
     if (!data) {
       char text[160];
       return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
@@ -108,7 +185,7 @@ void cmlc_buffer_free(cml_buffer_t* buffer) {
   if (!buffer) return;
   cmlc_buffer_t* b = (cmlc_buffer_t*)buffer;
   cml_allocator_t alloc = buffer->backend->allocator;
-  if (b->data) cml_allocator_free(alloc, b->data, b->size);
+  if (b->data) cmlc_storage_give((cmlc_backend_t*)buffer->backend, b->data, b->size);
   b->data = NULL;
   // Release the backend last: it may be the last reference.
   cml_backend_t* backend = buffer->backend;
@@ -322,6 +399,8 @@ static void cmlc_backend_destroy(cml_backend_t* backend) {
   cml_allocator_t alloc = backend->allocator;
   cmlc_crew_destroy(b->crew);
   cmlc_pool_destroy(b->pool);
+  (void)cmlc_storage_drain(b);
+  if (b->storage_cache_ready) pthread_mutex_destroy(&b->storage_cache.mutex);
   if (b->device_descriptions) {
     for (int i = 0; i < backend->device_count; ++i) {
       cml__runtime_strfree(alloc, b->device_descriptions[i]);
@@ -476,6 +555,7 @@ static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allo
     return st;
   }
   b->options = options;
+  b->storage_cache_ready = pthread_mutex_init(&b->storage_cache.mutex, NULL) == 0;
   // From here on cmlc_backend_destroy cleans up whatever exists.
   b->device_descriptions =
       cml_allocator_malloc(allocator, sizeof(char*) * (size_t)global_devices, CMLC_ALIGNMENT);

@@ -55,12 +55,28 @@ int cmlc_cpu_count(void);
 
 //===--- backend and buffers (backend.c) ---===//
 
+// Freed buffer storage kept for the next buffer of the same size (backend.c): a loop that
+// executes and releases its results gets warm, already mapped memory back instead of fresh
+// pages from the kernel (a page fault and a page clear per 4 KiB, or per 2 MiB huge page).
+enum {
+  CMLC_STORAGE_CACHE_SLOTS = 16,
+};
+typedef struct cmlc_storage_cache_t {
+  pthread_mutex_t mutex;
+  int count;                              // entries in use: [0, count), oldest first
+  size_t bytes;                           // their total size
+  void* data[CMLC_STORAGE_CACHE_SLOTS];   // storage, CMLC_ALIGNMENT-aligned
+  size_t size[CMLC_STORAGE_CACHE_SLOTS];  // its allocated size
+} cmlc_storage_cache_t;
+
 typedef struct cmlc_backend_t {
   cml_backend_t base;  // must stay first
   cmlc_options_t options;
   cmlc_pool_t* pool;
   char** device_descriptions;  // options.devices entries
   struct cmlc_crew_t* crew;    // slot threads of SPMD executions (NULL with one device)
+  cmlc_storage_cache_t storage_cache;
+  bool storage_cache_ready;  // its mutex was initialized
 } cmlc_backend_t;
 
 typedef struct cmlc_buffer_t {
