@@ -104,12 +104,33 @@ static void CMLC_GEMM_N(gemm_pack_a)(const cmlc__gemm_operand_t* a,
     CMLC_GEMM_T* sliver = dst + i * kc;
     int rows = (int)CMLC_GEMM_N(gemm_min)(mr, mc - i);
     if (native && acc->row_stride == 1 && acc->col_stride != CMLC_GEMM_NOT_AFFINE && rows == mr) {
-      // Transposed A (rows contiguous): one contiguous run of MR values per k.
+      // Transposed A (rows contiguous): one contiguous run of MR values per k, copied with a
+      // constant size for the kernels' MR (a few vector moves instead of an element loop).
       const CMLC_GEMM_T* src = (const CMLC_GEMM_T*)a->data + boff + (ic + i) + pc * acc->col_stride;
-      for (int64_t kk = 0; kk < kc; ++kk) {
-        const CMLC_GEMM_T* s = src + kk * acc->col_stride;
-        for (int r = 0; r < mr; ++r) sliver[kk * mr + r] = s[r];
+      const int64_t ld = acc->col_stride;
+#define CMLC_GEMM_PACK_AT_(MR)        \
+  for (int64_t kk = 0; kk < kc; ++kk) \
+    memcpy(sliver + kk * (MR), src + kk * ld, (size_t)(MR) * sizeof(CMLC_GEMM_T));
+      switch (mr) {
+        case 16:
+          CMLC_GEMM_PACK_AT_(16)
+          break;
+        case 12:
+          CMLC_GEMM_PACK_AT_(12)
+          break;
+        case 6:
+          CMLC_GEMM_PACK_AT_(6)
+          break;
+        case 4:
+          CMLC_GEMM_PACK_AT_(4)
+          break;
+        default:
+          for (int64_t kk = 0; kk < kc; ++kk) {
+            const CMLC_GEMM_T* s = src + kk * ld;
+            for (int r = 0; r < mr; ++r) sliver[kk * mr + r] = s[r];
+          }
       }
+#undef CMLC_GEMM_PACK_AT_
       continue;
     }
     if (acc->widen && acc->row_stride == 1 && acc->col_stride != CMLC_GEMM_NOT_AFFINE &&
