@@ -4,7 +4,8 @@
 // an SGD update, c vs c:reference vs xla:cpu; and of one pre-norm transformer block (d 256,
 // 4 heads, seq 128, batch 8: layer norm, QKV projection, causal FusedScaledDotProductAttention,
 // output projection, layer norm, gelu MLP 256-1024-256, residuals; squared-error loss): the
-// forward loss alone, and loss + gradients + AdamW. Run the block with
+// forward loss alone, loss + gradients + AdamW, and the gradient graph alone (loss and
+// gradients, the gradients concatenated as the output). Run the block with
 // -b c -b c:fusion=false -b xla:cpu to compare the fused ops (native kernels and VJPs) with the
 // same graph decomposed, and with XLA. A step's output is the updated parameters concatenated
 // (one output keeps every gradient live).
@@ -136,6 +137,7 @@ static cml_value_t build_block(cml_function_t* f, const bench_case_t* c) {
   }
   for (int i = 0; i < TB_P; ++i) g[i] = flatten(f, g[i]);
   cml_value_t grad = cml_op_concatenate(f, 0, g, TB_P);
+  if (c->dims[TR_STEP] == 2) return grad;  // the gradient graph alone
   cml_value_t m = bench_param(f, "m", dt, 1, &total), v = bench_param(f, "v", dt, 1, &total);
   cml_value_t step = bench_param(f, "step", dt, 0, NULL);
   // Valid optimizer state from the runner's inputs: v >= 0, step >= 1.
@@ -155,7 +157,7 @@ static cml_value_t build_block(cml_function_t* f, const bench_case_t* c) {
 int main(int argc, char** argv) {
   bench_options_t opts;
   if (!bench_parse_args(&opts, argc, argv, "MLP training step (gradients + SGD)")) return 2;
-  bench_case_t cases[4];
+  bench_case_t cases[5];
   double fwd = 2.0 * 128 * (double)(kIn * kHidden + kHidden * kOut);
   for (int step = 0; step < 2; ++step) {
     bench_case_t* c = &cases[step];
@@ -173,7 +175,9 @@ int main(int argc, char** argv) {
   // The block: projections 2 n D (3D + D + 2F) flops, attention 4 B S^2 D (causal: in full).
   const double n = TB_B * TB_S;
   double block = 2.0 * n * TB_D * (4.0 * TB_D + 2.0 * TB_F) + 4.0 * TB_B * TB_S * TB_S * TB_D;
-  for (int step = 0; step < 2; ++step) {
+  static const char* const kBlockCase[3] = {"forward loss", "train step (loss, gradients, AdamW)",
+                                            "gradient graph (loss and gradients)"};
+  for (int step = 0; step < 3; ++step) {
     bench_case_t* c = &cases[2 + step];
     memset(c, 0, sizeof *c);
     c->group = "train";
@@ -182,9 +186,8 @@ int main(int argc, char** argv) {
     c->dims[TR_STEP] = step;
     c->flops = step ? 3 * block : block;
     c->heavy = true;
-    bench_case_name(c, "f32 transformer block d256 h4 seq 128 batch 8: %s",
-                    step ? "train step (loss, gradients, AdamW)" : "forward loss");
+    bench_case_name(c, "f32 transformer block d256 h4 seq 128 batch 8: %s", kBlockCase[step]);
   }
-  bench_run(&opts, cases, 4);
+  bench_run(&opts, cases, 5);
   return bench_finish(&opts);
 }

@@ -111,6 +111,8 @@ typedef enum cmlc_storage_t {
   CMLC_STORAGE_ALIAS,     // the storage of value |index| (set when the node runs)
   CMLC_STORAGE_OUTPUT,    // main only: written straight into output buffer |index|
   CMLC_STORAGE_EMPTY,     // zero bytes: points at cmlc_empty_storage
+  CMLC_STORAGE_PART,      // main only: |offset| bytes into output value |index|'s buffer (a
+                          // Concatenate operand computed where the Concatenate puts it)
 } cmlc_storage_t;
 
 typedef struct cmlc_value_plan_t {
@@ -206,6 +208,7 @@ typedef struct cmlc_opt_stats_t {
   uint32_t prepared;      // kernel steps with data prepared from constant inputs (entry.prepare)
   uint32_t segmented;     // Concatenates never run: their consumer reads the operands in place
   uint32_t transposes_folded;  // Transpose operands of Dot/DotGeneral read in place
+  uint32_t concat_placed;      // Concatenate operands computed in place in its output
 } cmlc_opt_stats_t;
 
 // A block of folded constant data owned by an executable (data follows the header).
@@ -236,6 +239,9 @@ typedef struct cmlc_executable_t {
   // has no collective), which keys the rendezvous' per-slot round counters.
   uint32_t* collective_index;
   uint32_t collective_count;
+  // Main's PART values (pointers set once the output buffers exist; NULL: none).
+  uint32_t* out_parts;
+  uint32_t out_part_count;
   // Free list of execution contexts (guarded by |mutex|).
   pthread_mutex_t mutex;
   struct cmlc_context_t* free_contexts;
@@ -302,6 +308,12 @@ typedef struct cmlc_planner_t {
   const void** value_data;  // constant data of CONST values (Constant nodes and folded ones)
   uint32_t* uses;           // value -> number of distinct consuming nodes (fusion)
   uint32_t* position;       // node -> its position in its function's node list (fusion)
+  // Concatenate operands computed in place (per root value): the Concatenate's output value
+  // (0: none) and the byte offset of the operand in it; per Concatenate output: its block was
+  // allocated at the first such operand's producer.
+  uint32_t* place_parent;
+  size_t* place_offset;
+  bool* place_early;
 } cmlc_planner_t;
 
 // Finds the kernel implementing |n| (UNIMPLEMENTED naming the op and dtypes when none does).

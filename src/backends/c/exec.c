@@ -555,6 +555,11 @@ static cml_status_t cmlc_slot_prepare(cmlc_slot_t* slot, const cml_execute_contr
     slot->out_results[o] = &b->base;
     ptrs[r] = b->data;
   }
+  // Concatenate operands computed in place in an output buffer.
+  for (uint32_t k = 0; k < exe->out_part_count; ++k) {
+    const cmlc_value_plan_t* vp = &exe->values[exe->out_parts[k]];
+    ptrs[exe->out_parts[k]] = (uint8_t*)ptrs[vp->index] + vp->offset;
+  }
   return CML_OK;
 }
 

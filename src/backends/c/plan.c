@@ -409,6 +409,102 @@ static cml_status_t cmlc_plan_prepare(cmlc_planner_t* p, const cml_ir_node_t* n,
   return CML_OK;
 }
 
+// Concatenate operands computed in place (fusion option only). When every axis before a
+// Concatenate's axis has size 1, each operand is one contiguous run of the output; an operand
+// that nothing else reads, produced by a kernel or fused step of the same function, then has
+// its producer write straight into that run: its storage becomes a window of the
+// Concatenate's output (an offset into the output's arena block, which is allocated when the
+// first such producer runs; or, for a main output, PART of the output buffer), and the
+// Concatenate kernel skips the runs already in place. Runs must start and end on
+// CMLC_ALIGNMENT boundaries (kernels may store whole aligned vectors up to the rounded size of
+// their output). Fills p->place_parent / place_offset for function |fi|.
+static cml_status_t cmlc_plan_place_concats(cmlc_planner_t* p, uint32_t fi) {
+  const cml_module_t* m = p->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  cmlc_executable_t* exe = p->exe;
+  uint32_t* uses = cmlc_plan_calloc(p->alloc, m->value_count, sizeof *uses);
+  if (!uses) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  // Reads of each root by what runs; captures and returned values count as more than one.
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const uint32_t ni = f->nodes[i];
+    if (!p->needed[ni]) continue;
+    const cml_ir_node_t* n = &m->nodes[ni];
+    // An alias (Reshape...) shares its operand's root: its readers count, not the alias.
+    if (p->node_state[ni] == CMLC_NODE_PLAIN && cmlc_plan_is_alias_op(m, n)) continue;
+    const cmlc_plan_inputs_t ins = cmlc_plan_inputs(p, ni);
+    for (uint32_t k = 0; k < ins.count; ++k) ++uses[p->root[cmlc_plan_input_at(&ins, k)]];
+    if (p->node_state[ni] != CMLC_NODE_PLAIN) continue;
+    for (uint32_t k = 0; k < cmlc_plan_function_ref_count(n->op); ++k) {
+      const cml_ir_function_t* cf = &m->functions[n->attrs->functions[k]];
+      for (uint32_t c = 0; c < cf->capture_count; ++c) uses[p->root[cf->captures_outer[c]]] += 2;
+    }
+  }
+  for (uint32_t o = 0; o < f->output_count; ++o) uses[p->root[f->outputs[o]]] += 2;
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = cmlc_plan_node(exe, ni);
+    if (!p->needed[ni] || p->node_state[ni] != CMLC_NODE_PLAIN || n->op != CML_OP_CONCATENATE ||
+        (exe->parts_of && exe->parts_of[ni])) {
+      continue;
+    }
+    const uint32_t cv = n->first_output;
+    const cml_shape_t* os = &m->values[cv].shape;
+    const uint8_t storage = exe->values[cv].storage;
+    if (p->root[cv] != cv || (storage != CMLC_STORAGE_NONE && storage != CMLC_STORAGE_OUTPUT)) {
+      continue;
+    }
+    bool contiguous = true;
+    for (int64_t d = 0; d < n->attrs->axis; ++d) contiguous = contiguous && os->dims[d] == 1;
+    if (!contiguous) continue;
+    size_t at = 0;
+    for (uint32_t k = 0; k < n->input_count; ++k) {
+      const uint32_t u = n->inputs[k], r = p->root[u];
+      const size_t bytes = cml_shape_byte_size(&m->values[u].shape), off = at;
+      at += bytes;
+      if (bytes == 0 || off % CMLC_ALIGNMENT != 0 || bytes % CMLC_ALIGNMENT != 0 || uses[r] != 1 ||
+          p->place_parent[r] || exe->values[r].storage != CMLC_STORAGE_NONE || p->value_data[r] ||
+          cml_shape_byte_size(&m->values[r].shape) != bytes) {
+        continue;
+      }
+      const uint32_t pn = m->values[r].node;
+      const cml_ir_node_t* producer = cmlc_plan_node(exe, pn);
+      if (producer->function != fi || !p->needed[pn] ||
+          (p->node_state[pn] != CMLC_NODE_PLAIN && p->node_state[pn] != CMLC_NODE_FUSED_ROOT) ||
+          cmlc_plan_is_alias_op(m, producer)) {
+        continue;
+      }
+      switch (producer->op) {
+        case CML_OP_PARAMETER:
+        case CML_OP_CONSTANT:
+        case CML_OP_CAPTURED_VALUE:
+        case CML_OP_CALL:
+        case CML_OP_WHILE:
+        case CML_OP_IF:
+        case CML_OP_CONCATENATE:
+          continue;
+        default:
+          break;
+      }
+      p->place_parent[r] = cv;
+      p->place_offset[r] = off;
+      ++exe->stats.concat_placed;
+    }
+  }
+  cmlc_plan_free(p->alloc, uses, m->value_count, sizeof *uses);
+  return CML_OK;
+}
+
+// Records main's PART value |v| (its pointer is set when the output buffers exist).
+static cml_status_t cmlc_plan_add_out_part(cmlc_planner_t* p, uint32_t v) {
+  cmlc_executable_t* exe = p->exe;
+  if (!exe->out_parts) {
+    exe->out_parts = cmlc_plan_calloc(p->alloc, p->module->value_count, sizeof *exe->out_parts);
+    if (!exe->out_parts) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  exe->out_parts[exe->out_part_count++] = v;
+  return CML_OK;
+}
+
 static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t* queue_count) {
   const cml_module_t* m = p->module;
   const cml_ir_function_t* f = &m->functions[fi];
@@ -566,6 +662,8 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
     }
   }
 
+  if (exe->fused_of) CML_RETURN_IF_ERROR(cmlc_plan_place_concats(p, fi));
+
   fp->steps = cmlc_plan_calloc(p->alloc, step_count, sizeof *fp->steps);
   if (!fp->steps) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   fp->step_capacity = step_count;
@@ -631,6 +729,30 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
           vp->size = bytes;
           continue;
         }
+        if (p->place_parent[v]) {
+          // A Concatenate operand computed in place: a window of the Concatenate's output,
+          // never freed on its own (cmlc_plan_place_concats).
+          const uint32_t pv = p->place_parent[v];
+          cmlc_value_plan_t* pp = &exe->values[pv];
+          if (pp->storage == CMLC_STORAGE_OUTPUT) {
+            vp->storage = CMLC_STORAGE_PART;
+            vp->index = pv;
+            CML_RETURN_IF_ERROR(cmlc_plan_add_out_part(p, v));
+          } else {
+            if (!p->place_early[pv]) {
+              pp->storage = CMLC_STORAGE_ARENA;
+              pp->size = cmlc_plan_round(cml_shape_byte_size(&m->values[pv].shape));
+              pp->offset = cmlc_layout_alloc(&p->layout, pp->size);
+              p->place_early[pv] = true;
+            }
+            vp->storage = CMLC_STORAGE_ARENA;
+          }
+          vp->offset = (pp->storage == CMLC_STORAGE_ARENA ? pp->offset : 0) + p->place_offset[v];
+          vp->size = bytes;
+          p->released[v] = true;
+          continue;
+        }
+        if (p->place_early[v]) continue;  // allocated at its first operand's producer
         if (bytes == 0 && n->op != CML_OP_WHILE) {
           vp->storage = CMLC_STORAGE_EMPTY;
           continue;
@@ -811,6 +933,9 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   p.position = cmlc_plan_calloc(alloc, module->node_count, sizeof *p.position);
   p.value_data = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.value_data);
   p.uses = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.uses);
+  p.place_parent = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.place_parent);
+  p.place_offset = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.place_offset);
+  p.place_early = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.place_early);
   const bool fusion = backend->options.fusion && !backend->options.reference;
   if (fusion) {
     exe->fused_of = cmlc_plan_calloc(alloc, module->node_count, sizeof *exe->fused_of);
@@ -819,7 +944,8 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   cml_status_t st = CML_OK;
   if (!exe->values || !exe->functions || !p.needed || !p.root || !p.last_use || !p.released ||
       !p.queue || !p.queued || !p.layout.free_blocks || !p.node_state || !p.node_link ||
-      !p.position || !p.value_data || !p.uses || (fusion && (!exe->fused_of || !exe->parts_of))) {
+      !p.position || !p.value_data || !p.uses || !p.place_parent || !p.place_offset ||
+      !p.place_early || (fusion && (!exe->fused_of || !exe->parts_of))) {
     st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
   uint32_t queue_count = 0;
@@ -875,6 +1001,9 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   cmlc_plan_free(alloc, p.node_link, module->node_count, sizeof *p.node_link);
   cmlc_plan_free(alloc, (const void*)p.value_data, module->value_count, sizeof *p.value_data);
   cmlc_plan_free(alloc, p.uses, module->value_count, sizeof *p.uses);
+  cmlc_plan_free(alloc, p.place_parent, module->value_count, sizeof *p.place_parent);
+  cmlc_plan_free(alloc, p.place_offset, module->value_count, sizeof *p.place_offset);
+  cmlc_plan_free(alloc, p.place_early, module->value_count, sizeof *p.place_early);
   return st;
 }
 
@@ -896,6 +1025,9 @@ void cmlc_plan_deinit(cmlc_executable_t* exe) {
     cmlc_plan_free(alloc, exe->functions, m->function_count, sizeof *exe->functions);
   }
   cmlc_plan_free(alloc, exe->values, m->value_count, sizeof *exe->values);
+  cmlc_plan_free(alloc, exe->out_parts, m->value_count, sizeof *exe->out_parts);
+  exe->out_parts = NULL;
+  exe->out_part_count = 0;
   if (exe->fused_of) {
     for (uint32_t ni = 0; ni < m->node_count; ++ni) cmlc_fused_destroy(alloc, exe->fused_of[ni]);
     cmlc_plan_free(alloc, exe->fused_of, m->node_count, sizeof *exe->fused_of);

@@ -170,9 +170,18 @@ static cml_status_t cmlc_mv_concatenate(const cmlc_kernel_args_t* args) {
   const size_t es = cmlc_dtype_size(os->dtype);
   int64_t ostrides[CML_MAX_RANK];
   cmlc_row_major_strides(os->rank, os->dims, ostrides);
+  // Operands that are contiguous runs of the output may already be in place (the planner lets
+  // their producers write there: plan.c, cmlc_plan_place_concats).
+  bool runs = true;
+  for (int64_t d = 0; d < axis; ++d) runs = runs && os->dims[d] == 1;
   int64_t offset = 0;
   for (uint32_t k = 0; k < args->input_count; ++k) {
     const cml_shape_t* xs = args->input_shapes[k];
+    if (runs && (const char*)args->inputs[k] ==
+                    (const char*)args->outputs[0] + offset * ostrides[axis] * (int64_t)es) {
+      offset += xs->dims[axis];
+      continue;
+    }
     cmlc__mv_copy_t c;
     memset(&c, 0, sizeof c);
     c.rank = xs->rank;
