@@ -2,7 +2,8 @@
 // tests/unit/attention_test_common.h: host-side helpers shared by fused_attention_test.c and
 // c_attention_segments_test.c: the float dtypes' element size, stores and loads through f64,
 // uniform random values from a caller's xorshift state, random operands, the dims of a
-// rank-4 attention operand in either layout, a backend with a builder, and the xla:cpu probe.
+// rank-4 attention operand in either layout, the optional inputs' parameters, a backend with a
+// builder, and the xla:cpu probe.
 #ifndef CML_TESTS_UNIT_ATTENTION_TEST_COMMON_H_
 #define CML_TESTS_UNIT_ATTENTION_TEST_COMMON_H_
 
@@ -73,6 +74,45 @@ static inline void at_dims(cml_attention_layout_t layout, int64_t batch, int64_t
   out[1] = bhsd ? h : s;
   out[2] = bhsd ? s : h;
   out[3] = d;
+}
+
+// A case's optional inputs, with their host data: |mask| 0 none, 1 Bool [B, 1, S, Skv],
+// 2 additive [S, Skv] of |dtype|; |bias| [H, S, Skv] of |dtype|; |lens| query_seq_len and
+// kv_seq_len, i32 [B].
+typedef struct at_options_t {
+  cml_dtype_t dtype;
+  int64_t batch, heads, seq, kv_seq;
+  int mask;
+  bool bias, lens;
+  const void *mask_data, *bias_data, *qlen, *kvlen;
+} at_options_t;
+
+// Adds |o|'s optional inputs to |f| as parameters, sets them in |cfg| and appends their host
+// data to ins[*n...] (*n advanced).
+static inline void at_add_options(cml_function_t* f, const at_options_t* o, cml_sdpa_config_t* cfg,
+                                  const void** ins, size_t* n) {
+  cml_shape_t s;
+  if (o->mask == 1) {
+    s = cml_shape_make(CML_DTYPE_BOOL, 4, (int64_t[]){o->batch, 1, o->seq, o->kv_seq});
+    cfg->mask = cml_parameter(f, NULL, &s);
+    ins[(*n)++] = o->mask_data;
+  } else if (o->mask == 2) {
+    s = cml_shape_make(o->dtype, 2, (int64_t[]){o->seq, o->kv_seq});
+    cfg->mask = cml_parameter(f, NULL, &s);
+    ins[(*n)++] = o->mask_data;
+  }
+  if (o->bias) {
+    s = cml_shape_make(o->dtype, 3, (int64_t[]){o->heads, o->seq, o->kv_seq});
+    cfg->bias = cml_parameter(f, NULL, &s);
+    ins[(*n)++] = o->bias_data;
+  }
+  if (o->lens) {
+    s = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){o->batch});
+    cfg->query_seq_len = cml_parameter(f, NULL, &s);
+    ins[(*n)++] = o->qlen;
+    cfg->kv_seq_len = cml_parameter(f, NULL, &s);
+    ins[(*n)++] = o->kvlen;
+  }
 }
 
 // A backend for |config| (*be) and a builder named |name| on it (*b); on failure neither is

@@ -116,27 +116,10 @@ static cml_value_t fa_build(cml_function_t* f, const fa_case_t* c, const fa_data
   cml_sdpa_config_init(&cfg);
   cfg.causal = c->causal;
   cfg.scale = c->scale;
-  if (c->mask == 1) {
-    s = cml_shape_make(CML_DTYPE_BOOL, 4, (int64_t[]){c->batch, 1, c->seq, c->kv_seq});
-    cfg.mask = cml_parameter(f, NULL, &s);
-    ins[n++] = data->mask;
-  } else if (c->mask == 2) {
-    s = cml_shape_make(c->dtype, 2, (int64_t[]){c->seq, c->kv_seq});
-    cfg.mask = cml_parameter(f, NULL, &s);
-    ins[n++] = data->mask;
-  }
-  if (c->bias) {
-    s = cml_shape_make(c->dtype, 3, (int64_t[]){c->heads, c->seq, c->kv_seq});
-    cfg.bias = cml_parameter(f, NULL, &s);
-    ins[n++] = data->bias;
-  }
-  if (c->lens) {
-    s = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){c->batch});
-    cfg.query_seq_len = cml_parameter(f, NULL, &s);
-    ins[n++] = data->qlen;
-    cfg.kv_seq_len = cml_parameter(f, NULL, &s);
-    ins[n++] = data->kvlen;
-  }
+  const at_options_t options = {c->dtype,   c->batch,   c->heads,   c->seq,
+                                c->kv_seq,  c->mask,    c->bias,    c->lens,
+                                data->mask, data->bias, data->qlen, data->kvlen};
+  at_add_options(f, &options, &cfg, ins, &n);
   *count = n;
   p[0] = q;
   p[1] = k;
