@@ -20,17 +20,13 @@
 #include <stdlib.h>
 
 #include "api_common.h"
+#include "attention_test_common.h"
 #include "backends/c/engine_internal.h"
 #include "backends/c/kernels/generic/fused_attention.h"
 #include "test.h"
 
 static uint64_t sg_rng = 0x2545F4914F6CDD1Dull;
-static double sg_uniform(double lo, double hi) {
-  sg_rng ^= sg_rng << 13;
-  sg_rng ^= sg_rng >> 7;
-  sg_rng ^= sg_rng << 17;
-  return lo + (hi - lo) * (double)(sg_rng >> 11) / 9007199254740992.0;
-}
+static double sg_uniform(double lo, double hi) { return at_uniform(&sg_rng, lo, hi); }
 
 enum { SG_MAX_PARTS = 10 };
 
@@ -52,44 +48,8 @@ typedef struct sg_case_t {
   int64_t keys;     // with concat_axis: kv_seq (the parts, len[], split that axis)
 } sg_case_t;
 
-static size_t sg_elem(cml_dtype_t dt) {
-  return dt == CML_DTYPE_F64 ? 8 : (dt == CML_DTYPE_F32 ? 4 : 2);
-}
-
-static void sg_put(void* p, int64_t i, cml_dtype_t dt, double v) {
-  switch (dt) {
-    case CML_DTYPE_F64:
-      ((double*)p)[i] = v;
-      break;
-    case CML_DTYPE_F32:
-      ((float*)p)[i] = (float)v;
-      break;
-    case CML_DTYPE_F16:
-      ((uint16_t*)p)[i] = cml_f32_to_f16((float)v);
-      break;
-    default:
-      ((uint16_t*)p)[i] = cml_f32_to_bf16((float)v);
-      break;
-  }
-}
-
-static double sg_get(const void* p, int64_t i, cml_dtype_t dt) {
-  switch (dt) {
-    case CML_DTYPE_F64:
-      return ((const double*)p)[i];
-    case CML_DTYPE_F32:
-      return ((const float*)p)[i];
-    case CML_DTYPE_F16:
-      return cml_f16_to_f32(((const uint16_t*)p)[i]);
-    default:
-      return cml_bf16_to_f32(((const uint16_t*)p)[i]);
-  }
-}
-
 static void* sg_random(int64_t n, cml_dtype_t dt, double lo, double hi) {
-  void* p = malloc((size_t)(n > 0 ? n : 1) * sg_elem(dt));
-  for (int64_t i = 0; p && i < n; ++i) sg_put(p, i, dt, sg_uniform(lo, hi));
-  return p;
+  return at_random(&sg_rng, n, dt, lo, hi);
 }
 
 static int64_t sg_kv_seq(const sg_case_t* c) {
@@ -101,11 +61,7 @@ static int64_t sg_kv_seq(const sg_case_t* c) {
 
 // Dims of a rank-4 operand of the case's layout with |h| heads, |s| positions, head dim |d|.
 static void sg_dims(const sg_case_t* c, int64_t h, int64_t s, int64_t d, int64_t out[4]) {
-  const bool bhsd = c->layout == CML_ATTENTION_LAYOUT_BHSD;
-  out[0] = c->batch;
-  out[1] = bhsd ? h : s;
-  out[2] = bhsd ? s : h;
-  out[3] = d;
+  at_dims(c->layout, c->batch, h, s, d, out);
 }
 
 static int sg_key_axis(const sg_case_t* c) {
@@ -128,7 +84,7 @@ typedef struct sg_data_t {
 // Concatenates the parts (dims |pd[p]|) along |axis| into |whole| (dims |wd|).
 static void sg_concat(const sg_case_t* c, int parts, void* const* src, int64_t (*pd)[4],
                       const int64_t wd[4], int axis, void* whole) {
-  const size_t es = sg_elem(c->dtype);
+  const size_t es = at_elem(c->dtype);
   int64_t outer = 1, inner = 1;
   for (int a = 0; a < axis; ++a) outer *= wd[a];
   for (int a = axis + 1; a < 4; ++a) inner *= wd[a];
@@ -168,11 +124,11 @@ static void sg_data_make(const sg_case_t* c, sg_data_t* data) {
   data->q = sg_random(sg_count4(qd), dt, -1.5, 1.5);
   int axis = sg_part_dims(c, c->d, pd, wd);
   for (int p = 0; p < c->parts; ++p) data->kp[p] = sg_random(sg_count4(pd[p]), dt, -1.5, 1.5);
-  data->k = malloc((size_t)(sg_count4(wd) + 1) * sg_elem(dt));
+  data->k = malloc((size_t)(sg_count4(wd) + 1) * at_elem(dt));
   sg_concat(c, c->parts, data->kp, pd, wd, axis, data->k);
   axis = sg_part_dims(c, c->dv, pd, wd);
   for (int p = 0; p < c->parts; ++p) data->vp[p] = sg_random(sg_count4(pd[p]), dt, -1, 1);
-  data->v = malloc((size_t)(sg_count4(wd) + 1) * sg_elem(dt));
+  data->v = malloc((size_t)(sg_count4(wd) + 1) * at_elem(dt));
   sg_concat(c, c->parts, data->vp, pd, wd, axis, data->v);
   const int64_t kv_seq = sg_kv_seq(c);
   if (c->mask == 1) {
@@ -182,10 +138,10 @@ static void sg_data_make(const sg_case_t* c, sg_data_t* data) {
     data->mask = m;
   } else if (c->mask == 2) {
     const int64_t n = c->seq * kv_seq;
-    data->mask = malloc((size_t)(n + 1) * sg_elem(dt));
+    data->mask = malloc((size_t)(n + 1) * at_elem(dt));
     for (int64_t i = 0; i < n; ++i) {
       const double u = sg_uniform(0, 1);
-      sg_put(data->mask, i, dt, u < 0.2 ? -INFINITY : (u < 0.4 ? sg_uniform(-2, 1) : 0.0));
+      at_put(data->mask, i, dt, u < 0.2 ? -INFINITY : (u < 0.4 ? sg_uniform(-2, 1) : 0.0));
     }
   }
   if (c->bias) data->bias = sg_random(c->heads * c->seq * kv_seq, dt, -1, 1);
@@ -249,14 +205,9 @@ static cml_status_t sg_run(const char* config, const sg_case_t* c, const sg_data
                            sg_result_t* r) {
   memset(r, 0, sizeof *r);
   cml_backend_t* be = NULL;
-  cml_status_t st = cml_backend_new_with_config(config, &be);
-  if (st != CML_OK) return st;
   cml_builder_t* b = NULL;
-  st = cml_builder_create(be, "segments", &b);
-  if (st != CML_OK) {
-    cml_backend_release(be);
-    return st;
-  }
+  cml_status_t st = at_open(config, "segments", &be, &b);
+  if (st != CML_OK) return st;
   cml_function_t* f = cml_builder_main(b);
   const void* ins[16];
   size_t n = 0;
@@ -271,27 +222,10 @@ static cml_status_t sg_run(const char* config, const sg_case_t* c, const sg_data
   cml_sdpa_config_t cfg;
   cml_sdpa_config_init(&cfg);
   cfg.causal = c->causal;
-  if (c->mask == 1) {
-    s = cml_shape_make(CML_DTYPE_BOOL, 4, (int64_t[]){c->batch, 1, c->seq, kv_seq});
-    cfg.mask = cml_parameter(f, NULL, &s);
-    ins[n++] = data->mask;
-  } else if (c->mask == 2) {
-    s = cml_shape_make(c->dtype, 2, (int64_t[]){c->seq, kv_seq});
-    cfg.mask = cml_parameter(f, NULL, &s);
-    ins[n++] = data->mask;
-  }
-  if (c->bias) {
-    s = cml_shape_make(c->dtype, 3, (int64_t[]){c->heads, c->seq, kv_seq});
-    cfg.bias = cml_parameter(f, NULL, &s);
-    ins[n++] = data->bias;
-  }
-  if (c->lens) {
-    s = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){c->batch});
-    cfg.query_seq_len = cml_parameter(f, NULL, &s);
-    ins[n++] = data->qlen;
-    cfg.kv_seq_len = cml_parameter(f, NULL, &s);
-    ins[n++] = data->kvlen;
-  }
+  const at_options_t options = {c->dtype,   c->batch,   c->heads,   c->seq,
+                                kv_seq,     c->mask,    c->bias,    c->lens,
+                                data->mask, data->bias, data->qlen, data->kvlen};
+  at_add_options(f, &options, &cfg, ins, &n);
   cml_value_t outs[3];
   size_t out_count = 0;
   outs[out_count++] = cml_op_fused_sdpa(f, q, k, v, c->layout, &cfg, NULL, NULL);
@@ -303,7 +237,7 @@ static cml_status_t sg_run(const char* config, const sg_case_t* c, const sg_data
   const int64_t nk = sg_count4(wd);
   sg_part_dims(c, c->dv, pd, wd);
   const int64_t nv = sg_count4(wd), no = sg_out_count(c);
-  const size_t es = sg_elem(c->dtype);
+  const size_t es = at_elem(c->dtype);
   void* raw[3] = {malloc((size_t)(no + 1) * es), malloc((size_t)(nk + 1) * es),
                   malloc((size_t)(nv + 1) * es)};
   void* dst[3] = {raw[0], ret_k ? raw[1] : raw[2], raw[2]};
@@ -315,14 +249,14 @@ static cml_status_t sg_run(const char* config, const sg_case_t* c, const sg_data
   }
   if (st == CML_OK) {
     r->out = malloc((size_t)(no + 1) * sizeof(double));
-    for (int64_t i = 0; i < no; ++i) r->out[i] = sg_get(raw[0], i, c->dtype);
+    for (int64_t i = 0; i < no; ++i) r->out[i] = at_get(raw[0], i, c->dtype);
     if (ret_k) {
       r->k_cat = malloc((size_t)(nk + 1) * sizeof(double));
-      for (int64_t i = 0; i < nk; ++i) r->k_cat[i] = sg_get(raw[1], i, c->dtype);
+      for (int64_t i = 0; i < nk; ++i) r->k_cat[i] = at_get(raw[1], i, c->dtype);
     }
     if (ret_v) {
       r->v_cat = malloc((size_t)(nv + 1) * sizeof(double));
-      for (int64_t i = 0; i < nv; ++i) r->v_cat[i] = sg_get(raw[2], i, c->dtype);
+      for (int64_t i = 0; i < nv; ++i) r->v_cat[i] = at_get(raw[2], i, c->dtype);
     }
   }
   for (int i = 0; i < 3; ++i) free(raw[i]);
@@ -412,14 +346,14 @@ static int sg_check(const sg_case_t* c) {
       ++failures;
     }
     for (int64_t i = 0; pin.k_cat && i < nk; ++i) {
-      if (pin.k_cat[i] != sg_get(data.k, i, c->dtype)) {
+      if (pin.k_cat[i] != at_get(data.k, i, c->dtype)) {
         fprintf(stderr, "%s: returned k concatenation differs at %lld\n", c->name, (long long)i);
         ++failures;
         break;
       }
     }
     for (int64_t i = 0; pin.v_cat && i < nv; ++i) {
-      if (pin.v_cat[i] != sg_get(data.v, i, c->dtype)) {
+      if (pin.v_cat[i] != at_get(data.v, i, c->dtype)) {
         fprintf(stderr, "%s: returned v concatenation differs at %lld\n", c->name, (long long)i);
         ++failures;
         break;

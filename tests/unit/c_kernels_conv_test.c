@@ -129,7 +129,7 @@ static bool isa_usable(cmlc_isa_t isa) {
 
 // A problem in canonical terms (input [N, C, S...], kernel [O, I, S...], output [N/bg, O,
 // S...]) plus layouts: |*_axes[j]| is the layout position of canonical axis j (NULL-like
-// all-zero arrays mean canonical).
+// all-zero arrays mean canonical, or channels last with |cl|).
 typedef struct problem_t {
   int32_t s;
   int64_t n, c, o, in[3], k[3];
@@ -137,6 +137,7 @@ typedef struct problem_t {
   int64_t groups, batch_groups;
   int64_t in_axes[5], ker_axes[5], out_axes[5];
   cml_dtype_t dtype, out_dtype;  // out_dtype INVALID: dtype
+  bool cl;  // with all-zero axes: channels last (NHWC / HWIO / NHWC, NWC / WIO / NWC, ...)
   // Derived.
   int64_t out[3];
   cml_shape_t xs, ks, ys;
@@ -165,6 +166,15 @@ static void problem_finish(problem_t* p, fake_t* f) {
   int32_t rank = p->s + 2;
   bool canon = true;
   for (int32_t j = 0; j < rank; ++j) canon &= p->in_axes[j] == 0 && p->ker_axes[j] == 0;
+  if (canon && p->cl) {
+    // Input and output: batch, spatial axes, channel; kernel: spatial axes, input, output.
+    p->in_axes[0] = p->out_axes[0] = 0;
+    p->in_axes[1] = p->out_axes[1] = p->ker_axes[0] = rank - 1;
+    p->ker_axes[1] = rank - 2;
+    for (int32_t d = 0; d < p->s; ++d) p->in_axes[2 + d] = p->out_axes[2 + d] = 1 + d;
+    for (int32_t d = 0; d < p->s; ++d) p->ker_axes[2 + d] = d;
+    canon = false;
+  }
   for (int32_t j = 0; j < rank && canon; ++j) p->in_axes[j] = p->ker_axes[j] = p->out_axes[j] = j;
   if (p->groups < 1) p->groups = 1;
   if (p->batch_groups < 1) p->batch_groups = 1;
@@ -409,324 +419,141 @@ static int check_problem(const char* name, problem_t p, cmlc_pool_t* pool3) {
   { 0, 3, 1, 2 }
 #define HWIO \
   { 3, 2, 0, 1 }
-#define NWC \
-  { 0, 2, 1 }
-#define WIO \
-  { 2, 1, 0 }
+
+// Short dtype names for the case tables.
+#define F16 CML_DTYPE_F16
+#define BF16 CML_DTYPE_BF16
+#define F32 CML_DTYPE_F32
+#define F64 CML_DTYPE_F64
+
+// A named problem for check_cases.
+typedef struct conv_case_t {
+  const char* name;
+  problem_t p;
+} conv_case_t;
+
+// Runs check_problem on |count| cases in order (1 thread and a pool of 3); with |dtypes|, all
+// the cases once per dtype (dtype outermost), as that input dtype, named "<dtype> <name>".
+// Returns the number of failures (printed with the case's name).
+static int check_cases(const conv_case_t* cases, size_t count, const cml_dtype_t* dtypes,
+                       size_t dtype_count) {
+  cmlc_pool_t* pool = NULL;
+  cml_status_t st = cmlc_pool_create(3, cml_allocator_system(), &pool);
+  if (st) {
+    fprintf(stderr, "pool: %s\n", cml_status_message(st));
+    cml_status_free(st);
+    return 1;
+  }
+  int failures = 0;
+  for (size_t d = 0; d < (dtypes ? dtype_count : 1); ++d) {
+    for (size_t i = 0; i < count; ++i) {
+      problem_t p = cases[i].p;
+      char name[96];
+      snprintf(name, sizeof name, "%s", cases[i].name);
+      if (dtypes) {
+        p.dtype = dtypes[d];
+        snprintf(name, sizeof name, "%s %s", cml_dtype_name(p.dtype), cases[i].name);
+      }
+      failures += check_problem(name, p, pool);
+    }
+  }
+  cmlc_pool_destroy(pool);
+  return failures;
+}
+
+#define CHECK_CASES(cases) check_cases(cases, sizeof(cases) / sizeof((cases)[0]), NULL, 0)
+#define CHECK_CASES_AS(cases, dtypes)                            \
+  check_cases(cases, sizeof(cases) / sizeof((cases)[0]), dtypes, \
+              sizeof(dtypes) / sizeof((dtypes)[0]))
 
 //===--- tests ---===//
 
-TEST(fast_path_layouts_strides_groups) {
-  cmlc_pool_t* pool = NULL;
-  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
-  int failures = 0;
-  // NHWC / HWIO 3x3 "same" conv: several row tiles, output written in place by the GEMM.
-  failures += check_problem("nhwc 3x3",
-                            (problem_t){.s = 2,
-                                        .n = 2,
-                                        .c = 8,
-                                        .o = 16,
-                                        .in = {13, 11},
-                                        .k = {3, 3},
-                                        .lo = {1, 1},
-                                        .hi = {1, 1},
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // NCHW / OIHW, stride 2, kernel dilation 2, asymmetric and negative padding.
-  failures += check_problem("nchw strided dilated",
-                            (problem_t){.s = 2,
-                                        .n = 3,
-                                        .c = 5,
-                                        .o = 7,
-                                        .in = {17, 12},
-                                        .k = {3, 2},
-                                        .stride = {2, 1},
-                                        .kdil = {2, 3},
-                                        .lo = {2, -1},
-                                        .hi = {0, 2},
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // Channel groups, channels-last input, NCHW-like output (scatter path).
-  failures += check_problem("groups",
-                            (problem_t){.s = 2,
-                                        .n = 2,
-                                        .c = 12,
-                                        .o = 9,
-                                        .in = {9, 10},
-                                        .k = {3, 3},
-                                        .lo = {1, 1},
-                                        .hi = {1, 1},
-                                        .groups = 3,
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = {0, 1, 2, 3},
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // Depthwise with a channel multiplier of 2 (Ng = 2, Cg = 1).
-  failures += check_problem("depthwise",
-                            (problem_t){.s = 2,
-                                        .n = 2,
-                                        .c = 6,
-                                        .o = 12,
-                                        .in = {15, 15},
-                                        .k = {3, 3},
-                                        .lo = {1, 1},
-                                        .hi = {1, 1},
-                                        .groups = 6,
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // Depthwise, multiplier 1, stride 2 (the contiguous channel-vector loop), and NCHW bf16
-  // with a multiplier of 3 (strided channels, converting loads).
-  failures += check_problem("depthwise m1",
-                            (problem_t){.s = 2,
-                                        .n = 3,
-                                        .c = 16,
-                                        .o = 16,
-                                        .in = {11, 12},
-                                        .k = {3, 3},
-                                        .stride = {2, 2},
-                                        .lo = {1, 1},
-                                        .hi = {1, 1},
-                                        .groups = 16,
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  failures += check_problem("depthwise nchw bf16",
-                            (problem_t){.s = 2,
-                                        .n = 2,
-                                        .c = 4,
-                                        .o = 12,
-                                        .in = {9, 7},
-                                        .k = {3, 2},
-                                        .kdil = {1, 2},
-                                        .lo = {1, 0},
-                                        .hi = {1, 1},
-                                        .groups = 4,
-                                        .dtype = CML_DTYPE_BF16},
-                            pool);
-  // Batch groups (the weight-gradient form): batch 6 in 3 groups.
-  failures += check_problem("batch groups",
-                            (problem_t){.s = 1,
-                                        .n = 6,
-                                        .c = 4,
-                                        .o = 6,
-                                        .in = {40},
-                                        .k = {5},
-                                        .lo = {2},
-                                        .hi = {2},
-                                        .batch_groups = 3,
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // Input dilation (transposed conv) in 3-D with strides and a shuffled layout.
-  failures += check_problem("3d input dilation",
-                            (problem_t){.s = 3,
-                                        .n = 2,
-                                        .c = 3,
-                                        .o = 4,
-                                        .in = {4, 5, 6},
-                                        .k = {2, 3, 2},
-                                        .idil = {2, 1, 2},
-                                        .stride = {1, 2, 1},
-                                        .lo = {1, 0, 1},
-                                        .hi = {1, 1, 0},
-                                        .in_axes = {4, 0, 1, 3, 2},
-                                        .ker_axes = {2, 4, 0, 1, 3},
-                                        .out_axes = {1, 4, 3, 0, 2},
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // 1x1 conv (a plain GEMM over positions) and a 1-D conv with a long kernel.
-  failures += check_problem("1x1",
-                            (problem_t){.s = 2,
-                                        .n = 2,
-                                        .c = 24,
-                                        .o = 40,
-                                        .in = {14, 14},
-                                        .k = {1, 1},
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // 1x1 reading the input in place, with an NCHW output (scatter); 1x1 variants that must not
-  // read in place: stride 2, and a negative high padding (fewer output positions).
-  failures += check_problem("1x1 in place, nchw out",
-                            (problem_t){.s = 2,
-                                        .n = 3,
-                                        .c = 20,
-                                        .o = 12,
-                                        .in = {9, 10},
-                                        .k = {1, 1},
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = {0, 1, 2, 3},
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  failures += check_problem("1x1 stride 2",
-                            (problem_t){.s = 2,
-                                        .n = 2,
-                                        .c = 20,
-                                        .o = 12,
-                                        .in = {9, 10},
-                                        .k = {1, 1},
-                                        .stride = {2, 2},
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  failures += check_problem("1x1 negative high padding",
-                            (problem_t){.s = 2,
-                                        .n = 2,
-                                        .c = 20,
-                                        .o = 12,
-                                        .in = {9, 10},
-                                        .k = {1, 1},
-                                        .hi = {-1, -2},
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  failures += check_problem("1x1 f64 in place",
-                            (problem_t){.s = 1,
-                                        .n = 5,
-                                        .c = 7,
-                                        .o = 9,
-                                        .in = {40},
-                                        .k = {1},
-                                        .in_axes = NWC,
-                                        .ker_axes = WIO,
-                                        .out_axes = NWC,
-                                        .dtype = CML_DTYPE_F64},
-                            pool);
-  failures += check_problem("1-D long kernel",
-                            (problem_t){.s = 1,
-                                        .n = 1,
-                                        .c = 3,
-                                        .o = 5,
-                                        .in = {300},
-                                        .k = {31},
-                                        .lo = {15},
-                                        .hi = {15},
-                                        .in_axes = NWC,
-                                        .ker_axes = WIO,
-                                        .out_axes = NWC,
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // Large K (Cg * taps = 2700): small tiles, K blocked inside the GEMM.
-  failures += check_problem("large K",
-                            (problem_t){.s = 2,
-                                        .n = 1,
-                                        .c = 300,
-                                        .o = 33,
-                                        .in = {12, 12},
-                                        .k = {3, 3},
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // One output position (M == 1) and one output channel (N == 1): the GEMV forms.
-  failures += check_problem(
-      "single position",
-      (problem_t){
-          .s = 2, .n = 1, .c = 7, .o = 9, .in = {3, 3}, .k = {3, 3}, .dtype = CML_DTYPE_F32},
-      pool);
-  failures += check_problem("single channel",
-                            (problem_t){.s = 2,
-                                        .n = 2,
-                                        .c = 5,
-                                        .o = 1,
-                                        .in = {20, 20},
-                                        .k = {3, 3},
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  cmlc_pool_destroy(pool);
-  ASSERT_EQ_INT(failures, 0);
-}
+// clang-format off
+static const conv_case_t kLayoutCases[] = {
+    // NHWC / HWIO 3x3 "same" conv: several row tiles, output written in place by the GEMM.
+    {"nhwc 3x3", {.s = 2, .n = 2, .c = 8, .o = 16, .in = {13, 11}, .k = {3, 3}, .lo = {1, 1},
+                  .hi = {1, 1}, .cl = true, .dtype = F32}},
+    // NCHW / OIHW, stride 2, kernel dilation 2, asymmetric and negative padding.
+    {"nchw strided dilated", {.s = 2, .n = 3, .c = 5, .o = 7, .in = {17, 12}, .k = {3, 2},
+                              .stride = {2, 1}, .kdil = {2, 3}, .lo = {2, -1}, .hi = {0, 2},
+                              .dtype = F32}},
+    // Channel groups, channels-last input, NCHW-like output (scatter path).
+    {"groups", {.s = 2, .n = 2, .c = 12, .o = 9, .in = {9, 10}, .k = {3, 3}, .lo = {1, 1},
+                .hi = {1, 1}, .groups = 3, .in_axes = NHWC, .ker_axes = HWIO,
+                .out_axes = {0, 1, 2, 3}, .dtype = F32}},
+    // Depthwise with a channel multiplier of 2 (Ng = 2, Cg = 1).
+    {"depthwise", {.s = 2, .n = 2, .c = 6, .o = 12, .in = {15, 15}, .k = {3, 3}, .lo = {1, 1},
+                   .hi = {1, 1}, .groups = 6, .cl = true, .dtype = F32}},
+    // Depthwise, multiplier 1, stride 2 (the contiguous channel-vector loop), and NCHW bf16
+    // with a multiplier of 3 (strided channels, converting loads).
+    {"depthwise m1", {.s = 2, .n = 3, .c = 16, .o = 16, .in = {11, 12}, .k = {3, 3},
+                      .stride = {2, 2}, .lo = {1, 1}, .hi = {1, 1}, .groups = 16, .cl = true,
+                      .dtype = F32}},
+    {"depthwise nchw bf16", {.s = 2, .n = 2, .c = 4, .o = 12, .in = {9, 7}, .k = {3, 2},
+                             .kdil = {1, 2}, .lo = {1, 0}, .hi = {1, 1}, .groups = 4,
+                             .dtype = BF16}},
+    // Batch groups (the weight-gradient form): batch 6 in 3 groups.
+    {"batch groups", {.s = 1, .n = 6, .c = 4, .o = 6, .in = {40}, .k = {5}, .lo = {2}, .hi = {2},
+                      .batch_groups = 3, .dtype = F32}},
+    // Input dilation (transposed conv) in 3-D with strides and a shuffled layout.
+    {"3d input dilation", {.s = 3, .n = 2, .c = 3, .o = 4, .in = {4, 5, 6}, .k = {2, 3, 2},
+                           .idil = {2, 1, 2}, .stride = {1, 2, 1}, .lo = {1, 0, 1},
+                           .hi = {1, 1, 0}, .in_axes = {4, 0, 1, 3, 2},
+                           .ker_axes = {2, 4, 0, 1, 3}, .out_axes = {1, 4, 3, 0, 2},
+                           .dtype = F32}},
+    // 1x1 conv (a plain GEMM over positions) and a 1-D conv with a long kernel.
+    {"1x1", {.s = 2, .n = 2, .c = 24, .o = 40, .in = {14, 14}, .k = {1, 1}, .cl = true,
+             .dtype = F32}},
+    // 1x1 reading the input in place, with an NCHW output (scatter); 1x1 variants that must
+    // not read in place: stride 2, and a negative high padding (fewer output positions).
+    {"1x1 in place, nchw out", {.s = 2, .n = 3, .c = 20, .o = 12, .in = {9, 10}, .k = {1, 1},
+                                .in_axes = NHWC, .ker_axes = HWIO, .out_axes = {0, 1, 2, 3},
+                                .dtype = F32}},
+    {"1x1 stride 2", {.s = 2, .n = 2, .c = 20, .o = 12, .in = {9, 10}, .k = {1, 1},
+                      .stride = {2, 2}, .cl = true, .dtype = F32}},
+    {"1x1 negative high padding", {.s = 2, .n = 2, .c = 20, .o = 12, .in = {9, 10},
+                                   .k = {1, 1}, .hi = {-1, -2}, .cl = true, .dtype = F32}},
+    {"1x1 f64 in place", {.s = 1, .n = 5, .c = 7, .o = 9, .in = {40}, .k = {1}, .cl = true,
+                          .dtype = F64}},
+    {"1-D long kernel", {.s = 1, .n = 1, .c = 3, .o = 5, .in = {300}, .k = {31}, .lo = {15},
+                         .hi = {15}, .cl = true, .dtype = F32}},
+    // Large K (Cg * taps = 2700): small tiles, K blocked inside the GEMM.
+    {"large K", {.s = 2, .n = 1, .c = 300, .o = 33, .in = {12, 12}, .k = {3, 3}, .cl = true,
+                 .dtype = F32}},
+    // One output position (M == 1) and one output channel (N == 1): the GEMV forms.
+    {"single position", {.s = 2, .n = 1, .c = 7, .o = 9, .in = {3, 3}, .k = {3, 3},
+                         .dtype = F32}},
+    {"single channel", {.s = 2, .n = 2, .c = 5, .o = 1, .in = {20, 20}, .k = {3, 3},
+                        .cl = true, .dtype = F32}},
+};
+// clang-format on
+
+TEST(fast_path_layouts_strides_groups) { ASSERT_EQ_INT(CHECK_CASES(kLayoutCases), 0); }
+
+// clang-format off
+// f64, f16 and bf16 inputs: a 2-D channels-last and a 1-D grouped problem.
+static const conv_case_t kDtypeCases[] = {
+    {"nhwc 3x3", {.s = 2, .n = 2, .c = 6, .o = 10, .in = {11, 9}, .k = {3, 3}, .lo = {1, 0},
+                  .hi = {1, 1}, .cl = true}},
+    {"1-D groups", {.s = 1, .n = 4, .c = 6, .o = 4, .in = {33}, .k = {4}, .stride = {3},
+                    .groups = 2}},
+};
+// Output dtypes other than the accumulator's: f16 -> f32, f32 -> f64 (f64 GEMM), f32 -> bf16
+// (accumulates in f32, rounds once).
+static const conv_case_t kOutDtypeCases[] = {
+    {"f16->f32", {.s = 2, .n = 1, .c = 8, .o = 8, .in = {10, 10}, .k = {3, 3}, .dtype = F16,
+                  .out_dtype = F32}},
+    {"f32->f64", {.s = 2, .n = 1, .c = 8, .o = 8, .in = {10, 10}, .k = {3, 3}, .cl = true,
+                  .dtype = F32, .out_dtype = F64}},
+    {"f32->bf16", {.s = 2, .n = 1, .c = 8, .o = 8, .in = {10, 10}, .k = {3, 3}, .cl = true,
+                   .dtype = F32, .out_dtype = BF16}},
+};
+// clang-format on
 
 TEST(fast_path_dtypes) {
-  cmlc_pool_t* pool = NULL;
-  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
-  int failures = 0;
   static const cml_dtype_t kIn[] = {CML_DTYPE_F64, CML_DTYPE_F16, CML_DTYPE_BF16};
-  for (size_t i = 0; i < sizeof kIn / sizeof kIn[0]; ++i) {
-    failures += check_problem(cml_dtype_name(kIn[i]),
-                              (problem_t){.s = 2,
-                                          .n = 2,
-                                          .c = 6,
-                                          .o = 10,
-                                          .in = {11, 9},
-                                          .k = {3, 3},
-                                          .lo = {1, 0},
-                                          .hi = {1, 1},
-                                          .in_axes = NHWC,
-                                          .ker_axes = HWIO,
-                                          .out_axes = NHWC,
-                                          .dtype = kIn[i]},
-                              pool);
-    failures += check_problem(cml_dtype_name(kIn[i]),
-                              (problem_t){.s = 1,
-                                          .n = 4,
-                                          .c = 6,
-                                          .o = 4,
-                                          .in = {33},
-                                          .k = {4},
-                                          .stride = {3},
-                                          .groups = 2,
-                                          .dtype = kIn[i]},
-                              pool);
-  }
-  // Output dtypes other than the accumulator's: f16 -> f32, f32 -> f64 (f64 GEMM),
-  // f32 -> bf16 (accumulates in f32, rounds once).
-  failures += check_problem("f16->f32",
-                            (problem_t){.s = 2,
-                                        .n = 1,
-                                        .c = 8,
-                                        .o = 8,
-                                        .in = {10, 10},
-                                        .k = {3, 3},
-                                        .dtype = CML_DTYPE_F16,
-                                        .out_dtype = CML_DTYPE_F32},
-                            pool);
-  failures += check_problem("f32->f64",
-                            (problem_t){.s = 2,
-                                        .n = 1,
-                                        .c = 8,
-                                        .o = 8,
-                                        .in = {10, 10},
-                                        .k = {3, 3},
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32,
-                                        .out_dtype = CML_DTYPE_F64},
-                            pool);
-  failures += check_problem("f32->bf16",
-                            (problem_t){.s = 2,
-                                        .n = 1,
-                                        .c = 8,
-                                        .o = 8,
-                                        .in = {10, 10},
-                                        .k = {3, 3},
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32,
-                                        .out_dtype = CML_DTYPE_BF16},
-                            pool);
-  cmlc_pool_destroy(pool);
+  int failures = CHECK_CASES_AS(kDtypeCases, kIn);
+  failures += CHECK_CASES(kOutDtypeCases);
   ASSERT_EQ_INT(failures, 0);
 }
 
@@ -743,9 +570,7 @@ TEST(hand_computed_nhwc_3x3) {
                  .k = {3, 3},
                  .lo = {1, 1},
                  .hi = {1, 1},
-                 .in_axes = NHWC,
-                 .ker_axes = HWIO,
-                 .out_axes = NHWC,
+                 .cl = true,
                  .dtype = CML_DTYPE_F32};
   fake_t f;
   problem_finish(&p, &f);
@@ -771,9 +596,7 @@ TEST(reference_and_integers_keep_direct_path) {
                  .o = 1,
                  .in = {64, 64},
                  .k = {1, 1},
-                 .in_axes = NHWC,
-                 .ker_axes = HWIO,
-                 .out_axes = NHWC,
+                 .cl = true,
                  .dtype = CML_DTYPE_F32};
   fake_t f;
   problem_finish(&p, &f);
@@ -801,161 +624,72 @@ TEST(reference_and_integers_keep_direct_path) {
 TEST(inexact_f32_thread_and_tile_independent) {
   // A ResNet-like block with values whose sums round: 1 and 3 threads must agree bit for bit
   // (check_problem compares them), and the result stays within the summation bound.
-  cmlc_pool_t* pool = NULL;
-  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
-  int failures = check_problem("resnet-like",
-                               (problem_t){.s = 2,
-                                           .n = 2,
-                                           .c = 32,
-                                           .o = 32,
-                                           .in = {28, 28},
-                                           .k = {3, 3},
-                                           .lo = {1, 1},
-                                           .hi = {1, 1},
-                                           .in_axes = NHWC,
-                                           .ker_axes = HWIO,
-                                           .out_axes = NHWC,
-                                           .dtype = CML_DTYPE_F32},
-                               pool);
-  cmlc_pool_destroy(pool);
-  ASSERT_EQ_INT(failures, 0);
+  // clang-format off
+  static const conv_case_t kResnet[] = {
+      {"resnet-like", {.s = 2, .n = 2, .c = 32, .o = 32, .in = {28, 28}, .k = {3, 3},
+                       .lo = {1, 1}, .hi = {1, 1}, .cl = true, .dtype = F32}},
+  };
+  // clang-format on
+  ASSERT_EQ_INT(CHECK_CASES(kResnet), 0);
 }
 
+// Problems the AVX-512 direct 2-D kernel takes (one group, at least two taps, small K): odd
+// sizes, batch > 1, output widths that are not a multiple of its 6 pixels, channel counts that
+// are not a multiple of 16 or exceed 64 (a partial block), strides, both dilations, negative
+// padding, NCHW/OIHW and shuffled layouts (gathered strip, scattered row), and f16/bf16 inputs
+// and outputs. check_problem runs every ISA (AVX-512 reaches the direct kernel), 1 and 3
+// threads, against the double reference.
+// clang-format off
+static const conv_case_t kDirectCases[] = {
+    // The 7x7/2 stem shape, small: 3 input channels, 64 + 6 output channels, odd input.
+    {"direct stem", {.s = 2, .n = 2, .c = 3, .o = 70, .in = {23, 29}, .k = {7, 7},
+                     .stride = {2, 2}, .lo = {3, 3}, .hi = {3, 2}, .cl = true, .dtype = F32}},
+    // 3x3 "same" with 130 output channels (two full blocks and a 2-channel one), width 13.
+    {"direct 3x3 130 channels", {.s = 2, .n = 3, .c = 19, .o = 130, .in = {7, 13},
+                                 .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1}, .cl = true,
+                                 .dtype = F32}},
+    // NCHW / OIHW / NCHW: strided strip gather and scattered output rows; stride 3 x 2,
+    // kernel dilation, negative low padding on one axis, 5 output channels.
+    {"direct nchw strided dilated", {.s = 2, .n = 2, .c = 4, .o = 5, .in = {19, 17},
+                                     .k = {2, 3}, .stride = {3, 2}, .kdil = {2, 2},
+                                     .lo = {-1, 2}, .hi = {2, 1}, .dtype = F32}},
+    // Input dilation (transposed conv) on both axes, a shuffled layout for all three
+    // operands.
+    {"direct input dilation shuffled", {.s = 2, .n = 2, .c = 3, .o = 17, .in = {6, 5},
+                                        .k = {3, 4}, .idil = {2, 3}, .lo = {2, 3},
+                                        .hi = {2, 3}, .in_axes = {3, 0, 2, 1},
+                                        .ker_axes = {1, 3, 0, 2}, .out_axes = {2, 0, 3, 1},
+                                        .dtype = F32}},
+};
+// Half inputs (widened in the strip and the packing) and half/f32 outputs.
+static const conv_case_t kDirectHalfCases[] = {
+    {"direct 5x5/2", {.s = 2, .n = 2, .c = 3, .o = 33, .in = {15, 17}, .k = {5, 5},
+                      .stride = {2, 2}, .lo = {2, 2}, .hi = {2, 2}, .cl = true}},
+    {"direct nchw ->f32", {.s = 2, .n = 1, .c = 9, .o = 20, .in = {8, 11}, .k = {3, 3},
+                           .lo = {1, 1}, .hi = {1, 1}, .out_dtype = F32}},
+};
+static const conv_case_t kDirectBf16Out[] = {
+    {"direct f32->bf16", {.s = 2, .n = 2, .c = 5, .o = 48, .in = {9, 14}, .k = {3, 3},
+                          .lo = {0, 1}, .hi = {1, 0}, .cl = true, .dtype = F32,
+                          .out_dtype = BF16}},
+};
+// clang-format on
+
 TEST(direct_kernel_layouts_strides_dtypes) {
-  // Problems the AVX-512 direct 2-D kernel takes (one group, at least two taps, small K):
-  // odd sizes, batch > 1, output widths that are not a multiple of its 6 pixels, channel
-  // counts that are not a multiple of 16 or exceed 64 (a partial block), strides, both
-  // dilations, negative padding, NCHW/OIHW and shuffled layouts (gathered strip, scattered
-  // row), and f16/bf16 inputs and outputs. check_problem runs every ISA (AVX-512 reaches the
-  // direct kernel), 1 and 3 threads, against the double reference.
-  cmlc_pool_t* pool = NULL;
-  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
-  int failures = 0;
-  // The 7x7/2 stem shape, small: 3 input channels, 64 + 6 output channels, odd input.
-  failures += check_problem("direct stem",
-                            (problem_t){.s = 2,
-                                        .n = 2,
-                                        .c = 3,
-                                        .o = 70,
-                                        .in = {23, 29},
-                                        .k = {7, 7},
-                                        .stride = {2, 2},
-                                        .lo = {3, 3},
-                                        .hi = {3, 2},
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // 3x3 "same" with 130 output channels (two full blocks and a 2-channel one), width 13.
-  failures += check_problem("direct 3x3 130 channels",
-                            (problem_t){.s = 2,
-                                        .n = 3,
-                                        .c = 19,
-                                        .o = 130,
-                                        .in = {7, 13},
-                                        .k = {3, 3},
-                                        .lo = {1, 1},
-                                        .hi = {1, 1},
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // NCHW / OIHW / NCHW: strided strip gather and scattered output rows; stride 3 x 2, kernel
-  // dilation, negative low padding on one axis, 5 output channels.
-  failures += check_problem("direct nchw strided dilated",
-                            (problem_t){.s = 2,
-                                        .n = 2,
-                                        .c = 4,
-                                        .o = 5,
-                                        .in = {19, 17},
-                                        .k = {2, 3},
-                                        .stride = {3, 2},
-                                        .kdil = {2, 2},
-                                        .lo = {-1, 2},
-                                        .hi = {2, 1},
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // Input dilation (transposed conv) on both axes, a shuffled layout for all three operands.
-  failures += check_problem("direct input dilation shuffled",
-                            (problem_t){.s = 2,
-                                        .n = 2,
-                                        .c = 3,
-                                        .o = 17,
-                                        .in = {6, 5},
-                                        .k = {3, 4},
-                                        .idil = {2, 3},
-                                        .lo = {2, 3},
-                                        .hi = {2, 3},
-                                        .in_axes = {3, 0, 2, 1},
-                                        .ker_axes = {1, 3, 0, 2},
-                                        .out_axes = {2, 0, 3, 1},
-                                        .dtype = CML_DTYPE_F32},
-                            pool);
-  // Half inputs (widened in the strip and the packing) and half/f32 outputs.
   static const cml_dtype_t kHalf[] = {CML_DTYPE_BF16, CML_DTYPE_F16};
-  for (size_t i = 0; i < 2; ++i) {
-    failures += check_problem(cml_dtype_name(kHalf[i]),
-                              (problem_t){.s = 2,
-                                          .n = 2,
-                                          .c = 3,
-                                          .o = 33,
-                                          .in = {15, 17},
-                                          .k = {5, 5},
-                                          .stride = {2, 2},
-                                          .lo = {2, 2},
-                                          .hi = {2, 2},
-                                          .in_axes = NHWC,
-                                          .ker_axes = HWIO,
-                                          .out_axes = NHWC,
-                                          .dtype = kHalf[i]},
-                              pool);
-    failures += check_problem(cml_dtype_name(kHalf[i]),
-                              (problem_t){.s = 2,
-                                          .n = 1,
-                                          .c = 9,
-                                          .o = 20,
-                                          .in = {8, 11},
-                                          .k = {3, 3},
-                                          .lo = {1, 1},
-                                          .hi = {1, 1},
-                                          .dtype = kHalf[i],
-                                          .out_dtype = CML_DTYPE_F32},
-                              pool);
-  }
-  failures += check_problem("direct f32->bf16",
-                            (problem_t){.s = 2,
-                                        .n = 2,
-                                        .c = 5,
-                                        .o = 48,
-                                        .in = {9, 14},
-                                        .k = {3, 3},
-                                        .lo = {0, 1},
-                                        .hi = {1, 0},
-                                        .in_axes = NHWC,
-                                        .ker_axes = HWIO,
-                                        .out_axes = NHWC,
-                                        .dtype = CML_DTYPE_F32,
-                                        .out_dtype = CML_DTYPE_BF16},
-                            pool);
+  int failures = CHECK_CASES(kDirectCases);
+  failures += CHECK_CASES_AS(kDirectHalfCases, kHalf);
+  failures += CHECK_CASES(kDirectBf16Out);
   // Output width 1..7 around the 6-pixel tile.
-  for (int64_t w = 1; w <= 7; ++w)
-    failures += check_problem("direct narrow",
-                              (problem_t){.s = 2,
-                                          .n = 1,
-                                          .c = 2,
-                                          .o = 16,
-                                          .in = {4, w},
-                                          .k = {2, 3},
-                                          .lo = {0, 1},
-                                          .hi = {1, 1},
-                                          .in_axes = NHWC,
-                                          .ker_axes = HWIO,
-                                          .out_axes = NHWC,
-                                          .dtype = CML_DTYPE_F32},
-                              pool);
-  cmlc_pool_destroy(pool);
+  for (int64_t w = 1; w <= 7; ++w) {
+    char name[32];
+    snprintf(name, sizeof name, "direct narrow w %d", (int)w);
+    // clang-format off
+    const conv_case_t narrow = {name, {.s = 2, .n = 1, .c = 2, .o = 16, .in = {4, w}, .k = {2, 3},
+                                       .lo = {0, 1}, .hi = {1, 1}, .cl = true, .dtype = F32}};
+    // clang-format on
+    failures += check_cases(&narrow, 1, NULL, 0);
+  }
   ASSERT_EQ_INT(failures, 0);
 }
 
@@ -973,9 +707,7 @@ TEST(direct_kernel_taken_on_avx512) {
                  .stride = {2, 2},
                  .lo = {3, 3},
                  .hi = {3, 3},
-                 .in_axes = NHWC,
-                 .ker_axes = HWIO,
-                 .out_axes = NHWC,
+                 .cl = true,
                  .dtype = CML_DTYPE_F32};
   fake_t f;
   problem_finish(&p, &f);
@@ -1025,175 +757,63 @@ static void fma_order_reference(const problem_t* p, const double* x, const doubl
       }
 }
 
-TEST(direct_kernel_1x1_and_split_k) {
-  // 1x1 kernels (read in place when their taps stay inside an f32 input with channel stride 1,
-  // else through the strip) and K above the chunk limit of 1280 (whole-tap chunks, or a tap's
-  // channels split in ranges), against the double reference on every ISA, 1 and 3 threads.
-  cmlc_pool_t* pool = NULL;
-  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
-  int failures = 0;
-  problem_t cases[] = {
-      // In place: stride 1, 70 output channels (a 6-channel second block), odd width.
-      {.s = 2,
-       .n = 2,
-       .c = 40,
-       .o = 70,
-       .in = {5, 7},
-       .k = {1, 1},
-       .in_axes = NHWC,
-       .ker_axes = HWIO,
-       .out_axes = NHWC,
-       .dtype = CML_DTYPE_F32},
-      // In place: stride 2 x 3 with negative low padding (the taps skip the first row/column).
-      {.s = 2,
-       .n = 3,
-       .c = 9,
-       .o = 17,
-       .in = {11, 13},
-       .k = {1, 1},
-       .stride = {2, 3},
-       .lo = {-1, -2},
-       .hi = {0, 1},
-       .in_axes = NHWC,
-       .ker_axes = HWIO,
-       .out_axes = NHWC,
-       .dtype = CML_DTYPE_F32},
-      // Strip: padding around a 1x1 kernel (zero rows and columns of output), NCHW output.
-      {.s = 2,
-       .n = 1,
-       .c = 5,
-       .o = 20,
-       .in = {6, 8},
-       .k = {1, 1},
-       .lo = {1, 2},
-       .hi = {2, 1},
-       .in_axes = NHWC,
-       .ker_axes = HWIO,
-       .out_axes = {0, 1, 2, 3},
-       .dtype = CML_DTYPE_F32},
-      // Strip: NCHW input (channel stride != 1) and an f16 input.
-      {.s = 2, .n = 2, .c = 12, .o = 33, .in = {6, 5}, .k = {1, 1}, .dtype = CML_DTYPE_F32},
-      {.s = 2,
-       .n = 2,
-       .c = 12,
-       .o = 33,
-       .in = {6, 5},
-       .k = {1, 1},
-       .in_axes = NHWC,
-       .ker_axes = HWIO,
-       .out_axes = NHWC,
-       .dtype = CML_DTYPE_F16},
-      // K = 9 x 300 = 2700: three chunks of 3 taps; batch 2, padding, 20 channels.
-      {.s = 2,
-       .n = 2,
-       .c = 300,
-       .o = 20,
-       .in = {5, 6},
-       .k = {3, 3},
-       .lo = {1, 1},
-       .hi = {1, 1},
-       .in_axes = NHWC,
-       .ker_axes = HWIO,
-       .out_axes = NHWC,
-       .dtype = CML_DTYPE_F32},
-      // K = 7 x 200 = 1400 over a 1x7 kernel with stride and kernel dilation: chunks of 4 and
-      // 3 taps that break a kernel row; bf16 input and output.
-      {.s = 2,
-       .n = 1,
-       .c = 200,
-       .o = 9,
-       .in = {3, 19},
-       .k = {1, 7},
-       .stride = {1, 2},
-       .kdil = {1, 2},
-       .lo = {0, 3},
-       .hi = {0, 3},
-       .in_axes = NHWC,
-       .ker_axes = HWIO,
-       .out_axes = NHWC,
-       .dtype = CML_DTYPE_BF16},
-      // C_in = 1500 > 1280: every tap split into two channel ranges (750 each); in place 1x1
-      // and a 2x2 with padding through the strip, 65 output channels.
-      {.s = 2,
-       .n = 1,
-       .c = 1500,
-       .o = 65,
-       .in = {4, 4},
-       .k = {1, 1},
-       .in_axes = NHWC,
-       .ker_axes = HWIO,
-       .out_axes = NHWC,
-       .dtype = CML_DTYPE_F32},
-      {.s = 2,
-       .n = 2,
-       .c = 1500,
-       .o = 7,
-       .in = {3, 4},
-       .k = {2, 2},
-       .lo = {1, 0},
-       .hi = {0, 1},
-       .in_axes = NHWC,
-       .ker_axes = HWIO,
-       .out_axes = NHWC,
-       .dtype = CML_DTYPE_F32},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
-    failures += check_problem("direct 1x1 / split K", cases[i], pool);
-  cmlc_pool_destroy(pool);
-  ASSERT_EQ_INT(failures, 0);
-}
+// 1x1 kernels (read in place when their taps stay inside an f32 input with channel stride 1,
+// else through the strip) and K above the chunk limit of 1280 (whole-tap chunks, or a tap's
+// channels split in ranges), against the double reference on every ISA, 1 and 3 threads.
+// clang-format off
+static const conv_case_t kDirect1x1SplitKCases[] = {
+    // In place: stride 1, 70 output channels (a 6-channel second block), odd width.
+    {"direct 1x1 in place", {.s = 2, .n = 2, .c = 40, .o = 70, .in = {5, 7}, .k = {1, 1},
+                             .cl = true, .dtype = F32}},
+    // In place: stride 2 x 3 with negative low padding (the taps skip the first row/column).
+    {"direct 1x1 in place strided", {.s = 2, .n = 3, .c = 9, .o = 17, .in = {11, 13},
+                                     .k = {1, 1}, .stride = {2, 3}, .lo = {-1, -2},
+                                     .hi = {0, 1}, .cl = true, .dtype = F32}},
+    // Strip: padding around a 1x1 kernel (zero rows and columns of output), NCHW output.
+    {"direct 1x1 padded nchw out", {.s = 2, .n = 1, .c = 5, .o = 20, .in = {6, 8}, .k = {1, 1},
+                                    .lo = {1, 2}, .hi = {2, 1}, .in_axes = NHWC,
+                                    .ker_axes = HWIO, .out_axes = {0, 1, 2, 3}, .dtype = F32}},
+    // Strip: NCHW input (channel stride != 1) and an f16 input.
+    {"direct 1x1 nchw", {.s = 2, .n = 2, .c = 12, .o = 33, .in = {6, 5}, .k = {1, 1},
+                         .dtype = F32}},
+    {"direct 1x1 f16", {.s = 2, .n = 2, .c = 12, .o = 33, .in = {6, 5}, .k = {1, 1},
+                        .cl = true, .dtype = F16}},
+    // K = 9 x 300 = 2700: three chunks of 3 taps; batch 2, padding, 20 channels.
+    {"direct split K taps", {.s = 2, .n = 2, .c = 300, .o = 20, .in = {5, 6}, .k = {3, 3},
+                             .lo = {1, 1}, .hi = {1, 1}, .cl = true, .dtype = F32}},
+    // K = 7 x 200 = 1400 over a 1x7 kernel with stride and kernel dilation: chunks of 4 and
+    // 3 taps that break a kernel row; bf16 input and output.
+    {"direct split K 1x7 bf16", {.s = 2, .n = 1, .c = 200, .o = 9, .in = {3, 19}, .k = {1, 7},
+                                 .stride = {1, 2}, .kdil = {1, 2}, .lo = {0, 3}, .hi = {0, 3},
+                                 .cl = true, .dtype = BF16}},
+    // C_in = 1500 > 1280: every tap split into two channel ranges (750 each); in place 1x1
+    // and a 2x2 with padding through the strip, 65 output channels.
+    {"direct split channels 1x1", {.s = 2, .n = 1, .c = 1500, .o = 65, .in = {4, 4},
+                                   .k = {1, 1}, .cl = true, .dtype = F32}},
+    {"direct split channels 2x2", {.s = 2, .n = 2, .c = 1500, .o = 7, .in = {3, 4},
+                                   .k = {2, 2}, .lo = {1, 0}, .hi = {0, 1}, .cl = true,
+                                   .dtype = F32}},
+};
+// clang-format on
+
+TEST(direct_kernel_1x1_and_split_k) { ASSERT_EQ_INT(CHECK_CASES(kDirect1x1SplitKCases), 0); }
 
 TEST(direct_kernel_split_k_bit_identical) {
   // A K split into chunks gives the bits of one pass in (ky, kx, ci) order: each chunk after
   // the first continues from the f32 sums stored by the one before. Checked against one chain
   // of fmaf per output, on AVX-512 and AVX2 (whose kernels share the order), 1 and 2 threads,
   // for whole-tap chunks (K = 2700), channel-range chunks (C_in = 1500) and K under the limit.
-  problem_t cases[] = {
-      {.s = 2,
-       .n = 2,
-       .c = 300,
-       .o = 70,
-       .in = {5, 6},
-       .k = {3, 3},
-       .lo = {1, 1},
-       .hi = {1, 1},
-       .in_axes = NHWC,
-       .ker_axes = HWIO,
-       .out_axes = NHWC,
-       .dtype = CML_DTYPE_F32},
-      {.s = 2,
-       .n = 1,
-       .c = 1500,
-       .o = 20,
-       .in = {4, 5},
-       .k = {2, 2},
-       .lo = {1, 0},
-       .hi = {0, 1},
-       .in_axes = NHWC,
-       .ker_axes = HWIO,
-       .out_axes = NHWC,
-       .dtype = CML_DTYPE_F32},
-      {.s = 2,
-       .n = 1,
-       .c = 1500,
-       .o = 20,
-       .in = {4, 4},
-       .k = {1, 1},
-       .in_axes = NHWC,
-       .ker_axes = HWIO,
-       .out_axes = NHWC,
-       .dtype = CML_DTYPE_F32},
-      {.s = 2,
-       .n = 2,
-       .c = 7,
-       .o = 33,
-       .in = {9, 8},
-       .k = {3, 3},
-       .stride = {2, 1},
-       .lo = {1, 1},
-       .hi = {1, 1},
-       .dtype = CML_DTYPE_F32},
+  // clang-format off
+  static const problem_t cases[] = {
+      {.s = 2, .n = 2, .c = 300, .o = 70, .in = {5, 6}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1},
+       .cl = true, .dtype = F32},
+      {.s = 2, .n = 1, .c = 1500, .o = 20, .in = {4, 5}, .k = {2, 2}, .lo = {1, 0}, .hi = {0, 1},
+       .cl = true, .dtype = F32},
+      {.s = 2, .n = 1, .c = 1500, .o = 20, .in = {4, 4}, .k = {1, 1}, .cl = true, .dtype = F32},
+      {.s = 2, .n = 2, .c = 7, .o = 33, .in = {9, 8}, .k = {3, 3}, .stride = {2, 1},
+       .lo = {1, 1}, .hi = {1, 1}, .dtype = F32},
   };
+  // clang-format on
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(2, cml_allocator_system(), &pool));
   int checked = 0;
@@ -1250,9 +870,7 @@ TEST(direct_kernel_taken_for_1x1_and_large_k) {
                    .o = 256,
                    .in = {56, 56},
                    .k = {1, 1},
-                   .in_axes = NHWC,
-                   .ker_axes = HWIO,
-                   .out_axes = NHWC,
+                   .cl = true,
                    .dtype = CML_DTYPE_F32};
     fake_t f;
     problem_finish(&p, &f);
@@ -1274,9 +892,7 @@ TEST(direct_kernel_taken_for_1x1_and_large_k) {
                    .k = {3, 3},
                    .lo = {1, 1},
                    .hi = {1, 1},
-                   .in_axes = NHWC,
-                   .ker_axes = HWIO,
-                   .out_axes = NHWC,
+                   .cl = true,
                    .dtype = CML_DTYPE_F32};
     problem_finish(&q, &f);
     x = calloc((size_t)cml_shape_element_count(&q.xs), sizeof(float));
@@ -1293,9 +909,7 @@ TEST(direct_kernel_taken_for_1x1_and_large_k) {
                    .o = 40,
                    .in = {1, 1},
                    .k = {1, 1},
-                   .in_axes = NHWC,
-                   .ker_axes = HWIO,
-                   .out_axes = NHWC,
+                   .cl = true,
                    .dtype = CML_DTYPE_F32};
     problem_finish(&r, &f);
     float xr[8 * 96] = {0}, wr[96 * 40] = {0}, yr[8 * 40];

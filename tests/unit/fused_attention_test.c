@@ -14,16 +14,12 @@
 #include <stdlib.h>
 
 #include "api_common.h"
+#include "attention_test_common.h"
 #include "core/builder_internal.h"
 #include "test.h"
 
 static uint64_t fa_rng = 0x9E3779B97F4A7C15ull;
-static double fa_uniform(double lo, double hi) {
-  fa_rng ^= fa_rng << 13;
-  fa_rng ^= fa_rng >> 7;
-  fa_rng ^= fa_rng << 17;
-  return lo + (hi - lo) * (double)(fa_rng >> 11) / 9007199254740992.0;
-}
+static double fa_uniform(double lo, double hi) { return at_uniform(&fa_rng, lo, hi); }
 
 // One test problem: sizes, options and host data (f64 master copies).
 typedef struct fa_case_t {
@@ -47,51 +43,11 @@ typedef struct fa_data_t {
 } fa_data_t;
 
 static void fa_dims(const fa_case_t* c, int64_t h, int64_t s, int64_t d, int64_t out[4]) {
-  bool bhsd = c->layout == CML_ATTENTION_LAYOUT_BHSD;
-  out[0] = c->batch;
-  out[1] = bhsd ? h : s;
-  out[2] = bhsd ? s : h;
-  out[3] = d;
-}
-
-static size_t fa_elem(cml_dtype_t dt) {
-  return dt == CML_DTYPE_F64 ? 8 : (dt == CML_DTYPE_F32 ? 4 : 2);
-}
-
-static void fa_put(void* p, int64_t i, cml_dtype_t dt, double v) {
-  switch (dt) {
-    case CML_DTYPE_F64:
-      ((double*)p)[i] = v;
-      break;
-    case CML_DTYPE_F32:
-      ((float*)p)[i] = (float)v;
-      break;
-    case CML_DTYPE_F16:
-      ((uint16_t*)p)[i] = cml_f32_to_f16((float)v);
-      break;
-    default:
-      ((uint16_t*)p)[i] = cml_f32_to_bf16((float)v);
-      break;
-  }
-}
-
-static double fa_get(const void* p, int64_t i, cml_dtype_t dt) {
-  switch (dt) {
-    case CML_DTYPE_F64:
-      return ((const double*)p)[i];
-    case CML_DTYPE_F32:
-      return ((const float*)p)[i];
-    case CML_DTYPE_F16:
-      return cml_f16_to_f32(((const uint16_t*)p)[i]);
-    default:
-      return cml_bf16_to_f32(((const uint16_t*)p)[i]);
-  }
+  at_dims(c->layout, c->batch, h, s, d, out);
 }
 
 static void* fa_random(int64_t n, cml_dtype_t dt, double lo, double hi) {
-  void* p = malloc((size_t)(n > 0 ? n : 1) * fa_elem(dt));
-  for (int64_t i = 0; p && i < n; ++i) fa_put(p, i, dt, fa_uniform(lo, hi));
-  return p;
+  return at_random(&fa_rng, n, dt, lo, hi);
 }
 
 static void fa_data_make(const fa_case_t* c, fa_data_t* data) {
@@ -112,12 +68,12 @@ static void fa_data_make(const fa_case_t* c, fa_data_t* data) {
   } else if (c->mask == 2) {
     // Mostly 0 with some -inf and some finite offsets; query row 5 all -inf.
     int64_t n = c->seq * c->kv_seq;
-    data->mask = malloc((size_t)n * fa_elem(dt));
+    data->mask = malloc((size_t)n * at_elem(dt));
     for (int64_t i = 0; i < n; ++i) {
       double u = fa_uniform(0, 1);
       double v = u < 0.2 ? -INFINITY : (u < 0.4 ? fa_uniform(-2, 1) : 0.0);
       if (i / c->kv_seq == 5) v = -INFINITY;
-      fa_put(data->mask, i, dt, v);
+      at_put(data->mask, i, dt, v);
     }
   }
   if (c->bias) data->bias = fa_random(c->heads * c->seq * c->kv_seq, dt, -1, 1);
@@ -160,27 +116,10 @@ static cml_value_t fa_build(cml_function_t* f, const fa_case_t* c, const fa_data
   cml_sdpa_config_init(&cfg);
   cfg.causal = c->causal;
   cfg.scale = c->scale;
-  if (c->mask == 1) {
-    s = cml_shape_make(CML_DTYPE_BOOL, 4, (int64_t[]){c->batch, 1, c->seq, c->kv_seq});
-    cfg.mask = cml_parameter(f, NULL, &s);
-    ins[n++] = data->mask;
-  } else if (c->mask == 2) {
-    s = cml_shape_make(c->dtype, 2, (int64_t[]){c->seq, c->kv_seq});
-    cfg.mask = cml_parameter(f, NULL, &s);
-    ins[n++] = data->mask;
-  }
-  if (c->bias) {
-    s = cml_shape_make(c->dtype, 3, (int64_t[]){c->heads, c->seq, c->kv_seq});
-    cfg.bias = cml_parameter(f, NULL, &s);
-    ins[n++] = data->bias;
-  }
-  if (c->lens) {
-    s = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){c->batch});
-    cfg.query_seq_len = cml_parameter(f, NULL, &s);
-    ins[n++] = data->qlen;
-    cfg.kv_seq_len = cml_parameter(f, NULL, &s);
-    ins[n++] = data->kvlen;
-  }
+  const at_options_t options = {c->dtype,   c->batch,   c->heads,   c->seq,
+                                c->kv_seq,  c->mask,    c->bias,    c->lens,
+                                data->mask, data->bias, data->qlen, data->kvlen};
+  at_add_options(f, &options, &cfg, ins, &n);
   *count = n;
   p[0] = q;
   p[1] = k;
@@ -201,14 +140,9 @@ static int fa_count_nodes(cml_function_t* f, cml_op_t op) {
 static cml_status_t fa_run(const char* config, const fa_case_t* c, const fa_data_t* data,
                            double* out, int* nodes) {
   cml_backend_t* be = NULL;
-  cml_status_t st = cml_backend_new_with_config(config, &be);
-  if (st != CML_OK) return st;
   cml_builder_t* b = NULL;
-  st = cml_builder_create(be, "sdpa", &b);
-  if (st != CML_OK) {
-    cml_backend_release(be);
-    return st;
-  }
+  cml_status_t st = at_open(config, "sdpa", &be, &b);
+  if (st != CML_OK) return st;
   cml_function_t* f = cml_builder_main(b);
   const void* ins[8];
   size_t n = 0;
@@ -216,11 +150,11 @@ static cml_status_t fa_run(const char* config, const fa_case_t* c, const fa_data
   cml_value_t y = fa_build(f, c, data, ins, &n, p);
   if (nodes) *nodes = fa_count_nodes(f, CML_OP_FUSED_SDPA);
   const int64_t count = fa_out_count(c);
-  void* raw = malloc((size_t)count * fa_elem(c->dtype) + 1);
+  void* raw = malloc((size_t)count * at_elem(c->dtype) + 1);
   cml_executable_t* exe = NULL;
   st = api_finish(b, &y, 1, &exe);
   if (st == CML_OK) st = api_run(be, exe, ins, (void* const[]){raw});
-  for (int64_t i = 0; st == CML_OK && i < count; ++i) out[i] = fa_get(raw, i, c->dtype);
+  for (int64_t i = 0; st == CML_OK && i < count; ++i) out[i] = at_get(raw, i, c->dtype);
   free(raw);
   cml_executable_release(exe);
   cml_backend_release(be);
@@ -238,6 +172,94 @@ static double fa_worst(const double* a, const double* b, int64_t n, double rtol,
   return worst;
 }
 
+// A case of |dt| and |layout| with these sizes and no options (not causal, no mask, bias or
+// lengths, the default scale).
+static fa_case_t fa_case(cml_dtype_t dt, cml_attention_layout_t layout, int64_t batch,
+                         int64_t heads, int64_t kv_heads, int64_t seq, int64_t kv_seq, int64_t d,
+                         int64_t dv) {
+  fa_case_t c = {dt, layout, batch, heads, kv_heads, seq, kv_seq, d, dv, false, 0, false, false, 0};
+  return c;
+}
+
+// The case's option combination |bits| (of 96): layout, GQA (half the heads), causal, mask
+// (none, Bool, additive), bias, lengths, and a scale of 0.3 for every fifth.
+static void fa_case_combo(fa_case_t* c, int bits) {
+  int r = bits;
+  c->layout = r % 2 ? CML_ATTENTION_LAYOUT_BSHD : CML_ATTENTION_LAYOUT_BHSD;
+  r /= 2;
+  c->kv_heads = r % 2 ? c->heads / 2 : c->heads;
+  r /= 2;
+  c->causal = r % 2;
+  r /= 2;
+  c->mask = r % 3;
+  r /= 3;
+  c->bias = r % 2;
+  r /= 2;
+  c->lens = r % 2;
+  c->scale = bits % 5 == 0 ? 0.3 : 0.0;
+}
+
+// One case's outputs on two configurations (fa_pair_run), as f64.
+typedef struct fa_pair_t {
+  int64_t n;     // elements of each output
+  double* a;     // on the first configuration
+  double* b;     // on the second
+  int nodes[2];  // FusedScaledDotProductAttention nodes in each graph
+} fa_pair_t;
+
+// Runs |c| with |data| on |config_a| and on |config_b| into |r|; fa_pair_free frees |r| (after
+// a failure too).
+static cml_status_t fa_pair_run(fa_pair_t* r, const char* config_a, const char* config_b,
+                                const fa_case_t* c, const fa_data_t* data) {
+  r->n = fa_out_count(c);
+  r->a = malloc((size_t)r->n * sizeof(double));
+  r->b = malloc((size_t)r->n * sizeof(double));
+  r->nodes[0] = r->nodes[1] = -1;
+  cml_status_t st = fa_run(config_a, c, data, r->a, &r->nodes[0]);
+  if (st == CML_OK) st = fa_run(config_b, c, data, r->b, &r->nodes[1]);
+  return st;
+}
+
+static void fa_pair_free(fa_pair_t* r) {
+  free(r->a);
+  free(r->b);
+}
+
+// The verdict of the check |label|: the runs' status |st| (freed), the graphs' node counts
+// |got| against |want| (-1: any number), and the worst error |worst| (at most 1 passes).
+// Prints what failed.
+static bool fa_verdict(const char* label, cml_status_t st, const int got[2], const int want[2],
+                       double worst) {
+  if (st != CML_OK) {
+    fprintf(stderr, "%s: run failed: %s\n", label, cml_status_message(st));
+    cml_status_free(st);
+    return false;
+  }
+  if ((want[0] >= 0 && got[0] != want[0]) || (want[1] >= 0 && got[1] != want[1])) {
+    fprintf(stderr, "%s: %d and %d nodes, want %d and %d\n", label, got[0], got[1], want[0],
+            want[1]);
+    return false;
+  }
+  if (!(worst <= 1)) fprintf(stderr, "%s: worst %g\n", label, worst);
+  return worst <= 1;
+}
+
+// Makes |c|'s data and checks |c| on |config| against |other|: both run, their graphs hold
+// |nodes_config| and |nodes_other| FusedScaledDotProductAttention nodes (-1: any number), and
+// fa_worst(|tol|, |tol|) <= 1. Prints |label| with what failed.
+static bool fa_check(const char* label, const fa_case_t* c, const char* config, const char* other,
+                     double tol, int nodes_config, int nodes_other) {
+  fa_data_t data;
+  fa_data_make(c, &data);
+  fa_pair_t r;
+  cml_status_t st = fa_pair_run(&r, config, other, c, &data);
+  const double w = st == CML_OK ? fa_worst(r.a, r.b, r.n, tol, tol) : INFINITY;
+  const bool ok = fa_verdict(label, st, r.nodes, (const int[]){nodes_config, nodes_other}, w);
+  fa_pair_free(&r);
+  fa_data_free(&data);
+  return ok;
+}
+
 // Full key tiles without a bias or mask take the score loop's fused row max; a row whose
 // scores are not finite falls back to the separate pass. q row 5 holds a NaN (its scores are
 // NaN), q row 7 values of 3e37 (scores near the float limit: the finiteness probe, a sum of
@@ -246,33 +268,20 @@ static double fa_worst(const double* a, const double* b, int64_t n, double rtol,
 // 16: v read in place).
 TEST(native_nonfinite_scores_fused_max) {
   for (int causal = 0; causal < 2; ++causal) {
-    fa_case_t c = {CML_DTYPE_F32,
-                   CML_ATTENTION_LAYOUT_BHSD,
-                   1,
-                   2,
-                   2,
-                   128,
-                   128,
-                   16,
-                   16,
-                   causal,
-                   0,
-                   false,
-                   false,
-                   0};
+    fa_case_t c = fa_case(CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 1, 2, 2, 128, 128, 16, 16);
+    c.causal = causal;
     fa_data_t data;
     fa_data_make(&c, &data);
     float* q = data.q;
     q[5 * c.d + 3] = NAN;
     for (int64_t e = 0; e < c.d; ++e) q[7 * c.d + e] = 3e37f;
     q[(c.seq + 70) * c.d + 1] = NAN;  // head 1, row 70 (second query tile)
-    const int64_t n = fa_out_count(&c);
-    double* native = malloc((size_t)n * sizeof(double));
-    double* decomp = malloc((size_t)n * sizeof(double));
-    ASSERT_STATUS_OK(fa_run("c", &c, &data, native, NULL));
-    ASSERT_STATUS_OK(fa_run("c:fusion=false", &c, &data, decomp, NULL));
+    fa_pair_t r;
+    ASSERT_STATUS_OK(fa_pair_run(&r, "c", "c:fusion=false", &c, &data));
+    const double* native = r.a;
+    const double* decomp = r.b;
     int64_t nan_rows = 0, bad = 0;
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t i = 0; i < r.n; ++i) {
       if (isnan(decomp[i]) || isnan(native[i])) {
         bad += isnan(decomp[i]) != isnan(native[i]);
         nan_rows += i % c.dv == 0 && isnan(native[i]);
@@ -284,8 +293,7 @@ TEST(native_nonfinite_scores_fused_max) {
     ASSERT_EQ_INT(bad, 0);
     ASSERT_EQ_INT(nan_rows, 2);  // rows 5 and 70
     for (int64_t e = 0; e < c.dv; ++e) ASSERT_TRUE(isnan(native[5 * c.dv + e]));
-    free(native);
-    free(decomp);
+    fa_pair_free(&r);
     fa_data_free(&data);
   }
 }
@@ -294,50 +302,23 @@ TEST(native_nonfinite_scores_fused_max) {
 TEST(native_matches_decomposition_all_options) {
   int combos = 0;
   for (int bits = 0; bits < 2 * 2 * 2 * 3 * 2 * 2; ++bits) {
-    fa_case_t c = {CML_DTYPE_F32,
-                   CML_ATTENTION_LAYOUT_BHSD,
-                   3,
-                   4,
-                   4,
-                   37,
-                   70,
-                   9,
-                   11,
-                   false,
-                   0,
-                   false,
-                   false,
-                   0};
-    int r = bits;
-    c.layout = r % 2 ? CML_ATTENTION_LAYOUT_BSHD : CML_ATTENTION_LAYOUT_BHSD;
-    r /= 2;
-    c.kv_heads = r % 2 ? 2 : 4;
-    r /= 2;
-    c.causal = r % 2;
-    r /= 2;
-    c.mask = r % 3;
-    r /= 3;
-    c.bias = r % 2;
-    r /= 2;
-    c.lens = r % 2;
-    c.scale = bits % 5 == 0 ? 0.3 : 0.0;
+    fa_case_t c = fa_case(CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 3, 4, 4, 37, 70, 9, 11);
+    fa_case_combo(&c, bits);
     fa_data_t data;
     fa_data_make(&c, &data);
-    const int64_t n = fa_out_count(&c);
-    double* native = malloc((size_t)n * sizeof(double));
-    double* decomp = malloc((size_t)n * sizeof(double));
-    int native_nodes = 0, decomp_nodes = 0;
-    ASSERT_STATUS_OK(fa_run("c", &c, &data, native, &native_nodes));
-    ASSERT_STATUS_OK(fa_run("c:fusion=false", &c, &data, decomp, &decomp_nodes));
-    ASSERT_EQ_INT(native_nodes, 1);
-    ASSERT_EQ_INT(decomp_nodes, 0);
-    double w = fa_worst(native, decomp, n, 2e-5, 2e-5);
+    fa_pair_t r;
+    ASSERT_STATUS_OK(fa_pair_run(&r, "c", "c:fusion=false", &c, &data));
+    const double* native = r.a;
+    const double* decomp = r.b;
+    ASSERT_EQ_INT(r.nodes[0], 1);
+    ASSERT_EQ_INT(r.nodes[1], 0);
+    double w = fa_worst(native, decomp, r.n, 2e-5, 2e-5);
     if (w > 1) fprintf(stderr, "combo %d: worst %g\n", bits, w);
     ASSERT_TRUE(w <= 1);
     // Rows whose keys are all masked are exact zeros: the Bool mask's query row 3, the
     // additive mask's -inf row 5, and batch 1 with kv_seq_len 0.
     int64_t row = c.mask == 1 ? 3 : (c.mask == 2 ? 5 : -1);
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t i = 0; i < r.n; ++i) {
       int64_t b = i / (c.heads * c.seq * c.dv);
       int64_t s = c.layout == CML_ATTENTION_LAYOUT_BHSD ? (i / c.dv) % c.seq
                                                         : (i / (c.dv * c.heads)) % c.seq;
@@ -347,8 +328,7 @@ TEST(native_matches_decomposition_all_options) {
       }
     }
     ++combos;
-    free(native);
-    free(decomp);
+    fa_pair_free(&r);
     fa_data_free(&data);
   }
   ASSERT_EQ_INT(combos, 96);
@@ -360,70 +340,34 @@ TEST(native_matches_decomposition_dtypes_and_sizes) {
   static const double tol[] = {1e-12, 5e-3, 4e-2};
   for (size_t t = 0; t < 3; ++t) {
     for (int opt = 0; opt < 3; ++opt) {
-      fa_case_t c = {dts[t],
-                     opt == 1 ? CML_ATTENTION_LAYOUT_BSHD : CML_ATTENTION_LAYOUT_BHSD,
-                     2,
-                     6,
-                     opt == 2 ? 3 : 6,
-                     33,
-                     65,
-                     16,
-                     8,
-                     opt != 0,
-                     opt,
-                     opt == 2,
-                     opt == 1,
-                     0};
-      fa_data_t data;
-      fa_data_make(&c, &data);
-      const int64_t n = fa_out_count(&c);
-      double* native = malloc((size_t)n * sizeof(double));
-      double* decomp = malloc((size_t)n * sizeof(double));
-      ASSERT_STATUS_OK(fa_run("c", &c, &data, native, NULL));
-      ASSERT_STATUS_OK(fa_run("c:fusion=false", &c, &data, decomp, NULL));
-      double w = fa_worst(native, decomp, n, tol[t], tol[t]);
-      if (w > 1) fprintf(stderr, "dtype %s opt %d: worst %g\n", cml_dtype_name(dts[t]), opt, w);
-      ASSERT_TRUE(w <= 1);
-      free(native);
-      free(decomp);
-      fa_data_free(&data);
+      fa_case_t c =
+          fa_case(dts[t], opt == 1 ? CML_ATTENTION_LAYOUT_BSHD : CML_ATTENTION_LAYOUT_BHSD, 2, 6,
+                  opt == 2 ? 3 : 6, 33, 65, 16, 8);
+      c.causal = opt != 0, c.mask = opt, c.bias = opt == 2, c.lens = opt == 1;
+      char label[64];
+      snprintf(label, sizeof label, "dtype %s opt %d", cml_dtype_name(dts[t]), opt);
+      ASSERT_TRUE(fa_check(label, &c, "c", "c:fusion=false", tol[t], -1, -1));
     }
   }
-  fa_case_t big = {
-      CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BSHD, 2, 8, 2, 200, 300, 64, 64, true, 2, true, true, 0};
-  fa_data_t data;
-  fa_data_make(&big, &data);
-  const int64_t n = fa_out_count(&big);
-  double* native = malloc((size_t)n * sizeof(double));
-  double* decomp = malloc((size_t)n * sizeof(double));
-  ASSERT_STATUS_OK(fa_run("c", &big, &data, native, NULL));
-  ASSERT_STATUS_OK(fa_run("c:fusion=false", &big, &data, decomp, NULL));
-  ASSERT_TRUE(fa_worst(native, decomp, n, 2e-5, 2e-5) <= 1);
-  free(native);
-  free(decomp);
-  fa_data_free(&data);
+  fa_case_t big = fa_case(CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BSHD, 2, 8, 2, 200, 300, 64, 64);
+  big.causal = true, big.mask = 2, big.bias = true, big.lens = true;
+  ASSERT_TRUE(fa_check("big", &big, "c", "c:fusion=false", 2e-5, -1, -1));
 }
 
 // Results do not depend on the thread count (bitwise); reference=true decomposes.
 TEST(native_thread_count_independent) {
-  fa_case_t c = {
-      CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 3, 8, 4, 130, 150, 32, 24, true, 1, true, true, 0};
+  fa_case_t c = fa_case(CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 3, 8, 4, 130, 150, 32, 24);
+  c.causal = true, c.mask = 1, c.bias = true, c.lens = true;
   fa_data_t data;
   fa_data_make(&c, &data);
-  const int64_t n = fa_out_count(&c);
-  double* one = malloc((size_t)n * sizeof(double));
-  double* four = malloc((size_t)n * sizeof(double));
-  double* ref = malloc((size_t)n * sizeof(double));
+  fa_pair_t r;
+  ASSERT_STATUS_OK(fa_pair_run(&r, "c:threads=1", "c:threads=4", &c, &data));
+  ASSERT_TRUE(memcmp(r.a, r.b, (size_t)r.n * sizeof(double)) == 0);
   int nodes = -1;
-  ASSERT_STATUS_OK(fa_run("c:threads=1", &c, &data, one, NULL));
-  ASSERT_STATUS_OK(fa_run("c:threads=4", &c, &data, four, NULL));
-  ASSERT_TRUE(memcmp(one, four, (size_t)n * sizeof(double)) == 0);
-  ASSERT_STATUS_OK(fa_run("c:reference=true", &c, &data, ref, &nodes));
+  ASSERT_STATUS_OK(fa_run("c:reference=true", &c, &data, r.b, &nodes));  // b: the reference
   ASSERT_EQ_INT(nodes, 0);
-  ASSERT_TRUE(fa_worst(one, ref, n, 2e-5, 2e-5) <= 1);
-  free(one);
-  free(four);
-  free(ref);
+  ASSERT_TRUE(fa_worst(r.a, r.b, r.n, 2e-5, 2e-5) <= 1);
+  fa_pair_free(&r);
   fa_data_free(&data);
 }
 
@@ -434,78 +378,27 @@ TEST(isa_variants_match_decomposition) {
     for (int opt = 0; opt < 4; ++opt) {
       const cml_dtype_t dt = opt % 2 ? CML_DTYPE_F64 : CML_DTYPE_F32;
       const bool masked = opt >= 2;
-      fa_case_t c = {dt,
-                     CML_ATTENTION_LAYOUT_BSHD,
-                     2,
-                     4,
-                     2,
-                     45,
-                     77,
-                     12,
-                     21,
-                     true,
-                     masked ? 2 : 0,
-                     masked,
-                     masked,
-                     0};
-      fa_data_t data;
-      fa_data_make(&c, &data);
-      const int64_t n = fa_out_count(&c);
-      double* native = malloc((size_t)n * sizeof(double));
-      double* decomp = malloc((size_t)n * sizeof(double));
-      int nodes = 0;
-      ASSERT_STATUS_OK(fa_run(configs[cfg], &c, &data, native, &nodes));
-      ASSERT_EQ_INT(nodes, 1);
-      ASSERT_STATUS_OK(fa_run("c:fusion=false", &c, &data, decomp, NULL));
+      fa_case_t c = fa_case(dt, CML_ATTENTION_LAYOUT_BSHD, 2, 4, 2, 45, 77, 12, 21);
+      c.causal = true, c.mask = masked ? 2 : 0, c.bias = masked, c.lens = masked;
       const double tol = dt == CML_DTYPE_F64 ? 1e-12 : 2e-5;
-      double w = fa_worst(native, decomp, n, tol, tol);
-      if (w > 1) fprintf(stderr, "%s opt %d: worst %g\n", configs[cfg], opt, w);
-      ASSERT_TRUE(w <= 1);
-      free(native);
-      free(decomp);
-      fa_data_free(&data);
+      char label[64];
+      snprintf(label, sizeof label, "%s opt %d", configs[cfg], opt);
+      ASSERT_TRUE(fa_check(label, &c, configs[cfg], "c:fusion=false", tol, 1, -1));
     }
   }
 }
 
 // Against xla:cpu (which decomposes); skipped when the plugin is not installed.
 TEST(native_matches_xla_cpu) {
-  cml_backend_t* probe = NULL;
-  cml_status_t st = cml_backend_new_with_config("xla:cpu", &probe);
-  if (st != CML_OK) {
-    fprintf(stderr, "xla:cpu unavailable, skipped: %s\n", cml_status_message(st));
-    cml_status_free(st);
-    return;
-  }
-  cml_backend_release(probe);
+  if (!at_xla_cpu_available()) return;
   for (int opt = 0; opt < 4; ++opt) {
-    fa_case_t c = {CML_DTYPE_F32,
-                   opt % 2 ? CML_ATTENTION_LAYOUT_BSHD : CML_ATTENTION_LAYOUT_BHSD,
-                   3,
-                   4,
-                   opt >= 2 ? 2 : 4,
-                   37,
-                   70,
-                   9,
-                   11,
-                   opt != 1,
-                   opt % 3,
-                   opt == 3,
-                   opt >= 2,
-                   0};
-    fa_data_t data;
-    fa_data_make(&c, &data);
-    const int64_t n = fa_out_count(&c);
-    double* native = malloc((size_t)n * sizeof(double));
-    double* xla = malloc((size_t)n * sizeof(double));
-    ASSERT_STATUS_OK(fa_run("c", &c, &data, native, NULL));
-    ASSERT_STATUS_OK(fa_run("xla:cpu", &c, &data, xla, NULL));
-    double w = fa_worst(native, xla, n, 1e-4, 1e-4);
-    if (w > 1) fprintf(stderr, "xla opt %d: worst %g\n", opt, w);
-    ASSERT_TRUE(w <= 1);
-    free(native);
-    free(xla);
-    fa_data_free(&data);
+    fa_case_t c =
+        fa_case(CML_DTYPE_F32, opt % 2 ? CML_ATTENTION_LAYOUT_BSHD : CML_ATTENTION_LAYOUT_BHSD, 3,
+                4, opt >= 2 ? 2 : 4, 37, 70, 9, 11);
+    c.causal = opt != 1, c.mask = opt % 3, c.bias = opt == 3, c.lens = opt >= 2;
+    char label[64];
+    snprintf(label, sizeof label, "xla opt %d", opt);
+    ASSERT_TRUE(fa_check(label, &c, "c", "xla:cpu", 1e-4, -1, -1));
   }
 }
 
@@ -527,14 +420,9 @@ static cml_status_t fa_grad_run(const char* config, const fa_case_t* c, const fa
                                 const double* weight, bool bias_grad, double* grads[4],
                                 int* vjp_nodes) {
   cml_backend_t* be = NULL;
-  cml_status_t st = cml_backend_new_with_config(config, &be);
-  if (st != CML_OK) return st;
   cml_builder_t* b = NULL;
-  st = cml_builder_create(be, "sdpa_grad", &b);
-  if (st != CML_OK) {
-    cml_backend_release(be);
-    return st;
-  }
+  cml_status_t st = at_open(config, "sdpa_grad", &be, &b);
+  if (st != CML_OK) return st;
   cml_function_t* f = cml_builder_main(b);
   const void* ins[8];
   size_t n_in = 0;
@@ -543,8 +431,8 @@ static cml_status_t fa_grad_run(const char* config, const fa_case_t* c, const fa
   cml_shape_t ys;
   cml_builder_value_shape(b, y, &ys);
   const int64_t ny = fa_out_count(c);
-  void* w = malloc((size_t)ny * fa_elem(c->dtype));
-  for (int64_t i = 0; i < ny; ++i) fa_put(w, i, c->dtype, weight[i]);
+  void* w = malloc((size_t)ny * at_elem(c->dtype));
+  for (int64_t i = 0; i < ny; ++i) at_put(w, i, c->dtype, weight[i]);
   cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, y, cml_constant(f, &ys, w)), NULL, 0);
   free(w);
   const int ng = bias_grad ? 4 : 3;
@@ -559,13 +447,13 @@ static cml_status_t fa_grad_run(const char* config, const fa_case_t* c, const fa
   int64_t counts[4];
   fa_grad_counts(c, counts);
   void* raw[4];
-  for (int i = 0; i < ng; ++i) raw[i] = malloc((size_t)counts[i] * fa_elem(c->dtype) + 1);
+  for (int i = 0; i < ng; ++i) raw[i] = malloc((size_t)counts[i] * at_elem(c->dtype) + 1);
   cml_executable_t* exe = NULL;
   st = api_finish(b, g, (size_t)ng, &exe);
   if (st == CML_OK) st = api_run(be, exe, ins, raw);
   for (int i = 0; i < ng; ++i) {
     for (int64_t e = 0; st == CML_OK && e < counts[i]; ++e)
-      grads[i][e] = fa_get(raw[i], e, c->dtype);
+      grads[i][e] = at_get(raw[i], e, c->dtype);
     free(raw[i]);
   }
   cml_executable_release(exe);
@@ -605,21 +493,28 @@ static double fa_grads_worst(const fa_case_t* c, const fa_grads_t* a, const fa_g
   return worst;
 }
 
-// The case's option combination |bits| (of 96), as native_matches_decomposition_all_options.
-static void fa_case_combo(fa_case_t* c, int bits) {
-  int r = bits;
-  c->layout = r % 2 ? CML_ATTENTION_LAYOUT_BSHD : CML_ATTENTION_LAYOUT_BHSD;
-  r /= 2;
-  c->kv_heads = r % 2 ? c->heads / 2 : c->heads;
-  r /= 2;
-  c->causal = r % 2;
-  r /= 2;
-  c->mask = r % 3;
-  r /= 3;
-  c->bias = r % 2;
-  r /= 2;
-  c->lens = r % 2;
-  c->scale = bits % 5 == 0 ? 0.3 : 0.0;
+// Makes |c|'s data and checks the gradients of q, k, v (and the bias with |bias_grad|) on
+// |config| against |other| (the same loss weights): both run, their gradient graphs hold
+// |vjp_config| and |vjp_other| FusedScaledDotProductAttentionVJP nodes (-1: any number), and
+// fa_grads_worst(|tol|) <= 1. Prints |label| with what failed.
+static bool fa_grad_check(const char* label, const fa_case_t* c, const char* config,
+                          const char* other, bool bias_grad, double tol, int vjp_config,
+                          int vjp_other) {
+  fa_data_t data;
+  fa_data_make(c, &data);
+  fa_grads_t a, b;
+  fa_grads_alloc(c, &a);
+  fa_grads_alloc(c, &b);
+  memcpy(b.weight, a.weight, (size_t)fa_out_count(c) * sizeof(double));
+  int vjp[2] = {-1, -1};
+  cml_status_t st = fa_grad_run(config, c, &data, a.weight, bias_grad, a.g, &vjp[0]);
+  if (st == CML_OK) st = fa_grad_run(other, c, &data, b.weight, bias_grad, b.g, &vjp[1]);
+  const double w = st == CML_OK ? fa_grads_worst(c, &a, &b, bias_grad ? 4 : 3, tol) : INFINITY;
+  const bool ok = fa_verdict(label, st, vjp, (const int[]){vjp_config, vjp_other}, w);
+  fa_grads_free(&a);
+  fa_grads_free(&b);
+  fa_data_free(&data);
+  return ok;
 }
 
 // dq, dk, dv of the native VJP against the gradients of the decomposition, every option
@@ -627,40 +522,12 @@ static void fa_case_combo(fa_case_t* c, int bits) {
 TEST(vjp_matches_decomposition_all_options) {
   int combos = 0;
   for (int bits = 0; bits < 96; ++bits) {
-    fa_case_t c = {CML_DTYPE_F32,
-                   CML_ATTENTION_LAYOUT_BHSD,
-                   3,
-                   4,
-                   4,
-                   37,
-                   70,
-                   9,
-                   11,
-                   false,
-                   0,
-                   false,
-                   false,
-                   0};
+    fa_case_t c = fa_case(CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 3, 4, 4, 37, 70, 9, 11);
     fa_case_combo(&c, bits);
-    fa_data_t data;
-    fa_data_make(&c, &data);
-    fa_grads_t native, decomp;
-    fa_grads_alloc(&c, &native);
-    fa_grads_alloc(&c, &decomp);
-    memcpy(decomp.weight, native.weight, (size_t)fa_out_count(&c) * sizeof(double));
-    int vjp = -1, vjp_decomp = -1;
-    ASSERT_STATUS_OK(fa_grad_run("c", &c, &data, native.weight, false, native.g, &vjp));
-    ASSERT_STATUS_OK(
-        fa_grad_run("c:fusion=false", &c, &data, decomp.weight, false, decomp.g, &vjp_decomp));
-    ASSERT_EQ_INT(vjp, 1);
-    ASSERT_EQ_INT(vjp_decomp, 0);
-    double w = fa_grads_worst(&c, &native, &decomp, 3, 5e-5);
-    if (w > 1) fprintf(stderr, "vjp combo %d: worst %g\n", bits, w);
-    ASSERT_TRUE(w <= 1);
+    char label[64];
+    snprintf(label, sizeof label, "vjp combo %d", bits);
+    ASSERT_TRUE(fa_grad_check(label, &c, "c", "c:fusion=false", false, 5e-5, 1, 0));
     ++combos;
-    fa_grads_free(&native);
-    fa_grads_free(&decomp);
-    fa_data_free(&data);
   }
   ASSERT_EQ_INT(combos, 96);
 }
@@ -683,8 +550,7 @@ static double fa_loss(cml_backend_t* be, cml_executable_t* exe, const void* cons
 TEST(vjp_f64_matches_finite_differences) {
   for (int opt = 0; opt < 5; ++opt) {
     static const int combos[5] = {0, 13, 46, 71, 95};
-    fa_case_t c = {
-        CML_DTYPE_F64, CML_ATTENTION_LAYOUT_BHSD, 3, 2, 2, 7, 9, 3, 2, false, 0, false, false, 0};
+    fa_case_t c = fa_case(CML_DTYPE_F64, CML_ATTENTION_LAYOUT_BHSD, 3, 2, 2, 7, 9, 3, 2);
     fa_case_combo(&c, combos[opt]);
     const bool bias_grad = c.bias;
     fa_data_t data;
@@ -695,9 +561,8 @@ TEST(vjp_f64_matches_finite_differences) {
     ASSERT_STATUS_OK(fa_grad_run("c", &c, &data, got.weight, bias_grad, got.g, &vjp));
     ASSERT_EQ_INT(vjp, bias_grad ? 0 : 1);  // a bias gradient takes the decomposition
     cml_backend_t* be = NULL;
-    ASSERT_STATUS_OK(cml_backend_new_with_config("c", &be));
     cml_builder_t* b = NULL;
-    ASSERT_STATUS_OK(cml_builder_create(be, "sdpa_fd", &b));
+    ASSERT_STATUS_OK(at_open("c", "sdpa_fd", &be, &b));
     cml_function_t* f = cml_builder_main(b);
     const void* ins[8];
     size_t n_in = 0;
@@ -744,64 +609,27 @@ TEST(vjp_dtypes_isa_sizes_threads) {
   for (size_t t = 0; t < 3; ++t) {
     for (int opt = 0; opt < 3; ++opt) {
       static const int combos[3] = {0, 23, 71};
-      fa_case_t c = {
-          dts[t], CML_ATTENTION_LAYOUT_BHSD, 2, 6, 6, 33, 65, 16, 8, false, 0, false, false, 0};
+      fa_case_t c = fa_case(dts[t], CML_ATTENTION_LAYOUT_BHSD, 2, 6, 6, 33, 65, 16, 8);
       fa_case_combo(&c, combos[opt]);
-      fa_data_t data;
-      fa_data_make(&c, &data);
-      fa_grads_t native, decomp;
-      fa_grads_alloc(&c, &native);
-      fa_grads_alloc(&c, &decomp);
-      memcpy(decomp.weight, native.weight, (size_t)fa_out_count(&c) * sizeof(double));
-      ASSERT_STATUS_OK(fa_grad_run("c", &c, &data, native.weight, false, native.g, NULL));
-      ASSERT_STATUS_OK(
-          fa_grad_run("c:fusion=false", &c, &data, decomp.weight, false, decomp.g, NULL));
-      double w = fa_grads_worst(&c, &native, &decomp, 3, tol[t]);
-      if (w > 1) fprintf(stderr, "vjp %s opt %d: worst %g\n", cml_dtype_name(dts[t]), opt, w);
-      ASSERT_TRUE(w <= 1);
-      fa_grads_free(&native);
-      fa_grads_free(&decomp);
-      fa_data_free(&data);
+      char label[64];
+      snprintf(label, sizeof label, "vjp %s opt %d", cml_dtype_name(dts[t]), opt);
+      ASSERT_TRUE(fa_grad_check(label, &c, "c", "c:fusion=false", false, tol[t], -1, -1));
     }
   }
   static const char* const configs[] = {"c:avx512=false", "c:avx2=false,avx512=false"};
   for (int cfg = 0; cfg < 2; ++cfg) {
     for (int opt = 0; opt < 4; ++opt) {
-      fa_case_t c = {opt % 2 ? CML_DTYPE_F64 : CML_DTYPE_F32,
-                     CML_ATTENTION_LAYOUT_BSHD,
-                     2,
-                     4,
-                     2,
-                     45,
-                     77,
-                     12,
-                     21,
-                     true,
-                     opt >= 2 ? 2 : 0,
-                     opt >= 2,
-                     opt >= 2,
-                     0};
-      fa_data_t data;
-      fa_data_make(&c, &data);
-      fa_grads_t native, decomp;
-      fa_grads_alloc(&c, &native);
-      fa_grads_alloc(&c, &decomp);
-      memcpy(decomp.weight, native.weight, (size_t)fa_out_count(&c) * sizeof(double));
-      int vjp = 0;
-      ASSERT_STATUS_OK(fa_grad_run(configs[cfg], &c, &data, native.weight, false, native.g, &vjp));
-      ASSERT_EQ_INT(vjp, 1);
-      ASSERT_STATUS_OK(
-          fa_grad_run("c:fusion=false", &c, &data, decomp.weight, false, decomp.g, NULL));
-      double w = fa_grads_worst(&c, &native, &decomp, 3, opt % 2 ? 1e-11 : 5e-5);
-      if (w > 1) fprintf(stderr, "vjp %s opt %d: worst %g\n", configs[cfg], opt, w);
-      ASSERT_TRUE(w <= 1);
-      fa_grads_free(&native);
-      fa_grads_free(&decomp);
-      fa_data_free(&data);
+      fa_case_t c = fa_case(opt % 2 ? CML_DTYPE_F64 : CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BSHD, 2,
+                            4, 2, 45, 77, 12, 21);
+      c.causal = true, c.mask = opt >= 2 ? 2 : 0, c.bias = opt >= 2, c.lens = opt >= 2;
+      char label[64];
+      snprintf(label, sizeof label, "vjp %s opt %d", configs[cfg], opt);
+      const double tol_isa = opt % 2 ? 1e-11 : 5e-5;
+      ASSERT_TRUE(fa_grad_check(label, &c, configs[cfg], "c:fusion=false", false, tol_isa, 1, -1));
     }
   }
-  fa_case_t big = {
-      CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BSHD, 2, 8, 2, 200, 300, 64, 64, true, 2, true, true, 0};
+  fa_case_t big = fa_case(CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BSHD, 2, 8, 2, 200, 300, 64, 64);
+  big.causal = true, big.mask = 2, big.bias = true, big.lens = true;
   fa_data_t data;
   fa_data_make(&big, &data);
   fa_grads_t one, four, decomp;
@@ -829,53 +657,21 @@ TEST(vjp_dtypes_isa_sizes_threads) {
 // A bias that needs a gradient, and a float mask, take the decomposition (no VJP node) and
 // match it; the native VJP against xla:cpu's gradients (the decomposition differentiated there).
 TEST(vjp_bias_gradient_and_xla) {
-  fa_case_t c = {
-      CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BSHD, 3, 4, 2, 37, 70, 9, 11, true, 2, true, true, 0};
-  fa_data_t data;
-  fa_data_make(&c, &data);
-  fa_grads_t native, decomp;
-  fa_grads_alloc(&c, &native);
-  fa_grads_alloc(&c, &decomp);
-  memcpy(decomp.weight, native.weight, (size_t)fa_out_count(&c) * sizeof(double));
-  int vjp = -1;
-  ASSERT_STATUS_OK(fa_grad_run("c", &c, &data, native.weight, true, native.g, &vjp));
-  ASSERT_EQ_INT(vjp, 0);
-  ASSERT_STATUS_OK(fa_grad_run("c:fusion=false", &c, &data, decomp.weight, true, decomp.g, NULL));
-  ASSERT_TRUE(fa_grads_worst(&c, &native, &decomp, 4, 5e-5) <= 1);
-  cml_backend_t* probe = NULL;
-  cml_status_t st = cml_backend_new_with_config("xla:cpu", &probe);
-  if (st != CML_OK) {
-    fprintf(stderr, "xla:cpu unavailable, skipped: %s\n", cml_status_message(st));
-    cml_status_free(st);
-  } else {
-    cml_backend_release(probe);
-    // Three combinations (each compile on xla:cpu takes seconds): plain; GQA, causal, additive
-    // mask and bias; BSHD, GQA, causal, Bool mask, bias and lengths.
-    static const int kXlaCombos[3] = {0, 46, 87};
-    for (int ci = 0; ci < 3; ++ci) {
-      const int bits = kXlaCombos[ci];
-      fa_case_t x = c;
-      fa_case_combo(&x, bits);
-      fa_data_t xd;
-      fa_data_make(&x, &xd);
-      fa_grads_t a, b;
-      fa_grads_alloc(&x, &a);
-      fa_grads_alloc(&x, &b);
-      memcpy(b.weight, a.weight, (size_t)fa_out_count(&x) * sizeof(double));
-      ASSERT_STATUS_OK(fa_grad_run("c", &x, &xd, a.weight, false, a.g, &vjp));
-      ASSERT_EQ_INT(vjp, 1);
-      ASSERT_STATUS_OK(fa_grad_run("xla:cpu", &x, &xd, b.weight, false, b.g, NULL));
-      double w = fa_grads_worst(&x, &a, &b, 3, 2e-4);
-      if (w > 1) fprintf(stderr, "vjp xla combo %d: worst %g\n", bits, w);
-      ASSERT_TRUE(w <= 1);
-      fa_grads_free(&a);
-      fa_grads_free(&b);
-      fa_data_free(&xd);
-    }
+  fa_case_t c = fa_case(CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BSHD, 3, 4, 2, 37, 70, 9, 11);
+  c.causal = true, c.mask = 2, c.bias = true, c.lens = true;
+  ASSERT_TRUE(fa_grad_check("vjp bias gradient", &c, "c", "c:fusion=false", true, 5e-5, 0, -1));
+  if (!at_xla_cpu_available()) return;
+  // Three combinations (each compile on xla:cpu takes seconds): plain; GQA, causal, additive
+  // mask and bias; BSHD, GQA, causal, Bool mask, bias and lengths.
+  static const int kXlaCombos[3] = {0, 46, 87};
+  for (int ci = 0; ci < 3; ++ci) {
+    const int bits = kXlaCombos[ci];
+    fa_case_t x = c;
+    fa_case_combo(&x, bits);
+    char label[64];
+    snprintf(label, sizeof label, "vjp xla combo %d", bits);
+    ASSERT_TRUE(fa_grad_check(label, &x, "c", "xla:cpu", false, 2e-4, 1, -1));
   }
-  fa_grads_free(&native);
-  fa_grads_free(&decomp);
-  fa_data_free(&data);
 }
 
 // The logsumexp state: one state on c's native node, the host's log(sum(exp(scores))) per row
@@ -888,9 +684,8 @@ TEST(logsumexp_state) {
   static const int32_t qlen[B] = {S, 3}, kvlen[B] = {SK, SK};
   for (int config = 0; config < 2; ++config) {
     cml_backend_t* be = NULL;
-    ASSERT_STATUS_OK(cml_backend_new_with_config(config ? "c:fusion=false" : "c", &be));
     cml_builder_t* b = NULL;
-    ASSERT_STATUS_OK(cml_builder_create(be, "lse", &b));
+    ASSERT_STATUS_OK(at_open(config ? "c:fusion=false" : "c", "lse", &be, &b));
     cml_function_t* f = cml_builder_main(b);
     cml_shape_t qs = cml_shape_make(CML_DTYPE_F64, 4, (int64_t[]){B, H, S, D});
     cml_shape_t ks = cml_shape_make(CML_DTYPE_F64, 4, (int64_t[]){B, 1, SK, D});
@@ -956,14 +751,9 @@ static cml_status_t fa_qkv_run(const char* config, cml_dtype_t dt, unsigned bias
                                int* nodes) {
   enum { M = 37, K = 20, QD = 24, KD = 8 };
   cml_backend_t* be = NULL;
-  cml_status_t st = cml_backend_new_with_config(config, &be);
-  if (st != CML_OK) return st;
   cml_builder_t* b = NULL;
-  st = cml_builder_create(be, "qkv", &b);
-  if (st != CML_OK) {
-    cml_backend_release(be);
-    return st;
-  }
+  cml_status_t st = at_open(config, "qkv", &be, &b);
+  if (st != CML_OK) return st;
   cml_function_t* f = cml_builder_main(b);
   cml_shape_t xs = cml_shape_make(dt, 2, (int64_t[]){M, K});
   cml_shape_t ws = cml_shape_make(dt, 2, (int64_t[]){K, QD + 2 * KD});
@@ -985,13 +775,13 @@ static cml_status_t fa_qkv_run(const char* config, cml_dtype_t dt, unsigned bias
   }
   *nodes = fa_count_nodes(f, CML_OP_FUSED_ATTENTION_QKV_PROJECTION);
   void* raw[3];
-  for (int i = 0; i < 3; ++i) raw[i] = malloc((size_t)(M * (i == 0 ? QD : KD)) * fa_elem(dt));
+  for (int i = 0; i < 3; ++i) raw[i] = malloc((size_t)(M * (i == 0 ? QD : KD)) * at_elem(dt));
   cml_executable_t* exe = NULL;
   st = api_finish(b, o, 3, &exe);
   if (st == CML_OK) st = api_run(be, exe, ins, raw);
   for (int i = 0; i < 3; ++i) {
     for (int64_t e = 0; st == CML_OK && e < M * (i == 0 ? QD : KD); ++e)
-      out[i][e] = fa_get(raw[i], e, dt);
+      out[i][e] = at_get(raw[i], e, dt);
     free(raw[i]);
   }
   cml_executable_release(exe);
