@@ -585,7 +585,7 @@ TEST(a_slot_that_finished_without_arriving_fails_the_round) {
   co_t k;
   ASSERT_STATUS_OK(run_sum_with(&k, 4));
   k.skip_slot = 3;
-  k.skip_sleep_ms = 20;  // the others are waiting by then
+  k.skip_sleep_ms = 150;  // the others are waiting by then (with room for a loaded machine)
   cml_status_t st = co_run(&k);
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
   ASSERT_CONTAINS(cml_status_message(st), "AllReduce (run 1) of replica group {0, 1, 2, 3}");
@@ -606,10 +606,11 @@ TEST(a_deadline_stops_a_wait) {
   co_t k;
   ASSERT_STATUS_OK(run_sum_with(&k, 3));
   k.skip_slot = 1;
-  k.skip_sleep_ms = 400;  // arrives never; finishes only after the deadline
+  k.skip_sleep_ms = 1000;  // arrives never; finishes only after the deadline
   k.use_control = true;
   k.control.struct_size = sizeof k.control;
-  k.control.deadline_ns = cml_clock_monotonic_ns() + 30 * 1000000;
+  // Late enough that the other slots reach the AllReduce first, even on a loaded machine.
+  k.control.deadline_ns = cml_clock_monotonic_ns() + 200 * 1000000;
   const int64_t start = cml_clock_monotonic_ns();
   cml_status_t st = co_run(&k);
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_DEADLINE_EXCEEDED);
