@@ -100,10 +100,14 @@ void cmlc_quant_vnni_prepare(cml_ggml_type_t type, const cmlc_quant_act_t* act, 
   }
 }
 
-// Prefetches into L2 the slice of the row group two groups ahead (8 rows after |w|) that
-// matches step |i| of |bytes| bytes per row: as quant_x86_64_body.h's cmlc_qb_prefetch.
-CMLC_QV_INLINE void cmlc_qv_prefetch(const uint8_t* w, int64_t row_bytes, int64_t i, int bytes) {
-  const uint8_t* p = w + 8 * row_bytes + i * 4 * bytes;
+// Prefetches into L2 the slice of the rows |ahead| rows after |w| (a multiple of four: two
+// groups ahead for Q4_0 and Q6_K, four for Q4_K) that matches step |i| of |bytes| bytes per
+// row of the group at |w|: as quant_x86_64_body.h's cmlc_qb_prefetch. Q4_K's kernel, faster
+// per byte since its scales became integer, streamed 2-5% faster 16 rows ahead than 8 (4: 10%
+// slower).
+CMLC_QV_INLINE void cmlc_qv_prefetch(const uint8_t* w, int64_t row_bytes, int ahead, int64_t i,
+                                     int bytes) {
+  const uint8_t* p = w + ahead * row_bytes + i * 4 * bytes;
 #pragma GCC unroll 16
   for (int l = 0; l < 4 * bytes; l += 64) _mm_prefetch((const char*)(p + l), _MM_HINT_T1);
 }
@@ -179,7 +183,7 @@ CMLC_QV_INLINE void cmlc_qv_q40_rows(int R, const uint8_t* w, int64_t row_bytes,
     const __m512i ib = _mm512_loadu_si512(p + 128);
     const __m512 dxe = _mm512_loadu_ps(p + 192);
     const uint8_t* b = w + g * 72;
-    if (R == 4) cmlc_qv_prefetch(w, row_bytes, g, 72);
+    if (R == 4) cmlc_qv_prefetch(w, row_bytes, 8, g, 72);
     if (R == 4) {
       acc = cmlc_qv_q40_step4(b, row_bytes, tail, ma, xlo, xhi, ib, dxe, acc);
     } else {
@@ -267,7 +271,7 @@ CMLC_QV_INLINE void cmlc_qv_q4k_rows(int R, const uint8_t* w, int64_t row_bytes,
   for (int64_t s = 0; s < nsb; ++s) {
     const uint8_t* p = prep + s * 320;
     const uint8_t* b = w + s * 144;
-    if (R == 4) cmlc_qv_prefetch(w, row_bytes, s, 144);
+    if (R == 4) cmlc_qv_prefetch(w, row_bytes, 16, s, 144);
     const __m512i x0 = _mm512_loadu_si512(p), x1 = _mm512_loadu_si512(p + 64);
     const __m512i x2 = _mm512_loadu_si512(p + 128), x3 = _mm512_loadu_si512(p + 192);
     const __m128i bs = _mm_loadu_si128((const __m128i*)(p + 256));
@@ -324,7 +328,7 @@ CMLC_QV_INLINE void cmlc_qv_q6k_rows(int R, const uint8_t* w, int64_t row_bytes,
   for (int64_t s = 0; s < nsb; ++s) {
     const uint8_t* p = prep + s * 576;
     const uint8_t* b = w + s * 210;
-    if (R == 4) cmlc_qv_prefetch(w, row_bytes, s, 210);
+    if (R == 4) cmlc_qv_prefetch(w, row_bytes, 8, s, 210);
     acc0 = cmlc_qv_q6k_step(b, p, acc0);
     if (R == 4) {
       acc1 = cmlc_qv_q6k_step(b + row_bytes, p, acc1);
