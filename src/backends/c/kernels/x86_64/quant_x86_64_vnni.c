@@ -237,8 +237,9 @@ CMLC_QV_INLINE void cmlc_qv_q4k_step(const uint8_t* b, __m512i x0, __m512i x1, _
   // 0-15) and 2 (words 16-31), slot 1 sub-blocks 1 and 3, slot 2 4 and 6, slot 3 5 and 7
   // (vpshufb: byte index j, then a zero byte).
   const __m512i smz = _mm512_broadcast_i32x4(sm);
-#define CMLC_QV_SC(a, c) \
-  _mm512_inserti64x4(_mm512_set1_epi16(0xFF00 | (a)), _mm256_set1_epi16(0xFF00 | (c)), 1)
+#define CMLC_QV_SC(a, c)                                       \
+  _mm512_inserti64x4(_mm512_set1_epi16((short)(0xFF00 | (a))), \
+                     _mm256_set1_epi16((short)(0xFF00 | (c))), 1)
   const __m512i sc0 = _mm512_shuffle_epi8(smz, CMLC_QV_SC(0, 2));
   const __m512i sc1 = _mm512_shuffle_epi8(smz, CMLC_QV_SC(1, 3));
   const __m512i sc2 = _mm512_shuffle_epi8(smz, CMLC_QV_SC(4, 6));
