@@ -213,14 +213,17 @@ static bool qt_check_dense(const char* config, qt_dense_t* d, int64_t m, bool* s
       // (at most 1.5, hard_swish), plus the activation's own rounding.
       double bound = 1.5 * (double)(k + 2) * 1.2e-7 * mag + 1e-6;
       if (d->int8) {
-        // int8 activations: each block of 32 values is rounded to multiples of its scale
-        // dx = max |x| / 127, so |x_k - x^_k| <= dx / 2 (plus float slack in computing x / dx:
-        // a few ulps of values up to 127, below 1e-4 of a step),
-        // and the product moves by at most sum_blocks dx / 2 * sum |w_k| (times the slope).
+        // int8 activations: each group of 32 values (256 for Q4_K, one scale per super-block)
+        // is rounded to multiples of its scale dx = max |x| / 127, so |x_k - x^_k| <= dx / 2
+        // (plus float slack in computing x / dx: a few ulps of values up to 127, below 1e-4 of
+        // a step), and the product moves by at most sum_groups dx / 2 * sum |w_k| (times the
+        // slope).
+        const int64_t group =
+            d->q.scheme == CML_QUANT_GGML && d->q.ggml_type == CML_GGML_Q4_K ? 256 : 32;
         double q8 = 0;
-        for (int64_t b0 = 0; b0 < k; b0 += 32) {
+        for (int64_t b0 = 0; b0 < k; b0 += group) {
           double amax = 0, wsum = 0;
-          for (int64_t kk = b0; kk < b0 + 32; ++kk) {
+          for (int64_t kk = b0; kk < b0 + group; ++kk) {
             amax = fmax(amax, fabs((double)x[i * k + kk]));
             wsum += fabs(d->wref[j * k + kk]);
           }
@@ -652,7 +655,8 @@ static bool qt_gemv(const char* config, const qt_dense_t* d, const float* x, flo
 
 // The int8-activation path (c:quant_int8=true; AVX512-VNNI where the CPU has it, and the AVX2
 // kernels) on every format, [77, 512] weights, batch 1: within the f32 bound plus the bound
-// of rounding each 32 activations to multiples of max |x| / 127 (qt_check_dense), and really
+// of rounding each 32 activations (256 for Q4_K) to multiples of max |x| / 127
+// (qt_check_dense), and really
 // taken (its results differ from the f32 path's), and a NaN activation gives NaN outputs.
 // Batch 5 ignores the option (f32 path).
 TEST(int8_activations_within_block_scale_bound) {
@@ -710,6 +714,86 @@ TEST(int8_activations_within_block_scale_bound) {
   free(wd);
 }
 
+// The int8 path computes the f32 product of the weights with the activations quantized here
+// independently: per group of 32 values (one super-block of 256 for Q4_K), scale max |x| / 127
+// in f32, values rounded to nearest even; y is within the f32 summation bound of
+// sum_k w_k * dx * xq_k (in double). The activations' magnitudes differ between blocks of 32
+// (1x to 4x), so another grouping gives other products (checked: the per-32 quantization of
+// Q4_K's activations misses the bound). On the VNNI kernels where the CPU has them, and on the
+// AVX2 kernels (skipped where the scalar kernels run: they ignore the option).
+TEST(int8_activation_groups_exact) {
+  static const cml_ggml_type_t types[] = {CML_GGML_Q4_0, CML_GGML_Q8_0, CML_GGML_Q4_K,
+                                          CML_GGML_Q6_K, CML_GGML_Q5_K};
+  const int64_t n = 77, k = 1024;
+  float* w = malloc(sizeof(float) * (size_t)(n * k));
+  float* wd = malloc(sizeof(float) * (size_t)(n * k));
+  uint8_t* q = malloc((size_t)(n * k * 2));
+  float x[1024], y[77];
+  double xh[1024], xh32[1024];
+  for (int64_t i = 0; i < n * k; ++i) w[i] = (float)qt_normal();
+  for (int64_t i = 0; i < k; ++i) x[i] = (float)(qt_uniform(-1, 1) * (double)(1 + (i / 32) % 4));
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; ++t) {
+    const cml_ggml_type_t type = types[t];
+    const int64_t group = type == CML_GGML_Q4_K ? 256 : 32;
+    for (int pass = 0; pass < 2; ++pass) {
+      const int64_t g = pass == 0 ? group : 32;
+      double* out = pass == 0 ? xh : xh32;
+      for (int64_t b = 0; b < k / g; ++b) {
+        float amax = 0;
+        for (int64_t i = b * g; i < (b + 1) * g; ++i) amax = fmaxf(amax, fabsf(x[i]));
+        const float dx = amax / 127.0f, id = 127.0f / amax;
+        for (int64_t i = b * g; i < (b + 1) * g; ++i) {
+          out[i] = (double)dx * (double)nearbyintf(x[i] * id);
+        }
+      }
+    }
+    const int64_t rb = cml_ggml_row_bytes(type, k);
+    ASSERT_STATUS_OK(cml_quantize_ggml(type, w, n, k, q, (size_t)(n * rb)));
+    ASSERT_STATUS_OK(cml_dequantize_ggml(type, q, n, k, wd));
+    qt_dense_t d;
+    memset(&d, 0, sizeof d);
+    cml_quantization_init(&d.q);
+    d.q.scheme = CML_QUANT_GGML;
+    d.q.ggml_type = type;
+    d.ws = API_SHAPE(CML_DTYPE_U8, n, rb);
+    d.w = q;
+    d.k = k;
+    d.n = n;
+    static const char* const cfgs[] = {"c:quant_int8=true", "c:quant_int8=true,avx512=false"};
+    float y32[77];
+    ASSERT_TRUE(qt_gemv("c", &d, x, y32));
+    for (size_t c = 0; c < 2; ++c) {
+      ASSERT_TRUE(qt_gemv(cfgs[c], &d, x, y));
+      if (memcmp(y, y32, sizeof y) == 0) {
+        // The option has no effect without AVX2 (GOMLX_SIMD_AVX2=0: the scalar kernels).
+        printf("  %s %s: the f32 path's results (no int8 kernels here), skipped\n", cfgs[c],
+               cml_ggml_type_name(type));
+        continue;
+      }
+      int other = 0;  // outputs outside the bound of the per-32 grouping (Q4_K)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0, want32 = 0, mag = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          want += (double)wd[j * k + i] * xh[i];
+          want32 += (double)wd[j * k + i] * xh32[i];
+          mag += fabs((double)wd[j * k + i] * xh[i]);
+        }
+        const double bound = (double)(k + 2) * 1.2e-7 * mag + 1e-6;
+        if (!(fabs(y[j] - want) <= bound)) {
+          fprintf(stderr, "%s %s: y[%lld] = %.9g, want %.9g (bound %.3g)\n", cfgs[c],
+                  cml_ggml_type_name(type), (long long)j, y[j], want, bound);
+        }
+        ASSERT_TRUE(fabs(y[j] - want) <= bound);
+        other += !(fabs(y[j] - want32) <= bound);
+      }
+      if (group != 32) ASSERT_TRUE(other > n / 2);
+    }
+  }
+  free(w);
+  free(wd);
+  free(q);
+}
+
 // The AVX512-VNNI int8 kernels (Q4_0, Q4_K, Q6_K: per-call activation layouts, offsets as
 // integer activation sums, kernels/x86_64/quant_x86_64_vnni.c) at the shapes that reach their
 // edges: Q4_0 rows of 5, 6, 7 and 8 blocks (a last group of 1-3 blocks or none) and 131 blocks,
@@ -753,9 +837,11 @@ TEST(int8_vnni_kernels_match_generic_int8) {
       d.n = n;
       d.wref = wref;
       d.int8 = true;
+      // Magnitudes that differ between blocks of 32 (1x to 4x), so that each block's own
+      // activation scale differs from its group's: a kernel that read the wrong one would miss.
       double xabs = 0;
       for (int64_t i = 0; i < k; ++i) {
-        x[i] = (float)qt_uniform(-1, 1);
+        x[i] = (float)(qt_uniform(-1, 1) * (double)(1 + (i / 32) % 4));
         xabs += fabs(x[i]);
       }
       ASSERT_TRUE(qt_gemv("c:quant_int8=true", &d, x, yv));
@@ -997,6 +1083,7 @@ static const struct {
     {TEST_ENTRY(native_matches_decomposition_and_thread_counts), false},
     {TEST_ENTRY(int8_activations_within_block_scale_bound), false},
     {TEST_ENTRY(int8_vnni_kernels_match_generic_int8), false},
+    {TEST_ENTRY(int8_activation_groups_exact), false},
     {TEST_ENTRY(quantize_linear_round_trip), false},
     {TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), false},
     {TEST_ENTRY(embedding_bad_input), false},

@@ -185,12 +185,20 @@ static void cmlc_q_lin_tiles(void* vctx, int64_t begin, int64_t end, int thread_
   }
 }
 
+// The values that share one activation scale on the int8 path: 256 (a super-block) for Q4_K,
+// so that the AVX512-VNNI kernel can scale the integer sub-block dots by the weights' 6-bit
+// scales in integers and convert once per super-block (ggml's Q8_K makes the same choice);
+// 32 for every other format.
+static int cmlc_q_act_group(cml_ggml_type_t type) { return type == CML_GGML_Q4_K ? 256 : 32; }
+
 // Prepares the activation row |x| [k] for the batch-1 row kernels in |scratch| (the layout of
 // cmlc_q_act_bytes): sums per 16 values and, for the int8 path, the activations quantized per
-// 32 values to int8 with scale max|x| / 127 (round to nearest, so |x - xd * xq| <= xd / 2 up to
-// float rounding; the sums are then those of the quantized values, so that the int8 result is
-// exactly the f32 product with the quantized activations, up to float summation order).
-static void cmlc_q_prepare(const float* x, int64_t k, bool int8, void* scratch,
+// |group| values (32 or 256, a divisor of |k|) to int8 with scale max|x| / 127 over the group
+// (round to nearest, so |x - xd * xq| <= xd / 2 up to float rounding; xd[k / 32] repeats a
+// group's scale for each of its blocks of 32; the sums are then those of the quantized values,
+// so that the int8 result is exactly the f32 product with the quantized activations, up to
+// float summation order).
+static void cmlc_q_prepare(const float* x, int64_t k, bool int8, int group, void* scratch,
                            cmlc_quant_act_t* out) {
   float* xs16 = scratch;
   int8_t* xq = (int8_t*)(xs16 + k / 16);
@@ -201,39 +209,42 @@ static void cmlc_q_prepare(const float* x, int64_t k, bool int8, void* scratch,
   out->xd = int8 ? xd : NULL;
   out->vnni = NULL;
   out->k = k;
-  for (int64_t b = 0; b < k / 32; ++b) {
-    const float* xb = x + 32 * b;
-    if (!int8) {
-      for (int h = 0; h < 2; ++h) {
-        float t = 0;
-        for (int l = 0; l < 16; ++l) t += xb[16 * h + l];
-        xs16[2 * b + h] = t;
-      }
-      continue;
+  if (!int8) {
+    for (int64_t b = 0; b < k / 16; ++b) {
+      float t = 0;
+      for (int l = 0; l < 16; ++l) t += x[16 * b + l];
+      xs16[b] = t;
     }
+    return;
+  }
+  for (int64_t g = 0; g < k / group; ++g) {
+    const float* xg = x + group * g;
     float amax = 0;
     bool finite = true;
-    for (int l = 0; l < 32; ++l) {
-      const float a = fabsf(xb[l]);
+    for (int l = 0; l < group; ++l) {
+      const float a = fabsf(xg[l]);
       amax = a > amax ? a : amax;
       finite = finite && a <= FLT_MAX;
     }
-    // A NaN or infinity makes the block's scale NaN, so that every product using the block is
+    // A NaN or infinity makes the group's scale NaN, so that every product using the group is
     // NaN (ggml would quantize it to zeros: a silent wrong answer).
     const float d = finite ? amax / 127.0f : NAN, id = finite && amax > 0 ? 127.0f / amax : 0.0f;
-    xd[b] = d;
-    for (int h = 0; h < 2; ++h) {
-      int32_t t = 0;
-      for (int l = 0; l < 16; ++l) {
-        // Round to nearest even by adding and removing 1.5 * 2^23 (|v| <= 127 here, NaN -> 0);
-        // unlike nearbyintf, no library call.
-        float v = xb[16 * h + l] * id;
-        v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : (v == v ? v : 0.0f));
-        v = (v + 12582912.0f) - 12582912.0f;
-        xq[32 * b + 16 * h + l] = (int8_t)v;
-        t += (int32_t)v;
+    for (int64_t b = group * g / 32; b < group * (g + 1) / 32; ++b) {
+      const float* xb = x + 32 * b;
+      xd[b] = d;
+      for (int h = 0; h < 2; ++h) {
+        int32_t t = 0;
+        for (int l = 0; l < 16; ++l) {
+          // Round to nearest even by adding and removing 1.5 * 2^23 (|v| <= 127 here, NaN -> 0);
+          // unlike nearbyintf, no library call.
+          float v = xb[16 * h + l] * id;
+          v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : (v == v ? v : 0.0f));
+          v = (v + 12582912.0f) - 12582912.0f;
+          xq[32 * b + 16 * h + l] = (int8_t)v;
+          t += (int32_t)v;
+        }
+        xs16[2 * b + h] = d * (float)t;
       }
-      xs16[2 * b + h] = d * (float)t;
     }
   }
 }
@@ -278,7 +289,7 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
         const bool vnni = args->options->isa >= CMLC_ISA_AVX512 && args->options->avx512_vnni;
         c.simd = args->options->isa >= CMLC_ISA_AVX512 && (!int8 || vnni) ? cmlc_quant_gemv_avx512
                                                                           : cmlc_quant_gemv_avx2;
-        cmlc_q_prepare(c.x, k, int8, args->scratch, &c.prepared);
+        cmlc_q_prepare(c.x, k, int8, cmlc_q_act_group(c.type), args->scratch, &c.prepared);
         if (int8 && vnni && cmlc_quant_vnni_supports(c.type)) {
           void* layout = (uint8_t*)args->scratch + cmlc_q_act_bytes(k);
           cmlc_quant_vnni_prepare(c.type, &c.prepared, layout);
