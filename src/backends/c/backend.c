@@ -36,7 +36,7 @@ static const char cmlc_backend_config_help[] =
     "  avx2 (bool, default true, env GOMLX_SIMD_AVX2): use AVX2+FMA kernels when the CPU has them\n"
     "  fusion (bool, default true, env GOMLX_FUSION): fuse ops (false: fused ops are decomposed)\n"
     "  quant_int8 (bool, default false): batch-1 GGML FusedQuantizedDense with activations "
-    "quantized to int8 per 32 values (docs/quantization.md)\n";
+    "quantized to int8 per 32 values, per 256 for Q4_K (docs/quantization.md)\n";
 
 //===--- buffers ---===//
 

@@ -20,8 +20,9 @@ void cmlc_kernels_quant_capabilities(cml_capabilities_t* caps, const cmlc_option
 // One activation row prepared for the batch-1 row kernels (once per call, before the rows are
 // split over threads). |xs16| always holds the sums of the activations per 16 values (they
 // multiply the offsets of Q4_1, Q5_1, Q2_K, Q4_K and Q5_K). With |xq| set (the int8 path,
-// option quant_int8), the activations are quantized per 32 values: x ~= xd[k / 32] * xq[k],
-// xq in [-127, 127], and |xs16| holds the sums of those quantized values (xd * sum xq).
+// option quant_int8), the activations are quantized per 32 values (per 256 for Q4_K, whose
+// xd[k / 32] then repeats one scale eight times): x ~= xd[k / 32] * xq[k], xq in [-127, 127],
+// and |xs16| holds the sums of those quantized values (xd * sum xq).
 typedef struct cmlc_quant_act_t {
   const float* x;     // [k]
   const float* xs16;  // [k / 16]

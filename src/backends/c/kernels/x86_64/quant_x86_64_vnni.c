@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernels/x86_64/quant_x86_64_vnni.c: the batch-1 int8 path (option quant_int8) of Q4_0, Q4_K
 // and Q6_K on AVX-512 VNNI: raw unsigned weight integers straight into zmm vpdpbusd against the
-// activations quantized per 32 values (cmlc_q_prepare), re-laid out once per call here so that
-// one vpdpbusd takes 64 weights as they lie in memory after a mask or shift, and the weights'
-// offsets (-8, -32) enter as integer activation sums. Compiled with function target attributes;
-// only called when the CPU has AVX-512F/BW/VL and AVX512-VNNI.
+// activations quantized per 32 values, per 256 for Q4_K (cmlc_q_prepare), re-laid out once per call
+// here so that one vpdpbusd takes 64 weights as they lie in memory after a mask or shift, and the
+// weights' offsets (-8, -32) enter as integer activation sums. Compiled with function target
+// attributes; only called when the CPU has AVX-512F/BW/VL and AVX512-VNNI.
 //
 // The products are the same as those of the generic int8 consumer (quant_x86_64_body.h): per
 // 32 activations (16 for Q6_K's scales) an exact integer dot q . xq, times the weight's scale
