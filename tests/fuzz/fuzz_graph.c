@@ -1637,8 +1637,11 @@ static void fz_execute(fz_graph_t* g, cml_backend_t* backend, cml_executable_t* 
 //===--- the target ---===//
 
 // Backends kept between inputs (creating a thread pool per input would dominate the run).
-static const char* const fz_backend_configs[] = {"c:threads=2", "c:reference=true,threads=1",
-                                                 "c:fusion=false,threads=2,devices=2", "null"};
+// buffer_cache_mb=0: released storage is freed at once, so that every input must return to the
+// baseline count of live allocations (the cache itself is checked in c_engine_test).
+static const char* const fz_backend_configs[] = {
+    "c:threads=2,buffer_cache_mb=0", "c:reference=true,threads=1,buffer_cache_mb=0",
+    "c:fusion=false,threads=2,devices=2,buffer_cache_mb=0", "null"};
 #define FZ_BACKENDS (sizeof fz_backend_configs / sizeof fz_backend_configs[0])
 static cml_backend_t* fz_backends[FZ_BACKENDS];
 static cml_fuzz_counter_t fz_counters[FZ_BACKENDS];

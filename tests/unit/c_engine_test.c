@@ -364,7 +364,7 @@ static cml_buffer_t* ce_shared(cml_backend_t* b, cml_shape_t s, void** data) {
 // new large memory after its first round and computes the right values in reused memory; a
 // released buffer's storage comes back to the next buffer of its size; another size gets new
 // memory; at most 16 entries are kept; larger storage is freed at once; releasing the backend
-// frees everything.
+// frees everything; c:buffer_cache_mb=0 turns the cache off.
 TEST(storage_cache_reuses_released_results) {
   ce_counting_t counting = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
   cml_allocator_t alloc = {&counting, ce_counting_fn};
@@ -429,6 +429,15 @@ TEST(storage_cache_reuses_released_results) {
   ASSERT_TRUE(counting.live <= live_small);
   free(got);
   cml_executable_release(exe);
+  cml_backend_release(backend);
+  ASSERT_TRUE(counting.live == 0);
+  // buffer_cache_mb=0: no cache, released storage is freed at once.
+  ASSERT_STATUS_OK(cml_backend_create("c:threads=1,buffer_cache_mb=0", alloc, &backend));
+  const long long live_empty = counting.live;
+  cml_buffer_t* one = ce_shared(backend, sv, &pa);
+  ASSERT_TRUE(one != NULL && counting.live > live_empty);
+  cml_buffer_release(one);
+  ASSERT_TRUE(counting.live == live_empty);
   cml_backend_release(backend);
   ASSERT_TRUE(counting.live == 0);
 }

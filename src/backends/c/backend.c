@@ -30,6 +30,8 @@ static const char cmlc_backend_config_help[] =
     "    all processes form one global device space (needs cml built with MPI)\n"
     "  dynamic_cache (int, default 16): specialized plans kept per executable with dynamic axes "
     "(least recently used evicted)\n"
+    "  buffer_cache_mb (int, default 256): MiB of released buffer storage (256 KiB and larger) "
+    "kept for the next buffer of the same size (0: none)\n"
     "  reference (bool, default false): scalar reference kernels, no fusion (compliance oracle)\n"
     "  avx512 (bool, default true, env GOMLX_SIMD_AVX512): use AVX-512 kernels when the CPU has "
     "them\n"
@@ -61,11 +63,11 @@ static void cmlc_advise_huge_pages(void* data, size_t size) {
 }
 
 // The storage cache: storage of at least CMLC_STORAGE_CACHE_MIN bytes goes back to it when a
-// buffer is freed, while the cache holds at most CMLC_STORAGE_CACHE_MAX bytes (the oldest entry
-// is freed to make room); a new buffer takes the newest entry of exactly its rounded size.
-// Smaller storage is left to the allocator, which recycles it well; larger is always freed.
+// buffer is freed, while the cache holds at most c:buffer_cache_mb (the oldest entry is freed to
+// make room); a new buffer takes the newest entry of exactly its rounded size. Smaller storage
+// is left to the allocator, which recycles it well; storage above half the limit is always
+// freed.
 #define CMLC_STORAGE_CACHE_MIN ((size_t)256 << 10)
-#define CMLC_STORAGE_CACHE_MAX ((size_t)256 << 20)
 
 static void* cmlc_storage_take(cmlc_backend_t* backend, size_t size) {
   cmlc_storage_cache_t* c = &backend->storage_cache;
@@ -89,8 +91,8 @@ static void* cmlc_storage_take(cmlc_backend_t* backend, size_t size) {
 static void cmlc_storage_give(cmlc_backend_t* backend, void* data, size_t size) {
   cml_allocator_t alloc = backend->base.allocator;
   cmlc_storage_cache_t* c = &backend->storage_cache;
-  if (size < CMLC_STORAGE_CACHE_MIN || size > CMLC_STORAGE_CACHE_MAX / 2 ||
-      !backend->storage_cache_ready) {
+  const size_t limit = (size_t)backend->options.buffer_cache_bytes;
+  if (size < CMLC_STORAGE_CACHE_MIN || size > limit / 2 || !backend->storage_cache_ready) {
     cml_allocator_free(alloc, data, size);
     return;
   }
@@ -98,8 +100,7 @@ static void cmlc_storage_give(cmlc_backend_t* backend, void* data, size_t size) 
   size_t evicted_size[CMLC_STORAGE_CACHE_SLOTS];
   int n_evicted = 0;
   pthread_mutex_lock(&c->mutex);
-  while (c->count > 0 &&
-         (c->count == CMLC_STORAGE_CACHE_SLOTS || c->bytes + size > CMLC_STORAGE_CACHE_MAX)) {
+  while (c->count > 0 && (c->count == CMLC_STORAGE_CACHE_SLOTS || c->bytes + size > limit)) {
     evicted[n_evicted] = c->data[0];
     evicted_size[n_evicted++] = c->size[0];
     c->bytes -= c->size[0];
@@ -460,6 +461,7 @@ static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_
 static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) {
   bool avx512 = true, avx2 = true, fusion = true, reference = false, quant_int8 = false;
   int64_t threads = 0, devices = 1, dynamic_cache = CML__DYNAMIC_CACHE_DEFAULT;
+  int64_t buffer_cache_mb = CMLC_STORAGE_CACHE_DEFAULT_MB;
   char distributed[16] = "";
   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_SIMD_AVX512", true, &avx512));
   CML_RETURN_IF_ERROR(cml__env_bool("GOMLX_SIMD_AVX2", true, &avx2));
@@ -492,6 +494,13 @@ static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) 
        .min = 1,
        .max = CML__DYNAMIC_CACHE_MAX,
        .help = "specialized plans kept per executable with dynamic axes (default 16, LRU)"},
+      {.key = "buffer_cache_mb",
+       .type = CML__OPT_INT,
+       .out = &buffer_cache_mb,
+       .check_range = true,
+       .min = 0,
+       .max = 1 << 20,
+       .help = "MiB of released buffer storage kept for reuse (default 256; 0: none)"},
       {.key = "reference",
        .type = CML__OPT_BOOL,
        .out = &reference,
@@ -528,6 +537,7 @@ static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) 
 #endif
   out->devices = (int)devices;
   out->dynamic_cache = (int)dynamic_cache;
+  out->buffer_cache_bytes = buffer_cache_mb << 20;
   return cmlc_mpi_setup(distributed, out);
 }
 

@@ -38,15 +38,16 @@ typedef enum cmlc_isa_t {
 } cmlc_isa_t;
 
 typedef struct cmlc_options_t {
-  cmlc_isa_t isa;     // the best ISA allowed (CPU features & GOMLX_SIMD_* & config)
-  bool avx512_bf16;   // AVX-512 BF16 usable
-  bool avx512_vnni;   // AVX-512 VNNI usable
-  bool fusion;        // GOMLX_FUSION / config
-  bool reference;     // reference=true: scalar kernels, no fusion
-  bool quant_int8;    // quant_int8=true: batch-1 GGML products with int8 activations
-  int threads;        // worker threads incl. the caller
-  int devices;        // virtual CPU devices (of this process)
-  int dynamic_cache;  // specialized plans kept per dynamic executable (c:dynamic_cache)
+  cmlc_isa_t isa;              // the best ISA allowed (CPU features & GOMLX_SIMD_* & config)
+  bool avx512_bf16;            // AVX-512 BF16 usable
+  bool avx512_vnni;            // AVX-512 VNNI usable
+  bool fusion;                 // GOMLX_FUSION / config
+  bool reference;              // reference=true: scalar kernels, no fusion
+  bool quant_int8;             // quant_int8=true: batch-1 GGML products with int8 activations
+  int threads;                 // worker threads incl. the caller
+  int devices;                 // virtual CPU devices (of this process)
+  int dynamic_cache;           // specialized plans kept per dynamic executable (c:dynamic_cache)
+  int64_t buffer_cache_bytes;  // released buffer storage kept for reuse (c:buffer_cache_mb)
   // c:distributed=mpi: this process's rank and the process count (0 and 0 or 1 otherwise).
   int process_index;
   int process_count;

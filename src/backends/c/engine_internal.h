@@ -60,6 +60,7 @@ int cmlc_cpu_count(void);
 // pages from the kernel (a page fault and a page clear per 4 KiB, or per 2 MiB huge page).
 enum {
   CMLC_STORAGE_CACHE_SLOTS = 16,
+  CMLC_STORAGE_CACHE_DEFAULT_MB = 256,  // c:buffer_cache_mb
 };
 typedef struct cmlc_storage_cache_t {
   pthread_mutex_t mutex;
