@@ -158,6 +158,20 @@ typedef struct qt_dense_t {
   double worst;        // out: the largest |error| / bound seen
 } qt_dense_t;
 
+// The FusedQuantizedDense operands of GGML weights |blocks| ([n] rows of k values).
+static qt_dense_t qt_dense_ggml(cml_ggml_type_t type, const void* blocks, int64_t n, int64_t k) {
+  qt_dense_t d;
+  memset(&d, 0, sizeof d);
+  cml_quantization_init(&d.q);
+  d.q.scheme = CML_QUANT_GGML;
+  d.q.ggml_type = type;
+  d.ws = API_SHAPE(CML_DTYPE_U8, n, cml_ggml_row_bytes(type, k));
+  d.w = blocks;
+  d.k = k;
+  d.n = n;
+  return d;
+}
+
 // Runs x [m, k] through the op with all 6 activations (one graph, 6 outputs) on |config|;
 // checks each output against the double reference. Returns false (printed) on a mismatch.
 static bool qt_check_dense(const char* config, qt_dense_t* d, int64_t m, bool* skipped) {
@@ -371,15 +385,7 @@ TEST(quantize_round_trip_error) {
 //===--- FusedQuantizedDense, GGML ---===//
 
 static bool qt_ggml_dense_all(const qt_ggml_t* g, int* out_runs) {
-  qt_dense_t d;
-  memset(&d, 0, sizeof d);
-  cml_quantization_init(&d.q);
-  d.q.scheme = CML_QUANT_GGML;
-  d.q.ggml_type = g->type;
-  d.ws = API_SHAPE(CML_DTYPE_U8, g->rows, g->row_bytes);
-  d.w = g->blocks;
-  d.k = g->k;
-  d.n = g->rows;
+  qt_dense_t d = qt_dense_ggml(g->type, g->blocks, g->rows, g->k);
   double* wref = malloc(sizeof(double) * (size_t)(g->rows * g->k));
   for (int64_t i = 0; i < g->rows * g->k; ++i) wref[i] = g->deq[i];
   d.wref = wref;
@@ -601,15 +607,7 @@ TEST(native_matches_decomposition_and_thread_counts) {
     ASSERT_STATUS_OK(cml_dequantize_ggml(types[t], q, n, k, wd));
     double* wref = malloc(sizeof(double) * (size_t)(n * k));
     for (int64_t i = 0; i < n * k; ++i) wref[i] = wd[i];
-    qt_dense_t d;
-    memset(&d, 0, sizeof d);
-    cml_quantization_init(&d.q);
-    d.q.scheme = CML_QUANT_GGML;
-    d.q.ggml_type = types[t];
-    d.ws = API_SHAPE(CML_DTYPE_U8, n, rb);
-    d.w = q;
-    d.k = k;
-    d.n = n;
+    qt_dense_t d = qt_dense_ggml(types[t], q, n, k);
     d.wref = wref;
     static const char* const cfgs[] = {"c:threads=1", "c:threads=4", "c:threads=1,avx512=false",
                                        "c:fusion=false"};
@@ -672,15 +670,7 @@ TEST(int8_activations_within_block_scale_bound) {
     ASSERT_STATUS_OK(cml_dequantize_ggml(type, q, n, k, wd));
     double* wref = malloc(sizeof(double) * (size_t)(n * k));
     for (int64_t i = 0; i < n * k; ++i) wref[i] = wd[i];
-    qt_dense_t d;
-    memset(&d, 0, sizeof d);
-    cml_quantization_init(&d.q);
-    d.q.scheme = CML_QUANT_GGML;
-    d.q.ggml_type = type;
-    d.ws = API_SHAPE(CML_DTYPE_U8, n, rb);
-    d.w = q;
-    d.k = k;
-    d.n = n;
+    qt_dense_t d = qt_dense_ggml(type, q, n, k);
     d.wref = wref;
     d.int8 = true;
     static const char* const cfgs[] = {"c:quant_int8=true", "c:quant_int8=true,avx512=false"};
@@ -755,15 +745,7 @@ TEST(int8_activation_groups_exact) {
     const int64_t rb = cml_ggml_row_bytes(type, k);
     ASSERT_STATUS_OK(cml_quantize_ggml(type, w, n, k, q, (size_t)(n * rb)));
     ASSERT_STATUS_OK(cml_dequantize_ggml(type, q, n, k, wd));
-    qt_dense_t d;
-    memset(&d, 0, sizeof d);
-    cml_quantization_init(&d.q);
-    d.q.scheme = CML_QUANT_GGML;
-    d.q.ggml_type = type;
-    d.ws = API_SHAPE(CML_DTYPE_U8, n, rb);
-    d.w = q;
-    d.k = k;
-    d.n = n;
+    qt_dense_t d = qt_dense_ggml(type, q, n, k);
     static const char* const cfgs[] = {"c:quant_int8=true", "c:quant_int8=true,avx512=false"};
     float y32[77];
     ASSERT_TRUE(qt_gemv("c", &d, x, y32));
@@ -831,15 +813,7 @@ TEST(int8_vnni_kernels_match_generic_int8) {
       ASSERT_STATUS_OK(cml_quantize_ggml(type, w, n, k, q, (size_t)(n * rb)));
       ASSERT_STATUS_OK(cml_dequantize_ggml(type, q, n, k, wd));
       for (int64_t i = 0; i < n * k; ++i) wref[i] = wd[i];
-      qt_dense_t d;
-      memset(&d, 0, sizeof d);
-      cml_quantization_init(&d.q);
-      d.q.scheme = CML_QUANT_GGML;
-      d.q.ggml_type = type;
-      d.ws = API_SHAPE(CML_DTYPE_U8, n, rb);
-      d.w = q;
-      d.k = k;
-      d.n = n;
+      qt_dense_t d = qt_dense_ggml(type, q, n, k);
       d.wref = wref;
       d.int8 = true;
       // Magnitudes that differ between blocks of 32 (1x to 4x), so that each block's own
