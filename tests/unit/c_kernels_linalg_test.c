@@ -703,12 +703,14 @@ TEST(gemm_half_inputs_convert_on_pack) {
 
 TEST(gemm_batched_gemv_and_small) {
   // Batched products in batch mode (many small) and in tile mode (few large), and a batched
-  // M = 1 product: lhs [B, 1, K] x rhs [B, K, N]. Exact values.
-  static const int64_t cases[][4] = {{6, 1, 40, 30}, {9, 8, 9, 10}, {2, 100, 50, 300}};
+  // M = 1 product: lhs [B, 1, K] x rhs [B, K, N]. Exact values. {1, 1, 8300, 3}: a GEMV whose
+  // outputs per thread exceed the 4096 of one task (more tasks than threads).
+  static const int64_t cases[][4] = {
+      {6, 1, 40, 30}, {9, 8, 9, 10}, {2, 100, 50, 300}, {1, 1, 8300, 3}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(2, cml_allocator_system(), &pool));
   int failed = 0;
-  for (size_t ci = 0; ci < 3 && !failed; ++ci) {
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0] && !failed; ++ci) {
     int64_t B = cases[ci][0], m = cases[ci][1], n = cases[ci][2], k = cases[ci][3];
     float* a = malloc(sizeof(float) * B * m * k);
     float* b = malloc(sizeof(float) * B * k * n);

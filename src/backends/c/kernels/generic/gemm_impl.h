@@ -496,7 +496,9 @@ static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool
     int64_t chunk_floor = CMLC_GEMM_N(gemm_round_up)(65536 / (p->k > 0 ? p->k : 1), 64);
     if (chunk < chunk_floor) chunk = chunk_floor;
     c->gemv_chunk = chunk > 4096 ? 4096 : chunk;
-    int64_t chunks = (p->n + chunk - 1) / chunk;
+    // Tasks from the capped chunk: each task writes gemv_chunk outputs, so counting them with
+    // the uncapped one left every output past 4096 per thread unwritten (zeros).
+    int64_t chunks = (p->n + c->gemv_chunk - 1) / c->gemv_chunk;
     cmlc_parallel_for(pool, p->batch * chunks, 1, CMLC_GEMM_N(gemv_row_task), c);
     return true;
   }
