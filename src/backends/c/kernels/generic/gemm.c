@@ -76,6 +76,9 @@ typedef struct cmlc_kernel_t_f32 {
   // slivers), or NULL.
   cmlc__gemm_ukernel_fn skinny16;
   int skinny_min;
+  // The kernel reading A in place (small products; tiles of up to direct_mr rows), or NULL.
+  cmlc__gemm_direct_fn direct_a;
+  int direct_mr;
 } cmlc_kernel_t_f32;
 
 static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n);
@@ -90,7 +93,9 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {12,
                                                        cmlc__gemm_pack_a_f32_avx512_12,
                                                        cmlc__gemm_widen_f16_f16c,
                                                        cmlc__gemm_ukernel_f32_avx512_16x16,
-                                                       13};
+                                                       13,
+                                                       cmlc__gemm_direct_f32_avx512_14x32,
+                                                       14};
 static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {6,
                                                      16,
                                                      cmlc__gemm_ukernel_f32_avx2_6x16,
@@ -99,6 +104,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {6,
                                                      NULL,
                                                      NULL,
                                                      cmlc__gemm_widen_f16_f16c,
+                                                     NULL,
+                                                     0,
                                                      NULL,
                                                      0};
 #endif
@@ -110,6 +117,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        NULL,
                                                        NULL,
                                                        cmlc_widen_f16,
+                                                       NULL,
+                                                       0,
                                                        NULL,
                                                        0};
 
@@ -134,6 +143,9 @@ typedef struct cmlc_kernel_t_f64 {
   cmlc_widen_fn_f64 widen_f16;         // NULL: the f64 GEMM converts half operands one by one
   cmlc__gemm_ukernel_f64_fn skinny16;  // NULL
   int skinny_min;
+  void (*direct_a)(int64_t kc, const double* a, int64_t lda, const double* b, int64_t ldb,
+                   double* c, int64_t ldc, int accumulate, int rows, int cols);  // NULL
+  int direct_mr;
 } cmlc_kernel_t_f64;
 
 // f64 GEMV is bandwidth-bound; the scalar loops serve every ISA.
@@ -147,6 +159,8 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx512_f64 = {12,
                                                        NULL,
                                                        NULL,
                                                        NULL,
+                                                       0,
+                                                       NULL,
                                                        0};
 static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      8,
@@ -156,6 +170,8 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      NULL,
                                                      NULL,
                                                      NULL,
+                                                     NULL,
+                                                     0,
                                                      NULL,
                                                      0};
 #endif
@@ -167,6 +183,8 @@ static const cmlc_kernel_t_f64 cmlc_kern_scalar_f64 = {4,
                                                        NULL,
                                                        NULL,
                                                        NULL,
+                                                       NULL,
+                                                       0,
                                                        NULL,
                                                        0};
 
