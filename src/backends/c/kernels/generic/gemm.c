@@ -37,6 +37,9 @@ enum {
   CMLC_GEMM_SKINNY_M = 32,
   // Skinny products with several A slivers copy this many B slivers at a time.
   CMLC_GEMM_SKINNY_GROUP = 8,
+  // Products of at most this many rows with a large B stored transposed (k contiguous in each
+  // column: a weight stored [N, K]) take the transposed-B tiles (the weight read in place).
+  CMLC_GEMM_BT_M = 64,
 };
 
 // Marks an offset table that is not affine.
@@ -59,6 +62,18 @@ enum {
 
 //===--- kernel tables ---===//
 
+// A transposed-B tile kernel and its shape (cmlc__gemm_bt_fn).
+typedef struct cmlc_bt_t_f32 {
+  cmlc__gemm_bt_fn fn;
+  int rows, lanes;
+} cmlc_bt_t_f32;
+typedef void (*cmlc_bt_fn_f64)(int64_t k, int64_t kcb, const double* w, int64_t ldw,
+                               const double* xt, double* c, int64_t ldc, int rows, int cols);
+typedef struct cmlc_bt_t_f64 {
+  cmlc_bt_fn_f64 fn;
+  int rows, lanes;
+} cmlc_bt_t_f64;
+
 // The f32 kernels of one ISA. A table is picked once, when a kernel is planned
 // (cmlc__gemm_f32_pick); the driver never looks at the ISA.
 typedef struct cmlc_kernel_t_f32 {
@@ -76,6 +91,9 @@ typedef struct cmlc_kernel_t_f32 {
   // slivers), or NULL.
   cmlc__gemm_ukernel_fn skinny16;
   int skinny_min;
+  // Transposed-B tiles for M <= BT_M (weights stored [N, K]): a wide one (bt.rows weight rows
+  // x bt.lanes rows of x) and a narrow one for M <= bt_narrow.lanes; fn NULL: none.
+  cmlc_bt_t_f32 bt, bt_narrow;
 } cmlc_kernel_t_f32;
 
 static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n);
@@ -90,7 +108,9 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {12,
                                                        cmlc__gemm_pack_a_f32_avx512_12,
                                                        cmlc__gemm_widen_f16_f16c,
                                                        cmlc__gemm_ukernel_f32_avx512_16x16,
-                                                       13};
+                                                       13,
+                                                       {cmlc__gemm_bt_f32_avx512_12x32, 12, 32},
+                                                       {cmlc__gemm_bt_f32_avx512_24x16, 24, 16}};
 static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {6,
                                                      16,
                                                      cmlc__gemm_ukernel_f32_avx2_6x16,
@@ -100,7 +120,9 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {6,
                                                      NULL,
                                                      cmlc__gemm_widen_f16_f16c,
                                                      NULL,
-                                                     0};
+                                                     0,
+                                                     {NULL, 0, 0},
+                                                     {NULL, 0, 0}};
 #endif
 static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        8,
@@ -111,7 +133,9 @@ static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        NULL,
                                                        cmlc_widen_f16,
                                                        NULL,
-                                                       0};
+                                                       0,
+                                                       {NULL, 0, 0},
+                                                       {NULL, 0, 0}};
 
 static const cmlc_kernel_t_f32* cmlc_select_f32(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)
@@ -134,6 +158,7 @@ typedef struct cmlc_kernel_t_f64 {
   cmlc_widen_fn_f64 widen_f16;         // NULL: the f64 GEMM converts half operands one by one
   cmlc__gemm_ukernel_f64_fn skinny16;  // NULL
   int skinny_min;
+  cmlc_bt_t_f64 bt, bt_narrow;  // NULL
 } cmlc_kernel_t_f64;
 
 // f64 GEMV is bandwidth-bound; the scalar loops serve every ISA.
@@ -147,7 +172,9 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx512_f64 = {12,
                                                        NULL,
                                                        NULL,
                                                        NULL,
-                                                       0};
+                                                       0,
+                                                       {NULL, 0, 0},
+                                                       {NULL, 0, 0}};
 static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      8,
                                                      cmlc__gemm_ukernel_f64_avx2_6x8,
@@ -157,7 +184,9 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      NULL,
                                                      NULL,
                                                      NULL,
-                                                     0};
+                                                     0,
+                                                     {NULL, 0, 0},
+                                                     {NULL, 0, 0}};
 #endif
 static const cmlc_kernel_t_f64 cmlc_kern_scalar_f64 = {4,
                                                        8,
@@ -168,7 +197,9 @@ static const cmlc_kernel_t_f64 cmlc_kern_scalar_f64 = {4,
                                                        NULL,
                                                        NULL,
                                                        NULL,
-                                                       0};
+                                                       0,
+                                                       {NULL, 0, 0},
+                                                       {NULL, 0, 0}};
 
 static const cmlc_kernel_t_f64* cmlc_select_f64(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)

@@ -218,6 +218,98 @@ CMLC_AVX512_TARGET void cmlc__gemm_ukernel_f32_avx512_16x16(int64_t kc, const fl
   }
 }
 
+//===--- transposed B, small M (weights stored [N, K]) ---===//
+
+// The products x[M, K] times w[N, K]^T with a few rows (M <= 64) and a large weight whose rows
+// are contiguous in k: the tile puts R weight rows (R outputs' columns) against 16 x V rows of
+// x, packed as xt[k * 16V + m] (zero padded). The weight is read in place, row by row: every 64
+// k the tile copies the next 64 values of its R rows (R sequential streams, each fetched ahead)
+// into an L1 buffer, and each k step broadcasts one value of each row from there (one base
+// register for all R rows) and multiplies it by the V vectors of x. An output sums its k terms
+// in the driver's k blocks of |kcb|: each block one fused multiply-add per k from zero, the
+// blocks added in order, which is the arithmetic of the 12 x 32 kernel over a packed B (the
+// same bits).
+
+enum {
+  CMLC_AVX512_BT_STEP = 64,    // k values copied per weight row at a time
+  CMLC_AVX512_BT_AHEAD = 512,  // weight lines fetched this many floats ahead (into L2)
+};
+
+static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_bt_body(
+    int64_t k, int64_t kcb, const float* w, int64_t ldw, const float* xt, float* c, int64_t ldc,
+    int rows, int cols, const int R, const int V) {
+  // The running sums of the tile, [R][16 V], and the copied weight values, [R][STEP].
+  float sum[24 * 32] __attribute__((aligned(64)));
+  float buf[24 * CMLC_AVX512_BT_STEP] __attribute__((aligned(64)));
+  const int lanes = 16 * V;
+  if (rows < R) memset(buf, 0, sizeof buf);
+  for (int64_t pc = 0; pc < k; pc += kcb) {
+    const int64_t kc = k - pc < kcb ? k - pc : kcb;
+    __m512 acc[24][2];
+    _Pragma("GCC unroll 24") for (int r = 0; r < R; ++r) {
+      acc[r][0] = _mm512_setzero_ps();
+      if (V > 1) acc[r][1] = _mm512_setzero_ps();
+    }
+    for (int64_t k0 = 0; k0 < kc; k0 += CMLC_AVX512_BT_STEP) {
+      const int64_t step = kc - k0 < CMLC_AVX512_BT_STEP ? kc - k0 : CMLC_AVX512_BT_STEP;
+      const float* src = w + pc + k0;
+      if (step == CMLC_AVX512_BT_STEP) {
+        for (int r = 0; r < rows; ++r, src += ldw) {
+          _mm_prefetch((const char*)(src + CMLC_AVX512_BT_AHEAD), _MM_HINT_T1);
+          _mm_prefetch((const char*)(src + CMLC_AVX512_BT_AHEAD + 16), _MM_HINT_T1);
+          _mm_prefetch((const char*)(src + CMLC_AVX512_BT_AHEAD + 32), _MM_HINT_T1);
+          _mm_prefetch((const char*)(src + CMLC_AVX512_BT_AHEAD + 48), _MM_HINT_T1);
+          float* d = buf + r * CMLC_AVX512_BT_STEP;
+          _mm512_store_ps(d, _mm512_loadu_ps(src));
+          _mm512_store_ps(d + 16, _mm512_loadu_ps(src + 16));
+          _mm512_store_ps(d + 32, _mm512_loadu_ps(src + 32));
+          _mm512_store_ps(d + 48, _mm512_loadu_ps(src + 48));
+        }
+      } else {
+        for (int r = 0; r < rows; ++r, src += ldw)
+          memcpy(buf + r * CMLC_AVX512_BT_STEP, src, (size_t)step * sizeof(float));
+      }
+      const float* xk = xt + (pc + k0) * lanes;
+      for (int64_t kk = 0; kk < step; ++kk) {
+        const __m512 x0 = _mm512_load_ps(xk + kk * lanes);
+        const __m512 x1 = V > 1 ? _mm512_load_ps(xk + kk * lanes + 16) : x0;
+        const float* wk = buf + kk;
+        _Pragma("GCC unroll 24") for (int r = 0; r < R; ++r) {
+          const __m512 wv = _mm512_set1_ps(wk[r * CMLC_AVX512_BT_STEP]);
+          acc[r][0] = _mm512_fmadd_ps(wv, x0, acc[r][0]);
+          if (V > 1) acc[r][1] = _mm512_fmadd_ps(wv, x1, acc[r][1]);
+        }
+      }
+    }
+    _Pragma("GCC unroll 24") for (int r = 0; r < R; ++r) {
+      float* s = sum + r * lanes;
+      if (pc > 0) {
+        acc[r][0] = _mm512_add_ps(_mm512_load_ps(s), acc[r][0]);
+        if (V > 1) acc[r][1] = _mm512_add_ps(_mm512_load_ps(s + 16), acc[r][1]);
+      }
+      _mm512_store_ps(s, acc[r][0]);
+      if (V > 1) _mm512_store_ps(s + 16, acc[r][1]);
+    }
+  }
+  // Output (m, n0 + r) is c[m * ldc + r].
+  for (int m = 0; m < cols; ++m)
+    for (int r = 0; r < rows; ++r) c[m * ldc + r] = sum[r * lanes + m];
+}
+
+// 12 weight rows x 32 rows of x (xt rows of 32 floats, 64-byte aligned).
+CMLC_AVX512_TARGET void cmlc__gemm_bt_f32_avx512_12x32(int64_t k, int64_t kcb, const float* w,
+                                                       int64_t ldw, const float* xt, float* c,
+                                                       int64_t ldc, int rows, int cols) {
+  cmlc_avx512_bt_body(k, kcb, w, ldw, xt, c, ldc, rows, cols, 12, 2);
+}
+
+// 24 weight rows x 16 rows of x (xt rows of 16 floats, 64-byte aligned).
+CMLC_AVX512_TARGET void cmlc__gemm_bt_f32_avx512_24x16(int64_t k, int64_t kcb, const float* w,
+                                                       int64_t ldw, const float* xt, float* c,
+                                                       int64_t ldc, int rows, int cols) {
+  cmlc_avx512_bt_body(k, kcb, w, ldw, xt, c, ldc, rows, cols, 24, 1);
+}
+
 //===--- f64 ---===//
 
 #define CMLC_AVX512D_ROW(r, av_src)                  \
