@@ -40,6 +40,7 @@ enum {
   // Products of at most this many rows with a large B stored transposed (k contiguous in each
   // column: a weight stored [N, K]) take the transposed-B tiles (the weight read in place).
   CMLC_GEMM_BT_M = 64,
+  CMLC_GEMM_BT_KINDS = 3,  // transposed-B tile kernels per ISA, at most
 };
 
 // Marks an offset table that is not affine.
@@ -91,9 +92,9 @@ typedef struct cmlc_kernel_t_f32 {
   // slivers), or NULL.
   cmlc__gemm_ukernel_fn skinny16;
   int skinny_min;
-  // Transposed-B tiles for M <= BT_M (weights stored [N, K]): a wide one (bt.rows weight rows
-  // x bt.lanes rows of x) and a narrow one for M <= bt_narrow.lanes; fn NULL: none.
-  cmlc_bt_t_f32 bt, bt_narrow;
+  // Transposed-B tiles for M <= BT_M (weights stored [N, K]), by decreasing lanes (rows of x per
+  // tile; the weight rows of each divide the largest), up to the first with fn NULL.
+  cmlc_bt_t_f32 bt[CMLC_GEMM_BT_KINDS];
 } cmlc_kernel_t_f32;
 
 static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n);
@@ -109,8 +110,9 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {12,
                                                        cmlc__gemm_widen_f16_f16c,
                                                        cmlc__gemm_ukernel_f32_avx512_16x16,
                                                        13,
-                                                       {cmlc__gemm_bt_f32_avx512_12x32, 12, 32},
-                                                       {cmlc__gemm_bt_f32_avx512_24x16, 24, 16}};
+                                                       {{cmlc__gemm_bt_f32_avx2_6x16, 6, 16},
+                                                        {cmlc__gemm_bt_f32_avx2_12x8, 12, 8},
+                                                        {NULL, 0, 0}}};
 static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {6,
                                                      16,
                                                      cmlc__gemm_ukernel_f32_avx2_6x16,
@@ -121,8 +123,9 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {6,
                                                      cmlc__gemm_widen_f16_f16c,
                                                      NULL,
                                                      0,
-                                                     {NULL, 0, 0},
-                                                     {NULL, 0, 0}};
+                                                     {{cmlc__gemm_bt_f32_avx2_6x16, 6, 16},
+                                                      {cmlc__gemm_bt_f32_avx2_12x8, 12, 8},
+                                                      {NULL, 0, 0}}};
 #endif
 static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        8,
@@ -134,8 +137,7 @@ static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        cmlc_widen_f16,
                                                        NULL,
                                                        0,
-                                                       {NULL, 0, 0},
-                                                       {NULL, 0, 0}};
+                                                       {{NULL, 0, 0}}};
 
 static const cmlc_kernel_t_f32* cmlc_select_f32(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)
@@ -158,7 +160,7 @@ typedef struct cmlc_kernel_t_f64 {
   cmlc_widen_fn_f64 widen_f16;         // NULL: the f64 GEMM converts half operands one by one
   cmlc__gemm_ukernel_f64_fn skinny16;  // NULL
   int skinny_min;
-  cmlc_bt_t_f64 bt, bt_narrow;  // NULL
+  cmlc_bt_t_f64 bt[CMLC_GEMM_BT_KINDS];  // none
 } cmlc_kernel_t_f64;
 
 // f64 GEMV is bandwidth-bound; the scalar loops serve every ISA.
@@ -173,8 +175,7 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx512_f64 = {12,
                                                        NULL,
                                                        NULL,
                                                        0,
-                                                       {NULL, 0, 0},
-                                                       {NULL, 0, 0}};
+                                                       {{NULL, 0, 0}}};
 static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      8,
                                                      cmlc__gemm_ukernel_f64_avx2_6x8,
@@ -185,8 +186,7 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      NULL,
                                                      NULL,
                                                      0,
-                                                     {NULL, 0, 0},
-                                                     {NULL, 0, 0}};
+                                                     {{NULL, 0, 0}}};
 #endif
 static const cmlc_kernel_t_f64 cmlc_kern_scalar_f64 = {4,
                                                        8,
@@ -198,8 +198,7 @@ static const cmlc_kernel_t_f64 cmlc_kern_scalar_f64 = {4,
                                                        NULL,
                                                        NULL,
                                                        0,
-                                                       {NULL, 0, 0},
-                                                       {NULL, 0, 0}};
+                                                       {{NULL, 0, 0}}};
 
 static const cmlc_kernel_t_f64* cmlc_select_f64(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)
