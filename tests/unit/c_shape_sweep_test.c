@@ -75,6 +75,7 @@
 #include <stdint.h>
 
 #include "api_common.h"
+#include "backends/c/engine_internal.h"  // only to check that the planner took the fast path
 #include "cml/fused.h"
 #include "test.h"
 
@@ -190,7 +191,7 @@ static sw_tol_t sw_tol_dot(int64_t k, cml_dtype_t acc, cml_dtype_t out) {
   return t;
 }
 
-#define kSwExact ((sw_tol_t){0.0, 0.0})
+static const sw_tol_t kSwExact = {0.0, 0.0};
 
 // Builds the case's graph into |f| and writes its outputs to |outs|; returns their count.
 typedef size_t (*sw_build_fn)(cml_function_t* f, const void* arg, cml_value_t* outs);
@@ -201,6 +202,11 @@ typedef struct sw_case_t {
   const void* arg;
   sw_tol_t tol;
   int64_t int_hi;  // integer parameters are filled with [0, int_hi)
+  // Fills input |i| itself when it returns true (else the default fill).
+  bool (*fill)(const void* arg, size_t i, const cml_shape_t* shape, void* data);
+  // Planner rewrites every configuration but the oracle must report (cmlc_opt_stats_t), so
+  // that the case keeps exercising the path it was written for.
+  uint32_t want_prepared, want_segmented, want_placed;
   // Configurations to run besides the oracle (NULL: kSwConfigs[1..]).
   const char* const* configs;
   int config_count;
@@ -217,6 +223,9 @@ static void sw_result_free(sw_result_t* r) {
   for (size_t i = 0; i < r->count; ++i) free(r->data[i]);
   memset(r, 0, sizeof *r);
 }
+
+// The planner's report for the last executable sw_run_config compiled.
+static cmlc_opt_stats_t sw_stats;
 
 // Builds, compiles and runs the case on |config|; fills |out|. Prints and returns false on error.
 static bool sw_run_config(const sw_case_t* c, const char* config, sw_result_t* out) {
@@ -240,15 +249,23 @@ static bool sw_run_config(const sw_case_t* c, const char* config, sw_result_t* o
     cml_backend_release(backend);
     return false;
   }
-  size_t n_in = cml_executable_input_count(exe);
-  void* in_data[16] = {0};
+  sw_stats = ((const cmlc_executable_t*)exe)->stats;
+  enum { kMaxIn = 32 };
+  const size_t n_in = cml_executable_input_count(exe);
+  void* in_data[kMaxIn] = {0};
   void* out_data[8] = {0};
-  bool ok = n_in <= 16 && cml_executable_output_count(exe) == n_out && n_out <= 8;
+  cml_buffer_t* ins[kMaxIn] = {0};
+  cml_buffer_t* res[8] = {0};
+  bool ok = n_in <= kMaxIn && cml_executable_output_count(exe) == n_out && n_out <= 8;
+  if (!ok) fprintf(stderr, "%s: %zu inputs, %zu outputs: too many\n", c->name, n_in, n_out);
   for (size_t i = 0; ok && i < n_in; ++i) {
     const cml_shape_t* s = cml_executable_input_shape(exe, i);
     in_data[i] = malloc(cml_shape_byte_size(s) + 1);
     ok = in_data[i] != NULL;
-    if (ok) sw_fill(in_data[i], s->dtype, cml_shape_element_count(s), i + 1, c->int_hi);
+    if (ok && !(c->fill && c->fill(c->arg, i, s, in_data[i])))
+      sw_fill(in_data[i], s->dtype, cml_shape_element_count(s), i + 1, c->int_hi);
+    if (ok) st = cml_buffer_from_host(backend, 0, s, in_data[i], cml_shape_byte_size(s), &ins[i]);
+    ok = ok && st == CML_OK;
   }
   for (size_t i = 0; ok && i < n_out; ++i) {
     const cml_shape_t* s = cml_executable_output_shape(exe, i);
@@ -257,17 +274,21 @@ static bool sw_run_config(const sw_case_t* c, const char* config, sw_result_t* o
     out->dtype[i] = s->dtype;
     out->elems[i] = cml_shape_element_count(s);
   }
-  if (ok) {
-    st = api_run(backend, exe, (const void* const*)in_data, out_data);
-    if (st != CML_OK) {
-      fprintf(stderr, "%s on %s: execute: %s\n", c->name, config, cml_status_message(st));
-      cml_status_free(st);
-      ok = false;
-    }
+  if (ok) st = cml_executable_execute(exe, ins, n_in, NULL, 0, res);
+  for (size_t i = 0; ok && st == CML_OK && i < n_out; ++i) {
+    st = cml_buffer_copy_to_host(res[i], out_data[i],
+                                 cml_shape_byte_size(cml_buffer_shape(res[i])));
   }
-  for (size_t i = 0; i < n_in; ++i) free(in_data[i]);
+  if (st != CML_OK) {
+    fprintf(stderr, "%s on %s: execute: %s\n", c->name, config, cml_status_message(st));
+    cml_status_free(st);
+    ok = false;
+  }
+  for (size_t i = 0; i < n_in && i < kMaxIn; ++i) cml_buffer_release(ins[i]);
+  for (size_t i = 0; i < n_out && i < 8; ++i) cml_buffer_release(res[i]);
+  for (size_t i = 0; i < n_in && i < kMaxIn; ++i) free(in_data[i]);
   out->count = n_out;
-  for (size_t i = 0; i < n_out; ++i) out->data[i] = out_data[i];
+  for (size_t i = 0; i < n_out && i < 8; ++i) out->data[i] = out_data[i];
   if (!ok) sw_result_free(out);
   cml_executable_release(exe);
   cml_backend_release(backend);
@@ -281,6 +302,7 @@ static int64_t sw_cases_run, sw_values_checked;
 static int sw_check(const sw_case_t* c) {
   sw_result_t want;
   ++sw_cases_run;
+  if (getenv("CML_SWEEP_VERBOSE")) printf("case: %s\n", c->name);
   if (!sw_run_config(c, kSwConfigs[0], &want)) return 1;
   int bad_configs = 0;
   const char* const* configs = c->configs ? c->configs : kSwConfigs + 1;
@@ -292,6 +314,15 @@ static int sw_check(const sw_case_t* c) {
       continue;
     }
     int64_t bad = 0;
+    if (sw_stats.prepared < c->want_prepared || sw_stats.segmented < c->want_segmented ||
+        sw_stats.concat_placed < c->want_placed) {
+      fprintf(stderr,
+              "%s on %s: planner: %u prepared (want >= %u), %u segmented (want >= %u), %u "
+              "concat operands placed (want >= %u)\n",
+              c->name, configs[ci], sw_stats.prepared, c->want_prepared, sw_stats.segmented,
+              c->want_segmented, sw_stats.concat_placed, c->want_placed);
+      ++bad;
+    }
     for (size_t o = 0; o < want.count; ++o) {
       for (int64_t i = 0; i < want.elems[o]; ++i) {
         const double w = sw_load(want.data[o], want.dtype[o], i);
@@ -401,6 +432,10 @@ static int sw_dot(sw_dot_t d) {
            cml_dtype_name(acc), cml_dtype_name(out));
   c.build = sw_build_dot;
   c.arg = &d;
+  const bool f32_or_f64_gemm = d.in == CML_DTYPE_F32 || d.in == CML_DTYPE_F64 ||
+                               acc == CML_DTYPE_F64;
+  c.want_prepared = d.rhs_const && f32_or_f64_gemm && d.batch == 0 && d.m > 1 && d.n > 1 &&
+                    d.k * d.n > 64 * 256;
   c.tol = sw_tol_dot(d.k, acc, out);
   return sw_check(&c);
 }
@@ -484,6 +519,14 @@ TEST(dot_skinny) {
       }
     }
   }
+  // B packed at plan time across several column blocks (NC = 2048).
+  static const int64_t mkn[][3] = {{5, 70, 4100}, {16, 70, 4100}, {2, 300, 2049}, {31, 513, 2050}};
+  for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; ++i) {
+    sw_dot_t d = sw_dot_f32(mkn[i][0], mkn[i][1], mkn[i][2]);
+    bad += sw_dot(d);
+    d.rhs_const = true;
+    bad += sw_dot(d);
+  }
   SW_DONE(bad);
 }
 
@@ -492,7 +535,8 @@ TEST(dot_skinny) {
 TEST(dot_blocked) {
   static const int64_t mkn[][3] = {{144, 256, 2048}, {145, 257, 2049}, {143, 255, 100},
                                    {289, 513, 70},   {416, 64, 300},   {100, 64, 256},
-                                   {100, 64, 257},   {37, 1000, 33},   {433, 31, 47}};
+                                   {100, 64, 257},   {37, 1000, 33},   {433, 31, 47},
+                                   {100, 64, 272},   {40, 100, 4112},  {144, 70, 4096}};
   int bad = 0;
   for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; ++i) {
     sw_dot_t d = sw_dot_f32(mkn[i][0], mkn[i][1], mkn[i][2]);
@@ -559,5 +603,739 @@ TEST(dot_dtypes) {
   SW_DONE(bad);
 }
 
+//===--- FusedDense ---===//
+
+typedef struct sw_dense_t {
+  int64_t m, k, n;
+  cml_dense_layout_t layout;
+  cml_activation_t act;
+  bool bias, weight_const;
+} sw_dense_t;
+
+static size_t sw_build_dense(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_dense_t* d = arg;
+  cml_shape_t xs = SW_SHAPE(CML_DTYPE_F32, d->m, d->k);
+  cml_shape_t ws = d->layout == CML_DENSE_LAYOUT_INPUT_OUTPUTS ? SW_SHAPE(CML_DTYPE_F32, d->k, d->n)
+                                                               : SW_SHAPE(CML_DTYPE_F32, d->n, d->k);
+  cml_shape_t bs = SW_SHAPE(CML_DTYPE_F32, d->n);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t w = d->weight_const ? sw_const(f, &ws, 91) : cml_parameter(f, "w", &ws);
+  cml_value_t b = d->bias ? cml_parameter(f, "b", &bs) : CML_VALUE_INVALID;
+  cml_dense_config_t cfg;
+  cml_dense_config_init(&cfg);
+  cfg.activation = d->act;
+  cfg.weight_layout = d->layout;
+  outs[0] = cml_op_fused_dense(f, x, w, b, &cfg);
+  return 1;
+}
+
+TEST(fused_dense) {
+  static const int64_t mkn[][3] = {{1, 3, 8300}, {1, 40, 4097}, {5, 3, 4100}, {13, 70, 300},
+                                   {33, 257, 129}, {150, 300, 2049}};
+  static const cml_activation_t acts[] = {CML_ACTIVATION_NONE, CML_ACTIVATION_GELU,
+                                          CML_ACTIVATION_SILU, CML_ACTIVATION_RELU,
+                                          CML_ACTIVATION_TANH, CML_ACTIVATION_HARD_SWISH};
+  int bad = 0;
+  for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; ++i) {
+    for (int layout = 0; layout < 2; ++layout) {
+      sw_dense_t d = {mkn[i][0], mkn[i][1], mkn[i][2], (cml_dense_layout_t)layout,
+                      acts[(i * 2 + (size_t)layout) % 6], (i + (size_t)layout) % 2 == 0,
+                      i % 3 == 1};
+      sw_case_t c;
+      memset(&c, 0, sizeof c);
+      snprintf(c.name, sizeof c.name, "FusedDense m%lld k%lld n%lld %s %s%s%s", (long long)d.m,
+               (long long)d.k, (long long)d.n, cml_dense_layout_name(d.layout),
+               cml_activation_name(d.act), d.bias ? " bias" : "", d.weight_const ? " const-w" : "");
+      c.build = sw_build_dense;
+      c.arg = &d;
+      c.tol = sw_tol_dot(d.k + 1, CML_DTYPE_F32, CML_DTYPE_F32);
+      c.tol.rtol += 1e-6;  // the activations' own approximations
+      bad += sw_check(&c);
+    }
+  }
+  SW_DONE(bad);
+}
+
+//===--- ConvGeneral ---===//
+
+// Input [N, H, W, C] (or [N, C, H, W] when nchw), kernel [KH, KW, C / groups, O], output
+// channels-last (or channels-first when nchw).
+typedef struct sw_conv_t {
+  int64_t n, h, w, c, kh, kw, o, stride, pad, groups, dil;
+  bool nchw, kernel_const;
+  cml_dtype_t dtype;
+} sw_conv_t;
+
+static size_t sw_build_conv(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_conv_t* v = arg;
+  cml_shape_t xs = v->nchw ? SW_SHAPE(v->dtype, v->n, v->c, v->h, v->w)
+                           : SW_SHAPE(v->dtype, v->n, v->h, v->w, v->c);
+  cml_shape_t ks = SW_SHAPE(v->dtype, v->kh, v->kw, v->c / v->groups, v->o);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t k = v->kernel_const ? sw_const(f, &ks, 55) : cml_parameter(f, "k", &ks);
+  cml_conv_config_t cc;
+  memset(&cc, 0, sizeof cc);
+  cc.spatial_count = 2;
+  cc.input_batch_axis = 0;
+  cc.input_channel_axis = v->nchw ? 1 : 3;
+  cc.input_spatial_axes[0] = v->nchw ? 2 : 1;
+  cc.input_spatial_axes[1] = v->nchw ? 3 : 2;
+  cc.kernel_input_channel_axis = 2;
+  cc.kernel_output_channel_axis = 3;
+  cc.kernel_spatial_axes[0] = 0;
+  cc.kernel_spatial_axes[1] = 1;
+  cc.output_batch_axis = 0;
+  cc.output_channel_axis = cc.input_channel_axis;
+  cc.output_spatial_axes[0] = cc.input_spatial_axes[0];
+  cc.output_spatial_axes[1] = cc.input_spatial_axes[1];
+  for (int d = 0; d < 2; ++d) {
+    cc.strides[d] = v->stride;
+    cc.padding_low[d] = cc.padding_high[d] = v->pad;
+    cc.kernel_dilations[d] = v->dil;
+  }
+  cc.channel_group_count = v->groups;
+  outs[0] = cml_op_conv_general(f, x, k, &cc);
+  return 1;
+}
+
+static int sw_conv(sw_conv_t v) {
+  sw_case_t c;
+  memset(&c, 0, sizeof c);
+  if (v.dtype == CML_DTYPE_INVALID) v.dtype = CML_DTYPE_F32;
+  if (v.groups < 1) v.groups = 1;
+  if (v.stride < 1) v.stride = 1;
+  if (v.dil < 1) v.dil = 1;
+  snprintf(c.name, sizeof c.name,
+           "conv %s x[%lld,%lld,%lld,%lld]%s k%lldx%lld o%lld s%lld p%lld g%lld d%lld%s",
+           cml_dtype_name(v.dtype), (long long)v.n, (long long)v.h, (long long)v.w,
+           (long long)v.c, v.nchw ? " NCHW" : "", (long long)v.kh, (long long)v.kw,
+           (long long)v.o, (long long)v.stride, (long long)v.pad, (long long)v.groups,
+           (long long)v.dil, v.kernel_const ? " const-k" : "");
+  c.build = sw_build_conv;
+  c.arg = &v;
+  const cml_dtype_t acc = v.dtype == CML_DTYPE_F64 ? CML_DTYPE_F64 : CML_DTYPE_F32;
+  c.tol = sw_tol_dot(v.kh * v.kw * v.c / v.groups, acc, v.dtype);
+  return sw_check(&c);
+}
+
+TEST(conv) {
+  int bad = 0;
+  // 1x1: input read in place / as A; under 12 output pixels: the GEMM path.
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 8, .w = 8, .c = 300, .kh = 1, .kw = 1, .o = 70});
+  bad += sw_conv((sw_conv_t){.n = 3, .h = 1, .w = 3, .c = 65, .kh = 1, .kw = 1, .o = 129});
+  bad += sw_conv((sw_conv_t){.n = 2, .h = 2, .w = 6, .c = 33, .kh = 1, .kw = 1, .o = 64});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 7, .w = 9, .c = 64, .kh = 1, .kw = 1, .o = 65,
+                             .stride = 2});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 8, .w = 8, .c = 300, .kh = 1, .kw = 1, .o = 70,
+                             .nchw = true});
+  // 3x3 around the 64-channel blocks and 6-pixel blocks.
+  bad += sw_conv((sw_conv_t){.n = 2, .h = 9, .w = 9, .c = 17, .kh = 3, .kw = 3, .o = 65,
+                             .pad = 1});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 13, .w = 11, .c = 64, .kh = 3, .kw = 3, .o = 128,
+                             .pad = 1, .kernel_const = true});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 10, .w = 7, .c = 5, .kh = 3, .kw = 3, .o = 63,
+                             .stride = 2, .dil = 2, .pad = 2});
+  // The 7x7 / 2 stem.
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 32, .w = 30, .c = 3, .kh = 7, .kw = 7, .o = 64,
+                             .stride = 2, .pad = 3});
+  // K over DIRECT_K_MAX (1280): whole taps per chunk, and channel ranges per tap.
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 6, .w = 6, .c = 200, .kh = 3, .kw = 3, .o = 16,
+                             .pad = 1});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 5, .w = 5, .c = 500, .kh = 3, .kw = 3, .o = 8,
+                             .pad = 1});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 5, .w = 5, .c = 1300, .kh = 1, .kw = 1, .o = 8});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 4, .w = 4, .c = 1281, .kh = 3, .kw = 3, .o = 67,
+                             .pad = 1});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 14, .w = 14, .c = 143, .kh = 3, .kw = 3, .o = 9,
+                             .pad = 1, .nchw = true});
+  // Feature groups (im2col + GEMM per group), depthwise, several row tiles.
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 10, .w = 10, .c = 32, .kh = 3, .kw = 3, .o = 32,
+                             .pad = 1, .groups = 4});
+  bad += sw_conv((sw_conv_t){.n = 2, .h = 30, .w = 31, .c = 32, .kh = 3, .kw = 3, .o = 64,
+                             .pad = 1, .groups = 2});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 12, .w = 12, .c = 32, .kh = 3, .kw = 3, .o = 32,
+                             .pad = 1, .groups = 32});
+  bad += sw_conv((sw_conv_t){.n = 2, .h = 9, .w = 9, .c = 24, .kh = 5, .kw = 5, .o = 48,
+                             .pad = 2, .groups = 24, .stride = 2});
+  // Other dtypes: f64 (im2col, f64 GEMM), bf16 and f16 (widened).
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 9, .w = 9, .c = 17, .kh = 3, .kw = 3, .o = 33,
+                             .pad = 1, .dtype = CML_DTYPE_F64});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 9, .w = 9, .c = 17, .kh = 3, .kw = 3, .o = 65,
+                             .pad = 1, .dtype = CML_DTYPE_BF16});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 8, .w = 8, .c = 40, .kh = 1, .kw = 1, .o = 70,
+                             .dtype = CML_DTYPE_F16});
+  SW_DONE(bad);
+}
+
+//===--- reductions ---===//
+
+typedef struct sw_reduce_t {
+  int32_t rank;
+  int64_t dims[4];
+  int32_t axis_count;  // 0: all
+  int64_t axes[4];
+  cml_op_t op;
+  cml_dtype_t dtype;
+} sw_reduce_t;
+
+static size_t sw_build_reduce(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_reduce_t* r = arg;
+  cml_shape_t xs = cml_shape_make(r->dtype, r->rank, r->dims);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  outs[0] = cml_op_reduce(f, r->op, x, r->axes, (size_t)r->axis_count);
+  return 1;
+}
+
+static int sw_reduce(sw_reduce_t r) {
+  sw_case_t c;
+  memset(&c, 0, sizeof c);
+  if (r.dtype == CML_DTYPE_INVALID) r.dtype = CML_DTYPE_F32;
+  int64_t total = 1, reduced = 1;
+  for (int32_t d = 0; d < r.rank; ++d) total *= r.dims[d];
+  for (int32_t a = 0; a < r.axis_count; ++a) reduced *= r.dims[r.axes[a]];
+  if (r.axis_count == 0) reduced = total;
+  snprintf(c.name, sizeof c.name, "%s %s [%lld,%lld,%lld,%lld] rank %d over %d axes (%lld)",
+           cml_op_name(r.op), cml_dtype_name(r.dtype), (long long)r.dims[0], (long long)r.dims[1],
+           (long long)r.dims[2], (long long)r.dims[3], r.rank, r.axis_count, (long long)reduced);
+  c.build = sw_build_reduce;
+  c.arg = &r;
+  c.tol = r.op == CML_OP_REDUCE_SUM ? sw_tol_dot(reduced, r.dtype == CML_DTYPE_F64 ? CML_DTYPE_F64
+                                                                                   : CML_DTYPE_F32,
+                                                 r.dtype)
+                                    : kSwExact;
+  return sw_check(&c);
+}
+
+TEST(reduce) {
+  int bad = 0;
+  static const cml_op_t ops[] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_MAX};
+  for (int o = 0; o < 2; ++o) {
+    const cml_op_t op = ops[o];
+    // Rows (last axis), long and odd.
+    bad += sw_reduce((sw_reduce_t){2, {7, 70001}, 1, {1}, op, 0});
+    bad += sw_reduce((sw_reduce_t){2, {4097, 17}, 1, {1}, op, 0});
+    bad += sw_reduce((sw_reduce_t){2, {3, 255}, 1, {1}, op, 0});
+    // Columns: the SIMD column path's 4096-column tiles and 128-row blocks (one and several).
+    bad += sw_reduce((sw_reduce_t){2, {1000, 4097}, 1, {0}, op, 0});
+    bad += sw_reduce((sw_reduce_t){2, {128, 300}, 1, {0}, op, 0});
+    bad += sw_reduce((sw_reduce_t){2, {129, 257}, 1, {0}, op, 0});
+    bad += sw_reduce((sw_reduce_t){2, {16385, 3}, 1, {0}, op, 0});
+    bad += sw_reduce((sw_reduce_t){3, {3, 300, 257}, 1, {1}, op, 0});
+    bad += sw_reduce((sw_reduce_t){3, {5, 70, 9}, 2, {0, 2}, op, 0});
+    // Everything: blocks of 65536, at most 1024 partials.
+    bad += sw_reduce((sw_reduce_t){1, {65537}, 0, {0}, op, 0});
+    bad += sw_reduce((sw_reduce_t){1, {131071}, 0, {0}, op, 0});
+    bad += sw_reduce((sw_reduce_t){1, {131072}, 0, {0}, op, 0});
+    bad += sw_reduce((sw_reduce_t){2, {3, 65537}, 0, {0}, op, 0});
+    bad += sw_reduce((sw_reduce_t){2, {1031, 997}, 0, {0}, op, 0});
+    // Other dtypes.
+    bad += sw_reduce((sw_reduce_t){2, {129, 4099}, 1, {0}, op, CML_DTYPE_F64});
+    bad += sw_reduce((sw_reduce_t){2, {33, 4099}, 1, {1}, op, CML_DTYPE_BF16});
+  }
+  SW_DONE(bad);
+}
+
+//===--- softmax, layer norm, gelu ---===//
+
+typedef struct sw_norm_t {
+  int kind;  // 0 softmax, 1 layer norm, 2 exact gelu, 3 tanh gelu, 4 softmax over axis 0
+  int32_t rank;
+  int64_t dims[3];
+  int32_t axis_count;  // layer norm: the last |axis_count| axes
+  cml_dtype_t dtype;
+} sw_norm_t;
+
+static size_t sw_build_norm(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_norm_t* n = arg;
+  cml_shape_t xs = cml_shape_make(n->dtype, n->rank, n->dims);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  switch (n->kind) {
+    case 0:
+      outs[0] = cml_op_fused_softmax(f, x, -1);
+      break;
+    case 4:
+      outs[0] = cml_op_fused_softmax(f, x, 0);
+      break;
+    case 1: {
+      int64_t axes[3], gdims[3];
+      for (int32_t a = 0; a < n->axis_count; ++a) {
+        axes[a] = n->rank - n->axis_count + a;
+        gdims[a] = n->dims[axes[a]];
+      }
+      cml_shape_t gs = cml_shape_make(n->dtype, n->axis_count, gdims);
+      cml_value_t g = cml_parameter(f, "gamma", &gs);
+      cml_value_t b = cml_parameter(f, "beta", &gs);
+      outs[0] = cml_op_fused_layer_norm(f, x, axes, (size_t)n->axis_count, 1e-5, g, b);
+      break;
+    }
+    default:
+      outs[0] = cml_op_fused_gelu(f, x, n->kind == 2);
+      break;
+  }
+  return 1;
+}
+
+TEST(softmax_layernorm_gelu) {
+  static const sw_norm_t cases[] = {
+      {0, 2, {3, 4097}, 0, CML_DTYPE_F32},     {0, 2, {5, 17}, 0, CML_DTYPE_F32},
+      {0, 2, {4099, 15}, 0, CML_DTYPE_F32},    {0, 3, {2, 3, 1000}, 0, CML_DTYPE_BF16},
+      {4, 2, {300, 7}, 0, CML_DTYPE_F32},      {0, 1, {16385}, 0, CML_DTYPE_F32},
+      {1, 2, {4, 4099}, 1, CML_DTYPE_F32},     {1, 3, {2, 3, 1000}, 2, CML_DTYPE_F32},
+      {1, 2, {1025, 33}, 1, CML_DTYPE_F32},    {1, 2, {7, 257}, 1, CML_DTYPE_F16},
+      {2, 1, {100003}, 0, CML_DTYPE_F32},      {3, 2, {129, 255}, 0, CML_DTYPE_F32},
+      {2, 1, {17}, 0, CML_DTYPE_BF16},         {3, 1, {16385}, 0, CML_DTYPE_F64},
+  };
+  static const char* const kinds[] = {"FusedSoftmax", "FusedLayerNorm", "FusedGelu exact",
+                                      "FusedGelu tanh", "FusedSoftmax axis 0"};
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    sw_case_t c;
+    memset(&c, 0, sizeof c);
+    const sw_norm_t* n = &cases[i];
+    snprintf(c.name, sizeof c.name, "%s %s [%lld,%lld,%lld] rank %d", kinds[n->kind],
+             cml_dtype_name(n->dtype), (long long)n->dims[0], (long long)n->dims[1],
+             (long long)n->dims[2], n->rank);
+    c.build = sw_build_norm;
+    c.arg = n;
+    // Sums of up to a few thousand terms in f32, then exp / rsqrt / erf approximations of a few
+    // ulps; half dtypes round once more.
+    // The oracle computes a half dtype's decomposition in that dtype: (x - mean) of values
+    // near 1 is off by a few of its steps.
+    const double eps = n->dtype == CML_DTYPE_F64 ? 1e-12 : 2e-5;
+    c.tol.atol = eps + 4.0 * sw_eps(n->dtype);
+    c.tol.rtol = eps + 2.0 * sw_eps(n->dtype);
+    bad += sw_check(&c);
+  }
+  SW_DONE(bad);
+}
+
+//===--- fused attention ---===//
+
+typedef struct sw_attn_t {
+  int64_t batch, heads, kv_heads, seq, kv_seq, d, dv;
+  bool causal, lengths;
+  int parts;  // > 1: k and v as a Concatenate of |parts| operands along the key axis
+  cml_dtype_t dtype;
+} sw_attn_t;
+
+// The key counts of the parts: uneven, one of them a single key.
+static int64_t sw_attn_part(const sw_attn_t* a, int p) {
+  if (a->parts <= 1) return a->kv_seq;
+  const int64_t base = (a->kv_seq - 1) / (a->parts - 1);
+  if (p == 1) return 1;
+  const int64_t before = p == 0 ? 0 : 1 + base * (p - 1);
+  return p == a->parts - 1 ? a->kv_seq - before : base;
+}
+
+static cml_value_t sw_attn_kv(cml_function_t* f, const sw_attn_t* a, int64_t dim,
+                              const char* name) {
+  if (a->parts <= 1) {
+    cml_shape_t s = SW_SHAPE(a->dtype, a->batch, a->kv_heads, a->kv_seq, dim);
+    return cml_parameter(f, name, &s);
+  }
+  cml_value_t vals[8];
+  for (int p = 0; p < a->parts; ++p) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "%s%d", name, p);
+    cml_shape_t s = SW_SHAPE(a->dtype, a->batch, a->kv_heads, sw_attn_part(a, p), dim);
+    vals[p] = cml_parameter(f, nm, &s);
+  }
+  return cml_op_concatenate(f, 2, vals, (size_t)a->parts);
+}
+
+static size_t sw_build_attn(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_attn_t* a = arg;
+  cml_shape_t qs = SW_SHAPE(a->dtype, a->batch, a->heads, a->seq, a->d);
+  cml_value_t q = cml_parameter(f, "q", &qs);
+  cml_value_t k = sw_attn_kv(f, a, a->d, "k");
+  cml_value_t v = sw_attn_kv(f, a, a->dv, "v");
+  cml_sdpa_config_t cfg;
+  cml_sdpa_config_init(&cfg);
+  cfg.causal = a->causal;
+  if (a->lengths) {
+    cml_shape_t ls = SW_SHAPE(CML_DTYPE_I32, a->batch);
+    cfg.query_seq_len = cml_parameter(f, "q_len", &ls);
+    cfg.kv_seq_len = cml_parameter(f, "kv_len", &ls);
+  }
+  outs[0] = cml_op_fused_sdpa(f, q, k, v, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
+  return 1;
+}
+
+static int sw_attn(sw_attn_t a) {
+  sw_case_t c;
+  memset(&c, 0, sizeof c);
+  if (a.dtype == CML_DTYPE_INVALID) a.dtype = CML_DTYPE_F32;
+  if (a.kv_heads == 0) a.kv_heads = a.heads;
+  if (a.dv == 0) a.dv = a.d;
+  snprintf(c.name, sizeof c.name,
+           "sdpa %s b%lld h%lld/%lld seq %lld kv %lld d %lld dv %lld%s%s parts %d",
+           cml_dtype_name(a.dtype), (long long)a.batch, (long long)a.heads, (long long)a.kv_heads,
+           (long long)a.seq, (long long)a.kv_seq, (long long)a.d, (long long)a.dv,
+           a.causal ? " causal" : "", a.lengths ? " lengths" : "", a.parts);
+  c.build = sw_build_attn;
+  c.arg = &a;
+  c.want_segmented = a.parts > 1 ? 2 : 0;
+  // Outputs are convex combinations of v rows in [-1, 1): f32 sums of kv_seq terms and a
+  // polynomial exp; half dtypes round the inputs' products the same way, the output once.
+  c.tol.atol = 1e-5 + 4.0 * 0x1p-23 * (double)a.kv_seq + 2.0 * sw_eps(a.dtype);
+  c.tol.rtol = 2.0 * sw_eps(a.dtype);
+  c.int_hi = a.seq < a.kv_seq ? a.seq + 1 : a.kv_seq + 1;
+  return sw_check(&c);
+}
+
+TEST(attention) {
+  int bad = 0;
+  static const int64_t seqs[] = {1, 4, 5, 31, 32, 33, 65};
+  static const int64_t kvs[] = {1, 63, 64, 65, 129};
+  for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; ++i) {
+    for (size_t j = 0; j < sizeof kvs / sizeof kvs[0]; ++j) {
+      const bool causal = (i + j) % 2 == 1;
+      bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = seqs[i], .kv_seq = kvs[j],
+                                 .d = 16, .causal = causal});
+    }
+  }
+  // Head dims off 16, grouped-query heads, v's own head dim.
+  bad += sw_attn((sw_attn_t){.batch = 2, .heads = 4, .kv_heads = 2, .seq = 33, .kv_seq = 70,
+                             .d = 17, .dv = 9, .causal = true});
+  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 6, .kv_heads = 3, .seq = 1, .kv_seq = 300,
+                             .d = 64, .dv = 64});
+  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 3, .kv_seq = 200, .d = 80});
+  // Lengths (keys past kv_len masked, query rows past q_len zero).
+  bad += sw_attn((sw_attn_t){.batch = 3, .heads = 2, .seq = 65, .kv_seq = 65, .d = 16,
+                             .lengths = true});
+  bad += sw_attn((sw_attn_t){.batch = 3, .heads = 2, .seq = 70, .kv_seq = 70, .d = 16,
+                             .causal = true, .lengths = true});
+  // Segmented k / v (a Concatenate along the keys read in place), decode and prefill.
+  static const int parts[] = {2, 3, 8};
+  for (size_t p = 0; p < 3; ++p) {
+    bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 1, .kv_seq = 130, .d = 16,
+                               .parts = parts[p]});
+    bad += sw_attn((sw_attn_t){.batch = 2, .heads = 2, .seq = 33, .kv_seq = 97, .d = 24,
+                               .causal = true, .parts = parts[p]});
+    bad += sw_attn((sw_attn_t){.batch = 1, .heads = 4, .kv_heads = 2, .seq = 4, .kv_seq = 64,
+                               .d = 16, .parts = parts[p]});
+  }
+  // Half dtypes.
+  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 33, .kv_seq = 65, .d = 32,
+                             .causal = true, .dtype = CML_DTYPE_BF16});
+  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 2, .kv_seq = 129, .d = 16,
+                             .dtype = CML_DTYPE_F16, .parts = 2});
+  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 1, .seq = 40, .kv_seq = 40, .d = 8,
+                             .causal = true, .dtype = CML_DTYPE_F64});
+  SW_DONE(bad);
+}
+
+//===--- Gather, Scatter, DynamicSlice, DynamicUpdateSlice ---===//
+
+typedef struct sw_index_t {
+  int kind;  // 0 gather rows, 1 scatter-sum rows, 2 dynamic slice, 3 dynamic update slice,
+             // 4 gather columns (slices of one element)
+  int64_t rows, cols, count;
+  cml_dtype_t dtype;
+} sw_index_t;
+
+static size_t sw_build_index(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_index_t* x = arg;
+  cml_shape_t ts = SW_SHAPE(x->dtype, x->rows, x->cols);
+  cml_value_t table = cml_parameter(f, "table", &ts);
+  if (x->kind == 0 || x->kind == 4) {
+    cml_shape_t is = x->kind == 0 ? SW_SHAPE(CML_DTYPE_I32, x->count, 1)
+                                  : SW_SHAPE(CML_DTYPE_I32, x->count, 2);
+    cml_value_t idx = cml_parameter(f, "idx", &is);
+    cml_gather_dims_t g;
+    memset(&g, 0, sizeof g);
+    g.index_vector_axis = 1;
+    g.slice_size_count = 2;
+    if (x->kind == 0) {
+      g.offset_output_axis_count = 1;
+      g.offset_output_axes[0] = 1;
+      g.collapsed_slice_axis_count = 1;
+      g.collapsed_slice_axes[0] = 0;
+      g.start_index_map_count = 1;
+      g.start_index_map[0] = 0;
+      g.slice_sizes[0] = 1;
+      g.slice_sizes[1] = x->cols;
+    } else {
+      g.collapsed_slice_axis_count = 2;
+      g.collapsed_slice_axes[0] = 0;
+      g.collapsed_slice_axes[1] = 1;
+      g.start_index_map_count = 2;
+      g.start_index_map[0] = 0;
+      g.start_index_map[1] = 1;
+      g.slice_sizes[0] = 1;
+      g.slice_sizes[1] = 1;
+    }
+    outs[0] = cml_op_gather(f, table, idx, &g);
+    return 1;
+  }
+  if (x->kind == 1) {
+    cml_shape_t is = SW_SHAPE(CML_DTYPE_I32, x->count, 1);
+    cml_shape_t us = SW_SHAPE(x->dtype, x->count, x->cols);
+    cml_value_t idx = cml_parameter(f, "idx", &is);
+    cml_value_t upd = cml_parameter(f, "upd", &us);
+    cml_scatter_dims_t s;
+    memset(&s, 0, sizeof s);
+    s.index_vector_axis = 1;
+    s.update_window_axis_count = 1;
+    s.update_window_axes[0] = 1;
+    s.inserted_window_axis_count = 1;
+    s.inserted_window_axes[0] = 0;
+    s.scatter_axes_to_operand_axes_count = 1;
+    s.scatter_axes_to_operand_axes[0] = 0;
+    outs[0] = cml_op_scatter_sum(f, table, idx, upd, &s);
+    return 1;
+  }
+  cml_shape_t ss = cml_shape_scalar(CML_DTYPE_I32);
+  cml_value_t starts[2] = {cml_parameter(f, "r0", &ss), cml_parameter(f, "c0", &ss)};
+  if (x->kind == 2) {
+    const int64_t sizes[2] = {x->count, x->cols - 3};
+    outs[0] = cml_op_dynamic_slice(f, table, starts, sizes, 2);
+    return 1;
+  }
+  cml_shape_t us = SW_SHAPE(x->dtype, x->count, x->cols - 1);
+  cml_value_t upd = cml_parameter(f, "upd", &us);
+  outs[0] = cml_op_dynamic_update_slice(f, table, upd, starts, 2);
+  return 1;
+}
+
+TEST(gather_scatter_slices) {
+  static const sw_index_t cases[] = {
+      {0, 50000, 33, 1000, CML_DTYPE_F32},  {0, 20000, 1, 16385, CML_DTYPE_F32},
+      {0, 3000, 4097, 5, CML_DTYPE_F32},    {0, 30000, 64, 700, CML_DTYPE_BF16},
+      {4, 600, 700, 20000, CML_DTYPE_F32},  {1, 5000, 17, 3000, CML_DTYPE_F32},
+      {1, 300, 4099, 40, CML_DTYPE_F32},    {1, 70000, 1, 20000, CML_DTYPE_F64},
+      {2, 3000, 300, 1000, CML_DTYPE_F32},  {2, 5, 70001, 3, CML_DTYPE_F16},
+      {3, 3000, 300, 1000, CML_DTYPE_F32},  {3, 4, 70001, 2, CML_DTYPE_BF16},
+  };
+  static const char* const kinds[] = {"Gather rows", "ScatterSum rows", "DynamicSlice",
+                                      "DynamicUpdateSlice", "Gather elements"};
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    sw_case_t c;
+    memset(&c, 0, sizeof c);
+    const sw_index_t* x = &cases[i];
+    snprintf(c.name, sizeof c.name, "%s %s table [%lld,%lld] count %lld", kinds[x->kind],
+             cml_dtype_name(x->dtype), (long long)x->rows, (long long)x->cols,
+             (long long)x->count);
+    c.build = sw_build_index;
+    c.arg = x;
+    // Indices and starts anywhere in the table (and past it: clamped or skipped).
+    c.int_hi = x->kind == 4 ? 700 : x->kind >= 2 ? x->rows : x->rows + x->rows / 50;
+    // Scatter sums repeated rows in an order that may differ: a few f32 steps.
+    c.tol = x->kind == 1 ? (sw_tol_t){1e-6, 1e-6} : kSwExact;
+    bad += sw_check(&c);
+  }
+  SW_DONE(bad);
+}
+
+//===--- Concatenate (operands computed in place) ---===//
+
+typedef struct sw_concat_t {
+  int64_t cols;  // columns of every operand: 16 keeps float runs on 64-byte lines, 5 does not
+  int variant;   // 0: axis 0 of [r, cols] parts; 1: axis 1 of [1, n] parts (after a size-1 axis)
+} sw_concat_t;
+
+static size_t sw_build_concat(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_concat_t* c = arg;
+  const int64_t cols = c->cols;
+  cml_shape_t a_s = SW_SHAPE(CML_DTYPE_F32, 33, cols), t_s = SW_SHAPE(CML_DTYPE_F32, 7, cols);
+  cml_shape_t l_s = SW_SHAPE(CML_DTYPE_F32, 5, 300), r_s = SW_SHAPE(CML_DTYPE_F32, 300, cols);
+  cml_value_t a = cml_parameter(f, "a", &a_s), b = cml_parameter(f, "b", &a_s);
+  cml_value_t t = cml_parameter(f, "t", &t_s);
+  cml_value_t l = cml_parameter(f, "l", &l_s), l2 = cml_parameter(f, "l2", &l_s);
+  cml_value_t r = cml_parameter(f, "r", &r_s);
+  cml_value_t parts[5];
+  if (c->variant == 0) {
+    parts[0] = cml_op_add(f, a, b);                 // elementwise (fused loop)
+    parts[1] = cml_op_tanh(f, t);                   // unary kernel
+    parts[2] = cml_op_dot(f, l, r);                 // GEMM, [5, cols]
+    parts[3] = a;                                   // a parameter: copied
+    parts[4] = cml_op_tanh(f, cml_op_dot(f, l2, r));  // elementwise of a GEMM
+    outs[0] = cml_op_concatenate(f, 0, parts, 5);
+    cml_value_t second[2] = {cml_op_mul(f, b, b), cml_op_neg(f, t)};
+    outs[1] = cml_op_exp(f, cml_op_concatenate(f, 0, second, 2));  // not a main output
+    return 2;
+  }
+  // [1, n] parts along axis 1: two GEMV outputs (8304 values: whole 64-byte lines), then a
+  // reduction (300 values: not a whole number of lines, so it is copied).
+  cml_shape_t g_s = SW_SHAPE(CML_DTYPE_F32, 1, 3), w_s = SW_SHAPE(CML_DTYPE_F32, 3, 8304);
+  cml_value_t g = cml_parameter(f, "g", &g_s), w = cml_parameter(f, "w", &w_s);
+  cml_value_t w2 = cml_parameter(f, "w2", &w_s);
+  const int64_t axis1[1] = {1};
+  cml_value_t red = cml_op_reduce_sum(f, r, axis1, 1);  // [300]
+  const int64_t one_by[2] = {1, 300};
+  parts[0] = cml_op_dot(f, g, w);                   // [1, 8304]
+  parts[1] = cml_op_sin(f, cml_op_dot(f, g, w2));   // [1, 8304]
+  parts[2] = cml_op_reshape(f, red, one_by, 2);     // [1, 300]
+  outs[0] = cml_op_concatenate(f, 1, parts, 3);
+  return 1;
+}
+
+TEST(concatenate_in_place) {
+  int bad = 0;
+  static const sw_concat_t cases[] = {{16, 0}, {5, 0}, {32, 0}, {16, 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    sw_case_t c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "Concatenate variant %d cols %lld", cases[i].variant,
+             (long long)cases[i].cols);
+    c.build = sw_build_concat;
+    c.arg = &cases[i];
+    // Aligned runs: add, tanh, the GEMM, tanh of a GEMM, and the second Concatenate's two
+    // (the parameter is copied); [1, n] parts: the two 8300-value products (1200 bytes of
+    // reduction are not a multiple of 64).
+    c.want_placed = cases[i].variant == 1 ? 2 : cases[i].cols % 16 == 0 ? 6 : 0;
+    c.tol = sw_tol_dot(300, CML_DTYPE_F32, CML_DTYPE_F32);
+    c.tol.rtol += 1e-6;  // exp, tanh, sine
+    bad += sw_check(&c);
+  }
+  SW_DONE(bad);
+}
+
+//===--- Transpose ---===//
+
+typedef struct sw_transpose_t {
+  int32_t rank;
+  int64_t dims[4], perm[4];
+  cml_dtype_t dtype;
+} sw_transpose_t;
+
+static size_t sw_build_transpose(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_transpose_t* t = arg;
+  cml_shape_t xs = cml_shape_make(t->dtype, t->rank, t->dims);
+  outs[0] = cml_op_transpose(f, cml_parameter(f, "x", &xs), t->perm, (size_t)t->rank);
+  return 1;
+}
+
+TEST(transpose) {
+  static const sw_transpose_t cases[] = {
+      {2, {257, 1023}, {1, 0}, CML_DTYPE_F32},       {2, {64, 64}, {1, 0}, CML_DTYPE_F32},
+      {2, {63, 65}, {1, 0}, CML_DTYPE_F32},          {2, {1, 4097}, {1, 0}, CML_DTYPE_F32},
+      {4, {3, 129, 65, 5}, {2, 0, 3, 1}, CML_DTYPE_F32},
+      {3, {50, 60, 7}, {1, 0, 2}, CML_DTYPE_F32},    {2, {129, 257}, {1, 0}, CML_DTYPE_F16},
+      {3, {17, 33, 65}, {2, 1, 0}, CML_DTYPE_F64},   {2, {4099, 3}, {1, 0}, CML_DTYPE_BF16},
+      {3, {31, 4, 67}, {0, 2, 1}, CML_DTYPE_I32},
+  };
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    sw_case_t c;
+    memset(&c, 0, sizeof c);
+    const sw_transpose_t* t = &cases[i];
+    snprintf(c.name, sizeof c.name, "Transpose %s [%lld,%lld,%lld,%lld] rank %d",
+             cml_dtype_name(t->dtype), (long long)t->dims[0], (long long)t->dims[1],
+             (long long)t->dims[2], (long long)t->dims[3], t->rank);
+    c.build = sw_build_transpose;
+    c.arg = t;
+    c.tol = kSwExact;
+    c.int_hi = 1000000;
+    bad += sw_check(&c);
+  }
+  SW_DONE(bad);
+}
+
+//===--- FusedQuantizedDense (GGML) ---===//
+
+typedef struct sw_quant_t {
+  cml_ggml_type_t type;
+  int64_t m, k, n;
+  bool weight_param;  // the blocks as a parameter (else a constant)
+  cml_activation_t act;
+  uint8_t* blocks;  // [n, row bytes], made by the test
+} sw_quant_t;
+
+static size_t sw_build_quant(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_quant_t* q = arg;
+  const int64_t rb = cml_ggml_row_bytes(q->type, q->k);
+  cml_shape_t xs = SW_SHAPE(CML_DTYPE_F32, q->m, q->k);
+  cml_shape_t ws = SW_SHAPE(CML_DTYPE_U8, q->n, rb);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t w = q->weight_param ? cml_parameter(f, "w", &ws) : cml_constant(f, &ws, q->blocks);
+  cml_quantization_t qz;
+  cml_quantization_init(&qz);
+  qz.scheme = CML_QUANT_GGML;
+  qz.ggml_type = q->type;
+  outs[0] = cml_op_fused_quantized_dense(f, x, w, CML_VALUE_INVALID, &qz, q->act);
+  return 1;
+}
+
+static bool sw_fill_quant(const void* arg, size_t i, const cml_shape_t* shape, void* data) {
+  const sw_quant_t* q = arg;
+  if (i != 1) return false;
+  memcpy(data, q->blocks, cml_shape_byte_size(shape));
+  return true;
+}
+
+static int sw_quant(sw_quant_t q, bool int8) {
+  const int64_t rb = cml_ggml_row_bytes(q.type, q.k);
+  float* w = malloc((size_t)(q.n * q.k) * sizeof(float));
+  q.blocks = malloc((size_t)(q.n * rb));
+  int bad = 1;
+  if (w && q.blocks && rb > 0) {
+    sw_fill(w, CML_DTYPE_F32, q.n * q.k, 4242, 0);
+    cml_status_t st = cml_quantize_ggml(q.type, w, q.n, q.k, q.blocks, (size_t)(q.n * rb));
+    if (st == CML_OK) {
+      sw_case_t c;
+      memset(&c, 0, sizeof c);
+      snprintf(c.name, sizeof c.name, "FusedQuantizedDense %s m%lld k%lld n%lld %s%s%s",
+               cml_ggml_type_name(q.type), (long long)q.m, (long long)q.k, (long long)q.n,
+               cml_activation_name(q.act), q.weight_param ? " weights-param" : "",
+               int8 ? " quant_int8" : "");
+      c.build = sw_build_quant;
+      c.arg = &q;
+      c.fill = sw_fill_quant;
+      // Both sides dequantize to the same f32 weights (|w| <= about 1); quant_int8 rounds the
+      // activations to 8 bits per block (an error of max|x| / 254 per term).
+      c.tol = sw_tol_dot(q.k, CML_DTYPE_F32, CML_DTYPE_F32);
+      c.tol.rtol += 1e-6;
+      static const char* const int8_configs[] = {
+          "c:quant_int8=true,threads=1", "c:quant_int8=true,threads=2",
+          "c:quant_int8=true,threads=3", "c:quant_int8=true,avx512=false,threads=2"};
+      if (int8) {
+        c.tol.atol = 4.0 * sqrt((double)q.k) / 254.0;
+        c.configs = int8_configs;
+        c.config_count = 4;
+      }
+      bad = sw_check(&c);
+    } else {
+      fprintf(stderr, "quantize %s: %s\n", cml_ggml_type_name(q.type), cml_status_message(st));
+      cml_status_free(st);
+    }
+  }
+  free(w);
+  free(q.blocks);
+  return bad;
+}
+
+TEST(quantized_dense) {
+  int bad = 0;
+  static const cml_ggml_type_t types[] = {CML_GGML_Q4_0, CML_GGML_Q8_0, CML_GGML_Q4_K,
+                                          CML_GGML_Q6_K};
+  static const int64_t mkn[][3] = {{1, 256, 4097}, {1, 256, 8300}, {3, 512, 4100}, {1, 768, 37}};
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; ++t) {
+    for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; ++i) {
+      sw_quant_t q = {types[t], mkn[i][0], mkn[i][1], mkn[i][2], i == 2,
+                      i == 1 ? CML_ACTIVATION_SILU : CML_ACTIVATION_NONE, NULL};
+      bad += sw_quant(q, false);
+      if (q.m == 1) bad += sw_quant(q, true);
+    }
+  }
+  // Every format at N > 4096 on one row, and 32-value formats with K not a multiple of 4 blocks.
+  for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    const int64_t k = cml_ggml_type_values_per_block((cml_ggml_type_t)t) == 32 ? 96 : 256;
+    sw_quant_t q = {(cml_ggml_type_t)t, 1, k, 4101, false, CML_ACTIVATION_NONE, NULL};
+    bad += sw_quant(q, false);
+    bad += sw_quant(q, true);
+    q.k = k == 96 ? 160 : 512;
+    q.m = 2;
+    q.n = 67;
+    bad += sw_quant(q, false);
+  }
+  SW_DONE(bad);
+}
+
 TEST_MAIN(TEST_ENTRY(dot_gemv_m1), TEST_ENTRY(dot_gemv_n1), TEST_ENTRY(dot_skinny),
-          TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_batched), TEST_ENTRY(dot_dtypes))
+          TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_batched), TEST_ENTRY(dot_dtypes),
+          TEST_ENTRY(fused_dense), TEST_ENTRY(conv), TEST_ENTRY(reduce),
+          TEST_ENTRY(softmax_layernorm_gelu), TEST_ENTRY(attention),
+          TEST_ENTRY(gather_scatter_slices), TEST_ENTRY(concatenate_in_place),
+          TEST_ENTRY(transpose), TEST_ENTRY(quantized_dense))
