@@ -519,8 +519,10 @@ TEST(dot_skinny) {
       }
     }
   }
-  // B packed at plan time across several column blocks (NC = 2048).
-  static const int64_t mkn[][3] = {{5, 70, 4100}, {16, 70, 4100}, {2, 300, 2049}, {31, 513, 2050}};
+  // B packed at plan time across several column blocks (NC = 2048); A too large for the
+  // shared panel (the blocked path).
+  static const int64_t mkn[][3] = {{5, 70, 4100}, {16, 70, 4100}, {2, 300, 2049}, {31, 513, 2050},
+                                   {20, 3000, 100}, {14, 2000, 70}};
   for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; ++i) {
     sw_dot_t d = sw_dot_f32(mkn[i][0], mkn[i][1], mkn[i][2]);
     bad += sw_dot(d);
@@ -757,6 +759,16 @@ TEST(conv) {
                              .pad = 1, .groups = 32});
   bad += sw_conv((sw_conv_t){.n = 2, .h = 9, .w = 9, .c = 24, .kh = 5, .kw = 5, .o = 48,
                              .pad = 2, .groups = 24, .stride = 2});
+  // Depthwise with more channels than 16384 / taps (one row per task), constant kernels on the
+  // grouped, depthwise and f64 paths.
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 5, .w = 5, .c = 2048, .kh = 3, .kw = 3, .o = 2048,
+                             .pad = 1, .groups = 2048});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 10, .w = 10, .c = 32, .kh = 3, .kw = 3, .o = 32,
+                             .pad = 1, .groups = 4, .kernel_const = true});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 12, .w = 12, .c = 32, .kh = 3, .kw = 3, .o = 32,
+                             .pad = 1, .groups = 32, .kernel_const = true});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 9, .w = 9, .c = 17, .kh = 3, .kw = 3, .o = 33,
+                             .pad = 1, .dtype = CML_DTYPE_F64, .kernel_const = true});
   // Other dtypes: f64 (im2col, f64 GEMM), bf16 and f16 (widened).
   bad += sw_conv((sw_conv_t){.n = 1, .h = 9, .w = 9, .c = 17, .kh = 3, .kw = 3, .o = 33,
                              .pad = 1, .dtype = CML_DTYPE_F64});
@@ -1000,6 +1012,10 @@ TEST(attention) {
   bad += sw_attn((sw_attn_t){.batch = 1, .heads = 6, .kv_heads = 3, .seq = 1, .kv_seq = 300,
                              .d = 64, .dv = 64});
   bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 3, .kv_seq = 200, .d = 80});
+  // More v rows than the forward prefetches (256 KiB), decode and tiled.
+  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 1, .kv_seq = 1100, .d = 64});
+  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 1, .seq = 40, .kv_seq = 1100, .d = 64,
+                             .causal = true});
   // Lengths (keys past kv_len masked, query rows past q_len zero).
   bad += sw_attn((sw_attn_t){.batch = 3, .heads = 2, .seq = 65, .kv_seq = 65, .d = 16,
                              .lengths = true});
@@ -1132,7 +1148,9 @@ TEST(gather_scatter_slices) {
 
 typedef struct sw_concat_t {
   int64_t cols;  // columns of every operand: 16 keeps float runs on 64-byte lines, 5 does not
-  int variant;   // 0: axis 0 of [r, cols] parts; 1: axis 1 of [1, n] parts (after a size-1 axis)
+  // 0: axis 0 of [r, cols] parts; 1: axis 1 of [1, n] parts (after a size-1 axis); 2: axis 0
+  // of conv, softmax, attention, layer norm and gather outputs (cols 16)
+  int variant;
 } sw_concat_t;
 
 static size_t sw_build_concat(cml_function_t* f, const void* arg, cml_value_t* outs) {
@@ -1156,6 +1174,45 @@ static size_t sw_build_concat(cml_function_t* f, const void* arg, cml_value_t* o
     outs[1] = cml_op_exp(f, cml_op_concatenate(f, 0, second, 2));  // not a main output
     return 2;
   }
+  if (c->variant == 2) {
+    // Fused and conv kernels writing into the output: a conv (reshaped: an alias of it), a
+    // softmax, an attention output, a layer norm and a gather, as [rows, 16] runs.
+    cml_shape_t x_s = SW_SHAPE(CML_DTYPE_F32, 1, 8, 8, 5), k_s = SW_SHAPE(CML_DTYPE_F32, 3, 3, 5, 16);
+    cml_shape_t s_s = SW_SHAPE(CML_DTYPE_F32, 4, 16), q_s = SW_SHAPE(CML_DTYPE_F32, 1, 2, 8, 16);
+    cml_shape_t kv_s = SW_SHAPE(CML_DTYPE_F32, 1, 2, 70, 16), i_s = SW_SHAPE(CML_DTYPE_I32, 5, 1);
+    sw_conv_t cv = {.n = 1, .h = 8, .w = 8, .c = 5, .kh = 3, .kw = 3, .o = 16, .stride = 1,
+                    .pad = 1, .groups = 1, .dil = 1, .dtype = CML_DTYPE_F32};
+    cml_value_t conv_out;
+    sw_build_conv(f, &cv, &conv_out);
+    (void)x_s;
+    (void)k_s;
+    cml_value_t sm = cml_op_fused_softmax(f, cml_parameter(f, "s", &s_s), -1);
+    cml_value_t q = cml_parameter(f, "q", &q_s), kk = cml_parameter(f, "kk", &kv_s);
+    cml_value_t vv = cml_parameter(f, "vv", &kv_s);
+    cml_value_t at = cml_op_fused_sdpa(f, q, kk, vv, CML_ATTENTION_LAYOUT_BHSD, NULL, NULL, NULL);
+    const int64_t last = -1;
+    cml_value_t ln = cml_op_fused_layer_norm(f, cml_parameter(f, "n", &t_s), &last, 1, 1e-5,
+                                             CML_VALUE_INVALID, CML_VALUE_INVALID);
+    cml_gather_dims_t g;
+    memset(&g, 0, sizeof g);
+    g.index_vector_axis = 1;
+    g.offset_output_axis_count = 1;
+    g.offset_output_axes[0] = 1;
+    g.collapsed_slice_axis_count = 1;
+    g.start_index_map_count = 1;
+    g.slice_size_count = 2;
+    g.slice_sizes[0] = 1;
+    g.slice_sizes[1] = cols;
+    cml_value_t ga = cml_op_gather(f, r, cml_parameter(f, "idx", &i_s), &g);
+    const int64_t d64[2] = {64, cols}, d16[2] = {16, cols};
+    parts[0] = cml_op_reshape(f, conv_out, d64, 2);
+    parts[1] = sm;
+    parts[2] = cml_op_reshape(f, at, d16, 2);
+    parts[3] = ln;
+    parts[4] = ga;
+    outs[0] = cml_op_concatenate(f, 0, parts, 5);
+    return 1;
+  }
   // [1, n] parts along axis 1: two GEMV outputs (8304 values: whole 64-byte lines), then a
   // reduction (300 values: not a whole number of lines, so it is copied).
   cml_shape_t g_s = SW_SHAPE(CML_DTYPE_F32, 1, 3), w_s = SW_SHAPE(CML_DTYPE_F32, 3, 8304);
@@ -1173,7 +1230,7 @@ static size_t sw_build_concat(cml_function_t* f, const void* arg, cml_value_t* o
 
 TEST(concatenate_in_place) {
   int bad = 0;
-  static const sw_concat_t cases[] = {{16, 0}, {5, 0}, {32, 0}, {16, 1}};
+  static const sw_concat_t cases[] = {{16, 0}, {5, 0}, {32, 0}, {16, 1}, {16, 2}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     sw_case_t c;
     memset(&c, 0, sizeof c);
@@ -1184,7 +1241,11 @@ TEST(concatenate_in_place) {
     // Aligned runs: add, tanh, the GEMM, tanh of a GEMM, and the second Concatenate's two
     // (the parameter is copied); [1, n] parts: the two 8300-value products (1200 bytes of
     // reduction are not a multiple of 64).
-    c.want_placed = cases[i].variant == 1 ? 2 : cases[i].cols % 16 == 0 ? 6 : 0;
+    c.want_placed = cases[i].variant == 1   ? 2
+                    : cases[i].variant == 2 ? 5
+                    : cases[i].cols % 16 == 0 ? 6
+                                              : 0;
+    c.int_hi = 300;
     c.tol = sw_tol_dot(300, CML_DTYPE_F32, CML_DTYPE_F32);
     c.tol.rtol += 1e-6;  // exp, tanh, sine
     bad += sw_check(&c);
@@ -1333,9 +1394,66 @@ TEST(quantized_dense) {
   SW_DONE(bad);
 }
 
+//===--- elementwise chains, broadcasts, conversions (fused loops, in-place reuse) ---===//
+
+typedef struct sw_ew_t {
+  int64_t rows, cols;
+  cml_dtype_t dtype;
+} sw_ew_t;
+
+static size_t sw_build_ew(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_ew_t* e = arg;
+  cml_shape_t xs = SW_SHAPE(e->dtype, e->rows, e->cols);
+  cml_shape_t rs = SW_SHAPE(e->dtype, e->cols), cs = SW_SHAPE(e->dtype, e->rows, 1);
+  cml_value_t x = cml_parameter(f, "x", &xs), y = cml_parameter(f, "y", &xs);
+  cml_value_t row = cml_parameter(f, "row", &rs), col = cml_parameter(f, "col", &cs);
+  const int64_t dims[2] = {e->rows, e->cols};
+  const int64_t axis1[1] = {1}, axes01[2] = {0, 1};
+  cml_value_t brow = cml_op_broadcast_in_dim(f, row, dims, 2, axis1, 1);
+  cml_value_t bcol = cml_op_broadcast_in_dim(f, col, dims, 2, axes01, 2);
+  // One fused chain (x dies inside it: in-place reuse), a broadcast product, a conversion round
+  // trip, a comparison-select and a slice / reverse / pad of the result.
+  cml_value_t t = cml_op_tanh(f, x);
+  cml_value_t z = cml_op_add(f, cml_op_mul(f, t, brow), cml_op_mul(f, y, bcol));
+  cml_value_t h = cml_op_convert_dtype(f, cml_op_convert_dtype(f, z, CML_DTYPE_BF16), e->dtype);
+  cml_value_t s = cml_op_where(f, cml_op_greater_than(f, z, y), h, cml_op_sub(f, y, z));
+  const int64_t rev_axes[1] = {1};
+  cml_value_t r = cml_op_reverse(f, s, rev_axes, 1);
+  cml_pad_axis_t pads[2] = {{1, 2, 0}, {-1, 3, 1}};
+  cml_value_t p = cml_op_pad(f, r, cml_constant_scalar_f64(f, e->dtype, 0.5), pads, 2);
+  outs[0] = z;
+  outs[1] = p;
+  outs[2] = cml_op_exp(f, cml_op_neg(f, cml_op_abs(f, s)));
+  return 3;
+}
+
+TEST(elementwise) {
+  static const sw_ew_t cases[] = {
+      {1, 16383, CML_DTYPE_F32}, {1, 16384, CML_DTYPE_F32}, {1, 16385, CML_DTYPE_F32},
+      {129, 4099, CML_DTYPE_F32}, {4097, 17, CML_DTYPE_F32}, {3, 70001, CML_DTYPE_F32},
+      {65, 257, CML_DTYPE_F64},   {33, 1025, CML_DTYPE_BF16}, {17, 4097, CML_DTYPE_F16},
+      {2, 7, CML_DTYPE_F32},
+  };
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    sw_case_t c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "elementwise %s [%lld,%lld]", cml_dtype_name(cases[i].dtype),
+             (long long)cases[i].rows, (long long)cases[i].cols);
+    c.build = sw_build_ew;
+    c.arg = &cases[i];
+    // tanh / exp approximations of a few ulps; the bf16 round trip may round a value that sits
+    // on a tie the other way (one bf16 step) when z differs in its last bits.
+    c.tol.atol = 4.0 * sw_eps(cases[i].dtype == CML_DTYPE_F64 ? CML_DTYPE_F64 : CML_DTYPE_F32);
+    c.tol.rtol = 4.0 * sw_eps(cases[i].dtype) + 0x1p-7;
+    bad += sw_check(&c);
+  }
+  SW_DONE(bad);
+}
+
 TEST_MAIN(TEST_ENTRY(dot_gemv_m1), TEST_ENTRY(dot_gemv_n1), TEST_ENTRY(dot_skinny),
           TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_batched), TEST_ENTRY(dot_dtypes),
           TEST_ENTRY(fused_dense), TEST_ENTRY(conv), TEST_ENTRY(reduce),
           TEST_ENTRY(softmax_layernorm_gelu), TEST_ENTRY(attention),
           TEST_ENTRY(gather_scatter_slices), TEST_ENTRY(concatenate_in_place),
-          TEST_ENTRY(transpose), TEST_ENTRY(quantized_dense))
+          TEST_ENTRY(transpose), TEST_ENTRY(quantized_dense), TEST_ENTRY(elementwise))
