@@ -196,6 +196,8 @@ static const sw_tol_t kSwExact = {0.0, 0.0};
 // Builds the case's graph into |f| and writes its outputs to |outs|; returns their count.
 typedef size_t (*sw_build_fn)(cml_function_t* f, const void* arg, cml_value_t* outs);
 
+typedef struct sw_result_t sw_result_t;
+
 typedef struct sw_case_t {
   char name[160];
   sw_build_fn build;
@@ -204,6 +206,9 @@ typedef struct sw_case_t {
   int64_t int_hi;  // integer parameters are filled with [0, int_hi)
   // Fills input |i| itself when it returns true (else the default fill).
   bool (*fill)(const void* arg, size_t i, const cml_shape_t* shape, void* data);
+  // An independent oracle for kernels that reference mode shares with the others (movement and
+  // indexing): computes output |o|'s element |i| from the oracle run's inputs |r|.
+  double (*host)(const void* arg, const sw_result_t* r, size_t o, int64_t i);
   // Planner rewrites every configuration but the oracle must report (cmlc_opt_stats_t), so
   // that the case keeps exercising the path it was written for.
   uint32_t want_prepared, want_segmented, want_placed;
@@ -212,15 +217,20 @@ typedef struct sw_case_t {
   int config_count;
 } sw_case_t;
 
-typedef struct sw_result_t {
+struct sw_result_t {
   size_t count;
   cml_dtype_t dtype[8];
   int64_t elems[8];
   void* data[8];
-} sw_result_t;
+  // The inputs it ran on (kept for a host oracle).
+  size_t in_count;
+  cml_shape_t in_shape[32];
+  void* in_data[32];
+};
 
 static void sw_result_free(sw_result_t* r) {
   for (size_t i = 0; i < r->count; ++i) free(r->data[i]);
+  for (size_t i = 0; i < r->in_count; ++i) free(r->in_data[i]);
   memset(r, 0, sizeof *r);
 }
 
@@ -286,7 +296,11 @@ static bool sw_run_config(const sw_case_t* c, const char* config, sw_result_t* o
   }
   for (size_t i = 0; i < n_in && i < kMaxIn; ++i) cml_buffer_release(ins[i]);
   for (size_t i = 0; i < n_out && i < 8; ++i) cml_buffer_release(res[i]);
-  for (size_t i = 0; i < n_in && i < kMaxIn; ++i) free(in_data[i]);
+  out->in_count = n_in < kMaxIn ? n_in : kMaxIn;
+  for (size_t i = 0; i < out->in_count; ++i) {
+    out->in_shape[i] = *cml_executable_input_shape(exe, i);
+    out->in_data[i] = in_data[i];
+  }
   out->count = n_out;
   for (size_t i = 0; i < n_out && i < 8; ++i) out->data[i] = out_data[i];
   if (!ok) sw_result_free(out);
@@ -305,6 +319,26 @@ static int sw_check(const sw_case_t* c) {
   if (getenv("CML_SWEEP_VERBOSE")) printf("case: %s\n", c->name);
   if (!sw_run_config(c, kSwConfigs[0], &want)) return 1;
   int bad_configs = 0;
+  if (c->host) {
+    int64_t bad = 0;
+    for (size_t o = 0; o < want.count; ++o) {
+      for (int64_t i = 0; i < want.elems[o]; ++i) {
+        const double w = c->host(c->arg, &want, o, i);
+        const double g = sw_load(want.data[o], want.dtype[o], i);
+        ++sw_values_checked;
+        if (w == g || fabs(g - w) <= c->tol.atol + c->tol.rtol * fabs(w)) continue;
+        if (bad++ < 4) {
+          fprintf(stderr, "%s on %s: output %zu [%lld]: got %.9g, host loop %.9g\n", c->name,
+                  kSwConfigs[0], o, (long long)i, g, w);
+        }
+      }
+    }
+    if (bad > 0) {
+      fprintf(stderr, "%s on %s: %lld mismatches with the host loop\n", c->name, kSwConfigs[0],
+              (long long)bad);
+      ++bad_configs;
+    }
+  }
   const char* const* configs = c->configs ? c->configs : kSwConfigs + 1;
   const int config_count = c->configs ? c->config_count : kSwConfigCount - 1;
   for (int ci = 0; ci < config_count; ++ci) {
@@ -1114,6 +1148,67 @@ static size_t sw_build_index(cml_function_t* f, const void* arg, cml_value_t* ou
   return 1;
 }
 
+static int64_t sw_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static int64_t sw_in_int(const sw_result_t* r, size_t input, int64_t i) {
+  return (int64_t)sw_load(r->in_data[input], r->in_shape[input].dtype, i);
+}
+
+// The index ops in double from the oracle's inputs (table, then indices / starts, updates).
+static double sw_host_index(const void* arg, const sw_result_t* r, size_t o, int64_t i) {
+  const sw_index_t* x = arg;
+  (void)o;
+  const void* table = r->in_data[0];
+  const cml_dtype_t dt = r->in_shape[0].dtype;
+  switch (x->kind) {
+    case 0: {  // out [count, cols]: row idx (clamped)
+      const int64_t row = sw_clamp(sw_in_int(r, 1, i / x->cols), 0, x->rows - 1);
+      return sw_load(table, dt, row * x->cols + i % x->cols);
+    }
+    case 4: {  // out [count]: element (idx[i, 0], idx[i, 1]), each clamped
+      const int64_t row = sw_clamp(sw_in_int(r, 1, 2 * i), 0, x->rows - 1);
+      const int64_t col = sw_clamp(sw_in_int(r, 1, 2 * i + 1), 0, x->cols - 1);
+      return sw_load(table, dt, row * x->cols + col);
+    }
+    case 1: {  // out = table; rows idx[u] (in range) += upd[u], all computed at i == 0
+      static double* sums;
+      if (i == 0) {
+        free(sums);
+        sums = malloc((size_t)(x->rows * x->cols) * sizeof(double));
+        if (!sums) return NAN;
+        for (int64_t e = 0; e < x->rows * x->cols; ++e) sums[e] = sw_load(table, dt, e);
+        for (int64_t u = 0; u < x->count; ++u) {
+          const int64_t row = sw_in_int(r, 1, u);
+          if (row < 0 || row >= x->rows) continue;
+          for (int64_t col = 0; col < x->cols; ++col)
+            sums[row * x->cols + col] += sw_load(r->in_data[2], dt, u * x->cols + col);
+        }
+      }
+      const double v = sums ? sums[i] : NAN;
+      if (i == x->rows * x->cols - 1) {
+        free(sums);
+        sums = NULL;
+      }
+      return v;
+    }
+    case 2: {  // out [count, cols - 3] at starts clamped to [0, dim - size]
+      const int64_t w = x->cols - 3;
+      const int64_t r0 = sw_clamp(sw_in_int(r, 1, 0), 0, x->rows - x->count);
+      const int64_t c0 = sw_clamp(sw_in_int(r, 2, 0), 0, x->cols - w);
+      return sw_load(table, dt, (r0 + i / w) * x->cols + c0 + i % w);
+    }
+    default: {  // table with upd [count, cols - 1] written at clamped starts
+      const int64_t w = x->cols - 1;
+      const int64_t r0 = sw_clamp(sw_in_int(r, 1, 0), 0, x->rows - x->count);
+      const int64_t c0 = sw_clamp(sw_in_int(r, 2, 0), 0, x->cols - w);
+      const int64_t row = i / x->cols, col = i % x->cols;
+      if (row >= r0 && row < r0 + x->count && col >= c0 && col < c0 + w)
+        return sw_load(r->in_data[3], dt, (row - r0) * w + col - c0);
+      return sw_load(table, dt, i);
+    }
+  }
+}
+
 TEST(gather_scatter_slices) {
   static const sw_index_t cases[] = {
       {0, 50000, 33, 1000, CML_DTYPE_F32},  {0, 20000, 1, 16385, CML_DTYPE_F32},
@@ -1135,6 +1230,7 @@ TEST(gather_scatter_slices) {
              (long long)x->count);
     c.build = sw_build_index;
     c.arg = x;
+    c.host = sw_host_index;
     // Indices and starts anywhere in the table (and past it: clamped or skipped).
     c.int_hi = x->kind == 4 ? 700 : x->kind >= 2 ? x->rows : x->rows + x->rows / 50;
     // Scatter sums repeated rows in an order that may differ: a few f32 steps.
@@ -1268,6 +1364,21 @@ static size_t sw_build_transpose(cml_function_t* f, const void* arg, cml_value_t
   return 1;
 }
 
+// out[o] = x[the index whose axis perm[d] is out's axis d].
+static double sw_host_transpose(const void* arg, const sw_result_t* r, size_t o, int64_t i) {
+  const sw_transpose_t* t = arg;
+  (void)o;
+  int64_t in_strides[4], out_idx[4], rem = i, in = 0;
+  in_strides[t->rank - 1] = 1;
+  for (int32_t d = t->rank - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * t->dims[d + 1];
+  for (int32_t d = t->rank - 1; d >= 0; --d) {
+    out_idx[d] = rem % t->dims[t->perm[d]];
+    rem /= t->dims[t->perm[d]];
+  }
+  for (int32_t d = 0; d < t->rank; ++d) in += out_idx[d] * in_strides[t->perm[d]];
+  return sw_load(r->in_data[0], t->dtype, in);
+}
+
 TEST(transpose) {
   static const sw_transpose_t cases[] = {
       {2, {257, 1023}, {1, 0}, CML_DTYPE_F32},       {2, {64, 64}, {1, 0}, CML_DTYPE_F32},
@@ -1287,6 +1398,7 @@ TEST(transpose) {
              (long long)t->dims[2], (long long)t->dims[3], t->rank);
     c.build = sw_build_transpose;
     c.arg = t;
+    c.host = sw_host_transpose;
     c.tol = kSwExact;
     c.int_hi = 1000000;
     bad += sw_check(&c);
