@@ -609,6 +609,67 @@ TEST(dot_batched) {
   SW_DONE(bad);
 }
 
+// DotGeneral with axes that make the offset tables non-affine (several free or contracting
+// axes interleaved) or put the batch axis in the middle: the generic packing loops.
+typedef struct sw_dotg_t {
+  int32_t lrank, rrank;
+  int64_t ldims[4], rdims[4];
+  cml_dot_config_t cfg;
+  cml_dtype_t dtype;
+  int64_t k;
+} sw_dotg_t;
+
+static size_t sw_build_dotg(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_dotg_t* g = arg;
+  cml_shape_t ls = cml_shape_make(g->dtype, g->lrank, g->ldims);
+  cml_shape_t rs = cml_shape_make(g->dtype, g->rrank, g->rdims);
+  outs[0] = cml_op_dot_general(f, cml_parameter(f, "lhs", &ls), cml_parameter(f, "rhs", &rs),
+                               &g->cfg);
+  return 1;
+}
+
+TEST(dot_general_axes) {
+  sw_dotg_t cases[5];
+  memset(cases, 0, sizeof cases);
+  // lhs [3, 40, 5, 7] . rhs [7, 9, 40], contracting (1, 3) with (2, 0): M = 15, K = 280, N = 9.
+  cases[0] = (sw_dotg_t){4, 3, {3, 40, 5, 7}, {7, 9, 40}, {0}, CML_DTYPE_F32, 280};
+  cases[0].cfg.lhs_contracting_count = cases[0].cfg.rhs_contracting_count = 2;
+  cases[0].cfg.lhs_contracting_axes[0] = 1;
+  cases[0].cfg.lhs_contracting_axes[1] = 3;
+  cases[0].cfg.rhs_contracting_axes[0] = 2;
+  cases[0].cfg.rhs_contracting_axes[1] = 0;
+  cases[1] = cases[0];
+  cases[1].dtype = CML_DTYPE_BF16;
+  // lhs [1, 300, 2] . rhs [300, 4100, 2], contracting (1, 2) with (0, 2): M = 1, N = 4100, a B
+  // whose k offsets are not affine (no GEMV).
+  cases[2] = (sw_dotg_t){3, 3, {1, 300, 2}, {300, 4100, 2}, {0}, CML_DTYPE_F32, 600};
+  cases[2].cfg.lhs_contracting_count = cases[2].cfg.rhs_contracting_count = 2;
+  cases[2].cfg.lhs_contracting_axes[0] = 1;
+  cases[2].cfg.lhs_contracting_axes[1] = 2;
+  cases[2].cfg.rhs_contracting_axes[0] = 0;
+  cases[2].cfg.rhs_contracting_axes[1] = 2;
+  // Batch axis in the middle: lhs [33, 4, 70] . rhs [70, 4, 129], batch 1 / 1.
+  cases[3] = (sw_dotg_t){3, 3, {33, 4, 70}, {70, 4, 129}, {0}, CML_DTYPE_F32, 70};
+  cases[3].cfg.lhs_contracting_count = cases[3].cfg.rhs_contracting_count = 1;
+  cases[3].cfg.lhs_contracting_axes[0] = 2;
+  cases[3].cfg.rhs_contracting_axes[0] = 0;
+  cases[3].cfg.lhs_batch_count = cases[3].cfg.rhs_batch_count = 1;
+  cases[3].cfg.lhs_batch_axes[0] = cases[3].cfg.rhs_batch_axes[0] = 1;
+  cases[4] = cases[3];
+  cases[4].dtype = CML_DTYPE_F16;
+  int bad = 0;
+  for (size_t i = 0; i < 5; ++i) {
+    sw_case_t c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "DotGeneral axes case %zu %s", i, cml_dtype_name(cases[i].dtype));
+    c.build = sw_build_dotg;
+    c.arg = &cases[i];
+    c.tol = sw_tol_dot(cases[i].k, CML_DTYPE_F32, cases[i].dtype);
+    bad += sw_check(&c);
+  }
+  SW_DONE(bad);
+}
+
 // Half operands (widened while packing; bf16 x bf16 with AVX-512 BF16: its own driver, KC 512
 // pairs), half outputs, and the f64 GEMM (f64 operands, or f32 with an f64 accumulator).
 TEST(dot_dtypes) {
@@ -625,6 +686,9 @@ TEST(dot_dtypes) {
       d.acc = CML_DTYPE_F32;
       d.rhs_t = true;
       bad += sw_dot(d);  // f32 out, transposed B
+      d.rhs_t = false;
+      d.lhs_t = true;
+      bad += sw_dot(d);  // transposed A
     }
     sw_dot_t d = sw_dot_f32(mkn[i][0], mkn[i][1], mkn[i][2]);
     d.in = CML_DTYPE_F64;
@@ -959,7 +1023,7 @@ TEST(softmax_layernorm_gelu) {
 
 typedef struct sw_attn_t {
   int64_t batch, heads, kv_heads, seq, kv_seq, d, dv;
-  bool causal, lengths;
+  bool causal, lengths, bshd, mask;
   int parts;  // > 1: k and v as a Concatenate of |parts| operands along the key axis
   cml_dtype_t dtype;
 } sw_attn_t;
@@ -976,22 +1040,26 @@ static int64_t sw_attn_part(const sw_attn_t* a, int p) {
 static cml_value_t sw_attn_kv(cml_function_t* f, const sw_attn_t* a, int64_t dim,
                               const char* name) {
   if (a->parts <= 1) {
-    cml_shape_t s = SW_SHAPE(a->dtype, a->batch, a->kv_heads, a->kv_seq, dim);
+    cml_shape_t s = a->bshd ? SW_SHAPE(a->dtype, a->batch, a->kv_seq, a->kv_heads, dim)
+                            : SW_SHAPE(a->dtype, a->batch, a->kv_heads, a->kv_seq, dim);
     return cml_parameter(f, name, &s);
   }
   cml_value_t vals[8];
   for (int p = 0; p < a->parts; ++p) {
     char nm[32];
     snprintf(nm, sizeof nm, "%s%d", name, p);
-    cml_shape_t s = SW_SHAPE(a->dtype, a->batch, a->kv_heads, sw_attn_part(a, p), dim);
+    const int64_t n = sw_attn_part(a, p);
+    cml_shape_t s = a->bshd ? SW_SHAPE(a->dtype, a->batch, n, a->kv_heads, dim)
+                            : SW_SHAPE(a->dtype, a->batch, a->kv_heads, n, dim);
     vals[p] = cml_parameter(f, nm, &s);
   }
-  return cml_op_concatenate(f, 2, vals, (size_t)a->parts);
+  return cml_op_concatenate(f, a->bshd ? 1 : 2, vals, (size_t)a->parts);
 }
 
 static size_t sw_build_attn(cml_function_t* f, const void* arg, cml_value_t* outs) {
   const sw_attn_t* a = arg;
-  cml_shape_t qs = SW_SHAPE(a->dtype, a->batch, a->heads, a->seq, a->d);
+  cml_shape_t qs = a->bshd ? SW_SHAPE(a->dtype, a->batch, a->seq, a->heads, a->d)
+                           : SW_SHAPE(a->dtype, a->batch, a->heads, a->seq, a->d);
   cml_value_t q = cml_parameter(f, "q", &qs);
   cml_value_t k = sw_attn_kv(f, a, a->d, "k");
   cml_value_t v = sw_attn_kv(f, a, a->dv, "v");
@@ -1003,7 +1071,13 @@ static size_t sw_build_attn(cml_function_t* f, const void* arg, cml_value_t* out
     cfg.query_seq_len = cml_parameter(f, "q_len", &ls);
     cfg.kv_seq_len = cml_parameter(f, "kv_len", &ls);
   }
-  outs[0] = cml_op_fused_sdpa(f, q, k, v, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
+  if (a->mask) {
+    cml_shape_t ms = SW_SHAPE(CML_DTYPE_BOOL, a->seq, a->kv_seq);
+    cfg.mask = cml_parameter(f, "mask", &ms);
+  }
+  outs[0] = cml_op_fused_sdpa(f, q, k, v,
+                              a->bshd ? CML_ATTENTION_LAYOUT_BSHD : CML_ATTENTION_LAYOUT_BHSD, &cfg,
+                              NULL, NULL);
   return 1;
 }
 
@@ -1014,10 +1088,11 @@ static int sw_attn(sw_attn_t a) {
   if (a.kv_heads == 0) a.kv_heads = a.heads;
   if (a.dv == 0) a.dv = a.d;
   snprintf(c.name, sizeof c.name,
-           "sdpa %s b%lld h%lld/%lld seq %lld kv %lld d %lld dv %lld%s%s parts %d",
+           "sdpa %s b%lld h%lld/%lld seq %lld kv %lld d %lld dv %lld%s%s%s%s parts %d",
            cml_dtype_name(a.dtype), (long long)a.batch, (long long)a.heads, (long long)a.kv_heads,
            (long long)a.seq, (long long)a.kv_seq, (long long)a.d, (long long)a.dv,
-           a.causal ? " causal" : "", a.lengths ? " lengths" : "", a.parts);
+           a.causal ? " causal" : "", a.lengths ? " lengths" : "", a.bshd ? " BSHD" : "",
+           a.mask ? " mask" : "", a.parts);
   c.build = sw_build_attn;
   c.arg = &a;
   c.want_segmented = a.parts > 1 ? 2 : 0;
@@ -1065,6 +1140,15 @@ TEST(attention) {
     bad += sw_attn((sw_attn_t){.batch = 1, .heads = 4, .kv_heads = 2, .seq = 4, .kv_seq = 64,
                                .d = 16, .parts = parts[p]});
   }
+  // BSHD (segments along axis 1), a Bool mask.
+  bad += sw_attn((sw_attn_t){.batch = 2, .heads = 3, .seq = 33, .kv_seq = 65, .d = 16,
+                             .bshd = true, .causal = true});
+  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 4, .kv_heads = 1, .seq = 1, .kv_seq = 129,
+                             .d = 32, .bshd = true, .parts = 3});
+  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 40, .kv_seq = 97, .d = 16,
+                             .bshd = true, .parts = 2, .mask = true});
+  bad += sw_attn((sw_attn_t){.batch = 2, .heads = 2, .seq = 4, .kv_seq = 70, .d = 16,
+                             .mask = true, .causal = true});
   // Half dtypes.
   bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 33, .kv_seq = 65, .d = 32,
                              .causal = true, .dtype = CML_DTYPE_BF16});
@@ -1564,7 +1648,7 @@ TEST(elementwise) {
 }
 
 TEST_MAIN(TEST_ENTRY(dot_gemv_m1), TEST_ENTRY(dot_gemv_n1), TEST_ENTRY(dot_skinny),
-          TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_batched), TEST_ENTRY(dot_dtypes),
+          TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_batched), TEST_ENTRY(dot_general_axes), TEST_ENTRY(dot_dtypes),
           TEST_ENTRY(fused_dense), TEST_ENTRY(conv), TEST_ENTRY(reduce),
           TEST_ENTRY(softmax_layernorm_gelu), TEST_ENTRY(attention),
           TEST_ENTRY(gather_scatter_slices), TEST_ENTRY(concatenate_in_place),
