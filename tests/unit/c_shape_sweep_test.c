@@ -603,6 +603,8 @@ TEST(dot_blocked) {
     d.rhs_t = false;
     d.rhs_const = true;
     bad += sw_dot(d);
+    d.rhs_t = true;  // constant and transposed
+    bad += sw_dot(d);
   }
   SW_DONE(bad);
 }
@@ -712,6 +714,14 @@ TEST(dot_dtypes) {
     bad += sw_dot(d);
     d.rhs_const = true;
     bad += sw_dot(d);
+    // A constant half rhs (widened and packed at plan time unless the bf16 driver runs).
+    for (size_t h = 0; h < 2; ++h) {
+      d = sw_dot_f32(mkn[i][0], mkn[i][1], mkn[i][2]);
+      d.in = halves[h];
+      d.rhs_const = true;
+      d.rhs_t = h == 1;
+      bad += sw_dot(d);
+    }
     d = sw_dot_f32(mkn[i][0], mkn[i][1], mkn[i][2]);
     d.acc = CML_DTYPE_F64;
     d.out = CML_DTYPE_F32;
@@ -1515,6 +1525,7 @@ typedef struct sw_quant_t {
   bool weight_param;  // the blocks as a parameter (else a constant)
   cml_activation_t act;
   uint8_t* blocks;  // [n, row bytes], made by the test
+  bool lookup;      // QuantizedEmbeddingLookup of m x 3 rows of the [n, row bytes] table
 } sw_quant_t;
 
 static size_t sw_build_quant(cml_function_t* f, const void* arg, cml_value_t* outs) {
@@ -1528,13 +1539,19 @@ static size_t sw_build_quant(cml_function_t* f, const void* arg, cml_value_t* ou
   cml_quantization_init(&qz);
   qz.scheme = CML_QUANT_GGML;
   qz.ggml_type = q->type;
+  if (q->lookup) {
+    cml_shape_t is = SW_SHAPE(CML_DTYPE_I32, q->m, 3, 1);
+    outs[0] = cml_op_quantized_embedding_lookup(f, w, cml_parameter(f, "idx", &is), &qz);
+    outs[1] = x;
+    return 2;
+  }
   outs[0] = cml_op_fused_quantized_dense(f, x, w, CML_VALUE_INVALID, &qz, q->act);
   return 1;
 }
 
 static bool sw_fill_quant(const void* arg, size_t i, const cml_shape_t* shape, void* data) {
   const sw_quant_t* q = arg;
-  if (i != 1) return false;
+  if (!q->weight_param || i != 1) return false;  // x, then the weights when a parameter
   memcpy(data, q->blocks, cml_shape_byte_size(shape));
   return true;
 }
@@ -1550,13 +1567,15 @@ static int sw_quant(sw_quant_t q, bool int8) {
     if (st == CML_OK) {
       sw_case_t c;
       memset(&c, 0, sizeof c);
-      snprintf(c.name, sizeof c.name, "FusedQuantizedDense %s m%lld k%lld n%lld %s%s%s",
+      snprintf(c.name, sizeof c.name, "%s %s m%lld k%lld n%lld %s%s%s",
+               q.lookup ? "QuantizedEmbeddingLookup" : "FusedQuantizedDense",
                cml_ggml_type_name(q.type), (long long)q.m, (long long)q.k, (long long)q.n,
                cml_activation_name(q.act), q.weight_param ? " weights-param" : "",
                int8 ? " quant_int8" : "");
       c.build = sw_build_quant;
       c.arg = &q;
       c.fill = sw_fill_quant;
+      c.int_hi = q.n;
       // Both sides dequantize to the same f32 weights (|w| <= about 1); quant_int8 rounds the
       // activations to 8 bits per block (an error of max|x| / 254 per term).
       c.tol = sw_tol_dot(q.k, CML_DTYPE_F32, CML_DTYPE_F32);
@@ -1580,6 +1599,68 @@ static int sw_quant(sw_quant_t q, bool int8) {
   return bad;
 }
 
+// Linear and NF4 schemes: blocks of |block| along N (the last one short), constant weights.
+typedef struct sw_qlin_t {
+  cml_quant_scheme_t scheme;
+  cml_dtype_t wdtype;
+  int64_t m, k, n, block;
+  bool zero_point;
+  void *w, *scale, *zp;
+} sw_qlin_t;
+
+static size_t sw_build_qlin(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_qlin_t* q = arg;
+  const int64_t nb = (q->n + q->block - 1) / q->block;
+  cml_shape_t xs = SW_SHAPE(CML_DTYPE_F32, q->m, q->k), ws = SW_SHAPE(q->wdtype, q->k, q->n);
+  cml_shape_t ss = SW_SHAPE(CML_DTYPE_F32, q->k, nb);
+  cml_quantization_t qz;
+  cml_quantization_init(&qz);
+  qz.scheme = q->scheme;
+  qz.block_size = q->block;
+  qz.scale = cml_constant(f, &ss, q->scale);
+  if (q->zero_point) qz.zero_point = cml_constant(f, &ss, q->zp);
+  outs[0] = cml_op_fused_quantized_dense(f, cml_parameter(f, "x", &xs),
+                                         cml_constant(f, &ws, q->w), CML_VALUE_INVALID, &qz,
+                                         CML_ACTIVATION_NONE);
+  return 1;
+}
+
+static int sw_qlin(sw_qlin_t q) {
+  const int64_t nb = (q.n + q.block - 1) / q.block;
+  cml_shape_t ws = SW_SHAPE(q.wdtype, q.k, q.n);
+  float* src = malloc((size_t)(q.k * q.n) * sizeof(float));
+  q.w = malloc(cml_shape_byte_size(&ws) + 1);
+  q.scale = malloc((size_t)(q.k * nb) * sizeof(float));
+  q.zp = malloc((size_t)(q.k * nb) * sizeof(float));
+  int bad = 1;
+  if (src && q.w && q.scale && q.zp) {
+    sw_fill(src, CML_DTYPE_F32, q.k * q.n, 31337, 0);
+    cml_status_t st = cml_quantize_linear(q.scheme, q.wdtype, src, q.k, q.n, q.block, q.w,
+                                          q.scale, q.zero_point ? q.zp : NULL);
+    if (st == CML_OK) {
+      sw_case_t c;
+      memset(&c, 0, sizeof c);
+      snprintf(c.name, sizeof c.name, "FusedQuantizedDense %s %s m%lld k%lld n%lld block %lld%s",
+               cml_quant_scheme_name(q.scheme), cml_dtype_name(q.wdtype), (long long)q.m,
+               (long long)q.k, (long long)q.n, (long long)q.block,
+               q.zero_point ? " zero-point" : "");
+      c.build = sw_build_qlin;
+      c.arg = &q;
+      c.tol = sw_tol_dot(q.k, CML_DTYPE_F32, CML_DTYPE_F32);
+      c.tol.rtol += 1e-6;
+      bad = sw_check(&c);
+    } else {
+      fprintf(stderr, "quantize linear: %s\n", cml_status_message(st));
+      cml_status_free(st);
+    }
+  }
+  free(src);
+  free(q.w);
+  free(q.scale);
+  free(q.zp);
+  return bad;
+}
+
 TEST(quantized_dense) {
   int bad = 0;
   static const cml_ggml_type_t types[] = {CML_GGML_Q4_0, CML_GGML_Q8_0, CML_GGML_Q4_K,
@@ -1588,20 +1669,28 @@ TEST(quantized_dense) {
   for (size_t t = 0; t < sizeof types / sizeof types[0]; ++t) {
     for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; ++i) {
       sw_quant_t q = {types[t], mkn[i][0], mkn[i][1], mkn[i][2], i == 2,
-                      i == 1 ? CML_ACTIVATION_SILU : CML_ACTIVATION_NONE, NULL};
+                      i == 1 ? CML_ACTIVATION_SILU : CML_ACTIVATION_NONE, NULL, false};
       bad += sw_quant(q, false);
       if (q.m == 1) bad += sw_quant(q, true);
     }
   }
+  bad += sw_qlin((sw_qlin_t){CML_QUANT_LINEAR, CML_DTYPE_I8, 1, 40, 4161, 64, false, NULL, NULL, NULL});
+  bad += sw_qlin((sw_qlin_t){CML_QUANT_LINEAR, CML_DTYPE_U4, 3, 33, 4100, 100, true, NULL, NULL, NULL});
+  bad += sw_qlin((sw_qlin_t){CML_QUANT_NF4, CML_DTYPE_U4, 1, 17, 8300, 8300, false, NULL, NULL, NULL});
+  bad += sw_qlin((sw_qlin_t){CML_QUANT_NF4, CML_DTYPE_I8, 5, 9, 130, 7, false, NULL, NULL, NULL});
   // Every format at N > 4096 on one row, and 32-value formats with K not a multiple of 4 blocks.
   for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
     const int64_t k = cml_ggml_type_values_per_block((cml_ggml_type_t)t) == 32 ? 96 : 256;
-    sw_quant_t q = {(cml_ggml_type_t)t, 1, k, 4101, false, CML_ACTIVATION_NONE, NULL};
+    sw_quant_t q = {(cml_ggml_type_t)t, 1, k, 4101, false, CML_ACTIVATION_NONE, NULL, false};
     bad += sw_quant(q, false);
     bad += sw_quant(q, true);
     q.k = k == 96 ? 160 : 512;
     q.m = 2;
     q.n = 67;
+    bad += sw_quant(q, false);
+    q.lookup = true;  // rows of a 4101-row table
+    q.n = 4101;
+    q.m = 700;
     bad += sw_quant(q, false);
   }
   SW_DONE(bad);
