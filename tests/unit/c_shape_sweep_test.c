@@ -100,7 +100,9 @@ static uint64_t sw_next(uint64_t* state) {
 }
 
 // Uniform in [-1, 1).
-static double sw_uniform(uint64_t* state) { return (double)sw_next(state) / 2147483648.0 * 2.0 - 1.0; }
+static double sw_uniform(uint64_t* state) {
+  return (double)sw_next(state) / 2147483648.0 * 2.0 - 1.0;
+}
 
 // Fills |count| elements of |dtype| at |data|: floats uniform in [-1, 1), integers in
 // [0, int_hi), Bool alternating.
@@ -303,8 +305,8 @@ static bool sw_run_config(const sw_case_t* c, const char* config, bool warm, sw_
   }
   if (ok) st = cml_executable_execute(exe, ins, n_in, NULL, 0, res);
   for (size_t i = 0; ok && st == CML_OK && i < n_out; ++i) {
-    st = cml_buffer_copy_to_host(res[i], out_data[i],
-                                 cml_shape_byte_size(cml_buffer_shape(res[i])));
+    st =
+        cml_buffer_copy_to_host(res[i], out_data[i], cml_shape_byte_size(cml_buffer_shape(res[i])));
   }
   if (st != CML_OK) {
     fprintf(stderr, "%s on %s: execute: %s\n", c->name, config, cml_status_message(st));
@@ -400,13 +402,13 @@ static int sw_check(const sw_case_t* c) {
 }
 
 // Prints how much a test compared (a sweep that compares nothing would pass silently).
-#define SW_DONE(bad)                                                                       \
-  do {                                                                                     \
-    printf("  %lld cases, %lld values compared\n", (long long)sw_cases_run,                \
-           (long long)sw_values_checked);                                                  \
-    ASSERT_TRUE(sw_values_checked > 0);                                                    \
-    sw_cases_run = sw_values_checked = 0;                                                  \
-    ASSERT_EQ_INT((bad), 0);                                                               \
+#define SW_DONE(bad)                                                        \
+  do {                                                                      \
+    printf("  %lld cases, %lld values compared\n", (long long)sw_cases_run, \
+           (long long)sw_values_checked);                                   \
+    ASSERT_TRUE(sw_values_checked > 0);                                     \
+    sw_cases_run = sw_values_checked = 0;                                   \
+    ASSERT_EQ_INT((bad), 0);                                                \
   } while (0)
 
 #define SW_SHAPE(dt, ...) API_SHAPE(dt, __VA_ARGS__)
@@ -417,8 +419,8 @@ static int sw_check(const sw_case_t* c) {
 typedef struct sw_dot_t {
   int64_t batch, m, k, n;  // batch 0: no batch axis
   bool lhs_t, rhs_t;
-  cml_dtype_t in, acc, out;  // acc / out CML_DTYPE_INVALID: the input dtype
-  bool rhs_const;            // rhs a constant (packed at plan time when it qualifies)
+  cml_dtype_t in, acc, out;     // acc / out CML_DTYPE_INVALID: the input dtype
+  bool rhs_const;               // rhs a constant (packed at plan time when it qualifies)
   bool lhs_vector, rhs_vector;  // M == 1 as a rank-1 lhs [K] / N == 1 as a rank-1 rhs [K]
 } sw_dot_t;
 
@@ -473,20 +475,19 @@ static int sw_dot(sw_dot_t d) {
   const cml_dtype_t acc = d.acc != CML_DTYPE_INVALID ? d.acc
                           : d.in == CML_DTYPE_F64    ? CML_DTYPE_F64
                                                      : CML_DTYPE_F32;
-  const cml_dtype_t out = d.out != CML_DTYPE_INVALID ? d.out
+  const cml_dtype_t out = d.out != CML_DTYPE_INVALID   ? d.out
                           : d.acc != CML_DTYPE_INVALID ? d.acc
                                                        : d.in;
   snprintf(c.name, sizeof c.name, "dot %s b%lld m%lld k%lld n%lld%s%s%s%s acc %s out %s",
-           cml_dtype_name(d.in), (long long)d.batch, (long long)d.m, (long long)d.k,
-           (long long)d.n, d.lhs_t ? " lhsT" : "", d.rhs_t ? " rhsT" : "",
-           d.rhs_const ? " const-rhs" : "", d.lhs_vector || d.rhs_vector ? " vector" : "",
-           cml_dtype_name(acc), cml_dtype_name(out));
+           cml_dtype_name(d.in), (long long)d.batch, (long long)d.m, (long long)d.k, (long long)d.n,
+           d.lhs_t ? " lhsT" : "", d.rhs_t ? " rhsT" : "", d.rhs_const ? " const-rhs" : "",
+           d.lhs_vector || d.rhs_vector ? " vector" : "", cml_dtype_name(acc), cml_dtype_name(out));
   c.build = sw_build_dot;
   c.arg = &d;
-  const bool f32_or_f64_gemm = d.in == CML_DTYPE_F32 || d.in == CML_DTYPE_F64 ||
-                               acc == CML_DTYPE_F64;
-  c.want_prepared = d.rhs_const && f32_or_f64_gemm && d.batch == 0 && d.m > 1 && d.n > 1 &&
-                    d.k * d.n > 64 * 256;
+  const bool f32_or_f64_gemm =
+      d.in == CML_DTYPE_F32 || d.in == CML_DTYPE_F64 || acc == CML_DTYPE_F64;
+  c.want_prepared =
+      d.rhs_const && f32_or_f64_gemm && d.batch == 0 && d.m > 1 && d.n > 1 && d.k * d.n > 64 * 256;
   c.tol = sw_tol_dot(d.k, acc, out);
   return sw_check(&c);
 }
@@ -505,9 +506,9 @@ static sw_dot_t sw_dot_f32(int64_t m, int64_t k, int64_t n) {
 // M == 1: the GEMV path, both B layouts, around the 4096-output cap per task (one and several
 // tasks per thread), the 65536 / K chunk floor and the one-thread flop bound.
 TEST(dot_gemv_m1) {
-  static const int64_t kn[][2] = {{3, 4095}, {3, 4096}, {3, 4097}, {3, 8191}, {3, 8192},
-                                  {3, 8300}, {3, 12289}, {1, 130},  {17, 4100}, {40, 8300},
-                                  {64, 4097}, {300, 1000}, {257, 300}, {5, 64},   {2, 24577}};
+  static const int64_t kn[][2] = {{3, 4095},  {3, 4096},   {3, 4097},  {3, 8191},  {3, 8192},
+                                  {3, 8300},  {3, 12289},  {1, 130},   {17, 4100}, {40, 8300},
+                                  {64, 4097}, {300, 1000}, {257, 300}, {5, 64},    {2, 24577}};
   int bad = 0;
   for (size_t i = 0; i < sizeof kn / sizeof kn[0]; ++i) {
     sw_dot_t d = sw_dot_f32(1, kn[i][0], kn[i][1]);
@@ -532,8 +533,8 @@ TEST(dot_gemv_m1) {
 
 // N == 1: the dot-form GEMV over A rows (16384 / K rows per task, at least 8).
 TEST(dot_gemv_n1) {
-  static const int64_t mk[][2] = {{8300, 3}, {1000, 17}, {5, 5000}, {4097, 64}, {2, 3},
-                                  {3000, 1},  {9, 2049}};
+  static const int64_t mk[][2] = {{8300, 3}, {1000, 17}, {5, 5000}, {4097, 64},
+                                  {2, 3},    {3000, 1},  {9, 2049}};
   int bad = 0;
   for (size_t i = 0; i < sizeof mk / sizeof mk[0]; ++i) {
     sw_dot_t d = sw_dot_f32(mk[i][0], mk[i][1], 1);
@@ -572,8 +573,8 @@ TEST(dot_skinny) {
   }
   // B packed at plan time across several column blocks (NC = 2048); A too large for the
   // shared panel (the blocked path).
-  static const int64_t mkn[][3] = {{5, 70, 4100}, {16, 70, 4100}, {2, 300, 2049}, {31, 513, 2050},
-                                   {20, 3000, 100}, {14, 2000, 70}};
+  static const int64_t mkn[][3] = {{5, 70, 4100},   {16, 70, 4100},  {2, 300, 2049},
+                                   {31, 513, 2050}, {20, 3000, 100}, {14, 2000, 70}};
   for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; ++i) {
     sw_dot_t d = sw_dot_f32(mkn[i][0], mkn[i][1], mkn[i][2]);
     bad += sw_dot(d);
@@ -611,7 +612,7 @@ TEST(dot_blocked) {
 
 // Batched products: batch mode (one batch per task) and the per-batch blocked path.
 TEST(dot_batched) {
-  static const int64_t bmkn[][4] = {{8, 20, 20, 20},  {3, 64, 64, 64},  {2, 130, 70, 33},
+  static const int64_t bmkn[][4] = {{8, 20, 20, 20},  {3, 64, 64, 64},   {2, 130, 70, 33},
                                     {5, 7, 300, 257}, {2, 1, 300, 4100}, {4, 33, 17, 2049},
                                     {7, 2, 2, 2}};
   int bad = 0;
@@ -642,8 +643,8 @@ static size_t sw_build_dotg(cml_function_t* f, const void* arg, cml_value_t* out
   const sw_dotg_t* g = arg;
   cml_shape_t ls = cml_shape_make(g->dtype, g->lrank, g->ldims);
   cml_shape_t rs = cml_shape_make(g->dtype, g->rrank, g->rdims);
-  outs[0] = cml_op_dot_general(f, cml_parameter(f, "lhs", &ls), cml_parameter(f, "rhs", &rs),
-                               &g->cfg);
+  outs[0] =
+      cml_op_dot_general(f, cml_parameter(f, "lhs", &ls), cml_parameter(f, "rhs", &rs), &g->cfg);
   return 1;
 }
 
@@ -680,7 +681,8 @@ TEST(dot_general_axes) {
   for (size_t i = 0; i < 5; ++i) {
     sw_case_t c;
     memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "DotGeneral axes case %zu %s", i, cml_dtype_name(cases[i].dtype));
+    snprintf(c.name, sizeof c.name, "DotGeneral axes case %zu %s", i,
+             cml_dtype_name(cases[i].dtype));
     c.build = sw_build_dotg;
     c.arg = &cases[i];
     c.tol = sw_tol_dot(cases[i].k, CML_DTYPE_F32, cases[i].dtype);
@@ -692,7 +694,7 @@ TEST(dot_general_axes) {
 // Half operands (widened while packing; bf16 x bf16 with AVX-512 BF16: its own driver, KC 512
 // pairs), half outputs, and the f64 GEMM (f64 operands, or f32 with an f64 accumulator).
 TEST(dot_dtypes) {
-  static const int64_t mkn[][3] = {{1, 3, 8300}, {5, 513, 70},   {33, 300, 129},
+  static const int64_t mkn[][3] = {{1, 3, 8300},   {5, 513, 70},     {33, 300, 129},
                                    {13, 1025, 65}, {145, 257, 2049}, {1, 1030, 33}};
   static const cml_dtype_t halves[] = {CML_DTYPE_BF16, CML_DTYPE_F16};
   int bad = 0;
@@ -742,8 +744,9 @@ typedef struct sw_dense_t {
 static size_t sw_build_dense(cml_function_t* f, const void* arg, cml_value_t* outs) {
   const sw_dense_t* d = arg;
   cml_shape_t xs = SW_SHAPE(CML_DTYPE_F32, d->m, d->k);
-  cml_shape_t ws = d->layout == CML_DENSE_LAYOUT_INPUT_OUTPUTS ? SW_SHAPE(CML_DTYPE_F32, d->k, d->n)
-                                                               : SW_SHAPE(CML_DTYPE_F32, d->n, d->k);
+  cml_shape_t ws = d->layout == CML_DENSE_LAYOUT_INPUT_OUTPUTS
+                       ? SW_SHAPE(CML_DTYPE_F32, d->k, d->n)
+                       : SW_SHAPE(CML_DTYPE_F32, d->n, d->k);
   cml_shape_t bs = SW_SHAPE(CML_DTYPE_F32, d->n);
   cml_value_t x = cml_parameter(f, "x", &xs);
   cml_value_t w = d->weight_const ? sw_const(f, &ws, 91) : cml_parameter(f, "w", &ws);
@@ -757,16 +760,20 @@ static size_t sw_build_dense(cml_function_t* f, const void* arg, cml_value_t* ou
 }
 
 TEST(fused_dense) {
-  static const int64_t mkn[][3] = {{1, 3, 8300}, {1, 40, 4097}, {5, 3, 4100}, {13, 70, 300},
-                                   {33, 257, 129}, {150, 300, 2049}};
+  static const int64_t mkn[][3] = {{1, 3, 8300},  {1, 40, 4097},  {5, 3, 4100},
+                                   {13, 70, 300}, {33, 257, 129}, {150, 300, 2049}};
   static const cml_activation_t acts[] = {CML_ACTIVATION_NONE, CML_ACTIVATION_GELU,
                                           CML_ACTIVATION_SILU, CML_ACTIVATION_RELU,
                                           CML_ACTIVATION_TANH, CML_ACTIVATION_HARD_SWISH};
   int bad = 0;
   for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; ++i) {
     for (int layout = 0; layout < 2; ++layout) {
-      sw_dense_t d = {mkn[i][0], mkn[i][1], mkn[i][2], (cml_dense_layout_t)layout,
-                      acts[(i * 2 + (size_t)layout) % 6], (i + (size_t)layout) % 2 == 0,
+      sw_dense_t d = {mkn[i][0],
+                      mkn[i][1],
+                      mkn[i][2],
+                      (cml_dense_layout_t)layout,
+                      acts[(i * 2 + (size_t)layout) % 6],
+                      (i + (size_t)layout) % 2 == 0,
                       i % 3 == 1};
       sw_case_t c;
       memset(&c, 0, sizeof c);
@@ -834,10 +841,10 @@ static int sw_conv(sw_conv_t v) {
   if (v.dil < 1) v.dil = 1;
   snprintf(c.name, sizeof c.name,
            "conv %s x[%lld,%lld,%lld,%lld]%s k%lldx%lld o%lld s%lld p%lld g%lld d%lld%s",
-           cml_dtype_name(v.dtype), (long long)v.n, (long long)v.h, (long long)v.w,
-           (long long)v.c, v.nchw ? " NCHW" : "", (long long)v.kh, (long long)v.kw,
-           (long long)v.o, (long long)v.stride, (long long)v.pad, (long long)v.groups,
-           (long long)v.dil, v.kernel_const ? " const-k" : "");
+           cml_dtype_name(v.dtype), (long long)v.n, (long long)v.h, (long long)v.w, (long long)v.c,
+           v.nchw ? " NCHW" : "", (long long)v.kh, (long long)v.kw, (long long)v.o,
+           (long long)v.stride, (long long)v.pad, (long long)v.groups, (long long)v.dil,
+           v.kernel_const ? " const-k" : "");
   c.build = sw_build_conv;
   c.arg = &v;
   const cml_dtype_t acc = v.dtype == CML_DTYPE_F64 ? CML_DTYPE_F64 : CML_DTYPE_F32;
@@ -851,56 +858,107 @@ TEST(conv) {
   bad += sw_conv((sw_conv_t){.n = 1, .h = 8, .w = 8, .c = 300, .kh = 1, .kw = 1, .o = 70});
   bad += sw_conv((sw_conv_t){.n = 3, .h = 1, .w = 3, .c = 65, .kh = 1, .kw = 1, .o = 129});
   bad += sw_conv((sw_conv_t){.n = 2, .h = 2, .w = 6, .c = 33, .kh = 1, .kw = 1, .o = 64});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 7, .w = 9, .c = 64, .kh = 1, .kw = 1, .o = 65,
-                             .stride = 2});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 8, .w = 8, .c = 300, .kh = 1, .kw = 1, .o = 70,
-                             .nchw = true});
+  bad +=
+      sw_conv((sw_conv_t){.n = 1, .h = 7, .w = 9, .c = 64, .kh = 1, .kw = 1, .o = 65, .stride = 2});
+  bad += sw_conv(
+      (sw_conv_t){.n = 1, .h = 8, .w = 8, .c = 300, .kh = 1, .kw = 1, .o = 70, .nchw = true});
   // 3x3 around the 64-channel blocks and 6-pixel blocks.
-  bad += sw_conv((sw_conv_t){.n = 2, .h = 9, .w = 9, .c = 17, .kh = 3, .kw = 3, .o = 65,
-                             .pad = 1});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 13, .w = 11, .c = 64, .kh = 3, .kw = 3, .o = 128,
-                             .pad = 1, .kernel_const = true});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 10, .w = 7, .c = 5, .kh = 3, .kw = 3, .o = 63,
-                             .stride = 2, .dil = 2, .pad = 2});
+  bad += sw_conv((sw_conv_t){.n = 2, .h = 9, .w = 9, .c = 17, .kh = 3, .kw = 3, .o = 65, .pad = 1});
+  bad += sw_conv((sw_conv_t){.n = 1,
+                             .h = 13,
+                             .w = 11,
+                             .c = 64,
+                             .kh = 3,
+                             .kw = 3,
+                             .o = 128,
+                             .pad = 1,
+                             .kernel_const = true});
+  bad += sw_conv((sw_conv_t){
+      .n = 1, .h = 10, .w = 7, .c = 5, .kh = 3, .kw = 3, .o = 63, .stride = 2, .dil = 2, .pad = 2});
   // The 7x7 / 2 stem.
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 32, .w = 30, .c = 3, .kh = 7, .kw = 7, .o = 64,
-                             .stride = 2, .pad = 3});
+  bad += sw_conv((sw_conv_t){
+      .n = 1, .h = 32, .w = 30, .c = 3, .kh = 7, .kw = 7, .o = 64, .stride = 2, .pad = 3});
   // K over DIRECT_K_MAX (1280): whole taps per chunk, and channel ranges per tap.
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 6, .w = 6, .c = 200, .kh = 3, .kw = 3, .o = 16,
-                             .pad = 1});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 5, .w = 5, .c = 500, .kh = 3, .kw = 3, .o = 8,
-                             .pad = 1});
+  bad +=
+      sw_conv((sw_conv_t){.n = 1, .h = 6, .w = 6, .c = 200, .kh = 3, .kw = 3, .o = 16, .pad = 1});
+  bad += sw_conv((sw_conv_t){.n = 1, .h = 5, .w = 5, .c = 500, .kh = 3, .kw = 3, .o = 8, .pad = 1});
   bad += sw_conv((sw_conv_t){.n = 1, .h = 5, .w = 5, .c = 1300, .kh = 1, .kw = 1, .o = 8});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 4, .w = 4, .c = 1281, .kh = 3, .kw = 3, .o = 67,
-                             .pad = 1});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 14, .w = 14, .c = 143, .kh = 3, .kw = 3, .o = 9,
-                             .pad = 1, .nchw = true});
+  bad +=
+      sw_conv((sw_conv_t){.n = 1, .h = 4, .w = 4, .c = 1281, .kh = 3, .kw = 3, .o = 67, .pad = 1});
+  bad += sw_conv((sw_conv_t){
+      .n = 1, .h = 14, .w = 14, .c = 143, .kh = 3, .kw = 3, .o = 9, .pad = 1, .nchw = true});
   // Feature groups (im2col + GEMM per group), depthwise, several row tiles.
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 10, .w = 10, .c = 32, .kh = 3, .kw = 3, .o = 32,
-                             .pad = 1, .groups = 4});
-  bad += sw_conv((sw_conv_t){.n = 2, .h = 30, .w = 31, .c = 32, .kh = 3, .kw = 3, .o = 64,
-                             .pad = 1, .groups = 2});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 12, .w = 12, .c = 32, .kh = 3, .kw = 3, .o = 32,
-                             .pad = 1, .groups = 32});
-  bad += sw_conv((sw_conv_t){.n = 2, .h = 9, .w = 9, .c = 24, .kh = 5, .kw = 5, .o = 48,
-                             .pad = 2, .groups = 24, .stride = 2});
+  bad += sw_conv((sw_conv_t){
+      .n = 1, .h = 10, .w = 10, .c = 32, .kh = 3, .kw = 3, .o = 32, .pad = 1, .groups = 4});
+  bad += sw_conv((sw_conv_t){
+      .n = 2, .h = 30, .w = 31, .c = 32, .kh = 3, .kw = 3, .o = 64, .pad = 1, .groups = 2});
+  bad += sw_conv((sw_conv_t){
+      .n = 1, .h = 12, .w = 12, .c = 32, .kh = 3, .kw = 3, .o = 32, .pad = 1, .groups = 32});
+  bad += sw_conv((sw_conv_t){.n = 2,
+                             .h = 9,
+                             .w = 9,
+                             .c = 24,
+                             .kh = 5,
+                             .kw = 5,
+                             .o = 48,
+                             .pad = 2,
+                             .groups = 24,
+                             .stride = 2});
   // Depthwise with more channels than 16384 / taps (one row per task), constant kernels on the
   // grouped, depthwise and f64 paths.
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 5, .w = 5, .c = 2048, .kh = 3, .kw = 3, .o = 2048,
-                             .pad = 1, .groups = 2048});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 10, .w = 10, .c = 32, .kh = 3, .kw = 3, .o = 32,
-                             .pad = 1, .groups = 4, .kernel_const = true});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 12, .w = 12, .c = 32, .kh = 3, .kw = 3, .o = 32,
-                             .pad = 1, .groups = 32, .kernel_const = true});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 9, .w = 9, .c = 17, .kh = 3, .kw = 3, .o = 33,
-                             .pad = 1, .dtype = CML_DTYPE_F64, .kernel_const = true});
+  bad += sw_conv((sw_conv_t){
+      .n = 1, .h = 5, .w = 5, .c = 2048, .kh = 3, .kw = 3, .o = 2048, .pad = 1, .groups = 2048});
+  bad += sw_conv((sw_conv_t){.n = 1,
+                             .h = 10,
+                             .w = 10,
+                             .c = 32,
+                             .kh = 3,
+                             .kw = 3,
+                             .o = 32,
+                             .pad = 1,
+                             .groups = 4,
+                             .kernel_const = true});
+  bad += sw_conv((sw_conv_t){.n = 1,
+                             .h = 12,
+                             .w = 12,
+                             .c = 32,
+                             .kh = 3,
+                             .kw = 3,
+                             .o = 32,
+                             .pad = 1,
+                             .groups = 32,
+                             .kernel_const = true});
+  bad += sw_conv((sw_conv_t){.n = 1,
+                             .h = 9,
+                             .w = 9,
+                             .c = 17,
+                             .kh = 3,
+                             .kw = 3,
+                             .o = 33,
+                             .pad = 1,
+                             .dtype = CML_DTYPE_F64,
+                             .kernel_const = true});
   // Other dtypes: f64 (im2col, f64 GEMM), bf16 and f16 (widened).
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 9, .w = 9, .c = 17, .kh = 3, .kw = 3, .o = 33,
-                             .pad = 1, .dtype = CML_DTYPE_F64});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 9, .w = 9, .c = 17, .kh = 3, .kw = 3, .o = 65,
-                             .pad = 1, .dtype = CML_DTYPE_BF16});
-  bad += sw_conv((sw_conv_t){.n = 1, .h = 8, .w = 8, .c = 40, .kh = 1, .kw = 1, .o = 70,
-                             .dtype = CML_DTYPE_F16});
+  bad += sw_conv((sw_conv_t){.n = 1,
+                             .h = 9,
+                             .w = 9,
+                             .c = 17,
+                             .kh = 3,
+                             .kw = 3,
+                             .o = 33,
+                             .pad = 1,
+                             .dtype = CML_DTYPE_F64});
+  bad += sw_conv((sw_conv_t){.n = 1,
+                             .h = 9,
+                             .w = 9,
+                             .c = 17,
+                             .kh = 3,
+                             .kw = 3,
+                             .o = 65,
+                             .pad = 1,
+                             .dtype = CML_DTYPE_BF16});
+  bad += sw_conv((sw_conv_t){
+      .n = 1, .h = 8, .w = 8, .c = 40, .kh = 1, .kw = 1, .o = 70, .dtype = CML_DTYPE_F16});
   SW_DONE(bad);
 }
 
@@ -936,10 +994,10 @@ static int sw_reduce(sw_reduce_t r) {
            (long long)r.dims[2], (long long)r.dims[3], r.rank, r.axis_count, (long long)reduced);
   c.build = sw_build_reduce;
   c.arg = &r;
-  c.tol = r.op == CML_OP_REDUCE_SUM ? sw_tol_dot(reduced, r.dtype == CML_DTYPE_F64 ? CML_DTYPE_F64
-                                                                                   : CML_DTYPE_F32,
-                                                 r.dtype)
-                                    : kSwExact;
+  c.tol =
+      r.op == CML_OP_REDUCE_SUM
+          ? sw_tol_dot(reduced, r.dtype == CML_DTYPE_F64 ? CML_DTYPE_F64 : CML_DTYPE_F32, r.dtype)
+          : kSwExact;
   return sw_check(&c);
 }
 
@@ -1014,13 +1072,13 @@ static size_t sw_build_norm(cml_function_t* f, const void* arg, cml_value_t* out
 
 TEST(softmax_layernorm_gelu) {
   static const sw_norm_t cases[] = {
-      {0, 2, {3, 4097}, 0, CML_DTYPE_F32},     {0, 2, {5, 17}, 0, CML_DTYPE_F32},
-      {0, 2, {4099, 15}, 0, CML_DTYPE_F32},    {0, 3, {2, 3, 1000}, 0, CML_DTYPE_BF16},
-      {4, 2, {300, 7}, 0, CML_DTYPE_F32},      {0, 1, {16385}, 0, CML_DTYPE_F32},
-      {1, 2, {4, 4099}, 1, CML_DTYPE_F32},     {1, 3, {2, 3, 1000}, 2, CML_DTYPE_F32},
-      {1, 2, {1025, 33}, 1, CML_DTYPE_F32},    {1, 2, {7, 257}, 1, CML_DTYPE_F16},
-      {2, 1, {100003}, 0, CML_DTYPE_F32},      {3, 2, {129, 255}, 0, CML_DTYPE_F32},
-      {2, 1, {17}, 0, CML_DTYPE_BF16},         {3, 1, {16385}, 0, CML_DTYPE_F64},
+      {0, 2, {3, 4097}, 0, CML_DTYPE_F32},  {0, 2, {5, 17}, 0, CML_DTYPE_F32},
+      {0, 2, {4099, 15}, 0, CML_DTYPE_F32}, {0, 3, {2, 3, 1000}, 0, CML_DTYPE_BF16},
+      {4, 2, {300, 7}, 0, CML_DTYPE_F32},   {0, 1, {16385}, 0, CML_DTYPE_F32},
+      {1, 2, {4, 4099}, 1, CML_DTYPE_F32},  {1, 3, {2, 3, 1000}, 2, CML_DTYPE_F32},
+      {1, 2, {1025, 33}, 1, CML_DTYPE_F32}, {1, 2, {7, 257}, 1, CML_DTYPE_F16},
+      {2, 1, {100003}, 0, CML_DTYPE_F32},   {3, 2, {129, 255}, 0, CML_DTYPE_F32},
+      {2, 1, {17}, 0, CML_DTYPE_BF16},      {3, 1, {16385}, 0, CML_DTYPE_F64},
   };
   static const char* const kinds[] = {"FusedSoftmax", "FusedLayerNorm", "FusedGelu exact",
                                       "FusedGelu tanh", "FusedSoftmax axis 0"};
@@ -1102,9 +1160,9 @@ static size_t sw_build_attn(cml_function_t* f, const void* arg, cml_value_t* out
     cml_shape_t ms = SW_SHAPE(CML_DTYPE_BOOL, a->seq, a->kv_seq);
     cfg.mask = cml_parameter(f, "mask", &ms);
   }
-  outs[0] = cml_op_fused_sdpa(f, q, k, v,
-                              a->bshd ? CML_ATTENTION_LAYOUT_BSHD : CML_ATTENTION_LAYOUT_BHSD, &cfg,
-                              NULL, NULL);
+  outs[0] =
+      cml_op_fused_sdpa(f, q, k, v, a->bshd ? CML_ATTENTION_LAYOUT_BSHD : CML_ATTENTION_LAYOUT_BHSD,
+                        &cfg, NULL, NULL);
   return 1;
 }
 
@@ -1138,51 +1196,89 @@ TEST(attention) {
   for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; ++i) {
     for (size_t j = 0; j < sizeof kvs / sizeof kvs[0]; ++j) {
       const bool causal = (i + j) % 2 == 1;
-      bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = seqs[i], .kv_seq = kvs[j],
-                                 .d = 16, .causal = causal});
+      bad += sw_attn((sw_attn_t){
+          .batch = 1, .heads = 2, .seq = seqs[i], .kv_seq = kvs[j], .d = 16, .causal = causal});
     }
   }
   // Head dims off 16, grouped-query heads, v's own head dim.
-  bad += sw_attn((sw_attn_t){.batch = 2, .heads = 4, .kv_heads = 2, .seq = 33, .kv_seq = 70,
-                             .d = 17, .dv = 9, .causal = true});
-  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 6, .kv_heads = 3, .seq = 1, .kv_seq = 300,
-                             .d = 64, .dv = 64});
+  bad += sw_attn((sw_attn_t){.batch = 2,
+                             .heads = 4,
+                             .kv_heads = 2,
+                             .seq = 33,
+                             .kv_seq = 70,
+                             .d = 17,
+                             .dv = 9,
+                             .causal = true});
+  bad += sw_attn((sw_attn_t){
+      .batch = 1, .heads = 6, .kv_heads = 3, .seq = 1, .kv_seq = 300, .d = 64, .dv = 64});
   bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 3, .kv_seq = 200, .d = 80});
   // More v rows than the forward prefetches (256 KiB), decode and tiled.
   bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 1, .kv_seq = 1100, .d = 64});
-  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 1, .seq = 40, .kv_seq = 1100, .d = 64,
-                             .causal = true});
+  bad += sw_attn(
+      (sw_attn_t){.batch = 1, .heads = 1, .seq = 40, .kv_seq = 1100, .d = 64, .causal = true});
   // Lengths (keys past kv_len masked, query rows past q_len zero).
-  bad += sw_attn((sw_attn_t){.batch = 3, .heads = 2, .seq = 65, .kv_seq = 65, .d = 16,
-                             .lengths = true});
-  bad += sw_attn((sw_attn_t){.batch = 3, .heads = 2, .seq = 70, .kv_seq = 70, .d = 16,
-                             .causal = true, .lengths = true});
+  bad += sw_attn(
+      (sw_attn_t){.batch = 3, .heads = 2, .seq = 65, .kv_seq = 65, .d = 16, .lengths = true});
+  bad += sw_attn((sw_attn_t){
+      .batch = 3, .heads = 2, .seq = 70, .kv_seq = 70, .d = 16, .causal = true, .lengths = true});
   // Segmented k / v (a Concatenate along the keys read in place), decode and prefill.
   static const int parts[] = {2, 3, 8};
   for (size_t p = 0; p < 3; ++p) {
-    bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 1, .kv_seq = 130, .d = 16,
+    bad += sw_attn(
+        (sw_attn_t){.batch = 1, .heads = 2, .seq = 1, .kv_seq = 130, .d = 16, .parts = parts[p]});
+    bad += sw_attn((sw_attn_t){.batch = 2,
+                               .heads = 2,
+                               .seq = 33,
+                               .kv_seq = 97,
+                               .d = 24,
+                               .causal = true,
                                .parts = parts[p]});
-    bad += sw_attn((sw_attn_t){.batch = 2, .heads = 2, .seq = 33, .kv_seq = 97, .d = 24,
-                               .causal = true, .parts = parts[p]});
-    bad += sw_attn((sw_attn_t){.batch = 1, .heads = 4, .kv_heads = 2, .seq = 4, .kv_seq = 64,
-                               .d = 16, .parts = parts[p]});
+    bad += sw_attn((sw_attn_t){
+        .batch = 1, .heads = 4, .kv_heads = 2, .seq = 4, .kv_seq = 64, .d = 16, .parts = parts[p]});
   }
   // BSHD (segments along axis 1), a Bool mask.
-  bad += sw_attn((sw_attn_t){.batch = 2, .heads = 3, .seq = 33, .kv_seq = 65, .d = 16,
-                             .bshd = true, .causal = true});
-  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 4, .kv_heads = 1, .seq = 1, .kv_seq = 129,
-                             .d = 32, .bshd = true, .parts = 3});
-  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 40, .kv_seq = 97, .d = 16,
-                             .bshd = true, .parts = 2, .mask = true});
-  bad += sw_attn((sw_attn_t){.batch = 2, .heads = 2, .seq = 4, .kv_seq = 70, .d = 16,
-                             .mask = true, .causal = true});
+  bad += sw_attn((sw_attn_t){
+      .batch = 2, .heads = 3, .seq = 33, .kv_seq = 65, .d = 16, .bshd = true, .causal = true});
+  bad += sw_attn((sw_attn_t){.batch = 1,
+                             .heads = 4,
+                             .kv_heads = 1,
+                             .seq = 1,
+                             .kv_seq = 129,
+                             .d = 32,
+                             .bshd = true,
+                             .parts = 3});
+  bad += sw_attn((sw_attn_t){.batch = 1,
+                             .heads = 2,
+                             .seq = 40,
+                             .kv_seq = 97,
+                             .d = 16,
+                             .bshd = true,
+                             .parts = 2,
+                             .mask = true});
+  bad += sw_attn((sw_attn_t){
+      .batch = 2, .heads = 2, .seq = 4, .kv_seq = 70, .d = 16, .mask = true, .causal = true});
   // Half dtypes.
-  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 33, .kv_seq = 65, .d = 32,
-                             .causal = true, .dtype = CML_DTYPE_BF16});
-  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 2, .seq = 2, .kv_seq = 129, .d = 16,
-                             .dtype = CML_DTYPE_F16, .parts = 2});
-  bad += sw_attn((sw_attn_t){.batch = 1, .heads = 1, .seq = 40, .kv_seq = 40, .d = 8,
-                             .causal = true, .dtype = CML_DTYPE_F64});
+  bad += sw_attn((sw_attn_t){.batch = 1,
+                             .heads = 2,
+                             .seq = 33,
+                             .kv_seq = 65,
+                             .d = 32,
+                             .causal = true,
+                             .dtype = CML_DTYPE_BF16});
+  bad += sw_attn((sw_attn_t){.batch = 1,
+                             .heads = 2,
+                             .seq = 2,
+                             .kv_seq = 129,
+                             .d = 16,
+                             .dtype = CML_DTYPE_F16,
+                             .parts = 2});
+  bad += sw_attn((sw_attn_t){.batch = 1,
+                             .heads = 1,
+                             .seq = 40,
+                             .kv_seq = 40,
+                             .d = 8,
+                             .causal = true,
+                             .dtype = CML_DTYPE_F64});
   SW_DONE(bad);
 }
 
@@ -1200,8 +1296,8 @@ static size_t sw_build_index(cml_function_t* f, const void* arg, cml_value_t* ou
   cml_shape_t ts = SW_SHAPE(x->dtype, x->rows, x->cols);
   cml_value_t table = cml_parameter(f, "table", &ts);
   if (x->kind == 0 || x->kind == 4) {
-    cml_shape_t is = x->kind == 0 ? SW_SHAPE(CML_DTYPE_I32, x->count, 1)
-                                  : SW_SHAPE(CML_DTYPE_I32, x->count, 2);
+    cml_shape_t is =
+        x->kind == 0 ? SW_SHAPE(CML_DTYPE_I32, x->count, 1) : SW_SHAPE(CML_DTYPE_I32, x->count, 2);
     cml_value_t idx = cml_parameter(f, "idx", &is);
     cml_gather_dims_t g;
     memset(&g, 0, sizeof g);
@@ -1322,12 +1418,12 @@ static double sw_host_index(const void* arg, const sw_result_t* r, size_t o, int
 
 TEST(gather_scatter_slices) {
   static const sw_index_t cases[] = {
-      {0, 50000, 33, 1000, CML_DTYPE_F32},  {0, 20000, 1, 16385, CML_DTYPE_F32},
-      {0, 3000, 4097, 5, CML_DTYPE_F32},    {0, 30000, 64, 700, CML_DTYPE_BF16},
-      {4, 600, 700, 20000, CML_DTYPE_F32},  {1, 5000, 17, 3000, CML_DTYPE_F32},
-      {1, 300, 4099, 40, CML_DTYPE_F32},    {1, 70000, 1, 20000, CML_DTYPE_F64},
-      {2, 3000, 300, 1000, CML_DTYPE_F32},  {2, 5, 70001, 3, CML_DTYPE_F16},
-      {3, 3000, 300, 1000, CML_DTYPE_F32},  {3, 4, 70001, 2, CML_DTYPE_BF16},
+      {0, 50000, 33, 1000, CML_DTYPE_F32}, {0, 20000, 1, 16385, CML_DTYPE_F32},
+      {0, 3000, 4097, 5, CML_DTYPE_F32},   {0, 30000, 64, 700, CML_DTYPE_BF16},
+      {4, 600, 700, 20000, CML_DTYPE_F32}, {1, 5000, 17, 3000, CML_DTYPE_F32},
+      {1, 300, 4099, 40, CML_DTYPE_F32},   {1, 70000, 1, 20000, CML_DTYPE_F64},
+      {2, 3000, 300, 1000, CML_DTYPE_F32}, {2, 5, 70001, 3, CML_DTYPE_F16},
+      {3, 3000, 300, 1000, CML_DTYPE_F32}, {3, 4, 70001, 2, CML_DTYPE_BF16},
   };
   static const char* const kinds[] = {"Gather rows", "ScatterSum rows", "DynamicSlice",
                                       "DynamicUpdateSlice", "Gather elements"};
@@ -1337,8 +1433,7 @@ TEST(gather_scatter_slices) {
     memset(&c, 0, sizeof c);
     const sw_index_t* x = &cases[i];
     snprintf(c.name, sizeof c.name, "%s %s table [%lld,%lld] count %lld", kinds[x->kind],
-             cml_dtype_name(x->dtype), (long long)x->rows, (long long)x->cols,
-             (long long)x->count);
+             cml_dtype_name(x->dtype), (long long)x->rows, (long long)x->cols, (long long)x->count);
     c.build = sw_build_index;
     c.arg = x;
     c.host = sw_host_index;
@@ -1371,10 +1466,10 @@ static size_t sw_build_concat(cml_function_t* f, const void* arg, cml_value_t* o
   cml_value_t r = cml_parameter(f, "r", &r_s);
   cml_value_t parts[5];
   if (c->variant == 0) {
-    parts[0] = cml_op_add(f, a, b);                 // elementwise (fused loop)
-    parts[1] = cml_op_tanh(f, t);                   // unary kernel
-    parts[2] = cml_op_dot(f, l, r);                 // GEMM, [5, cols]
-    parts[3] = a;                                   // a parameter: copied
+    parts[0] = cml_op_add(f, a, b);                   // elementwise (fused loop)
+    parts[1] = cml_op_tanh(f, t);                     // unary kernel
+    parts[2] = cml_op_dot(f, l, r);                   // GEMM, [5, cols]
+    parts[3] = a;                                     // a parameter: copied
     parts[4] = cml_op_tanh(f, cml_op_dot(f, l2, r));  // elementwise of a GEMM
     outs[0] = cml_op_concatenate(f, 0, parts, 5);
     cml_value_t second[2] = {cml_op_mul(f, b, b), cml_op_neg(f, t)};
@@ -1384,11 +1479,22 @@ static size_t sw_build_concat(cml_function_t* f, const void* arg, cml_value_t* o
   if (c->variant == 2) {
     // Fused and conv kernels writing into the output: a conv (reshaped: an alias of it), a
     // softmax, an attention output, a layer norm and a gather, as [rows, 16] runs.
-    cml_shape_t x_s = SW_SHAPE(CML_DTYPE_F32, 1, 8, 8, 5), k_s = SW_SHAPE(CML_DTYPE_F32, 3, 3, 5, 16);
+    cml_shape_t x_s = SW_SHAPE(CML_DTYPE_F32, 1, 8, 8, 5),
+                k_s = SW_SHAPE(CML_DTYPE_F32, 3, 3, 5, 16);
     cml_shape_t s_s = SW_SHAPE(CML_DTYPE_F32, 4, 16), q_s = SW_SHAPE(CML_DTYPE_F32, 1, 2, 8, 16);
     cml_shape_t kv_s = SW_SHAPE(CML_DTYPE_F32, 1, 2, 70, 16), i_s = SW_SHAPE(CML_DTYPE_I32, 5, 1);
-    sw_conv_t cv = {.n = 1, .h = 8, .w = 8, .c = 5, .kh = 3, .kw = 3, .o = 16, .stride = 1,
-                    .pad = 1, .groups = 1, .dil = 1, .dtype = CML_DTYPE_F32};
+    sw_conv_t cv = {.n = 1,
+                    .h = 8,
+                    .w = 8,
+                    .c = 5,
+                    .kh = 3,
+                    .kw = 3,
+                    .o = 16,
+                    .stride = 1,
+                    .pad = 1,
+                    .groups = 1,
+                    .dil = 1,
+                    .dtype = CML_DTYPE_F32};
     cml_value_t conv_out;
     sw_build_conv(f, &cv, &conv_out);
     (void)x_s;
@@ -1428,9 +1534,9 @@ static size_t sw_build_concat(cml_function_t* f, const void* arg, cml_value_t* o
   const int64_t axis1[1] = {1};
   cml_value_t red = cml_op_reduce_sum(f, r, axis1, 1);  // [300]
   const int64_t one_by[2] = {1, 300};
-  parts[0] = cml_op_dot(f, g, w);                   // [1, 8304]
-  parts[1] = cml_op_sin(f, cml_op_dot(f, g, w2));   // [1, 8304]
-  parts[2] = cml_op_reshape(f, red, one_by, 2);     // [1, 300]
+  parts[0] = cml_op_dot(f, g, w);                  // [1, 8304]
+  parts[1] = cml_op_sin(f, cml_op_dot(f, g, w2));  // [1, 8304]
+  parts[2] = cml_op_reshape(f, red, one_by, 2);    // [1, 300]
   outs[0] = cml_op_concatenate(f, 1, parts, 3);
   return 1;
 }
@@ -1448,8 +1554,8 @@ TEST(concatenate_in_place) {
     // Aligned runs: add, tanh, the GEMM, tanh of a GEMM, and the second Concatenate's two
     // (the parameter is copied); [1, n] parts: the two 8300-value products (1200 bytes of
     // reduction are not a multiple of 64).
-    c.want_placed = cases[i].variant == 1   ? 2
-                    : cases[i].variant == 2 ? 5
+    c.want_placed = cases[i].variant == 1     ? 2
+                    : cases[i].variant == 2   ? 5
                     : cases[i].cols % 16 == 0 ? 6
                                               : 0;
     c.int_hi = 300;
@@ -1492,11 +1598,15 @@ static double sw_host_transpose(const void* arg, const sw_result_t* r, size_t o,
 
 TEST(transpose) {
   static const sw_transpose_t cases[] = {
-      {2, {257, 1023}, {1, 0}, CML_DTYPE_F32},       {2, {64, 64}, {1, 0}, CML_DTYPE_F32},
-      {2, {63, 65}, {1, 0}, CML_DTYPE_F32},          {2, {1, 4097}, {1, 0}, CML_DTYPE_F32},
+      {2, {257, 1023}, {1, 0}, CML_DTYPE_F32},
+      {2, {64, 64}, {1, 0}, CML_DTYPE_F32},
+      {2, {63, 65}, {1, 0}, CML_DTYPE_F32},
+      {2, {1, 4097}, {1, 0}, CML_DTYPE_F32},
       {4, {3, 129, 65, 5}, {2, 0, 3, 1}, CML_DTYPE_F32},
-      {3, {50, 60, 7}, {1, 0, 2}, CML_DTYPE_F32},    {2, {129, 257}, {1, 0}, CML_DTYPE_F16},
-      {3, {17, 33, 65}, {2, 1, 0}, CML_DTYPE_F64},   {2, {4099, 3}, {1, 0}, CML_DTYPE_BF16},
+      {3, {50, 60, 7}, {1, 0, 2}, CML_DTYPE_F32},
+      {2, {129, 257}, {1, 0}, CML_DTYPE_F16},
+      {3, {17, 33, 65}, {2, 1, 0}, CML_DTYPE_F64},
+      {2, {4099, 3}, {1, 0}, CML_DTYPE_BF16},
       {3, {31, 4, 67}, {0, 2, 1}, CML_DTYPE_I32},
   };
   int bad = 0;
@@ -1619,9 +1729,8 @@ static size_t sw_build_qlin(cml_function_t* f, const void* arg, cml_value_t* out
   qz.block_size = q->block;
   qz.scale = cml_constant(f, &ss, q->scale);
   if (q->zero_point) qz.zero_point = cml_constant(f, &ss, q->zp);
-  outs[0] = cml_op_fused_quantized_dense(f, cml_parameter(f, "x", &xs),
-                                         cml_constant(f, &ws, q->w), CML_VALUE_INVALID, &qz,
-                                         CML_ACTIVATION_NONE);
+  outs[0] = cml_op_fused_quantized_dense(f, cml_parameter(f, "x", &xs), cml_constant(f, &ws, q->w),
+                                         CML_VALUE_INVALID, &qz, CML_ACTIVATION_NONE);
   return 1;
 }
 
@@ -1635,8 +1744,8 @@ static int sw_qlin(sw_qlin_t q) {
   int bad = 1;
   if (src && q.w && q.scale && q.zp) {
     sw_fill(src, CML_DTYPE_F32, q.k * q.n, 31337, 0);
-    cml_status_t st = cml_quantize_linear(q.scheme, q.wdtype, src, q.k, q.n, q.block, q.w,
-                                          q.scale, q.zero_point ? q.zp : NULL);
+    cml_status_t st = cml_quantize_linear(q.scheme, q.wdtype, src, q.k, q.n, q.block, q.w, q.scale,
+                                          q.zero_point ? q.zp : NULL);
     if (st == CML_OK) {
       sw_case_t c;
       memset(&c, 0, sizeof c);
@@ -1668,15 +1777,19 @@ TEST(quantized_dense) {
   static const int64_t mkn[][3] = {{1, 256, 4097}, {1, 256, 8300}, {3, 512, 4100}, {1, 768, 37}};
   for (size_t t = 0; t < sizeof types / sizeof types[0]; ++t) {
     for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; ++i) {
-      sw_quant_t q = {types[t], mkn[i][0], mkn[i][1], mkn[i][2], i == 2,
-                      i == 1 ? CML_ACTIVATION_SILU : CML_ACTIVATION_NONE, NULL, false};
+      sw_quant_t q = {types[t],  mkn[i][0], mkn[i][1],
+                      mkn[i][2], i == 2,    i == 1 ? CML_ACTIVATION_SILU : CML_ACTIVATION_NONE,
+                      NULL,      false};
       bad += sw_quant(q, false);
       if (q.m == 1) bad += sw_quant(q, true);
     }
   }
-  bad += sw_qlin((sw_qlin_t){CML_QUANT_LINEAR, CML_DTYPE_I8, 1, 40, 4161, 64, false, NULL, NULL, NULL});
-  bad += sw_qlin((sw_qlin_t){CML_QUANT_LINEAR, CML_DTYPE_U4, 3, 33, 4100, 100, true, NULL, NULL, NULL});
-  bad += sw_qlin((sw_qlin_t){CML_QUANT_NF4, CML_DTYPE_U4, 1, 17, 8300, 8300, false, NULL, NULL, NULL});
+  bad += sw_qlin(
+      (sw_qlin_t){CML_QUANT_LINEAR, CML_DTYPE_I8, 1, 40, 4161, 64, false, NULL, NULL, NULL});
+  bad += sw_qlin(
+      (sw_qlin_t){CML_QUANT_LINEAR, CML_DTYPE_U4, 3, 33, 4100, 100, true, NULL, NULL, NULL});
+  bad +=
+      sw_qlin((sw_qlin_t){CML_QUANT_NF4, CML_DTYPE_U4, 1, 17, 8300, 8300, false, NULL, NULL, NULL});
   bad += sw_qlin((sw_qlin_t){CML_QUANT_NF4, CML_DTYPE_I8, 5, 9, 130, 7, false, NULL, NULL, NULL});
   // Every format at N > 4096 on one row, and 32-value formats with K not a multiple of 4 blocks.
   for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
@@ -1731,8 +1844,8 @@ static size_t sw_build_ew(cml_function_t* f, const void* arg, cml_value_t* outs)
 
 TEST(elementwise) {
   static const sw_ew_t cases[] = {
-      {1, 16383, CML_DTYPE_F32}, {1, 16384, CML_DTYPE_F32}, {1, 16385, CML_DTYPE_F32},
-      {129, 4099, CML_DTYPE_F32}, {4097, 17, CML_DTYPE_F32}, {3, 70001, CML_DTYPE_F32},
+      {1, 16383, CML_DTYPE_F32},  {1, 16384, CML_DTYPE_F32},  {1, 16385, CML_DTYPE_F32},
+      {129, 4099, CML_DTYPE_F32}, {4097, 17, CML_DTYPE_F32},  {3, 70001, CML_DTYPE_F32},
       {65, 257, CML_DTYPE_F64},   {33, 1025, CML_DTYPE_BF16}, {17, 4097, CML_DTYPE_F16},
       {2, 7, CML_DTYPE_F32},
   };
@@ -1753,9 +1866,88 @@ TEST(elementwise) {
   SW_DONE(bad);
 }
 
+//===--- ArgMinMax, RNG, FFT ---===//
+
+typedef struct sw_misc_t {
+  int kind;  // 0 ArgMinMax over the last axis, 1 over axis 0, 2 RNG bits, 3 FFT (complex),
+             // 4 real FFT
+  int64_t rows, cols;
+} sw_misc_t;
+
+static size_t sw_build_misc(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_misc_t* m = arg;
+  cml_shape_t xs = SW_SHAPE(CML_DTYPE_F32, m->rows, m->cols);
+  switch (m->kind) {
+    case 0:
+    case 1: {
+      cml_value_t x = cml_parameter(f, "x", &xs);
+      outs[0] = cml_op_arg_min_max(f, x, m->kind == 0 ? 1 : 0, CML_DTYPE_I32, false);
+      outs[1] = cml_op_arg_min_max(f, x, m->kind == 0 ? 1 : 0, CML_DTYPE_I64, true);
+      return 2;
+    }
+    case 2: {
+      const uint64_t state[3] = {0x0123456789ABCDEFull, 7, 0};
+      cml_shape_t ss = SW_SHAPE(CML_DTYPE_U64, 3), os = SW_SHAPE(CML_DTYPE_U32, m->rows, m->cols);
+      cml_value_t st = cml_constant(f, &ss, state);
+      if (!cml_op_rng_bit_generator(f, st, &os, &outs[1], &outs[0])) return 0;
+      // The bits as two exactly representable halves.
+      outs[1] = cml_op_convert_dtype(
+          f, cml_op_shift_right_logical(f, outs[0], cml_constant_scalar_i64(f, CML_DTYPE_U32, 16)),
+          CML_DTYPE_F64);
+      outs[0] = cml_op_convert_dtype(
+          f, cml_op_bitwise_and(f, outs[0], cml_constant_scalar_i64(f, CML_DTYPE_U32, 0xFFFF)),
+          CML_DTYPE_F64);
+      return 2;
+    }
+    case 3: {
+      cml_value_t x = cml_op_complex(f, cml_parameter(f, "re", &xs), cml_parameter(f, "im", &xs));
+      cml_value_t y = cml_op_fft(f, x, CML_FFT_FORWARD, &m->cols, 1);
+      outs[0] = cml_op_real(f, y);
+      outs[1] = cml_op_imag(f, y);
+      return 2;
+    }
+    default: {
+      cml_value_t y = cml_op_fft(f, cml_parameter(f, "x", &xs), CML_FFT_FORWARD_REAL, &m->cols, 1);
+      outs[0] = cml_op_real(f, y);
+      outs[1] = cml_op_imag(f, y);
+      return 2;
+    }
+  }
+}
+
+TEST(argminmax_rng_fft) {
+  static const sw_misc_t cases[] = {
+      {0, 7, 70001}, {0, 4097, 17}, {1, 4097, 17}, {1, 129, 4099}, {2, 3, 70001}, {2, 1, 4097},
+      {3, 4, 31},    {3, 4, 32},    {3, 4, 33},    {3, 3, 64},     {3, 2, 97},    {3, 2, 1000},
+      {4, 3, 30},    {4, 3, 32},    {4, 2, 66},    {4, 2, 4098},
+  };
+  static const char* const kinds[] = {"ArgMinMax last axis", "ArgMinMax axis 0", "RngBitGenerator",
+                                      "Fft", "Fft real"};
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    sw_case_t c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "%s [%lld,%lld]", kinds[cases[i].kind],
+             (long long)cases[i].rows, (long long)cases[i].cols);
+    c.build = sw_build_misc;
+    c.arg = &cases[i];
+    if (cases[i].kind >= 3) {
+      // Sums of n terms of magnitude <= 1 through log2(n) butterfly stages (or Bluestein's
+      // three transforms of a padded length).
+      c.tol.atol = 64.0 * 0x1p-23 * (double)cases[i].cols;
+      c.tol.rtol = 1e-5;
+    } else {
+      c.tol = kSwExact;
+    }
+    bad += sw_check(&c);
+  }
+  SW_DONE(bad);
+}
+
 TEST_MAIN(TEST_ENTRY(dot_gemv_m1), TEST_ENTRY(dot_gemv_n1), TEST_ENTRY(dot_skinny),
-          TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_batched), TEST_ENTRY(dot_general_axes), TEST_ENTRY(dot_dtypes),
-          TEST_ENTRY(fused_dense), TEST_ENTRY(conv), TEST_ENTRY(reduce),
+          TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_batched), TEST_ENTRY(dot_general_axes),
+          TEST_ENTRY(dot_dtypes), TEST_ENTRY(fused_dense), TEST_ENTRY(conv), TEST_ENTRY(reduce),
           TEST_ENTRY(softmax_layernorm_gelu), TEST_ENTRY(attention),
           TEST_ENTRY(gather_scatter_slices), TEST_ENTRY(concatenate_in_place),
-          TEST_ENTRY(transpose), TEST_ENTRY(quantized_dense), TEST_ENTRY(elementwise))
+          TEST_ENTRY(transpose), TEST_ENTRY(quantized_dense), TEST_ENTRY(elementwise),
+          TEST_ENTRY(argminmax_rng_fft))
