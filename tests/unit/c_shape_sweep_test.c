@@ -610,6 +610,22 @@ TEST(dot_blocked) {
   SW_DONE(bad);
 }
 
+// K of 0, 1 and 2 (offset tables of one entry have no stride), empty outputs.
+TEST(dot_tiny_k) {
+  static const int64_t mkn[][3] = {{145, 1, 2049}, {13, 2, 4100}, {1, 1, 8300}, {5, 0, 7},
+                                   {1, 0, 4097},   {0, 5, 7},     {4, 7, 0},    {33, 1, 65}};
+  int bad = 0;
+  for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; ++i) {
+    sw_dot_t d = sw_dot_f32(mkn[i][0], mkn[i][1], mkn[i][2]);
+    bad += sw_dot(d);
+    d.rhs_t = true;
+    bad += sw_dot(d);
+    d.in = CML_DTYPE_BF16;
+    bad += sw_dot(d);
+  }
+  SW_DONE(bad);
+}
+
 // Batched products: batch mode (one batch per task) and the per-batch blocked path.
 TEST(dot_batched) {
   static const int64_t bmkn[][4] = {{8, 20, 20, 20},  {3, 64, 64, 64},   {2, 130, 70, 33},
@@ -887,6 +903,9 @@ TEST(conv) {
       sw_conv((sw_conv_t){.n = 1, .h = 4, .w = 4, .c = 1281, .kh = 3, .kw = 3, .o = 67, .pad = 1});
   bad += sw_conv((sw_conv_t){
       .n = 1, .h = 14, .w = 14, .c = 143, .kh = 3, .kw = 3, .o = 9, .pad = 1, .nchw = true});
+  // The input strip over STRIP_MAX (1 MiB) at one output row: the im2col path instead.
+  bad +=
+      sw_conv((sw_conv_t){.n = 1, .h = 3, .w = 100, .c = 900, .kh = 3, .kw = 3, .o = 8, .pad = 1});
   // Feature groups (im2col + GEMM per group), depthwise, several row tiles.
   bad += sw_conv((sw_conv_t){
       .n = 1, .h = 10, .w = 10, .c = 32, .kh = 3, .kw = 3, .o = 32, .pad = 1, .groups = 4});
@@ -1945,9 +1964,9 @@ TEST(argminmax_rng_fft) {
 }
 
 TEST_MAIN(TEST_ENTRY(dot_gemv_m1), TEST_ENTRY(dot_gemv_n1), TEST_ENTRY(dot_skinny),
-          TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_batched), TEST_ENTRY(dot_general_axes),
-          TEST_ENTRY(dot_dtypes), TEST_ENTRY(fused_dense), TEST_ENTRY(conv), TEST_ENTRY(reduce),
-          TEST_ENTRY(softmax_layernorm_gelu), TEST_ENTRY(attention),
-          TEST_ENTRY(gather_scatter_slices), TEST_ENTRY(concatenate_in_place),
-          TEST_ENTRY(transpose), TEST_ENTRY(quantized_dense), TEST_ENTRY(elementwise),
-          TEST_ENTRY(argminmax_rng_fft))
+          TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_tiny_k), TEST_ENTRY(dot_batched),
+          TEST_ENTRY(dot_general_axes), TEST_ENTRY(dot_dtypes), TEST_ENTRY(fused_dense),
+          TEST_ENTRY(conv), TEST_ENTRY(reduce), TEST_ENTRY(softmax_layernorm_gelu),
+          TEST_ENTRY(attention), TEST_ENTRY(gather_scatter_slices),
+          TEST_ENTRY(concatenate_in_place), TEST_ENTRY(transpose), TEST_ENTRY(quantized_dense),
+          TEST_ENTRY(elementwise), TEST_ENTRY(argminmax_rng_fft))
