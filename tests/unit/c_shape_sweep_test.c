@@ -76,6 +76,7 @@
 
 #include "api_common.h"
 #include "backends/c/engine_internal.h"  // only to check that the planner took the fast path
+#include "cml/autodiff.h"
 #include "cml/fused.h"
 #include "test.h"
 
@@ -1301,6 +1302,89 @@ TEST(attention) {
   SW_DONE(bad);
 }
 
+//===--- fused attention gradients ---===//
+
+// d/d(q, k, v) of sum(sdpa(q, k, v) * w): the native backward (single pass per batch and kv
+// head when there are at least as many of them as threads, else two passes) against the
+// gradient of the decomposition.
+static size_t sw_build_attn_grad(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_attn_t* a = arg;
+  cml_shape_t qs = a->bshd ? SW_SHAPE(a->dtype, a->batch, a->seq, a->heads, a->d)
+                           : SW_SHAPE(a->dtype, a->batch, a->heads, a->seq, a->d);
+  cml_shape_t ks = a->bshd ? SW_SHAPE(a->dtype, a->batch, a->kv_seq, a->kv_heads, a->d)
+                           : SW_SHAPE(a->dtype, a->batch, a->kv_heads, a->kv_seq, a->d);
+  cml_shape_t vs = a->bshd ? SW_SHAPE(a->dtype, a->batch, a->kv_seq, a->kv_heads, a->dv)
+                           : SW_SHAPE(a->dtype, a->batch, a->kv_heads, a->kv_seq, a->dv);
+  cml_shape_t os = a->bshd ? SW_SHAPE(a->dtype, a->batch, a->seq, a->heads, a->dv)
+                           : SW_SHAPE(a->dtype, a->batch, a->heads, a->seq, a->dv);
+  cml_value_t in[3] = {cml_parameter(f, "q", &qs), cml_parameter(f, "k", &ks),
+                       cml_parameter(f, "v", &vs)};
+  cml_value_t w = cml_parameter(f, "w", &os);
+  cml_sdpa_config_t cfg;
+  cml_sdpa_config_init(&cfg);
+  cfg.causal = a->causal;
+  cml_value_t o = cml_op_fused_sdpa(f, in[0], in[1], in[2],
+                                    a->bshd ? CML_ATTENTION_LAYOUT_BSHD : CML_ATTENTION_LAYOUT_BHSD,
+                                    &cfg, NULL, NULL);
+  cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, o, w), NULL, 0);
+  cml_status_t st = cml_gradients(f, loss, in, 3, outs);
+  if (st != CML_OK) {
+    fprintf(stderr, "cml_gradients: %s\n", cml_status_message(st));
+    cml_status_free(st);
+    return 0;
+  }
+  return 3;
+}
+
+TEST(attention_gradients) {
+  static const sw_attn_t cases[] = {
+      {.batch = 1, .heads = 2, .kv_heads = 2, .seq = 33, .kv_seq = 65, .d = 16, .dv = 16},
+      {.batch = 1, .heads = 4, .kv_heads = 2, .seq = 1, .kv_seq = 129, .d = 16, .dv = 16},
+      {.batch = 2,
+       .heads = 2,
+       .kv_heads = 2,
+       .seq = 70,
+       .kv_seq = 70,
+       .d = 17,
+       .dv = 9,
+       .causal = true},
+      {.batch = 3,
+       .heads = 1,
+       .kv_heads = 1,
+       .seq = 32,
+       .kv_seq = 64,
+       .d = 32,
+       .dv = 32,
+       .bshd = true},
+      {.batch = 1,
+       .heads = 3,
+       .kv_heads = 3,
+       .seq = 65,
+       .kv_seq = 33,
+       .d = 16,
+       .dv = 16,
+       .causal = true,
+       .bshd = true},
+  };
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    sw_attn_t a = cases[i];
+    a.dtype = CML_DTYPE_F32;
+    sw_case_t c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "sdpa gradients b%lld h%lld/%lld seq %lld kv %lld d %lld%s%s",
+             (long long)a.batch, (long long)a.heads, (long long)a.kv_heads, (long long)a.seq,
+             (long long)a.kv_seq, (long long)a.d, a.causal ? " causal" : "", a.bshd ? " BSHD" : "");
+    c.build = sw_build_attn_grad;
+    c.arg = &a;
+    // Gradients sum seq (or kv_seq) rows of products of values in [-1, 1).
+    c.tol.atol = 1e-5 * (double)(a.seq + a.kv_seq);
+    c.tol.rtol = 1e-4;
+    bad += sw_check(&c);
+  }
+  SW_DONE(bad);
+}
+
 //===--- Gather, Scatter, DynamicSlice, DynamicUpdateSlice ---===//
 
 typedef struct sw_index_t {
@@ -1982,6 +2066,6 @@ TEST_MAIN(TEST_ENTRY(dot_gemv_m1), TEST_ENTRY(dot_gemv_n1), TEST_ENTRY(dot_skinn
           TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_tiny_k), TEST_ENTRY(dot_batched),
           TEST_ENTRY(dot_general_axes), TEST_ENTRY(dot_dtypes), TEST_ENTRY(fused_dense),
           TEST_ENTRY(conv), TEST_ENTRY(reduce), TEST_ENTRY(softmax_layernorm_gelu),
-          TEST_ENTRY(attention), TEST_ENTRY(gather_scatter_slices),
+          TEST_ENTRY(attention), TEST_ENTRY(attention_gradients), TEST_ENTRY(gather_scatter_slices),
           TEST_ENTRY(concatenate_in_place), TEST_ENTRY(transpose), TEST_ENTRY(quantized_dense),
           TEST_ENTRY(elementwise), TEST_ENTRY(argminmax_rng_fft))
