@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/unit/c_shape_sweep_test.c: the c backend's kernels at shapes just below, at and just
-// above the size thresholds where their code path changes, built through the public API only
-// and run in several configurations (c:threads=1, 2 and 3 with AVX-512 where the CPU has it,
-// c:avx512=false (AVX2), c:avx512=false,avx2=false (scalar kernels)), each output compared with
-// the same graph on c:reference=true (scalar kernels, no fusion, no plan-time rewrites), the
-// oracle. Tolerances follow the reduction length and the dtype (see sw_tol_dot); data-movement
-// ops must match bit for bit.
+// above the size thresholds where their code path changes, built through the public API and run
+// in several configurations (c:threads=1, 2, 3 and 4 with AVX-512 where the CPU has it,
+// c:avx512=false (AVX2), c:avx512=false,avx2=false (scalar kernels)), each after one execution
+// on other data, each output compared with the same graph on c:reference=true (scalar kernels,
+// no fusion, no plan-time rewrites), the oracle. Kernels that reference mode shares (Transpose,
+// Gather, Scatter, the dynamic slices) are also checked against host loops. Tolerances follow
+// the reduction length and the dtype (see sw_tol_dot); data movement must match bit for bit.
+// The only internal header read is the executable's planner report (cmlc_opt_stats_t), to assert
+// that a case still reaches the rewrite it was written for.
 //
 // Why: a GEMV whose task count came from the uncapped chunk while each task wrote at most 4096
 // outputs left every output past 4096 per thread zero (x[1, 4096] . w[4096, 11008] on one
@@ -88,6 +91,7 @@ static const char* const kSwConfigs[] = {
     "c:threads=1",
     "c:threads=2",
     "c:threads=3",
+    "c:threads=4",
     "c:avx512=false,threads=2",
     "c:avx512=false,avx2=false,threads=2",
 };
