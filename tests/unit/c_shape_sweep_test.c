@@ -71,6 +71,9 @@
 //     axis of size 1, an operand produced by a kernel of the same function that nothing else
 //     reads is written straight into the output; its run must start and end on
 //     CMLC_ALIGNMENT (64-byte) boundaries.
+//   Loop fusion (loop_fusion.c): at most 12 registers, 16 inputs, 6 broadcast operands and 32
+//     ops per fused loop (longer chains split), blocks of 256 elements, chunks of 64 blocks.
+//     Constant folding (opt.c): results up to 1 MiB are computed at plan time.
 //   Quantized dense (kernels/generic/quant.c, kernels/x86_64/quant_*): 64-column tiles of one
 //     weight row; tasks of 65536 / (K M 64) tiles; quant_int8 (batch 1, GGML): activations
 //     quantized to int8 per 32 / 256 block, VNNI dot products, rows 4 at a time with a tail.
@@ -218,7 +221,7 @@ typedef struct sw_case_t {
   double (*host)(const void* arg, const sw_result_t* r, size_t o, int64_t i);
   // Planner rewrites every configuration but the oracle must report (cmlc_opt_stats_t), so
   // that the case keeps exercising the path it was written for.
-  uint32_t want_prepared, want_segmented, want_placed;
+  uint32_t want_prepared, want_segmented, want_placed, want_fused, want_folded;
   // Configurations to run besides the oracle (NULL: kSwConfigs[1..]).
   const char* const* configs;
   int config_count;
@@ -373,12 +376,15 @@ static int sw_check(const sw_case_t* c) {
     }
     int64_t bad = 0;
     if (sw_stats.prepared < c->want_prepared || sw_stats.segmented < c->want_segmented ||
-        sw_stats.concat_placed < c->want_placed) {
+        sw_stats.concat_placed < c->want_placed || sw_stats.fused_groups < c->want_fused ||
+        sw_stats.folded < c->want_folded) {
       fprintf(stderr,
               "%s on %s: planner: %u prepared (want >= %u), %u segmented (want >= %u), %u "
-              "concat operands placed (want >= %u)\n",
+              "concat operands placed (want >= %u), %u fused loops (want >= %u), %u folded "
+              "(want >= %u)\n",
               c->name, configs[ci], sw_stats.prepared, c->want_prepared, sw_stats.segmented,
-              c->want_segmented, sw_stats.concat_placed, c->want_placed);
+              c->want_segmented, sw_stats.concat_placed, c->want_placed, sw_stats.fused_groups,
+              c->want_fused, sw_stats.folded, c->want_folded);
       ++bad;
     }
     for (size_t o = 0; o < want.count; ++o) {
@@ -2078,10 +2084,124 @@ TEST(argminmax_rng_fft) {
   SW_DONE(bad);
 }
 
+//===--- loop fusion and constant folding limits ---===//
+
+// Elementwise graphs at the fused-loop limits (loop_fusion.c: 12 registers, 16 inputs, 6
+// broadcasts, 32 ops per loop; blocks of 256 elements) and constant folding (opt.c: results up
+// to 1 MiB are folded at plan time).
+typedef struct sw_fuse_t {
+  int kind;  // 0 many inputs, 1 long chain, 2 many broadcasts, 3 wide tree, 4 constant folding
+  int64_t n;
+  int count;
+} sw_fuse_t;
+
+static size_t sw_build_fuse(cml_function_t* f, const void* arg, cml_value_t* outs) {
+  const sw_fuse_t* z = arg;
+  cml_shape_t xs = SW_SHAPE(CML_DTYPE_F32, 3, z->n);
+  cml_value_t acc = CML_VALUE_INVALID;
+  switch (z->kind) {
+    case 0: {  // x0 * x1 + x2 * x3 + ... over |count| inputs, in a chain
+      acc = cml_parameter(f, "x0", &xs);
+      for (int i = 1; i < z->count; ++i) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "x%d", i);
+        cml_value_t x = cml_parameter(f, nm, &xs);
+        acc = i % 2 ? cml_op_add(
+                          f, cml_op_mul(f, acc, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5)), x)
+                    : cml_op_sub(f, acc, cml_op_tanh(f, x));
+      }
+      break;
+    }
+    case 1: {  // |count| unary / binary ops in a row on one input
+      cml_value_t x = cml_parameter(f, "x", &xs);
+      acc = x;
+      for (int i = 0; i < z->count; ++i) {
+        switch (i % 4) {
+          case 0:
+            acc = cml_op_sin(f, acc);
+            break;
+          case 1:
+            acc = cml_op_add(f, acc, x);
+            break;
+          case 2:
+            acc = cml_op_mul(f, acc, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.75));
+            break;
+          default:
+            acc = cml_op_tanh(f, acc);
+            break;
+        }
+      }
+      break;
+    }
+    case 2: {  // |count| row and column broadcasts added in
+      const int64_t dims[2] = {3, z->n}, axis1[1] = {1}, axis0[1] = {0};
+      acc = cml_parameter(f, "x", &xs);
+      for (int i = 0; i < z->count; ++i) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "b%d", i);
+        cml_shape_t bs = i % 2 ? SW_SHAPE(CML_DTYPE_F32, z->n) : SW_SHAPE(CML_DTYPE_F32, 3);
+        cml_value_t b = cml_op_broadcast_in_dim(f, cml_parameter(f, nm, &bs), dims, 2,
+                                                i % 2 ? axis1 : axis0, 1);
+        acc = cml_op_add(f, cml_op_mul(f, acc, b), b);
+      }
+      break;
+    }
+    case 3: {  // a balanced tree over |count| inputs: many values live at once
+      cml_value_t vals[32];
+      for (int i = 0; i < z->count; ++i) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "x%d", i);
+        vals[i] = cml_op_exp(f, cml_parameter(f, nm, &xs));
+      }
+      for (int width = z->count; width > 1; width = (width + 1) / 2) {
+        for (int i = 0; i < width / 2; ++i)
+          vals[i] = cml_op_mul(f, cml_op_add(f, vals[2 * i], vals[2 * i + 1]),
+                               cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5));
+        if (width % 2) vals[width / 2] = vals[width - 1];
+      }
+      acc = vals[0];
+      break;
+    }
+    default: {  // exp(c) + x for a constant c of 3 n floats (folded when <= 1 MiB)
+      cml_value_t cst = sw_const(f, &xs, 99);
+      acc = cml_op_add(f, cml_op_exp(f, cml_op_sin(f, cst)), cml_parameter(f, "x", &xs));
+      break;
+    }
+  }
+  outs[0] = acc;
+  return 1;
+}
+
+TEST(fusion_limits) {
+  static const sw_fuse_t cases[] = {
+      {0, 4097, 15},  {0, 255, 17},  {0, 16385, 24}, {1, 4097, 31}, {1, 257, 33},
+      {1, 16384, 70}, {2, 4097, 5},  {2, 255, 7},    {2, 1000, 12}, {3, 4097, 12},
+      {3, 257, 13},   {3, 1000, 27}, {4, 87381, 0},  {4, 87382, 0},
+  };
+  static const char* const kinds[] = {"many inputs", "long chain", "many broadcasts", "wide tree",
+                                      "folded constant"};
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    sw_case_t c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "fusion %s [3,%lld] x%d", kinds[cases[i].kind],
+             (long long)cases[i].n, cases[i].count);
+    c.build = sw_build_fuse;
+    c.arg = &cases[i];
+    c.want_fused = cases[i].kind < 4 ? 1 : 0;
+    c.want_folded = cases[i].kind == 4 && 3 * cases[i].n * 4 <= (1 << 20) ? 1 : 0;
+    // Chains of transcendental approximations (a few ulps each) on values of magnitude <= a few.
+    c.tol.atol = 1e-5;
+    c.tol.rtol = 1e-5;
+    bad += sw_check(&c);
+  }
+  SW_DONE(bad);
+}
+
 TEST_MAIN(TEST_ENTRY(dot_gemv_m1), TEST_ENTRY(dot_gemv_n1), TEST_ENTRY(dot_skinny),
           TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_tiny_k), TEST_ENTRY(dot_batched),
           TEST_ENTRY(dot_general_axes), TEST_ENTRY(dot_dtypes), TEST_ENTRY(fused_dense),
           TEST_ENTRY(conv), TEST_ENTRY(reduce), TEST_ENTRY(softmax_layernorm_gelu),
           TEST_ENTRY(attention), TEST_ENTRY(attention_gradients), TEST_ENTRY(gather_scatter_slices),
           TEST_ENTRY(concatenate_in_place), TEST_ENTRY(transpose), TEST_ENTRY(quantized_dense),
-          TEST_ENTRY(elementwise), TEST_ENTRY(argminmax_rng_fft))
+          TEST_ENTRY(elementwise), TEST_ENTRY(argminmax_rng_fft), TEST_ENTRY(fusion_limits))
