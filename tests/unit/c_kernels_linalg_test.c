@@ -583,6 +583,106 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
   ASSERT_EQ_INT(failed, 0);
 }
 
+TEST(gemm_f32_transposed_rhs_small_m) {
+  // A rhs stored [N, K] (a weight in the PyTorch layout) with 2..64 lhs rows and K x N over
+  // 16 Ki takes the transposed-B tiles with AVX2 and AVX-512 (the weight read in place in groups
+  // of 12 rows, the lhs packed in passes of 16 rows and a last one of 8 when that covers the
+  // rest): M odd and even around the pass widths (2, 3, 7, 8, 9, 15, 16, 17, 23, 25, 31, 33, 41,
+  // 63, 64), N not a multiple of the groups (301, 1001; 1100 = 91 groups and 8 rows), K tails
+  // past whole 64-value copies and 256-value k blocks (100, 257, 513, 700). Exact values (sums
+  // of multiples of 1/64) against a double loop; 1 and 3 threads; a row-major and a transposed
+  // lhs. Then inexact values: the result must be the same bits as the same product with the rhs
+  // stored [K, N] (the skinny and blocked paths: the same k blocks and fused multiply-adds).
+  static const int64_t shapes[][3] = {
+      {2, 301, 100},  {3, 1001, 257}, {7, 301, 513},  {8, 1100, 100},  {9, 301, 700},
+      {15, 301, 257}, {16, 1001, 64}, {17, 301, 100}, {23, 301, 513},  {25, 1100, 257},
+      {31, 301, 100}, {33, 301, 257}, {41, 301, 100}, {63, 1001, 100}, {64, 301, 513}};
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failed = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !failed; ++si) {
+    const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+    float* a = malloc(sizeof(float) * (size_t)(m * k));
+    float* b = malloc(sizeof(float) * (size_t)(k * n));  // [N, K]
+    float* bt = malloc(sizeof(float) * (size_t)(k * n));  // the same values stored [K, N]
+    float* c1 = malloc(sizeof(float) * (size_t)(m * n));
+    float* c3 = malloc(sizeof(float) * (size_t)(m * n));
+    double* want = malloc(sizeof(double) * (size_t)(m * n));
+    for (int exact = 1; exact >= 0 && !failed; --exact) {
+      if (exact) {
+        fill_eighths(a, m * k, 5u + (uint32_t)si);
+        fill_eighths(b, k * n, 77u + (uint32_t)si);
+      } else {
+        uint32_t seed = 123u + (uint32_t)si;
+        for (int64_t i = 0; i < m * k; ++i) {
+          seed = seed * 1664525u + 1013904223u;
+          a[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+        }
+        for (int64_t i = 0; i < k * n; ++i) {
+          seed = seed * 1664525u + 1013904223u;
+          b[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+        }
+      }
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t kk = 0; kk < k; ++kk) bt[kk * n + j] = b[j * k + kk];
+      for (int ta = 0; ta < 2 && !failed; ++ta) {
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t cc = 0; cc < n; ++cc) {
+            double sum = 0;
+            for (int64_t kk = 0; kk < k; ++kk)
+              sum += at2(a, ta, m, k, r, kk) * (double)b[cc * k + kk];
+            want[r * n + cc] = sum;
+          }
+        fake_t f, fkn;
+        dot_2d_node(&f, CML_DTYPE_F32, CML_DTYPE_F32, m, n, k, ta, true);
+        dot_2d_node(&fkn, CML_DTYPE_F32, CML_DTYPE_F32, m, n, k, ta, false);
+        for (size_t i = 0; i < 3 && !failed; ++i) {
+          if (!isa_usable(kIsas[i])) continue;
+          cmlc_options_t o1 = make_options(kIsas[i], false, 1);
+          cmlc_options_t o3 = make_options(kIsas[i], false, 3);
+          // NaN everywhere first: an output left unwritten cannot pass.
+          memset(c1, 0xFF, sizeof(float) * (size_t)(m * n));
+          memset(c3, 0xFF, sizeof(float) * (size_t)(m * n));
+          cml_status_t s1 = fake_run(&f, &o1, NULL, (const void*[]){a, b}, (void*[]){c1});
+          cml_status_t s3 = fake_run(&f, &o3, pool, (const void*[]){a, b}, (void*[]){c3});
+          if (s1 != CML_OK || s3 != CML_OK) {
+            cml_status_free(s1), cml_status_free(s3);
+            failed = 1;
+            break;
+          }
+          for (int64_t t = 0; t < m * n && !failed; ++t) {
+            const bool ok = exact ? (double)c1[t] == want[t]
+                                  : fabs((double)c1[t] - want[t]) <= 1e-5 * (double)k;
+            if (!ok || memcmp(&c1[t], &c3[t], sizeof(float)) != 0) {
+              fprintf(stderr, "M%lld N%lld K%lld ta%d isa %d exact %d at (%lld,%lld): %.9g / %.9g want %.9g\n",
+                      (long long)m, (long long)n, (long long)k, ta, (int)kIsas[i], exact,
+                      (long long)(t / n), (long long)(t % n), c1[t], c3[t], want[t]);
+              failed = 2;
+            }
+          }
+          if (exact || failed || kIsas[i] == CMLC_ISA_SCALAR) continue;
+          // The same product with the rhs stored [K, N]: the same bits.
+          memset(c3, 0xFF, sizeof(float) * (size_t)(m * n));
+          cml_status_t sk = fake_run(&fkn, &o3, pool, (const void*[]){a, bt}, (void*[]){c3});
+          if (sk != CML_OK) {
+            cml_status_free(sk);
+            failed = 3;
+            break;
+          }
+          if (memcmp(c1, c3, sizeof(float) * (size_t)(m * n)) != 0) {
+            fprintf(stderr, "M%lld N%lld K%lld ta%d isa %d: [N, K] and [K, N] rhs differ\n",
+                    (long long)m, (long long)n, (long long)k, ta, (int)kIsas[i]);
+            failed = 4;
+          }
+        }
+      }
+    }
+    free(a), free(b), free(bt), free(c1), free(c3), free(want);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failed, 0);
+}
+
 TEST(gemm_f64_every_isa_thread_independent) {
   // f64: inexact values; 1 and 3 threads must agree bitwise, and the result must be within
   // 1e-12 of a long double reference.
@@ -899,6 +999,7 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
           TEST_ENTRY(dot_half_accumulates_in_f32), TEST_ENTRY(dot_complex_and_f64),
           TEST_ENTRY(dot_multiple_contracting_and_batch_axes), TEST_ENTRY(dot_zero_k_and_empty),
           TEST_ENTRY(dot_f32_to_int_output), TEST_ENTRY(gemm_f32_shapes_layouts_isas_threads),
+          TEST_ENTRY(gemm_f32_transposed_rhs_small_m),
           TEST_ENTRY(gemm_f64_every_isa_thread_independent),
           TEST_ENTRY(gemm_half_inputs_convert_on_pack), TEST_ENTRY(gemm_batched_gemv_and_small),
           TEST_ENTRY(conv_1d_stride_padding_dilations), TEST_ENTRY(conv_2d_nhwc_layout_and_int),

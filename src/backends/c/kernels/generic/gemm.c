@@ -37,6 +37,10 @@ enum {
   CMLC_GEMM_SKINNY_M = 32,
   // Skinny products with several A slivers copy this many B slivers at a time.
   CMLC_GEMM_SKINNY_GROUP = 8,
+  // Products of at most this many rows with a large B stored transposed (k contiguous in each
+  // column: a weight stored [N, K]) take the transposed-B tiles (the weight read in place).
+  CMLC_GEMM_BT_M = 64,
+  CMLC_GEMM_BT_KINDS = 3,  // transposed-B tile kernels per ISA, at most
 };
 
 // Marks an offset table that is not affine.
@@ -59,6 +63,18 @@ enum {
 
 //===--- kernel tables ---===//
 
+// A transposed-B tile kernel and its shape (cmlc__gemm_bt_fn).
+typedef struct cmlc_bt_t_f32 {
+  cmlc__gemm_bt_fn fn;
+  int rows, lanes;
+} cmlc_bt_t_f32;
+typedef void (*cmlc_bt_fn_f64)(int64_t k, int64_t kcb, const double* w, int64_t ldw,
+                               const double* xt, double* c, int64_t ldc, int rows, int cols);
+typedef struct cmlc_bt_t_f64 {
+  cmlc_bt_fn_f64 fn;
+  int rows, lanes;
+} cmlc_bt_t_f64;
+
 // The f32 kernels of one ISA. A table is picked once, when a kernel is planned
 // (cmlc__gemm_f32_pick); the driver never looks at the ISA.
 typedef struct cmlc_kernel_t_f32 {
@@ -76,31 +92,45 @@ typedef struct cmlc_kernel_t_f32 {
   // slivers), or NULL.
   cmlc__gemm_ukernel_fn skinny16;
   int skinny_min;
+  // Transposed-B tiles for M <= BT_M (weights stored [N, K]), by decreasing lanes (rows of x per
+  // tile; the weight rows of each divide the largest), up to the first with fn NULL.
+  cmlc_bt_t_f32 bt[CMLC_GEMM_BT_KINDS];
+  // The kernel reading A in place (small products; tiles of up to direct_mr rows), or NULL.
+  cmlc__gemm_direct_fn direct_a;
+  int direct_mr;
 } cmlc_kernel_t_f32;
 
 static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n);
 
 #if defined(CMLC_HAVE_X86_64)
-static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {12,
-                                                       32,
-                                                       cmlc__gemm_ukernel_f32_avx512_12x32,
-                                                       cmlc__gemv_axpy_f32_avx512,
-                                                       cmlc__gemv_dot_f32_avx512,
-                                                       cmlc__gemm_pack_bt_f32_avx512,
-                                                       cmlc__gemm_pack_a_f32_avx512_12,
-                                                       cmlc__gemm_widen_f16_f16c,
-                                                       cmlc__gemm_ukernel_f32_avx512_16x16,
-                                                       13};
-static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {6,
-                                                     16,
-                                                     cmlc__gemm_ukernel_f32_avx2_6x16,
-                                                     cmlc__gemv_axpy_f32_avx2,
-                                                     cmlc__gemv_dot_f32_avx2,
-                                                     NULL,
-                                                     NULL,
-                                                     cmlc__gemm_widen_f16_f16c,
-                                                     NULL,
-                                                     0};
+static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {
+    12,
+    32,
+    cmlc__gemm_ukernel_f32_avx512_12x32,
+    cmlc__gemv_axpy_f32_avx512,
+    cmlc__gemv_dot_f32_avx512,
+    cmlc__gemm_pack_bt_f32_avx512,
+    cmlc__gemm_pack_a_f32_avx512_12,
+    cmlc__gemm_widen_f16_f16c,
+    cmlc__gemm_ukernel_f32_avx512_16x16,
+    13,
+    {{cmlc__gemm_bt_f32_avx2_6x16, 6, 16}, {cmlc__gemm_bt_f32_avx2_12x8, 12, 8}, {NULL, 0, 0}},
+    cmlc__gemm_direct_f32_avx512_14x32,
+    14};
+static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
+    6,
+    16,
+    cmlc__gemm_ukernel_f32_avx2_6x16,
+    cmlc__gemv_axpy_f32_avx2,
+    cmlc__gemv_dot_f32_avx2,
+    NULL,
+    NULL,
+    cmlc__gemm_widen_f16_f16c,
+    NULL,
+    0,
+    {{cmlc__gemm_bt_f32_avx2_6x16, 6, 16}, {cmlc__gemm_bt_f32_avx2_12x8, 12, 8}, {NULL, 0, 0}},
+    NULL,
+    0};
 #endif
 static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        8,
@@ -110,6 +140,9 @@ static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        NULL,
                                                        NULL,
                                                        cmlc_widen_f16,
+                                                       NULL,
+                                                       0,
+                                                       {{NULL, 0, 0}},
                                                        NULL,
                                                        0};
 
@@ -134,6 +167,10 @@ typedef struct cmlc_kernel_t_f64 {
   cmlc_widen_fn_f64 widen_f16;         // NULL: the f64 GEMM converts half operands one by one
   cmlc__gemm_ukernel_f64_fn skinny16;  // NULL
   int skinny_min;
+  cmlc_bt_t_f64 bt[CMLC_GEMM_BT_KINDS];  // none
+  void (*direct_a)(int64_t kc, const double* a, int64_t lda, const double* b, int64_t ldb,
+                   double* c, int64_t ldc, int accumulate, int rows, int cols);  // NULL
+  int direct_mr;
 } cmlc_kernel_t_f64;
 
 // f64 GEMV is bandwidth-bound; the scalar loops serve every ISA.
@@ -147,6 +184,9 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx512_f64 = {12,
                                                        NULL,
                                                        NULL,
                                                        NULL,
+                                                       0,
+                                                       {{NULL, 0, 0}},
+                                                       NULL,
                                                        0};
 static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      8,
@@ -156,6 +196,9 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      NULL,
                                                      NULL,
                                                      NULL,
+                                                     NULL,
+                                                     0,
+                                                     {{NULL, 0, 0}},
                                                      NULL,
                                                      0};
 #endif
@@ -167,6 +210,9 @@ static const cmlc_kernel_t_f64 cmlc_kern_scalar_f64 = {4,
                                                        NULL,
                                                        NULL,
                                                        NULL,
+                                                       NULL,
+                                                       0,
+                                                       {{NULL, 0, 0}},
                                                        NULL,
                                                        0};
 

@@ -54,8 +54,14 @@ size_t CMLC_GEMM_ENTRY_SCRATCH(int64_t batch, int64_t m, int64_t n, int64_t k, c
   if (threads < 1) threads = 1;
   (void)batch;
   // Per thread: an A block and a private B panel (batch mode); plus one shared B panel.
-  // (The skinny path packs all of A into this space when it fits; see skinny_try.)
-  return ((size_t)threads * (s.a_elems + s.b_elems) + s.b_elems) * sizeof(CMLC_GEMM_T);
+  // (The skinny path packs all of A into this space when it fits; see skinny_try.) Products of
+  // at most BT_M rows also get the space of A packed for the transposed-B tiles (bt_try; lanes
+  // of 32 or fewer, 64-byte aligned).
+  const size_t bt =
+      m <= CMLC_GEMM_BT_M && kern->bt[0].fn
+          ? (size_t)(CMLC_GEMM_N(gemm_round_up)(m > 0 ? m : 1, 32) * (k > 0 ? k : 1)) + 16
+          : 0;
+  return ((size_t)threads * (s.a_elems + s.b_elems) + s.b_elems + bt) * sizeof(CMLC_GEMM_T);
 }
 
 //===--- operand access ---===//
@@ -285,6 +291,8 @@ typedef struct CMLC_GEMM_N(gemm_ctx_t) {
   CMLC_GEMM_N(gemm_sizes_t) sz;
   CMLC_GEMM_N(gemm_access_t) a_acc, b_acc;
   bool direct_b;  // B is read in place (rows contiguous; small, or M <= MC)
+  bool direct_a;  // A is read in place by kern.direct_a (small products, k contiguous)
+  int64_t lda;    // direct_a: A's row stride
   // B packed once for every (jc, pc) block (batch 1; CMLC_GEMM_ENTRY_PREPACK's layout), or NULL.
   const CMLC_GEMM_T* b_packed;
   CMLC_GEMM_T* scratch;  // per-thread blocks, then the shared panel
@@ -300,6 +308,9 @@ typedef struct CMLC_GEMM_N(gemm_ctx_t) {
   int64_t gemv_chunk;  // outputs per GEMV task
   // Skinny path: A in 16-row slivers and kern.skinny16 reading B in place (16-column slivers).
   bool skinny16;
+  // Transposed-B path: A packed for the tile kernels, pass after pass (bt_try).
+  const CMLC_GEMM_T* bt_x;
+  int64_t bt_group;  // weight rows per task unit: the most rows of a kernel (a multiple of all)
 } CMLC_GEMM_N(gemm_ctx_t);
 
 // The B sliver |s| of the current block: packed, or the operand itself.
@@ -335,7 +346,8 @@ static void CMLC_GEMM_N(gemm_tiles)(const CMLC_GEMM_N(gemm_ctx_t) * ctx, int64_t
                                     int64_t s1) {
   const CMLC_GEMM_PROBLEM* p = ctx->p;
   const CMLC_GEMM_N(kernel_t)* kern = &ctx->kern;
-  int mr = kern->mr, nr = kern->nr;
+  // |ap| NULL: direct_a, A read in place in tiles of direct_mr rows.
+  int mr = ap ? kern->mr : kern->direct_mr, nr = kern->nr;
   int64_t ldc = p->n;
   CMLC_GEMM_T* cb = p->c + b * p->m * p->n;
   int accumulate = pc > 0;
@@ -355,7 +367,14 @@ static void CMLC_GEMM_N(gemm_tiles)(const CMLC_GEMM_N(gemm_ctx_t) * ctx, int64_t
         for (size_t off = 0; off < (size_t)nr * sizeof(CMLC_GEMM_T); off += 64)
           __builtin_prefetch(next + off, 0, 2);
       }
-      kern->fn(kc, ap + i * kc, bs, ldb, cb + (ic + i) * ldc + col0, ldc, accumulate, rows, cols);
+      if (ap) {
+        kern->fn(kc, ap + i * kc, bs, ldb, cb + (ic + i) * ldc + col0, ldc, accumulate, rows, cols);
+      } else {  // direct_a
+        const CMLC_GEMM_T* ar =
+            (const CMLC_GEMM_T*)p->a.data + p->a.batch_offsets[b] + (ic + i) * ctx->lda + pc;
+        kern->direct_a(kc, ar, ctx->lda, bs, ldb, cb + (ic + i) * ldc + col0, ldc, accumulate, rows,
+                       cols);
+      }
     }
   }
 }
@@ -375,8 +394,10 @@ static void CMLC_GEMM_N(gemm_batch_serial)(const CMLC_GEMM_N(gemm_ctx_t) * c, in
         CMLC_GEMM_N(gemm_pack_b)(&p->b, &c->b_acc, b, jc, nc, pc, kc, (int)nr, 0, slivers, panel);
       for (int64_t ic = 0; ic < p->m; ic += sz->mc) {
         int64_t mc = CMLC_GEMM_N(gemm_min)(sz->mc, p->m - ic);
-        CMLC_GEMM_N(gemm_pack_a)(&p->a, &c->a_acc, b, ic, mc, pc, kc, c->kern.mr, abuf);
-        CMLC_GEMM_N(gemm_tiles)(c, b, ic, mc, jc, nc, pc, kc, abuf, panel, 0, slivers);
+        if (!c->direct_a)
+          CMLC_GEMM_N(gemm_pack_a)(&p->a, &c->a_acc, b, ic, mc, pc, kc, c->kern.mr, abuf);
+        CMLC_GEMM_N(gemm_tiles)
+        (c, b, ic, mc, jc, nc, pc, kc, c->direct_a ? NULL : abuf, panel, 0, slivers);
       }
     }
   }
@@ -429,7 +450,9 @@ static void CMLC_GEMM_N(gemm_tile_task)(void* vctx, int64_t begin, int64_t end, 
     int64_t mc = CMLC_GEMM_N(gemm_min)(c->sz.mc, c->p->m - ic);
     int64_t s0 = chunk * c->slivers_per_chunk;
     int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, s0 + c->slivers_per_chunk);
-    if (c->a_shared) {
+    if (c->direct_a) {
+      abuf = NULL;
+    } else if (c->a_shared) {
       abuf = CMLC_GEMM_N(gemm_thread_a)(c, (int)ib);
     } else {
       CMLC_GEMM_N(gemm_pack_a)(&c->p->a, &c->a_acc, c->b, ic, mc, c->pc, c->kc, c->kern.mr, abuf);
@@ -643,6 +666,98 @@ static bool CMLC_GEMM_N(skinny_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* po
   return true;
 }
 
+//===--- transposed B, small M ---===//
+
+// The transposed-B kernel for a pass with |left| rows of A to go: the narrowest that covers
+// them, else the widest.
+static int CMLC_GEMM_N(bt_pick)(const CMLC_GEMM_N(kernel_t) * kern, int64_t left) {
+  int pick = 0;
+  for (int i = 1; i < CMLC_GEMM_BT_KINDS && kern->bt[i].fn; ++i)
+    if (kern->bt[i].lanes >= left) pick = i;
+  return pick;
+}
+
+// Weight row groups [begin, end) of the transposed-B product: each group (bt_group weight rows)
+// runs its whole k once per pass over the rows of A.
+static void CMLC_GEMM_N(bt_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  const int64_t ldw = c->b_acc.col_stride, group = c->bt_group;
+  const CMLC_GEMM_T* w = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[0];
+  for (int64_t g = begin; g < end; ++g) {
+    const int64_t n0 = g * group, n1 = CMLC_GEMM_N(gemm_min)(n0 + group, p->n);
+    const CMLC_GEMM_T* xt = c->bt_x;
+    for (int64_t m0 = 0; m0 < p->m;) {
+      const CMLC_GEMM_N(bt_t)* bt = &c->kern.bt[CMLC_GEMM_N(bt_pick)(&c->kern, p->m - m0)];
+      const int cols = (int)CMLC_GEMM_N(gemm_min)(bt->lanes, p->m - m0);
+      for (int64_t r0 = n0; r0 < n1; r0 += bt->rows) {
+        const int rows = (int)CMLC_GEMM_N(gemm_min)(bt->rows, n1 - r0);
+        bt->fn(p->k, c->sz.kc, w + r0 * ldw, ldw, xt, p->c + m0 * p->n + r0, p->n, rows, cols);
+      }
+      xt += bt->lanes * p->k;
+      m0 += bt->lanes;
+    }
+  }
+}
+
+// A few rows (2 <= M <= BT_M) against a large B stored transposed (k contiguous in each of its
+// N columns: a weight stored [N, K]). Packing such a B for the blocked path means reading many
+// columns side by side a few values at a time, which is bound by memory latency, not by its
+// bandwidth; instead the roles are swapped: A is packed k-major in passes of a kernel's lanes
+// (the widest first, the last pass the narrowest kernel that covers the rows left) and the tile
+// kernels read the weight row by row in place, so the weight is streamed from memory once.
+// Threads split the weight rows (the outputs' columns); the k blocks and the per-output
+// arithmetic are those of the blocked path, so the results are the same bits. Returns false
+// when it does not apply.
+static bool CMLC_GEMM_N(bt_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  if (!c->kern.bt[0].fn || p->batch != 1 || c->b_packed || p->m < 2 || p->m > CMLC_GEMM_BT_M ||
+      p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX)
+    return false;
+  if (p->b.dtype != CMLC_GEMM_DTYPE || c->b_acc.row_stride != 1 ||
+      c->b_acc.col_stride == CMLC_GEMM_NOT_AFFINE)
+    return false;
+  // A, packed as one xt[k][lanes] panel per pass (zero padded), after the shared panel (see the
+  // scratch size: the passes' lanes add up to at most M rounded up to 32).
+  uintptr_t at = (uintptr_t)(c->shared_panel + c->sz.b_elems);
+  at = (at + 63) & ~(uintptr_t)63;
+  CMLC_GEMM_T* xt = (CMLC_GEMM_T*)at;
+  const cmlc__gemm_operand_t* a = &p->a;
+  const bool native = a->dtype == CMLC_GEMM_DTYPE;
+  for (int64_t m0 = 0; m0 < p->m;) {
+    const int64_t lanes = c->kern.bt[CMLC_GEMM_N(bt_pick)(&c->kern, p->m - m0)].lanes;
+    const int64_t live = CMLC_GEMM_N(gemm_min)(lanes, p->m - m0);
+    if (live < lanes) memset(xt, 0, (size_t)(lanes * p->k) * sizeof(CMLC_GEMM_T));
+    for (int64_t m = 0; m < live; ++m) {
+      CMLC_GEMM_T* d = xt + m;
+      const int64_t base = a->batch_offsets[0] + a->row_offsets[m0 + m];
+      if (native && c->a_acc.col_stride == 1) {
+        const CMLC_GEMM_T* s = (const CMLC_GEMM_T*)a->data + base;
+        for (int64_t kk = 0; kk < p->k; ++kk) d[kk * lanes] = s[kk];
+      } else if (native) {
+        const CMLC_GEMM_T* s = (const CMLC_GEMM_T*)a->data + base;
+        for (int64_t kk = 0; kk < p->k; ++kk) d[kk * lanes] = s[a->col_offsets[kk]];
+      } else {
+        for (int64_t kk = 0; kk < p->k; ++kk)
+          d[kk * lanes] = CMLC_GEMM_LOAD_CONV(a->data, base + a->col_offsets[kk], a->dtype);
+      }
+    }
+    xt += lanes * p->k;
+    m0 += lanes;
+  }
+  c->bt_x = (const CMLC_GEMM_T*)at;
+  c->bt_group = 1;
+  for (int i = 0; i < CMLC_GEMM_BT_KINDS && c->kern.bt[i].fn; ++i)
+    if (c->kern.bt[i].rows > c->bt_group) c->bt_group = c->kern.bt[i].rows;
+  const int64_t groups = (p->n + c->bt_group - 1) / c->bt_group;
+  // About four tasks per thread (spare ones absorb a preempted thread).
+  const int threads = cmlc_pool_thread_count(pool);
+  const int64_t chunk = (groups + 4 * threads - 1) / (4 * threads);
+  cmlc_parallel_for(pool, groups, chunk < 1 ? 1 : chunk, CMLC_GEMM_N(bt_task), c);
+  return true;
+}
+
 //===--- entry ---===//
 
 // The whole product with the kernels of |kern| (and B packed at plan time when |b_packed| is not
@@ -681,6 +796,16 @@ static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(
   }
   // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
   if (flops * (double)p->batch <= 2.0 * 128 * 128 * 128) pool = NULL, pool_threads = 1;
+  if (CMLC_GEMM_N(bt_try)(&c, pool)) return;
+  // A small product on one thread, or one of many in batch mode, whose A rows (k contiguous)
+  // span at most 32 KiB: the kernel reads A in place. Packing A would copy it for one or two
+  // passes of the kernel (a 13 x 13 A took as long to pack as to multiply).
+  c.lda = c.a_acc.row_stride;
+  c.direct_a =
+      kern->direct_a && p->a.dtype == CMLC_GEMM_DTYPE && c.a_acc.col_stride == 1 &&
+      c.lda != CMLC_GEMM_NOT_AFFINE && c.lda > 0 && p->k <= c.sz.kc &&
+      p->m * c.lda * (int64_t)sizeof(CMLC_GEMM_T) <= 32768 &&
+      (pool == NULL || CMLC_GEMM_N(gemm_batch_mode)(p->batch, p->m, p->n, p->k, pool_threads));
   if (CMLC_GEMM_N(skinny_try)(&c, pool)) return;
   const bool b_rows = !c.b_packed && p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.col_stride == 1 &&
                       c.b_acc.row_stride != CMLC_GEMM_NOT_AFFINE;

@@ -170,6 +170,88 @@ CMLC_AVX2_TARGET void cmlc__gemm_ukernel_f64_avx2_6x8(int64_t kc, const double* 
   }
 }
 
+//===--- transposed B, small M (weights stored [N, K]) ---===//
+
+// The AVX-512 file's transposed-B tiles with ymm vectors: R weight rows against 8 x V rows of x
+// (xt[k * 8V + m]); the weight is read in place, row by row, 64 k at a time copied into an L1
+// buffer and broadcast from there. Same k blocks and per-output arithmetic (one fused
+// multiply-add per k from zero in each block of |kcb|, the blocks added in order).
+enum {
+  CMLC_AVX2_BT_STEP = 64,    // k values copied per weight row at a time
+  CMLC_AVX2_BT_AHEAD = 512,  // weight lines fetched this many floats ahead (into L2)
+};
+
+static inline __attribute__((always_inline)) CMLC_AVX2_TARGET void cmlc_avx2_bt_body(
+    int64_t k, int64_t kcb, const float* w, int64_t ldw, const float* xt, float* c, int64_t ldc,
+    int rows, int cols, const int R, const int V) {
+  float sum[12 * 16] __attribute__((aligned(32)));
+  float buf[12 * CMLC_AVX2_BT_STEP] __attribute__((aligned(32)));
+  const int lanes = 8 * V;
+  if (rows < R) memset(buf, 0, sizeof buf);
+  for (int64_t pc = 0; pc < k; pc += kcb) {
+    const int64_t kc = k - pc < kcb ? k - pc : kcb;
+    __m256 acc[12][2];
+    _Pragma("GCC unroll 12") for (int r = 0; r < R; ++r) {
+      acc[r][0] = _mm256_setzero_ps();
+      if (V > 1) acc[r][1] = _mm256_setzero_ps();
+    }
+    for (int64_t k0 = 0; k0 < kc; k0 += CMLC_AVX2_BT_STEP) {
+      const int64_t step = kc - k0 < CMLC_AVX2_BT_STEP ? kc - k0 : CMLC_AVX2_BT_STEP;
+      const float* src = w + pc + k0;
+      if (step == CMLC_AVX2_BT_STEP) {
+        for (int r = 0; r < rows; ++r, src += ldw) {
+          float* d = buf + r * CMLC_AVX2_BT_STEP;
+          for (int j = 0; j < CMLC_AVX2_BT_STEP; j += 16) {
+            _mm_prefetch((const char*)(src + CMLC_AVX2_BT_AHEAD + j), _MM_HINT_T1);
+            _mm256_store_ps(d + j, _mm256_loadu_ps(src + j));
+            _mm256_store_ps(d + j + 8, _mm256_loadu_ps(src + j + 8));
+          }
+        }
+      } else {
+        for (int r = 0; r < rows; ++r, src += ldw)
+          memcpy(buf + r * CMLC_AVX2_BT_STEP, src, (size_t)step * sizeof(float));
+      }
+      const float* xk = xt + (pc + k0) * lanes;
+      for (int64_t kk = 0; kk < step; ++kk) {
+        const __m256 x0 = _mm256_load_ps(xk + kk * lanes);
+        const __m256 x1 = V > 1 ? _mm256_load_ps(xk + kk * lanes + 8) : x0;
+        const float* wk = buf + kk;
+        _Pragma("GCC unroll 12") for (int r = 0; r < R; ++r) {
+          const __m256 wv = _mm256_broadcast_ss(wk + r * CMLC_AVX2_BT_STEP);
+          acc[r][0] = _mm256_fmadd_ps(wv, x0, acc[r][0]);
+          if (V > 1) acc[r][1] = _mm256_fmadd_ps(wv, x1, acc[r][1]);
+        }
+      }
+    }
+    _Pragma("GCC unroll 12") for (int r = 0; r < R; ++r) {
+      float* s = sum + r * lanes;
+      if (pc > 0) {
+        acc[r][0] = _mm256_add_ps(_mm256_load_ps(s), acc[r][0]);
+        if (V > 1) acc[r][1] = _mm256_add_ps(_mm256_load_ps(s + 8), acc[r][1]);
+      }
+      _mm256_store_ps(s, acc[r][0]);
+      if (V > 1) _mm256_store_ps(s + 8, acc[r][1]);
+    }
+  }
+  // Output (m, n0 + r) is c[m * ldc + r].
+  for (int m = 0; m < cols; ++m)
+    for (int r = 0; r < rows; ++r) c[m * ldc + r] = sum[r * lanes + m];
+}
+
+// 6 weight rows x 16 rows of x (xt rows of 16 floats, 32-byte aligned).
+CMLC_AVX2_TARGET void cmlc__gemm_bt_f32_avx2_6x16(int64_t k, int64_t kcb, const float* w,
+                                                  int64_t ldw, const float* xt, float* c,
+                                                  int64_t ldc, int rows, int cols) {
+  cmlc_avx2_bt_body(k, kcb, w, ldw, xt, c, ldc, rows, cols, 6, 2);
+}
+
+// 12 weight rows x 8 rows of x (xt rows of 8 floats, 32-byte aligned).
+CMLC_AVX2_TARGET void cmlc__gemm_bt_f32_avx2_12x8(int64_t k, int64_t kcb, const float* w,
+                                                  int64_t ldw, const float* xt, float* c,
+                                                  int64_t ldc, int rows, int cols) {
+  cmlc_avx2_bt_body(k, kcb, w, ldw, xt, c, ldc, rows, cols, 12, 1);
+}
+
 // The GEMV kernels are in gemm_x86_64_gemv.c.
 
 //===--- f16 runs (F16C) ---===//
