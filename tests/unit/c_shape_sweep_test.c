@@ -25,6 +25,11 @@
 //       capped at 4096 outputs per task (the bug above). N == 1, M > 1: chunk = 16384 / K rows,
 //       at least 8. Below 2 * 256 Ki flops (batch included) the GEMV runs on one thread.
 //     2 * 128^3 flops: at or below, a product stays on the calling thread.
+//     Transposed-B tiles (bt_try): batch 1, 2 <= M <= BT_M = 64, B [N, K] not constant, K * N
+//       > DIRECT_B_MAX: A packed k-major in passes of 16 / 8 lanes (the last the narrowest that
+//       covers the rows left), weight rows in groups of 12, about 4 groups of tasks per thread.
+//     Direct A (AVX-512): A row-major, K <= KC, M * lda * 4 <= 32 KiB, on one thread or in batch
+//       mode; tiles of up to 14 rows.
 //     DIRECT_B_MAX = 64 * 256 (K * N): B read in place (no packing) at or below.
 //     Skinny path (skinny_try): batch 1, M <= SKINNY_M = 32, K * N > DIRECT_B_MAX, B rows
 //       contiguous (or B packed at plan time); all of A must fit the shared panel. AVX-512:
@@ -623,6 +628,47 @@ TEST(dot_blocked) {
     bad += sw_dot(d);
     d.rhs_t = true;  // constant and transposed
     bad += sw_dot(d);
+  }
+  SW_DONE(bad);
+}
+
+// Small products whose A is read in place (one thread or batch mode, k <= KC, A rows within
+// 32 KiB; AVX-512 tiles of up to 14 rows), around those bounds.
+TEST(dot_direct_a) {
+  static const int64_t bmkn[][4] = {
+      {0, 13, 13, 13},   {0, 14, 13, 32},  {0, 15, 17, 33},  {0, 28, 9, 47}, {0, 29, 31, 64},
+      {0, 32, 256, 20},  {0, 33, 248, 20}, {0, 31, 257, 20}, {0, 2, 3, 5},   {0, 64, 128, 65},
+      {384, 13, 13, 32}, {8, 14, 256, 20}, {6, 29, 64, 17},  {3, 33, 250, 9}};
+  int bad = 0;
+  for (size_t i = 0; i < sizeof bmkn / sizeof bmkn[0]; ++i) {
+    sw_dot_t d = sw_dot_f32(bmkn[i][1], bmkn[i][2], bmkn[i][3]);
+    d.batch = bmkn[i][0];
+    bad += sw_dot(d);
+    d.rhs_t = true;
+    bad += sw_dot(d);
+    d.rhs_t = false;
+    d.lhs_t = true;  // A not row-major: packed
+    bad += sw_dot(d);
+  }
+  SW_DONE(bad);
+}
+
+// Products of 2..64 rows with a large B stored transposed ([N, K], not constant): A packed
+// k-major in passes of 16 and 8 lanes, the weight read row by row in groups of 12 rows.
+TEST(dot_transposed_b_small_m) {
+  static const int64_t ms[] = {2, 7, 8, 9, 16, 17, 24, 25, 40, 47, 48, 49, 63, 64, 65};
+  static const int64_t kn[][2] = {{70, 300}, {300, 1001}, {17, 4099}};
+  int bad = 0;
+  for (size_t i = 0; i < sizeof ms / sizeof ms[0]; ++i) {
+    for (size_t j = 0; j < sizeof kn / sizeof kn[0]; ++j) {
+      if (j == 2 && ms[i] % 8 != 1) continue;  // the widest B: a few heights
+      sw_dot_t d = sw_dot_f32(ms[i], kn[j][0], kn[j][1]);
+      d.rhs_t = true;
+      bad += sw_dot(d);
+      if (j != 1) continue;
+      d.lhs_t = true;  // A through its offset tables
+      bad += sw_dot(d);
+    }
   }
   SW_DONE(bad);
 }
@@ -2199,7 +2245,8 @@ TEST(fusion_limits) {
 }
 
 TEST_MAIN(TEST_ENTRY(dot_gemv_m1), TEST_ENTRY(dot_gemv_n1), TEST_ENTRY(dot_skinny),
-          TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_tiny_k), TEST_ENTRY(dot_batched),
+          TEST_ENTRY(dot_blocked), TEST_ENTRY(dot_tiny_k), TEST_ENTRY(dot_direct_a),
+          TEST_ENTRY(dot_transposed_b_small_m), TEST_ENTRY(dot_batched),
           TEST_ENTRY(dot_general_axes), TEST_ENTRY(dot_dtypes), TEST_ENTRY(fused_dense),
           TEST_ENTRY(conv), TEST_ENTRY(reduce), TEST_ENTRY(softmax_layernorm_gelu),
           TEST_ENTRY(attention), TEST_ENTRY(attention_gradients), TEST_ENTRY(gather_scatter_slices),
