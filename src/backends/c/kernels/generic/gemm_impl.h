@@ -54,14 +54,9 @@ size_t CMLC_GEMM_ENTRY_SCRATCH(int64_t batch, int64_t m, int64_t n, int64_t k, c
   if (threads < 1) threads = 1;
   (void)batch;
   // Per thread: an A block and a private B panel (batch mode); plus one shared B panel.
-  // (The skinny path packs all of A into this space when it fits; see skinny_try.) Products of
-  // at most BT_M rows also get the space of A packed for the transposed-B tiles (bt_try; lanes
-  // of 32 or fewer, 64-byte aligned).
-  const size_t bt = m <= CMLC_GEMM_BT_M && kern->bt[0].fn
-                        ? (size_t)(CMLC_GEMM_N(gemm_round_up)(m > 0 ? m : 1, 32) *
-                                   (k > 0 ? k : 1)) + 16
-                        : 0;
-  return ((size_t)threads * (s.a_elems + s.b_elems) + s.b_elems + bt) * sizeof(CMLC_GEMM_T);
+  // (The skinny path packs all of A into this space when it fits, see skinny_try, and so does
+  // the transposed-B path, into the whole of it, see bt_try.)
+  return ((size_t)threads * (s.a_elems + s.b_elems) + s.b_elems) * sizeof(CMLC_GEMM_T);
 }
 
 //===--- operand access ---===//
@@ -704,9 +699,17 @@ static bool CMLC_GEMM_N(bt_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) 
   if (p->b.dtype != CMLC_GEMM_DTYPE || c->b_acc.row_stride != 1 ||
       c->b_acc.col_stride == CMLC_GEMM_NOT_AFFINE)
     return false;
-  // A, packed as one xt[k][lanes] panel per pass (zero padded), after the shared panel (see the
-  // scratch size: the passes' lanes add up to at most M rounded up to 32).
-  uintptr_t at = (uintptr_t)(c->shared_panel + c->sz.b_elems);
+  // A, packed as one xt[k][lanes] panel per pass (zero padded), 64-byte aligned, in the whole
+  // scratch (the path uses no other buffer); it must fit.
+  int64_t packed = 0;
+  for (int64_t m0 = 0; m0 < p->m;) {
+    const int64_t lanes = c->kern.bt[CMLC_GEMM_N(bt_pick)(&c->kern, p->m - m0)].lanes;
+    packed += lanes * p->k;
+    m0 += lanes;
+  }
+  const size_t room = (size_t)c->threads * (c->sz.a_elems + c->sz.b_elems) + c->sz.b_elems;
+  if ((size_t)packed + 64 / sizeof(CMLC_GEMM_T) > room) return false;
+  uintptr_t at = (uintptr_t)c->scratch;
   at = (at + 63) & ~(uintptr_t)63;
   CMLC_GEMM_T* xt = (CMLC_GEMM_T*)at;
   const cmlc__gemm_operand_t* a = &p->a;
