@@ -68,8 +68,9 @@ typedef struct cmlc_bt_t_f32 {
   cmlc__gemm_bt_fn fn;
   int rows, lanes;
 } cmlc_bt_t_f32;
-typedef void (*cmlc_bt_fn_f64)(int64_t k, int64_t kcb, const double* w, int64_t ldw,
-                               const double* xt, double* c, int64_t ldc, int rows, int cols);
+typedef void (*cmlc_bt_fn_f64)(int64_t k, int64_t kcb, const void* w, cml_dtype_t wdtype,
+                               int64_t ldw, const double* xt, double* c, int64_t ldc, int rows,
+                               int cols);
 typedef struct cmlc_bt_t_f64 {
   cmlc_bt_fn_f64 fn;
   int rows, lanes;
