@@ -387,6 +387,13 @@ static void case_gemv_row_wt_f32(bt_t* t) {
 }
 static void case_gemv_col_f32(bt_t* t) { dot_large_case(t, CML_DTYPE_F32, 2, 300, 513, 1); }
 static void case_gemv_row_f64(bt_t* t) { dot_large_case(t, CML_DTYPE_F64, 2, 1, 300, 129); }
+// A wide GEMV (an LLM's vocabulary projection is x[1, d] . W[d, 32000]): more outputs than one
+// task of the C backend's GEMV writes (4096), with few enough k values that one task would be
+// asked to take them all.
+static void case_gemv_row_wide_f32(bt_t* t) { dot_large_case(t, CML_DTYPE_F32, 1, 1, 5, 9000); }
+static void case_gemv_row_wide_wt_f32(bt_t* t) {
+  dot_large_case_t(t, CML_DTYPE_F32, 1, 1, 5, 9000, true);
+}
 static void case_blocked_wt_f32(bt_t* t) {
   dot_large_case_t(t, CML_DTYPE_F32, 1, 45, 600, 77, true);
 }
@@ -526,6 +533,8 @@ const bt_case_t bt_cases_linalg_dot[] = {
     {"gemv_row_transposed_weights_f32", CML_OP_DOT_GENERAL, case_gemv_row_wt_f32},
     {"gemv_col_f32", CML_OP_DOT_GENERAL, case_gemv_col_f32},
     {"gemv_row_f64", CML_OP_DOT_GENERAL, case_gemv_row_f64},
+    {"gemv_row_wide_f32", CML_OP_DOT_GENERAL, case_gemv_row_wide_f32},
+    {"gemv_row_wide_transposed_weights_f32", CML_OP_DOT_GENERAL, case_gemv_row_wide_wt_f32},
     {"blocked_transposed_weights_f32", CML_OP_DOT_GENERAL, case_blocked_wt_f32},
     {"blocked_multi_k_f64", CML_OP_DOT_GENERAL, case_blocked_multi_k_f64},
     {"nan_inf_f32", CML_OP_DOT, case_nan_inf_f32},

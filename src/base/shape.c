@@ -440,6 +440,13 @@ const char* cml_shape_axis_name(const cml_shape_t* shape, int32_t axis) {
 // Validates static dims like cml_shape_init; dynamic dims must be interned ids.
 static cml_status_t cml_shape_check(const cml_shape_t* shape) {
   if (!shape) return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: NULL shape");
+  if (shape->dtype == CML_DTYPE_INVALID && shape->rank == 0)
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "shape: invalid (dtype unknown, rank 0): cml_shape_make and "
+                           "cml_shape_scalar give this for an unsupported dtype, a negative "
+                           "dimension, a rank outside [0, %d] or too many elements; "
+                           "cml_shape_init returns the reason",
+                           CML_MAX_RANK);
   if (shape->rank < 0 || shape->rank > CML_MAX_RANK)
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "shape: rank %d out of range [0, %d]",
                            (int)shape->rank, CML_MAX_RANK);

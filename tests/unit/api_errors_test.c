@@ -221,6 +221,11 @@ static cml_value_t bad_param_rank(cml_function_t* f) {
   cml_shape_t s = {CML_DTYPE_F32, 40, {4}};
   return cml_parameter(f, "bad", &s);
 }
+// cml_shape_make's invalid shape (here for a negative dim): the message says what makes one.
+static cml_value_t bad_param_made_invalid(cml_function_t* f) {
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){-3, 4});
+  return cml_parameter(f, "made", &s);
+}
 static cml_value_t bad_param_null(cml_function_t* f) { return cml_parameter(f, "x", NULL); }
 static cml_value_t bad_param_dup(cml_function_t* f) {
   cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 2);
@@ -598,6 +603,7 @@ static const bad_case_t kBadCases[] = {
     CASE(bad_iota_bool, IA, "Iota"),
     CASE(bad_param_shape, IA, "Parameter"),
     CASE(bad_param_neg_dim, IA, "Parameter"),
+    CASE(bad_param_made_invalid, IA, "Parameter", "negative dimension", "cml_shape_init"),
     CASE(bad_param_dtype, IA, "Parameter"),
     CASE(bad_param_rank, IA, "Parameter"),
     CASE(bad_param_null, IA, "Parameter"),

@@ -603,7 +603,7 @@ TEST(gemm_f32_transposed_rhs_small_m) {
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !failed; ++si) {
     const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
     float* a = malloc(sizeof(float) * (size_t)(m * k));
-    float* b = malloc(sizeof(float) * (size_t)(k * n));  // [N, K]
+    float* b = malloc(sizeof(float) * (size_t)(k * n));   // [N, K]
     float* bt = malloc(sizeof(float) * (size_t)(k * n));  // the same values stored [K, N]
     float* c1 = malloc(sizeof(float) * (size_t)(m * n));
     float* c3 = malloc(sizeof(float) * (size_t)(m * n));
@@ -654,9 +654,11 @@ TEST(gemm_f32_transposed_rhs_small_m) {
             const bool ok = exact ? (double)c1[t] == want[t]
                                   : fabs((double)c1[t] - want[t]) <= 1e-5 * (double)k;
             if (!ok || memcmp(&c1[t], &c3[t], sizeof(float)) != 0) {
-              fprintf(stderr, "M%lld N%lld K%lld ta%d isa %d exact %d at (%lld,%lld): %.9g / %.9g want %.9g\n",
-                      (long long)m, (long long)n, (long long)k, ta, (int)kIsas[i], exact,
-                      (long long)(t / n), (long long)(t % n), c1[t], c3[t], want[t]);
+              fprintf(
+                  stderr,
+                  "M%lld N%lld K%lld ta%d isa %d exact %d at (%lld,%lld): %.9g / %.9g want %.9g\n",
+                  (long long)m, (long long)n, (long long)k, ta, (int)kIsas[i], exact,
+                  (long long)(t / n), (long long)(t % n), c1[t], c3[t], want[t]);
               failed = 2;
             }
           }
@@ -737,8 +739,8 @@ TEST(gemm_half_transposed_rhs_small_m) {
             }
             if (!ok) {
               fprintf(stderr, "%s M%lld N%lld K%lld isa %d exact %d at %lld: %.9g / %.9g\n",
-                      cml_dtype_name(dt), (long long)m, (long long)n, (long long)k,
-                      (int)kIsas[i], exact, (long long)t, c1[t], c3[t]);
+                      cml_dtype_name(dt), (long long)m, (long long)n, (long long)k, (int)kIsas[i],
+                      exact, (long long)t, c1[t], c3[t]);
               failed = 1;
             }
           }
@@ -1075,8 +1077,7 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
           TEST_ENTRY(dot_half_accumulates_in_f32), TEST_ENTRY(dot_complex_and_f64),
           TEST_ENTRY(dot_multiple_contracting_and_batch_axes), TEST_ENTRY(dot_zero_k_and_empty),
           TEST_ENTRY(dot_f32_to_int_output), TEST_ENTRY(gemm_f32_shapes_layouts_isas_threads),
-          TEST_ENTRY(gemm_f32_transposed_rhs_small_m),
-          TEST_ENTRY(gemm_half_transposed_rhs_small_m),
+          TEST_ENTRY(gemm_f32_transposed_rhs_small_m), TEST_ENTRY(gemm_half_transposed_rhs_small_m),
           TEST_ENTRY(gemm_f64_every_isa_thread_independent),
           TEST_ENTRY(gemm_half_inputs_convert_on_pack), TEST_ENTRY(gemm_batched_gemv_and_small),
           TEST_ENTRY(conv_1d_stride_padding_dilations), TEST_ENTRY(conv_2d_nhwc_layout_and_int),

@@ -96,37 +96,42 @@ typedef struct cmlc_kernel_t_f32 {
   // Transposed-B tiles for M <= BT_M (weights stored [N, K]), by decreasing lanes (rows of x per
   // tile; the weight rows of each divide the largest), up to the first with fn NULL.
   cmlc_bt_t_f32 bt[CMLC_GEMM_BT_KINDS];
+  // The kernel reading A in place (small products; tiles of up to direct_mr rows), or NULL.
+  cmlc__gemm_direct_fn direct_a;
+  int direct_mr;
 } cmlc_kernel_t_f32;
 
 static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n);
 
 #if defined(CMLC_HAVE_X86_64)
-static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {12,
-                                                       32,
-                                                       cmlc__gemm_ukernel_f32_avx512_12x32,
-                                                       cmlc__gemv_axpy_f32_avx512,
-                                                       cmlc__gemv_dot_f32_avx512,
-                                                       cmlc__gemm_pack_bt_f32_avx512,
-                                                       cmlc__gemm_pack_a_f32_avx512_12,
-                                                       cmlc__gemm_widen_f16_f16c,
-                                                       cmlc__gemm_ukernel_f32_avx512_16x16,
-                                                       13,
-                                                       {{cmlc__gemm_bt_f32_avx2_6x16, 6, 16},
-                                                        {cmlc__gemm_bt_f32_avx2_12x8, 12, 8},
-                                                        {NULL, 0, 0}}};
-static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {6,
-                                                     16,
-                                                     cmlc__gemm_ukernel_f32_avx2_6x16,
-                                                     cmlc__gemv_axpy_f32_avx2,
-                                                     cmlc__gemv_dot_f32_avx2,
-                                                     NULL,
-                                                     NULL,
-                                                     cmlc__gemm_widen_f16_f16c,
-                                                     NULL,
-                                                     0,
-                                                     {{cmlc__gemm_bt_f32_avx2_6x16, 6, 16},
-                                                      {cmlc__gemm_bt_f32_avx2_12x8, 12, 8},
-                                                      {NULL, 0, 0}}};
+static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {
+    12,
+    32,
+    cmlc__gemm_ukernel_f32_avx512_12x32,
+    cmlc__gemv_axpy_f32_avx512,
+    cmlc__gemv_dot_f32_avx512,
+    cmlc__gemm_pack_bt_f32_avx512,
+    cmlc__gemm_pack_a_f32_avx512_12,
+    cmlc__gemm_widen_f16_f16c,
+    cmlc__gemm_ukernel_f32_avx512_16x16,
+    13,
+    {{cmlc__gemm_bt_f32_avx2_6x16, 6, 16}, {cmlc__gemm_bt_f32_avx2_12x8, 12, 8}, {NULL, 0, 0}},
+    cmlc__gemm_direct_f32_avx512_14x32,
+    14};
+static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
+    6,
+    16,
+    cmlc__gemm_ukernel_f32_avx2_6x16,
+    cmlc__gemv_axpy_f32_avx2,
+    cmlc__gemv_dot_f32_avx2,
+    NULL,
+    NULL,
+    cmlc__gemm_widen_f16_f16c,
+    NULL,
+    0,
+    {{cmlc__gemm_bt_f32_avx2_6x16, 6, 16}, {cmlc__gemm_bt_f32_avx2_12x8, 12, 8}, {NULL, 0, 0}},
+    NULL,
+    0};
 #endif
 static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        8,
@@ -138,7 +143,9 @@ static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        cmlc_widen_f16,
                                                        NULL,
                                                        0,
-                                                       {{NULL, 0, 0}}};
+                                                       {{NULL, 0, 0}},
+                                                       NULL,
+                                                       0};
 
 static const cmlc_kernel_t_f32* cmlc_select_f32(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)
@@ -162,6 +169,9 @@ typedef struct cmlc_kernel_t_f64 {
   cmlc__gemm_ukernel_f64_fn skinny16;  // NULL
   int skinny_min;
   cmlc_bt_t_f64 bt[CMLC_GEMM_BT_KINDS];  // none
+  void (*direct_a)(int64_t kc, const double* a, int64_t lda, const double* b, int64_t ldb,
+                   double* c, int64_t ldc, int accumulate, int rows, int cols);  // NULL
+  int direct_mr;
 } cmlc_kernel_t_f64;
 
 // f64 GEMV is bandwidth-bound; the scalar loops serve every ISA.
@@ -176,7 +186,9 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx512_f64 = {12,
                                                        NULL,
                                                        NULL,
                                                        0,
-                                                       {{NULL, 0, 0}}};
+                                                       {{NULL, 0, 0}},
+                                                       NULL,
+                                                       0};
 static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      8,
                                                      cmlc__gemm_ukernel_f64_avx2_6x8,
@@ -187,7 +199,9 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      NULL,
                                                      NULL,
                                                      0,
-                                                     {{NULL, 0, 0}}};
+                                                     {{NULL, 0, 0}},
+                                                     NULL,
+                                                     0};
 #endif
 static const cmlc_kernel_t_f64 cmlc_kern_scalar_f64 = {4,
                                                        8,
@@ -199,7 +213,9 @@ static const cmlc_kernel_t_f64 cmlc_kern_scalar_f64 = {4,
                                                        NULL,
                                                        NULL,
                                                        0,
-                                                       {{NULL, 0, 0}}};
+                                                       {{NULL, 0, 0}},
+                                                       NULL,
+                                                       0};
 
 static const cmlc_kernel_t_f64* cmlc_select_f64(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)

@@ -286,6 +286,8 @@ typedef struct CMLC_GEMM_N(gemm_ctx_t) {
   CMLC_GEMM_N(gemm_sizes_t) sz;
   CMLC_GEMM_N(gemm_access_t) a_acc, b_acc;
   bool direct_b;  // B is read in place (rows contiguous; small, or M <= MC)
+  bool direct_a;  // A is read in place by kern.direct_a (small products, k contiguous)
+  int64_t lda;    // direct_a: A's row stride
   // B packed once for every (jc, pc) block (batch 1; CMLC_GEMM_ENTRY_PREPACK's layout), or NULL.
   const CMLC_GEMM_T* b_packed;
   CMLC_GEMM_T* scratch;  // per-thread blocks, then the shared panel
@@ -339,7 +341,8 @@ static void CMLC_GEMM_N(gemm_tiles)(const CMLC_GEMM_N(gemm_ctx_t) * ctx, int64_t
                                     int64_t s1) {
   const CMLC_GEMM_PROBLEM* p = ctx->p;
   const CMLC_GEMM_N(kernel_t)* kern = &ctx->kern;
-  int mr = kern->mr, nr = kern->nr;
+  // |ap| NULL: direct_a, A read in place in tiles of direct_mr rows.
+  int mr = ap ? kern->mr : kern->direct_mr, nr = kern->nr;
   int64_t ldc = p->n;
   CMLC_GEMM_T* cb = p->c + b * p->m * p->n;
   int accumulate = pc > 0;
@@ -359,7 +362,14 @@ static void CMLC_GEMM_N(gemm_tiles)(const CMLC_GEMM_N(gemm_ctx_t) * ctx, int64_t
         for (size_t off = 0; off < (size_t)nr * sizeof(CMLC_GEMM_T); off += 64)
           __builtin_prefetch(next + off, 0, 2);
       }
-      kern->fn(kc, ap + i * kc, bs, ldb, cb + (ic + i) * ldc + col0, ldc, accumulate, rows, cols);
+      if (ap) {
+        kern->fn(kc, ap + i * kc, bs, ldb, cb + (ic + i) * ldc + col0, ldc, accumulate, rows, cols);
+      } else {  // direct_a
+        const CMLC_GEMM_T* ar =
+            (const CMLC_GEMM_T*)p->a.data + p->a.batch_offsets[b] + (ic + i) * ctx->lda + pc;
+        kern->direct_a(kc, ar, ctx->lda, bs, ldb, cb + (ic + i) * ldc + col0, ldc, accumulate, rows,
+                       cols);
+      }
     }
   }
 }
@@ -379,8 +389,10 @@ static void CMLC_GEMM_N(gemm_batch_serial)(const CMLC_GEMM_N(gemm_ctx_t) * c, in
         CMLC_GEMM_N(gemm_pack_b)(&p->b, &c->b_acc, b, jc, nc, pc, kc, (int)nr, 0, slivers, panel);
       for (int64_t ic = 0; ic < p->m; ic += sz->mc) {
         int64_t mc = CMLC_GEMM_N(gemm_min)(sz->mc, p->m - ic);
-        CMLC_GEMM_N(gemm_pack_a)(&p->a, &c->a_acc, b, ic, mc, pc, kc, c->kern.mr, abuf);
-        CMLC_GEMM_N(gemm_tiles)(c, b, ic, mc, jc, nc, pc, kc, abuf, panel, 0, slivers);
+        if (!c->direct_a)
+          CMLC_GEMM_N(gemm_pack_a)(&p->a, &c->a_acc, b, ic, mc, pc, kc, c->kern.mr, abuf);
+        CMLC_GEMM_N(gemm_tiles)
+        (c, b, ic, mc, jc, nc, pc, kc, c->direct_a ? NULL : abuf, panel, 0, slivers);
       }
     }
   }
@@ -433,7 +445,9 @@ static void CMLC_GEMM_N(gemm_tile_task)(void* vctx, int64_t begin, int64_t end, 
     int64_t mc = CMLC_GEMM_N(gemm_min)(c->sz.mc, c->p->m - ic);
     int64_t s0 = chunk * c->slivers_per_chunk;
     int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, s0 + c->slivers_per_chunk);
-    if (c->a_shared) {
+    if (c->direct_a) {
+      abuf = NULL;
+    } else if (c->a_shared) {
       abuf = CMLC_GEMM_N(gemm_thread_a)(c, (int)ib);
     } else {
       CMLC_GEMM_N(gemm_pack_a)(&c->p->a, &c->a_acc, c->b, ic, mc, c->pc, c->kc, c->kern.mr, abuf);
@@ -687,12 +701,12 @@ static void CMLC_GEMM_N(bt_task)(void* vctx, int64_t begin, int64_t end, int thr
 // A few rows (2 <= M <= BT_M) against a large B stored transposed (k contiguous in each of its
 // N columns: a weight stored [N, K]; f32, or f16 / bf16 widened by the kernels). Packing such a
 // B for the blocked path means reading many columns side by side a few values at a time, which
-// is bound by memory latency, not by its bandwidth; instead the roles are swapped: A is packed k-major in passes of a kernel's lanes
-// (the widest first, the last pass the narrowest kernel that covers the rows left) and the tile
-// kernels read the weight row by row in place, so the weight is streamed from memory once.
-// Threads split the weight rows (the outputs' columns); the k blocks and the per-output
-// arithmetic are those of the blocked path, so the results are the same bits. Returns false
-// when it does not apply.
+// is bound by memory latency, not by its bandwidth; instead the roles are swapped: A is packed
+// k-major in passes of a kernel's lanes (the widest first, the last pass the narrowest kernel that
+// covers the rows left) and the tile kernels read the weight row by row in place, so the weight is
+// streamed from memory once. Threads split the weight rows (the outputs' columns); the k blocks and
+// the per-output arithmetic are those of the blocked path, so the results are the same bits.
+// Returns false when it does not apply.
 static bool CMLC_GEMM_N(bt_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
   const CMLC_GEMM_PROBLEM* p = c->p;
   if (!c->kern.bt[0].fn || p->batch != 1 || c->b_packed || p->m < 2 || p->m > CMLC_GEMM_BT_M ||
@@ -790,6 +804,15 @@ static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(
   // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
   if (flops * (double)p->batch <= 2.0 * 128 * 128 * 128) pool = NULL, pool_threads = 1;
   if (CMLC_GEMM_N(bt_try)(&c, pool)) return;
+  // A small product on one thread, or one of many in batch mode, whose A rows (k contiguous)
+  // span at most 32 KiB: the kernel reads A in place. Packing A would copy it for one or two
+  // passes of the kernel (a 13 x 13 A took as long to pack as to multiply).
+  c.lda = c.a_acc.row_stride;
+  c.direct_a =
+      kern->direct_a && p->a.dtype == CMLC_GEMM_DTYPE && c.a_acc.col_stride == 1 &&
+      c.lda != CMLC_GEMM_NOT_AFFINE && c.lda > 0 && p->k <= c.sz.kc &&
+      p->m * c.lda * (int64_t)sizeof(CMLC_GEMM_T) <= 32768 &&
+      (pool == NULL || CMLC_GEMM_N(gemm_batch_mode)(p->batch, p->m, p->n, p->k, pool_threads));
   if (CMLC_GEMM_N(skinny_try)(&c, pool)) return;
   const bool b_rows = !c.b_packed && p->b.dtype == CMLC_GEMM_DTYPE && c.b_acc.col_stride == 1 &&
                       c.b_acc.row_stride != CMLC_GEMM_NOT_AFFINE;

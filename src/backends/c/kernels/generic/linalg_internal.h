@@ -92,14 +92,23 @@ static inline int64_t cmlc__la_offsets(int32_t count, const int64_t* axes, const
                                        const int64_t* strides, int64_t* out) {
   int64_t total = 1;
   for (int32_t a = 0; a < count; ++a) total *= dims[axes[a]];
+  if (total <= 0) return total;
+  if (count == 1) {
+    const int64_t stride = strides[axes[0]];
+    for (int64_t t = 0; t < total; ++t) out[t] = t * stride;
+    return total;
+  }
+  // An odometer over the multi-index (no divisions: this runs on every execute of a product).
+  int64_t index[CML_MAX_RANK] = {0};
+  int64_t off = 0;
   for (int64_t t = 0; t < total; ++t) {
-    int64_t rest = t, off = 0;
-    for (int32_t a = count - 1; a >= 0; --a) {
-      int64_t d = dims[axes[a]];
-      off += (rest % d) * strides[axes[a]];
-      rest /= d;
-    }
     out[t] = off;
+    for (int32_t a = count - 1; a >= 0; --a) {
+      off += strides[axes[a]];
+      if (++index[a] < dims[axes[a]]) break;
+      off -= index[a] * strides[axes[a]];
+      index[a] = 0;
+    }
   }
   return total;
 }
@@ -168,6 +177,12 @@ size_t cmlc__gemm_f64_prepack(const cmlc__gemm_f64_problem_t* p, cmlc_isa_t isa,
 // so a tile's result never depends on where the tile sits or which thread runs it.
 typedef void (*cmlc__gemm_ukernel_fn)(int64_t kc, const float* a, const float* b, int64_t ldb,
                                       float* c, int64_t ldc, int accumulate, int rows, int cols);
+// The same with A read in place: row r of the tile at a + r * lda, k contiguous (the rows past
+// |rows| are not read past the last one; 1 <= rows <= the table's direct_mr). Same arithmetic, same
+// bits as the packed kernel.
+typedef void (*cmlc__gemm_direct_fn)(int64_t kc, const float* a, int64_t lda, const float* b,
+                                     int64_t ldb, float* c, int64_t ldc, int accumulate, int rows,
+                                     int cols);
 // Transposed-B tile kernels (products of a few rows, M <= 64, with a weight stored [N, K]):
 // c[m * ldc + r] = the sum over j < k of w[r * ldw + j] * xt[j * LANES + m] for r < |rows| and
 // m < |cols| (1 <= rows <= ROWS, 1 <= cols <= LANES; ROWS and LANES fixed per kernel), where
@@ -236,6 +251,9 @@ void cmlc__gemm_widen_f16_f16c(const uint16_t* src, float* dst, int64_t n);
 void cmlc__gemm_pack_bt_f32_avx512(const float* src, int64_t ld, int64_t kc, float* sliver);
 // Packs a 12-row sliver of a row-major A (row r's kc values at rows[r]) into sliver[kk * 12 + r].
 void cmlc__gemm_pack_a_f32_avx512_12(const float* const* rows, int64_t kc, float* sliver);
+void cmlc__gemm_direct_f32_avx512_14x32(int64_t kc, const float* a, int64_t lda, const float* b,
+                                        int64_t ldb, float* c, int64_t ldc, int accumulate,
+                                        int rows, int cols);
 void cmlc__gemm_narrow_f16_f16c(const float* src, uint16_t* dst, int64_t n);
 void cmlc__gemv_axpy_f32_avx512(int64_t k, const float* a, int64_t a_stride, const float* b,
                                 int64_t ldb, float* c, int64_t n);

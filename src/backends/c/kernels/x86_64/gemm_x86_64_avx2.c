@@ -273,14 +273,14 @@ static inline __attribute__((always_inline)) CMLC_AVX2_BT_TARGET void cmlc_avx2_
     for (int r = 0; r < rows; ++r) c[m * ldc + r] = sum[r * lanes + m];
 }
 
-#define CMLC_AVX2_BT_DISPATCH(R, V)                                                  \
-  do {                                                                               \
-    if (wdtype == CML_DTYPE_BF16)                                                    \
-      cmlc_avx2_bt_body(k, kcb, w, ldw, xt, c, ldc, rows, cols, R, V, 1);            \
-    else if (wdtype == CML_DTYPE_F16)                                                \
-      cmlc_avx2_bt_body(k, kcb, w, ldw, xt, c, ldc, rows, cols, R, V, 2);            \
-    else                                                                             \
-      cmlc_avx2_bt_body(k, kcb, w, ldw, xt, c, ldc, rows, cols, R, V, 0);            \
+#define CMLC_AVX2_BT_DISPATCH(R, V)                                       \
+  do {                                                                    \
+    if (wdtype == CML_DTYPE_BF16)                                         \
+      cmlc_avx2_bt_body(k, kcb, w, ldw, xt, c, ldc, rows, cols, R, V, 1); \
+    else if (wdtype == CML_DTYPE_F16)                                     \
+      cmlc_avx2_bt_body(k, kcb, w, ldw, xt, c, ldc, rows, cols, R, V, 2); \
+    else                                                                  \
+      cmlc_avx2_bt_body(k, kcb, w, ldw, xt, c, ldc, rows, cols, R, V, 0); \
   } while (0)
 
 // 6 weight rows x 16 rows of x (xt rows of 16 floats, 32-byte aligned).

@@ -16,13 +16,14 @@
 #define CMLC_AVX512_TARGET __attribute__((target("avx512f")))
 
 // Rows at or past |live| (a compile-time constant in each instantiation) are not computed.
-#define CMLC_AVX512_ROW(r, i)                          \
-  do {                                                 \
-    if ((i) < live) {                                  \
-      __m512 av_ = _mm512_set1_ps(a[i]);               \
-      acc##r##0 = _mm512_fmadd_ps(av_, b0, acc##r##0); \
-      acc##r##1 = _mm512_fmadd_ps(av_, b1, acc##r##1); \
-    }                                                  \
+// With |direct| (also a constant), A is read in place: row i at ar[i], k contiguous.
+#define CMLC_AVX512_ROW(r, i)                                \
+  do {                                                       \
+    if ((i) < live) {                                        \
+      __m512 av_ = _mm512_set1_ps(direct ? ar[i][k] : a[i]); \
+      acc##r##0 = _mm512_fmadd_ps(av_, b0, acc##r##0);       \
+      acc##r##1 = _mm512_fmadd_ps(av_, b1, acc##r##1);       \
+    }                                                        \
   } while (0)
 
 #define CMLC_AVX512_STORE(r)                                                       \
@@ -41,9 +42,17 @@
 // The k loop, specialized for full (masked == 0) and partial column counts, and for the number
 // of rows computed (|live|: 4, 8 or 12, at least |rows|; the A sliver keeps its 12-row stride).
 // Skipping dead rows changes no live row's arithmetic.
+// |direct| (a constant): A is not a packed sliver but rows |lda| apart, k contiguous (rows past
+// |rows| read the last row again; their sums are never stored).
 static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_12x32_body(
     int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int accumulate,
-    int rows, __mmask16 m0, __mmask16 m1, const int masked, const int live) {
+    int rows, __mmask16 m0, __mmask16 m1, const int masked, const int live, const int direct,
+    int64_t lda) {
+  // Direct tiles have up to 14 rows (28 accumulators, two B vectors and the broadcast: 31 of
+  // the 32 registers); a packed sliver has 12 (|live| <= 12 leaves rows 12 and 13 out).
+  const float* ar[14];
+  if (direct)
+    for (int i = 0; i < 14; ++i) ar[i] = a + (int64_t)(i < rows ? i : rows - 1) * lda;
   __m512 acc00 = _mm512_setzero_ps(), acc01 = _mm512_setzero_ps();
   __m512 acc10 = _mm512_setzero_ps(), acc11 = _mm512_setzero_ps();
   __m512 acc20 = _mm512_setzero_ps(), acc21 = _mm512_setzero_ps();
@@ -56,6 +65,8 @@ static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512
   __m512 acc90 = _mm512_setzero_ps(), acc91 = _mm512_setzero_ps();
   __m512 accA0 = _mm512_setzero_ps(), accA1 = _mm512_setzero_ps();
   __m512 accB0 = _mm512_setzero_ps(), accB1 = _mm512_setzero_ps();
+  __m512 accC0 = _mm512_setzero_ps(), accC1 = _mm512_setzero_ps();
+  __m512 accD0 = _mm512_setzero_ps(), accD1 = _mm512_setzero_ps();
   // Fetch the C tile while the k loop runs: it is read (accumulate) or written at the end.
   for (int r = 0; r < rows; ++r) {
     _mm_prefetch((const char*)(c + (int64_t)r * ldc), _MM_HINT_T0);
@@ -82,7 +93,9 @@ static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512
     CMLC_AVX512_ROW(9, 9);
     CMLC_AVX512_ROW(A, 10);
     CMLC_AVX512_ROW(B, 11);
-    a += 12;
+    CMLC_AVX512_ROW(C, 12);
+    CMLC_AVX512_ROW(D, 13);
+    if (!direct) a += 12;
     b += ldb;
   }
   CMLC_AVX512_STORE(0);
@@ -114,6 +127,24 @@ static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512
     _mm512_mask_storeu_ps(cr, m0, accB0);
     _mm512_mask_storeu_ps(cr + 16, m1, accB1);
   }
+  if (live > 12 && 12 < rows) {
+    float* cr = c + 12 * ldc;
+    if (accumulate) {
+      accC0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), accC0);
+      accC1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), accC1);
+    }
+    _mm512_mask_storeu_ps(cr, m0, accC0);
+    _mm512_mask_storeu_ps(cr + 16, m1, accC1);
+  }
+  if (live > 13 && 13 < rows) {
+    float* cr = c + 13 * ldc;
+    if (accumulate) {
+      accD0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), accD0);
+      accD1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), accD1);
+    }
+    _mm512_mask_storeu_ps(cr, m0, accD0);
+    _mm512_mask_storeu_ps(cr + 16, m1, accD1);
+  }
 }
 
 static __mmask16 cmlc_avx512_mask(int count) {
@@ -130,18 +161,47 @@ CMLC_AVX512_TARGET void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const fl
   // Short tiles (the last rows of a product, skinny products) skip the FMAs of absent rows.
   if (cols >= 32) {
     if (rows > 8) {
-      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 12);
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 12, 0, 0);
     } else if (rows > 4) {
-      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 8);
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 8, 0, 0);
     } else {
-      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 4);
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 4, 0, 0);
     }
   } else if (rows > 8) {
-    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 12);
+    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 12, 0, 0);
   } else if (rows > 4) {
-    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 8);
+    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 8, 0, 0);
   } else {
-    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 4);
+    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 4, 0, 0);
+  }
+}
+
+// The same tile with A read in place (rows |lda| apart, k contiguous) and up to 14 rows: small
+// products whose A is in L1 skip packing it. Each output's arithmetic is the packed kernel's, so
+// the bits are the same.
+CMLC_AVX512_TARGET void cmlc__gemm_direct_f32_avx512_14x32(int64_t kc, const float* a, int64_t lda,
+                                                           const float* b, int64_t ldb, float* c,
+                                                           int64_t ldc, int accumulate, int rows,
+                                                           int cols) {
+  __mmask16 m0 = cmlc_avx512_mask(cols), m1 = cmlc_avx512_mask(cols - 16);
+  if (cols >= 32) {
+    if (rows > 12) {
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 14, 1, lda);
+    } else if (rows > 8) {
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 12, 1, lda);
+    } else if (rows > 4) {
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 8, 1, lda);
+    } else {
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 4, 1, lda);
+    }
+  } else if (rows > 12) {
+    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 14, 1, lda);
+  } else if (rows > 8) {
+    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 12, 1, lda);
+  } else if (rows > 4) {
+    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 8, 1, lda);
+  } else {
+    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 4, 1, lda);
   }
 }
 
