@@ -584,19 +584,21 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
 }
 
 TEST(gemm_f32_transposed_rhs_small_m) {
-  // A rhs stored [N, K] (a weight in the PyTorch layout) with 2..64 lhs rows and K x N over
+  // A rhs stored [N, K] (a weight in the PyTorch layout) with 2..128 lhs rows and K x N over
   // 16 Ki takes the transposed-B tiles with AVX2 and AVX-512 (the weight read in place in groups
   // of 12 rows, the lhs packed in passes of 16 rows and a last one of 8 when that covers the
   // rest): M odd and even around the pass widths (2, 3, 7, 8, 9, 15, 16, 17, 23, 25, 31, 33, 41,
-  // 63, 64), N not a multiple of the groups (301, 1001; 1100 = 91 groups and 8 rows), K tails
-  // past whole 64-value copies and 256-value k blocks (100, 257, 513, 700). Exact values (sums
-  // of multiples of 1/64) against a double loop; 1 and 3 threads; a row-major and a transposed
-  // lhs. Then inexact values: the result must be the same bits as the same product with the rhs
-  // stored [K, N] (the skinny and blocked paths: the same k blocks and fused multiply-adds).
+  // 63, 64, 65, 100, 128; 129 is blocked), N not a multiple of the groups (301, 1001; 1100 = 91
+  // groups and 8 rows), K tails past whole 64-value copies and 256-value k blocks (100, 257, 513,
+  // 700). Exact values (sums of multiples of 1/64) against a double loop; 1 and 3 threads; a
+  // row-major and a transposed lhs. Then inexact values: the result must be the same bits as the
+  // same product with the rhs stored [K, N] (the skinny and blocked paths: the same k blocks and
+  // fused multiply-adds).
   static const int64_t shapes[][3] = {
-      {2, 301, 100},  {3, 1001, 257}, {7, 301, 513},  {8, 1100, 100},  {9, 301, 700},
-      {15, 301, 257}, {16, 1001, 64}, {17, 301, 100}, {23, 301, 513},  {25, 1100, 257},
-      {31, 301, 100}, {33, 301, 257}, {41, 301, 100}, {63, 1001, 100}, {64, 301, 513}};
+      {2, 301, 100},  {3, 1001, 257},  {7, 301, 513},    {8, 1100, 100},  {9, 301, 700},
+      {15, 301, 257}, {16, 1001, 64},  {17, 301, 100},   {23, 301, 513},  {25, 1100, 257},
+      {31, 301, 100}, {33, 301, 257},  {41, 301, 100},   {63, 1001, 100}, {64, 301, 513},
+      {65, 301, 257}, {100, 301, 100}, {128, 1001, 100}, {129, 301, 257}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failed = 0;
@@ -686,11 +688,12 @@ TEST(gemm_f32_transposed_rhs_small_m) {
 }
 
 TEST(gemm_half_transposed_rhs_small_m) {
-  // bf16 and f16 operands with the rhs stored [N, K] and 2..64 lhs rows: the transposed-B tiles
+  // bf16 and f16 operands with the rhs stored [N, K] and 2..128 lhs rows: the transposed-B tiles
   // widen the weight as they copy it. Exact eighths against a double loop (1 and 3 threads,
   // outputs poisoned first); then inexact values, which must give the same bits as the rhs
   // stored [K, N] (the blocked and skinny paths widen on packing).
-  static const int64_t shapes[][3] = {{3, 301, 257}, {17, 1001, 100}, {40, 301, 513}};
+  static const int64_t shapes[][3] = {
+      {3, 301, 257}, {17, 1001, 100}, {40, 301, 513}, {90, 301, 100}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failed = 0;

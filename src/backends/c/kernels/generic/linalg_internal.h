@@ -183,7 +183,7 @@ typedef void (*cmlc__gemm_ukernel_fn)(int64_t kc, const float* a, const float* b
 typedef void (*cmlc__gemm_direct_fn)(int64_t kc, const float* a, int64_t lda, const float* b,
                                      int64_t ldb, float* c, int64_t ldc, int accumulate, int rows,
                                      int cols);
-// Transposed-B tile kernels (products of a few rows, M <= 64, with a weight stored [N, K]):
+// Transposed-B tile kernels (products of a few rows, M <= 128, with a weight stored [N, K]):
 // c[m * ldc + r] = the sum over j < k of w[r * ldw + j] * xt[j * LANES + m] for r < |rows| and
 // m < |cols| (1 <= rows <= ROWS, 1 <= cols <= LANES; ROWS and LANES fixed per kernel), where
 // |w| is the weight read in place (|wdtype| F32, BF16 or F16, widened exactly; row r of the tile

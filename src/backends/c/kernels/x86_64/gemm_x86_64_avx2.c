@@ -172,7 +172,7 @@ CMLC_AVX2_TARGET void cmlc__gemm_ukernel_f64_avx2_6x8(int64_t kc, const double* 
 
 //===--- transposed B, small M (weights stored [N, K]) ---===//
 
-// The products x[M, K] times w[N, K]^T with a few rows (M <= 64) and a large weight whose rows
+// The products x[M, K] times w[N, K]^T with a few rows (M <= 128) and a large weight whose rows
 // are contiguous in k (cmlc__gemm_bt_fn): the tile puts R weight rows (R outputs' columns)
 // against 8 x V rows of x, packed as xt[k * 8V + m]. The weight is read in place, row by row:
 // every 64 k the tile copies the next 64 values of its R rows (R sequential streams, each fetched
