@@ -197,6 +197,16 @@ int main(int argc, char** argv) {
   add_square(cases, &count, CML_DTYPE_F32, false, 8, 4096, 4096);
   add_square(cases, &count, CML_DTYPE_F32, false, 16, 4096, 4096);
   add_square(cases, &count, CML_DTYPE_F32, false, 32, 4096, 4096);
+  // The same products with the rhs stored [N, K] (a weight in the PyTorch / GGUF layout): the
+  // c backend reads it row by row in place (transposed-B tiles, M <= 128).
+  add_case(cases, &count, build_matmul, CML_DTYPE_F32, 1, 8, 4096, 4096, true, false, 0, 0,
+           "8x4096x4096 (transposed rhs)");
+  add_case(cases, &count, build_matmul, CML_DTYPE_F32, 1, 32, 4096, 4096, true, false, 0, 0,
+           "32x4096x4096 (transposed rhs)");
+  add_case(cases, &count, build_matmul, CML_DTYPE_F32, 1, 64, 4096, 4096, true, false, 0, 0,
+           "64x4096x4096 (transposed rhs)");
+  add_case(cases, &count, build_matmul, CML_DTYPE_F32, 1, 128, 4096, 4096, true, false, 0, 0,
+           "128x4096x4096 (transposed rhs)");
   // The seed's DotGeneral benchmark shapes.
   add_case(cases, &count, build_seed_3d, CML_DTYPE_F32, 1, 32 * 13, 1536, 384, false, false, 32, 13,
            "32x13x1536 @ 1536x384");

@@ -584,26 +584,28 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
 }
 
 TEST(gemm_f32_transposed_rhs_small_m) {
-  // A rhs stored [N, K] (a weight in the PyTorch layout) with 2..64 lhs rows and K x N over
+  // A rhs stored [N, K] (a weight in the PyTorch layout) with 2..128 lhs rows and K x N over
   // 16 Ki takes the transposed-B tiles with AVX2 and AVX-512 (the weight read in place in groups
   // of 12 rows, the lhs packed in passes of 16 rows and a last one of 8 when that covers the
   // rest): M odd and even around the pass widths (2, 3, 7, 8, 9, 15, 16, 17, 23, 25, 31, 33, 41,
-  // 63, 64), N not a multiple of the groups (301, 1001; 1100 = 91 groups and 8 rows), K tails
-  // past whole 64-value copies and 256-value k blocks (100, 257, 513, 700). Exact values (sums
-  // of multiples of 1/64) against a double loop; 1 and 3 threads; a row-major and a transposed
-  // lhs. Then inexact values: the result must be the same bits as the same product with the rhs
-  // stored [K, N] (the skinny and blocked paths: the same k blocks and fused multiply-adds).
+  // 63, 64, 65, 100, 128; 129 is blocked), N not a multiple of the groups (301, 1001; 1100 = 91
+  // groups and 8 rows), K tails past whole 64-value copies and 256-value k blocks (100, 257, 513,
+  // 700). Exact values (sums of multiples of 1/64) against a double loop; 1 and 3 threads; a
+  // row-major and a transposed lhs. Then inexact values: the result must be the same bits as the
+  // same product with the rhs stored [K, N] (the skinny and blocked paths: the same k blocks and
+  // fused multiply-adds).
   static const int64_t shapes[][3] = {
-      {2, 301, 100},  {3, 1001, 257}, {7, 301, 513},  {8, 1100, 100},  {9, 301, 700},
-      {15, 301, 257}, {16, 1001, 64}, {17, 301, 100}, {23, 301, 513},  {25, 1100, 257},
-      {31, 301, 100}, {33, 301, 257}, {41, 301, 100}, {63, 1001, 100}, {64, 301, 513}};
+      {2, 301, 100},  {3, 1001, 257},  {7, 301, 513},    {8, 1100, 100},  {9, 301, 700},
+      {15, 301, 257}, {16, 1001, 64},  {17, 301, 100},   {23, 301, 513},  {25, 1100, 257},
+      {31, 301, 100}, {33, 301, 257},  {41, 301, 100},   {63, 1001, 100}, {64, 301, 513},
+      {65, 301, 257}, {100, 301, 100}, {128, 1001, 100}, {129, 301, 257}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failed = 0;
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !failed; ++si) {
     const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
     float* a = malloc(sizeof(float) * (size_t)(m * k));
-    float* b = malloc(sizeof(float) * (size_t)(k * n));  // [N, K]
+    float* b = malloc(sizeof(float) * (size_t)(k * n));   // [N, K]
     float* bt = malloc(sizeof(float) * (size_t)(k * n));  // the same values stored [K, N]
     float* c1 = malloc(sizeof(float) * (size_t)(m * n));
     float* c3 = malloc(sizeof(float) * (size_t)(m * n));
@@ -654,9 +656,11 @@ TEST(gemm_f32_transposed_rhs_small_m) {
             const bool ok = exact ? (double)c1[t] == want[t]
                                   : fabs((double)c1[t] - want[t]) <= 1e-5 * (double)k;
             if (!ok || memcmp(&c1[t], &c3[t], sizeof(float)) != 0) {
-              fprintf(stderr, "M%lld N%lld K%lld ta%d isa %d exact %d at (%lld,%lld): %.9g / %.9g want %.9g\n",
-                      (long long)m, (long long)n, (long long)k, ta, (int)kIsas[i], exact,
-                      (long long)(t / n), (long long)(t % n), c1[t], c3[t], want[t]);
+              fprintf(
+                  stderr,
+                  "M%lld N%lld K%lld ta%d isa %d exact %d at (%lld,%lld): %.9g / %.9g want %.9g\n",
+                  (long long)m, (long long)n, (long long)k, ta, (int)kIsas[i], exact,
+                  (long long)(t / n), (long long)(t % n), c1[t], c3[t], want[t]);
               failed = 2;
             }
           }
@@ -678,6 +682,83 @@ TEST(gemm_f32_transposed_rhs_small_m) {
       }
     }
     free(a), free(b), free(bt), free(c1), free(c3), free(want);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failed, 0);
+}
+
+TEST(gemm_half_transposed_rhs_small_m) {
+  // bf16 and f16 operands with the rhs stored [N, K] and 2..128 lhs rows: the transposed-B tiles
+  // widen the weight as they copy it. Exact eighths against a double loop (1 and 3 threads,
+  // outputs poisoned first); then inexact values, which must give the same bits as the rhs
+  // stored [K, N] (the blocked and skinny paths widen on packing).
+  static const int64_t shapes[][3] = {
+      {3, 301, 257}, {17, 1001, 100}, {40, 301, 513}, {90, 301, 100}};
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failed = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !failed; ++si) {
+    const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+    float* af = malloc(sizeof(float) * (size_t)(m * k));
+    float* bf = malloc(sizeof(float) * (size_t)(k * n));  // [N, K]
+    uint16_t* ah = malloc(sizeof(uint16_t) * (size_t)(m * k));
+    uint16_t* bh = malloc(sizeof(uint16_t) * (size_t)(k * n));
+    uint16_t* bth = malloc(sizeof(uint16_t) * (size_t)(k * n));  // [K, N]
+    float* c1 = malloc(sizeof(float) * (size_t)(m * n));
+    float* c3 = malloc(sizeof(float) * (size_t)(m * n));
+    for (int half = 0; half < 2 && !failed; ++half) {
+      const cml_dtype_t dt = half ? CML_DTYPE_F16 : CML_DTYPE_BF16;
+      for (int exact = 1; exact >= 0 && !failed; --exact) {
+        fill_eighths(af, m * k, 31u + (uint32_t)si);
+        fill_eighths(bf, k * n, 41u + (uint32_t)si);
+        if (!exact) {  // a non-dyadic scale: inexact products and sums
+          for (int64_t i = 0; i < m * k; ++i) af[i] *= 0.3f;
+          for (int64_t i = 0; i < k * n; ++i) bf[i] *= 0.7f;
+        }
+        for (int64_t i = 0; i < m * k; ++i)
+          ah[i] = half ? cml_f32_to_f16(af[i]) : cml_f32_to_bf16(af[i]);
+        for (int64_t i = 0; i < k * n; ++i)
+          bh[i] = half ? cml_f32_to_f16(bf[i]) : cml_f32_to_bf16(bf[i]);
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t kk = 0; kk < k; ++kk) bth[kk * n + j] = bh[j * k + kk];
+        fake_t f, fkn;
+        dot_2d_node(&f, dt, CML_DTYPE_F32, m, n, k, false, true);
+        dot_2d_node(&fkn, dt, CML_DTYPE_F32, m, n, k, false, false);
+        for (size_t i = 0; i < 3 && !failed; ++i) {
+          if (!isa_usable(kIsas[i])) continue;
+          cmlc_options_t o1 = make_options(kIsas[i], false, 1);
+          cmlc_options_t o3 = make_options(kIsas[i], false, 3);
+          memset(c1, 0xFF, sizeof(float) * (size_t)(m * n));
+          memset(c3, 0xFF, sizeof(float) * (size_t)(m * n));
+          ASSERT_STATUS_OK(fake_run(&f, &o1, NULL, (const void*[]){ah, bh}, (void*[]){c1}));
+          ASSERT_STATUS_OK(fake_run(&f, &o3, pool, (const void*[]){ah, bh}, (void*[]){c3}));
+          for (int64_t t = 0; t < m * n && !failed; ++t) {
+            bool ok = memcmp(&c1[t], &c3[t], sizeof(float)) == 0;
+            if (exact) {
+              double want = 0;
+              for (int64_t kk = 0; kk < k; ++kk)
+                want += (double)af[(t / n) * k + kk] * (double)bf[(t % n) * k + kk];
+              ok = ok && (double)c1[t] == want;
+            }
+            if (!ok) {
+              fprintf(stderr, "%s M%lld N%lld K%lld isa %d exact %d at %lld: %.9g / %.9g\n",
+                      cml_dtype_name(dt), (long long)m, (long long)n, (long long)k, (int)kIsas[i],
+                      exact, (long long)t, c1[t], c3[t]);
+              failed = 1;
+            }
+          }
+          if (exact || failed || kIsas[i] == CMLC_ISA_SCALAR) continue;
+          memset(c3, 0xFF, sizeof(float) * (size_t)(m * n));
+          ASSERT_STATUS_OK(fake_run(&fkn, &o3, pool, (const void*[]){ah, bth}, (void*[]){c3}));
+          if (memcmp(c1, c3, sizeof(float) * (size_t)(m * n)) != 0) {
+            fprintf(stderr, "%s M%lld N%lld K%lld isa %d: [N, K] and [K, N] rhs differ\n",
+                    cml_dtype_name(dt), (long long)m, (long long)n, (long long)k, (int)kIsas[i]);
+            failed = 2;
+          }
+        }
+      }
+    }
+    free(af), free(bf), free(ah), free(bh), free(bth), free(c1), free(c3);
   }
   cmlc_pool_destroy(pool);
   ASSERT_EQ_INT(failed, 0);
@@ -999,7 +1080,7 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
           TEST_ENTRY(dot_half_accumulates_in_f32), TEST_ENTRY(dot_complex_and_f64),
           TEST_ENTRY(dot_multiple_contracting_and_batch_axes), TEST_ENTRY(dot_zero_k_and_empty),
           TEST_ENTRY(dot_f32_to_int_output), TEST_ENTRY(gemm_f32_shapes_layouts_isas_threads),
-          TEST_ENTRY(gemm_f32_transposed_rhs_small_m),
+          TEST_ENTRY(gemm_f32_transposed_rhs_small_m), TEST_ENTRY(gemm_half_transposed_rhs_small_m),
           TEST_ENTRY(gemm_f64_every_isa_thread_independent),
           TEST_ENTRY(gemm_half_inputs_convert_on_pack), TEST_ENTRY(gemm_batched_gemv_and_small),
           TEST_ENTRY(conv_1d_stride_padding_dilations), TEST_ENTRY(conv_2d_nhwc_layout_and_int),

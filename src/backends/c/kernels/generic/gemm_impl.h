@@ -54,14 +54,9 @@ size_t CMLC_GEMM_ENTRY_SCRATCH(int64_t batch, int64_t m, int64_t n, int64_t k, c
   if (threads < 1) threads = 1;
   (void)batch;
   // Per thread: an A block and a private B panel (batch mode); plus one shared B panel.
-  // (The skinny path packs all of A into this space when it fits; see skinny_try.) Products of
-  // at most BT_M rows also get the space of A packed for the transposed-B tiles (bt_try; lanes
-  // of 32 or fewer, 64-byte aligned).
-  const size_t bt =
-      m <= CMLC_GEMM_BT_M && kern->bt[0].fn
-          ? (size_t)(CMLC_GEMM_N(gemm_round_up)(m > 0 ? m : 1, 32) * (k > 0 ? k : 1)) + 16
-          : 0;
-  return ((size_t)threads * (s.a_elems + s.b_elems) + s.b_elems + bt) * sizeof(CMLC_GEMM_T);
+  // (The skinny path packs all of A into this space when it fits, see skinny_try, and so does
+  // the transposed-B path, into the whole of it, see bt_try.)
+  return ((size_t)threads * (s.a_elems + s.b_elems) + s.b_elems) * sizeof(CMLC_GEMM_T);
 }
 
 //===--- operand access ---===//
@@ -684,7 +679,8 @@ static void CMLC_GEMM_N(bt_task)(void* vctx, int64_t begin, int64_t end, int thr
   const CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
   const CMLC_GEMM_PROBLEM* p = c->p;
   const int64_t ldw = c->b_acc.col_stride, group = c->bt_group;
-  const CMLC_GEMM_T* w = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[0];
+  const size_t es = p->b.dtype == CMLC_GEMM_DTYPE ? sizeof(CMLC_GEMM_T) : 2;
+  const char* w = (const char*)p->b.data + (size_t)p->b.batch_offsets[0] * es;
   for (int64_t g = begin; g < end; ++g) {
     const int64_t n0 = g * group, n1 = CMLC_GEMM_N(gemm_min)(n0 + group, p->n);
     const CMLC_GEMM_T* xt = c->bt_x;
@@ -693,7 +689,8 @@ static void CMLC_GEMM_N(bt_task)(void* vctx, int64_t begin, int64_t end, int thr
       const int cols = (int)CMLC_GEMM_N(gemm_min)(bt->lanes, p->m - m0);
       for (int64_t r0 = n0; r0 < n1; r0 += bt->rows) {
         const int rows = (int)CMLC_GEMM_N(gemm_min)(bt->rows, n1 - r0);
-        bt->fn(p->k, c->sz.kc, w + r0 * ldw, ldw, xt, p->c + m0 * p->n + r0, p->n, rows, cols);
+        bt->fn(p->k, c->sz.kc, w + (size_t)(r0 * ldw) * es, p->b.dtype, ldw, xt,
+               p->c + m0 * p->n + r0, p->n, rows, cols);
       }
       xt += bt->lanes * p->k;
       m0 += bt->lanes;
@@ -702,25 +699,35 @@ static void CMLC_GEMM_N(bt_task)(void* vctx, int64_t begin, int64_t end, int thr
 }
 
 // A few rows (2 <= M <= BT_M) against a large B stored transposed (k contiguous in each of its
-// N columns: a weight stored [N, K]). Packing such a B for the blocked path means reading many
-// columns side by side a few values at a time, which is bound by memory latency, not by its
-// bandwidth; instead the roles are swapped: A is packed k-major in passes of a kernel's lanes
-// (the widest first, the last pass the narrowest kernel that covers the rows left) and the tile
-// kernels read the weight row by row in place, so the weight is streamed from memory once.
-// Threads split the weight rows (the outputs' columns); the k blocks and the per-output
-// arithmetic are those of the blocked path, so the results are the same bits. Returns false
-// when it does not apply.
+// N columns: a weight stored [N, K]; f32, or f16 / bf16 widened by the kernels). Packing such a
+// B for the blocked path means reading many columns side by side a few values at a time, which
+// is bound by memory latency, not by its bandwidth; instead the roles are swapped: A is packed
+// k-major in passes of a kernel's lanes (the widest first, the last pass the narrowest kernel that
+// covers the rows left) and the tile kernels read the weight row by row in place, so the weight is
+// streamed from memory once. Threads split the weight rows (the outputs' columns); the k blocks and
+// the per-output arithmetic are those of the blocked path, so the results are the same bits.
+// Returns false when it does not apply.
 static bool CMLC_GEMM_N(bt_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
   const CMLC_GEMM_PROBLEM* p = c->p;
   if (!c->kern.bt[0].fn || p->batch != 1 || c->b_packed || p->m < 2 || p->m > CMLC_GEMM_BT_M ||
       p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX)
     return false;
-  if (p->b.dtype != CMLC_GEMM_DTYPE || c->b_acc.row_stride != 1 ||
-      c->b_acc.col_stride == CMLC_GEMM_NOT_AFFINE)
+  // The kernels widen f16 and bf16 weights as they copy them (only f32 tables have kernels).
+  if ((p->b.dtype != CMLC_GEMM_DTYPE && p->b.dtype != CML_DTYPE_F16 &&
+       p->b.dtype != CML_DTYPE_BF16) ||
+      c->b_acc.row_stride != 1 || c->b_acc.col_stride == CMLC_GEMM_NOT_AFFINE)
     return false;
-  // A, packed as one xt[k][lanes] panel per pass (zero padded), after the shared panel (see the
-  // scratch size: the passes' lanes add up to at most M rounded up to 32).
-  uintptr_t at = (uintptr_t)(c->shared_panel + c->sz.b_elems);
+  // A, packed as one xt[k][lanes] panel per pass (zero padded), 64-byte aligned, in the whole
+  // scratch (the path uses no other buffer); it must fit.
+  int64_t packed = 0;
+  for (int64_t m0 = 0; m0 < p->m;) {
+    const int64_t lanes = c->kern.bt[CMLC_GEMM_N(bt_pick)(&c->kern, p->m - m0)].lanes;
+    packed += lanes * p->k;
+    m0 += lanes;
+  }
+  const size_t room = (size_t)c->threads * (c->sz.a_elems + c->sz.b_elems) + c->sz.b_elems;
+  if ((size_t)packed + 64 / sizeof(CMLC_GEMM_T) > room) return false;
+  uintptr_t at = (uintptr_t)c->scratch;
   at = (at + 63) & ~(uintptr_t)63;
   CMLC_GEMM_T* xt = (CMLC_GEMM_T*)at;
   const cmlc__gemm_operand_t* a = &p->a;

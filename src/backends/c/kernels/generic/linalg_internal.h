@@ -183,15 +183,17 @@ typedef void (*cmlc__gemm_ukernel_fn)(int64_t kc, const float* a, const float* b
 typedef void (*cmlc__gemm_direct_fn)(int64_t kc, const float* a, int64_t lda, const float* b,
                                      int64_t ldb, float* c, int64_t ldc, int accumulate, int rows,
                                      int cols);
-// Transposed-B tile kernels (products of a few rows, M <= 64, with a weight stored [N, K]):
+// Transposed-B tile kernels (products of a few rows, M <= 128, with a weight stored [N, K]):
 // c[m * ldc + r] = the sum over j < k of w[r * ldw + j] * xt[j * LANES + m] for r < |rows| and
 // m < |cols| (1 <= rows <= ROWS, 1 <= cols <= LANES; ROWS and LANES fixed per kernel), where
-// |w| is the weight read in place (row r of the tile at w + r * ldw, k contiguous) and |xt| the
-// rows of x packed k-major (LANES floats per k, zero padded, 64-byte aligned). The k terms are
-// summed in blocks of |kcb|, each block one fused multiply-add per k from zero, the blocks added
-// in order: the arithmetic of the micro-kernels over a packed B, so the same bits.
-typedef void (*cmlc__gemm_bt_fn)(int64_t k, int64_t kcb, const float* w, int64_t ldw,
-                                 const float* xt, float* c, int64_t ldc, int rows, int cols);
+// |w| is the weight read in place (|wdtype| F32, BF16 or F16, widened exactly; row r of the tile
+// at element r * ldw, k contiguous) and |xt| the rows of x packed k-major (LANES floats per k,
+// zero padded, 32-byte aligned). The k terms are summed in blocks of |kcb|, each block one
+// fused multiply-add per k from zero, the blocks added in order: the arithmetic of the
+// micro-kernels over a packed B, so the same bits.
+typedef void (*cmlc__gemm_bt_fn)(int64_t k, int64_t kcb, const void* w, cml_dtype_t wdtype,
+                                 int64_t ldw, const float* xt, float* c, int64_t ldc, int rows,
+                                 int cols);
 // GEMV kernels (one output row or column, f32):
 //   axpy form: c[j] = sum_k a[k * a_stride] * b[k * ldb + j] for j < n (b rows contiguous);
 //   dot form:  c[j * c_stride] = sum_k x[k] * y[j * ldy + k] for j < n (x and y rows
@@ -233,13 +235,14 @@ void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const float* a, const float
 // kernel.
 void cmlc__gemm_ukernel_f32_avx512_16x16(int64_t kc, const float* a, const float* b, int64_t ldb,
                                          float* c, int64_t ldc, int accumulate, int rows, int cols);
-// AVX2 + FMA: 6 weight rows x 16 lanes, and 12 weight rows x 8 lanes (also the AVX-512 ISA's:
-// zmm versions, 12 x 32 and 12 x 16, measured slower on Zen 4, 11.5 against 9.7 ms for
-// 24 x 4096 x 4096 on one core, and never faster).
-void cmlc__gemm_bt_f32_avx2_6x16(int64_t k, int64_t kcb, const float* w, int64_t ldw,
-                                 const float* xt, float* c, int64_t ldc, int rows, int cols);
-void cmlc__gemm_bt_f32_avx2_12x8(int64_t k, int64_t kcb, const float* w, int64_t ldw,
-                                 const float* xt, float* c, int64_t ldc, int rows, int cols);
+// AVX2 + FMA + F16C: 6 weight rows x 16 lanes, and 12 weight rows x 8 lanes (also the AVX-512
+// ISA's; see gemm_x86_64_avx2.c).
+void cmlc__gemm_bt_f32_avx2_6x16(int64_t k, int64_t kcb, const void* w, cml_dtype_t wdtype,
+                                 int64_t ldw, const float* xt, float* c, int64_t ldc, int rows,
+                                 int cols);
+void cmlc__gemm_bt_f32_avx2_12x8(int64_t k, int64_t kcb, const void* w, cml_dtype_t wdtype,
+                                 int64_t ldw, const float* xt, float* c, int64_t ldc, int rows,
+                                 int cols);
 void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int64_t a_stride, const float* b,
                               int64_t ldb, float* c, int64_t n);
 void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
