@@ -153,27 +153,42 @@ static __mmask16 cmlc_avx512_mask(int count) {
   return (__mmask16)((1u << count) - 1u);
 }
 
+// One tile: the body specialized for full or masked columns and for the rows computed (4, 8,
+// 12, and 14 when |direct|, a constant). Short tiles (the last rows of a product, skinny
+// products) skip the FMAs of absent rows.
+#define CMLC_AVX512_TILE_ROWS(masked)                                                             \
+  do {                                                                                            \
+    if (direct && rows > 12) {                                                                    \
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, masked, 14, direct, \
+                             lda);                                                                \
+    } else if (rows > 8) {                                                                        \
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, masked, 12, direct, \
+                             lda);                                                                \
+    } else if (rows > 4) {                                                                        \
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, masked, 8, direct,  \
+                             lda);                                                                \
+    } else {                                                                                      \
+      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, masked, 4, direct,  \
+                             lda);                                                                \
+    }                                                                                             \
+  } while (0)
+
+static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512_12x32_tile(
+    int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+    int accumulate, int rows, int cols, const int direct) {
+  __mmask16 m0 = cmlc_avx512_mask(cols), m1 = cmlc_avx512_mask(cols - 16);
+  if (cols >= 32) {
+    CMLC_AVX512_TILE_ROWS(0);
+  } else {
+    CMLC_AVX512_TILE_ROWS(1);
+  }
+}
+
 CMLC_AVX512_TARGET void cmlc__gemm_ukernel_f32_avx512_12x32(int64_t kc, const float* a,
                                                             const float* b, int64_t ldb, float* c,
                                                             int64_t ldc, int accumulate, int rows,
                                                             int cols) {
-  __mmask16 m0 = cmlc_avx512_mask(cols), m1 = cmlc_avx512_mask(cols - 16);
-  // Short tiles (the last rows of a product, skinny products) skip the FMAs of absent rows.
-  if (cols >= 32) {
-    if (rows > 8) {
-      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 12, 0, 0);
-    } else if (rows > 4) {
-      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 8, 0, 0);
-    } else {
-      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 4, 0, 0);
-    }
-  } else if (rows > 8) {
-    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 12, 0, 0);
-  } else if (rows > 4) {
-    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 8, 0, 0);
-  } else {
-    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 4, 0, 0);
-  }
+  cmlc_avx512_12x32_tile(kc, a, 0, b, ldb, c, ldc, accumulate, rows, cols, 0);
 }
 
 // The same tile with A read in place (rows |lda| apart, k contiguous) and up to 14 rows: small
@@ -183,26 +198,7 @@ CMLC_AVX512_TARGET void cmlc__gemm_direct_f32_avx512_14x32(int64_t kc, const flo
                                                            const float* b, int64_t ldb, float* c,
                                                            int64_t ldc, int accumulate, int rows,
                                                            int cols) {
-  __mmask16 m0 = cmlc_avx512_mask(cols), m1 = cmlc_avx512_mask(cols - 16);
-  if (cols >= 32) {
-    if (rows > 12) {
-      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 14, 1, lda);
-    } else if (rows > 8) {
-      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 12, 1, lda);
-    } else if (rows > 4) {
-      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 8, 1, lda);
-    } else {
-      cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 0, 4, 1, lda);
-    }
-  } else if (rows > 12) {
-    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 14, 1, lda);
-  } else if (rows > 8) {
-    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 12, 1, lda);
-  } else if (rows > 4) {
-    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 8, 1, lda);
-  } else {
-    cmlc_avx512_12x32_body(kc, a, b, ldb, c, ldc, accumulate, rows, m0, m1, 1, 4, 1, lda);
-  }
+  cmlc_avx512_12x32_tile(kc, a, lda, b, ldb, c, ldc, accumulate, rows, cols, 1);
 }
 
 //===--- 16 x 16, B read in place (skinny products) ---===//
