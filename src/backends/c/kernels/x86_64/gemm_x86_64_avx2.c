@@ -214,15 +214,13 @@ static inline __attribute__((always_inline)) CMLC_AVX2_BT_TARGET void cmlc_avx2_
       }
     } else if (wt == 0) {
       memcpy(d, src, (size_t)step * sizeof(float));
+    } else if (wt == 2) {
+      cmlc__gemm_widen_f16_f16c((const uint16_t*)src, d, step);
     } else {
       const uint16_t* s16 = (const uint16_t*)src;
       for (int64_t j = 0; j < step; ++j) {
-        if (wt == 1) {
-          const uint32_t u = (uint32_t)s16[j] << 16;
-          memcpy(d + j, &u, sizeof u);
-        } else {
-          d[j] = cml_f16_to_f32(s16[j]);
-        }
+        const uint32_t u = (uint32_t)s16[j] << 16;
+        memcpy(d + j, &u, sizeof u);
       }
     }
   }

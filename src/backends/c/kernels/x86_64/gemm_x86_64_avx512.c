@@ -26,10 +26,11 @@
     }                                                        \
   } while (0)
 
-#define CMLC_AVX512_STORE(r)                                                       \
+// Row i of the tile (accumulators acc<r>0 / acc<r>1): stored when live and below |rows|.
+#define CMLC_AVX512_STORE(r, i)                                                    \
   do {                                                                             \
-    if ((r) < rows) {                                                              \
-      float* cr_ = c + (int64_t)(r)*ldc;                                           \
+    if ((i) < live && (i) < rows) {                                                \
+      float* cr_ = c + (int64_t)(i)*ldc;                                           \
       if (accumulate) {                                                            \
         acc##r##0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr_), acc##r##0);      \
         acc##r##1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr_ + 16), acc##r##1); \
@@ -40,7 +41,8 @@
   } while (0)
 
 // The k loop, specialized for full (masked == 0) and partial column counts, and for the number
-// of rows computed (|live|: 4, 8 or 12, at least |rows|; the A sliver keeps its 12-row stride).
+// of rows computed (|live|: 4, 8 or 12, or 14 when direct; at least |rows|; a packed A sliver
+// keeps its 12-row stride).
 // Skipping dead rows changes no live row's arithmetic.
 // |direct| (a constant): A is not a packed sliver but rows |lda| apart, k contiguous (rows past
 // |rows| read the last row again; their sums are never stored).
@@ -98,53 +100,20 @@ static inline __attribute__((always_inline)) CMLC_AVX512_TARGET void cmlc_avx512
     if (!direct) a += 12;
     b += ldb;
   }
-  CMLC_AVX512_STORE(0);
-  CMLC_AVX512_STORE(1);
-  CMLC_AVX512_STORE(2);
-  CMLC_AVX512_STORE(3);
-  CMLC_AVX512_STORE(4);
-  CMLC_AVX512_STORE(5);
-  CMLC_AVX512_STORE(6);
-  CMLC_AVX512_STORE(7);
-  CMLC_AVX512_STORE(8);
-  CMLC_AVX512_STORE(9);
-  // Rows 10 and 11 use the accA* / accB* names (the row macro pastes one token).
-  if (10 < rows) {
-    float* cr = c + 10 * ldc;
-    if (accumulate) {
-      accA0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), accA0);
-      accA1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), accA1);
-    }
-    _mm512_mask_storeu_ps(cr, m0, accA0);
-    _mm512_mask_storeu_ps(cr + 16, m1, accA1);
-  }
-  if (11 < rows) {
-    float* cr = c + 11 * ldc;
-    if (accumulate) {
-      accB0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), accB0);
-      accB1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), accB1);
-    }
-    _mm512_mask_storeu_ps(cr, m0, accB0);
-    _mm512_mask_storeu_ps(cr + 16, m1, accB1);
-  }
-  if (live > 12 && 12 < rows) {
-    float* cr = c + 12 * ldc;
-    if (accumulate) {
-      accC0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), accC0);
-      accC1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), accC1);
-    }
-    _mm512_mask_storeu_ps(cr, m0, accC0);
-    _mm512_mask_storeu_ps(cr + 16, m1, accC1);
-  }
-  if (live > 13 && 13 < rows) {
-    float* cr = c + 13 * ldc;
-    if (accumulate) {
-      accD0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cr), accD0);
-      accD1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cr + 16), accD1);
-    }
-    _mm512_mask_storeu_ps(cr, m0, accD0);
-    _mm512_mask_storeu_ps(cr + 16, m1, accD1);
-  }
+  CMLC_AVX512_STORE(0, 0);
+  CMLC_AVX512_STORE(1, 1);
+  CMLC_AVX512_STORE(2, 2);
+  CMLC_AVX512_STORE(3, 3);
+  CMLC_AVX512_STORE(4, 4);
+  CMLC_AVX512_STORE(5, 5);
+  CMLC_AVX512_STORE(6, 6);
+  CMLC_AVX512_STORE(7, 7);
+  CMLC_AVX512_STORE(8, 8);
+  CMLC_AVX512_STORE(9, 9);
+  CMLC_AVX512_STORE(A, 10);
+  CMLC_AVX512_STORE(B, 11);
+  CMLC_AVX512_STORE(C, 12);
+  CMLC_AVX512_STORE(D, 13);
 }
 
 static __mmask16 cmlc_avx512_mask(int count) {
