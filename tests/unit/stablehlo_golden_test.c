@@ -14,6 +14,7 @@
 //   CML_UPDATE_GOLDEN=1 stablehlo_golden_test    rewrites the golden files from the emitter
 //
 // Regenerated goldens must be reviewed (git diff) against the StableHLO spec before committing.
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1491,6 +1492,100 @@ TEST(xla_adversarial_names_run) {
   ASSERT_EQ_DBL(got[2], want * want);
 }
 
+// --xla: float Max/Min, as an elementwise op and as a reduction body, emitted for "cpu"
+// (TOTALORDER compare) and for "cuda" (FLOAT compare plus the signed-zero fix-up, because XLA's
+// CUDA compiler rejects TOTALORDER in reduction bodies), agree on xla:cpu: NaN propagates and
+// -0 < +0 in either operand order.
+typedef struct minmax_probe_t {
+  bool is_max, reduce;
+  float x, c;
+  uint32_t want_bits;
+} minmax_probe_t;
+
+static cml_status_t minmax_run(const minmax_probe_t* p, const char* platform, float* out) {
+  fake_backend_t* fb = golden_backend();
+  if (!fb) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  cml_builder_t* b = NULL;
+  cml_status_t st = cml_builder_create(&fb->base, "minmax", &b);
+  if (st == CML_OK) {
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t sc = cml_shape_scalar(CML_DTYPE_F32);
+    cml_value_t x = cml_parameter(f, "x", &sc);
+    cml_value_t c = cml_constant_scalar_f64(f, CML_DTYPE_F32, p->c);
+    cml_value_t r;
+    if (p->reduce) {
+      const int64_t one[1] = {1}, axis[1] = {0};
+      cml_value_t parts[2] = {cml_op_reshape(f, x, one, 1), cml_op_reshape(f, c, one, 1)};
+      cml_value_t both = cml_op_concatenate(f, 0, parts, 2);
+      r = p->is_max ? cml_op_reduce_max(f, both, axis, 1) : cml_op_reduce_min(f, both, axis, 1);
+    } else {
+      r = p->is_max ? cml_op_max(f, x, c) : cml_op_min(f, x, c);
+    }
+    st = cml_function_return(f, &r, 1);
+    cml_executable_t* exe = NULL;
+    if (st == CML_OK) st = cml_builder_compile(b, &exe);
+    char* text = NULL;
+    if (st == CML_OK) {
+      cml_xla_emit_options_t opts;
+      cml_xla_emit_options_init(&opts);
+      opts.platform = platform;
+      st = cml_xla_emit_stablehlo(fb->module, &opts, &text);
+    }
+    if (st == CML_OK && strcmp(platform, "cpu") != 0 && strstr(text, "TOTALORDER")) {
+      st = cml_status_make(CML_STATUS_INTERNAL, "a TOTALORDER compare emitted for %s", platform);
+    }
+    if (st == CML_OK) st = xla_compile(text, &p->x, out);
+    free(text);
+    if (exe) cml_executable_release(exe);
+    cml_builder_destroy(b);
+  }
+  cml_backend_release(&fb->base);
+  return st;
+}
+
+TEST(xla_float_minmax_on_every_platform_runs) {
+  if (!g_client) return;
+  const float nan = NAN;
+  const minmax_probe_t probes[] = {
+      {true, false, -0.0f, 0.0f, 0x00000000u},  {true, false, 0.0f, -0.0f, 0x00000000u},
+      {true, false, -0.0f, -0.0f, 0x80000000u}, {false, false, 0.0f, -0.0f, 0x80000000u},
+      {false, false, -0.0f, 0.0f, 0x80000000u}, {false, false, 0.0f, 0.0f, 0x00000000u},
+      {true, false, 3.0f, -1.0f, 0x40400000u},  {false, false, 3.0f, -1.0f, 0xbf800000u},
+      {true, true, -0.0f, 0.0f, 0x00000000u},   {true, true, 0.0f, -0.0f, 0x00000000u},
+      {true, true, -0.0f, -0.0f, 0x80000000u},  {false, true, 0.0f, -0.0f, 0x80000000u},
+      {false, true, -0.0f, 0.0f, 0x80000000u},  {false, true, 0.0f, 0.0f, 0x00000000u},
+      {true, true, -2.0f, 5.0f, 0x40a00000u},   {false, true, -2.0f, 5.0f, 0xc0000000u},
+      {true, true, 2.0f, 2.0f, 0x40000000u},    {false, true, -7.0f, -7.0f, 0xc0e00000u},
+  };
+  const char* const platforms[2] = {"cpu", "cuda"};
+  for (int k = 0; k < 2; ++k) {
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; ++i) {
+      float got = 0;
+      ASSERT_STATUS_OK(minmax_run(&probes[i], platforms[k], &got));
+      uint32_t bits;
+      memcpy(&bits, &got, sizeof bits);
+      if (bits != probes[i].want_bits) {
+        fprintf(stderr, "%s %s%s(%g, %g): got 0x%08x, want 0x%08x\n", platforms[k],
+                probes[i].reduce ? "Reduce" : "", probes[i].is_max ? "Max" : "Min",
+                (double)probes[i].x, (double)probes[i].c, (unsigned)bits,
+                (unsigned)probes[i].want_bits);
+      }
+      ASSERT_EQ_INT(bits, probes[i].want_bits);
+    }
+    // NaN in either place propagates.
+    for (int m = 0; m < 4; ++m) {
+      minmax_probe_t p = {m & 1, m >> 1, nan, 1.0f, 0};
+      float got = 0;
+      ASSERT_STATUS_OK(minmax_run(&p, platforms[k], &got));
+      ASSERT_TRUE(isnan(got));
+      p.x = 1.0f;
+      p.c = nan;
+      ASSERT_STATUS_OK(minmax_run(&p, platforms[k], &got));
+      ASSERT_TRUE(isnan(got));
+    }
+  }
+}
+
 // --xla: a Call chain and nested If closures exactly at the emitter's limit compile and run
 // on xla:cpu with the right result; one level more gets INVALID_ARGUMENT, not a crash.
 TEST(xla_nesting_at_the_limit_runs) {
@@ -1610,6 +1705,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(every_op_has_a_golden),
       TEST_ENTRY(a_changed_text_is_a_mismatch),
       TEST_ENTRY(xla_adversarial_names_run),
+      TEST_ENTRY(xla_float_minmax_on_every_platform_runs),
       TEST_ENTRY(xla_nesting_at_the_limit_runs),
       TEST_ENTRY(xla_small_thread_stack),
   };

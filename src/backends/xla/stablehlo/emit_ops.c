@@ -196,11 +196,37 @@ void cml__shlo_region_return(cml__shlo_ctx_t* c, const cml__shlo_val_t* vals, ui
 // IEEE-754 maximum/minimum for floats: NaN propagates and -0 < +0. XLA's CPU plugin lowers
 // stablehlo.maximum/minimum with "fast min/max" (NaN is dropped, the sign of zero depends on
 // the operand order), so floats get explicit selects over a total-order comparison.
+// XLA's CUDA compiler rejects a TOTALORDER compare inside a reduction body ("'stablehlo.compare'
+// op requires compatible element types", seen with jax-cuda13-pjrt 0.11.2 on an H200), so
+// other platforms compare as FLOAT and settle two zeros by the sign of |a| (max takes |b| when
+// |a| is -0, min takes |a|).
 cml__shlo_val_t cml__shlo_float_minmax(cml__shlo_ctx_t* c, bool is_max, const cml__shlo_val_t* a,
                                        const cml__shlo_val_t* b) {
-  cml__shlo_val_t better = cml__shlo_compare(c, is_max ? "GT" : "LT", a, b, true);
+  const bool total_order = !c->opts->platform || strcmp(c->opts->platform, "cpu") == 0;
+  cml__shlo_val_t better = cml__shlo_compare(c, is_max ? "GT" : "LT", a, b, total_order);
   cml__shlo_val_t sel[3] = {better, *a, *b};
   cml__shlo_val_t r = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, &a->shape);
+  if (!total_order) {
+    cml__shlo_val_t zero = cml__shlo_const_fill(c, a->shape.dtype, CML__SHLO_ZERO, &a->shape);
+    cml__shlo_val_t a_zero = cml__shlo_compare(c, "EQ", a, &zero, false);
+    cml__shlo_val_t b_zero = cml__shlo_compare(c, "EQ", b, &zero, false);
+    cml_shape_t bs = cml_shlo_retype(&a->shape, CML_DTYPE_BOOL);
+    cml__shlo_val_t pair[2] = {a_zero, b_zero};
+    cml__shlo_val_t zeros = cml__shlo_op(c, "stablehlo.and", pair, 2, NULL, &bs);
+    // Which zero |a| is: 1 / a is +inf or -inf (XLA folds a + 0 into a, so no arithmetic
+    // identity on the zeros survives its simplifier).
+    cml__shlo_val_t one = cml__shlo_const_fill(c, a->shape.dtype, CML__SHLO_ONE, &a->shape);
+    pair[0] = one;
+    pair[1] = *a;
+    cml__shlo_val_t inverse = cml__shlo_op(c, "stablehlo.divide", pair, 2, NULL, &a->shape);
+    cml__shlo_val_t a_negative = cml__shlo_compare(c, "LT", &inverse, &zero, false);
+    cml__shlo_val_t pick[3] = {a_negative, is_max ? *b : *a, is_max ? *a : *b};
+    cml__shlo_val_t combined = cml__shlo_op(c, "stablehlo.select", pick, 3, NULL, &a->shape);
+    sel[0] = zeros;
+    sel[1] = combined;
+    sel[2] = r;
+    r = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, &a->shape);
+  }
   cml__shlo_val_t b_nan = cml__shlo_compare(c, "NE", b, b, false);
   sel[0] = b_nan;
   sel[1] = *b;
