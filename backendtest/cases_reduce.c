@@ -262,6 +262,50 @@ CR_CASE(reduce_logical_and, CML_OP_REDUCE_LOGICAL_AND)
 CR_CASE(reduce_logical_or, CML_OP_REDUCE_LOGICAL_OR)
 CR_CASE(reduce_logical_xor, CML_OP_REDUCE_LOGICAL_XOR)
 
+// Float16/BFloat16 sums and products accumulate in (at least) Float32 and round once: summed in
+// the half type, 2048 + 1 + 1 stays 2048 (Float16 spacing 2 there) and 256 + 1 + 1 stays 256
+// in BFloat16; a product of 2, 0.5, -1, 1 repeated must not overflow on the way.
+static void case_reduce_half_accumulation(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_REDUCE_SUM)) return;
+  const cml_dtype_t dts[2] = {CML_DTYPE_F16, CML_DTYPE_BF16};
+  const double big[2] = {2048, 256};
+  for (int k = 0; k < 2; ++k) {
+    if (!cr_has(t, dts[k])) continue;
+    const int64_t dims[1] = {3};
+    const double v[3] = {big[k], 1, 1};
+    bt_tensor_t x = bt_tensor_f64(t, dts[k], 1, dims, v);
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    const int64_t axis[1] = {0};
+    cml_value_t y = cml_op_reduce_sum(f, bt_param(t, f, &x), axis, 1);
+    bt_tensor_t out[1];
+    if (!bt_exec(t, &y, 1, out)) return;
+    const double sum = big[k] + 2;
+    char label[64];
+    snprintf(label, sizeof label, "%s sum of %g, 1, 1", cml_dtype_name(dts[k]), big[k]);
+    bt_tensor_t want = bt_tensor_f64(t, dts[k], 0, NULL, &sum);
+    bt_expect_equal(t, label, &out[0], &want);
+    if (!cml_capabilities_has_op(cml_backend_capabilities(bt_backend(t)), CML_OP_REDUCE_PRODUCT)) {
+      continue;
+    }
+    // 64 values in the suite's product pattern: 16 twos, 16 halves; product 1.
+    double p[64];
+    static const double pattern[4] = {2, 0.5, -1, 1};
+    for (int i = 0; i < 64; ++i) p[i] = pattern[(i * 3) % 4];
+    const int64_t pdims[2] = {16, 4};
+    bt_tensor_t px = bt_tensor_f64(t, dts[k], 2, pdims, p);
+    bt_new_builder(t);
+    f = bt_main(t);
+    const int64_t both[2] = {0, 1};
+    y = cml_op_reduce_product(f, bt_param(t, f, &px), both, 2);
+    if (!bt_exec(t, &y, 1, out)) return;
+    const double one = 1;
+    snprintf(label, sizeof label, "%s product of 16 x (2, 1, -1, 0.5)", cml_dtype_name(dts[k]));
+    want = bt_tensor_f64(t, dts[k], 0, NULL, &one);
+    bt_expect_equal(t, label, &out[0], &want);
+  }
+}
+
 // Max/Min propagate NaN; max(-0, +0) is +0 and min is -0; integer sums wrap.
 static void case_reduce_edge_values(bt_t* t) {
   if (!bt_require_op(t, CML_OP_REDUCE_MAX) || !bt_require_op(t, CML_OP_REDUCE_MIN) ||
@@ -498,6 +542,7 @@ const bt_case_t bt_cases_reduce[] = {
     {"reduce_logical_or", CML_OP_REDUCE_LOGICAL_OR, case_reduce_logical_or},
     {"reduce_logical_xor", CML_OP_REDUCE_LOGICAL_XOR, case_reduce_logical_xor},
     {"reduce_edge_values", CML_OP_REDUCE_MAX, case_reduce_edge_values},
+    {"reduce_half_accumulation", CML_OP_REDUCE_SUM, case_reduce_half_accumulation},
     {"reduce_large_full", CML_OP_REDUCE_SUM, case_reduce_large_full},
     {"reduce_large_columns", CML_OP_REDUCE_SUM, case_reduce_large_columns},
     {"arg_min_max", CML_OP_ARG_MIN_MAX, case_arg_min_max},

@@ -74,8 +74,16 @@ static cml_status_t cml_shlo_reduce(cml__shlo_ctx_t* c, const cml_ir_node_t* n) 
   }
   cml__shlo_val_t ins[2];
   ins[0] = cml__shlo_value(c, n->inputs[0]);
+  // Float16/BFloat16 sums and products accumulate in Float32 and round once, as on the c
+  // backend: XLA's CUDA compiler otherwise keeps Float16 partial products, which overflow and
+  // underflow in a tree order (inf * 0 = NaN where the exact product is 2).
+  const cml_dtype_t dtype = ins[0].shape.dtype;
+  const bool widen = (dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BF16) &&
+                     (n->op == CML_OP_REDUCE_SUM || n->op == CML_OP_REDUCE_PRODUCT);
+  if (widen) ins[0] = cml__shlo_convert(c, &ins[0], CML_DTYPE_F32);
   ins[1] = cml__shlo_const_scalar(c, ins[0].shape.dtype, init_kind);
-  const cml_shape_t* out = cml_shlo_out(c, n, 0);
+  const cml_shape_t wide_out = cml_shlo_retype(cml_shlo_out(c, n, 0), CML_DTYPE_F32);
+  const cml_shape_t* out = widen ? &wide_out : cml_shlo_out(c, n, 0);
   cml__shlo_name_t r = cml__shlo_op_begin(c, "stablehlo.reduce", ins, 2, 1);
   cml__shlo_printf(c, " (");
   cml__shlo_binary_region(c, body, ins[0].shape.dtype);
@@ -85,6 +93,11 @@ static cml_status_t cml_shlo_reduce(cml__shlo_ctx_t* c, const cml_ir_node_t* n) 
   cml__shlo_attr_printf(&a, "dimensions = ");
   cml__shlo_attr_array(&a, n->attrs->axes, n->attrs->axis_count);
   cml__shlo_op_end(c, a.s, ins, 2, out, 1);
+  if (widen) {
+    cml__shlo_val_t wide = {.name = r, .shape = wide_out};
+    cml__shlo_val_t narrow = cml__shlo_convert(c, &wide, dtype);
+    r = narrow.name;
+  }
   cml__shlo_bind(c, n->first_output, &r);
   return CML_OK;
 }
