@@ -33,7 +33,8 @@
 //     DIRECT_B_MAX = 64 * 256 (K * N): B read in place (no packing) at or below.
 //     Skinny path (skinny_try): batch 1, M <= SKINNY_M = 32, K * N > DIRECT_B_MAX, B rows
 //       contiguous (or B packed at plan time); all of A must fit the shared panel. AVX-512:
-//       M = 13..16 uses the 16 x 16 kernel over B in place; M > MR copies B in groups of
+//       M = 13..16 uses the 16 x 16 kernel over B in place, and so does M = 17..32 (two 16-row
+//       passes) when B's rows start on 64-byte lines; else M > MR copies B in groups of
 //       SKINNY_GROUP = 8 slivers; chunks of max(ceil(slivers / (4 threads)), 128 / NR) slivers.
 //     stream_b: M <= MC, K * N > DIRECT_B_MAX, B row stride a multiple of 64 bytes: B read in
 //       place by the blocked path.
@@ -567,12 +568,13 @@ TEST(dot_gemv_n1) {
   SW_DONE(bad);
 }
 
-// M = 2..33 around the skinny limit (32), the 16 x 16 kernel's range (13..16) and MR (12 / 6
-// / 4), with K * N on both sides of DIRECT_B_MAX, K across KC, N not a multiple of 16 / 32,
-// and B rows on and off 64-byte lines (stream_b).
+// M = 2..33 around the skinny limit (32), the 16 x 16 kernel's range (13..16, and 17..32 in
+// two passes on 64-byte B rows) and MR (12 / 6 / 4), with K * N on both sides of DIRECT_B_MAX,
+// K across KC, N not a multiple of 16 / 32, and B rows on and off 64-byte lines (stream_b).
 TEST(dot_skinny) {
   static const int64_t ms[] = {2, 5, 6, 7, 12, 13, 16, 17, 24, 31, 32, 33};
-  static const int64_t kn[][2] = {{64, 256}, {64, 257}, {70, 300}, {300, 1001}, {257, 1024}};
+  static const int64_t kn[][2] = {{64, 256},   {64, 257},   {70, 300},
+                                  {300, 1001}, {257, 1024}, {300, 1040}};
   int bad = 0;
   for (size_t i = 0; i < sizeof ms / sizeof ms[0]; ++i) {
     for (size_t j = 0; j < sizeof kn / sizeof kn[0]; ++j) {
