@@ -45,6 +45,7 @@ typedef struct cmlc_job_t {
   atomic_llong done;  // chunks finished
   atomic_int users;   // workers inside this job (the caller waits for 0 before returning)
   int max_users;      // the most workers it takes (the caller's share - 1)
+  int caller_cpu;     // the CPU the caller published it from (-1: unknown)
   struct cmlc_job_t* next_job;
 } cmlc_job_t;
 
@@ -94,6 +95,48 @@ static uint64_t cmlc_pool_now_ns(void) {
 
 int cmlc_pool_thread_count(const cmlc_pool_t* pool) { return pool ? pool->threads : 1; }
 
+// The CPU the calling thread runs on, or -1 where the system does not say.
+static int cmlc_pool_cpu(void) {
+#if defined(__linux__) && !defined(__wasi__)
+  return sched_getcpu();
+#else
+  return -1;
+#endif
+}
+
+// A worker that finds itself on the CPU of the job's caller can only time-slice with it: the
+// caller runs chunks and spin-waits, the worker runs a chunk now and then, and together they go
+// no faster than the caller alone (a 2-thread product at its 1-thread time, or slower). Here
+// (Linux 6.18 on a 2-vCPU VM) a woken worker was placed on its waker's CPU rather than on the
+// idle vCPU, and two threads that both keep running are left where they are, so such pairings
+// lasted whole processes (12 of 30 runs of a 256^3 product at 1-thread speed or slower). The
+// worker then moves itself: it leaves the job (so the caller never waits for the move), for a
+// moment excludes the caller's CPU from its affinity, which migrates it at once, and restores
+// the mask it had. At most once every 200 us per worker, and only where the thread may run on
+// more than one CPU. Returns whether it moved.
+static bool cmlc_pool_leave_caller_cpu(int caller_cpu, uint64_t* last_move_ns) {
+#if defined(__linux__) && !defined(__wasi__)
+  if (caller_cpu < 0 || caller_cpu >= CPU_SETSIZE || sched_getcpu() != caller_cpu) return false;
+  const uint64_t now = cmlc_pool_now_ns();
+  if (*last_move_ns != 0 && now - *last_move_ns < 200000) return false;
+  *last_move_ns = now;
+  cpu_set_t allowed, others;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2 ||
+      !CPU_ISSET(caller_cpu, &allowed)) {
+    return false;
+  }
+  others = allowed;
+  CPU_CLR(caller_cpu, &others);
+  if (sched_setaffinity(0, sizeof others, &others) != 0) return false;
+  (void)sched_setaffinity(0, sizeof allowed, &allowed);
+  return true;
+#else
+  (void)caller_cpu;
+  (void)last_move_ns;
+  return false;
+#endif
+}
+
 // Runs chunks of |job| until none is left to hand out.
 static void cmlc_pool_run_chunks(cmlc_job_t* job, int thread_index) {
   int saved = cmlc_pool_tls_index;
@@ -136,11 +179,20 @@ static cmlc_job_t* cmlc_pool_take_job(cmlc_pool_t* pool) {
 static void* cmlc_pool_worker_main(void* arg) {
   cmlc_worker_t* self = (cmlc_worker_t*)arg;
   cmlc_pool_t* pool = self->pool;
+  uint64_t last_move_ns = 0;
   for (;;) {
     uint64_t seen = atomic_load(&pool->seq);
     if (atomic_load(&pool->stop)) break;
     cmlc_job_t* job = cmlc_pool_take_job(pool);
     if (job) {
+      const int caller_cpu = job->caller_cpu;
+      if (caller_cpu >= 0 && cmlc_pool_cpu() == caller_cpu) {
+        atomic_fetch_sub_explicit(&job->users, 1, memory_order_release);
+        if (cmlc_pool_leave_caller_cpu(caller_cpu, &last_move_ns)) continue;
+        // Could not move: help anyway (the job may still be there).
+        job = cmlc_pool_take_job(pool);
+        if (!job) continue;
+      }
       cmlc_pool_run_chunks(job, self->thread_index);
       atomic_fetch_sub_explicit(&job->users, 1, memory_order_release);
       continue;
@@ -215,6 +267,7 @@ void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_tas
   atomic_init(&job.done, 0);
   atomic_init(&job.users, 0);
   job.max_users = share - 1;
+  job.caller_cpu = cmlc_pool_cpu();
   pthread_mutex_lock(&pool->mutex);
   job.next_job = pool->jobs;
   pool->jobs = &job;
