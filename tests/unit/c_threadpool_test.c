@@ -3,6 +3,7 @@
 // chunk boundaries do not depend on the thread count, concurrent callers, nested calls, idle
 // workers sleep, a caller's share of the pool.
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
@@ -275,8 +276,37 @@ TEST(a_share_limits_the_threads_of_a_caller) {
   cmlc_pool_destroy(pool);
 }
 
-TEST_MAIN(TEST_ENTRY(null_pool_runs_inline), TEST_ENTRY(a_share_limits_the_threads_of_a_caller),
-          TEST_ENTRY(every_chunk_exactly_once), TEST_ENTRY(chunk_boundaries_independent_of_threads),
-          TEST_ENTRY(concurrent_callers), TEST_ENTRY(nested_calls_run_inline),
-          TEST_ENTRY(wakes_sleeping_workers), TEST_ENTRY(idle_workers_sleep),
-          TEST_ENTRY(bad_thread_count))
+// A thread on a given CPU moves off it and keeps its affinity mask; a move off a CPU the thread
+// is not on does nothing. (The 200 us limit between moves is timing and is not asserted.)
+TEST(a_thread_leaves_a_given_cpu) {
+#if defined(__linux__)
+  cpu_set_t before, after;
+  ASSERT_TRUE(sched_getaffinity(0, sizeof before, &before) == 0);
+  if (CPU_COUNT(&before) < 2 || sched_setaffinity(0, sizeof before, &before) != 0) {
+    printf("  (one CPU allowed, or the affinity cannot be set here: nothing to check)\n");
+    return;
+  }
+  uint64_t last = 0;
+  int cpu = sched_getcpu();
+  ASSERT_TRUE(cpu >= 0);
+  ASSERT_TRUE(cmlc_pool_leave_cpu(cpu, &last));
+  const int now = sched_getcpu();
+  ASSERT_TRUE(sched_getaffinity(0, sizeof after, &after) == 0);
+  ASSERT_TRUE(CPU_EQUAL(&before, &after));
+  ASSERT_TRUE(now != cpu);
+  ASSERT_TRUE(last != 0);
+  // Not on that CPU: nothing to do.
+  uint64_t fresh = 0;
+  const int elsewhere = sched_getcpu() == 0 ? 1 : 0;
+  if (sched_getcpu() != elsewhere) ASSERT_TRUE(!cmlc_pool_leave_cpu(elsewhere, &fresh));
+#else
+  uint64_t last = 0;
+  ASSERT_TRUE(!cmlc_pool_leave_cpu(0, &last));
+#endif
+}
+
+TEST_MAIN(TEST_ENTRY(null_pool_runs_inline), TEST_ENTRY(a_thread_leaves_a_given_cpu),
+          TEST_ENTRY(a_share_limits_the_threads_of_a_caller), TEST_ENTRY(every_chunk_exactly_once),
+          TEST_ENTRY(chunk_boundaries_independent_of_threads), TEST_ENTRY(concurrent_callers),
+          TEST_ENTRY(nested_calls_run_inline), TEST_ENTRY(wakes_sleeping_workers),
+          TEST_ENTRY(idle_workers_sleep), TEST_ENTRY(bad_thread_count))

@@ -72,6 +72,12 @@ int cmlc_pool_thread_count(const cmlc_pool_t* pool);  // 1 for NULL
 // device slots of an SPMD execution split the pool this way. Chunk boundaries do not change.
 int cmlc_pool_set_share(int threads);
 
+// Moves the calling thread off CPU |cpu| when it runs there (Linux, with more than one CPU in
+// its affinity mask, at most once every 200 us per |*last_move_ns|, a per-thread timestamp
+// starting at 0): the mask is narrowed for a moment and restored. Returns whether it moved. A
+// pool worker does this when it finds itself on its caller's CPU (see threadpool.c).
+bool cmlc_pool_leave_cpu(int cpu, uint64_t* last_move_ns);
+
 cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_t** out_pool);
 void cmlc_pool_destroy(cmlc_pool_t* pool);
 

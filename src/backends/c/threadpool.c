@@ -114,12 +114,10 @@ static int cmlc_pool_cpu(void) {
 // moment excludes the caller's CPU from its affinity, which migrates it at once, and restores
 // the mask it had. At most once every 200 us per worker, and only where the thread may run on
 // more than one CPU. Returns whether it moved.
-static bool cmlc_pool_leave_caller_cpu(int caller_cpu, uint64_t* last_move_ns) {
+bool cmlc_pool_leave_cpu(int caller_cpu, uint64_t* last_move_ns) {
 #if defined(__linux__) && !defined(__wasi__)
   if (caller_cpu < 0 || caller_cpu >= CPU_SETSIZE || sched_getcpu() != caller_cpu) return false;
-  const uint64_t now = cmlc_pool_now_ns();
-  if (*last_move_ns != 0 && now - *last_move_ns < 200000) return false;
-  *last_move_ns = now;
+  if (*last_move_ns != 0 && cmlc_pool_now_ns() - *last_move_ns < 200000) return false;
   cpu_set_t allowed, others;
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2 ||
       !CPU_ISSET(caller_cpu, &allowed)) {
@@ -127,9 +125,10 @@ static bool cmlc_pool_leave_caller_cpu(int caller_cpu, uint64_t* last_move_ns) {
   }
   others = allowed;
   CPU_CLR(caller_cpu, &others);
-  if (sched_setaffinity(0, sizeof others, &others) != 0) return false;
-  (void)sched_setaffinity(0, sizeof allowed, &allowed);
-  return true;
+  const bool moved = sched_setaffinity(0, sizeof others, &others) == 0;
+  if (moved) (void)sched_setaffinity(0, sizeof allowed, &allowed);
+  *last_move_ns = cmlc_pool_now_ns();  // (a move can take long: count from its end)
+  return moved;
 #else
   (void)caller_cpu;
   (void)last_move_ns;
@@ -188,7 +187,7 @@ static void* cmlc_pool_worker_main(void* arg) {
       const int caller_cpu = job->caller_cpu;
       if (caller_cpu >= 0 && cmlc_pool_cpu() == caller_cpu) {
         atomic_fetch_sub_explicit(&job->users, 1, memory_order_release);
-        if (cmlc_pool_leave_caller_cpu(caller_cpu, &last_move_ns)) continue;
+        if (cmlc_pool_leave_cpu(caller_cpu, &last_move_ns)) continue;
         // Could not move: help anyway (the job may still be there).
         job = cmlc_pool_take_job(pool);
         if (!job) continue;
