@@ -43,6 +43,7 @@ struct cmlc_crew_t {
 static void* cmlc_crew_main(void* arg) {
   cmlc_crew_thread_t* self = (cmlc_crew_thread_t*)arg;
   cmlc_crew_t* crew = self->crew;
+  cmlc_thread_name("cml-device");
   pthread_mutex_lock(&crew->mutex);
   for (;;) {
     while (!crew->stop && crew->generation == self->seen) {

@@ -21,6 +21,9 @@ extern "C" {
 // when larger). Returns 0 or an errno value; ENOTSUP on targets without threads (wasm32-wasi).
 // Every thread the c backend starts (pool workers, SPMD slots) goes through here.
 int cmlc_thread_start(pthread_t* thread, void* (*fn)(void*), void* arg, size_t min_stack);
+// Names the calling thread (at most 15 characters; Linux with glibc, else nothing), so that
+// profilers and debuggers tell the backend's threads apart: "cml-pool", "cml-device".
+void cmlc_thread_name(const char* name);
 
 // Alignment of buffers, arena segments and every arena slot.
 #define CMLC_ALIGNMENT 64

@@ -179,6 +179,7 @@ static void* cmlc_pool_worker_main(void* arg) {
   cmlc_worker_t* self = (cmlc_worker_t*)arg;
   cmlc_pool_t* pool = self->pool;
   uint64_t last_move_ns = 0;
+  cmlc_thread_name("cml-pool");
   for (;;) {
     uint64_t seen = atomic_load(&pool->seq);
     if (atomic_load(&pool->stop)) break;
@@ -293,6 +294,14 @@ void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_tas
       sched_yield();
     }
   }
+}
+
+void cmlc_thread_name(const char* name) {
+#if defined(__linux__) && defined(__GLIBC__)
+  (void)pthread_setname_np(pthread_self(), name);
+#else
+  (void)name;
+#endif
 }
 
 int cmlc_thread_start(pthread_t* thread, void* (*fn)(void*), void* arg, size_t min_stack) {
