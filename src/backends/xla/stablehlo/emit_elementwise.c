@@ -152,10 +152,6 @@ static const char* cml_shlo_compare_direction(cml_op_t op, bool* total_order) {
   }
 }
 
-static bool cml_shlo_is_half(cml_dtype_t dtype) {
-  return dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BF16;
-}
-
 static bool cml_shlo_is_transcendental(cml_op_t op) {
   switch (op) {
     case CML_OP_EXP:
@@ -429,7 +425,7 @@ static cml_status_t cml_shlo_elementwise(cml__shlo_ctx_t* c, const cml_ir_node_t
       default: {
         const char* name = cml_shlo_unary_name(n->op);
         if (!name) return cml__shlo_unimplemented(c, n, "no StableHLO lowering");
-        if (cml_shlo_is_half(x.shape.dtype) && cml_shlo_is_transcendental(n->op)) {
+        if (cml__shlo_is_half(x.shape.dtype) && cml_shlo_is_transcendental(n->op)) {
           // Float16/BFloat16: computed in Float32 and rounded once (the plugin's half
           // precision versions of these are off by several ulps or underflow early).
           cml__shlo_val_t wide = cml__shlo_convert(c, &x, CML_DTYPE_F32);
@@ -464,8 +460,8 @@ static cml_status_t cml_shlo_elementwise(cml__shlo_ctx_t* c, const cml_ir_node_t
         r = cml_shlo_int_pow(c, &ins[0], &ins[1]);
       } else if (n->op == CML_OP_DIV && out->dtype == CML_DTYPE_F64) {
         r = cml_shlo_div_f64(c, &ins[0], &ins[1]);
-      } else if ((cml_shlo_is_half(out->dtype) && (n->op == CML_OP_POW || n->op == CML_OP_ATAN2 ||
-                                                   n->op == CML_OP_REM || n->op == CML_OP_DIV)) ||
+      } else if ((cml__shlo_is_half(out->dtype) && (n->op == CML_OP_POW || n->op == CML_OP_ATAN2 ||
+                                                    n->op == CML_OP_REM || n->op == CML_OP_DIV)) ||
                  (n->op == CML_OP_DIV && out->dtype == CML_DTYPE_F32)) {
         // Through a wider type, rounded once. Division of Float32 and the half types is done
         // in Float64 (see cml_shlo_div_f64 for why the plugin's own division is not used);

@@ -155,6 +155,12 @@ static inline cml_shape_t cml_shlo_retype(const cml_shape_t* s, cml_dtype_t dtyp
   return r;
 }
 
+// Float16 or BFloat16: the types the emitter computes in Float32 and rounds once where the
+// plugins' half-precision lowering loses accuracy (transcendentals, Pow, Atan2, sums, products).
+static inline bool cml__shlo_is_half(cml_dtype_t dtype) {
+  return dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BF16;
+}
+
 // Output |i|'s shape of node |n|.
 static inline const cml_shape_t* cml_shlo_out(const cml__shlo_ctx_t* c, const cml_ir_node_t* n,
                                               uint32_t i) {

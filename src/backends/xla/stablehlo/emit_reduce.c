@@ -78,8 +78,8 @@ static cml_status_t cml_shlo_reduce(cml__shlo_ctx_t* c, const cml_ir_node_t* n) 
   // backend: XLA's CUDA compiler otherwise keeps Float16 partial products, which overflow and
   // underflow in a tree order (inf * 0 = NaN where the exact product is 2).
   const cml_dtype_t dtype = ins[0].shape.dtype;
-  const bool widen = (dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BF16) &&
-                     (n->op == CML_OP_REDUCE_SUM || n->op == CML_OP_REDUCE_PRODUCT);
+  const bool widen =
+      cml__shlo_is_half(dtype) && (n->op == CML_OP_REDUCE_SUM || n->op == CML_OP_REDUCE_PRODUCT);
   if (widen) ins[0] = cml__shlo_convert(c, &ins[0], CML_DTYPE_F32);
   ins[1] = cml__shlo_const_scalar(c, ins[0].shape.dtype, init_kind);
   const cml_shape_t wide_out = cml_shlo_retype(cml_shlo_out(c, n, 0), CML_DTYPE_F32);

@@ -636,13 +636,11 @@ static bool CMLC_GEMM_N(skinny_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* po
                        c->b_acc.row_stride == CMLC_GEMM_NOT_AFFINE))
     return false;
   // M = 13..16 with AVX-512: the 16 x 16 kernel reads every B row in place once (no copy of
-  // B); its per-tile arithmetic is that of kern.fn, so the bits are the same. (For 17..32 rows
-  // two 16-row passes over in-place B measured slower than the copy when B rows are not
-  // 64-byte aligned, e.g. 0.36-0.55x for N = 1000, and 1.2-1.55x faster when they are, e.g.
-  // 32 x 4096 x 4096: 10.2 -> 7.6 ms on 2 threads.)
-  // 17..32 rows take two 16-row passes over each in-place sliver when every B row starts on a
-  // cache line (the second pass reads the sliver from L1): B is then read from memory once, with
-  // no copy, and 32 rows need no padding (the 12-row kernel pads them to 36).
+  // B); its per-tile arithmetic is that of kern.fn, so the bits are the same. M = 17..32 takes
+  // two 16-row passes over each in-place sliver (the second reads it from L1) when every B row
+  // starts on a cache line: B is read from memory once, and 32 rows are not padded to 36
+  // (1.2-1.55x faster than the copy, e.g. 32 x 4096 x 4096: 10.2 -> 7.6 ms on 2 threads). With
+  // unaligned rows the passes split loads and measured slower (0.36-0.55x for N = 1000).
   const bool b_lines = ((uintptr_t)p->b.data % 64 == 0) &&
                        ((size_t)c->b_acc.row_stride * sizeof(CMLC_GEMM_T)) % 64 == 0 &&
                        ((size_t)p->b.batch_offsets[0] * sizeof(CMLC_GEMM_T)) % 64 == 0;
