@@ -318,70 +318,88 @@ static float lcg(uint32_t* s) {
   return (float)(*s >> 8) / (float)(1 << 24) - 0.5f;
 }
 
-// Runs |reps| steps on |config| with |devices| slots; returns the median seconds per step and
-// the new w2[0] (to compare the runs).
-static bool run_mlp(const char* config, int devices, int reps, double* out_s, double* out_cpu,
-                    float* out_w) {
-  cml_backend_t* be = NULL;
-  if (!check(cml_backend_new_with_config(config, &be), config)) return false;
+// One configuration of the MLP step: its backend, executable and per-device inputs.
+typedef struct mlp_side_t {
+  const char* config;
+  int devices;
+  cml_backend_t* be;
+  cml_executable_t* exe;
+  cml_buffer_t* in[4 * 8];
+  double* t;   // seconds per timed step
+  double cpu;  // process CPU seconds over the timed steps
+  float w2;    // the new w2[0] after the last step
+} mlp_side_t;
+
+static bool mlp_open(mlp_side_t* m, const char* config, int devices, int reps) {
+  memset(m, 0, sizeof *m);
+  m->config = config;
+  m->devices = devices;
+  m->t = calloc((size_t)reps, sizeof(double));
+  if (!m->t || !check(cml_backend_new_with_config(config, &m->be), config)) return false;
   const int64_t batch = MLP_B / devices;
-  cml_executable_t* exe = NULL;
-  if (!check(build_mlp(be, devices, batch, &exe), "compile mlp")) return false;
+  if (!check(build_mlp(m->be, devices, batch, &m->exe), "compile mlp")) return false;
   uint32_t seed = 7;
   float* x = malloc(sizeof(float) * MLP_B * MLP_D);
   float* y = malloc(sizeof(float) * MLP_B * MLP_O);
   float* w1 = malloc(sizeof(float) * MLP_D * MLP_H);
   float* w2 = malloc(sizeof(float) * MLP_H * MLP_O);
-  for (int i = 0; i < MLP_B * MLP_D; ++i) x[i] = lcg(&seed);
-  for (int i = 0; i < MLP_B * MLP_O; ++i) y[i] = lcg(&seed);
-  for (int i = 0; i < MLP_D * MLP_H; ++i) w1[i] = 0.05f * lcg(&seed);
-  for (int i = 0; i < MLP_H * MLP_O; ++i) w2[i] = 0.05f * lcg(&seed);
+  bool ok = x && y && w1 && w2;
+  for (int i = 0; ok && i < MLP_B * MLP_D; ++i) x[i] = lcg(&seed);
+  for (int i = 0; ok && i < MLP_B * MLP_O; ++i) y[i] = lcg(&seed);
+  for (int i = 0; ok && i < MLP_D * MLP_H; ++i) w1[i] = 0.05f * lcg(&seed);
+  for (int i = 0; ok && i < MLP_H * MLP_O; ++i) w2[i] = 0.05f * lcg(&seed);
   cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){batch, MLP_D});
   cml_shape_t ys = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){batch, MLP_O});
   cml_shape_t w1s = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){MLP_D, MLP_H});
   cml_shape_t w2s = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){MLP_H, MLP_O});
-  cml_buffer_t* in[4 * 8] = {0};
-  bool ok = true;
+  cml_buffer_t** in = m->in;
   for (int j = 0; ok && j < devices; ++j) {
-    ok = check(cml_buffer_from_host(be, j, &xs, x + (size_t)j * batch * MLP_D,
-                                    sizeof(float) * (size_t)(batch * MLP_D), &in[4 * j]),
-               "x") &&
-         check(cml_buffer_from_host(be, j, &ys, y + (size_t)j * batch * MLP_O,
-                                    sizeof(float) * (size_t)(batch * MLP_O), &in[4 * j + 1]),
-               "y") &&
-         check(cml_buffer_from_host(be, j, &w1s, w1, sizeof(float) * MLP_D * MLP_H, &in[4 * j + 2]),
-               "w1") &&
-         check(cml_buffer_from_host(be, j, &w2s, w2, sizeof(float) * MLP_H * MLP_O, &in[4 * j + 3]),
-               "w2");
+    ok =
+        check(cml_buffer_from_host(m->be, j, &xs, x + (size_t)j * batch * MLP_D,
+                                   sizeof(float) * (size_t)(batch * MLP_D), &in[4 * j]),
+              "x") &&
+        check(cml_buffer_from_host(m->be, j, &ys, y + (size_t)j * batch * MLP_O,
+                                   sizeof(float) * (size_t)(batch * MLP_O), &in[4 * j + 1]),
+              "y") &&
+        check(
+            cml_buffer_from_host(m->be, j, &w1s, w1, sizeof(float) * MLP_D * MLP_H, &in[4 * j + 2]),
+            "w1") &&
+        check(
+            cml_buffer_from_host(m->be, j, &w2s, w2, sizeof(float) * MLP_H * MLP_O, &in[4 * j + 3]),
+            "w2");
   }
-  double* t = calloc((size_t)reps, sizeof(double));
-  double cpu = 0;
-  for (int r = -2; ok && r < reps; ++r) {
-    cml_buffer_t* out[16] = {0};
-    double c0 = cpu_s();
-    double t0 = now_s();
-    ok = check(cml_executable_execute(exe, in, (size_t)(4 * devices), NULL, 0, out), "step");
-    if (r >= 0) t[r] = now_s() - t0;
-    if (r >= 0) cpu += cpu_s() - c0;
-    if (ok && r == reps - 1) {
-      float* w = malloc(sizeof(float) * MLP_H * MLP_O);
-      ok = check(cml_buffer_copy_to_host(out[1], w, sizeof(float) * MLP_H * MLP_O), "copy");
-      *out_w = w[0];
-      free(w);
-    }
-    for (int k = 0; k < 2 * devices; ++k) cml_buffer_release(out[k]);
-  }
-  if (ok) *out_s = median(t, reps);
-  *out_cpu = cpu / reps;
-  for (int k = 0; k < 4 * devices; ++k) cml_buffer_release(in[k]);
-  free(t);
   free(x);
   free(y);
   free(w1);
   free(w2);
-  cml_executable_release(exe);
-  cml_backend_release(be);
   return ok;
+}
+
+// One step on |m|; timed into step |r| when r >= 0; reads w2[0] back when |read_w|.
+static bool mlp_step(mlp_side_t* m, int r, bool read_w) {
+  cml_buffer_t* out[16] = {0};
+  const double c0 = cpu_s(), t0 = now_s();
+  bool ok =
+      check(cml_executable_execute(m->exe, m->in, (size_t)(4 * m->devices), NULL, 0, out), "step");
+  if (r >= 0) {
+    m->t[r] = now_s() - t0;
+    m->cpu += cpu_s() - c0;
+  }
+  if (ok && read_w) {
+    float* w = malloc(sizeof(float) * MLP_H * MLP_O);
+    ok = w && check(cml_buffer_copy_to_host(out[1], w, sizeof(float) * MLP_H * MLP_O), "copy");
+    if (ok) m->w2 = w[0];
+    free(w);
+  }
+  for (int k = 0; k < 2 * m->devices; ++k) cml_buffer_release(out[k]);
+  return ok;
+}
+
+static void mlp_close(mlp_side_t* m) {
+  for (int k = 0; k < 4 * m->devices; ++k) cml_buffer_release(m->in[k]);
+  cml_executable_release(m->exe);
+  cml_backend_release(m->be);
+  free(m->t);
 }
 
 // --mlp-only CONFIG: |reps| steps on one configuration alone (1 device for "c:threads=T", else
@@ -390,34 +408,52 @@ static int bench_mlp_one(int reps, const char* config) {
   const char* d = strstr(config, "devices=");
   const int devices = d ? atoi(d + 8) : 1;
   if (devices < 1 || devices > 8 || MLP_B % devices) return 2;
-  double s = 0, cpu = 0;
-  float w = 0;
-  if (!run_mlp(config, devices, reps, &s, &cpu, &w)) return 1;
-  printf("  %-44s %9.2f ms  (CPU %.1f ms)  w2[0] %.7g\n", config, s * 1e3, cpu * 1e3, w);
-  return 0;
+  mlp_side_t m;
+  bool ok = mlp_open(&m, config, devices, reps);
+  for (int r = -2; ok && r < reps; ++r) ok = mlp_step(&m, r, r == reps - 1);
+  if (ok) {
+    printf("  %-44s %9.2f ms  (CPU %.1f ms)  w2[0] %.7g\n", config, median(m.t, reps) * 1e3,
+           m.cpu / reps * 1e3, m.w2);
+  }
+  mlp_close(&m);
+  return ok ? 0 : 1;
 }
 
+// Both configurations live in one process and alternate step by step (the order flipping each
+// step), so that a change of the machine's speed (other tenants of a VM) hits both alike; the
+// ratio is the median of the per-pair ratios, next to the ratio of the medians.
 static int bench_mlp(int reps) {
   printf("Data-parallel MLP step (%dx%d -> %d ReLU -> %d, batch %d, SGD on both weights)\n", MLP_B,
          MLP_D, MLP_H, MLP_O, MLP_B);
-  double t1 = 0, t2 = 0, c1 = 0, c2 = 0;
-  float w_one = 0, w_two = 0;
-  // Alternated, so that a change of the machine's load hits both.
-  double s1[3], s2[3];
-  for (int round = 0; round < 3; ++round) {
-    if (!run_mlp("c:threads=2", 1, reps, &s1[round], &c1, &w_one)) return 1;
-    if (!run_mlp("c:devices=2,threads=2", 2, reps, &s2[round], &c2, &w_two)) return 1;
+  mlp_side_t one, two;
+  memset(&one, 0, sizeof one);
+  memset(&two, 0, sizeof two);
+  const int steps = 4 * reps;
+  bool ok =
+      mlp_open(&one, "c:threads=2", 1, steps) && mlp_open(&two, "c:devices=2,threads=2", 2, steps);
+  for (int r = -3; ok && r < steps; ++r) {
+    mlp_side_t* first = (r & 1) ? &two : &one;
+    mlp_side_t* second = (r & 1) ? &one : &two;
+    ok = mlp_step(first, r, r == steps - 1) && mlp_step(second, r, r == steps - 1);
   }
-  t1 = median(s1, 3);
-  t2 = median(s2, 3);
-  const double flops = 3.0 * 2.0 * MLP_B * ((double)MLP_D * MLP_H + (double)MLP_H * MLP_O);
-  printf("  %-44s %9.2f ms %8.2f GFLOP/s  (CPU %.1f ms)\n", "one device, c:threads=2", t1 * 1e3,
-         flops / t1 / 1e9, c1 * 1e3);
-  printf("  %-44s %9.2f ms %8.2f GFLOP/s  %.2fx the one-device step  (CPU %.1f ms)\n",
-         "2 devices (batch split, AllReduce), threads=2", t2 * 1e3, flops / t2 / 1e9, t1 / t2,
-         c2 * 1e3);
-  printf("  w2[0] after the step: %.7g (one device) vs %.7g (2 devices)\n", w_one, w_two);
-  return 0;
+  if (ok) {
+    double* pair = calloc((size_t)steps, sizeof(double));
+    for (int r = 0; pair && r < steps; ++r) pair[r] = one.t[r] / two.t[r];
+    const double t1 = median(one.t, steps), t2 = median(two.t, steps);
+    const double flops = 3.0 * 2.0 * MLP_B * ((double)MLP_D * MLP_H + (double)MLP_H * MLP_O);
+    printf("  %-44s %9.2f ms %8.2f GFLOP/s  (CPU %.1f ms)\n", "one device, c:threads=2", t1 * 1e3,
+           flops / t1 / 1e9, one.cpu / steps * 1e3);
+    printf("  %-44s %9.2f ms %8.2f GFLOP/s  (CPU %.1f ms)\n",
+           "2 devices (batch split, AllReduce), threads=2", t2 * 1e3, flops / t2 / 1e9,
+           two.cpu / steps * 1e3);
+    printf("  2 devices vs one: %.2fx (median of %d step pairs; ratio of the medians %.2fx)\n",
+           pair ? median(pair, steps) : 0.0, steps, t1 / t2);
+    printf("  w2[0] after the step: %.7g (one device) vs %.7g (2 devices)\n", one.w2, two.w2);
+    free(pair);
+  }
+  mlp_close(&one);
+  mlp_close(&two);
+  return ok ? 0 : 1;
 }
 
 int main(int argc, char** argv) {

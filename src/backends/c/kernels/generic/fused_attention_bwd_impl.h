@@ -232,11 +232,9 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_load_rows)(const cmlc_fa_bwd_ctx_t* c,
       const T* orow = (const T*)c->o + oa;
       for (int64_t e = 0; e < dv; ++e) acc += gr[e] * orow[e];
     } else {
-      for (int64_t e = 0; e < d; ++e) qr[e] = CMLC_FA_LOAD(f->q, qa + e, f->dtype);
-      for (int64_t e = 0; e < dv; ++e) {
-        gr[e] = CMLC_FA_LOAD(c->dout, oa + e, f->dtype);
-        acc += gr[e] * CMLC_FA_LOAD(c->o, oa + e, f->dtype);
-      }
+      CMLC_FA_NAME(load_row)(qr, f->q, qa, d, f->dtype);
+      CMLC_FA_NAME(load_row)(gr, c->dout, oa, dv, f->dtype);
+      for (int64_t e = 0; e < dv; ++e) acc += gr[e] * CMLC_FA_LOAD(c->o, oa + e, f->dtype);
     }
     lse[r] = ls[r];
     dsum[r] = acc;
@@ -411,10 +409,10 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(bwd_kv)(const cmlc_fa_bwd_ctx_t* 
   const int64_t k_base = b * f->k_str[0] + hk * f->k_str[1] + j0 * f->k_str[2];
   const int64_t v_base = b * f->v_str[0] + hk * f->v_str[1] + j0 * f->v_str[2];
   for (int64_t j = 0; j < nstore; ++j) {
-    for (int64_t e = 0; e < f->d; ++e)
-      CMLC_FA_STORE(c->dk, k_base + j * f->k_str[2] + e, f->dtype, dk[j * c->dp + e]);
-    for (int64_t e = 0; e < f->dv; ++e)
-      CMLC_FA_STORE(c->dv, v_base + j * f->v_str[2] + e, f->dtype, dvb[j * f->dvp + e]);
+    CMLC_FA_NAME(store_row)
+    (c->dk, k_base + j * f->k_str[2], f->d, f->dtype, dk + j * c->dp, false, 1);
+    CMLC_FA_NAME(store_row)
+    (c->dv, v_base + j * f->v_str[2], f->dv, f->dtype, dvb + j * f->dvp, false, 1);
   }
 }
 
@@ -461,8 +459,8 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(bwd_q)(const cmlc_fa_bwd_ctx_t* c
   }
   const int64_t q_base = b * f->q_str[0] + h * f->q_str[1] + i0 * f->q_str[2];
   for (int64_t r = 0; r < nq; ++r) {
-    for (int64_t e = 0; e < f->d; ++e)
-      CMLC_FA_STORE(c->dq, q_base + r * f->q_str[2] + e, f->dtype, dq[r * c->dp + e]);
+    CMLC_FA_NAME(store_row)
+    (c->dq, q_base + r * f->q_str[2], f->d, f->dtype, dq + r * c->dp, false, 1);
   }
 }
 
@@ -529,10 +527,10 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(bwd_head)(const cmlc_fa_bwd_ctx_t
     const int64_t k_base = b * f->k_str[0] + hk * f->k_str[1] + j0 * f->k_str[2];
     const int64_t v_base = b * f->v_str[0] + hk * f->v_str[1] + j0 * f->v_str[2];
     for (int64_t j = 0; j < nstore; ++j) {
-      for (int64_t e = 0; e < f->d; ++e)
-        CMLC_FA_STORE(c->dk, k_base + j * f->k_str[2] + e, f->dtype, dk[j * dp + e]);
-      for (int64_t e = 0; e < f->dv; ++e)
-        CMLC_FA_STORE(c->dv, v_base + j * f->v_str[2] + e, f->dtype, dvb[j * dvp + e]);
+      CMLC_FA_NAME(store_row)
+      (c->dk, k_base + j * f->k_str[2], f->d, f->dtype, dk + j * dp, false, 1);
+      CMLC_FA_NAME(store_row)
+      (c->dv, v_base + j * f->v_str[2], f->dv, f->dtype, dvb + j * dvp, false, 1);
     }
   }
   for (int64_t g = 0; g < f->groups; ++g) {
@@ -540,8 +538,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(bwd_head)(const cmlc_fa_bwd_ctx_t
     const int64_t q_base = b * f->q_str[0] + h * f->q_str[1];
     for (int64_t r = 0; r < f->seq; ++r) {
       const T* src = hdq + (g * sp + r) * dp;
-      for (int64_t e = 0; e < f->d; ++e)
-        CMLC_FA_STORE(c->dq, q_base + r * f->q_str[2] + e, f->dtype, src[e]);
+      CMLC_FA_NAME(store_row)(c->dq, q_base + r * f->q_str[2], f->d, f->dtype, src, false, 1);
     }
   }
 }

@@ -28,6 +28,64 @@ static inline __attribute__((always_inline)) CMLC_FA_ATTR void CMLC_FA_NAME(bf16
   for (; e < n; ++e) dst[e] = CMLC_FA_LOAD(src, e, CML_DTYPE_BF16);
 }
 
+// dst[e] = element at + e of |src| (of |dtype|) in the computation type, e < n: a copy for
+// the computation dtype, bf16 widened W lanes at a time, others element by element.
+static inline __attribute__((always_inline)) CMLC_FA_ATTR void CMLC_FA_NAME(load_row)(
+    CMLC_FA_T* dst, const void* src, int64_t at, int64_t n, cml_dtype_t dtype) {
+  if (dtype == CMLC_FA_NATIVE) {
+    memcpy(dst, (const CMLC_FA_T*)src + at, (size_t)n * sizeof(CMLC_FA_T));
+  } else if (dtype == CML_DTYPE_BF16) {
+    CMLC_FA_NAME(bf16_row)(dst, (const uint16_t*)src + at, n);
+  } else {
+    for (int64_t e = 0; e < n; ++e) dst[e] = CMLC_FA_LOAD(src, at + e, dtype);
+  }
+}
+
+// Elements [at, at + n) of |dst| (of |dtype|) = src[e], times inv when |scale|, or zeros when
+// |src| is NULL: W lanes at a time for the computation dtype and, for float, bf16 (rounded to
+// nearest even, NaN quieted, as cml_f32_to_bf16), the same values as CMLC_FA_STORE element by
+// element.
+static inline __attribute__((always_inline)) CMLC_FA_ATTR void CMLC_FA_NAME(store_row)(
+    void* dst, int64_t at, int64_t n, cml_dtype_t dtype, const CMLC_FA_T* src, bool scale,
+    CMLC_FA_T inv) {
+  typedef CMLC_FA_V V;
+  enum { W = CMLC_FA_W };
+  int64_t e = 0;
+  if (dtype == CMLC_FA_NATIVE) {
+    CMLC_FA_T* o = (CMLC_FA_T*)dst + at;
+    for (; e + W <= n; e += W) {
+      V x = {0};
+      if (src) {
+        memcpy(&x, src + e, sizeof x);
+        if (scale) x *= inv;
+      }
+      memcpy(o + e, &x, sizeof x);
+    }
+  }
+#if CMLC_FA_VEXP
+  else if (dtype == CML_DTYPE_BF16) {
+    typedef uint32_t UV __attribute__((vector_size(W * sizeof(uint32_t))));
+    typedef uint16_t H __attribute__((vector_size(W * sizeof(uint16_t))));
+    uint16_t* o = (uint16_t*)dst + at;
+    for (; e + W <= n; e += W) {
+      V x = {0};
+      if (src) {
+        memcpy(&x, src + e, sizeof x);
+        if (scale) x *= inv;
+      }
+      UV u;
+      memcpy(&u, &x, sizeof u);
+      const UV nan = (UV)((u & 0x7FFFFFFFu) > 0x7F800000u);
+      const UV rounded = (u + (0x7FFFu + ((u >> 16) & 1u))) >> 16;
+      const UV bits = (nan & ((u >> 16) | 0x0040u)) | (~nan & rounded);
+      const H y = __builtin_convertvector(bits, H);
+      memcpy(o + e, &y, sizeof y);
+    }
+  }
+#endif
+  for (; e < n; ++e) CMLC_FA_STORE(dst, at + e, dtype, src ? (scale ? src[e] * inv : src[e]) : 0);
+}
+
 // The decode path (tasks of at most CMLC_FA_DEC_ROWS live query rows) in two helpers, inlined
 // with the row count |R| (1 to 4) a constant, so the accumulators stay in registers.
 //
@@ -214,8 +272,8 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
   const int64_t q_base = b * c->q_str[0] + h * c->q_str[1] + i0 * c->q_str[2];
   const int64_t q_row = dec ? dqp : d;
   for (int64_t r = 0; r < nq_live; ++r) {
-    for (int64_t e = 0; e < d; ++e)
-      qb[r * q_row + e] = CMLC_FA_LOAD(c->q, q_base + r * c->q_str[2] + e, c->dtype);
+    const int64_t at = q_base + r * c->q_str[2];
+    CMLC_FA_NAME(load_row)(qb + r * q_row, c->q, at, d, c->dtype);
     for (int64_t e = d; e < q_row; ++e) qb[r * q_row + e] = 0;
   }
   for (int64_t r = 0; r < nq_live; ++r) {
@@ -263,12 +321,13 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
           cmlc__fa_prefetch(cmlc__fa_row(vp, &vpf, b, hk, ahead, elem_bytes), v_row_bytes);
         T* kt_col = kc + (j / BK) * d * BK + j % BK;
         const int64_t at = base_p + j * st[2];
-        if (c->dtype == CMLC_FA_NATIVE) {
-          const T* kr = (const T*)data + at;
-          for (int64_t e = 0; e < d; ++e) kt_col[e * BK] = kr[e];
-        } else {
-          for (int64_t e = 0; e < d; ++e) kt_col[e * BK] = CMLC_FA_LOAD(data, at + e, c->dtype);
+        const T* kr = (const T*)data + at;
+        if (c->dtype != CMLC_FA_NATIVE) {  // widened first (kb: the decode path's buffer)
+          T* wide = (T*)(base + c->off_kb);
+          CMLC_FA_NAME(load_row)(wide, data, at, d, c->dtype);
+          kr = wide;
         }
+        for (int64_t e = 0; e < d; ++e) kt_col[e * BK] = kr[e];
       }
     }
     *tag = want_tag;
@@ -669,10 +728,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
     const int64_t at = o_base + r * c->o_str[2];
     const bool live = r < nq_live && lb[r] != 0;
     const T inv = live ? (T)1 / lb[r] : 0;
-    for (int64_t e = 0; e < dv; ++e) {
-      T v = live ? ob[r * dvp + e] * inv : 0;
-      CMLC_FA_STORE(c->out, at + e, c->dtype, v);
-    }
+    CMLC_FA_NAME(store_row)(c->out, at, dv, c->dtype, live ? ob + r * dvp : NULL, true, inv);
     if (lse) lse[r] = live ? mb[r] + (T)log((double)lb[r]) : (T)-INFINITY;
   }
 }
