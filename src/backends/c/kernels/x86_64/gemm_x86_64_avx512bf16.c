@@ -221,7 +221,15 @@ static void cmlc_bf_pack_a(const cmlc__gemm_operand_t* a, const cmlc_bf_access_t
       const uint16_t* src[CMLC_BF_MR];
       for (int r = 0; r < CMLC_BF_MR; ++r)
         src[r] = data + a->row_offsets[ic + i + (r < rows ? r : 0)] + pc;
-      for (int64_t q = 0; q < full; ++q) {
+      // Whole groups of 16 pairs: the f32 packer's 16 x 16 transposes move the pairs as 32-bit
+      // words (shuffles only, the bits unchanged); the rest pair by pair.
+      const int64_t full16 = full / 16 * 16;
+      if (full16 > 0) {
+        const float* rows32[CMLC_BF_MR];
+        for (int r = 0; r < CMLC_BF_MR; ++r) rows32[r] = (const float*)(const void*)src[r];
+        cmlc__gemm_pack_a_f32_avx512_12(rows32, full16, (float*)(void*)sliver);
+      }
+      for (int64_t q = full16; q < full; ++q) {
         uint32_t* d = sliver + q * CMLC_BF_MR;
         for (int r = 0; r < CMLC_BF_MR; ++r) d[r] = cmlc_bf_pair(src[r] + 2 * q);
       }
@@ -330,6 +338,10 @@ typedef struct cmlc_bf_ctx_t {
   int64_t bt, jc, nc, pc, kc;
   int64_t slivers, slivers_per_chunk, n_chunks;
   uint16_t* panel;
+  // Several tasks share each A block (its B slivers split among them): every A block of the
+  // current (bt, pc) is packed once, block ib into thread ib's A buffer, before the tile tasks.
+  bool a_shared;
+  int64_t a_slivers;  // MR-row slivers per A block
 } cmlc_bf_ctx_t;
 
 static void cmlc_bf_sizes(int64_t m, int64_t n, int64_t k, cmlc_bf_ctx_t* c) {
@@ -353,6 +365,22 @@ static void cmlc_bf_pack_b_task(void* vctx, int64_t begin, int64_t end, int thre
   cmlc_bf_pack_b(&c->p->b, &c->acc, c->bt, c->jc, c->nc, c->pc, c->kc, begin, end, c->panel);
 }
 
+// a_shared: packs MR-row slivers [begin, end) of the A blocks (block t / a_slivers).
+static void cmlc_bf_pack_a_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_bf_ctx_t* c = vctx;
+  const int64_t kp = (c->kc + 1) / 2;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t ib = t / c->a_slivers, s = t % c->a_slivers;
+    const int64_t ic = ib * c->mc_max + s * CMLC_BF_MR;
+    const int64_t block_end = cmlc_bf_min(ib * c->mc_max + c->mc_max, c->p->m);
+    if (ic >= block_end) continue;
+    uint32_t* dst = (uint32_t*)c->scratch + (size_t)ib * c->a_elems + s * CMLC_BF_MR * kp;
+    cmlc_bf_pack_a(&c->p->a, &c->acc, c->bt, ic, cmlc_bf_min(CMLC_BF_MR, block_end - ic), c->pc,
+                   c->kc, dst);
+  }
+}
+
 static void cmlc_bf_tile_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   const cmlc_bf_ctx_t* c = vctx;
   const cmlc__gemm_problem_t* p = c->p;
@@ -367,7 +395,11 @@ static void cmlc_bf_tile_task(void* vctx, int64_t begin, int64_t end, int thread
     const int64_t mc = cmlc_bf_min(c->mc_max, p->m - ic);
     const int64_t s0 = chunk * c->slivers_per_chunk;
     const int64_t s1 = cmlc_bf_min(c->slivers, s0 + c->slivers_per_chunk);
-    cmlc_bf_pack_a(&p->a, &c->acc, c->bt, ic, mc, c->pc, c->kc, abuf);
+    if (c->a_shared) {
+      abuf = (uint32_t*)c->scratch + (size_t)ib * c->a_elems;
+    } else {
+      cmlc_bf_pack_a(&p->a, &c->acc, c->bt, ic, mc, c->pc, c->kc, abuf);
+    }
     for (int64_t s = s0; s < s1; ++s) {
       const int64_t col0 = c->jc + s * CMLC_BF_NR;
       const int cols = (int)cmlc_bf_min(CMLC_BF_NR, c->jc + c->nc - col0);
@@ -425,11 +457,19 @@ void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, uint16_t* out_bf16, cmlc_poo
       if (n_chunks > c.slivers) n_chunks = c.slivers;
       c.slivers_per_chunk = (c.slivers + n_chunks - 1) / n_chunks;
       c.n_chunks = (c.slivers + c.slivers_per_chunk - 1) / c.slivers_per_chunk;
+      // Tasks that split one A block's slivers would each pack that block again: pack every
+      // block once first (in parallel), one block per thread's A buffer.
+      c.a_shared = c.n_chunks > 1 && ic_blocks <= (int64_t)threads;
+      c.a_slivers = (c.mc_max + CMLC_BF_MR - 1) / CMLC_BF_MR;
       for (int64_t pc = 0; pc < p->k; pc += c.kc_max) {
         c.pc = pc;
         c.kc = cmlc_bf_min(c.kc_max, p->k - pc);
         const int64_t pack_chunk = 16384 / (c.kc * CMLC_BF_NR) + 1;
         cmlc_parallel_for(pool, c.slivers, pack_chunk, cmlc_bf_pack_b_task, &c);
+        if (c.a_shared) {
+          const int64_t a_chunk = 16384 / (c.kc * CMLC_BF_MR) + 1;
+          cmlc_parallel_for(pool, ic_blocks * c.a_slivers, a_chunk, cmlc_bf_pack_a_task, &c);
+        }
         cmlc_parallel_for(pool, ic_blocks * c.n_chunks, 1, cmlc_bf_tile_task, &c);
       }
     }
