@@ -546,8 +546,106 @@ TEST(capabilities) {
   ASSERT_STATUS_CODE(tnode_run(&t, NULL, NULL, NULL), CML_STATUS_UNIMPLEMENTED);
 }
 
+// bf16 / f16 reductions of the innermost axis (the softmax and layer norm rows of half
+// models): on each SIMD ISA, the half kernel's result is the f32 kernel's result over the
+// widened values, rounded once (bit for bit; same lanes and order), for row lengths around the
+// vector widths, the 32 lanes and the split above 8192, with and without an outer reduced axis,
+// 1 and 3 threads; max/min also equal an independent loop (NaN, infinities, signed zeros), and
+// sums the f64 sum within the f32 rounding of 32 lanes plus the final half rounding.
+TEST(half_rows_every_isa) {
+  static const int64_t shapes[][3] = {{3, 1, 1},    {2, 1, 5},    {2, 3, 31},
+                                      {1, 2, 32},   {3, 1, 33},   {2, 2, 100},
+                                      {1, 3, 1000}, {2, 1, 8193}, {1, 1, 20000}};
+  static const cml_op_t ops[3] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN};
+  static const cml_dtype_t halves[2] = {CML_DTYPE_BF16, CML_DTYPE_F16};
+  cmlc_isa_t isas[3];
+  const int isa_count = col_isas(isas);
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0, checked = 0;
+  for (int hi = 0; hi < 2; ++hi) {
+    const cml_dtype_t dt = halves[hi];
+    const bool bf = dt == CML_DTYPE_BF16;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si) {
+      const int64_t A = shapes[si][0], R = shapes[si][1], W = shapes[si][2], N = A * R * W;
+      uint16_t* x = malloc((size_t)N * sizeof(uint16_t));
+      float* wide = malloc((size_t)N * sizeof(float));
+      float* f32_out = malloc((size_t)A * sizeof(float));
+      uint16_t* got = malloc((size_t)A * sizeof(uint16_t));
+      for (int64_t i = 0; i < N; ++i) {
+        const float v = (float)((uint32_t)(i * 2654435761u) % 2003u) * 1e-2f - 10.0f;
+        x[i] = bf ? cml_f32_to_bf16(v) : cml_f32_to_f16(v);
+      }
+      // Special values in the first row (kept out of the sums' bound check below).
+      if (W >= 5) {
+        x[1] = bf ? 0x8000u : 0x8000u;                   // -0
+        x[2] = bf ? 0x7F80u : 0x7C00u;                   // +inf
+        if (W >= 33) x[W - 1] = bf ? 0x7FC1u : 0x7E01u;  // NaN, past the first 32 lanes
+      }
+      for (int64_t i = 0; i < N; ++i) wide[i] = bf ? cml_bf16_to_f32(x[i]) : cml_f16_to_f32(x[i]);
+      for (int oi = 0; oi < 3; ++oi) {
+        const cml_op_t op = ops[oi];
+        // Reduce the innermost axis and, when R > 1, the middle one too: [A, R, W] -> [A].
+        const int64_t axes[2] = {1, 2};
+        tnode_t th, tf;
+        tnode_init(&th, op, shp(dt, 3, shapes[si]), axes, 2);
+        tnode_init(&tf, op, shp(CML_DTYPE_F32, 3, shapes[si]), axes, 2);
+        for (int ii = 1; ii < isa_count; ++ii) {
+          for (int threaded = 0; threaded < 2; ++threaded) {
+            cmlc_pool_t* pl = threaded ? pool : NULL;
+            ASSERT_STATUS_OK(tnode_run_isa(&tf, wide, f32_out, pl, isas[ii]));
+            ASSERT_STATUS_OK(tnode_run_isa(&th, x, got, pl, isas[ii]));
+            for (int64_t a = 0; a < A; ++a) {
+              const uint16_t want = bf ? cml_f32_to_bf16(f32_out[a]) : cml_f32_to_f16(f32_out[a]);
+              bool ok = want == got[a];
+              const float g = bf ? cml_bf16_to_f32(got[a]) : cml_f16_to_f32(got[a]);
+              float ref = op == CML_OP_REDUCE_MAX   ? -INFINITY
+                          : op == CML_OP_REDUCE_MIN ? INFINITY
+                                                    : 0;
+              double exact = 0, mag = 0;
+              for (int64_t e = 0; e < R * W; ++e) {
+                const float v = wide[a * R * W + e];
+                exact += v;
+                mag += fabs(v);
+                ref = op == CML_OP_REDUCE_MAX   ? col_ref_max(ref, v)
+                      : op == CML_OP_REDUCE_MIN ? col_ref_min(ref, v)
+                                                : ref;
+              }
+              if (op != CML_OP_REDUCE_SUM) {
+                ok = ok && col_same(g, ref);
+              } else if (isfinite(exact)) {
+                const double unit = bf ? 0x1p-8 : 0x1p-11;  // half rounding of the result
+                ok = ok && fabs((double)g - exact) <= unit * fabs(exact) + 64.0 * 0x1p-24 * mag;
+              } else {
+                ok = ok && (isnan(g) || isinf(g));
+              }
+              ++checked;
+              if (!ok && failures++ < 5) {
+                fprintf(stderr,
+                        "%s [%lld,%lld,%lld] %s isa %d threads %d: [%lld] got 0x%04x (%.9g) "
+                        "f32 kernel %.9g loop %.9g exact %.9g\n",
+                        cml_dtype_name(dt), (long long)A, (long long)R, (long long)W,
+                        cml_op_name(op), (int)isas[ii], threaded, (long long)a, got[a], g,
+                        f32_out[a], ref, exact);
+              }
+            }
+          }
+        }
+      }
+      free(x);
+      free(wide);
+      free(f32_out);
+      free(got);
+    }
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+  ASSERT_TRUE(checked > 0 || isa_count == 1);
+}
+
 TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(empty_extent_identities_and_nan),
           TEST_ENTRY(ints_wrap_and_bitwise_logical), TEST_ENTRY(half_accumulates_in_f32),
           TEST_ENTRY(odd_shapes_all_axis_sets_threads),
           TEST_ENTRY(float_sum_thread_count_independent), TEST_ENTRY(f32_columns_every_isa),
-          TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(arg_min_max), TEST_ENTRY(capabilities))
+          TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(half_rows_every_isa),
+          TEST_ENTRY(arg_min_max), TEST_ENTRY(capabilities))

@@ -58,6 +58,9 @@ void cmlc_ew_store_i64(cml_dtype_t dtype, const int64_t* values, int64_t n, void
 typedef void (*cmlc_ew_convert_fn)(void* out, const void* in, int64_t n);
 // A reduction of |n| contiguous f32 values (sum, max or min).
 typedef float (*cmlc_rd_f32_fn)(const float* x, int64_t n);
+// The same over |n| contiguous bf16 or f16 values, widened and accumulated in f32 (the same
+// lanes and order as the f32 reduction of the widened values).
+typedef float (*cmlc_rd_half_fn)(const uint16_t* x, int64_t n);
 
 // The SIMD kernel for |options| (its ISA), or NULL: then the scalar kernel runs. NULL when
 // |options| is NULL, asks for reference kernels or for the scalar ISA
@@ -69,6 +72,7 @@ cmlc_ew_fn cmlc_ew_simd_where_fn(const cmlc_options_t* options, size_t element_s
 cmlc_ew_convert_fn cmlc_ew_simd_convert_fn(const cmlc_options_t* options, cml_dtype_t from,
                                            cml_dtype_t to);
 cmlc_rd_f32_fn cmlc_rd_simd_f32_fn(const cmlc_options_t* options, cml_op_t op);
+cmlc_rd_half_fn cmlc_rd_simd_half_fn(const cmlc_options_t* options, cml_op_t op, cml_dtype_t dtype);
 
 // Inner loops of the fused ops (kernels/generic/fused.c), for F32, BF16 and F16 storage
 // computed in f32 (kernels/x86_64/elementwise_x86_64_fused.h):
@@ -100,12 +104,14 @@ cmlc_ew_fn cmlc_ew_avx512_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_where_fn(size_t element_size);
 cmlc_ew_convert_fn cmlc_ew_avx512_convert_fn(cml_dtype_t from, cml_dtype_t to);
 cmlc_rd_f32_fn cmlc_ew_avx512_reduce_fn(cml_op_t op);
+cmlc_rd_half_fn cmlc_ew_avx512_reduce_half_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_impl_fn cmlc_ew_avx512_fused_fn(cmlc_fk_loop_t loop, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_unary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_where_fn(size_t element_size);
 cmlc_ew_convert_fn cmlc_ew_avx2_convert_fn(cml_dtype_t from, cml_dtype_t to);
 cmlc_rd_f32_fn cmlc_ew_avx2_reduce_fn(cml_op_t op);
+cmlc_rd_half_fn cmlc_ew_avx2_reduce_half_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_impl_fn cmlc_ew_avx2_fused_fn(cmlc_fk_loop_t loop, cml_dtype_t dtype);
 #endif
 

@@ -60,6 +60,13 @@ cmlc_rd_f32_fn cmlc_rd_simd_f32_fn(const cmlc_options_t* options, cml_op_t op) {
   CMLC_EW_SIMD_PICK(reduce_fn(op))
 }
 
+cmlc_rd_half_fn cmlc_rd_simd_half_fn(const cmlc_options_t* options, cml_op_t op,
+                                     cml_dtype_t dtype) {
+  (void)op;
+  (void)dtype;
+  CMLC_EW_SIMD_PICK(reduce_half_fn(op, dtype))
+}
+
 cmlc_impl_fn cmlc_ew_simd_fused_fn(const cmlc_options_t* options, cmlc_fk_loop_t loop,
                                    cml_dtype_t dtype) {
   (void)loop;

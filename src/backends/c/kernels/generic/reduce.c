@@ -54,8 +54,10 @@ typedef struct cmlc_rd_plan_t {
   int64_t reduced;                             // product of rd
   int64_t tiles;                               // inner-kept case: tiles per row
   cmlc_rd_f32_fn simd;                         // f32 SIMD contiguous reduction, or NULL
-  cmlc__rd_cols_f32_fn cols;                   // f32 SIMD column step, or NULL
-  int64_t tile;                                // SIMD column path: columns per task
+  cmlc_rd_half_fn simd_half;                   // bf16 / f16 (dtype |half|) likewise, or NULL
+  cml_dtype_t half;
+  cmlc__rd_cols_f32_fn cols;  // f32 SIMD column step, or NULL
+  int64_t tile;               // SIMD column path: columns per task
   cml_op_t op;
   void* partials;  // blocked full reduction: one per block
   int64_t block, blocks;
@@ -363,6 +365,29 @@ static void cmlc_rd_simd_f32_a(void* ctx, int64_t begin, int64_t end, int thread
   }
 }
 
+// Innermost axis reduced, bf16 / f16: the SIMD contiguous reduction in f32, combined across
+// runs in f32 as the generic _a task does, rounded once into the output.
+static void cmlc_rd_simd_half_a(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
+  const uint16_t* x = (const uint16_t*)p->in;
+  uint16_t* y = (uint16_t*)p->out;
+  const int64_t len = p->rd[p->nr - 1];
+  const int64_t outer = len ? p->reduced / len : 0;
+  const bool bf = p->half == CML_DTYPE_BF16;
+  for (int64_t o = begin; o < end; ++o) {
+    const int64_t base = cmlc_rd_offset(p->nk, p->kd, p->ks, o);
+    float acc = cmlc_rd_ident_f32(p->op);
+    int64_t idx[CML_MAX_RANK] = {0};
+    int64_t off = 0;
+    for (int64_t r = 0; r < outer; ++r) {
+      acc = cmlc_rd_comb_f32(p->op, acc, p->simd_half(x + base + off, len));
+      cmlc_rd_next(p->nr - 1, p->rd, p->rs, idx, &off);
+    }
+    y[o] = bf ? cml_f32_to_bf16(acc) : cml_f32_to_f16(acc);
+  }
+}
+
 // Innermost axis kept, f32 with the SIMD column step, in two passes that keep the generic _b
 // task's three-level order (so its bits). Pass 1, tasks (row, column tile, block of
 // CMLC_RD_ROW_BLOCK reduced rows): combines the block's rows in order into its partial, a
@@ -580,6 +605,10 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
   const int64_t per_output = p.reduced > 0 ? p.reduced : 1;
   // The lookup's picks: slot 0 the SIMD row reducer, slot 1 the SIMD column reducer (f32 only).
   if (is->dtype == CML_DTYPE_F32) p.simd = (cmlc_rd_f32_fn)args->impl[0];
+  if (is->dtype == CML_DTYPE_BF16 || is->dtype == CML_DTYPE_F16) {
+    p.simd_half = (cmlc_rd_half_fn)args->impl[0];
+    p.half = is->dtype;
+  }
   if (last == 1 && p.outputs == 1 && p.nr == 1) {
     cmlc_rd_blocking(p.reduced, &p.block, &p.blocks);
     if (p.blocks >= 2 && args->scratch &&
@@ -599,6 +628,9 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
   if (last == 1 && p.simd) {
     int64_t chunk = CMLC_RD_MIN_WORK / per_output;
     cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, cmlc_rd_simd_f32_a, &p);
+  } else if (last == 1 && p.simd_half) {
+    int64_t chunk = CMLC_RD_MIN_WORK / per_output;
+    cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, cmlc_rd_simd_half_a, &p);
   } else if (last == 1) {
     int64_t chunk = CMLC_RD_MIN_WORK / per_output;
     cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, fns.inner_reduced, &p);
@@ -781,6 +813,8 @@ bool cmlc_kernels_reduce_lookup(const cml_module_t* module, const cml_ir_node_t*
     if (in == CML_DTYPE_F32) {
       e.impl[0] = (cmlc_impl_fn)cmlc_rd_simd_f32_fn(options, node->op);
       e.impl[1] = (cmlc_impl_fn)cmlc__rd_cols_f32(options, node->op);
+    } else if (in == CML_DTYPE_BF16 || in == CML_DTYPE_F16) {
+      e.impl[0] = (cmlc_impl_fn)cmlc_rd_simd_half_fn(options, node->op, in);
     }
   } else {
     return false;

@@ -219,6 +219,45 @@ CMLC_EW_SIMD_REDUCE(sum_f32, v_add, 0.0f, CMLC_EW_SADD)
 CMLC_EW_SIMD_REDUCE(max_f32_rd, v_max_nan, -INFINITY, CMLC_EW_FMAX)
 CMLC_EW_SIMD_REDUCE(min_f32_rd, v_min_nan, INFINITY, CMLC_EW_FMIN)
 
+// The same over bf16 / f16 storage, widened W lanes at a time (LOADV; WIDEN1 for the tail):
+// the f32 reduction of the widened values, lane for lane.
+#define CMLC_EW_SIMD_REDUCE_HALF(name, LOADV, WIDEN1, VOP, IDENT, SOP)               \
+  CMLC_EW_TARGET static float CMLC_EW_FN(name)(const uint16_t* x, int64_t n) {       \
+    if (n > CMLC_EW_RD_SPLIT) {                                                      \
+      const int64_t h = (n / 2) & ~(int64_t)(CMLC_EW_RD_LANES - 1);                  \
+      const float a = CMLC_EW_FN(name)(x, h), b = CMLC_EW_FN(name)(x + h, n - h);    \
+      return SOP(a, b);                                                              \
+    }                                                                                \
+    enum { K = CMLC_EW_RD_LANES / CMLC_V_W };                                        \
+    vf acc[K];                                                                       \
+    for (int k = 0; k < K; ++k) acc[k] = v_set1(IDENT);                              \
+    int64_t i = 0;                                                                   \
+    for (; i + CMLC_EW_RD_LANES <= n; i += CMLC_EW_RD_LANES) {                       \
+      for (int k = 0; k < K; ++k) acc[k] = VOP(acc[k], LOADV(x + i + k * CMLC_V_W)); \
+    }                                                                                \
+    if (i < n) {                                                                     \
+      float t[CMLC_EW_RD_LANES];                                                     \
+      for (int j = 0; j < CMLC_EW_RD_LANES; ++j) {                                   \
+        t[j] = i + j < n ? WIDEN1(x[i + j]) : (IDENT);                               \
+      }                                                                              \
+      for (int k = 0; k < K; ++k) acc[k] = VOP(acc[k], v_load(t + k * CMLC_V_W));    \
+    }                                                                                \
+    float lane[CMLC_EW_RD_LANES];                                                    \
+    for (int k = 0; k < K; ++k) v_store(lane + k * CMLC_V_W, acc[k]);                \
+    for (int w = CMLC_EW_RD_LANES / 2; w >= 1; w /= 2) {                             \
+      for (int j = 0; j < w; ++j) lane[j] = SOP(lane[j], lane[j + w]);               \
+    }                                                                                \
+    return lane[0];                                                                  \
+  }
+CMLC_EW_SIMD_REDUCE_HALF(sum_bf16_rd, v_bf16_to_f32, cml_bf16_to_f32, v_add, 0.0f, CMLC_EW_SADD)
+CMLC_EW_SIMD_REDUCE_HALF(max_bf16_rd, v_bf16_to_f32, cml_bf16_to_f32, v_max_nan, -INFINITY,
+                         CMLC_EW_FMAX)
+CMLC_EW_SIMD_REDUCE_HALF(min_bf16_rd, v_bf16_to_f32, cml_bf16_to_f32, v_min_nan, INFINITY,
+                         CMLC_EW_FMIN)
+CMLC_EW_SIMD_REDUCE_HALF(sum_f16_rd, v_load_f16, cml_f16_to_f32, v_add, 0.0f, CMLC_EW_SADD)
+CMLC_EW_SIMD_REDUCE_HALF(max_f16_rd, v_load_f16, cml_f16_to_f32, v_max_nan, -INFINITY, CMLC_EW_FMAX)
+CMLC_EW_SIMD_REDUCE_HALF(min_f16_rd, v_load_f16, cml_f16_to_f32, v_min_nan, INFINITY, CMLC_EW_FMIN)
+
 //===--- tables ---===//
 
 cmlc_ew_fn CMLC_EW_FN(unary_fn)(cml_op_t op, cml_dtype_t dtype) {
@@ -291,6 +330,21 @@ cmlc_ew_convert_fn CMLC_EW_FN(convert_fn)(cml_dtype_t from, cml_dtype_t to) {
   if (from == CML_DTYPE_F32 && to == CML_DTYPE_I32) return CMLC_EW_FN(cvt_f32_i32);
   if (from == CML_DTYPE_I32 && to == CML_DTYPE_F32) return CMLC_EW_FN(cvt_i32_f32);
   return NULL;
+}
+
+cmlc_rd_half_fn CMLC_EW_FN(reduce_half_fn)(cml_op_t op, cml_dtype_t dtype) {
+  const bool bf = dtype == CML_DTYPE_BF16;
+  if (!bf && dtype != CML_DTYPE_F16) return NULL;
+  switch (op) {
+    case CML_OP_REDUCE_SUM:
+      return bf ? CMLC_EW_FN(sum_bf16_rd) : CMLC_EW_FN(sum_f16_rd);
+    case CML_OP_REDUCE_MAX:
+      return bf ? CMLC_EW_FN(max_bf16_rd) : CMLC_EW_FN(max_f16_rd);
+    case CML_OP_REDUCE_MIN:
+      return bf ? CMLC_EW_FN(min_bf16_rd) : CMLC_EW_FN(min_f16_rd);
+    default:
+      return NULL;
+  }
 }
 
 cmlc_rd_f32_fn CMLC_EW_FN(reduce_fn)(cml_op_t op) {
