@@ -3,6 +3,8 @@
 // SelectAndScatterMax/Min/Sum), called directly on hand-made nodes.
 // Expected values are hand-computed or produced by per-element reference formulas written here
 // straight from XLA's definitions (a different structure from the kernels' loops).
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,6 +222,119 @@ TEST(reduce_window_2d_matches_reference) {
   cmlc_pool_destroy(pool);
 }
 
+// ReduceWindow whose trailing axes the window passes through (NHWC pooling: window 1 on the
+// channels) takes the row kernels: every float dtype and reduction, against the same node run
+// in reference mode (the per-element kernel: same taps, same order, so the same bits), with
+// padding, strides, window and base dilations on the leading axes, rows longer than one block
+// of the half kernel (256), NaN and infinities, 1 and 3 threads.
+TEST(reduce_window_rows_match_reference) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  struct {
+    int64_t xd[4], window[4], strides[4], base[4], wdil[4], lo[4], hi[4];
+  } cases[] = {
+      // [N, H, W, C] 3x3 / 2 max pool, padded 1 on H and W.
+      {{2, 9, 8, 16},
+       {1, 3, 3, 1},
+       {1, 2, 2, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {0, 1, 1, 0},
+       {0, 1, 1, 0}},
+      // Two trailing axes pass through ([.., 5, 60] = 300 per row: two half blocks).
+      {{3, 7, 5, 60},
+       {2, 2, 1, 1},
+       {1, 2, 1, 1},
+       {1, 1, 1, 1},
+       {1, 2, 1, 1},
+       {1, 0, 0, 0},
+       {0, 2, 0, 0}},
+      // Base dilation and negative padding on the leading axes, window over N too.
+      {{4, 6, 5, 9},
+       {2, 3, 2, 1},
+       {2, 1, 2, 1},
+       {1, 2, 1, 1},
+       {1, 1, 2, 1},
+       {1, -1, 2, 0},
+       {0, 2, -1, 0}},
+  };
+  static const cml_dtype_t dts[4] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_BF16, CML_DTYPE_F16};
+  int bad = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof *cases && !bad; ++c) {
+    int64_t od[4];
+    for (int d = 0; d < 4; ++d)
+      od[d] = kt_window_out(cases[c].xd[d], cases[c].window[d], cases[c].strides[d],
+                            cases[c].base[d], cases[c].wdil[d], cases[c].lo[d], cases[c].hi[d]);
+    for (int di = 0; di < 4 && !bad; ++di) {
+      const cml_dtype_t dt = dts[di];
+      const size_t es = (size_t)cml_dtype_bits(dt) / 8;
+      cml_shape_t xs = kt_shape(dt, 4, cases[c].xd), os = kt_shape(dt, 4, od);
+      const int64_t nx = kt_count(&xs), no = kt_count(&os);
+      uint8_t* x = malloc((size_t)nx * es);
+      uint8_t* want = malloc((size_t)(no + 1) * es);
+      uint8_t* got = malloc((size_t)(no + 1) * es);
+      for (int64_t i = 0; i < nx; ++i) {
+        double v = (double)((i * 7919) % 1001) / 64.0 - 7.0;
+        if (i % 97 == 5) v = NAN;
+        if (i % 89 == 3) v = -INFINITY;
+        if (dt == CML_DTYPE_F32) ((float*)x)[i] = (float)v;
+        if (dt == CML_DTYPE_F64) ((double*)x)[i] = v;
+        if (dt == CML_DTYPE_BF16) ((uint16_t*)x)[i] = cml_f32_to_bf16((float)v);
+        if (dt == CML_DTYPE_F16) ((uint16_t*)x)[i] = cml_f32_to_f16((float)v);
+      }
+      for (int t = 0; t < 4 && !bad; ++t) {
+        const cml_reduce_type_t type = (cml_reduce_type_t)((int)CML_REDUCE_SUM + t);
+        kt_t k;
+        kt_init(&k, CML_OP_REDUCE_WINDOW, 1, &xs, &os);
+        k.attrs.reduce_type = type;
+        kt_window(&k, 4, cases[c].window, cases[c].strides, cases[c].base, cases[c].wdil,
+                  cases[c].lo, cases[c].hi);
+        const void* in[] = {x};
+        k.options.reference = true;
+        cml_status_t st = kt_run(&k, NULL, in, want);
+        bad = st != CML_OK;
+        cml_status_free(st);
+        k.options.reference = false;
+        k.options.isa = CMLC_ISA_SCALAR;
+#if defined(__x86_64__)
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+            __builtin_cpu_supports("f16c"))
+          k.options.isa = CMLC_ISA_AVX2;
+#endif
+        for (int p = 0; p < 2 && !bad; ++p) {
+          memset(got, 0xA5, (size_t)no * es);
+          st = kt_run(&k, p ? pool : NULL, in, got);
+          bad = st != CML_OK;
+          cml_status_free(st);
+          for (int64_t i = 0; i < no && !bad; ++i) {
+            // NaN results: any NaN (the reference may carry another payload).
+            double a = 0, b = 0;
+            if (dt == CML_DTYPE_F32) a = ((float*)got)[i], b = ((float*)want)[i];
+            if (dt == CML_DTYPE_F64) a = ((double*)got)[i], b = ((double*)want)[i];
+            if (dt == CML_DTYPE_BF16)
+              a = cml_bf16_to_f32(((uint16_t*)got)[i]), b = cml_bf16_to_f32(((uint16_t*)want)[i]);
+            if (dt == CML_DTYPE_F16)
+              a = cml_f16_to_f32(((uint16_t*)got)[i]), b = cml_f16_to_f32(((uint16_t*)want)[i]);
+            const bool same =
+                (isnan(a) && isnan(b)) || memcmp(got + i * es, want + i * es, es) == 0;
+            if (!same) {
+              fprintf(stderr, "case %zu %s type %d threads %d: [%lld] got %.9g want %.9g\n", c,
+                      cml_dtype_name(dt), t, p ? 3 : 1, (long long)i, a, b);
+              bad = 1;
+            }
+          }
+        }
+      }
+      free(x);
+      free(want);
+      free(got);
+    }
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(bad, 0);
+}
+
 //===--- SelectAndScatter ---===//
 
 static cml_status_t kt_sas_1d(cml_op_t op, cml_dtype_t dt, int64_t n, const void* x, int64_t src_n,
@@ -349,7 +464,8 @@ TEST(lookup_and_capabilities) {
   (void)kt_pattern;
 }
 
-TEST_MAIN(TEST_ENTRY(reduce_window_1d_by_hand), TEST_ENTRY(reduce_window_identities_and_nan),
+TEST_MAIN(TEST_ENTRY(reduce_window_1d_by_hand), TEST_ENTRY(reduce_window_rows_match_reference),
+          TEST_ENTRY(reduce_window_identities_and_nan),
           TEST_ENTRY(reduce_window_integer_wrap_and_f16_rounding), TEST_ENTRY(reduce_window_scalar),
           TEST_ENTRY(reduce_window_2d_matches_reference), TEST_ENTRY(select_and_scatter_by_hand),
           TEST_ENTRY(select_and_scatter_f16_accumulates_in_f32),

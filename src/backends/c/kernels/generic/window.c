@@ -20,6 +20,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backends/c/kernels/generic/elementwise_internal.h"
 #include "backends/c/kernels/generic/movement_internal.h"
 
 typedef struct cmlc_wn_geom_t {
@@ -317,6 +318,187 @@ static cmlc_task_fn cmlc_wn_rw_fn(cml_dtype_t dtype, cml_reduce_type_t type) {
 #undef CMLC_WN_CASE
 }
 
+//===--- ReduceWindow over rows: trailing axes the window passes through ---===//
+
+// When the trailing axes have window 1, stride 1 and no padding or dilation (NHWC pooling: the
+// channels), every tap of an output position is a whole contiguous row of |len| elements (the
+// product of those axes): the kernel combines rows, |len| lanes at a time, instead of walking
+// the window per element. |lead| is the geometry of the other axes with one trailing axis of
+// |len| elements and window 1 (its taps' offsets are the rows' starts).
+typedef struct cmlc_wn_rows_t {
+  cmlc_wn_geom_t lead;
+  int64_t len;
+  const void* in;
+  void* out;
+  // f16 / bf16: the storage dtype, the reduction, and the SIMD conversions (NULL: scalar).
+  cml_dtype_t dtype;
+  cml_reduce_type_t type;
+  cmlc_ew_convert_fn widen, narrow;
+} cmlc_wn_rows_t;
+
+// Lanes of f32 accumulators per pass for f16 / bf16 rows (on the stack).
+enum { CMLC_WN_ROW_BLOCK = 256 };
+
+// One row kernel: T storage, A accumulator (T itself for f32 / f64, f32 for halves: then
+// passes of CMLC_WN_ROW_BLOCK lanes), INIT the identity, COMBINE as the per-element kernels.
+#define CMLC_WN_ROWS_FN(name, T, A, INIT, LOAD, STORE, COMBINE)                             \
+  static void name(void* ctx, int64_t begin, int64_t end, int thread_index) {               \
+    (void)thread_index;                                                                     \
+    const cmlc_wn_rows_t* c_ = (const cmlc_wn_rows_t*)ctx;                                  \
+    const cmlc_wn_geom_t* g_ = &c_->lead;                                                   \
+    const T* in_ = (const T*)c_->in;                                                        \
+    T* out_ = (T*)c_->out;                                                                  \
+    const int64_t len_ = c_->len;                                                           \
+    A acc_[CMLC_WN_ROW_BLOCK];                                                              \
+    int64_t o_[CML_MAX_RANK];                                                               \
+    for (int64_t i_ = begin; i_ < end; ++i_) {                                              \
+      cmlc_wn_decode(g_, i_* len_, o_); /* the row's first element */                       \
+      for (int64_t j0_ = 0; j0_ < len_; j0_ += CMLC_WN_ROW_BLOCK) {                         \
+        const int64_t n_ = len_ - j0_ < CMLC_WN_ROW_BLOCK ? len_ - j0_ : CMLC_WN_ROW_BLOCK; \
+        for (int64_t j_ = 0; j_ < n_; ++j_) acc_[j_] = (INIT);                              \
+        cmlc_wn_runs_t r_;                                                                  \
+        int64_t at_, step_, cnt_;                                                           \
+        cmlc_wn_runs_start(&r_, g_, o_);                                                    \
+        while (cmlc_wn_runs_next(&r_, &at_, &step_, &cnt_)) {                               \
+          const T* row_ = in_ + at_ + j0_;                                                  \
+          for (int64_t j_ = 0; j_ < n_; ++j_) {                                             \
+            const A v = LOAD(row_[j_]);                                                     \
+            COMBINE(acc_[j_], v);                                                           \
+          }                                                                                 \
+        }                                                                                   \
+        T* dst_ = out_ + i_ * len_ + j0_;                                                   \
+        for (int64_t j_ = 0; j_ < n_; ++j_) dst_[j_] = STORE(acc_[j_]);                     \
+      }                                                                                     \
+    }                                                                                       \
+  }
+
+// Branch-free NaN-propagating max / min for the row loops (they vectorize): a NaN operand
+// wins, as in CMLC_WN_FMAX / CMLC_WN_FMIN.
+#define CMLC_WN_VMAX(acc, v) ((acc) = ((v) != (v) || (v) > (acc)) ? (v) : (acc))
+#define CMLC_WN_VMIN(acc, v) ((acc) = ((v) != (v) || (v) < (acc)) ? (v) : (acc))
+
+#define CMLC_WN_ROWS_FLOAT(suffix, T, A, LOAD, STORE)                                         \
+  CMLC_WN_ROWS_FN(cmlc_wn_rows_sum_##suffix, T, A, (A)0, LOAD, STORE, CMLC_WN_ADD)            \
+  CMLC_WN_ROWS_FN(cmlc_wn_rows_prod_##suffix, T, A, (A)1, LOAD, STORE, CMLC_WN_MUL)           \
+  CMLC_WN_ROWS_FN(cmlc_wn_rows_max_##suffix, T, A, (A)(-INFINITY), LOAD, STORE, CMLC_WN_VMAX) \
+  CMLC_WN_ROWS_FN(cmlc_wn_rows_min_##suffix, T, A, (A)INFINITY, LOAD, STORE, CMLC_WN_VMIN)
+CMLC_WN_ROWS_FLOAT(f32, float, float, CMLC_WN_ID, CMLC_WN_ID)
+CMLC_WN_ROWS_FLOAT(f64, double, double, CMLC_WN_ID, CMLC_WN_ID)
+
+// f16 / bf16 rows: each tap's block widened to f32 (the SIMD conversion when there is one:
+// exact, NaNs quieted, which the rounding below quiets anyway), combined in f32 and rounded
+// once as cml_f32_to_f16 / cml_f32_to_bf16 round (bf16 inline; f16 through the SIMD
+// conversion, which rounds the same way and gives NaN as sign | 0x7E00 as well).
+static void cmlc_wn_rows_half(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_wn_rows_t* c = (const cmlc_wn_rows_t*)ctx;
+  const cmlc_wn_geom_t* g = &c->lead;
+  const uint16_t* in = (const uint16_t*)c->in;
+  uint16_t* out = (uint16_t*)c->out;
+  const int64_t len = c->len;
+  const bool bf = c->dtype == CML_DTYPE_BF16;
+  const cml_reduce_type_t type = c->type;
+  float acc[CMLC_WN_ROW_BLOCK], row[CMLC_WN_ROW_BLOCK];
+  int64_t o[CML_MAX_RANK];
+  for (int64_t i = begin; i < end; ++i) {
+    cmlc_wn_decode(g, i * len, o);
+    for (int64_t j0 = 0; j0 < len; j0 += CMLC_WN_ROW_BLOCK) {
+      const int64_t n = len - j0 < CMLC_WN_ROW_BLOCK ? len - j0 : CMLC_WN_ROW_BLOCK;
+      const float init = type == CML_REDUCE_SUM       ? 0.0f
+                         : type == CML_REDUCE_PRODUCT ? 1.0f
+                         : type == CML_REDUCE_MAX     ? -INFINITY
+                                                      : INFINITY;
+      for (int64_t j = 0; j < n; ++j) acc[j] = init;
+      cmlc_wn_runs_t r;
+      int64_t at, step, cnt;
+      cmlc_wn_runs_start(&r, g, o);
+      while (cmlc_wn_runs_next(&r, &at, &step, &cnt)) {
+        const uint16_t* src = in + at + j0;
+        if (c->widen) {
+          c->widen(row, src, n);
+        } else if (bf) {
+          for (int64_t j = 0; j < n; ++j) row[j] = cml_bf16_to_f32(src[j]);
+        } else {
+          for (int64_t j = 0; j < n; ++j) row[j] = cml_f16_to_f32(src[j]);
+        }
+        switch (type) {
+          case CML_REDUCE_SUM:
+            for (int64_t j = 0; j < n; ++j) CMLC_WN_ADD(acc[j], row[j]);
+            break;
+          case CML_REDUCE_PRODUCT:
+            for (int64_t j = 0; j < n; ++j) CMLC_WN_MUL(acc[j], row[j]);
+            break;
+          case CML_REDUCE_MAX:
+            for (int64_t j = 0; j < n; ++j) CMLC_WN_VMAX(acc[j], row[j]);
+            break;
+          default:
+            for (int64_t j = 0; j < n; ++j) CMLC_WN_VMIN(acc[j], row[j]);
+            break;
+        }
+      }
+      uint16_t* dst = out + i * len + j0;
+      if (bf) {
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t u;
+          memcpy(&u, &acc[j], sizeof u);
+          const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+          dst[j] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? (u >> 16) | 0x0040u : rounded);
+        }
+      } else if (c->narrow) {
+        c->narrow(dst, acc, n);
+      } else {
+        for (int64_t j = 0; j < n; ++j) dst[j] = cml_f32_to_f16(acc[j]);
+      }
+    }
+  }
+}
+
+static cmlc_task_fn cmlc_wn_rows_fn(cml_dtype_t dtype, cml_reduce_type_t type) {
+  if (type < CML_REDUCE_SUM || type > CML_REDUCE_MIN) return NULL;
+  if (dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BF16) return cmlc_wn_rows_half;
+  const int which = (int)type - (int)CML_REDUCE_SUM;
+#define CMLC_WN_CASE(D, suffix)                                                                \
+  case D: {                                                                                    \
+    static const cmlc_task_fn fns[4] = {cmlc_wn_rows_sum_##suffix, cmlc_wn_rows_prod_##suffix, \
+                                        cmlc_wn_rows_max_##suffix, cmlc_wn_rows_min_##suffix}; \
+    return fns[which];                                                                         \
+  }
+  switch (dtype) {
+    CMLC_WN_CASE(CML_DTYPE_F32, f32)
+    CMLC_WN_CASE(CML_DTYPE_F64, f64)
+    default:
+      return NULL;
+  }
+#undef CMLC_WN_CASE
+}
+
+// Builds the row geometry of |g| into |c| when at least |min_len| trailing elements pass
+// through the window (see cmlc_wn_rows_t); false otherwise.
+static bool cmlc_wn_rows_plan(const cmlc_wn_geom_t* g, const cml_window_config_t* w,
+                              int64_t min_len, cmlc_wn_rows_t* c) {
+  int32_t lead = g->rank;
+  int64_t len = 1;
+  while (lead > 0) {
+    const int32_t d = lead - 1;
+    const bool pass = g->window[d] == 1 && g->stride[d] == 1 && g->base_dil[d] == 1 &&
+                      g->pad_lo[d] == 0 && w->padding_high[d] == 0 &&
+                      g->out_dims[d] == g->in_dims[d];
+    if (!pass) break;
+    len *= g->in_dims[d];
+    --lead;
+  }
+  if (lead == g->rank || len < min_len) return false;
+  c->lead = *g;
+  c->lead.rank = lead + 1;
+  c->lead.in_dims[lead] = c->lead.out_dims[lead] = len;
+  c->lead.in_strides[lead] = 1;
+  c->lead.window[lead] = c->lead.stride[lead] = 1;
+  c->lead.base_dil[lead] = c->lead.win_dil[lead] = 1;
+  c->lead.pad_lo[lead] = 0;
+  c->len = len;
+  return true;
+}
+
 static cml_status_t cmlc_wn_reduce_window(const cmlc_kernel_args_t* args) {
   const cml_shape_t* xs = args->input_shapes[0];
   const cml_shape_t* os = args->output_shapes[0];
@@ -337,6 +519,26 @@ static cml_status_t cmlc_wn_reduce_window(const cmlc_kernel_args_t* args) {
   c.out = args->outputs[0];
   int64_t window_size = 1;
   for (int32_t d = 0; d < c.g.rank; ++d) window_size *= cmlc_wn_or_one(c.g.window[d]);
+  cmlc_wn_rows_t rows;
+  cmlc_task_fn rows_fn = args->options && args->options->reference
+                             ? NULL
+                             : cmlc_wn_rows_fn(xs->dtype, at->reduce_type);
+  if (rows_fn && cmlc_wn_rows_plan(&c.g, &at->u.window, 8, &rows)) {
+    rows.in = c.in;
+    rows.out = c.out;
+    rows.dtype = xs->dtype;
+    rows.type = at->reduce_type;
+    rows.widen = rows.narrow = NULL;
+    if (xs->dtype == CML_DTYPE_F16 || xs->dtype == CML_DTYPE_BF16) {
+      rows.widen = cmlc_ew_simd_convert_fn(args->options, xs->dtype, CML_DTYPE_F32);
+      if (xs->dtype == CML_DTYPE_F16) {
+        rows.narrow = cmlc_ew_simd_convert_fn(args->options, CML_DTYPE_F32, CML_DTYPE_F16);
+      }
+    }
+    int64_t row_chunk = 16384 / (window_size * rows.len);
+    cmlc_parallel_for(args->pool, count / rows.len, row_chunk < 1 ? 1 : row_chunk, rows_fn, &rows);
+    return CML_OK;
+  }
   int64_t min_chunk = 16384 / window_size;
   if (min_chunk < 1) min_chunk = 1;
   cmlc_parallel_for(args->pool, count, min_chunk, fn, &c);
