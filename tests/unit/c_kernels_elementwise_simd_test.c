@@ -189,6 +189,72 @@ TEST(max_min_nan_and_signed_zero) {
   }
 }
 
+// Clamp(lo, x, hi): every ISA's kernel against the scalar kernel, f32 / bf16 / f16, over
+// triples of the edge values (NaN anywhere, infinities, signed zeros, lo > hi), every tail
+// length and each operand broadcast (stride 0: the usual scalar bounds). Halves compare as
+// values (NaN as NaN): the SIMD kernels round once from f32, as the scalar ones do.
+TEST(clamp_matches_scalar) {
+  enum { N = EDGE_COUNT * 4 };
+  static const cml_dtype_t dts[3] = {CML_DTYPE_F32, CML_DTYPE_BF16, CML_DTYPE_F16};
+  int checked = 0;
+  for (int k = 0; k < ISA_COUNT; ++k) {
+    if (!kIsas[k].available()) continue;
+    for (int di = 0; di < 3; ++di) {
+      const cml_dtype_t dt = dts[di];
+      const size_t es = dt == CML_DTYPE_F32 ? 4 : 2;
+      cmlc_ew_fn fn = kIsas[k].binary(CML_OP_CLAMP, dt);
+      cmlc_ew_fn ref = cmlc_ew_binary_fn(CML_OP_CLAMP, dt);
+      ASSERT_TRUE(fn != NULL && ref != NULL);
+      for (int t = 0; t < EDGE_COUNT; t += 3) {
+        // Operands: lo walks the edges from t, x all of them, hi from 2t.
+        unsigned char ops[3][N * 4];
+        for (int e = 0; e < N; ++e) {
+          const float v[3] = {kEdges[(t + e) % EDGE_COUNT], kEdges[e % EDGE_COUNT],
+                              kEdges[(2 * t + 5 * e) % EDGE_COUNT]};
+          for (int j = 0; j < 3; ++j) {
+            if (dt == CML_DTYPE_F32) memcpy(ops[j] + 4 * e, &v[j], 4);
+            uint16_t h = dt == CML_DTYPE_BF16 ? cml_f32_to_bf16(v[j]) : cml_f32_to_f16(v[j]);
+            if (dt != CML_DTYPE_F32) memcpy(ops[j] + 2 * e, &h, 2);
+          }
+        }
+        static const int64_t strides[4][3] = {{1, 1, 1}, {0, 1, 0}, {1, 1, 0}, {0, 0, 1}};
+        for (int s = 0; s < 4; ++s) {
+          for (int64_t n = t % 2 ? 1 : 0; n <= N; n += n < 40 ? 1 : 37) {
+            const void* in[3] = {ops[0] + (strides[s][0] ? 0 : es * 3), ops[1],
+                                 ops[2] + (strides[s][2] ? 0 : es * 5)};
+            unsigned char got[N * 4 + 16], want[N * 4 + 16];
+            memset(got, 0x5a, sizeof got);
+            fn(got, in, strides[s], n);
+            ref(want, in, strides[s], n);
+            for (int64_t i = 0; i < n; ++i) {
+              float a, b;
+              if (dt == CML_DTYPE_F32) {
+                memcpy(&a, got + 4 * i, 4);
+                memcpy(&b, want + 4 * i, 4);
+              } else {
+                uint16_t ha, hb;
+                memcpy(&ha, got + 2 * i, 2);
+                memcpy(&hb, want + 2 * i, 2);
+                a = dt == CML_DTYPE_BF16 ? cml_bf16_to_f32(ha) : cml_f16_to_f32(ha);
+                b = dt == CML_DTYPE_BF16 ? cml_bf16_to_f32(hb) : cml_f16_to_f32(hb);
+              }
+              if (!same_f32(a, b)) {
+                TEST_FAIL_("%s clamp %s: t %d strides %d n %lld: element %lld got %a want %a",
+                           kIsas[k].name, cml_dtype_name(dt), t, s, (long long)n, (long long)i,
+                           (double)a, (double)b);
+              }
+            }
+            for (size_t q = (size_t)n * es; q < (size_t)n * es + 16; ++q)
+              ASSERT_EQ_INT(got[q], 0x5a);
+          }
+        }
+      }
+      ++checked;
+    }
+  }
+  if (checked == 0) printf("  (no AVX2/AVX-512 on this CPU: skipped)\n");
+}
+
 //===--- unary ---===//
 
 typedef struct unary_case_t {
@@ -591,9 +657,9 @@ TEST(lookup_picks_variant_at_plan_time) {
 }
 
 TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan_and_signed_zero),
-          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
-          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
-          TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(unary_matches_reference),
+          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(where_matches_scalar),
+          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

@@ -208,7 +208,8 @@ bool cmlc_kernels_elementwise_lookup(const cml_module_t* module, const cml_ir_no
     case CML_OP_CLAMP:
       if (node->input_count != 3 || !cmlc_ew_binary_fn(CML_OP_CLAMP, os->dtype)) return false;
       e.run = cmlc_ew_run_clamp;
-      e.impl[0] = (cmlc_impl_fn)cmlc_ew_binary_fn(CML_OP_CLAMP, os->dtype);
+      e.impl[0] = (cmlc_impl_fn)cmlc_ew_simd_binary_fn(options, CML_OP_CLAMP, os->dtype);
+      if (!e.impl[0]) e.impl[0] = (cmlc_impl_fn)cmlc_ew_binary_fn(CML_OP_CLAMP, os->dtype);
       e.in_place_input = cmlc_ew_in_place_input(module, node, 0);
       break;
     case CML_OP_WHERE:

@@ -301,6 +301,8 @@ cmlc_ew_fn CMLC_EW_FN(binary_fn)(cml_op_t op, cml_dtype_t dtype) {
       return CMLC_EW_FN(max_f32);
     case CML_OP_MIN:
       return CMLC_EW_FN(min_f32);
+    case CML_OP_CLAMP:
+      return CMLC_EW_FN(clamp_f32);
     case CML_OP_EQUAL:
       return CMLC_EW_FN(eq_f32);
     case CML_OP_NOT_EQUAL:

@@ -270,6 +270,34 @@ CMLC_EW_FUSED_SOFTMAX_ROW(f16)
     }                                                                                          \
   }
 
+// Clamp(lo, x, hi) = min(max(x, lo), hi) with the scalar kernel's NaN rule (v_max_nan /
+// v_min_nan are CMLC_EW_FMAX / CMLC_EW_FMIN); each operand of stride 0 (one broadcast value,
+// the usual scalar bounds) or 1. For f32, bf16 and f16 storage (halves computed in f32 and
+// rounded once, as the binary kernels above).
+#define CMLC_EW_SIMD_CLAMP(sfx, T)                                                         \
+  CMLC_EW_TARGET static void CMLC_EW_FN(clamp_##sfx)(void* out, const void* const* in,     \
+                                                     const int64_t* st, int64_t n) {       \
+    vf c[3];                                                                               \
+    for (int k = 0; k < 3; ++k) c[k] = v_ld_tail_##sfx(in[k], 0, 0, ((const T*)in[k])[0]); \
+    int64_t i = 0;                                                                         \
+    for (; i + CMLC_V_W <= n; i += CMLC_V_W) {                                             \
+      const vf lo = st[0] ? v_ld_##sfx(in[0], i) : c[0];                                   \
+      const vf x = st[1] ? v_ld_##sfx(in[1], i) : c[1];                                    \
+      const vf hi = st[2] ? v_ld_##sfx(in[2], i) : c[2];                                   \
+      v_st_##sfx(out, i, v_min_nan(v_max_nan(x, lo), hi));                                 \
+    }                                                                                      \
+    if (i < n) {                                                                           \
+      const T z = CMLC_EW_ZERO_##sfx;                                                      \
+      const vf lo = st[0] ? v_ld_tail_##sfx(in[0], i, n - i, z) : c[0];                    \
+      const vf x = st[1] ? v_ld_tail_##sfx(in[1], i, n - i, z) : c[1];                     \
+      const vf hi = st[2] ? v_ld_tail_##sfx(in[2], i, n - i, z) : c[2];                    \
+      v_st_tail_##sfx(out, i, n - i, v_min_nan(v_max_nan(x, lo), hi));                     \
+    }                                                                                      \
+  }
+CMLC_EW_SIMD_CLAMP(f32, float)
+CMLC_EW_SIMD_CLAMP(bf16, uint16_t)
+CMLC_EW_SIMD_CLAMP(f16, uint16_t)
+
 #define CMLC_EW_HALF_UNARY(name, sfx, T, VFN)                                           \
   CMLC_EW_TARGET static void CMLC_EW_FN(name##_##sfx)(void* out, const void* const* in, \
                                                       const int64_t* st, int64_t n) {   \
@@ -322,6 +350,8 @@ static cmlc_ew_fn CMLC_EW_FN(half_binary_fn)(cml_op_t op, cml_dtype_t dtype) {
       CMLC_EW_HALF_PICK(max)
     case CML_OP_MIN:
       CMLC_EW_HALF_PICK(min)
+    case CML_OP_CLAMP:
+      CMLC_EW_HALF_PICK(clamp)
     default:
       return NULL;
   }
