@@ -643,9 +643,103 @@ TEST(half_rows_every_isa) {
   ASSERT_TRUE(checked > 0 || isa_count == 1);
 }
 
+// bf16 / f16 reductions that keep the innermost axis (batch-norm statistics, means over the
+// batch): each SIMD ISA's column path (f32 column steps on widened rows, the generic task's
+// three-level order) gives the reference kernel's bits, for widths around the vector widths and
+// the 4096-column tile, reduced extents across the row blocks, 1 and 3 threads. Full
+// reductions large enough to be blocked give the f32 kernel's result over the widened values,
+// rounded once.
+TEST(half_columns_and_blocked_every_isa) {
+  static const int64_t shapes[][3] = {{1, 5, 1},     {2, 3, 7},     {3, 130, 17}, {1, 257, 64},
+                                      {2, 129, 100}, {1, 40, 4100}, {1, 1100, 33}};
+  static const cml_op_t ops[3] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN};
+  static const cml_dtype_t halves[2] = {CML_DTYPE_BF16, CML_DTYPE_F16};
+  cmlc_isa_t isas[3];
+  const int isa_count = col_isas(isas);
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0;
+  for (int hi = 0; hi < 2; ++hi) {
+    const cml_dtype_t dt = halves[hi];
+    const bool bf = dt == CML_DTYPE_BF16;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si) {
+      const int64_t A = shapes[si][0], R = shapes[si][1], W = shapes[si][2], N = A * R * W;
+      uint16_t* x = malloc((size_t)N * sizeof(uint16_t));
+      uint16_t* ref = malloc((size_t)(A * W) * sizeof(uint16_t));
+      uint16_t* got = malloc((size_t)(A * W) * sizeof(uint16_t));
+      for (int64_t i = 0; i < N; ++i) {
+        const float v = (float)((uint32_t)(i * 2654435761u) % 20011u) * 1e-3f - 10.0f;
+        x[i] = bf ? cml_f32_to_bf16(v) : cml_f32_to_f16(v);
+      }
+      if (N > 9) x[N / 2] = bf ? 0x7FC0u : 0x7E00u;  // NaN in one column
+      if (N > 9) x[N / 3] = bf ? 0xFF80u : 0xFC00u;  // -inf in another
+      for (int both = 0; both < (A > 1 ? 2 : 1); ++both) {
+        const int64_t outs = both ? W : A * W;
+        const int64_t axes[2] = {0, 1};
+        for (int oi = 0; oi < 3; ++oi) {
+          tnode_t t;
+          tnode_init(&t, ops[oi], shp(dt, 3, shapes[si]), both ? axes : axes + 1, both ? 2 : 1);
+          ASSERT_STATUS_OK(tnode_run_isa(&t, x, ref, NULL, CMLC_ISA_SCALAR));
+          for (int ii = 1; ii < isa_count; ++ii) {
+            for (int threaded = 0; threaded < 2; ++threaded) {
+              ASSERT_STATUS_OK(tnode_run_isa(&t, x, got, threaded ? pool : NULL, isas[ii]));
+              for (int64_t o = 0; o < outs; ++o) {
+                const float g = bf ? cml_bf16_to_f32(got[o]) : cml_f16_to_f32(got[o]);
+                const float r = bf ? cml_bf16_to_f32(ref[o]) : cml_f16_to_f32(ref[o]);
+                if (!col_same(g, r) && failures++ < 5) {
+                  fprintf(stderr,
+                          "%s [%lld,%lld,%lld] both %d %s isa %d threads %d: [%lld] "
+                          "got %.9g ref %.9g\n",
+                          cml_dtype_name(dt), (long long)A, (long long)R, (long long)W, both,
+                          cml_op_name(ops[oi]), (int)isas[ii], threaded, (long long)o, g, r);
+                }
+              }
+            }
+          }
+        }
+      }
+      free(x);
+      free(ref);
+      free(got);
+    }
+    // A blocked full reduction (at least two 65536-element blocks).
+    enum { NB = 3 * 65536 + 77 };
+    uint16_t* xb = malloc(NB * sizeof(uint16_t));
+    float* wide = malloc(NB * sizeof(float));
+    for (int64_t i = 0; i < NB; ++i) {
+      const float v = (float)((uint32_t)(i * 40503u) % 4001u) * 1e-3f - 2.0f;
+      xb[i] = bf ? cml_f32_to_bf16(v) : cml_f32_to_f16(v);
+      wide[i] = bf ? cml_bf16_to_f32(xb[i]) : cml_f16_to_f32(xb[i]);
+    }
+    for (int oi = 0; oi < 3; ++oi) {
+      tnode_t th, tf;
+      tnode_init(&th, ops[oi], shp(dt, 1, (int64_t[]){NB}), (int64_t[]){0}, 1);
+      tnode_init(&tf, ops[oi], shp(CML_DTYPE_F32, 1, (int64_t[]){NB}), (int64_t[]){0}, 1);
+      for (int ii = 1; ii < isa_count; ++ii) {
+        for (int threaded = 0; threaded < 2; ++threaded) {
+          float f32_out = 0;
+          uint16_t h = 0;
+          ASSERT_STATUS_OK(tnode_run_isa(&tf, wide, &f32_out, threaded ? pool : NULL, isas[ii]));
+          ASSERT_STATUS_OK(tnode_run_isa(&th, xb, &h, threaded ? pool : NULL, isas[ii]));
+          const uint16_t want = bf ? cml_f32_to_bf16(f32_out) : cml_f32_to_f16(f32_out);
+          if (h != want && failures++ < 5) {
+            fprintf(stderr, "%s blocked %s isa %d threads %d: got 0x%04x want 0x%04x\n",
+                    cml_dtype_name(dt), cml_op_name(ops[oi]), (int)isas[ii], threaded, h, want);
+          }
+        }
+      }
+    }
+    free(xb);
+    free(wide);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+}
+
 TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(empty_extent_identities_and_nan),
           TEST_ENTRY(ints_wrap_and_bitwise_logical), TEST_ENTRY(half_accumulates_in_f32),
           TEST_ENTRY(odd_shapes_all_axis_sets_threads),
           TEST_ENTRY(float_sum_thread_count_independent), TEST_ENTRY(f32_columns_every_isa),
           TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(half_rows_every_isa),
-          TEST_ENTRY(arg_min_max), TEST_ENTRY(capabilities))
+          TEST_ENTRY(half_columns_and_blocked_every_isa), TEST_ENTRY(arg_min_max),
+          TEST_ENTRY(capabilities))

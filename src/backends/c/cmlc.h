@@ -116,7 +116,7 @@ void cmlc_round_finish(cmlc_rendezvous_t* rendezvous, cmlc_round_t* round);
 
 // An inner loop a group picks at plan time (cast back to its own type by the group's runner).
 typedef void (*cmlc_impl_fn)(void);
-#define CMLC_IMPL_SLOTS 2
+#define CMLC_IMPL_SLOTS 3
 
 typedef struct cmlc_kernel_args_t {
   const cml_module_t* module;

@@ -56,6 +56,7 @@ typedef struct cmlc_rd_plan_t {
   cmlc_rd_f32_fn simd;                         // f32 SIMD contiguous reduction, or NULL
   cmlc_rd_half_fn simd_half;                   // bf16 / f16 (dtype |half|) likewise, or NULL
   cml_dtype_t half;
+  cmlc_ew_convert_fn widen;   // bf16 / f16 -> f32 rows (column path), or NULL
   cmlc__rd_cols_f32_fn cols;  // f32 SIMD column step, or NULL
   int64_t tile;               // SIMD column path: columns per task
   cml_op_t op;
@@ -457,6 +458,12 @@ static int64_t cmlc_rd_cols_scratch_floats(const cmlc_rd_plan_t* p) {
   return blocks > 1 ? p->outputs * blocks : 0;
 }
 
+// Scratch floats of the half column path: every block's partial.
+static int64_t cmlc_rd_half_scratch_floats(const cmlc_rd_plan_t* p) {
+  const int64_t blocks = (p->reduced + CMLC_RD_ROW_BLOCK - 1) / CMLC_RD_ROW_BLOCK;
+  return p->outputs * (blocks > 1 ? blocks : 1);
+}
+
 static void cmlc_rd_simd_f32_blk(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
@@ -466,6 +473,80 @@ static void cmlc_rd_simd_f32_blk(void* ctx, int64_t begin, int64_t end, int thre
     const int64_t start = b * p->block;
     const int64_t len = p->reduced - start < p->block ? p->reduced - start : p->block;
     part[b] = p->simd(x + start, len);
+  }
+}
+
+// bf16 / f16 with the f32 SIMD column step on widened rows: the f32 path's two passes and
+// three-level order (the generic half task's, whose f32 accumulators it keeps), the block
+// partials always in scratch; pass 2 rounds each output once.
+static void cmlc_rd_simd_half_cols1(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
+  const uint16_t* x = (const uint16_t*)p->in;
+  const int64_t width = p->kd[p->nk - 1];
+  const float ident = cmlc_rd_ident_f32(p->op);
+  _Alignas(64) float row[CMLC_RD_SIMD_TILE];
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t blk = t % p->blocks, rest = t / p->blocks;
+    const int64_t r_row = rest / p->tiles, c0 = (rest % p->tiles) * p->tile;
+    const int64_t len = width - c0 < p->tile ? width - c0 : p->tile;
+    const int64_t base = cmlc_rd_offset(p->nk - 1, p->kd, p->ks, r_row) + c0;
+    float* acc = (float*)p->partials + (r_row * p->blocks + blk) * width + c0;
+    for (int64_t j = 0; j < len; ++j) acc[j] = ident;
+    const int64_t r0 = blk * CMLC_RD_ROW_BLOCK;
+    const int64_t r1 = cmlc_rd_block_end(r0, CMLC_RD_ROW_BLOCK, p->reduced);
+    if (r1 <= r0) continue;
+    int64_t idx[CML_MAX_RANK];
+    int64_t off = cmlc_rd_offset(p->nr, p->rd, p->rs, r0);
+    int64_t rest_r = r0;
+    for (int d = p->nr - 1; d >= 0; --d) {
+      idx[d] = rest_r % p->rd[d];
+      rest_r /= p->rd[d];
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      p->widen(row, x + base + off, len);
+      p->cols(acc, row, len);
+      cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);
+    }
+  }
+}
+
+static void cmlc_rd_simd_half_cols2(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
+  const int64_t width = p->kd[p->nk - 1];
+  const int64_t tiles = (width + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
+  const int64_t per_super = CMLC_RD_SUPER_BLOCK / CMLC_RD_ROW_BLOCK;
+  const float ident = cmlc_rd_ident_f32(p->op);
+  const bool bf = p->half == CML_DTYPE_BF16;
+  _Alignas(64) float mid[CMLC_RD_TILE], total[CMLC_RD_TILE];
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t r_row = t / tiles, c0 = (t % tiles) * CMLC_RD_TILE;
+    const int64_t len = width - c0 < CMLC_RD_TILE ? width - c0 : CMLC_RD_TILE;
+    const float* part = (const float*)p->partials + r_row * p->blocks * width + c0;
+    for (int64_t j = 0; j < len; ++j) total[j] = ident;
+    for (int64_t s0 = 0; s0 < p->blocks; s0 += per_super) {
+      const int64_t s1 = cmlc_rd_block_end(s0, per_super, p->blocks);
+      for (int64_t j = 0; j < len; ++j) mid[j] = ident;
+      for (int64_t b = s0; b < s1; ++b) p->cols(mid, part + b * width, len);
+      p->cols(total, mid, len);
+    }
+    uint16_t* y = (uint16_t*)p->out + r_row * width + c0;
+    for (int64_t j = 0; j < len; ++j)
+      y[j] = bf ? cml_f32_to_bf16(total[j]) : cml_f32_to_f16(total[j]);
+  }
+}
+
+// Blocked full reduction of bf16 / f16: f32 partials (the generic finish combines them).
+static void cmlc_rd_simd_half_blk(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
+  const uint16_t* x = (const uint16_t*)p->in;
+  float* part = (float*)p->partials;
+  for (int64_t b = begin; b < end; ++b) {
+    const int64_t start = b * p->block;
+    const int64_t len = p->reduced - start < p->block ? p->reduced - start : p->block;
+    part[b] = p->simd_half(x + start, len);
   }
 }
 
@@ -577,7 +658,8 @@ static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* n
     cmlc_rd_blocking(cml_shape_element_count(is), &block, &blocks);
     return (size_t)blocks * CMLC_RD_PARTIAL_SIZE;
   }
-  if (is->dtype != CML_DTYPE_F32 || !cmlc__rd_cols_f32(options, node->op)) return 0;
+  const bool half = is->dtype == CML_DTYPE_BF16 || is->dtype == CML_DTYPE_F16;
+  if ((is->dtype != CML_DTYPE_F32 && !half) || !cmlc__rd_cols_f32(options, node->op)) return 0;
   cmlc_rd_plan_t p;
   int last;
   cml_status_t st = cmlc_rd_classify(is, os, node->attrs, node->op, &p, &last);
@@ -585,7 +667,10 @@ static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* n
     cml_status_free(st);
     return 0;
   }
-  return last == 0 ? (size_t)cmlc_rd_cols_scratch_floats(&p) * sizeof(float) : 0;
+  if (last != 0) return 0;
+  // Halves keep every block's partial, even a single one (pass 2 rounds them into the output).
+  const int64_t floats = half ? cmlc_rd_half_scratch_floats(&p) : cmlc_rd_cols_scratch_floats(&p);
+  return (size_t)floats * sizeof(float);
 }
 
 static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
@@ -605,7 +690,8 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
   const int64_t per_output = p.reduced > 0 ? p.reduced : 1;
   // The lookup's picks: slot 0 the SIMD row reducer, slot 1 the SIMD column reducer (f32 only).
   if (is->dtype == CML_DTYPE_F32) p.simd = (cmlc_rd_f32_fn)args->impl[0];
-  if (is->dtype == CML_DTYPE_BF16 || is->dtype == CML_DTYPE_F16) {
+  const bool half = is->dtype == CML_DTYPE_BF16 || is->dtype == CML_DTYPE_F16;
+  if (half) {
     p.simd_half = (cmlc_rd_half_fn)args->impl[0];
     p.half = is->dtype;
   }
@@ -614,10 +700,39 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
     if (p.blocks >= 2 && args->scratch &&
         args->scratch_size >= (size_t)p.blocks * CMLC_RD_PARTIAL_SIZE) {
       p.partials = args->scratch;
-      cmlc_parallel_for(args->pool, p.blocks, 1, p.simd ? cmlc_rd_simd_f32_blk : fns.block, &p);
+      cmlc_task_fn blk = p.simd        ? cmlc_rd_simd_f32_blk
+                         : p.simd_half ? cmlc_rd_simd_half_blk
+                                       : fns.block;
+      cmlc_parallel_for(args->pool, p.blocks, 1, blk, &p);
       fns.finish(&p);
       return CML_OK;
     }
+  }
+  if (last == 0 && half && args->impl[1] && args->impl[2]) {
+    p.cols = (cmlc__rd_cols_f32_fn)args->impl[1];
+    p.widen = (cmlc_ew_convert_fn)args->impl[2];
+    const int64_t width = p.kd[p.nk - 1];
+    p.tile = CMLC_RD_SIMD_TILE;
+    p.tiles = (width + p.tile - 1) / p.tile;
+    p.blocks = (p.reduced + CMLC_RD_ROW_BLOCK - 1) / CMLC_RD_ROW_BLOCK;
+    if (p.blocks < 1) p.blocks = 1;
+    if (args->scratch &&
+        args->scratch_size >= (size_t)cmlc_rd_half_scratch_floats(&p) * sizeof(float)) {
+      p.partials = args->scratch;
+      const int64_t rows = p.outputs / width;
+      const int64_t block_work = (p.reduced < CMLC_RD_ROW_BLOCK ? per_output : CMLC_RD_ROW_BLOCK) *
+                                 (width < p.tile ? width : p.tile);
+      int64_t chunk = CMLC_RD_MIN_WORK / block_work;
+      cmlc_parallel_for(args->pool, rows * p.tiles * p.blocks, chunk < 1 ? 1 : chunk,
+                        cmlc_rd_simd_half_cols1, &p);
+      const int64_t tiles2 = (width + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
+      const int64_t work2 = p.blocks * (width < CMLC_RD_TILE ? width : CMLC_RD_TILE);
+      chunk = CMLC_RD_MIN_WORK / work2;
+      cmlc_parallel_for(args->pool, rows * tiles2, chunk < 1 ? 1 : chunk, cmlc_rd_simd_half_cols2,
+                        &p);
+      return CML_OK;
+    }
+    p.cols = NULL;
   }
   if (last == 0 && is->dtype == CML_DTYPE_F32) {
     p.cols = (cmlc__rd_cols_f32_fn)args->impl[1];
@@ -815,6 +930,8 @@ bool cmlc_kernels_reduce_lookup(const cml_module_t* module, const cml_ir_node_t*
       e.impl[1] = (cmlc_impl_fn)cmlc__rd_cols_f32(options, node->op);
     } else if (in == CML_DTYPE_BF16 || in == CML_DTYPE_F16) {
       e.impl[0] = (cmlc_impl_fn)cmlc_rd_simd_half_fn(options, node->op, in);
+      e.impl[1] = (cmlc_impl_fn)cmlc__rd_cols_f32(options, node->op);
+      e.impl[2] = (cmlc_impl_fn)cmlc_ew_simd_convert_fn(options, in, CML_DTYPE_F32);
     }
   } else {
     return false;
