@@ -442,6 +442,99 @@ TEST(select_and_scatter_2d_matches_reference) {
   for (int i = 0; i < 42; ++i) ASSERT_EQ_INT(out[i], want_min[i]);
 }
 
+// SelectAndScatter whose trailing axes the window passes through (the gradient of NHWC
+// pooling) takes the row kernels: f32, f64, bf16 and f16, Max / Min / Sum, against the same
+// node in reference mode (the per-element kernel) bit for bit, with overlapping windows,
+// padding, ties (repeated values) and NaN, 1 and 3 threads.
+TEST(select_and_scatter_rows_match_reference) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  struct {
+    int64_t xd[4], window[4], strides[4], lo[4], hi[4];
+  } cases[] = {
+      {{2, 9, 8, 40}, {1, 3, 3, 1}, {1, 2, 2, 1}, {0, 1, 1, 0}, {0, 1, 1, 0}},
+      {{1, 7, 6, 300}, {1, 2, 2, 1}, {1, 1, 2, 1}, {0, 0, 0, 0}, {0, 1, 0, 0}},
+      {{3, 5, 5, 17}, {2, 3, 1, 1}, {1, 1, 1, 1}, {1, 0, 0, 0}, {0, 2, 0, 0}},
+  };
+  static const cml_dtype_t dts[4] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_BF16, CML_DTYPE_F16};
+  static const cml_op_t ops[3] = {CML_OP_SELECT_AND_SCATTER_MAX, CML_OP_SELECT_AND_SCATTER_MIN,
+                                  CML_OP_SELECT_AND_SCATTER_SUM};
+  int bad = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof *cases && !bad; ++c) {
+    int64_t sd[4];
+    for (int d = 0; d < 4; ++d)
+      sd[d] = kt_window_out(cases[c].xd[d], cases[c].window[d], cases[c].strides[d], 1, 1,
+                            cases[c].lo[d], cases[c].hi[d]);
+    for (int di = 0; di < 4 && !bad; ++di) {
+      const cml_dtype_t dt = dts[di];
+      const size_t es = (size_t)cml_dtype_bits(dt) / 8;
+      cml_shape_t ins[2] = {kt_shape(dt, 4, cases[c].xd), kt_shape(dt, 4, sd)};
+      const int64_t nx = kt_count(&ins[0]), ns = kt_count(&ins[1]);
+      uint8_t* x = malloc((size_t)nx * es);
+      uint8_t* src = malloc((size_t)ns * es);
+      uint8_t* want = malloc((size_t)nx * es);
+      uint8_t* got = malloc((size_t)nx * es);
+      for (int64_t i = 0; i < nx + ns; ++i) {
+        const bool is_x = i < nx;
+        const int64_t e = is_x ? i : i - nx;
+        // Few distinct operand values (ties), a NaN now and then.
+        double v = is_x ? (double)((e * 7919) % 13) / 4.0 - 1.0 : (double)((e * 31) % 101) / 8.0;
+        if (is_x && e % 53 == 7) v = NAN;
+        uint8_t* at = is_x ? x + (size_t)e * es : src + (size_t)e * es;
+        if (dt == CML_DTYPE_F32) {
+          const float f = (float)v;
+          memcpy(at, &f, 4);
+        } else if (dt == CML_DTYPE_F64) {
+          memcpy(at, &v, 8);
+        } else {
+          const uint16_t h =
+              dt == CML_DTYPE_BF16 ? cml_f32_to_bf16((float)v) : cml_f32_to_f16((float)v);
+          memcpy(at, &h, 2);
+        }
+      }
+      for (int oi = 0; oi < 3 && !bad; ++oi) {
+        kt_t k;
+        kt_init(&k, ops[oi], 2, ins, &ins[0]);
+        kt_window(&k, 4, cases[c].window, cases[c].strides, NULL, NULL, cases[c].lo, cases[c].hi);
+        const void* in[] = {x, src};
+        k.options.reference = true;
+        cml_status_t st = kt_run(&k, NULL, in, want);
+        bad = st != CML_OK;
+        cml_status_free(st);
+        k.options.reference = false;
+        k.options.isa = CMLC_ISA_SCALAR;
+#if defined(__x86_64__)
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+            __builtin_cpu_supports("f16c"))
+          k.options.isa = CMLC_ISA_AVX2;
+#endif
+        for (int p = 0; p < 2 && !bad; ++p) {
+          st = kt_run(&k, p ? pool : NULL, in, got);
+          bad = st != CML_OK;
+          cml_status_free(st);
+          if (!bad && memcmp(got, want, (size_t)nx * es) != 0) {
+            for (int64_t i = 0; i < nx; ++i) {
+              if (memcmp(got + i * es, want + i * es, es) != 0) {
+                fprintf(stderr, "case %zu %s %s threads %d: element %lld differs\n", c,
+                        cml_dtype_name(dt), cml_op_name(ops[oi]), p ? 3 : 1, (long long)i);
+                break;
+              }
+            }
+            bad = 1;
+          }
+        }
+      }
+      free(x);
+      free(src);
+      free(want);
+      free(got);
+    }
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(bad, 0);
+}
+
 TEST(lookup_and_capabilities) {
   cml_capabilities_t caps;
   memset(&caps, 0, sizeof caps);
@@ -469,4 +562,5 @@ TEST_MAIN(TEST_ENTRY(reduce_window_1d_by_hand), TEST_ENTRY(reduce_window_rows_ma
           TEST_ENTRY(reduce_window_integer_wrap_and_f16_rounding), TEST_ENTRY(reduce_window_scalar),
           TEST_ENTRY(reduce_window_2d_matches_reference), TEST_ENTRY(select_and_scatter_by_hand),
           TEST_ENTRY(select_and_scatter_f16_accumulates_in_f32),
-          TEST_ENTRY(select_and_scatter_2d_matches_reference), TEST_ENTRY(lookup_and_capabilities))
+          TEST_ENTRY(select_and_scatter_2d_matches_reference),
+          TEST_ENTRY(select_and_scatter_rows_match_reference), TEST_ENTRY(lookup_and_capabilities))

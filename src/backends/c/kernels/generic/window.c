@@ -318,6 +318,16 @@ static cmlc_task_fn cmlc_wn_rw_fn(cml_dtype_t dtype, cml_reduce_type_t type) {
 #undef CMLC_WN_CASE
 }
 
+// dst[j] = cml_f32_to_bf16(src[j]), j < n, written out so that it vectorizes.
+static void cmlc_wn_bf16_row(uint16_t* dst, const float* src, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    uint32_t u;
+    memcpy(&u, &src[j], sizeof u);
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    dst[j] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? (u >> 16) | 0x0040u : rounded);
+  }
+}
+
 //===--- ReduceWindow over rows: trailing axes the window passes through ---===//
 
 // When the trailing axes have window 1, stride 1 and no padding or dilation (NHWC pooling: the
@@ -438,12 +448,7 @@ static void cmlc_wn_rows_half(void* ctx, int64_t begin, int64_t end, int thread_
       }
       uint16_t* dst = out + i * len + j0;
       if (bf) {
-        for (int64_t j = 0; j < n; ++j) {
-          uint32_t u;
-          memcpy(&u, &acc[j], sizeof u);
-          const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-          dst[j] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? (u >> 16) | 0x0040u : rounded);
-        }
+        cmlc_wn_bf16_row(dst, acc, n);
       } else if (c->narrow) {
         c->narrow(dst, acc, n);
       } else {
@@ -607,6 +612,134 @@ CMLC_WN_SAS_FN(f64, double, double, CMLC_WN_ID, double, CMLC_WN_ADD)
 CMLC_WN_SAS_FN(f16, uint16_t, float, cml_f16_to_f32, float, CMLC_WN_ADD_F16)
 CMLC_WN_SAS_FN(bf16, uint16_t, float, cml_bf16_to_f32, float, CMLC_WN_ADD_BF16)
 
+//===--- SelectAndScatter over rows: trailing axes the window passes through ---===//
+
+// NHWC pooling's gradient: every tap is a contiguous row of |len| channels (cmlc_wn_rows_plan
+// on the operand and source shapes), so each channel selects among its own taps with the
+// scalar kernel's predicate, in the same window order, and adds its source element at the
+// selected tap; each output element receives its additions in row-major source order, as in
+// the per-element kernel, so the results are the same bits. Channels never share an output
+// element: tasks are blocks of channels.
+enum { CMLC_WN_SAS_BLOCK = 256 };  // the most channels per task
+
+typedef struct cmlc_wn_sas_rows_t {
+  cmlc_wn_geom_t lead;  // over the operand, positions of the source
+  int64_t len, src_rows;
+  int64_t block;  // channels per task (at most CMLC_WN_SAS_BLOCK)
+  cml_op_t op;
+  cml_dtype_t dtype;
+  const void *x, *src;
+  void* acc;  // the output (f32 / f64) or the f32 scratch (f16 / bf16)
+  cmlc_ew_convert_fn widen;
+} cmlc_wn_sas_rows_t;
+
+// One block of channels [j0, j0 + n) for T operands with A accumulators (A = T, or f32 for
+// halves, whose rows WIDEN widens into A buffers).
+#define CMLC_WN_SAS_ROWS_FN(name, T, A, HALF)                                        \
+  static void name(void* ctx, int64_t begin, int64_t end, int thread_index) {        \
+    (void)thread_index;                                                              \
+    const cmlc_wn_sas_rows_t* c = (const cmlc_wn_sas_rows_t*)ctx;                    \
+    const cmlc_wn_geom_t* g = &c->lead;                                              \
+    const int64_t len = c->len;                                                      \
+    const T* x = (const T*)c->x;                                                     \
+    const T* src = (const T*)c->src;                                                 \
+    A* acc = (A*)c->acc;                                                             \
+    const bool is_sum = c->op == CML_OP_SELECT_AND_SCATTER_SUM;                      \
+    const bool is_max = c->op == CML_OP_SELECT_AND_SCATTER_MAX;                      \
+    A best[CMLC_WN_SAS_BLOCK], sv[CMLC_WN_SAS_BLOCK], wide[CMLC_WN_SAS_BLOCK];       \
+    int64_t sel[CMLC_WN_SAS_BLOCK];                                                  \
+    int64_t o[CML_MAX_RANK];                                                         \
+    for (int64_t blk = begin; blk < end; ++blk) {                                    \
+      const int64_t j0 = blk * CMLC_WN_SAS_BLOCK;                                    \
+      const int64_t n = len - j0 < CMLC_WN_SAS_BLOCK ? len - j0 : CMLC_WN_SAS_BLOCK; \
+      for (int64_t i = 0; i < c->src_rows; ++i) {                                    \
+        const T* srow = src + i * len + j0;                                          \
+        if (HALF) {                                                                  \
+          c->widen(sv, srow, n);                                                     \
+        } else {                                                                     \
+          for (int64_t j = 0; j < n; ++j) sv[j] = (A)srow[j];                        \
+        }                                                                            \
+        cmlc_wn_decode(g, i* len, o);                                                \
+        cmlc_wn_runs_t r;                                                            \
+        int64_t at, step, cnt;                                                       \
+        cmlc_wn_runs_start(&r, g, o);                                                \
+        bool first = true;                                                           \
+        while (cmlc_wn_runs_next(&r, &at, &step, &cnt)) {                            \
+          if (is_sum) {                                                              \
+            A* dst = acc + at + j0;                                                  \
+            for (int64_t j = 0; j < n; ++j) dst[j] += sv[j];                         \
+            continue;                                                                \
+          }                                                                          \
+          const A* v = (const A*)(const void*)(x + at + j0);                         \
+          if (HALF) {                                                                \
+            c->widen(wide, x + at + j0, n);                                          \
+            v = wide;                                                                \
+          }                                                                          \
+          if (first) {                                                               \
+            for (int64_t j = 0; j < n; ++j) best[j] = v[j], sel[j] = at;             \
+            first = false;                                                           \
+          } else if (is_max) {                                                       \
+            for (int64_t j = 0; j < n; ++j) {                                        \
+              const bool move = !(best[j] >= v[j]);                                  \
+              best[j] = move ? v[j] : best[j];                                       \
+              sel[j] = move ? at : sel[j];                                           \
+            }                                                                        \
+          } else {                                                                   \
+            for (int64_t j = 0; j < n; ++j) {                                        \
+              const bool move = !(best[j] <= v[j]);                                  \
+              best[j] = move ? v[j] : best[j];                                       \
+              sel[j] = move ? at : sel[j];                                           \
+            }                                                                        \
+          }                                                                          \
+        }                                                                            \
+        if (!is_sum && !first) {                                                     \
+          for (int64_t j = 0; j < n; ++j) acc[sel[j] + j0 + j] += sv[j];             \
+        }                                                                            \
+      }                                                                              \
+    }                                                                                \
+  }
+CMLC_WN_SAS_ROWS_FN(cmlc_wn_sas_rows_f32, float, float, false)
+CMLC_WN_SAS_ROWS_FN(cmlc_wn_sas_rows_f64, double, double, false)
+CMLC_WN_SAS_ROWS_FN(cmlc_wn_sas_rows_half, uint16_t, float, true)
+
+// Runs the row kernels when they apply (a float dtype, channels passing through, not the
+// reference kernels); false otherwise. |acc| as in cmlc_wn_sas_rows_t, zeroed by the caller.
+static bool cmlc_wn_sas_rows(const cmlc_kernel_args_t* args, const cmlc_wn_geom_t* g,
+                             int64_t src_count, void* acc) {
+  const cml_dtype_t dt = args->input_shapes[0]->dtype;
+  if (args->options && args->options->reference) return false;
+  cmlc_task_fn fn = dt == CML_DTYPE_F32                             ? cmlc_wn_sas_rows_f32
+                    : dt == CML_DTYPE_F64                           ? cmlc_wn_sas_rows_f64
+                    : (dt == CML_DTYPE_F16 || dt == CML_DTYPE_BF16) ? cmlc_wn_sas_rows_half
+                                                                    : NULL;
+  if (!fn) return false;
+  cmlc_wn_sas_rows_t c;
+  cmlc_wn_rows_t plan;
+  if (!cmlc_wn_rows_plan(g, &args->node->attrs->u.window, 8, &plan)) return false;
+  c.widen = NULL;
+  if (fn == cmlc_wn_sas_rows_half) {
+    c.widen = cmlc_ew_simd_convert_fn(args->options, dt, CML_DTYPE_F32);
+    if (!c.widen) return false;
+  }
+  c.lead = plan.lead;
+  c.len = plan.len;
+  c.src_rows = src_count / plan.len;
+  c.op = args->node->op;
+  c.dtype = dt;
+  c.x = args->inputs[0];
+  c.src = args->inputs[1];
+  c.acc = acc;
+  // Blocks of 16 channels or more (a vector), about two per thread, at most the buffers' size.
+  const int threads =
+      cmlc_pool_thread_count(args->pool) > 0 ? cmlc_pool_thread_count(args->pool) : 1;
+  int64_t block = (plan.len + 2 * threads - 1) / (2 * threads);
+  block = (block + 15) / 16 * 16;
+  c.block = block < 16 ? 16 : block > CMLC_WN_SAS_BLOCK ? CMLC_WN_SAS_BLOCK : block;
+  const int64_t blocks = (plan.len + c.block - 1) / c.block;
+  cmlc_parallel_for(args->pool, blocks, 1, fn, &c);
+  return true;
+}
+
 static bool cmlc_wn_sas_dtype_ok(cml_dtype_t dtype) {
   return (cml_dtype_is_int(dtype) && !cml_dtype_is_packed(dtype)) || cml_dtype_is_float(dtype);
 }
@@ -633,6 +766,10 @@ static cml_status_t cmlc_wn_select_and_scatter(const cmlc_kernel_args_t* args) {
   const void* x = args->inputs[0];
   const void* src = args->inputs[1];
   void* out = args->outputs[0];
+  if ((xs->dtype == CML_DTYPE_F32 || xs->dtype == CML_DTYPE_F64) &&
+      cmlc_wn_sas_rows(args, &g, src_count, out)) {
+    return CML_OK;
+  }
   switch (xs->dtype) {
 #define CMLC_WN_SAS_CASE(D, suffix, T)                                            \
   case D:                                                                         \
@@ -658,7 +795,19 @@ static cml_status_t cmlc_wn_select_and_scatter(const cmlc_kernel_args_t* args) {
       float* acc = (float*)args->scratch;
       memset(acc, 0, (size_t)n * sizeof(float));
       uint16_t* o = (uint16_t*)out;
-      if (xs->dtype == CML_DTYPE_F16) {
+      if (cmlc_wn_sas_rows(args, &g, src_count, acc)) {
+        if (xs->dtype == CML_DTYPE_F16) {
+          cmlc_ew_convert_fn narrow =
+              cmlc_ew_simd_convert_fn(args->options, CML_DTYPE_F32, CML_DTYPE_F16);
+          if (narrow) {
+            narrow(o, acc, n);
+          } else {
+            for (int64_t i = 0; i < n; ++i) o[i] = cml_f32_to_f16(acc[i]);
+          }
+        } else {
+          cmlc_wn_bf16_row(o, acc, n);
+        }
+      } else if (xs->dtype == CML_DTYPE_F16) {
         cmlc_wn_sas_f16(&g, op, (const uint16_t*)x, (const uint16_t*)src, src_count, acc);
         for (int64_t i = 0; i < n; ++i) o[i] = cml_f32_to_f16(acc[i]);
       } else {
