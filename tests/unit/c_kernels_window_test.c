@@ -223,7 +223,8 @@ TEST(reduce_window_2d_matches_reference) {
 }
 
 // ReduceWindow whose trailing axes the window passes through (NHWC pooling: window 1 on the
-// channels) takes the row kernels: every float dtype and reduction, against the same node run
+// channels) takes the row kernels, and one with a window on the last two axes only (NCHW
+// pooling) the plane kernels: every float dtype and reduction, against the same node run
 // in reference mode (the per-element kernel: same taps, same order, so the same bits), with
 // padding, strides, window and base dilations on the leading axes, rows longer than one block
 // of the half kernel (256), NaN and infinities, 1 and 3 threads.
@@ -257,6 +258,30 @@ TEST(reduce_window_rows_match_reference) {
        {1, 1, 2, 1},
        {1, -1, 2, 0},
        {0, 2, -1, 0}},
+      // Windows on the last two axes only (NCHW pooling: the plane kernels): 3x3 / 2 padded,
+      // a dilated window with negative padding, a row longer than 256.
+      {{2, 3, 9, 8},
+       {1, 1, 3, 3},
+       {1, 1, 2, 2},
+       {1, 1, 1, 1},
+       {1, 1, 1, 2},
+       {0, 0, 1, 1},
+       {0, 0, 1, 0}},
+      {{1, 2, 7, 300},
+       {1, 1, 2, 3},
+       {1, 1, 1, 2},
+       {1, 1, 1, 1},
+       {1, 1, 2, 1},
+       {0, 0, 0, -1},
+       {0, 0, 1, 2}},
+      // Base dilation on the last axis: neither fast path (the per-element kernel).
+      {{1, 2, 5, 6},
+       {1, 1, 2, 2},
+       {1, 1, 1, 1},
+       {1, 1, 1, 2},
+       {1, 1, 1, 1},
+       {0, 0, 0, 0},
+       {0, 0, 0, 0}},
   };
   static const cml_dtype_t dts[4] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_BF16, CML_DTYPE_F16};
   int bad = 0;

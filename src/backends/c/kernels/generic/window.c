@@ -504,6 +504,151 @@ static bool cmlc_wn_rows_plan(const cmlc_wn_geom_t* g, const cml_window_config_t
   return true;
 }
 
+//===--- ReduceWindow over planes: a window on the last two axes only (NCHW pooling) ---===//
+
+// For each plane (the leading axes pass through) and output row, the taps in the window's
+// row-major order (rows kh, then columns kw), each combined into the whole output row at once:
+// output element ow reads input column ow * stride + kw * dilation - padding_low where that
+// lies inside the row. Every output element sees its taps in the same order as the
+// per-element kernel, so the results are the same bits.
+enum { CMLC_WN_PLANE_MAX_ROW = 4096 };  // the longest rows of the f16 / bf16 row buffers
+
+typedef struct cmlc_wn_planes_t {
+  cmlc_wn_geom_t g;  // the full geometry (axes rank-2 and rank-1 are the window's)
+  int64_t planes;
+  cml_dtype_t dtype;
+  cml_reduce_type_t type;
+  const void* in;
+  void* out;
+  cmlc_ew_convert_fn widen, narrow;  // f16 / bf16 (narrow: f16 only)
+} cmlc_wn_planes_t;
+
+// The output columns [*lo, *hi) whose input column for tap |kw| lies inside the row.
+static void cmlc_wn_cols_for_tap(const cmlc_wn_geom_t* g, int64_t kw, int64_t* lo, int64_t* hi) {
+  const int32_t d = g->rank - 1;
+  const int64_t off = kw * g->win_dil[d] - g->pad_lo[d], s = g->stride[d], w = g->in_dims[d];
+  int64_t a = off >= 0 ? 0 : cmlc_wn_ceil_div(-off, s);
+  int64_t b = w - 1 - off < 0 ? -1 : cmlc_wn_floor_div(w - 1 - off, s);
+  if (b > g->out_dims[d] - 1) b = g->out_dims[d] - 1;
+  *lo = a;
+  *hi = b + 1 > a ? b + 1 : a;
+}
+
+// One output row |acc| (f32 or f64, A) combined with input row |row| (A) for every tap column.
+#define CMLC_WN_PLANE_ROW(A, COMBINE)                                           \
+  for (int64_t kw = 0; kw < g->window[d1]; ++kw) {                              \
+    int64_t lo, hi;                                                             \
+    cmlc_wn_cols_for_tap(g, kw, &lo, &hi);                                      \
+    const int64_t off = kw * g->win_dil[d1] - g->pad_lo[d1];                    \
+    const int64_t s = g->stride[d1];                                            \
+    if (s == 1) {                                                               \
+      const A* r = row + off;                                                   \
+      for (int64_t ow = lo; ow < hi; ++ow) COMBINE(acc[ow], r[ow]);             \
+    } else {                                                                    \
+      for (int64_t ow = lo; ow < hi; ++ow) COMBINE(acc[ow], row[ow * s + off]); \
+    }                                                                           \
+  }
+
+#define CMLC_WN_PLANES_FN(name, T, A)                                                             \
+  static void name(void* ctx, int64_t begin, int64_t end, int thread_index) {                     \
+    (void)thread_index;                                                                           \
+    const cmlc_wn_planes_t* c = (const cmlc_wn_planes_t*)ctx;                                     \
+    const cmlc_wn_geom_t* g = &c->g;                                                              \
+    const int32_t d0 = g->rank - 2, d1 = g->rank - 1;                                             \
+    const int64_t ih_n = g->in_dims[d0], iw_n = g->in_dims[d1];                                   \
+    const int64_t oh_n = g->out_dims[d0], ow_n = g->out_dims[d1];                                 \
+    const bool half = sizeof(T) == 2;                                                             \
+    const bool bf = c->dtype == CML_DTYPE_BF16;                                                   \
+    const A init = c->type == CML_REDUCE_SUM       ? (A)0                                         \
+                   : c->type == CML_REDUCE_PRODUCT ? (A)1                                         \
+                   : c->type == CML_REDUCE_MAX     ? (A)(-INFINITY)                               \
+                                                   : (A)INFINITY;                                     \
+    A accbuf[half ? CMLC_WN_PLANE_MAX_ROW : 1], rowbuf[half ? CMLC_WN_PLANE_MAX_ROW : 1];         \
+    for (int64_t t = begin; t < end; ++t) { /* t = (plane, output row) */                         \
+      const int64_t plane = t / oh_n, oh = t % oh_n;                                              \
+      const T* in = (const T*)c->in + plane * ih_n * iw_n;                                        \
+      T* out_row = (T*)c->out + (plane * oh_n + oh) * ow_n;                                       \
+      A* acc = half ? accbuf : (A*)(void*)out_row;                                                \
+      for (int64_t ow = 0; ow < ow_n; ++ow) acc[ow] = init;                                       \
+      cmlc_wn_axis_t it;                                                                          \
+      for (bool more = cmlc_wn_axis_first(&it, g, d0, oh); more; more = cmlc_wn_axis_next(&it)) { \
+        const T* src = in + it.input * iw_n;                                                      \
+        const A* row = (const A*)(const void*)src;                                                \
+        if (half) {                                                                               \
+          c->widen(rowbuf, src, iw_n);                                                            \
+          row = rowbuf;                                                                           \
+        }                                                                                         \
+        switch (c->type) {                                                                        \
+          case CML_REDUCE_SUM:                                                                    \
+            CMLC_WN_PLANE_ROW(A, CMLC_WN_ADD)                                                     \
+            break;                                                                                \
+          case CML_REDUCE_PRODUCT:                                                                \
+            CMLC_WN_PLANE_ROW(A, CMLC_WN_MUL)                                                     \
+            break;                                                                                \
+          case CML_REDUCE_MAX:                                                                    \
+            CMLC_WN_PLANE_ROW(A, CMLC_WN_VMAX)                                                    \
+            break;                                                                                \
+          default:                                                                                \
+            CMLC_WN_PLANE_ROW(A, CMLC_WN_VMIN)                                                    \
+            break;                                                                                \
+        }                                                                                         \
+      }                                                                                           \
+      if (half) {                                                                                 \
+        uint16_t* o = (uint16_t*)(void*)out_row;                                                  \
+        if (bf) {                                                                                 \
+          cmlc_wn_bf16_row(o, (const float*)(const void*)acc, ow_n);                              \
+        } else {                                                                                  \
+          c->narrow(o, acc, ow_n);                                                                \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+CMLC_WN_PLANES_FN(cmlc_wn_planes_f32, float, float)
+CMLC_WN_PLANES_FN(cmlc_wn_planes_f64, double, double)
+CMLC_WN_PLANES_FN(cmlc_wn_planes_half, uint16_t, float)
+
+// Runs the plane kernels when the window covers only the last two axes (the others pass
+// through), without base dilation, for a float dtype; false otherwise.
+static bool cmlc_wn_planes(const cmlc_kernel_args_t* args, const cmlc_wn_geom_t* g, int64_t count) {
+  const cml_dtype_t dt = args->input_shapes[0]->dtype;
+  const cml_window_config_t* w = &args->node->attrs->u.window;
+  if ((args->options && args->options->reference) || g->rank < 2) return false;
+  for (int32_t d = 0; d < g->rank; ++d) {
+    if (g->base_dil[d] != 1) return false;
+    if (d < g->rank - 2 && (g->window[d] != 1 || g->stride[d] != 1 || g->pad_lo[d] != 0 ||
+                            w->padding_high[d] != 0 || g->out_dims[d] != g->in_dims[d])) {
+      return false;
+    }
+  }
+  const int32_t d0 = g->rank - 2, d1 = g->rank - 1;
+  if (g->out_dims[d0] == 0 || g->out_dims[d1] == 0 || g->in_dims[d1] == 0) return false;
+  cmlc_wn_planes_t c;
+  c.g = *g;
+  c.dtype = dt;
+  c.type = args->node->attrs->reduce_type;
+  c.in = args->inputs[0];
+  c.out = args->outputs[0];
+  c.widen = c.narrow = NULL;
+  cmlc_task_fn fn = NULL;
+  if (dt == CML_DTYPE_F32) fn = cmlc_wn_planes_f32;
+  if (dt == CML_DTYPE_F64) fn = cmlc_wn_planes_f64;
+  if (dt == CML_DTYPE_F16 || dt == CML_DTYPE_BF16) {
+    if (g->in_dims[d1] > CMLC_WN_PLANE_MAX_ROW || g->out_dims[d1] > CMLC_WN_PLANE_MAX_ROW) {
+      return false;
+    }
+    c.widen = cmlc_ew_simd_convert_fn(args->options, dt, CML_DTYPE_F32);
+    c.narrow = cmlc_ew_simd_convert_fn(args->options, CML_DTYPE_F32, CML_DTYPE_F16);
+    if (!c.widen || (dt == CML_DTYPE_F16 && !c.narrow)) return false;
+    fn = cmlc_wn_planes_half;
+  }
+  if (!fn || c.type < CML_REDUCE_SUM || c.type > CML_REDUCE_MIN) return false;
+  const int64_t rows = count / g->out_dims[d1];
+  const int64_t row_work = g->out_dims[d1] * g->window[d0] * g->window[d1];
+  int64_t chunk = 16384 / (row_work > 0 ? row_work : 1);
+  cmlc_parallel_for(args->pool, rows, chunk < 1 ? 1 : chunk, fn, &c);
+  return true;
+}
+
 static cml_status_t cmlc_wn_reduce_window(const cmlc_kernel_args_t* args) {
   const cml_shape_t* xs = args->input_shapes[0];
   const cml_shape_t* os = args->output_shapes[0];
@@ -544,6 +689,7 @@ static cml_status_t cmlc_wn_reduce_window(const cmlc_kernel_args_t* args) {
     cmlc_parallel_for(args->pool, count / rows.len, row_chunk < 1 ? 1 : row_chunk, rows_fn, &rows);
     return CML_OK;
   }
+  if (cmlc_wn_planes(args, &c.g, count)) return CML_OK;
   int64_t min_chunk = 16384 / window_size;
   if (min_chunk < 1) min_chunk = 1;
   cmlc_parallel_for(args->pool, count, min_chunk, fn, &c);
