@@ -241,6 +241,43 @@ TEST(slice_with_strides) {
   ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
 }
 
+// Strides 2 and 3 along the last axis (the constant-stride row loops) for every element size,
+// rows long enough for vector loops and their tails, against a host loop.
+TEST(slice_last_axis_strides_2_3_every_element_size) {
+  static const cml_dtype_t dts[5] = {CML_DTYPE_U8, CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_I64,
+                                     CML_DTYPE_C128};
+  for (int di = 0; di < 5; ++di) {
+    const size_t es = (size_t)cml_dtype_bits(dts[di]) / 8;
+    for (int64_t stride = 2; stride <= 3; ++stride) {
+      const int64_t rows = 3, cols = 203, start = 1;
+      const int64_t out_cols = (cols - start + stride - 1) / stride;
+      int64_t xd[] = {rows, cols}, od[] = {rows, out_cols};
+      cml_shape_t xs = kt_shape(dts[di], 2, xd), os = kt_shape(dts[di], 2, od);
+      kt_t k;
+      kt_init(&k, CML_OP_SLICE, 1, &xs, &os);
+      k.attrs.starts[0] = 0;
+      k.attrs.limits[0] = rows;
+      k.attrs.strides[0] = 1;
+      k.attrs.starts[1] = start;
+      k.attrs.limits[1] = cols;
+      k.attrs.strides[1] = stride;
+      uint8_t* x = malloc((size_t)(rows * cols) * es);
+      uint8_t* out = malloc((size_t)(rows * out_cols) * es);
+      for (size_t b = 0; b < (size_t)(rows * cols) * es; ++b) x[b] = (uint8_t)(b * 131u + 7u);
+      const void* in[] = {x};
+      ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < out_cols; ++c) {
+          const uint8_t* want = x + (size_t)(r * cols + start + c * stride) * es;
+          ASSERT_TRUE(memcmp(out + (size_t)(r * out_cols + c) * es, want, es) == 0);
+        }
+      }
+      free(x);
+      free(out);
+    }
+  }
+}
+
 //===--- Reverse ---===//
 
 TEST(reverse_by_hand) {
@@ -378,6 +415,7 @@ TEST(capabilities) {
 TEST_MAIN(TEST_ENTRY(transpose_2x3_by_hand), TEST_ENTRY(transpose_matches_reference),
           TEST_ENTRY(broadcast_in_dim_by_hand), TEST_ENTRY(broadcast_in_dim_large_with_pool),
           TEST_ENTRY(concatenate_by_hand), TEST_ENTRY(slice_with_strides),
-          TEST_ENTRY(reverse_by_hand), TEST_ENTRY(pad_by_hand),
-          TEST_ENTRY(pad_2d_matches_reference), TEST_ENTRY(reshape_copies_bytes_packed_included),
+          TEST_ENTRY(slice_last_axis_strides_2_3_every_element_size), TEST_ENTRY(reverse_by_hand),
+          TEST_ENTRY(pad_by_hand), TEST_ENTRY(pad_2d_matches_reference),
+          TEST_ENTRY(reshape_copies_bytes_packed_included),
           TEST_ENTRY(lookup_rejects_packed_except_reshape), TEST_ENTRY(capabilities))

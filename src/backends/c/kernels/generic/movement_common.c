@@ -78,6 +78,8 @@ int64_t cmlc__mv_copy_count(const cmlc__mv_copy_t* c) {
   return n;
 }
 
+// Contiguous output rows read with stride 2 or 3 (strided slices: every other column) get
+// loops with constant strides, which the compiler turns into vector shuffles.
 #define CMLC_MV_ROW_LOOP(T)                                    \
   do {                                                         \
     T* o_ = (T*)out;                                           \
@@ -85,6 +87,10 @@ int64_t cmlc__mv_copy_count(const cmlc__mv_copy_t* c) {
     if (is == 0) {                                             \
       T v_ = i_[0];                                            \
       for (int64_t k = 0; k < n; ++k) o_[k * os] = v_;         \
+    } else if (os == 1 && is == 2) {                           \
+      for (int64_t k = 0; k < n; ++k) o_[k] = i_[2 * k];       \
+    } else if (os == 1 && is == 3) {                           \
+      for (int64_t k = 0; k < n; ++k) o_[k] = i_[3 * k];       \
     } else {                                                   \
       for (int64_t k = 0; k < n; ++k) o_[k * os] = i_[k * is]; \
     }                                                          \
