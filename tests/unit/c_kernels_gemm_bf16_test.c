@@ -140,9 +140,17 @@ TEST(bf16_every_path_within_bound) {
   static const struct {
     int64_t batch, m, k, n;
     bool transposed;
-  } cases[] = {{0, 1, 1, 1, false},      {0, 3, 5, 7, false},      {0, 13, 37, 45, false},
-               {0, 150, 515, 70, false}, {2, 20, 33, 130, false},  {0, 29, 1100, 33, true},
-               {3, 12, 64, 32, true},    {0, 200, 96, 2100, false}};
+  } cases[] = {{0, 1, 1, 1, false},
+               {0, 3, 5, 7, false},
+               {0, 13, 37, 45, false},
+               {0, 150, 515, 70, false},
+               {2, 20, 33, 130, false},
+               {0, 29, 1100, 33, true},
+               {3, 12, 64, 32, true},
+               {0, 200, 96, 2100, false},
+               // Batch mode (whole small products per thread): 9 x 64 x 70 x 65, 7 x 150 x 40.
+               {9, 64, 70, 65, false},
+               {7, 150, 40, 33, true}};
   path_t paths[6];
   const int path_count = usable_paths(paths);
   cmlc_pool_t* pool = NULL;

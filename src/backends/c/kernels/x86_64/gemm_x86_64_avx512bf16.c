@@ -356,7 +356,9 @@ size_t cmlc__gemm_bf16_scratch(int64_t m, int64_t n, int64_t k, int threads) {
   cmlc_bf_ctx_t c;
   cmlc_bf_sizes(m, n, k, &c);
   if (threads < 1) threads = 1;
-  return (size_t)threads * c.a_elems * sizeof(uint32_t) + c.b_elems * sizeof(uint16_t) + 64;
+  // Per thread an A block and a private B panel (batch mode), then the shared B panel.
+  return (size_t)threads * (c.a_elems * sizeof(uint32_t) + c.b_elems * sizeof(uint16_t)) +
+         c.b_elems * sizeof(uint16_t) + 64;
 }
 
 static void cmlc_bf_pack_b_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
@@ -414,6 +416,45 @@ static void cmlc_bf_tile_task(void* vctx, int64_t begin, int64_t end, int thread
   }
 }
 
+// Batch mode: whole products of batch elements [begin, end) on one thread, with that thread's
+// A block and B panel (the same blocking, so the same results as the shared path).
+static void cmlc_bf_product(cmlc_bf_ctx_t* c, int64_t bt, uint32_t* abuf, uint16_t* panel);
+
+static void cmlc_bf_batch_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  const cmlc_bf_ctx_t* shared = vctx;
+  cmlc_bf_ctx_t c = *shared;
+  uint8_t* base = (uint8_t*)shared->scratch + (size_t)thread_index * (c.a_elems * sizeof(uint32_t) +
+                                                                      c.b_elems * sizeof(uint16_t));
+  uint32_t* abuf = (uint32_t*)(void*)base;
+  uint16_t* panel = (uint16_t*)(void*)(base + c.a_elems * sizeof(uint32_t));
+  for (int64_t bt = begin; bt < end; ++bt) cmlc_bf_product(&c, bt, abuf, panel);
+}
+
+// One batch element's product on the calling thread (batch mode).
+static void cmlc_bf_product(cmlc_bf_ctx_t* c, int64_t bt, uint32_t* abuf, uint16_t* panel) {
+  const cmlc__gemm_problem_t* p = c->p;
+  c->bt = bt;
+  c->panel = panel;
+  c->n_chunks = 1;
+  c->a_shared = false;
+  const int64_t ic_blocks = (p->m + c->mc_max - 1) / c->mc_max;
+  for (int64_t jc = 0; jc < p->n; jc += c->nc_max) {
+    c->jc = jc;
+    c->nc = cmlc_bf_min(c->nc_max, p->n - jc);
+    c->slivers = (c->nc + CMLC_BF_NR - 1) / CMLC_BF_NR;
+    c->slivers_per_chunk = c->slivers;
+    for (int64_t pc = 0; pc < p->k; pc += c->kc_max) {
+      c->pc = pc;
+      c->kc = cmlc_bf_min(c->kc_max, p->k - pc);
+      cmlc_bf_pack_b(&p->b, &c->acc, bt, jc, c->nc, pc, c->kc, 0, c->slivers, panel);
+      // The tile task with thread index 0 reads the A buffer at scratch + 0: point it here.
+      cmlc_bf_ctx_t one = *c;
+      one.scratch = abuf;
+      cmlc_bf_tile_task(&one, 0, ic_blocks, 0);
+    }
+  }
+}
+
 void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, uint16_t* out_bf16, cmlc_pool_t* pool,
                      void* scratch, int threads) {
   if (p->batch <= 0 || p->m <= 0 || p->n <= 0) return;
@@ -437,12 +478,25 @@ void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, uint16_t* out_bf16, cmlc_poo
   if (threads < 1) threads = 1;
   int pool_threads = cmlc_pool_thread_count(pool);
   if (pool_threads > threads) pool = NULL, pool_threads = 1;
+  c.scratch = scratch;
+  // Many small products: one per task, each on one thread (a product up to 128^3 would
+  // otherwise run alone on the calling thread, batch element after batch element).
+  const double work = (double)p->m * (double)p->n * (double)p->k;
+  const int batch_threads = cmlc_pool_thread_count(pool);
+  if (p->batch >= 2 && batch_threads > 1 && batch_threads <= threads &&
+      (double)p->batch * work > 128.0 * 128.0 * 128.0 &&
+      (p->batch >= 2 * (int64_t)batch_threads || work <= 128.0 * 128.0 * 128.0)) {
+    const int64_t min_chunk = (int64_t)(2.0 * 64 * 64 * 64 / (2.0 * work > 1 ? 2.0 * work : 1)) + 1;
+    cmlc_parallel_for(pool, p->batch, min_chunk, cmlc_bf_batch_task, &c);
+    return;
+  }
   // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
   if (2.0 * (double)p->m * (double)p->n * (double)p->k <= 2.0 * 128 * 128 * 128) {
     pool = NULL, pool_threads = 1;
   }
-  c.scratch = scratch;
-  c.panel = (uint16_t*)((uint32_t*)scratch + (size_t)threads * c.a_elems);
+  c.panel =
+      (uint16_t*)(void*)((uint8_t*)scratch + (size_t)threads * (c.a_elems * sizeof(uint32_t) +
+                                                                c.b_elems * sizeof(uint16_t)));
   const int64_t ic_blocks = (p->m + c.mc_max - 1) / c.mc_max;
   for (int64_t bt = 0; bt < p->batch; ++bt) {
     c.bt = bt;
