@@ -249,6 +249,11 @@ void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y, int64_t 
                              int64_t c_stride, int64_t n);
 void cmlc__gemm_widen_f16_f16c(const uint16_t* src, float* dst, int64_t n);
 void cmlc__gemm_pack_bt_f32_avx512(const float* src, int64_t ld, int64_t kc, float* sliver);
+// dst[j * ldo + i] = src[i * ld + j] for a 16 x 16 block of 4-byte elements (moved as bits).
+void cmlc__transpose16_b32_avx512(const void* src, int64_t ld, void* dst, int64_t ldo);
+// dst[j * ldo + i] = src[i * ld + j] for a 32 x 16 block of 2-byte elements (32 source rows of
+// 16): 16 destination rows of 32; |ldo| even and |dst| 4-byte aligned.
+void cmlc__transpose_b16_avx512(const uint16_t* src, int64_t ld, uint16_t* dst, int64_t ldo);
 // Packs a 12-row sliver of a row-major A (row r's kc values at rows[r]) into sliver[kk * 12 + r].
 void cmlc__gemm_pack_a_f32_avx512_12(const float* const* rows, int64_t kc, float* sliver);
 void cmlc__gemm_direct_f32_avx512_14x32(int64_t kc, const float* a, int64_t lda, const float* b,

@@ -8,6 +8,7 @@
 // so that both sides are walked in cache-sized blocks.
 #include <string.h>
 
+#include "backends/c/kernels/generic/linalg_internal.h"
 #include "backends/c/kernels/generic/movement_internal.h"
 
 //===--- Reshape ---===//
@@ -34,6 +35,9 @@ typedef struct cmlc_mv_tiled_t {
   int64_t tiles_q, tiles_last;
   char* out;
   const char* in;
+  // 4- and 2-byte elements on AVX-512: full tiles by register transposes of 16 x 16 (32-bit) or
+  // 32 x 16 (16-bit) blocks.
+  bool simd16;
 } cmlc_mv_tiled_t;
 
 #define CMLC_MV_TILE_LOOP(T)                                         \
@@ -74,9 +78,32 @@ static void cmlc_mv_tiled_task(void* ctx, int64_t begin, int64_t end, int thread
         CMLC_MV_TILE_LOOP(uint8_t);
         break;
       case 2:
+#if defined(CMLC_HAVE_X86_64)
+        if (t->simd16 && a1 - a0 == CMLC_MV_TILE && b1 - b0 == CMLC_MV_TILE && os_q % 2 == 0 &&
+            (ooff + a0 * os_q + b0) % 2 == 0 && ((uintptr_t)t->out & 3) == 0) {
+          const uint16_t* i_ = (const uint16_t*)(const void*)t->in + ioff;
+          uint16_t* o_ = (uint16_t*)(void*)t->out + ooff;
+          for (int64_t a = a0; a < a1; a += 16) {
+            cmlc__transpose_b16_avx512(i_ + a + b0 * is_last, is_last, o_ + a * os_q + b0, os_q);
+          }
+          break;
+        }
+#endif
         CMLC_MV_TILE_LOOP(uint16_t);
         break;
       case 4:
+#if defined(CMLC_HAVE_X86_64)
+        if (t->simd16 && a1 - a0 == CMLC_MV_TILE && b1 - b0 == CMLC_MV_TILE) {
+          const uint32_t* i_ = (const uint32_t*)(const void*)t->in + ioff;
+          uint32_t* o_ = (uint32_t*)(void*)t->out + ooff;
+          for (int64_t a = a0; a < a1; a += 16) {
+            for (int64_t b = b0; b < b1; b += 16) {
+              cmlc__transpose16_b32_avx512(i_ + a + b * is_last, is_last, o_ + a * os_q + b, os_q);
+            }
+          }
+          break;
+        }
+#endif
         CMLC_MV_TILE_LOOP(uint32_t);
         break;
       case 8:
@@ -134,6 +161,8 @@ static cml_status_t cmlc_mv_transpose(const cmlc_kernel_args_t* args) {
   t.tiles_last = (c.dims[last] + CMLC_MV_TILE - 1) / CMLC_MV_TILE;
   t.out = (char*)args->outputs[0];
   t.in = (const char*)args->inputs[0];
+  t.simd16 = (c.elem_size == 4 || c.elem_size == 2) && args->options && !args->options->reference &&
+             args->options->isa >= CMLC_ISA_AVX512;
   const int64_t tasks = outer_count * t.tiles_q * t.tiles_last;
   // About 16 full tiles (16K elements) per chunk.
   cmlc_parallel_for(args->pool, tasks, 16, cmlc_mv_tiled_task, &t);

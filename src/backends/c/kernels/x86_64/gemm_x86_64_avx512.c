@@ -410,6 +410,27 @@ CMLC_AVX512_TARGET void cmlc__gemm_pack_bt_f32_avx512(const float* src, int64_t 
 // Packs a 12-row sliver of a row-major A (row r's k run at rows[r]) into sliver[kk * 12 + r]:
 // the same 16 x 16 transposes (the last row loaded four more times; only 12 lanes of each
 // transposed row stored), the last kc % 16 values one by one.
+CMLC_AVX512_TARGET void cmlc__transpose16_b32_avx512(const void* src, int64_t ld, void* dst,
+                                                     int64_t ldo) {
+  cmlc_avx512_transpose16((const float*)src, ld, NULL, (float*)dst, ldo, 0xFFFF);
+}
+
+CMLC_AVX512_TARGET void cmlc__transpose_b16_avx512(const uint16_t* src, int64_t ld, uint16_t* dst,
+                                                   int64_t ldo) {
+  // Rows 2i and 2i + 1 of the source interleave into 16 words pairs (32-bit lanes): the 32-bit
+  // transpose of those then puts each column's 32 values in order into one output row.
+  _Alignas(64) uint32_t pairs[16 * 16];
+  for (int i = 0; i < 16; ++i) {
+    const __m512i lo =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(const void*)(src + 2 * i * ld)));
+    const __m512i hi = _mm512_cvtepu16_epi32(
+        _mm256_loadu_si256((const __m256i*)(const void*)(src + (2 * i + 1) * ld)));
+    _mm512_store_si512((void*)(pairs + 16 * i), _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+  }
+  cmlc_avx512_transpose16((const float*)(const void*)pairs, 16, NULL, (float*)(void*)dst, ldo / 2,
+                          0xFFFF);
+}
+
 CMLC_AVX512_TARGET void cmlc__gemm_pack_a_f32_avx512_12(const float* const* rows, int64_t kc,
                                                         float* sliver) {
   int64_t kk = 0;
