@@ -766,7 +766,10 @@ CMLC_WN_SAS_FN(bf16, uint16_t, float, cml_bf16_to_f32, float, CMLC_WN_ADD_BF16)
 // selected tap; each output element receives its additions in row-major source order, as in
 // the per-element kernel, so the results are the same bits. Channels never share an output
 // element: tasks are blocks of channels.
-enum { CMLC_WN_SAS_BLOCK = 256 };  // the most channels per task
+enum {
+  CMLC_WN_SAS_BLOCK = 256,  // the most channels per task
+  CMLC_WN_SAS_TAPS = 256,   // the most taps per window of the row kernels
+};
 
 typedef struct cmlc_wn_sas_rows_t {
   cmlc_wn_geom_t lead;  // over the operand, positions of the source
@@ -780,69 +783,73 @@ typedef struct cmlc_wn_sas_rows_t {
 } cmlc_wn_sas_rows_t;
 
 // One block of channels [j0, j0 + n) for T operands with A accumulators (A = T, or f32 for
-// halves, whose rows WIDEN widens into A buffers).
-#define CMLC_WN_SAS_ROWS_FN(name, T, A, HALF)                                        \
-  static void name(void* ctx, int64_t begin, int64_t end, int thread_index) {        \
-    (void)thread_index;                                                              \
-    const cmlc_wn_sas_rows_t* c = (const cmlc_wn_sas_rows_t*)ctx;                    \
-    const cmlc_wn_geom_t* g = &c->lead;                                              \
-    const int64_t len = c->len;                                                      \
-    const T* x = (const T*)c->x;                                                     \
-    const T* src = (const T*)c->src;                                                 \
-    A* acc = (A*)c->acc;                                                             \
-    const bool is_sum = c->op == CML_OP_SELECT_AND_SCATTER_SUM;                      \
-    const bool is_max = c->op == CML_OP_SELECT_AND_SCATTER_MAX;                      \
-    A best[CMLC_WN_SAS_BLOCK], sv[CMLC_WN_SAS_BLOCK], wide[CMLC_WN_SAS_BLOCK];       \
-    int64_t sel[CMLC_WN_SAS_BLOCK];                                                  \
-    int64_t o[CML_MAX_RANK];                                                         \
-    for (int64_t blk = begin; blk < end; ++blk) {                                    \
-      const int64_t j0 = blk * CMLC_WN_SAS_BLOCK;                                    \
-      const int64_t n = len - j0 < CMLC_WN_SAS_BLOCK ? len - j0 : CMLC_WN_SAS_BLOCK; \
-      for (int64_t i = 0; i < c->src_rows; ++i) {                                    \
-        const T* srow = src + i * len + j0;                                          \
-        if (HALF) {                                                                  \
-          c->widen(sv, srow, n);                                                     \
-        } else {                                                                     \
-          for (int64_t j = 0; j < n; ++j) sv[j] = (A)srow[j];                        \
-        }                                                                            \
-        cmlc_wn_decode(g, i* len, o);                                                \
-        cmlc_wn_runs_t r;                                                            \
-        int64_t at, step, cnt;                                                       \
-        cmlc_wn_runs_start(&r, g, o);                                                \
-        bool first = true;                                                           \
-        while (cmlc_wn_runs_next(&r, &at, &step, &cnt)) {                            \
-          if (is_sum) {                                                              \
-            A* dst = acc + at + j0;                                                  \
-            for (int64_t j = 0; j < n; ++j) dst[j] += sv[j];                         \
-            continue;                                                                \
-          }                                                                          \
-          const A* v = (const A*)(const void*)(x + at + j0);                         \
-          if (HALF) {                                                                \
-            c->widen(wide, x + at + j0, n);                                          \
-            v = wide;                                                                \
-          }                                                                          \
-          if (first) {                                                               \
-            for (int64_t j = 0; j < n; ++j) best[j] = v[j], sel[j] = at;             \
-            first = false;                                                           \
-          } else if (is_max) {                                                       \
-            for (int64_t j = 0; j < n; ++j) {                                        \
-              const bool move = !(best[j] >= v[j]);                                  \
-              best[j] = move ? v[j] : best[j];                                       \
-              sel[j] = move ? at : sel[j];                                           \
-            }                                                                        \
-          } else {                                                                   \
-            for (int64_t j = 0; j < n; ++j) {                                        \
-              const bool move = !(best[j] <= v[j]);                                  \
-              best[j] = move ? v[j] : best[j];                                       \
-              sel[j] = move ? at : sel[j];                                           \
-            }                                                                        \
-          }                                                                          \
-        }                                                                            \
-        if (!is_sum && !first) {                                                     \
-          for (int64_t j = 0; j < n; ++j) acc[sel[j] + j0 + j] += sv[j];             \
-        }                                                                            \
-      }                                                                              \
-    }                                                                                \
+// halves, whose rows WIDEN widens into A buffers). The selection keeps, per channel, the best
+// value and the ordinal of its tap (32-bit, so that compare and select vectorize together);
+// the taps' offsets are recorded as they are walked (at most CMLC_WN_SAS_TAPS of them).
+#define CMLC_WN_SAS_ROWS_FN(name, T, A, HALF)                                  \
+  static void name(void* ctx, int64_t begin, int64_t end, int thread_index) {  \
+    (void)thread_index;                                                        \
+    const cmlc_wn_sas_rows_t* c = (const cmlc_wn_sas_rows_t*)ctx;              \
+    const cmlc_wn_geom_t* g = &c->lead;                                        \
+    const int64_t len = c->len;                                                \
+    const T* x = (const T*)c->x;                                               \
+    const T* src = (const T*)c->src;                                           \
+    A* acc = (A*)c->acc;                                                       \
+    const bool is_sum = c->op == CML_OP_SELECT_AND_SCATTER_SUM;                \
+    const bool is_max = c->op == CML_OP_SELECT_AND_SCATTER_MAX;                \
+    A best[CMLC_WN_SAS_BLOCK], sv[CMLC_WN_SAS_BLOCK], wide[CMLC_WN_SAS_BLOCK]; \
+    int32_t sel[CMLC_WN_SAS_BLOCK];                                            \
+    int64_t taps[CMLC_WN_SAS_TAPS];                                            \
+    int64_t o[CML_MAX_RANK];                                                   \
+    for (int64_t blk = begin; blk < end; ++blk) {                              \
+      const int64_t j0 = blk * c->block;                                       \
+      const int64_t n = len - j0 < c->block ? len - j0 : c->block;             \
+      for (int64_t i = 0; i < c->src_rows; ++i) {                              \
+        const T* srow = src + i * len + j0;                                    \
+        if (HALF) {                                                            \
+          c->widen(sv, srow, n);                                               \
+        } else {                                                               \
+          for (int64_t j = 0; j < n; ++j) sv[j] = (A)srow[j];                  \
+        }                                                                      \
+        cmlc_wn_decode(g, i* len, o);                                          \
+        cmlc_wn_runs_t r;                                                      \
+        int64_t at, step, cnt;                                                 \
+        cmlc_wn_runs_start(&r, g, o);                                          \
+        int32_t t = 0;                                                         \
+        while (cmlc_wn_runs_next(&r, &at, &step, &cnt)) {                      \
+          if (is_sum) {                                                        \
+            A* dst = acc + at + j0;                                            \
+            for (int64_t j = 0; j < n; ++j) dst[j] += sv[j];                   \
+            continue;                                                          \
+          }                                                                    \
+          taps[t] = at;                                                        \
+          const A* v = (const A*)(const void*)(x + at + j0);                   \
+          if (HALF) {                                                          \
+            c->widen(wide, x + at + j0, n);                                    \
+            v = wide;                                                          \
+          }                                                                    \
+          if (t == 0) {                                                        \
+            for (int64_t j = 0; j < n; ++j) best[j] = v[j], sel[j] = 0;        \
+          } else if (is_max) {                                                 \
+            for (int64_t j = 0; j < n; ++j) {                                  \
+              const bool move = !(best[j] >= v[j]);                            \
+              best[j] = move ? v[j] : best[j];                                 \
+              sel[j] = move ? t : sel[j];                                      \
+            }                                                                  \
+          } else {                                                             \
+            for (int64_t j = 0; j < n; ++j) {                                  \
+              const bool move = !(best[j] <= v[j]);                            \
+              best[j] = move ? v[j] : best[j];                                 \
+              sel[j] = move ? t : sel[j];                                      \
+            }                                                                  \
+          }                                                                    \
+          ++t;                                                                 \
+        }                                                                      \
+        if (!is_sum && t > 0) {                                                \
+          for (int64_t j = 0; j < n; ++j) acc[taps[sel[j]] + j0 + j] += sv[j]; \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
   }
 CMLC_WN_SAS_ROWS_FN(cmlc_wn_sas_rows_f32, float, float, false)
 CMLC_WN_SAS_ROWS_FN(cmlc_wn_sas_rows_f64, double, double, false)
@@ -862,6 +869,9 @@ static bool cmlc_wn_sas_rows(const cmlc_kernel_args_t* args, const cmlc_wn_geom_
   cmlc_wn_sas_rows_t c;
   cmlc_wn_rows_t plan;
   if (!cmlc_wn_rows_plan(g, &args->node->attrs->u.window, 8, &plan)) return false;
+  int64_t taps = 1;
+  for (int32_t d = 0; d < g->rank; ++d) taps *= cmlc_wn_or_one(g->window[d]);
+  if (taps > CMLC_WN_SAS_TAPS) return false;
   c.widen = NULL;
   if (fn == cmlc_wn_sas_rows_half) {
     c.widen = cmlc_ew_simd_convert_fn(args->options, dt, CML_DTYPE_F32);

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench/bench_ops.c: single ops that models built from primitives spend time in, each in f32,
+// bf16 and f16: reductions over each axis, transposes, pooling (ReduceWindow, NHWC and NCHW)
+// and its gradient (SelectAndScatter), Clamp, strided slices, batched products, gathers; c vs
+// c:reference vs xla:cpu. Written to find the shapes where a dtype or a layout falls back to
+// slow generic code (bench/README.md, "Single ops in three dtypes"). The rate column is the
+// input bytes (the first operand) per second.
+#include <string.h>
+
+#include "bench/bench_common.h"
+
+enum { OP_ROWS = 1024, OP_COLS = 1024 };
+
+enum {
+  K_SUM_AXIS1,
+  K_SUM_AXIS0,
+  K_MAX_AXIS0,
+  K_SUM_ALL,
+  K_SUM_NHW,
+  K_TRANSPOSE,
+  K_TRANSPOSE_0213,
+  K_MAXPOOL_NHWC,
+  K_MAXPOOL_NCHW,
+  K_AVGPOOL_NHWC,
+  K_MAXPOOL_GRAD,
+  K_CLAMP,
+  K_TANH,
+  K_SLICE_STRIDED,
+  K_BATCH_DOT,
+  K_GATHER_ROWS,
+  K_ARGMAX,
+  K_COUNT
+};
+
+static const char* const kNames[K_COUNT] = {
+    "sum axis 1 [1024,1024]",
+    "sum axis 0 [1024,1024]",
+    "max axis 0 [1024,1024]",
+    "sum all [1024,1024]",
+    "sum N,H,W of [4,64,64,64]",
+    "transpose [1024,1024]",
+    "transpose 0213 [8,128,16,64]",
+    "max pool 3x3/2 NHWC [4,64,64,64]",
+    "max pool 3x3/2 NCHW [4,64,64,64]",
+    "sum pool 2x2/2 NHWC [4,64,64,64]",
+    "max pool gradient NHWC [4,64,64,64]",
+    "clamp(-0.5, x, 0.5) [1024,1024]",
+    "tanh [1024,1024]",
+    "slice [1:1023, 3:1019:2]",
+    "batch dot [64,128,128]^2",
+    "gather 4096 rows of [1024,1024]",
+    "argmax axis 1 [1024,1024]",
+};
+
+static cml_window_config_t window4(const int64_t* dims, const int64_t* strides) {
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 4;
+  memcpy(w.window_dims, dims, 4 * sizeof(int64_t));
+  memcpy(w.strides, strides, 4 * sizeof(int64_t));
+  return w;
+}
+
+static cml_value_t build_op(cml_function_t* f, const bench_case_t* c) {
+  const int64_t dims[2] = {OP_ROWS, OP_COLS}, d4[4] = {4, 64, 64, 64};
+  const cml_dtype_t dt = c->dtype;
+  cml_value_t x = bench_param(f, "x", dt, 2, dims);
+  switch (c->dims[0]) {
+    case K_SUM_AXIS1:
+      return cml_op_reduce_sum(f, x, (int64_t[]){1}, 1);
+    case K_SUM_AXIS0:
+      return cml_op_reduce_sum(f, x, (int64_t[]){0}, 1);
+    case K_MAX_AXIS0:
+      return cml_op_reduce_max(f, x, (int64_t[]){0}, 1);
+    case K_SUM_ALL:
+      return cml_op_reduce_sum(f, x, (int64_t[]){0, 1}, 2);
+    case K_SUM_NHW:
+      return cml_op_reduce_sum(f, cml_op_reshape(f, x, d4, 4), (int64_t[]){0, 1, 2}, 3);
+    case K_TRANSPOSE:
+      return cml_op_transpose(f, x, (int64_t[]){1, 0}, 2);
+    case K_TRANSPOSE_0213:
+      return cml_op_transpose(f, cml_op_reshape(f, x, (int64_t[]){8, 128, 16, 64}, 4),
+                              (int64_t[]){0, 2, 1, 3}, 4);
+    case K_MAXPOOL_NHWC: {
+      cml_window_config_t w = window4((int64_t[]){1, 3, 3, 1}, (int64_t[]){1, 2, 2, 1});
+      return cml_op_reduce_window(f, cml_op_reshape(f, x, d4, 4), CML_REDUCE_MAX, &w);
+    }
+    case K_MAXPOOL_NCHW: {
+      cml_window_config_t w = window4((int64_t[]){1, 1, 3, 3}, (int64_t[]){1, 1, 2, 2});
+      return cml_op_reduce_window(f, cml_op_reshape(f, x, d4, 4), CML_REDUCE_MAX, &w);
+    }
+    case K_AVGPOOL_NHWC: {
+      cml_window_config_t w = window4((int64_t[]){1, 2, 2, 1}, (int64_t[]){1, 2, 2, 1});
+      return cml_op_reduce_window(f, cml_op_reshape(f, x, d4, 4), CML_REDUCE_SUM, &w);
+    }
+    case K_MAXPOOL_GRAD: {
+      // The gradient of a 3x3/2 max pool: the pooled output's cotangent scattered back.
+      cml_window_config_t w = window4((int64_t[]){1, 3, 3, 1}, (int64_t[]){1, 2, 2, 1});
+      cml_value_t g = bench_param(f, "g", dt, 4, (int64_t[]){4, 31, 31, 64});
+      return cml_op_select_and_scatter(f, CML_OP_SELECT_AND_SCATTER_MAX,
+                                       cml_op_reshape(f, x, d4, 4), g, &w);
+    }
+    case K_CLAMP:
+      return cml_op_clamp(f, cml_constant_scalar_f64(f, dt, -0.5), x,
+                          cml_constant_scalar_f64(f, dt, 0.5));
+    case K_TANH:
+      return cml_op_tanh(f, x);
+    case K_SLICE_STRIDED:
+      return cml_op_slice(f, x, (int64_t[]){1, 3}, (int64_t[]){OP_ROWS - 1, OP_COLS - 5},
+                          (int64_t[]){1, 2}, 2);
+    case K_BATCH_DOT: {
+      const int64_t b3[3] = {64, 128, 128};
+      cml_value_t y = bench_param(f, "y", dt, 2, dims);
+      cml_dot_config_t d;
+      memset(&d, 0, sizeof d);
+      d.lhs_batch_count = d.rhs_batch_count = 1;
+      d.lhs_contracting_count = d.rhs_contracting_count = 1;
+      d.lhs_contracting_axes[0] = 2;
+      d.rhs_contracting_axes[0] = 1;
+      return cml_op_dot_general(f, cml_op_reshape(f, x, b3, 3), cml_op_reshape(f, y, b3, 3), &d);
+    }
+    case K_GATHER_ROWS: {
+      // Rows 37 i mod 1024 (an embedding lookup's pattern), indices made in the graph.
+      cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, (int64_t[]){4096, 1});
+      cml_value_t idx = cml_op_rem(
+          f, cml_op_mul(f, cml_op_iota(f, &is, 0), cml_constant_scalar_f64(f, CML_DTYPE_I32, 37)),
+          cml_constant_scalar_f64(f, CML_DTYPE_I32, OP_ROWS));
+      cml_gather_dims_t g;
+      memset(&g, 0, sizeof g);
+      g.index_vector_axis = 1;
+      g.offset_output_axis_count = 1;
+      g.offset_output_axes[0] = 1;
+      g.collapsed_slice_axis_count = 1;
+      g.collapsed_slice_axes[0] = 0;
+      g.start_index_map_count = 1;
+      g.start_index_map[0] = 0;
+      g.slice_size_count = 2;
+      g.slice_sizes[0] = 1;
+      g.slice_sizes[1] = OP_COLS;
+      return cml_op_gather(f, x, idx, &g);
+    }
+    default:
+      return cml_op_convert_dtype(f, cml_op_arg_min_max(f, x, 1, CML_DTYPE_I32, false),
+                                  CML_DTYPE_F32);
+  }
+}
+
+int main(int argc, char** argv) {
+  bench_options_t opts;
+  if (!bench_parse_args(&opts, argc, argv, "single ops in f32, bf16 and f16")) return 2;
+  static const cml_dtype_t dtypes[3] = {CML_DTYPE_F32, CML_DTYPE_BF16, CML_DTYPE_F16};
+  bench_case_t cases[K_COUNT * 3];
+  size_t count = 0;
+  for (int k = 0; k < K_COUNT; ++k) {
+    for (int d = 0; d < 3; ++d) {
+      bench_case_t* c = &cases[count++];
+      memset(c, 0, sizeof *c);
+      c->group = "op";
+      c->build = build_op;
+      c->dtype = dtypes[d];
+      c->dims[0] = k;
+      c->bytes = (double)OP_ROWS * OP_COLS * (double)cml_dtype_bits(dtypes[d]) / 8.0;
+      c->flops = k == K_BATCH_DOT ? 2.0 * 64 * 128 * 128 * 128 : 0;
+      // The scalar reference kernels take seconds on the pooling gradient and the products.
+      c->heavy = k == K_MAXPOOL_GRAD || k == K_BATCH_DOT;
+      bench_case_name(c, "%s %s", cml_dtype_name(dtypes[d]), kNames[k]);
+    }
+  }
+  bench_run(&opts, cases, count);
+  return bench_finish(&opts);
+}
