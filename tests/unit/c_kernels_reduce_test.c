@@ -736,10 +736,64 @@ TEST(half_columns_and_blocked_every_isa) {
   ASSERT_EQ_INT(failures, 0);
 }
 
+// ArgMin/ArgMax of f16 / bf16 along the contiguous last axis (the widened-row scan): the same
+// indices as the reference kernel, for rows across the 1024-element widening blocks, with ties
+// (the first wins), NaN (the first NaN wins) and infinities, every ISA, 1 and 3 threads.
+TEST(half_argminmax_rows_every_isa) {
+  static const int64_t lens[4] = {1, 37, 1024, 2500};
+  static const cml_dtype_t halves[2] = {CML_DTYPE_BF16, CML_DTYPE_F16};
+  cmlc_isa_t isas[3];
+  const int isa_count = col_isas(isas);
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0;
+  for (int hi = 0; hi < 2; ++hi) {
+    const bool bf = halves[hi] == CML_DTYPE_BF16;
+    for (int li = 0; li < 4; ++li) {
+      const int64_t rows = 7, len = lens[li], n = rows * len;
+      uint16_t* x = malloc((size_t)n * sizeof(uint16_t));
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = (float)((i * 7919) % 97) / 8.0f - 6.0f;  // many ties
+        x[i] = bf ? cml_f32_to_bf16(v) : cml_f32_to_f16(v);
+      }
+      // Row 1: a NaN late; row 2: two NaNs; row 3: +inf and -inf.
+      if (len > 5) {
+        x[1 * len + len - 2] = bf ? 0x7FC0u : 0x7E00u;
+        x[2 * len + 3] = bf ? 0xFFC1u : 0xFE01u;
+        x[2 * len + len - 1] = bf ? 0x7FC0u : 0x7E00u;
+        x[3 * len + len / 2] = bf ? 0x7F80u : 0x7C00u;
+        x[3 * len + len / 3] = bf ? 0xFF80u : 0xFC00u;
+      }
+      for (int is_min = 0; is_min < 2; ++is_min) {
+        tnode_t t;
+        tnode_init_arg(&t, shp(halves[hi], 2, (int64_t[]){rows, len}), 1, CML_DTYPE_I32,
+                       is_min != 0);
+        int32_t ref[7], got[7];
+        ASSERT_STATUS_OK(tnode_run_isa(&t, x, ref, NULL, CMLC_ISA_SCALAR));
+        for (int ii = 1; ii < isa_count; ++ii) {
+          for (int threaded = 0; threaded < 2; ++threaded) {
+            ASSERT_STATUS_OK(tnode_run_isa(&t, x, got, threaded ? pool : NULL, isas[ii]));
+            for (int r = 0; r < rows; ++r) {
+              if (got[r] != ref[r] && failures++ < 5) {
+                fprintf(stderr, "%s len %lld min %d isa %d threads %d: row %d got %d want %d\n",
+                        cml_dtype_name(halves[hi]), (long long)len, is_min, (int)isas[ii], threaded,
+                        r, got[r], ref[r]);
+              }
+            }
+          }
+        }
+      }
+      free(x);
+    }
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+}
+
 TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(empty_extent_identities_and_nan),
           TEST_ENTRY(ints_wrap_and_bitwise_logical), TEST_ENTRY(half_accumulates_in_f32),
           TEST_ENTRY(odd_shapes_all_axis_sets_threads),
           TEST_ENTRY(float_sum_thread_count_independent), TEST_ENTRY(f32_columns_every_isa),
           TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(half_rows_every_isa),
-          TEST_ENTRY(half_columns_and_blocked_every_isa), TEST_ENTRY(arg_min_max),
-          TEST_ENTRY(capabilities))
+          TEST_ENTRY(half_columns_and_blocked_every_isa), TEST_ENTRY(half_argminmax_rows_every_isa),
+          TEST_ENTRY(arg_min_max), TEST_ENTRY(capabilities))

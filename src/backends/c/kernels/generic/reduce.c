@@ -787,6 +787,7 @@ typedef struct cmlc_rd_arg_plan_t {
   cml_dtype_t out_dtype;
   bool is_min;
   int64_t outer, dim, inner, tiles;
+  cmlc_ew_convert_fn widen;  // f16 / bf16 rows along the axis (inner == 1): the SIMD widening
 } cmlc_rd_arg_plan_t;
 
 #define CMLC_RD_NOT_NAN(x) 0
@@ -844,6 +845,44 @@ CMLC_RD_ARG_GEN(u16, uint16_t, uint16_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
 CMLC_RD_ARG_GEN(u32, uint32_t, uint32_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
 CMLC_RD_ARG_GEN(u64, uint64_t, uint64_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
 
+// f16 / bf16 along a contiguous axis (inner == 1: the class axis of logits): each row widened
+// in blocks by the SIMD conversion (exact; NaN stays NaN), then scanned as the f32 kernel scans
+// (the same comparisons, in the same order, so the same index).
+static void cmlc_rd_arg_half_rows(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  enum { BLOCK = 1024 };
+  const cmlc_rd_arg_plan_t* p = (const cmlc_rd_arg_plan_t*)ctx;
+  const uint16_t* x = (const uint16_t*)p->in;
+  float buf[BLOCK];
+  for (int64_t o = begin; o < end; ++o) {
+    const uint16_t* row = x + o * p->dim;
+    float best = 0;
+    int64_t index = 0;
+    for (int64_t k0 = 0; k0 < p->dim; k0 += BLOCK) {
+      const int64_t n = p->dim - k0 < BLOCK ? p->dim - k0 : BLOCK;
+      p->widen(buf, row + k0, n);
+      int64_t j = 0;
+      if (k0 == 0) best = buf[0], j = 1;
+      for (; j < n; ++j) {
+        const float v = buf[j];
+        bool better;
+        if (isnan(best)) {
+          better = false;
+        } else if (isnan(v)) {
+          better = true;
+        } else {
+          better = p->is_min ? v < best : v > best;
+        }
+        if (better) {
+          best = v;
+          index = k0 + j;
+        }
+      }
+    }
+    cmlc_ew_store_i64(p->out_dtype, &index, 1, p->out, o);
+  }
+}
+
 static cmlc_task_fn cmlc_rd_arg_pick(cml_dtype_t dtype) {
   switch (dtype) {
     case CML_DTYPE_F16:
@@ -897,11 +936,16 @@ static cml_status_t cmlc_rd_run_arg(const cmlc_kernel_args_t* args) {
                           1,
                           is->dims[axis],
                           1,
-                          0};
+                          0,
+                          NULL};
   for (int32_t d = 0; d < axis; ++d) p.outer *= is->dims[d];
   for (int32_t d = (int32_t)axis + 1; d < is->rank; ++d) p.inner *= is->dims[d];
   if (p.outer == 0 || p.inner == 0) return CML_OK;
   p.tiles = (p.inner + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
+  if (p.inner == 1 && p.dim > 0 && (is->dtype == CML_DTYPE_F16 || is->dtype == CML_DTYPE_BF16)) {
+    p.widen = cmlc_ew_simd_convert_fn(args->options, is->dtype, CML_DTYPE_F32);
+    if (p.widen) fn = cmlc_rd_arg_half_rows;
+  }
   const int64_t work = (p.dim > 0 ? p.dim : 1) * (p.inner < CMLC_RD_TILE ? p.inner : CMLC_RD_TILE);
   int64_t chunk = CMLC_RD_MIN_WORK / work;
   cmlc_parallel_for(args->pool, p.outer * p.tiles, chunk < 1 ? 1 : chunk, fn, &p);
