@@ -443,7 +443,9 @@ TEST(convert_matches_scalar) {
   static const cml_dtype_t pairs[][2] = {
       {CML_DTYPE_F32, CML_DTYPE_BF16}, {CML_DTYPE_BF16, CML_DTYPE_F32},
       {CML_DTYPE_F32, CML_DTYPE_F16},  {CML_DTYPE_F16, CML_DTYPE_F32},
-      {CML_DTYPE_F32, CML_DTYPE_I32},  {CML_DTYPE_I32, CML_DTYPE_F32}};
+      {CML_DTYPE_F32, CML_DTYPE_I32},  {CML_DTYPE_I32, CML_DTYPE_F32},
+      {CML_DTYPE_BF16, CML_DTYPE_F16}, {CML_DTYPE_F16, CML_DTYPE_BF16},
+      {CML_DTYPE_BF16, CML_DTYPE_I32}, {CML_DTYPE_F16, CML_DTYPE_I32}};
   const int64_t dims[1] = {N};
   for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; ++p) {
     const cml_shape_t in = cml_shape_make(pairs[p][0], 1, dims);
@@ -500,6 +502,70 @@ TEST(where_matches_scalar) {
           if (!same_f32(got[i], want[i])) {
             TEST_FAIL_("%s where strides %d n=%lld: element %lld", kIsas[k].name, s, (long long)n,
                        (long long)i);
+          }
+        }
+      }
+    }
+    // 2-byte elements (bf16, f16, i16, u16): the bits selected, nothing written past n.
+    uint16_t t16[N], f16[N], got16[N + 8], want16[N + 8];
+    for (int i = 0; i < N; ++i) {
+      t16[i] = (uint16_t)(0x8001u + (unsigned)i * 771u);
+      f16[i] = (uint16_t)(0x7C01u ^ (unsigned)i * 97u);
+    }
+    const void* in16[3] = {cond, t16, f16};
+    cmlc_ew_fn fn16 = kIsas[k].where(2);
+    ASSERT_TRUE(fn16 != NULL);
+    for (int s = 0; s < 8; ++s) {
+      const int64_t st[3] = {s & 1, (s >> 1) & 1, (s >> 2) & 1};
+      for (int64_t n = 0; n <= N; n += (n < 40 ? 1 : 37)) {
+        memset(got16, 0x5a, sizeof got16);
+        memset(want16, 0x5a, sizeof want16);
+        fn16(got16, in16, st, n);
+        cmlc_ew_where_fn(2)(want16, in16, st, n);
+        if (memcmp(got16, want16, sizeof got16) != 0) {
+          TEST_FAIL_("%s where (2 bytes) strides %d n=%lld", kIsas[k].name, s, (long long)n);
+        }
+      }
+    }
+  }
+}
+
+// bf16 / f16 compares: every ISA against the scalar kernels over pairs of the edge values
+// (NaN, infinities, signed zeros, values equal after rounding), each operand broadcast or not.
+TEST(half_compares_match_scalar) {
+  enum { N = EDGE_COUNT * EDGE_COUNT };
+  static const cml_op_t ops[6] = {CML_OP_EQUAL,        CML_OP_NOT_EQUAL,
+                                  CML_OP_LESS_THAN,    CML_OP_LESS_OR_EQUAL,
+                                  CML_OP_GREATER_THAN, CML_OP_GREATER_OR_EQUAL};
+  static const cml_dtype_t dts[2] = {CML_DTYPE_BF16, CML_DTYPE_F16};
+  static uint16_t a[N], b[N];
+  static uint8_t got[N + 16], want[N + 16];
+  for (int di = 0; di < 2; ++di) {
+    const bool bf = dts[di] == CML_DTYPE_BF16;
+    for (int i = 0; i < EDGE_COUNT; ++i) {
+      for (int j = 0; j < EDGE_COUNT; ++j) {
+        a[i * EDGE_COUNT + j] = bf ? cml_f32_to_bf16(kEdges[i]) : cml_f32_to_f16(kEdges[i]);
+        b[i * EDGE_COUNT + j] = bf ? cml_f32_to_bf16(kEdges[j]) : cml_f32_to_f16(kEdges[j]);
+      }
+    }
+    for (int k = 0; k < ISA_COUNT; ++k) {
+      if (!kIsas[k].available()) continue;
+      for (int o = 0; o < 6; ++o) {
+        cmlc_ew_fn fn = kIsas[k].binary(ops[o], dts[di]);
+        cmlc_ew_fn ref = cmlc_ew_binary_fn(ops[o], dts[di]);
+        ASSERT_TRUE(fn != NULL && ref != NULL);
+        static const int64_t strides[4][2] = {{1, 1}, {1, 0}, {0, 1}, {0, 0}};
+        for (int s = 0; s < 4; ++s) {
+          for (int64_t n = 0; n <= N; n += n < 40 ? 1 : 97) {
+            const void* in[2] = {strides[s][0] ? a : a + 5, strides[s][1] ? b : b + 9};
+            memset(got, 0x5a, sizeof got);
+            memset(want, 0x5a, sizeof want);
+            fn(got, in, strides[s], n);
+            ref(want, in, strides[s], n);
+            if (memcmp(got, want, sizeof got) != 0) {
+              TEST_FAIL_("%s %s %s strides %d n=%lld", kIsas[k].name, cml_op_name(ops[o]),
+                         cml_dtype_name(dts[di]), s, (long long)n);
+            }
           }
         }
       }
@@ -657,9 +723,10 @@ TEST(lookup_picks_variant_at_plan_time) {
 }
 
 TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan_and_signed_zero),
-          TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(unary_matches_reference),
-          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(where_matches_scalar),
-          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(half_compares_match_scalar),
+          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
+          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
+          TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

@@ -8,9 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/c/engine_internal.h"
+
 #define KT_LOOKUP cmlc_kernels_window_lookup
 #include "kernel_fixture.h"
 #include "test.h"
+
+// CMLC_ISA_AVX2 when the CPU has AVX2, FMA and F16C (what the c backend's SIMD kernels need,
+// cpu.c's detection), else CMLC_ISA_SCALAR.
+static cmlc_isa_t kt_avx2_isa(void) {
+  cmlc_cpu_features_t f;
+  cmlc_cpu_detect(&f);
+  return f.avx2_fma && f.f16c ? CMLC_ISA_AVX2 : CMLC_ISA_SCALAR;
+}
 
 // Sets a window config on |k| for |rank| axes (NULL arrays mean the defaults 1 / 0).
 static void kt_window(kt_t* k, int32_t rank, const int64_t* window, const int64_t* strides,
@@ -320,13 +330,7 @@ TEST(reduce_window_rows_match_reference) {
         bad = st != CML_OK;
         cml_status_free(st);
         k.options.reference = false;
-        k.options.isa = CMLC_ISA_SCALAR;
-#if defined(__x86_64__)
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-            __builtin_cpu_supports("f16c"))
-          k.options.isa = CMLC_ISA_AVX2;
-#endif
+        k.options.isa = kt_avx2_isa();
         for (int p = 0; p < 2 && !bad; ++p) {
           memset(got, 0xA5, (size_t)no * es);
           st = kt_run(&k, p ? pool : NULL, in, got);
@@ -527,13 +531,7 @@ TEST(select_and_scatter_rows_match_reference) {
         bad = st != CML_OK;
         cml_status_free(st);
         k.options.reference = false;
-        k.options.isa = CMLC_ISA_SCALAR;
-#if defined(__x86_64__)
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-            __builtin_cpu_supports("f16c"))
-          k.options.isa = CMLC_ISA_AVX2;
-#endif
+        k.options.isa = kt_avx2_isa();
         for (int p = 0; p < 2 && !bad; ++p) {
           st = kt_run(&k, p ? pool : NULL, in, got);
           bad = st != CML_OK;

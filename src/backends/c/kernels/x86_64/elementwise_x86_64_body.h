@@ -118,6 +118,26 @@ CMLC_EW_TARGET static void CMLC_EW_FN(where_4)(void* out, const void* const* in,
   for (; i < n; ++i) o[i] = c[i * st[0]] ? t[i * st[1]] : f[i * st[2]];
 }
 
+// 2-byte elements (bf16, f16, i16, u16): widened to 32-bit lanes (bits only), selected,
+// narrowed back.
+CMLC_EW_TARGET static void CMLC_EW_FN(where_2)(void* out, const void* const* in, const int64_t* st,
+                                               int64_t n) {
+  const uint8_t* c = (const uint8_t*)in[0];
+  const uint16_t* t = (const uint16_t*)in[1];
+  const uint16_t* f = (const uint16_t*)in[2];
+  uint16_t* o = (uint16_t*)out;
+  const vf t0 = v_cast_f(v_i_set1(t[0])), f0 = v_cast_f(v_i_set1(f[0]));
+  const vm c0 = v_load_bool_scalar(c[0]);
+  int64_t i = 0;
+  for (; i + CMLC_V_W <= n; i += CMLC_V_W) {
+    const vm m = st[0] ? v_load_bool(c + i) : c0;
+    const vf vt = st[1] ? v_cast_f(v_load_u16(t + i)) : t0;
+    const vf vf_ = st[2] ? v_cast_f(v_load_u16(f + i)) : f0;
+    v_store_u16(o + i, v_cast_i(v_sel(m, vt, vf_)));
+  }
+  for (; i < n; ++i) o[i] = c[i * st[0]] ? t[i * st[1]] : f[i * st[2]];
+}
+
 //===--- conversions ---===//
 
 // f32 -> bf16 / f16 canonicalize NaN first (sign | quiet bit, as the scalar path does through
@@ -175,6 +195,20 @@ CMLC_EW_TARGET static inline vi v_f32_to_i32(vf x) {
 #define CMLC_EW_F32_TO_I32(dst, src) v_store_i32((dst), v_f32_to_i32(v_load(src)))
 CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f32_i32)(void* out, const void* in, int64_t n){
     CMLC_EW_CONVERT_LOOP(float, int32_t, CMLC_EW_F32_TO_I32)}
+// Between the 16-bit floats, and from them to i32: widened exactly, then as from f32 (one
+// rounding; NaN as the scalar path's, sign kept; ints truncated, saturated, NaN -> 0).
+#define CMLC_EW_BF16_TO_F16(dst, src) v_store_f16((dst), v_canonical_nan(v_bf16_to_f32(src)))
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bf16_f16)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(uint16_t, uint16_t, CMLC_EW_BF16_TO_F16)}
+#define CMLC_EW_F16_TO_BF16(dst, src) v_store_u16((dst), v_f32_to_bf16_bits(v_load_f16(src)))
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f16_bf16)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(uint16_t, uint16_t, CMLC_EW_F16_TO_BF16)}
+#define CMLC_EW_BF16_TO_I32(dst, src) v_store_i32((dst), v_f32_to_i32(v_bf16_to_f32(src)))
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bf16_i32)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(uint16_t, int32_t, CMLC_EW_BF16_TO_I32)}
+#define CMLC_EW_F16_TO_I32(dst, src) v_store_i32((dst), v_f32_to_i32(v_load_f16(src)))
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f16_i32)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(uint16_t, int32_t, CMLC_EW_F16_TO_I32)}
 #define CMLC_EW_I32_TO_F32(dst, src) v_store((dst), v_cvt_f32(v_load_i32(src)))
 CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_f32)(void* out, const void* in, int64_t n) {
   CMLC_EW_CONVERT_LOOP(int32_t, float, CMLC_EW_I32_TO_F32)
@@ -321,7 +355,7 @@ cmlc_ew_fn CMLC_EW_FN(binary_fn)(cml_op_t op, cml_dtype_t dtype) {
 }
 
 cmlc_ew_fn CMLC_EW_FN(where_fn)(size_t element_size) {
-  return element_size == 4 ? CMLC_EW_FN(where_4) : NULL;
+  return element_size == 4 ? CMLC_EW_FN(where_4) : element_size == 2 ? CMLC_EW_FN(where_2) : NULL;
 }
 
 cmlc_ew_convert_fn CMLC_EW_FN(convert_fn)(cml_dtype_t from, cml_dtype_t to) {
@@ -331,6 +365,10 @@ cmlc_ew_convert_fn CMLC_EW_FN(convert_fn)(cml_dtype_t from, cml_dtype_t to) {
   if (from == CML_DTYPE_F16 && to == CML_DTYPE_F32) return CMLC_EW_FN(cvt_f16_f32);
   if (from == CML_DTYPE_F32 && to == CML_DTYPE_I32) return CMLC_EW_FN(cvt_f32_i32);
   if (from == CML_DTYPE_I32 && to == CML_DTYPE_F32) return CMLC_EW_FN(cvt_i32_f32);
+  if (from == CML_DTYPE_BF16 && to == CML_DTYPE_F16) return CMLC_EW_FN(cvt_bf16_f16);
+  if (from == CML_DTYPE_F16 && to == CML_DTYPE_BF16) return CMLC_EW_FN(cvt_f16_bf16);
+  if (from == CML_DTYPE_BF16 && to == CML_DTYPE_I32) return CMLC_EW_FN(cvt_bf16_i32);
+  if (from == CML_DTYPE_F16 && to == CML_DTYPE_I32) return CMLC_EW_FN(cvt_f16_i32);
   return NULL;
 }
 

@@ -298,6 +298,28 @@ CMLC_EW_SIMD_CLAMP(f32, float)
 CMLC_EW_SIMD_CLAMP(bf16, uint16_t)
 CMLC_EW_SIMD_CLAMP(f16, uint16_t)
 
+// Compare: operands as the binary ops above (widened exactly), a Bool (0/1 byte) per element.
+#define CMLC_EW_HALF_COMPARE(name, sfx, T, VOP)                                                \
+  CMLC_EW_TARGET static void CMLC_EW_FN(name##_##sfx)(void* out, const void* const* in,        \
+                                                      const int64_t* st, int64_t n) {          \
+    const vf a0 = v_ld_tail_##sfx(in[0], 0, 0, ((const T*)in[0])[0]);                          \
+    const vf b0 = v_ld_tail_##sfx(in[1], 0, 0, ((const T*)in[1])[0]);                          \
+    uint8_t* o = (uint8_t*)out;                                                                \
+    int64_t i = 0;                                                                             \
+    for (; i + CMLC_V_W <= n; i += CMLC_V_W) {                                                 \
+      const vf va = st[0] ? v_ld_##sfx(in[0], i) : a0, vb = st[1] ? v_ld_##sfx(in[1], i) : b0; \
+      v_store_bool(o + i, VOP(va, vb));                                                        \
+    }                                                                                          \
+    if (i < n) {                                                                               \
+      const T z = CMLC_EW_ZERO_##sfx;                                                          \
+      const vf va = st[0] ? v_ld_tail_##sfx(in[0], i, n - i, z) : a0;                          \
+      const vf vb = st[1] ? v_ld_tail_##sfx(in[1], i, n - i, z) : b0;                          \
+      uint8_t t[CMLC_V_W];                                                                     \
+      v_store_bool(t, VOP(va, vb));                                                            \
+      memcpy(o + i, t, (size_t)(n - i));                                                       \
+    }                                                                                          \
+  }
+
 #define CMLC_EW_HALF_UNARY(name, sfx, T, VFN)                                           \
   CMLC_EW_TARGET static void CMLC_EW_FN(name##_##sfx)(void* out, const void* const* in, \
                                                       const int64_t* st, int64_t n) {   \
@@ -306,6 +328,12 @@ CMLC_EW_SIMD_CLAMP(f16, uint16_t)
   }
 
 #define CMLC_EW_HALF_OPS(sfx, T)                      \
+  CMLC_EW_HALF_COMPARE(eq, sfx, T, v_eq)              \
+  CMLC_EW_HALF_COMPARE(ne, sfx, T, v_neq)             \
+  CMLC_EW_HALF_COMPARE(lt, sfx, T, v_lt)              \
+  CMLC_EW_HALF_COMPARE(le, sfx, T, v_le)              \
+  CMLC_EW_HALF_COMPARE(gt, sfx, T, v_gt)              \
+  CMLC_EW_HALF_COMPARE(ge, sfx, T, v_ge)              \
   CMLC_EW_HALF_BINARY(add, sfx, T, v_add)             \
   CMLC_EW_HALF_BINARY(sub, sfx, T, v_sub)             \
   CMLC_EW_HALF_BINARY(mul, sfx, T, v_mul)             \
@@ -352,6 +380,18 @@ static cmlc_ew_fn CMLC_EW_FN(half_binary_fn)(cml_op_t op, cml_dtype_t dtype) {
       CMLC_EW_HALF_PICK(min)
     case CML_OP_CLAMP:
       CMLC_EW_HALF_PICK(clamp)
+    case CML_OP_EQUAL:
+      CMLC_EW_HALF_PICK(eq)
+    case CML_OP_NOT_EQUAL:
+      CMLC_EW_HALF_PICK(ne)
+    case CML_OP_LESS_THAN:
+      CMLC_EW_HALF_PICK(lt)
+    case CML_OP_LESS_OR_EQUAL:
+      CMLC_EW_HALF_PICK(le)
+    case CML_OP_GREATER_THAN:
+      CMLC_EW_HALF_PICK(gt)
+    case CML_OP_GREATER_OR_EQUAL:
+      CMLC_EW_HALF_PICK(ge)
     default:
       return NULL;
   }
