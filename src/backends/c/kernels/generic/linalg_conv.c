@@ -52,6 +52,7 @@
 // Direct path: operands are first converted into the accumulator's domain in scratch; work is
 // split over output elements, each summed in a fixed order, so the thread count never changes
 // results.
+#include "backends/c/kernels/generic/elementwise_internal.h"
 #include "backends/c/kernels/generic/linalg_internal.h"
 
 enum {
@@ -135,6 +136,10 @@ typedef struct cmlc_conv_plan_t {
   int64_t in_count, ker_count;
   size_t off_in, off_ker, total;
   cmlc_conv_fast_t fast;
+  // bf16 / f16 operands: the SIMD conversions of contiguous runs (NULL: element by element).
+  // They give the scalar loads' and stores' values (exact widening; f32 -> bf16 / f16 rounded
+  // once, NaN as sign | quiet NaN, as cmlc_store_f64 through double).
+  cmlc_ew_convert_fn widen_in, narrow_out;
 } cmlc_conv_plan_t;
 
 static size_t cmlc_conv_align(size_t x) { return (x + 63) & ~(size_t)63; }
@@ -743,6 +748,8 @@ static void cmlc_conv_fast_task(void* vctx, int64_t begin, int64_t end, int thre
         if (p->out.dtype == CML_DTYPE_F32) {
           float* o = (float*)c->out + oo;
           for (int64_t n = 0; n < f->ng; ++n) o[n * out_c_stride] = src[n];
+        } else if (p->narrow_out && out_c_stride == 1) {
+          p->narrow_out((uint16_t*)c->out + oo, src, f->ng);
         } else {
           for (int64_t n = 0; n < f->ng; ++n)
             cmlc_store_f64(c->out, oo + n * out_c_stride, p->out.dtype, src[n]);
@@ -889,6 +896,12 @@ static void cmlc_conv_direct_strip(const cmlc_conv_fast_ctx_t* c, int64_t b, int
                (size_t)((j1 - j0) * cg) * sizeof(float));
       continue;
     }
+    if (p->widen_in && cs == 1 && idw == 1 && c->in_sp_strides[1] == cg) {
+      if (j1 > j0)
+        p->widen_in(dst + j0 * cg, (const uint16_t*)c->in + rbase + (j0 - pad_w) * cg,
+                    (j1 - j0) * cg);
+      continue;
+    }
     for (int64_t j = j0; j < j1; ++j) {
       float* d = dst + j * cg;
       int64_t q = j - pad_w;
@@ -1021,6 +1034,8 @@ static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int th
       if (p->out.dtype == CML_DTYPE_F32) {
         float* o = (float*)c->out + oo;
         for (int64_t n = 0; n < cout; ++n) o[n * ocs] = src[n];
+      } else if (p->narrow_out && ocs == 1) {
+        p->narrow_out((uint16_t*)c->out + oo, src, cout);
       } else {
         for (int64_t n = 0; n < cout; ++n)
           cmlc_store_f64(c->out, oo + n * ocs, p->out.dtype, src[n]);
@@ -1168,6 +1183,13 @@ static cml_status_t cmlc_conv_run(const cmlc_kernel_args_t* args) {
   }
   int64_t out_count = cml_shape_element_count(&p.out);
   if (out_count == 0) return CML_OK;
+  p.widen_in = p.narrow_out = NULL;
+  if (p.in.dtype == CML_DTYPE_BF16 || p.in.dtype == CML_DTYPE_F16) {
+    p.widen_in = cmlc_ew_simd_convert_fn(args->options, p.in.dtype, CML_DTYPE_F32);
+  }
+  if (p.out.dtype == CML_DTYPE_BF16 || p.out.dtype == CML_DTYPE_F16) {
+    p.narrow_out = cmlc_ew_simd_convert_fn(args->options, CML_DTYPE_F32, p.out.dtype);
+  }
   if (p.fast.enabled) {
     cmlc_conv_fast_run(&p, args);
     return CML_OK;
