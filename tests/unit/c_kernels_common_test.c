@@ -2,6 +2,7 @@
 // tests/unit/c_kernels_common_test.c: the kernels' common layer (kernels/common.h): the dtype
 // traits table against the public dtype facts, and row-major strides; and the ISA choice from the
 // one CPU-feature struct (cpu.c), F16C included.
+#include <stdio.h>
 #include <string.h>
 
 #include "backends/c/engine_internal.h"
@@ -83,6 +84,49 @@ TEST(cpu_detect_is_consistent) {
 #endif
 }
 
+// The inline 16-bit conversions give base/half.c's values: f16 -> f32 and bf16 -> f32 for
+// every bit pattern; f32 -> f16 and f32 -> bf16 for every f32 whose low 13 bits are one of a
+// set covering the rounding cases (0, ties, just below and above) and for 2^20 pseudo-random
+// patterns (NaN payloads, subnormals, overflow to infinity included).
+TEST(inline_half_conversions_match_base) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float a = cmlc_f16_to_f32_inline((uint16_t)h), b = cml_f16_to_f32((uint16_t)h);
+    ASSERT_TRUE(memcmp(&a, &b, sizeof a) == 0);
+    const float c = cmlc_bf16_to_f32_inline((uint16_t)h), d = cml_bf16_to_f32((uint16_t)h);
+    ASSERT_TRUE(memcmp(&c, &d, sizeof c) == 0);
+  }
+  static const uint32_t low[] = {0,      1,      0x7FF,  0xFFF,  0x1000, 0x1001,
+                                 0x17FF, 0x1FFF, 0x7FFF, 0x8000, 0x8001, 0xFFFF};
+  int bad = 0;
+  for (uint32_t top = 0; top < (1u << 19) && bad < 5; ++top) {
+    for (size_t l = 0; l < sizeof low / sizeof low[0]; ++l) {
+      const uint32_t u = (top << 13) | (low[l] & 0x1FFFu);
+      float x;
+      memcpy(&x, &u, sizeof x);
+      if (cmlc_f32_to_f16_inline(x) != cml_f32_to_f16(x) && bad++ < 5)
+        fprintf(stderr, "f16 of %08x: %04x, base %04x\n", (unsigned)u, cmlc_f32_to_f16_inline(x),
+                cml_f32_to_f16(x));
+      const uint32_t v = (top << 13) ^ low[l];
+      memcpy(&x, &v, sizeof x);
+      if (cmlc_f32_to_bf16_inline(x) != cml_f32_to_bf16(x) && bad++ < 5)
+        fprintf(stderr, "bf16 of %08x: %04x, base %04x\n", (unsigned)v, cmlc_f32_to_bf16_inline(x),
+                cml_f32_to_bf16(x));
+    }
+  }
+  uint64_t r = 0x9E3779B97F4A7C15ull;
+  for (int i = 0; i < (1 << 20) && bad < 5; ++i) {
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    const uint32_t u = (uint32_t)(r >> 32);
+    float x;
+    memcpy(&x, &u, sizeof x);
+    if (cmlc_f32_to_f16_inline(x) != cml_f32_to_f16(x) ||
+        cmlc_f32_to_bf16_inline(x) != cml_f32_to_bf16(x)) {
+      if (bad++ < 5) fprintf(stderr, "random %08x differs\n", (unsigned)u);
+    }
+  }
+  ASSERT_EQ_INT(bad, 0);
+}
+
 TEST_MAIN(TEST_ENTRY(dtype_size_matches_dtype_bits), TEST_ENTRY(dtype_size_out_of_range_is_zero),
           TEST_ENTRY(row_major_strides), TEST_ENTRY(isa_needs_f16c),
-          TEST_ENTRY(cpu_detect_is_consistent))
+          TEST_ENTRY(cpu_detect_is_consistent), TEST_ENTRY(inline_half_conversions_match_base))

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/c/engine_internal.h"
+
 #define KT_LOOKUP cmlc_kernels_index_lookup
 #include "kernel_fixture.h"
 #include "test.h"
@@ -370,6 +372,58 @@ TEST(scatter_sum_matches_reference) {
   for (int i = 0; i < 30; ++i) ASSERT_EQ_INT(out[i], want[i]);
 }
 
+// f16 / bf16 ScatterSum of contiguous rows (an embedding's gradient) takes the widened-row
+// path: the same bits as the reference kernel, which rounds after every addition, with rows
+// hit several times (the order of the additions matters), rows longer than one 256-element
+// block, ties to even and NaN.
+TEST(scatter_sum_half_rows_match_reference) {
+  static const cml_dtype_t dts[2] = {CML_DTYPE_BF16, CML_DTYPE_F16};
+  enum { ROWS = 9, COLS = 300, UPD = 20 };
+  for (int di = 0; di < 2; ++di) {
+    const bool bf = dts[di] == CML_DTYPE_BF16;
+    int64_t xd[] = {ROWS, COLS}, id[] = {UPD, 1}, ud[] = {UPD, COLS};
+    cml_shape_t ins[3] = {kt_shape(dts[di], 2, xd), kt_shape(CML_DTYPE_I32, 2, id),
+                          kt_shape(dts[di], 2, ud)};
+    kt_t k;
+    kt_init(&k, CML_OP_SCATTER_SUM, 3, ins, &ins[0]);
+    cml_scatter_dims_t* s = &k.attrs.u.scatter;
+    s->index_vector_axis = 1;
+    s->update_window_axis_count = 1;
+    s->update_window_axes[0] = 1;
+    s->inserted_window_axis_count = 1;
+    s->inserted_window_axes[0] = 0;
+    s->scatter_axes_to_operand_axes_count = 1;
+    s->scatter_axes_to_operand_axes[0] = 0;
+    static uint16_t x[ROWS * COLS], u[UPD * COLS], want[ROWS * COLS], got[ROWS * COLS];
+    int32_t idx[UPD];
+    for (int i = 0; i < ROWS * COLS; ++i) {
+      const float v = (float)((i * 7919) % 2001) / 16.0f - 60.0f;
+      x[i] = bf ? cml_f32_to_bf16(v) : cml_f32_to_f16(v);
+    }
+    for (int i = 0; i < UPD * COLS; ++i) {
+      const float v = (float)((i * 104729) % 977) / 64.0f - 7.0f;
+      u[i] = bf ? cml_f32_to_bf16(v) : cml_f32_to_f16(v);
+    }
+    u[5] = bf ? 0x7FC1u : 0x7E01u;                          // a NaN with a payload
+    for (int i = 0; i < UPD; ++i) idx[i] = (i * 7) % ROWS;  // every row hit two or three times
+    const void* in[] = {x, idx, u};
+    k.options.reference = true;
+    ASSERT_STATUS_OK(kt_run(&k, NULL, in, want));
+    cmlc_cpu_features_t f;
+    cmlc_cpu_detect(&f);
+    if (!f.avx2_fma || !f.f16c) continue;
+    k.options.reference = false;
+    k.options.isa = f.avx512 ? CMLC_ISA_AVX512 : CMLC_ISA_AVX2;
+    ASSERT_STATUS_OK(kt_run(&k, NULL, in, got));
+    for (int i = 0; i < ROWS * COLS; ++i) {
+      if (got[i] != want[i]) {
+        TEST_FAIL_("%s element %d: got %04x want %04x", cml_dtype_name(dts[di]), i, got[i],
+                   want[i]);
+      }
+    }
+  }
+}
+
 TEST(lookup_and_capabilities) {
   cml_capabilities_t caps;
   memset(&caps, 0, sizeof caps);
@@ -395,4 +449,5 @@ TEST_MAIN(TEST_ENTRY(dynamic_slice_clamps_starts), TEST_ENTRY(dynamic_slice_2d_m
           TEST_ENTRY(scatter_window_fully_in_bounds_only),
           TEST_ENTRY(scatter_max_min_propagate_nan),
           TEST_ENTRY(scatter_sum_f16_rounds_each_step_and_complex),
-          TEST_ENTRY(scatter_sum_matches_reference), TEST_ENTRY(lookup_and_capabilities))
+          TEST_ENTRY(scatter_sum_matches_reference),
+          TEST_ENTRY(scatter_sum_half_rows_match_reference), TEST_ENTRY(lookup_and_capabilities))

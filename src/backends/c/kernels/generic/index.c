@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backends/c/kernels/generic/elementwise_internal.h"
 #include "backends/c/kernels/generic/movement_internal.h"
 
 static int64_t cmlc_ix_clamp(int64_t v, int64_t lo, int64_t hi) {
@@ -204,8 +205,8 @@ CMLC_IX_COMBINE(cmlc_ix_min_f64, double, CMLC_IX_FMIN(a, b))
                   (isnan(TO_F32(a)) || TO_F32(a) >= TO_F32(b)) ? a : b)            \
   CMLC_IX_COMBINE(cmlc_ix_min_##suffix, uint16_t,                                  \
                   (isnan(TO_F32(a)) || TO_F32(a) <= TO_F32(b)) ? a : b)
-CMLC_IX_HALF_COMBINES(f16, cml_f16_to_f32, cml_f32_to_f16)
-CMLC_IX_HALF_COMBINES(bf16, cml_bf16_to_f32, cml_f32_to_bf16)
+CMLC_IX_HALF_COMBINES(f16, cmlc_f16_to_f32_inline, cmlc_f32_to_f16_inline)
+CMLC_IX_HALF_COMBINES(bf16, cmlc_bf16_to_f32_inline, cmlc_f32_to_bf16_inline)
 
 static void cmlc_ix_sum_c64(char* dst_, int64_t ds, const char* src_, int64_t ss, int64_t n) {
   cml_c64_t* dst = (cml_c64_t*)dst_;
@@ -257,12 +258,52 @@ static cmlc_ix_combine_fn cmlc_ix_combiner(cml_op_t op, cml_dtype_t dtype) {
 #undef CMLC_IX_CASE
 }
 
+// f16 / bf16 sums over contiguous rows: both rows widened (exact), added in f32 and rounded
+// once per element, as the scalar combiners round after every addition; the SIMD conversions
+// give cml_f32_to_f16's values (bf16 is rounded by the inline conversion, which keeps NaN
+// payloads as cml_f32_to_bf16 does).
+typedef struct cmlc_ix_half_sum_t {
+  bool bf16;
+  cmlc_ew_convert_fn widen, narrow;  // narrow: f16 only
+} cmlc_ix_half_sum_t;
+
+static void cmlc_ix_half_sum_row(const cmlc_ix_half_sum_t* h, uint16_t* dst, const uint16_t* src,
+                                 int64_t n) {
+  enum { BLOCK = 256 };
+  float a[BLOCK], b[BLOCK];
+  for (int64_t k0 = 0; k0 < n; k0 += BLOCK) {
+    const int64_t m = n - k0 < BLOCK ? n - k0 : BLOCK;
+    h->widen(a, dst + k0, m);
+    h->widen(b, src + k0, m);
+    for (int64_t k = 0; k < m; ++k) a[k] += b[k];
+    if (h->bf16) {
+      for (int64_t k = 0; k < m; ++k) {  // cmlc_f32_to_bf16_inline, written to vectorize
+        uint32_t u;
+        memcpy(&u, &a[k], sizeof u);
+        const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+        dst[k0 + k] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? (u >> 16) | 0x0040u : rounded);
+      }
+    } else {
+      h->narrow(dst + k0, a, m);
+    }
+  }
+}
+
 static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
   const cml_shape_t* xs = args->input_shapes[0];
   const cml_shape_t* is = args->input_shapes[1];
   const cml_shape_t* us = args->input_shapes[2];
   const cml_scatter_dims_t* sd = &args->node->attrs->u.scatter;
   const cmlc_ix_combine_fn combine = cmlc_ix_combiner(args->node->op, xs->dtype);
+  cmlc_ix_half_sum_t hs = {xs->dtype == CML_DTYPE_BF16, NULL, NULL};
+  if (args->node->op == CML_OP_SCATTER_SUM &&
+      (xs->dtype == CML_DTYPE_BF16 || xs->dtype == CML_DTYPE_F16)) {
+    hs.widen = cmlc_ew_simd_convert_fn(args->options, xs->dtype, CML_DTYPE_F32);
+    if (xs->dtype == CML_DTYPE_F16) {
+      hs.narrow = cmlc_ew_simd_convert_fn(args->options, CML_DTYPE_F32, CML_DTYPE_F16);
+    }
+  }
+  const bool half_sum = hs.widen && (hs.bf16 || hs.narrow);
   const int64_t es = (int64_t)cmlc_dtype_size(xs->dtype);
   char* out = (char*)args->outputs[0];
   const char* updates = (const char*)args->inputs[2];
@@ -339,8 +380,13 @@ static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
       int64_t widx[CML_MAX_RANK] = {0};
       int64_t xo = x_off, uo = u_off;
       for (int64_t row = 0; row < window_rows; ++row) {
-        combine(out + xo * es, w_xstrides[wr - 1], updates + uo * es, w_ustrides[wr - 1],
-                w_dims[wr - 1]);
+        if (half_sum && w_xstrides[wr - 1] == 1 && w_ustrides[wr - 1] == 1) {
+          cmlc_ix_half_sum_row(&hs, (uint16_t*)(void*)(out + xo * es),
+                               (const uint16_t*)(const void*)(updates + uo * es), w_dims[wr - 1]);
+        } else {
+          combine(out + xo * es, w_xstrides[wr - 1], updates + uo * es, w_ustrides[wr - 1],
+                  w_dims[wr - 1]);
+        }
         for (int32_t d = wr - 2; d >= 0; --d) {
           xo += w_xstrides[d];
           uo += w_ustrides[d];
