@@ -2,9 +2,10 @@
 // bench/bench_ops.c: single ops that models built from primitives spend time in, each in f32,
 // bf16 and f16: reductions over each axis, transposes, pooling (ReduceWindow, NHWC and NCHW)
 // and its gradient (SelectAndScatter), Clamp, strided slices, batched products, gathers; c vs
-// c:reference vs xla:cpu. Written to find the shapes where a dtype or a layout falls back to
-// slow generic code (bench/README.md, "Single ops in three dtypes"). The rate column is the
-// input bytes (the first operand) per second.
+// Where with a compare, conversions between 16-bit floats and to i32, a row scatter-add and a
+// 3x3 convolution; c vs c:reference vs xla:cpu. Written to find the shapes where a dtype or a
+// layout falls back to slow generic code (bench/README.md, "Single ops in three dtypes"). The rate
+// column is the input bytes (the first operand) per second.
 #include <string.h>
 
 #include "bench/bench_common.h"
@@ -29,6 +30,11 @@ enum {
   K_BATCH_DOT,
   K_GATHER_ROWS,
   K_ARGMAX,
+  K_WHERE,
+  K_CONVERT_16,
+  K_CONVERT_I32,
+  K_SCATTER_ROWS,
+  K_CONV3X3,
   K_COUNT
 };
 
@@ -50,6 +56,11 @@ static const char* const kNames[K_COUNT] = {
     "batch dot [64,128,128]^2",
     "gather 4096 rows of [1024,1024]",
     "argmax axis 1 [1024,1024]",
+    "where(x > y, x, y) [1024,1024]",
+    "convert to the other 16-bit float (f32: to bf16) [1024,1024]",
+    "convert to i32 [1024,1024]",
+    "scatter-add 1024 rows into [512,1024]",
+    "conv 3x3 NHWC [4,64,64,64] x [3,3,64,64]",
 };
 
 static cml_window_config_t window4(const int64_t* dims, const int64_t* strides) {
@@ -139,9 +150,59 @@ static cml_value_t build_op(cml_function_t* f, const bench_case_t* c) {
       g.slice_sizes[1] = OP_COLS;
       return cml_op_gather(f, x, idx, &g);
     }
-    default:
+    case K_ARGMAX:
       return cml_op_convert_dtype(f, cml_op_arg_min_max(f, x, 1, CML_DTYPE_I32, false),
                                   CML_DTYPE_F32);
+    case K_WHERE: {
+      cml_value_t y = bench_param(f, "y", dt, 2, dims);
+      return cml_op_where(f, cml_op_greater_than(f, x, y), x, y);
+    }
+    case K_CONVERT_16:
+      return cml_op_convert_dtype(f, x, dt == CML_DTYPE_BF16 ? CML_DTYPE_F16 : CML_DTYPE_BF16);
+    case K_CONVERT_I32:
+      return cml_op_convert_dtype(f, cml_op_convert_dtype(f, x, CML_DTYPE_I32), CML_DTYPE_F32);
+    case K_SCATTER_ROWS: {
+      // Rows 37 i mod 512 of a [512, 1024] table get the 1024 update rows (an embedding's
+      // gradient): every row hit twice.
+      cml_value_t table = cml_op_slice(f, x, (int64_t[]){0, 0}, (int64_t[]){512, OP_COLS}, NULL, 2);
+      cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, (int64_t[]){OP_ROWS, 1});
+      cml_value_t idx = cml_op_rem(
+          f, cml_op_mul(f, cml_op_iota(f, &is, 0), cml_constant_scalar_f64(f, CML_DTYPE_I32, 37)),
+          cml_constant_scalar_f64(f, CML_DTYPE_I32, 512));
+      cml_scatter_dims_t d;
+      memset(&d, 0, sizeof d);
+      d.index_vector_axis = 1;
+      d.update_window_axis_count = 1;
+      d.update_window_axes[0] = 1;
+      d.inserted_window_axis_count = 1;
+      d.inserted_window_axes[0] = 0;
+      d.scatter_axes_to_operand_axes_count = 1;
+      d.scatter_axes_to_operand_axes[0] = 0;
+      return cml_op_scatter_sum(f, table, idx, x, &d);
+    }
+    default: {
+      cml_value_t k = bench_param(f, "k", dt, 4, (int64_t[]){3, 3, 64, 64});
+      cml_conv_config_t cc;
+      memset(&cc, 0, sizeof cc);
+      cc.spatial_count = 2;
+      cc.input_channel_axis = 3;
+      cc.input_spatial_axes[0] = 1;
+      cc.input_spatial_axes[1] = 2;
+      cc.kernel_input_channel_axis = 2;
+      cc.kernel_output_channel_axis = 3;
+      cc.kernel_spatial_axes[0] = 0;
+      cc.kernel_spatial_axes[1] = 1;
+      cc.output_channel_axis = 3;
+      cc.output_spatial_axes[0] = 1;
+      cc.output_spatial_axes[1] = 2;
+      for (int a = 0; a < 2; ++a) {
+        cc.strides[a] = cc.input_dilations[a] = cc.kernel_dilations[a] = 1;
+        cc.padding_low[a] = cc.padding_high[a] = 1;
+      }
+      cc.channel_group_count = cc.batch_group_count = 1;
+      cc.output_dtype = CML_DTYPE_INVALID;
+      return cml_op_conv_general(f, cml_op_reshape(f, x, d4, 4), k, &cc);
+    }
   }
 }
 
@@ -160,9 +221,11 @@ int main(int argc, char** argv) {
       c->dtype = dtypes[d];
       c->dims[0] = k;
       c->bytes = (double)OP_ROWS * OP_COLS * (double)cml_dtype_bits(dtypes[d]) / 8.0;
-      c->flops = k == K_BATCH_DOT ? 2.0 * 64 * 128 * 128 * 128 : 0;
+      c->flops = k == K_BATCH_DOT ? 2.0 * 64 * 128 * 128 * 128
+                 : k == K_CONV3X3 ? 2.0 * 4 * 64 * 64 * 64 * 64 * 9
+                                  : 0;
       // The scalar reference kernels take seconds on the pooling gradient and the products.
-      c->heavy = k == K_MAXPOOL_GRAD || k == K_BATCH_DOT;
+      c->heavy = k == K_MAXPOOL_GRAD || k == K_BATCH_DOT || k == K_CONV3X3;
       bench_case_name(c, "%s %s", cml_dtype_name(dtypes[d]), kNames[k]);
     }
   }
