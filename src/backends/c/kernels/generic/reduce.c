@@ -345,12 +345,11 @@ static float cmlc_rd_ident_f32(cml_op_t op) {
   return op == CML_OP_REDUCE_MAX ? -INFINITY : op == CML_OP_REDUCE_MIN ? INFINITY : 0.0f;
 }
 
-// Innermost axis reduced: as the generic _a task, with the SIMD contiguous reduction.
-static void cmlc_rd_simd_f32_a(void* ctx, int64_t begin, int64_t end, int thread_index) {
+// Innermost axis reduced: as the generic _a task, with the SIMD contiguous reduction (f32, or
+// bf16 / f16 widened: combined across runs in f32, rounded once into the output).
+static void cmlc_rd_simd_a(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
-  const float* x = (const float*)p->in;
-  float* y = (float*)p->out;
   const int64_t len = p->rd[p->nr - 1];
   const int64_t outer = len ? p->reduced / len : 0;
   for (int64_t o = begin; o < end; ++o) {
@@ -359,33 +358,17 @@ static void cmlc_rd_simd_f32_a(void* ctx, int64_t begin, int64_t end, int thread
     int64_t idx[CML_MAX_RANK] = {0};
     int64_t off = 0;
     for (int64_t r = 0; r < outer; ++r) {
-      acc = cmlc_rd_comb_f32(p->op, acc, p->simd(x + base + off, len));
+      const float v = p->simd ? p->simd((const float*)p->in + base + off, len)
+                              : p->simd_half((const uint16_t*)p->in + base + off, len);
+      acc = cmlc_rd_comb_f32(p->op, acc, v);
       cmlc_rd_next(p->nr - 1, p->rd, p->rs, idx, &off);
     }
-    y[o] = acc;
-  }
-}
-
-// Innermost axis reduced, bf16 / f16: the SIMD contiguous reduction in f32, combined across
-// runs in f32 as the generic _a task does, rounded once into the output.
-static void cmlc_rd_simd_half_a(void* ctx, int64_t begin, int64_t end, int thread_index) {
-  (void)thread_index;
-  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
-  const uint16_t* x = (const uint16_t*)p->in;
-  uint16_t* y = (uint16_t*)p->out;
-  const int64_t len = p->rd[p->nr - 1];
-  const int64_t outer = len ? p->reduced / len : 0;
-  const bool bf = p->half == CML_DTYPE_BF16;
-  for (int64_t o = begin; o < end; ++o) {
-    const int64_t base = cmlc_rd_offset(p->nk, p->kd, p->ks, o);
-    float acc = cmlc_rd_ident_f32(p->op);
-    int64_t idx[CML_MAX_RANK] = {0};
-    int64_t off = 0;
-    for (int64_t r = 0; r < outer; ++r) {
-      acc = cmlc_rd_comb_f32(p->op, acc, p->simd_half(x + base + off, len));
-      cmlc_rd_next(p->nr - 1, p->rd, p->rs, idx, &off);
+    if (p->simd) {
+      ((float*)p->out)[o] = acc;
+    } else {
+      ((uint16_t*)p->out)[o] =
+          p->half == CML_DTYPE_BF16 ? cml_f32_to_bf16(acc) : cml_f32_to_f16(acc);
     }
-    y[o] = bf ? cml_f32_to_bf16(acc) : cml_f32_to_f16(acc);
   }
 }
 
@@ -398,16 +381,17 @@ static void cmlc_rd_simd_half_a(void* ctx, int64_t begin, int64_t end, int threa
 static void cmlc_rd_simd_f32_cols1(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
-  const float* x = (const float*)p->in;
   const int64_t width = p->kd[p->nk - 1];
   const float ident = cmlc_rd_ident_f32(p->op);
+  _Alignas(64) float row[CMLC_RD_SIMD_TILE];  // a widened bf16 / f16 row (p->widen)
   for (int64_t t = begin; t < end; ++t) {
     const int64_t blk = t % p->blocks, rest = t / p->blocks;
-    const int64_t row = rest / p->tiles, c0 = (rest % p->tiles) * p->tile;
+    const int64_t r_row = rest / p->tiles, c0 = (rest % p->tiles) * p->tile;
     const int64_t len = width - c0 < p->tile ? width - c0 : p->tile;
-    const int64_t base = cmlc_rd_offset(p->nk - 1, p->kd, p->ks, row) + c0;
-    float* acc = p->blocks == 1 ? (float*)p->out + row * width + c0
-                                : (float*)p->partials + (row * p->blocks + blk) * width + c0;
+    const int64_t base = cmlc_rd_offset(p->nk - 1, p->kd, p->ks, r_row) + c0;
+    float* acc = p->blocks == 1 && !p->widen
+                     ? (float*)p->out + r_row * width + c0
+                     : (float*)p->partials + (r_row * p->blocks + blk) * width + c0;
     for (int64_t j = 0; j < len; ++j) acc[j] = ident;
     const int64_t r0 = blk * CMLC_RD_ROW_BLOCK;
     const int64_t r1 = cmlc_rd_block_end(r0, CMLC_RD_ROW_BLOCK, p->reduced);
@@ -421,7 +405,12 @@ static void cmlc_rd_simd_f32_cols1(void* ctx, int64_t begin, int64_t end, int th
       rest_r /= p->rd[d];
     }
     for (int64_t r = r0; r < r1; ++r) {
-      p->cols(acc, x + base + off, len);
+      if (p->widen) {
+        p->widen(row, (const uint16_t*)p->in + base + off, len);
+        p->cols(acc, row, len);
+      } else {
+        p->cols(acc, (const float*)p->in + base + off, len);
+      }
       cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);
     }
   }
@@ -436,11 +425,12 @@ static void cmlc_rd_simd_f32_cols2(void* ctx, int64_t begin, int64_t end, int th
   const int64_t tiles = (width + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
   const int64_t per_super = CMLC_RD_SUPER_BLOCK / CMLC_RD_ROW_BLOCK;
   const float ident = cmlc_rd_ident_f32(p->op);
-  _Alignas(64) float mid[CMLC_RD_TILE];
+  _Alignas(64) float mid[CMLC_RD_TILE], rounded[CMLC_RD_TILE];
   for (int64_t t = begin; t < end; ++t) {
     const int64_t row = t / tiles, c0 = (t % tiles) * CMLC_RD_TILE;
     const int64_t len = width - c0 < CMLC_RD_TILE ? width - c0 : CMLC_RD_TILE;
-    float* total = (float*)p->out + row * width + c0;
+    // bf16 / f16 (p->widen): the total in f32 here, rounded once into the output below.
+    float* total = p->widen ? rounded : (float*)p->out + row * width + c0;
     const float* part = (const float*)p->partials + row * p->blocks * width + c0;
     for (int64_t j = 0; j < len; ++j) total[j] = ident;
     for (int64_t s0 = 0; s0 < p->blocks; s0 += per_super) {
@@ -448,6 +438,12 @@ static void cmlc_rd_simd_f32_cols2(void* ctx, int64_t begin, int64_t end, int th
       for (int64_t j = 0; j < len; ++j) mid[j] = ident;
       for (int64_t b = s0; b < s1; ++b) p->cols(mid, part + b * width, len);
       p->cols(total, mid, len);
+    }
+    if (p->widen) {
+      uint16_t* y = (uint16_t*)p->out + row * width + c0;
+      const bool bf = p->half == CML_DTYPE_BF16;
+      for (int64_t j = 0; j < len; ++j)
+        y[j] = bf ? cml_f32_to_bf16(total[j]) : cml_f32_to_f16(total[j]);
     }
   }
 }
@@ -464,89 +460,17 @@ static int64_t cmlc_rd_half_scratch_floats(const cmlc_rd_plan_t* p) {
   return p->outputs * (blocks > 1 ? blocks : 1);
 }
 
-static void cmlc_rd_simd_f32_blk(void* ctx, int64_t begin, int64_t end, int thread_index) {
+// Blocked full reduction with the SIMD row reduction (f32, or bf16 / f16 in f32): f32 partials
+// (the generic finish combines them and rounds halves once).
+static void cmlc_rd_simd_blk(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
-  const float* x = (const float*)p->in;
   float* part = (float*)p->partials;
   for (int64_t b = begin; b < end; ++b) {
     const int64_t start = b * p->block;
     const int64_t len = p->reduced - start < p->block ? p->reduced - start : p->block;
-    part[b] = p->simd(x + start, len);
-  }
-}
-
-// bf16 / f16 with the f32 SIMD column step on widened rows: the f32 path's two passes and
-// three-level order (the generic half task's, whose f32 accumulators it keeps), the block
-// partials always in scratch; pass 2 rounds each output once.
-static void cmlc_rd_simd_half_cols1(void* ctx, int64_t begin, int64_t end, int thread_index) {
-  (void)thread_index;
-  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
-  const uint16_t* x = (const uint16_t*)p->in;
-  const int64_t width = p->kd[p->nk - 1];
-  const float ident = cmlc_rd_ident_f32(p->op);
-  _Alignas(64) float row[CMLC_RD_SIMD_TILE];
-  for (int64_t t = begin; t < end; ++t) {
-    const int64_t blk = t % p->blocks, rest = t / p->blocks;
-    const int64_t r_row = rest / p->tiles, c0 = (rest % p->tiles) * p->tile;
-    const int64_t len = width - c0 < p->tile ? width - c0 : p->tile;
-    const int64_t base = cmlc_rd_offset(p->nk - 1, p->kd, p->ks, r_row) + c0;
-    float* acc = (float*)p->partials + (r_row * p->blocks + blk) * width + c0;
-    for (int64_t j = 0; j < len; ++j) acc[j] = ident;
-    const int64_t r0 = blk * CMLC_RD_ROW_BLOCK;
-    const int64_t r1 = cmlc_rd_block_end(r0, CMLC_RD_ROW_BLOCK, p->reduced);
-    if (r1 <= r0) continue;
-    int64_t idx[CML_MAX_RANK];
-    int64_t off = cmlc_rd_offset(p->nr, p->rd, p->rs, r0);
-    int64_t rest_r = r0;
-    for (int d = p->nr - 1; d >= 0; --d) {
-      idx[d] = rest_r % p->rd[d];
-      rest_r /= p->rd[d];
-    }
-    for (int64_t r = r0; r < r1; ++r) {
-      p->widen(row, x + base + off, len);
-      p->cols(acc, row, len);
-      cmlc_rd_next(p->nr, p->rd, p->rs, idx, &off);
-    }
-  }
-}
-
-static void cmlc_rd_simd_half_cols2(void* ctx, int64_t begin, int64_t end, int thread_index) {
-  (void)thread_index;
-  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
-  const int64_t width = p->kd[p->nk - 1];
-  const int64_t tiles = (width + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
-  const int64_t per_super = CMLC_RD_SUPER_BLOCK / CMLC_RD_ROW_BLOCK;
-  const float ident = cmlc_rd_ident_f32(p->op);
-  const bool bf = p->half == CML_DTYPE_BF16;
-  _Alignas(64) float mid[CMLC_RD_TILE], total[CMLC_RD_TILE];
-  for (int64_t t = begin; t < end; ++t) {
-    const int64_t r_row = t / tiles, c0 = (t % tiles) * CMLC_RD_TILE;
-    const int64_t len = width - c0 < CMLC_RD_TILE ? width - c0 : CMLC_RD_TILE;
-    const float* part = (const float*)p->partials + r_row * p->blocks * width + c0;
-    for (int64_t j = 0; j < len; ++j) total[j] = ident;
-    for (int64_t s0 = 0; s0 < p->blocks; s0 += per_super) {
-      const int64_t s1 = cmlc_rd_block_end(s0, per_super, p->blocks);
-      for (int64_t j = 0; j < len; ++j) mid[j] = ident;
-      for (int64_t b = s0; b < s1; ++b) p->cols(mid, part + b * width, len);
-      p->cols(total, mid, len);
-    }
-    uint16_t* y = (uint16_t*)p->out + r_row * width + c0;
-    for (int64_t j = 0; j < len; ++j)
-      y[j] = bf ? cml_f32_to_bf16(total[j]) : cml_f32_to_f16(total[j]);
-  }
-}
-
-// Blocked full reduction of bf16 / f16: f32 partials (the generic finish combines them).
-static void cmlc_rd_simd_half_blk(void* ctx, int64_t begin, int64_t end, int thread_index) {
-  (void)thread_index;
-  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
-  const uint16_t* x = (const uint16_t*)p->in;
-  float* part = (float*)p->partials;
-  for (int64_t b = begin; b < end; ++b) {
-    const int64_t start = b * p->block;
-    const int64_t len = p->reduced - start < p->block ? p->reduced - start : p->block;
-    part[b] = p->simd_half(x + start, len);
+    part[b] = p->simd ? p->simd((const float*)p->in + start, len)
+                      : p->simd_half((const uint16_t*)p->in + start, len);
   }
 }
 
@@ -700,9 +624,7 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
     if (p.blocks >= 2 && args->scratch &&
         args->scratch_size >= (size_t)p.blocks * CMLC_RD_PARTIAL_SIZE) {
       p.partials = args->scratch;
-      cmlc_task_fn blk = p.simd        ? cmlc_rd_simd_f32_blk
-                         : p.simd_half ? cmlc_rd_simd_half_blk
-                                       : fns.block;
+      cmlc_task_fn blk = p.simd || p.simd_half ? cmlc_rd_simd_blk : fns.block;
       cmlc_parallel_for(args->pool, p.blocks, 1, blk, &p);
       fns.finish(&p);
       return CML_OK;
@@ -724,11 +646,11 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
                                  (width < p.tile ? width : p.tile);
       int64_t chunk = CMLC_RD_MIN_WORK / block_work;
       cmlc_parallel_for(args->pool, rows * p.tiles * p.blocks, chunk < 1 ? 1 : chunk,
-                        cmlc_rd_simd_half_cols1, &p);
+                        cmlc_rd_simd_f32_cols1, &p);
       const int64_t tiles2 = (width + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
       const int64_t work2 = p.blocks * (width < CMLC_RD_TILE ? width : CMLC_RD_TILE);
       chunk = CMLC_RD_MIN_WORK / work2;
-      cmlc_parallel_for(args->pool, rows * tiles2, chunk < 1 ? 1 : chunk, cmlc_rd_simd_half_cols2,
+      cmlc_parallel_for(args->pool, rows * tiles2, chunk < 1 ? 1 : chunk, cmlc_rd_simd_f32_cols2,
                         &p);
       return CML_OK;
     }
@@ -740,12 +662,9 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
       p.cols = NULL;  // no room for the block partials (a caller that skipped the scratch)
     }
   }
-  if (last == 1 && p.simd) {
+  if (last == 1 && (p.simd || p.simd_half)) {
     int64_t chunk = CMLC_RD_MIN_WORK / per_output;
-    cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, cmlc_rd_simd_f32_a, &p);
-  } else if (last == 1 && p.simd_half) {
-    int64_t chunk = CMLC_RD_MIN_WORK / per_output;
-    cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, cmlc_rd_simd_half_a, &p);
+    cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, cmlc_rd_simd_a, &p);
   } else if (last == 1) {
     int64_t chunk = CMLC_RD_MIN_WORK / per_output;
     cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, fns.inner_reduced, &p);

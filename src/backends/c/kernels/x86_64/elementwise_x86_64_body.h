@@ -220,43 +220,10 @@ CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_f32)(void* out, const void* in, in
 
 enum { CMLC_EW_RD_LANES = 32, CMLC_EW_RD_SPLIT = 8192 };
 
-#define CMLC_EW_SIMD_REDUCE(name, VOP, IDENT, SOP)                                    \
-  CMLC_EW_TARGET static float CMLC_EW_FN(name)(const float* x, int64_t n) {           \
-    if (n > CMLC_EW_RD_SPLIT) {                                                       \
-      const int64_t h = (n / 2) & ~(int64_t)(CMLC_EW_RD_LANES - 1);                   \
-      const float a = CMLC_EW_FN(name)(x, h), b = CMLC_EW_FN(name)(x + h, n - h);     \
-      return SOP(a, b);                                                               \
-    }                                                                                 \
-    enum { K = CMLC_EW_RD_LANES / CMLC_V_W };                                         \
-    vf acc[K];                                                                        \
-    for (int k = 0; k < K; ++k) acc[k] = v_set1(IDENT);                               \
-    int64_t i = 0;                                                                    \
-    for (; i + CMLC_EW_RD_LANES <= n; i += CMLC_EW_RD_LANES) {                        \
-      for (int k = 0; k < K; ++k) acc[k] = VOP(acc[k], v_load(x + i + k * CMLC_V_W)); \
-    }                                                                                 \
-    if (i < n) {                                                                      \
-      float t[CMLC_EW_RD_LANES];                                                      \
-      for (int j = 0; j < CMLC_EW_RD_LANES; ++j) t[j] = (IDENT);                      \
-      memcpy(t, x + i, (size_t)(n - i) * sizeof(float));                              \
-      for (int k = 0; k < K; ++k) acc[k] = VOP(acc[k], v_load(t + k * CMLC_V_W));     \
-    }                                                                                 \
-    float lane[CMLC_EW_RD_LANES];                                                     \
-    for (int k = 0; k < K; ++k) v_store(lane + k * CMLC_V_W, acc[k]);                 \
-    for (int w = CMLC_EW_RD_LANES / 2; w >= 1; w /= 2) {                              \
-      for (int j = 0; j < w; ++j) lane[j] = SOP(lane[j], lane[j + w]);                \
-    }                                                                                 \
-    return lane[0];                                                                   \
-  }
-
-#define CMLC_EW_SADD(a, b) ((a) + (b))
-CMLC_EW_SIMD_REDUCE(sum_f32, v_add, 0.0f, CMLC_EW_SADD)
-CMLC_EW_SIMD_REDUCE(max_f32_rd, v_max_nan, -INFINITY, CMLC_EW_FMAX)
-CMLC_EW_SIMD_REDUCE(min_f32_rd, v_min_nan, INFINITY, CMLC_EW_FMIN)
-
-// The same over bf16 / f16 storage, widened W lanes at a time (LOADV; WIDEN1 for the tail):
-// the f32 reduction of the widened values, lane for lane.
-#define CMLC_EW_SIMD_REDUCE_HALF(name, LOADV, WIDEN1, VOP, IDENT, SOP)               \
-  CMLC_EW_TARGET static float CMLC_EW_FN(name)(const uint16_t* x, int64_t n) {       \
+// T storage loaded W lanes at a time by LOADV (WIDEN1 one element, for the tail) and reduced
+// in f32: for bf16 / f16 the f32 reduction of the widened values, lane for lane.
+#define CMLC_EW_SIMD_REDUCE_GEN(name, T, LOADV, WIDEN1, VOP, IDENT, SOP)             \
+  CMLC_EW_TARGET static float CMLC_EW_FN(name)(const T* x, int64_t n) {              \
     if (n > CMLC_EW_RD_SPLIT) {                                                      \
       const int64_t h = (n / 2) & ~(int64_t)(CMLC_EW_RD_LANES - 1);                  \
       const float a = CMLC_EW_FN(name)(x, h), b = CMLC_EW_FN(name)(x + h, n - h);    \
@@ -283,6 +250,16 @@ CMLC_EW_SIMD_REDUCE(min_f32_rd, v_min_nan, INFINITY, CMLC_EW_FMIN)
     }                                                                                \
     return lane[0];                                                                  \
   }
+#define CMLC_EW_SIMD_REDUCE(name, VOP, IDENT, SOP) \
+  CMLC_EW_SIMD_REDUCE_GEN(name, float, v_load, CMLC_EW_ID, VOP, IDENT, SOP)
+#define CMLC_EW_SIMD_REDUCE_HALF(name, LOADV, WIDEN1, VOP, IDENT, SOP) \
+  CMLC_EW_SIMD_REDUCE_GEN(name, uint16_t, LOADV, WIDEN1, VOP, IDENT, SOP)
+
+#define CMLC_EW_SADD(a, b) ((a) + (b))
+CMLC_EW_SIMD_REDUCE(sum_f32, v_add, 0.0f, CMLC_EW_SADD)
+CMLC_EW_SIMD_REDUCE(max_f32_rd, v_max_nan, -INFINITY, CMLC_EW_FMAX)
+CMLC_EW_SIMD_REDUCE(min_f32_rd, v_min_nan, INFINITY, CMLC_EW_FMIN)
+
 CMLC_EW_SIMD_REDUCE_HALF(sum_bf16_rd, v_bf16_to_f32, cml_bf16_to_f32, v_add, 0.0f, CMLC_EW_SADD)
 CMLC_EW_SIMD_REDUCE_HALF(max_bf16_rd, v_bf16_to_f32, cml_bf16_to_f32, v_max_nan, -INFINITY,
                          CMLC_EW_FMAX)
