@@ -407,9 +407,7 @@ CMLC_AVX512_TARGET void cmlc__gemm_pack_bt_f32_avx512(const float* src, int64_t 
     for (int j = 0; j < 32; ++j) sliver[kk * 32 + j] = src[j * ld + kk];
 }
 
-// Packs a 12-row sliver of a row-major A (row r's k run at rows[r]) into sliver[kk * 12 + r]:
-// the same 16 x 16 transposes (the last row loaded four more times; only 12 lanes of each
-// transposed row stored), the last kc % 16 values one by one.
+// Transposes for the c backend's Transpose kernel (kernels/generic/movement.c).
 CMLC_AVX512_TARGET void cmlc__transpose16_b32_avx512(const void* src, int64_t ld, void* dst,
                                                      int64_t ldo) {
   cmlc_avx512_transpose16((const float*)src, ld, NULL, (float*)dst, ldo, 0xFFFF);
@@ -431,6 +429,9 @@ CMLC_AVX512_TARGET void cmlc__transpose_b16_avx512(const uint16_t* src, int64_t 
                           0xFFFF);
 }
 
+// Packs a 12-row sliver of a row-major A (row r's k run at rows[r]) into sliver[kk * 12 + r]:
+// the same 16 x 16 transposes (the last row loaded four more times; only 12 lanes of each
+// transposed row stored), the last kc % 16 values one by one.
 CMLC_AVX512_TARGET void cmlc__gemm_pack_a_f32_avx512_12(const float* const* rows, int64_t kc,
                                                         float* sliver) {
   int64_t kk = 0;
