@@ -525,7 +525,10 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
   // variants. M <= 144 (one row block) with a row-major rhs whose rows are whole cache lines
   // (N a multiple of 16) and K x N over 16 Ki reads B in place without packing, threads
   // splitting the slivers: {100, 528, 300} (a 16-column last sliver, two k blocks),
-  // {144, 64, 601}, {40, 512, 257}; {150, 70, 520} and {33, 301, 300} pack B. When threads
+  // {144, 64, 601}, {40, 512, 257}; {150, 70, 520} and {33, 301, 300} pack B. Up to 288 rows
+  // make one taller block read the same way when there are at least 4 slivers per thread:
+  // {256, 512, 300} on 1 and 3 threads, {197, 528, 100} (a partial last sliver), {288, 160, 257}
+  // on 1 thread only (5 slivers: 3 threads pack B); {289, 512, 40} packs B. When threads
   // split one A block's slivers, every A block is packed once before the tiles: the in-place
   // cases above, and {50, 300, 100} and {61, 130, 290} (two row blocks, the second partial).
   static const int64_t shapes[][3] = {
@@ -534,7 +537,8 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
       {2, 600, 300},   {8, 1000, 530},  {13, 2100, 70},  {32, 97, 777},   {32, 40, 5000},
       {16, 1000, 600}, {29, 530, 300},  {12, 333, 290},  {31, 517, 300},  {33, 301, 300},
       {24, 1000, 95},  {17, 130, 1000}, {15, 1001, 300}, {100, 528, 300}, {144, 64, 601},
-      {40, 512, 257},  {50, 300, 100},  {61, 130, 290}};
+      {40, 512, 257},  {50, 300, 100},  {61, 130, 290},  {256, 512, 300}, {197, 528, 100},
+      {288, 160, 257}, {289, 512, 40}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failed = 0;

@@ -27,9 +27,10 @@
 
 enum {
   CMLC_GEMM_KC = 256,
-  CMLC_GEMM_MC = 144,     // a multiple of every MR (4, 6, 12)
-  CMLC_GEMM_NC = 2048,    // a multiple of every NR (8, 16, 32)
-  CMLC_GEMM_MR_MAX = 16,  // the skinny 16 x 16 kernel's A slivers
+  CMLC_GEMM_MC = 144,         // a multiple of every MR (4, 6, 12)
+  CMLC_GEMM_MC_STREAM = 288,  // the tallest row block of a B read in place (gemm_run)
+  CMLC_GEMM_NC = 2048,        // a multiple of every NR (8, 16, 32)
+  CMLC_GEMM_MR_MAX = 16,      // the skinny 16 x 16 kernel's A slivers
   CMLC_GEMM_NR_MAX = 32,
   // B operands up to this many elements (K x N) with contiguous rows are not packed.
   CMLC_GEMM_DIRECT_B_MAX = 64 * 256,
