@@ -210,8 +210,35 @@ CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bf16_i32)(void* out, const void* in, i
 CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f16_i32)(void* out, const void* in, int64_t n){
     CMLC_EW_CONVERT_LOOP(uint16_t, int32_t, CMLC_EW_F16_TO_I32)}
 #define CMLC_EW_I32_TO_F32(dst, src) v_store((dst), v_cvt_f32(v_load_i32(src)))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_f32)(void* out, const void* in, int64_t n) {
-  CMLC_EW_CONVERT_LOOP(int32_t, float, CMLC_EW_I32_TO_F32)
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_f32)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(int32_t, float, CMLC_EW_I32_TO_F32)}
+
+// Bool (any nonzero byte is true) -> 1 or 0, and floats -> bool (nonzero, NaN included, is
+// true), as the scalar conversions.
+#define CMLC_EW_BOOL_01(src) v_sel(v_load_bool(src), v_set1(1.0f), v_zero())
+#define CMLC_EW_BOOL_TO_F32(dst, src) v_store((dst), CMLC_EW_BOOL_01(src))
+#define CMLC_EW_BOOL_TO_BF16(dst, src) v_store_u16((dst), v_f32_to_bf16_bits(CMLC_EW_BOOL_01(src)))
+#define CMLC_EW_BOOL_TO_F16(dst, src) v_store_f16((dst), CMLC_EW_BOOL_01(src))
+#define CMLC_EW_F32_TO_BOOL(dst, src) v_store_bool((dst), v_neq(v_load(src), v_zero()))
+#define CMLC_EW_BF16_TO_BOOL(dst, src) v_store_bool((dst), v_neq(v_bf16_to_f32(src), v_zero()))
+#define CMLC_EW_F16_TO_BOOL(dst, src) v_store_bool((dst), v_neq(v_load_f16(src), v_zero()))
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bool_f32)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(uint8_t, float, CMLC_EW_BOOL_TO_F32)}
+
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bool_bf16)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(uint8_t, uint16_t, CMLC_EW_BOOL_TO_BF16)}
+
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bool_f16)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(uint8_t, uint16_t, CMLC_EW_BOOL_TO_F16)}
+
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f32_bool)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(float, uint8_t, CMLC_EW_F32_TO_BOOL)}
+
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bf16_bool)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(uint16_t, uint8_t, CMLC_EW_BF16_TO_BOOL)}
+
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f16_bool)(void* out, const void* in, int64_t n) {
+  CMLC_EW_CONVERT_LOOP(uint16_t, uint8_t, CMLC_EW_F16_TO_BOOL)
 }
 
 #include "backends/c/kernels/x86_64/elementwise_x86_64_fused.h"
@@ -346,6 +373,12 @@ cmlc_ew_convert_fn CMLC_EW_FN(convert_fn)(cml_dtype_t from, cml_dtype_t to) {
   if (from == CML_DTYPE_F16 && to == CML_DTYPE_BF16) return CMLC_EW_FN(cvt_f16_bf16);
   if (from == CML_DTYPE_BF16 && to == CML_DTYPE_I32) return CMLC_EW_FN(cvt_bf16_i32);
   if (from == CML_DTYPE_F16 && to == CML_DTYPE_I32) return CMLC_EW_FN(cvt_f16_i32);
+  if (from == CML_DTYPE_BOOL && to == CML_DTYPE_F32) return CMLC_EW_FN(cvt_bool_f32);
+  if (from == CML_DTYPE_BOOL && to == CML_DTYPE_BF16) return CMLC_EW_FN(cvt_bool_bf16);
+  if (from == CML_DTYPE_BOOL && to == CML_DTYPE_F16) return CMLC_EW_FN(cvt_bool_f16);
+  if (from == CML_DTYPE_F32 && to == CML_DTYPE_BOOL) return CMLC_EW_FN(cvt_f32_bool);
+  if (from == CML_DTYPE_BF16 && to == CML_DTYPE_BOOL) return CMLC_EW_FN(cvt_bf16_bool);
+  if (from == CML_DTYPE_F16 && to == CML_DTYPE_BOOL) return CMLC_EW_FN(cvt_f16_bool);
   return NULL;
 }
 
