@@ -99,11 +99,17 @@ static inline uint16_t cmlc_f32_to_f16_inline(float x) {
 }
 
 // f32 -> bf16 bits, as cml_f32_to_bf16: rounded to nearest even, NaN quieted (payload kept).
+// Branch-free, so that loops over it (cmlc_f32_to_bf16_row) vectorize.
 static inline uint16_t cmlc_f32_to_bf16_inline(float x) {
   uint32_t u;
   memcpy(&u, &x, sizeof u);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x0040u);
-  return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? (u >> 16) | 0x0040u : rounded);
+}
+
+// dst[j] = cmlc_f32_to_bf16_inline(src[j]) for j < n.
+static inline void cmlc_f32_to_bf16_row(uint16_t* dst, const float* src, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) dst[j] = cmlc_f32_to_bf16_inline(src[j]);
 }
 
 // bf16 bits -> f32 (exact), as cml_bf16_to_f32.

@@ -277,12 +277,7 @@ static void cmlc_ix_half_sum_row(const cmlc_ix_half_sum_t* h, uint16_t* dst, con
     h->widen(b, src + k0, m);
     for (int64_t k = 0; k < m; ++k) a[k] += b[k];
     if (h->bf16) {
-      for (int64_t k = 0; k < m; ++k) {  // cmlc_f32_to_bf16_inline, written to vectorize
-        uint32_t u;
-        memcpy(&u, &a[k], sizeof u);
-        const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-        dst[k0 + k] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? (u >> 16) | 0x0040u : rounded);
-      }
+      cmlc_f32_to_bf16_row(dst + k0, a, m);
     } else {
       h->narrow(dst + k0, a, m);
     }

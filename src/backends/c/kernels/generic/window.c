@@ -318,16 +318,6 @@ static cmlc_task_fn cmlc_wn_rw_fn(cml_dtype_t dtype, cml_reduce_type_t type) {
 #undef CMLC_WN_CASE
 }
 
-// dst[j] = cml_f32_to_bf16(src[j]), j < n, written out so that it vectorizes.
-static void cmlc_wn_bf16_row(uint16_t* dst, const float* src, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) {
-    uint32_t u;
-    memcpy(&u, &src[j], sizeof u);
-    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-    dst[j] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? (u >> 16) | 0x0040u : rounded);
-  }
-}
-
 //===--- ReduceWindow over rows: trailing axes the window passes through ---===//
 
 // When the trailing axes have window 1, stride 1 and no padding or dilation (NHWC pooling: the
@@ -448,7 +438,7 @@ static void cmlc_wn_rows_half(void* ctx, int64_t begin, int64_t end, int thread_
       }
       uint16_t* dst = out + i * len + j0;
       if (bf) {
-        cmlc_wn_bf16_row(dst, acc, n);
+        cmlc_f32_to_bf16_row(dst, acc, n);
       } else if (c->narrow) {
         c->narrow(dst, acc, n);
       } else {
@@ -596,7 +586,7 @@ static void cmlc_wn_cols_for_tap(const cmlc_wn_geom_t* g, int64_t kw, int64_t* l
       if (half) {                                                                                 \
         uint16_t* o = (uint16_t*)(void*)out_row;                                                  \
         if (bf) {                                                                                 \
-          cmlc_wn_bf16_row(o, (const float*)(const void*)acc, ow_n);                              \
+          cmlc_f32_to_bf16_row(o, (const float*)(const void*)acc, ow_n);                          \
         } else {                                                                                  \
           c->narrow(o, acc, ow_n);                                                                \
         }                                                                                         \
@@ -776,7 +766,6 @@ typedef struct cmlc_wn_sas_rows_t {
   int64_t len, src_rows;
   int64_t block;  // channels per task (at most CMLC_WN_SAS_BLOCK)
   cml_op_t op;
-  cml_dtype_t dtype;
   const void *x, *src;
   void* acc;  // the output (f32 / f64) or the f32 scratch (f16 / bf16)
   cmlc_ew_convert_fn widen;
@@ -881,7 +870,6 @@ static bool cmlc_wn_sas_rows(const cmlc_kernel_args_t* args, const cmlc_wn_geom_
   c.len = plan.len;
   c.src_rows = src_count / plan.len;
   c.op = args->node->op;
-  c.dtype = dt;
   c.x = args->inputs[0];
   c.src = args->inputs[1];
   c.acc = acc;
@@ -961,7 +949,7 @@ static cml_status_t cmlc_wn_select_and_scatter(const cmlc_kernel_args_t* args) {
             for (int64_t i = 0; i < n; ++i) o[i] = cml_f32_to_f16(acc[i]);
           }
         } else {
-          cmlc_wn_bf16_row(o, acc, n);
+          cmlc_f32_to_bf16_row(o, acc, n);
         }
       } else if (xs->dtype == CML_DTYPE_F16) {
         cmlc_wn_sas_f16(&g, op, (const uint16_t*)x, (const uint16_t*)src, src_count, acc);
