@@ -267,11 +267,14 @@ typedef struct unary_case_t {
 static double ref_logistic(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 static const unary_case_t kUnary[] = {
-    {CML_OP_NEG, NULL, 0, -100, 100},  {CML_OP_ABS, NULL, 0, -100, 100},
-    {CML_OP_SQRT, NULL, 0, 0, 1000},   {CML_OP_RSQRT, NULL, 0, 0, 1000},
-    {CML_OP_EXP, exp, 1.5, -110, 90},  {CML_OP_LOG, log, 1.5, 0, 1e6},
-    {CML_OP_TANH, tanh, 2.0, -10, 10}, {CML_OP_LOGISTIC, ref_logistic, 3.0, -110, 110},
-    {CML_OP_ERF, erf, 2.0, -5, 5},
+    {CML_OP_NEG, NULL, 0, -100, 100},   {CML_OP_ABS, NULL, 0, -100, 100},
+    {CML_OP_SQRT, NULL, 0, 0, 1000},    {CML_OP_RSQRT, NULL, 0, 0, 1000},
+    {CML_OP_EXP, exp, 1.5, -110, 90},   {CML_OP_LOG, log, 1.5, 0, 1e6},
+    {CML_OP_TANH, tanh, 2.0, -10, 10},  {CML_OP_LOGISTIC, ref_logistic, 3.0, -110, 110},
+    {CML_OP_ERF, erf, 2.0, -5, 5},      {CML_OP_EXPM1, expm1, 3.0, -20, 20},
+    {CML_OP_LOG1P, log1p, 3.0, -1, 50}, {CML_OP_SIGN, NULL, 0, -3, 3},
+    {CML_OP_FLOOR, NULL, 0, -300, 300}, {CML_OP_CEIL, NULL, 0, -300, 300},
+    {CML_OP_ROUND, NULL, 0, -300, 300},
 };
 
 enum { UNARY_N = 1 << 16 };
@@ -474,6 +477,51 @@ TEST(convert_matches_scalar) {
           TEST_FAIL_("%s %s -> %s: element %d (input bits %08x): %x, scalar %x", kIsas[k].name,
                      cml_dtype_name(pairs[p][0]), cml_dtype_name(pairs[p][1]), i, (unsigned)src[i],
                      (unsigned)g, (unsigned)w);
+        }
+      }
+    }
+  }
+}
+
+//===--- IsFinite ---===//
+
+// IsFinite on f32, bf16 and f16 (bool out): every ISA against the scalar kernel over the edge
+// values and random bit patterns (NaNs and infinities of every payload and sign), every length.
+TEST(is_finite_matches_scalar) {
+  enum { N = 300 };
+  static const cml_dtype_t dts[3] = {CML_DTYPE_F32, CML_DTYPE_BF16, CML_DTYPE_F16};
+  static uint32_t x[N];
+  static uint8_t got[N + 16], want[N + 16];
+  for (int di = 0; di < 3; ++di) {
+    const cml_dtype_t dt = dts[di];
+    for (int i = 0; i < N; ++i) {
+      uint32_t bits = rng_u32();
+      if (i < EDGE_COUNT) memcpy(&bits, &kEdges[i], 4);
+      if (dt == CML_DTYPE_F32) {
+        x[i] = bits;
+      } else {
+        uint16_t h = (uint16_t)bits;
+        if (i < EDGE_COUNT) {
+          h = dt == CML_DTYPE_BF16 ? cml_f32_to_bf16(kEdges[i]) : cml_f32_to_f16(kEdges[i]);
+        }
+        ((uint16_t*)x)[i] = h;
+      }
+    }
+    cmlc_ew_fn ref = cmlc_ew_unary_fn(CML_OP_IS_FINITE, dt);
+    ASSERT_TRUE(ref != NULL);
+    for (int k = 0; k < ISA_COUNT; ++k) {
+      if (!kIsas[k].available()) continue;
+      cmlc_ew_fn fn = kIsas[k].unary(CML_OP_IS_FINITE, dt);
+      ASSERT_TRUE(fn != NULL);
+      const void* in[1] = {x};
+      const int64_t st[1] = {1};
+      for (int64_t n = 0; n <= N; n += n < 40 ? 1 : 37) {
+        memset(got, 0x5a, sizeof got);
+        memset(want, 0x5a, sizeof want);
+        fn(got, in, st, n);
+        ref(want, in, st, n);
+        if (memcmp(got, want, sizeof got) != 0) {
+          TEST_FAIL_("%s IsFinite %s n=%lld", kIsas[k].name, cml_dtype_name(dt), (long long)n);
         }
       }
     }
@@ -728,8 +776,8 @@ TEST(lookup_picks_variant_at_plan_time) {
 TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan_and_signed_zero),
           TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(half_compares_match_scalar),
           TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
-          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
-          TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(where_matches_scalar),
+          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

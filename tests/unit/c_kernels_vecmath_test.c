@@ -110,6 +110,8 @@ static const unary_bound_t kBounds[] = {
     {CML_OP_TANH, tanh, -10.0f, 10.0f, 1.5},
     {CML_OP_ERF, erf, -4.5f, 4.5f, 1.5},
     {CML_OP_LOGISTIC, ref_logistic, -104.0f, 89.0f, 2.5},
+    {CML_OP_EXPM1, expm1, -104.0f, 89.0f, 3.0},
+    {CML_OP_LOG1P, log1p, -0.99999994f, FLT_MAX, 3.0},
 };
 
 enum { SWEEP_CAP = 1 << 22 };
@@ -431,8 +433,10 @@ TEST(half_elementwise_matches_scalar) {
   enum { N = 1000 };
   static const cml_op_t binary[] = {CML_OP_ADD, CML_OP_SUB, CML_OP_MUL,
                                     CML_OP_DIV, CML_OP_MAX, CML_OP_MIN};
-  static const cml_op_t unary[] = {CML_OP_EXP, CML_OP_LOG,  CML_OP_TANH,  CML_OP_LOGISTIC,
-                                   CML_OP_ERF, CML_OP_SQRT, CML_OP_RSQRT, CML_OP_NEG};
+  static const cml_op_t unary[] = {CML_OP_EXP,   CML_OP_LOG,   CML_OP_TANH,  CML_OP_LOGISTIC,
+                                   CML_OP_ERF,   CML_OP_SQRT,  CML_OP_RSQRT, CML_OP_NEG,
+                                   CML_OP_ABS,   CML_OP_SIGN,  CML_OP_FLOOR, CML_OP_CEIL,
+                                   CML_OP_ROUND, CML_OP_EXPM1, CML_OP_LOG1P};
   uint16_t a[N], b[N], got[N + 8], want[N];
   int checked = 0;
   for (int dt_i = 0; dt_i < 2; ++dt_i) {
@@ -470,7 +474,9 @@ TEST(half_elementwise_matches_scalar) {
                 // Exact for + - * / max min and neg; the polynomial transcendentals may round
                 // to the neighbouring half value (1 ulp of the dtype).
                 const int diff = abs((int)(int16_t)got[i] - (int)(int16_t)want[i]);
-                const bool exact_op = !u || op == CML_OP_NEG || op == CML_OP_SQRT;
+                const bool exact_op = !u || op == CML_OP_NEG || op == CML_OP_SQRT ||
+                                      op == CML_OP_ABS || op == CML_OP_SIGN || op == CML_OP_FLOOR ||
+                                      op == CML_OP_CEIL || op == CML_OP_ROUND;
                 if (exact_op ? got[i] != want[i] : diff > 1) {
                   TEST_FAIL_("%s %s %s n=%d: element %d: %a, scalar %a", kIsas[k].name,
                              cml_dtype_name(dt), cml_op_name(op), n, i, (double)g, (double)w);

@@ -35,6 +35,12 @@ CMLC_EW_TARGET static inline vf v_andnot(vf a, vf b) { return _mm256_andnot_ps(a
 CMLC_EW_TARGET static inline vf v_round(vf a) {
   return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
+CMLC_EW_TARGET static inline vf v_floor(vf a) {
+  return _mm256_round_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+CMLC_EW_TARGET static inline vf v_ceil(vf a) {
+  return _mm256_round_ps(a, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+}
 CMLC_EW_TARGET static inline vi v_cvt_i32(vf a) { return _mm256_cvtps_epi32(a); }
 CMLC_EW_TARGET static inline vi v_cvtt_i32(vf a) { return _mm256_cvttps_epi32(a); }
 CMLC_EW_TARGET static inline vf v_cvt_f32(vi a) { return _mm256_cvtepi32_ps(a); }

@@ -41,6 +41,12 @@ CMLC_EW_SIMD_UNARY(log_f32, v_log)
 CMLC_EW_SIMD_UNARY(tanh_f32, v_tanh)
 CMLC_EW_SIMD_UNARY(logistic_f32, v_logistic)
 CMLC_EW_SIMD_UNARY(erf_f32, v_erf)
+CMLC_EW_SIMD_UNARY(expm1_f32, v_expm1)
+CMLC_EW_SIMD_UNARY(log1p_f32, v_log1p)
+CMLC_EW_SIMD_UNARY(sign_f32, v_sign)
+CMLC_EW_SIMD_UNARY(floor_f32, v_floor)
+CMLC_EW_SIMD_UNARY(ceil_f32, v_ceil)
+CMLC_EW_SIMD_UNARY(round_f32, v_round)
 
 //===--- binary and compare kernels ---===//
 
@@ -319,6 +325,20 @@ cmlc_ew_fn CMLC_EW_FN(unary_fn)(cml_op_t op, cml_dtype_t dtype) {
       return CMLC_EW_FN(logistic_f32);
     case CML_OP_ERF:
       return CMLC_EW_FN(erf_f32);
+    case CML_OP_EXPM1:
+      return CMLC_EW_FN(expm1_f32);
+    case CML_OP_LOG1P:
+      return CMLC_EW_FN(log1p_f32);
+    case CML_OP_SIGN:
+      return CMLC_EW_FN(sign_f32);
+    case CML_OP_FLOOR:
+      return CMLC_EW_FN(floor_f32);
+    case CML_OP_CEIL:
+      return CMLC_EW_FN(ceil_f32);
+    case CML_OP_ROUND:
+      return CMLC_EW_FN(round_f32);
+    case CML_OP_IS_FINITE:
+      return CMLC_EW_FN(is_finite_f32);
     default:
       return NULL;
   }

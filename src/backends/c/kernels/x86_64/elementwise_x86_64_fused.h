@@ -327,6 +327,25 @@ CMLC_EW_SIMD_CLAMP(f16, uint16_t)
     CMLC_EW_FN(map_##name##_##sfx)(out, in[0], n);                                      \
   }
 
+// IsFinite (bool out): the widened value's magnitude below +Inf (false for NaN).
+#define CMLC_EW_IS_FINITE(sfx)                                                             \
+  CMLC_EW_TARGET static void CMLC_EW_FN(is_finite_##sfx)(void* out, const void* const* in, \
+                                                         const int64_t* st, int64_t n) {   \
+    (void)st;                                                                              \
+    uint8_t* y = (uint8_t*)out;                                                            \
+    int64_t i = 0;                                                                         \
+    for (; i + CMLC_V_W <= n; i += CMLC_V_W) {                                             \
+      const vf v = v_ld_##sfx(in[0], i);                                                   \
+      v_store_bool(y + i, v_lt(v_abs(v), v_set1(INFINITY)));                               \
+    }                                                                                      \
+    if (i < n) {                                                                           \
+      uint8_t t[CMLC_V_W];                                                                 \
+      const vf v = v_ld_tail_##sfx(in[0], i, n - i, CMLC_EW_ZERO_##sfx);                   \
+      v_store_bool(t, v_lt(v_abs(v), v_set1(INFINITY)));                                   \
+      memcpy(y + i, t, (size_t)(n - i));                                                   \
+    }                                                                                      \
+  }
+
 #define CMLC_EW_HALF_OPS(sfx, T)                      \
   CMLC_EW_HALF_COMPARE(eq, sfx, T, v_eq)              \
   CMLC_EW_HALF_COMPARE(ne, sfx, T, v_neq)             \
@@ -348,6 +367,13 @@ CMLC_EW_SIMD_CLAMP(f16, uint16_t)
   CMLC_EW_FUSED_MAP(map_sqrt, sfx, v_sqrt(v))         \
   CMLC_EW_FUSED_MAP(map_rsqrt, sfx, v_rsqrt(v))       \
   CMLC_EW_FUSED_MAP(map_neg, sfx, v_neg(v))           \
+  CMLC_EW_FUSED_MAP(map_abs, sfx, v_abs(v))           \
+  CMLC_EW_FUSED_MAP(map_sign, sfx, v_sign(v))         \
+  CMLC_EW_FUSED_MAP(map_floor, sfx, v_floor(v))       \
+  CMLC_EW_FUSED_MAP(map_ceil, sfx, v_ceil(v))         \
+  CMLC_EW_FUSED_MAP(map_round, sfx, v_round(v))       \
+  CMLC_EW_FUSED_MAP(map_expm1, sfx, v_expm1(v))       \
+  CMLC_EW_FUSED_MAP(map_log1p, sfx, v_log1p(v))       \
   CMLC_EW_HALF_UNARY(exp, sfx, T, v_exp)              \
   CMLC_EW_HALF_UNARY(log, sfx, T, v_log)              \
   CMLC_EW_HALF_UNARY(tanh, sfx, T, v_tanh)            \
@@ -355,10 +381,19 @@ CMLC_EW_SIMD_CLAMP(f16, uint16_t)
   CMLC_EW_HALF_UNARY(erf, sfx, T, v_erf)              \
   CMLC_EW_HALF_UNARY(sqrt, sfx, T, v_sqrt)            \
   CMLC_EW_HALF_UNARY(rsqrt, sfx, T, v_rsqrt)          \
-  CMLC_EW_HALF_UNARY(neg, sfx, T, v_neg)
+  CMLC_EW_HALF_UNARY(neg, sfx, T, v_neg)              \
+  CMLC_EW_HALF_UNARY(abs, sfx, T, v_abs)              \
+  CMLC_EW_HALF_UNARY(sign, sfx, T, v_sign)            \
+  CMLC_EW_HALF_UNARY(floor, sfx, T, v_floor)          \
+  CMLC_EW_HALF_UNARY(ceil, sfx, T, v_ceil)            \
+  CMLC_EW_HALF_UNARY(round, sfx, T, v_round)          \
+  CMLC_EW_HALF_UNARY(expm1, sfx, T, v_expm1)          \
+  CMLC_EW_HALF_UNARY(log1p, sfx, T, v_log1p)          \
+  CMLC_EW_IS_FINITE(sfx)
 
 CMLC_EW_HALF_OPS(bf16, uint16_t)
 CMLC_EW_HALF_OPS(f16, uint16_t)
+CMLC_EW_IS_FINITE(f32)
 
 // The bf16 / f16 kernel of |op|, or NULL.
 #define CMLC_EW_HALF_PICK(name) \
@@ -415,6 +450,22 @@ static cmlc_ew_fn CMLC_EW_FN(half_unary_fn)(cml_op_t op, cml_dtype_t dtype) {
       CMLC_EW_HALF_PICK(rsqrt)
     case CML_OP_NEG:
       CMLC_EW_HALF_PICK(neg)
+    case CML_OP_ABS:
+      CMLC_EW_HALF_PICK(abs)
+    case CML_OP_SIGN:
+      CMLC_EW_HALF_PICK(sign)
+    case CML_OP_FLOOR:
+      CMLC_EW_HALF_PICK(floor)
+    case CML_OP_CEIL:
+      CMLC_EW_HALF_PICK(ceil)
+    case CML_OP_ROUND:
+      CMLC_EW_HALF_PICK(round)
+    case CML_OP_EXPM1:
+      CMLC_EW_HALF_PICK(expm1)
+    case CML_OP_LOG1P:
+      CMLC_EW_HALF_PICK(log1p)
+    case CML_OP_IS_FINITE:
+      CMLC_EW_HALF_PICK(is_finite)
     default:
       return NULL;
   }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// kernels/x86_64/vecmath.h: f32 vector math (exp, log, tanh, logistic, erf, the two GELU
-// forms, NaN-propagating max/min) over the small vector layer of the SIMD kernels. Included by
-// elementwise_x86_64_body.h after elementwise_x86_64_{avx512,avx2}.c define the layer
-// (vf, vi, vm, v_* primitives, CMLC_EW_TARGET), so both ISAs get the same code.
+// kernels/x86_64/vecmath.h: f32 vector math (exp, log, expm1, log1p, tanh, logistic, erf, the
+// two GELU forms, sign, NaN-propagating max/min) over the small vector layer of the SIMD
+// kernels. Included by elementwise_x86_64_body.h after elementwise_x86_64_{avx512,avx2}.c
+// define the layer (vf, vi, vm, v_* primitives, CMLC_EW_TARGET), so both ISAs get the same
+// code.
 //
 // Every function computes each lane with the same sequence of IEEE operations on both ISAs
 // (explicit FMAs, no reassociation), so AVX2 and AVX-512 results are bit-identical.
@@ -25,7 +26,8 @@
 
 // Dense sweeps (tests/unit/c_kernels_vecmath_test.c asserts these bounds): every 1024th f32 bit
 // pattern in each function's active range, in ulps of the f32 result against libm in double:
-// exp 0.84 (bound 1), log 0.75 (1), tanh 1.31 (1.5), erf 1.26 (1.5), logistic 2.13 (2.5).
+// exp 0.84 (bound 1), log 0.75 (1), tanh 1.31 (1.5), erf 1.26 (1.5), logistic 2.13 (2.5),
+// expm1 2.35 (3), log1p 2.22 (3).
 // The GELU forms against the formula in double at the same f32 input, every 256th pattern in
 // [-16, 16]:
 //   gelu_erf:  6.8 ulp max on [-13, 16] (bound 7; the largest errors are near x = -1.4, where
@@ -109,6 +111,33 @@ CMLC_EW_TARGET static inline vf v_log(vf x) {
   y = v_sel(v_eq(x, v_zero()), v_set1(-INFINITY), y);
   y = v_sel(v_eq(x, v_set1(INFINITY)), x, y);
   return v_sel(v_unord(x, x), x, y);
+}
+
+// e^x - 1 without the cancellation near 0 (Kahan): with u = e^x as computed, (u - 1) * (x / log u)
+// (u - 1 is exact near 1, and the errors of u cancel in the ratio); x where u rounds to 1 (so
+// +-0 and tiny x are exact), -1 where u - 1 is -1, +Inf where u overflows.
+CMLC_EW_TARGET static inline vf v_expm1(vf x) {
+  const vf u = v_exp(x);
+  const vf um1 = v_sub(u, v_set1(1.0f));
+  vf y = v_mul(um1, v_div(x, v_log(u)));  // x / log u first: (u - 1) * x overflows
+  y = v_sel(v_eq(um1, v_set1(-1.0f)), um1, y);
+  y = v_sel(v_eq(u, v_set1(INFINITY)), u, y);
+  return v_sel(v_eq(u, v_set1(1.0f)), x, y);
+}
+
+// log(1 + x) without the cancellation near 0 (Goldberg): with u = 1 + x as computed,
+// log(u) * x / (u - 1); x where u rounds to 1 (so +-0 and tiny x are exact), +Inf for +Inf.
+// x = -1 gives -Inf and x < -1 NaN through log.
+CMLC_EW_TARGET static inline vf v_log1p(vf x) {
+  const vf u = v_add(v_set1(1.0f), x);
+  vf y = v_mul(v_log(u), v_div(x, v_sub(u, v_set1(1.0f))));
+  y = v_sel(v_eq(u, v_set1(INFINITY)), u, y);
+  return v_sel(v_eq(u, v_set1(1.0f)), x, y);
+}
+
+// sign(x): +-1 for nonzero x, x itself for +-0 and NaN.
+CMLC_EW_TARGET static inline vf v_sign(vf x) {
+  return v_sel(v_gt(v_abs(x), v_zero()), v_copysign(v_set1(1.0f), x), x);
 }
 
 // tanh(x).
