@@ -267,14 +267,15 @@ typedef struct unary_case_t {
 static double ref_logistic(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 static const unary_case_t kUnary[] = {
-    {CML_OP_NEG, NULL, 0, -100, 100},   {CML_OP_ABS, NULL, 0, -100, 100},
-    {CML_OP_SQRT, NULL, 0, 0, 1000},    {CML_OP_RSQRT, NULL, 0, 0, 1000},
-    {CML_OP_EXP, exp, 1.5, -110, 90},   {CML_OP_LOG, log, 1.5, 0, 1e6},
-    {CML_OP_TANH, tanh, 2.0, -10, 10},  {CML_OP_LOGISTIC, ref_logistic, 3.0, -110, 110},
-    {CML_OP_ERF, erf, 2.0, -5, 5},      {CML_OP_EXPM1, expm1, 3.0, -20, 20},
-    {CML_OP_LOG1P, log1p, 3.0, -1, 50}, {CML_OP_SIGN, NULL, 0, -3, 3},
-    {CML_OP_FLOOR, NULL, 0, -300, 300}, {CML_OP_CEIL, NULL, 0, -300, 300},
-    {CML_OP_ROUND, NULL, 0, -300, 300},
+    {CML_OP_NEG, NULL, 0, -100, 100},      {CML_OP_ABS, NULL, 0, -100, 100},
+    {CML_OP_SQRT, NULL, 0, 0, 1000},       {CML_OP_RSQRT, NULL, 0, 0, 1000},
+    {CML_OP_EXP, exp, 1.5, -110, 90},      {CML_OP_LOG, log, 1.5, 0, 1e6},
+    {CML_OP_TANH, tanh, 2.0, -10, 10},     {CML_OP_LOGISTIC, ref_logistic, 3.0, -110, 110},
+    {CML_OP_ERF, erf, 2.0, -5, 5},         {CML_OP_EXPM1, expm1, 3.0, -20, 20},
+    {CML_OP_LOG1P, log1p, 3.0, -1, 50},    {CML_OP_SIGN, NULL, 0, -3, 3},
+    {CML_OP_FLOOR, NULL, 0, -300, 300},    {CML_OP_CEIL, NULL, 0, -300, 300},
+    {CML_OP_ROUND, NULL, 0, -300, 300},    {CML_OP_SIN, sin, 2.0, -70000, 70000},
+    {CML_OP_COS, cos, 2.0, -70000, 70000},
 };
 
 enum { UNARY_N = 1 << 16 };

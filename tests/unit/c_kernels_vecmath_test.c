@@ -112,6 +112,8 @@ static const unary_bound_t kBounds[] = {
     {CML_OP_LOGISTIC, ref_logistic, -104.0f, 89.0f, 2.5},
     {CML_OP_EXPM1, expm1, -104.0f, 89.0f, 3.0},
     {CML_OP_LOG1P, log1p, -0.99999994f, FLT_MAX, 3.0},
+    {CML_OP_SIN, sin, -65536.0f, 65536.0f, 2.0},
+    {CML_OP_COS, cos, -65536.0f, 65536.0f, 2.0},
 };
 
 enum { SWEEP_CAP = 1 << 22 };
@@ -433,10 +435,10 @@ TEST(half_elementwise_matches_scalar) {
   enum { N = 1000 };
   static const cml_op_t binary[] = {CML_OP_ADD, CML_OP_SUB, CML_OP_MUL,
                                     CML_OP_DIV, CML_OP_MAX, CML_OP_MIN};
-  static const cml_op_t unary[] = {CML_OP_EXP,   CML_OP_LOG,   CML_OP_TANH,  CML_OP_LOGISTIC,
-                                   CML_OP_ERF,   CML_OP_SQRT,  CML_OP_RSQRT, CML_OP_NEG,
-                                   CML_OP_ABS,   CML_OP_SIGN,  CML_OP_FLOOR, CML_OP_CEIL,
-                                   CML_OP_ROUND, CML_OP_EXPM1, CML_OP_LOG1P};
+  static const cml_op_t unary[] = {
+      CML_OP_EXP,   CML_OP_LOG,   CML_OP_TANH,  CML_OP_LOGISTIC, CML_OP_ERF,   CML_OP_SQRT,
+      CML_OP_RSQRT, CML_OP_NEG,   CML_OP_ABS,   CML_OP_SIGN,     CML_OP_FLOOR, CML_OP_CEIL,
+      CML_OP_ROUND, CML_OP_EXPM1, CML_OP_LOG1P, CML_OP_SIN,      CML_OP_COS};
   uint16_t a[N], b[N], got[N + 8], want[N];
   int checked = 0;
   for (int dt_i = 0; dt_i < 2; ++dt_i) {

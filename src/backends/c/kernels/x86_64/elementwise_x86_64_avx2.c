@@ -63,6 +63,8 @@ CMLC_EW_TARGET static inline vm v_le(vf a, vf b) { return _mm256_cmp_ps(a, b, _C
 CMLC_EW_TARGET static inline vm v_gt(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
 CMLC_EW_TARGET static inline vm v_ge(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
 CMLC_EW_TARGET static inline vm v_unord(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_UNORD_Q); }
+// Bit i set where lane i of |m| is.
+CMLC_EW_TARGET static inline uint32_t v_mask_bits(vm m) { return (uint32_t)_mm256_movemask_ps(m); }
 CMLC_EW_TARGET static inline vf v_sel(vm m, vf t, vf f) { return _mm256_blendv_ps(f, t, m); }
 CMLC_EW_TARGET static inline vi v_i_sel(vm m, vi t, vi f) {
   return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(f), _mm256_castsi256_ps(t), m));

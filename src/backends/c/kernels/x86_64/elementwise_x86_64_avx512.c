@@ -65,6 +65,8 @@ CMLC_EW_TARGET static inline vm v_ge(vf a, vf b) { return _mm512_cmp_ps_mask(a, 
 CMLC_EW_TARGET static inline vm v_unord(vf a, vf b) {
   return _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
 }
+// Bit i set where lane i of |m| is.
+CMLC_EW_TARGET static inline uint32_t v_mask_bits(vm m) { return (uint32_t)m; }
 CMLC_EW_TARGET static inline vf v_sel(vm m, vf t, vf f) { return _mm512_mask_blend_ps(m, f, t); }
 CMLC_EW_TARGET static inline vi v_i_sel(vm m, vi t, vi f) {
   return _mm512_mask_blend_epi32(m, f, t);

@@ -47,6 +47,8 @@ CMLC_EW_SIMD_UNARY(sign_f32, v_sign)
 CMLC_EW_SIMD_UNARY(floor_f32, v_floor)
 CMLC_EW_SIMD_UNARY(ceil_f32, v_ceil)
 CMLC_EW_SIMD_UNARY(round_f32, v_round)
+CMLC_EW_SIMD_UNARY(sin_f32, v_sin)
+CMLC_EW_SIMD_UNARY(cos_f32, v_cos)
 
 //===--- binary and compare kernels ---===//
 
@@ -339,6 +341,10 @@ cmlc_ew_fn CMLC_EW_FN(unary_fn)(cml_op_t op, cml_dtype_t dtype) {
       return CMLC_EW_FN(round_f32);
     case CML_OP_IS_FINITE:
       return CMLC_EW_FN(is_finite_f32);
+    case CML_OP_SIN:
+      return CMLC_EW_FN(sin_f32);
+    case CML_OP_COS:
+      return CMLC_EW_FN(cos_f32);
     default:
       return NULL;
   }

@@ -374,6 +374,8 @@ CMLC_EW_SIMD_CLAMP(f16, uint16_t)
   CMLC_EW_FUSED_MAP(map_round, sfx, v_round(v))       \
   CMLC_EW_FUSED_MAP(map_expm1, sfx, v_expm1(v))       \
   CMLC_EW_FUSED_MAP(map_log1p, sfx, v_log1p(v))       \
+  CMLC_EW_FUSED_MAP(map_sin, sfx, v_sin(v))           \
+  CMLC_EW_FUSED_MAP(map_cos, sfx, v_cos(v))           \
   CMLC_EW_HALF_UNARY(exp, sfx, T, v_exp)              \
   CMLC_EW_HALF_UNARY(log, sfx, T, v_log)              \
   CMLC_EW_HALF_UNARY(tanh, sfx, T, v_tanh)            \
@@ -389,6 +391,8 @@ CMLC_EW_SIMD_CLAMP(f16, uint16_t)
   CMLC_EW_HALF_UNARY(round, sfx, T, v_round)          \
   CMLC_EW_HALF_UNARY(expm1, sfx, T, v_expm1)          \
   CMLC_EW_HALF_UNARY(log1p, sfx, T, v_log1p)          \
+  CMLC_EW_HALF_UNARY(sin, sfx, T, v_sin)              \
+  CMLC_EW_HALF_UNARY(cos, sfx, T, v_cos)              \
   CMLC_EW_IS_FINITE(sfx)
 
 CMLC_EW_HALF_OPS(bf16, uint16_t)
@@ -466,6 +470,10 @@ static cmlc_ew_fn CMLC_EW_FN(half_unary_fn)(cml_op_t op, cml_dtype_t dtype) {
       CMLC_EW_HALF_PICK(log1p)
     case CML_OP_IS_FINITE:
       CMLC_EW_HALF_PICK(is_finite)
+    case CML_OP_SIN:
+      CMLC_EW_HALF_PICK(sin)
+    case CML_OP_COS:
+      CMLC_EW_HALF_PICK(cos)
     default:
       return NULL;
   }
