@@ -484,6 +484,52 @@ TEST(convert_matches_scalar) {
   }
 }
 
+//===--- Int32 Div and Rem ---===//
+
+// Every ISA against the scalar kernels: zero divisors, INT32_MIN / -1, signs, random values of
+// every size, each operand broadcast or not, every length up to 40 and a long one.
+TEST(i32_div_rem_match_scalar) {
+  enum { N = 1000 };
+  static int32_t a[N], b[N], got[N + 16], want[N + 16];
+  static const int32_t edges[] = {0, 1, -1, 2, -2, 7, -7, INT32_MIN, INT32_MAX, INT32_MIN + 1};
+  enum { EN = (int)(sizeof edges / sizeof edges[0]) };
+  for (int i = 0; i < N; ++i) {
+    if (i < EN * EN) {
+      a[i] = edges[i / EN];
+      b[i] = edges[i % EN];
+    } else {
+      a[i] = (int32_t)rng_u32() >> (rng_u32() % 31);
+      b[i] = (int32_t)rng_u32() >> (rng_u32() % 32);
+    }
+  }
+  static const cml_op_t ops[2] = {CML_OP_DIV, CML_OP_REM};
+  for (int o = 0; o < 2; ++o) {
+    cmlc_ew_fn ref = cmlc_ew_binary_fn(ops[o], CML_DTYPE_I32);
+    ASSERT_TRUE(ref != NULL);
+    for (int k = 0; k < ISA_COUNT; ++k) {
+      if (!kIsas[k].available()) continue;
+      cmlc_ew_fn fn = kIsas[k].binary(ops[o], CML_DTYPE_I32);
+      ASSERT_TRUE(fn != NULL);
+      static const int64_t strides[4][2] = {{1, 1}, {1, 0}, {0, 1}, {0, 0}};
+      for (int s = 0; s < 4; ++s) {
+        for (int start = 0; start < 2 * EN; start += 3) {
+          const void* in[2] = {a + start, b + (strides[s][0] ? start : start + 7)};
+          for (int64_t n = 0; n <= N - 2 * EN; n += n < 40 ? 1 : 301) {
+            memset(got, 0x5a, sizeof got);
+            memset(want, 0x5a, sizeof want);
+            fn(got, in, strides[s], n);
+            ref(want, in, strides[s], n);
+            if (memcmp(got, want, sizeof got) != 0) {
+              TEST_FAIL_("%s %s strides %d start %d n=%lld", kIsas[k].name, cml_op_name(ops[o]), s,
+                         start, (long long)n);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 //===--- IsFinite ---===//
 
 // IsFinite on f32, bf16 and f16 (bool out): every ISA against the scalar kernel over the edge
@@ -777,8 +823,9 @@ TEST(lookup_picks_variant_at_plan_time) {
 TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan_and_signed_zero),
           TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(half_compares_match_scalar),
           TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
-          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(where_matches_scalar),
-          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
+          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
+          TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

@@ -105,6 +105,22 @@ CMLC_EW_TARGET static inline void v_store_i32(int32_t* p, vi v) {
   _mm256_storeu_si256((__m256i*)p, v);
 }
 
+// Int32 quotients truncated toward zero through f64 (exact: |a| < 2^53), lanes whose divisor
+// is 0 or whose quotient overflows (INT32_MIN / -1) get the conversion's 0x80000000.
+CMLC_EW_TARGET static inline vi v_i_div_trunc(vi a, vi b) {
+  const __m256d alo = _mm256_cvtepi32_pd(_mm256_castsi256_si128(a));
+  const __m256d ahi = _mm256_cvtepi32_pd(_mm256_extracti128_si256(a, 1));
+  const __m256d blo = _mm256_cvtepi32_pd(_mm256_castsi256_si128(b));
+  const __m256d bhi = _mm256_cvtepi32_pd(_mm256_extracti128_si256(b, 1));
+  const __m128i qlo = _mm256_cvttpd_epi32(_mm256_div_pd(alo, blo));
+  const __m128i qhi = _mm256_cvttpd_epi32(_mm256_div_pd(ahi, bhi));
+  return _mm256_set_m128i(qhi, qlo);
+}
+CMLC_EW_TARGET static inline vi v_i_mullo(vi a, vi b) { return _mm256_mullo_epi32(a, b); }
+CMLC_EW_TARGET static inline vm v_i_eq(vi a, vi b) {
+  return _mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b));
+}
+
 #include "backends/c/kernels/x86_64/elementwise_x86_64_body.h"
 
 #endif  // CMLC_HAVE_X86_64

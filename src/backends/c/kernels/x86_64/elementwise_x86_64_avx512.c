@@ -98,6 +98,20 @@ CMLC_EW_TARGET static inline void v_store_f16(uint16_t* p, vf v) {
 CMLC_EW_TARGET static inline vi v_load_i32(const int32_t* p) { return _mm512_loadu_si512(p); }
 CMLC_EW_TARGET static inline void v_store_i32(int32_t* p, vi v) { _mm512_storeu_si512(p, v); }
 
+// Int32 quotients truncated toward zero through f64 (exact: |a| < 2^53), lanes whose divisor
+// is 0 or whose quotient overflows (INT32_MIN / -1) get the conversion's 0x80000000.
+CMLC_EW_TARGET static inline vi v_i_div_trunc(vi a, vi b) {
+  const __m512d alo = _mm512_cvtepi32_pd(_mm512_castsi512_si256(a));
+  const __m512d ahi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(a, 1));
+  const __m512d blo = _mm512_cvtepi32_pd(_mm512_castsi512_si256(b));
+  const __m512d bhi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(b, 1));
+  const __m256i qlo = _mm512_cvttpd_epi32(_mm512_div_pd(alo, blo));
+  const __m256i qhi = _mm512_cvttpd_epi32(_mm512_div_pd(ahi, bhi));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(qlo), qhi, 1);
+}
+CMLC_EW_TARGET static inline vi v_i_mullo(vi a, vi b) { return _mm512_mullo_epi32(a, b); }
+CMLC_EW_TARGET static inline vm v_i_eq(vi a, vi b) { return _mm512_cmpeq_epi32_mask(a, b); }
+
 #include "backends/c/kernels/x86_64/elementwise_x86_64_body.h"
 
 #endif  // CMLC_HAVE_X86_64

@@ -285,6 +285,39 @@ enum { CMLC_EW_RD_LANES = 32, CMLC_EW_RD_SPLIT = 8192 };
     }                                                                                \
     return lane[0];                                                                  \
   }
+// Int32 Div and Rem with the scalar kernels' results: a / 0 = -1, a % 0 = a, INT32_MIN / -1 =
+// INT32_MIN and INT32_MIN % -1 = 0 (the remainder a - q b wraps), either operand broadcast.
+CMLC_EW_TARGET static inline vi CMLC_EW_FN(i32_divrem)(vi a, vi b, bool rem) {
+  vi q = v_i_div_trunc(a, b);
+  q = v_i_sel(v_i_eq(b, v_i_set1(0)), v_i_set1(-1), q);
+  return rem ? v_i_sub(a, v_i_mullo(q, b)) : q;
+}
+#define CMLC_EW_SIMD_I32_DIVREM(name, REM)                                                         \
+  CMLC_EW_TARGET static void CMLC_EW_FN(name)(void* out, const void* const* in, const int64_t* st, \
+                                              int64_t n) {                                         \
+    const int32_t* a = (const int32_t*)in[0];                                                      \
+    const int32_t* b = (const int32_t*)in[1];                                                      \
+    int32_t* o = (int32_t*)out;                                                                    \
+    const vi a0 = v_i_set1(a[0]), b0 = v_i_set1(b[0]);                                             \
+    int64_t i = 0;                                                                                 \
+    for (; i + CMLC_V_W <= n; i += CMLC_V_W) {                                                     \
+      const vi va = st[0] ? v_load_i32(a + i) : a0, vb = st[1] ? v_load_i32(b + i) : b0;           \
+      v_store_i32(o + i, CMLC_EW_FN(i32_divrem)(va, vb, REM));                                     \
+    }                                                                                              \
+    if (i < n) {                                                                                   \
+      int32_t ta[CMLC_V_W] = {0}, tb[CMLC_V_W], tr[CMLC_V_W];                                      \
+      for (int k = 0; k < CMLC_V_W; ++k) tb[k] = 1;                                                \
+      const size_t bytes = (size_t)(n - i) * sizeof(int32_t);                                      \
+      if (st[0]) memcpy(ta, a + i, bytes);                                                         \
+      if (st[1]) memcpy(tb, b + i, bytes);                                                         \
+      const vi va = st[0] ? v_load_i32(ta) : a0, vb = st[1] ? v_load_i32(tb) : b0;                 \
+      v_store_i32(tr, CMLC_EW_FN(i32_divrem)(va, vb, REM));                                        \
+      memcpy(o + i, tr, bytes);                                                                    \
+    }                                                                                              \
+  }
+CMLC_EW_SIMD_I32_DIVREM(div_i32, false)
+CMLC_EW_SIMD_I32_DIVREM(rem_i32, true)
+
 #define CMLC_EW_SIMD_REDUCE(name, VOP, IDENT, SOP) \
   CMLC_EW_SIMD_REDUCE_GEN(name, float, v_load, CMLC_EW_ID, VOP, IDENT, SOP)
 #define CMLC_EW_SIMD_REDUCE_HALF(name, LOADV, WIDEN1, VOP, IDENT, SOP) \
@@ -351,6 +384,9 @@ cmlc_ew_fn CMLC_EW_FN(unary_fn)(cml_op_t op, cml_dtype_t dtype) {
 }
 
 cmlc_ew_fn CMLC_EW_FN(binary_fn)(cml_op_t op, cml_dtype_t dtype) {
+  if (dtype == CML_DTYPE_I32) {
+    return op == CML_OP_DIV ? CMLC_EW_FN(div_i32) : op == CML_OP_REM ? CMLC_EW_FN(rem_i32) : NULL;
+  }
   if (dtype != CML_DTYPE_F32) return CMLC_EW_FN(half_binary_fn)(op, dtype);
   switch (op) {
     case CML_OP_ADD:
