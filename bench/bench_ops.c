@@ -3,7 +3,8 @@
 // bf16 and f16: reductions over each axis, transposes, pooling (ReduceWindow, NHWC and NCHW)
 // and its gradient (SelectAndScatter), Clamp, strided slices, batched products, gathers; c vs
 // Where with a compare, conversions between 16-bit floats and to i32, a row scatter-add and a
-// 3x3 convolution; c vs c:reference vs xla:cpu. Written to find the shapes where a dtype or a
+// 3x3 convolution, Floor, Expm1, Log1p, Sin, a ReLU mask through a Bool conversion and Int32
+// Div/Rem; c vs c:reference vs xla:cpu. Written to find the shapes where a dtype or a
 // layout falls back to slow generic code (bench/README.md, "Single ops in three dtypes"). The rate
 // column is the input bytes (the first operand) per second.
 #include <string.h>
@@ -35,6 +36,12 @@ enum {
   K_CONVERT_I32,
   K_SCATTER_ROWS,
   K_CONV3X3,
+  K_FLOOR,
+  K_EXPM1,
+  K_LOG1P,
+  K_SIN,
+  K_RELU_MASK,
+  K_I32_DIVREM,
   K_COUNT
 };
 
@@ -61,6 +68,12 @@ static const char* const kNames[K_COUNT] = {
     "convert to i32 [1024,1024]",
     "scatter-add 1024 rows into [512,1024]",
     "conv 3x3 NHWC [4,64,64,64] x [3,3,64,64]",
+    "floor [1024,1024]",
+    "expm1 [1024,1024]",
+    "log1p [1024,1024]",
+    "sin(8 x) [1024,1024]",
+    "relu mask x * convert(x > 0) [1024,1024]",
+    "i32 i / 37 + i % 37, i = convert(1000 x) [1024,1024]",
 };
 
 static cml_window_config_t window4(const int64_t* dims, const int64_t* strides) {
@@ -179,6 +192,26 @@ static cml_value_t build_op(cml_function_t* f, const bench_case_t* c) {
       d.scatter_axes_to_operand_axes_count = 1;
       d.scatter_axes_to_operand_axes[0] = 0;
       return cml_op_scatter_sum(f, table, idx, x, &d);
+    }
+    case K_FLOOR:
+      return cml_op_unary(f, CML_OP_FLOOR, cml_op_mul(f, x, cml_constant_scalar_f64(f, dt, 100)));
+    case K_EXPM1:
+      return cml_op_unary(f, CML_OP_EXPM1, x);
+    case K_LOG1P:
+      return cml_op_unary(f, CML_OP_LOG1P, x);
+    case K_SIN:
+      return cml_op_unary(f, CML_OP_SIN, cml_op_mul(f, x, cml_constant_scalar_f64(f, dt, 8)));
+    case K_RELU_MASK:
+      return cml_op_mul(f, x,
+                        cml_op_convert_dtype(
+                            f, cml_op_greater_than(f, x, cml_constant_scalar_f64(f, dt, 0)), dt));
+    case K_I32_DIVREM: {
+      // Integer arithmetic on integers made from x (a constant iota would be folded away).
+      cml_value_t i = cml_op_convert_dtype(
+          f, cml_op_mul(f, x, cml_constant_scalar_f64(f, dt, 1000)), CML_DTYPE_I32);
+      cml_value_t d = cml_constant_scalar_f64(f, CML_DTYPE_I32, 37);
+      cml_value_t r = cml_op_add(f, cml_op_div(f, i, d), cml_op_rem(f, i, d));
+      return cml_op_convert_dtype(f, r, dt);
     }
     default: {
       cml_value_t k = bench_param(f, "k", dt, 4, (int64_t[]){3, 3, 64, 64});

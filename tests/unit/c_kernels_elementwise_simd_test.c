@@ -440,6 +440,15 @@ TEST(convert_matches_scalar) {
       if ((src[i] & 0x7fffffu) == 0) src[i] |= 1;
     } else if (i < 400) {
       src[i] = (uint32_t)(0x3f800000u + (uint32_t)i * 0x8000u) | 0x8000u;  // bf16 ties
+    } else if (i < 1040) {
+      // Int32 one above (or below) a bf16 halfway point beyond 2^24, where rounding through f32
+      // first would land on the halfway point and round to even, the wrong way.
+      const int j = i - 1000, shift = 17 + (j % 8);
+      const int32_t tie = (int32_t)((128u + (uint32_t)j) << shift) + (1 << (shift - 1));
+      src[i] = (uint32_t)((j & 1 ? -1 : 1) * (tie + (j & 2 ? -1 : 1)));
+    } else if (i < 1400) {
+      // Small integers (Int32 inputs: the exact range of f32, and just above it).
+      src[i] = (uint32_t)((int32_t)(rng_u32() % (1u << 26)) - (1 << 25));
     } else {
       src[i] = rng_u32();
     }
@@ -450,6 +459,7 @@ TEST(convert_matches_scalar) {
       {CML_DTYPE_F32, CML_DTYPE_I32},   {CML_DTYPE_I32, CML_DTYPE_F32},
       {CML_DTYPE_BF16, CML_DTYPE_F16},  {CML_DTYPE_F16, CML_DTYPE_BF16},
       {CML_DTYPE_BF16, CML_DTYPE_I32},  {CML_DTYPE_F16, CML_DTYPE_I32},
+      {CML_DTYPE_I32, CML_DTYPE_BF16},  {CML_DTYPE_I32, CML_DTYPE_F16},
       {CML_DTYPE_BOOL, CML_DTYPE_F32},  {CML_DTYPE_BOOL, CML_DTYPE_BF16},
       {CML_DTYPE_BOOL, CML_DTYPE_F16},  {CML_DTYPE_F32, CML_DTYPE_BOOL},
       {CML_DTYPE_BF16, CML_DTYPE_BOOL}, {CML_DTYPE_F16, CML_DTYPE_BOOL}};

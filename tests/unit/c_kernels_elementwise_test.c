@@ -511,6 +511,45 @@ TEST(iota_where_clamp) {
   ASSERT_TRUE(isnan(c[3]));
 }
 
+// Iota over many blocks and threads (blocks start inside rows): every element of [3,700,50]
+// along each axis, in i32, f32, i64 and bf16 (the narrowing path), against (e / inner) % dim.
+TEST(iota_large_every_axis_threads) {
+  enum { A = 3, B = 700, C = 50, N = A * B * C };
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  static int32_t yi[N];
+  static float yf[N];
+  static int64_t yl[N];
+  static uint16_t yh[N];
+  const int64_t inner[3] = {B * C, C, 1}, dim[3] = {A, B, C};
+  static const cml_dtype_t dts[4] = {CML_DTYPE_I32, CML_DTYPE_F32, CML_DTYPE_I64, CML_DTYPE_BF16};
+  for (int dt = 0; dt < 4; ++dt) {
+    cml_shape_t os = shp(dts[dt], 3, (int64_t[]){A, B, C});
+    for (int axis = 0; axis < 3; ++axis) {
+      tnode_t t;
+      tnode_init(&t, CML_OP_IOTA, 0, NULL, &os);
+      t.attrs.axis = axis;
+      void* const outs[4] = {yi, yf, yl, yh};
+      ASSERT_STATUS_OK(tnode_run(&t, NULL, outs[dt], pool));
+      for (int64_t e = 0; e < N; ++e) {
+        const int64_t want = (e / inner[axis]) % dim[axis];
+        const double got = dt == 0   ? (double)yi[e]
+                           : dt == 1 ? (double)yf[e]
+                           : dt == 2 ? (double)yl[e]
+                                     : (double)cml_bf16_to_f32(yh[e]);
+        const double exact =
+            dt == 3 ? (double)cml_bf16_to_f32(cml_f32_to_bf16((float)want)) : (double)want;
+        if (got != exact) {
+          TEST_FAIL_("Iota axis %d %s element %lld: got %g want %g", axis, cml_dtype_name(dts[dt]),
+                     (long long)e, got, exact);
+          break;
+        }
+      }
+    }
+  }
+  cmlc_pool_destroy(pool);
+}
+
 //===--- threads and odd shapes ---===//
 
 TEST(broadcast_5x7x11_threads_match_reference) {
@@ -584,5 +623,6 @@ TEST_MAIN(TEST_ENTRY(add_f32_shapes_and_broadcast), TEST_ENTRY(int_division_edge
           TEST_ENTRY(unary_float), TEST_ENTRY(unary_int), TEST_ENTRY(complex_ops),
           TEST_ENTRY(convert_float_to_int), TEST_ENTRY(convert_ints_bools_halves),
           TEST_ENTRY(convert_packed), TEST_ENTRY(bitcast_and_identity),
-          TEST_ENTRY(iota_where_clamp), TEST_ENTRY(broadcast_5x7x11_threads_match_reference),
+          TEST_ENTRY(iota_where_clamp), TEST_ENTRY(iota_large_every_axis_threads),
+          TEST_ENTRY(broadcast_5x7x11_threads_match_reference),
           TEST_ENTRY(large_flat_threads_and_zero_size), TEST_ENTRY(capabilities_and_lookup_misses))

@@ -409,6 +409,26 @@ typedef struct cmlc_ew_iota_ctx_t {
   int64_t n, dim, inner;
 } cmlc_ew_iota_ctx_t;
 
+// Stores elements [start, start + len) of the iota into |y| (of T) from the counters |value|
+// and |within| of cmlc_ew_iota_task, in runs: with inner == 1 ascending values up to dim - 1, else
+// |inner| copies of one value.
+#define CMLC_EW_IOTA_STEP(T, y)                                                      \
+  for (int64_t k = 0; k < len;) {                                                    \
+    if (c->inner == 1) {                                                             \
+      const int64_t run = len - k < c->dim - value ? len - k : c->dim - value;       \
+      for (int64_t j = 0; j < run; ++j) (y)[k + j] = (T)(value + j);                 \
+      k += run;                                                                      \
+      value += run;                                                                  \
+    } else {                                                                         \
+      const int64_t run = len - k < c->inner - within ? len - k : c->inner - within; \
+      for (int64_t j = 0; j < run; ++j) (y)[k + j] = (T)value;                       \
+      k += run;                                                                      \
+      within += run;                                                                 \
+      if (within == c->inner) within = 0, ++value;                                   \
+    }                                                                                \
+    if (value == c->dim) value = 0;                                                  \
+  }
+
 static void cmlc_ew_iota_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_ew_iota_ctx_t* c = (const cmlc_ew_iota_ctx_t*)ctx;
@@ -417,8 +437,21 @@ static void cmlc_ew_iota_task(void* ctx, int64_t begin, int64_t end, int thread_
   for (int64_t blk = begin; blk < end; ++blk) {
     const int64_t start = blk * CMLC_EW_BLOCK;
     const int64_t len = c->n - start < CMLC_EW_BLOCK ? c->n - start : CMLC_EW_BLOCK;
-    for (int64_t k = 0; k < len; ++k) b.v.i[k] = ((start + k) / c->inner) % c->dim;
-    cmlc_ew_narrow(c->dtype, &b, len, c->dst, start);
+    // (e / inner) % dim for e = start + k, stepped with counters (no division per element);
+    // Int32, Int64 and Float32 are stored directly where every value is exact (no saturation,
+    // no rounding), other dtypes and dims through the narrowing block.
+    int64_t within = start % c->inner, value = (start / c->inner) % c->dim;
+    if (c->dtype == CML_DTYPE_I32 && c->dim <= ((int64_t)1 << 31)) {
+      CMLC_EW_IOTA_STEP(int32_t, (int32_t*)c->dst + start)
+    } else if (c->dtype == CML_DTYPE_I64) {
+      CMLC_EW_IOTA_STEP(int64_t, (int64_t*)c->dst + start)
+    } else if (c->dtype == CML_DTYPE_F32 && c->dim <= (1 << 24)) {
+      CMLC_EW_IOTA_STEP(float, (float*)c->dst + start)
+    } else {
+      CMLC_EW_IOTA_STEP(int64_t, b.v.i)
+      cmlc_ew_narrow(c->dtype, &b, len, c->dst, start);
+    }
+#undef CMLC_EW_IOTA_STEP
   }
 }
 

@@ -221,6 +221,28 @@ CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f16_i32)(void* out, const void* in, in
 CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_f32)(void* out, const void* in, int64_t n){
     CMLC_EW_CONVERT_LOOP(int32_t, float, CMLC_EW_I32_TO_F32)}
 
+// Int32 -> bf16 / f16 through f32 (exact below 2^24 in magnitude, then rounded once, as the
+// scalar path's double); lanes from 2^24 up take the scalar conversion (f32 would round twice).
+CMLC_EW_TARGET
+    static inline void CMLC_EW_FN(i32_to_half)(uint16_t* dst, const int32_t* src, bool bf) {
+  const vf f = v_cvt_f32(v_load_i32(src));
+  if (bf) {
+    v_store_u16(dst, v_f32_to_bf16_bits(f));
+  } else {
+    v_store_f16(dst, f);
+  }
+  for (uint32_t big = v_mask_bits(v_ge(v_abs(f), v_set1(16777216.0f))); big; big &= big - 1) {
+    const int i = __builtin_ctz(big);
+    dst[i] = bf ? cml_f64_to_bf16((double)src[i]) : cml_f64_to_f16((double)src[i]);
+  }
+}
+#define CMLC_EW_I32_TO_BF16(dst, src) CMLC_EW_FN(i32_to_half)((dst), (src), true)
+#define CMLC_EW_I32_TO_F16(dst, src) CMLC_EW_FN(i32_to_half)((dst), (src), false)
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_bf16)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(int32_t, uint16_t, CMLC_EW_I32_TO_BF16)}
+
+CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_f16)(void* out, const void* in, int64_t n){
+    CMLC_EW_CONVERT_LOOP(int32_t, uint16_t, CMLC_EW_I32_TO_F16)}
 // Bool (any nonzero byte is true) -> 1 or 0, and floats -> bool (nonzero, NaN included, is
 // true), as the scalar conversions.
 #define CMLC_EW_BOOL_01(src) v_sel(v_load_bool(src), v_set1(1.0f), v_zero())
@@ -435,6 +457,8 @@ cmlc_ew_convert_fn CMLC_EW_FN(convert_fn)(cml_dtype_t from, cml_dtype_t to) {
   if (from == CML_DTYPE_F16 && to == CML_DTYPE_BF16) return CMLC_EW_FN(cvt_f16_bf16);
   if (from == CML_DTYPE_BF16 && to == CML_DTYPE_I32) return CMLC_EW_FN(cvt_bf16_i32);
   if (from == CML_DTYPE_F16 && to == CML_DTYPE_I32) return CMLC_EW_FN(cvt_f16_i32);
+  if (from == CML_DTYPE_I32 && to == CML_DTYPE_BF16) return CMLC_EW_FN(cvt_i32_bf16);
+  if (from == CML_DTYPE_I32 && to == CML_DTYPE_F16) return CMLC_EW_FN(cvt_i32_f16);
   if (from == CML_DTYPE_BOOL && to == CML_DTYPE_F32) return CMLC_EW_FN(cvt_bool_f32);
   if (from == CML_DTYPE_BOOL && to == CML_DTYPE_BF16) return CMLC_EW_FN(cvt_bool_bf16);
   if (from == CML_DTYPE_BOOL && to == CML_DTYPE_F16) return CMLC_EW_FN(cvt_bool_f16);
