@@ -319,6 +319,40 @@ TEST(reverse_by_hand) {
   for (int i = 0; i < 6; ++i) ASSERT_EQ_DBL(out[i], want2[i]);
 }
 
+// Reverse of the last axis (the stride -1 row loop) for every element size, of the first axis
+// and of both, rows long enough for vector loops and their tails, against a host loop.
+TEST(reverse_every_element_size) {
+  static const cml_dtype_t dts[5] = {CML_DTYPE_U8, CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_I64,
+                                     CML_DTYPE_C128};
+  for (int di = 0; di < 5; ++di) {
+    const size_t es = (size_t)cml_dtype_bits(dts[di]) / 8;
+    const int64_t rows = 3, cols = 203;
+    int64_t xd[] = {rows, cols};
+    cml_shape_t xs = kt_shape(dts[di], 2, xd);
+    uint8_t* x = malloc((size_t)(rows * cols) * es);
+    uint8_t* out = malloc((size_t)(rows * cols) * es);
+    for (size_t b = 0; b < (size_t)(rows * cols) * es; ++b) x[b] = (uint8_t)(b * 131u + 7u);
+    for (int which = 0; which < 3; ++which) {  // last axis, first axis, both
+      kt_t k;
+      kt_init(&k, CML_OP_REVERSE, 1, &xs, &xs);
+      k.attrs.axis_count = which == 2 ? 2 : 1;
+      k.attrs.axes[0] = which == 1 ? 0 : 1;
+      k.attrs.axes[1] = 0;
+      const void* in[] = {x};
+      ASSERT_STATUS_OK(kt_run(&k, NULL, in, out));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+          const int64_t sr = which >= 1 ? rows - 1 - r : r, sc = which != 1 ? cols - 1 - c : c;
+          const uint8_t* want = x + (size_t)(sr * cols + sc) * es;
+          ASSERT_TRUE(memcmp(out + (size_t)(r * cols + c) * es, want, es) == 0);
+        }
+      }
+    }
+    free(x);
+    free(out);
+  }
+}
+
 //===--- Pad ---===//
 
 TEST(pad_by_hand) {
@@ -435,6 +469,6 @@ TEST_MAIN(TEST_ENTRY(transpose_2x3_by_hand), TEST_ENTRY(transpose_matches_refere
           TEST_ENTRY(broadcast_in_dim_by_hand), TEST_ENTRY(broadcast_in_dim_large_with_pool),
           TEST_ENTRY(concatenate_by_hand), TEST_ENTRY(slice_with_strides),
           TEST_ENTRY(slice_last_axis_strides_2_3_every_element_size), TEST_ENTRY(reverse_by_hand),
-          TEST_ENTRY(pad_by_hand), TEST_ENTRY(pad_2d_matches_reference),
-          TEST_ENTRY(reshape_copies_bytes_packed_included),
+          TEST_ENTRY(reverse_every_element_size), TEST_ENTRY(pad_by_hand),
+          TEST_ENTRY(pad_2d_matches_reference), TEST_ENTRY(reshape_copies_bytes_packed_included),
           TEST_ENTRY(lookup_rejects_packed_except_reshape), TEST_ENTRY(capabilities))

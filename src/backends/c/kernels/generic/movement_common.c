@@ -78,8 +78,9 @@ int64_t cmlc__mv_copy_count(const cmlc__mv_copy_t* c) {
   return n;
 }
 
-// Contiguous output rows read with stride 2 or 3 (strided slices: every other column) get
-// loops with constant strides, which the compiler turns into vector shuffles.
+// Contiguous output rows read with stride 2 or 3 (strided slices: every other column) or -1
+// (Reverse of the last axis) get loops with constant strides, which the compiler turns into
+// vector shuffles.
 #define CMLC_MV_ROW_LOOP(T)                                    \
   do {                                                         \
     T* o_ = (T*)out;                                           \
@@ -91,6 +92,8 @@ int64_t cmlc__mv_copy_count(const cmlc__mv_copy_t* c) {
       for (int64_t k = 0; k < n; ++k) o_[k] = i_[2 * k];       \
     } else if (os == 1 && is == 3) {                           \
       for (int64_t k = 0; k < n; ++k) o_[k] = i_[3 * k];       \
+    } else if (os == 1 && is == -1) {                          \
+      for (int64_t k = 0; k < n; ++k) o_[k] = i_[-k];          \
     } else {                                                   \
       for (int64_t k = 0; k < n; ++k) o_[k * os] = i_[k * is]; \
     }                                                          \
