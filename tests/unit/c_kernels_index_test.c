@@ -424,6 +424,71 @@ TEST(scatter_sum_half_rows_match_reference) {
   }
 }
 
+// Large scatters whose windows are one row thick along the operand's first axis split that axis
+// over threads: the same bits as the reference kernel on one thread (every element combines
+// its updates in the same order), for f32 and bf16 sums (order-dependent roundings), max,
+// out-of-bounds windows skipped, and windows of two axes (several window rows per update).
+TEST(scatter_threads_split_rows_same_bits) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  enum { ROWS = 40, COLS = 700, UPD = 300, R3 = 6 };
+  static const cml_dtype_t dts[2] = {CML_DTYPE_F32, CML_DTYPE_BF16};
+  static const cml_op_t ops[2] = {CML_OP_SCATTER_SUM, CML_OP_SCATTER_MAX};
+  static float xf[ROWS * R3 * COLS], uf[UPD * R3 * COLS];
+  static uint16_t xh[ROWS * R3 * COLS], uh[UPD * R3 * COLS];
+  static uint8_t want[ROWS * R3 * COLS * 4], got[ROWS * R3 * COLS * 4];
+  int32_t idx[UPD];
+  for (int i = 0; i < ROWS * R3 * COLS; ++i) {
+    xf[i] = (float)(((int64_t)i * 7919) % 2001) / 16.0f - 60.0f;
+    xh[i] = cml_f32_to_bf16(xf[i]);
+  }
+  for (int i = 0; i < UPD * R3 * COLS; ++i) {
+    uf[i] = (float)(((int64_t)i * 104729) % 977) / 64.0f - 7.0f + 1e-3f * (float)(i % 13);
+    uh[i] = cml_f32_to_bf16(uf[i]);
+  }
+  for (int i = 0; i < UPD; ++i) idx[i] = (i * 7) % (ROWS + 3) - 1;  // -1, 40 and 41 skipped
+  for (int rank3 = 0; rank3 < 2; ++rank3) {
+    for (int di = 0; di < 2; ++di) {
+      for (int oi = 0; oi < 2; ++oi) {
+        const int64_t xd2[] = {ROWS, COLS}, ud2[] = {UPD, COLS};
+        const int64_t xd3[] = {ROWS, R3, COLS}, ud3[] = {UPD, R3, COLS};
+        int64_t id[] = {UPD, 1};
+        cml_shape_t ins[3] = {kt_shape(dts[di], rank3 ? 3 : 2, rank3 ? xd3 : xd2),
+                              kt_shape(CML_DTYPE_I32, 2, id),
+                              kt_shape(dts[di], rank3 ? 3 : 2, rank3 ? ud3 : ud2)};
+        kt_t k;
+        kt_init(&k, ops[oi], 3, ins, &ins[0]);
+        cml_scatter_dims_t* s = &k.attrs.u.scatter;
+        s->index_vector_axis = 1;
+        s->update_window_axis_count = rank3 ? 2 : 1;
+        s->update_window_axes[0] = 1;
+        s->update_window_axes[1] = 2;
+        s->inserted_window_axis_count = 1;
+        s->inserted_window_axes[0] = 0;
+        s->scatter_axes_to_operand_axes_count = 1;
+        s->scatter_axes_to_operand_axes[0] = 0;
+        const void* in[] = {di ? (const void*)xh : (const void*)xf, idx,
+                            di ? (const void*)uh : (const void*)uf};
+        const size_t bytes = cml_shape_byte_size(&ins[0]);
+        k.options.reference = true;
+        ASSERT_STATUS_OK(kt_run(&k, NULL, in, want));
+        cmlc_cpu_features_t f;
+        cmlc_cpu_detect(&f);
+        k.options.reference = false;
+        k.options.isa = f.avx512 ? CMLC_ISA_AVX512 : f.avx2_fma ? CMLC_ISA_AVX2 : CMLC_ISA_SCALAR;
+        k.options.threads = 3;
+        memset(got, 0x5a, sizeof got);
+        ASSERT_STATUS_OK(kt_run(&k, pool, in, got));
+        if (memcmp(got, want, bytes) != 0) {
+          TEST_FAIL_("%s %s rank %d: threads differ from the reference", cml_op_name(ops[oi]),
+                     cml_dtype_name(dts[di]), rank3 ? 3 : 2);
+        }
+      }
+    }
+  }
+  cmlc_pool_destroy(pool);
+}
+
 TEST(lookup_and_capabilities) {
   cml_capabilities_t caps;
   memset(&caps, 0, sizeof caps);
@@ -450,4 +515,5 @@ TEST_MAIN(TEST_ENTRY(dynamic_slice_clamps_starts), TEST_ENTRY(dynamic_slice_2d_m
           TEST_ENTRY(scatter_max_min_propagate_nan),
           TEST_ENTRY(scatter_sum_f16_rounds_each_step_and_complex),
           TEST_ENTRY(scatter_sum_matches_reference),
-          TEST_ENTRY(scatter_sum_half_rows_match_reference), TEST_ENTRY(lookup_and_capabilities))
+          TEST_ENTRY(scatter_sum_half_rows_match_reference),
+          TEST_ENTRY(scatter_threads_split_rows_same_bits), TEST_ENTRY(lookup_and_capabilities))

@@ -284,123 +284,169 @@ static void cmlc_ix_half_sum_row(const cmlc_ix_half_sum_t* h, uint16_t* dst, con
   }
 }
 
-static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
-  const cml_shape_t* xs = args->input_shapes[0];
-  const cml_shape_t* is = args->input_shapes[1];
-  const cml_shape_t* us = args->input_shapes[2];
-  const cml_scatter_dims_t* sd = &args->node->attrs->u.scatter;
-  const cmlc_ix_combine_fn combine = cmlc_ix_combiner(args->node->op, xs->dtype);
-  cmlc_ix_half_sum_t hs = {xs->dtype == CML_DTYPE_BF16, NULL, NULL};
-  if (args->node->op == CML_OP_SCATTER_SUM &&
-      (xs->dtype == CML_DTYPE_BF16 || xs->dtype == CML_DTYPE_F16)) {
-    hs.widen = cmlc_ew_simd_convert_fn(args->options, xs->dtype, CML_DTYPE_F32);
-    if (xs->dtype == CML_DTYPE_F16) {
-      hs.narrow = cmlc_ew_simd_convert_fn(args->options, CML_DTYPE_F32, CML_DTYPE_F16);
-    }
-  }
-  const bool half_sum = hs.widen && (hs.bf16 || hs.narrow);
-  const int64_t es = (int64_t)cmlc_dtype_size(xs->dtype);
-  char* out = (char*)args->outputs[0];
-  const char* updates = (const char*)args->inputs[2];
-  // The output may alias the operand (in_place_input = 0): the copy is then skipped.
-  cmlc__mv_memcpy(args->pool, out, args->inputs[0], cml_shape_byte_size(xs));
-  if (cml_shape_element_count(us) == 0 || cml_shape_element_count(xs) == 0) return CML_OK;
-
-  int64_t xstrides[CML_MAX_RANK], istrides[CML_MAX_RANK], ustrides[CML_MAX_RANK];
-  cmlc_row_major_strides(xs->rank, xs->dims, xstrides);
-  cmlc_row_major_strides(is->rank, is->dims, istrides);
-  cmlc_row_major_strides(us->rank, us->dims, ustrides);
-  const int64_t vector_stride =
-      sd->index_vector_axis < is->rank ? istrides[sd->index_vector_axis] : 0;
-
-  // Scatter axes of the updates (not window axes), matched in order with the indices' axes
-  // other than the index vector axis.
-  int32_t scatter_rank = 0;
+// A scatter's geometry (cmlc_ix_scatter). When the windows are one row thick along the
+// operand's first axis (an embedding's gradient: rows of a table), threads split that axis:
+// every task walks all the update windows in order and applies those that start in its rows,
+// so each output element combines its updates in the same order as on one thread (the same
+// bits for any thread count), and no two tasks touch one element.
+typedef struct cmlc_ix_scatter_t {
+  const cml_scatter_dims_t* sd;
+  const cml_shape_t* xs;
+  const cml_shape_t* is;
+  const void* indices;
+  cmlc_ix_combine_fn combine;
+  cmlc_ix_half_sum_t hs;
+  bool half_sum;
+  int64_t es;
+  char* out;
+  const char* updates;
+  int64_t xstrides[CML_MAX_RANK], vector_stride;
+  int32_t scatter_rank, wr;
   int64_t sc_dims[CML_MAX_RANK], sc_ustrides[CML_MAX_RANK], sc_istrides[CML_MAX_RANK];
-  int32_t ia = 0;
-  for (int32_t d = 0; d < us->rank; ++d) {
-    if (cmlc_ix_contains(sd->update_window_axes, sd->update_window_axis_count, d)) continue;
-    if (ia == sd->index_vector_axis) ++ia;
-    sc_dims[scatter_rank] = us->dims[d];
-    sc_ustrides[scatter_rank] = ustrides[d];
-    sc_istrides[scatter_rank] = istrides[ia];
-    ++scatter_rank;
-    ++ia;
-  }
-  // Window: the i-th update window axis walks the i-th operand axis that is not inserted.
   int64_t window_size[CML_MAX_RANK];  // per operand axis
-  int32_t wr = 0;
   int64_t w_dims[CML_MAX_RANK], w_xstrides[CML_MAX_RANK], w_ustrides[CML_MAX_RANK];
-  for (int32_t d = 0; d < xs->rank; ++d) {
-    if (cmlc_ix_contains(sd->inserted_window_axes, sd->inserted_window_axis_count, d)) {
-      window_size[d] = 1;
-      continue;
-    }
-    int64_t ua = sd->update_window_axes[wr];
-    window_size[d] = us->dims[ua];
-    w_dims[wr] = us->dims[ua];
-    w_xstrides[wr] = xstrides[d];
-    w_ustrides[wr] = ustrides[ua];
-    ++wr;
-  }
-  if (wr == 0) {
-    w_dims[0] = 1;
-    w_xstrides[0] = w_ustrides[0] = 1;
-    wr = 1;
-  }
-  int64_t scatter_count = 1;
-  for (int32_t i = 0; i < scatter_rank; ++i) scatter_count *= sc_dims[i];
-  int64_t window_rows = 1;
-  for (int32_t i = 0; i < wr - 1; ++i) window_rows *= w_dims[i];
+  int64_t scatter_count, window_rows;
+  int64_t rows;  // of the operand's first axis per task (all of them on one thread)
+} cmlc_ix_scatter_t;
 
+// The least update elements for threads.
+enum { CMLC_IX_SCATTER_MIN_PARALLEL = 1 << 16 };
+
+static void cmlc_ix_scatter_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_ix_scatter_t* c = (const cmlc_ix_scatter_t*)ctx;
+  const cml_scatter_dims_t* sd = c->sd;
+  const int32_t wr = c->wr;
+  const int64_t es = c->es, last = c->w_dims[wr - 1];
+  const int64_t r0 = begin * c->rows, r1 = end * c->rows;  // of the operand's first axis
   int64_t sidx[CML_MAX_RANK] = {0};
   int64_t u_off = 0, i_off = 0;
-  for (int64_t s = 0; s < scatter_count; ++s) {
+  for (int64_t s = 0; s < c->scatter_count; ++s) {
     // Operand start of this window, and whether the whole window fits.
     int64_t start[CML_MAX_RANK] = {0};
     for (int32_t k = 0; k < sd->scatter_axes_to_operand_axes_count; ++k)
       start[sd->scatter_axes_to_operand_axes[k]] =
-          cmlc__mv_read_index(args->inputs[1], is->dtype, i_off + k * vector_stride);
-    bool in_bounds = true;
+          cmlc__mv_read_index(c->indices, c->is->dtype, i_off + k * c->vector_stride);
+    bool in_bounds = start[0] >= r0 && start[0] < r1;
     int64_t x_off = 0;
-    for (int32_t d = 0; d < xs->rank; ++d) {
-      if (start[d] < 0 || start[d] > xs->dims[d] - window_size[d]) {
+    for (int32_t d = 0; in_bounds && d < c->xs->rank; ++d) {
+      if (start[d] < 0 || start[d] > c->xs->dims[d] - c->window_size[d]) {
         in_bounds = false;
         break;
       }
-      x_off += start[d] * xstrides[d];
+      x_off += start[d] * c->xstrides[d];
     }
     if (in_bounds) {
       // Walk the window rows (all window axes but the last) with an odometer.
       int64_t widx[CML_MAX_RANK] = {0};
       int64_t xo = x_off, uo = u_off;
-      for (int64_t row = 0; row < window_rows; ++row) {
-        if (half_sum && w_xstrides[wr - 1] == 1 && w_ustrides[wr - 1] == 1) {
-          cmlc_ix_half_sum_row(&hs, (uint16_t*)(void*)(out + xo * es),
-                               (const uint16_t*)(const void*)(updates + uo * es), w_dims[wr - 1]);
+      for (int64_t row = 0; row < c->window_rows; ++row) {
+        if (c->half_sum && c->w_xstrides[wr - 1] == 1 && c->w_ustrides[wr - 1] == 1) {
+          cmlc_ix_half_sum_row(&c->hs, (uint16_t*)(void*)(c->out + xo * es),
+                               (const uint16_t*)(const void*)(c->updates + uo * es), last);
         } else {
-          combine(out + xo * es, w_xstrides[wr - 1], updates + uo * es, w_ustrides[wr - 1],
-                  w_dims[wr - 1]);
+          c->combine(c->out + xo * es, c->w_xstrides[wr - 1], c->updates + uo * es,
+                     c->w_ustrides[wr - 1], last);
         }
         for (int32_t d = wr - 2; d >= 0; --d) {
-          xo += w_xstrides[d];
-          uo += w_ustrides[d];
-          if (++widx[d] < w_dims[d]) break;
-          xo -= w_xstrides[d] * w_dims[d];
-          uo -= w_ustrides[d] * w_dims[d];
+          xo += c->w_xstrides[d];
+          uo += c->w_ustrides[d];
+          if (++widx[d] < c->w_dims[d]) break;
+          xo -= c->w_xstrides[d] * c->w_dims[d];
+          uo -= c->w_ustrides[d] * c->w_dims[d];
           widx[d] = 0;
         }
       }
     }
-    for (int32_t d = scatter_rank - 1; d >= 0; --d) {
-      u_off += sc_ustrides[d];
-      i_off += sc_istrides[d];
-      if (++sidx[d] < sc_dims[d]) break;
-      u_off -= sc_ustrides[d] * sc_dims[d];
-      i_off -= sc_istrides[d] * sc_dims[d];
+    for (int32_t d = c->scatter_rank - 1; d >= 0; --d) {
+      u_off += c->sc_ustrides[d];
+      i_off += c->sc_istrides[d];
+      if (++sidx[d] < c->sc_dims[d]) break;
+      u_off -= c->sc_ustrides[d] * c->sc_dims[d];
+      i_off -= c->sc_istrides[d] * c->sc_dims[d];
       sidx[d] = 0;
     }
   }
+}
+
+static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_shape_t* is = args->input_shapes[1];
+  const cml_shape_t* us = args->input_shapes[2];
+  cmlc_ix_scatter_t c;
+  memset(&c, 0, sizeof c);
+  const cml_scatter_dims_t* sd = c.sd = &args->node->attrs->u.scatter;
+  c.xs = xs;
+  c.is = is;
+  c.indices = args->inputs[1];
+  c.combine = cmlc_ix_combiner(args->node->op, xs->dtype);
+  c.hs.bf16 = xs->dtype == CML_DTYPE_BF16;
+  if (args->node->op == CML_OP_SCATTER_SUM &&
+      (xs->dtype == CML_DTYPE_BF16 || xs->dtype == CML_DTYPE_F16)) {
+    c.hs.widen = cmlc_ew_simd_convert_fn(args->options, xs->dtype, CML_DTYPE_F32);
+    if (xs->dtype == CML_DTYPE_F16) {
+      c.hs.narrow = cmlc_ew_simd_convert_fn(args->options, CML_DTYPE_F32, CML_DTYPE_F16);
+    }
+  }
+  c.half_sum = c.hs.widen && (c.hs.bf16 || c.hs.narrow);
+  c.es = (int64_t)cmlc_dtype_size(xs->dtype);
+  c.out = (char*)args->outputs[0];
+  c.updates = (const char*)args->inputs[2];
+  // The output may alias the operand (in_place_input = 0): the copy is then skipped.
+  cmlc__mv_memcpy(args->pool, c.out, args->inputs[0], cml_shape_byte_size(xs));
+  if (cml_shape_element_count(us) == 0 || cml_shape_element_count(xs) == 0) return CML_OK;
+
+  int64_t istrides[CML_MAX_RANK], ustrides[CML_MAX_RANK];
+  cmlc_row_major_strides(xs->rank, xs->dims, c.xstrides);
+  cmlc_row_major_strides(is->rank, is->dims, istrides);
+  cmlc_row_major_strides(us->rank, us->dims, ustrides);
+  c.vector_stride = sd->index_vector_axis < is->rank ? istrides[sd->index_vector_axis] : 0;
+
+  // Scatter axes of the updates (not window axes), matched in order with the indices' axes
+  // other than the index vector axis.
+  int32_t ia = 0;
+  for (int32_t d = 0; d < us->rank; ++d) {
+    if (cmlc_ix_contains(sd->update_window_axes, sd->update_window_axis_count, d)) continue;
+    if (ia == sd->index_vector_axis) ++ia;
+    c.sc_dims[c.scatter_rank] = us->dims[d];
+    c.sc_ustrides[c.scatter_rank] = ustrides[d];
+    c.sc_istrides[c.scatter_rank] = istrides[ia];
+    ++c.scatter_rank;
+    ++ia;
+  }
+  // Window: the i-th update window axis walks the i-th operand axis that is not inserted.
+  for (int32_t d = 0; d < xs->rank; ++d) {
+    if (cmlc_ix_contains(sd->inserted_window_axes, sd->inserted_window_axis_count, d)) {
+      c.window_size[d] = 1;
+      continue;
+    }
+    int64_t ua = sd->update_window_axes[c.wr];
+    c.window_size[d] = us->dims[ua];
+    c.w_dims[c.wr] = us->dims[ua];
+    c.w_xstrides[c.wr] = c.xstrides[d];
+    c.w_ustrides[c.wr] = ustrides[ua];
+    ++c.wr;
+  }
+  if (c.wr == 0) {
+    c.w_dims[0] = 1;
+    c.w_xstrides[0] = c.w_ustrides[0] = 1;
+    c.wr = 1;
+  }
+  c.scatter_count = 1;
+  for (int32_t i = 0; i < c.scatter_rank; ++i) c.scatter_count *= c.sc_dims[i];
+  c.window_rows = 1;
+  for (int32_t i = 0; i < c.wr - 1; ++i) c.window_rows *= c.w_dims[i];
+  // Threads split the operand's first axis when the windows are one row thick there.
+  const int threads = cmlc_pool_thread_count(args->pool);
+  const int64_t first = xs->rank > 0 ? xs->dims[0] : 1;  // a scalar operand: one "row"
+  int64_t tasks = 1;
+  if (threads > 1 && xs->rank > 0 && c.window_size[0] == 1 &&
+      cml_shape_element_count(us) >= CMLC_IX_SCATTER_MIN_PARALLEL) {
+    tasks = first < 2 * (int64_t)threads ? first : 2 * (int64_t)threads;
+  }
+  c.rows = (first + tasks - 1) / tasks;
+  tasks = (first + c.rows - 1) / c.rows;
+  cmlc_parallel_for(tasks > 1 ? args->pool : NULL, tasks, 1, cmlc_ix_scatter_task, &c);
   return CML_OK;
 }
 
