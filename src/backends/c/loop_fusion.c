@@ -358,7 +358,13 @@ static void cmlc_fused_task(void* ctx, int64_t begin, int64_t end, int thread_in
         op->fn(dst, in, stride, len);
         continue;
       }
-      // ConvertDType through its runner, on this block alone (inline, no pool).
+      // ConvertDType: the SIMD loop its lookup picked, straight on this block (the input is a
+      // register or the block's slice of a full input: a member has the group's dims), else
+      // the runner's generic path on this block alone (inline, no pool).
+      if (op->convert_impl) {
+        ((cmlc_ew_convert_fn)op->convert_impl)(dst, in[0], len);
+        continue;
+      }
       int64_t dims[1] = {len};
       cml_shape_t si = cml_shape_make(op->from, 1, dims);
       cml_shape_t so = cml_shape_make(op->to, 1, dims);
