@@ -175,25 +175,14 @@ CMLC_EW_TARGET static inline vi v_f32_to_bf16_bits(vf x) {
   }
 
 #define CMLC_EW_F32_TO_BF16(dst, src) v_store_u16((dst), v_f32_to_bf16_bits(v_load(src)))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f32_bf16)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(float, uint16_t, CMLC_EW_F32_TO_BF16)}
-
 // bf16 -> f32: exact; NaNs get the quiet bit (the scalar path quiets them through double).
 CMLC_EW_TARGET static inline vf v_bf16_to_f32(const uint16_t* p) {
   const vf x = v_cast_f(v_i_shl16(v_load_u16(p)));
   return v_sel(v_unord(x, x), v_or(x, v_cast_f(v_i_set1(0x00400000))), x);
 }
 #define CMLC_EW_BF16_TO_F32(dst, src) v_store((dst), v_bf16_to_f32(src))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bf16_f32)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(uint16_t, float, CMLC_EW_BF16_TO_F32)}
 #define CMLC_EW_F32_TO_F16(dst, src) v_store_f16((dst), v_canonical_nan(v_load(src)))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f32_f16)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(float, uint16_t, CMLC_EW_F32_TO_F16)}
-
 #define CMLC_EW_F16_TO_F32(dst, src) v_store((dst), v_load_f16(src))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f16_f32)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(uint16_t, float, CMLC_EW_F16_TO_F32)}
-
 // f32 -> i32: truncation, saturating, NaN -> 0.
 CMLC_EW_TARGET static inline vi v_f32_to_i32(vf x) {
   vi r = v_cvtt_i32(x);  // INT32_MIN for NaN and out-of-range values
@@ -201,30 +190,17 @@ CMLC_EW_TARGET static inline vi v_f32_to_i32(vf x) {
   return v_i_sel(v_unord(x, x), v_i_set1(0), r);
 }
 #define CMLC_EW_F32_TO_I32(dst, src) v_store_i32((dst), v_f32_to_i32(v_load(src)))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f32_i32)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(float, int32_t, CMLC_EW_F32_TO_I32)}
 // Between the 16-bit floats, and from them to i32: widened exactly, then as from f32 (one
 // rounding; NaN as the scalar path's, sign kept; ints truncated, saturated, NaN -> 0).
 #define CMLC_EW_BF16_TO_F16(dst, src) v_store_f16((dst), v_canonical_nan(v_bf16_to_f32(src)))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bf16_f16)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(uint16_t, uint16_t, CMLC_EW_BF16_TO_F16)}
 #define CMLC_EW_F16_TO_BF16(dst, src) v_store_u16((dst), v_f32_to_bf16_bits(v_load_f16(src)))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f16_bf16)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(uint16_t, uint16_t, CMLC_EW_F16_TO_BF16)}
 #define CMLC_EW_BF16_TO_I32(dst, src) v_store_i32((dst), v_f32_to_i32(v_bf16_to_f32(src)))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bf16_i32)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(uint16_t, int32_t, CMLC_EW_BF16_TO_I32)}
 #define CMLC_EW_F16_TO_I32(dst, src) v_store_i32((dst), v_f32_to_i32(v_load_f16(src)))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f16_i32)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(uint16_t, int32_t, CMLC_EW_F16_TO_I32)}
 #define CMLC_EW_I32_TO_F32(dst, src) v_store((dst), v_cvt_f32(v_load_i32(src)))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_f32)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(int32_t, float, CMLC_EW_I32_TO_F32)}
-
 // Int32 -> bf16 / f16 through f32 (exact below 2^24 in magnitude, then rounded once, as the
 // scalar path's double); lanes from 2^24 up take the scalar conversion (f32 would round twice).
 CMLC_EW_TARGET
-    static inline void CMLC_EW_FN(i32_to_half)(uint16_t* dst, const int32_t* src, bool bf) {
+static inline void CMLC_EW_FN(i32_to_half)(uint16_t* dst, const int32_t* src, bool bf) {
   const vf f = v_cvt_f32(v_load_i32(src));
   if (bf) {
     v_store_u16(dst, v_f32_to_bf16_bits(f));
@@ -238,11 +214,6 @@ CMLC_EW_TARGET
 }
 #define CMLC_EW_I32_TO_BF16(dst, src) CMLC_EW_FN(i32_to_half)((dst), (src), true)
 #define CMLC_EW_I32_TO_F16(dst, src) CMLC_EW_FN(i32_to_half)((dst), (src), false)
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_bf16)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(int32_t, uint16_t, CMLC_EW_I32_TO_BF16)}
-
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_f16)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(int32_t, uint16_t, CMLC_EW_I32_TO_F16)}
 // Bool (any nonzero byte is true) -> 1 or 0, and floats -> bool (nonzero, NaN included, is
 // true), as the scalar conversions.
 #define CMLC_EW_BOOL_01(src) v_sel(v_load_bool(src), v_set1(1.0f), v_zero())
@@ -252,24 +223,34 @@ CMLC_EW_TARGET static void CMLC_EW_FN(cvt_i32_f16)(void* out, const void* in, in
 #define CMLC_EW_F32_TO_BOOL(dst, src) v_store_bool((dst), v_neq(v_load(src), v_zero()))
 #define CMLC_EW_BF16_TO_BOOL(dst, src) v_store_bool((dst), v_neq(v_bf16_to_f32(src), v_zero()))
 #define CMLC_EW_F16_TO_BOOL(dst, src) v_store_bool((dst), v_neq(v_load_f16(src), v_zero()))
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bool_f32)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(uint8_t, float, CMLC_EW_BOOL_TO_F32)}
+// Every SIMD conversion: from, to, storage types and the W-lane body above. Defines
+// cvt_FROM_TO and feeds convert_fn's lookup.
+#define CMLC_EW_CONVERSIONS(X)                           \
+  X(F32, BF16, float, uint16_t, CMLC_EW_F32_TO_BF16)     \
+  X(BF16, F32, uint16_t, float, CMLC_EW_BF16_TO_F32)     \
+  X(F32, F16, float, uint16_t, CMLC_EW_F32_TO_F16)       \
+  X(F16, F32, uint16_t, float, CMLC_EW_F16_TO_F32)       \
+  X(F32, I32, float, int32_t, CMLC_EW_F32_TO_I32)        \
+  X(I32, F32, int32_t, float, CMLC_EW_I32_TO_F32)        \
+  X(BF16, F16, uint16_t, uint16_t, CMLC_EW_BF16_TO_F16)  \
+  X(F16, BF16, uint16_t, uint16_t, CMLC_EW_F16_TO_BF16)  \
+  X(BF16, I32, uint16_t, int32_t, CMLC_EW_BF16_TO_I32)   \
+  X(F16, I32, uint16_t, int32_t, CMLC_EW_F16_TO_I32)     \
+  X(I32, BF16, int32_t, uint16_t, CMLC_EW_I32_TO_BF16)   \
+  X(I32, F16, int32_t, uint16_t, CMLC_EW_I32_TO_F16)     \
+  X(BOOL, F32, uint8_t, float, CMLC_EW_BOOL_TO_F32)      \
+  X(BOOL, BF16, uint8_t, uint16_t, CMLC_EW_BOOL_TO_BF16) \
+  X(BOOL, F16, uint8_t, uint16_t, CMLC_EW_BOOL_TO_F16)   \
+  X(F32, BOOL, float, uint8_t, CMLC_EW_F32_TO_BOOL)      \
+  X(BF16, BOOL, uint16_t, uint8_t, CMLC_EW_BF16_TO_BOOL) \
+  X(F16, BOOL, uint16_t, uint8_t, CMLC_EW_F16_TO_BOOL)
 
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bool_bf16)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(uint8_t, uint16_t, CMLC_EW_BOOL_TO_BF16)}
-
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bool_f16)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(uint8_t, uint16_t, CMLC_EW_BOOL_TO_F16)}
-
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f32_bool)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(float, uint8_t, CMLC_EW_F32_TO_BOOL)}
-
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_bf16_bool)(void* out, const void* in, int64_t n){
-    CMLC_EW_CONVERT_LOOP(uint16_t, uint8_t, CMLC_EW_BF16_TO_BOOL)}
-
-CMLC_EW_TARGET static void CMLC_EW_FN(cvt_f16_bool)(void* out, const void* in, int64_t n) {
-  CMLC_EW_CONVERT_LOOP(uint16_t, uint8_t, CMLC_EW_F16_TO_BOOL)
-}
+#define CMLC_EW_CVT_DEFINE(FROM, TO, TIN, TOUT, BODY)                                              \
+  CMLC_EW_TARGET static void CMLC_EW_FN(cvt_##FROM##_##TO)(void* out, const void* in, int64_t n) { \
+    CMLC_EW_CONVERT_LOOP(TIN, TOUT, BODY)                                                          \
+  }
+CMLC_EW_CONVERSIONS(CMLC_EW_CVT_DEFINE)
+#undef CMLC_EW_CVT_DEFINE
 
 #include "backends/c/kernels/x86_64/elementwise_x86_64_fused.h"
 
@@ -447,24 +428,10 @@ cmlc_ew_fn CMLC_EW_FN(where_fn)(size_t element_size) {
 }
 
 cmlc_ew_convert_fn CMLC_EW_FN(convert_fn)(cml_dtype_t from, cml_dtype_t to) {
-  if (from == CML_DTYPE_F32 && to == CML_DTYPE_BF16) return CMLC_EW_FN(cvt_f32_bf16);
-  if (from == CML_DTYPE_BF16 && to == CML_DTYPE_F32) return CMLC_EW_FN(cvt_bf16_f32);
-  if (from == CML_DTYPE_F32 && to == CML_DTYPE_F16) return CMLC_EW_FN(cvt_f32_f16);
-  if (from == CML_DTYPE_F16 && to == CML_DTYPE_F32) return CMLC_EW_FN(cvt_f16_f32);
-  if (from == CML_DTYPE_F32 && to == CML_DTYPE_I32) return CMLC_EW_FN(cvt_f32_i32);
-  if (from == CML_DTYPE_I32 && to == CML_DTYPE_F32) return CMLC_EW_FN(cvt_i32_f32);
-  if (from == CML_DTYPE_BF16 && to == CML_DTYPE_F16) return CMLC_EW_FN(cvt_bf16_f16);
-  if (from == CML_DTYPE_F16 && to == CML_DTYPE_BF16) return CMLC_EW_FN(cvt_f16_bf16);
-  if (from == CML_DTYPE_BF16 && to == CML_DTYPE_I32) return CMLC_EW_FN(cvt_bf16_i32);
-  if (from == CML_DTYPE_F16 && to == CML_DTYPE_I32) return CMLC_EW_FN(cvt_f16_i32);
-  if (from == CML_DTYPE_I32 && to == CML_DTYPE_BF16) return CMLC_EW_FN(cvt_i32_bf16);
-  if (from == CML_DTYPE_I32 && to == CML_DTYPE_F16) return CMLC_EW_FN(cvt_i32_f16);
-  if (from == CML_DTYPE_BOOL && to == CML_DTYPE_F32) return CMLC_EW_FN(cvt_bool_f32);
-  if (from == CML_DTYPE_BOOL && to == CML_DTYPE_BF16) return CMLC_EW_FN(cvt_bool_bf16);
-  if (from == CML_DTYPE_BOOL && to == CML_DTYPE_F16) return CMLC_EW_FN(cvt_bool_f16);
-  if (from == CML_DTYPE_F32 && to == CML_DTYPE_BOOL) return CMLC_EW_FN(cvt_f32_bool);
-  if (from == CML_DTYPE_BF16 && to == CML_DTYPE_BOOL) return CMLC_EW_FN(cvt_bf16_bool);
-  if (from == CML_DTYPE_F16 && to == CML_DTYPE_BOOL) return CMLC_EW_FN(cvt_f16_bool);
+#define CMLC_EW_CVT_PICK(FROM, TO, TIN, TOUT, BODY) \
+  if (from == CML_DTYPE_##FROM && to == CML_DTYPE_##TO) return CMLC_EW_FN(cvt_##FROM##_##TO);
+  CMLC_EW_CONVERSIONS(CMLC_EW_CVT_PICK)
+#undef CMLC_EW_CVT_PICK
   return NULL;
 }
 
