@@ -88,45 +88,71 @@ TEST(cpu_detect_is_consistent) {
 // every bit pattern; f32 -> f16 and f32 -> bf16 for every f32 whose low 13 bits are one of a
 // set covering the rounding cases (0, ties, just below and above) and for 2^20 pseudo-random
 // patterns (NaN payloads, subnormals, overflow to infinity included).
-TEST(inline_half_conversions_match_base) {
+// The 16-bit conversions (base/half_inline.h; base/half.c's f32 ones are the same functions)
+// against independent oracles: every f16 and bf16 pattern widened against its value built in
+// double; f32 -> f16 / bf16 against base/half.c's double path (frexp and nearbyint: another
+// algorithm) on every exponent with the rounding-relevant low bits and a million random
+// patterns, NaNs by their rule (f16: sign | 0x7E00; bf16: the payload's top bits, quieted).
+static double half_value(uint32_t h, int man_bits, int exp_bits) {
+  const uint32_t man = h & ((1u << man_bits) - 1), emax = (1u << exp_bits) - 1;
+  const uint32_t e = (h >> man_bits) & emax;
+  const int bias = (int)(emax >> 1);
+  const double sign = (h >> (man_bits + exp_bits)) & 1 ? -1.0 : 1.0;
+  if (e == emax) return man ? NAN : sign * INFINITY;
+  if (e == 0) return sign * ldexp((double)man, 1 - bias - man_bits);
+  return sign * ldexp((double)(man | (1u << man_bits)), (int)e - bias - man_bits);
+}
+
+static int check_narrow(uint32_t u) {
+  float x;
+  memcpy(&x, &u, sizeof x);
+  int bad = 0;
+  const uint16_t h = cml__f32_to_f16(x), b = cml__f32_to_bf16(x);
+  if (isnan(x)) {
+    bad += h != (uint16_t)(((u >> 16) & 0x8000u) | 0x7E00u);
+    bad += b != (uint16_t)((u >> 16) | 0x0040u);
+  } else {
+    bad += h != cml_f64_to_f16((double)x);
+    bad += b != cml_f64_to_bf16((double)x);
+  }
+  if (bad) {
+    fprintf(stderr, "%08x: f16 %04x (double path %04x), bf16 %04x (double path %04x)\n",
+            (unsigned)u, h, cml_f64_to_f16((double)x), b, cml_f64_to_bf16((double)x));
+  }
+  return bad;
+}
+
+TEST(half_conversions_match_independent_oracles) {
   for (uint32_t h = 0; h < 65536; ++h) {
-    const float a = cmlc_f16_to_f32_inline((uint16_t)h), b = cml_f16_to_f32((uint16_t)h);
-    ASSERT_TRUE(memcmp(&a, &b, sizeof a) == 0);
-    const float c = cmlc_bf16_to_f32_inline((uint16_t)h), d = cml_bf16_to_f32((uint16_t)h);
-    ASSERT_TRUE(memcmp(&c, &d, sizeof c) == 0);
+    const float a = cml__f16_to_f32((uint16_t)h), c = cml__bf16_to_f32((uint16_t)h);
+    const double wa = half_value(h, 10, 5), wc = half_value(h, 7, 8);
+    ASSERT_TRUE(isnan(wa) ? isnan(a) : (double)a == wa && !signbit(a) == !signbit(wa));
+    ASSERT_TRUE(isnan(wc) ? isnan(c) : (double)c == wc && !signbit(c) == !signbit(wc));
+    // NaN payloads survive widening.
+    uint32_t ua, uc;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&uc, &c, sizeof uc);
+    if (isnan(wa)) ASSERT_EQ_INT((int)((ua >> 13) & 0x3FFu), (int)(h & 0x3FFu));
+    if (isnan(wc)) ASSERT_EQ_INT((int)(uc >> 16), (int)h);
   }
   static const uint32_t low[] = {0,      1,      0x7FF,  0xFFF,  0x1000, 0x1001,
                                  0x17FF, 0x1FFF, 0x7FFF, 0x8000, 0x8001, 0xFFFF};
   int bad = 0;
   for (uint32_t top = 0; top < (1u << 19) && bad < 5; ++top) {
     for (size_t l = 0; l < sizeof low / sizeof low[0]; ++l) {
-      const uint32_t u = (top << 13) | (low[l] & 0x1FFFu);
-      float x;
-      memcpy(&x, &u, sizeof x);
-      if (cmlc_f32_to_f16_inline(x) != cml_f32_to_f16(x) && bad++ < 5)
-        fprintf(stderr, "f16 of %08x: %04x, base %04x\n", (unsigned)u, cmlc_f32_to_f16_inline(x),
-                cml_f32_to_f16(x));
-      const uint32_t v = (top << 13) ^ low[l];
-      memcpy(&x, &v, sizeof x);
-      if (cmlc_f32_to_bf16_inline(x) != cml_f32_to_bf16(x) && bad++ < 5)
-        fprintf(stderr, "bf16 of %08x: %04x, base %04x\n", (unsigned)v, cmlc_f32_to_bf16_inline(x),
-                cml_f32_to_bf16(x));
+      bad += check_narrow((top << 13) | (low[l] & 0x1FFFu));
+      bad += check_narrow((top << 13) ^ low[l]);
     }
   }
   uint64_t r = 0x9E3779B97F4A7C15ull;
   for (int i = 0; i < (1 << 20) && bad < 5; ++i) {
     r = r * 6364136223846793005ull + 1442695040888963407ull;
-    const uint32_t u = (uint32_t)(r >> 32);
-    float x;
-    memcpy(&x, &u, sizeof x);
-    if (cmlc_f32_to_f16_inline(x) != cml_f32_to_f16(x) ||
-        cmlc_f32_to_bf16_inline(x) != cml_f32_to_bf16(x)) {
-      if (bad++ < 5) fprintf(stderr, "random %08x differs\n", (unsigned)u);
-    }
+    bad += check_narrow((uint32_t)(r >> 32));
   }
   ASSERT_EQ_INT(bad, 0);
 }
 
 TEST_MAIN(TEST_ENTRY(dtype_size_matches_dtype_bits), TEST_ENTRY(dtype_size_out_of_range_is_zero),
           TEST_ENTRY(row_major_strides), TEST_ENTRY(isa_needs_f16c),
-          TEST_ENTRY(cpu_detect_is_consistent), TEST_ENTRY(inline_half_conversions_match_base))
+          TEST_ENTRY(cpu_detect_is_consistent),
+          TEST_ENTRY(half_conversions_match_independent_oracles))

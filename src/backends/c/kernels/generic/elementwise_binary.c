@@ -103,10 +103,9 @@ static inline int16_t cmlc_ew_key_h(uint16_t b) { return cmlc_ew_key16(b); }
   CMLC_EW_COMPARES(sfx, T, CT, LOAD)                                    \
   CMLC_EW_TOTAL_COMPARES(sfx, T, KT, KEY)
 
-CMLC_EW_FLOAT_BINARY(f16, uint16_t, float, cmlc_f16_to_f32_inline, cmlc_f32_to_f16_inline, int16_t,
+CMLC_EW_FLOAT_BINARY(f16, uint16_t, float, cml__f16_to_f32, cml__f32_to_f16, int16_t, cmlc_ew_key_h)
+CMLC_EW_FLOAT_BINARY(bf16, uint16_t, float, cml__bf16_to_f32, cml__f32_to_bf16, int16_t,
                      cmlc_ew_key_h)
-CMLC_EW_FLOAT_BINARY(bf16, uint16_t, float, cmlc_bf16_to_f32_inline, cmlc_f32_to_bf16_inline,
-                     int16_t, cmlc_ew_key_h)
 CMLC_EW_FLOAT_BINARY(f32, float, float, CMLC_EW_ID, CMLC_EW_ID, int32_t, cmlc_ew_key_f32)
 CMLC_EW_FLOAT_BINARY(f64, double, double, CMLC_EW_ID, CMLC_EW_ID, int64_t, cmlc_ew_key_f64)
 
@@ -257,10 +256,9 @@ CMLC_EW_COMPARES(bool, uint8_t, unsigned, CMLC_EW_BOOL_LOAD)
       o[i] = STORE(MINF(m, h));                                                        \
     }                                                                                  \
   }
-CMLC_EW_CLAMP_K(f16, uint16_t, float, cmlc_f16_to_f32_inline, cmlc_f32_to_f16_inline, CMLC_EW_FMAX,
+CMLC_EW_CLAMP_K(f16, uint16_t, float, cml__f16_to_f32, cml__f32_to_f16, CMLC_EW_FMAX, CMLC_EW_FMIN)
+CMLC_EW_CLAMP_K(bf16, uint16_t, float, cml__bf16_to_f32, cml__f32_to_bf16, CMLC_EW_FMAX,
                 CMLC_EW_FMIN)
-CMLC_EW_CLAMP_K(bf16, uint16_t, float, cmlc_bf16_to_f32_inline, cmlc_f32_to_bf16_inline,
-                CMLC_EW_FMAX, CMLC_EW_FMIN)
 CMLC_EW_CLAMP_K(f32, float, float, CMLC_EW_ID, CMLC_EW_ID, CMLC_EW_FMAX, CMLC_EW_FMIN)
 CMLC_EW_CLAMP_K(f64, double, double, CMLC_EW_ID, CMLC_EW_ID, CMLC_EW_FMAX, CMLC_EW_FMIN)
 #define CMLC_EW_INT_CLAMP(sfx, T) \

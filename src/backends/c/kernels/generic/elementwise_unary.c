@@ -74,8 +74,8 @@ static inline double cmlc_ew_logistic_d(double a) {
   CMLC_EW_UK(cmlc_ew_is_finite_##sfx, T, uint8_t, LOAD, CMLC_EW_BOOL, CT, isfinite(a)) \
   CMLC_EW_UK(cmlc_ew_is_nan_##sfx, T, uint8_t, LOAD, CMLC_EW_BOOL, CT, isnan(a))
 
-CMLC_EW_FLOAT_UNARY(f16, uint16_t, float, cmlc_f16_to_f32_inline, cmlc_f32_to_f16_inline)
-CMLC_EW_FLOAT_UNARY(bf16, uint16_t, float, cmlc_bf16_to_f32_inline, cmlc_f32_to_bf16_inline)
+CMLC_EW_FLOAT_UNARY(f16, uint16_t, float, cml__f16_to_f32, cml__f32_to_f16)
+CMLC_EW_FLOAT_UNARY(bf16, uint16_t, float, cml__bf16_to_f32, cml__f32_to_bf16)
 CMLC_EW_FLOAT_UNARY(f32, float, float, CMLC_EW_ID, CMLC_EW_ID)
 CMLC_EW_FLOAT_UNARY(f64, double, double, CMLC_EW_ID, CMLC_EW_ID)
 

@@ -205,8 +205,8 @@ CMLC_IX_COMBINE(cmlc_ix_min_f64, double, CMLC_IX_FMIN(a, b))
                   (isnan(TO_F32(a)) || TO_F32(a) >= TO_F32(b)) ? a : b)            \
   CMLC_IX_COMBINE(cmlc_ix_min_##suffix, uint16_t,                                  \
                   (isnan(TO_F32(a)) || TO_F32(a) <= TO_F32(b)) ? a : b)
-CMLC_IX_HALF_COMBINES(f16, cmlc_f16_to_f32_inline, cmlc_f32_to_f16_inline)
-CMLC_IX_HALF_COMBINES(bf16, cmlc_bf16_to_f32_inline, cmlc_f32_to_bf16_inline)
+CMLC_IX_HALF_COMBINES(f16, cml__f16_to_f32, cml__f32_to_f16)
+CMLC_IX_HALF_COMBINES(bf16, cml__bf16_to_f32, cml__f32_to_bf16)
 
 static void cmlc_ix_sum_c64(char* dst_, int64_t ds, const char* src_, int64_t ss, int64_t n) {
   cml_c64_t* dst = (cml_c64_t*)dst_;
