@@ -4,7 +4,7 @@
 // and its gradient (SelectAndScatter), Clamp, strided slices, batched products, gathers; c vs
 // Where with a compare, conversions between 16-bit floats and to i32, a row scatter-add and a
 // 3x3 convolution, Floor, Expm1, Log1p, Sin, a ReLU mask through a Bool conversion and Int32
-// Div/Rem; c vs c:reference vs xla:cpu. Written to find the shapes where a dtype or a
+// Div/Rem, the tanh GELU with and without a bias; c vs c:reference vs xla:cpu. Written to find the shapes where a dtype or a
 // layout falls back to slow generic code (bench/README.md, "Single ops in three dtypes"). The rate
 // column is the input bytes (the first operand) per second.
 #include <string.h>
@@ -42,6 +42,8 @@ enum {
   K_SIN,
   K_RELU_MASK,
   K_I32_DIVREM,
+  K_GELU_TANH,
+  K_BIAS_GELU,
   K_COUNT
 };
 
@@ -74,6 +76,8 @@ static const char* const kNames[K_COUNT] = {
     "sin(8 x) [1024,1024]",
     "relu mask x * convert(x > 0) [1024,1024]",
     "i32 i / 37 + i % 37, i = convert(1000 x) [1024,1024]",
+    "gelu tanh form [1024,1024]",
+    "gelu tanh form of x + bias[1024] [1024,1024]",
 };
 
 static cml_window_config_t window4(const int64_t* dims, const int64_t* strides) {
@@ -212,6 +216,14 @@ static cml_value_t build_op(cml_function_t* f, const bench_case_t* c) {
       cml_value_t d = cml_constant_scalar_f64(f, CML_DTYPE_I32, 37);
       cml_value_t r = cml_op_add(f, cml_op_div(f, i, d), cml_op_rem(f, i, d));
       return cml_op_convert_dtype(f, r, dt);
+    }
+    case K_GELU_TANH:
+      return cml_op_fused_gelu(f, x, false);
+    case K_BIAS_GELU: {
+      cml_value_t bias = bench_param(f, "bias", dt, 1, (int64_t[]){OP_COLS});
+      int64_t axis = 1;
+      return cml_op_fused_gelu(
+          f, cml_op_add(f, x, cml_op_broadcast_in_dim(f, bias, dims, 2, &axis, 1)), false);
     }
     default: {
       cml_value_t k = bench_param(f, "k", dt, 4, (int64_t[]){3, 3, 64, 64});
