@@ -933,6 +933,104 @@ TEST(gemm_batched_gemv_and_small) {
   ASSERT_EQ_INT(failed, 0);
 }
 
+TEST(gemv_half_rhs_streams_in_place) {
+  // A row vector (f32, bf16 or f16) times a bf16 or f16 matrix with contiguous rows ([K, N],
+  // batched or not): the GEMV streams the matrix in place, widened in registers. Exact eighths
+  // against a double loop; inexact values give the same bits on 1 and 3 threads and the same
+  // bits as the f32 GEMV of the widened operands (the kernels promise the f32 axpy form's
+  // arithmetic), on every ISA; with AVX-512 BF16 enabled, bf16 x bf16 takes this path too.
+  // N = 5000 splits into more tasks than threads (4096 outputs per task at most); K = 1, 3 and
+  // 5 leave 1-3 rows after the groups of four; N = 7 and 33 leave column tails.
+  static const int64_t cases[][3] = {
+      {1, 5, 7}, {1, 301, 33}, {3, 3, 100}, {1, 64, 5000}, {2, 1, 40}};  // {batch, K, N}
+  static const cml_dtype_t halves[2] = {CML_DTYPE_BF16, CML_DTYPE_F16};
+  static const cml_dtype_t vecs[3] = {CML_DTYPE_F32, CML_DTYPE_BF16, CML_DTYPE_F16};
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failed = 0;
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0] && !failed; ++ci) {
+    const int64_t B = cases[ci][0], k = cases[ci][1], n = cases[ci][2];
+    float* af = malloc(sizeof(float) * (size_t)(B * k));
+    float* bf = malloc(sizeof(float) * (size_t)(B * k * n));
+    uint16_t* ah = malloc(sizeof(uint16_t) * (size_t)(B * k));
+    uint16_t* bh = malloc(sizeof(uint16_t) * (size_t)(B * k * n));
+    float* c1 = malloc(sizeof(float) * (size_t)(B * n));
+    float* c3 = malloc(sizeof(float) * (size_t)(B * n));
+    float* cw = malloc(sizeof(float) * (size_t)(B * n));
+    for (int hi = 0; hi < 2 && !failed; ++hi) {
+      const cml_dtype_t bdt = halves[hi];
+      for (int vi = 0; vi < 3 && !failed; ++vi) {
+        const cml_dtype_t adt = vecs[vi];
+        for (int exact = 1; exact >= 0 && !failed; --exact) {
+          fill_eighths(af, B * k, 71u + (uint32_t)ci);
+          fill_eighths(bf, B * k * n, 83u + (uint32_t)ci);
+          if (!exact) {
+            for (int64_t i = 0; i < B * k; ++i) af[i] *= 0.3f;
+            for (int64_t i = 0; i < B * k * n; ++i) bf[i] *= 0.7f;
+          }
+          // The operands as stored, and af / bf replaced by their exact f32 values.
+          for (int64_t i = 0; i < B * k * n; ++i) {
+            bh[i] = bdt == CML_DTYPE_F16 ? cml_f32_to_f16(bf[i]) : cml_f32_to_bf16(bf[i]);
+            bf[i] = bdt == CML_DTYPE_F16 ? cml_f16_to_f32(bh[i]) : cml_bf16_to_f32(bh[i]);
+          }
+          for (int64_t i = 0; i < B * k; ++i) {
+            ah[i] = adt == CML_DTYPE_F16 ? cml_f32_to_f16(af[i]) : cml_f32_to_bf16(af[i]);
+            if (adt != CML_DTYPE_F32)
+              af[i] = adt == CML_DTYPE_F16 ? cml_f16_to_f32(ah[i]) : cml_bf16_to_f32(ah[i]);
+          }
+          const void* a_in = adt == CML_DTYPE_F32 ? (const void*)af : (const void*)ah;
+          fake_t f, fw;
+          const int32_t r = B > 1 ? 3 : 2;
+          const int64_t ad[3] = {B, 1, k}, bd[3] = {B, k, n}, od[3] = {B, 1, n};
+          cml_shape_t ins[2] = {shp(adt, r, ad + 3 - r), shp(bdt, r, bd + 3 - r)};
+          cml_shape_t out = shp(CML_DTYPE_F32, r, od + 3 - r);
+          fake_init(&f, CML_OP_DOT_GENERAL, ins, 2, &out, 1);
+          dot_config(&f.attrs, r - 2, r, CML_DTYPE_F32);
+          cml_shape_t wins[2] = {shp(CML_DTYPE_F32, r, ad + 3 - r),
+                                 shp(CML_DTYPE_F32, r, bd + 3 - r)};
+          fake_init(&fw, CML_OP_DOT_GENERAL, wins, 2, &out, 1);
+          dot_config(&fw.attrs, r - 2, r, CML_DTYPE_F32);
+          for (size_t i = 0; i < 3 && !failed; ++i) {
+            if (!isa_usable(kIsas[i])) continue;
+            cmlc_options_t o1 = make_options(kIsas[i], false, 1);
+            cmlc_options_t o3 = make_options(kIsas[i], false, 3);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+            o1.avx512_bf16 = o3.avx512_bf16 =
+                kIsas[i] == CMLC_ISA_AVX512 && __builtin_cpu_supports("avx512bf16");
+#endif
+            memset(c1, 0xFF, sizeof(float) * (size_t)(B * n));
+            memset(c3, 0xFF, sizeof(float) * (size_t)(B * n));
+            ASSERT_STATUS_OK(fake_run(&f, &o1, NULL, (const void*[]){a_in, bh}, (void*[]){c1}));
+            ASSERT_STATUS_OK(fake_run(&f, &o3, pool, (const void*[]){a_in, bh}, (void*[]){c3}));
+            ASSERT_STATUS_OK(fake_run(&fw, &o1, NULL, (const void*[]){af, bf}, (void*[]){cw}));
+            for (int64_t t = 0; t < B * n && !failed; ++t) {
+              bool ok = memcmp(&c1[t], &c3[t], sizeof(float)) == 0 &&
+                        memcmp(&c1[t], &cw[t], sizeof(float)) == 0;
+              if (exact) {
+                double want = 0;
+                const int64_t bb = t / n, j = t % n;
+                for (int64_t kk = 0; kk < k; ++kk)
+                  want += (double)af[bb * k + kk] * (double)bf[(bb * k + kk) * n + j];
+                ok = ok && (double)c1[t] == want;
+              }
+              if (!ok) {
+                fprintf(stderr,
+                        "%s x %s B%lld K%lld N%lld isa %d exact %d at %lld: %.9g %.9g %.9g\n",
+                        cml_dtype_name(adt), cml_dtype_name(bdt), (long long)B, (long long)k,
+                        (long long)n, (int)kIsas[i], exact, (long long)t, c1[t], c3[t], cw[t]);
+                failed = 1;
+              }
+            }
+          }
+        }
+      }
+    }
+    free(af), free(bf), free(ah), free(bh), free(c1), free(c3), free(cw);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failed, 0);
+}
+
 //===--- ConvGeneral ---===//
 
 static void conv_default_axes(cml_conv_config_t* c, int32_t spatial) {
@@ -1087,6 +1185,6 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
           TEST_ENTRY(gemm_f32_transposed_rhs_small_m), TEST_ENTRY(gemm_half_transposed_rhs_small_m),
           TEST_ENTRY(gemm_f64_every_isa_thread_independent),
           TEST_ENTRY(gemm_half_inputs_convert_on_pack), TEST_ENTRY(gemm_batched_gemv_and_small),
-          TEST_ENTRY(conv_1d_stride_padding_dilations), TEST_ENTRY(conv_2d_nhwc_layout_and_int),
-          TEST_ENTRY(conv_feature_and_batch_groups), TEST_ENTRY(conv_half_and_f64),
-          TEST_ENTRY(capabilities_and_lookup_rejects))
+          TEST_ENTRY(gemv_half_rhs_streams_in_place), TEST_ENTRY(conv_1d_stride_padding_dilations),
+          TEST_ENTRY(conv_2d_nhwc_layout_and_int), TEST_ENTRY(conv_feature_and_batch_groups),
+          TEST_ENTRY(conv_half_and_f64), TEST_ENTRY(capabilities_and_lookup_rejects))

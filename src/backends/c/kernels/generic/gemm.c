@@ -22,7 +22,8 @@
 //
 // GEMV: M == 1 (a row vector times a matrix) and N == 1 (a matrix times a column vector) never
 // go through the blocked path: they stream the matrix once (axpy form for contiguous B rows,
-// dot form for contiguous k), split over outputs only.
+// dot form for contiguous k), split over outputs only. A bf16 or f16 B with contiguous rows
+// (M == 1) streams in place too, widened in registers (the _h axpy kernels).
 #include "backends/c/kernels/generic/linalg_internal.h"
 
 enum {
@@ -64,6 +65,25 @@ enum {
 #define CMLC_GEMM_SUFFIX f64
 #include "backends/c/kernels/generic/gemm_scalar_impl.h"
 
+// The axpy form over a half B for the scalar ISA (cmlc__gemv_axpy_h_fn): the scalar f32 axpy's
+// arithmetic on the widened values.
+static float cmlc_gemv_h_at(const void* p, cml_dtype_t dtype, int64_t i) {
+  if (dtype == CML_DTYPE_BF16) return cml__bf16_to_f32(((const uint16_t*)p)[i]);
+  if (dtype == CML_DTYPE_F16) return cml__f16_to_f32(((const uint16_t*)p)[i]);
+  return ((const float*)p)[i];
+}
+
+static void cmlc_gemv_axpy_h_scalar(int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_stride,
+                                    const uint16_t* b, cml_dtype_t b_dtype, int64_t ldb, float* c,
+                                    int64_t n) {
+  for (int64_t j = 0; j < n; ++j) c[j] = 0;
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const float av = cmlc_gemv_h_at(a, a_dtype, kk * a_stride);
+    const uint16_t* bk = b + kk * ldb;
+    for (int64_t j = 0; j < n; ++j) c[j] += av * cmlc_gemv_h_at(bk, b_dtype, j);
+  }
+}
+
 //===--- kernel tables ---===//
 
 // A transposed-B tile kernel and its shape (cmlc__gemm_bt_fn).
@@ -102,6 +122,8 @@ typedef struct cmlc_kernel_t_f32 {
   // The kernel reading A in place (small products; tiles of up to direct_mr rows), or NULL.
   cmlc__gemm_direct_fn direct_a;
   int direct_mr;
+  // The axpy form over a half B read in place (M == 1).
+  cmlc__gemv_axpy_h_fn axpy_h;
 } cmlc_kernel_t_f32;
 
 static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n);
@@ -120,7 +142,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {
     13,
     {{cmlc__gemm_bt_f32_avx2_6x16, 6, 16}, {cmlc__gemm_bt_f32_avx2_12x8, 12, 8}, {NULL, 0, 0}},
     cmlc__gemm_direct_f32_avx512_14x32,
-    14};
+    14,
+    cmlc__gemv_axpy_h_avx512};
 static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
     6,
     16,
@@ -134,7 +157,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
     0,
     {{cmlc__gemm_bt_f32_avx2_6x16, 6, 16}, {cmlc__gemm_bt_f32_avx2_12x8, 12, 8}, {NULL, 0, 0}},
     NULL,
-    0};
+    0,
+    cmlc__gemv_axpy_h_avx2};
 #endif
 static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        8,
@@ -148,7 +172,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        0,
                                                        {{NULL, 0, 0}},
                                                        NULL,
-                                                       0};
+                                                       0,
+                                                       cmlc_gemv_axpy_h_scalar};
 
 static const cmlc_kernel_t_f32* cmlc_select_f32(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)
@@ -298,6 +323,7 @@ static inline double cmlc_gemm_load_f64(const void* data, int64_t i, cml_dtype_t
 #define CMLC_GEMM_T float
 #define CMLC_GEMM_SUFFIX f32
 #define CMLC_GEMM_DTYPE CML_DTYPE_F32
+#define CMLC_GEMM_HALF_GEMV 1
 #define CMLC_GEMM_PROBLEM cmlc__gemm_problem_t
 #define CMLC_GEMM_LOAD_CONV cmlc_load_f32
 #define CMLC_GEMM_ENTRY cmlc__gemm_f32
@@ -310,6 +336,7 @@ static inline double cmlc_gemm_load_f64(const void* data, int64_t i, cml_dtype_t
 #define CMLC_GEMM_T double
 #define CMLC_GEMM_SUFFIX f64
 #define CMLC_GEMM_DTYPE CML_DTYPE_F64
+#define CMLC_GEMM_HALF_GEMV 0
 #define CMLC_GEMM_PROBLEM cmlc__gemm_f64_problem_t
 #define CMLC_GEMM_LOAD_CONV cmlc_gemm_load_f64
 #define CMLC_GEMM_ENTRY cmlc__gemm_f64

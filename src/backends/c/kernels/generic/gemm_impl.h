@@ -4,6 +4,7 @@
 //   CMLC_GEMM_T        the element type (float or double)
 //   CMLC_GEMM_SUFFIX   the name suffix (f32 or f64)
 //   CMLC_GEMM_DTYPE    the matching dtype (CML_DTYPE_F32 or CML_DTYPE_F64)
+//   CMLC_GEMM_HALF_GEMV  1 when the kernel table has axpy_h (the f32 GEMV over a half B)
 //   CMLC_GEMM_PROBLEM  the problem type (cmlc__gemm_problem_t or cmlc__gemm_f64_problem_t)
 //   CMLC_GEMM_LOAD_CONV(data, index, dtype)  loads one element of another dtype as CMLC_GEMM_T
 //   CMLC_GEMM_ENTRY, CMLC_GEMM_ENTRY_SCRATCH, CMLC_GEMM_ENTRY_PICK, CMLC_GEMM_ENTRY_PREPACK
@@ -500,25 +501,64 @@ static void CMLC_GEMM_N(gemv_col_task)(void* vctx, int64_t begin, int64_t end, i
   }
 }
 
-// Runs the GEMV path when it applies (f32 operands, M == 1 or N == 1, affine layouts); returns
-// false to let the blocked path run.
+#if CMLC_GEMM_HALF_GEMV
+// M == 1 over a half B with contiguous rows: outputs [begin, end) of the flattened (batch,
+// column-chunk) range, B read in place by kern.axpy_h.
+static void CMLC_GEMM_N(gemv_half_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  const size_t a_size = p->a.dtype == CML_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+  int64_t chunks = (p->n + c->gemv_chunk - 1) / c->gemv_chunk;
+  for (int64_t t = begin; t < end; ++t) {
+    int64_t b = t / chunks, j0 = (t % chunks) * c->gemv_chunk;
+    int64_t w = CMLC_GEMM_N(gemm_min)(c->gemv_chunk, p->n - j0);
+    const void* a =
+        (const char*)p->a.data + (size_t)(p->a.batch_offsets[b] + p->a.row_offsets[0]) * a_size;
+    const uint16_t* bm = (const uint16_t*)p->b.data + p->b.batch_offsets[b];
+    c->kern.axpy_h(p->k, a, p->a.dtype, c->a_acc.col_stride, bm + j0, p->b.dtype,
+                   c->b_acc.row_stride, p->c + b * p->n + j0, w);
+  }
+}
+#endif
+
+// The output chunk of an M == 1 GEMV: whole B rows stream best; the outputs of a chunk
+// (<= 16 KiB) stay in L1. Splitting over outputs changes no output's arithmetic, so the chunk
+// may follow the thread count. Returns the number of chunks per batch element.
+static int64_t CMLC_GEMM_N(gemv_row_chunks)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  int threads = cmlc_pool_thread_count(pool);
+  int64_t chunk = CMLC_GEMM_N(gemm_round_up)((p->n + threads - 1) / threads, 64);
+  int64_t chunk_floor = CMLC_GEMM_N(gemm_round_up)(65536 / (p->k > 0 ? p->k : 1), 64);
+  if (chunk < chunk_floor) chunk = chunk_floor;
+  c->gemv_chunk = chunk > 4096 ? 4096 : chunk;
+  // Tasks from the capped chunk: each task writes gemv_chunk outputs, so counting them with
+  // the uncapped one left every output past 4096 per thread unwritten (zeros).
+  return (p->n + c->gemv_chunk - 1) / c->gemv_chunk;
+}
+
+// Runs the GEMV path when it applies (f32 operands, or a half B with contiguous rows for the
+// f32 GEMM; M == 1 or N == 1, affine layouts); returns false to let the blocked path run.
 static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
   const CMLC_GEMM_PROBLEM* p = c->p;
+#if CMLC_GEMM_HALF_GEMV
+  if (p->m == 1 && c->kern.axpy_h &&
+      (p->b.dtype == CML_DTYPE_BF16 || p->b.dtype == CML_DTYPE_F16) &&
+      (p->a.dtype == CML_DTYPE_F32 || p->a.dtype == CML_DTYPE_BF16 ||
+       p->a.dtype == CML_DTYPE_F16) &&
+      c->a_acc.col_stride != CMLC_GEMM_NOT_AFFINE && c->b_acc.row_stride != CMLC_GEMM_NOT_AFFINE &&
+      c->b_acc.col_stride == 1) {
+    int64_t chunks = CMLC_GEMM_N(gemv_row_chunks)(c, pool);
+    cmlc_parallel_for(pool, p->batch * chunks, 1, CMLC_GEMM_N(gemv_half_task), c);
+    return true;
+  }
+#endif
   if (p->a.dtype != CMLC_GEMM_DTYPE || p->b.dtype != CMLC_GEMM_DTYPE) return false;
   if (p->m == 1 && c->a_acc.col_stride != CMLC_GEMM_NOT_AFFINE &&
       c->b_acc.row_stride != CMLC_GEMM_NOT_AFFINE &&
       (c->b_acc.col_stride == 1 || (c->b_acc.row_stride == 1 && c->a_acc.col_stride == 1 &&
                                     c->b_acc.col_stride != CMLC_GEMM_NOT_AFFINE))) {
-    // Whole B rows stream best; the outputs of a chunk (<= 16 KiB) stay in L1. Splitting
-    // over outputs changes no output's arithmetic, so the chunk may follow the thread count.
-    int threads = cmlc_pool_thread_count(pool);
-    int64_t chunk = CMLC_GEMM_N(gemm_round_up)((p->n + threads - 1) / threads, 64);
-    int64_t chunk_floor = CMLC_GEMM_N(gemm_round_up)(65536 / (p->k > 0 ? p->k : 1), 64);
-    if (chunk < chunk_floor) chunk = chunk_floor;
-    c->gemv_chunk = chunk > 4096 ? 4096 : chunk;
-    // Tasks from the capped chunk: each task writes gemv_chunk outputs, so counting them with
-    // the uncapped one left every output past 4096 per thread unwritten (zeros).
-    int64_t chunks = (p->n + c->gemv_chunk - 1) / c->gemv_chunk;
+    int64_t chunks = CMLC_GEMM_N(gemv_row_chunks)(c, pool);
     cmlc_parallel_for(pool, p->batch * chunks, 1, CMLC_GEMM_N(gemv_row_task), c);
     return true;
   }
@@ -979,6 +1019,7 @@ size_t CMLC_GEMM_ENTRY_PREPACK(const CMLC_GEMM_PROBLEM* p, cmlc_isa_t isa, void*
 #undef CMLC_GEMM_T
 #undef CMLC_GEMM_SUFFIX
 #undef CMLC_GEMM_DTYPE
+#undef CMLC_GEMM_HALF_GEMV
 #undef CMLC_GEMM_PROBLEM
 #undef CMLC_GEMM_LOAD_CONV
 #undef CMLC_GEMM_ENTRY

@@ -9,6 +9,11 @@
 // offset (prefetcht1; one group = 4 rows ahead): the measured stream rate rises from about 62-77%
 // to 80-87% of a plain sequential read of the same machine (bench/README.md, "f32 GEMV").
 //
+// Half matrices (bf16 or f16, M == 1 with contiguous B rows: a bf16 model's x @ w in a decode
+// step) stream in place in the _h axpy kernels: each run of B widens to f32 in registers
+// (bf16: a 16-bit shift; f16: F16C), so the matrix is read once at half the bytes instead of
+// being packed (converted and copied) first. The vector's values widen one by one.
+//
 // Arithmetic: each output sums its k terms in the order of the scalar contract in
 // linalg_internal.h (axpy: one FMA per k row, in k order; dot: four lane-strided partial sums per
 // row and a fixed reduction tree), identical to the one-row-at-a-time kernels these replace, so
@@ -165,6 +170,96 @@ CMLC_GEMV512_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, co
 #undef CMLC_GEMV512_DOT_STEP
 #undef CMLC_GEMV512_DOT_SUM
 
+//===--- AVX-512, half B ---===//
+
+#define CMLC_GEMV512H_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+// Element |i| of a f32, bf16 or f16 vector as f32 (exact).
+static inline float cmlc_gemv_scalar(const void* a, cml_dtype_t dtype, int64_t i) {
+  if (dtype == CML_DTYPE_BF16) return cml__bf16_to_f32(((const uint16_t*)a)[i]);
+  if (dtype == CML_DTYPE_F16) return cml__f16_to_f32(((const uint16_t*)a)[i]);
+  return ((const float*)a)[i];
+}
+
+// 16 bf16 (|f16| false) or f16 values widened to f32, exactly.
+static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET __m512
+cmlc_gemv512_widen(__m256i v, bool f16) {
+  return f16 ? _mm512_cvtph_ps(v)
+             : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET __m512
+cmlc_gemv512_h(const uint16_t* p, bool f16) {
+  return cmlc_gemv512_widen(_mm256_loadu_si256((const __m256i*)p), f16);
+}
+static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET __m512
+cmlc_gemv512_h_mask(const uint16_t* p, __mmask16 m, bool f16) {
+  return cmlc_gemv512_widen(_mm256_maskz_loadu_epi16(m, p), f16);
+}
+
+// The f32 axpy form's loop over a half B (32 columns, one line of each of four rows, a step):
+// per output the same FMAs in the same order as cmlc__gemv_axpy_f32_avx512 on the widened
+// values, so the result is the f32 GEMV's bit for bit.
+static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv512_axpy_h(
+    int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_stride, const uint16_t* b, int64_t ldb,
+    float* c, int64_t n, bool f16) {
+  for (int64_t j = 0; j < n; ++j) c[j] = 0.0f;
+  const int64_t ldb_bytes = ldb * (int64_t)sizeof(uint16_t);
+  int64_t kk = 0;
+  for (; kk + 4 <= k; kk += 4) {
+    const __m512 a0 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, kk * a_stride));
+    const __m512 a1 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 1) * a_stride));
+    const __m512 a2 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 2) * a_stride));
+    const __m512 a3 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 3) * a_stride));
+    const uint16_t* b0 = b + kk * ldb;
+    const uint16_t* b1 = b0 + ldb;
+    const uint16_t* b2 = b1 + ldb;
+    const uint16_t* b3 = b2 + ldb;
+    const char* next = (const char*)(b0 + CMLC_GEMV_AHEAD * ldb);
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+      cmlc_gemv_prefetch4(next + j * (int64_t)sizeof(uint16_t), ldb_bytes);
+      for (int h = 0; h < 32; h += 16) {
+        __m512 v = _mm512_loadu_ps(c + j + h);
+        v = _mm512_fmadd_ps(a0, cmlc_gemv512_h(b0 + j + h, f16), v);
+        v = _mm512_fmadd_ps(a1, cmlc_gemv512_h(b1 + j + h, f16), v);
+        v = _mm512_fmadd_ps(a2, cmlc_gemv512_h(b2 + j + h, f16), v);
+        v = _mm512_fmadd_ps(a3, cmlc_gemv512_h(b3 + j + h, f16), v);
+        _mm512_storeu_ps(c + j + h, v);
+      }
+    }
+    for (; j < n; j += 16) {
+      const __mmask16 m = cmlc_gemv512_mask(n - j);
+      __m512 v = _mm512_maskz_loadu_ps(m, c + j);
+      v = _mm512_fmadd_ps(a0, cmlc_gemv512_h_mask(b0 + j, m, f16), v);
+      v = _mm512_fmadd_ps(a1, cmlc_gemv512_h_mask(b1 + j, m, f16), v);
+      v = _mm512_fmadd_ps(a2, cmlc_gemv512_h_mask(b2 + j, m, f16), v);
+      v = _mm512_fmadd_ps(a3, cmlc_gemv512_h_mask(b3 + j, m, f16), v);
+      _mm512_mask_storeu_ps(c + j, m, v);
+    }
+  }
+  for (; kk < k; ++kk) {
+    const __m512 a0 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, kk * a_stride));
+    const uint16_t* b0 = b + kk * ldb;
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 m = cmlc_gemv512_mask(n - j);
+      __m512 v = _mm512_maskz_loadu_ps(m, c + j);
+      v = _mm512_fmadd_ps(a0, cmlc_gemv512_h_mask(b0 + j, m, f16), v);
+      _mm512_mask_storeu_ps(c + j, m, v);
+    }
+  }
+}
+
+CMLC_GEMV512H_TARGET void cmlc__gemv_axpy_h_avx512(int64_t k, const void* a, cml_dtype_t a_dtype,
+                                                   int64_t a_stride, const uint16_t* b,
+                                                   cml_dtype_t b_dtype, int64_t ldb, float* c,
+                                                   int64_t n) {
+  if (b_dtype == CML_DTYPE_F16) {
+    cmlc_gemv512_axpy_h(k, a, a_dtype, a_stride, b, ldb, c, n, true);
+  } else {
+    cmlc_gemv512_axpy_h(k, a, a_dtype, a_stride, b, ldb, c, n, false);
+  }
+}
+
 //===--- AVX2 ---===//
 
 // Lane mask with the first |count| (clamped to 0..8) lanes on.
@@ -251,6 +346,81 @@ CMLC_GEMV256_TARGET void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, cons
     float total = _mm_cvtss_f32(h);
     for (; kk < k; ++kk) total = fmaf(x[kk], yj[kk], total);
     c[j * c_stride] = total;
+  }
+}
+
+// The AVX2 axpy form over a half B (as the AVX-512 one, eight columns per vector; the column
+// tail widens through a zero-padded copy of its at most seven values).
+static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) __m256
+cmlc_gemv256_h(const uint16_t* p, bool f16) {
+  const __m128i v = _mm_loadu_si128((const __m128i*)p);
+  return f16 ? _mm256_cvtph_ps(v)
+             : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+}
+static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) __m256
+cmlc_gemv256_h_tail(const uint16_t* p, int64_t count, bool f16) {
+  uint16_t t[8] = {0};
+  memcpy(t, p, (size_t)(count > 8 ? 8 : count) * sizeof(uint16_t));
+  return cmlc_gemv256_h(t, f16);
+}
+
+static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) void
+cmlc_gemv256_axpy_h(int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_stride,
+                    const uint16_t* b, int64_t ldb, float* c, int64_t n, bool f16) {
+  for (int64_t j = 0; j < n; ++j) c[j] = 0.0f;
+  const int64_t ldb_bytes = ldb * (int64_t)sizeof(uint16_t);
+  int64_t kk = 0;
+  for (; kk + 4 <= k; kk += 4) {
+    const __m256 a0 = _mm256_set1_ps(cmlc_gemv_scalar(a, a_dtype, kk * a_stride));
+    const __m256 a1 = _mm256_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 1) * a_stride));
+    const __m256 a2 = _mm256_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 2) * a_stride));
+    const __m256 a3 = _mm256_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 3) * a_stride));
+    const uint16_t* b0 = b + kk * ldb;
+    const uint16_t* b1 = b0 + ldb;
+    const uint16_t* b2 = b1 + ldb;
+    const uint16_t* b3 = b2 + ldb;
+    const char* next = (const char*)(b0 + CMLC_GEMV_AHEAD * ldb);
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {  // one 64-byte line of each row per step
+      cmlc_gemv_prefetch4(next + j * (int64_t)sizeof(uint16_t), ldb_bytes);
+      for (int h = 0; h < 32; h += 8) {
+        __m256 v = _mm256_loadu_ps(c + j + h);
+        v = _mm256_fmadd_ps(a0, cmlc_gemv256_h(b0 + j + h, f16), v);
+        v = _mm256_fmadd_ps(a1, cmlc_gemv256_h(b1 + j + h, f16), v);
+        v = _mm256_fmadd_ps(a2, cmlc_gemv256_h(b2 + j + h, f16), v);
+        v = _mm256_fmadd_ps(a3, cmlc_gemv256_h(b3 + j + h, f16), v);
+        _mm256_storeu_ps(c + j + h, v);
+      }
+    }
+    for (; j < n; j += 8) {
+      const __m256i m = cmlc_gemv256_mask(n - j);
+      __m256 v = _mm256_maskload_ps(c + j, m);
+      v = _mm256_fmadd_ps(a0, cmlc_gemv256_h_tail(b0 + j, n - j, f16), v);
+      v = _mm256_fmadd_ps(a1, cmlc_gemv256_h_tail(b1 + j, n - j, f16), v);
+      v = _mm256_fmadd_ps(a2, cmlc_gemv256_h_tail(b2 + j, n - j, f16), v);
+      v = _mm256_fmadd_ps(a3, cmlc_gemv256_h_tail(b3 + j, n - j, f16), v);
+      _mm256_maskstore_ps(c + j, m, v);
+    }
+  }
+  for (; kk < k; ++kk) {
+    const __m256 a0 = _mm256_set1_ps(cmlc_gemv_scalar(a, a_dtype, kk * a_stride));
+    const uint16_t* b0 = b + kk * ldb;
+    for (int64_t j = 0; j < n; j += 8) {
+      const __m256i m = cmlc_gemv256_mask(n - j);
+      __m256 v = _mm256_maskload_ps(c + j, m);
+      v = _mm256_fmadd_ps(a0, cmlc_gemv256_h_tail(b0 + j, n - j, f16), v);
+      _mm256_maskstore_ps(c + j, m, v);
+    }
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void cmlc__gemv_axpy_h_avx2(
+    int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_stride, const uint16_t* b,
+    cml_dtype_t b_dtype, int64_t ldb, float* c, int64_t n) {
+  if (b_dtype == CML_DTYPE_F16) {
+    cmlc_gemv256_axpy_h(k, a, a_dtype, a_stride, b, ldb, c, n, true);
+  } else {
+    cmlc_gemv256_axpy_h(k, a, a_dtype, a_stride, b, ldb, c, n, false);
   }
 }
 
