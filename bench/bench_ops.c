@@ -4,9 +4,9 @@
 // and its gradient (SelectAndScatter), Clamp, strided slices, batched products, gathers; c vs
 // Where with a compare, conversions between 16-bit floats and to i32, a row scatter-add and a
 // 3x3 convolution, Floor, Expm1, Log1p, Sin, a ReLU mask through a Bool conversion and Int32
-// Div/Rem, the tanh GELU with and without a bias; c vs c:reference vs xla:cpu. Written to find the shapes where a dtype or a
-// layout falls back to slow generic code (bench/README.md, "Single ops in three dtypes"). The rate
-// column is the input bytes (the first operand) per second.
+// Div/Rem, the tanh GELU with and without a bias; c vs c:reference vs xla:cpu. Written to find the
+// shapes where a dtype or a layout falls back to slow generic code (bench/README.md, "Single ops in
+// three dtypes"). The rate column is the input bytes (the first operand) per second.
 #include <string.h>
 
 #include "bench/bench_common.h"

@@ -65,18 +65,18 @@ typedef enum cml_cli_probe_isa_t {
 #if defined(CML_CLI_BENCH_X86)
 // 12 independent accumulator chains (latency x throughput of every unit probed), named so they
 // stay in registers: ACC##i = OP(ACC##i, A, B).
-#define CML_CLI_OP12(OP, ACC, A, B)                                                     \
-  do {                                                                                  \
-    ACC##0 = OP(ACC##0, A, B), ACC##1 = OP(ACC##1, A, B), ACC##2 = OP(ACC##2, A, B);    \
-    ACC##3 = OP(ACC##3, A, B), ACC##4 = OP(ACC##4, A, B), ACC##5 = OP(ACC##5, A, B);    \
-    ACC##6 = OP(ACC##6, A, B), ACC##7 = OP(ACC##7, A, B), ACC##8 = OP(ACC##8, A, B);    \
+#define CML_CLI_OP12(OP, ACC, A, B)                                                      \
+  do {                                                                                   \
+    ACC##0 = OP(ACC##0, A, B), ACC##1 = OP(ACC##1, A, B), ACC##2 = OP(ACC##2, A, B);     \
+    ACC##3 = OP(ACC##3, A, B), ACC##4 = OP(ACC##4, A, B), ACC##5 = OP(ACC##5, A, B);     \
+    ACC##6 = OP(ACC##6, A, B), ACC##7 = OP(ACC##7, A, B), ACC##8 = OP(ACC##8, A, B);     \
     ACC##9 = OP(ACC##9, A, B), ACC##10 = OP(ACC##10, A, B), ACC##11 = OP(ACC##11, A, B); \
   } while (0)
-#define CML_CLI_DECL12(T, x, INIT)                                         \
-  T x##0 = INIT(0), x##1 = INIT(1), x##2 = INIT(2), x##3 = INIT(3);     \
-  T x##4 = INIT(4), x##5 = INIT(5), x##6 = INIT(6), x##7 = INIT(7);     \
+#define CML_CLI_DECL12(T, x, INIT)                                  \
+  T x##0 = INIT(0), x##1 = INIT(1), x##2 = INIT(2), x##3 = INIT(3); \
+  T x##4 = INIT(4), x##5 = INIT(5), x##6 = INIT(6), x##7 = INIT(7); \
   T x##8 = INIT(8), x##9 = INIT(9), x##10 = INIT(10), x##11 = INIT(11)
-#define CML_CLI_SUM12(ADD, x)                                                                 \
+#define CML_CLI_SUM12(ADD, x)                                                            \
   ADD(ADD(ADD(ADD(x##0, x##1), ADD(x##2, x##3)), ADD(ADD(x##4, x##5), ADD(x##6, x##7))), \
       ADD(ADD(x##8, x##9), ADD(x##10, x##11)))
 
@@ -125,9 +125,8 @@ __attribute__((target("avx512f,avx512vnni"))) static float cml_cli_probe_int8_vn
 // AVX2 int8: vpmaddubsw (32 byte pairs to 16 words), vpmaddwd by ones to dwords, vpaddd: what
 // the quantized kernels run on CPUs without VNNI.
 __attribute__((target("avx2"))) static inline __m256i cml_cli_dp_avx2(__m256i acc, __m256i a,
-                                                                     __m256i b) {
-  return _mm256_add_epi32(
-      acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
+                                                                      __m256i b) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
 }
 __attribute__((target("avx2"))) static float cml_cli_probe_int8_avx2(void) {
   const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2);
@@ -165,9 +164,9 @@ static cml_cli_probe_isa_t cml_cli_probe_isa(cml_cli_probe_kind_t kind) {
   const bool avx2 = __builtin_cpu_supports("avx2");
   switch (kind) {
     case CML_CLI_PROBE_F32:
-      return avx512                                          ? CML_CLI_ISA_AVX512
+      return avx512                                  ? CML_CLI_ISA_AVX512
              : avx2 && __builtin_cpu_supports("fma") ? CML_CLI_ISA_AVX2
-                                                             : CML_CLI_ISA_PLAIN;
+                                                     : CML_CLI_ISA_PLAIN;
     case CML_CLI_PROBE_BF16:
       return avx512 && __builtin_cpu_supports("avx512bf16") ? CML_CLI_ISA_AVX512_BF16
                                                             : CML_CLI_ISA_PLAIN;
@@ -204,7 +203,9 @@ static const char* cml_cli_probe_isa_name(cml_cli_probe_isa_t isa) {
 static double cml_cli_probe_ops(cml_cli_probe_kind_t kind, cml_cli_probe_isa_t isa) {
   double per_iter = 0;
   if (kind == CML_CLI_PROBE_F32) {
-    per_iter = isa == CML_CLI_ISA_AVX512 ? 12 * 16 * 2 : isa == CML_CLI_ISA_AVX2 ? 12 * 8 * 2 : 96 * 2;
+    per_iter = isa == CML_CLI_ISA_AVX512 ? 12 * 16 * 2
+               : isa == CML_CLI_ISA_AVX2 ? 12 * 8 * 2
+                                         : 96 * 2;
   } else if (kind == CML_CLI_PROBE_BF16) {
     per_iter = 12 * 32 * 2;
   } else if (kind == CML_CLI_PROBE_INT8) {
@@ -340,7 +341,14 @@ typedef enum cml_cli_case_kind_t {
 
 // Matmul cases: d = {batch, m, k, n, rhs transposed, f32 output}: lhs [batch, m, k] (rank 2
 // when batch is 0) times rhs [k, n] ([n, k] when transposed), contracting k.
-enum { CML_CLI_MM_BATCH, CML_CLI_MM_M, CML_CLI_MM_K, CML_CLI_MM_N, CML_CLI_MM_TRANS, CML_CLI_MM_F32 };
+enum {
+  CML_CLI_MM_BATCH,
+  CML_CLI_MM_M,
+  CML_CLI_MM_K,
+  CML_CLI_MM_N,
+  CML_CLI_MM_TRANS,
+  CML_CLI_MM_F32
+};
 
 typedef struct cml_cli_case_t {
   const char* name;
@@ -436,9 +444,9 @@ static cml_value_t cml_cli_case_matmul(cml_function_t* f, const cml_cli_case_t* 
   const bool batched = d[CML_CLI_MM_BATCH] > 0, trans = d[CML_CLI_MM_TRANS] != 0;
   int64_t lhs_dims[3] = {d[CML_CLI_MM_BATCH], d[CML_CLI_MM_M], d[CML_CLI_MM_K]};
   cml_shape_t sa = cml_shape_make(c->dtype, batched ? 3 : 2, batched ? lhs_dims : lhs_dims + 1);
-  cml_shape_t sb = cml_shape_make(
-      c->dtype, 2,
-      trans ? (int64_t[]){d[CML_CLI_MM_N], d[CML_CLI_MM_K]} : (int64_t[]){d[CML_CLI_MM_K], d[CML_CLI_MM_N]});
+  cml_shape_t sb = cml_shape_make(c->dtype, 2,
+                                  trans ? (int64_t[]){d[CML_CLI_MM_N], d[CML_CLI_MM_K]}
+                                        : (int64_t[]){d[CML_CLI_MM_K], d[CML_CLI_MM_N]});
   cml_dot_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.lhs_contracting_count = cfg.rhs_contracting_count = 1;
@@ -673,8 +681,8 @@ static void cml_cli_blas_close(cml_cli_blas_t* b) {
 
 // Prepares OpenBLAS as a contender of an f32 matmul case; false (nothing to release) for the
 // other cases.
-static bool cml_cli_blas_prepare(cml_cli_run_t* r, const cml_cli_blas_t* b,
-                                 const cml_cli_case_t* c, int reps) {
+static bool cml_cli_blas_prepare(cml_cli_run_t* r, const cml_cli_blas_t* b, const cml_cli_case_t* c,
+                                 int reps) {
   memset(r, 0, sizeof *r);
   if (!b->sgemm || c->kind != CML_CLI_CASE_MATMUL || c->dtype != CML_DTYPE_F32) return false;
   const int64_t* d = c->d;
@@ -717,7 +725,8 @@ static void cml_cli_run_once(cml_cli_run_t* r, int rep) {
 
 // The thread count in a backend config ("c:threads=2,..."), else |fallback|.
 static int cml_cli_config_threads(const char* config, int fallback) {
-  for (const char* p = config ? strstr(config, "threads=") : NULL; p; p = strstr(p + 1, "threads=")) {
+  for (const char* p = config ? strstr(config, "threads=") : NULL; p;
+       p = strstr(p + 1, "threads=")) {
     if (p > config && (p[-1] == ':' || p[-1] == ',')) {
       long v = strtol(p + 8, NULL, 10);
       if (v > 0 && v < 4096) return (int)v;

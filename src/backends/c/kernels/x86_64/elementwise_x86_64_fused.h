@@ -72,9 +72,15 @@ CMLC_EW_TARGET static inline float v_fold32(const vf* acc, bool max) {
   CMLC_EW_TARGET static void CMLC_EW_FN(name##_##sfx)(void* y, const void* x, int64_t n) { \
     int64_t i = 0;                                                                         \
     for (; i + 2 * CMLC_V_W <= n; i += 2 * CMLC_V_W) {                                     \
-      vf v0 = v_ld_##sfx(x, i), v1 = v_ld_##sfx(x, i + CMLC_V_W);                    \
-      { const vf v = v0; v0 = EXPR; }                                                    \
-      { const vf v = v1; v1 = EXPR; }                                                    \
+      vf v0 = v_ld_##sfx(x, i), v1 = v_ld_##sfx(x, i + CMLC_V_W);                          \
+      {                                                                                    \
+        const vf v = v0;                                                                   \
+        v0 = EXPR;                                                                         \
+      }                                                                                    \
+      {                                                                                    \
+        const vf v = v1;                                                                   \
+        v1 = EXPR;                                                                         \
+      }                                                                                    \
       v_st_##sfx(y, i, v0);                                                                \
       v_st_##sfx(y, i + CMLC_V_W, v1);                                                     \
     }                                                                                      \
