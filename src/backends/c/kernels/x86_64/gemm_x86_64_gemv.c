@@ -198,13 +198,50 @@ cmlc_gemv512_h_mask(const uint16_t* p, __mmask16 m, bool f16) {
 
 // The f32 axpy form's loop over a half B (32 columns, one line of each of four rows, a step):
 // per output the same FMAs in the same order as cmlc__gemv_axpy_f32_avx512 on the widened
-// values, so the result is the f32 GEMV's bit for bit.
+// values, so the result is the f32 GEMV's bit for bit. bf16: each 32-column group widens as
+// its even columns (the low halves shifted up) and its odd ones (the high halves masked), two
+// integer operations per 32 values instead of two widening moves and two shifts; the group's
+// outputs are kept even columns first in |c| while k runs and interleaved back at the end.
 static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv512_axpy_h(
     int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_stride, const uint16_t* b, int64_t ldb,
     float* c, int64_t n, bool f16) {
   for (int64_t j = 0; j < n; ++j) c[j] = 0.0f;
   const int64_t ldb_bytes = ldb * (int64_t)sizeof(uint16_t);
+  const int64_t n32 = n / 32 * 32;
+  const __m512i hi_mask = _mm512_set1_epi32((int)0xFFFF0000u);
+#define CMLC_GEMV512_EVEN(v) _mm512_castsi512_ps(_mm512_slli_epi32(v, 16))
+#define CMLC_GEMV512_ODD(v) _mm512_castsi512_ps(_mm512_and_si512(v, hi_mask))
   int64_t kk = 0;
+  // bf16: eight rows per pass over the outputs (half the output loads and stores per byte of B
+  // of four rows; the order of each output's FMAs is unchanged).
+  for (; !f16 && kk + 8 <= k; kk += 8) {
+    __m512 av[8];
+    for (int r = 0; r < 8; ++r)
+      av[r] = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + r) * a_stride));
+    const uint16_t* b0 = b + kk * ldb;
+    const char* next = (const char*)(b0 + 8 * ldb);
+    int64_t j = 0;
+    for (; j < n32; j += 32) {
+      cmlc_gemv_prefetch4(next + j * (int64_t)sizeof(uint16_t), ldb_bytes);
+      cmlc_gemv_prefetch4(next + 4 * ldb_bytes + j * (int64_t)sizeof(uint16_t), ldb_bytes);
+      __m512 ev = _mm512_loadu_ps(c + j), od = _mm512_loadu_ps(c + j + 16);
+#pragma GCC unroll 8
+      for (int r = 0; r < 8; ++r) {
+        const __m512i w = _mm512_loadu_si512((const void*)(b0 + r * ldb + j));
+        ev = _mm512_fmadd_ps(av[r], CMLC_GEMV512_EVEN(w), ev);
+        od = _mm512_fmadd_ps(av[r], CMLC_GEMV512_ODD(w), od);
+      }
+      _mm512_storeu_ps(c + j, ev);
+      _mm512_storeu_ps(c + j + 16, od);
+    }
+    for (; j < n; j += 16) {
+      const __mmask16 m = cmlc_gemv512_mask(n - j);
+      __m512 v = _mm512_maskz_loadu_ps(m, c + j);
+      for (int r = 0; r < 8; ++r)
+        v = _mm512_fmadd_ps(av[r], cmlc_gemv512_h_mask(b0 + r * ldb + j, m, false), v);
+      _mm512_mask_storeu_ps(c + j, m, v);
+    }
+  }
   for (; kk + 4 <= k; kk += 4) {
     const __m512 a0 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, kk * a_stride));
     const __m512 a1 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 1) * a_stride));
@@ -216,15 +253,33 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
     const uint16_t* b3 = b2 + ldb;
     const char* next = (const char*)(b0 + CMLC_GEMV_AHEAD * ldb);
     int64_t j = 0;
-    for (; j + 32 <= n; j += 32) {
+    for (; j < n32; j += 32) {
       cmlc_gemv_prefetch4(next + j * (int64_t)sizeof(uint16_t), ldb_bytes);
-      for (int h = 0; h < 32; h += 16) {
-        __m512 v = _mm512_loadu_ps(c + j + h);
-        v = _mm512_fmadd_ps(a0, cmlc_gemv512_h(b0 + j + h, f16), v);
-        v = _mm512_fmadd_ps(a1, cmlc_gemv512_h(b1 + j + h, f16), v);
-        v = _mm512_fmadd_ps(a2, cmlc_gemv512_h(b2 + j + h, f16), v);
-        v = _mm512_fmadd_ps(a3, cmlc_gemv512_h(b3 + j + h, f16), v);
-        _mm512_storeu_ps(c + j + h, v);
+      if (f16) {
+        for (int h = 0; h < 32; h += 16) {
+          __m512 v = _mm512_loadu_ps(c + j + h);
+          v = _mm512_fmadd_ps(a0, cmlc_gemv512_h(b0 + j + h, true), v);
+          v = _mm512_fmadd_ps(a1, cmlc_gemv512_h(b1 + j + h, true), v);
+          v = _mm512_fmadd_ps(a2, cmlc_gemv512_h(b2 + j + h, true), v);
+          v = _mm512_fmadd_ps(a3, cmlc_gemv512_h(b3 + j + h, true), v);
+          _mm512_storeu_ps(c + j + h, v);
+        }
+      } else {
+        const __m512i w0 = _mm512_loadu_si512((const void*)(b0 + j));
+        const __m512i w1 = _mm512_loadu_si512((const void*)(b1 + j));
+        const __m512i w2 = _mm512_loadu_si512((const void*)(b2 + j));
+        const __m512i w3 = _mm512_loadu_si512((const void*)(b3 + j));
+        __m512 ev = _mm512_loadu_ps(c + j), od = _mm512_loadu_ps(c + j + 16);
+        ev = _mm512_fmadd_ps(a0, CMLC_GEMV512_EVEN(w0), ev);
+        od = _mm512_fmadd_ps(a0, CMLC_GEMV512_ODD(w0), od);
+        ev = _mm512_fmadd_ps(a1, CMLC_GEMV512_EVEN(w1), ev);
+        od = _mm512_fmadd_ps(a1, CMLC_GEMV512_ODD(w1), od);
+        ev = _mm512_fmadd_ps(a2, CMLC_GEMV512_EVEN(w2), ev);
+        od = _mm512_fmadd_ps(a2, CMLC_GEMV512_ODD(w2), od);
+        ev = _mm512_fmadd_ps(a3, CMLC_GEMV512_EVEN(w3), ev);
+        od = _mm512_fmadd_ps(a3, CMLC_GEMV512_ODD(w3), od);
+        _mm512_storeu_ps(c + j, ev);
+        _mm512_storeu_ps(c + j + 16, od);
       }
     }
     for (; j < n; j += 16) {
@@ -240,12 +295,31 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
   for (; kk < k; ++kk) {
     const __m512 a0 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, kk * a_stride));
     const uint16_t* b0 = b + kk * ldb;
-    for (int64_t j = 0; j < n; j += 16) {
+    int64_t j = 0;
+    for (; j < n32 && !f16; j += 32) {
+      const __m512i w0 = _mm512_loadu_si512((const void*)(b0 + j));
+      _mm512_storeu_ps(c + j, _mm512_fmadd_ps(a0, CMLC_GEMV512_EVEN(w0), _mm512_loadu_ps(c + j)));
+      _mm512_storeu_ps(c + j + 16,
+                       _mm512_fmadd_ps(a0, CMLC_GEMV512_ODD(w0), _mm512_loadu_ps(c + j + 16)));
+    }
+    for (; j < n; j += 16) {
       const __mmask16 m = cmlc_gemv512_mask(n - j);
       __m512 v = _mm512_maskz_loadu_ps(m, c + j);
       v = _mm512_fmadd_ps(a0, cmlc_gemv512_h_mask(b0 + j, m, f16), v);
       _mm512_mask_storeu_ps(c + j, m, v);
     }
+  }
+#undef CMLC_GEMV512_EVEN
+#undef CMLC_GEMV512_ODD
+  if (f16) return;
+  // Each bf16 group's outputs back in column order: (even, odd) pairs.
+  const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi_idx =
+      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  for (int64_t j = 0; j < n32; j += 32) {
+    const __m512 ev = _mm512_loadu_ps(c + j), od = _mm512_loadu_ps(c + j + 16);
+    _mm512_storeu_ps(c + j, _mm512_permutex2var_ps(ev, lo_idx, od));
+    _mm512_storeu_ps(c + j + 16, _mm512_permutex2var_ps(ev, hi_idx, od));
   }
 }
 
