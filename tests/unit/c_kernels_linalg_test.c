@@ -934,38 +934,40 @@ TEST(gemm_batched_gemv_and_small) {
 }
 
 TEST(gemv_half_rhs_streams_in_place) {
-  // A row vector (f32, bf16 or f16) times a bf16 or f16 matrix with contiguous rows ([K, N],
+  // 1..16 rows (f32, bf16 or f16) times a bf16 or f16 matrix with contiguous rows ([K, N],
   // batched or not): the GEMV streams the matrix in place, widened in registers. Exact eighths
-  // against a double loop; inexact values give the same bits on 1 and 3 threads and the same
-  // bits as the f32 GEMV of the widened operands (the kernels promise the f32 axpy form's
-  // arithmetic), on every ISA; with AVX-512 BF16 enabled, bf16 x bf16 takes this path too.
-  // N = 5000 splits into more tasks than threads (4096 outputs per task at most); K = 1, 3 and
-  // 5 leave 1-3 rows after the groups of four; N = 7 and 33 leave column tails.
-  static const int64_t cases[][3] = {
-      {1, 5, 7}, {1, 301, 33}, {3, 3, 100}, {1, 64, 5000}, {2, 1, 40}};  // {batch, K, N}
+  // against a double loop; inexact values give the same bits on 1 and 3 threads, and every row
+  // the same bits as the one-row f32 GEMV of that row and the widened matrix (the kernels
+  // promise the f32 axpy form's arithmetic), on every ISA; with AVX-512 BF16 enabled,
+  // bf16 x bf16 takes this path too. N = 5000 splits into more tasks than threads; K = 1, 3, 5,
+  // 11 and 301 leave rows after the groups of eight and four; N = 7, 33 and 100 leave column
+  // tails; 17 rows take the other paths (same checks but the one-row bits).
+  static const int64_t cases[][4] = {{1, 1, 5, 7},     {1, 1, 301, 33},  {3, 1, 3, 100},
+                                     {1, 1, 64, 5000}, {2, 1, 1, 40},    {1, 2, 11, 100},
+                                     {1, 5, 301, 33},  {2, 16, 64, 300}, {1, 17, 40, 70}};
   static const cml_dtype_t halves[2] = {CML_DTYPE_BF16, CML_DTYPE_F16};
   static const cml_dtype_t vecs[3] = {CML_DTYPE_F32, CML_DTYPE_BF16, CML_DTYPE_F16};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failed = 0;
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0] && !failed; ++ci) {
-    const int64_t B = cases[ci][0], k = cases[ci][1], n = cases[ci][2];
-    float* af = malloc(sizeof(float) * (size_t)(B * k));
+    const int64_t B = cases[ci][0], m = cases[ci][1], k = cases[ci][2], n = cases[ci][3];
+    float* af = malloc(sizeof(float) * (size_t)(B * m * k));
     float* bf = malloc(sizeof(float) * (size_t)(B * k * n));
-    uint16_t* ah = malloc(sizeof(uint16_t) * (size_t)(B * k));
+    uint16_t* ah = malloc(sizeof(uint16_t) * (size_t)(B * m * k));
     uint16_t* bh = malloc(sizeof(uint16_t) * (size_t)(B * k * n));
-    float* c1 = malloc(sizeof(float) * (size_t)(B * n));
-    float* c3 = malloc(sizeof(float) * (size_t)(B * n));
-    float* cw = malloc(sizeof(float) * (size_t)(B * n));
+    float* c1 = malloc(sizeof(float) * (size_t)(B * m * n));
+    float* c3 = malloc(sizeof(float) * (size_t)(B * m * n));
+    float* cw = malloc(sizeof(float) * (size_t)n);
     for (int hi = 0; hi < 2 && !failed; ++hi) {
       const cml_dtype_t bdt = halves[hi];
       for (int vi = 0; vi < 3 && !failed; ++vi) {
         const cml_dtype_t adt = vecs[vi];
         for (int exact = 1; exact >= 0 && !failed; --exact) {
-          fill_eighths(af, B * k, 71u + (uint32_t)ci);
+          fill_eighths(af, B * m * k, 71u + (uint32_t)ci);
           fill_eighths(bf, B * k * n, 83u + (uint32_t)ci);
           if (!exact) {
-            for (int64_t i = 0; i < B * k; ++i) af[i] *= 0.3f;
+            for (int64_t i = 0; i < B * m * k; ++i) af[i] *= 0.3f;
             for (int64_t i = 0; i < B * k * n; ++i) bf[i] *= 0.7f;
           }
           // The operands as stored, and af / bf replaced by their exact f32 values.
@@ -973,7 +975,7 @@ TEST(gemv_half_rhs_streams_in_place) {
             bh[i] = bdt == CML_DTYPE_F16 ? cml_f32_to_f16(bf[i]) : cml_f32_to_bf16(bf[i]);
             bf[i] = bdt == CML_DTYPE_F16 ? cml_f16_to_f32(bh[i]) : cml_bf16_to_f32(bh[i]);
           }
-          for (int64_t i = 0; i < B * k; ++i) {
+          for (int64_t i = 0; i < B * m * k; ++i) {
             ah[i] = adt == CML_DTYPE_F16 ? cml_f32_to_f16(af[i]) : cml_f32_to_bf16(af[i]);
             if (adt != CML_DTYPE_F32)
               af[i] = adt == CML_DTYPE_F16 ? cml_f16_to_f32(ah[i]) : cml_bf16_to_f32(ah[i]);
@@ -981,15 +983,17 @@ TEST(gemv_half_rhs_streams_in_place) {
           const void* a_in = adt == CML_DTYPE_F32 ? (const void*)af : (const void*)ah;
           fake_t f, fw;
           const int32_t r = B > 1 ? 3 : 2;
-          const int64_t ad[3] = {B, 1, k}, bd[3] = {B, k, n}, od[3] = {B, 1, n};
+          const int64_t ad[3] = {B, m, k}, bd[3] = {B, k, n}, od[3] = {B, m, n};
           cml_shape_t ins[2] = {shp(adt, r, ad + 3 - r), shp(bdt, r, bd + 3 - r)};
           cml_shape_t out = shp(CML_DTYPE_F32, r, od + 3 - r);
           fake_init(&f, CML_OP_DOT_GENERAL, ins, 2, &out, 1);
           dot_config(&f.attrs, r - 2, r, CML_DTYPE_F32);
-          cml_shape_t wins[2] = {shp(CML_DTYPE_F32, r, ad + 3 - r),
-                                 shp(CML_DTYPE_F32, r, bd + 3 - r)};
-          fake_init(&fw, CML_OP_DOT_GENERAL, wins, 2, &out, 1);
-          dot_config(&fw.attrs, r - 2, r, CML_DTYPE_F32);
+          // The reference: one row of A (f32) times one batch element's widened matrix.
+          cml_shape_t wins[2] = {shp(CML_DTYPE_F32, 2, (int64_t[]){1, k}),
+                                 shp(CML_DTYPE_F32, 2, (int64_t[]){k, n})};
+          cml_shape_t wout = shp(CML_DTYPE_F32, 2, (int64_t[]){1, n});
+          fake_init(&fw, CML_OP_DOT_GENERAL, wins, 2, &wout, 1);
+          dot_config(&fw.attrs, 0, 2, CML_DTYPE_F32);
           for (size_t i = 0; i < 3 && !failed; ++i) {
             if (!isa_usable(kIsas[i])) continue;
             cmlc_options_t o1 = make_options(kIsas[i], false, 1);
@@ -998,27 +1002,34 @@ TEST(gemv_half_rhs_streams_in_place) {
             o1.avx512_bf16 = o3.avx512_bf16 =
                 kIsas[i] == CMLC_ISA_AVX512 && __builtin_cpu_supports("avx512bf16");
 #endif
-            memset(c1, 0xFF, sizeof(float) * (size_t)(B * n));
-            memset(c3, 0xFF, sizeof(float) * (size_t)(B * n));
+            memset(c1, 0xFF, sizeof(float) * (size_t)(B * m * n));
+            memset(c3, 0xFF, sizeof(float) * (size_t)(B * m * n));
             ASSERT_STATUS_OK(fake_run(&f, &o1, NULL, (const void*[]){a_in, bh}, (void*[]){c1}));
             ASSERT_STATUS_OK(fake_run(&f, &o3, pool, (const void*[]){a_in, bh}, (void*[]){c3}));
-            ASSERT_STATUS_OK(fake_run(&fw, &o1, NULL, (const void*[]){af, bf}, (void*[]){cw}));
-            for (int64_t t = 0; t < B * n && !failed; ++t) {
-              bool ok = memcmp(&c1[t], &c3[t], sizeof(float)) == 0 &&
-                        memcmp(&c1[t], &cw[t], sizeof(float)) == 0;
-              if (exact) {
-                double want = 0;
-                const int64_t bb = t / n, j = t % n;
-                for (int64_t kk = 0; kk < k; ++kk)
-                  want += (double)af[bb * k + kk] * (double)bf[(bb * k + kk) * n + j];
-                ok = ok && (double)c1[t] == want;
-              }
-              if (!ok) {
-                fprintf(stderr,
-                        "%s x %s B%lld K%lld N%lld isa %d exact %d at %lld: %.9g %.9g %.9g\n",
-                        cml_dtype_name(adt), cml_dtype_name(bdt), (long long)B, (long long)k,
-                        (long long)n, (int)kIsas[i], exact, (long long)t, c1[t], c3[t], cw[t]);
-                failed = 1;
+            for (int64_t row = 0; row < B * m && !failed; ++row) {
+              const int64_t bb = row / m;
+              ASSERT_STATUS_OK(fake_run(
+                  &fw, &o1, NULL, (const void*[]){af + row * k, bf + bb * k * n}, (void*[]){cw}));
+              for (int64_t j = 0; j < n && !failed; ++j) {
+                const int64_t t = row * n + j;
+                bool ok = memcmp(&c1[t], &c3[t], sizeof(float)) == 0;
+                // 17 rows leave this path (the blocked or bf16 GEMM): its own bits.
+                if (m <= 16) ok = ok && memcmp(&c1[t], &cw[j], sizeof(float)) == 0;
+                if (exact) {
+                  double want = 0;
+                  for (int64_t kk = 0; kk < k; ++kk)
+                    want += (double)af[row * k + kk] * (double)bf[(bb * k + kk) * n + j];
+                  ok = ok && (double)c1[t] == want;
+                }
+                if (!ok) {
+                  fprintf(stderr,
+                          "%s x %s B%lld M%lld K%lld N%lld isa %d exact %d at %lld: %.9g %.9g "
+                          "%.9g\n",
+                          cml_dtype_name(adt), cml_dtype_name(bdt), (long long)B, (long long)m,
+                          (long long)k, (long long)n, (int)kIsas[i], exact, (long long)t, c1[t],
+                          c3[t], cw[j]);
+                  failed = 1;
+                }
               }
             }
           }

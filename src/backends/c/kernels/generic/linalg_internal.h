@@ -203,13 +203,15 @@ typedef void (*cmlc__gemv_axpy_fn)(int64_t k, const float* a, int64_t a_stride, 
                                    int64_t ldb, float* c, int64_t n);
 typedef void (*cmlc__gemv_dot_fn)(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                                   int64_t c_stride, int64_t n);
-// The axpy form over a half matrix (M == 1, B rows contiguous): c[j] = sum_k a[k * a_stride] *
-// b[k * ldb + j] for j < n, with |a| f32, bf16 or f16 (|a_dtype|) and |b| bf16 or f16
-// (|b_dtype|), read in place and widened exactly; the same arithmetic as the f32 axpy form on
-// the widened values.
-typedef void (*cmlc__gemv_axpy_h_fn)(int64_t k, const void* a, cml_dtype_t a_dtype,
-                                     int64_t a_stride, const uint16_t* b, cml_dtype_t b_dtype,
-                                     int64_t ldb, float* c, int64_t n);
+// The axpy form over a half matrix (B rows contiguous), for |m| rows of A (|lda| apart, k
+// stride |a_stride|) and outputs |ldc| apart: c[i * ldc + j] = sum_k a[i * lda + k * a_stride] *
+// b[k * ldb + j] for i < m, j < n, with |a| f32, bf16 or f16 (|a_dtype|) and |b| bf16 or f16
+// (|b_dtype|), read in place and widened exactly. Each row's outputs are the bits of the f32
+// axpy form (cmlc__gemv_axpy_fn) on that row and the widened values.
+typedef void (*cmlc__gemv_axpy_h_fn)(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype,
+                                     int64_t lda, int64_t a_stride, const uint16_t* b,
+                                     cml_dtype_t b_dtype, int64_t ldb, float* c, int64_t ldc,
+                                     int64_t n);
 // Widens |n| consecutive f16 or bf16 values to f32 (exact), for packing half operands.
 typedef void (*cmlc__gemm_widen_fn)(const uint16_t* src, float* dst, int64_t n);
 // Rounds |n| f32 values to |dtype| (F16 or BF16) at |dst|: the bits cml_f64_to_f16 /
@@ -252,9 +254,9 @@ void cmlc__gemm_bt_f32_avx2_12x8(int64_t k, int64_t kcb, const void* w, cml_dtyp
                                  int cols);
 void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int64_t a_stride, const float* b,
                               int64_t ldb, float* c, int64_t n);
-void cmlc__gemv_axpy_h_avx2(int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_stride,
-                            const uint16_t* b, cml_dtype_t b_dtype, int64_t ldb, float* c,
-                            int64_t n);
+void cmlc__gemv_axpy_h_avx2(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype, int64_t lda,
+                            int64_t a_stride, const uint16_t* b, cml_dtype_t b_dtype, int64_t ldb,
+                            float* c, int64_t ldc, int64_t n);
 void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                              int64_t c_stride, int64_t n);
 void cmlc__gemm_widen_f16_f16c(const uint16_t* src, float* dst, int64_t n);
@@ -272,9 +274,9 @@ void cmlc__gemm_direct_f32_avx512_14x32(int64_t kc, const float* a, int64_t lda,
 void cmlc__gemm_narrow_f16_f16c(const float* src, uint16_t* dst, int64_t n);
 void cmlc__gemv_axpy_f32_avx512(int64_t k, const float* a, int64_t a_stride, const float* b,
                                 int64_t ldb, float* c, int64_t n);
-void cmlc__gemv_axpy_h_avx512(int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_stride,
-                              const uint16_t* b, cml_dtype_t b_dtype, int64_t ldb, float* c,
-                              int64_t n);
+void cmlc__gemv_axpy_h_avx512(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype, int64_t lda,
+                              int64_t a_stride, const uint16_t* b, cml_dtype_t b_dtype, int64_t ldb,
+                              float* c, int64_t ldc, int64_t n);
 void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                                int64_t c_stride, int64_t n);
 // bf16 x bf16 -> f32 GEMM with AVX-512 BF16 (vdpbf16ps; kernels/x86_64/gemm_x86_64_avx512bf16.c),

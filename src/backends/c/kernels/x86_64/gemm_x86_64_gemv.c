@@ -174,6 +174,9 @@ CMLC_GEMV512_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, co
 
 #define CMLC_GEMV512H_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 
+// Rows of A one pass of the multi-row kernel takes (its outputs, rows x columns, stay in L1).
+#define CMLC_GEMV_HALF_ROWS 16
+
 // Element |i| of a f32, bf16 or f16 vector as f32 (exact).
 static inline float cmlc_gemv_scalar(const void* a, cml_dtype_t dtype, int64_t i) {
   if (dtype == CML_DTYPE_BF16) return cml__bf16_to_f32(((const uint16_t*)a)[i]);
@@ -323,14 +326,171 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
   }
 }
 
-CMLC_GEMV512H_TARGET void cmlc__gemv_axpy_h_avx512(int64_t k, const void* a, cml_dtype_t a_dtype,
+// 32 columns of one half row at |p| as two f32 vectors: bf16 as its even and odd columns (the
+// order cmlc_gemv512_axpy_h keeps its outputs in), f16 as columns 0-15 and 16-31.
+static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv512_pair(
+    const uint16_t* p, bool f16, __m512* e, __m512* o) {
+  if (f16) {
+    *e = cmlc_gemv512_h(p, true);
+    *o = cmlc_gemv512_h(p + 16, true);
+  } else {
+    const __m512i w = _mm512_loadu_si512((const void*)p);
+    *e = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    *o = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32((int)0xFFFF0000u)));
+  }
+}
+
+// Rows 2..CMLC_GEMV_HALF_ROWS of A at once (rows |lda| apart, outputs |ldc| apart): each group
+// of four k rows of B is loaded and widened once for all rows of A, whose outputs (m x n, in
+// L1) take four FMAs per 16 columns in k order, so every row's outputs are the bits of the
+// one-row kernel for that row. bf16 groups of 32 columns keep the one-row kernel's even / odd
+// order until the end.
+static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv512_axpy_h_rows(
+    int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype, int64_t lda, int64_t a_stride,
+    const uint16_t* b, int64_t ldb, float* c, int64_t ldc, int64_t n, bool f16) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0.0f;
+  const int64_t ldb_bytes = ldb * (int64_t)sizeof(uint16_t);
+  const int64_t n32 = n / 32 * 32;
+  float av[CMLC_GEMV_HALF_ROWS][8];
+  int64_t kk = 0;
+  // Eight k rows per pass while they last: the widened rows stay in sixteen registers while
+  // each row of A takes its sixteen FMAs, so the outputs are loaded and stored half as often.
+  for (; kk + 8 <= k; kk += 8) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int r = 0; r < 8; ++r)
+        av[i][r] = cmlc_gemv_scalar(a, a_dtype, i * lda + (kk + r) * a_stride);
+    const uint16_t* b0 = b + kk * ldb;
+    const char* next = (const char*)(b0 + 8 * ldb);
+    int64_t j = 0;
+    for (; j < n32; j += 32) {
+      __m512 e[8], o[8];
+      cmlc_gemv_prefetch4(next + j * (int64_t)sizeof(uint16_t), ldb_bytes);
+      cmlc_gemv_prefetch4(next + 4 * ldb_bytes + j * (int64_t)sizeof(uint16_t), ldb_bytes);
+#pragma GCC unroll 8
+      for (int r = 0; r < 8; ++r) cmlc_gemv512_pair(b0 + r * ldb + j, f16, &e[r], &o[r]);
+      for (int64_t i = 0; i < m; ++i) {
+        float* ci = c + i * ldc + j;
+        const float* ai = av[i];
+        __m512 ev = _mm512_loadu_ps(ci), od = _mm512_loadu_ps(ci + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) {
+          const __m512 ar = _mm512_set1_ps(ai[r]);
+          ev = _mm512_fmadd_ps(ar, e[r], ev);
+          od = _mm512_fmadd_ps(ar, o[r], od);
+        }
+        _mm512_storeu_ps(ci, ev);
+        _mm512_storeu_ps(ci + 16, od);
+      }
+    }
+    for (; j < n; j += 16) {
+      const __mmask16 mk = cmlc_gemv512_mask(n - j);
+      for (int r = 0; r < 8; ++r) {
+        const __m512 w = cmlc_gemv512_h_mask(b0 + r * ldb + j, mk, f16);
+        for (int64_t i = 0; i < m; ++i) {
+          float* ci = c + i * ldc + j;
+          _mm512_mask_storeu_ps(
+              ci, mk, _mm512_fmadd_ps(_mm512_set1_ps(av[i][r]), w, _mm512_maskz_loadu_ps(mk, ci)));
+        }
+      }
+    }
+  }
+  for (; kk < k; kk += 4) {
+    const int rows = k - kk >= 4 ? 4 : (int)(k - kk);
+    for (int64_t i = 0; i < m; ++i)
+      for (int r = 0; r < 4; ++r)
+        av[i][r] = r < rows ? cmlc_gemv_scalar(a, a_dtype, i * lda + (kk + r) * a_stride) : 0.0f;
+    const uint16_t* b0 = b + kk * ldb;
+    const char* next = (const char*)(b0 + CMLC_GEMV_AHEAD * ldb);
+    int64_t j = 0;
+    if (rows == 4) {
+      for (; j < n32; j += 32) {
+        __m512 e0, o0, e1, o1, e2, o2, e3, o3;
+        cmlc_gemv_prefetch4(next + j * (int64_t)sizeof(uint16_t), ldb_bytes);
+        cmlc_gemv512_pair(b0 + j, f16, &e0, &o0);
+        cmlc_gemv512_pair(b0 + ldb + j, f16, &e1, &o1);
+        cmlc_gemv512_pair(b0 + 2 * ldb + j, f16, &e2, &o2);
+        cmlc_gemv512_pair(b0 + 3 * ldb + j, f16, &e3, &o3);
+        for (int64_t i = 0; i < m; ++i) {
+          float* ci = c + i * ldc + j;
+          const float* ai = av[i];
+          __m512 ev = _mm512_loadu_ps(ci), od = _mm512_loadu_ps(ci + 16);
+          __m512 ar = _mm512_set1_ps(ai[0]);
+          ev = _mm512_fmadd_ps(ar, e0, ev), od = _mm512_fmadd_ps(ar, o0, od);
+          ar = _mm512_set1_ps(ai[1]);
+          ev = _mm512_fmadd_ps(ar, e1, ev), od = _mm512_fmadd_ps(ar, o1, od);
+          ar = _mm512_set1_ps(ai[2]);
+          ev = _mm512_fmadd_ps(ar, e2, ev), od = _mm512_fmadd_ps(ar, o2, od);
+          ar = _mm512_set1_ps(ai[3]);
+          ev = _mm512_fmadd_ps(ar, e3, ev), od = _mm512_fmadd_ps(ar, o3, od);
+          _mm512_storeu_ps(ci, ev);
+          _mm512_storeu_ps(ci + 16, od);
+        }
+      }
+    }
+    for (; j < n32; j += 32) {  // the last 1-3 k rows
+      for (int r = 0; r < rows; ++r) {
+        __m512 e, o;
+        cmlc_gemv512_pair(b0 + r * ldb + j, f16, &e, &o);
+        for (int64_t i = 0; i < m; ++i) {
+          float* ci = c + i * ldc + j;
+          const __m512 ar = _mm512_set1_ps(av[i][r]);
+          _mm512_storeu_ps(ci, _mm512_fmadd_ps(ar, e, _mm512_loadu_ps(ci)));
+          _mm512_storeu_ps(ci + 16, _mm512_fmadd_ps(ar, o, _mm512_loadu_ps(ci + 16)));
+        }
+      }
+    }
+    for (; j < n; j += 16) {
+      const __mmask16 mk = cmlc_gemv512_mask(n - j);
+      __m512 w[4];
+      for (int r = 0; r < rows; ++r) w[r] = cmlc_gemv512_h_mask(b0 + r * ldb + j, mk, f16);
+      for (int64_t i = 0; i < m; ++i) {
+        float* ci = c + i * ldc + j;
+        __m512 v = _mm512_maskz_loadu_ps(mk, ci);
+        for (int r = 0; r < rows; ++r) v = _mm512_fmadd_ps(_mm512_set1_ps(av[i][r]), w[r], v);
+        _mm512_mask_storeu_ps(ci, mk, v);
+      }
+    }
+  }
+  if (f16) return;
+  const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi_idx =
+      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n32; j += 32) {
+      float* ci = c + i * ldc + j;
+      const __m512 ev = _mm512_loadu_ps(ci), od = _mm512_loadu_ps(ci + 16);
+      _mm512_storeu_ps(ci, _mm512_permutex2var_ps(ev, lo_idx, od));
+      _mm512_storeu_ps(ci + 16, _mm512_permutex2var_ps(ev, hi_idx, od));
+    }
+  }
+}
+
+CMLC_GEMV512H_TARGET void cmlc__gemv_axpy_h_avx512(int64_t m, int64_t k, const void* a,
+                                                   cml_dtype_t a_dtype, int64_t lda,
                                                    int64_t a_stride, const uint16_t* b,
                                                    cml_dtype_t b_dtype, int64_t ldb, float* c,
-                                                   int64_t n) {
-  if (b_dtype == CML_DTYPE_F16) {
-    cmlc_gemv512_axpy_h(k, a, a_dtype, a_stride, b, ldb, c, n, true);
-  } else {
-    cmlc_gemv512_axpy_h(k, a, a_dtype, a_stride, b, ldb, c, n, false);
+                                                   int64_t ldc, int64_t n) {
+  const bool f16 = b_dtype == CML_DTYPE_F16;
+  if (m == 1) {
+    if (f16) {
+      cmlc_gemv512_axpy_h(k, a, a_dtype, a_stride, b, ldb, c, n, true);
+    } else {
+      cmlc_gemv512_axpy_h(k, a, a_dtype, a_stride, b, ldb, c, n, false);
+    }
+    return;
+  }
+  const size_t a_size = a_dtype == CML_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+  for (int64_t i0 = 0; i0 < m; i0 += CMLC_GEMV_HALF_ROWS) {
+    const int64_t rows = m - i0 < CMLC_GEMV_HALF_ROWS ? m - i0 : CMLC_GEMV_HALF_ROWS;
+    const void* ai = (const char*)a + (size_t)(i0 * lda) * a_size;
+    if (f16) {
+      cmlc_gemv512_axpy_h_rows(rows, k, ai, a_dtype, lda, a_stride, b, ldb, c + i0 * ldc, ldc, n,
+                               true);
+    } else {
+      cmlc_gemv512_axpy_h_rows(rows, k, ai, a_dtype, lda, a_stride, b, ldb, c + i0 * ldc, ldc, n,
+                               false);
+    }
   }
 }
 
@@ -489,12 +649,17 @@ cmlc_gemv256_axpy_h(int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_str
 }
 
 __attribute__((target("avx2,fma,f16c"))) void cmlc__gemv_axpy_h_avx2(
-    int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_stride, const uint16_t* b,
-    cml_dtype_t b_dtype, int64_t ldb, float* c, int64_t n) {
-  if (b_dtype == CML_DTYPE_F16) {
-    cmlc_gemv256_axpy_h(k, a, a_dtype, a_stride, b, ldb, c, n, true);
-  } else {
-    cmlc_gemv256_axpy_h(k, a, a_dtype, a_stride, b, ldb, c, n, false);
+    int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype, int64_t lda, int64_t a_stride,
+    const uint16_t* b, cml_dtype_t b_dtype, int64_t ldb, float* c, int64_t ldc, int64_t n) {
+  // Row by row (B read again per row; AVX2 machines are not tuned here).
+  const size_t a_size = a_dtype == CML_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+  for (int64_t i = 0; i < m; ++i) {
+    const void* ai = (const char*)a + (size_t)(i * lda) * a_size;
+    if (b_dtype == CML_DTYPE_F16) {
+      cmlc_gemv256_axpy_h(k, ai, a_dtype, a_stride, b, ldb, c + i * ldc, n, true);
+    } else {
+      cmlc_gemv256_axpy_h(k, ai, a_dtype, a_stride, b, ldb, c + i * ldc, n, false);
+    }
   }
 }
 
