@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
   add_decoder_step(cases, &count, CML_DTYPE_F32, 1);
   add_decoder_step(cases, &count, CML_DTYPE_F32, 8);
   add_decoder_step(cases, &count, CML_DTYPE_BF16, 1);
+  add_decoder_step(cases, &count, CML_DTYPE_BF16, 8);
   bench_run(&opts, cases, count);
   return bench_finish(&opts);
 }

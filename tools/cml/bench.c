@@ -434,6 +434,11 @@ static const cml_cli_case_t kCmlCliCases[] = {
      CML_DTYPE_BF16,
      {1, 512, 768, 12},
      true},
+    {"decoder bf16 step d768 h12, 1 token vs 512 cached, batch 8",
+     CML_CLI_CASE_DECODER,
+     CML_DTYPE_BF16,
+     {8, 512, 768, 12},
+     true},
     {"mlp f32 784-512-512-10, batch 1", CML_CLI_CASE_MLP, CML_DTYPE_F32, {1}, false},
     {"mlp f32 784-512-512-10, batch 128", CML_CLI_CASE_MLP, CML_DTYPE_F32, {128}, false},
 };
