@@ -440,6 +440,43 @@ static void CMLC_GEMM_N(gemm_pack_a_task)(void* vctx, int64_t begin, int64_t end
   }
 }
 
+// One row block with B read in place (gemm_run's whole-A mode): packs MR-row sliver t %
+// a_slivers of k block t / a_slivers into thread 0's A buffer and the B panel behind it (unused
+// when B is read in place), block q at q * KC * MC.
+static void CMLC_GEMM_N(gemm_pack_a_whole_task)(void* vctx, int64_t begin, int64_t end,
+                                                int thread_index) {
+  (void)thread_index;
+  CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  const int64_t mr = c->kern.mr;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t q = t / c->a_slivers, ic = (t % c->a_slivers) * mr;
+    if (ic >= p->m) continue;
+    const int64_t pc = q * c->sz.kc, kc = CMLC_GEMM_N(gemm_min)(c->sz.kc, p->k - pc);
+    CMLC_GEMM_T* dst = CMLC_GEMM_N(gemm_thread_a)(c, 0) + q * c->sz.kc * c->sz.mc + ic * kc;
+    CMLC_GEMM_N(gemm_pack_a)
+    (&p->a, &c->a_acc, c->b, ic, CMLC_GEMM_N(gemm_min)(mr, p->m - ic), pc, kc, (int)mr, dst);
+  }
+}
+
+// Whole-A mode: sliver runs [begin, end) through every k block in order (the tiles of each k
+// block as gemm_tile_task runs them, so the same bits).
+static void CMLC_GEMM_N(gemm_tile_whole_task)(void* vctx, int64_t begin, int64_t end,
+                                              int thread_index) {
+  (void)thread_index;
+  CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t s0 = t * c->slivers_per_chunk;
+    const int64_t s1 = CMLC_GEMM_N(gemm_min)(c->slivers, s0 + c->slivers_per_chunk);
+    for (int64_t q = 0, pc = 0; pc < p->k; ++q, pc += c->sz.kc) {
+      const int64_t kc = CMLC_GEMM_N(gemm_min)(c->sz.kc, p->k - pc);
+      const CMLC_GEMM_T* ap = CMLC_GEMM_N(gemm_thread_a)(c, 0) + q * c->sz.kc * c->sz.mc;
+      CMLC_GEMM_N(gemm_tiles)(c, c->b, 0, p->m, c->jc, c->nc, pc, kc, ap, NULL, s0, s1);
+    }
+  }
+}
+
 static void CMLC_GEMM_N(gemm_tile_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
   CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
   CMLC_GEMM_T* abuf = CMLC_GEMM_N(gemm_thread_a)(c, thread_index);
@@ -960,6 +997,20 @@ static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(
       // block once first (in parallel), into the per-thread A buffers, one block per buffer.
       c.a_shared = c.n_chunks > 1 && ic_blocks <= (int64_t)c.threads;
       c.a_slivers = (c.sz.mc + c.kern.mr - 1) / c.kern.mr;
+      // One row block with B read in place and several k blocks: A is packed for every k block
+      // at once, and each task then runs its slivers through all k blocks, so the threads meet
+      // twice per product instead of twice per k block (the MLP's [128, 784] x [784, 512]:
+      // 2 hand-offs instead of 8). Needs room for all of A beside thread 0's A buffer: the B
+      // panel there is unused when B is read in place.
+      const int64_t kblocks = (p->k + c.sz.kc - 1) / c.sz.kc;
+      if (c.a_shared && c.direct_b && !c.direct_a && ic_blocks == 1 && kblocks > 1 &&
+          (size_t)(kblocks * c.sz.kc * c.sz.mc) <= c.sz.a_elems + c.sz.b_elems) {
+        const int64_t pack_chunk = (int64_t)(16384 / (c.sz.kc * c.kern.mr)) + 1;
+        cmlc_parallel_for(pool, kblocks * c.a_slivers, pack_chunk,
+                          CMLC_GEMM_N(gemm_pack_a_whole_task), &c);
+        cmlc_parallel_for(pool, c.n_chunks, 1, CMLC_GEMM_N(gemm_tile_whole_task), &c);
+        continue;
+      }
       for (int64_t pc = 0; pc < p->k; pc += c.sz.kc) {
         c.pc = pc;
         c.kc = CMLC_GEMM_N(gemm_min)(c.sz.kc, p->k - pc);
