@@ -23,8 +23,9 @@
 // GEMV: M == 1 (a row vector times a matrix) and N == 1 (a matrix times a column vector) never
 // go through the blocked path: they stream the matrix once (axpy form for contiguous B rows,
 // dot form for contiguous k), split over outputs only. A bf16 or f16 B with contiguous rows
-// streams in place too, widened in registers, for up to CMLC_GEMM_HALF_M rows of A (the _h
-// axpy kernels: each k row of B loaded once for all rows of A).
+// streams in place too, widened in registers, for up to CMLC_GEMM_HALF_M rows of A with SIMD
+// (the _h axpy kernels: each k row of B loaded once for all rows of A) and one row with scalar
+// code.
 #include "backends/c/kernels/generic/linalg_internal.h"
 
 enum {
@@ -47,7 +48,8 @@ enum {
   CMLC_GEMM_BT_M = 128,
   CMLC_GEMM_BT_KINDS = 3,  // transposed-B tile kernels per ISA, at most
   // Products of at most this many rows with a half (bf16 / f16) B whose rows are contiguous
-  // stream B in place (kern.axpy_h) instead of packing it. 2 x 4096 x 4096 bf16 on two
+  // stream B in place (kern.axpy_h with AVX-512 and AVX2; the scalar kernel takes one row)
+  // instead of packing it. 2 x 4096 x 4096 bf16 on two
   // threads: 3.9 -> 0.9 ms; 16 rows 5.2 -> 2.2 ms (bench/README.md, "bf16 GEMV").
   CMLC_GEMM_HALF_M = 16,
 };
@@ -131,8 +133,10 @@ typedef struct cmlc_kernel_t_f32 {
   // The kernel reading A in place (small products; tiles of up to direct_mr rows), or NULL.
   cmlc__gemm_direct_fn direct_a;
   int direct_mr;
-  // The axpy form over a half B read in place (M == 1).
+  // The axpy form over a half B read in place, for up to axpy_h_rows rows of A (1: the kernel
+  // reads B again for every row, so only row vectors take it).
   cmlc__gemv_axpy_h_fn axpy_h;
+  int axpy_h_rows;
 } cmlc_kernel_t_f32;
 
 static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n);
@@ -152,7 +156,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {
     {{cmlc__gemm_bt_f32_avx2_6x16, 6, 16}, {cmlc__gemm_bt_f32_avx2_12x8, 12, 8}, {NULL, 0, 0}},
     cmlc__gemm_direct_f32_avx512_14x32,
     14,
-    cmlc__gemv_axpy_h_avx512};
+    cmlc__gemv_axpy_h_avx512,
+    CMLC_GEMM_HALF_M};
 static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
     6,
     16,
@@ -167,7 +172,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
     {{cmlc__gemm_bt_f32_avx2_6x16, 6, 16}, {cmlc__gemm_bt_f32_avx2_12x8, 12, 8}, {NULL, 0, 0}},
     NULL,
     0,
-    cmlc__gemv_axpy_h_avx2};
+    cmlc__gemv_axpy_h_avx2,
+    CMLC_GEMM_HALF_M};
 #endif
 static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        8,
@@ -182,7 +188,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        {{NULL, 0, 0}},
                                                        NULL,
                                                        0,
-                                                       cmlc_gemv_axpy_h_scalar};
+                                                       cmlc_gemv_axpy_h_scalar,
+                                                       1};
 
 static const cmlc_kernel_t_f32* cmlc_select_f32(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)

@@ -5,7 +5,7 @@
 //   CMLC_GEMM_SUFFIX   the name suffix (f32 or f64)
 //   CMLC_GEMM_DTYPE    the matching dtype (CML_DTYPE_F32 or CML_DTYPE_F64)
 //   CMLC_GEMM_HALF_GEMV  1 when the kernel table has axpy_h (the f32 GEMV over a half B, for
-//                      up to CMLC_GEMM_HALF_M rows of A)
+//                      up to kern.axpy_h_rows rows of A)
 //   CMLC_GEMM_PROBLEM  the problem type (cmlc__gemm_problem_t or cmlc__gemm_f64_problem_t)
 //   CMLC_GEMM_LOAD_CONV(data, index, dtype)  loads one element of another dtype as CMLC_GEMM_T
 //   CMLC_GEMM_ENTRY, CMLC_GEMM_ENTRY_SCRATCH, CMLC_GEMM_ENTRY_PICK, CMLC_GEMM_ENTRY_PREPACK
@@ -540,7 +540,7 @@ static void CMLC_GEMM_N(gemv_col_task)(void* vctx, int64_t begin, int64_t end, i
 }
 
 #if CMLC_GEMM_HALF_GEMV
-// Up to CMLC_GEMM_HALF_M rows over a half B with contiguous rows: outputs [begin, end) of the
+// Up to kern.axpy_h_rows rows over a half B with contiguous rows: outputs [begin, end) of the
 // flattened (batch, column-chunk) range, B read in place by kern.axpy_h for all rows at once.
 //
 // With several rows the outputs go to the thread's scratch first, rows a cache line apart
@@ -594,7 +594,7 @@ static int64_t CMLC_GEMM_N(gemv_row_chunks)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_po
 static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
   const CMLC_GEMM_PROBLEM* p = c->p;
 #if CMLC_GEMM_HALF_GEMV
-  if (p->m <= CMLC_GEMM_HALF_M && c->kern.axpy_h &&
+  if (p->m <= c->kern.axpy_h_rows && c->kern.axpy_h &&
       (p->b.dtype == CML_DTYPE_BF16 || p->b.dtype == CML_DTYPE_F16) &&
       (p->a.dtype == CML_DTYPE_F32 || p->a.dtype == CML_DTYPE_BF16 ||
        p->a.dtype == CML_DTYPE_F16) &&

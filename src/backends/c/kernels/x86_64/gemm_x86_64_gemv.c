@@ -648,17 +648,124 @@ cmlc_gemv256_axpy_h(int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_str
   }
 }
 
+// 16 columns of one half row at |p| as two f32 vectors: bf16 as its even and odd columns, f16
+// as columns 0-7 and 8-15.
+static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) void
+cmlc_gemv256_pair(const uint16_t* p, bool f16, __m256* e, __m256* o) {
+  if (f16) {
+    *e = cmlc_gemv256_h(p, true);
+    *o = cmlc_gemv256_h(p + 8, true);
+  } else {
+    const __m256i w = _mm256_loadu_si256((const __m256i*)p);
+    *e = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    *o = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32((int)0xFFFF0000u)));
+  }
+}
+
+// The AVX2 form of cmlc_gemv512_axpy_h_rows: 2..CMLC_GEMV_HALF_ROWS rows of A, each group of
+// four k rows of B loaded and widened once (16 columns a step) for all of them, every output's
+// FMAs in k order (each row the one-row kernel's bits).
+static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) void
+cmlc_gemv256_axpy_h_rows(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype, int64_t lda,
+                         int64_t a_stride, const uint16_t* b, int64_t ldb, float* c, int64_t ldc,
+                         int64_t n, bool f16) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0.0f;
+  const int64_t ldb_bytes = ldb * (int64_t)sizeof(uint16_t);
+  const int64_t n16 = n / 16 * 16;
+  float av[CMLC_GEMV_HALF_ROWS][4];
+  for (int64_t kk = 0; kk < k; kk += 4) {
+    const int rows = k - kk >= 4 ? 4 : (int)(k - kk);
+    for (int64_t i = 0; i < m; ++i)
+      for (int r = 0; r < 4; ++r)
+        av[i][r] = r < rows ? cmlc_gemv_scalar(a, a_dtype, i * lda + (kk + r) * a_stride) : 0.0f;
+    const uint16_t* b0 = b + kk * ldb;
+    const char* next = (const char*)(b0 + CMLC_GEMV_AHEAD * ldb);
+    int64_t j = 0;
+    if (rows == 4) {
+      for (; j < n16; j += 16) {
+        __m256 e0, o0, e1, o1, e2, o2, e3, o3;
+        if ((j & 31) == 0) cmlc_gemv_prefetch4(next + j * (int64_t)sizeof(uint16_t), ldb_bytes);
+        cmlc_gemv256_pair(b0 + j, f16, &e0, &o0);
+        cmlc_gemv256_pair(b0 + ldb + j, f16, &e1, &o1);
+        cmlc_gemv256_pair(b0 + 2 * ldb + j, f16, &e2, &o2);
+        cmlc_gemv256_pair(b0 + 3 * ldb + j, f16, &e3, &o3);
+        for (int64_t i = 0; i < m; ++i) {
+          float* ci = c + i * ldc + j;
+          const float* ai = av[i];
+          __m256 ev = _mm256_loadu_ps(ci), od = _mm256_loadu_ps(ci + 8);
+          __m256 ar = _mm256_set1_ps(ai[0]);
+          ev = _mm256_fmadd_ps(ar, e0, ev), od = _mm256_fmadd_ps(ar, o0, od);
+          ar = _mm256_set1_ps(ai[1]);
+          ev = _mm256_fmadd_ps(ar, e1, ev), od = _mm256_fmadd_ps(ar, o1, od);
+          ar = _mm256_set1_ps(ai[2]);
+          ev = _mm256_fmadd_ps(ar, e2, ev), od = _mm256_fmadd_ps(ar, o2, od);
+          ar = _mm256_set1_ps(ai[3]);
+          ev = _mm256_fmadd_ps(ar, e3, ev), od = _mm256_fmadd_ps(ar, o3, od);
+          _mm256_storeu_ps(ci, ev);
+          _mm256_storeu_ps(ci + 8, od);
+        }
+      }
+    }
+    for (; j < n16; j += 16) {  // the last 1-3 k rows
+      for (int r = 0; r < rows; ++r) {
+        __m256 e, o;
+        cmlc_gemv256_pair(b0 + r * ldb + j, f16, &e, &o);
+        for (int64_t i = 0; i < m; ++i) {
+          float* ci = c + i * ldc + j;
+          const __m256 ar = _mm256_set1_ps(av[i][r]);
+          _mm256_storeu_ps(ci, _mm256_fmadd_ps(ar, e, _mm256_loadu_ps(ci)));
+          _mm256_storeu_ps(ci + 8, _mm256_fmadd_ps(ar, o, _mm256_loadu_ps(ci + 8)));
+        }
+      }
+    }
+    for (; j < n; j += 8) {
+      const __m256i mk = cmlc_gemv256_mask(n - j);
+      for (int r = 0; r < rows; ++r) {
+        const __m256 w = cmlc_gemv256_h_tail(b0 + r * ldb + j, n - j, f16);
+        for (int64_t i = 0; i < m; ++i) {
+          float* ci = c + i * ldc + j;
+          _mm256_maskstore_ps(
+              ci, mk, _mm256_fmadd_ps(_mm256_set1_ps(av[i][r]), w, _mm256_maskload_ps(ci, mk)));
+        }
+      }
+    }
+  }
+  if (f16) return;
+  // bf16 groups back in column order: (even, odd) pairs.
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n16; j += 16) {
+      float* ci = c + i * ldc + j;
+      const __m256 ev = _mm256_loadu_ps(ci), od = _mm256_loadu_ps(ci + 8);
+      const __m256 lo = _mm256_unpacklo_ps(ev, od), hi = _mm256_unpackhi_ps(ev, od);
+      _mm256_storeu_ps(ci, _mm256_permute2f128_ps(lo, hi, 0x20));
+      _mm256_storeu_ps(ci + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+    }
+  }
+}
+
 __attribute__((target("avx2,fma,f16c"))) void cmlc__gemv_axpy_h_avx2(
     int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype, int64_t lda, int64_t a_stride,
     const uint16_t* b, cml_dtype_t b_dtype, int64_t ldb, float* c, int64_t ldc, int64_t n) {
-  // Row by row (B read again per row; AVX2 machines are not tuned here).
-  const size_t a_size = a_dtype == CML_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
-  for (int64_t i = 0; i < m; ++i) {
-    const void* ai = (const char*)a + (size_t)(i * lda) * a_size;
-    if (b_dtype == CML_DTYPE_F16) {
-      cmlc_gemv256_axpy_h(k, ai, a_dtype, a_stride, b, ldb, c + i * ldc, n, true);
+  const bool f16 = b_dtype == CML_DTYPE_F16;
+  if (m == 1) {
+    if (f16) {
+      cmlc_gemv256_axpy_h(k, a, a_dtype, a_stride, b, ldb, c, n, true);
     } else {
-      cmlc_gemv256_axpy_h(k, ai, a_dtype, a_stride, b, ldb, c + i * ldc, n, false);
+      cmlc_gemv256_axpy_h(k, a, a_dtype, a_stride, b, ldb, c, n, false);
+    }
+    return;
+  }
+  const size_t a_size = a_dtype == CML_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+  for (int64_t i0 = 0; i0 < m; i0 += CMLC_GEMV_HALF_ROWS) {
+    const int64_t rows = m - i0 < CMLC_GEMV_HALF_ROWS ? m - i0 : CMLC_GEMV_HALF_ROWS;
+    const void* ai = (const char*)a + (size_t)(i0 * lda) * a_size;
+    if (f16) {
+      cmlc_gemv256_axpy_h_rows(rows, k, ai, a_dtype, lda, a_stride, b, ldb, c + i0 * ldc, ldc, n,
+                               true);
+    } else {
+      cmlc_gemv256_axpy_h_rows(rows, k, ai, a_dtype, lda, a_stride, b, ldb, c + i0 * ldc, ldc, n,
+                               false);
     }
   }
 }
