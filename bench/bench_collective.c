@@ -28,6 +28,7 @@
 
 #include "cml/cml.h"
 #include "cml/distributed.h"
+#include "tools/cml/machine.h"
 
 // CPU seconds (user + system) of the whole process so far.
 static double cpu_s(void) {
@@ -41,36 +42,6 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-// The CPU model, from /proc/cpuinfo where there is one.
-static void cpu_model(char* out, size_t size) {
-  snprintf(out, size, "unknown CPU");
-  FILE* f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
-  char line[256];
-  char family[32] = "", model[32] = "";
-  bool named = false;
-  while (fgets(line, sizeof line, f)) {
-    char* colon = strchr(line, ':');
-    if (!colon) continue;
-    char* value = colon + 1;
-    while (*value == ' ') ++value;
-    value[strcspn(value, "\n")] = 0;
-    if (!named && !strncmp(line, "model name", 10)) {
-      snprintf(out, size, "%s", value);
-      named = true;
-    } else if (!family[0] && !strncmp(line, "cpu family", 10)) {
-      snprintf(family, sizeof family, "%s", value);
-    } else if (!model[0] && !strncmp(line, "model\t", 6)) {
-      snprintf(model, sizeof model, "%s", value);
-    }
-  }
-  fclose(f);
-  if (named && family[0]) {
-    size_t used = strlen(out);
-    snprintf(out + used, size - used, " (family %s model %s)", family, model);
-  }
 }
 
 typedef struct copy_part_t {
@@ -481,7 +452,7 @@ int main(int argc, char** argv) {
   }
   if (reps < 1 || mib < 1 || devices < 1 || devices > 64 || threads < 1 || threads > 64) return 2;
   char model[160];
-  cpu_model(model, sizeof model);
+  cml_cli_cpu_model(model, sizeof model);
   printf("CPU: %s, %ld online\n", model, sysconf(_SC_NPROCESSORS_ONLN));
   if (mlp_only) return bench_mlp_one(reps, mlp_only);
   if (bench_all_reduce(reps, mib, devices, threads)) return 1;

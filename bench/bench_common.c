@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "tools/cml/machine.h"
+
 //===--- backends (created once per program) ---===//
 
 typedef struct bench_backend_t {
@@ -268,6 +270,9 @@ static void bench_backends_open(const bench_options_t* opts) {
   bench_backend_count = opts->config_count;
   printf("# cml %s side-by-side benchmark (%s)\n", cml_version_string(),
          opts->long_run ? "long run" : "short run; --long for more samples");
+  char cpu[192];
+  cml_cli_cpu_model(cpu, sizeof cpu);
+  printf("# machine: %s\n", cpu);
   printf(
       "# samples: median of up to %d per contender after %d warm-up execute(s); contenders "
       "interleaved rep by rep\n",

@@ -19,6 +19,8 @@
 #include <mpi.h>
 #include <time.h>
 
+#include "tools/cml/machine.h"
+
 static double now_s(void) { return MPI_Wtime(); }
 
 static int cmp_double(const void* a, const void* b) {
@@ -29,22 +31,6 @@ static int cmp_double(const void* a, const void* b) {
 static double median(double* v, int n) {
   qsort(v, (size_t)n, sizeof *v, cmp_double);
   return v[n / 2];
-}
-
-static void cpu_model(char* buf, size_t size) {
-  snprintf(buf, size, "unknown CPU");
-  FILE* f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
-  char line[256];
-  while (fgets(line, sizeof line, f)) {
-    if (strncmp(line, "model name", 10) == 0) {
-      const char* colon = strchr(line, ':');
-      if (colon) snprintf(buf, size, "%s", colon + 2);
-      buf[strcspn(buf, "\n")] = '\0';
-      break;
-    }
-  }
-  fclose(f);
 }
 
 #define CHECK(expr)                                                                           \
@@ -138,7 +124,7 @@ int main(int argc, char** argv) {
   cml_backend_t* mp = NULL;
   CHECK(cml_backend_new_with_config("c:distributed=mpi,devices=1,threads=1", &mp));
   char cpu[160];
-  cpu_model(cpu, sizeof cpu);
+  cml_cli_cpu_model(cpu, sizeof cpu);
   if (rank == 0) {
     printf("bench_mpi: 2 processes, %s, %s\n", cpu, cml_backend_description(mp));
     printf(

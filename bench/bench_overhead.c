@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "bench/bench_common.h"
+#include "tools/cml/machine.h"
 
 enum { OV_N = 0, OV_OPS = 1, OV_INPUTS = 2 };
 
@@ -95,23 +96,6 @@ static double loop_time_one(cml_executable_t* exe, cml_buffer_t* x, float x0, in
   return t1 - t0;
 }
 
-static void loop_cpu_model(char* out, size_t size) {
-  snprintf(out, size, "unknown CPU");
-  FILE* fp = fopen("/proc/cpuinfo", "r");
-  if (!fp) return;
-  char line[256];
-  while (fgets(line, sizeof line, fp)) {
-    char* colon = strchr(line, ':');
-    if (strncmp(line, "model name", 10) == 0 && colon) {
-      colon += 1 + (colon[1] == ' ');
-      colon[strcspn(colon, "\n")] = '\0';
-      snprintf(out, size, "%s", colon);
-      break;
-    }
-  }
-  fclose(fp);
-}
-
 // Times the counter loop for n = 1e5 and 1e6 on "c" and "xla:cpu" (or the -b contenders),
 // interleaved rep by rep, and prints the best ns per iteration and the ratio.
 static void loop_bench(const bench_options_t* opts) {
@@ -125,7 +109,7 @@ static void loop_bench(const bench_options_t* opts) {
     count = opts->config_count < kMax ? opts->config_count : kMax;
   }
   char cpu[160];
-  loop_cpu_model(cpu, sizeof cpu);
+  cml_cli_cpu_model(cpu, sizeof cpu);
   printf("\n== while counter loop: i < n; i + 1; acc + 1 (scalar Int32 / Float32 state)\n");
   printf("# CPU: %s\n", cpu);
   static const int64_t ns[] = {100000, 1000000};
@@ -235,7 +219,7 @@ static int dyn_compare(const void* a, const void* b) {
 static void dyn_bench(const bench_options_t* opts) {
   if (opts->filter && !strstr("dynamic axes", opts->filter)) return;
   char cpu[160];
-  loop_cpu_model(cpu, sizeof cpu);
+  cml_cli_cpu_model(cpu, sizeof cpu);
   printf("\n== dynamic axes on c: x[n=?] vs x[n] (cml_executable_execute, 1 and 16 ops)\n");
   printf("# CPU: %s\n", cpu);
   cml_backend_t* backend = NULL;

@@ -34,6 +34,7 @@
 
 #include "cml/cml.h"
 #include "cml/fused.h"
+#include "tools/cml/machine.h"
 
 static double bq_now(void) {
   struct timespec ts;
@@ -57,25 +58,6 @@ static int bq_cmp(const void* a, const void* b) {
 static double bq_median(double* v, int n) {
   qsort(v, (size_t)n, sizeof *v, bq_cmp);
   return v[n / 2];
-}
-
-static void bq_cpu_model(char* out, size_t size) {
-  snprintf(out, size, "unknown CPU");
-  FILE* fp = fopen("/proc/cpuinfo", "r");
-  if (!fp) return;
-  char line[512];
-  while (fgets(line, sizeof line, fp)) {
-    if (strncmp(line, "model name", 10) == 0) {
-      char* colon = strchr(line, ':');
-      if (colon) {
-        colon += 2;
-        colon[strcspn(colon, "\n")] = '\0';
-        snprintf(out, size, "%s", colon);
-      }
-      break;
-    }
-  }
-  fclose(fp);
 }
 
 //===--- DRAM read bandwidth ---===//
@@ -295,7 +277,7 @@ int main(int argc, char** argv) {
     }
   }
   char cpu[256];
-  bq_cpu_model(cpu, sizeof cpu);
+  cml_cli_cpu_model(cpu, sizeof cpu);
   printf("bench_quant: %s, %d reps (medians)\n", cpu, reps);
   const int64_t k = 4096, big_n = 11008;
   float* w = malloc(sizeof(float) * (size_t)(big_n * k));
