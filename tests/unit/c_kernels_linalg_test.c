@@ -1045,6 +1045,69 @@ TEST(gemv_half_rhs_streams_in_place) {
   ASSERT_EQ_INT(failed, 0);
 }
 
+TEST(gemv_rows_f32_streams_in_place) {
+  // 2..8 rows of f32 times a large f32 matrix with contiguous rows (K x N >= 2^20) stream the
+  // matrix in place with AVX-512 (the multi-row axpy form): exact eighths against a double
+  // loop; inexact values the same bits on 1 and 3 threads and, with AVX-512, each row the bits
+  // of the one-row GEMV of that row. 9 rows take the skinny kernels (their own bits).
+  static const int64_t ms[] = {2, 3, 8, 9};
+  const int64_t k = 1027, n = 1029;
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  float* a = malloc(sizeof(float) * (size_t)(9 * k));
+  float* b = malloc(sizeof(float) * (size_t)(k * n));
+  float* c1 = malloc(sizeof(float) * (size_t)(9 * n));
+  float* c3 = malloc(sizeof(float) * (size_t)(9 * n));
+  float* cw = malloc(sizeof(float) * (size_t)n);
+  int failed = 0;
+  for (int exact = 1; exact >= 0 && !failed; --exact) {
+    fill_eighths(a, 9 * k, 5u);
+    fill_eighths(b, k * n, 6u);
+    if (!exact) {
+      for (int64_t i = 0; i < 9 * k; ++i) a[i] *= 0.3f;
+      for (int64_t i = 0; i < k * n; ++i) b[i] *= 0.7f;
+    }
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0] && !failed; ++mi) {
+      const int64_t m = ms[mi];
+      fake_t f, f1;
+      dot_2d_node(&f, CML_DTYPE_F32, CML_DTYPE_F32, m, n, k, false, false);
+      dot_2d_node(&f1, CML_DTYPE_F32, CML_DTYPE_F32, 1, n, k, false, false);
+      for (size_t i = 0; i < 3 && !failed; ++i) {
+        if (!isa_usable(kIsas[i])) continue;
+        cmlc_options_t o1 = make_options(kIsas[i], false, 1);
+        cmlc_options_t o3 = make_options(kIsas[i], false, 3);
+        memset(c1, 0xFF, sizeof(float) * (size_t)(m * n));
+        memset(c3, 0xFF, sizeof(float) * (size_t)(m * n));
+        ASSERT_STATUS_OK(fake_run(&f, &o1, NULL, (const void*[]){a, b}, (void*[]){c1}));
+        ASSERT_STATUS_OK(fake_run(&f, &o3, pool, (const void*[]){a, b}, (void*[]){c3}));
+        for (int64_t r = 0; r < m && !failed; ++r) {
+          ASSERT_STATUS_OK(fake_run(&f1, &o1, NULL, (const void*[]){a + r * k, b}, (void*[]){cw}));
+          for (int64_t j = 0; j < n && !failed; ++j) {
+            const int64_t t = r * n + j;
+            bool ok = memcmp(&c1[t], &c3[t], sizeof(float)) == 0;
+            if (m <= 8 && kIsas[i] == CMLC_ISA_AVX512)
+              ok = ok && memcmp(&c1[t], &cw[j], sizeof(float)) == 0;
+            if (exact) {
+              double want = 0;
+              for (int64_t kk = 0; kk < k; ++kk) want += (double)a[r * k + kk] * b[kk * n + j];
+              ok = ok && (double)c1[t] == want;
+            }
+            if (!ok) {
+              fprintf(stderr, "f32 M%lld isa %d exact %d at (%lld,%lld): %.9g %.9g %.9g\n",
+                      (long long)m, (int)kIsas[i], exact, (long long)r, (long long)j, c1[t], c3[t],
+                      cw[j]);
+              failed = 1;
+            }
+          }
+        }
+      }
+    }
+  }
+  free(a), free(b), free(c1), free(c3), free(cw);
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failed, 0);
+}
+
 //===--- ConvGeneral ---===//
 
 static void conv_default_axes(cml_conv_config_t* c, int32_t spatial) {
@@ -1199,6 +1262,7 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
           TEST_ENTRY(gemm_f32_transposed_rhs_small_m), TEST_ENTRY(gemm_half_transposed_rhs_small_m),
           TEST_ENTRY(gemm_f64_every_isa_thread_independent),
           TEST_ENTRY(gemm_half_inputs_convert_on_pack), TEST_ENTRY(gemm_batched_gemv_and_small),
-          TEST_ENTRY(gemv_half_rhs_streams_in_place), TEST_ENTRY(conv_1d_stride_padding_dilations),
-          TEST_ENTRY(conv_2d_nhwc_layout_and_int), TEST_ENTRY(conv_feature_and_batch_groups),
-          TEST_ENTRY(conv_half_and_f64), TEST_ENTRY(capabilities_and_lookup_rejects))
+          TEST_ENTRY(gemv_half_rhs_streams_in_place), TEST_ENTRY(gemv_rows_f32_streams_in_place),
+          TEST_ENTRY(conv_1d_stride_padding_dilations), TEST_ENTRY(conv_2d_nhwc_layout_and_int),
+          TEST_ENTRY(conv_feature_and_batch_groups), TEST_ENTRY(conv_half_and_f64),
+          TEST_ENTRY(capabilities_and_lookup_rejects))

@@ -52,6 +52,13 @@ enum {
   // instead of packing it. 2 x 4096 x 4096 bf16 on two
   // threads: 3.9 -> 0.9 ms; 16 rows 5.2 -> 2.2 ms (bench/README.md, "bf16 GEMV").
   CMLC_GEMM_HALF_M = 16,
+  // Products of 2..CMLC_GEMM_ROWS_M rows with an f32 B of at least this many elements (K x N)
+  // whose rows are contiguous stream it the same way (AVX-512: kern.axpy_rows). [M, 4096] x
+  // [4096, 4096] on two threads, best of 4, three pairs: M = 2 3.6-4.9 -> 2.1-2.3 ms, 4
+  // 4.0-4.1 -> 1.8-2.4, 8 3.7-4.0 -> 2.7-2.8; 16 rows gained nothing (3.9-4.0 against 3.9-4.4:
+  // the FMAs bound them), so they stay with the skinny kernels.
+  CMLC_GEMM_ROWS_B_MIN = 1 << 20,
+  CMLC_GEMM_ROWS_M = 8,
 };
 
 // Marks an offset table that is not affine.
@@ -137,6 +144,8 @@ typedef struct cmlc_kernel_t_f32 {
   // reads B again for every row, so only row vectors take it).
   cmlc__gemv_axpy_h_fn axpy_h;
   int axpy_h_rows;
+  // The same form over an f32 B for 2..CMLC_GEMM_ROWS_M rows of A, or NULL.
+  cmlc__gemv_axpy_rows_fn axpy_rows;
 } cmlc_kernel_t_f32;
 
 static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n);
@@ -157,7 +166,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {
     cmlc__gemm_direct_f32_avx512_14x32,
     14,
     cmlc__gemv_axpy_h_avx512,
-    CMLC_GEMM_HALF_M};
+    CMLC_GEMM_HALF_M,
+    cmlc__gemv_axpy_rows_f32_avx512};
 static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
     6,
     16,
@@ -173,7 +183,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
     NULL,
     0,
     cmlc__gemv_axpy_h_avx2,
-    CMLC_GEMM_HALF_M};
+    CMLC_GEMM_HALF_M,
+    NULL};
 #endif
 static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        8,
@@ -189,7 +200,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        NULL,
                                                        0,
                                                        cmlc_gemv_axpy_h_scalar,
-                                                       1};
+                                                       1,
+                                                       NULL};
 
 static const cmlc_kernel_t_f32* cmlc_select_f32(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)

@@ -557,18 +557,23 @@ static void CMLC_GEMM_N(gemv_half_task)(void* vctx, int64_t begin, int64_t end, 
     int64_t w = CMLC_GEMM_N(gemm_min)(c->gemv_chunk, p->n - j0);
     const void* a =
         (const char*)p->a.data + (size_t)(p->a.batch_offsets[b] + p->a.row_offsets[0]) * a_size;
-    const uint16_t* bm = (const uint16_t*)p->b.data + p->b.batch_offsets[b];
     float* out = p->c + b * p->m * p->n + j0;
     const int64_t ldl = CMLC_GEMM_N(gemm_round_up)(w, 16) + 16;
-    if (p->m > 1 && (size_t)(p->m * ldl) <= c->sz.a_elems + c->sz.b_elems) {
-      float* local = CMLC_GEMM_N(gemm_thread_a)(c, thread_index);
-      c->kern.axpy_h(p->m, p->k, a, p->a.dtype, c->a_acc.row_stride, c->a_acc.col_stride, bm + j0,
-                     p->b.dtype, c->b_acc.row_stride, local, ldl, w);
-      for (int64_t i = 0; i < p->m; ++i)
-        memcpy(out + i * p->n, local + i * ldl, (size_t)w * sizeof(float));
+    const bool local = p->m > 1 && (size_t)(p->m * ldl) <= c->sz.a_elems + c->sz.b_elems;
+    float* dst = local ? CMLC_GEMM_N(gemm_thread_a)(c, thread_index) : out;
+    const int64_t ldd = local ? ldl : p->n;
+    if (p->b.dtype == CML_DTYPE_F32) {
+      const float* bm = (const float*)p->b.data + p->b.batch_offsets[b];
+      c->kern.axpy_rows(p->m, p->k, a, c->a_acc.row_stride, c->a_acc.col_stride, bm + j0,
+                        c->b_acc.row_stride, dst, ldd, w);
     } else {
+      const uint16_t* bm = (const uint16_t*)p->b.data + p->b.batch_offsets[b];
       c->kern.axpy_h(p->m, p->k, a, p->a.dtype, c->a_acc.row_stride, c->a_acc.col_stride, bm + j0,
-                     p->b.dtype, c->b_acc.row_stride, out, p->n, w);
+                     p->b.dtype, c->b_acc.row_stride, dst, ldd, w);
+    }
+    if (local) {
+      for (int64_t i = 0; i < p->m; ++i)
+        memcpy(out + i * p->n, dst + i * ldl, (size_t)w * sizeof(float));
     }
   }
 }
@@ -594,16 +599,24 @@ static int64_t CMLC_GEMM_N(gemv_row_chunks)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_po
 static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
   const CMLC_GEMM_PROBLEM* p = c->p;
 #if CMLC_GEMM_HALF_GEMV
-  if (p->m <= c->kern.axpy_h_rows && c->kern.axpy_h &&
+  const bool half_b =
+      p->m <= c->kern.axpy_h_rows && c->kern.axpy_h &&
       (p->b.dtype == CML_DTYPE_BF16 || p->b.dtype == CML_DTYPE_F16) &&
-      (p->a.dtype == CML_DTYPE_F32 || p->a.dtype == CML_DTYPE_BF16 ||
-       p->a.dtype == CML_DTYPE_F16) &&
-      c->a_acc.col_stride != CMLC_GEMM_NOT_AFFINE && c->a_acc.row_stride != CMLC_GEMM_NOT_AFFINE &&
-      c->b_acc.row_stride != CMLC_GEMM_NOT_AFFINE && c->b_acc.col_stride == 1) {
+      (p->a.dtype == CML_DTYPE_F32 || p->a.dtype == CML_DTYPE_BF16 || p->a.dtype == CML_DTYPE_F16);
+  // 2..8 rows times a large f32 B: the same streaming form (kern.axpy_rows). The packed
+  // micro-kernels run B's rows in short runs (a sliver's 128 bytes per row of a 16 KiB stride),
+  // which the prefetchers follow poorly once B comes from memory; a B that fits the caches
+  // stays with them (they reach a higher share of the FMA peak).
+  const bool f32_b = p->m >= 2 && p->m <= CMLC_GEMM_ROWS_M && c->kern.axpy_rows &&
+                     p->a.dtype == CML_DTYPE_F32 && p->b.dtype == CML_DTYPE_F32 &&
+                     p->k * p->n >= CMLC_GEMM_ROWS_B_MIN;
+  if ((half_b || f32_b) && c->a_acc.col_stride != CMLC_GEMM_NOT_AFFINE &&
+      c->a_acc.row_stride != CMLC_GEMM_NOT_AFFINE && c->b_acc.row_stride != CMLC_GEMM_NOT_AFFINE &&
+      c->b_acc.col_stride == 1) {
     int64_t chunks = CMLC_GEMM_N(gemv_row_chunks)(c, pool);
     if (p->m > 1) {
       // The outputs of all rows of a chunk stay in L1: at most 8192 of them.
-      int64_t cap = CMLC_GEMM_N(gemm_round_up)(8192 / p->m, 64);
+      int64_t cap = CMLC_GEMM_N(gemm_round_up)((f32_b ? 4096 : 8192) / p->m, 64);
       if (c->gemv_chunk > cap) c->gemv_chunk = cap;
       chunks = (p->n + c->gemv_chunk - 1) / c->gemv_chunk;
     }

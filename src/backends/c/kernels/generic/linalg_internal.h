@@ -212,6 +212,11 @@ typedef void (*cmlc__gemv_axpy_h_fn)(int64_t m, int64_t k, const void* a, cml_dt
                                      int64_t lda, int64_t a_stride, const uint16_t* b,
                                      cml_dtype_t b_dtype, int64_t ldb, float* c, int64_t ldc,
                                      int64_t n);
+// The same form for |m| rows of an f32 A times an f32 B (rows contiguous): each row's outputs
+// the bits of cmlc__gemv_axpy_fn on that row.
+typedef void (*cmlc__gemv_axpy_rows_fn)(int64_t m, int64_t k, const float* a, int64_t lda,
+                                        int64_t a_stride, const float* b, int64_t ldb, float* c,
+                                        int64_t ldc, int64_t n);
 // Widens |n| consecutive f16 or bf16 values to f32 (exact), for packing half operands.
 typedef void (*cmlc__gemm_widen_fn)(const uint16_t* src, float* dst, int64_t n);
 // Rounds |n| f32 values to |dtype| (F16 or BF16) at |dst|: the bits cml_f64_to_f16 /
@@ -274,6 +279,9 @@ void cmlc__gemm_direct_f32_avx512_14x32(int64_t kc, const float* a, int64_t lda,
 void cmlc__gemm_narrow_f16_f16c(const float* src, uint16_t* dst, int64_t n);
 void cmlc__gemv_axpy_f32_avx512(int64_t k, const float* a, int64_t a_stride, const float* b,
                                 int64_t ldb, float* c, int64_t n);
+void cmlc__gemv_axpy_rows_f32_avx512(int64_t m, int64_t k, const float* a, int64_t lda,
+                                     int64_t a_stride, const float* b, int64_t ldb, float* c,
+                                     int64_t ldc, int64_t n);
 void cmlc__gemv_axpy_h_avx512(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype, int64_t lda,
                               int64_t a_stride, const uint16_t* b, cml_dtype_t b_dtype, int64_t ldb,
                               float* c, int64_t ldc, int64_t n);

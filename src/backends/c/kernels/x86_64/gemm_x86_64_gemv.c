@@ -326,18 +326,31 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
   }
 }
 
-// 32 columns of one half row at |p| as two f32 vectors: bf16 as its even and odd columns (the
-// order cmlc_gemv512_axpy_h keeps its outputs in), f16 as columns 0-15 and 16-31.
+// The element types of B the multi-row kernel reads.
+enum { CMLC_GEMV_B_BF16, CMLC_GEMV_B_F16, CMLC_GEMV_B_F32 };
+
+// 32 columns of one row of B at |p| as two f32 vectors: bf16 as its even and odd columns (the
+// order cmlc_gemv512_axpy_h keeps its outputs in), f16 and f32 as columns 0-15 and 16-31.
 static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv512_pair(
-    const uint16_t* p, bool f16, __m512* e, __m512* o) {
-  if (f16) {
+    const void* p, int kind, __m512* e, __m512* o) {
+  if (kind == CMLC_GEMV_B_F32) {
+    *e = _mm512_loadu_ps(p);
+    *o = _mm512_loadu_ps((const float*)p + 16);
+  } else if (kind == CMLC_GEMV_B_F16) {
     *e = cmlc_gemv512_h(p, true);
-    *o = cmlc_gemv512_h(p + 16, true);
+    *o = cmlc_gemv512_h((const uint16_t*)p + 16, true);
   } else {
     const __m512i w = _mm512_loadu_si512((const void*)p);
     *e = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
     *o = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32((int)0xFFFF0000u)));
   }
+}
+
+// |count| < 16 columns of one row of B at |p|, zero beyond.
+static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET __m512
+cmlc_gemv512_load_mask(const void* p, __mmask16 m, int kind) {
+  if (kind == CMLC_GEMV_B_F32) return _mm512_maskz_loadu_ps(m, p);
+  return cmlc_gemv512_h_mask(p, m, kind == CMLC_GEMV_B_F16);
 }
 
 // Rows 2..CMLC_GEMV_HALF_ROWS of A at once (rows |lda| apart, outputs |ldc| apart): each group
@@ -347,10 +360,19 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
 // order until the end.
 static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv512_axpy_h_rows(
     int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype, int64_t lda, int64_t a_stride,
-    const uint16_t* b, int64_t ldb, float* c, int64_t ldc, int64_t n, bool f16) {
+    const void* b, int64_t ldb, float* c, int64_t ldc, int64_t n, int kind) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0.0f;
-  const int64_t ldb_bytes = ldb * (int64_t)sizeof(uint16_t);
+  const int64_t es = kind == CMLC_GEMV_B_F32 ? 4 : 2;  // bytes per element of B
+  const int64_t ldb_bytes = ldb * es;
+  // Element (r, col) of B from the current group's first row b0; prefetches of the next
+  // group's rows cover the 32 columns of a step (64 or 128 bytes of each).
+#define CMLC_GEMV_AT(r, col) ((const void*)(b0 + ((r)*ldb + (col)) * es))
+#define CMLC_GEMV_PF(at)                                    \
+  do {                                                      \
+    cmlc_gemv_prefetch4((at), ldb_bytes);                   \
+    if (es == 4) cmlc_gemv_prefetch4((at) + 64, ldb_bytes); \
+  } while (0)
   const int64_t n32 = n / 32 * 32;
   float av[CMLC_GEMV_HALF_ROWS][8];
   int64_t kk = 0;
@@ -360,15 +382,15 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
     for (int64_t i = 0; i < m; ++i)
       for (int r = 0; r < 8; ++r)
         av[i][r] = cmlc_gemv_scalar(a, a_dtype, i * lda + (kk + r) * a_stride);
-    const uint16_t* b0 = b + kk * ldb;
-    const char* next = (const char*)(b0 + 8 * ldb);
+    const char* b0 = (const char*)b + kk * ldb_bytes;
+    const char* next = b0 + 8 * ldb_bytes;
     int64_t j = 0;
     for (; j < n32; j += 32) {
       __m512 e[8], o[8];
-      cmlc_gemv_prefetch4(next + j * (int64_t)sizeof(uint16_t), ldb_bytes);
-      cmlc_gemv_prefetch4(next + 4 * ldb_bytes + j * (int64_t)sizeof(uint16_t), ldb_bytes);
+      CMLC_GEMV_PF(next + j * es);
+      CMLC_GEMV_PF(next + 4 * ldb_bytes + j * es);
 #pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) cmlc_gemv512_pair(b0 + r * ldb + j, f16, &e[r], &o[r]);
+      for (int r = 0; r < 8; ++r) cmlc_gemv512_pair(CMLC_GEMV_AT(r, j), kind, &e[r], &o[r]);
       for (int64_t i = 0; i < m; ++i) {
         float* ci = c + i * ldc + j;
         const float* ai = av[i];
@@ -386,7 +408,7 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
     for (; j < n; j += 16) {
       const __mmask16 mk = cmlc_gemv512_mask(n - j);
       for (int r = 0; r < 8; ++r) {
-        const __m512 w = cmlc_gemv512_h_mask(b0 + r * ldb + j, mk, f16);
+        const __m512 w = cmlc_gemv512_load_mask(CMLC_GEMV_AT(r, j), mk, kind);
         for (int64_t i = 0; i < m; ++i) {
           float* ci = c + i * ldc + j;
           _mm512_mask_storeu_ps(
@@ -400,17 +422,17 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
     for (int64_t i = 0; i < m; ++i)
       for (int r = 0; r < 4; ++r)
         av[i][r] = r < rows ? cmlc_gemv_scalar(a, a_dtype, i * lda + (kk + r) * a_stride) : 0.0f;
-    const uint16_t* b0 = b + kk * ldb;
-    const char* next = (const char*)(b0 + CMLC_GEMV_AHEAD * ldb);
+    const char* b0 = (const char*)b + kk * ldb_bytes;
+    const char* next = b0 + CMLC_GEMV_AHEAD * ldb_bytes;
     int64_t j = 0;
     if (rows == 4) {
       for (; j < n32; j += 32) {
         __m512 e0, o0, e1, o1, e2, o2, e3, o3;
-        cmlc_gemv_prefetch4(next + j * (int64_t)sizeof(uint16_t), ldb_bytes);
-        cmlc_gemv512_pair(b0 + j, f16, &e0, &o0);
-        cmlc_gemv512_pair(b0 + ldb + j, f16, &e1, &o1);
-        cmlc_gemv512_pair(b0 + 2 * ldb + j, f16, &e2, &o2);
-        cmlc_gemv512_pair(b0 + 3 * ldb + j, f16, &e3, &o3);
+        CMLC_GEMV_PF(next + j * es);
+        cmlc_gemv512_pair(CMLC_GEMV_AT(0, j), kind, &e0, &o0);
+        cmlc_gemv512_pair(CMLC_GEMV_AT(1, j), kind, &e1, &o1);
+        cmlc_gemv512_pair(CMLC_GEMV_AT(2, j), kind, &e2, &o2);
+        cmlc_gemv512_pair(CMLC_GEMV_AT(3, j), kind, &e3, &o3);
         for (int64_t i = 0; i < m; ++i) {
           float* ci = c + i * ldc + j;
           const float* ai = av[i];
@@ -431,7 +453,7 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
     for (; j < n32; j += 32) {  // the last 1-3 k rows
       for (int r = 0; r < rows; ++r) {
         __m512 e, o;
-        cmlc_gemv512_pair(b0 + r * ldb + j, f16, &e, &o);
+        cmlc_gemv512_pair(CMLC_GEMV_AT(r, j), kind, &e, &o);
         for (int64_t i = 0; i < m; ++i) {
           float* ci = c + i * ldc + j;
           const __m512 ar = _mm512_set1_ps(av[i][r]);
@@ -443,7 +465,7 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
     for (; j < n; j += 16) {
       const __mmask16 mk = cmlc_gemv512_mask(n - j);
       __m512 w[4];
-      for (int r = 0; r < rows; ++r) w[r] = cmlc_gemv512_h_mask(b0 + r * ldb + j, mk, f16);
+      for (int r = 0; r < rows; ++r) w[r] = cmlc_gemv512_load_mask(CMLC_GEMV_AT(r, j), mk, kind);
       for (int64_t i = 0; i < m; ++i) {
         float* ci = c + i * ldc + j;
         __m512 v = _mm512_maskz_loadu_ps(mk, ci);
@@ -452,7 +474,9 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
       }
     }
   }
-  if (f16) return;
+#undef CMLC_GEMV_AT
+#undef CMLC_GEMV_PF
+  if (kind != CMLC_GEMV_B_BF16) return;
   const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i hi_idx =
       _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
@@ -486,11 +510,24 @@ CMLC_GEMV512H_TARGET void cmlc__gemv_axpy_h_avx512(int64_t m, int64_t k, const v
     const void* ai = (const char*)a + (size_t)(i0 * lda) * a_size;
     if (f16) {
       cmlc_gemv512_axpy_h_rows(rows, k, ai, a_dtype, lda, a_stride, b, ldb, c + i0 * ldc, ldc, n,
-                               true);
+                               CMLC_GEMV_B_F16);
     } else {
       cmlc_gemv512_axpy_h_rows(rows, k, ai, a_dtype, lda, a_stride, b, ldb, c + i0 * ldc, ldc, n,
-                               false);
+                               CMLC_GEMV_B_BF16);
     }
+  }
+}
+
+// The multi-row kernel over an f32 B (2..16 rows of an f32 A at a time; see
+// cmlc__gemv_axpy_rows_fn).
+CMLC_GEMV512H_TARGET void cmlc__gemv_axpy_rows_f32_avx512(int64_t m, int64_t k, const float* a,
+                                                          int64_t lda, int64_t a_stride,
+                                                          const float* b, int64_t ldb, float* c,
+                                                          int64_t ldc, int64_t n) {
+  for (int64_t i0 = 0; i0 < m; i0 += CMLC_GEMV_HALF_ROWS) {
+    const int64_t rows = m - i0 < CMLC_GEMV_HALF_ROWS ? m - i0 : CMLC_GEMV_HALF_ROWS;
+    cmlc_gemv512_axpy_h_rows(rows, k, a + i0 * lda, CML_DTYPE_F32, lda, a_stride, b, ldb,
+                             c + i0 * ldc, ldc, n, CMLC_GEMV_B_F32);
   }
 }
 
