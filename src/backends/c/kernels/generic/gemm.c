@@ -53,10 +53,10 @@ enum {
   // threads: 3.9 -> 0.9 ms; 16 rows 5.2 -> 2.2 ms (bench/README.md, "bf16 GEMV").
   CMLC_GEMM_HALF_M = 16,
   // Products of 2..CMLC_GEMM_ROWS_M rows with an f32 B of at least this many elements (K x N)
-  // whose rows are contiguous stream it the same way (AVX-512: kern.axpy_rows). [M, 4096] x
-  // [4096, 4096] on two threads, best of 4, three pairs: M = 2 3.6-4.9 -> 2.1-2.3 ms, 4
-  // 4.0-4.1 -> 1.8-2.4, 8 3.7-4.0 -> 2.7-2.8; 16 rows gained nothing (3.9-4.0 against 3.9-4.4:
-  // the FMAs bound them), so they stay with the skinny kernels.
+  // whose rows are contiguous stream it the same way (AVX-512 and AVX2: kern.axpy_rows). [M, 4096]
+  // x [4096, 4096] on two threads, best of 4, three pairs: M = 2 3.6-4.9 -> 2.1-2.3 ms, 4 4.0-4.1
+  // -> 1.8-2.4, 8 3.7-4.0 -> 2.7-2.8; 16 rows gained nothing (3.9-4.0 against 3.9-4.4: the FMAs
+  // bound them), so they stay with the skinny kernels.
   CMLC_GEMM_ROWS_B_MIN = 1 << 20,
   CMLC_GEMM_ROWS_M = 8,
 };
@@ -184,7 +184,7 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
     0,
     cmlc__gemv_axpy_h_avx2,
     CMLC_GEMM_HALF_M,
-    NULL};
+    cmlc__gemv_axpy_rows_f32_avx2};
 #endif
 static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        8,

@@ -259,6 +259,9 @@ void cmlc__gemm_bt_f32_avx2_12x8(int64_t k, int64_t kcb, const void* w, cml_dtyp
                                  int cols);
 void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int64_t a_stride, const float* b,
                               int64_t ldb, float* c, int64_t n);
+void cmlc__gemv_axpy_rows_f32_avx2(int64_t m, int64_t k, const float* a, int64_t lda,
+                                   int64_t a_stride, const float* b, int64_t ldb, float* c,
+                                   int64_t ldc, int64_t n);
 void cmlc__gemv_axpy_h_avx2(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype, int64_t lda,
                             int64_t a_stride, const uint16_t* b, cml_dtype_t b_dtype, int64_t ldb,
                             float* c, int64_t ldc, int64_t n);

@@ -685,13 +685,16 @@ cmlc_gemv256_axpy_h(int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_str
   }
 }
 
-// 16 columns of one half row at |p| as two f32 vectors: bf16 as its even and odd columns, f16
-// as columns 0-7 and 8-15.
+// 16 columns of one row of B at |p| as two f32 vectors: bf16 as its even and odd columns, f16
+// and f32 as columns 0-7 and 8-15.
 static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) void
-cmlc_gemv256_pair(const uint16_t* p, bool f16, __m256* e, __m256* o) {
-  if (f16) {
+cmlc_gemv256_pair(const void* p, int kind, __m256* e, __m256* o) {
+  if (kind == CMLC_GEMV_B_F32) {
+    *e = _mm256_loadu_ps(p);
+    *o = _mm256_loadu_ps((const float*)p + 8);
+  } else if (kind == CMLC_GEMV_B_F16) {
     *e = cmlc_gemv256_h(p, true);
-    *o = cmlc_gemv256_h(p + 8, true);
+    *o = cmlc_gemv256_h((const uint16_t*)p + 8, true);
   } else {
     const __m256i w = _mm256_loadu_si256((const __m256i*)p);
     *e = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
@@ -699,16 +702,25 @@ cmlc_gemv256_pair(const uint16_t* p, bool f16, __m256* e, __m256* o) {
   }
 }
 
+// |count| (clamped to 8) columns of one row of B at |p|, zero beyond.
+static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) __m256
+cmlc_gemv256_load_tail(const void* p, int64_t count, int kind) {
+  if (kind == CMLC_GEMV_B_F32) return _mm256_maskload_ps(p, cmlc_gemv256_mask(count));
+  return cmlc_gemv256_h_tail(p, count, kind == CMLC_GEMV_B_F16);
+}
+
 // The AVX2 form of cmlc_gemv512_axpy_h_rows: 2..CMLC_GEMV_HALF_ROWS rows of A, each group of
 // four k rows of B loaded and widened once (16 columns a step) for all of them, every output's
 // FMAs in k order (each row the one-row kernel's bits).
 static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) void
 cmlc_gemv256_axpy_h_rows(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype, int64_t lda,
-                         int64_t a_stride, const uint16_t* b, int64_t ldb, float* c, int64_t ldc,
-                         int64_t n, bool f16) {
+                         int64_t a_stride, const void* b, int64_t ldb, float* c, int64_t ldc,
+                         int64_t n, int kind) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0.0f;
-  const int64_t ldb_bytes = ldb * (int64_t)sizeof(uint16_t);
+  const int64_t es = kind == CMLC_GEMV_B_F32 ? 4 : 2;  // bytes per element of B
+  const int64_t ldb_bytes = ldb * es;
+#define CMLC_GEMV_AT(r, col) ((const void*)(b0 + ((r)*ldb + (col)) * es))
   const int64_t n16 = n / 16 * 16;
   float av[CMLC_GEMV_HALF_ROWS][4];
   for (int64_t kk = 0; kk < k; kk += 4) {
@@ -716,17 +728,17 @@ cmlc_gemv256_axpy_h_rows(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtyp
     for (int64_t i = 0; i < m; ++i)
       for (int r = 0; r < 4; ++r)
         av[i][r] = r < rows ? cmlc_gemv_scalar(a, a_dtype, i * lda + (kk + r) * a_stride) : 0.0f;
-    const uint16_t* b0 = b + kk * ldb;
-    const char* next = (const char*)(b0 + CMLC_GEMV_AHEAD * ldb);
+    const char* b0 = (const char*)b + kk * ldb_bytes;
+    const char* next = b0 + CMLC_GEMV_AHEAD * ldb_bytes;
     int64_t j = 0;
     if (rows == 4) {
       for (; j < n16; j += 16) {
         __m256 e0, o0, e1, o1, e2, o2, e3, o3;
-        if ((j & 31) == 0) cmlc_gemv_prefetch4(next + j * (int64_t)sizeof(uint16_t), ldb_bytes);
-        cmlc_gemv256_pair(b0 + j, f16, &e0, &o0);
-        cmlc_gemv256_pair(b0 + ldb + j, f16, &e1, &o1);
-        cmlc_gemv256_pair(b0 + 2 * ldb + j, f16, &e2, &o2);
-        cmlc_gemv256_pair(b0 + 3 * ldb + j, f16, &e3, &o3);
+        if (es == 4 || (j & 31) == 0) cmlc_gemv_prefetch4(next + j * es, ldb_bytes);
+        cmlc_gemv256_pair(CMLC_GEMV_AT(0, j), kind, &e0, &o0);
+        cmlc_gemv256_pair(CMLC_GEMV_AT(1, j), kind, &e1, &o1);
+        cmlc_gemv256_pair(CMLC_GEMV_AT(2, j), kind, &e2, &o2);
+        cmlc_gemv256_pair(CMLC_GEMV_AT(3, j), kind, &e3, &o3);
         for (int64_t i = 0; i < m; ++i) {
           float* ci = c + i * ldc + j;
           const float* ai = av[i];
@@ -747,7 +759,7 @@ cmlc_gemv256_axpy_h_rows(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtyp
     for (; j < n16; j += 16) {  // the last 1-3 k rows
       for (int r = 0; r < rows; ++r) {
         __m256 e, o;
-        cmlc_gemv256_pair(b0 + r * ldb + j, f16, &e, &o);
+        cmlc_gemv256_pair(CMLC_GEMV_AT(r, j), kind, &e, &o);
         for (int64_t i = 0; i < m; ++i) {
           float* ci = c + i * ldc + j;
           const __m256 ar = _mm256_set1_ps(av[i][r]);
@@ -759,7 +771,7 @@ cmlc_gemv256_axpy_h_rows(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtyp
     for (; j < n; j += 8) {
       const __m256i mk = cmlc_gemv256_mask(n - j);
       for (int r = 0; r < rows; ++r) {
-        const __m256 w = cmlc_gemv256_h_tail(b0 + r * ldb + j, n - j, f16);
+        const __m256 w = cmlc_gemv256_load_tail(CMLC_GEMV_AT(r, j), n - j, kind);
         for (int64_t i = 0; i < m; ++i) {
           float* ci = c + i * ldc + j;
           _mm256_maskstore_ps(
@@ -768,7 +780,8 @@ cmlc_gemv256_axpy_h_rows(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtyp
       }
     }
   }
-  if (f16) return;
+#undef CMLC_GEMV_AT
+  if (kind != CMLC_GEMV_B_BF16) return;
   // bf16 groups back in column order: (even, odd) pairs.
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n16; j += 16) {
@@ -799,11 +812,21 @@ __attribute__((target("avx2,fma,f16c"))) void cmlc__gemv_axpy_h_avx2(
     const void* ai = (const char*)a + (size_t)(i0 * lda) * a_size;
     if (f16) {
       cmlc_gemv256_axpy_h_rows(rows, k, ai, a_dtype, lda, a_stride, b, ldb, c + i0 * ldc, ldc, n,
-                               true);
+                               CMLC_GEMV_B_F16);
     } else {
       cmlc_gemv256_axpy_h_rows(rows, k, ai, a_dtype, lda, a_stride, b, ldb, c + i0 * ldc, ldc, n,
-                               false);
+                               CMLC_GEMV_B_BF16);
     }
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void cmlc__gemv_axpy_rows_f32_avx2(
+    int64_t m, int64_t k, const float* a, int64_t lda, int64_t a_stride, const float* b,
+    int64_t ldb, float* c, int64_t ldc, int64_t n) {
+  for (int64_t i0 = 0; i0 < m; i0 += CMLC_GEMV_HALF_ROWS) {
+    const int64_t rows = m - i0 < CMLC_GEMV_HALF_ROWS ? m - i0 : CMLC_GEMV_HALF_ROWS;
+    cmlc_gemv256_axpy_h_rows(rows, k, a + i0 * lda, CML_DTYPE_F32, lda, a_stride, b, ldb,
+                             c + i0 * ldc, ldc, n, CMLC_GEMV_B_F32);
   }
 }
 
