@@ -540,8 +540,9 @@ static void CMLC_GEMM_N(gemv_col_task)(void* vctx, int64_t begin, int64_t end, i
 }
 
 #if CMLC_GEMM_HALF_GEMV
-// Up to kern.axpy_h_rows rows over a half B with contiguous rows: outputs [begin, end) of the
-// flattened (batch, column-chunk) range, B read in place by kern.axpy_h for all rows at once.
+// Up to kern.axpy_h_rows rows over a half B (or up to CMLC_GEMM_ROWS_M rows over a large f32 B)
+// with contiguous rows: outputs [begin, end) of the flattened (batch, column-chunk) range, B
+// read in place by kern.axpy_h (kern.axpy_rows) for all rows at once.
 //
 // With several rows the outputs go to the thread's scratch first, rows a cache line apart
 // beyond the chunk's width, then to the output: the output rows are n floats apart, and at
