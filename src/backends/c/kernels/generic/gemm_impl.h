@@ -833,7 +833,10 @@ static void CMLC_GEMM_N(bt_task)(void* vctx, int64_t begin, int64_t end, int thr
 // Returns false when it does not apply.
 static bool CMLC_GEMM_N(bt_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
   const CMLC_GEMM_PROBLEM* p = c->p;
-  if (!c->kern.bt[0].fn || p->batch != 1 || c->b_packed || p->m < 2 || p->m > CMLC_GEMM_BT_M ||
+  // One row of an f32 weight is the GEMV's; of a half weight, these tiles' (no half GEMV reads
+  // a weight stored [N, K]).
+  if (!c->kern.bt[0].fn || p->batch != 1 || c->b_packed ||
+      (p->m < 2 && p->b.dtype == CMLC_GEMM_DTYPE) || p->m > CMLC_GEMM_BT_M ||
       p->k * p->n <= CMLC_GEMM_DIRECT_B_MAX)
     return false;
   // The kernels widen f16 and bf16 weights as they copy them (only f32 tables have kernels).

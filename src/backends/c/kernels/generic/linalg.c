@@ -35,6 +35,10 @@ typedef struct cmlc_la_dot_plan_t {
   size_t off_tables, off_a, off_b, off_c, off_gemm, total;
 } cmlc_la_dot_plan_t;
 
+// bf16 products of at most this many rows with a weight stored [N, K] take the f32 GEMM's
+// transposed-B tiles rather than the vdpbf16ps GEMM (which packs the whole weight).
+#define CMLC_LA_BT_BF16_M 32
+
 static size_t cmlc_la_align(size_t x) { return (x + 63) & ~(size_t)63; }
 
 static bool cmlc_la_dtype_ok(cml_dtype_t d) { return cmlc__la_domain_of(d) != CMLC__LA_DOM_NONE; }
@@ -65,6 +69,16 @@ static bool cmlc_la_rhs_rows_contiguous(int32_t rank, const cmlc_la_dot_plan_t* 
     if (p->rn[i] != rank - p->rn_count + i) return false;
   for (int32_t i = 0; i < p->rk_count; ++i)
     if (p->rk[i] != rank - p->rn_count - p->rk_count + i) return false;
+  return true;
+}
+
+// Whether the rhs's contracting (k) axes are its trailing axes in order, its free (n) axes in
+// order right before them: B stored [N, K], each column's k values contiguous.
+static bool cmlc_la_rhs_k_contiguous(int32_t rank, const cmlc_la_dot_plan_t* p) {
+  for (int32_t i = 0; i < p->rk_count; ++i)
+    if (p->rk[i] != rank - p->rk_count + i) return false;
+  for (int32_t i = 0; i < p->rn_count; ++i)
+    if (p->rn[i] != rank - p->rk_count - p->rn_count + i) return false;
   return true;
 }
 
@@ -117,6 +131,11 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs, con
   // the bf16 GEMM would pack (copy) all of it first. 1 x 4096 x 4096 bf16 on 2 threads:
   // 6.7 -> 1.0 ms.
   if (p->gemm_bf16 && p->m <= 16 && cmlc_la_rhs_rows_contiguous(rhs->rank, p)) p->gemm_bf16 = false;
+  // A weight stored [N, K] (k contiguous: x @ w^T, PyTorch's layout) with few rows: the f32
+  // GEMM's transposed-B tiles read it in place, widening it as they go.
+  if (p->gemm_bf16 && p->batch == 1 && p->m <= CMLC_LA_BT_BF16_M &&
+      cmlc_la_rhs_k_contiguous(rhs->rank, p))
+    p->gemm_bf16 = false;
 #endif
   p->threads = options->threads > 0 ? options->threads : 1;
   size_t tables = (size_t)(2 * p->batch + p->m + 2 * p->k + p->n) * sizeof(int64_t);
