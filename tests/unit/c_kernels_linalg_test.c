@@ -733,7 +733,7 @@ TEST(gemm_half_transposed_rhs_small_m) {
           cmlc_options_t o1 = make_options(kIsas[i], false, 1);
           cmlc_options_t o3 = make_options(kIsas[i], false, 3);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-          // With AVX-512 BF16, bf16 products of up to 32 rows leave the vdpbf16ps GEMM for
+          // With AVX-512 BF16, bf16 products of up to 16 rows leave the vdpbf16ps GEMM for
           // these tiles (more rows stay there: then only the exact values are compared).
           o1.avx512_bf16 = o3.avx512_bf16 =
               kIsas[i] == CMLC_ISA_AVX512 && __builtin_cpu_supports("avx512bf16");
