@@ -81,12 +81,6 @@ enum {
 
 // The axpy form over a half B for the scalar ISA (cmlc__gemv_axpy_h_fn): the scalar f32 axpy's
 // arithmetic on the widened values.
-static float cmlc_gemv_h_at(const void* p, cml_dtype_t dtype, int64_t i) {
-  if (dtype == CML_DTYPE_BF16) return cml__bf16_to_f32(((const uint16_t*)p)[i]);
-  if (dtype == CML_DTYPE_F16) return cml__f16_to_f32(((const uint16_t*)p)[i]);
-  return ((const float*)p)[i];
-}
-
 static void cmlc_gemv_axpy_h_scalar(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype,
                                     int64_t lda, int64_t a_stride, const uint16_t* b,
                                     cml_dtype_t b_dtype, int64_t ldb, float* c, int64_t ldc,
@@ -95,9 +89,9 @@ static void cmlc_gemv_axpy_h_scalar(int64_t m, int64_t k, const void* a, cml_dty
     float* ci = c + i * ldc;
     for (int64_t j = 0; j < n; ++j) ci[j] = 0;
     for (int64_t kk = 0; kk < k; ++kk) {
-      const float av = cmlc_gemv_h_at(a, a_dtype, i * lda + kk * a_stride);
+      const float av = cmlc_load_f32(a, i * lda + kk * a_stride, a_dtype);
       const uint16_t* bk = b + kk * ldb;
-      for (int64_t j = 0; j < n; ++j) ci[j] += av * cmlc_gemv_h_at(bk, b_dtype, j);
+      for (int64_t j = 0; j < n; ++j) ci[j] += av * cmlc_load_f32(bk, j, b_dtype);
     }
   }
 }

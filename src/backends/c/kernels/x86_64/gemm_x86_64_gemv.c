@@ -177,13 +177,6 @@ CMLC_GEMV512_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, co
 // Rows of A one pass of the multi-row kernel takes (its outputs, rows x columns, stay in L1).
 #define CMLC_GEMV_HALF_ROWS 16
 
-// Element |i| of a f32, bf16 or f16 vector as f32 (exact).
-static inline float cmlc_gemv_scalar(const void* a, cml_dtype_t dtype, int64_t i) {
-  if (dtype == CML_DTYPE_BF16) return cml__bf16_to_f32(((const uint16_t*)a)[i]);
-  if (dtype == CML_DTYPE_F16) return cml__f16_to_f32(((const uint16_t*)a)[i]);
-  return ((const float*)a)[i];
-}
-
 // 16 bf16 (|f16| false) or f16 values widened to f32, exactly.
 static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET __m512
 cmlc_gemv512_widen(__m256i v, bool f16) {
@@ -220,7 +213,7 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
   for (; !f16 && kk + 8 <= k; kk += 8) {
     __m512 av[8];
     for (int r = 0; r < 8; ++r)
-      av[r] = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + r) * a_stride));
+      av[r] = _mm512_set1_ps(cmlc_load_f32(a, (kk + r) * a_stride, a_dtype));
     const uint16_t* b0 = b + kk * ldb;
     const char* next = (const char*)(b0 + 8 * ldb);
     int64_t j = 0;
@@ -246,10 +239,10 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
     }
   }
   for (; kk + 4 <= k; kk += 4) {
-    const __m512 a0 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, kk * a_stride));
-    const __m512 a1 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 1) * a_stride));
-    const __m512 a2 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 2) * a_stride));
-    const __m512 a3 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 3) * a_stride));
+    const __m512 a0 = _mm512_set1_ps(cmlc_load_f32(a, kk * a_stride, a_dtype));
+    const __m512 a1 = _mm512_set1_ps(cmlc_load_f32(a, (kk + 1) * a_stride, a_dtype));
+    const __m512 a2 = _mm512_set1_ps(cmlc_load_f32(a, (kk + 2) * a_stride, a_dtype));
+    const __m512 a3 = _mm512_set1_ps(cmlc_load_f32(a, (kk + 3) * a_stride, a_dtype));
     const uint16_t* b0 = b + kk * ldb;
     const uint16_t* b1 = b0 + ldb;
     const uint16_t* b2 = b1 + ldb;
@@ -296,7 +289,7 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
     }
   }
   for (; kk < k; ++kk) {
-    const __m512 a0 = _mm512_set1_ps(cmlc_gemv_scalar(a, a_dtype, kk * a_stride));
+    const __m512 a0 = _mm512_set1_ps(cmlc_load_f32(a, kk * a_stride, a_dtype));
     const uint16_t* b0 = b + kk * ldb;
     int64_t j = 0;
     for (; j < n32 && !f16; j += 32) {
@@ -381,7 +374,7 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
   for (; kk + 8 <= k; kk += 8) {
     for (int64_t i = 0; i < m; ++i)
       for (int r = 0; r < 8; ++r)
-        av[i][r] = cmlc_gemv_scalar(a, a_dtype, i * lda + (kk + r) * a_stride);
+        av[i][r] = cmlc_load_f32(a, i * lda + (kk + r) * a_stride, a_dtype);
     const char* b0 = (const char*)b + kk * ldb_bytes;
     const char* next = b0 + 8 * ldb_bytes;
     int64_t j = 0;
@@ -421,7 +414,7 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
     const int rows = k - kk >= 4 ? 4 : (int)(k - kk);
     for (int64_t i = 0; i < m; ++i)
       for (int r = 0; r < 4; ++r)
-        av[i][r] = r < rows ? cmlc_gemv_scalar(a, a_dtype, i * lda + (kk + r) * a_stride) : 0.0f;
+        av[i][r] = r < rows ? cmlc_load_f32(a, i * lda + (kk + r) * a_stride, a_dtype) : 0.0f;
     const char* b0 = (const char*)b + kk * ldb_bytes;
     const char* next = b0 + CMLC_GEMV_AHEAD * ldb_bytes;
     int64_t j = 0;
@@ -642,10 +635,10 @@ cmlc_gemv256_axpy_h(int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_str
   const int64_t ldb_bytes = ldb * (int64_t)sizeof(uint16_t);
   int64_t kk = 0;
   for (; kk + 4 <= k; kk += 4) {
-    const __m256 a0 = _mm256_set1_ps(cmlc_gemv_scalar(a, a_dtype, kk * a_stride));
-    const __m256 a1 = _mm256_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 1) * a_stride));
-    const __m256 a2 = _mm256_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 2) * a_stride));
-    const __m256 a3 = _mm256_set1_ps(cmlc_gemv_scalar(a, a_dtype, (kk + 3) * a_stride));
+    const __m256 a0 = _mm256_set1_ps(cmlc_load_f32(a, kk * a_stride, a_dtype));
+    const __m256 a1 = _mm256_set1_ps(cmlc_load_f32(a, (kk + 1) * a_stride, a_dtype));
+    const __m256 a2 = _mm256_set1_ps(cmlc_load_f32(a, (kk + 2) * a_stride, a_dtype));
+    const __m256 a3 = _mm256_set1_ps(cmlc_load_f32(a, (kk + 3) * a_stride, a_dtype));
     const uint16_t* b0 = b + kk * ldb;
     const uint16_t* b1 = b0 + ldb;
     const uint16_t* b2 = b1 + ldb;
@@ -674,7 +667,7 @@ cmlc_gemv256_axpy_h(int64_t k, const void* a, cml_dtype_t a_dtype, int64_t a_str
     }
   }
   for (; kk < k; ++kk) {
-    const __m256 a0 = _mm256_set1_ps(cmlc_gemv_scalar(a, a_dtype, kk * a_stride));
+    const __m256 a0 = _mm256_set1_ps(cmlc_load_f32(a, kk * a_stride, a_dtype));
     const uint16_t* b0 = b + kk * ldb;
     for (int64_t j = 0; j < n; j += 8) {
       const __m256i m = cmlc_gemv256_mask(n - j);
@@ -727,7 +720,7 @@ cmlc_gemv256_axpy_h_rows(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtyp
     const int rows = k - kk >= 4 ? 4 : (int)(k - kk);
     for (int64_t i = 0; i < m; ++i)
       for (int r = 0; r < 4; ++r)
-        av[i][r] = r < rows ? cmlc_gemv_scalar(a, a_dtype, i * lda + (kk + r) * a_stride) : 0.0f;
+        av[i][r] = r < rows ? cmlc_load_f32(a, i * lda + (kk + r) * a_stride, a_dtype) : 0.0f;
     const char* b0 = (const char*)b + kk * ldb_bytes;
     const char* next = b0 + CMLC_GEMV_AHEAD * ldb_bytes;
     int64_t j = 0;
