@@ -78,6 +78,11 @@ TEST(cpu_detect_is_consistent) {
   // avx512_bf16 and avx512_vnni are only reported together with AVX-512.
   ASSERT_TRUE(!a.avx512_bf16 || a.avx512);
   ASSERT_TRUE(!a.avx512_vnni || a.avx512);
+  // The L1 data cache size: unknown (0) or a plausible size (the quantized GEMV's prefetch
+  // choice reads it).
+  ASSERT_TRUE(a.l1d_bytes == b.l1d_bytes);
+  ASSERT_TRUE(a.l1d_bytes == 0 || (a.l1d_bytes >= 4096 && a.l1d_bytes <= (16 << 20)));
+  fprintf(stderr, "  (L1 data cache: %lld bytes)\n", (long long)a.l1d_bytes);
 #if defined(CMLC_HAVE_X86_64)
   // Every AVX2 + FMA CPU has F16C.
   if (a.avx2_fma) ASSERT_TRUE(a.f16c);

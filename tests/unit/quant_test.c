@@ -9,6 +9,8 @@
 #include <stdlib.h>
 
 #include "api_common.h"
+#include "backends/c/engine_internal.h"
+#include "backends/c/kernels/generic/quant_internal.h"
 #include "test.h"
 
 //===--- fixtures ---===//
@@ -1046,6 +1048,94 @@ TEST(capabilities_follow_fusion_option) {
   cml_backend_release(ref);
 }
 
+// The AVX512-VNNI kernels called directly with both prefetch choices (into L2, and into L1 on
+// CPUs whose L1 data cache is at least CMLC_QUANT_PREFETCH_L1_MIN: two instantiations of the
+// row loops) on every format they take, 4096-value rows (the streaming shape) and 4096 + one
+// block, 3 and 83 rows: both give the same bits (prefetches never change a result), and each
+// output is within 1e-5 of sum |x| * max |w| of the double product of the dequantized weights
+// and the quantized activations (xq * dx, as prepared here), which the kernels compute exactly
+// in integers before their f32 scaling. Skipped without AVX512-VNNI.
+TEST(int8_vnni_prefetch_variants_same_bits) {
+#if defined(CMLC_HAVE_X86_64)
+  cmlc_cpu_features_t cpu;
+  cmlc_cpu_detect(&cpu);
+  if (!cpu.avx512_vnni) {
+    fprintf(stderr, "  (skipped: the CPU has no AVX512-VNNI)\n");
+    return;
+  }
+  static const cml_ggml_type_t types[] = {CML_GGML_Q4_0, CML_GGML_Q4_K, CML_GGML_Q6_K};
+  static const int64_t ks[] = {4096, 4096 + 256};
+  static const int64_t ns[] = {3, 83};
+  for (size_t ti = 0; ti < 3; ++ti) {
+    const cml_ggml_type_t type = types[ti];
+    ASSERT_TRUE(cmlc_quant_vnni_supports(type));
+    const int group = type == CML_GGML_Q4_K ? 256 : 32;  // as the c backend quantizes them
+    for (size_t ki = 0; ki < 2; ++ki) {
+      for (size_t ni = 0; ni < 2; ++ni) {
+        const int64_t k = ks[ki], n = ns[ni], rb = cml_ggml_row_bytes(type, k);
+        float* w = malloc(sizeof(float) * (size_t)(n * k));
+        float* wd = malloc(sizeof(float) * (size_t)(n * k));
+        uint8_t* q = malloc((size_t)(n * rb));
+        float* x = malloc(sizeof(float) * (size_t)k);
+        int8_t* xq = malloc((size_t)k);
+        float* xd = malloc(sizeof(float) * (size_t)(k / 32));
+        float* xs16 = calloc((size_t)(k / 16), sizeof(float));
+        void* layout = aligned_alloc(64, (cmlc_quant_vnni_bytes(type, k) + 63) / 64 * 64);
+        float* y2 = malloc(sizeof(float) * (size_t)n);
+        float* y1 = malloc(sizeof(float) * (size_t)n);
+        ASSERT_TRUE(w && wd && q && x && xq && xd && xs16 && layout && y1 && y2);
+        for (int64_t i = 0; i < n * k; ++i) w[i] = (float)qt_normal();
+        ASSERT_STATUS_OK(cml_quantize_ggml(type, w, n, k, q, (size_t)(n * rb)));
+        ASSERT_STATUS_OK(cml_dequantize_ggml(type, q, n, k, wd));
+        for (int64_t i = 0; i < k; ++i) x[i] = (float)(qt_uniform(-1, 1) * (1 + (i / 32) % 4));
+        for (int64_t g = 0; g < k / group; ++g) {
+          float amax = 0;
+          for (int l = 0; l < group; ++l) amax = fmaxf(amax, fabsf(x[g * group + l]));
+          for (int l = 0; l < group; ++l) {
+            xq[g * group + l] = (int8_t)lrintf(x[g * group + l] * 127.0f / amax);
+          }
+          for (int b = 0; b < group / 32; ++b) xd[g * group / 32 + b] = amax / 127.0f;
+        }
+        cmlc_quant_act_t act = {.x = x, .xs16 = xs16, .xq = xq, .xd = xd, .k = k};
+        cmlc_quant_vnni_prepare(type, &act, layout);
+        act.vnni = layout;
+        act.prefetch_l1 = false;
+        cmlc_quant_gemv_vnni(type, q, rb, n, &act, y2);
+        act.prefetch_l1 = true;
+        cmlc_quant_gemv_vnni(type, q, rb, n, &act, y1);
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0, xabs = 0, wmax = 0;
+          for (int64_t i = 0; i < k; ++i) {
+            const double xv = (double)xq[i] * (double)xd[i / 32];
+            want += xv * (double)wd[j * k + i];
+            xabs += fabs(xv);
+            wmax = fmax(wmax, fabs((double)wd[j * k + i]));
+          }
+          const double tol = 1e-5 * xabs * wmax;
+          if (!(memcmp(&y1[j], &y2[j], sizeof(float)) == 0 && fabs(y1[j] - want) <= tol)) {
+            fprintf(stderr, "%s k=%lld n=%lld: y[%lld] = %.9g (L1), %.9g (L2), want %.9g\n",
+                    cml_ggml_type_name(type), (long long)k, (long long)n, (long long)j, y1[j],
+                    y2[j], want);
+          }
+          ASSERT_TRUE(memcmp(&y1[j], &y2[j], sizeof(float)) == 0);
+          ASSERT_TRUE(fabs(y1[j] - want) <= tol);
+        }
+        free(w);
+        free(wd);
+        free(q);
+        free(x);
+        free(xq);
+        free(xd);
+        free(xs16);
+        free(layout);
+        free(y1);
+        free(y2);
+      }
+    }
+  }
+#endif
+}
+
 // The tests, and whether a --part run splits them (the others run in part 0).
 static const struct {
   test_entry_t entry;
@@ -1062,6 +1152,7 @@ static const struct {
     {TEST_ENTRY(native_matches_decomposition_and_thread_counts), false},
     {TEST_ENTRY(int8_activations_within_block_scale_bound), false},
     {TEST_ENTRY(int8_vnni_kernels_match_generic_int8), false},
+    {TEST_ENTRY(int8_vnni_prefetch_variants_same_bits), false},
     {TEST_ENTRY(int8_activation_groups_exact), false},
     {TEST_ENTRY(quantize_linear_round_trip), false},
     {TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), false},

@@ -41,6 +41,7 @@ typedef struct cmlc_options_t {
   cmlc_isa_t isa;              // the best ISA allowed (CPU features & GOMLX_SIMD_* & config)
   bool avx512_bf16;            // AVX-512 BF16 usable
   bool avx512_vnni;            // AVX-512 VNNI usable
+  int64_t l1d_bytes;           // a core's L1 data cache with the AVX-512 ISA (0: unknown)
   bool fusion;                 // GOMLX_FUSION / config
   bool reference;              // reference=true: scalar kernels, no fusion
   bool quant_int8;             // quant_int8=true: batch-1 GGML products with int8 activations

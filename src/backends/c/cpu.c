@@ -33,6 +33,12 @@ void cmlc_cpu_detect(cmlc_cpu_features_t* out_features) {
 #endif
   f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni") != 0;
 #endif
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+  // glibc reads it from CPUID (leaf 4 on Intel, 0x8000001D / 0x80000005 on AMD); 0 or -1 when
+  // it cannot tell.
+  const long l1d = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  f.l1d_bytes = l1d > 0 ? (int64_t)l1d : 0;
+#endif
   *out_features = f;
 }
 
@@ -40,6 +46,7 @@ void cmlc_options_select_isa(const cmlc_cpu_features_t* features, bool allow_avx
                              bool allow_avx2, bool reference, cmlc_options_t* options) {
   options->isa = CMLC_ISA_SCALAR;
   options->avx512_bf16 = false;
+  options->l1d_bytes = 0;
   options->avx512_vnni = false;
   if (reference) return;
   // Both SIMD ISAs include F16C (the elementwise kernels convert f16 with it; every AVX2 + FMA
@@ -49,6 +56,7 @@ void cmlc_options_select_isa(const cmlc_cpu_features_t* features, bool allow_avx
     options->isa = CMLC_ISA_AVX512;
     options->avx512_bf16 = features->avx512_bf16;
     options->avx512_vnni = features->avx512_vnni;
+    options->l1d_bytes = features->l1d_bytes;
   } else if (allow_avx2 && features->avx2_fma) {
     options->isa = CMLC_ISA_AVX2;
   }

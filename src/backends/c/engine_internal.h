@@ -34,11 +34,12 @@ extern const cml_backend_factory_t cml_c_backend_factory;
 //===--- CPU features (cpu.c) ---===//
 
 typedef struct cmlc_cpu_features_t {
-  bool avx2_fma;     // AVX2 and FMA
-  bool f16c;         // F16C (the elementwise SIMD kernels' f16 conversions need it)
-  bool avx512;       // AVX-512 F, BW, VL and DQ
-  bool avx512_bf16;  // AVX-512 BF16
-  bool avx512_vnni;  // AVX-512 VNNI
+  bool avx2_fma;      // AVX2 and FMA
+  bool f16c;          // F16C (the elementwise SIMD kernels' f16 conversions need it)
+  bool avx512;        // AVX-512 F, BW, VL and DQ
+  bool avx512_bf16;   // AVX-512 BF16
+  bool avx512_vnni;   // AVX-512 VNNI
+  int64_t l1d_bytes;  // a core's L1 data cache (0: unknown)
 } cmlc_cpu_features_t;
 
 // Detects the features of the CPU this process runs on (cheap; no global state).

@@ -208,6 +208,7 @@ static void cmlc_q_prepare(const float* x, int64_t k, bool int8, int group, void
   out->xq = int8 ? xq : NULL;
   out->xd = int8 ? xd : NULL;
   out->vnni = NULL;
+  out->prefetch_l1 = false;
   out->k = k;
   if (!int8) {
     for (int64_t b = 0; b < k / 16; ++b) {
@@ -290,6 +291,7 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
         c.simd = args->options->isa >= CMLC_ISA_AVX512 && (!int8 || vnni) ? cmlc_quant_gemv_avx512
                                                                           : cmlc_quant_gemv_avx2;
         cmlc_q_prepare(c.x, k, int8, cmlc_q_act_group(c.type), args->scratch, &c.prepared);
+        c.prepared.prefetch_l1 = args->options->l1d_bytes >= CMLC_QUANT_PREFETCH_L1_MIN;
         if (int8 && vnni && cmlc_quant_vnni_supports(c.type)) {
           void* layout = (uint8_t*)args->scratch + cmlc_q_act_bytes(k);
           cmlc_quant_vnni_prepare(c.type, &c.prepared, layout);

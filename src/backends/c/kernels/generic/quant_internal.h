@@ -29,8 +29,13 @@ typedef struct cmlc_quant_act_t {
   const int8_t* xq;   // [k] or NULL: f32 activations
   const float* xd;    // [k / 32] when |xq| is set
   const void* vnni;   // the layout of cmlc_quant_vnni_prepare, for cmlc_quant_gemv_vnni
+  bool prefetch_l1;   // prefetch the weight rows into L1 (else L2)
   int64_t k;
 } cmlc_quant_act_t;
+// The smallest L1 data cache for which the batch-1 row kernels prefetch into L1 (48 KiB: Zen 5,
+// Intel since Ice Lake; 32 KiB L1s, as on Zen 4, keep the L2 prefetches).
+#define CMLC_QUANT_PREFETCH_L1_MIN (48 * 1024)
+
 // Dot products of |rows| GGML rows of |type| with one prepared activation row:
 // y[r] = sum_k w[r, k] * x[k] (rows |row_bytes| apart). Every format.
 typedef void (*cmlc_quant_gemv_fn)(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes,

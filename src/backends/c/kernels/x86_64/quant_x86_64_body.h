@@ -332,16 +332,21 @@ cmlc_qb_i8(cml_ggml_type_t type, const cmlc_qb_sub_t* d, __m256i xq, float dx, _
 // groups ahead (18-35 KB at K = 4096; one group ahead and four were slower in bench_quant).
 // Rows are short streams (2-4 KB at K = 4096) that the hardware prefetchers, which stop at
 // 4 KiB pages, train on too late. Past the matrix's end a prefetch is harmless. The lines go
-// to L2 (prefetcht1), not L1: two groups of Q8_0 or Q6_K rows (35 KB) do not fit a 32 KiB L1,
-// and prefetching them there evicted lines before their use (Q8_0 int8 streamed at 45% of the
-// read probe with prefetcht0, 86% with prefetcht1; bench/README.md, "Quantized GEMV").
-static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_prefetch(const uint8_t* w,
-                                                                                  int64_t row_bytes,
-                                                                                  int64_t b,
-                                                                                  int bpb) {
+// to L2 (prefetcht1), not L1, unless |l1| (the activation row's prefetch_l1: an L1 data cache
+// of at least CMLC_QUANT_PREFETCH_L1_MIN): two groups of Q8_0 or Q6_K rows (35 KB) do not fit
+// Zen 4's 32 KiB L1, and prefetching them there evicted lines before their use (Q8_0 int8
+// streamed at 45% of the read probe with prefetcht0, 86% with prefetcht1; bench/README.md,
+// "Quantized GEMV"). Into Zen 5's 48 KiB L1 the Q8_0 int8 kernel streamed 8-10% faster.
+static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_prefetch(
+    const uint8_t* w, int64_t row_bytes, int64_t b, int bpb, bool l1) {
   const uint8_t* p = w + 8 * row_bytes + b * 4 * bpb;
+  if (l1) {
 #pragma GCC unroll 16
-  for (int l = 0; l < 4 * bpb; l += 64) _mm_prefetch((const char*)(p + l), _MM_HINT_T1);
+    for (int l = 0; l < 4 * bpb; l += 64) _mm_prefetch((const char*)(p + l), _MM_HINT_T0);
+  } else {
+#pragma GCC unroll 16
+    for (int l = 0; l < 4 * bpb; l += 64) _mm_prefetch((const char*)(p + l), _MM_HINT_T1);
+  }
 }
 
 // One step of row |r|: decode sub-block |s| of block |b| and feed it to a consumer. The rows
@@ -407,7 +412,7 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_rows(
   if (act->xq) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     for (int64_t b = 0; b < nb; ++b) {
-      if (R == 4) cmlc_qb_prefetch(w, row_bytes, b, bpb);
+      if (R == 4) cmlc_qb_prefetch(w, row_bytes, b, bpb, act->prefetch_l1);
       CMLC_QB_KSCALES();
 #pragma GCC unroll 8
       for (int s = 0; s < subs; ++s) {
@@ -439,7 +444,7 @@ static inline __attribute__((always_inline)) CMLC_QB_TARGET void cmlc_qb_rows(
   cmlc_qb_vf acc0 = CMLC_QB_VZERO(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   cmlc_qb_vf bcc0 = acc0, bcc1 = acc0, bcc2 = acc0, bcc3 = acc0;
   for (int64_t b = 0; b < nb; ++b) {
-    if (R == 4) cmlc_qb_prefetch(w, row_bytes, b, bpb);
+    if (R == 4) cmlc_qb_prefetch(w, row_bytes, b, bpb, act->prefetch_l1);
     CMLC_QB_KSCALES();
 #pragma GCC unroll 8
     for (int s = 0; s < subs; ++s) {
