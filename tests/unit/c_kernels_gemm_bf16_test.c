@@ -148,6 +148,8 @@ TEST(bf16_every_path_within_bound) {
                {0, 29, 1100, 33, true},
                {3, 12, 64, 32, true},
                {0, 200, 96, 2100, false},
+               // 1600 rows on 3 threads: 108-row blocks (cmlc__gemm_row_block), not 144.
+               {0, 1600, 96, 48, false},
                // Batch mode (whole small products per thread): 9 x 64 x 70 x 65, 7 x 150 x 40.
                {9, 64, 70, 65, false},
                {7, 150, 40, 33, true}};

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "backends/c/cmlc.h"
+#include "backends/c/kernels/generic/linalg_internal.h"
 #include "test.h"
 
 //===--- a one-node module ---===//
@@ -531,6 +532,7 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
   // on 1 thread only (5 slivers: 3 threads pack B); {289, 512, 40} packs B. When threads
   // split one A block's slivers, every A block is packed once before the tiles: the in-place
   // cases above, and {50, 300, 100} and {61, 130, 290} (two row blocks, the second partial).
+  // {1600, 48, 96} on 3 threads: 108-row blocks (cmlc__gemm_row_block below), a partial last.
   static const int64_t shapes[][3] = {
       {1, 1, 1},       {1, 37, 19},     {1, 300, 700},   {45, 1, 33},     {300, 1, 513},
       {5, 7, 11},      {12, 32, 64},    {13, 33, 65},    {64, 64, 64},    {150, 70, 520},
@@ -538,7 +540,7 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
       {16, 1000, 600}, {29, 530, 300},  {12, 333, 290},  {31, 517, 300},  {33, 301, 300},
       {24, 1000, 95},  {17, 130, 1000}, {15, 1001, 300}, {100, 528, 300}, {144, 64, 601},
       {40, 512, 257},  {50, 300, 100},  {61, 130, 290},  {256, 512, 300}, {197, 528, 100},
-      {288, 160, 257}, {289, 512, 40}};
+      {288, 160, 257}, {289, 512, 40},  {1600, 48, 96}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failed = 0;
@@ -585,6 +587,32 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
   }
   cmlc_pool_destroy(pool);
   ASSERT_EQ_INT(failed, 0);
+}
+
+// The row-block heights, by hand (rows on the busiest thread = rounds of blocks x height):
+// 416 rows on 2 threads with 12-row slivers: 72 (6 blocks, 3 rounds = 216 rows; 60 gives 240,
+// 108 ties at 216 and the lowest wins); 1536 on 2: 96 (16 blocks, 8 rounds = 768, an even
+// split; the default 144 puts 864 on one thread); 1024 on 2: 132 (528: 8 blocks, 4 rounds;
+// nothing down to 72 does better); 1600 on 3: 108 (15 blocks, 5 rounds = 540; 144: 576);
+// 1728 on 3: 144 (12 blocks, 4 rounds, even); one thread or 100 rows: the default or what
+// balances. Every result is a multiple of the sliver height within (0, default] and never puts
+// more rows on the busiest thread than the default height.
+TEST(gemm_row_block_balances_threads) {
+  ASSERT_EQ_INT(cmlc__gemm_row_block(416, 12, 144, 2), 72);
+  ASSERT_EQ_INT(cmlc__gemm_row_block(1536, 12, 144, 2), 96);
+  ASSERT_EQ_INT(cmlc__gemm_row_block(1024, 12, 144, 2), 132);
+  ASSERT_EQ_INT(cmlc__gemm_row_block(1600, 12, 144, 3), 108);
+  ASSERT_EQ_INT(cmlc__gemm_row_block(1728, 12, 144, 3), 144);
+  ASSERT_EQ_INT(cmlc__gemm_row_block(1536, 12, 144, 1), 144);
+  for (int64_t m = 1; m <= 5000; m += 7) {
+    for (int t = 2; t <= 8; ++t) {
+      const int64_t h = cmlc__gemm_row_block(m, 12, 144, t);
+      ASSERT_TRUE(h > 0 && h <= 144 && h % 12 == 0);
+      const int64_t busiest = ((m + h - 1) / h + t - 1) / t * h;
+      const int64_t busiest_default = ((m + 143) / 144 + t - 1) / t * 144;
+      ASSERT_TRUE(busiest <= busiest_default);
+    }
+  }
 }
 
 TEST(gemm_f32_transposed_rhs_small_m) {
@@ -1265,7 +1293,8 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
           TEST_ENTRY(dot_half_accumulates_in_f32), TEST_ENTRY(dot_complex_and_f64),
           TEST_ENTRY(dot_multiple_contracting_and_batch_axes), TEST_ENTRY(dot_zero_k_and_empty),
           TEST_ENTRY(dot_f32_to_int_output), TEST_ENTRY(gemm_f32_shapes_layouts_isas_threads),
-          TEST_ENTRY(gemm_f32_transposed_rhs_small_m), TEST_ENTRY(gemm_half_transposed_rhs_small_m),
+          TEST_ENTRY(gemm_row_block_balances_threads), TEST_ENTRY(gemm_f32_transposed_rhs_small_m),
+          TEST_ENTRY(gemm_half_transposed_rhs_small_m),
           TEST_ENTRY(gemm_f64_every_isa_thread_independent),
           TEST_ENTRY(gemm_half_inputs_convert_on_pack), TEST_ENTRY(gemm_batched_gemv_and_small),
           TEST_ENTRY(gemv_half_rhs_streams_in_place), TEST_ENTRY(gemv_rows_f32_streams_in_place),

@@ -197,6 +197,38 @@ static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        1,
                                                        NULL};
 
+int64_t cmlc__gemm_row_block(int64_t m, int64_t mr, int64_t mc, int threads) {
+  if (threads < 2 || mr < 1 || mc < mr || m <= 0) return mc;
+  const int64_t t = threads;
+  // Rows on the busiest thread with blocks of |h| rows: rounds of |t| blocks, times |h|.
+#define CMLC_GEMM_ROUNDS_ROWS(h) ((((m + (h)-1) / (h)) + t - 1) / t * (h))
+  const int64_t want_blocks = 4 * t;
+  int64_t lo = ((m + want_blocks - 1) / want_blocks + mr - 1) / mr * mr;
+  if (lo < 4 * mr) lo = 4 * mr;
+  int64_t best = mc, best_cost = CMLC_GEMM_ROUNDS_ROWS(mc);
+  if (lo < mc) {
+    // 416 rows on 2 threads: 60-row blocks make 7 tasks, 4 rounds of 60 = 240 rows on one
+    // thread while the other idles for one; 72-row blocks make 6 tasks, 3 rounds = 216. The
+    // lowest on a tie: more tasks absorb a preempted thread.
+    best_cost = INT64_MAX;
+    for (int64_t h = lo; h <= mc; h += mr) {
+      if (h > lo && (m + h - 1) / h < 2 * t) break;
+      const int64_t cost = CMLC_GEMM_ROUNDS_ROWS(h);
+      if (cost < best_cost) best = h, best_cost = cost;
+    }
+  }
+  // Many rows: blocks down to half the default height when they balance strictly better
+  // (1536 rows on 2 threads at the default 144: 11 blocks, 6 rounds = 864 rows on one thread;
+  // 96-row blocks: 16 blocks, 8 rounds = 768, an even split).
+  const int64_t floor_h = (mc / 2 + mr - 1) / mr * mr;
+  for (int64_t h = (lo < best ? lo : best) - mr; h >= floor_h && h >= mr; h -= mr) {
+    const int64_t cost = CMLC_GEMM_ROUNDS_ROWS(h);
+    if (cost < best_cost) best = h, best_cost = cost;
+  }
+#undef CMLC_GEMM_ROUNDS_ROWS
+  return best;
+}
+
 static const cmlc_kernel_t_f32* cmlc_select_f32(cmlc_isa_t isa) {
 #if defined(CMLC_HAVE_X86_64)
   if (isa == CMLC_ISA_AVX512) return &cmlc_kern_avx512_f32;

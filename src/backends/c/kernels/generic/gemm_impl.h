@@ -975,25 +975,7 @@ static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(
   // until there are about four per thread (spare tasks absorb a preempted thread on a shared
   // machine); the blocking never changes a tile's arithmetic.
   if (pool_threads > 1 && !stream_b) {
-    int64_t mr = c.kern.mr, want_blocks = 4 * (int64_t)pool_threads;
-    int64_t mc = CMLC_GEMM_N(gemm_round_up)((p->m + want_blocks - 1) / want_blocks, mr);
-    if (mc < 4 * mr) mc = 4 * mr;
-    if (mc < c.sz.mc) {
-      // Among the heights from there up to the default that still give at least two row
-      // blocks per thread, take the one whose rounds of blocks put the fewest rows on the
-      // busiest thread (rounds x height; 416 rows on 2 threads: 60-row blocks make 7 tasks,
-      // 4 rounds of 60 = 240 rows on one thread while the other idles for one; 72-row blocks
-      // make 6 tasks, 3 rounds = 216), the lowest on a tie (more tasks absorb a preempted
-      // thread).
-      int64_t best = mc, best_cost = INT64_MAX;
-      for (int64_t h = mc; h <= c.sz.mc; h += mr) {
-        const int64_t blocks = (p->m + h - 1) / h;
-        if (h > mc && blocks < 2 * (int64_t)pool_threads) break;
-        const int64_t cost = (blocks + pool_threads - 1) / pool_threads * h;
-        if (cost < best_cost) best = h, best_cost = cost;
-      }
-      c.sz.mc = best;
-    }
+    c.sz.mc = cmlc__gemm_row_block(p->m, c.kern.mr, c.sz.mc, pool_threads);
   }
   int64_t ic_blocks = (p->m + c.sz.mc - 1) / c.sz.mc;
   for (int64_t b = 0; b < p->batch; ++b) {

@@ -132,6 +132,14 @@ typedef struct cmlc__gemm_problem_t {
   float* c;  // [batch, m, n] row-major, overwritten
 } cmlc__gemm_problem_t;
 
+// The height of the row blocks (tasks of A rows) of a product of |m| rows split over |threads|
+// (> 1) threads: a multiple of |mr| up to |mc| (the default height). About four blocks per
+// thread; among the heights from there up to |mc| that still give two blocks per thread, the
+// one whose rounds of blocks put the fewest rows on the busiest thread (rounds x height), the
+// lowest on a tie; then, when a height down to half of |mc| puts strictly fewer rows on it,
+// the largest such. The f32 / f64 driver and the bf16 GEMM use it.
+int64_t cmlc__gemm_row_block(int64_t m, int64_t mr, int64_t mc, int threads);
+
 // Scratch bytes cmlc__gemm_f32 needs for |p| dims with |isa| and up to |threads| threads.
 size_t cmlc__gemm_f32_scratch(int64_t batch, int64_t m, int64_t n, int64_t k, cmlc_isa_t isa,
                               int threads);
