@@ -154,7 +154,7 @@ static int64_t out_size(int64_t in, int64_t idil, int64_t lo, int64_t hi, int64_
 // Shape of a layout whose canonical axis j sits at position axes[j]; strides per canonical axis.
 static cml_shape_t layout_shape(cml_dtype_t dt, int32_t rank, const int64_t* cdims,
                                 const int64_t* axes, int64_t* cstrides) {
-  int64_t dims[5], st[5];
+  int64_t dims[5] = {0}, st[5] = {0};
   for (int32_t j = 0; j < rank; ++j) dims[axes[j]] = cdims[j];
   int64_t s = 1;
   for (int32_t a = rank - 1; a >= 0; --a) st[a] = s, s *= dims[a];

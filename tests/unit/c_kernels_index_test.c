@@ -151,7 +151,7 @@ static int kt_contains(const int64_t* list, int32_t n, int64_t v) {
 static int32_t kt_ref_gather(const cml_shape_t* xs, const int32_t* x, const cml_shape_t* is,
                              const int32_t* idx, const cml_shape_t* os, const cml_gather_dims_t* g,
                              const int64_t* out_index) {
-  int64_t batch[CML_MAX_RANK];
+  int64_t batch[CML_MAX_RANK] = {0};
   int32_t nb = 0;
   for (int32_t d = 0; d < os->rank; ++d)
     if (!kt_contains(g->offset_output_axes, g->offset_output_axis_count, d))
