@@ -117,7 +117,7 @@ static void compare_with_one_process(int* test_failed_, build_fn build, const ch
   cml_buffer_t** out_ref = calloc((size_t)slots * no + 1, sizeof *out_ref);
   ASSERT_TRUE(in_mp && in_ref && out_mp && out_ref);
   // The device assignment of the module (identity unless the build set one).
-  int32_t* assignment = malloc(sizeof(int32_t) * (size_t)slots);
+  int32_t* assignment = calloc((size_t)slots + 1, sizeof(int32_t));
   ASSERT_TRUE(assignment != NULL);
   const cml_module_t* m = mp->module;
   for (int j = 0; j < slots; ++j) {
