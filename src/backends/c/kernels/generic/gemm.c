@@ -140,6 +140,9 @@ typedef struct cmlc_kernel_t_f32 {
   int axpy_h_rows;
   // The same form over an f32 B for 2..CMLC_GEMM_ROWS_M rows of A, or NULL.
   cmlc__gemv_axpy_rows_fn axpy_rows;
+  // The dot form over a half B stored transposed (k contiguous: a weight stored [N, K]) read in
+  // place, for a row vector, or NULL.
+  cmlc__gemv_dot_h_fn dot_h;
 } cmlc_kernel_t_f32;
 
 static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n);
@@ -161,7 +164,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {
     14,
     cmlc__gemv_axpy_h_avx512,
     CMLC_GEMM_HALF_M,
-    cmlc__gemv_axpy_rows_f32_avx512};
+    cmlc__gemv_axpy_rows_f32_avx512,
+    cmlc__gemv_dot_h_avx512};
 static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
     6,
     16,
@@ -178,7 +182,8 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
     0,
     cmlc__gemv_axpy_h_avx2,
     CMLC_GEMM_HALF_M,
-    cmlc__gemv_axpy_rows_f32_avx2};
+    cmlc__gemv_axpy_rows_f32_avx2,
+    cmlc__gemv_dot_h_avx2};
 #endif
 static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        8,
@@ -195,6 +200,7 @@ static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        0,
                                                        cmlc_gemv_axpy_h_scalar,
                                                        1,
+                                                       NULL,
                                                        NULL};
 
 int64_t cmlc__gemm_row_block(int64_t m, int64_t mr, int64_t mc, int threads) {

@@ -95,81 +95,6 @@ CMLC_GEMV512_TARGET void cmlc__gemv_axpy_f32_avx512(int64_t k, const float* a, i
   }
 }
 
-// One output of the dot form: four zmm partial sums over k (lane-strided, 64 values a step),
-// the masked tail into the first, then (s0 + s1) + (s2 + s3) and a horizontal sum.
-#define CMLC_GEMV512_DOT_STEP(r)                                             \
-  do {                                                                       \
-    s##r##0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(y##r + kk), s##r##0);      \
-    s##r##1 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(y##r + kk + 16), s##r##1); \
-    s##r##2 = _mm512_fmadd_ps(x2, _mm512_loadu_ps(y##r + kk + 32), s##r##2); \
-    s##r##3 = _mm512_fmadd_ps(x3, _mm512_loadu_ps(y##r + kk + 48), s##r##3); \
-  } while (0)
-#define CMLC_GEMV512_DOT_SUM(r) \
-  _mm512_reduce_add_ps(         \
-      _mm512_add_ps(_mm512_add_ps(s##r##0, s##r##1), _mm512_add_ps(s##r##2, s##r##3)))
-
-static inline __attribute__((always_inline)) CMLC_GEMV512_TARGET float cmlc_gemv512_dot1(
-    int64_t k, const float* x, const float* y0) {
-  __m512 s00 = _mm512_setzero_ps(), s01 = s00, s02 = s00, s03 = s00;
-  int64_t kk = 0;
-  for (; kk + 64 <= k; kk += 64) {
-    const __m512 x0 = _mm512_loadu_ps(x + kk), x1 = _mm512_loadu_ps(x + kk + 16);
-    const __m512 x2 = _mm512_loadu_ps(x + kk + 32), x3 = _mm512_loadu_ps(x + kk + 48);
-    CMLC_GEMV512_DOT_STEP(0);
-  }
-  for (; kk < k; kk += 16) {
-    const __mmask16 m = cmlc_gemv512_mask(k - kk);
-    s00 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + kk), _mm512_maskz_loadu_ps(m, y0 + kk), s00);
-  }
-  return CMLC_GEMV512_DOT_SUM(0);
-}
-
-// c[j * c_stride] = dot(x, y_j): four rows at a time sharing each x vector (sixteen
-// accumulators), the next four rows prefetched into L2 at the same k; the rest one by one.
-CMLC_GEMV512_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y,
-                                                   int64_t ldy, float* c, int64_t c_stride,
-                                                   int64_t n) {
-  const int64_t ldy_bytes = ldy * (int64_t)sizeof(float);
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    const float* y0 = y + j * ldy;
-    const float* y1 = y0 + ldy;
-    const float* y2 = y1 + ldy;
-    const float* y3 = y2 + ldy;
-    const char* next = (const char*)(y0 + CMLC_GEMV_AHEAD * ldy);
-    __m512 s00 = _mm512_setzero_ps(), s01 = s00, s02 = s00, s03 = s00;
-    __m512 s10 = s00, s11 = s00, s12 = s00, s13 = s00;
-    __m512 s20 = s00, s21 = s00, s22 = s00, s23 = s00;
-    __m512 s30 = s00, s31 = s00, s32 = s00, s33 = s00;
-    int64_t kk = 0;
-    for (; kk + 64 <= k; kk += 64) {
-      const char* p = next + kk * (int64_t)sizeof(float);
-      for (int line = 0; line < 256; line += 64) cmlc_gemv_prefetch4(p + line, ldy_bytes);
-      const __m512 x0 = _mm512_loadu_ps(x + kk), x1 = _mm512_loadu_ps(x + kk + 16);
-      const __m512 x2 = _mm512_loadu_ps(x + kk + 32), x3 = _mm512_loadu_ps(x + kk + 48);
-      CMLC_GEMV512_DOT_STEP(0);
-      CMLC_GEMV512_DOT_STEP(1);
-      CMLC_GEMV512_DOT_STEP(2);
-      CMLC_GEMV512_DOT_STEP(3);
-    }
-    for (; kk < k; kk += 16) {
-      const __mmask16 m = cmlc_gemv512_mask(k - kk);
-      const __m512 xv = _mm512_maskz_loadu_ps(m, x + kk);
-      s00 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m, y0 + kk), s00);
-      s10 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m, y1 + kk), s10);
-      s20 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m, y2 + kk), s20);
-      s30 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m, y3 + kk), s30);
-    }
-    c[j * c_stride] = CMLC_GEMV512_DOT_SUM(0);
-    c[(j + 1) * c_stride] = CMLC_GEMV512_DOT_SUM(1);
-    c[(j + 2) * c_stride] = CMLC_GEMV512_DOT_SUM(2);
-    c[(j + 3) * c_stride] = CMLC_GEMV512_DOT_SUM(3);
-  }
-  for (; j < n; ++j) c[j * c_stride] = cmlc_gemv512_dot1(k, x, y + j * ldy);
-}
-#undef CMLC_GEMV512_DOT_STEP
-#undef CMLC_GEMV512_DOT_SUM
-
 //===--- AVX-512, half B ---===//
 
 #define CMLC_GEMV512H_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
@@ -344,6 +269,118 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET __m512
 cmlc_gemv512_load_mask(const void* p, __mmask16 m, int kind) {
   if (kind == CMLC_GEMV_B_F32) return _mm512_maskz_loadu_ps(m, p);
   return cmlc_gemv512_h_mask(p, m, kind == CMLC_GEMV_B_F16);
+}
+
+//===--- AVX-512 dot form (f32 or half rows) ---===//
+
+// 16 values of a row of |kind| starting at value |i|, as f32 (half values widened exactly).
+static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET __m512
+cmlc_gemv512_row(const void* p, int64_t i, int kind) {
+  if (kind == CMLC_GEMV_B_F32) return _mm512_loadu_ps((const float*)p + i);
+  return cmlc_gemv512_h((const uint16_t*)p + i, kind == CMLC_GEMV_B_F16);
+}
+
+// One output of the dot form: four zmm partial sums over k (lane-strided, 64 values a step),
+// the masked tail into the first, then (s0 + s1) + (s2 + s3) and a horizontal sum.
+#define CMLC_GEMV512_DOT_STEP(r)                                                   \
+  do {                                                                             \
+    s##r##0 = _mm512_fmadd_ps(x0, cmlc_gemv512_row(y##r, kk, kind), s##r##0);      \
+    s##r##1 = _mm512_fmadd_ps(x1, cmlc_gemv512_row(y##r, kk + 16, kind), s##r##1); \
+    s##r##2 = _mm512_fmadd_ps(x2, cmlc_gemv512_row(y##r, kk + 32, kind), s##r##2); \
+    s##r##3 = _mm512_fmadd_ps(x3, cmlc_gemv512_row(y##r, kk + 48, kind), s##r##3); \
+  } while (0)
+#define CMLC_GEMV512_DOT_SUM(r) \
+  _mm512_reduce_add_ps(         \
+      _mm512_add_ps(_mm512_add_ps(s##r##0, s##r##1), _mm512_add_ps(s##r##2, s##r##3)))
+
+static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET float cmlc_gemv512_dot1(
+    int64_t k, const float* x, const void* y0, int kind) {
+  __m512 s00 = _mm512_setzero_ps(), s01 = s00, s02 = s00, s03 = s00;
+  int64_t kk = 0;
+  for (; kk + 64 <= k; kk += 64) {
+    const __m512 x0 = _mm512_loadu_ps(x + kk), x1 = _mm512_loadu_ps(x + kk + 16);
+    const __m512 x2 = _mm512_loadu_ps(x + kk + 32), x3 = _mm512_loadu_ps(x + kk + 48);
+    CMLC_GEMV512_DOT_STEP(0);
+  }
+  const size_t esize = kind == CMLC_GEMV_B_F32 ? sizeof(float) : sizeof(uint16_t);
+  for (; kk < k; kk += 16) {
+    const __mmask16 m = cmlc_gemv512_mask(k - kk);
+    s00 =
+        _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + kk),
+                        cmlc_gemv512_load_mask((const char*)y0 + (size_t)kk * esize, m, kind), s00);
+  }
+  return CMLC_GEMV512_DOT_SUM(0);
+}
+
+// c[j * c_stride] = dot(x, y_j) for rows y_j of |kind| (|ldy| values apart). f32 rows: four at a
+// time sharing each x vector (sixteen accumulators), the next four rows prefetched into L2 at
+// the same k; the rest one by one. Half rows: one by one, which reads a weight stored [N, K]
+// (rows back to back) as one sequential stream that the hardware prefetchers follow: on Zen 5,
+// [1, 4096] x [4096, 4096]^T bf16 on 2 threads took 0.43-0.44 ms so against 0.55 ms four rows
+// at a time (f32 rows: no difference, 0.77-0.81 ms either way). Half rows widen exactly, so
+// every output is the f32 form's bits on the widened values (one row or four: the same sums).
+static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv512_dot(
+    int64_t k, const float* x, const void* y, int64_t ldy, float* c, int64_t c_stride, int64_t n,
+    int kind) {
+  const int64_t esize =
+      kind == CMLC_GEMV_B_F32 ? (int64_t)sizeof(float) : (int64_t)sizeof(uint16_t);
+  const int64_t ldy_bytes = ldy * esize;
+  int64_t j = 0;
+  for (; kind == CMLC_GEMV_B_F32 && j + 4 <= n; j += 4) {
+    const char* y0 = (const char*)y + j * ldy_bytes;
+    const char* y1 = y0 + ldy_bytes;
+    const char* y2 = y1 + ldy_bytes;
+    const char* y3 = y2 + ldy_bytes;
+    const char* next = y0 + CMLC_GEMV_AHEAD * ldy_bytes;
+    __m512 s00 = _mm512_setzero_ps(), s01 = s00, s02 = s00, s03 = s00;
+    __m512 s10 = s00, s11 = s00, s12 = s00, s13 = s00;
+    __m512 s20 = s00, s21 = s00, s22 = s00, s23 = s00;
+    __m512 s30 = s00, s31 = s00, s32 = s00, s33 = s00;
+    int64_t kk = 0;
+    for (; kk + 64 <= k; kk += 64) {
+      const char* p = next + kk * esize;
+      for (int line = 0; line < 64 * esize; line += 64) cmlc_gemv_prefetch4(p + line, ldy_bytes);
+      const __m512 x0 = _mm512_loadu_ps(x + kk), x1 = _mm512_loadu_ps(x + kk + 16);
+      const __m512 x2 = _mm512_loadu_ps(x + kk + 32), x3 = _mm512_loadu_ps(x + kk + 48);
+      CMLC_GEMV512_DOT_STEP(0);
+      CMLC_GEMV512_DOT_STEP(1);
+      CMLC_GEMV512_DOT_STEP(2);
+      CMLC_GEMV512_DOT_STEP(3);
+    }
+    for (; kk < k; kk += 16) {
+      const __mmask16 m = cmlc_gemv512_mask(k - kk);
+      const __m512 xv = _mm512_maskz_loadu_ps(m, x + kk);
+      const size_t off = (size_t)(kk * esize);
+      s00 = _mm512_fmadd_ps(xv, cmlc_gemv512_load_mask(y0 + off, m, kind), s00);
+      s10 = _mm512_fmadd_ps(xv, cmlc_gemv512_load_mask(y1 + off, m, kind), s10);
+      s20 = _mm512_fmadd_ps(xv, cmlc_gemv512_load_mask(y2 + off, m, kind), s20);
+      s30 = _mm512_fmadd_ps(xv, cmlc_gemv512_load_mask(y3 + off, m, kind), s30);
+    }
+    c[j * c_stride] = CMLC_GEMV512_DOT_SUM(0);
+    c[(j + 1) * c_stride] = CMLC_GEMV512_DOT_SUM(1);
+    c[(j + 2) * c_stride] = CMLC_GEMV512_DOT_SUM(2);
+    c[(j + 3) * c_stride] = CMLC_GEMV512_DOT_SUM(3);
+  }
+  for (; j < n; ++j)
+    c[j * c_stride] = cmlc_gemv512_dot1(k, x, (const char*)y + j * ldy_bytes, kind);
+}
+#undef CMLC_GEMV512_DOT_STEP
+#undef CMLC_GEMV512_DOT_SUM
+
+CMLC_GEMV512H_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y,
+                                                    int64_t ldy, float* c, int64_t c_stride,
+                                                    int64_t n) {
+  cmlc_gemv512_dot(k, x, y, ldy, c, c_stride, n, CMLC_GEMV_B_F32);
+}
+
+CMLC_GEMV512H_TARGET void cmlc__gemv_dot_h_avx512(int64_t k, const float* x, const uint16_t* y,
+                                                  cml_dtype_t y_dtype, int64_t ldy, float* c,
+                                                  int64_t c_stride, int64_t n) {
+  if (y_dtype == CML_DTYPE_F16) {
+    cmlc_gemv512_dot(k, x, y, ldy, c, c_stride, n, CMLC_GEMV_B_F16);
+  } else {
+    cmlc_gemv512_dot(k, x, y, ldy, c, c_stride, n, CMLC_GEMV_B_BF16);
+  }
 }
 
 // Rows 2..CMLC_GEMV_HALF_ROWS of A at once (rows |lda| apart, outputs |ldc| apart): each group
@@ -526,6 +563,8 @@ CMLC_GEMV512H_TARGET void cmlc__gemv_axpy_rows_f32_avx512(int64_t m, int64_t k, 
 
 //===--- AVX2 ---===//
 
+enum { CMLC_GEMV256_ROW_BF16, CMLC_GEMV256_ROW_F16, CMLC_GEMV256_ROW_F32 };
+
 // Lane mask with the first |count| (clamped to 0..8) lanes on.
 static inline __attribute__((always_inline)) CMLC_GEMV256_TARGET __m256i
 cmlc_gemv256_mask(int64_t count) {
@@ -583,36 +622,6 @@ CMLC_GEMV256_TARGET void cmlc__gemv_axpy_f32_avx2(int64_t k, const float* a, int
   }
 }
 
-// c[j * c_stride] = dot(x, y_j): four ymm partial sums (lane-strided over k), a fixed reduction
-// tree, then the scalar tail in k order; one row at a time (sixteen ymm registers do not hold
-// four rows' sums), the row four ahead prefetched into L2 at the same k.
-CMLC_GEMV256_TARGET void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y,
-                                                 int64_t ldy, float* c, int64_t c_stride,
-                                                 int64_t n) {
-  for (int64_t j = 0; j < n; ++j) {
-    const float* yj = y + j * ldy;
-    const char* next = (const char*)(yj + CMLC_GEMV_AHEAD * ldy);
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    int64_t kk = 0;
-    for (; kk + 32 <= k; kk += 32) {
-      _mm_prefetch(next + kk * (int64_t)sizeof(float), _MM_HINT_T1);
-      _mm_prefetch(next + kk * (int64_t)sizeof(float) + 64, _MM_HINT_T1);
-      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk), _mm256_loadu_ps(yj + kk), s0);
-      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 8), _mm256_loadu_ps(yj + kk + 8), s1);
-      s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 16), _mm256_loadu_ps(yj + kk + 16), s2);
-      s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 24), _mm256_loadu_ps(yj + kk + 24), s3);
-    }
-    __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-    float total = _mm_cvtss_f32(h);
-    for (; kk < k; ++kk) total = fmaf(x[kk], yj[kk], total);
-    c[j * c_stride] = total;
-  }
-}
-
 // The AVX2 axpy form over a half B (as the AVX-512 one, eight columns per vector; the column
 // tail widens through a zero-padded copy of its at most seven values).
 static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) __m256
@@ -626,6 +635,69 @@ cmlc_gemv256_h_tail(const uint16_t* p, int64_t count, bool f16) {
   uint16_t t[8] = {0};
   memcpy(t, p, (size_t)(count > 8 ? 8 : count) * sizeof(uint16_t));
   return cmlc_gemv256_h(t, f16);
+}
+
+// 8 values of a row of |kind| starting at value |i|, as f32 (half values widened exactly).
+static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) __m256
+cmlc_gemv256_row(const void* p, int64_t i, int kind) {
+  if (kind == CMLC_GEMV256_ROW_F32) return _mm256_loadu_ps((const float*)p + i);
+  return cmlc_gemv256_h((const uint16_t*)p + i, kind == CMLC_GEMV256_ROW_F16);
+}
+
+// c[j * c_stride] = dot(x, y_j) for rows y_j of |kind| (|ldy| values apart): four ymm partial
+// sums (lane-strided over k), a fixed reduction tree, then the scalar tail in k order; one row at
+// a time (sixteen ymm registers do not hold four rows' sums), the row four ahead prefetched into
+// L2 at the same k. Half rows widen exactly: every output is the f32 form's bits on the widened
+// values.
+static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) void
+cmlc_gemv256_dot(int64_t k, const float* x, const void* y, int64_t ldy, float* c, int64_t c_stride,
+                 int64_t n, int kind) {
+  const int64_t esize =
+      kind == CMLC_GEMV256_ROW_F32 ? (int64_t)sizeof(float) : (int64_t)sizeof(uint16_t);
+  const cml_dtype_t dtype = kind == CMLC_GEMV256_ROW_F32   ? CML_DTYPE_F32
+                            : kind == CMLC_GEMV256_ROW_F16 ? CML_DTYPE_F16
+                                                           : CML_DTYPE_BF16;
+  for (int64_t j = 0; j < n; ++j) {
+    const char* yj = (const char*)y + j * ldy * esize;
+    const char* next = yj + CMLC_GEMV_AHEAD * ldy * esize;
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    int64_t kk = 0;
+    for (; kk + 32 <= k; kk += 32) {
+      _mm_prefetch(next + kk * esize, _MM_HINT_T1);
+      if (esize == (int64_t)sizeof(float)) _mm_prefetch(next + kk * esize + 64, _MM_HINT_T1);
+      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk), cmlc_gemv256_row(yj, kk, kind), s0);
+      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 8), cmlc_gemv256_row(yj, kk + 8, kind), s1);
+      s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 16), cmlc_gemv256_row(yj, kk + 16, kind), s2);
+      s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 24), cmlc_gemv256_row(yj, kk + 24, kind), s3);
+    }
+    __m256 t = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+    float total = _mm_cvtss_f32(h);
+    for (; kk < k; ++kk) total = fmaf(x[kk], cmlc_load_f32(yj, kk, dtype), total);
+    c[j * c_stride] = total;
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x,
+                                                                      const float* y, int64_t ldy,
+                                                                      float* c, int64_t c_stride,
+                                                                      int64_t n) {
+  cmlc_gemv256_dot(k, x, y, ldy, c, c_stride, n, CMLC_GEMV256_ROW_F32);
+}
+
+__attribute__((target("avx2,fma,f16c"))) void cmlc__gemv_dot_h_avx2(int64_t k, const float* x,
+                                                                    const uint16_t* y,
+                                                                    cml_dtype_t y_dtype,
+                                                                    int64_t ldy, float* c,
+                                                                    int64_t c_stride, int64_t n) {
+  if (y_dtype == CML_DTYPE_F16) {
+    cmlc_gemv256_dot(k, x, y, ldy, c, c_stride, n, CMLC_GEMV256_ROW_F16);
+  } else {
+    cmlc_gemv256_dot(k, x, y, ldy, c, c_stride, n, CMLC_GEMV256_ROW_BF16);
+  }
 }
 
 static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) void
