@@ -723,12 +723,14 @@ TEST(gemm_half_transposed_rhs_small_m) {
   // bf16 and f16 operands with the rhs stored [N, K] and 2..128 lhs rows: the transposed-B tiles
   // widen the weight as they copy it. Exact eighths against a double loop (1 and 3 threads,
   // outputs poisoned first); then inexact values, which must give the same bits as the rhs
-  // stored [K, N] (the blocked and skinny paths widen on packing). One lhs row (SIMD ISAs)
-  // takes the half dot form (kern.dot_h: each weight row read in place, widened in registers):
-  // its inexact results must be the bits of the f32 dot form (an f32 rhs stored [N, K]) on the
-  // widened values instead.
-  static const int64_t shapes[][3] = {{1, 301, 257},   {1, 1001, 100}, {3, 301, 257},
-                                      {17, 1001, 100}, {40, 301, 513}, {90, 301, 100}};
+  // stored [K, N] (the blocked and skinny paths widen on packing). Up to CMLC__GEMM_DOT_H_M lhs
+  // rows (SIMD ISAs) take the half dot form (kern.dot_h: each weight row read in place, widened
+  // in registers): each row's inexact results must be the bits of the f32 dot form (that row
+  // alone times an f32 rhs stored [N, K]) on the widened values instead. 12 and 13 rows sit on
+  // either side of that bound.
+  static const int64_t shapes[][3] = {{1, 301, 257},  {1, 1001, 100}, {3, 301, 257},
+                                      {12, 129, 130}, {13, 129, 130}, {17, 1001, 100},
+                                      {40, 301, 513}, {90, 301, 100}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failed = 0;
@@ -790,8 +792,10 @@ TEST(gemm_half_transposed_rhs_small_m) {
           }
           if (exact || failed || kIsas[i] == CMLC_ISA_SCALAR) continue;
           memset(c3, 0xFF, sizeof(float) * (size_t)(m * n));
-          if (m == 1) {
-            // The f32 dot form on the widened values (scratch: c3 first holds nothing).
+          const bool dot_h = m <= CMLC__GEMM_DOT_H_M;
+          if (dot_h) {
+            // Row by row, the f32 dot form (one row times an f32 [N, K] rhs) on the widened
+            // values.
             float* aw = malloc(sizeof(float) * (size_t)(m * k));
             float* bw = malloc(sizeof(float) * (size_t)(k * n));
             for (int64_t t = 0; t < m * k; ++t)
@@ -799,8 +803,11 @@ TEST(gemm_half_transposed_rhs_small_m) {
             for (int64_t t = 0; t < k * n; ++t)
               bw[t] = half ? cml_f16_to_f32(bh[t]) : cml_bf16_to_f32(bh[t]);
             fake_t ff;
-            dot_2d_node(&ff, CML_DTYPE_F32, CML_DTYPE_F32, m, n, k, false, true);
-            ASSERT_STATUS_OK(fake_run(&ff, &o3, pool, (const void*[]){aw, bw}, (void*[]){c3}));
+            dot_2d_node(&ff, CML_DTYPE_F32, CML_DTYPE_F32, 1, n, k, false, true);
+            for (int64_t r = 0; r < m; ++r) {
+              ASSERT_STATUS_OK(
+                  fake_run(&ff, &o3, pool, (const void*[]){aw + r * k, bw}, (void*[]){c3 + r * n}));
+            }
             free(aw), free(bw);
           } else {
             ASSERT_STATUS_OK(fake_run(&fkn, &o3, pool, (const void*[]){ah, bth}, (void*[]){c3}));
@@ -808,7 +815,7 @@ TEST(gemm_half_transposed_rhs_small_m) {
           if (memcmp(c1, c3, sizeof(float) * (size_t)(m * n)) != 0) {
             fprintf(stderr, "%s M%lld N%lld K%lld isa %d: [N, K] rhs and %s differ\n",
                     cml_dtype_name(dt), (long long)m, (long long)n, (long long)k, (int)kIsas[i],
-                    m == 1 ? "the f32 dot form" : "[K, N] rhs");
+                    dot_h ? "the f32 dot form" : "[K, N] rhs");
             failed = 2;
           }
         }

@@ -212,11 +212,17 @@ typedef void (*cmlc__gemv_axpy_fn)(int64_t k, const float* a, int64_t a_stride, 
 typedef void (*cmlc__gemv_dot_fn)(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                                   int64_t c_stride, int64_t n);
 // The dot form over a half matrix (rows of |y_dtype|, bf16 or f16, contiguous in k: a weight
-// stored [N, K] times a row vector), read in place and widened exactly: each output the bits of
-// the f32 dot form (cmlc__gemv_dot_fn) on the widened values.
-typedef void (*cmlc__gemv_dot_h_fn)(int64_t k, const float* x, const uint16_t* y,
-                                    cml_dtype_t y_dtype, int64_t ldy, float* c, int64_t c_stride,
-                                    int64_t n);
+// stored [N, K]) for |m| rows of x (f32, |ldx| apart): c[i * ldc + j] = sum_k x[i * ldx + k] *
+// y[j * ldy + k] for i < m, j < n, the weight read in place and widened exactly: each output the
+// bits of the f32 dot form (cmlc__gemv_dot_fn) on x_i and the widened row.
+// Products of at most this many rows with a half B stored transposed take the dot form above
+// (the f32 driver's gemv_try). [M, 4096] x [4096, 4096]^T bf16 on 2 threads of Zen 5, against
+// the transposed-B tiles: M = 2 0.75 against 1.85 ms, 6 1.15 / 1.66, 8 1.43 / 1.69, 12 2.02 /
+// 2.52, 16 2.65 / 2.53.
+#define CMLC__GEMM_DOT_H_M 12
+typedef void (*cmlc__gemv_dot_h_fn)(int64_t m, int64_t k, const float* x, int64_t ldx,
+                                    const uint16_t* y, cml_dtype_t y_dtype, int64_t ldy, float* c,
+                                    int64_t ldc, int64_t n);
 // The axpy form over a half matrix (B rows contiguous), for |m| rows of A (|lda| apart, k
 // stride |a_stride|) and outputs |ldc| apart: c[i * ldc + j] = sum_k a[i * lda + k * a_stride] *
 // b[k * ldb + j] for i < m, j < n, with |a| f32, bf16 or f16 (|a_dtype|) and |b| bf16 or f16
@@ -279,8 +285,8 @@ void cmlc__gemv_axpy_rows_f32_avx2(int64_t m, int64_t k, const float* a, int64_t
 void cmlc__gemv_axpy_h_avx2(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype, int64_t lda,
                             int64_t a_stride, const uint16_t* b, cml_dtype_t b_dtype, int64_t ldb,
                             float* c, int64_t ldc, int64_t n);
-void cmlc__gemv_dot_h_avx2(int64_t k, const float* x, const uint16_t* y, cml_dtype_t y_dtype,
-                           int64_t ldy, float* c, int64_t c_stride, int64_t n);
+void cmlc__gemv_dot_h_avx2(int64_t m, int64_t k, const float* x, int64_t ldx, const uint16_t* y,
+                           cml_dtype_t y_dtype, int64_t ldy, float* c, int64_t ldc, int64_t n);
 void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                              int64_t c_stride, int64_t n);
 void cmlc__gemm_widen_f16_f16c(const uint16_t* src, float* dst, int64_t n);
@@ -304,8 +310,8 @@ void cmlc__gemv_axpy_rows_f32_avx512(int64_t m, int64_t k, const float* a, int64
 void cmlc__gemv_axpy_h_avx512(int64_t m, int64_t k, const void* a, cml_dtype_t a_dtype, int64_t lda,
                               int64_t a_stride, const uint16_t* b, cml_dtype_t b_dtype, int64_t ldb,
                               float* c, int64_t ldc, int64_t n);
-void cmlc__gemv_dot_h_avx512(int64_t k, const float* x, const uint16_t* y, cml_dtype_t y_dtype,
-                             int64_t ldy, float* c, int64_t c_stride, int64_t n);
+void cmlc__gemv_dot_h_avx512(int64_t m, int64_t k, const float* x, int64_t ldx, const uint16_t* y,
+                             cml_dtype_t y_dtype, int64_t ldy, float* c, int64_t ldc, int64_t n);
 void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                                int64_t c_stride, int64_t n);
 // bf16 x bf16 -> f32 GEMM with AVX-512 BF16 (vdpbf16ps; kernels/x86_64/gemm_x86_64_avx512bf16.c),
