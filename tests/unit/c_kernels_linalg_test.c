@@ -625,12 +625,14 @@ TEST(gemm_f32_transposed_rhs_small_m) {
   // 700). Exact values (sums of multiples of 1/64) against a double loop; 1 and 3 threads; a
   // row-major and a transposed lhs. Then inexact values: the result must be the same bits as the
   // same product with the rhs stored [K, N] (the skinny and blocked paths: the same k blocks and
-  // fused multiply-adds).
+  // fused multiply-adds). A row-major lhs of 2..CMLC__GEMM_DOT_ROWS_M rows takes the dot form
+  // row by row (SIMD ISAs): each row must be the bits of that row alone times the [N, K] rhs
+  // (the one-row GEMV) instead; 6 and 7 rows sit on either side of the bound.
   static const int64_t shapes[][3] = {
-      {2, 301, 100},  {3, 1001, 257},  {7, 301, 513},    {8, 1100, 100},  {9, 301, 700},
-      {15, 301, 257}, {16, 1001, 64},  {17, 301, 100},   {23, 301, 513},  {25, 1100, 257},
-      {31, 301, 100}, {33, 301, 257},  {41, 301, 100},   {63, 1001, 100}, {64, 301, 513},
-      {65, 301, 257}, {100, 301, 100}, {128, 1001, 100}, {129, 301, 257}};
+      {2, 301, 100},   {3, 1001, 257}, {6, 301, 257},   {7, 301, 513},    {8, 1100, 100},
+      {9, 301, 700},   {15, 301, 257}, {16, 1001, 64},  {17, 301, 100},   {23, 301, 513},
+      {25, 1100, 257}, {31, 301, 100}, {33, 301, 257},  {41, 301, 100},   {63, 1001, 100},
+      {64, 301, 513},  {65, 301, 257}, {100, 301, 100}, {128, 1001, 100}, {129, 301, 257}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failed = 0;
@@ -697,9 +699,18 @@ TEST(gemm_f32_transposed_rhs_small_m) {
             }
           }
           if (exact || failed || kIsas[i] == CMLC_ISA_SCALAR) continue;
-          // The same product with the rhs stored [K, N]: the same bits.
+          // The same product with the rhs stored [K, N] (or, on the dot form, each row alone
+          // times the [N, K] rhs): the same bits.
           memset(c3, 0xFF, sizeof(float) * (size_t)(m * n));
-          cml_status_t sk = fake_run(&fkn, &o3, pool, (const void*[]){a, bt}, (void*[]){c3});
+          cml_status_t sk = CML_OK;
+          if (!ta && m <= CMLC__GEMM_DOT_ROWS_M) {
+            fake_t f1;
+            dot_2d_node(&f1, CML_DTYPE_F32, CML_DTYPE_F32, 1, n, k, false, true);
+            for (int64_t r = 0; r < m && sk == CML_OK; ++r)
+              sk = fake_run(&f1, &o3, pool, (const void*[]){a + r * k, b}, (void*[]){c3 + r * n});
+          } else {
+            sk = fake_run(&fkn, &o3, pool, (const void*[]){a, bt}, (void*[]){c3});
+          }
           if (sk != CML_OK) {
             cml_status_free(sk);
             failed = 3;

@@ -522,6 +522,36 @@ static void CMLC_GEMM_N(gemv_row_task)(void* vctx, int64_t begin, int64_t end, i
   }
 }
 
+// 2..CMLC__GEMM_DOT_ROWS_M rows of A times a B stored transposed (k contiguous in each column: a
+// weight stored [N, K]): outputs [begin, end) of the flattened (batch, column-chunk) range, per
+// block of weight rows of about 256 KiB each row of A in turn through the dot form (kern.dot),
+// so the block comes from memory once and from L2 for the other rows; every output is the
+// one-row GEMV's bits (figures at CMLC__GEMM_DOT_ROWS_M).
+static void CMLC_GEMM_N(gemv_dot_rows_task)(void* vctx, int64_t begin, int64_t end,
+                                            int thread_index) {
+  (void)thread_index;
+  CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  const int64_t chunks = (p->n + c->gemv_chunk - 1) / c->gemv_chunk;
+  const int64_t ldy = c->b_acc.col_stride;
+  const int64_t row_bytes = ldy * (int64_t)sizeof(CMLC_GEMM_T);
+  const int64_t block = row_bytes <= 0 ? p->n : row_bytes > 262144 ? 1 : 262144 / row_bytes;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t b = t / chunks, j0 = (t % chunks) * c->gemv_chunk;
+    const int64_t j1 = CMLC_GEMM_N(gemm_min)(p->n, j0 + c->gemv_chunk);
+    const CMLC_GEMM_T* a =
+        (const CMLC_GEMM_T*)p->a.data + p->a.batch_offsets[b] + p->a.row_offsets[0];
+    const CMLC_GEMM_T* bm = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[b];
+    for (int64_t jb = j0; jb < j1; jb += block) {
+      const int64_t w = CMLC_GEMM_N(gemm_min)(block, j1 - jb);
+      for (int64_t i = 0; i < p->m; ++i) {
+        c->kern.dot(p->k, a + i * c->a_acc.row_stride, bm + jb * ldy, ldy,
+                    p->c + (b * p->m + i) * p->n + jb, 1, w);
+      }
+    }
+  }
+}
+
 // N == 1: rows [begin, end) of the flattened (batch, row-chunk) range, dot form over A rows.
 static void CMLC_GEMM_N(gemv_col_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
@@ -681,6 +711,13 @@ static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool
                                     c->b_acc.col_stride != CMLC_GEMM_NOT_AFFINE))) {
     int64_t chunks = CMLC_GEMM_N(gemv_row_chunks)(c, pool);
     cmlc_parallel_for(pool, p->batch * chunks, 1, CMLC_GEMM_N(gemv_row_task), c);
+    return true;
+  }
+  if (p->m >= 2 && p->m <= CMLC__GEMM_DOT_ROWS_M && p->n > 1 && c->a_acc.col_stride == 1 &&
+      c->a_acc.row_stride != CMLC_GEMM_NOT_AFFINE && c->b_acc.row_stride == 1 &&
+      c->b_acc.col_stride != CMLC_GEMM_NOT_AFFINE && c->b_acc.col_stride > 0) {
+    int64_t chunks = CMLC_GEMM_N(gemv_row_chunks)(c, pool);
+    cmlc_parallel_for(pool, p->batch * chunks, 1, CMLC_GEMM_N(gemv_dot_rows_task), c);
     return true;
   }
   if (p->n == 1 && p->m > 1 && c->a_acc.col_stride == 1 &&

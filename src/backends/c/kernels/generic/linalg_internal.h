@@ -220,6 +220,12 @@ typedef void (*cmlc__gemv_dot_fn)(int64_t k, const float* x, const float* y, int
 // the transposed-B tiles: M = 2 0.75 against 1.85 ms, 6 1.15 / 1.66, 8 1.43 / 1.69, 12 2.02 /
 // 2.52, 16 2.65 / 2.53.
 #define CMLC__GEMM_DOT_H_M 12
+// The same for an f32 (or f64) weight stored [N, K]: 2..6 rows take the f32 dot form row by row
+// over L2-resident blocks of weight rows (kern.dot) instead of the tiles. [M, 4096] x [4096,
+// 4096]^T f32 on 2 threads of Zen 5, dot form / tiles: M = 2 1.09 / 3.22 ms, 4 1.71 / 3.23, 6
+// 2.32 / 3.41, 8 2.94 / 3.31, 12 4.26 / 3.65; a cached [768, 768]^T weight: M = 2 0.023 / 0.114
+// ms, 4 0.040 / 0.059, 6 0.057 / 0.059, 8 0.078 / 0.060.
+#define CMLC__GEMM_DOT_ROWS_M 6
 typedef void (*cmlc__gemv_dot_h_fn)(int64_t m, int64_t k, const float* x, int64_t ldx,
                                     const uint16_t* y, cml_dtype_t y_dtype, int64_t ldy, float* c,
                                     int64_t ldc, int64_t n);
