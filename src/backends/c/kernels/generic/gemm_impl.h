@@ -570,6 +570,18 @@ static void CMLC_GEMM_N(gemv_col_task)(void* vctx, int64_t begin, int64_t end, i
 }
 
 #if CMLC_GEMM_HALF_GEMV
+// Task |t| of the half GEMV paths over the flattened (batch, column-chunk) range: its batch
+// element |b|, first column |j0| and width |w|; returns the first row of A (f32, bf16 or f16).
+static const void* CMLC_GEMM_N(gemv_half_chunk)(const CMLC_GEMM_N(gemm_ctx_t) * c, int64_t t,
+                                                int64_t* b, int64_t* j0, int64_t* w) {
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  const size_t a_size = p->a.dtype == CML_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+  const int64_t chunks = (p->n + c->gemv_chunk - 1) / c->gemv_chunk;
+  *b = t / chunks, *j0 = (t % chunks) * c->gemv_chunk;
+  *w = CMLC_GEMM_N(gemm_min)(c->gemv_chunk, p->n - *j0);
+  return (const char*)p->a.data + (size_t)(p->a.batch_offsets[*b] + p->a.row_offsets[0]) * a_size;
+}
+
 // Up to kern.axpy_h_rows rows over a half B (or up to CMLC_GEMM_ROWS_M rows over a large f32 B)
 // with contiguous rows: outputs [begin, end) of the flattened (batch, column-chunk) range, B
 // read in place by kern.axpy_h (kern.axpy_rows) for all rows at once.
@@ -581,13 +593,9 @@ static void CMLC_GEMM_N(gemv_col_task)(void* vctx, int64_t begin, int64_t end, i
 static void CMLC_GEMM_N(gemv_half_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
   CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
   const CMLC_GEMM_PROBLEM* p = c->p;
-  const size_t a_size = p->a.dtype == CML_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
-  int64_t chunks = (p->n + c->gemv_chunk - 1) / c->gemv_chunk;
   for (int64_t t = begin; t < end; ++t) {
-    int64_t b = t / chunks, j0 = (t % chunks) * c->gemv_chunk;
-    int64_t w = CMLC_GEMM_N(gemm_min)(c->gemv_chunk, p->n - j0);
-    const void* a =
-        (const char*)p->a.data + (size_t)(p->a.batch_offsets[b] + p->a.row_offsets[0]) * a_size;
+    int64_t b, j0, w;
+    const void* a = CMLC_GEMM_N(gemv_half_chunk)(c, t, &b, &j0, &w);
     float* out = p->c + b * p->m * p->n + j0;
     const int64_t ldl = CMLC_GEMM_N(gemm_round_up)(w, 16) + 16;
     const bool local = p->m > 1 && (size_t)(p->m * ldl) <= c->sz.a_elems + c->sz.b_elems;
@@ -608,9 +616,7 @@ static void CMLC_GEMM_N(gemv_half_task)(void* vctx, int64_t begin, int64_t end, 
     }
   }
 }
-#endif
 
-#if CMLC_GEMM_HALF_GEMV
 // A few rows (up to kern.dot_h_rows) times a half B stored transposed (k contiguous in each
 // column: a weight stored [N, K]): outputs [begin, end) of the flattened (batch, column-chunk)
 // range, each the dot of an x row with one weight row read in place (kern.dot_h). x rows that
@@ -618,13 +624,9 @@ static void CMLC_GEMM_N(gemv_half_task)(void* vctx, int64_t begin, int64_t end, 
 static void CMLC_GEMM_N(gemv_dot_h_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
   CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
   const CMLC_GEMM_PROBLEM* p = c->p;
-  const size_t a_size = p->a.dtype == CML_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
-  int64_t chunks = (p->n + c->gemv_chunk - 1) / c->gemv_chunk;
   for (int64_t t = begin; t < end; ++t) {
-    int64_t b = t / chunks, j0 = (t % chunks) * c->gemv_chunk;
-    int64_t w = CMLC_GEMM_N(gemm_min)(c->gemv_chunk, p->n - j0);
-    const void* a =
-        (const char*)p->a.data + (size_t)(p->a.batch_offsets[b] + p->a.row_offsets[0]) * a_size;
+    int64_t b, j0, w;
+    const void* a = CMLC_GEMM_N(gemv_half_chunk)(c, t, &b, &j0, &w);
     const float* x = a;
     int64_t ldx = c->a_acc.row_stride;
     if (p->a.dtype != CML_DTYPE_F32 || c->a_acc.col_stride != 1) {
