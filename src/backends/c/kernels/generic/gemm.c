@@ -141,9 +141,8 @@ typedef struct cmlc_kernel_t_f32 {
   // The same form over an f32 B for 2..CMLC_GEMM_ROWS_M rows of A, or NULL.
   cmlc__gemv_axpy_rows_fn axpy_rows;
   // The dot form over a half B stored transposed (k contiguous: a weight stored [N, K]) read in
-  // place, for up to dot_h_rows rows of A, or NULL.
+  // place, for up to CMLC__GEMM_DOT_H_M rows of A, or NULL.
   cmlc__gemv_dot_h_fn dot_h;
-  int dot_h_rows;
 } cmlc_kernel_t_f32;
 
 static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n);
@@ -166,8 +165,7 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx512_f32 = {
     cmlc__gemv_axpy_h_avx512,
     CMLC_GEMM_HALF_M,
     cmlc__gemv_axpy_rows_f32_avx512,
-    cmlc__gemv_dot_h_avx512,
-    CMLC__GEMM_DOT_H_M};
+    cmlc__gemv_dot_h_avx512};
 static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
     6,
     16,
@@ -185,8 +183,7 @@ static const cmlc_kernel_t_f32 cmlc_kern_avx2_f32 = {
     cmlc__gemv_axpy_h_avx2,
     CMLC_GEMM_HALF_M,
     cmlc__gemv_axpy_rows_f32_avx2,
-    cmlc__gemv_dot_h_avx2,
-    CMLC__GEMM_DOT_H_M};
+    cmlc__gemv_dot_h_avx2};
 #endif
 static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        8,
@@ -204,8 +201,7 @@ static const cmlc_kernel_t_f32 cmlc_kern_scalar_f32 = {4,
                                                        cmlc_gemv_axpy_h_scalar,
                                                        1,
                                                        NULL,
-                                                       NULL,
-                                                       0};
+                                                       NULL};
 
 int64_t cmlc__gemm_row_block(int64_t m, int64_t mr, int64_t mc, int threads) {
   if (threads < 2 || mr < 1 || mc < mr || m <= 0) return mc;

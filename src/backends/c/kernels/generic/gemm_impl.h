@@ -534,8 +534,7 @@ static void CMLC_GEMM_N(gemv_dot_rows_task)(void* vctx, int64_t begin, int64_t e
   const CMLC_GEMM_PROBLEM* p = c->p;
   const int64_t chunks = (p->n + c->gemv_chunk - 1) / c->gemv_chunk;
   const int64_t ldy = c->b_acc.col_stride;
-  const int64_t row_bytes = ldy * (int64_t)sizeof(CMLC_GEMM_T);
-  const int64_t block = row_bytes <= 0 ? p->n : row_bytes > 262144 ? 1 : 262144 / row_bytes;
+  const int64_t block = cmlc__gemv_l2_rows(ldy * (int64_t)sizeof(CMLC_GEMM_T), p->n);
   for (int64_t t = begin; t < end; ++t) {
     const int64_t b = t / chunks, j0 = (t % chunks) * c->gemv_chunk;
     const int64_t j1 = CMLC_GEMM_N(gemm_min)(p->n, j0 + c->gemv_chunk);
@@ -617,7 +616,7 @@ static void CMLC_GEMM_N(gemv_half_task)(void* vctx, int64_t begin, int64_t end, 
   }
 }
 
-// A few rows (up to kern.dot_h_rows) times a half B stored transposed (k contiguous in each
+// Up to CMLC__GEMM_DOT_H_M rows times a half B stored transposed (k contiguous in each
 // column: a weight stored [N, K]): outputs [begin, end) of the flattened (batch, column-chunk)
 // range, each the dot of an x row with one weight row read in place (kern.dot_h). x rows that
 // are not f32 with contiguous k widen into the thread's scratch first.
@@ -680,7 +679,7 @@ static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool
   // A few rows times a half B stored transposed (a weight stored [N, K]): the dot form over the
   // weight's rows, read in place. (The transposed-B tiles took it before: [1, 4096] x [4096,
   // 4096]^T bf16 on 2 threads of Zen 5 took 1.57 ms there, 0.43 ms here.)
-  if (p->m <= c->kern.dot_h_rows && c->kern.dot_h &&
+  if (p->m <= CMLC__GEMM_DOT_H_M && c->kern.dot_h &&
       (p->b.dtype == CML_DTYPE_BF16 || p->b.dtype == CML_DTYPE_F16) &&
       (p->a.dtype == CML_DTYPE_F32 || p->a.dtype == CML_DTYPE_BF16 ||
        p->a.dtype == CML_DTYPE_F16) &&

@@ -375,7 +375,7 @@ static size_t cmlc_la_dot_prepare(const cml_module_t* module, const cml_ir_node_
   // A weight stored [N, K] (k the rhs's last axis) times a few rows: the GEMV dot forms read it
   // in place (gemm_impl.h's gemv_try), so a packed copy would go unused.
   const bool half_rhs = p.rhs_dtype == CML_DTYPE_BF16 || p.rhs_dtype == CML_DTYPE_F16;
-  if (p.rk_count == 1 && p.rk[0] == rhs->rank - 1 &&
+  if (cmlc_la_rhs_k_contiguous(rhs->rank, &p) &&
       p.m <= (half_rhs ? CMLC__GEMM_DOT_H_M : CMLC__GEMM_DOT_ROWS_M))
     return 0;
   cmlc__gemm_problem_t g32;

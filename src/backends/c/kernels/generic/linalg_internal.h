@@ -211,10 +211,6 @@ typedef void (*cmlc__gemv_axpy_fn)(int64_t k, const float* a, int64_t a_stride, 
                                    int64_t ldb, float* c, int64_t n);
 typedef void (*cmlc__gemv_dot_fn)(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                                   int64_t c_stride, int64_t n);
-// The dot form over a half matrix (rows of |y_dtype|, bf16 or f16, contiguous in k: a weight
-// stored [N, K]) for |m| rows of x (f32, |ldx| apart): c[i * ldc + j] = sum_k x[i * ldx + k] *
-// y[j * ldy + k] for i < m, j < n, the weight read in place and widened exactly: each output the
-// bits of the f32 dot form (cmlc__gemv_dot_fn) on x_i and the widened row.
 // Products of at most this many rows with a half B stored transposed take the dot form above
 // (the f32 driver's gemv_try). [M, 4096] x [4096, 4096]^T bf16 on 2 threads of Zen 5, against
 // the transposed-B tiles: M = 2 0.75 against 1.85 ms, 6 1.15 / 1.66, 8 1.43 / 1.69, 12 2.02 /
@@ -226,6 +222,16 @@ typedef void (*cmlc__gemv_dot_fn)(int64_t k, const float* x, const float* y, int
 // 2.32 / 3.41, 8 2.94 / 3.31, 12 4.26 / 3.65; a cached [768, 768]^T weight: M = 2 0.023 / 0.114
 // ms, 4 0.040 / 0.059, 6 0.057 / 0.059, 8 0.078 / 0.060.
 #define CMLC__GEMM_DOT_ROWS_M 6
+// Weight rows of |row_bytes| per block of about 256 KiB, which the GEMV dot forms with several
+// rows of x run each row through in turn (the block comes from memory once and from L2 for the
+// other rows); all |n| when the stride is 0 (one weight row).
+static inline int64_t cmlc__gemv_l2_rows(int64_t row_bytes, int64_t n) {
+  return row_bytes <= 0 ? n : row_bytes > 262144 ? 1 : 262144 / row_bytes;
+}
+// The dot form over a half matrix (rows of |y_dtype|, bf16 or f16, contiguous in k: a weight
+// stored [N, K]) for |m| rows of x (f32, |ldx| apart): c[i * ldc + j] = sum_k x[i * ldx + k] *
+// y[j * ldy + k] for i < m, j < n, the weight read in place and widened exactly: each output the
+// bits of the f32 dot form (cmlc__gemv_dot_fn) on x_i and the widened row.
 typedef void (*cmlc__gemv_dot_h_fn)(int64_t m, int64_t k, const float* x, int64_t ldx,
                                     const uint16_t* y, cml_dtype_t y_dtype, int64_t ldy, float* c,
                                     int64_t ldc, int64_t n);

@@ -312,21 +312,16 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET float cmlc_gem
   return CMLC_GEMV512_DOT_SUM(0);
 }
 
-// c[j * c_stride] = dot(x, y_j) for rows y_j of |kind| (|ldy| values apart). f32 rows: four at a
-// time sharing each x vector (sixteen accumulators), the next four rows prefetched into L2 at
-// the same k; the rest one by one. Half rows: one by one, which reads a weight stored [N, K]
-// (rows back to back) as one sequential stream that the hardware prefetchers follow: on Zen 5,
-// [1, 4096] x [4096, 4096]^T bf16 on 2 threads took 0.43-0.44 ms so against 0.55 ms four rows
-// at a time (f32 rows: no difference, 0.77-0.81 ms either way). Half rows widen exactly, so
-// every output is the f32 form's bits on the widened values (one row or four: the same sums).
-static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv512_dot(
-    int64_t k, const float* x, const void* y, int64_t ldy, float* c, int64_t c_stride, int64_t n,
-    int kind) {
-  const int64_t esize =
-      kind == CMLC_GEMV_B_F32 ? (int64_t)sizeof(float) : (int64_t)sizeof(uint16_t);
-  const int64_t ldy_bytes = ldy * esize;
+// c[j * c_stride] = dot(x, y_j) for f32 rows y_j (|ldy| values apart): four rows at a time
+// sharing each x vector (sixteen accumulators), the next four rows prefetched into L2 at the same
+// k; the rest one by one (cmlc_gemv512_dot1: the same sums).
+CMLC_GEMV512H_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y,
+                                                    int64_t ldy, float* c, int64_t c_stride,
+                                                    int64_t n) {
+  const int kind = CMLC_GEMV_B_F32;
+  const int64_t esize = (int64_t)sizeof(float), ldy_bytes = ldy * esize;
   int64_t j = 0;
-  for (; kind == CMLC_GEMV_B_F32 && j + 4 <= n; j += 4) {
+  for (; j + 4 <= n; j += 4) {
     const char* y0 = (const char*)y + j * ldy_bytes;
     const char* y1 = y0 + ldy_bytes;
     const char* y2 = y1 + ldy_bytes;
@@ -339,7 +334,7 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
     int64_t kk = 0;
     for (; kk + 64 <= k; kk += 64) {
       const char* p = next + kk * esize;
-      for (int line = 0; line < 64 * esize; line += 64) cmlc_gemv_prefetch4(p + line, ldy_bytes);
+      for (int line = 0; line < 256; line += 64) cmlc_gemv_prefetch4(p + line, ldy_bytes);
       const __m512 x0 = _mm512_loadu_ps(x + kk), x1 = _mm512_loadu_ps(x + kk + 16);
       const __m512 x2 = _mm512_loadu_ps(x + kk + 32), x3 = _mm512_loadu_ps(x + kk + 48);
       CMLC_GEMV512_DOT_STEP(0);
@@ -367,25 +362,19 @@ static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv
 #undef CMLC_GEMV512_DOT_STEP
 #undef CMLC_GEMV512_DOT_SUM
 
-CMLC_GEMV512H_TARGET void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y,
-                                                    int64_t ldy, float* c, int64_t c_stride,
-                                                    int64_t n) {
-  cmlc_gemv512_dot(k, x, y, ldy, c, c_stride, n, CMLC_GEMV_B_F32);
-}
-
 // |m| rows of x (|ldx| apart) against half weight rows y_j (|ldy| values apart): c[i * ldc + j]
-// = dot(x_i, y_j), each output as cmlc_gemv512_dot1. One row of x: the weight rows one after
-// another (a weight stored [N, K] read as one sequential stream). More: per block of weight rows
-// of about 256 KiB, each x row in turn, so the block comes from memory once and from L2 for the
-// other rows, while each x row (16 KiB at K = 4096) stays in L1. Holding four x rows' sums in
-// registers and widening each weight vector once for them was slower (x rows evicted from L1:
-// 1.58 against 0.86 ms for 4 x [4096] times [4096, 4096]^T bf16 on 2 threads of Zen 5).
+// = dot(x_i, y_j), each output as cmlc_gemv512_dot1. The weight rows are read one after another
+// (a weight stored [N, K]: one sequential stream; four rows at a time, as the f32 form runs, took
+// 0.55 against 0.43 ms for [1, 4096] x [4096, 4096]^T bf16 on 2 threads of Zen 5), in blocks of
+// about 256 KiB (cmlc__gemv_l2_rows) that each x row takes in turn, so a block comes from memory
+// once and from L2 for the other rows, while each x row (16 KiB at K = 4096) stays in L1.
+// Holding four x rows' sums in registers and widening each weight vector once for them was
+// slower (x rows evicted from L1: 1.58 against 0.86 ms for 4 rows).
 static inline __attribute__((always_inline)) CMLC_GEMV512H_TARGET void cmlc_gemv512_dot_h(
     int64_t m, int64_t k, const float* x, int64_t ldx, const uint16_t* y, int64_t ldy, float* c,
     int64_t ldc, int64_t n, int kind) {
   const int64_t row_bytes = ldy * (int64_t)sizeof(uint16_t);
-  // (One weight row, n == 1, may come with ldy == 0.)
-  const int64_t block = m == 1 || row_bytes <= 0 ? n : row_bytes > 262144 ? 1 : 262144 / row_bytes;
+  const int64_t block = cmlc__gemv_l2_rows(row_bytes, n);
   for (int64_t j0 = 0; j0 < n; j0 += block) {
     const int64_t w = n - j0 < block ? n - j0 : block;
     for (int64_t i = 0; i < m; ++i) {
@@ -585,8 +574,6 @@ CMLC_GEMV512H_TARGET void cmlc__gemv_axpy_rows_f32_avx512(int64_t m, int64_t k, 
 
 //===--- AVX2 ---===//
 
-enum { CMLC_GEMV256_ROW_BF16, CMLC_GEMV256_ROW_F16, CMLC_GEMV256_ROW_F32 };
-
 // Lane mask with the first |count| (clamped to 0..8) lanes on.
 static inline __attribute__((always_inline)) CMLC_GEMV256_TARGET __m256i
 cmlc_gemv256_mask(int64_t count) {
@@ -662,8 +649,8 @@ cmlc_gemv256_h_tail(const uint16_t* p, int64_t count, bool f16) {
 // 8 values of a row of |kind| starting at value |i|, as f32 (half values widened exactly).
 static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16c"))) __m256
 cmlc_gemv256_row(const void* p, int64_t i, int kind) {
-  if (kind == CMLC_GEMV256_ROW_F32) return _mm256_loadu_ps((const float*)p + i);
-  return cmlc_gemv256_h((const uint16_t*)p + i, kind == CMLC_GEMV256_ROW_F16);
+  if (kind == CMLC_GEMV_B_F32) return _mm256_loadu_ps((const float*)p + i);
+  return cmlc_gemv256_h((const uint16_t*)p + i, kind == CMLC_GEMV_B_F16);
 }
 
 // c[j * c_stride] = dot(x, y_j) for rows y_j of |kind| (|ldy| values apart): four ymm partial
@@ -675,10 +662,10 @@ static inline __attribute__((always_inline)) __attribute__((target("avx2,fma,f16
 cmlc_gemv256_dot(int64_t k, const float* x, const void* y, int64_t ldy, float* c, int64_t c_stride,
                  int64_t n, int kind) {
   const int64_t esize =
-      kind == CMLC_GEMV256_ROW_F32 ? (int64_t)sizeof(float) : (int64_t)sizeof(uint16_t);
-  const cml_dtype_t dtype = kind == CMLC_GEMV256_ROW_F32   ? CML_DTYPE_F32
-                            : kind == CMLC_GEMV256_ROW_F16 ? CML_DTYPE_F16
-                                                           : CML_DTYPE_BF16;
+      kind == CMLC_GEMV_B_F32 ? (int64_t)sizeof(float) : (int64_t)sizeof(uint16_t);
+  const cml_dtype_t dtype = kind == CMLC_GEMV_B_F32   ? CML_DTYPE_F32
+                            : kind == CMLC_GEMV_B_F16 ? CML_DTYPE_F16
+                                                      : CML_DTYPE_BF16;
   for (int64_t j = 0; j < n; ++j) {
     const char* yj = (const char*)y + j * ldy * esize;
     const char* next = yj + CMLC_GEMV_AHEAD * ldy * esize;
@@ -707,25 +694,24 @@ __attribute__((target("avx2,fma,f16c"))) void cmlc__gemv_dot_f32_avx2(int64_t k,
                                                                       const float* y, int64_t ldy,
                                                                       float* c, int64_t c_stride,
                                                                       int64_t n) {
-  cmlc_gemv256_dot(k, x, y, ldy, c, c_stride, n, CMLC_GEMV256_ROW_F32);
+  cmlc_gemv256_dot(k, x, y, ldy, c, c_stride, n, CMLC_GEMV_B_F32);
 }
 
-// |m| rows of x against the half weight rows: per block of weight rows of about 256 KiB, each
-// x row in turn (the block stays in L2), one output at a time as the one-row form.
+// |m| rows of x against the half weight rows: per block of weight rows of about 256 KiB
+// (cmlc__gemv_l2_rows), each x row in turn, one output at a time as the one-row form.
 __attribute__((target("avx2,fma,f16c"))) void cmlc__gemv_dot_h_avx2(
     int64_t m, int64_t k, const float* x, int64_t ldx, const uint16_t* y, cml_dtype_t y_dtype,
     int64_t ldy, float* c, int64_t ldc, int64_t n) {
-  const int64_t row_bytes = ldy * (int64_t)sizeof(uint16_t);
-  const int64_t block = row_bytes <= 0 ? n : row_bytes > 262144 ? 1 : 262144 / row_bytes;
+  const int64_t block = cmlc__gemv_l2_rows(ldy * (int64_t)sizeof(uint16_t), n);
   for (int64_t j0 = 0; j0 < n; j0 += block) {
     const int64_t w = n - j0 < block ? n - j0 : block;
     for (int64_t i = 0; i < m; ++i) {
       if (y_dtype == CML_DTYPE_F16) {
         cmlc_gemv256_dot(k, x + i * ldx, y + j0 * ldy, ldy, c + i * ldc + j0, 1, w,
-                         CMLC_GEMV256_ROW_F16);
+                         CMLC_GEMV_B_F16);
       } else {
         cmlc_gemv256_dot(k, x + i * ldx, y + j0 * ldy, ldy, c + i * ldc + j0, 1, w,
-                         CMLC_GEMV256_ROW_BF16);
+                         CMLC_GEMV_B_BF16);
       }
     }
   }
