@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench/bench_zoo.c: small models as users write them from primitives, beyond bench_nn's
+// standard set: a LeNet-style CNN, a MobileNet block (depthwise 3x3 + pointwise, BN folded,
+// ReLU6), a strided depthwise layer, an LSTM unrolled by a While loop, LayerNorm, softmax,
+// batch-norm statistics, an embedding lookup with LayerNorm, a 3x3 convolution in PyTorch's
+// NCHW/OIHW layout, a transposed (upsampling) convolution, attention from DotGeneral and
+// softmax, an erf-GELU MLP and a 1-D convolution; c vs c:reference vs xla:cpu. Written to find
+// what models outside the repository's own set spend time on.
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/bench_common.h"
+
+enum {
+  Z_LENET,
+  Z_MOBILENET,
+  Z_DEPTHWISE_S2,
+  Z_LSTM,
+  Z_LAYERNORM,
+  Z_SOFTMAX,
+  Z_BATCHNORM,
+  Z_EMBED_LN,
+  Z_CONV_NCHW,
+  Z_CONV_TRANSPOSED,
+  Z_ATTENTION,
+  Z_GELU_MLP,
+  Z_CONV1D,
+  Z_COUNT
+};
+
+static const char* const kNames[Z_COUNT] = {
+    "LeNet x[64,28,28,1]: conv5x5 32, pool, conv5x5 64, pool, dense 3136-512-10, softmax",
+    "MobileNet block x[8,56,56,64]: depthwise 3x3, BN, relu6, 1x1 to 128, BN, relu6",
+    "depthwise 3x3/2 x[8,112,112,32] + BN + relu6",
+    "LSTM 32 steps, batch 32, input 256, hidden 256 (While loop)",
+    "LayerNorm [1024,768]",
+    "softmax [8,12,128,128] last axis",
+    "batch-norm statistics and normalize [32,28,28,64]",
+    "embedding [32000,512] lookup of [16,128] ids + LayerNorm",
+    "conv 3x3 NCHW x[8,64,32,32] OIHW [64,64,3,3] pad 1",
+    "transposed conv 4x4/2 x[8,16,16,64] -> [8,32,32,32]",
+    "attention from DotGeneral q,k,v [8,12,128,64]",
+    "MLP [256,768]-3072-768, erf GELU",
+    "conv1d x[16,1000,64] k5 -> 128 pad 2",
+};
+
+static cml_value_t scalar(cml_function_t* f, cml_dtype_t dt, double v) {
+  return cml_constant_scalar_f64(f, dt, v);
+}
+
+// Broadcasts |v| of rank |r| into |dims| (rank |out_rank|), the axes of v at |axes|.
+static cml_value_t bcast(cml_function_t* f, cml_value_t v, const int64_t* dims, int32_t out_rank,
+                         const int64_t* axes, int32_t r) {
+  return cml_op_broadcast_in_dim(f, v, dims, out_rank, axes, r);
+}
+
+// x [..., n] * scale[n] + shift[n] over the last axis.
+static cml_value_t affine_last(cml_function_t* f, cml_value_t x, const int64_t* dims, int32_t rank,
+                               const char* name) {
+  cml_dtype_t dt = CML_DTYPE_F32;
+  int64_t n = dims[rank - 1], axis = rank - 1;
+  char sn[32], bn[32];
+  snprintf(sn, sizeof sn, "%s_scale", name);
+  snprintf(bn, sizeof bn, "%s_shift", name);
+  cml_value_t s = bench_param(f, sn, dt, 1, &n), b = bench_param(f, bn, dt, 1, &n);
+  return cml_op_add(f, cml_op_mul(f, x, bcast(f, s, dims, rank, &axis, 1)),
+                    bcast(f, b, dims, rank, &axis, 1));
+}
+
+static cml_value_t conv_nhwc(cml_function_t* f, cml_value_t x, cml_value_t k, int64_t stride,
+                             int64_t pad, int64_t groups) {
+  cml_conv_config_t c;
+  memset(&c, 0, sizeof c);
+  c.spatial_count = 2;
+  c.input_batch_axis = 0;
+  c.input_channel_axis = 3;
+  c.kernel_input_channel_axis = 2;
+  c.kernel_output_channel_axis = 3;
+  c.output_batch_axis = 0;
+  c.output_channel_axis = 3;
+  for (int i = 0; i < 2; ++i) {
+    c.input_spatial_axes[i] = 1 + i;
+    c.kernel_spatial_axes[i] = i;
+    c.output_spatial_axes[i] = 1 + i;
+    c.strides[i] = stride;
+    c.padding_low[i] = c.padding_high[i] = pad;
+  }
+  c.channel_group_count = groups;
+  c.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_conv_general(f, x, k, &c);
+}
+
+static cml_value_t relu(cml_function_t* f, cml_value_t x) {
+  return cml_op_max(f, x, scalar(f, CML_DTYPE_F32, 0.0));
+}
+
+static cml_value_t maxpool2(cml_function_t* f, cml_value_t x) {
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 4;
+  int64_t d[4] = {1, 2, 2, 1};
+  memcpy(w.window_dims, d, sizeof d);
+  memcpy(w.strides, d, sizeof d);
+  return cml_op_reduce_window(f, x, CML_REDUCE_MAX, &w);
+}
+
+// x [m, k] @ w [k, n] + b, the parameters declared here.
+static cml_value_t dense(cml_function_t* f, cml_value_t x, int64_t m, int64_t k, int64_t n) {
+  cml_value_t w = bench_param(f, NULL, CML_DTYPE_F32, 2, (int64_t[]){k, n});
+  cml_value_t b = bench_param(f, NULL, CML_DTYPE_F32, 1, &n);
+  int64_t axis = 1;
+  return cml_op_add(f, cml_op_dot(f, x, w), bcast(f, b, (int64_t[]){m, n}, 2, &axis, 1));
+}
+
+// Softmax over the last axis of x (rank |rank|, dims |dims|).
+static cml_value_t softmax(cml_function_t* f, cml_value_t x, const int64_t* dims, int32_t rank) {
+  int64_t last = rank - 1, keep[CML_MAX_RANK];
+  for (int32_t i = 0; i < rank - 1; ++i) keep[i] = i;
+  cml_value_t mx = cml_op_reduce_max(f, x, &last, 1);
+  cml_value_t e = cml_op_exp(f, cml_op_sub(f, x, bcast(f, mx, dims, rank, keep, rank - 1)));
+  cml_value_t s = cml_op_reduce_sum(f, e, &last, 1);
+  return cml_op_div(f, e, bcast(f, s, dims, rank, keep, rank - 1));
+}
+
+// LayerNorm over the last axis, eps 1e-5, learned scale and shift.
+static cml_value_t layernorm(cml_function_t* f, cml_value_t x, const int64_t* dims, int32_t rank) {
+  int64_t last = rank - 1, keep[CML_MAX_RANK];
+  for (int32_t i = 0; i < rank - 1; ++i) keep[i] = i;
+  cml_value_t inv_n = scalar(f, CML_DTYPE_F32, 1.0 / (double)dims[rank - 1]);
+  cml_value_t mean = cml_op_mul(f, cml_op_reduce_sum(f, x, &last, 1), inv_n);
+  cml_value_t xc = cml_op_sub(f, x, bcast(f, mean, dims, rank, keep, rank - 1));
+  cml_value_t var = cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, xc, xc), &last, 1), inv_n);
+  cml_value_t r = cml_op_rsqrt(f, cml_op_add(f, var, scalar(f, CML_DTYPE_F32, 1e-5)));
+  return affine_last(f, cml_op_mul(f, xc, bcast(f, r, dims, rank, keep, rank - 1)), dims, rank,
+                     "ln");
+}
+
+static cml_value_t relu6_bn(cml_function_t* f, cml_value_t x, const int64_t* dims,
+                            const char* name) {
+  x = affine_last(f, x, dims, 4, name);
+  return cml_op_clamp(f, scalar(f, CML_DTYPE_F32, 0.0), x, scalar(f, CML_DTYPE_F32, 6.0));
+}
+
+static cml_value_t build_lenet(cml_function_t* f) {
+  const int64_t n = 64;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){n, 28, 28, 1});
+  cml_value_t k1 = bench_param(f, "k1", CML_DTYPE_F32, 4, (int64_t[]){5, 5, 1, 32});
+  cml_value_t k2 = bench_param(f, "k2", CML_DTYPE_F32, 4, (int64_t[]){5, 5, 32, 64});
+  cml_value_t h = maxpool2(f, relu(f, conv_nhwc(f, x, k1, 1, 2, 1)));  // [n,14,14,32]
+  h = maxpool2(f, relu(f, conv_nhwc(f, h, k2, 1, 2, 1)));              // [n,7,7,64]
+  h = cml_op_reshape(f, h, (int64_t[]){n, 7 * 7 * 64}, 2);
+  h = relu(f, dense(f, h, n, 7 * 7 * 64, 512));
+  h = dense(f, h, n, 512, 10);
+  return softmax(f, h, (int64_t[]){n, 10}, 2);
+}
+
+static cml_value_t build_mobilenet(cml_function_t* f) {
+  const int64_t d[4] = {8, 56, 56, 64}, o[4] = {8, 56, 56, 128};
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, d);
+  cml_value_t dw = bench_param(f, "dw", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 1, 64});
+  cml_value_t pw = bench_param(f, "pw", CML_DTYPE_F32, 4, (int64_t[]){1, 1, 64, 128});
+  cml_value_t h = relu6_bn(f, conv_nhwc(f, x, dw, 1, 1, 64), d, "bn1");
+  return relu6_bn(f, conv_nhwc(f, h, pw, 1, 0, 1), o, "bn2");
+}
+
+static cml_value_t build_depthwise_s2(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 112, 112, 32});
+  cml_value_t dw = bench_param(f, "dw", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 1, 32});
+  return relu6_bn(f, conv_nhwc(f, x, dw, 2, 1, 32), (int64_t[]){8, 56, 56, 32}, "bn");
+}
+
+enum { LSTM_T = 32, LSTM_B = 32, LSTM_IN = 256, LSTM_H = 256 };
+
+static cml_value_t build_lstm(cml_function_t* f) {
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t xs = bench_param(f, "xs", dt, 3, (int64_t[]){LSTM_T, LSTM_B, LSTM_IN});
+  cml_value_t w = bench_param(f, "w", dt, 2, (int64_t[]){LSTM_IN + LSTM_H, 4 * LSTM_H});
+  cml_value_t bias = bench_param(f, "b", dt, 1, (int64_t[]){4 * LSTM_H});
+  const int64_t hd[2] = {LSTM_B, LSTM_H};
+  cml_value_t zero = cml_op_broadcast_in_dim(f, scalar(f, dt, 0.0), hd, 2, NULL, 0);
+  cml_value_t init[3] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), zero, zero};
+
+  cml_function_t *cond = NULL, *body = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
+  cml_shape_t ts = cml_shape_make(CML_DTYPE_I32, 0, NULL), hs = cml_shape_make(dt, 2, hd);
+  cml_value_t ct = cml_parameter(cond, "t", &ts);
+  (void)cml_parameter(cond, "h", &hs);
+  (void)cml_parameter(cond, "c", &hs);
+  cml_value_t lt = cml_op_less_than(cond, ct, cml_constant_scalar_i64(cond, CML_DTYPE_I32, LSTM_T));
+  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+
+  if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t t = cml_parameter(body, "t", &ts);
+  cml_value_t h = cml_parameter(body, "h", &hs);
+  cml_value_t c = cml_parameter(body, "c", &hs);
+  cml_value_t z = cml_constant_scalar_i64(body, CML_DTYPE_I32, 0);
+  cml_value_t starts[3] = {t, z, z};
+  cml_value_t xt = cml_op_dynamic_slice(body, xs, starts, (int64_t[]){1, LSTM_B, LSTM_IN}, 3);
+  xt = cml_op_reshape(body, xt, (int64_t[]){LSTM_B, LSTM_IN}, 2);
+  cml_value_t xh = cml_op_concatenate(body, 1, (cml_value_t[]){xt, h}, 2);
+  int64_t axis = 1;
+  cml_value_t g = cml_op_add(body, cml_op_dot(body, xh, w),
+                             bcast(body, bias, (int64_t[]){LSTM_B, 4 * LSTM_H}, 2, &axis, 1));
+  cml_value_t gates[4];
+  for (int i = 0; i < 4; ++i)
+    gates[i] = cml_op_slice(body, g, (int64_t[]){0, i * LSTM_H},
+                            (int64_t[]){LSTM_B, (i + 1) * LSTM_H}, NULL, 2);
+  cml_value_t ig = cml_op_logistic(body, gates[0]), fg = cml_op_logistic(body, gates[1]);
+  cml_value_t gg = cml_op_tanh(body, gates[2]), og = cml_op_logistic(body, gates[3]);
+  cml_value_t c2 = cml_op_add(body, cml_op_mul(body, fg, c), cml_op_mul(body, ig, gg));
+  cml_value_t h2 = cml_op_mul(body, og, cml_op_tanh(body, c2));
+  cml_value_t t2 = cml_op_add(body, t, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1));
+  cml_value_t outs[3] = {t2, h2, c2};
+  if (cml_function_return(body, outs, 3) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t fin[3];
+  if (!cml_op_while(f, cond, body, init, 3, fin)) return CML_VALUE_INVALID;
+  return fin[1];
+}
+
+static cml_value_t build_attention(cml_function_t* f) {
+  const int64_t d[4] = {8, 12, 128, 64}, sd[4] = {8, 12, 128, 128};
+  cml_value_t q = bench_param(f, "q", CML_DTYPE_F32, 4, d);
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, d);
+  cml_value_t v = bench_param(f, "v", CML_DTYPE_F32, 4, d);
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.lhs_batch_count = c.rhs_batch_count = 2;
+  c.lhs_batch_axes[0] = c.rhs_batch_axes[0] = 0;
+  c.lhs_batch_axes[1] = c.rhs_batch_axes[1] = 1;
+  c.lhs_contracting_count = c.rhs_contracting_count = 1;
+  c.lhs_contracting_axes[0] = 3;
+  c.rhs_contracting_axes[0] = 3;
+  c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
+  cml_value_t s = cml_op_mul(f, cml_op_dot_general(f, q, k, &c), scalar(f, CML_DTYPE_F32, 0.125));
+  cml_value_t p = softmax(f, s, sd, 4);
+  c.rhs_contracting_axes[0] = 2;
+  return cml_op_dot_general(f, p, v, &c);
+}
+
+static cml_value_t build_gelu_mlp(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){256, 768});
+  cml_value_t h = dense(f, x, 256, 768, 3072);
+  cml_value_t e = cml_op_erf(f, cml_op_mul(f, h, scalar(f, CML_DTYPE_F32, M_SQRT1_2)));
+  h = cml_op_mul(f, cml_op_mul(f, h, scalar(f, CML_DTYPE_F32, 0.5)),
+                 cml_op_add(f, e, scalar(f, CML_DTYPE_F32, 1.0)));
+  return dense(f, h, 256, 3072, 768);
+}
+
+static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  switch (c->dims[0]) {
+    case Z_LENET:
+      return build_lenet(f);
+    case Z_MOBILENET:
+      return build_mobilenet(f);
+    case Z_DEPTHWISE_S2:
+      return build_depthwise_s2(f);
+    case Z_LSTM:
+      return build_lstm(f);
+    case Z_LAYERNORM: {
+      const int64_t d[2] = {1024, 768};
+      return layernorm(f, bench_param(f, "x", dt, 2, d), d, 2);
+    }
+    case Z_SOFTMAX: {
+      const int64_t d[4] = {8, 12, 128, 128};
+      return softmax(f, bench_param(f, "x", dt, 4, d), d, 4);
+    }
+    case Z_BATCHNORM: {
+      const int64_t d[4] = {32, 28, 28, 64};
+      int64_t axes[3] = {0, 1, 2}, ch = 3;
+      cml_value_t x = bench_param(f, "x", dt, 4, d);
+      cml_value_t inv_n = scalar(f, dt, 1.0 / (32.0 * 28 * 28));
+      cml_value_t mean = cml_op_mul(f, cml_op_reduce_sum(f, x, axes, 3), inv_n);
+      cml_value_t xc = cml_op_sub(f, x, bcast(f, mean, d, 4, &ch, 1));
+      cml_value_t var = cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, xc, xc), axes, 3), inv_n);
+      cml_value_t r = cml_op_rsqrt(f, cml_op_add(f, var, scalar(f, dt, 1e-5)));
+      return affine_last(f, cml_op_mul(f, xc, bcast(f, r, d, 4, &ch, 1)), d, 4, "bn");
+    }
+    case Z_EMBED_LN: {
+      cml_value_t table = bench_param(f, "table", dt, 2, (int64_t[]){32000, 512});
+      cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 3, (int64_t[]){16, 128, 1});
+      cml_value_t ids = cml_op_rem(
+          f, cml_op_mul(f, cml_op_iota(f, &is, 1), cml_constant_scalar_i64(f, CML_DTYPE_I32, 7919)),
+          cml_constant_scalar_i64(f, CML_DTYPE_I32, 32000));
+      ids = cml_op_add(f, ids, cml_op_iota(f, &is, 0));
+      cml_gather_dims_t g;
+      memset(&g, 0, sizeof g);
+      g.index_vector_axis = 2;
+      g.offset_output_axis_count = 1;
+      g.offset_output_axes[0] = 2;
+      g.collapsed_slice_axis_count = 1;
+      g.collapsed_slice_axes[0] = 0;
+      g.start_index_map_count = 1;
+      g.slice_size_count = 2;
+      g.slice_sizes[0] = 1;
+      g.slice_sizes[1] = 512;
+      const int64_t d[3] = {16, 128, 512};
+      return layernorm(f, cml_op_gather(f, table, ids, &g), d, 3);
+    }
+    case Z_CONV_NCHW: {
+      cml_value_t x = bench_param(f, "x", dt, 4, (int64_t[]){8, 64, 32, 32});
+      cml_value_t k = bench_param(f, "k", dt, 4, (int64_t[]){64, 64, 3, 3});
+      cml_conv_config_t cc;
+      memset(&cc, 0, sizeof cc);
+      cc.spatial_count = 2;
+      cc.input_batch_axis = 0;
+      cc.input_channel_axis = 1;
+      cc.kernel_output_channel_axis = 0;
+      cc.kernel_input_channel_axis = 1;
+      cc.output_batch_axis = 0;
+      cc.output_channel_axis = 1;
+      for (int i = 0; i < 2; ++i) {
+        cc.input_spatial_axes[i] = cc.kernel_spatial_axes[i] = cc.output_spatial_axes[i] = 2 + i;
+        cc.padding_low[i] = cc.padding_high[i] = 1;
+      }
+      cc.output_dtype = CML_DTYPE_INVALID;
+      return cml_op_conv_general(f, x, k, &cc);
+    }
+    case Z_CONV_TRANSPOSED: {
+      // The gradient-of-conv form: input dilation 2, padding k-1-p = 2 each side.
+      cml_value_t x = bench_param(f, "x", dt, 4, (int64_t[]){8, 16, 16, 64});
+      cml_value_t k = bench_param(f, "k", dt, 4, (int64_t[]){4, 4, 64, 32});
+      cml_conv_config_t cc;
+      memset(&cc, 0, sizeof cc);
+      cc.spatial_count = 2;
+      cc.input_channel_axis = 3;
+      cc.kernel_input_channel_axis = 2;
+      cc.kernel_output_channel_axis = 3;
+      cc.output_channel_axis = 3;
+      for (int i = 0; i < 2; ++i) {
+        cc.input_spatial_axes[i] = cc.output_spatial_axes[i] = 1 + i;
+        cc.kernel_spatial_axes[i] = i;
+        cc.padding_low[i] = cc.padding_high[i] = 2;
+        cc.input_dilations[i] = 2;
+      }
+      cc.output_dtype = CML_DTYPE_INVALID;
+      return cml_op_conv_general(f, x, k, &cc);
+    }
+    case Z_ATTENTION:
+      return build_attention(f);
+    case Z_GELU_MLP:
+      return build_gelu_mlp(f);
+    case Z_CONV1D: {
+      cml_value_t x = bench_param(f, "x", dt, 3, (int64_t[]){16, 1000, 64});
+      cml_value_t k = bench_param(f, "k", dt, 3, (int64_t[]){5, 64, 128});
+      cml_conv_config_t cc;
+      memset(&cc, 0, sizeof cc);
+      cc.spatial_count = 1;
+      cc.input_channel_axis = 2;
+      cc.input_spatial_axes[0] = 1;
+      cc.kernel_spatial_axes[0] = 0;
+      cc.kernel_input_channel_axis = 1;
+      cc.kernel_output_channel_axis = 2;
+      cc.output_channel_axis = 2;
+      cc.output_spatial_axes[0] = 1;
+      cc.padding_low[0] = cc.padding_high[0] = 2;
+      cc.output_dtype = CML_DTYPE_INVALID;
+      return cml_op_conv_general(f, x, k, &cc);
+    }
+    default:
+      return CML_VALUE_INVALID;
+  }
+}
+
+// Multiply-adds x 2 of the products (elementwise work not counted); 0: report bytes.
+static double zoo_flops(int z) {
+  switch (z) {
+    case Z_LENET:
+      return 2.0 * 64 * (28 * 28 * 25 * 32 + 14 * 14 * 25 * 32 * 64 + 3136 * 512 + 512 * 10);
+    case Z_MOBILENET:
+      return 2.0 * 8 * 56 * 56 * (9 * 64 + 64 * 128);
+    case Z_DEPTHWISE_S2:
+      return 2.0 * 8 * 56 * 56 * 9 * 32;
+    case Z_LSTM:
+      return 2.0 * LSTM_T * LSTM_B * (LSTM_IN + LSTM_H) * 4 * LSTM_H;
+    case Z_CONV_NCHW:
+      return 2.0 * 8 * 32 * 32 * 64 * 64 * 9;
+    case Z_CONV_TRANSPOSED:
+      return 2.0 * 8 * 32 * 32 * 32 * 64 * 4;  // the non-zero taps: a quarter of 16
+    case Z_ATTENTION:
+      return 2.0 * 2 * 8 * 12 * 128 * 128 * 64;
+    case Z_GELU_MLP:
+      return 2.0 * 2 * 256 * 768 * 3072;
+    case Z_CONV1D:
+      return 2.0 * 16 * 1000 * 5 * 64 * 128;
+    default:
+      return 0;
+  }
+}
+
+static double zoo_bytes(int z) {
+  switch (z) {
+    case Z_LAYERNORM:
+      return 2.0 * 4 * 1024 * 768;
+    case Z_SOFTMAX:
+      return 2.0 * 4 * 8 * 12 * 128 * 128;
+    case Z_BATCHNORM:
+      return 2.0 * 4 * 32 * 28 * 28 * 64;
+    case Z_EMBED_LN:
+      return 2.0 * 4 * 16 * 128 * 512;
+    default:
+      return 0;
+  }
+}
+
+int main(int argc, char** argv) {
+  bench_options_t opts;
+  if (!bench_parse_args(&opts, argc, argv, "small models written from primitives")) return 2;
+  bench_case_t cases[Z_COUNT];
+  for (int z = 0; z < Z_COUNT; ++z) {
+    bench_case_t* c = &cases[z];
+    memset(c, 0, sizeof *c);
+    c->group = "zoo";
+    c->build = build_zoo;
+    c->dtype = CML_DTYPE_F32;
+    c->dims[0] = z;
+    c->flops = zoo_flops(z);
+    c->bytes = zoo_bytes(z);
+    c->heavy = c->flops > 1e9;
+    bench_case_name(c, "%s", kNames[z]);
+  }
+  bench_run(&opts, cases, Z_COUNT);
+  return bench_finish(&opts);
+}
