@@ -206,12 +206,13 @@ typedef struct cmlc_function_plan_t {
 
 // What the compile-time optimizations did (for tests and `cml info`-style reports).
 typedef struct cmlc_opt_stats_t {
-  uint32_t folded;        // nodes evaluated at compile time (their results became constants)
-  uint32_t merged;        // nodes merged into an identical earlier node (CSE)
-  uint32_t fused_groups;  // fused elementwise loops
-  uint32_t fused_nodes;   // nodes inside those loops (roots included)
-  uint32_t prepared;      // kernel steps with data prepared from constant inputs (entry.prepare)
-  uint32_t segmented;     // Concatenates never run: their consumer reads the operands in place
+  uint32_t folded;         // nodes evaluated at compile time (their results became constants)
+  uint32_t merged;         // nodes merged into an identical earlier node (CSE)
+  uint32_t fused_groups;   // fused elementwise loops
+  uint32_t fused_nodes;    // nodes inside those loops (roots included)
+  uint32_t fused_reduces;  // loops that are reductions of a group never stored
+  uint32_t prepared;       // kernel steps with data prepared from constant inputs (entry.prepare)
+  uint32_t segmented;      // Concatenates never run: their consumer reads the operands in place
   uint32_t transposes_folded;  // Transpose operands of Dot/DotGeneral read in place
   uint32_t concat_placed;      // Concatenate operands computed in place in its output
 } cmlc_opt_stats_t;
@@ -363,12 +364,15 @@ bool cmlc_fused_node_supported(const cml_module_t* module, const cml_ir_node_t* 
 
 // Builds the program of a group: |members| are node indices in schedule order, the last one
 // is the root whose output the loop writes; every other member's single output is read only
-// by later members, and every member's output has the root's dims. Returns
-// FAILED_PRECONDITION (quietly: the planner then leaves the nodes unfused) when the group
-// needs more registers or inputs than a loop has.
+// by later members, and every member's output has the root's dims. Members' inputs listed in
+// |through| (outputs of BroadcastInDim nodes) are read through the broadcast: the loop takes
+// the broadcast's operand and expands it per block, so the broadcast need not run for it.
+// Returns FAILED_PRECONDITION (quietly: the planner then leaves the nodes unfused) when the
+// group needs more registers or inputs than a loop has.
 CML_MUST_USE cml_status_t cmlc_fused_build(const cml_module_t* module,
                                            const cmlc_options_t* options, const uint32_t* members,
-                                           uint32_t member_count, cml_allocator_t allocator,
+                                           uint32_t member_count, const uint32_t* through,
+                                           uint32_t through_count, cml_allocator_t allocator,
                                            cmlc_fused_t** out);
 void cmlc_fused_destroy(cml_allocator_t allocator, cmlc_fused_t* fused);
 // The group's external inputs (value indices, distinct) in the order the run takes them.
@@ -376,9 +380,23 @@ uint32_t cmlc_fused_input_count(const cmlc_fused_t* fused);
 const uint32_t* cmlc_fused_inputs(const cmlc_fused_t* fused);
 // An input the output may share storage with (same dims and element size), or -1.
 int cmlc_fused_in_place_input(const cmlc_fused_t* fused);
-// Runs the loop: |inputs| in cmlc_fused_inputs order, |output| the root's storage.
-void cmlc_fused_run(const cmlc_fused_t* fused, const void* const* inputs, void* output,
-                    const cmlc_options_t* options, cmlc_pool_t* pool);
+// Whether |node| is a member of the loop (computed inside it).
+bool cmlc_fused_has_member(const cmlc_fused_t* fused, const cml_ir_node_t* node);
+// Whether |reduce| can read a fused group's output produced on the fly (loop_fusion.c).
+bool cmlc_fused_reduce_supported(const cml_module_t* module, const cml_ir_node_t* reduce,
+                                 const cmlc_options_t* options);
+// Makes the program a fused reduction: |reduce| (a Reduce node reading the group's root
+// output, and nothing else reading it) computes from runs of the group's output produced on the
+// fly. False (the program unchanged) when the reduction has no path for a produced input.
+bool cmlc_fused_attach_reduce(cmlc_fused_t* fused, const cml_module_t* module,
+                              const cml_ir_node_t* reduce, const cmlc_options_t* options);
+// Scratch bytes a run needs (a fused reduction's partials; 0 for a plain loop).
+size_t cmlc_fused_scratch(const cmlc_fused_t* fused, const cmlc_options_t* options);
+// Runs the loop: |inputs| in cmlc_fused_inputs order, |output| the root's storage (a fused
+// reduction's output), |scratch| cmlc_fused_scratch bytes. Fails only on internal errors.
+CML_MUST_USE cml_status_t cmlc_fused_run(const cmlc_fused_t* fused, const void* const* inputs,
+                                         void* output, const cmlc_options_t* options,
+                                         cmlc_pool_t* pool, void* scratch, size_t scratch_size);
 
 //===--- execution (exec.c) ---===//
 

@@ -460,8 +460,11 @@ static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi,
         const uint32_t count = cmlc_fused_input_count(step->fused);
         const uint32_t* values = cmlc_fused_inputs(step->fused);
         for (uint32_t k = 0; k < count; ++k) io[k] = ptrs[values[k]];
-        cmlc_fused_run(step->fused, (const void* const*)io, ptrs[n->first_output],
-                       &exe->backend->options, exe->backend->pool);
+        cml_status_t st = cmlc_fused_run(step->fused, (const void* const*)io, ptrs[n->first_output],
+                                         &exe->backend->options, exe->backend->pool,
+                                         step->scratch_size ? segment + step->scratch_offset : NULL,
+                                         step->scratch_size);
+        if (st != CML_OK) return cml_status_annotate(st, "c backend: fused %s", cml_op_name(n->op));
         break;
       }
       case CMLC_STEP_CALL: {

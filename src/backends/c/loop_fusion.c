@@ -19,6 +19,7 @@
 // Thread-safety: a program is immutable once built; runs share nothing but it.
 #include "backends/c/engine_internal.h"
 #include "backends/c/kernels/generic/elementwise_internal.h"
+#include "backends/c/kernels/generic/reduce_internal.h"
 
 enum {
   CMLC_FUSED_BLOCK = 256,
@@ -28,6 +29,7 @@ enum {
   CMLC_FUSED_MAX_OPS = 32,
   CMLC_FUSED_MIN_CHUNK_BLOCKS = 64,  // 16384 elements, as the unfused loops
   CMLC_FUSED_MAX_ELEMENT = 8,        // f64
+  CMLC_FUSED_MIN_DIRECT_RUN = 64,    // shorter innermost runs gather broadcast inputs instead
 };
 
 typedef enum cmlc_fused_mode_t {
@@ -59,6 +61,13 @@ struct cmlc_fused_t {
   int64_t n;
   size_t out_size;
   int in_place_input;
+  // Broadcast inputs are read in place, run by run of the innermost axis (every one has stride
+  // 0 or 1 along it, and that axis is at least CMLC_FUSED_MIN_DIRECT_RUN long).
+  bool direct;
+  // A fused reduction: |reduce| (a Reduce node of |module|) reads the group's output, which is
+  // computed run by run and never stored; the loop's output is the reduction's.
+  const cml_module_t* module;
+  const cml_ir_node_t* reduce;
 };
 
 //===--- op support ---===//
@@ -121,8 +130,51 @@ static cml_status_t cmlc_fused_refuse(const char* why) {
   return cml_status_make(CML_STATUS_FAILED_PRECONDITION, "fusion: %s", why);
 }
 
+// Reads the input |v| of a group whose output has |os| dims through the BroadcastInDim that
+// produced it: |slot| takes the broadcast's operand, as a scalar, a full input (an identity
+// broadcast) or a broadcast input whose strides map the output axes onto the operand's (0 on
+// the axes the broadcast adds or expands). Returns NULL, or why it cannot.
+static const char* cmlc_fused_through_bcast(const cml_module_t* m, cmlc_fused_t* f, uint32_t slot,
+                                            uint32_t v, const cml_shape_t* os) {
+  const cml_ir_node_t* bn = &m->nodes[m->values[v].node];
+  const uint32_t u = bn->inputs[0];
+  const cml_shape_t* us = &m->values[u].shape;
+  const cml_shape_t* bs = &m->values[v].shape;
+  if (bs->rank != os->rank || bn->attrs->axis_count != us->rank) return "broadcast input";
+  f->inputs[slot] = u;
+  f->in_size[slot] = cmlc_dtype_size(us->dtype);
+  if (cml_shape_element_count(us) == 1) {
+    f->mode[slot] = CMLC_FUSED_SCALAR;
+    return NULL;
+  }
+  if (cml_shape_dims_equal(us, os)) {
+    bool identity = true;
+    for (int32_t i = 0; i < us->rank; ++i) identity &= bn->attrs->axes[i] == i;
+    if (identity) {
+      f->mode[slot] = CMLC_FUSED_FULL;
+      return NULL;
+    }
+  }
+  if (f->bcast_count >= CMLC_FUSED_MAX_BCAST) return "too many broadcast inputs";
+  int64_t ustrides[CML_MAX_RANK];
+  cmlc_shape_strides(us, ustrides);
+  for (int32_t d = 0; d < os->rank; ++d) {
+    if (bs->dims[d] != os->dims[d] && bs->dims[d] != 1) return "bad broadcast";
+    f->in_strides[slot][d] = 0;
+  }
+  for (int32_t i = 0; i < us->rank; ++i) {
+    const int64_t d = bn->attrs->axes[i];
+    if (d < 0 || d >= os->rank) return "bad broadcast";
+    if (us->dims[i] != 1 && bs->dims[d] != 1) f->in_strides[slot][d] = ustrides[i];
+  }
+  f->mode[slot] = CMLC_FUSED_BCAST;
+  f->bcast_slot[slot] = (uint8_t)f->bcast_count++;
+  return NULL;
+}
+
 cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* options,
                               const uint32_t* members, uint32_t member_count,
+                              const uint32_t* through, uint32_t through_count,
                               cml_allocator_t allocator, cmlc_fused_t** out) {
   *out = NULL;
   if (member_count == 0 || member_count > CMLC_FUSED_MAX_OPS) {
@@ -142,6 +194,7 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
   int16_t reg_of[CMLC_FUSED_MAX_OPS];
   uint32_t last_reader[CMLC_FUSED_MAX_OPS];
   bool reg_busy[CMLC_FUSED_MAX_REGS] = {false};
+  uint32_t source[CMLC_FUSED_MAX_INPUTS];  // the value each input slot stands for
   for (uint32_t i = 0; i < member_count; ++i) {
     reg_of[i] = -1;
     last_reader[i] = i;
@@ -174,12 +227,21 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
       }
       uint32_t slot = f->input_count;
       for (uint32_t j = 0; j < f->input_count; ++j) {
-        if (f->inputs[j] == v) slot = j;
+        if (source[j] == v) slot = j;
       }
       if (slot == f->input_count) {
         if (f->input_count == CMLC_FUSED_MAX_INPUTS) {
           why = "too many inputs";
           break;
+        }
+        source[slot] = v;
+        bool bcast = false;
+        for (uint32_t t = 0; t < through_count && !bcast; ++t) bcast = through[t] == v;
+        if (bcast) {
+          why = cmlc_fused_through_bcast(m, f, slot, v, os);
+          ++f->input_count;
+          op->args[k] = (int16_t)(-(int32_t)slot - 1);
+          continue;
         }
         const cml_shape_t* is = &m->values[v].shape;
         f->inputs[slot] = v;
@@ -238,6 +300,13 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
     return cmlc_fused_refuse(why);
   }
   f->op_count = member_count;
+  f->direct =
+      f->bcast_count > 0 && f->rank > 0 && f->dims[f->rank - 1] >= CMLC_FUSED_MIN_DIRECT_RUN;
+  for (uint32_t j = 0; j < f->input_count && f->direct; ++j) {
+    if (f->mode[j] != CMLC_FUSED_BCAST) continue;
+    const int64_t inner_stride = f->in_strides[j][f->rank - 1];
+    f->direct = inner_stride == 0 || inner_stride == 1;
+  }
   for (uint32_t j = 0; j < f->input_count; ++j) {
     if (f->mode[j] == CMLC_FUSED_FULL && f->in_size[j] == f->out_size) {
       f->in_place_input = (int)j;
@@ -286,10 +355,20 @@ static void cmlc_fused_gather(const cmlc_fused_t* f, uint32_t j, const char* bas
     // A run along the innermost axis.
     int64_t run = inner - idx[last];
     if (run > len - k) run = len - k;
-    if (es == 4) {
+    if (inner_stride == 1) {
+      memcpy(dst + (size_t)k * es, base + (size_t)off * es, (size_t)run * es);
+    } else if (es == 4 && inner_stride == 0) {
+      const uint32_t value = ((const uint32_t*)base)[off];
+      uint32_t* o = (uint32_t*)dst + k;
+      for (int64_t r = 0; r < run; ++r) o[r] = value;
+    } else if (es == 4) {
       const uint32_t* s = (const uint32_t*)base;
       uint32_t* o = (uint32_t*)dst + k;
       for (int64_t r = 0; r < run; ++r) o[r] = s[off + r * inner_stride];
+    } else if (es == 8 && inner_stride == 0) {
+      const uint64_t value = ((const uint64_t*)base)[off];
+      uint64_t* o = (uint64_t*)dst + k;
+      for (int64_t r = 0; r < run; ++r) o[r] = value;
     } else if (es == 8) {
       const uint64_t* s = (const uint64_t*)base;
       uint64_t* o = (uint64_t*)dst + k;
@@ -312,90 +391,191 @@ static void cmlc_fused_gather(const cmlc_fused_t* f, uint32_t j, const char* bas
   }
 }
 
+typedef struct cmlc_fused_scratch_t {
+  _Alignas(64) uint8_t regs[CMLC_FUSED_MAX_REGS][CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
+  _Alignas(64) uint8_t bcast[CMLC_FUSED_MAX_BCAST][CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
+  _Alignas(64) uint8_t expanded[CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
+} cmlc_fused_scratch_t;
+
+// Copies one element of |size| bytes |n| times into |dst|.
+static void cmlc_fused_expand(const void* src, size_t size, int64_t n, uint8_t* dst) {
+  for (int64_t i = 0; i < n; ++i) memcpy(dst + (size_t)i * size, src, size);
+}
+
+// Computes output elements [start, start + len) (len <= CMLC_FUSED_BLOCK) into |out|. With
+// |direct|, the range lies within one run of the innermost axis and every broadcast input has
+// stride 0 or 1 there: those inputs are read in place (one element, or a contiguous run)
+// instead of being gathered.
+static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t len, char* out,
+                             bool direct, cmlc_fused_scratch_t* s) {
+  const cmlc_fused_t* f = c->f;
+  const void* bcast_at[CMLC_FUSED_MAX_INPUTS];
+  int64_t bcast_stride[CMLC_FUSED_MAX_INPUTS];
+  for (uint32_t j = 0; j < f->input_count; ++j) {
+    if (f->mode[j] != CMLC_FUSED_BCAST) continue;
+    if (!direct) {
+      cmlc_fused_gather(f, j, (const char*)c->inputs[j], start, len,
+                        (char*)s->bcast[f->bcast_slot[j]]);
+      bcast_at[j] = s->bcast[f->bcast_slot[j]];
+      bcast_stride[j] = 1;
+      continue;
+    }
+    int64_t rest = start, off = 0;
+    for (int32_t d = f->rank - 1; d >= 0; --d) {
+      off += (rest % f->dims[d]) * f->in_strides[j][d];
+      rest /= f->dims[d];
+    }
+    bcast_at[j] = (const char*)c->inputs[j] + (size_t)off * f->in_size[j];
+    bcast_stride[j] = f->in_strides[j][f->rank - 1];
+  }
+  for (uint32_t i = 0; i < f->op_count; ++i) {
+    const cmlc_fused_op_t* op = &f->ops[i];
+    const void* in[3] = {NULL, NULL, NULL};
+    int64_t stride[3] = {0, 0, 0};
+    for (int a = 0; a < op->arg_count; ++a) {
+      const int16_t arg = op->args[a];
+      stride[a] = 1;
+      if (arg >= 0) {
+        in[a] = s->regs[arg];
+        continue;
+      }
+      const uint32_t j = (uint32_t)(-arg - 1);
+      switch (f->mode[j]) {
+        case CMLC_FUSED_FULL:
+          in[a] = (const char*)c->inputs[j] + (size_t)start * f->in_size[j];
+          break;
+        case CMLC_FUSED_SCALAR:
+          in[a] = c->inputs[j];
+          stride[a] = 0;
+          break;
+        default:
+          in[a] = bcast_at[j];
+          stride[a] = bcast_stride[j];
+          break;
+      }
+    }
+    void* dst = op->dst >= 0 ? (void*)s->regs[op->dst] : (void*)out;
+    if (op->fn) {
+      op->fn(dst, in, stride, len);
+      continue;
+    }
+    // ConvertDType: the SIMD loop its lookup picked, straight on this block, else the runner's
+    // generic path on this block alone (inline, no pool). Both read a contiguous input: one
+    // element read in place (a scalar, or a broadcast input read directly) is expanded first.
+    if (stride[0] == 0) {
+      cmlc_fused_expand(in[0], cmlc_dtype_size(op->from), len, s->expanded);
+      in[0] = s->expanded;
+    }
+    if (op->convert_impl) {
+      ((cmlc_ew_convert_fn)op->convert_impl)(dst, in[0], len);
+      continue;
+    }
+    int64_t dims[1] = {len};
+    cml_shape_t si = cml_shape_make(op->from, 1, dims);
+    cml_shape_t so = cml_shape_make(op->to, 1, dims);
+    const cml_shape_t* is[1] = {&si};
+    const cml_shape_t* oshape[1] = {&so};
+    void* outs[1] = {dst};
+    cmlc_kernel_args_t args = {
+        .node = op->node,
+        .options = c->options,
+        .input_count = 1,
+        .input_shapes = is,
+        .inputs = in,
+        .output_count = 1,
+        .output_shapes = oshape,
+        .outputs = outs,
+        .impl = {op->convert_impl},
+    };
+    // Checked when the program was built (cmlc_ew_convert_supported): cannot fail.
+    cml_status_free(cmlc_ew_run_convert(&args));
+  }
+}
+
+// Computes output elements [start, start + len) (len <= CMLC_FUSED_BLOCK) into |out|: a
+// program whose broadcast inputs all have stride 0 or 1 along a long enough innermost axis
+// goes run by run of that axis, reading them in place.
+static void cmlc_fused_block(const cmlc_fused_ctx_t* c, int64_t start, int64_t len, char* out,
+                             cmlc_fused_scratch_t* s) {
+  const cmlc_fused_t* f = c->f;
+  if (!f->direct) {
+    cmlc_fused_range(c, start, len, out, false, s);
+    return;
+  }
+  const int64_t inner = f->dims[f->rank - 1];
+  while (len > 0) {
+    const int64_t to_end = inner - start % inner;
+    const int64_t n = len < to_end ? len : to_end;
+    cmlc_fused_range(c, start, n, out, true, s);
+    start += n;
+    len -= n;
+    out += (size_t)n * f->out_size;
+  }
+}
+
 static void cmlc_fused_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_fused_ctx_t* c = (const cmlc_fused_ctx_t*)ctx;
   const cmlc_fused_t* f = c->f;
-  _Alignas(64) uint8_t regs[CMLC_FUSED_MAX_REGS][CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
-  _Alignas(64) uint8_t bcast[CMLC_FUSED_MAX_BCAST][CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
+  cmlc_fused_scratch_t s;
   for (int64_t blk = begin; blk < end; ++blk) {
     const int64_t start = blk * CMLC_FUSED_BLOCK;
     const int64_t len = f->n - start < CMLC_FUSED_BLOCK ? f->n - start : CMLC_FUSED_BLOCK;
-    for (uint32_t j = 0; j < f->input_count; ++j) {
-      if (f->mode[j] == CMLC_FUSED_BCAST) {
-        cmlc_fused_gather(f, j, (const char*)c->inputs[j], start, len,
-                          (char*)bcast[f->bcast_slot[j]]);
-      }
-    }
-    for (uint32_t i = 0; i < f->op_count; ++i) {
-      const cmlc_fused_op_t* op = &f->ops[i];
-      const void* in[3] = {NULL, NULL, NULL};
-      int64_t stride[3] = {0, 0, 0};
-      for (int a = 0; a < op->arg_count; ++a) {
-        const int16_t arg = op->args[a];
-        stride[a] = 1;
-        if (arg >= 0) {
-          in[a] = regs[arg];
-          continue;
-        }
-        const uint32_t j = (uint32_t)(-arg - 1);
-        switch (f->mode[j]) {
-          case CMLC_FUSED_FULL:
-            in[a] = (const char*)c->inputs[j] + (size_t)start * f->in_size[j];
-            break;
-          case CMLC_FUSED_SCALAR:
-            in[a] = c->inputs[j];
-            stride[a] = 0;
-            break;
-          default:
-            in[a] = bcast[f->bcast_slot[j]];
-            break;
-        }
-      }
-      void* dst =
-          op->dst >= 0 ? (void*)regs[op->dst] : (void*)(c->output + (size_t)start * f->out_size);
-      if (op->fn) {
-        op->fn(dst, in, stride, len);
-        continue;
-      }
-      // ConvertDType: the SIMD loop its lookup picked, straight on this block (the input is a
-      // register or the block's slice of a full input: a member has the group's dims), else
-      // the runner's generic path on this block alone (inline, no pool).
-      if (op->convert_impl) {
-        ((cmlc_ew_convert_fn)op->convert_impl)(dst, in[0], len);
-        continue;
-      }
-      int64_t dims[1] = {len};
-      cml_shape_t si = cml_shape_make(op->from, 1, dims);
-      cml_shape_t so = cml_shape_make(op->to, 1, dims);
-      const cml_shape_t* is[1] = {&si};
-      const cml_shape_t* oshape[1] = {&so};
-      void* outs[1] = {dst};
-      cmlc_kernel_args_t args = {
-          .node = op->node,
-          .options = c->options,
-          .input_count = 1,
-          .input_shapes = is,
-          .inputs = in,
-          .output_count = 1,
-          .output_shapes = oshape,
-          .outputs = outs,
-          .impl = {op->convert_impl},
-      };
-      // Checked when the program was built (cmlc_ew_convert_supported): cannot fail.
-      cml_status_free(cmlc_ew_run_convert(&args));
-    }
+    cmlc_fused_block(c, start, len, c->output + (size_t)start * f->out_size, &s);
   }
 }
 
-void cmlc_fused_run(const cmlc_fused_t* fused, const void* const* inputs, void* output,
-                    const cmlc_options_t* options, cmlc_pool_t* pool) {
-  if (fused->n == 0) return;
+// The input of a fused reduction: group elements [start, start + len) into |dst|.
+static void cmlc_fused_produce(void* ctx, int64_t start, int64_t len, float* dst) {
+  const cmlc_fused_ctx_t* c = (const cmlc_fused_ctx_t*)ctx;
+  cmlc_fused_scratch_t s;
+  for (int64_t at = 0; at < len; at += CMLC_FUSED_BLOCK) {
+    const int64_t n = len - at < CMLC_FUSED_BLOCK ? len - at : CMLC_FUSED_BLOCK;
+    cmlc_fused_block(c, start + at, n, (char*)(dst + at), &s);
+  }
+}
+
+cml_status_t cmlc_fused_run(const cmlc_fused_t* fused, const void* const* inputs, void* output,
+                            const cmlc_options_t* options, cmlc_pool_t* pool, void* scratch,
+                            size_t scratch_size) {
   cmlc_fused_ctx_t c = {fused, inputs, (char*)output, options};
+  if (fused->reduce) {
+    return cmlc__rd_run_produced(fused->module, fused->reduce, options, pool, scratch, scratch_size,
+                                 cmlc_fused_produce, &c, output);
+  }
+  if (fused->n == 0) return CML_OK;
   const int64_t blocks = (fused->n + CMLC_FUSED_BLOCK - 1) / CMLC_FUSED_BLOCK;
   if (blocks == 1) {
     cmlc_fused_task(&c, 0, 1, 0);
-    return;
+    return CML_OK;
   }
   cmlc_parallel_for(pool, blocks, CMLC_FUSED_MIN_CHUNK_BLOCKS, cmlc_fused_task, &c);
+  return CML_OK;
+}
+
+bool cmlc_fused_has_member(const cmlc_fused_t* fused, const cml_ir_node_t* node) {
+  for (uint32_t i = 0; fused && i < fused->op_count; ++i) {
+    if (fused->ops[i].node == node) return true;
+  }
+  return false;
+}
+
+bool cmlc_fused_reduce_supported(const cml_module_t* module, const cml_ir_node_t* reduce,
+                                 const cmlc_options_t* options) {
+  return cmlc__rd_produced_ok(module, reduce, options);
+}
+
+bool cmlc_fused_attach_reduce(cmlc_fused_t* fused, const cml_module_t* module,
+                              const cml_ir_node_t* reduce, const cmlc_options_t* options) {
+  if (fused->out_size != sizeof(float) || !cmlc__rd_produced_ok(module, reduce, options)) {
+    return false;
+  }
+  fused->module = module;
+  fused->reduce = reduce;
+  fused->in_place_input = -1;
+  return true;
+}
+
+size_t cmlc_fused_scratch(const cmlc_fused_t* fused, const cmlc_options_t* options) {
+  return fused->reduce ? cmlc__rd_produced_scratch(fused->module, fused->reduce, options) : 0;
 }

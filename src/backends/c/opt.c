@@ -329,6 +329,169 @@ static void cmlc_opt_count_uses(cmlc_planner_t* p, uint32_t fi) {
   for (uint32_t o = 0; o < f->output_count; ++o) cmlc_opt_count_use(p, f->outputs[o], CMLC_OPT_PIN);
 }
 
+// After fusion: a BroadcastInDim that every fused loop reading it reads through (its operand
+// expanded per block) and nothing else reads (no plain node, not returned, not captured, not
+// reused by a merged node) need not run.
+static cml_status_t cmlc_opt_drop_read_through(cmlc_planner_t* p, uint32_t fi) {
+  const cml_module_t* m = p->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  cmlc_executable_t* exe = p->exe;
+  bool any = false;
+  for (uint32_t i = 0; i < f->node_count && !any; ++i) {
+    const uint32_t ni = f->nodes[i];
+    any = p->needed[ni] && m->nodes[ni].op == CML_OP_BROADCAST_IN_DIM &&
+          p->node_state[ni] == CMLC_NODE_PLAIN;
+  }
+  if (!any) return CML_OK;
+  const size_t read_bytes = m->value_count ? m->value_count : 1;
+  bool* read = cml_allocator_malloc(p->alloc, read_bytes, CMLC_ALIGNMENT);
+  if (!read) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  memset(read, 0, read_bytes);
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const uint32_t ni = f->nodes[i];
+    if (!p->needed[ni]) continue;
+    if (p->node_state[ni] == CMLC_NODE_FUSED_ROOT) {
+      const cmlc_fused_t* fused = exe->fused_of[ni];
+      const uint32_t* ins = cmlc_fused_inputs(fused);
+      for (uint32_t k = 0; k < cmlc_fused_input_count(fused); ++k) read[ins[k]] = true;
+    } else if (p->node_state[ni] == CMLC_NODE_PLAIN) {
+      const cml_ir_node_t* n = cmlc_plan_node(exe, ni);
+      for (uint32_t k = 0; k < n->input_count; ++k) read[n->inputs[k]] = true;
+    }
+  }
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = &m->nodes[ni];
+    if (!p->needed[ni] || n->op != CML_OP_BROADCAST_IN_DIM ||
+        p->node_state[ni] != CMLC_NODE_PLAIN) {
+      continue;
+    }
+    const uint32_t v = n->first_output;
+    if (!read[v] && p->uses[v] < CMLC_OPT_PIN) p->needed[ni] = false;
+  }
+  cml_allocator_free(p->alloc, read, read_bytes);
+  return CML_OK;
+}
+
+// Whether the producer of |v| joins a group whose output has |rs| dims when a member reads it:
+// a live elementwise node of function |fi| with that output, read by that member alone (or
+// duplicable: |dup|, every group reading it computes it again).
+static bool cmlc_opt_joins(const cmlc_planner_t* p, uint32_t fi, uint32_t v, const cml_shape_t* rs,
+                           const bool* dup) {
+  const cml_module_t* m = p->module;
+  const uint32_t pi = m->values[v].node;
+  const cml_ir_node_t* pn = &m->nodes[pi];
+  const bool again = dup && dup[pi];  // maybe inside another loop already
+  return p->needed[pi] &&
+         (p->node_state[pi] == CMLC_NODE_PLAIN ||
+          (again && p->node_state[pi] == CMLC_NODE_FUSED_INNER)) &&
+         pn->function == fi && pn->output_count == 1 && (p->uses[v] == 1 || again) &&
+         cml_shape_dims_equal(&m->values[v].shape, rs) &&
+         cmlc_fused_node_supported(m, pn, &p->backend->options);
+}
+
+// Elementwise ops cheap enough to compute again in each loop that reads them (no
+// transcendental functions, no division).
+static bool cmlc_opt_cheap(cml_op_t op) {
+  switch (op) {
+    case CML_OP_ADD:
+    case CML_OP_SUB:
+    case CML_OP_MUL:
+    case CML_OP_NEG:
+    case CML_OP_ABS:
+    case CML_OP_MAX:
+    case CML_OP_MIN:
+    case CML_OP_CLAMP:
+    case CML_OP_WHERE:
+    case CML_OP_CONVERT_DTYPE:
+      return true;
+    default:
+      return cml_op_kind(op) == CML_OPK_COMPARE;
+  }
+}
+
+enum { CMLC_OPT_MAX_DUP_READERS = 4 };
+
+// Duplicable nodes of function |fi| (|dup|, per node): a cheap elementwise node read by 2 to
+// CMLC_OPT_MAX_DUP_READERS nodes (not returned or captured), each of them an elementwise node
+// of its dims that fusion can take, or a reduction that can read a produced operand. Every
+// loop reading it then computes it again instead of reading a stored copy. Its own operands
+// must be values that no loop would compute (so that it can still run on its own, see
+// cmlc_opt_undup).
+static void cmlc_opt_mark_dup(const cmlc_planner_t* p, uint32_t fi, bool* dup) {
+  const cml_module_t* m = p->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  const cmlc_options_t* options = &p->backend->options;
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = &m->nodes[ni];
+    dup[ni] = false;
+    if (!p->needed[ni] || p->node_state[ni] != CMLC_NODE_PLAIN || n->output_count != 1 ||
+        !cmlc_opt_cheap(n->op) || p->uses[n->first_output] < 2 ||
+        p->uses[n->first_output] > CMLC_OPT_MAX_DUP_READERS ||
+        !cmlc_fused_node_supported(m, n, options)) {
+      continue;
+    }
+    const cml_shape_t* ns = &m->values[n->first_output].shape;
+    if (cml_shape_element_count(ns) == 0) continue;
+    bool ok = true;
+    for (uint32_t k = 0; k < n->input_count && ok; ++k) {
+      ok = !cmlc_opt_joins(p, fi, n->inputs[k], ns, NULL);
+    }
+    dup[ni] = ok;
+  }
+  // Every reader must be one that a loop can take it into.
+  for (uint32_t j = 0; j < f->node_count; ++j) {
+    const uint32_t ci = f->nodes[j];
+    const cml_ir_node_t* c = &m->nodes[ci];
+    if (!p->needed[ci] || p->node_state[ci] == CMLC_NODE_FOLDED) continue;
+    for (uint32_t k = 0; k < c->input_count; ++k) {
+      const uint32_t v = c->inputs[k], ni = m->values[v].node;
+      if (!dup[ni]) continue;
+      bool ok;
+      if (p->node_state[ci] != CMLC_NODE_PLAIN) {
+        ok = false;
+      } else if (cml_op_kind(c->op) == CML_OPK_REDUCE) {
+        ok = c->input_count == 1 && cmlc_fused_reduce_supported(m, c, options);
+      } else {
+        ok = c->output_count == 1 && cmlc_fused_node_supported(m, c, options) &&
+             cml_shape_dims_equal(&m->values[c->first_output].shape, &m->values[v].shape);
+      }
+      if (!ok) dup[ni] = false;
+    }
+  }
+}
+
+// After grouping: a duplicated node that some reader's loop did not take in (the loop was
+// full, or the reader stayed unfused) runs on its own after all, so that reader finds it
+// stored; loops that took it in still compute it themselves (the same bits). Repeated until
+// nothing changes: a node run on its own again needs its duplicated operands stored too.
+static void cmlc_opt_undup(cmlc_planner_t* p, uint32_t fi, const bool* dup) {
+  const cml_module_t* m = p->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t j = 0; j < f->node_count; ++j) {
+      const uint32_t ci = f->nodes[j];
+      const cml_ir_node_t* c = &m->nodes[ci];
+      if (!p->needed[ci] || p->node_state[ci] == CMLC_NODE_FOLDED) continue;
+      const uint32_t root = p->node_state[ci] == CMLC_NODE_FUSED_ROOT    ? ci
+                            : p->node_state[ci] == CMLC_NODE_FUSED_INNER ? p->node_link[ci]
+                                                                         : UINT32_MAX;
+      for (uint32_t k = 0; k < c->input_count; ++k) {
+        const uint32_t ni = m->values[c->inputs[k]].node;
+        if (!dup[ni] || p->node_state[ni] != CMLC_NODE_FUSED_INNER) continue;
+        if (root != UINT32_MAX && cmlc_fused_has_member(p->exe->fused_of[root], &m->nodes[ni])) {
+          continue;
+        }
+        p->node_state[ni] = CMLC_NODE_PLAIN;
+        p->node_link[ni] = 0;
+        changed = true;
+      }
+    }
+  }
+}
+
 cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
   const cmlc_options_t* options = &p->backend->options;
   cmlc_executable_t* exe = p->exe;
@@ -340,12 +503,31 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
   // and places the new node right after it).
   for (uint32_t i = 0; i < f->node_count; ++i) p->position[f->nodes[i]] = i;
   cmlc_opt_count_uses(p, fi);
+  const size_t dup_bytes = m->node_count ? m->node_count : 1;
+  bool* dup = cml_allocator_malloc(p->alloc, dup_bytes, CMLC_ALIGNMENT);
+  if (!dup) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  memset(dup, 0, dup_bytes);
+  cmlc_opt_mark_dup(p, fi, dup);
 
-  uint32_t members[CMLC_OPT_MAX_GROUP];
+  uint32_t members[CMLC_OPT_MAX_GROUP + 1];  // + a fused reduction
   for (uint32_t i = f->node_count; i-- > 0;) {
-    const uint32_t root = f->nodes[i];
+    uint32_t root = f->nodes[i];
     const cml_ir_node_t* rn = &m->nodes[root];
     if (!p->needed[root] || p->node_state[root] != CMLC_NODE_PLAIN) continue;
+    // A reduction whose operand an elementwise group computes (read by it alone) runs that
+    // group itself, run by run: the operand is never stored. The group grows from the operand.
+    uint32_t reduce = UINT32_MAX;
+    if (cml_op_kind(rn->op) == CML_OPK_REDUCE && rn->input_count == 1) {
+      const uint32_t v = rn->inputs[0], pi = m->values[v].node;
+      const cml_ir_node_t* pn = &m->nodes[pi];
+      if (!cmlc_opt_joins(p, fi, v, &m->values[v].shape, dup) ||
+          !cmlc_fused_reduce_supported(m, rn, options)) {
+        continue;
+      }
+      reduce = root;
+      root = pi;
+      rn = pn;
+    }
     const cml_shape_t* rs = &m->values[rn->first_output].shape;
     if (cml_shape_element_count(rs) == 0 || !cmlc_fused_node_supported(m, rn, options)) continue;
     // Grow the group backwards through single-use producers of the root's dims.
@@ -356,19 +538,31 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
       for (uint32_t k = 0; k < mn->input_count && count < CMLC_OPT_MAX_GROUP; ++k) {
         const uint32_t v = mn->inputs[k];
         const uint32_t pi = m->values[v].node;
-        const cml_ir_node_t* pn = &m->nodes[pi];
         bool in_group = false;
         for (uint32_t j = 0; j < count && !in_group; ++j) in_group = members[j] == pi;
-        if (in_group || !p->needed[pi] || p->node_state[pi] != CMLC_NODE_PLAIN ||
-            pn->function != fi || pn->output_count != 1 || p->uses[v] != 1 ||
-            !cml_shape_dims_equal(&m->values[v].shape, rs) ||
-            !cmlc_fused_node_supported(m, pn, options)) {
-          continue;
-        }
+        if (in_group || !cmlc_opt_joins(p, fi, v, rs, dup)) continue;
         members[count++] = pi;
       }
     }
-    if (count < 2) continue;
+    // Inputs that BroadcastInDim nodes of this function produce: the loop reads their
+    // operands instead (a lone elementwise op with such an input is worth a loop too).
+    uint32_t through[CMLC_OPT_MAX_GROUP * 3];
+    uint32_t through_count = 0;
+    for (uint32_t j = 0; j < count; ++j) {
+      const cml_ir_node_t* mn = &m->nodes[members[j]];
+      for (uint32_t k = 0; k < mn->input_count; ++k) {
+        const uint32_t v = mn->inputs[k], bi = m->values[v].node;
+        const cml_ir_node_t* bn = &m->nodes[bi];
+        if (bn->op != CML_OP_BROADCAST_IN_DIM || bn->function != fi || !p->needed[bi] ||
+            p->node_state[bi] != CMLC_NODE_PLAIN || p->value_data[v]) {
+          continue;
+        }
+        bool seen = false;
+        for (uint32_t t = 0; t < through_count && !seen; ++t) seen = through[t] == v;
+        if (!seen) through[through_count++] = v;
+      }
+    }
+    if (count < 2 && through_count == 0 && reduce == UINT32_MAX) continue;
     // Schedule order (positions in the function; the root comes last).
     for (uint32_t a = 1; a < count; ++a) {
       for (uint32_t b = a; b > 0 && p->position[members[b - 1]] > p->position[members[b]]; --b) {
@@ -378,11 +572,25 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
       }
     }
     cmlc_fused_t* fused = NULL;
-    cml_status_t st = cmlc_fused_build(m, options, members, count, p->alloc, &fused);
+    cml_status_t st =
+        cmlc_fused_build(m, options, members, count, through, through_count, p->alloc, &fused);
     if (st != CML_OK) {
-      if (cml_status_code(st) == CML_STATUS_RESOURCE_EXHAUSTED) return st;
+      if (cml_status_code(st) == CML_STATUS_RESOURCE_EXHAUSTED) {
+        cml_allocator_free(p->alloc, dup, dup_bytes);
+        return st;
+      }
       cml_status_free(st);  // a group the loop cannot take: the nodes stay unfused
       continue;
+    }
+    if (reduce != UINT32_MAX) {
+      if (!cmlc_fused_attach_reduce(fused, m, &m->nodes[reduce], options)) {
+        cmlc_fused_destroy(p->alloc, fused);
+        continue;
+      }
+      // The reduction is the loop's root; every elementwise member is inside it.
+      members[count++] = reduce;
+      root = reduce;
+      ++exe->stats.fused_reduces;
     }
     exe->fused_of[root] = fused;
     p->node_state[root] = CMLC_NODE_FUSED_ROOT;
@@ -393,7 +601,9 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
     ++exe->stats.fused_groups;
     exe->stats.fused_nodes += count;
   }
-  return CML_OK;
+  cmlc_opt_undup(p, fi, dup);
+  cml_allocator_free(p->alloc, dup, dup_bytes);
+  return cmlc_opt_drop_read_through(p, fi);
 }
 
 //===--- segmented operands ---===//

@@ -794,8 +794,10 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
       CML_RETURN_IF_ERROR(cmlc_plan_prepare(p, n, step));
     }
     // Scratch.
-    if (step->kind == CMLC_STEP_KERNEL && step->entry.scratch) {
-      step->scratch_size = step->entry.scratch(m, n, &p->backend->options);
+    if ((step->kind == CMLC_STEP_KERNEL && step->entry.scratch) || step->kind == CMLC_STEP_FUSED) {
+      step->scratch_size = step->kind == CMLC_STEP_FUSED
+                               ? cmlc_fused_scratch(step->fused, &p->backend->options)
+                               : step->entry.scratch(m, n, &p->backend->options);
       if (step->scratch_size) {
         size_t size = cmlc_plan_round(step->scratch_size);
         step->scratch_offset = cmlc_layout_alloc(&p->layout, size);

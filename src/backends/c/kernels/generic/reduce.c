@@ -62,6 +62,10 @@ typedef struct cmlc_rd_plan_t {
   cml_op_t op;
   void* partials;  // blocked full reduction: one per block
   int64_t block, blocks;
+  // f32 input computed on the fly (cmlc__rd_run_produced): |in| is NULL and the tasks ask
+  // |produce| for each contiguous run they would read.
+  cmlc__rd_produce_fn produce;
+  void* produce_ctx;
 } cmlc_rd_plan_t;
 
 // Block size and count of a blocked full reduction of |n| elements (blocks < 2: not blocked).
@@ -73,6 +77,14 @@ static void cmlc_rd_blocking(int64_t n, int64_t* out_block, int64_t* out_blocks)
   }
   *out_block = block;
   *out_blocks = n >= 2 * block ? (n + block - 1) / block : 0;
+}
+
+// Whether a full reduction of |n| elements takes the blocked path (which a produced input
+// does not: its blocks are longer than a produced run).
+static bool cmlc_rd_produced_blocked(int64_t n) {
+  int64_t block, blocks;
+  cmlc_rd_blocking(n, &block, &blocks);
+  return blocks >= 2;
 }
 
 // End of the block that starts at |start| with |size| elements, clipped to |limit|.
@@ -372,6 +384,28 @@ static void cmlc_rd_simd_a(void* ctx, int64_t begin, int64_t end, int thread_ind
   }
 }
 
+// cmlc_rd_simd_a for a produced f32 input: each run is produced into a buffer first (runs
+// are at most CMLC__RD_PRODUCE_MAX_RUN long), then reduced exactly as a stored run would be.
+static void cmlc_rd_simd_a_produced(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
+  const int64_t len = p->rd[p->nr - 1];
+  const int64_t outer = len ? p->reduced / len : 0;
+  _Alignas(64) float run[CMLC__RD_PRODUCE_MAX_RUN];
+  for (int64_t o = begin; o < end; ++o) {
+    const int64_t base = cmlc_rd_offset(p->nk, p->kd, p->ks, o);
+    float acc = cmlc_rd_ident_f32(p->op);
+    int64_t idx[CML_MAX_RANK] = {0};
+    int64_t off = 0;
+    for (int64_t r = 0; r < outer; ++r) {
+      p->produce(p->produce_ctx, base + off, len, run);
+      acc = cmlc_rd_comb_f32(p->op, acc, p->simd(run, len));
+      cmlc_rd_next(p->nr - 1, p->rd, p->rs, idx, &off);
+    }
+    ((float*)p->out)[o] = acc;
+  }
+}
+
 // Innermost axis kept, f32 with the SIMD column step, in two passes that keep the generic _b
 // task's three-level order (so its bits). Pass 1, tasks (row, column tile, block of
 // CMLC_RD_ROW_BLOCK reduced rows): combines the block's rows in order into its partial, a
@@ -405,7 +439,10 @@ static void cmlc_rd_simd_f32_cols1(void* ctx, int64_t begin, int64_t end, int th
       rest_r /= p->rd[d];
     }
     for (int64_t r = r0; r < r1; ++r) {
-      if (p->widen) {
+      if (p->produce) {
+        p->produce(p->produce_ctx, base + off, len, row);
+        p->cols(acc, row, len);
+      } else if (p->widen) {
         p->widen(row, (const uint16_t*)p->in + base + off, len);
         p->cols(acc, row, len);
       } else {
@@ -597,7 +634,10 @@ static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* n
   return (size_t)floats * sizeof(float);
 }
 
-static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
+// The reduce runner; |produce| (NULL: read args->inputs[0]) computes an f32 input on the fly
+// (cmlc__rd_run_produced: only the SIMD row and column paths take one).
+static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_produce_fn produce,
+                                     void* produce_ctx) {
   const cml_shape_t* is = args->input_shapes[0];
   const cml_shape_t* os = args->output_shapes[0];
   cmlc_rd_fns_t fns = cmlc_rd_pick(args->node->op, is->dtype);
@@ -608,8 +648,10 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
   cmlc_rd_plan_t p;
   int last;
   CML_RETURN_IF_ERROR(cmlc_rd_classify(is, os, args->node->attrs, args->node->op, &p, &last));
-  p.in = args->inputs[0];
+  p.in = produce ? NULL : args->inputs[0];
   p.out = args->outputs[0];
+  p.produce = produce;
+  p.produce_ctx = produce_ctx;
   if (p.outputs == 0) return CML_OK;
   const int64_t per_output = p.reduced > 0 ? p.reduced : 1;
   // The lookup's picks: slot 0 the SIMD row reducer, slot 1 the SIMD column reducer (f32 only).
@@ -618,6 +660,22 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
   if (half) {
     p.simd_half = (cmlc_rd_half_fn)args->impl[0];
     p.half = is->dtype;
+  }
+  if (produce) {
+    // cmlc__rd_produced_ok picked these cases: f32 with the SIMD row reduction and runs of at
+    // most CMLC__RD_PRODUCE_MAX_RUN, not blocked; or with the SIMD column step.
+    if (is->dtype != CML_DTYPE_F32) p.simd = NULL;
+    if (last == 1 && p.simd && p.rd[p.nr - 1] <= CMLC__RD_PRODUCE_MAX_RUN &&
+        !(p.outputs == 1 && p.nr == 1 && cmlc_rd_produced_blocked(p.reduced))) {
+      int64_t chunk = CMLC_RD_MIN_WORK / per_output;
+      cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, cmlc_rd_simd_a_produced, &p);
+      return CML_OK;
+    }
+    p.cols = is->dtype == CML_DTYPE_F32 && last == 0 ? (cmlc__rd_cols_f32_fn)args->impl[1] : NULL;
+    if (!p.cols || args->scratch_size < (size_t)cmlc_rd_cols_scratch_floats(&p) * sizeof(float)) {
+      return cml_status_make(CML_STATUS_INTERNAL, "%s: no fused path for %s",
+                             cml_op_name(args->node->op), cml_dtype_name(is->dtype));
+    }
   }
   if (last == 1 && p.outputs == 1 && p.nr == 1) {
     cmlc_rd_blocking(p.reduced, &p.block, &p.blocks);
@@ -696,6 +754,67 @@ static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
     cmlc_parallel_for(args->pool, tasks, chunk < 1 ? 1 : chunk, fns.inner_kept, &p);
   }
   return CML_OK;
+}
+
+static cml_status_t cmlc_rd_run(const cmlc_kernel_args_t* args) {
+  return cmlc_rd_run_with(args, NULL, NULL);
+}
+
+bool cmlc__rd_produced_ok(const cml_module_t* module, const cml_ir_node_t* node,
+                          const cmlc_options_t* options) {
+  if (!options || options->reference || node->input_count != 1 || node->output_count != 1) {
+    return false;
+  }
+  if (node->op != CML_OP_REDUCE_SUM && node->op != CML_OP_REDUCE_MAX &&
+      node->op != CML_OP_REDUCE_MIN) {
+    return false;
+  }
+  const cml_shape_t* is = &module->values[node->inputs[0]].shape;
+  const cml_shape_t* os = &module->values[node->first_output].shape;
+  if (is->dtype != CML_DTYPE_F32 || os->dtype != CML_DTYPE_F32) return false;
+  cmlc_rd_plan_t p;
+  int last;
+  cml_status_t st = cmlc_rd_classify(is, os, node->attrs, node->op, &p, &last);
+  if (st != CML_OK) {
+    cml_status_free(st);
+    return false;
+  }
+  if (last == 1) {
+    return cmlc_rd_simd_f32_fn(options, node->op) && p.rd[p.nr - 1] <= CMLC__RD_PRODUCE_MAX_RUN &&
+           !(p.outputs == 1 && p.nr == 1 && cmlc_rd_produced_blocked(p.reduced));
+  }
+  return cmlc__rd_cols_f32(options, node->op) != NULL;
+}
+
+size_t cmlc__rd_produced_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                                 const cmlc_options_t* options) {
+  return cmlc_rd_scratch(module, node, options);
+}
+
+cml_status_t cmlc__rd_run_produced(const cml_module_t* module, const cml_ir_node_t* node,
+                                   const cmlc_options_t* options, cmlc_pool_t* pool, void* scratch,
+                                   size_t scratch_size, cmlc__rd_produce_fn produce,
+                                   void* produce_ctx, void* out) {
+  const cml_shape_t* shapes[2] = {&module->values[node->inputs[0]].shape,
+                                  &module->values[node->first_output].shape};
+  void* outs[1] = {out};
+  cmlc_kernel_args_t args = {
+      .module = module,
+      .node = node,
+      .options = options,
+      .input_count = 1,
+      .input_shapes = shapes,
+      .output_count = 1,
+      .output_shapes = shapes + 1,
+      .outputs = outs,
+      .scratch = scratch,
+      .scratch_size = scratch_size,
+      .pool = pool,
+      .replica_count = 1,
+  };
+  args.impl[0] = (cmlc_impl_fn)cmlc_rd_simd_f32_fn(options, node->op);
+  args.impl[1] = (cmlc_impl_fn)cmlc__rd_cols_f32(options, node->op);
+  return cmlc_rd_run_with(&args, produce, produce_ctx);
 }
 
 //===--- ArgMinMax ---===//

@@ -24,6 +24,29 @@ typedef void (*cmlc__rd_cols_f32_fn)(float* acc, const float* x, int64_t n);
 // NULL when there is no SIMD one (reference mode, the scalar ISA, another op).
 cmlc__rd_cols_f32_fn cmlc__rd_cols_f32(const cmlc_options_t* options, cml_op_t op);
 
+// Reductions of an input that is computed on the fly, never stored (the c backend's reduce
+// fusion, loop_fusion.c): |produce| writes input elements [start, start + len) (row-major
+// positions) into |dst|. The reduction reads the same values in the same order as from a
+// stored input, so the result has the same bits.
+typedef void (*cmlc__rd_produce_fn)(void* ctx, int64_t start, int64_t len, float* dst);
+// The longest run a produced reduction asks for at once (floats on the task's stack).
+enum { CMLC__RD_PRODUCE_MAX_RUN = 8192 };
+// Whether |node| (ReduceSum / Max / Min, f32 to f32) can run on a produced input with |options|:
+// the SIMD row reduction with runs of at most CMLC__RD_PRODUCE_MAX_RUN (not the blocked full
+// reduction), or the SIMD column step.
+bool cmlc__rd_produced_ok(const cml_module_t* module, const cml_ir_node_t* node,
+                          const cmlc_options_t* options);
+// Scratch bytes the produced reduction needs (as the kernel's own).
+size_t cmlc__rd_produced_scratch(const cml_module_t* module, const cml_ir_node_t* node,
+                                 const cmlc_options_t* options);
+// Runs |node| (cmlc__rd_produced_ok) into |out|, its input from |produce|.
+CML_MUST_USE cml_status_t cmlc__rd_run_produced(const cml_module_t* module,
+                                                const cml_ir_node_t* node,
+                                                const cmlc_options_t* options, cmlc_pool_t* pool,
+                                                void* scratch, size_t scratch_size,
+                                                cmlc__rd_produce_fn produce, void* produce_ctx,
+                                                void* out);
+
 #if defined(CMLC_HAVE_X86_64)
 void cmlc__rd_cols_sum_f32_avx512(float* acc, const float* x, int64_t n);
 void cmlc__rd_cols_max_f32_avx512(float* acc, const float* x, int64_t n);
