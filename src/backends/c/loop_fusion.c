@@ -29,7 +29,7 @@ enum {
   CMLC_FUSED_MAX_OPS = 32,
   CMLC_FUSED_MIN_CHUNK_BLOCKS = 64,  // 16384 elements, as the unfused loops
   CMLC_FUSED_MAX_ELEMENT = 8,        // f64
-  CMLC_FUSED_MIN_DIRECT_RUN = 64,    // shorter innermost runs gather broadcast inputs instead
+  CMLC_FUSED_MIN_DIRECT_RUN = 256,   // shorter innermost runs gather broadcast inputs instead
 };
 
 typedef enum cmlc_fused_mode_t {
@@ -54,6 +54,9 @@ struct cmlc_fused_t {
   uint32_t inputs[CMLC_FUSED_MAX_INPUTS];  // value indices
   uint8_t mode[CMLC_FUSED_MAX_INPUTS];     // cmlc_fused_mode_t
   uint8_t bcast_slot[CMLC_FUSED_MAX_INPUTS];
+  // BCAST: output element e reads the input at an offset that depends on e mod period only
+  // (the product of the output dims from the first axis the input varies along).
+  int64_t period[CMLC_FUSED_MAX_INPUTS];
   size_t in_size[CMLC_FUSED_MAX_INPUTS];
   int64_t in_strides[CMLC_FUSED_MAX_INPUTS][CML_MAX_RANK];  // BCAST: 0 on broadcast axes
   int32_t rank;
@@ -302,6 +305,15 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
   f->op_count = member_count;
   f->direct =
       f->bcast_count > 0 && f->rank > 0 && f->dims[f->rank - 1] >= CMLC_FUSED_MIN_DIRECT_RUN;
+  for (uint32_t j = 0; j < f->input_count; ++j) {
+    if (f->mode[j] != CMLC_FUSED_BCAST) continue;
+    int32_t first = f->rank;
+    for (int32_t d = f->rank - 1; d >= 0; --d) {
+      if (f->in_strides[j][d] != 0) first = d;
+    }
+    f->period[j] = 1;
+    for (int32_t d = first; d < f->rank; ++d) f->period[j] *= f->dims[d];
+  }
   for (uint32_t j = 0; j < f->input_count && f->direct; ++j) {
     if (f->mode[j] != CMLC_FUSED_BCAST) continue;
     const int64_t inner_stride = f->in_strides[j][f->rank - 1];
@@ -395,7 +407,14 @@ typedef struct cmlc_fused_scratch_t {
   _Alignas(64) uint8_t regs[CMLC_FUSED_MAX_REGS][CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
   _Alignas(64) uint8_t bcast[CMLC_FUSED_MAX_BCAST][CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
   _Alignas(64) uint8_t expanded[CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
+  // What bcast[slot] holds: elements from phase (start mod the input's period; -1: nothing)
+  // for |cached_len| elements. A range with the same phase reuses them.
+  int64_t cached_phase[CMLC_FUSED_MAX_BCAST], cached_len[CMLC_FUSED_MAX_BCAST];
 } cmlc_fused_scratch_t;
+
+static void cmlc_fused_scratch_init(cmlc_fused_scratch_t* s) {
+  for (int k = 0; k < CMLC_FUSED_MAX_BCAST; ++k) s->cached_phase[k] = -1;
+}
 
 // Copies one element of |size| bytes |n| times into |dst|.
 static void cmlc_fused_expand(const void* src, size_t size, int64_t n, uint8_t* dst) {
@@ -414,9 +433,14 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
   for (uint32_t j = 0; j < f->input_count; ++j) {
     if (f->mode[j] != CMLC_FUSED_BCAST) continue;
     if (!direct) {
-      cmlc_fused_gather(f, j, (const char*)c->inputs[j], start, len,
-                        (char*)s->bcast[f->bcast_slot[j]]);
-      bcast_at[j] = s->bcast[f->bcast_slot[j]];
+      const uint8_t slot = f->bcast_slot[j];
+      const int64_t phase = start % f->period[j];
+      if (s->cached_phase[slot] != phase || s->cached_len[slot] < len) {
+        cmlc_fused_gather(f, j, (const char*)c->inputs[j], start, len, (char*)s->bcast[slot]);
+        s->cached_phase[slot] = phase;
+        s->cached_len[slot] = len;
+      }
+      bcast_at[j] = s->bcast[slot];
       bcast_stride[j] = 1;
       continue;
     }
@@ -518,6 +542,7 @@ static void cmlc_fused_task(void* ctx, int64_t begin, int64_t end, int thread_in
   const cmlc_fused_ctx_t* c = (const cmlc_fused_ctx_t*)ctx;
   const cmlc_fused_t* f = c->f;
   cmlc_fused_scratch_t s;
+  cmlc_fused_scratch_init(&s);
   for (int64_t blk = begin; blk < end; ++blk) {
     const int64_t start = blk * CMLC_FUSED_BLOCK;
     const int64_t len = f->n - start < CMLC_FUSED_BLOCK ? f->n - start : CMLC_FUSED_BLOCK;
@@ -529,6 +554,7 @@ static void cmlc_fused_task(void* ctx, int64_t begin, int64_t end, int thread_in
 static void cmlc_fused_produce(void* ctx, int64_t start, int64_t len, float* dst) {
   const cmlc_fused_ctx_t* c = (const cmlc_fused_ctx_t*)ctx;
   cmlc_fused_scratch_t s;
+  cmlc_fused_scratch_init(&s);
   for (int64_t at = 0; at < len; at += CMLC_FUSED_BLOCK) {
     const int64_t n = len - at < CMLC_FUSED_BLOCK ? len - at : CMLC_FUSED_BLOCK;
     cmlc_fused_block(c, start + at, n, (char*)(dst + at), &s);
