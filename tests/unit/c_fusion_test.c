@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/unit/c_fusion_test.c: the c backend's loop fusion beyond plain elementwise chains:
+//  - broadcast inputs read in place: a loop reads a BroadcastInDim's operand (the broadcast
+//    never runs when every reader is a loop), gathered per block or read run by run;
+//  - fused reductions: a Reduce whose operand an elementwise group computes runs the group
+//    itself, row by row (innermost axis reduced) or rows at a time (innermost axis kept);
+//  - duplicated cheap nodes: an elementwise node with several fusable readers is computed in
+//    each of their loops, and runs on its own again when a reader's loop cannot take it.
+// Every graph runs fused and unfused (fusion=false) on AVX-512, AVX2 and scalar kernels and on
+// 1 to 3 threads: the outputs must be equal bit for bit, and equal (or close, for sums) to
+// loops in double here. The plan's steps show what runs.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/c/engine_internal.h"
+#include "backends/c/kernels/generic/reduce_internal.h"
+#include "cml/cml.h"
+#include "test.h"
+
+enum { FT_MAX_IN = 6, FT_MAX_OUT = 3 };
+
+typedef struct ft_graph_t ft_graph_t;
+typedef cml_status_t (*ft_build_fn)(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                    size_t* out_count);
+struct ft_graph_t {
+  const char* name;
+  ft_build_fn build;
+  int64_t r, c, extra;  // sizes the builder reads
+  size_t in_count;
+  cml_shape_t in[FT_MAX_IN];
+};
+
+static cml_backend_t* ft_backend(const char* config) {
+  cml_backend_t* b = NULL;
+  cml_status_t st = cml_backend_new_with_config(config, &b);
+  if (st != CML_OK) {
+    fprintf(stderr, "backend %s: %s\n", config, cml_status_message(st));
+    cml_status_free(st);
+  }
+  return b;
+}
+
+static cml_status_t ft_compile(cml_backend_t* backend, const ft_graph_t* g,
+                               cml_executable_t** exe) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(backend, g->name, &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t outs[FT_MAX_OUT];
+  size_t count = 0;
+  cml_status_t st = g->build(g, f, outs, &count);
+  if (st == CML_OK) st = cml_function_return(f, outs, count);
+  if (st == CML_OK) st = cml_builder_compile(b, exe);
+  cml_builder_destroy(b);
+  return st;
+}
+
+// Deterministic inputs in [-2, 2) (input |k|, element i), multiples of 1/64.
+static float ft_value(size_t k, int64_t i) {
+  return (float)((i * 2654435761u + k * 40503u) % 256) / 64.0f - 2.0f;
+}
+
+static void ft_fill(const cml_shape_t* s, size_t k, void* data) {
+  const int64_t n = cml_shape_element_count(s);
+  for (int64_t i = 0; i < n; ++i) {
+    if (s->dtype == CML_DTYPE_F64) {
+      ((double*)data)[i] = ft_value(k, i);
+    } else {
+      ((float*)data)[i] = ft_value(k, i);
+    }
+  }
+}
+
+// Runs |exe| on the graph's inputs; output o goes to outs[o] (allocated here, freed by caller).
+static cml_status_t ft_run(cml_executable_t* exe, cml_backend_t* b, const ft_graph_t* g,
+                           void** outs, size_t* sizes, size_t* count) {
+  cml_buffer_t* in[FT_MAX_IN] = {0};
+  cml_buffer_t* out[FT_MAX_OUT] = {0};
+  cml_status_t st = CML_OK;
+  for (size_t k = 0; k < g->in_count && st == CML_OK; ++k) {
+    const size_t bytes = cml_shape_byte_size(&g->in[k]);
+    void* data = malloc(bytes ? bytes : 1);
+    if (!data) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    ft_fill(&g->in[k], k, data);
+    st = cml_buffer_from_host(b, 0, &g->in[k], data, bytes, &in[k]);
+    free(data);
+  }
+  *count = cml_executable_output_count(exe);
+  if (st == CML_OK) st = cml_executable_execute(exe, in, g->in_count, NULL, 0, out);
+  for (size_t o = 0; st == CML_OK && o < *count; ++o) {
+    sizes[o] = cml_shape_byte_size(cml_buffer_shape(out[o]));
+    outs[o] = malloc(sizes[o] ? sizes[o] : 1);
+    if (!outs[o]) {
+      st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+      break;
+    }
+    st = cml_buffer_copy_to_host(out[o], outs[o], sizes[o]);
+  }
+  for (size_t k = 0; k < g->in_count; ++k) {
+    if (in[k]) cml_buffer_release(in[k]);
+  }
+  for (size_t o = 0; o < FT_MAX_OUT; ++o) {
+    if (out[o]) cml_buffer_release(out[o]);
+  }
+  return st;
+}
+
+// Steps of main whose node is |op| (kind: -1 any, else a cmlc_step_kind_t).
+static int ft_steps(const cml_executable_t* exe, cml_op_t op, int kind) {
+  const cmlc_function_plan_t* fp = &((const cmlc_executable_t*)exe)->functions[0];
+  int count = 0;
+  for (uint32_t s = 0; s < fp->step_count; ++s) {
+    if (fp->steps[s].node->op == op && (kind < 0 || (int)fp->steps[s].kind == kind)) ++count;
+  }
+  return count;
+}
+
+static const cmlc_opt_stats_t* ft_stats(const cml_executable_t* exe) {
+  return &((const cmlc_executable_t*)exe)->stats;
+}
+
+// The configurations every graph runs on, fused and not.
+static const char* const kFtFused[] = {
+    "c:threads=2",
+    "c:threads=1",
+    "c:threads=3",
+    "c:threads=2,avx512=false",
+    "c:threads=2,avx512=false,avx2=false",
+};
+static const char* const kFtUnfused[] = {
+    "c:threads=2,fusion=false",
+    "c:threads=1,fusion=false",
+    "c:threads=3,fusion=false",
+    "c:threads=2,avx512=false,fusion=false",
+    "c:threads=2,avx512=false,avx2=false,fusion=false",
+};
+enum { FT_CONFIGS = sizeof kFtFused / sizeof kFtFused[0] };
+
+// Compiles and runs |g| fused and unfused on every configuration; the outputs must be equal
+// bit for bit. Returns the outputs of the first fused run (caller frees) and its executable
+// (caller releases) for further checks.
+static int ft_check_same_bits(const ft_graph_t* g, void** first, size_t* first_count,
+                              cml_executable_t** first_exe, cml_backend_t** first_backend) {
+  int failures = 0;
+  *first_count = 0;
+  for (int k = 0; k < FT_CONFIGS && failures == 0; ++k) {
+    cml_backend_t* fb = ft_backend(kFtFused[k]);
+    cml_backend_t* ub = ft_backend(kFtUnfused[k]);
+    if (!fb || !ub) return 1;
+    cml_executable_t *fe = NULL, *ue = NULL;
+    cml_status_t st = ft_compile(fb, g, &fe);
+    if (st == CML_OK) st = ft_compile(ub, g, &ue);
+    void *fo[FT_MAX_OUT] = {0}, *uo[FT_MAX_OUT] = {0};
+    size_t fs[FT_MAX_OUT] = {0}, us[FT_MAX_OUT] = {0}, fc = 0, uc = 0;
+    if (st == CML_OK) st = ft_run(fe, fb, g, fo, fs, &fc);
+    if (st == CML_OK) st = ft_run(ue, ub, g, uo, us, &uc);
+    if (st != CML_OK) {
+      fprintf(stderr, "%s on %s: %s\n", g->name, kFtFused[k], cml_status_message(st));
+      cml_status_free(st);
+      ++failures;
+    }
+    for (size_t o = 0; failures == 0 && o < fc; ++o) {
+      if (fs[o] != us[o] || memcmp(fo[o], uo[o], fs[o]) != 0) {
+        fprintf(stderr, "%s: output %zu differs between %s and %s\n", g->name, o, kFtFused[k],
+                kFtUnfused[k]);
+        ++failures;
+      }
+    }
+    for (size_t o = 0; o < FT_MAX_OUT; ++o) {
+      if (k == 0 && failures == 0 && o < fc) {
+        first[o] = fo[o];
+      } else {
+        free(fo[o]);
+      }
+      free(uo[o]);
+    }
+    if (k == 0 && failures == 0) {
+      *first_count = fc;
+      *first_exe = fe;
+      *first_backend = fb;
+    } else {
+      if (fe) cml_executable_release(fe);
+      cml_backend_release(fb);
+    }
+    if (ue) cml_executable_release(ue);
+    cml_backend_release(ub);
+  }
+  return failures;
+}
+
+static cml_value_t ft_param(cml_function_t* f, const ft_graph_t* g, size_t k) {
+  return cml_parameter(f, NULL, &g->in[k]);
+}
+
+static cml_value_t ft_bcast(cml_function_t* f, cml_value_t v, const int64_t* dims, int32_t rank,
+                            const int64_t* axes, int32_t count) {
+  return cml_op_broadcast_in_dim(f, v, dims, rank, axes, count);
+}
+
+//===--- broadcast inputs read in place ---===//
+
+// y = x * B(row[c], axis 1) + B(col[r], axis 0) - B(s) ; z = convert(B(d[r] f64)) * x
+static cml_status_t ft_build_bcast(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                   size_t* count) {
+  const int64_t dims[2] = {g->r, g->c};
+  const int64_t a0 = 0, a1 = 1;
+  cml_value_t x = ft_param(f, g, 0), row = ft_param(f, g, 1), col = ft_param(f, g, 2);
+  cml_value_t s = ft_param(f, g, 3), d = ft_param(f, g, 4);
+  cml_value_t y = cml_op_mul(f, x, ft_bcast(f, row, dims, 2, &a1, 1));
+  y = cml_op_add(f, y, ft_bcast(f, col, dims, 2, &a0, 1));
+  y = cml_op_sub(f, y, ft_bcast(f, s, dims, 2, NULL, 0));
+  cml_value_t dd = cml_op_convert_dtype(f, ft_bcast(f, d, dims, 2, &a0, 1), CML_DTYPE_F32);
+  outs[0] = y;
+  outs[1] = cml_op_mul(f, dd, x);
+  *count = 2;
+  return CML_OK;
+}
+
+TEST(broadcasts_read_in_place) {
+  // Rows shorter than a block (gathered), of whole blocks, and longer ones that blocks cross
+  // (read run by run); one row; one column.
+  const int64_t shapes[][2] = {{37, 5}, {9, 100}, {6, 256}, {5, 1000}, {1, 700}, {300, 1}};
+  for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
+    ft_graph_t g = {.name = "bcast", .build = ft_build_bcast, .r = shapes[t][0], .c = shapes[t][1]};
+    g.in_count = 5;
+    g.in[0] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.r, g.c});
+    g.in[1] = cml_shape_make(CML_DTYPE_F32, 1, &g.c);
+    g.in[2] = cml_shape_make(CML_DTYPE_F32, 1, &g.r);
+    g.in[3] = cml_shape_scalar(CML_DTYPE_F32);
+    g.in[4] = cml_shape_make(CML_DTYPE_F64, 1, &g.r);
+    void* outs[FT_MAX_OUT] = {0};
+    size_t count = 0;
+    cml_executable_t* exe = NULL;
+    cml_backend_t* b = NULL;
+    ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+    ASSERT_EQ_INT(count, 2);
+    // No broadcast runs: both loops read the operands.
+    ASSERT_EQ_INT(ft_steps(exe, CML_OP_BROADCAST_IN_DIM, -1), 0);
+    ASSERT_EQ_INT(ft_stats(exe)->fused_groups, 2);
+    const float* y = outs[0];
+    const float* z = outs[1];
+    for (int64_t i = 0; i < g.r; ++i) {
+      for (int64_t j = 0; j < g.c; ++j) {
+        const float x = ft_value(0, i * g.c + j);
+        // Multiples of 1/64 below 16 in magnitude: every operation is exact.
+        const float want = x * ft_value(1, j) + ft_value(2, i) - ft_value(3, 0);
+        ASSERT_EQ_DBL(y[i * g.c + j], want);
+        ASSERT_EQ_DBL(z[i * g.c + j], ft_value(4, i) * x);
+      }
+    }
+    free(outs[0]);
+    free(outs[1]);
+    cml_executable_release(exe);
+    cml_backend_release(b);
+  }
+}
+
+// A broadcast read by a loop and by an unfused op (a Transpose): it runs once, for the
+// Transpose; the loop still reads the operand.
+static cml_status_t ft_build_bcast_shared(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                          size_t* count) {
+  const int64_t dims[2] = {g->r, g->c};
+  const int64_t a1 = 1;
+  cml_value_t x = ft_param(f, g, 0), row = ft_param(f, g, 1);
+  cml_value_t br = ft_bcast(f, row, dims, 2, &a1, 1);
+  outs[0] = cml_op_add(f, x, br);
+  outs[1] = cml_op_transpose(f, br, (int64_t[]){1, 0}, 2);
+  *count = 2;
+  return CML_OK;
+}
+
+TEST(broadcast_with_another_reader_still_runs) {
+  ft_graph_t g = {.name = "shared", .build = ft_build_bcast_shared, .r = 7, .c = 300};
+  g.in_count = 2;
+  g.in[0] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.r, g.c});
+  g.in[1] = cml_shape_make(CML_DTYPE_F32, 1, &g.c);
+  void* outs[FT_MAX_OUT] = {0};
+  size_t count = 0;
+  cml_executable_t* exe = NULL;
+  cml_backend_t* b = NULL;
+  ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+  ASSERT_EQ_INT(ft_steps(exe, CML_OP_BROADCAST_IN_DIM, CMLC_STEP_KERNEL), 1);
+  const float* y = outs[0];
+  const float* t = outs[1];
+  for (int64_t i = 0; i < g.r; ++i) {
+    for (int64_t j = 0; j < g.c; ++j) {
+      ASSERT_EQ_DBL(y[i * g.c + j], ft_value(0, i * g.c + j) + ft_value(1, j));
+      ASSERT_EQ_DBL(t[j * g.r + i], ft_value(1, j));
+    }
+  }
+  free(outs[0]);
+  free(outs[1]);
+  cml_executable_release(exe);
+  cml_backend_release(b);
+}
+
+//===--- fused reductions and duplicated nodes ---===//
+
+// LayerNorm over the last axis, written from primitives (x - mean is read twice: duplicated),
+// plus the row max of (x * 2 - 1) and the row min of |x|.
+static cml_status_t ft_build_layernorm(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                       size_t* count) {
+  const int64_t dims[2] = {g->r, g->c};
+  const int64_t last = 1, a0 = 0, a1 = 1;
+  cml_value_t x = ft_param(f, g, 0), scale = ft_param(f, g, 1);
+  cml_value_t inv = cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.0 / (double)g->c);
+  cml_value_t mean = cml_op_mul(f, cml_op_reduce_sum(f, x, &last, 1), inv);
+  cml_value_t xc = cml_op_sub(f, x, ft_bcast(f, mean, dims, 2, &a0, 1));
+  cml_value_t var = cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, xc, xc), &last, 1), inv);
+  cml_value_t r =
+      cml_op_rsqrt(f, cml_op_add(f, var, cml_constant_scalar_f64(f, CML_DTYPE_F32, 1e-5)));
+  cml_value_t y = cml_op_mul(f, xc, ft_bcast(f, r, dims, 2, &a0, 1));
+  outs[0] = cml_op_mul(f, y, ft_bcast(f, scale, dims, 2, &a1, 1));
+  cml_value_t two = cml_constant_scalar_f64(f, CML_DTYPE_F32, 2.0);
+  cml_value_t one = cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.0);
+  outs[1] = cml_op_reduce_max(f, cml_op_sub(f, cml_op_mul(f, x, two), one), &last, 1);
+  outs[2] = cml_op_reduce_min(f, cml_op_abs(f, x), &last, 1);
+  *count = 3;
+  return CML_OK;
+}
+
+TEST(row_reductions_of_loops) {
+  // Rows up to the longest produced run (8192) are fused; 8193 is not (read stored).
+  const int64_t shapes[][2] = {{1, 1},    {33, 7},   {8, 256}, {5, 768},
+                               {3, 1000}, {2, 8192}, {2, 8193}};
+  for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
+    ft_graph_t g = {
+        .name = "ln", .build = ft_build_layernorm, .r = shapes[t][0], .c = shapes[t][1]};
+    g.in_count = 2;
+    g.in[0] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.r, g.c});
+    g.in[1] = cml_shape_make(CML_DTYPE_F32, 1, &g.c);
+    void* outs[FT_MAX_OUT] = {0};
+    size_t count = 0;
+    cml_executable_t* exe = NULL;
+    cml_backend_t* b = NULL;
+    ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+    ASSERT_EQ_INT(count, 3);
+    const bool fused = g.c <= CMLC__RD_PRODUCE_MAX_RUN;
+    // Sum of squares, max and min read loops; the first sum reads x itself.
+    ASSERT_EQ_INT(ft_stats(exe)->fused_reduces, fused ? 3 : 0);
+    ASSERT_EQ_INT(ft_steps(exe, CML_OP_REDUCE_SUM, CMLC_STEP_FUSED), fused ? 1 : 0);
+    ASSERT_EQ_INT(ft_steps(exe, CML_OP_BROADCAST_IN_DIM, -1), 0);
+    // x - mean is never stored when fused: no Sub runs on its own.
+    ASSERT_EQ_INT(ft_steps(exe, CML_OP_SUB, CMLC_STEP_KERNEL), 0);
+    const float* y = outs[0];
+    const float* mx = outs[1];
+    const float* mn = outs[2];
+    for (int64_t i = 0; i < g.r; ++i) {
+      double sum = 0, sq = 0;
+      float want_max = -INFINITY, want_min = INFINITY;
+      for (int64_t j = 0; j < g.c; ++j) {
+        const float x = ft_value(0, i * g.c + j);
+        sum += x;
+        if (x * 2 - 1 > want_max) want_max = x * 2 - 1;
+        if (fabsf(x) < want_min) want_min = fabsf(x);
+      }
+      const double mean = sum / (double)g.c;
+      for (int64_t j = 0; j < g.c; ++j) {
+        const double d = ft_value(0, i * g.c + j) - mean;
+        sq += d * d;
+      }
+      const double rs = 1.0 / sqrt(sq / (double)g.c + 1e-5);
+      for (int64_t j = 0; j < g.c; ++j) {
+        const double want = (ft_value(0, i * g.c + j) - mean) * rs * ft_value(1, j);
+        ASSERT_NEAR(y[i * g.c + j], want, 1e-4);
+      }
+      ASSERT_EQ_DBL(mx[i], want_max);
+      ASSERT_EQ_DBL(mn[i], want_min);
+    }
+    for (size_t o = 0; o < count; ++o) free(outs[o]);
+    cml_executable_release(exe);
+    cml_backend_release(b);
+  }
+}
+
+// Batch-norm statistics: sums over every axis but the innermost (the column path), of x and
+// of (x - mean)^2; and a reduction over the middle axis of a rank-3 array (rows apart).
+static cml_status_t ft_build_batchnorm(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                       size_t* count) {
+  const int64_t n = g->r, ch = g->c, dims[3] = {n, g->extra, ch};
+  const int64_t axes[2] = {0, 1}, keep = 2, mid = 1;
+  cml_value_t x = ft_param(f, g, 0);
+  cml_value_t inv = cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.0 / (double)(n * g->extra));
+  cml_value_t mean = cml_op_mul(f, cml_op_reduce_sum(f, x, axes, 2), inv);
+  cml_value_t xc = cml_op_sub(f, x, ft_bcast(f, mean, dims, 3, &keep, 1));
+  outs[0] = cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, xc, xc), axes, 2), inv);
+  outs[1] = cml_op_reduce_max(f, cml_op_neg(f, x), &mid, 1);
+  *count = 2;
+  return CML_OK;
+}
+
+TEST(column_reductions_of_loops) {
+  // (n, middle, channels): one block of rows, many blocks (partials), channels that fill a
+  // produced run exactly, a wide row that takes several column tiles.
+  const int64_t shapes[][3] = {{2, 3, 5}, {16, 49, 64}, {4, 1000, 3}, {2, 16, 8192}, {3, 2, 5000}};
+  for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
+    ft_graph_t g = {.name = "bn",
+                    .build = ft_build_batchnorm,
+                    .r = shapes[t][0],
+                    .c = shapes[t][2],
+                    .extra = shapes[t][1]};
+    g.in_count = 1;
+    g.in[0] = cml_shape_make(CML_DTYPE_F32, 3, (int64_t[]){g.r, g.extra, g.c});
+    void* outs[FT_MAX_OUT] = {0};
+    size_t count = 0;
+    cml_executable_t* exe = NULL;
+    cml_backend_t* b = NULL;
+    ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+    ASSERT_EQ_INT(ft_stats(exe)->fused_reduces, 2);
+    const float* var = outs[0];
+    const float* mx = outs[1];
+    const int64_t rows = g.r * g.extra;
+    for (int64_t c = 0; c < g.c; ++c) {
+      double sum = 0, sq = 0;
+      for (int64_t i = 0; i < rows; ++i) sum += ft_value(0, i * g.c + c);
+      const double mean = sum / (double)rows;
+      for (int64_t i = 0; i < rows; ++i) {
+        const double d = ft_value(0, i * g.c + c) - mean;
+        sq += d * d;
+      }
+      ASSERT_NEAR(var[c], sq / (double)rows, 1e-4);
+    }
+    for (int64_t a = 0; a < g.r; ++a) {
+      for (int64_t c = 0; c < g.c; ++c) {
+        float want = -INFINITY;
+        for (int64_t m = 0; m < g.extra; ++m) {
+          const float v = -ft_value(0, (a * g.extra + m) * g.c + c);
+          if (v > want) want = v;
+        }
+        ASSERT_EQ_DBL(mx[a * g.c + c], want);
+      }
+    }
+    for (size_t o = 0; o < count; ++o) free(outs[o]);
+    cml_executable_release(exe);
+    cml_backend_release(b);
+  }
+}
+
+// d = x - y has two readers: d * z (a loop) and the first of a chain of 32 additions, whose
+// loop is full (32 members) before it could take d in. d must then run on its own; the first
+// loop still computes it inside.
+static cml_status_t ft_build_undup(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                   size_t* count) {
+  cml_value_t x = ft_param(f, g, 0), y = ft_param(f, g, 1), z = ft_param(f, g, 2);
+  cml_value_t s = ft_param(f, g, 3);
+  cml_value_t d = cml_op_sub(f, x, y);
+  outs[0] = cml_op_mul(f, d, z);
+  cml_value_t acc = d;
+  for (int k = 0; k < 32; ++k) acc = cml_op_add(f, acc, s);
+  outs[1] = acc;
+  *count = 2;
+  return CML_OK;
+}
+
+TEST(duplicated_node_runs_again_for_an_unfused_reader) {
+  ft_graph_t g = {.name = "undup", .build = ft_build_undup, .r = 4, .c = 300};
+  g.in_count = 4;
+  for (int k = 0; k < 3; ++k) g.in[k] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.r, g.c});
+  g.in[3] = cml_shape_scalar(CML_DTYPE_F32);
+  void* outs[FT_MAX_OUT] = {0};
+  size_t count = 0;
+  cml_executable_t* exe = NULL;
+  cml_backend_t* b = NULL;
+  ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+  ASSERT_EQ_INT(ft_steps(exe, CML_OP_SUB, CMLC_STEP_KERNEL), 1);
+  const float* p = outs[0];
+  const float* q = outs[1];
+  for (int64_t i = 0; i < g.r * g.c; ++i) {
+    const float d = ft_value(0, i) - ft_value(1, i);
+    ASSERT_EQ_DBL(p[i], d * ft_value(2, i));
+    float acc = d;
+    for (int k = 0; k < 32; ++k) acc += ft_value(3, 0);
+    ASSERT_EQ_DBL(q[i], acc);
+  }
+  free(outs[0]);
+  free(outs[1]);
+  cml_executable_release(exe);
+  cml_backend_release(b);
+}
+
+TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place),
+          TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(row_reductions_of_loops),
+          TEST_ENTRY(column_reductions_of_loops),
+          TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader))
