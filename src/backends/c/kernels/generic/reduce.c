@@ -417,7 +417,7 @@ static void cmlc_rd_simd_f32_cols1(void* ctx, int64_t begin, int64_t end, int th
   const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
   const int64_t width = p->kd[p->nk - 1];
   const float ident = cmlc_rd_ident_f32(p->op);
-  _Alignas(64) float row[CMLC_RD_SIMD_TILE];  // a widened bf16 / f16 row (p->widen)
+  _Alignas(64) float row[CMLC_RD_SIMD_TILE];              // a widened bf16 / f16 row (p->widen)
   _Alignas(64) float produced[CMLC__RD_PRODUCE_MAX_RUN];  // produced rows (p->produce)
   for (int64_t t = begin; t < end; ++t) {
     const int64_t blk = t % p->blocks, rest = t / p->blocks;
@@ -439,8 +439,7 @@ static void cmlc_rd_simd_f32_cols1(void* ctx, int64_t begin, int64_t end, int th
       idx[d] = rest_r % p->rd[d];
       rest_r /= p->rd[d];
     }
-    if (p->produce && len == width && p->ks[p->nk - 1] == 1 && p->nr == 1 &&
-        p->rs[0] == width) {
+    if (p->produce && len == width && p->ks[p->nk - 1] == 1 && p->nr == 1 && p->rs[0] == width) {
       // Produced rows that follow each other in the input: produced many at a time.
       const int64_t per = CMLC__RD_PRODUCE_MAX_RUN / len;
       for (int64_t r = r0; r < r1; r += per) {
