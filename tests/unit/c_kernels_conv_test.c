@@ -653,6 +653,10 @@ static const conv_case_t kDirectCases[] = {
     {"direct nchw strided dilated", {.s = 2, .n = 2, .c = 4, .o = 5, .in = {19, 17},
                                      .k = {2, 3}, .stride = {3, 2}, .kdil = {2, 2},
                                      .lo = {-1, 2}, .hi = {2, 1}, .dtype = F32}},
+    // NCHW with channel counts that are not multiples of the 8 channels moved together
+    // between the layout and the strip (input) and back (output rows).
+    {"direct nchw 19 -> 70", {.s = 2, .n = 2, .c = 19, .o = 70, .in = {9, 13}, .k = {3, 3},
+                              .lo = {1, 1}, .hi = {1, 1}, .dtype = F32}},
     // Input dilation (transposed conv) on both axes, a shuffled layout for all three
     // operands.
     {"direct input dilation shuffled", {.s = 2, .n = 2, .c = 3, .o = 17, .in = {6, 5},

@@ -70,6 +70,7 @@ enum {
   CMLC_CONV_DIRECT_TILE_MAX = 4 * 1024 * 1024,  // bytes of one output row's scatter tile
   CMLC_CONV_DIRECT_PIXELS = 6,                  // output pixels per micro-kernel call
   CMLC_CONV_DIRECT_COLS = 64,                   // output channels per micro-kernel call
+  CMLC_CONV_DIRECT_CHANNEL_RUN = 8,  // channels moved together between NCHW and the strip
 };
 
 // Fast-path plan (valid when |enabled|).
@@ -902,6 +903,21 @@ static void cmlc_conv_direct_strip(const cmlc_conv_fast_ctx_t* c, int64_t b, int
                     (j1 - j0) * cg);
       continue;
     }
+    if (native && idw == 1 && c->in_sp_strides[1] == 1 && cs != 1) {
+      // Channels apart, width contiguous (NCHW): a few channel rows at a time, each read in
+      // order, their values interleaved into the strip's pixels.
+      const float* src = (const float*)c->in + rbase + (j0 - pad_w);
+      const int64_t n = j1 - j0;
+      for (int64_t c0 = 0; c0 < cg; c0 += CMLC_CONV_DIRECT_CHANNEL_RUN) {
+        const int64_t c1 =
+            cg - c0 < CMLC_CONV_DIRECT_CHANNEL_RUN ? cg : c0 + CMLC_CONV_DIRECT_CHANNEL_RUN;
+        for (int64_t j = 0; j < n; ++j) {
+          float* d = dst + (j0 + j) * cg;
+          for (int64_t ci = c0; ci < c1; ++ci) d[ci] = src[ci * cs + j];
+        }
+      }
+      continue;
+    }
     for (int64_t j = j0; j < j1; ++j) {
       float* d = dst + j * cg;
       int64_t q = j - pad_w;
@@ -1028,6 +1044,22 @@ static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int th
       }
     }
     if (f->direct_out) continue;
+    if (p->out.dtype == CML_DTYPE_F32 && out_col == 1 && ocs != 1) {
+      // Channels apart, width contiguous (NCHW): each output row channel by channel, a few
+      // channels at a time, so that the writes run along the row.
+      for (int64_t y = 0; y < rows; ++y) {
+        const float* src = out + y * ow * cout;
+        float* o = (float*)c->out + obase + y * out_row;
+        for (int64_t n0 = 0; n0 < cout; n0 += CMLC_CONV_DIRECT_CHANNEL_RUN) {
+          const int64_t n1 =
+              cout - n0 < CMLC_CONV_DIRECT_CHANNEL_RUN ? cout : n0 + CMLC_CONV_DIRECT_CHANNEL_RUN;
+          for (int64_t xx = 0; xx < ow; ++xx) {
+            for (int64_t n = n0; n < n1; ++n) o[n * ocs + xx] = src[xx * cout + n];
+          }
+        }
+      }
+      continue;
+    }
     for (int64_t q = 0; q < pixels_total; ++q) {
       const float* src = out + q * cout;
       int64_t oo = obase + (q / ow) * c->out_sp_strides[0] + (q % ow) * c->out_sp_strides[1];
