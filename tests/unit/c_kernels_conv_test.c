@@ -657,6 +657,20 @@ static const conv_case_t kDirectCases[] = {
     // between the layout and the strip (input) and back (output rows).
     {"direct nchw 19 -> 70", {.s = 2, .n = 2, .c = 19, .o = 70, .in = {9, 13}, .k = {3, 3},
                               .lo = {1, 1}, .hi = {1, 1}, .dtype = F32}},
+    // Input dilation with unit strides (transposed convolutions) takes the phased kernel: the
+    // 4x4/2 upsampling layer (NHWC, 70 channels), a dilation above the kernel size (phases
+    // without taps: zeros), negative padding, an NCHW input and output.
+    {"direct transposed 4x4/2", {.s = 2, .n = 2, .c = 19, .o = 70, .in = {7, 9}, .k = {4, 4},
+                                 .idil = {2, 2}, .lo = {2, 2}, .hi = {2, 2}, .cl = true,
+                                 .dtype = F32}},
+    {"direct input dilation 3 over 2x2", {.s = 2, .n = 1, .c = 5, .o = 9, .in = {5, 6},
+                                          .k = {2, 2}, .idil = {3, 3}, .lo = {1, 0},
+                                          .hi = {1, 2}, .cl = true, .dtype = F32}},
+    {"direct input dilation cropped", {.s = 2, .n = 2, .c = 6, .o = 11, .in = {6, 7},
+                                       .k = {3, 3}, .idil = {2, 3}, .lo = {-1, -2},
+                                       .hi = {0, 1}, .cl = true, .dtype = F32}},
+    {"direct input dilation nchw", {.s = 2, .n = 2, .c = 11, .o = 13, .in = {5, 6}, .k = {3, 3},
+                                    .idil = {2, 2}, .lo = {1, 1}, .hi = {1, 1}, .dtype = F32}},
     // Input dilation (transposed conv) on both axes, a shuffled layout for all three
     // operands.
     {"direct input dilation shuffled", {.s = 2, .n = 2, .c = 3, .o = 17, .in = {6, 5},
@@ -859,6 +873,98 @@ TEST(direct_kernel_split_k_bit_identical) {
   if (isa_usable(CMLC_ISA_AVX2)) ASSERT_TRUE(checked >= 8);
 }
 
+// The phased kernel's order (input dilation, unit strides): each output is one chain of f32
+// fused multiply-adds from 0 over (ky, kx, ci) of the taps that do not fall into an
+// input-dilation hole (taps in padding read zeros and are multiplied).
+static void fma_order_phased_reference(const problem_t* p, const double* x, const double* w,
+                                       float* y) {
+  int64_t osz = p->out[0] * p->out[1];
+  for (int64_t b = 0; b < p->n; ++b)
+    for (int64_t o = 0; o < p->o; ++o)
+      for (int64_t yi = 0; yi < osz; ++yi) {
+        int64_t y0 = yi / p->out[1], y1 = yi % p->out[1];
+        float acc = 0;
+        for (int64_t ky = 0; ky < p->k[0]; ++ky)
+          for (int64_t kx = 0; kx < p->k[1]; ++kx) {
+            int64_t pos0 = y0 + ky - p->lo[0], pos1 = y1 + kx - p->lo[1];
+            if (pos0 % p->idil[0] != 0 || pos1 % p->idil[1] != 0) continue;  // a hole
+            bool ok = pos0 >= 0 && pos0 / p->idil[0] < p->in[0] && pos1 >= 0 &&
+                      pos1 / p->idil[1] < p->in[1];
+            for (int64_t ci = 0; ci < p->c; ++ci) {
+              float xv = 0;
+              if (ok)
+                xv = (float)x[b * p->xst[0] + ci * p->xst[1] + pos0 / p->idil[0] * p->xst[2] +
+                              pos1 / p->idil[1] * p->xst[3]];
+              float wv = (float)w[o * p->kst[0] + ci * p->kst[1] + ky * p->kst[2] + kx * p->kst[3]];
+              acc = fmaf(xv, wv, acc);
+            }
+          }
+        y[b * p->yst[0] + o * p->yst[1] + y0 * p->yst[2] + y1 * p->yst[3]] = acc;
+      }
+}
+
+TEST(direct_kernel_phases_bit_identical) {
+  // Input dilation with unit strides: the phased kernel skips the holes and keeps the order of
+  // the remaining terms, in chunks of whole taps when a phase's sub-filter is long (C_in 700:
+  // one tap per chunk). Against one fmaf chain per output on AVX-512 and AVX2, 1 and 2 threads.
+  // clang-format off
+  static const problem_t cases[] = {
+      {.s = 2, .n = 2, .c = 19, .o = 70, .in = {7, 9}, .k = {4, 4}, .idil = {2, 2},
+       .lo = {2, 2}, .hi = {2, 2}, .cl = true, .dtype = F32},
+      {.s = 2, .n = 1, .c = 700, .o = 20, .in = {3, 4}, .k = {4, 4}, .idil = {2, 2},
+       .lo = {2, 1}, .hi = {2, 3}, .cl = true, .dtype = F32},
+      {.s = 2, .n = 1, .c = 5, .o = 9, .in = {5, 6}, .k = {2, 2}, .idil = {3, 3}, .lo = {1, 0},
+       .hi = {1, 2}, .cl = true, .dtype = F32},
+      {.s = 2, .n = 2, .c = 11, .o = 13, .in = {5, 6}, .k = {3, 3}, .idil = {2, 2},
+       .lo = {-1, 1}, .hi = {1, 0}, .dtype = F32},
+  };
+  // clang-format on
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(2, cml_allocator_system(), &pool));
+  int checked = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    problem_t p = cases[i];
+    fake_t f;
+    problem_finish(&p, &f);
+    int64_t nx = cml_shape_element_count(&p.xs), nk = cml_shape_element_count(&p.ks);
+    int64_t ny = cml_shape_element_count(&p.ys);
+    double* xv = malloc(sizeof(double) * (size_t)nx);
+    double* wv = malloc(sizeof(double) * (size_t)nk);
+    for (int64_t j = 0; j < nx; ++j) xv[j] = rnd();
+    for (int64_t j = 0; j < nk; ++j) wv[j] = rnd();
+    // One infinite weight: outputs of the phases that do not use its tap stay finite (a
+    // product of a hole with it would be NaN).
+    wv[nk / 2] = INFINITY;
+    float* x = make_data(CML_DTYPE_F32, xv, nx);
+    float* w = make_data(CML_DTYPE_F32, wv, nk);
+    float* want = malloc(sizeof(float) * (size_t)ny);
+    float* got = malloc(sizeof(float) * (size_t)ny);
+    fma_order_phased_reference(&p, xv, wv, want);
+    int64_t finite = 0;
+    for (int64_t j = 0; j < ny; ++j) finite += isfinite(want[j]) ? 1 : 0;
+    ASSERT_TRUE(finite > 0 && finite < ny);
+    for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+      if (!isa_usable((cmlc_isa_t)isa)) continue;
+      for (int threads = 1; threads <= 2; ++threads) {
+        cmlc_options_t o = make_options((cmlc_isa_t)isa, false, threads);
+        memset(got, 0xee, sizeof(float) * (size_t)ny);
+        ASSERT_STATUS_OK(fake_run(&f, &o, threads > 1 ? pool : NULL, x, w, got, NULL));
+        for (int64_t j = 0; j < ny; ++j) {
+          if (memcmp(&got[j], &want[j], sizeof(float)) != 0 && !(isnan(got[j]) && isnan(want[j]))) {
+            fprintf(stderr, "case %zu isa %d threads %d: element %lld: %.9g, fma order %.9g\n", i,
+                    isa, threads, (long long)j, (double)got[j], (double)want[j]);
+            ASSERT_TRUE(false);
+          }
+        }
+        ++checked;
+      }
+    }
+    free(xv), free(wv), free(x), free(w), free(want), free(got);
+  }
+  cmlc_pool_destroy(pool);
+  if (isa_usable(CMLC_ISA_AVX2)) ASSERT_TRUE(checked >= 8);
+}
+
 TEST(direct_kernel_taken_for_1x1_and_large_k) {
   // The scratch shows the path: the direct kernel's is the packed filter plus, per thread, the
   // strip (none when a 1x1 reads in place); the GEMM path's adds per-thread tiles and packing
@@ -943,5 +1049,6 @@ TEST_MAIN(TEST_ENTRY(fast_path_layouts_strides_groups), TEST_ENTRY(fast_path_dty
           TEST_ENTRY(direct_kernel_layouts_strides_dtypes),
           TEST_ENTRY(direct_kernel_taken_on_avx512), TEST_ENTRY(direct_kernel_1x1_and_split_k),
           TEST_ENTRY(direct_kernel_split_k_bit_identical),
+          TEST_ENTRY(direct_kernel_phases_bit_identical),
           TEST_ENTRY(direct_kernel_taken_for_1x1_and_large_k),
           TEST_ENTRY(zero_input_channels_and_empty_output))

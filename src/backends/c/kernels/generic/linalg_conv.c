@@ -71,6 +71,7 @@ enum {
   CMLC_CONV_DIRECT_PIXELS = 6,                  // output pixels per micro-kernel call
   CMLC_CONV_DIRECT_COLS = 64,                   // output channels per micro-kernel call
   CMLC_CONV_DIRECT_CHANNEL_RUN = 8,  // channels moved together between NCHW and the strip
+  CMLC_CONV_DIRECT_MAX_PHASES = 16,  // input dilations the phased direct kernel takes
 };
 
 // Fast-path plan (valid when |enabled|).
@@ -114,6 +115,18 @@ typedef struct cmlc_conv_fast_t {
   // Pixel blocks outside the channel blocks (one chunk, several blocks, the whole packed filter
   // within CMLC_CONV_DIRECT_FILTER_L2 bytes), else channel blocks and chunks outside.
   bool d_pixels_outer;
+  // Input dilation (a transposed convolution, the input gradient of a strided one) with unit
+  // strides and no kernel dilation: phases. Output row y reads only the taps
+  // ky = r + idh * m with r = (pad_h - y) mod idh, at undilated input rows
+  // ceil((y - pad_h) / idh) + m (columns alike), so the strip holds undilated rows and columns
+  // [d_ph_row0 + i][d_ph_col0 + j] and each phase (ry, rx) runs its own sub-filter: the taps of
+  // its residues, packed together (K order: phases, then (ky, kx, ci) within one). No product
+  // with an input-dilation hole is computed.
+  bool d_phased;
+  int64_t d_ph_h, d_ph_w;         // the input dilations
+  int64_t d_ph_cols;              // strip positions along the width (undilated columns)
+  int64_t d_ph_col0;              // the undilated input column of strip column 0
+  int64_t d_ph_tpc;               // taps per chunk of a phase's sub-filter
   cmlc__conv_direct_fn d_kernel;  // the micro-kernel for the ISA
   int threads;
   cmlc_isa_t isa;
@@ -144,6 +157,19 @@ typedef struct cmlc_conv_plan_t {
 } cmlc_conv_plan_t;
 
 static size_t cmlc_conv_align(size_t x) { return (x + 63) & ~(size_t)63; }
+
+// Integer division rounding toward -infinity / +infinity (|b| > 0).
+static int64_t cmlc_conv_floor_div(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+static int64_t cmlc_conv_ceil_div(int64_t a, int64_t b) { return -cmlc_conv_floor_div(-a, b); }
+// a mod b in [0, b).
+static int64_t cmlc_conv_mod(int64_t a, int64_t b) { return a - cmlc_conv_floor_div(a, b) * b; }
+// Taps of a kernel axis of |k| taps in phase |r| of dilation |d|: r, r + d, ... < k.
+static int64_t cmlc_conv_phase_taps(int64_t k, int64_t r, int64_t d) {
+  return r < k ? (k - r + d - 1) / d : 0;
+}
 
 // Plans the direct 2-D kernel into |f| when it applies (returns false otherwise): the AVX-512
 // or AVX2 ISA, an f32 domain, two spatial axes and one group (feature and batch). Any input,
@@ -189,13 +215,29 @@ static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
     f->d_in_place = c->input_dilations[d] == 1 && c->padding_low[d] <= 0 && last <= in - 1;
   }
   f->direct_out = p->out.dtype == CML_DTYPE_F32 && p->out_strides[c->output_channel_axis] == 1;
+  f->d_phased = (c->input_dilations[0] > 1 || c->input_dilations[1] > 1) && c->strides[0] == 1 &&
+                c->strides[1] == 1 && c->kernel_dilations[0] == 1 && c->kernel_dilations[1] == 1 &&
+                f->cg <= CMLC_CONV_DIRECT_K_MAX &&
+                c->input_dilations[0] <= CMLC_CONV_DIRECT_MAX_PHASES &&
+                c->input_dilations[1] <= CMLC_CONV_DIRECT_MAX_PHASES;
+  if (f->d_phased) {
+    f->d_ph_h = c->input_dilations[0];
+    f->d_ph_w = c->input_dilations[1];
+    f->d_ph_col0 = cmlc_conv_ceil_div(-c->padding_low[1], f->d_ph_w);
+    f->d_ph_cols =
+        cmlc_conv_floor_div(ow - 1 + kw - 1 - c->padding_low[1], f->d_ph_w) - f->d_ph_col0 + 1;
+    f->d_ph_tpc = CMLC_CONV_DIRECT_K_MAX / f->cg;
+    if (f->d_ph_cols <= 0) f->d_phased = false;
+  }
   // Output rows per task: up to 8 (fewer re-gathered input rows, pixel blocks spanning rows),
   // fewer while the strip or the row buffer would outgrow its bound or there would be fewer
   // than 4 tasks per thread. Every output's sum is the same whatever the rows per task.
-  const int64_t row_floats = len * f->cg;
+  const int64_t row_floats = (f->d_phased ? f->d_ph_cols : len) * f->cg;
   int64_t rows = oh < 8 ? oh : 8;
   for (;; --rows) {
     int64_t in_rows = (rows - 1) * c->strides[0] + (kh - 1) * c->kernel_dilations[0] + 1;
+    // Phases: the undilated rows among |in_rows| consecutive dilated positions.
+    if (f->d_phased) in_rows = (in_rows - 1) / f->d_ph_h + 1;
     double strip = f->d_in_place ? 0.0 : (double)in_rows * (double)row_floats * 4.0;
     double tile = f->direct_out ? 0.0 : (double)rows * (double)ow * (double)p->cout * 4.0;
     int64_t tasks = p->n_out * ((oh + rows - 1) / rows);
@@ -207,7 +249,7 @@ static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
   }
   f->d_len = len;
   f->d_blocks = (p->cout + CMLC_CONV_DIRECT_COLS - 1) / CMLC_CONV_DIRECT_COLS;
-  f->d_pixels_outer = f->d_chunks == 1 && f->d_blocks > 1 &&
+  f->d_pixels_outer = !f->d_phased && f->d_chunks == 1 && f->d_blocks > 1 &&
                       f->d_blocks * f->k * CMLC_CONV_DIRECT_COLS * 4 <= CMLC_CONV_DIRECT_FILTER_L2;
   f->tile = rows;  // output rows per task
   f->tiles = p->n_out * ((oh + rows - 1) / rows);
@@ -836,6 +878,24 @@ static void cmlc_conv_depthwise_task(void* vctx, int64_t begin, int64_t end, int
 
 #if defined(CMLC_HAVE_X86_64)
 // Packs filter rows [begin, end) over (block, k) into [blocks][K][ldw] f32, k = (ky, kx, ci),
+// Phased packing: the kernel tap (ky, kx) of packed tap |t| (phases (ry, rx) in order, each
+// with its taps ry + d_ph_h * m, rx + d_ph_w * n in (m, n) order).
+static void cmlc_conv_phase_tap(const cmlc_conv_fast_t* f, int64_t kh, int64_t kw, int64_t t,
+                                int64_t* ky, int64_t* kx) {
+  for (int64_t ry = 0; ry < f->d_ph_h; ++ry) {
+    const int64_t mh = cmlc_conv_phase_taps(kh, ry, f->d_ph_h);
+    for (int64_t rx = 0; rx < f->d_ph_w; ++rx) {
+      const int64_t mw = cmlc_conv_phase_taps(kw, rx, f->d_ph_w);
+      if (t < mh * mw) {
+        *ky = ry + (t / mw) * f->d_ph_h;
+        *kx = rx + (t % mw) * f->d_ph_w;
+        return;
+      }
+      t -= mh * mw;
+    }
+  }
+}
+
 // ldw = 16 x the vectors the block needs, zero past C_out.
 static void cmlc_conv_direct_pack(void* vctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
@@ -852,8 +912,10 @@ static void cmlc_conv_direct_pack(void* vctx, int64_t begin, int64_t end, int th
     int64_t cols = p->cout - o0 < CMLC_CONV_DIRECT_COLS ? p->cout - o0 : CMLC_CONV_DIRECT_COLS;
     int64_t ldw = (cols + 15) / 16 * 16;
     int64_t ci = kk % cg, tap = kk / cg;
-    int64_t off = (tap / kw) * c->ker_sp_strides[0] + (tap % kw) * c->ker_sp_strides[1] +
-                  ci * ic_stride + o0 * oc_stride;
+    int64_t ky = tap / kw, kx = tap % kw;
+    if (f->d_phased) cmlc_conv_phase_tap(f, c->ker_dims[0], kw, tap, &ky, &kx);
+    int64_t off =
+        ky * c->ker_sp_strides[0] + kx * c->ker_sp_strides[1] + ci * ic_stride + o0 * oc_stride;
     float* dst = (float*)c->ker_dom + blk * f->k * CMLC_CONV_DIRECT_COLS + kk * ldw;
     for (int64_t n = 0; n < cols; ++n)
       dst[n] = cmlc_load_f32(c->ker, off + n * oc_stride, p->ker.dtype);
@@ -933,6 +995,196 @@ static void cmlc_conv_direct_strip(const cmlc_conv_fast_ctx_t* c, int64_t b, int
         for (int64_t ci = 0; ci < cg; ++ci) d[ci] = cmlc_load_f32(c->in, xo + ci * cs, p->in.dtype);
       }
     }
+  }
+}
+
+// Writes a task's output rows from the row buffer |out| ([rows * ow][cout] f32) into the output
+// (any layout and dtype) at |obase|.
+static void cmlc_conv_direct_scatter(const cmlc_conv_fast_ctx_t* c, const float* out, int64_t obase,
+                                     int64_t rows) {
+  const cmlc_conv_plan_t* p = c->p;
+  const cml_conv_config_t* cfg = p->cfg;
+  const int64_t ow = c->out_dims[1], cout = p->cout;
+  const int64_t ocs = p->out_strides[cfg->output_channel_axis];
+  const int64_t out_row = c->out_sp_strides[0], out_col = c->out_sp_strides[1];
+  const int64_t pixels_total = rows * ow;
+  if (p->out.dtype == CML_DTYPE_F32 && out_col == 1 && ocs != 1) {
+    // Channels apart, width contiguous (NCHW): each output row channel by channel, a few
+    // channels at a time, so that the writes run along the row.
+    for (int64_t y = 0; y < rows; ++y) {
+      const float* src = out + y * ow * cout;
+      float* o = (float*)c->out + obase + y * out_row;
+      for (int64_t n0 = 0; n0 < cout; n0 += CMLC_CONV_DIRECT_CHANNEL_RUN) {
+        const int64_t n1 =
+            cout - n0 < CMLC_CONV_DIRECT_CHANNEL_RUN ? cout : n0 + CMLC_CONV_DIRECT_CHANNEL_RUN;
+        for (int64_t xx = 0; xx < ow; ++xx) {
+          for (int64_t n = n0; n < n1; ++n) o[n * ocs + xx] = src[xx * cout + n];
+        }
+      }
+    }
+    return;
+  }
+  for (int64_t q = 0; q < pixels_total; ++q) {
+    const float* src = out + q * cout;
+    int64_t oo = obase + (q / ow) * c->out_sp_strides[0] + (q % ow) * c->out_sp_strides[1];
+    if (p->out.dtype == CML_DTYPE_F32) {
+      float* o = (float*)c->out + oo;
+      for (int64_t n = 0; n < cout; ++n) o[n * ocs] = src[n];
+    } else if (p->narrow_out && ocs == 1) {
+      p->narrow_out((uint16_t*)c->out + oo, src, cout);
+    } else {
+      for (int64_t n = 0; n < cout; ++n) cmlc_store_f64(c->out, oo + n * ocs, p->out.dtype, src[n]);
+    }
+  }
+}
+
+// Phases: the strip of undilated input rows [row0, row0 + rows) and columns
+// [d_ph_col0, d_ph_col0 + d_ph_cols) of image |b| ([rows][d_ph_cols][cg] f32, zero outside the
+// input).
+static void cmlc_conv_direct_phase_strip(const cmlc_conv_fast_ctx_t* c, int64_t b, int64_t row0,
+                                         int64_t rows, float* strip) {
+  const cmlc_conv_plan_t* p = c->p;
+  const cmlc_conv_fast_t* f = &p->fast;
+  const cml_conv_config_t* cfg = p->cfg;
+  const int64_t cg = f->cg, len = f->d_ph_cols, col0 = f->d_ph_col0;
+  const int64_t cs = p->in_strides[cfg->input_channel_axis];
+  const int64_t ih = c->in_dims[0], iw = c->in_dims[1];
+  const int64_t rs = c->in_sp_strides[0], ws = c->in_sp_strides[1];
+  const bool native = p->in.dtype == CML_DTYPE_F32;
+  const int64_t base = b * p->in_strides[cfg->input_batch_axis];
+  // Strip columns [j0, j1) hold input columns.
+  int64_t j0 = -col0 > 0 ? -col0 : 0, j1 = iw - col0 < len ? iw - col0 : len;
+  if (j0 > j1) j0 = j1;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* dst = strip + i * len * cg;
+    const int64_t y = row0 + i;
+    if (y < 0 || y >= ih) {
+      memset(dst, 0, (size_t)(len * cg) * sizeof(float));
+      continue;
+    }
+    if (j0 > 0) memset(dst, 0, (size_t)(j0 * cg) * sizeof(float));
+    if (j1 < len) memset(dst + j1 * cg, 0, (size_t)((len - j1) * cg) * sizeof(float));
+    const int64_t rbase = base + y * rs + (col0 + j0) * ws;
+    const int64_t n = j1 - j0;
+    if (n <= 0) continue;
+    if (cs == 1 && ws == cg) {
+      if (native) {
+        memcpy(dst + j0 * cg, (const float*)c->in + rbase, (size_t)(n * cg) * sizeof(float));
+        continue;
+      }
+      if (p->widen_in) {
+        p->widen_in(dst + j0 * cg, (const uint16_t*)c->in + rbase, n * cg);
+        continue;
+      }
+    }
+    if (native && ws == 1) {
+      // Width contiguous, channels apart (NCHW): a few channel rows at a time.
+      const float* src = (const float*)c->in + rbase;
+      for (int64_t c0 = 0; c0 < cg; c0 += CMLC_CONV_DIRECT_CHANNEL_RUN) {
+        const int64_t c1 =
+            cg - c0 < CMLC_CONV_DIRECT_CHANNEL_RUN ? cg : c0 + CMLC_CONV_DIRECT_CHANNEL_RUN;
+        for (int64_t j = 0; j < n; ++j) {
+          float* d = dst + (j0 + j) * cg;
+          for (int64_t ci = c0; ci < c1; ++ci) d[ci] = src[ci * cs + j];
+        }
+      }
+      continue;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      float* d = dst + (j0 + j) * cg;
+      const int64_t xo = rbase + j * ws;
+      if (native) {
+        const float* x = (const float*)c->in + xo;
+        for (int64_t ci = 0; ci < cg; ++ci) d[ci] = x[ci * cs];
+      } else {
+        for (int64_t ci = 0; ci < cg; ++ci) d[ci] = cmlc_load_f32(c->in, xo + ci * cs, p->in.dtype);
+      }
+    }
+  }
+}
+
+// Phased tasks over (image, block of output rows): the strip of undilated rows, then per
+// channel block, output row and column phase, the pixels of that phase (columns
+// ox0, ox0 + d_ph_w, ... whose undilated input columns follow each other) against the phase's
+// sub-filter, in chunks of d_ph_tpc taps that continue each other's sums.
+static void cmlc_conv_direct_phase_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  cmlc_conv_fast_ctx_t* c = vctx;
+  const cmlc_conv_plan_t* p = c->p;
+  const cmlc_conv_fast_t* f = &p->fast;
+  const cml_conv_config_t* cfg = p->cfg;
+  char* th =
+      cmlc_conv_scratch_at(c->scratch, f->off_threads + (size_t)thread_index * f->thread_bytes);
+  float* strip = (float*)(th + f->th_strip);
+  const int64_t oh = c->out_dims[0], ow = c->out_dims[1], cout = p->cout, cg = f->cg;
+  const int64_t kh = c->ker_dims[0], kw = c->ker_dims[1];
+  const int64_t dh = f->d_ph_h, dw = f->d_ph_w;
+  const int64_t pad_h = cfg->padding_low[0], pad_w = cfg->padding_low[1];
+  const int64_t ocs = p->out_strides[cfg->output_channel_axis];
+  const int64_t out_row = c->out_sp_strides[0], out_col = c->out_sp_strides[1];
+  const int64_t row_blocks = (oh + f->tile - 1) / f->tile;
+  const int64_t x_row = f->d_ph_cols * cg;
+  cmlc__conv_direct_args_t a;
+  a.channels = cg;
+  a.x_ky = x_row;
+  a.x_kx = cg;
+  a.c0 = 0;
+  a.c1 = cg;
+  for (int64_t task = begin; task < end; ++task) {
+    const int64_t b = task / row_blocks, oy0 = (task % row_blocks) * f->tile;
+    const int64_t rows = oh - oy0 < f->tile ? oh - oy0 : f->tile;
+    const int64_t row0 = cmlc_conv_ceil_div(oy0 - pad_h, dh);
+    const int64_t row1 = cmlc_conv_floor_div(oy0 + rows - 1 + kh - 1 - pad_h, dh) + 1;
+    if (row1 > row0) cmlc_conv_direct_phase_strip(c, b, row0, row1 - row0, strip);
+    const int64_t obase = b * p->out_strides[cfg->output_batch_axis] + oy0 * out_row;
+    float* out = f->direct_out ? (float*)c->out + obase : (float*)(th + f->th_c);
+    for (int64_t blk = 0; blk < f->d_blocks; ++blk) {
+      const int64_t o0 = blk * CMLC_CONV_DIRECT_COLS;
+      const int cols = (int)(cout - o0 < CMLC_CONV_DIRECT_COLS ? cout - o0 : CMLC_CONV_DIRECT_COLS);
+      a.ldw = (cols + 15) / 16 * 16;
+      const float* wb = (const float*)c->ker_dom + blk * f->k * CMLC_CONV_DIRECT_COLS;
+      float* ob = out + o0 * (f->direct_out ? ocs : 1);
+      for (int64_t y = 0; y < rows; ++y) {
+        const int64_t oy = oy0 + y;
+        const int64_t ry = cmlc_conv_mod(pad_h - oy, dh);
+        const int64_t mh = cmlc_conv_phase_taps(kh, ry, dh);
+        const int64_t by = cmlc_conv_ceil_div(oy - pad_h, dh) - row0;
+        // Taps of the phases before (ry, 0): every tap of the rows of residues below ry.
+        int64_t before = 0;
+        for (int64_t r = 0; r < ry; ++r) before += cmlc_conv_phase_taps(kh, r, dh) * kw;
+        for (int64_t rx = 0; rx < dw; ++rx) {
+          const int64_t mw = cmlc_conv_phase_taps(kw, rx, dw);
+          const int64_t taps = mh * mw;
+          const float* w0 = wb + before * cg * a.ldw;
+          before += taps;
+          const int64_t ox0 = cmlc_conv_mod(pad_w - rx, dw);
+          if (ox0 >= ow) continue;
+          const int64_t bx0 = cmlc_conv_ceil_div(ox0 - pad_w, dw) - f->d_ph_col0;
+          const int64_t count = (ow - 1 - ox0) / dw + 1;
+          a.kh = mh;
+          a.kw = mw;
+          for (int64_t q0 = 0; q0 < count; q0 += CMLC_CONV_DIRECT_PIXELS) {
+            const int pixels =
+                (int)(count - q0 < CMLC_CONV_DIRECT_PIXELS ? count - q0 : CMLC_CONV_DIRECT_PIXELS);
+            int64_t xo[CMLC_CONV_DIRECT_PIXELS], oo[CMLC_CONV_DIRECT_PIXELS];
+            for (int r = 0; r < pixels; ++r) {
+              const int64_t ox = ox0 + (q0 + r) * dw;
+              xo[r] = by * x_row + (bx0 + q0 + r) * cg;
+              oo[r] = f->direct_out ? y * out_row + ox * out_col : (y * ow + ox) * cout;
+            }
+            // No taps (a phase the kernel has none in): the call writes zeros.
+            int64_t t0 = 0;
+            do {
+              a.t0 = t0;
+              a.t1 = taps - t0 < f->d_ph_tpc ? taps : t0 + f->d_ph_tpc;
+              a.accumulate = t0 > 0;
+              f->d_kernel(&a, strip, xo, w0 + t0 * cg * a.ldw, ob, oo, pixels, cols);
+              t0 = a.t1;
+            } while (t0 < taps);
+          }
+        }
+      }
+    }
+    if (!f->direct_out) cmlc_conv_direct_scatter(c, out, obase, rows);
   }
 }
 
@@ -1043,36 +1295,7 @@ static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int th
         }
       }
     }
-    if (f->direct_out) continue;
-    if (p->out.dtype == CML_DTYPE_F32 && out_col == 1 && ocs != 1) {
-      // Channels apart, width contiguous (NCHW): each output row channel by channel, a few
-      // channels at a time, so that the writes run along the row.
-      for (int64_t y = 0; y < rows; ++y) {
-        const float* src = out + y * ow * cout;
-        float* o = (float*)c->out + obase + y * out_row;
-        for (int64_t n0 = 0; n0 < cout; n0 += CMLC_CONV_DIRECT_CHANNEL_RUN) {
-          const int64_t n1 =
-              cout - n0 < CMLC_CONV_DIRECT_CHANNEL_RUN ? cout : n0 + CMLC_CONV_DIRECT_CHANNEL_RUN;
-          for (int64_t xx = 0; xx < ow; ++xx) {
-            for (int64_t n = n0; n < n1; ++n) o[n * ocs + xx] = src[xx * cout + n];
-          }
-        }
-      }
-      continue;
-    }
-    for (int64_t q = 0; q < pixels_total; ++q) {
-      const float* src = out + q * cout;
-      int64_t oo = obase + (q / ow) * c->out_sp_strides[0] + (q % ow) * c->out_sp_strides[1];
-      if (p->out.dtype == CML_DTYPE_F32) {
-        float* o = (float*)c->out + oo;
-        for (int64_t n = 0; n < cout; ++n) o[n * ocs] = src[n];
-      } else if (p->narrow_out && ocs == 1) {
-        p->narrow_out((uint16_t*)c->out + oo, src, cout);
-      } else {
-        for (int64_t n = 0; n < cout; ++n)
-          cmlc_store_f64(c->out, oo + n * ocs, p->out.dtype, src[n]);
-      }
-    }
+    if (!f->direct_out) cmlc_conv_direct_scatter(c, out, obase, rows);
   }
 }
 #endif
@@ -1130,7 +1353,8 @@ static void cmlc_conv_fast_run(const cmlc_conv_plan_t* p, const cmlc_kernel_args
 #if defined(CMLC_HAVE_X86_64)
   if (f->direct) {
     if (!prepared) cmlc_parallel_for(pool, f->d_blocks * f->k, 64, cmlc_conv_direct_pack, &c);
-    cmlc_parallel_for(pool, f->tiles, 1, cmlc_conv_direct_task, &c);
+    cmlc_parallel_for(pool, f->tiles, 1,
+                      f->d_phased ? cmlc_conv_direct_phase_task : cmlc_conv_direct_task, &c);
     return;
   }
 #endif
