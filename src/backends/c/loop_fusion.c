@@ -348,15 +348,24 @@ typedef struct cmlc_fused_ctx_t {
 
 // Copies the |len| elements of broadcast input |j| that line up with output elements
 // [start, start + len) into |dst|.
-static void cmlc_fused_gather(const cmlc_fused_t* f, uint32_t j, const char* base, int64_t start,
-                              int64_t len, char* dst) {
+// The output index (per axis) of element |start|.
+static void cmlc_fused_index(const cmlc_fused_t* f, int64_t start, int64_t* at) {
+  int64_t rest = start;
+  for (int32_t d = f->rank - 1; d >= 0; --d) {
+    at[d] = rest % f->dims[d];
+    rest /= f->dims[d];
+  }
+}
+
+// |at| is the output index of element |start| (cmlc_fused_index).
+static void cmlc_fused_gather(const cmlc_fused_t* f, uint32_t j, const char* base,
+                              const int64_t* at, int64_t len, char* dst) {
   const int32_t rank = f->rank;
   const int64_t* strides = f->in_strides[j];
   int64_t idx[CML_MAX_RANK];
-  int64_t rest = start, off = 0;
-  for (int32_t d = rank - 1; d >= 0; --d) {
-    idx[d] = rest % f->dims[d];
-    rest /= f->dims[d];
+  int64_t off = 0;
+  for (int32_t d = 0; d < rank; ++d) {
+    idx[d] = at[d];
     off += idx[d] * strides[d];
   }
   const size_t es = f->in_size[j];
@@ -430,13 +439,17 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
   const cmlc_fused_t* f = c->f;
   const void* bcast_at[CMLC_FUSED_MAX_INPUTS];
   int64_t bcast_stride[CMLC_FUSED_MAX_INPUTS];
+  int64_t at[CML_MAX_RANK];  // the output index of |start|, once an input needs it
+  bool have_at = false;
   for (uint32_t j = 0; j < f->input_count; ++j) {
     if (f->mode[j] != CMLC_FUSED_BCAST) continue;
     if (!direct) {
       const uint8_t slot = f->bcast_slot[j];
       const int64_t phase = start % f->period[j];
       if (s->cached_phase[slot] != phase || s->cached_len[slot] < len) {
-        cmlc_fused_gather(f, j, (const char*)c->inputs[j], start, len, (char*)s->bcast[slot]);
+        if (!have_at) cmlc_fused_index(f, start, at);
+        have_at = true;
+        cmlc_fused_gather(f, j, (const char*)c->inputs[j], at, len, (char*)s->bcast[slot]);
         s->cached_phase[slot] = phase;
         s->cached_len[slot] = len;
       }
@@ -444,11 +457,10 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
       bcast_stride[j] = 1;
       continue;
     }
-    int64_t rest = start, off = 0;
-    for (int32_t d = f->rank - 1; d >= 0; --d) {
-      off += (rest % f->dims[d]) * f->in_strides[j][d];
-      rest /= f->dims[d];
-    }
+    if (!have_at) cmlc_fused_index(f, start, at);
+    have_at = true;
+    int64_t off = 0;
+    for (int32_t d = 0; d < f->rank; ++d) off += at[d] * f->in_strides[j][d];
     bcast_at[j] = (const char*)c->inputs[j] + (size_t)off * f->in_size[j];
     bcast_stride[j] = f->in_strides[j][f->rank - 1];
   }
