@@ -4,8 +4,10 @@
 // ReLU6), a strided depthwise layer, an LSTM unrolled by a While loop, LayerNorm, softmax,
 // batch-norm statistics, an embedding lookup with LayerNorm, a 3x3 convolution in PyTorch's
 // NCHW/OIHW layout, a transposed (upsampling) convolution, attention from DotGeneral and
-// softmax, an erf-GELU MLP and a 1-D convolution; c vs c:reference vs xla:cpu. Written to find
-// what models outside the repository's own set spend time on.
+// softmax, an erf-GELU MLP, a 1-D convolution, and the pieces of LLaMA-style decoders and
+// CNN heads: RMSNorm, rotary embeddings, a SwiGLU MLP, causal attention with an iota mask,
+// GroupNorm, global average pooling and a cross-entropy loss; c vs c:reference vs xla:cpu.
+// Written to find what models outside the repository's own set spend time on.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +28,13 @@ enum {
   Z_ATTENTION,
   Z_GELU_MLP,
   Z_CONV1D,
+  Z_RMSNORM,
+  Z_ROPE,
+  Z_SWIGLU,
+  Z_CAUSAL_ATTENTION,
+  Z_GROUPNORM,
+  Z_GLOBAL_POOL,
+  Z_CROSS_ENTROPY,
   Z_COUNT
 };
 
@@ -43,6 +52,13 @@ static const char* const kNames[Z_COUNT] = {
     "attention from DotGeneral q,k,v [8,12,128,64]",
     "MLP [256,768]-3072-768, erf GELU",
     "conv1d x[16,1000,64] k5 -> 128 pad 2",
+    "RMSNorm [512,4096]",
+    "rotary embedding of q [8,128,12,64] (halves rotated)",
+    "SwiGLU MLP [128,768]-2048-768",
+    "causal attention from DotGeneral, iota mask, q,k,v [4,12,256,64]",
+    "GroupNorm 32 groups x[8,32,32,64]",
+    "global average pool x[32,7,7,512] + dense 512-1000",
+    "cross-entropy of logits [256,32000] with labels (log-softmax, one-hot)",
 };
 
 static cml_value_t scalar(cml_function_t* f, cml_dtype_t dt, double v) {
@@ -247,6 +263,105 @@ static cml_value_t build_gelu_mlp(cml_function_t* f) {
   return dense(f, h, 256, 3072, 768);
 }
 
+static cml_value_t build_rmsnorm(cml_function_t* f) {
+  const int64_t d[2] = {512, 4096}, last = 1, keep = 0, one = 1;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, d);
+  cml_value_t w = bench_param(f, "w", CML_DTYPE_F32, 1, &d[1]);
+  cml_value_t ms = cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, x, x), &last, 1),
+                              scalar(f, CML_DTYPE_F32, 1.0 / 4096));
+  cml_value_t r = cml_op_rsqrt(f, cml_op_add(f, ms, scalar(f, CML_DTYPE_F32, 1e-6)));
+  return cml_op_mul(f, cml_op_mul(f, x, bcast(f, r, d, 2, &keep, 1)), bcast(f, w, d, 2, &one, 1));
+}
+
+// q * cos + rotate_half(q) * sin, with cos/sin [128, 64] broadcast over batch and heads.
+static cml_value_t build_rope(cml_function_t* f) {
+  const int64_t d[4] = {8, 128, 12, 64}, h[4] = {8, 128, 12, 32}, cs[2] = {128, 64};
+  const int64_t axes[2] = {1, 3};
+  cml_value_t q = bench_param(f, "q", CML_DTYPE_F32, 4, d);
+  cml_value_t cosv = bench_param(f, "cos", CML_DTYPE_F32, 2, cs);
+  cml_value_t sinv = bench_param(f, "sin", CML_DTYPE_F32, 2, cs);
+  cml_value_t lo = cml_op_slice(f, q, (int64_t[]){0, 0, 0, 0}, h, NULL, 4);
+  cml_value_t hi = cml_op_slice(f, q, (int64_t[]){0, 0, 0, 32}, d, NULL, 4);
+  cml_value_t rot = cml_op_concatenate(f, 3, (cml_value_t[]){cml_op_neg(f, hi), lo}, 2);
+  return cml_op_add(f, cml_op_mul(f, q, bcast(f, cosv, d, 4, axes, 2)),
+                    cml_op_mul(f, rot, bcast(f, sinv, d, 4, axes, 2)));
+}
+
+static cml_value_t build_swiglu(cml_function_t* f) {
+  const int64_t m = 128, d = 768, hdim = 2048;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){m, d});
+  cml_value_t w1 = bench_param(f, "w1", CML_DTYPE_F32, 2, (int64_t[]){d, hdim});
+  cml_value_t w3 = bench_param(f, "w3", CML_DTYPE_F32, 2, (int64_t[]){d, hdim});
+  cml_value_t w2 = bench_param(f, "w2", CML_DTYPE_F32, 2, (int64_t[]){hdim, d});
+  cml_value_t a = cml_op_dot(f, x, w1), b = cml_op_dot(f, x, w3);
+  cml_value_t silu = cml_op_mul(f, a, cml_op_logistic(f, a));
+  return cml_op_dot(f, cml_op_mul(f, silu, b), w2);
+}
+
+static cml_value_t build_causal_attention(cml_function_t* f) {
+  const int64_t d[4] = {4, 12, 256, 64}, sd[4] = {4, 12, 256, 256};
+  cml_value_t q = bench_param(f, "q", CML_DTYPE_F32, 4, d);
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, d);
+  cml_value_t v = bench_param(f, "v", CML_DTYPE_F32, 4, d);
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.lhs_batch_count = c.rhs_batch_count = 2;
+  c.lhs_batch_axes[0] = c.rhs_batch_axes[0] = 0;
+  c.lhs_batch_axes[1] = c.rhs_batch_axes[1] = 1;
+  c.lhs_contracting_count = c.rhs_contracting_count = 1;
+  c.lhs_contracting_axes[0] = 3;
+  c.rhs_contracting_axes[0] = 3;
+  c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
+  cml_value_t s = cml_op_mul(f, cml_op_dot_general(f, q, k, &c), scalar(f, CML_DTYPE_F32, 0.125));
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 4, sd);
+  cml_value_t allowed = cml_op_greater_or_equal(f, cml_op_iota(f, &is, 2), cml_op_iota(f, &is, 3));
+  s = cml_op_where(f, allowed, s, scalar(f, CML_DTYPE_F32, -1e30));
+  cml_value_t p = softmax(f, s, sd, 4);
+  c.rhs_contracting_axes[0] = 2;
+  return cml_op_dot_general(f, p, v, &c);
+}
+
+// GroupNorm: x [n, h, w, c] viewed as [n, h, w, groups, c / groups], statistics over h, w and
+// the channels of a group, then a per-channel scale and shift.
+static cml_value_t build_groupnorm(cml_function_t* f) {
+  const int64_t d[4] = {8, 32, 32, 64}, g[5] = {8, 32, 32, 32, 2};
+  const int64_t axes[3] = {1, 2, 4}, keep[2] = {0, 3};
+  cml_value_t x = cml_op_reshape(f, bench_param(f, "x", CML_DTYPE_F32, 4, d), g, 5);
+  cml_value_t inv = scalar(f, CML_DTYPE_F32, 1.0 / (32.0 * 32 * 2));
+  cml_value_t mean = cml_op_mul(f, cml_op_reduce_sum(f, x, axes, 3), inv);
+  cml_value_t xc = cml_op_sub(f, x, bcast(f, mean, g, 5, keep, 2));
+  cml_value_t var = cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, xc, xc), axes, 3), inv);
+  cml_value_t r = cml_op_rsqrt(f, cml_op_add(f, var, scalar(f, CML_DTYPE_F32, 1e-5)));
+  cml_value_t y = cml_op_reshape(f, cml_op_mul(f, xc, bcast(f, r, g, 5, keep, 2)), d, 4);
+  return affine_last(f, y, d, 4, "gn");
+}
+
+static cml_value_t build_global_pool(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){32, 7, 7, 512});
+  cml_value_t m = cml_op_mul(f, cml_op_reduce_sum(f, x, (int64_t[]){1, 2}, 2),
+                             scalar(f, CML_DTYPE_F32, 1.0 / 49));
+  return dense(f, m, 32, 512, 1000);
+}
+
+// Mean cross-entropy: labels made in the graph (row i: class 7919 i mod 32000).
+static cml_value_t build_cross_entropy(cml_function_t* f) {
+  const int64_t d[2] = {256, 32000}, last = 1, keep = 0;
+  cml_value_t logits = bench_param(f, "logits", CML_DTYPE_F32, 2, d);
+  cml_value_t mx = cml_op_reduce_max(f, logits, &last, 1);
+  cml_value_t z = cml_op_sub(f, logits, bcast(f, mx, d, 2, &keep, 1));
+  cml_value_t lse = cml_op_log(f, cml_op_reduce_sum(f, cml_op_exp(f, z), &last, 1));
+  cml_value_t logp = cml_op_sub(f, z, bcast(f, lse, d, 2, &keep, 1));
+  cml_shape_t ls = cml_shape_make(CML_DTYPE_I32, 1, d);
+  cml_value_t labels = cml_op_rem(
+      f, cml_op_mul(f, cml_op_iota(f, &ls, 0), cml_constant_scalar_i64(f, CML_DTYPE_I32, 7919)),
+      cml_constant_scalar_i64(f, CML_DTYPE_I32, 32000));
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, d);
+  cml_value_t onehot = cml_op_convert_dtype(
+      f, cml_op_equal(f, cml_op_iota(f, &is, 1), bcast(f, labels, d, 2, &keep, 1)), CML_DTYPE_F32);
+  cml_value_t picked = cml_op_reduce_sum(f, cml_op_mul(f, logp, onehot), (int64_t[]){0, 1}, 2);
+  return cml_op_mul(f, picked, scalar(f, CML_DTYPE_F32, -1.0 / 256));
+}
+
 static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
   const cml_dtype_t dt = CML_DTYPE_F32;
   switch (c->dims[0]) {
@@ -358,6 +473,20 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       cc.output_dtype = CML_DTYPE_INVALID;
       return cml_op_conv_general(f, x, k, &cc);
     }
+    case Z_RMSNORM:
+      return build_rmsnorm(f);
+    case Z_ROPE:
+      return build_rope(f);
+    case Z_SWIGLU:
+      return build_swiglu(f);
+    case Z_CAUSAL_ATTENTION:
+      return build_causal_attention(f);
+    case Z_GROUPNORM:
+      return build_groupnorm(f);
+    case Z_GLOBAL_POOL:
+      return build_global_pool(f);
+    case Z_CROSS_ENTROPY:
+      return build_cross_entropy(f);
     default:
       return CML_VALUE_INVALID;
   }
@@ -384,6 +513,12 @@ static double zoo_flops(int z) {
       return 2.0 * 2 * 256 * 768 * 3072;
     case Z_CONV1D:
       return 2.0 * 16 * 1000 * 5 * 64 * 128;
+    case Z_SWIGLU:
+      return 2.0 * 3 * 128 * 768 * 2048;
+    case Z_CAUSAL_ATTENTION:
+      return 2.0 * 2 * 4 * 12 * 256 * 256 * 64;
+    case Z_GLOBAL_POOL:
+      return 2.0 * 32 * 512 * 1000;
     default:
       return 0;
   }
@@ -399,6 +534,14 @@ static double zoo_bytes(int z) {
       return 2.0 * 4 * 32 * 28 * 28 * 64;
     case Z_EMBED_LN:
       return 2.0 * 4 * 16 * 128 * 512;
+    case Z_RMSNORM:
+      return 2.0 * 4 * 512 * 4096;
+    case Z_ROPE:
+      return 2.0 * 4 * 8 * 128 * 12 * 64;
+    case Z_GROUPNORM:
+      return 2.0 * 4 * 8 * 32 * 32 * 64;
+    case Z_CROSS_ENTROPY:
+      return 4.0 * 256 * 32000;
     default:
       return 0;
   }

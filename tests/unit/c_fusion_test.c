@@ -55,9 +55,14 @@ static cml_status_t ft_compile(cml_backend_t* backend, const ft_graph_t* g,
   return st;
 }
 
-// Deterministic inputs in [-2, 2) (input |k|, element i), multiples of 1/64.
+// Deterministic inputs in [-2, 2) (input |k|, element i), multiples of 1/64, without short
+// periods in i.
 static float ft_value(size_t k, int64_t i) {
-  return (float)((i * 2654435761u + k * 40503u) % 256) / 64.0f - 2.0f;
+  uint32_t h = (uint32_t)i * 2654435761u + (uint32_t)k * 40503u;
+  h ^= h >> 15;
+  h *= 2246822519u;
+  h ^= h >> 13;
+  return (float)(h % 256u) / 64.0f - 2.0f;
 }
 
 static void ft_fill(const cml_shape_t* s, size_t k, void* data) {
@@ -436,6 +441,73 @@ TEST(column_reductions_of_loops) {
   }
 }
 
+// GroupNorm from primitives: x [n, h, w, g, c] normalized over h, w and c per (n, g), then a
+// per-channel scale. The statistics are reductions with a short innermost run (c) and the
+// broadcast mean and scale are gathered block by block (reused within a segment).
+static cml_status_t ft_build_groupnorm(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                       size_t* count) {
+  const int64_t n = g->r, groups = g->c, ch = g->extra;
+  const int64_t d5[5] = {n, 9, 8, groups, ch};
+  const int64_t axes[3] = {1, 2, 4}, keep[2] = {0, 3}, last[2] = {3, 4};
+  cml_value_t x = ft_param(f, g, 0), scale = ft_param(f, g, 1);
+  cml_value_t inv = cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.0 / (double)(9 * 8 * ch));
+  cml_value_t mean = cml_op_mul(f, cml_op_reduce_sum(f, x, axes, 3), inv);
+  cml_value_t xc = cml_op_sub(f, x, ft_bcast(f, mean, d5, 5, keep, 2));
+  cml_value_t var = cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, xc, xc), axes, 3), inv);
+  outs[0] = var;
+  outs[1] = cml_op_mul(f, xc, ft_bcast(f, scale, d5, 5, last, 2));
+  *count = 2;
+  return CML_OK;
+}
+
+TEST(short_run_reductions_and_segment_broadcasts) {
+  // Groups of 2, 3 and 16 channels over 9 x 8 positions: 72 runs per output, short enough
+  // for the two-pass reduction.
+  const int64_t shapes[][3] = {{2, 64, 2}, {3, 20, 3}, {2, 8, 16}};
+  for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
+    ft_graph_t g = {.name = "gn",
+                    .build = ft_build_groupnorm,
+                    .r = shapes[t][0],
+                    .c = shapes[t][1],
+                    .extra = shapes[t][2]};
+    g.in_count = 2;
+    g.in[0] = cml_shape_make(CML_DTYPE_F32, 5, (int64_t[]){g.r, 9, 8, g.c, g.extra});
+    g.in[1] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.c, g.extra});
+    void* outs[FT_MAX_OUT] = {0};
+    size_t count = 0;
+    cml_executable_t* exe = NULL;
+    cml_backend_t* b = NULL;
+    ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+    ASSERT_EQ_INT(ft_steps(exe, CML_OP_BROADCAST_IN_DIM, -1), 0);
+    const float* var = outs[0];
+    const float* y = outs[1];
+    const int64_t per = 9 * 8 * g.extra;
+    for (int64_t a = 0; a < g.r; ++a) {
+      for (int64_t q = 0; q < g.c; ++q) {
+        double sum = 0, sq = 0;
+        for (int64_t pos = 0; pos < 72; ++pos) {
+          for (int64_t c = 0; c < g.extra; ++c) {
+            sum += ft_value(0, ((a * 72 + pos) * g.c + q) * g.extra + c);
+          }
+        }
+        const double mean = sum / (double)per;
+        for (int64_t pos = 0; pos < 72; ++pos) {
+          for (int64_t c = 0; c < g.extra; ++c) {
+            const int64_t i = ((a * 72 + pos) * g.c + q) * g.extra + c;
+            const double d = ft_value(0, i) - mean;
+            sq += d * d;
+            ASSERT_NEAR(y[i], d * ft_value(1, q * g.extra + c), 1e-4);
+          }
+        }
+        ASSERT_NEAR(var[a * g.c + q], sq / (double)per, 1e-4);
+      }
+    }
+    for (size_t o = 0; o < count; ++o) free(outs[o]);
+    cml_executable_release(exe);
+    cml_backend_release(b);
+  }
+}
+
 // d = x - y has two readers: d * z (a loop) and the first of a chain of 32 additions, whose
 // loop is full (32 members) before it could take d in. d must then run on its own; the first
 // loop still computes it inside.
@@ -481,4 +553,5 @@ TEST(duplicated_node_runs_again_for_an_unfused_reader) {
 TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place),
           TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(row_reductions_of_loops),
           TEST_ENTRY(column_reductions_of_loops),
+          TEST_ENTRY(short_run_reductions_and_segment_broadcasts),
           TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader))

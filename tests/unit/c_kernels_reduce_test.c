@@ -499,6 +499,92 @@ TEST(f32_columns_special_values) {
   }
 }
 
+// Short innermost runs (GroupNorm's statistics: [n, m, g, L] over m and L, L small): the SIMD
+// ISAs reduce each run, then the runs with the column path (two passes, scratch); the scalar
+// reference reduces the runs one after another. Small-integer inputs make every sum exact in
+// any order, so each ISA and thread count must give the double loop's values; inexact inputs
+// must give the same bits on 1 and 3 threads. Run lengths 2, 3, 16 take the two passes (with
+// at least 64 runs per output), 17 and 40 runs do not.
+TEST(f32_short_inner_runs_every_isa) {
+  static const int64_t shapes[][4] = {
+      {2, 64, 5, 2}, {3, 500, 7, 3}, {1, 100, 32, 16}, {2, 70, 3, 17}, {4, 40, 4, 2}};
+  static const cml_op_t ops[3] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN};
+  cmlc_isa_t isas[3];
+  const int isa_count = col_isas(isas);
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0, two_pass = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si) {
+    const int64_t n = shapes[si][0], m = shapes[si][1], g = shapes[si][2], l = shapes[si][3];
+    const int64_t count = n * m * g * l, outs = n * g;
+    float* x = malloc((size_t)count * sizeof(float));
+    float* got = malloc((size_t)outs * sizeof(float));
+    float* got3 = malloc((size_t)outs * sizeof(float));
+    double* want = malloc((size_t)outs * sizeof(double));
+    for (int pass = 0; pass < 2; ++pass) {
+      const bool exact = pass == 0;
+      for (int64_t i = 0; i < count; ++i) {
+        const uint32_t h = (uint32_t)(i * 2654435761u);
+        x[i] = exact ? (float)(h % 201u) - 100.0f : (float)(h % 20011u) * 1e-3f - 10.0f;
+      }
+      for (int oi = 0; oi < 3; ++oi) {
+        const cml_op_t op = ops[oi];
+        for (int64_t o = 0; o < outs; ++o) {
+          want[o] = op == CML_OP_REDUCE_SUM ? 0 : op == CML_OP_REDUCE_MAX ? -INFINITY : INFINITY;
+        }
+        for (int64_t i = 0; i < count; ++i) {
+          const int64_t o = (i / (m * g * l)) * g + (i / l) % g;
+          if (op == CML_OP_REDUCE_SUM) want[o] += x[i];
+          if (op == CML_OP_REDUCE_MAX && x[i] > want[o]) want[o] = x[i];
+          if (op == CML_OP_REDUCE_MIN && x[i] < want[o]) want[o] = x[i];
+        }
+        for (int ii = 0; ii < isa_count; ++ii) {
+          tnode_t t;
+          tnode_init(&t, op, shp(CML_DTYPE_F32, 4, (int64_t[]){n, m, g, l}), (int64_t[]){1, 3}, 2);
+          if (tnode_run_isa(&t, x, got, NULL, isas[ii]) != CML_OK ||
+              tnode_run_isa(&t, x, got3, pool, isas[ii]) != CML_OK) {
+            ++failures;
+            continue;
+          }
+          // The two-pass path asks for scratch (T); the one-run-at-a-time path needs none.
+          if (isas[ii] != CMLC_ISA_SCALAR && exact && oi == 0) {
+            cmlc_options_t o;
+            memset(&o, 0, sizeof o);
+            o.isa = isas[ii];
+            o.threads = 1;
+            o.devices = 1;
+            cmlc_kernel_entry_t e;
+            ASSERT_TRUE(cmlc_kernels_reduce_lookup(&t.module, &t.node, &o, &e));
+            const bool expected = l <= 16 && m >= 64;
+            const size_t scratch = e.scratch(&t.module, &t.node, &o);
+            if ((scratch > 0) != expected) {
+              fprintf(stderr, "shape %zu isa %d: scratch %zu\n", si, (int)isas[ii], scratch);
+              ++failures;
+            }
+            two_pass += scratch > 0;
+          }
+          for (int64_t o = 0; o < outs; ++o) {
+            const bool ok = exact ? got[o] == (float)want[o] && got3[o] == (float)want[o]
+                                  : memcmp(&got[o], &got3[o], sizeof(float)) == 0 &&
+                                        fabs(got[o] - want[o]) <= 1e-3 * (1 + fabs(want[o]));
+            if (!ok) {
+              fprintf(stderr, "shape %zu %s isa %d out %lld: %.9g / %.9g, want %.9g\n", si,
+                      cml_op_name(op), (int)isas[ii], (long long)o, (double)got[o], (double)got3[o],
+                      want[o]);
+              ++failures;
+              break;
+            }
+          }
+        }
+      }
+    }
+    free(x), free(got), free(got3), free(want);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+  if (isa_count > 1) ASSERT_TRUE(two_pass >= 3);
+}
+
 TEST(arg_min_max) {
   float x[8] = {1, 5, 5, 2, NAN, 3, NAN, -1};  // [2, 4]
   cml_shape_t s = shp(CML_DTYPE_F32, 2, (int64_t[]){2, 4});
@@ -796,4 +882,5 @@ TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(empty_extent_identities_and_nan),
           TEST_ENTRY(float_sum_thread_count_independent), TEST_ENTRY(f32_columns_every_isa),
           TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(half_rows_every_isa),
           TEST_ENTRY(half_columns_and_blocked_every_isa), TEST_ENTRY(half_argminmax_rows_every_isa),
-          TEST_ENTRY(arg_min_max), TEST_ENTRY(capabilities))
+          TEST_ENTRY(arg_min_max), TEST_ENTRY(capabilities),
+          TEST_ENTRY(f32_short_inner_runs_every_isa))

@@ -54,9 +54,12 @@ struct cmlc_fused_t {
   uint32_t inputs[CMLC_FUSED_MAX_INPUTS];  // value indices
   uint8_t mode[CMLC_FUSED_MAX_INPUTS];     // cmlc_fused_mode_t
   uint8_t bcast_slot[CMLC_FUSED_MAX_INPUTS];
-  // BCAST: output element e reads the input at an offset that depends on e mod period only
-  // (the product of the output dims from the first axis the input varies along).
-  int64_t period[CMLC_FUSED_MAX_INPUTS];
+  // BCAST: within a segment of |segment| output elements (aligned), element e reads the input
+  // at an offset that depends on e mod period only: the input does not vary along a band of
+  // axes [a, b) (its largest such band), segment = the product of the output dims from a,
+  // period = the product from b. A gathered block that lies within one segment serves every
+  // block of that segment with the same phase.
+  int64_t segment[CMLC_FUSED_MAX_INPUTS], period[CMLC_FUSED_MAX_INPUTS];
   size_t in_size[CMLC_FUSED_MAX_INPUTS];
   int64_t in_strides[CMLC_FUSED_MAX_INPUTS][CML_MAX_RANK];  // BCAST: 0 on broadcast axes
   int32_t rank;
@@ -307,12 +310,28 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
       f->bcast_count > 0 && f->rank > 0 && f->dims[f->rank - 1] >= CMLC_FUSED_MIN_DIRECT_RUN;
   for (uint32_t j = 0; j < f->input_count; ++j) {
     if (f->mode[j] != CMLC_FUSED_BCAST) continue;
-    int32_t first = f->rank;
-    for (int32_t d = f->rank - 1; d >= 0; --d) {
-      if (f->in_strides[j][d] != 0) first = d;
+    // The band of axes with stride 0 that holds the most elements.
+    int32_t band_a = f->rank, band_b = f->rank;
+    int64_t best = 1;
+    for (int32_t a = 0; a < f->rank;) {
+      if (f->in_strides[j][a] != 0) {
+        ++a;
+        continue;
+      }
+      int32_t b = a;
+      int64_t size = 1;
+      while (b < f->rank && f->in_strides[j][b] == 0) size *= f->dims[b++];
+      if (size > best) {
+        best = size;
+        band_a = a;
+        band_b = b;
+      }
+      a = b;
     }
+    f->segment[j] = 1;
     f->period[j] = 1;
-    for (int32_t d = first; d < f->rank; ++d) f->period[j] *= f->dims[d];
+    for (int32_t d = band_a; d < f->rank; ++d) f->segment[j] *= f->dims[d];
+    for (int32_t d = band_b; d < f->rank; ++d) f->period[j] *= f->dims[d];
   }
   for (uint32_t j = 0; j < f->input_count && f->direct; ++j) {
     if (f->mode[j] != CMLC_FUSED_BCAST) continue;
@@ -416,9 +435,11 @@ typedef struct cmlc_fused_scratch_t {
   _Alignas(64) uint8_t regs[CMLC_FUSED_MAX_REGS][CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
   _Alignas(64) uint8_t bcast[CMLC_FUSED_MAX_BCAST][CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
   _Alignas(64) uint8_t expanded[CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
-  // What bcast[slot] holds: elements from phase (start mod the input's period; -1: nothing)
-  // for |cached_len| elements. A range with the same phase reuses them.
+  // What bcast[slot] holds: |cached_len| elements of segment |cached_segment| from phase
+  // |cached_phase| (start mod the input's period; -1: nothing). A range of the same segment
+  // and phase, no longer, reuses them.
   int64_t cached_phase[CMLC_FUSED_MAX_BCAST], cached_len[CMLC_FUSED_MAX_BCAST];
+  int64_t cached_segment[CMLC_FUSED_MAX_BCAST];
 } cmlc_fused_scratch_t;
 
 static void cmlc_fused_scratch_init(cmlc_fused_scratch_t* s) {
@@ -445,12 +466,16 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
     if (f->mode[j] != CMLC_FUSED_BCAST) continue;
     if (!direct) {
       const uint8_t slot = f->bcast_slot[j];
-      const int64_t phase = start % f->period[j];
-      if (s->cached_phase[slot] != phase || s->cached_len[slot] < len) {
+      // Within one segment (else no reuse: phase -1).
+      const int64_t seg = start / f->segment[j];
+      const int64_t phase = (start + len - 1) / f->segment[j] == seg ? start % f->period[j] : -1;
+      if (phase < 0 || s->cached_phase[slot] != phase || s->cached_segment[slot] != seg ||
+          s->cached_len[slot] < len) {
         if (!have_at) cmlc_fused_index(f, start, at);
         have_at = true;
         cmlc_fused_gather(f, j, (const char*)c->inputs[j], at, len, (char*)s->bcast[slot]);
         s->cached_phase[slot] = phase;
+        s->cached_segment[slot] = seg;
         s->cached_len[slot] = len;
       }
       bcast_at[j] = s->bcast[slot];

@@ -79,6 +79,9 @@ static void cmlc_rd_blocking(int64_t n, int64_t* out_block, int64_t* out_blocks)
   *out_blocks = n >= 2 * block ? (n + block - 1) / block : 0;
 }
 
+// |n| floats rounded up to a 64-byte multiple.
+static int64_t cmlc_rd_align_floats(int64_t n) { return (n + 15) & ~(int64_t)15; }
+
 // Whether a full reduction of |n| elements takes the blocked path (which a produced input
 // does not: its blocks are longer than a produced run).
 static bool cmlc_rd_produced_blocked(int64_t n) {
@@ -619,6 +622,94 @@ static cml_status_t cmlc_rd_classify(const cml_shape_t* is, const cml_shape_t* o
   return CML_OK;
 }
 
+//===--- short innermost runs ---===//
+// A reduction whose innermost merged axis is reduced but short (at most CMLC_RD_SHORT_RUN
+// elements) with many such runs per output (GroupNorm's statistics: [n, h, w, groups, c / g]
+// over h, w and c / g) would make one tiny contiguous reduction per run. It runs in two passes
+// instead: pass 1 reduces each run in order into T (the input without that axis, in scratch),
+// pass 2 reduces T, whose innermost axis is kept, with the column path (its blocked order).
+
+enum {
+  CMLC_RD_SHORT_RUN = 16,
+  CMLC_RD_SHORT_MIN_RUNS = 64,                // runs per output
+  CMLC_RD_SHORT_MAX_BYTES = 16 * 1024 * 1024  // bytes of T
+};
+
+// The plan of pass 2 (over T) when |p| (classified with an innermost reduced axis) takes the
+// short-run path with the column step |cols|; false otherwise.
+static bool cmlc_rd_short_plan(const cmlc_rd_plan_t* p, cml_dtype_t dtype,
+                               cmlc__rd_cols_f32_fn cols, cmlc_rd_plan_t* t) {
+  if (dtype != CML_DTYPE_F32 || !cols || p->nr < 2 || p->nk < 1) return false;
+  const int64_t len = p->rd[p->nr - 1];
+  if (len < 2 || len > CMLC_RD_SHORT_RUN || p->rs[p->nr - 1] != 1) return false;
+  if (p->reduced / len < CMLC_RD_SHORT_MIN_RUNS) return false;
+  if (p->ks[p->nk - 1] != len) return false;  // the kept axis right above the runs
+  const int64_t t_count = p->outputs * (p->reduced / len);
+  if ((double)t_count * sizeof(float) > CMLC_RD_SHORT_MAX_BYTES) return false;
+  *t = *p;
+  t->nr = p->nr - 1;
+  t->reduced = p->reduced / len;
+  for (int k = 0; k < t->nk; ++k) t->ks[k] = p->ks[k] / len;
+  for (int r = 0; r < t->nr; ++r) t->rs[r] = p->rs[r] / len;
+  t->cols = cols;
+  return true;
+}
+
+// Scratch floats of the short-run path: T, then pass 2's block partials.
+static int64_t cmlc_rd_short_scratch_floats(const cmlc_rd_plan_t* t) {
+  return cmlc_rd_align_floats(t->outputs * t->reduced) + cmlc_rd_cols_scratch_floats(t);
+}
+
+typedef struct cmlc_rd_short_t {
+  const cmlc_rd_plan_t* p;  // the reduction (op, input or producer)
+  float* t;
+  int64_t len;
+} cmlc_rd_short_t;
+
+// Pass 1: T[i] = the run of |len| input elements from i * len, combined in order from the
+// identity.
+static void cmlc_rd_short_pass1(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_rd_short_t* c = (const cmlc_rd_short_t*)ctx;
+  const cmlc_rd_plan_t* p = c->p;
+  const int64_t len = c->len;
+  const float ident = cmlc_rd_ident_f32(p->op);
+  _Alignas(64) float produced[CMLC__RD_PRODUCE_MAX_RUN];
+  const int64_t per = CMLC__RD_PRODUCE_MAX_RUN / len;  // runs per produced chunk
+  for (int64_t i0 = begin; i0 < end; i0 += per) {
+    const int64_t n = end - i0 < per ? end - i0 : per;
+    const float* x = (const float*)p->in + i0 * len;
+    if (p->produce) {
+      p->produce(p->produce_ctx, i0 * len, n * len, produced);
+      x = produced;
+    }
+    float* out = c->t + i0;
+    switch (p->op) {
+      case CML_OP_REDUCE_MAX:
+        for (int64_t i = 0; i < n; ++i) {
+          float acc = ident;
+          for (int64_t j = 0; j < len; ++j) acc = CMLC_EW_FMAX(acc, x[i * len + j]);
+          out[i] = acc;
+        }
+        break;
+      case CML_OP_REDUCE_MIN:
+        for (int64_t i = 0; i < n; ++i) {
+          float acc = ident;
+          for (int64_t j = 0; j < len; ++j) acc = CMLC_EW_FMIN(acc, x[i * len + j]);
+          out[i] = acc;
+        }
+        break;
+      default:
+        for (int64_t i = 0; i < n; ++i) {
+          float acc = ident;
+          for (int64_t j = 0; j < len; ++j) acc += x[i * len + j];
+          out[i] = acc;
+        }
+        break;
+    }
+  }
+}
+
 // Scratch: the partials of a blocked full reduction, or the block partials of the f32 SIMD
 // column path.
 static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* node,
@@ -639,10 +730,47 @@ static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* n
     cml_status_free(st);
     return 0;
   }
+  cmlc_rd_plan_t t;
+  if (last == 1 && cmlc_rd_short_plan(&p, is->dtype, cmlc__rd_cols_f32(options, node->op), &t)) {
+    return (size_t)cmlc_rd_short_scratch_floats(&t) * sizeof(float);
+  }
   if (last != 0) return 0;
   // Halves keep every block's partial, even a single one (pass 2 rounds them into the output).
   const int64_t floats = half ? cmlc_rd_half_scratch_floats(&p) : cmlc_rd_cols_scratch_floats(&p);
   return (size_t)floats * sizeof(float);
+}
+
+// Runs the short-run path: pass 1 into T (at |scratch|), then the column path over T (pass 2's
+// partials after T) into p->out.
+static void cmlc_rd_run_short(const cmlc_rd_plan_t* p, cmlc_rd_plan_t* t, void* scratch,
+                              cmlc_pool_t* pool) {
+  const int64_t len = p->rd[p->nr - 1];
+  const int64_t t_count = t->outputs * t->reduced;
+  cmlc_rd_short_t c = {p, (float*)scratch, len};
+  cmlc_parallel_for(pool, t_count, CMLC_RD_MIN_WORK / len + 1, cmlc_rd_short_pass1, &c);
+  t->in = scratch;
+  t->out = p->out;
+  t->produce = NULL;
+  t->widen = NULL;
+  t->partials = (float*)scratch + cmlc_rd_align_floats(t_count);
+  const int64_t width = t->kd[t->nk - 1];
+  const int64_t per_output = t->reduced > 0 ? t->reduced : 1;
+  t->tile = CMLC_RD_SIMD_TILE;
+  t->tiles = (width + t->tile - 1) / t->tile;
+  t->blocks = (t->reduced + CMLC_RD_ROW_BLOCK - 1) / CMLC_RD_ROW_BLOCK;
+  if (t->blocks < 1) t->blocks = 1;
+  const int64_t rows = t->outputs / width;
+  const int64_t block_work = (t->reduced < CMLC_RD_ROW_BLOCK ? per_output : CMLC_RD_ROW_BLOCK) *
+                             (width < t->tile ? width : t->tile);
+  int64_t chunk = CMLC_RD_MIN_WORK / block_work;
+  cmlc_parallel_for(pool, rows * t->tiles * t->blocks, chunk < 1 ? 1 : chunk,
+                    cmlc_rd_simd_f32_cols1, t);
+  if (t->blocks > 1) {
+    const int64_t tiles2 = (width + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
+    const int64_t work2 = t->blocks * (width < CMLC_RD_TILE ? width : CMLC_RD_TILE);
+    chunk = CMLC_RD_MIN_WORK / work2;
+    cmlc_parallel_for(pool, rows * tiles2, chunk < 1 ? 1 : chunk, cmlc_rd_simd_f32_cols2, t);
+  }
 }
 
 // The reduce runner; |produce| (NULL: read args->inputs[0]) computes an f32 input on the fly
@@ -671,6 +799,15 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
   if (half) {
     p.simd_half = (cmlc_rd_half_fn)args->impl[0];
     p.half = is->dtype;
+  }
+  {
+    cmlc_rd_plan_t t;
+    if (last == 1 && cmlc_rd_short_plan(&p, is->dtype, (cmlc__rd_cols_f32_fn)args->impl[1], &t) &&
+        args->scratch &&
+        args->scratch_size >= (size_t)cmlc_rd_short_scratch_floats(&t) * sizeof(float)) {
+      cmlc_rd_run_short(&p, &t, args->scratch, args->pool);
+      return CML_OK;
+    }
   }
   if (produce) {
     // cmlc__rd_produced_ok picked these cases: f32 with the SIMD row reduction and runs of at
@@ -789,6 +926,10 @@ bool cmlc__rd_produced_ok(const cml_module_t* module, const cml_ir_node_t* node,
   if (st != CML_OK) {
     cml_status_free(st);
     return false;
+  }
+  cmlc_rd_plan_t t;
+  if (last == 1 && cmlc_rd_short_plan(&p, is->dtype, cmlc__rd_cols_f32(options, node->op), &t)) {
+    return true;
   }
   if (last == 1) {
     return cmlc_rd_simd_f32_fn(options, node->op) && p.rd[p.nr - 1] <= CMLC__RD_PRODUCE_MAX_RUN &&
