@@ -339,8 +339,33 @@ typedef struct cmlc_wn_rows_t {
 // Lanes of f32 accumulators per pass for f16 / bf16 rows (on the stack).
 enum { CMLC_WN_ROW_BLOCK = 256 };
 
+// The accumulator of a row kernel: CMLC_WN_ROW_BLOCK lanes placed in |buf| (CMLC_WN_ACC_SPAN
+// bytes) at the 512-byte offset, modulo 4 KiB, farthest from the window positions' input
+// addresses that |first| (the row's first position) stands for. An accumulator stored and
+// reloaded once per window position runs several times slower when its address matches an
+// input row's in the low 12 bits (store/load address aliasing), and where the stack sits is
+// chance; the rows of one output differ by whole input rows and columns, so their low bits
+// are close to the first one's, which the accumulator avoids by half a page.
+enum { CMLC_WN_ACC_SPAN = 4096 + CMLC_WN_ROW_BLOCK * 8 + 64 };
+static inline void* cmlc_wn_acc_place(void* buf, const void* first) {
+  const uintptr_t b = ((uintptr_t)buf + 63) & ~(uintptr_t)63;
+  const uintptr_t want = ((uintptr_t)first + 2048) & 4095;
+  const uintptr_t shift = (want - (b & 4095)) & 4095 & ~(uintptr_t)63;
+  return (void*)(b + shift);
+}
+
+// The input offset of the first window position of output |o| (0 when there is none).
+static inline int64_t cmlc_wn_first_at(const cmlc_wn_geom_t* g, const int64_t* o) {
+  cmlc_wn_runs_t r;
+  int64_t at = 0, step, cnt;
+  cmlc_wn_runs_start(&r, g, o);
+  if (!cmlc_wn_runs_next(&r, &at, &step, &cnt)) at = 0;
+  return at;
+}
+
 // One row kernel: T storage, A accumulator (T itself for f32 / f64, f32 for halves: then
 // passes of CMLC_WN_ROW_BLOCK lanes), INIT the identity, COMBINE as the per-element kernels.
+// The accumulator is placed away from the input rows' addresses (cmlc_wn_acc_place).
 #define CMLC_WN_ROWS_FN(name, T, A, INIT, LOAD, STORE, COMBINE)                             \
   static void name(void* ctx, int64_t begin, int64_t end, int thread_index) {               \
     (void)thread_index;                                                                     \
@@ -349,24 +374,32 @@ enum { CMLC_WN_ROW_BLOCK = 256 };
     const T* in_ = (const T*)c_->in;                                                        \
     T* out_ = (T*)c_->out;                                                                  \
     const int64_t len_ = c_->len;                                                           \
-    A acc_[CMLC_WN_ROW_BLOCK];                                                              \
+    _Alignas(64) unsigned char acc_buf_[CMLC_WN_ACC_SPAN];                                  \
     int64_t o_[CML_MAX_RANK];                                                               \
     for (int64_t i_ = begin; i_ < end; ++i_) {                                              \
       cmlc_wn_decode(g_, i_* len_, o_); /* the row's first element */                       \
       for (int64_t j0_ = 0; j0_ < len_; j0_ += CMLC_WN_ROW_BLOCK) {                         \
         const int64_t n_ = len_ - j0_ < CMLC_WN_ROW_BLOCK ? len_ - j0_ : CMLC_WN_ROW_BLOCK; \
-        for (int64_t j_ = 0; j_ < n_; ++j_) acc_[j_] = (INIT);                              \
         cmlc_wn_runs_t r_;                                                                  \
         int64_t at_, step_, cnt_;                                                           \
         cmlc_wn_runs_start(&r_, g_, o_);                                                    \
+        A* acc_ = NULL;                                                                     \
         while (cmlc_wn_runs_next(&r_, &at_, &step_, &cnt_)) {                               \
           const T* row_ = in_ + at_ + j0_;                                                  \
+          if (!acc_) {                                                                      \
+            acc_ = (A*)cmlc_wn_acc_place(acc_buf_, row_);                                   \
+            for (int64_t j_ = 0; j_ < n_; ++j_) acc_[j_] = (INIT);                          \
+          }                                                                                 \
           for (int64_t j_ = 0; j_ < n_; ++j_) {                                             \
             const A v = LOAD(row_[j_]);                                                     \
             COMBINE(acc_[j_], v);                                                           \
           }                                                                                 \
         }                                                                                   \
         T* dst_ = out_ + i_ * len_ + j0_;                                                   \
+        if (!acc_) {                                                                        \
+          for (int64_t j_ = 0; j_ < n_; ++j_) dst_[j_] = STORE((A)(INIT));                  \
+          continue;                                                                         \
+        }                                                                                   \
         for (int64_t j_ = 0; j_ < n_; ++j_) dst_[j_] = STORE(acc_[j_]);                     \
       }                                                                                     \
     }                                                                                       \
@@ -398,7 +431,8 @@ static void cmlc_wn_rows_half(void* ctx, int64_t begin, int64_t end, int thread_
   const int64_t len = c->len;
   const bool bf = c->dtype == CML_DTYPE_BF16;
   const cml_reduce_type_t type = c->type;
-  float acc[CMLC_WN_ROW_BLOCK], row[CMLC_WN_ROW_BLOCK];
+  float row[CMLC_WN_ROW_BLOCK];
+  _Alignas(64) unsigned char acc_buf[CMLC_WN_ACC_SPAN];  // the accumulator (cmlc_wn_acc_place)
   int64_t o[CML_MAX_RANK];
   for (int64_t i = begin; i < end; ++i) {
     cmlc_wn_decode(g, i * len, o);
@@ -408,6 +442,7 @@ static void cmlc_wn_rows_half(void* ctx, int64_t begin, int64_t end, int thread_
                          : type == CML_REDUCE_PRODUCT ? 1.0f
                          : type == CML_REDUCE_MAX     ? -INFINITY
                                                       : INFINITY;
+      float* acc = (float*)cmlc_wn_acc_place(acc_buf, in + j0 + cmlc_wn_first_at(g, o));
       for (int64_t j = 0; j < n; ++j) acc[j] = init;
       cmlc_wn_runs_t r;
       int64_t at, step, cnt;
