@@ -357,6 +357,7 @@ static inline void* cmlc_wn_acc_place(void* buf, const void* first) {
 // The input offset of the first window position of output |o| (0 when there is none).
 static inline int64_t cmlc_wn_first_at(const cmlc_wn_geom_t* g, const int64_t* o) {
   cmlc_wn_runs_t r;
+  memset(&r, 0, sizeof r);
   int64_t at = 0, step, cnt;
   cmlc_wn_runs_start(&r, g, o);
   if (!cmlc_wn_runs_next(&r, &at, &step, &cnt)) at = 0;
