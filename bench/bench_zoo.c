@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bench/bench_common.h"
+#include "cml/autodiff.h"
 
 enum {
   Z_LENET,
@@ -35,6 +36,7 @@ enum {
   Z_GROUPNORM,
   Z_GLOBAL_POOL,
   Z_CROSS_ENTROPY,
+  Z_LENET_TRAIN,
   Z_COUNT
 };
 
@@ -59,6 +61,7 @@ static const char* const kNames[Z_COUNT] = {
     "GroupNorm 32 groups x[8,32,32,64]",
     "global average pool x[32,7,7,512] + dense 512-1000",
     "cross-entropy of logits [256,32000] with labels (log-softmax, one-hot)",
+    "LeNet train step x[64,28,28,1]: cross-entropy, gradients of both convs and denses (flat)",
 };
 
 static cml_value_t scalar(cml_function_t* f, cml_dtype_t dt, double v) {
@@ -362,6 +365,53 @@ static cml_value_t build_cross_entropy(cml_function_t* f) {
   return cml_op_mul(f, picked, scalar(f, CML_DTYPE_F32, -1.0 / 256));
 }
 
+// The LeNet above, trained: mean cross-entropy against labels made in the graph, the
+// gradients of its six parameters (convolutions' input and kernel gradients, max-pool and ReLU
+// backward), concatenated flat as an optimizer over one parameter vector takes them.
+static cml_value_t build_lenet_train(cml_function_t* f) {
+  const int64_t n = 64, cls[2] = {64, 10}, keep = 0;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){n, 28, 28, 1});
+  cml_value_t p[6];
+  p[0] = bench_param(f, "k1", CML_DTYPE_F32, 4, (int64_t[]){5, 5, 1, 32});
+  p[1] = bench_param(f, "k2", CML_DTYPE_F32, 4, (int64_t[]){5, 5, 32, 64});
+  p[2] = bench_param(f, "w3", CML_DTYPE_F32, 2, (int64_t[]){7 * 7 * 64, 512});
+  p[3] = bench_param(f, "b3", CML_DTYPE_F32, 1, (int64_t[]){512});
+  p[4] = bench_param(f, "w4", CML_DTYPE_F32, 2, (int64_t[]){512, 10});
+  p[5] = bench_param(f, "b4", CML_DTYPE_F32, 1, (int64_t[]){10});
+  cml_value_t h = maxpool2(f, relu(f, conv_nhwc(f, x, p[0], 1, 2, 1)));
+  h = maxpool2(f, relu(f, conv_nhwc(f, h, p[1], 1, 2, 1)));
+  h = cml_op_reshape(f, h, (int64_t[]){n, 7 * 7 * 64}, 2);
+  int64_t axis = 1;
+  h = relu(f,
+           cml_op_add(f, cml_op_dot(f, h, p[2]), bcast(f, p[3], (int64_t[]){n, 512}, 2, &axis, 1)));
+  cml_value_t logits = cml_op_add(f, cml_op_dot(f, h, p[4]), bcast(f, p[5], cls, 2, &axis, 1));
+  const int64_t last = 1;
+  cml_value_t mx = cml_op_reduce_max(f, logits, &last, 1);
+  cml_value_t z = cml_op_sub(f, logits, bcast(f, mx, cls, 2, &keep, 1));
+  cml_value_t lse = cml_op_log(f, cml_op_reduce_sum(f, cml_op_exp(f, z), &last, 1));
+  cml_value_t logp = cml_op_sub(f, z, bcast(f, lse, cls, 2, &keep, 1));
+  cml_shape_t ls = cml_shape_make(CML_DTYPE_I32, 1, &n);
+  cml_value_t labels =
+      cml_op_rem(f, cml_op_iota(f, &ls, 0), cml_constant_scalar_i64(f, CML_DTYPE_I32, 10));
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, cls);
+  cml_value_t onehot = cml_op_convert_dtype(
+      f, cml_op_equal(f, cml_op_iota(f, &is, 1), bcast(f, labels, cls, 2, &keep, 1)),
+      CML_DTYPE_F32);
+  cml_value_t loss =
+      cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, logp, onehot), (int64_t[]){0, 1}, 2),
+                 scalar(f, CML_DTYPE_F32, -1.0 / (double)n));
+  cml_value_t g[6];
+  if (cml_gradients(f, loss, p, 6, g) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t flat[6];
+  for (int i = 0; i < 6; ++i) {
+    cml_shape_t gs;
+    if (!cml_builder_value_shape(cml_function_builder(f), g[i], &gs)) return CML_VALUE_INVALID;
+    int64_t count = cml_shape_element_count(&gs);
+    flat[i] = cml_op_reshape(f, g[i], &count, 1);
+  }
+  return cml_op_concatenate(f, 0, flat, 6);
+}
+
 static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
   const cml_dtype_t dt = CML_DTYPE_F32;
   switch (c->dims[0]) {
@@ -487,6 +537,8 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       return build_global_pool(f);
     case Z_CROSS_ENTROPY:
       return build_cross_entropy(f);
+    case Z_LENET_TRAIN:
+      return build_lenet_train(f);
     default:
       return CML_VALUE_INVALID;
   }
@@ -515,6 +567,8 @@ static double zoo_flops(int z) {
       return 2.0 * 16 * 1000 * 5 * 64 * 128;
     case Z_SWIGLU:
       return 2.0 * 3 * 128 * 768 * 2048;
+    case Z_LENET_TRAIN:  // forward, and twice that backward
+      return 3 * 2.0 * 64 * (28 * 28 * 25 * 32 + 14 * 14 * 25 * 32 * 64 + 3136 * 512 + 512 * 10);
     case Z_CAUSAL_ATTENTION:
       return 2.0 * 2 * 4 * 12 * 256 * 256 * 64;
     case Z_GLOBAL_POOL:

@@ -37,7 +37,7 @@ fi
 # gives the median over the runs of each case's ratio, which is steadier on a shared machine.
 runs="${CML_BENCH_RUNS:-1}"
 for ((run = 1; run <= runs; ++run)); do
-  for program in matmul elementwise reduce ops nn overhead; do
+  for program in matmul elementwise reduce ops nn zoo overhead; do
     echo
     echo "######## bench_$program (run $run of $runs)"
     "$dir/bench/bench_$program" --results "$results" "$@"
