@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/unit/c_fusion_test.c: the c backend's loop fusion beyond plain elementwise chains:
-//  - broadcast inputs read in place: a loop reads a BroadcastInDim's operand (the broadcast
-//    never runs when every reader is a loop), gathered per block or read run by run;
+//  - broadcast and slice inputs read in place: a loop reads a BroadcastInDim's or a Slice's
+//    operand (the node never runs when every reader is a loop), gathered per block or read run
+//    by run;
 //  - fused reductions: a Reduce whose operand an elementwise group computes runs the group
 //    itself, row by row (innermost axis reduced) or rows at a time (innermost axis kept);
 //  - duplicated cheap nodes: an elementwise node with several fusable readers is computed in
@@ -299,6 +300,58 @@ TEST(broadcast_with_another_reader_still_runs) {
   cml_backend_release(b);
 }
 
+// Slices read in place: a GLU over the two halves of x's columns, and rows 1.. of x times its
+// rows ..-1 (a slice along the outer axis). With half rows of at least 256 the slices never
+// run; shorter ones run (their copies are faster than gathering them block by block).
+static cml_status_t ft_build_slices(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                    size_t* count) {
+  const int64_t r = g->r, c = g->c, h = c / 2;
+  cml_value_t x = ft_param(f, g, 0);
+  cml_value_t a = cml_op_slice(f, x, (int64_t[]){0, 0}, (int64_t[]){r, h}, NULL, 2);
+  cml_value_t b = cml_op_slice(f, x, (int64_t[]){0, h}, (int64_t[]){r, c}, NULL, 2);
+  outs[0] = cml_op_mul(f, cml_op_max(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.0)), b);
+  cml_value_t lo = cml_op_slice(f, x, (int64_t[]){1, 0}, (int64_t[]){r, c}, NULL, 2);
+  cml_value_t hi = cml_op_slice(f, x, (int64_t[]){0, 0}, (int64_t[]){r - 1, c}, NULL, 2);
+  outs[1] = cml_op_sub(f, lo, hi);
+  *count = 2;
+  return CML_OK;
+}
+
+TEST(slices_read_in_place) {
+  const int64_t shapes[][2] = {{5, 600}, {3, 1000}, {9, 100}};
+  for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
+    ft_graph_t g = {
+        .name = "slices", .build = ft_build_slices, .r = shapes[t][0], .c = shapes[t][1]};
+    g.in_count = 1;
+    g.in[0] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.r, g.c});
+    void* outs[FT_MAX_OUT] = {0};
+    size_t count = 0;
+    cml_executable_t* exe = NULL;
+    cml_backend_t* b = NULL;
+    ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+    // Halves of 300 and 500 columns and full rows are read in place; halves of 50 are not (the
+    // row slices of 100 columns neither).
+    ASSERT_EQ_INT(ft_steps(exe, CML_OP_SLICE, -1), g.c >= 512 ? 0 : 4);
+    const float* glu = outs[0];
+    const float* diff = outs[1];
+    const int64_t h = g.c / 2;
+    for (int64_t i = 0; i < g.r; ++i) {
+      for (int64_t j = 0; j < h; ++j) {
+        const float a = ft_value(0, i * g.c + j), bv = ft_value(0, i * g.c + h + j);
+        ASSERT_EQ_DBL(glu[i * h + j], (a > 0 ? a : 0.0f) * bv);
+      }
+    }
+    for (int64_t i = 0; i + 1 < g.r; ++i) {
+      for (int64_t j = 0; j < g.c; ++j) {
+        ASSERT_EQ_DBL(diff[i * g.c + j], ft_value(0, (i + 1) * g.c + j) - ft_value(0, i * g.c + j));
+      }
+    }
+    for (size_t o = 0; o < count; ++o) free(outs[o]);
+    cml_executable_release(exe);
+    cml_backend_release(b);
+  }
+}
+
 //===--- fused reductions and duplicated nodes ---===//
 
 // LayerNorm over the last axis, written from primitives (x - mean is read twice: duplicated),
@@ -551,7 +604,7 @@ TEST(duplicated_node_runs_again_for_an_unfused_reader) {
 }
 
 TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place),
-          TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(row_reductions_of_loops),
-          TEST_ENTRY(column_reductions_of_loops),
+          TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(slices_read_in_place),
+          TEST_ENTRY(row_reductions_of_loops), TEST_ENTRY(column_reductions_of_loops),
           TEST_ENTRY(short_run_reductions_and_segment_broadcasts),
           TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader))

@@ -365,8 +365,8 @@ bool cmlc_fused_node_supported(const cml_module_t* module, const cml_ir_node_t* 
 // Builds the program of a group: |members| are node indices in schedule order, the last one
 // is the root whose output the loop writes; every other member's single output is read only
 // by later members, and every member's output has the root's dims. Members' inputs listed in
-// |through| (outputs of BroadcastInDim nodes) are read through the broadcast: the loop takes
-// the broadcast's operand and expands it per block, so the broadcast need not run for it.
+// |through| (outputs of BroadcastInDim and Slice nodes) are read through them: the loop takes
+// their operand and reads it with mapped strides, so the node need not run for it.
 // Returns FAILED_PRECONDITION (quietly: the planner then leaves the nodes unfused) when the
 // group needs more registers or inputs than a loop has.
 CML_MUST_USE cml_status_t cmlc_fused_build(const cml_module_t* module,
@@ -380,6 +380,8 @@ uint32_t cmlc_fused_input_count(const cmlc_fused_t* fused);
 const uint32_t* cmlc_fused_inputs(const cmlc_fused_t* fused);
 // An input the output may share storage with (same dims and element size), or -1.
 int cmlc_fused_in_place_input(const cmlc_fused_t* fused);
+// Whether a loop reads the output |value| of a Slice through it (a long enough innermost run).
+bool cmlc_fused_slice_read_through(const cml_module_t* module, uint32_t value);
 // Whether |node| is a member of the loop (computed inside it).
 bool cmlc_fused_has_member(const cmlc_fused_t* fused, const cml_ir_node_t* node);
 // Whether |reduce| can read a fused group's output produced on the fly (loop_fusion.c).

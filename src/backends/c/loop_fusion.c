@@ -62,6 +62,7 @@ struct cmlc_fused_t {
   int64_t segment[CMLC_FUSED_MAX_INPUTS], period[CMLC_FUSED_MAX_INPUTS];
   size_t in_size[CMLC_FUSED_MAX_INPUTS];
   int64_t in_strides[CMLC_FUSED_MAX_INPUTS][CML_MAX_RANK];  // BCAST: 0 on broadcast axes
+  int64_t in_offset[CMLC_FUSED_MAX_INPUTS];  // BCAST: the element of output index 0 (a slice)
   int32_t rank;
   int64_t dims[CML_MAX_RANK];
   int64_t n;
@@ -178,6 +179,48 @@ static const char* cmlc_fused_through_bcast(const cml_module_t* m, cmlc_fused_t*
   return NULL;
 }
 
+bool cmlc_fused_slice_read_through(const cml_module_t* m, uint32_t v) {
+  const cml_ir_node_t* sn = &m->nodes[m->values[v].node];
+  const cml_shape_t* ss = &m->values[v].shape;
+  // Runs along the innermost axis long enough to be read in place (shorter ones would be
+  // gathered block by block, slower than the slice's own copy).
+  return sn->op == CML_OP_SLICE && ss->rank > 0 &&
+         ss->dims[ss->rank - 1] >= CMLC_FUSED_MIN_DIRECT_RUN &&
+         sn->attrs->strides[ss->rank - 1] <= 1;
+}
+
+// Reads the input |v| through the Slice that produced it: |slot| takes the slice's operand
+// with its strides times the slice's steps, from the element at the slice's starts (a full
+// input when the slice takes the whole operand). Returns NULL, or why it cannot.
+static const char* cmlc_fused_through_slice(const cml_module_t* m, cmlc_fused_t* f, uint32_t slot,
+                                            uint32_t v, const cml_shape_t* os) {
+  const cml_ir_node_t* sn = &m->nodes[m->values[v].node];
+  const uint32_t u = sn->inputs[0];
+  const cml_shape_t* us = &m->values[u].shape;
+  const cml_shape_t* ss = &m->values[v].shape;
+  if (ss->rank != os->rank || us->rank != os->rank) return "slice input";
+  f->inputs[slot] = u;
+  f->in_size[slot] = cmlc_dtype_size(us->dtype);
+  if (cml_shape_dims_equal(us, os) && cml_shape_dims_equal(ss, os)) {
+    f->mode[slot] = CMLC_FUSED_FULL;  // the whole operand
+    return NULL;
+  }
+  if (f->bcast_count >= CMLC_FUSED_MAX_BCAST) return "too many broadcast inputs";
+  int64_t ustrides[CML_MAX_RANK];
+  cmlc_shape_strides(us, ustrides);
+  int64_t offset = 0;
+  for (int32_t d = 0; d < os->rank; ++d) {
+    if (ss->dims[d] != os->dims[d] && ss->dims[d] != 1) return "bad broadcast";
+    const int64_t step = sn->attrs->strides[d] > 0 ? sn->attrs->strides[d] : 1;
+    offset += sn->attrs->starts[d] * ustrides[d];
+    f->in_strides[slot][d] = ss->dims[d] == 1 ? 0 : ustrides[d] * step;
+  }
+  f->in_offset[slot] = offset;
+  f->mode[slot] = CMLC_FUSED_BCAST;
+  f->bcast_slot[slot] = (uint8_t)f->bcast_count++;
+  return NULL;
+}
+
 cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* options,
                               const uint32_t* members, uint32_t member_count,
                               const uint32_t* through, uint32_t through_count,
@@ -244,7 +287,9 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
         bool bcast = false;
         for (uint32_t t = 0; t < through_count && !bcast; ++t) bcast = through[t] == v;
         if (bcast) {
-          why = cmlc_fused_through_bcast(m, f, slot, v, os);
+          why = m->nodes[m->values[v].node].op == CML_OP_SLICE
+                    ? cmlc_fused_through_slice(m, f, slot, v, os)
+                    : cmlc_fused_through_bcast(m, f, slot, v, os);
           ++f->input_count;
           op->args[k] = (int16_t)(-(int32_t)slot - 1);
           continue;
@@ -382,7 +427,7 @@ static void cmlc_fused_gather(const cmlc_fused_t* f, uint32_t j, const char* bas
   const int32_t rank = f->rank;
   const int64_t* strides = f->in_strides[j];
   int64_t idx[CML_MAX_RANK];
-  int64_t off = 0;
+  int64_t off = f->in_offset[j];
   for (int32_t d = 0; d < rank; ++d) {
     idx[d] = at[d];
     off += idx[d] * strides[d];
@@ -484,7 +529,7 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
     }
     if (!have_at) cmlc_fused_index(f, start, at);
     have_at = true;
-    int64_t off = 0;
+    int64_t off = f->in_offset[j];
     for (int32_t d = 0; d < f->rank; ++d) off += at[d] * f->in_strides[j][d];
     bcast_at[j] = (const char*)c->inputs[j] + (size_t)off * f->in_size[j];
     bcast_stride[j] = f->in_strides[j][f->rank - 1];

@@ -329,9 +329,14 @@ static void cmlc_opt_count_uses(cmlc_planner_t* p, uint32_t fi) {
   for (uint32_t o = 0; o < f->output_count; ++o) cmlc_opt_count_use(p, f->outputs[o], CMLC_OPT_PIN);
 }
 
-// After fusion: a BroadcastInDim that every fused loop reading it reads through (its operand
-// expanded per block) and nothing else reads (no plain node, not returned, not captured, not
-// reused by a merged node) need not run.
+// Ops whose output a loop can read through (their operand, with mapped strides).
+static bool cmlc_opt_read_through(cml_op_t op) {
+  return op == CML_OP_BROADCAST_IN_DIM || op == CML_OP_SLICE;
+}
+
+// After fusion: a BroadcastInDim or Slice that every fused loop reading it reads through (its
+// operand expanded per block) and nothing else reads (no plain node, not returned, not captured,
+// not reused by a merged node) need not run.
 static cml_status_t cmlc_opt_drop_read_through(cmlc_planner_t* p, uint32_t fi) {
   const cml_module_t* m = p->module;
   const cml_ir_function_t* f = &m->functions[fi];
@@ -339,7 +344,7 @@ static cml_status_t cmlc_opt_drop_read_through(cmlc_planner_t* p, uint32_t fi) {
   bool any = false;
   for (uint32_t i = 0; i < f->node_count && !any; ++i) {
     const uint32_t ni = f->nodes[i];
-    any = p->needed[ni] && m->nodes[ni].op == CML_OP_BROADCAST_IN_DIM &&
+    any = p->needed[ni] && cmlc_opt_read_through(m->nodes[ni].op) &&
           p->node_state[ni] == CMLC_NODE_PLAIN;
   }
   if (!any) return CML_OK;
@@ -362,8 +367,7 @@ static cml_status_t cmlc_opt_drop_read_through(cmlc_planner_t* p, uint32_t fi) {
   for (uint32_t i = 0; i < f->node_count; ++i) {
     const uint32_t ni = f->nodes[i];
     const cml_ir_node_t* n = &m->nodes[ni];
-    if (!p->needed[ni] || n->op != CML_OP_BROADCAST_IN_DIM ||
-        p->node_state[ni] != CMLC_NODE_PLAIN) {
+    if (!p->needed[ni] || !cmlc_opt_read_through(n->op) || p->node_state[ni] != CMLC_NODE_PLAIN) {
       continue;
     }
     const uint32_t v = n->first_output;
@@ -544,7 +548,7 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
         members[count++] = pi;
       }
     }
-    // Inputs that BroadcastInDim nodes of this function produce: the loop reads their
+    // Inputs that BroadcastInDim and Slice nodes of this function produce: the loop reads their
     // operands instead (a lone elementwise op with such an input is worth a loop too).
     uint32_t through[CMLC_OPT_MAX_GROUP * 3];
     uint32_t through_count = 0;
@@ -553,8 +557,9 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
       for (uint32_t k = 0; k < mn->input_count; ++k) {
         const uint32_t v = mn->inputs[k], bi = m->values[v].node;
         const cml_ir_node_t* bn = &m->nodes[bi];
-        if (bn->op != CML_OP_BROADCAST_IN_DIM || bn->function != fi || !p->needed[bi] ||
-            p->node_state[bi] != CMLC_NODE_PLAIN || p->value_data[v]) {
+        if ((bn->op != CML_OP_BROADCAST_IN_DIM && !cmlc_fused_slice_read_through(m, v)) ||
+            bn->function != fi || !p->needed[bi] || p->node_state[bi] != CMLC_NODE_PLAIN ||
+            p->value_data[v]) {
           continue;
         }
         bool seen = false;
