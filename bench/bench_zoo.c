@@ -37,6 +37,12 @@ enum {
   Z_GLOBAL_POOL,
   Z_CROSS_ENTROPY,
   Z_LENET_TRAIN,
+  Z_VIT_PATCHES,
+  Z_UNET_UP,
+  Z_SORT_ROWS,
+  Z_LAYERNORM_BF16,
+  Z_MOE_GATE,
+  Z_CAUSAL_DEPTHWISE_1D,
   Z_COUNT
 };
 
@@ -62,6 +68,12 @@ static const char* const kNames[Z_COUNT] = {
     "global average pool x[32,7,7,512] + dense 512-1000",
     "cross-entropy of logits [256,32000] with labels (log-softmax, one-hot)",
     "LeNet train step x[64,28,28,1]: cross-entropy, gradients of both convs and denses (flat)",
+    "ViT patch embedding x[8,224,224,3] conv 16x16/16 -> 768",
+    "U-Net up block: nearest 2x upsample [4,32,32,64], concat skip, conv 3x3 -> 64",
+    "sort rows of [64,1000] descending (Sort with a comparator)",
+    "bf16 LayerNorm [1024,768] through f32 (converts, statistics, scale)",
+    "MoE gate [2048,768] x [768,8]: softmax, argmax, top-1 weight",
+    "causal depthwise conv1d x[8,1024,512] k4 (Mamba-style)",
 };
 
 static cml_value_t scalar(cml_function_t* f, cml_dtype_t dt, double v) {
@@ -412,6 +424,79 @@ static cml_value_t build_lenet_train(cml_function_t* f) {
   return cml_op_concatenate(f, 0, flat, 6);
 }
 
+static cml_value_t build_vit_patches(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 224, 224, 3});
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){16, 16, 3, 768});
+  return conv_nhwc(f, x, k, 16, 0, 1);
+}
+
+// Nearest-neighbour 2x upsampling as a broadcast and a reshape, the skip connection
+// concatenated along channels, a 3x3 conv.
+static cml_value_t build_unet_up(cml_function_t* f) {
+  const int64_t d6[6] = {4, 32, 2, 32, 2, 64};
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){4, 32, 32, 64});
+  cml_value_t skip = bench_param(f, "skip", CML_DTYPE_F32, 4, (int64_t[]){4, 64, 64, 64});
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 128, 64});
+  cml_value_t up = bcast(f, x, d6, 6, (int64_t[]){0, 1, 3, 5}, 4);
+  up = cml_op_reshape(f, up, (int64_t[]){4, 64, 64, 64}, 4);
+  cml_value_t cat = cml_op_concatenate(f, 3, (cml_value_t[]){up, skip}, 2);
+  return relu(f, conv_nhwc(f, cat, k, 1, 1, 1));
+}
+
+static cml_value_t build_sort_rows(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){64, 1000});
+  cml_function_t* cmp = NULL;
+  if (cml_function_new_closure(f, &cmp) != CML_OK) return CML_VALUE_INVALID;
+  cml_shape_t ss = cml_shape_scalar(CML_DTYPE_F32);
+  cml_value_t a = cml_parameter(cmp, "a", &ss), b = cml_parameter(cmp, "b", &ss);
+  cml_value_t gt = cml_op_greater_than(cmp, a, b);
+  if (cml_function_return(cmp, &gt, 1) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t out;
+  if (!cml_op_sort(f, cmp, 1, false, &x, 1, &out)) return CML_VALUE_INVALID;
+  return out;
+}
+
+static cml_value_t build_layernorm_bf16(cml_function_t* f) {
+  const int64_t d[2] = {1024, 768};
+  cml_value_t x = cml_op_convert_dtype(f, bench_param(f, "x", CML_DTYPE_BF16, 2, d), CML_DTYPE_F32);
+  return cml_op_convert_dtype(f, layernorm(f, x, d, 2), CML_DTYPE_BF16);
+}
+
+// Top-1 routing: the softmax of the router's logits, the chosen expert (argmax) and its weight
+// (the row max of the probabilities), as [tokens, 2] f32 (the index converted).
+static cml_value_t build_moe_gate(cml_function_t* f) {
+  const int64_t t = 2048, e = 8, d[2] = {2048, 8}, last = 1;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){t, 768});
+  cml_value_t w = bench_param(f, "w", CML_DTYPE_F32, 2, (int64_t[]){768, e});
+  cml_value_t p = softmax(f, cml_op_dot(f, x, w), d, 2);
+  cml_value_t idx = cml_op_arg_min_max(f, p, 1, CML_DTYPE_I32, false);
+  cml_value_t top = cml_op_reduce_max(f, p, &last, 1);
+  cml_value_t cols[2] = {
+      cml_op_reshape(f, cml_op_convert_dtype(f, idx, CML_DTYPE_F32), (int64_t[]){t, 1}, 2),
+      cml_op_reshape(f, top, (int64_t[]){t, 1}, 2)};
+  return cml_op_concatenate(f, 1, cols, 2);
+}
+
+// A causal depthwise 1-D conv (left padding k - 1), as Mamba's and Hyena's blocks use.
+static cml_value_t build_causal_depthwise_1d(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, (int64_t[]){8, 1024, 512});
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 3, (int64_t[]){4, 1, 512});
+  cml_conv_config_t cc;
+  memset(&cc, 0, sizeof cc);
+  cc.spatial_count = 1;
+  cc.input_channel_axis = 2;
+  cc.input_spatial_axes[0] = 1;
+  cc.kernel_spatial_axes[0] = 0;
+  cc.kernel_input_channel_axis = 1;
+  cc.kernel_output_channel_axis = 2;
+  cc.output_channel_axis = 2;
+  cc.output_spatial_axes[0] = 1;
+  cc.padding_low[0] = 3;
+  cc.channel_group_count = 512;
+  cc.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_conv_general(f, x, k, &cc);
+}
+
 static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
   const cml_dtype_t dt = CML_DTYPE_F32;
   switch (c->dims[0]) {
@@ -539,6 +624,18 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       return build_cross_entropy(f);
     case Z_LENET_TRAIN:
       return build_lenet_train(f);
+    case Z_VIT_PATCHES:
+      return build_vit_patches(f);
+    case Z_UNET_UP:
+      return build_unet_up(f);
+    case Z_SORT_ROWS:
+      return build_sort_rows(f);
+    case Z_LAYERNORM_BF16:
+      return build_layernorm_bf16(f);
+    case Z_MOE_GATE:
+      return build_moe_gate(f);
+    case Z_CAUSAL_DEPTHWISE_1D:
+      return build_causal_depthwise_1d(f);
     default:
       return CML_VALUE_INVALID;
   }
@@ -567,6 +664,14 @@ static double zoo_flops(int z) {
       return 2.0 * 16 * 1000 * 5 * 64 * 128;
     case Z_SWIGLU:
       return 2.0 * 3 * 128 * 768 * 2048;
+    case Z_VIT_PATCHES:
+      return 2.0 * 8 * 14 * 14 * 16 * 16 * 3 * 768;
+    case Z_UNET_UP:
+      return 2.0 * 4 * 64 * 64 * 9 * 128 * 64;
+    case Z_MOE_GATE:
+      return 2.0 * 2048 * 768 * 8;
+    case Z_CAUSAL_DEPTHWISE_1D:
+      return 2.0 * 8 * 1024 * 512 * 4;
     case Z_LENET_TRAIN:  // forward, and twice that backward
       return 3 * 2.0 * 64 * (28 * 28 * 25 * 32 + 14 * 14 * 25 * 32 * 64 + 3136 * 512 + 512 * 10);
     case Z_CAUSAL_ATTENTION:
@@ -596,6 +701,10 @@ static double zoo_bytes(int z) {
       return 2.0 * 4 * 8 * 32 * 32 * 64;
     case Z_CROSS_ENTROPY:
       return 4.0 * 256 * 32000;
+    case Z_SORT_ROWS:
+      return 2.0 * 4 * 64 * 1000;
+    case Z_LAYERNORM_BF16:
+      return 2.0 * 2 * 1024 * 768;
     default:
       return 0;
   }

@@ -711,6 +711,105 @@ TEST(sort_fast_and_general_stable) {
   tm_sort_case(test_failed_, CML_OP_GREATER_THAN, false, keys, desc, desc_p);
 }
 
+// Sorts keys [rows, cols] (f32 or i32) with an i32 payload (the flat index) along axis 1 and
+// returns both outputs (|got_keys| in the key dtype's bytes). |general|: the comparator the fast
+// path does not recognize (Neg of both sides, swapped).
+static void tm_sort_any(int* test_failed_, cml_dtype_t kd, cml_op_t cmp_op, bool general,
+                        int64_t rows, int64_t cols, const void* keys, void* got_keys,
+                        int32_t* got_payload) {
+  cml_backend_t* b = tm_backend("c:threads=2");
+  ASSERT_TRUE(b != NULL);
+  tmod_t* t = tm_new();
+  cml_shape_t sk = tm_shape(kd, 2, rows, cols);
+  cml_shape_t sp = tm_shape(CML_DTYPE_I32, 2, rows, cols);
+  uint32_t k = tm_param(t, 0, sk);
+  uint32_t p = tm_param(t, 0, sp);
+  uint32_t cmp = tm_fn(t, 0, "");
+  cml_shape_t fs = tm_shape(kd, 0, 0, 0), is = tm_shape(CML_DTYPE_I32, 0, 0, 0);
+  uint32_t l0 = tm_param(t, cmp, fs);
+  uint32_t r0 = tm_param(t, cmp, fs);
+  tm_param(t, cmp, is);
+  tm_param(t, cmp, is);
+  uint32_t res = general ? tm_compare(t, cmp, cmp_op, tm_unary(t, cmp, CML_OP_NEG, r0),
+                                      tm_unary(t, cmp, CML_OP_NEG, l0))
+                         : tm_compare(t, cmp, cmp_op, l0, r0);
+  tm_return(t, cmp, 1, &res);
+  uint32_t sin[2] = {k, p};
+  cml_shape_t ss[2] = {sk, sp};
+  uint32_t s = tm_node(t, 0, CML_OP_SORT, 2, sin, 2, ss);
+  tm_attrs(t, s)->functions[0] = cmp;
+  tm_attrs(t, s)->axis = 1;
+  tm_attrs(t, s)->flag = true;
+  uint32_t outs_v[2] = {s, s + 1};
+  tm_return(t, 0, 2, outs_v);
+  cmlc_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(tm_compile(b, t, &exe));
+  int32_t* payload = malloc(sizeof(int32_t) * (size_t)(rows * cols));
+  ASSERT_TRUE(payload != NULL);
+  for (int64_t i = 0; i < rows * cols; ++i) payload[i] = (int32_t)i;
+  cml_buffer_t* in[2] = {tm_buffer(b, sk, keys), tm_buffer(b, sp, payload)};
+  cml_buffer_t* outs[2] = {0};
+  ASSERT_STATUS_OK(tm_run(exe, in, NULL, outs));
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[0], got_keys, cml_shape_byte_size(&sk)));
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[1], got_payload, cml_shape_byte_size(&sp)));
+  tm_release_all(outs, 2);
+  tm_release_all(in, 2);
+  tm_exe_free(exe);
+  free(payload);
+  free(t);
+  cml_backend_release(b);
+}
+
+TEST(sort_typed_lines_match_general) {
+  // The fast comparators on f32 and i32 keys sort (key, index) pairs with the comparison
+  // inlined; the result must be the general path's, permutation included: duplicates (stable
+  // order), NaNs (a LessThan with a NaN is false either way), -0 and +0, lines of 17 to 1000.
+  static const int64_t shapes[][2] = {{3, 1000}, {4, 17}, {2, 33}, {1, 257}};
+  static const cml_op_t ops[2] = {CML_OP_LESS_THAN, CML_OP_GREATER_THAN};
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si) {
+    const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+    float* fk = malloc(sizeof(float) * (size_t)n);
+    int32_t* ik = malloc(sizeof(int32_t) * (size_t)n);
+    float *fa = malloc(sizeof(float) * (size_t)n), *fb = malloc(sizeof(float) * (size_t)n);
+    int32_t *ia = malloc(sizeof(int32_t) * (size_t)n), *ib = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *pa = malloc(sizeof(int32_t) * (size_t)n), *pb = malloc(sizeof(int32_t) * (size_t)n);
+    ASSERT_TRUE(fk && ik && fa && fb && ia && ib && pa && pb);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t h = (uint32_t)i * 2654435761u;
+      h ^= h >> 15;
+      fk[i] = (float)(h % 97u) / 8.0f - 6.0f;  // many duplicates
+      ik[i] = (int32_t)(h % 101u) - 50;
+      if (h % 41u == 0) fk[i] = NAN;
+      if (h % 43u == 0) fk[i] = -0.0f;
+      if (h % 47u == 0) fk[i] = 0.0f;
+    }
+    for (int oi = 0; oi < 2; ++oi) {
+      tm_sort_any(test_failed_, CML_DTYPE_F32, ops[oi], false, rows, cols, fk, fa, pa);
+      if (*test_failed_) return;
+      tm_sort_any(test_failed_, CML_DTYPE_F32, ops[oi], true, rows, cols, fk, fb, pb);
+      if (*test_failed_) return;
+      ASSERT_TRUE(memcmp(fa, fb, sizeof(float) * (size_t)n) == 0);
+      ASSERT_TRUE(memcmp(pa, pb, sizeof(int32_t) * (size_t)n) == 0);
+      tm_sort_any(test_failed_, CML_DTYPE_I32, ops[oi], false, rows, cols, ik, ia, pa);
+      if (*test_failed_) return;
+      tm_sort_any(test_failed_, CML_DTYPE_I32, ops[oi], true, rows, cols, ik, ib, pb);
+      if (*test_failed_) return;
+      ASSERT_TRUE(memcmp(ia, ib, sizeof(int32_t) * (size_t)n) == 0);
+      ASSERT_TRUE(memcmp(pa, pb, sizeof(int32_t) * (size_t)n) == 0);
+      // Sorted (ignoring NaN keys in f32) and stable on equal keys.
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 1; c < cols; ++c) {
+          const int64_t i = r * cols + c;
+          const bool asc = ops[oi] == CML_OP_LESS_THAN;
+          ASSERT_TRUE(asc ? ia[i - 1] <= ia[i] : ia[i - 1] >= ia[i]);
+          if (ia[i - 1] == ia[i]) ASSERT_TRUE(pa[i - 1] < pa[i]);
+        }
+      }
+    }
+    free(fk), free(ik), free(fa), free(fb), free(ia), free(ib), free(pa), free(pb);
+  }
+}
+
 TEST(sort_total_order_nan) {
   const float nan = NAN;
   const float keys[12] = {1, -nan, 0.0f, -0.0f, nan, -INFINITY, /* row 1 */ 2, 1, 0, -1, -2, -3};
@@ -830,5 +929,6 @@ TEST_MAIN(TEST_ENTRY(aliases_constants_and_copies), TEST_ENTRY(in_place_and_aren
           TEST_ENTRY(if_with_captures), TEST_ENTRY(while_sum), TEST_ENTRY(concurrent_executions),
           TEST_ENTRY(while_swaps_state), TEST_ENTRY(nested_closures),
           TEST_ENTRY(sort_fast_and_general_stable), TEST_ENTRY(sort_total_order_nan),
-          TEST_ENTRY(donation_and_aliased_outputs), TEST_ENTRY(backend_options_and_devices),
-          TEST_ENTRY(env_options), TEST_ENTRY(scalar_steps_in_loop_bodies))
+          TEST_ENTRY(sort_typed_lines_match_general), TEST_ENTRY(donation_and_aliased_outputs),
+          TEST_ENTRY(backend_options_and_devices), TEST_ENTRY(env_options),
+          TEST_ENTRY(scalar_steps_in_loop_bodies))

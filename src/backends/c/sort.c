@@ -289,11 +289,89 @@ static void cmlc_sort_merge_sort(cmlc_sort_cmp_t* c, int64_t* a, int64_t* tmp, i
   while (i < half) a[k++] = tmp[i++];
 }
 
+//===--- typed merge sorts ---===//
+// The same merge sort with the comparison inlined, for the comparators models use most (a plain
+// LessThan / GreaterThan on f32 or i32 keys): it sorts (key, index) pairs, so comparisons read
+// keys in order instead of through the permutation, and makes the same comparisons in the same
+// order, so the same permutation (NaNs included) without an indirect call per comparison.
+
+#define CMLC_SORT_TYPED(name, T, BEFORE)                                                   \
+  typedef struct cmlc_sort_pair_##name {                                                   \
+    T key;                                                                                 \
+    int32_t index;                                                                         \
+  } cmlc_sort_pair_##name;                                                                 \
+  static void cmlc_sort_pairs_##name(cmlc_sort_pair_##name* a, cmlc_sort_pair_##name* tmp, \
+                                     int64_t n) {                                          \
+    if (n <= 16) {                                                                         \
+      for (int64_t i = 1; i < n; ++i) {                                                    \
+        const cmlc_sort_pair_##name x = a[i];                                              \
+        int64_t j = i;                                                                     \
+        while (j > 0 && BEFORE(x.key, a[j - 1].key)) {                                     \
+          a[j] = a[j - 1];                                                                 \
+          --j;                                                                             \
+        }                                                                                  \
+        a[j] = x;                                                                          \
+      }                                                                                    \
+      return;                                                                              \
+    }                                                                                      \
+    int64_t half = n / 2;                                                                  \
+    cmlc_sort_pairs_##name(a, tmp, half);                                                  \
+    cmlc_sort_pairs_##name(a + half, tmp, n - half);                                       \
+    if (!BEFORE(a[half].key, a[half - 1].key)) return;                                     \
+    memcpy(tmp, a, (size_t)half * sizeof *a);                                              \
+    int64_t i = 0, j = half, k = 0;                                                        \
+    while (i < half && j < n) {                                                            \
+      if (BEFORE(a[j].key, tmp[i].key)) {                                                  \
+        a[k++] = a[j++];                                                                   \
+      } else {                                                                             \
+        a[k++] = tmp[i++];                                                                 \
+      }                                                                                    \
+    }                                                                                      \
+    while (i < half) a[k++] = tmp[i++];                                                    \
+  }                                                                                        \
+  /* Sorts the line at |base| (|stride| bytes apart) into |perm| (|len| entries), using    \
+     |scratch| (2 * len * sizeof(int64_t) bytes; perm is its second half). */              \
+  static void cmlc_sort_line_##name(const uint8_t* base, int64_t stride, int64_t* scratch, \
+                                    int64_t len, int64_t** out_perm) {                     \
+    cmlc_sort_pair_##name* a = (cmlc_sort_pair_##name*)scratch;                            \
+    cmlc_sort_pair_##name* tmp = a + len;                                                  \
+    for (int64_t p = 0; p < len; ++p) {                                                    \
+      memcpy(&a[p].key, base + p * stride, sizeof(T));                                     \
+      a[p].index = (int32_t)p;                                                             \
+    }                                                                                      \
+    cmlc_sort_pairs_##name(a, tmp, len);                                                   \
+    int64_t* perm = scratch + len;                                                         \
+    for (int64_t p = 0; p < len; ++p) perm[p] = a[p].index;                                \
+    *out_perm = perm;                                                                      \
+  }
+
+#define CMLC_SORT_LT(x, y) ((x) < (y))
+#define CMLC_SORT_GT(x, y) ((x) > (y))
+CMLC_SORT_TYPED(lt_f32_t, float, CMLC_SORT_LT)
+CMLC_SORT_TYPED(gt_f32_t, float, CMLC_SORT_GT)
+CMLC_SORT_TYPED(lt_i32_t, int32_t, CMLC_SORT_LT)
+CMLC_SORT_TYPED(gt_i32_t, int32_t, CMLC_SORT_GT)
+
+typedef void (*cmlc_sort_typed_fn)(const uint8_t* base, int64_t stride, int64_t* scratch,
+                                   int64_t len, int64_t** out_perm);
+
+// The typed sort of a fast comparator for lines of |len|, or NULL (the comparator is called).
+static cmlc_sort_typed_fn cmlc_sort_typed(cmlc_before_fn before, int64_t len) {
+  // Pairs of a 4-byte key and an int32 index: 8 bytes, two per line element in the scratch.
+  if (len > INT32_MAX) return NULL;
+  if (before == cmlc_sort_lt_f32) return cmlc_sort_line_lt_f32_t;
+  if (before == cmlc_sort_gt_f32) return cmlc_sort_line_gt_f32_t;
+  if (before == cmlc_sort_lt_i32) return cmlc_sort_line_lt_i32_t;
+  if (before == cmlc_sort_gt_i32) return cmlc_sort_line_gt_i32_t;
+  return NULL;
+}
+
 //===--- the kernel ---===//
 
 typedef struct cmlc_sort_job_t {
   const cmlc_kernel_args_t* args;
   cmlc_before_fn before;
+  cmlc_sort_typed_fn typed;  // the same sort on (key, index) pairs, or NULL
   int64_t len, inner;
   int64_t* index_scratch;  // per thread: 2 * len
 } cmlc_sort_job_t;
@@ -344,6 +422,12 @@ static void cmlc_sort_lines_task(void* ctx, int64_t begin, int64_t end, int thre
     c.before = job->before;
     c.base = (const uint8_t*)args->inputs[0] + (size_t)line_offset * es;
     c.stride = (int64_t)((size_t)inner * es);
+    if (job->typed) {
+      int64_t* sorted = NULL;
+      job->typed(c.base, c.stride, perm, len, &sorted);
+      cmlc_sort_gather(args, line_offset, inner, sorted, len);
+      continue;
+    }
     for (int64_t p = 0; p < len; ++p) perm[p] = p;
     cmlc_sort_merge_sort(&c, perm, tmp, len);
     cmlc_sort_gather(args, line_offset, inner, perm, len);
@@ -390,7 +474,7 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
   int64_t* index_scratch = (int64_t*)args->scratch;
   cmlc_before_fn before = cmlc_sort_fast_comparator(args->module, args->node);
   if (before) {
-    cmlc_sort_job_t job = {args, before, len, inner, index_scratch};
+    cmlc_sort_job_t job = {args, before, cmlc_sort_typed(before, len), len, inner, index_scratch};
     int pool_threads = cmlc_pool_thread_count(args->pool);
     bool fits = args->scratch_size >= index_bytes * (size_t)pool_threads + general &&
                 pool_threads <= threads;
