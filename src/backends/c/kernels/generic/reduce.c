@@ -395,6 +395,20 @@ static void cmlc_rd_simd_a_produced(void* ctx, int64_t begin, int64_t end, int t
   const int64_t len = p->rd[p->nr - 1];
   const int64_t outer = len ? p->reduced / len : 0;
   _Alignas(64) float run[CMLC__RD_PRODUCE_MAX_RUN];
+  if (p->nr == 1 && p->nk == 1 && p->ks[0] == len && p->rs[0] == 1) {
+    // Rows that follow each other: produced many at a time (a producer call per short row would
+    // cost more than the row), each reduced as a stored row would be.
+    const int64_t per = CMLC__RD_PRODUCE_MAX_RUN / (len > 0 ? len : 1);
+    for (int64_t o0 = begin; o0 < end; o0 += per) {
+      const int64_t rows = end - o0 < per ? end - o0 : per;
+      if (len > 0) p->produce(p->produce_ctx, o0 * len, rows * len, run);
+      for (int64_t q = 0; q < rows; ++q) {
+        const float v = len > 0 ? p->simd(run + q * len, len) : cmlc_rd_ident_f32(p->op);
+        ((float*)p->out)[o0 + q] = cmlc_rd_comb_f32(p->op, cmlc_rd_ident_f32(p->op), v);
+      }
+    }
+    return;
+  }
   for (int64_t o = begin; o < end; ++o) {
     const int64_t base = cmlc_rd_offset(p->nk, p->kd, p->ks, o);
     float acc = cmlc_rd_ident_f32(p->op);
