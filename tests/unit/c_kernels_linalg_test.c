@@ -589,6 +589,84 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
   ASSERT_EQ_INT(failed, 0);
 }
 
+// At least 64 rows against at most 16 columns (a classifier head, an MoE router) run the
+// transposed-B tiles with the roles swapped (the rows of A read in place, B packed in the
+// lanes of the narrowest kernel): exact eighths must give the double loop's values on every
+// ISA, layout and thread count; inexact values must give, row for row, the bits of the same
+// product over 63 rows (the blocked path). 17 columns stay blocked.
+TEST(gemm_narrow_columns_many_rows) {
+  static const int64_t shapes[][3] = {{64, 8, 100},  {200, 10, 300}, {130, 2, 700},
+                                      {100, 16, 33}, {77, 5, 1000},  {64, 17, 50}};
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failed = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !failed; ++si) {
+    const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2], m63 = 63;
+    float* a = malloc(sizeof(float) * (size_t)(m * k));
+    float* b = malloc(sizeof(float) * (size_t)(k * n));
+    float* c1 = malloc(sizeof(float) * (size_t)(m * n));
+    float* c3 = malloc(sizeof(float) * (size_t)(m * n));
+    float* c63 = malloc(sizeof(float) * (size_t)(m63 * n));
+    for (int exact = 1; exact >= 0 && !failed; --exact) {
+      if (exact) {
+        fill_eighths(a, m * k, 7u + (uint32_t)si);
+        fill_eighths(b, k * n, 70u + (uint32_t)si);
+      } else {
+        uint32_t h = 12345u + (uint32_t)si;
+        for (int64_t i = 0; i < m * k; ++i)
+          a[i] = (float)((h = h * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+        for (int64_t i = 0; i < k * n; ++i)
+          b[i] = (float)((h = h * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+      }
+      for (int layout = 0; layout < 2 && !failed; ++layout) {
+        const bool tb = layout == 1;  // rhs stored [N, K]
+        fake_t f, f63;
+        dot_2d_node(&f, CML_DTYPE_F32, CML_DTYPE_F32, m, n, k, false, tb);
+        dot_2d_node(&f63, CML_DTYPE_F32, CML_DTYPE_F32, m63, n, k, false, tb);
+        for (size_t i = 0; i < 3 && !failed; ++i) {
+          if (!isa_usable(kIsas[i])) continue;
+          cmlc_options_t o1 = make_options(kIsas[i], false, 1);
+          cmlc_options_t o3 = make_options(kIsas[i], false, 3);
+          cml_status_t s1 = fake_run(&f, &o1, NULL, (const void*[]){a, b}, (void*[]){c1});
+          cml_status_t s3 = fake_run(&f, &o3, pool, (const void*[]){a, b}, (void*[]){c3});
+          cml_status_t s63 = fake_run(&f63, &o1, NULL, (const void*[]){a, b}, (void*[]){c63});
+          if (s1 != CML_OK || s3 != CML_OK || s63 != CML_OK) {
+            cml_status_free(s1), cml_status_free(s3), cml_status_free(s63);
+            failed = 1;
+            break;
+          }
+          for (int64_t r = 0; r < m && !failed; ++r) {
+            for (int64_t cc = 0; cc < n; ++cc) {
+              double want = 0;
+              for (int64_t kk = 0; kk < k; ++kk)
+                want += (double)a[r * k + kk] * at2(b, tb, k, n, kk, cc);
+              const float g1 = c1[r * n + cc], g3 = c3[r * n + cc];
+              bool ok = memcmp(&g1, &g3, sizeof g1) == 0;
+              if (exact) ok = ok && (double)g1 == want;
+              if (!exact && r < m63) ok = ok && memcmp(&g1, &c63[r * n + cc], sizeof g1) == 0;
+              if (!exact)
+                ok = ok && fabs((double)g1 - want) <= 1e-4 * (1 + fabs(want)) * (double)k / 100;
+              if (!ok) {
+                fprintf(stderr,
+                        "M%lld N%lld K%lld tb%d isa %d exact %d (%lld,%lld): %.9g / %.9g, 63 rows "
+                        "%.9g, want %.9g\n",
+                        (long long)m, (long long)n, (long long)k, tb, (int)kIsas[i], exact,
+                        (long long)r, (long long)cc, g1, g3, r < m63 ? c63[r * n + cc] : 0.0f,
+                        want);
+                failed = 2;
+                break;
+              }
+            }
+          }
+        }
+      }
+    }
+    free(a), free(b), free(c1), free(c3), free(c63);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failed, 0);
+}
+
 // The row-block heights, by hand (rows on the busiest thread = rounds of blocks x height):
 // 416 rows on 2 threads with 12-row slivers: 72 (6 blocks, 3 rounds = 216 rows; 60 gives 240,
 // 108 ties at 216 and the lowest wins); 1536 on 2: 96 (16 blocks, 8 rounds = 768, an even
@@ -1329,8 +1407,8 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
           TEST_ENTRY(dot_half_accumulates_in_f32), TEST_ENTRY(dot_complex_and_f64),
           TEST_ENTRY(dot_multiple_contracting_and_batch_axes), TEST_ENTRY(dot_zero_k_and_empty),
           TEST_ENTRY(dot_f32_to_int_output), TEST_ENTRY(gemm_f32_shapes_layouts_isas_threads),
-          TEST_ENTRY(gemm_row_block_balances_threads), TEST_ENTRY(gemm_f32_transposed_rhs_small_m),
-          TEST_ENTRY(gemm_half_transposed_rhs_small_m),
+          TEST_ENTRY(gemm_row_block_balances_threads), TEST_ENTRY(gemm_narrow_columns_many_rows),
+          TEST_ENTRY(gemm_f32_transposed_rhs_small_m), TEST_ENTRY(gemm_half_transposed_rhs_small_m),
           TEST_ENTRY(gemm_f64_every_isa_thread_independent),
           TEST_ENTRY(gemm_half_inputs_convert_on_pack), TEST_ENTRY(gemm_batched_gemv_and_small),
           TEST_ENTRY(gemv_half_rhs_streams_in_place), TEST_ENTRY(gemv_rows_f32_streams_in_place),

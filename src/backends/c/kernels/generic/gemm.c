@@ -47,6 +47,10 @@ enum {
   // against 44.8 ms, 128 rows 45.0 against 52.8; 256 rows would gain nothing (92-99 ms).
   CMLC_GEMM_BT_M = 128,
   CMLC_GEMM_BT_KINDS = 3,  // transposed-B tile kernels per ISA, at most
+  // Products of at least this many rows with at most 16 columns run the transposed-B tiles
+  // with the roles swapped (narrow_try), and the largest tile (rows x lanes) they may use.
+  CMLC_GEMM_NARROW_MIN_M = 64,
+  CMLC_GEMM_NARROW_TILE = 256,
   // Products of at most this many rows with a half (bf16 / f16) B whose rows are contiguous
   // stream B in place (kern.axpy_h with AVX-512 and AVX2; the scalar kernel takes one row)
   // instead of packing it. 2 x 4096 x 4096 bf16 on two

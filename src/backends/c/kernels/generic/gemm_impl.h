@@ -310,6 +310,7 @@ typedef struct CMLC_GEMM_N(gemm_ctx_t) {
   // Transposed-B path: A packed for the tile kernels, pass after pass (bt_try).
   const CMLC_GEMM_T* bt_x;
   int64_t bt_group;  // weight rows per task unit: the most rows of a kernel (a multiple of all)
+  int narrow_kind;   // narrow path: the transposed-B kernel (kern.bt index) it runs
 } CMLC_GEMM_N(gemm_ctx_t);
 
 // The B sliver |s| of the current block: packed, or the operand itself.
@@ -979,6 +980,85 @@ static bool CMLC_GEMM_N(bt_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) 
   return true;
 }
 
+//===--- narrow products: many rows, few columns ---===//
+
+// Groups of a tile kernel's rows of A [begin, end): the kernel reads the rows in place (k
+// contiguous) against B packed k-major in its lanes, writing the transposed tile into a stack
+// buffer that goes to C row by row.
+static void CMLC_GEMM_N(narrow_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  const CMLC_GEMM_N(bt_t)* bt = &c->kern.bt[c->narrow_kind];
+  const int64_t lda = c->a_acc.row_stride;
+  const size_t es = p->a.dtype == CMLC_GEMM_DTYPE ? sizeof(CMLC_GEMM_T) : 2;
+  const char* a = (const char*)p->a.data + (size_t)p->a.batch_offsets[0] * es;
+  CMLC_GEMM_T tile[CMLC_GEMM_NARROW_TILE] __attribute__((aligned(64)));
+  for (int64_t g = begin; g < end; ++g) {
+    const int64_t r0 = g * bt->rows;
+    const int rows = (int)CMLC_GEMM_N(gemm_min)(bt->rows, p->m - r0);
+    bt->fn(p->k, c->sz.kc, a + (size_t)(r0 * lda) * es, p->a.dtype, lda, c->bt_x, tile, bt->rows,
+           rows, (int)p->n);
+    for (int r = 0; r < rows; ++r) {
+      CMLC_GEMM_T* dst = p->c + (r0 + r) * p->n;
+      for (int64_t m = 0; m < p->n; ++m) dst[m] = tile[m * bt->rows + r];
+    }
+  }
+}
+
+// Many rows of A (at least CMLC_GEMM_NARROW_MIN_M) against a B of at most 16 columns (a
+// classifier's head, an MoE router): the blocked path's micro-kernel would compute mostly
+// padding (12 x 32 tiles for 8 columns). The transposed-B tile kernels run with the roles
+// swapped: the rows of A are their weight rows, read in place, and B, packed k-major in the
+// lanes of the narrowest kernel that holds its columns, is their x; each tile is the
+// transposed output. The k blocks and the per-output arithmetic are the blocked path's, so the
+// results are the same bits. Returns false when it does not apply.
+static bool CMLC_GEMM_N(narrow_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  if (!c->kern.bt[0].fn || p->batch != 1 || p->m < CMLC_GEMM_NARROW_MIN_M || p->n < 2) {
+    return false;
+  }
+  int kind = -1;
+  for (int i = 0; i < CMLC_GEMM_BT_KINDS && c->kern.bt[i].fn; ++i) {
+    const CMLC_GEMM_N(bt_t)* bt = &c->kern.bt[i];
+    if (bt->lanes >= p->n && bt->rows * bt->lanes <= CMLC_GEMM_NARROW_TILE &&
+        (kind < 0 || bt->lanes < c->kern.bt[kind].lanes))
+      kind = i;
+  }
+  if (kind < 0) return false;
+  // A: rows read in place by the kernels (k contiguous; f32, or f16 / bf16 they widen).
+  if ((p->a.dtype != CMLC_GEMM_DTYPE && p->a.dtype != CML_DTYPE_F16 &&
+       p->a.dtype != CML_DTYPE_BF16) ||
+      c->a_acc.col_stride != 1 || c->a_acc.row_stride == CMLC_GEMM_NOT_AFFINE ||
+      c->a_acc.row_stride <= 0)
+    return false;
+  const int64_t lanes = c->kern.bt[kind].lanes;
+  const size_t room = (size_t)c->threads * (c->sz.a_elems + c->sz.b_elems) + c->sz.b_elems;
+  if ((size_t)(lanes * p->k) + 64 / sizeof(CMLC_GEMM_T) > room) return false;
+  uintptr_t at = ((uintptr_t)c->scratch + 63) & ~(uintptr_t)63;
+  CMLC_GEMM_T* xt = (CMLC_GEMM_T*)at;
+  const cmlc__gemm_operand_t* b = &p->b;
+  const int64_t bbase = b->batch_offsets[0];
+  for (int64_t kk = 0; kk < p->k; ++kk) {
+    CMLC_GEMM_T* d = xt + kk * lanes;
+    const int64_t rbase = bbase + b->row_offsets[kk];
+    for (int64_t n = 0; n < p->n; ++n) {
+      d[n] = b->dtype == CMLC_GEMM_DTYPE
+                 ? ((const CMLC_GEMM_T*)b->data)[rbase + b->col_offsets[n]]
+                 : CMLC_GEMM_LOAD_CONV(b->data, rbase + b->col_offsets[n], b->dtype);
+    }
+    for (int64_t n = p->n; n < lanes; ++n) d[n] = 0;
+  }
+  c->bt_x = xt;
+  c->narrow_kind = kind;
+  const int64_t rows = c->kern.bt[kind].rows;
+  const int64_t groups = (p->m + rows - 1) / rows;
+  const int threads = cmlc_pool_thread_count(pool);
+  const int64_t chunk = (groups + 4 * threads - 1) / (4 * threads);
+  cmlc_parallel_for(pool, groups, chunk < 1 ? 1 : chunk, CMLC_GEMM_N(narrow_task), c);
+  return true;
+}
+
 //===--- entry ---===//
 
 // The whole product with the kernels of |kern| (and B packed at plan time when |b_packed| is not
@@ -1018,6 +1098,7 @@ static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(
   // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
   if (flops * (double)p->batch <= 2.0 * 128 * 128 * 128) pool = NULL, pool_threads = 1;
   if (CMLC_GEMM_N(bt_try)(&c, pool)) return;
+  if (CMLC_GEMM_N(narrow_try)(&c, pool)) return;
   // A small product on one thread, or one of many in batch mode, whose A rows (k contiguous)
   // span at most 32 KiB: the kernel reads A in place. Packing A would copy it for one or two
   // passes of the kernel (a 13 x 13 A took as long to pack as to multiply).
