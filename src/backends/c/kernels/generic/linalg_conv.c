@@ -923,6 +923,20 @@ static void cmlc_conv_direct_pack(void* vctx, int64_t begin, int64_t end, int th
   }
 }
 
+// Channels apart, width contiguous (NCHW): |n| pixels of |cg| channels (channel rows |cs| apart
+// from |src|) into dst[j * cg + ci], a few channel rows at a time, each read in order.
+static void cmlc_conv_interleave_channels(const float* src, int64_t cs, int64_t n, int64_t cg,
+                                          float* dst) {
+  for (int64_t c0 = 0; c0 < cg; c0 += CMLC_CONV_DIRECT_CHANNEL_RUN) {
+    const int64_t c1 =
+        cg - c0 < CMLC_CONV_DIRECT_CHANNEL_RUN ? cg : c0 + CMLC_CONV_DIRECT_CHANNEL_RUN;
+    for (int64_t j = 0; j < n; ++j) {
+      float* d = dst + j * cg;
+      for (int64_t ci = c0; ci < c1; ++ci) d[ci] = src[ci * cs + j];
+    }
+  }
+}
+
 // Gathers the zero-padded input strip of the output rows from |oy0| of image |b|:
 // strip[i][j][ci] is the input at dilated position (oy0 * sh - pad_h + i, j - pad_w), zero in
 // padding and input-dilation holes, for i < |in_rows|.
@@ -966,18 +980,8 @@ static void cmlc_conv_direct_strip(const cmlc_conv_fast_ctx_t* c, int64_t b, int
       continue;
     }
     if (native && idw == 1 && c->in_sp_strides[1] == 1 && cs != 1) {
-      // Channels apart, width contiguous (NCHW): a few channel rows at a time, each read in
-      // order, their values interleaved into the strip's pixels.
-      const float* src = (const float*)c->in + rbase + (j0 - pad_w);
-      const int64_t n = j1 - j0;
-      for (int64_t c0 = 0; c0 < cg; c0 += CMLC_CONV_DIRECT_CHANNEL_RUN) {
-        const int64_t c1 =
-            cg - c0 < CMLC_CONV_DIRECT_CHANNEL_RUN ? cg : c0 + CMLC_CONV_DIRECT_CHANNEL_RUN;
-        for (int64_t j = 0; j < n; ++j) {
-          float* d = dst + (j0 + j) * cg;
-          for (int64_t ci = c0; ci < c1; ++ci) d[ci] = src[ci * cs + j];
-        }
-      }
+      cmlc_conv_interleave_channels((const float*)c->in + rbase + (j0 - pad_w), cs, j1 - j0, cg,
+                                    dst + j0 * cg);
       continue;
     }
     for (int64_t j = j0; j < j1; ++j) {
@@ -1078,16 +1082,7 @@ static void cmlc_conv_direct_phase_strip(const cmlc_conv_fast_ctx_t* c, int64_t 
       }
     }
     if (native && ws == 1) {
-      // Width contiguous, channels apart (NCHW): a few channel rows at a time.
-      const float* src = (const float*)c->in + rbase;
-      for (int64_t c0 = 0; c0 < cg; c0 += CMLC_CONV_DIRECT_CHANNEL_RUN) {
-        const int64_t c1 =
-            cg - c0 < CMLC_CONV_DIRECT_CHANNEL_RUN ? cg : c0 + CMLC_CONV_DIRECT_CHANNEL_RUN;
-        for (int64_t j = 0; j < n; ++j) {
-          float* d = dst + (j0 + j) * cg;
-          for (int64_t ci = c0; ci < c1; ++ci) d[ci] = src[ci * cs + j];
-        }
-      }
+      cmlc_conv_interleave_channels((const float*)c->in + rbase, cs, n, cg, dst + j0 * cg);
       continue;
     }
     for (int64_t j = 0; j < n; ++j) {
