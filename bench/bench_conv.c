@@ -33,29 +33,7 @@ static cml_value_t build_conv_const(cml_function_t* f, const bench_case_t* c) {
   cml_shape_t xs =
       cml_shape_make(CML_DTYPE_F32, 4, (int64_t[]){d[CV_N], d[CV_H], d[CV_W], d[CV_C]});
   cml_value_t x = cml_parameter(f, "x", &xs);
-  cml_conv_config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.spatial_count = 2;
-  cfg.input_batch_axis = 0;
-  cfg.input_channel_axis = 3;
-  cfg.kernel_input_channel_axis = 2;
-  cfg.kernel_output_channel_axis = 3;
-  cfg.output_batch_axis = 0;
-  cfg.output_channel_axis = 3;
-  for (int32_t i = 0; i < 2; ++i) {
-    cfg.input_spatial_axes[i] = 1 + i;
-    cfg.kernel_spatial_axes[i] = i;
-    cfg.output_spatial_axes[i] = 1 + i;
-    cfg.strides[i] = d[CV_STRIDE];
-    cfg.padding_low[i] = d[CV_PAD];
-    cfg.padding_high[i] = d[CV_PAD];
-    cfg.input_dilations[i] = 1;
-    cfg.kernel_dilations[i] = 1;
-  }
-  cfg.channel_group_count = 1;
-  cfg.batch_group_count = 1;
-  cfg.output_dtype = CML_DTYPE_INVALID;
-  return cml_op_conv_general(f, x, kernel, &cfg);
+  return cml_cli_model_conv_nhwc(f, x, kernel, d[CV_STRIDE], d[CV_PAD], 1);
 }
 
 static void add_conv_ex(bench_case_t* cases, size_t* count, int64_t n, int64_t hw, int64_t ch,

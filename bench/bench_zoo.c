@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bench/bench_common.h"
+#include "tools/cml/models.h"
 #include "cml/autodiff.h"
 
 enum {
@@ -99,29 +100,6 @@ static cml_value_t affine_last(cml_function_t* f, cml_value_t x, const int64_t* 
                     bcast(f, b, dims, rank, &axis, 1));
 }
 
-static cml_value_t conv_nhwc(cml_function_t* f, cml_value_t x, cml_value_t k, int64_t stride,
-                             int64_t pad, int64_t groups) {
-  cml_conv_config_t c;
-  memset(&c, 0, sizeof c);
-  c.spatial_count = 2;
-  c.input_batch_axis = 0;
-  c.input_channel_axis = 3;
-  c.kernel_input_channel_axis = 2;
-  c.kernel_output_channel_axis = 3;
-  c.output_batch_axis = 0;
-  c.output_channel_axis = 3;
-  for (int i = 0; i < 2; ++i) {
-    c.input_spatial_axes[i] = 1 + i;
-    c.kernel_spatial_axes[i] = i;
-    c.output_spatial_axes[i] = 1 + i;
-    c.strides[i] = stride;
-    c.padding_low[i] = c.padding_high[i] = pad;
-  }
-  c.channel_group_count = groups;
-  c.output_dtype = CML_DTYPE_INVALID;
-  return cml_op_conv_general(f, x, k, &c);
-}
-
 static cml_value_t relu(cml_function_t* f, cml_value_t x) {
   return cml_op_max(f, x, scalar(f, CML_DTYPE_F32, 0.0));
 }
@@ -178,8 +156,8 @@ static cml_value_t build_lenet(cml_function_t* f) {
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){n, 28, 28, 1});
   cml_value_t k1 = bench_param(f, "k1", CML_DTYPE_F32, 4, (int64_t[]){5, 5, 1, 32});
   cml_value_t k2 = bench_param(f, "k2", CML_DTYPE_F32, 4, (int64_t[]){5, 5, 32, 64});
-  cml_value_t h = maxpool2(f, relu(f, conv_nhwc(f, x, k1, 1, 2, 1)));  // [n,14,14,32]
-  h = maxpool2(f, relu(f, conv_nhwc(f, h, k2, 1, 2, 1)));              // [n,7,7,64]
+  cml_value_t h = maxpool2(f, relu(f, cml_cli_model_conv_nhwc(f, x, k1, 1, 2, 1)));  // [n,14,14,32]
+  h = maxpool2(f, relu(f, cml_cli_model_conv_nhwc(f, h, k2, 1, 2, 1)));              // [n,7,7,64]
   h = cml_op_reshape(f, h, (int64_t[]){n, 7 * 7 * 64}, 2);
   h = relu(f, dense(f, h, n, 7 * 7 * 64, 512));
   h = dense(f, h, n, 512, 10);
@@ -191,14 +169,14 @@ static cml_value_t build_mobilenet(cml_function_t* f) {
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, d);
   cml_value_t dw = bench_param(f, "dw", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 1, 64});
   cml_value_t pw = bench_param(f, "pw", CML_DTYPE_F32, 4, (int64_t[]){1, 1, 64, 128});
-  cml_value_t h = relu6_bn(f, conv_nhwc(f, x, dw, 1, 1, 64), d, "bn1");
-  return relu6_bn(f, conv_nhwc(f, h, pw, 1, 0, 1), o, "bn2");
+  cml_value_t h = relu6_bn(f, cml_cli_model_conv_nhwc(f, x, dw, 1, 1, 64), d, "bn1");
+  return relu6_bn(f, cml_cli_model_conv_nhwc(f, h, pw, 1, 0, 1), o, "bn2");
 }
 
 static cml_value_t build_depthwise_s2(cml_function_t* f) {
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 112, 112, 32});
   cml_value_t dw = bench_param(f, "dw", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 1, 32});
-  return relu6_bn(f, conv_nhwc(f, x, dw, 2, 1, 32), (int64_t[]){8, 56, 56, 32}, "bn");
+  return relu6_bn(f, cml_cli_model_conv_nhwc(f, x, dw, 2, 1, 32), (int64_t[]){8, 56, 56, 32}, "bn");
 }
 
 enum { LSTM_T = 32, LSTM_B = 32, LSTM_IN = 256, LSTM_H = 256 };
@@ -249,11 +227,8 @@ static cml_value_t build_lstm(cml_function_t* f) {
   return fin[1];
 }
 
-static cml_value_t build_attention(cml_function_t* f) {
-  const int64_t d[4] = {8, 12, 128, 64}, sd[4] = {8, 12, 128, 128};
-  cml_value_t q = bench_param(f, "q", CML_DTYPE_F32, 4, d);
-  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, d);
-  cml_value_t v = bench_param(f, "v", CML_DTYPE_F32, 4, d);
+// Per (batch, head) product over [b, h, s, d] operands: lhs axis 3 against rhs axis |rhs_k|.
+static cml_value_t head_dot(cml_function_t* f, cml_value_t lhs, cml_value_t rhs, int64_t rhs_k) {
   cml_dot_config_t c;
   memset(&c, 0, sizeof c);
   c.lhs_batch_count = c.rhs_batch_count = 2;
@@ -261,12 +236,19 @@ static cml_value_t build_attention(cml_function_t* f) {
   c.lhs_batch_axes[1] = c.rhs_batch_axes[1] = 1;
   c.lhs_contracting_count = c.rhs_contracting_count = 1;
   c.lhs_contracting_axes[0] = 3;
-  c.rhs_contracting_axes[0] = 3;
+  c.rhs_contracting_axes[0] = rhs_k;
   c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
-  cml_value_t s = cml_op_mul(f, cml_op_dot_general(f, q, k, &c), scalar(f, CML_DTYPE_F32, 0.125));
+  return cml_op_dot_general(f, lhs, rhs, &c);
+}
+
+static cml_value_t build_attention(cml_function_t* f) {
+  const int64_t d[4] = {8, 12, 128, 64}, sd[4] = {8, 12, 128, 128};
+  cml_value_t q = bench_param(f, "q", CML_DTYPE_F32, 4, d);
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, d);
+  cml_value_t v = bench_param(f, "v", CML_DTYPE_F32, 4, d);
+  cml_value_t s = cml_op_mul(f, head_dot(f, q, k, 3), scalar(f, CML_DTYPE_F32, 0.125));
   cml_value_t p = softmax(f, s, sd, 4);
-  c.rhs_contracting_axes[0] = 2;
-  return cml_op_dot_general(f, p, v, &c);
+  return head_dot(f, p, v, 2);
 }
 
 static cml_value_t build_gelu_mlp(cml_function_t* f) {
@@ -318,22 +300,12 @@ static cml_value_t build_causal_attention(cml_function_t* f) {
   cml_value_t q = bench_param(f, "q", CML_DTYPE_F32, 4, d);
   cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, d);
   cml_value_t v = bench_param(f, "v", CML_DTYPE_F32, 4, d);
-  cml_dot_config_t c;
-  memset(&c, 0, sizeof c);
-  c.lhs_batch_count = c.rhs_batch_count = 2;
-  c.lhs_batch_axes[0] = c.rhs_batch_axes[0] = 0;
-  c.lhs_batch_axes[1] = c.rhs_batch_axes[1] = 1;
-  c.lhs_contracting_count = c.rhs_contracting_count = 1;
-  c.lhs_contracting_axes[0] = 3;
-  c.rhs_contracting_axes[0] = 3;
-  c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
-  cml_value_t s = cml_op_mul(f, cml_op_dot_general(f, q, k, &c), scalar(f, CML_DTYPE_F32, 0.125));
+  cml_value_t s = cml_op_mul(f, head_dot(f, q, k, 3), scalar(f, CML_DTYPE_F32, 0.125));
   cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 4, sd);
   cml_value_t allowed = cml_op_greater_or_equal(f, cml_op_iota(f, &is, 2), cml_op_iota(f, &is, 3));
   s = cml_op_where(f, allowed, s, scalar(f, CML_DTYPE_F32, -1e30));
   cml_value_t p = softmax(f, s, sd, 4);
-  c.rhs_contracting_axes[0] = 2;
-  return cml_op_dot_general(f, p, v, &c);
+  return head_dot(f, p, v, 2);
 }
 
 // GroupNorm: x [n, h, w, c] viewed as [n, h, w, groups, c / groups], statistics over h, w and
@@ -390,8 +362,8 @@ static cml_value_t build_lenet_train(cml_function_t* f) {
   p[3] = bench_param(f, "b3", CML_DTYPE_F32, 1, (int64_t[]){512});
   p[4] = bench_param(f, "w4", CML_DTYPE_F32, 2, (int64_t[]){512, 10});
   p[5] = bench_param(f, "b4", CML_DTYPE_F32, 1, (int64_t[]){10});
-  cml_value_t h = maxpool2(f, relu(f, conv_nhwc(f, x, p[0], 1, 2, 1)));
-  h = maxpool2(f, relu(f, conv_nhwc(f, h, p[1], 1, 2, 1)));
+  cml_value_t h = maxpool2(f, relu(f, cml_cli_model_conv_nhwc(f, x, p[0], 1, 2, 1)));
+  h = maxpool2(f, relu(f, cml_cli_model_conv_nhwc(f, h, p[1], 1, 2, 1)));
   h = cml_op_reshape(f, h, (int64_t[]){n, 7 * 7 * 64}, 2);
   int64_t axis = 1;
   h = relu(f,
@@ -427,7 +399,7 @@ static cml_value_t build_lenet_train(cml_function_t* f) {
 static cml_value_t build_vit_patches(cml_function_t* f) {
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 224, 224, 3});
   cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){16, 16, 3, 768});
-  return conv_nhwc(f, x, k, 16, 0, 1);
+  return cml_cli_model_conv_nhwc(f, x, k, 16, 0, 1);
 }
 
 // Nearest-neighbour 2x upsampling as a broadcast and a reshape, the skip connection
@@ -440,7 +412,7 @@ static cml_value_t build_unet_up(cml_function_t* f) {
   cml_value_t up = bcast(f, x, d6, 6, (int64_t[]){0, 1, 3, 5}, 4);
   up = cml_op_reshape(f, up, (int64_t[]){4, 64, 64, 64}, 4);
   cml_value_t cat = cml_op_concatenate(f, 3, (cml_value_t[]){up, skip}, 2);
-  return relu(f, conv_nhwc(f, cat, k, 1, 1, 1));
+  return relu(f, cml_cli_model_conv_nhwc(f, cat, k, 1, 1, 1));
 }
 
 static cml_value_t build_sort_rows(cml_function_t* f) {

@@ -816,6 +816,75 @@ static const conv_case_t kDirect1x1SplitKCases[] = {
 
 TEST(direct_kernel_1x1_and_split_k) { ASSERT_EQ_INT(CHECK_CASES(kDirect1x1SplitKCases), 0); }
 
+typedef void (*fma_reference_fn)(const problem_t* p, const double* x, const double* w, float* y);
+
+// Runs |count| f32 problems on AVX-512 and AVX2 (whose kernels share the order), 1 and 2
+// threads, against |order| bit for bit (NaN against NaN when |inf_weight|: one weight is
+// made infinite, and some outputs must stay finite). Returns the failures; *checked counts runs.
+static int check_fma_order(const problem_t* cases, size_t count, fma_reference_fn order,
+                           bool inf_weight, int* checked) {
+  cmlc_pool_t* pool = NULL;
+  cml_status_t st = cmlc_pool_create(2, cml_allocator_system(), &pool);
+  if (st != CML_OK) {
+    cml_status_free(st);
+    return 1;
+  }
+  int failures = 0;
+  for (size_t i = 0; i < count && failures == 0; ++i) {
+    problem_t p = cases[i];
+    fake_t f;
+    problem_finish(&p, &f);
+    int64_t nx = cml_shape_element_count(&p.xs), nk = cml_shape_element_count(&p.ks);
+    int64_t ny = cml_shape_element_count(&p.ys);
+    double* xv = malloc(sizeof(double) * (size_t)nx);
+    double* wv = malloc(sizeof(double) * (size_t)nk);
+    for (int64_t j = 0; j < nx; ++j) xv[j] = rnd();
+    for (int64_t j = 0; j < nk; ++j) wv[j] = rnd();
+    if (inf_weight) wv[nk / 2] = INFINITY;
+    float* x = make_data(CML_DTYPE_F32, xv, nx);
+    float* w = make_data(CML_DTYPE_F32, wv, nk);
+    float* want = malloc(sizeof(float) * (size_t)ny);
+    float* got = malloc(sizeof(float) * (size_t)ny);
+    order(&p, xv, wv, want);
+    if (inf_weight) {
+      int64_t finite = 0;
+      for (int64_t j = 0; j < ny; ++j) finite += isfinite(want[j]) ? 1 : 0;
+      if (finite == 0 || finite == ny) {
+        fprintf(stderr, "case %zu: %lld of %lld outputs finite\n", i, (long long)finite,
+                (long long)ny);
+        ++failures;
+      }
+    }
+    for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512 && failures == 0; ++isa) {
+      if (!isa_usable((cmlc_isa_t)isa)) continue;
+      for (int threads = 1; threads <= 2 && failures == 0; ++threads) {
+        cmlc_options_t o = make_options((cmlc_isa_t)isa, false, threads);
+        memset(got, 0xee, sizeof(float) * (size_t)ny);
+        st = fake_run(&f, &o, threads > 1 ? pool : NULL, x, w, got, NULL);
+        if (st != CML_OK) {
+          fprintf(stderr, "case %zu: %s\n", i, cml_status_message(st));
+          cml_status_free(st);
+          ++failures;
+          break;
+        }
+        for (int64_t j = 0; j < ny; ++j) {
+          if (memcmp(&got[j], &want[j], sizeof(float)) != 0 &&
+              !(inf_weight && isnan(got[j]) && isnan(want[j]))) {
+            fprintf(stderr, "case %zu isa %d threads %d: element %lld: %.9g, fma order %.9g\n", i,
+                    isa, threads, (long long)j, (double)got[j], (double)want[j]);
+            ++failures;
+            break;
+          }
+        }
+        ++*checked;
+      }
+    }
+    free(xv), free(wv), free(x), free(w), free(want), free(got);
+  }
+  cmlc_pool_destroy(pool);
+  return failures;
+}
+
 TEST(direct_kernel_split_k_bit_identical) {
   // A K split into chunks gives the bits of one pass in (ky, kx, ci) order: each chunk after
   // the first continues from the f32 sums stored by the one before. Checked against one chain
@@ -832,43 +901,10 @@ TEST(direct_kernel_split_k_bit_identical) {
        .lo = {1, 1}, .hi = {1, 1}, .dtype = F32},
   };
   // clang-format on
-  cmlc_pool_t* pool = NULL;
-  ASSERT_STATUS_OK(cmlc_pool_create(2, cml_allocator_system(), &pool));
   int checked = 0;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-    problem_t p = cases[i];
-    fake_t f;
-    problem_finish(&p, &f);
-    int64_t nx = cml_shape_element_count(&p.xs), nk = cml_shape_element_count(&p.ks);
-    int64_t ny = cml_shape_element_count(&p.ys);
-    double* xv = malloc(sizeof(double) * (size_t)nx);
-    double* wv = malloc(sizeof(double) * (size_t)nk);
-    for (int64_t j = 0; j < nx; ++j) xv[j] = rnd();
-    for (int64_t j = 0; j < nk; ++j) wv[j] = rnd();
-    float* x = make_data(CML_DTYPE_F32, xv, nx);
-    float* w = make_data(CML_DTYPE_F32, wv, nk);
-    float* want = malloc(sizeof(float) * (size_t)ny);
-    float* got = malloc(sizeof(float) * (size_t)ny);
-    fma_order_reference(&p, xv, wv, want);
-    for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
-      if (!isa_usable((cmlc_isa_t)isa)) continue;
-      for (int threads = 1; threads <= 2; ++threads) {
-        cmlc_options_t o = make_options((cmlc_isa_t)isa, false, threads);
-        memset(got, 0xee, sizeof(float) * (size_t)ny);
-        ASSERT_STATUS_OK(fake_run(&f, &o, threads > 1 ? pool : NULL, x, w, got, NULL));
-        for (int64_t j = 0; j < ny; ++j) {
-          if (memcmp(&got[j], &want[j], sizeof(float)) != 0) {
-            fprintf(stderr, "case %zu isa %d threads %d: element %lld: %.9g, fma order %.9g\n", i,
-                    isa, threads, (long long)j, (double)got[j], (double)want[j]);
-            ASSERT_TRUE(false);
-          }
-        }
-        ++checked;
-      }
-    }
-    free(xv), free(wv), free(x), free(w), free(want), free(got);
-  }
-  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(
+      check_fma_order(cases, sizeof cases / sizeof cases[0], fma_order_reference, false, &checked),
+      0);
   // On x86-64 with AVX2 at least one ISA ran every case.
   if (isa_usable(CMLC_ISA_AVX2)) ASSERT_TRUE(checked >= 8);
 }
@@ -919,49 +955,10 @@ TEST(direct_kernel_phases_bit_identical) {
        .lo = {-1, 1}, .hi = {1, 0}, .dtype = F32},
   };
   // clang-format on
-  cmlc_pool_t* pool = NULL;
-  ASSERT_STATUS_OK(cmlc_pool_create(2, cml_allocator_system(), &pool));
   int checked = 0;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-    problem_t p = cases[i];
-    fake_t f;
-    problem_finish(&p, &f);
-    int64_t nx = cml_shape_element_count(&p.xs), nk = cml_shape_element_count(&p.ks);
-    int64_t ny = cml_shape_element_count(&p.ys);
-    double* xv = malloc(sizeof(double) * (size_t)nx);
-    double* wv = malloc(sizeof(double) * (size_t)nk);
-    for (int64_t j = 0; j < nx; ++j) xv[j] = rnd();
-    for (int64_t j = 0; j < nk; ++j) wv[j] = rnd();
-    // One infinite weight: outputs of the phases that do not use its tap stay finite (a
-    // product of a hole with it would be NaN).
-    wv[nk / 2] = INFINITY;
-    float* x = make_data(CML_DTYPE_F32, xv, nx);
-    float* w = make_data(CML_DTYPE_F32, wv, nk);
-    float* want = malloc(sizeof(float) * (size_t)ny);
-    float* got = malloc(sizeof(float) * (size_t)ny);
-    fma_order_phased_reference(&p, xv, wv, want);
-    int64_t finite = 0;
-    for (int64_t j = 0; j < ny; ++j) finite += isfinite(want[j]) ? 1 : 0;
-    ASSERT_TRUE(finite > 0 && finite < ny);
-    for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
-      if (!isa_usable((cmlc_isa_t)isa)) continue;
-      for (int threads = 1; threads <= 2; ++threads) {
-        cmlc_options_t o = make_options((cmlc_isa_t)isa, false, threads);
-        memset(got, 0xee, sizeof(float) * (size_t)ny);
-        ASSERT_STATUS_OK(fake_run(&f, &o, threads > 1 ? pool : NULL, x, w, got, NULL));
-        for (int64_t j = 0; j < ny; ++j) {
-          if (memcmp(&got[j], &want[j], sizeof(float)) != 0 && !(isnan(got[j]) && isnan(want[j]))) {
-            fprintf(stderr, "case %zu isa %d threads %d: element %lld: %.9g, fma order %.9g\n", i,
-                    isa, threads, (long long)j, (double)got[j], (double)want[j]);
-            ASSERT_TRUE(false);
-          }
-        }
-        ++checked;
-      }
-    }
-    free(xv), free(wv), free(x), free(w), free(want), free(got);
-  }
-  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(check_fma_order(cases, sizeof cases / sizeof cases[0], fma_order_phased_reference,
+                                true, &checked),
+                0);
   if (isa_usable(CMLC_ISA_AVX2)) ASSERT_TRUE(checked >= 8);
 }
 

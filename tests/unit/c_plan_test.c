@@ -641,76 +641,6 @@ TEST(nested_closures) {
   cml_backend_release(b);
 }
 
-// Sort f32[2, 6] keys with i32 payload along axis 1. |general| uses a comparator the fast path
-// does not recognize (LessThan of Neg(rhs), Neg(lhs), the same order).
-static void tm_sort_case(int* test_failed_, cml_op_t cmp_op, bool general, const float* keys,
-                         const float* want_keys, const int32_t* want_payload) {
-  cml_backend_t* b = tm_backend("c:threads=2");
-  ASSERT_TRUE(b != NULL);
-  tmod_t* t = tm_new();
-  cml_shape_t sk = tm_shape(CML_DTYPE_F32, 2, 2, 6);
-  cml_shape_t sp = tm_shape(CML_DTYPE_I32, 2, 2, 6);
-  uint32_t k = tm_param(t, 0, sk);
-  uint32_t p = tm_param(t, 0, sp);
-  uint32_t cmp = tm_fn(t, 0, "");
-  cml_shape_t fs = tm_shape(CML_DTYPE_F32, 0, 0, 0), is = tm_shape(CML_DTYPE_I32, 0, 0, 0);
-  uint32_t l0 = tm_param(t, cmp, fs);
-  uint32_t r0 = tm_param(t, cmp, fs);
-  tm_param(t, cmp, is);
-  tm_param(t, cmp, is);
-  uint32_t res;
-  if (general) {
-    uint32_t nl = tm_unary(t, cmp, CML_OP_NEG, l0);
-    uint32_t nr = tm_unary(t, cmp, CML_OP_NEG, r0);
-    res = tm_compare(t, cmp, cmp_op, nr, nl);
-  } else {
-    res = tm_compare(t, cmp, cmp_op, l0, r0);
-  }
-  tm_return(t, cmp, 1, &res);
-  uint32_t sin[2] = {k, p};
-  cml_shape_t ss[2] = {sk, sp};
-  uint32_t s = tm_node(t, 0, CML_OP_SORT, 2, sin, 2, ss);
-  tm_attrs(t, s)->functions[0] = cmp;
-  tm_attrs(t, s)->axis = 1;
-  tm_attrs(t, s)->flag = true;
-  uint32_t outs_v[2] = {s, s + 1};
-  tm_return(t, 0, 2, outs_v);
-  cmlc_executable_t* exe = NULL;
-  ASSERT_STATUS_OK(tm_compile(b, t, &exe));
-  int32_t payload[12];
-  for (int i = 0; i < 12; ++i) payload[i] = i;
-  cml_buffer_t* in[2] = {tm_buffer(b, sk, keys), tm_buffer(b, sp, payload)};
-  cml_buffer_t* outs[2] = {0};
-  ASSERT_STATUS_OK(tm_run(exe, in, NULL, outs));
-  float gk[12];
-  int32_t gp[12];
-  ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[0], gk, sizeof gk));
-  ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[1], gp, sizeof gp));
-  tm_release_all(outs, 2);
-  tm_release_all(in, 2);
-  tm_exe_free(exe);
-  free(t);
-  cml_backend_release(b);
-  for (int i = 0; i < 12; ++i) {
-    ASSERT_EQ_DBL(gk[i], want_keys[i]);
-    ASSERT_EQ_INT(gp[i], want_payload[i]);
-  }
-}
-
-TEST(sort_fast_and_general_stable) {
-  const float keys[12] = {3, 1, 2, 1, 5, 0, /* row 1 */ -1, 4, 4, -2, 4, 0};
-  // Ascending, stable: equal keys keep their original order (payload = original flat index).
-  const float asc[12] = {0, 1, 1, 2, 3, 5, -2, -1, 0, 4, 4, 4};
-  const int32_t asc_p[12] = {5, 1, 3, 2, 0, 4, 9, 6, 11, 7, 8, 10};
-  tm_sort_case(test_failed_, CML_OP_LESS_THAN, false, keys, asc, asc_p);
-  if (*test_failed_) return;
-  tm_sort_case(test_failed_, CML_OP_LESS_THAN, true, keys, asc, asc_p);
-  if (*test_failed_) return;
-  const float desc[12] = {5, 3, 2, 1, 1, 0, 4, 4, 4, 0, -1, -2};
-  const int32_t desc_p[12] = {4, 0, 2, 1, 3, 5, 7, 8, 10, 11, 6, 9};
-  tm_sort_case(test_failed_, CML_OP_GREATER_THAN, false, keys, desc, desc_p);
-}
-
 // Sorts keys [rows, cols] (f32 or i32) with an i32 payload (the flat index) along axis 1 and
 // returns both outputs (|got_keys| in the key dtype's bytes). |general|: the comparator the fast
 // path does not recognize (Neg of both sides, swapped).
@@ -758,6 +688,34 @@ static void tm_sort_any(int* test_failed_, cml_dtype_t kd, cml_op_t cmp_op, bool
   free(payload);
   free(t);
   cml_backend_release(b);
+}
+
+// Sort f32[2, 6] keys with i32 payload along axis 1 (tm_sort_any) against the expected keys
+// and payload.
+static void tm_sort_case(int* test_failed_, cml_op_t cmp_op, bool general, const float* keys,
+                         const float* want_keys, const int32_t* want_payload) {
+  float gk[12];
+  int32_t gp[12];
+  tm_sort_any(test_failed_, CML_DTYPE_F32, cmp_op, general, 2, 6, keys, gk, gp);
+  if (*test_failed_) return;
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_EQ_DBL(gk[i], want_keys[i]);
+    ASSERT_EQ_INT(gp[i], want_payload[i]);
+  }
+}
+
+TEST(sort_fast_and_general_stable) {
+  const float keys[12] = {3, 1, 2, 1, 5, 0, /* row 1 */ -1, 4, 4, -2, 4, 0};
+  // Ascending, stable: equal keys keep their original order (payload = original flat index).
+  const float asc[12] = {0, 1, 1, 2, 3, 5, -2, -1, 0, 4, 4, 4};
+  const int32_t asc_p[12] = {5, 1, 3, 2, 0, 4, 9, 6, 11, 7, 8, 10};
+  tm_sort_case(test_failed_, CML_OP_LESS_THAN, false, keys, asc, asc_p);
+  if (*test_failed_) return;
+  tm_sort_case(test_failed_, CML_OP_LESS_THAN, true, keys, asc, asc_p);
+  if (*test_failed_) return;
+  const float desc[12] = {5, 3, 2, 1, 1, 0, 4, 4, 4, 0, -1, -2};
+  const int32_t desc_p[12] = {4, 0, 2, 1, 3, 5, 7, 8, 10, 11, 6, 9};
+  tm_sort_case(test_failed_, CML_OP_GREATER_THAN, false, keys, desc, desc_p);
 }
 
 TEST(sort_typed_lines_match_general) {

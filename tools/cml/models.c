@@ -63,8 +63,8 @@ double cml_cli_model_mlp_flops(int64_t batch) {
 //===--- convolutions ---===//
 
 // NHWC input, HWIO kernel, NHWC output; the same stride and padding on both spatial axes.
-static cml_value_t cml_cli_model_conv(cml_function_t* f, cml_value_t x, cml_value_t kernel,
-                                      int64_t stride, int64_t pad) {
+cml_value_t cml_cli_model_conv_nhwc(cml_function_t* f, cml_value_t x, cml_value_t kernel,
+                                    int64_t stride, int64_t pad, int64_t groups) {
   cml_conv_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.spatial_count = 2;
@@ -82,7 +82,7 @@ static cml_value_t cml_cli_model_conv(cml_function_t* f, cml_value_t x, cml_valu
     cfg.padding_low[i] = pad;
     cfg.padding_high[i] = pad;
   }
-  cfg.channel_group_count = 1;
+  cfg.channel_group_count = groups;
   cfg.batch_group_count = 1;
   cfg.output_dtype = CML_DTYPE_INVALID;
   return cml_op_conv_general(f, x, kernel, &cfg);
@@ -93,7 +93,7 @@ cml_value_t cml_cli_model_conv2d(cml_function_t* f, cml_dtype_t dtype, int64_t n
                                  int64_t pad) {
   cml_value_t x = cml_cli_model_param(f, "x", dtype, 4, (int64_t[]){n, h, w, c});
   cml_value_t kernel = cml_cli_model_param(f, "k", dtype, 4, (int64_t[]){k, k, c, o});
-  return cml_cli_model_conv(f, x, kernel, stride, pad);
+  return cml_cli_model_conv_nhwc(f, x, kernel, stride, pad, 1);
 }
 
 double cml_cli_model_conv2d_flops(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t o,
@@ -112,9 +112,10 @@ cml_value_t cml_cli_model_resnet_block(cml_function_t* f, cml_dtype_t dtype, int
   cml_value_t k2 = cml_cli_model_param(f, "k2", dtype, 4, kdims);
   cml_value_t b2 = cml_cli_model_param(f, "b2", dtype, 1, &channels);
   cml_value_t zero = cml_constant_scalar_f64(f, dtype, 0.0);
-  cml_value_t h = cml_cli_model_add_bias(f, cml_cli_model_conv(f, x, k1, 1, 1), b1, dims, 4);
+  cml_value_t h =
+      cml_cli_model_add_bias(f, cml_cli_model_conv_nhwc(f, x, k1, 1, 1, 1), b1, dims, 4);
   h = cml_op_max(f, h, zero);
-  h = cml_cli_model_add_bias(f, cml_cli_model_conv(f, h, k2, 1, 1), b2, dims, 4);
+  h = cml_cli_model_add_bias(f, cml_cli_model_conv_nhwc(f, h, k2, 1, 1, 1), b2, dims, 4);
   return cml_op_max(f, cml_op_add(f, x, h), zero);
 }
 

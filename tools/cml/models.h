@@ -16,6 +16,11 @@
 cml_value_t cml_cli_model_mlp(cml_function_t* f, cml_dtype_t dtype, int64_t batch);
 double cml_cli_model_mlp_flops(int64_t batch);
 
+// ConvGeneral of an NHWC |x| with an HWIO |kernel|: |stride| and symmetric |pad| on both
+// spatial axes, |groups| feature groups (1: none; C: depthwise).
+cml_value_t cml_cli_model_conv_nhwc(cml_function_t* f, cml_value_t x, cml_value_t kernel,
+                                    int64_t stride, int64_t pad, int64_t groups);
+
 // ConvGeneral NHWC input [n, h, w, c], HWIO kernel [k, k, c, o], |stride| and symmetric |pad|
 // on both spatial axes.
 cml_value_t cml_cli_model_conv2d(cml_function_t* f, cml_dtype_t dtype, int64_t n, int64_t h,

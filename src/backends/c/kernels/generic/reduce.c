@@ -680,6 +680,8 @@ typedef struct cmlc_rd_short_t {
   int64_t len;
 } cmlc_rd_short_t;
 
+#define CMLC_RD_ADD(a, b) ((a) + (b))
+
 // Pass 1: T[i] = the run of |len| input elements from i * len, combined in order from the
 // identity.
 static void cmlc_rd_short_pass1(void* ctx, int64_t begin, int64_t end, int thread_index) {
@@ -698,29 +700,25 @@ static void cmlc_rd_short_pass1(void* ctx, int64_t begin, int64_t end, int threa
       x = produced;
     }
     float* out = c->t + i0;
+    // One loop per op (the op chosen outside the loops).
+#define CMLC_RD_SHORT_RUNS(COMB)                                       \
+  for (int64_t i = 0; i < n; ++i) {                                    \
+    float acc = ident;                                                 \
+    for (int64_t j = 0; j < len; ++j) acc = COMB(acc, x[i * len + j]); \
+    out[i] = acc;                                                      \
+  }
     switch (p->op) {
       case CML_OP_REDUCE_MAX:
-        for (int64_t i = 0; i < n; ++i) {
-          float acc = ident;
-          for (int64_t j = 0; j < len; ++j) acc = CMLC_EW_FMAX(acc, x[i * len + j]);
-          out[i] = acc;
-        }
+        CMLC_RD_SHORT_RUNS(CMLC_EW_FMAX);
         break;
       case CML_OP_REDUCE_MIN:
-        for (int64_t i = 0; i < n; ++i) {
-          float acc = ident;
-          for (int64_t j = 0; j < len; ++j) acc = CMLC_EW_FMIN(acc, x[i * len + j]);
-          out[i] = acc;
-        }
+        CMLC_RD_SHORT_RUNS(CMLC_EW_FMIN);
         break;
       default:
-        for (int64_t i = 0; i < n; ++i) {
-          float acc = ident;
-          for (int64_t j = 0; j < len; ++j) acc += x[i * len + j];
-          out[i] = acc;
-        }
+        CMLC_RD_SHORT_RUNS(CMLC_RD_ADD);
         break;
     }
+#undef CMLC_RD_SHORT_RUNS
   }
 }
 
@@ -835,8 +833,11 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
     }
     p.cols = is->dtype == CML_DTYPE_F32 && last == 0 ? (cmlc__rd_cols_f32_fn)args->impl[1] : NULL;
     if (!p.cols || args->scratch_size < (size_t)cmlc_rd_cols_scratch_floats(&p) * sizeof(float)) {
-      return cml_status_make(CML_STATUS_INTERNAL, "%s: no fused path for %s",
-                             cml_op_name(args->node->op), cml_dtype_name(is->dtype));
+      char in_text[128], out_text[128];
+      return cml_status_make(
+          CML_STATUS_INTERNAL, "%s: no path for an operand computed on the fly: %s -> %s",
+          cml_op_name(args->node->op), cml_shape_format(is, in_text, sizeof in_text),
+          cml_shape_format(os, out_text, sizeof out_text));
     }
   }
   if (last == 1 && p.outputs == 1 && p.nr == 1) {

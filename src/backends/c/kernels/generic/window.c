@@ -354,16 +354,6 @@ static inline void* cmlc_wn_acc_place(void* buf, const void* first) {
   return (void*)(b + shift);
 }
 
-// The input offset of the first window position of output |o| (0 when there is none).
-static inline int64_t cmlc_wn_first_at(const cmlc_wn_geom_t* g, const int64_t* o) {
-  cmlc_wn_runs_t r;
-  memset(&r, 0, sizeof r);
-  int64_t at = 0, step, cnt;
-  cmlc_wn_runs_start(&r, g, o);
-  if (!cmlc_wn_runs_next(&r, &at, &step, &cnt)) at = 0;
-  return at;
-}
-
 // One row kernel: T storage, A accumulator (T itself for f32 / f64, f32 for halves: then
 // passes of CMLC_WN_ROW_BLOCK lanes), INIT the identity, COMBINE as the per-element kernels.
 // The accumulator is placed away from the input rows' addresses (cmlc_wn_acc_place).
@@ -443,13 +433,16 @@ static void cmlc_wn_rows_half(void* ctx, int64_t begin, int64_t end, int thread_
                          : type == CML_REDUCE_PRODUCT ? 1.0f
                          : type == CML_REDUCE_MAX     ? -INFINITY
                                                       : INFINITY;
-      float* acc = (float*)cmlc_wn_acc_place(acc_buf, in + j0 + cmlc_wn_first_at(g, o));
-      for (int64_t j = 0; j < n; ++j) acc[j] = init;
+      float* acc = NULL;  // placed at the first window position (cmlc_wn_acc_place)
       cmlc_wn_runs_t r;
       int64_t at, step, cnt;
       cmlc_wn_runs_start(&r, g, o);
       while (cmlc_wn_runs_next(&r, &at, &step, &cnt)) {
         const uint16_t* src = in + at + j0;
+        if (!acc) {
+          acc = (float*)cmlc_wn_acc_place(acc_buf, src);
+          for (int64_t j = 0; j < n; ++j) acc[j] = init;
+        }
         if (c->widen) {
           c->widen(row, src, n);
         } else if (bf) {
@@ -471,6 +464,10 @@ static void cmlc_wn_rows_half(void* ctx, int64_t begin, int64_t end, int thread_
             for (int64_t j = 0; j < n; ++j) CMLC_WN_VMIN(acc[j], row[j]);
             break;
         }
+      }
+      if (!acc) {  // no window position: the identity
+        acc = (float*)cmlc_wn_acc_place(acc_buf, in);
+        for (int64_t j = 0; j < n; ++j) acc[j] = init;
       }
       uint16_t* dst = out + i * len + j0;
       if (bf) {
