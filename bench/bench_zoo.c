@@ -100,6 +100,27 @@ static cml_value_t affine_last(cml_function_t* f, cml_value_t x, const int64_t* 
                     bcast(f, b, dims, rank, &axis, 1));
 }
 
+// A 1-D ConvGeneral of an NWC |x| with a WIO |kernel|: padding |lo| / |hi|, |groups| feature
+// groups.
+static cml_value_t conv_nwc(cml_function_t* f, cml_value_t x, cml_value_t kernel, int64_t lo,
+                            int64_t hi, int64_t groups) {
+  cml_conv_config_t cc;
+  memset(&cc, 0, sizeof cc);
+  cc.spatial_count = 1;
+  cc.input_channel_axis = 2;
+  cc.input_spatial_axes[0] = 1;
+  cc.kernel_spatial_axes[0] = 0;
+  cc.kernel_input_channel_axis = 1;
+  cc.kernel_output_channel_axis = 2;
+  cc.output_channel_axis = 2;
+  cc.output_spatial_axes[0] = 1;
+  cc.padding_low[0] = lo;
+  cc.padding_high[0] = hi;
+  cc.channel_group_count = groups;
+  cc.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_conv_general(f, x, kernel, &cc);
+}
+
 static cml_value_t relu(cml_function_t* f, cml_value_t x) {
   return cml_op_max(f, x, scalar(f, CML_DTYPE_F32, 0.0));
 }
@@ -453,20 +474,7 @@ static cml_value_t build_moe_gate(cml_function_t* f) {
 static cml_value_t build_causal_depthwise_1d(cml_function_t* f) {
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, (int64_t[]){8, 1024, 512});
   cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 3, (int64_t[]){4, 1, 512});
-  cml_conv_config_t cc;
-  memset(&cc, 0, sizeof cc);
-  cc.spatial_count = 1;
-  cc.input_channel_axis = 2;
-  cc.input_spatial_axes[0] = 1;
-  cc.kernel_spatial_axes[0] = 0;
-  cc.kernel_input_channel_axis = 1;
-  cc.kernel_output_channel_axis = 2;
-  cc.output_channel_axis = 2;
-  cc.output_spatial_axes[0] = 1;
-  cc.padding_low[0] = 3;
-  cc.channel_group_count = 512;
-  cc.output_dtype = CML_DTYPE_INVALID;
-  return cml_op_conv_general(f, x, k, &cc);
+  return conv_nwc(f, x, k, 3, 0, 512);
 }
 
 static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
@@ -566,19 +574,7 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
     case Z_CONV1D: {
       cml_value_t x = bench_param(f, "x", dt, 3, (int64_t[]){16, 1000, 64});
       cml_value_t k = bench_param(f, "k", dt, 3, (int64_t[]){5, 64, 128});
-      cml_conv_config_t cc;
-      memset(&cc, 0, sizeof cc);
-      cc.spatial_count = 1;
-      cc.input_channel_axis = 2;
-      cc.input_spatial_axes[0] = 1;
-      cc.kernel_spatial_axes[0] = 0;
-      cc.kernel_input_channel_axis = 1;
-      cc.kernel_output_channel_axis = 2;
-      cc.output_channel_axis = 2;
-      cc.output_spatial_axes[0] = 1;
-      cc.padding_low[0] = cc.padding_high[0] = 2;
-      cc.output_dtype = CML_DTYPE_INVALID;
-      return cml_op_conv_general(f, x, k, &cc);
+      return conv_nwc(f, x, k, 2, 2, 1);
     }
     case Z_RMSNORM:
       return build_rmsnorm(f);
