@@ -44,6 +44,30 @@ enum {
   Z_LAYERNORM_BF16,
   Z_MOE_GATE,
   Z_CAUSAL_DEPTHWISE_1D,
+  Z_ADAM,
+  Z_MAXPOOL_GRAD,
+  Z_EMBED_GRAD,
+  Z_LAYERNORM_GRAD,
+  Z_ATTENTION_GRAD,
+  Z_CUMSUM,
+  Z_TOPK,
+  Z_RESIZE,
+  Z_DILATED_CONV,
+  Z_CONV3D,
+  Z_AVGPOOL,
+  Z_DROPOUT,
+  Z_ARGMAX_VOCAB,
+  Z_KNN,
+  Z_CLIP_LOSS,
+  Z_GNN,
+  Z_SPECTROGRAM,
+  Z_CLIP_GRADS,
+  Z_SPLIT_HEADS,
+  Z_SMALL_BMM,
+  Z_MISH,
+  Z_ONEHOT_EMBED,
+  Z_HUBER,
+  Z_KV_STEP,
   Z_COUNT
 };
 
@@ -75,6 +99,30 @@ static const char* const kNames[Z_COUNT] = {
     "bf16 LayerNorm [1024,768] through f32 (converts, statistics, scale)",
     "MoE gate [2048,768] x [768,8]: softmax, argmax, top-1 weight",
     "causal depthwise conv1d x[8,1024,512] k4 (Mamba-style)",
+    "Adam update of 1M parameters (moments, bias correction)",
+    "max-pool 3x3/2 backward x[8,112,112,64] (SelectAndScatter)",
+    "embedding gradient: 2048 rows of 512 scatter-summed into [32000,512]",
+    "LayerNorm backward [1024,768] (x, scale, shift; autodiff)",
+    "attention backward from DotGeneral q,k,v [4,12,128,64] (autodiff)",
+    "cumulative sum of [64,2048] rows (ReduceWindow, window 2048)",
+    "top-40 of [16,32000] logits (Sort of values and indices)",
+    "bilinear 2x resize [8,64,64,32] as two DotGenerals + transpose",
+    "conv 3x3 dilation 2 x[8,64,64,64] -> 64",
+    "conv 3x3x3 x[2,8,32,32,32] -> 32",
+    "average pool 3x3/1 same x[8,28,28,192]",
+    "dropout 0.1 of [1024,1024] (RngBitGenerator)",
+    "argmax of [64,32000] logits",
+    "nearest neighbour: distances [1024,64] to [4096,64], argmin",
+    "CLIP contrastive loss, embeddings [256,512] x 2",
+    "graph layer: gather 65536 edges of [8192,64], scatter-sum, dense 64",
+    "log-mel spectrogram: 64 frames of 512, rfft, 80 mels",
+    "gradient clipping by global norm (1M+512K+256K+64)",
+    "split heads of fused QKV [8,128,2304] to 3 x [8,12,128,64]",
+    "65536 products of 3x3 matrices (batched DotGeneral)",
+    "Mish x*tanh(log1p(exp(x))) over [4096,1024]",
+    "one-hot [2048,4096] x table [4096,256] (embedding as a product)",
+    "Huber loss of [4M] predictions, mean",
+    "decoder step: KV cache [1,12,1024,64] update + attention",
 };
 
 static cml_value_t scalar(cml_function_t* f, cml_dtype_t dt, double v) {
@@ -370,6 +418,460 @@ static cml_value_t build_cross_entropy(cml_function_t* f) {
   return cml_op_mul(f, picked, scalar(f, CML_DTYPE_F32, -1.0 / 256));
 }
 
+//===--- second batch: training steps, data pipelines, search and signal pieces ---===//
+
+// Integer ids in [0, n) from a uniform [-1, 1) parameter of |dims| (a data-dependent index
+// tensor, as a data loader hands over; the runner fills float parameters only).
+static cml_value_t ids_from(cml_function_t* f, const char* name, const int64_t* dims, int32_t rank,
+                            int64_t n) {
+  cml_value_t u = bench_param(f, name, CML_DTYPE_F32, rank, dims);
+  cml_value_t s = cml_op_mul(f, cml_op_add(f, u, scalar(f, CML_DTYPE_F32, 1.0)),
+                             scalar(f, CML_DTYPE_F32, 0.5 * (double)n));
+  cml_value_t i = cml_op_convert_dtype(f, s, CML_DTYPE_I32);
+  return cml_op_clamp(f, cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), i,
+                      cml_constant_scalar_i64(f, CML_DTYPE_I32, n - 1));
+}
+
+// |count| values flattened and concatenated (several results as one output).
+static cml_value_t flat_concat(cml_function_t* f, const cml_value_t* v, int count) {
+  cml_value_t flat[8];
+  for (int i = 0; i < count; ++i) {
+    cml_shape_t s;
+    if (!cml_builder_value_shape(cml_function_builder(f), v[i], &s)) return CML_VALUE_INVALID;
+    int64_t n = cml_shape_element_count(&s);
+    flat[i] = cml_op_reshape(f, v[i], &n, 1);
+  }
+  return cml_op_concatenate(f, 0, flat, count);
+}
+
+// Adam with bias correction (step 10): the new parameters, first and second moments.
+static cml_value_t build_adam(cml_function_t* f) {
+  const int64_t n = 1 << 20;
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t p = bench_param(f, "p", dt, 1, &n), g = bench_param(f, "g", dt, 1, &n);
+  cml_value_t m = bench_param(f, "m", dt, 1, &n), v = bench_param(f, "v", dt, 1, &n);
+  const double b1 = 0.9, b2 = 0.999;
+  cml_value_t m2 =
+      cml_op_add(f, cml_op_mul(f, m, scalar(f, dt, b1)), cml_op_mul(f, g, scalar(f, dt, 1 - b1)));
+  cml_value_t v2 = cml_op_add(f, cml_op_mul(f, cml_op_abs(f, v), scalar(f, dt, b2)),
+                              cml_op_mul(f, cml_op_mul(f, g, g), scalar(f, dt, 1 - b2)));
+  cml_value_t mh = cml_op_mul(f, m2, scalar(f, dt, 1.0 / (1.0 - pow(b1, 10))));
+  cml_value_t vh = cml_op_mul(f, v2, scalar(f, dt, 1.0 / (1.0 - pow(b2, 10))));
+  cml_value_t step = cml_op_div(f, mh, cml_op_add(f, cml_op_sqrt(f, vh), scalar(f, dt, 1e-8)));
+  cml_value_t p2 = cml_op_sub(f, p, cml_op_mul(f, step, scalar(f, dt, 1e-3)));
+  return flat_concat(f, (cml_value_t[]){p2, m2, v2}, 3);
+}
+
+// The input gradient of a ResNet stem's 3x3/2 max pool (padding 1): SelectAndScatter.
+static cml_value_t build_maxpool_grad(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 112, 112, 64});
+  cml_value_t dy = bench_param(f, "dy", CML_DTYPE_F32, 4, (int64_t[]){8, 56, 56, 64});
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 4;
+  for (int i = 0; i < 4; ++i) w.window_dims[i] = w.strides[i] = 1;
+  for (int i = 1; i < 3; ++i) {
+    w.window_dims[i] = 3;
+    w.strides[i] = 2;
+    w.padding_low[i] = w.padding_high[i] = 1;
+  }
+  w.padding_high[1] = w.padding_high[2] = 0;  // (112 + 1 - 3) / 2 + 1 = 56
+  return cml_op_select_and_scatter(f, CML_OP_SELECT_AND_SCATTER_MAX, x, dy, &w);
+}
+
+// The embedding table's gradient: 2048 rows of 512 summed into [32000, 512] by token id.
+static cml_value_t build_embed_grad(cml_function_t* f) {
+  const int64_t t = 2048, e = 512;
+  cml_value_t ids = ids_from(f, "ids", (int64_t[]){t, 1}, 2, 32000);
+  cml_value_t up = bench_param(f, "dy", CML_DTYPE_F32, 2, (int64_t[]){t, e});
+  cml_value_t zero =
+      cml_op_broadcast_in_dim(f, scalar(f, CML_DTYPE_F32, 0.0), (int64_t[]){32000, e}, 2, NULL, 0);
+  cml_scatter_dims_t s;
+  memset(&s, 0, sizeof s);
+  s.index_vector_axis = 1;
+  s.update_window_axis_count = 1;
+  s.update_window_axes[0] = 1;
+  s.inserted_window_axis_count = 1;
+  s.inserted_window_axes[0] = 0;
+  s.scatter_axes_to_operand_axes_count = 1;
+  s.scatter_axes_to_operand_axes[0] = 0;
+  return cml_op_scatter_sum(f, zero, ids, up, &s);
+}
+
+// LayerNorm's backward: the gradients of sum(LayerNorm(x) * dy) for x, scale and shift.
+static cml_value_t build_layernorm_grad(cml_function_t* f) {
+  const int64_t d[2] = {1024, 768}, last = 1, keep = 0, one = 1;
+  cml_value_t p[3] = {bench_param(f, "x", CML_DTYPE_F32, 2, d),
+                      bench_param(f, "scale", CML_DTYPE_F32, 1, &d[1]),
+                      bench_param(f, "shift", CML_DTYPE_F32, 1, &d[1])};
+  cml_value_t dy = bench_param(f, "dy", CML_DTYPE_F32, 2, d);
+  cml_value_t inv_n = scalar(f, CML_DTYPE_F32, 1.0 / 768);
+  cml_value_t mean = cml_op_mul(f, cml_op_reduce_sum(f, p[0], &last, 1), inv_n);
+  cml_value_t xc = cml_op_sub(f, p[0], bcast(f, mean, d, 2, &keep, 1));
+  cml_value_t var = cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, xc, xc), &last, 1), inv_n);
+  cml_value_t r = cml_op_rsqrt(f, cml_op_add(f, var, scalar(f, CML_DTYPE_F32, 1e-5)));
+  cml_value_t y = cml_op_add(
+      f,
+      cml_op_mul(f, cml_op_mul(f, xc, bcast(f, r, d, 2, &keep, 1)), bcast(f, p[1], d, 2, &one, 1)),
+      bcast(f, p[2], d, 2, &one, 1));
+  cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, y, dy), (int64_t[]){0, 1}, 2);
+  cml_value_t g[3];
+  if (cml_gradients(f, loss, p, 3, g) != CML_OK) return CML_VALUE_INVALID;
+  return flat_concat(f, g, 3);
+}
+
+// Attention's backward from primitives: the gradients of sum(attention(q, k, v) * do).
+static cml_value_t build_attention_grad(cml_function_t* f) {
+  const int64_t d[4] = {4, 12, 128, 64}, sd[4] = {4, 12, 128, 128};
+  cml_value_t p[3] = {bench_param(f, "q", CML_DTYPE_F32, 4, d),
+                      bench_param(f, "k", CML_DTYPE_F32, 4, d),
+                      bench_param(f, "v", CML_DTYPE_F32, 4, d)};
+  cml_value_t dout = bench_param(f, "do", CML_DTYPE_F32, 4, d);
+  cml_value_t s = cml_op_mul(f, head_dot(f, p[0], p[1], 3), scalar(f, CML_DTYPE_F32, 0.125));
+  cml_value_t o = head_dot(f, softmax(f, s, sd, 4), p[2], 2);
+  cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, o, dout), (int64_t[]){0, 1, 2, 3}, 4);
+  cml_value_t g[3];
+  if (cml_gradients(f, loss, p, 3, g) != CML_OK) return CML_VALUE_INVALID;
+  return flat_concat(f, g, 3);
+}
+
+// Cumulative sum along rows as a ReduceWindow (window n, padding n - 1 before), the form
+// JAX's TPU lowering and hand-written scans use.
+static cml_value_t build_cumsum(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){64, 2048});
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 2;
+  w.window_dims[0] = w.strides[0] = w.strides[1] = 1;
+  w.window_dims[1] = 2048;
+  w.padding_low[1] = 2047;
+  return cml_op_reduce_window(f, x, CML_REDUCE_SUM, &w);
+}
+
+// Top-40 of a vocabulary of 32000 for 16 rows (sampling): Sort of (logit, index) descending,
+// the first 40 of both (indices converted to f32).
+static cml_value_t build_topk(cml_function_t* f) {
+  const int64_t d[2] = {16, 32000};
+  cml_value_t x = bench_param(f, "logits", CML_DTYPE_F32, 2, d);
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, d);
+  cml_value_t ops[2] = {x, cml_op_iota(f, &is, 1)};
+  cml_function_t* cmp = NULL;
+  if (cml_function_new_closure(f, &cmp) != CML_OK) return CML_VALUE_INVALID;
+  cml_shape_t fs = cml_shape_scalar(CML_DTYPE_F32), ss = cml_shape_scalar(CML_DTYPE_I32);
+  cml_value_t a = cml_parameter(cmp, "a", &fs), b = cml_parameter(cmp, "b", &fs);
+  (void)cml_parameter(cmp, "ia", &ss);
+  (void)cml_parameter(cmp, "ib", &ss);
+  cml_value_t gt = cml_op_greater_than(cmp, a, b);
+  if (cml_function_return(cmp, &gt, 1) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t sorted[2];
+  if (!cml_op_sort(f, cmp, 1, true, ops, 2, sorted)) return CML_VALUE_INVALID;
+  const int64_t lim[2] = {16, 40};
+  cml_value_t top = cml_op_slice(f, sorted[0], (int64_t[]){0, 0}, lim, NULL, 2);
+  cml_value_t idx = cml_op_slice(f, sorted[1], (int64_t[]){0, 0}, lim, NULL, 2);
+  return cml_op_concatenate(f, 1, (cml_value_t[]){top, cml_op_convert_dtype(f, idx, CML_DTYPE_F32)},
+                            2);
+}
+
+// Bilinear 2x resize as jax.image.resize computes it: one interpolation matrix per spatial
+// axis applied with DotGeneral, then the axes put back in NHWC order.
+static cml_value_t build_resize(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 64, 64, 32});
+  cml_value_t wh = bench_param(f, "wh", CML_DTYPE_F32, 2, (int64_t[]){128, 64});
+  cml_value_t ww = bench_param(f, "ww", CML_DTYPE_F32, 2, (int64_t[]){128, 64});
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.lhs_contracting_count = c.rhs_contracting_count = 1;
+  c.lhs_contracting_axes[0] = 1;
+  c.rhs_contracting_axes[0] = 1;
+  c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
+  cml_value_t t = cml_op_dot_general(f, x, wh, &c);  // [8, 64 w, 32 c, 128 h]
+  t = cml_op_dot_general(f, t, ww, &c);              // [8, 32 c, 128 h, 128 w]
+  return cml_op_transpose(f, t, (int64_t[]){0, 2, 3, 1}, 4);
+}
+
+// A 3x3 convolution with dilation 2 (DeepLab's atrous layers), NHWC.
+static cml_value_t build_dilated_conv(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 64, 64, 64});
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 64, 64});
+  cml_conv_config_t cc;
+  memset(&cc, 0, sizeof cc);
+  cc.spatial_count = 2;
+  cc.input_channel_axis = cc.output_channel_axis = 3;
+  cc.kernel_input_channel_axis = 2;
+  cc.kernel_output_channel_axis = 3;
+  for (int i = 0; i < 2; ++i) {
+    cc.input_spatial_axes[i] = cc.output_spatial_axes[i] = 1 + i;
+    cc.kernel_spatial_axes[i] = i;
+    cc.padding_low[i] = cc.padding_high[i] = 2;
+    cc.kernel_dilations[i] = 2;
+  }
+  cc.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_conv_general(f, x, k, &cc);
+}
+
+// A 3x3x3 convolution of a video clip, NDHWC.
+static cml_value_t build_conv3d(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 5, (int64_t[]){2, 8, 32, 32, 32});
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 5, (int64_t[]){3, 3, 3, 32, 32});
+  cml_conv_config_t cc;
+  memset(&cc, 0, sizeof cc);
+  cc.spatial_count = 3;
+  cc.input_channel_axis = cc.output_channel_axis = 4;
+  cc.kernel_input_channel_axis = 3;
+  cc.kernel_output_channel_axis = 4;
+  for (int i = 0; i < 3; ++i) {
+    cc.input_spatial_axes[i] = cc.output_spatial_axes[i] = 1 + i;
+    cc.kernel_spatial_axes[i] = i;
+    cc.padding_low[i] = cc.padding_high[i] = 1;
+  }
+  cc.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_conv_general(f, x, k, &cc);
+}
+
+// Inception's 3x3/1 average pool, "same" padding, counting the padding (sum / 9).
+static cml_value_t build_avgpool(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 28, 28, 192});
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 4;
+  for (int i = 0; i < 4; ++i) w.window_dims[i] = w.strides[i] = 1;
+  for (int i = 1; i < 3; ++i) {
+    w.window_dims[i] = 3;
+    w.padding_low[i] = w.padding_high[i] = 1;
+  }
+  return cml_op_mul(f, cml_op_reduce_window(f, x, CML_REDUCE_SUM, &w),
+                    scalar(f, CML_DTYPE_F32, 1.0 / 9));
+}
+
+// Dropout (keep 0.9) of [1024, 1024] with Philox bits from a state the caller passes.
+static cml_value_t build_dropout(cml_function_t* f) {
+  const int64_t d[2] = {1024, 1024}, three = 3;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, d);
+  cml_value_t seed = bench_param(f, "seed", CML_DTYPE_F32, 1, &three);
+  cml_value_t state = cml_op_convert_dtype(
+      f, cml_op_mul(f, cml_op_abs(f, seed), scalar(f, CML_DTYPE_F32, 1e6)), CML_DTYPE_U64);
+  cml_shape_t bs = cml_shape_make(CML_DTYPE_U32, 2, d);
+  cml_value_t next, bits;
+  if (!cml_op_rng_bit_generator(f, state, &bs, &next, &bits)) return CML_VALUE_INVALID;
+  cml_value_t keep =
+      cml_op_less_than(f, bits, cml_constant_scalar_i64(f, CML_DTYPE_U32, 3865470566LL));
+  return cml_op_where(f, keep, cml_op_mul(f, x, scalar(f, CML_DTYPE_F32, 1.0 / 0.9)),
+                      scalar(f, CML_DTYPE_F32, 0.0));
+}
+
+// Greedy decoding's pick: the argmax of [64, 32000] logits (as f32).
+static cml_value_t build_argmax_vocab(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "logits", CML_DTYPE_F32, 2, (int64_t[]){64, 32000});
+  return cml_op_convert_dtype(f, cml_op_arg_min_max(f, x, 1, CML_DTYPE_I32, false), CML_DTYPE_F32);
+}
+
+// Nearest neighbour search: squared distances |x|^2 + |y|^2 - 2 x.y of [1024, 64] queries to
+// [4096, 64] keys, then the argmin per query.
+static cml_value_t build_knn(cml_function_t* f) {
+  const int64_t d[2] = {1024, 4096}, last = 1, zero = 0, one = 1;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){1024, 64});
+  cml_value_t y = bench_param(f, "y", CML_DTYPE_F32, 2, (int64_t[]){4096, 64});
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.lhs_contracting_count = c.rhs_contracting_count = 1;
+  c.lhs_contracting_axes[0] = c.rhs_contracting_axes[0] = 1;
+  c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
+  cml_value_t xy = cml_op_dot_general(f, x, y, &c);
+  cml_value_t xx = cml_op_reduce_sum(f, cml_op_mul(f, x, x), &last, 1);
+  cml_value_t yy = cml_op_reduce_sum(f, cml_op_mul(f, y, y), &last, 1);
+  cml_value_t dist =
+      cml_op_sub(f, cml_op_add(f, bcast(f, xx, d, 2, &zero, 1), bcast(f, yy, d, 2, &one, 1)),
+                 cml_op_mul(f, xy, scalar(f, CML_DTYPE_F32, 2.0)));
+  return cml_op_convert_dtype(f, cml_op_arg_min_max(f, dist, 1, CML_DTYPE_I32, true),
+                              CML_DTYPE_F32);
+}
+
+// Mean cross-entropy of |logits| [n, n] along |axis| with the diagonal as labels.
+static cml_value_t diag_ce(cml_function_t* f, cml_value_t logits, int64_t n, int64_t axis) {
+  const int64_t d[2] = {n, n}, keep = 1 - axis;
+  cml_value_t mx = cml_op_reduce_max(f, logits, &axis, 1);
+  cml_value_t z = cml_op_sub(f, logits, bcast(f, mx, d, 2, &keep, 1));
+  cml_value_t lse = cml_op_log(f, cml_op_reduce_sum(f, cml_op_exp(f, z), &axis, 1));
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, d);
+  cml_value_t diag = cml_op_equal(f, cml_op_iota(f, &is, 0), cml_op_iota(f, &is, 1));
+  cml_value_t picked = cml_op_reduce_sum(f, cml_op_where(f, diag, z, scalar(f, CML_DTYPE_F32, 0.0)),
+                                         (int64_t[]){0, 1}, 2);
+  cml_value_t total = cml_op_reduce_sum(f, lse, (int64_t[]){0}, 1);
+  return cml_op_mul(f, cml_op_sub(f, total, picked), scalar(f, CML_DTYPE_F32, 1.0 / (double)n));
+}
+
+// CLIP's contrastive loss: L2-normalized image and text embeddings [256, 512], their
+// similarity matrix scaled by a temperature, cross-entropy along both axes.
+static cml_value_t build_clip_loss(cml_function_t* f) {
+  const int64_t n = 256, e[2] = {256, 512}, last = 1, keep = 0;
+  cml_value_t emb[2];
+  for (int i = 0; i < 2; ++i) {
+    cml_value_t a = bench_param(f, i == 0 ? "image" : "text", CML_DTYPE_F32, 2, e);
+    cml_value_t r = cml_op_rsqrt(f, cml_op_reduce_sum(f, cml_op_mul(f, a, a), &last, 1));
+    emb[i] = cml_op_mul(f, a, bcast(f, r, e, 2, &keep, 1));
+  }
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.lhs_contracting_count = c.rhs_contracting_count = 1;
+  c.lhs_contracting_axes[0] = c.rhs_contracting_axes[0] = 1;
+  c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
+  cml_value_t logits =
+      cml_op_mul(f, cml_op_dot_general(f, emb[0], emb[1], &c), scalar(f, CML_DTYPE_F32, 14.285714));
+  return cml_op_mul(f, cml_op_add(f, diag_ce(f, logits, n, 1), diag_ce(f, logits, n, 0)),
+                    scalar(f, CML_DTYPE_F32, 0.5));
+}
+
+// A graph network layer: node features [8192, 64] gathered along 65536 edges, weighted,
+// summed into the destination nodes (ScatterSum), then a dense 64-64 layer with ReLU.
+static cml_value_t build_gnn(cml_function_t* f) {
+  const int64_t nodes = 8192, edges = 65536, fd = 64, ed[2] = {65536, 64}, zero = 0;
+  cml_value_t h = bench_param(f, "h", CML_DTYPE_F32, 2, (int64_t[]){nodes, fd});
+  cml_value_t src = ids_from(f, "src", (int64_t[]){edges, 1}, 2, nodes);
+  cml_value_t dst = ids_from(f, "dst", (int64_t[]){edges, 1}, 2, nodes);
+  cml_value_t ew = bench_param(f, "ew", CML_DTYPE_F32, 1, &edges);
+  cml_gather_dims_t g;
+  memset(&g, 0, sizeof g);
+  g.index_vector_axis = 1;
+  g.offset_output_axis_count = 1;
+  g.offset_output_axes[0] = 1;
+  g.collapsed_slice_axis_count = 1;
+  g.collapsed_slice_axes[0] = 0;
+  g.start_index_map_count = 1;
+  g.slice_size_count = 2;
+  g.slice_sizes[0] = 1;
+  g.slice_sizes[1] = fd;
+  cml_value_t msg = cml_op_mul(f, cml_op_gather(f, h, src, &g), bcast(f, ew, ed, 2, &zero, 1));
+  cml_value_t agg0 =
+      cml_op_broadcast_in_dim(f, scalar(f, CML_DTYPE_F32, 0.0), (int64_t[]){nodes, fd}, 2, NULL, 0);
+  cml_scatter_dims_t s;
+  memset(&s, 0, sizeof s);
+  s.index_vector_axis = 1;
+  s.update_window_axis_count = 1;
+  s.update_window_axes[0] = 1;
+  s.inserted_window_axis_count = 1;
+  s.scatter_axes_to_operand_axes_count = 1;
+  cml_value_t agg = cml_op_scatter_sum(f, agg0, dst, msg, &s);
+  return relu(f, dense(f, agg, nodes, fd, fd));
+}
+
+// A log-mel spectrogram: 64 frames of 512 samples, Hann-windowed, real FFT, power, an 80-band
+// mel matrix, log.
+static cml_value_t build_spectrogram(cml_function_t* f) {
+  const int64_t d[2] = {64, 512}, one = 1, len = 512;
+  cml_value_t frames = bench_param(f, "frames", CML_DTYPE_F32, 2, d);
+  cml_value_t win = bench_param(f, "window", CML_DTYPE_F32, 1, &len);
+  cml_value_t mel = bench_param(f, "mel", CML_DTYPE_F32, 2, (int64_t[]){257, 80});
+  cml_value_t spec = cml_op_fft(f, cml_op_mul(f, frames, bcast(f, win, d, 2, &one, 1)),
+                                CML_FFT_FORWARD_REAL, &len, 1);
+  cml_value_t re = cml_op_real(f, spec), im = cml_op_imag(f, spec);
+  cml_value_t power = cml_op_add(f, cml_op_mul(f, re, re), cml_op_mul(f, im, im));
+  cml_value_t m = cml_op_dot(f, power, cml_op_abs(f, mel));
+  return cml_op_log(f, cml_op_add(f, m, scalar(f, CML_DTYPE_F32, 1e-6)));
+}
+
+// Gradient clipping by global norm over four tensors (1M, 512K, 256K and 64 values).
+static cml_value_t build_clip_grads(cml_function_t* f) {
+  const int64_t sizes[4] = {1 << 20, 1 << 19, 1 << 18, 64};
+  cml_value_t g[4], sq = CML_VALUE_INVALID;
+  for (int i = 0; i < 4; ++i) {
+    g[i] = bench_param(f, NULL, CML_DTYPE_F32, 1, &sizes[i]);
+    cml_value_t s = cml_op_reduce_sum(f, cml_op_mul(f, g[i], g[i]), (int64_t[]){0}, 1);
+    sq = i == 0 ? s : cml_op_add(f, sq, s);
+  }
+  cml_value_t scale =
+      cml_op_min(f, scalar(f, CML_DTYPE_F32, 1.0),
+                 cml_op_div(f, scalar(f, CML_DTYPE_F32, 100.0),
+                            cml_op_add(f, cml_op_sqrt(f, sq), scalar(f, CML_DTYPE_F32, 1e-6))));
+  for (int i = 0; i < 4; ++i)
+    g[i] = cml_op_mul(f, g[i], cml_op_broadcast_in_dim(f, scale, &sizes[i], 1, NULL, 0));
+  return flat_concat(f, g, 4);
+}
+
+// Heads split from a fused QKV projection [8, 128, 2304]: three slices, each reshaped to
+// [8, 128, 12, 64] and transposed to [8, 12, 128, 64].
+static cml_value_t build_split_heads(cml_function_t* f) {
+  const int64_t d[3] = {8, 128, 2304}, h[4] = {8, 128, 12, 64}, perm[4] = {0, 2, 1, 3};
+  cml_value_t x = bench_param(f, "qkv", CML_DTYPE_F32, 3, d);
+  cml_value_t parts[3];
+  for (int i = 0; i < 3; ++i) {
+    cml_value_t s =
+        cml_op_slice(f, x, (int64_t[]){0, 0, 768 * i}, (int64_t[]){8, 128, 768 * (i + 1)}, NULL, 3);
+    parts[i] = cml_op_transpose(f, cml_op_reshape(f, s, h, 4), perm, 4);
+  }
+  return flat_concat(f, parts, 3);
+}
+
+// 65536 products of 3x3 matrices (rigid transforms composed per point): batched DotGeneral.
+static cml_value_t build_small_bmm(cml_function_t* f) {
+  const int64_t d[3] = {65536, 3, 3};
+  cml_value_t a = bench_param(f, "a", CML_DTYPE_F32, 3, d);
+  cml_value_t b = bench_param(f, "b", CML_DTYPE_F32, 3, d);
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.lhs_batch_count = c.rhs_batch_count = 1;
+  c.lhs_contracting_count = c.rhs_contracting_count = 1;
+  c.lhs_contracting_axes[0] = 2;
+  c.rhs_contracting_axes[0] = 1;
+  c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_dot_general(f, a, b, &c);
+}
+
+// Mish, x * tanh(softplus(x)), over [4096, 1024], softplus as log1p(exp(x)).
+static cml_value_t build_mish(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){4096, 1024});
+  cml_value_t x4 = cml_op_mul(f, x, scalar(f, CML_DTYPE_F32, 4.0));
+  return cml_op_mul(f, x4, cml_op_tanh(f, cml_op_log1p(f, cml_op_exp(f, x4))));
+}
+
+// An embedding lookup written as a one-hot matrix product (as on accelerators): ids [2048]
+// compared with an iota of the 4096-entry vocabulary, times the table [4096, 256].
+static cml_value_t build_onehot_embed(cml_function_t* f) {
+  const int64_t d[2] = {2048, 4096}, keep = 0, n = 2048;
+  cml_value_t ids = ids_from(f, "ids", &n, 1, 4096);
+  cml_value_t table = bench_param(f, "table", CML_DTYPE_F32, 2, (int64_t[]){4096, 256});
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, d);
+  cml_value_t onehot = cml_op_convert_dtype(
+      f, cml_op_equal(f, cml_op_iota(f, &is, 1), bcast(f, ids, d, 2, &keep, 1)), CML_DTYPE_F32);
+  return cml_op_dot(f, onehot, table);
+}
+
+// The Huber loss (delta 1) of predictions against targets [4M], mean.
+static cml_value_t build_huber(cml_function_t* f) {
+  const int64_t n = 1 << 22;
+  cml_value_t p = bench_param(f, "pred", CML_DTYPE_F32, 1, &n);
+  cml_value_t t = bench_param(f, "target", CML_DTYPE_F32, 1, &n);
+  cml_value_t d = cml_op_mul(f, cml_op_sub(f, p, t), scalar(f, CML_DTYPE_F32, 2.0));
+  cml_value_t a = cml_op_abs(f, d);
+  cml_value_t l = cml_op_where(f, cml_op_less_than(f, a, scalar(f, CML_DTYPE_F32, 1.0)),
+                               cml_op_mul(f, cml_op_mul(f, d, d), scalar(f, CML_DTYPE_F32, 0.5)),
+                               cml_op_sub(f, a, scalar(f, CML_DTYPE_F32, 0.5)));
+  return cml_op_mul(f, cml_op_reduce_sum(f, l, (int64_t[]){0}, 1),
+                    scalar(f, CML_DTYPE_F32, 1.0 / (double)n));
+}
+
+// A decoder step against a KV cache of 1024 positions: the new key and value written at the
+// step's position (DynamicUpdateSlice), scores of one query against the cache, the positions
+// past the step masked, softmax, the weighted values.
+static cml_value_t build_kv_step(cml_function_t* f) {
+  const int64_t cd[4] = {1, 12, 1024, 64}, nd[4] = {1, 12, 1, 64}, sd[4] = {1, 12, 1, 1024};
+  cml_value_t kc = bench_param(f, "k_cache", CML_DTYPE_F32, 4, cd);
+  cml_value_t vc = bench_param(f, "v_cache", CML_DTYPE_F32, 4, cd);
+  cml_value_t q = bench_param(f, "q", CML_DTYPE_F32, 4, nd);
+  cml_value_t kn = bench_param(f, "k_new", CML_DTYPE_F32, 4, nd);
+  cml_value_t vn = bench_param(f, "v_new", CML_DTYPE_F32, 4, nd);
+  cml_value_t pos = cml_op_reshape(f, ids_from(f, "pos", (int64_t[]){1}, 1, 1024), NULL, 0);
+  cml_value_t z = cml_constant_scalar_i64(f, CML_DTYPE_I32, 0);
+  cml_value_t starts[4] = {z, z, pos, z};
+  cml_value_t k = cml_op_dynamic_update_slice(f, kc, kn, starts, 4);
+  cml_value_t v = cml_op_dynamic_update_slice(f, vc, vn, starts, 4);
+  cml_value_t s = cml_op_mul(f, head_dot(f, q, k, 3), scalar(f, CML_DTYPE_F32, 0.125));
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 4, sd);
+  cml_value_t allowed = cml_op_less_or_equal(f, cml_op_iota(f, &is, 3),
+                                             cml_op_broadcast_in_dim(f, pos, sd, 4, NULL, 0));
+  s = cml_op_where(f, allowed, s, scalar(f, CML_DTYPE_F32, -1e30));
+  return head_dot(f, softmax(f, s, sd, 4), v, 2);
+}
+
 // The LeNet above, trained: mean cross-entropy against labels made in the graph, the
 // gradients of its six parameters (convolutions' input and kernel gradients, max-pool and ReLU
 // backward), concatenated flat as an optimizer over one parameter vector takes them.
@@ -407,14 +909,7 @@ static cml_value_t build_lenet_train(cml_function_t* f) {
                  scalar(f, CML_DTYPE_F32, -1.0 / (double)n));
   cml_value_t g[6];
   if (cml_gradients(f, loss, p, 6, g) != CML_OK) return CML_VALUE_INVALID;
-  cml_value_t flat[6];
-  for (int i = 0; i < 6; ++i) {
-    cml_shape_t gs;
-    if (!cml_builder_value_shape(cml_function_builder(f), g[i], &gs)) return CML_VALUE_INVALID;
-    int64_t count = cml_shape_element_count(&gs);
-    flat[i] = cml_op_reshape(f, g[i], &count, 1);
-  }
-  return cml_op_concatenate(f, 0, flat, 6);
+  return flat_concat(f, g, 6);
 }
 
 static cml_value_t build_vit_patches(cml_function_t* f) {
@@ -604,6 +1099,54 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       return build_moe_gate(f);
     case Z_CAUSAL_DEPTHWISE_1D:
       return build_causal_depthwise_1d(f);
+    case Z_ADAM:
+      return build_adam(f);
+    case Z_MAXPOOL_GRAD:
+      return build_maxpool_grad(f);
+    case Z_EMBED_GRAD:
+      return build_embed_grad(f);
+    case Z_LAYERNORM_GRAD:
+      return build_layernorm_grad(f);
+    case Z_ATTENTION_GRAD:
+      return build_attention_grad(f);
+    case Z_CUMSUM:
+      return build_cumsum(f);
+    case Z_TOPK:
+      return build_topk(f);
+    case Z_RESIZE:
+      return build_resize(f);
+    case Z_DILATED_CONV:
+      return build_dilated_conv(f);
+    case Z_CONV3D:
+      return build_conv3d(f);
+    case Z_AVGPOOL:
+      return build_avgpool(f);
+    case Z_DROPOUT:
+      return build_dropout(f);
+    case Z_ARGMAX_VOCAB:
+      return build_argmax_vocab(f);
+    case Z_KNN:
+      return build_knn(f);
+    case Z_CLIP_LOSS:
+      return build_clip_loss(f);
+    case Z_GNN:
+      return build_gnn(f);
+    case Z_SPECTROGRAM:
+      return build_spectrogram(f);
+    case Z_CLIP_GRADS:
+      return build_clip_grads(f);
+    case Z_SPLIT_HEADS:
+      return build_split_heads(f);
+    case Z_SMALL_BMM:
+      return build_small_bmm(f);
+    case Z_MISH:
+      return build_mish(f);
+    case Z_ONEHOT_EMBED:
+      return build_onehot_embed(f);
+    case Z_HUBER:
+      return build_huber(f);
+    case Z_KV_STEP:
+      return build_kv_step(f);
     default:
       return CML_VALUE_INVALID;
   }
@@ -646,6 +1189,20 @@ static double zoo_flops(int z) {
       return 2.0 * 2 * 4 * 12 * 256 * 256 * 64;
     case Z_GLOBAL_POOL:
       return 2.0 * 32 * 512 * 1000;
+    case Z_ATTENTION_GRAD:  // two products forward, four backward
+      return 2.0 * 6 * 4 * 12 * 128 * 128 * 64;
+    case Z_RESIZE:
+      return 2.0 * (8.0 * 64 * 32 * 128 * 64 + 8.0 * 32 * 128 * 128 * 64);
+    case Z_DILATED_CONV:
+      return 2.0 * 8 * 64 * 64 * 64 * 64 * 9;
+    case Z_CONV3D:
+      return 2.0 * 2 * 8 * 32 * 32 * 32 * 32 * 27;
+    case Z_KNN:
+      return 2.0 * 1024 * 4096 * 64;
+    case Z_CLIP_LOSS:
+      return 2.0 * 256 * 256 * 512;
+    case Z_ONEHOT_EMBED:
+      return 2.0 * 2048 * 4096 * 256;
     default:
       return 0;
   }
@@ -673,6 +1230,40 @@ static double zoo_bytes(int z) {
       return 2.0 * 4 * 64 * 1000;
     case Z_LAYERNORM_BF16:
       return 2.0 * 2 * 1024 * 768;
+    case Z_ADAM:  // four vectors read, three written
+      return 7.0 * 4 * (1 << 20);
+    case Z_MAXPOOL_GRAD:
+      return 4.0 * (2.0 * 8 * 112 * 112 * 64 + 8.0 * 56 * 56 * 64);
+    case Z_EMBED_GRAD:
+      return 4.0 * (32000.0 * 512 + 2048.0 * 512);
+    case Z_LAYERNORM_GRAD:
+      return 3.0 * 4 * 1024 * 768;
+    case Z_CUMSUM:
+      return 2.0 * 4 * 64 * 2048;
+    case Z_TOPK:
+      return 4.0 * 16 * 32000;
+    case Z_AVGPOOL:
+      return 2.0 * 4 * 8 * 28 * 28 * 192;
+    case Z_DROPOUT:
+      return 2.0 * 4 * 1024 * 1024;
+    case Z_ARGMAX_VOCAB:
+      return 4.0 * 64 * 32000;
+    case Z_GNN:
+      return 4.0 * (65536.0 * 64 * 2 + 8192.0 * 64 * 2);
+    case Z_SPECTROGRAM:
+      return 4.0 * (64 * 512 + 64 * 80);
+    case Z_CLIP_GRADS:
+      return 2.0 * 4 * ((1 << 20) + (1 << 19) + (1 << 18) + 64);
+    case Z_SPLIT_HEADS:
+      return 2.0 * 4 * 8 * 128 * 2304;
+    case Z_SMALL_BMM:
+      return 3.0 * 4 * 65536 * 9;
+    case Z_MISH:
+      return 2.0 * 4 * 4096 * 1024;
+    case Z_HUBER:
+      return 2.0 * 4 * (1 << 22);
+    case Z_KV_STEP:  // the two caches read
+      return 2.0 * 4 * 12 * 1024 * 64;
     default:
       return 0;
   }

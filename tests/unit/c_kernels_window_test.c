@@ -192,6 +192,9 @@ TEST(reduce_window_2d_matches_reference) {
       {{5, 7}, {2, 3}, {2, 1}, {1, 2}, {2, 1}, {1, 0}, {0, 2}},
       {{40, 61}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}},
       {{11, 13}, {4, 2}, {3, 2}, {2, 1}, {1, 3}, {-1, 2}, {3, -1}},
+      // Running scans along either axis (integer kernels; rows of 40 from 5 lines, 8 at a time).
+      {{5, 40}, {1, 40}, {1, 1}, {1, 1}, {1, 1}, {0, 39}, {0, 0}},
+      {{17, 3}, {20, 1}, {1, 1}, {1, 1}, {1, 1}, {17, 0}, {0, 0}},
   };
   for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) {
     for (int t = 0; t < 2; ++t) {
@@ -233,8 +236,9 @@ TEST(reduce_window_2d_matches_reference) {
 }
 
 // ReduceWindow whose trailing axes the window passes through (NHWC pooling: window 1 on the
-// channels) takes the row kernels, and one with a window on the last two axes only (NCHW
-// pooling) the plane kernels: every float dtype and reduction, against the same node run
+// channels) takes the row kernels, one with a window on the last two axes only (NCHW pooling)
+// the plane kernels, and one whose windows along one axis all start before it (cumulative
+// reductions) the scan kernels: every float dtype and reduction, against the same node run
 // in reference mode (the per-element kernel: same taps, same order, so the same bits), with
 // padding, strides, window and base dilations on the leading axes, rows longer than one block
 // of the half kernel (256), NaN and infinities, 1 and 3 threads.
@@ -292,6 +296,46 @@ TEST(reduce_window_rows_match_reference) {
        {1, 1, 1, 1},
        {0, 0, 0, 0},
        {0, 0, 0, 0}},
+      // Running scans (every window starts before the axis): a cumulative reduction of the
+      // last axis over 30 lines (8 at a time, the last group partial), one of axis 1 with 350
+      // elements per position (blocks of 64), windows that end before (6 outputs of the
+      // identity) and after each position, and one whose first window starts inside the axis
+      // (padding 2 < 3 positions - 1: not a scan).
+      {{2, 3, 5, 70},
+       {1, 1, 1, 70},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {0, 0, 0, 69},
+       {0, 0, 0, 0}},
+      {{2, 9, 5, 70},
+       {1, 9, 1, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {0, 8, 0, 0},
+       {0, 0, 0, 0}},
+      {{1, 2, 3, 10},
+       {1, 1, 1, 4},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {0, 0, 0, 9},
+       {0, 0, 0, 0}},
+      {{3, 1, 10, 2},
+       {1, 1, 12, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {0, 0, 9, 0},
+       {0, 0, 0, 0}},
+      {{1, 1, 3, 5},
+       {1, 1, 1, 3},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {0, 0, 0, 2},
+       {0, 0, 0, 2}},
   };
   static const cml_dtype_t dts[4] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_BF16, CML_DTYPE_F16};
   int bad = 0;

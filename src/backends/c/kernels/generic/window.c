@@ -266,56 +266,180 @@ typedef struct cmlc_wn_rw_t {
 #define CMLC_WN_FMAX(acc, v) ((acc) = (isnan(v) || (v) > (acc)) ? (v) : (acc))
 #define CMLC_WN_FMIN(acc, v) ((acc) = (isnan(v) || (v) < (acc)) ? (v) : (acc))
 
-#define CMLC_WN_RW_INT(suffix, T, TMIN, TMAX)                                               \
-  CMLC_WN_RW_FN(cmlc_wn_rw_sum_##suffix, T, uint64_t, 0, CMLC_WN_TO_U64, (T), CMLC_WN_ADD)  \
-  CMLC_WN_RW_FN(cmlc_wn_rw_prod_##suffix, T, uint64_t, 1, CMLC_WN_TO_U64, (T), CMLC_WN_MUL) \
-  CMLC_WN_RW_FN(cmlc_wn_rw_max_##suffix, T, T, TMIN, CMLC_WN_ID, CMLC_WN_ID, CMLC_WN_IMAX)  \
-  CMLC_WN_RW_FN(cmlc_wn_rw_min_##suffix, T, T, TMAX, CMLC_WN_ID, CMLC_WN_ID, CMLC_WN_IMIN)
-CMLC_WN_RW_INT(i8, int8_t, INT8_MIN, INT8_MAX)
-CMLC_WN_RW_INT(i16, int16_t, INT16_MIN, INT16_MAX)
-CMLC_WN_RW_INT(i32, int32_t, INT32_MIN, INT32_MAX)
-CMLC_WN_RW_INT(i64, int64_t, INT64_MIN, INT64_MAX)
-CMLC_WN_RW_INT(u8, uint8_t, 0, UINT8_MAX)
-CMLC_WN_RW_INT(u16, uint16_t, 0, UINT16_MAX)
-CMLC_WN_RW_INT(u32, uint32_t, 0, UINT32_MAX)
-CMLC_WN_RW_INT(u64, uint64_t, 0, UINT64_MAX)
-
-#define CMLC_WN_RW_FLOAT(suffix, T, A, LOAD, STORE)                                       \
-  CMLC_WN_RW_FN(cmlc_wn_rw_sum_##suffix, T, A, (A)0, LOAD, STORE, CMLC_WN_ADD)            \
-  CMLC_WN_RW_FN(cmlc_wn_rw_prod_##suffix, T, A, (A)1, LOAD, STORE, CMLC_WN_MUL)           \
-  CMLC_WN_RW_FN(cmlc_wn_rw_max_##suffix, T, A, (A)(-INFINITY), LOAD, STORE, CMLC_WN_FMAX) \
-  CMLC_WN_RW_FN(cmlc_wn_rw_min_##suffix, T, A, (A)INFINITY, LOAD, STORE, CMLC_WN_FMIN)
-CMLC_WN_RW_FLOAT(f32, float, float, CMLC_WN_ID, CMLC_WN_ID)
-CMLC_WN_RW_FLOAT(f64, double, double, CMLC_WN_ID, CMLC_WN_ID)
-CMLC_WN_RW_FLOAT(f16, uint16_t, float, cml_f16_to_f32, cml_f32_to_f16)
-CMLC_WN_RW_FLOAT(bf16, uint16_t, float, cml_bf16_to_f32, cml_f32_to_bf16)
-
-static cmlc_task_fn cmlc_wn_rw_fn(cml_dtype_t dtype, cml_reduce_type_t type) {
-  if (type < CML_REDUCE_SUM || type > CML_REDUCE_MIN) return NULL;
-  const int which = (int)type - (int)CML_REDUCE_SUM;
-#define CMLC_WN_CASE(D, suffix)                                                            \
-  case D: {                                                                                \
-    static const cmlc_task_fn fns[4] = {cmlc_wn_rw_sum_##suffix, cmlc_wn_rw_prod_##suffix, \
-                                        cmlc_wn_rw_max_##suffix, cmlc_wn_rw_min_##suffix}; \
-    return fns[which];                                                                     \
+// The kernels of one generator |GEN| (CMLC_WN_RW_FN or CMLC_WN_SCAN_FN) for every dtype and
+// reduction: |pre|_{sum,prod,max,min}_|suffix|.
+#define CMLC_WN_INT_KERNELS(GEN, pre, suffix, T, TMIN, TMAX)                 \
+  GEN(pre##_sum_##suffix, T, uint64_t, 0, CMLC_WN_TO_U64, (T), CMLC_WN_ADD)  \
+  GEN(pre##_prod_##suffix, T, uint64_t, 1, CMLC_WN_TO_U64, (T), CMLC_WN_MUL) \
+  GEN(pre##_max_##suffix, T, T, TMIN, CMLC_WN_ID, CMLC_WN_ID, CMLC_WN_IMAX)  \
+  GEN(pre##_min_##suffix, T, T, TMAX, CMLC_WN_ID, CMLC_WN_ID, CMLC_WN_IMIN)
+#define CMLC_WN_FLOAT_KERNELS(GEN, pre, suffix, T, A, LOAD, STORE)         \
+  GEN(pre##_sum_##suffix, T, A, (A)0, LOAD, STORE, CMLC_WN_ADD)            \
+  GEN(pre##_prod_##suffix, T, A, (A)1, LOAD, STORE, CMLC_WN_MUL)           \
+  GEN(pre##_max_##suffix, T, A, (A)(-INFINITY), LOAD, STORE, CMLC_WN_FMAX) \
+  GEN(pre##_min_##suffix, T, A, (A)INFINITY, LOAD, STORE, CMLC_WN_FMIN)
+#define CMLC_WN_ALL_KERNELS(GEN, pre)                                                   \
+  CMLC_WN_INT_KERNELS(GEN, pre, i8, int8_t, INT8_MIN, INT8_MAX)                         \
+  CMLC_WN_INT_KERNELS(GEN, pre, i16, int16_t, INT16_MIN, INT16_MAX)                     \
+  CMLC_WN_INT_KERNELS(GEN, pre, i32, int32_t, INT32_MIN, INT32_MAX)                     \
+  CMLC_WN_INT_KERNELS(GEN, pre, i64, int64_t, INT64_MIN, INT64_MAX)                     \
+  CMLC_WN_INT_KERNELS(GEN, pre, u8, uint8_t, 0, UINT8_MAX)                              \
+  CMLC_WN_INT_KERNELS(GEN, pre, u16, uint16_t, 0, UINT16_MAX)                           \
+  CMLC_WN_INT_KERNELS(GEN, pre, u32, uint32_t, 0, UINT32_MAX)                           \
+  CMLC_WN_INT_KERNELS(GEN, pre, u64, uint64_t, 0, UINT64_MAX)                           \
+  CMLC_WN_FLOAT_KERNELS(GEN, pre, f32, float, float, CMLC_WN_ID, CMLC_WN_ID)            \
+  CMLC_WN_FLOAT_KERNELS(GEN, pre, f64, double, double, CMLC_WN_ID, CMLC_WN_ID)          \
+  CMLC_WN_FLOAT_KERNELS(GEN, pre, f16, uint16_t, float, cml_f16_to_f32, cml_f32_to_f16) \
+  CMLC_WN_FLOAT_KERNELS(GEN, pre, bf16, uint16_t, float, cml_bf16_to_f32, cml_f32_to_bf16)
+// The table of one kernel family: rows in cmlc_wn_dtype_slot's order, columns Sum, Product,
+// Max, Min.
+#define CMLC_WN_ROW(pre, suffix) \
+  { pre##_sum_##suffix, pre##_prod_##suffix, pre##_max_##suffix, pre##_min_##suffix }
+#define CMLC_WN_TABLE(pre)                                                                         \
+  {                                                                                                \
+    CMLC_WN_ROW(pre, i8), CMLC_WN_ROW(pre, i16), CMLC_WN_ROW(pre, i32), CMLC_WN_ROW(pre, i64),     \
+        CMLC_WN_ROW(pre, u8), CMLC_WN_ROW(pre, u16), CMLC_WN_ROW(pre, u32), CMLC_WN_ROW(pre, u64), \
+        CMLC_WN_ROW(pre, f32), CMLC_WN_ROW(pre, f64), CMLC_WN_ROW(pre, f16),                       \
+        CMLC_WN_ROW(pre, bf16)                                                                     \
   }
-  switch (dtype) {
-    CMLC_WN_CASE(CML_DTYPE_I8, i8)
-    CMLC_WN_CASE(CML_DTYPE_I16, i16)
-    CMLC_WN_CASE(CML_DTYPE_I32, i32)
-    CMLC_WN_CASE(CML_DTYPE_I64, i64)
-    CMLC_WN_CASE(CML_DTYPE_U8, u8)
-    CMLC_WN_CASE(CML_DTYPE_U16, u16)
-    CMLC_WN_CASE(CML_DTYPE_U32, u32)
-    CMLC_WN_CASE(CML_DTYPE_U64, u64)
-    CMLC_WN_CASE(CML_DTYPE_F16, f16)
-    CMLC_WN_CASE(CML_DTYPE_BF16, bf16)
-    CMLC_WN_CASE(CML_DTYPE_F32, f32)
-    CMLC_WN_CASE(CML_DTYPE_F64, f64)
-    default:
-      return NULL;
+enum { CMLC_WN_DTYPE_SLOTS = 12 };
+
+// The row of |dtype| in a kernel table, or -1.
+static int cmlc_wn_dtype_slot(cml_dtype_t dtype) {
+  static const cml_dtype_t order[CMLC_WN_DTYPE_SLOTS] = {
+      CML_DTYPE_I8,  CML_DTYPE_I16, CML_DTYPE_I32, CML_DTYPE_I64, CML_DTYPE_U8,  CML_DTYPE_U16,
+      CML_DTYPE_U32, CML_DTYPE_U64, CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_F16, CML_DTYPE_BF16};
+  for (int i = 0; i < CMLC_WN_DTYPE_SLOTS; ++i) {
+    if (order[i] == dtype) return i;
   }
-#undef CMLC_WN_CASE
+  return -1;
+}
+
+// |table|'s kernel for |dtype| and |type|, or NULL.
+static cmlc_task_fn cmlc_wn_pick(const cmlc_task_fn (*table)[4], cml_dtype_t dtype,
+                                 cml_reduce_type_t type) {
+  const int slot = cmlc_wn_dtype_slot(dtype);
+  if (slot < 0 || type < CML_REDUCE_SUM || type > CML_REDUCE_MIN) return NULL;
+  return table[slot][(int)type - (int)CML_REDUCE_SUM];
+}
+
+CMLC_WN_ALL_KERNELS(CMLC_WN_RW_FN, cmlc_wn_rw)
+static const cmlc_task_fn cmlc_wn_rw_table[CMLC_WN_DTYPE_SLOTS][4] = CMLC_WN_TABLE(cmlc_wn_rw);
+
+//===--- ReduceWindow as a running scan: windows that all start before the input ---===//
+
+// One axis whose windows all start at or before its first element (padding_low >= the output
+// positions - 1) with stride and dilations 1, every other axis passed through: output
+// position o combines inputs 0 .. o + shift (shift = window - 1 - padding_low) in that order
+// from the identity, as the per-element kernel does (cumulative sums, products, maxima, as
+// hand-written and TPU-style scans express them). The running result adds each input once
+// instead of once per window, and its bits are the per-element kernel's.
+typedef struct cmlc_wn_scan_t {
+  const void* in;
+  void* out;
+  int64_t n, out_n;  // elements and output positions along the axis
+  int64_t shift;
+  int64_t inner;   // elements per position (the axes after it)
+  int64_t outer;   // lines (the product of the axes before it)
+  int64_t blocks;  // blocks of CMLC_WN_SCAN_BLOCK inner elements per outer index
+} cmlc_wn_scan_t;
+enum { CMLC_WN_SCAN_BLOCK = 64, CMLC_WN_SCAN_LINES = 8 };
+
+// Task t: with inner > 1, outer index t / blocks and the inner elements of block t % blocks
+// (lanes along the row); with inner 1, the CMLC_WN_SCAN_LINES lines from t * that (lanes
+// across lines, so that the dependent combines of several lines overlap).
+#define CMLC_WN_SCAN_FN(name, T, A, INIT, LOAD, STORE, COMBINE)                                 \
+  static void name(void* ctx, int64_t begin, int64_t end, int thread_index) {                   \
+    (void)thread_index;                                                                         \
+    const cmlc_wn_scan_t* c_ = (const cmlc_wn_scan_t*)ctx;                                      \
+    const int64_t inner_ = c_->inner, n_ = c_->n, out_n_ = c_->out_n;                           \
+    for (int64_t t_ = begin; t_ < end; ++t_) {                                                  \
+      int64_t j_ = 0; /* inputs combined so far */                                              \
+      if (inner_ == 1) {                                                                        \
+        const int64_t r0_ = t_ * CMLC_WN_SCAN_LINES;                                            \
+        const int64_t m_ =                                                                      \
+            c_->outer - r0_ < CMLC_WN_SCAN_LINES ? c_->outer - r0_ : CMLC_WN_SCAN_LINES;        \
+        const T* src_[CMLC_WN_SCAN_LINES];                                                      \
+        A acc_[CMLC_WN_SCAN_LINES];                                                             \
+        for (int r_ = 0; r_ < CMLC_WN_SCAN_LINES; ++r_) { /* lines past the end repeat one */   \
+          src_[r_] = (const T*)c_->in + (r0_ + (r_ < m_ ? r_ : m_ - 1)) * n_;                   \
+          acc_[r_] = (INIT);                                                                    \
+        }                                                                                       \
+        T* out_ = (T*)c_->out + r0_ * out_n_;                                                   \
+        for (int64_t o_ = 0; o_ < out_n_; ++o_) {                                               \
+          const int64_t last_ = o_ + c_->shift < n_ - 1 ? o_ + c_->shift : n_ - 1;              \
+          for (; j_ <= last_; ++j_) {                                                           \
+            for (int r_ = 0; r_ < CMLC_WN_SCAN_LINES; ++r_) {                                   \
+              const A v_ = LOAD(src_[r_][j_]);                                                  \
+              COMBINE(acc_[r_], v_);                                                            \
+            }                                                                                   \
+          }                                                                                     \
+          for (int64_t r_ = 0; r_ < m_; ++r_) out_[r_ * out_n_ + o_] = STORE(acc_[r_]);         \
+        }                                                                                       \
+        continue;                                                                               \
+      }                                                                                         \
+      const int64_t outer_ = t_ / c_->blocks, i0_ = (t_ % c_->blocks) * CMLC_WN_SCAN_BLOCK;     \
+      const int64_t m_ = inner_ - i0_ < CMLC_WN_SCAN_BLOCK ? inner_ - i0_ : CMLC_WN_SCAN_BLOCK; \
+      const T* in_ = (const T*)c_->in + outer_ * n_ * inner_ + i0_;                             \
+      T* out_ = (T*)c_->out + outer_ * out_n_ * inner_ + i0_;                                   \
+      A acc_[CMLC_WN_SCAN_BLOCK];                                                               \
+      for (int64_t l_ = 0; l_ < m_; ++l_) acc_[l_] = (INIT);                                    \
+      for (int64_t o_ = 0; o_ < out_n_; ++o_) {                                                 \
+        const int64_t last_ = o_ + c_->shift < n_ - 1 ? o_ + c_->shift : n_ - 1;                \
+        for (; j_ <= last_; ++j_) {                                                             \
+          const T* row_ = in_ + j_ * inner_;                                                    \
+          for (int64_t l_ = 0; l_ < m_; ++l_) {                                                 \
+            const A v_ = LOAD(row_[l_]);                                                        \
+            COMBINE(acc_[l_], v_);                                                              \
+          }                                                                                     \
+        }                                                                                       \
+        T* dst_ = out_ + o_ * inner_;                                                           \
+        for (int64_t l_ = 0; l_ < m_; ++l_) dst_[l_] = STORE(acc_[l_]);                         \
+      }                                                                                         \
+    }                                                                                           \
+  }
+CMLC_WN_ALL_KERNELS(CMLC_WN_SCAN_FN, cmlc_wn_scan)
+static const cmlc_task_fn cmlc_wn_scan_table[CMLC_WN_DTYPE_SLOTS][4] = CMLC_WN_TABLE(cmlc_wn_scan);
+
+// Runs the scan kernels when the window is a running scan along one axis (cmlc_wn_scan_t);
+// false otherwise.
+static bool cmlc_wn_scan(const cmlc_kernel_args_t* args, const cmlc_wn_geom_t* g) {
+  const cml_window_config_t* w = &args->node->attrs->u.window;
+  int32_t axis = -1;
+  for (int32_t d = 0; d < g->rank; ++d) {
+    const bool pass = g->window[d] == 1 && g->stride[d] == 1 && g->base_dil[d] == 1 &&
+                      g->pad_lo[d] == 0 && w->padding_high[d] == 0;
+    if (pass) continue;
+    if (axis >= 0 || g->stride[d] != 1 || g->base_dil[d] != 1 || g->win_dil[d] != 1 ||
+        g->pad_lo[d] < g->out_dims[d] - 1) {
+      return false;
+    }
+    axis = d;
+  }
+  cmlc_task_fn fn = cmlc_wn_pick(cmlc_wn_scan_table, args->input_shapes[0]->dtype,
+                                 args->node->attrs->reduce_type);
+  if (axis < 0 || fn == NULL) return false;
+  cmlc_wn_scan_t c;
+  c.in = args->inputs[0];
+  c.out = args->outputs[0];
+  c.n = g->in_dims[axis];
+  c.out_n = g->out_dims[axis];
+  c.shift = g->window[axis] - 1 - g->pad_lo[axis];
+  c.inner = 1;
+  for (int32_t d = axis + 1; d < g->rank; ++d) c.inner *= g->in_dims[d];
+  c.outer = 1;
+  for (int32_t d = 0; d < axis; ++d) c.outer *= g->in_dims[d];
+  c.blocks = (c.inner + CMLC_WN_SCAN_BLOCK - 1) / CMLC_WN_SCAN_BLOCK;
+  int64_t tasks = c.outer * c.blocks,
+          lanes = c.inner < CMLC_WN_SCAN_BLOCK ? c.inner : CMLC_WN_SCAN_BLOCK;
+  if (c.inner == 1) {
+    tasks = (c.outer + CMLC_WN_SCAN_LINES - 1) / CMLC_WN_SCAN_LINES;
+    lanes = CMLC_WN_SCAN_LINES;
+  }
+  const int64_t per_task = (c.n + c.out_n) * lanes;
+  const int64_t chunk = 16384 / (per_task > 0 ? per_task : 1);
+  cmlc_parallel_for(args->pool, tasks, chunk < 1 ? 1 : chunk, fn, &c);
+  return true;
 }
 
 //===--- ReduceWindow over rows: trailing axes the window passes through ---===//
@@ -676,7 +800,7 @@ static cml_status_t cmlc_wn_reduce_window(const cmlc_kernel_args_t* args) {
   const cml_shape_t* xs = args->input_shapes[0];
   const cml_shape_t* os = args->output_shapes[0];
   const cml_ir_attrs_t* at = args->node->attrs;
-  cmlc_task_fn fn = cmlc_wn_rw_fn(xs->dtype, at->reduce_type);
+  cmlc_task_fn fn = cmlc_wn_pick(cmlc_wn_rw_table, xs->dtype, at->reduce_type);
   if (fn == NULL) {
     char text[160];
     return cml_status_make(CML_STATUS_UNIMPLEMENTED,
@@ -692,6 +816,7 @@ static cml_status_t cmlc_wn_reduce_window(const cmlc_kernel_args_t* args) {
   c.out = args->outputs[0];
   int64_t window_size = 1;
   for (int32_t d = 0; d < c.g.rank; ++d) window_size *= cmlc_wn_or_one(c.g.window[d]);
+  if (!(args->options && args->options->reference) && cmlc_wn_scan(args, &c.g)) return CML_OK;
   cmlc_wn_rows_t rows;
   cmlc_task_fn rows_fn = args->options && args->options->reference
                              ? NULL
@@ -1013,7 +1138,7 @@ bool cmlc_kernels_window_lookup(const cml_module_t* module, const cml_ir_node_t*
   cmlc_kernel_entry_t e = {.in_place_input = -1};
   switch (node->op) {
     case CML_OP_REDUCE_WINDOW:
-      if (cmlc_wn_rw_fn(dtype, node->attrs->reduce_type) == NULL) return false;
+      if (cmlc_wn_pick(cmlc_wn_rw_table, dtype, node->attrs->reduce_type) == NULL) return false;
       e.run = cmlc_wn_reduce_window;
       break;
     case CML_OP_SELECT_AND_SCATTER_MAX:
