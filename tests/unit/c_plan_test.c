@@ -644,9 +644,26 @@ TEST(nested_closures) {
 // Sorts keys [rows, cols] (f32 or i32) with an i32 payload (the flat index) along axis 1 and
 // returns both outputs (|got_keys| in the key dtype's bytes). |general|: the comparator the fast
 // path does not recognize (Neg of both sides, swapped).
+static void tm_sort_prefix(int* test_failed_, cml_dtype_t kd, cml_op_t cmp_op, bool general,
+                           int64_t rows, int64_t cols, int64_t prefix, const void* keys,
+                           void* got_keys, int32_t* got_payload, int64_t* prepared);
+
 static void tm_sort_any(int* test_failed_, cml_dtype_t kd, cml_op_t cmp_op, bool general,
                         int64_t rows, int64_t cols, const void* keys, void* got_keys,
                         int32_t* got_payload) {
+  tm_sort_prefix(test_failed_, kd, cmp_op, general, rows, cols, 0, keys, got_keys, got_payload,
+                 NULL);
+}
+
+// Sorts |rows| x |cols| keys of |kd| with an i32 payload (each element's flat index) along
+// axis 1 (tm_sort_any); with |prefix| > 0 the results are Slices of the first |prefix| columns
+// of each line (top-k: got_keys and got_payload hold rows x prefix; with |prefix| negative, the
+// first -prefix, and the function also returns the whole sorted keys, a third result that
+// needs whole lines). |prepared| (optional):
+// the executable's count of steps with prepared data (Sort's read prefix).
+static void tm_sort_prefix(int* test_failed_, cml_dtype_t kd, cml_op_t cmp_op, bool general,
+                           int64_t rows, int64_t cols, int64_t prefix, const void* keys,
+                           void* got_keys, int32_t* got_payload, int64_t* prepared) {
   cml_backend_t* b = tm_backend("c:threads=2");
   ASSERT_TRUE(b != NULL);
   tmod_t* t = tm_new();
@@ -671,18 +688,34 @@ static void tm_sort_any(int* test_failed_, cml_dtype_t kd, cml_op_t cmp_op, bool
   tm_attrs(t, s)->axis = 1;
   tm_attrs(t, s)->flag = true;
   uint32_t outs_v[2] = {s, s + 1};
-  tm_return(t, 0, 2, outs_v);
+  cml_shape_t rk = sk, rp = sp;
+  const bool also_whole = prefix < 0;
+  if (also_whole) prefix = -prefix;
+  if (prefix > 0) {
+    rk.dims[1] = rp.dims[1] = prefix;
+    for (int i = 0; i < 2; ++i) {
+      uint32_t sl = tm_node(t, 0, CML_OP_SLICE, 1, &outs_v[i], 1, i ? &rp : &rk);
+      cml_ir_attrs_t* a = tm_attrs(t, sl);
+      a->limits[0] = rows;
+      a->limits[1] = prefix;
+      a->strides[0] = a->strides[1] = 1;
+      outs_v[i] = sl;
+    }
+  }
+  uint32_t results[3] = {outs_v[0], outs_v[1], s};
+  tm_return(t, 0, also_whole ? 3 : 2, results);
   cmlc_executable_t* exe = NULL;
   ASSERT_STATUS_OK(tm_compile(b, t, &exe));
+  if (prepared) *prepared = (int64_t)exe->stats.prepared;
   int32_t* payload = malloc(sizeof(int32_t) * (size_t)(rows * cols));
   ASSERT_TRUE(payload != NULL);
   for (int64_t i = 0; i < rows * cols; ++i) payload[i] = (int32_t)i;
   cml_buffer_t* in[2] = {tm_buffer(b, sk, keys), tm_buffer(b, sp, payload)};
-  cml_buffer_t* outs[2] = {0};
+  cml_buffer_t* outs[3] = {0};
   ASSERT_STATUS_OK(tm_run(exe, in, NULL, outs));
-  ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[0], got_keys, cml_shape_byte_size(&sk)));
-  ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[1], got_payload, cml_shape_byte_size(&sp)));
-  tm_release_all(outs, 2);
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[0], got_keys, cml_shape_byte_size(&rk)));
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(outs[1], got_payload, cml_shape_byte_size(&rp)));
+  tm_release_all(outs, also_whole ? 3 : 2);
   tm_release_all(in, 2);
   tm_exe_free(exe);
   free(payload);
@@ -765,6 +798,76 @@ TEST(sort_typed_lines_match_general) {
       }
     }
     free(fk), free(ik), free(fa), free(fb), free(ia), free(ib), free(pa), free(pb);
+  }
+}
+
+TEST(sort_prefix_selection_matches_whole_sort) {
+  // Sorts whose results only Slices of the first k columns read (top-k) select those k per
+  // line instead of sorting the line; they must be the first k of the whole sort, payload
+  // included: ties in their original order, -0 and +0 (equal under LessThan), lines with a NaN
+  // (sorted whole: a plain comparison with NaN is not a strict weak order), f32 and i32 (typed
+  // selection), f64 and TotalOrder comparators (selection through the comparison function).
+  // LessOrEqual, a plain comparison of bf16 keys, a prefix over a quarter of the line, a
+  // general comparator and a whole sorted line among the results sort whole lines (no
+  // prepared prefix).
+  static const struct {
+    int64_t rows, cols, k;
+    cml_dtype_t dt;
+    cml_op_t op;
+    bool general;
+    bool selects;
+    bool also_whole;  // the whole sorted keys are a result too: no selection
+  } cases[] = {
+      {5, 1000, 40, CML_DTYPE_F32, CML_OP_GREATER_THAN, false, true, false},
+      {5, 1000, 40, CML_DTYPE_F32, CML_OP_LESS_THAN, false, true, false},
+      {4, 257, 64, CML_DTYPE_I32, CML_OP_GREATER_THAN, false, true, false},
+      {4, 257, 1, CML_DTYPE_I32, CML_OP_LESS_THAN, false, true, false},
+      {3, 600, 33, CML_DTYPE_F64, CML_OP_GREATER_THAN, false, true, false},
+      {3, 600, 17, CML_DTYPE_F32, CML_OP_LESS_THAN_TOTAL_ORDER, false, true, false},
+      {3, 600, 17, CML_DTYPE_F32, CML_OP_LESS_OR_EQUAL, false, false, false},
+      {2, 100, 30, CML_DTYPE_F32, CML_OP_GREATER_THAN, false, false, false},
+      {2, 300, 20, CML_DTYPE_F32, CML_OP_GREATER_THAN, true, false, false},
+      {3, 300, 20, CML_DTYPE_F32, CML_OP_GREATER_THAN, false, false, true},
+      {3, 300, 20, CML_DTYPE_BF16, CML_OP_GREATER_THAN, false, false, false},
+      {3, 300, 20, CML_DTYPE_BF16, CML_OP_GREATER_THAN_TOTAL_ORDER, false, true, false},
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
+    const int64_t rows = cases[ci].rows, cols = cases[ci].cols, k = cases[ci].k, n = rows * cols;
+    const size_t es = (size_t)cml_dtype_bits(cases[ci].dt) / 8;
+    uint8_t* keys = malloc(es * (size_t)n);
+    uint8_t *whole = malloc(es * (size_t)n), *top = malloc(es * (size_t)n);
+    int32_t *pw = malloc(sizeof(int32_t) * (size_t)n), *pt = malloc(sizeof(int32_t) * (size_t)n);
+    ASSERT_TRUE(keys && whole && top && pw && pt);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t h = (uint32_t)i * 2654435761u;
+      h ^= h >> 15;
+      double v = (double)(h % 97u) / 8.0 - 6.0;  // many ties
+      if (h % 43u == 0) v = -0.0;
+      if (h % 47u == 0) v = 0.0;
+      if (i / cols == 1 && h % 41u == 0) v = NAN;                  // NaNs in line 1 only
+      if (i / cols == 2 && i % cols < 50) v = (double)(i % cols);  // an ascending run
+      if (cases[ci].dt == CML_DTYPE_F32) ((float*)(void*)keys)[i] = (float)v;
+      if (cases[ci].dt == CML_DTYPE_F64) ((double*)(void*)keys)[i] = v;
+      if (cases[ci].dt == CML_DTYPE_I32) ((int32_t*)(void*)keys)[i] = (int32_t)(h % 101u) - 50;
+      if (cases[ci].dt == CML_DTYPE_BF16) ((uint16_t*)(void*)keys)[i] = cml_f32_to_bf16((float)v);
+    }
+    int64_t prepared = -1;
+    tm_sort_prefix(test_failed_, cases[ci].dt, cases[ci].op, cases[ci].general, rows, cols, 0, keys,
+                   whole, pw, NULL);
+    if (*test_failed_) return;
+    tm_sort_prefix(test_failed_, cases[ci].dt, cases[ci].op, cases[ci].general, rows, cols,
+                   cases[ci].also_whole ? -k : k, keys, top, pt, &prepared);
+    if (*test_failed_) return;
+    ASSERT_EQ_INT(prepared, cases[ci].selects ? 1 : 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      if (memcmp(top + (size_t)(r * k) * es, whole + (size_t)(r * cols) * es, (size_t)k * es) !=
+              0 ||
+          memcmp(pt + r * k, pw + r * cols, sizeof(int32_t) * (size_t)k) != 0) {
+        TEST_FAIL_("case %zu line %lld: the first %lld differ from the whole sort's", ci,
+                   (long long)r, (long long)k);
+      }
+    }
+    free(keys), free(whole), free(top), free(pw), free(pt);
   }
 }
 
@@ -887,6 +990,7 @@ TEST_MAIN(TEST_ENTRY(aliases_constants_and_copies), TEST_ENTRY(in_place_and_aren
           TEST_ENTRY(if_with_captures), TEST_ENTRY(while_sum), TEST_ENTRY(concurrent_executions),
           TEST_ENTRY(while_swaps_state), TEST_ENTRY(nested_closures),
           TEST_ENTRY(sort_fast_and_general_stable), TEST_ENTRY(sort_total_order_nan),
-          TEST_ENTRY(sort_typed_lines_match_general), TEST_ENTRY(donation_and_aliased_outputs),
-          TEST_ENTRY(backend_options_and_devices), TEST_ENTRY(env_options),
-          TEST_ENTRY(scalar_steps_in_loop_bodies))
+          TEST_ENTRY(sort_typed_lines_match_general),
+          TEST_ENTRY(sort_prefix_selection_matches_whole_sort),
+          TEST_ENTRY(donation_and_aliased_outputs), TEST_ENTRY(backend_options_and_devices),
+          TEST_ENTRY(env_options), TEST_ENTRY(scalar_steps_in_loop_bodies))

@@ -180,6 +180,9 @@ typedef struct cmlc_kernel_entry_t {
   // args->prepared. Called at plan time only.
   size_t (*prepare)(const cml_module_t* module, const cml_ir_node_t* node,
                     const cmlc_options_t* options, const void* const* consts, void* dst);
+  // Call |prepare| even when no input is a constant (what it derives comes from the module's
+  // structure: Sort's read prefix).
+  bool prepare_always;
 } cmlc_kernel_entry_t;
 
 // Group lookups: fill |out| and return true when the group implements |node| (its op and

@@ -468,6 +468,11 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args);
 // Scratch bytes Sort needs for |node|.
 size_t cmlc_sort_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                          const cmlc_options_t* options);
+// entry.prepare of Sort (cmlc_kernel_entry_t.prepare_always): the prefix of each line the
+// module reads when Slices of the first elements are the results' only readers (top-k), for
+// the kernel to select instead of sorting whole lines.
+size_t cmlc_sort_prepare(const cml_module_t* module, const cml_ir_node_t* node,
+                         const cmlc_options_t* options, const void* const* consts, void* dst);
 
 #ifdef __cplusplus
 }  // extern "C"

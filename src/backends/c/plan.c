@@ -164,6 +164,8 @@ cml_status_t cmlc_plan_lookup(cmlc_planner_t* p, const cml_ir_node_t* n, cmlc_ke
   if (n->op == CML_OP_SORT) {
     out->run = cmlc_sort_run;
     out->scratch = cmlc_sort_scratch;
+    out->prepare = cmlc_sort_prepare;
+    out->prepare_always = true;
     return CML_OK;
   }
   cmlc_kernel_entry_t e = {.in_place_input = -1};
@@ -377,8 +379,9 @@ static cml_status_t cmlc_plan_mark_live(cmlc_planner_t* p, uint32_t fi, uint32_t
   return CML_OK;
 }
 
-// Runs |step|'s entry.prepare when some input of |n| is a constant: the data goes into a block
-// of the executable's folded storage and reaches every run as args->prepared.
+// Runs |step|'s entry.prepare when some input of |n| is a constant (or always, with
+// entry.prepare_always): the data goes into a block of the executable's folded storage and
+// reaches every run as args->prepared.
 static cml_status_t cmlc_plan_prepare(cmlc_planner_t* p, const cml_ir_node_t* n,
                                       cmlc_step_t* step) {
   enum { kMaxInputs = 8 };
@@ -389,7 +392,7 @@ static cml_status_t cmlc_plan_prepare(cmlc_planner_t* p, const cml_ir_node_t* n,
     consts[k] = p->value_data[n->inputs[k]];
     any |= consts[k] != NULL;
   }
-  if (!any) return CML_OK;
+  if (!any && !step->entry.prepare_always) return CML_OK;
   const cmlc_options_t* o = &p->backend->options;
   const size_t bytes = step->entry.prepare(p->module, n, o, consts, NULL);
   if (bytes == 0) return CML_OK;

@@ -14,6 +14,7 @@
 // comparison, on the calling thread.
 //
 // Thread-safety: reentrant (all state in the arguments and the scratch).
+#include <math.h>
 #include <string.h>
 
 #include "backends/c/engine_internal.h"
@@ -161,7 +162,10 @@ static bool cmlc_sort_typed_fns(cml_dtype_t dtype, bool total, cmlc_sort_fns_t* 
 }
 
 // The direct comparison for a comparator that is a single compare of params 0 and 1, or NULL.
-static cmlc_before_fn cmlc_sort_fast_comparator(const cml_module_t* m, const cml_ir_node_t* node) {
+// |strict| (optional) says whether it is a strict LessThan / GreaterThan (a strict weak order
+// on elements that are not NaN) rather than LessOrEqual / GreaterOrEqual.
+static cmlc_before_fn cmlc_sort_fast_comparator(const cml_module_t* m, const cml_ir_node_t* node,
+                                                bool* strict) {
   uint32_t fi = node->attrs->functions[0];
   if (fi >= m->function_count) return NULL;
   const cml_ir_function_t* f = &m->functions[fi];
@@ -216,6 +220,7 @@ static cmlc_before_fn cmlc_sort_fast_comparator(const cml_module_t* m, const cml
   }
   // cmp(rhs, lhs): lt <-> gt, le <-> ge.
   if (swapped) kind ^= 1;
+  if (strict) *strict = kind <= 1;
   cmlc_sort_fns_t fns;
   if (!cmlc_sort_typed_fns(m->values[node->inputs[0]].shape.dtype, total, &fns)) return NULL;
   switch (kind) {
@@ -366,6 +371,152 @@ static cmlc_sort_typed_fn cmlc_sort_typed(cmlc_before_fn before, int64_t len) {
   return NULL;
 }
 
+//===--- the first elements only: Sorts read through Slices (top-k) ---===//
+
+// The prefix of the sorted axis that the module reads: the largest limit along the axis over
+// the Slices that read the results, when Slices are their only readers (not a function's
+// result, not captured by a closure); otherwise the whole axis. Sampling's top-k, written as a
+// Sort of (values, indices) and a Slice of the first k, reads k of each line.
+static int64_t cmlc_sort_read_prefix(const cml_module_t* m, const cml_ir_node_t* node) {
+  const int64_t axis = node->attrs->axis;
+  const int64_t len = m->values[node->inputs[0]].shape.dims[axis];
+  const uint32_t first = node->first_output, last = node->first_output + node->output_count;
+  for (uint32_t fi = 0; fi < m->function_count; ++fi) {
+    const cml_ir_function_t* f = &m->functions[fi];
+    for (uint32_t i = 0; i < f->output_count; ++i) {
+      if (f->outputs[i] >= first && f->outputs[i] < last) return len;
+    }
+    for (uint32_t i = 0; i < f->capture_count; ++i) {
+      if (f->captures_outer[i] >= first && f->captures_outer[i] < last) return len;
+    }
+  }
+  int64_t prefix = 0;
+  for (uint32_t ni = 0; ni < m->node_count; ++ni) {
+    const cml_ir_node_t* n = &m->nodes[ni];
+    for (uint32_t k = 0; k < n->input_count; ++k) {
+      if (n->inputs[k] < first || n->inputs[k] >= last) continue;
+      if (n->op != CML_OP_SLICE) return len;
+      if (n->attrs->limits[axis] > prefix) prefix = n->attrs->limits[axis];
+    }
+  }
+  return prefix < len ? prefix : len;
+}
+
+// Lines at most this many times the prefix long are sorted whole (the selection below makes
+// up to prefix moves per element it keeps).
+enum { CMLC_SORT_SELECT_MAX = 256, CMLC_SORT_SELECT_RATIO = 4 };
+
+// entry.prepare (run at plan time for every Sort): the read prefix, when the kernel selects
+// it instead of sorting whole lines (a strict comparator of the fast path, a prefix of at most
+// CMLC_SORT_SELECT_MAX and at most 1/CMLC_SORT_SELECT_RATIO of the axis); 0 bytes otherwise.
+size_t cmlc_sort_prepare(const cml_module_t* module, const cml_ir_node_t* node,
+                         const cmlc_options_t* options, const void* const* consts, void* dst) {
+  (void)consts;
+  // The reference backend, the oracle of the tests and benchmarks, sorts whole lines.
+  if (options && options->reference) return 0;
+  const cml_shape_t* s = &module->values[node->inputs[0]].shape;
+  const int64_t axis = node->attrs->axis;
+  if (axis < 0 || axis >= s->rank || node->input_count == 0) return 0;
+  bool strict = false;
+  cmlc_before_fn before = cmlc_sort_fast_comparator(module, node, &strict);
+  if (!before || !strict) return 0;
+  // Plain comparisons of f16 / bf16 keys (NaN: see cmlc_sort_line_has_nan) sort whole lines;
+  // f32 and f64 ones check each line for NaN.
+  if ((s->dtype == CML_DTYPE_F16 || s->dtype == CML_DTYPE_BF16) &&
+      before != cmlc_sort_lt_h16_total && before != cmlc_sort_gt_h16_total) {
+    return 0;
+  }
+  const int64_t len = s->dims[axis], prefix = cmlc_sort_read_prefix(module, node);
+  if (prefix > CMLC_SORT_SELECT_MAX || prefix * CMLC_SORT_SELECT_RATIO > len) return 0;
+  if (dst) memcpy(dst, &prefix, sizeof prefix);
+  return sizeof prefix;
+}
+
+// Whether the f64 line holds a NaN (under a plain comparison no NaN is before or after
+// anything: not a strict weak order, so the merge sort's placement of it is the reference).
+static bool cmlc_sort_line_has_nan(const uint8_t* base, int64_t stride, int64_t len) {
+  for (int64_t p = 0; p < len; ++p) {
+    double x;
+    memcpy(&x, base + p * stride, sizeof x);
+    if (isnan(x)) return true;
+  }
+  return false;
+}
+
+// The positions of the first |k| (>= 1) elements of the stable sort of the line under a strict
+// weak order |before|, in order, into |perm|: each element enters a sorted buffer of the best k
+// so far after the ones it is not before (ties keep their order, as the stable sort does), and
+// most elements of a long line are rejected by one comparison with the buffer's last.
+static void cmlc_sort_select(cmlc_before_fn before, const uint8_t* base, int64_t stride,
+                             int64_t len, int64_t k, int64_t* perm) {
+  int64_t count = 0;
+  for (int64_t p = 0; p < len; ++p) {
+    const uint8_t* x = base + p * stride;
+    if (count == k && !before(x, base + perm[k - 1] * stride)) continue;
+    int64_t lo = 0, hi = count;  // the first kept element that x is before
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (before(x, base + perm[mid] * stride)) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    if (count < k) ++count;
+    memmove(perm + lo + 1, perm + lo, (size_t)(count - 1 - lo) * sizeof *perm);
+    perm[lo] = p;
+  }
+}
+
+// cmlc_sort_select with the comparison inlined for plain LessThan / GreaterThan of f32 and
+// i32 keys, the keys kept beside the positions; false when the line holds a NaN (the caller
+// then sorts it whole, see cmlc_sort_line_has_nan). |perm| has room for 2 * k int64 values.
+#define CMLC_SORT_SELECT_TYPED(name, T, BEFORE, ISNAN)                                             \
+  static bool cmlc_sort_select_##name(const uint8_t* base, int64_t stride, int64_t len, int64_t k, \
+                                      int64_t* perm) {                                             \
+    T* keys = (T*)(void*)(perm + k);                                                               \
+    int64_t count = 0;                                                                             \
+    for (int64_t p = 0; p < len; ++p) {                                                            \
+      T x;                                                                                         \
+      memcpy(&x, base + p * stride, sizeof x);                                                     \
+      if (ISNAN(x)) return false;                                                                  \
+      if (count == k && !BEFORE(x, keys[k - 1])) continue;                                         \
+      int64_t lo = 0, hi = count;                                                                  \
+      while (lo < hi) {                                                                            \
+        const int64_t mid = lo + (hi - lo) / 2;                                                    \
+        if (BEFORE(x, keys[mid])) {                                                                \
+          hi = mid;                                                                                \
+        } else {                                                                                   \
+          lo = mid + 1;                                                                            \
+        }                                                                                          \
+      }                                                                                            \
+      if (count < k) ++count;                                                                      \
+      memmove(perm + lo + 1, perm + lo, (size_t)(count - 1 - lo) * sizeof *perm);                  \
+      memmove(keys + lo + 1, keys + lo, (size_t)(count - 1 - lo) * sizeof *keys);                  \
+      perm[lo] = p;                                                                                \
+      keys[lo] = x;                                                                                \
+    }                                                                                              \
+    return true;                                                                                   \
+  }
+#define CMLC_SORT_ISNAN_F(x) isnan(x)
+#define CMLC_SORT_ISNAN_NONE(x) ((void)(x), false)
+CMLC_SORT_SELECT_TYPED(lt_f32, float, CMLC_SORT_LT, CMLC_SORT_ISNAN_F)
+CMLC_SORT_SELECT_TYPED(gt_f32, float, CMLC_SORT_GT, CMLC_SORT_ISNAN_F)
+CMLC_SORT_SELECT_TYPED(lt_i32, int32_t, CMLC_SORT_LT, CMLC_SORT_ISNAN_NONE)
+CMLC_SORT_SELECT_TYPED(gt_i32, int32_t, CMLC_SORT_GT, CMLC_SORT_ISNAN_NONE)
+
+typedef bool (*cmlc_sort_select_fn)(const uint8_t* base, int64_t stride, int64_t len, int64_t k,
+                                    int64_t* perm);
+
+// The typed selection of a fast comparator, or NULL (cmlc_sort_select).
+static cmlc_sort_select_fn cmlc_sort_select_typed(cmlc_before_fn before) {
+  if (before == cmlc_sort_lt_f32) return cmlc_sort_select_lt_f32;
+  if (before == cmlc_sort_gt_f32) return cmlc_sort_select_gt_f32;
+  if (before == cmlc_sort_lt_i32) return cmlc_sort_select_lt_i32;
+  if (before == cmlc_sort_gt_i32) return cmlc_sort_select_gt_i32;
+  return NULL;
+}
+
 //===--- the kernel ---===//
 
 typedef struct cmlc_sort_job_t {
@@ -373,7 +524,10 @@ typedef struct cmlc_sort_job_t {
   cmlc_before_fn before;
   cmlc_sort_typed_fn typed;  // the same sort on (key, index) pairs, or NULL
   int64_t len, inner;
-  int64_t* index_scratch;  // per thread: 2 * len
+  int64_t prefix;  // < len: only the first |prefix| of each line are read (cmlc_sort_prepare)
+  cmlc_sort_select_fn select;  // the typed selection of the prefix, or NULL
+  bool nan_check;              // lines with a NaN are sorted whole (plain f64 comparisons)
+  int64_t* index_scratch;      // per thread: 2 * len
 } cmlc_sort_job_t;
 
 // Bytes per element from the kernels' dtype table (1 for the dtypes it has no size for).
@@ -422,6 +576,20 @@ static void cmlc_sort_lines_task(void* ctx, int64_t begin, int64_t end, int thre
     c.before = job->before;
     c.base = (const uint8_t*)args->inputs[0] + (size_t)line_offset * es;
     c.stride = (int64_t)((size_t)inner * es);
+    if (job->prefix == 0) continue;
+    if (job->prefix < len) {
+      bool done = false;
+      if (job->select) {
+        done = job->select(c.base, c.stride, len, job->prefix, perm);
+      } else if (!(job->nan_check && cmlc_sort_line_has_nan(c.base, c.stride, len))) {
+        cmlc_sort_select(job->before, c.base, c.stride, len, job->prefix, perm);
+        done = true;
+      }
+      if (done) {
+        cmlc_sort_gather(args, line_offset, inner, perm, job->prefix);
+        continue;
+      }
+    }
     if (job->typed) {
       int64_t* sorted = NULL;
       job->typed(c.base, c.stride, perm, len, &sorted);
@@ -472,9 +640,22 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
                            args->scratch_size);
   }
   int64_t* index_scratch = (int64_t*)args->scratch;
-  cmlc_before_fn before = cmlc_sort_fast_comparator(args->module, args->node);
+  cmlc_before_fn before = cmlc_sort_fast_comparator(args->module, args->node, NULL);
   if (before) {
-    cmlc_sort_job_t job = {args, before, cmlc_sort_typed(before, len), len, inner, index_scratch};
+    const cml_dtype_t dt = s->dtype;
+    cmlc_sort_job_t job = {.args = args,
+                           .before = before,
+                           .typed = cmlc_sort_typed(before, len),
+                           .len = len,
+                           .inner = inner,
+                           .prefix = len,
+                           .index_scratch = index_scratch};
+    if (args->prepared) {
+      memcpy(&job.prefix, args->prepared, sizeof job.prefix);
+      job.select = cmlc_sort_select_typed(before);
+      job.nan_check = dt == CML_DTYPE_F64 && before != cmlc_sort_lt_f64_total &&
+                      before != cmlc_sort_gt_f64_total;
+    }
     int pool_threads = cmlc_pool_thread_count(args->pool);
     bool fits = args->scratch_size >= index_bytes * (size_t)pool_threads + general &&
                 pool_threads <= threads;
