@@ -932,8 +932,17 @@ static cml_status_t ot_build_concats(cml_backend_t* backend, cml_executable_t** 
                          (cml_value_t[]){cml_op_mul(f, m, cml_constant_scalar_f64(f, d, 2.0)),
                                          cml_op_mul(f, m, cml_constant_scalar_f64(f, d, 5.0))},
                          2);
-  const cml_value_t outs[6] = {c1, r2, c3, s, c4, c5};
-  return ot_finish(b, outs, 6, exe);
+  // c6 = concat(x*6, x*8) with x*6 also read (by r6 = x*6 + 1) before the Concatenate: both
+  // placed; c7 = concat(x*7, x) with x*7 read after it (r7 = x*7 - 1): not placed.
+  cml_value_t t6 = cml_op_mul(f, x, cml_constant_scalar_f64(f, d, 6.0));
+  cml_value_t r6 = cml_op_add(f, t6, cml_constant_scalar_f64(f, d, 1.0));
+  cml_value_t c6 = cml_op_concatenate(
+      f, 0, (cml_value_t[]){t6, cml_op_mul(f, x, cml_constant_scalar_f64(f, d, 8.0))}, 2);
+  cml_value_t t7 = cml_op_mul(f, x, cml_constant_scalar_f64(f, d, 7.0));
+  cml_value_t c7 = cml_op_concatenate(f, 0, (cml_value_t[]){t7, x}, 2);
+  cml_value_t r7 = cml_op_sub(f, t7, cml_constant_scalar_f64(f, d, 1.0));
+  const cml_value_t outs[10] = {c1, r2, c3, s, c4, c5, c6, r6, c7, r7};
+  return ot_finish(b, outs, 10, exe);
 }
 
 TEST(concat_operands_computed_in_place) {
@@ -966,10 +975,10 @@ TEST(concat_operands_computed_in_place) {
     ASSERT_TRUE(be != NULL);
     cml_executable_t* exe = NULL;
     ASSERT_STATUS_OK(ot_build_concats(be, &exe));
-    ASSERT_EQ_INT(ot_stats(exe)->concat_placed, c == 0 ? 0 : 4);
-    float g1[256], g2[128], g3[128], g4[64], g5[128], g6[6];
+    ASSERT_EQ_INT(ot_stats(exe)->concat_placed, c == 0 ? 0 : 6);
+    float g1[256], g2[128], g3[128], g4[64], g5[128], g6[6], g7[128], g8[64], g9[128], g10[64];
     const void* ins[4] = {x, w, y, z};
-    void* outs[6] = {g1, g2, g3, g4, g5, g6};
+    void* outs[10] = {g1, g2, g3, g4, g5, g6, g7, g8, g9, g10};
     for (int rep = 0; rep < 2; ++rep) {
       ASSERT_STATUS_OK(ot_run(exe, be, ins, outs));
       for (int i = 0; i < 256; ++i) ASSERT_EQ_DBL(g1[i], e1[i]);
@@ -982,6 +991,14 @@ TEST(concat_operands_computed_in_place) {
       for (int i = 0; i < 64; ++i) ASSERT_EQ_DBL(g4[i], e4[i]);
       for (int i = 0; i < 128; ++i) ASSERT_EQ_DBL(g5[i], e5[i]);
       for (int i = 0; i < 6; ++i) ASSERT_EQ_DBL(g6[i], e6[i]);
+      for (int i = 0; i < 64; ++i) {
+        ASSERT_EQ_DBL(g7[i], x[i] * 6.0f);
+        ASSERT_EQ_DBL(g7[64 + i], x[i] * 8.0f);
+        ASSERT_EQ_DBL(g8[i], x[i] * 6.0f + 1.0f);
+        ASSERT_EQ_DBL(g9[i], x[i] * 7.0f);
+        ASSERT_EQ_DBL(g9[64 + i], x[i]);
+        ASSERT_EQ_DBL(g10[i], x[i] * 7.0f - 1.0f);
+      }
     }
     cml_executable_release(exe);
     cml_backend_release(be);

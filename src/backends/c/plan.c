@@ -414,7 +414,9 @@ static cml_status_t cmlc_plan_prepare(cmlc_planner_t* p, const cml_ir_node_t* n,
 
 // Concatenate operands computed in place (fusion option only). When every axis before a
 // Concatenate's axis has size 1, each operand is one contiguous run of the output; an operand
-// that nothing else reads, produced by a kernel or fused step of the same function, then has
+// that nothing reads after the Concatenate (its other readers run before it: an optimizer's
+// new moments, returned together and read by the update), that is not returned or captured,
+// produced by a kernel or fused step of the same function, then has
 // its producer write straight into that run: its storage becomes a window of the
 // Concatenate's output (an offset into the output's arena block, which is allocated when the
 // first such producer runs; or, for a main output, PART of the output buffer), and the
@@ -425,24 +427,20 @@ static cml_status_t cmlc_plan_place_concats(cmlc_planner_t* p, uint32_t fi) {
   const cml_module_t* m = p->module;
   const cml_ir_function_t* f = &m->functions[fi];
   cmlc_executable_t* exe = p->exe;
-  uint32_t* uses = cmlc_plan_calloc(p->alloc, m->value_count, sizeof *uses);
-  if (!uses) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
-  // Reads of each root by what runs; captures and returned values count as more than one.
+  bool* pinned = cmlc_plan_calloc(p->alloc, m->value_count, sizeof *pinned);
+  if (!pinned) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  // Roots that closures capture or the function returns (read after it: never placed).
   for (uint32_t i = 0; i < f->node_count; ++i) {
     const uint32_t ni = f->nodes[i];
-    if (!p->needed[ni]) continue;
+    if (!p->needed[ni] || p->node_state[ni] != CMLC_NODE_PLAIN) continue;
     const cml_ir_node_t* n = &m->nodes[ni];
-    // An alias (Reshape...) shares its operand's root: its readers count, not the alias.
-    if (p->node_state[ni] == CMLC_NODE_PLAIN && cmlc_plan_is_alias_op(m, n)) continue;
-    const cmlc_plan_inputs_t ins = cmlc_plan_inputs(p, ni);
-    for (uint32_t k = 0; k < ins.count; ++k) ++uses[p->root[cmlc_plan_input_at(&ins, k)]];
-    if (p->node_state[ni] != CMLC_NODE_PLAIN) continue;
     for (uint32_t k = 0; k < cmlc_plan_function_ref_count(n->op); ++k) {
       const cml_ir_function_t* cf = &m->functions[n->attrs->functions[k]];
-      for (uint32_t c = 0; c < cf->capture_count; ++c) uses[p->root[cf->captures_outer[c]]] += 2;
+      for (uint32_t c = 0; c < cf->capture_count; ++c)
+        pinned[p->root[cf->captures_outer[c]]] = true;
     }
   }
-  for (uint32_t o = 0; o < f->output_count; ++o) uses[p->root[f->outputs[o]]] += 2;
+  for (uint32_t o = 0; o < f->output_count; ++o) pinned[p->root[f->outputs[o]]] = true;
   for (uint32_t i = 0; i < f->node_count; ++i) {
     const uint32_t ni = f->nodes[i];
     const cml_ir_node_t* n = cmlc_plan_node(exe, ni);
@@ -464,8 +462,10 @@ static cml_status_t cmlc_plan_place_concats(cmlc_planner_t* p, uint32_t fi) {
       const uint32_t u = n->inputs[k], r = p->root[u];
       const size_t bytes = cml_shape_byte_size(&m->values[u].shape), off = at;
       at += bytes;
-      if (bytes == 0 || off % CMLC_ALIGNMENT != 0 || bytes % CMLC_ALIGNMENT != 0 || uses[r] != 1 ||
-          p->place_parent[r] || exe->values[r].storage != CMLC_STORAGE_NONE || p->value_data[r] ||
+      // (Its last reader is the Concatenate, at position i.)
+      if (bytes == 0 || off % CMLC_ALIGNMENT != 0 || bytes % CMLC_ALIGNMENT != 0 || pinned[r] ||
+          p->last_use[r] != i || p->place_parent[r] ||
+          exe->values[r].storage != CMLC_STORAGE_NONE || p->value_data[r] ||
           cml_shape_byte_size(&m->values[r].shape) != bytes) {
         continue;
       }
@@ -493,7 +493,7 @@ static cml_status_t cmlc_plan_place_concats(cmlc_planner_t* p, uint32_t fi) {
       ++exe->stats.concat_placed;
     }
   }
-  cmlc_plan_free(p->alloc, uses, m->value_count, sizeof *uses);
+  cmlc_plan_free(p->alloc, pinned, m->value_count, sizeof *pinned);
   return CML_OK;
 }
 

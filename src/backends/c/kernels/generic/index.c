@@ -78,6 +78,7 @@ typedef struct cmlc_ix_gather_t {
   int64_t vector_stride;                      // indices stride of the index vector axis
   cmlc__mv_copy_t slice;                      // the offset dims: output <- operand
   int64_t operand_strides[CML_MAX_RANK];
+  size_t run_bytes;  // > 0: the slice is one contiguous run on both sides (embedding rows)
 } cmlc_ix_gather_t;
 
 static void cmlc_ix_gather_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
@@ -103,8 +104,13 @@ static void cmlc_ix_gather_task(void* ctx, int64_t begin, int64_t end, int threa
       v = cmlc_ix_clamp(v, 0, xs->dims[d] - gd->slice_sizes[d]);
       in_off += v * g->operand_strides[d];
     }
-    cmlc__mv_copy_serial(&g->slice, (char*)args->outputs[0] + out_off * (int64_t)es,
-                         (const char*)args->inputs[0] + in_off * (int64_t)es);
+    char* dst = (char*)args->outputs[0] + out_off * (int64_t)es;
+    const char* src = (const char*)args->inputs[0] + in_off * (int64_t)es;
+    if (g->run_bytes > 0) {
+      memcpy(dst, src, g->run_bytes);
+    } else {
+      cmlc__mv_copy_serial(&g->slice, dst, src);
+    }
   }
 }
 
@@ -155,6 +161,11 @@ static cml_status_t cmlc_ix_gather(const cmlc_kernel_args_t* args) {
   int64_t batch_count = 1;
   for (int32_t i = 0; i < g.batch_rank; ++i) batch_count *= g.batch_dims[i];
   int64_t slice_count = cmlc__mv_copy_count(&g.slice);
+  cmlc__mv_copy_t simple = g.slice;
+  cmlc__mv_copy_simplify(&simple);
+  if (simple.rank == 1 && simple.in_strides[0] == 1 && simple.out_strides[0] == 1) {
+    g.run_bytes = (size_t)simple.dims[0] * g.slice.elem_size;
+  }
   int64_t min_chunk = 16384 / (slice_count > 0 ? slice_count : 1);
   if (min_chunk < 1) min_chunk = 1;
   cmlc_parallel_for(args->pool, batch_count, min_chunk, cmlc_ix_gather_task, &g);
@@ -170,6 +181,13 @@ typedef void (*cmlc_ix_combine_fn)(char* dst, int64_t ds, const char* src, int64
   static void name(char* dst_, int64_t ds, const char* src_, int64_t ss, int64_t n) { \
     T* dst = (T*)dst_;                                                                \
     const T* src = (const T*)src_;                                                    \
+    if (ds == 1 && ss == 1) { /* rows: the same loop, vectorized */                   \
+      for (int64_t k = 0; k < n; ++k) {                                               \
+        T a = dst[k], b = src[k];                                                     \
+        dst[k] = (EXPR);                                                              \
+      }                                                                               \
+      return;                                                                         \
+    }                                                                                 \
     for (int64_t k = 0; k < n; ++k) {                                                 \
       T a = dst[k * ds], b = src[k * ss];                                             \
       dst[k * ds] = (EXPR);                                                           \
