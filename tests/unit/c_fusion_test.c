@@ -6,7 +6,8 @@
 //  - fused reductions: a Reduce whose operand an elementwise group computes runs the group
 //    itself, row by row (innermost axis reduced) or rows at a time (innermost axis kept);
 //  - duplicated cheap nodes: an elementwise node with several fusable readers is computed in
-//    each of their loops, and runs on its own again when a reader's loop cannot take it.
+//    each of their loops, and runs on its own again when a reader's loop cannot take it;
+//  - values that several members of one loop read are computed in that loop, not stored.
 // Every graph runs fused and unfused (fusion=false) on AVX-512, AVX2 and scalar kernels and on
 // 1 to 3 threads: the outputs must be equal bit for bit, and equal (or close, for sums) to
 // loops in double here. The plan's steps show what runs.
@@ -603,8 +604,72 @@ TEST(duplicated_node_runs_again_for_an_unfused_reader) {
   cml_backend_release(b);
 }
 
+//===--- values several members read ---===//
+
+// The Huber loss of (p - t) * 2 (outputs[0], elementwise): d = (p - t) * 2 is read by abs(d)
+// and d * d, a = abs(d) by a < 1 and a - 0.5, all in the loop of the Where; and, for a value a
+// duplicated reader also reads: s = sin(p) read by c = s + 1 (duplicated: read by the loops of
+// exp(c) * s and of log(c + 3)), which must stay stored for the second loop.
+static cml_status_t ft_build_shared(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                    size_t* count) {
+  (void)g;
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t p = ft_param(f, g, 0), t = ft_param(f, g, 1);
+  cml_value_t d = cml_op_mul(f, cml_op_sub(f, p, t), cml_constant_scalar_f64(f, dt, 2.0));
+  cml_value_t a = cml_op_abs(f, d);
+  cml_value_t sq = cml_op_mul(f, cml_op_mul(f, d, d), cml_constant_scalar_f64(f, dt, 0.5));
+  outs[0] = cml_op_where(f, cml_op_less_than(f, a, cml_constant_scalar_f64(f, dt, 1.0)), sq,
+                         cml_op_sub(f, a, cml_constant_scalar_f64(f, dt, 0.5)));
+  cml_value_t sn = cml_op_sin(f, p);
+  cml_value_t c = cml_op_add(f, sn, cml_constant_scalar_f64(f, dt, 1.0));
+  outs[1] = cml_op_mul(f, cml_op_exp(f, c), sn);
+  outs[2] = cml_op_log(f, cml_op_add(f, c, cml_constant_scalar_f64(f, dt, 3.0)));
+  *count = 3;
+  return CML_OK;
+}
+
+TEST(values_read_by_several_members_join_the_loop) {
+  ft_graph_t g = {.name = "shared", .build = ft_build_shared, .r = 3, .c = 700};
+  g.in_count = 2;
+  for (int k = 0; k < 2; ++k) g.in[k] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.r, g.c});
+  void* outs[FT_MAX_OUT] = {0};
+  size_t count = 0;
+  cml_executable_t* exe = NULL;
+  cml_backend_t* b = NULL;
+  ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+  // The loss is one loop of 8 members (nothing but p and t read from memory); sin runs alone
+  // (its reader c is duplicated into two loops).
+  ASSERT_EQ_INT(ft_steps(exe, CML_OP_WHERE, CMLC_STEP_FUSED), 1);
+  ASSERT_EQ_INT(ft_steps(exe, CML_OP_MUL, CMLC_STEP_FUSED), 1);  // exp(c) * s
+  ASSERT_EQ_INT(ft_steps(exe, CML_OP_SIN, CMLC_STEP_KERNEL), 1);
+  const cmlc_function_plan_t* fp = &((const cmlc_executable_t*)exe)->functions[0];
+  for (uint32_t k = 0; k < fp->step_count; ++k) {
+    if (fp->steps[k].node->op != CML_OP_WHERE) continue;
+    const cml_module_t* m = ((const cmlc_executable_t*)exe)->module;
+    int members = 0;
+    for (uint32_t n = 0; n < m->node_count; ++n) {
+      members += cmlc_fused_has_member(fp->steps[k].fused, &m->nodes[n]);
+    }
+    ASSERT_EQ_INT(members, 8);
+  }
+  const float* loss = outs[0];
+  const float* e = outs[1];
+  const float* l = outs[2];
+  for (int64_t i = 0; i < g.r * g.c; ++i) {
+    const float d = (ft_value(0, i) - ft_value(1, i)) * 2.0f, a = fabsf(d);
+    ASSERT_EQ_DBL(loss[i], a < 1.0f ? d * d * 0.5f : a - 0.5f);
+    const double sn = sin((double)ft_value(0, i));
+    ASSERT_TRUE(fabs(e[i] - exp(sn + 1.0) * sn) <= 1e-5 * (1.0 + fabs(e[i])));
+    ASSERT_TRUE(fabs(l[i] - log(sn + 4.0)) <= 1e-5);
+  }
+  for (size_t o = 0; o < count; ++o) free(outs[o]);
+  cml_executable_release(exe);
+  cml_backend_release(b);
+}
+
 TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place),
           TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(slices_read_in_place),
           TEST_ENTRY(row_reductions_of_loops), TEST_ENTRY(column_reductions_of_loops),
           TEST_ENTRY(short_run_reductions_and_segment_broadcasts),
-          TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader))
+          TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader),
+          TEST_ENTRY(values_read_by_several_members_join_the_loop))

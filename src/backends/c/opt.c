@@ -394,6 +394,57 @@ static bool cmlc_opt_joins(const cmlc_planner_t* p, uint32_t fi, uint32_t v, con
          cmlc_fused_node_supported(m, pn, &p->backend->options);
 }
 
+// How many of |members| read |v|.
+static uint32_t cmlc_opt_member_readers(const cml_module_t* m, uint32_t v, const uint32_t* members,
+                                        uint32_t count) {
+  uint32_t readers = 0;
+  for (uint32_t j = 0; j < count; ++j) {
+    const cml_ir_node_t* mn = &m->nodes[members[j]];
+    for (uint32_t k = 0; k < mn->input_count; ++k) {
+      if (mn->inputs[k] == v) {
+        ++readers;
+        break;
+      }
+    }
+  }
+  return readers;
+}
+
+// Whether every node that reads |v| (p->uses: distinct consumers, returned or captured values
+// pinned) is among |members|: a value several members read, computed once in the loop instead
+// of stored (the difference of a loss read by its abs, its square and its comparison). A
+// duplicated reader (|dup|) counts only when its own readers are all members too: otherwise
+// other loops compute it as well, and they need |v| stored.
+static bool cmlc_opt_read_only_by(const cmlc_planner_t* p, uint32_t v, const uint32_t* members,
+                                  uint32_t count, const bool* dup) {
+  const cml_module_t* m = p->module;
+  for (uint32_t j = 0; j < count; ++j) {
+    const cml_ir_node_t* mn = &m->nodes[members[j]];
+    if (!dup[members[j]]) continue;
+    bool reads = false;
+    for (uint32_t k = 0; k < mn->input_count && !reads; ++k) reads = mn->inputs[k] == v;
+    if (reads &&
+        cmlc_opt_member_readers(m, mn->first_output, members, count) != p->uses[mn->first_output]) {
+      return false;
+    }
+  }
+  const uint32_t readers = cmlc_opt_member_readers(m, v, members, count);
+  return readers >= 2 && readers == p->uses[v];
+}
+
+// cmlc_opt_joins for a value every reader of which is a member (cmlc_opt_read_only_by).
+static bool cmlc_opt_joins_shared(const cmlc_planner_t* p, uint32_t fi, uint32_t v,
+                                  const cml_shape_t* rs, const uint32_t* members, uint32_t count,
+                                  const bool* dup) {
+  const cml_module_t* m = p->module;
+  const uint32_t pi = m->values[v].node;
+  const cml_ir_node_t* pn = &m->nodes[pi];
+  return p->needed[pi] && p->node_state[pi] == CMLC_NODE_PLAIN && pn->function == fi &&
+         pn->output_count == 1 && cml_shape_dims_equal(&m->values[v].shape, rs) &&
+         cmlc_fused_node_supported(m, pn, &p->backend->options) &&
+         cmlc_opt_read_only_by(p, v, members, count, dup);
+}
+
 // Elementwise ops cheap enough to compute again in each loop that reads them (no
 // transcendental functions, no division).
 static bool cmlc_opt_cheap(cml_op_t op) {
@@ -534,19 +585,28 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
     }
     const cml_shape_t* rs = &m->values[rn->first_output].shape;
     if (cml_shape_element_count(rs) == 0 || !cmlc_fused_node_supported(m, rn, options)) continue;
-    // Grow the group backwards through single-use producers of the root's dims.
+    // Grow the group backwards through producers of the root's dims that only members read:
+    // single-use ones as they are met, then those read by several members once all of these
+    // are in (again until nothing joins).
     uint32_t count = 1;
     members[0] = root;
-    for (uint32_t scan = 0; scan < count; ++scan) {
-      const cml_ir_node_t* mn = &m->nodes[members[scan]];
-      for (uint32_t k = 0; k < mn->input_count && count < CMLC_OPT_MAX_GROUP; ++k) {
-        const uint32_t v = mn->inputs[k];
-        const uint32_t pi = m->values[v].node;
-        bool in_group = false;
-        for (uint32_t j = 0; j < count && !in_group; ++j) in_group = members[j] == pi;
-        if (in_group || !cmlc_opt_joins(p, fi, v, rs, dup)) continue;
-        members[count++] = pi;
+    for (uint32_t grown = 1; grown;) {
+      const uint32_t before = count;
+      for (uint32_t scan = 0; scan < count; ++scan) {
+        const cml_ir_node_t* mn = &m->nodes[members[scan]];
+        for (uint32_t k = 0; k < mn->input_count && count < CMLC_OPT_MAX_GROUP; ++k) {
+          const uint32_t v = mn->inputs[k];
+          const uint32_t pi = m->values[v].node;
+          bool in_group = false;
+          for (uint32_t j = 0; j < count && !in_group; ++j) in_group = members[j] == pi;
+          if (in_group || !(cmlc_opt_joins(p, fi, v, rs, dup) ||
+                            cmlc_opt_joins_shared(p, fi, v, rs, members, count, dup))) {
+            continue;
+          }
+          members[count++] = pi;
+        }
       }
+      grown = count > before;
     }
     // Inputs that BroadcastInDim and Slice nodes of this function produce: the loop reads their
     // operands instead (a lone elementwise op with such an input is worth a loop too).
