@@ -585,6 +585,103 @@ TEST(f32_short_inner_runs_every_isa) {
   if (isa_count > 1) ASSERT_TRUE(two_pass >= 3);
 }
 
+// Runs of at most 16 f32 values are combined in index order from the identity (sums rounded
+// at each step; Max/Min with NaN propagating, the first NaN kept, -0 < +0), as a hand loop
+// here does: one row per output (rows of consecutive outputs, 16 at a time, the last group
+// partial), and several runs per output (axes 0 and 2 of [3, r, len]); runs of 17 keep the SIMD
+// reducer, and the scalar ISA its generic loops (both checked within rounding). Every ISA, 1
+// and 3 threads, bit for bit.
+TEST(f32_short_rows_in_order_every_isa) {
+  static const int64_t shapes[][3] = {{1, 37, 8}, {1, 2048, 8}, {1, 15, 1}, {1, 16, 16},
+                                      {1, 5, 13}, {3, 7, 2},    {3, 9, 5},  {1, 40, 17}};
+  static const cml_op_t ops[3] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN};
+  cmlc_isa_t isas[3];
+  const int isa_count = col_isas(isas);
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si) {
+    const int64_t a = shapes[si][0], r = shapes[si][1], len = shapes[si][2];
+    const bool many = a > 1;  // axes 0 and 2 of [a, r, len]: a runs per output
+    const int64_t count = a * r * len, outs = r;
+    float* x = malloc((size_t)count * sizeof(float));
+    float *got = malloc((size_t)outs * sizeof(float)), *got3 = malloc((size_t)outs * sizeof(float));
+    float* want = malloc((size_t)outs * sizeof(float));
+    for (int64_t i = 0; i < count; ++i) {
+      const uint32_t h = (uint32_t)(i * 2654435761u) ^ (uint32_t)si;
+      x[i] = (float)(h % 20011u) * 1.37e-3f - 13.0f;
+      if (h % 53u == 0) x[i] = -0.0f;
+      if (h % 59u == 0) x[i] = 0.0f;
+      if (h % 97u == 1) x[i] = (h & 1) ? NAN : -NAN;
+    }
+    for (int oi = 0; oi < 3; ++oi) {
+      const cml_op_t op = ops[oi];
+      const float ident = op == CML_OP_REDUCE_SUM   ? 0.0f
+                          : op == CML_OP_REDUCE_MAX ? -INFINITY
+                                                    : INFINITY;
+      for (int64_t o = 0; o < outs; ++o) {
+        float acc = ident;
+        for (int64_t q = 0; q < a; ++q) {
+          float v = ident;
+          for (int64_t j = 0; j < len; ++j) {
+            const float e = x[(q * r + o) * len + j];
+            if (op == CML_OP_REDUCE_SUM) {
+              v = v + e;
+            } else if (isnan(v) || isnan(e)) {
+              v = isnan(v) ? v : e;
+            } else if (op == CML_OP_REDUCE_MAX) {
+              v = e > v || (e == v && !signbit(e)) ? e : v;
+            } else {
+              v = e < v || (e == v && signbit(e)) ? e : v;
+            }
+          }
+          if (op == CML_OP_REDUCE_SUM) {
+            acc = acc + v;
+          } else if (isnan(acc) || isnan(v)) {
+            acc = isnan(acc) ? acc : v;
+          } else if (op == CML_OP_REDUCE_MAX) {
+            acc = v > acc || (v == acc && !signbit(v)) ? v : acc;
+          } else {
+            acc = v < acc || (v == acc && signbit(v)) ? v : acc;
+          }
+        }
+        want[o] = acc;
+      }
+      for (int ii = 0; ii < isa_count; ++ii) {
+        tnode_t t;
+        if (many) {
+          tnode_init(&t, op, shp(CML_DTYPE_F32, 3, (int64_t[]){a, r, len}), (int64_t[]){0, 2}, 2);
+        } else {
+          tnode_init(&t, op, shp(CML_DTYPE_F32, 2, (int64_t[]){r, len}), (int64_t[]){1}, 1);
+        }
+        if (tnode_run_isa(&t, x, got, NULL, isas[ii]) != CML_OK ||
+            tnode_run_isa(&t, x, got3, pool, isas[ii]) != CML_OK) {
+          ++failures;
+          continue;
+        }
+        for (int64_t o = 0; o < outs; ++o) {
+          const bool same = memcmp(&got[o], &got3[o], sizeof(float)) == 0;
+          const bool ok = len <= 16 && isas[ii] != CMLC_ISA_SCALAR
+                              ? same && memcmp(&got[o], &want[o], sizeof(float)) == 0
+                              : same && (isnan(want[o]) ? isnan(got[o])
+                                                        : fabsf(got[o] - want[o]) <=
+                                                              1e-4f * (1.0f + fabsf(want[o])));
+          if (!ok) {
+            fprintf(stderr, "shape %zu %s isa %d out %lld: %.9g / %.9g, want %.9g\n", si,
+                    cml_op_name(op), (int)isas[ii], (long long)o, (double)got[o], (double)got3[o],
+                    (double)want[o]);
+            ++failures;
+            break;
+          }
+        }
+      }
+    }
+    free(x), free(got), free(got3), free(want);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+}
+
 TEST(arg_min_max) {
   float x[8] = {1, 5, 5, 2, NAN, 3, NAN, -1};  // [2, 4]
   cml_shape_t s = shp(CML_DTYPE_F32, 2, (int64_t[]){2, 4});
@@ -883,4 +980,4 @@ TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(empty_extent_identities_and_nan),
           TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(half_rows_every_isa),
           TEST_ENTRY(half_columns_and_blocked_every_isa), TEST_ENTRY(half_argminmax_rows_every_isa),
           TEST_ENTRY(arg_min_max), TEST_ENTRY(capabilities),
-          TEST_ENTRY(f32_short_inner_runs_every_isa))
+          TEST_ENTRY(f32_short_inner_runs_every_isa), TEST_ENTRY(f32_short_rows_in_order_every_isa))

@@ -360,6 +360,51 @@ static float cmlc_rd_ident_f32(cml_op_t op) {
   return op == CML_OP_REDUCE_MAX ? -INFINITY : op == CML_OP_REDUCE_MIN ? INFINITY : 0.0f;
 }
 
+// f32 runs of at most CMLC_RD_SEQ_RUN elements (an MoE router's 8 experts, a small head) are
+// combined in index order from the identity, as the two-pass short-run path combines its runs,
+// instead of by the SIMD reducer (whose setup costs more than such a run): one at a time by
+// cmlc_rd_run_f32, or CMLC_RD_SEQ_LINES consecutive rows at once, one lane per row, by
+// cmlc_rd_rows_f32 (the same operations in the same order, so the same bits).
+enum { CMLC_RD_SEQ_RUN = 16, CMLC_RD_SEQ_LINES = 16 };
+
+// One f32 run of |len| (<= CMLC_RD_SEQ_RUN: in order; longer: the SIMD reducer).
+static inline float cmlc_rd_run_f32(const cmlc_rd_plan_t* p, const float* x, int64_t len) {
+  if (len > CMLC_RD_SEQ_RUN) return p->simd(x, len);
+  float acc = cmlc_rd_ident_f32(p->op);
+  for (int64_t j = 0; j < len; ++j) acc = cmlc_rd_comb_f32(p->op, acc, x[j]);
+  return acc;
+}
+
+// Outputs out[q] = ident (+) run q for |rows| consecutive runs of |len| (<= CMLC_RD_SEQ_RUN)
+// at |x|, as cmlc_rd_run_f32 combines each.
+static void cmlc_rd_rows_f32(cml_op_t op, const float* x, int64_t len, int64_t rows, float* out) {
+  const float ident = cmlc_rd_ident_f32(op);
+  for (int64_t q0 = 0; q0 < rows; q0 += CMLC_RD_SEQ_LINES) {
+    const int64_t n = rows - q0 < CMLC_RD_SEQ_LINES ? rows - q0 : CMLC_RD_SEQ_LINES;
+    const float* r = x + q0 * len;
+    float acc[CMLC_RD_SEQ_LINES];
+    for (int64_t l = 0; l < n; ++l) acc[l] = ident;
+      // One loop per op (chosen outside the loops): lanes are rows, independent chains.
+#define CMLC_RD_SEQ_ROWS(COMB)                                             \
+  for (int64_t j = 0; j < len; ++j) {                                      \
+    for (int64_t l = 0; l < n; ++l) acc[l] = COMB(acc[l], r[l * len + j]); \
+  }
+    switch (op) {
+      case CML_OP_REDUCE_MAX:
+        CMLC_RD_SEQ_ROWS(CMLC_EW_FMAX);
+        break;
+      case CML_OP_REDUCE_MIN:
+        CMLC_RD_SEQ_ROWS(CMLC_EW_FMIN);
+        break;
+      default:
+        CMLC_RD_SEQ_ROWS(CMLC_RD_ADD);
+        break;
+    }
+#undef CMLC_RD_SEQ_ROWS
+    for (int64_t l = 0; l < n; ++l) out[q0 + l] = cmlc_rd_comb_f32(op, ident, acc[l]);
+  }
+}
+
 // Innermost axis reduced: as the generic _a task, with the SIMD contiguous reduction (f32, or
 // bf16 / f16 widened: combined across runs in f32, rounded once into the output).
 static void cmlc_rd_simd_a(void* ctx, int64_t begin, int64_t end, int thread_index) {
@@ -367,13 +412,19 @@ static void cmlc_rd_simd_a(void* ctx, int64_t begin, int64_t end, int thread_ind
   const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
   const int64_t len = p->rd[p->nr - 1];
   const int64_t outer = len ? p->reduced / len : 0;
+  if (p->simd && len > 0 && len <= CMLC_RD_SEQ_RUN && p->nr == 1 && p->nk == 1 && p->ks[0] == len &&
+      p->rs[0] == 1) {
+    cmlc_rd_rows_f32(p->op, (const float*)p->in + begin * len, len, end - begin,
+                     (float*)p->out + begin);
+    return;
+  }
   for (int64_t o = begin; o < end; ++o) {
     const int64_t base = cmlc_rd_offset(p->nk, p->kd, p->ks, o);
     float acc = cmlc_rd_ident_f32(p->op);
     int64_t idx[CML_MAX_RANK] = {0};
     int64_t off = 0;
     for (int64_t r = 0; r < outer; ++r) {
-      const float v = p->simd ? p->simd((const float*)p->in + base + off, len)
+      const float v = p->simd ? cmlc_rd_run_f32(p, (const float*)p->in + base + off, len)
                               : p->simd_half((const uint16_t*)p->in + base + off, len);
       acc = cmlc_rd_comb_f32(p->op, acc, v);
       cmlc_rd_next(p->nr - 1, p->rd, p->rs, idx, &off);
@@ -402,6 +453,10 @@ static void cmlc_rd_simd_a_produced(void* ctx, int64_t begin, int64_t end, int t
     for (int64_t o0 = begin; o0 < end; o0 += per) {
       const int64_t rows = end - o0 < per ? end - o0 : per;
       if (len > 0) p->produce(p->produce_ctx, o0 * len, rows * len, run);
+      if (len > 0 && len <= CMLC_RD_SEQ_RUN) {
+        cmlc_rd_rows_f32(p->op, run, len, rows, (float*)p->out + o0);
+        continue;
+      }
       for (int64_t q = 0; q < rows; ++q) {
         const float v = len > 0 ? p->simd(run + q * len, len) : cmlc_rd_ident_f32(p->op);
         ((float*)p->out)[o0 + q] = cmlc_rd_comb_f32(p->op, cmlc_rd_ident_f32(p->op), v);
@@ -416,7 +471,7 @@ static void cmlc_rd_simd_a_produced(void* ctx, int64_t begin, int64_t end, int t
     int64_t off = 0;
     for (int64_t r = 0; r < outer; ++r) {
       p->produce(p->produce_ctx, base + off, len, run);
-      acc = cmlc_rd_comb_f32(p->op, acc, p->simd(run, len));
+      acc = cmlc_rd_comb_f32(p->op, acc, cmlc_rd_run_f32(p, run, len));
       cmlc_rd_next(p->nr - 1, p->rd, p->rs, idx, &off);
     }
     ((float*)p->out)[o] = acc;
