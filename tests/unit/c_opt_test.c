@@ -1005,9 +1005,107 @@ TEST(concat_operands_computed_in_place) {
   }
 }
 
+// Scatter and DynamicUpdateSlice into a broadcast of one element:
+//   s1 = ScatterSum(B(0.0) [1100, 256], ids, wide): filled (the gradient of a gather; over
+//        CMLC_OPT_FOLD_MAX_BYTES, so the broadcast is not folded into a constant)
+//   s2 = ScatterMax(B(x0) [6, 4], ids, rows), x0 a scalar parameter: filled
+//   s3 = DUS(B(k) [5, 3], u, (1, 0)), i32, k a scalar parameter: filled
+//   s4 = ScatterSum(z, ids, rows) + z with z = B(-x0): z read twice, not filled
+//   s5 = ScatterSum(B(row [1, 4]) [6, 4], ...): a broadcast of 4 elements, not filled
+static cml_status_t ot_build_fills(cml_backend_t* backend, cml_executable_t** exe) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(backend, "fills", &b));
+  cml_function_t* f = cml_builder_main(b);
+  const cml_dtype_t d = CML_DTYPE_F32;
+  cml_shape_t is = ot_shape2(CML_DTYPE_I32, 5, 1), rs = ot_shape2(d, 5, 4);
+  cml_shape_t ss = cml_shape_scalar(d), us = ot_shape2(CML_DTYPE_I32, 2, 3),
+              ws = ot_shape2(d, 1, 4);
+  cml_shape_t ks = cml_shape_scalar(CML_DTYPE_I32), wide_s = ot_shape2(d, 5, 256);
+  cml_value_t ids = cml_parameter(f, "ids", &is), rows = cml_parameter(f, "rows", &rs);
+  cml_value_t x0 = cml_parameter(f, "x0", &ss), u = cml_parameter(f, "u", &us);
+  cml_value_t row = cml_parameter(f, "row", &ws), k = cml_parameter(f, "k", &ks);
+  cml_value_t wide = cml_parameter(f, "wide", &wide_s);
+  const int64_t od[2] = {6, 4};
+  cml_scatter_dims_t sd;
+  memset(&sd, 0, sizeof sd);
+  sd.index_vector_axis = 1;
+  sd.update_window_axis_count = 1;
+  sd.update_window_axes[0] = 1;
+  sd.inserted_window_axis_count = 1;
+  sd.scatter_axes_to_operand_axes_count = 1;
+  cml_value_t zero = cml_op_broadcast_in_dim(f, cml_constant_scalar_f64(f, d, 0.0),
+                                             (const int64_t[]){1100, 256}, 2, NULL, 0);
+  cml_value_t s1 = cml_op_scatter_sum(f, zero, ids, wide, &sd);
+  cml_value_t s2 =
+      cml_op_scatter_max(f, cml_op_broadcast_in_dim(f, x0, od, 2, NULL, 0), ids, rows, &sd);
+  cml_value_t kk = cml_op_broadcast_in_dim(f, k, (const int64_t[]){5, 3}, 2, NULL, 0);
+  cml_value_t starts[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 1),
+                           cml_constant_scalar_i64(f, CML_DTYPE_I32, 0)};
+  cml_value_t s3 = cml_op_dynamic_update_slice(f, kk, u, starts, 2);
+  cml_value_t z = cml_op_broadcast_in_dim(f, cml_op_neg(f, x0), od, 2, NULL, 0);
+  cml_value_t s4 = cml_op_add(f, cml_op_scatter_sum(f, z, ids, rows, &sd), z);
+  cml_value_t s5 = cml_op_scatter_sum(
+      f, cml_op_broadcast_in_dim(f, row, od, 2, (const int64_t[]){0, 1}, 2), ids, rows, &sd);
+  const cml_value_t outs[5] = {s1, s2, s3, s4, s5};
+  return ot_finish(b, outs, 5, exe);
+}
+
+TEST(scatter_into_a_broadcast_fills_the_output) {
+  const int32_t ids[5] = {2, 0, 2, 5, 1100};  // 1100: out of bounds everywhere, skipped
+  float rows[20], x0 = -0.5f, row[4] = {3, -1, 0.25f, 8};
+  static float wide[5 * 256], e1[1100 * 256], g1[1100 * 256];
+  for (int i = 0; i < 20; ++i) rows[i] = (float)((i * 7) % 11 - 5) * 0.5f;
+  for (int i = 0; i < 5 * 256; ++i) wide[i] = (float)((i * 5) % 13 - 6) * 0.25f;
+  const int32_t u[6] = {-1, -2, -3, -4, -5, -6}, k = 7;
+  // Expected, by definition.
+  float e2[24], e4[24], e5[24];
+  int32_t e3[15];
+  memset(e1, 0, sizeof e1);
+  for (int i = 0; i < 24; ++i) e2[i] = x0, e4[i] = -x0, e5[i] = row[i % 4];
+  for (int s = 0; s < 5; ++s) {
+    if (ids[s] >= 1100) continue;
+    for (int j = 0; j < 256; ++j) e1[ids[s] * 256 + j] += wide[s * 256 + j];
+    if (ids[s] > 5) continue;
+    for (int j = 0; j < 4; ++j) {
+      const float v = rows[s * 4 + j];
+      if (v > e2[ids[s] * 4 + j]) e2[ids[s] * 4 + j] = v;
+      e4[ids[s] * 4 + j] += v;
+      e5[ids[s] * 4 + j] += v;
+    }
+  }
+  for (int i = 0; i < 24; ++i) e4[i] += -x0;
+  for (int i = 0; i < 15; ++i) e3[i] = (i >= 3 && i < 9) ? u[i - 3] : k;
+  const char* configs[3] = {"c:reference=true", "c:threads=2", "c:threads=1,fusion=false"};
+  for (int c = 0; c < 3; ++c) {
+    cml_backend_t* be = ot_backend(configs[c]);
+    ASSERT_TRUE(be != NULL);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(ot_build_fills(be, &exe));
+    ASSERT_EQ_INT(ot_stats(exe)->broadcasts_filled, c == 0 ? 0 : 3);
+    float g2[24], g4[24], g5[24];
+    int32_t g3[15];
+    const void* ins[7] = {ids, rows, &x0, u, row, &k, wide};
+    void* outs[5] = {g1, g2, g3, g4, g5};
+    for (int rep = 0; rep < 2; ++rep) {
+      ASSERT_STATUS_OK(ot_run(exe, be, ins, outs));
+      ASSERT_TRUE(memcmp(g1, e1, sizeof e1) == 0);
+      for (int i = 0; i < 24; ++i) {
+        ASSERT_EQ_DBL(g2[i], e2[i]);
+        ASSERT_EQ_DBL(g4[i], e4[i]);
+        ASSERT_EQ_DBL(g5[i], e5[i]);
+      }
+      for (int i = 0; i < 15; ++i) ASSERT_EQ_INT(g3[i], e3[i]);
+    }
+    cml_executable_release(exe);
+    cml_backend_release(be);
+  }
+}
+
 TEST_MAIN(TEST_ENTRY(folding_constants), TEST_ENTRY(folding_bounds_and_rng),
           TEST_ENTRY(cse_merges_identical_nodes), TEST_ENTRY(fusion_chain_with_broadcasts),
           TEST_ENTRY(fusion_half_chains_equal_unfused),
           TEST_ENTRY(fused_equals_unfused_random_sweep), TEST_ENTRY(fusion_and_folding_in_closures),
           TEST_ENTRY(concurrent_fused_executions), TEST_ENTRY(transposes_fold_into_dots),
-          TEST_ENTRY(concat_operands_computed_in_place), TEST_ENTRY(execute_overhead_report))
+          TEST_ENTRY(concat_operands_computed_in_place),
+          TEST_ENTRY(scatter_into_a_broadcast_fills_the_output),
+          TEST_ENTRY(execute_overhead_report))

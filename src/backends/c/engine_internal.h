@@ -214,6 +214,7 @@ typedef struct cmlc_opt_stats_t {
   uint32_t prepared;       // kernel steps with data prepared from constant inputs (entry.prepare)
   uint32_t segmented;      // Concatenates never run: their consumer reads the operands in place
   uint32_t transposes_folded;  // Transpose operands of Dot/DotGeneral read in place
+  uint32_t broadcasts_filled;  // Scatter/DUS broadcast operands written, not copied
   uint32_t concat_placed;      // Concatenate operands computed in place in its output
 } cmlc_opt_stats_t;
 
@@ -338,6 +339,11 @@ CML_MUST_USE cml_status_t cmlc_opt_fold_and_merge(cmlc_planner_t* p, uint32_t fi
 // when the operand's free axes keep their order, so the result layout is unchanged); the
 // Transpose then dies at the next liveness pass. Sets *changed when it rewrote a node.
 CML_MUST_USE cml_status_t cmlc_opt_fold_transposes(cmlc_planner_t* p, uint32_t fi, bool* changed);
+
+// Scatter / DynamicUpdateSlice whose operand is a BroadcastInDim of one element read by them
+// alone: a view with that element as the operand (the kernel fills the output with it).
+CML_MUST_USE cml_status_t cmlc_opt_fold_broadcast_operands(cmlc_planner_t* p, uint32_t fi,
+                                                           bool* changed);
 
 // The node the plan runs for node |ni|: its rewritten view, or the module's node.
 static inline const cml_ir_node_t* cmlc_plan_node(const cmlc_executable_t* exe, uint32_t ni) {

@@ -760,8 +760,34 @@ cml_status_t cmlc_opt_segments(cmlc_planner_t* p, uint32_t fi) {
 typedef struct cmlc_opt_view_t {
   cml_ir_node_t node;
   cml_ir_attrs_t attrs;
-  uint32_t inputs[2];
+  uint32_t inputs[CML_MAX_RANK + 2];  // DynamicUpdateSlice: operand, update, a start per axis
 } cmlc_opt_view_t;
+
+// Stores |view| (its node's inputs and attrs pointing into it) as the node the plan runs in
+// place of node |ni| (exe->node_view).
+static cml_status_t cmlc_opt_store_view(cmlc_planner_t* p, uint32_t ni,
+                                        const cmlc_opt_view_t* view) {
+  cmlc_executable_t* exe = p->exe;
+  const cml_module_t* m = p->module;
+  if (!exe->node_view) {
+    exe->node_view =
+        cml_allocator_malloc(p->alloc, m->node_count * sizeof *exe->node_view, CMLC_ALIGNMENT);
+    if (!exe->node_view) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    memset(exe->node_view, 0, m->node_count * sizeof *exe->node_view);
+  }
+  const size_t block_bytes = CMLC_ALIGNMENT + cmlc_opt_round(sizeof *view);
+  cmlc_folded_t* block = cml_allocator_malloc(p->alloc, block_bytes, CMLC_ALIGNMENT);
+  if (!block) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  block->bytes = block_bytes;
+  block->next = exe->folded;
+  exe->folded = block;
+  cmlc_opt_view_t* stored = (cmlc_opt_view_t*)((uint8_t*)block + CMLC_ALIGNMENT);
+  *stored = *view;
+  stored->node.attrs = &stored->attrs;
+  stored->node.inputs = stored->inputs;
+  exe->node_view[ni] = &stored->node;
+  return CML_OK;
+}
 
 // Whether operand |k| of the dot node |n| is a Transpose (planned as is, not a constant) whose
 // operand the dot can read instead; fills the operand's remapped batch and contracting axes.
@@ -885,32 +911,58 @@ cml_status_t cmlc_opt_fold_transposes(cmlc_planner_t* p, uint32_t fi, bool* chan
       ++exe->stats.transposes_folded;
     }
     if (!rewrote) continue;
-    if (!exe->node_view) {
-      exe->node_view =
-          cml_allocator_malloc(p->alloc, m->node_count * sizeof *exe->node_view, CMLC_ALIGNMENT);
-      if (!exe->node_view) {
-        st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
-        break;
-      }
-      memset(exe->node_view, 0, m->node_count * sizeof *exe->node_view);
-    }
-    const size_t block_bytes = CMLC_ALIGNMENT + cmlc_opt_round(sizeof view);
-    cmlc_folded_t* block = cml_allocator_malloc(p->alloc, block_bytes, CMLC_ALIGNMENT);
-    if (!block) {
-      st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
-      break;
-    }
-    block->bytes = block_bytes;
-    block->next = exe->folded;
-    exe->folded = block;
-    cmlc_opt_view_t* stored = (cmlc_opt_view_t*)((uint8_t*)block + CMLC_ALIGNMENT);
-    *stored = view;
-    stored->node.op = CML_OP_DOT_GENERAL;  // the axes are no longer Dot's fixed ones
-    stored->node.attrs = &stored->attrs;
-    stored->node.inputs = stored->inputs;
-    exe->node_view[ni] = &stored->node;
-    *changed = true;
+    view.node.op = CML_OP_DOT_GENERAL;  // the axes are no longer Dot's fixed ones
+    st = cmlc_opt_store_view(p, ni, &view);
+    *changed = st == CML_OK;
   }
   cml_allocator_free(p->alloc, ok_uses, m->value_count * sizeof *ok_uses);
+  return st;
+}
+
+// Scatter and DynamicUpdateSlice whose operand is a BroadcastInDim of one element (a scatter
+// into zeros: the gradient of a gather or an embedding lookup) that nothing else reads run with
+// that element as their operand instead (a view of the node): the kernel writes it over the
+// output (cmlc_ix_init_output), and the broadcast is never stored nor copied.
+cml_status_t cmlc_opt_fold_broadcast_operands(cmlc_planner_t* p, uint32_t fi, bool* changed) {
+  *changed = false;
+  if (p->backend->options.reference) return CML_OK;
+  const cml_module_t* m = p->module;
+  const cml_ir_function_t* f = &m->functions[fi];
+  bool counted = false;
+  cml_status_t st = CML_OK;
+  for (uint32_t i = 0; st == CML_OK && i < f->node_count; ++i) {
+    const uint32_t ni = f->nodes[i];
+    const cml_ir_node_t* n = &m->nodes[ni];
+    const bool target = n->op == CML_OP_SCATTER_SUM || n->op == CML_OP_SCATTER_MAX ||
+                        n->op == CML_OP_SCATTER_MIN || n->op == CML_OP_DYNAMIC_UPDATE_SLICE;
+    if (!target || !p->needed[ni] || p->node_state[ni] != CMLC_NODE_PLAIN ||
+        (p->exe->node_view && p->exe->node_view[ni]) || n->input_count > CML_MAX_RANK + 2) {
+      continue;
+    }
+    const uint32_t v = n->inputs[0], bi = m->values[v].node;
+    const cml_ir_node_t* b = &m->nodes[bi];
+    if (b->op != CML_OP_BROADCAST_IN_DIM || b->function != fi || !p->needed[bi] ||
+        p->node_state[bi] != CMLC_NODE_PLAIN || p->value_data[v] ||
+        cml_shape_element_count(&m->values[b->inputs[0]].shape) != 1 ||
+        cml_shape_element_count(&m->values[v].shape) < 2) {
+      continue;
+    }
+    if (!counted) {
+      cmlc_opt_count_uses(p, fi);
+      counted = true;
+    }
+    if (p->uses[v] != 1) continue;
+    cmlc_opt_view_t view;
+    memset(&view, 0, sizeof view);
+    view.node = *n;
+    view.attrs = *n->attrs;
+    memcpy(view.inputs, n->inputs, n->input_count * sizeof *n->inputs);
+    view.inputs[0] = b->inputs[0];
+    st = cmlc_opt_store_view(p, ni, &view);
+    if (st == CML_OK) {
+      ++p->exe->stats.broadcasts_filled;
+      *changed = true;
+    }
+  }
   return st;
 }

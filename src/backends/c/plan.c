@@ -545,9 +545,10 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
   // Transpose not the Transpose), then fusion.
   CML_RETURN_IF_ERROR(cmlc_plan_mark_live(p, fi, queue_count));
   CML_RETURN_IF_ERROR(cmlc_opt_fold_and_merge(p, fi));
-  bool folded_transposes = false;
+  bool folded_transposes = false, filled = false;
   CML_RETURN_IF_ERROR(cmlc_opt_fold_transposes(p, fi, &folded_transposes));
-  if (exe->stats.folded || exe->stats.merged || folded_transposes) {
+  CML_RETURN_IF_ERROR(cmlc_opt_fold_broadcast_operands(p, fi, &filled));
+  if (exe->stats.folded || exe->stats.merged || folded_transposes || filled) {
     CML_RETURN_IF_ERROR(cmlc_plan_mark_live(p, fi, queue_count));
   }
   CML_RETURN_IF_ERROR(cmlc_opt_fuse(p, fi));

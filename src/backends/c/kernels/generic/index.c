@@ -19,6 +19,21 @@ static int64_t cmlc_ix_clamp(int64_t v, int64_t lo, int64_t hi) {
   return v < lo ? lo : (v > hi ? hi : v);
 }
 
+// The output starts as the operand: a copy of it, or, when the plan passes the one element of
+// a broadcast operand instead (cmlc_opt_fold_views: a scatter into zeros, the gradient of a
+// gather), that element written everywhere (the broadcast never stored). Nothing when the
+// output aliases the operand (in_place_input = 0).
+static void cmlc_ix_init_output(const cmlc_kernel_args_t* args) {
+  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_shape_t* os = args->output_shapes[0];
+  const int64_t n = cml_shape_element_count(os);
+  if (cml_shape_element_count(xs) == 1 && n != 1) {
+    cmlc__mv_fill(args->pool, args->outputs[0], n, args->inputs[0], cmlc_dtype_size(os->dtype));
+    return;
+  }
+  cmlc__mv_memcpy(args->pool, args->outputs[0], args->inputs[0], cml_shape_byte_size(os));
+}
+
 //===--- DynamicSlice / DynamicUpdateSlice ---===//
 
 static cml_status_t cmlc_ix_dynamic_slice(const cmlc_kernel_args_t* args) {
@@ -44,10 +59,9 @@ static cml_status_t cmlc_ix_dynamic_slice(const cmlc_kernel_args_t* args) {
 }
 
 static cml_status_t cmlc_ix_dynamic_update_slice(const cmlc_kernel_args_t* args) {
-  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_shape_t* xs = args->output_shapes[0];  // the operand's shape
   const cml_shape_t* us = args->input_shapes[1];
-  // The output may alias the operand (in_place_input = 0): the copy is then skipped.
-  cmlc__mv_memcpy(args->pool, args->outputs[0], args->inputs[0], cml_shape_byte_size(xs));
+  cmlc_ix_init_output(args);
   if (cml_shape_element_count(us) == 0) return CML_OK;
   cmlc__mv_copy_t c;
   memset(&c, 0, sizeof c);
@@ -388,7 +402,7 @@ static void cmlc_ix_scatter_task(void* ctx, int64_t begin, int64_t end, int thre
 }
 
 static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
-  const cml_shape_t* xs = args->input_shapes[0];
+  const cml_shape_t* xs = args->output_shapes[0];  // the operand's shape
   const cml_shape_t* is = args->input_shapes[1];
   const cml_shape_t* us = args->input_shapes[2];
   cmlc_ix_scatter_t c;
@@ -410,8 +424,7 @@ static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
   c.es = (int64_t)cmlc_dtype_size(xs->dtype);
   c.out = (char*)args->outputs[0];
   c.updates = (const char*)args->inputs[2];
-  // The output may alias the operand (in_place_input = 0): the copy is then skipped.
-  cmlc__mv_memcpy(args->pool, c.out, args->inputs[0], cml_shape_byte_size(xs));
+  cmlc_ix_init_output(args);
   if (cml_shape_element_count(us) == 0 || cml_shape_element_count(xs) == 0) return CML_OK;
 
   int64_t istrides[CML_MAX_RANK], ustrides[CML_MAX_RANK];
