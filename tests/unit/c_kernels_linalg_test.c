@@ -594,6 +594,106 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
 // lanes of the narrowest kernel): exact eighths must give the double loop's values on every
 // ISA, layout and thread count; inexact values must give, row for row, the bits of the same
 // product over 63 rows (the blocked path). 17 columns stay blocked.
+// Batched products of tiny matrices (at most 8 x 16 x 16, at least 16 batches) run batch by
+// batch without the blocked path's loop nest (kern.tiny): [batch, m, k] x [batch, k, n] must
+// equal, bit for bit, the same products run one batch at a time (batch 1: the blocked path),
+// on every ISA and on 1 and 3 threads; with eighths the exact sums, otherwise a double oracle.
+// A transposed lhs ([batch, k, m]: strided A) takes the tiny path too; a transposed rhs (B
+// columns strided) and 9 rows do not.
+TEST(gemm_tiny_batches_match_one_at_a_time) {
+  static const int64_t shapes[][5] = {// m, n, k, batch, transposed lhs / rhs (bit 0 / 1)
+                                      {3, 3, 3, 64, 0}, {1, 16, 16, 20, 0}, {8, 9, 5, 33, 0},
+                                      {8, 8, 1, 16, 0}, {4, 1, 7, 40, 0},   {5, 12, 3, 17, 1},
+                                      {3, 3, 3, 30, 2}, {9, 4, 4, 25, 0}};
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failed = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !failed; ++si) {
+    const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2], nb = shapes[si][3];
+    const bool ta = shapes[si][4] & 1, tb = (shapes[si][4] & 2) != 0;
+    float* a = malloc(sizeof(float) * (size_t)(nb * m * k));
+    float* b = malloc(sizeof(float) * (size_t)(nb * k * n));
+    float* c1 = malloc(sizeof(float) * (size_t)(nb * m * n));
+    float* c3 = malloc(sizeof(float) * (size_t)(nb * m * n));
+    float* one = malloc(sizeof(float) * (size_t)(m * n));
+    for (int exact = 1; exact >= 0 && !failed; --exact) {
+      if (exact) {
+        fill_eighths(a, nb * m * k, 11u + (uint32_t)si);
+        fill_eighths(b, nb * k * n, 110u + (uint32_t)si);
+      } else {
+        uint32_t h = 777u + (uint32_t)si;
+        for (int64_t i = 0; i < nb * m * k; ++i)
+          a[i] = (float)((h = h * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+        for (int64_t i = 0; i < nb * k * n; ++i)
+          b[i] = (float)((h = h * 1664525u + 1013904223u) >> 8) * 0x1p-24f - 0.5f;
+      }
+      fake_t fb, f1;
+      for (int v = 0; v < 2; ++v) {
+        fake_t* f = v ? &f1 : &fb;
+        const int64_t bat = v ? 1 : nb;
+        cml_shape_t ins[2] = {
+            shp(CML_DTYPE_F32, 3, ta ? (int64_t[]){bat, k, m} : (int64_t[]){bat, m, k}),
+            shp(CML_DTYPE_F32, 3, tb ? (int64_t[]){bat, n, k} : (int64_t[]){bat, k, n})};
+        cml_shape_t o = shp(CML_DTYPE_F32, 3, (int64_t[]){bat, m, n});
+        fake_init(f, CML_OP_DOT_GENERAL, ins, 2, &o, 1);
+        cml_dot_config_t* d = &f->attrs.u.dot;
+        d->lhs_batch_count = d->rhs_batch_count = 1;
+        d->lhs_contracting_count = d->rhs_contracting_count = 1;
+        d->lhs_contracting_axes[0] = ta ? 1 : 2;
+        d->rhs_contracting_axes[0] = tb ? 2 : 1;
+        d->accumulator_dtype = d->output_dtype = CML_DTYPE_F32;
+      }
+      for (size_t i = 0; i < 3 && !failed; ++i) {
+        if (!isa_usable(kIsas[i])) continue;
+        cmlc_options_t o1 = make_options(kIsas[i], false, 1);
+        cmlc_options_t o3 = make_options(kIsas[i], false, 3);
+        cml_status_t s1 = fake_run(&fb, &o1, NULL, (const void*[]){a, b}, (void*[]){c1});
+        cml_status_t s3 = fake_run(&fb, &o3, pool, (const void*[]){a, b}, (void*[]){c3});
+        if (s1 != CML_OK || s3 != CML_OK) {
+          cml_status_free(s1), cml_status_free(s3);
+          failed = 1;
+          break;
+        }
+        for (int64_t t = 0; t < nb && !failed; ++t) {
+          cml_status_t st = fake_run(&f1, &o1, NULL, (const void*[]){a + t * m * k, b + t * k * n},
+                                     (void*[]){one});
+          if (st != CML_OK) {
+            cml_status_free(st);
+            failed = 1;
+            break;
+          }
+          for (int64_t r = 0; r < m && !failed; ++r) {
+            for (int64_t cc = 0; cc < n; ++cc) {
+              double want = 0;
+              for (int64_t kk = 0; kk < k; ++kk) {
+                want += (double)at2(a + t * m * k, ta, m, k, r, kk) *
+                        at2(b + t * k * n, tb, k, n, kk, cc);
+              }
+              const float g1 = c1[(t * m + r) * n + cc], g3 = c3[(t * m + r) * n + cc];
+              bool ok =
+                  memcmp(&g1, &g3, sizeof g1) == 0 && memcmp(&g1, &one[r * n + cc], sizeof g1) == 0;
+              ok = ok && (exact ? (double)g1 == want : fabs((double)g1 - want) <= 1e-5);
+              if (!ok) {
+                fprintf(stderr,
+                        "M%lld N%lld K%lld batch %lld ta%d tb%d isa %d exact %d (%lld,%lld): "
+                        "%.9g / %.9g, alone %.9g, want %.9g\n",
+                        (long long)m, (long long)n, (long long)k, (long long)t, ta, tb,
+                        (int)kIsas[i], exact, (long long)r, (long long)cc, g1, g3, one[r * n + cc],
+                        want);
+                failed = 2;
+                break;
+              }
+            }
+          }
+        }
+      }
+    }
+    free(a), free(b), free(c1), free(c3), free(one);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failed, 0);
+}
+
 TEST(gemm_narrow_columns_many_rows) {
   static const int64_t shapes[][3] = {{64, 8, 100},  {200, 10, 300}, {130, 2, 700},
                                       {100, 16, 33}, {77, 5, 1000},  {64, 17, 50}};
@@ -1408,6 +1508,7 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
           TEST_ENTRY(dot_multiple_contracting_and_batch_axes), TEST_ENTRY(dot_zero_k_and_empty),
           TEST_ENTRY(dot_f32_to_int_output), TEST_ENTRY(gemm_f32_shapes_layouts_isas_threads),
           TEST_ENTRY(gemm_row_block_balances_threads), TEST_ENTRY(gemm_narrow_columns_many_rows),
+          TEST_ENTRY(gemm_tiny_batches_match_one_at_a_time),
           TEST_ENTRY(gemm_f32_transposed_rhs_small_m), TEST_ENTRY(gemm_half_transposed_rhs_small_m),
           TEST_ENTRY(gemm_f64_every_isa_thread_independent),
           TEST_ENTRY(gemm_half_inputs_convert_on_pack), TEST_ENTRY(gemm_batched_gemv_and_small),

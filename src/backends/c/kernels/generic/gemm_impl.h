@@ -1063,6 +1063,37 @@ static bool CMLC_GEMM_N(narrow_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* po
 
 // The whole product with the kernels of |kern| (and B packed at plan time when |b_packed| is not
 // NULL; only for batch 1).
+// Tasks of the tiny path: batches [begin, end).
+static void CMLC_GEMM_N(tiny_task)(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const CMLC_GEMM_N(gemm_ctx_t)* c = vctx;
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  const CMLC_GEMM_T* a = (const CMLC_GEMM_T*)p->a.data + p->a.row_offsets[0] + p->a.col_offsets[0];
+  const CMLC_GEMM_T* b = (const CMLC_GEMM_T*)p->b.data + p->b.row_offsets[0] + p->b.col_offsets[0];
+  for (int64_t t = begin; t < end; ++t) {
+    c->kern.tiny(a + p->a.batch_offsets[t], c->a_acc.row_stride, c->a_acc.col_stride,
+                 b + p->b.batch_offsets[t], c->b_acc.row_stride, p->c + t * p->m * p->n, p->m, p->n,
+                 p->k);
+  }
+}
+
+// Many tiny products of native operands with affine layouts, B rows contiguous: kern.tiny per
+// batch (see cmlc_gemm_tiny_fn_f32).
+static bool CMLC_GEMM_N(tiny_try)(const CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
+  const CMLC_GEMM_PROBLEM* p = c->p;
+  if (!c->kern.tiny || p->batch < CMLC_GEMM_TINY_BATCH || p->m > CMLC_GEMM_TINY_M ||
+      p->n > CMLC_GEMM_TINY_N || p->k > CMLC_GEMM_TINY_K || p->a.dtype != CMLC_GEMM_DTYPE ||
+      p->b.dtype != CMLC_GEMM_DTYPE || c->a_acc.row_stride == CMLC_GEMM_NOT_AFFINE ||
+      c->a_acc.col_stride == CMLC_GEMM_NOT_AFFINE || c->b_acc.row_stride == CMLC_GEMM_NOT_AFFINE ||
+      (p->n > 1 && c->b_acc.col_stride != 1)) {
+    return false;
+  }
+  const int64_t per = p->m * p->n * p->k;
+  cmlc_parallel_for(pool, p->batch, 16384 / (per > 0 ? per : 1) + 1, CMLC_GEMM_N(tiny_task),
+                    (void*)c);
+  return true;
+}
+
 static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(kernel_t) * kern,
                                   const CMLC_GEMM_T* b_packed, cmlc_pool_t* pool, void* scratch,
                                   int threads) {
@@ -1097,6 +1128,7 @@ static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(
   }
   // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
   if (flops * (double)p->batch <= 2.0 * 128 * 128 * 128) pool = NULL, pool_threads = 1;
+  if (CMLC_GEMM_N(tiny_try)(&c, pool)) return;
   if (CMLC_GEMM_N(bt_try)(&c, pool)) return;
   if (CMLC_GEMM_N(narrow_try)(&c, pool)) return;
   // A small product on one thread, or one of many in batch mode, whose A rows (k contiguous)
