@@ -245,6 +245,57 @@ TEST(fft_c2c_lengths_and_inverse) {
   ASSERT_FALSE(failed);
 }
 
+// Power-of-two lines are transformed four at a time (one vector lane per line) when a pass has
+// four together, the rest one by one: every line must come out with the bits it gets alone
+// (batch 1: the one-line path), forward and inverse, along the last axis and along a leading
+// one (strided lines, 2-D), on 1 and 3 threads.
+TEST(fft_lanes_match_single_lines) {
+  static const int64_t cases[][3] = {{7, 8, 0}, {9, 512, 0}, {5, 64, 0}, {3, 16, 8}};
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  uint32_t seed = 7;
+  int failed = 0;
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0] && !failed; ++ci) {
+    const int64_t batch = cases[ci][0], len0 = cases[ci][1], len1 = cases[ci][2];
+    const int axes = len1 ? 2 : 1;
+    const int64_t inner = len0 * (len1 ? len1 : 1), total = batch * inner;
+    double* in = malloc(sizeof(double) * 2 * (size_t)total);
+    double* out = malloc(sizeof(double) * 2 * (size_t)total);
+    double* out3 = malloc(sizeof(double) * 2 * (size_t)total);
+    double* one = malloc(sizeof(double) * 2 * (size_t)inner);
+    for (int64_t i = 0; i < 2 * total; ++i) in[i] = frand(&seed);
+    for (int inv = 0; inv < 2 && !failed; ++inv) {
+      fake_t f, f1;
+      const cml_shape_t s = shp(CML_DTYPE_C128, 1 + axes, (int64_t[]){batch, len0, len1});
+      const cml_shape_t s1 = shp(CML_DTYPE_C128, 1 + axes, (int64_t[]){1, len0, len1});
+      fake_init(&f, CML_OP_FFT, &s, 1, &s, 1);
+      fake_init(&f1, CML_OP_FFT, &s1, 1, &s1, 1);
+      for (int v = 0; v < 2; ++v) {
+        fake_t* g = v ? &f1 : &f;
+        g->attrs.fft_type = inv ? CML_FFT_INVERSE : CML_FFT_FORWARD;
+        g->attrs.axis_count = axes;
+        g->attrs.axes[0] = len0, g->attrs.axes[1] = len1;
+      }
+      ASSERT_STATUS_OK(fake_run(&f, 1, NULL, (const void*[]){in}, (void*[]){out}));
+      ASSERT_STATUS_OK(fake_run(&f, 3, pool, (const void*[]){in}, (void*[]){out3}));
+      for (int64_t b = 0; b < batch && !failed; ++b) {
+        ASSERT_STATUS_OK(
+            fake_run(&f1, 1, NULL, (const void*[]){in + 2 * b * inner}, (void*[]){one}));
+        if (memcmp(one, out + 2 * b * inner, sizeof(double) * 2 * (size_t)inner) != 0 ||
+            memcmp(out3 + 2 * b * inner, out + 2 * b * inner, sizeof(double) * 2 * (size_t)inner) !=
+                0) {
+          fprintf(stderr, "case %zu inv %d batch %lld: lanes differ from the line alone\n", ci, inv,
+                  (long long)b);
+          failed = 1;
+        }
+      }
+    }
+    free(in), free(out), free(out3), free(one);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_FALSE(failed);
+}
+
 TEST(fft_c64_hand_values) {
   // FFT of [1, 2, 3, 4] = [10, -2+2i, -2, -2-2i].
   float in[8] = {1, 0, 2, 0, 3, 0, 4, 0}, out[8];
@@ -430,7 +481,7 @@ TEST(capabilities) {
 }
 
 TEST_MAIN(TEST_ENTRY(rng_philox_known_answers), TEST_ENTRY(rng_word_mapping_per_dtype),
-          TEST_ENTRY(fft_c2c_lengths_and_inverse), TEST_ENTRY(fft_c64_hand_values),
-          TEST_ENTRY(fft_real_forward_and_inverse), TEST_ENTRY(fft_real_2d),
-          TEST_ENTRY(batch_norm_inference_training_gradient),
+          TEST_ENTRY(fft_c2c_lengths_and_inverse), TEST_ENTRY(fft_lanes_match_single_lines),
+          TEST_ENTRY(fft_c64_hand_values), TEST_ENTRY(fft_real_forward_and_inverse),
+          TEST_ENTRY(fft_real_2d), TEST_ENTRY(batch_norm_inference_training_gradient),
           TEST_ENTRY(batch_norm_half_and_middle_axis), TEST_ENTRY(capabilities))

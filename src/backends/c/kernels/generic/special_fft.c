@@ -18,7 +18,14 @@
 // results never depend on the thread count.
 #include "backends/c/kernels/generic/linalg_internal.h"
 
-enum { CMLC_FFT_DIRECT_MAX = 32 };
+enum {
+  CMLC_FFT_DIRECT_MAX = 32,
+  // Power-of-two lines are transformed this many at a time (cmlc_fft_pow2_lanes) when an axis
+  // has that many lines together; the rest one by one. Line l of a pass is in group l / LANES
+  // whatever the threads, so results never depend on them.
+  CMLC_FFT_LANES = 2,
+};
+typedef double cmlc_fft_v __attribute__((vector_size(CMLC_FFT_LANES * sizeof(double))));
 
 typedef enum cmlc_fft_kind_t {
   CMLC_FFT_TRIVIAL = 0,  // n <= 1
@@ -110,6 +117,7 @@ static bool cmlc_fft_plan(const cml_shape_t* in, const cml_shape_t* out,
     size_t need = 2 * (size_t)x->n;  // the line, then the transform's work area
     if (x->kind == CMLC_FFT_BLUESTEIN) need += 2 * (size_t)x->m;
     if (x->kind == CMLC_FFT_DIRECT) need += 2 * (size_t)x->n;
+    if (x->kind == CMLC_FFT_POW2) need = 2 * (size_t)x->n * CMLC_FFT_LANES;  // lanes of lines
     if (need > thread_need) thread_need = need;
   }
   p->off_work = off;
@@ -153,6 +161,38 @@ static void cmlc_fft_pow2(double* x, int64_t n, const double* tw) {
         double vr = v[0] * wr - v[1] * wi, vi = v[0] * wi + v[1] * wr;
         v[0] = u[0] - vr, v[1] = u[1] - vi;
         u[0] += vr, u[1] += vi;
+      }
+    }
+  }
+}
+
+// cmlc_fft_pow2 on CMLC_FFT_LANES lines at once, one vector lane per line: re[j] and im[j]
+// hold element j of every line. The same operations in the same order on each lane, so each
+// line gets the same bits as alone (compiled as plain vector arithmetic: SSE2 pairs on x86-64,
+// WASM SIMD or NEON elsewhere).
+static void cmlc_fft_pow2_lanes(cmlc_fft_v* re, cmlc_fft_v* im, int64_t n, const double* tw) {
+  for (int64_t i = 1, j = 0; i < n; ++i) {
+    int64_t bit = n >> 1;
+    for (; j & bit; bit >>= 1) j ^= bit;
+    j ^= bit;
+    if (i < j) {
+      const cmlc_fft_v tr = re[i], ti = im[i];
+      re[i] = re[j], im[i] = im[j];
+      re[j] = tr, im[j] = ti;
+    }
+  }
+  for (int64_t len = 2; len <= n; len <<= 1) {
+    int64_t half = len >> 1, step = n / len;
+    for (int64_t s = 0; s < n; s += len) {
+      for (int64_t k = 0; k < half; ++k) {
+        const double wr = tw[2 * k * step], wi = tw[2 * k * step + 1];
+        cmlc_fft_v* ur = re + s + k;
+        cmlc_fft_v* ui = im + s + k;
+        cmlc_fft_v* vr = re + s + k + half;
+        cmlc_fft_v* vi = im + s + k + half;
+        const cmlc_fft_v xr = *vr * wr - *vi * wi, xi = *vr * wi + *vi * wr;
+        *vr = *ur - xr, *vi = *ui - xi;
+        *ur += xr, *ui += xi;
       }
     }
   }
@@ -262,6 +302,7 @@ typedef struct cmlc_fft_ctx_t {
   double* work;
   int32_t axis;    // fft axis index being transformed
   int64_t stride;  // complex elements between consecutive line entries
+  int64_t lines;   // lines of the pass
   bool inverse;
   // C2R last pass / I/O.
   const void* in;
@@ -275,24 +316,61 @@ static double* cmlc_fft_thread_buf(const cmlc_fft_ctx_t* c, int thread_index) {
   return c->s + c->p->off_thread + (size_t)thread_index * c->p->thread_size;
 }
 
+// One line |l| of the pass alone: gathered into |line|, transformed, scattered back.
+static void cmlc_fft_axis_line(const cmlc_fft_ctx_t* c, const cmlc_fft_axis_t* x, int64_t l,
+                               double* line, double* work) {
+  const int64_t n = x->n, stride = c->stride;
+  // Line l: outer index l / stride, inner index l % stride.
+  const int64_t base = (l / stride) * n * stride + (l % stride);
+  const double sign = c->inverse ? -1.0 : 1.0;
+  for (int64_t j = 0; j < n; ++j) {
+    line[2 * j] = c->work[2 * (base + j * stride)];
+    line[2 * j + 1] = sign * c->work[2 * (base + j * stride) + 1];
+  }
+  cmlc_fft_line(x, c->s, line, work);
+  for (int64_t j = 0; j < n; ++j) {
+    c->work[2 * (base + j * stride)] = line[2 * j];
+    c->work[2 * (base + j * stride) + 1] = sign * line[2 * j + 1];
+  }
+}
+
+// Tasks are groups of CMLC_FFT_LANES lines of the pass (|lines| in all): a full group of a
+// power-of-two axis transformed together, other lines one by one.
 static void cmlc_fft_axis_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   const cmlc_fft_ctx_t* c = vctx;
   const cmlc_fft_axis_t* x = &c->p->ax[c->axis];
   int64_t n = x->n, stride = c->stride;
   double* line = cmlc_fft_thread_buf(c, thread_index);
   double* work = line + 2 * n;
-  for (int64_t l = begin; l < end; ++l) {
-    // Line l: outer index l / stride, inner index l % stride.
-    int64_t base = (l / stride) * n * stride + (l % stride);
-    double sign = c->inverse ? -1.0 : 1.0;
-    for (int64_t j = 0; j < n; ++j) {
-      line[2 * j] = c->work[2 * (base + j * stride)];
-      line[2 * j + 1] = sign * c->work[2 * (base + j * stride) + 1];
+  const double sign = c->inverse ? -1.0 : 1.0;
+  for (int64_t g = begin; g < end; ++g) {
+    const int64_t l0 = g * CMLC_FFT_LANES;
+    const int64_t l1 = l0 + CMLC_FFT_LANES < c->lines ? l0 + CMLC_FFT_LANES : c->lines;
+    if (x->kind == CMLC_FFT_POW2 && l1 - l0 == CMLC_FFT_LANES) {
+      cmlc_fft_v* re = (cmlc_fft_v*)(void*)line;  // 32-byte multiples from a 64-byte base
+      cmlc_fft_v* im = re + n;
+      int64_t base[CMLC_FFT_LANES];
+      for (int q = 0; q < CMLC_FFT_LANES; ++q) {
+        const int64_t l = l0 + q;
+        base[q] = (l / stride) * n * stride + (l % stride);
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        for (int q = 0; q < CMLC_FFT_LANES; ++q) {
+          re[j][q] = c->work[2 * (base[q] + j * stride)];
+          im[j][q] = sign * c->work[2 * (base[q] + j * stride) + 1];
+        }
+      }
+      cmlc_fft_pow2_lanes(re, im, n, c->s + x->off_tw);
+      for (int64_t j = 0; j < n; ++j) {
+        for (int q = 0; q < CMLC_FFT_LANES; ++q) {
+          c->work[2 * (base[q] + j * stride)] = re[j][q];
+          c->work[2 * (base[q] + j * stride) + 1] = sign * im[j][q];
+        }
+      }
+      continue;
     }
-    cmlc_fft_line(x, c->s, line, work);
-    for (int64_t j = 0; j < n; ++j) {
-      c->work[2 * (base + j * stride)] = line[2 * j];
-      c->work[2 * (base + j * stride) + 1] = sign * line[2 * j + 1];
+    for (int64_t l = l0; l < l1; ++l) {
+      cmlc_fft_axis_line(c, x, l, line, work);
     }
   }
 }
@@ -307,9 +385,10 @@ static void cmlc_fft_pass(cmlc_fft_ctx_t* c, cmlc_pool_t* pool, int32_t axis, bo
   c->axis = axis;
   c->stride = stride;
   c->inverse = inverse;
-  int64_t lines = p->full / n;
-  int64_t chunk = 8192 / (n * 4) + 1;
-  cmlc_parallel_for(pool, lines, chunk, cmlc_fft_axis_task, c);
+  c->lines = p->full / n;
+  const int64_t groups = (c->lines + CMLC_FFT_LANES - 1) / CMLC_FFT_LANES;
+  int64_t chunk = 8192 / (n * 4 * CMLC_FFT_LANES) + 1;
+  cmlc_parallel_for(pool, groups, chunk, cmlc_fft_axis_task, c);
 }
 
 // C2R last axis: per line, Hermitian extension of the first |half| entries, inverse, real part.
