@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "backends/c/cmlc.h"
+#include "backends/c/engine_internal.h"
 #include "test.h"
 
 typedef struct fake_t {
@@ -38,11 +39,15 @@ static void fake_init(fake_t* f, cml_op_t op, const cml_shape_t* ins, uint32_t n
   f->module.num_devices = 1;
 }
 
+// The ISA fake_run plans for (the scalar one unless a test sets it).
+static cmlc_isa_t g_fake_isa = CMLC_ISA_SCALAR;
+
 static cml_status_t fake_run(fake_t* f, int threads, cmlc_pool_t* pool, const void* const* inputs,
                              void* const* outputs) {
   cmlc_options_t o;
   memset(&o, 0, sizeof o);
   o.threads = threads;
+  o.isa = g_fake_isa;
   o.devices = 1;
   cmlc_kernel_entry_t e;
   memset(&e, 0, sizeof e);
@@ -245,10 +250,11 @@ TEST(fft_c2c_lengths_and_inverse) {
   ASSERT_FALSE(failed);
 }
 
-// Power-of-two lines are transformed four at a time (one vector lane per line) when a pass has
-// four together, the rest one by one: every line must come out with the bits it gets alone
-// (batch 1: the one-line path), forward and inverse, along the last axis and along a leading
-// one (strided lines, 2-D), on 1 and 3 threads.
+// Power-of-two lines are transformed two at a time (four with AVX2), one vector lane per line,
+// when a pass has that many together, the rest one by one: every line must come out with the
+// bits it gets alone (batch 1 on the scalar ISA: the one-line path), forward and inverse, along
+// the last axis and along a leading one (strided lines, 2-D), on 1 and 3 threads, with both
+// lane counts.
 TEST(fft_lanes_match_single_lines) {
   static const int64_t cases[][3] = {{7, 8, 0}, {9, 512, 0}, {5, 64, 0}, {3, 16, 8}};
   cmlc_pool_t* pool = NULL;
@@ -276,17 +282,23 @@ TEST(fft_lanes_match_single_lines) {
         g->attrs.axis_count = axes;
         g->attrs.axes[0] = len0, g->attrs.axes[1] = len1;
       }
-      ASSERT_STATUS_OK(fake_run(&f, 1, NULL, (const void*[]){in}, (void*[]){out}));
-      ASSERT_STATUS_OK(fake_run(&f, 3, pool, (const void*[]){in}, (void*[]){out3}));
-      for (int64_t b = 0; b < batch && !failed; ++b) {
-        ASSERT_STATUS_OK(
-            fake_run(&f1, 1, NULL, (const void*[]){in + 2 * b * inner}, (void*[]){one}));
-        if (memcmp(one, out + 2 * b * inner, sizeof(double) * 2 * (size_t)inner) != 0 ||
-            memcmp(out3 + 2 * b * inner, out + 2 * b * inner, sizeof(double) * 2 * (size_t)inner) !=
-                0) {
-          fprintf(stderr, "case %zu inv %d batch %lld: lanes differ from the line alone\n", ci, inv,
-                  (long long)b);
-          failed = 1;
+      cmlc_cpu_features_t cpu;
+      cmlc_cpu_detect(&cpu);
+      for (int isa = 0; isa < (cpu.avx2_fma ? 2 : 1) && !failed; ++isa) {
+        g_fake_isa = isa ? CMLC_ISA_AVX2 : CMLC_ISA_SCALAR;
+        ASSERT_STATUS_OK(fake_run(&f, 1, NULL, (const void*[]){in}, (void*[]){out}));
+        ASSERT_STATUS_OK(fake_run(&f, 3, pool, (const void*[]){in}, (void*[]){out3}));
+        g_fake_isa = CMLC_ISA_SCALAR;
+        for (int64_t b = 0; b < batch && !failed; ++b) {
+          ASSERT_STATUS_OK(
+              fake_run(&f1, 1, NULL, (const void*[]){in + 2 * b * inner}, (void*[]){one}));
+          if (memcmp(one, out + 2 * b * inner, sizeof(double) * 2 * (size_t)inner) != 0 ||
+              memcmp(out3 + 2 * b * inner, out + 2 * b * inner,
+                     sizeof(double) * 2 * (size_t)inner) != 0) {
+            fprintf(stderr, "case %zu inv %d isa %d batch %lld: lanes differ from the line alone\n",
+                    ci, inv, isa, (long long)b);
+            failed = 1;
+          }
         }
       }
     }

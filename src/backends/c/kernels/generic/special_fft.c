@@ -20,12 +20,12 @@
 
 enum {
   CMLC_FFT_DIRECT_MAX = 32,
-  // Power-of-two lines are transformed this many at a time (cmlc_fft_pow2_lanes) when an axis
-  // has that many lines together; the rest one by one. Line l of a pass is in group l / LANES
-  // whatever the threads, so results never depend on them.
-  CMLC_FFT_LANES = 2,
+  // Power-of-two lines are transformed up to this many at a time (cmlc_fft_pow2_x2 / _x4)
+  // when an axis has that many lines together; the rest one by one. Line l of a pass is in
+  // group l / lanes whatever the threads, and each line gets the same operations in any lane,
+  // so results depend on neither.
+  CMLC_FFT_LANES_MAX = 4,
 };
-typedef double cmlc_fft_v __attribute__((vector_size(CMLC_FFT_LANES * sizeof(double))));
 
 typedef enum cmlc_fft_kind_t {
   CMLC_FFT_TRIVIAL = 0,  // n <= 1
@@ -117,7 +117,7 @@ static bool cmlc_fft_plan(const cml_shape_t* in, const cml_shape_t* out,
     size_t need = 2 * (size_t)x->n;  // the line, then the transform's work area
     if (x->kind == CMLC_FFT_BLUESTEIN) need += 2 * (size_t)x->m;
     if (x->kind == CMLC_FFT_DIRECT) need += 2 * (size_t)x->n;
-    if (x->kind == CMLC_FFT_POW2) need = 2 * (size_t)x->n * CMLC_FFT_LANES;  // lanes of lines
+    if (x->kind == CMLC_FFT_POW2) need = 2 * (size_t)x->n * CMLC_FFT_LANES_MAX;  // lanes
     if (need > thread_need) thread_need = need;
   }
   p->off_work = off;
@@ -166,37 +166,45 @@ static void cmlc_fft_pow2(double* x, int64_t n, const double* tw) {
   }
 }
 
-// cmlc_fft_pow2 on CMLC_FFT_LANES lines at once, one vector lane per line: re[j] and im[j]
-// hold element j of every line. The same operations in the same order on each lane, so each
-// line gets the same bits as alone (compiled as plain vector arithmetic: SSE2 pairs on x86-64,
-// WASM SIMD or NEON elsewhere).
-static void cmlc_fft_pow2_lanes(cmlc_fft_v* re, cmlc_fft_v* im, int64_t n, const double* tw) {
-  for (int64_t i = 1, j = 0; i < n; ++i) {
-    int64_t bit = n >> 1;
-    for (; j & bit; bit >>= 1) j ^= bit;
-    j ^= bit;
-    if (i < j) {
-      const cmlc_fft_v tr = re[i], ti = im[i];
-      re[i] = re[j], im[i] = im[j];
-      re[j] = tr, im[j] = ti;
-    }
+// cmlc_fft_pow2 on several lines at once, one vector lane per line: re[j] and im[j] hold
+// element j of every line. The same operations in the same order on each lane (plain vector
+// arithmetic, no contraction into fused multiply-adds), so each line gets the same bits as
+// alone: two lanes on any target (SSE2 on x86-64), four with AVX2.
+#define CMLC_FFT_POW2_LANES(name, V, ATTR)                               \
+  ATTR static void name(V* re, V* im, int64_t n, const double* tw) {     \
+    for (int64_t i = 1, j = 0; i < n; ++i) {                             \
+      int64_t bit = n >> 1;                                              \
+      for (; j & bit; bit >>= 1) j ^= bit;                               \
+      j ^= bit;                                                          \
+      if (i < j) {                                                       \
+        const V tr = re[i], ti = im[i];                                  \
+        re[i] = re[j], im[i] = im[j];                                    \
+        re[j] = tr, im[j] = ti;                                          \
+      }                                                                  \
+    }                                                                    \
+    for (int64_t len = 2; len <= n; len <<= 1) {                         \
+      int64_t half = len >> 1, step = n / len;                           \
+      for (int64_t s = 0; s < n; s += len) {                             \
+        for (int64_t k = 0; k < half; ++k) {                             \
+          const double wr = tw[2 * k * step], wi = tw[2 * k * step + 1]; \
+          V* ur = re + s + k;                                            \
+          V* ui = im + s + k;                                            \
+          V* vr = re + s + k + half;                                     \
+          V* vi = im + s + k + half;                                     \
+          const V xr = *vr * wr - *vi * wi, xi = *vr * wi + *vi * wr;    \
+          *vr = *ur - xr, *vi = *ui - xi;                                \
+          *ur += xr, *ui += xi;                                          \
+        }                                                                \
+      }                                                                  \
+    }                                                                    \
   }
-  for (int64_t len = 2; len <= n; len <<= 1) {
-    int64_t half = len >> 1, step = n / len;
-    for (int64_t s = 0; s < n; s += len) {
-      for (int64_t k = 0; k < half; ++k) {
-        const double wr = tw[2 * k * step], wi = tw[2 * k * step + 1];
-        cmlc_fft_v* ur = re + s + k;
-        cmlc_fft_v* ui = im + s + k;
-        cmlc_fft_v* vr = re + s + k + half;
-        cmlc_fft_v* vi = im + s + k + half;
-        const cmlc_fft_v xr = *vr * wr - *vi * wi, xi = *vr * wi + *vi * wr;
-        *vr = *ur - xr, *vi = *ui - xi;
-        *ur += xr, *ui += xi;
-      }
-    }
-  }
-}
+typedef double cmlc_fft_v2 __attribute__((vector_size(2 * sizeof(double))));
+CMLC_FFT_POW2_LANES(cmlc_fft_pow2_x2, cmlc_fft_v2, )
+#if defined(CMLC_HAVE_X86_64)
+typedef double cmlc_fft_v4 __attribute__((vector_size(4 * sizeof(double))));
+CMLC_FFT_POW2_LANES(cmlc_fft_pow2_x4, cmlc_fft_v4, __attribute__((target("avx2"))))
+#endif
+#undef CMLC_FFT_POW2_LANES
 
 static void cmlc_fft_axis_init(const cmlc_fft_axis_t* x, double* s) {
   switch (x->kind) {
@@ -303,6 +311,7 @@ typedef struct cmlc_fft_ctx_t {
   int32_t axis;    // fft axis index being transformed
   int64_t stride;  // complex elements between consecutive line entries
   int64_t lines;   // lines of the pass
+  int lanes;       // power-of-two lines transformed together: 2, or 4 with AVX2
   bool inverse;
   // C2R last pass / I/O.
   const void* in;
@@ -334,43 +343,49 @@ static void cmlc_fft_axis_line(const cmlc_fft_ctx_t* c, const cmlc_fft_axis_t* x
   }
 }
 
-// Tasks are groups of CMLC_FFT_LANES lines of the pass (|lines| in all): a full group of a
+// Tasks are groups of c->lanes lines of the pass (|lines| in all): a full group of a
 // power-of-two axis transformed together, other lines one by one.
 static void cmlc_fft_axis_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   const cmlc_fft_ctx_t* c = vctx;
   const cmlc_fft_axis_t* x = &c->p->ax[c->axis];
-  int64_t n = x->n, stride = c->stride;
+  const int64_t n = x->n, stride = c->stride, lanes = c->lanes;
   double* line = cmlc_fft_thread_buf(c, thread_index);
   double* work = line + 2 * n;
   const double sign = c->inverse ? -1.0 : 1.0;
   for (int64_t g = begin; g < end; ++g) {
-    const int64_t l0 = g * CMLC_FFT_LANES;
-    const int64_t l1 = l0 + CMLC_FFT_LANES < c->lines ? l0 + CMLC_FFT_LANES : c->lines;
-    if (x->kind == CMLC_FFT_POW2 && l1 - l0 == CMLC_FFT_LANES) {
-      cmlc_fft_v* re = (cmlc_fft_v*)(void*)line;  // 32-byte multiples from a 64-byte base
-      cmlc_fft_v* im = re + n;
-      int64_t base[CMLC_FFT_LANES];
-      for (int q = 0; q < CMLC_FFT_LANES; ++q) {
-        const int64_t l = l0 + q;
-        base[q] = (l / stride) * n * stride + (l % stride);
-      }
-      for (int64_t j = 0; j < n; ++j) {
-        for (int q = 0; q < CMLC_FFT_LANES; ++q) {
-          re[j][q] = c->work[2 * (base[q] + j * stride)];
-          im[j][q] = sign * c->work[2 * (base[q] + j * stride) + 1];
-        }
-      }
-      cmlc_fft_pow2_lanes(re, im, n, c->s + x->off_tw);
-      for (int64_t j = 0; j < n; ++j) {
-        for (int q = 0; q < CMLC_FFT_LANES; ++q) {
-          c->work[2 * (base[q] + j * stride)] = re[j][q];
-          c->work[2 * (base[q] + j * stride) + 1] = sign * im[j][q];
-        }
-      }
+    const int64_t l0 = g * lanes, l1 = l0 + lanes < c->lines ? l0 + lanes : c->lines;
+    if (x->kind != CMLC_FFT_POW2 || l1 - l0 != lanes) {
+      for (int64_t l = l0; l < l1; ++l) cmlc_fft_axis_line(c, x, l, line, work);
       continue;
     }
-    for (int64_t l = l0; l < l1; ++l) {
-      cmlc_fft_axis_line(c, x, l, line, work);
+    // Element j of lane q at re[j * lanes + q], im after all of re (64-byte aligned buffer).
+    double* re = line;
+    double* im = line + n * lanes;
+    int64_t base[CMLC_FFT_LANES_MAX];
+    for (int64_t q = 0; q < lanes; ++q) {
+      const int64_t l = l0 + q;
+      base[q] = (l / stride) * n * stride + (l % stride);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t q = 0; q < lanes; ++q) {
+        re[j * lanes + q] = c->work[2 * (base[q] + j * stride)];
+        im[j * lanes + q] = sign * c->work[2 * (base[q] + j * stride) + 1];
+      }
+    }
+#if defined(CMLC_HAVE_X86_64)
+    if (lanes == 4) {
+      cmlc_fft_pow2_x4((cmlc_fft_v4*)(void*)re, (cmlc_fft_v4*)(void*)im, n, c->s + x->off_tw);
+    } else {
+      cmlc_fft_pow2_x2((cmlc_fft_v2*)(void*)re, (cmlc_fft_v2*)(void*)im, n, c->s + x->off_tw);
+    }
+#else
+    cmlc_fft_pow2_x2((cmlc_fft_v2*)(void*)re, (cmlc_fft_v2*)(void*)im, n, c->s + x->off_tw);
+#endif
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t q = 0; q < lanes; ++q) {
+        c->work[2 * (base[q] + j * stride)] = re[j * lanes + q];
+        c->work[2 * (base[q] + j * stride) + 1] = sign * im[j * lanes + q];
+      }
     }
   }
 }
@@ -386,8 +401,8 @@ static void cmlc_fft_pass(cmlc_fft_ctx_t* c, cmlc_pool_t* pool, int32_t axis, bo
   c->stride = stride;
   c->inverse = inverse;
   c->lines = p->full / n;
-  const int64_t groups = (c->lines + CMLC_FFT_LANES - 1) / CMLC_FFT_LANES;
-  int64_t chunk = 8192 / (n * 4 * CMLC_FFT_LANES) + 1;
+  const int64_t groups = (c->lines + c->lanes - 1) / c->lanes;
+  int64_t chunk = 8192 / (n * 4 * c->lanes) + 1;
   cmlc_parallel_for(pool, groups, chunk, cmlc_fft_axis_task, c);
 }
 
@@ -452,6 +467,11 @@ static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
   c.in = args->inputs[0];
   c.out = args->outputs[0];
   c.in_dtype = in->dtype;
+  // Four lanes where the plan's ISA has AVX2 (the same bits as two: see CMLC_FFT_POW2_LANES).
+  c.lanes = 2;
+#if defined(CMLC_HAVE_X86_64)
+  if (args->options && args->options->isa >= CMLC_ISA_AVX2) c.lanes = 4;
+#endif
   c.out_dtype = out->dtype;
   double prod = 1;
   for (int32_t a = 0; a < p.axes; ++a) prod *= (double)p.lengths[a];
