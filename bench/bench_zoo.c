@@ -148,25 +148,36 @@ static cml_value_t affine_last(cml_function_t* f, cml_value_t x, const int64_t* 
                     bcast(f, b, dims, rank, &axis, 1));
 }
 
+// A ConvGeneral in channels-last layouts: |x| [N, S_1..S_spatial, C], |kernel| [K_1..K_spatial,
+// I, O]; on every spatial axis padding |lo| / |hi| and dilations |kernel_dil| (atrous) and
+// |input_dil| (transposed convolutions); |groups| feature groups.
+static cml_value_t conv_last(cml_function_t* f, cml_value_t x, cml_value_t kernel, int32_t spatial,
+                             int64_t lo, int64_t hi, int64_t kernel_dil, int64_t input_dil,
+                             int64_t groups) {
+  cml_conv_config_t cc;
+  memset(&cc, 0, sizeof cc);
+  cc.spatial_count = spatial;
+  cc.input_channel_axis = cc.output_channel_axis = 1 + spatial;
+  cc.kernel_input_channel_axis = spatial;
+  cc.kernel_output_channel_axis = spatial + 1;
+  for (int32_t i = 0; i < spatial; ++i) {
+    cc.input_spatial_axes[i] = cc.output_spatial_axes[i] = 1 + i;
+    cc.kernel_spatial_axes[i] = i;
+    cc.padding_low[i] = lo;
+    cc.padding_high[i] = hi;
+    cc.kernel_dilations[i] = kernel_dil;
+    cc.input_dilations[i] = input_dil;
+  }
+  cc.channel_group_count = groups;
+  cc.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_conv_general(f, x, kernel, &cc);
+}
+
 // A 1-D ConvGeneral of an NWC |x| with a WIO |kernel|: padding |lo| / |hi|, |groups| feature
 // groups.
 static cml_value_t conv_nwc(cml_function_t* f, cml_value_t x, cml_value_t kernel, int64_t lo,
                             int64_t hi, int64_t groups) {
-  cml_conv_config_t cc;
-  memset(&cc, 0, sizeof cc);
-  cc.spatial_count = 1;
-  cc.input_channel_axis = 2;
-  cc.input_spatial_axes[0] = 1;
-  cc.kernel_spatial_axes[0] = 0;
-  cc.kernel_input_channel_axis = 1;
-  cc.kernel_output_channel_axis = 2;
-  cc.output_channel_axis = 2;
-  cc.output_spatial_axes[0] = 1;
-  cc.padding_low[0] = lo;
-  cc.padding_high[0] = hi;
-  cc.channel_group_count = groups;
-  cc.output_dtype = CML_DTYPE_INVALID;
-  return cml_op_conv_general(f, x, kernel, &cc);
+  return conv_last(f, x, kernel, 1, lo, hi, 1, 1, groups);
 }
 
 static cml_value_t relu(cml_function_t* f, cml_value_t x) {
@@ -593,39 +604,14 @@ static cml_value_t build_resize(cml_function_t* f) {
 static cml_value_t build_dilated_conv(cml_function_t* f) {
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 64, 64, 64});
   cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 64, 64});
-  cml_conv_config_t cc;
-  memset(&cc, 0, sizeof cc);
-  cc.spatial_count = 2;
-  cc.input_channel_axis = cc.output_channel_axis = 3;
-  cc.kernel_input_channel_axis = 2;
-  cc.kernel_output_channel_axis = 3;
-  for (int i = 0; i < 2; ++i) {
-    cc.input_spatial_axes[i] = cc.output_spatial_axes[i] = 1 + i;
-    cc.kernel_spatial_axes[i] = i;
-    cc.padding_low[i] = cc.padding_high[i] = 2;
-    cc.kernel_dilations[i] = 2;
-  }
-  cc.output_dtype = CML_DTYPE_INVALID;
-  return cml_op_conv_general(f, x, k, &cc);
+  return conv_last(f, x, k, 2, 2, 2, 2, 1, 1);
 }
 
 // A 3x3x3 convolution of a video clip, NDHWC.
 static cml_value_t build_conv3d(cml_function_t* f) {
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 5, (int64_t[]){2, 8, 32, 32, 32});
   cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 5, (int64_t[]){3, 3, 3, 32, 32});
-  cml_conv_config_t cc;
-  memset(&cc, 0, sizeof cc);
-  cc.spatial_count = 3;
-  cc.input_channel_axis = cc.output_channel_axis = 4;
-  cc.kernel_input_channel_axis = 3;
-  cc.kernel_output_channel_axis = 4;
-  for (int i = 0; i < 3; ++i) {
-    cc.input_spatial_axes[i] = cc.output_spatial_axes[i] = 1 + i;
-    cc.kernel_spatial_axes[i] = i;
-    cc.padding_low[i] = cc.padding_high[i] = 1;
-  }
-  cc.output_dtype = CML_DTYPE_INVALID;
-  return cml_op_conv_general(f, x, k, &cc);
+  return conv_last(f, x, k, 3, 1, 1, 1, 1, 1);
 }
 
 // Inception's 3x3/1 average pool, "same" padding, counting the padding (sum / 9).
@@ -1046,21 +1032,7 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       // The gradient-of-conv form: input dilation 2, padding k-1-p = 2 each side.
       cml_value_t x = bench_param(f, "x", dt, 4, (int64_t[]){8, 16, 16, 64});
       cml_value_t k = bench_param(f, "k", dt, 4, (int64_t[]){4, 4, 64, 32});
-      cml_conv_config_t cc;
-      memset(&cc, 0, sizeof cc);
-      cc.spatial_count = 2;
-      cc.input_channel_axis = 3;
-      cc.kernel_input_channel_axis = 2;
-      cc.kernel_output_channel_axis = 3;
-      cc.output_channel_axis = 3;
-      for (int i = 0; i < 2; ++i) {
-        cc.input_spatial_axes[i] = cc.output_spatial_axes[i] = 1 + i;
-        cc.kernel_spatial_axes[i] = i;
-        cc.padding_low[i] = cc.padding_high[i] = 2;
-        cc.input_dilations[i] = 2;
-      }
-      cc.output_dtype = CML_DTYPE_INVALID;
-      return cml_op_conv_general(f, x, k, &cc);
+      return conv_last(f, x, k, 2, 2, 2, 1, 2, 1);
     }
     case Z_ATTENTION:
       return build_attention(f);

@@ -585,6 +585,15 @@ TEST(f32_short_inner_runs_every_isa) {
   if (isa_count > 1) ASSERT_TRUE(two_pass >= 3);
 }
 
+// |acc| combined with |e| as the reductions define it: rounded sums; Max / Min with NaN
+// propagating (the first NaN kept) and -0 < +0.
+static float seq_comb(cml_op_t op, float acc, float e) {
+  if (op == CML_OP_REDUCE_SUM) return acc + e;
+  if (isnan(acc) || isnan(e)) return isnan(acc) ? acc : e;
+  if (op == CML_OP_REDUCE_MAX) return e > acc || (e == acc && !signbit(e)) ? e : acc;
+  return e < acc || (e == acc && signbit(e)) ? e : acc;
+}
+
 // Runs of at most 16 f32 values are combined in index order from the identity (sums rounded
 // at each step; Max/Min with NaN propagating, the first NaN kept, -0 < +0), as a hand loop
 // here does: one row per output (rows of consecutive outputs, 16 at a time, the last group
@@ -623,27 +632,8 @@ TEST(f32_short_rows_in_order_every_isa) {
         float acc = ident;
         for (int64_t q = 0; q < a; ++q) {
           float v = ident;
-          for (int64_t j = 0; j < len; ++j) {
-            const float e = x[(q * r + o) * len + j];
-            if (op == CML_OP_REDUCE_SUM) {
-              v = v + e;
-            } else if (isnan(v) || isnan(e)) {
-              v = isnan(v) ? v : e;
-            } else if (op == CML_OP_REDUCE_MAX) {
-              v = e > v || (e == v && !signbit(e)) ? e : v;
-            } else {
-              v = e < v || (e == v && signbit(e)) ? e : v;
-            }
-          }
-          if (op == CML_OP_REDUCE_SUM) {
-            acc = acc + v;
-          } else if (isnan(acc) || isnan(v)) {
-            acc = isnan(acc) ? acc : v;
-          } else if (op == CML_OP_REDUCE_MAX) {
-            acc = v > acc || (v == acc && !signbit(v)) ? v : acc;
-          } else {
-            acc = v < acc || (v == acc && signbit(v)) ? v : acc;
-          }
+          for (int64_t j = 0; j < len; ++j) v = seq_comb(op, v, x[(q * r + o) * len + j]);
+          acc = seq_comb(op, acc, v);
         }
         want[o] = acc;
       }
