@@ -184,6 +184,49 @@ static cml_value_t relu(cml_function_t* f, cml_value_t x) {
   return cml_op_max(f, x, scalar(f, CML_DTYPE_F32, 0.0));
 }
 
+// A window over H and W of an NHWC tensor: |size| x |size|, stride |stride|, padding |lo| / |hi|.
+static cml_window_config_t nhwc_window(int64_t size, int64_t stride, int64_t lo, int64_t hi) {
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 4;
+  for (int i = 0; i < 4; ++i) w.window_dims[i] = w.strides[i] = 1;
+  for (int i = 1; i < 3; ++i) {
+    w.window_dims[i] = size;
+    w.strides[i] = stride;
+    w.padding_low[i] = lo;
+    w.padding_high[i] = hi;
+  }
+  return w;
+}
+
+// Rows of a [rows, width] table taken by row id (Gather; ids have a trailing index axis at
+// |vector_axis|, which the output's row axis |vector_axis| replaces).
+static cml_gather_dims_t row_gather(int64_t width, int64_t vector_axis) {
+  cml_gather_dims_t g;
+  memset(&g, 0, sizeof g);
+  g.index_vector_axis = vector_axis;
+  g.offset_output_axis_count = 1;
+  g.offset_output_axes[0] = vector_axis;
+  g.collapsed_slice_axis_count = 1;
+  g.start_index_map_count = 1;
+  g.slice_size_count = 2;
+  g.slice_sizes[0] = 1;
+  g.slice_sizes[1] = width;
+  return g;
+}
+
+// Rows of updates [n, width] combined into rows of an operand by row ids [n, 1] (Scatter*).
+static cml_scatter_dims_t row_scatter(void) {
+  cml_scatter_dims_t s;
+  memset(&s, 0, sizeof s);
+  s.index_vector_axis = 1;
+  s.update_window_axis_count = 1;
+  s.update_window_axes[0] = 1;
+  s.inserted_window_axis_count = 1;
+  s.scatter_axes_to_operand_axes_count = 1;
+  return s;
+}
+
 static cml_value_t maxpool2(cml_function_t* f, cml_value_t x) {
   cml_window_config_t w;
   memset(&w, 0, sizeof w);
@@ -477,16 +520,7 @@ static cml_value_t build_adam(cml_function_t* f) {
 static cml_value_t build_maxpool_grad(cml_function_t* f) {
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 112, 112, 64});
   cml_value_t dy = bench_param(f, "dy", CML_DTYPE_F32, 4, (int64_t[]){8, 56, 56, 64});
-  cml_window_config_t w;
-  memset(&w, 0, sizeof w);
-  w.rank = 4;
-  for (int i = 0; i < 4; ++i) w.window_dims[i] = w.strides[i] = 1;
-  for (int i = 1; i < 3; ++i) {
-    w.window_dims[i] = 3;
-    w.strides[i] = 2;
-    w.padding_low[i] = w.padding_high[i] = 1;
-  }
-  w.padding_high[1] = w.padding_high[2] = 0;  // (112 + 1 - 3) / 2 + 1 = 56
+  const cml_window_config_t w = nhwc_window(3, 2, 1, 0);  // (112 + 1 - 3) / 2 + 1 = 56
   return cml_op_select_and_scatter(f, CML_OP_SELECT_AND_SCATTER_MAX, x, dy, &w);
 }
 
@@ -497,15 +531,7 @@ static cml_value_t build_embed_grad(cml_function_t* f) {
   cml_value_t up = bench_param(f, "dy", CML_DTYPE_F32, 2, (int64_t[]){t, e});
   cml_value_t zero =
       cml_op_broadcast_in_dim(f, scalar(f, CML_DTYPE_F32, 0.0), (int64_t[]){32000, e}, 2, NULL, 0);
-  cml_scatter_dims_t s;
-  memset(&s, 0, sizeof s);
-  s.index_vector_axis = 1;
-  s.update_window_axis_count = 1;
-  s.update_window_axes[0] = 1;
-  s.inserted_window_axis_count = 1;
-  s.inserted_window_axes[0] = 0;
-  s.scatter_axes_to_operand_axes_count = 1;
-  s.scatter_axes_to_operand_axes[0] = 0;
+  const cml_scatter_dims_t s = row_scatter();
   return cml_op_scatter_sum(f, zero, ids, up, &s);
 }
 
@@ -617,14 +643,7 @@ static cml_value_t build_conv3d(cml_function_t* f) {
 // Inception's 3x3/1 average pool, "same" padding, counting the padding (sum / 9).
 static cml_value_t build_avgpool(cml_function_t* f) {
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 28, 28, 192});
-  cml_window_config_t w;
-  memset(&w, 0, sizeof w);
-  w.rank = 4;
-  for (int i = 0; i < 4; ++i) w.window_dims[i] = w.strides[i] = 1;
-  for (int i = 1; i < 3; ++i) {
-    w.window_dims[i] = 3;
-    w.padding_low[i] = w.padding_high[i] = 1;
-  }
+  const cml_window_config_t w = nhwc_window(3, 1, 1, 1);
   return cml_op_mul(f, cml_op_reduce_window(f, x, CML_REDUCE_SUM, &w),
                     scalar(f, CML_DTYPE_F32, 1.0 / 9));
 }
@@ -715,27 +734,11 @@ static cml_value_t build_gnn(cml_function_t* f) {
   cml_value_t src = ids_from(f, "src", (int64_t[]){edges, 1}, 2, nodes);
   cml_value_t dst = ids_from(f, "dst", (int64_t[]){edges, 1}, 2, nodes);
   cml_value_t ew = bench_param(f, "ew", CML_DTYPE_F32, 1, &edges);
-  cml_gather_dims_t g;
-  memset(&g, 0, sizeof g);
-  g.index_vector_axis = 1;
-  g.offset_output_axis_count = 1;
-  g.offset_output_axes[0] = 1;
-  g.collapsed_slice_axis_count = 1;
-  g.collapsed_slice_axes[0] = 0;
-  g.start_index_map_count = 1;
-  g.slice_size_count = 2;
-  g.slice_sizes[0] = 1;
-  g.slice_sizes[1] = fd;
+  const cml_gather_dims_t g = row_gather(fd, 1);
   cml_value_t msg = cml_op_mul(f, cml_op_gather(f, h, src, &g), bcast(f, ew, ed, 2, &zero, 1));
   cml_value_t agg0 =
       cml_op_broadcast_in_dim(f, scalar(f, CML_DTYPE_F32, 0.0), (int64_t[]){nodes, fd}, 2, NULL, 0);
-  cml_scatter_dims_t s;
-  memset(&s, 0, sizeof s);
-  s.index_vector_axis = 1;
-  s.update_window_axis_count = 1;
-  s.update_window_axes[0] = 1;
-  s.inserted_window_axis_count = 1;
-  s.scatter_axes_to_operand_axes_count = 1;
+  const cml_scatter_dims_t s = row_scatter();
   cml_value_t agg = cml_op_scatter_sum(f, agg0, dst, msg, &s);
   return relu(f, dense(f, agg, nodes, fd, fd));
 }
@@ -995,17 +998,7 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
           f, cml_op_mul(f, cml_op_iota(f, &is, 1), cml_constant_scalar_i64(f, CML_DTYPE_I32, 7919)),
           cml_constant_scalar_i64(f, CML_DTYPE_I32, 32000));
       ids = cml_op_add(f, ids, cml_op_iota(f, &is, 0));
-      cml_gather_dims_t g;
-      memset(&g, 0, sizeof g);
-      g.index_vector_axis = 2;
-      g.offset_output_axis_count = 1;
-      g.offset_output_axes[0] = 2;
-      g.collapsed_slice_axis_count = 1;
-      g.collapsed_slice_axes[0] = 0;
-      g.start_index_map_count = 1;
-      g.slice_size_count = 2;
-      g.slice_sizes[0] = 1;
-      g.slice_sizes[1] = 512;
+      const cml_gather_dims_t g = row_gather(512, 2);
       const int64_t d[3] = {16, 128, 512};
       return layernorm(f, cml_op_gather(f, table, ids, &g), d, 3);
     }
