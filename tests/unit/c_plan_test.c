@@ -802,14 +802,14 @@ TEST(sort_typed_lines_match_general) {
 }
 
 TEST(sort_prefix_selection_matches_whole_sort) {
-  // Sorts whose results only Slices of the first k columns read (top-k) select those k per
-  // line instead of sorting the line; they must be the first k of the whole sort, payload
-  // included: ties in their original order, -0 and +0 (equal under LessThan), lines with a NaN
-  // (sorted whole: a plain comparison with NaN is not a strict weak order), f32 and i32 (typed
-  // selection), f64 and TotalOrder comparators (selection through the comparison function).
-  // LessOrEqual, a plain comparison of bf16 keys, a prefix over a quarter of the line, a
+  // Sorts of f32 or i32 keys under a plain LessThan / GreaterThan whose results only Slices of
+  // the first k columns read (top-k) select those k per line instead of sorting the line; they
+  // must be the first k of the whole sort, payload included: ties in their original order, -0
+  // and +0 (equal under LessThan), lines with a NaN (sorted whole: a plain comparison with NaN
+  // is not a strict weak order), an ascending run (every element enters the buffer). f64 keys,
+  // TotalOrder and LessOrEqual comparators, bf16 keys, a prefix over a quarter of the line, a
   // general comparator and a whole sorted line among the results sort whole lines (no
-  // prepared prefix).
+  // prepared prefix), with the same results.
   static const struct {
     int64_t rows, cols, k;
     cml_dtype_t dt;
@@ -822,14 +822,14 @@ TEST(sort_prefix_selection_matches_whole_sort) {
       {5, 1000, 40, CML_DTYPE_F32, CML_OP_LESS_THAN, false, true, false},
       {4, 257, 64, CML_DTYPE_I32, CML_OP_GREATER_THAN, false, true, false},
       {4, 257, 1, CML_DTYPE_I32, CML_OP_LESS_THAN, false, true, false},
-      {3, 600, 33, CML_DTYPE_F64, CML_OP_GREATER_THAN, false, true, false},
-      {3, 600, 17, CML_DTYPE_F32, CML_OP_LESS_THAN_TOTAL_ORDER, false, true, false},
+      {3, 600, 33, CML_DTYPE_F64, CML_OP_GREATER_THAN, false, false, false},
+      {3, 600, 17, CML_DTYPE_F32, CML_OP_LESS_THAN_TOTAL_ORDER, false, false, false},
       {3, 600, 17, CML_DTYPE_F32, CML_OP_LESS_OR_EQUAL, false, false, false},
       {2, 100, 30, CML_DTYPE_F32, CML_OP_GREATER_THAN, false, false, false},
       {2, 300, 20, CML_DTYPE_F32, CML_OP_GREATER_THAN, true, false, false},
       {3, 300, 20, CML_DTYPE_F32, CML_OP_GREATER_THAN, false, false, true},
       {3, 300, 20, CML_DTYPE_BF16, CML_OP_GREATER_THAN, false, false, false},
-      {3, 300, 20, CML_DTYPE_BF16, CML_OP_GREATER_THAN_TOTAL_ORDER, false, true, false},
+      {3, 300, 20, CML_DTYPE_BF16, CML_OP_GREATER_THAN_TOTAL_ORDER, false, false, false},
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
     const int64_t rows = cases[ci].rows, cols = cases[ci].cols, k = cases[ci].k, n = rows * cols;

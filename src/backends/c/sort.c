@@ -162,10 +162,7 @@ static bool cmlc_sort_typed_fns(cml_dtype_t dtype, bool total, cmlc_sort_fns_t* 
 }
 
 // The direct comparison for a comparator that is a single compare of params 0 and 1, or NULL.
-// |strict| (optional) says whether it is a strict LessThan / GreaterThan (a strict weak order
-// on elements that are not NaN) rather than LessOrEqual / GreaterOrEqual.
-static cmlc_before_fn cmlc_sort_fast_comparator(const cml_module_t* m, const cml_ir_node_t* node,
-                                                bool* strict) {
+static cmlc_before_fn cmlc_sort_fast_comparator(const cml_module_t* m, const cml_ir_node_t* node) {
   uint32_t fi = node->attrs->functions[0];
   if (fi >= m->function_count) return NULL;
   const cml_ir_function_t* f = &m->functions[fi];
@@ -220,7 +217,6 @@ static cmlc_before_fn cmlc_sort_fast_comparator(const cml_module_t* m, const cml
   }
   // cmp(rhs, lhs): lt <-> gt, le <-> ge.
   if (swapped) kind ^= 1;
-  if (strict) *strict = kind <= 1;
   cmlc_sort_fns_t fns;
   if (!cmlc_sort_typed_fns(m->values[node->inputs[0]].shape.dtype, total, &fns)) return NULL;
   switch (kind) {
@@ -402,75 +398,13 @@ static int64_t cmlc_sort_read_prefix(const cml_module_t* m, const cml_ir_node_t*
   return prefix < len ? prefix : len;
 }
 
-// Lines at most this many times the prefix long are sorted whole (the selection below makes
-// up to prefix moves per element it keeps).
-enum { CMLC_SORT_SELECT_MAX = 256, CMLC_SORT_SELECT_RATIO = 4 };
-
-// entry.prepare (run at plan time for every Sort): the read prefix, when the kernel selects
-// it instead of sorting whole lines (a strict comparator of the fast path, a prefix of at most
-// CMLC_SORT_SELECT_MAX and at most 1/CMLC_SORT_SELECT_RATIO of the axis); 0 bytes otherwise.
-size_t cmlc_sort_prepare(const cml_module_t* module, const cml_ir_node_t* node,
-                         const cmlc_options_t* options, const void* const* consts, void* dst) {
-  (void)consts;
-  // The reference backend, the oracle of the tests and benchmarks, sorts whole lines.
-  if (options && options->reference) return 0;
-  const cml_shape_t* s = &module->values[node->inputs[0]].shape;
-  const int64_t axis = node->attrs->axis;
-  if (axis < 0 || axis >= s->rank || node->input_count == 0) return 0;
-  bool strict = false;
-  cmlc_before_fn before = cmlc_sort_fast_comparator(module, node, &strict);
-  if (!before || !strict) return 0;
-  // Plain comparisons of f16 / bf16 keys (NaN: see cmlc_sort_line_has_nan) sort whole lines;
-  // f32 and f64 ones check each line for NaN.
-  if ((s->dtype == CML_DTYPE_F16 || s->dtype == CML_DTYPE_BF16) &&
-      before != cmlc_sort_lt_h16_total && before != cmlc_sort_gt_h16_total) {
-    return 0;
-  }
-  const int64_t len = s->dims[axis], prefix = cmlc_sort_read_prefix(module, node);
-  if (prefix > CMLC_SORT_SELECT_MAX || prefix * CMLC_SORT_SELECT_RATIO > len) return 0;
-  if (dst) memcpy(dst, &prefix, sizeof prefix);
-  return sizeof prefix;
-}
-
-// Whether the f64 line holds a NaN (under a plain comparison no NaN is before or after
-// anything: not a strict weak order, so the merge sort's placement of it is the reference).
-static bool cmlc_sort_line_has_nan(const uint8_t* base, int64_t stride, int64_t len) {
-  for (int64_t p = 0; p < len; ++p) {
-    double x;
-    memcpy(&x, base + p * stride, sizeof x);
-    if (isnan(x)) return true;
-  }
-  return false;
-}
-
-// The positions of the first |k| (>= 1) elements of the stable sort of the line under a strict
-// weak order |before|, in order, into |perm|: each element enters a sorted buffer of the best k
-// so far after the ones it is not before (ties keep their order, as the stable sort does), and
-// most elements of a long line are rejected by one comparison with the buffer's last.
-static void cmlc_sort_select(cmlc_before_fn before, const uint8_t* base, int64_t stride,
-                             int64_t len, int64_t k, int64_t* perm) {
-  int64_t count = 0;
-  for (int64_t p = 0; p < len; ++p) {
-    const uint8_t* x = base + p * stride;
-    if (count == k && !before(x, base + perm[k - 1] * stride)) continue;
-    int64_t lo = 0, hi = count;  // the first kept element that x is before
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (before(x, base + perm[mid] * stride)) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    if (count < k) ++count;
-    memmove(perm + lo + 1, perm + lo, (size_t)(count - 1 - lo) * sizeof *perm);
-    perm[lo] = p;
-  }
-}
-
-// cmlc_sort_select with the comparison inlined for plain LessThan / GreaterThan of f32 and
-// i32 keys, the keys kept beside the positions; false when the line holds a NaN (the caller
-// then sorts it whole, see cmlc_sort_line_has_nan). |perm| has room for 2 * k int64 values.
+// The positions of the first |k| (>= 1) elements of the stable sort of the line under a plain
+// LessThan / GreaterThan of f32 or i32 keys, in order, into |perm| (room for 2 * k int64
+// values: the positions, then the keys): each element enters a sorted buffer of the best k so
+// far after the ones it is not before (ties keep their order, as the stable sort does), and
+// most elements of a long line leave after one comparison with the buffer's last. False when
+// the line holds a NaN: no NaN is before or after anything, which is no strict weak order, so
+// the caller sorts that line whole (the merge sort's placement is the reference).
 #define CMLC_SORT_SELECT_TYPED(name, T, BEFORE, ISNAN)                                             \
   static bool cmlc_sort_select_##name(const uint8_t* base, int64_t stride, int64_t len, int64_t k, \
                                       int64_t* perm) {                                             \
@@ -508,13 +442,35 @@ CMLC_SORT_SELECT_TYPED(gt_i32, int32_t, CMLC_SORT_GT, CMLC_SORT_ISNAN_NONE)
 typedef bool (*cmlc_sort_select_fn)(const uint8_t* base, int64_t stride, int64_t len, int64_t k,
                                     int64_t* perm);
 
-// The typed selection of a fast comparator, or NULL (cmlc_sort_select).
+// The selection of a fast comparator, or NULL (lines are sorted whole).
 static cmlc_sort_select_fn cmlc_sort_select_typed(cmlc_before_fn before) {
   if (before == cmlc_sort_lt_f32) return cmlc_sort_select_lt_f32;
   if (before == cmlc_sort_gt_f32) return cmlc_sort_select_gt_f32;
   if (before == cmlc_sort_lt_i32) return cmlc_sort_select_lt_i32;
   if (before == cmlc_sort_gt_i32) return cmlc_sort_select_gt_i32;
   return NULL;
+}
+
+// Lines at most this many times the prefix long are sorted whole (the selection makes up to
+// prefix moves per element it keeps).
+enum { CMLC_SORT_SELECT_MAX = 256, CMLC_SORT_SELECT_RATIO = 4 };
+
+// entry.prepare (run at plan time for every Sort): the read prefix, when the kernel selects
+// it instead of sorting whole lines (a comparator with a selection, a prefix of at most
+// CMLC_SORT_SELECT_MAX and at most 1/CMLC_SORT_SELECT_RATIO of the axis); 0 bytes otherwise.
+size_t cmlc_sort_prepare(const cml_module_t* module, const cml_ir_node_t* node,
+                         const cmlc_options_t* options, const void* const* consts, void* dst) {
+  (void)consts;
+  // The reference backend, the oracle of the tests and benchmarks, sorts whole lines.
+  if (options && options->reference) return 0;
+  const cml_shape_t* s = &module->values[node->inputs[0]].shape;
+  const int64_t axis = node->attrs->axis;
+  if (axis < 0 || axis >= s->rank || node->input_count == 0) return 0;
+  if (!cmlc_sort_select_typed(cmlc_sort_fast_comparator(module, node))) return 0;
+  const int64_t len = s->dims[axis], prefix = cmlc_sort_read_prefix(module, node);
+  if (prefix > CMLC_SORT_SELECT_MAX || prefix * CMLC_SORT_SELECT_RATIO > len) return 0;
+  if (dst) memcpy(dst, &prefix, sizeof prefix);
+  return sizeof prefix;
 }
 
 //===--- the kernel ---===//
@@ -526,7 +482,6 @@ typedef struct cmlc_sort_job_t {
   int64_t len, inner;
   int64_t prefix;  // < len: only the first |prefix| of each line are read (cmlc_sort_prepare)
   cmlc_sort_select_fn select;  // the typed selection of the prefix, or NULL
-  bool nan_check;              // lines with a NaN are sorted whole (plain f64 comparisons)
   int64_t* index_scratch;      // per thread: 2 * len
 } cmlc_sort_job_t;
 
@@ -577,18 +532,9 @@ static void cmlc_sort_lines_task(void* ctx, int64_t begin, int64_t end, int thre
     c.base = (const uint8_t*)args->inputs[0] + (size_t)line_offset * es;
     c.stride = (int64_t)((size_t)inner * es);
     if (job->prefix == 0) continue;
-    if (job->prefix < len) {
-      bool done = false;
-      if (job->select) {
-        done = job->select(c.base, c.stride, len, job->prefix, perm);
-      } else if (!(job->nan_check && cmlc_sort_line_has_nan(c.base, c.stride, len))) {
-        cmlc_sort_select(job->before, c.base, c.stride, len, job->prefix, perm);
-        done = true;
-      }
-      if (done) {
-        cmlc_sort_gather(args, line_offset, inner, perm, job->prefix);
-        continue;
-      }
+    if (job->prefix < len && job->select(c.base, c.stride, len, job->prefix, perm)) {
+      cmlc_sort_gather(args, line_offset, inner, perm, job->prefix);
+      continue;
     }
     if (job->typed) {
       int64_t* sorted = NULL;
@@ -640,9 +586,8 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
                            args->scratch_size);
   }
   int64_t* index_scratch = (int64_t*)args->scratch;
-  cmlc_before_fn before = cmlc_sort_fast_comparator(args->module, args->node, NULL);
+  cmlc_before_fn before = cmlc_sort_fast_comparator(args->module, args->node);
   if (before) {
-    const cml_dtype_t dt = s->dtype;
     cmlc_sort_job_t job = {.args = args,
                            .before = before,
                            .typed = cmlc_sort_typed(before, len),
@@ -650,12 +595,8 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
                            .inner = inner,
                            .prefix = len,
                            .index_scratch = index_scratch};
-    if (args->prepared) {
-      memcpy(&job.prefix, args->prepared, sizeof job.prefix);
-      job.select = cmlc_sort_select_typed(before);
-      job.nan_check = dt == CML_DTYPE_F64 && before != cmlc_sort_lt_f64_total &&
-                      before != cmlc_sort_gt_f64_total;
-    }
+    job.select = cmlc_sort_select_typed(before);
+    if (args->prepared && job.select) memcpy(&job.prefix, args->prepared, sizeof job.prefix);
     int pool_threads = cmlc_pool_thread_count(args->pool);
     bool fits = args->scratch_size >= index_bytes * (size_t)pool_threads + general &&
                 pool_threads <= threads;

@@ -361,22 +361,23 @@ static float cmlc_rd_ident_f32(cml_op_t op) {
 }
 
 // f32 runs of at most CMLC_RD_SEQ_RUN elements (an MoE router's 8 experts, a small head) are
-// combined in index order from the identity, as the two-pass short-run path combines its runs,
-// instead of by the SIMD reducer (whose setup costs more than such a run): one at a time by
-// cmlc_rd_run_f32, or CMLC_RD_SEQ_LINES consecutive rows at once, one lane per row, by
-// cmlc_rd_rows_f32 (the same operations in the same order, so the same bits).
+// combined in index order from the identity by cmlc_rd_rows_f32, CMLC_RD_SEQ_LINES consecutive
+// runs at once, one lane per run, instead of by the SIMD reducer (whose setup costs more than
+// such a run). The two-pass short-run path's pass 1 combines its runs with it too.
 enum { CMLC_RD_SEQ_RUN = 16, CMLC_RD_SEQ_LINES = 16 };
 
 // One f32 run of |len| (<= CMLC_RD_SEQ_RUN: in order; longer: the SIMD reducer).
+static void cmlc_rd_rows_f32(cml_op_t op, const float* x, int64_t len, int64_t rows, float* out);
 static inline float cmlc_rd_run_f32(const cmlc_rd_plan_t* p, const float* x, int64_t len) {
   if (len > CMLC_RD_SEQ_RUN) return p->simd(x, len);
-  float acc = cmlc_rd_ident_f32(p->op);
-  for (int64_t j = 0; j < len; ++j) acc = cmlc_rd_comb_f32(p->op, acc, x[j]);
-  return acc;
+  float v;
+  cmlc_rd_rows_f32(p->op, x, len, 1, &v);
+  return v;
 }
 
-// Outputs out[q] = ident (+) run q for |rows| consecutive runs of |len| (<= CMLC_RD_SEQ_RUN)
-// at |x|, as cmlc_rd_run_f32 combines each.
+// out[q] = run q of |rows| consecutive runs of |len| at |x|, combined in order from the
+// identity. (Such a sum never ends at -0, and Max / Min of the identity with a value is the
+// value, so out[q] is also ident (+) run q, what the row paths store.)
 static void cmlc_rd_rows_f32(cml_op_t op, const float* x, int64_t len, int64_t rows, float* out) {
   const float ident = cmlc_rd_ident_f32(op);
   for (int64_t q0 = 0; q0 < rows; q0 += CMLC_RD_SEQ_LINES) {
@@ -401,7 +402,7 @@ static void cmlc_rd_rows_f32(cml_op_t op, const float* x, int64_t len, int64_t r
         break;
     }
 #undef CMLC_RD_SEQ_ROWS
-    for (int64_t l = 0; l < n; ++l) out[q0 + l] = cmlc_rd_comb_f32(op, ident, acc[l]);
+    for (int64_t l = 0; l < n; ++l) out[q0 + l] = acc[l];
   }
 }
 
@@ -735,8 +736,6 @@ typedef struct cmlc_rd_short_t {
   int64_t len;
 } cmlc_rd_short_t;
 
-#define CMLC_RD_ADD(a, b) ((a) + (b))
-
 // Pass 1: T[i] = the run of |len| input elements from i * len, combined in order from the
 // identity.
 static void cmlc_rd_short_pass1(void* ctx, int64_t begin, int64_t end, int thread_index) {
@@ -744,7 +743,6 @@ static void cmlc_rd_short_pass1(void* ctx, int64_t begin, int64_t end, int threa
   const cmlc_rd_short_t* c = (const cmlc_rd_short_t*)ctx;
   const cmlc_rd_plan_t* p = c->p;
   const int64_t len = c->len;
-  const float ident = cmlc_rd_ident_f32(p->op);
   _Alignas(64) float produced[CMLC__RD_PRODUCE_MAX_RUN];
   const int64_t per = CMLC__RD_PRODUCE_MAX_RUN / len;  // runs per produced chunk
   for (int64_t i0 = begin; i0 < end; i0 += per) {
@@ -754,26 +752,7 @@ static void cmlc_rd_short_pass1(void* ctx, int64_t begin, int64_t end, int threa
       p->produce(p->produce_ctx, i0 * len, n * len, produced);
       x = produced;
     }
-    float* out = c->t + i0;
-    // One loop per op (the op chosen outside the loops).
-#define CMLC_RD_SHORT_RUNS(COMB)                                       \
-  for (int64_t i = 0; i < n; ++i) {                                    \
-    float acc = ident;                                                 \
-    for (int64_t j = 0; j < len; ++j) acc = COMB(acc, x[i * len + j]); \
-    out[i] = acc;                                                      \
-  }
-    switch (p->op) {
-      case CML_OP_REDUCE_MAX:
-        CMLC_RD_SHORT_RUNS(CMLC_EW_FMAX);
-        break;
-      case CML_OP_REDUCE_MIN:
-        CMLC_RD_SHORT_RUNS(CMLC_EW_FMIN);
-        break;
-      default:
-        CMLC_RD_SHORT_RUNS(CMLC_RD_ADD);
-        break;
-    }
-#undef CMLC_RD_SHORT_RUNS
+    cmlc_rd_rows_f32(p->op, x, len, n, c->t + i0);
   }
 }
 

@@ -60,6 +60,13 @@ static void cmlc_wn_geom_init(cmlc_wn_geom_t* g, const cml_shape_t* in, const cm
   }
 }
 
+// Whether axis |d| passes through the window (window 1, stride 1, no dilation or padding:
+// output position o reads input o alone).
+static bool cmlc_wn_passes(const cmlc_wn_geom_t* g, const cml_window_config_t* w, int32_t d) {
+  return g->window[d] == 1 && g->stride[d] == 1 && g->base_dil[d] == 1 && g->pad_lo[d] == 0 &&
+         w->padding_high[d] == 0;
+}
+
 // Decodes the row-major output position |i| into |o|.
 static inline __attribute__((always_inline)) void cmlc_wn_decode(const cmlc_wn_geom_t* g, int64_t i,
                                                                  int64_t* o) {
@@ -407,9 +414,7 @@ static bool cmlc_wn_scan(const cmlc_kernel_args_t* args, const cmlc_wn_geom_t* g
   const cml_window_config_t* w = &args->node->attrs->u.window;
   int32_t axis = -1;
   for (int32_t d = 0; d < g->rank; ++d) {
-    const bool pass = g->window[d] == 1 && g->stride[d] == 1 && g->base_dil[d] == 1 &&
-                      g->pad_lo[d] == 0 && w->padding_high[d] == 0;
-    if (pass) continue;
+    if (cmlc_wn_passes(g, w, d)) continue;
     if (axis >= 0 || g->stride[d] != 1 || g->base_dil[d] != 1 || g->win_dil[d] != 1 ||
         g->pad_lo[d] < g->out_dims[d] - 1) {
       return false;
@@ -632,10 +637,7 @@ static bool cmlc_wn_rows_plan(const cmlc_wn_geom_t* g, const cml_window_config_t
   int64_t len = 1;
   while (lead > 0) {
     const int32_t d = lead - 1;
-    const bool pass = g->window[d] == 1 && g->stride[d] == 1 && g->base_dil[d] == 1 &&
-                      g->pad_lo[d] == 0 && w->padding_high[d] == 0 &&
-                      g->out_dims[d] == g->in_dims[d];
-    if (!pass) break;
+    if (!cmlc_wn_passes(g, w, d)) break;
     len *= g->in_dims[d];
     --lead;
   }
@@ -762,10 +764,7 @@ static bool cmlc_wn_planes(const cmlc_kernel_args_t* args, const cmlc_wn_geom_t*
   if ((args->options && args->options->reference) || g->rank < 2) return false;
   for (int32_t d = 0; d < g->rank; ++d) {
     if (g->base_dil[d] != 1) return false;
-    if (d < g->rank - 2 && (g->window[d] != 1 || g->stride[d] != 1 || g->pad_lo[d] != 0 ||
-                            w->padding_high[d] != 0 || g->out_dims[d] != g->in_dims[d])) {
-      return false;
-    }
+    if (d < g->rank - 2 && !cmlc_wn_passes(g, w, d)) return false;
   }
   const int32_t d0 = g->rank - 2, d1 = g->rank - 1;
   if (g->out_dims[d0] == 0 || g->out_dims[d1] == 0 || g->in_dims[d1] == 0) return false;
