@@ -6,7 +6,10 @@
 // NCHW/OIHW layout, a transposed (upsampling) convolution, attention from DotGeneral and
 // softmax, an erf-GELU MLP, a 1-D convolution, and the pieces of LLaMA-style decoders and
 // CNN heads: RMSNorm, rotary embeddings, a SwiGLU MLP, causal attention with an iota mask,
-// GroupNorm, global average pooling and a cross-entropy loss; c vs c:reference vs xla:cpu.
+// GroupNorm, global average pooling and a cross-entropy loss; training pieces (optimizer
+// updates, backward passes through cml_gradients and the batch-norm ops), data and sequence
+// pieces (scans, top-k, resizing, dropout, decoding loops, hashing, grid sampling), other
+// dtypes (f64, f16, int8 products) and FFT convolutions; c vs c:reference vs xla:cpu.
 // Written to find what models outside the repository's own set spend time on.
 #include <math.h>
 #include <stdio.h>
@@ -68,6 +71,31 @@ enum {
   Z_ONEHOT_EMBED,
   Z_HUBER,
   Z_KV_STEP,
+  Z_CONV_GRAD,
+  Z_BN_GRAD,
+  Z_BN_OPS,
+  Z_F64_MATMUL,
+  Z_INT8_MATMUL,
+  Z_F16_MLP,
+  Z_SOFTMAX_AXIS1,
+  Z_ARGMAX_COLS,
+  Z_PICK_LABELS,
+  Z_GREEDY_DECODE,
+  Z_BIDIR_CONCAT,
+  Z_REFLECT_PAD_CONV,
+  Z_FFT_CONV,
+  Z_GROUPED_CONV,
+  Z_SE_BLOCK,
+  Z_GRID_SAMPLE,
+  Z_WAV_STEM,
+  Z_HASH_HIST,
+  Z_TRANSPOSE3D,
+  Z_FAKE_QUANT,
+  Z_BCE,
+  Z_LAYER_SCAN,
+  Z_EMBED_BAG,
+  Z_EINSUM_BHQK,
+  Z_F64_SUMSQ,
   Z_COUNT
 };
 
@@ -123,6 +151,31 @@ static const char* const kNames[Z_COUNT] = {
     "one-hot [2048,4096] x table [4096,256] (embedding as a product)",
     "Huber loss of [4M] predictions, mean",
     "decoder step: KV cache [1,12,1024,64] update + attention",
+    "conv 3x3 [8,28,28,128] -> 128 backward: input and filter gradients (autodiff)",
+    "batch-norm training backward [32,28,28,64] from primitives (autodiff)",
+    "BatchNormTraining + BatchNormGradient ops [32,28,28,64]",
+    "f64 [512,512] x [512,512] + tanh",
+    "int8 DotGeneral [256,1024] x [1024,1024] -> i32, rescaled to f32",
+    "f16 MLP [128,1024]-4096-1024, tanh GELU, f16 weights and output",
+    "softmax over channels (axis 1) of NCHW [8,64,56,56]",
+    "argmax over axis 0 of [4096,1000]",
+    "log-softmax [256,32000], label log-probs by Gather (take_along_axis)",
+    "greedy decode: 64 While steps of embed [1000,256], tanh RNN 256, logits, argmax",
+    "bidirectional features: x [32,512,256] concat reversed along time",
+    "reflection pad 1 (slices, Reverse, Concatenate) + conv 3x3 valid [8,64,64,32] -> 32",
+    "FFT convolution: rfft [64,1024], complex product with a filter's rfft, irfft",
+    "grouped conv 3x3 [8,28,28,256] -> 256, 32 groups (ResNeXt)",
+    "squeeze-excitation [8,28,28,256]: pool, dense 256-16-256, sigmoid, scale",
+    "bilinear grid sample of [4,64,64,32] at 4x4096 points (4 Gathers)",
+    "wav2vec stem: conv1d x[4,16000,1] k10/5 -> 512, GELU",
+    "hash 1M u32 ids (multiply, xor, shift, and) into a 65536-bin histogram (ScatterSum)",
+    "transpose [64,128,256] -> [256,64,128] + 1",
+    "fake quantization int8 of [4M] (round, clamp, rescale)",
+    "binary cross-entropy with logits [1M], mean",
+    "12 layers [64,512]x[512,512] + ReLU in a While loop over stacked weights",
+    "embedding bag: [1024,32] ids into [50000,128], sum per bag",
+    "einsum bqhd,bkhd->bhqk of [8,128,12,64] (batch axes 0 and 2)",
+    "f64 sum of squares of [16M] f32",
 };
 
 static cml_value_t scalar(cml_function_t* f, cml_dtype_t dt, double v) {
@@ -961,6 +1014,411 @@ static cml_value_t build_causal_depthwise_1d(cml_function_t* f) {
   return conv_nwc(f, x, k, 3, 0, 512);
 }
 
+// Batch-norm over N, H, W of an NHWC |x| with batch statistics, learned |scale| and |shift|.
+static cml_value_t batchnorm_nhwc(cml_function_t* f, cml_value_t x, cml_value_t scale,
+                                  cml_value_t shift, const int64_t* d) {
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  int64_t axes[3] = {0, 1, 2}, ch = 3;
+  cml_value_t inv_n = scalar(f, dt, 1.0 / (double)(d[0] * d[1] * d[2]));
+  cml_value_t mean = cml_op_mul(f, cml_op_reduce_sum(f, x, axes, 3), inv_n);
+  cml_value_t xc = cml_op_sub(f, x, bcast(f, mean, d, 4, &ch, 1));
+  cml_value_t var = cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, xc, xc), axes, 3), inv_n);
+  cml_value_t r = cml_op_rsqrt(f, cml_op_add(f, var, scalar(f, dt, 1e-5)));
+  cml_value_t y =
+      cml_op_mul(f, cml_op_mul(f, xc, bcast(f, r, d, 4, &ch, 1)), bcast(f, scale, d, 4, &ch, 1));
+  return cml_op_add(f, y, bcast(f, shift, d, 4, &ch, 1));
+}
+
+// The gradients of sum(y * dy) for |count| parameters |p| (y computed from them), flat.
+static cml_value_t grads_of(cml_function_t* f, cml_value_t y, cml_value_t dy, cml_value_t* p,
+                            int count, int32_t rank) {
+  const int64_t all[CML_MAX_RANK] = {0, 1, 2, 3, 4, 5};
+  cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, y, dy), all, (size_t)rank);
+  cml_value_t g[8];
+  if (cml_gradients(f, loss, p, count, g) != CML_OK) return CML_VALUE_INVALID;
+  return flat_concat(f, g, count);
+}
+
+static cml_value_t build_conv_grad(cml_function_t* f) {
+  const int64_t d[4] = {8, 28, 28, 128};
+  cml_value_t p[2] = {bench_param(f, "x", CML_DTYPE_F32, 4, d),
+                      bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 128, 128})};
+  cml_value_t dy = bench_param(f, "dy", CML_DTYPE_F32, 4, d);
+  return grads_of(f, cml_cli_model_conv_nhwc(f, p[0], p[1], 1, 1, 1), dy, p, 2, 4);
+}
+
+static cml_value_t build_bn_grad(cml_function_t* f) {
+  const int64_t d[4] = {32, 28, 28, 64}, c = 64;
+  cml_value_t p[3] = {bench_param(f, "x", CML_DTYPE_F32, 4, d),
+                      bench_param(f, "scale", CML_DTYPE_F32, 1, &c),
+                      bench_param(f, "shift", CML_DTYPE_F32, 1, &c)};
+  cml_value_t dy = bench_param(f, "dy", CML_DTYPE_F32, 4, d);
+  return grads_of(f, batchnorm_nhwc(f, p[0], p[1], p[2], d), dy, p, 3, 4);
+}
+
+// The StableHLO batch-norm ops as GoMLX's BatchNormForTraining and its gradient emit them.
+static cml_value_t build_bn_ops(cml_function_t* f) {
+  const int64_t d[4] = {32, 28, 28, 64}, c = 64;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, d);
+  cml_value_t scale = bench_param(f, "scale", CML_DTYPE_F32, 1, &c);
+  cml_value_t shift = bench_param(f, "shift", CML_DTYPE_F32, 1, &c);
+  cml_value_t dy = bench_param(f, "dy", CML_DTYPE_F32, 4, d);
+  cml_value_t fwd[3], bwd[3];
+  if (!cml_op_batch_norm_training(f, x, scale, shift, 1e-5f, 3, fwd)) return CML_VALUE_INVALID;
+  if (!cml_op_batch_norm_gradient(f, x, scale, fwd[1], fwd[2], dy, 1e-5f, 3, bwd))
+    return CML_VALUE_INVALID;
+  return flat_concat(f, (cml_value_t[]){fwd[0], bwd[0], bwd[1], bwd[2]}, 4);
+}
+
+static cml_value_t build_f64_matmul(cml_function_t* f) {
+  cml_value_t a = bench_param(f, "a", CML_DTYPE_F64, 2, (int64_t[]){512, 512});
+  cml_value_t b = bench_param(f, "b", CML_DTYPE_F64, 2, (int64_t[]){512, 512});
+  return cml_op_tanh(f, cml_op_dot(f, a, b));
+}
+
+// int8 operands made from uniform floats (x 127, rounded), an i32 product, one scale.
+static cml_value_t build_int8_matmul(cml_function_t* f) {
+  cml_value_t in[2];
+  const int64_t dims[2][2] = {{256, 1024}, {1024, 1024}};
+  for (int i = 0; i < 2; ++i) {
+    cml_value_t u = bench_param(f, i ? "w" : "x", CML_DTYPE_F32, 2, dims[i]);
+    in[i] = cml_op_convert_dtype(
+        f, cml_op_round(f, cml_op_mul(f, u, scalar(f, CML_DTYPE_F32, 127))), CML_DTYPE_I8);
+  }
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.lhs_contracting_count = c.rhs_contracting_count = 1;
+  c.lhs_contracting_axes[0] = 1;
+  c.rhs_contracting_axes[0] = 0;
+  c.accumulator_dtype = c.output_dtype = CML_DTYPE_I32;
+  cml_value_t acc = cml_op_dot_general(f, in[0], in[1], &c);
+  return cml_op_mul(f, cml_op_convert_dtype(f, acc, CML_DTYPE_F32),
+                    scalar(f, CML_DTYPE_F32, 1.0 / (127.0 * 127.0)));
+}
+
+// tanh-approximated GELU in |x|'s dtype.
+static cml_value_t gelu_tanh(cml_function_t* f, cml_value_t x, cml_dtype_t dt) {
+  cml_value_t x3 = cml_op_mul(f, cml_op_mul(f, x, x), x);
+  cml_value_t inner = cml_op_mul(f, cml_op_add(f, x, cml_op_mul(f, x3, scalar(f, dt, 0.044715))),
+                                 scalar(f, dt, 0.7978845608));
+  return cml_op_mul(f, cml_op_mul(f, x, scalar(f, dt, 0.5)),
+                    cml_op_add(f, cml_op_tanh(f, inner), scalar(f, dt, 1.0)));
+}
+
+static cml_value_t build_f16_mlp(cml_function_t* f) {
+  const cml_dtype_t dt = CML_DTYPE_F16;
+  cml_value_t x = bench_param(f, "x", dt, 2, (int64_t[]){128, 1024});
+  cml_value_t w1 = bench_param(f, "w1", dt, 2, (int64_t[]){1024, 4096});
+  cml_value_t w2 = bench_param(f, "w2", dt, 2, (int64_t[]){4096, 1024});
+  return cml_op_dot(f, gelu_tanh(f, cml_op_dot(f, x, w1), dt), w2);
+}
+
+static cml_value_t build_softmax_axis1(cml_function_t* f) {
+  const int64_t d[4] = {8, 64, 56, 56}, keep[3] = {0, 2, 3}, axis = 1;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, d);
+  cml_value_t mx = cml_op_reduce_max(f, x, &axis, 1);
+  cml_value_t e = cml_op_exp(f, cml_op_sub(f, x, bcast(f, mx, d, 4, keep, 3)));
+  cml_value_t s = cml_op_reduce_sum(f, e, &axis, 1);
+  return cml_op_div(f, e, bcast(f, s, d, 4, keep, 3));
+}
+
+static cml_value_t build_argmax_cols(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){4096, 1000});
+  return cml_op_arg_min_max(f, x, 0, CML_DTYPE_I32, false);
+}
+
+// Log-probabilities of one label per row: a Gather of (row, label) pairs.
+static cml_value_t build_pick_labels(cml_function_t* f) {
+  const int64_t d[2] = {256, 32000}, last = 1, keep = 0, n = 256;
+  cml_value_t logits = bench_param(f, "logits", CML_DTYPE_F32, 2, d);
+  cml_value_t mx = cml_op_reduce_max(f, logits, &last, 1);
+  cml_value_t z = cml_op_sub(f, logits, bcast(f, mx, d, 2, &keep, 1));
+  cml_value_t lse = cml_op_log(f, cml_op_reduce_sum(f, cml_op_exp(f, z), &last, 1));
+  cml_value_t logp = cml_op_sub(f, z, bcast(f, lse, d, 2, &keep, 1));
+  cml_value_t labels = ids_from(f, "labels", (int64_t[]){n, 1}, 2, 32000);
+  cml_shape_t rs = cml_shape_make(CML_DTYPE_I32, 2, (int64_t[]){n, 1});
+  cml_value_t pairs = cml_op_concatenate(f, 1, (cml_value_t[]){cml_op_iota(f, &rs, 0), labels}, 2);
+  cml_gather_dims_t g;
+  memset(&g, 0, sizeof g);
+  g.index_vector_axis = 1;
+  g.collapsed_slice_axis_count = 2;
+  g.collapsed_slice_axes[1] = 1;
+  g.start_index_map_count = 2;
+  g.start_index_map[1] = 1;
+  g.slice_size_count = 2;
+  g.slice_sizes[0] = g.slice_sizes[1] = 1;
+  return cml_op_gather(f, logp, pairs, &g);
+}
+
+enum { DEC_STEPS = 64, DEC_VOCAB = 1000, DEC_H = 256 };
+
+// Greedy decoding: each step embeds the last token, updates a tanh RNN state, takes the
+// argmax of the logits as the next token; the tokens are written to an output row.
+static cml_value_t build_greedy_decode(cml_function_t* f) {
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t emb = bench_param(f, "emb", dt, 2, (int64_t[]){DEC_VOCAB, DEC_H});
+  cml_value_t wh = bench_param(f, "wh", dt, 2, (int64_t[]){DEC_H, DEC_H});
+  cml_value_t wo = bench_param(f, "wo", dt, 2, (int64_t[]){DEC_H, DEC_VOCAB});
+  const int64_t hd[2] = {1, DEC_H}, steps = DEC_STEPS;
+  cml_shape_t ts = cml_shape_make(CML_DTYPE_I32, 0, NULL), hs = cml_shape_make(dt, 2, hd);
+  cml_shape_t os = cml_shape_make(CML_DTYPE_I32, 1, &steps);
+  cml_value_t i0 = cml_constant_scalar_i64(f, CML_DTYPE_I32, 0);
+  cml_value_t init[4] = {i0, i0, cml_op_broadcast_in_dim(f, scalar(f, dt, 0.0), hd, 2, NULL, 0),
+                         cml_op_broadcast_in_dim(f, i0, &steps, 1, NULL, 0)};
+  cml_function_t *cond = NULL, *body = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t ct = cml_parameter(cond, "t", &ts);
+  (void)cml_parameter(cond, "tok", &ts);
+  (void)cml_parameter(cond, "h", &hs);
+  (void)cml_parameter(cond, "out", &os);
+  cml_value_t lt = cml_op_less_than(cond, ct, cml_constant_scalar_i64(cond, CML_DTYPE_I32, steps));
+  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t t = cml_parameter(body, "t", &ts), tok = cml_parameter(body, "tok", &ts);
+  cml_value_t h = cml_parameter(body, "h", &hs), out = cml_parameter(body, "out", &os);
+  cml_value_t z = cml_constant_scalar_i64(body, CML_DTYPE_I32, 0);
+  cml_value_t e = cml_op_dynamic_slice(body, emb, (cml_value_t[]){tok, z}, hd, 2);
+  cml_value_t h2 = cml_op_tanh(body, cml_op_add(body, cml_op_dot(body, h, wh), e));
+  cml_value_t logits = cml_op_dot(body, h2, wo);
+  cml_value_t next =
+      cml_op_reshape(body, cml_op_arg_min_max(body, logits, 1, CML_DTYPE_I32, false), NULL, 0);
+  cml_value_t out2 =
+      cml_op_dynamic_update_slice(body, out, cml_op_reshape(body, next, (int64_t[]){1}, 1), &t, 1);
+  cml_value_t t2 = cml_op_add(body, t, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1));
+  cml_value_t outs[4] = {t2, next, h2, out2};
+  if (cml_function_return(body, outs, 4) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t fin[4];
+  if (!cml_op_while(f, cond, body, init, 4, fin)) return CML_VALUE_INVALID;
+  return fin[3];
+}
+
+static cml_value_t build_bidir_concat(cml_function_t* f) {
+  const int64_t time_axis = 1;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, (int64_t[]){32, 512, 256});
+  return cml_op_concatenate(f, 2, (cml_value_t[]){x, cml_op_reverse(f, x, &time_axis, 1)}, 2);
+}
+
+// Reflection padding by 1 along |axis| of an NHWC |x| (dims |d|): the second and the
+// second-to-last rows, mirrored around the edges.
+static cml_value_t reflect_pad1(cml_function_t* f, cml_value_t x, const int64_t* d, int axis) {
+  int64_t lo[4] = {0, 0, 0, 0}, hi[4];
+  memcpy(hi, d, sizeof hi);
+  lo[axis] = 1;
+  hi[axis] = 2;
+  cml_value_t first = cml_op_slice(f, x, lo, hi, NULL, 4);
+  lo[axis] = d[axis] - 2;
+  hi[axis] = d[axis] - 1;
+  cml_value_t last = cml_op_slice(f, x, lo, hi, NULL, 4);
+  return cml_op_concatenate(f, axis, (cml_value_t[]){first, x, last}, 3);
+}
+
+static cml_value_t build_reflect_pad_conv(cml_function_t* f) {
+  const int64_t d[4] = {8, 64, 64, 32}, dh[4] = {8, 66, 64, 32};
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, d);
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 32, 32});
+  cml_value_t p = reflect_pad1(f, reflect_pad1(f, x, d, 1), dh, 2);
+  return relu(f, cml_cli_model_conv_nhwc(f, p, k, 1, 0, 1));
+}
+
+static cml_value_t build_fft_conv(cml_function_t* f) {
+  const int64_t d[2] = {64, 1024}, sd[2] = {64, 513}, len = 1024, one = 1;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, d);
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 1, &len);
+  cml_value_t xs = cml_op_fft(f, x, CML_FFT_FORWARD_REAL, &len, 1);
+  cml_value_t ks = cml_op_fft(f, k, CML_FFT_FORWARD_REAL, &len, 1);
+  cml_value_t prod = cml_op_mul(f, xs, bcast(f, ks, sd, 2, &one, 1));
+  return cml_op_fft(f, prod, CML_FFT_INVERSE_REAL, &len, 1);
+}
+
+static cml_value_t build_grouped_conv(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 28, 28, 256});
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 8, 256});
+  return relu(f, cml_cli_model_conv_nhwc(f, x, k, 1, 1, 32));
+}
+
+static cml_value_t build_se_block(cml_function_t* f) {
+  const int64_t d[4] = {8, 28, 28, 256}, hw[2] = {1, 2}, keep[2] = {0, 3};
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, d);
+  cml_value_t s =
+      cml_op_mul(f, cml_op_reduce_sum(f, x, hw, 2), scalar(f, CML_DTYPE_F32, 1.0 / 784));
+  s = relu(f, dense(f, s, 8, 256, 16));
+  s = cml_op_logistic(f, dense(f, s, 8, 16, 256));
+  return cml_op_mul(f, x, bcast(f, s, d, 4, keep, 2));
+}
+
+// Bilinear sampling (a spatial transformer's grid sample): coordinates in [-1, 1) mapped to
+// pixels, the four neighbours gathered as (batch, y, x) rows of channels, weighted.
+static cml_value_t build_grid_sample(cml_function_t* f) {
+  const int64_t b = 4, pts = 4096, hw = 64, ch = 32, pd[3] = {4, 4096, 32}, keep[2] = {0, 1};
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t img = bench_param(f, "img", dt, 4, (int64_t[]){b, hw, hw, ch});
+  cml_value_t grid = bench_param(f, "grid", dt, 3, (int64_t[]){b, pts, 2});
+  cml_value_t pix =
+      cml_op_mul(f, cml_op_add(f, grid, scalar(f, dt, 1.0)), scalar(f, dt, 0.5 * (double)(hw - 1)));
+  cml_value_t fl = cml_op_floor(f, pix);
+  cml_value_t frac = cml_op_sub(f, pix, fl);
+  cml_value_t i0 = cml_op_convert_dtype(f, fl, CML_DTYPE_I32);
+  cml_value_t i1 = cml_op_min(f, cml_op_add(f, i0, cml_constant_scalar_i64(f, CML_DTYPE_I32, 1)),
+                              cml_constant_scalar_i64(f, CML_DTYPE_I32, hw - 1));
+  cml_shape_t bs = cml_shape_make(CML_DTYPE_I32, 3, (int64_t[]){b, pts, 1});
+  cml_value_t bi = cml_op_iota(f, &bs, 0);
+  cml_value_t ys[2], xs[2];
+  const int64_t lim0[3] = {b, pts, 1}, lim1[3] = {b, pts, 2};
+  for (int i = 0; i < 2; ++i) {
+    cml_value_t src = i ? i1 : i0;
+    ys[i] = cml_op_slice(f, src, (int64_t[]){0, 0, 0}, lim0, NULL, 3);
+    xs[i] = cml_op_slice(f, src, (int64_t[]){0, 0, 1}, lim1, NULL, 3);
+  }
+  cml_value_t fy = cml_op_reshape(f, cml_op_slice(f, frac, (int64_t[]){0, 0, 0}, lim0, NULL, 3),
+                                  (int64_t[]){b, pts}, 2);
+  cml_value_t fx = cml_op_reshape(f, cml_op_slice(f, frac, (int64_t[]){0, 0, 1}, lim1, NULL, 3),
+                                  (int64_t[]){b, pts}, 2);
+  cml_gather_dims_t g;
+  memset(&g, 0, sizeof g);
+  g.index_vector_axis = 2;
+  g.offset_output_axis_count = 1;
+  g.offset_output_axes[0] = 2;
+  g.collapsed_slice_axis_count = 3;
+  g.start_index_map_count = 3;
+  for (int i = 0; i < 3; ++i) g.collapsed_slice_axes[i] = g.start_index_map[i] = i;
+  g.slice_size_count = 4;
+  g.slice_sizes[0] = g.slice_sizes[1] = g.slice_sizes[2] = 1;
+  g.slice_sizes[3] = ch;
+  cml_value_t acc = CML_VALUE_INVALID;
+  for (int yy = 0; yy < 2; ++yy)
+    for (int xx = 0; xx < 2; ++xx) {
+      cml_value_t idx = cml_op_concatenate(f, 2, (cml_value_t[]){bi, ys[yy], xs[xx]}, 3);
+      cml_value_t v = cml_op_gather(f, img, idx, &g);  // [b, pts, ch]
+      cml_value_t wy = yy ? fy : cml_op_sub(f, scalar(f, dt, 1.0), fy);
+      cml_value_t wx = xx ? fx : cml_op_sub(f, scalar(f, dt, 1.0), fx);
+      cml_value_t t = cml_op_mul(f, v, bcast(f, cml_op_mul(f, wy, wx), pd, 3, keep, 2));
+      acc = yy + xx == 0 ? t : cml_op_add(f, acc, t);
+    }
+  return acc;
+}
+
+// wav2vec 2.0's first feature layer: a 1-D conv of raw audio, kernel 10, stride 5.
+static cml_value_t build_wav_stem(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, (int64_t[]){4, 16000, 1});
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 3, (int64_t[]){10, 1, 512});
+  cml_conv_config_t cc;
+  memset(&cc, 0, sizeof cc);
+  cc.spatial_count = 1;
+  cc.input_channel_axis = cc.output_channel_axis = 2;
+  cc.input_spatial_axes[0] = cc.output_spatial_axes[0] = 1;
+  cc.kernel_input_channel_axis = 1;
+  cc.kernel_output_channel_axis = 2;
+  cc.strides[0] = 5;
+  cc.output_dtype = CML_DTYPE_INVALID;
+  return gelu_tanh(f, cml_op_conv_general(f, x, k, &cc), CML_DTYPE_F32);
+}
+
+// A feature-hashing histogram: ids hashed with a multiply, xor and shift, masked to 65536
+// buckets, counted by a ScatterSum of ones.
+static cml_value_t build_hash_hist(cml_function_t* f) {
+  const int64_t n = 1 << 20, bins = 65536;
+  const cml_dtype_t u = CML_DTYPE_U32;
+  cml_value_t ids = cml_op_convert_dtype(f, ids_from(f, "ids", (int64_t[]){n, 1}, 2, 1 << 30), u);
+  cml_value_t h = cml_op_mul(f, ids, cml_constant_scalar_i64(f, u, 2654435761));
+  h = cml_op_bitwise_xor(f, h, cml_op_shift_right_logical(f, h, cml_constant_scalar_i64(f, u, 15)));
+  cml_value_t bucket = cml_op_convert_dtype(
+      f, cml_op_bitwise_and(f, h, cml_constant_scalar_i64(f, u, bins - 1)), CML_DTYPE_I32);
+  cml_value_t ones = cml_op_broadcast_in_dim(f, scalar(f, CML_DTYPE_F32, 1.0), &n, 1, NULL, 0);
+  cml_value_t zero = cml_op_broadcast_in_dim(f, scalar(f, CML_DTYPE_F32, 0.0), &bins, 1, NULL, 0);
+  cml_scatter_dims_t s;
+  memset(&s, 0, sizeof s);
+  s.index_vector_axis = 1;
+  s.inserted_window_axis_count = 1;
+  s.scatter_axes_to_operand_axes_count = 1;
+  return cml_op_scatter_sum(f, zero, bucket, ones, &s);
+}
+
+static cml_value_t build_transpose3d(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, (int64_t[]){64, 128, 256});
+  return cml_op_add(f, cml_op_transpose(f, x, (int64_t[]){2, 0, 1}, 3),
+                    scalar(f, CML_DTYPE_F32, 1.0));
+}
+
+static cml_value_t build_fake_quant(cml_function_t* f) {
+  const int64_t n = 1 << 22;
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t x = bench_param(f, "x", dt, 1, &n);
+  cml_value_t q = cml_op_round(f, cml_op_mul(f, x, scalar(f, dt, 1.0 / 0.0078125)));
+  q = cml_op_clamp(f, scalar(f, dt, -128.0), q, scalar(f, dt, 127.0));
+  return cml_op_mul(f, q, scalar(f, dt, 0.0078125));
+}
+
+static cml_value_t build_bce(cml_function_t* f) {
+  const int64_t n = 1 << 20, axis = 0;
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t x = bench_param(f, "logits", dt, 1, &n);
+  cml_value_t y = cml_op_convert_dtype(
+      f, cml_op_greater_than(f, bench_param(f, "y", dt, 1, &n), scalar(f, dt, 0.0)), dt);
+  cml_value_t l = cml_op_sub(f, cml_op_max(f, x, scalar(f, dt, 0.0)), cml_op_mul(f, x, y));
+  l = cml_op_add(f, l, cml_op_log1p(f, cml_op_exp(f, cml_op_neg(f, cml_op_abs(f, x)))));
+  return cml_op_mul(f, cml_op_reduce_sum(f, l, &axis, 1), scalar(f, dt, 1.0 / (double)n));
+}
+
+enum { SCAN_LAYERS = 12, SCAN_B = 64, SCAN_D = 512 };
+
+// A layer stack run by a While loop (as a scan over layers): each step slices its weight out
+// of the stacked [layers, d, d] tensor.
+static cml_value_t build_layer_scan(cml_function_t* f) {
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  const int64_t hd[2] = {SCAN_B, SCAN_D};
+  cml_value_t x = bench_param(f, "x", dt, 2, hd);
+  cml_value_t ws = bench_param(f, "w", dt, 3, (int64_t[]){SCAN_LAYERS, SCAN_D, SCAN_D});
+  cml_shape_t ts = cml_shape_make(CML_DTYPE_I32, 0, NULL), hs = cml_shape_make(dt, 2, hd);
+  cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x};
+  cml_function_t *cond = NULL, *body = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t ct = cml_parameter(cond, "i", &ts);
+  (void)cml_parameter(cond, "h", &hs);
+  cml_value_t lt =
+      cml_op_less_than(cond, ct, cml_constant_scalar_i64(cond, CML_DTYPE_I32, SCAN_LAYERS));
+  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t i = cml_parameter(body, "i", &ts), h = cml_parameter(body, "h", &hs);
+  cml_value_t z = cml_constant_scalar_i64(body, CML_DTYPE_I32, 0);
+  cml_value_t w =
+      cml_op_dynamic_slice(body, ws, (cml_value_t[]){i, z, z}, (int64_t[]){1, SCAN_D, SCAN_D}, 3);
+  w = cml_op_reshape(body, w, (int64_t[]){SCAN_D, SCAN_D}, 2);
+  cml_value_t outs[2] = {cml_op_add(body, i, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)),
+                         relu(body, cml_op_dot(body, h, w))};
+  if (cml_function_return(body, outs, 2) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t fin[2];
+  if (!cml_op_while(f, cond, body, init, 2, fin)) return CML_VALUE_INVALID;
+  return fin[1];
+}
+
+static cml_value_t build_embed_bag(cml_function_t* f) {
+  const int64_t bag_axis = 1;
+  cml_value_t table = bench_param(f, "table", CML_DTYPE_F32, 2, (int64_t[]){50000, 128});
+  cml_value_t ids = ids_from(f, "ids", (int64_t[]){1024, 32, 1}, 3, 50000);
+  const cml_gather_dims_t g = row_gather(128, 2);
+  return cml_op_reduce_sum(f, cml_op_gather(f, table, ids, &g), &bag_axis, 1);
+}
+
+static cml_value_t build_einsum_bhqk(cml_function_t* f) {
+  const int64_t d[4] = {8, 128, 12, 64};
+  cml_value_t q = bench_param(f, "q", CML_DTYPE_F32, 4, d);
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, d);
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.lhs_batch_count = c.rhs_batch_count = 2;
+  c.lhs_batch_axes[1] = c.rhs_batch_axes[1] = 2;
+  c.lhs_contracting_count = c.rhs_contracting_count = 1;
+  c.lhs_contracting_axes[0] = c.rhs_contracting_axes[0] = 3;
+  c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_mul(f, cml_op_dot_general(f, q, k, &c), scalar(f, CML_DTYPE_F32, 0.125));
+}
+
+static cml_value_t build_f64_sumsq(cml_function_t* f) {
+  const int64_t n = 1 << 24, axis = 0;
+  cml_value_t x = cml_op_convert_dtype(f, bench_param(f, "x", CML_DTYPE_F32, 1, &n), CML_DTYPE_F64);
+  return cml_op_reduce_sum(f, cml_op_mul(f, x, x), &axis, 1);
+}
+
 static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
   const cml_dtype_t dt = CML_DTYPE_F32;
   switch (c->dims[0]) {
@@ -981,15 +1439,10 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       return softmax(f, bench_param(f, "x", dt, 4, d), d, 4);
     }
     case Z_BATCHNORM: {
-      const int64_t d[4] = {32, 28, 28, 64};
-      int64_t axes[3] = {0, 1, 2}, ch = 3;
+      const int64_t d[4] = {32, 28, 28, 64}, ch = 64;
       cml_value_t x = bench_param(f, "x", dt, 4, d);
-      cml_value_t inv_n = scalar(f, dt, 1.0 / (32.0 * 28 * 28));
-      cml_value_t mean = cml_op_mul(f, cml_op_reduce_sum(f, x, axes, 3), inv_n);
-      cml_value_t xc = cml_op_sub(f, x, bcast(f, mean, d, 4, &ch, 1));
-      cml_value_t var = cml_op_mul(f, cml_op_reduce_sum(f, cml_op_mul(f, xc, xc), axes, 3), inv_n);
-      cml_value_t r = cml_op_rsqrt(f, cml_op_add(f, var, scalar(f, dt, 1e-5)));
-      return affine_last(f, cml_op_mul(f, xc, bcast(f, r, d, 4, &ch, 1)), d, 4, "bn");
+      cml_value_t scale = bench_param(f, "bn_scale", dt, 1, &ch);
+      return batchnorm_nhwc(f, x, scale, bench_param(f, "bn_shift", dt, 1, &ch), d);
     }
     case Z_EMBED_LN: {
       cml_value_t table = bench_param(f, "table", dt, 2, (int64_t[]){32000, 512});
@@ -1112,6 +1565,56 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       return build_huber(f);
     case Z_KV_STEP:
       return build_kv_step(f);
+    case Z_CONV_GRAD:
+      return build_conv_grad(f);
+    case Z_BN_GRAD:
+      return build_bn_grad(f);
+    case Z_BN_OPS:
+      return build_bn_ops(f);
+    case Z_F64_MATMUL:
+      return build_f64_matmul(f);
+    case Z_INT8_MATMUL:
+      return build_int8_matmul(f);
+    case Z_F16_MLP:
+      return build_f16_mlp(f);
+    case Z_SOFTMAX_AXIS1:
+      return build_softmax_axis1(f);
+    case Z_ARGMAX_COLS:
+      return build_argmax_cols(f);
+    case Z_PICK_LABELS:
+      return build_pick_labels(f);
+    case Z_GREEDY_DECODE:
+      return build_greedy_decode(f);
+    case Z_BIDIR_CONCAT:
+      return build_bidir_concat(f);
+    case Z_REFLECT_PAD_CONV:
+      return build_reflect_pad_conv(f);
+    case Z_FFT_CONV:
+      return build_fft_conv(f);
+    case Z_GROUPED_CONV:
+      return build_grouped_conv(f);
+    case Z_SE_BLOCK:
+      return build_se_block(f);
+    case Z_GRID_SAMPLE:
+      return build_grid_sample(f);
+    case Z_WAV_STEM:
+      return build_wav_stem(f);
+    case Z_HASH_HIST:
+      return build_hash_hist(f);
+    case Z_TRANSPOSE3D:
+      return build_transpose3d(f);
+    case Z_FAKE_QUANT:
+      return build_fake_quant(f);
+    case Z_BCE:
+      return build_bce(f);
+    case Z_LAYER_SCAN:
+      return build_layer_scan(f);
+    case Z_EMBED_BAG:
+      return build_embed_bag(f);
+    case Z_EINSUM_BHQK:
+      return build_einsum_bhqk(f);
+    case Z_F64_SUMSQ:
+      return build_f64_sumsq(f);
     default:
       return CML_VALUE_INVALID;
   }
@@ -1148,6 +1651,26 @@ static double zoo_flops(int z) {
       return 2.0 * 2048 * 768 * 8;
     case Z_CAUSAL_DEPTHWISE_1D:
       return 2.0 * 8 * 1024 * 512 * 4;
+    case Z_CONV_GRAD:  // the input and the filter gradient, each a conv's work
+      return 2.0 * 2 * 8 * 28 * 28 * 9 * 128 * 128;
+    case Z_F64_MATMUL:
+      return 2.0 * 512 * 512 * 512;
+    case Z_INT8_MATMUL:
+      return 2.0 * 256 * 1024 * 1024;
+    case Z_F16_MLP:
+      return 2.0 * 2 * 128 * 1024 * 4096;
+    case Z_GREEDY_DECODE:
+      return 2.0 * DEC_STEPS * DEC_H * (DEC_H + DEC_VOCAB);
+    case Z_REFLECT_PAD_CONV:
+      return 2.0 * 8 * 64 * 64 * 9 * 32 * 32;
+    case Z_GROUPED_CONV:
+      return 2.0 * 8 * 28 * 28 * 9 * 8 * 256;
+    case Z_WAV_STEM:
+      return 2.0 * 4 * 3199 * 10 * 512;
+    case Z_LAYER_SCAN:
+      return 2.0 * SCAN_LAYERS * SCAN_B * SCAN_D * SCAN_D;
+    case Z_EINSUM_BHQK:
+      return 2.0 * 8 * 12 * 128 * 128 * 64;
     case Z_LENET_TRAIN:  // forward, and twice that backward
       return 3 * 2.0 * 64 * (28 * 28 * 25 * 32 + 14 * 14 * 25 * 32 * 64 + 3136 * 512 + 512 * 10);
     case Z_CAUSAL_ATTENTION:
@@ -1227,6 +1750,35 @@ static double zoo_bytes(int z) {
       return 2.0 * 4 * 4096 * 1024;
     case Z_HUBER:
       return 2.0 * 4 * (1 << 22);
+    case Z_BN_GRAD:
+    case Z_BN_OPS:
+      return 4.0 * 3 * 32 * 28 * 28 * 64;
+    case Z_SOFTMAX_AXIS1:
+      return 4.0 * 2 * 8 * 64 * 56 * 56;
+    case Z_ARGMAX_COLS:
+      return 4.0 * 4096 * 1000;
+    case Z_PICK_LABELS:
+      return 4.0 * 256 * 32000;
+    case Z_BIDIR_CONCAT:
+      return 4.0 * 3 * 32 * 512 * 256;
+    case Z_FFT_CONV:
+      return 4.0 * 2 * 64 * 1024;
+    case Z_SE_BLOCK:
+      return 4.0 * 2 * 8 * 28 * 28 * 256;
+    case Z_GRID_SAMPLE:
+      return 4.0 * 4 * 4 * 4096 * 32;
+    case Z_HASH_HIST:
+      return 4.0 * (1 << 20);
+    case Z_TRANSPOSE3D:
+      return 4.0 * 2 * 64 * 128 * 256;
+    case Z_FAKE_QUANT:
+      return 4.0 * 2 * (1 << 22);
+    case Z_BCE:
+      return 4.0 * 2 * (1 << 20);
+    case Z_EMBED_BAG:
+      return 4.0 * 1024 * 32 * 128;
+    case Z_F64_SUMSQ:
+      return 4.0 * (1 << 24);
     case Z_KV_STEP:  // the two caches read
       return 2.0 * 4 * 12 * 1024 * 64;
     default:
