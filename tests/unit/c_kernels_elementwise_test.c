@@ -509,6 +509,26 @@ TEST(iota_where_clamp) {
   ASSERT_EQ_DBL(c[1], 0.5);
   ASSERT_EQ_DBL(c[2], 1);
   ASSERT_TRUE(isnan(c[3]));
+
+  // Scalar bounds (their own loop): i32 and f32, NaN kept.
+  int32_t ilo = -2, ihi = 7, xi[6] = {-5, -2, 0, 3, 10, 7}, ci[6];
+  cml_shape_t is3[3] = {cml_shape_scalar(CML_DTYPE_I32), shp(CML_DTYPE_I32, 1, (int64_t[]){6}),
+                        cml_shape_scalar(CML_DTYPE_I32)};
+  tnode_init(&t, CML_OP_CLAMP, 3, is3, &is3[1]);
+  const void* iinputs[3] = {&ilo, xi, &ihi};
+  ASSERT_STATUS_OK(tnode_run(&t, iinputs, ci, NULL));
+  const int32_t iwant[6] = {-2, -2, 0, 3, 7, 7};
+  for (int i = 0; i < 6; ++i) ASSERT_EQ_INT(ci[i], iwant[i]);
+  float flo = -1.0f, fhi = 1.0f, xf[4] = {NAN, -2.0f, 0.25f, 9.0f}, cf[4];
+  cml_shape_t fs3[3] = {cml_shape_scalar(CML_DTYPE_F32), shp(CML_DTYPE_F32, 1, (int64_t[]){4}),
+                        cml_shape_scalar(CML_DTYPE_F32)};
+  tnode_init(&t, CML_OP_CLAMP, 3, fs3, &fs3[1]);
+  const void* finputs[3] = {&flo, xf, &fhi};
+  ASSERT_STATUS_OK(tnode_run(&t, finputs, cf, NULL));
+  ASSERT_TRUE(isnan(cf[0]));
+  ASSERT_EQ_DBL(cf[1], -1);
+  ASSERT_EQ_DBL(cf[2], 0.25);
+  ASSERT_EQ_DBL(cf[3], 1);
 }
 
 // Iota over many blocks and threads (blocks start inside rows): every element of [3,700,50]

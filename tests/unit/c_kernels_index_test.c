@@ -489,6 +489,94 @@ TEST(scatter_threads_split_rows_same_bits) {
   cmlc_pool_destroy(pool);
 }
 
+// One-element windows (a histogram, a scatter-add of scalars) take a loop of their own for
+// f32 / f64 / 32- and 64-bit integer sums with I32 / I64 indices: against a per-update loop
+// written here, with repeated bins (f32 sums in update order), out-of-range starts skipped
+// (-1, the dim, a huge i64), integers wrapping, and the index on either operand axis of a
+// [6, 3] operand (the other axis starts at 0).
+TEST(scatter_sum_one_element_windows) {
+  static const cml_dtype_t dts[6] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_I32,
+                                     CML_DTYPE_U32, CML_DTYPE_I64, CML_DTYPE_U64};
+  enum { N = 40 };
+  const int64_t raw[N] = {0, 5, 2, 2, -1, 6, 3, 1, 0, 0, 4, (int64_t)1 << 40,
+                          5, 5, 2, 1, 3,  3, 0, 7, 2, 4, 4, 1,
+                          5, 0, 2, 3, 1,  1, 2, 6, 0, 5, 4, 3,
+                          2, 1, 0, 5};
+  for (int di = 0; di < 6; ++di) {
+    for (int wide = 0; wide < 2; ++wide) {
+      for (int axis = 0; axis < 2; ++axis) {
+        const cml_dtype_t dt = dts[di];
+        const int64_t xd[] = {6, 3}, id[] = {N, 1}, ud[] = {N};
+        cml_shape_t ins[3] = {kt_shape(dt, 2, xd),
+                              kt_shape(wide ? CML_DTYPE_I64 : CML_DTYPE_I32, 2, id),
+                              kt_shape(dt, 1, ud)};
+        kt_t k;
+        kt_init(&k, CML_OP_SCATTER_SUM, 3, ins, &ins[0]);
+        cml_scatter_dims_t* s = &k.attrs.u.scatter;
+        s->index_vector_axis = 1;
+        s->inserted_window_axis_count = 2;
+        s->inserted_window_axes[0] = 0;
+        s->inserted_window_axes[1] = 1;
+        s->scatter_axes_to_operand_axes_count = 1;
+        s->scatter_axes_to_operand_axes[0] = axis;
+        int32_t i32[N];
+        int64_t i64[N];
+        for (int i = 0; i < N; ++i) {
+          i64[i] = raw[i];
+          i32[i] = raw[i] > 1000 ? 1000 : (int32_t)raw[i];
+        }
+        // Operand and updates: values whose f32 sums round (order matters), integers that wrap.
+        union {
+          float f[18];
+          double d[18];
+          uint32_t u32[18];
+          uint64_t u64[18];
+        } x, want, got;
+        union {
+          float f[N];
+          double d[N];
+          uint32_t u32[N];
+          uint64_t u64[N];
+        } up;
+        memset(&x, 0, sizeof x);
+        for (int i = 0; i < 18; ++i) {
+          const double v = 1.0 + (double)i / 3.0;
+          if (dt == CML_DTYPE_F32) x.f[i] = (float)v;
+          if (dt == CML_DTYPE_F64) x.d[i] = v;
+          if (dt == CML_DTYPE_I32 || dt == CML_DTYPE_U32) x.u32[i] = 0xFFFFFFF0u + (uint32_t)i;
+          if (dt == CML_DTYPE_I64 || dt == CML_DTYPE_U64)
+            x.u64[i] = 0xFFFFFFFFFFFFFFF0ull + (uint64_t)i;
+        }
+        for (int i = 0; i < N; ++i) {
+          const double v = 1e7 / (double)(i + 3) + 0.1 * (double)i;
+          if (dt == CML_DTYPE_F32) up.f[i] = (float)v;
+          if (dt == CML_DTYPE_F64) up.d[i] = v;
+          if (dt == CML_DTYPE_I32 || dt == CML_DTYPE_U32) up.u32[i] = 7u + (uint32_t)i;
+          if (dt == CML_DTYPE_I64 || dt == CML_DTYPE_U64) up.u64[i] = 7u + (uint64_t)i;
+        }
+        want = x;
+        const int64_t dim = axis ? 3 : 6, stride = axis ? 1 : 3;
+        for (int i = 0; i < N; ++i) {
+          const int64_t v = wide ? i64[i] : i32[i];
+          if (v < 0 || v >= dim) continue;
+          const int64_t o = v * stride;
+          if (dt == CML_DTYPE_F32) want.f[o] += up.f[i];
+          if (dt == CML_DTYPE_F64) want.d[o] += up.d[i];
+          if (dt == CML_DTYPE_I32 || dt == CML_DTYPE_U32) want.u32[o] += up.u32[i];
+          if (dt == CML_DTYPE_I64 || dt == CML_DTYPE_U64) want.u64[o] += up.u64[i];
+        }
+        const void* in[] = {&x, wide ? (const void*)i64 : (const void*)i32, &up};
+        memset(&got, 0x5a, sizeof got);
+        ASSERT_STATUS_OK(kt_run(&k, NULL, in, &got));
+        if (memcmp(&got, &want, cml_shape_byte_size(&ins[0])) != 0) {
+          TEST_FAIL_("%s, %s indices, axis %d: differs from the per-update loop",
+                     cml_dtype_name(dt), wide ? "i64" : "i32", axis);
+        }
+      }
+    }
+  }
+}
+
 TEST(lookup_and_capabilities) {
   cml_capabilities_t caps;
   memset(&caps, 0, sizeof caps);
@@ -516,4 +604,5 @@ TEST_MAIN(TEST_ENTRY(dynamic_slice_clamps_starts), TEST_ENTRY(dynamic_slice_2d_m
           TEST_ENTRY(scatter_sum_f16_rounds_each_step_and_complex),
           TEST_ENTRY(scatter_sum_matches_reference),
           TEST_ENTRY(scatter_sum_half_rows_match_reference),
-          TEST_ENTRY(scatter_threads_split_rows_same_bits), TEST_ENTRY(lookup_and_capabilities))
+          TEST_ENTRY(scatter_threads_split_rows_same_bits),
+          TEST_ENTRY(scatter_sum_one_element_windows), TEST_ENTRY(lookup_and_capabilities))

@@ -250,6 +250,15 @@ CMLC_EW_COMPARES(bool, uint8_t, unsigned, CMLC_EW_BOOL_LOAD)
     const T* x = (const T*)in[1];                                                      \
     const T* hi = (const T*)in[2];                                                     \
     T* o = (T*)out;                                                                    \
+    if (st[0] == 0 && st[1] == 1 && st[2] == 0) { /* scalar bounds: vectorizable */    \
+      const CT l = LOAD(lo[0]), h = LOAD(hi[0]);                                       \
+      for (int64_t i = 0; i < n; ++i) {                                                \
+        CT v = LOAD(x[i]);                                                             \
+        CT m = MAXF(v, l);                                                             \
+        o[i] = STORE(MINF(m, h));                                                      \
+      }                                                                                \
+      return;                                                                          \
+    }                                                                                  \
     for (int64_t i = 0; i < n; ++i) {                                                  \
       CT l = LOAD(lo[i * st[0]]), v = LOAD(x[i * st[1]]), h = LOAD(hi[i * st[2]]);     \
       CT m = MAXF(v, l);                                                               \

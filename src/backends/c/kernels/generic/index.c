@@ -339,6 +339,14 @@ typedef struct cmlc_ix_scatter_t {
   int64_t w_dims[CML_MAX_RANK], w_xstrides[CML_MAX_RANK], w_ustrides[CML_MAX_RANK];
   int64_t scatter_count, window_rows;
   int64_t rows;  // of the operand's first axis per task (all of them on one thread)
+  // One index per window (a single scatter axis): the operand axis it starts, the largest
+  // start that fits, the axis's stride; a_axis -1: the general path. others_fit: the window
+  // fits along every other axis (which starts at 0).
+  int32_t a_axis;
+  bool others_fit;
+  int64_t a_limit, a_stride;
+  // Windows of one element: 1 f32, 2 f64, 3 i32 (wrapping), 4 i64 sums inline; 0 the combiner.
+  int unit_sum;
   // With several tasks (scratch permitting): each window's operand offset, or -1 when it is
   // skipped, found once (cmlc_ix_scatter_offsets_task) instead of by every task.
   int64_t* x_offs;
@@ -348,7 +356,14 @@ typedef struct cmlc_ix_scatter_t {
 enum { CMLC_IX_SCATTER_MIN_PARALLEL = 1 << 16, CMLC_IX_SCATTER_MIN_WINDOW = 256 };
 
 // The operand offset of the window at indices offset |i_off|, or -1 when it does not fit.
-static int64_t cmlc_ix_scatter_window(const cmlc_ix_scatter_t* c, int64_t i_off) {
+static inline int64_t cmlc_ix_scatter_window(const cmlc_ix_scatter_t* c, int64_t i_off) {
+  if (c->a_axis >= 0) {
+    const cml_dtype_t dt = c->is->dtype;
+    const int64_t v = dt == CML_DTYPE_I32   ? ((const int32_t*)c->indices)[i_off]
+                      : dt == CML_DTYPE_I64 ? ((const int64_t*)c->indices)[i_off]
+                                            : cmlc__mv_read_index(c->indices, dt, i_off);
+    return c->others_fit && v >= 0 && v <= c->a_limit ? v * c->a_stride : -1;
+  }
   const cml_scatter_dims_t* sd = c->sd;
   int64_t start[CML_MAX_RANK] = {0};
   for (int32_t k = 0; k < sd->scatter_axes_to_operand_axes_count; ++k)
@@ -383,6 +398,56 @@ static void cmlc_ix_scatter_offsets_task(void* ctx, int64_t begin, int64_t end, 
   }
 }
 
+// One-element windows summed along a single scatter axis with I32 / I64 indices: the loop of
+// cmlc_ix_scatter_task without its odometers and combiner calls (a histogram's million
+// updates into 65536 bins, 1 thread on Zen 5: about 30 -> 0.5 ms). Operand offsets in
+// [lo, hi) only.
+#define CMLC_IX_UNIT_SUM(T, IT)                         \
+  {                                                     \
+    T* o = (T*)(void*)c->out;                           \
+    const T* u = (const T*)(const void*)c->updates;     \
+    const IT* ix = (const IT*)c->indices;               \
+    for (int64_t s = 0; s < n; ++s) {                   \
+      const int64_t v = ix[s * istride];                \
+      if (v < 0 || v > limit) continue;                 \
+      const int64_t xo = v * astride;                   \
+      if (xo >= lo && xo < hi) o[xo] += u[s * ustride]; \
+    }                                                   \
+    return true;                                        \
+  }
+
+static bool cmlc_ix_scatter_unit_fast(const cmlc_ix_scatter_t* c, int64_t lo, int64_t hi) {
+  if (c->unit_sum == 0 || c->a_axis < 0 || c->scatter_rank != 1 || c->x_offs) return false;
+  const cml_dtype_t it = c->is->dtype;
+  if (it != CML_DTYPE_I32 && it != CML_DTYPE_I64) return false;
+  if (!c->others_fit) return true;  // no window fits
+  const int64_t n = c->scatter_count, istride = c->sc_istrides[0], ustride = c->sc_ustrides[0];
+  const int64_t limit = c->a_limit, astride = c->a_stride;
+  if (it == CML_DTYPE_I32) {
+    switch (c->unit_sum) {
+      case 1:
+        CMLC_IX_UNIT_SUM(float, int32_t)
+      case 2:
+        CMLC_IX_UNIT_SUM(double, int32_t)
+      case 3:
+        CMLC_IX_UNIT_SUM(uint32_t, int32_t)
+      default:
+        CMLC_IX_UNIT_SUM(uint64_t, int32_t)
+    }
+  }
+  switch (c->unit_sum) {
+    case 1:
+      CMLC_IX_UNIT_SUM(float, int64_t)
+    case 2:
+      CMLC_IX_UNIT_SUM(double, int64_t)
+    case 3:
+      CMLC_IX_UNIT_SUM(uint32_t, int64_t)
+    default:
+      CMLC_IX_UNIT_SUM(uint64_t, int64_t)
+  }
+}
+#undef CMLC_IX_UNIT_SUM
+
 // Tasks [begin, end) of the operand's first axis (c->rows each): every window that starts
 // there, in order.
 static void cmlc_ix_scatter_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
@@ -393,29 +458,59 @@ static void cmlc_ix_scatter_task(void* ctx, int64_t begin, int64_t end, int thre
   const int64_t r0 = begin * c->rows, r1 = end * c->rows;  // of the operand's first axis
   // The same range as offsets (a fitting window's offset / xstrides[0] is its first row).
   const int64_t lo = r0 * c->xstrides[0], hi = r1 * c->xstrides[0];
+  if (cmlc_ix_scatter_unit_fast(c, lo, hi)) return;
   int64_t sidx[CML_MAX_RANK] = {0};
   int64_t u_off = 0, i_off = 0;
   for (int64_t s = 0; s < c->scatter_count; ++s) {
     const int64_t x_off = c->x_offs ? c->x_offs[s] : cmlc_ix_scatter_window(c, i_off);
     if (x_off >= 0 && (c->xs->rank == 0 || (x_off >= lo && x_off < hi))) {
-      // Walk the window rows (all window axes but the last) with an odometer.
-      int64_t widx[CML_MAX_RANK] = {0};
-      int64_t xo = x_off, uo = u_off;
-      for (int64_t row = 0; row < c->window_rows; ++row) {
+      if (c->unit_sum) {
+        switch (c->unit_sum) {
+          case 1:
+            ((float*)(void*)c->out)[x_off] += ((const float*)(const void*)c->updates)[u_off];
+            break;
+          case 2:
+            ((double*)(void*)c->out)[x_off] += ((const double*)(const void*)c->updates)[u_off];
+            break;
+          case 3: {
+            uint32_t* o = (uint32_t*)(void*)c->out;
+            o[x_off] += ((const uint32_t*)(const void*)c->updates)[u_off];
+            break;
+          }
+          default: {
+            uint64_t* o = (uint64_t*)(void*)c->out;
+            o[x_off] += ((const uint64_t*)(const void*)c->updates)[u_off];
+            break;
+          }
+        }
+      } else if (c->window_rows == 1) {
         if (c->half_sum && c->w_xstrides[wr - 1] == 1 && c->w_ustrides[wr - 1] == 1) {
-          cmlc_ix_half_sum_row(&c->hs, (uint16_t*)(void*)(c->out + xo * es),
-                               (const uint16_t*)(const void*)(c->updates + uo * es), last);
+          cmlc_ix_half_sum_row(&c->hs, (uint16_t*)(void*)(c->out + x_off * es),
+                               (const uint16_t*)(const void*)(c->updates + u_off * es), last);
         } else {
-          c->combine(c->out + xo * es, c->w_xstrides[wr - 1], c->updates + uo * es,
+          c->combine(c->out + x_off * es, c->w_xstrides[wr - 1], c->updates + u_off * es,
                      c->w_ustrides[wr - 1], last);
         }
-        for (int32_t d = wr - 2; d >= 0; --d) {
-          xo += c->w_xstrides[d];
-          uo += c->w_ustrides[d];
-          if (++widx[d] < c->w_dims[d]) break;
-          xo -= c->w_xstrides[d] * c->w_dims[d];
-          uo -= c->w_ustrides[d] * c->w_dims[d];
-          widx[d] = 0;
+      } else {
+        // Walk the window rows (all window axes but the last) with an odometer.
+        int64_t widx[CML_MAX_RANK] = {0};
+        int64_t xo = x_off, uo = u_off;
+        for (int64_t row = 0; row < c->window_rows; ++row) {
+          if (c->half_sum && c->w_xstrides[wr - 1] == 1 && c->w_ustrides[wr - 1] == 1) {
+            cmlc_ix_half_sum_row(&c->hs, (uint16_t*)(void*)(c->out + xo * es),
+                                 (const uint16_t*)(const void*)(c->updates + uo * es), last);
+          } else {
+            c->combine(c->out + xo * es, c->w_xstrides[wr - 1], c->updates + uo * es,
+                       c->w_ustrides[wr - 1], last);
+          }
+          for (int32_t d = wr - 2; d >= 0; --d) {
+            xo += c->w_xstrides[d];
+            uo += c->w_ustrides[d];
+            if (++widx[d] < c->w_dims[d]) break;
+            xo -= c->w_xstrides[d] * c->w_dims[d];
+            uo -= c->w_ustrides[d] * c->w_dims[d];
+            widx[d] = 0;
+          }
         }
       }
     }
@@ -496,6 +591,36 @@ static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
   for (int32_t i = 0; i < c.scatter_rank; ++i) c.scatter_count *= c.sc_dims[i];
   c.window_rows = 1;
   for (int32_t i = 0; i < c.wr - 1; ++i) c.window_rows *= c.w_dims[i];
+  c.a_axis = -1;
+  if (sd->scatter_axes_to_operand_axes_count == 1) {
+    const int64_t a = sd->scatter_axes_to_operand_axes[0];
+    c.a_axis = (int32_t)a;
+    c.a_limit = xs->dims[a] - c.window_size[a];
+    c.a_stride = c.xstrides[a];
+    c.others_fit = true;
+    for (int32_t d = 0; d < xs->rank; ++d)
+      if (d != a && c.window_size[d] > xs->dims[d]) c.others_fit = false;
+  }
+  if (args->node->op == CML_OP_SCATTER_SUM && c.window_rows == 1 && c.w_dims[c.wr - 1] == 1) {
+    switch (xs->dtype) {
+      case CML_DTYPE_F32:
+        c.unit_sum = 1;
+        break;
+      case CML_DTYPE_F64:
+        c.unit_sum = 2;
+        break;
+      case CML_DTYPE_I32:
+      case CML_DTYPE_U32:
+        c.unit_sum = 3;
+        break;
+      case CML_DTYPE_I64:
+      case CML_DTYPE_U64:
+        c.unit_sum = 4;
+        break;
+      default:
+        break;
+    }
+  }
   // Threads split the operand's first axis when the windows are one row thick there and long
   // enough: each task reads the updates of its rows only, out of order, which short windows pay
   // for in latency (a graph layer's 65536 windows of 64 floats on 2 threads: 5.2 ms split, 3.1
