@@ -41,6 +41,8 @@ static void fake_init(fake_t* f, cml_op_t op, const cml_shape_t* ins, uint32_t n
 
 // The ISA fake_run plans for (the scalar one unless a test sets it).
 static cmlc_isa_t g_fake_isa = CMLC_ISA_SCALAR;
+// Whether fake_run plans for reference mode.
+static bool g_fake_reference = false;
 
 static cml_status_t fake_run(fake_t* f, int threads, cmlc_pool_t* pool, const void* const* inputs,
                              void* const* outputs) {
@@ -48,6 +50,7 @@ static cml_status_t fake_run(fake_t* f, int threads, cmlc_pool_t* pool, const vo
   memset(&o, 0, sizeof o);
   o.threads = threads;
   o.isa = g_fake_isa;
+  o.reference = g_fake_reference;
   o.devices = 1;
   cmlc_kernel_entry_t e;
   memset(&e, 0, sizeof e);
@@ -481,6 +484,79 @@ TEST(batch_norm_half_and_middle_axis) {
   for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(cml_bf16_to_f32(y[i]), want[i]);
 }
 
+// f32 / f64 BatchNorm runs blocks of channels in memory order: the same bits as the
+// per-channel loop of reference mode for all three ops, on a channels-last operand (several
+// blocks of channels, threads splitting them), the feature axis in the middle (NCHW) and first,
+// with statistics and gradients of non-trivial values.
+TEST(batch_norm_blocks_match_per_channel_loop) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  static const int64_t shapes[3][4] = {{9, 9, 9, 200}, {4, 40, 6, 5}, {40, 9, 1, 1}};
+  static const int64_t axes[3] = {3, 1, 0};
+  static const cml_op_t ops[3] = {CML_OP_BATCH_NORM_INFERENCE, CML_OP_BATCH_NORM_TRAINING,
+                                  CML_OP_BATCH_NORM_GRADIENT};
+  enum { MAXN = 9 * 9 * 9 * 200 };
+  static double xd[MAXN], dyd[MAXN], want[3][MAXN], got[3][MAXN];
+  static float xf[MAXN], dyf[MAXN];
+  double cd[4][200];
+  float cf[4][200];
+  uint32_t seed = 7;
+  for (int i = 0; i < MAXN; ++i) {
+    xd[i] = 3.0 * frand(&seed) + 0.5;
+    dyd[i] = frand(&seed);
+    xf[i] = (float)xd[i];
+    dyf[i] = (float)dyd[i];
+  }
+  for (int j = 0; j < 4; ++j)
+    for (int c = 0; c < 200; ++c) {
+      cd[j][c] = j == 3 ? 0.5 + frand(&seed) * frand(&seed) : frand(&seed);
+      cf[j][c] = (float)cd[j][c];
+    }
+  for (int si = 0; si < 3; ++si)
+    for (int f64 = 0; f64 < 2; ++f64)
+      for (int oi = 0; oi < 3; ++oi)
+        for (int threads = 1; threads <= 3; threads += 2) {
+          const cml_dtype_t dt = f64 ? CML_DTYPE_F64 : CML_DTYPE_F32;
+          const int64_t* d = shapes[si];
+          const int64_t ch = d[axes[si]];
+          cml_shape_t xs = shp(dt, 4, d), cs = shp(dt, 1, &ch);
+          const void* x = f64 ? (const void*)xd : (const void*)xf;
+          const void* dy = f64 ? (const void*)dyd : (const void*)dyf;
+          const void* c[4];
+          for (int j = 0; j < 4; ++j) c[j] = f64 ? (const void*)cd[j] : (const void*)cf[j];
+          fake_t f;
+          const void* in[5];
+          uint32_t nin;
+          if (ops[oi] == CML_OP_BATCH_NORM_INFERENCE) {
+            fake_init(&f, ops[oi], (cml_shape_t[]){xs, cs, cs, cs, cs}, 5, &xs, 1);
+            in[0] = x, in[1] = c[0], in[2] = c[1], in[3] = c[2], in[4] = c[3], nin = 1;
+          } else if (ops[oi] == CML_OP_BATCH_NORM_TRAINING) {
+            fake_init(&f, ops[oi], (cml_shape_t[]){xs, cs, cs}, 3, (cml_shape_t[]){xs, cs, cs}, 3);
+            in[0] = x, in[1] = c[0], in[2] = c[1], nin = 3;
+          } else {
+            fake_init(&f, ops[oi], (cml_shape_t[]){xs, cs, cs, cs, xs}, 5,
+                      (cml_shape_t[]){xs, cs, cs}, 3);
+            in[0] = x, in[1] = c[0], in[2] = c[2], in[3] = c[3], in[4] = dy, nin = 3;
+          }
+          f.attrs.axis = axes[si];
+          f.attrs.epsilon = 1e-3f;
+          g_fake_reference = true;
+          ASSERT_STATUS_OK(fake_run(&f, 1, NULL, in, (void*[]){want[0], want[1], want[2]}));
+          g_fake_reference = false;
+          memset(got, 0x5a, sizeof got);
+          ASSERT_STATUS_OK(fake_run(&f, threads, threads > 1 ? pool : NULL, in,
+                                    (void*[]){got[0], got[1], got[2]}));
+          const size_t es = f64 ? 8 : 4, n = (size_t)(d[0] * d[1] * d[2] * d[3]);
+          for (uint32_t j = 0; j < nin; ++j) {
+            if (memcmp(got[j], want[j], (j ? (size_t)ch : n) * es) != 0) {
+              TEST_FAIL_("%s %s shape %d output %u, %d thread(s): differs from the reference",
+                         cml_op_name(ops[oi]), cml_dtype_name(dt), si, j, threads);
+            }
+          }
+        }
+  cmlc_pool_destroy(pool);
+}
+
 TEST(capabilities) {
   cml_capabilities_t caps;
   memset(&caps, 0, sizeof caps);
@@ -496,4 +572,5 @@ TEST_MAIN(TEST_ENTRY(rng_philox_known_answers), TEST_ENTRY(rng_word_mapping_per_
           TEST_ENTRY(fft_c2c_lengths_and_inverse), TEST_ENTRY(fft_lanes_match_single_lines),
           TEST_ENTRY(fft_c64_hand_values), TEST_ENTRY(fft_real_forward_and_inverse),
           TEST_ENTRY(fft_real_2d), TEST_ENTRY(batch_norm_inference_training_gradient),
-          TEST_ENTRY(batch_norm_half_and_middle_axis), TEST_ENTRY(capabilities))
+          TEST_ENTRY(batch_norm_half_and_middle_axis),
+          TEST_ENTRY(batch_norm_blocks_match_per_channel_loop), TEST_ENTRY(capabilities))

@@ -145,6 +145,7 @@ typedef struct cmlc_bn_ctx_t {
   cml_op_t op;
   cml_dtype_t dtype;
   int64_t outer, channels, inner;
+  int64_t width;  // channels per task of the f32 / f64 path (at most CMLC_BN_BLOCK)
   double eps;
   const void* const* in;
   void* const* out;
@@ -220,6 +221,162 @@ static void cmlc_bn_channels(void* vctx, int64_t begin, int64_t end, int thread_
   }
 }
 
+// f32 / f64 operands: the same arithmetic in memory order, CMLC_BN_BLOCK channels at a time
+// with one double accumulator per channel. Each channel still takes its elements in (outer,
+// inner) order, so every sum, and every result, is the per-channel loop's; but a channels-last
+// operand (inner 1: NHWC) is read row by row instead of with a stride of C elements per
+// channel (the per-channel walk read every cache line C times). [32, 28, 28, 64] training +
+// gradient, 1 thread on Zen 5: 15.0 -> 2.3 ms (xla:cpu 3.9-4.3).
+enum { CMLC_BN_BLOCK = 128 };
+
+#define CMLC_BN_FAST(NAME, T)                                                                 \
+  static void NAME(const cmlc_bn_ctx_t* c, int64_t c0, int64_t c1) {                          \
+    const int64_t C = c->channels, inner = c->inner, outer = c->outer, nb = c1 - c0;          \
+    const double n = (double)(outer * inner);                                                 \
+    const T* x = (const T*)c->in[0];                                                          \
+    double scale[CMLC_BN_BLOCK], mean[CMLC_BN_BLOCK], r[CMLC_BN_BLOCK];                       \
+    double a0[CMLC_BN_BLOCK], a1[CMLC_BN_BLOCK];                                              \
+    for (int64_t b = 0; b < nb; ++b) scale[b] = (double)((const T*)c->in[1])[c0 + b];         \
+    if (c->op != CML_OP_BATCH_NORM_GRADIENT) {                                                \
+      if (c->op == CML_OP_BATCH_NORM_INFERENCE) {                                             \
+        for (int64_t b = 0; b < nb; ++b) {                                                    \
+          mean[b] = (double)((const T*)c->in[3])[c0 + b];                                     \
+          r[b] = 1.0 / sqrt((double)((const T*)c->in[4])[c0 + b] + c->eps);                   \
+        }                                                                                     \
+      } else {                                                                                \
+        for (int64_t b = 0; b < nb; ++b) a0[b] = a1[b] = 0;                                   \
+        for (int64_t o = 0; o < outer; ++o) {                                                 \
+          if (inner == 1) {                                                                   \
+            const T* xr = x + o * C + c0;                                                     \
+            for (int64_t b = 0; b < nb; ++b) a0[b] += (double)xr[b];                          \
+            continue;                                                                         \
+          }                                                                                   \
+          for (int64_t b = 0; b < nb; ++b) {                                                  \
+            const T* xr = x + (o * C + c0 + b) * inner;                                       \
+            double sum = a0[b];                                                               \
+            for (int64_t i = 0; i < inner; ++i) sum += (double)xr[i];                         \
+            a0[b] = sum;                                                                      \
+          }                                                                                   \
+        }                                                                                     \
+        for (int64_t b = 0; b < nb; ++b) mean[b] = a0[b] / n;                                 \
+        for (int64_t o = 0; o < outer; ++o) {                                                 \
+          if (inner == 1) {                                                                   \
+            const T* xr = x + o * C + c0;                                                     \
+            for (int64_t b = 0; b < nb; ++b) {                                                \
+              const double d = (double)xr[b] - mean[b];                                       \
+              a1[b] += d * d;                                                                 \
+            }                                                                                 \
+            continue;                                                                         \
+          }                                                                                   \
+          for (int64_t b = 0; b < nb; ++b) {                                                  \
+            const T* xr = x + (o * C + c0 + b) * inner;                                       \
+            double sq = a1[b];                                                                \
+            for (int64_t i = 0; i < inner; ++i) {                                             \
+              const double d = (double)xr[i] - mean[b];                                       \
+              sq += d * d;                                                                    \
+            }                                                                                 \
+            a1[b] = sq;                                                                       \
+          }                                                                                   \
+        }                                                                                     \
+        for (int64_t b = 0; b < nb; ++b) {                                                    \
+          const double var = a1[b] / n;                                                       \
+          ((T*)c->out[1])[c0 + b] = (T)mean[b];                                               \
+          ((T*)c->out[2])[c0 + b] = (T)var;                                                   \
+          r[b] = 1.0 / sqrt(var + c->eps);                                                    \
+        }                                                                                     \
+      }                                                                                       \
+      double offset[CMLC_BN_BLOCK];                                                           \
+      for (int64_t b = 0; b < nb; ++b) offset[b] = (double)((const T*)c->in[2])[c0 + b];      \
+      T* y = (T*)c->out[0];                                                                   \
+      for (int64_t o = 0; o < outer; ++o) {                                                   \
+        if (inner == 1) {                                                                     \
+          const int64_t base = o * C + c0;                                                    \
+          for (int64_t b = 0; b < nb; ++b)                                                    \
+            y[base + b] = (T)(((double)x[base + b] - mean[b]) * r[b] * scale[b] + offset[b]); \
+          continue;                                                                           \
+        }                                                                                     \
+        for (int64_t b = 0; b < nb; ++b) {                                                    \
+          const int64_t base = (o * C + c0 + b) * inner;                                      \
+          for (int64_t i = 0; i < inner; ++i)                                                 \
+            y[base + i] = (T)(((double)x[base + i] - mean[b]) * r[b] * scale[b] + offset[b]); \
+        }                                                                                     \
+      }                                                                                       \
+      return;                                                                                 \
+    }                                                                                         \
+    const T* dy = (const T*)c->in[4];                                                         \
+    for (int64_t b = 0; b < nb; ++b) {                                                        \
+      mean[b] = (double)((const T*)c->in[2])[c0 + b];                                         \
+      r[b] = 1.0 / sqrt((double)((const T*)c->in[3])[c0 + b] + c->eps);                       \
+      a0[b] = a1[b] = 0;                                                                      \
+    }                                                                                         \
+    for (int64_t o = 0; o < outer; ++o) {                                                     \
+      if (inner == 1) {                                                                       \
+        const int64_t base = o * C + c0;                                                      \
+        for (int64_t b = 0; b < nb; ++b) {                                                    \
+          const double g = (double)dy[base + b];                                              \
+          a0[b] += g;                                                                         \
+          a1[b] += g * ((double)x[base + b] - mean[b]);                                       \
+        }                                                                                     \
+        continue;                                                                             \
+      }                                                                                       \
+      for (int64_t b = 0; b < nb; ++b) {                                                      \
+        const int64_t base = (o * C + c0 + b) * inner;                                        \
+        double sum_dy = a0[b], sum_dy_xc = a1[b];                                             \
+        for (int64_t i = 0; i < inner; ++i) {                                                 \
+          const double g = (double)dy[base + i];                                              \
+          sum_dy += g;                                                                        \
+          sum_dy_xc += g * ((double)x[base + i] - mean[b]);                                   \
+        }                                                                                     \
+        a0[b] = sum_dy;                                                                       \
+        a1[b] = sum_dy_xc;                                                                    \
+      }                                                                                       \
+    }                                                                                         \
+    double mean_dy[CMLC_BN_BLOCK], k[CMLC_BN_BLOCK];                                          \
+    for (int64_t b = 0; b < nb; ++b) {                                                        \
+      ((T*)c->out[1])[c0 + b] = (T)(a1[b] * r[b]);                                            \
+      ((T*)c->out[2])[c0 + b] = (T)a0[b];                                                     \
+      mean_dy[b] = a0[b] / n;                                                                 \
+      k[b] = a1[b] * r[b] * r[b] / n;                                                         \
+    }                                                                                         \
+    T* gx = (T*)c->out[0];                                                                    \
+    for (int64_t o = 0; o < outer; ++o) {                                                     \
+      if (inner == 1) {                                                                       \
+        const int64_t base = o * C + c0;                                                      \
+        for (int64_t b = 0; b < nb; ++b) {                                                    \
+          const double g = (double)dy[base + b];                                              \
+          const double xc = (double)x[base + b] - mean[b];                                    \
+          gx[base + b] = (T)(scale[b] * r[b] * (g - mean_dy[b] - xc * k[b]));                 \
+        }                                                                                     \
+        continue;                                                                             \
+      }                                                                                       \
+      for (int64_t b = 0; b < nb; ++b) {                                                      \
+        const int64_t base = (o * C + c0 + b) * inner;                                        \
+        for (int64_t i = 0; i < inner; ++i) {                                                 \
+          const double g = (double)dy[base + i];                                              \
+          const double xc = (double)x[base + i] - mean[b];                                    \
+          gx[base + i] = (T)(scale[b] * r[b] * (g - mean_dy[b] - xc * k[b]));                 \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+  }
+CMLC_BN_FAST(cmlc_bn_block_f32, float)
+CMLC_BN_FAST(cmlc_bn_block_f64, double)
+#undef CMLC_BN_FAST
+
+static void cmlc_bn_blocks(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_bn_ctx_t* c = vctx;
+  for (int64_t blk = begin; blk < end; ++blk) {
+    const int64_t c0 = blk * c->width;
+    const int64_t c1 = c0 + c->width < c->channels ? c0 + c->width : c->channels;
+    if (c->dtype == CML_DTYPE_F32) {
+      cmlc_bn_block_f32(c, c0, c1);
+    } else {
+      cmlc_bn_block_f64(c, c0, c1);
+    }
+  }
+}
+
 static cml_status_t cmlc_bn_run(const cmlc_kernel_args_t* args) {
   const cml_shape_t* xs = args->input_shapes[0];
   cmlc_bn_ctx_t c;
@@ -237,6 +394,20 @@ static cml_status_t cmlc_bn_run(const cmlc_kernel_args_t* args) {
   c.in = args->inputs;
   c.out = args->outputs;
   int64_t per = c.outer * c.inner * 3 + 1;
+  if (!args->options->reference && (c.dtype == CML_DTYPE_F32 || c.dtype == CML_DTYPE_F64)) {
+    // Blocks of channels; with threads, narrower ones (down to 16 channels) so that each
+    // thread gets some when the operand is large enough to split.
+    const int64_t threads = cmlc_pool_thread_count(args->pool);
+    c.width = CMLC_BN_BLOCK;
+    if (threads > 1 && per * c.channels >= 2 * 65536) {
+      const int64_t w = (c.channels + threads - 1) / threads;
+      c.width = w < 16 ? 16 : (w + 15) / 16 * 16;
+      if (c.width > CMLC_BN_BLOCK) c.width = CMLC_BN_BLOCK;
+    }
+    const int64_t blocks = (c.channels + c.width - 1) / c.width;
+    cmlc_parallel_for(args->pool, blocks, 1, cmlc_bn_blocks, &c);
+    return CML_OK;
+  }
   int64_t chunk = 65536 / per;
   cmlc_parallel_for(args->pool, c.channels, chunk < 1 ? 1 : chunk, cmlc_bn_channels, &c);
   return CML_OK;
