@@ -830,12 +830,64 @@ TEST(lookup_picks_variant_at_plan_time) {
   cml_status_free(st);
 }
 
+// Complex products on a SIMD ISA run the FMA instructions inline: the scalar kernel's bits
+// (libm's fma / fmaf; NaN for NaN, whose sign may come from either operand) for c64 and c128 over
+// pairs of edge values (infinities, NaN, huge values whose unfused products overflow, subnormals),
+// each operand broadcast or not.
+TEST(complex_mul_matches_scalar) {
+  enum { N = EDGE_COUNT * EDGE_COUNT };
+  static float xf[2 * N], yf[2 * N], gotf[2 * N + 8], wantf[2 * N + 8];
+  static double xd[2 * N], yd[2 * N], gotd[2 * N + 8], wantd[2 * N + 8];
+  for (int i = 0; i < N; ++i) {
+    const float v[4] = {kEdges[i % EDGE_COUNT], kEdges[(i / EDGE_COUNT) % EDGE_COUNT],
+                        kEdges[(i * 7 + 3) % EDGE_COUNT], kEdges[(i * 13 + 5) % EDGE_COUNT]};
+    xf[2 * i] = v[0], xf[2 * i + 1] = v[1], yf[2 * i] = v[2], yf[2 * i + 1] = v[3];
+    for (int j = 0; j < 2; ++j) {
+      xd[2 * i + j] = (double)(j ? v[1] : v[0]) * (i % 3 ? 1.0 : 1e280);
+      yd[2 * i + j] = (double)(j ? v[3] : v[2]) * (i % 5 ? 1.0 : 1e-300);
+    }
+  }
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (best_isa() < (cmlc_isa_t)isa) continue;
+    const cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    static const int64_t strides[3][2] = {{1, 1}, {1, 0}, {0, 1}};
+    for (int d = 0; d < 2; ++d) {
+      const cml_dtype_t dt = d ? CML_DTYPE_C128 : CML_DTYPE_C64;
+      cmlc_ew_fn fn = cmlc_ew_simd_binary_fn(&o, CML_OP_MUL, dt);
+      cmlc_ew_fn ref = cmlc_ew_binary_fn(CML_OP_MUL, dt);
+      ASSERT_TRUE(fn != NULL && ref != NULL);
+      for (int s = 0; s < 3; ++s) {
+        const void* in[2] = {d ? (const void*)(xd + 2 * 9) : (const void*)(xf + 2 * 9),
+                             d ? (const void*)yd : (const void*)yf};
+        const int64_t n = N - 9;
+        if (d) {
+          memset(gotd, 0x5a, sizeof gotd), memset(wantd, 0x5a, sizeof wantd);
+          fn(gotd, in, strides[s], n), ref(wantd, in, strides[s], n);
+        } else {
+          memset(gotf, 0x5a, sizeof gotf), memset(wantf, 0x5a, sizeof wantf);
+          fn(gotf, in, strides[s], n), ref(wantf, in, strides[s], n);
+        }
+        for (int64_t i = 0; i < 2 * n + 8; ++i) {
+          const bool same =
+              d ? memcmp(&gotd[i], &wantd[i], 8) == 0 || (isnan(gotd[i]) && isnan(wantd[i]))
+                : same_f32(gotf[i], wantf[i]);
+          if (!same) {
+            TEST_FAIL_("isa %d %s strides %d element %lld: differs from the scalar kernel", isa,
+                       cml_dtype_name(dt), s, (long long)i);
+            break;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan_and_signed_zero),
           TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(half_compares_match_scalar),
-          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
-          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
-          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
-          TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(complex_mul_matches_scalar), TEST_ENTRY(unary_matches_reference),
+          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
+          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
+          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

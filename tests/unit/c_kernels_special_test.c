@@ -311,6 +311,57 @@ TEST(fft_lanes_match_single_lines) {
   ASSERT_FALSE(failed);
 }
 
+// The same for INVERSE_REAL's last pass (Hermitian extension, inverse, real part): lines taken
+// 2 or 4 at a time give each line the bits it gets alone, on 1 and 3 threads.
+TEST(fft_inverse_real_lanes_match_single_lines) {
+  static const int64_t cases[][2] = {{7, 8}, {9, 512}, {5, 64}, {2, 16}};
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  uint32_t seed = 11;
+  int failed = 0;
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0] && !failed; ++ci) {
+    const int64_t batch = cases[ci][0], len = cases[ci][1], h = len / 2 + 1;
+    double* in = malloc(sizeof(double) * 2 * (size_t)(batch * h));
+    double* out = malloc(sizeof(double) * (size_t)(batch * len));
+    double* out3 = malloc(sizeof(double) * (size_t)(batch * len));
+    double one[512];
+    for (int64_t i = 0; i < 2 * batch * h; ++i) in[i] = frand(&seed);
+    fake_t f, f1;
+    const cml_shape_t si = shp(CML_DTYPE_C128, 2, (int64_t[]){batch, h});
+    const cml_shape_t so = shp(CML_DTYPE_F64, 2, (int64_t[]){batch, len});
+    const cml_shape_t si1 = shp(CML_DTYPE_C128, 2, (int64_t[]){1, h});
+    const cml_shape_t so1 = shp(CML_DTYPE_F64, 2, (int64_t[]){1, len});
+    fake_init(&f, CML_OP_FFT, &si, 1, &so, 1);
+    fake_init(&f1, CML_OP_FFT, &si1, 1, &so1, 1);
+    for (int v = 0; v < 2; ++v) {
+      fake_t* g = v ? &f1 : &f;
+      g->attrs.fft_type = CML_FFT_INVERSE_REAL;
+      g->attrs.axis_count = 1;
+      g->attrs.axes[0] = len;
+    }
+    cmlc_cpu_features_t cpu;
+    cmlc_cpu_detect(&cpu);
+    for (int isa = 0; isa < (cpu.avx2_fma ? 2 : 1) && !failed; ++isa) {
+      g_fake_isa = isa ? CMLC_ISA_AVX2 : CMLC_ISA_SCALAR;
+      ASSERT_STATUS_OK(fake_run(&f, 1, NULL, (const void*[]){in}, (void*[]){out}));
+      ASSERT_STATUS_OK(fake_run(&f, 3, pool, (const void*[]){in}, (void*[]){out3}));
+      g_fake_isa = CMLC_ISA_SCALAR;
+      for (int64_t b = 0; b < batch && !failed; ++b) {
+        ASSERT_STATUS_OK(fake_run(&f1, 1, NULL, (const void*[]){in + 2 * b * h}, (void*[]){one}));
+        if (memcmp(one, out + b * len, sizeof(double) * (size_t)len) != 0 ||
+            memcmp(out3 + b * len, out + b * len, sizeof(double) * (size_t)len) != 0) {
+          fprintf(stderr, "case %zu isa %d batch %lld: lanes differ from the line alone\n", ci, isa,
+                  (long long)b);
+          failed = 1;
+        }
+      }
+    }
+    free(in), free(out), free(out3);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_FALSE(failed);
+}
+
 TEST(fft_c64_hand_values) {
   // FFT of [1, 2, 3, 4] = [10, -2+2i, -2, -2-2i].
   float in[8] = {1, 0, 2, 0, 3, 0, 4, 0}, out[8];
@@ -570,7 +621,8 @@ TEST(capabilities) {
 
 TEST_MAIN(TEST_ENTRY(rng_philox_known_answers), TEST_ENTRY(rng_word_mapping_per_dtype),
           TEST_ENTRY(fft_c2c_lengths_and_inverse), TEST_ENTRY(fft_lanes_match_single_lines),
-          TEST_ENTRY(fft_c64_hand_values), TEST_ENTRY(fft_real_forward_and_inverse),
-          TEST_ENTRY(fft_real_2d), TEST_ENTRY(batch_norm_inference_training_gradient),
+          TEST_ENTRY(fft_inverse_real_lanes_match_single_lines), TEST_ENTRY(fft_c64_hand_values),
+          TEST_ENTRY(fft_real_forward_and_inverse), TEST_ENTRY(fft_real_2d),
+          TEST_ENTRY(batch_norm_inference_training_gradient),
           TEST_ENTRY(batch_norm_half_and_middle_axis),
           TEST_ENTRY(batch_norm_blocks_match_per_channel_loop), TEST_ENTRY(capabilities))

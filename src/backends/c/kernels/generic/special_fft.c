@@ -325,6 +325,18 @@ static double* cmlc_fft_thread_buf(const cmlc_fft_ctx_t* c, int thread_index) {
   return c->s + c->p->off_thread + (size_t)thread_index * c->p->thread_size;
 }
 
+// Lanes of c->lanes power-of-two lines: cmlc_fft_pow2_x2 / _x4 on |re| and |im|.
+static void cmlc_fft_pow2_lanes(const cmlc_fft_ctx_t* c, double* re, double* im, int64_t n,
+                                const double* tw) {
+#if defined(CMLC_HAVE_X86_64)
+  if (c->lanes == 4) {
+    cmlc_fft_pow2_x4((cmlc_fft_v4*)(void*)re, (cmlc_fft_v4*)(void*)im, n, tw);
+    return;
+  }
+#endif
+  cmlc_fft_pow2_x2((cmlc_fft_v2*)(void*)re, (cmlc_fft_v2*)(void*)im, n, tw);
+}
+
 // One line |l| of the pass alone: gathered into |line|, transformed, scattered back.
 static void cmlc_fft_axis_line(const cmlc_fft_ctx_t* c, const cmlc_fft_axis_t* x, int64_t l,
                                double* line, double* work) {
@@ -372,15 +384,7 @@ static void cmlc_fft_axis_task(void* vctx, int64_t begin, int64_t end, int threa
         im[j * lanes + q] = sign * c->work[2 * (base[q] + j * stride) + 1];
       }
     }
-#if defined(CMLC_HAVE_X86_64)
-    if (lanes == 4) {
-      cmlc_fft_pow2_x4((cmlc_fft_v4*)(void*)re, (cmlc_fft_v4*)(void*)im, n, c->s + x->off_tw);
-    } else {
-      cmlc_fft_pow2_x2((cmlc_fft_v2*)(void*)re, (cmlc_fft_v2*)(void*)im, n, c->s + x->off_tw);
-    }
-#else
-    cmlc_fft_pow2_x2((cmlc_fft_v2*)(void*)re, (cmlc_fft_v2*)(void*)im, n, c->s + x->off_tw);
-#endif
+    cmlc_fft_pow2_lanes(c, re, im, n, c->s + x->off_tw);
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t q = 0; q < lanes; ++q) {
         c->work[2 * (base[q] + j * stride)] = re[j * lanes + q];
@@ -406,28 +410,50 @@ static void cmlc_fft_pass(cmlc_fft_ctx_t* c, cmlc_pool_t* pool, int32_t axis, bo
   cmlc_parallel_for(pool, groups, chunk, cmlc_fft_axis_task, c);
 }
 
+// Entry k of the Hermitian extension of |src| (its first |h| entries), conjugated (the
+// inverse runs as conj(DFT(conj(x)))): *re, *im.
+static inline void cmlc_fft_c2r_entry(const double* src, int64_t n, int64_t h, int64_t k,
+                                      double* re, double* im) {
+  if (k < h) {
+    *re = src[2 * k], *im = -src[2 * k + 1];
+  } else {
+    *re = src[2 * (n - k)], *im = src[2 * (n - k) + 1];
+  }
+}
+
 // C2R last axis: per line, Hermitian extension of the first |half| entries, inverse, real part.
+// Tasks are groups of c->lanes lines: a full group of a power-of-two axis transformed together
+// (the same bits per line as alone), other lines one by one.
 static void cmlc_fft_c2r_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   const cmlc_fft_ctx_t* c = vctx;
   const cmlc_fft_axis_t* x = &c->p->ax[c->p->axes - 1];
-  int64_t n = x->n, h = c->half;
+  const int64_t n = x->n, h = c->half, lanes = c->lanes, rows = c->lines;
   double* line = cmlc_fft_thread_buf(c, thread_index);
   double* work = line + 2 * n;
-  for (int64_t l = begin; l < end; ++l) {
-    const double* src = c->work + 2 * l * n;
-    for (int64_t k = 0; k < n; ++k) {
-      double re, im;
-      if (k < h) {
-        re = src[2 * k], im = src[2 * k + 1];
-      } else {
-        re = src[2 * (n - k)], im = -src[2 * (n - k) + 1];
+  for (int64_t g = begin; g < end; ++g) {
+    const int64_t l0 = g * lanes, l1 = l0 + lanes < rows ? l0 + lanes : rows;
+    if (x->kind == CMLC_FFT_POW2 && l1 - l0 == lanes) {
+      double* re = line;
+      double* im = line + n * lanes;
+      for (int64_t q = 0; q < lanes; ++q) {
+        const double* src = c->work + 2 * (l0 + q) * n;
+        for (int64_t k = 0; k < n; ++k)
+          cmlc_fft_c2r_entry(src, n, h, k, &re[k * lanes + q], &im[k * lanes + q]);
       }
-      line[2 * k] = re;
-      line[2 * k + 1] = -im;  // inverse through conj(DFT(conj(x)))
+      cmlc_fft_pow2_lanes(c, re, im, n, c->s + x->off_tw);
+      for (int64_t q = 0; q < lanes; ++q)
+        for (int64_t k = 0; k < n; ++k)
+          cmlc_store_f64(c->out, (l0 + q) * n + k, c->out_dtype, re[k * lanes + q] * c->scale);
+      continue;
     }
-    cmlc_fft_line(x, c->s, line, work);
-    for (int64_t k = 0; k < n; ++k)
-      cmlc_store_f64(c->out, l * n + k, c->out_dtype, line[2 * k] * c->scale);
+    for (int64_t l = l0; l < l1; ++l) {
+      const double* src = c->work + 2 * l * n;
+      for (int64_t k = 0; k < n; ++k)
+        cmlc_fft_c2r_entry(src, n, h, k, &line[2 * k], &line[2 * k + 1]);
+      cmlc_fft_line(x, c->s, line, work);
+      for (int64_t k = 0; k < n; ++k)
+        cmlc_store_f64(c->out, l * n + k, c->out_dtype, line[2 * k] * c->scale);
+    }
   }
 }
 
@@ -517,7 +543,9 @@ static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
       }
       for (int32_t a = p.axes - 2; a >= 0; --a) cmlc_fft_pass(&c, pool, a, true);
       c.scale = 1.0 / prod;
-      cmlc_parallel_for(pool, rows, 8192 / (last * 4) + 1, cmlc_fft_c2r_task, &c);
+      c.lines = rows;
+      cmlc_parallel_for(pool, (rows + c.lanes - 1) / c.lanes, 8192 / (last * 4 * c.lanes) + 1,
+                        cmlc_fft_c2r_task, &c);
       break;
     }
     default:
