@@ -882,12 +882,51 @@ TEST(complex_mul_matches_scalar) {
   }
 }
 
+// f32 <-> f64 and same-width signed <-> unsigned conversions as plain loops on SIMD ISAs:
+// hand-checked values (ties to even, overflow to infinity, NaN, signed zero, subnormals
+// flushed by the f32 range, integers keeping their bits), every length up to 40.
+TEST(plain_conversions) {
+  const double d[8] = {1.0 + 0x1p-24, 1.0 + 3 * 0x1p-25, 1e300, -1e-300, -0.0, NAN, -2.5, 0x1p-149};
+  const float dwant[8] = {1.0f, 1.0f + 0x1p-23f, INFINITY, -0.0f, -0.0f, NAN, -2.5f, 0x1p-149f};
+  const float f[4] = {0x1p-149f, -3.25f, INFINITY, 16777217.0f};
+  const int32_t i[4] = {-1, INT32_MIN, 7, INT32_MAX};
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (best_isa() < (cmlc_isa_t)isa) continue;
+    const cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    cmlc_ew_convert_fn d2f = cmlc_ew_simd_convert_fn(&o, CML_DTYPE_F64, CML_DTYPE_F32);
+    cmlc_ew_convert_fn f2d = cmlc_ew_simd_convert_fn(&o, CML_DTYPE_F32, CML_DTYPE_F64);
+    cmlc_ew_convert_fn i2u = cmlc_ew_simd_convert_fn(&o, CML_DTYPE_I32, CML_DTYPE_U32);
+    cmlc_ew_convert_fn u2i = cmlc_ew_simd_convert_fn(&o, CML_DTYPE_U64, CML_DTYPE_I64);
+    ASSERT_TRUE(d2f && f2d && i2u && u2i);
+    for (int n = 0; n <= 40; ++n) {
+      double din[40], dout[40];
+      float fout[40], fin[40];
+      uint32_t uout[40];
+      int32_t iin[40];
+      uint64_t u64in[40];
+      int64_t i64out[40];
+      for (int k = 0; k < n; ++k) {
+        din[k] = d[k % 8], fin[k] = f[k % 4], iin[k] = i[k % 4];
+        u64in[k] = 0xFFFFFFFFFFFFFFF0ull + (uint64_t)k;
+      }
+      d2f(fout, din, n), f2d(dout, fin, n), i2u(uout, iin, n), u2i(i64out, u64in, n);
+      for (int k = 0; k < n; ++k) {
+        ASSERT_TRUE(same_f32(fout[k], dwant[k % 8]));
+        ASSERT_TRUE(memcmp(&dout[k], &(double){(double)f[k % 4]}, 8) == 0);
+        ASSERT_EQ_INT(uout[k], (uint32_t)i[k % 4]);
+        ASSERT_EQ_INT(i64out[k], -16 + k);
+      }
+    }
+  }
+}
+
 TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan_and_signed_zero),
           TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(half_compares_match_scalar),
-          TEST_ENTRY(complex_mul_matches_scalar), TEST_ENTRY(unary_matches_reference),
-          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
-          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
-          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(complex_mul_matches_scalar), TEST_ENTRY(plain_conversions),
+          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
+          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
+          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
+          TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build
