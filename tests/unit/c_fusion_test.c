@@ -667,9 +667,109 @@ TEST(values_read_by_several_members_join_the_loop) {
   cml_backend_release(b);
 }
 
+//===--- gathered rows read in place ---===//
+
+// Integer ids from a float input: x * |scale| truncated (negative and too large ones too: the
+// gathers clamp them).
+static cml_value_t ft_ids(cml_function_t* f, cml_value_t x, double scale) {
+  return cml_op_convert_dtype(f, cml_op_mul(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F32, scale)),
+                              CML_DTYPE_I32);
+}
+
+// out0 = Gather(table [r, c] by one id per row of [extra, 1]) * B(w[extra]) + 1: rows of c
+// gathered by the loop (16 to 32 f32 elements) or stored first (shorter or longer);
+// out1 = tanh(Gather(cube [4, 9, c] by (i, j) pairs)) * 2, whose gather a reduction also reads:
+// it runs once, stored, and the loop reads it; out2 = that reduction (row max).
+static cml_status_t ft_build_gather(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                    size_t* count) {
+  const int64_t n = g->extra, c = g->c, od[2] = {n, c}, a0 = 0, a1 = 1;
+  cml_value_t table = ft_param(f, g, 0), src = ft_param(f, g, 1), w = ft_param(f, g, 2);
+  cml_value_t cube = ft_param(f, g, 3);
+  cml_gather_dims_t gd;
+  memset(&gd, 0, sizeof gd);
+  gd.index_vector_axis = 1;
+  gd.offset_output_axis_count = 1;
+  gd.offset_output_axes[0] = 1;
+  gd.collapsed_slice_axis_count = 1;
+  gd.start_index_map_count = 1;
+  gd.slice_size_count = 2;
+  gd.slice_sizes[0] = 1;
+  gd.slice_sizes[1] = c;
+  cml_value_t rows = cml_op_gather(f, table, ft_ids(f, src, 0.75 * (double)g->r), &gd);
+  outs[0] = cml_op_add(f, cml_op_mul(f, rows, ft_bcast(f, w, od, 2, &a0, 1)),
+                       cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.0));
+  cml_value_t pair[2] = {ft_ids(f, src, 1.5), ft_ids(f, cml_op_abs(f, src), 5.0)};
+  cml_value_t ij = cml_op_concatenate(f, 1, pair, 2);
+  gd.collapsed_slice_axis_count = 2;
+  gd.collapsed_slice_axes[1] = 1;
+  gd.start_index_map_count = 2;
+  gd.start_index_map[1] = 1;
+  gd.slice_size_count = 3;
+  gd.slice_sizes[1] = 1;
+  gd.slice_sizes[2] = c;
+  cml_value_t picked = cml_op_gather(f, cube, ij, &gd);
+  outs[1] = cml_op_mul(f, cml_op_tanh(f, picked), cml_constant_scalar_f64(f, CML_DTYPE_F32, 2.0));
+  outs[2] = cml_op_reduce_max(f, picked, &a1, 1);
+  *count = 3;
+  return CML_OK;
+}
+
+static int64_t ft_clamp_id(float x, double scale, int64_t hi) {
+  const int64_t v = (int64_t)(int32_t)(x * (float)scale);
+  return v < 0 ? 0 : (v > hi ? hi : v);
+}
+
+TEST(gathered_rows_read_in_place) {
+  // Rows of 24 (blocks of 256 cross them) and 32 read in place; of 8 and 64 stored (below and
+  // above the bounds).
+  const int64_t shapes[][3] = {{50, 24, 300}, {7, 32, 20}, {30, 8, 100}, {5, 64, 40}};
+  for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
+    ft_graph_t g = {.name = "gather",
+                    .build = ft_build_gather,
+                    .r = shapes[t][0],
+                    .c = shapes[t][1],
+                    .extra = shapes[t][2]};
+    g.in_count = 4;
+    g.in[0] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.r, g.c});
+    g.in[1] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.extra, 1});
+    g.in[2] = cml_shape_make(CML_DTYPE_F32, 1, &g.extra);
+    g.in[3] = cml_shape_make(CML_DTYPE_F32, 3, (int64_t[]){4, 9, g.c});
+    void* outs[FT_MAX_OUT] = {0};
+    size_t count = 0;
+    cml_executable_t* exe = NULL;
+    cml_backend_t* b = NULL;
+    ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+    ASSERT_EQ_INT(count, 3);
+    // The first gather runs only when its rows are out of bounds; the second always (the
+    // reduction reads it too).
+    ASSERT_EQ_INT(ft_steps(exe, CML_OP_GATHER, -1), g.c >= 16 && g.c <= 32 ? 1 : 2);
+    const float* o0 = outs[0];
+    const float* o1 = outs[1];
+    const float* o2 = outs[2];
+    for (int64_t i = 0; i < g.extra; ++i) {
+      const float x = ft_value(1, i);
+      const int64_t row = ft_clamp_id(x, 0.75 * (double)g.r, g.r - 1);
+      const int64_t ci = ft_clamp_id(x, 1.5, 3), cj = ft_clamp_id(fabsf(x), 5.0, 8);
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < g.c; ++j) {
+        const float p = ft_value(0, row * g.c + j) * ft_value(2, i);
+        ASSERT_EQ_DBL(o0[i * g.c + j], p + 1.0f);
+        const float v = ft_value(3, (ci * 9 + cj) * g.c + j);
+        ASSERT_TRUE(fabs(o1[i * g.c + j] - 2.0 * tanh((double)v)) <= 1e-6);
+        mx = v > mx ? v : mx;
+      }
+      ASSERT_EQ_DBL(o2[i], mx);
+    }
+    for (size_t o = 0; o < count; ++o) free(outs[o]);
+    cml_executable_release(exe);
+    cml_backend_release(b);
+  }
+}
+
 TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place),
           TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(slices_read_in_place),
           TEST_ENTRY(row_reductions_of_loops), TEST_ENTRY(column_reductions_of_loops),
           TEST_ENTRY(short_run_reductions_and_segment_broadcasts),
           TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader),
-          TEST_ENTRY(values_read_by_several_members_join_the_loop))
+          TEST_ENTRY(values_read_by_several_members_join_the_loop),
+          TEST_ENTRY(gathered_rows_read_in_place))

@@ -371,8 +371,9 @@ bool cmlc_fused_node_supported(const cml_module_t* module, const cml_ir_node_t* 
 // Builds the program of a group: |members| are node indices in schedule order, the last one
 // is the root whose output the loop writes; every other member's single output is read only
 // by later members, and every member's output has the root's dims. Members' inputs listed in
-// |through| (outputs of BroadcastInDim and Slice nodes) are read through them: the loop takes
-// their operand and reads it with mapped strides, so the node need not run for it.
+// |through| (outputs of BroadcastInDim, Slice and row Gather nodes) are read through them: the
+// loop takes their operand and reads it with mapped strides (a Gather's rows by its indices,
+// which become an input too), so the node need not run for it.
 // Returns FAILED_PRECONDITION (quietly: the planner then leaves the nodes unfused) when the
 // group needs more registers or inputs than a loop has.
 CML_MUST_USE cml_status_t cmlc_fused_build(const cml_module_t* module,
@@ -388,6 +389,9 @@ const uint32_t* cmlc_fused_inputs(const cmlc_fused_t* fused);
 int cmlc_fused_in_place_input(const cmlc_fused_t* fused);
 // Whether a loop reads the output |value| of a Slice through it (a long enough innermost run).
 bool cmlc_fused_slice_read_through(const cml_module_t* module, uint32_t value);
+// Whether a loop can read the output |value| of a Gather through it: whole trailing rows of the
+// operand, 16 elements or more in at most 128 bytes (the loop gathers them per block).
+bool cmlc_fused_gather_read_through(const cml_module_t* module, uint32_t value);
 // Whether |node| is a member of the loop (computed inside it).
 bool cmlc_fused_has_member(const cmlc_fused_t* fused, const cml_ir_node_t* node);
 // Whether |reduce| can read a fused group's output produced on the fly (loop_fusion.c).

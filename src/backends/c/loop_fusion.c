@@ -30,12 +30,20 @@ enum {
   CMLC_FUSED_MIN_CHUNK_BLOCKS = 64,  // 16384 elements, as the unfused loops
   CMLC_FUSED_MAX_ELEMENT = 8,        // f64
   CMLC_FUSED_MIN_DIRECT_RUN = 256,   // shorter innermost runs gather broadcast inputs instead
+  // Gathered rows a loop reads in place: at least this many elements and at most this many
+  // bytes. Longer rows measured slower gathered by the loop than stored by the Gather (a graph
+  // layer's 256-byte rows: 2.67 -> 2.78 ms, the rows' cache misses then stall the loop instead
+  // of overlapping in the Gather's stream of copies); shorter ones cost a copy call each.
+  CMLC_FUSED_MIN_GATHER_RUN = 16,
+  CMLC_FUSED_MAX_GATHER_ROW_BYTES = 128,
 };
 
 typedef enum cmlc_fused_mode_t {
   CMLC_FUSED_FULL = 0,
   CMLC_FUSED_SCALAR,
   CMLC_FUSED_BCAST,
+  CMLC_FUSED_GATHER,  // a Gather's operand, rows gathered per block (cmlc_fused_through_gather)
+  CMLC_FUSED_INDEX,   // that Gather's indices: read by the gathering only, never by an op
 } cmlc_fused_mode_t;
 
 typedef struct cmlc_fused_op_t {
@@ -63,6 +71,15 @@ struct cmlc_fused_t {
   size_t in_size[CMLC_FUSED_MAX_INPUTS];
   int64_t in_strides[CMLC_FUSED_MAX_INPUTS][CML_MAX_RANK];  // BCAST: 0 on broadcast axes
   int64_t in_offset[CMLC_FUSED_MAX_INPUTS];  // BCAST: the element of output index 0 (a slice)
+  // GATHER inputs: loop element e is element e % g_run of row e / g_run, a run of the operand
+  // starting at sum_c clamp(index_c, 0, g_limit[c]) * g_stride[c] over the row's
+  // g_index_count index components (contiguous in the INDEX input g_index_slot, of
+  // g_index_dtype).
+  int64_t g_run[CMLC_FUSED_MAX_INPUTS];
+  uint8_t g_index_slot[CMLC_FUSED_MAX_INPUTS], g_index_count[CMLC_FUSED_MAX_INPUTS];
+  cml_dtype_t g_index_dtype[CMLC_FUSED_MAX_INPUTS];
+  int64_t g_limit[CMLC_FUSED_MAX_INPUTS][CML_MAX_RANK];
+  int64_t g_stride[CMLC_FUSED_MAX_INPUTS][CML_MAX_RANK];
   int32_t rank;
   int64_t dims[CML_MAX_RANK];
   int64_t n;
@@ -221,6 +238,81 @@ static const char* cmlc_fused_through_slice(const cml_module_t* m, cmlc_fused_t*
   return NULL;
 }
 
+// A Gather whose output rows are whole trailing rows of its operand: the offset output axes
+// are the trailing output axes, the slice takes whole trailing operand axes (the others
+// collapsed), the index vector is the indices' last axis (or implicit), and a row holds
+// CMLC_FUSED_MIN_GATHER_RUN elements or more in at most CMLC_FUSED_MAX_GATHER_ROW_BYTES (a grid
+// sample's 32 channels of f32). A loop reading its output gathers the rows of each block
+// instead (cmlc_fused_gather_rows). |run| (may be NULL): the row length.
+static bool cmlc_fused_gather_rows_ok(const cml_module_t* m, uint32_t v, int64_t* run) {
+  const cml_ir_node_t* gn = &m->nodes[m->values[v].node];
+  if (gn->op != CML_OP_GATHER || gn->input_count != 2 || !gn->attrs) return false;
+  const cml_gather_dims_t* gd = &gn->attrs->u.gather;
+  const cml_shape_t* xs = &m->values[gn->inputs[0]].shape;
+  const cml_shape_t* is = &m->values[gn->inputs[1]].shape;
+  const cml_shape_t* gs = &m->values[v].shape;
+  const size_t es = cmlc_dtype_size(xs->dtype);
+  if (es == 0 || es > CMLC_FUSED_MAX_ELEMENT || !cml_dtype_is_int(is->dtype)) return false;
+  const int32_t r_off = gd->offset_output_axis_count;
+  if (r_off < 1 || r_off > xs->rank || r_off > gs->rank) return false;
+  for (int32_t i = 0; i < r_off; ++i)
+    if (gd->offset_output_axes[i] != gs->rank - r_off + i) return false;
+  const int64_t iv = gd->index_vector_axis;
+  if (iv != is->rank && iv != is->rank - 1) return false;
+  const int64_t k = iv < is->rank ? is->dims[iv] : 1;
+  if (k != gd->start_index_map_count || k > CML_MAX_RANK) return false;
+  int64_t row = 1;
+  for (int32_t d = 0; d < xs->rank; ++d) {
+    const bool trailing = d >= xs->rank - r_off;
+    bool collapsed = false;
+    for (int32_t c = 0; c < gd->collapsed_slice_axis_count; ++c)
+      collapsed |= gd->collapsed_slice_axes[c] == d;
+    if (trailing ? (collapsed || gd->slice_sizes[d] != xs->dims[d]) : !collapsed) return false;
+    if (trailing) row *= xs->dims[d];
+  }
+  if (row < CMLC_FUSED_MIN_GATHER_RUN || row * (int64_t)es > CMLC_FUSED_MAX_GATHER_ROW_BYTES)
+    return false;
+  if (run) *run = row;
+  return true;
+}
+
+bool cmlc_fused_gather_read_through(const cml_module_t* m, uint32_t v) {
+  return cmlc_fused_gather_rows_ok(m, v, NULL);
+}
+
+// Reads the input |v| through the Gather that produced it (cmlc_fused_gather_rows_ok): |slot|
+// takes the operand (GATHER), |slot| + 1 the indices (INDEX). Returns NULL, or why it cannot.
+static const char* cmlc_fused_through_gather(const cml_module_t* m, cmlc_fused_t* f, uint32_t slot,
+                                             uint32_t v, const cml_shape_t* os) {
+  const cml_ir_node_t* gn = &m->nodes[m->values[v].node];
+  int64_t run = 0;
+  if (!cmlc_fused_gather_rows_ok(m, v, &run) || !cml_shape_dims_equal(&m->values[v].shape, os))
+    return "gather input";
+  if (f->bcast_count >= CMLC_FUSED_MAX_BCAST) return "too many broadcast inputs";
+  if (slot + 1 >= CMLC_FUSED_MAX_INPUTS) return "too many inputs";
+  const cml_gather_dims_t* gd = &gn->attrs->u.gather;
+  const cml_shape_t* xs = &m->values[gn->inputs[0]].shape;
+  int64_t xstrides[CML_MAX_RANK];
+  cmlc_shape_strides(xs, xstrides);
+  f->inputs[slot] = gn->inputs[0];
+  f->in_size[slot] = cmlc_dtype_size(xs->dtype);
+  f->mode[slot] = CMLC_FUSED_GATHER;
+  f->bcast_slot[slot] = (uint8_t)f->bcast_count++;
+  f->g_run[slot] = run;
+  f->g_index_slot[slot] = (uint8_t)(slot + 1);
+  f->g_index_count[slot] = (uint8_t)gd->start_index_map_count;
+  f->g_index_dtype[slot] = m->values[gn->inputs[1]].shape.dtype;
+  for (int32_t c = 0; c < gd->start_index_map_count; ++c) {
+    const int64_t d = gd->start_index_map[c];
+    f->g_limit[slot][c] = xs->dims[d] - gd->slice_sizes[d];
+    f->g_stride[slot][c] = xstrides[d];
+  }
+  f->inputs[slot + 1] = gn->inputs[1];
+  f->in_size[slot + 1] = cmlc_dtype_size(m->values[gn->inputs[1]].shape.dtype);
+  f->mode[slot + 1] = CMLC_FUSED_INDEX;
+  return NULL;
+}
+
 cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* options,
                               const uint32_t* members, uint32_t member_count,
                               const uint32_t* through, uint32_t through_count,
@@ -286,10 +378,18 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
         source[slot] = v;
         bool bcast = false;
         for (uint32_t t = 0; t < through_count && !bcast; ++t) bcast = through[t] == v;
-        if (bcast) {
-          why = m->nodes[m->values[v].node].op == CML_OP_SLICE
-                    ? cmlc_fused_through_slice(m, f, slot, v, os)
-                    : cmlc_fused_through_bcast(m, f, slot, v, os);
+        const cml_op_t through_op = bcast ? m->nodes[m->values[v].node].op : CML_OP_INVALID;
+        if (through_op == CML_OP_GATHER) {
+          // Gathered per block; a loop without room for it reads the stored Gather instead.
+          if (!cmlc_fused_through_gather(m, f, slot, v, os)) {
+            source[slot + 1] = 0;  // the indices' slot: matches no value
+            f->input_count += 2;
+            op->args[k] = (int16_t)(-(int32_t)slot - 1);
+            continue;
+          }
+        } else if (bcast) {
+          why = through_op == CML_OP_SLICE ? cmlc_fused_through_slice(m, f, slot, v, os)
+                                           : cmlc_fused_through_bcast(m, f, slot, v, os);
           ++f->input_count;
           op->args[k] = (int16_t)(-(int32_t)slot - 1);
           continue;
@@ -476,6 +576,55 @@ static void cmlc_fused_gather(const cmlc_fused_t* f, uint32_t j, const char* bas
   }
 }
 
+// Element |i| of an integer index tensor |p| of |dtype|.
+static inline int64_t cmlc_fused_read_index(const void* p, cml_dtype_t dtype, int64_t i) {
+  switch (dtype) {
+    case CML_DTYPE_I32:
+      return ((const int32_t*)p)[i];
+    case CML_DTYPE_I64:
+      return ((const int64_t*)p)[i];
+    case CML_DTYPE_I8:
+      return ((const int8_t*)p)[i];
+    case CML_DTYPE_I16:
+      return ((const int16_t*)p)[i];
+    case CML_DTYPE_U8:
+      return ((const uint8_t*)p)[i];
+    case CML_DTYPE_U16:
+      return ((const uint16_t*)p)[i];
+    case CML_DTYPE_U32:
+      return ((const uint32_t*)p)[i];
+    default:  // U64: values past INT64_MAX clamp to the last row, as Gather's clamp does
+      return ((const uint64_t*)p)[i] > (uint64_t)INT64_MAX ? INT64_MAX
+                                                           : (int64_t)((const uint64_t*)p)[i];
+  }
+}
+
+// The elements [start, start + len) of GATHER input |j| into |dst|: run by run of its rows,
+// each row's start found from its index vector (clamped as Gather clamps).
+static void cmlc_fused_gather_rows(const cmlc_fused_t* f, uint32_t j, const void* const* inputs,
+                                   int64_t start, int64_t len, char* dst) {
+  const int64_t run = f->g_run[j];
+  const size_t es = f->in_size[j];
+  const char* base = (const char*)inputs[j];
+  const void* ix = inputs[f->g_index_slot[j]];
+  const int32_t count = f->g_index_count[j];
+  const cml_dtype_t dtype = f->g_index_dtype[j];
+  int64_t row = start / run, col = start % run;
+  for (int64_t k = 0; k < len; ++row, col = 0) {
+    int64_t n = run - col;
+    if (n > len - k) n = len - k;
+    int64_t off = 0;
+    for (int32_t c = 0; c < count; ++c) {
+      int64_t v = cmlc_fused_read_index(ix, dtype, row * count + c);
+      const int64_t hi = f->g_limit[j][c];
+      v = v < 0 ? 0 : (v > hi ? hi : v);
+      off += v * f->g_stride[j][c];
+    }
+    memcpy(dst + (size_t)k * es, base + (size_t)(off + col) * es, (size_t)n * es);
+    k += n;
+  }
+}
+
 typedef struct cmlc_fused_scratch_t {
   _Alignas(64) uint8_t regs[CMLC_FUSED_MAX_REGS][CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
   _Alignas(64) uint8_t bcast[CMLC_FUSED_MAX_BCAST][CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
@@ -508,6 +657,13 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
   int64_t at[CML_MAX_RANK];  // the output index of |start|, once an input needs it
   bool have_at = false;
   for (uint32_t j = 0; j < f->input_count; ++j) {
+    if (f->mode[j] == CMLC_FUSED_GATHER) {
+      uint8_t* dst = s->bcast[f->bcast_slot[j]];
+      cmlc_fused_gather_rows(f, j, c->inputs, start, len, (char*)dst);
+      bcast_at[j] = dst;
+      bcast_stride[j] = 1;
+      continue;
+    }
     if (f->mode[j] != CMLC_FUSED_BCAST) continue;
     if (!direct) {
       const uint8_t slot = f->bcast_slot[j];

@@ -331,12 +331,12 @@ static void cmlc_opt_count_uses(cmlc_planner_t* p, uint32_t fi) {
 
 // Ops whose output a loop can read through (their operand, with mapped strides).
 static bool cmlc_opt_read_through(cml_op_t op) {
-  return op == CML_OP_BROADCAST_IN_DIM || op == CML_OP_SLICE;
+  return op == CML_OP_BROADCAST_IN_DIM || op == CML_OP_SLICE || op == CML_OP_GATHER;
 }
 
-// After fusion: a BroadcastInDim or Slice that every fused loop reading it reads through (its
-// operand expanded per block) and nothing else reads (no plain node, not returned, not captured,
-// not reused by a merged node) need not run.
+// After fusion: a BroadcastInDim, Slice or Gather that every fused loop reading it reads through
+// (its operand expanded or gathered per block) and nothing else reads (no plain node, not returned,
+// not captured, not reused by a merged node) need not run.
 static cml_status_t cmlc_opt_drop_read_through(cmlc_planner_t* p, uint32_t fi) {
   const cml_module_t* m = p->module;
   const cml_ir_function_t* f = &m->functions[fi];
@@ -608,8 +608,9 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
       }
       grown = count > before;
     }
-    // Inputs that BroadcastInDim and Slice nodes of this function produce: the loop reads their
-    // operands instead (a lone elementwise op with such an input is worth a loop too).
+    // Inputs that BroadcastInDim, Slice and row Gather nodes of this function produce: the loop
+    // reads their operands instead (a lone elementwise op with such an input is worth a loop
+    // too).
     uint32_t through[CMLC_OPT_MAX_GROUP * 3];
     uint32_t through_count = 0;
     for (uint32_t j = 0; j < count; ++j) {
@@ -617,7 +618,13 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
       for (uint32_t k = 0; k < mn->input_count; ++k) {
         const uint32_t v = mn->inputs[k], bi = m->values[v].node;
         const cml_ir_node_t* bn = &m->nodes[bi];
-        if ((bn->op != CML_OP_BROADCAST_IN_DIM && !cmlc_fused_slice_read_through(m, v)) ||
+        // A Gather of whole rows is read through when this loop is its only reader (its rows
+        // are gathered block by block instead of stored and read back).
+        const bool gather = bn->op == CML_OP_GATHER && cmlc_fused_gather_read_through(m, v) &&
+                            cml_shape_dims_equal(&m->values[v].shape, rs) &&
+                            cmlc_opt_member_readers(m, v, members, count) == p->uses[v];
+        if ((bn->op != CML_OP_BROADCAST_IN_DIM && !cmlc_fused_slice_read_through(m, v) &&
+             !gather) ||
             bn->function != fi || !p->needed[bi] || p->node_state[bi] != CMLC_NODE_PLAIN ||
             p->value_data[v]) {
           continue;
