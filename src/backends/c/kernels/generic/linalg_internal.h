@@ -117,7 +117,8 @@ static inline int64_t cmlc__la_offsets(int32_t count, const int64_t* axes, const
 
 // One operand of a GEMM, addressed through offset tables: element (r, c) of batch b is
 // data[batch_offsets[b] + row_offsets[r] + col_offsets[c]] (A: rows = M, cols = K; B: rows = K,
-// cols = N). dtype: F32, F16 or BF16 (converted to f32 while packing).
+// cols = N). dtype: F32, F16 or BF16 (converted to f32 while packing); F64 too for the f64
+// GEMM, and I8, U8 or I16 for the integer k-pair GEMM (widened to i16 while packing).
 typedef struct cmlc__gemm_operand_t {
   const void* data;
   cml_dtype_t dtype;
