@@ -399,6 +399,65 @@ static void case_blocked_wt_f32(bt_t* t) {
 }
 static void case_blocked_multi_k_f64(bt_t* t) { dot_large_case(t, CML_DTYPE_F64, 1, 50, 600, 40); }
 
+//===--- integer products with an i32 accumulator ---===//
+
+// i8, u8 or i16 operands summed in i32 over several k blocks (K = 531, odd), with odd sizes,
+// a batch and, for u8, the rhs stored [B, N, K] (the c backend runs these through its integer
+// k-pair GEMM). The i16 values are mostly +-32767 and -32768, so the sums wrap: the result is
+// the exact sum mod 2^32.
+static void dot_int_i32_case(bt_t* t, cml_dtype_t dtype, bool rhs_t) {
+  if (!dot_dtype_ok(t, CML_OP_DOT_GENERAL, dtype) || !bt_require_dtype(t, CML_DTYPE_I32)) return;
+  enum { B = 2, M = 19, K = 531, N = 37 };
+  const size_t na = (size_t)B * M * K, nb = (size_t)B * K * N, nc = (size_t)B * M * N;
+  double* a = bt_alloc(t, sizeof(double) * na);
+  double* b = bt_alloc(t, sizeof(double) * nb);
+  double* want = bt_alloc(t, sizeof(double) * nc);
+  for (size_t pass = 0; pass < 2; ++pass) {
+    double* v = pass ? b : a;
+    const size_t count = pass ? nb : na;
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t h = (int64_t)(((uint64_t)i * 2654435761u + pass * 97u) >> 7);
+      if (dtype == CML_DTYPE_I8) {
+        v[i] = (double)(h % 256 - 128);
+      } else if (dtype == CML_DTYPE_U8) {
+        v[i] = (double)(h % 256);
+      } else {
+        static const double extremes[3] = {32767, -32768, -32767};
+        v[i] = h % 4 < 3 ? extremes[h % 4] : (double)(h % 65536 - 32768);
+      }
+    }
+  }
+  for (int64_t bb = 0; bb < B; ++bb)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        uint64_t s = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double y = rhs_t ? b[(bb * N + n) * K + k] : b[(bb * K + k) * N + n];
+          s += (uint64_t)((int64_t)a[(bb * M + m) * K + k] * (int64_t)y);
+        }
+        want[(bb * M + m) * N + n] = (double)(int32_t)(uint32_t)s;
+      }
+  cml_function_t* f = bt_main(t);
+  cml_value_t x = bt_param_f64(t, f, dtype, 3, (int64_t[]){B, M, K}, a);
+  cml_value_t y =
+      bt_param_f64(t, f, dtype, 3, rhs_t ? (int64_t[]){B, N, K} : (int64_t[]){B, K, N}, b);
+  cml_dot_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.lhs_contracting_count = cfg.rhs_contracting_count = 1;
+  cfg.lhs_contracting_axes[0] = 2;
+  cfg.rhs_contracting_axes[0] = rhs_t ? 2 : 1;
+  cfg.lhs_batch_count = cfg.rhs_batch_count = 1;
+  cfg.accumulator_dtype = cfg.output_dtype = CML_DTYPE_I32;
+  cml_value_t z = cml_op_dot_general(f, x, y, &cfg);
+  bt_tensor_t out[1];
+  if (!bt_exec(t, &z, 1, out)) return;
+  dot_expect(t, "int_i32", &out[0], CML_DTYPE_I32, 3, (int64_t[]){B, M, N}, want, NULL, 0);
+}
+
+static void case_int_i32_i8(bt_t* t) { dot_int_i32_case(t, CML_DTYPE_I8, false); }
+static void case_int_i32_u8_wt(bt_t* t) { dot_int_i32_case(t, CML_DTYPE_U8, true); }
+static void case_int_i32_i16_wraps(bt_t* t) { dot_int_i32_case(t, CML_DTYPE_I16, false); }
+
 //===--- edge values ---===//
 
 static void dot_nan_inf_case(bt_t* t, cml_dtype_t dtype) {
@@ -537,6 +596,9 @@ const bt_case_t bt_cases_linalg_dot[] = {
     {"gemv_row_wide_transposed_weights_f32", CML_OP_DOT_GENERAL, case_gemv_row_wide_wt_f32},
     {"blocked_transposed_weights_f32", CML_OP_DOT_GENERAL, case_blocked_wt_f32},
     {"blocked_multi_k_f64", CML_OP_DOT_GENERAL, case_blocked_multi_k_f64},
+    {"int_acc_i32_i8", CML_OP_DOT_GENERAL, case_int_i32_i8},
+    {"int_acc_i32_u8_transposed_weights", CML_OP_DOT_GENERAL, case_int_i32_u8_wt},
+    {"int_acc_i32_i16_wraps", CML_OP_DOT_GENERAL, case_int_i32_i16_wraps},
     {"nan_inf_f32", CML_OP_DOT, case_nan_inf_f32},
     {"nan_inf_f64", CML_OP_DOT, case_nan_inf_f64},
     {"nan_inf_bf16", CML_OP_DOT, case_nan_inf_bf16},

@@ -767,6 +767,209 @@ TEST(gemm_narrow_columns_many_rows) {
   ASSERT_EQ_INT(failed, 0);
 }
 
+//===--- integer k-pair GEMM ---===//
+
+// A DotGeneral of integers in one of four layouts: 0 lhs [M, K] x rhs [K, N]; 1 rhs stored
+// [N, K]; 2 lhs stored [K, M] and rhs [N, K]; 3 batched with the batch axes in the middle,
+// lhs [M, B, K] x rhs [K, B, N] -> [B, M, N].
+static void int_dot_node(fake_t* f, cml_dtype_t lt, cml_dtype_t rt, cml_dtype_t ot, int64_t bsz,
+                         int64_t m, int64_t n, int64_t k, int layout) {
+  cml_shape_t ins[2], out;
+  cml_dot_config_t d;
+  memset(&d, 0, sizeof d);
+  d.lhs_contracting_count = d.rhs_contracting_count = 1;
+  if (layout == 3) {
+    ins[0] = shp(lt, 3, (int64_t[]){m, bsz, k});
+    ins[1] = shp(rt, 3, (int64_t[]){k, bsz, n});
+    out = shp(ot, 3, (int64_t[]){bsz, m, n});
+    d.lhs_batch_count = d.rhs_batch_count = 1;
+    d.lhs_batch_axes[0] = d.rhs_batch_axes[0] = 1;
+    d.lhs_contracting_axes[0] = 2;
+    d.rhs_contracting_axes[0] = 0;
+  } else {
+    ins[0] = layout == 2 ? shp(lt, 2, (int64_t[]){k, m}) : shp(lt, 2, (int64_t[]){m, k});
+    ins[1] = layout == 0 ? shp(rt, 2, (int64_t[]){k, n}) : shp(rt, 2, (int64_t[]){n, k});
+    out = shp(ot, 2, (int64_t[]){m, n});
+    d.lhs_contracting_axes[0] = layout == 2 ? 0 : 1;
+    d.rhs_contracting_axes[0] = layout == 0 ? 0 : 1;
+  }
+  fake_init(f, CML_OP_DOT_GENERAL, ins, 2, &out, 1);
+  d.accumulator_dtype = CML_DTYPE_I32;
+  d.output_dtype = ot;
+  f->attrs.u.dot = d;
+}
+
+static int64_t int_at(const void* data, cml_dtype_t dt, int64_t i) {
+  if (dt == CML_DTYPE_I8) return ((const int8_t*)data)[i];
+  if (dt == CML_DTYPE_U8) return ((const uint8_t*)data)[i];
+  return ((const int16_t*)data)[i];
+}
+
+// Fills |count| values of |dt|: the whole range of i8 / u8, and for i16 mostly the extremes
+// (+-32767, -32768), so that long sums wrap i32 many times.
+static void int_fill(void* data, cml_dtype_t dt, int64_t count, uint32_t seed) {
+  static const int16_t extremes[4] = {32767, -32768, -32767, 32766};
+  uint32_t s = seed * 2654435761u + 12345u;
+  for (int64_t i = 0; i < count; ++i) {
+    s = s * 1664525u + 1013904223u;
+    const uint32_t r = s >> 8;
+    if (dt == CML_DTYPE_I8) {
+      ((int8_t*)data)[i] = (int8_t)(int32_t)((int32_t)(r & 0xFFu) - 128);
+    } else if (dt == CML_DTYPE_U8) {
+      ((uint8_t*)data)[i] = (uint8_t)(r & 0xFFu);
+    } else {
+      ((int16_t*)data)[i] =
+          (r & 3u) ? extremes[(r >> 2) & 3u] : (int16_t)(int32_t)((r >> 4) & 0xFFFFu);
+    }
+  }
+}
+
+// I8, U8 and I16 operands with an i32 accumulator take the k-pair GEMM on the AVX2 and
+// AVX-512 ISAs (vpdpwssd with VNNI, vpmaddwd without): every result must be, bit for bit, the
+// generic path's (reference=true) and an independent loop's (the exact sum wrapped to i32), for
+// odd sizes (K odd: the last pair is half padding), several k blocks (K > 512), row blocks
+// (M > 144) and column blocks (N > 2048), a transposed lhs and rhs, batch axes in the middle,
+// I32 / I64 / F32 outputs, and 1 and 3 threads. The sums of i16 extremes wrap i32.
+TEST(dot_int16_pairs_match_generic) {
+  static const cml_dtype_t pairs[][2] = {{CML_DTYPE_I8, CML_DTYPE_I8},
+                                         {CML_DTYPE_U8, CML_DTYPE_U8},
+                                         {CML_DTYPE_I8, CML_DTYPE_U8},
+                                         {CML_DTYPE_I16, CML_DTYPE_I16},
+                                         {CML_DTYPE_U8, CML_DTYPE_I16}};
+  static const int64_t shapes[][3] = {{1, 1, 1},       {3, 5, 7},    {13, 33, 127}, {33, 13, 1},
+                                      {127, 3, 33},    {1, 127, 13}, {12, 32, 64},  {25, 40, 513},
+                                      {150, 70, 1025}, {3, 2100, 5}};
+  static const cml_dtype_t outs[] = {CML_DTYPE_I32, CML_DTYPE_I64, CML_DTYPE_F32};
+  // The SIMD configurations: AVX-512 with VNNI, AVX-512 without it, AVX2.
+  bool usable[3] = {false, false, false};
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  usable[0] = avx512 && __builtin_cpu_supports("avx512vnni");
+  usable[1] = avx512;
+  usable[2] = isa_usable(CMLC_ISA_AVX2);
+#endif
+  static const cmlc_isa_t config_isa[3] = {CMLC_ISA_AVX512, CMLC_ISA_AVX512, CMLC_ISA_AVX2};
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failed = 0, fast_runs = 0;
+  for (size_t pi = 0; pi < sizeof pairs / sizeof pairs[0] && !failed; ++pi) {
+    const cml_dtype_t lt = pairs[pi][0], rt = pairs[pi][1];
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !failed; ++si) {
+      const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+      for (int layout = 0; layout < 4 && !failed; ++layout) {
+        const int64_t bsz = layout == 3 ? 3 : 1;
+        const int64_t total = bsz * m * n;
+        void* lhs = malloc((size_t)(bsz * m * k) * 2);
+        void* rhs = malloc((size_t)(bsz * k * n) * 2);
+        int32_t* want = malloc(sizeof(int32_t) * (size_t)total);
+        void* ref = malloc(sizeof(int64_t) * (size_t)total);
+        void* got = malloc(sizeof(int64_t) * (size_t)total);
+        int_fill(lhs, lt, bsz * m * k, (uint32_t)(pi * 100 + si * 10 + (size_t)layout));
+        int_fill(rhs, rt, bsz * k * n, (uint32_t)(pi * 100 + si * 10 + (size_t)layout + 7));
+        // The oracle: exact products summed mod 2^64, wrapped to i32.
+        for (int64_t b = 0; b < bsz; ++b)
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              uint64_t s = 0;
+              for (int64_t kk = 0; kk < k; ++kk) {
+                const int64_t li = layout == 3   ? (i * bsz + b) * k + kk
+                                   : layout == 2 ? kk * m + i
+                                                 : i * k + kk;
+                const int64_t ri = layout == 3   ? (kk * bsz + b) * n + j
+                                   : layout == 0 ? kk * n + j
+                                                 : j * k + kk;
+                s += (uint64_t)(int_at(lhs, lt, li) * int_at(rhs, rt, ri));
+              }
+              want[(b * m + i) * n + j] = (int32_t)(uint32_t)s;
+            }
+        for (size_t oi = 0; oi < sizeof outs / sizeof outs[0] && !failed; ++oi) {
+          const cml_dtype_t ot = outs[oi];
+          const size_t osize = ot == CML_DTYPE_I64 ? 8 : 4;
+          fake_t f;
+          int_dot_node(&f, lt, rt, ot, bsz, m, n, k, layout);
+          cmlc_options_t ro = make_options(CMLC_ISA_SCALAR, true, 1);
+          cml_status_t st = fake_run(&f, &ro, NULL, (const void*[]){lhs, rhs}, (void*[]){ref});
+          if (st != CML_OK) {
+            cml_status_free(st);
+            failed = 1;
+            break;
+          }
+          for (int64_t e = 0; e < total && !failed; ++e) {
+            const bool ok = ot == CML_DTYPE_I32   ? ((int32_t*)ref)[e] == want[e]
+                            : ot == CML_DTYPE_I64 ? ((int64_t*)ref)[e] == (int64_t)want[e]
+                                                  : ((float*)ref)[e] == (float)want[e];
+            if (!ok) {
+              fprintf(stderr, "reference %s x %s -> %s layout %d: element %lld differs\n",
+                      cml_dtype_name(lt), cml_dtype_name(rt), cml_dtype_name(ot), layout,
+                      (long long)e);
+              failed = 2;
+            }
+          }
+          for (int cfg = 0; cfg < 3 && !failed; ++cfg) {
+            if (!usable[cfg]) continue;
+            for (int threads = 1; threads <= 3 && !failed; threads += 2) {
+              cmlc_options_t o = make_options(config_isa[cfg], false, threads);
+              o.avx512_vnni = cfg == 0;
+              // The k-pair GEMM must be the path taken (its driver picked at lookup).
+              cmlc_kernel_entry_t e;
+              memset(&e, 0, sizeof e);
+              if (!cmlc_kernels_linalg_lookup(&f.module, &f.node, &o, &e) || !e.impl[0]) {
+                fprintf(stderr, "%s x %s: no integer GEMM driver for config %d\n",
+                        cml_dtype_name(lt), cml_dtype_name(rt), cfg);
+                failed = 3;
+                break;
+              }
+              memset(got, 0xA5, osize * (size_t)total);
+              st = fake_run(&f, &o, threads > 1 ? pool : NULL, (const void*[]){lhs, rhs},
+                            (void*[]){got});
+              if (st != CML_OK) {
+                cml_status_free(st);
+                failed = 4;
+                break;
+              }
+              ++fast_runs;
+              if (memcmp(got, ref, osize * (size_t)total) != 0) {
+                for (int64_t q = 0; q < total; ++q) {
+                  if (memcmp((char*)got + (size_t)q * osize, (char*)ref + (size_t)q * osize,
+                             osize) != 0) {
+                    fprintf(stderr,
+                            "%s x %s -> %s M%lld N%lld K%lld layout %d config %d threads %d: "
+                            "element %lld differs from the generic path (want %d)\n",
+                            cml_dtype_name(lt), cml_dtype_name(rt), cml_dtype_name(ot),
+                            (long long)m, (long long)n, (long long)k, layout, cfg, threads,
+                            (long long)q, want[q]);
+                    break;
+                  }
+                }
+                failed = 5;
+              }
+            }
+          }
+        }
+        free(lhs), free(rhs), free(want), free(ref), free(got);
+      }
+    }
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failed, 0);
+  // U16 (outside i16) and an i64 accumulator stay on the generic path.
+  fake_t f;
+  int_dot_node(&f, CML_DTYPE_U16, CML_DTYPE_I8, CML_DTYPE_I32, 1, 4, 4, 4, 0);
+  cmlc_options_t o =
+      make_options(isa_usable(CMLC_ISA_AVX2) ? CMLC_ISA_AVX2 : CMLC_ISA_SCALAR, false, 1);
+  cmlc_kernel_entry_t e;
+  memset(&e, 0, sizeof e);
+  ASSERT_TRUE(cmlc_kernels_linalg_lookup(&f.module, &f.node, &o, &e));
+  ASSERT_TRUE(e.impl[0] == NULL);
+  int_dot_node(&f, CML_DTYPE_I8, CML_DTYPE_I8, CML_DTYPE_I64, 1, 4, 4, 4, 0);
+  f.attrs.u.dot.accumulator_dtype = CML_DTYPE_I64;
+  memset(&e, 0, sizeof e);
+  ASSERT_TRUE(cmlc_kernels_linalg_lookup(&f.module, &f.node, &o, &e));
+  ASSERT_TRUE(e.impl[0] == NULL);
+  if (usable[2]) ASSERT_TRUE(fast_runs > 0);
+}
+
 // The row-block heights, by hand (rows on the busiest thread = rounds of blocks x height):
 // 416 rows on 2 threads with 12-row slivers: 72 (6 blocks, 3 rounds = 216 rows; 60 gives 240,
 // 108 ties at 216 and the lowest wins); 1536 on 2: 96 (16 blocks, 8 rounds = 768, an even
@@ -1507,7 +1710,8 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
           TEST_ENTRY(dot_half_accumulates_in_f32), TEST_ENTRY(dot_complex_and_f64),
           TEST_ENTRY(dot_multiple_contracting_and_batch_axes), TEST_ENTRY(dot_zero_k_and_empty),
           TEST_ENTRY(dot_f32_to_int_output), TEST_ENTRY(gemm_f32_shapes_layouts_isas_threads),
-          TEST_ENTRY(gemm_row_block_balances_threads), TEST_ENTRY(gemm_narrow_columns_many_rows),
+          TEST_ENTRY(gemm_row_block_balances_threads), TEST_ENTRY(dot_int16_pairs_match_generic),
+          TEST_ENTRY(gemm_narrow_columns_many_rows),
           TEST_ENTRY(gemm_tiny_batches_match_one_at_a_time),
           TEST_ENTRY(gemm_f32_transposed_rhs_small_m), TEST_ENTRY(gemm_half_transposed_rhs_small_m),
           TEST_ENTRY(gemm_f64_every_isa_thread_independent),

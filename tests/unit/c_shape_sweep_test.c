@@ -44,7 +44,7 @@
 //       blocks fit the threads.
 //     Plan-time packing of a constant rhs (linalg.c, dot_prepare): batch 1, M > 1, N > 1,
 //       K * N > 64 * 256, f32 or f64 GEMM (not the bf16 one).
-//     bf16 x bf16 with AVX-512 BF16 (gemm_x86_64_avx512bf16.c): its own driver, KC = 512
+//     bf16 x bf16 with AVX-512 BF16 (gemm_x86_64_avx512bf16.c): the k-pair driver, KC = 512
 //       (pairs of k), MC = 144, NC = 2048, 12 x 32 tiles; f16 / bf16 otherwise widen while
 //       packing. f64 accumulation: the f64 GEMM (AVX-512 12 x 16, AVX2 6 x 8).
 //   Conv (kernels/generic/linalg_conv.c)

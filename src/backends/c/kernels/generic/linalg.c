@@ -12,6 +12,9 @@
 //   - everything else (and reference mode): the operands are converted into the accumulator's
 //     domain in scratch ([B,M,K] and the transposed [B,N,K]) and each output is one contiguous
 //     dot product, summed in k order.
+//   - integer products with an i32 accumulator whose operands are I8, U8 or I16, with the AVX2
+//     or AVX-512 ISA: the k-pair GEMM of gemm_x86_64_int16.c (operands widened to i16 while
+//     packing, two products per i32 lane), the same bits as the generic path;
 // Output axes are [batch..., lhs free..., rhs free...], i.e. exactly [B, M, N] row-major.
 // Semantics follow XLA: the accumulator dtype is the attribute's (f16/bf16 accumulate in f32
 // and round once), integers wrap, complex products do not conjugate, and the result converts
@@ -30,6 +33,7 @@ typedef struct cmlc_la_dot_plan_t {
   bool use_gemm;   // the f32 GEMM
   bool gemm_bf16;  // with use_gemm: the AVX-512 BF16 GEMM (bf16 x bf16 operands)
   bool gemm_f64;   // the f64 GEMM
+  bool gemm_i16;   // the integer k-pair GEMM (i8 / u8 / i16 operands, i32 accumulator)
   int threads;
   // Scratch layout (byte offsets, each 64-byte aligned).
   size_t off_tables, off_a, off_b, off_c, off_gemm, total;
@@ -138,6 +142,11 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs, con
   if (p->gemm_bf16 && p->batch == 1 && p->m <= CMLC_LA_BT_BF16_M &&
       cmlc_la_rhs_k_contiguous(rhs->rank, p))
     p->gemm_bf16 = false;
+  // Integers that fit i16 into an i32 accumulator: the k-pair GEMM (vpdpwssd / vpmaddwd).
+  // U16 does not fit i16 and wider operands do not either; they stay generic.
+  p->gemm_i16 = p->acc_dtype == CML_DTYPE_I32 && !options->reference &&
+                options->isa != CMLC_ISA_SCALAR && cmlc__gemm_i16_supports(p->lhs_dtype) &&
+                cmlc__gemm_i16_supports(p->rhs_dtype);
 #endif
   p->threads = options->threads > 0 ? options->threads : 1;
   size_t tables = (size_t)(2 * p->batch + p->m + 2 * p->k + p->n) * sizeof(int64_t);
@@ -159,6 +168,15 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs, con
       off = cmlc_la_align(
           off + cmlc__gemm_f32_scratch(p->batch, p->m, p->n, p->k, options->isa, p->threads));
     }
+  } else if (p->gemm_i16) {
+#if defined(CMLC_HAVE_X86_64)
+    p->off_a = p->off_b = off;
+    p->off_c = off;
+    if (p->out_dtype != CML_DTYPE_I32)
+      off = cmlc_la_align(off + (size_t)(p->batch * p->m * p->n) * sizeof(int32_t));
+    p->off_gemm = off;
+    off = cmlc_la_align(off + cmlc__gemm_pairs_scratch(p->m, p->n, p->k, p->threads));
+#endif
   } else if (p->gemm_f64) {
     p->off_a = p->off_b = off;
     p->off_c = off;
@@ -339,6 +357,17 @@ static void cmlc_la_dot_store_c(void* vctx, int64_t begin, int64_t end, int thre
   for (int64_t i = begin; i < end; ++i) cmlc_store_f64(c->out, i, dt, src[i]);
 }
 
+// Converts the i32 result of the integer GEMM to the output dtype, as the generic path stores
+// its accumulator.
+static void cmlc_la_dot_store_i32(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  cmlc_la_dot_ctx_t* c = vctx;
+  const int32_t* src = c->a;
+  const cml_dtype_t dt = c->plan->out_dtype;
+  for (int64_t i = begin; i < end; ++i)
+    cmlc_store_int(c->out, i, dt, cmlc_int_extend((uint32_t)src[i], CML_DTYPE_I32), CML_DTYPE_I32);
+}
+
 static int64_t cmlc_la_chunk(int64_t work_per_item) {
   int64_t w = work_per_item > 0 ? work_per_item : 1;
   int64_t chunk = (int64_t)32768 / w;
@@ -446,7 +475,7 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
   c.rhs_n = t;
   cmlc__la_offsets(p.rn_count, p.rn, rhs->dims, rhs_strides, t);
 
-  if ((p.use_gemm && !p.gemm_bf16) || p.gemm_f64) {
+  if ((p.use_gemm && !p.gemm_bf16) || p.gemm_f64 || p.gemm_i16) {
     if (!args->impl[0]) {
       return cml_status_make(CML_STATUS_INTERNAL,
                              "DotGeneral: no GEMM driver was picked at plan time for lhs %s, "
@@ -484,6 +513,27 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
     }
     return CML_OK;
   }
+#if defined(CMLC_HAVE_X86_64)
+  if (p.gemm_i16) {
+    cmlc_pool_t* pool = args->pool;
+    if (cmlc_pool_thread_count(pool) > p.threads) pool = NULL;
+    cmlc__gemm_pairs_problem_t g;
+    g.batch = p.batch;
+    g.m = p.m;
+    g.n = p.n;
+    g.k = p.k;
+    g.a = (cmlc__gemm_operand_t){c.lhs, p.lhs_dtype, c.lhs_b, c.lhs_m, c.lhs_k};
+    g.b = (cmlc__gemm_operand_t){c.rhs, p.rhs_dtype, c.rhs_b, c.rhs_k, c.rhs_n};
+    g.c = p.out_dtype == CML_DTYPE_I32 ? c.out : (void*)(s + p.off_c);
+    g.out = NULL;
+    ((cmlc__gemm_i16_fn)args->impl[0])(&g, pool, s + p.off_gemm, p.threads);
+    if (p.out_dtype != CML_DTYPE_I32) {
+      c.a = g.c;
+      cmlc_parallel_for(args->pool, total_out, 16384, cmlc_la_dot_store_i32, &c);
+    }
+    return CML_OK;
+  }
+#endif
   if (p.gemm_f64) {
     cmlc_pool_t* pool = args->pool;
     if (cmlc_pool_thread_count(pool) > p.threads) pool = NULL;
@@ -538,6 +588,13 @@ bool cmlc_kernels_linalg_lookup(const cml_module_t* module, const cml_ir_node_t*
   }
   if (p.use_gemm) out->impl[1] = (cmlc_impl_fn)cmlc__gemm_narrow_pick(p.out_dtype, options->isa);
   if (out->impl[0]) out->prepare = cmlc_la_dot_prepare;
+#if defined(CMLC_HAVE_X86_64)
+  // The integer GEMM of this ISA (never prepacked: cmlc_la_dot_prepare takes f32 / f64 only).
+  if (p.gemm_i16) {
+    out->impl[0] = (cmlc_impl_fn)cmlc__gemm_i16_pick(options->isa, options->avx512_vnni);
+    out->prepare = NULL;
+  }
+#endif
   return true;
 }
 

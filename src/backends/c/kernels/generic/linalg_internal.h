@@ -117,7 +117,8 @@ static inline int64_t cmlc__la_offsets(int32_t count, const int64_t* axes, const
 
 // One operand of a GEMM, addressed through offset tables: element (r, c) of batch b is
 // data[batch_offsets[b] + row_offsets[r] + col_offsets[c]] (A: rows = M, cols = K; B: rows = K,
-// cols = N). dtype: F32, F16 or BF16 (converted to f32 while packing).
+// cols = N). dtype: F32, F16 or BF16 (converted to f32 while packing); F64 too for the f64
+// GEMM, and I8, U8 or I16 for the integer k-pair GEMM (widened to i16 while packing).
 typedef struct cmlc__gemm_operand_t {
   const void* data;
   cml_dtype_t dtype;
@@ -326,6 +327,61 @@ void cmlc__gemv_dot_h_avx512(int64_t m, int64_t k, const float* x, int64_t ldx, 
                              cml_dtype_t y_dtype, int64_t ldy, float* c, int64_t ldc, int64_t n);
 void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                                int64_t c_stride, int64_t n);
+//===--- k-pair GEMMs (16-bit operands, 32-bit sums) ---===//
+
+// The driver shared by the bf16 GEMM (vdpbf16ps) and the integer GEMM (vpdpwssd / vpmaddwd):
+// kernels/x86_64/gemm_x86_64_pairs.c. Both multiply 16-bit values and add two products per
+// 32-bit lane, so both pack B in NR-column slivers of k pairs (per pair of k: NR words
+// {k even, k odd}) and A in MR-row slivers of pair words, zero padded (an odd K, a partial
+// tile), and both run the same blocking, thread split and batch mode. What differs (the
+// packing's element loads, the micro-kernel and its 32-bit arithmetic) comes in a table.
+enum { CMLC__GEMM_PAIRS_MR = 12, CMLC__GEMM_PAIRS_NR = 32 };
+
+// Marks an offset table that is not affine.
+#define CMLC__GEMM_PAIRS_NOT_AFFINE INT64_MIN
+
+// The operands' layouts, from their offset tables: strides, or CMLC__GEMM_PAIRS_NOT_AFFINE.
+typedef struct cmlc__gemm_pairs_access_t {
+  int64_t a_row, a_col, b_row, b_col;
+} cmlc__gemm_pairs_access_t;
+
+// A product of 16-bit pairs: C ([batch, m, n] row-major 32-bit sums, f32 or i32, overwritten)
+// = A x B per batch. |out| (bf16 only; NULL otherwise): where the micro-kernel of the last k
+// block stores its rounded sums instead of C.
+typedef struct cmlc__gemm_pairs_problem_t {
+  int64_t batch, m, n, k;
+  cmlc__gemm_operand_t a, b;
+  void* c;
+  uint16_t* out;
+} cmlc__gemm_pairs_problem_t;
+
+// One element kind's packing and micro-kernel.
+//   pack_a: A rows [ic, ic+mc) x k [pc, pc+kc) of batch |bt| into MR-row slivers of
+//           (kc + 1) / 2 pair words each (sliver i at dst + i * kp, pair q of row r at q * MR + r);
+//   pack_b: B slivers [s0, s1) of k [pc, pc+kc) x columns [jc, jc+nc) of batch |bt| (sliver s
+//           at panel + s * kp * NR, pair q of column j at q * NR + j);
+//   ukernel: sums = (accumulate ? C : 0) + A sliver x B sliver over |kp| pairs for rows x cols
+//           of a tile (C row stride |ldc|); to |out| (row stride |ldo|) instead of C when |out|
+//           is not NULL. Each output's arithmetic never depends on the tile's place.
+typedef struct cmlc__gemm_pairs_kernels_t {
+  void (*pack_a)(const cmlc__gemm_operand_t* a, const cmlc__gemm_pairs_access_t* acc, int64_t bt,
+                 int64_t ic, int64_t mc, int64_t pc, int64_t kc, uint32_t* dst);
+  void (*pack_b)(const cmlc__gemm_operand_t* b, const cmlc__gemm_pairs_access_t* acc, int64_t bt,
+                 int64_t jc, int64_t nc, int64_t pc, int64_t kc, int64_t s0, int64_t s1,
+                 uint32_t* panel);
+  void (*ukernel)(int64_t kp, const uint32_t* a, const uint32_t* b, void* c, int64_t ldc,
+                  int accumulate, uint16_t* out, int64_t ldo, int rows, int cols);
+} cmlc__gemm_pairs_kernels_t;
+
+// Scratch bytes of cmlc__gemm_pairs for |m|, |n|, |k| and up to |threads| threads.
+size_t cmlc__gemm_pairs_scratch(int64_t m, int64_t n, int64_t k, int threads);
+// Runs |p| with |kern|. Work is split over output tiles, never over k, so the result does not
+// depend on the thread count. |scratch| (64-byte aligned) holds cmlc__gemm_pairs_scratch bytes
+// for |threads|; pool NULL (or one larger than |threads|) runs on the calling thread. K = 0
+// writes zeros to C (to |out| when it is set).
+void cmlc__gemm_pairs(const cmlc__gemm_pairs_kernels_t* kern, const cmlc__gemm_pairs_problem_t* p,
+                      cmlc_pool_t* pool, void* scratch, int threads);
+
 // bf16 x bf16 -> f32 GEMM with AVX-512 BF16 (vdpbf16ps; kernels/x86_64/gemm_x86_64_avx512bf16.c),
 // for options->avx512_bf16 only. Both operands of |p| must be BF16. Same contract as
 // cmlc__gemm_f32 (work split over output tiles, never over k: the result does not depend on
@@ -336,9 +392,23 @@ void cmlc__gemv_dot_f32_avx512(int64_t k, const float* x, const float* y, int64_
 size_t cmlc__gemm_bf16_scratch(int64_t m, int64_t n, int64_t k, int threads);
 void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, uint16_t* out_bf16, cmlc_pool_t* pool,
                      void* scratch, int threads);
-void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint32_t* a, const uint16_t* b,
-                                          float* c, int64_t ldc, int accumulate, uint16_t* out,
-                                          int64_t ldo, int rows, int cols);
+void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, void* c,
+                                          int64_t ldc, int accumulate, uint16_t* out, int64_t ldo,
+                                          int rows, int cols);
+
+// Integer products with an i32 accumulator whose operands are I8, U8 or I16 (see
+// cmlc__gemm_i16_supports): both operands widen exactly to i16 while packing, and the
+// micro-kernels add pairs of i16 products to i32 lanes, wrapping (vpdpwssd with AVX-512 VNNI;
+// vpmaddwd + vpaddd with AVX-512 or AVX2: vpmaddwd's one overflowing case, -32768 * -32768
+// twice, wraps to INT32_MIN, which is the sum mod 2^32 as well). Integer addition mod 2^32 is
+// associative, so C is bit for bit the generic path's i32 result (kernels/x86_64/
+// gemm_x86_64_int16.c). p->c is int32_t [batch, m, n]; p->out must be NULL.
+bool cmlc__gemm_i16_supports(cml_dtype_t dtype);
+typedef void (*cmlc__gemm_i16_fn)(const cmlc__gemm_pairs_problem_t* p, cmlc_pool_t* pool,
+                                  void* scratch, int threads);
+// The driver for |isa| (AVX2 or AVX-512; with |vnni| on AVX-512, the vpdpwssd kernel), or NULL
+// for the scalar ISA. Its scratch is cmlc__gemm_pairs_scratch.
+cmlc__gemm_i16_fn cmlc__gemm_i16_pick(cmlc_isa_t isa, bool vnni);
 #endif
 
 //===--- conv (linalg_conv.c) ---===//

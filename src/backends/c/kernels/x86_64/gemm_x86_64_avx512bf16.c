@@ -12,11 +12,9 @@
 // Packing has vector / word-copy fast paths for row-major and transposed operands (offset
 // tables that are affine), and a gather through the tables for any other layout.
 //
-// Loops, per batch: jc over N in NC-column blocks, pc over K in KC-deep blocks (sequential,
-// accumulated in f32 in the same order for every tile), then tasks of (MC-row block of A, run
-// of B slivers) on the pool: a task packs its A block and runs the micro-kernel; the B panel is
-// packed once per (jc, pc) by all threads. Tasks never split K and a tile's arithmetic does not
-// depend on its place or thread, so the result does not depend on the thread count.
+// The blocking, the thread split and the batch mode are the k-pair driver's
+// (gemm_x86_64_pairs.c, shared with the integer GEMM): this file gives it the bf16 packing and
+// micro-kernel.
 //
 // bf16 output: the micro-kernel of the last k block rounds its f32 sums to bf16 in registers
 // and stores them to the output (round to nearest even, NaN -> the canonical quiet NaN of its
@@ -37,33 +35,15 @@
 #include <immintrin.h>
 
 enum {
-  CMLC_BF_MR = 12,
-  CMLC_BF_NR = 32,
-  // k values per block (even): 256 pairs. The packed B sliver (256 x 32 pairs, 32 KiB) is
-  // re-read from L1/L2 by every A sliver of the block; a K up to 512 is one block, so a bf16
-  // output needs no f32 partial sums. (KC 256 / MC 288 measured the same on Zen 4.)
-  CMLC_BF_KC = 512,
-  CMLC_BF_MC = 144,   // a multiple of MR; the A block (144 x 256 pairs, 144 KiB) stays in L2
-  CMLC_BF_NC = 2048,  // a multiple of NR
+  CMLC_BF_MR = CMLC__GEMM_PAIRS_MR,
+  CMLC_BF_NR = CMLC__GEMM_PAIRS_NR,
 };
 
 #define CMLC_BF_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
-// Marks an offset table that is not affine.
-#define CMLC_BF_NOT_AFFINE INT64_MIN
+#define CMLC_BF_NOT_AFFINE CMLC__GEMM_PAIRS_NOT_AFFINE
 
 static int64_t cmlc_bf_min(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t cmlc_bf_round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
-
-// Returns the stride when offsets[i] == i * stride for all i < count, else NOT_AFFINE.
-static int64_t cmlc_bf_affine(const int64_t* offsets, int64_t count) {
-  if (count <= 1) return 0;
-  const int64_t stride = offsets[1] - offsets[0];
-  if (offsets[0] != 0) return CMLC_BF_NOT_AFFINE;
-  for (int64_t i = 2; i < count; ++i)
-    if (offsets[i] != i * stride) return CMLC_BF_NOT_AFFINE;
-  return stride;
-}
 
 //===--- micro-kernel ---===//
 
@@ -111,9 +91,10 @@ static inline __attribute__((always_inline)) CMLC_BF_TARGET __m512i cmlc_bf_roun
 // (f32, row stride |ldc|), or, when |out| is not NULL, rounded to bf16 to |out| (row stride
 // |ldo|; C is then only read, when |accumulate|).
 CMLC_BF_TARGET void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint32_t* a,
-                                                         const uint16_t* b, float* c, int64_t ldc,
+                                                         const uint32_t* b, void* cv, int64_t ldc,
                                                          int accumulate, uint16_t* out, int64_t ldo,
                                                          int rows, int cols) {
+  float* c = cv;
   __m512 acc00 = _mm512_setzero_ps(), acc01 = _mm512_setzero_ps();
   __m512 acc10 = _mm512_setzero_ps(), acc11 = _mm512_setzero_ps();
   __m512 acc20 = _mm512_setzero_ps(), acc21 = _mm512_setzero_ps();
@@ -139,7 +120,7 @@ CMLC_BF_TARGET void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint3
   }
   for (int64_t q = 0; q < kp; ++q) {
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void*)b);
-    const __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void*)(b + 32));
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void*)(b + 16));
     CMLC_BF_ROW(0, 0);
     CMLC_BF_ROW(1, 1);
     CMLC_BF_ROW(2, 2);
@@ -153,7 +134,7 @@ CMLC_BF_TARGET void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint3
     CMLC_BF_ROW(A, 10);
     CMLC_BF_ROW(B, 11);
     a += CMLC_BF_MR;
-    b += 2 * CMLC_BF_NR;
+    b += CMLC_BF_NR;
   }
   const __mmask16 m0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1u);
   const __mmask16 m1 = cols >= 32   ? (__mmask16)0xFFFF
@@ -178,11 +159,6 @@ CMLC_BF_TARGET void cmlc__gemm_ukernel_bf16_avx512_12x32(int64_t kp, const uint3
 
 //===--- packing ---===//
 
-// The operands' layouts, from their offset tables.
-typedef struct cmlc_bf_access_t {
-  int64_t a_row, a_col, b_row, b_col;  // strides, or CMLC_BF_NOT_AFFINE
-} cmlc_bf_access_t;
-
 // Two consecutive bf16 values as one {even, odd} pair word (little endian).
 static inline uint32_t cmlc_bf_pair(const uint16_t* p) {
   uint32_t w;
@@ -191,8 +167,9 @@ static inline uint32_t cmlc_bf_pair(const uint16_t* p) {
 }
 
 // Packs A rows [ic, ic+mc) x k [pc, pc+kc) of batch |bt| into MR-row slivers of k pairs.
-static void cmlc_bf_pack_a(const cmlc__gemm_operand_t* a, const cmlc_bf_access_t* acc, int64_t bt,
-                           int64_t ic, int64_t mc, int64_t pc, int64_t kc, uint32_t* dst) {
+static void cmlc_bf_pack_a(const cmlc__gemm_operand_t* a, const cmlc__gemm_pairs_access_t* acc,
+                           int64_t bt, int64_t ic, int64_t mc, int64_t pc, int64_t kc,
+                           uint32_t* dst) {
   const uint16_t* data = (const uint16_t*)a->data + a->batch_offsets[bt];
   const int64_t* cols = a->col_offsets + pc;
   const int64_t kp = (kc + 1) / 2, full = kc / 2;
@@ -277,9 +254,10 @@ static inline __attribute__((always_inline)) CMLC_BF_TARGET void cmlc_bf_interle
 
 // Packs B slivers [s0, s1) of k [pc, pc+kc) x columns [jc, jc+nc) of batch |bt|.
 static CMLC_BF_TARGET void cmlc_bf_pack_b(const cmlc__gemm_operand_t* bop,
-                                          const cmlc_bf_access_t* acc, int64_t bt, int64_t jc,
-                                          int64_t nc, int64_t pc, int64_t kc, int64_t s0,
-                                          int64_t s1, uint16_t* panel) {
+                                          const cmlc__gemm_pairs_access_t* acc, int64_t bt,
+                                          int64_t jc, int64_t nc, int64_t pc, int64_t kc,
+                                          int64_t s0, int64_t s1, uint32_t* panel_words) {
+  uint16_t* panel = (uint16_t*)(void*)panel_words;
   const uint16_t* data = (const uint16_t*)bop->data + bop->batch_offsets[bt];
   const int64_t kp = (kc + 1) / 2, full = kc / 2;
   for (int64_t s = s0; s < s1; ++s) {
@@ -328,209 +306,22 @@ static CMLC_BF_TARGET void cmlc_bf_pack_b(const cmlc__gemm_operand_t* bop,
 
 //===--- driver ---===//
 
-typedef struct cmlc_bf_ctx_t {
-  const cmlc__gemm_problem_t* p;
-  uint16_t* out;  // bf16 output [batch, m, n], or NULL for f32 output in p->c
-  cmlc_bf_access_t acc;
-  int64_t kc_max, mc_max, nc_max;
-  size_t a_elems, b_elems;  // uint32 pairs per A block, uint16 per B panel
-  void* scratch;
-  int64_t bt, jc, nc, pc, kc;
-  int64_t slivers, slivers_per_chunk, n_chunks;
-  uint16_t* panel;
-  // Several tasks share each A block (its B slivers split among them): every A block of the
-  // current (bt, pc) is packed once, block ib into thread ib's A buffer, before the tile tasks.
-  bool a_shared;
-  int64_t a_slivers;  // MR-row slivers per A block
-} cmlc_bf_ctx_t;
-
-static void cmlc_bf_sizes(int64_t m, int64_t n, int64_t k, cmlc_bf_ctx_t* c) {
-  c->kc_max = cmlc_bf_min(CMLC_BF_KC, cmlc_bf_round_up(k > 0 ? k : 1, 2));
-  c->mc_max = cmlc_bf_min(CMLC_BF_MC, cmlc_bf_round_up(m > 0 ? m : 1, CMLC_BF_MR));
-  c->nc_max = cmlc_bf_min(CMLC_BF_NC, cmlc_bf_round_up(n > 0 ? n : 1, CMLC_BF_NR));
-  c->a_elems = (size_t)cmlc_bf_round_up(c->mc_max * (c->kc_max / 2), 16);
-  c->b_elems = (size_t)cmlc_bf_round_up(c->kc_max * c->nc_max, 32);
-}
+static const cmlc__gemm_pairs_kernels_t cmlc_bf_kernels = {
+    .pack_a = cmlc_bf_pack_a,
+    .pack_b = cmlc_bf_pack_b,
+    .ukernel = cmlc__gemm_ukernel_bf16_avx512_12x32,
+};
 
 size_t cmlc__gemm_bf16_scratch(int64_t m, int64_t n, int64_t k, int threads) {
-  cmlc_bf_ctx_t c;
-  cmlc_bf_sizes(m, n, k, &c);
-  if (threads < 1) threads = 1;
-  // Per thread an A block and a private B panel (batch mode), then the shared B panel.
-  return (size_t)threads * (c.a_elems * sizeof(uint32_t) + c.b_elems * sizeof(uint16_t)) +
-         c.b_elems * sizeof(uint16_t) + 64;
-}
-
-static void cmlc_bf_pack_b_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
-  (void)thread_index;
-  const cmlc_bf_ctx_t* c = vctx;
-  cmlc_bf_pack_b(&c->p->b, &c->acc, c->bt, c->jc, c->nc, c->pc, c->kc, begin, end, c->panel);
-}
-
-// a_shared: packs MR-row slivers [begin, end) of the A blocks (block t / a_slivers).
-static void cmlc_bf_pack_a_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
-  (void)thread_index;
-  const cmlc_bf_ctx_t* c = vctx;
-  const int64_t kp = (c->kc + 1) / 2;
-  for (int64_t t = begin; t < end; ++t) {
-    const int64_t ib = t / c->a_slivers, s = t % c->a_slivers;
-    const int64_t ic = ib * c->mc_max + s * CMLC_BF_MR;
-    const int64_t block_end = cmlc_bf_min(ib * c->mc_max + c->mc_max, c->p->m);
-    if (ic >= block_end) continue;
-    uint32_t* dst = (uint32_t*)c->scratch + (size_t)ib * c->a_elems + s * CMLC_BF_MR * kp;
-    cmlc_bf_pack_a(&c->p->a, &c->acc, c->bt, ic, cmlc_bf_min(CMLC_BF_MR, block_end - ic), c->pc,
-                   c->kc, dst);
-  }
-}
-
-static void cmlc_bf_tile_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
-  const cmlc_bf_ctx_t* c = vctx;
-  const cmlc__gemm_problem_t* p = c->p;
-  uint32_t* abuf = (uint32_t*)c->scratch + (size_t)thread_index * c->a_elems;
-  const int64_t kp = (c->kc + 1) / 2;
-  float* cb = p->c + c->bt * p->m * p->n;
-  // The last k block rounds straight into a bf16 output.
-  uint16_t* ob = c->out && c->pc + c->kc >= p->k ? c->out + c->bt * p->m * p->n : NULL;
-  for (int64_t t = begin; t < end; ++t) {
-    const int64_t ib = t / c->n_chunks, chunk = t % c->n_chunks;
-    const int64_t ic = ib * c->mc_max;
-    const int64_t mc = cmlc_bf_min(c->mc_max, p->m - ic);
-    const int64_t s0 = chunk * c->slivers_per_chunk;
-    const int64_t s1 = cmlc_bf_min(c->slivers, s0 + c->slivers_per_chunk);
-    if (c->a_shared) {
-      abuf = (uint32_t*)c->scratch + (size_t)ib * c->a_elems;
-    } else {
-      cmlc_bf_pack_a(&p->a, &c->acc, c->bt, ic, mc, c->pc, c->kc, abuf);
-    }
-    for (int64_t s = s0; s < s1; ++s) {
-      const int64_t col0 = c->jc + s * CMLC_BF_NR;
-      const int cols = (int)cmlc_bf_min(CMLC_BF_NR, c->jc + c->nc - col0);
-      const uint16_t* bs = c->panel + s * kp * 2 * CMLC_BF_NR;
-      for (int64_t i = 0; i < mc; i += CMLC_BF_MR) {
-        const int rows = (int)cmlc_bf_min(CMLC_BF_MR, mc - i);
-        const int64_t at = (ic + i) * p->n + col0;
-        cmlc__gemm_ukernel_bf16_avx512_12x32(kp, abuf + i * kp, bs, cb + at, p->n, c->pc > 0,
-                                             ob ? ob + at : NULL, p->n, rows, cols);
-      }
-    }
-  }
-}
-
-// Batch mode: whole products of batch elements [begin, end) on one thread, with that thread's
-// A block and B panel (the same blocking, so the same results as the shared path).
-static void cmlc_bf_product(cmlc_bf_ctx_t* c, int64_t bt, uint32_t* abuf, uint16_t* panel);
-
-static void cmlc_bf_batch_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
-  const cmlc_bf_ctx_t* shared = vctx;
-  cmlc_bf_ctx_t c = *shared;
-  uint8_t* base = (uint8_t*)shared->scratch + (size_t)thread_index * (c.a_elems * sizeof(uint32_t) +
-                                                                      c.b_elems * sizeof(uint16_t));
-  uint32_t* abuf = (uint32_t*)(void*)base;
-  uint16_t* panel = (uint16_t*)(void*)(base + c.a_elems * sizeof(uint32_t));
-  for (int64_t bt = begin; bt < end; ++bt) cmlc_bf_product(&c, bt, abuf, panel);
-}
-
-// One batch element's product on the calling thread (batch mode).
-static void cmlc_bf_product(cmlc_bf_ctx_t* c, int64_t bt, uint32_t* abuf, uint16_t* panel) {
-  const cmlc__gemm_problem_t* p = c->p;
-  c->bt = bt;
-  c->panel = panel;
-  c->n_chunks = 1;
-  c->a_shared = false;
-  const int64_t ic_blocks = (p->m + c->mc_max - 1) / c->mc_max;
-  for (int64_t jc = 0; jc < p->n; jc += c->nc_max) {
-    c->jc = jc;
-    c->nc = cmlc_bf_min(c->nc_max, p->n - jc);
-    c->slivers = (c->nc + CMLC_BF_NR - 1) / CMLC_BF_NR;
-    c->slivers_per_chunk = c->slivers;
-    for (int64_t pc = 0; pc < p->k; pc += c->kc_max) {
-      c->pc = pc;
-      c->kc = cmlc_bf_min(c->kc_max, p->k - pc);
-      cmlc_bf_pack_b(&p->b, &c->acc, bt, jc, c->nc, pc, c->kc, 0, c->slivers, panel);
-      // The tile task with thread index 0 reads the A buffer at scratch + 0: point it here.
-      cmlc_bf_ctx_t one = *c;
-      one.scratch = abuf;
-      cmlc_bf_tile_task(&one, 0, ic_blocks, 0);
-    }
-  }
+  return cmlc__gemm_pairs_scratch(m, n, k, threads);
 }
 
 void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, uint16_t* out_bf16, cmlc_pool_t* pool,
                      void* scratch, int threads) {
-  if (p->batch <= 0 || p->m <= 0 || p->n <= 0) return;
-  if (p->k <= 0) {
-    if (out_bf16) {
-      memset(out_bf16, 0, (size_t)(p->batch * p->m * p->n) * sizeof(uint16_t));
-    } else {
-      memset(p->c, 0, (size_t)(p->batch * p->m * p->n) * sizeof(float));
-    }
-    return;
-  }
-  cmlc_bf_ctx_t c;
-  memset(&c, 0, sizeof c);
-  c.p = p;
-  c.out = out_bf16;
-  c.acc.a_row = cmlc_bf_affine(p->a.row_offsets, p->m);
-  c.acc.a_col = cmlc_bf_affine(p->a.col_offsets, p->k);
-  c.acc.b_row = cmlc_bf_affine(p->b.row_offsets, p->k);
-  c.acc.b_col = cmlc_bf_affine(p->b.col_offsets, p->n);
-  cmlc_bf_sizes(p->m, p->n, p->k, &c);
-  if (threads < 1) threads = 1;
-  int pool_threads = cmlc_pool_thread_count(pool);
-  if (pool_threads > threads) pool = NULL, pool_threads = 1;
-  c.scratch = scratch;
-  // Many small products: one per task, each on one thread (a product up to 128^3 would
-  // otherwise run alone on the calling thread, batch element after batch element).
-  const double work = (double)p->m * (double)p->n * (double)p->k;
-  const int batch_threads = cmlc_pool_thread_count(pool);
-  if (p->batch >= 2 && batch_threads > 1 && batch_threads <= threads &&
-      (double)p->batch * work > 128.0 * 128.0 * 128.0 &&
-      (p->batch >= 2 * (int64_t)batch_threads || work <= 128.0 * 128.0 * 128.0)) {
-    const int64_t min_chunk = (int64_t)(2.0 * 64 * 64 * 64 / (2.0 * work > 1 ? 2.0 * work : 1)) + 1;
-    cmlc_parallel_for(pool, p->batch, min_chunk, cmlc_bf_batch_task, &c);
-    return;
-  }
-  // Up to 128^3 a product stays on the calling thread (a hand-off costs more than it saves).
-  if (2.0 * (double)p->m * (double)p->n * (double)p->k <= 2.0 * 128 * 128 * 128) {
-    pool = NULL, pool_threads = 1;
-  }
-  c.panel =
-      (uint16_t*)(void*)((uint8_t*)scratch + (size_t)threads * (c.a_elems * sizeof(uint32_t) +
-                                                                c.b_elems * sizeof(uint16_t)));
-  // Row blocks that split evenly over the threads (1536 rows on 2: 96 instead of 144 rows;
-  // cmlc__gemm_row_block), within the A buffers sized for CMLC_BF_MC.
-  if (pool_threads > 1) c.mc_max = cmlc__gemm_row_block(p->m, CMLC_BF_MR, c.mc_max, pool_threads);
-  const int64_t ic_blocks = (p->m + c.mc_max - 1) / c.mc_max;
-  for (int64_t bt = 0; bt < p->batch; ++bt) {
-    c.bt = bt;
-    for (int64_t jc = 0; jc < p->n; jc += c.nc_max) {
-      c.jc = jc;
-      c.nc = cmlc_bf_min(c.nc_max, p->n - jc);
-      c.slivers = (c.nc + CMLC_BF_NR - 1) / CMLC_BF_NR;
-      // Enough tasks for the pool; the split changes which thread computes a tile, never how.
-      const int64_t want = 4 * (int64_t)pool_threads;
-      int64_t n_chunks = pool_threads > 1 ? (want + ic_blocks - 1) / ic_blocks : 1;
-      if (n_chunks < 1) n_chunks = 1;
-      if (n_chunks > c.slivers) n_chunks = c.slivers;
-      c.slivers_per_chunk = (c.slivers + n_chunks - 1) / n_chunks;
-      c.n_chunks = (c.slivers + c.slivers_per_chunk - 1) / c.slivers_per_chunk;
-      // Tasks that split one A block's slivers would each pack that block again: pack every
-      // block once first (in parallel), one block per thread's A buffer.
-      c.a_shared = c.n_chunks > 1 && ic_blocks <= (int64_t)threads;
-      c.a_slivers = (c.mc_max + CMLC_BF_MR - 1) / CMLC_BF_MR;
-      for (int64_t pc = 0; pc < p->k; pc += c.kc_max) {
-        c.pc = pc;
-        c.kc = cmlc_bf_min(c.kc_max, p->k - pc);
-        const int64_t pack_chunk = 16384 / (c.kc * CMLC_BF_NR) + 1;
-        cmlc_parallel_for(pool, c.slivers, pack_chunk, cmlc_bf_pack_b_task, &c);
-        if (c.a_shared) {
-          const int64_t a_chunk = 16384 / (c.kc * CMLC_BF_MR) + 1;
-          cmlc_parallel_for(pool, ic_blocks * c.a_slivers, a_chunk, cmlc_bf_pack_a_task, &c);
-        }
-        cmlc_parallel_for(pool, ic_blocks * c.n_chunks, 1, cmlc_bf_tile_task, &c);
-      }
-    }
-  }
+  const cmlc__gemm_pairs_problem_t q = {
+      p->batch, p->m, p->n, p->k, p->a, p->b, p->c, out_bf16,
+  };
+  cmlc__gemm_pairs(&cmlc_bf_kernels, &q, pool, scratch, threads);
 }
 
 #endif  // CMLC_HAVE_X86_64
