@@ -425,6 +425,77 @@ TEST(fft_real_forward_and_inverse) {
   ASSERT_NEAR(r[3], 0.0, 1e-7);
 }
 
+// Power-of-two real transforms along one axis run at half length (even and odd samples as one
+// complex line): against the naive DFT and back, for lengths 4 to 512, batches that leave a
+// partial group of lanes, on the scalar ISA (2 lanes) and AVX2 (4), f64 and f32.
+TEST(fft_real_power_of_two_half_length) {
+  static const int64_t lens[] = {4, 16, 64, 512};
+  static const int64_t batches[] = {3, 5};
+  uint32_t seed = 9;
+  cmlc_cpu_features_t cpu;
+  cmlc_cpu_detect(&cpu);
+  double* x = malloc(sizeof(double) * 5 * 512);
+  double* spec = malloc(sizeof(double) * 2 * 5 * 257);
+  double* back = malloc(sizeof(double) * 5 * 512);
+  float* xf = malloc(sizeof(float) * 5 * 512);
+  float* specf = malloc(sizeof(float) * 2 * 5 * 257);
+  float* backf = malloc(sizeof(float) * 5 * 512);
+  for (int isa = 0; isa < (cpu.avx2_fma ? 2 : 1); ++isa) {
+    g_fake_isa = isa ? CMLC_ISA_AVX2 : CMLC_ISA_SCALAR;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; ++li) {
+      for (size_t bi = 0; bi < 2; ++bi) {
+        const int64_t L = lens[li], H = L / 2 + 1, batch = batches[bi];
+        for (int64_t i = 0; i < batch * L; ++i) {
+          x[i] = frand(&seed);
+          xf[i] = (float)x[i];
+        }
+        for (int f32 = 0; f32 < 2; ++f32) {
+          cml_shape_t rs = shp(f32 ? CML_DTYPE_F32 : CML_DTYPE_F64, 2, (int64_t[]){batch, L});
+          cml_shape_t cs = shp(f32 ? CML_DTYPE_C64 : CML_DTYPE_C128, 2, (int64_t[]){batch, H});
+          fake_t f;
+          fake_init(&f, CML_OP_FFT, &rs, 1, &cs, 1);
+          f.attrs.fft_type = CML_FFT_FORWARD_REAL;
+          f.attrs.axis_count = 1;
+          f.attrs.axes[0] = L;
+          ASSERT_STATUS_OK(fake_run(&f, 1, NULL, (const void*[]){f32 ? (void*)xf : (void*)x},
+                                    (void*[]){f32 ? (void*)specf : (void*)spec}));
+          const double tol = f32 ? 1e-5 * (double)L : 1e-12 * (double)L;
+          for (int64_t b = 0; b < batch; ++b) {
+            for (int64_t k = 0; k < H; ++k) {
+              double complex sum = 0;
+              for (int64_t j = 0; j < L; ++j) {
+                const double v = f32 ? (double)xf[b * L + j] : x[b * L + j];
+                sum += v * cexp(-2.0 * M_PI * I * (double)((j * k) % L) / (double)L);
+              }
+              const int64_t at = 2 * (b * H + k);
+              const double gr = f32 ? specf[at] : spec[at], gi = f32 ? specf[at + 1] : spec[at + 1];
+              if (fabs(gr - creal(sum)) > tol || fabs(gi - cimag(sum)) > tol) {
+                TEST_FAIL_("rfft L=%lld batch %lld isa %d f32 %d: bin %lld off", (long long)L,
+                           (long long)b, isa, f32, (long long)k);
+              }
+            }
+          }
+          fake_init(&f, CML_OP_FFT, &cs, 1, &rs, 1);
+          f.attrs.fft_type = CML_FFT_INVERSE_REAL;
+          f.attrs.axis_count = 1;
+          f.attrs.axes[0] = L;
+          ASSERT_STATUS_OK(fake_run(&f, 1, NULL, (const void*[]){f32 ? (void*)specf : (void*)spec},
+                                    (void*[]){f32 ? (void*)backf : (void*)back}));
+          for (int64_t i = 0; i < batch * L; ++i) {
+            const double want = f32 ? (double)xf[i] : x[i], got = f32 ? (double)backf[i] : back[i];
+            if (fabs(got - want) > (f32 ? 1e-5 : 1e-12)) {
+              TEST_FAIL_("irfft L=%lld isa %d f32 %d: sample %lld off", (long long)L, isa, f32,
+                         (long long)i);
+            }
+          }
+        }
+      }
+    }
+  }
+  g_fake_isa = CMLC_ISA_SCALAR;
+  free(x), free(spec), free(back), free(xf), free(specf), free(backf);
+}
+
 TEST(fft_real_2d) {
   // 2-D RFFT [3, 4] -> [3, 3] vs naive 2-D DFT, then IRFFT back.
   double x[12], spec[18], back[12];
@@ -623,6 +694,7 @@ TEST_MAIN(TEST_ENTRY(rng_philox_known_answers), TEST_ENTRY(rng_word_mapping_per_
           TEST_ENTRY(fft_c2c_lengths_and_inverse), TEST_ENTRY(fft_lanes_match_single_lines),
           TEST_ENTRY(fft_inverse_real_lanes_match_single_lines), TEST_ENTRY(fft_c64_hand_values),
           TEST_ENTRY(fft_real_forward_and_inverse), TEST_ENTRY(fft_real_2d),
+          TEST_ENTRY(fft_real_power_of_two_half_length),
           TEST_ENTRY(batch_norm_inference_training_gradient),
           TEST_ENTRY(batch_norm_half_and_middle_axis),
           TEST_ENTRY(batch_norm_blocks_match_per_channel_loop), TEST_ENTRY(capabilities))
