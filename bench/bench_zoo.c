@@ -96,6 +96,24 @@ enum {
   Z_EMBED_BAG,
   Z_EINSUM_BHQK,
   Z_F64_SUMSQ,
+  Z_SORT_AXIS0,
+  Z_ARGSORT,
+  Z_INTERIOR_PAD,
+  Z_FLIP_HW,
+  Z_TRANSPOSE_2D,
+  Z_STRIDED_SLICE,
+  Z_MIDDLE_REDUCE,
+  Z_INT_DIVMOD,
+  Z_POW,
+  Z_ATAN2,
+  Z_COMPLEX_EXP,
+  Z_BF16_ROUNDTRIP,
+  Z_BOX_MULLER,
+  Z_BCAST_BMM,
+  Z_DEPTHWISE_GRAD,
+  Z_TWO_AXIS_CONTRACT,
+  Z_OUTER,
+  Z_GLOBAL_ARGMAX,
   Z_COUNT
 };
 
@@ -176,6 +194,24 @@ static const char* const kNames[Z_COUNT] = {
     "embedding bag: [1024,32] ids into [50000,128], sum per bag",
     "einsum bqhd,bkhd->bhqk of [8,128,12,64] (batch axes 0 and 2)",
     "f64 sum of squares of [16M] f32",
+    "sort [1000,64] along axis 0 (Sort with a comparator)",
+    "argsort of [256,4096] rows (Sort of values and an iota)",
+    "zero insertion: Pad interior 1 of [8,64,64,32]",
+    "flip H and W of [16,64,64,32] (Reverse)",
+    "transpose [4096,4096]",
+    "every other element of [4M] (strided Slice) x 3",
+    "sum over the middle axis of [64,4096,16]",
+    "i32 division and remainder of [4M] ids",
+    "|x| ^ 0.75 over [4M]",
+    "atan2 of [4M] pairs",
+    "|exp(z)| of [1M] complex values",
+    "f32 -> bf16 -> f32 of [16M]",
+    "Box-Muller normal samples of [1M] (log, sqrt, cos)",
+    "64 products [128,128] x a broadcast shared [128,128]",
+    "depthwise 3x3 [8,56,56,64] backward (input and filter gradients)",
+    "contraction over heads and depth of [8,128,12,64] pairs",
+    "outer product of two [4096] vectors (DotGeneral, no contraction)",
+    "argmax of [16M]",
 };
 
 static cml_value_t scalar(cml_function_t* f, cml_dtype_t dt, double v) {
@@ -1419,6 +1455,173 @@ static cml_value_t build_f64_sumsq(cml_function_t* f) {
   return cml_op_reduce_sum(f, cml_op_mul(f, x, x), &axis, 1);
 }
 
+// A Sort with |comparator| "a < b" of the first operand (|count| operands) along |axis|.
+static bool sort_ascending(cml_function_t* f, int64_t axis, const cml_value_t* ops, size_t count,
+                           cml_value_t* out) {
+  cml_function_t* cmp = NULL;
+  if (cml_function_new_closure(f, &cmp) != CML_OK) return false;
+  cml_value_t a = CML_VALUE_INVALID, b = CML_VALUE_INVALID;
+  for (size_t i = 0; i < count; ++i) {
+    cml_shape_t s;
+    if (!cml_builder_value_shape(cml_function_builder(f), ops[i], &s)) return false;
+    cml_shape_t ss = cml_shape_scalar(s.dtype);
+    cml_value_t l = cml_parameter(cmp, NULL, &ss), r = cml_parameter(cmp, NULL, &ss);
+    if (i == 0) a = l, b = r;
+  }
+  cml_value_t lt = cml_op_less_than(cmp, a, b);
+  if (cml_function_return(cmp, &lt, 1) != CML_OK) return false;
+  return cml_op_sort(f, cmp, axis, true, ops, count, out);
+}
+
+static cml_value_t build_sort_axis0(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){1000, 64});
+  cml_value_t out;
+  return sort_ascending(f, 0, &x, 1, &out) ? out : CML_VALUE_INVALID;
+}
+
+static cml_value_t build_argsort(cml_function_t* f) {
+  const int64_t d[2] = {256, 4096};
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, d);
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, d);
+  cml_value_t ops[2] = {x, cml_op_iota(f, &is, 1)}, out[2];
+  if (!sort_ascending(f, 1, ops, 2, out)) return CML_VALUE_INVALID;
+  return cml_op_convert_dtype(f, out[1], CML_DTYPE_F32);
+}
+
+// Zero insertion (a transposed conv's input dilation written as a Pad with interior 1).
+static cml_value_t build_interior_pad(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 64, 64, 32});
+  const cml_pad_axis_t pads[4] = {{0, 0, 0}, {0, 0, 1}, {0, 0, 1}, {0, 0, 0}};
+  return cml_op_pad(f, x, scalar(f, CML_DTYPE_F32, 0.0), pads, 4);
+}
+
+static cml_value_t build_flip_hw(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){16, 64, 64, 32});
+  return cml_op_reverse(f, x, (int64_t[]){1, 2}, 2);
+}
+
+static cml_value_t build_transpose_2d(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){4096, 4096});
+  return cml_op_transpose(f, x, (int64_t[]){1, 0}, 2);
+}
+
+// Every other element of a [4M] vector, scaled: a strided Slice read by an elementwise op.
+static cml_value_t build_strided_slice(cml_function_t* f) {
+  const int64_t n = 1 << 22, half = n / 2, lim = n, step = 2, zero = 0;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 1, &n);
+  (void)half;
+  cml_value_t s = cml_op_slice(f, x, &zero, &lim, &step, 1);
+  return cml_op_mul(f, s, scalar(f, CML_DTYPE_F32, 3.0));
+}
+
+static cml_value_t build_middle_reduce(cml_function_t* f) {
+  const int64_t axis = 1;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, (int64_t[]){64, 4096, 16});
+  return cml_op_reduce_sum(f, x, &axis, 1);
+}
+
+// Flat indices split into (row, col) by i32 division and remainder, recombined.
+static cml_value_t build_int_divmod(cml_function_t* f) {
+  const int64_t n = 1 << 22;
+  cml_value_t i = ids_from(f, "ids", &n, 1, 1 << 30);
+  cml_value_t w = cml_constant_scalar_i64(f, CML_DTYPE_I32, 1000);
+  cml_value_t r = cml_op_div(f, i, w), c = cml_op_rem(f, i, w);
+  return cml_op_add(f, cml_op_mul(f, c, cml_constant_scalar_i64(f, CML_DTYPE_I32, 7)), r);
+}
+
+static cml_value_t build_pow(cml_function_t* f) {
+  const int64_t n = 1 << 22;
+  cml_value_t x = cml_op_abs(f, bench_param(f, "x", CML_DTYPE_F32, 1, &n));
+  return cml_op_pow(f, x, scalar(f, CML_DTYPE_F32, 0.75));
+}
+
+static cml_value_t build_atan2(cml_function_t* f) {
+  const int64_t n = 1 << 22;
+  cml_value_t y = bench_param(f, "y", CML_DTYPE_F32, 1, &n);
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 1, &n);
+  return cml_op_atan2(f, y, x);
+}
+
+// |exp(z)| of complex z built from two real vectors.
+static cml_value_t build_complex_exp(cml_function_t* f) {
+  const int64_t n = 1 << 20;
+  cml_value_t re = bench_param(f, "re", CML_DTYPE_F32, 1, &n);
+  cml_value_t im = bench_param(f, "im", CML_DTYPE_F32, 1, &n);
+  return cml_op_abs(f, cml_op_exp(f, cml_op_complex(f, re, im)));
+}
+
+static cml_value_t build_bf16_roundtrip(cml_function_t* f) {
+  const int64_t n = 1 << 24;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 1, &n);
+  return cml_op_convert_dtype(f, cml_op_convert_dtype(f, x, CML_DTYPE_BF16), CML_DTYPE_F32);
+}
+
+// Gaussian samples by Box-Muller from two uniform vectors.
+static cml_value_t build_box_muller(cml_function_t* f) {
+  const int64_t n = 1 << 20;
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t u1 = cml_op_mul(
+      f, cml_op_add(f, bench_param(f, "u1", dt, 1, &n), scalar(f, dt, 1.001)), scalar(f, dt, 0.5));
+  cml_value_t u2 = bench_param(f, "u2", dt, 1, &n);
+  cml_value_t r = cml_op_sqrt(f, cml_op_mul(f, cml_op_log(f, u1), scalar(f, dt, -2.0)));
+  return cml_op_mul(f, r, cml_op_cos(f, cml_op_mul(f, u2, scalar(f, dt, 3.14159265))));
+}
+
+// A shared weight broadcast over a batch of products.
+static cml_value_t build_bcast_bmm(cml_function_t* f) {
+  const int64_t wd[3] = {64, 128, 128}, axes[2] = {1, 2};
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, wd);
+  cml_value_t w = bench_param(f, "w", CML_DTYPE_F32, 2, (int64_t[]){128, 128});
+  cml_value_t wb = cml_op_broadcast_in_dim(f, w, wd, 3, axes, 2);
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.lhs_batch_count = c.rhs_batch_count = 1;
+  c.lhs_contracting_count = c.rhs_contracting_count = 1;
+  c.lhs_contracting_axes[0] = 2;
+  c.rhs_contracting_axes[0] = 1;
+  c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_dot_general(f, x, wb, &c);
+}
+
+static cml_value_t build_depthwise_grad(cml_function_t* f) {
+  const int64_t d[4] = {8, 56, 56, 64};
+  cml_value_t p[2] = {bench_param(f, "x", CML_DTYPE_F32, 4, d),
+                      bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 1, 64})};
+  cml_value_t dy = bench_param(f, "dy", CML_DTYPE_F32, 4, d);
+  return grads_of(f, cml_cli_model_conv_nhwc(f, p[0], p[1], 1, 1, 64), dy, p, 2, 4);
+}
+
+// A contraction over two axes: [8,12,128,64] x [8,12,128,64] over heads and depth.
+static cml_value_t build_two_axis_contract(cml_function_t* f) {
+  const int64_t d[4] = {8, 128, 12, 64};
+  cml_value_t a = bench_param(f, "a", CML_DTYPE_F32, 4, d);
+  cml_value_t b = bench_param(f, "b", CML_DTYPE_F32, 4, d);
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.lhs_batch_count = c.rhs_batch_count = 1;
+  c.lhs_contracting_count = c.rhs_contracting_count = 2;
+  c.lhs_contracting_axes[0] = c.rhs_contracting_axes[0] = 2;
+  c.lhs_contracting_axes[1] = c.rhs_contracting_axes[1] = 3;
+  c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_dot_general(f, a, b, &c);
+}
+
+static cml_value_t build_outer(cml_function_t* f) {
+  const int64_t n = 4096;
+  cml_value_t a = bench_param(f, "a", CML_DTYPE_F32, 1, &n);
+  cml_value_t b = bench_param(f, "b", CML_DTYPE_F32, 1, &n);
+  cml_dot_config_t c;
+  memset(&c, 0, sizeof c);
+  c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
+  return cml_op_dot_general(f, a, b, &c);
+}
+
+static cml_value_t build_global_argmax(cml_function_t* f) {
+  const int64_t n = 1 << 24;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 1, &n);
+  return cml_op_convert_dtype(f, cml_op_arg_min_max(f, x, 0, CML_DTYPE_I32, false), CML_DTYPE_F32);
+}
+
 static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
   const cml_dtype_t dt = CML_DTYPE_F32;
   switch (c->dims[0]) {
@@ -1615,6 +1818,42 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       return build_einsum_bhqk(f);
     case Z_F64_SUMSQ:
       return build_f64_sumsq(f);
+    case Z_SORT_AXIS0:
+      return build_sort_axis0(f);
+    case Z_ARGSORT:
+      return build_argsort(f);
+    case Z_INTERIOR_PAD:
+      return build_interior_pad(f);
+    case Z_FLIP_HW:
+      return build_flip_hw(f);
+    case Z_TRANSPOSE_2D:
+      return build_transpose_2d(f);
+    case Z_STRIDED_SLICE:
+      return build_strided_slice(f);
+    case Z_MIDDLE_REDUCE:
+      return build_middle_reduce(f);
+    case Z_INT_DIVMOD:
+      return build_int_divmod(f);
+    case Z_POW:
+      return build_pow(f);
+    case Z_ATAN2:
+      return build_atan2(f);
+    case Z_COMPLEX_EXP:
+      return build_complex_exp(f);
+    case Z_BF16_ROUNDTRIP:
+      return build_bf16_roundtrip(f);
+    case Z_BOX_MULLER:
+      return build_box_muller(f);
+    case Z_BCAST_BMM:
+      return build_bcast_bmm(f);
+    case Z_DEPTHWISE_GRAD:
+      return build_depthwise_grad(f);
+    case Z_TWO_AXIS_CONTRACT:
+      return build_two_axis_contract(f);
+    case Z_OUTER:
+      return build_outer(f);
+    case Z_GLOBAL_ARGMAX:
+      return build_global_argmax(f);
     default:
       return CML_VALUE_INVALID;
   }
@@ -1671,6 +1910,12 @@ static double zoo_flops(int z) {
       return 2.0 * SCAN_LAYERS * SCAN_B * SCAN_D * SCAN_D;
     case Z_EINSUM_BHQK:
       return 2.0 * 8 * 12 * 128 * 128 * 64;
+    case Z_BCAST_BMM:
+      return 2.0 * 64 * 128 * 128 * 128;
+    case Z_DEPTHWISE_GRAD:
+      return 2.0 * 2 * 8 * 56 * 56 * 9 * 64;
+    case Z_TWO_AXIS_CONTRACT:
+      return 2.0 * 8 * 128 * 128 * 768;
     case Z_LENET_TRAIN:  // forward, and twice that backward
       return 3 * 2.0 * 64 * (28 * 28 * 25 * 32 + 14 * 14 * 25 * 32 * 64 + 3136 * 512 + 512 * 10);
     case Z_CAUSAL_ATTENTION:
@@ -1778,6 +2023,35 @@ static double zoo_bytes(int z) {
     case Z_EMBED_BAG:
       return 4.0 * 1024 * 32 * 128;
     case Z_F64_SUMSQ:
+      return 4.0 * (1 << 24);
+    case Z_SORT_AXIS0:
+      return 4.0 * 2 * 1000 * 64;
+    case Z_ARGSORT:
+      return 4.0 * 2 * 256 * 4096;
+    case Z_INTERIOR_PAD:
+      return 4.0 * (8 * 64 * 64 * 32 + 8 * 127 * 127 * 32);
+    case Z_FLIP_HW:
+      return 4.0 * 2 * 16 * 64 * 64 * 32;
+    case Z_TRANSPOSE_2D:
+      return 4.0 * 2 * 4096 * 4096;
+    case Z_STRIDED_SLICE:
+      return 4.0 * 1.5 * (1 << 22);
+    case Z_MIDDLE_REDUCE:
+      return 4.0 * 64 * 4096 * 16;
+    case Z_INT_DIVMOD:
+    case Z_POW:
+      return 4.0 * 2 * (1 << 22);
+    case Z_ATAN2:
+      return 4.0 * 3 * (1 << 22);
+    case Z_COMPLEX_EXP:
+      return 4.0 * 3 * (1 << 20);
+    case Z_BF16_ROUNDTRIP:
+      return 4.0 * 2 * (1 << 24);
+    case Z_BOX_MULLER:
+      return 4.0 * 3 * (1 << 20);
+    case Z_OUTER:
+      return 4.0 * 4096 * 4096;
+    case Z_GLOBAL_ARGMAX:
       return 4.0 * (1 << 24);
     case Z_KV_STEP:  // the two caches read
       return 2.0 * 4 * 12 * 1024 * 64;

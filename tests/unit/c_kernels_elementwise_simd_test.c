@@ -920,13 +920,62 @@ TEST(plain_conversions) {
   }
 }
 
+// Complex64 Exp and Abs on SIMD ISAs: Abs gives the scalar kernel's bits (hypot in double, as
+// glibc's hypotf); Exp is within a few ulp of e^a per component (the vector exp and sincos) and
+// the scalar kernel's bits where a part is not finite or the real part is above 88. Pairs of
+// edge values and random values in [-20, 20]; every length up to 40 and a long one.
+TEST(complex64_exp_abs) {
+  enum { N = EDGE_COUNT * EDGE_COUNT + 600 };
+  static float x[2 * N], got[2 * N + 8], want[2 * N + 8];
+  for (int i = 0; i < N; ++i) {
+    if (i < EDGE_COUNT * EDGE_COUNT) {
+      x[2 * i] = kEdges[i % EDGE_COUNT], x[2 * i + 1] = kEdges[i / EDGE_COUNT];
+    } else {
+      x[2 * i] = rng_uniform(-20.0f, 20.0f), x[2 * i + 1] = rng_uniform(-20.0f, 20.0f);
+    }
+  }
+  for (int k = 0; k < ISA_COUNT; ++k) {
+    if (!kIsas[k].available()) continue;
+    for (int op = 0; op < 2; ++op) {
+      const cml_op_t o = op ? CML_OP_ABS : CML_OP_EXP;
+      cmlc_ew_fn fn = kIsas[k].unary(o, CML_DTYPE_C64);
+      cmlc_ew_fn ref = cmlc_ew_unary_fn(o, CML_DTYPE_C64);
+      ASSERT_TRUE(fn != NULL && ref != NULL);
+      const int outw = op ? 1 : 2;  // floats per output element
+      {
+        for (int64_t n = 0; n <= N; n += n < 40 ? 1 : N - 40) {
+          const void* in[1] = {x};
+          const int64_t st[1] = {1};
+          memset(got, 0x5a, sizeof got), memset(want, 0x5a, sizeof want);
+          fn(got, in, st, n), ref(want, in, st, n);
+          for (int64_t i = 0; i < n * outw; ++i) {
+            const int64_t e = i / outw;
+            const float a = x[2 * e], b = x[2 * e + 1];
+            const bool exact = op || !isfinite(a) || !isfinite(b) || a > 88.0f;
+            bool ok = same_f32(got[i], want[i]);
+            if (!ok && !exact) {
+              const double scale = exp((double)a);
+              ok = fabs((double)got[i] - (double)want[i]) <= 8.0 * FLT_EPSILON * scale + 1e-37;
+            }
+            if (!ok) {
+              TEST_FAIL_("%s %s n=%lld: element %lld (%g%+gi): %g, scalar %g", kIsas[k].name,
+                         cml_op_name(o), (long long)n, (long long)e, a, b, got[i], want[i]);
+            }
+          }
+          ASSERT_TRUE(memcmp(got + n * outw, want + n * outw, 8 * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
 TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan_and_signed_zero),
           TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(half_compares_match_scalar),
           TEST_ENTRY(complex_mul_matches_scalar), TEST_ENTRY(plain_conversions),
-          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
-          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
-          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
-          TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(complex64_exp_abs), TEST_ENTRY(unary_matches_reference),
+          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
+          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
+          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

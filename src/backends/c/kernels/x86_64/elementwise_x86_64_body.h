@@ -340,9 +340,80 @@ CMLC_EW_SIMD_REDUCE_HALF(sum_f16_rd, v_load_f16, cml_f16_to_f32, v_add, 0.0f, CM
 CMLC_EW_SIMD_REDUCE_HALF(max_f16_rd, v_load_f16, cml_f16_to_f32, v_max_nan, -INFINITY, CMLC_EW_FMAX)
 CMLC_EW_SIMD_REDUCE_HALF(min_f16_rd, v_load_f16, cml_f16_to_f32, v_min_nan, INFINITY, CMLC_EW_FMIN)
 
+//===--- complex64 Exp and Abs ---===//
+//
+// W elements at a time: real and imaginary parts split into two lanes of vectors (a scalar
+// copy), computed, merged back. Exp: e^a (cos b + i sin b) with the vector exp and sincos
+// (within a few ulp of libm's cexpf, as the f32 kernels are of libm). Abs: hypot in double,
+// sqrt(a^2 + b^2) rounded once to f32: glibc's hypotf computes exactly that, so the same bits.
+// Elements outside the formulas' ground (a non-finite part; for Exp a real part above 88,
+// where cexpf scales) take the scalar kernel instead. The input is contiguous (unary kernels
+// take no strides).
+
+CMLC_EW_TARGET static void CMLC_EW_FN(exp_c64)(void* out, const void* const* in,
+                                               const int64_t* stride, int64_t n) {
+  const float* x = (const float*)in[0];
+  float* y = (float*)out;
+  (void)stride;
+  const int64_t sx = 2;
+  const cmlc_ew_fn scalar = cmlc_ew_unary_fn(CML_OP_EXP, CML_DTYPE_C64);
+  for (int64_t i = 0; i < n; i += CMLC_V_W) {
+    const int64_t w = n - i < CMLC_V_W ? n - i : CMLC_V_W;
+    float re[CMLC_V_W] = {0}, im[CMLC_V_W] = {0}, yr[CMLC_V_W], yi[CMLC_V_W];
+    uint32_t odd = 0;
+    for (int64_t k = 0; k < w; ++k) {
+      re[k] = x[(i + k) * sx], im[k] = x[(i + k) * sx + 1];
+      if (!(re[k] <= 88.0f) || !isfinite(re[k]) || !isfinite(im[k])) odd |= 1u << k;
+    }
+    const vf e = v_exp(v_load(re)), b = v_load(im);
+    v_store(yr, v_mul(e, v_cos(b)));
+    v_store(yi, v_mul(e, v_sin(b)));
+    for (int64_t k = 0; k < w; ++k) y[2 * (i + k)] = yr[k], y[2 * (i + k) + 1] = yi[k];
+    for (; odd; odd &= odd - 1) {
+      const int64_t k = __builtin_ctz(odd);
+      const void* one[1] = {x + (i + k) * sx};
+      const int64_t st[1] = {1};
+      scalar(y + 2 * (i + k), one, st, 1);
+    }
+  }
+}
+
+CMLC_EW_TARGET static void CMLC_EW_FN(abs_c64)(void* out, const void* const* in,
+                                               const int64_t* stride, int64_t n) {
+  const float* x = (const float*)in[0];
+  float* y = (float*)out;
+  (void)stride;
+  const int64_t sx = 2;
+  const cmlc_ew_fn scalar = cmlc_ew_unary_fn(CML_OP_ABS, CML_DTYPE_C64);
+  int64_t i = 0;
+  for (; i < n; ++i) {
+    const float a = x[i * sx], b = x[i * sx + 1];
+    if (!isfinite(a) || !isfinite(b)) {
+      const void* one[1] = {x + i * sx};
+      const int64_t st[1] = {1};
+      scalar(y + i, one, st, 1);
+      continue;
+    }
+    const double da = a, db = b;
+    y[i] = (float)__builtin_sqrt(da * da + db * db);
+  }
+}
+
+static cmlc_ew_fn CMLC_EW_FN(complex_unary_fn)(cml_op_t op) {
+  switch (op) {
+    case CML_OP_EXP:
+      return CMLC_EW_FN(exp_c64);
+    case CML_OP_ABS:
+      return CMLC_EW_FN(abs_c64);
+    default:
+      return NULL;
+  }
+}
+
 //===--- tables ---===//
 
 cmlc_ew_fn CMLC_EW_FN(unary_fn)(cml_op_t op, cml_dtype_t dtype) {
+  if (dtype == CML_DTYPE_C64) return CMLC_EW_FN(complex_unary_fn)(op);
   if (dtype != CML_DTYPE_F32) return CMLC_EW_FN(half_unary_fn)(op, dtype);
   switch (op) {
     case CML_OP_NEG:
