@@ -351,9 +351,10 @@ static bool col_same(float a, float b) {
 // the reference kernel's bits, max/min equal an independent loop exactly, and sums stay
 // within the documented three-level bound of an f64 loop: (256 + R/16384 + 2) * eps * sum|x|.
 TEST(f32_columns_every_isa) {
-  static const int64_t shapes[][3] = {{1, 5, 1},     {2, 3, 7},      {3, 130, 17},
-                                      {1, 257, 64},  {2, 129, 100},  {1, 40, 1030},
-                                      {4, 33, 2051}, {1, 16500, 19}, {2, 130, 4100}};
+  // Widths of 8 and 16 take an inline loop over the rows (their own case in every split).
+  static const int64_t shapes[][3] = {{1, 5, 1},      {2, 3, 7},     {3, 130, 17},  {1, 257, 64},
+                                      {2, 129, 100},  {1, 40, 1030}, {4, 33, 2051}, {1, 16500, 19},
+                                      {2, 130, 4100}, {5, 33, 16},   {3, 4100, 16}, {2, 9000, 8}};
   static const cml_op_t ops[3] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN};
   cmlc_isa_t isas[3];
   const int isa_count = col_isas(isas);
