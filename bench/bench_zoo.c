@@ -879,11 +879,8 @@ static cml_value_t build_split_heads(cml_function_t* f) {
   return flat_concat(f, parts, 3);
 }
 
-// 65536 products of 3x3 matrices (rigid transforms composed per point): batched DotGeneral.
-static cml_value_t build_small_bmm(cml_function_t* f) {
-  const int64_t d[3] = {65536, 3, 3};
-  cml_value_t a = bench_param(f, "a", CML_DTYPE_F32, 3, d);
-  cml_value_t b = bench_param(f, "b", CML_DTYPE_F32, 3, d);
+// Batched products over axis 0: [b, m, k] x [b, k, n].
+static cml_value_t bmm(cml_function_t* f, cml_value_t a, cml_value_t b) {
   cml_dot_config_t c;
   memset(&c, 0, sizeof c);
   c.lhs_batch_count = c.rhs_batch_count = 1;
@@ -892,6 +889,14 @@ static cml_value_t build_small_bmm(cml_function_t* f) {
   c.rhs_contracting_axes[0] = 1;
   c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
   return cml_op_dot_general(f, a, b, &c);
+}
+
+// 65536 products of 3x3 matrices (rigid transforms composed per point): batched DotGeneral.
+static cml_value_t build_small_bmm(cml_function_t* f) {
+  const int64_t d[3] = {65536, 3, 3};
+  cml_value_t a = bench_param(f, "a", CML_DTYPE_F32, 3, d);
+  cml_value_t b = bench_param(f, "b", CML_DTYPE_F32, 3, d);
+  return bmm(f, a, b);
 }
 
 // Mish, x * tanh(softplus(x)), over [4096, 1024], softplus as log1p(exp(x)).
@@ -1575,14 +1580,7 @@ static cml_value_t build_bcast_bmm(cml_function_t* f) {
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, wd);
   cml_value_t w = bench_param(f, "w", CML_DTYPE_F32, 2, (int64_t[]){128, 128});
   cml_value_t wb = cml_op_broadcast_in_dim(f, w, wd, 3, axes, 2);
-  cml_dot_config_t c;
-  memset(&c, 0, sizeof c);
-  c.lhs_batch_count = c.rhs_batch_count = 1;
-  c.lhs_contracting_count = c.rhs_contracting_count = 1;
-  c.lhs_contracting_axes[0] = 2;
-  c.rhs_contracting_axes[0] = 1;
-  c.accumulator_dtype = c.output_dtype = CML_DTYPE_INVALID;
-  return cml_op_dot_general(f, x, wb, &c);
+  return bmm(f, x, wb);
 }
 
 static cml_value_t build_depthwise_grad(cml_function_t* f) {

@@ -19,6 +19,7 @@
 // Thread-safety: a program is immutable once built; runs share nothing but it.
 #include "backends/c/engine_internal.h"
 #include "backends/c/kernels/generic/elementwise_internal.h"
+#include "backends/c/kernels/generic/movement_internal.h"
 #include "backends/c/kernels/generic/reduce_internal.h"
 
 enum {
@@ -576,29 +577,6 @@ static void cmlc_fused_gather(const cmlc_fused_t* f, uint32_t j, const char* bas
   }
 }
 
-// Element |i| of an integer index tensor |p| of |dtype|.
-static inline int64_t cmlc_fused_read_index(const void* p, cml_dtype_t dtype, int64_t i) {
-  switch (dtype) {
-    case CML_DTYPE_I32:
-      return ((const int32_t*)p)[i];
-    case CML_DTYPE_I64:
-      return ((const int64_t*)p)[i];
-    case CML_DTYPE_I8:
-      return ((const int8_t*)p)[i];
-    case CML_DTYPE_I16:
-      return ((const int16_t*)p)[i];
-    case CML_DTYPE_U8:
-      return ((const uint8_t*)p)[i];
-    case CML_DTYPE_U16:
-      return ((const uint16_t*)p)[i];
-    case CML_DTYPE_U32:
-      return ((const uint32_t*)p)[i];
-    default:  // U64: values past INT64_MAX clamp to the last row, as Gather's clamp does
-      return ((const uint64_t*)p)[i] > (uint64_t)INT64_MAX ? INT64_MAX
-                                                           : (int64_t)((const uint64_t*)p)[i];
-  }
-}
-
 // The elements [start, start + len) of GATHER input |j| into |dst|: run by run of its rows,
 // each row's start found from its index vector (clamped as Gather clamps).
 static void cmlc_fused_gather_rows(const cmlc_fused_t* f, uint32_t j, const void* const* inputs,
@@ -615,7 +593,7 @@ static void cmlc_fused_gather_rows(const cmlc_fused_t* f, uint32_t j, const void
     if (n > len - k) n = len - k;
     int64_t off = 0;
     for (int32_t c = 0; c < count; ++c) {
-      int64_t v = cmlc_fused_read_index(ix, dtype, row * count + c);
+      int64_t v = cmlc__mv_read_index(ix, dtype, row * count + c);
       const int64_t hi = f->g_limit[j][c];
       v = v < 0 ? 0 : (v > hi ? hi : v);
       off += v * f->g_stride[j][c];
