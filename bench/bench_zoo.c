@@ -114,6 +114,20 @@ enum {
   Z_TWO_AXIS_CONTRACT,
   Z_OUTER,
   Z_GLOBAL_ARGMAX,
+  Z_AVGPOOL_GRAD,
+  Z_CUMMAX,
+  Z_REVERSE_CUMSUM,
+  Z_WHILE_SCALAR,
+  Z_QUANTIZE_I8,
+  Z_BITCAST_SIGN,
+  Z_CONCAT_MANY,
+  Z_DEEP_CHAIN,
+  Z_SOFTMAX_LONG,
+  Z_BATCHED_GEMV,
+  Z_CONV1X1_S2,
+  Z_COLMAX,
+  Z_FMOD,
+  Z_SORT_FLAT,
   Z_COUNT
 };
 
@@ -212,6 +226,20 @@ static const char* const kNames[Z_COUNT] = {
     "contraction over heads and depth of [8,128,12,64] pairs",
     "outer product of two [4096] vectors (DotGeneral, no contraction)",
     "argmax of [16M]",
+    "average pool 2x2/2 [8,56,56,64] backward (autodiff)",
+    "cumulative max of [64,2048] rows (ReduceWindow max)",
+    "suffix sums of [64,2048] rows (Reverse, scan, Reverse)",
+    "10000 While iterations of a scalar recurrence",
+    "int8 quantization of [16M] (round, clamp, to i8 and back)",
+    "sign bits of [4M] f32 by Bitcast and a shift",
+    "128 scaled [64] pieces concatenated",
+    "60 elementwise ops over [1M]",
+    "softmax of [8,131072] rows",
+    "64 per-sample products [1,512] x [512,512]",
+    "conv 1x1/2 [8,56,56,64] -> 128 (a downsampling shortcut)",
+    "max over axis 0 of [8192,256]",
+    "float remainder (x * 100) mod 0.7 over [4M]",
+    "sort of 1M i32 ids",
 };
 
 static cml_value_t scalar(cml_function_t* f, cml_dtype_t dt, double v) {
@@ -1622,6 +1650,142 @@ static cml_value_t build_global_argmax(cml_function_t* f) {
   return cml_op_convert_dtype(f, cml_op_arg_min_max(f, x, 0, CML_DTYPE_I32, false), CML_DTYPE_F32);
 }
 
+// A row scan (window |n| along axis 1, padding n - 1 before) of [rows, n] with |op|.
+static cml_value_t row_scan(cml_function_t* f, cml_value_t x, int64_t n, cml_reduce_type_t op) {
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 2;
+  w.window_dims[0] = w.strides[0] = w.strides[1] = 1;
+  w.window_dims[1] = n;
+  w.padding_low[1] = n - 1;
+  return cml_op_reduce_window(f, x, op, &w);
+}
+
+static cml_value_t build_avgpool_grad(cml_function_t* f) {
+  const int64_t d[4] = {8, 56, 56, 64};
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, d);
+  cml_value_t dy = bench_param(f, "dy", CML_DTYPE_F32, 4, (int64_t[]){8, 28, 28, 64});
+  const cml_window_config_t w = nhwc_window(2, 2, 0, 0);
+  cml_value_t y =
+      cml_op_mul(f, cml_op_reduce_window(f, x, CML_REDUCE_SUM, &w), scalar(f, CML_DTYPE_F32, 0.25));
+  return grads_of(f, y, dy, &x, 1, 4);
+}
+
+static cml_value_t build_cummax(cml_function_t* f) {
+  return row_scan(f, bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){64, 2048}), 2048,
+                  CML_REDUCE_MAX);
+}
+
+// A reversed cumulative sum (discounted returns, suffix sums): Reverse, scan, Reverse.
+static cml_value_t build_reverse_cumsum(cml_function_t* f) {
+  const int64_t axis = 1;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){64, 2048});
+  cml_value_t s = row_scan(f, cml_op_reverse(f, x, &axis, 1), 2048, CML_REDUCE_SUM);
+  return cml_op_reverse(f, s, &axis, 1);
+}
+
+// 10000 iterations of a scalar recurrence in a While loop (control-flow overhead).
+static cml_value_t build_while_scalar(cml_function_t* f) {
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t x0 = cml_op_reshape(f, bench_param(f, "x", dt, 1, (int64_t[]){1}), NULL, 0);
+  cml_shape_t ts = cml_shape_make(CML_DTYPE_I32, 0, NULL), xs = cml_shape_scalar(dt);
+  cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x0};
+  cml_function_t *cond = NULL, *body = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t ct = cml_parameter(cond, "i", &ts);
+  (void)cml_parameter(cond, "x", &xs);
+  cml_value_t lt = cml_op_less_than(cond, ct, cml_constant_scalar_i64(cond, CML_DTYPE_I32, 10000));
+  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t i = cml_parameter(body, "i", &ts), x = cml_parameter(body, "x", &xs);
+  cml_value_t nx =
+      cml_op_add(body, cml_op_mul(body, x, scalar(body, dt, 0.999)), scalar(body, dt, 0.001));
+  cml_value_t outs[2] = {cml_op_add(body, i, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)), nx};
+  if (cml_function_return(body, outs, 2) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t fin[2];
+  if (!cml_op_while(f, cond, body, init, 2, fin)) return CML_VALUE_INVALID;
+  return fin[1];
+}
+
+// Symmetric int8 quantization for storage: round(x / s) clamped to [-127, 127], as i8.
+static cml_value_t build_quantize_i8(cml_function_t* f) {
+  const int64_t n = 1 << 24;
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t q =
+      cml_op_round(f, cml_op_mul(f, bench_param(f, "x", dt, 1, &n), scalar(f, dt, 127.0)));
+  q = cml_op_clamp(f, scalar(f, dt, -127.0), q, scalar(f, dt, 127.0));
+  return cml_op_convert_dtype(f, cml_op_convert_dtype(f, q, CML_DTYPE_I8), dt);
+}
+
+// Sign bits by Bitcast: (bits >> 31) as f32.
+static cml_value_t build_bitcast_sign(cml_function_t* f) {
+  const int64_t n = 1 << 22;
+  cml_value_t b = cml_op_bitcast(f, bench_param(f, "x", CML_DTYPE_F32, 1, &n), CML_DTYPE_U32);
+  b = cml_op_shift_right_logical(f, b, cml_constant_scalar_i64(f, CML_DTYPE_U32, 31));
+  return cml_op_convert_dtype(f, b, CML_DTYPE_F32);
+}
+
+// 128 small tensors of 64 scaled and concatenated (a graph of many small ops).
+static cml_value_t build_concat_many(cml_function_t* f) {
+  const int64_t n = 64;
+  cml_value_t parts[128];
+  for (int i = 0; i < 128; ++i)
+    parts[i] = cml_op_mul(f, bench_param(f, NULL, CML_DTYPE_F32, 1, &n),
+                          scalar(f, CML_DTYPE_F32, 1.0 + i));
+  return cml_op_concatenate(f, 0, parts, 128);
+}
+
+// A chain of 60 elementwise ops over [1M] (longer than one loop holds).
+static cml_value_t build_deep_chain(cml_function_t* f) {
+  const int64_t n = 1 << 20;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 1, &n);
+  for (int i = 0; i < 30; ++i) {
+    x = cml_op_mul(f, x, scalar(f, CML_DTYPE_F32, 0.99 + 0.001 * i));
+    x = cml_op_add(f, x, scalar(f, CML_DTYPE_F32, 0.01 * i));
+  }
+  return x;
+}
+
+static cml_value_t build_softmax_long(cml_function_t* f) {
+  const int64_t d[2] = {8, 131072};
+  return softmax(f, bench_param(f, "x", CML_DTYPE_F32, 2, d), d, 2);
+}
+
+// One row per sample times its own weight: [64, 1, 512] x [64, 512, 512].
+static cml_value_t build_batched_gemv(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, (int64_t[]){64, 1, 512});
+  cml_value_t w = bench_param(f, "w", CML_DTYPE_F32, 3, (int64_t[]){64, 512, 512});
+  return bmm(f, x, w);
+}
+
+static cml_value_t build_conv1x1_s2(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 56, 56, 64});
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){1, 1, 64, 128});
+  return cml_cli_model_conv_nhwc(f, x, k, 2, 0, 1);
+}
+
+static cml_value_t build_colmax(cml_function_t* f) {
+  const int64_t axis = 0;
+  return cml_op_reduce_max(f, bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){8192, 256}), &axis,
+                           1);
+}
+
+// x mod 0.7 (Rem of floats: fmod) over [4M].
+static cml_value_t build_fmod(cml_function_t* f) {
+  const int64_t n = 1 << 22;
+  cml_value_t x =
+      cml_op_mul(f, bench_param(f, "x", CML_DTYPE_F32, 1, &n), scalar(f, CML_DTYPE_F32, 100));
+  return cml_op_rem(f, x, scalar(f, CML_DTYPE_F32, 0.7));
+}
+
+static cml_value_t build_sort_flat(cml_function_t* f) {
+  const int64_t n = 1 << 20;
+  cml_value_t ids = ids_from(f, "x", &n, 1, 1 << 30);
+  cml_value_t out;
+  if (!sort_ascending(f, 0, &ids, 1, &out)) return CML_VALUE_INVALID;
+  return cml_op_convert_dtype(f, out, CML_DTYPE_F32);
+}
+
 static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
   const cml_dtype_t dt = CML_DTYPE_F32;
   switch (c->dims[0]) {
@@ -1854,6 +2018,34 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       return build_outer(f);
     case Z_GLOBAL_ARGMAX:
       return build_global_argmax(f);
+    case Z_AVGPOOL_GRAD:
+      return build_avgpool_grad(f);
+    case Z_CUMMAX:
+      return build_cummax(f);
+    case Z_REVERSE_CUMSUM:
+      return build_reverse_cumsum(f);
+    case Z_WHILE_SCALAR:
+      return build_while_scalar(f);
+    case Z_QUANTIZE_I8:
+      return build_quantize_i8(f);
+    case Z_BITCAST_SIGN:
+      return build_bitcast_sign(f);
+    case Z_CONCAT_MANY:
+      return build_concat_many(f);
+    case Z_DEEP_CHAIN:
+      return build_deep_chain(f);
+    case Z_SOFTMAX_LONG:
+      return build_softmax_long(f);
+    case Z_BATCHED_GEMV:
+      return build_batched_gemv(f);
+    case Z_CONV1X1_S2:
+      return build_conv1x1_s2(f);
+    case Z_COLMAX:
+      return build_colmax(f);
+    case Z_FMOD:
+      return build_fmod(f);
+    case Z_SORT_FLAT:
+      return build_sort_flat(f);
     default:
       return CML_VALUE_INVALID;
   }
@@ -1916,6 +2108,10 @@ static double zoo_flops(int z) {
       return 2.0 * 2 * 8 * 56 * 56 * 9 * 64;
     case Z_TWO_AXIS_CONTRACT:
       return 2.0 * 8 * 128 * 128 * 768;
+    case Z_BATCHED_GEMV:
+      return 2.0 * 64 * 512 * 512;
+    case Z_CONV1X1_S2:
+      return 2.0 * 8 * 28 * 28 * 64 * 128;
     case Z_LENET_TRAIN:  // forward, and twice that backward
       return 3 * 2.0 * 64 * (28 * 28 * 25 * 32 + 14 * 14 * 25 * 32 * 64 + 3136 * 512 + 512 * 10);
     case Z_CAUSAL_ATTENTION:
@@ -2053,6 +2249,26 @@ static double zoo_bytes(int z) {
       return 4.0 * 4096 * 4096;
     case Z_GLOBAL_ARGMAX:
       return 4.0 * (1 << 24);
+    case Z_AVGPOOL_GRAD:
+      return 4.0 * (8 * 56 * 56 * 64 + 8 * 28 * 28 * 64);
+    case Z_CUMMAX:
+    case Z_REVERSE_CUMSUM:
+      return 4.0 * 2 * 64 * 2048;
+    case Z_QUANTIZE_I8:
+      return 4.0 * 2 * (1 << 24);
+    case Z_BITCAST_SIGN:
+    case Z_FMOD:
+      return 4.0 * 2 * (1 << 22);
+    case Z_CONCAT_MANY:
+      return 4.0 * 2 * 128 * 64;
+    case Z_DEEP_CHAIN:
+      return 4.0 * 2 * (1 << 20);
+    case Z_SOFTMAX_LONG:
+      return 4.0 * 2 * 8 * 131072;
+    case Z_COLMAX:
+      return 4.0 * 8192 * 256;
+    case Z_SORT_FLAT:
+      return 4.0 * 2 * (1 << 20);
     case Z_KV_STEP:  // the two caches read
       return 2.0 * 4 * 12 * 1024 * 64;
     default:
