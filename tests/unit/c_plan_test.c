@@ -871,6 +871,42 @@ TEST(sort_prefix_selection_matches_whole_sort) {
   }
 }
 
+// Long lines of i32 keys under a plain LessThan / GreaterThan take a radix sort: the same keys
+// and payload permutation as the general comparator's merge sort (called per comparison), with
+// ties (few distinct values), wide values (every byte varies: four passes) and a line of one
+// value (every pass skipped), lines of 4096 and 5000.
+TEST(sort_radix_matches_general) {
+  static const int64_t shapes[][2] = {{3, 5000}, {2, 4096}};
+  static const cml_op_t ops[2] = {CML_OP_LESS_THAN, CML_OP_GREATER_THAN};
+  for (size_t si = 0; si < 2; ++si) {
+    const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+    int32_t* keys = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *ka = malloc(sizeof(int32_t) * (size_t)n), *kb = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *pa = malloc(sizeof(int32_t) * (size_t)n), *pb = malloc(sizeof(int32_t) * (size_t)n);
+    ASSERT_TRUE(keys && ka && kb && pa && pb);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t h = (uint32_t)i * 2654435761u;
+      h ^= h >> 13;
+      const int64_t line = i / cols;
+      keys[i] = line == 0   ? (int32_t)(h % 37u) - 18                      // ties
+                : line == 1 ? (int32_t)(h * 2246822519u)                   // every byte
+                            : (si == 0 ? 7 : (int32_t)(h % 3u) - 100000);  // one value / three
+    }
+    for (int oi = 0; oi < 2; ++oi) {
+      tm_sort_any(test_failed_, CML_DTYPE_I32, ops[oi], false, rows, cols, keys, ka, pa);
+      if (*test_failed_) return;
+      tm_sort_any(test_failed_, CML_DTYPE_I32, ops[oi], true, rows, cols, keys, kb, pb);
+      if (*test_failed_) return;
+      if (memcmp(ka, kb, sizeof(int32_t) * (size_t)n) != 0 ||
+          memcmp(pa, pb, sizeof(int32_t) * (size_t)n) != 0) {
+        TEST_FAIL_("%s [%lld, %lld]: the radix sort differs from the merge sort",
+                   cml_op_name(ops[oi]), (long long)rows, (long long)cols);
+      }
+    }
+    free(keys), free(ka), free(kb), free(pa), free(pb);
+  }
+}
+
 TEST(sort_total_order_nan) {
   const float nan = NAN;
   const float keys[12] = {1, -nan, 0.0f, -0.0f, nan, -INFINITY, /* row 1 */ 2, 1, 0, -1, -2, -3};
@@ -990,7 +1026,7 @@ TEST_MAIN(TEST_ENTRY(aliases_constants_and_copies), TEST_ENTRY(in_place_and_aren
           TEST_ENTRY(if_with_captures), TEST_ENTRY(while_sum), TEST_ENTRY(concurrent_executions),
           TEST_ENTRY(while_swaps_state), TEST_ENTRY(nested_closures),
           TEST_ENTRY(sort_fast_and_general_stable), TEST_ENTRY(sort_total_order_nan),
-          TEST_ENTRY(sort_typed_lines_match_general),
+          TEST_ENTRY(sort_radix_matches_general), TEST_ENTRY(sort_typed_lines_match_general),
           TEST_ENTRY(sort_prefix_selection_matches_whole_sort),
           TEST_ENTRY(donation_and_aliased_outputs), TEST_ENTRY(backend_options_and_devices),
           TEST_ENTRY(env_options), TEST_ENTRY(scalar_steps_in_loop_bodies))
