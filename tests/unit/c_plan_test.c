@@ -871,39 +871,64 @@ TEST(sort_prefix_selection_matches_whole_sort) {
   }
 }
 
-// Long lines of i32 keys under a plain LessThan / GreaterThan take a radix sort: the same keys
-// and payload permutation as the general comparator's merge sort (called per comparison), with
-// ties (few distinct values), wide values (every byte varies: four passes) and a line of one
-// value (every pass skipped), lines of 4096 and 5000.
+// Long lines of i32 or f32 keys under a plain LessThan / GreaterThan take a radix sort: the same
+// keys and payload permutation as the general comparator's merge sort (called per comparison),
+// with ties (few distinct values; f32: -0 and +0 among them), wide values (every byte varies:
+// four passes; f32: infinities, subnormals, negatives) and a line of one value (every pass
+// skipped) or, for f32, a line holding a NaN (the merge sort takes it), lines of 4096 and 5000.
+static float tm_radix_f32(int64_t line, uint32_t h, size_t si) {
+  if (line == 0) return h % 11u == 0 ? -0.0f : h % 13u == 0 ? 0.0f : (float)(h % 37u) / 4 - 4;
+  if (line == 1) {
+    const uint32_t bits = h * 2246822519u;
+    float v;
+    memcpy(&v, &bits, sizeof v);
+    if (v != v) v = h % 2 ? INFINITY : -INFINITY;  // no NaN here
+    return v;
+  }
+  return si == 0 && h % 97u == 5 ? NAN : (float)(h % 3u) - 1.5f;
+}
+
 TEST(sort_radix_matches_general) {
   static const int64_t shapes[][2] = {{3, 5000}, {2, 4096}};
   static const cml_op_t ops[2] = {CML_OP_LESS_THAN, CML_OP_GREATER_THAN};
-  for (size_t si = 0; si < 2; ++si) {
-    const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
-    int32_t* keys = malloc(sizeof(int32_t) * (size_t)n);
-    int32_t *ka = malloc(sizeof(int32_t) * (size_t)n), *kb = malloc(sizeof(int32_t) * (size_t)n);
-    int32_t *pa = malloc(sizeof(int32_t) * (size_t)n), *pb = malloc(sizeof(int32_t) * (size_t)n);
-    ASSERT_TRUE(keys && ka && kb && pa && pb);
-    for (int64_t i = 0; i < n; ++i) {
-      uint32_t h = (uint32_t)i * 2654435761u;
-      h ^= h >> 13;
-      const int64_t line = i / cols;
-      keys[i] = line == 0   ? (int32_t)(h % 37u) - 18                      // ties
-                : line == 1 ? (int32_t)(h * 2246822519u)                   // every byte
-                            : (si == 0 ? 7 : (int32_t)(h % 3u) - 100000);  // one value / three
-    }
-    for (int oi = 0; oi < 2; ++oi) {
-      tm_sort_any(test_failed_, CML_DTYPE_I32, ops[oi], false, rows, cols, keys, ka, pa);
-      if (*test_failed_) return;
-      tm_sort_any(test_failed_, CML_DTYPE_I32, ops[oi], true, rows, cols, keys, kb, pb);
-      if (*test_failed_) return;
-      if (memcmp(ka, kb, sizeof(int32_t) * (size_t)n) != 0 ||
-          memcmp(pa, pb, sizeof(int32_t) * (size_t)n) != 0) {
-        TEST_FAIL_("%s [%lld, %lld]: the radix sort differs from the merge sort",
-                   cml_op_name(ops[oi]), (long long)rows, (long long)cols);
+  for (int f32 = 0; f32 < 2; ++f32) {
+    for (size_t si = 0; si < 2; ++si) {
+      const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+      uint32_t* keys = malloc(sizeof(uint32_t) * (size_t)n);
+      uint32_t *ka = malloc(sizeof(uint32_t) * (size_t)n),
+               *kb = malloc(sizeof(uint32_t) * (size_t)n);
+      int32_t *pa = malloc(sizeof(int32_t) * (size_t)n), *pb = malloc(sizeof(int32_t) * (size_t)n);
+      ASSERT_TRUE(keys && ka && kb && pa && pb);
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t h = (uint32_t)i * 2654435761u;
+        h ^= h >> 13;
+        const float v = tm_radix_f32(i / cols, h, si);
+        if (f32) memcpy(&keys[i], &v, sizeof v);
       }
+      if (!f32) {
+        for (int64_t i = 0; i < n; ++i) {
+          uint32_t h = (uint32_t)i * 2654435761u;
+          h ^= h >> 13;
+          const int64_t line = i / cols;
+          keys[i] = (uint32_t)(line == 0   ? (int32_t)(h % 37u) - 18
+                               : line == 1 ? (int32_t)(h * 2246822519u)
+                                           : (si == 0 ? 7 : (int32_t)(h % 3u) - 100000));
+        }
+      }
+      const cml_dtype_t dt = f32 ? CML_DTYPE_F32 : CML_DTYPE_I32;
+      for (int oi = 0; oi < 2; ++oi) {
+        tm_sort_any(test_failed_, dt, ops[oi], false, rows, cols, keys, ka, pa);
+        if (*test_failed_) return;
+        tm_sort_any(test_failed_, dt, ops[oi], true, rows, cols, keys, kb, pb);
+        if (*test_failed_) return;
+        if (memcmp(ka, kb, sizeof(uint32_t) * (size_t)n) != 0 ||
+            memcmp(pa, pb, sizeof(int32_t) * (size_t)n) != 0) {
+          TEST_FAIL_("%s %s [%lld, %lld]: the radix sort differs from the merge sort",
+                     cml_dtype_name(dt), cml_op_name(ops[oi]), (long long)rows, (long long)cols);
+        }
+      }
+      free(keys), free(ka), free(kb), free(pa), free(pb);
     }
-    free(keys), free(ka), free(kb), free(pa), free(pb);
   }
 }
 
