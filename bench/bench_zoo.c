@@ -1108,12 +1108,18 @@ static cml_value_t grads_of(cml_function_t* f, cml_value_t y, cml_value_t dy, cm
   return flat_concat(f, g, count);
 }
 
-static cml_value_t build_conv_grad(cml_function_t* f) {
-  const int64_t d[4] = {8, 28, 28, 128};
+// The input and filter gradients of a 3x3 'same' conv of an NHWC |x| [d] with an HWIO kernel
+// [kd] in |groups| feature groups.
+static cml_value_t conv3x3_grads(cml_function_t* f, const int64_t* d, const int64_t* kd,
+                                 int64_t groups) {
   cml_value_t p[2] = {bench_param(f, "x", CML_DTYPE_F32, 4, d),
-                      bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 128, 128})};
+                      bench_param(f, "k", CML_DTYPE_F32, 4, kd)};
   cml_value_t dy = bench_param(f, "dy", CML_DTYPE_F32, 4, d);
-  return grads_of(f, cml_cli_model_conv_nhwc(f, p[0], p[1], 1, 1, 1), dy, p, 2, 4);
+  return grads_of(f, cml_cli_model_conv_nhwc(f, p[0], p[1], 1, 1, groups), dy, p, 2, 4);
+}
+
+static cml_value_t build_conv_grad(cml_function_t* f) {
+  return conv3x3_grads(f, (int64_t[]){8, 28, 28, 128}, (int64_t[]){3, 3, 128, 128}, 1);
 }
 
 static cml_value_t build_bn_grad(cml_function_t* f) {
@@ -1612,11 +1618,7 @@ static cml_value_t build_bcast_bmm(cml_function_t* f) {
 }
 
 static cml_value_t build_depthwise_grad(cml_function_t* f) {
-  const int64_t d[4] = {8, 56, 56, 64};
-  cml_value_t p[2] = {bench_param(f, "x", CML_DTYPE_F32, 4, d),
-                      bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 1, 64})};
-  cml_value_t dy = bench_param(f, "dy", CML_DTYPE_F32, 4, d);
-  return grads_of(f, cml_cli_model_conv_nhwc(f, p[0], p[1], 1, 1, 64), dy, p, 2, 4);
+  return conv3x3_grads(f, (int64_t[]){8, 56, 56, 64}, (int64_t[]){3, 3, 1, 64}, 64);
 }
 
 // A contraction over two axes: [8,12,128,64] x [8,12,128,64] over heads and depth.
