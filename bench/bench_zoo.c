@@ -419,6 +419,22 @@ static cml_value_t build_depthwise_s2(cml_function_t* f) {
   return relu6_bn(f, cml_cli_model_conv_nhwc(f, x, dw, 2, 1, 32), (int64_t[]){8, 56, 56, 32}, "bn");
 }
 
+// The condition of a counted While loop: a closure of |f| taking the |count| state values of
+// |shapes| (the first an i32 counter) and returning counter < |limit|; NULL on failure.
+static cml_function_t* counter_below(cml_function_t* f, const cml_shape_t* shapes, int count,
+                                     int64_t limit) {
+  cml_function_t* cond = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK) return NULL;
+  cml_value_t counter = CML_VALUE_INVALID;
+  for (int i = 0; i < count; ++i) {
+    const cml_value_t v = cml_parameter(cond, NULL, &shapes[i]);
+    if (i == 0) counter = v;
+  }
+  cml_value_t lt =
+      cml_op_less_than(cond, counter, cml_constant_scalar_i64(cond, CML_DTYPE_I32, limit));
+  return cml_function_return(cond, &lt, 1) == CML_OK ? cond : NULL;
+}
+
 enum { LSTM_T = 32, LSTM_B = 32, LSTM_IN = 256, LSTM_H = 256 };
 
 static cml_value_t build_lstm(cml_function_t* f) {
@@ -430,14 +446,10 @@ static cml_value_t build_lstm(cml_function_t* f) {
   cml_value_t zero = cml_op_broadcast_in_dim(f, scalar(f, dt, 0.0), hd, 2, NULL, 0);
   cml_value_t init[3] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), zero, zero};
 
-  cml_function_t *cond = NULL, *body = NULL;
-  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
   cml_shape_t ts = cml_shape_make(CML_DTYPE_I32, 0, NULL), hs = cml_shape_make(dt, 2, hd);
-  cml_value_t ct = cml_parameter(cond, "t", &ts);
-  (void)cml_parameter(cond, "h", &hs);
-  (void)cml_parameter(cond, "c", &hs);
-  cml_value_t lt = cml_op_less_than(cond, ct, cml_constant_scalar_i64(cond, CML_DTYPE_I32, LSTM_T));
-  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  cml_function_t* cond = counter_below(f, (cml_shape_t[]){ts, hs, hs}, 3, LSTM_T);
+  cml_function_t* body = NULL;
+  if (!cond) return CML_VALUE_INVALID;
 
   if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
   cml_value_t t = cml_parameter(body, "t", &ts);
@@ -1240,14 +1252,9 @@ static cml_value_t build_greedy_decode(cml_function_t* f) {
   cml_value_t i0 = cml_constant_scalar_i64(f, CML_DTYPE_I32, 0);
   cml_value_t init[4] = {i0, i0, cml_op_broadcast_in_dim(f, scalar(f, dt, 0.0), hd, 2, NULL, 0),
                          cml_op_broadcast_in_dim(f, i0, &steps, 1, NULL, 0)};
-  cml_function_t *cond = NULL, *body = NULL;
-  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
-  cml_value_t ct = cml_parameter(cond, "t", &ts);
-  (void)cml_parameter(cond, "tok", &ts);
-  (void)cml_parameter(cond, "h", &hs);
-  (void)cml_parameter(cond, "out", &os);
-  cml_value_t lt = cml_op_less_than(cond, ct, cml_constant_scalar_i64(cond, CML_DTYPE_I32, steps));
-  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  cml_function_t* cond = counter_below(f, (cml_shape_t[]){ts, ts, hs, os}, 4, steps);
+  cml_function_t* body = NULL;
+  if (!cond) return CML_VALUE_INVALID;
   if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
   cml_value_t t = cml_parameter(body, "t", &ts), tok = cml_parameter(body, "tok", &ts);
   cml_value_t h = cml_parameter(body, "h", &hs), out = cml_parameter(body, "out", &os);
@@ -1445,13 +1452,9 @@ static cml_value_t build_layer_scan(cml_function_t* f) {
   cml_value_t ws = bench_param(f, "w", dt, 3, (int64_t[]){SCAN_LAYERS, SCAN_D, SCAN_D});
   cml_shape_t ts = cml_shape_make(CML_DTYPE_I32, 0, NULL), hs = cml_shape_make(dt, 2, hd);
   cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x};
-  cml_function_t *cond = NULL, *body = NULL;
-  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
-  cml_value_t ct = cml_parameter(cond, "i", &ts);
-  (void)cml_parameter(cond, "h", &hs);
-  cml_value_t lt =
-      cml_op_less_than(cond, ct, cml_constant_scalar_i64(cond, CML_DTYPE_I32, SCAN_LAYERS));
-  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  cml_function_t* cond = counter_below(f, (cml_shape_t[]){ts, hs}, 2, SCAN_LAYERS);
+  cml_function_t* body = NULL;
+  if (!cond) return CML_VALUE_INVALID;
   if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
   cml_value_t i = cml_parameter(body, "i", &ts), h = cml_parameter(body, "h", &hs);
   cml_value_t z = cml_constant_scalar_i64(body, CML_DTYPE_I32, 0);
@@ -1546,9 +1549,8 @@ static cml_value_t build_transpose_2d(cml_function_t* f) {
 
 // Every other element of a [4M] vector, scaled: a strided Slice read by an elementwise op.
 static cml_value_t build_strided_slice(cml_function_t* f) {
-  const int64_t n = 1 << 22, half = n / 2, lim = n, step = 2, zero = 0;
+  const int64_t n = 1 << 22, lim = n, step = 2, zero = 0;
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 1, &n);
-  (void)half;
   cml_value_t s = cml_op_slice(f, x, &zero, &lim, &step, 1);
   return cml_op_mul(f, s, scalar(f, CML_DTYPE_F32, 3.0));
 }
@@ -1692,12 +1694,9 @@ static cml_value_t build_while_scalar(cml_function_t* f) {
   cml_value_t x0 = cml_op_reshape(f, bench_param(f, "x", dt, 1, (int64_t[]){1}), NULL, 0);
   cml_shape_t ts = cml_shape_make(CML_DTYPE_I32, 0, NULL), xs = cml_shape_scalar(dt);
   cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x0};
-  cml_function_t *cond = NULL, *body = NULL;
-  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
-  cml_value_t ct = cml_parameter(cond, "i", &ts);
-  (void)cml_parameter(cond, "x", &xs);
-  cml_value_t lt = cml_op_less_than(cond, ct, cml_constant_scalar_i64(cond, CML_DTYPE_I32, 10000));
-  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  cml_function_t* cond = counter_below(f, (cml_shape_t[]){ts, xs}, 2, 10000);
+  cml_function_t* body = NULL;
+  if (!cond) return CML_VALUE_INVALID;
   if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
   cml_value_t i = cml_parameter(body, "i", &ts), x = cml_parameter(body, "x", &xs);
   cml_value_t nx =

@@ -352,7 +352,8 @@ typedef struct cmlc_ix_scatter_t {
   int32_t a_axis;
   bool others_fit;
   int64_t a_limit, a_stride;
-  // Windows of one element: 1 f32, 2 f64, 3 i32 (wrapping), 4 i64 sums inline; 0 the combiner.
+  // Windows of one element summed by cmlc_ix_scatter_unit_fast: 1 f32, 2 f64, 3 32-bit and 4
+  // 64-bit integers (wrapping); 0: the combiner.
   int unit_sum;
   // With several tasks (scratch permitting): each window's operand offset, or -1 when it is
   // skipped, found once (cmlc_ix_scatter_offsets_task) instead of by every task.
@@ -471,53 +472,27 @@ static void cmlc_ix_scatter_task(void* ctx, int64_t begin, int64_t end, int thre
   for (int64_t s = 0; s < c->scatter_count; ++s) {
     const int64_t x_off = c->x_offs ? c->x_offs[s] : cmlc_ix_scatter_window(c, i_off);
     if (x_off >= 0 && (c->xs->rank == 0 || (x_off >= lo && x_off < hi))) {
-      if (c->unit_sum) {
-        switch (c->unit_sum) {
-          case 1:
-            ((float*)(void*)c->out)[x_off] += ((const float*)(const void*)c->updates)[u_off];
-            break;
-          case 2:
-            ((double*)(void*)c->out)[x_off] += ((const double*)(const void*)c->updates)[u_off];
-            break;
-          case 3: {
-            uint32_t* o = (uint32_t*)(void*)c->out;
-            o[x_off] += ((const uint32_t*)(const void*)c->updates)[u_off];
-            break;
-          }
-          default: {
-            uint64_t* o = (uint64_t*)(void*)c->out;
-            o[x_off] += ((const uint64_t*)(const void*)c->updates)[u_off];
-            break;
-          }
-        }
-      } else if (c->window_rows == 1) {
+      // Walk the window rows (all window axes but the last) with an odometer (only its
+      // wr - 1 used digits zeroed: a full zeroing per window cost more than one-element
+      // windows' work).
+      int64_t widx[CML_MAX_RANK];
+      for (int32_t d = 0; d + 1 < wr; ++d) widx[d] = 0;
+      int64_t xo = x_off, uo = u_off;
+      for (int64_t row = 0; row < c->window_rows; ++row) {
         if (c->half_sum && c->w_xstrides[wr - 1] == 1 && c->w_ustrides[wr - 1] == 1) {
-          cmlc_ix_half_sum_row(&c->hs, (uint16_t*)(void*)(c->out + x_off * es),
-                               (const uint16_t*)(const void*)(c->updates + u_off * es), last);
+          cmlc_ix_half_sum_row(&c->hs, (uint16_t*)(void*)(c->out + xo * es),
+                               (const uint16_t*)(const void*)(c->updates + uo * es), last);
         } else {
-          c->combine(c->out + x_off * es, c->w_xstrides[wr - 1], c->updates + u_off * es,
+          c->combine(c->out + xo * es, c->w_xstrides[wr - 1], c->updates + uo * es,
                      c->w_ustrides[wr - 1], last);
         }
-      } else {
-        // Walk the window rows (all window axes but the last) with an odometer.
-        int64_t widx[CML_MAX_RANK] = {0};
-        int64_t xo = x_off, uo = u_off;
-        for (int64_t row = 0; row < c->window_rows; ++row) {
-          if (c->half_sum && c->w_xstrides[wr - 1] == 1 && c->w_ustrides[wr - 1] == 1) {
-            cmlc_ix_half_sum_row(&c->hs, (uint16_t*)(void*)(c->out + xo * es),
-                                 (const uint16_t*)(const void*)(c->updates + uo * es), last);
-          } else {
-            c->combine(c->out + xo * es, c->w_xstrides[wr - 1], c->updates + uo * es,
-                       c->w_ustrides[wr - 1], last);
-          }
-          for (int32_t d = wr - 2; d >= 0; --d) {
-            xo += c->w_xstrides[d];
-            uo += c->w_ustrides[d];
-            if (++widx[d] < c->w_dims[d]) break;
-            xo -= c->w_xstrides[d] * c->w_dims[d];
-            uo -= c->w_ustrides[d] * c->w_dims[d];
-            widx[d] = 0;
-          }
+        for (int32_t d = wr - 2; d >= 0; --d) {
+          xo += c->w_xstrides[d];
+          uo += c->w_ustrides[d];
+          if (++widx[d] < c->w_dims[d]) break;
+          xo -= c->w_xstrides[d] * c->w_dims[d];
+          uo -= c->w_ustrides[d] * c->w_dims[d];
+          widx[d] = 0;
         }
       }
     }

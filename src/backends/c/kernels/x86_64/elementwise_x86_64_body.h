@@ -356,7 +356,6 @@ CMLC_EW_TARGET static void CMLC_EW_FN(exp_c64)(void* out, const void* const* in,
   float* y = (float*)out;
   (void)stride;
   const int64_t sx = 2;
-  const cmlc_ew_fn scalar = cmlc_ew_unary_fn(CML_OP_EXP, CML_DTYPE_C64);
   for (int64_t i = 0; i < n; i += CMLC_V_W) {
     const int64_t w = n - i < CMLC_V_W ? n - i : CMLC_V_W;
     float re[CMLC_V_W] = {0}, im[CMLC_V_W] = {0}, yr[CMLC_V_W], yi[CMLC_V_W];
@@ -373,7 +372,7 @@ CMLC_EW_TARGET static void CMLC_EW_FN(exp_c64)(void* out, const void* const* in,
       const int64_t k = __builtin_ctz(odd);
       const void* one[1] = {x + (i + k) * sx};
       const int64_t st[1] = {1};
-      scalar(y + 2 * (i + k), one, st, 1);
+      cmlc_ew_unary_fn(CML_OP_EXP, CML_DTYPE_C64)(y + 2 * (i + k), one, st, 1);
     }
   }
 }
@@ -384,14 +383,12 @@ CMLC_EW_TARGET static void CMLC_EW_FN(abs_c64)(void* out, const void* const* in,
   float* y = (float*)out;
   (void)stride;
   const int64_t sx = 2;
-  const cmlc_ew_fn scalar = cmlc_ew_unary_fn(CML_OP_ABS, CML_DTYPE_C64);
-  int64_t i = 0;
-  for (; i < n; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     const float a = x[i * sx], b = x[i * sx + 1];
     if (!isfinite(a) || !isfinite(b)) {
       const void* one[1] = {x + i * sx};
       const int64_t st[1] = {1};
-      scalar(y + i, one, st, 1);
+      cmlc_ew_unary_fn(CML_OP_ABS, CML_DTYPE_C64)(y + i, one, st, 1);
       continue;
     }
     const double da = a, db = b;
