@@ -302,6 +302,27 @@ static cml_value_t b_reduce_window_sum(cml_function_t* f, const cml_value_t* p) 
   w.padding_high[0] = 1;
   return cml_op_reduce_window(f, p[0], CML_REDUCE_SUM, &w);
 }
+// Windows that do not overlap (2x3 / 2x3), with padding on axis 0 and a last column that no
+// window covers; and (axis 1 of the second) one window in all.
+static cml_value_t b_reduce_window_disjoint(cml_function_t* f, const cml_value_t* p) {
+  cml_window_config_t w;
+  memset(&w, 0, sizeof w);
+  w.rank = 2;
+  w.window_dims[0] = w.strides[0] = 2;
+  w.window_dims[1] = w.strides[1] = 3;
+  w.padding_low[0] = 1;
+  w.padding_high[0] = 2;
+  cml_value_t a = cml_op_reduce_window(f, cml_op_sin(f, p[0]), CML_REDUCE_SUM, &w);
+  w.window_dims[0] = w.strides[0] = 1;
+  w.window_dims[1] = 6;
+  w.strides[1] = 4;
+  w.padding_low[0] = w.padding_high[0] = 0;
+  w.padding_high[1] = 1;  // [5, 8] windows of 6: one, reaching into the padding
+  cml_value_t b = cml_op_reduce_window(f, p[0], CML_REDUCE_SUM, &w);
+  const int64_t axes[2] = {0, 1};
+  return cml_op_add(f, cml_op_reduce_sum(f, cml_op_mul(f, a, a), axes, 2),
+                    cml_op_reduce_sum(f, cml_op_mul(f, b, b), axes, 2));
+}
 static cml_value_t b_reduce_window_max(cml_function_t* f, const cml_value_t* p) {
   cml_window_config_t w;
   memset(&w, 0, sizeof w);
@@ -720,6 +741,7 @@ static const ad_case_t* ad_cases(size_t* count) {
   R(reverse, F64(3, 4), -2, 2);
   R(reduce_window_sum, F64(5, 4), -2, 2);
   R(reduce_window_max, F64(4, 6), -2, 2);
+  R(reduce_window_disjoint, F64(5, 7), -2, 2);
   cases[n++] = (ad_case_t){"dynamic_slice",    2,  {F64(4, 3), API_SHAPE(CML_DTYPE_I32)},
                            {NULL, &k_start_1}, -2, 2,
                            b_dynamic_slice};
@@ -815,12 +837,30 @@ TEST(finite_differences_c) {
 
 TEST(finite_differences_xla) {
   ASSERT_TRUE(g_xla != NULL);
-  static const char* const names[] = {"tanh",       "mul",   "dot_general",  "reduce_max",
-                                      "pad",        "slice", "gather",       "reduce_window_sum",
-                                      "mlp",        "where", "conv_strided", "conv_grouped",
-                                      "call",       "if",    "sort",         "layer_norm",
-                                      "dense_gelu", "while", "scatter_max",  "scatter_min",
-                                      "rfft",       "irfft", "block"};
+  static const char* const names[] = {"tanh",
+                                      "mul",
+                                      "dot_general",
+                                      "reduce_max",
+                                      "pad",
+                                      "slice",
+                                      "gather",
+                                      "reduce_window_sum",
+                                      "reduce_window_disjoint",
+                                      "mlp",
+                                      "where",
+                                      "conv_strided",
+                                      "conv_grouped",
+                                      "call",
+                                      "if",
+                                      "sort",
+                                      "layer_norm",
+                                      "dense_gelu",
+                                      "while",
+                                      "scatter_max",
+                                      "scatter_min",
+                                      "rfft",
+                                      "irfft",
+                                      "block"};
   size_t n;
   const ad_case_t* cases = ad_cases(&n);
   int failed = 0, ran = 0;
