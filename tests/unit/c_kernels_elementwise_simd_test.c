@@ -920,6 +920,97 @@ TEST(plain_conversions) {
   }
 }
 
+// Integer <-> float conversions as plain loops on SIMD ISAs: every integer width to f32 and f64
+// (rounded once: 2^24 + 1 and 2^53 + 1 are ties), and f32 / f64 to every integer width
+// (saturated, NaN to 0, truncated toward zero), against the generic path's rules written out
+// here, every length up to 40.
+static int64_t sat_signed(double d, int bits) {
+  const int64_t hi = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1, lo = -hi - 1;
+  if (isnan(d)) return 0;
+  if (d <= (double)lo) return lo;
+  if (d >= (double)hi) return hi;
+  return (int64_t)d;
+}
+static uint64_t sat_unsigned(double d, int bits) {
+  const uint64_t hi = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+  if (isnan(d) || d <= 0) return 0;
+  if (d >= (double)hi) return hi;
+  return (uint64_t)d;
+}
+
+TEST(int_float_conversions) {
+  static const cml_dtype_t ints[8] = {CML_DTYPE_I8,  CML_DTYPE_U8,  CML_DTYPE_I16, CML_DTYPE_U16,
+                                      CML_DTYPE_I32, CML_DTYPE_U32, CML_DTYPE_I64, CML_DTYPE_U64};
+  // Raw 64-bit patterns, truncated to each width.
+  static const uint64_t raw[10] = {0,
+                                   1,
+                                   0xFF,
+                                   0x80,
+                                   0x7FFF,
+                                   0x1000001,
+                                   0xFFFFFFFF,
+                                   0x80000000,
+                                   0x20000000000001ull,
+                                   0x8000000000000001ull};
+  static const double fl[16] = {0.0,    -0.0,    0.99,    -0.99,        127.5,         -128.5,
+                                255.9,  -1.5,    65535.2, 2147483647.0, -2147483649.0, 4294967296.0,
+                                9.3e18, -9.3e18, 1.9e19,  NAN};
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (best_isa() < (cmlc_isa_t)isa) continue;
+    const cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    for (int t = 0; t < 8; ++t) {
+      const cml_dtype_t it = ints[t];
+      const int bits = cml_dtype_bits(it);
+      const bool sgn = cml_dtype_is_signed_int(it);
+      for (int fk = 0; fk < 2; ++fk) {
+        const cml_dtype_t ft = fk ? CML_DTYPE_F64 : CML_DTYPE_F32;
+        cmlc_ew_convert_fn i2f = cmlc_ew_simd_convert_fn(&o, it, ft);
+        cmlc_ew_convert_fn f2i = cmlc_ew_simd_convert_fn(&o, ft, it);
+        ASSERT_TRUE(i2f != NULL && f2i != NULL);
+        for (int n = 0; n <= 40; ++n) {
+          uint8_t iin[40 * 8], iout[40 * 8 + 8];
+          double fin_d[40], fout_d[41];
+          float fin_f[40], fout_f[41];
+          for (int k = 0; k < n; ++k) {
+            memcpy(iin + k * (bits / 8), &raw[k % 10], (size_t)bits / 8);  // little-endian
+            fin_d[k] = fl[k % 16];
+            fin_f[k] = (float)fl[k % 16];
+          }
+          memset(fout_d, 0x5a, sizeof fout_d), memset(fout_f, 0x5a, sizeof fout_f);
+          memset(iout, 0x5a, sizeof iout);
+          i2f(fk ? (void*)fout_d : (void*)fout_f, iin, n);
+          f2i(iout, fk ? (const void*)fin_d : (const void*)fin_f, n);
+          for (int k = 0; k < n; ++k) {
+            uint64_t u = 0;
+            memcpy(&u, iin + k * (bits / 8), (size_t)bits / 8);
+            int64_t v = (int64_t)u;
+            if (sgn && bits < 64 && (u >> (bits - 1) & 1)) v = (int64_t)(u | ~0ull << bits);
+            if (fk) {
+              const double want = sgn ? (double)v : (double)u;
+              ASSERT_TRUE(memcmp(&fout_d[k], &want, 8) == 0);
+            } else {
+              const float want = sgn ? (float)v : (float)u;
+              ASSERT_TRUE(memcmp(&fout_f[k], &want, 4) == 0);
+            }
+            const double d = fk ? fin_d[k] : (double)fin_f[k];
+            const uint64_t want = sgn ? (uint64_t)sat_signed(d, bits) : sat_unsigned(d, bits);
+            uint64_t got = 0;
+            memcpy(&got, iout + k * (bits / 8), (size_t)bits / 8);
+            const uint64_t mask = bits == 64 ? ~0ull : ((uint64_t)1 << bits) - 1;
+            if (got != (want & mask)) {
+              TEST_FAIL_("isa %d %s -> %s element %d (%g): %llx, want %llx", isa,
+                         cml_dtype_name(ft), cml_dtype_name(it), k, d, (unsigned long long)got,
+                         (unsigned long long)(want & mask));
+            }
+          }
+          // Nothing written past n.
+          ASSERT_EQ_INT(iout[n * (bits / 8)], 0x5a);
+        }
+      }
+    }
+  }
+}
+
 // Complex64 Exp and Abs on SIMD ISAs: Abs gives the scalar kernel's bits (hypot in double, as
 // glibc's hypotf); Exp is within a few ulp of e^a per component (the vector exp and sincos) and
 // the scalar kernel's bits where a part is not finite or the real part is above 88. Pairs of
@@ -972,10 +1063,11 @@ TEST(complex64_exp_abs) {
 TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan_and_signed_zero),
           TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(half_compares_match_scalar),
           TEST_ENTRY(complex_mul_matches_scalar), TEST_ENTRY(plain_conversions),
-          TEST_ENTRY(complex64_exp_abs), TEST_ENTRY(unary_matches_reference),
-          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
-          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
-          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(int_float_conversions), TEST_ENTRY(complex64_exp_abs),
+          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
+          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
+          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
+          TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build
