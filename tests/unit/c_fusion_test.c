@@ -673,13 +673,14 @@ TEST(values_read_by_several_members_join_the_loop) {
 
 // Integer ids from a float input: x * |scale| truncated (negative and too large ones too: the
 // gathers clamp them).
-static cml_value_t ft_ids(cml_function_t* f, cml_value_t x, double scale) {
+static cml_value_t ft_ids(cml_function_t* f, cml_value_t x, double scale, cml_dtype_t dtype) {
   return cml_op_convert_dtype(f, cml_op_mul(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F32, scale)),
-                              CML_DTYPE_I32);
+                              dtype);
 }
 
 // out0 = Gather(table [r, c] by one id per row of [extra, 1]) * B(w[extra]) + 1: rows of c
-// gathered by the loop (16 to 32 f32 elements) or stored first (shorter or longer);
+// gathered by the loop (16 to 32 f32 elements) or stored first (shorter or longer); i64 ids
+// when c is 16, i32 otherwise;
 // out1 = tanh(Gather(cube [4, 9, c] by (i, j) pairs)) * 2, whose gather a reduction also reads:
 // it runs once, stored, and the loop reads it; out2 = that reduction (row max).
 static cml_status_t ft_build_gather(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
@@ -697,10 +698,12 @@ static cml_status_t ft_build_gather(const ft_graph_t* g, cml_function_t* f, cml_
   gd.slice_size_count = 2;
   gd.slice_sizes[0] = 1;
   gd.slice_sizes[1] = c;
-  cml_value_t rows = cml_op_gather(f, table, ft_ids(f, src, 0.75 * (double)g->r), &gd);
+  const cml_dtype_t id_dtype = c == 16 ? CML_DTYPE_I64 : CML_DTYPE_I32;
+  cml_value_t rows = cml_op_gather(f, table, ft_ids(f, src, 0.75 * (double)g->r, id_dtype), &gd);
   outs[0] = cml_op_add(f, cml_op_mul(f, rows, ft_bcast(f, w, od, 2, &a0, 1)),
                        cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.0));
-  cml_value_t pair[2] = {ft_ids(f, src, 1.5), ft_ids(f, cml_op_abs(f, src), 5.0)};
+  cml_value_t pair[2] = {ft_ids(f, src, 1.5, CML_DTYPE_I32),
+                         ft_ids(f, cml_op_abs(f, src), 5.0, CML_DTYPE_I32)};
   cml_value_t ij = cml_op_concatenate(f, 1, pair, 2);
   gd.collapsed_slice_axis_count = 2;
   gd.collapsed_slice_axes[1] = 1;
@@ -722,9 +725,9 @@ static int64_t ft_clamp_id(float x, double scale, int64_t hi) {
 }
 
 TEST(gathered_rows_read_in_place) {
-  // Rows of 24 (blocks of 256 cross them) and 32 read in place; of 8 and 64 stored (below and
-  // above the bounds).
-  const int64_t shapes[][3] = {{50, 24, 300}, {7, 32, 20}, {30, 8, 100}, {5, 64, 40}};
+  // Rows of 24 (blocks of 256 cross them), 16 (64 bytes, by i64 ids) and 32 (128 bytes: both
+  // copied whole inline) read in place; of 8 and 64 stored (below and above the bounds).
+  const int64_t shapes[][3] = {{50, 24, 300}, {20, 16, 70}, {7, 32, 20}, {30, 8, 100}, {5, 64, 40}};
   for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
     ft_graph_t g = {.name = "gather",
                     .build = ft_build_gather,
