@@ -669,6 +669,74 @@ TEST(values_read_by_several_members_join_the_loop) {
   cml_backend_release(b);
 }
 
+//===--- integer members ---===//
+
+// Integers computed from the float inputs, in loops of their own dtypes:
+// out0 (i32) = (xi / yi) * 7 + ((xi % yi) ^ (xi >> 3)) with xi = i32(x * 1000), yi = i32(y * 37)
+// (yi is 0 at times: x / 0 = -1, x % 0 = x);
+// out1 (f32) = f32(i8(clamp(-128, round(x * 50), 127))) * 0.02: a quantization round trip;
+// out2 (u8) = u8(xi + yi) (wrapping conversion).
+static cml_status_t ft_build_ints(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                  size_t* count) {
+  const cml_dtype_t i32 = CML_DTYPE_I32;
+  cml_value_t x = ft_param(f, g, 0), y = ft_param(f, g, 1);
+  cml_value_t xi = cml_op_convert_dtype(
+      f, cml_op_mul(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F32, 1000.0)), i32);
+  cml_value_t yi = cml_op_convert_dtype(
+      f, cml_op_mul(f, y, cml_constant_scalar_f64(f, CML_DTYPE_F32, 37.0)), i32);
+  cml_value_t q = cml_op_mul(f, cml_op_div(f, xi, yi), cml_constant_scalar_i64(f, i32, 7));
+  cml_value_t r =
+      cml_op_bitwise_xor(f, cml_op_rem(f, xi, yi),
+                         cml_op_shift_right_arithmetic(f, xi, cml_constant_scalar_i64(f, i32, 3)));
+  outs[0] = cml_op_add(f, q, r);
+  cml_value_t s =
+      cml_op_round(f, cml_op_mul(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F32, 50.0)));
+  s = cml_op_clamp(f, cml_constant_scalar_f64(f, CML_DTYPE_F32, -128.0), s,
+                   cml_constant_scalar_f64(f, CML_DTYPE_F32, 127.0));
+  cml_value_t i8 = cml_op_convert_dtype(f, s, CML_DTYPE_I8);
+  outs[1] = cml_op_mul(f, cml_op_convert_dtype(f, i8, CML_DTYPE_F32),
+                       cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.02));
+  outs[2] = cml_op_convert_dtype(f, cml_op_add(f, xi, yi), CML_DTYPE_U8);
+  *count = 3;
+  return CML_OK;
+}
+
+TEST(integer_members_fuse) {
+  ft_graph_t g = {.name = "ints", .build = ft_build_ints, .r = 9, .c = 333};
+  g.in_count = 2;
+  for (int k = 0; k < 2; ++k) g.in[k] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.r, g.c});
+  void* outs[FT_MAX_OUT] = {0};
+  size_t count = 0;
+  cml_executable_t* exe = NULL;
+  cml_backend_t* b = NULL;
+  ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+  ASSERT_EQ_INT(count, 3);
+  // No integer op runs on its own: three loops (xi and yi, read by two of them, are cheap
+  // conversions computed again in each).
+  ASSERT_EQ_INT(ft_steps(exe, CML_OP_DIV, CMLC_STEP_KERNEL), 0);
+  ASSERT_EQ_INT(ft_steps(exe, CML_OP_CONVERT_DTYPE, CMLC_STEP_KERNEL), 0);
+  ASSERT_EQ_INT(ft_steps(exe, CML_OP_ADD, CMLC_STEP_FUSED), 1);
+  const int32_t* o0 = outs[0];
+  const float* o1 = outs[1];
+  const uint8_t* o2 = outs[2];
+  int zeros = 0;
+  for (int64_t i = 0; i < g.r * g.c; ++i) {
+    const float x = ft_value(0, i), y = ft_value(1, i);
+    const int32_t xi = (int32_t)(x * 1000.0f), yi = (int32_t)(y * 37.0f);
+    const int32_t q = yi == 0 ? -1 : xi / yi, r = yi == 0 ? xi : xi % yi;
+    zeros += yi == 0;
+    ASSERT_EQ_INT(o0[i], q * 7 + (r ^ (xi >> 3)));
+    float s = nearbyintf(x * 50.0f);  // (Round: ties to even)
+    s = s < -128.0f ? -128.0f : (s > 127.0f ? 127.0f : s);
+    ASSERT_EQ_DBL(o1[i], (float)(int8_t)s * 0.02f);
+    ASSERT_EQ_INT(o2[i], (uint8_t)(uint32_t)(xi + yi));
+  }
+  ASSERT_TRUE(zeros > 0);
+  for (size_t o = 0; o < count; ++o) free(outs[o]);
+  cml_executable_release(exe);
+  cml_backend_release(b);
+}
+
 //===--- gathered rows read in place ---===//
 
 // Integer ids from a float input: x * |scale| truncated (negative and too large ones too: the
@@ -777,4 +845,4 @@ TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place),
           TEST_ENTRY(short_run_reductions_and_segment_broadcasts),
           TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader),
           TEST_ENTRY(values_read_by_several_members_join_the_loop),
-          TEST_ENTRY(gathered_rows_read_in_place))
+          TEST_ENTRY(gathered_rows_read_in_place), TEST_ENTRY(integer_members_fuse))

@@ -364,7 +364,8 @@ CML_MUST_USE cml_status_t cmlc_opt_segments(cmlc_planner_t* p, uint32_t fi);
 //===--- fused elementwise loops (loop_fusion.c) ---===//
 
 // Whether |node| can be a member of a fused loop for |options| (an elementwise op whose
-// unfused kernel is one of the elementwise group's strided loops, with f32/f64/bool results).
+// unfused kernel is one of the elementwise group's strided loops, with float, bool or
+// integer results).
 bool cmlc_fused_node_supported(const cml_module_t* module, const cml_ir_node_t* node,
                                const cmlc_options_t* options);
 

@@ -97,9 +97,14 @@ struct cmlc_fused_t {
 
 //===--- op support ---===//
 
+// Result dtypes a member may have: floats, Bool and the integers (their kernels are the same
+// strided loops; the ints' wrap, division and shift rules are the kernels' own).
 static bool cmlc_fused_dtype_ok(cml_dtype_t dtype) {
   return dtype == CML_DTYPE_F32 || dtype == CML_DTYPE_F64 || dtype == CML_DTYPE_BF16 ||
-         dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BOOL;
+         dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BOOL || dtype == CML_DTYPE_I8 ||
+         dtype == CML_DTYPE_U8 || dtype == CML_DTYPE_I16 || dtype == CML_DTYPE_U16 ||
+         dtype == CML_DTYPE_I32 || dtype == CML_DTYPE_U32 || dtype == CML_DTYPE_I64 ||
+         dtype == CML_DTYPE_U64;
 }
 
 // Fills |op|'s inner loop and returns whether the node can be fused. The loop is the one the
