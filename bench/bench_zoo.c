@@ -128,6 +128,17 @@ enum {
   Z_COLMAX,
   Z_FMOD,
   Z_SORT_FLAT,
+  // Sixth batch: more model pieces.
+  Z_PIXEL_SHUFFLE,
+  Z_LABEL_SMOOTH_CE,
+  Z_SINUSOID_PE,
+  Z_GRU,
+  Z_KL_DIV,
+  Z_FOCAL_LOSS,
+  Z_MAXPOOL_FWD,
+  Z_MASKED_MEAN_POOL,
+  Z_DEPTHWISE_5X5,
+  Z_CONV3X3_S2,
   Z_COUNT
 };
 
@@ -240,6 +251,16 @@ static const char* const kNames[Z_COUNT] = {
     "max over axis 0 of [8192,256]",
     "float remainder (x * 100) mod 0.7 over [4M]",
     "sort of 1M i32 ids",
+    "pixel shuffle (depth to space) [8,32,32,256] -> [8,64,64,64]",
+    "label-smoothing cross-entropy of [256,32000] logits (one-hot from an iota)",
+    "sinusoidal positions (iota, exp, sin, cos) added to x[8,2048,512]",
+    "GRU 32 steps, batch 32, input 256, hidden 256 (While loop)",
+    "KL divergence of two softmaxes of [256,32000]",
+    "focal loss of [4M] logits (logistic, pow, log), mean",
+    "max-pool 3x3/2 pad 1 x[8,112,112,64] (a ResNet stem)",
+    "masked mean pooling of [32,512,768] by sequence lengths",
+    "depthwise 5x5 x[8,56,56,96] + bias + swish (EfficientNet)",
+    "conv 3x3/2 [8,56,56,64] -> 128 (a ResNet downsampling layer)",
 };
 
 static cml_value_t scalar(cml_function_t* f, cml_dtype_t dt, double v) {
@@ -1789,6 +1810,163 @@ static cml_value_t build_sort_flat(cml_function_t* f) {
   return cml_op_convert_dtype(f, out, CML_DTYPE_F32);
 }
 
+//===--- sixth batch ---===//
+
+// Depth to space: [b, h, w, r*r*c] -> [b, h*r, w*r, c] by a reshape, a transpose and a reshape.
+static cml_value_t build_pixel_shuffle(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 32, 32, 256});
+  x = cml_op_reshape(f, x, (int64_t[]){8, 32, 32, 2, 2, 64}, 6);
+  x = cml_op_transpose(f, x, (int64_t[]){0, 1, 3, 2, 4, 5}, 6);
+  return cml_op_reshape(f, x, (int64_t[]){8, 64, 64, 64}, 4);
+}
+
+// Cross-entropy against labels smoothed by 0.1: the targets are a one-hot row (an iota compared
+// with the label) mixed with the uniform distribution; the mean over the batch.
+static cml_value_t build_label_smooth_ce(cml_function_t* f) {
+  const int64_t n = 256, k = 32000, d[2] = {256, 32000}, last = 1, keep = 0;
+  const double eps = 0.1;
+  cml_value_t logits = bench_param(f, "logits", CML_DTYPE_F32, 2, d);
+  cml_value_t mx = cml_op_reduce_max(f, logits, &last, 1);
+  cml_value_t z = cml_op_sub(f, logits, bcast(f, mx, d, 2, &keep, 1));
+  cml_value_t lse = cml_op_log(f, cml_op_reduce_sum(f, cml_op_exp(f, z), &last, 1));
+  cml_value_t logp = cml_op_sub(f, z, bcast(f, lse, d, 2, &keep, 1));
+  cml_value_t labels = ids_from(f, "labels", &n, 1, k);
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, d);
+  cml_value_t hit = cml_op_equal(f, cml_op_iota(f, &is, 1), bcast(f, labels, d, 2, &keep, 1));
+  cml_value_t target = cml_op_where(f, hit, scalar(f, CML_DTYPE_F32, 1.0 - eps + eps / (double)k),
+                                    scalar(f, CML_DTYPE_F32, eps / (double)k));
+  cml_value_t total = cml_op_reduce_sum(f, cml_op_mul(f, target, logp), (int64_t[]){0, 1}, 2);
+  return cml_op_mul(f, total, scalar(f, CML_DTYPE_F32, -1.0 / (double)n));
+}
+
+// Transformer positions computed in the graph: angle = pos * 10000^(-2i/d), sin on the first
+// half of the features and cos on the second, added to x.
+static cml_value_t build_sinusoid_pe(cml_function_t* f) {
+  const int64_t s = 2048, h = 256, xd[3] = {8, 2048, 512};
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, xd);
+  cml_shape_t ps = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){s, h});
+  cml_value_t pos = cml_op_iota(f, &ps, 0), i = cml_op_iota(f, &ps, 1);
+  cml_value_t freq =
+      cml_op_exp(f, cml_op_mul(f, i, scalar(f, CML_DTYPE_F32, -2.0 * log(10000.0) / 512.0)));
+  cml_value_t angle = cml_op_mul(f, pos, freq);
+  cml_value_t pe =
+      cml_op_concatenate(f, 1, (cml_value_t[]){cml_op_sin(f, angle), cml_op_cos(f, angle)}, 2);
+  return cml_op_add(f, x, bcast(f, pe, xd, 3, (int64_t[]){1, 2}, 2));
+}
+
+enum { GRU_T = 32, GRU_B = 32, GRU_IN = 256, GRU_H = 256 };
+
+// A GRU over GRU_T steps in a While loop: the input and hidden projections (3 gates each),
+// reset and update gates, the candidate from the reset hidden projection.
+static cml_value_t build_gru(cml_function_t* f) {
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t xs = bench_param(f, "xs", dt, 3, (int64_t[]){GRU_T, GRU_B, GRU_IN});
+  // Weights at the usual initial scale (about 1 / sqrt(fan-in)), so that the recurrence is not
+  // chaotic: with weights of order 1, rounding differences grow 50x in 3 steps.
+  cml_value_t wx = cml_op_mul(f, bench_param(f, "wx", dt, 2, (int64_t[]){GRU_IN, 3 * GRU_H}),
+                              scalar(f, dt, 0.0625));
+  cml_value_t wh = cml_op_mul(f, bench_param(f, "wh", dt, 2, (int64_t[]){GRU_H, 3 * GRU_H}),
+                              scalar(f, dt, 0.0625));
+  const int64_t hd[2] = {GRU_B, GRU_H};
+  cml_value_t zero = cml_op_broadcast_in_dim(f, scalar(f, dt, 0.0), hd, 2, NULL, 0);
+  cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), zero};
+  cml_shape_t ts = cml_shape_make(CML_DTYPE_I32, 0, NULL), hs = cml_shape_make(dt, 2, hd);
+  cml_function_t* cond = counter_below(f, (cml_shape_t[]){ts, hs}, 2, GRU_T);
+  cml_function_t* body = NULL;
+  if (!cond || cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t t = cml_parameter(body, "t", &ts);
+  cml_value_t h = cml_parameter(body, "h", &hs);
+  cml_value_t z0 = cml_constant_scalar_i64(body, CML_DTYPE_I32, 0);
+  cml_value_t xt =
+      cml_op_dynamic_slice(body, xs, (cml_value_t[]){t, z0, z0}, (int64_t[]){1, GRU_B, GRU_IN}, 3);
+  xt = cml_op_reshape(body, xt, (int64_t[]){GRU_B, GRU_IN}, 2);
+  cml_value_t gx = cml_op_dot(body, xt, wx), gh = cml_op_dot(body, h, wh);
+  cml_value_t px[3], ph[3];
+  for (int i = 0; i < 3; ++i) {
+    const int64_t lo[2] = {0, i * GRU_H}, hi[2] = {GRU_B, (i + 1) * GRU_H};
+    px[i] = cml_op_slice(body, gx, lo, hi, NULL, 2);
+    ph[i] = cml_op_slice(body, gh, lo, hi, NULL, 2);
+  }
+  cml_value_t r = cml_op_logistic(body, cml_op_add(body, px[0], ph[0]));
+  cml_value_t u = cml_op_logistic(body, cml_op_add(body, px[1], ph[1]));
+  cml_value_t n = cml_op_tanh(body, cml_op_add(body, px[2], cml_op_mul(body, r, ph[2])));
+  cml_value_t h2 = cml_op_add(body, n, cml_op_mul(body, u, cml_op_sub(body, h, n)));
+  cml_value_t t2 = cml_op_add(body, t, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1));
+  if (cml_function_return(body, (cml_value_t[]){t2, h2}, 2) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t fin[2];
+  if (!cml_op_while(f, cond, body, init, 2, fin)) return CML_VALUE_INVALID;
+  return fin[1];
+}
+
+// KL(p || q) = sum p (log p - log q) of two row softmaxes, averaged over the rows.
+static cml_value_t build_kl_div(cml_function_t* f) {
+  const int64_t d[2] = {256, 32000}, last = 1, keep = 0;
+  cml_value_t logp[2], p = CML_VALUE_INVALID;
+  for (int i = 0; i < 2; ++i) {
+    cml_value_t x = bench_param(f, i ? "q" : "p", CML_DTYPE_F32, 2, d);
+    cml_value_t mx = cml_op_reduce_max(f, x, &last, 1);
+    cml_value_t z = cml_op_sub(f, x, bcast(f, mx, d, 2, &keep, 1));
+    cml_value_t e = cml_op_exp(f, z);
+    cml_value_t s = cml_op_reduce_sum(f, e, &last, 1);
+    logp[i] = cml_op_sub(f, z, bcast(f, cml_op_log(f, s), d, 2, &keep, 1));
+    if (i == 0) p = cml_op_div(f, e, bcast(f, s, d, 2, &keep, 1));
+  }
+  cml_value_t kl =
+      cml_op_reduce_sum(f, cml_op_mul(f, p, cml_op_sub(f, logp[0], logp[1])), (int64_t[]){0, 1}, 2);
+  return cml_op_mul(f, kl, scalar(f, CML_DTYPE_F32, 1.0 / 256.0));
+}
+
+// Focal loss (gamma 2): -(1 - pt)^2 log(pt), pt the probability of the true class.
+static cml_value_t build_focal_loss(cml_function_t* f) {
+  const int64_t n = 1 << 22, axis = 0;
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t x = bench_param(f, "logits", dt, 1, &n);
+  cml_value_t y = cml_op_greater_than(f, bench_param(f, "y", dt, 1, &n), scalar(f, dt, 0.0));
+  cml_value_t p = cml_op_logistic(f, x);
+  cml_value_t pt = cml_op_where(f, y, p, cml_op_sub(f, scalar(f, dt, 1.0), p));
+  pt = cml_op_max(f, pt, scalar(f, dt, 1e-7));
+  cml_value_t w = cml_op_pow(f, cml_op_sub(f, scalar(f, dt, 1.0), pt), scalar(f, dt, 2.0));
+  cml_value_t l = cml_op_neg(f, cml_op_mul(f, w, cml_op_log(f, pt)));
+  return cml_op_mul(f, cml_op_reduce_sum(f, l, &axis, 1), scalar(f, dt, 1.0 / (double)n));
+}
+
+static cml_value_t build_maxpool_fwd(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 112, 112, 64});
+  const cml_window_config_t w = nhwc_window(3, 2, 1, 1);
+  return cml_op_reduce_window(f, x, CML_REDUCE_MAX, &w);
+}
+
+// BERT-style pooling: the mean of the first len[b] positions of each sequence (a mask from an
+// iota compared with the lengths).
+static cml_value_t build_masked_mean_pool(cml_function_t* f) {
+  const int64_t b = 32, s = 512, d[3] = {32, 512, 768}, md[2] = {32, 512}, keep = 0, seq = 1;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, d);
+  cml_value_t len =
+      cml_op_add(f, ids_from(f, "len", &b, 1, s), cml_constant_scalar_i64(f, CML_DTYPE_I32, 1));
+  cml_shape_t ms = cml_shape_make(CML_DTYPE_I32, 2, md);
+  cml_value_t mask = cml_op_convert_dtype(
+      f, cml_op_less_than(f, cml_op_iota(f, &ms, 1), bcast(f, len, md, 2, &keep, 1)),
+      CML_DTYPE_F32);
+  cml_value_t sum =
+      cml_op_reduce_sum(f, cml_op_mul(f, x, bcast(f, mask, d, 3, (int64_t[]){0, 1}, 2)), &seq, 1);
+  cml_value_t count = cml_op_convert_dtype(f, len, CML_DTYPE_F32);
+  return cml_op_div(f, sum, bcast(f, count, (int64_t[]){32, 768}, 2, &keep, 1));
+}
+
+static cml_value_t build_depthwise_5x5(cml_function_t* f) {
+  const int64_t d[4] = {8, 56, 56, 96};
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, d);
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){5, 5, 1, 96});
+  cml_value_t y = affine_last(f, cml_cli_model_conv_nhwc(f, x, k, 1, 2, 96), d, 4, "b");
+  return cml_op_mul(f, y, cml_op_logistic(f, y));
+}
+
+static cml_value_t build_conv3x3_s2(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 56, 56, 64});
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 64, 128});
+  return relu(f, cml_cli_model_conv_nhwc(f, x, k, 2, 1, 1));
+}
+
 static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
   const cml_dtype_t dt = CML_DTYPE_F32;
   switch (c->dims[0]) {
@@ -2049,6 +2227,26 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       return build_fmod(f);
     case Z_SORT_FLAT:
       return build_sort_flat(f);
+    case Z_PIXEL_SHUFFLE:
+      return build_pixel_shuffle(f);
+    case Z_LABEL_SMOOTH_CE:
+      return build_label_smooth_ce(f);
+    case Z_SINUSOID_PE:
+      return build_sinusoid_pe(f);
+    case Z_GRU:
+      return build_gru(f);
+    case Z_KL_DIV:
+      return build_kl_div(f);
+    case Z_FOCAL_LOSS:
+      return build_focal_loss(f);
+    case Z_MAXPOOL_FWD:
+      return build_maxpool_fwd(f);
+    case Z_MASKED_MEAN_POOL:
+      return build_masked_mean_pool(f);
+    case Z_DEPTHWISE_5X5:
+      return build_depthwise_5x5(f);
+    case Z_CONV3X3_S2:
+      return build_conv3x3_s2(f);
     default:
       return CML_VALUE_INVALID;
   }
@@ -2272,6 +2470,12 @@ static double zoo_bytes(int z) {
       return 4.0 * 8192 * 256;
     case Z_SORT_FLAT:
       return 4.0 * 2 * (1 << 20);
+    case Z_GRU:
+      return 2.0 * GRU_T * GRU_B * (GRU_IN + GRU_H) * 3 * GRU_H;
+    case Z_DEPTHWISE_5X5:
+      return 2.0 * 8 * 56 * 56 * 25 * 96;
+    case Z_CONV3X3_S2:
+      return 2.0 * 8 * 28 * 28 * 9 * 64 * 128;
     case Z_KV_STEP:  // the two caches read
       return 2.0 * 4 * 12 * 1024 * 64;
     default:
