@@ -786,7 +786,95 @@ TEST(reference_options_pick_no_simd) {
     ASSERT_TRUE(cmlc_ew_simd_unary_fn(&avx2, CML_OP_EXP, CML_DTYPE_F32) ==
                 cmlc_ew_avx2_unary_fn(CML_OP_EXP, CML_DTYPE_F32));
   }
-  ASSERT_TRUE(cmlc_ew_simd_unary_fn(&avx2, CML_OP_EXP, CML_DTYPE_F64) == NULL);
+  ASSERT_TRUE(cmlc_ew_simd_unary_fn(&avx2, CML_OP_ROUND, CML_DTYPE_F64) == NULL);
+  ASSERT_TRUE(cmlc_ew_simd_unary_fn(&ref, CML_OP_EXP, CML_DTYPE_F64) == NULL);
+}
+
+// f64 transcendental functions from libmvec on SIMD ISAs: within 4 ulp of libm (as glibc
+// documents them), NaN and infinities as libm gives them, a stride-0 input as libm's value;
+// every length up to 40 (the tails) and a long run. On glibc 2.35 and later every function is
+// there; before, those missing return NULL and the scalar kernel runs.
+static double ulp_error_f64(double got, double want) {
+  if (got == want) return 0.0;
+  int e;
+  frexp(want, &e);
+  const double ulp = want == 0.0 ? 0x1p-1074 : ldexp(1.0, e - 53);
+  return fabs(got - want) / (ulp > 0x1p-1074 ? ulp : 0x1p-1074);
+}
+
+static double ref_logistic_f64(double a) {  // (the scalar kernel's formula)
+  if (a >= 0) return 1.0 / (1.0 + exp(-a));
+  const double e = exp(a);
+  return e / (1.0 + e);
+}
+
+TEST(f64_libmvec_kernels) {
+  static const struct {
+    cml_op_t op;
+    double (*ref)(double);
+    double lo, hi;
+  } kFns[] = {
+      {CML_OP_EXP, exp, -745.0, 709.0},
+      {CML_OP_LOG, log, 0.0, 1e300},
+      {CML_OP_EXPM1, expm1, -40.0, 40.0},
+      {CML_OP_LOG1P, log1p, -1.0, 1e10},
+      {CML_OP_TANH, tanh, -30.0, 30.0},
+      {CML_OP_SIN, sin, -1e4, 1e4},
+      {CML_OP_COS, cos, -1e4, 1e4},
+      {CML_OP_ERF, erf, -6.0, 6.0},
+      {CML_OP_LOGISTIC, ref_logistic_f64, -800.0, 800.0},
+  };
+  enum { N = 3000 };
+  static double x[N], got[N + 8];
+  static const double kSpecial[] = {0.0,    -0.0,    NAN, INFINITY, -INFINITY,
+                                    1e-310, -1e-310, 0.5, -0.5};
+  const int specials = (int)(sizeof kSpecial / sizeof kSpecial[0]);
+  int found = 0;
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (best_isa() < (cmlc_isa_t)isa) continue;
+    const cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    for (size_t f = 0; f < sizeof kFns / sizeof kFns[0]; ++f) {
+      cmlc_ew_fn fn = cmlc_ew_simd_unary_fn(&o, kFns[f].op, CML_DTYPE_F64);
+      if (!fn) continue;
+      ++found;
+      for (int i = 0; i < N; ++i) {
+        // Specials, small values around 0, then the function's range (log-spaced for log).
+        const double u = (double)rng_uniform(0.0f, 1.0f);
+        x[i] = i < specials ? kSpecial[i]
+               : i < 300    ? (u - 0.5) * 1e-3
+                            : kFns[f].lo + u * (kFns[f].hi - kFns[f].lo);
+        if (kFns[f].op == CML_OP_LOG && i >= 300) x[i] = exp((u - 0.5) * 1400.0);
+      }
+      for (int64_t n = 0; n <= N; n += n < 40 ? 1 : N - 40) {
+        const void* in[1] = {x};
+        const int64_t st[1] = {1};
+        memset(got, 0x5a, sizeof got);
+        fn(got, in, st, n);
+        for (int64_t i = 0; i < n; ++i) {
+          const double want = kFns[f].ref(x[i]);
+          const bool ok = (isnan(want) && isnan(got[i])) || (isinf(want) && got[i] == want) ||
+                          (!isinf(want) && !isnan(want) && ulp_error_f64(got[i], want) <= 4.0);
+          if (!ok) {
+            TEST_FAIL_("isa %d %s(%a) = %a, libm %a", isa, cml_op_name(kFns[f].op), x[i], got[i],
+                       want);
+            return;
+          }
+        }
+        uint64_t bits;
+        memcpy(&bits, &got[n], 8);
+        ASSERT_TRUE(bits == 0x5a5a5a5a5a5a5a5aull);  // nothing written past n
+      }
+      // A stride-0 input: libm's value everywhere.
+      const double one = 0.75;
+      const void* in[1] = {&one};
+      const int64_t st[1] = {0};
+      fn(got, in, st, 5);
+      for (int i = 0; i < 5; ++i) ASSERT_TRUE(got[i] == kFns[f].ref(0.75));
+    }
+  }
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+  if (best_isa() >= CMLC_ISA_AVX2) ASSERT_TRUE(found >= 9);
+#endif
 }
 
 // The lookup decides the inner loop once, at plan time: the entry carries the variant for the
@@ -1063,11 +1151,11 @@ TEST(complex64_exp_abs) {
 TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan_and_signed_zero),
           TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(half_compares_match_scalar),
           TEST_ENTRY(complex_mul_matches_scalar), TEST_ENTRY(plain_conversions),
-          TEST_ENTRY(int_float_conversions), TEST_ENTRY(complex64_exp_abs),
-          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
-          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
-          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
-          TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(int_float_conversions), TEST_ENTRY(f64_libmvec_kernels),
+          TEST_ENTRY(complex64_exp_abs), TEST_ENTRY(unary_matches_reference),
+          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
+          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
+          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

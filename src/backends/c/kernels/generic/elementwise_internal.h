@@ -99,6 +99,10 @@ cmlc_impl_fn cmlc_ew_simd_fused_fn(const cmlc_options_t* options, cmlc_fk_loop_t
                                    cml_dtype_t dtype);
 
 #if defined(CMLC_HAVE_X86_64)
+// f64 Exp, Log, Expm1, Log1p, Tanh, Sin, Cos, Erf and Logistic from glibc's libmvec for |isa|
+// (AVX-512 or AVX2), or NULL: another dtype or ISA, or libmvec (or that function) missing
+// (elementwise_x86_64_mvec.c). Within 4 ulp of libm's results.
+cmlc_ew_fn cmlc_ew_mvec_unary_fn(cmlc_isa_t isa, cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_unary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_where_fn(size_t element_size);

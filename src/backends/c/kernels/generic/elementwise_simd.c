@@ -34,6 +34,12 @@ static cmlc_isa_t cmlc_ew_simd_isa(const cmlc_options_t* options) {
 cmlc_ew_fn cmlc_ew_simd_unary_fn(const cmlc_options_t* options, cml_op_t op, cml_dtype_t dtype) {
   (void)op;
   (void)dtype;
+#if defined(CMLC_HAVE_X86_64)
+  if (dtype == CML_DTYPE_F64) {
+    cmlc_ew_fn fn = cmlc_ew_mvec_unary_fn(cmlc_ew_simd_isa(options), op, dtype);
+    if (fn) return fn;
+  }
+#endif
   CMLC_EW_SIMD_PICK(unary_fn(op, dtype))
 }
 

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+// kernels/x86_64/elementwise_x86_64_mvec.c: f64 transcendental functions on SIMD ISAs from
+// glibc's vector math library (libmvec: exp, log, expm1, log1p, tanh, sin, cos, erf; 8 lanes
+// with AVX-512, 4 with AVX2), and Logistic built on its exp. The scalar kernels call libm once
+// per element (about 20 ns for a tanh); libmvec is part of libc6, well kept, and documented
+// within 4 ulp of the exact results (the test checks each against libm). It is loaded with
+// dlopen on first use, so the library still loads where an older glibc lacks a function (exp,
+// log, sin and cos since 2.22, the others since 2.35): those ops keep the scalar kernel.
+//
+// Thread-safety: the table is filled once (pthread_once) and read-only afterwards.
+#include "backends/c/kernels/generic/elementwise_internal.h"
+
+#if defined(CMLC_HAVE_X86_64)
+#include <dlfcn.h>
+#include <immintrin.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef enum cmlc_mv_fn_t {
+  CMLC_MV_EXP = 0,
+  CMLC_MV_LOG,
+  CMLC_MV_EXPM1,
+  CMLC_MV_LOG1P,
+  CMLC_MV_TANH,
+  CMLC_MV_SIN,
+  CMLC_MV_COS,
+  CMLC_MV_ERF,
+  CMLC_MV_COUNT
+} cmlc_mv_fn_t;
+
+static const char* const kCmlcMvNames[CMLC_MV_COUNT] = {"exp",  "log", "expm1", "log1p",
+                                                        "tanh", "sin", "cos",   "erf"};
+
+typedef __m512d (*cmlc_mv8_fn)(__m512d);
+typedef __m256d (*cmlc_mv4_fn)(__m256d);
+
+static pthread_once_t g_cmlc_mv_once = PTHREAD_ONCE_INIT;
+static cmlc_mv8_fn g_cmlc_mv8[CMLC_MV_COUNT];  // _ZGVeN8v_<name> (AVX-512)
+static cmlc_mv4_fn g_cmlc_mv4[CMLC_MV_COUNT];  // _ZGVdN4v_<name> (AVX2)
+
+static void cmlc_mv_load(void) {
+  // Never closed: the functions stay in use for the life of the process.
+  void* lib = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return;
+  for (int k = 0; k < CMLC_MV_COUNT; ++k) {
+    char name[32];
+    snprintf(name, sizeof name, "_ZGVeN8v_%s", kCmlcMvNames[k]);
+    void* p8 = dlsym(lib, name);
+    snprintf(name, sizeof name, "_ZGVdN4v_%s", kCmlcMvNames[k]);
+    void* p4 = dlsym(lib, name);
+    memcpy(&g_cmlc_mv8[k], &p8, sizeof p8);
+    memcpy(&g_cmlc_mv4[k], &p4, sizeof p4);
+  }
+}
+
+// The scalar libm function of |k| (a stride-0 input: one value).
+static double cmlc_mv_scalar(cmlc_mv_fn_t k, double x) {
+  switch (k) {
+    case CMLC_MV_EXP:
+      return exp(x);
+    case CMLC_MV_LOG:
+      return log(x);
+    case CMLC_MV_EXPM1:
+      return expm1(x);
+    case CMLC_MV_LOG1P:
+      return log1p(x);
+    case CMLC_MV_TANH:
+      return tanh(x);
+    case CMLC_MV_SIN:
+      return sin(x);
+    case CMLC_MV_COS:
+      return cos(x);
+    default:
+      return erf(x);
+  }
+}
+
+// One kernel per (function, ISA): whole vectors, then the tail through a padded vector (its
+// unused lanes hold 0, which no function traps on: exceptions are masked). A stride-0 input is
+// one value computed once by libm.
+#define CMLC_MV_KERNELS(K, suffix)                                                                \
+  __attribute__((target("avx512f"))) static void cmlc_mv8_##suffix(                               \
+      void* out, const void* const* in, const int64_t* st, int64_t n) {                           \
+    const double* x = (const double*)in[0];                                                       \
+    double* y = (double*)out;                                                                     \
+    if (st[0] == 0) {                                                                             \
+      const double v = cmlc_mv_scalar(K, x[0]);                                                   \
+      for (int64_t i = 0; i < n; ++i) y[i] = v;                                                   \
+      return;                                                                                     \
+    }                                                                                             \
+    const cmlc_mv8_fn fn = g_cmlc_mv8[K];                                                         \
+    int64_t i = 0;                                                                                \
+    for (; i + 8 <= n; i += 8) _mm512_storeu_pd(y + i, fn(_mm512_loadu_pd(x + i)));               \
+    if (i < n) {                                                                                  \
+      const __mmask8 m = (__mmask8)((1u << (n - i)) - 1);                                         \
+      _mm512_mask_storeu_pd(y + i, m, fn(_mm512_maskz_loadu_pd(m, x + i)));                       \
+    }                                                                                             \
+  }                                                                                               \
+  __attribute__((target("avx2"))) static void cmlc_mv4_##suffix(void* out, const void* const* in, \
+                                                                const int64_t* st, int64_t n) {   \
+    const double* x = (const double*)in[0];                                                       \
+    double* y = (double*)out;                                                                     \
+    if (st[0] == 0) {                                                                             \
+      const double v = cmlc_mv_scalar(K, x[0]);                                                   \
+      for (int64_t i = 0; i < n; ++i) y[i] = v;                                                   \
+      return;                                                                                     \
+    }                                                                                             \
+    const cmlc_mv4_fn fn = g_cmlc_mv4[K];                                                         \
+    int64_t i = 0;                                                                                \
+    for (; i + 4 <= n; i += 4) _mm256_storeu_pd(y + i, fn(_mm256_loadu_pd(x + i)));               \
+    if (i < n) {                                                                                  \
+      double t[4] = {0.0, 0.0, 0.0, 0.0};                                                         \
+      memcpy(t, x + i, (size_t)(n - i) * sizeof(double));                                         \
+      _mm256_storeu_pd(t, fn(_mm256_loadu_pd(t)));                                                \
+      memcpy(y + i, t, (size_t)(n - i) * sizeof(double));                                         \
+    }                                                                                             \
+  }
+CMLC_MV_KERNELS(CMLC_MV_EXP, exp)
+CMLC_MV_KERNELS(CMLC_MV_LOG, log)
+CMLC_MV_KERNELS(CMLC_MV_EXPM1, expm1)
+CMLC_MV_KERNELS(CMLC_MV_LOG1P, log1p)
+CMLC_MV_KERNELS(CMLC_MV_TANH, tanh)
+CMLC_MV_KERNELS(CMLC_MV_SIN, sin)
+CMLC_MV_KERNELS(CMLC_MV_COS, cos)
+CMLC_MV_KERNELS(CMLC_MV_ERF, erf)
+#undef CMLC_MV_KERNELS
+
+// Logistic as the scalar kernel computes it (1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x)
+// below, so tiny results keep their precision), with one vector exp of -|x|.
+__attribute__((target("avx512f"))) static void cmlc_mv8_logistic(void* out, const void* const* in,
+                                                                 const int64_t* st, int64_t n) {
+  const double* x = (const double*)in[0];
+  double* y = (double*)out;
+  const cmlc_mv8_fn fn = g_cmlc_mv8[CMLC_MV_EXP];
+  const __m512d one = _mm512_set1_pd(1.0), zero = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 8) {
+    const int64_t k = n - i < 8 ? n - i : 8;
+    const __mmask8 m = (__mmask8)((1u << k) - 1);
+    const __m512d v = st[0] ? _mm512_maskz_loadu_pd(m, x + i) : _mm512_set1_pd(x[0]);
+    const __m512d neg = _mm512_sub_pd(zero, _mm512_abs_pd(v));
+    const __m512d e = fn(neg);
+    const __mmask8 ge = _mm512_cmp_pd_mask(v, zero, _CMP_GE_OQ);
+    const __m512d num = _mm512_mask_blend_pd(ge, e, one);
+    _mm512_mask_storeu_pd(y + i, m, _mm512_div_pd(num, _mm512_add_pd(one, e)));
+  }
+}
+
+__attribute__((target("avx2"))) static void cmlc_mv4_logistic(void* out, const void* const* in,
+                                                              const int64_t* st, int64_t n) {
+  const double* x = (const double*)in[0];
+  double* y = (double*)out;
+  const cmlc_mv4_fn fn = g_cmlc_mv4[CMLC_MV_EXP];
+  const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  for (int64_t i = 0; i < n; i += 4) {
+    const int64_t k = n - i < 4 ? n - i : 4;
+    double t[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int64_t j = 0; j < k; ++j) t[j] = st[0] ? x[i + j] : x[0];
+    const __m256d v = _mm256_loadu_pd(t);
+    const __m256d e = fn(_mm256_or_pd(v, sign));  // -|x| (NaN stays NaN)
+    const __m256d ge = _mm256_cmp_pd(v, zero, _CMP_GE_OQ);
+    const __m256d num = _mm256_blendv_pd(e, one, ge);
+    _mm256_storeu_pd(t, _mm256_div_pd(num, _mm256_add_pd(one, e)));
+    memcpy(y + i, t, (size_t)k * sizeof(double));
+  }
+}
+
+cmlc_ew_fn cmlc_ew_mvec_unary_fn(cmlc_isa_t isa, cml_op_t op, cml_dtype_t dtype) {
+  if (dtype != CML_DTYPE_F64 || (isa != CMLC_ISA_AVX512 && isa != CMLC_ISA_AVX2)) return NULL;
+  pthread_once(&g_cmlc_mv_once, cmlc_mv_load);
+  const bool wide = isa == CMLC_ISA_AVX512;
+#define CMLC_MV_PICK(K, suffix)                                 \
+  return (wide ? g_cmlc_mv8[K] != NULL : g_cmlc_mv4[K] != NULL) \
+             ? (wide ? cmlc_mv8_##suffix : cmlc_mv4_##suffix)   \
+             : NULL
+  switch (op) {
+    case CML_OP_EXP:
+      CMLC_MV_PICK(CMLC_MV_EXP, exp);
+    case CML_OP_LOG:
+      CMLC_MV_PICK(CMLC_MV_LOG, log);
+    case CML_OP_EXPM1:
+      CMLC_MV_PICK(CMLC_MV_EXPM1, expm1);
+    case CML_OP_LOG1P:
+      CMLC_MV_PICK(CMLC_MV_LOG1P, log1p);
+    case CML_OP_TANH:
+      CMLC_MV_PICK(CMLC_MV_TANH, tanh);
+    case CML_OP_SIN:
+      CMLC_MV_PICK(CMLC_MV_SIN, sin);
+    case CML_OP_COS:
+      CMLC_MV_PICK(CMLC_MV_COS, cos);
+    case CML_OP_ERF:
+      CMLC_MV_PICK(CMLC_MV_ERF, erf);
+    case CML_OP_LOGISTIC:
+      CMLC_MV_PICK(CMLC_MV_EXP, logistic);
+    default:
+      return NULL;
+  }
+#undef CMLC_MV_PICK
+}
+
+#endif  // CMLC_HAVE_X86_64
