@@ -790,6 +790,54 @@ TEST(reference_options_pick_no_simd) {
   ASSERT_TRUE(cmlc_ew_simd_unary_fn(&ref, CML_OP_EXP, CML_DTYPE_F64) == NULL);
 }
 
+// f32 Pow on SIMD ISAs: by a constant 2, the correctly rounded square (specials included: NaN,
+// infinities, -0, overflow to infinity, subnormal results); any other exponent, or exponents
+// that vary, powf's bits as the scalar kernel gives them.
+TEST(pow_f32_square) {
+  enum { N = 300 };
+  static float x[N], y[N], got[N + 8], want[N + 8];
+  static const float kSpecial[] = {0.0f,  -0.0f,  NAN,    INFINITY, -INFINITY,
+                                   1e20f, -3e19f, 1e-23f, -1.5f,    3.0f};
+  for (int i = 0; i < N; ++i) {
+    x[i] = i < 10 ? kSpecial[i] : rng_uniform(-100.0f, 100.0f);
+    y[i] = rng_uniform(-3.0f, 3.0f);
+  }
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (best_isa() < (cmlc_isa_t)isa) continue;
+    const cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    cmlc_ew_fn fn = cmlc_ew_simd_binary_fn(&o, CML_OP_POW, CML_DTYPE_F32);
+    cmlc_ew_fn ref = cmlc_ew_binary_fn(CML_OP_POW, CML_DTYPE_F32);
+    ASSERT_TRUE(fn != NULL && ref != NULL);
+    const float exps[3] = {2.0f, 0.75f, -2.0f};
+    for (int e = 0; e < 3; ++e) {
+      for (int64_t n = 0; n <= N; n += n < 40 ? 1 : N - 40) {
+        const void* in[2] = {x, &exps[e]};
+        const int64_t st[2] = {1, 0};
+        memset(got, 0x5a, sizeof got), memset(want, 0x5a, sizeof want);
+        fn(got, in, st, n), ref(want, in, st, n);
+        for (int64_t i = 0; i < n + 8; ++i) {
+          const float w = e == 0 && i < n ? (float)((double)x[i] * (double)x[i]) : want[i];
+          if (!same_f32(got[i], w)) {
+            TEST_FAIL_("isa %d pow(%a, %g): %a, want %a", isa, (double)x[i < n ? i : 0],
+                       (double)exps[e], (double)got[i], (double)w);
+            return;
+          }
+        }
+      }
+    }
+    // Varying exponents and a scalar base: powf's bits.
+    const void* in[2] = {x, y};
+    const int64_t st[2] = {1, 1};
+    fn(got, in, st, N), ref(want, in, st, N);
+    for (int i = 0; i < N; ++i) ASSERT_TRUE(same_f32(got[i], want[i]));
+    const float base = 2.0f;
+    const void* in2[2] = {&base, y};
+    const int64_t st2[2] = {0, 1};
+    fn(got, in2, st2, N), ref(want, in2, st2, N);
+    for (int i = 0; i < N; ++i) ASSERT_TRUE(same_f32(got[i], want[i]));
+  }
+}
+
 // f64 transcendental functions from libmvec on SIMD ISAs: within 4 ulp of libm (as glibc
 // documents them), NaN and infinities as libm gives them, a stride-0 input as libm's value;
 // every length up to 40 (the tails) and a long run. On glibc 2.35 and later every function is
@@ -1152,10 +1200,11 @@ TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan
           TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(half_compares_match_scalar),
           TEST_ENTRY(complex_mul_matches_scalar), TEST_ENTRY(plain_conversions),
           TEST_ENTRY(int_float_conversions), TEST_ENTRY(f64_libmvec_kernels),
-          TEST_ENTRY(complex64_exp_abs), TEST_ENTRY(unary_matches_reference),
-          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
-          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
-          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(pow_f32_square), TEST_ENTRY(complex64_exp_abs),
+          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
+          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
+          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
+          TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build
