@@ -452,8 +452,10 @@ static cml_status_t ft_build_batchnorm(const ft_graph_t* g, cml_function_t* f, c
 
 TEST(column_reductions_of_loops) {
   // (n, middle, channels): one block of rows, many blocks (partials), channels that fill a
-  // produced run exactly, a wide row that takes several column tiles.
-  const int64_t shapes[][3] = {{2, 3, 5}, {16, 49, 64}, {4, 1000, 3}, {2, 16, 8192}, {3, 2, 5000}};
+  // produced run exactly, a wide row that takes several column tiles, and 32 MiB of input (the
+  // loop prefetches ahead of each produced run).
+  const int64_t shapes[][3] = {{2, 3, 5},     {16, 49, 64}, {4, 1000, 3},
+                               {2, 16, 8192}, {3, 2, 5000}, {4, 2048, 1024}};
   for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
     ft_graph_t g = {.name = "bn",
                     .build = ft_build_batchnorm,

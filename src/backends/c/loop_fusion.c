@@ -37,6 +37,13 @@ enum {
   // of overlapping in the Gather's stream of copies); shorter ones cost a copy call each.
   CMLC_FUSED_MIN_GATHER_RUN = 16,
   CMLC_FUSED_MAX_GATHER_ROW_BYTES = 128,
+  // A fused column reduction's full inputs are prefetched this many elements ahead of each
+  // produced run. Masked mean pooling of [32, 512, 768] (x * mask summed over the sequence),
+  // 1 thread on Zen 5: 3.5-3.9 -> 2.25-2.6 ms (the plain column sum, without the producer,
+  // streams at 39 GB/s: 1.3 ms); row reductions (RMSNorm) and inputs that a last-level cache
+  // holds (batch-norm statistics of 6 MiB, 4% slower) measured no better or worse with it.
+  CMLC_FUSED_PREFETCH = 8192,
+  CMLC_FUSED_PREFETCH_BYTES = 32 << 20,
 };
 
 typedef enum cmlc_fused_mode_t {
@@ -93,6 +100,10 @@ struct cmlc_fused_t {
   // computed run by run and never stored; the loop's output is the reduction's.
   const cml_module_t* module;
   const cml_ir_node_t* reduce;
+  // The reduction keeps the innermost axis (sums down columns) and reads at least
+  // CMLC_FUSED_PREFETCH_BYTES: each produced run is prefetched CMLC_FUSED_PREFETCH elements
+  // ahead (cmlc_fused_produce).
+  bool prefetch;
 };
 
 //===--- op support ---===//
@@ -788,6 +799,18 @@ static void cmlc_fused_task(void* ctx, int64_t begin, int64_t end, int thread_in
 // The input of a fused reduction: group elements [start, start + len) into |dst|.
 static void cmlc_fused_produce(void* ctx, int64_t start, int64_t len, float* dst) {
   const cmlc_fused_ctx_t* c = (const cmlc_fused_ctx_t*)ctx;
+  const cmlc_fused_t* f = c->f;
+  if (f->prefetch) {
+    const int64_t from = start + CMLC_FUSED_PREFETCH;
+    const int64_t to = from + len < f->n ? from + len : f->n;
+    for (uint32_t j = 0; j < f->input_count; ++j) {
+      if (f->mode[j] != CMLC_FUSED_FULL) continue;
+      const char* base = (const char*)c->inputs[j];
+      const size_t es = f->in_size[j];
+      for (int64_t e = from; e < to; e += (int64_t)(64 / es))
+        __builtin_prefetch(base + (size_t)e * es);
+    }
+  }
   cmlc_fused_scratch_t s;
   cmlc_fused_scratch_init(&s);
   for (int64_t at = 0; at < len; at += CMLC_FUSED_BLOCK) {
@@ -834,6 +857,16 @@ bool cmlc_fused_attach_reduce(cmlc_fused_t* fused, const cml_module_t* module,
   fused->module = module;
   fused->reduce = reduce;
   fused->in_place_input = -1;
+  const int32_t rank = module->values[reduce->inputs[0]].shape.rank;
+  bool last_reduced = rank > 0 && reduce->attrs->axis_count == 0;  // (every axis)
+  for (int32_t k = 0; k < reduce->attrs->axis_count; ++k) {
+    last_reduced |= reduce->attrs->axes[k] == rank - 1;
+  }
+  size_t bytes = 0;
+  for (uint32_t j = 0; j < fused->input_count; ++j) {
+    if (fused->mode[j] == CMLC_FUSED_FULL) bytes += (size_t)fused->n * fused->in_size[j];
+  }
+  fused->prefetch = rank > 0 && !last_reduced && bytes >= CMLC_FUSED_PREFETCH_BYTES;
   return true;
 }
 
