@@ -790,6 +790,93 @@ TEST(reference_options_pick_no_simd) {
   ASSERT_TRUE(cmlc_ew_simd_unary_fn(&ref, CML_OP_EXP, CML_DTYPE_F64) == NULL);
 }
 
+// 32- and 64-bit integer kernels on SIMD ISAs (the scalar loops compiled for AVX2): the scalar
+// kernels' bits for every binary, comparison and Clamp op, on edge values (0, +-1, the type's
+// extremes, shift counts 0..70, negative and huge ones) and random ones, every stride pattern,
+// every length up to 40 and a long one.
+TEST(int_kernels_match_scalar) {
+  static const cml_op_t kOps[] = {CML_OP_ADD,
+                                  CML_OP_SUB,
+                                  CML_OP_MUL,
+                                  CML_OP_SHIFT_LEFT,
+                                  CML_OP_SHIFT_RIGHT_LOGICAL,
+                                  CML_OP_SHIFT_RIGHT_ARITHMETIC,
+                                  CML_OP_MAX,
+                                  CML_OP_MIN,
+                                  CML_OP_BITWISE_AND,
+                                  CML_OP_BITWISE_OR,
+                                  CML_OP_BITWISE_XOR,
+                                  CML_OP_EQUAL,
+                                  CML_OP_NOT_EQUAL,
+                                  CML_OP_LESS_THAN,
+                                  CML_OP_LESS_OR_EQUAL,
+                                  CML_OP_GREATER_THAN,
+                                  CML_OP_GREATER_OR_EQUAL,
+                                  CML_OP_CLAMP};
+  static const cml_dtype_t kTypes[] = {CML_DTYPE_I32, CML_DTYPE_U32, CML_DTYPE_I64, CML_DTYPE_U64};
+  enum { N = 700 };
+  static uint64_t a[N], bb[N], c[N], got[N + 8], want[N + 8];
+  static const uint64_t kEdge[] = {0,
+                                   1,
+                                   2,
+                                   ~0ull,
+                                   0x7fffffffull,
+                                   0x80000000ull,
+                                   0xffffffffull,
+                                   0x7fffffffffffffffull,
+                                   0x8000000000000000ull,
+                                   31,
+                                   32,
+                                   33,
+                                   63,
+                                   64,
+                                   70};
+  const int edges = (int)(sizeof kEdge / sizeof kEdge[0]);
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < N; ++i) {
+    h ^= h << 13, h ^= h >> 7, h ^= h << 17;
+    a[i] = i < edges * edges ? kEdge[i % edges] : h;
+    bb[i] = i < edges * edges ? kEdge[i / edges] : (i % 3 == 0 ? h % 72 : h * 31);
+    c[i] = h ^ (h >> 29);
+  }
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (best_isa() < (cmlc_isa_t)isa) continue;
+    const cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    for (size_t t = 0; t < sizeof kTypes / sizeof kTypes[0]; ++t) {
+      const size_t es = cmlc_dtype_size(kTypes[t]);
+      // 64-bit patterns packed into the type's width (the low 4 bytes of each for 32-bit).
+      static uint8_t pa[N * 8], pb[N * 8], pc[N * 8];
+      for (int i = 0; i < N; ++i) {
+        memcpy(pa + i * es, &a[i], es), memcpy(pb + i * es, &bb[i], es);
+        memcpy(pc + i * es, &c[i], es);
+      }
+      for (size_t k = 0; k < sizeof kOps / sizeof kOps[0]; ++k) {
+        cmlc_ew_fn fn = cmlc_ew_simd_binary_fn(&o, kOps[k], kTypes[t]);
+        cmlc_ew_fn ref = cmlc_ew_binary_fn(kOps[k], kTypes[t]);
+        ASSERT_TRUE(fn != NULL && ref != NULL && fn != ref);
+        const bool clamp = kOps[k] == CML_OP_CLAMP;
+        const size_t os = cml_op_kind(kOps[k]) == CML_OPK_COMPARE ? 1 : es;
+        for (int s = 0; s < (clamp ? 8 : 4); ++s) {
+          const int64_t st[3] = {s & 1, (s >> 1) & 1, (s >> 2) & 1};
+          for (int64_t n = 0; n <= N; n += n < 40 ? 1 : N - 40) {
+            const void* in[3] = {pa, pb, pc};
+            if (clamp) {  // (lo, x, hi): bounds from b and c, x from a
+              in[0] = pb, in[1] = pa, in[2] = pc;
+            }
+            memset(got, 0x5a, sizeof got), memset(want, 0x5a, sizeof want);
+            fn(got, in, st, n), ref(want, in, st, n);
+            if (memcmp(got, want, (size_t)n * os + 8) != 0) {
+              TEST_FAIL_("isa %d %s %s strides %d length %lld: differs from the scalar kernel", isa,
+                         cml_op_name(kOps[k]), cml_dtype_name(kTypes[t]), s, (long long)n);
+              return;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // f32 Pow on SIMD ISAs: by a constant 2, the correctly rounded square (specials included: NaN,
 // infinities, -0, overflow to infinity, subnormal results); any other exponent, or exponents
 // that vary, powf's bits as the scalar kernel gives them.
@@ -1200,11 +1287,11 @@ TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan
           TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(half_compares_match_scalar),
           TEST_ENTRY(complex_mul_matches_scalar), TEST_ENTRY(plain_conversions),
           TEST_ENTRY(int_float_conversions), TEST_ENTRY(f64_libmvec_kernels),
-          TEST_ENTRY(pow_f32_square), TEST_ENTRY(complex64_exp_abs),
-          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
-          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
-          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
-          TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(pow_f32_square), TEST_ENTRY(int_kernels_match_scalar),
+          TEST_ENTRY(complex64_exp_abs), TEST_ENTRY(unary_matches_reference),
+          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
+          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
+          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

@@ -103,6 +103,9 @@ cmlc_impl_fn cmlc_ew_simd_fused_fn(const cmlc_options_t* options, cmlc_fk_loop_t
 // (AVX-512 or AVX2), or NULL: another dtype or ISA, or libmvec (or that function) missing
 // (elementwise_x86_64_mvec.c). Within 4 ulp of libm's results.
 cmlc_ew_fn cmlc_ew_mvec_unary_fn(cmlc_isa_t isa, cml_op_t op, cml_dtype_t dtype);
+// The i32 / u32 / i64 / u64 binary, comparison and Clamp kernels compiled for AVX2 (the scalar
+// kernels' semantics and bits), or NULL (elementwise_x86_64_int.c).
+cmlc_ew_fn cmlc_ew_int_simd_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_unary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_where_fn(size_t element_size);

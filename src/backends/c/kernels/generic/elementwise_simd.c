@@ -98,6 +98,10 @@ cmlc_ew_fn cmlc_ew_simd_binary_fn(const cmlc_options_t* options, cml_op_t op, cm
   if (op == CML_OP_POW && dtype == CML_DTYPE_F32 && cmlc_ew_simd_isa(options) != CMLC_ISA_SCALAR) {
     return cmlc_ew_pow_f32_simd;
   }
+  if (cml_dtype_is_int(dtype) && cmlc_ew_simd_isa(options) != CMLC_ISA_SCALAR) {
+    cmlc_ew_fn fn = cmlc_ew_int_simd_fn(op, dtype);
+    if (fn) return fn;
+  }
   if (op == CML_OP_MUL && cmlc_ew_simd_isa(options) != CMLC_ISA_SCALAR) {
     if (dtype == CML_DTYPE_C64) return cmlc_ew_fma_mul_c64;
     if (dtype == CML_DTYPE_C128) return cmlc_ew_fma_mul_c128;
