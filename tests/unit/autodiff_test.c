@@ -873,7 +873,7 @@ TEST(finite_differences_xla) {
     }
   }
   ASSERT_EQ_INT(failed, 0);
-  ASSERT_EQ_INT(ran, 23);
+  ASSERT_EQ_INT(ran, 24);
 }
 
 //===--- hand-computed cases ---===//
