@@ -77,6 +77,12 @@ static double cmlc_mv_scalar(cmlc_mv_fn_t k, double x) {
   }
 }
 
+// A stride-0 input: libm's value of |x0| in all |n| outputs.
+static void cmlc_mv_fill(cmlc_mv_fn_t k, double x0, double* y, int64_t n) {
+  const double v = cmlc_mv_scalar(k, x0);
+  for (int64_t i = 0; i < n; ++i) y[i] = v;
+}
+
 // One kernel per (function, ISA): whole vectors, then the tail through a padded vector (its
 // unused lanes hold 0, which no function traps on: exceptions are masked). A stride-0 input is
 // one value computed once by libm.
@@ -86,8 +92,7 @@ static double cmlc_mv_scalar(cmlc_mv_fn_t k, double x) {
     const double* x = (const double*)in[0];                                                       \
     double* y = (double*)out;                                                                     \
     if (st[0] == 0) {                                                                             \
-      const double v = cmlc_mv_scalar(K, x[0]);                                                   \
-      for (int64_t i = 0; i < n; ++i) y[i] = v;                                                   \
+      cmlc_mv_fill(K, x[0], y, n);                                                                \
       return;                                                                                     \
     }                                                                                             \
     const cmlc_mv8_fn fn = g_cmlc_mv8[K];                                                         \
@@ -103,8 +108,7 @@ static double cmlc_mv_scalar(cmlc_mv_fn_t k, double x) {
     const double* x = (const double*)in[0];                                                       \
     double* y = (double*)out;                                                                     \
     if (st[0] == 0) {                                                                             \
-      const double v = cmlc_mv_scalar(K, x[0]);                                                   \
-      for (int64_t i = 0; i < n; ++i) y[i] = v;                                                   \
+      cmlc_mv_fill(K, x[0], y, n);                                                                \
       return;                                                                                     \
     }                                                                                             \
     const cmlc_mv4_fn fn = g_cmlc_mv4[K];                                                         \
