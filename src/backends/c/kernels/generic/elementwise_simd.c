@@ -151,17 +151,17 @@ CMLC_EW_I2F(CMLC_EW_I2F_DEFINE)
 #undef CMLC_EW_CVT_LOOP
 
 // Floats to integers, as the generic path's cmlc_f64_to_signed / cmlc_f64_to_unsigned: NaN to
-// 0, saturated at the type's range, truncated inside it (where the value fits CAST).
+// 0, saturated at the type's range [LO, HI] (LO 0 for the unsigned types: at or below 0 gives
+// 0, as there), truncated inside it (where the value fits CAST, which vectorizes).
 #define CMLC_EW_F2I(X)                           \
   X(I8, int8_t, int32_t, INT8_MIN, INT8_MAX)     \
   X(I16, int16_t, int32_t, INT16_MIN, INT16_MAX) \
   X(I32, int32_t, int32_t, INT32_MIN, INT32_MAX) \
-  X(I64, int64_t, int64_t, INT64_MIN, INT64_MAX)
-#define CMLC_EW_F2U(X)                   \
-  X(U8, uint8_t, uint32_t, UINT8_MAX)    \
-  X(U16, uint16_t, uint32_t, UINT16_MAX) \
-  X(U32, uint32_t, uint32_t, UINT32_MAX) \
-  X(U64, uint64_t, uint64_t, UINT64_MAX)
+  X(I64, int64_t, int64_t, INT64_MIN, INT64_MAX) \
+  X(U8, uint8_t, uint32_t, 0, UINT8_MAX)         \
+  X(U16, uint16_t, uint32_t, 0, UINT16_MAX)      \
+  X(U32, uint32_t, uint32_t, 0, UINT32_MAX)      \
+  X(U64, uint64_t, uint64_t, 0, UINT64_MAX)
 #define CMLC_EW_F2S_LOOP(name, TIN, TOUT, CAST, LO, HI)                                    \
   __attribute__((target("avx2"))) static void name(void* out, const void* in, int64_t n) { \
     const TIN* x = (const TIN*)in;                                                         \
@@ -174,27 +174,12 @@ CMLC_EW_I2F(CMLC_EW_I2F_DEFINE)
                                  : (TOUT)(CAST)d;                                          \
     }                                                                                      \
   }
-#define CMLC_EW_F2U_LOOP(name, TIN, TOUT, CAST, HI)                                        \
-  __attribute__((target("avx2"))) static void name(void* out, const void* in, int64_t n) { \
-    const TIN* x = (const TIN*)in;                                                         \
-    TOUT* o = (TOUT*)out;                                                                  \
-    for (int64_t i = 0; i < n; ++i) {                                                      \
-      const double d = (double)x[i];                                                       \
-      o[i] = d != d || d <= 0 ? (TOUT)0 : d >= (double)(HI) ? (TOUT)(HI) : (TOUT)(CAST)d;  \
-    }                                                                                      \
-  }
 #define CMLC_EW_F2I_DEFINE(TO, TOUT, CAST, LO, HI)                  \
   CMLC_EW_F2S_LOOP(cmlc_ew_cvt_F32_##TO, float, TOUT, CAST, LO, HI) \
   CMLC_EW_F2S_LOOP(cmlc_ew_cvt_F64_##TO, double, TOUT, CAST, LO, HI)
-#define CMLC_EW_F2U_DEFINE(TO, TOUT, CAST, HI)                  \
-  CMLC_EW_F2U_LOOP(cmlc_ew_cvt_F32_##TO, float, TOUT, CAST, HI) \
-  CMLC_EW_F2U_LOOP(cmlc_ew_cvt_F64_##TO, double, TOUT, CAST, HI)
 CMLC_EW_F2I(CMLC_EW_F2I_DEFINE)
-CMLC_EW_F2U(CMLC_EW_F2U_DEFINE)
 #undef CMLC_EW_F2I_DEFINE
-#undef CMLC_EW_F2U_DEFINE
 #undef CMLC_EW_F2S_LOOP
-#undef CMLC_EW_F2U_LOOP
 
 // The plain integer <-> float loop for |from| -> |to|, or NULL.
 static cmlc_ew_convert_fn cmlc_ew_int_float_fn(cml_dtype_t from, cml_dtype_t to) {
@@ -206,14 +191,12 @@ static cmlc_ew_convert_fn cmlc_ew_int_float_fn(cml_dtype_t from, cml_dtype_t to)
   if (from == CML_DTYPE_F64 && to == CML_DTYPE_##TO) return cmlc_ew_cvt_F64_##TO;
   CMLC_EW_I2F(CMLC_EW_I2F_PICK)
   CMLC_EW_F2I(CMLC_EW_F2I_PICK)
-  CMLC_EW_F2U(CMLC_EW_F2I_PICK)
 #undef CMLC_EW_I2F_PICK
 #undef CMLC_EW_F2I_PICK
   return NULL;
 }
 #undef CMLC_EW_I2F
 #undef CMLC_EW_F2I
-#undef CMLC_EW_F2U
 #endif
 
 cmlc_ew_convert_fn cmlc_ew_simd_convert_fn(const cmlc_options_t* options, cml_dtype_t from,

@@ -30,8 +30,16 @@ typedef enum cmlc_mv_fn_t {
   CMLC_MV_COUNT
 } cmlc_mv_fn_t;
 
-static const char* const kCmlcMvNames[CMLC_MV_COUNT] = {"exp",  "log", "expm1", "log1p",
-                                                        "tanh", "sin", "cos",   "erf"};
+// Per function: the op it computes, its libmvec name and the libm function (a stride-0 input).
+static const struct {
+  cml_op_t op;
+  const char* name;
+  double (*scalar)(double);
+} kCmlcMv[CMLC_MV_COUNT] = {
+    {CML_OP_EXP, "exp", exp},       {CML_OP_LOG, "log", log},    {CML_OP_EXPM1, "expm1", expm1},
+    {CML_OP_LOG1P, "log1p", log1p}, {CML_OP_TANH, "tanh", tanh}, {CML_OP_SIN, "sin", sin},
+    {CML_OP_COS, "cos", cos},       {CML_OP_ERF, "erf", erf},
+};
 
 typedef __m512d (*cmlc_mv8_fn)(__m512d);
 typedef __m256d (*cmlc_mv4_fn)(__m256d);
@@ -46,40 +54,18 @@ static void cmlc_mv_load(void) {
   if (!lib) return;
   for (int k = 0; k < CMLC_MV_COUNT; ++k) {
     char name[32];
-    snprintf(name, sizeof name, "_ZGVeN8v_%s", kCmlcMvNames[k]);
+    snprintf(name, sizeof name, "_ZGVeN8v_%s", kCmlcMv[k].name);
     void* p8 = dlsym(lib, name);
-    snprintf(name, sizeof name, "_ZGVdN4v_%s", kCmlcMvNames[k]);
+    snprintf(name, sizeof name, "_ZGVdN4v_%s", kCmlcMv[k].name);
     void* p4 = dlsym(lib, name);
     memcpy(&g_cmlc_mv8[k], &p8, sizeof p8);
     memcpy(&g_cmlc_mv4[k], &p4, sizeof p4);
   }
 }
 
-// The scalar libm function of |k| (a stride-0 input: one value).
-static double cmlc_mv_scalar(cmlc_mv_fn_t k, double x) {
-  switch (k) {
-    case CMLC_MV_EXP:
-      return exp(x);
-    case CMLC_MV_LOG:
-      return log(x);
-    case CMLC_MV_EXPM1:
-      return expm1(x);
-    case CMLC_MV_LOG1P:
-      return log1p(x);
-    case CMLC_MV_TANH:
-      return tanh(x);
-    case CMLC_MV_SIN:
-      return sin(x);
-    case CMLC_MV_COS:
-      return cos(x);
-    default:
-      return erf(x);
-  }
-}
-
 // A stride-0 input: libm's value of |x0| in all |n| outputs.
 static void cmlc_mv_fill(cmlc_mv_fn_t k, double x0, double* y, int64_t n) {
-  const double v = cmlc_mv_scalar(k, x0);
+  const double v = kCmlcMv[k].scalar(x0);
   for (int64_t i = 0; i < n; ++i) y[i] = v;
 }
 
@@ -174,34 +160,23 @@ __attribute__((target("avx2"))) static void cmlc_mv4_logistic(void* out, const v
 cmlc_ew_fn cmlc_ew_mvec_unary_fn(cmlc_isa_t isa, cml_op_t op, cml_dtype_t dtype) {
   if (dtype != CML_DTYPE_F64 || (isa != CMLC_ISA_AVX512 && isa != CMLC_ISA_AVX2)) return NULL;
   pthread_once(&g_cmlc_mv_once, cmlc_mv_load);
+  // The kernels in cmlc_mv_fn_t order.
+  static const cmlc_ew_fn k8[CMLC_MV_COUNT] = {cmlc_mv8_exp,   cmlc_mv8_log,  cmlc_mv8_expm1,
+                                               cmlc_mv8_log1p, cmlc_mv8_tanh, cmlc_mv8_sin,
+                                               cmlc_mv8_cos,   cmlc_mv8_erf};
+  static const cmlc_ew_fn k4[CMLC_MV_COUNT] = {cmlc_mv4_exp,   cmlc_mv4_log,  cmlc_mv4_expm1,
+                                               cmlc_mv4_log1p, cmlc_mv4_tanh, cmlc_mv4_sin,
+                                               cmlc_mv4_cos,   cmlc_mv4_erf};
   const bool wide = isa == CMLC_ISA_AVX512;
-#define CMLC_MV_PICK(K, suffix)                                 \
-  return (wide ? g_cmlc_mv8[K] != NULL : g_cmlc_mv4[K] != NULL) \
-             ? (wide ? cmlc_mv8_##suffix : cmlc_mv4_##suffix)   \
-             : NULL
-  switch (op) {
-    case CML_OP_EXP:
-      CMLC_MV_PICK(CMLC_MV_EXP, exp);
-    case CML_OP_LOG:
-      CMLC_MV_PICK(CMLC_MV_LOG, log);
-    case CML_OP_EXPM1:
-      CMLC_MV_PICK(CMLC_MV_EXPM1, expm1);
-    case CML_OP_LOG1P:
-      CMLC_MV_PICK(CMLC_MV_LOG1P, log1p);
-    case CML_OP_TANH:
-      CMLC_MV_PICK(CMLC_MV_TANH, tanh);
-    case CML_OP_SIN:
-      CMLC_MV_PICK(CMLC_MV_SIN, sin);
-    case CML_OP_COS:
-      CMLC_MV_PICK(CMLC_MV_COS, cos);
-    case CML_OP_ERF:
-      CMLC_MV_PICK(CMLC_MV_ERF, erf);
-    case CML_OP_LOGISTIC:
-      CMLC_MV_PICK(CMLC_MV_EXP, logistic);
-    default:
-      return NULL;
+  // Logistic runs on the vector exp.
+  const cml_op_t uses = op == CML_OP_LOGISTIC ? CML_OP_EXP : op;
+  for (int k = 0; k < CMLC_MV_COUNT; ++k) {
+    if (kCmlcMv[k].op != uses) continue;
+    if (wide ? g_cmlc_mv8[k] == NULL : g_cmlc_mv4[k] == NULL) return NULL;
+    if (op == CML_OP_LOGISTIC) return wide ? cmlc_mv8_logistic : cmlc_mv4_logistic;
+    return wide ? k8[k] : k4[k];
   }
-#undef CMLC_MV_PICK
+  return NULL;
 }
 
 #endif  // CMLC_HAVE_X86_64
