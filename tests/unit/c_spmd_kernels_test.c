@@ -4,7 +4,9 @@
 // kernel (as exec.c does), hand-computed results for every collective, replica groups, several
 // operands and dtypes (Float16/BFloat16 rounded once), and the failure paths (a failing slot,
 // a slot that never arrives, a deadline while waiting). End-to-end programs: c_spmd_test.c.
+#include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,9 +52,11 @@ static cml_shape_t shape(cml_dtype_t dtype, int32_t rank, const int64_t* dims) {
   return s;
 }
 
-// |threads|: the pool the kernels split their work over (1: no workers).
-static void co_init(co_t* k, cml_op_t op, int slots, int threads, int operand_count,
-                    const cml_shape_t* in_shapes, const cml_shape_t* out_shapes) {
+// |threads|: the pool the kernels split their work over (1: no workers); |isa|: NULL, or
+// options appended to the backend's config ("avx512=false").
+static void co_init_isa(co_t* k, cml_op_t op, int slots, int threads, const char* isa,
+                        int operand_count, const cml_shape_t* in_shapes,
+                        const cml_shape_t* out_shapes) {
   memset(k, 0, sizeof *k);
   k->fail_slot = k->skip_slot = -1;
   k->slots = slots;
@@ -81,8 +85,9 @@ static void co_init(co_t* k, cml_op_t op, int slots, int threads, int operand_co
   k->attrs.collective.groups = k->groups;
   k->attrs.collective.group_count = 1;
   k->attrs.collective.group_size = slots;
-  char config[64];
-  snprintf(config, sizeof config, "c:devices=%d,threads=%d", slots, threads);
+  char config[96];
+  snprintf(config, sizeof config, "c:devices=%d,threads=%d%s%s", slots, threads, isa ? "," : "",
+           isa ? isa : "");
   if (cml_backend_new_with_config(config, &k->backend) != CML_OK) abort();
   k->pool = ((cmlc_backend_t*)k->backend)->pool;
   k->collective_index[0] = 0;
@@ -90,6 +95,11 @@ static void co_init(co_t* k, cml_op_t op, int slots, int threads, int operand_co
   k->exe.module = &k->module;
   k->exe.collective_index = k->collective_index;
   k->exe.collective_count = 1;
+}
+
+static void co_init(co_t* k, cml_op_t op, int slots, int threads, int operand_count,
+                    const cml_shape_t* in_shapes, const cml_shape_t* out_shapes) {
+  co_init_isa(k, op, slots, threads, NULL, operand_count, in_shapes, out_shapes);
 }
 
 static void co_deinit(co_t* k) { cml_backend_release(k->backend); }
@@ -155,6 +165,7 @@ static void* co_slot_main(void* arg) {
     a.rendezvous = s->rendezvous;
     a.replica = j;
     a.replica_count = k->slots;
+    memcpy(a.impl, e.impl, sizeof a.impl);  // as the engine does
     st = e.run(&a);
   }
   free(scratch);
@@ -416,6 +427,189 @@ TEST(all_reduce_in_place) {
   }
 }
 
+// The scalar fold of the reducer, in member order, for the SIMD folds' expected values: XLA's
+// Max/Min (NaN propagates, -0 < +0), wrapping integers.
+static float fold_f32(cml_reduce_type_t t, float a, float b) {
+  switch (t) {
+    case CML_REDUCE_SUM:
+      return a + b;
+    case CML_REDUCE_PRODUCT:
+      return a * b;
+    case CML_REDUCE_MAX:
+      if (isnan(a) || isnan(b)) return isnan(a) ? a : b;
+      if (a == b) return signbit(a) ? b : a;
+      return a > b ? a : b;
+    default:
+      if (isnan(a) || isnan(b)) return isnan(a) ? a : b;
+      if (a == b) return signbit(a) ? a : b;
+      return a < b ? a : b;
+  }
+}
+
+static uint64_t fold_u64(cml_reduce_type_t t, bool is_signed, uint64_t a, uint64_t b) {
+  switch (t) {
+    case CML_REDUCE_SUM:
+      return a + b;
+    case CML_REDUCE_PRODUCT:
+      return a * b;
+    case CML_REDUCE_MAX:
+      return is_signed ? ((int64_t)a > (int64_t)b ? a : b) : (a > b ? a : b);
+    default:
+      return is_signed ? ((int64_t)a < (int64_t)b ? a : b) : (a < b ? a : b);
+  }
+}
+
+static uint32_t fold_u32(cml_reduce_type_t t, bool is_signed, uint32_t a, uint32_t b) {
+  switch (t) {
+    case CML_REDUCE_SUM:
+      return a + b;
+    case CML_REDUCE_PRODUCT:
+      return a * b;
+    case CML_REDUCE_MAX:
+      return is_signed ? ((int32_t)a > (int32_t)b ? a : b) : (a > b ? a : b);
+    default:
+      return is_signed ? ((int32_t)a < (int32_t)b ? a : b) : (a < b ? a : b);
+  }
+}
+
+// AllReduce and ReduceScatter through the SIMD folds (f32, i32/u32/i64/u64) on every ISA, 3
+// members (two folds per element), cached and streamed sizes, separate outputs and in place:
+// every element equals the member-order scalar fold, bit for bit. The f32 values span 2^-12 ..
+// 2^12 so that another summation order would round differently; Max/Min see NaNs and signed
+// zeros; the integers wrap.
+TEST(all_reduce_simd_folds_match_the_member_order) {
+  const char* isas[] = {NULL, "avx512=false", "avx512=false,avx2=false"};
+  const cml_dtype_t dtypes[] = {CML_DTYPE_F32, CML_DTYPE_I32, CML_DTYPE_U32, CML_DTYPE_I64,
+                                CML_DTYPE_U64};
+  const cml_reduce_type_t types[] = {CML_REDUCE_SUM, CML_REDUCE_PRODUCT, CML_REDUCE_MAX,
+                                     CML_REDUCE_MIN};
+  enum { M = 3 };
+  uint64_t seed = 12345;
+  for (int isa = 0; isa < 3; ++isa) {
+    for (int d = 0; d < 5; ++d) {
+      for (int t = 0; t < 4; ++t) {
+        // Streamed (3 x 3 x 4 MiB and more written) only for f32 sums, to keep the test short.
+        const bool big = dtypes[d] == CML_DTYPE_F32 && types[t] == CML_REDUCE_SUM;
+        for (int v = 0; v < (big ? 3 : 2); ++v) {
+          const int64_t n = v == 0 ? 1003 : v == 1 ? 70001 : 3145733;
+          const bool in_place = v == 1;
+          const size_t es = (size_t)cml_dtype_bits(dtypes[d]) / 8;
+          const int64_t dn[] = {n};
+          cml_shape_t sh = shape(dtypes[d], 1, dn);
+          co_t k;
+          co_init_isa(&k, CML_OP_ALL_REDUCE, M, 2, isas[isa], 1, &sh, &sh);
+          k.attrs.reduce_type = types[t];
+          uint8_t* x[M];
+          uint8_t* r[M];
+          for (int j = 0; j < M; ++j) {
+            x[j] = malloc(es * (size_t)n);
+            r[j] = in_place ? x[j] : malloc(es * (size_t)n);
+            ASSERT_TRUE(x[j] && r[j]);
+            for (int64_t i = 0; i < n; ++i) {
+              seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+              const uint64_t bits = seed >> 11;
+              if (dtypes[d] == CML_DTYPE_F32) {
+                float f = ((float)(bits & 0xffff) / 65536.f - 0.5f) *
+                          ldexpf(1.f, (int)((bits >> 16) % 25) - 12);
+                const int special = (int)((bits >> 40) % 64);
+                if (special == 0) f = NAN;
+                if (special == 1) f = 0.f;
+                if (special == 2) f = -0.f;
+                ((float*)x[j])[i] = f;
+              } else if (es == 4) {
+                ((uint32_t*)x[j])[i] = (uint32_t)(bits * 2654435761u);
+              } else {
+                ((uint64_t*)x[j])[i] = bits * 0x9e3779b97f4a7c15ull;
+              }
+            }
+            k.in[j][0] = x[j];
+            k.out[j][0] = r[j];
+          }
+          // Expected values first (in place overwrites the operands).
+          uint8_t* want = malloc(es * (size_t)n);
+          ASSERT_TRUE(want != NULL);
+          const bool sgn = dtypes[d] == CML_DTYPE_I32 || dtypes[d] == CML_DTYPE_I64;
+          for (int64_t i = 0; i < n; ++i) {
+            if (dtypes[d] == CML_DTYPE_F32) {
+              float a = ((float*)x[0])[i];
+              for (int j = 1; j < M; ++j) a = fold_f32(types[t], a, ((float*)x[j])[i]);
+              ((float*)want)[i] = a;
+            } else if (es == 4) {
+              uint32_t a = ((uint32_t*)x[0])[i];
+              for (int j = 1; j < M; ++j) a = fold_u32(types[t], sgn, a, ((uint32_t*)x[j])[i]);
+              ((uint32_t*)want)[i] = a;
+            } else {
+              uint64_t a = ((uint64_t*)x[0])[i];
+              for (int j = 1; j < M; ++j) a = fold_u64(types[t], sgn, a, ((uint64_t*)x[j])[i]);
+              ((uint64_t*)want)[i] = a;
+            }
+          }
+          ASSERT_STATUS_OK(co_run(&k));
+          int64_t bad = 0;
+          for (int j = 0; j < M; ++j) {
+            for (int64_t i = 0; i < n; ++i) {
+              // Any NaN matches a NaN (payloads are not specified).
+              if (dtypes[d] == CML_DTYPE_F32 && isnan(((float*)want)[i])) {
+                bad += !isnan(((float*)r[j])[i]);
+              } else {
+                bad += memcmp(r[j] + (size_t)i * es, want + (size_t)i * es, es) != 0;
+              }
+            }
+          }
+          if (bad) {
+            fprintf(stderr, "isa %s dtype %s type %d n %lld in_place %d: %lld wrong\n",
+                    isas[isa] ? isas[isa] : "default", cml_dtype_name(dtypes[d]), (int)types[t],
+                    (long long)n, (int)in_place, (long long)bad);
+          }
+          for (int j = 0; j < M; ++j) {
+            if (!in_place) free(r[j]);
+            free(x[j]);
+          }
+          free(want);
+          co_deinit(&k);
+          ASSERT_EQ_INT(bad, 0);
+        }
+      }
+    }
+  }
+  // ReduceScatter of f32 sums over 3 members: member p gets part p of the axis.
+  for (int isa = 0; isa < 3; ++isa) {
+    const int64_t rows = 3 * 41, cols = 37;
+    const int64_t di[] = {rows, cols}, dout[] = {rows / M, cols};
+    cml_shape_t in = shape(CML_DTYPE_F32, 2, di), out = shape(CML_DTYPE_F32, 2, dout);
+    co_t k;
+    co_init_isa(&k, CML_OP_REDUCE_SCATTER, M, 2, isas[isa], 1, &in, &out);
+    k.attrs.reduce_type = CML_REDUCE_SUM;
+    k.attrs.axis = 0;
+    float* x[M];
+    float* r[M];
+    for (int j = 0; j < M; ++j) {
+      x[j] = malloc(sizeof(float) * (size_t)(rows * cols));
+      r[j] = malloc(sizeof(float) * (size_t)(rows / M * cols));
+      ASSERT_TRUE(x[j] && r[j]);
+      for (int64_t i = 0; i < rows * cols; ++i) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        x[j][i] = ((float)((seed >> 20) & 0xffff) / 65536.f - 0.5f) *
+                  ldexpf(1.f, (int)((seed >> 40) % 25) - 12);
+      }
+      k.in[j][0] = x[j];
+      k.out[j][0] = r[j];
+    }
+    ASSERT_STATUS_OK(co_run(&k));
+    int64_t bad = 0;
+    for (int p = 0; p < M; ++p) {
+      for (int64_t i = 0; i < rows / M * cols; ++i) {
+        const int64_t at = p * (rows / M) * cols + i;
+        const float want = (x[0][at] + x[1][at]) + x[2][at];
+        bad += memcmp(&r[p][i], &want, sizeof want) != 0;
+      }
+    }
+    for (int j = 0; j < M; ++j) free(x[j]), free(r[j]);
+    co_deinit(&k);
+    ASSERT_EQ_INT(bad, 0);
+  }
+}
+
 //===--- AllGather, ReduceScatter, AllToAll ---===//
 
 TEST(all_gather_axis1) {
@@ -637,7 +831,8 @@ TEST(a_deadline_stops_a_wait) {
 TEST_MAIN(TEST_ENTRY(all_reduce_sum_two_operands_four_slots),
           TEST_ENTRY(all_reduce_groups_max_min_product), TEST_ENTRY(all_reduce_dtypes),
           TEST_ENTRY(all_reduce_large_chunks_devices_over_threads), TEST_ENTRY(all_reduce_in_place),
-          TEST_ENTRY(all_gather_axis1), TEST_ENTRY(reduce_scatter_and_all_to_all_reference_values),
+          TEST_ENTRY(all_reduce_simd_folds_match_the_member_order), TEST_ENTRY(all_gather_axis1),
+          TEST_ENTRY(reduce_scatter_and_all_to_all_reference_values),
           TEST_ENTRY(reduce_scatter_and_all_to_all_inner_axes),
           TEST_ENTRY(collective_permute_zeros_for_non_targets),
           TEST_ENTRY(collective_broadcast_from_first_member), TEST_ENTRY(replica_and_partition_ids),
