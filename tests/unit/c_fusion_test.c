@@ -262,6 +262,62 @@ TEST(broadcasts_read_in_place) {
   }
 }
 
+// y = x * B(m[d0, d1], axes 0, 1) + B(v[last], last axis) over a rank-3 or rank-4 x.
+typedef struct ft_nd_t {
+  int32_t rank;
+  int64_t dims[4];
+} ft_nd_t;
+static const ft_nd_t ft_nd[] = {{3, {3, 5, 700}},   {4, {2, 3, 7, 5}},   {4, {4, 3, 2, 300}},
+                                {3, {7, 300, 1}},   {4, {2, 2, 100, 3}}, {3, {5, 2, 256}},
+                                {4, {3, 1, 2, 257}}};
+
+static cml_status_t ft_build_bcast_nd(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                      size_t* count) {
+  const int32_t rank = (int32_t)g->in[0].rank;
+  const int64_t a01[2] = {0, 1}, last = rank - 1;
+  cml_value_t x = ft_param(f, g, 0), m = ft_param(f, g, 1), v = ft_param(f, g, 2);
+  cml_value_t y = cml_op_mul(f, x, ft_bcast(f, m, g->in[0].dims, rank, a01, 2));
+  outs[0] = cml_op_add(f, y, ft_bcast(f, v, g->in[0].dims, rank, &last, 1));
+  *count = 1;
+  return CML_OK;
+}
+
+// Rank 3 and 4 outputs whose loops walk several axes: each range's output index is advanced
+// from the previous range's (carries across two and three axes, blocks that cross runs, chunks
+// that start mid-run on 3 threads) and must match the index computed from scratch.
+TEST(broadcasts_of_rank_3_and_4) {
+  for (size_t t = 0; t < sizeof ft_nd / sizeof ft_nd[0]; ++t) {
+    const int32_t rank = ft_nd[t].rank;
+    const int64_t* dims = ft_nd[t].dims;
+    ft_graph_t g = {.name = "bcast_nd", .build = ft_build_bcast_nd};
+    g.in_count = 3;
+    g.in[0] = cml_shape_make(CML_DTYPE_F32, rank, dims);
+    g.in[1] = cml_shape_make(CML_DTYPE_F32, 2, dims);
+    g.in[2] = cml_shape_make(CML_DTYPE_F32, 1, &dims[rank - 1]);
+    void* outs[FT_MAX_OUT] = {0};
+    size_t count = 0;
+    cml_executable_t* exe = NULL;
+    cml_backend_t* b = NULL;
+    ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+    ASSERT_EQ_INT(count, 1);
+    ASSERT_EQ_INT(ft_steps(exe, CML_OP_BROADCAST_IN_DIM, -1), 0);
+    const float* y = outs[0];
+    const int64_t n = cml_shape_element_count(&g.in[0]);
+    const int64_t inner = dims[rank - 1];
+    const int64_t per_m = n / (dims[0] * dims[1]);  // elements per m entry
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      // Multiples of 1/64 below 16 in magnitude: every operation is exact.
+      const float want = ft_value(0, i) * ft_value(1, i / per_m) + ft_value(2, i % inner);
+      bad += y[i] != want;
+    }
+    ASSERT_EQ_INT(bad, 0);
+    free(outs[0]);
+    cml_executable_release(exe);
+    cml_backend_release(b);
+  }
+}
+
 // A broadcast read by a loop and by an unfused op (a Transpose): it runs once, for the
 // Transpose; the loop still reads the operand.
 static cml_status_t ft_build_bcast_shared(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
@@ -841,7 +897,7 @@ TEST(gathered_rows_read_in_place) {
   }
 }
 
-TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place),
+TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place), TEST_ENTRY(broadcasts_of_rank_3_and_4),
           TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(slices_read_in_place),
           TEST_ENTRY(row_reductions_of_loops), TEST_ENTRY(column_reductions_of_loops),
           TEST_ENTRY(short_run_reductions_and_segment_broadcasts),
