@@ -642,38 +642,10 @@ typedef struct cmlc_fused_scratch_t {
   // and phase, no longer, reuses them.
   int64_t cached_phase[CMLC_FUSED_MAX_BCAST], cached_len[CMLC_FUSED_MAX_BCAST];
   int64_t cached_segment[CMLC_FUSED_MAX_BCAST];
-  // The output index of element |at_pos| (-1: none yet): a loop's ranges follow each other, so
-  // the next one's index is this one advanced, without the divisions (cmlc_fused_index_of).
-  int64_t at_pos;
-  int64_t at[CML_MAX_RANK];
 } cmlc_fused_scratch_t;
 
 static void cmlc_fused_scratch_init(cmlc_fused_scratch_t* s) {
   for (int k = 0; k < CMLC_FUSED_MAX_BCAST; ++k) s->cached_phase[k] = -1;
-  s->at_pos = -1;
-}
-
-// The output index of element |start| (s->at afterwards): advanced from the last one asked for
-// when |start| lies less than one innermost run ahead of it (the ranges of a block, the next
-// block), else computed with divisions.
-static const int64_t* cmlc_fused_index_of(const cmlc_fused_t* f, cmlc_fused_scratch_t* s,
-                                          int64_t start) {
-  const int32_t last = f->rank - 1;
-  const int64_t delta = start - s->at_pos;
-  if (s->at_pos < 0 || delta < 0 || last < 0 || delta >= f->dims[last]) {
-    cmlc_fused_index(f, start, s->at);
-  } else if (delta > 0) {
-    s->at[last] += delta;
-    if (s->at[last] >= f->dims[last]) {
-      s->at[last] -= f->dims[last];
-      for (int32_t d = last - 1; d >= 0; --d) {
-        if (++s->at[d] < f->dims[d]) break;
-        s->at[d] = 0;
-      }
-    }
-  }
-  s->at_pos = start;
-  return s->at;
 }
 
 // Copies one element of |size| bytes |n| times into |dst|.
@@ -690,7 +662,8 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
   const cmlc_fused_t* f = c->f;
   const void* bcast_at[CMLC_FUSED_MAX_INPUTS];
   int64_t bcast_stride[CMLC_FUSED_MAX_INPUTS];
-  const int64_t* at = NULL;  // the output index of |start|, once an input needs it
+  int64_t at[CML_MAX_RANK];  // the output index of |start|, once an input needs it
+  bool have_at = false;
   for (uint32_t j = 0; j < f->input_count; ++j) {
     if (f->mode[j] == CMLC_FUSED_GATHER) {
       uint8_t* dst = s->bcast[f->bcast_slot[j]];
@@ -707,7 +680,8 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
       const int64_t phase = (start + len - 1) / f->segment[j] == seg ? start % f->period[j] : -1;
       if (phase < 0 || s->cached_phase[slot] != phase || s->cached_segment[slot] != seg ||
           s->cached_len[slot] < len) {
-        if (!at) at = cmlc_fused_index_of(f, s, start);
+        if (!have_at) cmlc_fused_index(f, start, at);
+        have_at = true;
         cmlc_fused_gather(f, j, (const char*)c->inputs[j], at, len, (char*)s->bcast[slot]);
         s->cached_phase[slot] = phase;
         s->cached_segment[slot] = seg;
@@ -717,7 +691,8 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
       bcast_stride[j] = 1;
       continue;
     }
-    if (!at) at = cmlc_fused_index_of(f, s, start);
+    if (!have_at) cmlc_fused_index(f, start, at);
+    have_at = true;
     int64_t off = f->in_offset[j];
     for (int32_t d = 0; d < f->rank; ++d) off += at[d] * f->in_strides[j][d];
     bcast_at[j] = (const char*)c->inputs[j] + (size_t)off * f->in_size[j];
@@ -799,7 +774,7 @@ static void cmlc_fused_block(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
   }
   const int64_t inner = f->dims[f->rank - 1];
   while (len > 0) {
-    const int64_t to_end = inner - cmlc_fused_index_of(f, s, start)[f->rank - 1];
+    const int64_t to_end = inner - start % inner;
     const int64_t n = len < to_end ? len : to_end;
     cmlc_fused_range(c, start, n, out, true, s);
     start += n;
