@@ -3,9 +3,10 @@
 // device slots against memcpy bandwidth in the same run, and one data-parallel MLP training
 // step on c:devices=2,threads=2 against the same step on one device with 2 threads.
 //
-// AllReduce is timed two ways: one execute per AllReduce (end to end: the 4 fresh 64 MiB output
-// buffers are part of it, page faults included), and 8 AllReduces chained in a While loop in
-// one execute (the state stays in the arena: the steady-state cost of the collective). The
+// AllReduce is timed three ways: one execute per AllReduce (end to end: the 4 fresh 64 MiB
+// output buffers are part of it, page faults included), 8 AllReduces chained in a While loop in
+// one execute (the state stays in the arena: the steady-state cost of the collective), and one
+// execute per AllReduce of 64 MiB of bf16 (mixed-precision gradients, summed in f32). The
 // figures are algorithm bandwidth (operand bytes / time) and NCCL's bus bandwidth (algorithm
 // bandwidth x 2(n-1)/n), each as a ratio against a 64 MiB memcpy between two warm buffers
 // (bytes / time). Never part of CI; prints figures only.
@@ -97,13 +98,13 @@ static bool check(cml_status_t st, const char* what) {
 //===--- AllReduce vs memcpy ---===//
 
 // x -> AllReduce(x) once, or |loops| times in a While loop.
-static cml_status_t build_all_reduce(cml_backend_t* be, int devices, int64_t n, int loops,
-                                     cml_executable_t** out) {
+static cml_status_t build_all_reduce(cml_backend_t* be, int devices, cml_dtype_t dtype, int64_t n,
+                                     int loops, cml_executable_t** out) {
   cml_builder_t* b = NULL;
   CML_RETURN_IF_ERROR(cml_builder_create(be, "all_reduce", &b));
   cml_status_t st = cml_builder_spmd(b, devices);
   cml_function_t* f = cml_builder_main(b);
-  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){n});
+  cml_shape_t s = cml_shape_make(dtype, 1, (int64_t[]){n});
   cml_value_t x = cml_parameter(f, "x", &s), r = CML_VALUE_INVALID;
   if (loops <= 1) {
     cml_op_all_reduce(f, &x, 1, CML_REDUCE_SUM, NULL, &r);
@@ -185,26 +186,47 @@ static int bench_all_reduce(int reps, int64_t mib, int devices, int threads) {
   const double floor_s = devices * (pmemcpy_s < memcpy_s ? pmemcpy_s : memcpy_s);
   printf("  %-44s %9.2f ms %8.2f GB/s  %.2fx memcpy\n", "floor (n reads + n writes at that rate)",
          floor_s * 1e3, (double)bytes / floor_s / 1e9, memcpy_s / floor_s);
-  const int loops[2] = {1, 8};
-  for (int v = 0; v < 2; ++v) {
+  // BFloat16 operands of the same byte size (2n elements): mixed-precision gradients.
+  const int64_t nb = 2 * n;
+  uint16_t* host_bf16 = malloc(bytes);
+  for (int64_t i = 0; i < nb; ++i) host_bf16[i] = cml_f32_to_bf16((float)(i % 1024));
+  cml_buffer_t* in_bf16[64] = {0};
+  cml_shape_t sb = cml_shape_make(CML_DTYPE_BF16, 1, (int64_t[]){nb});
+  for (int j = 0; j < devices; ++j) {
+    if (!check(cml_buffer_from_host(be, j, &sb, host_bf16, bytes, &in_bf16[j]), "buffer")) return 1;
+  }
+  const int loops[3] = {1, 8, 1};
+  for (int v = 0; v < 3; ++v) {
+    const bool bf16 = v == 2;
     cml_executable_t* exe = NULL;
-    if (!check(build_all_reduce(be, devices, n, loops[v], &exe), "compile")) return 1;
+    if (!check(build_all_reduce(be, devices, bf16 ? CML_DTYPE_BF16 : CML_DTYPE_F32, bf16 ? nb : n,
+                                loops[v], &exe),
+               "compile")) {
+      return 1;
+    }
     cml_buffer_t* out[64] = {0};
     bool ok = true;
     double cpu = 0;
     for (int r = -1; ok && r < reps; ++r) {  // r = -1: warm-up
       double c1 = cpu_s();
       double t0 = now_s();
-      ok = check(cml_executable_execute(exe, in, (size_t)devices, NULL, 0, out), "execute");
+      ok = check(cml_executable_execute(exe, bf16 ? in_bf16 : in, (size_t)devices, NULL, 0, out),
+                 "execute");
       double dt = now_s() - t0;
       if (r >= 0) t[r] = dt / loops[v];
       if (r >= 0) cpu += (cpu_s() - c1) / loops[v];
       if (ok && r == reps - 1) {  // check slot 1's result
-        float probe[4];
+        float probe[1];
         cml_buffer_t* o = out[devices > 1 ? 1 : 0];
-        float* all = malloc(bytes);
+        uint8_t* all = malloc(bytes);
         ok = check(cml_buffer_copy_to_host(o, all, bytes), "copy");
-        memcpy(probe, all + 1000, sizeof probe);
+        if (bf16) {
+          uint16_t h;
+          memcpy(&h, all + 1000 * sizeof h, sizeof h);
+          probe[0] = cml_bf16_to_f32(h);
+        } else {
+          memcpy(probe, all + 1000 * sizeof(float), sizeof probe);
+        }
         free(all);
         float want = 1000.f;  // x[1000] summed over the devices, |loops| times
         for (int k = 0; k < loops[v]; ++k) want *= (float)devices;
@@ -220,12 +242,14 @@ static int bench_all_reduce(int reps, int64_t mib, int devices, int threads) {
     printf(
         "  %-44s %9.2f ms %8.2f GB/s  %.2fx memcpy (bus %.2f GB/s: %.2fx), %.2fx the floor  "
         "(CPU %.1f ms)\n",
-        v == 0 ? "AllReduce, one per execute (+ new outputs)"
-               : "AllReduce, 8 in a While loop (per AllReduce)",
+        v == 0   ? "AllReduce, one per execute (+ new outputs)"
+        : v == 1 ? "AllReduce, 8 in a While loop (per AllReduce)"
+                 : "AllReduce of bf16 (64 MiB), one per execute",
         s_per * 1e3, gbs, gbs / memcpy_gbs, bus, bus / memcpy_gbs, floor_s / s_per,
         cpu / reps * 1e3);
   }
-  for (int j = 0; j < devices; ++j) cml_buffer_release(in[j]);
+  for (int j = 0; j < devices; ++j) cml_buffer_release(in[j]), cml_buffer_release(in_bf16[j]);
+  free(host_bf16);
   free(t);
   free(a);
   free(b);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/half_inline.h"
+
 #if defined(__has_include)
 #if __has_include("distributed/mpi_comm.h")
 #include "distributed/mpi_comm.h"
@@ -78,8 +80,8 @@ static void cml_host_accumulate(cml_dtype_t dtype, const void* src, void* acc, i
       case CML_DTYPE_BF16:
       case CML_DTYPE_F32: {
         float v = dtype == CML_DTYPE_F32   ? ((const float*)src)[i]
-                  : dtype == CML_DTYPE_F16 ? cml_f16_to_f32(((const uint16_t*)src)[i])
-                                           : cml_bf16_to_f32(((const uint16_t*)src)[i]);
+                  : dtype == CML_DTYPE_F16 ? cml__f16_to_f32(((const uint16_t*)src)[i])
+                                           : cml__bf16_to_f32(((const uint16_t*)src)[i]);
         float* a = (float*)acc;
         a[i] = first ? v : a[i] + v;
         break;
@@ -113,7 +115,7 @@ static void cml_host_convert_back(cml_dtype_t dtype, const void* acc, void* dst,
         if (dtype == CML_DTYPE_F32) {
           ((float*)dst)[i] = v;
         } else {
-          ((uint16_t*)dst)[i] = dtype == CML_DTYPE_F16 ? cml_f32_to_f16(v) : cml_f32_to_bf16(v);
+          ((uint16_t*)dst)[i] = dtype == CML_DTYPE_F16 ? cml__f32_to_f16(v) : cml__f32_to_bf16(v);
         }
         break;
       }

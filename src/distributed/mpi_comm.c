@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/half_inline.h"
 #include "cml/backend_impl.h"
 
 //===--- reductions ---===//
@@ -131,18 +132,18 @@ static bool cml__mpi_is_half(cml_dtype_t dtype) {
 static void cml__mpi_halves_to_f32(cml_dtype_t dtype, const uint16_t* in, float* out,
                                    int64_t count) {
   if (dtype == CML_DTYPE_F16) {
-    for (int64_t i = 0; i < count; ++i) out[i] = cml_f16_to_f32(in[i]);
+    for (int64_t i = 0; i < count; ++i) out[i] = cml__f16_to_f32(in[i]);
   } else {
-    for (int64_t i = 0; i < count; ++i) out[i] = cml_bf16_to_f32(in[i]);
+    for (int64_t i = 0; i < count; ++i) out[i] = cml__bf16_to_f32(in[i]);
   }
 }
 
 static void cml__mpi_f32_to_halves(cml_dtype_t dtype, const float* in, uint16_t* out,
                                    int64_t count) {
   if (dtype == CML_DTYPE_F16) {
-    for (int64_t i = 0; i < count; ++i) out[i] = cml_f32_to_f16(in[i]);
+    for (int64_t i = 0; i < count; ++i) out[i] = cml__f32_to_f16(in[i]);
   } else {
-    for (int64_t i = 0; i < count; ++i) out[i] = cml_f32_to_bf16(in[i]);
+    for (int64_t i = 0; i < count; ++i) out[i] = cml__f32_to_bf16(in[i]);
   }
 }
 

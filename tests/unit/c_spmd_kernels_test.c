@@ -472,24 +472,35 @@ static uint32_t fold_u32(cml_reduce_type_t t, bool is_signed, uint32_t a, uint32
   }
 }
 
-// AllReduce and ReduceScatter through the SIMD folds (f32, i32/u32/i64/u64) on every ISA, 3
-// members (two folds per element), cached and streamed sizes, separate outputs and in place:
-// every element equals the member-order scalar fold, bit for bit. The f32 values span 2^-12 ..
-// 2^12 so that another summation order would round differently; Max/Min see NaNs and signed
-// zeros; the integers wrap.
+// A half float's value (|dtype| F16 or BF16) and back, rounded to nearest even.
+static float half_to_f32(cml_dtype_t dtype, uint16_t h) {
+  return dtype == CML_DTYPE_F16 ? cml_f16_to_f32(h) : cml_bf16_to_f32(h);
+}
+static uint16_t f32_to_half(cml_dtype_t dtype, float f) {
+  return dtype == CML_DTYPE_F16 ? cml_f32_to_f16(f) : cml_f32_to_bf16(f);
+}
+
+// AllReduce and ReduceScatter through the SIMD folds (f32, f16, bf16, i32/u32/i64/u64) on
+// every ISA, 3 members (two folds per element), cached and streamed sizes, separate outputs and
+// in place: every element equals the member-order scalar fold, bit for bit (half floats folded
+// in f32 and rounded once). The float values span 2^-12 .. 2^12 so that another summation
+// order would round differently; Max/Min see NaNs and signed zeros; the integers wrap.
 TEST(all_reduce_simd_folds_match_the_member_order) {
   const char* isas[] = {NULL, "avx512=false", "avx512=false,avx2=false"};
   const cml_dtype_t dtypes[] = {CML_DTYPE_F32, CML_DTYPE_I32, CML_DTYPE_U32, CML_DTYPE_I64,
-                                CML_DTYPE_U64};
+                                CML_DTYPE_U64, CML_DTYPE_F16, CML_DTYPE_BF16};
   const cml_reduce_type_t types[] = {CML_REDUCE_SUM, CML_REDUCE_PRODUCT, CML_REDUCE_MAX,
                                      CML_REDUCE_MIN};
   enum { M = 3 };
   uint64_t seed = 12345;
   for (int isa = 0; isa < 3; ++isa) {
-    for (int d = 0; d < 5; ++d) {
+    for (int d = 0; d < 7; ++d) {
+      const bool half = dtypes[d] == CML_DTYPE_F16 || dtypes[d] == CML_DTYPE_BF16;
       for (int t = 0; t < 4; ++t) {
-        // Streamed (3 x 3 x 4 MiB and more written) only for f32 sums, to keep the test short.
-        const bool big = dtypes[d] == CML_DTYPE_F32 && types[t] == CML_REDUCE_SUM;
+        // Streamed (3 x 3 x 4 MiB and more written) only for f32 and bf16 sums, to keep the
+        // test short.
+        const bool big = (dtypes[d] == CML_DTYPE_F32 || dtypes[d] == CML_DTYPE_BF16) &&
+                         types[t] == CML_REDUCE_SUM;
         for (int v = 0; v < (big ? 3 : 2); ++v) {
           const int64_t n = v == 0 ? 1003 : v == 1 ? 70001 : 3145733;
           const bool in_place = v == 1;
@@ -508,14 +519,18 @@ TEST(all_reduce_simd_folds_match_the_member_order) {
             for (int64_t i = 0; i < n; ++i) {
               seed = seed * 6364136223846793005ull + 1442695040888963407ull;
               const uint64_t bits = seed >> 11;
-              if (dtypes[d] == CML_DTYPE_F32) {
+              if (dtypes[d] == CML_DTYPE_F32 || half) {
                 float f = ((float)(bits & 0xffff) / 65536.f - 0.5f) *
                           ldexpf(1.f, (int)((bits >> 16) % 25) - 12);
                 const int special = (int)((bits >> 40) % 64);
                 if (special == 0) f = NAN;
                 if (special == 1) f = 0.f;
                 if (special == 2) f = -0.f;
-                ((float*)x[j])[i] = f;
+                if (half) {
+                  ((uint16_t*)x[j])[i] = f32_to_half(dtypes[d], f);
+                } else {
+                  ((float*)x[j])[i] = f;
+                }
               } else if (es == 4) {
                 ((uint32_t*)x[j])[i] = (uint32_t)(bits * 2654435761u);
               } else {
@@ -534,6 +549,12 @@ TEST(all_reduce_simd_folds_match_the_member_order) {
               float a = ((float*)x[0])[i];
               for (int j = 1; j < M; ++j) a = fold_f32(types[t], a, ((float*)x[j])[i]);
               ((float*)want)[i] = a;
+            } else if (half) {
+              float a = half_to_f32(dtypes[d], ((uint16_t*)x[0])[i]);
+              for (int j = 1; j < M; ++j) {
+                a = fold_f32(types[t], a, half_to_f32(dtypes[d], ((uint16_t*)x[j])[i]));
+              }
+              ((uint16_t*)want)[i] = f32_to_half(dtypes[d], a);
             } else if (es == 4) {
               uint32_t a = ((uint32_t*)x[0])[i];
               for (int j = 1; j < M; ++j) a = fold_u32(types[t], sgn, a, ((uint32_t*)x[j])[i]);
@@ -551,6 +572,8 @@ TEST(all_reduce_simd_folds_match_the_member_order) {
               // Any NaN matches a NaN (payloads are not specified).
               if (dtypes[d] == CML_DTYPE_F32 && isnan(((float*)want)[i])) {
                 bad += !isnan(((float*)r[j])[i]);
+              } else if (half && isnan(half_to_f32(dtypes[d], ((uint16_t*)want)[i]))) {
+                bad += !isnan(half_to_f32(dtypes[d], ((uint16_t*)r[j])[i]));
               } else {
                 bad += memcmp(r[j] + (size_t)i * es, want + (size_t)i * es, es) != 0;
               }

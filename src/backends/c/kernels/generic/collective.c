@@ -131,8 +131,8 @@ typedef void (*cmlc_co_reduce_fn)(void* dst, const void* const* src, int n, int6
 
 // Elements a reducer combines per step: every source is folded into a local block of this
 // many elements, then the block is stored once. (gcc 12 at -O2 leaves the float folds scalar:
-// one addss per element and source. On SIMD ISAs the f32 and 32/64-bit integer operands take
-// the elementwise SIMD kernels instead, cmlc_co_simd_fold below.)
+// one addss per element and source. On SIMD ISAs the float and 32/64-bit integer operands take
+// the elementwise SIMD kernels instead, cmlc_co_simd_pick below.)
 #define CMLC_CO_LANES 32
 
 // A reducer over T whose values are combined as CT (unsigned for wrapping integer arithmetic).
@@ -207,8 +207,8 @@ CMLC_CO_FLOAT(f64, double)
   CMLC_CO_HALF(cmlc_co_product_##sfx, TO_F32, FROM_F32, CMLC_CO_MUL) \
   CMLC_CO_HALF(cmlc_co_max_##sfx, TO_F32, FROM_F32, CMLC_CO_FMAX)    \
   CMLC_CO_HALF(cmlc_co_min_##sfx, TO_F32, FROM_F32, CMLC_CO_FMIN)
-CMLC_CO_HALVES(f16, cml_f16_to_f32, cml_f32_to_f16)
-CMLC_CO_HALVES(bf16, cml_bf16_to_f32, cml_f32_to_bf16)
+CMLC_CO_HALVES(f16, cml__f16_to_f32, cml__f32_to_f16)
+CMLC_CO_HALVES(bf16, cml__bf16_to_f32, cml__f32_to_bf16)
 #undef CMLC_CO_HALVES
 #undef CMLC_CO_HALF
 
@@ -310,13 +310,25 @@ static cml_op_t cmlc_co_binary_op(cml_reduce_type_t type) {
   }
 }
 
-// The SIMD binary kernel that folds |dtype| values as |type| does, for |options|' ISA, or NULL
-// (then the reducer above runs). Only where one binary step per source is the reducer's
-// arithmetic: f32 and f64 (the same operations in the same source order, so the same bits)
-// and the 32- and 64-bit integers (wrapping). Half floats are not: the reducer rounds once
-// after folding every source in f32.
-static cmlc_ew_fn cmlc_co_simd_fold(const cmlc_options_t* options, cml_dtype_t dtype,
-                                    cml_reduce_type_t type) {
+// The SIMD kernels that fold |dtype| values as |type| does (cmlc_co_simd_pick), or none
+// (|op| NULL: the reducer above runs). f32, f64 and the 32- and 64-bit integers take one binary
+// step per source (the same operations in the same source order, so the same bits; integers
+// wrap). Float16 / BFloat16 are widened to f32, folded there and narrowed once at the end, as
+// the reducer does.
+typedef struct cmlc_co_simd_t {
+  cmlc_ew_fn op;              // the binary op, on |dtype| (on f32 for half floats)
+  cmlc_ew_convert_fn widen;   // half floats: |dtype| -> f32, else NULL
+  cmlc_ew_convert_fn narrow;  // half floats: f32 -> |dtype|, else NULL
+} cmlc_co_simd_t;
+
+static cmlc_co_simd_t cmlc_co_simd_pick(const cmlc_options_t* options, cml_dtype_t dtype,
+                                        cml_reduce_type_t type) {
+  cmlc_co_simd_t k = {NULL, NULL, NULL};
+  if (type != CML_REDUCE_SUM && type != CML_REDUCE_PRODUCT && type != CML_REDUCE_MAX &&
+      type != CML_REDUCE_MIN) {
+    return k;
+  }
+  const cml_op_t op = cmlc_co_binary_op(type);
   switch (dtype) {
     case CML_DTYPE_F32:
     case CML_DTYPE_F64:
@@ -324,36 +336,69 @@ static cmlc_ew_fn cmlc_co_simd_fold(const cmlc_options_t* options, cml_dtype_t d
     case CML_DTYPE_U32:
     case CML_DTYPE_I64:
     case CML_DTYPE_U64:
-      break;
+      k.op = cmlc_ew_simd_binary_fn(options, op, dtype);
+      return k;
+    case CML_DTYPE_F16:
+    case CML_DTYPE_BF16:
+      k.op = cmlc_ew_simd_binary_fn(options, op, CML_DTYPE_F32);
+      k.widen = cmlc_ew_simd_convert_fn(options, dtype, CML_DTYPE_F32);
+      k.narrow = cmlc_ew_simd_convert_fn(options, CML_DTYPE_F32, dtype);
+      if (!k.op || !k.widen || !k.narrow) k.op = NULL;
+      return k;
     default:
-      return NULL;
+      return k;
   }
-  if (type != CML_REDUCE_SUM && type != CML_REDUCE_PRODUCT && type != CML_REDUCE_MAX &&
-      type != CML_REDUCE_MIN) {
-    return NULL;
-  }
-  return cmlc_ew_simd_binary_fn(options, cmlc_co_binary_op(type), dtype);
 }
 
+// Half-float elements folded per step in f32 (two L1 buffers of this many floats).
+#define CMLC_CO_HALF_STEP 1024
+
 // Reduces |count| elements at element offset |offset| of the |n| sources into |dst| (which
-// must not be a source): with |simd| (a cmlc_co_simd_fold kernel), sources 0 and 1 combined
-// into |dst|, then each further source folded into it, in source order; else |reduce|.
-static void cmlc_co_fold(cmlc_ew_fn simd, cmlc_co_reduce_fn reduce, void* dst,
+// must not be a source): with |simd|->op, sources 0 and 1 combined into |dst|, then each
+// further source folded into it, in source order (half floats: in f32, |dst| written once per
+// step); else |reduce|.
+static void cmlc_co_fold(const cmlc_co_simd_t* simd, cmlc_co_reduce_fn reduce, void* dst,
                          const void* const* src, int n, int64_t offset, int64_t count,
                          size_t esize) {
-  if (!simd || n < 2) {
+  if (!simd->op || n < 2) {
     reduce(dst, src, n, offset, count);
     return;
   }
   static const int64_t stride[2] = {1, 1};
+  if (simd->widen) {
+    _Alignas(64) float acc[CMLC_CO_HALF_STEP], next[CMLC_CO_HALF_STEP];
+    const void* in[2] = {acc, next};
+    for (int64_t b = 0; b < count; b += CMLC_CO_HALF_STEP) {
+      const int64_t m = count - b < CMLC_CO_HALF_STEP ? count - b : CMLC_CO_HALF_STEP;
+      const size_t at = (size_t)(offset + b) * esize;
+      simd->widen(acc, (const uint8_t*)src[0] + at, m);
+      for (int k = 1; k < n; ++k) {
+        simd->widen(next, (const uint8_t*)src[k] + at, m);
+        simd->op(acc, in, stride, m);
+      }
+      simd->narrow((uint8_t*)dst + (size_t)b * esize, acc, m);
+    }
+    return;
+  }
   const size_t at = (size_t)offset * esize;
   const void* in[2] = {(const uint8_t*)src[0] + at, (const uint8_t*)src[1] + at};
-  simd(dst, in, stride, count);
+  simd->op(dst, in, stride, count);
   for (int k = 2; k < n; ++k) {
     in[0] = dst;
     in[1] = (const uint8_t*)src[k] + at;
-    simd(dst, in, stride, count);
+    simd->op(dst, in, stride, count);
   }
+}
+
+// The SIMD kernels the lookup picked (cmlc_co_simd_pick, for operand 0's dtype), for an operand
+// of |dtype|: none when it differs.
+static cmlc_co_simd_t cmlc_co_simd_of(const cmlc_kernel_args_t* a, cml_dtype_t dtype) {
+  cmlc_co_simd_t k = {NULL, NULL, NULL};
+  if (dtype != a->input_shapes[0]->dtype) return k;
+  k.op = (cmlc_ew_fn)a->impl[0];
+  k.widen = (cmlc_ew_convert_fn)a->impl[1];
+  k.narrow = (cmlc_ew_convert_fn)a->impl[2];
+  return k;
 }
 
 // A range of one operand reduced by the pool: elements [base + begin, base + end) of the
@@ -362,7 +407,7 @@ static void cmlc_co_fold(cmlc_ew_fn simd, cmlc_co_reduce_fn reduce, void* dst,
 // is written, so an output may share storage with its member's source (in place).
 typedef struct cmlc_co_task_t {
   cmlc_co_reduce_fn reduce;
-  cmlc_ew_fn simd;         // cmlc_co_simd_fold's kernel, or NULL
+  cmlc_co_simd_t simd;     // cmlc_co_simd_pick's kernels (op NULL: none)
   const void* const* src;  // n source base pointers
   int n;
   int64_t base;  // first element of this member's range
@@ -415,12 +460,12 @@ static void cmlc_co_reduce_blocks(const cmlc_co_task_t* t, int64_t begin, int64_
     const size_t bytes = (size_t)m * t->esize;
     if (!stream && !t->in_place) {  // straight into this member's output, then copied from it
       uint8_t* d = t->dst + (size_t)at * t->esize;
-      cmlc_co_fold(t->simd, t->reduce, d, t->src, t->n, at, m, t->esize);
+      cmlc_co_fold(&t->simd, t->reduce, d, t->src, t->n, at, m, t->esize);
       for (int k = 0; k < t->copy_count; ++k)
         memcpy(t->copies[k] + (size_t)at * t->esize, d, bytes);
       continue;
     }
-    cmlc_co_fold(t->simd, t->reduce, block, t->src, t->n, at, m, t->esize);
+    cmlc_co_fold(&t->simd, t->reduce, block, t->src, t->n, at, m, t->esize);
     if (stream) {
       cmlc_co_stream_copy(t->dst + (size_t)at * t->esize, block, bytes);
       for (int k = 0; k < t->copy_count; ++k) {
@@ -486,8 +531,7 @@ static cml_status_t cmlc_co_all_reduce(const cmlc_kernel_args_t* a) {
     }
     cmlc_co_task_t t = {
         .reduce = cmlc_co_reducer(s->dtype, type),
-        // The lookup picked the SIMD fold for operand 0's dtype.
-        .simd = s->dtype == a->input_shapes[0]->dtype ? (cmlc_ew_fn)a->impl[0] : NULL,
+        .simd = cmlc_co_simd_of(a, s->dtype),
         .src = src,
         .n = r.count,
         .base = begin,
@@ -597,7 +641,7 @@ static cml_status_t cmlc_co_reduce_scatter(const cmlc_kernel_args_t* a) {
   const cml_reduce_type_t type = a->node->attrs->reduce_type;
   const cml_shape_t* in = a->input_shapes[0];
   const cmlc_co_reduce_fn reduce = cmlc_co_reducer(in->dtype, type);
-  const cmlc_ew_fn simd = (cmlc_ew_fn)a->impl[0];
+  const cmlc_co_simd_t simd = cmlc_co_simd_of(a, in->dtype);
   if (!reduce) {
     return cml_status_make(CML_STATUS_UNIMPLEMENTED, "ReduceScatter: no %s reduction of %s",
                            cml_reduce_type_name(type), cml_dtype_name(in->dtype));
@@ -624,7 +668,7 @@ static cml_status_t cmlc_co_reduce_scatter(const cmlc_kernel_args_t* a) {
     const int64_t from = o * in->dims[axis] * inner + (int64_t)r.position * span;
     for (int64_t b = 0; b < span; b += CMLC_CO_BLOCK) {
       const int64_t m = span - b < CMLC_CO_BLOCK ? span - b : CMLC_CO_BLOCK;
-      cmlc_co_fold(simd, reduce, dst + (size_t)(o * span + b) * esize, src, r.count, from + b, m,
+      cmlc_co_fold(&simd, reduce, dst + (size_t)(o * span + b) * esize, src, r.count, from + b, m,
                    esize);
     }
   }
@@ -738,8 +782,11 @@ bool cmlc_kernels_collective_lookup(const cml_module_t* module, const cml_ir_nod
     }
   }
   if (node->op == CML_OP_ALL_REDUCE || node->op == CML_OP_REDUCE_SCATTER) {
-    out->impl[0] = (cmlc_impl_fn)cmlc_co_simd_fold(
-        options, module->values[node->inputs[0]].shape.dtype, node->attrs->reduce_type);
+    const cmlc_co_simd_t k = cmlc_co_simd_pick(options, module->values[node->inputs[0]].shape.dtype,
+                                               node->attrs->reduce_type);
+    out->impl[0] = (cmlc_impl_fn)k.op;
+    out->impl[1] = (cmlc_impl_fn)k.widen;
+    out->impl[2] = (cmlc_impl_fn)k.narrow;
   }
   switch (node->op) {
     case CML_OP_ALL_REDUCE:
