@@ -41,9 +41,9 @@ static inline double cmlc_load_f64(const void* p, int64_t i, cml_dtype_t dtype) 
     case CML_DTYPE_U64:
       return (double)((const uint64_t*)p)[i];
     case CML_DTYPE_F16:
-      return cml_f16_to_f32(((const uint16_t*)p)[i]);
+      return cml__f16_to_f32(((const uint16_t*)p)[i]);
     case CML_DTYPE_BF16:
-      return cml_bf16_to_f32(((const uint16_t*)p)[i]);
+      return cml__bf16_to_f32(((const uint16_t*)p)[i]);
     case CML_DTYPE_F32:
       return ((const float*)p)[i];
     case CML_DTYPE_F64:
@@ -65,9 +65,9 @@ static inline float cmlc_load_f32(const void* p, int64_t i, cml_dtype_t dtype) {
     case CML_DTYPE_F32:
       return ((const float*)p)[i];
     case CML_DTYPE_F16:
-      return cml_f16_to_f32(((const uint16_t*)p)[i]);
+      return cml__f16_to_f32(((const uint16_t*)p)[i]);
     case CML_DTYPE_BF16:
-      return cml_bf16_to_f32(((const uint16_t*)p)[i]);
+      return cml__bf16_to_f32(((const uint16_t*)p)[i]);
     default:
       return (float)cmlc_load_f64(p, i, dtype);
   }

@@ -38,10 +38,10 @@ static inline void cmlc_fk_store_f32(void* p, int64_t i, cml_dtype_t dtype, floa
       ((float*)p)[i] = v;
       return;
     case CML_DTYPE_F16:
-      ((uint16_t*)p)[i] = cml_f32_to_f16(v);
+      ((uint16_t*)p)[i] = cml__f32_to_f16(v);
       return;
     case CML_DTYPE_BF16:
-      ((uint16_t*)p)[i] = cml_f32_to_bf16(v);
+      ((uint16_t*)p)[i] = cml__f32_to_bf16(v);
       return;
     default:
       cmlc_store_f64(p, i, dtype, v);

@@ -403,7 +403,7 @@ static void cmlc_widen_bf16(const uint16_t* src, float* dst, int64_t n) {
 }
 
 static void cmlc_widen_f16(const uint16_t* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = cml_f16_to_f32(src[i]);
+  for (int64_t i = 0; i < n; ++i) dst[i] = cml__f16_to_f32(src[i]);
 }
 
 // Contiguous runs of a half operand widen in bulk while packing (F16C for f16 with a SIMD ISA).
@@ -430,7 +430,7 @@ static void cmlc_narrow_bf16(const float* src, uint16_t* d, int64_t n) {
 }
 
 static void cmlc_narrow_f16(const float* src, uint16_t* d, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) d[i] = cml_f32_to_f16(src[i]);
+  for (int64_t i = 0; i < n; ++i) d[i] = cml__f32_to_f16(src[i]);
 }
 
 cmlc__gemm_narrow_fn cmlc__gemm_narrow_pick(cml_dtype_t dtype, cmlc_isa_t isa) {

@@ -434,7 +434,7 @@ static void cmlc_rd_simd_a(void* ctx, int64_t begin, int64_t end, int thread_ind
       ((float*)p->out)[o] = acc;
     } else {
       ((uint16_t*)p->out)[o] =
-          p->half == CML_DTYPE_BF16 ? cml_f32_to_bf16(acc) : cml_f32_to_f16(acc);
+          p->half == CML_DTYPE_BF16 ? cml__f32_to_bf16(acc) : cml__f32_to_f16(acc);
     }
   }
 }
@@ -590,7 +590,7 @@ static void cmlc_rd_simd_f32_cols2(void* ctx, int64_t begin, int64_t end, int th
       uint16_t* y = (uint16_t*)p->out + row * width + c0;
       const bool bf = p->half == CML_DTYPE_BF16;
       for (int64_t j = 0; j < len; ++j)
-        y[j] = bf ? cml_f32_to_bf16(total[j]) : cml_f32_to_f16(total[j]);
+        y[j] = bf ? cml__f32_to_bf16(total[j]) : cml__f32_to_f16(total[j]);
     }
   }
 }

@@ -575,9 +575,9 @@ static void cmlc_wn_rows_half(void* ctx, int64_t begin, int64_t end, int thread_
         if (c->widen) {
           c->widen(row, src, n);
         } else if (bf) {
-          for (int64_t j = 0; j < n; ++j) row[j] = cml_bf16_to_f32(src[j]);
+          for (int64_t j = 0; j < n; ++j) row[j] = cml__bf16_to_f32(src[j]);
         } else {
-          for (int64_t j = 0; j < n; ++j) row[j] = cml_f16_to_f32(src[j]);
+          for (int64_t j = 0; j < n; ++j) row[j] = cml__f16_to_f32(src[j]);
         }
         switch (type) {
           case CML_REDUCE_SUM:
@@ -604,7 +604,7 @@ static void cmlc_wn_rows_half(void* ctx, int64_t begin, int64_t end, int thread_
       } else if (c->narrow) {
         c->narrow(dst, acc, n);
       } else {
-        for (int64_t j = 0; j < n; ++j) dst[j] = cml_f32_to_f16(acc[j]);
+        for (int64_t j = 0; j < n; ++j) dst[j] = cml__f32_to_f16(acc[j]);
       }
     }
   }
@@ -900,8 +900,8 @@ CMLC_WN_SAS_INT(u32, uint32_t, uint32_t)
 CMLC_WN_SAS_INT(u64, uint64_t, uint64_t)
 CMLC_WN_SAS_FN(f32, float, float, CMLC_WN_ID, float, CMLC_WN_ADD)
 CMLC_WN_SAS_FN(f64, double, double, CMLC_WN_ID, double, CMLC_WN_ADD)
-#define CMLC_WN_ADD_F16(a, b) ((a) += cml_f16_to_f32(b))
-#define CMLC_WN_ADD_BF16(a, b) ((a) += cml_bf16_to_f32(b))
+#define CMLC_WN_ADD_F16(a, b) ((a) += cml__f16_to_f32(b))
+#define CMLC_WN_ADD_BF16(a, b) ((a) += cml__bf16_to_f32(b))
 CMLC_WN_SAS_FN(f16, uint16_t, float, cml_f16_to_f32, float, CMLC_WN_ADD_F16)
 CMLC_WN_SAS_FN(bf16, uint16_t, float, cml_bf16_to_f32, float, CMLC_WN_ADD_BF16)
 
@@ -1103,17 +1103,17 @@ static cml_status_t cmlc_wn_select_and_scatter(const cmlc_kernel_args_t* args) {
           if (narrow) {
             narrow(o, acc, n);
           } else {
-            for (int64_t i = 0; i < n; ++i) o[i] = cml_f32_to_f16(acc[i]);
+            for (int64_t i = 0; i < n; ++i) o[i] = cml__f32_to_f16(acc[i]);
           }
         } else {
           cmlc_f32_to_bf16_row(o, acc, n);
         }
       } else if (xs->dtype == CML_DTYPE_F16) {
         cmlc_wn_sas_f16(&g, op, (const uint16_t*)x, (const uint16_t*)src, src_count, acc);
-        for (int64_t i = 0; i < n; ++i) o[i] = cml_f32_to_f16(acc[i]);
+        for (int64_t i = 0; i < n; ++i) o[i] = cml__f32_to_f16(acc[i]);
       } else {
         cmlc_wn_sas_bf16(&g, op, (const uint16_t*)x, (const uint16_t*)src, src_count, acc);
-        for (int64_t i = 0; i < n; ++i) o[i] = cml_f32_to_bf16(acc[i]);
+        for (int64_t i = 0; i < n; ++i) o[i] = cml__f32_to_bf16(acc[i]);
       }
       break;
     }

@@ -309,7 +309,7 @@ CMLC_F16C_TARGET void cmlc__gemm_widen_f16_f16c(const uint16_t* src, float* dst,
   for (; i + 8 <= n; i += 8) {
     _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(src + i))));
   }
-  for (; i < n; ++i) dst[i] = cml_f16_to_f32(src[i]);
+  for (; i < n; ++i) dst[i] = cml__f16_to_f32(src[i]);
 }
 
 // dst[i] = src[i] rounded to binary16 (nearest even; NaN -> sign | 0x7E00): the bits of
@@ -326,7 +326,7 @@ CMLC_F16C_TARGET void cmlc__gemm_narrow_f16_f16c(const float* src, uint16_t* dst
     _mm_storeu_si128((__m128i*)(dst + i),
                      _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
-  for (; i < n; ++i) dst[i] = cml_f32_to_f16(src[i]);
+  for (; i < n; ++i) dst[i] = cml__f32_to_f16(src[i]);
 }
 
 #else
