@@ -446,29 +446,20 @@ static float fold_f32(cml_reduce_type_t t, float a, float b) {
   }
 }
 
-static uint64_t fold_u64(cml_reduce_type_t t, bool is_signed, uint64_t a, uint64_t b) {
+// The same for 32- or 64-bit integers (|bits|), wrapping; values zero-extended to 64 bits.
+static uint64_t fold_int(cml_reduce_type_t t, int bits, bool is_signed, uint64_t a, uint64_t b) {
+  const uint64_t mask = bits == 64 ? ~(uint64_t)0 : 0xffffffffu;
+  const int64_t sa = bits == 64 ? (int64_t)a : (int64_t)(int32_t)(uint32_t)a;
+  const int64_t sb = bits == 64 ? (int64_t)b : (int64_t)(int32_t)(uint32_t)b;
   switch (t) {
     case CML_REDUCE_SUM:
-      return a + b;
+      return (a + b) & mask;
     case CML_REDUCE_PRODUCT:
-      return a * b;
+      return (a * b) & mask;
     case CML_REDUCE_MAX:
-      return is_signed ? ((int64_t)a > (int64_t)b ? a : b) : (a > b ? a : b);
+      return is_signed ? (sa > sb ? a : b) : (a > b ? a : b);
     default:
-      return is_signed ? ((int64_t)a < (int64_t)b ? a : b) : (a < b ? a : b);
-  }
-}
-
-static uint32_t fold_u32(cml_reduce_type_t t, bool is_signed, uint32_t a, uint32_t b) {
-  switch (t) {
-    case CML_REDUCE_SUM:
-      return a + b;
-    case CML_REDUCE_PRODUCT:
-      return a * b;
-    case CML_REDUCE_MAX:
-      return is_signed ? ((int32_t)a > (int32_t)b ? a : b) : (a > b ? a : b);
-    default:
-      return is_signed ? ((int32_t)a < (int32_t)b ? a : b) : (a < b ? a : b);
+      return is_signed ? (sa < sb ? a : b) : (a < b ? a : b);
   }
 }
 
@@ -557,11 +548,13 @@ TEST(all_reduce_simd_folds_match_the_member_order) {
               ((uint16_t*)want)[i] = f32_to_half(dtypes[d], a);
             } else if (es == 4) {
               uint32_t a = ((uint32_t*)x[0])[i];
-              for (int j = 1; j < M; ++j) a = fold_u32(types[t], sgn, a, ((uint32_t*)x[j])[i]);
+              for (int j = 1; j < M; ++j) {
+                a = (uint32_t)fold_int(types[t], 32, sgn, a, ((uint32_t*)x[j])[i]);
+              }
               ((uint32_t*)want)[i] = a;
             } else {
               uint64_t a = ((uint64_t*)x[0])[i];
-              for (int j = 1; j < M; ++j) a = fold_u64(types[t], sgn, a, ((uint64_t*)x[j])[i]);
+              for (int j = 1; j < M; ++j) a = fold_int(types[t], 64, sgn, a, ((uint64_t*)x[j])[i]);
               ((uint64_t*)want)[i] = a;
             }
           }
