@@ -72,6 +72,10 @@ static void ft_fill(const cml_shape_t* s, size_t k, void* data) {
   for (int64_t i = 0; i < n; ++i) {
     if (s->dtype == CML_DTYPE_F64) {
       ((double*)data)[i] = ft_value(k, i);
+    } else if (s->dtype == CML_DTYPE_BF16) {
+      ((uint16_t*)data)[i] = cml_f32_to_bf16(ft_value(k, i));
+    } else if (s->dtype == CML_DTYPE_F16) {
+      ((uint16_t*)data)[i] = cml_f32_to_f16(ft_value(k, i));
     } else {
       ((float*)data)[i] = ft_value(k, i);
     }
@@ -315,6 +319,64 @@ TEST(broadcasts_of_rank_3_and_4) {
     free(outs[0]);
     cml_executable_release(exe);
     cml_backend_release(b);
+  }
+}
+
+// Unary ops of a broadcast read in place: with the broadcast along the innermost axis (|extra|
+// 0) a run reads one element with stride 0, which the loop expands before a unary kernel reads
+// it (the unary kernels read contiguously: they once read a whole block from that one element).
+// out0 = -B(x) + y, out1 = convert(IsFinite(B(x))) * y, out2 = exp(B(x)) + floor(B(x)).
+static cml_status_t ft_build_unary_bcast(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                         size_t* count) {
+  const int64_t dims[2] = {g->r, g->c};
+  const int64_t axis = g->extra ? 1 : 0;
+  const cml_dtype_t dt = g->in[1].dtype;
+  cml_value_t x = ft_param(f, g, 0), y = ft_param(f, g, 1);
+  cml_value_t bx = ft_bcast(f, x, dims, 2, &axis, 1);
+  outs[0] = cml_op_add(f, cml_op_neg(f, bx), y);
+  outs[1] = cml_op_mul(f, cml_op_convert_dtype(f, cml_op_is_finite(f, bx), dt), y);
+  outs[2] = cml_op_add(f, cml_op_exp(f, bx), cml_op_floor(f, bx));
+  *count = 3;
+  return CML_OK;
+}
+
+TEST(unary_ops_of_broadcasts) {
+  // {rows, columns, extra}: x[rows] along the runs (stride 0: read in place on runs of 256 or
+  // more, gathered on shorter ones), or x[columns] across them (stride 1).
+  const int64_t shapes[][3] = {{32, 300, 0}, {3, 1000, 0}, {37, 5, 0}, {6, 700, 1}, {4, 256, 0}};
+  const cml_dtype_t dtypes[] = {CML_DTYPE_F32, CML_DTYPE_BF16, CML_DTYPE_F16};
+  for (size_t d = 0; d < 3; ++d) {
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
+      ft_graph_t g = {.name = "unary_bcast",
+                      .build = ft_build_unary_bcast,
+                      .r = shapes[t][0],
+                      .c = shapes[t][1],
+                      .extra = shapes[t][2]};
+      g.in_count = 2;
+      g.in[0] = cml_shape_make(dtypes[d], 1, g.extra ? &g.c : &g.r);
+      g.in[1] = cml_shape_make(dtypes[d], 2, (int64_t[]){g.r, g.c});
+      void* outs[FT_MAX_OUT] = {0};
+      size_t count = 0;
+      cml_executable_t* exe = NULL;
+      cml_backend_t* b = NULL;
+      ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+      ASSERT_EQ_INT(count, 3);
+      ASSERT_EQ_INT(ft_steps(exe, CML_OP_BROADCAST_IN_DIM, -1), 0);
+      if (dtypes[d] == CML_DTYPE_F32) {
+        const float* o0 = outs[0];
+        const float* o1 = outs[1];
+        for (int64_t i = 0; i < g.r; ++i) {
+          for (int64_t j = 0; j < g.c; ++j) {
+            const float x = ft_value(0, g.extra ? j : i), y = ft_value(1, i * g.c + j);
+            ASSERT_EQ_DBL(o0[i * g.c + j], -x + y);  // multiples of 1/64: exact
+            ASSERT_EQ_DBL(o1[i * g.c + j], y);
+          }
+        }
+      }
+      for (size_t o = 0; o < count; ++o) free(outs[o]);
+      cml_executable_release(exe);
+      cml_backend_release(b);
+    }
   }
 }
 
@@ -898,8 +960,9 @@ TEST(gathered_rows_read_in_place) {
 }
 
 TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place), TEST_ENTRY(broadcasts_of_rank_3_and_4),
-          TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(slices_read_in_place),
-          TEST_ENTRY(row_reductions_of_loops), TEST_ENTRY(column_reductions_of_loops),
+          TEST_ENTRY(unary_ops_of_broadcasts), TEST_ENTRY(broadcast_with_another_reader_still_runs),
+          TEST_ENTRY(slices_read_in_place), TEST_ENTRY(row_reductions_of_loops),
+          TEST_ENTRY(column_reductions_of_loops),
           TEST_ENTRY(short_run_reductions_and_segment_broadcasts),
           TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader),
           TEST_ENTRY(values_read_by_several_members_join_the_loop),

@@ -650,7 +650,30 @@ static void cmlc_fused_scratch_init(cmlc_fused_scratch_t* s) {
 
 // Copies one element of |size| bytes |n| times into |dst|.
 static void cmlc_fused_expand(const void* src, size_t size, int64_t n, uint8_t* dst) {
-  for (int64_t i = 0; i < n; ++i) memcpy(dst + (size_t)i * size, src, size);
+#define CMLC_FUSED_EXPAND(T)                          \
+  do {                                                \
+    T v;                                              \
+    memcpy(&v, src, sizeof v);                        \
+    for (int64_t i = 0; i < n; ++i) ((T*)dst)[i] = v; \
+  } while (0)
+  switch (size) {
+    case 1:
+      CMLC_FUSED_EXPAND(uint8_t);
+      break;
+    case 2:
+      CMLC_FUSED_EXPAND(uint16_t);
+      break;
+    case 4:
+      CMLC_FUSED_EXPAND(uint32_t);
+      break;
+    case 8:
+      CMLC_FUSED_EXPAND(uint64_t);
+      break;
+    default:
+      for (int64_t i = 0; i < n; ++i) memcpy(dst + (size_t)i * size, src, size);
+      break;
+  }
+#undef CMLC_FUSED_EXPAND
 }
 
 // Computes output elements [start, start + len) (len <= CMLC_FUSED_BLOCK) into |out|. With
@@ -702,6 +725,7 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
     const cmlc_fused_op_t* op = &f->ops[i];
     const void* in[3] = {NULL, NULL, NULL};
     int64_t stride[3] = {0, 0, 0};
+    size_t size0 = 0;  // the element size of argument 0 when it is an input
     for (int a = 0; a < op->arg_count; ++a) {
       const int16_t arg = op->args[a];
       stride[a] = 1;
@@ -710,6 +734,7 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
         continue;
       }
       const uint32_t j = (uint32_t)(-arg - 1);
+      if (a == 0) size0 = f->in_size[j];
       switch (f->mode[j]) {
         case CMLC_FUSED_FULL:
           in[a] = (const char*)c->inputs[j] + (size_t)start * f->in_size[j];
@@ -726,6 +751,14 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
     }
     void* dst = op->dst >= 0 ? (void*)s->regs[op->dst] : (void*)out;
     if (op->fn) {
+      // The unary kernels read their input contiguously (the unfused driver never broadcasts
+      // it): one element read in place (a broadcast input with stride 0 along the run) is
+      // expanded first.
+      if (op->arg_count == 1 && stride[0] == 0) {
+        cmlc_fused_expand(in[0], size0, len, s->expanded);
+        in[0] = s->expanded;
+        stride[0] = 1;
+      }
       op->fn(dst, in, stride, len);
       continue;
     }
