@@ -24,7 +24,9 @@
 //===--- inner loop kernels ---===//
 
 // An elementwise inner loop: writes |n| consecutive output elements at |out| from |in|[j],
-// each read with element stride |stride|[j] (0: one value broadcast, 1: consecutive).
+// each read with element stride |stride|[j] (0: one value broadcast, 1: consecutive). Unary
+// loops (one input) read it consecutively whatever |stride|[0] says: a caller with one
+// broadcast element expands it first (loop_fusion.c).
 typedef void (*cmlc_ew_fn)(void* out, const void* const* in, const int64_t* stride, int64_t n);
 
 // Kernel tables: the inner loop for |op| whose (first value) operand has |dtype|, or NULL.
