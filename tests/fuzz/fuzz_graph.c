@@ -19,8 +19,10 @@
 // inputs give the same bytes; every error is a status; everything created through the backend's
 // allocator is freed once the builder, executable and buffers are released.
 //
-// Execution is skipped when any value exceeds CML_FUZZ_EXEC_BYTES (time, not correctness) and
-// when a raw While (unbounded loop) was built. Bool inputs are 0 or 1 (other bytes are not Bool
+// Execution is skipped when any value exceeds CML_FUZZ_EXEC_BYTES, when the window, convolution
+// and contraction ops together exceed CML_FUZZ_EXEC_WORK multiply-adds (both time, not
+// correctness: a ReduceWindow of 7^4 windows over [17,17,17,17] is legal and slow) and when a
+// raw While (unbounded loop) was built. Bool inputs are 0 or 1 (other bytes are not Bool
 // values).
 #include <math.h>
 #include <stdbool.h>
@@ -42,6 +44,7 @@
 #define CML_FUZZ_MAX_DEPTH 4
 #define CML_FUZZ_EXEC_BYTES ((size_t)1 << 18)
 #define CML_FUZZ_TOTAL_BYTES ((size_t)4 << 20)
+#define CML_FUZZ_EXEC_WORK ((uint64_t)1 << 24)
 #define CML_FUZZ_CONST_BYTES 1024
 
 //===--- the byte stream ---===//
@@ -189,6 +192,7 @@ typedef struct fz_graph_t {
   int depth;       // stack[depth - 1] is the current function
   bool unbounded;  // a raw While was built: do not execute
   size_t max_bytes, total_bytes;
+  uint64_t work;          // estimated element visits of the heavy ops (fz_add_work)
   bool ok_before;         // builder healthy before the current op
   cml_mesh_t* meshes[2];  // made by the AutoSharding step; destroyed after compile
   int mesh_count;
@@ -239,6 +243,30 @@ static cml_value_t fz_note(fz_graph_t* g, cml_value_t v, const char* what) {
     ++g->value_count;
   }
   return v;
+}
+
+// Adds |per_element| visits for every element of |v| (when valid) to the graph's work.
+static void fz_add_work(fz_graph_t* g, cml_value_t v, uint64_t per_element) {
+  cml_shape_t s;
+  if (v == CML_VALUE_INVALID || !cml_builder_value_shape(g->b, v, &s)) return;
+  uint64_t n = 1;
+  for (int32_t i = 0; i < s.rank; ++i) {
+    const uint64_t d = s.dims[i] > 0 ? (uint64_t)s.dims[i] : 0;
+    n = d != 0 && n > UINT64_MAX / d ? UINT64_MAX : n * d;
+  }
+  const uint64_t w =
+      per_element != 0 && n > UINT64_MAX / per_element ? UINT64_MAX : n * per_element;
+  g->work = w > UINT64_MAX - g->work ? UINT64_MAX : g->work + w;
+}
+
+// The product of |count| sizes (1 for none, saturating; negative ones count as 1).
+static uint64_t fz_product(const int64_t* dims, int32_t count) {
+  uint64_t n = 1;
+  for (int32_t i = 0; i < count && i < CML_MAX_RANK; ++i) {
+    const uint64_t d = dims[i] > 0 ? (uint64_t)dims[i] : 1;
+    n = n > UINT64_MAX / d ? UINT64_MAX : n * d;
+  }
+  return n;
 }
 
 static void fz_note_multi(fz_graph_t* g, bool ok, const cml_value_t* out, size_t count,
@@ -1258,7 +1286,9 @@ static void fz_step(fz_graph_t* g) {
         }
       }
       cml_value_t kernel = fz_u8(z) < 200 ? cml_op_iota(f, &ks, fz_u8(z) % 2) : fz_pick(g);
-      fz_note(g, cml_op_conv_general(f, input, kernel, &c), "ConvGeneral");
+      cml_value_t conv = fz_note(g, cml_op_conv_general(f, input, kernel, &c), "ConvGeneral");
+      const cml_shape_t kshape = fz_shape_of(g, kernel);
+      fz_add_work(g, conv, fz_product(kshape.dims, kshape.rank));
       break;
     }
     case FZ_REDUCE_WINDOW:
@@ -1296,11 +1326,14 @@ static void fz_step(fz_graph_t* g) {
       }
       cml_reduce_type_t type = (cml_reduce_type_t)(fz_u8(z) % (CML_REDUCE_TYPE_COUNT + 1));
       cml_value_t r = cml_op_reduce_window(f, x, type, &w);
+      const uint64_t window = fz_product(w.window_dims, w.rank);
+      fz_add_work(g, r, window);
       if (opcode == FZ_REDUCE_WINDOW) {
         fz_note(g, r, "ReduceWindow");
       } else {
         cml_op_t op = (cml_op_t)(CML_OP_SELECT_AND_SCATTER_MAX + fz_u8(z) % 3);
         cml_value_t source = fz_u8(z) < 220 ? r : fz_pick(g);
+        fz_add_work(g, source, window);
         fz_note(g, cml_op_select_and_scatter(f, op, x, source, &w), "SelectAndScatter");
       }
       break;
@@ -1328,12 +1361,21 @@ static void fz_step(fz_graph_t* g) {
       }
       if (fz_u8(z) > 200) c.accumulator_dtype = fz_dtype(z);
       if (fz_u8(z) > 200) c.output_dtype = fz_dtype(z);
-      fz_note(g, cml_op_dot_general(f, lhs, rhs, &c), "DotGeneral");
+      cml_value_t dot = fz_note(g, cml_op_dot_general(f, lhs, rhs, &c), "DotGeneral");
+      int64_t contracted[CML_MAX_RANK];
+      int32_t nc = 0;
+      for (int32_t i = 0; i < c.lhs_contracting_count && i < CML_MAX_RANK; ++i) {
+        const int64_t a = c.lhs_contracting_axes[i];
+        contracted[nc++] = a >= 0 && a < ls.rank ? ls.dims[a] : 1;
+      }
+      fz_add_work(g, dot, fz_product(contracted, nc));
       break;
     }
     case FZ_DOT: {
       cml_value_t lhs = fz_pick(g);
-      fz_note(g, cml_op_dot(f, lhs, fz_pick(g)), "Dot");
+      const cml_shape_t ls = fz_shape_of(g, lhs);
+      cml_value_t dot = fz_note(g, cml_op_dot(f, lhs, fz_pick(g)), "Dot");
+      fz_add_work(g, dot, ls.rank > 0 ? fz_product(&ls.dims[ls.rank - 1], 1) : 1);
       break;
     }
     case FZ_ARG_MIN_MAX: {
@@ -1755,7 +1797,7 @@ int cml_fuzz_graph(const uint8_t* data, size_t size) {
   cml_builder_destroy(g->other);
   for (int i = 0; i < g->mesh_count; ++i) cml_mesh_destroy(g->meshes[i]);
   if (exe) {
-    if (!g->unbounded && g->max_bytes <= CML_FUZZ_EXEC_BYTES &&
+    if (!g->unbounded && g->max_bytes <= CML_FUZZ_EXEC_BYTES && g->work <= CML_FUZZ_EXEC_WORK &&
         g->total_bytes <= CML_FUZZ_TOTAL_BYTES) {
       fz_execute(g, backend, exe);
       if (getenv("CML_FUZZ_VERBOSE")) fprintf(stderr, "fuzz graph: executed\n");
