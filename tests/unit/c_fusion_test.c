@@ -76,6 +76,8 @@ static void ft_fill(const cml_shape_t* s, size_t k, void* data) {
       ((uint16_t*)data)[i] = cml_f32_to_bf16(ft_value(k, i));
     } else if (s->dtype == CML_DTYPE_F16) {
       ((uint16_t*)data)[i] = cml_f32_to_f16(ft_value(k, i));
+    } else if (s->dtype == CML_DTYPE_I32) {
+      ((int32_t*)data)[i] = (int32_t)(ft_value(k, i) * 64.0f);
     } else {
       ((float*)data)[i] = ft_value(k, i);
     }
@@ -384,7 +386,8 @@ TEST(unary_ops_of_broadcasts) {
 
 // A random graph over an output shape: inputs of the output's shape, broadcasts of a subset of
 // its axes, scalars and slices of a larger array, combined by a chain of unary, binary and
-// ternary ops that read the inputs and earlier results. Rebuilt from its seed (g->extra) by
+// ternary ops that read the inputs and earlier results; f32, bf16 or i32 (whose chains go
+// through f32 and back instead of the float-only ops). Rebuilt from its seed (g->extra) by
 // the builder, so that every configuration compiles the same graph.
 enum { RG_MAX_IN = 4, RG_MAX_OPS = 8 };
 typedef struct rg_input_t {
@@ -413,7 +416,8 @@ static void rg_make(uint64_t seed, rg_spec_t* sp) {
   static const int64_t sizes[] = {1, 2, 3, 5, 7, 16, 17, 64, 255, 256, 300};
   uint64_t s = seed * 2654435761u + 17;
   memset(sp, 0, sizeof *sp);
-  sp->dtype = rg_next(&s) % 4 == 0 ? CML_DTYPE_BF16 : CML_DTYPE_F32;
+  const uint32_t dt = rg_next(&s) % 8;
+  sp->dtype = dt < 2 ? CML_DTYPE_BF16 : dt < 4 ? CML_DTYPE_I32 : CML_DTYPE_F32;
   for (;;) {
     sp->rank = 1 + (int32_t)(rg_next(&s) % 4);
     int64_t total = 1;
@@ -476,11 +480,20 @@ static cml_status_t ft_build_random(const ft_graph_t* g, cml_function_t* f, cml_
   rg_make((uint64_t)g->extra, &sp);
   cml_value_t v[RG_MAX_IN + RG_MAX_OPS];
   for (int k = 0; k < sp.in_count; ++k) v[k] = rg_input(f, &sp, k, ft_param(f, g, (size_t)k));
-  const cml_value_t half = cml_constant_scalar_f64(f, sp.dtype, 0.5);
+  const bool ints = sp.dtype == CML_DTYPE_I32;
+  const cml_value_t half = cml_constant_scalar_f64(f, sp.dtype, ints ? 3.0 : 0.5);
   for (int i = 0; i < sp.op_count; ++i) {
     const cml_value_t a = v[sp.arg[i][0]], b = v[sp.arg[i][1]], c = v[sp.arg[i][2]];
     cml_value_t r;
-    switch (sp.op[i]) {
+    const int op = sp.op[i];
+    if (ints && (op == 6 || op == 7 || op == 8 || op >= 11)) {
+      // Through f32 and back (truncated): conversions inside an integer loop.
+      cml_value_t x = cml_op_convert_dtype(f, a, CML_DTYPE_F32);
+      x = cml_op_mul(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.37));
+      v[sp.in_count + i] = cml_op_convert_dtype(f, x, CML_DTYPE_I32);
+      continue;
+    }
+    switch (op) {
       case 0:
         r = cml_op_add(f, a, b);
         break;
@@ -488,7 +501,7 @@ static cml_status_t ft_build_random(const ft_graph_t* g, cml_function_t* f, cml_
         r = cml_op_sub(f, a, b);
         break;
       case 2:
-        r = cml_op_mul(f, a, half);  // keeps magnitudes small along the chain
+        r = cml_op_mul(f, a, half);  // keeps float magnitudes small along the chain (ints: x3)
         break;
       case 3:
         r = cml_op_max(f, a, b);
