@@ -410,11 +410,35 @@ static uint32_t cmlc_opt_member_readers(const cml_module_t* m, uint32_t v, const
   return readers;
 }
 
+// Whether no loop but this one (|members|) computes the duplicated node |ni|: every reader of
+// its value is a member, and so is every reader of each duplicated member that reads it, down
+// the chain (a duplicated reader is computed again by each loop that reads it). Chains deeper
+// than |depth| count as read elsewhere.
+static bool cmlc_opt_dup_only_here(const cmlc_planner_t* p, uint32_t ni, const uint32_t* members,
+                                   uint32_t count, const bool* dup, int depth) {
+  const cml_module_t* m = p->module;
+  const uint32_t out = m->nodes[ni].first_output;
+  if (depth <= 0 || cmlc_opt_member_readers(m, out, members, count) != p->uses[out]) return false;
+  for (uint32_t j = 0; j < count; ++j) {
+    const cml_ir_node_t* mn = &m->nodes[members[j]];
+    if (!dup[members[j]]) continue;
+    bool reads = false;
+    for (uint32_t k = 0; k < mn->input_count && !reads; ++k) reads = mn->inputs[k] == out;
+    if (reads && !cmlc_opt_dup_only_here(p, members[j], members, count, dup, depth - 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Whether every node that reads |v| (p->uses: distinct consumers, returned or captured values
 // pinned) is among |members|: a value several members read, computed once in the loop instead
 // of stored (the difference of a loss read by its abs, its square and its comparison). A
-// duplicated reader (|dup|) counts only when its own readers are all members too: otherwise
-// other loops compute it as well, and they need |v| stored.
+// duplicated reader (|dup|) counts only when no other loop computes it (cmlc_opt_dup_only_here):
+// otherwise those loops need |v| stored. Checking only the duplicated reader's own readers was
+// not enough: with f = floor(x), a = abs(f) and s = a - a both duplicated, a loop holding f, a,
+// s and every reader of a took f in, while s (read by a second loop too) was computed again
+// there, with a, from an f that nobody stored.
 static bool cmlc_opt_read_only_by(const cmlc_planner_t* p, uint32_t v, const uint32_t* members,
                                   uint32_t count, const bool* dup) {
   const cml_module_t* m = p->module;
@@ -423,10 +447,7 @@ static bool cmlc_opt_read_only_by(const cmlc_planner_t* p, uint32_t v, const uin
     if (!dup[members[j]]) continue;
     bool reads = false;
     for (uint32_t k = 0; k < mn->input_count && !reads; ++k) reads = mn->inputs[k] == v;
-    if (reads &&
-        cmlc_opt_member_readers(m, mn->first_output, members, count) != p->uses[mn->first_output]) {
-      return false;
-    }
+    if (reads && !cmlc_opt_dup_only_here(p, members[j], members, count, dup, 8)) return false;
   }
   const uint32_t readers = cmlc_opt_member_readers(m, v, members, count);
   return readers >= 2 && readers == p->uses[v];
