@@ -554,6 +554,137 @@ TEST(random_elementwise_graphs_match_unfused) {
   ASSERT_TRUE(fused >= 120);
 }
 
+// Random chains of movement ops (Transpose, Slice, Reverse, Pad, Concatenate with a slice of
+// itself, Reshape to one axis and back) mixed with elementwise ops, rank 3, f32: the planner's
+// in-place Concatenate, slice read-through and loop fusion against the scalar reference
+// (c:reference=true), bit for bit. Every op here is exact, so any difference is a planning or
+// indexing error.
+static cml_status_t ft_build_random_movement(const ft_graph_t* g, cml_function_t* f,
+                                             cml_value_t* outs, size_t* count) {
+  uint64_t s = (uint64_t)g->extra * 7919u + 3;
+  cml_value_t x = ft_param(f, g, 0), y = x;
+  cml_shape_t ys = g->in[0];
+  const int steps = 2 + (int)(rg_next(&s) % 6);
+  for (int i = 0; i < steps; ++i) {
+    const uint32_t r = ys.rank;
+    switch (rg_next(&s) % 7) {
+      case 0: {  // a random permutation
+        int64_t perm[3] = {0, 1, 2};
+        for (int k = 2; k > 0; --k) {
+          const int j = (int)(rg_next(&s) % (uint32_t)(k + 1));
+          const int64_t t = perm[k];
+          perm[k] = perm[j];
+          perm[j] = t;
+        }
+        y = cml_op_transpose(f, y, perm, 3);
+        break;
+      }
+      case 1: {  // a window with steps
+        int64_t st[3], lim[3], step[3];
+        for (int d = 0; d < 3; ++d) {
+          st[d] = ys.dims[d] > 1 ? (int64_t)(rg_next(&s) % 2) : 0;
+          step[d] = 1 + (int64_t)(rg_next(&s) % 2);
+          lim[d] = ys.dims[d];
+        }
+        y = cml_op_slice(f, y, st, lim, step, 3);
+        break;
+      }
+      case 2: {
+        const int64_t ax = (int64_t)(rg_next(&s) % r);
+        y = cml_op_reverse(f, y, &ax, 1);
+        break;
+      }
+      case 3: {
+        cml_pad_axis_t pads[3];
+        for (int d = 0; d < 3; ++d) {
+          pads[d].low = (int64_t)(rg_next(&s) % 3) - (ys.dims[d] > 2 ? 1 : 0);
+          pads[d].high = (int64_t)(rg_next(&s) % 2);
+          pads[d].interior = (int64_t)(rg_next(&s) % 2);
+        }
+        y = cml_op_pad(f, y, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.25), pads, 3);
+        break;
+      }
+      case 4: {  // y concatenated with its first rows along an axis
+        const int64_t ax = (int64_t)(rg_next(&s) % r);
+        int64_t st[3] = {0, 0, 0}, lim[3];
+        for (int d = 0; d < 3; ++d) lim[d] = ys.dims[d];
+        lim[ax] = 1 + (int64_t)(rg_next(&s) % (uint32_t)ys.dims[ax]);
+        const cml_value_t parts[2] = {y, cml_op_slice(f, y, st, lim, NULL, 3)};
+        y = cml_op_concatenate(f, ax, parts, 2);
+        break;
+      }
+      case 5: {  // flattened and back
+        const int64_t n = cml_shape_element_count(&ys);
+        y = cml_op_reshape(f, cml_op_neg(f, cml_op_reshape(f, y, &n, 1)), ys.dims, 3);
+        break;
+      }
+      default:
+        y = cml_op_add(f, y, cml_op_mul(f, y, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5)));
+        break;
+    }
+    cml_shape_t ns;
+    if (!cml_builder_value_shape(cml_function_builder(f), y, &ns)) {
+      return cml_status_make(CML_STATUS_INTERNAL, "random movement graph %lld: step %d",
+                             (long long)g->extra, i);
+    }
+    ys = ns;
+    if (cml_shape_element_count(&ys) == 0 || cml_shape_element_count(&ys) > 200000) break;
+  }
+  outs[0] = y;
+  outs[1] = cml_op_add(f, y, cml_op_abs(f, y));  // y read by a loop too
+  *count = 2;
+  return CML_OK;
+}
+
+TEST(random_movement_graphs_match_reference) {
+  static const char* const configs[] = {"c:threads=2", "c:threads=3,avx512=false",
+                                        "c:threads=1,avx512=false,avx2=false"};
+  static const int64_t sizes[] = {1, 2, 3, 5, 8, 17, 64, 130};
+  static const int64_t inner[] = {1, 5, 17, 64, 256, 300};  // runs of 256+: read in place
+  for (int64_t seed = 1; seed <= 200; ++seed) {
+    uint64_t s = (uint64_t)seed;
+    ft_graph_t g = {.name = "random_movement", .build = ft_build_random_movement, .extra = seed};
+    g.in_count = 1;
+    int64_t dims[3];
+    for (int d = 0; d < 2; ++d) dims[d] = sizes[rg_next(&s) % 8];
+    dims[2] = inner[rg_next(&s) % 6];
+    g.in[0] = cml_shape_make(CML_DTYPE_F32, 3, dims);
+    cml_backend_t* rb = ft_backend("c:reference=true");
+    ASSERT_TRUE(rb != NULL);
+    cml_executable_t* re = NULL;
+    void* ro[FT_MAX_OUT] = {0};
+    size_t rs[FT_MAX_OUT] = {0}, rc = 0;
+    cml_status_t st = ft_compile(rb, &g, &re);
+    if (st == CML_OK) st = ft_run(re, rb, &g, ro, rs, &rc);
+    if (st != CML_OK)
+      fprintf(stderr, "seed %lld reference: %s\n", (long long)seed, cml_status_message(st));
+    ASSERT_STATUS_OK(st);
+    for (size_t k = 0; k < sizeof configs / sizeof configs[0]; ++k) {
+      cml_backend_t* b = ft_backend(configs[k]);
+      ASSERT_TRUE(b != NULL);
+      cml_executable_t* e = NULL;
+      void* o[FT_MAX_OUT] = {0};
+      size_t os[FT_MAX_OUT] = {0}, oc = 0;
+      st = ft_compile(b, &g, &e);
+      if (st == CML_OK) st = ft_run(e, b, &g, o, os, &oc);
+      ASSERT_STATUS_OK(st);
+      ASSERT_EQ_INT(oc, rc);
+      for (size_t i = 0; i < oc; ++i) {
+        const bool same = os[i] == rs[i] && memcmp(o[i], ro[i], os[i]) == 0;
+        if (!same)
+          fprintf(stderr, "seed %lld output %zu differs on %s\n", (long long)seed, i, configs[k]);
+        ASSERT_TRUE(same);
+        free(o[i]);
+      }
+      cml_executable_release(e);
+      cml_backend_release(b);
+    }
+    for (size_t i = 0; i < rc; ++i) free(ro[i]);
+    cml_executable_release(re);
+    cml_backend_release(rb);
+  }
+}
+
 // A broadcast read by a loop and by an unfused op (a Transpose): it runs once, for the
 // Transpose; the loop still reads the operand.
 static cml_status_t ft_build_bcast_shared(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
@@ -1135,6 +1266,7 @@ TEST(gathered_rows_read_in_place) {
 
 TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place), TEST_ENTRY(broadcasts_of_rank_3_and_4),
           TEST_ENTRY(unary_ops_of_broadcasts), TEST_ENTRY(random_elementwise_graphs_match_unfused),
+          TEST_ENTRY(random_movement_graphs_match_reference),
           TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(slices_read_in_place),
           TEST_ENTRY(row_reductions_of_loops), TEST_ENTRY(column_reductions_of_loops),
           TEST_ENTRY(short_run_reductions_and_segment_broadcasts),
