@@ -750,25 +750,20 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
       }
     }
     void* dst = op->dst >= 0 ? (void*)s->regs[op->dst] : (void*)out;
+    // Unary kernels and conversions read their one input contiguously (the unfused driver
+    // never broadcasts it): one element read in place (a scalar, or a broadcast input with
+    // stride 0 along the run) is expanded first.
+    if (op->arg_count == 1 && stride[0] == 0) {
+      cmlc_fused_expand(in[0], size0, len, s->expanded);
+      in[0] = s->expanded;
+      stride[0] = 1;
+    }
     if (op->fn) {
-      // The unary kernels read their input contiguously (the unfused driver never broadcasts
-      // it): one element read in place (a broadcast input with stride 0 along the run) is
-      // expanded first.
-      if (op->arg_count == 1 && stride[0] == 0) {
-        cmlc_fused_expand(in[0], size0, len, s->expanded);
-        in[0] = s->expanded;
-        stride[0] = 1;
-      }
       op->fn(dst, in, stride, len);
       continue;
     }
     // ConvertDType: the SIMD loop its lookup picked, straight on this block, else the runner's
-    // generic path on this block alone (inline, no pool). Both read a contiguous input: one
-    // element read in place (a scalar, or a broadcast input read directly) is expanded first.
-    if (stride[0] == 0) {
-      cmlc_fused_expand(in[0], cmlc_dtype_size(op->from), len, s->expanded);
-      in[0] = s->expanded;
-    }
+    // generic path on this block alone (inline, no pool).
     if (op->convert_impl) {
       ((cmlc_ew_convert_fn)op->convert_impl)(dst, in[0], len);
       continue;
