@@ -6,6 +6,7 @@
 // graphs whose fused results must be bit-identical to the unfused ones on every ISA, and
 // concurrent executions of a fused executable. It also prints (never asserts) the cost of
 // one execution of a tiny graph.
+#include <math.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -264,6 +265,99 @@ TEST(fusion_chain_with_broadcasts) {
     }
     cml_executable_release(exe);
     cml_backend_release(b);
+  }
+}
+
+//===--- groups longer than one loop holds ---===//
+
+enum { OT_LONG_OPS = 48, OT_LONG_R = 24, OT_LONG_C = 300, OT_LONG_B = 9 };
+
+// y = a chain of OT_LONG_OPS ops over x[R, C]: multiplies and adds by distinct scalar constants
+// (op i: *= 1 + i/64, then += i/16), every third op after the tenth also times one of
+// OT_LONG_B broadcast rows b_k[C] (k = i % B), then, with |sum|, a sum over axis 1. One loop
+// holds far fewer distinct inputs (scalars and broadcasts) than the chain reads.
+static cml_status_t ot_build_long(cml_backend_t* backend, bool sum, cml_executable_t** exe) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(backend, "long", &b));
+  cml_function_t* f = cml_builder_main(b);
+  const int64_t dims[2] = {OT_LONG_R, OT_LONG_C}, one = 1;
+  cml_shape_t s = ot_shape2(CML_DTYPE_F32, OT_LONG_R, OT_LONG_C);
+  cml_shape_t rs = ot_vec(CML_DTYPE_F32, OT_LONG_C);
+  cml_value_t y = cml_parameter(f, "x", &s);
+  cml_value_t rows[OT_LONG_B];
+  for (int k = 0; k < OT_LONG_B; ++k) {
+    char name[8];
+    snprintf(name, sizeof name, "b%d", k);
+    rows[k] = cml_op_broadcast_in_dim(f, cml_parameter(f, name, &rs), dims, 2, &one, 1);
+  }
+  for (int i = 0; i < OT_LONG_OPS; ++i) {
+    y = i % 2 == 0 ? cml_op_mul(f, y, cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.0 + i / 64.0))
+                   : cml_op_add(f, y, cml_constant_scalar_f64(f, CML_DTYPE_F32, i / 16.0));
+    if (i > 10 && i % 3 == 0) y = cml_op_mul(f, y, rows[i % OT_LONG_B]);
+  }
+  if (sum) y = cml_op_reduce_sum(f, y, &one, 1);
+  return ot_finish(b, &y, 1, exe);
+}
+
+// A group that reads more distinct inputs than one loop holds is cut into loops that do
+// (each the longest group the loop can take), instead of leaving the whole chain unfused
+// (every op a pass over memory). The results: the same bits as unfused, and the chain computed
+// here one op at a time.
+TEST(fusion_cuts_long_groups_into_loops) {
+  enum { N = OT_LONG_R * OT_LONG_C };
+  static float x[N], rows[OT_LONG_B][OT_LONG_C], want[N], got[N], plain[N];
+  for (int i = 0; i < N; ++i) x[i] = (float)((i * 37) % 101) / 64.0f - 0.75f;
+  for (int k = 0; k < OT_LONG_B; ++k) {
+    for (int j = 0; j < OT_LONG_C; ++j) rows[k][j] = 1.0f + (float)((j * 7 + k) % 5 - 2) / 256.0f;
+  }
+  for (int i = 0; i < N; ++i) {
+    volatile float y = x[i];
+    for (int o = 0; o < OT_LONG_OPS; ++o) {
+      y = o % 2 == 0 ? y * (float)(1.0 + o / 64.0) : y + (float)(o / 16.0);
+      if (o > 10 && o % 3 == 0) y = y * rows[o % OT_LONG_B][i % OT_LONG_C];
+    }
+    want[i] = y;
+  }
+  const void* ins[1 + OT_LONG_B];
+  ins[0] = x;
+  for (int k = 0; k < OT_LONG_B; ++k) ins[1 + k] = rows[k];
+  const char* configs[3] = {"c:threads=2", "c:threads=1,avx512=false",
+                            "c:threads=3,avx512=false,avx2=false"};
+  int ops = OT_LONG_OPS;  // and the products by rows
+  for (int o = 0; o < OT_LONG_OPS; ++o) ops += o > 10 && o % 3 == 0;
+  for (int sum = 0; sum < 2; ++sum) {
+    for (int k = 0; k < 3; ++k) {
+      for (int fusion = 1; fusion >= 0; --fusion) {
+        char config[96];
+        snprintf(config, sizeof config, "%s%s", configs[k], fusion ? "" : ",fusion=false");
+        cml_backend_t* b = ot_backend(config);
+        ASSERT_TRUE(b != NULL);
+        cml_executable_t* exe = NULL;
+        ASSERT_STATUS_OK(ot_build_long(b, sum != 0, &exe));
+        const cmlc_opt_stats_t* st = ot_stats(exe);
+        if (fusion) {
+          // Every op in a loop, in more than one loop (and the sum in the last, where the
+          // ISA's reductions take a produced operand: not the scalar loops).
+          ASSERT_TRUE(st->fused_groups >= 2);
+          ASSERT_TRUE(st->fused_reduces <= (uint32_t)sum);
+          ASSERT_EQ_INT(st->fused_nodes, ops + (int)st->fused_reduces);
+        } else {
+          ASSERT_EQ_INT(st->fused_groups, 0);
+        }
+        void* outs[1] = {fusion ? got : plain};
+        ASSERT_STATUS_OK(ot_run(exe, b, ins, outs));
+        cml_executable_release(exe);
+        cml_backend_release(b);
+      }
+      const int count = sum ? OT_LONG_R : N;
+      for (int i = 0; i < count; ++i) ASSERT_EQ_DBL(got[i], plain[i]);
+      for (int i = 0; i < count && !sum; ++i) ASSERT_EQ_DBL(got[i], want[i]);
+      for (int r = 0; r < count && sum; ++r) {
+        double total = 0.0;
+        for (int j = 0; j < OT_LONG_C; ++j) total += want[r * OT_LONG_C + j];
+        ASSERT_NEAR(got[r], total, 1e-5 * fabs(total));
+      }
+    }
   }
 }
 
@@ -1103,6 +1197,7 @@ TEST(scatter_into_a_broadcast_fills_the_output) {
 
 TEST_MAIN(TEST_ENTRY(folding_constants), TEST_ENTRY(folding_bounds_and_rng),
           TEST_ENTRY(cse_merges_identical_nodes), TEST_ENTRY(fusion_chain_with_broadcasts),
+          TEST_ENTRY(fusion_cuts_long_groups_into_loops),
           TEST_ENTRY(fusion_half_chains_equal_unfused),
           TEST_ENTRY(fused_equals_unfused_random_sweep), TEST_ENTRY(fusion_and_folding_in_closures),
           TEST_ENTRY(concurrent_fused_executions), TEST_ENTRY(transposes_fold_into_dots),

@@ -568,6 +568,52 @@ static void cmlc_opt_undup(cmlc_planner_t* p, uint32_t fi, const bool* dup) {
   }
 }
 
+// Builds the loop of |count| members (|members[0]| is the root; sorted into schedule order
+// here) and the BroadcastInDim, Slice and row Gather inputs it reads through. *out stays NULL,
+// with CML_OK, when the group is not worth a loop.
+static cml_status_t cmlc_opt_build_group(cmlc_planner_t* p, uint32_t fi, uint32_t* members,
+                                         uint32_t count, bool reduce, cmlc_fused_t** out) {
+  const cml_module_t* m = p->module;
+  const cml_shape_t* rs = &m->values[m->nodes[members[0]].first_output].shape;
+  *out = NULL;
+  // Inputs that BroadcastInDim, Slice and row Gather nodes of this function produce: the loop
+  // reads their operands instead (a lone elementwise op with such an input is worth a loop
+  // too).
+  uint32_t through[CMLC_OPT_MAX_GROUP * 3];
+  uint32_t through_count = 0;
+  for (uint32_t j = 0; j < count; ++j) {
+    const cml_ir_node_t* mn = &m->nodes[members[j]];
+    for (uint32_t k = 0; k < mn->input_count; ++k) {
+      const uint32_t v = mn->inputs[k], bi = m->values[v].node;
+      const cml_ir_node_t* bn = &m->nodes[bi];
+      // A Gather of whole rows is read through when this loop is its only reader (its rows
+      // are gathered block by block instead of stored and read back).
+      const bool gather = bn->op == CML_OP_GATHER && cmlc_fused_gather_read_through(m, v) &&
+                          cml_shape_dims_equal(&m->values[v].shape, rs) &&
+                          cmlc_opt_member_readers(m, v, members, count) == p->uses[v];
+      if ((bn->op != CML_OP_BROADCAST_IN_DIM && !cmlc_fused_slice_read_through(m, v) && !gather) ||
+          bn->function != fi || !p->needed[bi] || p->node_state[bi] != CMLC_NODE_PLAIN ||
+          p->value_data[v]) {
+        continue;
+      }
+      bool seen = false;
+      for (uint32_t t = 0; t < through_count && !seen; ++t) seen = through[t] == v;
+      if (!seen) through[through_count++] = v;
+    }
+  }
+  if (count < 2 && through_count == 0 && !reduce) return CML_OK;
+  // Schedule order (positions in the function; the root comes last).
+  for (uint32_t a = 1; a < count; ++a) {
+    for (uint32_t b = a; b > 0 && p->position[members[b - 1]] > p->position[members[b]]; --b) {
+      uint32_t t = members[b];
+      members[b] = members[b - 1];
+      members[b - 1] = t;
+    }
+  }
+  return cmlc_fused_build(m, &p->backend->options, members, count, through, through_count, p->alloc,
+                          out);
+}
+
 cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
   const cmlc_options_t* options = &p->backend->options;
   cmlc_executable_t* exe = p->exe;
@@ -631,52 +677,24 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
       }
       grown = count > before;
     }
-    // Inputs that BroadcastInDim, Slice and row Gather nodes of this function produce: the loop
-    // reads their operands instead (a lone elementwise op with such an input is worth a loop
-    // too).
-    uint32_t through[CMLC_OPT_MAX_GROUP * 3];
-    uint32_t through_count = 0;
-    for (uint32_t j = 0; j < count; ++j) {
-      const cml_ir_node_t* mn = &m->nodes[members[j]];
-      for (uint32_t k = 0; k < mn->input_count; ++k) {
-        const uint32_t v = mn->inputs[k], bi = m->values[v].node;
-        const cml_ir_node_t* bn = &m->nodes[bi];
-        // A Gather of whole rows is read through when this loop is its only reader (its rows
-        // are gathered block by block instead of stored and read back).
-        const bool gather = bn->op == CML_OP_GATHER && cmlc_fused_gather_read_through(m, v) &&
-                            cml_shape_dims_equal(&m->values[v].shape, rs) &&
-                            cmlc_opt_member_readers(m, v, members, count) == p->uses[v];
-        if ((bn->op != CML_OP_BROADCAST_IN_DIM && !cmlc_fused_slice_read_through(m, v) &&
-             !gather) ||
-            bn->function != fi || !p->needed[bi] || p->node_state[bi] != CMLC_NODE_PLAIN ||
-            p->value_data[v]) {
-          continue;
-        }
-        bool seen = false;
-        for (uint32_t t = 0; t < through_count && !seen; ++t) seen = through[t] == v;
-        if (!seen) through[through_count++] = v;
-      }
-    }
-    if (count < 2 && through_count == 0 && reduce == UINT32_MAX) continue;
-    // Schedule order (positions in the function; the root comes last).
-    for (uint32_t a = 1; a < count; ++a) {
-      for (uint32_t b = a; b > 0 && p->position[members[b - 1]] > p->position[members[b]]; --b) {
-        uint32_t t = members[b];
-        members[b] = members[b - 1];
-        members[b - 1] = t;
-      }
-    }
+    // The members in the order they joined: each prefix of it is a group the growth passed
+    // through (every join was decided on the members before it), so a group the loop cannot
+    // take (too many inputs or registers) is cut back to its longest prefix that it can,
+    // instead of leaving every member unfused.
+    uint32_t joined[CMLC_OPT_MAX_GROUP];
+    memcpy(joined, members, count * sizeof *members);
     cmlc_fused_t* fused = NULL;
-    cml_status_t st =
-        cmlc_fused_build(m, options, members, count, through, through_count, p->alloc, &fused);
-    if (st != CML_OK) {
+    for (; count > 0; --count) {
+      memcpy(members, joined, count * sizeof *members);
+      cml_status_t st = cmlc_opt_build_group(p, fi, members, count, reduce != UINT32_MAX, &fused);
+      if (st == CML_OK) break;
       if (cml_status_code(st) == CML_STATUS_RESOURCE_EXHAUSTED) {
         cml_allocator_free(p->alloc, dup, dup_bytes);
         return st;
       }
-      cml_status_free(st);  // a group the loop cannot take: the nodes stay unfused
-      continue;
+      cml_status_free(st);
     }
+    if (!fused) continue;  // nothing worth a loop, or a group the loop cannot take
     if (reduce != UINT32_MAX) {
       if (!cmlc_fused_attach_reduce(fused, m, &m->nodes[reduce], options)) {
         cmlc_fused_destroy(p->alloc, fused);
