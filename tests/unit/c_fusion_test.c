@@ -20,7 +20,7 @@
 #include "cml/cml.h"
 #include "test.h"
 
-enum { FT_MAX_IN = 6, FT_MAX_OUT = 3 };
+enum { FT_MAX_IN = 6, FT_MAX_OUT = 4 };
 
 typedef struct ft_graph_t ft_graph_t;
 typedef cml_status_t (*ft_build_fn)(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
@@ -802,9 +802,10 @@ static cml_status_t ft_build_layernorm(const ft_graph_t* g, cml_function_t* f, c
 }
 
 TEST(row_reductions_of_loops) {
-  // Rows up to the longest produced run (8192) are fused; 8193 is not (read stored).
-  const int64_t shapes[][2] = {{1, 1},    {33, 7},   {8, 256}, {5, 768},
-                               {3, 1000}, {2, 8192}, {2, 8193}};
+  // Rows of any length are fused: up to the longest produced run (8192) produced whole, longer
+  // ones half by half as the SIMD reducer splits them (8193: one split; 40000: three levels).
+  const int64_t shapes[][2] = {{1, 1},    {33, 7},   {8, 256},  {5, 768},
+                               {3, 1000}, {2, 8192}, {2, 8193}, {2, 40000}};
   for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
     ft_graph_t g = {
         .name = "ln", .build = ft_build_layernorm, .r = shapes[t][0], .c = shapes[t][1]};
@@ -818,7 +819,7 @@ TEST(row_reductions_of_loops) {
     ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
     ASSERT_EQ_INT(count, 3);
     // One-element values are not fused (their ops run inline as scalar steps).
-    const bool fused = g.c <= CMLC__RD_PRODUCE_MAX_RUN && g.r * g.c > 1;
+    const bool fused = g.r * g.c > 1;
     // Sum of squares, max and min read loops; the first sum reads x itself.
     ASSERT_EQ_INT(ft_stats(exe)->fused_reduces, fused ? 3 : 0);
     ASSERT_EQ_INT(ft_steps(exe, CML_OP_REDUCE_SUM, CMLC_STEP_FUSED), fused ? 1 : 0);
@@ -850,6 +851,84 @@ TEST(row_reductions_of_loops) {
       }
       ASSERT_EQ_DBL(mx[i], want_max);
       ASSERT_EQ_DBL(mn[i], want_min);
+    }
+    for (size_t o = 0; o < count; ++o) free(outs[o]);
+    cml_executable_release(exe);
+    cml_backend_release(b);
+  }
+}
+
+// Full reductions of loops, f32 and f64 (x converted), and f64 row reductions: sum(y * y) with
+// y = x / 3 + 0.1, max(2x - 1), min(|x|) over every axis, or over the last.
+static cml_status_t ft_build_full(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                  size_t* count) {
+  const bool f64 = g->extra & 1, rows = g->extra & 2;
+  const int64_t last = 1;
+  cml_value_t x = ft_param(f, g, 0);
+  if (f64) x = cml_op_convert_dtype(f, x, CML_DTYPE_F64);
+  const cml_dtype_t dt = f64 ? CML_DTYPE_F64 : CML_DTYPE_F32;
+  cml_value_t two = cml_constant_scalar_f64(f, dt, 2.0), one = cml_constant_scalar_f64(f, dt, 1.0);
+  const int64_t* axes = rows ? &last : (const int64_t[]){0, 1};
+  const int32_t naxes = rows ? 1 : 2;
+  // (y with every mantissa bit used: its squares' sums round, so the order of additions shows.)
+  cml_value_t tenth = cml_constant_scalar_f64(f, dt, 0.1);
+  cml_value_t y = cml_op_add(f, cml_op_mul(f, x, cml_constant_scalar_f64(f, dt, 1.0 / 3.0)), tenth);
+  outs[0] = cml_op_reduce_sum(f, cml_op_mul(f, y, y), axes, naxes);
+  outs[1] = cml_op_reduce_max(f, cml_op_sub(f, cml_op_mul(f, x, two), one), axes, naxes);
+  outs[2] = cml_op_reduce_min(f, cml_op_abs(f, x), axes, naxes);
+  // Terms of both signs near 1e4 that mostly cancel: every grouping rounds differently.
+  outs[3] = cml_op_reduce_sum(
+      f, cml_op_add(f, cml_op_mul(f, x, cml_constant_scalar_f64(f, dt, 3333.3)), tenth), axes,
+      naxes);
+  *count = 4;
+  return CML_OK;
+}
+
+// The reductions read loops that are never stored, with the bits of the stored path on every
+// ISA and thread count: full f32 reductions long enough to be blocked (131072 and more: partials
+// of 65536-element blocks, each reduced half by half as the SIMD reducer splits it), f64 full
+// and row reductions (the scalar kernels' pairwise halves, produced in runs of 4096).
+TEST(full_and_f64_reductions_of_loops) {
+  const struct {
+    int64_t r, c;
+    int kind;  // 1: f64, 2: rows only
+  } cases[] = {{1, 131072, 0}, {3, 100001, 0}, {64, 65537, 0}, {1, 5, 1},    {7, 4097, 1},
+               {1, 300001, 1}, {5, 3, 3},      {9, 4096, 3},   {3, 9001, 3}, {2, 70000, 3}};
+  for (size_t t = 0; t < sizeof cases / sizeof cases[0]; ++t) {
+    ft_graph_t g = {.name = "full",
+                    .build = ft_build_full,
+                    .r = cases[t].r,
+                    .c = cases[t].c,
+                    .extra = cases[t].kind};
+    g.in_count = 1;
+    g.in[0] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.r, g.c});
+    void* outs[FT_MAX_OUT] = {0};
+    size_t count = 0;
+    cml_executable_t* exe = NULL;
+    cml_backend_t* b = NULL;
+    ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+    ASSERT_EQ_INT(count, 4);
+    ASSERT_EQ_INT(ft_stats(exe)->fused_reduces, 4);
+    ASSERT_EQ_INT(ft_steps(exe, CML_OP_MUL, CMLC_STEP_KERNEL), 0);  // no square is stored
+    const bool f64 = g.extra & 1, rows = g.extra & 2;
+    const int64_t groups = rows ? g.r : 1, len = rows ? g.c : g.r * g.c;
+    for (int64_t i = 0; i < groups; ++i) {
+      double sq = 0, mx = -INFINITY, mn = INFINITY, big = 0;
+      for (int64_t j = 0; j < len; ++j) {
+        const double x = ft_value(0, i * len + j), y = x / 3.0 + 0.1;
+        sq += y * y;
+        big += x * 3333.3 + 0.1;
+        if (x * 2 - 1 > mx) mx = x * 2 - 1;
+        if (fabs(x) < mn) mn = fabs(x);
+      }
+      const double got[3] = {f64 ? ((const double*)outs[0])[i] : ((const float*)outs[0])[i],
+                             f64 ? ((const double*)outs[1])[i] : ((const float*)outs[1])[i],
+                             f64 ? ((const double*)outs[2])[i] : ((const float*)outs[2])[i]};
+      ASSERT_NEAR(got[0], sq, (f64 ? 1e-12 : 1e-5) * sq);
+      const double got_big = f64 ? ((const double*)outs[3])[i] : ((const float*)outs[3])[i];
+      ASSERT_NEAR(got_big, big, (f64 ? 1e-12 : 1e-5) * 6667.0 * (double)len);
+      ASSERT_EQ_DBL(got[1], mx);
+      ASSERT_EQ_DBL(got[2], mn);
     }
     for (size_t o = 0; o < count; ++o) free(outs[o]);
     cml_executable_release(exe);
@@ -1268,7 +1347,8 @@ TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place), TEST_ENTRY(broadcasts_of_rank_3_
           TEST_ENTRY(unary_ops_of_broadcasts), TEST_ENTRY(random_elementwise_graphs_match_unfused),
           TEST_ENTRY(random_movement_graphs_match_reference),
           TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(slices_read_in_place),
-          TEST_ENTRY(row_reductions_of_loops), TEST_ENTRY(column_reductions_of_loops),
+          TEST_ENTRY(row_reductions_of_loops), TEST_ENTRY(full_and_f64_reductions_of_loops),
+          TEST_ENTRY(column_reductions_of_loops),
           TEST_ENTRY(short_run_reductions_and_segment_broadcasts),
           TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader),
           TEST_ENTRY(values_read_by_several_members_join_the_loop),

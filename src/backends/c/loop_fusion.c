@@ -825,7 +825,7 @@ static void cmlc_fused_task(void* ctx, int64_t begin, int64_t end, int thread_in
 }
 
 // The input of a fused reduction: group elements [start, start + len) into |dst|.
-static void cmlc_fused_produce(void* ctx, int64_t start, int64_t len, float* dst) {
+static void cmlc_fused_produce(void* ctx, int64_t start, int64_t len, void* dst) {
   const cmlc_fused_ctx_t* c = (const cmlc_fused_ctx_t*)ctx;
   const cmlc_fused_t* f = c->f;
   if (f->prefetch) {
@@ -843,7 +843,7 @@ static void cmlc_fused_produce(void* ctx, int64_t start, int64_t len, float* dst
   cmlc_fused_scratch_init(&s);
   for (int64_t at = 0; at < len; at += CMLC_FUSED_BLOCK) {
     const int64_t n = len - at < CMLC_FUSED_BLOCK ? len - at : CMLC_FUSED_BLOCK;
-    cmlc_fused_block(c, start + at, n, (char*)(dst + at), &s);
+    cmlc_fused_block(c, start + at, n, (char*)dst + (size_t)at * f->out_size, &s);
   }
 }
 
@@ -879,9 +879,9 @@ bool cmlc_fused_reduce_supported(const cml_module_t* module, const cml_ir_node_t
 
 bool cmlc_fused_attach_reduce(cmlc_fused_t* fused, const cml_module_t* module,
                               const cml_ir_node_t* reduce, const cmlc_options_t* options) {
-  if (fused->out_size != sizeof(float) || !cmlc__rd_produced_ok(module, reduce, options)) {
-    return false;
-  }
+  // (f32 or f64: cmlc__rd_produced_ok checks the reduction's dtypes, the group's output is its
+  // input.)
+  if (!cmlc__rd_produced_ok(module, reduce, options)) return false;
   fused->module = module;
   fused->reduce = reduce;
   fused->in_place_input = -1;

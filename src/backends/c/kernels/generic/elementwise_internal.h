@@ -63,6 +63,13 @@ typedef float (*cmlc_rd_f32_fn)(const float* x, int64_t n);
 // The same over |n| contiguous bf16 or f16 values, widened and accumulated in f32 (the same
 // lanes and order as the f32 reduction of the widened values).
 typedef float (*cmlc_rd_half_fn)(const uint16_t* x, int64_t n);
+// The f32 reduction of a run of at most CMLC__RD_SIMD_SPLIT elements (one the reduction does
+// not halve) in steps, |lanes| (CMLC__RD_SIMD_LANES floats) carrying its state between them:
+// the first step has CMLC_RD_STEP_FIRST, the last CMLC_RD_STEP_LAST (and returns the value),
+// every other step covers a multiple of CMLC__RD_SIMD_LANES elements. The same bits as the
+// cmlc_rd_f32_fn on the whole run.
+enum { CMLC_RD_STEP_FIRST = 1, CMLC_RD_STEP_LAST = 2 };
+typedef float (*cmlc_rd_f32_step_fn)(float* lanes, const float* x, int64_t n, int flags);
 
 // The SIMD kernel for |options| (its ISA), or NULL: then the scalar kernel runs. NULL when
 // |options| is NULL, asks for reference kernels or for the scalar ISA
@@ -74,6 +81,7 @@ cmlc_ew_fn cmlc_ew_simd_where_fn(const cmlc_options_t* options, size_t element_s
 cmlc_ew_convert_fn cmlc_ew_simd_convert_fn(const cmlc_options_t* options, cml_dtype_t from,
                                            cml_dtype_t to);
 cmlc_rd_f32_fn cmlc_rd_simd_f32_fn(const cmlc_options_t* options, cml_op_t op);
+cmlc_rd_f32_step_fn cmlc_rd_simd_f32_step_fn(const cmlc_options_t* options, cml_op_t op);
 cmlc_rd_half_fn cmlc_rd_simd_half_fn(const cmlc_options_t* options, cml_op_t op, cml_dtype_t dtype);
 
 // Inner loops of the fused ops (kernels/generic/fused.c), for F32, BF16 and F16 storage
@@ -113,6 +121,7 @@ cmlc_ew_fn cmlc_ew_avx512_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_where_fn(size_t element_size);
 cmlc_ew_convert_fn cmlc_ew_avx512_convert_fn(cml_dtype_t from, cml_dtype_t to);
 cmlc_rd_f32_fn cmlc_ew_avx512_reduce_fn(cml_op_t op);
+cmlc_rd_f32_step_fn cmlc_ew_avx512_reduce_step_fn(cml_op_t op);
 cmlc_rd_half_fn cmlc_ew_avx512_reduce_half_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_impl_fn cmlc_ew_avx512_fused_fn(cmlc_fk_loop_t loop, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_unary_fn(cml_op_t op, cml_dtype_t dtype);
@@ -120,6 +129,7 @@ cmlc_ew_fn cmlc_ew_avx2_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_where_fn(size_t element_size);
 cmlc_ew_convert_fn cmlc_ew_avx2_convert_fn(cml_dtype_t from, cml_dtype_t to);
 cmlc_rd_f32_fn cmlc_ew_avx2_reduce_fn(cml_op_t op);
+cmlc_rd_f32_step_fn cmlc_ew_avx2_reduce_step_fn(cml_op_t op);
 cmlc_rd_half_fn cmlc_ew_avx2_reduce_half_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_impl_fn cmlc_ew_avx2_fused_fn(cmlc_fk_loop_t loop, cml_dtype_t dtype);
 #endif

@@ -229,6 +229,11 @@ cmlc_rd_f32_fn cmlc_rd_simd_f32_fn(const cmlc_options_t* options, cml_op_t op) {
   CMLC_EW_SIMD_PICK(reduce_fn(op))
 }
 
+cmlc_rd_f32_step_fn cmlc_rd_simd_f32_step_fn(const cmlc_options_t* options, cml_op_t op) {
+  (void)op;
+  CMLC_EW_SIMD_PICK(reduce_step_fn(op))
+}
+
 cmlc_rd_half_fn cmlc_rd_simd_half_fn(const cmlc_options_t* options, cml_op_t op,
                                      cml_dtype_t dtype) {
   (void)op;

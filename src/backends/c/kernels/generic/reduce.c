@@ -66,6 +66,7 @@ typedef struct cmlc_rd_plan_t {
   // |produce| for each contiguous run they would read.
   cmlc__rd_produce_fn produce;
   void* produce_ctx;
+  cmlc_rd_f32_step_fn step;  // produced f32: p->simd in steps (cmlc_rd_simd_split_produced)
 } cmlc_rd_plan_t;
 
 // Block size and count of a blocked full reduction of |n| elements (blocks < 2: not blocked).
@@ -81,14 +82,6 @@ static void cmlc_rd_blocking(int64_t n, int64_t* out_block, int64_t* out_blocks)
 
 // |n| floats rounded up to a 64-byte multiple.
 static int64_t cmlc_rd_align_floats(int64_t n) { return (n + 15) & ~(int64_t)15; }
-
-// Whether a full reduction of |n| elements takes the blocked path (which a produced input
-// does not: its blocks are longer than a produced run).
-static bool cmlc_rd_produced_blocked(int64_t n) {
-  int64_t block, blocks;
-  cmlc_rd_blocking(n, &block, &blocks);
-  return blocks >= 2;
-}
 
 // End of the block that starts at |start| with |size| elements, clipped to |limit|.
 static inline int64_t cmlc_rd_block_end(int64_t start, int64_t size, int64_t limit) {
@@ -247,6 +240,89 @@ CMLC_RD_FLOAT(f16, uint16_t, float, cml_f16_to_f32, cml_f32_to_f16)
 CMLC_RD_FLOAT(bf16, uint16_t, float, cml_bf16_to_f32, cml_f32_to_bf16)
 CMLC_RD_FLOAT(f32, float, float, CMLC_EW_ID, CMLC_EW_ID)
 CMLC_RD_FLOAT(f64, double, double, CMLC_EW_ID, CMLC_EW_ID)
+
+// f64 inputs computed on the fly (cmlc__rd_run_produced): the stored kernels' pairwise halves
+// (_contig) down to their leaves (at most 2 * CMLC_RD_TILE elements), each produced into a
+// buffer and reduced by _contig itself, so the same bits as from a stored input. Short rows
+// that follow each other are produced CMLC_RD_PRODUCED_F64 elements at a time (the buffer
+// stays in L1). _ap and _blkp are _a and _blk for such an input.
+enum { CMLC_RD_PRODUCED_F64 = 1024 };
+_Static_assert((int)CMLC_RD_PRODUCED_F64 >= 2 * (int)CMLC_RD_TILE, "a leaf fits the buffer");
+#define CMLC_RD_GEN_PRODUCED(name, T, IDENT, COMB)                                               \
+  static T name##_contig_p(const cmlc_rd_plan_t* p, int64_t start, int64_t n, T* buf) {          \
+    if (n > 2 * CMLC_RD_TILE) {                                                                  \
+      const int64_t h = (n / 2) & ~(int64_t)7;                                                   \
+      const T a = name##_contig_p(p, start, h, buf);                                             \
+      const T b = name##_contig_p(p, start + h, n - h, buf);                                     \
+      return COMB(a, b);                                                                         \
+    }                                                                                            \
+    p->produce(p->produce_ctx, start, n, buf);                                                   \
+    return name##_contig(buf, n);                                                                \
+  }                                                                                              \
+  static void name##_ap(void* ctx, int64_t begin, int64_t end, int thread_index) {               \
+    (void)thread_index;                                                                          \
+    const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;                                        \
+    _Alignas(64) T buf[CMLC_RD_PRODUCED_F64];                                                    \
+    T* y = (T*)p->out;                                                                           \
+    const int64_t len = p->rd[p->nr - 1];                                                        \
+    const int64_t outer = len ? p->reduced / len : 0;                                            \
+    if (len > 0 && len <= CMLC_RD_PRODUCED_F64 && p->nr == 1 && p->nk == 1 && p->ks[0] == len && \
+        p->rs[0] == 1) {                                                                         \
+      /* Rows that follow each other: produced many at a time. */                                \
+      const int64_t per = CMLC_RD_PRODUCED_F64 / len;                                            \
+      for (int64_t o0 = begin; o0 < end; o0 += per) {                                            \
+        const int64_t rows = end - o0 < per ? end - o0 : per;                                    \
+        p->produce(p->produce_ctx, o0* len, rows* len, buf);                                     \
+        for (int64_t q = 0; q < rows; ++q) {                                                     \
+          const T v = name##_contig(buf + q * len, len);                                         \
+          y[o0 + q] = COMB((T)(IDENT), v);                                                       \
+        }                                                                                        \
+      }                                                                                          \
+      return;                                                                                    \
+    }                                                                                            \
+    for (int64_t o = begin; o < end; ++o) {                                                      \
+      const int64_t base = cmlc_rd_offset(p->nk, p->kd, p->ks, o);                               \
+      T acc = (IDENT);                                                                           \
+      int64_t idx[CML_MAX_RANK] = {0};                                                           \
+      int64_t off = 0;                                                                           \
+      for (int64_t r = 0; r < outer; ++r) {                                                      \
+        const T v = name##_contig_p(p, base + off, len, buf);                                    \
+        acc = COMB(acc, v);                                                                      \
+        cmlc_rd_next(p->nr - 1, p->rd, p->rs, idx, &off);                                        \
+      }                                                                                          \
+      y[o] = acc;                                                                                \
+    }                                                                                            \
+  }                                                                                              \
+  static void name##_blkp(void* ctx, int64_t begin, int64_t end, int thread_index) {             \
+    (void)thread_index;                                                                          \
+    const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;                                        \
+    _Alignas(64) T buf[CMLC_RD_PRODUCED_F64];                                                    \
+    T* part = (T*)p->partials;                                                                   \
+    for (int64_t b = begin; b < end; ++b) {                                                      \
+      const int64_t start = b * p->block;                                                        \
+      const int64_t len = p->reduced - start < p->block ? p->reduced - start : p->block;         \
+      part[b] = name##_contig_p(p, start, len, buf);                                             \
+    }                                                                                            \
+  }
+CMLC_RD_GEN_PRODUCED(cmlc_rd_sum_f64, double, 0.0, CMLC_RD_ADD)
+CMLC_RD_GEN_PRODUCED(cmlc_rd_max_f64, double, -INFINITY, CMLC_EW_FMAX)
+CMLC_RD_GEN_PRODUCED(cmlc_rd_min_f64, double, INFINITY, CMLC_EW_FMIN)
+#undef CMLC_RD_GEN_PRODUCED
+
+// The produced f64 tasks of |op| (_ap, _blkp), or NULLs.
+static void cmlc_rd_pick_f64_produced(cml_op_t op, cmlc_task_fn* rows, cmlc_task_fn* blocks) {
+  *rows = *blocks = NULL;
+  if (op == CML_OP_REDUCE_SUM) {
+    *rows = cmlc_rd_sum_f64_ap;
+    *blocks = cmlc_rd_sum_f64_blkp;
+  } else if (op == CML_OP_REDUCE_MAX) {
+    *rows = cmlc_rd_max_f64_ap;
+    *blocks = cmlc_rd_max_f64_blkp;
+  } else if (op == CML_OP_REDUCE_MIN) {
+    *rows = cmlc_rd_min_f64_ap;
+    *blocks = cmlc_rd_min_f64_blkp;
+  }
+}
 
 // Complex products use the same multiply as the elementwise Mul (XLA's, not C99 Annex G's).
 #define CMLC_RD_COMPLEX(sfx, T, CT, LOAD, STORE, CMUL)                   \
@@ -439,18 +515,66 @@ static void cmlc_rd_simd_a(void* ctx, int64_t begin, int64_t end, int thread_ind
   }
 }
 
+// p->simd's value for the produced elements [start, start + n): its halves (the split rule of
+// CMLC__RD_SIMD_SPLIT) down to runs of at most CMLC__RD_SIMD_SPLIT, each produced into |buf|
+// and reduced by p->simd (which does not split them again), so the same bits as a stored run.
+_Static_assert((int)CMLC__RD_PRODUCE_MAX_RUN >= (int)CMLC__RD_SIMD_SPLIT, "a leaf fits the buffer");
+// Each run is produced CMLC_RD_STREAM elements at a time (a multiple of the lanes), folded into
+// the reducer's lanes by p->step as it comes: the produced chunk stays in L1 (whole runs of
+// 8192 produced at once read 0.5-1.5 ms slower on the cross-entropy of [256, 32000] logits, 1
+// thread on Zen 5: the reducer's reads of a 32 KiB run and the producer's own blocks no longer
+// fit beside each other).
+enum { CMLC_RD_STREAM = 2048 };
+_Static_assert((int)CMLC_RD_STREAM % (int)CMLC__RD_SIMD_LANES == 0, "steps of whole lanes");
+static float cmlc_rd_simd_split_produced(const cmlc_rd_plan_t* p, int64_t start, int64_t n,
+                                         float* buf) {
+  if (n > CMLC__RD_SIMD_SPLIT) {
+    const int64_t h = (n / 2) & ~(int64_t)(CMLC__RD_SIMD_LANES - 1);
+    const float a = cmlc_rd_simd_split_produced(p, start, h, buf);
+    const float b = cmlc_rd_simd_split_produced(p, start + h, n - h, buf);
+    return cmlc_rd_comb_f32(p->op, a, b);
+  }
+  if (!p->step || n <= CMLC_RD_STREAM) {
+    p->produce(p->produce_ctx, start, n, buf);
+    return p->simd(buf, n);
+  }
+  _Alignas(64) float lanes[CMLC__RD_SIMD_LANES];
+  for (int64_t at = 0;; at += CMLC_RD_STREAM) {
+    const int64_t c = n - at < CMLC_RD_STREAM ? n - at : CMLC_RD_STREAM;
+    p->produce(p->produce_ctx, start + at, c, buf);
+    const int flags = (at == 0 ? CMLC_RD_STEP_FIRST : 0) | (at + c == n ? CMLC_RD_STEP_LAST : 0);
+    const float v = p->step(lanes, buf, c, flags);
+    if (at + c == n) return v;
+  }
+}
+
+// cmlc_rd_simd_blk for a produced f32 input (a sum of squares of 16M elements: the squares are
+// never stored).
+static void cmlc_rd_simd_blk_produced(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
+  _Alignas(64) float buf[CMLC__RD_PRODUCE_MAX_RUN];
+  float* part = (float*)p->partials;
+  for (int64_t b = begin; b < end; ++b) {
+    const int64_t start = b * p->block;
+    const int64_t len = p->reduced - start < p->block ? p->reduced - start : p->block;
+    part[b] = cmlc_rd_simd_split_produced(p, start, len, buf);
+  }
+}
+
 // cmlc_rd_simd_a for a produced f32 input: each run is produced into a buffer first (runs
-// are at most CMLC__RD_PRODUCE_MAX_RUN long), then reduced exactly as a stored run would be.
+// longer than CMLC__RD_PRODUCE_MAX_RUN half by half, as p->simd splits them), then reduced
+// exactly as a stored run would be.
 static void cmlc_rd_simd_a_produced(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
   const int64_t len = p->rd[p->nr - 1];
   const int64_t outer = len ? p->reduced / len : 0;
   _Alignas(64) float run[CMLC__RD_PRODUCE_MAX_RUN];
-  if (p->nr == 1 && p->nk == 1 && p->ks[0] == len && p->rs[0] == 1) {
+  if (len <= CMLC_RD_STREAM && p->nr == 1 && p->nk == 1 && p->ks[0] == len && p->rs[0] == 1) {
     // Rows that follow each other: produced many at a time (a producer call per short row would
     // cost more than the row), each reduced as a stored row would be.
-    const int64_t per = CMLC__RD_PRODUCE_MAX_RUN / (len > 0 ? len : 1);
+    const int64_t per = CMLC_RD_STREAM / (len > 0 ? len : 1);
     for (int64_t o0 = begin; o0 < end; o0 += per) {
       const int64_t rows = end - o0 < per ? end - o0 : per;
       if (len > 0) p->produce(p->produce_ctx, o0 * len, rows * len, run);
@@ -471,8 +595,14 @@ static void cmlc_rd_simd_a_produced(void* ctx, int64_t begin, int64_t end, int t
     int64_t idx[CML_MAX_RANK] = {0};
     int64_t off = 0;
     for (int64_t r = 0; r < outer; ++r) {
-      p->produce(p->produce_ctx, base + off, len, run);
-      acc = cmlc_rd_comb_f32(p->op, acc, cmlc_rd_run_f32(p, run, len));
+      float v;
+      if (len > CMLC_RD_SEQ_RUN) {
+        v = cmlc_rd_simd_split_produced(p, base + off, len, run);
+      } else {
+        p->produce(p->produce_ctx, base + off, len, run);
+        v = cmlc_rd_run_f32(p, run, len);
+      }
+      acc = cmlc_rd_comb_f32(p->op, acc, v);
       cmlc_rd_next(p->nr - 1, p->rd, p->rs, idx, &off);
     }
     ((float*)p->out)[o] = acc;
@@ -882,13 +1012,29 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
     }
   }
   if (produce) {
-    // cmlc__rd_produced_ok picked these cases: f32 with the SIMD row reduction and runs of at
-    // most CMLC__RD_PRODUCE_MAX_RUN, not blocked; or with the SIMD column step.
+    // cmlc__rd_produced_ok picked these cases: f32 with the SIMD row reduction (a full
+    // reduction blocked as a stored one) or the SIMD column step; f64 with the innermost axis
+    // reduced.
+    cmlc_task_fn f64_rows = NULL, f64_blocks = NULL;
+    if (is->dtype == CML_DTYPE_F64)
+      cmlc_rd_pick_f64_produced(args->node->op, &f64_rows, &f64_blocks);
     if (is->dtype != CML_DTYPE_F32) p.simd = NULL;
-    if (last == 1 && p.simd && p.rd[p.nr - 1] <= CMLC__RD_PRODUCE_MAX_RUN &&
-        !(p.outputs == 1 && p.nr == 1 && cmlc_rd_produced_blocked(p.reduced))) {
+    if (p.simd) p.step = cmlc_rd_simd_f32_step_fn(args->options, args->node->op);
+    if (last == 1 && (p.simd || f64_rows)) {
+      if (p.outputs == 1 && p.nr == 1) {
+        cmlc_rd_blocking(p.reduced, &p.block, &p.blocks);
+        if (p.blocks >= 2 && args->scratch &&
+            args->scratch_size >= (size_t)p.blocks * CMLC_RD_PARTIAL_SIZE) {
+          p.partials = args->scratch;
+          cmlc_parallel_for(args->pool, p.blocks, 1,
+                            p.simd ? cmlc_rd_simd_blk_produced : f64_blocks, &p);
+          fns.finish(&p);
+          return CML_OK;
+        }
+      }
       int64_t chunk = CMLC_RD_MIN_WORK / per_output;
-      cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk, cmlc_rd_simd_a_produced, &p);
+      cmlc_parallel_for(args->pool, p.outputs, chunk < 1 ? 1 : chunk,
+                        p.simd ? cmlc_rd_simd_a_produced : f64_rows, &p);
       return CML_OK;
     }
     p.cols = is->dtype == CML_DTYPE_F32 && last == 0 ? (cmlc__rd_cols_f32_fn)args->impl[1] : NULL;
@@ -994,7 +1140,8 @@ bool cmlc__rd_produced_ok(const cml_module_t* module, const cml_ir_node_t* node,
   }
   const cml_shape_t* is = &module->values[node->inputs[0]].shape;
   const cml_shape_t* os = &module->values[node->first_output].shape;
-  if (is->dtype != CML_DTYPE_F32 || os->dtype != CML_DTYPE_F32) return false;
+  const bool f64 = is->dtype == CML_DTYPE_F64 && os->dtype == CML_DTYPE_F64;
+  if (!f64 && (is->dtype != CML_DTYPE_F32 || os->dtype != CML_DTYPE_F32)) return false;
   cmlc_rd_plan_t p;
   int last;
   cml_status_t st = cmlc_rd_classify(is, os, node->attrs, node->op, &p, &last);
@@ -1002,14 +1149,12 @@ bool cmlc__rd_produced_ok(const cml_module_t* module, const cml_ir_node_t* node,
     cml_status_free(st);
     return false;
   }
+  if (f64) return last == 1;
   cmlc_rd_plan_t t;
   if (last == 1 && cmlc_rd_short_plan(&p, is->dtype, cmlc__rd_cols_f32(options, node->op), &t)) {
     return true;
   }
-  if (last == 1) {
-    return cmlc_rd_simd_f32_fn(options, node->op) && p.rd[p.nr - 1] <= CMLC__RD_PRODUCE_MAX_RUN &&
-           !(p.outputs == 1 && p.nr == 1 && cmlc_rd_produced_blocked(p.reduced));
-  }
+  if (last == 1) return cmlc_rd_simd_f32_fn(options, node->op) != NULL;
   return cmlc__rd_cols_f32(options, node->op) != NULL;
 }
 

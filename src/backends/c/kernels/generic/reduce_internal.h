@@ -28,12 +28,19 @@ cmlc__rd_cols_f32_fn cmlc__rd_cols_f32(const cmlc_options_t* options, cml_op_t o
 // fusion, loop_fusion.c): |produce| writes input elements [start, start + len) (row-major
 // positions) into |dst|. The reduction reads the same values in the same order as from a
 // stored input, so the result has the same bits.
-typedef void (*cmlc__rd_produce_fn)(void* ctx, int64_t start, int64_t len, float* dst);
-// The longest run a produced reduction asks for at once (floats on the task's stack).
+typedef void (*cmlc__rd_produce_fn)(void* ctx, int64_t start, int64_t len, void* dst);
+// The longest run a produced reduction asks for at once: f32 elements (f64: half as many), on
+// the task's stack.
 enum { CMLC__RD_PRODUCE_MAX_RUN = 8192 };
-// Whether |node| (ReduceSum / Max / Min, f32 to f32) can run on a produced input with |options|:
-// the SIMD row reduction with runs of at most CMLC__RD_PRODUCE_MAX_RUN (not the blocked full
-// reduction), or the SIMD column step.
+// The SIMD row reducers (kernels/x86_64/elementwise_x86_64_body.h) combine runs of more than
+// CMLC__RD_SIMD_SPLIT elements as two halves, the first (n / 2) rounded down to a multiple of
+// CMLC__RD_SIMD_LANES: a produced input is produced half by half down to runs that short,
+// each reduced as a stored run would be.
+enum { CMLC__RD_SIMD_LANES = 32, CMLC__RD_SIMD_SPLIT = 8192 };
+// Whether |node| (ReduceSum / Max / Min) can run on a produced input with |options|: f32 to
+// f32 with the SIMD row reduction (runs of at most CMLC__RD_PRODUCE_MAX_RUN, or a blocked full
+// reduction) or the SIMD column step; f64 to f64 with the innermost axis reduced (the scalar
+// kernels' pairwise order, on any ISA).
 bool cmlc__rd_produced_ok(const cml_module_t* module, const cml_ir_node_t* node,
                           const cmlc_options_t* options);
 // Scratch bytes the produced reduction needs (as the kernel's own).

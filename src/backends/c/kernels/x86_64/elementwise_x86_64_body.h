@@ -11,6 +11,7 @@
 #ifndef CML_BACKENDS_C_KERNELS_X86_64_ELEMENTWISE_X86_64_BODY_H_
 #define CML_BACKENDS_C_KERNELS_X86_64_ELEMENTWISE_X86_64_BODY_H_
 
+#include "backends/c/kernels/generic/reduce_internal.h"
 #include "backends/c/kernels/x86_64/vecmath.h"
 
 //===--- unary kernels ---===//
@@ -256,37 +257,52 @@ CMLC_EW_CONVERSIONS(CMLC_EW_CVT_DEFINE)
 
 //===--- reductions: 32 virtual lanes, pairwise halves above 8192 elements ---===//
 
-enum { CMLC_EW_RD_LANES = 32, CMLC_EW_RD_SPLIT = 8192 };
+// (The split rule is the produced reductions' too: kernels/generic/reduce_internal.h.)
+enum { CMLC_EW_RD_LANES = CMLC__RD_SIMD_LANES, CMLC_EW_RD_SPLIT = CMLC__RD_SIMD_SPLIT };
 
 // T storage loaded W lanes at a time by LOADV (WIDEN1 one element, for the tail) and reduced
-// in f32: for bf16 / f16 the f32 reduction of the widened values, lane for lane.
-#define CMLC_EW_SIMD_REDUCE_GEN(name, T, LOADV, WIDEN1, VOP, IDENT, SOP)             \
-  CMLC_EW_TARGET static float CMLC_EW_FN(name)(const T* x, int64_t n) {              \
-    if (n > CMLC_EW_RD_SPLIT) {                                                      \
-      const int64_t h = (n / 2) & ~(int64_t)(CMLC_EW_RD_LANES - 1);                  \
-      const float a = CMLC_EW_FN(name)(x, h), b = CMLC_EW_FN(name)(x + h, n - h);    \
-      return SOP(a, b);                                                              \
-    }                                                                                \
-    enum { K = CMLC_EW_RD_LANES / CMLC_V_W };                                        \
-    vf acc[K];                                                                       \
-    for (int k = 0; k < K; ++k) acc[k] = v_set1(IDENT);                              \
-    int64_t i = 0;                                                                   \
-    for (; i + CMLC_EW_RD_LANES <= n; i += CMLC_EW_RD_LANES) {                       \
-      for (int k = 0; k < K; ++k) acc[k] = VOP(acc[k], LOADV(x + i + k * CMLC_V_W)); \
-    }                                                                                \
-    if (i < n) {                                                                     \
-      float t[CMLC_EW_RD_LANES];                                                     \
-      for (int j = 0; j < CMLC_EW_RD_LANES; ++j) {                                   \
-        t[j] = i + j < n ? WIDEN1(x[i + j]) : (IDENT);                               \
-      }                                                                              \
-      for (int k = 0; k < K; ++k) acc[k] = VOP(acc[k], v_load(t + k * CMLC_V_W));    \
-    }                                                                                \
-    float lane[CMLC_EW_RD_LANES];                                                    \
-    for (int k = 0; k < K; ++k) v_store(lane + k * CMLC_V_W, acc[k]);                \
-    for (int w = CMLC_EW_RD_LANES / 2; w >= 1; w /= 2) {                             \
-      for (int j = 0; j < w; ++j) lane[j] = SOP(lane[j], lane[j + w]);               \
-    }                                                                                \
-    return lane[0];                                                                  \
+// in f32: for bf16 / f16 the f32 reduction of the widened values, lane for lane. name##_step is
+// a leaf (n <= CMLC_EW_RD_SPLIT) taken in steps: from the identity (CMLC_RD_STEP_FIRST) or the
+// lanes stored in |lanes| by the step before, whose n was a multiple of CMLC_EW_RD_LANES (no
+// tail); CMLC_RD_STEP_LAST ends it (the tail and the lanes combined) and returns its value.
+// A leaf in steps computes every lane in the order of one call, so the same bits.
+#define CMLC_EW_SIMD_REDUCE_GEN(name, T, LOADV, WIDEN1, VOP, IDENT, SOP)                          \
+  CMLC_EW_TARGET static inline float CMLC_EW_FN(name##_step)(float* lanes, const T* x, int64_t n, \
+                                                             int flags) {                         \
+    enum { K = CMLC_EW_RD_LANES / CMLC_V_W };                                                     \
+    vf acc[K];                                                                                    \
+    for (int k = 0; k < K; ++k) {                                                                 \
+      acc[k] = (flags & CMLC_RD_STEP_FIRST) ? v_set1(IDENT) : v_load(lanes + k * CMLC_V_W);       \
+    }                                                                                             \
+    int64_t i = 0;                                                                                \
+    for (; i + CMLC_EW_RD_LANES <= n; i += CMLC_EW_RD_LANES) {                                    \
+      for (int k = 0; k < K; ++k) acc[k] = VOP(acc[k], LOADV(x + i + k * CMLC_V_W));              \
+    }                                                                                             \
+    if (!(flags & CMLC_RD_STEP_LAST)) {                                                           \
+      for (int k = 0; k < K; ++k) v_store(lanes + k * CMLC_V_W, acc[k]);                          \
+      return 0.0f;                                                                                \
+    }                                                                                             \
+    if (i < n) {                                                                                  \
+      float t[CMLC_EW_RD_LANES];                                                                  \
+      for (int j = 0; j < CMLC_EW_RD_LANES; ++j) {                                                \
+        t[j] = i + j < n ? WIDEN1(x[i + j]) : (IDENT);                                            \
+      }                                                                                           \
+      for (int k = 0; k < K; ++k) acc[k] = VOP(acc[k], v_load(t + k * CMLC_V_W));                 \
+    }                                                                                             \
+    float lane[CMLC_EW_RD_LANES];                                                                 \
+    for (int k = 0; k < K; ++k) v_store(lane + k * CMLC_V_W, acc[k]);                             \
+    for (int w = CMLC_EW_RD_LANES / 2; w >= 1; w /= 2) {                                          \
+      for (int j = 0; j < w; ++j) lane[j] = SOP(lane[j], lane[j + w]);                            \
+    }                                                                                             \
+    return lane[0];                                                                               \
+  }                                                                                               \
+  CMLC_EW_TARGET static float CMLC_EW_FN(name)(const T* x, int64_t n) {                           \
+    if (n > CMLC_EW_RD_SPLIT) {                                                                   \
+      const int64_t h = (n / 2) & ~(int64_t)(CMLC_EW_RD_LANES - 1);                               \
+      const float a = CMLC_EW_FN(name)(x, h), b = CMLC_EW_FN(name)(x + h, n - h);                 \
+      return SOP(a, b);                                                                           \
+    }                                                                                             \
+    return CMLC_EW_FN(name##_step)(NULL, x, n, CMLC_RD_STEP_FIRST | CMLC_RD_STEP_LAST);           \
   }
 // Int32 Div and Rem with the scalar kernels' results: a / 0 = -1, a % 0 = a, INT32_MIN / -1 =
 // INT32_MIN and INT32_MIN % -1 = 0 (the remainder a - q b wraps), either operand broadcast.
@@ -513,6 +529,19 @@ cmlc_rd_half_fn CMLC_EW_FN(reduce_half_fn)(cml_op_t op, cml_dtype_t dtype) {
       return bf ? CMLC_EW_FN(max_bf16_rd) : CMLC_EW_FN(max_f16_rd);
     case CML_OP_REDUCE_MIN:
       return bf ? CMLC_EW_FN(min_bf16_rd) : CMLC_EW_FN(min_f16_rd);
+    default:
+      return NULL;
+  }
+}
+
+cmlc_rd_f32_step_fn CMLC_EW_FN(reduce_step_fn)(cml_op_t op) {
+  switch (op) {
+    case CML_OP_REDUCE_SUM:
+      return CMLC_EW_FN(sum_f32_step);
+    case CML_OP_REDUCE_MAX:
+      return CMLC_EW_FN(max_f32_rd_step);
+    case CML_OP_REDUCE_MIN:
+      return CMLC_EW_FN(min_f32_rd_step);
     default:
       return NULL;
   }
