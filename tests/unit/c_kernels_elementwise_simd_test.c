@@ -877,6 +877,75 @@ TEST(int_kernels_match_scalar) {
   }
 }
 
+// f64 arithmetic, Max / Min and comparisons on SIMD ISAs (the scalar loops compiled for AVX2):
+// the scalar kernels' results on every pair of edge values (signed zeros, subnormals, the
+// extremes, infinities, NaNs of both signs) and on random ones, every stride pattern, every
+// length up to 40 and a long one; Max / Min give the exact operand (-0 < +0, NaN first).
+TEST(f64_kernels_match_scalar) {
+  static const cml_op_t kOps[] = {
+      CML_OP_ADD,       CML_OP_SUB,           CML_OP_MUL,          CML_OP_DIV,
+      CML_OP_MAX,       CML_OP_MIN,           CML_OP_EQUAL,        CML_OP_NOT_EQUAL,
+      CML_OP_LESS_THAN, CML_OP_LESS_OR_EQUAL, CML_OP_GREATER_THAN, CML_OP_GREATER_OR_EQUAL};
+  enum { N = 700 };
+  static double a[N], b[N], got[N + 1], want[N + 1];
+  static const uint64_t kEdge[] = {0x0000000000000000ull,   // +0
+                                   0x8000000000000000ull,   // -0
+                                   0x3ff0000000000000ull,   // 1
+                                   0xbff0000000000000ull,   // -1
+                                   0x0000000000000001ull,   // the smallest subnormal
+                                   0x800fffffffffffffull,   // the largest negative subnormal
+                                   0x7fefffffffffffffull,   // DBL_MAX
+                                   0x7ff0000000000000ull,   // +inf
+                                   0xfff0000000000000ull,   // -inf
+                                   0x7ff8000000000000ull,   // NaN
+                                   0xfff8000000000123ull,   // -NaN with a payload
+                                   0x3fd5555555555555ull};  // 1/3
+  const int edges = (int)(sizeof kEdge / sizeof kEdge[0]);
+  for (int i = 0; i < N; ++i) {
+    if (i < edges * edges) {
+      memcpy(&a[i], &kEdge[i % edges], sizeof a[i]);
+      memcpy(&b[i], &kEdge[i / edges], sizeof b[i]);
+    } else {
+      a[i] = (double)rng_uniform(-4.0f, 4.0f) / 3.0;
+      b[i] = i % 5 == 0 ? a[i] : (double)rng_uniform(-4.0f, 4.0f) / 7.0;
+    }
+  }
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (best_isa() < (cmlc_isa_t)isa) continue;
+    const cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    for (size_t k = 0; k < sizeof kOps / sizeof kOps[0]; ++k) {
+      cmlc_ew_fn fn = cmlc_ew_simd_binary_fn(&o, kOps[k], CML_DTYPE_F64);
+      cmlc_ew_fn ref = cmlc_ew_binary_fn(kOps[k], CML_DTYPE_F64);
+      ASSERT_TRUE(fn != NULL && ref != NULL && fn != ref);
+      const bool cmp = is_compare(kOps[k]);
+      const bool exact = kOps[k] == CML_OP_MAX || kOps[k] == CML_OP_MIN;
+      for (int s = 0; s < 4; ++s) {
+        const int64_t st[2] = {s & 1, (s >> 1) & 1};
+        for (int64_t n = 0; n <= N; n += n < 40 ? 1 : N - 40) {
+          const void* in[2] = {a, b};
+          memset(got, 0x5a, sizeof got), memset(want, 0x5a, sizeof want);
+          fn(got, in, st, n), ref(want, in, st, n);
+          bool same = true;
+          if (cmp || exact) {
+            // Bytes (0/1), or the operand chosen: bit for bit, and nothing past n written.
+            same = memcmp(got, want, (size_t)n * (cmp ? 1 : 8) + 8) == 0;
+          } else {
+            for (int64_t i = 0; i < n && same; ++i) {
+              same = memcmp(&got[i], &want[i], 8) == 0 || (isnan(got[i]) && isnan(want[i]));
+            }
+            same = same && memcmp(&got[n], &want[n], 8) == 0;
+          }
+          if (!same) {
+            TEST_FAIL_("isa %d %s f64 strides %d length %lld: differs from the scalar kernel", isa,
+                       cml_op_name(kOps[k]), s, (long long)n);
+            return;
+          }
+        }
+      }
+    }
+  }
+}
+
 // f32 Pow on SIMD ISAs: by a constant 2, the correctly rounded square (specials included: NaN,
 // infinities, -0, overflow to infinity, subnormal results); any other exponent, or exponents
 // that vary, powf's bits as the scalar kernel gives them.
@@ -1288,10 +1357,11 @@ TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan
           TEST_ENTRY(complex_mul_matches_scalar), TEST_ENTRY(plain_conversions),
           TEST_ENTRY(int_float_conversions), TEST_ENTRY(f64_libmvec_kernels),
           TEST_ENTRY(pow_f32_square), TEST_ENTRY(int_kernels_match_scalar),
-          TEST_ENTRY(complex64_exp_abs), TEST_ENTRY(unary_matches_reference),
-          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
-          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
-          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(f64_kernels_match_scalar), TEST_ENTRY(complex64_exp_abs),
+          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
+          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
+          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
+          TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

@@ -429,6 +429,23 @@ TEST(all_reduce_in_place) {
 
 // The scalar fold of the reducer, in member order, for the SIMD folds' expected values: XLA's
 // Max/Min (NaN propagates, -0 < +0), wrapping integers.
+static double fold_f64(cml_reduce_type_t t, double a, double b) {
+  switch (t) {
+    case CML_REDUCE_SUM:
+      return a + b;
+    case CML_REDUCE_PRODUCT:
+      return a * b;
+    case CML_REDUCE_MAX:
+      if (isnan(a) || isnan(b)) return isnan(a) ? a : b;
+      if (a == b) return signbit(a) ? b : a;
+      return a > b ? a : b;
+    default:
+      if (isnan(a) || isnan(b)) return isnan(a) ? a : b;
+      if (a == b) return signbit(a) ? a : b;
+      return a < b ? a : b;
+  }
+}
+
 static float fold_f32(cml_reduce_type_t t, float a, float b) {
   switch (t) {
     case CML_REDUCE_SUM:
@@ -471,22 +488,23 @@ static uint16_t f32_to_half(cml_dtype_t dtype, float f) {
   return dtype == CML_DTYPE_F16 ? cml_f32_to_f16(f) : cml_f32_to_bf16(f);
 }
 
-// AllReduce and ReduceScatter through the SIMD folds (f32, f16, bf16, i32/u32/i64/u64) on
+// AllReduce and ReduceScatter through the SIMD folds (f32, f64, f16, bf16, i32/u32/i64/u64) on
 // every ISA, 3 members (two folds per element), cached and streamed sizes, separate outputs and
 // in place: every element equals the member-order scalar fold, bit for bit (half floats folded
 // in f32 and rounded once). The float values span 2^-12 .. 2^12 so that another summation
 // order would round differently; Max/Min see NaNs and signed zeros; the integers wrap.
 TEST(all_reduce_simd_folds_match_the_member_order) {
   const char* isas[] = {NULL, "avx512=false", "avx512=false,avx2=false"};
-  const cml_dtype_t dtypes[] = {CML_DTYPE_F32, CML_DTYPE_I32, CML_DTYPE_U32, CML_DTYPE_I64,
-                                CML_DTYPE_U64, CML_DTYPE_F16, CML_DTYPE_BF16};
+  const cml_dtype_t dtypes[] = {CML_DTYPE_F32, CML_DTYPE_I32, CML_DTYPE_U32,  CML_DTYPE_I64,
+                                CML_DTYPE_U64, CML_DTYPE_F16, CML_DTYPE_BF16, CML_DTYPE_F64};
   const cml_reduce_type_t types[] = {CML_REDUCE_SUM, CML_REDUCE_PRODUCT, CML_REDUCE_MAX,
                                      CML_REDUCE_MIN};
   enum { M = 3 };
   uint64_t seed = 12345;
   for (int isa = 0; isa < 3; ++isa) {
-    for (int d = 0; d < 7; ++d) {
+    for (int d = 0; d < 8; ++d) {
       const bool half = dtypes[d] == CML_DTYPE_F16 || dtypes[d] == CML_DTYPE_BF16;
+      const bool f64 = dtypes[d] == CML_DTYPE_F64;
       for (int t = 0; t < 4; ++t) {
         // Streamed (3 x 3 x 4 MiB and more written) only for f32 and bf16 sums, to keep the
         // test short.
@@ -510,7 +528,7 @@ TEST(all_reduce_simd_folds_match_the_member_order) {
             for (int64_t i = 0; i < n; ++i) {
               seed = seed * 6364136223846793005ull + 1442695040888963407ull;
               const uint64_t bits = seed >> 11;
-              if (dtypes[d] == CML_DTYPE_F32 || half) {
+              if (dtypes[d] == CML_DTYPE_F32 || half || f64) {
                 float f = ((float)(bits & 0xffff) / 65536.f - 0.5f) *
                           ldexpf(1.f, (int)((bits >> 16) % 25) - 12);
                 const int special = (int)((bits >> 40) % 64);
@@ -519,6 +537,8 @@ TEST(all_reduce_simd_folds_match_the_member_order) {
                 if (special == 2) f = -0.f;
                 if (half) {
                   ((uint16_t*)x[j])[i] = f32_to_half(dtypes[d], f);
+                } else if (f64) {
+                  ((double*)x[j])[i] = (double)f * (1.0 + (double)(bits >> 45) * 0x1p-20);
                 } else {
                   ((float*)x[j])[i] = f;
                 }
@@ -540,6 +560,10 @@ TEST(all_reduce_simd_folds_match_the_member_order) {
               float a = ((float*)x[0])[i];
               for (int j = 1; j < M; ++j) a = fold_f32(types[t], a, ((float*)x[j])[i]);
               ((float*)want)[i] = a;
+            } else if (f64) {
+              double a = ((double*)x[0])[i];
+              for (int j = 1; j < M; ++j) a = fold_f64(types[t], a, ((double*)x[j])[i]);
+              ((double*)want)[i] = a;
             } else if (half) {
               float a = half_to_f32(dtypes[d], ((uint16_t*)x[0])[i]);
               for (int j = 1; j < M; ++j) {
@@ -565,6 +589,8 @@ TEST(all_reduce_simd_folds_match_the_member_order) {
               // Any NaN matches a NaN (payloads are not specified).
               if (dtypes[d] == CML_DTYPE_F32 && isnan(((float*)want)[i])) {
                 bad += !isnan(((float*)r[j])[i]);
+              } else if (f64 && isnan(((double*)want)[i])) {
+                bad += !isnan(((double*)r[j])[i]);
               } else if (half && isnan(half_to_f32(dtypes[d], ((uint16_t*)want)[i]))) {
                 bad += !isnan(half_to_f32(dtypes[d], ((uint16_t*)r[j])[i]));
               } else {

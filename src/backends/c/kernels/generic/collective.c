@@ -311,10 +311,10 @@ static cml_op_t cmlc_co_binary_op(cml_reduce_type_t type) {
 }
 
 // The SIMD kernels that fold |dtype| values as |type| does (cmlc_co_simd_pick), or none
-// (|op| NULL: the reducer above runs). f32 and the 32- and 64-bit integers take one binary step
-// per source (the same operations in the same source order, so the same bits; integers wrap).
-// Float16 / BFloat16 are widened to f32, folded there and narrowed once at the end, as the
-// reducer does. f64 has no SIMD binary kernel: it keeps the reducer.
+// (|op| NULL: the reducer above runs). f32, f64 and the 32- and 64-bit integers take one binary
+// step per source (the same operations in the same source order, so the same bits; integers
+// wrap). Float16 / BFloat16 are widened to f32, folded there and narrowed once at the end, as
+// the reducer does.
 typedef struct cmlc_co_simd_t {
   cmlc_ew_fn op;              // the binary op, on |dtype| (on f32 for half floats)
   cmlc_ew_convert_fn widen;   // half floats: |dtype| -> f32, else NULL
@@ -331,6 +331,7 @@ static cmlc_co_simd_t cmlc_co_simd_pick(const cmlc_options_t* options, cml_dtype
   const cml_op_t op = cmlc_co_binary_op(type);
   switch (dtype) {
     case CML_DTYPE_F32:
+    case CML_DTYPE_F64:
     case CML_DTYPE_I32:
     case CML_DTYPE_U32:
     case CML_DTYPE_I64:

@@ -116,6 +116,8 @@ cmlc_ew_fn cmlc_ew_mvec_unary_fn(cmlc_isa_t isa, cml_op_t op, cml_dtype_t dtype)
 // The i32 / u32 / i64 / u64 binary, comparison and Clamp kernels compiled for AVX2 (the scalar
 // kernels' semantics and bits), or NULL (elementwise_x86_64_int.c).
 cmlc_ew_fn cmlc_ew_int_simd_fn(cml_op_t op, cml_dtype_t dtype);
+// The f64 binary and comparison kernels compiled for AVX2 (elementwise_x86_64_int.c), or NULL.
+cmlc_ew_fn cmlc_ew_f64_simd_fn(cml_op_t op);
 cmlc_ew_fn cmlc_ew_avx512_unary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx512_where_fn(size_t element_size);

@@ -102,6 +102,10 @@ cmlc_ew_fn cmlc_ew_simd_binary_fn(const cmlc_options_t* options, cml_op_t op, cm
     cmlc_ew_fn fn = cmlc_ew_int_simd_fn(op, dtype);
     if (fn) return fn;
   }
+  if (dtype == CML_DTYPE_F64 && cmlc_ew_simd_isa(options) != CMLC_ISA_SCALAR) {
+    cmlc_ew_fn fn = cmlc_ew_f64_simd_fn(op);
+    if (fn) return fn;
+  }
   if (op == CML_OP_MUL && cmlc_ew_simd_isa(options) != CMLC_ISA_SCALAR) {
     if (dtype == CML_DTYPE_C64) return cmlc_ew_fma_mul_c64;
     if (dtype == CML_DTYPE_C128) return cmlc_ew_fma_mul_c128;

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernels/x86_64/elementwise_x86_64_int.c: the 32- and 64-bit integer binary, comparison and
-// Clamp kernels on SIMD ISAs: the scalar kernels' loops (kernels/generic/elementwise_binary.c)
-// compiled for AVX2, which the compiler vectorizes 8 or 4 lanes wide (vpmulld, vpsllvd,
-// vpminsd, ...) where the baseline build has SSE2 only. The semantics are the scalar kernels'
+// Clamp kernels, and the f64 arithmetic, Max / Min and comparison kernels, on SIMD ISAs: the
+// scalar kernels' loops (kernels/generic/elementwise_binary.c) compiled for AVX2, which the
+// compiler vectorizes 8 or 4 lanes wide (vpmulld, vpsllvd, vpminsd, vmulpd, ...) where the
+// baseline build has SSE2 only (the library builds at -O3, where gcc vectorizes such loops).
+// f64 operations are IEEE's, one rounding each as in the scalar kernels; Max / Min propagate
+// NaN and order -0 < +0 (CMLC_EW_FMAX / CMLC_EW_FMIN). The semantics are the scalar kernels'
 // (XLA CPU's): arithmetic wraps (done in the unsigned type), shift counts are read as unsigned
 // and counts >= the width give 0 (the sign fill for arithmetic right shifts), Max / Min / Clamp
 // compare in the type itself. Division, remainder and Pow keep the scalar kernels. The unit
@@ -155,6 +158,54 @@ cmlc_ew_fn cmlc_ew_int_simd_fn(cml_op_t op, cml_dtype_t dtype) {
       CMLC_EI_PICK_TYPE(i64)
     case CML_DTYPE_U64:
       CMLC_EI_PICK_TYPE(u64)
+    default:
+      return NULL;
+  }
+}
+
+#define CMLC_EI_FADD(a, b) ((a) + (b))
+#define CMLC_EI_FSUB(a, b) ((a) - (b))
+#define CMLC_EI_FMUL(a, b) ((a) * (b))
+#define CMLC_EI_FDIV(a, b) ((a) / (b))
+CMLC_EI_BK(cmlc_ei_add_f64, double, double, CMLC_EI_FADD)
+CMLC_EI_BK(cmlc_ei_sub_f64, double, double, CMLC_EI_FSUB)
+CMLC_EI_BK(cmlc_ei_mul_f64, double, double, CMLC_EI_FMUL)
+CMLC_EI_BK(cmlc_ei_div_f64, double, double, CMLC_EI_FDIV)
+CMLC_EI_BK(cmlc_ei_max_f64, double, double, CMLC_EW_FMAX)
+CMLC_EI_BK(cmlc_ei_min_f64, double, double, CMLC_EW_FMIN)
+CMLC_EI_BK(cmlc_ei_eq_f64, double, uint8_t, CMLC_EI_EQ)
+CMLC_EI_BK(cmlc_ei_ne_f64, double, uint8_t, CMLC_EI_NE)
+CMLC_EI_BK(cmlc_ei_lt_f64, double, uint8_t, CMLC_EI_LT)
+CMLC_EI_BK(cmlc_ei_le_f64, double, uint8_t, CMLC_EI_LE)
+CMLC_EI_BK(cmlc_ei_gt_f64, double, uint8_t, CMLC_EI_GT)
+CMLC_EI_BK(cmlc_ei_ge_f64, double, uint8_t, CMLC_EI_GE)
+
+cmlc_ew_fn cmlc_ew_f64_simd_fn(cml_op_t op) {
+  switch (op) {
+    case CML_OP_ADD:
+      return cmlc_ei_add_f64;
+    case CML_OP_SUB:
+      return cmlc_ei_sub_f64;
+    case CML_OP_MUL:
+      return cmlc_ei_mul_f64;
+    case CML_OP_DIV:
+      return cmlc_ei_div_f64;
+    case CML_OP_MAX:
+      return cmlc_ei_max_f64;
+    case CML_OP_MIN:
+      return cmlc_ei_min_f64;
+    case CML_OP_EQUAL:
+      return cmlc_ei_eq_f64;
+    case CML_OP_NOT_EQUAL:
+      return cmlc_ei_ne_f64;
+    case CML_OP_LESS_THAN:
+      return cmlc_ei_lt_f64;
+    case CML_OP_LESS_OR_EQUAL:
+      return cmlc_ei_le_f64;
+    case CML_OP_GREATER_THAN:
+      return cmlc_ei_gt_f64;
+    case CML_OP_GREATER_OR_EQUAL:
+      return cmlc_ei_ge_f64;
     default:
       return NULL;
   }
