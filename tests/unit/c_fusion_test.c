@@ -776,6 +776,67 @@ TEST(slices_read_in_place) {
   }
 }
 
+// Every other column read in place: x[:, 0::2] * x[:, 1::2] and x[:, 1::2] + 1, for f32, bf16
+// and f64 (2-, 4- and 8-byte elements gathered with a constant stride of 2). Runs of 256 and
+// more are read through the slices (the slices never run); shorter ones run as copies.
+static cml_status_t ft_build_strided(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                     size_t* count) {
+  const int64_t r = g->r, c = g->c;
+  cml_value_t x = ft_param(f, g, 0);
+  const int64_t two[2] = {1, 2};
+  cml_value_t ev = cml_op_slice(f, x, (int64_t[]){0, 0}, (int64_t[]){r, c - (c & 1)}, two, 2);
+  cml_value_t od = cml_op_slice(f, x, (int64_t[]){0, 1}, (int64_t[]){r, c}, two, 2);
+  outs[0] = cml_op_mul(f, ev, od);
+  outs[1] = cml_op_add(f, od, cml_constant_scalar_f64(f, g->in[0].dtype, 1.0));
+  *count = 2;
+  return CML_OK;
+}
+
+static double ft_read(cml_dtype_t dtype, const void* p, int64_t i) {
+  switch (dtype) {
+    case CML_DTYPE_F64:
+      return ((const double*)p)[i];
+    case CML_DTYPE_BF16:
+      return cml_bf16_to_f32(((const uint16_t*)p)[i]);
+    default:
+      return ((const float*)p)[i];
+  }
+}
+
+TEST(strided_slices_read_in_place) {
+  const cml_dtype_t dtypes[] = {CML_DTYPE_F32, CML_DTYPE_BF16, CML_DTYPE_F64};
+  const int64_t shapes[][2] = {{5, 600}, {3, 1001}, {4, 300}};
+  for (size_t d = 0; d < 3; ++d) {
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
+      ft_graph_t g = {
+          .name = "strided", .build = ft_build_strided, .r = shapes[t][0], .c = shapes[t][1]};
+      g.in_count = 1;
+      g.in[0] = cml_shape_make(dtypes[d], 2, (int64_t[]){g.r, g.c});
+      void* outs[FT_MAX_OUT] = {0};
+      size_t count = 0;
+      cml_executable_t* exe = NULL;
+      cml_backend_t* b = NULL;
+      ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+      const int64_t h = g.c / 2;  // columns of each product operand
+      ASSERT_EQ_INT(ft_steps(exe, CML_OP_SLICE, -1), h >= 256 ? 0 : 2);
+      for (int64_t i = 0; i < g.r; ++i) {
+        for (int64_t j = 0; j < h; ++j) {
+          // Multiples of 1/64 in [-2, 2): exact in each dtype, and so is their product (to bf16:
+          // 14 bits at most, rounded once as the kernel rounds it).
+          const float e = ft_value(0, i * g.c + 2 * j), o = ft_value(0, i * g.c + 2 * j + 1);
+          const double want =
+              dtypes[d] == CML_DTYPE_BF16 ? cml_bf16_to_f32(cml_f32_to_bf16(e * o)) : (double)e * o;
+          ASSERT_EQ_DBL(ft_read(dtypes[d], outs[0], i * h + j), want);
+          ASSERT_EQ_DBL(ft_read(dtypes[d], outs[1], i * h + j), (double)o + 1.0);
+        }
+      }
+      for (size_t o = 0; o < count; ++o) free(outs[o]);
+      cml_executable_release(exe);
+      cml_backend_release(b);
+    }
+  }
+}
+
 //===--- fused reductions and duplicated nodes ---===//
 
 // LayerNorm over the last axis, written from primitives (x - mean is read twice: duplicated),
@@ -1347,8 +1408,8 @@ TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place), TEST_ENTRY(broadcasts_of_rank_3_
           TEST_ENTRY(unary_ops_of_broadcasts), TEST_ENTRY(random_elementwise_graphs_match_unfused),
           TEST_ENTRY(random_movement_graphs_match_reference),
           TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(slices_read_in_place),
-          TEST_ENTRY(row_reductions_of_loops), TEST_ENTRY(full_and_f64_reductions_of_loops),
-          TEST_ENTRY(column_reductions_of_loops),
+          TEST_ENTRY(strided_slices_read_in_place), TEST_ENTRY(row_reductions_of_loops),
+          TEST_ENTRY(full_and_f64_reductions_of_loops), TEST_ENTRY(column_reductions_of_loops),
           TEST_ENTRY(short_run_reductions_and_segment_broadcasts),
           TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader),
           TEST_ENTRY(values_read_by_several_members_join_the_loop),
