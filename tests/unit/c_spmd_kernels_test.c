@@ -428,40 +428,27 @@ TEST(all_reduce_in_place) {
 }
 
 // The scalar fold of the reducer, in member order, for the SIMD folds' expected values: XLA's
-// Max/Min (NaN propagates, -0 < +0), wrapping integers.
-static double fold_f64(cml_reduce_type_t t, double a, double b) {
-  switch (t) {
-    case CML_REDUCE_SUM:
-      return a + b;
-    case CML_REDUCE_PRODUCT:
-      return a * b;
-    case CML_REDUCE_MAX:
-      if (isnan(a) || isnan(b)) return isnan(a) ? a : b;
-      if (a == b) return signbit(a) ? b : a;
-      return a > b ? a : b;
-    default:
-      if (isnan(a) || isnan(b)) return isnan(a) ? a : b;
-      if (a == b) return signbit(a) ? a : b;
-      return a < b ? a : b;
+// Max/Min (NaN propagates, -0 < +0), wrapping integers. f32 and f64:
+#define FOLD_FLOAT(name, T)                                \
+  static T name(cml_reduce_type_t t, T a, T b) {           \
+    switch (t) {                                           \
+      case CML_REDUCE_SUM:                                 \
+        return a + b;                                      \
+      case CML_REDUCE_PRODUCT:                             \
+        return a * b;                                      \
+      case CML_REDUCE_MAX:                                 \
+        if (isnan(a) || isnan(b)) return isnan(a) ? a : b; \
+        if (a == b) return signbit(a) ? b : a;             \
+        return a > b ? a : b;                              \
+      default:                                             \
+        if (isnan(a) || isnan(b)) return isnan(a) ? a : b; \
+        if (a == b) return signbit(a) ? a : b;             \
+        return a < b ? a : b;                              \
+    }                                                      \
   }
-}
-
-static float fold_f32(cml_reduce_type_t t, float a, float b) {
-  switch (t) {
-    case CML_REDUCE_SUM:
-      return a + b;
-    case CML_REDUCE_PRODUCT:
-      return a * b;
-    case CML_REDUCE_MAX:
-      if (isnan(a) || isnan(b)) return isnan(a) ? a : b;
-      if (a == b) return signbit(a) ? b : a;
-      return a > b ? a : b;
-    default:
-      if (isnan(a) || isnan(b)) return isnan(a) ? a : b;
-      if (a == b) return signbit(a) ? a : b;
-      return a < b ? a : b;
-  }
-}
+FOLD_FLOAT(fold_f32, float)
+FOLD_FLOAT(fold_f64, double)
+#undef FOLD_FLOAT
 
 // The same for 32- or 64-bit integers (|bits|), wrapping; values zero-extended to 64 bits.
 static uint64_t fold_int(cml_reduce_type_t t, int bits, bool is_signed, uint64_t a, uint64_t b) {
