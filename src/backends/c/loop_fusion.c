@@ -221,11 +221,9 @@ bool cmlc_fused_slice_read_through(const cml_module_t* m, uint32_t v) {
   // such a run, gathered block by block with a constant stride (vector shuffles): the slice
   // is not a pass of its own (x[::2] * 3 over [4M], 1 thread on Zen 5: the copy and the
   // product read 40 MB, the loop 24).
-  const int64_t step = ss->rank > 0 ? sn->attrs->strides[ss->rank - 1] : 0;
-  const size_t es = cmlc_dtype_size(ss->dtype);
   return sn->op == CML_OP_SLICE && ss->rank > 0 &&
          ss->dims[ss->rank - 1] >= CMLC_FUSED_MIN_DIRECT_RUN &&
-         (step <= 1 || (step == 2 && (es == 2 || es == 4 || es == 8)));
+         sn->attrs->strides[ss->rank - 1] <= 2;
 }
 
 // Reads the input |v| through the Slice that produced it: |slot| takes the slice's operand
@@ -562,41 +560,15 @@ static void cmlc_fused_gather(const cmlc_fused_t* f, uint32_t j, const char* bas
     // A run along the innermost axis.
     int64_t run = inner - idx[last];
     if (run > len - k) run = len - k;
-    if (inner_stride == 1) {
-      memcpy(dst + (size_t)k * es, base + (size_t)off * es, (size_t)run * es);
-    } else if (es == 4 && inner_stride == 0) {
+    if (es == 4 && inner_stride == 0) {
+      // (A broadcast along the run: filled here, the hot case of gathered broadcasts.)
       const uint32_t value = ((const uint32_t*)base)[off];
       uint32_t* o = (uint32_t*)dst + k;
       for (int64_t r = 0; r < run; ++r) o[r] = value;
-    } else if (es == 4 && inner_stride == 2) {
-      // (A constant stride: vector shuffles. Every other column of a strided Slice.)
-      const uint32_t* s = (const uint32_t*)base + off;
-      uint32_t* o = (uint32_t*)dst + k;
-      for (int64_t r = 0; r < run; ++r) o[r] = s[2 * r];
-    } else if (es == 4) {
-      const uint32_t* s = (const uint32_t*)base;
-      uint32_t* o = (uint32_t*)dst + k;
-      for (int64_t r = 0; r < run; ++r) o[r] = s[off + r * inner_stride];
-    } else if (es == 8 && inner_stride == 0) {
-      const uint64_t value = ((const uint64_t*)base)[off];
-      uint64_t* o = (uint64_t*)dst + k;
-      for (int64_t r = 0; r < run; ++r) o[r] = value;
-    } else if (es == 8 && inner_stride == 2) {
-      const uint64_t* s = (const uint64_t*)base + off;
-      uint64_t* o = (uint64_t*)dst + k;
-      for (int64_t r = 0; r < run; ++r) o[r] = s[2 * r];
-    } else if (es == 2 && inner_stride == 2) {
-      const uint16_t* s = (const uint16_t*)base + off;
-      uint16_t* o = (uint16_t*)dst + k;
-      for (int64_t r = 0; r < run; ++r) o[r] = s[2 * r];
-    } else if (es == 8) {
-      const uint64_t* s = (const uint64_t*)base;
-      uint64_t* o = (uint64_t*)dst + k;
-      for (int64_t r = 0; r < run; ++r) o[r] = s[off + r * inner_stride];
     } else {
-      for (int64_t r = 0; r < run; ++r) {
-        memcpy(dst + (size_t)(k + r) * es, base + (size_t)(off + r * inner_stride) * es, es);
-      }
+      // The movement kernels' row copy: memcpy, a fill, or constant-stride loops for steps 2
+      // and 3 and reverses, which vectorize; any other stride element by element.
+      cmlc__mv_copy_row(dst + (size_t)k * es, base + (size_t)off * es, run, 1, inner_stride, es);
     }
     k += run;
     off += run * inner_stride;

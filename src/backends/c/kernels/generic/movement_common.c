@@ -8,10 +8,6 @@
 // Work below this many bytes stays on the calling thread.
 #define CMLC_MV_PARALLEL_BYTES ((int64_t)64 * 1024)
 
-typedef struct cmlc_mv_elem16_t {
-  uint64_t lo, hi;
-} cmlc_mv_elem16_t;
-
 //===--- small helpers ---===//
 
 int64_t cmlc__mv_read_index(const void* data, cml_dtype_t dtype, int64_t i) {
@@ -78,57 +74,6 @@ int64_t cmlc__mv_copy_count(const cmlc__mv_copy_t* c) {
   return n;
 }
 
-// Contiguous output rows read with stride 2 or 3 (strided slices: every other column) or -1
-// (Reverse of the last axis) get loops with constant strides, which the compiler turns into
-// vector shuffles.
-#define CMLC_MV_ROW_LOOP(T)                                    \
-  do {                                                         \
-    T* o_ = (T*)out;                                           \
-    const T* i_ = (const T*)in;                                \
-    if (is == 0) {                                             \
-      T v_ = i_[0];                                            \
-      for (int64_t k = 0; k < n; ++k) o_[k * os] = v_;         \
-    } else if (os == 1 && is == 2) {                           \
-      for (int64_t k = 0; k < n; ++k) o_[k] = i_[2 * k];       \
-    } else if (os == 1 && is == 3) {                           \
-      for (int64_t k = 0; k < n; ++k) o_[k] = i_[3 * k];       \
-    } else if (os == 1 && is == -1) {                          \
-      for (int64_t k = 0; k < n; ++k) o_[k] = i_[-k];          \
-    } else {                                                   \
-      for (int64_t k = 0; k < n; ++k) o_[k * os] = i_[k * is]; \
-    }                                                          \
-  } while (0)
-
-// Copies one row of |n| elements with strides |os| / |is| (in elements).
-static void cmlc_mv_copy_row(char* out, const char* in, int64_t n, int64_t os, int64_t is,
-                             size_t es) {
-  if (os == 1 && is == 1) {
-    memcpy(out, in, (size_t)n * es);
-    return;
-  }
-  switch (es) {
-    case 1:
-      CMLC_MV_ROW_LOOP(uint8_t);
-      break;
-    case 2:
-      CMLC_MV_ROW_LOOP(uint16_t);
-      break;
-    case 4:
-      CMLC_MV_ROW_LOOP(uint32_t);
-      break;
-    case 8:
-      CMLC_MV_ROW_LOOP(uint64_t);
-      break;
-    case 16:
-      CMLC_MV_ROW_LOOP(cmlc_mv_elem16_t);
-      break;
-    default:
-      for (int64_t k = 0; k < n; ++k)
-        memcpy(out + k * os * (int64_t)es, in + k * is * (int64_t)es, es);
-      break;
-  }
-}
-
 // Copies rows [row_begin, row_end) of a simplified copy; a row is the last axis.
 static void cmlc_mv_copy_rows(const cmlc__mv_copy_t* c, char* out, const char* in,
                               int64_t row_begin, int64_t row_end) {
@@ -145,7 +90,7 @@ static void cmlc_mv_copy_rows(const cmlc__mv_copy_t* c, char* out, const char* i
   const int64_t n = c->dims[outer];
   const int64_t os = c->out_strides[outer], is = c->in_strides[outer];
   for (int64_t row = row_begin; row < row_end; ++row) {
-    cmlc_mv_copy_row(out + ooff * es, in + ioff * es, n, os, is, c->elem_size);
+    cmlc__mv_copy_row(out + ooff * es, in + ioff * es, n, os, is, c->elem_size);
     for (int32_t d = outer - 1; d >= 0; --d) {
       ooff += c->out_strides[d];
       ioff += c->in_strides[d];
@@ -232,7 +177,7 @@ static void cmlc_mv_fill_task(void* ctx, int64_t begin, int64_t end, int thread_
       CMLC_MV_FILL_LOOP(uint64_t);
       break;
     case 16:
-      CMLC_MV_FILL_LOOP(cmlc_mv_elem16_t);
+      CMLC_MV_FILL_LOOP(cmlc__mv_elem16_t);
       break;
     default:
       for (int64_t k = begin; k < end; ++k)

@@ -9,12 +9,71 @@
 #ifndef CML_BACKENDS_C_KERNELS_GENERIC_MOVEMENT_INTERNAL_H_
 #define CML_BACKENDS_C_KERNELS_GENERIC_MOVEMENT_INTERNAL_H_
 
+#include <string.h>
+
 #include "backends/c/cmlc.h"
 #include "backends/c/kernels/common.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+typedef struct cmlc__mv_elem16_t {
+  uint64_t lo, hi;
+} cmlc__mv_elem16_t;
+
+// Contiguous output rows read with stride 2 or 3 (strided slices: every other column) or -1
+// (Reverse of the last axis) get loops with constant strides, which the compiler turns into
+// vector shuffles.
+#define CMLC_MV_ROW_LOOP(T)                                    \
+  do {                                                         \
+    T* o_ = (T*)out;                                           \
+    const T* i_ = (const T*)in;                                \
+    if (is == 0) {                                             \
+      T v_ = i_[0];                                            \
+      for (int64_t k = 0; k < n; ++k) o_[k * os] = v_;         \
+    } else if (os == 1 && is == 2) {                           \
+      for (int64_t k = 0; k < n; ++k) o_[k] = i_[2 * k];       \
+    } else if (os == 1 && is == 3) {                           \
+      for (int64_t k = 0; k < n; ++k) o_[k] = i_[3 * k];       \
+    } else if (os == 1 && is == -1) {                          \
+      for (int64_t k = 0; k < n; ++k) o_[k] = i_[-k];          \
+    } else {                                                   \
+      for (int64_t k = 0; k < n; ++k) o_[k * os] = i_[k * is]; \
+    }                                                          \
+  } while (0)
+
+// Copies one row of |n| elements with strides |os| / |is| (in elements; |is| may be 0, to
+// broadcast, or negative). Inline: the fused loops' gathers (loop_fusion.c) call it per run
+// with |os| 1, and the constant-stride loops specialize there.
+static inline void cmlc__mv_copy_row(char* out, const char* in, int64_t n, int64_t os, int64_t is,
+                                     size_t es) {
+  if (os == 1 && is == 1) {
+    memcpy(out, in, (size_t)n * es);
+    return;
+  }
+  switch (es) {
+    case 1:
+      CMLC_MV_ROW_LOOP(uint8_t);
+      break;
+    case 2:
+      CMLC_MV_ROW_LOOP(uint16_t);
+      break;
+    case 4:
+      CMLC_MV_ROW_LOOP(uint32_t);
+      break;
+    case 8:
+      CMLC_MV_ROW_LOOP(uint64_t);
+      break;
+    case 16:
+      CMLC_MV_ROW_LOOP(cmlc__mv_elem16_t);
+      break;
+    default:
+      for (int64_t k = 0; k < n; ++k)
+        memcpy(out + k * os * (int64_t)es, in + k * is * (int64_t)es, es);
+      break;
+  }
+}
 
 // Describes a strided copy. Strides are in elements; |elem_size| is 1, 2, 4, 8 or 16.
 typedef struct cmlc__mv_copy_t {

@@ -167,48 +167,34 @@ cmlc_ew_fn cmlc_ew_int_simd_fn(cml_op_t op, cml_dtype_t dtype) {
 #define CMLC_EI_FSUB(a, b) ((a) - (b))
 #define CMLC_EI_FMUL(a, b) ((a) * (b))
 #define CMLC_EI_FDIV(a, b) ((a) / (b))
-CMLC_EI_BK(cmlc_ei_add_f64, double, double, CMLC_EI_FADD)
-CMLC_EI_BK(cmlc_ei_sub_f64, double, double, CMLC_EI_FSUB)
-CMLC_EI_BK(cmlc_ei_mul_f64, double, double, CMLC_EI_FMUL)
-CMLC_EI_BK(cmlc_ei_div_f64, double, double, CMLC_EI_FDIV)
-CMLC_EI_BK(cmlc_ei_max_f64, double, double, CMLC_EW_FMAX)
-CMLC_EI_BK(cmlc_ei_min_f64, double, double, CMLC_EW_FMIN)
-CMLC_EI_BK(cmlc_ei_eq_f64, double, uint8_t, CMLC_EI_EQ)
-CMLC_EI_BK(cmlc_ei_ne_f64, double, uint8_t, CMLC_EI_NE)
-CMLC_EI_BK(cmlc_ei_lt_f64, double, uint8_t, CMLC_EI_LT)
-CMLC_EI_BK(cmlc_ei_le_f64, double, uint8_t, CMLC_EI_LE)
-CMLC_EI_BK(cmlc_ei_gt_f64, double, uint8_t, CMLC_EI_GT)
-CMLC_EI_BK(cmlc_ei_ge_f64, double, uint8_t, CMLC_EI_GE)
+// The f64 kernels: op, name, result type, operation.
+#define CMLC_EI_F64_OPS(X)                  \
+  X(ADD, add, double, CMLC_EI_FADD)         \
+  X(SUB, sub, double, CMLC_EI_FSUB)         \
+  X(MUL, mul, double, CMLC_EI_FMUL)         \
+  X(DIV, div, double, CMLC_EI_FDIV)         \
+  X(MAX, max, double, CMLC_EW_FMAX)         \
+  X(MIN, min, double, CMLC_EW_FMIN)         \
+  X(EQUAL, eq, uint8_t, CMLC_EI_EQ)         \
+  X(NOT_EQUAL, ne, uint8_t, CMLC_EI_NE)     \
+  X(LESS_THAN, lt, uint8_t, CMLC_EI_LT)     \
+  X(LESS_OR_EQUAL, le, uint8_t, CMLC_EI_LE) \
+  X(GREATER_THAN, gt, uint8_t, CMLC_EI_GT)  \
+  X(GREATER_OR_EQUAL, ge, uint8_t, CMLC_EI_GE)
+#define CMLC_EI_F64_DEFINE(OP, name, TOUT, OPF) CMLC_EI_BK(cmlc_ei_##name##_f64, double, TOUT, OPF)
+CMLC_EI_F64_OPS(CMLC_EI_F64_DEFINE)
+#undef CMLC_EI_F64_DEFINE
 
 cmlc_ew_fn cmlc_ew_f64_simd_fn(cml_op_t op) {
+#define CMLC_EI_F64_CASE(OP, name, TOUT, OPF) \
+  case CML_OP_##OP:                           \
+    return cmlc_ei_##name##_f64;
   switch (op) {
-    case CML_OP_ADD:
-      return cmlc_ei_add_f64;
-    case CML_OP_SUB:
-      return cmlc_ei_sub_f64;
-    case CML_OP_MUL:
-      return cmlc_ei_mul_f64;
-    case CML_OP_DIV:
-      return cmlc_ei_div_f64;
-    case CML_OP_MAX:
-      return cmlc_ei_max_f64;
-    case CML_OP_MIN:
-      return cmlc_ei_min_f64;
-    case CML_OP_EQUAL:
-      return cmlc_ei_eq_f64;
-    case CML_OP_NOT_EQUAL:
-      return cmlc_ei_ne_f64;
-    case CML_OP_LESS_THAN:
-      return cmlc_ei_lt_f64;
-    case CML_OP_LESS_OR_EQUAL:
-      return cmlc_ei_le_f64;
-    case CML_OP_GREATER_THAN:
-      return cmlc_ei_gt_f64;
-    case CML_OP_GREATER_OR_EQUAL:
-      return cmlc_ei_ge_f64;
+    CMLC_EI_F64_OPS(CMLC_EI_F64_CASE)
     default:
       return NULL;
   }
+#undef CMLC_EI_F64_CASE
 }
 
 #endif  // CMLC_HAVE_X86_64
