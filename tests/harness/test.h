@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cml/base.h"
+#include "cml/shape.h"
 
 typedef struct test_entry_t {
   const char* name;
@@ -114,6 +115,44 @@ typedef struct test_entry_t {
     }                                                                                        \
     cml_status_free(s_);                                                                     \
   } while (0)
+
+// Whether |bytes| of |dtype| elements at |a| and |b| hold the same values: the same bits, or NaN
+// in both (float components of f16, bf16, f32, f64, c64 and c128). Which NaN an add or a
+// product of two NaNs returns follows the operand order the compiler picked for the
+// instruction, so two code paths may differ there and only there (docs/engine.md).
+static inline bool test_same_values(cml_dtype_t dtype, const void* a, const void* b, size_t bytes) {
+  if (memcmp(a, b, bytes) == 0) return true;
+  size_t es = 0;
+  uint64_t exp_mask = 0, man_mask = 0;
+  switch (dtype) {
+    case CML_DTYPE_F16:
+      es = 2, exp_mask = 0x7c00u, man_mask = 0x03ffu;
+      break;
+    case CML_DTYPE_BF16:
+      es = 2, exp_mask = 0x7f80u, man_mask = 0x007fu;
+      break;
+    case CML_DTYPE_F32:
+    case CML_DTYPE_C64:
+      es = 4, exp_mask = 0x7f800000u, man_mask = 0x007fffffu;
+      break;
+    case CML_DTYPE_F64:
+    case CML_DTYPE_C128:
+      es = 8, exp_mask = 0x7ff0000000000000ull, man_mask = 0x000fffffffffffffull;
+      break;
+    default:
+      return false;
+  }
+  for (size_t at = 0; at + es <= bytes; at += es) {
+    uint64_t x = 0, y = 0;
+    memcpy(&x, (const char*)a + at, es);  // (little-endian: the low bytes)
+    memcpy(&y, (const char*)b + at, es);
+    if (x == y) continue;
+    const bool nx = (x & exp_mask) == exp_mask && (x & man_mask) != 0;
+    const bool ny = (y & exp_mask) == exp_mask && (y & man_mask) != 0;
+    if (!nx || !ny) return false;
+  }
+  return true;
+}
 
 #define TEST_MAIN(...)                                                        \
   int main(int argc, char** argv) {                                           \

@@ -211,6 +211,7 @@ typedef struct cmlc_opt_stats_t {
   uint32_t fused_groups;   // fused elementwise loops
   uint32_t fused_nodes;    // nodes inside those loops (roots included)
   uint32_t fused_reduces;  // loops that are reductions of a group never stored
+  uint32_t fused_tiled;    // loops run register-resident (loop_fusion.c, cmlc_fused_tiled)
   uint32_t prepared;       // kernel steps with data prepared from constant inputs (entry.prepare)
   uint32_t segmented;      // Concatenates never run: their consumer reads the operands in place
   uint32_t transposes_folded;  // Transpose operands of Dot/DotGeneral read in place
@@ -388,6 +389,9 @@ uint32_t cmlc_fused_input_count(const cmlc_fused_t* fused);
 const uint32_t* cmlc_fused_inputs(const cmlc_fused_t* fused);
 // An input the output may share storage with (same dims and element size), or -1.
 int cmlc_fused_in_place_input(const cmlc_fused_t* fused);
+// Whether the loop runs as a register-resident program (cmlc_ew_tile_prog_t) rather than one
+// kernel call per member and block.
+bool cmlc_fused_tiled(const cmlc_fused_t* fused);
 // Whether a loop reads the output |value| of a Slice through it (a long enough innermost run).
 bool cmlc_fused_slice_read_through(const cml_module_t* module, uint32_t value);
 // Whether a loop can read the output |value| of a Gather through it: whole trailing rows of the

@@ -104,6 +104,9 @@ struct cmlc_fused_t {
   // CMLC_FUSED_PREFETCH_BYTES: each produced run is prefetched CMLC_FUSED_PREFETCH elements
   // ahead (cmlc_fused_produce).
   bool prefetch;
+  // The program as the register-resident runner's (cmlc_fused_tile_build), or tile_fn NULL.
+  cmlc_ew_tile_fn tile_fn;
+  cmlc_ew_tile_prog_t tile;
 };
 
 //===--- op support ---===//
@@ -333,6 +336,148 @@ static const char* cmlc_fused_through_gather(const cml_module_t* m, cmlc_fused_t
   return NULL;
 }
 
+// The member that wrote register |reg| last before op |i|: the value op |i| reads there
+// (a register is reused only after its last reader).
+static uint32_t cmlc_fused_producer(const cmlc_fused_t* f, uint32_t i, int16_t reg) {
+  uint32_t j = i;
+  while (j > 0 && f->ops[j - 1].dst != reg) --j;
+  return j - 1;
+}
+
+// Translates the program for the register-resident runner of the options' ISA
+// (cmlc_ew_tile_prog_t): every member an f32 SIMD kernel of that ISA that the runner holds, or a
+// conversion from a bf16 / f16 input or to a bf16 / f16 output. Each member leaves its value
+// in the accumulator; a value read again later than by the next member is spilled to the tile
+// of its register. Leaves tile_fn NULL when the program does not translate.
+static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
+                                  const cmlc_options_t* options) {
+  f->tile_fn = NULL;
+  const cmlc_ew_tile_fn run = cmlc_ew_simd_tile_fn(options);
+  if (!run || f->input_count > CMLC_EW_TILE_MAX_IN || f->reg_count > CMLC_EW_TILE_MAX_MEM) return;
+  cmlc_ew_tile_prog_t* p = &f->tile;
+  memset(p, 0, sizeof *p);
+  p->input_count = f->input_count;
+  enum { UNREAD = 0xff };
+  uint8_t kind[CMLC_FUSED_MAX_INPUTS];
+  for (uint32_t j = 0; j < f->input_count; ++j) {
+    switch (f->mode[j]) {
+      case CMLC_FUSED_SCALAR:
+        kind[j] = CMLC_TL_SPLAT;
+        break;
+      case CMLC_FUSED_BCAST:
+        // (Read in place along a run when direct: one element where the stride is 0.)
+        kind[j] = f->direct && f->in_strides[j][f->rank - 1] == 0 ? CMLC_TL_SPLAT : CMLC_TL_VEC;
+        break;
+      case CMLC_FUSED_INDEX:
+        kind[j] = UNREAD;
+        break;
+      default:
+        kind[j] = CMLC_TL_VEC;
+        break;
+    }
+  }
+  uint32_t reads[CMLC_FUSED_MAX_OPS] = {0};
+  for (uint32_t i = 0; i < f->op_count; ++i) {
+    for (int k = 0; k < f->ops[i].arg_count; ++k) {
+      if (f->ops[i].args[k] >= 0) ++reads[cmlc_fused_producer(f, i, f->ops[i].args[k])];
+    }
+  }
+  uint32_t c = 0;
+  int64_t acc = -1;  // the member whose value the accumulator holds
+#define CMLC_TL_EMIT(code_, arg_)          \
+  do {                                     \
+    if (c == CMLC_EW_TILE_MAX_INS) return; \
+    p->ins[c].code = (uint8_t)(code_);     \
+    p->ins[c].arg = (uint8_t)(arg_);       \
+    ++c;                                   \
+  } while (0)
+  for (uint32_t i = 0; i < f->op_count; ++i) {
+    const cmlc_fused_op_t* op = &f->ops[i];
+    const bool root = i + 1 == f->op_count;
+    const cml_dtype_t dtype = m->values[op->node->first_output].shape.dtype;
+    int okind[3], oarg[3];
+    for (int k = 0; k < op->arg_count; ++k) {
+      const int16_t a = op->args[k];
+      if (a >= 0) {
+        okind[k] = (int64_t)cmlc_fused_producer(f, i, a) == acc ? CMLC_TL_ACC : CMLC_TL_MEM;
+        oarg[k] = a;
+        continue;
+      }
+      const uint32_t slot = (uint32_t)(-a - 1);
+      if (kind[slot] == UNREAD) return;
+      const cml_dtype_t in_dtype = m->values[f->inputs[slot]].shape.dtype;
+      const bool half = in_dtype == CML_DTYPE_BF16 || in_dtype == CML_DTYPE_F16;
+      if (in_dtype != CML_DTYPE_F32 && !(half && !op->fn && kind[slot] == CMLC_TL_VEC)) return;
+      okind[k] = kind[slot];
+      oarg[k] = (int)slot;
+      if (kind[slot] == CMLC_TL_VEC) p->vec_size[slot] = (uint8_t)cmlc_dtype_size(in_dtype);
+    }
+    if (!op->fn) {
+      // A conversion: from a bf16 / f16 input (a load), or to the bf16 / f16 output (a store).
+      if (!cmlc_ew_simd_tile_convert(options, (cmlc_ew_convert_fn)op->convert_impl, op->from,
+                                     op->to)) {
+        return;
+      }
+      const bool half_from = op->from == CML_DTYPE_BF16 || op->from == CML_DTYPE_F16;
+      const bool half_to = op->to == CML_DTYPE_BF16 || op->to == CML_DTYPE_F16;
+      if (half_from && op->to == CML_DTYPE_F32 && op->args[0] < 0) {
+        CMLC_TL_EMIT(CMLC_TL_LD + (op->from == CML_DTYPE_BF16 ? CMLC_TL_VEC_BF16 : CMLC_TL_VEC_F16),
+                     oarg[0]);
+        if (root) {
+          CMLC_TL_EMIT(CMLC_TL_OUT_F32, 0);
+          p->out_size = 4;
+        }
+      } else if (op->from == CML_DTYPE_F32 && half_to && root) {
+        if (okind[0] != CMLC_TL_ACC) CMLC_TL_EMIT(CMLC_TL_LD + okind[0], oarg[0]);
+        CMLC_TL_EMIT(op->to == CML_DTYPE_BF16 ? CMLC_TL_OUT_BF16 : CMLC_TL_OUT_F16, 0);
+        p->out_size = 2;
+      } else {
+        return;
+      }
+    } else {
+      if (dtype != CML_DTYPE_F32) return;
+      if (op->arg_count == 1) {
+        const int u = cmlc_ew_simd_tile_unary(options, op->fn);
+        if (u < 0) return;
+        if (okind[0] != CMLC_TL_ACC) CMLC_TL_EMIT(CMLC_TL_LD + okind[0], oarg[0]);
+        CMLC_TL_EMIT(CMLC_TL_UN + u, 0);
+      } else if (op->arg_count == 2) {
+        const int b = cmlc_ew_simd_tile_binary(options, op->fn);
+        if (b < 0) return;
+        const int base = CMLC_TL_BIN + 8 * b;
+        if (okind[0] == CMLC_TL_ACC) {
+          CMLC_TL_EMIT(base + okind[1], okind[1] == CMLC_TL_ACC ? 0 : oarg[1]);
+        } else if (okind[1] == CMLC_TL_ACC) {
+          CMLC_TL_EMIT(base + 4 + okind[0], oarg[0]);
+        } else {
+          CMLC_TL_EMIT(CMLC_TL_LD + okind[0], oarg[0]);
+          CMLC_TL_EMIT(base + okind[1], oarg[1]);
+        }
+      } else {
+        return;
+      }
+      if (root) {
+        CMLC_TL_EMIT(CMLC_TL_OUT_F32, 0);
+        p->out_size = 4;
+      }
+    }
+    acc = (int64_t)i;
+    if (!root) {
+      // Spilled unless the next member is its only reader (reading it from the accumulator).
+      uint32_t by_next = 0;
+      const cmlc_fused_op_t* next = &f->ops[i + 1];
+      for (int k = 0; k < next->arg_count; ++k) {
+        by_next += next->args[k] >= 0 && cmlc_fused_producer(f, i + 1, next->args[k]) == i;
+      }
+      if (reads[i] > by_next) CMLC_TL_EMIT(CMLC_TL_ST, op->dst);
+    }
+  }
+#undef CMLC_TL_EMIT
+  if (p->out_size != f->out_size) return;
+  p->count = c;
+  f->tile_fn = run;
+}
+
 cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* options,
                               const uint32_t* members, uint32_t member_count,
                               const uint32_t* through, uint32_t through_count,
@@ -509,6 +654,7 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
       break;
     }
   }
+  cmlc_fused_tile_build(f, m, options);
   *out = f;
   return CML_OK;
 }
@@ -520,6 +666,7 @@ void cmlc_fused_destroy(cml_allocator_t allocator, cmlc_fused_t* fused) {
 uint32_t cmlc_fused_input_count(const cmlc_fused_t* fused) { return fused->input_count; }
 const uint32_t* cmlc_fused_inputs(const cmlc_fused_t* fused) { return fused->inputs; }
 int cmlc_fused_in_place_input(const cmlc_fused_t* fused) { return fused->in_place_input; }
+bool cmlc_fused_tiled(const cmlc_fused_t* fused) { return fused->tile_fn != NULL; }
 
 //===--- running ---===//
 
@@ -710,6 +857,25 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
     for (int32_t d = 0; d < f->rank; ++d) off += at[d] * f->in_strides[j][d];
     bcast_at[j] = (const char*)c->inputs[j] + (size_t)off * f->in_size[j];
     bcast_stride[j] = f->in_strides[j][f->rank - 1];
+  }
+  if (f->tile_fn) {
+    const void* tin[CMLC_FUSED_MAX_INPUTS];
+    for (uint32_t j = 0; j < f->input_count; ++j) {
+      switch (f->mode[j]) {
+        case CMLC_FUSED_FULL:
+          tin[j] = (const char*)c->inputs[j] + (size_t)start * f->in_size[j];
+          break;
+        case CMLC_FUSED_SCALAR:
+        case CMLC_FUSED_INDEX:
+          tin[j] = c->inputs[j];
+          break;
+        default:
+          tin[j] = bcast_at[j];
+          break;
+      }
+    }
+    f->tile_fn(&f->tile, tin, out, len);
+    return;
   }
   for (uint32_t i = 0; i < f->op_count; ++i) {
     const cmlc_fused_op_t* op = &f->ops[i];

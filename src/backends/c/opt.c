@@ -713,6 +713,7 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
     }
     ++exe->stats.fused_groups;
     exe->stats.fused_nodes += count;
+    exe->stats.fused_tiled += cmlc_fused_tiled(fused);
   }
   cmlc_opt_undup(p, fi, dup);
   cml_allocator_free(p->alloc, dup, dup_bytes);

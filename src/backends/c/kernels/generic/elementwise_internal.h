@@ -108,6 +108,79 @@ typedef void (*cmlc_fk_softmax_row_fn)(void* y, const void* x, int64_t n);
 cmlc_impl_fn cmlc_ew_simd_fused_fn(const cmlc_options_t* options, cmlc_fk_loop_t loop,
                                    cml_dtype_t dtype);
 
+// Fused-loop programs run register-resident (kernels/x86_64/elementwise_x86_64_tile.h): a loop
+// whose members are all f32 SIMD kernels of one ISA (plus conversions from bf16 / f16 inputs
+// and to a bf16 / f16 output) runs as a program of an accumulator machine: A, a tile of vectors
+// held in registers (256 elements with AVX-512, 64 with AVX2), combined with an operand (a
+// spilled tile, an input's vectors, one broadcast input element, or A itself). Each
+// instruction applies the very vector function of the member's kernel, lane by lane, so the
+// results are the kernels' bits; the loop of per-op kernel calls over 256-element blocks in
+// memory costs 2-4x more per op.
+// clang-format off
+#define CMLC_EW_TILE_UNARY(X)                                                      \
+  X(NEG, neg_f32, v_neg) X(ABS, abs_f32, v_abs) X(SQRT, sqrt_f32, v_sqrt)          \
+  X(RSQRT, rsqrt_f32, v_rsqrt) X(EXP, exp_f32, v_exp) X(LOG, log_f32, v_log)       \
+  X(TANH, tanh_f32, v_tanh) X(LOGISTIC, logistic_f32, v_logistic)                  \
+  X(ERF, erf_f32, v_erf) X(EXPM1, expm1_f32, v_expm1) X(LOG1P, log1p_f32, v_log1p) \
+  X(SIGN, sign_f32, v_sign) X(FLOOR, floor_f32, v_floor) X(CEIL, ceil_f32, v_ceil) \
+  X(ROUND, round_f32, v_round) X(SIN, sin_f32, v_sin) X(COS, cos_f32, v_cos)
+#define CMLC_EW_TILE_BINARY(X)                                              \
+  X(ADD, add_f32, v_add) X(SUB, sub_f32, v_sub) X(MUL, mul_f32, v_mul)      \
+  X(DIV, div_f32, v_div) X(MAX, max_f32, v_max_nan) X(MIN, min_f32, v_min_nan)
+// clang-format on
+#define CMLC_EW_TILE_ENUM(NAME, KERNEL, VFN) CMLC_TL_##NAME,
+typedef enum { CMLC_EW_TILE_UNARY(CMLC_EW_TILE_ENUM) CMLC_TL_UNARY_COUNT } cmlc_ew_tile_unary_t;
+typedef enum { CMLC_EW_TILE_BINARY(CMLC_EW_TILE_ENUM) CMLC_TL_BINARY_COUNT } cmlc_ew_tile_binary_t;
+#undef CMLC_EW_TILE_ENUM
+// Operand kinds: a spilled tile, an input's vectors (f32 unless the load says otherwise), one
+// f32 input element broadcast, A itself.
+enum {
+  CMLC_TL_MEM = 0,
+  CMLC_TL_VEC,
+  CMLC_TL_SPLAT,
+  CMLC_TL_ACC,
+  CMLC_TL_VEC_BF16,
+  CMLC_TL_VEC_F16
+};
+// Instruction codes: A = operand (LD + kind); spill A to tile |arg| (ST); store A as the output
+// and stop (OUT_*); A = f(A) (UN + cmlc_ew_tile_unary_t); A = f(A, operand), or f(operand, A)
+// reversed (BIN + 8 * op + 4 * reversed + kind, kinds MEM..ACC).
+enum {
+  CMLC_TL_LD = 0,
+  CMLC_TL_ST = 8,
+  CMLC_TL_OUT_F32,
+  CMLC_TL_OUT_BF16,
+  CMLC_TL_OUT_F16,
+  CMLC_TL_UN = 16,
+  CMLC_TL_BIN = 64,
+};
+enum { CMLC_EW_TILE_MAX_INS = 112, CMLC_EW_TILE_MAX_MEM = 12, CMLC_EW_TILE_MAX_IN = 16 };
+typedef struct cmlc_ew_tile_ins_t {
+  uint8_t code, arg;  // arg: a spill tile or an input
+} cmlc_ew_tile_ins_t;
+typedef struct cmlc_ew_tile_prog_t {
+  uint32_t count, input_count;
+  // Bytes per element of the inputs read as vectors (0: one element, or not read), and of the
+  // output.
+  uint8_t vec_size[CMLC_EW_TILE_MAX_IN];
+  uint8_t out_size;
+  cmlc_ew_tile_ins_t ins[CMLC_EW_TILE_MAX_INS];
+} cmlc_ew_tile_prog_t;
+// Runs |prog| over |n| elements: input j's element 0 at |in|[j] (kinds VEC: n elements), the
+// output's at |out|. The output may be a VEC input.
+typedef void (*cmlc_ew_tile_fn)(const cmlc_ew_tile_prog_t* prog, const void* const* in, void* out,
+                                int64_t n);
+// The runner for |options| (its ISA), or NULL (reference mode, the scalar ISA).
+cmlc_ew_tile_fn cmlc_ew_simd_tile_fn(const cmlc_options_t* options);
+// The cmlc_ew_tile_unary_t / cmlc_ew_tile_binary_t of a kernel that cmlc_ew_simd_unary_fn /
+// cmlc_ew_simd_binary_fn gave for |options|, or -1: the program cannot hold it.
+int cmlc_ew_simd_tile_unary(const cmlc_options_t* options, cmlc_ew_fn fn);
+int cmlc_ew_simd_tile_binary(const cmlc_options_t* options, cmlc_ew_fn fn);
+// Whether |fn| is the SIMD conversion of |options| from |from| to |to| (the program's loads
+// and stores convert as it does).
+bool cmlc_ew_simd_tile_convert(const cmlc_options_t* options, cmlc_ew_convert_fn fn,
+                               cml_dtype_t from, cml_dtype_t to);
+
 #if defined(CMLC_HAVE_X86_64)
 // f64 Exp, Log, Expm1, Log1p, Tanh, Sin, Cos, Erf and Logistic from glibc's libmvec for |isa|
 // (AVX-512 or AVX2), or NULL: another dtype or ISA, or libmvec (or that function) missing
@@ -126,6 +199,10 @@ cmlc_rd_f32_fn cmlc_ew_avx512_reduce_fn(cml_op_t op);
 cmlc_rd_f32_step_fn cmlc_ew_avx512_reduce_step_fn(cml_op_t op);
 cmlc_rd_half_fn cmlc_ew_avx512_reduce_half_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_impl_fn cmlc_ew_avx512_fused_fn(cmlc_fk_loop_t loop, cml_dtype_t dtype);
+void cmlc_ew_avx512_tile_run(const cmlc_ew_tile_prog_t* prog, const void* const* in, void* out,
+                             int64_t n);
+int cmlc_ew_avx512_tile_unary(cmlc_ew_fn fn);
+int cmlc_ew_avx512_tile_binary(cmlc_ew_fn fn);
 cmlc_ew_fn cmlc_ew_avx2_unary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_where_fn(size_t element_size);
@@ -134,6 +211,10 @@ cmlc_rd_f32_fn cmlc_ew_avx2_reduce_fn(cml_op_t op);
 cmlc_rd_f32_step_fn cmlc_ew_avx2_reduce_step_fn(cml_op_t op);
 cmlc_rd_half_fn cmlc_ew_avx2_reduce_half_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_impl_fn cmlc_ew_avx2_fused_fn(cmlc_fk_loop_t loop, cml_dtype_t dtype);
+void cmlc_ew_avx2_tile_run(const cmlc_ew_tile_prog_t* prog, const void* const* in, void* out,
+                           int64_t n);
+int cmlc_ew_avx2_tile_unary(cmlc_ew_fn fn);
+int cmlc_ew_avx2_tile_binary(cmlc_ew_fn fn);
 #endif
 
 //===--- scalar helpers ---===//

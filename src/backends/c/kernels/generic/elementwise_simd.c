@@ -251,3 +251,54 @@ cmlc_impl_fn cmlc_ew_simd_fused_fn(const cmlc_options_t* options, cmlc_fk_loop_t
   (void)dtype;
   CMLC_EW_SIMD_PICK(fused_fn(loop, dtype))
 }
+
+cmlc_ew_tile_fn cmlc_ew_simd_tile_fn(const cmlc_options_t* options) { CMLC_EW_SIMD_PICK(tile_run) }
+
+int cmlc_ew_simd_tile_unary(const cmlc_options_t* options, cmlc_ew_fn fn) {
+  (void)fn;
+#if defined(CMLC_HAVE_X86_64)
+  switch (cmlc_ew_simd_isa(options)) {
+    case CMLC_ISA_AVX512:
+      return cmlc_ew_avx512_tile_unary(fn);
+    case CMLC_ISA_AVX2:
+      return cmlc_ew_avx2_tile_unary(fn);
+    default:
+      break;
+  }
+#endif
+  return -1;
+}
+
+int cmlc_ew_simd_tile_binary(const cmlc_options_t* options, cmlc_ew_fn fn) {
+  (void)fn;
+#if defined(CMLC_HAVE_X86_64)
+  switch (cmlc_ew_simd_isa(options)) {
+    case CMLC_ISA_AVX512:
+      return cmlc_ew_avx512_tile_binary(fn);
+    case CMLC_ISA_AVX2:
+      return cmlc_ew_avx2_tile_binary(fn);
+    default:
+      break;
+  }
+#endif
+  return -1;
+}
+
+bool cmlc_ew_simd_tile_convert(const cmlc_options_t* options, cmlc_ew_convert_fn fn,
+                               cml_dtype_t from, cml_dtype_t to) {
+  (void)fn;
+  (void)from;
+  (void)to;
+  // (The ISA's own conversion kernels: the runner's loads and stores are their expressions.)
+#if defined(CMLC_HAVE_X86_64)
+  switch (cmlc_ew_simd_isa(options)) {
+    case CMLC_ISA_AVX512:
+      return fn != NULL && fn == cmlc_ew_avx512_convert_fn(from, to);
+    case CMLC_ISA_AVX2:
+      return fn != NULL && fn == cmlc_ew_avx2_convert_fn(from, to);
+    default:
+      break;
+  }
+#endif
+  return false;
+}

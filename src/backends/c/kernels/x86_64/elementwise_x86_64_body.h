@@ -566,4 +566,6 @@ cmlc_rd_f32_fn CMLC_EW_FN(reduce_fn)(cml_op_t op) {
   }
 }
 
+#include "backends/c/kernels/x86_64/elementwise_x86_64_tile.h"
+
 #endif  // CML_BACKENDS_C_KERNELS_X86_64_ELEMENTWISE_X86_64_BODY_H_
