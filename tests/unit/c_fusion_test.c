@@ -78,6 +78,8 @@ static void ft_fill(const cml_shape_t* s, size_t k, void* data) {
       ((uint16_t*)data)[i] = cml_f32_to_f16(ft_value(k, i));
     } else if (s->dtype == CML_DTYPE_I32) {
       ((int32_t*)data)[i] = (int32_t)(ft_value(k, i) * 64.0f);
+    } else if (s->dtype == CML_DTYPE_BOOL) {
+      ((uint8_t*)data)[i] = ft_value(k, i) > 0;
     } else {
       ((float*)data)[i] = ft_value(k, i);
     }
@@ -1462,6 +1464,87 @@ static cml_status_t ft_build_tile_ops(const ft_graph_t* g, cml_function_t* f, cm
   return CML_OK;
 }
 
+// Compares (Bool values held as 1 / 0), Where with its condition in the accumulator and the
+// other operands from tiles, inputs or one element, Clamp, IsFinite, and the conversions
+// between f32 and Bool; |extra| 1 adds a Bool input read as a condition and converted.
+static cml_status_t ft_build_tile_select(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                         size_t* count) {
+  const int64_t dims[2] = {g->r, g->c};
+  const int64_t a1 = 1;
+  cml_value_t x = ft_param(f, g, 0), y = ft_param(f, g, 1);
+  cml_value_t row = ft_bcast(f, ft_param(f, g, 2), dims, 2, &a1, 1);
+  cml_value_t s = ft_param(f, g, 3);
+  cml_value_t lo = cml_constant_scalar_f64(f, CML_DTYPE_F32, -0.5);
+  cml_value_t hi = cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.25);
+  cml_value_t w = cml_op_where(f, cml_op_less_than(f, x, y), x, row);
+  cml_value_t c = cml_op_clamp(f, lo, cml_op_mul(f, w, y), hi);
+  cml_value_t fin = cml_op_is_finite(f, cml_op_log(f, x));
+  cml_value_t v = cml_op_where(f, fin, c, s);
+  v = cml_op_where(f, cml_op_greater_or_equal(f, row, v), v, cml_op_neg(f, v));
+  cml_value_t eq = cml_op_convert_dtype(f, cml_op_equal(f, x, row), CML_DTYPE_F32);
+  v = cml_op_add(f, v, eq);
+  cml_value_t nz = cml_op_convert_dtype(f, cml_op_sub(f, x, y), CML_DTYPE_BOOL);
+  v = cml_op_sub(f, cml_op_convert_dtype(f, nz, CML_DTYPE_F32), v);
+  v = cml_op_clamp(f, cml_op_neg(f, row), v, s);
+  cml_value_t vs = cml_op_mul(f, v, s);
+  cml_value_t later = cml_op_less_than(f, y, vs);  // (the accumulator second: reversed)
+  v = cml_op_where(f, later, vs, x);
+  v = cml_op_where(f, cml_op_not_equal(f, v, v), y, v);  // (a compare of A with itself)
+  if (g->extra) {
+    cml_value_t mask = ft_param(f, g, 4);
+    v = cml_op_where(f, mask, v, cml_op_convert_dtype(f, mask, CML_DTYPE_F32));
+  }
+  outs[0] = v;
+  outs[1] = cml_op_less_or_equal(f, cml_op_mul(f, x, s), y);  // a Bool output
+  *count = 2;
+  return CML_OK;
+}
+
+TEST(register_resident_selects_match_the_kernels) {
+  const int64_t shapes[][2] = {{2, 3}, {3, 17}, {4, 256}, {5, 300}, {37, 41}, {1, 4099}};
+  for (int extra = 0; extra < 2; ++extra) {
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
+      ft_graph_t g = {.name = "tile_select",
+                      .build = ft_build_tile_select,
+                      .r = shapes[t][0],
+                      .c = shapes[t][1],
+                      .extra = extra};
+      g.in_count = extra ? 5 : 4;
+      g.in[0] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.r, g.c});
+      g.in[1] = g.in[0];
+      g.in[2] = cml_shape_make(CML_DTYPE_F32, 1, &g.c);
+      g.in[3] = cml_shape_scalar(CML_DTYPE_F32);
+      g.in[4] = cml_shape_make(CML_DTYPE_BOOL, 2, (int64_t[]){g.r, g.c});
+      void* outs[FT_MAX_OUT] = {0};
+      size_t count = 0;
+      cml_executable_t* exe = NULL;
+      cml_backend_t* b = NULL;
+      ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+      ASSERT_EQ_INT(count, 2);
+      const cmlc_opt_stats_t* st = ft_stats(exe);
+      ASSERT_TRUE(st->fused_groups >= 2);
+      if (((const cmlc_backend_t*)b)->options.isa != CMLC_ISA_SCALAR) {
+        ASSERT_EQ_INT(st->fused_tiled, st->fused_groups);
+      }
+      // The Bool output against the scalar formula; the values mix both branches.
+      const float s = ft_value(3, 0);
+      int64_t trues = 0, finite = 0;
+      for (int64_t i = 0; i < g.r * g.c; ++i) {
+        const bool want = ft_value(0, i) * s <= ft_value(1, i);
+        ASSERT_EQ_INT(((const uint8_t*)outs[1])[i], want);
+        trues += want;
+        finite += isfinite(((const float*)outs[0])[i]);
+      }
+      ASSERT_TRUE(g.r * g.c < 8 || (trues > 0 && trues < g.r * g.c));
+      ASSERT_TRUE(finite * 2 > g.r * g.c);
+      free(outs[0]);
+      free(outs[1]);
+      cml_executable_release(exe);
+      cml_backend_release(b);
+    }
+  }
+}
+
 TEST(register_resident_programs_match_the_kernels) {
   // Lengths with and without whole tiles and vectors (tails of 1..15 elements), rows long
   // enough for broadcasts read in place (256 and more) and shorter ones gathered per block.
@@ -1524,4 +1607,5 @@ TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place), TEST_ENTRY(broadcasts_of_rank_3_
           TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader),
           TEST_ENTRY(values_read_by_several_members_join_the_loop),
           TEST_ENTRY(gathered_rows_read_in_place), TEST_ENTRY(integer_members_fuse),
-          TEST_ENTRY(register_resident_programs_match_the_kernels))
+          TEST_ENTRY(register_resident_programs_match_the_kernels),
+          TEST_ENTRY(register_resident_selects_match_the_kernels))

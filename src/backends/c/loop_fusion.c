@@ -344,37 +344,72 @@ static uint32_t cmlc_fused_producer(const cmlc_fused_t* f, uint32_t i, int16_t r
   return j - 1;
 }
 
+// An operand of a register-resident program: its kind (CMLC_TL_MEM ...) and spill tile or
+// input.
+typedef struct cmlc_fused_opnd_t {
+  int kind, arg;
+} cmlc_fused_opnd_t;
+
+// The program being translated (cmlc_fused_tile_build).
+typedef struct cmlc_fused_tl_t {
+  cmlc_ew_tile_prog_t* p;
+  bool full;  // an instruction did not fit
+} cmlc_fused_tl_t;
+
+static void cmlc_fused_tl_emit(cmlc_fused_tl_t* t, int code, int arg, int arg2) {
+  if (t->p->count == CMLC_EW_TILE_MAX_INS) {
+    t->full = true;
+    return;
+  }
+  cmlc_ew_tile_ins_t* q = &t->p->ins[t->p->count++];
+  q->code = (uint16_t)code;
+  q->arg = (uint8_t)arg;
+  q->arg2 = (uint8_t)arg2;
+}
+
+// Brings |o| into the accumulator (nothing when it is there).
+static void cmlc_fused_tl_to_acc(cmlc_fused_tl_t* t, cmlc_fused_opnd_t o) {
+  if (o.kind != CMLC_TL_ACC) cmlc_fused_tl_emit(t, CMLC_TL_LD + o.kind, o.arg, 0);
+}
+
+// |o| as an operand of a combining instruction: the load-only kinds go to spill tile |tmp|
+// first.
+static cmlc_fused_opnd_t cmlc_fused_tl_operand(cmlc_fused_tl_t* t, cmlc_fused_opnd_t o, int tmp) {
+  if (o.kind <= CMLC_TL_ACC) return o;
+  cmlc_fused_tl_emit(t, CMLC_TL_LDM + o.kind, o.arg, tmp);
+  return (cmlc_fused_opnd_t){CMLC_TL_MEM, tmp};
+}
+
 // Translates the program for the register-resident runner of the options' ISA
-// (cmlc_ew_tile_prog_t): every member an f32 SIMD kernel of that ISA that the runner holds, or a
-// conversion from a bf16 / f16 input or to a bf16 / f16 output. Each member leaves its value
-// in the accumulator; a value read again later than by the next member is spilled to the tile
-// of its register. Leaves tile_fn NULL when the program does not translate.
+// (cmlc_ew_tile_prog_t): every member an f32 SIMD kernel of that ISA that the runner holds
+// (unary math, binary ops, compares, IsFinite, Where and Clamp of f32), or a conversion between
+// f32 and bf16 / f16 inputs or output and Bool. Each member leaves its value in the
+// accumulator; a value read again later than by the next member is spilled to the tile of its
+// register. Leaves tile_fn NULL when the program does not translate.
 static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
                                   const cmlc_options_t* options) {
   f->tile_fn = NULL;
   const cmlc_ew_tile_fn run = cmlc_ew_simd_tile_fn(options);
-  if (!run || f->input_count > CMLC_EW_TILE_MAX_IN || f->reg_count > CMLC_EW_TILE_MAX_MEM) return;
+  enum { UNREAD = -1, TMP0 = CMLC_EW_TILE_MAX_MEM - 2, TMP1 = CMLC_EW_TILE_MAX_MEM - 1 };
+  if (!run || f->input_count > CMLC_EW_TILE_MAX_IN || f->reg_count > TMP0) return;
   cmlc_ew_tile_prog_t* p = &f->tile;
   memset(p, 0, sizeof *p);
   p->input_count = f->input_count;
-  enum { UNREAD = 0xff };
-  uint8_t kind[CMLC_FUSED_MAX_INPUTS];
+  cmlc_fused_tl_t t = {p, false};
+  // Each input's kind, by how the loop reads it and its dtype.
+  int kind[CMLC_FUSED_MAX_INPUTS];
   for (uint32_t j = 0; j < f->input_count; ++j) {
-    switch (f->mode[j]) {
-      case CMLC_FUSED_SCALAR:
-        kind[j] = CMLC_TL_SPLAT;
-        break;
-      case CMLC_FUSED_BCAST:
-        // (Read in place along a run when direct: one element where the stride is 0.)
-        kind[j] = f->direct && f->in_strides[j][f->rank - 1] == 0 ? CMLC_TL_SPLAT : CMLC_TL_VEC;
-        break;
-      case CMLC_FUSED_INDEX:
-        kind[j] = UNREAD;
-        break;
-      default:
-        kind[j] = CMLC_TL_VEC;
-        break;
-    }
+    const cml_dtype_t dt = m->values[f->inputs[j]].shape.dtype;
+    bool splat = f->mode[j] == CMLC_FUSED_SCALAR;
+    // (Broadcasts read in place along a run when direct: one element where the stride is 0.)
+    if (f->mode[j] == CMLC_FUSED_BCAST) splat = f->direct && f->in_strides[j][f->rank - 1] == 0;
+    kind[j] = f->mode[j] == CMLC_FUSED_INDEX ? UNREAD
+              : dt == CML_DTYPE_F32          ? (splat ? CMLC_TL_SPLAT : CMLC_TL_VEC)
+              : dt == CML_DTYPE_BF16         ? (splat ? CMLC_TL_SPLAT_BF16 : CMLC_TL_VEC_BF16)
+              : dt == CML_DTYPE_F16          ? (splat ? CMLC_TL_SPLAT_F16 : CMLC_TL_VEC_F16)
+              : dt == CML_DTYPE_BOOL         ? (splat ? CMLC_TL_SPLAT_BOOL : CMLC_TL_VEC_BOOL)
+                                             : UNREAD;
+    if (!splat && kind[j] != UNREAD) p->vec_size[j] = (uint8_t)cmlc_dtype_size(dt);
   }
   uint32_t reads[CMLC_FUSED_MAX_OPS] = {0};
   for (uint32_t i = 0; i < f->op_count; ++i) {
@@ -382,85 +417,106 @@ static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
       if (f->ops[i].args[k] >= 0) ++reads[cmlc_fused_producer(f, i, f->ops[i].args[k])];
     }
   }
-  uint32_t c = 0;
   int64_t acc = -1;  // the member whose value the accumulator holds
-#define CMLC_TL_EMIT(code_, arg_)          \
-  do {                                     \
-    if (c == CMLC_EW_TILE_MAX_INS) return; \
-    p->ins[c].code = (uint8_t)(code_);     \
-    p->ins[c].arg = (uint8_t)(arg_);       \
-    ++c;                                   \
-  } while (0)
-  for (uint32_t i = 0; i < f->op_count; ++i) {
+  for (uint32_t i = 0; i < f->op_count && !t.full; ++i) {
     const cmlc_fused_op_t* op = &f->ops[i];
     const bool root = i + 1 == f->op_count;
     const cml_dtype_t dtype = m->values[op->node->first_output].shape.dtype;
-    int okind[3], oarg[3];
+    cmlc_fused_opnd_t o[3];
     for (int k = 0; k < op->arg_count; ++k) {
       const int16_t a = op->args[k];
       if (a >= 0) {
-        okind[k] = (int64_t)cmlc_fused_producer(f, i, a) == acc ? CMLC_TL_ACC : CMLC_TL_MEM;
-        oarg[k] = a;
+        o[k].kind = (int64_t)cmlc_fused_producer(f, i, a) == acc ? CMLC_TL_ACC : CMLC_TL_MEM;
+        o[k].arg = a;
         continue;
       }
       const uint32_t slot = (uint32_t)(-a - 1);
       if (kind[slot] == UNREAD) return;
-      const cml_dtype_t in_dtype = m->values[f->inputs[slot]].shape.dtype;
-      const bool half = in_dtype == CML_DTYPE_BF16 || in_dtype == CML_DTYPE_F16;
-      if (in_dtype != CML_DTYPE_F32 && !(half && !op->fn && kind[slot] == CMLC_TL_VEC)) return;
-      okind[k] = kind[slot];
-      oarg[k] = (int)slot;
-      if (kind[slot] == CMLC_TL_VEC) p->vec_size[slot] = (uint8_t)cmlc_dtype_size(in_dtype);
+      o[k].kind = kind[slot];
+      o[k].arg = (int)slot;
     }
+    cml_dtype_t value = dtype;  // what the accumulator holds after the member
     if (!op->fn) {
-      // A conversion: from a bf16 / f16 input (a load), or to the bf16 / f16 output (a store).
+      // A conversion: bf16 / f16 / Bool to f32 (loads, or Bool held as 1 / 0 already), f32 to
+      // Bool, or f32 to the bf16 / f16 output (a store).
       if (!cmlc_ew_simd_tile_convert(options, (cmlc_ew_convert_fn)op->convert_impl, op->from,
                                      op->to)) {
         return;
       }
       const bool half_from = op->from == CML_DTYPE_BF16 || op->from == CML_DTYPE_F16;
       const bool half_to = op->to == CML_DTYPE_BF16 || op->to == CML_DTYPE_F16;
-      if (half_from && op->to == CML_DTYPE_F32 && op->args[0] < 0) {
-        CMLC_TL_EMIT(CMLC_TL_LD + (op->from == CML_DTYPE_BF16 ? CMLC_TL_VEC_BF16 : CMLC_TL_VEC_F16),
-                     oarg[0]);
-        if (root) {
-          CMLC_TL_EMIT(CMLC_TL_OUT_F32, 0);
-          p->out_size = 4;
-        }
+      if ((half_from || op->from == CML_DTYPE_BOOL) && op->to == CML_DTYPE_F32) {
+        cmlc_fused_tl_to_acc(&t, o[0]);
+      } else if (op->from == CML_DTYPE_F32 && op->to == CML_DTYPE_BOOL) {
+        cmlc_fused_tl_to_acc(&t, o[0]);
+        cmlc_fused_tl_emit(&t, CMLC_TL_TO_BOOL, 0, 0);
       } else if (op->from == CML_DTYPE_F32 && half_to && root) {
-        if (okind[0] != CMLC_TL_ACC) CMLC_TL_EMIT(CMLC_TL_LD + okind[0], oarg[0]);
-        CMLC_TL_EMIT(op->to == CML_DTYPE_BF16 ? CMLC_TL_OUT_BF16 : CMLC_TL_OUT_F16, 0);
+        cmlc_fused_tl_to_acc(&t, o[0]);
+        cmlc_fused_tl_emit(&t, op->to == CML_DTYPE_BF16 ? CMLC_TL_OUT_BF16 : CMLC_TL_OUT_F16, 0, 0);
         p->out_size = 2;
+        value = CML_DTYPE_INVALID;  // (stored)
       } else {
         return;
       }
     } else {
-      if (dtype != CML_DTYPE_F32) return;
-      if (op->arg_count == 1) {
-        const int u = cmlc_ew_simd_tile_unary(options, op->fn);
-        if (u < 0) return;
-        if (okind[0] != CMLC_TL_ACC) CMLC_TL_EMIT(CMLC_TL_LD + okind[0], oarg[0]);
-        CMLC_TL_EMIT(CMLC_TL_UN + u, 0);
-      } else if (op->arg_count == 2) {
-        const int b = cmlc_ew_simd_tile_binary(options, op->fn);
-        if (b < 0) return;
-        const int base = CMLC_TL_BIN + 8 * b;
-        if (okind[0] == CMLC_TL_ACC) {
-          CMLC_TL_EMIT(base + okind[1], okind[1] == CMLC_TL_ACC ? 0 : oarg[1]);
-        } else if (okind[1] == CMLC_TL_ACC) {
-          CMLC_TL_EMIT(base + 4 + okind[0], oarg[0]);
-        } else {
-          CMLC_TL_EMIT(CMLC_TL_LD + okind[0], oarg[0]);
-          CMLC_TL_EMIT(base + okind[1], oarg[1]);
+      cmlc_ew_tile_class_t cls = CMLC_TL_CLASS_NONE;
+      const int code = cmlc_ew_simd_tile_kernel(options, op->fn, &cls);
+      // (f32 results; compares and IsFinite give Bool. Where of 4-byte elements: f32 only.)
+      const bool to_bool = cls == CMLC_TL_CLASS_COMPARE || cls == CMLC_TL_CLASS_IS_FINITE;
+      if (cls == CMLC_TL_CLASS_NONE || dtype != (to_bool ? CML_DTYPE_BOOL : CML_DTYPE_F32)) return;
+      switch (cls) {
+        case CMLC_TL_CLASS_UNARY:
+        case CMLC_TL_CLASS_IS_FINITE:
+          cmlc_fused_tl_to_acc(&t, o[0]);
+          cmlc_fused_tl_emit(&t, cls == CMLC_TL_CLASS_UNARY ? CMLC_TL_UN + code : CMLC_TL_IS_FINITE,
+                             0, 0);
+          break;
+        case CMLC_TL_CLASS_BINARY:
+        case CMLC_TL_CLASS_COMPARE: {
+          const int base = (cls == CMLC_TL_CLASS_BINARY ? CMLC_TL_BIN : CMLC_TL_CMP) + 8 * code;
+          if (o[0].kind == CMLC_TL_ACC && o[1].kind == CMLC_TL_ACC) {
+            cmlc_fused_tl_emit(&t, base + CMLC_TL_ACC, 0, 0);
+          } else if (o[0].kind == CMLC_TL_ACC) {
+            const cmlc_fused_opnd_t b = cmlc_fused_tl_operand(&t, o[1], TMP0);
+            cmlc_fused_tl_emit(&t, base + b.kind, b.arg, 0);
+          } else if (o[1].kind == CMLC_TL_ACC) {
+            const cmlc_fused_opnd_t b = cmlc_fused_tl_operand(&t, o[0], TMP0);
+            cmlc_fused_tl_emit(&t, base + 4 + b.kind, b.arg, 0);
+          } else {
+            const cmlc_fused_opnd_t b = cmlc_fused_tl_operand(&t, o[1], TMP0);
+            cmlc_fused_tl_to_acc(&t, o[0]);
+            cmlc_fused_tl_emit(&t, base + b.kind, b.arg, 0);
+          }
+          break;
         }
-      } else {
-        return;
-      }
-      if (root) {
-        CMLC_TL_EMIT(CMLC_TL_OUT_F32, 0);
-        p->out_size = 4;
+        default: {
+          // Where (condition, on true, on false) and Clamp (lo, x, hi): the condition or x in
+          // the accumulator, the other two operands from memory, inputs or one element.
+          const int at = cls == CMLC_TL_CLASS_WHERE ? 0 : 1;
+          const int k1 = at == 0 ? 1 : 0, k2 = 2;
+          cmlc_fused_opnd_t x = o[at], b1 = o[k1], b2 = o[k2];
+          if ((b1.kind == CMLC_TL_ACC || b2.kind == CMLC_TL_ACC) && x.kind != CMLC_TL_ACC) {
+            // The previous member's value, read here from its tile: spilled now.
+            cmlc_fused_tl_emit(&t, CMLC_TL_ST, f->ops[acc].dst, 0);
+            if (b1.kind == CMLC_TL_ACC) b1 = (cmlc_fused_opnd_t){CMLC_TL_MEM, f->ops[acc].dst};
+            if (b2.kind == CMLC_TL_ACC) b2 = (cmlc_fused_opnd_t){CMLC_TL_MEM, f->ops[acc].dst};
+          }
+          if (b1.kind == CMLC_TL_ACC || b2.kind == CMLC_TL_ACC) return;  // (x is it too)
+          b1 = cmlc_fused_tl_operand(&t, b1, TMP0);
+          b2 = cmlc_fused_tl_operand(&t, b2, TMP1);
+          cmlc_fused_tl_to_acc(&t, x);
+          const int base = cls == CMLC_TL_CLASS_WHERE ? CMLC_TL_WHERE : CMLC_TL_CLAMP;
+          cmlc_fused_tl_emit(&t, base + 4 * b1.kind + b2.kind, b1.arg, b2.arg);
+          break;
+        }
       }
     }
+    if (root && value != CML_DTYPE_INVALID) {
+      if (value != CML_DTYPE_F32 && value != CML_DTYPE_BOOL) return;
+      cmlc_fused_tl_emit(&t, value == CML_DTYPE_F32 ? CMLC_TL_OUT_F32 : CMLC_TL_OUT_BOOL, 0, 0);
+      p->out_size = (uint8_t)cmlc_dtype_size(value);
+    }
+    if (value != CML_DTYPE_F32 && value != CML_DTYPE_BOOL && !root) return;
     acc = (int64_t)i;
     if (!root) {
       // Spilled unless the next member is its only reader (reading it from the accumulator).
@@ -469,12 +525,10 @@ static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
       for (int k = 0; k < next->arg_count; ++k) {
         by_next += next->args[k] >= 0 && cmlc_fused_producer(f, i + 1, next->args[k]) == i;
       }
-      if (reads[i] > by_next) CMLC_TL_EMIT(CMLC_TL_ST, op->dst);
+      if (reads[i] > by_next) cmlc_fused_tl_emit(&t, CMLC_TL_ST, op->dst, 0);
     }
   }
-#undef CMLC_TL_EMIT
-  if (p->out_size != f->out_size) return;
-  p->count = c;
+  if (t.full || p->out_size != f->out_size) return;
   f->tile_fn = run;
 }
 

@@ -109,13 +109,13 @@ cmlc_impl_fn cmlc_ew_simd_fused_fn(const cmlc_options_t* options, cmlc_fk_loop_t
                                    cml_dtype_t dtype);
 
 // Fused-loop programs run register-resident (kernels/x86_64/elementwise_x86_64_tile.h): a loop
-// whose members are all f32 SIMD kernels of one ISA (plus conversions from bf16 / f16 inputs
-// and to a bf16 / f16 output) runs as a program of an accumulator machine: A, a tile of vectors
-// held in registers (256 elements with AVX-512, 64 with AVX2), combined with an operand (a
-// spilled tile, an input's vectors, one broadcast input element, or A itself). Each
-// instruction applies the very vector function of the member's kernel, lane by lane, so the
-// results are the kernels' bits; the loop of per-op kernel calls over 256-element blocks in
-// memory costs 2-4x more per op.
+// whose members are all f32 SIMD kernels of one ISA (their compares, Where, Clamp and the
+// conversions between f32 and bf16 / f16 / Bool included) runs as a program of an accumulator
+// machine: A, a tile of vectors held in registers (256 elements with AVX-512, 64 with AVX2),
+// combined with an operand (a spilled tile, an input's vectors, one broadcast input element,
+// or A itself). Bool values are held as 1.0f / 0.0f. Each instruction applies the very vector
+// function of the member's kernel, lane by lane, so the results are the kernels' bits; the
+// loop of per-op kernel calls over 256-element blocks in memory costs 2-4x more per op.
 // clang-format off
 #define CMLC_EW_TILE_UNARY(X)                                                      \
   X(NEG, neg_f32, v_neg) X(ABS, abs_f32, v_abs) X(SQRT, sqrt_f32, v_sqrt)          \
@@ -127,36 +127,65 @@ cmlc_impl_fn cmlc_ew_simd_fused_fn(const cmlc_options_t* options, cmlc_fk_loop_t
 #define CMLC_EW_TILE_BINARY(X)                                              \
   X(ADD, add_f32, v_add) X(SUB, sub_f32, v_sub) X(MUL, mul_f32, v_mul)      \
   X(DIV, div_f32, v_div) X(MAX, max_f32, v_max_nan) X(MIN, min_f32, v_min_nan)
+#define CMLC_EW_TILE_COMPARE(X)                                             \
+  X(EQ, eq_f32, v_eq) X(NE, ne_f32, v_neq) X(LT, lt_f32, v_lt)              \
+  X(LE, le_f32, v_le) X(GT, gt_f32, v_gt) X(GE, ge_f32, v_ge)
 // clang-format on
 #define CMLC_EW_TILE_ENUM(NAME, KERNEL, VFN) CMLC_TL_##NAME,
 typedef enum { CMLC_EW_TILE_UNARY(CMLC_EW_TILE_ENUM) CMLC_TL_UNARY_COUNT } cmlc_ew_tile_unary_t;
 typedef enum { CMLC_EW_TILE_BINARY(CMLC_EW_TILE_ENUM) CMLC_TL_BINARY_COUNT } cmlc_ew_tile_binary_t;
+typedef enum {
+  CMLC_EW_TILE_COMPARE(CMLC_EW_TILE_ENUM) CMLC_TL_COMPARE_COUNT
+} cmlc_ew_tile_compare_t;
 #undef CMLC_EW_TILE_ENUM
-// Operand kinds: a spilled tile, an input's vectors (f32 unless the load says otherwise), one
-// f32 input element broadcast, A itself.
+// Operand kinds. The first four are the operands of every combining instruction: a spilled
+// tile, an input's f32 vectors, one f32 input element broadcast, A itself. The others are
+// loads only (into A, or into a spill tile): bf16 / f16 vectors or elements, widened; Bool
+// bytes or one Bool, as 1.0f / 0.0f.
 enum {
   CMLC_TL_MEM = 0,
   CMLC_TL_VEC,
   CMLC_TL_SPLAT,
   CMLC_TL_ACC,
   CMLC_TL_VEC_BF16,
-  CMLC_TL_VEC_F16
+  CMLC_TL_VEC_F16,
+  CMLC_TL_SPLAT_BF16,
+  CMLC_TL_SPLAT_F16,
+  CMLC_TL_VEC_BOOL,
+  CMLC_TL_SPLAT_BOOL,
+  CMLC_TL_KINDS
 };
-// Instruction codes: A = operand (LD + kind); spill A to tile |arg| (ST); store A as the output
-// and stop (OUT_*); A = f(A) (UN + cmlc_ew_tile_unary_t); A = f(A, operand), or f(operand, A)
-// reversed (BIN + 8 * op + 4 * reversed + kind, kinds MEM..ACC).
+// Instruction codes (cmlc_ew_tile_ins_t.code):
+//   LD + kind: A = operand (arg);  LDM + kind: tile arg2 = operand (arg);  ST: tile arg = A;
+//   OUT_*: store A as the output (f32, bf16, f16, Bool) and stop;
+//   UN + u: A = f(A);  IS_FINITE, TO_BOOL: A = |A| < inf, A != 0 (as 1 / 0);
+//   BIN + 8 * op + 4 * reversed + kind: A = f(A, operand), or f(operand, A);
+//   CMP + 8 * op + 4 * reversed + kind: the same, as 1 / 0;
+//   WHERE + 4 * kt + kf: A = A != 0 ? operand t (arg) : operand f (arg2);
+//   CLAMP + 4 * klo + khi: A = min(max(A, lo (arg)), hi (arg2)) with the kernels' NaN rule.
+// The kinds of BIN, CMP, WHERE and CLAMP are MEM..ACC (WHERE and CLAMP: MEM..SPLAT).
 enum {
   CMLC_TL_LD = 0,
-  CMLC_TL_ST = 8,
+  CMLC_TL_LDM = 16,
+  CMLC_TL_ST = 32,
   CMLC_TL_OUT_F32,
   CMLC_TL_OUT_BF16,
   CMLC_TL_OUT_F16,
-  CMLC_TL_UN = 16,
-  CMLC_TL_BIN = 64,
+  CMLC_TL_OUT_BOOL,
+  CMLC_TL_IS_FINITE,
+  CMLC_TL_TO_BOOL,
+  CMLC_TL_UN = 48,
+  CMLC_TL_BIN = 80,
+  CMLC_TL_CMP = CMLC_TL_BIN + 8 * 8,
+  CMLC_TL_WHERE = CMLC_TL_CMP + 8 * 8,
+  CMLC_TL_CLAMP = CMLC_TL_WHERE + 16,
+  CMLC_TL_CODES = CMLC_TL_CLAMP + 16,
 };
-enum { CMLC_EW_TILE_MAX_INS = 112, CMLC_EW_TILE_MAX_MEM = 12, CMLC_EW_TILE_MAX_IN = 16 };
+// Spill tiles: the loop's registers, and two for loaded operands (CMLC_TL_LDM).
+enum { CMLC_EW_TILE_MAX_INS = 160, CMLC_EW_TILE_MAX_MEM = 14, CMLC_EW_TILE_MAX_IN = 16 };
 typedef struct cmlc_ew_tile_ins_t {
-  uint8_t code, arg;  // arg: a spill tile or an input
+  uint16_t code;
+  uint8_t arg, arg2;  // a spill tile or an input
 } cmlc_ew_tile_ins_t;
 typedef struct cmlc_ew_tile_prog_t {
   uint32_t count, input_count;
@@ -166,16 +195,27 @@ typedef struct cmlc_ew_tile_prog_t {
   uint8_t out_size;
   cmlc_ew_tile_ins_t ins[CMLC_EW_TILE_MAX_INS];
 } cmlc_ew_tile_prog_t;
-// Runs |prog| over |n| elements: input j's element 0 at |in|[j] (kinds VEC: n elements), the
-// output's at |out|. The output may be a VEC input.
+// Runs |prog| over |n| elements: input j's element 0 at |in|[j] (vector kinds: n elements),
+// the output's at |out|. The output may be a vector input of the same element size.
 typedef void (*cmlc_ew_tile_fn)(const cmlc_ew_tile_prog_t* prog, const void* const* in, void* out,
                                 int64_t n);
 // The runner for |options| (its ISA), or NULL (reference mode, the scalar ISA).
 cmlc_ew_tile_fn cmlc_ew_simd_tile_fn(const cmlc_options_t* options);
-// The cmlc_ew_tile_unary_t / cmlc_ew_tile_binary_t of a kernel that cmlc_ew_simd_unary_fn /
-// cmlc_ew_simd_binary_fn gave for |options|, or -1: the program cannot hold it.
-int cmlc_ew_simd_tile_unary(const cmlc_options_t* options, cmlc_ew_fn fn);
-int cmlc_ew_simd_tile_binary(const cmlc_options_t* options, cmlc_ew_fn fn);
+// What a kernel that cmlc_ew_simd_unary_fn / _binary_fn / _where_fn gave for |options| is to
+// the runner: the cmlc_ew_tile_unary_t, cmlc_ew_tile_binary_t or cmlc_ew_tile_compare_t
+// (|class| UNARY, BINARY, COMPARE), IS_FINITE, WHERE (4-byte elements) or CLAMP; -1 (and
+// |class| NONE) when the program cannot hold it.
+typedef enum {
+  CMLC_TL_CLASS_NONE = 0,
+  CMLC_TL_CLASS_UNARY,
+  CMLC_TL_CLASS_BINARY,
+  CMLC_TL_CLASS_COMPARE,
+  CMLC_TL_CLASS_IS_FINITE,
+  CMLC_TL_CLASS_WHERE,
+  CMLC_TL_CLASS_CLAMP,
+} cmlc_ew_tile_class_t;
+int cmlc_ew_simd_tile_kernel(const cmlc_options_t* options, cmlc_ew_fn fn,
+                             cmlc_ew_tile_class_t* cls);
 // Whether |fn| is the SIMD conversion of |options| from |from| to |to| (the program's loads
 // and stores convert as it does).
 bool cmlc_ew_simd_tile_convert(const cmlc_options_t* options, cmlc_ew_convert_fn fn,
@@ -201,8 +241,7 @@ cmlc_rd_half_fn cmlc_ew_avx512_reduce_half_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_impl_fn cmlc_ew_avx512_fused_fn(cmlc_fk_loop_t loop, cml_dtype_t dtype);
 void cmlc_ew_avx512_tile_run(const cmlc_ew_tile_prog_t* prog, const void* const* in, void* out,
                              int64_t n);
-int cmlc_ew_avx512_tile_unary(cmlc_ew_fn fn);
-int cmlc_ew_avx512_tile_binary(cmlc_ew_fn fn);
+int cmlc_ew_avx512_tile_kernel(cmlc_ew_fn fn, cmlc_ew_tile_class_t* cls);
 cmlc_ew_fn cmlc_ew_avx2_unary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_binary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_where_fn(size_t element_size);
@@ -213,8 +252,7 @@ cmlc_rd_half_fn cmlc_ew_avx2_reduce_half_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_impl_fn cmlc_ew_avx2_fused_fn(cmlc_fk_loop_t loop, cml_dtype_t dtype);
 void cmlc_ew_avx2_tile_run(const cmlc_ew_tile_prog_t* prog, const void* const* in, void* out,
                            int64_t n);
-int cmlc_ew_avx2_tile_unary(cmlc_ew_fn fn);
-int cmlc_ew_avx2_tile_binary(cmlc_ew_fn fn);
+int cmlc_ew_avx2_tile_kernel(cmlc_ew_fn fn, cmlc_ew_tile_class_t* cls);
 #endif
 
 //===--- scalar helpers ---===//

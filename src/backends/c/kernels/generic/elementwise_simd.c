@@ -254,29 +254,16 @@ cmlc_impl_fn cmlc_ew_simd_fused_fn(const cmlc_options_t* options, cmlc_fk_loop_t
 
 cmlc_ew_tile_fn cmlc_ew_simd_tile_fn(const cmlc_options_t* options) { CMLC_EW_SIMD_PICK(tile_run) }
 
-int cmlc_ew_simd_tile_unary(const cmlc_options_t* options, cmlc_ew_fn fn) {
+int cmlc_ew_simd_tile_kernel(const cmlc_options_t* options, cmlc_ew_fn fn,
+                             cmlc_ew_tile_class_t* cls) {
+  *cls = CMLC_TL_CLASS_NONE;
   (void)fn;
 #if defined(CMLC_HAVE_X86_64)
   switch (cmlc_ew_simd_isa(options)) {
     case CMLC_ISA_AVX512:
-      return cmlc_ew_avx512_tile_unary(fn);
+      return cmlc_ew_avx512_tile_kernel(fn, cls);
     case CMLC_ISA_AVX2:
-      return cmlc_ew_avx2_tile_unary(fn);
-    default:
-      break;
-  }
-#endif
-  return -1;
-}
-
-int cmlc_ew_simd_tile_binary(const cmlc_options_t* options, cmlc_ew_fn fn) {
-  (void)fn;
-#if defined(CMLC_HAVE_X86_64)
-  switch (cmlc_ew_simd_isa(options)) {
-    case CMLC_ISA_AVX512:
-      return cmlc_ew_avx512_tile_binary(fn);
-    case CMLC_ISA_AVX2:
-      return cmlc_ew_avx2_tile_binary(fn);
+      return cmlc_ew_avx2_tile_kernel(fn, cls);
     default:
       break;
   }

@@ -7,9 +7,9 @@
 // ymm, 64 elements) that the compiler keeps in registers across the switch: every instruction
 // applies one vector function to all of them, so one dispatch serves 16 (8) vector operations
 // and nothing goes through memory but the operands and the spills. Each case is the member
-// kernel's own expression (the same vector function, the same operand order), so the lanes get
-// the kernels' bits; a tail shorter than a vector runs on zero-padded copies, as the kernels'
-// tails do.
+// kernel's own expression (the same vector function, the same operand order; loads and stores
+// convert as the conversion kernels do), so the lanes get the kernels' bits; a tail shorter
+// than a vector runs on zero-padded copies, as the kernels' tails do.
 #ifndef CML_BACKENDS_C_KERNELS_X86_64_ELEMENTWISE_X86_64_TILE_H_
 #define CML_BACKENDS_C_KERNELS_X86_64_ELEMENTWISE_X86_64_TILE_H_
 
@@ -17,74 +17,120 @@ enum { CMLC_TL_T = CMLC_V_W == 16 ? 16 : 8 };
 
 #define CMLC_TL_EACH _Pragma("GCC unroll 16") for (int k = 0; k < T; ++k)
 
-// The binary cases of one op: A = VOP(A, operand) and A = VOP(operand, A), for each kind.
-#define CMLC_TL_BIN_CASES(NAME, KERNEL, VFN)                   \
-  case CMLC_TL_BIN + 8 * CMLC_TL_##NAME + CMLC_TL_MEM:         \
-    CMLC_TL_EACH a[k] = VFN(a[k], mem[q->arg * T + k]);        \
-    break;                                                     \
-  case CMLC_TL_BIN + 8 * CMLC_TL_##NAME + CMLC_TL_VEC: {       \
-    const float* x = (const float*)in[q->arg] + i;             \
-    CMLC_TL_EACH a[k] = VFN(a[k], v_load(x + k * CMLC_V_W));   \
-    break;                                                     \
-  }                                                            \
-  case CMLC_TL_BIN + 8 * CMLC_TL_##NAME + CMLC_TL_SPLAT: {     \
-    const vf s = v_set1(*(const float*)in[q->arg]);            \
-    CMLC_TL_EACH a[k] = VFN(a[k], s);                          \
-    break;                                                     \
-  }                                                            \
-  case CMLC_TL_BIN + 8 * CMLC_TL_##NAME + CMLC_TL_ACC:         \
-    CMLC_TL_EACH a[k] = VFN(a[k], a[k]);                       \
-    break;                                                     \
-  case CMLC_TL_BIN + 8 * CMLC_TL_##NAME + 4 + CMLC_TL_MEM:     \
-    CMLC_TL_EACH a[k] = VFN(mem[q->arg * T + k], a[k]);        \
-    break;                                                     \
-  case CMLC_TL_BIN + 8 * CMLC_TL_##NAME + 4 + CMLC_TL_VEC: {   \
-    const float* x = (const float*)in[q->arg] + i;             \
-    CMLC_TL_EACH a[k] = VFN(v_load(x + k * CMLC_V_W), a[k]);   \
-    break;                                                     \
-  }                                                            \
-  case CMLC_TL_BIN + 8 * CMLC_TL_##NAME + 4 + CMLC_TL_SPLAT: { \
-    const vf s = v_set1(*(const float*)in[q->arg]);            \
-    CMLC_TL_EACH a[k] = VFN(s, a[k]);                          \
-    break;                                                     \
+// Operands of the combining instructions, by kind: set-up (named after |v|), then the k-th
+// vector.
+#define CMLC_TL_SETUP_MEM(v, ARG)
+#define CMLC_TL_SETUP_VEC(v, ARG) const float* v##_p = (const float*)in[ARG] + i;
+#define CMLC_TL_SETUP_SPLAT(v, ARG) const vf v##_s = v_set1(*(const float*)in[ARG]);
+#define CMLC_TL_GET_MEM(v, ARG) mem[(ARG)*T + k]
+#define CMLC_TL_GET_VEC(v, ARG) v_load(v##_p + k * CMLC_V_W)
+#define CMLC_TL_GET_SPLAT(v, ARG) v##_s
+
+// A = VFN(A, operand), A = VFN(operand, A) (reversed), each kind; RES wraps the result (the
+// compares' 1 / 0).
+#define CMLC_TL_COMBINE(BASE, NAME, VFN, RES, KIND)      \
+  case BASE + 8 * CMLC_TL_##NAME + CMLC_TL_##KIND: {     \
+    CMLC_TL_SETUP_##KIND(o, q->arg) CMLC_TL_EACH a[k] =  \
+        RES(VFN(a[k], CMLC_TL_GET_##KIND(o, q->arg)));   \
+    break;                                               \
+  }                                                      \
+  case BASE + 8 * CMLC_TL_##NAME + 4 + CMLC_TL_##KIND: { \
+    CMLC_TL_SETUP_##KIND(o, q->arg) CMLC_TL_EACH a[k] =  \
+        RES(VFN(CMLC_TL_GET_##KIND(o, q->arg), a[k]));   \
+    break;                                               \
   }
+#define CMLC_TL_COMBINE_ALL(BASE, NAME, VFN, RES) \
+  CMLC_TL_COMBINE(BASE, NAME, VFN, RES, MEM)      \
+  CMLC_TL_COMBINE(BASE, NAME, VFN, RES, VEC)      \
+  CMLC_TL_COMBINE(BASE, NAME, VFN, RES, SPLAT)    \
+  case BASE + 8 * CMLC_TL_##NAME + CMLC_TL_ACC:   \
+    CMLC_TL_EACH a[k] = RES(VFN(a[k], a[k]));     \
+    break;
+#define CMLC_TL_AS_IS(x) x
+#define CMLC_TL_AS_01(m) v_sel((m), one, zero)
+#define CMLC_TL_BIN_CASES(NAME, KERNEL, VFN) \
+  CMLC_TL_COMBINE_ALL(CMLC_TL_BIN, NAME, VFN, CMLC_TL_AS_IS)
+#define CMLC_TL_CMP_CASES(NAME, KERNEL, VFN) \
+  CMLC_TL_COMBINE_ALL(CMLC_TL_CMP, NAME, VFN, CMLC_TL_AS_01)
 #define CMLC_TL_UN_CASE(NAME, KERNEL, VFN) \
   case CMLC_TL_UN + CMLC_TL_##NAME:        \
     CMLC_TL_EACH a[k] = VFN(a[k]);         \
     break;
+
+// Where (A is the condition) and Clamp (A is x) with two operands of kinds MEM..SPLAT.
+#define CMLC_TL_WHERE_CLAMP(K1, K2)                                                              \
+  case CMLC_TL_WHERE + 4 * CMLC_TL_##K1 + CMLC_TL_##K2: {                                        \
+    CMLC_TL_SETUP_##K1(t, q->arg) CMLC_TL_SETUP_##K2(f, q->arg2) CMLC_TL_EACH a[k] =             \
+        v_sel(v_neq(a[k], zero), CMLC_TL_GET_##K1(t, q->arg), CMLC_TL_GET_##K2(f, q->arg2));     \
+    break;                                                                                       \
+  }                                                                                              \
+  case CMLC_TL_CLAMP + 4 * CMLC_TL_##K1 + CMLC_TL_##K2: {                                        \
+    CMLC_TL_SETUP_##K1(lo, q->arg) CMLC_TL_SETUP_##K2(hi, q->arg2) CMLC_TL_EACH a[k] =           \
+        v_min_nan(v_max_nan(a[k], CMLC_TL_GET_##K1(lo, q->arg)), CMLC_TL_GET_##K2(hi, q->arg2)); \
+    break;                                                                                       \
+  }
+#define CMLC_TL_WHERE_CLAMP_ROW(K1) \
+  CMLC_TL_WHERE_CLAMP(K1, MEM) CMLC_TL_WHERE_CLAMP(K1, VEC) CMLC_TL_WHERE_CLAMP(K1, SPLAT)
+
+// Loads of every kind into A (LD) or into a spill tile (LDM): DST(k) is the k-th vector.
+#define CMLC_TL_DST_A(k) a[k]
+#define CMLC_TL_DST_M(k) mem[q->arg2 * T + (k)]
+#define CMLC_TL_LOADS(BASE, DST)                                                          \
+  case BASE + CMLC_TL_MEM:                                                                \
+    CMLC_TL_EACH DST(k) = mem[q->arg * T + k];                                            \
+    break;                                                                                \
+  case BASE + CMLC_TL_VEC: {                                                              \
+    const float* x = (const float*)in[q->arg] + i;                                        \
+    CMLC_TL_EACH DST(k) = v_load(x + k * CMLC_V_W);                                       \
+    break;                                                                                \
+  }                                                                                       \
+  case BASE + CMLC_TL_SPLAT: {                                                            \
+    const vf s = v_set1(*(const float*)in[q->arg]);                                       \
+    CMLC_TL_EACH DST(k) = s;                                                              \
+    break;                                                                                \
+  }                                                                                       \
+  case BASE + CMLC_TL_VEC_BF16: {                                                         \
+    const uint16_t* x = (const uint16_t*)in[q->arg] + i;                                  \
+    CMLC_TL_EACH DST(k) = v_bf16_to_f32(x + k * CMLC_V_W);                                \
+    break;                                                                                \
+  }                                                                                       \
+  case BASE + CMLC_TL_VEC_F16: {                                                          \
+    const uint16_t* x = (const uint16_t*)in[q->arg] + i;                                  \
+    CMLC_TL_EACH DST(k) = v_load_f16(x + k * CMLC_V_W);                                   \
+    break;                                                                                \
+  }                                                                                       \
+  case BASE + CMLC_TL_SPLAT_BF16:                                                         \
+  case BASE + CMLC_TL_SPLAT_F16: {                                                        \
+    /* (One element widened as the kernels widen a broadcast one: a vector of it.) */     \
+    uint16_t h[CMLC_V_W];                                                                 \
+    for (int j = 0; j < CMLC_V_W; ++j) h[j] = *(const uint16_t*)in[q->arg];               \
+    const vf s = q->code == BASE + CMLC_TL_SPLAT_BF16 ? v_bf16_to_f32(h) : v_load_f16(h); \
+    CMLC_TL_EACH DST(k) = s;                                                              \
+    break;                                                                                \
+  }                                                                                       \
+  case BASE + CMLC_TL_VEC_BOOL: {                                                         \
+    const uint8_t* x = (const uint8_t*)in[q->arg] + i;                                    \
+    CMLC_TL_EACH DST(k) = v_sel(v_load_bool(x + k * CMLC_V_W), one, zero);                \
+    break;                                                                                \
+  }                                                                                       \
+  case BASE + CMLC_TL_SPLAT_BOOL: {                                                       \
+    const vf s = v_sel(v_load_bool_scalar(*(const uint8_t*)in[q->arg]), one, zero);       \
+    CMLC_TL_EACH DST(k) = s;                                                              \
+    break;                                                                                \
+  }
 
 // Runs the program on the T vectors at element |i| (T a constant once inlined). |mem| holds the
 // spilled tiles, T vectors each.
 CMLC_EW_TARGET static inline __attribute__((always_inline)) void CMLC_EW_FN(tile_step)(
     const cmlc_ew_tile_prog_t* p, const void* const* in, int64_t i, vf* mem, void* out,
     const int T) {
+  const vf one = v_set1(1.0f), zero = v_zero();
   vf a[CMLC_TL_T];
-  CMLC_TL_EACH a[k] = v_zero();  // (every program loads first)
+  CMLC_TL_EACH a[k] = zero;  // (every program loads first)
   for (const cmlc_ew_tile_ins_t* q = p->ins;; ++q) {
     switch (q->code) {
-      case CMLC_TL_LD + CMLC_TL_MEM:
-        CMLC_TL_EACH a[k] = mem[q->arg * T + k];
-        break;
-      case CMLC_TL_LD + CMLC_TL_VEC: {
-        const float* x = (const float*)in[q->arg] + i;
-        CMLC_TL_EACH a[k] = v_load(x + k * CMLC_V_W);
-        break;
-      }
-      case CMLC_TL_LD + CMLC_TL_SPLAT: {
-        const vf s = v_set1(*(const float*)in[q->arg]);
-        CMLC_TL_EACH a[k] = s;
-        break;
-      }
-      case CMLC_TL_LD + CMLC_TL_VEC_BF16: {
-        const uint16_t* x = (const uint16_t*)in[q->arg] + i;
-        CMLC_TL_EACH a[k] = v_bf16_to_f32(x + k * CMLC_V_W);
-        break;
-      }
-      case CMLC_TL_LD + CMLC_TL_VEC_F16: {
-        const uint16_t* x = (const uint16_t*)in[q->arg] + i;
-        CMLC_TL_EACH a[k] = v_load_f16(x + k * CMLC_V_W);
-        break;
-      }
+      CMLC_TL_LOADS(CMLC_TL_LD, CMLC_TL_DST_A)
+      CMLC_TL_LOADS(CMLC_TL_LDM, CMLC_TL_DST_M)
       case CMLC_TL_ST:
         CMLC_TL_EACH mem[q->arg * T + k] = a[k];
         break;
@@ -103,16 +149,47 @@ CMLC_EW_TARGET static inline __attribute__((always_inline)) void CMLC_EW_FN(tile
         CMLC_TL_EACH v_store_f16(y + k * CMLC_V_W, v_canonical_nan(a[k]));
         return;
       }
+      case CMLC_TL_OUT_BOOL: {
+        uint8_t* y = (uint8_t*)out + i;
+        CMLC_TL_EACH v_store_bool(y + k * CMLC_V_W, v_neq(a[k], zero));
+        return;
+      }
+      case CMLC_TL_IS_FINITE:
+        CMLC_TL_EACH a[k] = v_sel(v_lt(v_abs(a[k]), v_set1(INFINITY)), one, zero);
+        break;
+      case CMLC_TL_TO_BOOL:
+        CMLC_TL_EACH a[k] = v_sel(v_neq(a[k], zero), one, zero);
+        break;
         CMLC_EW_TILE_UNARY(CMLC_TL_UN_CASE)
         CMLC_EW_TILE_BINARY(CMLC_TL_BIN_CASES)
+        CMLC_EW_TILE_COMPARE(CMLC_TL_CMP_CASES)
+        CMLC_TL_WHERE_CLAMP_ROW(MEM)
+        CMLC_TL_WHERE_CLAMP_ROW(VEC)
+        CMLC_TL_WHERE_CLAMP_ROW(SPLAT)
       default:
-        return;  // (not built: cmlc_fused_tile_build emits these codes only)
+        return;  // (not built: cmlc_fused_tile_build emits the codes above only)
     }
   }
 }
 
+#undef CMLC_TL_LOADS
+#undef CMLC_TL_DST_A
+#undef CMLC_TL_DST_M
+#undef CMLC_TL_WHERE_CLAMP_ROW
+#undef CMLC_TL_WHERE_CLAMP
 #undef CMLC_TL_UN_CASE
+#undef CMLC_TL_CMP_CASES
 #undef CMLC_TL_BIN_CASES
+#undef CMLC_TL_AS_01
+#undef CMLC_TL_AS_IS
+#undef CMLC_TL_COMBINE_ALL
+#undef CMLC_TL_COMBINE
+#undef CMLC_TL_GET_SPLAT
+#undef CMLC_TL_GET_VEC
+#undef CMLC_TL_GET_MEM
+#undef CMLC_TL_SETUP_SPLAT
+#undef CMLC_TL_SETUP_VEC
+#undef CMLC_TL_SETUP_MEM
 
 CMLC_EW_TARGET __attribute__((noinline)) static void CMLC_EW_FN(tile_full)(
     const cmlc_ew_tile_prog_t* p, const void* const* in, int64_t i, vf* mem, void* out) {
@@ -149,17 +226,28 @@ CMLC_EW_TARGET void CMLC_EW_FN(tile_run)(const cmlc_ew_tile_prog_t* p, const voi
   memcpy((uint8_t*)out + (size_t)i * p->out_size, tail, count * p->out_size);
 }
 
+int CMLC_EW_FN(tile_kernel)(cmlc_ew_fn fn, cmlc_ew_tile_class_t* cls) {
 #define CMLC_TL_MATCH(NAME, KERNEL, VFN) \
-  if (fn == CMLC_EW_FN(KERNEL)) return CMLC_TL_##NAME;
-int CMLC_EW_FN(tile_unary)(cmlc_ew_fn fn) {
+  if (fn == CMLC_EW_FN(KERNEL)) {        \
+    *cls = CMLC_TL_MATCH_CLASS;          \
+    return CMLC_TL_##NAME;               \
+  }
+#define CMLC_TL_MATCH_CLASS CMLC_TL_CLASS_UNARY
   CMLC_EW_TILE_UNARY(CMLC_TL_MATCH)
-  return -1;
-}
-int CMLC_EW_FN(tile_binary)(cmlc_ew_fn fn) {
+#undef CMLC_TL_MATCH_CLASS
+#define CMLC_TL_MATCH_CLASS CMLC_TL_CLASS_BINARY
   CMLC_EW_TILE_BINARY(CMLC_TL_MATCH)
-  return -1;
-}
+#undef CMLC_TL_MATCH_CLASS
+#define CMLC_TL_MATCH_CLASS CMLC_TL_CLASS_COMPARE
+  CMLC_EW_TILE_COMPARE(CMLC_TL_MATCH)
+#undef CMLC_TL_MATCH_CLASS
 #undef CMLC_TL_MATCH
+  *cls = fn == CMLC_EW_FN(is_finite_f32) ? CMLC_TL_CLASS_IS_FINITE
+         : fn == CMLC_EW_FN(where_4)     ? CMLC_TL_CLASS_WHERE
+         : fn == CMLC_EW_FN(clamp_f32)   ? CMLC_TL_CLASS_CLAMP
+                                         : CMLC_TL_CLASS_NONE;
+  return *cls == CMLC_TL_CLASS_NONE ? -1 : 0;
+}
 #undef CMLC_TL_EACH
 
 #endif  // CML_BACKENDS_C_KERNELS_X86_64_ELEMENTWISE_X86_64_TILE_H_
