@@ -194,7 +194,8 @@ CML_API bool cml_op_fused_attention_qkv_projection(cml_function_t* f, cml_value_
 //   bytes_per_block * values_per_block. No scale and no zero point.
 //
 // |block_size| need not divide N: there are ceil(N / B) blocks and the last one is short.
-// B == N is one scale per k ("per-axis").
+// B == N is one scale per k ("per-axis"), as is any B > N (up to INT64_MAX; the memory of every
+// path is independent of B beyond N).
 //
 // Backends: the C backend runs both ops natively (unless fusion is off or it runs its reference
 // kernels); elsewhere (XLA, GOMLX_FUSION=0, "c:reference=true") they decompose into standard

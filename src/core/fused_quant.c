@@ -412,7 +412,9 @@ cml_value_t cml__fused_quantized_dense_build(cml_function_t* f, cml_value_t x, c
                        "%s(%s): only block_axis=1 is supported, got %lld (weights %s)", on, fmt,
                        (long long)q.block_axis, cml__shape_text(&ws, t1));
     }
-    const int64_t nb = n == 0 ? 0 : (n + q.block_size - 1) / q.block_size;
+    // ceil(N / block_size) without forming N + block_size - 1, which overflows for block sizes
+    // near INT64_MAX.
+    const int64_t nb = n == 0 ? 0 : (n - 1) / q.block_size + 1;
     if (q.scale == CML_VALUE_INVALID) {
       return cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
                        "%s(%s): a scale Float32[%lld, %lld] is required (weights %s)", on, fmt,
@@ -499,8 +501,11 @@ cml_value_t cml__fused_quantized_dense_build(cml_function_t* f, cml_value_t x, c
     } else {
       wf = cml_op_convert_dtype(f, weights, CML_DTYPE_F32);
     }
-    // Scales [K, nb] -> [K, nb, B] -> [K, nb * B] -> the first N columns.
-    const int64_t nb = ss.dims[1], bsz = q.block_size;
+    // Scales [K, nb] -> [K, nb, B] -> [K, nb * B] -> the first N columns. A block of B >= N
+    // columns is the only block (nb = 1) and covers them all, so B is clamped to N: the
+    // broadcast then holds at most K * (N + B - 1) values whatever the block size (B = 2^62
+    // with N = 10 would otherwise ask for a [K, 1, 2^62] array).
+    const int64_t nb = ss.dims[1], bsz = q.block_size < n ? q.block_size : n;
     const int64_t full[3] = {k, nb, bsz};
     const int64_t axes[2] = {0, 1};
     cml_value_t parts[2] = {q.scale, q.zero_point};

@@ -511,13 +511,15 @@ cml_status_t cml_quantize_linear(cml_quant_scheme_t scheme, cml_dtype_t weight_d
                            cml_dtype_name(weight_dtype));
   }
   const int bits = cml_dtype_bits(weight_dtype);
-  const int64_t nb = (n + block_size - 1) / block_size;
+  // ceil(n / block_size) and the block ends without forming n + block_size - 1 or
+  // n0 + block_size, which overflow for block sizes near INT64_MAX.
+  const int64_t nb = n == 0 ? 0 : (n - 1) / block_size + 1;
   cml_shape_t ws = cml_shape_make(weight_dtype, 2, (int64_t[]){k, n});
   memset(weights, 0, cml_shape_byte_size(&ws));
   for (int64_t r = 0; r < k; ++r) {
     for (int64_t blk = 0; blk < nb; ++blk) {
       const int64_t n0 = blk * block_size;
-      const int64_t n1 = n0 + block_size < n ? n0 + block_size : n;
+      const int64_t n1 = block_size < n - n0 ? n0 + block_size : n;
       const float* x = src + r * n;
       float lo = 0, hi = 0, amax = 0;
       for (int64_t c = n0; c < n1; ++c) {

@@ -896,6 +896,128 @@ TEST(quantize_linear_round_trip) {
       CML_STATUS_INVALID_ARGUMENT);
 }
 
+//===--- edge cases ---===//
+
+// K = 0 (x [3, 0], Linear Int8 weights [0, 10], NF4 Uint4 weights [0, 10]): the product is
+// empty, so every output is act(bias) on every backend, batch 1 and 3. The native kernel once
+// derived the batch as count / K and wrote nothing. (GGML weights cannot have K = 0: a row holds
+// at least one block.)
+TEST(dense_empty_k_gives_activation_of_bias) {
+  static const uint8_t none[1] = {0};
+  static const float no_scale[1] = {0};
+  for (int s = 0; s < 2; ++s) {
+    qt_dense_t d;
+    memset(&d, 0, sizeof d);
+    cml_quantization_init(&d.q);
+    d.q.scheme = s == 0 ? CML_QUANT_LINEAR : CML_QUANT_NF4;
+    d.q.block_size = 4;
+    d.ws = API_SHAPE(s == 0 ? CML_DTYPE_I8 : CML_DTYPE_U4, 0, 10);
+    d.ss = API_SHAPE(CML_DTYPE_F32, 0, 3);
+    d.w = none;
+    d.scale = no_scale;
+    d.zero = s == 0 ? no_scale : NULL;
+    d.k = 0;
+    d.n = 10;
+    d.wref = NULL;  // no k: the reference is act(bias)
+    for (size_t c = 0; c < QT_CONFIGS; ++c) {
+      for (int64_t m = 1; m <= 3; m += 2) {
+        bool skipped;
+        ASSERT_TRUE(qt_check_dense(qt_configs[c], &d, m, &skipped));
+      }
+    }
+  }
+}
+
+// A Linear Int8 layer x [2, 6] @ [6, 10] whose weights are (k + 2n) % 7 - 3 with scale
+// 0.5 + k / 8 per k and block size |block|, on every backend, against the double reference;
+// |nb| is the scale's second dim.
+static bool qt_block_case(int64_t block, int64_t nb) {
+  enum { K = 6, N = 10 };
+  static int8_t w[K * N];
+  static float scale[K];
+  double wref[N * K];
+  for (int64_t k = 0; k < K; ++k) {
+    scale[k] = 0.5f + (float)k / 8;
+    for (int64_t n = 0; n < N; ++n) {
+      w[k * N + n] = (int8_t)((k + 2 * n) % 7 - 3);
+      wref[n * K + k] = (double)w[k * N + n] * scale[k];
+    }
+  }
+  qt_dense_t d;
+  memset(&d, 0, sizeof d);
+  cml_quantization_init(&d.q);
+  d.q.block_size = block;
+  d.ws = API_SHAPE(CML_DTYPE_I8, K, N);
+  d.ss = API_SHAPE(CML_DTYPE_F32, K, nb);
+  d.w = w;
+  d.scale = scale;
+  d.k = K;
+  d.n = N;
+  d.wref = wref;
+  bool ok = true;
+  for (size_t c = 0; c < QT_CONFIGS; ++c) {
+    bool skipped;
+    ok = qt_check_dense(qt_configs[c], &d, 2, &skipped) && ok;
+  }
+  return ok;
+}
+
+// Block sizes up to INT64_MAX: ceil(N / B) is 1 for any B >= N (it once overflowed to a
+// negative count for B near INT64_MAX), so a [K, 1] scale is accepted and [K, 0] rejected; the
+// decomposition's broadcast of the scales is [K, 1, min(B, N)] (it was [K, 1, B]: "too large"
+// for B = 2^62, 100 MB for B = 2^22 here), with the same results.
+TEST(dense_huge_block_size) {
+  static const int64_t blocks[] = {10, 11, 4194304, INT64_MAX / 2, INT64_MAX - 1, INT64_MAX};
+  for (size_t i = 0; i < sizeof blocks / sizeof *blocks; ++i) {
+    if (!qt_block_case(blocks[i], 1)) fprintf(stderr, "  block_size %lld\n", (long long)blocks[i]);
+    ASSERT_TRUE(qt_block_case(blocks[i], 1));
+  }
+  // nb = 0 and 2 are not ceil(10 / B).
+  cml_backend_t* be = qt_backend("c");
+  ASSERT_TRUE(be != NULL);
+  for (int64_t nb = 0; nb <= 2; nb += 2) {
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(be, "bad", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, 2, 6), ws = API_SHAPE(CML_DTYPE_I8, 6, 10);
+    cml_shape_t ss = API_SHAPE(CML_DTYPE_F32, 6, nb);
+    cml_quantization_t q;
+    cml_quantization_init(&q);
+    q.block_size = INT64_MAX;
+    cml_value_t x = cml_parameter(f, "x", &xs), w = cml_parameter(f, "w", &ws);
+    q.scale = cml_parameter(f, "s", &ss);
+    cml_value_t y =
+        cml_op_fused_quantized_dense(f, x, w, CML_VALUE_INVALID, &q, CML_ACTIVATION_NONE);
+    char msg[1024];
+    cml_status_code_t code = api_code_msg(cml_builder_status(b), msg, sizeof msg);
+    cml_builder_destroy(b);
+    ASSERT_TRUE(y == CML_VALUE_INVALID);
+    ASSERT_EQ_INT(code, CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(msg,
+                    "must be Float32[6, 1] for weights (Int8)[6, 10] and block_size "
+                    "9223372036854775807");
+  }
+  cml_backend_release(be);
+  // The host quantizer: one block per row of 8, symmetric Int8: scale = max |w| / 127 (it once
+  // returned OK without writing the scales).
+  float src[4 * 8], scale[4];
+  int8_t wq[4 * 8];
+  for (int i = 0; i < 4 * 8; ++i) src[i] = (float)(i % 17) - 8;
+  for (int64_t block = 8; block > 0; block = block == 8 ? INT64_MAX : 0) {
+    for (int r = 0; r < 4; ++r) scale[r] = NAN;
+    ASSERT_STATUS_OK(
+        cml_quantize_linear(CML_QUANT_LINEAR, CML_DTYPE_I8, src, 4, 8, block, wq, scale, NULL));
+    for (int r = 0; r < 4; ++r) {
+      float amax = 0;
+      for (int c = 0; c < 8; ++c) amax = fmaxf(amax, fabsf(src[r * 8 + c]));
+      ASSERT_EQ_DBL(scale[r], amax / 127.0f);
+      for (int c = 0; c < 8; ++c) {
+        ASSERT_EQ_INT(wq[r * 8 + c], (int)roundf(src[r * 8 + c] / scale[r]));
+      }
+    }
+  }
+}
+
 //===--- build-time errors ---===//
 
 typedef struct qt_bad_t {
@@ -1155,6 +1277,8 @@ static const struct {
     {TEST_ENTRY(int8_vnni_prefetch_variants_same_bits), false},
     {TEST_ENTRY(int8_activation_groups_exact), false},
     {TEST_ENTRY(quantize_linear_round_trip), false},
+    {TEST_ENTRY(dense_empty_k_gives_activation_of_bias), false},
+    {TEST_ENTRY(dense_huge_block_size), false},
     {TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), false},
     {TEST_ENTRY(embedding_bad_input), false},
     {TEST_ENTRY(capabilities_follow_fusion_option), false},

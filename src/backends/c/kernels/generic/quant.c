@@ -260,7 +260,10 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
   const cml_shape_t* xs = args->input_shapes[0];
   const cml_shape_t* ws = args->input_shapes[1];
   const int64_t k = xs->dims[xs->rank - 1];
-  const int64_t m = k > 0 ? cml_shape_element_count(xs) / k : 0;
+  // Rows of x from its leading dims, not count / k: with K = 0 there are still m rows of
+  // act(bias) to write.
+  int64_t m = 1;
+  for (int32_t d = 0; d + 1 < xs->rank; ++d) m *= xs->dims[d];
   uint32_t next = 2;
   const float* scale = NULL;
   const float* zero = NULL;
