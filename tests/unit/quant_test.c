@@ -1018,6 +1018,51 @@ TEST(dense_huge_block_size) {
   }
 }
 
+// Same value, or both NaN.
+static bool qt_same_or_nan(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
+
+// Batch 1 with one infinite activation and finite weights: every output is +-inf (or NaN where
+// the weight under the infinity is 0, or where infinities of both signs meet), exactly as the
+// decomposition computes it, on every format and kernel. The SIMD row kernels multiply the
+// offsets of Q4_1, Q5_1, Q2_K, Q4_K and Q5_K by sums of activations, which once made inf - inf =
+// NaN where the decomposition gives +-inf; such rows now take the scalar kernel. Finite rows
+// keep the SIMD kernels (checked by the other tests).
+TEST(dense_infinite_activation_matches_decomposition) {
+  const int64_t n = 13, k = 512;
+  float* w = malloc(sizeof(float) * (size_t)(n * k));
+  uint8_t* q = malloc((size_t)(n * k * 2));
+  for (int64_t i = 0; i < n * k; ++i) w[i] = (float)qt_normal();
+  static const char* const cfgs[] = {"c", "c:avx512=false", "c:quant_int8=true",
+                                     "c:quant_int8=true,avx512=false", "c:avx2=false,avx512=false"};
+  for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    const cml_ggml_type_t type = (cml_ggml_type_t)t;
+    const int64_t rb = cml_ggml_row_bytes(type, k);
+    ASSERT_STATUS_OK(cml_quantize_ggml(type, w, n, k, q, (size_t)(n * rb)));
+    qt_dense_t d = qt_dense_ggml(type, q, n, k);
+    for (int sign = -1; sign <= 1; sign += 2) {
+      float x[512], want[13], got[13];
+      for (int64_t i = 0; i < k; ++i) x[i] = (float)qt_uniform(-1, 1);
+      x[77] = sign * INFINITY;
+      ASSERT_TRUE(qt_gemv("c:fusion=false", &d, x, want));
+      int inf = 0;
+      for (int64_t j = 0; j < n; ++j) inf += isinf(want[j]) != 0;
+      ASSERT_TRUE(inf > n / 2);  // mostly +-inf, not NaN: the case is meaningful
+      for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; ++c) {
+        ASSERT_TRUE(qt_gemv(cfgs[c], &d, x, got));
+        for (int64_t j = 0; j < n; ++j) {
+          if (!qt_same_or_nan(got[j], want[j])) {
+            fprintf(stderr, "%s %s x[77] = %cinf: y[%lld] = %g, decomposition %g\n", cfgs[c],
+                    cml_ggml_type_name(type), sign < 0 ? '-' : '+', (long long)j, got[j], want[j]);
+          }
+          ASSERT_TRUE(qt_same_or_nan(got[j], want[j]));
+        }
+      }
+    }
+  }
+  free(w);
+  free(q);
+}
+
 //===--- build-time errors ---===//
 
 typedef struct qt_bad_t {
@@ -1279,6 +1324,7 @@ static const struct {
     {TEST_ENTRY(quantize_linear_round_trip), false},
     {TEST_ENTRY(dense_empty_k_gives_activation_of_bias), false},
     {TEST_ENTRY(dense_huge_block_size), false},
+    {TEST_ENTRY(dense_infinite_activation_matches_decomposition), false},
     {TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), false},
     {TEST_ENTRY(embedding_bad_input), false},
     {TEST_ENTRY(capabilities_follow_fusion_option), false},
