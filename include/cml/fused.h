@@ -299,8 +299,11 @@ CML_API cml_value_t cml_op_fused_quantized_dense(cml_function_t* f, cml_value_t 
 // |quantization|->ggml_type; |indices| has an integer dtype and rank >= 1 with last dim 1 (the
 // Gather convention, e.g. [batch, seq, 1]). Output: Float32 [indices dims but the last..., K].
 // Fails at build time as FusedQuantizedDense does (INVALID_ARGUMENT; UNIMPLEMENTED for the
-// Linear and NF4 schemes). An index outside [0, vocab) fails the execution with OUT_OF_RANGE on
-// the C backend's kernel; the decomposition (XLA, fusion off) clamps it as Gather does.
+// Linear and NF4 schemes), and with INVALID_ARGUMENT for non-empty |indices| into a |data| of
+// no rows (vocab 0); empty |indices| give an empty output whatever vocab is, on every backend.
+// An index outside [0, vocab) fails the execution with OUT_OF_RANGE on the C backend's kernel;
+// the decomposition (XLA, fusion off) clamps it as Gather does, by its value (a Uint64 index of
+// 2^63 or more goes to the last row).
 CML_API cml_value_t cml_op_quantized_embedding_lookup(cml_function_t* f, cml_value_t data,
                                                       cml_value_t indices,
                                                       const cml_quantization_t* quantization);

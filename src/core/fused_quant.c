@@ -565,6 +565,16 @@ cml_value_t cml_op_quantized_embedding_lookup(cml_function_t* f, cml_value_t dat
                      "rank >= 1 with last dim 1 (data %s)",
                      on, fmt, cml__shape_text(&is, t1), cml__shape_text(&ds, t2));
   }
+  // Rows looked up (the indices' leading dims; the last is 1).
+  int64_t rows = 1;
+  for (int32_t d = 0; d + 1 < is.rank; ++d) rows *= is.dims[d];
+  if (ds.dims[0] == 0 && rows > 0) {
+    // No row to read or clamp to: the c kernel would fail every index at run time and Gather
+    // (the decomposition) cannot slice a row of an empty table, so every backend rejects it here.
+    return cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
+                     "%s(GGML %s): data %s has no rows, so indices %s cannot be looked up", on, fmt,
+                     cml__shape_text(&ds, t1), cml__shape_text(&is, t2));
+  }
   cml_shape_t out = is;
   out.dtype = CML_DTYPE_F32;
   out.dims[is.rank - 1] = k;
@@ -575,12 +585,22 @@ cml_value_t cml_op_quantized_embedding_lookup(cml_function_t* f, cml_value_t dat
     attrs.fused.quant_ggml_type = (int32_t)q.ggml_type;
     return cml__op_add_node(f, op, in, 2, &out, 1, &attrs);
   }
+  if (rows == 0) {
+    // An empty lookup reads nothing; Gather would still need a row of data to slice (there may
+    // be none), so the empty result is built directly.
+    return cml_op_broadcast_in_dim(f, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0), out.dims,
+                                   out.rank, NULL, 0);
+  }
   // Gather the raw rows, then dequantize only those.
-  int64_t rows = 1;
-  for (int32_t d = 0; d + 1 < is.rank; ++d) rows *= is.dims[d];
   cml_value_t idx = indices;
+  if (is.dtype == CML_DTYPE_U64) {
+    // Uint64 indices of 2^63 and above would wrap to negative Int64 values, which Gather clamps
+    // to row 0; as unsigned values they are past the last row. Clamped to INT64_MAX first, they
+    // stay past it, and Gather clamps them to the last row as it does for Uint64 indices.
+    idx = cml_op_min(f, idx, cml_constant_scalar_i64(f, CML_DTYPE_U64, INT64_MAX));
+  }
   if (is.dtype != CML_DTYPE_I32 && is.dtype != CML_DTYPE_I64) {
-    idx = cml_op_convert_dtype(f, indices, CML_DTYPE_I64);
+    idx = cml_op_convert_dtype(f, idx, CML_DTYPE_I64);
   }
   cml_gather_dims_t g;
   memset(&g, 0, sizeof g);

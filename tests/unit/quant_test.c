@@ -1018,6 +1018,108 @@ TEST(dense_huge_block_size) {
   }
 }
 
+// A Q8_0 table of 5 rows looked up with Uint64 indices past INT64_MAX: the decomposition
+// (c:fusion=false, xla:cpu) clamps them to the last row as Gather does with Uint64 indices (it
+// once converted them to Int64 first, wrapping them negative and clamping to row 0), and the
+// native kernel reports the index's unsigned value (it once printed -1).
+TEST(embedding_uint64_indices_past_int64) {
+  enum { V = 5, K = 32 };
+  float src[V * K], deq[V * K];
+  uint8_t data[V * 34];
+  for (int i = 0; i < V * K; ++i) src[i] = (float)(i % 13) - 6 + (float)(i / K);
+  ASSERT_STATUS_OK(cml_quantize_ggml(CML_GGML_Q8_0, src, V, K, data, sizeof data));
+  ASSERT_STATUS_OK(cml_dequantize_ggml(CML_GGML_Q8_0, data, V, K, deq));
+  const uint64_t idx[4] = {1ull << 63, UINT64_MAX, 1, (uint64_t)INT64_MAX};
+  const int want[4] = {4, 4, 1, 4};
+  static const char* const configs[] = {"c:fusion=false", "xla:cpu", "c"};
+  for (size_t c = 0; c < 3; ++c) {
+    cml_backend_t* be = qt_backend(configs[c]);
+    if (!be) continue;
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(be, "embed", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t ds = API_SHAPE(CML_DTYPE_U8, V, 34), is = API_SHAPE(CML_DTYPE_U64, 4, 1);
+    cml_quantization_t q;
+    cml_quantization_init(&q);
+    q.scheme = CML_QUANT_GGML;
+    q.ggml_type = CML_GGML_Q8_0;
+    cml_value_t dv = cml_parameter(f, "d", &ds);
+    cml_value_t iv = cml_parameter(f, "i", &is);
+    cml_value_t y = cml_op_quantized_embedding_lookup(f, dv, iv, &q);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, &y, 1, &exe));
+    float out[4 * K];
+    char msg[512];
+    cml_status_code_t code = api_code_msg(
+        api_run(be, exe, (const void* const[]){data, idx}, &(void*){out}), msg, sizeof msg);
+    cml_executable_release(exe);
+    cml_backend_release(be);
+    if (c == 2) {
+      ASSERT_EQ_INT(code, CML_STATUS_OUT_OF_RANGE);
+      ASSERT_CONTAINS(msg, "index 9223372036854775808 (position 0 of indices Uint64");
+      continue;
+    }
+    if (code != CML_STATUS_OK) fprintf(stderr, "%s: %s\n", configs[c], msg);
+    ASSERT_EQ_INT(code, CML_STATUS_OK);
+    for (int i = 0; i < 4; ++i) {
+      if (memcmp(out + i * K, deq + want[i] * K, sizeof(float) * K) != 0) {
+        fprintf(stderr, "%s: index %llu: not row %d\n", configs[c], (unsigned long long)idx[i],
+                want[i]);
+      }
+      ASSERT_TRUE(memcmp(out + i * K, deq + want[i] * K, sizeof(float) * K) == 0);
+    }
+  }
+}
+
+// A table of no rows (data [0, 34] Q8_0): empty indices [0, 1] give an empty [0, 32] output
+// on every backend (the decomposition once failed in Gather), and indices [2, 1] fail at build
+// time with a message naming the op, the format and both shapes on every backend (the c kernel
+// once failed only at run time).
+TEST(embedding_empty_table) {
+  static const char* const configs[] = {"c", "c:fusion=false", "xla:cpu"};
+  for (size_t c = 0; c < 3; ++c) {
+    cml_backend_t* be = qt_backend(configs[c]);
+    if (!be) continue;
+    for (int64_t count = 0; count <= 2; count += 2) {
+      cml_builder_t* b = NULL;
+      ASSERT_STATUS_OK(cml_builder_create(be, "embed", &b));
+      cml_function_t* f = cml_builder_main(b);
+      cml_shape_t ds = API_SHAPE(CML_DTYPE_U8, 0, 34), is = API_SHAPE(CML_DTYPE_I32, count, 1);
+      cml_quantization_t q;
+      cml_quantization_init(&q);
+      q.scheme = CML_QUANT_GGML;
+      q.ggml_type = CML_GGML_Q8_0;
+      cml_value_t dv = cml_parameter(f, "d", &ds);
+      cml_value_t iv = cml_parameter(f, "i", &is);
+      cml_value_t y = cml_op_quantized_embedding_lookup(f, dv, iv, &q);
+      if (count > 0) {
+        char msg[1024];
+        cml_status_code_t code = api_code_msg(cml_builder_status(b), msg, sizeof msg);
+        cml_builder_destroy(b);
+        ASSERT_TRUE(y == CML_VALUE_INVALID);
+        ASSERT_EQ_INT(code, CML_STATUS_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(msg,
+                        "QuantizedEmbeddingLookup(GGML Q8_0): data (Uint8)[0, 34] has no "
+                        "rows, so indices (Int32)[2, 1] cannot be looked up");
+        continue;
+      }
+      cml_executable_t* exe = NULL;
+      cml_status_t st = api_finish(b, &y, 1, &exe);
+      if (st != CML_OK) fprintf(stderr, "%s: %s\n", configs[c], cml_status_message(st));
+      ASSERT_STATUS_OK(st);
+      ASSERT_EQ_INT(cml_executable_output_shape(exe, 0)->rank, 2);
+      ASSERT_EQ_INT(cml_executable_output_shape(exe, 0)->dims[0], 0);
+      ASSERT_EQ_INT(cml_executable_output_shape(exe, 0)->dims[1], 32);
+      static const uint8_t no_data[1] = {0};
+      static const int32_t no_idx[1] = {0};
+      float out[1];
+      ASSERT_STATUS_OK(api_run(be, exe, (const void* const[]){no_data, no_idx}, &(void*){out}));
+      cml_executable_release(exe);
+    }
+    cml_backend_release(be);
+  }
+}
+
 // Same value, or both NaN.
 static bool qt_same_or_nan(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
 
@@ -1324,6 +1426,8 @@ static const struct {
     {TEST_ENTRY(quantize_linear_round_trip), false},
     {TEST_ENTRY(dense_empty_k_gives_activation_of_bias), false},
     {TEST_ENTRY(dense_huge_block_size), false},
+    {TEST_ENTRY(embedding_uint64_indices_past_int64), false},
+    {TEST_ENTRY(embedding_empty_table), false},
     {TEST_ENTRY(dense_infinite_activation_matches_decomposition), false},
     {TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), false},
     {TEST_ENTRY(embedding_bad_input), false},

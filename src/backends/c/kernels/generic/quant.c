@@ -417,12 +417,19 @@ static cml_status_t cmlc_q_embed_run(const cmlc_kernel_args_t* args) {
   for (int64_t i = 0; i < count; ++i) {
     int64_t v = cmlc_q_index(is->dtype, args->inputs[1], i);
     if (v < 0 || v >= vocab) {
+      // The index as stored: a Uint64 index past INT64_MAX reads -1 from cmlc_q_index.
+      char text[24];
+      if (is->dtype == CML_DTYPE_U64) {
+        snprintf(text, sizeof text, "%llu",
+                 (unsigned long long)((const uint64_t*)args->inputs[1])[i]);
+      } else {
+        snprintf(text, sizeof text, "%lld", (long long)v);
+      }
       return cml_status_make(CML_STATUS_OUT_OF_RANGE,
-                             "index %lld (position %lld of indices "
+                             "index %s (position %lld of indices "
                              "%s[...]) out of range [0, %lld) of data [%lld, %lld] %s",
-                             (long long)v, (long long)i, cml_dtype_name(is->dtype),
-                             (long long)vocab, (long long)vocab, (long long)ds->dims[1],
-                             cml_ggml_type_name(type));
+                             text, (long long)i, cml_dtype_name(is->dtype), (long long)vocab,
+                             (long long)vocab, (long long)ds->dims[1], cml_ggml_type_name(type));
     }
   }
   cmlc_q_embed_ctx_t c = {type,
