@@ -312,13 +312,18 @@ CML_API cml_value_t cml_op_quantized_embedding_lookup(cml_function_t* f, cml_val
 
 // Quantizes |rows| rows of |k| floats (|src|, row-major) into |type|'s blocks at |dst|
 // (|dst_size| >= rows * cml_ggml_row_bytes(type, k) bytes), the [N, bytes_per_row] layout the
-// ops take. Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 are bit-identical to ggml's reference quantizers
-// (and to the gguf package's). The gguf package cannot quantize the k-quants and IQ4_NL; for
+// ops take. Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 are bit-identical to the gguf package's quantizers
+// (gguf/quants.py, numpy), and so to ggml's reference quantizers except on two kinds of blocks
+// where those two differ: a block of only -0.0 stores d = +0.0 in Q4_0 and Q5_0 as gguf does
+// (ggml's C code stores -0.0), and a block holding a NaN stores d = NaN (and m = NaN in Q4_1 and
+// Q5_1) with every q 0 as gguf does (ggml's C code skips the NaN when it looks for the block's
+// range). The gguf package cannot quantize the k-quants and IQ4_NL; for
 // those cml uses its own fit (per sub-block min/max, scales rounded to their stored width
 // first), whose round-trip RMSE on N(0, 1) weights is within 12% of ggml's own quantizers
 // (tests/unit/quant_test.c holds it within 25%). Thread-safe (no state). Returns
-// INVALID_ARGUMENT for an unknown type, k not a positive multiple of the block, a short |dst|
-// or NULL pointers; never reads past |src| or writes past |dst_size|.
+// INVALID_ARGUMENT for an unknown type, k not a positive multiple of the block, a row size that
+// overflows int64, a short |dst| or NULL pointers; never reads past |src| or writes past
+// |dst_size|.
 CML_API cml_status_t cml_quantize_ggml(cml_ggml_type_t type, const float* src, int64_t rows,
                                        int64_t k, void* dst, size_t dst_size);
 

@@ -1165,6 +1165,78 @@ TEST(dense_infinite_activation_matches_decomposition) {
   free(q);
 }
 
+// Blocks where ggml's C quantizer and the gguf package differ, quantized as gguf does (the
+// expected bytes worked out from gguf/quants.py): a block of -0.0 stores d = +0.0 (numpy's
+// argmax picks x[0] = -0.0, and -0.0 / -8 = +0.0; ggml's loop starts from +0.0 and stores
+// -0.0), with every q at the zero code; a block holding a NaN stores d = NaN (0x7E00; Q4_1,
+// Q5_1: m too) and every q 0, where ggml skips the NaN.
+TEST(quantize_negative_zero_and_nan_blocks_match_gguf) {
+  float negz[32], nan1[32];
+  for (int i = 0; i < 32; ++i) {
+    negz[i] = -0.0f;
+    nan1[i] = (float)(i % 5) - 2;
+  }
+  nan1[5] = NAN;
+  static const struct {
+    cml_ggml_type_t type;
+    int zero_code;  // the q of 0 (the offset), packed as the format stores it
+  } cases[] = {{CML_GGML_Q4_0, 8},
+               {CML_GGML_Q5_0, 16},
+               {CML_GGML_Q8_0, 0},
+               {CML_GGML_Q4_1, 0},
+               {CML_GGML_Q5_1, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+    const cml_ggml_type_t type = cases[i].type;
+    const size_t bytes = (size_t)cml_ggml_type_bytes_per_block(type);
+    const bool has_m = type == CML_GGML_Q4_1 || type == CML_GGML_Q5_1;
+    const bool five = type == CML_GGML_Q5_0 || type == CML_GGML_Q5_1;
+    uint8_t got[34], want[34];
+    // -0.0: d = +0.0; Q4_1 / Q5_1: m = min = -0.0 (0x8000) and q = 0.
+    memset(want, 0, sizeof want);
+    if (has_m) want[3] = 0x80;
+    const size_t qs_at = 2 + (has_m ? 2 : 0) + (five ? 4 : 0);
+    if (cases[i].zero_code == 8) memset(want + qs_at, 0x88, 16);
+    if (cases[i].zero_code == 16) memset(want + 2, 0xFF, 4);  // q = 16: every 5th bit set
+    ASSERT_STATUS_OK(cml_quantize_ggml(type, negz, 1, 32, got, bytes));
+    if (memcmp(got, want, bytes) != 0) {
+      fprintf(stderr, "%s -0.0: d = 0x%02x%02x\n", cml_ggml_type_name(type), got[1], got[0]);
+    }
+    ASSERT_TRUE(memcmp(got, want, bytes) == 0);
+    // NaN: d = 0x7E00 (m too), q = 0.
+    memset(want, 0, sizeof want);
+    want[1] = 0x7E;
+    if (has_m) want[3] = 0x7E;
+    ASSERT_STATUS_OK(cml_quantize_ggml(type, nan1, 1, 32, got, bytes));
+    if (memcmp(got, want, bytes) != 0) {
+      fprintf(stderr, "%s NaN: d = 0x%02x%02x, byte %zu = 0x%02x\n", cml_ggml_type_name(type),
+              got[1], got[0], qs_at, got[qs_at]);
+    }
+    ASSERT_TRUE(memcmp(got, want, bytes) == 0);
+  }
+}
+
+// A k whose row size overflows int64 is named as such, not as a k that is no multiple of the
+// block (9223372036854775776 is 32 * (2^58 - 1)).
+TEST(quantize_row_size_overflow_message) {
+  float src[32] = {0};
+  uint8_t dst[34];
+  char msg[512];
+  const int64_t k = INT64_MAX / 32 * 32;
+  ASSERT_EQ_INT(
+      api_code_msg(cml_quantize_ggml(CML_GGML_Q8_0, src, 1, k, dst, sizeof dst), msg, sizeof msg),
+      CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(msg, "cml_quantize_ggml: the row size of k 9223372036854775776 Q8_0 values");
+  ASSERT_CONTAINS(msg, "overflows int64");
+  ASSERT_TRUE(strstr(msg, "multiple") == NULL);
+  ASSERT_EQ_INT(api_code_msg(cml_dequantize_ggml(CML_GGML_Q4_0, dst, 1, k, src), msg, sizeof msg),
+                CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(msg, "cml_dequantize_ggml: the row size of k");
+  ASSERT_EQ_INT(
+      api_code_msg(cml_quantize_ggml(CML_GGML_Q8_0, src, 1, 33, dst, sizeof dst), msg, sizeof msg),
+      CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(msg, "k 33 is not a positive multiple of Q8_0's block of 32 values");
+}
+
 //===--- build-time errors ---===//
 
 typedef struct qt_bad_t {
@@ -1429,6 +1501,8 @@ static const struct {
     {TEST_ENTRY(embedding_uint64_indices_past_int64), false},
     {TEST_ENTRY(embedding_empty_table), false},
     {TEST_ENTRY(dense_infinite_activation_matches_decomposition), false},
+    {TEST_ENTRY(quantize_negative_zero_and_nan_blocks_match_gguf), false},
+    {TEST_ENTRY(quantize_row_size_overflow_message), false},
     {TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), false},
     {TEST_ENTRY(embedding_bad_input), false},
     {TEST_ENTRY(capabilities_follow_fusion_option), false},
