@@ -194,7 +194,8 @@ CML_API bool cml_op_fused_attention_qkv_projection(cml_function_t* f, cml_value_
 //   bytes_per_block * values_per_block. No scale and no zero point.
 //
 // |block_size| need not divide N: there are ceil(N / B) blocks and the last one is short.
-// B == N is one scale per k ("per-axis").
+// B == N is one scale per k ("per-axis"), as is any B > N (up to INT64_MAX; the memory of every
+// path is independent of B beyond N).
 //
 // Backends: the C backend runs both ops natively (unless fusion is off or it runs its reference
 // kernels); elsewhere (XLA, GOMLX_FUSION=0, "c:reference=true") they decompose into standard
@@ -298,8 +299,11 @@ CML_API cml_value_t cml_op_fused_quantized_dense(cml_function_t* f, cml_value_t 
 // |quantization|->ggml_type; |indices| has an integer dtype and rank >= 1 with last dim 1 (the
 // Gather convention, e.g. [batch, seq, 1]). Output: Float32 [indices dims but the last..., K].
 // Fails at build time as FusedQuantizedDense does (INVALID_ARGUMENT; UNIMPLEMENTED for the
-// Linear and NF4 schemes). An index outside [0, vocab) fails the execution with OUT_OF_RANGE on
-// the C backend's kernel; the decomposition (XLA, fusion off) clamps it as Gather does.
+// Linear and NF4 schemes), and with INVALID_ARGUMENT for non-empty |indices| into a |data| of
+// no rows (vocab 0); empty |indices| give an empty output whatever vocab is, on every backend.
+// An index outside [0, vocab) fails the execution with OUT_OF_RANGE on the C backend's kernel;
+// the decomposition (XLA, fusion off) clamps it as Gather does, by its value (a Uint64 index of
+// 2^63 or more goes to the last row).
 CML_API cml_value_t cml_op_quantized_embedding_lookup(cml_function_t* f, cml_value_t data,
                                                       cml_value_t indices,
                                                       const cml_quantization_t* quantization);
@@ -308,13 +312,18 @@ CML_API cml_value_t cml_op_quantized_embedding_lookup(cml_function_t* f, cml_val
 
 // Quantizes |rows| rows of |k| floats (|src|, row-major) into |type|'s blocks at |dst|
 // (|dst_size| >= rows * cml_ggml_row_bytes(type, k) bytes), the [N, bytes_per_row] layout the
-// ops take. Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 are bit-identical to ggml's reference quantizers
-// (and to the gguf package's). The gguf package cannot quantize the k-quants and IQ4_NL; for
+// ops take. Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 are bit-identical to the gguf package's quantizers
+// (gguf/quants.py, numpy), and so to ggml's reference quantizers except on two kinds of blocks
+// where those two differ: a block of only -0.0 stores d = +0.0 in Q4_0 and Q5_0 as gguf does
+// (ggml's C code stores -0.0), and a block holding a NaN stores d = NaN (and m = NaN in Q4_1 and
+// Q5_1) with every q 0 as gguf does (ggml's C code skips the NaN when it looks for the block's
+// range). The gguf package cannot quantize the k-quants and IQ4_NL; for
 // those cml uses its own fit (per sub-block min/max, scales rounded to their stored width
 // first), whose round-trip RMSE on N(0, 1) weights is within 12% of ggml's own quantizers
 // (tests/unit/quant_test.c holds it within 25%). Thread-safe (no state). Returns
-// INVALID_ARGUMENT for an unknown type, k not a positive multiple of the block, a short |dst|
-// or NULL pointers; never reads past |src| or writes past |dst_size|.
+// INVALID_ARGUMENT for an unknown type, k not a positive multiple of the block, a row size that
+// overflows int64, a short |dst| or NULL pointers; never reads past |src| or writes past
+// |dst_size|.
 CML_API cml_status_t cml_quantize_ggml(cml_ggml_type_t type, const float* src, int64_t rows,
                                        int64_t k, void* dst, size_t dst_size);
 

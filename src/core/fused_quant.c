@@ -412,7 +412,9 @@ cml_value_t cml__fused_quantized_dense_build(cml_function_t* f, cml_value_t x, c
                        "%s(%s): only block_axis=1 is supported, got %lld (weights %s)", on, fmt,
                        (long long)q.block_axis, cml__shape_text(&ws, t1));
     }
-    const int64_t nb = n == 0 ? 0 : (n + q.block_size - 1) / q.block_size;
+    // ceil(N / block_size) without forming N + block_size - 1, which overflows for block sizes
+    // near INT64_MAX.
+    const int64_t nb = n == 0 ? 0 : (n - 1) / q.block_size + 1;
     if (q.scale == CML_VALUE_INVALID) {
       return cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
                        "%s(%s): a scale Float32[%lld, %lld] is required (weights %s)", on, fmt,
@@ -499,8 +501,11 @@ cml_value_t cml__fused_quantized_dense_build(cml_function_t* f, cml_value_t x, c
     } else {
       wf = cml_op_convert_dtype(f, weights, CML_DTYPE_F32);
     }
-    // Scales [K, nb] -> [K, nb, B] -> [K, nb * B] -> the first N columns.
-    const int64_t nb = ss.dims[1], bsz = q.block_size;
+    // Scales [K, nb] -> [K, nb, B] -> [K, nb * B] -> the first N columns. A block of B >= N
+    // columns is the only block (nb = 1) and covers them all, so B is clamped to N: the
+    // broadcast then holds at most K * (N + B - 1) values whatever the block size (B = 2^62
+    // with N = 10 would otherwise ask for a [K, 1, 2^62] array).
+    const int64_t nb = ss.dims[1], bsz = q.block_size < n ? q.block_size : n;
     const int64_t full[3] = {k, nb, bsz};
     const int64_t axes[2] = {0, 1};
     cml_value_t parts[2] = {q.scale, q.zero_point};
@@ -560,6 +565,16 @@ cml_value_t cml_op_quantized_embedding_lookup(cml_function_t* f, cml_value_t dat
                      "rank >= 1 with last dim 1 (data %s)",
                      on, fmt, cml__shape_text(&is, t1), cml__shape_text(&ds, t2));
   }
+  // Rows looked up (the indices' leading dims; the last is 1).
+  int64_t rows = 1;
+  for (int32_t d = 0; d + 1 < is.rank; ++d) rows *= is.dims[d];
+  if (ds.dims[0] == 0 && rows > 0) {
+    // No row to read or clamp to: the c kernel would fail every index at run time and Gather
+    // (the decomposition) cannot slice a row of an empty table, so every backend rejects it here.
+    return cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
+                     "%s(GGML %s): data %s has no rows, so indices %s cannot be looked up", on, fmt,
+                     cml__shape_text(&ds, t1), cml__shape_text(&is, t2));
+  }
   cml_shape_t out = is;
   out.dtype = CML_DTYPE_F32;
   out.dims[is.rank - 1] = k;
@@ -570,12 +585,22 @@ cml_value_t cml_op_quantized_embedding_lookup(cml_function_t* f, cml_value_t dat
     attrs.fused.quant_ggml_type = (int32_t)q.ggml_type;
     return cml__op_add_node(f, op, in, 2, &out, 1, &attrs);
   }
+  if (rows == 0) {
+    // An empty lookup reads nothing; Gather would still need a row of data to slice (there may
+    // be none), so the empty result is built directly.
+    return cml_op_broadcast_in_dim(f, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0), out.dims,
+                                   out.rank, NULL, 0);
+  }
   // Gather the raw rows, then dequantize only those.
-  int64_t rows = 1;
-  for (int32_t d = 0; d + 1 < is.rank; ++d) rows *= is.dims[d];
   cml_value_t idx = indices;
+  if (is.dtype == CML_DTYPE_U64) {
+    // Uint64 indices of 2^63 and above would wrap to negative Int64 values, which Gather clamps
+    // to row 0; as unsigned values they are past the last row. Clamped to INT64_MAX first, they
+    // stay past it, and Gather clamps them to the last row as it does for Uint64 indices.
+    idx = cml_op_min(f, idx, cml_constant_scalar_i64(f, CML_DTYPE_U64, INT64_MAX));
+  }
   if (is.dtype != CML_DTYPE_I32 && is.dtype != CML_DTYPE_I64) {
-    idx = cml_op_convert_dtype(f, indices, CML_DTYPE_I64);
+    idx = cml_op_convert_dtype(f, idx, CML_DTYPE_I64);
   }
   cml_gather_dims_t g;
   memset(&g, 0, sizeof g);

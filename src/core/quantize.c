@@ -9,7 +9,6 @@
 // to their bit width, then each value rounded against the stored (decoded) scales, with a few
 // candidate scales tried per block for the symmetric formats. Their round-trip error is checked
 // against ggml's published RMSE per format in tests/unit/quant_test.c.
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -111,21 +110,86 @@ static float cml_qz_signed_max(const float* x, int n) {
   return max;
 }
 
-//===--- legacy formats (ggml's reference, bit for bit) ---===//
+//===--- legacy formats (the gguf package's quantizers, bit for bit) ---===//
+//
+// These follow gguf's numpy code (gguf/quants.py) where it and ggml's C reference differ, which
+// is only on rows of -0.0 and rows holding a NaN: numpy's argmax picks x[0] when every |x| is 0
+// (ggml's loop keeps its +0.0 start, so d = -0.0 for a row of -0.0, where gguf stores +0.0),
+// and numpy's argmax, max and min propagate a NaN (ggml's comparisons skip it), so such a block
+// stores d = NaN. Which NaN follows numpy too: Q4_0 and Q5_0 take the block's first NaN (argmax,
+// then a division, which quiets it), converted to fp16 keeping its sign and the top of its
+// payload as numpy's float16 cast does; numpy's max and min return the default NaN (0x7FC00000)
+// whatever NaN they meet, so Q4_1, Q5_1 and Q8_0 store 0x7E00. A NaN reaching numpy's
+// float-to-integer cast gives 0 on x86-64, and so here (in C the cast of a NaN is undefined).
+
+// |v| with its quiet bit set, as an arithmetic operation returns a NaN operand.
+static float cml_qz_quiet(float v) {
+  uint32_t u;
+  memcpy(&u, &v, sizeof u);
+  u |= 0x00400000u;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+// The default NaN numpy's max and min reductions return.
+static float cml_qz_default_nan(void) {
+  const uint32_t u = 0x7FC00000u;
+  float v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+// Stores |v| as fp16 the way numpy's astype(np.float16) does: as cml_f32_to_f16, except that a
+// NaN keeps its sign and the top ten bits of its payload (cml_f32_to_f16 gives 0x7E00).
+static void cml_qz_put_half_np(uint8_t* p, float v) {
+  if (v == v) {
+    cml_qz_put_half(p, v);
+    return;
+  }
+  uint32_t u;
+  memcpy(&u, &v, sizeof u);
+  uint16_t h = (uint16_t)(0x7C00u | ((u & 0x007FFFFFu) >> 13));
+  if (h == 0x7C00u) ++h;  // a payload only in the low bits must not become infinity
+  h = (uint16_t)(h | ((u >> 16) & 0x8000u));
+  p[0] = (uint8_t)(h & 0xFF);
+  p[1] = (uint8_t)(h >> 8);
+}
+
+// The element of largest magnitude as numpy's x[argmax(abs(x))] picks it: the first NaN if there
+// is one, else the first of the largest |x| (x[0] when all are zero, whatever their sign).
+static float cml_qz_argmax_abs(const float* x, int n) {
+  int best = 0;
+  float amax = fabsf(x[0]);
+  for (int i = 1; i < n && amax == amax; ++i) {
+    const float a = fabsf(x[i]);
+    if (a > amax || a != a) {
+      amax = a;
+      best = i;
+    }
+  }
+  return x[best];
+}
+
+// truncf(|v|) clamped to [0, |qmax|] as numpy's .astype(np.uint8).clip(0, qmax) gives it for
+// the values these quantizers produce (at most qmax + 1 before the clip; a NaN casts to 0).
+static uint8_t cml_qz_trunc_u8(float v, int qmax) {
+  v = truncf(v);
+  if (!(v > 0)) return 0;  // negative, zero or NaN
+  return (uint8_t)(v > (float)qmax ? qmax : (int)v);
+}
 
 // Q4_0 (|bits| 4, offset 8) and Q5_0 (|bits| 5, offset 16): d = max / -2^(bits-1).
 static void cml_qz_q4_0_q5_0(const float* x, uint8_t* b, int bits) {
   const float half = (float)(1 << (bits - 1));
-  const float d = cml_qz_signed_max(x, 32) / -half;
+  const float max = cml_qz_argmax_abs(x, 32);
+  // The NaN case spelled out: the compiler may turn the division into a multiplication and a
+  // sign flip, which would change the NaN's sign.
+  const float d = max == max ? max / -half : cml_qz_quiet(max);
   const float id = d != 0 ? 1.0f / d : 0.0f;
   const int qmax = (1 << bits) - 1;
   uint8_t q[32];
-  for (int j = 0; j < 32; ++j) {
-    float v = truncf(x[j] * id + (half + 0.5f));
-    int qi = v < 0 ? 0 : (int)v;
-    q[j] = (uint8_t)(qi > qmax ? qmax : qi);
-  }
-  cml_qz_put_half(b, d);
+  for (int j = 0; j < 32; ++j) q[j] = cml_qz_trunc_u8(x[j] * id + (half + 0.5f), qmax);
+  cml_qz_put_half_np(b, d);
   uint8_t* qs = b + (bits == 5 ? 6 : 2);
   uint32_t qh = 0;
   for (int j = 0; j < 16; ++j) {
@@ -140,8 +204,12 @@ static void cml_qz_q4_0_q5_0(const float* x, uint8_t* b, int bits) {
 
 // Q4_1 (|bits| 4) and Q5_1 (|bits| 5): d = (max - min) / (2^bits - 1), m = min.
 static void cml_qz_q4_1_q5_1(const float* x, uint8_t* b, int bits) {
-  float min = FLT_MAX, max = -FLT_MAX;
+  float min = x[0], max = x[0];
   for (int j = 0; j < 32; ++j) {
+    if (x[j] != x[j]) {
+      min = max = cml_qz_default_nan();  // numpy's min and max propagate a NaN as this one
+      break;
+    }
     if (x[j] < min) min = x[j];
     if (x[j] > max) max = x[j];
   }
@@ -149,11 +217,7 @@ static void cml_qz_q4_1_q5_1(const float* x, uint8_t* b, int bits) {
   const float d = (max - min) / (float)qmax;
   const float id = d != 0 ? 1.0f / d : 0.0f;
   uint8_t q[32];
-  for (int j = 0; j < 32; ++j) {
-    float v = truncf((x[j] - min) * id + 0.5f);
-    int qi = v < 0 ? 0 : (int)v;
-    q[j] = (uint8_t)(qi > qmax ? qmax : qi);
-  }
+  for (int j = 0; j < 32; ++j) q[j] = cml_qz_trunc_u8((x[j] - min) * id + 0.5f, qmax);
   cml_qz_put_half(b, d);
   cml_qz_put_half(b + 2, min);
   uint8_t* qs = b + (bits == 5 ? 8 : 4);
@@ -170,11 +234,18 @@ static void cml_qz_q4_1_q5_1(const float* x, uint8_t* b, int bits) {
 
 static void cml_qz_q8_0(const float* x, uint8_t* b) {
   float amax = 0;
-  for (int j = 0; j < 32; ++j) amax = fmaxf(amax, fabsf(x[j]));
-  const float d = amax / 127.0f;
+  for (int j = 0; j < 32 && amax == amax; ++j) {
+    const float a = fabsf(x[j]);
+    // numpy's max propagates a NaN (as its default NaN); fmaxf would drop it.
+    amax = a != a ? cml_qz_default_nan() : (a > amax ? a : amax);
+  }
+  const float d = amax == amax ? amax / 127.0f : amax;
   const float id = d != 0 ? 1.0f / d : 0.0f;
   cml_qz_put_half(b, d);
-  for (int j = 0; j < 32; ++j) b[2 + j] = (uint8_t)(int8_t)cml_qz_round(x[j] * id);
+  for (int j = 0; j < 32; ++j) {
+    const float v = x[j] * id;
+    b[2 + j] = (uint8_t)(int8_t)(v == v ? cml_qz_round(v) : 0);  // NaN casts to 0 in numpy
+  }
 }
 
 //===--- IQ4_NL (cml's search) ---===//
@@ -374,6 +445,16 @@ static cml_status_t cml_qz_check(const char* fn, cml_ggml_type_t type, const voi
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: unknown GGML type %d", fn, (int)type);
   }
   if (*out_row == 0) {
+    const int64_t vpb = cml__qb_values[type];
+    if (k > 0 && k % vpb == 0) {
+      // cml_ggml_row_bytes returns 0 both for a k that is not whole blocks and for a row whose
+      // byte size would overflow int64; only the first is about k's multiple.
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "%s: the row size of k %lld %s values (%lld blocks of %d bytes) "
+                             "overflows int64",
+                             fn, (long long)k, cml_ggml_type_name(type), (long long)(k / vpb),
+                             cml__qb_bytes[type]);
+    }
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "%s: k %lld is not a positive multiple of %s's block of %d values", fn,
                            (long long)k, cml_ggml_type_name(type), cml__qb_values[type]);
@@ -511,13 +592,15 @@ cml_status_t cml_quantize_linear(cml_quant_scheme_t scheme, cml_dtype_t weight_d
                            cml_dtype_name(weight_dtype));
   }
   const int bits = cml_dtype_bits(weight_dtype);
-  const int64_t nb = (n + block_size - 1) / block_size;
+  // ceil(n / block_size) and the block ends without forming n + block_size - 1 or
+  // n0 + block_size, which overflow for block sizes near INT64_MAX.
+  const int64_t nb = n == 0 ? 0 : (n - 1) / block_size + 1;
   cml_shape_t ws = cml_shape_make(weight_dtype, 2, (int64_t[]){k, n});
   memset(weights, 0, cml_shape_byte_size(&ws));
   for (int64_t r = 0; r < k; ++r) {
     for (int64_t blk = 0; blk < nb; ++blk) {
       const int64_t n0 = blk * block_size;
-      const int64_t n1 = n0 + block_size < n ? n0 + block_size : n;
+      const int64_t n1 = block_size < n - n0 ? n0 + block_size : n;
       const float* x = src + r * n;
       float lo = 0, hi = 0, amax = 0;
       for (int64_t c = n0; c < n1; ++c) {

@@ -896,6 +896,347 @@ TEST(quantize_linear_round_trip) {
       CML_STATUS_INVALID_ARGUMENT);
 }
 
+//===--- edge cases ---===//
+
+// K = 0 (x [3, 0], Linear Int8 weights [0, 10], NF4 Uint4 weights [0, 10]): the product is
+// empty, so every output is act(bias) on every backend, batch 1 and 3. The native kernel once
+// derived the batch as count / K and wrote nothing. (GGML weights cannot have K = 0: a row holds
+// at least one block.)
+TEST(dense_empty_k_gives_activation_of_bias) {
+  static const uint8_t none[1] = {0};
+  static const float no_scale[1] = {0};
+  for (int s = 0; s < 2; ++s) {
+    qt_dense_t d;
+    memset(&d, 0, sizeof d);
+    cml_quantization_init(&d.q);
+    d.q.scheme = s == 0 ? CML_QUANT_LINEAR : CML_QUANT_NF4;
+    d.q.block_size = 4;
+    d.ws = API_SHAPE(s == 0 ? CML_DTYPE_I8 : CML_DTYPE_U4, 0, 10);
+    d.ss = API_SHAPE(CML_DTYPE_F32, 0, 3);
+    d.w = none;
+    d.scale = no_scale;
+    d.zero = s == 0 ? no_scale : NULL;
+    d.k = 0;
+    d.n = 10;
+    d.wref = NULL;  // no k: the reference is act(bias)
+    for (size_t c = 0; c < QT_CONFIGS; ++c) {
+      for (int64_t m = 1; m <= 3; m += 2) {
+        bool skipped;
+        ASSERT_TRUE(qt_check_dense(qt_configs[c], &d, m, &skipped));
+      }
+    }
+  }
+}
+
+// A Linear Int8 layer x [2, 6] @ [6, 10] whose weights are (k + 2n) % 7 - 3 with scale
+// 0.5 + k / 8 per k and block size |block|, on every backend, against the double reference;
+// |nb| is the scale's second dim.
+static bool qt_block_case(int64_t block, int64_t nb) {
+  enum { K = 6, N = 10 };
+  static int8_t w[K * N];
+  static float scale[K];
+  double wref[N * K];
+  for (int64_t k = 0; k < K; ++k) {
+    scale[k] = 0.5f + (float)k / 8;
+    for (int64_t n = 0; n < N; ++n) {
+      w[k * N + n] = (int8_t)((k + 2 * n) % 7 - 3);
+      wref[n * K + k] = (double)w[k * N + n] * scale[k];
+    }
+  }
+  qt_dense_t d;
+  memset(&d, 0, sizeof d);
+  cml_quantization_init(&d.q);
+  d.q.block_size = block;
+  d.ws = API_SHAPE(CML_DTYPE_I8, K, N);
+  d.ss = API_SHAPE(CML_DTYPE_F32, K, nb);
+  d.w = w;
+  d.scale = scale;
+  d.k = K;
+  d.n = N;
+  d.wref = wref;
+  bool ok = true;
+  for (size_t c = 0; c < QT_CONFIGS; ++c) {
+    bool skipped;
+    ok = qt_check_dense(qt_configs[c], &d, 2, &skipped) && ok;
+  }
+  return ok;
+}
+
+// Block sizes up to INT64_MAX: ceil(N / B) is 1 for any B >= N (it once overflowed to a
+// negative count for B near INT64_MAX), so a [K, 1] scale is accepted and [K, 0] rejected; the
+// decomposition's broadcast of the scales is [K, 1, min(B, N)] (it was [K, 1, B]: "too large"
+// for B = 2^62, 100 MB for B = 2^22 here), with the same results.
+TEST(dense_huge_block_size) {
+  static const int64_t blocks[] = {10, 11, 4194304, INT64_MAX / 2, INT64_MAX - 1, INT64_MAX};
+  for (size_t i = 0; i < sizeof blocks / sizeof *blocks; ++i) {
+    if (!qt_block_case(blocks[i], 1)) fprintf(stderr, "  block_size %lld\n", (long long)blocks[i]);
+    ASSERT_TRUE(qt_block_case(blocks[i], 1));
+  }
+  // nb = 0 and 2 are not ceil(10 / B).
+  cml_backend_t* be = qt_backend("c");
+  ASSERT_TRUE(be != NULL);
+  for (int64_t nb = 0; nb <= 2; nb += 2) {
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(be, "bad", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, 2, 6), ws = API_SHAPE(CML_DTYPE_I8, 6, 10);
+    cml_shape_t ss = API_SHAPE(CML_DTYPE_F32, 6, nb);
+    cml_quantization_t q;
+    cml_quantization_init(&q);
+    q.block_size = INT64_MAX;
+    cml_value_t x = cml_parameter(f, "x", &xs), w = cml_parameter(f, "w", &ws);
+    q.scale = cml_parameter(f, "s", &ss);
+    cml_value_t y =
+        cml_op_fused_quantized_dense(f, x, w, CML_VALUE_INVALID, &q, CML_ACTIVATION_NONE);
+    char msg[1024];
+    cml_status_code_t code = api_code_msg(cml_builder_status(b), msg, sizeof msg);
+    cml_builder_destroy(b);
+    ASSERT_TRUE(y == CML_VALUE_INVALID);
+    ASSERT_EQ_INT(code, CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(msg,
+                    "must be Float32[6, 1] for weights (Int8)[6, 10] and block_size "
+                    "9223372036854775807");
+  }
+  cml_backend_release(be);
+  // The host quantizer: one block per row of 8, symmetric Int8: scale = max |w| / 127 (it once
+  // returned OK without writing the scales).
+  float src[4 * 8], scale[4];
+  int8_t wq[4 * 8];
+  for (int i = 0; i < 4 * 8; ++i) src[i] = (float)(i % 17) - 8;
+  for (int64_t block = 8; block > 0; block = block == 8 ? INT64_MAX : 0) {
+    for (int r = 0; r < 4; ++r) scale[r] = NAN;
+    ASSERT_STATUS_OK(
+        cml_quantize_linear(CML_QUANT_LINEAR, CML_DTYPE_I8, src, 4, 8, block, wq, scale, NULL));
+    for (int r = 0; r < 4; ++r) {
+      float amax = 0;
+      for (int c = 0; c < 8; ++c) amax = fmaxf(amax, fabsf(src[r * 8 + c]));
+      ASSERT_EQ_DBL(scale[r], amax / 127.0f);
+      for (int c = 0; c < 8; ++c) {
+        ASSERT_EQ_INT(wq[r * 8 + c], (int)roundf(src[r * 8 + c] / scale[r]));
+      }
+    }
+  }
+}
+
+// A Q8_0 table of 5 rows looked up with Uint64 indices past INT64_MAX: the decomposition
+// (c:fusion=false, xla:cpu) clamps them to the last row as Gather does with Uint64 indices (it
+// once converted them to Int64 first, wrapping them negative and clamping to row 0), and the
+// native kernel reports the index's unsigned value (it once printed -1).
+TEST(embedding_uint64_indices_past_int64) {
+  enum { V = 5, K = 32 };
+  float src[V * K], deq[V * K];
+  uint8_t data[V * 34];
+  for (int i = 0; i < V * K; ++i) src[i] = (float)(i % 13) - 6 + (float)(i / K);
+  ASSERT_STATUS_OK(cml_quantize_ggml(CML_GGML_Q8_0, src, V, K, data, sizeof data));
+  ASSERT_STATUS_OK(cml_dequantize_ggml(CML_GGML_Q8_0, data, V, K, deq));
+  const uint64_t idx[4] = {1ull << 63, UINT64_MAX, 1, (uint64_t)INT64_MAX};
+  const int want[4] = {4, 4, 1, 4};
+  static const char* const configs[] = {"c:fusion=false", "xla:cpu", "c"};
+  for (size_t c = 0; c < 3; ++c) {
+    cml_backend_t* be = qt_backend(configs[c]);
+    if (!be) continue;
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(be, "embed", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t ds = API_SHAPE(CML_DTYPE_U8, V, 34), is = API_SHAPE(CML_DTYPE_U64, 4, 1);
+    cml_quantization_t q;
+    cml_quantization_init(&q);
+    q.scheme = CML_QUANT_GGML;
+    q.ggml_type = CML_GGML_Q8_0;
+    cml_value_t dv = cml_parameter(f, "d", &ds);
+    cml_value_t iv = cml_parameter(f, "i", &is);
+    cml_value_t y = cml_op_quantized_embedding_lookup(f, dv, iv, &q);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, &y, 1, &exe));
+    float out[4 * K];
+    char msg[512];
+    cml_status_code_t code = api_code_msg(
+        api_run(be, exe, (const void* const[]){data, idx}, &(void*){out}), msg, sizeof msg);
+    cml_executable_release(exe);
+    cml_backend_release(be);
+    if (c == 2) {
+      ASSERT_EQ_INT(code, CML_STATUS_OUT_OF_RANGE);
+      ASSERT_CONTAINS(msg, "index 9223372036854775808 (position 0 of indices Uint64");
+      continue;
+    }
+    if (code != CML_STATUS_OK) fprintf(stderr, "%s: %s\n", configs[c], msg);
+    ASSERT_EQ_INT(code, CML_STATUS_OK);
+    for (int i = 0; i < 4; ++i) {
+      if (memcmp(out + i * K, deq + want[i] * K, sizeof(float) * K) != 0) {
+        fprintf(stderr, "%s: index %llu: not row %d\n", configs[c], (unsigned long long)idx[i],
+                want[i]);
+      }
+      ASSERT_TRUE(memcmp(out + i * K, deq + want[i] * K, sizeof(float) * K) == 0);
+    }
+  }
+}
+
+// A table of no rows (data [0, 34] Q8_0): empty indices [0, 1] give an empty [0, 32] output
+// on every backend (the decomposition once failed in Gather), and indices [2, 1] fail at build
+// time with a message naming the op, the format and both shapes on every backend (the c kernel
+// once failed only at run time).
+TEST(embedding_empty_table) {
+  static const char* const configs[] = {"c", "c:fusion=false", "xla:cpu"};
+  for (size_t c = 0; c < 3; ++c) {
+    cml_backend_t* be = qt_backend(configs[c]);
+    if (!be) continue;
+    for (int64_t count = 0; count <= 2; count += 2) {
+      cml_builder_t* b = NULL;
+      ASSERT_STATUS_OK(cml_builder_create(be, "embed", &b));
+      cml_function_t* f = cml_builder_main(b);
+      cml_shape_t ds = API_SHAPE(CML_DTYPE_U8, 0, 34), is = API_SHAPE(CML_DTYPE_I32, count, 1);
+      cml_quantization_t q;
+      cml_quantization_init(&q);
+      q.scheme = CML_QUANT_GGML;
+      q.ggml_type = CML_GGML_Q8_0;
+      cml_value_t dv = cml_parameter(f, "d", &ds);
+      cml_value_t iv = cml_parameter(f, "i", &is);
+      cml_value_t y = cml_op_quantized_embedding_lookup(f, dv, iv, &q);
+      if (count > 0) {
+        char msg[1024];
+        cml_status_code_t code = api_code_msg(cml_builder_status(b), msg, sizeof msg);
+        cml_builder_destroy(b);
+        ASSERT_TRUE(y == CML_VALUE_INVALID);
+        ASSERT_EQ_INT(code, CML_STATUS_INVALID_ARGUMENT);
+        ASSERT_CONTAINS(msg,
+                        "QuantizedEmbeddingLookup(GGML Q8_0): data (Uint8)[0, 34] has no "
+                        "rows, so indices (Int32)[2, 1] cannot be looked up");
+        continue;
+      }
+      cml_executable_t* exe = NULL;
+      cml_status_t st = api_finish(b, &y, 1, &exe);
+      if (st != CML_OK) fprintf(stderr, "%s: %s\n", configs[c], cml_status_message(st));
+      ASSERT_STATUS_OK(st);
+      ASSERT_EQ_INT(cml_executable_output_shape(exe, 0)->rank, 2);
+      ASSERT_EQ_INT(cml_executable_output_shape(exe, 0)->dims[0], 0);
+      ASSERT_EQ_INT(cml_executable_output_shape(exe, 0)->dims[1], 32);
+      static const uint8_t no_data[1] = {0};
+      static const int32_t no_idx[1] = {0};
+      float out[1];
+      ASSERT_STATUS_OK(api_run(be, exe, (const void* const[]){no_data, no_idx}, &(void*){out}));
+      cml_executable_release(exe);
+    }
+    cml_backend_release(be);
+  }
+}
+
+// Same value, or both NaN.
+static bool qt_same_or_nan(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
+
+// Batch 1 with one infinite activation and finite weights: every output is +-inf (or NaN where
+// the weight under the infinity is 0, or where infinities of both signs meet), exactly as the
+// decomposition computes it, on every format and kernel. The SIMD row kernels multiply the
+// offsets of Q4_1, Q5_1, Q2_K, Q4_K and Q5_K by sums of activations, which once made inf - inf =
+// NaN where the decomposition gives +-inf; such rows now take the scalar kernel. Finite rows
+// keep the SIMD kernels (checked by the other tests).
+TEST(dense_infinite_activation_matches_decomposition) {
+  const int64_t n = 13, k = 512;
+  float* w = malloc(sizeof(float) * (size_t)(n * k));
+  uint8_t* q = malloc((size_t)(n * k * 2));
+  for (int64_t i = 0; i < n * k; ++i) w[i] = (float)qt_normal();
+  static const char* const cfgs[] = {"c", "c:avx512=false", "c:quant_int8=true",
+                                     "c:quant_int8=true,avx512=false", "c:avx2=false,avx512=false"};
+  for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    const cml_ggml_type_t type = (cml_ggml_type_t)t;
+    const int64_t rb = cml_ggml_row_bytes(type, k);
+    ASSERT_STATUS_OK(cml_quantize_ggml(type, w, n, k, q, (size_t)(n * rb)));
+    qt_dense_t d = qt_dense_ggml(type, q, n, k);
+    for (int sign = -1; sign <= 1; sign += 2) {
+      float x[512], want[13], got[13];
+      for (int64_t i = 0; i < k; ++i) x[i] = (float)qt_uniform(-1, 1);
+      x[77] = sign * INFINITY;
+      ASSERT_TRUE(qt_gemv("c:fusion=false", &d, x, want));
+      int inf = 0;
+      for (int64_t j = 0; j < n; ++j) inf += isinf(want[j]) != 0;
+      ASSERT_TRUE(inf > n / 2);  // mostly +-inf, not NaN: the case is meaningful
+      for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; ++c) {
+        ASSERT_TRUE(qt_gemv(cfgs[c], &d, x, got));
+        for (int64_t j = 0; j < n; ++j) {
+          if (!qt_same_or_nan(got[j], want[j])) {
+            fprintf(stderr, "%s %s x[77] = %cinf: y[%lld] = %g, decomposition %g\n", cfgs[c],
+                    cml_ggml_type_name(type), sign < 0 ? '-' : '+', (long long)j, got[j], want[j]);
+          }
+          ASSERT_TRUE(qt_same_or_nan(got[j], want[j]));
+        }
+      }
+    }
+  }
+  free(w);
+  free(q);
+}
+
+// Blocks where ggml's C quantizer and the gguf package differ, quantized as gguf does (the
+// expected bytes worked out from gguf/quants.py): a block of -0.0 stores d = +0.0 (numpy's
+// argmax picks x[0] = -0.0, and -0.0 / -8 = +0.0; ggml's loop starts from +0.0 and stores
+// -0.0), with every q at the zero code; a block holding a NaN stores d = NaN (0x7E00; Q4_1,
+// Q5_1: m too) and every q 0, where ggml skips the NaN.
+TEST(quantize_negative_zero_and_nan_blocks_match_gguf) {
+  float negz[32], nan1[32];
+  for (int i = 0; i < 32; ++i) {
+    negz[i] = -0.0f;
+    nan1[i] = (float)(i % 5) - 2;
+  }
+  nan1[5] = NAN;
+  static const struct {
+    cml_ggml_type_t type;
+    int zero_code;  // the q of 0 (the offset), packed as the format stores it
+  } cases[] = {{CML_GGML_Q4_0, 8},
+               {CML_GGML_Q5_0, 16},
+               {CML_GGML_Q8_0, 0},
+               {CML_GGML_Q4_1, 0},
+               {CML_GGML_Q5_1, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+    const cml_ggml_type_t type = cases[i].type;
+    const size_t bytes = (size_t)cml_ggml_type_bytes_per_block(type);
+    const bool has_m = type == CML_GGML_Q4_1 || type == CML_GGML_Q5_1;
+    const bool five = type == CML_GGML_Q5_0 || type == CML_GGML_Q5_1;
+    uint8_t got[34], want[34];
+    // -0.0: d = +0.0; Q4_1 / Q5_1: m = min = -0.0 (0x8000) and q = 0.
+    memset(want, 0, sizeof want);
+    if (has_m) want[3] = 0x80;
+    const size_t qs_at = 2 + (has_m ? 2 : 0) + (five ? 4 : 0);
+    if (cases[i].zero_code == 8) memset(want + qs_at, 0x88, 16);
+    if (cases[i].zero_code == 16) memset(want + 2, 0xFF, 4);  // q = 16: every 5th bit set
+    ASSERT_STATUS_OK(cml_quantize_ggml(type, negz, 1, 32, got, bytes));
+    if (memcmp(got, want, bytes) != 0) {
+      fprintf(stderr, "%s -0.0: d = 0x%02x%02x\n", cml_ggml_type_name(type), got[1], got[0]);
+    }
+    ASSERT_TRUE(memcmp(got, want, bytes) == 0);
+    // NaN: d = 0x7E00 (m too), q = 0.
+    memset(want, 0, sizeof want);
+    want[1] = 0x7E;
+    if (has_m) want[3] = 0x7E;
+    ASSERT_STATUS_OK(cml_quantize_ggml(type, nan1, 1, 32, got, bytes));
+    if (memcmp(got, want, bytes) != 0) {
+      fprintf(stderr, "%s NaN: d = 0x%02x%02x, byte %zu = 0x%02x\n", cml_ggml_type_name(type),
+              got[1], got[0], qs_at, got[qs_at]);
+    }
+    ASSERT_TRUE(memcmp(got, want, bytes) == 0);
+  }
+}
+
+// A k whose row size overflows int64 is named as such, not as a k that is no multiple of the
+// block (9223372036854775776 is 32 * (2^58 - 1)).
+TEST(quantize_row_size_overflow_message) {
+  float src[32] = {0};
+  uint8_t dst[34];
+  char msg[512];
+  const int64_t k = INT64_MAX / 32 * 32;
+  ASSERT_EQ_INT(
+      api_code_msg(cml_quantize_ggml(CML_GGML_Q8_0, src, 1, k, dst, sizeof dst), msg, sizeof msg),
+      CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(msg, "cml_quantize_ggml: the row size of k 9223372036854775776 Q8_0 values");
+  ASSERT_CONTAINS(msg, "overflows int64");
+  ASSERT_TRUE(strstr(msg, "multiple") == NULL);
+  ASSERT_EQ_INT(api_code_msg(cml_dequantize_ggml(CML_GGML_Q4_0, dst, 1, k, src), msg, sizeof msg),
+                CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(msg, "cml_dequantize_ggml: the row size of k");
+  ASSERT_EQ_INT(
+      api_code_msg(cml_quantize_ggml(CML_GGML_Q8_0, src, 1, 33, dst, sizeof dst), msg, sizeof msg),
+      CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(msg, "k 33 is not a positive multiple of Q8_0's block of 32 values");
+}
+
 //===--- build-time errors ---===//
 
 typedef struct qt_bad_t {
@@ -1155,6 +1496,13 @@ static const struct {
     {TEST_ENTRY(int8_vnni_prefetch_variants_same_bits), false},
     {TEST_ENTRY(int8_activation_groups_exact), false},
     {TEST_ENTRY(quantize_linear_round_trip), false},
+    {TEST_ENTRY(dense_empty_k_gives_activation_of_bias), false},
+    {TEST_ENTRY(dense_huge_block_size), false},
+    {TEST_ENTRY(embedding_uint64_indices_past_int64), false},
+    {TEST_ENTRY(embedding_empty_table), false},
+    {TEST_ENTRY(dense_infinite_activation_matches_decomposition), false},
+    {TEST_ENTRY(quantize_negative_zero_and_nan_blocks_match_gguf), false},
+    {TEST_ENTRY(quantize_row_size_overflow_message), false},
     {TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), false},
     {TEST_ENTRY(embedding_bad_input), false},
     {TEST_ENTRY(capabilities_follow_fusion_option), false},

@@ -16,9 +16,11 @@
 // (kernels/x86_64/quant_x86_64_body.h, built for AVX-512 and AVX2) when the ISA allows, with f32
 // activations or, with the option quant_int8, int8 activations quantized here once per call
 // (cmlc_q_prepare); batch-N products to the panel GEMMs (AVX-512 or AVX2); the rest
-// ("reference=true", Linear/NF4, a CPU without AVX2) to the scalar kernels here.
+// ("reference=true", Linear/NF4, a CPU without AVX2, a batch-1 row with an infinite or NaN
+// activation) to the scalar kernels here.
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backends/c/kernels/generic/quant_internal.h"
@@ -198,7 +200,13 @@ static int cmlc_q_act_group(cml_ggml_type_t type) { return type == CML_GGML_Q4_K
 // group's scale for each of its blocks of 32; the sums are then those of the quantized values,
 // so that the int8 result is exactly the f32 product with the quantized activations, up to
 // float summation order).
-static void cmlc_q_prepare(const float* x, int64_t k, bool int8, int group, void* scratch,
+//
+// Returns false when a sum is not finite (an infinite or NaN activation, or sums past FLT_MAX):
+// the row kernels multiply the weights' offsets by these sums apart from the q * x products, so
+// that one -inf activation would give inf - inf = NaN where the product with the dequantized
+// weights is -inf or +inf. The caller then runs the row on the scalar kernel, which multiplies
+// each dequantized weight by its activation as the decomposition does.
+static bool cmlc_q_prepare(const float* x, int64_t k, bool int8, int group, void* scratch,
                            cmlc_quant_act_t* out) {
   float* xs16 = scratch;
   int8_t* xq = (int8_t*)(xs16 + k / 16);
@@ -210,13 +218,15 @@ static void cmlc_q_prepare(const float* x, int64_t k, bool int8, int group, void
   out->vnni = NULL;
   out->prefetch_l1 = false;
   out->k = k;
+  bool all_finite = true;
   if (!int8) {
     for (int64_t b = 0; b < k / 16; ++b) {
       float t = 0;
       for (int l = 0; l < 16; ++l) t += x[16 * b + l];
       xs16[b] = t;
+      all_finite = all_finite && isfinite(t);
     }
-    return;
+    return all_finite;
   }
   for (int64_t g = 0; g < k / group; ++g) {
     const float* xg = x + group * g;
@@ -227,8 +237,10 @@ static void cmlc_q_prepare(const float* x, int64_t k, bool int8, int group, void
       amax = a > amax ? a : amax;
       finite = finite && a <= FLT_MAX;
     }
-    // A NaN or infinity makes the group's scale NaN, so that every product using the group is
-    // NaN (ggml would quantize it to zeros: a silent wrong answer).
+    // A NaN or infinity cannot be quantized (ggml would turn its group into zeros: a silent
+    // wrong answer). The caller runs such a row on the scalar f32 kernel; the NaN scale only
+    // keeps the unused layout well defined.
+    all_finite = all_finite && finite;
     const float d = finite ? amax / 127.0f : NAN, id = finite && amax > 0 ? 127.0f / amax : 0.0f;
     for (int64_t b = group * g / 32; b < group * (g + 1) / 32; ++b) {
       const float* xb = x + 32 * b;
@@ -248,6 +260,7 @@ static void cmlc_q_prepare(const float* x, int64_t k, bool int8, int group, void
       }
     }
   }
+  return all_finite;
 }
 
 // Bytes of the prepared activation row (cmlc_q_prepare) for |k| values, 64-byte multiple.
@@ -260,7 +273,10 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
   const cml_shape_t* xs = args->input_shapes[0];
   const cml_shape_t* ws = args->input_shapes[1];
   const int64_t k = xs->dims[xs->rank - 1];
-  const int64_t m = k > 0 ? cml_shape_element_count(xs) / k : 0;
+  // Rows of x from its leading dims, not count / k: with K = 0 there are still m rows of
+  // act(bias) to write.
+  int64_t m = 1;
+  for (int32_t d = 0; d + 1 < xs->rank; ++d) m *= xs->dims[d];
   uint32_t next = 2;
   const float* scale = NULL;
   const float* zero = NULL;
@@ -290,9 +306,12 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
         const bool vnni = args->options->isa >= CMLC_ISA_AVX512 && args->options->avx512_vnni;
         c.simd = args->options->isa >= CMLC_ISA_AVX512 && (!int8 || vnni) ? cmlc_quant_gemv_avx512
                                                                           : cmlc_quant_gemv_avx2;
-        cmlc_q_prepare(c.x, k, int8, cmlc_q_act_group(c.type), args->scratch, &c.prepared);
+        const bool finite =
+            cmlc_q_prepare(c.x, k, int8, cmlc_q_act_group(c.type), args->scratch, &c.prepared);
         c.prepared.prefetch_l1 = args->options->l1d_bytes >= CMLC_QUANT_PREFETCH_L1_MIN;
-        if (int8 && vnni && cmlc_quant_vnni_supports(c.type)) {
+        if (!finite) {
+          c.simd = NULL;  // the scalar kernel: see cmlc_q_prepare
+        } else if (int8 && vnni && cmlc_quant_vnni_supports(c.type)) {
           void* layout = (uint8_t*)args->scratch + cmlc_q_act_bytes(k);
           cmlc_quant_vnni_prepare(c.type, &c.prepared, layout);
           c.prepared.vnni = layout;
@@ -398,12 +417,19 @@ static cml_status_t cmlc_q_embed_run(const cmlc_kernel_args_t* args) {
   for (int64_t i = 0; i < count; ++i) {
     int64_t v = cmlc_q_index(is->dtype, args->inputs[1], i);
     if (v < 0 || v >= vocab) {
+      // The index as stored: a Uint64 index past INT64_MAX reads -1 from cmlc_q_index.
+      char text[24];
+      if (is->dtype == CML_DTYPE_U64) {
+        snprintf(text, sizeof text, "%llu",
+                 (unsigned long long)((const uint64_t*)args->inputs[1])[i]);
+      } else {
+        snprintf(text, sizeof text, "%lld", (long long)v);
+      }
       return cml_status_make(CML_STATUS_OUT_OF_RANGE,
-                             "index %lld (position %lld of indices "
+                             "index %s (position %lld of indices "
                              "%s[...]) out of range [0, %lld) of data [%lld, %lld] %s",
-                             (long long)v, (long long)i, cml_dtype_name(is->dtype),
-                             (long long)vocab, (long long)vocab, (long long)ds->dims[1],
-                             cml_ggml_type_name(type));
+                             text, (long long)i, cml_dtype_name(is->dtype), (long long)vocab,
+                             (long long)vocab, (long long)ds->dims[1], cml_ggml_type_name(type));
     }
   }
   cmlc_q_embed_ctx_t c = {type,
