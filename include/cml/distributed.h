@@ -215,7 +215,9 @@ CML_API CML_MUST_USE cml_status_t cml_function_return_sharded(cml_function_t* ma
 
 // AllReduce of |count| operands (any dtypes the reduction supports) with |type| (sum, product,
 // max, min); result i has the shape of operand i. false on error (outputs CML_VALUE_INVALID).
-// |out_results| may be |operands| (results written in place).
+// |out_results| may be |operands| (results written in place). Float max and min follow the
+// Max/Min ops on every backend: NaN propagates (the result is a NaN; its payload and sign are
+// not specified) and -0 < +0. The same holds for ReduceScatter.
 CML_API bool cml_op_all_reduce(cml_function_t* f, const cml_value_t* operands, size_t count,
                                cml_reduce_type_t type, const cml_replica_groups_t* groups,
                                cml_value_t* out_results);

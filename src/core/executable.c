@@ -192,11 +192,20 @@ static cml_status_t cml__executable_check_input(const cml_executable_t* exe,
                            "%s: input %zu (parameter #%zu \"%s\") is NULL", what, k, param, pname);
   }
   if (b->backend != exe->backend) {
+    const char* theirs = b->backend ? cml_backend_name(b->backend) : "?";
+    const char* ours = cml_backend_name(exe->backend);
+    if (strcmp(theirs, ours) == 0) {
+      // Two instances of one backend: the names alone would read as a contradiction.
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "%s: input %zu (parameter #%zu \"%s\") is a buffer of another "
+                             "instance of backend \"%s\" than the one the executable belongs "
+                             "to (buffers are not shared between backend instances)",
+                             what, k, param, pname, ours);
+    }
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "%s: input %zu (parameter #%zu \"%s\") is a buffer of backend \"%s\", "
                            "but the executable belongs to backend \"%s\"",
-                           what, k, param, pname, b->backend ? cml_backend_name(b->backend) : "?",
-                           cml_backend_name(exe->backend));
+                           what, k, param, pname, theirs, ours);
   }
   if (cml__donated_load(&b->donated)) {
     return cml_status_make(CML_STATUS_FAILED_PRECONDITION,

@@ -3,6 +3,8 @@
 // module with collectives) for backends without their own. Rules: docs/partitioner.md.
 #include "distributed/partition.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -670,12 +672,54 @@ static bool cml_pt_replicate(cml_partitioner_t* p, const cml_ir_node_t* n) {
 
 //===--- rules ---===//
 
-// Whether op |op| is linear in the operand at |pos| given which operands are partial sums, so
-// that its result stays a partial sum (of the same axes).
-static bool cml_pt_linear(cml_op_t op, const bool* partial, uint32_t count) {
-  uint32_t np = 0;
+// Whether global value |v| is a constant (possibly broadcast, reshaped or transposed) whose
+// elements are all finite floats with magnitude at most 1 (|at_most_one|) or at least 1.
+static bool cml_pt_bounded_constant(const cml_partitioner_t* p, uint32_t v, bool at_most_one) {
+  const cml_ir_node_t* n = &p->m->nodes[p->m->values[v].node];
+  while (n->op == CML_OP_BROADCAST_IN_DIM || n->op == CML_OP_RESHAPE || n->op == CML_OP_TRANSPOSE) {
+    n = &p->m->nodes[p->m->values[n->inputs[0]].node];
+  }
+  if (n->op != CML_OP_CONSTANT || !n->data) return false;
+  const cml_shape_t* s = &p->m->values[n->first_output].shape;
+  int64_t count = cml_shape_element_count(s);
+  for (int64_t i = 0; i < count; ++i) {
+    double x;
+    switch (s->dtype) {
+      case CML_DTYPE_F16:
+        x = cml_f16_to_f32(((const uint16_t*)n->data)[i]);
+        break;
+      case CML_DTYPE_BF16:
+        x = cml_bf16_to_f32(((const uint16_t*)n->data)[i]);
+        break;
+      case CML_DTYPE_F32:
+        x = ((const float*)n->data)[i];
+        break;
+      case CML_DTYPE_F64:
+        x = ((const double*)n->data)[i];
+        break;
+      default:
+        return false;
+    }
+    // NaN fails both comparisons.
+    if (!(at_most_one ? fabs(x) <= 1.0 : (fabs(x) >= 1.0 && fabs(x) <= DBL_MAX))) return false;
+  }
+  return true;
+}
+
+// Whether node |n| (elementwise) is linear in its operands that are partial sums (|partial|), so
+// that its result stays a partial sum of the same axes and no AllReduce is needed before it.
+// Mul and Div must not turn a term into NaN or an overflow that the whole sum does not make:
+// a float factor (divisor) keeps the pending sum only when it is a constant that is finite with
+// magnitude at most 1 (at least 1), so every term stays as finite as it was (the loss mean of
+// a data-parallel step: sum * (1/n) or sum / n). A factor that may be infinite would give
+// 0 * inf = NaN on the devices whose term is 0, and a divisor that may be 0 would give 0 / 0.
+// Integer products distribute over (wrapping) sums; integer quotients truncate each term and
+// never do.
+static bool cml_pt_linear(const cml_partitioner_t* p, const cml_ir_node_t* n, const bool* partial) {
+  uint32_t count = n->input_count, np = 0;
   for (uint32_t i = 0; i < count; ++i) np += partial[i];
-  switch (op) {
+  cml_dtype_t dtype = p->m->values[n->first_output].shape.dtype;
+  switch (n->op) {
     case CML_OP_NEG:
     case CML_OP_IDENTITY:
     case CML_OP_CONJ:
@@ -686,9 +730,12 @@ static bool cml_pt_linear(cml_op_t op, const bool* partial, uint32_t count) {
     case CML_OP_SUB:
       return np == count;
     case CML_OP_MUL:
-      return np == 1;
+      if (count != 2 || np != 1) return false;
+      if (cml_dtype_is_int(dtype)) return true;
+      return cml_pt_bounded_constant(p, n->inputs[partial[0] ? 1 : 0], true);
     case CML_OP_DIV:
-      return np == 1 && partial[0];
+      if (count != 2 || np != 1 || !partial[0]) return false;
+      return cml_dtype_is_float(dtype) && cml_pt_bounded_constant(p, n->inputs[1], false);
     default:
       return false;
   }
@@ -737,7 +784,7 @@ static bool cml_pt_elementwise(cml_partitioner_t* p, const cml_ir_node_t* n) {
       if ((axes & cml_pshard_dim_mask(&res, rank)) == 0) cml_pshard_copy_dim(&res, d, &p->st[v], d);
     }
   }
-  bool linear = same_partial && pmask && cml_pt_linear(n->op, partial, n->input_count) &&
+  bool linear = same_partial && pmask && cml_pt_linear(p, n, partial) &&
                 (cml_pshard_dim_mask(&res, rank) & pmask) == 0;
   res.partial = linear ? pmask : 0;
   cml_value_t in[8], out[1];

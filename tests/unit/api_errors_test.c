@@ -1243,8 +1243,13 @@ TEST(execute_misuse) {
   ASSERT_STATUS_OK(cml_backend_new_with_config("c", &other));
   cml_buffer_t* bo = api_buffer(other, &s, data);
   ASSERT_TRUE(bo);
-  ASSERT_STATUS_CODE(cml_executable_execute(exe, (cml_buffer_t*[]){bx, bo}, 2, NULL, 0, out),
-                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_EQ_INT(
+      api_code_msg(cml_executable_execute(exe, (cml_buffer_t*[]){bx, bo}, 2, NULL, 0, out), msg,
+                   sizeof msg),
+      CML_STATUS_INVALID_ARGUMENT);
+  // Both are "c": the message says it is another instance, not "backend c, but backend c".
+  ASSERT_CONTAINS(msg, "another instance of backend \"c\"");
+  ASSERT_FALSE(strstr(msg, "belongs to backend") != NULL);
   cml_buffer_release(bo);
   cml_backend_release(other);
   // Donation: the same buffer donated and also passed again.

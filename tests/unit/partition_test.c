@@ -696,8 +696,9 @@ TEST(partial_to_split_reduce_scatter) {
   PT_TEARDOWN();
 }
 
-// Partial sums through elementwise ops: kept through a + b, a * c (c whole) and a / c; summed
-// first for a * b (both partial) and a + c (c whole, counted once).
+// Partial sums through elementwise ops: kept through a + b; summed first for a * b (both
+// partial), a + c (c whole, counted once) and a * c, a / c with c a parameter (it may be inf
+// or 0: 0 * inf and 0 / 0 on a device whose term is 0 would make the sum NaN).
 TEST(partial_linearity) {
   PT_SETUP(pt_mesh("data", 4, NULL, 0));
   cml_sharding_t batch = pt_spec(mesh, "data", NULL);
@@ -713,9 +714,65 @@ TEST(partial_linearity) {
   ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 5, NULL));
   ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
   ASSERT_TRUE(pt_compare(fb->module, spmd) < 1e-9);
-  // a + b, a * c, a / c: one AllReduce each at the result; a * b and a + c share the
-  // reductions of a and b (made once).
-  ASSERT_EQ_INT(pt_count(spmd).all_reduce, 5);
+  // a + b: one AllReduce at the result; the others share the reductions of a and b (made
+  // once).
+  ASSERT_EQ_INT(pt_count(spmd).all_reduce, 3);
+  PT_TEARDOWN();
+}
+
+// Scaling a partial sum by a constant keeps it pending (one AllReduce at the result) when every
+// term stays as finite as it was: a factor of magnitude at most 1 (the mean's 1/n, also through
+// a broadcast) or a divisor of magnitude at least 1. A factor above 1, a divisor below 1 (a
+// term may overflow where the sum does not) or an inf or NaN constant sum first. Integer
+// products distribute over sums; integer quotients do not (sum(1, 1, 1, 1) / 2 = 2, but each
+// term / 2 = 0).
+TEST(partial_scaled_by_constants) {
+  PT_SETUP(pt_mesh("data", 4, NULL, 0));
+  cml_sharding_t batch = pt_spec(mesh, "data", NULL);
+  cml_shape_t s = pt_shape(2, 8, 3);
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, (int64_t[]){8, 3});
+  cml_value_t x = cml_parameter_sharded(f, "x", &s, &batch);
+  cml_value_t xi = cml_parameter_sharded(f, "xi", &is, &batch);
+  int64_t axis0[1] = {0}, dims3[1] = {3};
+  cml_value_t a = cml_op_reduce_sum(f, x, axis0, 1);
+  cml_value_t ai = cml_op_reduce_sum(f, xi, axis0, 1);
+  const float third[3] = {0.25f, -1.0f, 0.5f};
+  cml_shape_t v3 = pt_shape(1, 3, 0);
+  cml_value_t kept[4] = {
+      cml_op_mul(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.125)),
+      cml_op_div(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, -16.0)),
+      cml_op_mul(f,
+                 cml_op_broadcast_in_dim(f, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5), dims3,
+                                         1, NULL, 0),
+                 a),
+      cml_op_mul(f, a, cml_constant(f, &v3, third))};
+  cml_value_t summed[5] = {
+      cml_op_mul(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, 4.0)),
+      cml_op_div(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5)),
+      cml_op_mul(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, INFINITY)),
+      cml_op_div(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, NAN)),
+      cml_op_convert_dtype(f, cml_op_div(f, ai, cml_constant_scalar_f64(f, CML_DTYPE_I32, 2)),
+                           CML_DTYPE_F32)};
+  cml_value_t outs[10];
+  for (int i = 0; i < 4; ++i) outs[i] = kept[i];
+  for (int i = 0; i < 5; ++i) outs[4 + i] = summed[i];
+  outs[9] = cml_op_convert_dtype(f, cml_op_mul(f, ai, cml_constant_scalar_f64(f, CML_DTYPE_I32, 3)),
+                                 CML_DTYPE_F32);
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 10, NULL));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  // The kept ones and the integer product: an AllReduce each at the result (5); the others
+  // share one AllReduce of a and one of ai made before them (2).
+  ASSERT_EQ_INT(pt_count(spmd).all_reduce, 7);
+  // Each summed op reads a whole operand: its AllReduce comes before it.
+  const cml_ir_function_t* mf = &spmd->functions[0];
+  int mul_or_div_after_all_reduce = 0;
+  bool seen = false;
+  for (uint32_t i = 0; i < mf->node_count; ++i) {
+    const cml_ir_node_t* n = &spmd->nodes[mf->nodes[i]];
+    if (n->op == CML_OP_ALL_REDUCE) seen = true;
+    if (seen && (n->op == CML_OP_MUL || n->op == CML_OP_DIV)) ++mul_or_div_after_all_reduce;
+  }
+  ASSERT_EQ_INT(mul_or_div_after_all_reduce, 6);
   PT_TEARDOWN();
 }
 
@@ -1758,12 +1815,83 @@ TEST(e2e_c_sort) {
   ASSERT_TRUE(worst == 0);
 }
 
+// Pending sums through Mul and Div on 4 devices of c, against the values of one device:
+// x f32[4, 1] = [1, 0, 0, 0] and xi i32[4, 1] = [1, 1, 1, 1] split over data, w = [inf] and
+// z = [0] whole. sum(x) * w = inf and sum(x) / z = inf (not the NaN of 0 * inf, 0 / 0 on the
+// devices whose term is 0), sum(xi) / 2 = 2 (not the sum of 1 / 2 = 0), sum(xi) * 3 = 12,
+// sum(x) * 0.5 = 0.5.
+TEST(e2e_c_partial_mul_div) {
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=4", &be));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "partial_mul_div", &b));
+  const cml_mesh_t* meshes[1] = {mesh};
+  ASSERT_STATUS_OK(cml_builder_auto_sharding(b, meshes, 1));
+  cml_function_t* f = cml_builder_main(b);
+  const char* per_axis[1] = {"data"};
+  cml_sharding_t split;
+  ASSERT_STATUS_OK(cml_sharding_make(mesh, per_axis, 1, &split));
+  cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){4, 1});
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, (int64_t[]){4, 1});
+  cml_shape_t ws = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){1});
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, &split);
+  cml_value_t xi = cml_parameter_sharded(f, "xi", &is, &split);
+  cml_value_t w = cml_parameter_sharded(f, "w", &ws, NULL);
+  cml_value_t z = cml_parameter_sharded(f, "z", &ws, NULL);
+  int64_t axis0[1] = {0};
+  cml_value_t sum = cml_op_reduce_sum(f, x, axis0, 1);
+  cml_value_t isum = cml_op_reduce_sum(f, xi, axis0, 1);
+  cml_value_t outs[5] = {cml_op_mul(f, sum, w), cml_op_div(f, sum, z),
+                         cml_op_div(f, isum, cml_constant_scalar_f64(f, CML_DTYPE_I32, 2)),
+                         cml_op_mul(f, isum, cml_constant_scalar_f64(f, CML_DTYPE_I32, 3)),
+                         cml_op_mul(f, sum, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5))};
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 5, NULL));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  cml_shape_t shard = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){1, 1});
+  cml_shape_t ishard = cml_shape_make(CML_DTYPE_I32, 2, (int64_t[]){1, 1});
+  cml_buffer_t* in[16] = {NULL};
+  cml_buffer_t* out[20] = {NULL};
+  const float inf = INFINITY, zero = 0.0f;
+  const int32_t one = 1;
+  for (int j = 0; j < 4; ++j) {
+    float xv = j == 0 ? 1.0f : 0.0f;
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, j, &shard, &xv, sizeof xv, &in[4 * j]));
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, j, &ishard, &one, sizeof one, &in[4 * j + 1]));
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, j, &ws, &inf, sizeof inf, &in[4 * j + 2]));
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, j, &ws, &zero, sizeof zero, &in[4 * j + 3]));
+  }
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, 16, NULL, 0, out));
+  for (int j = 0; j < 4; ++j) {
+    float prod, quot, half;
+    int32_t idiv, imul;
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[5 * j], &prod, sizeof prod));
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[5 * j + 1], &quot, sizeof quot));
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[5 * j + 2], &idiv, sizeof idiv));
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[5 * j + 3], &imul, sizeof imul));
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[5 * j + 4], &half, sizeof half));
+    ASSERT_TRUE(isinf(prod) && prod > 0);
+    ASSERT_TRUE(isinf(quot) && quot > 0);
+    ASSERT_EQ_INT(idiv, 2);
+    ASSERT_EQ_INT(imul, 12);
+    ASSERT_EQ_DBL(half, 0.5);
+  }
+  for (int i = 0; i < 16; ++i) cml_buffer_release(in[i]);
+  for (int i = 0; i < 20; ++i) cml_buffer_release(out[i]);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+  cml_mesh_destroy(mesh);
+}
+
 #define PT_E2E_TESTS                                                                       \
   , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model),                         \
       TEST_ENTRY(e2e_c_data_model_assigned), TEST_ENTRY(e2e_c_cnn_data_parallel),          \
       TEST_ENTRY(cnn_structure), TEST_ENTRY(e2e_c_refusal_at_compile),                     \
       TEST_ENTRY(e2e_c_while_captures_split_value), TEST_ENTRY(e2e_c_fused_data_parallel), \
-      TEST_ENTRY(fused_structure), TEST_ENTRY(e2e_c_sort)
+      TEST_ENTRY(fused_structure), TEST_ENTRY(e2e_c_sort), TEST_ENTRY(e2e_c_partial_mul_div)
 #else
 // Embedding lookup and CNN forward, data parallel over 4 devices of c.
 TEST(e2e_c_cnn_data_parallel) {
@@ -1804,9 +1932,10 @@ TEST(cnn_structure) {
 #endif  // CML_HAVE_BACKEND_C
 
 TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp), TEST_ENTRY(partial_linearity),
-          TEST_ENTRY(partial_to_split_reduce_scatter), TEST_ENTRY(mesh_2d_data_model),
-          TEST_ENTRY(mesh_device_assignment), TEST_ENTRY(elementwise_merges_splits),
-          TEST_ENTRY(reshard_outputs), TEST_ENTRY(random_programs), TEST_ENTRY(replicated_fallback),
+          TEST_ENTRY(partial_scaled_by_constants), TEST_ENTRY(partial_to_split_reduce_scatter),
+          TEST_ENTRY(mesh_2d_data_model), TEST_ENTRY(mesh_device_assignment),
+          TEST_ENTRY(elementwise_merges_splits), TEST_ENTRY(reshard_outputs),
+          TEST_ENTRY(random_programs), TEST_ENTRY(replicated_fallback),
           TEST_ENTRY(sort_keeps_other_splits), TEST_ENTRY(control_flow_whole),
           TEST_ENTRY(fused_dense_keeps_batch), TEST_ENTRY(unimplemented_names_op_and_sharding),
           TEST_ENTRY(two_meshes_unimplemented), TEST_ENTRY(refuses_non_auto_sharding) PT_E2E_TESTS)

@@ -5,6 +5,7 @@
 // values, AutoSharding (data parallel, Megatron) against single-device values, device
 // assignment permutations, and bad inputs that must come back as statuses. Exits 77 (skipped)
 // when no CPU plugin is installed (scripts/install_xla_plugin.sh or `cml install cpu`).
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -537,6 +538,137 @@ TEST(int_and_bool_collectives) {
   }
 }
 
+// AllReduce and ReduceScatter Max/Min of floats propagate NaN and order -0 < +0, as on c: slot j
+// holds column j of
+//   [1, NaN, 2, 0], [-0, +0, -0, -0], [+0, -0, -0, -0], [-3, -1, -2, -inf]
+// (element i of slot j is kCols[i][j]); also as BFloat16.
+static const float kCols[4][4] = {{1, NAN, 2, 0},
+                                  {-0.0f, 0.0f, -0.0f, -0.0f},
+                                  {0.0f, -0.0f, -0.0f, -0.0f},
+                                  {-3, -1, -2, -INFINITY}};
+
+static bool body_max_min(cml_function_t* f, cml_value_t x, cml_value_t* o) {
+  cml_value_t h = cml_op_convert_dtype(f, x, CML_DTYPE_BF16);
+  bool ok = cml_op_all_reduce(f, &x, 1, CML_REDUCE_MAX, NULL, &o[0]) &&
+            cml_op_all_reduce(f, &x, 1, CML_REDUCE_MIN, NULL, &o[1]) &&
+            cml_op_all_reduce(f, &h, 1, CML_REDUCE_MAX, NULL, &o[2]) &&
+            cml_op_all_reduce(f, &h, 1, CML_REDUCE_MIN, NULL, &o[3]);
+  if (!ok) return false;
+  o[2] = cml_op_convert_dtype(f, o[2], CML_DTYPE_F32);
+  o[3] = cml_op_convert_dtype(f, o[3], CML_DTYPE_F32);
+  o[4] = cml_op_reduce_scatter(f, x, CML_REDUCE_MAX, 0, NULL);
+  o[5] = cml_op_reduce_scatter(f, x, CML_REDUCE_MIN, 0, NULL);
+  for (int i = 0; i < 6; ++i) {
+    if (o[i] == CML_VALUE_INVALID) return false;
+  }
+  return true;
+}
+
+// Whether |got| is |want| with the same sign of zero (NaN: any NaN).
+static bool same_float(float got, float want) {
+  if (isnan(want)) return isnan(got);
+  return got == want && signbit(got) == signbit(want);
+}
+
+TEST(all_reduce_max_min_nan_and_zeros) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_backend, "max_min", &b));
+  ASSERT_STATUS_OK(cml_builder_spmd(b, 4));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = SHAPE(CML_DTYPE_F32, 4);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t outs[6];
+  ASSERT_TRUE(body_max_min(f, x, outs));
+  ASSERT_STATUS_OK(cml_function_return(f, outs, 6));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  float host[4][4];
+  cml_shape_t shapes[4];
+  const void* data[4];
+  for (int j = 0; j < 4; ++j) {
+    for (int i = 0; i < 4; ++i) host[j][i] = kCols[i][j];
+    shapes[j] = xs;
+    data[j] = host[j];
+  }
+  cml_buffer_t* ins[4];
+  cml_buffer_t* res[24] = {NULL};
+  cml_status_t st = upload(4, NULL, 1, shapes, data, ins);
+  if (st == CML_OK) st = cml_executable_execute(exe, ins, 4, NULL, 0, res);
+  ASSERT_STATUS_OK(st);
+  const float want_max[4] = {NAN, 0.0f, 0.0f, -1};
+  const float want_min[4] = {NAN, -0.0f, -0.0f, -INFINITY};
+  for (int j = 0; j < 4; ++j) {
+    float got[6][4];
+    for (int k = 0; k < 6; ++k) {
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(res[j * 6 + k], got[k], k < 4 ? 16 : 4));
+    }
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE(same_float(got[0][i], want_max[i]));
+      ASSERT_TRUE(same_float(got[1][i], want_min[i]));
+      ASSERT_TRUE(same_float(got[2][i], want_max[i]));
+      ASSERT_TRUE(same_float(got[3][i], want_min[i]));
+    }
+    ASSERT_TRUE(same_float(got[4][0], want_max[j]));  // slot j keeps element j
+    ASSERT_TRUE(same_float(got[5][0], want_min[j]));
+  }
+  release_all(ins, 4);
+  release_all(res, 24);
+  cml_executable_release(exe);
+}
+
+// AllGather and ReduceScatter along a zero-size axis: an empty result, no collective (StableHLO
+// refuses a zero dimension there); an AllReduce of the same program still communicates.
+TEST(empty_all_gather_and_reduce_scatter) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_backend, "empty", &b));
+  ASSERT_STATUS_OK(cml_builder_spmd(b, 4));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t es = SHAPE(CML_DTYPE_F32, 0, 2), xs = SHAPE(CML_DTYPE_F32, 2);
+  cml_value_t e = cml_parameter(f, "e", &es);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t outs[4];
+  outs[0] = cml_op_all_gather(f, e, 0, NULL);
+  outs[1] = cml_op_reduce_scatter(f, e, CML_REDUCE_SUM, 0, NULL);
+  outs[2] = cml_op_all_gather(f, cml_op_convert_dtype(f, e, CML_DTYPE_BF16), 0, NULL);
+  ASSERT_TRUE(cml_op_all_reduce(f, &x, 1, CML_REDUCE_SUM, NULL, &outs[3]));
+  ASSERT_STATUS_OK(cml_function_return(f, outs, 4));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  float host[4][2];
+  cml_shape_t shapes[8];
+  const void* data[8];
+  for (int j = 0; j < 4; ++j) {
+    host[j][0] = (float)j;
+    host[j][1] = (float)(10 * j);
+    shapes[2 * j] = es;
+    shapes[2 * j + 1] = xs;
+    data[2 * j] = host[j];  // no bytes are read for the empty shape
+    data[2 * j + 1] = host[j];
+  }
+  cml_buffer_t* ins[8];
+  cml_buffer_t* res[16] = {NULL};
+  cml_status_t st = upload(4, NULL, 2, shapes, data, ins);
+  if (st == CML_OK) st = cml_executable_execute(exe, ins, 8, NULL, 0, res);
+  ASSERT_STATUS_OK(st);
+  for (int j = 0; j < 4; ++j) {
+    for (int k = 0; k < 3; ++k) {
+      const cml_shape_t* rs = cml_buffer_shape(res[j * 4 + k]);
+      ASSERT_EQ_INT(rs->rank, 2);
+      ASSERT_EQ_INT(rs->dims[0], 0);
+      ASSERT_EQ_INT(rs->dims[1], 2);
+    }
+    float sum[2];
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(res[j * 4 + 3], sum, sizeof sum));
+    ASSERT_EQ_DBL(sum[0], 6);
+    ASSERT_EQ_DBL(sum[1], 60);
+  }
+  release_all(ins, 8);
+  release_all(res, 16);
+  cml_executable_release(exe);
+}
+
 //===--- AutoSharding (Shardy) ---===//
 
 // Runs an AutoSharding module built by |build| (which returns its outputs itself) with
@@ -798,6 +930,62 @@ TEST(auto_sharding_mesh_and_slot_assignments) {
   }
 }
 
+// ReduceMax / ReduceMin over an axis split over 4 devices, in Float32 and BFloat16: XLA's
+// partitioner combines the devices' results with an all-reduce of the reduction's region,
+// which must compile (a region with NaN/-0 selects did not, and aborted the process for
+// BFloat16), and the results keep cml's rules. x [8, 4] split by rows; its columns:
+//   NaN in row 5; {-1, -0, -2, +0, -0, -3, -0, -5}; +0 but -0 in row 6; -0 but +0 in row 4.
+static float g_reduce_x[8][4];
+
+static bool build_reduce_max_min(cml_builder_t* b, cml_function_t* f, const cml_mesh_t* mesh) {
+  cml_sharding_t rows;
+  if (cml_sharding_make(mesh, (const char*[]){"data"}, 1, &rows) != CML_OK) return false;
+  cml_shape_t xs = SHAPE(CML_DTYPE_F32, 8, 4);
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, &rows);
+  cml_value_t h = cml_op_convert_dtype(f, x, CML_DTYPE_BF16);
+  int64_t axis0[1] = {0};
+  cml_value_t outs[4] = {cml_op_reduce_max(f, x, axis0, 1), cml_op_reduce_min(f, x, axis0, 1),
+                         cml_op_convert_dtype(f, cml_op_reduce_max(f, h, axis0, 1), CML_DTYPE_F32),
+                         cml_op_convert_dtype(f, cml_op_reduce_min(f, h, axis0, 1), CML_DTYPE_F32)};
+  (void)b;
+  return cml_function_return_sharded(f, outs, 4, NULL) == CML_OK;
+}
+
+TEST(auto_sharding_reduce_max_min) {
+  static const float kCol1[8] = {-1, -0.0f, -2, 0.0f, -0.0f, -3, -0.0f, -5};
+  for (int r = 0; r < 8; ++r) {
+    g_reduce_x[r][0] = r == 5 ? NAN : (float)r;
+    g_reduce_x[r][1] = kCol1[r];
+    g_reduce_x[r][2] = r == 6 ? -0.0f : 0.0f;
+    g_reduce_x[r][3] = r == 4 ? 0.0f : -0.0f;
+  }
+  cml_mesh_t* mesh = NULL;
+  ASSERT_STATUS_OK(cml_mesh_create("dp", (const char*[]){"data"}, (int64_t[]){4}, 1, &mesh));
+  cml_shape_t shapes[4];
+  const void* data[4];
+  for (int d = 0; d < 4; ++d) {
+    shapes[d] = SHAPE(CML_DTYPE_F32, 2, 4);
+    data[d] = g_reduce_x[2 * d];
+  }
+  float got[16][32];
+  int devices[16];
+  static const size_t kBytes[4] = {16, 16, 16, 16};
+  cml_status_t st =
+      run_sharded(mesh, NULL, build_reduce_max_min, 1, shapes, data, 4, kBytes, got, devices, NULL);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  const float want_max[4] = {NAN, 0.0f, 0.0f, 0.0f};
+  const float want_min[4] = {NAN, -5, -0.0f, -0.0f};
+  for (int d = 0; d < 4; ++d) {
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE(same_float(got[4 * d][i], want_max[i]));
+      ASSERT_TRUE(same_float(got[4 * d + 1][i], want_min[i]));
+      ASSERT_TRUE(same_float(got[4 * d + 2][i], want_max[i]));
+      ASSERT_TRUE(same_float(got[4 * d + 3][i], want_min[i]));
+    }
+  }
+}
+
 //===--- bad inputs ---===//
 
 #define ASSERT_STATUS_MSG(expr, code, needle)                                                  \
@@ -976,9 +1164,12 @@ int main(int argc, char** argv) {
       TEST_ENTRY(each_collective_by_hand),
       TEST_ENTRY(device_assignment_permutations),
       TEST_ENTRY(int_and_bool_collectives),
+      TEST_ENTRY(all_reduce_max_min_nan_and_zeros),
+      TEST_ENTRY(empty_all_gather_and_reduce_scatter),
       TEST_ENTRY(auto_sharding_data_parallel),
       TEST_ENTRY(auto_sharding_megatron_mlp),
       TEST_ENTRY(auto_sharding_mesh_and_slot_assignments),
+      TEST_ENTRY(auto_sharding_reduce_max_min),
       TEST_ENTRY(bad_device_counts_and_assignments),
       TEST_ENTRY(bad_shardings),
       TEST_ENTRY(collectives_refused_under_auto_sharding),

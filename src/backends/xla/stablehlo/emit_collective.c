@@ -10,7 +10,10 @@
 // - AllReduce of several operands: PJRT needs one element type per all_reduce, so operands are
 //   split by dtype (one all_reduce per dtype, in order of first appearance) and the results
 //   bound back in operand order. The body is the plain scalar op of the reduction (add,
-//   multiply, maximum, minimum): XLA's collectives recognise only those.
+//   multiply, maximum, minimum): XLA's collectives recognise only those. Float Max and Min
+//   reduce order keys (emit_internal.h) so that NaN propagates and -0 < +0, as on c.
+// - AllGather, ReduceScatter and AllToAll with an empty result are an empty constant: nothing
+//   to send, and StableHLO refuses a zero dimension at all_gather_dim / scatter_dimension.
 // - CollectiveBroadcast does not compile on XLA's CPU plugin (its thunk emitter has no
 //   collective-broadcast): there it is an AllReduce sum of the value masked to zero on every
 //   slot but the first of its group. Floats are summed as their bit patterns (an unsigned
@@ -103,6 +106,34 @@ static cml__shlo_val_t cml_shlo_from_wire(cml__shlo_ctx_t* c, const cml__shlo_va
   return v->shape.dtype == dtype ? *v : cml__shlo_convert(c, v, dtype);
 }
 
+// Whether a |type| reduction of |dtype| across devices travels as order keys (emit_internal.h):
+// float max and min. XLA's collectives take only the plain op, which on the CPU plugin drops
+// NaN and returns either zero for max(-0, +0); the integer max/min of the keys propagates NaN
+// and orders -0 < +0, as the c backend and cml's Max/Min ops do.
+static bool cml_shlo_keyed(cml_reduce_type_t type, cml_dtype_t dtype) {
+  return (type == CML_REDUCE_MAX || type == CML_REDUCE_MIN) && cml_dtype_is_float(dtype);
+}
+
+// The dtype a |type| reduction of |dtype| travels as.
+static cml_dtype_t cml_shlo_reduce_wire_dtype(cml_reduce_type_t type, cml_dtype_t dtype) {
+  return cml_shlo_keyed(type, dtype) ? cml__shlo_order_key_dtype(dtype)
+                                     : cml_shlo_wire_dtype(dtype);
+}
+
+static cml__shlo_val_t cml_shlo_to_reduce_wire(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
+                                               cml_reduce_type_t type) {
+  if (cml_shlo_keyed(type, v->shape.dtype)) {
+    return cml__shlo_order_key(c, v, type == CML_REDUCE_MAX);
+  }
+  return cml_shlo_to_wire(c, v);
+}
+
+static cml__shlo_val_t cml_shlo_from_reduce_wire(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
+                                                 cml_reduce_type_t type, cml_dtype_t dtype) {
+  if (cml_shlo_keyed(type, dtype)) return cml__shlo_from_order_key(c, v, dtype);
+  return cml_shlo_from_wire(c, v, dtype);
+}
+
 // Refuses collectives outside SPMD modules.
 static cml_status_t cml_shlo_check_spmd(const cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_module_t* m = c->module;
@@ -141,8 +172,9 @@ static cml_status_t cml_shlo_all_reduce(cml__shlo_ctx_t* c, const cml_ir_node_t*
   for (uint32_t i = 0; i < count && st == CML_OK; ++i) {
     if (done[i]) continue;
     cml_dtype_t dtype = cml__shlo_value(c, n->inputs[i]).shape.dtype;
-    cml_dtype_t wire = cml_shlo_wire_dtype(dtype);
-    const char* body = cml_shlo_collective_body(n->attrs->reduce_type, wire);
+    cml_reduce_type_t type = n->attrs->reduce_type;
+    cml_dtype_t wire = cml_shlo_reduce_wire_dtype(type, dtype);
+    const char* body = cml_shlo_collective_body(type, wire);
     if (!body) {
       char why[128];
       snprintf(why, sizeof why, "no %s reduction of %s across devices",
@@ -157,7 +189,7 @@ static cml_status_t cml_shlo_all_reduce(cml__shlo_ctx_t* c, const cml_ir_node_t*
       if (done[j] || v.shape.dtype != dtype) continue;
       done[j] = true;
       members[k] = j;
-      ins[k] = cml_shlo_to_wire(c, &v);
+      ins[k] = cml_shlo_to_reduce_wire(c, &v, type);
       outs[k] = ins[k].shape;
       ++k;
     }
@@ -169,7 +201,7 @@ static cml_status_t cml_shlo_all_reduce(cml__shlo_ctx_t* c, const cml_ir_node_t*
     cml__shlo_op_end(c, NULL, ins, (int)k, outs, k);
     for (uint32_t q = 0; q < k; ++q) {
       cml__shlo_val_t res = {k == 1 ? r : cml__shlo_result(&r, q), outs[q]};
-      res = cml_shlo_from_wire(c, &res, dtype);
+      res = cml_shlo_from_reduce_wire(c, &res, type, dtype);
       cml__shlo_bind(c, n->first_output + members[q], &res.name);
     }
   }
@@ -185,7 +217,15 @@ static cml_status_t cml_shlo_grouped(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
   const cml_ir_attrs_t* at = n->attrs;
   cml__shlo_val_t x = cml__shlo_value(c, n->inputs[0]);
   cml_dtype_t dtype = x.shape.dtype;
-  x = cml_shlo_to_wire(c, &x);
+  if (cml_shape_element_count(cml_shlo_out(c, n, 0)) == 0) {
+    // An empty result needs no communication, and StableHLO refuses a zero dimension at
+    // all_gather_dim / scatter_dimension.
+    cml__shlo_val_t r = cml__shlo_const_fill(c, dtype, CML__SHLO_ZERO, cml_shlo_out(c, n, 0));
+    cml_shlo_bind1(c, n, &r);
+    return CML_OK;
+  }
+  const bool reduce = n->op == CML_OP_REDUCE_SCATTER;
+  x = reduce ? cml_shlo_to_reduce_wire(c, &x, at->reduce_type) : cml_shlo_to_wire(c, &x);
   cml_shape_t out = cml_shlo_retype(cml_shlo_out(c, n, 0), x.shape.dtype);
   const char* op = n->op == CML_OP_ALL_GATHER       ? "stablehlo.all_gather"
                    : n->op == CML_OP_REDUCE_SCATTER ? "stablehlo.reduce_scatter"
@@ -223,7 +263,8 @@ static cml_status_t cml_shlo_grouped(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
   }
   cml__shlo_printf(c, "}");
   cml__shlo_op_end(c, NULL, &x, 1, &out, 1);
-  r = cml_shlo_from_wire(c, &r, dtype);
+  r = reduce ? cml_shlo_from_reduce_wire(c, &r, at->reduce_type, dtype)
+             : cml_shlo_from_wire(c, &r, dtype);
   cml_shlo_bind1(c, n, &r);
   return CML_OK;
 }

@@ -44,6 +44,17 @@ static cml_status_t cml_shlo_scatter(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
   const char* body = n->op == CML_OP_SCATTER_MAX   ? "stablehlo.maximum"
                      : n->op == CML_OP_SCATTER_MIN ? "stablehlo.minimum"
                                                    : "stablehlo.add";
+  // A float max/min combiner in a module Shardy partitions runs on order keys
+  // (emit_internal.h): XLA's partitioner may combine the devices' scatters with an all-reduce of
+  // the combiner, which compiles only for a plain region.
+  const cml_dtype_t dtype = ins[0].shape.dtype;
+  const bool keyed = n->op != CML_OP_SCATTER_SUM && cml_dtype_is_float(dtype) &&
+                     cml_xla_emit_is_sharded(c->module);
+  if (keyed) {
+    ins[0] = cml__shlo_order_key(c, &ins[0], n->op == CML_OP_SCATTER_MAX);
+    ins[2] = cml__shlo_order_key(c, &ins[2], n->op == CML_OP_SCATTER_MAX);
+  }
+  cml_shape_t out = cml_shlo_retype(cml_shlo_out(c, n, 0), ins[0].shape.dtype);
   cml__shlo_name_t r = cml__shlo_op_begin(c, "stablehlo.scatter", ins, 3, 1);
   cml__shlo_printf(c, " (");
   cml__shlo_binary_region(c, body, ins[0].shape.dtype);
@@ -71,8 +82,10 @@ static cml_status_t cml_shlo_scatter(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
                         "unique_indices = %s",
                         (long long)s->index_vector_axis, s->indices_are_sorted ? "true" : "false",
                         s->unique_indices ? "true" : "false");
-  cml__shlo_op_end(c, a.s, ins, 3, cml_shlo_out(c, n, 0), 1);
-  cml__shlo_bind(c, n->first_output, &r);
+  cml__shlo_op_end(c, a.s, ins, 3, &out, 1);
+  cml__shlo_val_t res = {.name = r, .shape = out};
+  if (keyed) res = cml__shlo_from_order_key(c, &res, dtype);
+  cml_shlo_bind1(c, n, &res);
   return CML_OK;
 }
 

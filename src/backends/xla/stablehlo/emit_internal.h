@@ -184,6 +184,20 @@ cml__shlo_val_t cml__shlo_float_minmax(cml__shlo_ctx_t* c, bool is_max, const cm
 // A binary op |op| on two values of one shape, with the float max/min fix-up.
 cml__shlo_val_t cml__shlo_binary_op(cml__shlo_ctx_t* c, const char* op, const cml__shlo_val_t* a,
                                     const cml__shlo_val_t* b, const cml_shape_t* out);
+// Float max/min reductions through XLA's partitioner or its collectives: these only accept a
+// region that is the plain op (a region with the NaN/-0 selects of cml__shlo_float_minmax fails
+// to compile, "Unsupported reduction computation", or aborts the process for BFloat16), and the
+// plain float op drops NaN and does not order zeros. So such a reduction runs on order keys:
+// signed integers of the float's width ordered as cml orders floats (-inf < ... < -0 < +0 <
+// ... < +inf), NaN mapped to the integer maximum (|nan_high|: it wins a max) or minimum (it
+// wins a min). An integer max/min of the keys, decoded, is the float max/min with NaN
+// propagated (as a NaN of another payload) and -0 < +0, bit for bit in any reduction order.
+// The key dtype of float |dtype| (Float16, BFloat16: Int16; Float32: Int32; Float64: Int64).
+cml_dtype_t cml__shlo_order_key_dtype(cml_dtype_t dtype);
+cml__shlo_val_t cml__shlo_order_key(cml__shlo_ctx_t* c, const cml__shlo_val_t* x, bool nan_high);
+// The float of |dtype| whose key is |key| (the integer extremes decode to NaN).
+cml__shlo_val_t cml__shlo_from_order_key(cml__shlo_ctx_t* c, const cml__shlo_val_t* key,
+                                         cml_dtype_t dtype);
 // Body op and init value of a ReduceWindow reduction type (emit_reduce.c).
 bool cml__shlo_reduce_type_kind(cml_reduce_type_t type, const char** body,
                                 cml__shlo_scalar_kind_t* init);

@@ -239,6 +239,65 @@ cml__shlo_val_t cml__shlo_float_minmax(cml__shlo_ctx_t* c, bool is_max, const cm
   return cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, &a->shape);
 }
 
+cml_dtype_t cml__shlo_order_key_dtype(cml_dtype_t dtype) {
+  switch (cml_dtype_bits(dtype)) {
+    case 16:
+      return CML_DTYPE_I16;
+    case 64:
+      return CML_DTYPE_I64;
+    default:
+      return CML_DTYPE_I32;
+  }
+}
+
+// The bits of a float as a signed integer: non-negative floats are non-negative integers in
+// the floats' order; negative ones are negative integers in reverse order, which an xor with
+// the integer maximum (every bit but the sign) turns around (-0 becomes -1, below +0's 0).
+// The same map decodes.
+static cml__shlo_val_t cml_shlo_flip_negative(cml__shlo_ctx_t* c, const cml__shlo_val_t* bits) {
+  cml_dtype_t kt = bits->shape.dtype;
+  cml__shlo_val_t zero = cml__shlo_const_fill(c, kt, CML__SHLO_ZERO, &bits->shape);
+  cml__shlo_val_t mask = cml__shlo_const_fill(c, kt, CML__SHLO_HIGHEST, &bits->shape);
+  cml__shlo_val_t negative = cml__shlo_compare(c, "LT", bits, &zero, false);
+  cml__shlo_val_t pair[2] = {*bits, mask};
+  cml__shlo_val_t flipped = cml__shlo_op(c, "stablehlo.xor", pair, 2, NULL, &bits->shape);
+  cml__shlo_val_t sel[3] = {negative, flipped, *bits};
+  return cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, &bits->shape);
+}
+
+cml__shlo_val_t cml__shlo_order_key(cml__shlo_ctx_t* c, const cml__shlo_val_t* x, bool nan_high) {
+  cml_shape_t ks = cml_shlo_retype(&x->shape, cml__shlo_order_key_dtype(x->shape.dtype));
+  cml__shlo_val_t bits = cml__shlo_op(c, "stablehlo.bitcast_convert", x, 1, NULL, &ks);
+  cml__shlo_val_t key = cml_shlo_flip_negative(c, &bits);
+  cml__shlo_val_t nan = cml__shlo_compare(c, "NE", x, x, false);
+  cml__shlo_val_t extreme =
+      cml__shlo_const_fill(c, ks.dtype, nan_high ? CML__SHLO_HIGHEST : CML__SHLO_LOWEST, &ks);
+  cml__shlo_val_t sel[3] = {nan, extreme, key};
+  return cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, &ks);
+}
+
+cml__shlo_val_t cml__shlo_from_order_key(cml__shlo_ctx_t* c, const cml__shlo_val_t* key,
+                                         cml_dtype_t dtype) {
+  cml__shlo_val_t bits = cml_shlo_flip_negative(c, key);
+  // The NaN keys become the default quiet NaN (positive, the top mantissa bit set), the NaN
+  // that float arithmetic makes, rather than the extremes' all-ones payloads.
+  const cml_dtype_t kt = key->shape.dtype;
+  const char* quiet = kt == CML_DTYPE_I64       ? "9221120237041090560"
+                      : kt == CML_DTYPE_I32     ? "2143289344"
+                      : dtype == CML_DTYPE_BF16 ? "32704"
+                                                : "32256";
+  cml__shlo_val_t high = cml__shlo_const_fill(c, kt, CML__SHLO_HIGHEST, &key->shape);
+  cml__shlo_val_t low = cml__shlo_const_fill(c, kt, CML__SHLO_LOWEST, &key->shape);
+  cml__shlo_val_t pair[2] = {cml__shlo_compare(c, "EQ", key, &high, false),
+                             cml__shlo_compare(c, "EQ", key, &low, false)};
+  cml_shape_t bs = cml_shlo_retype(&key->shape, CML_DTYPE_BOOL);
+  cml__shlo_val_t nan = cml__shlo_op(c, "stablehlo.or", pair, 2, NULL, &bs);
+  cml__shlo_val_t sel[3] = {nan, cml_shlo_const_text(c, kt, quiet, &key->shape), bits};
+  bits = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, &key->shape);
+  cml_shape_t fs = cml_shlo_retype(&key->shape, dtype);
+  return cml__shlo_op(c, "stablehlo.bitcast_convert", &bits, 1, NULL, &fs);
+}
+
 // A binary op |op| on two values of one shape, with the float max/min fix-up above.
 cml__shlo_val_t cml__shlo_binary_op(cml__shlo_ctx_t* c, const char* op, const cml__shlo_val_t* a,
                                     const cml__shlo_val_t* b, const cml_shape_t* out) {

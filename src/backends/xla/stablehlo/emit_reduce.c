@@ -66,6 +66,36 @@ bool cml__shlo_reduce_type_kind(cml_reduce_type_t type, const char** body,
   }
 }
 
+// A float max/min reduction in a module that Shardy partitions: Shardy copies the reduction's
+// region into the all-reduce that combines the devices' partial results, and XLA compiles an
+// all-reduce only for a plain region, so the reduction runs on order keys (emit_internal.h)
+// with an integer max/min region and is decoded after it.
+static cml_status_t cml_shlo_reduce_keyed(cml__shlo_ctx_t* c, const cml_ir_node_t* n,
+                                          const cml__shlo_val_t* x, const char* body,
+                                          cml__shlo_scalar_kind_t init_kind) {
+  const cml_dtype_t dtype = x->shape.dtype;
+  const bool is_max = n->op == CML_OP_REDUCE_MAX;
+  cml__shlo_val_t ins[2];
+  ins[0] = cml__shlo_order_key(c, x, is_max);
+  cml__shlo_val_t init = cml__shlo_const_scalar(c, dtype, init_kind);
+  ins[1] = cml__shlo_order_key(c, &init, is_max);
+  const cml_dtype_t kt = ins[0].shape.dtype;
+  cml__shlo_val_t r;
+  r.shape = cml_shlo_retype(cml_shlo_out(c, n, 0), kt);
+  r.name = cml__shlo_op_begin(c, "stablehlo.reduce", ins, 2, 1);
+  cml__shlo_printf(c, " (");
+  cml__shlo_binary_region(c, body, kt);
+  cml__shlo_printf(c, ")");
+  cml__shlo_attr_t a;
+  cml__shlo_attr_init(&a);
+  cml__shlo_attr_printf(&a, "dimensions = ");
+  cml__shlo_attr_array(&a, n->attrs->axes, n->attrs->axis_count);
+  cml__shlo_op_end(c, a.s, ins, 2, &r.shape, 1);
+  r = cml__shlo_from_order_key(c, &r, dtype);
+  cml_shlo_bind1(c, n, &r);
+  return CML_OK;
+}
+
 static cml_status_t cml_shlo_reduce(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const char* body;
   cml__shlo_scalar_kind_t init_kind;
@@ -74,6 +104,10 @@ static cml_status_t cml_shlo_reduce(cml__shlo_ctx_t* c, const cml_ir_node_t* n) 
   }
   cml__shlo_val_t ins[2];
   ins[0] = cml__shlo_value(c, n->inputs[0]);
+  const bool minmax = n->op == CML_OP_REDUCE_MAX || n->op == CML_OP_REDUCE_MIN;
+  if (minmax && cml_dtype_is_float(ins[0].shape.dtype) && cml_xla_emit_is_sharded(c->module)) {
+    return cml_shlo_reduce_keyed(c, n, &ins[0], body, init_kind);
+  }
   // Float16/BFloat16 sums and products accumulate in Float32 and round once, as on the c
   // backend: XLA's CUDA compiler otherwise keeps Float16 partial products, which overflow and
   // underflow in a tree order (inf * 0 = NaN where the exact product is 2).

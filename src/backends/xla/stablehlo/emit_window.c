@@ -33,19 +33,30 @@ static cml__shlo_val_t cml_shlo_reduce_window_op(cml__shlo_ctx_t* c, const cml__
                                                  cml__shlo_scalar_kind_t init_kind,
                                                  const cml_window_config_t* w,
                                                  const cml_shape_t* out) {
+  const cml_dtype_t dtype = x->shape.dtype;
+  const bool is_max = strcmp(body, "stablehlo.maximum") == 0;
+  // A float max/min in a module Shardy partitions runs on order keys (emit_internal.h), so that
+  // whatever Shardy makes of the region compiles.
+  const bool keyed = (is_max || strcmp(body, "stablehlo.minimum") == 0) &&
+                     cml_dtype_is_float(dtype) && cml_xla_emit_is_sharded(c->module);
   cml__shlo_val_t ins[2];
   ins[0] = *x;
-  ins[1] = cml__shlo_const_scalar(c, x->shape.dtype, init_kind);
+  ins[1] = cml__shlo_const_scalar(c, dtype, init_kind);
+  if (keyed) {
+    ins[0] = cml__shlo_order_key(c, &ins[0], is_max);
+    ins[1] = cml__shlo_order_key(c, &ins[1], is_max);
+  }
   cml__shlo_val_t r;
-  r.shape = *out;
+  r.shape = cml_shlo_retype(out, ins[0].shape.dtype);
   r.name = cml__shlo_op_begin(c, "stablehlo.reduce_window", ins, 2, 1);
   cml__shlo_printf(c, " (");
-  cml__shlo_binary_region(c, body, x->shape.dtype);
+  cml__shlo_binary_region(c, body, ins[0].shape.dtype);
   cml__shlo_printf(c, ")");
   cml__shlo_attr_t a;
   cml__shlo_attr_init(&a);
   cml_shlo_window_attrs(&a, w, true);
-  cml__shlo_op_end(c, a.s, ins, 2, out, 1);
+  cml__shlo_op_end(c, a.s, ins, 2, &r.shape, 1);
+  if (keyed) r = cml__shlo_from_order_key(c, &r, dtype);
   return r;
 }
 
