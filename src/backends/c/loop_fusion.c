@@ -105,7 +105,10 @@ struct cmlc_fused_t {
   // ahead (cmlc_fused_produce).
   bool prefetch;
   // The program as the register-resident runner's (cmlc_fused_tile_build), or tile_fn NULL.
+  // tile_span: every input is read in place (no gathered blocks), so the runner takes whole
+  // runs of the innermost axis, or whole ranges without broadcasts (cmlc_fused_tile_span).
   cmlc_ew_tile_fn tile_fn;
+  bool tile_span;
   cmlc_ew_tile_prog_t tile;
 };
 
@@ -417,7 +420,8 @@ static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
       if (f->ops[i].args[k] >= 0) ++reads[cmlc_fused_producer(f, i, f->ops[i].args[k])];
     }
   }
-  int64_t acc = -1;  // the member whose value the accumulator holds
+  int64_t acc = -1;                  // the member whose value the accumulator holds
+  uint32_t cheap = 0, long_ops = 0;  // members computed inside the interpreter, and outside
   for (uint32_t i = 0; i < f->op_count && !t.full; ++i) {
     const cmlc_fused_op_t* op = &f->ops[i];
     const bool root = i + 1 == f->op_count;
@@ -464,6 +468,9 @@ static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
       // (f32 results; compares and IsFinite give Bool. Where of 4-byte elements: f32 only.)
       const bool to_bool = cls == CMLC_TL_CLASS_COMPARE || cls == CMLC_TL_CLASS_IS_FINITE;
       if (cls == CMLC_TL_CLASS_NONE || dtype != (to_bool ? CML_DTYPE_BOOL : CML_DTYPE_F32)) return;
+      const bool is_long = cls == CMLC_TL_CLASS_UNARY && cmlc_ew_tile_long(code);
+      long_ops += is_long;
+      cheap += !is_long;
       switch (cls) {
         case CMLC_TL_CLASS_UNARY:
         case CMLC_TL_CLASS_IS_FINITE:
@@ -528,8 +535,18 @@ static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
       if (reads[i] > by_next) cmlc_fused_tl_emit(&t, CMLC_TL_ST, op->dst, 0);
     }
   }
-  if (t.full || p->out_size != f->out_size) return;
+  // A long function leaves the interpreter (its tile goes through memory and back), so it
+  // takes two cheap members to pay for it: exp(x - max) over [256, 32000] rows, 1 thread on
+  // Zen 5, took 1.66-1.84 ms as kernel calls and 2.1 ms as a program; exp and tanh among six
+  // cheap members 6.0-6.1 ms as kernel calls, 5.7-6.0 as a program.
+  if (t.full || p->out_size != f->out_size || cheap < 2 * long_ops) return;
   f->tile_fn = run;
+  f->tile_span = true;
+  for (uint32_t j = 0; j < f->input_count; ++j) {
+    const bool in_place = f->mode[j] == CMLC_FUSED_FULL || f->mode[j] == CMLC_FUSED_SCALAR ||
+                          (f->mode[j] == CMLC_FUSED_BCAST && f->direct);
+    f->tile_span &= in_place;
+  }
 }
 
 cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* options,
@@ -825,6 +842,7 @@ static void cmlc_fused_gather_rows(const cmlc_fused_t* f, uint32_t j, const void
 }
 
 typedef struct cmlc_fused_scratch_t {
+  // (Also the register-resident programs' spill tiles: CMLC_EW_TILE_SCRATCH bytes.)
   _Alignas(64) uint8_t regs[CMLC_FUSED_MAX_REGS][CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
   _Alignas(64) uint8_t bcast[CMLC_FUSED_MAX_BCAST][CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
   _Alignas(64) uint8_t expanded[CMLC_FUSED_BLOCK * CMLC_FUSED_MAX_ELEMENT];
@@ -834,6 +852,9 @@ typedef struct cmlc_fused_scratch_t {
   int64_t cached_phase[CMLC_FUSED_MAX_BCAST], cached_len[CMLC_FUSED_MAX_BCAST];
   int64_t cached_segment[CMLC_FUSED_MAX_BCAST];
 } cmlc_fused_scratch_t;
+
+_Static_assert(sizeof(((cmlc_fused_scratch_t*)0)->regs) >= CMLC_EW_TILE_SCRATCH,
+               "the spill tiles of a register-resident program fit in the registers' blocks");
 
 static void cmlc_fused_scratch_init(cmlc_fused_scratch_t* s) {
   for (int k = 0; k < CMLC_FUSED_MAX_BCAST; ++k) s->cached_phase[k] = -1;
@@ -928,7 +949,7 @@ static void cmlc_fused_range(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
           break;
       }
     }
-    f->tile_fn(&f->tile, tin, out, len);
+    f->tile_fn(&f->tile, tin, out, len, s->regs);
     return;
   }
   for (uint32_t i = 0; i < f->op_count; ++i) {
@@ -1021,10 +1042,52 @@ static void cmlc_fused_block(const cmlc_fused_ctx_t* c, int64_t start, int64_t l
   }
 }
 
+// Computes elements [start, start + len) of a program with tile_span into |out|: one runner
+// call per run of the innermost axis (broadcast inputs read in place along it), or one for the
+// whole range without broadcasts, instead of one per block (the calls per 256 elements cost a
+// log-softmax's loops 10%).
+static void cmlc_fused_tile_span(const cmlc_fused_ctx_t* c, int64_t start, int64_t len, char* out,
+                                 void* scratch) {
+  const cmlc_fused_t* f = c->f;
+  const void* tin[CMLC_FUSED_MAX_INPUTS];
+  while (len > 0) {
+    int64_t n = len;
+    if (f->bcast_count > 0) {
+      const int64_t inner = f->dims[f->rank - 1];
+      if (n > inner - start % inner) n = inner - start % inner;
+    }
+    int64_t at[CML_MAX_RANK];
+    if (f->bcast_count > 0) cmlc_fused_index(f, start, at);
+    for (uint32_t j = 0; j < f->input_count; ++j) {
+      const char* base = (const char*)c->inputs[j];
+      if (f->mode[j] == CMLC_FUSED_FULL) {
+        tin[j] = base + (size_t)start * f->in_size[j];
+      } else if (f->mode[j] == CMLC_FUSED_BCAST) {
+        int64_t off = f->in_offset[j];
+        for (int32_t d = 0; d < f->rank; ++d) off += at[d] * f->in_strides[j][d];
+        tin[j] = base + (size_t)off * f->in_size[j];
+      } else {
+        tin[j] = base;
+      }
+    }
+    f->tile_fn(&f->tile, tin, out, n, scratch);
+    start += n;
+    len -= n;
+    out += (size_t)n * f->out_size;
+  }
+}
+
 static void cmlc_fused_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_fused_ctx_t* c = (const cmlc_fused_ctx_t*)ctx;
   const cmlc_fused_t* f = c->f;
+  if (f->tile_span) {
+    _Alignas(64) uint8_t spill[CMLC_EW_TILE_SCRATCH];
+    const int64_t start = begin * CMLC_FUSED_BLOCK;
+    const int64_t stop = end * CMLC_FUSED_BLOCK < f->n ? end * CMLC_FUSED_BLOCK : f->n;
+    cmlc_fused_tile_span(c, start, stop - start, c->output + (size_t)start * f->out_size, spill);
+    return;
+  }
   cmlc_fused_scratch_t s;
   cmlc_fused_scratch_init(&s);
   for (int64_t blk = begin; blk < end; ++blk) {
@@ -1048,6 +1111,11 @@ static void cmlc_fused_produce(void* ctx, int64_t start, int64_t len, void* dst)
       for (int64_t e = from; e < to; e += (int64_t)(64 / es))
         __builtin_prefetch(base + (size_t)e * es);
     }
+  }
+  if (f->tile_span) {
+    _Alignas(64) uint8_t spill[CMLC_EW_TILE_SCRATCH];
+    cmlc_fused_tile_span(c, start, len, (char*)dst, spill);
+    return;
   }
   cmlc_fused_scratch_t s;
   cmlc_fused_scratch_init(&s);

@@ -117,13 +117,13 @@ cmlc_impl_fn cmlc_ew_simd_fused_fn(const cmlc_options_t* options, cmlc_fk_loop_t
 // function of the member's kernel, lane by lane, so the results are the kernels' bits; the
 // loop of per-op kernel calls over 256-element blocks in memory costs 2-4x more per op.
 // clang-format off
-#define CMLC_EW_TILE_UNARY(X)                                                      \
-  X(NEG, neg_f32, v_neg) X(ABS, abs_f32, v_abs) X(SQRT, sqrt_f32, v_sqrt)          \
-  X(RSQRT, rsqrt_f32, v_rsqrt) X(EXP, exp_f32, v_exp) X(LOG, log_f32, v_log)       \
-  X(TANH, tanh_f32, v_tanh) X(LOGISTIC, logistic_f32, v_logistic)                  \
-  X(ERF, erf_f32, v_erf) X(EXPM1, expm1_f32, v_expm1) X(LOG1P, log1p_f32, v_log1p) \
-  X(SIGN, sign_f32, v_sign) X(FLOOR, floor_f32, v_floor) X(CEIL, ceil_f32, v_ceil) \
-  X(ROUND, round_f32, v_round) X(SIN, sin_f32, v_sin) X(COS, cos_f32, v_cos)
+#define CMLC_EW_TILE_UNARY(X)                                                               \
+  X(NEG, neg_f32, v_neg, 0) X(ABS, abs_f32, v_abs, 0) X(SQRT, sqrt_f32, v_sqrt, 0)          \
+  X(RSQRT, rsqrt_f32, v_rsqrt, 0) X(EXP, exp_f32, v_exp, 1) X(LOG, log_f32, v_log, 1)       \
+  X(TANH, tanh_f32, v_tanh, 1) X(LOGISTIC, logistic_f32, v_logistic, 1)                     \
+  X(ERF, erf_f32, v_erf, 1) X(EXPM1, expm1_f32, v_expm1, 1) X(LOG1P, log1p_f32, v_log1p, 1) \
+  X(SIGN, sign_f32, v_sign, 0) X(FLOOR, floor_f32, v_floor, 0) X(CEIL, ceil_f32, v_ceil, 0) \
+  X(ROUND, round_f32, v_round, 0) X(SIN, sin_f32, v_sin, 1) X(COS, cos_f32, v_cos, 1)
 #define CMLC_EW_TILE_BINARY(X)                                              \
   X(ADD, add_f32, v_add) X(SUB, sub_f32, v_sub) X(MUL, mul_f32, v_mul)      \
   X(DIV, div_f32, v_div) X(MAX, max_f32, v_max_nan) X(MIN, min_f32, v_min_nan)
@@ -132,12 +132,22 @@ cmlc_impl_fn cmlc_ew_simd_fused_fn(const cmlc_options_t* options, cmlc_fk_loop_t
   X(LE, le_f32, v_le) X(GT, gt_f32, v_gt) X(GE, ge_f32, v_ge)
 // clang-format on
 #define CMLC_EW_TILE_ENUM(NAME, KERNEL, VFN) CMLC_TL_##NAME,
-typedef enum { CMLC_EW_TILE_UNARY(CMLC_EW_TILE_ENUM) CMLC_TL_UNARY_COUNT } cmlc_ew_tile_unary_t;
+#define CMLC_EW_TILE_ENUM4(NAME, KERNEL, VFN, LONG) CMLC_TL_##NAME,
+typedef enum { CMLC_EW_TILE_UNARY(CMLC_EW_TILE_ENUM4) CMLC_TL_UNARY_COUNT } cmlc_ew_tile_unary_t;
 typedef enum { CMLC_EW_TILE_BINARY(CMLC_EW_TILE_ENUM) CMLC_TL_BINARY_COUNT } cmlc_ew_tile_binary_t;
 typedef enum {
   CMLC_EW_TILE_COMPARE(CMLC_EW_TILE_ENUM) CMLC_TL_COMPARE_COUNT
 } cmlc_ew_tile_compare_t;
 #undef CMLC_EW_TILE_ENUM
+#undef CMLC_EW_TILE_ENUM4
+// Whether unary function |u| is long (the last column above): it runs one vector at a time
+// outside the interpreter (elementwise_x86_64_tile.h).
+static inline bool cmlc_ew_tile_long(int u) {
+#define CMLC_EW_TILE_LONG(NAME, KERNEL, VFN, LONG) LONG,
+  static const bool kLong[] = {CMLC_EW_TILE_UNARY(CMLC_EW_TILE_LONG)};
+#undef CMLC_EW_TILE_LONG
+  return u >= 0 && u < CMLC_TL_UNARY_COUNT && kLong[u];
+}
 // Operand kinds. The first four are the operands of every combining instruction: a spilled
 // tile, an input's f32 vectors, one f32 input element broadcast, A itself. The others are
 // loads only (into A, or into a spill tile): bf16 / f16 vectors or elements, widened; Bool
@@ -196,9 +206,13 @@ typedef struct cmlc_ew_tile_prog_t {
   cmlc_ew_tile_ins_t ins[CMLC_EW_TILE_MAX_INS];
 } cmlc_ew_tile_prog_t;
 // Runs |prog| over |n| elements: input j's element 0 at |in|[j] (vector kinds: n elements),
-// the output's at |out|. The output may be a vector input of the same element size.
+// the output's at |out|. The output may be a vector input of the same element size. |scratch|
+// (64-byte aligned, CMLC_EW_TILE_SCRATCH bytes) holds the spilled tiles: the caller's, so that
+// a call does not open a frame of its own that size (a new 15 KiB frame per 256 elements made
+// a log-softmax 20% slower).
+enum { CMLC_EW_TILE_SCRATCH = (CMLC_EW_TILE_MAX_MEM + 2) * 256 * 4 };
 typedef void (*cmlc_ew_tile_fn)(const cmlc_ew_tile_prog_t* prog, const void* const* in, void* out,
-                                int64_t n);
+                                int64_t n, void* scratch);
 // The runner for |options| (its ISA), or NULL (reference mode, the scalar ISA).
 cmlc_ew_tile_fn cmlc_ew_simd_tile_fn(const cmlc_options_t* options);
 // What a kernel that cmlc_ew_simd_unary_fn / _binary_fn / _where_fn gave for |options| is to
@@ -240,7 +254,7 @@ cmlc_rd_f32_step_fn cmlc_ew_avx512_reduce_step_fn(cml_op_t op);
 cmlc_rd_half_fn cmlc_ew_avx512_reduce_half_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_impl_fn cmlc_ew_avx512_fused_fn(cmlc_fk_loop_t loop, cml_dtype_t dtype);
 void cmlc_ew_avx512_tile_run(const cmlc_ew_tile_prog_t* prog, const void* const* in, void* out,
-                             int64_t n);
+                             int64_t n, void* scratch);
 int cmlc_ew_avx512_tile_kernel(cmlc_ew_fn fn, cmlc_ew_tile_class_t* cls);
 cmlc_ew_fn cmlc_ew_avx2_unary_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_ew_fn cmlc_ew_avx2_binary_fn(cml_op_t op, cml_dtype_t dtype);
@@ -251,7 +265,7 @@ cmlc_rd_f32_step_fn cmlc_ew_avx2_reduce_step_fn(cml_op_t op);
 cmlc_rd_half_fn cmlc_ew_avx2_reduce_half_fn(cml_op_t op, cml_dtype_t dtype);
 cmlc_impl_fn cmlc_ew_avx2_fused_fn(cmlc_fk_loop_t loop, cml_dtype_t dtype);
 void cmlc_ew_avx2_tile_run(const cmlc_ew_tile_prog_t* prog, const void* const* in, void* out,
-                           int64_t n);
+                           int64_t n, void* scratch);
 int cmlc_ew_avx2_tile_kernel(cmlc_ew_fn fn, cmlc_ew_tile_class_t* cls);
 #endif
 

@@ -13,7 +13,7 @@
 #ifndef CML_BACKENDS_C_KERNELS_X86_64_ELEMENTWISE_X86_64_TILE_H_
 #define CML_BACKENDS_C_KERNELS_X86_64_ELEMENTWISE_X86_64_TILE_H_
 
-enum { CMLC_TL_T = CMLC_V_W == 16 ? 16 : 8 };
+enum { CMLC_TL_T = CMLC_V_W == 16 ? 16 : 8, CMLC_TL_AHEAD = 2048 };
 
 #define CMLC_TL_EACH _Pragma("GCC unroll 16") for (int k = 0; k < T; ++k)
 
@@ -52,9 +52,18 @@ enum { CMLC_TL_T = CMLC_V_W == 16 ? 16 : 8 };
   CMLC_TL_COMBINE_ALL(CMLC_TL_BIN, NAME, VFN, CMLC_TL_AS_IS)
 #define CMLC_TL_CMP_CASES(NAME, KERNEL, VFN) \
   CMLC_TL_COMBINE_ALL(CMLC_TL_CMP, NAME, VFN, CMLC_TL_AS_01)
-#define CMLC_TL_UN_CASE(NAME, KERNEL, VFN) \
-  case CMLC_TL_UN + CMLC_TL_##NAME:        \
-    CMLC_TL_EACH a[k] = VFN(a[k]);         \
+// The long vector functions (exp, log, tanh, ...) leave the interpreter: A goes to |acc|, the
+// step returns the instruction's index, and the caller runs the function one vector at a time,
+// as its kernel does. Inline, or as a call inside the switch, their constants and temporaries
+// beside the 16 accumulators made the compiler spill the tile in every case (a log-softmax's
+// loops 20-40% slower than the kernel calls).
+#define CMLC_TL_UN_CASE(NAME, KERNEL, VFN, LONG) \
+  case CMLC_TL_UN + CMLC_TL_##NAME:              \
+    if (LONG) {                                  \
+      CMLC_TL_EACH acc[k] = a[k];                \
+      return (int)(q - p->ins);                  \
+    }                                            \
+    CMLC_TL_EACH a[k] = VFN(a[k]);               \
     break;
 
 // Where (A is the condition) and Clamp (A is x) with two operands of kinds MEM..SPLAT.
@@ -119,15 +128,29 @@ enum { CMLC_TL_T = CMLC_V_W == 16 ? 16 : 8 };
     break;                                                                                \
   }
 
-// Runs the program on the T vectors at element |i| (T a constant once inlined). |mem| holds the
+// The loops of the long unary functions over |n| vectors in place (CMLC_TL_UN_CASE).
+#define CMLC_TL_MAP(NAME, KERNEL, VFN, LONG)                                                     \
+  CMLC_EW_TARGET __attribute__((noipa, unused)) static void CMLC_EW_FN(tile_map_##NAME)(vf * v,  \
+                                                                                        int n) { \
+    for (int k = 0; k < n; ++k) v[k] = VFN(v[k]);                                                \
+  }
+CMLC_EW_TILE_UNARY(CMLC_TL_MAP)
+#undef CMLC_TL_MAP
+#define CMLC_TL_MAP_ENTRY(NAME, KERNEL, VFN, LONG) CMLC_EW_FN(tile_map_##NAME),
+static void (*const CMLC_EW_FN(tile_maps)[])(vf*, int) = {CMLC_EW_TILE_UNARY(CMLC_TL_MAP_ENTRY)};
+#undef CMLC_TL_MAP_ENTRY
+
+// Runs the program on the T vectors at element |i| (T a constant once inlined) from
+// instruction |pc| (after the first, A comes from |acc|) until it stores the output (returns
+// -1) or reaches a long unary function (returns its index, A in |acc|). |mem| holds the
 // spilled tiles, T vectors each.
-CMLC_EW_TARGET static inline __attribute__((always_inline)) void CMLC_EW_FN(tile_step)(
-    const cmlc_ew_tile_prog_t* p, const void* const* in, int64_t i, vf* mem, void* out,
-    const int T) {
+CMLC_EW_TARGET static inline __attribute__((always_inline)) int CMLC_EW_FN(tile_step)(
+    const cmlc_ew_tile_prog_t* p, const void* const* in, int64_t i, vf* mem, void* out, const int T,
+    int pc, vf* acc) {
   const vf one = v_set1(1.0f), zero = v_zero();
   vf a[CMLC_TL_T];
-  CMLC_TL_EACH a[k] = zero;  // (every program loads first)
-  for (const cmlc_ew_tile_ins_t* q = p->ins;; ++q) {
+  CMLC_TL_EACH a[k] = pc > 0 ? acc[k] : zero;  // (every program loads first)
+  for (const cmlc_ew_tile_ins_t* q = p->ins + pc;; ++q) {
     switch (q->code) {
       CMLC_TL_LOADS(CMLC_TL_LD, CMLC_TL_DST_A)
       CMLC_TL_LOADS(CMLC_TL_LDM, CMLC_TL_DST_M)
@@ -137,22 +160,22 @@ CMLC_EW_TARGET static inline __attribute__((always_inline)) void CMLC_EW_FN(tile
       case CMLC_TL_OUT_F32: {
         float* y = (float*)out + i;
         CMLC_TL_EACH v_store(y + k * CMLC_V_W, a[k]);
-        return;
+        return -1;
       }
       case CMLC_TL_OUT_BF16: {
         uint16_t* y = (uint16_t*)out + i;
         CMLC_TL_EACH v_store_u16(y + k * CMLC_V_W, v_f32_to_bf16_bits(a[k]));
-        return;
+        return -1;
       }
       case CMLC_TL_OUT_F16: {
         uint16_t* y = (uint16_t*)out + i;
         CMLC_TL_EACH v_store_f16(y + k * CMLC_V_W, v_canonical_nan(a[k]));
-        return;
+        return -1;
       }
       case CMLC_TL_OUT_BOOL: {
         uint8_t* y = (uint8_t*)out + i;
         CMLC_TL_EACH v_store_bool(y + k * CMLC_V_W, v_neq(a[k], zero));
-        return;
+        return -1;
       }
       case CMLC_TL_IS_FINITE:
         CMLC_TL_EACH a[k] = v_sel(v_lt(v_abs(a[k]), v_set1(INFINITY)), one, zero);
@@ -167,7 +190,7 @@ CMLC_EW_TARGET static inline __attribute__((always_inline)) void CMLC_EW_FN(tile
         CMLC_TL_WHERE_CLAMP_ROW(VEC)
         CMLC_TL_WHERE_CLAMP_ROW(SPLAT)
       default:
-        return;  // (not built: cmlc_fused_tile_build emits the codes above only)
+        return -1;  // (not built: cmlc_fused_tile_build emits the codes above only)
     }
   }
 }
@@ -191,25 +214,36 @@ CMLC_EW_TARGET static inline __attribute__((always_inline)) void CMLC_EW_FN(tile
 #undef CMLC_TL_SETUP_VEC
 #undef CMLC_TL_SETUP_MEM
 
-CMLC_EW_TARGET __attribute__((noinline)) static void CMLC_EW_FN(tile_full)(
-    const cmlc_ew_tile_prog_t* p, const void* const* in, int64_t i, vf* mem, void* out) {
-  CMLC_EW_FN(tile_step)(p, in, i, mem, out, CMLC_TL_T);
+CMLC_EW_TARGET __attribute__((noinline)) static int CMLC_EW_FN(tile_full)(
+    const cmlc_ew_tile_prog_t* p, const void* const* in, int64_t i, vf* mem, void* out, int pc,
+    vf* acc) {
+  return CMLC_EW_FN(tile_step)(p, in, i, mem, out, CMLC_TL_T, pc, acc);
 }
 
-CMLC_EW_TARGET __attribute__((noinline)) static void CMLC_EW_FN(tile_one)(
-    const cmlc_ew_tile_prog_t* p, const void* const* in, int64_t i, vf* mem, void* out) {
-  CMLC_EW_FN(tile_step)(p, in, i, mem, out, 1);
+CMLC_EW_TARGET __attribute__((noinline)) static int CMLC_EW_FN(tile_one)(
+    const cmlc_ew_tile_prog_t* p, const void* const* in, int64_t i, vf* mem, void* out, int pc,
+    vf* acc) {
+  return CMLC_EW_FN(tile_step)(p, in, i, mem, out, 1, pc, acc);
 }
 
-CMLC_EW_TARGET void CMLC_EW_FN(tile_run)(const cmlc_ew_tile_prog_t* p, const void* const* in,
-                                         void* out, int64_t n) {
-  vf mem[CMLC_EW_TILE_MAX_MEM * CMLC_TL_T];
-  int64_t i = 0;
-  for (; i + CMLC_TL_T * CMLC_V_W <= n; i += CMLC_TL_T * CMLC_V_W)
-    CMLC_EW_FN(tile_full)(p, in, i, mem, out);
-  for (; i + CMLC_V_W <= n; i += CMLC_V_W) CMLC_EW_FN(tile_one)(p, in, i, mem, out);
-  if (i == n) return;
-  // The last partial vector: the inputs read as vectors copied into zero-padded vectors.
+// One tile (|full|) or one vector at element |i|, the long functions run between the steps.
+CMLC_EW_TARGET static void CMLC_EW_FN(tile_at)(const cmlc_ew_tile_prog_t* p, const void* const* in,
+                                               int64_t i, vf* mem, void* out, bool full) {
+  vf* acc = mem + CMLC_EW_TILE_MAX_MEM * CMLC_TL_T;  // (the scratch's last tile)
+  int pc = 0;
+  for (;;) {
+    pc = full ? CMLC_EW_FN(tile_full)(p, in, i, mem, out, pc, acc)
+              : CMLC_EW_FN(tile_one)(p, in, i, mem, out, pc, acc);
+    if (pc < 0) return;
+    CMLC_EW_FN(tile_maps)[p->ins[pc].code - CMLC_TL_UN](acc, full ? CMLC_TL_T : 1);
+    ++pc;
+  }
+}
+
+// The last partial vector at element |i| (|n| - |i| < W): the inputs read as vectors copied
+// into zero-padded vectors.
+CMLC_EW_TARGET __attribute__((noinline)) static void CMLC_EW_FN(tile_tail)(
+    const cmlc_ew_tile_prog_t* p, const void* const* in, void* out, int64_t i, int64_t n, vf* mem) {
   _Alignas(64) uint8_t pad[CMLC_EW_TILE_MAX_IN][CMLC_V_W * sizeof(float)];
   _Alignas(64) uint8_t tail[CMLC_V_W * sizeof(float)];
   const void* at[CMLC_EW_TILE_MAX_IN];
@@ -222,8 +256,31 @@ CMLC_EW_TARGET void CMLC_EW_FN(tile_run)(const cmlc_ew_tile_prog_t* p, const voi
     memcpy(pad[j], (const uint8_t*)in[j] + (size_t)i * es, count * es);
     at[j] = pad[j];
   }
-  CMLC_EW_FN(tile_one)(p, at, 0, mem, tail);
+  CMLC_EW_FN(tile_at)(p, at, 0, mem, tail, false);
   memcpy((uint8_t*)out + (size_t)i * p->out_size, tail, count * p->out_size);
+}
+
+// (No aligned locals here or in tile_at: a frame realigned per call of 256 elements showed as
+// stalls at their entries.)
+CMLC_EW_TARGET void CMLC_EW_FN(tile_run)(const cmlc_ew_tile_prog_t* p, const void* const* in,
+                                         void* out, int64_t n, void* scratch) {
+  vf* mem = (vf*)scratch;
+  int64_t i = 0;
+  for (; i + CMLC_TL_T * CMLC_V_W <= n; i += CMLC_TL_T * CMLC_V_W) {
+    // The inputs' next tiles, CMLC_TL_AHEAD elements on: a loop of a few members over two
+    // streams (a Huber loss of [4M]) waited on memory 25% longer than the kernel calls did.
+    if (i + CMLC_TL_AHEAD < n) {
+      for (uint32_t j = 0; j < p->input_count; ++j) {
+        const size_t es = p->vec_size[j];
+        if (es == 0) continue;
+        const char* at = (const char*)in[j] + (size_t)(i + CMLC_TL_AHEAD) * es;
+        for (size_t b = 0; b < CMLC_TL_T * CMLC_V_W * es; b += 64) __builtin_prefetch(at + b);
+      }
+    }
+    CMLC_EW_FN(tile_at)(p, in, i, mem, out, true);
+  }
+  for (; i + CMLC_V_W <= n; i += CMLC_V_W) CMLC_EW_FN(tile_at)(p, in, i, mem, out, false);
+  if (i < n) CMLC_EW_FN(tile_tail)(p, in, out, i, n, mem);
 }
 
 int CMLC_EW_FN(tile_kernel)(cmlc_ew_fn fn, cmlc_ew_tile_class_t* cls) {
@@ -232,8 +289,10 @@ int CMLC_EW_FN(tile_kernel)(cmlc_ew_fn fn, cmlc_ew_tile_class_t* cls) {
     *cls = CMLC_TL_MATCH_CLASS;          \
     return CMLC_TL_##NAME;               \
   }
+#define CMLC_TL_MATCH4(NAME, KERNEL, VFN, LONG) CMLC_TL_MATCH(NAME, KERNEL, VFN)
 #define CMLC_TL_MATCH_CLASS CMLC_TL_CLASS_UNARY
-  CMLC_EW_TILE_UNARY(CMLC_TL_MATCH)
+  CMLC_EW_TILE_UNARY(CMLC_TL_MATCH4)
+#undef CMLC_TL_MATCH4
 #undef CMLC_TL_MATCH_CLASS
 #define CMLC_TL_MATCH_CLASS CMLC_TL_CLASS_BINARY
   CMLC_EW_TILE_BINARY(CMLC_TL_MATCH)
