@@ -20,7 +20,7 @@
 #include "cml/cml.h"
 #include "test.h"
 
-enum { FT_MAX_IN = 6, FT_MAX_OUT = 4 };
+enum { FT_MAX_IN = 8, FT_MAX_OUT = 4 };
 
 typedef struct ft_graph_t ft_graph_t;
 typedef cml_status_t (*ft_build_fn)(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
@@ -1498,6 +1498,20 @@ static cml_status_t ft_build_tile_select(const ft_graph_t* g, cml_function_t* f,
   if (g->extra) {
     cml_value_t mask = ft_param(f, g, 4);
     v = cml_op_where(f, mask, v, cml_op_convert_dtype(f, mask, CML_DTYPE_F32));
+    // Int32 inputs: compares (against a broadcast row of labels, one element, each other) and
+    // the conversion to f32.
+    const int64_t a0 = 0;
+    cml_value_t ids = ft_param(f, g, 5);
+    cml_value_t lab = ft_bcast(f, ft_param(f, g, 6), dims, 2, &a0, 1);
+    cml_value_t five = cml_constant_scalar_i64(f, CML_DTYPE_I32, 5);
+    cml_value_t hot = cml_op_convert_dtype(f, cml_op_equal(f, ids, lab), CML_DTYPE_F32);
+    v = cml_op_add(f, v, hot);
+    v = cml_op_where(f, cml_op_greater_than(f, ids, five), v,
+                     cml_op_convert_dtype(f, ids, CML_DTYPE_F32));
+    v = cml_op_where(f, cml_op_less_or_equal(f, five, ids), cml_op_neg(f, v), v);
+    v = cml_op_where(f, cml_op_not_equal(f, lab, ids), v, y);
+    v = cml_op_where(f, cml_op_less_than(f, ids, lab), v, x);
+    v = cml_op_where(f, cml_op_greater_or_equal(f, lab, ids), v, cml_op_abs(f, v));
   }
   outs[0] = v;
   outs[1] = cml_op_less_or_equal(f, cml_op_mul(f, x, s), y);  // a Bool output
@@ -1514,12 +1528,14 @@ TEST(register_resident_selects_match_the_kernels) {
                       .r = shapes[t][0],
                       .c = shapes[t][1],
                       .extra = extra};
-      g.in_count = extra ? 5 : 4;
+      g.in_count = extra ? 7 : 4;
       g.in[0] = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){g.r, g.c});
       g.in[1] = g.in[0];
       g.in[2] = cml_shape_make(CML_DTYPE_F32, 1, &g.c);
       g.in[3] = cml_shape_scalar(CML_DTYPE_F32);
       g.in[4] = cml_shape_make(CML_DTYPE_BOOL, 2, (int64_t[]){g.r, g.c});
+      g.in[5] = cml_shape_make(CML_DTYPE_I32, 2, (int64_t[]){g.r, g.c});
+      g.in[6] = cml_shape_make(CML_DTYPE_I32, 1, &g.r);
       void* outs[FT_MAX_OUT] = {0};
       size_t count = 0;
       cml_executable_t* exe = NULL;

@@ -406,8 +406,10 @@ static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
     bool splat = f->mode[j] == CMLC_FUSED_SCALAR;
     // (Broadcasts read in place along a run when direct: one element where the stride is 0.)
     if (f->mode[j] == CMLC_FUSED_BCAST) splat = f->direct && f->in_strides[j][f->rank - 1] == 0;
+    // (Int32 inputs, which only Int32 compares and conversions read, as their bits.)
+    const bool bits32 = dt == CML_DTYPE_F32 || dt == CML_DTYPE_I32;
     kind[j] = f->mode[j] == CMLC_FUSED_INDEX ? UNREAD
-              : dt == CML_DTYPE_F32          ? (splat ? CMLC_TL_SPLAT : CMLC_TL_VEC)
+              : bits32                       ? (splat ? CMLC_TL_SPLAT : CMLC_TL_VEC)
               : dt == CML_DTYPE_BF16         ? (splat ? CMLC_TL_SPLAT_BF16 : CMLC_TL_VEC_BF16)
               : dt == CML_DTYPE_F16          ? (splat ? CMLC_TL_SPLAT_F16 : CMLC_TL_VEC_F16)
               : dt == CML_DTYPE_BOOL         ? (splat ? CMLC_TL_SPLAT_BOOL : CMLC_TL_VEC_BOOL)
@@ -451,6 +453,10 @@ static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
       const bool half_to = op->to == CML_DTYPE_BF16 || op->to == CML_DTYPE_F16;
       if ((half_from || op->from == CML_DTYPE_BOOL) && op->to == CML_DTYPE_F32) {
         cmlc_fused_tl_to_acc(&t, o[0]);
+      } else if (op->from == CML_DTYPE_I32 && op->to == CML_DTYPE_F32 && op->args[0] < 0) {
+        cmlc_fused_tl_to_acc(&t, o[0]);
+        cmlc_fused_tl_emit(&t, CMLC_TL_I32_TO_F32, 0, 0);
+        ++cheap;
       } else if (op->from == CML_DTYPE_F32 && op->to == CML_DTYPE_BOOL) {
         cmlc_fused_tl_to_acc(&t, o[0]);
         cmlc_fused_tl_emit(&t, CMLC_TL_TO_BOOL, 0, 0);
@@ -466,7 +472,8 @@ static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
       cmlc_ew_tile_class_t cls = CMLC_TL_CLASS_NONE;
       const int code = cmlc_ew_simd_tile_kernel(options, op->fn, &cls);
       // (f32 results; compares and IsFinite give Bool. Where of 4-byte elements: f32 only.)
-      const bool to_bool = cls == CMLC_TL_CLASS_COMPARE || cls == CMLC_TL_CLASS_IS_FINITE;
+      const bool to_bool = cls == CMLC_TL_CLASS_COMPARE || cls == CMLC_TL_CLASS_IS_FINITE ||
+                           cls == CMLC_TL_CLASS_ICOMPARE;
       if (cls == CMLC_TL_CLASS_NONE || dtype != (to_bool ? CML_DTYPE_BOOL : CML_DTYPE_F32)) return;
       const bool is_long = cls == CMLC_TL_CLASS_UNARY && cmlc_ew_tile_long(code);
       long_ops += is_long;
@@ -479,8 +486,14 @@ static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
                              0, 0);
           break;
         case CMLC_TL_CLASS_BINARY:
-        case CMLC_TL_CLASS_COMPARE: {
-          const int base = (cls == CMLC_TL_CLASS_BINARY ? CMLC_TL_BIN : CMLC_TL_CMP) + 8 * code;
+        case CMLC_TL_CLASS_COMPARE:
+        case CMLC_TL_CLASS_ICOMPARE: {
+          // (Int32 compares read Int32 inputs only: no member holds an Int32.)
+          if (cls == CMLC_TL_CLASS_ICOMPARE && (op->args[0] >= 0 || op->args[1] >= 0)) return;
+          const int base = (cls == CMLC_TL_CLASS_BINARY    ? CMLC_TL_BIN
+                            : cls == CMLC_TL_CLASS_COMPARE ? CMLC_TL_CMP
+                                                           : CMLC_TL_ICMP) +
+                           8 * code;
           if (o[0].kind == CMLC_TL_ACC && o[1].kind == CMLC_TL_ACC) {
             cmlc_fused_tl_emit(&t, base + CMLC_TL_ACC, 0, 0);
           } else if (o[0].kind == CMLC_TL_ACC) {

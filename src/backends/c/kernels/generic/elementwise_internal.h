@@ -171,6 +171,9 @@ enum {
 //   UN + u: A = f(A);  IS_FINITE, TO_BOOL: A = |A| < inf, A != 0 (as 1 / 0);
 //   BIN + 8 * op + 4 * reversed + kind: A = f(A, operand), or f(operand, A);
 //   CMP + 8 * op + 4 * reversed + kind: the same, as 1 / 0;
+//   ICMP + 8 * op + 4 * reversed + kind: the compare of the operands' bits as Int32, as 1 / 0
+//     (Int32 inputs are loaded as their bits: VEC and SPLAT move them unchanged);
+//   I32_TO_F32: A = (float)A's bits as Int32;
 //   WHERE + 4 * kt + kf: A = A != 0 ? operand t (arg) : operand f (arg2);
 //   CLAMP + 4 * klo + khi: A = min(max(A, lo (arg)), hi (arg2)) with the kernels' NaN rule.
 // The kinds of BIN, CMP, WHERE and CLAMP are MEM..ACC (WHERE and CLAMP: MEM..SPLAT).
@@ -184,12 +187,14 @@ enum {
   CMLC_TL_OUT_BOOL,
   CMLC_TL_IS_FINITE,
   CMLC_TL_TO_BOOL,
+  CMLC_TL_I32_TO_F32,
   CMLC_TL_UN = 48,
   CMLC_TL_BIN = 80,
   CMLC_TL_CMP = CMLC_TL_BIN + 8 * 8,
   CMLC_TL_WHERE = CMLC_TL_CMP + 8 * 8,
   CMLC_TL_CLAMP = CMLC_TL_WHERE + 16,
-  CMLC_TL_CODES = CMLC_TL_CLAMP + 16,
+  CMLC_TL_ICMP = CMLC_TL_CLAMP + 16,
+  CMLC_TL_CODES = CMLC_TL_ICMP + 8 * 8,
 };
 // Spill tiles: the loop's registers, and two for loaded operands (CMLC_TL_LDM).
 enum { CMLC_EW_TILE_MAX_INS = 160, CMLC_EW_TILE_MAX_MEM = 14, CMLC_EW_TILE_MAX_IN = 16 };
@@ -217,8 +222,9 @@ typedef void (*cmlc_ew_tile_fn)(const cmlc_ew_tile_prog_t* prog, const void* con
 cmlc_ew_tile_fn cmlc_ew_simd_tile_fn(const cmlc_options_t* options);
 // What a kernel that cmlc_ew_simd_unary_fn / _binary_fn / _where_fn gave for |options| is to
 // the runner: the cmlc_ew_tile_unary_t, cmlc_ew_tile_binary_t or cmlc_ew_tile_compare_t
-// (|class| UNARY, BINARY, COMPARE), IS_FINITE, WHERE (4-byte elements) or CLAMP; -1 (and
-// |class| NONE) when the program cannot hold it.
+// (|class| UNARY, BINARY, COMPARE; ICOMPARE: the cmlc_ew_tile_compare_t of an Int32 compare),
+// IS_FINITE, WHERE (4-byte elements) or CLAMP; -1 (and |class| NONE) when the program cannot
+// hold it.
 typedef enum {
   CMLC_TL_CLASS_NONE = 0,
   CMLC_TL_CLASS_UNARY,
@@ -227,6 +233,7 @@ typedef enum {
   CMLC_TL_CLASS_IS_FINITE,
   CMLC_TL_CLASS_WHERE,
   CMLC_TL_CLASS_CLAMP,
+  CMLC_TL_CLASS_ICOMPARE,
 } cmlc_ew_tile_class_t;
 int cmlc_ew_simd_tile_kernel(const cmlc_options_t* options, cmlc_ew_fn fn,
                              cmlc_ew_tile_class_t* cls);

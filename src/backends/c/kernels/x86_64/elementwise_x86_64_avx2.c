@@ -120,6 +120,9 @@ CMLC_EW_TARGET static inline vi v_i_mullo(vi a, vi b) { return _mm256_mullo_epi3
 CMLC_EW_TARGET static inline vm v_i_eq(vi a, vi b) {
   return _mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b));
 }
+CMLC_EW_TARGET static inline vm v_i_gt(vi a, vi b) {
+  return _mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b));
+}
 
 #include "backends/c/kernels/x86_64/elementwise_x86_64_body.h"
 

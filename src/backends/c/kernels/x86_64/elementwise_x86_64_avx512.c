@@ -111,6 +111,7 @@ CMLC_EW_TARGET static inline vi v_i_div_trunc(vi a, vi b) {
 }
 CMLC_EW_TARGET static inline vi v_i_mullo(vi a, vi b) { return _mm512_mullo_epi32(a, b); }
 CMLC_EW_TARGET static inline vm v_i_eq(vi a, vi b) { return _mm512_cmpeq_epi32_mask(a, b); }
+CMLC_EW_TARGET static inline vm v_i_gt(vi a, vi b) { return _mm512_cmpgt_epi32_mask(a, b); }
 
 #include "backends/c/kernels/x86_64/elementwise_x86_64_body.h"
 

@@ -46,12 +46,37 @@ enum { CMLC_TL_T = CMLC_V_W == 16 ? 16 : 8, CMLC_TL_AHEAD = 2048 };
   case BASE + 8 * CMLC_TL_##NAME + CMLC_TL_ACC:   \
     CMLC_TL_EACH a[k] = RES(VFN(a[k], a[k]));     \
     break;
+// Int32 compares of the operands' bits, as 1 / 0 (the compare ops' names of
+// CMLC_EW_TILE_COMPARE).
+CMLC_EW_TARGET static inline vf CMLC_EW_FN(t_ieq)(vf a, vf b) {
+  return v_sel(v_i_eq(v_cast_i(a), v_cast_i(b)), v_set1(1.0f), v_zero());
+}
+CMLC_EW_TARGET static inline vf CMLC_EW_FN(t_ine)(vf a, vf b) {
+  return v_sel(v_i_eq(v_cast_i(a), v_cast_i(b)), v_zero(), v_set1(1.0f));
+}
+CMLC_EW_TARGET static inline vf CMLC_EW_FN(t_igt)(vf a, vf b) {
+  return v_sel(v_i_gt(v_cast_i(a), v_cast_i(b)), v_set1(1.0f), v_zero());
+}
+CMLC_EW_TARGET static inline vf CMLC_EW_FN(t_ile)(vf a, vf b) {
+  return v_sel(v_i_gt(v_cast_i(a), v_cast_i(b)), v_zero(), v_set1(1.0f));
+}
+CMLC_EW_TARGET static inline vf CMLC_EW_FN(t_ilt)(vf a, vf b) { return CMLC_EW_FN(t_igt)(b, a); }
+CMLC_EW_TARGET static inline vf CMLC_EW_FN(t_ige)(vf a, vf b) { return CMLC_EW_FN(t_ile)(b, a); }
+#define CMLC_TL_ICMP_EQ CMLC_EW_FN(t_ieq)
+#define CMLC_TL_ICMP_NE CMLC_EW_FN(t_ine)
+#define CMLC_TL_ICMP_LT CMLC_EW_FN(t_ilt)
+#define CMLC_TL_ICMP_LE CMLC_EW_FN(t_ile)
+#define CMLC_TL_ICMP_GT CMLC_EW_FN(t_igt)
+#define CMLC_TL_ICMP_GE CMLC_EW_FN(t_ige)
+
 #define CMLC_TL_AS_IS(x) x
 #define CMLC_TL_AS_01(m) v_sel((m), one, zero)
 #define CMLC_TL_BIN_CASES(NAME, KERNEL, VFN) \
   CMLC_TL_COMBINE_ALL(CMLC_TL_BIN, NAME, VFN, CMLC_TL_AS_IS)
 #define CMLC_TL_CMP_CASES(NAME, KERNEL, VFN) \
   CMLC_TL_COMBINE_ALL(CMLC_TL_CMP, NAME, VFN, CMLC_TL_AS_01)
+#define CMLC_TL_ICMP_CASES(NAME, KERNEL, VFN) \
+  CMLC_TL_COMBINE_ALL(CMLC_TL_ICMP, NAME, CMLC_TL_ICMP_##NAME, CMLC_TL_AS_IS)
 // The long vector functions (exp, log, tanh, ...) leave the interpreter: A goes to |acc|, the
 // step returns the instruction's index, and the caller runs the function one vector at a time,
 // as its kernel does. Inline, or as a call inside the switch, their constants and temporaries
@@ -183,9 +208,13 @@ CMLC_EW_TARGET static inline __attribute__((always_inline)) int CMLC_EW_FN(tile_
       case CMLC_TL_TO_BOOL:
         CMLC_TL_EACH a[k] = v_sel(v_neq(a[k], zero), one, zero);
         break;
+      case CMLC_TL_I32_TO_F32:
+        CMLC_TL_EACH a[k] = v_cvt_f32(v_cast_i(a[k]));
+        break;
         CMLC_EW_TILE_UNARY(CMLC_TL_UN_CASE)
         CMLC_EW_TILE_BINARY(CMLC_TL_BIN_CASES)
         CMLC_EW_TILE_COMPARE(CMLC_TL_CMP_CASES)
+        CMLC_EW_TILE_COMPARE(CMLC_TL_ICMP_CASES)
         CMLC_TL_WHERE_CLAMP_ROW(MEM)
         CMLC_TL_WHERE_CLAMP_ROW(VEC)
         CMLC_TL_WHERE_CLAMP_ROW(SPLAT)
@@ -202,6 +231,7 @@ CMLC_EW_TARGET static inline __attribute__((always_inline)) int CMLC_EW_FN(tile_
 #undef CMLC_TL_WHERE_CLAMP
 #undef CMLC_TL_UN_CASE
 #undef CMLC_TL_CMP_CASES
+#undef CMLC_TL_ICMP_CASES
 #undef CMLC_TL_BIN_CASES
 #undef CMLC_TL_AS_01
 #undef CMLC_TL_AS_IS
