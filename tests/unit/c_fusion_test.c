@@ -1416,6 +1416,71 @@ TEST(gathered_rows_read_in_place) {
   }
 }
 
+//===--- duplicated members ---===
+
+// A graph from random testing (minimized) whose plan crashed: w = where(m, x, x) and n = -w are
+// both computed again by each loop that reads them; the loop of p6 - n took w and n in, and
+// n's node linked to it, while the big loop below computed n again from w read as an input,
+// which no step stored (a NULL operand, on every ISA). Every loop's inputs must be stored.
+static cml_status_t ft_build_dup_chain(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                       size_t* count) {
+  const int64_t n = g->c;
+  cml_value_t p1 = ft_param(f, g, 0), p6 = ft_param(f, g, 1), p11 = ft_param(f, g, 2);
+  cml_value_t p14 = ft_param(f, g, 3), p15 = ft_param(f, g, 4), p16 = ft_param(f, g, 5);
+  cml_value_t p18 = ft_param(f, g, 6);
+#define FT_C(v) cml_constant_scalar_f64(f, CML_DTYPE_F32, (v))
+  cml_value_t m = cml_op_not_equal(f, p1, FT_C(NAN));
+  cml_value_t w = cml_op_where(f, m, p1, p1);
+  cml_value_t neg = cml_op_neg(f, w);
+  cml_value_t a = cml_op_where(f, m, FT_C(5.87747175e-39), cml_op_sub(f, p6, neg));
+  cml_value_t cl = cml_op_clamp(f, FT_C(3.10069013), a, FT_C(-0.626983345));
+  cml_value_t ids = cml_op_convert_dtype(
+      f, cml_op_slice(f, p11, (int64_t[]){1}, (int64_t[]){n + 1}, NULL, 1), CML_DTYPE_F32);
+  cml_value_t v89 = cml_op_where(f, cml_op_equal(f, p15, p14), w, ids);
+  cml_value_t v93 = cml_op_where(f, cml_op_less_or_equal(f, p15, p16), v89, v89);
+  cml_value_t v94 =
+      cml_op_convert_dtype(f, cml_op_convert_dtype(f, v89, CML_DTYPE_F16), CML_DTYPE_F32);
+  cml_value_t v96 = cml_op_where(f, cml_op_greater_than(f, v94, v94), v93, v94);
+  cml_value_t sg = cml_op_sign(f, cml_op_min(f, FT_C(-0.258904546), neg));
+  cml_value_t v103 = cml_op_max(f, sg, sg);
+  cml_value_t v107 =
+      cml_op_where(f, cml_op_greater_than(f, cml_op_abs(f, cl), v96), v103, FT_C(88.7228394));
+  cml_value_t sq = cml_op_pow(f, v107, FT_C(2.0));
+  cml_value_t odd = cml_op_slice(f, p18, (int64_t[]){0}, (int64_t[]){2 * n - 1}, (int64_t[]){2}, 1);
+  cml_value_t eq = cml_op_equal(f, v107, odd);
+  cml_value_t v120 = cml_op_where(f, eq, cml_op_where(f, eq, sq, sq), FT_C(88.7228394));
+  outs[0] = cml_op_clamp(f, FT_C(1.49609625), v120, FT_C(-2.81085825));
+#undef FT_C
+  *count = 1;
+  return CML_OK;
+}
+
+TEST(inputs_of_every_loop_are_stored) {
+  for (int64_t n = 300; n <= 301; ++n) {
+    ft_graph_t g = {.name = "dup_chain", .build = ft_build_dup_chain, .c = n};
+    g.in_count = 7;
+    g.in[0] = cml_shape_make(CML_DTYPE_F32, 1, &n);
+    g.in[1] = g.in[0];
+    g.in[2] = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){n + 3});
+    g.in[3] = cml_shape_make(CML_DTYPE_I32, 1, &n);
+    g.in[4] = g.in[3];
+    g.in[5] = g.in[3];
+    g.in[6] = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){2 * n + 1});
+    void* outs[FT_MAX_OUT] = {0};
+    size_t count = 0;
+    cml_executable_t* exe = NULL;
+    cml_backend_t* b = NULL;
+    ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+    ASSERT_EQ_INT(count, 1);
+    ASSERT_TRUE(ft_stats(exe)->fused_groups >= 2);
+    // The results lie in the last Clamp's bounds (lo 1.496 > hi -2.81: every element is hi).
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ_DBL(((const float*)outs[0])[i], -2.81085825f);
+    free(outs[0]);
+    cml_executable_release(exe);
+    cml_backend_release(b);
+  }
+}
+
 //===--- register-resident programs ---===//
 
 // Every op the register-resident runner holds, in both operand orders and with each kind of
@@ -1629,4 +1694,5 @@ TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place), TEST_ENTRY(broadcasts_of_rank_3_
           TEST_ENTRY(values_read_by_several_members_join_the_loop),
           TEST_ENTRY(gathered_rows_read_in_place), TEST_ENTRY(integer_members_fuse),
           TEST_ENTRY(register_resident_programs_match_the_kernels),
-          TEST_ENTRY(register_resident_selects_match_the_kernels))
+          TEST_ENTRY(register_resident_selects_match_the_kernels),
+          TEST_ENTRY(inputs_of_every_loop_are_stored))

@@ -542,6 +542,10 @@ static void cmlc_opt_mark_dup(const cmlc_planner_t* p, uint32_t fi, bool* dup) {
 // full, or the reader stayed unfused) runs on its own after all, so that reader finds it
 // stored; loops that took it in still compute it themselves (the same bits). Repeated until
 // nothing changes: a node run on its own again needs its duplicated operands stored too.
+// A duplicated reader belongs to several loops but links to one (node_link): every loop's
+// inputs are checked too. With w = where(c, x, x) and n = -w both duplicated, a loop holding
+// w and n linked n, while a second loop computed n again from a w it read as an input that no
+// step stored (a crash found by random graphs).
 static void cmlc_opt_undup(cmlc_planner_t* p, uint32_t fi, const bool* dup) {
   const cml_module_t* m = p->module;
   const cml_ir_function_t* f = &m->functions[fi];
@@ -551,6 +555,17 @@ static void cmlc_opt_undup(cmlc_planner_t* p, uint32_t fi, const bool* dup) {
       const uint32_t ci = f->nodes[j];
       const cml_ir_node_t* c = &m->nodes[ci];
       if (!p->needed[ci] || p->node_state[ci] == CMLC_NODE_FOLDED) continue;
+      if (p->node_state[ci] == CMLC_NODE_FUSED_ROOT) {
+        // What the loop reads must be stored: a value computed inside another loop is not.
+        const cmlc_fused_t* fu = p->exe->fused_of[ci];
+        for (uint32_t k = 0; k < cmlc_fused_input_count(fu); ++k) {
+          const uint32_t ni = m->values[cmlc_fused_inputs(fu)[k]].node;
+          if (p->node_state[ni] != CMLC_NODE_FUSED_INNER) continue;
+          p->node_state[ni] = CMLC_NODE_PLAIN;
+          p->node_link[ni] = 0;
+          changed = true;
+        }
+      }
       const uint32_t root = p->node_state[ci] == CMLC_NODE_FUSED_ROOT    ? ci
                             : p->node_state[ci] == CMLC_NODE_FUSED_INNER ? p->node_link[ci]
                                                                          : UINT32_MAX;
