@@ -154,10 +154,10 @@ CMLC_EW_TARGET static inline vf CMLC_EW_FN(t_ige)(vf a, vf b) { return CMLC_EW_F
   }
 
 // The loops of the long unary functions over |n| vectors in place (CMLC_TL_UN_CASE).
-#define CMLC_TL_MAP(NAME, KERNEL, VFN, LONG)                                                     \
-  CMLC_EW_TARGET __attribute__((noipa, unused)) static void CMLC_EW_FN(tile_map_##NAME)(vf * v,  \
-                                                                                        int n) { \
-    for (int k = 0; k < n; ++k) v[k] = VFN(v[k]);                                                \
+#define CMLC_TL_MAP(NAME, KERNEL, VFN, LONG)                                                \
+  CMLC_EW_TARGET __attribute__((noinline, unused)) static void CMLC_EW_FN(tile_map_##NAME)( \
+      vf * v, int n) {                                                                      \
+    for (int k = 0; k < n; ++k) v[k] = VFN(v[k]);                                           \
   }
 CMLC_EW_TILE_UNARY(CMLC_TL_MAP)
 #undef CMLC_TL_MAP
