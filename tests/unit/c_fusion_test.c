@@ -1609,8 +1609,15 @@ TEST(register_resident_selects_match_the_kernels) {
       ASSERT_EQ_INT(count, 2);
       const cmlc_opt_stats_t* st = ft_stats(exe);
       ASSERT_TRUE(st->fused_groups >= 2);
+      // Where the CPU has AVX2 every loop is register-resident when its broadcasts are read in
+      // place (rows of 256 or more); with gathered blocks a loop of one member stays a kernel
+      // call.
       if (((const cmlc_backend_t*)b)->options.isa != CMLC_ISA_SCALAR) {
-        ASSERT_EQ_INT(st->fused_tiled, st->fused_groups);
+        if (g.c >= 256) {
+          ASSERT_EQ_INT(st->fused_tiled, st->fused_groups);
+        } else {
+          ASSERT_TRUE(st->fused_tiled * 2 >= st->fused_groups);
+        }
       }
       // The Bool output against the scalar formula; the values mix both branches.
       const float s = ft_value(3, 0);
