@@ -1638,6 +1638,86 @@ TEST(register_resident_selects_match_the_kernels) {
   }
 }
 
+// Arithmetic in bf16 or f16 (|extra| 0 or 1): every member computed in f32 and rounded to the
+// dtype, as the bf16 / f16 kernels round each result; half-typed broadcast and scalar operands,
+// compares, IsFinite and Clamp of halves, and conversions between the two half types and f32.
+static cml_status_t ft_build_tile_half(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                       size_t* count) {
+  const int64_t dims[2] = {g->r, g->c};
+  const int64_t a1 = 1;
+  const cml_dtype_t dt = g->in[0].dtype;
+  const cml_dtype_t other = dt == CML_DTYPE_BF16 ? CML_DTYPE_F16 : CML_DTYPE_BF16;
+  cml_value_t x = ft_param(f, g, 0), y = ft_param(f, g, 1);
+  cml_value_t row = ft_bcast(f, ft_param(f, g, 2), dims, 2, &a1, 1);
+  cml_value_t s = ft_param(f, g, 3);
+  cml_value_t a = cml_op_add(f, x, y);
+  cml_value_t b = cml_op_mul(f, a, a);
+  cml_value_t c = cml_op_sub(f, row, b);
+  cml_value_t d = cml_op_mul(f, cml_op_tanh(f, c), s);
+  cml_value_t e = cml_op_div(f, cml_op_exp(f, cml_op_neg(f, cml_op_abs(f, d))), row);
+  cml_value_t h = cml_op_max(f, cml_op_min(f, e, x), cml_op_sqrt(f, cml_op_abs(f, y)));
+  cml_value_t cl = cml_op_clamp(f, cml_op_neg(f, s), h, s);
+  cml_value_t m = cml_op_greater_than(f, cl, cml_op_floor(f, x));
+  cml_value_t fin = cml_op_is_finite(f, cml_op_log(f, cml_op_abs(f, a)));
+  // (Through the other half type and f32, and back.)
+  cml_value_t o = cml_op_convert_dtype(f, cml_op_convert_dtype(f, cl, other), dt);
+  cml_value_t w = cml_op_convert_dtype(f,
+                                       cml_op_mul(f, cml_op_convert_dtype(f, o, CML_DTYPE_F32),
+                                                  cml_constant_scalar_f64(f, CML_DTYPE_F32, 3.0)),
+                                       dt);
+  cml_value_t z = cml_op_add(f, w, cml_op_convert_dtype(f, m, dt));
+  outs[0] = cml_op_sub(f, z, cml_op_convert_dtype(f, fin, dt));
+  outs[1] = cml_op_less_or_equal(f, cml_op_mul(f, x, s), y);
+  // (Rounded after the product and after the sum: rounding once would differ.)
+  outs[2] = cml_op_add(f, cml_op_mul(f, cml_op_mul(f, x, x), s), y);
+  *count = 3;
+  return CML_OK;
+}
+
+TEST(register_resident_half_arithmetic_matches_the_kernels) {
+  const int64_t shapes[][2] = {{2, 3}, {3, 17}, {4, 256}, {5, 300}, {37, 41}, {1, 4099}};
+  const cml_dtype_t dtypes[2] = {CML_DTYPE_BF16, CML_DTYPE_F16};
+  for (int d = 0; d < 2; ++d) {
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
+      ft_graph_t g = {
+          .name = "tile_half", .build = ft_build_tile_half, .r = shapes[t][0], .c = shapes[t][1]};
+      g.in_count = 4;
+      g.in[0] = cml_shape_make(dtypes[d], 2, (int64_t[]){g.r, g.c});
+      g.in[1] = g.in[0];
+      g.in[2] = cml_shape_make(dtypes[d], 1, &g.c);
+      g.in[3] = cml_shape_scalar(dtypes[d]);
+      void* outs[FT_MAX_OUT] = {0};
+      size_t count = 0;
+      cml_executable_t* exe = NULL;
+      cml_backend_t* b = NULL;
+      ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+      ASSERT_EQ_INT(count, 3);
+      const cmlc_opt_stats_t* st = ft_stats(exe);
+      ASSERT_TRUE(st->fused_groups >= 2);
+      if (((const cmlc_backend_t*)b)->options.isa != CMLC_ISA_SCALAR) {
+        ASSERT_TRUE(st->fused_tiled * 4 >= st->fused_groups * 3);
+      }
+      // The Bool output against the rounded scalar formula (x * s rounded to the dtype).
+      const float sv = ft_value(3, 0);
+      int64_t finite = 0;
+      for (int64_t i = 0; i < g.r * g.c; ++i) {
+        const float xs = ft_value(0, i) * sv;
+        const float r =
+            d == 0 ? cml_bf16_to_f32(cml_f32_to_bf16(xs)) : cml_f16_to_f32(cml_f32_to_f16(xs));
+        ASSERT_EQ_INT(((const uint8_t*)outs[1])[i], r <= ft_value(1, i));
+        const uint16_t hv = ((const uint16_t*)outs[0])[i];
+        finite += isfinite(d == 0 ? cml_bf16_to_f32(hv) : cml_f16_to_f32(hv));
+      }
+      ASSERT_TRUE(finite * 2 > g.r * g.c);
+      free(outs[0]);
+      free(outs[1]);
+      free(outs[2]);
+      cml_executable_release(exe);
+      cml_backend_release(b);
+    }
+  }
+}
+
 TEST(register_resident_programs_match_the_kernels) {
   // Lengths with and without whole tiles and vectors (tails of 1..15 elements), rows long
   // enough for broadcasts read in place (256 and more) and shorter ones gathered per block.
@@ -1702,4 +1782,5 @@ TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place), TEST_ENTRY(broadcasts_of_rank_3_
           TEST_ENTRY(gathered_rows_read_in_place), TEST_ENTRY(integer_members_fuse),
           TEST_ENTRY(register_resident_programs_match_the_kernels),
           TEST_ENTRY(register_resident_selects_match_the_kernels),
-          TEST_ENTRY(inputs_of_every_loop_are_stored))
+          TEST_ENTRY(inputs_of_every_loop_are_stored),
+          TEST_ENTRY(register_resident_half_arithmetic_matches_the_kernels))

@@ -443,29 +443,31 @@ static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
       o[k].arg = (int)slot;
     }
     cml_dtype_t value = dtype;  // what the accumulator holds after the member
+    bool round = false;         // a bf16 / f16 result, rounded after the member (not the root)
     if (!op->fn) {
-      // A conversion: bf16 / f16 / Bool to f32 (loads, or Bool held as 1 / 0 already), f32 to
-      // Bool, or f32 to the bf16 / f16 output (a store).
+      // A conversion, as the ISA's conversion kernel: Int32 inputs to f32; floats to Bool
+      // (!= 0); to f32 from bf16 / f16 (exact) or Bool (held as 1 / 0 already); to bf16 / f16
+      // from floats (a rounding) or Bool (exact).
       if (!cmlc_ew_simd_tile_convert(options, (cmlc_ew_convert_fn)op->convert_impl, op->from,
                                      op->to)) {
         return;
       }
-      const bool half_from = op->from == CML_DTYPE_BF16 || op->from == CML_DTYPE_F16;
+      const bool float_from =
+          op->from == CML_DTYPE_F32 || op->from == CML_DTYPE_BF16 || op->from == CML_DTYPE_F16;
       const bool half_to = op->to == CML_DTYPE_BF16 || op->to == CML_DTYPE_F16;
-      if ((half_from || op->from == CML_DTYPE_BOOL) && op->to == CML_DTYPE_F32) {
-        cmlc_fused_tl_to_acc(&t, o[0]);
-      } else if (op->from == CML_DTYPE_I32 && op->to == CML_DTYPE_F32 && op->args[0] < 0) {
+      if (op->from == CML_DTYPE_I32) {
+        if (op->to != CML_DTYPE_F32 || op->args[0] >= 0) return;
         cmlc_fused_tl_to_acc(&t, o[0]);
         cmlc_fused_tl_emit(&t, CMLC_TL_I32_TO_F32, 0, 0);
         ++cheap;
-      } else if (op->from == CML_DTYPE_F32 && op->to == CML_DTYPE_BOOL) {
+      } else if (op->to == CML_DTYPE_BOOL) {
+        if (!float_from) return;
         cmlc_fused_tl_to_acc(&t, o[0]);
         cmlc_fused_tl_emit(&t, CMLC_TL_TO_BOOL, 0, 0);
-      } else if (op->from == CML_DTYPE_F32 && half_to && root) {
+      } else if (op->to == CML_DTYPE_F32 || half_to) {
+        if (!float_from && op->from != CML_DTYPE_BOOL) return;
         cmlc_fused_tl_to_acc(&t, o[0]);
-        cmlc_fused_tl_emit(&t, op->to == CML_DTYPE_BF16 ? CMLC_TL_OUT_BF16 : CMLC_TL_OUT_F16, 0, 0);
-        p->out_size = 2;
-        value = CML_DTYPE_INVALID;  // (stored)
+        round = half_to && float_from && op->from != op->to;
       } else {
         return;
       }
@@ -475,7 +477,13 @@ static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
       // (f32 results; compares and IsFinite give Bool. Where of 4-byte elements: f32 only.)
       const bool to_bool = cls == CMLC_TL_CLASS_COMPARE || cls == CMLC_TL_CLASS_IS_FINITE ||
                            cls == CMLC_TL_CLASS_ICOMPARE;
-      if (cls == CMLC_TL_CLASS_NONE || dtype != (to_bool ? CML_DTYPE_BOOL : CML_DTYPE_F32)) return;
+      // (f32 results, or bf16 / f16 from the kernels' twins: rounded after each.)
+      const bool half = dtype == CML_DTYPE_BF16 || dtype == CML_DTYPE_F16;
+      if (cls == CMLC_TL_CLASS_NONE ||
+          (to_bool ? dtype != CML_DTYPE_BOOL : dtype != CML_DTYPE_F32 && !half)) {
+        return;
+      }
+      round = half;
       const bool is_long = cls == CMLC_TL_CLASS_UNARY && cmlc_ew_tile_long(code);
       long_ops += is_long;
       cheap += !is_long;
@@ -532,12 +540,20 @@ static void cmlc_fused_tile_build(cmlc_fused_t* f, const cml_module_t* m,
         }
       }
     }
-    if (root && value != CML_DTYPE_INVALID) {
-      if (value != CML_DTYPE_F32 && value != CML_DTYPE_BOOL) return;
-      cmlc_fused_tl_emit(&t, value == CML_DTYPE_F32 ? CMLC_TL_OUT_F32 : CMLC_TL_OUT_BOOL, 0, 0);
+    if (root) {
+      // (A bf16 / f16 store rounds as ROUND_* does: the root's result is stored unrounded.)
+      const int code = value == CML_DTYPE_F32    ? CMLC_TL_OUT_F32
+                       : value == CML_DTYPE_BOOL ? CMLC_TL_OUT_BOOL
+                       : value == CML_DTYPE_BF16 ? CMLC_TL_OUT_BF16
+                       : value == CML_DTYPE_F16  ? CMLC_TL_OUT_F16
+                                                 : -1;
+      if (code < 0) return;
+      cmlc_fused_tl_emit(&t, code, 0, 0);
       p->out_size = (uint8_t)cmlc_dtype_size(value);
+    } else if (round) {
+      cmlc_fused_tl_emit(&t, value == CML_DTYPE_BF16 ? CMLC_TL_ROUND_BF16 : CMLC_TL_ROUND_F16, 0,
+                         0);
     }
-    if (value != CML_DTYPE_F32 && value != CML_DTYPE_BOOL && !root) return;
     acc = (int64_t)i;
     if (!root) {
       // Spilled unless the next member is its only reader (reading it from the accumulator).

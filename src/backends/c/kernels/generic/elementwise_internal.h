@@ -174,6 +174,8 @@ enum {
 //   ICMP + 8 * op + 4 * reversed + kind: the compare of the operands' bits as Int32, as 1 / 0
 //     (Int32 inputs are loaded as their bits: VEC and SPLAT move them unchanged);
 //   I32_TO_F32: A = (float)A's bits as Int32;
+//   ROUND_BF16, ROUND_F16: A rounded as a bf16 / f16 store and widened as its load (the
+//     bf16 / f16 kernels compute in f32 and round each result);
 //   WHERE + 4 * kt + kf: A = A != 0 ? operand t (arg) : operand f (arg2);
 //   CLAMP + 4 * klo + khi: A = min(max(A, lo (arg)), hi (arg2)) with the kernels' NaN rule.
 // The kinds of BIN, CMP, WHERE and CLAMP are MEM..ACC (WHERE and CLAMP: MEM..SPLAT).
@@ -188,6 +190,8 @@ enum {
   CMLC_TL_IS_FINITE,
   CMLC_TL_TO_BOOL,
   CMLC_TL_I32_TO_F32,
+  CMLC_TL_ROUND_BF16,
+  CMLC_TL_ROUND_F16,
   CMLC_TL_UN = 48,
   CMLC_TL_BIN = 80,
   CMLC_TL_CMP = CMLC_TL_BIN + 8 * 8,
@@ -224,7 +228,8 @@ cmlc_ew_tile_fn cmlc_ew_simd_tile_fn(const cmlc_options_t* options);
 // the runner: the cmlc_ew_tile_unary_t, cmlc_ew_tile_binary_t or cmlc_ew_tile_compare_t
 // (|class| UNARY, BINARY, COMPARE; ICOMPARE: the cmlc_ew_tile_compare_t of an Int32 compare),
 // IS_FINITE, WHERE (4-byte elements) or CLAMP; -1 (and |class| NONE) when the program cannot
-// hold it.
+// hold it. The f32 kernels' bf16 and f16 twins (computed in f32, each result rounded) map to
+// the same codes: the caller rounds after them.
 typedef enum {
   CMLC_TL_CLASS_NONE = 0,
   CMLC_TL_CLASS_UNARY,

@@ -92,6 +92,10 @@ CMLC_EW_TARGET static inline void v_store_u16(uint16_t* p, vi v) {
   const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
   _mm_storeu_si128((__m128i*)p, _mm_packus_epi32(lo, hi));
 }
+// An f16 store and load in registers: rounded to nearest even, widened back.
+CMLC_EW_TARGET static inline vf v_f16_round(vf v) {
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
 CMLC_EW_TARGET static inline vf v_load_f16(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p));
 }

@@ -95,6 +95,10 @@ CMLC_EW_TARGET static inline void v_store_f16(uint16_t* p, vf v) {
   _mm256_storeu_si256((__m256i*)p,
                       _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
+// An f16 store and load in registers: rounded to nearest even, widened back.
+CMLC_EW_TARGET static inline vf v_f16_round(vf v) {
+  return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
 CMLC_EW_TARGET static inline vi v_load_i32(const int32_t* p) { return _mm512_loadu_si512(p); }
 CMLC_EW_TARGET static inline void v_store_i32(int32_t* p, vi v) { _mm512_storeu_si512(p, v); }
 
