@@ -140,6 +140,24 @@ typedef enum {
 } cmlc_ew_tile_compare_t;
 #undef CMLC_EW_TILE_ENUM
 #undef CMLC_EW_TILE_ENUM4
+// The ops of the lists above, in their orders (the bf16 / f16 and Int32 kernels are found by
+// op: elementwise_x86_64_tile.h, elementwise_simd.c).
+static const cml_op_t cmlc_ew_tile_unary_ops[] = {
+    CML_OP_NEG,   CML_OP_ABS,      CML_OP_SQRT,  CML_OP_RSQRT, CML_OP_EXP,   CML_OP_LOG,
+    CML_OP_TANH,  CML_OP_LOGISTIC, CML_OP_ERF,   CML_OP_EXPM1, CML_OP_LOG1P, CML_OP_SIGN,
+    CML_OP_FLOOR, CML_OP_CEIL,     CML_OP_ROUND, CML_OP_SIN,   CML_OP_COS};
+static const cml_op_t cmlc_ew_tile_binary_ops[] = {CML_OP_ADD, CML_OP_SUB, CML_OP_MUL,
+                                                   CML_OP_DIV, CML_OP_MAX, CML_OP_MIN};
+static const cml_op_t cmlc_ew_tile_compare_ops[] = {CML_OP_EQUAL,        CML_OP_NOT_EQUAL,
+                                                    CML_OP_LESS_THAN,    CML_OP_LESS_OR_EQUAL,
+                                                    CML_OP_GREATER_THAN, CML_OP_GREATER_OR_EQUAL};
+_Static_assert(sizeof cmlc_ew_tile_unary_ops / sizeof(cml_op_t) == CMLC_TL_UNARY_COUNT,
+               "one op per unary function");
+_Static_assert(sizeof cmlc_ew_tile_binary_ops / sizeof(cml_op_t) == CMLC_TL_BINARY_COUNT,
+               "one op per binary function");
+_Static_assert(sizeof cmlc_ew_tile_compare_ops / sizeof(cml_op_t) == CMLC_TL_COMPARE_COUNT,
+               "one op per compare");
+
 // Whether unary function |u| is long (the last column above): it runs one vector at a time
 // outside the interpreter (elementwise_x86_64_tile.h).
 static inline bool cmlc_ew_tile_long(int u) {
@@ -198,7 +216,6 @@ enum {
   CMLC_TL_WHERE = CMLC_TL_CMP + 8 * 8,
   CMLC_TL_CLAMP = CMLC_TL_WHERE + 16,
   CMLC_TL_ICMP = CMLC_TL_CLAMP + 16,
-  CMLC_TL_CODES = CMLC_TL_ICMP + 8 * 8,
 };
 // Spill tiles: the loop's registers, and two for loaded operands (CMLC_TL_LDM).
 enum { CMLC_EW_TILE_MAX_INS = 160, CMLC_EW_TILE_MAX_MEM = 14, CMLC_EW_TILE_MAX_IN = 16 };

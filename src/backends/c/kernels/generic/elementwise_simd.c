@@ -260,13 +260,9 @@ int cmlc_ew_simd_tile_kernel(const cmlc_options_t* options, cmlc_ew_fn fn,
   (void)fn;
 #if defined(CMLC_HAVE_X86_64)
   if (cmlc_ew_simd_isa(options) != CMLC_ISA_SCALAR) {
-    // The Int32 compares (the scalar kernels compiled for AVX2, cmlc_ew_int_simd_fn), in the
-    // order of CMLC_EW_TILE_COMPARE.
-    static const cml_op_t kCompares[] = {CML_OP_EQUAL,        CML_OP_NOT_EQUAL,
-                                         CML_OP_LESS_THAN,    CML_OP_LESS_OR_EQUAL,
-                                         CML_OP_GREATER_THAN, CML_OP_GREATER_OR_EQUAL};
-    for (int k = 0; k < (int)(sizeof kCompares / sizeof kCompares[0]); ++k) {
-      if (fn == cmlc_ew_int_simd_fn(kCompares[k], CML_DTYPE_I32)) {
+    // The Int32 compares (the scalar kernels compiled for AVX2, cmlc_ew_int_simd_fn).
+    for (int k = 0; k < CMLC_TL_COMPARE_COUNT; ++k) {
+      if (fn == cmlc_ew_int_simd_fn(cmlc_ew_tile_compare_ops[k], CML_DTYPE_I32)) {
         *cls = CMLC_TL_CLASS_ICOMPARE;
         return k;
       }

@@ -341,35 +341,23 @@ int CMLC_EW_FN(tile_kernel)(cmlc_ew_fn fn, cmlc_ew_tile_class_t* cls) {
   CMLC_EW_TILE_COMPARE(CMLC_TL_MATCH)
 #undef CMLC_TL_MATCH_CLASS
 #undef CMLC_TL_MATCH
-  // The bf16 / f16 twins, in the orders of the lists above.
-  static const cml_op_t kUnary[] = {
-      CML_OP_NEG,   CML_OP_ABS,      CML_OP_SQRT,  CML_OP_RSQRT, CML_OP_EXP,   CML_OP_LOG,
-      CML_OP_TANH,  CML_OP_LOGISTIC, CML_OP_ERF,   CML_OP_EXPM1, CML_OP_LOG1P, CML_OP_SIGN,
-      CML_OP_FLOOR, CML_OP_CEIL,     CML_OP_ROUND, CML_OP_SIN,   CML_OP_COS};
-  static const cml_op_t kBinary[] = {CML_OP_ADD, CML_OP_SUB, CML_OP_MUL,
-                                     CML_OP_DIV, CML_OP_MAX, CML_OP_MIN};
-  static const cml_op_t kCompare[] = {CML_OP_EQUAL,        CML_OP_NOT_EQUAL,
-                                      CML_OP_LESS_THAN,    CML_OP_LESS_OR_EQUAL,
-                                      CML_OP_GREATER_THAN, CML_OP_GREATER_OR_EQUAL};
-  _Static_assert(sizeof kUnary / sizeof kUnary[0] == CMLC_TL_UNARY_COUNT, "unary order");
-  _Static_assert(sizeof kBinary / sizeof kBinary[0] == CMLC_TL_BINARY_COUNT, "binary order");
-  _Static_assert(sizeof kCompare / sizeof kCompare[0] == CMLC_TL_COMPARE_COUNT, "compare order");
+  // The bf16 / f16 twins.
   for (int h = 0; h < 2; ++h) {
     const cml_dtype_t dt = h ? CML_DTYPE_F16 : CML_DTYPE_BF16;
     for (int u = 0; u < CMLC_TL_UNARY_COUNT; ++u) {
-      if (fn == CMLC_EW_FN(half_unary_fn)(kUnary[u], dt)) {
+      if (fn == CMLC_EW_FN(half_unary_fn)(cmlc_ew_tile_unary_ops[u], dt)) {
         *cls = CMLC_TL_CLASS_UNARY;
         return u;
       }
     }
     for (int b = 0; b < CMLC_TL_BINARY_COUNT; ++b) {
-      if (fn == CMLC_EW_FN(half_binary_fn)(kBinary[b], dt)) {
+      if (fn == CMLC_EW_FN(half_binary_fn)(cmlc_ew_tile_binary_ops[b], dt)) {
         *cls = CMLC_TL_CLASS_BINARY;
         return b;
       }
     }
     for (int c = 0; c < CMLC_TL_COMPARE_COUNT; ++c) {
-      if (fn == CMLC_EW_FN(half_binary_fn)(kCompare[c], dt)) {
+      if (fn == CMLC_EW_FN(half_binary_fn)(cmlc_ew_tile_compare_ops[c], dt)) {
         *cls = CMLC_TL_CLASS_COMPARE;
         return c;
       }
