@@ -259,7 +259,11 @@ static int64_t cml_ad_while_trips(const cml__ad_t* ad, const cml_ir_node_t* n) {
     int64_t one;
     if (p->op == CML_OP_PARAMETER && p->index == k &&
         cml_ad_int_constant(impl, add->inputs[1 - side], &one) && one == 1) {
-      return limit > start ? limit - start : 0;
+      if (!(limit > start)) return 0;
+      // limit - start can pass INT64_MAX (an Int64 counter from INT64_MIN): count in uint64
+      // and saturate, so that the caller's "more than 4096" check sees it.
+      const uint64_t trips = (uint64_t)limit - (uint64_t)start;
+      return trips > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)trips;
     }
   }
   return -1;

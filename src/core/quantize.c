@@ -171,10 +171,12 @@ static float cml_qz_argmax_abs(const float* x, int n) {
 }
 
 // truncf(|v|) clamped to [0, |qmax|] as numpy's .astype(np.uint8).clip(0, qmax) gives it for
-// the values these quantizers produce (at most qmax + 1 before the clip; a NaN casts to 0).
+// the values these quantizers produce: at most qmax + 1 before the clip, or +-inf where the
+// block's range is so small that 1 / d overflows (below about 2.4e-38); numpy's cast of a
+// NaN or an infinity to uint8 gives 0 on x86-64.
 static uint8_t cml_qz_trunc_u8(float v, int qmax) {
   v = truncf(v);
-  if (!(v > 0)) return 0;  // negative, zero or NaN
+  if (!(v > 0) || v == INFINITY) return 0;  // negative, zero, NaN or infinite
   return (uint8_t)(v > (float)qmax ? qmax : (int)v);
 }
 

@@ -1111,6 +1111,41 @@ TEST(unimplemented_names_op) {
   cml_builder_destroy(b);
 }
 
+// A While whose static trip count passes INT64_MAX (an Int64 counter from INT64_MIN to 10, or
+// to INT64_MAX): more than 4096 iterations to unroll, UNIMPLEMENTED. The count once wrapped
+// negative and slipped past the check: OK, with the gradient of a loop that never ran.
+TEST(while_trip_count_past_int64) {
+  static const int64_t limits[] = {10, INT64_MAX};
+  for (int c = 0; c < 2; ++c) {
+    char msg[1024];
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(g_c, "while", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t is = API_SHAPE(CML_DTYPE_I64), xs = API_SHAPE(CML_DTYPE_F32);
+    cml_value_t x = cml_parameter(f, "x", &xs);
+    cml_function_t *cond = NULL, *body = NULL;
+    ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
+    cml_value_t ci = cml_parameter(cond, NULL, &is);
+    cml_parameter(cond, NULL, &xs);
+    cml_value_t lt =
+        cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I64, limits[c]));
+    ASSERT_STATUS_OK(cml_function_return(cond, &lt, 1));
+    ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
+    cml_value_t bi = cml_parameter(body, NULL, &is);
+    cml_value_t bx = cml_parameter(body, NULL, &xs);
+    cml_value_t next[2] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I64, 1)),
+                           cml_op_mul(body, bx, bx)};
+    ASSERT_STATUS_OK(cml_function_return(body, next, 2));
+    cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I64, INT64_MIN), x}, out[2];
+    ASSERT_TRUE(cml_op_while(f, cond, body, init, 2, out));
+    cml_value_t g;
+    ASSERT_EQ_INT(api_code_msg(cml_gradients(f, out[1], &x, 1, &g), msg, sizeof msg),
+                  CML_STATUS_UNIMPLEMENTED);
+    ASSERT_TRUE(strstr(msg, "more than 4096 iterations") != NULL);
+    cml_builder_destroy(b);
+  }
+}
+
 // The logsumexp state of native attention has a VJP (through the decomposition; finite
 // differences: the sdpa_lse cases). A batch whose kv_seq_len is 0 has lse = -inf on every row;
 // with those rows selected away, its gradient is 0, not NaN, and the other batch's is finite
@@ -1606,6 +1641,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(real_fft_hand_computed),
                                        TEST_ENTRY(scatter_max_ties),
                                        TEST_ENTRY(unimplemented_names_op),
+                                       TEST_ENTRY(while_trip_count_past_int64),
                                        TEST_ENTRY(quantized_dense_gradient),
                                        TEST_ENTRY(sgd_momentum_nesterov),
                                        TEST_ENTRY(adam_adamw),

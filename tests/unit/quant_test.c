@@ -628,8 +628,9 @@ TEST(native_matches_decomposition_and_thread_counts) {
   free(wd);
 }
 
-// y = x [1, k] times the weights of |d| (no bias, no activation) on |config|.
-static bool qt_gemv(const char* config, const qt_dense_t* d, const float* x, float* y) {
+// y = act(x [1, k] times the weights of |d|) (no bias) on |config|.
+static bool qt_gemv_act(const char* config, const qt_dense_t* d, const float* x, float* y,
+                        cml_activation_t act) {
   cml_backend_t* be = qt_backend(config);
   if (!be) return false;
   cml_builder_t* b = NULL;
@@ -639,8 +640,7 @@ static bool qt_gemv(const char* config, const qt_dense_t* d, const float* x, flo
     cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, 1, d->k);
     cml_value_t xv = cml_parameter(f, "x", &xs);
     cml_value_t wv = cml_parameter(f, "w", &d->ws);
-    cml_value_t yv =
-        cml_op_fused_quantized_dense(f, xv, wv, CML_VALUE_INVALID, &d->q, CML_ACTIVATION_NONE);
+    cml_value_t yv = cml_op_fused_quantized_dense(f, xv, wv, CML_VALUE_INVALID, &d->q, act);
     cml_executable_t* exe = NULL;
     st = api_finish(b, &yv, 1, &exe);
     if (st == CML_OK) st = api_run(be, exe, (const void* const[]){x, d->w}, (void* const[]){y});
@@ -651,6 +651,11 @@ static bool qt_gemv(const char* config, const qt_dense_t* d, const float* x, flo
   cml_status_free(st);
   cml_backend_release(be);
   return ok;
+}
+
+// y = x [1, k] times the weights of |d| (no bias, no activation) on |config|.
+static bool qt_gemv(const char* config, const qt_dense_t* d, const float* x, float* y) {
+  return qt_gemv_act(config, d, x, y, CML_ACTIVATION_NONE);
 }
 
 // The int8-activation path (c:quant_int8=true; AVX512-VNNI where the CPU has it, and the AVX2
@@ -1165,6 +1170,103 @@ TEST(dense_infinite_activation_matches_decomposition) {
   free(q);
 }
 
+// relu of a NaN product is NaN on every path, as in FusedDense and the decomposition
+// (max(x, 0) there): the native kernels' epilogue once returned 0 for it.
+TEST(dense_relu_keeps_nan) {
+  const int64_t n = 9, k = 256;
+  float* w = malloc(sizeof(float) * (size_t)(n * k));
+  uint8_t* q = malloc((size_t)(n * k * 2));
+  for (int64_t i = 0; i < n * k; ++i) w[i] = (float)qt_normal();
+  static const char* const cfgs[] = {"c",
+                                     "c:avx512=false",
+                                     "c:avx2=false,avx512=false",
+                                     "c:fusion=false",
+                                     "c:reference=true",
+                                     "c:quant_int8=true"};
+  for (int t = 0; t < CML_GGML_TYPE_COUNT; ++t) {
+    const cml_ggml_type_t type = (cml_ggml_type_t)t;
+    const int64_t rb = cml_ggml_row_bytes(type, k);
+    ASSERT_STATUS_OK(cml_quantize_ggml(type, w, n, k, q, (size_t)(n * rb)));
+    qt_dense_t d = qt_dense_ggml(type, q, n, k);
+    float x[256], y[9];
+    for (int64_t i = 0; i < k; ++i) x[i] = (float)qt_uniform(-1, 1);
+    x[100] = NAN;
+    for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; ++c) {
+      ASSERT_TRUE(qt_gemv_act(cfgs[c], &d, x, y, CML_ACTIVATION_RELU));
+      for (int64_t j = 0; j < n; ++j) {
+        if (!isnan(y[j])) {
+          fprintf(stderr, "%s %s: relu y[%lld] = %g\n", cfgs[c], cml_ggml_type_name(type),
+                  (long long)j, y[j]);
+        }
+        ASSERT_TRUE(isnan(y[j]));
+      }
+    }
+  }
+  free(w);
+  free(q);
+}
+
+// The int8 path on very small activations. x * 2^-60 is still quantized (the int8 result
+// differs from the f32 path's) and gives x's product times 2^-60 within the int8 bound (a few
+// 1e-4 of sum |x w| here). x * 2^-130, where 127 / max |x| overflows (every value once rounded
+// to +-127: errors of 6-7e-2), and anything below 2^-64 run the f32 kernels: the same bits as
+// the f32 path.
+TEST(int8_activations_below_the_scale_range) {
+  const int64_t n = 9, k = 512;
+  float* w = malloc(sizeof(float) * (size_t)(n * k));
+  float* wd = malloc(sizeof(float) * (size_t)(n * k));
+  uint8_t* q = malloc((size_t)(n * k * 2));
+  for (int64_t i = 0; i < n * k; ++i) w[i] = (float)qt_normal();
+  float x[512], xs[512], xt[512], y[9], y32[9];
+  for (int64_t i = 0; i < k; ++i) {
+    x[i] = (float)qt_uniform(-1, 1);
+    xs[i] = ldexpf(x[i], -60);
+    xt[i] = ldexpf(x[i], -130);
+  }
+  static const cml_ggml_type_t types[] = {CML_GGML_Q4_0, CML_GGML_Q8_0, CML_GGML_Q4_K,
+                                          CML_GGML_Q6_K};
+  for (size_t t = 0; t < sizeof types / sizeof *types; ++t) {
+    const cml_ggml_type_t type = types[t];
+    const int64_t rb = cml_ggml_row_bytes(type, k);
+    ASSERT_STATUS_OK(cml_quantize_ggml(type, w, n, k, q, (size_t)(n * rb)));
+    ASSERT_STATUS_OK(cml_dequantize_ggml(type, q, n, k, wd));
+    qt_dense_t d = qt_dense_ggml(type, q, n, k);
+    static const char* const cfgs[] = {"c:quant_int8=true", "c:quant_int8=true,avx512=false"};
+    static const char* const f32[] = {"c", "c:avx512=false"};
+    for (size_t c = 0; c < 2; ++c) {
+      ASSERT_TRUE(qt_gemv(cfgs[c], &d, xs, y));
+      ASSERT_TRUE(qt_gemv(f32[c], &d, xs, y32));
+      int differ = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0, mag = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          want += (double)wd[j * k + i] * x[i];
+          mag += fabs((double)wd[j * k + i] * x[i]);
+        }
+        const double got = ldexp((double)y[j], 60);
+        if (!(fabs(got - want) <= 4e-3 * mag)) {
+          fprintf(stderr, "%s %s: y[%lld] * 2^60 = %.6g, want %.6g (sum |x w| %.4g)\n", cfgs[c],
+                  cml_ggml_type_name(type), (long long)j, got, want, mag);
+        }
+        ASSERT_TRUE(fabs(got - want) <= 4e-3 * mag);
+        differ += y[j] != y32[j];
+      }
+      // The int8 kernels ran (where there are any: the scalar kernels ignore the option).
+      cml_backend_t* probe = qt_backend(cfgs[c]);
+      ASSERT_TRUE(probe != NULL);
+      const bool simd = strstr(cml_backend_config(probe), "avx2=true") != NULL;
+      cml_backend_release(probe);
+      if (simd) ASSERT_TRUE(differ > 0);
+      ASSERT_TRUE(qt_gemv(cfgs[c], &d, xt, y));
+      ASSERT_TRUE(qt_gemv(f32[c], &d, xt, y32));
+      ASSERT_TRUE(memcmp(y, y32, sizeof y) == 0);
+    }
+  }
+  free(w);
+  free(wd);
+  free(q);
+}
+
 // Blocks where ggml's C quantizer and the gguf package differ, quantized as gguf does (the
 // expected bytes worked out from gguf/quants.py): a block of -0.0 stores d = +0.0 (numpy's
 // argmax picks x[0] = -0.0, and -0.0 / -8 = +0.0; ggml's loop starts from +0.0 and stores
@@ -1210,6 +1312,19 @@ TEST(quantize_negative_zero_and_nan_blocks_match_gguf) {
     if (memcmp(got, want, bytes) != 0) {
       fprintf(stderr, "%s NaN: d = 0x%02x%02x, byte %zu = 0x%02x\n", cml_ggml_type_name(type),
               got[1], got[0], qs_at, got[qs_at]);
+    }
+    ASSERT_TRUE(memcmp(got, want, bytes) == 0);
+    // A block whose range is below about 2.4e-38: 1 / d overflows, d rounds to 0 in f16, and
+    // numpy casts the infinite x / d to q = 0 (gguf 0.19.0: Q4_0 / Q5_0 / Q8_0 all zero
+    // bytes; Q4_1 / Q5_1 store m = -0.0, the f16 of the block's tiny negative minimum).
+    float tiny[32];
+    for (int j = 0; j < 32; ++j) tiny[j] = ((float)j - 15.5f) * 1e-39f;
+    memset(want, 0, sizeof want);
+    if (has_m) want[3] = 0x80;
+    ASSERT_STATUS_OK(cml_quantize_ggml(type, tiny, 1, 32, got, bytes));
+    if (memcmp(got, want, bytes) != 0) {
+      fprintf(stderr, "%s tiny block: byte %zu = 0x%02x\n", cml_ggml_type_name(type), qs_at,
+              got[qs_at]);
     }
     ASSERT_TRUE(memcmp(got, want, bytes) == 0);
   }
@@ -1501,6 +1616,8 @@ static const struct {
     {TEST_ENTRY(embedding_uint64_indices_past_int64), false},
     {TEST_ENTRY(embedding_empty_table), false},
     {TEST_ENTRY(dense_infinite_activation_matches_decomposition), false},
+    {TEST_ENTRY(dense_relu_keeps_nan), false},
+    {TEST_ENTRY(int8_activations_below_the_scale_range), false},
     {TEST_ENTRY(quantize_negative_zero_and_nan_blocks_match_gguf), false},
     {TEST_ENTRY(quantize_row_size_overflow_message), false},
     {TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), false},

@@ -35,7 +35,7 @@ static inline float cmlc_q_act(int32_t act, float v) {
     case CML_ACTIVATION_GELU:
       return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
     case CML_ACTIVATION_RELU:
-      return v > 0 ? v : 0.0f;
+      return v < 0 ? 0.0f : v;  // a NaN stays NaN, as in FusedDense and the decomposition
     case CML_ACTIVATION_SILU:
       return v / (1.0f + expf(-v));
     case CML_ACTIVATION_HARD_SWISH: {
@@ -206,8 +206,14 @@ static int cmlc_q_act_group(cml_ggml_type_t type) { return type == CML_GGML_Q4_K
 // that one -inf activation would give inf - inf = NaN where the product with the dequantized
 // weights is -inf or +inf. The caller then runs the row on the scalar kernel, which multiplies
 // each dequantized weight by its activation as the decomposition does.
+//
+// With |int8|, *|tiny| tells whether a group's max |x| is nonzero but below 2^-64 (CMLC_Q_TINY):
+// its step max|x| / 127, times the weights' scales (f16, down to 2^-24), would reach the
+// subnormal range and lose its precision, and below 3.7e-37 127 / max|x| overflows outright.
+// The caller then prepares the row again for the f32 kernels.
+#define CMLC_Q_TINY 0x1p-64f
 static bool cmlc_q_prepare(const float* x, int64_t k, bool int8, int group, void* scratch,
-                           cmlc_quant_act_t* out) {
+                           cmlc_quant_act_t* out, bool* tiny) {
   float* xs16 = scratch;
   int8_t* xq = (int8_t*)(xs16 + k / 16);
   float* xd = (float*)(xq + k);
@@ -219,6 +225,7 @@ static bool cmlc_q_prepare(const float* x, int64_t k, bool int8, int group, void
   out->prefetch_l1 = false;
   out->k = k;
   bool all_finite = true;
+  *tiny = false;
   if (!int8) {
     for (int64_t b = 0; b < k / 16; ++b) {
       float t = 0;
@@ -237,6 +244,7 @@ static bool cmlc_q_prepare(const float* x, int64_t k, bool int8, int group, void
       amax = a > amax ? a : amax;
       finite = finite && a <= FLT_MAX;
     }
+    *tiny = *tiny || (amax > 0 && amax < CMLC_Q_TINY);
     // A NaN or infinity cannot be quantized (ggml would turn its group into zeros: a silent
     // wrong answer). The caller runs such a row on the scalar f32 kernel; the NaN scale only
     // keeps the unused layout well defined.
@@ -301,13 +309,21 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
     cmlc_pool_t* pool = args->pool;
 #if defined(CMLC_HAVE_X86_64)
     if (args->options->isa >= CMLC_ISA_AVX2 && !args->options->reference && args->scratch) {
-      const bool int8 = args->options->quant_int8;
+      bool int8 = args->options->quant_int8;
       if (m == 1 && k > 0) {
         const bool vnni = args->options->isa >= CMLC_ISA_AVX512 && args->options->avx512_vnni;
         c.simd = args->options->isa >= CMLC_ISA_AVX512 && (!int8 || vnni) ? cmlc_quant_gemv_avx512
                                                                           : cmlc_quant_gemv_avx2;
-        const bool finite =
-            cmlc_q_prepare(c.x, k, int8, cmlc_q_act_group(c.type), args->scratch, &c.prepared);
+        bool tiny;
+        bool finite = cmlc_q_prepare(c.x, k, int8, cmlc_q_act_group(c.type), args->scratch,
+                                     &c.prepared, &tiny);
+        if (finite && tiny) {  // activations too small for int8 steps: the f32 kernels
+          int8 = false;
+          c.simd =
+              args->options->isa >= CMLC_ISA_AVX512 ? cmlc_quant_gemv_avx512 : cmlc_quant_gemv_avx2;
+          finite = cmlc_q_prepare(c.x, k, false, cmlc_q_act_group(c.type), args->scratch,
+                                  &c.prepared, &tiny);
+        }
         c.prepared.prefetch_l1 = args->options->l1d_bytes >= CMLC_QUANT_PREFETCH_L1_MIN;
         if (!finite) {
           c.simd = NULL;  // the scalar kernel: see cmlc_q_prepare
