@@ -476,6 +476,28 @@ static void case_scatter_edges(bt_t* t) {
   bt_expect_i64(t, "sum", &out[2], CML_DTYPE_I8, 1, n3, (int64_t[]){-127, -128, 0});
 }
 
+// Max and Min order -0 below +0 (XLA's maximum / minimum), whichever side the zero comes from:
+// operand {-0, +0, -0, +0} with updates {+0, -0, +0, -0} gives +0 everywhere for Max and -0
+// for Min, on every float dtype the backend has.
+static void case_scatter_signed_zeros(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_SCATTER_MAX) || !bt_require_op(t, CML_OP_SCATTER_MIN)) return;
+  static const cml_dtype_t dts[] = {CML_DTYPE_F16, CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64};
+  int64_t n4 = 4, idx[] = {0, 1, 2, 3};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; ++d) {
+    if (!cml_capabilities_has_dtype(cml_backend_capabilities(bt_backend(t)), dts[d])) continue;
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    cml_value_t x = bt_param_f64(t, f, dts[d], 1, &n4, (double[]){-0.0, 0.0, -0.0, 0.0});
+    cml_value_t u = bt_param_f64(t, f, dts[d], 1, &n4, (double[]){0.0, -0.0, 0.0, -0.0});
+    cml_value_t outs[2] = {ci_scatter_1d(t, f, CML_OP_SCATTER_MAX, x, idx, n4, u),
+                           ci_scatter_1d(t, f, CML_OP_SCATTER_MIN, x, idx, n4, u)};
+    bt_tensor_t out[2];
+    if (!bt_exec(t, outs, 2, out)) return;
+    bt_expect_f64(t, "max", &out[0], dts[d], 1, &n4, (double[]){0.0, 0.0, 0.0, 0.0}, 0);
+    bt_expect_f64(t, "min", &out[1], dts[d], 1, &n4, (double[]){-0.0, -0.0, -0.0, -0.0}, 0);
+  }
+}
+
 //===--- table ---===//
 
 const bt_case_t bt_cases_index[] = {
@@ -488,5 +510,6 @@ const bt_case_t bt_cases_index[] = {
     {"scatter_max_all_dtypes", CML_OP_SCATTER_MAX, case_scatter_max_all_dtypes},
     {"scatter_min_all_dtypes", CML_OP_SCATTER_MIN, case_scatter_min_all_dtypes},
     {"scatter_edges", CML_OP_SCATTER_SUM, case_scatter_edges},
+    {"scatter_signed_zeros", CML_OP_SCATTER_MAX, case_scatter_signed_zeros},
 };
 const size_t bt_cases_index_count = sizeof bt_cases_index / sizeof bt_cases_index[0];

@@ -211,6 +211,80 @@ static void case_reduce_window_float_edges(bt_t* t) {
   bt_expect_f64(t, "scalar", &out[3], CML_DTYPE_F32, 0, NULL, (double[]){3.5}, 0);
 }
 
+// Max and Min order -0 below +0 (XLA's maximum / minimum) on every float dtype the backend has,
+// through a 1-D window, an NHWC pooling window ([1, 2, 2, 16], window [1, 2, 2, 1]) and an
+// NCHW one ([1, 16, 2, 2], window [1, 1, 2, 2]). Channel c reads the four zeros of pattern
+// c % 4: all -0, one +0, three +0, all +0.
+static void case_reduce_window_signed_zeros(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_REDUCE_WINDOW)) return;
+  static const cml_dtype_t dts[] = {CML_DTYPE_F16, CML_DTYPE_BF16, CML_DTYPE_F32, CML_DTYPE_F64};
+  static const double pat[4][4] = {{-0.0, -0.0, -0.0, -0.0},
+                                   {-0.0, 0.0, -0.0, -0.0},
+                                   {0.0, 0.0, 0.0, -0.0},
+                                   {0.0, 0.0, 0.0, 0.0}};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; ++d) {
+    const cml_dtype_t dt = dts[d];
+    if (!cw_has_dtype(t, dt)) continue;
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    int64_t d8[] = {8}, d4[] = {4};
+    cml_value_t x1 =
+        bt_param_f64(t, f, dt, 1, d8, (double[]){-0.0, 0.0, 0.0, -0.0, -0.0, -0.0, 0.0, 0.0});
+    double nhwc[64], nchw[64];
+    for (int c = 0; c < 16; ++c) {
+      for (int p = 0; p < 4; ++p) {
+        nhwc[p * 16 + c] = pat[c % 4][p];
+        nchw[c * 4 + p] = pat[c % 4][p];
+      }
+    }
+    int64_t dn[] = {1, 2, 2, 16}, dc[] = {1, 16, 2, 2};
+    cml_value_t xn = bt_param_f64(t, f, dt, 4, dn, nhwc);
+    cml_value_t xc = bt_param_f64(t, f, dt, 4, dc, nchw);
+    cml_window_config_t w1, wn, wc;
+    memset(&w1, 0, sizeof w1);
+    w1.rank = 1;
+    w1.window_dims[0] = 2;
+    w1.strides[0] = 2;
+    memset(&wn, 0, sizeof wn);
+    wn.rank = 4;
+    memcpy(wn.window_dims, (int64_t[]){1, 2, 2, 1}, 4 * sizeof(int64_t));
+    memcpy(wn.strides, (int64_t[]){1, 1, 1, 1}, 4 * sizeof(int64_t));
+    memset(&wc, 0, sizeof wc);
+    wc.rank = 4;
+    memcpy(wc.window_dims, (int64_t[]){1, 1, 2, 2}, 4 * sizeof(int64_t));
+    memcpy(wc.strides, (int64_t[]){1, 1, 1, 1}, 4 * sizeof(int64_t));
+    cml_value_t outs[6];
+    for (int m = 0; m < 2; ++m) {
+      const cml_reduce_type_t type = m == 0 ? CML_REDUCE_MAX : CML_REDUCE_MIN;
+      outs[3 * m] = cml_op_reduce_window(f, x1, type, &w1);
+      outs[3 * m + 1] = cml_op_reduce_window(f, xn, type, &wn);
+      outs[3 * m + 2] = cml_op_reduce_window(f, xc, type, &wc);
+    }
+    bt_tensor_t out[6];
+    if (!bt_exec(t, outs, 6, out)) return;
+    static const double pmax[4] = {-0.0, 0.0, 0.0, 0.0}, pmin[4] = {-0.0, -0.0, -0.0, 0.0};
+    double wmax[16], wmin[16];
+    for (int c = 0; c < 16; ++c) {
+      wmax[c] = pmax[c % 4];
+      wmin[c] = pmin[c % 4];
+    }
+    int64_t on[] = {1, 1, 1, 16}, oc[] = {1, 16, 1, 1};
+    char what[64];
+    snprintf(what, sizeof what, "max 1-D %s", cml_dtype_name(dt));
+    bt_expect_f64(t, what, &out[0], dt, 1, d4, (double[]){0.0, 0.0, -0.0, 0.0}, 0);
+    snprintf(what, sizeof what, "max NHWC %s", cml_dtype_name(dt));
+    bt_expect_f64(t, what, &out[1], dt, 4, on, wmax, 0);
+    snprintf(what, sizeof what, "max NCHW %s", cml_dtype_name(dt));
+    bt_expect_f64(t, what, &out[2], dt, 4, oc, wmax, 0);
+    snprintf(what, sizeof what, "min 1-D %s", cml_dtype_name(dt));
+    bt_expect_f64(t, what, &out[3], dt, 1, d4, (double[]){-0.0, -0.0, -0.0, 0.0}, 0);
+    snprintf(what, sizeof what, "min NHWC %s", cml_dtype_name(dt));
+    bt_expect_f64(t, what, &out[4], dt, 4, on, wmin, 0);
+    snprintf(what, sizeof what, "min NCHW %s", cml_dtype_name(dt));
+    bt_expect_f64(t, what, &out[5], dt, 4, oc, wmin, 0);
+  }
+}
+
 //===--- SelectAndScatter ---===//
 
 static void cw_run_select_and_scatter(bt_t* t, cml_op_t op, const cw_rw_case_t* c, cml_dtype_t dt) {
@@ -315,6 +389,7 @@ static void case_select_and_scatter_by_hand(bt_t* t) {
 const bt_case_t bt_cases_window[] = {
     {"reduce_window_all_dtypes", CML_OP_REDUCE_WINDOW, case_reduce_window_all_dtypes},
     {"reduce_window_float_edges", CML_OP_REDUCE_WINDOW, case_reduce_window_float_edges},
+    {"reduce_window_signed_zeros", CML_OP_REDUCE_WINDOW, case_reduce_window_signed_zeros},
     {"select_and_scatter_max_all_dtypes", CML_OP_SELECT_AND_SCATTER_MAX,
      case_select_and_scatter_max_all_dtypes},
     {"select_and_scatter_min_all_dtypes", CML_OP_SELECT_AND_SCATTER_MIN,

@@ -137,8 +137,9 @@ typedef struct cml_sharding_t {
 } cml_sharding_t;
 
 // Makes a spec from mesh axis names: per_axis[d] lists the mesh axes splitting tensor axis d,
-// comma separated, major to minor ("data", "x,y"); NULL or "" means replicated. Validates as
-// cml_sharding_validate.
+// comma separated, major to minor ("data", "x,y"; blanks around a name are ignored); NULL, ""
+// or only blanks means replicated. An empty item ("x,", ",x", "x,,y") or a name that is not
+// one of the mesh's axes is INVALID_ARGUMENT. Validates as cml_sharding_validate.
 CML_API CML_MUST_USE cml_status_t cml_sharding_make(const cml_mesh_t* mesh,
                                                     const char* const* per_axis, size_t rank,
                                                     cml_sharding_t* out_sharding);

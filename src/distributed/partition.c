@@ -700,8 +700,9 @@ static bool cml_pt_bounded_constant(const cml_partitioner_t* p, uint32_t v, bool
       default:
         return false;
     }
-    // NaN fails both comparisons.
-    if (!(at_most_one ? fabs(x) <= 1.0 : (fabs(x) >= 1.0 && fabs(x) <= DBL_MAX))) return false;
+    // NaN fails both comparisons; a negative factor or -0 would flip the sign of a sum that
+    // cancels to +0 (see cml_pt_linear).
+    if (!(at_most_one ? x > 0.0 && x <= 1.0 : (x >= 1.0 && x <= DBL_MAX))) return false;
   }
   return true;
 }
@@ -714,15 +715,20 @@ static bool cml_pt_bounded_constant(const cml_partitioner_t* p, uint32_t v, bool
 // a data-parallel step: sum * (1/n) or sum / n). A factor that may be infinite would give
 // 0 * inf = NaN on the devices whose term is 0, and a divisor that may be 0 would give 0 / 0.
 // Integer products distribute over (wrapping) sums; integer quotients truncate each term and
-// never do.
+// never do. A float negation (Neg, Conj's imaginary part, a negative factor or divisor, and
+// a factor of +-0) does not either: a sum whose terms cancel is +0 (1 + -1 = +0), so -s is -0
+// while the terms' negations sum to +0 again, and 1 / -s would be +inf instead of -inf.
+// The factor must be positive: 0 < w <= 1, or a divisor 1 <= w <= DBL_MAX.
 static bool cml_pt_linear(const cml_partitioner_t* p, const cml_ir_node_t* n, const bool* partial) {
   uint32_t count = n->input_count, np = 0;
   for (uint32_t i = 0; i < count; ++i) np += partial[i];
   cml_dtype_t dtype = p->m->values[n->first_output].shape.dtype;
   switch (n->op) {
     case CML_OP_NEG:
-    case CML_OP_IDENTITY:
+      return count == 1 && cml_dtype_is_int(dtype);
     case CML_OP_CONJ:
+      return false;  // complex only: a float negation
+    case CML_OP_IDENTITY:
     case CML_OP_REAL:
     case CML_OP_IMAG:
       return count == 1;

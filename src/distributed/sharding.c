@@ -27,36 +27,42 @@ cml_status_t cml_sharding_make(const cml_mesh_t* mesh, const char* const* per_ax
   for (size_t d = 0; d < rank; ++d) {
     const char* p = per_axis[d];
     if (!p) continue;
-    while (*p) {
+    // "" (or only blanks) is replicated; otherwise a list of names separated by commas, each
+    // trimmed of blanks, none empty ("x,", ",x" and "x,,y" are errors).
+    while (*p == ' ' || *p == '\t') ++p;
+    if (!*p) continue;
+    for (;;) {
       while (*p == ' ' || *p == '\t') ++p;
       const char* start = p;
       while (*p && *p != ',') ++p;
       const char* end = p;
       while (end > start && (end[-1] == ' ' || end[-1] == '\t')) --end;
-      if (*p == ',') ++p;
-      char name[128];
-      size_t n = (size_t)(end - start);
+      const size_t n = (size_t)(end - start);
       if (n == 0) {
-        // "" is replicated; an empty item inside a list ("x,,y") is an error.
-        if (start == per_axis[d] && !*p) break;
         return INVALID("%s: empty mesh axis name in \"%s\" for tensor axis %zu (mesh \"%s\")", what,
                        per_axis[d], d, mesh->name);
       }
-      if (n >= sizeof name) n = sizeof name - 1;
-      memcpy(name, start, n);
-      name[n] = '\0';
-      int a = cml_mesh_axis_index(mesh, name);
+      // Compared at full length: a name is never cut to fit a buffer.
+      int a = -1;
+      for (size_t i = 0; i < mesh->axis_count && a < 0; ++i) {
+        if (strlen(mesh->axis_names[i]) == n && memcmp(mesh->axis_names[i], start, n) == 0) {
+          a = (int)i;
+        }
+      }
       if (a < 0) {
         char text[256];
         cml__mesh_format(mesh, text, sizeof text);
-        return INVALID("%s: unknown mesh axis \"%s\" for tensor axis %zu (mesh %s)", what, name, d,
-                       text);
+        const int shown = n > 64 ? 64 : (int)n;
+        return INVALID("%s: unknown mesh axis \"%.*s\"%s for tensor axis %zu (mesh %s)", what,
+                       shown, start, n > 64 ? "..." : "", d, text);
       }
       if (s.axis_count[d] >= CML_MAX_MESH_AXES) {
         return INVALID("%s: tensor axis %zu lists more than %d mesh axes (\"%s\")", what, d,
                        CML_MAX_MESH_AXES, per_axis[d]);
       }
       s.mesh_axes[d][s.axis_count[d]++] = (int8_t)a;
+      if (!*p) break;
+      ++p;  // past the comma: an item must follow
     }
   }
   CML_RETURN_IF_ERROR(cml_sharding_validate(&s));

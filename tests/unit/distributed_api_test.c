@@ -227,9 +227,35 @@ TEST(sharding_specs) {
   const char* twice[2] = {"model", "model"};
   ASSERT_STATUS(cml_sharding_make(m, twice, 2, &s), CML_STATUS_INVALID_ARGUMENT,
                 "mesh axis \"model\"", "used twice", "tensor axes 0 and 1");
-  const char* empty_item[1] = {"data,,model"};
-  ASSERT_STATUS(cml_sharding_make(m, empty_item, 1, &s), CML_STATUS_INVALID_ARGUMENT,
-                "empty mesh axis name");
+  // An empty item anywhere in a list is an error, at the end and alone too (once "data," and
+  // "," were taken as "data" and as replicated); blanks alone are replicated.
+  static const char* const empty_items[] = {"data,,model", "data,", ",data", ",", " , "};
+  for (size_t i = 0; i < sizeof empty_items / sizeof *empty_items; ++i) {
+    ASSERT_STATUS(cml_sharding_make(m, &empty_items[i], 1, &s), CML_STATUS_INVALID_ARGUMENT,
+                  "empty mesh axis name");
+  }
+  const char* blanks[2] = {" \t", ""};
+  ASSERT_STATUS_OK(cml_sharding_make(m, blanks, 2, &s));
+  ASSERT_TRUE(cml_sharding_is_replicated(&s));
+  // Names are compared at full length: 200 'a's are not the axis of 127 'a's (once cut to 127
+  // characters and matched).
+  {
+    char long_axis[128], longer[201];
+    memset(long_axis, 'a', 127);
+    long_axis[127] = '\0';
+    memset(longer, 'a', 200);
+    longer[200] = '\0';
+    const char* names[1] = {long_axis};
+    const int64_t sizes[1] = {2};
+    cml_mesh_t* lm = NULL;
+    ASSERT_STATUS_OK(cml_mesh_create("long", names, sizes, 1, &lm));
+    const char* exact[1] = {long_axis};
+    ASSERT_STATUS_OK(cml_sharding_make(lm, exact, 1, &s));
+    const char* too_long[1] = {longer};
+    ASSERT_STATUS(cml_sharding_make(lm, too_long, 1, &s), CML_STATUS_INVALID_ARGUMENT,
+                  "unknown mesh axis");
+    cml_mesh_destroy(lm);
+  }
   ASSERT_STATUS_OK(cml_sharding_make(m, spec, 2, &s));
   cml_shape_t odd = SHAPE(CML_DTYPE_F32, 6, 6);
   ASSERT_STATUS(cml_sharding_shard_shape(&s, &odd, &shard), CML_STATUS_INVALID_ARGUMENT,

@@ -721,11 +721,12 @@ TEST(partial_linearity) {
 }
 
 // Scaling a partial sum by a constant keeps it pending (one AllReduce at the result) when every
-// term stays as finite as it was: a factor of magnitude at most 1 (the mean's 1/n, also through
-// a broadcast) or a divisor of magnitude at least 1. A factor above 1, a divisor below 1 (a
-// term may overflow where the sum does not) or an inf or NaN constant sum first. Integer
-// products distribute over sums; integer quotients do not (sum(1, 1, 1, 1) / 2 = 2, but each
-// term / 2 = 0).
+// term stays as finite as it was and keeps its sign: a factor in (0, 1] (the mean's 1/n, also
+// through a broadcast) or a divisor in [1, max]. A factor above 1, a divisor below 1 (a term
+// may overflow where the sum does not), an inf or NaN constant, and a negative factor or
+// divisor or a factor of -0 (a sum that cancels to +0 would come out +0 instead of -0), sum
+// first; so does a float Neg. Integer products distribute over sums; integer quotients do not
+// (sum(1, 1, 1, 1) / 2 = 2, but each term / 2 = 0).
 TEST(partial_scaled_by_constants) {
   PT_SETUP(pt_mesh("data", 4, NULL, 0));
   cml_sharding_t batch = pt_spec(mesh, "data", NULL);
@@ -736,29 +737,33 @@ TEST(partial_scaled_by_constants) {
   int64_t axis0[1] = {0}, dims3[1] = {3};
   cml_value_t a = cml_op_reduce_sum(f, x, axis0, 1);
   cml_value_t ai = cml_op_reduce_sum(f, xi, axis0, 1);
-  const float third[3] = {0.25f, -1.0f, 0.5f};
+  const float third[3] = {0.25f, 1.0f, 0.5f}, signs[3] = {0.25f, -1.0f, 0.5f};
   cml_shape_t v3 = pt_shape(1, 3, 0);
   cml_value_t kept[4] = {
       cml_op_mul(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.125)),
-      cml_op_div(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, -16.0)),
+      cml_op_div(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, 16.0)),
       cml_op_mul(f,
                  cml_op_broadcast_in_dim(f, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5), dims3,
                                          1, NULL, 0),
                  a),
       cml_op_mul(f, a, cml_constant(f, &v3, third))};
-  cml_value_t summed[5] = {
+  cml_value_t summed[9] = {
       cml_op_mul(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, 4.0)),
       cml_op_div(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5)),
       cml_op_mul(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, INFINITY)),
       cml_op_div(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, NAN)),
       cml_op_convert_dtype(f, cml_op_div(f, ai, cml_constant_scalar_f64(f, CML_DTYPE_I32, 2)),
-                           CML_DTYPE_F32)};
-  cml_value_t outs[10];
+                           CML_DTYPE_F32),
+      cml_op_div(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, -16.0)),
+      cml_op_mul(f, a, cml_constant(f, &v3, signs)),
+      cml_op_mul(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, -0.0)),
+      cml_op_neg(f, a)};
+  cml_value_t outs[14];
   for (int i = 0; i < 4; ++i) outs[i] = kept[i];
-  for (int i = 0; i < 5; ++i) outs[4 + i] = summed[i];
-  outs[9] = cml_op_convert_dtype(f, cml_op_mul(f, ai, cml_constant_scalar_f64(f, CML_DTYPE_I32, 3)),
-                                 CML_DTYPE_F32);
-  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 10, NULL));
+  for (int i = 0; i < 9; ++i) outs[4 + i] = summed[i];
+  outs[13] = cml_op_convert_dtype(
+      f, cml_op_mul(f, ai, cml_constant_scalar_f64(f, CML_DTYPE_I32, 3)), CML_DTYPE_F32);
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 14, NULL));
   ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
   // The kept ones and the integer product: an AllReduce each at the result (5); the others
   // share one AllReduce of a and one of ai made before them (2).
@@ -772,7 +777,7 @@ TEST(partial_scaled_by_constants) {
     if (n->op == CML_OP_ALL_REDUCE) seen = true;
     if (seen && (n->op == CML_OP_MUL || n->op == CML_OP_DIV)) ++mul_or_div_after_all_reduce;
   }
-  ASSERT_EQ_INT(mul_or_div_after_all_reduce, 6);
+  ASSERT_EQ_INT(mul_or_div_after_all_reduce, 9);
   PT_TEARDOWN();
 }
 
@@ -1886,12 +1891,66 @@ TEST(e2e_c_partial_mul_div) {
   cml_mesh_destroy(mesh);
 }
 
-#define PT_E2E_TESTS                                                                       \
-  , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model),                         \
-      TEST_ENTRY(e2e_c_data_model_assigned), TEST_ENTRY(e2e_c_cnn_data_parallel),          \
-      TEST_ENTRY(cnn_structure), TEST_ENTRY(e2e_c_refusal_at_compile),                     \
-      TEST_ENTRY(e2e_c_while_captures_split_value), TEST_ENTRY(e2e_c_fused_data_parallel), \
-      TEST_ENTRY(fused_structure), TEST_ENTRY(e2e_c_sort), TEST_ENTRY(e2e_c_partial_mul_div)
+// x f32[4, 1] = [1, -1, 1, -1] split over data: sum(x) = +0 (the terms cancel), so -sum(x),
+// sum(x) * -1 and sum(x) * -0 are -0 and 1 / -sum(x) is -inf, as on one device. The negations
+// once stayed pending: the negated terms summed to +0 again, and 1 / -sum(x) gave +inf.
+TEST(e2e_c_partial_negation_keeps_zero_sign) {
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=4", &be));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "partial_negation", &b));
+  const cml_mesh_t* meshes[1] = {mesh};
+  ASSERT_STATUS_OK(cml_builder_auto_sharding(b, meshes, 1));
+  cml_function_t* f = cml_builder_main(b);
+  const char* per_axis[1] = {"data"};
+  cml_sharding_t split;
+  ASSERT_STATUS_OK(cml_sharding_make(mesh, per_axis, 1, &split));
+  cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){4, 1});
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, &split);
+  int64_t axis0[1] = {0};
+  cml_value_t sum = cml_op_reduce_sum(f, x, axis0, 1);
+  cml_value_t neg = cml_op_neg(f, sum);
+  cml_value_t outs[5] = {neg, cml_op_mul(f, sum, cml_constant_scalar_f64(f, CML_DTYPE_F32, -1.0)),
+                         cml_op_mul(f, sum, cml_constant_scalar_f64(f, CML_DTYPE_F32, -0.0)),
+                         cml_op_div(f, cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.0), neg),
+                         cml_op_mul(f, sum, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.5))};
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 5, NULL));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  cml_shape_t shard = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){1, 1});
+  cml_buffer_t* in[4] = {NULL};
+  cml_buffer_t* out[20] = {NULL};
+  for (int j = 0; j < 4; ++j) {
+    float xv = j % 2 == 0 ? 1.0f : -1.0f;
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, j, &shard, &xv, sizeof xv, &in[j]));
+  }
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, 4, NULL, 0, out));
+  for (int j = 0; j < 4; ++j) {
+    float y[5];
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[5 * j + i], &y[i], sizeof y[i]));
+    }
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(y[i] == 0 && signbit(y[i]));
+    ASSERT_TRUE(isinf(y[3]) && y[3] < 0);
+    ASSERT_TRUE(y[4] == 0 && !signbit(y[4]));
+  }
+  for (int i = 0; i < 4; ++i) cml_buffer_release(in[i]);
+  for (int i = 0; i < 20; ++i) cml_buffer_release(out[i]);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+  cml_mesh_destroy(mesh);
+}
+
+#define PT_E2E_TESTS                                                                          \
+  , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model),                            \
+      TEST_ENTRY(e2e_c_data_model_assigned), TEST_ENTRY(e2e_c_cnn_data_parallel),             \
+      TEST_ENTRY(cnn_structure), TEST_ENTRY(e2e_c_refusal_at_compile),                        \
+      TEST_ENTRY(e2e_c_while_captures_split_value), TEST_ENTRY(e2e_c_fused_data_parallel),    \
+      TEST_ENTRY(fused_structure), TEST_ENTRY(e2e_c_sort), TEST_ENTRY(e2e_c_partial_mul_div), \
+      TEST_ENTRY(e2e_c_partial_negation_keeps_zero_sign)
 #else
 // Embedding lookup and CNN forward, data parallel over 4 devices of c.
 TEST(e2e_c_cnn_data_parallel) {

@@ -228,9 +228,12 @@ CMLC_IX_INT_COMBINES(u16, uint16_t, uint16_t)
 CMLC_IX_INT_COMBINES(u32, uint32_t, uint32_t)
 CMLC_IX_INT_COMBINES(u64, uint64_t, uint64_t)
 
-// NaN-propagating max/min: a NaN on either side wins.
-#define CMLC_IX_FMAX(a, b) ((isnan(a) || (a) >= (b)) ? (a) : (b))
-#define CMLC_IX_FMIN(a, b) ((isnan(a) || (a) <= (b)) ? (a) : (b))
+// NaN-propagating max/min: a NaN on either side wins (the stored value's first); -0 < +0, as
+// XLA's max / min.
+#define CMLC_IX_FMAX(a, b) \
+  ((isnan(a) || (a) > (b)) ? (a) : (isnan(b) || (b) > (a)) ? (b) : signbit(a) ? (b) : (a))
+#define CMLC_IX_FMIN(a, b) \
+  ((isnan(a) || (a) < (b)) ? (a) : (isnan(b) || (b) < (a)) ? (b) : signbit(a) ? (a) : (b))
 CMLC_IX_COMBINE(cmlc_ix_sum_f32, float, a + b)
 CMLC_IX_COMBINE(cmlc_ix_max_f32, float, CMLC_IX_FMAX(a, b))
 CMLC_IX_COMBINE(cmlc_ix_min_f32, float, CMLC_IX_FMIN(a, b))
@@ -238,12 +241,20 @@ CMLC_IX_COMBINE(cmlc_ix_sum_f64, double, a + b)
 CMLC_IX_COMBINE(cmlc_ix_max_f64, double, CMLC_IX_FMAX(a, b))
 CMLC_IX_COMBINE(cmlc_ix_min_f64, double, CMLC_IX_FMIN(a, b))
 
+// The same on f16 / bf16 bits: equal values other than +-0 have equal bits, and a tie of +0
+// and -0 gives +0 as the AND of the bits (Max), -0 as the OR (Min).
+#define CMLC_IX_HMAX(TO_F32, a, b)                     \
+  ((isnan(TO_F32(a)) || TO_F32(a) > TO_F32(b))   ? (a) \
+   : (isnan(TO_F32(b)) || TO_F32(b) > TO_F32(a)) ? (b) \
+                                                 : (uint16_t)((a) & (b)))
+#define CMLC_IX_HMIN(TO_F32, a, b)                     \
+  ((isnan(TO_F32(a)) || TO_F32(a) < TO_F32(b))   ? (a) \
+   : (isnan(TO_F32(b)) || TO_F32(b) < TO_F32(a)) ? (b) \
+                                                 : (uint16_t)((a) | (b)))
 #define CMLC_IX_HALF_COMBINES(suffix, TO_F32, FROM_F32)                            \
   CMLC_IX_COMBINE(cmlc_ix_sum_##suffix, uint16_t, FROM_F32(TO_F32(a) + TO_F32(b))) \
-  CMLC_IX_COMBINE(cmlc_ix_max_##suffix, uint16_t,                                  \
-                  (isnan(TO_F32(a)) || TO_F32(a) >= TO_F32(b)) ? a : b)            \
-  CMLC_IX_COMBINE(cmlc_ix_min_##suffix, uint16_t,                                  \
-                  (isnan(TO_F32(a)) || TO_F32(a) <= TO_F32(b)) ? a : b)
+  CMLC_IX_COMBINE(cmlc_ix_max_##suffix, uint16_t, CMLC_IX_HMAX(TO_F32, a, b))      \
+  CMLC_IX_COMBINE(cmlc_ix_min_##suffix, uint16_t, CMLC_IX_HMIN(TO_F32, a, b))
 CMLC_IX_HALF_COMBINES(f16, cml__f16_to_f32, cml__f32_to_f16)
 CMLC_IX_HALF_COMBINES(bf16, cml__bf16_to_f32, cml__f32_to_bf16)
 

@@ -269,9 +269,13 @@ typedef struct cmlc_wn_rw_t {
 #define CMLC_WN_MUL(acc, v) ((acc) *= (v))
 #define CMLC_WN_IMAX(acc, v) ((acc) = (v) > (acc) ? (v) : (acc))
 #define CMLC_WN_IMIN(acc, v) ((acc) = (v) < (acc) ? (v) : (acc))
-// NaN-propagating: once the accumulator is NaN it stays NaN.
-#define CMLC_WN_FMAX(acc, v) ((acc) = (isnan(v) || (v) > (acc)) ? (v) : (acc))
-#define CMLC_WN_FMIN(acc, v) ((acc) = (isnan(v) || (v) < (acc)) ? (v) : (acc))
+// NaN-propagating: once the accumulator is NaN it stays NaN. -0 < +0, as XLA's max / min:
+// two zeros combine by an addition, which gives +0 unless both are -0 (Max), and Min negates
+// it (-0 unless both are +0). Branch-free, so that the row loops vectorize.
+#define CMLC_WN_FMAX(acc, v) \
+  ((acc) = ((v) != (v) || (v) > (acc)) ? (v) : ((v) == 0 && (acc) == 0) ? (acc) + (v) : (acc))
+#define CMLC_WN_FMIN(acc, v) \
+  ((acc) = ((v) != (v) || (v) < (acc)) ? (v) : ((v) == 0 && (acc) == 0) ? -(-(acc) - (v)) : (acc))
 
 // The kernels of one generator |GEN| (CMLC_WN_RW_FN or CMLC_WN_SCAN_FN) for every dtype and
 // reduction: |pre|_{sum,prod,max,min}_|suffix|.
@@ -525,10 +529,9 @@ static inline void* cmlc_wn_acc_place(void* buf, const void* first) {
     }                                                                                       \
   }
 
-// Branch-free NaN-propagating max / min for the row loops (they vectorize): a NaN operand
-// wins, as in CMLC_WN_FMAX / CMLC_WN_FMIN.
-#define CMLC_WN_VMAX(acc, v) ((acc) = ((v) != (v) || (v) > (acc)) ? (v) : (acc))
-#define CMLC_WN_VMIN(acc, v) ((acc) = ((v) != (v) || (v) < (acc)) ? (v) : (acc))
+// The row loops' max / min (they vectorize): CMLC_WN_FMAX / CMLC_WN_FMIN.
+#define CMLC_WN_VMAX(acc, v) CMLC_WN_FMAX(acc, v)
+#define CMLC_WN_VMIN(acc, v) CMLC_WN_FMIN(acc, v)
 
 #define CMLC_WN_ROWS_FLOAT(suffix, T, A, LOAD, STORE)                                         \
   CMLC_WN_ROWS_FN(cmlc_wn_rows_sum_##suffix, T, A, (A)0, LOAD, STORE, CMLC_WN_ADD)            \
