@@ -269,13 +269,22 @@ typedef struct cmlc_wn_rw_t {
 #define CMLC_WN_MUL(acc, v) ((acc) *= (v))
 #define CMLC_WN_IMAX(acc, v) ((acc) = (v) > (acc) ? (v) : (acc))
 #define CMLC_WN_IMIN(acc, v) ((acc) = (v) < (acc) ? (v) : (acc))
-// NaN-propagating: once the accumulator is NaN it stays NaN. -0 < +0, as XLA's max / min:
-// two zeros combine by an addition, which gives +0 unless both are -0 (Max), and Min negates
-// it (-0 unless both are +0). Branch-free, so that the row loops vectorize.
-#define CMLC_WN_FMAX(acc, v) \
-  ((acc) = ((v) != (v) || (v) > (acc)) ? (v) : ((v) == 0 && (acc) == 0) ? (acc) + (v) : (acc))
-#define CMLC_WN_FMIN(acc, v) \
-  ((acc) = ((v) != (v) || (v) < (acc)) ? (v) : ((v) == 0 && (acc) == 0) ? -(-(acc) - (v)) : (acc))
+// NaN-propagating: once the accumulator is NaN it stays NaN. -0 < +0, as XLA's max / min: a
+// tie keeps the accumulator unless its sign decides (Max replaces a -0, Min keeps it). Written
+// with copysign rather than signbit so that the row loops still vectorize at the baseline ISA
+// (SSE2 has no 64-bit compare for a double's sign bit).
+#define CMLC_WN_NEGATIVE(x) \
+  (_Generic((x), float : copysignf(1.0f, (float)(x)), default : copysign(1.0, (double)(x))) < 0)
+#define CMLC_WN_FMAX(acc, v)                         \
+  ((acc) = ((v) != (v) || (v) > (acc))       ? (v)   \
+           : ((acc) != (acc) || (v) < (acc)) ? (acc) \
+           : CMLC_WN_NEGATIVE(acc)           ? (v)   \
+                                             : (acc))
+#define CMLC_WN_FMIN(acc, v)                         \
+  ((acc) = ((v) != (v) || (v) < (acc))       ? (v)   \
+           : ((acc) != (acc) || (v) > (acc)) ? (acc) \
+           : CMLC_WN_NEGATIVE(acc)           ? (acc) \
+                                             : (v))
 
 // The kernels of one generator |GEN| (CMLC_WN_RW_FN or CMLC_WN_SCAN_FN) for every dtype and
 // reduction: |pre|_{sum,prod,max,min}_|suffix|.
