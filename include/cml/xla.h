@@ -42,7 +42,8 @@ CML_API bool cml_xla_auto_install_enabled(void);
 // Returns INVALID_ARGUMENT for an unknown plugin, FAILED_PRECONDITION for CUDA without an
 // NVIDIA GPU, UNAVAILABLE when python3, pip or the network fail (the message says how to
 // install by hand) or when the downloaded wheel's sha256 differs from the pinned one (the
-// message names both; nothing is installed).
+// message names both; nothing is installed), and OUT_OF_RANGE (the plugin installed, the
+// buffer set to "") when its path does not fit |path_buffer|.
 CML_API CML_MUST_USE cml_status_t cml_xla_install_plugin(const char* plugin, int verbosity,
                                                          bool force, char* path_buffer,
                                                          size_t path_size);

@@ -93,9 +93,18 @@ TEST(config_errors) {
   ASSERT_CONTAINS(cml_status_message(st), "bogus");
   ASSERT_CONTAINS(cml_status_message(st), "use_tfrt_gpu_client");  // lists the valid keys
   cml_status_free(st);
-  st = cml__xla_config_parse("cpu,cuda", &c);  // the plugin must come first
+  st = cml__xla_config_parse("cpu,cuda", &c);  // one plugin, first
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_CONTAINS(cml_status_message(st), "first");
+  ASSERT_CONTAINS(cml_status_message(st), "one plugin per config: \"cpu\" came first");
+  cml_status_free(st);
+  st = cml__xla_config_parse("preallocate=true,cpu", &c);  // the plugin must come first
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(cml_status_message(st), "the plugin name or path must come first");
+  cml_status_free(st);
+  st = cml__xla_config_parse("cpu,bogus", &c);  // a plain unknown option: no hint
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(cml_status_message(st), "unknown option \"bogus\"");
+  ASSERT_TRUE(strstr(cml_status_message(st), "first") == NULL);
   cml_status_free(st);
   ASSERT_STATUS_CODE(cml__xla_config_parse("cpu,memory_fraction=1.5", &c),
                      CML_STATUS_INVALID_ARGUMENT);

@@ -174,8 +174,9 @@ TEST(check_blank_flags_runs_nothing) {
   int before = cml__xla_flags_probe_count();
   ASSERT_STATUS_OK(cml__xla_check_flags(NULL, NULL, NULL, 0));
   ASSERT_STATUS_OK(cml__xla_check_flags(NULL, "", NULL, 0));
-  ASSERT_STATUS_OK(cml__xla_check_flags(NULL, "  \t\n", NULL, 0));
   ASSERT_EQ_INT(cml__xla_flags_probe_count(), before);
+  // Blanks alone are not "no flags" to XLA (it reads them as a file name): checked.
+  ASSERT_STATUS_CODE(cml__xla_check_flags(NULL, "  \t\n", NULL, 0), CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml__xla_check_flags(NULL, "--help", NULL, 0), CML_STATUS_INVALID_ARGUMENT);
 }
 
@@ -242,6 +243,18 @@ TEST(plugin_results_are_cached_per_value) {
   ASSERT_MESSAGE_HAS(m, "--xla_cpu_enable_fast_math");
   free(m);
   ASSERT_EQ_INT(cml__xla_flags_probe_count(), before);  // no second child
+}
+
+// XLA reads any value that does not start with "--" as a flags file, blanks included, and
+// ends the process when it cannot open it: the value was once taken as empty and never checked.
+TEST(plugin_blank_value_is_rejected_and_the_process_survives) {
+  static const char* const blanks[] = {" ", "\t", "\n"};
+  for (size_t i = 0; i < sizeof blanks / sizeof *blanks; ++i) {
+    char* m = create_rejected(blanks[i]);
+    ASSERT_TRUE(m != NULL);
+    ASSERT_MESSAGE_HAS(m, "Could not open file");
+    free(m);
+  }
 }
 
 TEST(plugin_unknown_flag_is_named) {
@@ -358,6 +371,7 @@ int main(int argc, char** argv) {
   };
   static const test_entry_t plugin_tests[] = {
       TEST_ENTRY(plugin_help_lists_the_flags_and_the_process_survives),
+      TEST_ENTRY(plugin_blank_value_is_rejected_and_the_process_survives),
       TEST_ENTRY(plugin_results_are_cached_per_value),
       TEST_ENTRY(plugin_unknown_flag_is_named),
       TEST_ENTRY(plugin_malformed_value_is_rejected),

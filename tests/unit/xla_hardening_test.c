@@ -462,6 +462,37 @@ TEST(visible_devices_must_exist_and_be_distinct) {
   ASSERT_CHILD_OK(in_child(expect_in_child, &fine, kChildLimitS));
 }
 
+// The CPU plugin given by a path whose file name does not say "cpu": its platform comes from a
+// client made without options, so no GPU option (preallocate) reaches it and the CPU options
+// apply. The name once decided: "Unexpected option name ... preallocate".
+TEST(plugin_by_path_named_without_its_platform) {
+  char plugin[300], config[400];
+  snprintf(plugin, sizeof plugin, "%s/real.so", g_root);
+  ASSERT_TRUE(copy_file(g_real_plugin, plugin, -1));
+  snprintf(config, sizeof config, "xla:%s", plugin);
+  expect_t plain = {.home = g_root, .config = config, .code = CML_STATUS_OK};
+  ASSERT_CHILD_OK(in_child(expect_in_child, &plain, kChildLimitS));
+  snprintf(config, sizeof config, "xla:%s,cpu_device_count=2,shared_buffers=true", plugin);
+  expect_t cpu = {.home = g_root, .config = config, .code = CML_STATUS_OK};
+  ASSERT_CHILD_OK(in_child(expect_in_child, &cpu, kChildLimitS));
+}
+
+// The installed plugin's path that does not fit the caller's buffer is OUT_OF_RANGE with an
+// empty buffer (it was once cut and returned as OK: "/root/."). Nothing is downloaded: the
+// sound copy found here is kept.
+TEST(install_path_that_does_not_fit_is_a_status) {
+  char small[8], full[4096];
+  memset(small, 'x', sizeof small);
+  cml_status_t st = cml_xla_install_plugin("cpu", 0, false, small, sizeof small);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_OUT_OF_RANGE);
+  ASSERT_CONTAINS(cml_status_message(st), "do not fit path_buffer");
+  cml_status_free(st);
+  ASSERT_EQ_INT(small[0], '\0');
+  ASSERT_STATUS_OK(cml_xla_install_plugin("cpu", 0, false, full, sizeof full));
+  ASSERT_TRUE(strlen(full) >= sizeof small);
+  ASSERT_TRUE(access(full, R_OK) == 0);
+}
+
 static int run(const test_entry_t* tests, size_t count, const char* only, int* ran) {
   int failures = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -499,6 +530,8 @@ int main(int argc, char** argv) {
       TEST_ENTRY(sound_copy_with_manifest_loads),
       TEST_ENTRY(found_plugin_does_not_run_python3),
       TEST_ENTRY(visible_devices_must_exist_and_be_distinct),
+      TEST_ENTRY(plugin_by_path_named_without_its_platform),
+      TEST_ENTRY(install_path_that_does_not_fit_is_a_status),
   };
   int ran = 0;
   int failures = run(tests, sizeof tests / sizeof tests[0], only, &ran);

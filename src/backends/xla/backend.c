@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/xla/backend.c: the "xla" backend: a PJRT plugin (found, or auto-installed) behind
 // cml's backend vtable. Graphs are lowered to StableHLO text and compiled by the plugin.
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -899,6 +900,20 @@ static cml_status_t cml_xla_check_visible_devices(const cml__xla_config_t* confi
   return CML_OK;
 }
 
+// Names of the accelerator plugins other than CUDA (TPU, ROCm, Metal, a generic GPU): their
+// platform is known from the name, and their client creation is too costly to probe.
+static bool cml_xla_name_is_other_accelerator(const char* name) {
+  static const char* const kNames[] = {"tpu", "rocm", "metal", "gpu"};
+  for (size_t i = 0; i < sizeof kNames / sizeof kNames[0]; ++i) {
+    const size_t n = strlen(kNames[i]);
+    for (const char* p = name; *p; ++p) {
+      size_t j = 0;
+      while (j < n && p[j] && tolower((unsigned char)p[j]) == kNames[i][j]) ++j;
+      if (j == n) return true;
+    }
+  }
+  return false;
+}
 static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allocator,
                                    cml_backend_t** out_backend) {
   *out_backend = NULL;
@@ -936,6 +951,19 @@ static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allo
   cml_status_t st = cml_xla_load(name, &path, &plugin);
   free(path);
   if (st != CML_OK) return st;
+  if (!is_cpu && !is_cuda && !cml_xla_name_is_other_accelerator(name)) {
+    // A plugin whose file name does not say its platform (xla:/path/real.so): the options to
+    // send depend on it (a CPU plugin rejects the GPU ones), so ask a client made without
+    // options, after the XLA_FLAGS check that guards every client creation.
+    st = cml__xla_check_flags(plugin, getenv("XLA_FLAGS"), NULL, 0);
+    if (st != CML_OK) return st;
+    cml__xla_client_t* probe = NULL;
+    st = cml__xla_client_create(plugin, NULL, 0, &probe);
+    if (st != CML_OK) return cml_status_annotate(st, "xla: plugin %s", plugin->path);
+    is_cpu = strcmp(probe->platform_name, "cpu") == 0;
+    is_cuda = strcmp(probe->platform_name, "cuda") == 0;
+    cml__xla_client_destroy(probe);
+  }
   st = cml__xla_config_resolve(&config, is_cpu, is_cuda);
   if (st != CML_OK) return st;
   cml__xla_option_t options[8];

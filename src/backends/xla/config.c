@@ -81,7 +81,18 @@ static cml_status_t cml_xla_config_extra(void* user, size_t index, const char* i
   key[k] = '\0';
   cml_status_t st = cml__config_unknown_key("xla", key, ctx->specs, ctx->spec_count);
   if (index > 0 && !strchr(item, '=')) {
-    st = cml_status_annotate(st, "(the plugin name or path must come first)");
+    static const char* const kPlugins[] = {"cpu", "cuda", "tpu", "rocm", "metal"};
+    bool plugin_like = strchr(item, '/') != NULL;
+    for (size_t i = 0; i < sizeof kPlugins / sizeof kPlugins[0]; ++i) {
+      plugin_like = plugin_like || strcmp(item, kPlugins[i]) == 0;
+    }
+    if (!ctx->config->plugin[0]) {
+      // "xla:preallocate=true,cpu": a bare name after an option was meant as the plugin.
+      st = cml_status_annotate(st, "(the plugin name or path must come first)");
+    } else if (plugin_like) {
+      st = cml_status_annotate(st, "(one plugin per config: \"%s\" came first)",
+                               ctx->config->plugin);
+    }
   }
   return st;
 }

@@ -465,14 +465,18 @@ cml_status_t cml__xla_find_plugin(const cml__xla_search_t* search, const char* n
     used += (size_t)w;
   }
   cml_xla_dirs_free(&dirs);
+  // `cml install` knows the CPU and CUDA plugins only: other names get the other two ways.
+  char install[96] = "";
+  if (strcmp(name, "cpu") == 0 || strcmp(name, "cuda") == 0) {
+    snprintf(install, sizeof install, "install it with `cml install %s`, ", name);
+  }
   return cml_status_make(
       CML_STATUS_NOT_FOUND,
       "xla: PJRT plugin \"%s\" not found (looked for pjrt_c_api_%s_plugin.so, pjrt-plugin-%s.so, "
-      "pjrt_plugin_%s.so and pip-installed plugins in: %s%s%s). Install it with `cml install "
-      "%s`, point PJRT_PLUGIN_LIBRARY_PATH at its directory, or give its path "
-      "(xla:/path/plugin.so)",
+      "pjrt_plugin_%s.so and pip-installed plugins in: %s%s%s). To use it, %spoint "
+      "PJRT_PLUGIN_LIBRARY_PATH at its directory, or give its path (xla:/path/plugin.so)",
       name, name, name, name, used ? where : "no directories", note ? "; " : "", note ? note : "",
-      name);
+      install);
 }
 
 size_t cml__xla_list_plugins(const cml__xla_search_t* search, char* buffer, size_t size) {

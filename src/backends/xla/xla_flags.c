@@ -277,9 +277,10 @@ static cml_xla_flags_entry_t* cml_xla_flags_rejected;  // process lifetime, neve
 static cml_xla_flags_consumed_t* cml_xla_flags_consumed;
 static int cml_xla_flags_probes;
 
-static bool cml_xla_flags_blank(const char* text) {
-  return !text || text[strspn(text, " \t\r\n")] == '\0';
-}
+// Only an unset or empty XLA_FLAGS means "no flags" to XLA: any other value that does not
+// start with "--" (blanks alone included) is read as the name of a flags file, and a missing
+// file ends the process, so such values go through the checked path.
+static bool cml_xla_flags_blank(const char* text) { return !text || text[0] == '\0'; }
 
 static void cml_xla_flags_remember_rejection(const char* plugin_path, const char* xla_flags,
                                              cml_status_t st) {

@@ -741,7 +741,18 @@ cml_status_t cml_xla_install_plugin(const char* plugin, int verbosity, bool forc
   params.force = force;
   char* path = NULL;
   CML_RETURN_IF_ERROR(cml__xla_install(wheel, &params, &path, NULL));
-  if (path_buffer && path_size) snprintf(path_buffer, path_size, "%s", path);
+  cml_status_t st = CML_OK;
+  if (path_buffer && path_size) {
+    const int n = snprintf(path_buffer, path_size, "%s", path);
+    if (n < 0 || (size_t)n >= path_size) {
+      // A cut path would name another file: say so instead of returning it.
+      st = cml_status_make(CML_STATUS_OUT_OF_RANGE,
+                           "cml_xla_install_plugin: the plugin is installed at %s, whose %d "
+                           "bytes do not fit path_buffer (%zu bytes with the terminating NUL)",
+                           path, n, path_size);
+      path_buffer[0] = '\0';
+    }
+  }
   free(path);
-  return CML_OK;
+  return st;
 }
