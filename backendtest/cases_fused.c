@@ -149,6 +149,11 @@ static void case_softmax_f16(bt_t* t) {
 static void case_softmax_bf16(bt_t* t) {
   fz_softmax_case(t, CML_DTYPE_BF16, 3, (int64_t[]){2, 3, 8}, 2, -2, 2);
 }
+// A long bf16 row: summed in bf16 the exponentials lose most of their bits (a decomposition
+// computing in the half type was off by a quarter); fused ops compute in f32.
+static void case_softmax_bf16_long_row(bt_t* t) {
+  fz_softmax_case(t, CML_DTYPE_BF16, 2, (int64_t[]){2, 1000}, 1, -2, 2);
+}
 
 //===--- FusedGelu ---===//
 
@@ -298,6 +303,23 @@ static void case_layer_norm_f32_middle_gamma(bt_t* t) {
 }
 static void case_layer_norm_f32_beta_only(bt_t* t) {
   fz_layer_norm_case(t, CML_DTYPE_F32, 2, (int64_t[]){3, 16}, (int64_t[]){1}, 1, 0.1, false, true);
+}
+// f16 [1, 8] = 10000, 10008, ..., 10056 (exact in f16): the row sums to 80224, past f16's
+// 65504, so statistics in f16 are inf and then NaN. Mean 10028, variance 336.
+static void case_layer_norm_f16_large_row(bt_t* t) {
+  if (!bt_require_dtype(t, CML_DTYPE_F16)) return;
+  cml_function_t* f = bt_main(t);
+  const int64_t dims[] = {1, 8};
+  double x[8], want[8];
+  for (int i = 0; i < 8; ++i) x[i] = 10000 + 8 * i;
+  for (int i = 0; i < 8; ++i) want[i] = (x[i] - 10028) / sqrt(336 + 1e-3);
+  cml_value_t xv = bt_param_f64(t, f, CML_DTYPE_F16, 2, dims, x);
+  int64_t axis = -1;
+  cml_value_t y =
+      cml_op_fused_layer_norm(f, xv, &axis, 1, 1e-3, CML_VALUE_INVALID, CML_VALUE_INVALID);
+  bt_tensor_t out[1];
+  if (!bt_exec(t, &y, 1, out)) return;
+  fz_expect(t, "layer norm", &out[0], CML_DTYPE_F16, 2, dims, want);
 }
 static void case_layer_norm_f16(bt_t* t) {
   fz_layer_norm_case(t, CML_DTYPE_F16, 2, (int64_t[]){4, 8}, (int64_t[]){1}, 1, 1e-3, true, true);
@@ -675,6 +697,7 @@ const bt_case_t bt_cases_fused[] = {
     {"softmax_f32_large_values", CML_OP_FUSED_SOFTMAX, case_softmax_f32_large},
     {"softmax_f16", CML_OP_FUSED_SOFTMAX, case_softmax_f16},
     {"softmax_bf16", CML_OP_FUSED_SOFTMAX, case_softmax_bf16},
+    {"softmax_bf16_long_row", CML_OP_FUSED_SOFTMAX, case_softmax_bf16_long_row},
     {"gelu_hand", CML_OP_FUSED_GELU, case_gelu_hand},
     {"gelu_f32_exact", CML_OP_FUSED_GELU, case_gelu_f32_exact},
     {"gelu_f32_approx", CML_OP_FUSED_GELU, case_gelu_f32_approx},
@@ -687,6 +710,7 @@ const bt_case_t bt_cases_fused[] = {
     {"layer_norm_f32_middle_gamma", CML_OP_FUSED_LAYER_NORM, case_layer_norm_f32_middle_gamma},
     {"layer_norm_f32_beta_only", CML_OP_FUSED_LAYER_NORM, case_layer_norm_f32_beta_only},
     {"layer_norm_f16", CML_OP_FUSED_LAYER_NORM, case_layer_norm_f16},
+    {"layer_norm_f16_large_row", CML_OP_FUSED_LAYER_NORM, case_layer_norm_f16_large_row},
     {"dense_hand", CML_OP_FUSED_DENSE, case_dense_hand},
     {"dense_f32_none", CML_OP_FUSED_DENSE, case_dense_f32_none},
     {"dense_f32_gelu_batch", CML_OP_FUSED_DENSE, case_dense_f32_gelu_batch},

@@ -86,6 +86,12 @@ static bool cml_fused_begin(cml_function_t* f, cml_op_t op, bool* out_native) {
   return true;
 }
 
+// Float16 and BFloat16: the decompositions of the normalizing ops compute in f32, as the
+// native kernels do.
+static bool cml_fused_is_half(cml_dtype_t dtype) {
+  return dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BF16;
+}
+
 // Resolves operand |v| (position |pos|, named |what| in messages) of |op|.
 static bool cml_fused_input(cml_function_t* f, cml_op_t op, cml_value_t v, size_t pos,
                             uint32_t* out_index, cml_shape_t* out_shape) {
@@ -204,6 +210,12 @@ cml_value_t cml_op_fused_softmax(cml_function_t* f, cml_value_t x, int64_t axis)
     attrs.axis = a;
     return cml__op_add_node(f, op, &in, 1, &xs, 1, &attrs);
   }
+  if (cml_fused_is_half(xs.dtype)) {
+    // As the native kernels do: computed in f32, rounded once (in the half type, the sum of
+    // a long row's exponentials loses most of its bits: 25% off at 1000 values in bf16).
+    cml_value_t y = cml_op_fused_softmax(f, cml_op_convert_dtype(f, x, CML_DTYPE_F32), (int64_t)a);
+    return cml_op_convert_dtype(f, y, xs.dtype);
+  }
   cml_value_t m = cml_fused_reduce_keep(f, CML_OP_REDUCE_MAX, x, &xs, &a, 1);
   cml_value_t e = cml_op_exp(f, cml_op_sub(f, x, m));
   cml_value_t s = cml_fused_reduce_keep(f, CML_OP_REDUCE_SUM, e, &xs, &a, 1);
@@ -313,6 +325,15 @@ cml_value_t cml_op_fused_layer_norm(cml_function_t* f, cml_value_t x, const int6
     return cml__op_add_node(f, op, in, in_count, &xs, 1, &attrs);
   }
   cml_dtype_t dt = xs.dtype;
+  if (cml_fused_is_half(dt)) {
+    // As the native kernels do: statistics and result in f32, rounded once (an f16 row of
+    // eight values near 1e4 sums past 65504 in f16: inf, then NaN).
+    cml_value_t g32 = (present & 1u) ? cml_op_convert_dtype(f, gamma, CML_DTYPE_F32) : gamma;
+    cml_value_t b32 = (present & 2u) ? cml_op_convert_dtype(f, beta, CML_DTYPE_F32) : beta;
+    cml_value_t y = cml_op_fused_layer_norm(f, cml_op_convert_dtype(f, x, CML_DTYPE_F32), sorted,
+                                            (size_t)count, epsilon, g32, b32);
+    return cml_op_convert_dtype(f, y, dt);
+  }
   double n = 1;
   for (int32_t i = 0; i < count; ++i) n *= (double)norm_dims[i];
   cml_value_t inv_n = cml_fused_scalar(f, dt, n > 0 ? 1.0 / n : 0.0);

@@ -230,6 +230,61 @@ TEST(layer_norm_native_vs_decomposed) {
   ASSERT_TRUE(e2 <= 1);
 }
 
+// Rows whose squared deviations overflow f32 (values near +-1e30, all finite): the native
+// kernel's variance once came out inf - inf = NaN, was taken as 0, and the outputs were
+// (x - mean) / sqrt(eps), about 1e32. Now it is the double-precision answer on every ISA (the
+// decomposition's f32 squares overflow: it is not compared). Rows of 33 (a tail on both ISAs)
+// and 300, f32 and bf16 (f16 cannot hold 1e30).
+TEST(layer_norm_huge_values) {
+  static const char* const cfgs[] = {"c", "c:avx512=false", "c:avx512=false,avx2=false"};
+  static const int64_t lens[] = {33, 300};
+  for (int dt = 0; dt < 2; ++dt) {
+    const cml_dtype_t dtype = dt == 0 ? CML_DTYPE_F32 : CML_DTYPE_BF16;
+    for (size_t l = 0; l < 2; ++l) {
+      const int64_t n = lens[l];
+      float xf[300];
+      uint16_t xb[300], yb[300];
+      float y[300];
+      for (int64_t j = 0; j < n; ++j) {
+        xf[j] = (float)(fz_uniform(-1, 1) * 1e30);
+        xb[j] = cml_f32_to_bf16(xf[j]);
+        if (dt == 1) xf[j] = cml_bf16_to_f32(xb[j]);
+      }
+      double mean = 0, sq = 0;
+      for (int64_t j = 0; j < n; ++j) mean += xf[j];
+      mean /= (double)n;
+      for (int64_t j = 0; j < n; ++j) sq += (xf[j] - mean) * (xf[j] - mean);
+      const double rstd = 1 / sqrt(sq / (double)n + 1e-5);
+      cml_shape_t shapes[3] = {cml_shape_make(dtype, 2, (int64_t[]){1, n}),
+                               cml_shape_make(dtype, 1, (int64_t[]){n}),
+                               cml_shape_make(dtype, 1, (int64_t[]){n})};
+      float ones[300], zeros[300];
+      uint16_t onesb[300], zerosb[300];
+      for (int64_t j = 0; j < n; ++j) {
+        ones[j] = 1, zeros[j] = 0;
+        onesb[j] = cml_f32_to_bf16(1), zerosb[j] = 0;
+      }
+      const void* const ins_f[] = {xf, ones, zeros};
+      const void* const ins_b[] = {xb, onesb, zerosb};
+      for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; ++c) {
+        int nodes = -1;
+        ASSERT_STATUS_OK(fz_run(cfgs[c], fz_build_ln, NULL, shapes, 3, dt == 0 ? ins_f : ins_b,
+                                dt == 0 ? (void*)y : (void*)yb, CML_OP_FUSED_LAYER_NORM, &nodes));
+        for (int64_t j = 0; j < n; ++j) {
+          const double got = dt == 0 ? y[j] : cml_bf16_to_f32(yb[j]);
+          const double want = (xf[j] - mean) * rstd;
+          const double tol = dt == 0 ? 1e-4 : 2e-2;
+          if (!(fabs(got - want) <= tol * (1 + fabs(want)))) {
+            fprintf(stderr, "%s %s n=%lld: y[%lld] = %g, want %g\n", cfgs[c], cml_dtype_name(dtype),
+                    (long long)n, (long long)j, got, want);
+          }
+          ASSERT_TRUE(fabs(got - want) <= tol * (1 + fabs(want)));
+        }
+      }
+    }
+  }
+}
+
 //===--- dense: every activation, threads 1 vs 4 bit-identical ---===//
 
 typedef struct fz_dense_ctx_t {
@@ -488,6 +543,6 @@ TEST(invalid_operand_keeps_first_error) {
 
 TEST_MAIN(TEST_ENTRY(capabilities_follow_fusion_option), TEST_ENTRY(enum_names),
           TEST_ENTRY(softmax_native_vs_decomposed), TEST_ENTRY(layer_norm_native_vs_decomposed),
-          TEST_ENTRY(dense_all_activations), TEST_ENTRY(gelu_f64_parallel),
-          TEST_ENTRY(folded_constants), TEST_ENTRY(argument_errors),
+          TEST_ENTRY(layer_norm_huge_values), TEST_ENTRY(dense_all_activations),
+          TEST_ENTRY(gelu_f64_parallel), TEST_ENTRY(folded_constants), TEST_ENTRY(argument_errors),
           TEST_ENTRY(invalid_operand_keeps_first_error))

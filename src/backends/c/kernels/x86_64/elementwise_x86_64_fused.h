@@ -204,7 +204,22 @@ CMLC_EW_FUSED_DENSE_ROW(f16)
     const float r = v_fold32(acc, false);                                                        \
     const float var = (v_fold32(acc2, false) - r * r * inv_n) * inv_n;                           \
     const vf corr = v_set1(r * inv_n); /* mean = m + corr, kept apart */                         \
-    const vf rstd = v_set1(1.0f / sqrtf((var > 0 ? var : 0.0f) + eps));                          \
+    float rs = 1.0f / sqrtf((var > 0 ? var : 0.0f) + eps);                                       \
+    if (!(var <= 3.4028234663852886e38f)) {                                                      \
+      /* The squares overflowed f32 (values near 1e19 and up; inf - inf once made the variance   \
+         NaN and then 0, so rstd = 1 / sqrt(eps)): the deviations again, squared in double. A    \
+         NaN or infinite input gives NaN here, as the scalar kernel does. */                     \
+      double s2 = 0;                                                                             \
+      float dev[CMLC_V_W];                                                                       \
+      for (int64_t i = 0; i < n; i += CMLC_V_W) {                                                \
+        const int64_t c = n - i >= CMLC_V_W ? CMLC_V_W : n - i;                                  \
+        const vf v = c == CMLC_V_W ? v_ld_##sfx(x, i) : v_ld_tail_##sfx(x, i, c, first);         \
+        v_store(dev, v_sub(v_sub(v, m), corr));                                                  \
+        for (int64_t j = 0; j < c; ++j) s2 += (double)dev[j] * (double)dev[j];                   \
+      }                                                                                          \
+      rs = (float)(1.0 / sqrt(s2 / (double)n + (double)eps));                                    \
+    }                                                                                            \
+    const vf rstd = v_set1(rs);                                                                  \
     for (int64_t i = 0; i < n; i += CMLC_V_W) {                                                  \
       const int64_t left = n - i;                                                                \
       const bool full = left >= CMLC_V_W;                                                        \
