@@ -530,8 +530,12 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
   memset(&bs, 0, sizeof bs);
   if (cfg.mask != CML_VALUE_INVALID) {
     if (!cml_fused_input(f, op, cfg.mask, 3, &in[in_count], &ms)) return CML_VALUE_INVALID;
-    if (ms.dtype != CML_DTYPE_BOOL && !cml_fused_check_float(f, op, "mask", &ms, qs.dtype))
-      return CML_VALUE_INVALID;
+    if (ms.dtype != CML_DTYPE_BOOL && ms.dtype != qs.dtype) {
+      char text[CML__SHAPE_TEXT];
+      return cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT,
+                       "%s: mask %s must be Bool or q's dtype %s", cml_op_name(op),
+                       cml__shape_text(&ms, text), cml_dtype_name(qs.dtype));
+    }
     if (!cml_sdpa_check_broadcast(f, "mask", &ms, scores, &qs)) return CML_VALUE_INVALID;
     present |= 1u;
     ++in_count;

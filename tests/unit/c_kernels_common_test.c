@@ -61,6 +61,8 @@ TEST(isa_needs_f16c) {
   ASSERT_EQ_INT(pick(all, true, true, false), CMLC_ISA_AVX512);
   ASSERT_EQ_INT(pick(all, false, true, false), CMLC_ISA_AVX2);
   ASSERT_EQ_INT(pick(all, false, false, false), CMLC_ISA_SCALAR);
+  // avx2=false alone turns AVX-512 off too (it builds on AVX2); it once kept it.
+  ASSERT_EQ_INT(pick(all, true, false, false), CMLC_ISA_SCALAR);
   ASSERT_EQ_INT(pick(all, true, true, true), CMLC_ISA_SCALAR);
   cmlc_cpu_features_t no_f16c = all;
   no_f16c.f16c = false;  // the elementwise SIMD kernels convert f16 with F16C

@@ -494,6 +494,16 @@ static cml_value_t fz_err_sdpa_mask(cml_function_t* f) {
   return cml_op_fused_sdpa(f, q, q, q, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
 }
 
+static cml_value_t fz_err_sdpa_mask_dtype(cml_function_t* f) {
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 1, 2, 3, 4);
+  cml_shape_t m = API_SHAPE(CML_DTYPE_I32, 3, 3);
+  cml_value_t q = cml_parameter(f, "q", &s);
+  cml_sdpa_config_t cfg;
+  cml_sdpa_config_init(&cfg);
+  cfg.mask = cml_parameter(f, "mask", &m);
+  return cml_op_fused_sdpa(f, q, q, q, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
+}
+
 static cml_value_t fz_err_qkv(cml_function_t* f) {
   cml_shape_t x = API_SHAPE(CML_DTYPE_F32, 2, 4);
   cml_shape_t w = API_SHAPE(CML_DTYPE_F32, 4, 9);
@@ -515,6 +525,11 @@ TEST(argument_errors) {
   ASSERT_TRUE(
       fz_expect_error(fz_err_sdpa_lengths, "both query_seq_len and kv_seq_len", msg, sizeof msg));
   ASSERT_TRUE(fz_expect_error(fz_err_sdpa_mask, "mask (Bool)[2, 3]", msg, sizeof msg));
+  // The dtypes a mask may have, both named (Bool was once left out).
+  ASSERT_TRUE(fz_expect_error(fz_err_sdpa_mask_dtype,
+                              "mask (Int32)[3, 3] must be Bool or q's "
+                              "dtype Float32",
+                              msg, sizeof msg));
   ASSERT_TRUE(fz_expect_error(fz_err_qkv, "query_dim 4", msg, sizeof msg));
   ASSERT_CONTAINS(msg, "[4, 9]");
 }

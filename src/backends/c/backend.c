@@ -35,7 +35,8 @@ static const char cmlc_backend_config_help[] =
     "  reference (bool, default false): scalar reference kernels, no fusion (compliance oracle)\n"
     "  avx512 (bool, default true, env GOMLX_SIMD_AVX512): use AVX-512 kernels when the CPU has "
     "them\n"
-    "  avx2 (bool, default true, env GOMLX_SIMD_AVX2): use AVX2+FMA kernels when the CPU has them\n"
+    "  avx2 (bool, default true, env GOMLX_SIMD_AVX2): use AVX2+FMA kernels when the CPU has them "
+    "(false turns AVX-512 off too: it builds on AVX2)\n"
     "  fusion (bool, default true, env GOMLX_FUSION): fuse ops (false: fused ops are decomposed)\n"
     "  quant_int8 (bool, default false): batch-1 GGML FusedQuantizedDense with activations "
     "quantized to int8 per 32 values, per 256 for Q4_K (docs/quantization.md)\n";
@@ -549,13 +550,18 @@ static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allo
   cmlc_backend_t* b = cml_allocator_malloc(allocator, sizeof *b, CMLC_ALIGNMENT);
   if (!b) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   memset(b, 0, sizeof *b);
-  char full[256];
+  char full[320];
   const bool mpi = options.process_count > 1;
-  snprintf(full, sizeof full, "c:threads=%d,devices=%d,reference=%s,avx512=%s,avx2=%s,fusion=%s%s",
+  // Every option, as it runs (avx512 / avx2: the ISA level used, which a CPU without AVX-512
+  // or avx512=false lowers).
+  snprintf(full, sizeof full,
+           "c:threads=%d,devices=%d,reference=%s,avx512=%s,avx2=%s,fusion=%s,quant_int8=%s,"
+           "dynamic_cache=%d,buffer_cache_mb=%lld%s",
            options.threads, options.devices, options.reference ? "true" : "false",
            options.isa == CMLC_ISA_AVX512 ? "true" : "false",
            options.isa >= CMLC_ISA_AVX2 ? "true" : "false", options.fusion ? "true" : "false",
-           mpi ? ",distributed=mpi" : "");
+           options.quant_int8 ? "true" : "false", options.dynamic_cache,
+           (long long)(options.buffer_cache_bytes >> 20), mpi ? ",distributed=mpi" : "");
   // distributed=mpi: the global device space (process rank x local devices).
   const int global_devices = options.devices * (mpi ? options.process_count : 1);
   cml_status_t st =

@@ -52,7 +52,9 @@ void cmlc_options_select_isa(const cmlc_cpu_features_t* features, bool allow_avx
   // Both SIMD ISAs include F16C (the elementwise kernels convert f16 with it; every AVX2 + FMA
   // CPU has it), so no kernel checks it again.
   if (!features->f16c) return;
-  if (allow_avx512 && features->avx512 && features->avx2_fma) {
+  // avx2=false turns AVX-512 off too: the AVX-512 level runs AVX2 kernels wherever an op has
+  // no 512-bit one, and its own kernels use AVX2 instructions.
+  if (allow_avx512 && allow_avx2 && features->avx512 && features->avx2_fma) {
     options->isa = CMLC_ISA_AVX512;
     options->avx512_bf16 = features->avx512_bf16;
     options->avx512_vnni = features->avx512_vnni;
