@@ -568,6 +568,38 @@ static void case_sort_custom_abs(bt_t* t) {
   bt_expect_f64(t, "by |x|", &res[0], CML_DTYPE_F32, 1, dims, (double[]){0.5, 1, -2, -3, 4}, 0);
 }
 
+// A comparator that uses a value of main (a parameter, not a constant): |l - p| < |r - p| with
+// p = 2.5 sorts [10, -1, 3, 0.5, 2] by distance to p: [3, 2, 0.5, -1, 10]. Two operands (the
+// keys' positions follow).
+static void case_sort_comparator_captures_scalar(bt_t* t) {
+  if (!fn_require(
+          t,
+          (const cml_op_t[]){CML_OP_SORT, CML_OP_LESS_THAN, CML_OP_ABS, CML_OP_SUB, CML_OP_INVALID},
+          (const cml_dtype_t[]){CML_DTYPE_F32, CML_DTYPE_I32, CML_DTYPE_BOOL, CML_DTYPE_INVALID})) {
+    return;
+  }
+  int64_t dims[] = {5};
+  cml_function_t* f = bt_main(t);
+  cml_value_t x = bt_param_f64(t, f, CML_DTYPE_F32, 1, dims, (double[]){10, -1, 3, 0.5, 2});
+  cml_value_t pos = bt_param_i64(t, f, CML_DTYPE_I32, 1, dims, (int64_t[]){0, 1, 2, 3, 4});
+  cml_value_t p = bt_param_f64(t, f, CML_DTYPE_F32, 0, NULL, (double[]){2.5});
+  cml_function_t* cmp = fn_closure(t, f);
+  if (!cmp) return;
+  cml_value_t l = fn_param(cmp, "l", CML_DTYPE_F32, 0, NULL);
+  cml_value_t r = fn_param(cmp, "r", CML_DTYPE_F32, 0, NULL);
+  (void)fn_param(cmp, "li", CML_DTYPE_I32, 0, NULL);
+  (void)fn_param(cmp, "ri", CML_DTYPE_I32, 0, NULL);
+  cml_value_t less = cml_op_less_than(cmp, cml_op_abs(cmp, cml_op_sub(cmp, l, p)),
+                                      cml_op_abs(cmp, cml_op_sub(cmp, r, p)));
+  if (!fn_return(t, cmp, &less, 1, "comparator return")) return;
+  cml_value_t in[2] = {x, pos}, out[2] = {CML_VALUE_INVALID, CML_VALUE_INVALID};
+  (void)cml_op_sort(f, cmp, 0, true, in, 2, out);
+  bt_tensor_t res[2];
+  if (!bt_exec(t, out, 2, res)) return;
+  bt_expect_f64(t, "by |x - p|", &res[0], CML_DTYPE_F32, 1, dims, (double[]){3, 2, 0.5, -1, 10}, 0);
+  bt_expect_i64(t, "positions", &res[1], CML_DTYPE_I32, 1, dims, (int64_t[]){2, 4, 3, 1, 0});
+}
+
 // [[3, 1, 2], [1, 5, 0]] sorted along |axis|.
 static void fn_sort_2d(bt_t* t, int64_t axis, const double* want) {
   cml_dtype_t dtype = CML_DTYPE_F64;
@@ -768,6 +800,7 @@ const bt_case_t bt_cases_control[] = {
     {"sort_by_second_operand", CML_OP_SORT, case_sort_by_second_operand},
     {"sort_stable_ties", CML_OP_SORT, case_sort_stable_ties},
     {"sort_custom_abs", CML_OP_SORT, case_sort_custom_abs},
+    {"sort_comparator_captures_scalar", CML_OP_SORT, case_sort_comparator_captures_scalar},
     {"sort_axis_1", CML_OP_SORT, case_sort_axis_1},
     {"sort_axis_0", CML_OP_SORT, case_sort_axis_0},
     {"sort_nan_total_order", CML_OP_SORT, case_sort_nan_total_order},

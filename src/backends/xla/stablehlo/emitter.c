@@ -7,7 +7,9 @@
 // - While: captured values are appended to the loop-carried state and passed through the
 //   body unchanged, so both regions only use their block arguments.
 // - If: branches reference the enclosing values directly (stablehlo.if takes no block args).
-// - Sort: the comparator references enclosing values directly.
+// - Sort: a scalar the comparator captures becomes one more sort operand (broadcast; its lhs
+//   element stands for it); a captured array is UNIMPLEMENTED, and so is a While anywhere
+//   in the comparator (XLA's CPU compiler aborts on it).
 // - Small captured constants (up to 16 elements) are re-emitted inside the region instead.
 // - Call: named functions and called closures become `func.func private` functions; a
 //   closure's captures become extra trailing parameters, passed at the call site.
@@ -505,30 +507,96 @@ static cml_status_t cml_shlo_emit_if(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
   return st;
 }
 
+static uint32_t cml_shlo_node_targets(const cml_ir_node_t* n, uint32_t out[2]);
+
+// Whether function |fi| or a function it runs (If branches, Calls, nested Sorts) has a While:
+// XLA's CPU compiler aborts the process on a loop inside a sort comparator ("Check failed:
+// 1 == assigned_buffers.size()"). Depth is bounded: cycles and nesting were checked before.
+static bool cml_shlo_runs_while(const cml_module_t* m, uint32_t fi, uint32_t* out_fn) {
+  const cml_ir_function_t* f = &m->functions[fi];
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    if (n->op == CML_OP_WHILE) {
+      *out_fn = fi;
+      return true;
+    }
+    uint32_t targets[2];
+    const uint32_t k = cml_shlo_node_targets(n, targets);
+    for (uint32_t t = 0; t < k; ++t) {
+      if (cml_shlo_runs_while(m, targets[t], out_fn)) return true;
+    }
+  }
+  return false;
+}
+
+// Sort: the comparator's parameters come in StableHLO's interleaved order (lhs, rhs per
+// operand). XLA's conversion to HLO rejects a comparator that uses a value defined outside it
+// ("requires all operands to be defined in the parent region"), so a scalar the comparator
+// captures (other than a small constant, re-emitted inside) becomes one more sort operand,
+// broadcast to the operands' shape, whose lhs element stands for it; its sorted copy is
+// dropped. A captured array is UNIMPLEMENTED.
 static cml_status_t cml_shlo_emit_sort(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_module_t* m = c->module;
   uint32_t fi = n->attrs->functions[0];
   const cml_ir_function_t* f = &m->functions[fi];
-  uint32_t count = n->input_count;
-  cml__shlo_val_t* ins = malloc(count * sizeof *ins);
-  cml_shape_t* outs = malloc(count * sizeof *outs);
-  cml__shlo_name_t* args = malloc(f->param_count * sizeof *args + 1);
-  const cml_shape_t** shapes = malloc(f->param_count * sizeof *shapes + 1);
+  uint32_t loop_fn = 0;
+  if (cml_shlo_runs_while(m, fi, &loop_fn)) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "xla: Sort's comparator runs a While (in function %u \"%s\"): XLA's "
+                           "CPU compiler aborts the process on loops inside a comparator",
+                           loop_fn, m->functions[loop_fn].name ? m->functions[loop_fn].name : "");
+  }
+  uint32_t count = n->input_count, extra = 0;
+  for (uint32_t i = 0; i < f->capture_count; ++i) {
+    if (cml_shlo_sinkable_constant(m, f->captures_outer[i])) continue;
+    const cml_shape_t* s = &m->values[f->captures_outer[i]].shape;
+    if (s->rank != 0) {
+      char text[128];
+      return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                             "xla: Sort's comparator uses an array %s of an enclosing function; "
+                             "XLA takes only scalars there (pass its elements as sort operands)",
+                             cml_shape_format(s, text, sizeof text));
+    }
+    ++extra;
+  }
+  const uint32_t total = count + extra, params = f->param_count + 2 * extra;
+  cml__shlo_val_t* ins = malloc(total * sizeof *ins);
+  cml_shape_t* outs = malloc(total * sizeof *outs);
+  cml__shlo_name_t* args = malloc(params * sizeof *args + 1);
+  const cml_shape_t** shapes = malloc(params * sizeof *shapes + 1);
+  cml_shape_t* scalar = malloc((extra ? extra : 1) * sizeof *scalar);
   cml_status_t st = CML_OK;
-  if (!ins || !outs || !args || !shapes) {
+  if (!ins || !outs || !args || !shapes || !scalar) {
     st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   } else {
     for (uint32_t i = 0; i < count; ++i) {
       ins[i] = cml__shlo_value(c, n->inputs[i]);
       outs[i] = ins[i].shape;
     }
+    for (uint32_t i = 0, j = 0; i < f->capture_count; ++i) {
+      const uint32_t v = f->captures_outer[i];
+      if (cml_shlo_sinkable_constant(m, v)) continue;
+      const cml__shlo_val_t cap = cml__shlo_value(c, v);
+      ins[count + j] = cml__shlo_broadcast(c, &cap, &ins[0].shape);
+      outs[count + j] = ins[count + j].shape;
+      scalar[j] = m->values[v].shape;
+      ++j;
+    }
     for (uint32_t i = 0; i < f->param_count; ++i) shapes[i] = &m->values[f->params[i]].shape;
-    cml__shlo_name_t name = cml__shlo_op_begin(c, "stablehlo.sort", ins, (int)count, count);
+    for (uint32_t j = 0; j < extra; ++j) {
+      shapes[f->param_count + 2 * j] = shapes[f->param_count + 2 * j + 1] = &scalar[j];
+    }
+    cml__shlo_name_t name = cml__shlo_op_begin(c, "stablehlo.sort", ins, (int)total, total);
     cml_shlo_region_open(c, true);
-    // The comparator's parameters are already in StableHLO's interleaved order.
-    cml_shlo_block_header(c, shapes, f->param_count, args);
+    cml_shlo_block_header(c, shapes, params, args);
     for (uint32_t i = 0; i < f->param_count; ++i) cml__shlo_bind(c, f->params[i], &args[i]);
+    // Small constants inside the region; the scalars by their lhs block argument.
     cml_shlo_bind_captures_inline(c, fi);
+    for (uint32_t i = 0, j = 0; i < f->capture_count; ++i) {
+      if (cml_shlo_sinkable_constant(m, f->captures_outer[i])) continue;
+      cml__shlo_bind(c, f->captures_inner[i], &args[f->param_count + 2 * j]);
+      ++j;
+    }
     st = cml__shlo_emit_nodes(c, fi);
     if (st == CML_OK) cml_shlo_return(c, "stablehlo.return", fi, NULL, 0);
     cml_shlo_region_close(c);
@@ -538,14 +606,18 @@ static cml_status_t cml_shlo_emit_sort(cml__shlo_ctx_t* c, const cml_ir_node_t* 
       char a[96];
       snprintf(a, sizeof a, "dimension = %lld : i64, is_stable = %s", (long long)n->attrs->axis,
                n->attrs->flag ? "true" : "false");
-      cml__shlo_op_end(c, a, ins, (int)count, outs, count);
-      cml_shlo_bind_results(c, n, &name, count);
+      cml__shlo_op_end(c, a, ins, (int)total, outs, total);
+      for (uint32_t i = 0; i < count; ++i) {
+        cml__shlo_name_t r = total == 1 ? name : cml__shlo_result(&name, i);
+        cml__shlo_bind(c, n->first_output + i, &r);
+      }
     }
   }
   free(ins);
   free(outs);
   free(args);
   free((void*)shapes);
+  free(scalar);
   return st;
 }
 
