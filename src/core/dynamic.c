@@ -57,6 +57,20 @@ cml_status_t cml__module_check_dynamic(const cml_module_t* module) {
       if (node->attrs->limits[i] > 0 && count < kMaxBound) bound[count++] = -node->attrs->axes[i];
     }
   }
+  // An execution binds every one of these names (cml_axis_bindings_t holds at most
+  // CML_MAX_AXIS_BINDINGS): more could compile but never run.
+  size_t distinct = 0;
+  for (size_t i = 0; i < count; ++i) {
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; ++j) seen = bound[j] == bound[i];
+    distinct += !seen;
+  }
+  if (distinct > CML_MAX_AXIS_BINDINGS) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "compile: main's inputs and DynamicReshapes bind %zu dynamic axis "
+                           "names; an execution binds at most %d (CML_MAX_AXIS_BINDINGS)",
+                           distinct, CML_MAX_AXIS_BINDINGS);
+  }
   for (uint32_t v = 1; v < module->value_count; ++v) {
     const cml_shape_t* s = &module->values[v].shape;
     for (int32_t i = 0; i < s->rank; ++i) {

@@ -734,6 +734,34 @@ TEST(compile_rejects_unbound_axis) {
   cml_executable_release(exe);
 }
 
+// An execution binds at most CML_MAX_AXIS_BINDINGS (16) axis names: a module whose inputs name
+// 17 is refused at compile (it once compiled, and every execute then failed); 16 compile.
+TEST(compile_rejects_more_axes_than_an_execution_binds) {
+  for (int names = 16; names <= 17; ++names) {
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(g_backend, "axes", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_value_t sum = CML_VALUE_INVALID;
+    for (int i = 0; i < names; ++i) {
+      char axis[16];
+      snprintf(axis, sizeof axis, "ax%d", i);
+      cml_shape_t s = dyn2(axis, 0, NULL, 2);
+      cml_value_t r = cml_op_reduce_sum(f, cml_parameter(f, NULL, &s), NULL, 0);
+      sum = i == 0 ? r : cml_op_add(f, sum, r);
+    }
+    cml_executable_t* exe = NULL;
+    char msg[256];
+    cml_status_code_t code = api_code_msg(api_finish(b, &sum, 1, &exe), msg, sizeof msg);
+    if (names == 16) {
+      ASSERT_EQ_INT(code, CML_STATUS_OK);
+      cml_executable_release(exe);
+    } else {
+      ASSERT_EQ_INT(code, CML_STATUS_INVALID_ARGUMENT);
+      ASSERT_TRUE(strstr(msg, "17 dynamic axis names") != NULL);
+    }
+  }
+}
+
 // A backend without dynamic axes rejects a dynamic parameter with UNIMPLEMENTED.
 TEST(null_backend_rejects) {
   cml_backend_t* nb = NULL;
@@ -769,4 +797,5 @@ TEST_MAIN(TEST_ENTRY(make_format_parse), TEST_ENTRY(anonymous_axes_do_not_use_up
           TEST_ENTRY(execute_contradicting_inputs), TEST_ENTRY(execute_threads_small_cache),
           TEST_ENTRY(execute_dynamic_ops_and_concat), TEST_ENTRY(execute_reshape_size_values),
           TEST_ENTRY(reshape_size_value_rejections), TEST_ENTRY(compile_rejects_unbound_axis),
+          TEST_ENTRY(compile_rejects_more_axes_than_an_execution_binds),
           TEST_ENTRY(null_backend_rejects), TEST_ENTRY(teardown_backend))
