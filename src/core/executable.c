@@ -371,6 +371,19 @@ static cml_status_t cml__executable_execute(cml_executable_t* executable,
   }
   cml_status_t st = CML_OK;
   if (any_donated) st = cml__executable_check_donation(executable, inputs, input_count, flags);
+  // Each donated input is claimed atomically before dispatch: of two executions donating one
+  // buffer at once, only one may take its storage (both once did, and freed it twice). The
+  // claim is given back when the execution does not run or fails.
+  size_t claimed = 0;
+  for (; st == CML_OK && claimed < input_count; ++claimed) {
+    if (!flags[claimed] || cml__donated_claim(&inputs[claimed]->donated)) continue;
+    const size_t param = claimed % executable->input_count;
+    st = cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                         "%s: input %zu (parameter #%zu \"%s\"): buffer was donated to another "
+                         "execution (an earlier one, or one running now) and can no longer be used",
+                         what, claimed, param, executable->input_names[param]);
+    break;
+  }
   // A stop requested before dispatch is honoured on every backend; during the execution only
   // by backends with execute_with_control.
   if (st == CML_OK && control) st = cml_execute_control_check(control, what);
@@ -401,10 +414,11 @@ static cml_status_t cml__executable_execute(cml_executable_t* executable,
         cml_buffer_release(out_results[i]);
         out_results[i] = NULL;
       }
-    } else {
-      for (size_t k = 0; k < input_count; ++k) {
-        if (flags[k]) cml__donated_store(&inputs[k]->donated, true);
-      }
+    }
+  }
+  if (st != CML_OK) {  // not consumed: the claims go back
+    for (size_t k = 0; k < claimed; ++k) {
+      if (flags[k]) cml__donated_store(&inputs[k]->donated, false);
     }
   }
   if (flags != local_flags) cml_allocator_free(backend->allocator, flags, flags_size);

@@ -115,6 +115,13 @@ static inline bool cml__donated_load(const bool* donated) {
 static inline void cml__donated_store(bool* donated, bool value) {
   __atomic_store_n(donated, value, __ATOMIC_SEQ_CST);
 }
+// Sets the flag if it was clear; false when it was set already (donated, or claimed by a
+// concurrent execution).
+static inline bool cml__donated_claim(bool* donated) {
+  bool expected = false;
+  return __atomic_compare_exchange_n(donated, &expected, true, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST);
+}
 
 // True when vtable |vt| (of its declared struct_size) has a non-NULL entry |field|: vtables
 // built against an older minor API are shorter, and their missing entries count as NULL.

@@ -229,6 +229,71 @@ TEST(concurrent_execute) {
   ASSERT_EQ_INT(failures, 0);
 }
 
+// Two threads donating one buffer to concurrent executions of identity(x): exactly one of them
+// takes it, the other gets FAILED_PRECONDITION, and the released outputs free the storage once.
+// Both once succeeded with outputs on the same storage (a double free at release). 400 rounds
+// on 1 KiB and on 400 KB buffers (the second size goes through the buffer cache).
+typedef struct donor_t {
+  cml_executable_t* exe;
+  cml_buffer_t* x;
+  pthread_barrier_t* barrier;
+  cml_buffer_t* out;
+  cml_status_code_t code;
+} donor_t;
+
+static void* donor_main(void* arg) {
+  donor_t* d = arg;
+  pthread_barrier_wait(d->barrier);
+  cml_status_t st = cml_executable_execute(d->exe, &d->x, 1, (const bool[]){true}, 0, &d->out);
+  d->code = cml_status_code(st);
+  cml_status_free(st);
+  return NULL;
+}
+
+TEST(concurrent_donations_of_one_buffer) {
+  cml_backend_t* backend = new_backend("c:threads=2");
+  ASSERT_TRUE(backend);
+  static const int64_t sizes[] = {256, 100000};
+  for (int z = 0; z < 2; ++z) {
+    const int64_t n = sizes[z];
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(backend, "identity", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, &n);
+    cml_value_t x = cml_parameter(f, "x", &s);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, &x, 1, &exe));
+    float* host = calloc((size_t)n, sizeof(float));
+    ASSERT_TRUE(host != NULL);
+    int both = 0, none = 0;
+    for (int round = 0; round < 400; ++round) {
+      cml_buffer_t* in = NULL;
+      ASSERT_STATUS_OK(cml_buffer_from_host(backend, 0, &s, host, (size_t)n * sizeof(float), &in));
+      pthread_barrier_t barrier;
+      pthread_barrier_init(&barrier, NULL, 2);
+      donor_t d[2] = {{exe, in, &barrier, NULL, CML_STATUS_OK},
+                      {exe, in, &barrier, NULL, CML_STATUS_OK}};
+      pthread_t t[2];
+      for (int i = 0; i < 2; ++i) ASSERT_EQ_INT(pthread_create(&t[i], NULL, donor_main, &d[i]), 0);
+      for (int i = 0; i < 2; ++i) pthread_join(t[i], NULL);
+      pthread_barrier_destroy(&barrier);
+      const int ok = (d[0].code == CML_STATUS_OK) + (d[1].code == CML_STATUS_OK);
+      both += ok == 2;
+      none += ok == 0;
+      for (int i = 0; i < 2; ++i) {
+        if (d[i].code != CML_STATUS_OK) ASSERT_EQ_INT(d[i].code, CML_STATUS_FAILED_PRECONDITION);
+        cml_buffer_release(d[i].out);
+      }
+      cml_buffer_release(in);
+    }
+    free(host);
+    cml_executable_release(exe);
+    ASSERT_EQ_INT(both, 0);
+    ASSERT_EQ_INT(none, 0);
+  }
+  cml_backend_release(backend);
+}
+
 //===--- zero-size tensors through every op family ---===//
 
 TEST(zero_size_ops) {
@@ -625,5 +690,5 @@ TEST(nested_control_flow) {
 
 TEST_MAIN(TEST_ENTRY(backend_released_first), TEST_ENTRY(retain_release_counts),
           TEST_ENTRY(compile_execute_loop), TEST_ENTRY(concurrent_execute),
-          TEST_ENTRY(zero_size_ops), TEST_ENTRY(rank8), TEST_ENTRY(output_aliasing),
-          TEST_ENTRY(nested_control_flow))
+          TEST_ENTRY(concurrent_donations_of_one_buffer), TEST_ENTRY(zero_size_ops),
+          TEST_ENTRY(rank8), TEST_ENTRY(output_aliasing), TEST_ENTRY(nested_control_flow))

@@ -132,7 +132,12 @@ static cml_status_t cml_xla_buffer_create_shared(cml_backend_t* backend, int dev
   size_t alloc = (size + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;
   void* host = cml_allocator_malloc(b->base.allocator, alloc, 64);
-  if (!host) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  if (!host) {
+    char text[96];
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                           "xla: shared buffer %s: cannot allocate %zu bytes of host memory",
+                           cml_shape_format(shape, text, sizeof text), alloc);
+  }
   memset(host, 0, alloc);
   cml_pjrt_buffer_t* pjrt = NULL;
   cml_status_t st = cml__xla_buffer_create_view(b->client, device, shape, host, &pjrt);
