@@ -1820,24 +1820,48 @@ TEST(e2e_c_sort) {
   ASSERT_TRUE(worst == 0);
 }
 
+// An AutoSharding builder named |name| on c:devices=4 over mesh {data: 4}, and the spec that
+// splits a tensor's first axis over data. False (printed) when a step fails.
+typedef struct pt_e2e_t {
+  cml_mesh_t* mesh;
+  cml_backend_t* be;
+  cml_builder_t* b;
+  cml_function_t* f;
+  cml_sharding_t split;
+} pt_e2e_t;
+
+static bool pt_e2e_begin(const char* name, pt_e2e_t* e) {
+  memset(e, 0, sizeof *e);
+  e->mesh = pt_mesh("data", 4, NULL, 0);
+  if (!e->mesh) return false;
+  const cml_mesh_t* meshes[1] = {e->mesh};
+  const char* per_axis[1] = {"data"};
+  cml_status_t st = cml_backend_new_with_config("c:devices=4", &e->be);
+  if (st == CML_OK) st = cml_builder_create(e->be, name, &e->b);
+  if (st == CML_OK) st = cml_builder_auto_sharding(e->b, meshes, 1);
+  if (st == CML_OK) st = cml_sharding_make(e->mesh, per_axis, 1, &e->split);
+  if (st != CML_OK) {
+    fprintf(stderr, "%s: %s\n", name, cml_status_message(st));
+    cml_status_free(st);
+    return false;
+  }
+  e->f = cml_builder_main(e->b);
+  return true;
+}
+
 // Pending sums through Mul and Div on 4 devices of c, against the values of one device:
 // x f32[4, 1] = [1, 0, 0, 0] and xi i32[4, 1] = [1, 1, 1, 1] split over data, w = [inf] and
 // z = [0] whole. sum(x) * w = inf and sum(x) / z = inf (not the NaN of 0 * inf, 0 / 0 on the
 // devices whose term is 0), sum(xi) / 2 = 2 (not the sum of 1 / 2 = 0), sum(xi) * 3 = 12,
 // sum(x) * 0.5 = 0.5.
 TEST(e2e_c_partial_mul_div) {
-  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
-  ASSERT_TRUE(mesh != NULL);
-  cml_backend_t* be = NULL;
-  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=4", &be));
-  cml_builder_t* b = NULL;
-  ASSERT_STATUS_OK(cml_builder_create(be, "partial_mul_div", &b));
-  const cml_mesh_t* meshes[1] = {mesh};
-  ASSERT_STATUS_OK(cml_builder_auto_sharding(b, meshes, 1));
-  cml_function_t* f = cml_builder_main(b);
-  const char* per_axis[1] = {"data"};
-  cml_sharding_t split;
-  ASSERT_STATUS_OK(cml_sharding_make(mesh, per_axis, 1, &split));
+  pt_e2e_t e;
+  ASSERT_TRUE(pt_e2e_begin("partial_mul_div", &e));
+  cml_mesh_t* mesh = e.mesh;
+  cml_backend_t* be = e.be;
+  cml_builder_t* b = e.b;
+  cml_function_t* f = e.f;
+  const cml_sharding_t split = e.split;
   cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){4, 1});
   cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, (int64_t[]){4, 1});
   cml_shape_t ws = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){1});
@@ -1895,18 +1919,13 @@ TEST(e2e_c_partial_mul_div) {
 // sum(x) * -1 and sum(x) * -0 are -0 and 1 / -sum(x) is -inf, as on one device. The negations
 // once stayed pending: the negated terms summed to +0 again, and 1 / -sum(x) gave +inf.
 TEST(e2e_c_partial_negation_keeps_zero_sign) {
-  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
-  ASSERT_TRUE(mesh != NULL);
-  cml_backend_t* be = NULL;
-  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=4", &be));
-  cml_builder_t* b = NULL;
-  ASSERT_STATUS_OK(cml_builder_create(be, "partial_negation", &b));
-  const cml_mesh_t* meshes[1] = {mesh};
-  ASSERT_STATUS_OK(cml_builder_auto_sharding(b, meshes, 1));
-  cml_function_t* f = cml_builder_main(b);
-  const char* per_axis[1] = {"data"};
-  cml_sharding_t split;
-  ASSERT_STATUS_OK(cml_sharding_make(mesh, per_axis, 1, &split));
+  pt_e2e_t e;
+  ASSERT_TRUE(pt_e2e_begin("partial_negation", &e));
+  cml_mesh_t* mesh = e.mesh;
+  cml_backend_t* be = e.be;
+  cml_builder_t* b = e.b;
+  cml_function_t* f = e.f;
+  const cml_sharding_t split = e.split;
   cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){4, 1});
   cml_value_t x = cml_parameter_sharded(f, "x", &xs, &split);
   int64_t axis0[1] = {0};
