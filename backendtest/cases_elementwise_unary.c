@@ -644,6 +644,34 @@ static void case_bitcast_known_values(bt_t* t) {
                 (int64_t[]){(int64_t)0xc000000000000000ULL, 0x3fe0000000000000LL});
 }
 
+// Bitcast to Bool gives byte != 0 (a Bool holds 0 or 1): Uint8 [0, 1, 2, 0xb0] -> [0, 1, 1, 1]
+// (c once returned the bytes 2 and 0xb0 as Bool), and Complex64 1 + 0i (bytes 00 00 80 3f, then
+// four 00) -> [0, 0, 1, 1, 0, 0, 0, 0] (xla:cpu once failed to compile it).
+static void case_bitcast_to_bool(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_BITCAST) || !bt_require_dtype(t, CML_DTYPE_U8) ||
+      !bt_require_dtype(t, CML_DTYPE_BOOL)) {
+    return;
+  }
+  cml_function_t* f = bt_main(t);
+  const int64_t d4[1] = {4}, d18[2] = {1, 8};
+  cml_value_t y[2];
+  y[0] = cml_op_bitcast(f, bt_param_i64(t, f, CML_DTYPE_U8, 1, d4, (int64_t[]){0, 1, 2, 0xb0}),
+                        CML_DTYPE_BOOL);
+  const bool has_c64 =
+      cml_capabilities_has_dtype(cml_backend_capabilities(bt_backend(t)), CML_DTYPE_C64);
+  if (has_c64) {
+    y[1] = cml_op_bitcast(f, bt_param_f64(t, f, CML_DTYPE_C64, 1, (int64_t[]){1}, (double[]){1.0}),
+                          CML_DTYPE_BOOL);
+  }
+  bt_tensor_t out[2];
+  if (!bt_exec(t, y, has_c64 ? 2 : 1, out)) return;
+  bt_expect_i64(t, "u8 -> bool", &out[0], CML_DTYPE_BOOL, 1, d4, (int64_t[]){0, 1, 1, 1});
+  if (has_c64) {
+    bt_expect_i64(t, "c64 -> bool", &out[1], CML_DTYPE_BOOL, 2, d18,
+                  (int64_t[]){0, 0, 1, 1, 0, 0, 0, 0});
+  }
+}
+
 // f32 transcendentals over 70001 values (several parallel chunks, SIMD kernels where the
 // backend has them, vector tails) against libm in double, within 4 ulps (Erf: 8); the inputs
 // include overflow / underflow ranges and the branch points of the c backend's polynomials.
@@ -722,6 +750,7 @@ const bt_case_t bt_cases_elementwise_unary[] = {
     {"convert_rounding", CML_OP_CONVERT_DTYPE, case_convert_rounding},
     {"bitcast_shapes", CML_OP_BITCAST, case_bitcast},
     {"bitcast_known_values", CML_OP_BITCAST, case_bitcast_known_values},
+    {"bitcast_to_bool", CML_OP_BITCAST, case_bitcast_to_bool},
 };
 const size_t bt_cases_elementwise_unary_count =
     sizeof bt_cases_elementwise_unary / sizeof bt_cases_elementwise_unary[0];

@@ -126,6 +126,14 @@ cml_value_t cml_op_bitcast(cml_function_t* f, cml_value_t x, cml_dtype_t dtype) 
   cml_ir_attrs_t attrs;
   cml_attrs_clear(&attrs);
   if (!cml_ok(f, cml__infer_bitcast(&xs, dtype, &out))) return CML_VALUE_INVALID;
+  if (dtype == CML_DTYPE_BOOL && xs.dtype != CML_DTYPE_BOOL) {
+    // A Bool holds 0 or 1: the bytes are reinterpreted as Uint8 and compared with 0 (what
+    // xla:cpu does), so no backend hands out Bool bytes such as 0x80.
+    attrs.dtype = CML_DTYPE_U8;
+    out.dtype = CML_DTYPE_U8;
+    cml_value_t bytes = cml__op_add_node(f, CML_OP_BITCAST, &in, 1, &out, 1, &attrs);
+    return cml_op_not_equal(f, bytes, cml_constant_scalar_i64(f, CML_DTYPE_U8, 0));
+  }
   attrs.dtype = dtype;
   return cml__op_add_node(f, CML_OP_BITCAST, &in, 1, &out, 1, &attrs);
 }

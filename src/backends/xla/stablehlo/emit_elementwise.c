@@ -369,7 +369,10 @@ static cml_status_t cml_shlo_bitcast(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
     cml__shlo_val_t bytes = x;
     if (x.shape.dtype != CML_DTYPE_U8) {
       cml_shape_t us = cml_shlo_retype(out, CML_DTYPE_U8);
-      bytes = cml__shlo_op(c, "stablehlo.bitcast_convert", &x, 1, NULL, &us);
+      // A complex source goes through its parts (bitcast_convert takes no complex type).
+      bytes = cml_dtype_is_complex(x.shape.dtype)
+                  ? cml_shlo_bitcast_complex(c, &x, &us)
+                  : cml__shlo_op(c, "stablehlo.bitcast_convert", &x, 1, NULL, &us);
     }
     cml__shlo_val_t r = cml__shlo_convert(c, &bytes, CML_DTYPE_BOOL);
     cml_shlo_bind1(c, n, &r);
