@@ -477,6 +477,40 @@ static void case_bn_hand_values(bt_t* t) {
   bt_expect_f64(t, "variance", &out[2], CML_DTYPE_F32, 1, (int64_t[]){2}, (double[]){1, 4}, 0);
 }
 
+// Training statistics of a feature whose mean is large against its spread: f32 x [1024, 2],
+// feature 0 = 4096 + d_i and feature 1 = -1e4 + d_i, d_i in [-1, 1] (multiples of 1/512, exact
+// in f32): variance 0.34..., not the 0 (and outputs 200x too large) of E[x^2] - E[x]^2 in f32,
+// which xla:cpu's expander computed.
+static void case_bn_training_large_mean(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_BATCH_NORM_TRAINING) || !bt_require_dtype(t, CML_DTYPE_F32)) return;
+  enum { N = 1024 };
+  double* x = bt_alloc(t, 2 * N * sizeof(double));
+  double* want = bt_alloc(t, 2 * N * sizeof(double));
+  double mean[2] = {0, 0}, var[2] = {0, 0};
+  for (int i = 0; i < N; ++i) {
+    const double d = (double)((i * 37) % 1025 - 512) / 512.0;
+    x[2 * i] = 4096 + d;
+    x[2 * i + 1] = -1e4 + d;
+  }
+  for (int i = 0; i < 2 * N; ++i) mean[i % 2] += x[i] / N;
+  for (int i = 0; i < 2 * N; ++i) var[i % 2] += (x[i] - mean[i % 2]) * (x[i] - mean[i % 2]) / N;
+  for (int i = 0; i < 2 * N; ++i) want[i] = (x[i] - mean[i % 2]) / sqrt(var[i % 2] + 1e-5);
+  cml_function_t* f = bt_main(t);
+  cml_value_t xv = bt_param_f64(t, f, CML_DTYPE_F32, 2, (int64_t[]){N, 2}, x);
+  cml_value_t s = bt_param_f64(t, f, CML_DTYPE_F32, 1, (int64_t[]){2}, (double[]){1, 1});
+  cml_value_t o = bt_param_f64(t, f, CML_DTYPE_F32, 1, (int64_t[]){2}, (double[]){0, 0});
+  cml_value_t r[3];
+  cml_op_batch_norm_training(f, xv, s, o, 1e-5f, 1, r);
+  bt_tensor_t out[3];
+  if (!bt_exec(t, r, 3, out)) return;
+  bt_tensor_t w = bt_tensor_f64(t, CML_DTYPE_F32, 2, (int64_t[]){N, 2}, want);
+  bt_expect_close(t, "normalized", &out[0], &w, 1e-3, 1e-3);
+  bt_tensor_t wm = bt_tensor_f64(t, CML_DTYPE_F32, 1, (int64_t[]){2}, mean);
+  bt_expect_close(t, "mean", &out[1], &wm, 1e-6, 0);
+  bt_tensor_t wv = bt_tensor_f64(t, CML_DTYPE_F32, 1, (int64_t[]){2}, var);
+  bt_expect_close(t, "variance", &out[2], &wv, 1e-3, 0);
+}
+
 //===--- barriers ---===//
 
 static void case_optimization_barrier(bt_t* t) {
@@ -547,6 +581,7 @@ const bt_case_t bt_cases_special[] = {
     {"fft_real_f64_2d", CML_OP_FFT, case_fft_real_f64_2d},
     {"fft_real_f32_3d", CML_OP_FFT, case_fft_real_f32_3d},
     {"batch_norm_hand", CML_OP_BATCH_NORM_TRAINING, case_bn_hand_values},
+    {"batch_norm_training_large_mean", CML_OP_BATCH_NORM_TRAINING, case_bn_training_large_mean},
     {"batch_norm_f32_axis1", CML_OP_BATCH_NORM_INFERENCE, case_bn_f32_axis1},
     {"batch_norm_f64_last_axis", CML_OP_BATCH_NORM_TRAINING, case_bn_f64_last_axis},
     {"batch_norm_f32_first_axis", CML_OP_BATCH_NORM_GRADIENT, case_bn_f32_first_axis},

@@ -44,9 +44,48 @@ static cml_status_t cml_shlo_rng(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   return CML_OK;
 }
 
+// BatchNormForTraining: XLA expands batch_norm_training with var = E[x^2] - E[x]^2 in the
+// dtype, which cancels when a feature's mean is large against its spread (f32 x = 4096 + noise
+// in [-1, 1]: variance 0 and outputs 200x too large). The statistics do not change with a
+// shift, so x is shifted by its first element of each feature (a slice, broadcast back), and the
+// slice is added to the mean again. A batch of zero elements has nothing to shift.
+static bool cml_shlo_bn_shift(cml__shlo_ctx_t* c, const cml_ir_node_t* n, cml__shlo_val_t* x,
+                              cml__shlo_val_t* shift) {
+  const int32_t rank = x->shape.rank;
+  const int64_t feature = n->attrs->axis;
+  if (n->op != CML_OP_BATCH_NORM_TRAINING || feature < 0 || feature >= rank) return false;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (x->shape.dims[d] == 0) return false;
+  }
+  int64_t starts[CML_MAX_RANK], limits[CML_MAX_RANK], strides[CML_MAX_RANK];
+  cml_shape_t one = x->shape;
+  for (int32_t d = 0; d < rank; ++d) {
+    starts[d] = 0;
+    strides[d] = 1;
+    limits[d] = d == feature ? x->shape.dims[d] : 1;
+    one.dims[d] = limits[d];
+  }
+  cml__shlo_attr_t a;
+  cml__shlo_attr_init(&a);
+  cml__shlo_attr_printf(&a, "start_indices = ");
+  cml__shlo_attr_array(&a, starts, rank);
+  cml__shlo_attr_printf(&a, ", limit_indices = ");
+  cml__shlo_attr_array(&a, limits, rank);
+  cml__shlo_attr_printf(&a, ", strides = ");
+  cml__shlo_attr_array(&a, strides, rank);
+  cml__shlo_val_t first = cml__shlo_op(c, "stablehlo.slice", x, 1, a.s, &one);
+  cml__shlo_val_t wide = cml__shlo_broadcast(c, &first, &x->shape);
+  *x = cml__shlo_binary_op(c, "stablehlo.subtract", x, &wide, &x->shape);
+  cml_shape_t flat = cml_shape_make(x->shape.dtype, 1, &x->shape.dims[feature]);
+  *shift = cml__shlo_op(c, "stablehlo.reshape", &first, 1, NULL, &flat);
+  return true;
+}
+
 static cml_status_t cml_shlo_batch_norm(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   cml__shlo_val_t ins[5];
   for (uint32_t i = 0; i < n->input_count && i < 5; ++i) ins[i] = cml__shlo_value(c, n->inputs[i]);
+  cml__shlo_val_t shift;
+  const bool shifted = cml_shlo_bn_shift(c, n, &ins[0], &shift);
   const char* op = n->op == CML_OP_BATCH_NORM_INFERENCE  ? "stablehlo.batch_norm_inference"
                    : n->op == CML_OP_BATCH_NORM_TRAINING ? "stablehlo.batch_norm_training"
                                                          : "stablehlo.batch_norm_grad";
@@ -60,6 +99,11 @@ static cml_status_t cml_shlo_batch_norm(cml__shlo_ctx_t* c, const cml_ir_node_t*
   cml__shlo_op_end(c, a.s, ins, (int)n->input_count, outs, n->output_count);
   for (uint32_t i = 0; i < n->output_count; ++i) {
     cml__shlo_name_t name = n->output_count == 1 ? r : cml__shlo_result(&r, i);
+    if (shifted && i == 1) {  // the mean of the shifted x, shifted back
+      const cml__shlo_val_t mean = {name, outs[1]};
+      const cml__shlo_val_t back = cml__shlo_binary_op(c, "stablehlo.add", &mean, &shift, &outs[1]);
+      name = back.name;
+    }
     cml__shlo_bind(c, n->first_output + i, &name);
   }
   return CML_OK;
