@@ -484,24 +484,22 @@ static cml_value_t fz_err_sdpa_lengths(cml_function_t* f) {
   return cml_op_fused_sdpa(f, q, q, q, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
 }
 
-static cml_value_t fz_err_sdpa_mask(cml_function_t* f) {
+// SDPA of q = k = v f32[1, 2, 3, 4] (scores [1, 2, 3, 3]) with a mask of shape |m|.
+static cml_value_t fz_sdpa_masked(cml_function_t* f, cml_shape_t m) {
   cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 1, 2, 3, 4);
-  cml_shape_t m = API_SHAPE(CML_DTYPE_BOOL, 2, 3);
-  cml_value_t q = cml_parameter(f, "q", &s);
-  cml_sdpa_config_t cfg;
-  cml_sdpa_config_init(&cfg);
-  cfg.mask = cml_parameter(f, "mask", &m);  // scores are [1, 2, 3, 3]: [2, 3] does not fit
-  return cml_op_fused_sdpa(f, q, q, q, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
-}
-
-static cml_value_t fz_err_sdpa_mask_dtype(cml_function_t* f) {
-  cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 1, 2, 3, 4);
-  cml_shape_t m = API_SHAPE(CML_DTYPE_I32, 3, 3);
   cml_value_t q = cml_parameter(f, "q", &s);
   cml_sdpa_config_t cfg;
   cml_sdpa_config_init(&cfg);
   cfg.mask = cml_parameter(f, "mask", &m);
   return cml_op_fused_sdpa(f, q, q, q, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
+}
+
+static cml_value_t fz_err_sdpa_mask(cml_function_t* f) {
+  return fz_sdpa_masked(f, API_SHAPE(CML_DTYPE_BOOL, 2, 3));  // [2, 3] does not fit [3, 3]
+}
+
+static cml_value_t fz_err_sdpa_mask_dtype(cml_function_t* f) {
+  return fz_sdpa_masked(f, API_SHAPE(CML_DTYPE_I32, 3, 3));
 }
 
 static cml_value_t fz_err_qkv(cml_function_t* f) {
