@@ -478,8 +478,8 @@ TEST(plugin_by_path_named_without_its_platform) {
 }
 
 // The installed plugin's path that does not fit the caller's buffer is OUT_OF_RANGE with an
-// empty buffer (it was once cut and returned as OK: "/root/."). Nothing is downloaded: the
-// sound copy found here is kept.
+// empty buffer (it was once cut to the buffer's 7 characters and returned as OK). Nothing is
+// downloaded: the sound copy found here is kept.
 TEST(install_path_that_does_not_fit_is_a_status) {
   char small[8], full[4096];
   memset(small, 'x', sizeof small);

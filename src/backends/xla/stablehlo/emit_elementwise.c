@@ -343,15 +343,7 @@ static cml__shlo_val_t cml_shlo_bitcast_complex(cml__shlo_ctx_t* c, const cml__s
     }
     starts[parts.rank - 1] = k;
     limits[parts.rank - 1] = k + 1;
-    cml__shlo_attr_t at;
-    cml__shlo_attr_init(&at);
-    cml__shlo_attr_printf(&at, "start_indices = ");
-    cml__shlo_attr_array(&at, starts, parts.rank);
-    cml__shlo_attr_printf(&at, ", limit_indices = ");
-    cml__shlo_attr_array(&at, limits, parts.rank);
-    cml__shlo_attr_printf(&at, ", strides = ");
-    cml__shlo_attr_array(&at, strides, parts.rank);
-    cml__shlo_val_t sl = cml__shlo_op(c, "stablehlo.slice", &b, 1, at.s, &one);
+    cml__shlo_val_t sl = cml__shlo_slice(c, &b, starts, limits, strides, &one);
     halves[k] = cml_shlo_reshape(c, &sl, &flat);
   }
   return cml__shlo_op(c, "stablehlo.complex", halves, 2, NULL, out);

@@ -120,6 +120,11 @@ cml__shlo_val_t cml__shlo_const_fill(cml__shlo_ctx_t* c, cml_dtype_t dtype,
 // Broadcasts |v| (a scalar, or the same rank with size-1 axes) to the dims of |dims|.
 cml__shlo_val_t cml__shlo_broadcast(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
                                     const cml_shape_t* dims);
+// stablehlo.slice of |v| from |starts| to |limits| by |strides| (one per axis of |v|), giving
+// |out|.
+cml__shlo_val_t cml__shlo_slice(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, const int64_t* starts,
+                                const int64_t* limits, const int64_t* strides,
+                                const cml_shape_t* out);
 // Element-wise conversion with cml's ConvertDType semantics.
 cml__shlo_val_t cml__shlo_convert(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, cml_dtype_t to);
 // "stablehlo.compare" with the direction ("EQ", "LT", ...) and the compare type of |dtype|

@@ -44,14 +44,7 @@ cml_status_t cml__shlo_emit_movement(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
     }
     case CML_OP_SLICE: {
       cml__shlo_val_t x = cml__shlo_value(c, n->inputs[0]);
-      int32_t rank = x.shape.rank;
-      cml__shlo_attr_printf(&a, "start_indices = ");
-      cml__shlo_attr_array(&a, at->starts, rank);
-      cml__shlo_attr_printf(&a, ", limit_indices = ");
-      cml__shlo_attr_array(&a, at->limits, rank);
-      cml__shlo_attr_printf(&a, ", strides = ");
-      cml__shlo_attr_array(&a, at->strides, rank);
-      r = cml__shlo_op(c, "stablehlo.slice", &x, 1, a.s, out);
+      r = cml__shlo_slice(c, &x, at->starts, at->limits, at->strides, out);
       break;
     }
     case CML_OP_REVERSE: {

@@ -44,6 +44,21 @@ cml__shlo_val_t cml__shlo_broadcast(cml__shlo_ctx_t* c, const cml__shlo_val_t* v
   return cml__shlo_op(c, "stablehlo.broadcast_in_dim", v, 1, a.s, &out);
 }
 
+cml__shlo_val_t cml__shlo_slice(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, const int64_t* starts,
+                                const int64_t* limits, const int64_t* strides,
+                                const cml_shape_t* out) {
+  const int32_t rank = v->shape.rank;
+  cml__shlo_attr_t a;
+  cml__shlo_attr_init(&a);
+  cml__shlo_attr_printf(&a, "start_indices = ");
+  cml__shlo_attr_array(&a, starts, rank);
+  cml__shlo_attr_printf(&a, ", limit_indices = ");
+  cml__shlo_attr_array(&a, limits, rank);
+  cml__shlo_attr_printf(&a, ", strides = ");
+  cml__shlo_attr_array(&a, strides, rank);
+  return cml__shlo_op(c, "stablehlo.slice", v, 1, a.s, out);
+}
+
 cml__shlo_val_t cml__shlo_const_fill(cml__shlo_ctx_t* c, cml_dtype_t dtype,
                                      cml__shlo_scalar_kind_t kind, const cml_shape_t* dims) {
   cml__shlo_val_t s = cml__shlo_const_scalar(c, dtype, kind);

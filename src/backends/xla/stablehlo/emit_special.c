@@ -65,15 +65,7 @@ static bool cml_shlo_bn_shift(cml__shlo_ctx_t* c, const cml_ir_node_t* n, cml__s
     limits[d] = d == feature ? x->shape.dims[d] : 1;
     one.dims[d] = limits[d];
   }
-  cml__shlo_attr_t a;
-  cml__shlo_attr_init(&a);
-  cml__shlo_attr_printf(&a, "start_indices = ");
-  cml__shlo_attr_array(&a, starts, rank);
-  cml__shlo_attr_printf(&a, ", limit_indices = ");
-  cml__shlo_attr_array(&a, limits, rank);
-  cml__shlo_attr_printf(&a, ", strides = ");
-  cml__shlo_attr_array(&a, strides, rank);
-  cml__shlo_val_t first = cml__shlo_op(c, "stablehlo.slice", x, 1, a.s, &one);
+  cml__shlo_val_t first = cml__shlo_slice(c, x, starts, limits, strides, &one);
   cml__shlo_val_t wide = cml__shlo_broadcast(c, &first, &x->shape);
   *x = cml__shlo_binary_op(c, "stablehlo.subtract", x, &wide, &x->shape);
   cml_shape_t flat = cml_shape_make(x->shape.dtype, 1, &x->shape.dims[feature]);
