@@ -511,6 +511,58 @@ static void case_bn_training_large_mean(bt_t* t) {
   bt_expect_close(t, "variance", &out[2], &wv, 1e-3, 0);
 }
 
+// Half-precision BatchNorm far from zero: f16 x [64, 2] = 1000 + d (d in [-4, 4], steps of 0.5,
+// exact in f16) and -700 + d, with the statistics given (inference) and computed (training).
+// The result is (x - mean) / sqrt(var + eps) rounded once to f16; xla:cpu computed inference
+// as x * a + b in f16, whose rounding of x * a near 1000 (ulp 0.5) gave errors of 0.25 on
+// outputs of size 1-4.
+static void case_bn_f16_large_mean(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_BATCH_NORM_INFERENCE) ||
+      !bt_require_op(t, CML_OP_BATCH_NORM_TRAINING) || !bt_require_dtype(t, CML_DTYPE_F16)) {
+    return;
+  }
+  enum { N = 64 };
+  double x[2 * N], want[2 * N], mean[2] = {0, 0}, var[2] = {0, 0};
+  for (int i = 0; i < N; ++i) {
+    const double d = (double)((i * 5) % 17 - 8) / 2.0;
+    x[2 * i] = 1000 + d;
+    x[2 * i + 1] = -700 + d;
+  }
+  for (int i = 0; i < 2 * N; ++i) mean[i % 2] += x[i] / N;
+  for (int i = 0; i < 2 * N; ++i) var[i % 2] += (x[i] - mean[i % 2]) * (x[i] - mean[i % 2]) / N;
+  const int64_t xd[2] = {N, 2}, cd[1] = {2};
+  for (int training = 0; training < 2; ++training) {
+    // Inference is given the statistics rounded to f16, as a user would store them.
+    const double m[2] = {1000, -700}, v[2] = {6, 6};
+    const double* um = training ? mean : m;
+    const double* uv = training ? var : v;
+    for (int i = 0; i < 2 * N; ++i) want[i] = (x[i] - um[i % 2]) / sqrt(uv[i % 2] + 1e-3) + 1;
+    if (training) bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    cml_value_t xv = bt_param_f64(t, f, CML_DTYPE_F16, 2, xd, x);
+    cml_value_t s = bt_param_f64(t, f, CML_DTYPE_F16, 1, cd, (double[]){1, 1});
+    cml_value_t o = bt_param_f64(t, f, CML_DTYPE_F16, 1, cd, (double[]){1, 1});
+    cml_value_t r[3];
+    if (training) {
+      cml_op_batch_norm_training(f, xv, s, o, 1e-3f, 1, r);
+    } else {
+      cml_value_t mv = bt_param_f64(t, f, CML_DTYPE_F16, 1, cd, m);
+      cml_value_t vv = bt_param_f64(t, f, CML_DTYPE_F16, 1, cd, v);
+      r[0] = cml_op_batch_norm_inference(f, xv, s, o, mv, vv, 1e-3f, 1);
+    }
+    bt_tensor_t out[3];
+    if (!bt_exec(t, r, training ? 3 : 1, out)) return;
+    bt_tensor_t w = bt_tensor_f64(t, CML_DTYPE_F16, 2, xd, want);
+    bt_expect_close(t, training ? "training: normalized" : "inference", &out[0], &w, 2e-3, 2e-3);
+    if (training) {
+      bt_tensor_t wm = bt_tensor_f64(t, CML_DTYPE_F16, 1, cd, mean);
+      bt_expect_close(t, "training: mean", &out[1], &wm, 1e-3, 0);
+      bt_tensor_t wv = bt_tensor_f64(t, CML_DTYPE_F16, 1, cd, var);
+      bt_expect_close(t, "training: variance", &out[2], &wv, 2e-3, 0);
+    }
+  }
+}
+
 //===--- barriers ---===//
 
 static void case_optimization_barrier(bt_t* t) {
@@ -582,6 +634,7 @@ const bt_case_t bt_cases_special[] = {
     {"fft_real_f32_3d", CML_OP_FFT, case_fft_real_f32_3d},
     {"batch_norm_hand", CML_OP_BATCH_NORM_TRAINING, case_bn_hand_values},
     {"batch_norm_training_large_mean", CML_OP_BATCH_NORM_TRAINING, case_bn_training_large_mean},
+    {"batch_norm_f16_large_mean", CML_OP_BATCH_NORM_INFERENCE, case_bn_f16_large_mean},
     {"batch_norm_f32_axis1", CML_OP_BATCH_NORM_INFERENCE, case_bn_f32_axis1},
     {"batch_norm_f64_last_axis", CML_OP_BATCH_NORM_TRAINING, case_bn_f64_last_axis},
     {"batch_norm_f32_first_axis", CML_OP_BATCH_NORM_GRADIENT, case_bn_f32_first_axis},

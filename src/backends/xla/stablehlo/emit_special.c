@@ -73,16 +73,30 @@ static bool cml_shlo_bn_shift(cml__shlo_ctx_t* c, const cml_ir_node_t* n, cml__s
   return true;
 }
 
+// f16 / bf16 operands are computed in f32 and rounded once, as the `c` kernels do (they work in
+// double): XLA rewrites batch_norm_inference as x * a + b in the dtype, which loses the
+// difference x - mean for large means, and its training expander's sums overflow f16 at 65504.
 static cml_status_t cml_shlo_batch_norm(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   cml__shlo_val_t ins[5];
-  for (uint32_t i = 0; i < n->input_count && i < 5; ++i) ins[i] = cml__shlo_value(c, n->inputs[i]);
+  const cml_dtype_t dtype = cml_shlo_out(c, n, 0)->dtype;
+  const bool widen = dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BF16;
+  for (uint32_t i = 0; i < n->input_count && i < 5; ++i) {
+    ins[i] = cml__shlo_value(c, n->inputs[i]);
+    if (widen) {
+      const cml_shape_t wide = cml_shlo_retype(&ins[i].shape, CML_DTYPE_F32);
+      ins[i] = cml__shlo_op(c, "stablehlo.convert", &ins[i], 1, NULL, &wide);
+    }
+  }
   cml__shlo_val_t shift;
   const bool shifted = cml_shlo_bn_shift(c, n, &ins[0], &shift);
   const char* op = n->op == CML_OP_BATCH_NORM_INFERENCE  ? "stablehlo.batch_norm_inference"
                    : n->op == CML_OP_BATCH_NORM_TRAINING ? "stablehlo.batch_norm_training"
                                                          : "stablehlo.batch_norm_grad";
   cml_shape_t outs[3];
-  for (uint32_t i = 0; i < n->output_count && i < 3; ++i) outs[i] = *cml_shlo_out(c, n, i);
+  for (uint32_t i = 0; i < n->output_count && i < 3; ++i) {
+    outs[i] = *cml_shlo_out(c, n, i);
+    if (widen) outs[i] = cml_shlo_retype(&outs[i], CML_DTYPE_F32);
+  }
   cml__shlo_attr_t a;
   cml__shlo_attr_init(&a);
   cml__shlo_attr_printf(&a, "epsilon = %.9e : f32, feature_index = %lld : i64",
@@ -95,6 +109,10 @@ static cml_status_t cml_shlo_batch_norm(cml__shlo_ctx_t* c, const cml_ir_node_t*
       const cml__shlo_val_t mean = {name, outs[1]};
       const cml__shlo_val_t back = cml__shlo_binary_op(c, "stablehlo.add", &mean, &shift, &outs[1]);
       name = back.name;
+    }
+    if (widen) {
+      const cml__shlo_val_t wide = {name, outs[i]};
+      name = cml__shlo_op(c, "stablehlo.convert", &wide, 1, NULL, cml_shlo_out(c, n, i)).name;
     }
     cml__shlo_bind(c, n->first_output + i, &name);
   }
