@@ -10,6 +10,7 @@
 
 #include "backendtest/bt.h"
 #include "backendtest/bt_internal.h"
+#include "backendtest/json_string.h"
 #include "cml/backendtest.h"
 
 typedef struct bt_group_t {
@@ -58,6 +59,7 @@ void cml_backendtest_options_init(cml_backendtest_options_t* options) {
 
 // "<group>/<name>" of every case, built once.
 static char** bt_case_names;
+static cml_op_t* bt_case_ops;
 static size_t bt_case_names_count;
 static pthread_once_t bt_case_names_once = PTHREAD_ONCE_INIT;
 
@@ -68,7 +70,12 @@ static void bt_build_case_names(void) {
       total += bt_case_is_real(&bt_groups[g].cases[i]);
   }
   char** names = calloc(total + 1, sizeof *names);
-  if (!names) return;
+  cml_op_t* ops = calloc(total + 1, sizeof *ops);
+  if (!names || !ops) {
+    free(names);
+    free(ops);
+    return;
+  }
   size_t k = 0;
   for (size_t g = 0; g < BT_GROUP_COUNT; ++g) {
     for (size_t i = 0; i < *bt_groups[g].count; ++i) {
@@ -78,10 +85,12 @@ static void bt_build_case_names(void) {
       char* s = malloc(len);
       if (!s) break;
       snprintf(s, len, "%s/%s", bt_groups[g].name, c->name);
+      ops[k] = c->op;
       names[k++] = s;
     }
   }
   bt_case_names = names;
+  bt_case_ops = ops;
   bt_case_names_count = k;
 }
 
@@ -95,47 +104,14 @@ const char* cml_backendtest_case_name(size_t i) {
   return i < bt_case_names_count ? bt_case_names[i] : NULL;
 }
 
+cml_op_t cml_backendtest_case_op(size_t i) {
+  pthread_once(&bt_case_names_once, bt_build_case_names);
+  return i < bt_case_names_count ? bt_case_ops[i] : CML_OP_INVALID;
+}
+
 //===--- JSON ---===//
 
-static void bt_json_string(FILE* out, const char* s) {
-  if (!s) {
-    fputs("null", out);
-    return;
-  }
-  fputc('"', out);
-  for (const unsigned char* p = (const unsigned char*)s; *p; ++p) {
-    switch (*p) {
-      case '"':
-        fputs("\\\"", out);
-        break;
-      case '\\':
-        fputs("\\\\", out);
-        break;
-      case '\n':
-        fputs("\\n", out);
-        break;
-      case '\r':
-        fputs("\\r", out);
-        break;
-      case '\t':
-        fputs("\\t", out);
-        break;
-      case '\b':
-        fputs("\\b", out);
-        break;
-      case '\f':
-        fputs("\\f", out);
-        break;
-      default:
-        if (*p < 0x20 || *p == 0x7f) {
-          fprintf(out, "\\u%04x", *p);
-        } else {
-          fputc(*p, out);  // UTF-8 passes through unchanged
-        }
-    }
-  }
-  fputc('"', out);
-}
+static void bt_json_string(FILE* out, const char* s) { cml__json_write_string(out, s); }
 
 //===--- the run ---===//
 

@@ -74,6 +74,9 @@ CML_API CML_MUST_USE cml_status_t cml_backendtest_run_all(cml_backend_t* backend
 // storage, valid for the life of the process); NULL when |i| is out of range. Thread-safe.
 CML_API size_t cml_backendtest_case_count(void);
 CML_API const char* cml_backendtest_case_name(size_t i);
+// The standard op case |i| covers (what `--op` also matches, with its group), CML_OP_INVALID
+// for a case without one or an |i| out of range. Thread-safe.
+CML_API cml_op_t cml_backendtest_case_op(size_t i);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -472,7 +472,9 @@ cml_status_t cml_checkpoint_load(const char* path, cml_checkpoint_t** out_checkp
   static const char what[] = "cml_checkpoint_load";
   if (out_checkpoint) *out_checkpoint = NULL;
   if (!path || !out_checkpoint) return INVALID("%s: NULL path or out_checkpoint", what);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer before the check
+  // below could refuse it (it changes nothing for a regular file's reads).
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return cml_ckpt_io_error(what, path, errno);
   struct stat sb;
   if (fstat(fd, &sb) != 0) {

@@ -2,11 +2,15 @@
 // src/core/registry.c: the default backend registry, plug-in loading, default selection and
 // backend creation from config strings.
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/runtime_internal.h"
 
@@ -407,6 +411,23 @@ cml_status_t cml_plugin_load(const char* path) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "cml_plugin_load: empty path");
   }
   cml__registry_ensure_init();
+  // A path (not a bare name that dlopen searches for) must name a regular file: dlopen would
+  // block on a FIFO, waiting for a writer. O_NONBLOCK keeps the check itself from blocking.
+  if (strchr(path, '/')) {
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat sb;
+    const bool regular = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    const int err = errno;
+    if (fd >= 0) close(fd);
+    if (fd < 0) {
+      return cml_status_make(err == ENOENT ? CML_STATUS_NOT_FOUND : CML_STATUS_UNAVAILABLE,
+                             "cml_plugin_load: cannot read \"%s\": %s", path, strerror(err));
+    }
+    if (!regular) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "cml_plugin_load: \"%s\" is not a regular file", path);
+    }
+  }
   dlerror();  // clear any stale error
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!handle) {

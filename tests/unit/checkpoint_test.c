@@ -231,6 +231,10 @@ TEST(damaged_files_are_rejected_naming_file_and_tensor) {
   ASSERT_EQ_INT(unlink(p), 0);
   ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_NOT_FOUND, p);
   ASSERT_STATUS(cml_checkpoint_load(".", &ck), CML_STATUS_INVALID_ARGUMENT, "regular file");
+  // A FIFO with no writer: refused at once (the open used to wait for a writer forever).
+  ASSERT_EQ_INT(mkfifo(p, 0600), 0);
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "regular file");
+  ASSERT_EQ_INT(unlink(p), 0);
   ASSERT_TRUE(ck == NULL);
 }
 

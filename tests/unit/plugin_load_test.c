@@ -13,6 +13,8 @@
 // example was not built) the test exits 77, which CTest reports as skipped.
 #include <limits.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef REF_PLUGIN_PATH
 
@@ -112,6 +114,15 @@ TEST(load_errors) {
                         NEEDLES("not a cml plugin", "cml_plugin_query")));
   ASSERT_TRUE(status_is(cml_plugin_load(REF_PLUGIN_PATH ".missing"), CML_STATUS_NOT_FOUND,
                         NEEDLES(".missing")));
+  // A FIFO: refused at once (dlopen would wait for a writer forever), as is a directory.
+  char fifo[64];
+  snprintf(fifo, sizeof fifo, "./plugin_load_test_%ld.so", (long)getpid());
+  ASSERT_TRUE(mkfifo(fifo, 0600) == 0);
+  ASSERT_TRUE(status_is(cml_plugin_load(fifo), CML_STATUS_INVALID_ARGUMENT,
+                        NEEDLES(fifo, "not a regular file")));
+  ASSERT_TRUE(unlink(fifo) == 0);
+  ASSERT_TRUE(
+      status_is(cml_plugin_load("./"), CML_STATUS_INVALID_ARGUMENT, NEEDLES("not a regular file")));
   // Nothing of the refused modules was registered.
   ASSERT_TRUE(cml_backend_registered_aliases("bad_major") == NULL);
   ASSERT_TRUE(cml_backend_registered_aliases("bad_minor") == NULL);

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends/xla/install/install.h"
@@ -198,6 +199,18 @@ TEST(load_directory) {
   ASSERT_STATUS_MSG(cml__xla_plugin_load("/tmp", &p), CML_STATUS_UNAVAILABLE, "not a regular file");
 }
 
+TEST(load_fifo) {  // refused at once: opening it used to wait for a writer forever
+  char fifo[64];
+  snprintf(fifo, sizeof fifo, "./xla_pjrt_test_%ld.so", (long)getpid());
+  ASSERT_TRUE(mkfifo(fifo, 0600) == 0);
+  const cml__xla_plugin_t* p = NULL;
+  ASSERT_STATUS_MSG(cml__xla_plugin_load(fifo, &p), CML_STATUS_UNAVAILABLE, "not a regular file");
+  // The ELF check on its own (what `xla:/path` configs and installed plugins go through).
+  ASSERT_STATUS_MSG(cml__xla_check_shared_object(fifo), CML_STATUS_UNAVAILABLE,
+                    "not a regular file");
+  ASSERT_TRUE(unlink(fifo) == 0);
+}
+
 #ifdef XLA_FAKE_PLUGIN_PATH
 TEST(load_too_old_api) {
   const cml__xla_plugin_t* p = NULL;
@@ -219,4 +232,4 @@ TEST_MAIN(TEST_ENTRY(compile_options_portable), TEST_ENTRY(compile_options_devic
           TEST_ENTRY(compile_options_errors), TEST_ENTRY(sha256_vectors),
           TEST_ENTRY(load_missing_file), TEST_ENTRY(load_not_a_library),
           TEST_ENTRY(load_library_without_symbol), TEST_ENTRY(load_directory),
-          TEST_ENTRY(load_too_old_api))
+          TEST_ENTRY(load_fifo), TEST_ENTRY(load_too_old_api))

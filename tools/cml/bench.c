@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backendtest/json_string.h"
 #include "cml/cml.h"
 #include "tools/cml/cli.h"
 #include "tools/cml/machine.h"
@@ -781,21 +782,6 @@ static bool cml_cli_bench_is(const char* arg, const char* name) {
   return strncmp(arg, name, len) == 0 && (arg[len] == '\0' || arg[len] == '=');
 }
 
-// Writes |s| as a JSON string.
-static void cml_cli_json_string(FILE* f, const char* s) {
-  fputc('"', f);
-  for (; *s; ++s) {
-    if (*s == '"' || *s == '\\') {
-      fprintf(f, "\\%c", *s);
-    } else if ((unsigned char)*s < 0x20) {
-      fprintf(f, "\\u%04x", (unsigned)*s);
-    } else {
-      fputc(*s, f);
-    }
-  }
-  fputc('"', f);
-}
-
 int cml_cli_bench(int argc, char** argv) {
   const char* backend_config = NULL;
   const char* compare[CML_CLI_BENCH_MAX_COMPARE];
@@ -902,20 +888,21 @@ int cml_cli_bench(int argc, char** argv) {
   printf("\n");
   if (json) {
     fprintf(json, "{\"cpu\": ");
-    cml_cli_json_string(json, cpu_model);
+    cml__json_write_string(json, cpu_model);
     fprintf(json, ", \"cpus\": %d, \"fma_isa\": ", m.cpus);
-    cml_cli_json_string(json, m.fma_isa ? m.fma_isa : "");
+    cml__json_write_string(json, m.fma_isa ? m.fma_isa : "");
     fprintf(json, ", \"fma_gflops\": %.3f, \"bf16_isa\": ", m.fma_gflops);
-    cml_cli_json_string(json, m.bf16_isa ? m.bf16_isa : "");
+    cml__json_write_string(json, m.bf16_isa ? m.bf16_isa : "");
     fprintf(json, ", \"bf16_gflops\": %.3f, \"int8_isa\": ", m.bf16_gflops);
-    cml_cli_json_string(json, m.int8_isa ? m.int8_isa : "");
+    cml__json_write_string(json, m.int8_isa ? m.int8_isa : "");
     fprintf(json, ", \"int8_gops\": %.3f, \"dram_gbs\": %.3f, \"backend\": ", m.int8_gops,
             m.dram_gbs);
-    cml_cli_json_string(json, cml_backend_config(backend));
+    cml__json_write_string(json, cml_backend_config(backend));
     fprintf(json, ", \"openblas_threads\": %d, \"reps\": %d, \"cases\": [",
             blas.lib ? blas_threads : 0, reps);
   }
   int failed = 0, ran = 0;
+  bool json_failed = false;
   // Contender 0 is the measured backend, 1 .. compare_count the --compare backends, the last
   // OpenBLAS where it runs the case.
   cml_cli_run_t runs[CML_CLI_BENCH_MAX_COMPARE + 2];
@@ -939,6 +926,13 @@ int cml_cli_bench(int argc, char** argv) {
     double t = cml_cli_run_median(&runs[0], reps);
     if (t < 0) {
       printf("%-58s failed: %s\n", c->name, runs[0].why);
+      if (json) {  // a failed case stays in the file, told apart from one filtered out
+        fprintf(json, "%s\n  {\"case\": ", ran + failed ? "," : "");
+        cml__json_write_string(json, c->name);
+        fprintf(json, ", \"error\": ");
+        cml__json_write_string(json, runs[0].why);
+        fprintf(json, "}");
+      }
       ++failed;
       for (int j = 0; j < count; ++j) cml_cli_run_release(&runs[j]);
       continue;
@@ -962,8 +956,8 @@ int cml_cli_bench(int argc, char** argv) {
     if (limit > 0) snprintf(fbuf, sizeof fbuf, "%.0f%%", 100.0 * rate / limit);
     printf("%-58s %11s %15s %8s", c->name, tbuf, rbuf, fbuf);
     if (json) {
-      fprintf(json, "%s\n  {\"case\": ", ran ? "," : "");
-      cml_cli_json_string(json, c->name);
+      fprintf(json, "%s\n  {\"case\": ", ran + failed ? "," : "");
+      cml__json_write_string(json, c->name);
       fprintf(json, ", \"seconds\": %.9g, \"rate\": %.6g, \"unit\": \"%s\", \"fraction\": %.4f", t,
               rate, unit, limit > 0 ? rate / limit : 0.0);
       fprintf(json, ", \"compare\": {");
@@ -983,7 +977,7 @@ int cml_cli_bench(int argc, char** argv) {
           fprintf(json, "}, \"openblas\": ");
         } else {
           fprintf(json, "%s", o ? ", " : "");
-          cml_cli_json_string(json, compare[o]);
+          cml__json_write_string(json, compare[o]);
           fprintf(json, ": ");
         }
         if (to < 0) {
@@ -1001,7 +995,11 @@ int cml_cli_bench(int argc, char** argv) {
   }
   if (json) {
     fprintf(json, "\n]}\n");
-    fclose(json);
+    const bool write_error = ferror(json) != 0;
+    if (fclose(json) != 0 || write_error) {
+      fprintf(stderr, "cml bench: writing %s failed\n", json_path);
+      json_failed = true;
+    }
   }
   cml_cli_blas_close(&blas);
   cml_backend_release(backend);
@@ -1010,5 +1008,5 @@ int cml_cli_bench(int argc, char** argv) {
     fprintf(stderr, "cml bench: no case matches \"%s\"\n", filter ? filter : "");
     return 1;
   }
-  return failed ? 1 : 0;
+  return failed || json_failed ? 1 : 0;
 }

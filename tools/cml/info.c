@@ -6,8 +6,8 @@
 // Prints the library version, the registered backends (with aliases), the default backend and
 // why it was chosen, and for the chosen backend (the default, or CONFIG): name, config,
 // description, devices and capabilities (with the distribution strategies, SPMD and
-// AutoSharding, and the collective ops it runs on several devices). Exits 1 when the backend cannot
-// be created, 2 for usage errors.
+// AutoSharding, and the collective ops it runs on several devices). Exits 2 for usage errors or
+// a backend that cannot be created (as `cml test` and `cml bench` do).
 #include <stdio.h>
 #include <string.h>
 
@@ -178,7 +178,7 @@ int cml_cli_info(int argc, char** argv) {
   printf("default backend: \"%s\" (%s)\n", default_config, default_reason);
 
   cml_backend_t* backend = cml_cli_open_backend("info", config);
-  if (!backend) return 1;
+  if (!backend) return 2;
   cml_cli_info_backend(backend);
   cml_backend_release(backend);
   return 0;

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // tools/cml/main.c: the cml command line tool: dispatches `cml info|test|install|bench|...`.
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cml/base.h"
 #include "tools/cml/cli.h"
@@ -26,6 +29,11 @@ static void cml_cli_usage(FILE* out) {
 }
 
 cml_backend_t* cml_cli_open_backend(const char* command, const char* config) {
+  if (config && !config[0]) {  // an empty --backend= would silently mean the built-in default
+    fprintf(stderr, "cml %s: the backend config is empty (leave the option out for the default)\n",
+            command);
+    return NULL;
+  }
   cml_backend_t* backend = NULL;
   cml_status_t st =
       config ? cml_backend_new_with_config(config, &backend) : cml_backend_new(&backend);
@@ -39,7 +47,7 @@ cml_backend_t* cml_cli_open_backend(const char* command, const char* config) {
   return backend;
 }
 
-int main(int argc, char** argv) {
+static int cml_cli_dispatch(int argc, char** argv) {
   if (argc < 2) {
     cml_cli_usage(stderr);
     return 2;
@@ -61,4 +69,37 @@ int main(int argc, char** argv) {
   fprintf(stderr, "cml: unknown command \"%s\"\n\n", command);
   cml_cli_usage(stderr);
   return 2;
+}
+
+// A closed standard descriptor would be reused by the next open(): `cml test --json FILE >&-`
+// wrote the console lines into FILE. Each closed one is opened on /dev/null instead; a closed
+// stdout is still an error at exit, as output written to it is lost. Returns false when a
+// descriptor could not be opened.
+static bool cml_cli_open_std_fds(bool* stdout_closed) {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd == 1) *stdout_closed = true;
+    const int got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (got != fd) {
+      if (got >= 0) close(got);
+      return false;
+    }
+  }
+  return true;
+}
+
+int main(int argc, char** argv) {
+  bool stdout_closed = false;
+  if (!cml_cli_open_std_fds(&stdout_closed)) return 2;
+  int rc = cml_cli_dispatch(argc, argv);
+  // Output that did not reach stdout (a full disk, a closed pipe or descriptor) is an error,
+  // as with the standard tools, not a silent exit 0.
+  const bool flushed = fflush(stdout) == 0 && !ferror(stdout);
+  const int err = errno;
+  if (!flushed || stdout_closed) {
+    fprintf(stderr, "cml: writing to standard output failed: %s\n",
+            stdout_closed ? "it is closed" : strerror(err));
+    if (rc == 0) rc = 1;
+  }
+  return rc;
 }

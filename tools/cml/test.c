@@ -63,7 +63,14 @@ static int cml_cli_test_list(const char* op_regex) {
   for (size_t i = 0; i < n; ++i) {
     const char* name = cml_backendtest_case_name(i);
     if (!name) continue;
-    if (filter && regexec(&re, name, 0, NULL, 0) != 0) continue;
+    // The same selection as cml_backendtest_run_all: the case's name, op or op group.
+    const cml_op_t op = cml_backendtest_case_op(i);
+    if (filter && regexec(&re, name, 0, NULL, 0) != 0 &&
+        (op == CML_OP_INVALID ||
+         (regexec(&re, cml_op_name(op), 0, NULL, 0) != 0 &&
+          regexec(&re, cml_op_group_name(cml_op_group(op)), 0, NULL, 0) != 0))) {
+      continue;
+    }
     printf("%s\n", name);
   }
   if (filter) regfree(&re);

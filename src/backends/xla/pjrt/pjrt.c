@@ -156,7 +156,8 @@ static cml_status_t cml_xla_elf_bad(const char* path, const char* why, unsigned 
 }
 
 cml_status_t cml__xla_check_shared_object(const char* path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO would otherwise block the open until a writer comes.
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return cml_status_make(errno == ENOENT ? CML_STATUS_NOT_FOUND : CML_STATUS_UNAVAILABLE,
                            "xla: cannot read PJRT plugin \"%s\": %s", path, strerror(errno));

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# tests/cli/cli_test.sh CML: the `cml` tool's behaviour at its edges (docs/robustness.md):
+# `test --list` selects what a run selects, closed or failing stdout, --json files that stay
+# valid JSON, empty --backend values, exit codes. CML is the built `cml` executable.
+set -u
+cml="$1"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+check() {  # check DESCRIPTION: fails the test when the previous [[ ]] / command was false
+  if [ "$?" -ne 0 ]; then
+    echo "FAIL: $1"
+    failed=1
+  else
+    echo "ok   $1"
+  fi
+}
+json_ok() { python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$1"; }
+
+# --list matches names, op names and op groups, as a run does.
+for filter in Abs movement; do
+  listed=$("$cml" test --list --op "$filter" | wc -l)
+  ran=$("$cml" test --backend c:threads=1 --op "$filter" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1+\2+\3/p')
+  [[ "$listed" -gt 0 && "$listed" -eq $((ran)) ]]
+  check "test --list --op $filter lists the $((ran)) cases a run selects (listed $listed)"
+done
+
+# A closed stdout: the --json file holds only JSON, and the exit status says stdout failed.
+"$cml" test --backend c:threads=1 --op '^exec/compile' -v --json "$tmp/t.json" >&- 2>"$tmp/err"
+rc=$?
+[[ $rc -ne 0 ]] && grep -q "standard output" "$tmp/err" && json_ok "$tmp/t.json"
+check "closed stdout: exit $rc, a message, and valid JSON in the --json file"
+
+# A full stdout is an error, not a silent exit 0.
+if [ -w /dev/full ]; then
+  "$cml" version >/dev/full 2>"$tmp/err"
+  rc=$?
+  [[ $rc -eq 1 ]] && grep -q "No space left" "$tmp/err"
+  check "stdout on /dev/full: exit $rc with the reason"
+fi
+
+# A filter that is not UTF-8 still gives a valid JSON file.
+"$cml" test --backend c:threads=1 --op $'^exec/compile_execute|\xff|\xc3\xa9' --json "$tmp/u.json" >/dev/null
+json_ok "$tmp/u.json" && grep -q 'ufffd' "$tmp/u.json" && grep -q $'\xc3\xa9' "$tmp/u.json"
+check "non-UTF-8 filter: valid JSON, U+FFFD for the bad byte, UTF-8 kept"
+
+# An empty --backend is a usage error for every command, not the built-in default.
+for cmd in info test bench; do
+  GOMLX_BACKEND=c:threads=1 "$cml" $cmd --backend= >/dev/null 2>"$tmp/err"
+  rc=$?
+  [[ $rc -eq 2 ]] && grep -q "backend config is empty" "$tmp/err"
+  check "$cmd --backend= exits 2 (got $rc)"
+done
+"$cml" info --backend nosuchbackend >/dev/null 2>&1
+rc=$?
+[[ $rc -eq 2 ]]
+check "info with a backend that cannot be created exits 2 (got $rc)"
+
+# A bench case that fails is in the JSON with its error.
+"$cml" bench --backend null --no-probes --no-native --reps 1 --filter "32x13x384" \
+  --json "$tmp/b.json" >/dev/null 2>&1
+rc=$?
+[[ $rc -eq 1 ]] && json_ok "$tmp/b.json" && grep -q '"error": "UNIMPLEMENTED' "$tmp/b.json"
+check "bench: a failed case is listed with its error (exit $rc)"
+
+exit $failed
