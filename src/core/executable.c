@@ -6,6 +6,7 @@
 
 #include "cml/distributed.h"
 #include "core/runtime_internal.h"
+#include "distributed/mpi_comm.h"
 
 //===--- base helpers for implementers ---===//
 
@@ -278,11 +279,12 @@ static cml_status_t cml__executable_check_donation(const cml_executable_t* exe,
 
 // The checked execute behind both public forms. |control| is NULL when the caller gave neither
 // a cancel token nor a deadline.
-static cml_status_t cml__executable_execute(cml_executable_t* executable,
-                                            cml_buffer_t* const* inputs, size_t input_count,
-                                            const bool* donate, int device,
-                                            const cml_execute_control_t* control,
-                                            cml_buffer_t** out_results) {
+// *|dispatched| tells whether the backend was called (it reports its own failures).
+static cml_status_t cml__executable_execute_checked(cml_executable_t* executable,
+                                                    cml_buffer_t* const* inputs, size_t input_count,
+                                                    const bool* donate, int device,
+                                                    const cml_execute_control_t* control,
+                                                    cml_buffer_t** out_results, bool* dispatched) {
   static const char what[] = "cml_executable_execute";
   if (!executable || !executable->backend || !executable->backend->vtable) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL executable", what);
@@ -388,6 +390,7 @@ static cml_status_t cml__executable_execute(cml_executable_t* executable,
   // by backends with execute_with_control.
   if (st == CML_OK && control) st = cml_execute_control_check(control, what);
   if (st == CML_OK) {
+    *dispatched = true;
     int run_device = replicas > 1 ? 0 : device;
     if (control && CML__VTABLE_HAS(backend->vtable, execute_with_control)) {
       st = backend->vtable->execute_with_control(executable, inputs, flags, run_device, control,
@@ -422,6 +425,32 @@ static cml_status_t cml__executable_execute(cml_executable_t* executable,
     }
   }
   if (flags != local_flags) cml_allocator_free(backend->allocator, flags, flags_size);
+  return st;
+}
+
+static cml_status_t cml__executable_execute(cml_executable_t* executable,
+                                            cml_buffer_t* const* inputs, size_t input_count,
+                                            const bool* donate, int device,
+                                            const cml_execute_control_t* control,
+                                            cml_buffer_t** out_results) {
+  bool dispatched = false;
+  cml_status_t st = cml__executable_execute_checked(executable, inputs, input_count, donate, device,
+                                                    control, out_results, &dispatched);
+  // A multi-device execution over several processes that stops here, before the backend ran
+  // (bad inputs, a cancel token, a deadline already passed), must stop the other processes too:
+  // they would otherwise pair their collectives of this launch with this process's next one,
+  // mixing two launches' data under an OK status. It ends the job, as a failure during the
+  // execution does (docs/distributed.md, MPI).
+  if (st != CML_OK && !dispatched && executable && executable->backend &&
+      cml__executable_replicas(executable) > 1) {
+    cml_process_info_t process;
+    cml_backend_process_info(executable->backend, &process);
+    if (process.process_count > 1) {
+      cml__mpi_fail(cml_status_message(st));
+      st = cml_status_annotate(st, "process %d of %d: the other processes are told to stop",
+                               process.process_index, process.process_count);
+    }
+  }
   return st;
 }
 

@@ -387,30 +387,11 @@ TEST(auto_sharding_megatron) {
   compare_with_one_process(test_failed_, build_auto_megatron, "AutoSharding Megatron");
 }
 
+// (A buffer in another process's slot of a multi-device execution ends the job, as any failed
+// multi-device execution does: before_dispatch_scenario "remote" checks it.)
 TEST(execute_checks_remote_entries) {
-  cml_executable_t* exe = NULL;
-  ASSERT_STATUS_OK(build_step(g_mp, &exe));
-  const size_t np = cml_executable_input_count(exe), no = cml_executable_output_count(exe);
-  cml_buffer_t* in[256 * 3] = {0};
-  cml_buffer_t* out[256 * 3] = {0};
-  const cml_module_t* m = exe->module;
-  ASSERT_STATUS_OK(make_inputs(g_mp, exe, g_total, m->device_assignment, true, in));
-  // A buffer where another process's slot belongs: a clear error naming the slot.
-  int remote_slot = -1;
-  for (int j = 0; j < g_total && remote_slot < 0; ++j) {
-    if (device_process(m->device_assignment[j]) != g_rank) remote_slot = j;
-  }
-  int local_slot = -1;
-  for (int j = 0; j < g_total && local_slot < 0; ++j) {
-    if (device_process(m->device_assignment[j]) == g_rank) local_slot = j;
-  }
-  in[(size_t)remote_slot * np] = in[(size_t)local_slot * np];
-  cml_status_t st = cml_executable_execute(exe, in, (size_t)g_total * np, NULL, 0, out);
-  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
-  ASSERT_CONTAINS(cml_status_message(st), "of another process: pass NULL there");
-  cml_status_free(st);
-  in[(size_t)remote_slot * np] = NULL;
   // A single-device execution on another process's device.
+  cml_status_t st;
   cml_builder_t* b = NULL;
   ASSERT_STATUS_OK(cml_builder_create(g_mp, "one", &b));
   cml_function_t* f = cml_builder_main(b);
@@ -425,9 +406,6 @@ TEST(execute_checks_remote_entries) {
   ASSERT_STATUS_OK(cml_executable_execute(one, NULL, 0, NULL, g_rank * kLocalDevices, &r));
   cml_buffer_release(r);
   cml_executable_release(one);
-  release_all(in, (size_t)g_total * np);
-  release_all(out, (size_t)g_total * no);
-  cml_executable_release(exe);
 }
 
 TEST(mismatched_configuration) {
@@ -453,13 +431,50 @@ static cml_status_t build_rank_dependent(cml_backend_t* be, cml_executable_t** o
   return finish(b, f, &r, 1, st, out);
 }
 
+// The same ops and shapes, but process 0 slices x[0:2] where the others slice x[2:4].
+static cml_status_t build_rank_dependent_slice(cml_backend_t* be, cml_executable_t** out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "differs", &b));
+  cml_status_t st = cml_builder_spmd(b, g_total);
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){4});
+  cml_value_t x = cml_parameter(f, "x", &xs), r;
+  const int64_t start = g_rank == 0 ? 0 : 2, limit = start + 2;
+  cml_value_t part = cml_op_slice(f, x, &start, &limit, NULL, 1);
+  cml_op_all_reduce(f, &part, 1, CML_REDUCE_SUM, NULL, &r);
+  return finish(b, f, &r, 1, st, out);
+}
+
+// AutoSharding with the same graph, but x split over "data" on process 0 and replicated on the
+// others: they would partition into different programs.
+static cml_status_t build_rank_dependent_sharding(cml_backend_t* be, cml_executable_t** out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "differs", &b));
+  const cml_mesh_t* mesh = g_mesh_data;
+  cml_status_t st = cml_builder_auto_sharding(b, &mesh, 1);
+  cml_function_t* f = cml_builder_main(b);
+  cml_sharding_t batch = spec(mesh, "data", NULL), rep;
+  cml_sharding_replicated(mesh, &rep);
+  cml_shape_t xs = shape2(CML_DTYPE_F32, 2 * (int64_t)g_total, 3);
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, g_rank == 0 ? &batch : &rep);
+  cml_value_t y = cml_op_reduce_sum(f, x, NULL, 0);
+  if (st == CML_OK) st = cml_function_return_sharded(f, &y, 1, &rep);
+  if (st == CML_OK) st = cml_builder_compile(b, out);
+  cml_builder_destroy(b);
+  return st;
+}
+
 TEST(mismatched_module_at_compile) {
-  cml_executable_t* exe = NULL;
-  cml_status_t st = build_rank_dependent(g_mp, &exe);
-  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
-  ASSERT_CONTAINS(cml_status_message(st), "compiled multi-device module differs");
-  cml_status_free(st);
-  ASSERT_TRUE(exe == NULL);
+  const build_fn builds[3] = {build_rank_dependent, build_rank_dependent_slice,
+                              build_rank_dependent_sharding};
+  for (int i = 0; i < 3; ++i) {
+    cml_executable_t* exe = NULL;
+    cml_status_t st = builds[i](g_mp, &exe);
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+    ASSERT_CONTAINS(cml_status_message(st), "compiled multi-device module differs");
+    cml_status_free(st);
+    ASSERT_TRUE(exe == NULL);
+  }
 }
 
 // A While loop of |n| iterations per slot, then an AllReduce over every slot.
@@ -540,6 +555,97 @@ TEST(failure_stops_every_process) {
   cml_executable_release(exe);
 }
 
+//===--- a failure before dispatch (its own run: it ends the job) ---===//
+
+// The last process stops its second execution before the backend runs it (an input of the
+// wrong shape, or a cancelled token): every other process's execution of that launch must fail
+// too, naming it, within seconds; none may pair it with the next launch and return OK.
+static void before_dispatch_scenario(int* test_failed_, const char* how) {
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(build_loop(g_mp, &exe));
+  int64_t sum = 0;
+  ASSERT_STATUS_OK(run_loop(exe, 3, 0, &sum));
+  ASSERT_EQ_INT(sum, 3 * g_total);
+  const bool last = g_rank == g_size - 1;
+  const int64_t start = cml_clock_monotonic_ns();
+  cml_status_t st;
+  if (strcmp(how, "remote") == 0) {  // every process: a buffer in another process's slot
+    cml_buffer_t* in[256] = {0};
+    cml_buffer_t* out[256] = {0};
+    cml_shape_t is = cml_shape_scalar(CML_DTYPE_I64);
+    const int64_t n = 3;
+    st = CML_OK;
+    for (int d = g_rank * kLocalDevices; d < (g_rank + 1) * kLocalDevices && st == CML_OK; ++d) {
+      st = cml_buffer_from_host(g_mp, d, &is, &n, sizeof n, &in[d]);
+    }
+    const int remote = ((g_rank + 1) % g_size) * kLocalDevices;
+    in[remote] = in[g_rank * kLocalDevices];
+    if (st == CML_OK) st = cml_executable_execute(exe, in, (size_t)g_total, NULL, 0, out);
+    in[remote] = NULL;
+    release_all(in, (size_t)g_total);
+    release_all(out, (size_t)g_total);
+  } else if (last && strcmp(how, "shape") == 0) {
+    cml_buffer_t* in[256] = {0};
+    cml_buffer_t* out[256] = {0};
+    cml_shape_t wrong = cml_shape_scalar(CML_DTYPE_F32);
+    const float v = 3;
+    st = CML_OK;
+    for (int d = g_rank * kLocalDevices; d < (g_rank + 1) * kLocalDevices && st == CML_OK; ++d) {
+      st = cml_buffer_from_host(g_mp, d, &wrong, &v, sizeof v, &in[d]);
+    }
+    if (st == CML_OK) st = cml_executable_execute(exe, in, (size_t)g_total, NULL, 0, out);
+    release_all(in, (size_t)g_total);
+    release_all(out, (size_t)g_total);
+  } else if (last) {
+    cml_cancel_token_t* token = NULL;
+    ASSERT_STATUS_OK(cml_cancel_token_create(cml_allocator_system(), &token));
+    cml_cancel_token_cancel(token);
+    cml_buffer_t* in[256] = {0};
+    cml_buffer_t* out[256] = {0};
+    cml_shape_t is = cml_shape_scalar(CML_DTYPE_I64);
+    const int64_t n = 3;
+    st = CML_OK;
+    for (int d = g_rank * kLocalDevices; d < (g_rank + 1) * kLocalDevices && st == CML_OK; ++d) {
+      st = cml_buffer_from_host(g_mp, d, &is, &n, sizeof n, &in[d]);
+    }
+    cml_execute_options_t opts;
+    cml_execute_options_init(&opts);
+    opts.cancel_token = token;
+    if (st == CML_OK)
+      st = cml_executable_execute_with_options(exe, in, (size_t)g_total, &opts, out);
+    release_all(in, (size_t)g_total);
+    release_all(out, (size_t)g_total);
+    cml_cancel_token_destroy(token);
+  } else {
+    st = run_loop(exe, 3, 0, &sum);
+  }
+  const double took = (double)(cml_clock_monotonic_ns() - start) / 1e9;
+  printf("rank %d: %s after %.2f s: %s\n", g_rank, cml_status_code_name(cml_status_code(st)), took,
+         cml_status_message(st));
+  fflush(stdout);
+  char want[64];
+  snprintf(want, sizeof want, "process %d failed", g_size - 1);
+  if (strcmp(how, "remote") == 0) {
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(cml_status_message(st), "of another process: pass NULL there");
+    ASSERT_CONTAINS(cml_status_message(st), "told to stop");
+  } else if (last) {
+    ASSERT_EQ_INT(cml_status_code(st),
+                  strcmp(how, "shape") == 0 ? CML_STATUS_INVALID_ARGUMENT : CML_STATUS_CANCELLED);
+    ASSERT_CONTAINS(cml_status_message(st), "told to stop");
+  } else {
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+    ASSERT_CONTAINS(cml_status_message(st), want);
+  }
+  cml_status_free(st);
+  ASSERT_TRUE(took < 10.0);  // the notice, not CML_MPI_TIMEOUT_MS (20 s in the tests)
+  // The job is over: the next launch fails at once everywhere instead of mixing launches.
+  st = run_loop(exe, 3, 0, &sum);
+  ASSERT_NE_INT(cml_status_code(st), CML_STATUS_OK);
+  cml_status_free(st);
+  cml_executable_release(exe);
+}
+
 //===--- the killed process (run_kill.sh) ---===//
 
 static int kill_scenario(void) {
@@ -614,6 +720,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (argc > 1 && strcmp(argv[1], "kill") == 0) return kill_scenario();
+  if (argc > 2 && strcmp(argv[1], "before_dispatch") == 0) {
+    int failed = 0;
+    before_dispatch_scenario(&failed, argv[2]);
+    cml_mesh_destroy(g_mesh_data);
+    cml_mesh_destroy(g_mesh_model);
+    cml_backend_release(g_mp);
+    cml_backend_release(g_ref);
+    if (failed) fprintf(stderr, "[rank %d] FAILED before_dispatch %s\n", g_rank, argv[2]);
+    return failed;
+  }
   int failed_total = 0;
   for (size_t i = 0; i < sizeof kTests / sizeof kTests[0]; ++i) {
     if (argc > 1 && strcmp(argv[1], kTests[i].name) != 0) continue;
