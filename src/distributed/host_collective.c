@@ -5,6 +5,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/half_inline.h"
@@ -183,6 +184,20 @@ cml_status_t cml_host_all_reduce(cml_buffer_t* const* buffers, size_t device_cou
 #if CML_HOST_COLLECTIVE_MPI
     cml_status_t st = cml__mpi_init();
     if (st != CML_OK) return cml_status_annotate(st, "%s across processes", kWhat);
+    // Every process must reduce the same values: their count, the op and each value's dtype and
+    // dims are compared first (a process reducing another shape would otherwise take part of a
+    // sum of different lengths, and return OK with garbage on one side).
+    char text[4096];
+    size_t len = (size_t)snprintf(text, sizeof text, "%zu values, %s:", value_count,
+                                  op == CML_HOST_REDUCE_MEAN ? "mean" : "sum");
+    for (size_t v = 0; v < value_count && len < sizeof text; ++v) {
+      char shape[256];
+      len += (size_t)snprintf(text + len, sizeof text - len, " %s",
+                              cml_shape_format(cml_buffer_shape(buffers[v]), shape, sizeof shape));
+    }
+    if (len >= sizeof text) len = sizeof text - 1;
+    st = cml__mpi_agree(text, len, "cml_host_all_reduce arguments");
+    if (st != CML_OK) return cml_status_annotate(st, "%s", kWhat);
     int64_t local = (int64_t)device_count, all = 0;
     st = cml__mpi_all_reduce(NULL, &local, &all, 1, CML_DTYPE_I64, CML_REDUCE_SUM);
     if (st != CML_OK) return cml_status_annotate(st, "%s: agreeing on the device count", kWhat);

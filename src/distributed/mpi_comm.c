@@ -1091,10 +1091,10 @@ cml_status_t cml__mpi_agree(const void* data, size_t bytes, const char* what) {
   st = cml_status_make(CML_STATUS_FAILED_PRECONDITION,
                        "MPI: the %s differs across processes (this is process %d of %d): "
                        "process%s %s%s differ%s from process 0; process 0 has \"%s\", process %d "
-                       "has \"%s\". Every process must use the same configuration",
+                       "has \"%s\". Every process must use the same %s",
                        what, me, n, differ_count > 1 ? "es" : "", list,
                        differ_count > 8 ? ", ..." : "", differ_count > 1 ? "" : "s", text0,
-                       first_diff, textd);
+                       first_diff, textd, what);
   free(all);
   return st;
 }

@@ -77,9 +77,53 @@ TEST(sum_and_mean_across_processes) {
   cml_backend_release(be);
 }
 
+// Process 0 reduces 4 values where the others reduce 5 (then an Int32 where they have a
+// Float32): every process gets FAILED_PRECONDITION naming both, none returns OK with a sum of
+// mismatched buffers, and the job goes on (the next matching call works).
+TEST(mismatched_arguments_across_processes) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=1", &be));
+  const int64_t n = g_rank == 0 ? 4 : 5;
+  cml_shape_t fs = cml_shape_make(CML_DTYPE_F32, 1, &n);
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){4});
+  const float f[5] = {1, 2, 3, 4, 5};
+  const int32_t i4[4] = {1, 2, 3, 4};
+  cml_buffer_t *in = NULL, *out = NULL;
+  ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &fs, f, sizeof(float) * (size_t)n, &in));
+  cml_status_t st = cml_host_all_reduce(&in, 1, 1, CML_HOST_REDUCE_SUM, true, &out);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_CONTAINS(cml_status_message(st), "cml_host_all_reduce arguments differs");
+  ASSERT_CONTAINS(cml_status_message(st), "(Float32)[4]");
+  ASSERT_CONTAINS(cml_status_message(st), "(Float32)[5]");
+  cml_status_free(st);
+  ASSERT_TRUE(out == NULL);
+  cml_buffer_release(in);
+  if (g_rank == 0) {
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &is, i4, sizeof i4, &in));
+  } else {
+    cml_shape_t f4 = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){4});
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &f4, f, sizeof(float) * 4, &in));
+  }
+  st = cml_host_all_reduce(&in, 1, 1, CML_HOST_REDUCE_SUM, true, &out);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_CONTAINS(cml_status_message(st), "(Int32)[4]");
+  cml_status_free(st);
+  cml_buffer_release(in);
+  // In step again: the same call everywhere sums.
+  ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &is, i4, sizeof i4, &in));
+  ASSERT_STATUS_OK(cml_host_all_reduce(&in, 1, 1, CML_HOST_REDUCE_SUM, true, &out));
+  int32_t got[4];
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out, got, sizeof got));
+  for (int k = 0; k < 4; ++k) ASSERT_EQ_INT(got[k], (k + 1) * g_size);
+  cml_buffer_release(out);
+  cml_buffer_release(in);
+  cml_backend_release(be);
+}
+
 static const test_entry_t kTests[] = {
     TEST_ENTRY(process_info),
     TEST_ENTRY(sum_and_mean_across_processes),
+    TEST_ENTRY(mismatched_arguments_across_processes),
 };
 
 int main(void) {
