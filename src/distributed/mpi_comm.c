@@ -369,6 +369,9 @@ static bool cml__mpi_record_failure(const char* text) {
 
 void cml__mpi_fail(const char* message) {
   if (__atomic_load_n(&cml__mpi_state, __ATOMIC_ACQUIRE) != 1) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // nobody to tell, and MPI calls would abort
   char notice[CML__MPI_NOTICE_BYTES];
   snprintf(notice, sizeof notice, "%s", message ? message : "failed");
   char text[CML__MPI_NOTICE_BYTES + 32];
@@ -619,6 +622,16 @@ static cml_status_t cml__mpi_begin(const cml__mpi_group_t* group, const char* wh
   if (__atomic_load_n(&cml__mpi_state, __ATOMIC_ACQUIRE) != 1) {
     cml_status_t st = cml__mpi_init();
     if (st != CML_OK) return cml_status_annotate(st, "MPI %s", what);
+  }
+  // A program that called MPI_Finalize itself while cml still used MPI: any MPI call now ends
+  // the process (Open MPI aborts), so refuse instead.
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "MPI %s: the program finalized MPI (MPI_Finalize) while cml still "
+                           "uses it: release cml's backends before MPI_Finalize",
+                           what);
   }
   cml__mpi_poll_notices();
   cml_status_t failed = cml__mpi_failure();

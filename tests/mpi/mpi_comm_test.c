@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <mpi.h>
+
 #include "cml/cml.h"
 #include "distributed/mpi_comm.h"
 #include "test.h"
@@ -369,9 +371,27 @@ TEST(fail_in_flight_all_reduce) {
 }
 
 // The failure scenarios, each run alone (argv[1]) in a job of its own.
+// The program finalizes MPI itself while cml still uses it (its own run: MPI is gone after):
+// every later operation is FAILED_PRECONDITION saying so, where Open MPI used to abort the
+// process, and a failure notice is dropped quietly.
+TEST(after_user_finalize) {
+  ASSERT_STATUS_OK(cml__mpi_init());
+  ASSERT_EQ_INT(MPI_Finalize(), MPI_SUCCESS);
+  float x = 1, y = 0;
+  cml_status_t st = cml__mpi_all_reduce(NULL, &x, &y, 1, CML_DTYPE_F32, CML_REDUCE_SUM);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_CONTAINS(cml_status_message(st), "MPI_Finalize");
+  cml_status_free(st);
+  cml__mpi_fail("after finalize");
+  st = cml__mpi_barrier(NULL);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  cml_status_free(st);
+}
+
 static const test_entry_t kFailureTests[] = {
     TEST_ENTRY(fail_in_flight_exchange),
     TEST_ENTRY(fail_in_flight_all_reduce),
+    TEST_ENTRY(after_user_finalize),
 };
 
 static const test_entry_t kTests[] = {
