@@ -331,52 +331,83 @@ static void cb_run_compare(bt_t* t, int kind, bool total) {
   for (size_t k = 0; k < CB_COUNT(cb_all); ++k) {
     const cml_dtype_t dt = cb_all[k];
     if (!cb_has(t, dt) || !(cml_op_dtypes(op) & CML_DTYPE_BIT(dt))) continue;
-    bt_new_builder(t);
-    cml_function_t* f = bt_main(t);
-    bt_tensor_t a, b;
-    int64_t na;
-    const bool is_float = cml_dtype_is_float(dt) || cml_dtype_is_complex(dt);
-    if (is_float) {
-      na = n;
-      a = bt_tensor_f64(t, dt, 2, (int64_t[]){na, 1}, cb_cmp_fvals);
-      b = bt_tensor_f64(t, dt, 2, (int64_t[]){1, na}, cb_cmp_fvals);
-    } else {
-      na = dt == CML_DTYPE_BOOL ? 2 : CB_IVAL_COUNT;
-      a = bt_tensor_i64(t, dt, 2, (int64_t[]){na, 1}, cb_ivals);
-      b = bt_tensor_i64(t, dt, 2, (int64_t[]){1, na}, cb_ivals);
-      if (dt == CML_DTYPE_BOOL) {
-        a = bt_tensor_i64(t, dt, 2, (int64_t[]){2, 1}, (int64_t[]){0, 1});
-        b = bt_tensor_i64(t, dt, 2, (int64_t[]){1, 2}, (int64_t[]){0, 1});
-      }
-    }
-    cml_value_t y = cml_op_binary(f, op, bt_param(t, f, &a), bt_param(t, f, &b));
-    bt_tensor_t out[1];
-    if (!bt_exec(t, &y, 1, out)) return;
-    int64_t* want = bt_alloc(t, (size_t)(na * na) * sizeof(int64_t));
-    for (int64_t i = 0; i < na; ++i) {
-      for (int64_t j = 0; j < na; ++j) {
-        int ord;
-        if (is_float) {
-          const double x = bt_get_f64(&a, i), z = bt_get_f64(&b, j);
-          if (total) {
-            const int64_t kx = cb_total_key(x), kz = cb_total_key(z);
-            ord = kx < kz ? -1 : kx > kz ? 1 : 0;
-          } else {
-            ord = (isnan(x) || isnan(z)) ? 2 : x < z ? -1 : x > z ? 1 : 0;
-          }
-        } else if (cml_dtype_is_unsigned_int(dt)) {
-          const uint64_t x = (uint64_t)bt_get_i64(&a, i), z = (uint64_t)bt_get_i64(&b, j);
-          ord = x < z ? -1 : x > z ? 1 : 0;
-        } else {
-          const int64_t x = bt_get_i64(&a, i), z = bt_get_i64(&b, j);
-          ord = x < z ? -1 : x > z ? 1 : 0;
+    // Parameters, then constants: a compiler folds a comparison of constants on its own
+    // (XLA's folder once ignored TOTALORDER there: EqualTotalOrder(0, -0) was true).
+    for (int constants = 0; constants < 2; ++constants) {
+      bt_new_builder(t);
+      cml_function_t* f = bt_main(t);
+      bt_tensor_t a, b;
+      int64_t na;
+      const bool is_float = cml_dtype_is_float(dt) || cml_dtype_is_complex(dt);
+      if (is_float) {
+        na = n;
+        a = bt_tensor_f64(t, dt, 2, (int64_t[]){na, 1}, cb_cmp_fvals);
+        b = bt_tensor_f64(t, dt, 2, (int64_t[]){1, na}, cb_cmp_fvals);
+      } else {
+        na = dt == CML_DTYPE_BOOL ? 2 : CB_IVAL_COUNT;
+        a = bt_tensor_i64(t, dt, 2, (int64_t[]){na, 1}, cb_ivals);
+        b = bt_tensor_i64(t, dt, 2, (int64_t[]){1, na}, cb_ivals);
+        if (dt == CML_DTYPE_BOOL) {
+          a = bt_tensor_i64(t, dt, 2, (int64_t[]){2, 1}, (int64_t[]){0, 1});
+          b = bt_tensor_i64(t, dt, 2, (int64_t[]){1, 2}, (int64_t[]){0, 1});
         }
-        want[i * na + j] = cb_cmp_result(kind, ord);
       }
+      cml_value_t y;
+      if (constants) {  // the grid written out: same-shape constants, no broadcast between
+        const int64_t dims[2] = {na, na};
+        bt_tensor_t ga, gb;
+        if (is_float) {
+          double* va = bt_alloc(t, (size_t)(na * na) * sizeof(double));
+          double* vb = bt_alloc(t, (size_t)(na * na) * sizeof(double));
+          for (int64_t i = 0; i < na * na; ++i) {
+            va[i] = bt_get_f64(&a, i / na);
+            vb[i] = bt_get_f64(&b, i % na);
+          }
+          ga = bt_tensor_f64(t, dt, 2, dims, va);
+          gb = bt_tensor_f64(t, dt, 2, dims, vb);
+        } else {
+          int64_t* va = bt_alloc(t, (size_t)(na * na) * sizeof(int64_t));
+          int64_t* vb = bt_alloc(t, (size_t)(na * na) * sizeof(int64_t));
+          for (int64_t i = 0; i < na * na; ++i) {
+            va[i] = bt_get_i64(&a, i / na);
+            vb[i] = bt_get_i64(&b, i % na);
+          }
+          ga = bt_tensor_i64(t, dt, 2, dims, va);
+          gb = bt_tensor_i64(t, dt, 2, dims, vb);
+        }
+        y = cml_op_binary(f, op, bt_const(t, f, &ga), bt_const(t, f, &gb));
+      } else {
+        y = cml_op_binary(f, op, bt_param(t, f, &a), bt_param(t, f, &b));
+      }
+      bt_tensor_t out[1];
+      if (!bt_exec(t, &y, 1, out)) return;
+      int64_t* want = bt_alloc(t, (size_t)(na * na) * sizeof(int64_t));
+      for (int64_t i = 0; i < na; ++i) {
+        for (int64_t j = 0; j < na; ++j) {
+          int ord;
+          if (is_float) {
+            const double x = bt_get_f64(&a, i), z = bt_get_f64(&b, j);
+            if (total) {
+              const int64_t kx = cb_total_key(x), kz = cb_total_key(z);
+              ord = kx < kz ? -1 : kx > kz ? 1 : 0;
+            } else {
+              ord = (isnan(x) || isnan(z)) ? 2 : x < z ? -1 : x > z ? 1 : 0;
+            }
+          } else if (cml_dtype_is_unsigned_int(dt)) {
+            const uint64_t x = (uint64_t)bt_get_i64(&a, i), z = (uint64_t)bt_get_i64(&b, j);
+            ord = x < z ? -1 : x > z ? 1 : 0;
+          } else {
+            const int64_t x = bt_get_i64(&a, i), z = bt_get_i64(&b, j);
+            ord = x < z ? -1 : x > z ? 1 : 0;
+          }
+          want[i * na + j] = cb_cmp_result(kind, ord);
+        }
+      }
+      char label[64];
+      snprintf(label, sizeof label, "%s %s%s", cml_op_name(op), cml_dtype_name(dt),
+               constants ? " (constants)" : "");
+      bt_expect_i64(t, label, &out[0], CML_DTYPE_BOOL, 2, (int64_t[]){na, na}, want);
     }
-    char label[64];
-    snprintf(label, sizeof label, "%s %s", cml_op_name(op), cml_dtype_name(dt));
-    bt_expect_i64(t, label, &out[0], CML_DTYPE_BOOL, 2, (int64_t[]){na, na}, want);
   }
 }
 

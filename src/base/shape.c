@@ -289,6 +289,12 @@ static bool cml_axis_name_chars_ok(const char* name, bool allow_sum) {
   size_t len = strlen(name);
   if (len == 0 || len > CML_MAX_AXIS_NAME_LEN) return false;
   if (strcmp(name, "?") == 0) return true;
+  // A sum "=t1+t2+...": at least one term and no empty one ("=", "=+", "=a++b" made axes that
+  // shapes accepted and no binding could ever resolve).
+  if (allow_sum && name[0] == '=' &&
+      (len == 1 || name[1] == '+' || name[len - 1] == '+' || strstr(name, "++"))) {
+    return false;
+  }
   for (size_t i = 0; i < len; ++i) {
     unsigned char c = (unsigned char)name[i];
     bool ok = isalnum(c) || c == '_' || c == '.' || c == ':' || c == '-' ||

@@ -255,6 +255,27 @@ TEST(constant_scalars_convert_like_convert_dtype) {
   TEARDOWN();
 }
 
+// Int64 to BFloat16 rounds once (the value as ConvertDType would give it): through float first,
+// 2^24 + 2^16 + 1 lost the 1 that breaks the tie.
+TEST(constant_scalar_i64_to_bf16_rounds_once) {
+  SETUP();
+  static const int64_t in[6] = {16842753, 1571756293616507725, -16842753,
+                                16842752, INT64_MIN,           INT64_MAX};
+  // Rounded to 8 significant bits, ties to even: 16908288, 1576259869579673600, -16908288,
+  // 16777216 (the tie goes down, to the even 2^24), -2^63, 2^63.
+  static const uint16_t want[6] = {0x4b81, 0x5daf, 0xcb81, 0x4b80, 0xdf00, 0x5f00};
+  cml_value_t v[6];
+  for (int i = 0; i < 6; ++i) v[i] = cml_constant_scalar_i64(f, CML_DTYPE_BF16, in[i]);
+  const cml_module_t* m = compile_main(b, v, 6, fb);
+  ASSERT_TRUE(m != NULL);
+  for (int i = 0; i < 6; ++i) {
+    const uint16_t got =
+        *(const uint16_t*)m->nodes[m->values[m->functions[0].outputs[i]].node].data;
+    ASSERT_EQ_INT(got, want[i]);
+  }
+  TEARDOWN();
+}
+
 TEST(constant_copies_data) {
   SETUP();
   float data[6] = {1, 2, 3, 4, 5, 6};
@@ -1338,7 +1359,8 @@ TEST(builder_tags_concurrent) {
 TEST_MAIN(TEST_ENTRY(op_table), TEST_ENTRY(build_and_compile_mlp),
           TEST_ENTRY(executable_io_from_module), TEST_ENTRY(parameters_and_constants),
           TEST_ENTRY(parameter_duplicate_name),
-          TEST_ENTRY(constant_scalars_convert_like_convert_dtype), TEST_ENTRY(constant_copies_data),
+          TEST_ENTRY(constant_scalars_convert_like_convert_dtype),
+          TEST_ENTRY(constant_scalar_i64_to_bf16_rounds_once), TEST_ENTRY(constant_copies_data),
           TEST_ENTRY(first_error_sticks), TEST_ENTRY(dtype_mismatch_message),
           TEST_ENTRY(wrong_kind_and_invalid_operand), TEST_ENTRY(value_from_another_builder),
           TEST_ENTRY(return_rules), TEST_ENTRY(compile_requires_return),

@@ -90,6 +90,16 @@ TEST(bad_names_and_dims) {
       CML_STATUS_INVALID_ARGUMENT);
   ASSERT_EQ_INT(api_code(cml_shape_parse("f32[batch=3]", &s)), CML_STATUS_INVALID_ARGUMENT);
   ASSERT_EQ_INT(api_code(cml_shape_parse("f32[#x=?]", &s)), CML_STATUS_INVALID_ARGUMENT);
+  // cml_axis_id takes sums, but only well-formed ones: "=", "=+", "=a++b", "=a+" have an empty
+  // term (they made axes no binding could resolve); "=a+2" is a sum.
+  int64_t id = 0;
+  const char* bad_sums[4] = {"=", "=+", "=a++b", "=a+"};
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ_INT(api_code(cml_axis_id(bad_sums[i], &id)), CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ_INT(id, 0);
+  }
+  ASSERT_EQ_INT(api_code(cml_axis_id("=a+2", &id)), CML_STATUS_OK);
+  ASSERT_TRUE(id != 0);
   // A hand-filled negative dim that is not an interned id fails validation.
   cml_shape_t bad = {.dtype = CML_DTYPE_F32, .rank = 1, .dims = {-1}};
   ASSERT_EQ_INT(api_code(cml_shape_validate(&bad)), CML_STATUS_INVALID_ARGUMENT);

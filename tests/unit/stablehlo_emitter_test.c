@@ -169,9 +169,13 @@ TEST(size_one_axes_broadcast_and_compare_types) {
                   "comparison_direction = #stablehlo<comparison_direction LT>, "
                   "compare_type = #stablehlo<comparison_type UNSIGNED>} : "
                   "(tensor<2x3xui32>, tensor<2x3xui32>) -> tensor<2x3xi1>");
+  // A float TotalOrder comparison compares the totalOrder keys as signed integers (XLA's
+  // constant folder ignored compare_type TOTALORDER).
+  ASSERT_CONTAINS(text, "\"stablehlo.bitcast_convert\"(%arg2) : (tensor<4xf32>) -> tensor<4xi32>");
   ASSERT_CONTAINS(text,
                   "comparison_direction GT>, compare_type = #stablehlo<comparison_type "
-                  "TOTALORDER>");
+                  "SIGNED>} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi1>");
+  ASSERT_TRUE(strstr(text, "TOTALORDER") == NULL);
   ASSERT_CONTAINS(text,
                   "comparison_direction EQ>, compare_type = #stablehlo<comparison_type "
                   "FLOAT>");
@@ -536,8 +540,12 @@ TEST(reductions_and_argminmax) {
   ASSERT_CONTAINS(text,
                   "(tensor<2x3xf32>, tensor<2x3xi32>, tensor<f32>, tensor<i32>) -> "
                   "(tensor<2xf32>, tensor<2xi32>)");
-  // Float max in region bodies propagates NaN: total-order compare plus NaN selects.
-  ASSERT_CONTAINS(text, "comparison_type TOTALORDER");
+  // Float max in region bodies propagates NaN: a total-order compare (on the keys, as signed
+  // integers) plus NaN selects.
+  ASSERT_CONTAINS(text, "(tensor<f32>) -> tensor<i32>");
+  ASSERT_CONTAINS(text, "comparison_type SIGNED");
+  ASSERT_CONTAINS(text,
+                  "comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>");
   free(text);
 }
 

@@ -197,7 +197,8 @@ cml__shlo_val_t cml__shlo_binary_op(cml__shlo_ctx_t* c, const char* op, const cm
 // ... < +inf), NaN mapped to the integer maximum (|nan_high|: it wins a max) or minimum (it
 // wins a min). An integer max/min of the keys, decoded, is the float max/min with NaN
 // propagated (as a NaN of another payload) and -0 < +0, bit for bit in any reduction order.
-// The key dtype of float |dtype| (Float16, BFloat16: Int16; Float32: Int32; Float64: Int64).
+// The key dtype of float |dtype| (Float8: Int8; Float16, BFloat16: Int16; Float32: Int32;
+// Float64: Int64).
 cml_dtype_t cml__shlo_order_key_dtype(cml_dtype_t dtype);
 cml__shlo_val_t cml__shlo_order_key(cml__shlo_ctx_t* c, const cml__shlo_val_t* x, bool nan_high);
 // The float of |dtype| whose key is |key| (the integer extremes decode to NaN).

@@ -87,9 +87,26 @@ const char* cml__shlo_compare_type(cml_dtype_t dtype, bool total_order) {
   return "UNSIGNED";  // unsigned integers and Bool
 }
 
+static cml__shlo_val_t cml_shlo_flip_negative(cml__shlo_ctx_t* c, const cml__shlo_val_t* bits);
+
+// A float TotalOrder comparison compares the IEEE totalOrder keys (the bits as signed integers,
+// negative ones with every bit but the sign flipped) instead of emitting compare_type
+// TOTALORDER: XLA's constant folder evaluated TOTALORDER compares of constants as plain float
+// compares (EqualTotalOrder(0, -0) = true, LessThanTotalOrder(1, NaN) = false).
 cml__shlo_val_t cml__shlo_compare(cml__shlo_ctx_t* c, const char* direction,
                                   const cml__shlo_val_t* lhs, const cml__shlo_val_t* rhs,
                                   bool total_order) {
+  if (total_order && cml_dtype_is_float(lhs->shape.dtype)) {
+    const cml_shape_t ks =
+        cml_shlo_retype(&lhs->shape, cml__shlo_order_key_dtype(lhs->shape.dtype));
+    cml__shlo_val_t keys[2];
+    for (int i = 0; i < 2; ++i) {
+      const cml__shlo_val_t bits =
+          cml__shlo_op(c, "stablehlo.bitcast_convert", i ? rhs : lhs, 1, NULL, &ks);
+      keys[i] = cml_shlo_flip_negative(c, &bits);
+    }
+    return cml__shlo_compare(c, direction, &keys[0], &keys[1], false);
+  }
   cml__shlo_val_t ins[2] = {*lhs, *rhs};
   cml_shape_t out = lhs->shape;
   out.dtype = CML_DTYPE_BOOL;
@@ -256,6 +273,8 @@ cml__shlo_val_t cml__shlo_float_minmax(cml__shlo_ctx_t* c, bool is_max, const cm
 
 cml_dtype_t cml__shlo_order_key_dtype(cml_dtype_t dtype) {
   switch (cml_dtype_bits(dtype)) {
+    case 8:
+      return CML_DTYPE_I8;
     case 16:
       return CML_DTYPE_I16;
     case 64:

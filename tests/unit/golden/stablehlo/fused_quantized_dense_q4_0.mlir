@@ -26,12 +26,28 @@ module @fused_quantized_dense_q4_0 attributes {mhlo.num_partitions = 1 : i32, mh
     %23 = "stablehlo.add"(%20, %22) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
     %24 = "stablehlo.constant"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
     %25 = "stablehlo.broadcast_in_dim"(%24) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2x3xf32>
-    %26 = "stablehlo.compare"(%23, %25) {comparison_direction = #stablehlo<comparison_direction GT>, compare_type = #stablehlo<comparison_type TOTALORDER>} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
-    %27 = "stablehlo.select"(%26, %23, %25) : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-    %28 = "stablehlo.compare"(%25, %25) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
-    %29 = "stablehlo.select"(%28, %25, %27) : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-    %30 = "stablehlo.compare"(%23, %23) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
-    %31 = "stablehlo.select"(%30, %23, %29) : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-    "func.return"(%31) : (tensor<2x3xf32>) -> ()
+    %26 = "stablehlo.bitcast_convert"(%23) : (tensor<2x3xf32>) -> tensor<2x3xi32>
+    %27 = "stablehlo.constant"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>
+    %28 = "stablehlo.broadcast_in_dim"(%27) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<2x3xi32>
+    %29 = "stablehlo.constant"() {value = dense<2147483647> : tensor<i32>} : () -> tensor<i32>
+    %30 = "stablehlo.broadcast_in_dim"(%29) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<2x3xi32>
+    %31 = "stablehlo.compare"(%26, %28) {comparison_direction = #stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi1>
+    %32 = "stablehlo.xor"(%26, %30) : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+    %33 = "stablehlo.select"(%31, %32, %26) : (tensor<2x3xi1>, tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+    %34 = "stablehlo.bitcast_convert"(%25) : (tensor<2x3xf32>) -> tensor<2x3xi32>
+    %35 = "stablehlo.constant"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>
+    %36 = "stablehlo.broadcast_in_dim"(%35) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<2x3xi32>
+    %37 = "stablehlo.constant"() {value = dense<2147483647> : tensor<i32>} : () -> tensor<i32>
+    %38 = "stablehlo.broadcast_in_dim"(%37) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<2x3xi32>
+    %39 = "stablehlo.compare"(%34, %36) {comparison_direction = #stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi1>
+    %40 = "stablehlo.xor"(%34, %38) : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+    %41 = "stablehlo.select"(%39, %40, %34) : (tensor<2x3xi1>, tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+    %42 = "stablehlo.compare"(%33, %41) {comparison_direction = #stablehlo<comparison_direction GT>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi1>
+    %43 = "stablehlo.select"(%42, %23, %25) : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    %44 = "stablehlo.compare"(%25, %25) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+    %45 = "stablehlo.select"(%44, %25, %43) : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    %46 = "stablehlo.compare"(%23, %23) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+    %47 = "stablehlo.select"(%46, %23, %45) : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    "func.return"(%47) : (tensor<2x3xf32>) -> ()
   }
 }
