@@ -204,6 +204,14 @@ static cml_status_t cmlc_buffer_from_host(cml_backend_t* backend, int device,
   CML_RETURN_IF_ERROR(cmlc_buffer_create((cmlc_backend_t*)backend, device, shape, false, &b));
   size_t bytes = cml_shape_byte_size(shape);
   if (bytes) memcpy(b->data, data, bytes);
+  // Sub-byte dtypes: the bits past the last element of the last byte are cleared, as xla's
+  // copy (one element per byte and back) does; kept, they came back from some ops (an identity,
+  // a Reshape) and not from others, so equal tensors could differ byte for byte.
+  const int bits = cml_dtype_bits(shape->dtype);
+  const uint64_t used_bits = (uint64_t)cml_shape_element_count(shape) * (uint64_t)bits;
+  if (bytes && bits < 8 && used_bits % 8 != 0) {
+    ((uint8_t*)b->data)[bytes - 1] &= (uint8_t)((1u << (used_bits % 8)) - 1u);
+  }
   *out_buffer = &b->base;
   return CML_OK;
 }
