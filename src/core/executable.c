@@ -473,6 +473,10 @@ cml_status_t cml_cancel_token_create(cml_allocator_t allocator, cml_cancel_token
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "cml_cancel_token_create: NULL out_token");
   }
   *out_token = NULL;
+  if (!allocator.fn) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_cancel_token_create: the allocator has no function");
+  }
   cml_cancel_token_t* token = (cml_cancel_token_t*)cml_allocator_malloc(
       allocator, sizeof *token, _Alignof(cml_cancel_token_t));
   if (!token) {

@@ -12,12 +12,13 @@ static cml_status_t cml_check_start_indices(cml_op_t op, const cml_shape_t* x,
                    S0(x), (int)x->rank);
   }
   for (size_t i = 0; i < start_count; ++i) {
-    if (starts[i].rank != 0 || !cml_dtype_is_plain_int(starts[i].dtype) ||
-        starts[i].dtype != starts[0].dtype) {
-      return INVALID(
-          "%s: start index #%zu %s must be an integer scalar of the same dtype as "
-          "start index #0 %s",
-          cml_op_name(op), i, S0(&starts[i]), S1(&starts[0]));
+    if (starts[i].rank != 0 || !cml_dtype_is_plain_int(starts[i].dtype)) {
+      return INVALID("%s: start index #%zu %s must be an integer scalar", cml_op_name(op), i,
+                     S0(&starts[i]));
+    }
+    if (starts[i].dtype != starts[0].dtype) {
+      return INVALID("%s: start index #%zu %s must have the dtype of start index #0 %s",
+                     cml_op_name(op), i, S0(&starts[i]), S1(&starts[0]));
     }
   }
   return CML_OK;

@@ -457,6 +457,14 @@ static cml_value_t bad_dynamic_slice_size(cml_function_t* f) {
 static cml_value_t bad_dynamic_slice_null(cml_function_t* f) {
   return cml_op_dynamic_slice(f, P(f, CML_DTYPE_F32, 5, 3), NULL, (int64_t[]){2, 2}, 2);
 }
+static cml_value_t bad_dynamic_slice_float_start(cml_function_t* f) {
+  cml_value_t st[2] = {PS(f, CML_DTYPE_I32), PS(f, CML_DTYPE_F32)};
+  return cml_op_dynamic_slice(f, P(f, CML_DTYPE_F32, 5, 3), st, (int64_t[]){2, 2}, 2);
+}
+static cml_value_t bad_dynamic_slice_mixed_starts(cml_function_t* f) {
+  cml_value_t st[2] = {PS(f, CML_DTYPE_I32), PS(f, CML_DTYPE_I64)};
+  return cml_op_dynamic_slice(f, P(f, CML_DTYPE_F32, 5, 3), st, (int64_t[]){2, 2}, 2);
+}
 static cml_value_t bad_dus_update(cml_function_t* f) {
   cml_value_t st[2] = {PS(f, CML_DTYPE_I32), PS(f, CML_DTYPE_I32)};
   return cml_op_dynamic_update_slice(f, P(f, CML_DTYPE_F32, 5, 3), P(f, CML_DTYPE_F32, 6, 1), st,
@@ -644,6 +652,10 @@ static const bad_case_t kBadCases[] = {
     CASE(bad_dynamic_slice_count, IA, "DynamicSlice"),
     CASE(bad_dynamic_slice_size, IA, "DynamicSlice"),
     CASE(bad_dynamic_slice_null, IA, "DynamicSlice"),
+    CASE(bad_dynamic_slice_float_start, IA, "DynamicSlice", "start index #1 (Float32)",
+         "must be an integer scalar"),
+    CASE(bad_dynamic_slice_mixed_starts, IA, "DynamicSlice", "start index #1 (Int64)",
+         "the dtype of start index #0 (Int32)"),
     CASE(bad_dus_update, IA, "DynamicUpdateSlice"),
     CASE(bad_argmax_dtype, IA, "ArgMinMax"),
     CASE(bad_argmax_axis, IA, "ArgMinMax"),
@@ -1359,6 +1371,12 @@ TEST(buffer_misuse) {
                      CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STATUS_CODE(cml_buffer_create_shared(NULL, 0, &s, &buf, &ptr),
                      CML_STATUS_INVALID_ARGUMENT);
+  // An allocator without a function is a bad argument, not "out of memory".
+  cml_cancel_token_t* token = NULL;
+  cml_allocator_t no_fn;
+  memset(&no_fn, 0, sizeof no_fn);
+  ASSERT_STATUS_CODE(cml_cancel_token_create(no_fn, &token), CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(token == NULL);
   // NULL-tolerant accessors.
   ASSERT_TRUE(cml_buffer_shape(NULL) == NULL);
   ASSERT_EQ_INT(cml_buffer_device(NULL), -1);
