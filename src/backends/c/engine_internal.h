@@ -316,6 +316,10 @@ typedef struct cmlc_planner_t {
   const void** value_data;  // constant data of CONST values (Constant nodes and folded ones)
   uint32_t* uses;           // value -> number of distinct consuming nodes (fusion)
   uint32_t* position;       // node -> its position in its function's node list (fusion)
+  // node -> may be computed again inside each loop that reads it (fusion): one array for the
+  // whole module, all false between functions (cmlc_opt_fuse clears its function's nodes), so
+  // a module of many small closures does not allocate and clear a module-sized array for each.
+  bool* dup;
   // Concatenate operands computed in place (per root value): the Concatenate's output value
   // (0: none) and the byte offset of the operand in it; per Concatenate output: its block was
   // allocated at the first such operand's producer.

@@ -66,6 +66,20 @@ static uint64_t cmlc_opt_mix(uint64_t h, const void* data, size_t size) {
   return h;
 }
 
+// The same over whole 64-bit words (then the tail bytes): the attributes are about 1.5 KiB per
+// node, and hashing them a byte at a time was most of the compile time of large modules.
+static uint64_t cmlc_opt_mix_words(uint64_t h, const void* data, size_t size) {
+  const uint8_t* b = (const uint8_t*)data;
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t w;
+    memcpy(&w, b + i, sizeof w);
+    h = (h ^ w) * 1099511628211ull;
+    h ^= h >> 29;
+  }
+  return cmlc_opt_mix(h, b + i, size - i);
+}
+
 static uint64_t cmlc_opt_hash(const cmlc_planner_t* p, const cml_ir_node_t* n) {
   const cml_module_t* m = p->module;
   uint64_t h = 14695981039346656037ull;
@@ -81,9 +95,9 @@ static uint64_t cmlc_opt_hash(const cmlc_planner_t* p, const cml_ir_node_t* n) {
     h = cmlc_opt_mix(h, s->dims, sizeof(int64_t) * (size_t)s->rank);
   }
   if (n->op == CML_OP_CONSTANT) {
-    h = cmlc_opt_mix(h, n->data, n->data ? n->data_size : 0);
+    h = cmlc_opt_mix_words(h, n->data, n->data ? n->data_size : 0);
   } else {
-    h = cmlc_opt_mix(h, n->attrs, sizeof *n->attrs);
+    h = cmlc_opt_mix_words(h, n->attrs, sizeof *n->attrs);
   }
   return h;
 }
@@ -640,10 +654,8 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
   // and places the new node right after it).
   for (uint32_t i = 0; i < f->node_count; ++i) p->position[f->nodes[i]] = i;
   cmlc_opt_count_uses(p, fi);
-  const size_t dup_bytes = m->node_count ? m->node_count : 1;
-  bool* dup = cml_allocator_malloc(p->alloc, dup_bytes, CMLC_ALIGNMENT);
+  bool* dup = p->dup;
   if (!dup) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
-  memset(dup, 0, dup_bytes);
   cmlc_opt_mark_dup(p, fi, dup);
 
   uint32_t members[CMLC_OPT_MAX_GROUP + 1];  // + a fused reduction
@@ -704,7 +716,7 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
       cml_status_t st = cmlc_opt_build_group(p, fi, members, count, reduce != UINT32_MAX, &fused);
       if (st == CML_OK) break;
       if (cml_status_code(st) == CML_STATUS_RESOURCE_EXHAUSTED) {
-        cml_allocator_free(p->alloc, dup, dup_bytes);
+        for (uint32_t k = 0; k < f->node_count; ++k) dup[f->nodes[k]] = false;
         return st;
       }
       cml_status_free(st);
@@ -731,7 +743,8 @@ cml_status_t cmlc_opt_fuse(cmlc_planner_t* p, uint32_t fi) {
     exe->stats.fused_tiled += cmlc_fused_tiled(fused);
   }
   cmlc_opt_undup(p, fi, dup);
-  cml_allocator_free(p->alloc, dup, dup_bytes);
+  // Only this function's nodes were marked: clear them for the next function.
+  for (uint32_t k = 0; k < f->node_count; ++k) dup[f->nodes[k]] = false;
   return cmlc_opt_drop_read_through(p, fi);
 }
 

@@ -427,6 +427,13 @@ static cml_status_t cmlc_plan_place_concats(cmlc_planner_t* p, uint32_t fi) {
   const cml_module_t* m = p->module;
   const cml_ir_function_t* f = &m->functions[fi];
   cmlc_executable_t* exe = p->exe;
+  // Most functions (closures above all) have no Concatenate: nothing to place, and no
+  // module-sized array to allocate for each of them.
+  bool any = false;
+  for (uint32_t i = 0; i < f->node_count && !any; ++i) {
+    any = cmlc_plan_node(exe, f->nodes[i])->op == CML_OP_CONCATENATE;
+  }
+  if (!any) return CML_OK;
   bool* pinned = cmlc_plan_calloc(p->alloc, m->value_count, sizeof *pinned);
   if (!pinned) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   // Roots that closures capture or the function returns (read after it: never placed).
@@ -937,6 +944,7 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   p.node_state = cmlc_plan_calloc(alloc, module->node_count, sizeof *p.node_state);
   p.node_link = cmlc_plan_calloc(alloc, module->node_count, sizeof *p.node_link);
   p.position = cmlc_plan_calloc(alloc, module->node_count, sizeof *p.position);
+  p.dup = cmlc_plan_calloc(alloc, module->node_count, sizeof *p.dup);
   p.value_data = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.value_data);
   p.uses = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.uses);
   p.place_parent = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.place_parent);
@@ -1004,6 +1012,7 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   cmlc_plan_free(alloc, p.layout.free_blocks, p.layout.capacity, sizeof(cmlc_block_t));
   cmlc_plan_free(alloc, p.node_state, module->node_count, sizeof *p.node_state);
   cmlc_plan_free(alloc, p.position, module->node_count, sizeof *p.position);
+  cmlc_plan_free(alloc, p.dup, module->node_count, sizeof *p.dup);
   cmlc_plan_free(alloc, p.node_link, module->node_count, sizeof *p.node_link);
   cmlc_plan_free(alloc, (const void*)p.value_data, module->value_count, sizeof *p.value_data);
   cmlc_plan_free(alloc, p.uses, module->value_count, sizeof *p.uses);
