@@ -39,7 +39,7 @@ grep -q " 0 failed" "$work/run.log" || fail "cml test in an empty environment: $
 if "$prefix/bin/cml" info | grep -q "^  xla"; then
   rc=0
   (cd "$work" && env -i PATH=/usr/bin:/bin "$prefix/bin/cml" info --backend xla:cpu >"$work/run.log" 2>&1) || rc=$?
-  [ "$rc" -eq 1 ] && grep -q "HOME is not set" "$work/run.log" ||
+  [ "$rc" -eq 2 ] && grep -q "HOME is not set" "$work/run.log" ||
     { cat "$work/run.log" >&2; fail "cml info --backend xla:cpu without HOME: exit $rc"; }
 fi
 
