@@ -211,6 +211,42 @@ static void case_reduce_window_float_edges(bt_t* t) {
   bt_expect_f64(t, "scalar", &out[3], CML_DTYPE_F32, 0, NULL, (double[]){3.5}, 0);
 }
 
+// Float16/BFloat16 window sums and products accumulate in Float32 and round once (as Reduce):
+// running sums and products (window 3, padding 2 below). Float16: 65504 + 100 overflows (inf)
+// but 65504 + 100 - 65504 is 100, where an f16 accumulator stays at inf; BFloat16 (8 bits):
+// 256 + 1 + 1 is 258, where a bf16 accumulator rounds 257 to 256 twice.
+static void case_reduce_window_half_accumulate(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_REDUCE_WINDOW)) return;
+  const cml_dtype_t dtypes[2] = {CML_DTYPE_F16, CML_DTYPE_BF16};
+  for (int k = 0; k < 2; ++k) {
+    const cml_dtype_t dt = dtypes[k];
+    if (!cml_capabilities_has_dtype(cml_backend_capabilities(bt_backend(t)), dt)) continue;
+    const bool f16 = dt == CML_DTYPE_F16;
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    int64_t d3[] = {3};
+    cml_value_t xs =
+        bt_param_f64(t, f, dt, 1, d3, f16 ? (double[]){65504, 100, -65504} : (double[]){256, 1, 1});
+    cml_value_t xp = bt_param_f64(t, f, dt, 1, d3, (double[]){1024, 1024, 1.0 / 1024});
+    cml_window_config_t w;
+    memset(&w, 0, sizeof w);
+    w.rank = 1;
+    w.window_dims[0] = 3;
+    w.strides[0] = 1;
+    w.padding_low[0] = 2;
+    cml_value_t y[2] = {cml_op_reduce_window(f, xs, CML_REDUCE_SUM, &w),
+                        cml_op_reduce_window(f, xp, CML_REDUCE_PRODUCT, &w)};
+    bt_tensor_t out[2];
+    if (!bt_exec(t, y, 2, out)) return;
+    char what[64];
+    snprintf(what, sizeof what, "%s running sum", cml_dtype_name(dt));
+    bt_expect_f64(t, what, &out[0], dt, 1, d3,
+                  f16 ? (double[]){65504, INFINITY, 100} : (double[]){256, 256, 258}, 0);
+    snprintf(what, sizeof what, "%s running product", cml_dtype_name(dt));
+    bt_expect_f64(t, what, &out[1], dt, 1, d3, (double[]){1024, f16 ? INFINITY : 1048576, 1024}, 0);
+  }
+}
+
 // Max and Min order -0 below +0 (XLA's maximum / minimum) on every float dtype the backend has,
 // through a 1-D window, an NHWC pooling window ([1, 2, 2, 16], window [1, 2, 2, 1]) and an
 // NCHW one ([1, 16, 2, 2], window [1, 1, 2, 2]). Channel c reads the four zeros of pattern
@@ -390,6 +426,7 @@ const bt_case_t bt_cases_window[] = {
     {"reduce_window_all_dtypes", CML_OP_REDUCE_WINDOW, case_reduce_window_all_dtypes},
     {"reduce_window_float_edges", CML_OP_REDUCE_WINDOW, case_reduce_window_float_edges},
     {"reduce_window_signed_zeros", CML_OP_REDUCE_WINDOW, case_reduce_window_signed_zeros},
+    {"reduce_window_half_accumulate", CML_OP_REDUCE_WINDOW, case_reduce_window_half_accumulate},
     {"select_and_scatter_max_all_dtypes", CML_OP_SELECT_AND_SCATTER_MAX,
      case_select_and_scatter_max_all_dtypes},
     {"select_and_scatter_min_all_dtypes", CML_OP_SELECT_AND_SCATTER_MIN,

@@ -39,9 +39,14 @@ static cml__shlo_val_t cml_shlo_reduce_window_op(cml__shlo_ctx_t* c, const cml__
   // whatever Shardy makes of the region compiles.
   const bool keyed = (is_max || strcmp(body, "stablehlo.minimum") == 0) &&
                      cml_dtype_is_float(dtype) && cml_xla_emit_is_sharded(c->module);
+  // Float16/BFloat16 sums and products accumulate in Float32 and round once, as Reduce does
+  // here and both ops do on `c`: a running sum over [65504, 100, -65504] is 100 at the end, not
+  // the inf of an f16 accumulator.
+  const bool widen = cml__shlo_is_half(dtype) && (strcmp(body, "stablehlo.add") == 0 ||
+                                                  strcmp(body, "stablehlo.multiply") == 0);
   cml__shlo_val_t ins[2];
-  ins[0] = *x;
-  ins[1] = cml__shlo_const_scalar(c, dtype, init_kind);
+  ins[0] = widen ? cml__shlo_convert(c, x, CML_DTYPE_F32) : *x;
+  ins[1] = cml__shlo_const_scalar(c, ins[0].shape.dtype, init_kind);
   if (keyed) {
     ins[0] = cml__shlo_order_key(c, &ins[0], is_max);
     ins[1] = cml__shlo_order_key(c, &ins[1], is_max);
@@ -57,6 +62,7 @@ static cml__shlo_val_t cml_shlo_reduce_window_op(cml__shlo_ctx_t* c, const cml__
   cml_shlo_window_attrs(&a, w, true);
   cml__shlo_op_end(c, a.s, ins, 2, &r.shape, 1);
   if (keyed) r = cml__shlo_from_order_key(c, &r, dtype);
+  if (widen) r = cml__shlo_convert(c, &r, dtype);
   return r;
 }
 
