@@ -355,26 +355,14 @@ static void cb_run_compare(bt_t* t, int kind, bool total) {
       cml_value_t y;
       if (constants) {  // the grid written out: same-shape constants, no broadcast between
         const int64_t dims[2] = {na, na};
-        bt_tensor_t ga, gb;
-        if (is_float) {
-          double* va = bt_alloc(t, (size_t)(na * na) * sizeof(double));
-          double* vb = bt_alloc(t, (size_t)(na * na) * sizeof(double));
-          for (int64_t i = 0; i < na * na; ++i) {
-            va[i] = bt_get_f64(&a, i / na);
-            vb[i] = bt_get_f64(&b, i % na);
-          }
-          ga = bt_tensor_f64(t, dt, 2, dims, va);
-          gb = bt_tensor_f64(t, dt, 2, dims, vb);
-        } else {
-          int64_t* va = bt_alloc(t, (size_t)(na * na) * sizeof(int64_t));
-          int64_t* vb = bt_alloc(t, (size_t)(na * na) * sizeof(int64_t));
-          for (int64_t i = 0; i < na * na; ++i) {
-            va[i] = bt_get_i64(&a, i / na);
-            vb[i] = bt_get_i64(&b, i % na);
-          }
-          ga = bt_tensor_i64(t, dt, 2, dims, va);
-          gb = bt_tensor_i64(t, dt, 2, dims, vb);
+        const size_t es = (size_t)cml_dtype_bits(dt) / 8;  // no packed dtype compares
+        unsigned char* va = bt_alloc(t, (size_t)(na * na) * es);
+        unsigned char* vb = bt_alloc(t, (size_t)(na * na) * es);
+        for (int64_t i = 0; i < na * na; ++i) {
+          memcpy(va + (size_t)i * es, (const unsigned char*)a.data + (size_t)(i / na) * es, es);
+          memcpy(vb + (size_t)i * es, (const unsigned char*)b.data + (size_t)(i % na) * es, es);
         }
+        bt_tensor_t ga = bt_tensor(t, dt, 2, dims, va), gb = bt_tensor(t, dt, 2, dims, vb);
         y = cml_op_binary(f, op, bt_const(t, f, &ga), bt_const(t, f, &gb));
       } else {
         y = cml_op_binary(f, op, bt_param(t, f, &a), bt_param(t, f, &b));

@@ -281,13 +281,22 @@ static cml_sharding_t spec(const cml_mesh_t* mesh, const char* a0, const char* a
   return s;
 }
 
+// A builder for AutoSharding over |mesh| (NULL *|out| when it could not be created; a failure
+// of the AutoSharding call comes back with the builder, which the caller destroys).
+static cml_status_t begin_auto(cml_backend_t* be, const char* name, const cml_mesh_t* mesh,
+                               cml_builder_t** out) {
+  *out = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, name, out));
+  return cml_builder_auto_sharding(*out, &mesh, 1);
+}
+
 // AutoSharding, data parallel: x and t split on the batch, w replicated; y split, the loss and
 // the gradient replicated (the partitioner inserts the AllReduces).
 static cml_status_t build_auto_data(cml_backend_t* be, cml_executable_t** out) {
-  cml_builder_t* b = NULL;
-  CML_RETURN_IF_ERROR(cml_builder_create(be, "auto_data", &b));
   const cml_mesh_t* mesh = g_mesh_data;
-  cml_status_t st = cml_builder_auto_sharding(b, &mesh, 1);
+  cml_builder_t* b = NULL;
+  cml_status_t st = begin_auto(be, "auto_data", mesh, &b);
+  if (!b) return st;
   cml_function_t* f = cml_builder_main(b);
   cml_sharding_t batch = spec(mesh, "data", NULL), rep;
   cml_sharding_replicated(mesh, &rep);
@@ -315,10 +324,10 @@ static cml_status_t build_auto_data(cml_backend_t* be, cml_executable_t** out) {
 // AutoSharding, data x model: the batch split over data, a Megatron MLP over model (W1 by
 // columns, W2 by rows, relu between).
 static cml_status_t build_auto_megatron(cml_backend_t* be, cml_executable_t** out) {
-  cml_builder_t* b = NULL;
-  CML_RETURN_IF_ERROR(cml_builder_create(be, "auto_megatron", &b));
   const cml_mesh_t* mesh = g_mesh_model;
-  cml_status_t st = cml_builder_auto_sharding(b, &mesh, 1);
+  cml_builder_t* b = NULL;
+  cml_status_t st = begin_auto(be, "auto_megatron", mesh, &b);
+  if (!b) return st;
   cml_function_t* f = cml_builder_main(b);
   cml_sharding_t batch = spec(mesh, "data", NULL), col = spec(mesh, NULL, "model");
   cml_sharding_t row = spec(mesh, "model", NULL);
@@ -448,10 +457,10 @@ static cml_status_t build_rank_dependent_slice(cml_backend_t* be, cml_executable
 // AutoSharding with the same graph, but x split over "data" on process 0 and replicated on the
 // others: they would partition into different programs.
 static cml_status_t build_rank_dependent_sharding(cml_backend_t* be, cml_executable_t** out) {
-  cml_builder_t* b = NULL;
-  CML_RETURN_IF_ERROR(cml_builder_create(be, "differs", &b));
   const cml_mesh_t* mesh = g_mesh_data;
-  cml_status_t st = cml_builder_auto_sharding(b, &mesh, 1);
+  cml_builder_t* b = NULL;
+  cml_status_t st = begin_auto(be, "differs", mesh, &b);
+  if (!b) return st;
   cml_function_t* f = cml_builder_main(b);
   cml_sharding_t batch = spec(mesh, "data", NULL), rep;
   cml_sharding_replicated(mesh, &rep);
