@@ -44,17 +44,21 @@
 // Sub, Tanh, Where), Dot, DotGeneral, ConvGeneral (channel groups, dilations, any layout; not
 // batch groups), ReduceSum, ReduceMax, ReduceMin, ReduceProduct, ReduceWindow (Sum, Max, Min;
 // no dilations), Reshape, Transpose, BroadcastInDim, Slice, Pad, Concatenate, Reverse,
-// DynamicSlice, DynamicUpdateSlice, Gather, ScatterSum, BatchNormForInference,
+// DynamicSlice, DynamicUpdateSlice, Gather, ScatterSum, ScatterMax, ScatterMin (the winning
+// positions, ties split), FFT (all four types), BatchNormForInference,
 // BatchNormForTraining (through BatchNormGradient), OptimizationBarrier, SchedulingBarrier,
 // Call and If (their callees are inlined and differentiated; If selects the taken branch's
 // gradient, so both branches' gradients are computed), While with a static trip count (an
 // integer counter in the state that starts at a constant, a condition `counter < constant`
 // (LessThan), and a body returning counter + 1: the body is unrolled, at most 4096 times),
 // Sort (the values: gradients follow the permutation), FusedSoftmax, FusedGelu,
-// FusedLayerNorm, FusedDense. Any other op on the path from the requested values to the loss
-// fails with UNIMPLEMENTED naming the op, its operand shapes and dtypes; in particular a While
-// without a static trip count, callees that run closures themselves (a While, If or Sort inside
-// a Call, If or While body), ScatterMax/Min, FFT, the attention ops. See docs/autodiff.md.
+// FusedLayerNorm, FusedDense, FusedScaledDotProductAttention (and its VJP op, for second
+// derivatives), FusedAttentionQKVProjection, FusedQuantizedDense (x, bias, scales and zero
+// points; the integer codes have no gradient). Any other op on the path from the requested
+// values to the loss fails with UNIMPLEMENTED naming the op, its operand shapes and dtypes; in
+// particular a While without a static trip count, callees that run closures themselves (a
+// While, If or Sort inside a Call, If or While body), ReduceWindow Product and dilated windows,
+// ConvGeneral with batch groups. See docs/autodiff.md.
 //
 // Thread-safety: as every builder (cml/graph.h): one thread at a time per builder.
 #ifndef CML_AUTODIFF_H_

@@ -47,8 +47,9 @@ extern "C" {
 
 // Creates the backend named by GOMLX_BACKEND when it is set (even empty), else the default
 // (see `cml_backend_default_config`). Returns NOT_FOUND for an unknown name (the message lists
-// registered backends), INVALID_ARGUMENT for a bad option, UNAVAILABLE when the backend cannot
-// start (e.g. no PJRT plugin).
+// registered backends) or a PJRT plugin that is not installed, INVALID_ARGUMENT for a bad or
+// unknown option, UNAVAILABLE when the backend cannot start (e.g. a plugin file that does not
+// load).
 CML_API CML_MUST_USE cml_status_t cml_backend_new(cml_backend_t** out_backend);
 
 // Creates a backend from a config string `<name>[:<config>]` (|config| NULL or empty picks the

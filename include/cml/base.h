@@ -71,7 +71,7 @@ typedef enum cml_status_code_t {
   CML_STATUS_OK = 0,
   CML_STATUS_INVALID_ARGUMENT = 1,  // bad shapes, dtypes, axes, attributes, arguments
   CML_STATUS_OUT_OF_RANGE = 2,      // device number, index or value out of range
-  CML_STATUS_NOT_FOUND = 3,         // unknown backend, plugin, file or option
+  CML_STATUS_NOT_FOUND = 3,         // unknown backend, missing plugin or file
   CML_STATUS_FAILED_PRECONDITION =
       4,  // object in the wrong state (donated buffer, compiled builder)
   CML_STATUS_RESOURCE_EXHAUSTED = 5,  // out of memory

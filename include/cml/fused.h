@@ -6,7 +6,8 @@
 // CML_OP_FUSED_SOFTMAX), so a backend can run it as one kernel. When the backend lacks it, the
 // builder decomposes it on the spot into standard ops (Reduce*, Exp, DotGeneral, ...) with the
 // same semantics, so a fused op never fails for lack of support. The C backend advertises
-// FusedSoftmax, FusedLayerNorm, FusedGelu, FusedDense and the quantized ops (FusedQuantizedDense,
+// FusedSoftmax, FusedLayerNorm, FusedGelu, FusedDense, FusedScaledDotProductAttention (and its
+// VJP op), FusedAttentionQKVProjection and the quantized ops (FusedQuantizedDense,
 // QuantizedEmbeddingLookup, below) unless fusion is off (GOMLX_FUSION=0 or the config
 // "c:fusion=false") or it runs its reference kernels ("c:reference=true"); then the
 // decomposition runs. The XLA backend advertises none: XLA fuses the decomposition itself.

@@ -17,9 +17,11 @@
 //   cml_buffer_t* summed[2 * 5];
 //   CML_RETURN_IF_ERROR(cml_host_all_reduce(grads, 2, 5, CML_HOST_REDUCE_SUM, true, summed));
 //
-// PJRT's own multi-process mode (node id, node count and a key-value store served over MPI, for
-// the CUDA plugin) is not provided: see docs/datasets.md; "xla:...,distributed=mpi" is refused
-// with UNIMPLEMENTED.
+// For the xla backend this is the way across processes with plugins that have no multi-node
+// mode (the CPU plugin refuses "xla:cpu,distributed=mpi" with UNIMPLEMENTED). Plugins that have
+// one (XLA's CUDA plugin) can instead form one PJRT client over every process with
+// "xla:<plugin>,distributed=mpi" (docs/distributed.md, "XLA across processes"), whose
+// collectives then run inside the program.
 //
 // Thread-safety: thread-safe; calls that cross processes must be made in the same order on
 // every process (the MPI contract).

@@ -31,8 +31,9 @@ extern "C" {
 
 // Element types. Values are the seed's (and PJRT_Buffer_Type's for 0..20, 21, 22, 24, 25).
 // The float8 and float4 kinds ("minifloats", XLA's and ml_dtypes' definitions) are storage
-// dtypes: buffers, Parameter/Constant, ConvertDType, Bitcast and the movement ops accept them
-// where a backend advertises them (see docs/dtypes.md); arithmetic needs a ConvertDType first.
+// dtypes: buffers, Parameter/Constant, Identity, ConvertDType, Bitcast, Reshape, and (8-bit
+// kinds) Transpose, Slice, Concatenate and BroadcastInDim accept them where a backend
+// advertises them (the table in docs/dtypes.md); anything else needs a ConvertDType first.
 typedef enum cml_dtype_t {
   CML_DTYPE_INVALID = 0,
   CML_DTYPE_BOOL = 1,

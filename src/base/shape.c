@@ -596,11 +596,18 @@ cml_status_t cml_axis_bindings_set(cml_axis_bindings_t* bindings, const char* na
 
 // The size bound to |id|: a plain binding, or a symbolic sum of bound terms. 0 when unbound
 // (a term unknown or unbound), -1 when a sum overflows.
+static int64_t cml_bindings_sum(const cml_axis_bindings_t* b, const char* name);
+
 static int64_t cml_bindings_lookup(const cml_axis_bindings_t* b, int64_t id) {
   int32_t at = cml_bindings_find(b, id);
   if (at < b->count && b->ids[at] == id) return b->sizes[at];
   const char* name = cml_axis_name(id);
   if (!name || name[0] != '=') return 0;
+  return cml_bindings_sum(b, name);
+}
+
+// The value of the symbolic sum |name| ("=a+b+3"), with the same results as above.
+static int64_t cml_bindings_sum(const cml_axis_bindings_t* b, const char* name) {
   int64_t total = 0;
   const char* p = name + 1;
   while (*p) {
@@ -632,8 +639,9 @@ bool cml_axis_bindings_get(const cml_axis_bindings_t* bindings, const char* name
   pthread_mutex_lock(&cml_axis_mutex);
   int64_t id = cml_axis_find_locked(name);
   pthread_mutex_unlock(&cml_axis_mutex);
-  if (!id) return false;
-  int64_t size = cml_bindings_lookup(bindings, id);
+  // A sum that no shape made yet is still computed from its terms (without interning it).
+  if (!id && !(name[0] == '=' && cml_axis_name_chars_ok(name, true))) return false;
+  int64_t size = id ? cml_bindings_lookup(bindings, id) : cml_bindings_sum(bindings, name);
   if (size <= 0) return false;
   if (out_size) *out_size = size;
   return true;

@@ -123,6 +123,11 @@ TEST(bindings_resolve_extract_unify) {
   ASSERT_TRUE(cml_axis_bindings_get(&b, "seq", &size));
   ASSERT_EQ_INT(size, 7);
   ASSERT_FALSE(cml_axis_bindings_get(&b, "nope", &size));
+  // A symbolic sum is computed from its terms even when no shape interned it yet.
+  ASSERT_TRUE(cml_axis_bindings_get(&b, "=batch+seq+3", &size));
+  ASSERT_EQ_INT(size, 13);
+  ASSERT_FALSE(cml_axis_bindings_get(&b, "=batch+nope", &size));
+  ASSERT_FALSE(cml_axis_bindings_get(&b, "=batch++seq", &size));
 
   cml_shape_t s = dyn2("batch", 0, "seq", 0), r;
   ASSERT_STATUS_OK(cml_shape_resolve(&s, &b, &r));

@@ -24,7 +24,8 @@
 const uint8_t cmlc_empty_storage[CMLC_ALIGNMENT] __attribute__((aligned(CMLC_ALIGNMENT)));
 
 static const char cmlc_backend_config_help[] =
-    "  threads (int, default: the number of online CPUs): worker threads, the caller included\n"
+    "  threads (int in [0, 4096], default and 0: the number of online CPUs): worker threads,\n"
+    "           the caller included\n"
     "  devices (int, default 1): virtual CPU devices sharing the thread pool (per process)\n"
     "  distributed (none|mpi, default none): mpi: one process of an mpirun job; the devices of\n"
     "    all processes form one global device space (needs cml built with MPI)\n"
