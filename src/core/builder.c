@@ -1187,11 +1187,10 @@ cml_status_t cml_function_return(cml_function_t* function, const cml_value_t* ou
   }
   if (b->error != CML_OK) return cml_status_clone(b->error);
   if (count == 0 || !outputs) {
-    return cml_fail_return(
-        b, cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           count ? "Return: %s: NULL outputs for %zu values"
-                                 : "Return: %s needs at least one output",
-                           cml_function_label(f, label, sizeof label), count));
+    return cml_fail_return(b, cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                                              count ? "Return: %s: NULL outputs for %zu values"
+                                                    : "Return: %s needs at least one output",
+                                              cml_function_label(f, label, sizeof label), count));
   }
   if (count > UINT32_MAX / 2) {
     return cml_fail_return(
