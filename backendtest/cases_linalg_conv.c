@@ -375,6 +375,30 @@ static void case_negative_padding_f32(bt_t* t) {
   conv_run(t, "negative padding", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
 }
 
+// Negative low and positive high padding, batch 2: the last window of each batch reaches the
+// high padding. XLA's CPU plugin read the next batch's first element there (the xla emitter
+// now crops with a pad first).
+static void case_mixed_sign_padding_f32(bt_t* t) {
+  conv_problem_t p = {
+      .spatial = 1, .n = 2, .c = 1, .o = 1, .in = {5}, .k = {4}, .pad_lo = {-1}, .pad_hi = {1}};
+  conv_run(t, "mixed sign padding", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
+}
+
+// The same in 2-D, with the signs mixed the other way on the second axis and an input dilation
+// on the first (the cropping applies to the dilated input).
+static void case_mixed_sign_padding_dilated_2d_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 2,
+                      .n = 3,
+                      .c = 2,
+                      .o = 3,
+                      .in = {6, 7},
+                      .k = {3, 2},
+                      .pad_lo = {-1, 2},
+                      .pad_hi = {2, -1},
+                      .idil = {2, 1}};
+  conv_run(t, "mixed sign padding, dilated", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
+}
+
 static void case_kernel_larger_than_input_f32(bt_t* t) {
   // 1x1 input with 3x3 kernel and padding 1: only the kernel's center tap contributes.
   conv_problem_t p = {.spatial = 2,
@@ -609,6 +633,9 @@ const bt_case_t bt_cases_linalg_conv[] = {
     {"odd_5x7x11_f32", CML_OP_CONV_GENERAL, case_odd_5x7x11_f32},
     {"depthwise_f64", CML_OP_CONV_GENERAL, case_depthwise_f64},
     {"negative_padding_f32", CML_OP_CONV_GENERAL, case_negative_padding_f32},
+    {"mixed_sign_padding_f32", CML_OP_CONV_GENERAL, case_mixed_sign_padding_f32},
+    {"mixed_sign_padding_dilated_2d_f32", CML_OP_CONV_GENERAL,
+     case_mixed_sign_padding_dilated_2d_f32},
     {"kernel_larger_than_input_f32", CML_OP_CONV_GENERAL, case_kernel_larger_than_input_f32},
     {"empty_batch_f32", CML_OP_CONV_GENERAL, case_empty_batch_f32},
     {"output_bf16_to_f32", CML_OP_CONV_GENERAL, case_output_dtype_bf16_to_f32},

@@ -125,6 +125,11 @@ cml__shlo_val_t cml__shlo_broadcast(cml__shlo_ctx_t* c, const cml__shlo_val_t* v
 cml__shlo_val_t cml__shlo_slice(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, const int64_t* starts,
                                 const int64_t* limits, const int64_t* strides,
                                 const cml_shape_t* out);
+// stablehlo.pad of |v| with the scalar |fill|: |low| / |high| (negative: crop) and |interior|
+// per axis of |v|, giving |out|.
+cml__shlo_val_t cml__shlo_pad(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
+                              const cml__shlo_val_t* fill, const int64_t* low, const int64_t* high,
+                              const int64_t* interior, const cml_shape_t* out);
 // Element-wise conversion with cml's ConvertDType semantics.
 cml__shlo_val_t cml__shlo_convert(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, cml_dtype_t to);
 // "stablehlo.compare" with the direction ("EQ", "LT", ...) and the compare type of |dtype|

@@ -87,6 +87,37 @@ static cml_status_t cml_shlo_conv(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   }
   for (int k = 0; k < 2; ++k) ins[k] = cml__shlo_convert(c, &ins[k], compute);
   int32_t ns = cv->spatial_count, rank = ns + 2;
+  // Negative padding (cropping) is applied to the input first, with the input dilation, by a
+  // stablehlo.pad; the convolution then gets neither. XLA's CPU plugin read the next batch's
+  // data where a window crossed into positive high padding after a negative low padding
+  // ((-1, +1): 22 instead of 16).
+  const int64_t* pad_low = cv->padding_low;
+  const int64_t* pad_high = cv->padding_high;
+  const int64_t* lhs_dilation = cv->input_dilations;
+  int64_t zeros[CML_MAX_RANK] = {0}, ones[CML_MAX_RANK];
+  bool crop = false;
+  for (int32_t i = 0; i < ns; ++i) {
+    ones[i] = 1;
+    crop = crop || cv->padding_low[i] < 0 || cv->padding_high[i] < 0;
+  }
+  if (crop) {
+    int64_t low[CML_MAX_RANK] = {0}, high[CML_MAX_RANK] = {0}, interior[CML_MAX_RANK] = {0};
+    cml_shape_t padded = ins[0].shape;
+    for (int32_t i = 0; i < ns && crop; ++i) {
+      const int64_t ax = cv->input_spatial_axes[i], d = ins[0].shape.dims[ax];
+      low[ax] = cv->padding_low[i];
+      high[ax] = cv->padding_high[i];
+      interior[ax] = cv->input_dilations[i] - 1;
+      padded.dims[ax] = (d > 0 ? d + (d - 1) * interior[ax] : 0) + low[ax] + high[ax];
+      crop = padded.dims[ax] >= 0;  // else leave it to the convolution as it is
+    }
+    if (crop) {
+      const cml__shlo_val_t zero = cml__shlo_const_scalar(c, compute, CML__SHLO_ZERO);
+      ins[0] = cml__shlo_pad(c, &ins[0], &zero, low, high, interior, &padded);
+      pad_low = pad_high = zeros;
+      lhs_dilation = ones;
+    }
+  }
   cml__shlo_attr_t a;
   cml__shlo_attr_init(&a);
   cml__shlo_attr_printf(&a, "dimension_numbers = #stablehlo.conv<");
@@ -101,9 +132,9 @@ static cml_status_t cml_shlo_conv(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   cml__shlo_attr_printf(&a, ">, window_strides = ");
   cml__shlo_attr_array(&a, cv->strides, ns);
   cml__shlo_attr_printf(&a, ", padding = ");
-  cml__shlo_attr_padding(&a, cv->padding_low, cv->padding_high, ns);
+  cml__shlo_attr_padding(&a, pad_low, pad_high, ns);
   cml__shlo_attr_printf(&a, ", lhs_dilation = ");
-  cml__shlo_attr_array(&a, cv->input_dilations, ns);
+  cml__shlo_attr_array(&a, lhs_dilation, ns);
   cml__shlo_attr_printf(&a, ", rhs_dilation = ");
   cml__shlo_attr_array(&a, cv->kernel_dilations, ns);
   const char* prec = cml_shlo_precision(c, compute);

@@ -63,13 +63,7 @@ cml_status_t cml__shlo_emit_movement(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
         high[i] = at->pads[i].high;
         interior[i] = at->pads[i].interior;
       }
-      cml__shlo_attr_printf(&a, "edge_padding_low = ");
-      cml__shlo_attr_array(&a, low, rank);
-      cml__shlo_attr_printf(&a, ", edge_padding_high = ");
-      cml__shlo_attr_array(&a, high, rank);
-      cml__shlo_attr_printf(&a, ", interior_padding = ");
-      cml__shlo_attr_array(&a, interior, rank);
-      r = cml__shlo_op(c, "stablehlo.pad", ins, 2, a.s, out);
+      r = cml__shlo_pad(c, &ins[0], &ins[1], low, high, interior, out);
       break;
     }
     default:

@@ -59,6 +59,22 @@ cml__shlo_val_t cml__shlo_slice(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, co
   return cml__shlo_op(c, "stablehlo.slice", v, 1, a.s, out);
 }
 
+cml__shlo_val_t cml__shlo_pad(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
+                              const cml__shlo_val_t* fill, const int64_t* low, const int64_t* high,
+                              const int64_t* interior, const cml_shape_t* out) {
+  const int32_t rank = v->shape.rank;
+  cml__shlo_attr_t a;
+  cml__shlo_attr_init(&a);
+  cml__shlo_attr_printf(&a, "edge_padding_low = ");
+  cml__shlo_attr_array(&a, low, rank);
+  cml__shlo_attr_printf(&a, ", edge_padding_high = ");
+  cml__shlo_attr_array(&a, high, rank);
+  cml__shlo_attr_printf(&a, ", interior_padding = ");
+  cml__shlo_attr_array(&a, interior, rank);
+  const cml__shlo_val_t ins[2] = {*v, *fill};
+  return cml__shlo_op(c, "stablehlo.pad", ins, 2, a.s, out);
+}
+
 cml__shlo_val_t cml__shlo_const_fill(cml__shlo_ctx_t* c, cml_dtype_t dtype,
                                      cml__shlo_scalar_kind_t kind, const cml_shape_t* dims) {
   cml__shlo_val_t s = cml__shlo_const_scalar(c, dtype, kind);

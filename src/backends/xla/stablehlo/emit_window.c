@@ -107,18 +107,8 @@ static cml_status_t cml_shlo_select_and_scatter(cml__shlo_ctx_t* c, const cml_ir
       sum.input_dilations[i] = 1;
       sum.window_dilations[i] = 1;
     }
-    cml__shlo_val_t ins[2];
-    ins[0] = source;
-    ins[1] = cml__shlo_const_scalar(c, dt, CML__SHLO_ZERO);
-    cml__shlo_attr_t a;
-    cml__shlo_attr_init(&a);
-    cml__shlo_attr_printf(&a, "edge_padding_low = ");
-    cml__shlo_attr_array(&a, low, rank);
-    cml__shlo_attr_printf(&a, ", edge_padding_high = ");
-    cml__shlo_attr_array(&a, high, rank);
-    cml__shlo_attr_printf(&a, ", interior_padding = ");
-    cml__shlo_attr_array(&a, interior, rank);
-    cml__shlo_val_t p = cml__shlo_op(c, "stablehlo.pad", ins, 2, a.s, &padded);
+    const cml__shlo_val_t zero = cml__shlo_const_scalar(c, dt, CML__SHLO_ZERO);
+    cml__shlo_val_t p = cml__shlo_pad(c, &source, &zero, low, high, interior, &padded);
     cml__shlo_val_t r =
         cml_shlo_reduce_window_op(c, &p, "stablehlo.add", CML__SHLO_ZERO, &sum, out);
     cml_shlo_bind1(c, n, &r);
