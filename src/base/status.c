@@ -51,6 +51,7 @@ static cml_status_payload_t* cml_status_payload(cml_status_t status) {
 static cml_status_t cml_status_vmake(cml_status_code_t code, const char* fmt, va_list args) {
   if (code == CML_STATUS_OK) return CML_OK;
   cml_status_t bare = cml_status_from_code(code);
+  if (!fmt) return bare;  // a NULL format: the code alone (vsnprintf would crash)
   va_list copy;
   va_copy(copy, args);
   int n = vsnprintf(NULL, 0, fmt, copy);
@@ -87,6 +88,7 @@ void cml_status_free(cml_status_t status) { free(cml_status_payload(status)); }
 
 cml_status_t cml_status_annotate(cml_status_t status, const char* fmt, ...) {
   if (status == CML_OK) return CML_OK;
+  if (!fmt) return status;  // nothing to add
   char prefix[512];
   va_list args;
   va_start(args, fmt);

@@ -19,6 +19,14 @@ TEST(status_codes) {
   ASSERT_STREQ(cml_status_message(s), "building main: Add: (Float32)[2] vs (Int32)[2]");
   ASSERT_EQ_INT(cml_status_code(s), CML_STATUS_INVALID_ARGUMENT);
   ASSERT_STREQ(cml_status_message(c), "Add: (Float32)[2] vs (Int32)[2]");
+  // A NULL format (a misuse, as printf(NULL)) adds nothing instead of crashing in vsnprintf.
+  const char* volatile no_format = NULL;
+  s = cml_status_annotate(s, no_format, 0);
+  ASSERT_STREQ(cml_status_message(s), "building main: Add: (Float32)[2] vs (Int32)[2]");
+  cml_status_t bare = cml_status_make(CML_STATUS_NOT_FOUND, no_format, 0);
+  ASSERT_EQ_INT(cml_status_code(bare), CML_STATUS_NOT_FOUND);
+  ASSERT_STREQ(cml_status_message(bare), "NOT_FOUND");
+  cml_status_free(bare);
   cml_status_free(s);
   cml_status_free(c);
   ASSERT_TRUE(cml_status_make(CML_STATUS_OK, "ignored") == CML_OK);
