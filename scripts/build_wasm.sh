@@ -8,7 +8,8 @@
 #
 # Produces, in BUILD_DIR:
 #   scalar/   libcml.a, libcml_backendtest.a, cml.wasm (the CLI: `cml test`, `cml info`),
-#             example_mlp.wasm, mlp_bench.wasm (web/mlp_bench.c)           -- WASI commands
+#             example_mlp.wasm, mlp_bench.wasm (web/mlp_bench.c),
+#             wasm_limits.wasm (tests/wasm/limits.c)                        -- WASI commands
 #   simd128/  the same with -msimd128 (clang's auto-vectorization to WebAssembly SIMD128);
 #             CML_WASM_SIMD128=0 leaves it out
 #   web/      index.html, cml.js, cml_web.wasm and cml_web_simd128.wasm (WASI reactors exporting
@@ -83,6 +84,8 @@ for v in "${variants[@]}"; do
   configure_and_build "$out/$name" "$simd"
   wasm_cc "$simd" "$root/web/cml_web.c" "$root/web/mlp_bench.c" "$out/$name/libcml.a" -lm \
     -o "$out/$name/mlp_bench.wasm"
+  wasm_cc "$simd" "$root/tests/wasm/limits.c" "$out/$name/libcml.a" -lm \
+    -o "$out/$name/wasm_limits.wasm"
 done
 
 #===--- the web page: a reactor module + index.html + cml.js ---===#

@@ -104,6 +104,14 @@ for variant in scalar simd128; do
     cat "$tmp/bench.log"
     fail "$variant web/mlp_bench"
   fi
+  # Limits that must be statuses, not traps (tests/wasm/limits.c).
+  if wasi_run "$out/$variant/wasm_limits.wasm" >"$tmp/limits.log" 2>&1 &&
+     grep -q "^ok: " "$tmp/limits.log"; then
+    echo "  $variant tests/wasm/limits: $(tail -n1 "$tmp/limits.log")"
+  else
+    cat "$tmp/limits.log"
+    fail "$variant tests/wasm/limits"
+  fi
 done
 
 #===--- 3. the web module ---===#
@@ -124,11 +132,22 @@ const { y, s } = cml.mlp(new Float32Array([1, -2, 0.5, 0, 1.5, -1]), 2);
 const want = { y: [1.775, 2.8, 4.5625, -1.49375], s: [4.575, 3.06875] };
 const bad = [...want.y.map((v, i) => Math.abs(y[i] - v) > 1e-5),
              ...want.s.map((v, i) => Math.abs(s[i] - v) > 1e-5)].some(Boolean);
-let error = '';
-try { cml.mlp(new Float32Array(3), 0); } catch (e) { error = e.message; }
+// Bad calls throw with a message (a short x used leftover wasm memory as rows, and a bench
+// whose sizes overflow 32 bits wrote past a malloc(0)).
+const errors = [];
+for (const [call, want] of [
+  [() => cml.mlp(new Float32Array(3), 0), 'batch must be'],
+  [() => cml.mlp(new Float32Array(6), 1.7), 'batch must be'],
+  [() => cml.mlp(new Float32Array([1]), 4), 'at least 12 values'],
+  [() => cml.bench(32768, 65536, 1, 1, 1), 'too large for wasm memory'],
+]) {
+  try { call(); errors.push(`no error (want "${want}")`); } catch (e) {
+    if (!e.message.includes(want)) errors.push(`"${e.message}" (want "${want}")`);
+  }
+}
 console.log(`node: ${cml.backend()}: y = [${Array.from(y)}], s = [${Array.from(s)}]`);
-if (bad || !error.includes('bad arguments')) {
-  console.log(`FAIL: wrong results, or no error for batch 0 ("${error}")`);
+if (bad || errors.length) {
+  console.log(`FAIL: wrong results, or bad calls: ${errors.join('; ')}`);
   process.exit(1);
 }
 JS

@@ -137,6 +137,14 @@ export class Cml {
    * Throws an Error with cml's message on failure.
    */
   mlp(x, batch) {
+    // Checked here: a short |x| would leave rows of leftover wasm memory as inputs, and a
+    // fractional batch would size the results wrongly.
+    if (!Number.isInteger(batch) || batch < 1 || batch > 4096) {
+      throw new Error(`cml: batch must be an integer in [1, 4096], got ${batch}`);
+    }
+    if (!(x instanceof Float32Array) || x.length < batch * 3) {
+      throw new Error(`cml: x must be a Float32Array of at least ${batch * 3} values (batch ${batch} x 3)`);
+    }
     const ex = this.exports;
     const xp = ex.cml_web_malloc(batch * 3 * 4);
     const yp = ex.cml_web_malloc(batch * 2 * 4);

@@ -217,6 +217,21 @@ double cml_web_mlp_bench(int batch, int in, int hidden, int out, int iterations,
         batch, in, hidden, out, iterations);
     return -1;
   }
+  // Every buffer's byte count must fit a (32-bit) size_t: 32768 x 65536 floats wrapped to
+  // malloc(0), and the fill wrote past it.
+  const uint64_t pairs[4][2] = {{(uint64_t)batch, (uint64_t)in},
+                                {(uint64_t)in, (uint64_t)hidden},
+                                {(uint64_t)hidden, (uint64_t)out},
+                                {(uint64_t)batch, (uint64_t)out}};
+  for (int i = 0; i < 4; ++i) {
+    if (pairs[i][0] * pairs[i][1] > SIZE_MAX / sizeof(float)) {
+      cml_web_set_error(
+          "cml_web_mlp_bench: sizes too large for wasm memory (batch %d, in %d, hidden %d, "
+          "out %d: %llu x %llu floats)",
+          batch, in, hidden, out, (unsigned long long)pairs[i][0], (unsigned long long)pairs[i][1]);
+      return -1;
+    }
+  }
   cml_web_mlp_t m = {batch, in, hidden, out, NULL, NULL};
   const size_t counts[5] = {(size_t)batch * (size_t)in, (size_t)in * (size_t)hidden, (size_t)hidden,
                             (size_t)hidden * (size_t)out, (size_t)out};

@@ -413,6 +413,8 @@ cml_status_t cml_plugin_load(const char* path) {
   cml__registry_ensure_init();
   // A path (not a bare name that dlopen searches for) must name a regular file: dlopen would
   // block on a FIFO, waiting for a writer. O_NONBLOCK keeps the check itself from blocking.
+  // (wasm32-wasi has no dynamic loading: its dlopen says so, for any path.)
+#if !defined(__wasi__)
   if (strchr(path, '/')) {
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat sb;
@@ -428,6 +430,7 @@ cml_status_t cml_plugin_load(const char* path) {
                              "cml_plugin_load: \"%s\" is not a regular file", path);
     }
   }
+#endif
   dlerror();  // clear any stale error
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!handle) {

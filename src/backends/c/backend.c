@@ -93,7 +93,10 @@ static void* cmlc_storage_take(cmlc_backend_t* backend, size_t size) {
 static void cmlc_storage_give(cmlc_backend_t* backend, void* data, size_t size) {
   cml_allocator_t alloc = backend->base.allocator;
   cmlc_storage_cache_t* c = &backend->storage_cache;
-  const size_t limit = (size_t)backend->options.buffer_cache_bytes;
+  // (Clamped: on a 32-bit size_t, 4096 MiB and more would wrap to a small limit.)
+  const size_t limit = (uint64_t)backend->options.buffer_cache_bytes > SIZE_MAX
+                           ? SIZE_MAX
+                           : (size_t)backend->options.buffer_cache_bytes;
   if (size < CMLC_STORAGE_CACHE_MIN || size > limit / 2 || !backend->storage_cache_ready) {
     cml_allocator_free(alloc, data, size);
     return;
