@@ -445,7 +445,16 @@ static cml_status_t cml__executable_execute(cml_executable_t* executable,
       cml__executable_replicas(executable) > 1) {
     cml_process_info_t process;
     cml_backend_process_info(executable->backend, &process);
-    if (process.process_count > 1) {
+    // Only when another process takes part: a module on this process's devices alone meets
+    // no peer, and its failure stays local.
+    bool spans = false;
+    const int32_t* assignment = executable->module ? executable->module->device_assignment : NULL;
+    for (size_t j = 0;
+         process.process_count > 1 && !spans && j < cml__executable_replicas(executable); ++j) {
+      const int dev = assignment ? (int)assignment[j] : (int)j;
+      spans = !cml_backend_device_is_local(executable->backend, dev);
+    }
+    if (spans) {
       cml__mpi_fail(cml_status_message(st));
       st = cml_status_annotate(st, "process %d of %d: the other processes are told to stop",
                                process.process_index, process.process_count);

@@ -417,6 +417,45 @@ TEST(execute_checks_remote_entries) {
   cml_executable_release(one);
 }
 
+// An SPMD module on process 0's two devices only (every process compiles it; only process 0
+// runs it): a refused execution stays local (no other process takes part, so the job goes on),
+// and the next one runs.
+TEST(local_module_failure_stays_local) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_mp, "local", &b));
+  const int32_t devices[2] = {0, 1};
+  cml_status_t st = cml_builder_spmd(b, 2);
+  if (st == CML_OK) st = cml_builder_device_assignment(b, devices, 2);
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t is = cml_shape_scalar(CML_DTYPE_I64);
+  cml_value_t x = cml_parameter(f, "x", &is), r;
+  cml_op_all_reduce(f, &x, 1, CML_REDUCE_SUM, NULL, &r);
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(finish(b, f, &r, 1, st, &exe));
+  if (g_rank == 0) {
+    cml_buffer_t* in[2] = {0};
+    cml_buffer_t* out[2] = {0};
+    const int64_t v[2] = {5, 7};
+    const float wrong = 1;
+    cml_shape_t fs = cml_shape_scalar(CML_DTYPE_F32);
+    ASSERT_STATUS_OK(cml_buffer_from_host(g_mp, 0, &fs, &wrong, sizeof wrong, &in[0]));
+    ASSERT_STATUS_OK(cml_buffer_from_host(g_mp, 1, &is, &v[1], sizeof v[1], &in[1]));
+    st = cml_executable_execute(exe, in, 2, NULL, 0, out);
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_TRUE(strstr(cml_status_message(st), "told to stop") == NULL);
+    cml_status_free(st);
+    cml_buffer_release(in[0]);
+    ASSERT_STATUS_OK(cml_buffer_from_host(g_mp, 0, &is, &v[0], sizeof v[0], &in[0]));
+    ASSERT_STATUS_OK(cml_executable_execute(exe, in, 2, NULL, 0, out));
+    int64_t sum = 0;
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[0], &sum, sizeof sum));
+    ASSERT_EQ_INT(sum, 12);
+    release_all(in, 2);
+    release_all(out, 2);
+  }
+  cml_executable_release(exe);
+}
+
 TEST(mismatched_configuration) {
   char config[64];
   snprintf(config, sizeof config, "c:distributed=mpi,devices=%d", g_rank == 1 ? 3 : 2);
@@ -691,6 +730,7 @@ static const test_entry_t kTests[] = {
     TEST_ENTRY(auto_sharding_data_parallel),
     TEST_ENTRY(auto_sharding_megatron),
     TEST_ENTRY(execute_checks_remote_entries),
+    TEST_ENTRY(local_module_failure_stays_local),
     TEST_ENTRY(mismatched_configuration),
     TEST_ENTRY(mismatched_module_at_compile),
     TEST_ENTRY(failure_stops_every_process),
