@@ -6,6 +6,7 @@
 #ifndef CML_BASE_HALF_INLINE_H_
 #define CML_BASE_HALF_INLINE_H_
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -70,6 +71,20 @@ static inline float cml__bf16_to_f32(uint16_t h) {
   float f;
   memcpy(&f, &u, sizeof f);
   return f;
+}
+
+// 64-bit integers to double with round to odd: exact below 2^53, otherwise the dropped bits
+// stick in the lowest one, so a later rounding to a format of at most 51 bits (f16, bf16, f8,
+// f32 is not one) rounds as if from the exact integer: once.
+static inline double cml__u64_to_f64_odd(uint64_t u) {
+  if (u < ((uint64_t)1 << 53)) return (double)u;
+  const int shift = 11 - __builtin_clzll(u);
+  uint64_t m = u >> shift;
+  if (u & (((uint64_t)1 << shift) - 1)) m |= 1;
+  return ldexp((double)m, shift);
+}
+static inline double cml__i64_to_f64_odd(int64_t i) {
+  return i < 0 ? -cml__u64_to_f64_odd((uint64_t)0 - (uint64_t)i) : cml__u64_to_f64_odd((uint64_t)i);
 }
 
 #ifdef __cplusplus

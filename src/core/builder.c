@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/half_inline.h"
 #include "core/builder_internal.h"
 
 //===--- arena and growable arrays ---===//
@@ -1097,17 +1098,9 @@ static bool cml_scalar_from_i64(cml_dtype_t dtype, int64_t value, unsigned char*
       return true;
     }
     case CML_DTYPE_BF16: {
-      // Rounded once, as ConvertDType does: (float)value would round to 24 bits first, and
-      // 2^24 + 2^16 + 1 then lost the 1 that decides the tie (0x4b80 instead of 0x4b81). The
-      // magnitude is cut to 24 bits with the lost bits ORed into the last (round to odd), which
-      // the rounding to BFloat16's 8 bits cannot double-round.
-      const uint64_t mag = value < 0 ? 0 - (uint64_t)value : (uint64_t)value;
-      int shift = 0;
-      while ((mag >> shift) >= ((uint64_t)1 << 24)) ++shift;
-      uint64_t q = mag >> shift;
-      if (shift > 0 && (mag & (((uint64_t)1 << shift) - 1)) != 0) q |= 1;
-      const float f = ldexpf((float)q, shift);
-      uint16_t v = cml_f32_to_bf16(value < 0 ? -f : f);
+      // Rounded once, as ConvertDType does (through a round-to-odd double): (float)value
+      // rounded to 24 bits first, and 2^24 + 2^16 + 1 lost the 1 that breaks the tie.
+      uint16_t v = cml_f64_to_bf16(cml__i64_to_f64_odd(value));
       memcpy(out, &v, 2);
       return true;
     }

@@ -196,7 +196,7 @@ cml_status_t cml_host_all_reduce(cml_buffer_t* const* buffers, size_t device_cou
                               cml_shape_format(cml_buffer_shape(buffers[v]), shape, sizeof shape));
     }
     if (len >= sizeof text) len = sizeof text - 1;
-    st = cml__mpi_agree(text, len, "cml_host_all_reduce arguments");
+    st = cml__mpi_agree(text, len, "argument list of cml_host_all_reduce");
     if (st != CML_OK) return cml_status_annotate(st, "%s", kWhat);
     int64_t local = (int64_t)device_count, all = 0;
     st = cml__mpi_all_reduce(NULL, &local, &all, 1, CML_DTYPE_I64, CML_REDUCE_SUM);

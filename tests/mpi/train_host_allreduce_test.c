@@ -92,7 +92,7 @@ TEST(mismatched_arguments_across_processes) {
   ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &fs, f, sizeof(float) * (size_t)n, &in));
   cml_status_t st = cml_host_all_reduce(&in, 1, 1, CML_HOST_REDUCE_SUM, true, &out);
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
-  ASSERT_CONTAINS(cml_status_message(st), "cml_host_all_reduce arguments differs");
+  ASSERT_CONTAINS(cml_status_message(st), "argument list of cml_host_all_reduce differs");
   ASSERT_CONTAINS(cml_status_message(st), "(Float32)[4]");
   ASSERT_CONTAINS(cml_status_message(st), "(Float32)[5]");
   cml_status_free(st);

@@ -160,19 +160,6 @@ static void cmlc_ew_widen(cml_dtype_t dtype, const void* src, int64_t start, int
 
 //===--- narrowing ---===//
 
-// Round-to-odd conversions to double: exact below 2^53, otherwise the low bit is sticky, so a
-// later rounding to a format of <= 51 bits rounds as if from the exact value.
-static double cmlc_ew_u2d_odd(uint64_t u) {
-  if (u < ((uint64_t)1 << 53)) return (double)u;
-  const int shift = 11 - __builtin_clzll(u);
-  uint64_t m = u >> shift;
-  if (u & (((uint64_t)1 << shift) - 1)) m |= 1;
-  return ldexp((double)m, shift);
-}
-static double cmlc_ew_i2d_odd(int64_t i) {
-  return i < 0 ? -cmlc_ew_u2d_odd((uint64_t)0 - (uint64_t)i) : cmlc_ew_u2d_odd((uint64_t)i);
-}
-
 // Generic narrowing loop: V is the widened value (int64_t, uint64_t, double), RE/IM for complex.
 #define CMLC_EW_NARROW(T, FROM_I, FROM_U, FROM_F, FROM_C)        \
   do {                                                           \
@@ -220,10 +207,10 @@ static inline float cmlc_ew_i2f(int64_t i) { return (float)i; }
 static inline float cmlc_ew_u2f(uint64_t u) { return (float)u; }
 static inline double cmlc_ew_i2d(int64_t i) { return (double)i; }
 static inline double cmlc_ew_u2d(uint64_t u) { return (double)u; }
-static inline uint16_t cmlc_ew_i2h(int64_t i) { return cml_f64_to_f16(cmlc_ew_i2d_odd(i)); }
-static inline uint16_t cmlc_ew_u2h(uint64_t u) { return cml_f64_to_f16(cmlc_ew_u2d_odd(u)); }
-static inline uint16_t cmlc_ew_i2bh(int64_t i) { return cml_f64_to_bf16(cmlc_ew_i2d_odd(i)); }
-static inline uint16_t cmlc_ew_u2bh(uint64_t u) { return cml_f64_to_bf16(cmlc_ew_u2d_odd(u)); }
+static inline uint16_t cmlc_ew_i2h(int64_t i) { return cml_f64_to_f16(cml__i64_to_f64_odd(i)); }
+static inline uint16_t cmlc_ew_u2h(uint64_t u) { return cml_f64_to_f16(cml__u64_to_f64_odd(u)); }
+static inline uint16_t cmlc_ew_i2bh(int64_t i) { return cml_f64_to_bf16(cml__i64_to_f64_odd(i)); }
+static inline uint16_t cmlc_ew_u2bh(uint64_t u) { return cml_f64_to_bf16(cml__u64_to_f64_odd(u)); }
 
 static void cmlc_ew_narrow_packed(cml_dtype_t dtype, const cmlc_ew_block_t* b, int64_t n, void* dst,
                                   int64_t start) {
@@ -241,10 +228,10 @@ static void cmlc_ew_narrow_packed(cml_dtype_t dtype, const cmlc_ew_block_t* b, i
     uint64_t raw;
     switch (b->kind) {
       case CMLC_EW_KIND_INT:
-        raw = f4 ? cml_f64_to_f8(dtype, cmlc_ew_i2d_odd(b->v.i[k])) : (uint64_t)b->v.i[k];
+        raw = f4 ? cml_f64_to_f8(dtype, cml__i64_to_f64_odd(b->v.i[k])) : (uint64_t)b->v.i[k];
         break;
       case CMLC_EW_KIND_UINT:
-        raw = f4 ? cml_f64_to_f8(dtype, cmlc_ew_u2d_odd(b->v.u[k])) : b->v.u[k];
+        raw = f4 ? cml_f64_to_f8(dtype, cml__u64_to_f64_odd(b->v.u[k])) : b->v.u[k];
         break;
       case CMLC_EW_KIND_FLOAT:
         raw =
@@ -320,8 +307,8 @@ static void cmlc_ew_narrow(cml_dtype_t dtype, const cmlc_ew_block_t* b, int64_t 
     case CML_DTYPE_F8E4M3:
     case CML_DTYPE_F8E3M4:
     case CML_DTYPE_F8E8M0FNU:
-      CMLC_EW_NARROW(uint8_t, cml_f64_to_f8(dtype, cmlc_ew_i2d_odd(v)),
-                     cml_f64_to_f8(dtype, cmlc_ew_u2d_odd(v)), cml_f64_to_f8(dtype, v),
+      CMLC_EW_NARROW(uint8_t, cml_f64_to_f8(dtype, cml__i64_to_f64_odd(v)),
+                     cml_f64_to_f8(dtype, cml__u64_to_f64_odd(v)), cml_f64_to_f8(dtype, v),
                      cml_f64_to_f8(dtype, v));
       break;
     default:
