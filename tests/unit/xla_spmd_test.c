@@ -455,6 +455,184 @@ static cml_status_t run_spmd(spmd_body_fn body, size_t n_out, const size_t* out_
   return st;
 }
 
+//===--- If and While whose closures run collectives (stablehlo/emit_guard.c) ---===//
+// Slots of a replica group that answer a predicate differently would meet different
+// collectives; XLA's CPU runtime then waits 40 s and ends the process. These come back as
+// FAILED_PRECONDITION naming the node instead, and agreeing groups run as before.
+
+static cml_value_t slot_below(cml_function_t* f, int64_t k) {
+  return cml_op_less_than(f, cml_op_replica_id(f), cml_constant_scalar_i64(f, CML_DTYPE_U32, k));
+}
+
+// If (slot < 2) { AllReduce(x) over all slots } else { x }.
+static bool body_if_diverges(cml_function_t* f, cml_value_t x, cml_value_t* o) {
+  cml_function_t *yes = NULL, *no = NULL;
+  if (cml_function_new_closure(f, &yes) != CML_OK || cml_function_new_closure(f, &no) != CML_OK) {
+    return false;
+  }
+  cml_value_t y;
+  if (!cml_op_all_reduce(yes, &x, 1, CML_REDUCE_SUM, NULL, &y)) return false;
+  if (cml_function_return(yes, &y, 1) != CML_OK || cml_function_return(no, &x, 1) != CML_OK) {
+    return false;
+  }
+  return cml_op_if(f, slot_below(f, 2), yes, no, o);
+}
+
+// i = 0; while (i < slot + 1) { x = AllReduce(x); i += 1 }: slot 0 leaves first.
+static bool body_while_diverges(cml_function_t* f, cml_value_t x, cml_value_t* o) {
+  cml_function_t *cond = NULL, *body = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK ||
+      cml_function_new_closure(f, &body) != CML_OK) {
+    return false;
+  }
+  cml_shape_t is = cml_shape_scalar(CML_DTYPE_U32), xs = SHAPE(CML_DTYPE_F32, 4);
+  cml_value_t ci = cml_parameter(cond, "i", &is);
+  (void)cml_parameter(cond, "x", &xs);
+  cml_value_t bound =
+      cml_op_add(cond, cml_op_replica_id(cond), cml_constant_scalar_i64(cond, CML_DTYPE_U32, 1));
+  cml_value_t go = cml_op_less_than(cond, ci, bound);
+  cml_value_t bi = cml_parameter(body, "i", &is), bx = cml_parameter(body, "x", &xs);
+  cml_value_t next[2];
+  next[0] = cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_U32, 1));
+  if (!cml_op_all_reduce(body, &bx, 1, CML_REDUCE_SUM, NULL, &next[1])) return false;
+  if (cml_function_return(cond, &go, 1) != CML_OK || cml_function_return(body, next, 2) != CML_OK) {
+    return false;
+  }
+  cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_U32, 0), x}, out[2];
+  if (!cml_op_while(f, cond, body, init, 2, out)) return false;
+  o[0] = out[1];
+  return true;
+}
+
+// A named function "step" holding body_if_diverges, called from main inside a While that
+// runs twice (the flag goes through a call, a loop body and the loop's state).
+static bool body_call_in_loop_diverges(cml_function_t* f, cml_value_t x, cml_value_t* o) {
+  cml_builder_t* b = cml_function_builder(f);
+  cml_function_t *step = NULL, *cond = NULL, *body = NULL;
+  if (cml_builder_new_function(b, "step", &step) != CML_OK) return false;
+  cml_shape_t is = cml_shape_scalar(CML_DTYPE_I32), xs = SHAPE(CML_DTYPE_F32, 4);
+  cml_value_t sx = cml_parameter(step, "x", &xs), sy;
+  if (!body_if_diverges(step, sx, &sy) || cml_function_return(step, &sy, 1) != CML_OK) {
+    return false;
+  }
+  if (cml_function_new_closure(f, &cond) != CML_OK ||
+      cml_function_new_closure(f, &body) != CML_OK) {
+    return false;
+  }
+  cml_value_t ci = cml_parameter(cond, "i", &is);
+  (void)cml_parameter(cond, "x", &xs);
+  cml_value_t go = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, 2));
+  cml_value_t bi = cml_parameter(body, "i", &is), bx = cml_parameter(body, "x", &xs);
+  cml_value_t next[2];
+  next[0] = cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1));
+  if (!cml_op_call(body, step, &bx, 1, &next[1])) return false;
+  if (cml_function_return(cond, &go, 1) != CML_OK || cml_function_return(body, next, 2) != CML_OK) {
+    return false;
+  }
+  cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x}, out[2];
+  if (!cml_op_while(f, cond, body, init, 2, out)) return false;
+  o[0] = out[1];
+  return true;
+}
+
+TEST(diverging_if_and_while_are_statuses_not_aborts) {
+  static const struct {
+    spmd_body_fn body;
+    const char* want;
+  } kCases[] = {
+      {body_if_diverges, "the predicate of If (node"},
+      {body_while_diverges, "the condition of While (node"},
+      {body_call_in_loop_diverges, "in function 1 \"step\""},
+  };
+  const size_t bytes[1] = {16};
+  for (size_t k = 0; k < sizeof kCases / sizeof kCases[0]; ++k) {
+    float got[4][6][8];
+    int devices[4];
+    cml_status_t st = run_spmd(kCases[k].body, 1, bytes, NULL, got, devices);
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+    ASSERT_CONTAINS(cml_status_message(st), kCases[k].want);
+    ASSERT_CONTAINS(cml_status_message(st), "answered the");
+    cml_status_free(st);
+  }
+}
+
+// If (slot < 2) { AllReduce over {0, 1}, {2, 3} } else { AllReduce over the same groups, then
+// negated }: each group agrees, so both branches run, on different groups.
+static bool body_if_agrees_per_group(cml_function_t* f, cml_value_t x, cml_value_t* o) {
+  static const int32_t kIds[4] = {0, 1, 2, 3};
+  static const cml_replica_groups_t kGroups = {kIds, 2, 2};
+  cml_function_t *yes = NULL, *no = NULL;
+  if (cml_function_new_closure(f, &yes) != CML_OK || cml_function_new_closure(f, &no) != CML_OK) {
+    return false;
+  }
+  cml_value_t y, z;
+  if (!cml_op_all_reduce(yes, &x, 1, CML_REDUCE_SUM, &kGroups, &y)) return false;
+  if (!cml_op_all_reduce(no, &x, 1, CML_REDUCE_SUM, &kGroups, &z)) return false;
+  z = cml_op_neg(no, z);
+  if (cml_function_return(yes, &y, 1) != CML_OK || cml_function_return(no, &z, 1) != CML_OK) {
+    return false;
+  }
+  return cml_op_if(f, slot_below(f, 2), yes, no, o);
+}
+
+// while (AllReduce(x)[0] < 1000) { x = x + (If (AllReduce(x)[0] < 700) { 100 } else { 1 }) }:
+// the condition and the If's predicate come from AllReduces, so every slot agrees.
+static bool body_loop_agrees(cml_function_t* f, cml_value_t x, cml_value_t* o) {
+  cml_function_t *cond = NULL, *body = NULL, *big = NULL, *small = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK ||
+      cml_function_new_closure(f, &body) != CML_OK) {
+    return false;
+  }
+  cml_shape_t xs = SHAPE(CML_DTYPE_F32, 4);
+  cml_value_t cx = cml_parameter(cond, "x", &xs), csum, bsum;
+  if (!cml_op_all_reduce(cond, &cx, 1, CML_REDUCE_SUM, NULL, &csum)) return false;
+  cml_value_t first = cml_op_reshape(
+      cond, cml_op_slice(cond, csum, (int64_t[]){0}, (int64_t[]){1}, NULL, 1), NULL, 0);
+  cml_value_t go =
+      cml_op_less_than(cond, first, cml_constant_scalar_f64(cond, CML_DTYPE_F32, 1000));
+  cml_value_t bx = cml_parameter(body, "x", &xs);
+  if (!cml_op_all_reduce(body, &bx, 1, CML_REDUCE_SUM, NULL, &bsum)) return false;
+  cml_value_t b0 = cml_op_reshape(
+      body, cml_op_slice(body, bsum, (int64_t[]){0}, (int64_t[]){1}, NULL, 1), NULL, 0);
+  if (cml_function_new_closure(body, &big) != CML_OK ||
+      cml_function_new_closure(body, &small) != CML_OK) {
+    return false;
+  }
+  // The If's branches run a collective too (an AllReduce of a constant), so it is guarded.
+  cml_value_t hundred = cml_constant_scalar_f64(big, CML_DTYPE_F32, 25), one, step;
+  if (!cml_op_all_reduce(big, &hundred, 1, CML_REDUCE_SUM, NULL, &hundred)) return false;
+  one = cml_constant_scalar_f64(small, CML_DTYPE_F32, 1);
+  if (cml_function_return(big, &hundred, 1) != CML_OK ||
+      cml_function_return(small, &one, 1) != CML_OK) {
+    return false;
+  }
+  cml_value_t low = cml_op_less_than(body, b0, cml_constant_scalar_f64(body, CML_DTYPE_F32, 700));
+  if (!cml_op_if(body, low, big, small, &step)) return false;
+  cml_value_t next = cml_op_add(body, bx, cml_op_broadcast_in_dim(body, step, xs.dims, 1, NULL, 0));
+  if (cml_function_return(cond, &go, 1) != CML_OK ||
+      cml_function_return(body, &next, 1) != CML_OK) {
+    return false;
+  }
+  return cml_op_while(f, cond, body, &x, 1, o);
+}
+
+TEST(agreeing_if_and_while_with_collectives_run) {
+  const size_t bytes[1] = {16};
+  float got[4][6][8];
+  int devices[4];
+  ASSERT_STATUS_OK(run_spmd(body_if_agrees_per_group, 1, bytes, NULL, got, devices));
+  // x of slot d is 100 d + i: groups {0, 1} sum to 100 + 2 i, {2, 3} to 500 + 2 i (negated).
+  for (int d = 0; d < 4; ++d) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(got[d][0][i], d < 2 ? 100 + 2 * i : -(500 + 2 * i));
+  }
+  ASSERT_STATUS_OK(run_spmd(body_loop_agrees, 1, bytes, NULL, got, devices));
+  // The sum of x[0] over slots starts at 600; each step adds 4 * 100 while it is below 700,
+  // then 4 * 1: 600 -> 1000 -> stop. So x[0] of slot d is 100 d + 100.
+  for (int d = 0; d < 4; ++d) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(got[d][0][i], 100 * d + i + 100);
+  }
+}
+
 static bool body_each_collective(cml_function_t* f, cml_value_t x, cml_value_t* o) {
   static const int32_t kPairs[4] = {0, 1, 2, 3};
   static const cml_replica_groups_t kGroups = {kPairs, 2, 2};
@@ -1173,6 +1351,8 @@ int main(int argc, char** argv) {
       TEST_ENTRY(bad_device_counts_and_assignments),
       TEST_ENTRY(bad_shardings),
       TEST_ENTRY(collectives_refused_under_auto_sharding),
+      TEST_ENTRY(diverging_if_and_while_are_statuses_not_aborts),
+      TEST_ENTRY(agreeing_if_and_while_with_collectives_run),
   };
   int failures = 0, ran = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {

@@ -50,6 +50,9 @@ typedef struct cml_xla_executable_t {
   // A module with dynamic axes is compiled by XLA once per binding set, at execution, into
   // this cache (core/dynamic.h); |executable| is NULL then.
   cml__dynamic_cache_t* dynamic;
+  // Main returns the divergence flag after the module's outputs (stablehlo/emit_guard.c): an
+  // SPMD module whose If or While runs collectives.
+  bool divergence_flag;
 } cml_xla_executable_t;
 
 static cml_xla_backend_t* cml_xla_backend_cast(const cml_backend_t* b) {
@@ -206,6 +209,7 @@ typedef struct cml_xla_compile_job_t {
   const cml_module_t* module;
   int num_slots;                         // 0: portable, else device slots (non-portable)
   cml_pjrt_loaded_executable_t* loaded;  // out
+  bool divergence_flag;                  // out: main returns the flag last
   cml_status_t status;                   // out
 } cml_xla_compile_job_t;
 
@@ -219,6 +223,10 @@ static void cml_xla_emit_and_compile(cml_xla_compile_job_t* job) {
   cml_xla_emit_options_distribution(&opts, m);
   char* text = NULL;
   job->status = cml_xla_emit_stablehlo(m, &opts, &text);
+  if (job->status == CML_OK) {
+    job->status = cml_xla_emit_divergence_flag(m, &opts, &job->divergence_flag);
+    if (job->status != CML_OK) free(text);
+  }
   if (job->status != CML_OK) return;
   cml__xla_compile_config_t cc = {.portable = true, .num_replicas = 1, .num_partitions = 1};
   int64_t* ids = NULL;
@@ -464,6 +472,7 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
     return st;
   }
   exe->executable = loaded;
+  exe->divergence_flag = job.divergence_flag;
   exe->num_slots = job.num_slots;
   exe->slot_devices = job.num_slots ? module->device_assignment : NULL;
   if (job.num_slots > 0) {
@@ -493,11 +502,12 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
   // outputs unset, so it is refused here. Plugins without the calls are trusted.
   size_t pjrt_outputs = 0;
   st = cml__xla_executable_output_count(b->client, loaded, &pjrt_outputs);
-  if (st == CML_OK && pjrt_outputs != exe->base.output_count) {
+  const size_t want_outputs = exe->base.output_count + (exe->divergence_flag ? 1 : 0);
+  if (st == CML_OK && pjrt_outputs != want_outputs) {
     st = cml_status_make(CML_STATUS_INTERNAL,
                          "xla: compile: the %s plugin compiled the module into an executable with "
                          "%zu outputs, but the module returns %zu",
-                         b->plugin_name, pjrt_outputs, exe->base.output_count);
+                         b->plugin_name, pjrt_outputs, want_outputs);
     cml__xla_executable_destroy(b->client, loaded);
     cml_xla_free_local_slots(b, exe);
     cml_executable_deinit_base(&exe->base);
@@ -507,6 +517,55 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
   cml_status_free(st);
   *out_executable = &exe->base;
   return CML_OK;
+}
+
+// Reads and destroys the divergence flag of each of the |m| local slots (the last of their
+// |per_slot| outputs in |outs|, set to NULL); FAILED_PRECONDITION naming the If or While whose
+// predicate a replica group answered differently (stablehlo/emit_guard.c) when one is set.
+static cml_status_t cml_xla_check_divergence(cml_xla_executable_t* exe, cml_pjrt_buffer_t** outs,
+                                             size_t m, size_t per_slot) {
+  cml_xla_backend_t* b = cml_xla_backend_cast(exe->base.backend);
+  const cml_shape_t scalar = cml_shape_scalar(CML_DTYPE_I32);
+  cml_status_t st = CML_OK;
+  int32_t code = 0;
+  char slots[96] = "";
+  size_t used = 0;
+  for (size_t j = 0; j < m; ++j) {
+    cml_pjrt_buffer_t** flag = &outs[j * per_slot + per_slot - 1];
+    int32_t v = 0;
+    if (st == CML_OK) st = cml__xla_buffer_to_host(b->client, *flag, &scalar, &v, sizeof v);
+    cml__xla_buffer_destroy(b->client, *flag);
+    *flag = NULL;
+    if (st != CML_OK || v == 0) continue;
+    if (v > code) code = v;
+    if (used + 16 < sizeof slots) {
+      int w = snprintf(slots + used, sizeof slots - used, "%s%d", used ? ", " : "",
+                       (int)exe->local_slots[j]);
+      if (w > 0) used += (size_t)w;
+    } else if (used + 4 < sizeof slots && slots[used - 1] != '.') {
+      used += (size_t)snprintf(slots + used, sizeof slots - used, "...");
+    }
+  }
+  const cml_module_t* mod = exe->base.module;
+  if (st != CML_OK || code == 0) return st;
+  if ((uint32_t)code > mod->node_count) {
+    return cml_status_make(CML_STATUS_INTERNAL,
+                           "xla: execute: the divergence flag names node %d of %u", (int)code - 1,
+                           mod->node_count);
+  }
+  const cml_ir_node_t* node = &mod->nodes[code - 1];
+  const cml_ir_function_t* fn = &mod->functions[node->function];
+  const bool is_if = node->op == CML_OP_IF;
+  return cml_status_make(
+      CML_STATUS_FAILED_PRECONDITION,
+      "xla: execute: the device slots of a replica group answered the %s of %s (node %d, in "
+      "function %u \"%s\") differently (reported by slots %s); %s collectives, which every "
+      "member of the group must reach, so the slots that went the other way would wait at "
+      "them forever: the execution stops here instead. Compute the %s from values equal on "
+      "every slot of the group (an AllReduce of it, for one)",
+      is_if ? "predicate" : "condition", cml_op_name(node->op), (int)code - 1, node->function,
+      fn->name ? fn->name : "", slots, is_if ? "its branches run" : "its loop runs",
+      is_if ? "predicate" : "condition");
 }
 
 // A non-portable executable on its device slots: |inputs| and |out_results| are device-major
@@ -542,8 +601,10 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
     __atomic_add_fetch(&b->client->launch_counter, 1, __ATOMIC_RELAXED);
     return CML_OK;
   }
+  // With the divergence flag, PJRT writes one more output per slot, last.
+  const size_t n_pjrt = n_out + (exe->divergence_flag ? 1 : 0);
   size_t bytes = (m * n_in + 1) * sizeof(cml_pjrt_buffer_t*) + (n_in + 1) * sizeof(int64_t) +
-                 (m * n_out + 1) * sizeof(cml_pjrt_buffer_t*);
+                 (m * n_pjrt + 1) * sizeof(cml_pjrt_buffer_t*);
   void* scratch = malloc(bytes);
   if (!scratch) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   cml_pjrt_buffer_t** args = scratch;
@@ -561,18 +622,22 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
     if (!all) keep[keep_count++] = (int64_t)a;
   }
   cml_status_t st = cml__xla_execute_devices(b->client, exe->executable, m, args, n_in, keep,
-                                             keep_count, outs, n_out);
+                                             keep_count, outs, n_pjrt);
   if (st == CML_OK) {
-    size_t total = m * n_out, made = 0;
+    if (n_pjrt > n_out) st = cml_xla_check_divergence(exe, outs, m, n_pjrt);
+    size_t total = st == CML_OK ? m * n_out : 0, made = 0;
     for (; made < total && st == CML_OK; ++made) {
-      const size_t d = (size_t)local[made / (n_out ? n_out : 1)];
+      const size_t j = made / (n_out ? n_out : 1), k = made % (n_out ? n_out : 1);
+      const size_t d = (size_t)local[j];
       int dev = exe->slot_devices ? exe->slot_devices[d] : (int)d;
-      st = cml_xla_buffer_wrap(b, dev, &executable->output_shapes[made % n_out], outs[made], NULL,
-                               0, &out_results[d * n_out + made % n_out]);
-      outs[made] = NULL;
+      st = cml_xla_buffer_wrap(b, dev, &executable->output_shapes[k], outs[j * n_pjrt + k], NULL, 0,
+                               &out_results[d * n_out + k]);
+      outs[j * n_pjrt + k] = NULL;
     }
     if (st != CML_OK) {
-      for (size_t i = made; i < total; ++i) cml__xla_buffer_destroy(b->client, outs[i]);
+      for (size_t i = 0; i < m * n_pjrt; ++i) {
+        if (outs[i]) cml__xla_buffer_destroy(b->client, outs[i]);
+      }
       for (size_t i = 0; i < n * n_out; ++i) {
         if (out_results[i]) cml_buffer_release(out_results[i]);
         out_results[i] = NULL;

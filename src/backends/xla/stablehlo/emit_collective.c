@@ -30,8 +30,7 @@
 #include "backends/xla/stablehlo/emit_internal.h"
 
 // Writes `dense<[[a, b], [c, d]]> : tensor<GxSxi64>` for |count| rows of |size| ids.
-static void cml_shlo_dense_groups(cml__shlo_ctx_t* c, const int32_t* ids, int32_t count,
-                                  int32_t size) {
+void cml__shlo_dense_groups(cml__shlo_ctx_t* c, const int32_t* ids, int32_t count, int32_t size) {
   if (count <= 0 || size <= 0) {
     cml__shlo_printf(c, "dense<> : tensor<%dx%dxi64>", count > 0 ? (int)count : 0,
                      size > 0 ? (int)size : 0);
@@ -52,7 +51,7 @@ static void cml_shlo_dense_groups(cml__shlo_ctx_t* c, const int32_t* ids, int32_
 static void cml_shlo_replica_groups(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_ir_collective_attrs_t* ca = &n->attrs->collective;
   cml__shlo_printf(c, "replica_groups = ");
-  cml_shlo_dense_groups(c, ca->groups, ca->group_count, ca->group_size);
+  cml__shlo_dense_groups(c, ca->groups, ca->group_count, ca->group_size);
 }
 
 // The body op of a collective reduction over |dtype|; NULL when there is none.
@@ -284,7 +283,7 @@ static cml_status_t cml_shlo_collective_permute(cml__shlo_ctx_t* c, const cml_ir
   r.shape = x.shape;
   r.name = cml__shlo_op_begin(c, "stablehlo.collective_permute", &x, 1, 1);
   cml__shlo_printf(c, " {source_target_pairs = ");
-  cml_shlo_dense_groups(c, ca->pairs, ca->pair_count, 2);
+  cml__shlo_dense_groups(c, ca->pairs, ca->pair_count, 2);
   cml__shlo_printf(c, "}");
   cml__shlo_op_end(c, NULL, &x, 1, &r.shape, 1);
   r = cml_shlo_from_wire(c, &r, dtype);

@@ -52,6 +52,12 @@ typedef struct cml__shlo_ctx_t {
   bool* called;             // per function: the target of some Call
   uint32_t next_id;         // next fresh SSA number
   int indent;               // current indentation, in levels of two spaces
+  // Divergence guards (emit_guard.c); NULL arrays when the module needs none. Per function:
+  // |guard_runs| it runs a collective, |guard_flags| its func.func returns the flag.
+  bool* guard_runs;
+  bool* guard_flags;
+  bool flag_on;          // the region being emitted threads a flag ...
+  cml__shlo_val_t flag;  // ... whose current value is this Int32 scalar
 } cml__shlo_ctx_t;
 
 // A fresh SSA name "%<n>".
@@ -232,6 +238,30 @@ cml_status_t cml__shlo_emit_collective(cml__shlo_ctx_t* c, const cml_ir_node_t* 
 cml_status_t cml__shlo_emit_simple_node(cml__shlo_ctx_t* c, const cml_ir_node_t* n);
 // Emits the nodes of function |fi| (its parameters and captures must be bound already).
 cml_status_t cml__shlo_emit_nodes(cml__shlo_ctx_t* c, uint32_t fi);
+
+// Writes `dense<[[a, b], [c, d]]> : tensor<GxSxi64>` for |count| rows of |size| ids.
+void cml__shlo_dense_groups(cml__shlo_ctx_t* c, const int32_t* ids, int32_t count, int32_t size);
+
+//===--- divergence guards (emit_guard.c) ---===//
+
+// Per function of |module|: whether it runs a collective (|*out_runs|) and whether its
+// func.func returns the divergence flag (|*out_flags|); both NULL when |module| with |opts| is
+// not SPMD on more than one slot. malloc'd; the module's nesting must have been checked.
+cml_status_t cml__shlo_guard_analyze(const cml_module_t* module, const cml_xla_emit_options_t* opts,
+                                     bool** out_runs, bool** out_flags);
+// Whether If/While node |n| is guarded (one of its closures runs a collective).
+bool cml__shlo_guard_node(const cml_module_t* m, const bool* runs, const cml_ir_node_t* n);
+// Emits the agreement on scalar Bool |pred| for guarded node |n| over the groups it runs
+// collectives in; |*out| is a Bool scalar, true where the slots of this slot's group disagree.
+cml_status_t cml__shlo_guard_disagrees(cml__shlo_ctx_t* c, const cml_ir_node_t* n,
+                                       const cml__shlo_val_t* pred, cml__shlo_val_t* out);
+// c->flag = max(c->flag, |disagrees| ? 1 + index of |n| : 0).
+void cml__shlo_guard_record(cml__shlo_ctx_t* c, const cml_ir_node_t* n,
+                            const cml__shlo_val_t* disagrees);
+// The flag's start value (Int32 0) and the larger of two flags.
+cml__shlo_val_t cml__shlo_flag_zero(cml__shlo_ctx_t* c);
+cml__shlo_val_t cml__shlo_flag_max(cml__shlo_ctx_t* c, const cml__shlo_val_t* a,
+                                   const cml__shlo_val_t* b);
 // An UNIMPLEMENTED status naming |n|'s op and its operand/result shapes.
 cml_status_t cml__shlo_unimplemented(const cml__shlo_ctx_t* c, const cml_ir_node_t* n,
                                      const char* why);

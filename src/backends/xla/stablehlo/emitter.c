@@ -136,10 +136,11 @@ cml__shlo_name_t cml__shlo_result(const cml__shlo_name_t* base, uint32_t index) 
   return n;
 }
 
-// Binds the |count| outputs of |n| to the results of the op named |base|.
+// Binds the outputs of |n| to the first results of the op named |base|, which has |count|
+// results (more than |n| has outputs when a divergence flag follows them).
 static void cml_shlo_bind_results(cml__shlo_ctx_t* c, const cml_ir_node_t* n,
                                   const cml__shlo_name_t* base, uint32_t count) {
-  for (uint32_t i = 0; i < count; ++i) {
+  for (uint32_t i = 0; i < n->output_count; ++i) {
     cml__shlo_name_t r = count == 1 ? *base : cml__shlo_result(base, i);
     cml__shlo_bind(c, n->first_output + i, &r);
   }
@@ -384,17 +385,19 @@ static uint32_t cml_shlo_find(const uint32_t* list, uint32_t count, uint32_t v) 
   return count;
 }
 
-// Emits one While region (cond or body) whose block args are the state plus |extra| values.
-static cml_status_t cml_shlo_while_region(cml__shlo_ctx_t* c, uint32_t fi, bool first,
-                                          const cml__shlo_val_t* ins, uint32_t state_count,
-                                          const uint32_t* extra, uint32_t extra_count,
-                                          bool is_body) {
+// Emits one While region (cond or body) whose block args are the state plus |extra| values,
+// plus the divergence flag last when |guard| (node |n| guarded: the body threads the flag, the
+// cond answers false where the group disagrees or a guard inside it recorded something).
+static cml_status_t cml_shlo_while_region(cml__shlo_ctx_t* c, const cml_ir_node_t* n, uint32_t fi,
+                                          bool first, const cml__shlo_val_t* ins,
+                                          uint32_t state_count, const uint32_t* extra,
+                                          uint32_t extra_count, bool is_body, bool guard) {
   const cml_module_t* m = c->module;
   const cml_ir_function_t* f = &m->functions[fi];
-  uint32_t total = state_count + extra_count;
+  uint32_t total = state_count + extra_count + (guard ? 1 : 0);
   cml__shlo_name_t* args = malloc(total * sizeof *args);
   const cml_shape_t** shapes = malloc(total * sizeof *shapes);
-  cml__shlo_val_t* pass = malloc((extra_count ? extra_count : 1) * sizeof *pass);
+  cml__shlo_val_t* pass = malloc((extra_count + 1) * sizeof *pass);
   if (!args || !shapes || !pass) {
     free(args);
     free((void*)shapes);
@@ -411,6 +414,14 @@ static cml_status_t cml_shlo_while_region(cml__shlo_ctx_t* c, uint32_t fi, bool 
     pass[i].name = args[state_count + i];
     pass[i].shape = ins[state_count + i].shape;
   }
+  const bool outer_on = c->flag_on;
+  const cml__shlo_val_t outer_flag = c->flag;
+  if (guard) {
+    c->flag_on = true;
+    c->flag.name = args[total - 1];
+    c->flag.shape = ins[total - 1].shape;
+    if (!is_body) c->flag = cml__shlo_flag_zero(c);
+  }
   for (uint32_t i = 0; i < f->capture_count; ++i) {
     uint32_t at = cml_shlo_find(extra, extra_count, f->captures_outer[i]);
     if (at < extra_count) {
@@ -422,9 +433,26 @@ static cml_status_t cml_shlo_while_region(cml__shlo_ctx_t* c, uint32_t fi, bool 
     }
   }
   cml_status_t st = cml__shlo_emit_nodes(c, fi);
-  if (st == CML_OK) {
-    cml_shlo_return(c, "stablehlo.return", fi, pass, is_body ? extra_count : 0);
+  if (st == CML_OK && guard && !is_body) {
+    // go = pred && !disagrees && flag == 0
+    cml__shlo_val_t pred = cml__shlo_value(c, f->outputs[0]), split;
+    st = cml__shlo_guard_disagrees(c, n, &pred, &split);
+    if (st == CML_OK) {
+      const cml__shlo_val_t zero = cml__shlo_flag_zero(c);
+      const cml__shlo_val_t quiet = cml__shlo_compare(c, "EQ", &c->flag, &zero, false);
+      const cml__shlo_val_t agree = cml__shlo_op(c, "stablehlo.not", &split, 1, NULL, &split.shape);
+      const cml__shlo_val_t both[2] = {agree, quiet};
+      const cml__shlo_val_t ok = cml__shlo_op(c, "stablehlo.and", both, 2, NULL, &split.shape);
+      const cml__shlo_val_t last[2] = {pred, ok};
+      const cml__shlo_val_t go = cml__shlo_op(c, "stablehlo.and", last, 2, NULL, &split.shape);
+      cml__shlo_region_return(c, &go, 1);
+    }
+  } else if (st == CML_OK) {
+    if (guard) pass[extra_count] = c->flag;
+    cml_shlo_return(c, "stablehlo.return", fi, pass, is_body ? extra_count + (guard ? 1 : 0) : 0);
   }
+  c->flag_on = outer_on;
+  c->flag = outer_flag;
   cml_shlo_region_close(c);
   free(args);
   free((void*)shapes);
@@ -439,9 +467,10 @@ static cml_status_t cml_shlo_emit_while(cml__shlo_ctx_t* c, const cml_ir_node_t*
   const cml_ir_function_t* body = &m->functions[body_fi];
   uint32_t state_count = n->input_count;
   uint32_t max_extra = cond->capture_count + body->capture_count;
+  const bool guard = c->flag_on && cml__shlo_guard_node(m, c->guard_runs, n);
   uint32_t* extra = malloc((max_extra ? max_extra : 1) * sizeof *extra);
-  cml__shlo_val_t* ins = malloc((state_count + max_extra) * sizeof *ins);
-  cml_shape_t* outs = malloc((state_count + max_extra) * sizeof *outs);
+  cml__shlo_val_t* ins = malloc((state_count + max_extra + 1) * sizeof *ins);
+  cml_shape_t* outs = malloc((state_count + max_extra + 1) * sizeof *outs);
   if (!extra || !ins || !outs) {
     free(extra);
     free(ins);
@@ -458,15 +487,17 @@ static cml_status_t cml_shlo_emit_while(cml__shlo_ctx_t* c, const cml_ir_node_t*
       if (cml_shlo_find(extra, extra_count, v) == extra_count) extra[extra_count++] = v;
     }
   }
-  uint32_t total = state_count + extra_count;
+  uint32_t total = state_count + extra_count + (guard ? 1 : 0);
   for (uint32_t i = 0; i < state_count; ++i) ins[i] = cml__shlo_value(c, n->inputs[i]);
   for (uint32_t i = 0; i < extra_count; ++i) ins[state_count + i] = cml__shlo_value(c, extra[i]);
+  if (guard) ins[total - 1] = c->flag;
   for (uint32_t i = 0; i < total; ++i) outs[i] = ins[i].shape;
   cml__shlo_name_t name = cml__shlo_op_begin(c, "stablehlo.while", ins, (int)total, total);
-  cml_status_t st =
-      cml_shlo_while_region(c, cond_fi, true, ins, state_count, extra, extra_count, false);
+  cml_status_t st = cml_shlo_while_region(c, n, cond_fi, true, ins, state_count, extra, extra_count,
+                                          false, guard);
   if (st == CML_OK) {
-    st = cml_shlo_while_region(c, body_fi, false, ins, state_count, extra, extra_count, true);
+    st = cml_shlo_while_region(c, n, body_fi, false, ins, state_count, extra, extra_count, true,
+                               guard);
   }
   if (st == CML_OK) {
     cml__shlo_printf(c, ")");
@@ -476,32 +507,65 @@ static cml_status_t cml_shlo_emit_while(cml__shlo_ctx_t* c, const cml_ir_node_t*
       cml__shlo_bind(c, n->first_output + i, &r);
     }
   }
+  if (st == CML_OK && guard) {
+    // The flag the loop carried out, then the condition once more on the final state, here:
+    // a group that left the loop disagreeing disagrees again and records it.
+    c->flag.name = total == 1 ? name : cml__shlo_result(&name, total - 1);
+    for (uint32_t i = 0; i < cond->param_count && i < state_count; ++i) {
+      cml__shlo_bind(c, cond->params[i], &c->names[n->first_output + i]);
+    }
+    cml_shlo_bind_captures_inline(c, cond_fi);
+    st = cml__shlo_emit_nodes(c, cond_fi);
+    cml__shlo_val_t pred = cml__shlo_value(c, cond->outputs[0]), split;
+    if (st == CML_OK) st = cml__shlo_guard_disagrees(c, n, &pred, &split);
+    if (st == CML_OK) cml__shlo_guard_record(c, n, &split);
+  }
   free(extra);
   free(ins);
   free(outs);
   return st;
 }
 
+// A guarded If (emit_guard.c) runs the true branch only where its group agrees on true, and
+// returns the flag its branches recorded as one more result.
 static cml_status_t cml_shlo_emit_if(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_module_t* m = c->module;
-  cml__shlo_val_t pred = cml__shlo_value(c, n->inputs[0]);
-  cml_shape_t* outs = malloc(n->output_count * sizeof *outs);
+  cml__shlo_val_t pred = cml__shlo_value(c, n->inputs[0]), split;
+  const bool guard = c->flag_on && cml__shlo_guard_node(m, c->guard_runs, n);
+  const uint32_t count = n->output_count + (guard ? 1 : 0);
+  if (guard) {
+    CML_RETURN_IF_ERROR(cml__shlo_guard_disagrees(c, n, &pred, &split));
+    const cml__shlo_val_t agree = cml__shlo_op(c, "stablehlo.not", &split, 1, NULL, &split.shape);
+    const cml__shlo_val_t both[2] = {pred, agree};
+    pred = cml__shlo_op(c, "stablehlo.and", both, 2, NULL, &split.shape);
+  }
+  cml_shape_t* outs = malloc(count * sizeof *outs + 1);
   if (!outs) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   for (uint32_t i = 0; i < n->output_count; ++i) outs[i] = m->values[n->first_output + i].shape;
-  cml__shlo_name_t name = cml__shlo_op_begin(c, "stablehlo.if", &pred, 1, n->output_count);
+  if (guard) outs[count - 1] = cml_shape_scalar(CML_DTYPE_I32);
+  cml__shlo_name_t name = cml__shlo_op_begin(c, "stablehlo.if", &pred, 1, count);
   cml_status_t st = CML_OK;
+  const cml__shlo_val_t outer_flag = c->flag;
   for (int branch = 0; branch < 2 && st == CML_OK; ++branch) {
     uint32_t fi = n->attrs->functions[branch];
     cml_shlo_region_open(c, branch == 0);
+    if (guard) c->flag = cml__shlo_flag_zero(c);
     cml_shlo_bind_captures_inline(c, fi);
     st = cml__shlo_emit_nodes(c, fi);
-    if (st == CML_OK) cml_shlo_return(c, "stablehlo.return", fi, NULL, 0);
+    if (st == CML_OK) cml_shlo_return(c, "stablehlo.return", fi, &c->flag, guard ? 1 : 0);
     cml_shlo_region_close(c);
   }
+  c->flag = outer_flag;
   if (st == CML_OK) {
     cml__shlo_printf(c, ")");
-    cml__shlo_op_end(c, NULL, &pred, 1, outs, n->output_count);
-    cml_shlo_bind_results(c, n, &name, n->output_count);
+    cml__shlo_op_end(c, NULL, &pred, 1, outs, count);
+    cml_shlo_bind_results(c, n, &name, count);
+    if (guard) {
+      const cml__shlo_val_t inner = {count == 1 ? name : cml__shlo_result(&name, count - 1),
+                                     outs[count - 1]};
+      c->flag = cml__shlo_flag_max(c, &c->flag, &inner);
+      cml__shlo_guard_record(c, n, &split);
+    }
   }
   free(outs);
   return st;
@@ -587,6 +651,9 @@ static cml_status_t cml_shlo_emit_sort(cml__shlo_ctx_t* c, const cml_ir_node_t* 
       shapes[f->param_count + 2 * j] = shapes[f->param_count + 2 * j + 1] = &scalar[j];
     }
     cml__shlo_name_t name = cml__shlo_op_begin(c, "stablehlo.sort", ins, (int)total, total);
+    // Comparators are not guarded (emit_guard.c).
+    const bool outer_on = c->flag_on;
+    c->flag_on = false;
     cml_shlo_region_open(c, true);
     cml_shlo_block_header(c, shapes, params, args);
     for (uint32_t i = 0; i < f->param_count; ++i) cml__shlo_bind(c, f->params[i], &args[i]);
@@ -600,6 +667,7 @@ static cml_status_t cml_shlo_emit_sort(cml__shlo_ctx_t* c, const cml_ir_node_t* 
     st = cml__shlo_emit_nodes(c, fi);
     if (st == CML_OK) cml_shlo_return(c, "stablehlo.return", fi, NULL, 0);
     cml_shlo_region_close(c);
+    c->flag_on = outer_on;
     if (st == CML_OK) {
       cml__shlo_printf(c, ")");
       // A small attribute buffer: this function is on the stack once per nesting level.
@@ -626,8 +694,11 @@ static cml_status_t cml_shlo_emit_call(cml__shlo_ctx_t* c, const cml_ir_node_t* 
   uint32_t fi = n->attrs->functions[0];
   const cml_ir_function_t* f = &m->functions[fi];
   uint32_t total = n->input_count + f->capture_count;
+  // A callee that returns the divergence flag (emit_guard.c) has one more result.
+  const bool flagged = c->guard_flags && c->guard_flags[fi];
+  const uint32_t count = n->output_count + (flagged ? 1 : 0);
   cml__shlo_val_t* ins = malloc((total ? total : 1) * sizeof *ins);
-  cml_shape_t* outs = malloc(n->output_count * sizeof *outs + 1);
+  cml_shape_t* outs = malloc(count * sizeof *outs + 1);
   if (!ins || !outs) {
     free(ins);
     free(outs);
@@ -638,12 +709,18 @@ static cml_status_t cml_shlo_emit_call(cml__shlo_ctx_t* c, const cml_ir_node_t* 
     ins[n->input_count + i] = cml__shlo_value(c, f->captures_outer[i]);
   }
   for (uint32_t i = 0; i < n->output_count; ++i) outs[i] = m->values[n->first_output + i].shape;
-  cml__shlo_name_t name = cml__shlo_op_begin(c, "func.call", ins, (int)total, n->output_count);
+  if (flagged) outs[count - 1] = cml_shape_scalar(CML_DTYPE_I32);
+  cml__shlo_name_t name = cml__shlo_op_begin(c, "func.call", ins, (int)total, count);
   cml__shlo_attr_t a;
   cml__shlo_attr_init(&a);
   cml__shlo_attr_printf(&a, "callee = @%s", c->symbols[fi]);
-  cml__shlo_op_end(c, a.s, ins, (int)total, outs, n->output_count);
-  cml_shlo_bind_results(c, n, &name, n->output_count);
+  cml__shlo_op_end(c, a.s, ins, (int)total, outs, count);
+  cml_shlo_bind_results(c, n, &name, count);
+  if (flagged && c->flag_on) {
+    const cml__shlo_val_t inner = {count == 1 ? name : cml__shlo_result(&name, count - 1),
+                                   outs[count - 1]};
+    c->flag = cml__shlo_flag_max(c, &c->flag, &inner);
+  }
   free(ins);
   free(outs);
   return CML_OK;
@@ -808,10 +885,16 @@ static cml_status_t cml_shlo_emit_function(cml__shlo_ctx_t* c, uint32_t fi) {
       cml__shlo_printf(c, "}");
     }
   }
+  // The divergence flag, last (emit_guard.c).
+  const bool flagged = c->guard_flags && c->guard_flags[fi];
+  if (flagged) cml__shlo_printf(c, "%stensor<i32>", f->output_count ? ", " : "");
   cml__shlo_printf(c, ") {\n");
   c->indent++;
+  c->flag_on = flagged;
+  if (flagged) c->flag = cml__shlo_flag_zero(c);
   cml_status_t st = cml__shlo_emit_nodes(c, fi);
-  if (st == CML_OK) cml_shlo_return(c, "func.return", fi, NULL, 0);
+  if (st == CML_OK) cml_shlo_return(c, "func.return", fi, &c->flag, flagged ? 1 : 0);
+  c->flag_on = false;
   c->indent--;
   cml__shlo_line(c);
   cml__shlo_printf(c, "}\n");
@@ -1050,6 +1133,14 @@ cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module, const cml_xla_em
     return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
   c.text.data[0] = '\0';
+  cml_status_t st = cml__shlo_guard_analyze(module, opts, &c.guard_runs, &c.guard_flags);
+  if (st != CML_OK) {
+    free(c.text.data);
+    free(c.names);
+    free(c.symbols);
+    free(c.called);
+    return st;
+  }
   // Symbols: main, named functions by their (normalized, unique) names, called closures.
   for (uint32_t i = 0; i < module->node_count; ++i) {
     if (module->nodes[i].op == CML_OP_CALL) c.called[module->nodes[i].attrs->functions[0]] = true;
@@ -1063,7 +1154,7 @@ cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module, const cml_xla_em
                    name, (int)opts->num_partitions, (int)opts->num_replicas);
   c.indent = 1;
   if (cml_xla_emit_is_sharded(module)) cml_shlo_emit_meshes(&c);
-  cml_status_t st = cml_shlo_emit_function(&c, 0);
+  st = cml_shlo_emit_function(&c, 0);
   for (uint32_t fi = 1; fi < module->function_count && st == CML_OK; ++fi) {
     if (c.called[fi]) st = cml_shlo_emit_function(&c, fi);
   }
@@ -1072,6 +1163,8 @@ cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module, const cml_xla_em
   free(c.names);
   free(c.symbols);
   free(c.called);
+  free(c.guard_runs);
+  free(c.guard_flags);
   if (st != CML_OK) {
     free(c.text.data);
     return st;

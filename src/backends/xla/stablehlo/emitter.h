@@ -82,6 +82,14 @@ CML_MUST_USE cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module,
                                                  const cml_xla_emit_options_t* opts,
                                                  char** out_text);
 
+// Whether main, emitted for |module| with |opts|, returns the divergence flag after its
+// outputs (|*out_flag|): an Int32 scalar, 0, or 1 + the index of the If or While node whose
+// predicate the slots of one replica group answered differently (emit_guard.c). Only SPMD
+// modules on more than one slot with an If or While that runs collectives have it.
+CML_MUST_USE cml_status_t cml_xla_emit_divergence_flag(const cml_module_t* module,
+                                                       const cml_xla_emit_options_t* opts,
+                                                       bool* out_flag);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

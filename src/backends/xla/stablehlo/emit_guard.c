@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/backends/xla/stablehlo/emit_guard.c: divergence guards for SPMD modules whose If or While
+// runs collectives.
+//
+// Every member of a replica group must reach each collective of that group. When the slots of
+// a group answer an If's predicate (or a While's condition) differently, some reach a
+// collective the others never do, and XLA's CPU runtime waits 40 s at it and then ends the
+// process ("Termination timeout ... Exiting to ensure a consistent program state"). So in an
+// SPMD module on more than one slot, an If or While whose closures run a collective (directly,
+// in a nested one, or in a called function) is guarded:
+// - the predicate is agreed first: one all_reduce(max) of (p, 1 - p) over the groups of the
+//   collectives it guards (the connected components of their groups, or every slot when the
+//   components differ in size); both maxima 1 means the group disagrees;
+// - a disagreeing group takes the false branch (If) or leaves the loop (While) together, so
+//   nothing waits, and records the node in a flag: an Int32 scalar, 0 or 1 + the node's index
+//   (the largest recorded wins), threaded through every region, called function and loop state
+//   on the way out as one more result;
+// - main returns the flag after its outputs; the backend reads it on every slot and turns a
+//   nonzero one into FAILED_PRECONDITION naming the node (its outputs are dropped).
+// A While's condition cannot return the flag, so the loop also stops when a guarded node inside
+// the condition records one, and the condition runs once more after the loop, in the enclosing
+// region: that run meets the same disagreement again (the state is the one the loop stopped
+// at) and records it.
+// Sort comparators are not guarded (they run per element pair; a collective there is outside
+// what XLA compiles).
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/xla/stablehlo/emit_internal.h"
+
+// Whether |op| communicates between slots (ReplicaId and PartitionId do not).
+static bool cml_guard_is_exchange(cml_op_t op) {
+  return cml_op_group(op) == CML_OPG_COLLECTIVE && op != CML_OP_REPLICA_ID &&
+         op != CML_OP_PARTITION_ID;
+}
+
+// The functions node |n| runs as closures or calls (While, If, Call, Sort); returns the count.
+static uint32_t cml_guard_targets(const cml_ir_node_t* n, uint32_t out[2]) {
+  switch (n->op) {
+    case CML_OP_CALL:
+    case CML_OP_SORT:
+      out[0] = n->attrs->functions[0];
+      return 1;
+    case CML_OP_WHILE:
+    case CML_OP_IF:
+      out[0] = n->attrs->functions[0];
+      out[1] = n->attrs->functions[1];
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+// Fills |runs|[fi] (function fi runs a collective, itself or through what it runs) for |fi|
+// and what it runs; |state| is 0 unvisited, 1 done. The module's nesting was checked (no
+// cycles, bounded depth), so the recursion is bounded.
+static void cml_guard_mark(const cml_module_t* m, uint32_t fi, uint8_t* state, bool* runs) {
+  if (state[fi]) return;
+  state[fi] = 1;
+  const cml_ir_function_t* f = &m->functions[fi];
+  bool any = false;
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    if (cml_guard_is_exchange(n->op)) any = true;
+    uint32_t t[2];
+    const uint32_t k = cml_guard_targets(n, t);
+    for (uint32_t j = 0; j < k; ++j) {
+      cml_guard_mark(m, t[j], state, runs);
+      if (runs[t[j]]) any = true;
+    }
+  }
+  runs[fi] = any;
+}
+
+bool cml__shlo_guard_node(const cml_module_t* m, const bool* runs, const cml_ir_node_t* n) {
+  if (!runs || (n->op != CML_OP_IF && n->op != CML_OP_WHILE)) return false;
+  (void)m;
+  return runs[n->attrs->functions[0]] || runs[n->attrs->functions[1]];
+}
+
+// |flags|[fi]: function fi holds a guarded node or calls a function that does (its func.func
+// returns the flag). Sort comparators do not pass flags on. Call order: callees first.
+static bool cml_guard_flags(const cml_module_t* m, uint32_t fi, const bool* runs, uint8_t* state,
+                            bool* flags) {
+  if (state[fi] == 2) return flags[fi];
+  state[fi] = 2;
+  const cml_ir_function_t* f = &m->functions[fi];
+  bool any = false;
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    if (cml__shlo_guard_node(m, runs, n)) any = true;
+    uint32_t t[2];
+    const uint32_t k = cml_guard_targets(n, t);
+    for (uint32_t j = 0; j < k; ++j) {
+      if (cml_guard_flags(m, t[j], runs, state, flags) && n->op != CML_OP_SORT) any = true;
+    }
+  }
+  flags[fi] = any;
+  return any;
+}
+
+// Whether |module| emitted with |opts| can need guards at all: SPMD on more than one slot.
+static bool cml_guard_applies(const cml_module_t* module, const cml_xla_emit_options_t* opts) {
+  return module->distribution == CML_DISTRIBUTION_SPMD && opts->num_replicas > 1;
+}
+
+cml_status_t cml__shlo_guard_analyze(const cml_module_t* module, const cml_xla_emit_options_t* opts,
+                                     bool** out_runs, bool** out_flags) {
+  *out_runs = NULL;
+  *out_flags = NULL;
+  if (!cml_guard_applies(module, opts)) return CML_OK;
+  const uint32_t count = module->function_count;
+  bool* runs = calloc(count, sizeof *runs);
+  bool* flags = calloc(count, sizeof *flags);
+  uint8_t* state = calloc(count, 1);
+  if (!runs || !flags || !state) {
+    free(runs);
+    free(flags);
+    free(state);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  for (uint32_t fi = 0; fi < count; ++fi) cml_guard_mark(module, fi, state, runs);
+  for (uint32_t fi = 0; fi < count; ++fi) (void)cml_guard_flags(module, fi, runs, state, flags);
+  free(state);
+  *out_runs = runs;
+  *out_flags = flags;
+  return CML_OK;
+}
+
+cml_status_t cml_xla_emit_divergence_flag(const cml_module_t* module,
+                                          const cml_xla_emit_options_t* opts, bool* out_flag) {
+  *out_flag = false;
+  bool *runs = NULL, *flags = NULL;
+  CML_RETURN_IF_ERROR(cml__shlo_guard_analyze(module, opts, &runs, &flags));
+  *out_flag = flags && flags[0];
+  free(runs);
+  free(flags);
+  return CML_OK;
+}
+
+//===--- the groups a guard agrees over ---===//
+
+static int32_t cml_guard_find(int32_t* parent, int32_t x) {
+  while (parent[x] != x) {
+    parent[x] = parent[parent[x]];
+    x = parent[x];
+  }
+  return x;
+}
+
+static void cml_guard_union(int32_t* parent, int32_t a, int32_t b) {
+  a = cml_guard_find(parent, a);
+  b = cml_guard_find(parent, b);
+  if (a != b) parent[a > b ? a : b] = a < b ? a : b;
+}
+
+// Joins the slots that the collectives function |fi| runs (and what it runs) exchange between.
+// Recursion bounded by the checked nesting depth.
+static void cml_guard_join(const cml_module_t* m, uint32_t fi, int32_t slots, int32_t* parent) {
+  const cml_ir_function_t* f = &m->functions[fi];
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    if (cml_guard_is_exchange(n->op)) {
+      const cml_ir_collective_attrs_t* ca = &n->attrs->collective;
+      bool grouped = n->op != CML_OP_COLLECTIVE_PERMUTE && ca->groups && ca->group_count > 0 &&
+                     ca->group_size > 0;
+      if (!grouped) {
+        // CollectivePermute (and anything without groups) meets every slot.
+        for (int32_t s = 1; s < slots; ++s) cml_guard_union(parent, 0, s);
+        continue;
+      }
+      for (int32_t g = 0; g < ca->group_count; ++g) {
+        const int32_t* ids = &ca->groups[(size_t)g * (size_t)ca->group_size];
+        for (int32_t k = 1; k < ca->group_size; ++k) {
+          if (ids[0] >= 0 && ids[0] < slots && ids[k] >= 0 && ids[k] < slots) {
+            cml_guard_union(parent, ids[0], ids[k]);
+          }
+        }
+      }
+    }
+    uint32_t t[2];
+    const uint32_t k = cml_guard_targets(n, t);
+    for (uint32_t j = 0; j < k; ++j) cml_guard_join(m, t[j], slots, parent);
+  }
+}
+
+// The replica groups guard node |n| agrees over: the components of the groups of the
+// collectives it runs, in slot order, or one group of every slot when the components differ
+// in size (StableHLO groups are rows of one size). Writes |*out_count| rows of |*out_size| ids
+// into |*out_ids| (malloc'd).
+static cml_status_t cml_guard_groups(const cml__shlo_ctx_t* c, const cml_ir_node_t* n,
+                                     int32_t** out_ids, int32_t* out_count, int32_t* out_size) {
+  const int32_t slots = c->opts->num_replicas;
+  int32_t* parent = malloc((size_t)slots * sizeof *parent);
+  int32_t* ids = malloc((size_t)slots * sizeof *ids);
+  int32_t* size = calloc((size_t)slots, sizeof *size);
+  if (!parent || !ids || !size) {
+    free(parent);
+    free(ids);
+    free(size);
+    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  }
+  for (int32_t s = 0; s < slots; ++s) parent[s] = s;
+  cml_guard_join(c->module, n->attrs->functions[0], slots, parent);
+  cml_guard_join(c->module, n->attrs->functions[1], slots, parent);
+  int32_t roots = 0, width = 0;
+  bool even = true;
+  for (int32_t s = 0; s < slots; ++s) ++size[cml_guard_find(parent, s)];
+  for (int32_t s = 0; s < slots; ++s) {
+    if (size[s] == 0) continue;
+    if (width == 0) width = size[s];
+    even = even && size[s] == width;
+    ++roots;
+  }
+  if (!even) {
+    for (int32_t s = 0; s < slots; ++s) ids[s] = s;
+    *out_count = 1;
+    *out_size = slots;
+  } else {
+    // Row r: the members of the r-th component by smallest slot, in slot order (the root of a
+    // component is its smallest slot).
+    int32_t k = 0;
+    for (int32_t r = 0; r < slots; ++r) {
+      if (size[r] == 0) continue;
+      for (int32_t s = 0; s < slots; ++s) {
+        if (cml_guard_find(parent, s) == r) ids[k++] = s;
+      }
+    }
+    *out_count = roots;
+    *out_size = width;
+  }
+  free(parent);
+  free(size);
+  *out_ids = ids;
+  return CML_OK;
+}
+
+//===--- emitted pieces ---===//
+
+cml__shlo_val_t cml__shlo_flag_zero(cml__shlo_ctx_t* c) {
+  return cml__shlo_const_scalar(c, CML_DTYPE_I32, CML__SHLO_ZERO);
+}
+
+cml__shlo_val_t cml__shlo_flag_max(cml__shlo_ctx_t* c, const cml__shlo_val_t* a,
+                                   const cml__shlo_val_t* b) {
+  const cml__shlo_val_t ins[2] = {*a, *b};
+  return cml__shlo_op(c, "stablehlo.maximum", ins, 2, NULL, &a->shape);
+}
+
+cml_status_t cml__shlo_guard_disagrees(cml__shlo_ctx_t* c, const cml_ir_node_t* n,
+                                       const cml__shlo_val_t* pred, cml__shlo_val_t* out) {
+  int32_t* ids = NULL;
+  int32_t count = 0, size = 0;
+  CML_RETURN_IF_ERROR(cml_guard_groups(c, n, &ids, &count, &size));
+  // (p, 1 - p) as Int32, one all_reduce(max) of both over the groups.
+  cml__shlo_val_t parts[2];
+  parts[0] = cml__shlo_convert(c, pred, CML_DTYPE_I32);
+  const cml__shlo_val_t one = cml__shlo_const_scalar(c, CML_DTYPE_I32, CML__SHLO_ONE);
+  const cml__shlo_val_t sub[2] = {one, parts[0]};
+  parts[1] = cml__shlo_op(c, "stablehlo.subtract", sub, 2, NULL, &one.shape);
+  const cml_shape_t shapes[2] = {one.shape, one.shape};
+  cml__shlo_name_t r = cml__shlo_op_begin(c, "stablehlo.all_reduce", parts, 2, 2);
+  cml__shlo_printf(c, " ({\n");
+  c->indent++;
+  const cml_dtype_t dtypes[2] = {CML_DTYPE_I32, CML_DTYPE_I32};
+  cml__shlo_val_t args[2];
+  cml__shlo_scalar_header(c, dtypes, 2, args);
+  const cml__shlo_val_t m = cml__shlo_op(c, "stablehlo.maximum", args, 2, NULL, &one.shape);
+  cml__shlo_region_return(c, &m, 1);
+  c->indent--;
+  cml__shlo_line(c);
+  cml__shlo_printf(c, "}) {replica_groups = ");
+  cml__shlo_dense_groups(c, ids, count, size);
+  cml__shlo_printf(c, "}");
+  cml__shlo_op_end(c, NULL, parts, 2, shapes, 2);
+  free(ids);
+  const cml__shlo_val_t maxima[2] = {{cml__shlo_result(&r, 0), one.shape},
+                                     {cml__shlo_result(&r, 1), one.shape}};
+  const cml__shlo_val_t both = cml__shlo_op(c, "stablehlo.and", maxima, 2, NULL, &one.shape);
+  *out = cml__shlo_convert(c, &both, CML_DTYPE_BOOL);
+  return CML_OK;
+}
+
+void cml__shlo_guard_record(cml__shlo_ctx_t* c, const cml_ir_node_t* n,
+                            const cml__shlo_val_t* disagrees) {
+  const int32_t code = (int32_t)(n - c->module->nodes) + 1;
+  const cml_shape_t s = cml_shape_scalar(CML_DTYPE_I32);
+  const cml__shlo_val_t mark = cml__shlo_constant(c, &s, &code);
+  const cml__shlo_val_t zero = cml__shlo_flag_zero(c);
+  const cml__shlo_val_t sel[3] = {*disagrees, mark, zero};
+  const cml__shlo_val_t now = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, &s);
+  c->flag = cml__shlo_flag_max(c, &c->flag, &now);
+}
