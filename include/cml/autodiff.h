@@ -77,10 +77,12 @@ extern "C" {
 // Returns CML_OK, or: INVALID_ARGUMENT for NULL arguments, a non-scalar or non-float loss, a
 // value of another function or builder, a |wrt| value of an integer or Bool dtype;
 // FAILED_PRECONDITION once |f| returned or the builder compiled; UNIMPLEMENTED naming the
-// first op on the path that has no VJP; the builder's pending error, if any. A failure also
-// sticks to the builder (as op errors do) and writes CML_VALUE_INVALID to every |out_grads|
-// entry. May be called several times on one function (each call differentiates the nodes
-// recorded so far, its own earlier gradient ops included, so higher derivatives work).
+// first op on the path that has no VJP; the builder's pending error, if any. Every failure
+// writes CML_VALUE_INVALID to every |out_grads| entry, and one about the arguments or the graph
+// also sticks to the builder (as op errors do); FAILED_PRECONDITION (a returned function or a
+// compiled builder) and a NULL |f| leave the builder as it was, as a second
+// cml_function_return does. May be called several times on one function (each call differentiates
+// the nodes recorded so far, its own earlier gradient ops included, so higher derivatives work).
 CML_API CML_MUST_USE cml_status_t cml_gradients(cml_function_t* f, cml_value_t loss,
                                                 const cml_value_t* wrt, size_t count,
                                                 cml_value_t* out_grads);

@@ -17,11 +17,17 @@
 //   CML_RETURN_IF_ERROR(cml_optim_adam_step(f, &ac, &w, &g, &m, &v, 1, step, &w2, &m2, &v2));
 //   // return {l, w2, m2, v2}; m and v start as zeros, step as 1 and grows by 1 per step.
 //
-// Every builder checks that each parameter, gradient and state value has the same shape and a
+// Every builder checks that each parameter, gradient and state value has the same dims and a
 // float dtype, and fails with INVALID_ARGUMENT naming the optimizer, the index and the shapes
 // otherwise; the error also sticks to the builder (as op errors do), and every output is
-// written as CML_VALUE_INVALID. Hyper-parameters are folded into the graph as constants of each
-// parameter's dtype. Arithmetic is in the parameter's dtype.
+// written as CML_VALUE_INVALID. Arithmetic is in the parameter's dtype, except for parameters
+// of 16 bits or fewer (Float16, BFloat16, the Float8 types): those compute in Float32 and each
+// output is rounded once to its own dtype (in BFloat16, beta2 = 0.999 would round to 1 and
+// epsilon 1e-8 to 0 in Float16). A gradient or state value has the parameter's dtype or the one
+// the step computes in (Float32 moments for BFloat16 weights, as mixed-precision training keeps
+// them). Hyper-parameters are folded into the graph as constants of that dtype; one that does
+// not survive the rounding (a learning rate of 1e300 or 1e-50, a beta of 0.99999999 in Float32)
+// is INVALID_ARGUMENT.
 //
 // Thread-safety: as every builder (cml/graph.h): one thread at a time per builder.
 #ifndef CML_OPTIM_H_
@@ -83,7 +89,8 @@ CML_API CML_MUST_USE cml_status_t cml_optim_adam_step(
     cml_value_t step, cml_value_t* out_params, cml_value_t* out_m, cml_value_t* out_v);
 
 // Gradient clipping by global norm: norm = sqrt(sum_i sum(grads[i]^2)) (computed in the first
-// gradient's dtype), and each gradient is scaled by max_norm / max(norm, max_norm) (unchanged
+// gradient's dtype, Float32 for 16 bits or fewer, and written in the first gradient's dtype),
+// and each gradient is scaled by max_norm / max(norm, max_norm) (unchanged
 // when norm <= max_norm). Writes the clipped gradients and, when |out_norm| is not NULL, the
 // norm (a scalar). |max_norm| > 0. Gradients may differ in shape; they must be float.
 CML_API CML_MUST_USE cml_status_t cml_optim_clip_by_global_norm(cml_function_t* f,

@@ -148,9 +148,12 @@ static cml_status_t cml_ad_binary(cml__ad_t* ad, const cml_ir_node_t* n, cml_val
       if (wy) dy = cml_op_neg(f, cml__ad_mul(ad, g, cml__ad_div(ad, out, y)));
       break;
     case CML_OP_POW: {
-      if (wx) {  // y * x^(y-1), written y * out / x away from x = 0
+      if (wx) {  // y * x^(y-1), and 0 where y == 0 (x^0 is 1 everywhere; JAX's rule)
         cml_value_t ym1 = cml__ad_sub(ad, y, cml__ad_scalar(ad, dt, 1.0));
-        dx = cml__ad_mul(ad, g, cml__ad_mul(ad, y, cml_op_pow(f, x, ym1)));
+        cml_value_t zero = cml__ad_scalar(ad, dt, 0.0);
+        cml_value_t yf = cml__ad_broadcast_to(ad, y, cml__ad_out_shape(ad, n, 0));
+        cml_value_t d = cml__ad_mul(ad, y, cml_op_pow(f, x, ym1));
+        dx = cml__ad_mul(ad, g, cml_op_where(f, cml_op_equal(f, yf, zero), zero, d));
       }
       if (wy) {  // out * log(x), 0 where x == 0
         cml_value_t zero = cml__ad_scalar(ad, dt, 0.0), one = cml__ad_scalar(ad, dt, 1.0);
@@ -207,10 +210,11 @@ cml_status_t cml__ad_vjp_elementwise(cml__ad_t* ad, const cml_ir_node_t* n, cons
             cml_op_logical_and(f, cml_op_greater_than(f, x, lo_f), cml_op_less_than(f, x, hi_f));
         in_cts[1] = cml_op_where(f, inside, g, zero);
       }
-      if (cml__ad_wants(ad, n, 0)) {
+      if (cml__ad_wants(ad, n, 0)) {  // JAX's rule: only where min > x and min < max
+        cml_value_t lower =
+            cml_op_logical_and(f, cml_op_greater_than(f, lo_f, x), cml_op_less_than(f, lo_f, hi_f));
         in_cts[0] =
-            cml__ad_unbroadcast(ad, cml_op_where(f, cml_op_greater_than(f, lo_f, x), g, zero),
-                                cml__ad_in_shape(ad, n, 0));
+            cml__ad_unbroadcast(ad, cml_op_where(f, lower, g, zero), cml__ad_in_shape(ad, n, 0));
       }
       if (cml__ad_wants(ad, n, 2)) {
         in_cts[2] = cml__ad_unbroadcast(ad, cml_op_where(f, cml_op_less_than(f, hi_f, x), g, zero),

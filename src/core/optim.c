@@ -44,7 +44,22 @@ static void cml_optim_clear(cml_value_t* out, size_t count) {
   for (size_t i = 0; i < count; ++i) out[i] = CML_VALUE_INVALID;
 }
 
-// Checks |v| (|what| #i) against the parameter's shape |ps|.
+// The dtype a step computes in for parameters of |dtype|: Float32 for floats of 16 bits or
+// fewer (in BFloat16, beta2 = 0.999 rounds to 1 and the bias correction to 0; in Float16,
+// epsilon 1e-8 rounds to 0 and g^2 overflows past 256), else |dtype|.
+static cml_dtype_t cml_optim_compute_dtype(cml_dtype_t dtype) {
+  return cml_dtype_bits(dtype) < 32 ? CML_DTYPE_F32 : dtype;
+}
+
+// |v| as |dtype|.
+static cml_value_t cml_optim_as(cml_function_t* f, cml_value_t v, cml_dtype_t dtype) {
+  cml_shape_t s;
+  cml_builder_value_shape(f->builder, v, &s);
+  return s.dtype == dtype ? v : cml_op_convert_dtype(f, v, dtype);
+}
+
+// Checks |v| (|what| #i) against the parameter's shape |ps|: the same dims, and the
+// parameter's dtype or the dtype the step computes in.
 static cml_status_t cml_optim_check(cml_function_t* f, const char* name, const char* what, size_t i,
                                     cml_value_t v, const cml_shape_t* ps) {
   cml_shape_t s;
@@ -57,10 +72,13 @@ static cml_status_t cml_optim_check(cml_function_t* f, const char* name, const c
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: %s #%zu %s must have a float dtype",
                            name, what, i, cml__shape_text(&s, a));
   }
-  if (ps && !cml_shape_equal(&s, ps)) {
+  if (ps && (!cml_shape_dims_equal(&s, ps) ||
+             (s.dtype != ps->dtype && s.dtype != cml_optim_compute_dtype(ps->dtype)))) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "%s: %s #%zu %s does not match parameter #%zu %s", name, what, i,
-                           cml__shape_text(&s, a), i, cml__shape_text(ps, b));
+                           "%s: %s #%zu %s does not match parameter #%zu %s (the same dims, and "
+                           "its dtype or %s)",
+                           name, what, i, cml__shape_text(&s, a), i, cml__shape_text(ps, b),
+                           cml_dtype_name(cml_optim_compute_dtype(ps->dtype)));
   }
   return CML_OK;
 }
@@ -88,6 +106,30 @@ static cml_value_t cml_optim_scalar(cml_function_t* f, cml_value_t like, double 
   cml_shape_t s;
   cml_builder_value_shape(f->builder, like, &s);
   return cml_constant_scalar_f64(f, s.dtype, value);
+}
+
+// Checks that the hyper-parameters |values| (named by |names|, |count| of them) survive as
+// constants of each parameter's compute dtype: finite, and a positive one not rounded to 0
+// (a learning rate of 1e300 is inf in Float32, 1e-50 is 0); |below_one| (a beta) must stay
+// below 1 (0.99999999 is 1 in Float32).
+static cml_status_t cml_optim_check_constants(cml_function_t* f, const char* name,
+                                              const cml_value_t* params, size_t count,
+                                              const double* values, const char* const* names,
+                                              size_t value_count, const bool* below_one) {
+  for (size_t i = 0; i < count; ++i) {
+    cml_shape_t ps;
+    cml_builder_value_shape(f->builder, params[i], &ps);
+    if (cml_optim_compute_dtype(ps.dtype) != CML_DTYPE_F32) continue;
+    for (size_t k = 0; k < value_count; ++k) {
+      const float x = (float)values[k];
+      if (isfinite(x) && (values[k] == 0 || x != 0) && (!below_one[k] || x < 1)) continue;
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "%s: %s %g is %g as a Float32 constant (parameter #%zu is %s, "
+                             "computed in Float32)",
+                             name, names[k], values[k], (double)x, i, cml_dtype_name(ps.dtype));
+    }
+  }
+  return CML_OK;
 }
 
 // Finishes a step: returns the builder's error (outputs cleared) or CML_OK.
@@ -128,21 +170,34 @@ cml_status_t cml_optim_sgd_step(cml_function_t* f, const cml_sgd_config_t* confi
     cml_builder_value_shape(f->builder, params[i], &ps);
     st = cml_optim_check(f, name, "velocity", i, velocity[i], &ps);
   }
+  if (st == CML_OK) {
+    const double values[3] = {config->learning_rate, config->momentum, config->weight_decay};
+    static const char* const names[3] = {"learning_rate", "momentum", "weight_decay"};
+    static const bool below_one[3] = {false, false, false};
+    st = cml_optim_check_constants(f, name, params, count, values, names, 3, below_one);
+  }
   if (st != CML_OK) return cml_optim_fail(f, st);
   const cml_sgd_config_t* c = config;
   for (size_t i = 0; i < count; ++i) {
-    cml_value_t p = params[i], g = grads[i];
+    cml_shape_t ps;
+    cml_builder_value_shape(f->builder, params[i], &ps);
+    const cml_dtype_t dt = cml_optim_compute_dtype(ps.dtype);
+    cml_value_t p = cml_optim_as(f, params[i], dt), g = cml_optim_as(f, grads[i], dt);
     if (c->weight_decay > 0) {
       g = cml_op_add(f, g, cml_op_mul(f, p, cml_optim_scalar(f, p, c->weight_decay)));
     }
     cml_value_t step = g;
     if (c->momentum > 0) {
       cml_value_t mu = cml_optim_scalar(f, p, c->momentum);
-      cml_value_t v = cml_op_add(f, cml_op_mul(f, velocity[i], mu), g);
-      out_velocity[i] = v;
+      cml_value_t v = cml_op_add(f, cml_op_mul(f, cml_optim_as(f, velocity[i], dt), mu), g);
+      cml_shape_t vs;
+      cml_builder_value_shape(f->builder, velocity[i], &vs);
+      out_velocity[i] = cml_optim_as(f, v, vs.dtype);
       step = c->nesterov ? cml_op_add(f, g, cml_op_mul(f, v, mu)) : v;
     }
-    out_params[i] = cml_op_sub(f, p, cml_op_mul(f, step, cml_optim_scalar(f, p, c->learning_rate)));
+    out_params[i] = cml_optim_as(
+        f, cml_op_sub(f, p, cml_op_mul(f, step, cml_optim_scalar(f, p, c->learning_rate))),
+        ps.dtype);
   }
   cml_value_t* outs[2] = {out_params, c->momentum > 0 ? out_velocity : NULL};
   return cml_optim_end(f, outs, 2, count);
@@ -188,22 +243,33 @@ cml_status_t cml_optim_adam_step(cml_function_t* f, const cml_adam_config_t* con
     st = cml_optim_check(f, name, "m", i, m[i], &ps);
     if (st == CML_OK) st = cml_optim_check(f, name, "v", i, v[i], &ps);
   }
+  if (st == CML_OK) {
+    const double values[5] = {config->learning_rate, config->beta1, config->beta2, config->epsilon,
+                              config->weight_decay};
+    static const char* const names[5] = {"learning_rate", "beta1", "beta2", "epsilon",
+                                         "weight_decay"};
+    static const bool below_one[5] = {false, true, true, false, false};
+    st = cml_optim_check_constants(f, name, params, count, values, names, 5, below_one);
+  }
   if (st != CML_OK) return cml_optim_fail(f, st);
   const cml_adam_config_t* c = config;
   for (size_t i = 0; i < count; ++i) {
-    cml_value_t p = params[i], g = grads[i];
-    cml_shape_t ps;
-    cml_builder_value_shape(f->builder, p, &ps);
+    cml_shape_t ps, ms, vs;
+    cml_builder_value_shape(f->builder, params[i], &ps);
+    cml_builder_value_shape(f->builder, m[i], &ms);
+    cml_builder_value_shape(f->builder, v[i], &vs);
+    const cml_dtype_t dt = cml_optim_compute_dtype(ps.dtype);
+    cml_value_t p = cml_optim_as(f, params[i], dt), g = cml_optim_as(f, grads[i], dt);
     if (c->weight_decay > 0 && !c->decoupled) {
       g = cml_op_add(f, g, cml_op_mul(f, p, cml_optim_scalar(f, p, c->weight_decay)));
     }
     cml_value_t b1 = cml_optim_scalar(f, p, c->beta1), b2 = cml_optim_scalar(f, p, c->beta2);
-    cml_value_t m1 = cml_op_add(f, cml_op_mul(f, m[i], b1),
+    cml_value_t m1 = cml_op_add(f, cml_op_mul(f, cml_optim_as(f, m[i], dt), b1),
                                 cml_op_mul(f, g, cml_optim_scalar(f, p, 1.0 - c->beta1)));
     cml_value_t v1 =
-        cml_op_add(f, cml_op_mul(f, v[i], b2),
+        cml_op_add(f, cml_op_mul(f, cml_optim_as(f, v[i], dt), b2),
                    cml_op_mul(f, cml_op_mul(f, g, g), cml_optim_scalar(f, p, 1.0 - c->beta2)));
-    cml_value_t t = cml_op_convert_dtype(f, step, ps.dtype);
+    cml_value_t t = cml_optim_as(f, step, dt);
     cml_value_t one = cml_optim_scalar(f, p, 1.0);
     cml_value_t c1 = cml_op_sub(f, one, cml_op_pow(f, b1, t));
     cml_value_t c2 = cml_op_sub(f, one, cml_op_pow(f, b2, t));
@@ -213,9 +279,10 @@ cml_status_t cml_optim_adam_step(cml_function_t* f, const cml_adam_config_t* con
     if (c->weight_decay > 0 && c->decoupled) {
       u = cml_op_add(f, u, cml_op_mul(f, p, cml_optim_scalar(f, p, c->weight_decay)));
     }
-    out_params[i] = cml_op_sub(f, p, cml_op_mul(f, u, cml_optim_scalar(f, p, c->learning_rate)));
-    out_m[i] = m1;
-    out_v[i] = v1;
+    out_params[i] = cml_optim_as(
+        f, cml_op_sub(f, p, cml_op_mul(f, u, cml_optim_scalar(f, p, c->learning_rate))), ps.dtype);
+    out_m[i] = cml_optim_as(f, m1, ms.dtype);
+    out_v[i] = cml_optim_as(f, v1, vs.dtype);
   }
   cml_value_t* outs[3] = {out_params, out_m, out_v};
   return cml_optim_end(f, outs, 3, count);
@@ -246,25 +313,36 @@ cml_status_t cml_optim_clip_by_global_norm(cml_function_t* f, const cml_value_t*
   if (st != CML_OK) return cml_optim_fail(f, st);
   cml_shape_t s0;
   cml_builder_value_shape(f->builder, grads[0], &s0);
+  const cml_dtype_t dt = cml_optim_compute_dtype(s0.dtype);
+  if (dt == CML_DTYPE_F32 && !(isfinite((float)max_norm) && (float)max_norm > 0)) {
+    return cml_optim_fail(
+        f, cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: max_norm %g is %g as a Float32 constant "
+                           "(gradient #0 is %s, computed in Float32)",
+                           name, max_norm, (double)(float)max_norm, cml_dtype_name(s0.dtype)));
+  }
   cml_value_t total = CML_VALUE_INVALID;
   for (size_t i = 0; i < count; ++i) {
-    cml_value_t g = grads[i];
-    cml_shape_t s;
-    cml_builder_value_shape(f->builder, g, &s);
-    if (s.dtype != s0.dtype) g = cml_op_convert_dtype(f, g, s0.dtype);
+    cml_value_t g = cml_optim_as(f, grads[i], dt);
     cml_value_t sq = cml_op_reduce_sum(f, cml_op_mul(f, g, g), NULL, 0);
     total = total ? cml_op_add(f, total, sq) : sq;
   }
   cml_value_t norm = cml_op_sqrt(f, total);
-  cml_value_t limit = cml_constant_scalar_f64(f, s0.dtype, max_norm);
+  cml_value_t limit = cml_constant_scalar_f64(f, dt, max_norm);
   cml_value_t scale = cml_op_div(f, limit, cml_op_max(f, norm, limit));
   for (size_t i = 0; i < count; ++i) {
     cml_shape_t s;
     cml_builder_value_shape(f->builder, grads[i], &s);
-    cml_value_t k = s.dtype == s0.dtype ? scale : cml_op_convert_dtype(f, scale, s.dtype);
-    out_grads[i] = cml_op_mul(f, grads[i], k);
+    if (cml_optim_compute_dtype(s.dtype) == s.dtype) {
+      out_grads[i] = cml_op_mul(f, grads[i], cml_optim_as(f, scale, s.dtype));
+    } else {
+      out_grads[i] = cml_optim_as(f,
+                                  cml_op_mul(f, cml_optim_as(f, grads[i], CML_DTYPE_F32),
+                                             cml_optim_as(f, scale, CML_DTYPE_F32)),
+                                  s.dtype);
+    }
   }
-  if (out_norm) *out_norm = norm;
+  if (out_norm) *out_norm = cml_optim_as(f, norm, s0.dtype);
   cml_value_t* outs[1] = {out_grads};
   cml_status_t end = cml_optim_end(f, outs, 1, count);
   if (end != CML_OK && out_norm) *out_norm = CML_VALUE_INVALID;

@@ -1535,6 +1535,134 @@ TEST(adam_adamw) {
   }
 }
 
+// BFloat16 and Float16 parameters compute in Float32 and round once: in their own dtype, beta2
+// = 0.999 is 1 in BFloat16 (no bias correction: the step was inf/NaN) and epsilon 1e-8 is 0 in
+// Float16 (a zero gradient gave 0/0). Moments either in the parameter's dtype or in Float32.
+TEST(adam_half_precision_parameters) {
+  static const cml_dtype_t kTypes[2] = {CML_DTYPE_BF16, CML_DTYPE_F16};
+  for (int k = 0; k < 2; ++k) {
+    for (int f32_moments = 0; f32_moments < 2; ++f32_moments) {
+      const cml_dtype_t dt = kTypes[k], mt = f32_moments ? CML_DTYPE_F32 : dt;
+      cml_builder_t* b = NULL;
+      ASSERT_STATUS_OK(cml_builder_create(g_c, "adam_half", &b));
+      cml_function_t* f = cml_builder_main(b);
+      cml_shape_t s = API_SHAPE(dt, 3), ms = API_SHAPE(mt, 3), ts = API_SHAPE(CML_DTYPE_I32);
+      cml_value_t p = cml_parameter(f, "p", &s), g = cml_parameter(f, "g", &s);
+      cml_value_t m = cml_parameter(f, "m", &ms), v = cml_parameter(f, "v", &ms);
+      cml_value_t t = cml_parameter(f, "t", &ts);
+      cml_adam_config_t c;
+      cml_adam_config_init(&c);
+      c.learning_rate = 0.0625;
+      cml_value_t p2, m2, v2;
+      ASSERT_STATUS_OK(cml_optim_adam_step(f, &c, &p, &g, &m, &v, 1, t, &p2, &m2, &v2));
+      cml_executable_t* exe = NULL;
+      ASSERT_STATUS_OK(api_finish(b, (cml_value_t[]){p2, m2, v2}, 3, &exe));
+      // g = 0 (a dead unit), 1, and 300 (g^2 past Float16's range).
+      const float pf[3] = {0.5f, 0.5f, -2.0f}, gf[3] = {0.0f, 1.0f, 300.0f};
+      uint16_t ph[3], gh[3], mh[3], vh[3], mzero[6] = {0}, po[3];
+      float mo32[3], vo32[3];
+      for (int i = 0; i < 3; ++i) {
+        ph[i] = dt == CML_DTYPE_BF16 ? cml_f32_to_bf16(pf[i]) : cml_f32_to_f16(pf[i]);
+        gh[i] = dt == CML_DTYPE_BF16 ? cml_f32_to_bf16(gf[i]) : cml_f32_to_f16(gf[i]);
+      }
+      int32_t tv = 1;
+      ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){ph, gh, mzero, mzero, &tv},
+                               (void*[]){po, f32_moments ? (void*)mo32 : (void*)mh,
+                                         f32_moments ? (void*)vo32 : (void*)vh}));
+      cml_executable_release(exe);
+      for (int i = 0; i < 3; ++i) {
+        const float pback = dt == CML_DTYPE_BF16 ? cml_bf16_to_f32(ph[i]) : cml_f16_to_f32(ph[i]);
+        const double gd = dt == CML_DTYPE_BF16 ? cml_bf16_to_f32(gh[i]) : cml_f16_to_f32(gh[i]);
+        // Step 1 from zero moments: m = 0.1 g, v = 0.001 g^2, u = g / (|g| + 1e-8).
+        const double u = gd / (fabs(gd) + 1e-8), want = pback - 0.0625 * u;
+        const float got = dt == CML_DTYPE_BF16 ? cml_bf16_to_f32(po[i]) : cml_f16_to_f32(po[i]);
+        const uint16_t want_bits =
+            dt == CML_DTYPE_BF16 ? cml_f32_to_bf16((float)want) : cml_f32_to_f16((float)want);
+        ASSERT_TRUE(isfinite(got));
+        ASSERT_EQ_INT(po[i], want_bits);
+        const double mv = 0.1 * gd, vv = 0.001 * gd * gd;
+        if (f32_moments) {
+          ASSERT_NEAR(mo32[i], mv, 1e-6 * (1 + fabs(mv)));
+          ASSERT_NEAR(vo32[i], vv, 1e-6 * (1 + vv));
+        } else {
+          const float mg = dt == CML_DTYPE_BF16 ? cml_bf16_to_f32(mh[i]) : cml_f16_to_f32(mh[i]);
+          const float vg = dt == CML_DTYPE_BF16 ? cml_bf16_to_f32(vh[i]) : cml_f16_to_f32(vh[i]);
+          ASSERT_NEAR(mg, mv, 0.01 * fabs(mv));
+          ASSERT_NEAR(vg, vv, 0.01 * vv);
+        }
+      }
+    }
+  }
+}
+
+// Hyper-parameters that do not survive as Float32 constants for a half-precision parameter.
+TEST(optimizer_constants_that_round_away) {
+  char msg[1024];
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "adam_round", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = API_SHAPE(CML_DTYPE_BF16, 2);
+  cml_value_t p = cml_parameter(f, "p", &s), g = cml_parameter(f, "g", &s);
+  cml_value_t t = cml_constant_scalar_i64(f, CML_DTYPE_I32, 1), o[3];
+  cml_adam_config_t ac;
+  cml_adam_config_init(&ac);
+  ac.beta2 = 0.99999999;
+  ASSERT_EQ_INT(api_code_msg(cml_optim_adam_step(f, &ac, &p, &g, &p, &p, 1, t, &o[0], &o[1], &o[2]),
+                             msg, sizeof msg),
+                CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(msg, "beta2") != NULL);
+  ASSERT_TRUE(strstr(msg, "Float32") != NULL);
+  cml_builder_destroy(b);
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "sgd_round", &b));
+  f = cml_builder_main(b);
+  p = cml_parameter(f, "p", &s);
+  g = cml_parameter(f, "g", &s);
+  cml_sgd_config_t sc;
+  cml_sgd_config_init(&sc);
+  sc.learning_rate = 1e300;
+  ASSERT_EQ_INT(
+      api_code_msg(cml_optim_sgd_step(f, &sc, &p, &g, NULL, 1, &o[0], NULL), msg, sizeof msg),
+      CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(msg, "learning_rate") != NULL);
+  cml_builder_destroy(b);
+}
+
+// JAX's rules at two edges, by hand: Clamp with min > max sends nothing to min (the output is
+// max), and Pow's base gradient at x = 0, y = 0 is 0 (x^0 is 1), not 0 * inf.
+TEST(clamp_crossed_bounds_and_pow_zero_exponent) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "edges", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F64, 3);
+  cml_value_t lo = cml_parameter(f, "lo", &s), x = cml_parameter(f, "x", &s);
+  cml_value_t hi = cml_parameter(f, "hi", &s), y = cml_parameter(f, "y", &s);
+  cml_value_t loss = cml_op_add(f, cml_op_reduce_sum(f, cml_op_clamp(f, lo, x, hi), NULL, 0),
+                                cml_op_reduce_sum(f, cml_op_pow(f, x, y), NULL, 0));
+  cml_value_t grads[4];
+  ASSERT_STATUS_OK(cml_gradients(f, loss, (cml_value_t[]){lo, x, hi, y}, 4, grads));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, grads, 4, &exe));
+  // Element 0: min 0 > max -1 (output max): d min 0, d max 1. Element 1: min 2 > max 1 with x
+  // = 1 (output max = x): nothing anywhere. Element 2: x = 0.5 inside (0, 1): d x 1.
+  const double lov[3] = {0, 2, 0}, xv[3] = {0, 1, 0.5}, hiv[3] = {-1, 1, 1}, yv[3] = {0, 0, 2};
+  double dlo[3], dx[3], dhi[3], dy[3];
+  ASSERT_STATUS_OK(
+      api_run(g_c, exe, (const void*[]){lov, xv, hiv, yv}, (void*[]){dlo, dx, dhi, dy}));
+  cml_executable_release(exe);
+  const double want_lo[3] = {0, 0, 0}, want_hi[3] = {1, 0, 0};
+  // d x: clamp part (0, 0, 1) plus pow part y x^(y-1): (0 at y = 0, 0 at y = 0, 2 * 0.5).
+  const double want_x[3] = {0, 0, 2};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ_DBL(dlo[i], want_lo[i]);
+    ASSERT_EQ_DBL(dhi[i], want_hi[i]);
+    ASSERT_EQ_DBL(dx[i], want_x[i]);
+  }
+  // d y = x^y log(x), 0 where x == 0: (0, 1 * log 1, 0.25 log 0.5).
+  ASSERT_EQ_DBL(dy[0], 0);
+  ASSERT_EQ_DBL(dy[1], 0);
+  ASSERT_NEAR(dy[2], 0.25 * log(0.5), 1e-15);
+}
+
 TEST(clip_by_global_norm) {
   cml_builder_t* b = NULL;
   ASSERT_STATUS_OK(cml_builder_create(g_c, "clip", &b));
@@ -1645,6 +1773,9 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(quantized_dense_gradient),
                                        TEST_ENTRY(sgd_momentum_nesterov),
                                        TEST_ENTRY(adam_adamw),
+                                       TEST_ENTRY(adam_half_precision_parameters),
+                                       TEST_ENTRY(clamp_crossed_bounds_and_pow_zero_exponent),
+                                       TEST_ENTRY(optimizer_constants_that_round_away),
                                        TEST_ENTRY(clip_by_global_norm),
                                        TEST_ENTRY(optimizer_errors)};
   int failures = 0, ran = 0;
