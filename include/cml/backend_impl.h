@@ -8,7 +8,8 @@
 // the installed public headers, so it builds out of tree (docs/writing-a-backend.md).
 //
 // The header compiles as C11 and as C++ (C++17 and later). The objects' reference counts and
-// the buffers' `donated` flag are plain fields that the core updates with atomic operations:
+// the buffers' `donated` flag and `users` count are plain fields that the core updates with
+// atomic operations:
 // backends never read or write them directly (use the retain/release functions).
 //
 // Example (a third-party backend):
@@ -138,6 +139,9 @@ struct cml_buffer_t {
   int device;
   bool donated;  // set atomically by the core after an execution consumed it
   bool shared;   // created by buffer_create_shared
+  // Executions and copies reading the buffer right now (core only, atomic operations; it
+  // lives in what was padding, so the struct's size and layout are unchanged).
+  uint16_t users;
 };
 
 struct cml_executable_t {

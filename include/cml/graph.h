@@ -591,7 +591,9 @@ CML_API const cml_shape_t* cml_executable_output_shape(const cml_executable_t* e
 // released. Writes cml_executable_output_count() new buffers to |out_results| (the caller
 // releases them). Returns INVALID_ARGUMENT for a wrong input count, shape or dtype (naming the
 // parameter), OUT_OF_RANGE for a bad device, FAILED_PRECONDITION for a donated input (a donated
-// buffer stays allocated until its last release, so this check is sound). Passing a buffer whose
+// buffer stays allocated until its last release, so this check is sound), and FAILED_PRECONDITION
+// consuming nothing for an input to donate that another thread's execution or copy reads at that
+// moment (a donation never takes storage a running read uses). Passing a buffer whose
 // last reference was released is undefined behaviour, as is using memory after `free`: the
 // buffer no longer exists and nothing can be checked about it (retain buffers you still need).
 // Thread-safe.

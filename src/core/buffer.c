@@ -20,6 +20,7 @@ void cml_buffer_init_base(cml_buffer_t* buffer, cml_backend_t* backend, const cm
   buffer->device = device;
   cml__donated_store(&buffer->donated, false);
   buffer->shared = shared;
+  __atomic_store_n(&buffer->users, 0, __ATOMIC_SEQ_CST);
 }
 
 void cml_buffer_deinit_base(cml_buffer_t* buffer) {
@@ -84,6 +85,19 @@ static cml_status_t cml__check_live_buffer(const char* what, const cml_buffer_t*
   return CML_OK;
 }
 
+// Begins a use of |buffer| (runtime_internal.h) for a copy, or says why it cannot.
+static cml_status_t cml__begin_copy(const char* what, cml_buffer_t* buffer) {
+  switch (cml__buffer_use_begin(buffer)) {
+    case CML__USE_OK:
+      return CML_OK;
+    case CML__USE_FULL:
+      return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                             "%s: 65535 executions and copies read the buffer at once", what);
+    default:
+      return cml__check_live_buffer(what, buffer);  // donated meanwhile: says so
+  }
+}
+
 static cml_status_t cml__check_size(const char* what, const cml_shape_t* shape, size_t size) {
   size_t want = cml_shape_byte_size(shape);
   if (size != want) {
@@ -141,7 +155,10 @@ cml_status_t cml_buffer_copy_to_host(cml_buffer_t* buffer, void* dst, size_t siz
   if (!CML__VTABLE_HAS(buffer->backend->vtable, buffer_copy_to_host)) {
     return cml__unimplemented_entry(what, buffer->backend);
   }
-  return buffer->backend->vtable->buffer_copy_to_host(buffer, dst, size);
+  CML_RETURN_IF_ERROR(cml__begin_copy(what, buffer));
+  cml_status_t st = buffer->backend->vtable->buffer_copy_to_host(buffer, dst, size);
+  cml__buffer_use_end(buffer);
+  return st;
 }
 
 cml_status_t cml_buffer_create_shared(cml_backend_t* backend, int device, const cml_shape_t* shape,
@@ -208,7 +225,10 @@ cml_status_t cml_buffer_copy_to_device(cml_buffer_t* buffer, int device,
     return cml__unimplemented_entry(what, buffer->backend);
   }
   cml_buffer_t* copy = NULL;
-  CML_RETURN_IF_ERROR(buffer->backend->vtable->buffer_copy_to_device(buffer, device, &copy));
+  CML_RETURN_IF_ERROR(cml__begin_copy(what, buffer));
+  cml_status_t copied = buffer->backend->vtable->buffer_copy_to_device(buffer, device, &copy);
+  cml__buffer_use_end(buffer);
+  CML_RETURN_IF_ERROR(copied);
   if (!copy) {
     return cml_status_make(CML_STATUS_INTERNAL, "%s: backend \"%s\" returned no buffer", what,
                            cml_backend_name(buffer->backend));

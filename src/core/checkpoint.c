@@ -5,8 +5,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -96,9 +98,75 @@ static bool cml_ckpt_write_all(int fd, const unsigned char* p, size_t n) {
   return true;
 }
 
+// A name and its tensor's index, sorted by name to find duplicates and to look names up in
+// O(log N) (a file may hold up to 2^24 tensors; pairwise checks took minutes at 10^5).
+typedef struct cml_ckpt_name_t {
+  const char* name;
+  size_t index;
+} cml_ckpt_name_t;
+
+static int cml_ckpt_name_cmp(const void* a, const void* b) {
+  const cml_ckpt_name_t* x = a;
+  const cml_ckpt_name_t* y = b;
+  int c = strcmp(x->name, y->name);
+  if (c != 0) return c;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+// Sorts |v| by name; true with the indices of the first two equal names (|*out_i| < |*out_j|
+// in the sorted order) when there are some.
+static bool cml_ckpt_sort_names(cml_ckpt_name_t* v, size_t count, size_t* out_i, size_t* out_j) {
+  if (count > 1) qsort(v, count, sizeof *v, cml_ckpt_name_cmp);
+  for (size_t k = 1; k < count; ++k) {
+    if (strcmp(v[k - 1].name, v[k].name) == 0) {
+      *out_i = v[k - 1].index;
+      *out_j = v[k].index;
+      return true;
+    }
+  }
+  return false;
+}
+
+static cml_status_t cml_ckpt_no_memory(const char* what, const char* path, size_t bytes,
+                                       const char* purpose) {
+  return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "%s: \"%s\": cannot allocate %zu bytes %s",
+                         what, path, bytes, purpose);
+}
+
 static cml_status_t cml_ckpt_io_error(const char* what, const char* path, int err) {
   cml_status_code_t code = err == ENOENT ? CML_STATUS_NOT_FOUND : CML_STATUS_UNAVAILABLE;
   return cml_status_make(code, "%s: \"%s\": %s", what, path, strerror(err));
+}
+
+// Creates the temporary file a save writes, in |path|'s directory, into |tmp| (|tmp_len| bytes)
+// and |*out_fd|: "<path>.tmp.<pid>.<n>", or "<dir>/.cml-ckpt.<pid>.<n>.tmp" when that name would
+// be longer than the file system allows. O_EXCL | O_NOFOLLOW: a new file of this call alone (two
+// threads of a process never share one, and a planted symlink is never followed); <n> counts up
+// across the process. Its mode is the replaced file's, else 0666 less the umask.
+static cml_status_t cml_ckpt_create_temp(const char* what, const char* path, char* tmp,
+                                         size_t tmp_len, int* out_fd) {
+  static unsigned long counter;
+  const char* slash = strrchr(path, '/');
+  const size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+  struct stat old;
+  const bool replaces = stat(path, &old) == 0 && S_ISREG(old.st_mode);
+  int err = 0;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const unsigned long n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    snprintf(tmp, tmp_len, "%s.tmp.%ld.%lu", path, (long)getpid(), n);
+    if (strlen(tmp) - dir_len > NAME_MAX) {
+      snprintf(tmp, tmp_len, "%.*s.cml-ckpt.%ld.%lu.tmp", (int)dir_len, path, (long)getpid(), n);
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      if (replaces) (void)fchmod(fd, old.st_mode & 07777);
+      *out_fd = fd;
+      return CML_OK;
+    }
+    err = errno;
+    if (err != EEXIST) break;
+  }
+  return cml_ckpt_io_error(what, tmp, err);
 }
 
 cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* const* names,
@@ -117,12 +185,6 @@ cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* con
       return INVALID("%s: \"%s\": tensor %zu's name is %s (1..%d bytes)", what, path, i,
                      names[i] ? "too long or empty" : "NULL", kMaxNameBytes);
     }
-    for (size_t j = 0; j < i; ++j) {
-      if (strcmp(names[i], names[j]) == 0) {
-        return INVALID("%s: \"%s\": tensors %zu and %zu are both named \"%s\"", what, path, j, i,
-                       names[i]);
-      }
-    }
     cml_shape_t checked;
     cml_status_t st = cml_shape_init(&checked, shapes[i].dtype, shapes[i].rank, shapes[i].dims);
     if (st != CML_OK) {
@@ -135,12 +197,24 @@ cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* con
     index_bytes += 2 + len + 1 + strlen(cml_dtype_name(shapes[i].dtype)) + 1 +
                    8 * (size_t)shapes[i].rank + 8 + 8 + 4;
   }
+  cml_allocator_t a = cml_allocator_system();
+  if (count > 1) {
+    cml_ckpt_name_t* sorted = (cml_ckpt_name_t*)cml_allocator_malloc(a, count * sizeof *sorted, 16);
+    if (!sorted) return cml_ckpt_no_memory(what, path, count * sizeof *sorted, "for the names");
+    for (size_t i = 0; i < count; ++i) sorted[i] = (cml_ckpt_name_t){names[i], i};
+    size_t i = 0, j = 0;
+    bool dup = cml_ckpt_sort_names(sorted, count, &i, &j);
+    cml_allocator_free(a, sorted, count * sizeof *sorted);
+    if (dup) {
+      return INVALID("%s: \"%s\": tensors %zu and %zu are both named \"%s\"", what, path, i, j,
+                     names[i]);
+    }
+  }
   // Lay out the file: header, index, header CRC, then the data blocks (64-byte aligned).
   size_t head_bytes = kHeaderBytes + index_bytes + 4;
   size_t file_bytes = cml_ckpt_align(head_bytes);
-  cml_allocator_t a = cml_allocator_system();
   size_t* offsets = (size_t*)cml_allocator_malloc(a, (count ? count : 1) * sizeof(size_t), 16);
-  if (!offsets) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  if (!offsets) return cml_ckpt_no_memory(what, path, count * sizeof(size_t), "for the layout");
   for (size_t i = 0; i < count; ++i) {
     offsets[i] = file_bytes;
     file_bytes = cml_ckpt_align(file_bytes + cml_shape_byte_size(&shapes[i]));
@@ -150,7 +224,7 @@ cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* con
   unsigned char* head = (unsigned char*)cml_allocator_malloc(a, head_alloc, 64);
   if (!head) {
     cml_allocator_free(a, offsets, (count ? count : 1) * sizeof(size_t));
-    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    return cml_ckpt_no_memory(what, path, head_alloc, "for the header and index");
   }
   memset(head, 0, head_alloc);
   bool little = cml_ckpt_host_is_little();
@@ -184,7 +258,7 @@ cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* con
       swapped = (unsigned char*)cml_allocator_malloc(a, bytes, 64);
       swapped_bytes = bytes;
       if (!swapped) {
-        st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+        st = cml_ckpt_no_memory(what, path, bytes, "to byte-swap a tensor");
         break;
       }
       memcpy(swapped, src, bytes);
@@ -198,16 +272,12 @@ cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* con
   swapped = NULL;
   put_u(head + kHeaderBytes + index_bytes, cml_ckpt_crc(0, head, kHeaderBytes + index_bytes), 4);
 
-  // Write "<path>.tmp.<pid>", flush it to disk, then rename it over |path|.
-  size_t tmp_len = strlen(path) + 32;
+  // Write a new temporary file next to |path|, flush it to disk, then rename it over |path|.
+  size_t tmp_len = strlen(path) + 64;
   char* tmp = st == CML_OK ? (char*)cml_allocator_malloc(a, tmp_len, 16) : NULL;
-  if (st == CML_OK && !tmp) st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  if (st == CML_OK && !tmp) st = cml_ckpt_no_memory(what, path, tmp_len, "for a file name");
   int fd = -1;
-  if (st == CML_OK && tmp) {  // (tmp is set when st is OK; the test keeps -Wformat quiet)
-    snprintf(tmp, tmp_len, "%s.tmp.%ld", path, (long)getpid());
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) st = cml_ckpt_io_error(what, tmp, errno);
-  }
+  if (st == CML_OK && tmp) st = cml_ckpt_create_temp(what, path, tmp, tmp_len, &fd);
   if (st == CML_OK &&
       !cml_ckpt_write_all(fd, head, head_alloc < file_bytes ? head_alloc : file_bytes)) {
     st = cml_ckpt_io_error(what, tmp, errno);
@@ -224,7 +294,7 @@ cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* con
     if (!little && cml_ckpt_unit(shapes[i].dtype) > 1 && bytes > 0) {
       swapped = (unsigned char*)cml_allocator_malloc(a, bytes, 64);
       if (!swapped) {
-        st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+        st = cml_ckpt_no_memory(what, path, bytes, "to byte-swap a tensor");
         break;
       }
       memcpy(swapped, src, bytes);
@@ -238,10 +308,11 @@ cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* con
   }
   if (st == CML_OK && fsync(fd) != 0) st = cml_ckpt_io_error(what, tmp, errno);
   if (fd >= 0 && close(fd) != 0 && st == CML_OK) st = cml_ckpt_io_error(what, tmp, errno);
+  if (fd >= 0) fd = -2;  // closed, but the file still needs removing on failure
   if (st == CML_OK && rename(tmp, path) != 0) {
     st = cml_status_annotate(cml_ckpt_io_error(what, path, errno), "renaming \"%s\"", tmp);
   }
-  if (st != CML_OK && tmp && fd >= 0) (void)unlink(tmp);
+  if (st != CML_OK && tmp && fd != -1) (void)unlink(tmp);
   if (st == CML_OK) {
     // Make the rename itself durable: sync the directory holding |path|.
     const char* slash = strrchr(path, '/');
@@ -275,7 +346,10 @@ cml_status_t cml_checkpoint_save_buffers(const char* path, int64_t step, const c
   size_t n = count ? count : 1;
   cml_shape_t* shapes = (cml_shape_t*)cml_allocator_malloc(a, n * sizeof *shapes, 16);
   void** data = (void**)cml_allocator_malloc(a, n * sizeof *data, 16);
-  cml_status_t st = shapes && data ? CML_OK : cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  cml_status_t st = shapes && data
+                        ? CML_OK
+                        : cml_ckpt_no_memory(what, path, n * (sizeof *shapes + sizeof *data),
+                                             "for the tensor list");
   if (data) memset(data, 0, n * sizeof *data);
   for (size_t i = 0; i < count && st == CML_OK; ++i) {
     if (!buffers[i]) {
@@ -287,7 +361,8 @@ cml_status_t cml_checkpoint_save_buffers(const char* path, int64_t step, const c
     size_t bytes = cml_shape_byte_size(&shapes[i]);
     data[i] = cml_allocator_malloc(a, bytes ? bytes : 1, 64);
     if (!data[i]) {
-      st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+      st = cml_ckpt_no_memory(what, path, bytes, "to copy a buffer to the host");
+      st = cml_status_annotate(st, "tensor \"%s\"", names[i] ? names[i] : "?");
       break;
     }
     st = cml_buffer_copy_to_host(buffers[i], data[i], bytes);
@@ -327,6 +402,7 @@ struct cml_checkpoint_t {
   size_t names_bytes;
   unsigned char* file;  // the whole file
   size_t file_bytes;
+  cml_ckpt_name_t* by_name;  // |count| names, sorted (cml_checkpoint_find)
 };
 
 void cml_checkpoint_destroy(cml_checkpoint_t* ck) {
@@ -337,6 +413,7 @@ void cml_checkpoint_destroy(cml_checkpoint_t* ck) {
   if (ck->names) cml_allocator_free(a, ck->names, ck->names_bytes);
   if (ck->file) cml_allocator_free(a, ck->file, ck->file_bytes ? ck->file_bytes : 1);
   if (ck->path) cml_allocator_free(a, ck->path, ck->path_bytes);
+  if (ck->by_name) cml_allocator_free(a, ck->by_name, ck->count * sizeof *ck->by_name);
   cml_allocator_free(a, ck, sizeof *ck);
 }
 
@@ -386,7 +463,10 @@ static cml_status_t cml_ckpt_parse(cml_checkpoint_t* ck, const char* path) {
       a, (ck->count ? ck->count : 1) * sizeof *ck->tensors, 16);
   ck->names_bytes = (size_t)index_bytes + 1;
   ck->names = (char*)cml_allocator_malloc(a, ck->names_bytes, 16);
-  if (!ck->tensors || !ck->names) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  if (!ck->tensors || !ck->names) {
+    return cml_ckpt_no_memory("cml_checkpoint_load", path,
+                              ck->count * sizeof *ck->tensors + ck->names_bytes, "for the index");
+  }
   const unsigned char* p = f + kHeaderBytes;
   const unsigned char* end = f + head;
   char* names = ck->names;
@@ -415,6 +495,8 @@ static cml_status_t cml_ckpt_parse(cml_checkpoint_t* ck, const char* path) {
     memcpy(dname, p, dlen);
     dname[dlen] = '\0';
     p += dlen;
+    if (strlen(dname) != dlen)
+      return CORRUPT("tensor \"%s\": the dtype name holds a NUL byte", t->name);
     cml_dtype_t dtype = cml_dtype_from_name(dname);
     if (!cml_dtype_is_supported(dtype) || strcmp(cml_dtype_name(dtype), dname) != 0) {
       return CORRUPT("tensor \"%s\": unknown dtype \"%s\"", t->name, dname);
@@ -441,12 +523,18 @@ static cml_status_t cml_ckpt_parse(cml_checkpoint_t* ck, const char* path) {
                      cml_shape_format(&t->shape, text, sizeof text), (unsigned long long)bytes,
                      cml_shape_byte_size(&t->shape));
     }
-    if (offset < prev_end || offset > size || bytes > size - offset) {
+    // The data starts at the first 64-byte boundary after the previous tensor's (or the
+    // index's CRC), and the padding before it is zero.
+    const size_t at = cml_ckpt_align(prev_end);
+    if (offset != at || offset > size || bytes > size - offset) {
       return CORRUPT(
-          "tensor \"%s\": data at %llu..%llu is outside the data area (%zu..%zu) or "
-          "overlaps the previous tensor",
-          t->name, (unsigned long long)offset, (unsigned long long)(offset + bytes), prev_end,
-          size);
+          "tensor \"%s\": data at %llu..%llu, but it starts at %zu (the next 64-byte "
+          "boundary) and the file has %zu bytes",
+          t->name, (unsigned long long)offset, (unsigned long long)(offset + bytes), at, size);
+    }
+    for (size_t k = prev_end; k < at; ++k) {
+      if (f[k] != 0)
+        return CORRUPT("nonzero padding byte at %zu, before tensor \"%s\"", k, t->name);
     }
     prev_end = (size_t)(offset + bytes);
     t->data = f + offset;
@@ -455,16 +543,29 @@ static cml_status_t cml_ckpt_parse(cml_checkpoint_t* ck, const char* path) {
       return CORRUPT("tensor \"%s\" (%s) is corrupt: checksum %08x, expected %08x", t->name,
                      cml_shape_format(&t->shape, text, sizeof text), have, crc);
     }
-    for (size_t j = 0; j < i; ++j) {
-      if (strcmp(ck->tensors[j].name, t->name) == 0) {
-        return CORRUPT("two tensors are named \"%s\"", t->name);
-      }
-    }
     if (!little) {
       cml_ckpt_swap((unsigned char*)(uintptr_t)t->data, (size_t)bytes, cml_ckpt_unit(dtype));
     }
   }
   if (p != end) return CORRUPT("%zu unused bytes at the end of the index", (size_t)(end - p));
+  // The file ends right after the last tensor's data (an empty checkpoint: at the boundary after
+  // the index's CRC, zero padding included).
+  const size_t last = ck->count ? prev_end : cml_ckpt_align(prev_end);
+  if (size != last) return CORRUPT("%zu bytes past the end of the last tensor", size - last);
+  for (size_t k = prev_end; k < last; ++k) {
+    if (f[k] != 0) return CORRUPT("nonzero padding byte at %zu", k);
+  }
+  ck->by_name = (cml_ckpt_name_t*)cml_allocator_malloc(
+      a, (ck->count ? ck->count : 1) * sizeof *ck->by_name, 16);
+  if (!ck->by_name) {
+    return cml_ckpt_no_memory("cml_checkpoint_load", path, ck->count * sizeof *ck->by_name,
+                              "for the name index");
+  }
+  for (size_t i = 0; i < ck->count; ++i) ck->by_name[i] = (cml_ckpt_name_t){ck->tensors[i].name, i};
+  size_t i = 0, j = 0;
+  if (cml_ckpt_sort_names(ck->by_name, ck->count, &i, &j)) {
+    return CORRUPT("tensors %zu and %zu are both named \"%s\"", i, j, ck->tensors[i].name);
+  }
   return CML_OK;
 }
 
@@ -486,11 +587,33 @@ cml_status_t cml_checkpoint_load(const char* path, cml_checkpoint_t** out_checkp
     close(fd);
     return INVALID("%s: \"%s\" is not a regular file", what, path);
   }
+  // The header first: a file that is not a checkpoint (or whose size disagrees) is refused
+  // before the whole of it is read.
+  unsigned char header[kHeaderBytes];
+  ssize_t hr;
+  do {
+    hr = pread(fd, header, sizeof header, 0);
+  } while (hr < 0 && errno == EINTR);
+  if (hr < 0) {
+    cml_status_t st = cml_ckpt_io_error(what, path, errno);
+    close(fd);
+    return st;
+  }
+  if (hr == (ssize_t)sizeof header &&
+      (memcmp(header, kMagic, 8) != 0 || get_u(header + 32, 8) != (uint64_t)sb.st_size)) {
+    close(fd);
+    if (memcmp(header, kMagic, 8) != 0) {
+      return INVALID("%s: \"%s\": not a cml checkpoint (bad magic bytes)", what, path);
+    }
+    return INVALID("%s: \"%s\": %s: the header says %llu bytes, the file has %lld", what, path,
+                   (uint64_t)sb.st_size < get_u(header + 32, 8) ? "truncated" : "trailing bytes",
+                   (unsigned long long)get_u(header + 32, 8), (long long)sb.st_size);
+  }
   cml_allocator_t a = cml_allocator_system();
   cml_checkpoint_t* ck = (cml_checkpoint_t*)cml_allocator_malloc(a, sizeof *ck, 16);
   if (!ck) {
     close(fd);
-    return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    return cml_ckpt_no_memory(what, path, sizeof *ck, "");
   }
   memset(ck, 0, sizeof *ck);
   ck->path_bytes = strlen(path) + 1;
@@ -498,7 +621,9 @@ cml_status_t cml_checkpoint_load(const char* path, cml_checkpoint_t** out_checkp
   ck->file_bytes = (size_t)sb.st_size;
   ck->file = (unsigned char*)cml_allocator_malloc(a, ck->file_bytes ? ck->file_bytes : 1, 64);
   cml_status_t st = CML_OK;
-  if (!ck->path || !ck->file) st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  if (!ck->path || !ck->file) {
+    st = cml_ckpt_no_memory(what, path, ck->file_bytes, "to read the file into");
+  }
   if (st == CML_OK) memcpy(ck->path, path, ck->path_bytes);
   size_t got = 0;
   while (st == CML_OK && got < ck->file_bytes) {
@@ -536,9 +661,17 @@ const void* cml_checkpoint_tensor_data(const cml_checkpoint_t* ck, size_t i) {
 }
 
 int64_t cml_checkpoint_find(const cml_checkpoint_t* ck, const char* name) {
-  if (!ck || !name) return -1;
-  for (size_t i = 0; i < ck->count; ++i) {
-    if (strcmp(ck->tensors[i].name, name) == 0) return (int64_t)i;
+  if (!ck || !name || !ck->by_name) return -1;
+  size_t lo = 0, hi = ck->count;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    const int c = strcmp(ck->by_name[mid].name, name);
+    if (c == 0) return (int64_t)ck->by_name[mid].index;
+    if (c < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
   }
   return -1;
 }

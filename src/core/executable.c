@@ -378,12 +378,36 @@ static cml_status_t cml__executable_execute_checked(cml_executable_t* executable
   // claim is given back when the execution does not run or fails.
   size_t claimed = 0;
   for (; st == CML_OK && claimed < input_count; ++claimed) {
-    if (!flags[claimed] || cml__donated_claim(&inputs[claimed]->donated)) continue;
+    if (!flags[claimed]) continue;
+    const cml__buffer_use_t r = cml__buffer_claim_donation(inputs[claimed]);
+    if (r == CML__USE_OK) continue;
     const size_t param = claimed % executable->input_count;
-    st = cml_status_make(CML_STATUS_FAILED_PRECONDITION,
-                         "%s: input %zu (parameter #%zu \"%s\"): buffer was donated to another "
-                         "execution (an earlier one, or one running now) and can no longer be used",
-                         what, claimed, param, executable->input_names[param]);
+    st = cml_status_make(
+        CML_STATUS_FAILED_PRECONDITION, "%s: input %zu (parameter #%zu \"%s\"): %s", what, claimed,
+        param, executable->input_names[param],
+        r == CML__USE_IN_USE
+            ? "buffer is read by another execution or copy right now, so it cannot be donated "
+              "(nothing was consumed; donate a buffer no other thread is using)"
+            : "buffer was donated to another execution (an earlier one, or one running now) and "
+              "can no longer be used");
+    break;
+  }
+  // Every other input is in use until the backend returns: a donation elsewhere waits for
+  // none of them and is refused instead (runtime_internal.h).
+  size_t used = 0;
+  for (; st == CML_OK && used < input_count; ++used) {
+    if (!inputs[used] || flags[used]) continue;
+    const cml__buffer_use_t r = cml__buffer_use_begin(inputs[used]);
+    if (r == CML__USE_OK) continue;
+    const size_t param = used % executable->input_count;
+    st = cml_status_make(
+        r == CML__USE_FULL ? CML_STATUS_RESOURCE_EXHAUSTED : CML_STATUS_FAILED_PRECONDITION,
+        "%s: input %zu (parameter #%zu \"%s\"): %s", what, used, param,
+        executable->input_names[param],
+        r == CML__USE_FULL ? "65535 executions and copies read the buffer at once"
+                           : "buffer was donated to another execution (an "
+                             "earlier one, or one running now) and can no "
+                             "longer be used");
     break;
   }
   // A stop requested before dispatch is honoured on every backend; during the execution only
@@ -418,6 +442,9 @@ static cml_status_t cml__executable_execute_checked(cml_executable_t* executable
         out_results[i] = NULL;
       }
     }
+  }
+  for (size_t k = 0; k < used; ++k) {
+    if (inputs[k] && !flags[k]) cml__buffer_use_end(inputs[k]);
   }
   if (st != CML_OK) {  // not consumed: the claims go back
     for (size_t k = 0; k < claimed; ++k) {

@@ -123,6 +123,41 @@ static inline bool cml__donated_claim(bool* donated) {
                                      __ATOMIC_SEQ_CST);
 }
 
+// A buffer's uses (cml_buffer_t.users): every execution reading a buffer without donating it,
+// and every copy from it, is a use for as long as it runs, and a donation is refused while a
+// use runs (another thread's execution read storage the donor had just handed to its output,
+// and a copy returned the bytes of the buffer that reused it). The two sides are ordered by
+// sequentially consistent operations on both fields: a use counts itself, then looks at the
+// flag; a donation sets the flag, then looks at the count; at least one of them sees the other
+// and backs off.
+typedef enum cml__buffer_use_t {
+  CML__USE_OK,
+  CML__USE_DONATED,  // the buffer is donated (or being donated)
+  CML__USE_IN_USE,   // (donation) another execution or copy reads the buffer now
+  CML__USE_FULL,     // (use) 65535 uses at once
+} cml__buffer_use_t;
+
+static inline cml__buffer_use_t cml__buffer_use_begin(cml_buffer_t* b) {
+  uint16_t users = __atomic_load_n(&b->users, __ATOMIC_SEQ_CST);
+  do {
+    if (users == UINT16_MAX) return CML__USE_FULL;
+  } while (!__atomic_compare_exchange_n(&b->users, &users, (uint16_t)(users + 1), true,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+  if (!__atomic_load_n(&b->donated, __ATOMIC_SEQ_CST)) return CML__USE_OK;
+  __atomic_fetch_sub(&b->users, 1, __ATOMIC_SEQ_CST);
+  return CML__USE_DONATED;
+}
+static inline void cml__buffer_use_end(cml_buffer_t* b) {
+  __atomic_fetch_sub(&b->users, 1, __ATOMIC_SEQ_CST);
+}
+// Claims |b| for a donation: CML__USE_OK with the flag set, or nothing changed.
+static inline cml__buffer_use_t cml__buffer_claim_donation(cml_buffer_t* b) {
+  if (!cml__donated_claim(&b->donated)) return CML__USE_DONATED;
+  if (__atomic_load_n(&b->users, __ATOMIC_SEQ_CST) == 0) return CML__USE_OK;
+  cml__donated_store(&b->donated, false);
+  return CML__USE_IN_USE;
+}
+
 // True when vtable |vt| (of its declared struct_size) has a non-NULL entry |field|: vtables
 // built against an older minor API are shorter, and their missing entries count as NULL.
 #define CML__VTABLE_HAS(vt, field)                                                                \

@@ -5,6 +5,10 @@
 // against plain C.
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "api_common.h"
 #include "test.h"
@@ -291,6 +295,99 @@ TEST(concurrent_donations_of_one_buffer) {
     ASSERT_EQ_INT(both, 0);
     ASSERT_EQ_INT(none, 0);
   }
+  cml_backend_release(backend);
+}
+
+// A donation while other threads read the buffer (one copying it to the host, one running an
+// execution on it): the donation is refused while a read runs, and every read either sees the
+// buffer's own data or FAILED_PRECONDITION. The donor took storage a running read still used:
+// copies returned another buffer's bytes and kernels read freed memory.
+typedef struct reader_t {
+  cml_buffer_t* buffer;
+  cml_executable_t* exe;  // NULL: copy to the host
+  const float* want;
+  int64_t n;
+  atomic_int* phase;
+  atomic_int* started;
+  int bad;
+} reader_t;
+
+static void* reader_main(void* arg) {
+  reader_t* r = arg;
+  float* got = malloc((size_t)r->n * sizeof(float));
+  while (got && atomic_load(r->phase) == 1) {
+    cml_buffer_t* out = NULL;
+    cml_status_t st = r->exe ? cml_executable_execute(r->exe, &r->buffer, 1, NULL, 0, &out)
+                             : cml_buffer_copy_to_host(r->buffer, got, (size_t)r->n * 4);
+    if (st == CML_OK && out) st = cml_buffer_copy_to_host(out, got, (size_t)r->n * 4);
+    cml_buffer_release(out);
+    if (st == CML_OK) {
+      r->bad += memcmp(got, r->want, (size_t)r->n * sizeof(float)) != 0;
+    } else {
+      r->bad += cml_status_code(st) != CML_STATUS_FAILED_PRECONDITION;
+      cml_status_free(st);
+    }
+    atomic_fetch_add(r->started, 1);
+  }
+  free(got);
+  return NULL;
+}
+
+TEST(donation_while_other_threads_read) {
+  cml_backend_t* backend = new_backend("c:threads=1,buffer_cache_mb=0");
+  ASSERT_TRUE(backend);
+  const int64_t n = 65536;
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(backend, "identity", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, &n);
+  cml_value_t x = cml_parameter(f, "x", &s);
+  cml_executable_t* id = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &x, 1, &id));
+  float* data = malloc((size_t)n * sizeof(float));
+  float* junk = malloc((size_t)n * sizeof(float));
+  ASSERT_TRUE(data && junk);
+  for (int64_t i = 0; i < n; ++i) {
+    data[i] = (float)i;
+    junk[i] = -1;
+  }
+  int refused = 0, bad = 0;
+  for (int round = 0; round < 60; ++round) {
+    cml_buffer_t* in = NULL;
+    ASSERT_STATUS_OK(cml_buffer_from_host(backend, 0, &s, data, (size_t)n * 4, &in));
+    atomic_int phase = 1, started = 0;
+    reader_t r[2] = {{in, NULL, data, n, &phase, &started, 0},
+                     {in, id, data, n, &phase, &started, 0}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; ++i) ASSERT_EQ_INT(pthread_create(&t[i], NULL, reader_main, &r[i]), 0);
+    while (atomic_load(&started) < 4) sched_yield();
+    // Donate until it goes through; each refusal consumed nothing.
+    cml_buffer_t* out = NULL;
+    for (;;) {
+      cml_status_t st = cml_executable_execute(id, &in, 1, (const bool[]){true}, 0, &out);
+      if (st == CML_OK) break;
+      ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+      ASSERT_TRUE(strstr(cml_status_message(st), "cannot be donated") != NULL);
+      cml_status_free(st);
+      ++refused;
+    }
+    // The donor's result, released at once, and a new buffer that may take its memory.
+    cml_buffer_release(out);
+    cml_buffer_t* other = NULL;
+    ASSERT_STATUS_OK(cml_buffer_from_host(backend, 0, &s, junk, (size_t)n * 4, &other));
+    atomic_store(&phase, 0);
+    for (int i = 0; i < 2; ++i) {
+      pthread_join(t[i], NULL);
+      bad += r[i].bad;
+    }
+    cml_buffer_release(other);
+    cml_buffer_release(in);
+  }
+  printf("  donations refused while a read ran: %d\n", refused);
+  ASSERT_EQ_INT(bad, 0);
+  free(data);
+  free(junk);
+  cml_executable_release(id);
   cml_backend_release(backend);
 }
 
@@ -690,5 +787,6 @@ TEST(nested_control_flow) {
 
 TEST_MAIN(TEST_ENTRY(backend_released_first), TEST_ENTRY(retain_release_counts),
           TEST_ENTRY(compile_execute_loop), TEST_ENTRY(concurrent_execute),
-          TEST_ENTRY(concurrent_donations_of_one_buffer), TEST_ENTRY(zero_size_ops),
+          TEST_ENTRY(concurrent_donations_of_one_buffer),
+          TEST_ENTRY(donation_while_other_threads_read), TEST_ENTRY(zero_size_ops),
           TEST_ENTRY(rank8), TEST_ENTRY(output_aliasing), TEST_ENTRY(nested_control_flow))

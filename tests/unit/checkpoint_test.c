@@ -3,7 +3,10 @@
 // buffers, many dtypes, scalars, empty tensors), the documented byte layout, atomic replacement,
 // and every kind of damage (truncation, flipped bits, bad magic, newer version, mismatched
 // shapes, missing names) reported with the file and tensor named.
+#include <dirent.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -168,6 +171,24 @@ TEST(round_trip_buffers_and_empty) {
   cml_backend_release(be);
 }
 
+// The number of files in the current directory whose name starts with "<path>.tmp." or
+// ".cml-ckpt." (what a save writes before its rename).
+static int count_temp_files(const char* path) {
+  char prefix[300];
+  snprintf(prefix, sizeof prefix, "%s.tmp.", path);
+  DIR* d = opendir(".");
+  if (!d) return -1;
+  int n = 0;
+  for (struct dirent* e = readdir(d); e; e = readdir(d)) {
+    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 ||
+        strncmp(e->d_name, ".cml-ckpt.", 10) == 0) {
+      ++n;
+    }
+  }
+  closedir(d);
+  return n;
+}
+
 TEST(save_replaces_atomically_and_leaves_no_temp_file) {
   const char* path = temp_path("atomic");
   char copy[256];
@@ -178,9 +199,7 @@ TEST(save_replaces_atomically_and_leaves_no_temp_file) {
   ASSERT_STATUS_OK(cml_checkpoint_load(copy, &ck));
   ASSERT_EQ_INT(cml_checkpoint_step(ck), 2);
   cml_checkpoint_destroy(ck);
-  char tmp[300];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", copy, (long)getpid());
-  ASSERT_TRUE(access(tmp, F_OK) != 0);
+  ASSERT_EQ_INT(count_temp_files(copy), 0);
   // A save that cannot write (the directory does not exist) leaves the old file untouched.
   ASSERT_STATUS(save3("no_such_dir_for_cml/x.ckpt", 3), CML_STATUS_NOT_FOUND,
                 "no_such_dir_for_cml/x.ckpt");
@@ -238,6 +257,205 @@ TEST(damaged_files_are_rejected_naming_file_and_tensor) {
   ASSERT_TRUE(ck == NULL);
 }
 
+// Threads of one process saving to one path: each save has a temporary file of its own, so
+// every save succeeds and the file is one of them, whole (they used to share "<path>.tmp.<pid>":
+// one rename failed with NOT_FOUND while its data was the file, and a save reported OK was lost).
+typedef struct saver_t {
+  const char* path;
+  int64_t step;
+  cml_status_t status;
+} saver_t;
+
+static void* save_loop(void* arg) {
+  saver_t* s = arg;
+  for (int i = 0; i < 25 && s->status == CML_OK; ++i) s->status = save3(s->path, s->step);
+  return NULL;
+}
+
+TEST(threads_saving_to_one_path) {
+  char path[256];
+  snprintf(path, sizeof path, "%s", temp_path("threads"));
+  saver_t savers[4];
+  pthread_t threads[4];
+  for (int k = 0; k < 4; ++k) {
+    savers[k] = (saver_t){path, 100 + k, CML_OK};
+    ASSERT_EQ_INT(pthread_create(&threads[k], NULL, save_loop, &savers[k]), 0);
+  }
+  for (int k = 0; k < 4; ++k) pthread_join(threads[k], NULL);
+  for (int k = 0; k < 4; ++k) ASSERT_STATUS_OK(savers[k].status);
+  cml_checkpoint_t* ck = NULL;
+  ASSERT_STATUS_OK(cml_checkpoint_load(path, &ck));
+  ASSERT_TRUE(cml_checkpoint_step(ck) >= 100 && cml_checkpoint_step(ck) < 104);
+  float w[6];
+  ASSERT_STATUS_OK(cml_checkpoint_read(ck, "layer/w", &g_shapes[0], w, sizeof w));
+  ASSERT_TRUE(memcmp(w, g_w, sizeof w) == 0);
+  cml_checkpoint_destroy(ck);
+  ASSERT_EQ_INT(count_temp_files(path), 0);
+  ASSERT_EQ_INT(unlink(path), 0);
+}
+
+// A symlink planted where a temporary file could go is never followed (O_EXCL | O_NOFOLLOW);
+// the replaced file keeps its permissions; a name near NAME_MAX still saves.
+TEST(temporary_files_are_new_private_and_fit) {
+  char path[256], victim[256], link[320];
+  snprintf(path, sizeof path, "%s", temp_path("plant"));
+  snprintf(victim, sizeof victim, "%s", temp_path("victim"));
+  ASSERT_TRUE(file_write(victim, (const unsigned char*)"keep", 4));
+  // Links at the first 16 counter values of this process's next saves (the counter is shared
+  // by every save of the process, so plant ahead generously).
+  int planted = 0;
+  for (long n = 0; n < 4096; ++n) {
+    snprintf(link, sizeof link, "%s.tmp.%ld.%ld", path, (long)getpid(), n);
+    planted += symlink(victim, link) == 0;
+  }
+  ASSERT_EQ_INT(planted, 4096);
+  cml_status_t st = save3(path, 1);
+  unsigned char buf[8];
+  ASSERT_EQ_INT((int)file_read(victim, buf, sizeof buf), 4);
+  ASSERT_TRUE(memcmp(buf, "keep", 4) == 0);
+  struct stat sb;
+  if (st == CML_OK) {
+    ASSERT_EQ_INT(lstat(path, &sb), 0);
+    ASSERT_TRUE(S_ISREG(sb.st_mode));
+  }
+  cml_status_free(st);
+  for (long n = 0; n < 4096; ++n) {
+    snprintf(link, sizeof link, "%s.tmp.%ld.%ld", path, (long)getpid(), n);
+    (void)unlink(link);
+  }
+  (void)unlink(path);
+  ASSERT_EQ_INT(unlink(victim), 0);
+  // Permissions of the file a save replaces are kept.
+  ASSERT_STATUS_OK(save3(path, 2));
+  ASSERT_EQ_INT(chmod(path, 0600), 0);
+  ASSERT_STATUS_OK(save3(path, 3));
+  ASSERT_EQ_INT(stat(path, &sb), 0);
+  ASSERT_EQ_INT((int)(sb.st_mode & 0777), 0600);
+  ASSERT_EQ_INT(unlink(path), 0);
+  // A 250-byte file name: "<name>.tmp.<pid>.<n>" would not fit in NAME_MAX (255).
+  char longname[251];
+  memset(longname, 'p', 250);
+  longname[250] = '\0';
+  ASSERT_STATUS_OK(save3(longname, 4));
+  cml_checkpoint_t* ck = NULL;
+  ASSERT_STATUS_OK(cml_checkpoint_load(longname, &ck));
+  ASSERT_EQ_INT(cml_checkpoint_step(ck), 4);
+  cml_checkpoint_destroy(ck);
+  ASSERT_EQ_INT(unlink(longname), 0);
+  ASSERT_EQ_INT(count_temp_files(longname), 0);
+}
+
+// CRC-32 as the format defines it (zlib's), to re-seal a deliberately altered header.
+static uint32_t crc32_of(const unsigned char* p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
+  }
+  return c ^ 0xffffffffu;
+}
+
+static uint64_t le64(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+static void put_le(unsigned char* p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+// Files whose checksums all match but that break the documented layout: an offset that is not
+// the next 64-byte boundary, a dtype name with a NUL inside, nonzero padding, bytes past the
+// last tensor (covered by the file-size field).
+TEST(layout_breaks_with_matching_checksums_are_rejected) {
+  char p[256];
+  snprintf(p, sizeof p, "%s", temp_path("strict"));
+  ASSERT_STATUS_OK(save3(p, 9));
+  unsigned char good[4096], bad[4200];
+  size_t n = file_read(p, good, sizeof good);
+  const uint64_t index_bytes = le64(good + 24);
+  const size_t head = 40 + (size_t)index_bytes;
+  // Entry 0 ("layer/w", Float32, rank 2): its offset field at 40 + 2 + 7 + 1 + 7 + 1 + 16.
+  const size_t off0 = 40 + 2 + 7 + 1 + 7 + 1 + 16;
+  cml_checkpoint_t* ck = NULL;
+  // 1. Data of tensor 0 moved 16 bytes later (the file grows by 16; CRCs resealed).
+  memcpy(bad, good, n);
+  const uint64_t o = le64(good + off0);
+  memmove(bad + o + 16, good + o, n - o);
+  memset(bad + o, 0, 16);
+  put_le(bad + off0, o + 16, 8);
+  put_le(bad + 32, n + 16, 8);
+  // (later tensors' offsets are now wrong too; the first error is the one reported)
+  put_le(bad + head, crc32_of(bad, head), 4);
+  ASSERT_TRUE(file_write(p, bad, n + 16));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "\"layer/w\"",
+                "64-byte boundary");
+  // 2. Dtype name "Float32" with its last byte made NUL ("Float3\0" is not Float32... and
+  //    "Float32\0" with length 8 is what a lax reader took): rewrite length 7 -> 7 with a NUL.
+  memcpy(bad, good, n);
+  bad[40 + 2 + 7 + 1 + 6] = '\0';
+  put_le(bad + head, crc32_of(bad, head), 4);
+  ASSERT_TRUE(file_write(p, bad, n));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "NUL");
+  // 3. A nonzero byte in the padding before tensor 0 (the header CRC does not cover it).
+  memcpy(bad, good, n);
+  ASSERT_TRUE(o > head + 4);
+  bad[o - 1] = 0x5a;
+  ASSERT_TRUE(file_write(p, bad, n));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "padding");
+  // 4. 100 bytes past the last tensor, with the file-size field saying so.
+  memcpy(bad, good, n);
+  memset(bad + n, 0x11, 100);
+  put_le(bad + 32, n + 100, 8);
+  put_le(bad + head, crc32_of(bad, head), 4);
+  ASSERT_TRUE(file_write(p, bad, n + 100));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "past the end");
+  ASSERT_TRUE(ck == NULL);
+  ASSERT_EQ_INT(unlink(p), 0);
+}
+
+// 60000 tensors: duplicate names are found by sorting (the pairwise check took minutes at this
+// size), and every name is found again after a load.
+TEST(many_tensors_and_a_far_duplicate) {
+  enum { kCount = 60000 };
+  char(*names)[16] = calloc(kCount, sizeof *names);
+  const char** np = calloc(kCount, sizeof *np);
+  cml_shape_t* shapes = calloc(kCount, sizeof *shapes);
+  const void** data = calloc(kCount, sizeof *data);
+  int32_t* values = calloc(kCount, sizeof *values);
+  ASSERT_TRUE(names && np && shapes && data && values);
+  for (int i = 0; i < kCount; ++i) {
+    snprintf(names[i], sizeof names[i], "t%d", (i * 7919) % kCount);
+    np[i] = names[i];
+    shapes[i] = cml_shape_scalar(CML_DTYPE_I32);
+    values[i] = i;
+    data[i] = &values[i];
+  }
+  char path[256];
+  snprintf(path, sizeof path, "%s", temp_path("many"));
+  ASSERT_STATUS_OK(cml_checkpoint_save(path, 1, np, shapes, data, kCount));
+  cml_checkpoint_t* ck = NULL;
+  ASSERT_STATUS_OK(cml_checkpoint_load(path, &ck));
+  for (int i = 0; i < kCount; i += 997) {
+    ASSERT_EQ_INT(cml_checkpoint_find(ck, names[i]), i);
+    int32_t v = -1;
+    ASSERT_STATUS_OK(cml_checkpoint_read(ck, names[i], &shapes[i], &v, sizeof v));
+    ASSERT_EQ_INT(v, i);
+  }
+  ASSERT_EQ_INT(cml_checkpoint_find(ck, "t-1"), -1);
+  ASSERT_EQ_INT(cml_checkpoint_find(ck, "u0"), -1);
+  cml_checkpoint_destroy(ck);
+  np[kCount - 1] = names[3];
+  ASSERT_STATUS(cml_checkpoint_save(path, 1, np, shapes, data, kCount), CML_STATUS_INVALID_ARGUMENT,
+                "tensors 3 and 59999");
+  ASSERT_EQ_INT(unlink(path), 0);
+  free(names);
+  free(np);
+  free(shapes);
+  free((void*)data);
+  free(values);
+}
+
 TEST(bad_save_arguments) {
   init_shapes();
   const void* data[3] = {g_w, &g_n, g_h};
@@ -260,7 +478,10 @@ TEST(bad_save_arguments) {
 }
 
 TEST_MAIN(TEST_ENTRY(round_trip_host_data), TEST_ENTRY(layout_is_the_documented_one),
-          TEST_ENTRY(round_trip_buffers_and_empty),
+          TEST_ENTRY(threads_saving_to_one_path),
+          TEST_ENTRY(temporary_files_are_new_private_and_fit),
+          TEST_ENTRY(layout_breaks_with_matching_checksums_are_rejected),
+          TEST_ENTRY(many_tensors_and_a_far_duplicate), TEST_ENTRY(round_trip_buffers_and_empty),
           TEST_ENTRY(save_replaces_atomically_and_leaves_no_temp_file),
           TEST_ENTRY(damaged_files_are_rejected_naming_file_and_tensor),
           TEST_ENTRY(bad_save_arguments))
