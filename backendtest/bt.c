@@ -146,6 +146,14 @@ bool bt_failed(const bt_t* t) { return t->result == BT_RESULT_FAILED; }
 
 cml_backend_t* bt_backend(bt_t* t) { return t->backend; }
 
+cml_backend_t* bt_set_backend(bt_t* t, cml_backend_t* backend) {
+  cml_backend_t* old = t->backend;
+  t->backend = backend;
+  return old;
+}
+
+void bt_count_execution(bt_t* t) { ++t->executions; }
+
 bool bt_ok(bt_t* t, cml_status_t status, const char* what) {
   if (status == CML_OK) return true;
   cml_status_code_t code = cml_status_code(status);
@@ -671,6 +679,7 @@ bool bt_run(bt_t* t, cml_executable_t* exe, const bt_tensor_t* inputs, size_t in
   if (!bt_ok(t, cml_executable_execute(exe, args, input_count, NULL, device, results), what)) {
     return false;
   }
+  ++t->executions;
   bool ok = true;
   for (size_t i = 0; i < n_out; ++i) {
     if (!results[i]) {
@@ -1028,6 +1037,7 @@ bool bt_run_devices(bt_t* t, cml_executable_t* exe, const bt_tensor_t* inputs,
   char what[96];
   snprintf(what, sizeof what, "cml_executable_execute(%zu devices x %zu inputs)", n, p);
   if (!bt_ok(t, cml_executable_execute(exe, args, n * p, NULL, 0, results), what)) return false;
+  ++t->executions;
   for (size_t i = 0; i < n * r; ++i) {
     if (!results[i]) {
       bt_fail(t, "execute returned OK but output %zu is NULL", i);

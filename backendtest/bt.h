@@ -78,6 +78,13 @@ BT_DECLARE_GROUP(dynamic)      // dynamic axes (cml/shape.h): compile once, run 
 //===--- case control ---===//
 
 cml_backend_t* bt_backend(bt_t* t);
+// Points the case at |backend| (borrowed) for what follows and returns the previous one: a case
+// runs the same graph on an oracle backend this way (cases_autodiff.c, c:reference=true).
+cml_backend_t* bt_set_backend(bt_t* t, cml_backend_t* backend);
+// Counts an execution that returned OK: a passing case covers its op only after one (a case
+// that only checks a build error passes on a backend that refuses every compile). The
+// harness's own run helpers count theirs.
+void bt_count_execution(bt_t* t);
 // Marks the case UNSUPPORTED (and returns false) unless the backend has |op| / |dtype|.
 bool bt_require_op(bt_t* t, cml_op_t op);
 bool bt_require_dtype(bt_t* t, cml_dtype_t dtype);

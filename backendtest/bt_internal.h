@@ -57,6 +57,10 @@ struct bt_t {
   uint64_t rng_state;
   // Set when an allocation of the harness itself failed (the case then fails).
   bool out_of_memory;
+  // Executions of the backend that returned OK (a passing case covers its op only when it ran
+  // something: a case that only checks a builder error passes on a backend that refuses every
+  // compile).
+  size_t executions;
 };
 
 // Starts a case: |t| is caller storage; |backend| is borrowed (may be NULL for helper tests).

@@ -90,6 +90,7 @@ static bool ad_run(bt_t* t, cml_executable_t* exe, const ad_spec_t* s, cml_dtype
   }
   if (ok) {
     ok = bt_ok(t, cml_executable_execute(exe, in, (size_t)s->param_count, NULL, 0, out), "execute");
+    if (ok) bt_count_execution(t);
   }
   size_t outs = grads ? 1 + (size_t)s->param_count : 1;
   for (size_t k = 0; k < outs && ok; ++k) {
@@ -111,6 +112,44 @@ static bool ad_run(bt_t* t, cml_executable_t* exe, const ad_spec_t* s, cml_dtype
   for (int i = 0; i < s->param_count; ++i) cml_buffer_release(in[i]);
   for (int k = 0; k < 1 + s->param_count; ++k) cml_buffer_release(out[k]);
   return ok;
+}
+
+// Runs the f64 graph of |s| on c:reference=true (built into the library) and fails the case
+// where the loss or a gradient differs from |loss| / |grads| by more than 1e-9 relative. A
+// library built without the c backend skips this (the finite differences still run).
+static void ad_check_reference(bt_t* t, const ad_spec_t* s, double inputs[][kAdMaxElems],
+                               const double* weight, double loss, double grads[][kAdMaxElems],
+                               int* bad) {
+  static double ref_grads[kAdMaxParams][kAdMaxElems];
+  cml_backend_t* ref = NULL;
+  cml_status_t st = cml_backend_new_with_config("c:reference=true", &ref);
+  if (st != CML_OK) {
+    cml_status_free(st);
+    return;
+  }
+  cml_backend_t* tested = bt_set_backend(t, ref);
+  cml_executable_t* exe = ad_compile(t, s, CML_DTYPE_F64, weight);
+  double ref_loss = 0;
+  bool ok = exe && ad_run(t, exe, s, CML_DTYPE_F64, inputs, &ref_loss, ref_grads);
+  cml_executable_release(exe);
+  bt_set_backend(t, tested);
+  cml_backend_release(ref);
+  if (!ok) return;  // the reference's own failure is already recorded
+  if (!(fabs(loss - ref_loss) <= 1e-9 * (1.0 + fabs(ref_loss)))) {
+    bt_fail(t, "f64 loss %.15g, the reference backend's %.15g", loss, ref_loss);
+    ++*bad;
+  }
+  for (int i = 0; i < s->param_count; ++i) {
+    int64_t n = 1;
+    for (int32_t d = 0; d < s->rank[i]; ++d) n *= s->dims[i][d];
+    for (int64_t k = 0; k < n; ++k) {
+      if (!(fabs(grads[i][k] - ref_grads[i][k]) <= 1e-9 * (1.0 + fabs(ref_grads[i][k]))) &&
+          (*bad)++ < 4) {
+        bt_fail(t, "f64 d loss / d input%d[%lld] = %.15g, the reference backend's %.15g", i,
+                (long long)k, grads[i][k], ref_grads[i][k]);
+      }
+    }
+  }
 }
 
 static void ad_check(bt_t* t, const ad_spec_t* s) {
@@ -135,6 +174,10 @@ static void ad_check(bt_t* t, const ad_spec_t* s) {
     return;
   }
   int bad = 0;
+  // An independent oracle for the values themselves: finite differences of the backend's own
+  // loss agree with its gradients even when both are wrong the same way (all zeros, scaled), so
+  // the loss and gradients are also compared with the scalar reference backend's.
+  ad_check_reference(t, s, inputs, weight, loss, grads, &bad);
   for (int i = 0; i < s->param_count; ++i) {
     int64_t n = 1;
     for (int32_t d = 0; d < s->rank[i]; ++d) n *= s->dims[i][d];

@@ -555,7 +555,11 @@ TEST(f32_helpers_sanity) {
 static void fake_pass_add(bt_t* t) {
   bt_tensor_t x = bt_tensor_f64(t, CML_DTYPE_F32, 1, (int64_t[]){1}, (double[]){2});
   bt_expect_f64(t, "x", &x, CML_DTYPE_F32, 1, (int64_t[]){1}, (double[]){2}, 0);
+  bt_count_execution(t);  // as if it had run something (the fake backend cannot)
 }
+// Passes without running anything, as a case that only checks a build error does: it must not
+// count as covering Mul.
+static void fake_pass_without_running(bt_t* t) { (void)t; }
 static void fake_fail_quotes(bt_t* t) {
   bt_fail(t, "bad \"quote\" back\\slash\ttab\x01 ctrl");
   bt_fail(t, "second line");
@@ -565,8 +569,9 @@ static void fake_silent_fail(bt_t* t) { t->result = BT_RESULT_FAILED; }
 static void fake_never_run(bt_t* t) { bt_fail(t, "a placeholder entry must not run"); }
 
 const bt_case_t bt_cases_exec[] = {{"pass_add", CML_OP_ADD, fake_pass_add},
-                                   {"fail_quotes", CML_OP_INVALID, fake_fail_quotes}};
-const size_t bt_cases_exec_count = 2;
+                                   {"fail_quotes", CML_OP_INVALID, fake_fail_quotes},
+                                   {"mul_error_only", CML_OP_MUL, fake_pass_without_running}};
+const size_t bt_cases_exec_count = 3;
 const bt_case_t bt_cases_control[] = {{"skip", CML_OP_SUB, fake_skip}};
 const size_t bt_cases_control_count = 1;
 const bt_case_t bt_cases_elementwise_unary[] = {{"silent_fail", CML_OP_INVALID, fake_silent_fail}};
@@ -611,6 +616,7 @@ static cml_backend_t* fake_backend(void) {
   }
   cml_capabilities_set_op(&b->capabilities, CML_OP_ADD, true);
   cml_capabilities_set_op(&b->capabilities, CML_OP_SUB, true);
+  cml_capabilities_set_op(&b->capabilities, CML_OP_MUL, true);
   return b;
 }
 
@@ -626,11 +632,11 @@ static char* read_file_text(FILE* f) {
 }
 
 TEST(runner_listing) {
-  ASSERT_EQ_INT(cml_backendtest_case_count(), 4);
+  ASSERT_EQ_INT(cml_backendtest_case_count(), 5);
   ASSERT_STREQ(cml_backendtest_case_name(0), "exec/pass_add");
-  ASSERT_STREQ(cml_backendtest_case_name(2), "control/skip");
-  ASSERT_STREQ(cml_backendtest_case_name(3), "elementwise_unary/silent_fail");
-  ASSERT_TRUE(cml_backendtest_case_name(4) == NULL);
+  ASSERT_STREQ(cml_backendtest_case_name(3), "control/skip");
+  ASSERT_STREQ(cml_backendtest_case_name(4), "elementwise_unary/silent_fail");
+  ASSERT_TRUE(cml_backendtest_case_name(5) == NULL);
 }
 
 TEST(runner_summary_coverage_and_json) {
@@ -651,10 +657,11 @@ TEST(runner_summary_coverage_and_json) {
   cml_status_t st = cml_backendtest_run_all(backend, &opts, &sum);
   cml_backend_release(backend);
   ASSERT_STATUS_OK(st);
-  ASSERT_EQ_INT(sum.passed, 1);
+  ASSERT_EQ_INT(sum.passed, 2);
   ASSERT_EQ_INT(sum.skipped, 1);
-  ASSERT_EQ_INT(sum.uncovered_ops, 1);  // Sub: advertised, only a skipped case
-  ASSERT_EQ_INT(sum.failed, 3);         // two failing cases + the uncovered op
+  // Sub: advertised, only a skipped case; Mul: only a case that passed without running.
+  ASSERT_EQ_INT(sum.uncovered_ops, 2);
+  ASSERT_EQ_INT(sum.failed, 4);  // two failing cases + the uncovered ops
   char* text = read_file_text(log);
   fclose(log);
   ASSERT_TRUE(text != NULL);
@@ -662,8 +669,8 @@ TEST(runner_summary_coverage_and_json) {
       strstr(text, "ok   exec/pass_add\n") && strstr(text, "FAIL exec/fail_quotes\n") &&
       strstr(text, "    second line\n") && strstr(text, "skip control/skip\n") &&
       strstr(text, "FAIL elementwise_unary/silent_fail\n    the case failed without a message\n") &&
-      strstr(text, "not covered: Sub\n") && !strstr(text, "not covered: Add") &&
-      strstr(text, "\n1 passed, 3 failed, 1 skipped\n");
+      strstr(text, "not covered: Sub\n") && strstr(text, "not covered: Mul\n") &&
+      !strstr(text, "not covered: Add") && strstr(text, "\n2 passed, 4 failed, 1 skipped\n");
   if (!ok) fprintf(stderr, "log was:\n%s", text);
   free(text);
   ASSERT_TRUE(ok);
@@ -681,8 +688,8 @@ TEST(runner_summary_coverage_and_json) {
        strstr(json, "bad \\\"quote\\\" back\\\\slash\\ttab\\u0001 ctrl\\nsecond line") &&
        strstr(json, "\"op\": null, \"group\": null, \"result\": \"failed\"") &&
        strstr(json, "\"result\": \"unsupported\", \"message\": \"not here\"") &&
-       strstr(json, "\"not_covered\": [\"Sub\"]") &&
-       strstr(json, "\"passed\": 1, \"failed\": 3, \"skipped\": 1, \"uncovered_ops\": 1}");
+       strstr(json, "\"not_covered\": [\"Mul\", \"Sub\"]") &&
+       strstr(json, "\"passed\": 2, \"failed\": 4, \"skipped\": 1, \"uncovered_ops\": 2}");
   if (!ok) fprintf(stderr, "json was:\n%s", json);
   free(json);
   ASSERT_TRUE(ok);
@@ -712,17 +719,17 @@ TEST(runner_filter) {
     ASSERT_EQ_INT(sum.passed, 0);
     ASSERT_EQ_INT(sum.skipped, 1);
     ASSERT_EQ_INT(sum.failed, 0);
-    // The ops.def group of a case's op selects too: Add and Sub are "elementwise" (the case
-    // files are exec/ and control/); the cases without an op are left out, and Sub, advertised
-    // and only skipped, is not covered.
+    // The ops.def group of a case's op selects too: Add, Sub and Mul are "elementwise" (the
+    // case files are exec/ and control/); the cases without an op are left out, and Sub
+    // (only skipped) and Mul (only passed without running) are not covered.
     opts.op_regex = "^elementwise$";
     st = cml_backendtest_run_all(backend, &opts, &sum);
   }
   if (st == CML_OK) {
-    ASSERT_EQ_INT(sum.passed, 1);
+    ASSERT_EQ_INT(sum.passed, 2);
     ASSERT_EQ_INT(sum.skipped, 1);
-    ASSERT_EQ_INT(sum.uncovered_ops, 1);
-    ASSERT_EQ_INT(sum.failed, 1);
+    ASSERT_EQ_INT(sum.uncovered_ops, 2);
+    ASSERT_EQ_INT(sum.failed, 2);
     opts.op_regex = "(";
     st = cml_backendtest_run_all(backend, &opts, &sum);
     ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
