@@ -11,6 +11,7 @@
 #include "backendtest/bt.h"
 #include "backendtest/bt_internal.h"
 #include "backendtest/json_string.h"
+#include "backendtest/out_file.h"
 #include "cml/backendtest.h"
 
 typedef struct bt_group_t {
@@ -183,9 +184,10 @@ cml_status_t cml_backendtest_run_all(cml_backend_t* backend,
     re = &re_storage;
   }
 
+  cml__out_file_t json_file;
   FILE* json = NULL;
   if (opts.json_path) {
-    json = fopen(opts.json_path, "w");
+    if (cml__out_file_open(&json_file, opts.json_path)) json = json_file.f;
     if (!json) {
       int err = errno;
       if (re) regfree(re);
@@ -199,7 +201,7 @@ cml_status_t cml_backendtest_run_all(cml_backend_t* backend,
   bt_record_t* records = calloc(total + 1, sizeof *records);
   if (!records) {
     if (re) regfree(re);
-    if (json) fclose(json);
+    if (json) (void)cml__out_file_close(&json_file, false);
     return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
 
@@ -319,10 +321,9 @@ cml_status_t cml_backendtest_run_all(cml_backend_t* backend,
     fprintf(
         json, "],\n \"passed\": %zu, \"failed\": %zu, \"skipped\": %zu, \"uncovered_ops\": %zu}\n",
         out_summary->passed, out_summary->failed, out_summary->skipped, out_summary->uncovered_ops);
-    int write_error = ferror(json);
-    if (fclose(json) != 0 || write_error) {
-      status =
-          cml_status_make(CML_STATUS_INTERNAL, "backendtest: error writing %s", opts.json_path);
+    if (!cml__out_file_close(&json_file, true)) {
+      status = cml_status_make(CML_STATUS_UNAVAILABLE, "backendtest: error writing %s: %s",
+                               opts.json_path, strerror(errno));
     }
   }
 

@@ -42,7 +42,8 @@ typedef struct cml_backendtest_options_t {
   // covers and that op's group (cml_op_group_name: "elementwise", "movement", ...); NULL runs
   // everything.
   const char* op_regex;
-  // When not NULL, results are also written there as JSON.
+  // When not NULL, results are also written there as JSON: to "<path>.partial.<pid>" first,
+  // renamed over |json_path| at the end, so a run that stops early leaves the old file whole.
   const char* json_path;
   // Where progress and failures go (NULL: stdout).
   FILE* log;
@@ -65,7 +66,8 @@ typedef struct cml_backendtest_summary_t {
 // "N passed, N failed, N skipped". Returns CML_OK when the run itself worked (even with failed
 // cases: look at |out_summary|). Returns INCOMPATIBLE when |options| was not set up by
 // `cml_backendtest_options_init` (struct_size), INVALID_ARGUMENT for a NULL |backend| or
-// |out_summary|, a bad regex or an unwritable JSON path, RESOURCE_EXHAUSTED when out of memory.
+// |out_summary|, a bad regex or a JSON path that cannot be created, UNAVAILABLE when writing the
+// JSON failed (a full disk), RESOURCE_EXHAUSTED when out of memory.
 CML_API CML_MUST_USE cml_status_t cml_backendtest_run_all(cml_backend_t* backend,
                                                           const cml_backendtest_options_t* options,
                                                           cml_backendtest_summary_t* out_summary);

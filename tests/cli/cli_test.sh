@@ -64,4 +64,46 @@ rc=$?
 [[ $rc -eq 1 ]] && json_ok "$tmp/b.json" && grep -q '"error": "UNIMPLEMENTED' "$tmp/b.json"
 check "bench: a failed case is listed with its error (exit $rc)"
 
+# --json files are replaced whole: a run killed part way leaves the previous file as it was
+# (a stray "<file>.partial.<pid>" may stay, as documented).
+echo '{"previous": true}' >"$tmp/keep.json"
+"$cml" bench --backend c:threads=1 --reps 10000 --filter "matmul f32 1024x1024x1024" \
+  --json "$tmp/keep.json" >/dev/null 2>&1 &
+pid=$!
+sleep 1
+kill -TERM $pid 2>/dev/null
+wait $pid
+rc=$?
+[[ $rc -ne 0 ]] && grep -q '"previous": true' "$tmp/keep.json"
+check "bench --json: a run killed part way (exit $rc) leaves the previous file whole"
+if [ -w /dev/full ]; then
+  "$cml" test --backend c:threads=1 --op '^exec/compile_execute' --json /dev/full >/dev/null 2>&1
+  rc=$?
+  [[ $rc -eq 1 ]]
+  check "test --json /dev/full: exit 1 (a write failure, not a usage error; got $rc)"
+fi
+
+# bench: --list honours --filter (an exact case name selects that case alone); an empty or
+# repeated --compare is a usage error; a contender that fails says why.
+[[ "$("$cml" bench --list --filter 'mlp f32 784-512-512-10, batch 1')" == \
+   'mlp f32 784-512-512-10, batch 1' ]]
+check "bench --list --filter with an exact name lists that case alone"
+"$cml" bench --list --filter 'no such case' >/dev/null 2>&1
+rc=$?
+[[ $rc -eq 1 ]]
+check "bench --list with a filter matching nothing exits 1 (got $rc)"
+for args in "--compare=" "--compare c:threads=1 --compare c:threads=1"; do
+  "$cml" bench $args >/dev/null 2>&1
+  rc=$?
+  [[ $rc -eq 2 ]]
+  check "bench $args exits 2 (got $rc)"
+done
+"$cml" bench --backend c:threads=1 --compare null --no-probes --no-native --reps 1 \
+  --filter "32x13x384" --json "$tmp/c.json" >"$tmp/out" 2>&1
+rc=$?
+[[ $rc -eq 0 ]] && json_ok "$tmp/c.json" && grep -q 'vs null: UNIMPLEMENTED' "$tmp/out" &&
+  grep -q '"compare_errors": {"null": "UNIMPLEMENTED' "$tmp/c.json" &&
+  grep -q '"fraction": null' "$tmp/c.json" && grep -q '"fma_gflops": null' "$tmp/c.json"
+check "bench: a failing --compare contender gives its reason; --no-probes figures are null"
+
 exit $failed

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "backendtest/json_string.h"
+#include "backendtest/out_file.h"
 #include "cml/cml.h"
 #include "tools/cml/cli.h"
 #include "tools/cml/machine.h"
@@ -759,13 +760,16 @@ static void cml_cli_bench_usage(FILE* out) {
       "backend is faster; OpenBLAS gets the backend's thread count). The contenders of a case\n"
       "run interleaved, rep by rep.\n"
       "  --backend CONFIG  backend to measure (default: GOMLX_BACKEND, else the best available)\n"
-      "  --compare CONFIG  also run each case on this backend (repeatable, up to 4), e.g. xla:cpu\n"
-      "  --filter TEXT     run only the cases whose name contains TEXT\n"
+      "  --compare CONFIG  also run each case on this backend (repeatable, up to 4, each once),\n"
+      "                    e.g. xla:cpu; a contender that fails a case says why\n"
+      "  --filter TEXT     run only the cases whose name contains TEXT, or only the case named\n"
+      "                    TEXT exactly when there is one\n"
       "  --reps N          timed executes per case and backend (median taken; default 5)\n"
-      "  --json FILE       also write the machine figures and results as JSON to FILE\n"
-      "  --no-probes       skip the probes (no fractions of peak)\n"
+      "  --json FILE       also write the machine figures and results as JSON to FILE (replaced\n"
+      "                    at the end: a run stopped early leaves the old file whole)\n"
+      "  --no-probes       skip the probes (no fractions of peak: null in the JSON)\n"
       "  --no-native       skip OpenBLAS\n"
-      "  --list            list the cases and exit\n",
+      "  --list            list the cases (those --filter selects) and exit\n",
       out);
 }
 
@@ -777,9 +781,24 @@ static const char* cml_cli_bench_value(int argc, char** argv, int* i, const char
   return NULL;
 }
 
+// A JSON number, or null when |known| is false.
+static void cml_cli_json_number(FILE* json, bool known, double value, const char* format) {
+  if (known) {
+    fprintf(json, format, value);
+  } else {
+    fprintf(json, "null");
+  }
+}
+
 static bool cml_cli_bench_is(const char* arg, const char* name) {
   size_t len = strlen(name);
   return strncmp(arg, name, len) == 0 && (arg[len] == '\0' || arg[len] == '=');
+}
+
+// Whether the case |name| runs under |filter| (NULL: all), |exact| when the filter names a case.
+static bool cml_cli_bench_selects(const char* name, const char* filter, bool exact) {
+  if (!filter) return true;
+  return exact ? strcmp(name, filter) == 0 : strstr(name, filter) != NULL;
 }
 
 int cml_cli_bench(int argc, char** argv) {
@@ -799,10 +818,16 @@ int cml_cli_bench(int argc, char** argv) {
     } else if (cml_cli_bench_is(arg, "--backend")) {
       if (!(backend_config = cml_cli_bench_value(argc, argv, &i, "--backend"))) goto needs_value;
     } else if (cml_cli_bench_is(arg, "--compare")) {
-      if (!(v = cml_cli_bench_value(argc, argv, &i, "--compare"))) goto needs_value;
+      if (!(v = cml_cli_bench_value(argc, argv, &i, "--compare")) || !v[0]) goto needs_value;
       if (compare_count == CML_CLI_BENCH_MAX_COMPARE) {
         fprintf(stderr, "cml bench: at most %d --compare backends\n", CML_CLI_BENCH_MAX_COMPARE);
         return 2;
+      }
+      for (int o = 0; o < compare_count; ++o) {
+        if (strcmp(compare[o], v) == 0) {
+          fprintf(stderr, "cml bench: --compare %s given twice\n", v);
+          return 2;
+        }
       }
       compare[compare_count++] = v;
     } else if (cml_cli_bench_is(arg, "--filter")) {
@@ -835,8 +860,23 @@ int cml_cli_bench(int argc, char** argv) {
     fprintf(stderr, "cml bench: %s needs a value\n", arg);
     return 2;
   }
+  // A filter that names a case exactly selects that case alone ("..., batch 1" without
+  // "..., batch 128"); otherwise every case containing it.
+  bool exact = false;
+  for (size_t c = 0; filter && c < CML_CLI_CASE_COUNT; ++c) {
+    exact = exact || strcmp(kCmlCliCases[c].name, filter) == 0;
+  }
   if (list) {
-    for (size_t c = 0; c < CML_CLI_CASE_COUNT; ++c) printf("%s\n", kCmlCliCases[c].name);
+    int listed = 0;
+    for (size_t c = 0; c < CML_CLI_CASE_COUNT; ++c) {
+      if (!cml_cli_bench_selects(kCmlCliCases[c].name, filter, exact)) continue;
+      printf("%s\n", kCmlCliCases[c].name);
+      ++listed;
+    }
+    if (listed == 0) {
+      fprintf(stderr, "cml bench: no case matches \"%s\"\n", filter);
+      return 1;
+    }
     return 0;
   }
 
@@ -847,11 +887,12 @@ int cml_cli_bench(int argc, char** argv) {
     others[o] = cml_cli_open_backend("bench", compare[o]);
     if (!others[o]) fprintf(stderr, "cml bench: skipping --compare %s\n", compare[o]);
   }
+  cml__out_file_t json_file;
   FILE* json = NULL;
   if (json_path) {
-    json = fopen(json_path, "w");
+    if (cml__out_file_open(&json_file, json_path)) json = json_file.f;
     if (!json) {
-      fprintf(stderr, "cml bench: cannot write %s\n", json_path);
+      fprintf(stderr, "cml bench: cannot write %s: %s\n", json_path, strerror(errno));
       cml_backend_release(backend);
       for (int o = 0; o < compare_count; ++o) cml_backend_release(others[o]);
       return 2;
@@ -879,24 +920,34 @@ int cml_cli_bench(int argc, char** argv) {
   printf("# backend %s, %d rep(s) per case (median)", cml_backend_config(backend), reps);
   if (blas.lib) printf("; OpenBLAS (%s) on %d thread(s)", blas.name, blas_threads);
   printf("\n%-58s %11s %15s %8s", "case", "time", "rate", "of limit");
+  // Each --compare column as wide as its label (two long configs must not look the same).
+  int width[CML_CLI_BENCH_MAX_COMPARE];
   for (int o = 0; o < compare_count; ++o) {
-    char label[64];
-    snprintf(label, sizeof label, "vs %s", compare[o]);
-    printf("  %15.15s", label);
+    const int len = 3 + (int)strlen(compare[o]);
+    width[o] = len > 15 ? len : 15;
+    printf("  vs %*s", width[o] - 3, compare[o]);
   }
   if (blas.lib) printf("  %15s", "vs OpenBLAS");
   printf("\n");
   if (json) {
+    // Without the probes (--no-probes) the machine's figures are null, not 0.
     fprintf(json, "{\"cpu\": ");
     cml__json_write_string(json, cpu_model);
     fprintf(json, ", \"cpus\": %d, \"fma_isa\": ", m.cpus);
-    cml__json_write_string(json, m.fma_isa ? m.fma_isa : "");
-    fprintf(json, ", \"fma_gflops\": %.3f, \"bf16_isa\": ", m.fma_gflops);
-    cml__json_write_string(json, m.bf16_isa ? m.bf16_isa : "");
-    fprintf(json, ", \"bf16_gflops\": %.3f, \"int8_isa\": ", m.bf16_gflops);
-    cml__json_write_string(json, m.int8_isa ? m.int8_isa : "");
-    fprintf(json, ", \"int8_gops\": %.3f, \"dram_gbs\": %.3f, \"backend\": ", m.int8_gops,
-            m.dram_gbs);
+    cml__json_write_string(json, probes && m.fma_isa ? m.fma_isa : NULL);
+    fprintf(json, ", \"fma_gflops\": ");
+    cml_cli_json_number(json, probes, m.fma_gflops, "%.3f");
+    fprintf(json, ", \"bf16_isa\": ");
+    cml__json_write_string(json, probes && m.bf16_isa ? m.bf16_isa : NULL);
+    fprintf(json, ", \"bf16_gflops\": ");
+    cml_cli_json_number(json, probes && m.bf16_isa, m.bf16_gflops, "%.3f");
+    fprintf(json, ", \"int8_isa\": ");
+    cml__json_write_string(json, probes && m.int8_isa ? m.int8_isa : NULL);
+    fprintf(json, ", \"int8_gops\": ");
+    cml_cli_json_number(json, probes && m.int8_isa, m.int8_gops, "%.3f");
+    fprintf(json, ", \"dram_gbs\": ");
+    cml_cli_json_number(json, probes, m.dram_gbs, "%.3f");
+    fprintf(json, ", \"backend\": ");
     cml__json_write_string(json, cml_backend_config(backend));
     fprintf(json, ", \"openblas_threads\": %d, \"reps\": %d, \"cases\": [",
             blas.lib ? blas_threads : 0, reps);
@@ -908,7 +959,7 @@ int cml_cli_bench(int argc, char** argv) {
   cml_cli_run_t runs[CML_CLI_BENCH_MAX_COMPARE + 2];
   for (size_t ci = 0; ci < CML_CLI_CASE_COUNT; ++ci) {
     const cml_cli_case_t* c = &kCmlCliCases[ci];
-    if (filter && !strstr(c->name, filter)) continue;
+    if (!cml_cli_bench_selects(c->name, filter, exact)) continue;
     cml_cli_run_prepare(&runs[0], backend, c, reps);
     int count = 1;
     for (int o = 0; o < compare_count; ++o, ++count) {
@@ -958,8 +1009,9 @@ int cml_cli_bench(int argc, char** argv) {
     if (json) {
       fprintf(json, "%s\n  {\"case\": ", ran + failed ? "," : "");
       cml__json_write_string(json, c->name);
-      fprintf(json, ", \"seconds\": %.9g, \"rate\": %.6g, \"unit\": \"%s\", \"fraction\": %.4f", t,
-              rate, unit, limit > 0 ? rate / limit : 0.0);
+      fprintf(json, ", \"seconds\": %.9g, \"rate\": %.6g, \"unit\": \"%s\", \"fraction\": ", t,
+              rate, unit);
+      cml_cli_json_number(json, limit > 0, limit > 0 ? rate / limit : 0.0, "%.4f");
       fprintf(json, ", \"compare\": {");
     }
     for (int o = 0; o <= compare_count; ++o) {
@@ -967,10 +1019,11 @@ int cml_cli_bench(int argc, char** argv) {
       const bool is_blas = o == compare_count;
       double to = is_blas ? (with_blas ? cml_cli_run_median(&runs[count - 1], reps) : -1)
                           : cml_cli_run_median(&runs[1 + o], reps);
+      const int w = is_blas ? 15 : width[o];
       if (to < 0) {
-        printf("  %15s", "-");
+        printf("  %*s", w, "-");
       } else {
-        printf("  %14.2fx", to / t);
+        printf("  %*.2fx", w - 1, to / t);
       }
       if (json) {
         if (is_blas) {
@@ -987,7 +1040,23 @@ int cml_cli_bench(int argc, char** argv) {
         }
       }
     }
-    if (json) fprintf(json, blas.lib ? "}" : "}, \"openblas\": null}");
+    if (json) fprintf(json, blas.lib ? "" : "}, \"openblas\": null");
+    // Why a contender has no figure: its reason, on the console and in the JSON.
+    bool any_error = false;
+    for (int o = 0; o < compare_count; ++o) {
+      const cml_cli_run_t* r = &runs[1 + o];
+      const char* why = !others[o] ? "the backend could not be created" : r->why;
+      if (others[o] && cml_cli_run_median(&runs[1 + o], reps) >= 0) continue;
+      printf("\n    vs %s: %s", compare[o], why && why[0] ? why : "failed");
+      if (json) {
+        fprintf(json, "%s", any_error ? ", " : ", \"compare_errors\": {");
+        cml__json_write_string(json, compare[o]);
+        fprintf(json, ": ");
+        cml__json_write_string(json, why && why[0] ? why : "failed");
+      }
+      any_error = true;
+    }
+    if (json) fprintf(json, any_error ? "}}" : "}");
     printf("\n");
     fflush(stdout);
     for (int j = 0; j < count; ++j) cml_cli_run_release(&runs[j]);
@@ -995,9 +1064,8 @@ int cml_cli_bench(int argc, char** argv) {
   }
   if (json) {
     fprintf(json, "\n]}\n");
-    const bool write_error = ferror(json) != 0;
-    if (fclose(json) != 0 || write_error) {
-      fprintf(stderr, "cml bench: writing %s failed\n", json_path);
+    if (!cml__out_file_close(&json_file, true)) {
+      fprintf(stderr, "cml bench: writing %s failed: %s\n", json_path, strerror(errno));
       json_failed = true;
     }
   }

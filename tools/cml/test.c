@@ -138,8 +138,11 @@ int cml_cli_test(int argc, char** argv) {
   if (st != CML_OK) {
     fprintf(stderr, "cml test: %s: %s\n", cml_status_code_name(cml_status_code(st)),
             cml_status_message(st));
+    // A bad filter or a JSON path that cannot be created is a usage error (2); failing to
+    // write the results (a full disk) or to run is 1, as the README says.
+    const cml_status_code_t code = cml_status_code(st);
     cml_status_free(st);
-    return 2;
+    return code == CML_STATUS_INVALID_ARGUMENT || code == CML_STATUS_INCOMPATIBLE ? 2 : 1;
   }
   if (summary.passed == 0) {
     fprintf(stderr, "cml test: no case passed%s\n",
