@@ -35,6 +35,7 @@ static bool exec_run_owned(bt_t* t, cml_executable_t* exe, cml_buffer_t* const* 
              "cml_executable_execute")) {
     return false;
   }
+  bt_count_execution(t);
   bool ok = true;
   for (size_t i = 0; i < n; ++i) {
     if (!out[i]) {
@@ -722,6 +723,7 @@ static void case_cancel_before_execute(bt_t* t) {
              "execute with a deadline")) {
     return;
   }
+  bt_count_execution(t);
   bt_own_buffer(t, out[0]);
   exec_expect_buffer_f64(t, "x + x", out[0], CML_DTYPE_F32, 1, dims, (double[]){2, 4, 6});
 }

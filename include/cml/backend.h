@@ -64,6 +64,14 @@ CML_API CML_MUST_USE cml_status_t cml_backend_new_with_config(const char* config
 CML_API CML_MUST_USE cml_status_t cml_backend_create(const char* config, cml_allocator_t allocator,
                                                      cml_backend_t** out_backend);
 
+// Loads a backend plug-in (a shared library exporting `cml_plugin_query`, cml/backend_impl.h):
+// dlopens |path|, calls its cml_plugin_query and registers the factory, so that
+// `cml_backend_new_with_config("<its name>...")` creates it. Returns NOT_FOUND when the file
+// cannot be loaded (and on platforms without dynamic loading), INVALID_ARGUMENT when it has no
+// such symbol or its name is already registered, INCOMPATIBLE for another backend API. The
+// library stays loaded for the life of the process. Thread-safe.
+CML_API CML_MUST_USE cml_status_t cml_plugin_load(const char* path);
+
 // Adds a reference to |backend| and returns it (NULL stays NULL). Thread-safe.
 CML_API cml_backend_t* cml_backend_retain(cml_backend_t* backend);
 // Drops a reference; the last one destroys the backend. NULL is ignored. Thread-safe.

@@ -217,9 +217,7 @@ CML_API CML_MUST_USE cml_status_t cml_backend_register(const cml_backend_factory
 typedef const cml_backend_factory_t* (*cml_plugin_query_fn)(uint32_t host_api_major);
 #define CML_PLUGIN_QUERY_SYMBOL "cml_plugin_query"
 
-// dlopens |path|, calls its cml_plugin_query and registers the factory. Returns NOT_FOUND,
-// INVALID_ARGUMENT (no such symbol) or INCOMPATIBLE.
-CML_API CML_MUST_USE cml_status_t cml_plugin_load(const char* path);
+// cml_plugin_load, which a host calls to load a plug-in, is declared in cml/backend.h.
 
 //===--- config options ---===//
 //

@@ -258,8 +258,9 @@ cml_value_t cml_op_fused_layer_norm(cml_function_t* f, cml_value_t x, const int6
   if (!cml_fused_check_float(f, op, "x", &xs, CML_DTYPE_INVALID)) return CML_VALUE_INVALID;
   if (axis_count == 0 || !axes || axis_count > (size_t)xs.rank) {
     return cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
-                     "FusedLayerNorm: %zu axes given for x %s (want 1..rank distinct axes)",
-                     axis_count, cml__shape_text(&xs, text));
+                     "FusedLayerNorm: %zu axes given%s for x %s (want 1..rank distinct axes)",
+                     axis_count, !axes && axis_count ? " in a NULL array" : "",
+                     cml__shape_text(&xs, text));
   }
   // Normalize and sort the axes (insertion sort: at most CML_MAX_RANK of them).
   int64_t sorted[CML_MAX_RANK];
@@ -337,13 +338,29 @@ cml_value_t cml_op_fused_layer_norm(cml_function_t* f, cml_value_t x, const int6
   double n = 1;
   for (int32_t i = 0; i < count; ++i) n *= (double)norm_dims[i];
   cml_value_t inv_n = cml_fused_scalar(f, dt, n > 0 ? 1.0 / n : 0.0);
+  // A row whose largest |x| passes 2^50 (Float32) or 2^480 (Float64) is divided by that
+  // magnitude s first, with eps / s^2 for eps: its sum and its squares would overflow (64 x 1e38
+  // summed to -inf, then NaN; squares of 1e19 to inf, then zeros), where the native kernels
+  // are right. Other rows divide by 1: the same values as without the scaling.
+  const double limit = dt == CML_DTYPE_F64 ? 0x1p480 : 0x1p50;
+  cml_value_t big =
+      cml_fused_reduce_keep(f, CML_OP_REDUCE_MAX, cml_op_abs(f, x), &xs, sorted, count);
+  cml_value_t one = cml_fused_scalar(f, dt, 1.0);
+  cml_value_t scale =
+      cml_op_where(f, cml_op_greater_than(f, big, cml_fused_scalar(f, dt, limit)), big, one);
+  cml_value_t xn = cml_op_div(f, x, scale);
   cml_value_t mean =
-      cml_op_mul(f, cml_fused_reduce_keep(f, CML_OP_REDUCE_SUM, x, &xs, sorted, count), inv_n);
-  cml_value_t xc = cml_op_sub(f, x, mean);
+      cml_op_mul(f, cml_fused_reduce_keep(f, CML_OP_REDUCE_SUM, xn, &xs, sorted, count), inv_n);
+  cml_value_t xc = cml_op_sub(f, xn, mean);
   cml_value_t var = cml_op_mul(
       f, cml_fused_reduce_keep(f, CML_OP_REDUCE_SUM, cml_op_mul(f, xc, xc), &xs, sorted, count),
       inv_n);
-  cml_value_t r = cml_op_rsqrt(f, cml_op_add(f, var, cml_fused_scalar(f, dt, epsilon)));
+  // eps / s^2, floored at the smallest normal when eps > 0: with s = 1e38 it underflows to 0,
+  // and a constant row (var 0) then gave 0 * inf = NaN instead of zeros. (eps = 0 keeps 0/0.)
+  cml_value_t eps = cml_op_div(f, cml_op_div(f, cml_fused_scalar(f, dt, epsilon), scale), scale);
+  const double tiny = dt == CML_DTYPE_F64 ? 0x1p-1022 : 0x1p-126;
+  cml_value_t floor = cml_fused_scalar(f, dt, epsilon > 0 ? tiny : 0.0);
+  cml_value_t r = cml_op_rsqrt(f, cml_op_max(f, cml_op_add(f, var, eps), floor));
   cml_value_t y = cml_op_mul(f, xc, r);
   // gamma / beta as x's rank with size-1 axes off the normalized ones.
   int64_t gdims[CML_MAX_RANK];

@@ -232,11 +232,12 @@ TEST(layer_norm_native_vs_decomposed) {
 
 // Rows whose squared deviations overflow f32 (values near +-1e30, all finite): the native
 // kernel's variance once came out inf - inf = NaN, was taken as 0, and the outputs were
-// (x - mean) / sqrt(eps), about 1e32. Now it is the double-precision answer on every ISA (the
-// decomposition's f32 squares overflow: it is not compared). Rows of 33 (a tail on both ISAs)
-// and 300, f32 and bf16 (f16 cannot hold 1e30).
+// (x - mean) / sqrt(eps), about 1e32; the decomposition's squares overflowed to inf and it gave
+// zeros. Now both give the double-precision answer on every ISA. Rows of 33 (a tail on both
+// ISAs) and 300, f32 and bf16 (f16 cannot hold 1e30).
 TEST(layer_norm_huge_values) {
-  static const char* const cfgs[] = {"c", "c:avx512=false", "c:avx512=false,avx2=false"};
+  static const char* const cfgs[] = {"c", "c:avx512=false", "c:avx512=false,avx2=false",
+                                     "c:fusion=false", "c:reference=true"};
   static const int64_t lens[] = {33, 300};
   for (int dt = 0; dt < 2; ++dt) {
     const cml_dtype_t dtype = dt == 0 ? CML_DTYPE_F32 : CML_DTYPE_BF16;
@@ -283,6 +284,48 @@ TEST(layer_norm_huge_values) {
       }
     }
   }
+}
+
+static cml_value_t fz_build_ln_plain(cml_function_t* f, const cml_value_t* p, const void* ctx) {
+  (void)ctx;
+  int64_t axis = -1;
+  return cml_op_fused_layer_norm(f, p[0], &axis, 1, 1e-5, CML_VALUE_INVALID, CML_VALUE_INVALID);
+}
+
+// Rows at the edges, native and decomposed: a constant Float64 row of 64 x 3e20 (the plain mean
+// was an ulp off and every output +-1 on c) and of 3 x 0.1 normalize to zeros; 64 x -1e38 in
+// Float32 (its sum overflowed in the decomposition: NaN) to zeros; +-1e200, +-2e200 in Float64
+// (squares past the range: zeros everywhere) to +-0.632456, +-1.26491.
+TEST(layer_norm_constant_and_extreme_rows) {
+  static const char* const cfgs[] = {"c", "c:fusion=false", "c:reference=true"};
+  double c64[64], tenth[3] = {0.1, 0.1, 0.1}, big64[4] = {1e200, -1e200, 2e200, -2e200};
+  float c32[64];
+  for (int j = 0; j < 64; ++j) c64[j] = 3e20, c32[j] = -1e38f;
+  const double sign[4] = {1, -1, 2, -2};
+  for (size_t k = 0; k < sizeof cfgs / sizeof *cfgs; ++k) {
+    double y64[64];
+    float y32[64];
+    cml_shape_t s64 = API_SHAPE(CML_DTYPE_F64, 1, 64), s3 = API_SHAPE(CML_DTYPE_F64, 1, 3);
+    cml_shape_t s4 = API_SHAPE(CML_DTYPE_F64, 1, 4), s32 = API_SHAPE(CML_DTYPE_F32, 1, 64);
+    ASSERT_STATUS_OK(fz_run(cfgs[k], fz_build_ln_plain, NULL, &s64, 1, (const void* const[]){c64},
+                            y64, CML_OP_FUSED_LAYER_NORM, NULL));
+    for (int j = 0; j < 64; ++j) ASSERT_EQ_DBL(y64[j], 0);
+    ASSERT_STATUS_OK(fz_run(cfgs[k], fz_build_ln_plain, NULL, &s3, 1, (const void* const[]){tenth},
+                            y64, CML_OP_FUSED_LAYER_NORM, NULL));
+    for (int j = 0; j < 3; ++j) ASSERT_TRUE(fabs(y64[j]) <= 1e-9);
+    ASSERT_STATUS_OK(fz_run(cfgs[k], fz_build_ln_plain, NULL, &s32, 1, (const void* const[]){c32},
+                            y32, CML_OP_FUSED_LAYER_NORM, NULL));
+    for (int j = 0; j < 64; ++j) ASSERT_EQ_DBL(y32[j], 0);
+    ASSERT_STATUS_OK(fz_run(cfgs[k], fz_build_ln_plain, NULL, &s4, 1, (const void* const[]){big64},
+                            y64, CML_OP_FUSED_LAYER_NORM, NULL));
+    for (int j = 0; j < 4; ++j) ASSERT_NEAR(y64[j], sign[j] * 0.6324555320336759, 1e-12);
+  }
+  // The native kernel's shifted mean makes the constant 0.1 row exactly zero.
+  double y[3];
+  cml_shape_t s3 = API_SHAPE(CML_DTYPE_F64, 1, 3);
+  ASSERT_STATUS_OK(fz_run("c", fz_build_ln_plain, NULL, &s3, 1, (const void* const[]){tenth}, y,
+                          CML_OP_FUSED_LAYER_NORM, NULL));
+  for (int j = 0; j < 3; ++j) ASSERT_EQ_DBL(y[j], 0);
 }
 
 //===--- dense: every activation, threads 1 vs 4 bit-identical ---===//
@@ -556,6 +599,7 @@ TEST(invalid_operand_keeps_first_error) {
 
 TEST_MAIN(TEST_ENTRY(capabilities_follow_fusion_option), TEST_ENTRY(enum_names),
           TEST_ENTRY(softmax_native_vs_decomposed), TEST_ENTRY(layer_norm_native_vs_decomposed),
-          TEST_ENTRY(layer_norm_huge_values), TEST_ENTRY(dense_all_activations),
-          TEST_ENTRY(gelu_f64_parallel), TEST_ENTRY(folded_constants), TEST_ENTRY(argument_errors),
+          TEST_ENTRY(layer_norm_huge_values), TEST_ENTRY(layer_norm_constant_and_extreme_rows),
+          TEST_ENTRY(dense_all_activations), TEST_ENTRY(gelu_f64_parallel),
+          TEST_ENTRY(folded_constants), TEST_ENTRY(argument_errors),
           TEST_ENTRY(invalid_operand_keeps_first_error))

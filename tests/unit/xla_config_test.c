@@ -79,6 +79,15 @@ TEST(config_cpu_options) {
   ASSERT_EQ_INT(cml__xla_config_client_options(&c, true, o, 8), 1);
   ASSERT_STREQ(o[0].name, "cpu_device_count");
   ASSERT_EQ_INT(o[0].int64_value, 8);
+  // The formatted config keeps every option given, dynamic_cache included (it was dropped, so a
+  // backend created from cml_backend_config's string lost it).
+  ASSERT_STATUS_OK(cml__xla_config_parse("cpu,dynamic_cache=1,cpu_device_count=8", &c));
+  ASSERT_STATUS_OK(cml__xla_config_resolve(&c, true, false));
+  char text[512];
+  cml__xla_config_format(&c, NULL, text, sizeof text);
+  ASSERT_STREQ(text,
+               "cpu,tf32=false,shared_buffers=true,preallocate=false,cpu_device_count=8,"
+               "dynamic_cache=1");
   // cpu_device_count and shared buffers only make sense on CPU plugins.
   ASSERT_STATUS_OK(cml__xla_config_parse("cuda,cpu_device_count=2", &c));
   ASSERT_STATUS_CODE(cml__xla_config_resolve(&c, false, true), CML_STATUS_INVALID_ARGUMENT);

@@ -299,6 +299,10 @@ size_t cml__xla_config_format(const cml__xla_config_t* config, const char* plugi
     len += snprintf(extra + len, sizeof extra - (size_t)len, ",cpu_device_count=%lld",
                     (long long)config->cpu_device_count);
   }
+  if (config->dynamic_cache_set && len >= 0 && (size_t)len < sizeof extra) {
+    len += snprintf(extra + len, sizeof extra - (size_t)len, ",dynamic_cache=%lld",
+                    (long long)config->dynamic_cache);
+  }
   if (config->distributed_set && strcmp(config->distributed, "mpi") == 0 && len >= 0 &&
       (size_t)len < sizeof extra) {
     snprintf(extra + len, sizeof extra - (size_t)len, ",distributed=mpi");

@@ -229,20 +229,46 @@ static void cmlc_fk_ln_rows(void* vctx, int64_t begin, int64_t end, int thread_i
     }
     return;
   }
+  // In double, as the SIMD rows do in f32: the mean shifted by the row's first element (a
+  // constant row normalizes to exact zeros however large it is: the plain mean of 64 x 3e20 in
+  // Float64 was an ulp off, and every output +-1) and the corrected two-pass variance. Float64
+  // rows whose squares could overflow (|x| past 2^480) are scaled by a power of two first
+  // (exact), with eps scaled alike.
   for (int64_t r = begin; r < end; ++r) {
     const int64_t base = c->row_offsets[r];
+    double scale = 1, eps = c->eps;
+    if (dt == CML_DTYPE_F64) {
+      double big = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const double a = fabs(cmlc_load_f64(c->x, base + c->col_offsets[j], dt));
+        if (a > big) big = a;  // NaN is skipped here and propagates below
+      }
+      if (big > 0x1p480 && isfinite(big)) {
+        int e = 0;
+        (void)frexp(big, &e);
+        scale = ldexp(1.0, -e);
+        eps = ldexp(eps, -2 * e);
+      }
+    }
+    const double first = cmlc_load_f64(c->x, base, dt) * scale;
     double sum = 0;
-    for (int64_t j = 0; j < n; ++j) sum += cmlc_load_f64(c->x, base + c->col_offsets[j], dt);
-    const double mean = sum / (double)n;
-    double sq = 0;
     for (int64_t j = 0; j < n; ++j) {
-      double d = cmlc_load_f64(c->x, base + c->col_offsets[j], dt) - mean;
+      sum += cmlc_load_f64(c->x, base + c->col_offsets[j], dt) * scale - first;
+    }
+    const double m = first + sum / (double)n;
+    double rs = 0, sq = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double d = cmlc_load_f64(c->x, base + c->col_offsets[j], dt) * scale - m;
+      rs += d;
       sq += d * d;
     }
-    const double rstd = 1.0 / sqrt(sq / (double)n + c->eps);
+    const double corr = rs / (double)n;
+    double var = (sq - rs * corr) / (double)n;
+    if (!(var > 0)) var = var == var ? 0 : var;  // rounding below 0; NaN stays NaN
+    const double rstd = 1.0 / sqrt(var + eps);
     for (int64_t j = 0; j < n; ++j) {
       const int64_t idx = base + c->col_offsets[j];
-      double v = (cmlc_load_f64(c->x, idx, dt) - mean) * rstd;
+      double v = ((cmlc_load_f64(c->x, idx, dt) * scale - m) - corr) * rstd;
       if (c->gamma) v *= cmlc_load_f64(c->gamma, j, dt);
       if (c->beta) v += cmlc_load_f64(c->beta, j, dt);
       cmlc_store_f64(c->y, idx, dt, v);
