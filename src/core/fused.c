@@ -677,6 +677,16 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
     out_states[0] = lse;
     if (out_state_count) *out_state_count = 1;
   }
+  if (cfg.kv_seq_len != CML_VALUE_INVALID) {
+    // Keys past a batch's kv_seq_len are never read, as in the native kernel: a KV cache's
+    // unused (uncleared) rows may hold NaN or Inf, and p = 0 times NaN would still be NaN.
+    const int64_t vdims[4] = {batch, kv_heads, kv_seq, v_dim};
+    cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 4, (int64_t[]){1, 1, kv_seq, 1});
+    cml_value_t lens = cml_op_reshape(f, cfg.kv_seq_len, (int64_t[]){batch, 1, 1, 1}, 4);
+    cml_value_t keys = cml_op_less_than(f, cml_op_iota(f, &is, 2), lens);  // [B, 1, Skv, 1]
+    keys = cml_op_broadcast_in_dim(f, keys, vdims, 4, (int64_t[]){0, 1, 2, 3}, 4);
+    v = cml_op_where(f, keys, v, cml_fused_scalar(f, dt, 0.0));
+  }
   p = cml_op_reshape(f, p, (int64_t[]){batch, kv_heads, groups, seq, kv_seq}, 5);
   dc.rhs_contracting_axes[0] = 2;
   cml_value_t o = cml_op_dot_general(f, p, v, &dc);  // [B, Hkv, G, S, Dv]

@@ -744,6 +744,70 @@ TEST(logsumexp_state) {
   }
 }
 
+// A v head dim of 0: nothing to write to the output, but the logsumexp state is still
+// computed (it was left as whatever the memory held). q = k = ones of head dim 4: every score is
+// 4 / sqrt(4) = 2, so lse = 2 + log(3) over three keys.
+TEST(logsumexp_state_without_value_columns) {
+  cml_backend_t* be = NULL;
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(at_open("c", "lse_dv0", &be, &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t qs = cml_shape_make(CML_DTYPE_F64, 4, (int64_t[]){1, 1, 2, 4});
+  cml_shape_t ks = cml_shape_make(CML_DTYPE_F64, 4, (int64_t[]){1, 1, 3, 4});
+  cml_shape_t vs = cml_shape_make(CML_DTYPE_F64, 4, (int64_t[]){1, 1, 3, 0});
+  cml_value_t pq = cml_parameter(f, NULL, &qs), pk = cml_parameter(f, NULL, &ks);
+  cml_value_t pv = cml_parameter(f, NULL, &vs);
+  cml_value_t states[CML_SDPA_MAX_STATES];
+  size_t count = 0;
+  cml_value_t y = cml_op_fused_sdpa(f, pq, pk, pv, CML_ATTENTION_LAYOUT_BHSD, NULL, states, &count);
+  ASSERT_NE_INT(y, CML_VALUE_INVALID);
+  ASSERT_EQ_INT((int)count, 1);
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &states[0], 1, &exe));
+  static const double ones[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  double lse[2] = {-7, -7};
+  ASSERT_STATUS_OK(api_run(be, exe, (const void* const[]){ones, ones, NULL}, (void* const[]){lse}));
+  cml_executable_release(exe);
+  cml_backend_release(be);
+  for (int i = 0; i < 2; ++i) ASSERT_NEAR(lse[i], 2 + log(3.0), 1e-14);
+}
+
+// Keys past kv_seq_len are never read: NaN and Inf rows of v there (an uncleared KV cache)
+// leave the output finite on the native kernel and on the decomposition alike (the
+// decomposition multiplied them by p = 0: NaN).
+TEST(keys_past_kv_seq_len_are_not_read) {
+  static const char* const cfgs[] = {"c", "c:fusion=false"};
+  // One query, four keys of head dim 1, kv_seq_len 2: scores q k = 1 and 2 for the first two.
+  static const double q[1] = {1}, k[4] = {1, 2, 5, 5}, v[4] = {1, 3, NAN, INFINITY};
+  static const int32_t qlen[1] = {1}, kvlen[1] = {2};
+  const double p1 = exp(1.0) / (exp(1.0) + exp(2.0)), want = p1 * 1 + (1 - p1) * 3;
+  for (size_t c = 0; c < 2; ++c) {
+    cml_backend_t* be = NULL;
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(at_open(cfgs[c], "kvlen_nan", &be, &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t qs = cml_shape_make(CML_DTYPE_F64, 4, (int64_t[]){1, 1, 1, 1});
+    cml_shape_t ks = cml_shape_make(CML_DTYPE_F64, 4, (int64_t[]){1, 1, 4, 1});
+    cml_shape_t ls = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){1});
+    cml_value_t pq = cml_parameter(f, NULL, &qs), pk = cml_parameter(f, NULL, &ks);
+    cml_value_t pv = cml_parameter(f, NULL, &ks);
+    cml_sdpa_config_t cfg;
+    cml_sdpa_config_init(&cfg);
+    cfg.scale = 1;
+    cfg.query_seq_len = cml_parameter(f, NULL, &ls);
+    cfg.kv_seq_len = cml_parameter(f, NULL, &ls);
+    cml_value_t y = cml_op_fused_sdpa(f, pq, pk, pv, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, &y, 1, &exe));
+    double out = 0;
+    ASSERT_STATUS_OK(
+        api_run(be, exe, (const void* const[]){q, k, v, qlen, kvlen}, (void* const[]){&out}));
+    cml_executable_release(exe);
+    cml_backend_release(be);
+    ASSERT_NEAR(out, want, 1e-14);
+  }
+}
+
 // FusedAttentionQKVProjection: c's native node (three GEMMs over column blocks of w_qkv) against
 // the decomposition (Dot, Slice, Add) for each float dtype and bias combination.
 static cml_status_t fa_qkv_run(const char* config, cml_dtype_t dt, unsigned biases, const void* x,
@@ -837,7 +901,9 @@ TEST(capabilities) {
   }
 }
 
-TEST_MAIN(TEST_ENTRY(capabilities), TEST_ENTRY(native_matches_decomposition_all_options),
+TEST_MAIN(TEST_ENTRY(capabilities), TEST_ENTRY(logsumexp_state_without_value_columns),
+          TEST_ENTRY(keys_past_kv_seq_len_are_not_read),
+          TEST_ENTRY(native_matches_decomposition_all_options),
           TEST_ENTRY(native_nonfinite_scores_fused_max),
           TEST_ENTRY(native_matches_decomposition_dtypes_and_sizes),
           TEST_ENTRY(native_thread_count_independent), TEST_ENTRY(isa_variants_match_decomposition),

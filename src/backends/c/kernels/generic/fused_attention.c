@@ -251,7 +251,8 @@ cml_status_t cmlc__fa_run(const cmlc_kernel_args_t* args) {
   c.scratch = args->scratch;
   const int64_t batch = qs->dims[0];
   const int64_t tasks = batch * c.heads * c.q_tiles;
-  if (tasks == 0 || c.dv == 0) return CML_OK;
+  // With dv = 0 there is no output to write, but a requested logsumexp still is.
+  if (tasks == 0 || (c.dv == 0 && !c.lse)) return CML_OK;
   // No thread holds a transposed k yet (the scratch may hold a previous run's).
   for (int t = 0; t < cmlc_fa_threads(args->options); ++t)
     *(int64_t*)(c.scratch + (size_t)t * c.per_thread + c.off_tag) = 0;
