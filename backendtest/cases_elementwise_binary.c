@@ -277,6 +277,34 @@ CB_INT_CASE(shift_left, CML_OP_SHIFT_LEFT)
 CB_INT_CASE(shift_right_arithmetic, CML_OP_SHIFT_RIGHT_ARITHMETIC)
 CB_INT_CASE(shift_right_logical, CML_OP_SHIFT_RIGHT_LOGICAL)
 
+// Div of a value by itself: x / 0 is -1 (all bits set) even when the divisor is the dividend
+// (a compiler that rewrites x / x to 1 gives 1 for 0 / 0), for a parameter and for an Iota.
+static void case_int_div_by_itself(bt_t* t) {
+  static const cml_dtype_t kTypes[] = {CML_DTYPE_I32, CML_DTYPE_I64, CML_DTYPE_U8};
+  for (size_t k = 0; k < CB_COUNT(kTypes) && !bt_failed(t); ++k) {
+    const cml_dtype_t dt = kTypes[k];
+    if (!bt_require_dtype(t, dt) || !bt_require_op(t, CML_OP_DIV)) return;
+    const bool is_unsigned = cml_dtype_is_unsigned_int(dt);
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    const int64_t dims[1] = {3};
+    const int64_t xv[3] = {0, 5, is_unsigned ? 249 : -7};
+    bt_tensor_t x = bt_tensor_i64(t, dt, 1, dims, xv);
+    cml_value_t px = bt_param(t, f, &x);
+    cml_shape_t is = cml_shape_make(dt, 1, dims);
+    cml_value_t iota = cml_op_iota(f, &is, 0);
+    cml_value_t y[2] = {cml_op_div(f, px, px), cml_op_div(f, iota, iota)};
+    bt_tensor_t out[2];
+    if (!bt_exec(t, y, 2, out)) return;
+    const int64_t all = is_unsigned ? 255 : -1;
+    char label[64];
+    snprintf(label, sizeof label, "Div(x, x) %s", cml_dtype_name(dt));
+    bt_expect_i64(t, label, &out[0], dt, 1, dims, (const int64_t[]){all, 1, 1});
+    snprintf(label, sizeof label, "Div(iota, iota) %s", cml_dtype_name(dt));
+    bt_expect_i64(t, label, &out[1], dt, 1, dims, (const int64_t[]){all, 1, 1});
+  }
+}
+
 static void case_int_pow(bt_t* t) {
   static const int64_t bases[] = {0, 1, -1, 2, -2, 3, 7, -128, 100, 255};
   static const int64_t exps[] = {0, 1, 2, 3, 5, 7, 8, 13, 31, 64, 65, -1, -2, -3};
@@ -788,6 +816,7 @@ const bt_case_t bt_cases_elementwise_binary[] = {
     {"sub_int", CML_OP_SUB, case_int_sub},
     {"mul_int", CML_OP_MUL, case_int_mul},
     {"div_int", CML_OP_DIV, case_int_div},
+    {"div_int_by_itself", CML_OP_DIV, case_int_div_by_itself},
     {"rem_int", CML_OP_REM, case_int_rem},
     {"max_int", CML_OP_MAX, case_int_max},
     {"min_int", CML_OP_MIN, case_int_min},

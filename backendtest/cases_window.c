@@ -368,7 +368,7 @@ static void cw_run_select_and_scatter(bt_t* t, cml_op_t op, const cw_rw_case_t* 
 
 static void cw_select_and_scatter_sweep(bt_t* t, cml_op_t op) {
   if (!bt_require_op(t, op)) return;
-  cw_rw_case_t cases[3];
+  cw_rw_case_t cases[4];
   {
     int64_t dims[] = {6, 7}, win[] = {3, 2}, st[] = {2, 2}, one[] = {1, 1}, lo[] = {1, 0},
             hi[] = {1, 1};
@@ -384,7 +384,12 @@ static void cw_select_and_scatter_sweep(bt_t* t, cml_op_t op) {
     int64_t dims[] = {9}, win[] = {3}, st[] = {1}, one[] = {1}, lo[] = {2}, hi[] = {1};
     cw_rw_config(&cases[2], 1, dims, win, st, one, one, lo, hi);
   }
-  for (size_t c = 0; c < 3; ++c)
+  {
+    // A scalar operand: one window of one element (xla:cpu once aborted the process on it).
+    int64_t none[1] = {0};
+    cw_rw_config(&cases[3], 0, none, none, none, none, none, none, none);
+  }
+  for (size_t c = 0; c < 4; ++c)
     for (size_t k = 0; k < CW_DTYPE_COUNT && !bt_failed(t); ++k) {
       if (!cw_has_dtype(t, cw_dtypes[k])) continue;
       cw_run_select_and_scatter(t, op, &cases[c], cw_dtypes[k]);

@@ -672,53 +672,16 @@ static bool cml_pt_replicate(cml_partitioner_t* p, const cml_ir_node_t* n) {
 
 //===--- rules ---===//
 
-// Whether global value |v| is a constant (possibly broadcast, reshaped or transposed) whose
-// elements are all finite floats with magnitude at most 1 (|at_most_one|) or at least 1.
-static bool cml_pt_bounded_constant(const cml_partitioner_t* p, uint32_t v, bool at_most_one) {
-  const cml_ir_node_t* n = &p->m->nodes[p->m->values[v].node];
-  while (n->op == CML_OP_BROADCAST_IN_DIM || n->op == CML_OP_RESHAPE || n->op == CML_OP_TRANSPOSE) {
-    n = &p->m->nodes[p->m->values[n->inputs[0]].node];
-  }
-  if (n->op != CML_OP_CONSTANT || !n->data) return false;
-  const cml_shape_t* s = &p->m->values[n->first_output].shape;
-  int64_t count = cml_shape_element_count(s);
-  for (int64_t i = 0; i < count; ++i) {
-    double x;
-    switch (s->dtype) {
-      case CML_DTYPE_F16:
-        x = cml_f16_to_f32(((const uint16_t*)n->data)[i]);
-        break;
-      case CML_DTYPE_BF16:
-        x = cml_bf16_to_f32(((const uint16_t*)n->data)[i]);
-        break;
-      case CML_DTYPE_F32:
-        x = ((const float*)n->data)[i];
-        break;
-      case CML_DTYPE_F64:
-        x = ((const double*)n->data)[i];
-        break;
-      default:
-        return false;
-    }
-    // NaN fails both comparisons; a negative factor or -0 would flip the sign of a sum that
-    // cancels to +0 (see cml_pt_linear).
-    if (!(at_most_one ? x > 0.0 && x <= 1.0 : (x >= 1.0 && x <= DBL_MAX))) return false;
-  }
-  return true;
-}
-
 // Whether node |n| (elementwise) is linear in its operands that are partial sums (|partial|), so
 // that its result stays a partial sum of the same axes and no AllReduce is needed before it.
-// Mul and Div must not turn a term into NaN or an overflow that the whole sum does not make:
-// a float factor (divisor) keeps the pending sum only when it is a constant that is finite with
-// magnitude at most 1 (at least 1), so every term stays as finite as it was (the loss mean of
-// a data-parallel step: sum * (1/n) or sum / n). A factor that may be infinite would give
-// 0 * inf = NaN on the devices whose term is 0, and a divisor that may be 0 would give 0 / 0.
 // Integer products distribute over (wrapping) sums; integer quotients truncate each term and
-// never do. A float negation (Neg, Conj's imaginary part, a negative factor or divisor, and
-// a factor of +-0) does not either: a sum whose terms cancel is +0 (1 + -1 = +0), so -s is -0
-// while the terms' negations sum to +0 again, and 1 / -s would be +inf instead of -inf.
-// The factor must be positive: 0 < w <= 1, or a divisor 1 <= w <= DBL_MAX.
+// never do. Float products and quotients do not either, whatever the factor: the sum of the
+// scaled terms can stay finite where the sum itself overflows (4 x 1e38 sums to inf, and
+// inf * 0.25 is inf, but four terms of 2.5e37 sum to 1e38), a factor that may be infinite gives
+// 0 * inf = NaN on the devices whose term is 0, and a divisor that may be 0 gives 0 / 0. A
+// float negation (Neg, Conj's imaginary part) does not either: a sum whose terms cancel is +0
+// (1 + -1 = +0), so -s is -0 while the terms' negations sum to +0 again, and 1 / -s would be
+// +inf instead of -inf. Those ops sum first: the same AllReduce, moved before the op.
 static bool cml_pt_linear(const cml_partitioner_t* p, const cml_ir_node_t* n, const bool* partial) {
   uint32_t count = n->input_count, np = 0;
   for (uint32_t i = 0; i < count; ++i) np += partial[i];
@@ -736,12 +699,7 @@ static bool cml_pt_linear(const cml_partitioner_t* p, const cml_ir_node_t* n, co
     case CML_OP_SUB:
       return np == count;
     case CML_OP_MUL:
-      if (count != 2 || np != 1) return false;
-      if (cml_dtype_is_int(dtype)) return true;
-      return cml_pt_bounded_constant(p, n->inputs[partial[0] ? 1 : 0], true);
-    case CML_OP_DIV:
-      if (count != 2 || np != 1 || !partial[0]) return false;
-      return cml_dtype_is_float(dtype) && cml_pt_bounded_constant(p, n->inputs[1], false);
+      return count == 2 && np == 1 && cml_dtype_is_int(dtype);
     default:
       return false;
   }

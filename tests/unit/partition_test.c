@@ -739,7 +739,7 @@ TEST(partial_scaled_by_constants) {
   cml_value_t ai = cml_op_reduce_sum(f, xi, axis0, 1);
   const float third[3] = {0.25f, 1.0f, 0.5f}, signs[3] = {0.25f, -1.0f, 0.5f};
   cml_shape_t v3 = pt_shape(1, 3, 0);
-  cml_value_t kept[4] = {
+  cml_value_t scaled[4] = {
       cml_op_mul(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.125)),
       cml_op_div(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, 16.0)),
       cml_op_mul(f,
@@ -759,25 +759,16 @@ TEST(partial_scaled_by_constants) {
       cml_op_mul(f, a, cml_constant_scalar_f64(f, CML_DTYPE_F32, -0.0)),
       cml_op_neg(f, a)};
   cml_value_t outs[14];
-  for (int i = 0; i < 4; ++i) outs[i] = kept[i];
+  for (int i = 0; i < 4; ++i) outs[i] = scaled[i];
   for (int i = 0; i < 9; ++i) outs[4 + i] = summed[i];
   outs[13] = cml_op_convert_dtype(
       f, cml_op_mul(f, ai, cml_constant_scalar_f64(f, CML_DTYPE_I32, 3)), CML_DTYPE_F32);
   ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 14, NULL));
   ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
-  // The kept ones and the integer product: an AllReduce each at the result (5); the others
-  // share one AllReduce of a and one of ai made before them (2).
-  ASSERT_EQ_INT(pt_count(spmd).all_reduce, 7);
-  // Each summed op reads a whole operand: its AllReduce comes before it.
-  const cml_ir_function_t* mf = &spmd->functions[0];
-  int mul_or_div_after_all_reduce = 0;
-  bool seen = false;
-  for (uint32_t i = 0; i < mf->node_count; ++i) {
-    const cml_ir_node_t* n = &spmd->nodes[mf->nodes[i]];
-    if (n->op == CML_OP_ALL_REDUCE) seen = true;
-    if (seen && (n->op == CML_OP_MUL || n->op == CML_OP_DIV)) ++mul_or_div_after_all_reduce;
-  }
-  ASSERT_EQ_INT(mul_or_div_after_all_reduce, 9);
+  // Only the integer product stays a pending sum (an AllReduce at its result); every float
+  // factor or divisor, even in (0, 1] or [1, max], sums first (a sum can overflow where the
+  // scaled terms do not): the float ops share one AllReduce of a, the integer quotient one of ai.
+  ASSERT_EQ_INT(pt_count(spmd).all_reduce, 3);
   PT_TEARDOWN();
 }
 
@@ -1963,13 +1954,57 @@ TEST(e2e_c_partial_negation_keeps_zero_sign) {
   cml_mesh_destroy(mesh);
 }
 
+// x f32[4, 1] = 1e38 each, split over data: sum(x) overflows to +inf, so sum(x) * 0.25,
+// sum(x) / 4 and sum(x) * 1e-30 are +inf and 1 / (sum(x) * 0.25) is +0, as on one device. The
+// products once stayed pending: the scaled terms summed to 1e38 (finite).
+TEST(e2e_c_partial_sum_overflow_is_kept) {
+  pt_e2e_t e;
+  ASSERT_TRUE(pt_e2e_begin("partial_overflow", &e));
+  cml_function_t* f = e.f;
+  const cml_sharding_t split = e.split;
+  cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){4, 1});
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, &split);
+  int64_t axis0[1] = {0};
+  cml_value_t sum = cml_op_reduce_sum(f, x, axis0, 1);
+  cml_value_t quarter = cml_op_mul(f, sum, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0.25));
+  cml_value_t outs[4] = {quarter, cml_op_div(f, sum, cml_constant_scalar_f64(f, CML_DTYPE_F32, 4)),
+                         cml_op_mul(f, sum, cml_constant_scalar_f64(f, CML_DTYPE_F32, 1e-30)),
+                         cml_op_div(f, cml_constant_scalar_f64(f, CML_DTYPE_F32, 1), quarter)};
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 4, NULL));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(e.b, &exe));
+  cml_builder_destroy(e.b);
+  cml_shape_t shard = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){1, 1});
+  cml_buffer_t* in[4] = {NULL};
+  cml_buffer_t* out[16] = {NULL};
+  const float big = 1e38f;
+  for (int j = 0; j < 4; ++j) {
+    ASSERT_STATUS_OK(cml_buffer_from_host(e.be, j, &shard, &big, sizeof big, &in[j]));
+  }
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, 4, NULL, 0, out));
+  for (int j = 0; j < 4; ++j) {
+    float y[4];
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[4 * j + i], &y[i], sizeof y[i]));
+    }
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(isinf(y[i]) && y[i] > 0);
+    ASSERT_TRUE(y[3] == 0 && !signbit(y[3]));
+  }
+  for (int i = 0; i < 4; ++i) cml_buffer_release(in[i]);
+  for (int i = 0; i < 16; ++i) cml_buffer_release(out[i]);
+  cml_executable_release(exe);
+  cml_backend_release(e.be);
+  cml_mesh_destroy(e.mesh);
+}
+
 #define PT_E2E_TESTS                                                                          \
   , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model),                            \
       TEST_ENTRY(e2e_c_data_model_assigned), TEST_ENTRY(e2e_c_cnn_data_parallel),             \
       TEST_ENTRY(cnn_structure), TEST_ENTRY(e2e_c_refusal_at_compile),                        \
       TEST_ENTRY(e2e_c_while_captures_split_value), TEST_ENTRY(e2e_c_fused_data_parallel),    \
       TEST_ENTRY(fused_structure), TEST_ENTRY(e2e_c_sort), TEST_ENTRY(e2e_c_partial_mul_div), \
-      TEST_ENTRY(e2e_c_partial_negation_keeps_zero_sign)
+      TEST_ENTRY(e2e_c_partial_negation_keeps_zero_sign),                                     \
+      TEST_ENTRY(e2e_c_partial_sum_overflow_is_kept)
 #else
 // Embedding lookup and CNN forward, data parallel over 4 devices of c.
 TEST(e2e_c_cnn_data_parallel) {

@@ -953,6 +953,50 @@ TEST(auto_sharding_data_parallel) {
   }
 }
 
+// DynamicSlice under AutoSharding with the result split along the sliced axis: x [16, 4] split by
+// rows, y = x[start : start + 4] split by rows too. Starts past 12 are clamped to 12 (XLA's
+// partitioned slice skipped the clamp: start 13 read rows 13..16).
+static bool build_dynamic_slice(cml_builder_t* b, cml_function_t* f, const cml_mesh_t* mesh) {
+  (void)b;
+  cml_sharding_t rows;
+  if (cml_sharding_make(mesh, (const char*[]){"data"}, 1, &rows) != CML_OK) return false;
+  cml_shape_t xs = SHAPE(CML_DTYPE_F32, 16, 4), ss = cml_shape_scalar(CML_DTYPE_I32);
+  cml_value_t x = cml_parameter_sharded(f, "x", &xs, &rows);
+  cml_value_t start = cml_parameter_sharded(f, "start", &ss, NULL);
+  cml_value_t starts[2] = {start, cml_constant_scalar_i64(f, CML_DTYPE_I32, 0)};
+  cml_value_t y = cml_op_dynamic_slice(f, x, starts, (const int64_t[]){4, 4}, 2);
+  return cml_function_return_sharded(f, &y, 1, &rows) == CML_OK;
+}
+
+TEST(auto_sharding_dynamic_slice_clamps_its_start) {
+  cml_mesh_t* mesh = NULL;
+  ASSERT_STATUS_OK(cml_mesh_create("ds", (const char*[]){"data"}, (int64_t[]){4}, 1, &mesh));
+  float x[16][4];
+  for (int r = 0; r < 16; ++r) {
+    for (int c = 0; c < 4; ++c) x[r][c] = (float)(10 * r + c);
+  }
+  for (int32_t start = 10; start < 16; ++start) {
+    cml_shape_t shapes[8];
+    const void* data[8];
+    for (int d = 0; d < 4; ++d) {
+      shapes[2 * d] = SHAPE(CML_DTYPE_F32, 4, 4);  // the shard
+      shapes[2 * d + 1] = cml_shape_scalar(CML_DTYPE_I32);
+      data[2 * d] = x[4 * d];
+      data[2 * d + 1] = &start;
+    }
+    float got[4][32];
+    int devices[4];
+    static const size_t kBytes[1] = {16};
+    ASSERT_STATUS_OK(run_sharded(mesh, NULL, build_dynamic_slice, 2, shapes, data, 1, kBytes, got,
+                                 devices, NULL));
+    const int first = start > 12 ? 12 : start;
+    for (int d = 0; d < 4; ++d) {
+      for (int c = 0; c < 4; ++c) ASSERT_EQ_DBL(got[d][c], 10 * (first + d) + c);
+    }
+  }
+  cml_mesh_destroy(mesh);
+}
+
 // Megatron MLP (1-D tensor parallel): x [2, 4] replicated, W1 [4, 8] split by columns, relu,
 // W2 [8, 4] split by rows, the result replicated: XLA inserts one all-reduce at the end.
 static bool build_megatron(cml_builder_t* b, cml_function_t* f, const cml_mesh_t* mesh) {
@@ -1352,6 +1396,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(bad_shardings),
       TEST_ENTRY(collectives_refused_under_auto_sharding),
       TEST_ENTRY(diverging_if_and_while_are_statuses_not_aborts),
+      TEST_ENTRY(auto_sharding_dynamic_slice_clamps_its_start),
       TEST_ENTRY(agreeing_if_and_while_with_collectives_run),
   };
   int failures = 0, ran = 0;

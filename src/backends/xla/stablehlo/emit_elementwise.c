@@ -453,6 +453,20 @@ static cml_status_t cml_shlo_elementwise(cml__shlo_ctx_t* c, const cml_ir_node_t
       if (!name) return cml__shlo_unimplemented(c, n, "no StableHLO lowering");
       if (n->op == CML_OP_POW && cml_dtype_is_int(out->dtype)) {
         r = cml_shlo_int_pow(c, &ins[0], &ins[1]);
+      } else if (n->op == CML_OP_DIV && cml_dtype_is_int(out->dtype)) {
+        // x / 0 = -1 (all bits set) made explicit: XLA's simplifier rewrites x / x to 1, so
+        // relying on the plugin's own x / 0 gave 1 for 0 / 0 (also through iota / iota, or a
+        // loop body dividing a value by a capture of itself).
+        const cml__shlo_val_t zero = cml__shlo_const_fill(c, out->dtype, CML__SHLO_ZERO, out);
+        const cml__shlo_val_t one = cml__shlo_const_fill(c, out->dtype, CML__SHLO_ONE, out);
+        const cml__shlo_val_t ones = cml__shlo_const_fill(c, out->dtype, CML__SHLO_ALL_ONES, out);
+        const cml__shlo_val_t by_zero = cml__shlo_compare(c, "EQ", &ins[1], &zero, false);
+        const cml__shlo_val_t pick[3] = {by_zero, one, ins[1]};
+        const cml__shlo_val_t safe[2] = {ins[0],
+                                         cml__shlo_op(c, "stablehlo.select", pick, 3, NULL, out)};
+        const cml__shlo_val_t q = cml__shlo_op(c, name, safe, 2, NULL, out);
+        const cml__shlo_val_t result[3] = {by_zero, ones, q};
+        r = cml__shlo_op(c, "stablehlo.select", result, 3, NULL, out);
       } else if (n->op == CML_OP_DIV && out->dtype == CML_DTYPE_F64) {
         r = cml_shlo_div_f64(c, &ins[0], &ins[1]);
       } else if ((cml__shlo_is_half(out->dtype) && (n->op == CML_OP_POW || n->op == CML_OP_ATAN2 ||

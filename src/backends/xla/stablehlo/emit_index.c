@@ -89,6 +89,31 @@ static cml_status_t cml_shlo_scatter(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
   return CML_OK;
 }
 
+// A scalar constant |v| of the integer |dtype| (|v| fits it).
+static cml__shlo_val_t cml_shlo_int_scalar(cml__shlo_ctx_t* c, cml_dtype_t dtype, int64_t v) {
+  unsigned char bytes[8] = {0};
+  switch (cml_dtype_bits(dtype)) {
+    case 8:
+      bytes[0] = (unsigned char)v;
+      break;
+    case 16: {
+      const uint16_t w = (uint16_t)v;
+      memcpy(bytes, &w, 2);
+      break;
+    }
+    case 32: {
+      const uint32_t w = (uint32_t)v;
+      memcpy(bytes, &w, 4);
+      break;
+    }
+    default:
+      memcpy(bytes, &v, 8);
+      break;
+  }
+  const cml_shape_t s = cml_shape_scalar(dtype);
+  return cml__shlo_constant(c, &s, bytes);
+}
+
 cml_status_t cml__shlo_emit_index(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_shape_t* out = cml_shlo_out(c, n, 0);
   cml__shlo_attr_t a;
@@ -100,6 +125,19 @@ cml_status_t cml__shlo_emit_index(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
       cml__shlo_val_t* ins = malloc(n->input_count * sizeof *ins + 1);
       if (!ins) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
       for (uint32_t k = 0; k < n->input_count; ++k) ins[k] = cml__shlo_value(c, n->inputs[k]);
+      if (n->op == CML_OP_DYNAMIC_SLICE && cml_xla_emit_is_sharded(c->module)) {
+        // Under Shardy the start indices are clamped here, as the op defines them: XLA's
+        // partitioned dynamic_slice skips the clamp when the result is sharded along the sliced
+        // axis (start 13 of 16 with size 4 read rows 13..16, not 12..15).
+        const cml_shape_t* xs = &ins[0].shape;
+        for (uint32_t k = 1; k < n->input_count && (int32_t)(k - 1) < xs->rank; ++k) {
+          const cml_dtype_t dt = ins[k].shape.dtype;
+          const int64_t limit = xs->dims[k - 1] - out->dims[k - 1];
+          const cml__shlo_val_t bounds[3] = {cml_shlo_int_scalar(c, dt, 0), ins[k],
+                                             cml_shlo_int_scalar(c, dt, limit < 0 ? 0 : limit)};
+          ins[k] = cml__shlo_op(c, "stablehlo.clamp", bounds, 3, NULL, &ins[k].shape);
+        }
+      }
       if (n->op == CML_OP_DYNAMIC_SLICE) {
         cml__shlo_attr_printf(&a, "slice_sizes = ");
         cml__shlo_attr_array(&a, out->dims, out->rank);

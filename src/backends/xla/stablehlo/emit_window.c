@@ -114,6 +114,12 @@ static cml_status_t cml_shlo_select_and_scatter(cml__shlo_ctx_t* c, const cml_ir
     cml_shlo_bind1(c, n, &r);
     return CML_OK;
   }
+  if (operand.shape.rank == 0) {
+    // One element, one window: the source lands on it (XLA's CPU compiler aborts the process on
+    // a rank-0 select_and_scatter: "parameter number 1 already allocated").
+    cml_shlo_bind1(c, n, &source);
+    return CML_OK;
+  }
   bool is_max = n->op == CML_OP_SELECT_AND_SCATTER_MAX;
   cml__shlo_val_t ins[3];
   ins[0] = operand;
