@@ -48,6 +48,11 @@ cml_status_t cml__ad_vjp_movement(cml__ad_t* ad, const cml_ir_node_t* n, const c
     case CML_OP_SLICE: {
       cml_pad_axis_t pads[CML_MAX_RANK];
       for (int32_t i = 0; i < xs->rank; ++i) {
+        if (xs->dims[i] < 0) {
+          // A dynamic axis is only ever sliced whole: nothing to pad back.
+          pads[i].low = pads[i].high = pads[i].interior = 0;
+          continue;
+        }
         int64_t s = a->strides[i], m = os->dims[i];
         pads[i].low = a->starts[i];
         pads[i].interior = s - 1;
@@ -71,7 +76,10 @@ cml_status_t cml__ad_vjp_movement(cml__ad_t* ad, const cml_ir_node_t* n, const c
         starts[i] = 0;
         strides[i] = a->pads[i].interior + 1;
         strided |= strides[i] != 1;
-        limits[i] = xs->dims[i] > 0 ? (xs->dims[i] - 1) * strides[i] + 1 : 0;
+        // A dynamic axis is never padded: sliced whole (its stored dim is the whole axis).
+        limits[i] = xs->dims[i] < 0   ? xs->dims[i]
+                    : xs->dims[i] > 0 ? (xs->dims[i] - 1) * strides[i] + 1
+                                      : 0;
       }
       cml_value_t zero = cml__ad_scalar(ad, xs->dtype, 0.0);
       cml_value_t core = cml_op_pad(f, g, zero, undo, (size_t)xs->rank);
@@ -84,6 +92,10 @@ cml_status_t cml__ad_vjp_movement(cml__ad_t* ad, const cml_ir_node_t* n, const c
       return CML_OK;
     }
     case CML_OP_CONCATENATE: {
+      if (os->dims[a->axis] < 0) {
+        // The parts' offsets along a dynamic axis are sizes known only at execution.
+        return cml__ad_no_vjp(ad, n, "concatenated along a dynamic axis");
+      }
       int64_t starts[CML_MAX_RANK] = {0}, limits[CML_MAX_RANK];
       for (int32_t i = 0; i < os->rank; ++i) limits[i] = os->dims[i];
       int64_t at = 0;

@@ -453,6 +453,55 @@ TEST(execute_many_batches) {
   cml_executable_release(exe);
 }
 
+// Gradients through Slice and Pad (interior) of a static axis when another axis is dynamic:
+// their VJPs used the dynamic axis's stored (negative) dim as a size and failed to build
+// ("padding (low 0, high -2, ...) on a dynamic axis"). loss = sum(slice(x)^2) + sum(pad(x)^2)
+// with slice x[:, 1:3] and pad interior 1: d loss / dx = 2x (columns 1, 2) + 2x (all).
+// Concatenate along the dynamic axis has no VJP: UNIMPLEMENTED naming it.
+TEST(gradients_of_slice_and_pad_with_a_dynamic_axis) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_backend, "dyn_grad", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = dyn2("batch", 0, NULL, 4);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t sl =
+      cml_op_slice(f, x, (const int64_t[]){0, 1}, (const int64_t[]){CML_DYNAMIC_DIM, 3}, NULL, 2);
+  const cml_pad_axis_t pads[2] = {{0, 0, 0}, {0, 0, 1}};
+  cml_value_t pd = cml_op_pad(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0), pads, 2);
+  cml_value_t loss = cml_op_add(f, cml_op_reduce_sum(f, cml_op_mul(f, sl, sl), NULL, 0),
+                                cml_op_reduce_sum(f, cml_op_mul(f, pd, pd), NULL, 0));
+  cml_value_t g;
+  ASSERT_STATUS_OK(cml_gradients(f, loss, &x, 1, &g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
+  float xv[12], gv[12];
+  for (int i = 0; i < 12; ++i) xv[i] = (float)(i - 5);
+  cml_shape_t s3 = API_SHAPE(CML_DTYPE_F32, 3, 4);
+  cml_buffer_t* in = api_buffer(g_backend, &s3, xv);
+  cml_buffer_t* out = NULL;
+  ASSERT_STATUS_OK(cml_executable_execute(exe, &in, 1, NULL, 0, &out));
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out, gv, sizeof gv));
+  for (int i = 0; i < 12; ++i) {
+    const int col = i % 4;
+    ASSERT_EQ_DBL(gv[i], 2 * xv[i] + (col == 1 || col == 2 ? 2 * xv[i] : 0));
+  }
+  cml_buffer_release(in);
+  cml_buffer_release(out);
+  cml_executable_release(exe);
+  // Concatenate along the dynamic axis.
+  ASSERT_STATUS_OK(cml_builder_create(g_backend, "dyn_concat_grad", &b));
+  f = cml_builder_main(b);
+  x = cml_parameter(f, "x", &xs);
+  cml_value_t parts[2] = {x, x};
+  cml_value_t cat = cml_op_concatenate(f, 0, parts, 2);
+  loss = cml_op_reduce_sum(f, cml_op_mul(f, cat, cat), NULL, 0);
+  char msg[512];
+  ASSERT_EQ_INT(api_code_msg(cml_gradients(f, loss, &x, 1, &g), msg, sizeof msg),
+                CML_STATUS_UNIMPLEMENTED);
+  ASSERT_TRUE(strstr(msg, "Concatenate") && strstr(msg, "dynamic axis"));
+  cml_builder_destroy(b);
+}
+
 // Two inputs sharing an axis name: contradicting sizes are rejected.
 TEST(execute_contradicting_inputs) {
   cml_builder_t* b = NULL;
@@ -809,6 +858,7 @@ TEST_MAIN(TEST_ENTRY(make_format_parse), TEST_ENTRY(anonymous_axes_do_not_use_up
           TEST_ENTRY(bad_names_and_dims), TEST_ENTRY(bindings_resolve_extract_unify),
           TEST_ENTRY(setup_backend), TEST_ENTRY(inference),
           TEST_ENTRY(inference_rejections_and_dynamic_ops), TEST_ENTRY(execute_many_batches),
+          TEST_ENTRY(gradients_of_slice_and_pad_with_a_dynamic_axis),
           TEST_ENTRY(execute_contradicting_inputs), TEST_ENTRY(execute_threads_small_cache),
           TEST_ENTRY(execute_dynamic_ops_and_concat), TEST_ENTRY(execute_reshape_size_values),
           TEST_ENTRY(reshape_size_value_rejections), TEST_ENTRY(compile_rejects_unbound_axis),
