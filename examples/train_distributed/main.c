@@ -352,6 +352,12 @@ static cml_status_t train(run_t* r) {
     } else if (ls != CML_OK) {
       st = ls;
       goto done;
+    } else if (cml_checkpoint_step(ck) < 0 || cml_checkpoint_step(ck) > kSteps) {
+      // The step indexes the data and the loss table: a file from elsewhere is refused.
+      st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "checkpoint \"%s\" is at step %lld, outside this run's 0..%d",
+                           r->checkpoint, (long long)cml_checkpoint_step(ck), kSteps);
+      goto done;
     } else {
       r->first_step = (int)cml_checkpoint_step(ck) + 1;
     }
@@ -575,14 +581,31 @@ int main(int argc, char** argv) {
   bool resume_test = false;
   for (int i = 1; i < argc; ++i) {
     bool more = i + 1 < argc;
-    if (strcmp(argv[i], "--reference") == 0 && more) {
+    const bool takes_value = strcmp(argv[i], "--reference") == 0 ||
+                             strcmp(argv[i], "--checkpoint") == 0 ||
+                             strcmp(argv[i], "--every") == 0 || strcmp(argv[i], "--kill-at") == 0;
+    if (takes_value && !more) {
+      fprintf(stderr, "%s needs a value (see the comment at the top of main.c)\n", argv[i]);
+      return 2;
+    }
+    if (strcmp(argv[i], "--reference") == 0) {
       reference = argv[++i];
-    } else if (strcmp(argv[i], "--checkpoint") == 0 && more) {
+    } else if (strcmp(argv[i], "--checkpoint") == 0) {
       run.checkpoint = argv[++i];
-    } else if (strcmp(argv[i], "--every") == 0 && more) {
-      run.every = atoi(argv[++i]);
-    } else if (strcmp(argv[i], "--kill-at") == 0 && more) {
-      run.kill_at = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--every") == 0 || strcmp(argv[i], "--kill-at") == 0) {
+      const char* name = argv[i];
+      const char* v = argv[++i];
+      char* end = NULL;
+      const long n = strtol(v, &end, 10);
+      if (end == v || *end || n < 0 || n > kSteps) {
+        fprintf(stderr, "%s needs a step count in 0..%d, got \"%s\"\n", name, kSteps, v);
+        return 2;
+      }
+      if (strcmp(name, "--every") == 0) {
+        run.every = (int)n;
+      } else {
+        run.kill_at = (int)n;
+      }
     } else if (strcmp(argv[i], "--host-allreduce") == 0) {
       run.host_staged = true;
     } else if (strcmp(argv[i], "--test-resume") == 0) {

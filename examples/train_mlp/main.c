@@ -216,8 +216,23 @@ static int report(cml_status_t st, const char* what) {
   return 1;
 }
 
+static int usage(void) {
+  fprintf(stderr,
+          "usage: example_train_mlp [backend]\n"
+          "       example_train_mlp --compare A B\n");
+  return 2;
+}
+
 int main(int argc, char** argv) {
   make_data();
+  // One optional backend, or --compare with exactly two; anything else is a usage error.
+  if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    usage();
+    return 0;
+  }
+  if (argc >= 2 && argv[1][0] == '-' && strcmp(argv[1], "--compare") != 0) return usage();
+  if (argc >= 2 && strcmp(argv[1], "--compare") == 0 && argc != 4) return usage();
+  if (argc >= 2 && strcmp(argv[1], "--compare") != 0 && argc != 2) return usage();
   bool compare = argc >= 4 && strcmp(argv[1], "--compare") == 0;
   const char* configs[2] = {argc >= 2 && !compare ? argv[1] : getenv("GOMLX_BACKEND"), NULL};
   if (compare) {
