@@ -95,7 +95,8 @@ typedef struct cml_device_dataset_options_t {
   size_t prefetch_depth;
   cml_last_batch_t last_batch;  // default CML_LAST_BATCH_DROP
   // Mesh position k of every spec goes to backend device |devices[k]| (lent; the mesh's device
-  // count entries). NULL: cml_mesh_device_assignment(mesh)[k], or k when the mesh has none.
+  // count entries). NULL: cml_mesh_device_assignment(mesh)[k], or k when the mesh has none; the
+  // specs' meshes must then agree on it (INVALID_ARGUMENT naming the position otherwise).
   const int32_t* devices;
 } cml_device_dataset_options_t;
 

@@ -361,6 +361,21 @@ static cml_status_t cml_dataset_setup(cml_device_dataset_t* ds, const cml_shardi
             kCreate, t, cml_mesh_name(shardings[t].mesh),
             (long long)cml_mesh_device_count(shardings[t].mesh), ds->shard_count);
       }
+      // Mesh position k of every tensor goes to one device (an SPMD input's slot): the
+      // meshes' device assignments must agree unless |devices| says where each position goes.
+      const int32_t* mine = cml_mesh_device_assignment(shardings[t].mesh);
+      const int32_t* first = cml_mesh_device_assignment(first_mesh);
+      for (size_t k = 0; !devices && k < ds->shard_count; ++k) {
+        const int32_t a = mine ? mine[k] : (int32_t)k, b = first ? first[k] : (int32_t)k;
+        if (a != b) {
+          return INVALID(
+              "%s: tensor %zu's mesh \"%s\" puts mesh position %zu on device %d, but the first "
+              "spec's mesh \"%s\" puts it on device %d: give the meshes one device assignment "
+              "(or set options.devices)",
+              kCreate, t, cml_mesh_name(shardings[t].mesh), k, (int)a, cml_mesh_name(first_mesh),
+              (int)b);
+        }
+      }
       st = cml_sharding_shard_shape(&shardings[t], s, &ds->shard_shapes[t]);
       if (st != CML_OK) {
         cml_sharding_format(&shardings[t], spec, sizeof spec);
@@ -418,12 +433,21 @@ static cml_status_t cml_dataset_setup(cml_device_dataset_t* ds, const cml_shardi
   for (size_t t = 0; t < ds->tensor_count; ++t) {
     size_t bytes = cml_shape_byte_size(&ds->shapes[t]);
     ds->host[t] = cml_dataset_alloc(bytes);
-    if (!ds->host[t]) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    if (!ds->host[t]) {
+      return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                             "%s: cannot allocate %zu bytes for a host batch of tensor %zu (%s)",
+                             kCreate, bytes, t,
+                             cml_shape_format(&ds->shapes[t], text, sizeof text));
+    }
     size_t shard_bytes = cml_shape_byte_size(&ds->shard_shapes[t]);
     if (shard_bytes > ds->scratch_bytes) ds->scratch_bytes = shard_bytes;
   }
   ds->scratch = (unsigned char*)cml_dataset_alloc(ds->scratch_bytes);
-  if (!ds->scratch) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  if (!ds->scratch) {
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                           "%s: cannot allocate %zu bytes for a shard's staging buffer", kCreate,
+                           ds->scratch_bytes);
+  }
   return CML_OK;
 }
 

@@ -394,8 +394,23 @@ TEST(bad_input) {
   two[1] = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){8});
   ASSERT_STATUS(cml_device_dataset_create(be, &src, (cml_sharding_t[]){rows4, rows2}, NULL, &ds),
                 CML_STATUS_INVALID_ARGUMENT, "tensor 1", "2 devices");
-  src.tensor_count = 1;
+  // Meshes of 4 that disagree on where position k runs: refused (tensor 1's shard k went to
+  // tensor 0's device) unless options.devices settles it.
+  cml_mesh_t* rev = mesh_make("data", 4, NULL, 0);
+  ASSERT_STATUS_OK(cml_mesh_set_device_assignment(rev, (const int32_t[]){3, 2, 1, 0}, 4));
+  cml_sharding_t rows_rev;
+  ASSERT_STATUS_OK(cml_sharding_make(rev, (const char* const[]){"data"}, 1, &rows_rev));
+  ASSERT_STATUS(cml_device_dataset_create(be, &src, (cml_sharding_t[]){rows_rev, rows4}, NULL, &ds),
+                CML_STATUS_INVALID_ARGUMENT, "tensor 1", "mesh position 0 on device 0", "device 3");
   cml_device_dataset_options_t o;
+  cml_device_dataset_options_init(&o);
+  o.devices = (const int32_t[]){0, 1, 2, 3};
+  ASSERT_STATUS_OK(
+      cml_device_dataset_create(be, &src, (cml_sharding_t[]){rows_rev, rows4}, &o, &ds));
+  cml_device_dataset_destroy(ds);
+  ds = NULL;
+  cml_mesh_destroy(rev);
+  src.tensor_count = 1;
   cml_device_dataset_options_init(&o);
   o.devices = (const int32_t[]){0, 1, 2, 4};
   ASSERT_STATUS(cml_device_dataset_create(be, &src, &rows4, &o, &ds), CML_STATUS_INVALID_ARGUMENT,
