@@ -34,23 +34,6 @@ static bool cml_guard_is_exchange(cml_op_t op) {
          op != CML_OP_PARTITION_ID;
 }
 
-// The functions node |n| runs as closures or calls (While, If, Call, Sort); returns the count.
-static uint32_t cml_guard_targets(const cml_ir_node_t* n, uint32_t out[2]) {
-  switch (n->op) {
-    case CML_OP_CALL:
-    case CML_OP_SORT:
-      out[0] = n->attrs->functions[0];
-      return 1;
-    case CML_OP_WHILE:
-    case CML_OP_IF:
-      out[0] = n->attrs->functions[0];
-      out[1] = n->attrs->functions[1];
-      return 2;
-    default:
-      return 0;
-  }
-}
-
 // Fills |runs|[fi] (function fi runs a collective, itself or through what it runs) for |fi|
 // and what it runs; |state| is 0 unvisited, 1 done. The module's nesting was checked (no
 // cycles, bounded depth), so the recursion is bounded.
@@ -63,7 +46,7 @@ static void cml_guard_mark(const cml_module_t* m, uint32_t fi, uint8_t* state, b
     const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
     if (cml_guard_is_exchange(n->op)) any = true;
     uint32_t t[2];
-    const uint32_t k = cml_guard_targets(n, t);
+    const uint32_t k = cml__shlo_node_targets(n, t);
     for (uint32_t j = 0; j < k; ++j) {
       cml_guard_mark(m, t[j], state, runs);
       if (runs[t[j]]) any = true;
@@ -90,7 +73,7 @@ static bool cml_guard_flags(const cml_module_t* m, uint32_t fi, const bool* runs
     const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
     if (cml__shlo_guard_node(m, runs, n)) any = true;
     uint32_t t[2];
-    const uint32_t k = cml_guard_targets(n, t);
+    const uint32_t k = cml__shlo_node_targets(n, t);
     for (uint32_t j = 0; j < k; ++j) {
       if (cml_guard_flags(m, t[j], runs, state, flags) && n->op != CML_OP_SORT) any = true;
     }
@@ -179,7 +162,7 @@ static void cml_guard_join(const cml_module_t* m, uint32_t fi, int32_t slots, in
       }
     }
     uint32_t t[2];
-    const uint32_t k = cml_guard_targets(n, t);
+    const uint32_t k = cml__shlo_node_targets(n, t);
     for (uint32_t j = 0; j < k; ++j) cml_guard_join(m, t[j], slots, parent);
   }
 }

@@ -242,6 +242,10 @@ cml_status_t cml__shlo_emit_nodes(cml__shlo_ctx_t* c, uint32_t fi);
 // Writes `dense<[[a, b], [c, d]]> : tensor<GxSxi64>` for |count| rows of |size| ids.
 void cml__shlo_dense_groups(cml__shlo_ctx_t* c, const int32_t* ids, int32_t count, int32_t size);
 
+// The functions control-flow node |n| refers to (Call, While, If, Sort) into |out|; returns
+// their count (0 for any other op).
+uint32_t cml__shlo_node_targets(const cml_ir_node_t* n, uint32_t out[2]);
+
 //===--- divergence guards (emit_guard.c) ---===//
 
 // Per function of |module|: whether it runs a collective (|*out_runs|) and whether its

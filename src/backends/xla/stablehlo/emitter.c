@@ -571,8 +571,6 @@ static cml_status_t cml_shlo_emit_if(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
   return st;
 }
 
-static uint32_t cml_shlo_node_targets(const cml_ir_node_t* n, uint32_t out[2]);
-
 // Whether function |fi| or a function it runs (If branches, Calls, nested Sorts) has a While:
 // XLA's CPU compiler aborts the process on a loop inside a sort comparator ("Check failed:
 // 1 == assigned_buffers.size()"). Depth is bounded: cycles and nesting were checked before.
@@ -585,7 +583,7 @@ static bool cml_shlo_runs_while(const cml_module_t* m, uint32_t fi, uint32_t* ou
       return true;
     }
     uint32_t targets[2];
-    const uint32_t k = cml_shlo_node_targets(n, targets);
+    const uint32_t k = cml__shlo_node_targets(n, targets);
     for (uint32_t t = 0; t < k; ++t) {
       if (cml_shlo_runs_while(m, targets[t], out_fn)) return true;
     }
@@ -958,8 +956,7 @@ static cml_status_t cml_shlo_validate(const cml_module_t* m) {
   return CML_OK;
 }
 
-// The functions control-flow node |n| refers to (Call, While, If, Sort); returns their count.
-static uint32_t cml_shlo_node_targets(const cml_ir_node_t* n, uint32_t out[2]) {
+uint32_t cml__shlo_node_targets(const cml_ir_node_t* n, uint32_t out[2]) {
   switch (n->op) {
     case CML_OP_CALL:
     case CML_OP_SORT:
@@ -1014,7 +1011,7 @@ static cml_status_t cml_shlo_check_depth(const cml_module_t* m, int64_t* out_dep
         const cml_ir_node_t* n = &m->nodes[f->nodes[*pos / 2]];
         uint32_t targets[2];
         uint32_t k = *pos % 2;
-        if (k >= cml_shlo_node_targets(n, targets)) continue;
+        if (k >= cml__shlo_node_targets(n, targets)) continue;
         uint32_t t = targets[k];
         if (depth[t] == -2) {
           st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
@@ -1039,7 +1036,7 @@ static cml_status_t cml_shlo_check_depth(const cml_module_t* m, int64_t* out_dep
       int64_t d = 0;
       for (uint32_t i = 0; i < f->node_count; ++i) {
         uint32_t targets[2];
-        uint32_t tc = cml_shlo_node_targets(&m->nodes[f->nodes[i]], targets);
+        uint32_t tc = cml__shlo_node_targets(&m->nodes[f->nodes[i]], targets);
         for (uint32_t k = 0; k < tc; ++k) {
           if (depth[targets[k]] + 1 > d) d = depth[targets[k]] + 1;
         }
