@@ -932,13 +932,96 @@ TEST(float_division_lowering) {
   int barriers = 0;
   for (const char* p = text; (p = strstr(p, "stablehlo.optimization_barrier")); ++p) ++barriers;
   ASSERT_EQ_INT(barriers, 2);
-  ASSERT_CONTAINS(text,
-                  "\"stablehlo.divide\"(%arg4, %arg4) : (tensor<3xi32>, tensor<3xi32>) -> "
-                  "tensor<3xi32>");
+  // Integer k / k divides by a select of the divisor (never the operand itself: XLA would
+  // simplify x / x to 1 and lose 0 / 0 = -1), and selects -1 where the divisor is 0.
+  ASSERT_TRUE(strstr(text, "\"stablehlo.divide\"(%arg4, %arg4)") == NULL);
+  ASSERT_CONTAINS(text, "\"stablehlo.divide\"(%arg4, %");
+  free(text);
+}
+
+// Divergence guards (emit_guard.c) in SPMD modules on 4 slots: a While whose condition is a
+// loop counter (the same on every slot) needs no agreement, and main returns no flag; an If on
+// ReplicaId around an AllReduce agrees on its predicate first (one more all_reduce) and main
+// returns the flag.
+static size_t count_text(const char* text, const char* what) {
+  size_t n = 0;
+  for (const char* p = text; (p = strstr(p, what)) != NULL; p += strlen(what)) ++n;
+  return n;
+}
+
+static cml_status_t emit_spmd4(bool replica_if, char** out_text, bool* out_flag) {
+  fixture_t fx;
+  if (!fixture_init(&fx, "guards")) return cml_status_from_code(CML_STATUS_INTERNAL);
+  fx.fb->base.device_count = 4;
+  fx.fb->base.capabilities.distributions |= 1u << CML_DISTRIBUTION_SPMD;
+  cml_status_t st = cml_builder_spmd(fx.b, 4);
+  cml_shape_t s = SHAPE(CML_DTYPE_F32, 2), is = cml_shape_scalar(CML_DTYPE_I32);
+  cml_function_t* f = fx.f;
+  cml_value_t x = cml_parameter(f, "x", &s), r = CML_VALUE_INVALID;
+  cml_function_t *a = NULL, *b = NULL;
+  if (st == CML_OK) st = cml_function_new_closure(f, &a);
+  if (st == CML_OK) st = cml_function_new_closure(f, &b);
+  if (st == CML_OK && replica_if) {
+    cml_value_t y;
+    if (!cml_op_all_reduce(a, &x, 1, CML_REDUCE_SUM, NULL, &y)) st = cml_builder_status(fx.b);
+    if (st == CML_OK) st = cml_function_return(a, &y, 1);
+    if (st == CML_OK) st = cml_function_return(b, &x, 1);
+    cml_value_t low =
+        cml_op_less_than(f, cml_op_replica_id(f), cml_constant_scalar_i64(f, CML_DTYPE_U32, 2));
+    if (st == CML_OK && !cml_op_if(f, low, a, b, &r)) st = cml_builder_status(fx.b);
+  } else if (st == CML_OK) {
+    // i = 0; while (i < 10) { x = AllReduce(x); i += 1 }
+    cml_value_t ci = cml_parameter(a, "i", &is);
+    (void)cml_parameter(a, "x", &s);
+    cml_value_t go = cml_op_less_than(a, ci, cml_constant_scalar_i64(a, CML_DTYPE_I32, 10));
+    cml_value_t bi = cml_parameter(b, "i", &is), bx = cml_parameter(b, "x", &s), next[2];
+    next[0] = cml_op_add(b, bi, cml_constant_scalar_i64(b, CML_DTYPE_I32, 1));
+    if (!cml_op_all_reduce(b, &bx, 1, CML_REDUCE_SUM, NULL, &next[1])) {
+      st = cml_builder_status(fx.b);
+    }
+    if (st == CML_OK) st = cml_function_return(a, &go, 1);
+    if (st == CML_OK) st = cml_function_return(b, next, 2);
+    cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x}, out[2];
+    if (st == CML_OK && !cml_op_while(f, a, b, init, 2, out)) st = cml_builder_status(fx.b);
+    r = out[1];
+  }
+  cml_executable_t* exe = NULL;
+  if (st == CML_OK) st = cml_function_return(f, &r, 1);
+  if (st == CML_OK) st = cml_builder_compile(fx.b, &exe);
+  cml_xla_emit_options_t opts;
+  cml_xla_emit_options_init(&opts);
+  if (st == CML_OK) {
+    cml_xla_emit_options_distribution(&opts, fx.fb->module);
+    st = cml_xla_emit_stablehlo(fx.fb->module, &opts, out_text);
+  }
+  if (st == CML_OK) st = cml_xla_emit_divergence_flag(fx.fb->module, &opts, out_flag);
+  if (st == CML_OK && !text_well_formed(*out_text)) {
+    st = cml_status_make(CML_STATUS_INTERNAL, "emitted text is not well formed");
+  }
+  cml_executable_release(exe);
+  fixture_deinit(&fx);
+  return st;
+}
+
+TEST(guards_only_where_slots_may_disagree) {
+  char* text = NULL;
+  bool flag = true;
+  ASSERT_STATUS_OK(emit_spmd4(false, &text, &flag));
+  ASSERT_FALSE(flag);
+  ASSERT_EQ_INT((int)count_text(text, "\"stablehlo.all_reduce\""), 1);
+  free(text);
+  text = NULL;
+  flag = false;
+  ASSERT_STATUS_OK(emit_spmd4(true, &text, &flag));
+  ASSERT_TRUE(flag);
+  ASSERT_EQ_INT((int)count_text(text, "\"stablehlo.all_reduce\""), 2);
+  // main returns the flag after its output.
+  ASSERT_CONTAINS(text, "-> (tensor<2xf32>, tensor<i32>)");
   free(text);
 }
 
 TEST_MAIN(TEST_ENTRY(golden_add_with_scalar_broadcast),
+          TEST_ENTRY(guards_only_where_slots_may_disagree),
           TEST_ENTRY(size_one_axes_broadcast_and_compare_types),
           TEST_ENTRY(parameter_names_cannot_collide), TEST_ENTRY(function_symbols_cannot_collide),
           TEST_ENTRY(nesting_depth_limit), TEST_ENTRY(very_deep_and_cyclic_modules_get_a_status),

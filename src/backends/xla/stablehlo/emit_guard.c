@@ -55,15 +55,165 @@ static void cml_guard_mark(const cml_module_t* m, uint32_t fi, uint8_t* state, b
   runs[fi] = any;
 }
 
-bool cml__shlo_guard_node(const cml_module_t* m, const bool* runs, const cml_ir_node_t* n) {
-  if (!runs || (n->op != CML_OP_IF && n->op != CML_OP_WHILE)) return false;
-  (void)m;
-  return runs[n->attrs->functions[0]] || runs[n->attrs->functions[1]];
+//===--- which predicates every slot computes alike ---===//
+//
+// A predicate every slot of the module computes to the same value needs no agreement: one made
+// of constants and Iota, of AllReduce / AllGather / CollectiveBroadcast results over all slots
+// (one group), and of While state whose start and update are such values (a loop counter). The
+// analysis marks values 1 (the same on every slot) or 2 (may differ: main's parameters,
+// ReplicaId, PartitionId, other collectives, a called function's results, and anything
+// computed from those). It is conservative: a value it cannot follow is 2, which only costs a
+// guard. Work is bounded (nested loops re-run their bodies until the state's marks settle); past
+// the bound every predicate is guarded.
+
+enum { CML_GUARD_SAME = 1, CML_GUARD_MAY_DIFFER = 2 };
+
+typedef struct cml_guard_uniform_t {
+  const cml_module_t* m;
+  int32_t slots;
+  uint8_t* mark;    // per value
+  uint64_t budget;  // node visits left
+} cml_guard_uniform_t;
+
+static void cml_guard_uniform_function(cml_guard_uniform_t* u, uint32_t fi);
+
+static void cml_guard_set_outputs(cml_guard_uniform_t* u, const cml_ir_node_t* n, uint8_t mark) {
+  for (uint32_t k = 0; k < n->output_count; ++k) u->mark[n->first_output + k] = mark;
+}
+
+// The marks of the inputs: 1 when all are 1.
+static uint8_t cml_guard_inputs_mark(const cml_guard_uniform_t* u, const cml_ir_node_t* n) {
+  for (uint32_t i = 0; i < n->input_count; ++i) {
+    if (u->mark[n->inputs[i]] != CML_GUARD_SAME) return CML_GUARD_MAY_DIFFER;
+  }
+  return CML_GUARD_SAME;
+}
+
+static void cml_guard_uniform_while(cml_guard_uniform_t* u, const cml_ir_node_t* n) {
+  const cml_module_t* m = u->m;
+  const cml_ir_function_t* cond = &m->functions[n->attrs->functions[0]];
+  const cml_ir_function_t* body = &m->functions[n->attrs->functions[1]];
+  const uint32_t count = n->input_count;
+  uint8_t* state = malloc(count + 1);
+  if (!state) {
+    u->budget = 0;
+    cml_guard_set_outputs(u, n, CML_GUARD_MAY_DIFFER);
+    return;
+  }
+  for (uint32_t i = 0; i < count; ++i) state[i] = u->mark[n->inputs[i]];
+  // Drop the state elements whose update may differ, until none changes.
+  for (uint32_t round = 0; round <= count && u->budget > 0; ++round) {
+    for (uint32_t i = 0; i < body->param_count && i < count; ++i)
+      u->mark[body->params[i]] = state[i];
+    cml_guard_uniform_function(u, n->attrs->functions[1]);
+    bool changed = false;
+    for (uint32_t i = 0; i < count && i < body->output_count; ++i) {
+      if (state[i] == CML_GUARD_SAME && u->mark[body->outputs[i]] != CML_GUARD_SAME) {
+        state[i] = CML_GUARD_MAY_DIFFER;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  for (uint32_t i = 0; i < cond->param_count && i < count; ++i) u->mark[cond->params[i]] = state[i];
+  cml_guard_uniform_function(u, n->attrs->functions[0]);
+  for (uint32_t k = 0; k < n->output_count && k < count; ++k) {
+    u->mark[n->first_output + k] = state[k];
+  }
+  free(state);
+}
+
+// Marks the values of function |fi|, whose parameters are marked already.
+static void cml_guard_uniform_function(cml_guard_uniform_t* u, uint32_t fi) {
+  const cml_module_t* m = u->m;
+  const cml_ir_function_t* f = &m->functions[fi];
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    if (u->budget == 0) return;
+    --u->budget;
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    switch (n->op) {
+      case CML_OP_PARAMETER:
+        break;  // marked by the caller (main's: may differ)
+      case CML_OP_CAPTURED_VALUE:
+        u->mark[n->first_output] = n->index < f->capture_count
+                                       ? u->mark[f->captures_outer[n->index]]
+                                       : CML_GUARD_MAY_DIFFER;
+        break;
+      case CML_OP_CONSTANT:
+      case CML_OP_IOTA:
+        cml_guard_set_outputs(u, n, CML_GUARD_SAME);
+        break;
+      case CML_OP_ALL_REDUCE:
+      case CML_OP_ALL_GATHER:
+      case CML_OP_COLLECTIVE_BROADCAST: {
+        // The same on every slot when the group is every slot.
+        const cml_ir_collective_attrs_t* ca = &n->attrs->collective;
+        const bool all = ca->group_count == 1 && ca->group_size == u->slots;
+        cml_guard_set_outputs(u, n, all ? CML_GUARD_SAME : CML_GUARD_MAY_DIFFER);
+        break;
+      }
+      case CML_OP_WHILE:
+        cml_guard_uniform_while(u, n);
+        break;
+      case CML_OP_IF: {
+        const cml_ir_function_t* t = &m->functions[n->attrs->functions[0]];
+        const cml_ir_function_t* e = &m->functions[n->attrs->functions[1]];
+        cml_guard_uniform_function(u, n->attrs->functions[0]);
+        cml_guard_uniform_function(u, n->attrs->functions[1]);
+        const bool pred = u->mark[n->inputs[0]] == CML_GUARD_SAME;
+        for (uint32_t k = 0; k < n->output_count; ++k) {
+          const bool same = pred && k < t->output_count && k < e->output_count &&
+                            u->mark[t->outputs[k]] == CML_GUARD_SAME &&
+                            u->mark[e->outputs[k]] == CML_GUARD_SAME;
+          u->mark[n->first_output + k] = same ? CML_GUARD_SAME : CML_GUARD_MAY_DIFFER;
+        }
+        break;
+      }
+      case CML_OP_CALL:
+      case CML_OP_SORT: {
+        // The callee (comparator) on parameters that may differ; a Call's results may differ.
+        const cml_ir_function_t* g = &m->functions[n->attrs->functions[0]];
+        for (uint32_t p = 0; p < g->param_count; ++p) u->mark[g->params[p]] = CML_GUARD_MAY_DIFFER;
+        cml_guard_uniform_function(u, n->attrs->functions[0]);
+        cml_guard_set_outputs(
+            u, n, n->op == CML_OP_SORT ? cml_guard_inputs_mark(u, n) : CML_GUARD_MAY_DIFFER);
+        break;
+      }
+      default:
+        if (cml_op_group(n->op) == CML_OPG_COLLECTIVE) {
+          cml_guard_set_outputs(u, n, CML_GUARD_MAY_DIFFER);  // ReplicaId, PartitionId, ...
+        } else {
+          cml_guard_set_outputs(u, n, cml_guard_inputs_mark(u, n));
+        }
+        break;
+    }
+  }
+}
+
+// |guarded|[node]: If / While node whose closures run a collective and whose predicate may
+// differ between slots.
+static void cml_guard_pick(const cml_module_t* m, const bool* runs, const uint8_t* mark,
+                           bool* guarded) {
+  for (uint32_t i = 0; i < m->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[i];
+    if (n->op != CML_OP_IF && n->op != CML_OP_WHILE) continue;
+    if (!runs[n->attrs->functions[0]] && !runs[n->attrs->functions[1]]) continue;
+    uint32_t pred = n->inputs[0];
+    if (n->op == CML_OP_WHILE) {
+      const cml_ir_function_t* cond = &m->functions[n->attrs->functions[0]];
+      pred = cond->output_count ? cond->outputs[0] : 0;
+    }
+    guarded[i] = !mark || mark[pred] != CML_GUARD_SAME;
+  }
+}
+
+bool cml__shlo_guard_node(const cml_module_t* m, const bool* guarded, const cml_ir_node_t* n) {
+  return guarded && guarded[n - m->nodes];
 }
 
 // |flags|[fi]: function fi holds a guarded node or calls a function that does (its func.func
 // returns the flag). Sort comparators do not pass flags on. Call order: callees first.
-static bool cml_guard_flags(const cml_module_t* m, uint32_t fi, const bool* runs, uint8_t* state,
+static bool cml_guard_flags(const cml_module_t* m, uint32_t fi, const bool* guarded, uint8_t* state,
                             bool* flags) {
   if (state[fi] == 2) return flags[fi];
   state[fi] = 2;
@@ -71,11 +221,11 @@ static bool cml_guard_flags(const cml_module_t* m, uint32_t fi, const bool* runs
   bool any = false;
   for (uint32_t i = 0; i < f->node_count; ++i) {
     const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
-    if (cml__shlo_guard_node(m, runs, n)) any = true;
+    if (cml__shlo_guard_node(m, guarded, n)) any = true;
     uint32_t t[2];
     const uint32_t k = cml__shlo_node_targets(n, t);
     for (uint32_t j = 0; j < k; ++j) {
-      if (cml_guard_flags(m, t[j], runs, state, flags) && n->op != CML_OP_SORT) any = true;
+      if (cml_guard_flags(m, t[j], guarded, state, flags) && n->op != CML_OP_SORT) any = true;
     }
   }
   flags[fi] = any;
@@ -88,24 +238,37 @@ static bool cml_guard_applies(const cml_module_t* module, const cml_xla_emit_opt
 }
 
 cml_status_t cml__shlo_guard_analyze(const cml_module_t* module, const cml_xla_emit_options_t* opts,
-                                     bool** out_runs, bool** out_flags) {
-  *out_runs = NULL;
+                                     bool** out_guarded, bool** out_flags) {
+  *out_guarded = NULL;
   *out_flags = NULL;
   if (!cml_guard_applies(module, opts)) return CML_OK;
   const uint32_t count = module->function_count;
   bool* runs = calloc(count, sizeof *runs);
   bool* flags = calloc(count, sizeof *flags);
+  bool* guarded = calloc(module->node_count + 1, sizeof *guarded);
   uint8_t* state = calloc(count, 1);
-  if (!runs || !flags || !state) {
+  uint8_t* mark = calloc(module->value_count + 1, 1);
+  if (!runs || !flags || !guarded || !state || !mark) {
     free(runs);
     free(flags);
+    free(guarded);
     free(state);
+    free(mark);
     return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
   for (uint32_t fi = 0; fi < count; ++fi) cml_guard_mark(module, fi, state, runs);
-  for (uint32_t fi = 0; fi < count; ++fi) (void)cml_guard_flags(module, fi, runs, state, flags);
+  // Which predicates every slot computes alike, from main (its parameters may differ).
+  cml_guard_uniform_t u = {module, opts->num_replicas, mark, (uint64_t)1 << 22};
+  const cml_ir_function_t* main_fn = &module->functions[0];
+  for (uint32_t p = 0; p < main_fn->param_count; ++p)
+    mark[main_fn->params[p]] = CML_GUARD_MAY_DIFFER;
+  cml_guard_uniform_function(&u, 0);
+  cml_guard_pick(module, runs, u.budget > 0 ? mark : NULL, guarded);
+  for (uint32_t fi = 0; fi < count; ++fi) (void)cml_guard_flags(module, fi, guarded, state, flags);
+  free(runs);
   free(state);
-  *out_runs = runs;
+  free(mark);
+  *out_guarded = guarded;
   *out_flags = flags;
   return CML_OK;
 }
@@ -113,10 +276,10 @@ cml_status_t cml__shlo_guard_analyze(const cml_module_t* module, const cml_xla_e
 cml_status_t cml_xla_emit_divergence_flag(const cml_module_t* module,
                                           const cml_xla_emit_options_t* opts, bool* out_flag) {
   *out_flag = false;
-  bool *runs = NULL, *flags = NULL;
-  CML_RETURN_IF_ERROR(cml__shlo_guard_analyze(module, opts, &runs, &flags));
+  bool *guarded = NULL, *flags = NULL;
+  CML_RETURN_IF_ERROR(cml__shlo_guard_analyze(module, opts, &guarded, &flags));
   *out_flag = flags && flags[0];
-  free(runs);
+  free(guarded);
   free(flags);
   return CML_OK;
 }

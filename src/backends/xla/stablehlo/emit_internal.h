@@ -52,9 +52,10 @@ typedef struct cml__shlo_ctx_t {
   bool* called;             // per function: the target of some Call
   uint32_t next_id;         // next fresh SSA number
   int indent;               // current indentation, in levels of two spaces
-  // Divergence guards (emit_guard.c); NULL arrays when the module needs none. Per function:
-  // |guard_runs| it runs a collective, |guard_flags| its func.func returns the flag.
-  bool* guard_runs;
+  // Divergence guards (emit_guard.c); NULL arrays when the module needs none. Per node:
+  // |guard_nodes| the If / While agrees on its predicate first; per function: |guard_flags| it
+  // holds such a node (directly or in what it runs), so its regions or func.func thread the flag.
+  bool* guard_nodes;
   bool* guard_flags;
   bool flag_on;          // the region being emitted threads a flag ...
   cml__shlo_val_t flag;  // ... whose current value is this Int32 scalar
@@ -248,13 +249,14 @@ uint32_t cml__shlo_node_targets(const cml_ir_node_t* n, uint32_t out[2]);
 
 //===--- divergence guards (emit_guard.c) ---===//
 
-// Per function of |module|: whether it runs a collective (|*out_runs|) and whether its
-// func.func returns the divergence flag (|*out_flags|); both NULL when |module| with |opts| is
-// not SPMD on more than one slot. malloc'd; the module's nesting must have been checked.
+// Per node of |module|: whether it is a guarded If / While (|*out_guarded|: its closures run a
+// collective and its predicate may differ between slots), and per function whether it holds one
+// (|*out_flags|: its regions or func.func thread the flag); both NULL when |module| with |opts|
+// is not SPMD on more than one slot. malloc'd; the module's nesting must have been checked.
 cml_status_t cml__shlo_guard_analyze(const cml_module_t* module, const cml_xla_emit_options_t* opts,
-                                     bool** out_runs, bool** out_flags);
-// Whether If/While node |n| is guarded (one of its closures runs a collective).
-bool cml__shlo_guard_node(const cml_module_t* m, const bool* runs, const cml_ir_node_t* n);
+                                     bool** out_guarded, bool** out_flags);
+// Whether node |n| is a guarded If / While (|guarded| from cml__shlo_guard_analyze, or NULL).
+bool cml__shlo_guard_node(const cml_module_t* m, const bool* guarded, const cml_ir_node_t* n);
 // Emits the agreement on scalar Bool |pred| for guarded node |n| over the groups it runs
 // collectives in; |*out| is a Bool scalar, true where the slots of this slot's group disagree.
 cml_status_t cml__shlo_guard_disagrees(cml__shlo_ctx_t* c, const cml_ir_node_t* n,

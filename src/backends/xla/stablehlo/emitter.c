@@ -386,12 +386,14 @@ static uint32_t cml_shlo_find(const uint32_t* list, uint32_t count, uint32_t v) 
 }
 
 // Emits one While region (cond or body) whose block args are the state plus |extra| values,
-// plus the divergence flag last when |guard| (node |n| guarded: the body threads the flag, the
-// cond answers false where the group disagrees or a guard inside it recorded something).
+// plus the divergence flag last when |guard| (emit_guard.c: the body threads the flag, the cond
+// answers false once a guard inside it recorded something and, when |check|, where the group
+// disagrees on the cond's answer).
 static cml_status_t cml_shlo_while_region(cml__shlo_ctx_t* c, const cml_ir_node_t* n, uint32_t fi,
                                           bool first, const cml__shlo_val_t* ins,
                                           uint32_t state_count, const uint32_t* extra,
-                                          uint32_t extra_count, bool is_body, bool guard) {
+                                          uint32_t extra_count, bool is_body, bool guard,
+                                          bool check) {
   const cml_module_t* m = c->module;
   const cml_ir_function_t* f = &m->functions[fi];
   uint32_t total = state_count + extra_count + (guard ? 1 : 0);
@@ -434,19 +436,19 @@ static cml_status_t cml_shlo_while_region(cml__shlo_ctx_t* c, const cml_ir_node_
   }
   cml_status_t st = cml__shlo_emit_nodes(c, fi);
   if (st == CML_OK && guard && !is_body) {
-    // go = pred && !disagrees && flag == 0
-    cml__shlo_val_t pred = cml__shlo_value(c, f->outputs[0]), split;
-    st = cml__shlo_guard_disagrees(c, n, &pred, &split);
-    if (st == CML_OK) {
-      const cml__shlo_val_t zero = cml__shlo_flag_zero(c);
-      const cml__shlo_val_t quiet = cml__shlo_compare(c, "EQ", &c->flag, &zero, false);
+    // go = pred && flag == 0 (&& !disagrees when checked)
+    const cml__shlo_val_t pred = cml__shlo_value(c, f->outputs[0]);
+    const cml__shlo_val_t zero = cml__shlo_flag_zero(c);
+    const cml__shlo_val_t quiet = cml__shlo_compare(c, "EQ", &c->flag, &zero, false);
+    const cml__shlo_val_t both[2] = {pred, quiet};
+    cml__shlo_val_t go = cml__shlo_op(c, "stablehlo.and", both, 2, NULL, &quiet.shape), split;
+    if (check) st = cml__shlo_guard_disagrees(c, n, &pred, &split);
+    if (st == CML_OK && check) {
       const cml__shlo_val_t agree = cml__shlo_op(c, "stablehlo.not", &split, 1, NULL, &split.shape);
-      const cml__shlo_val_t both[2] = {agree, quiet};
-      const cml__shlo_val_t ok = cml__shlo_op(c, "stablehlo.and", both, 2, NULL, &split.shape);
-      const cml__shlo_val_t last[2] = {pred, ok};
-      const cml__shlo_val_t go = cml__shlo_op(c, "stablehlo.and", last, 2, NULL, &split.shape);
-      cml__shlo_region_return(c, &go, 1);
+      const cml__shlo_val_t last[2] = {go, agree};
+      go = cml__shlo_op(c, "stablehlo.and", last, 2, NULL, &split.shape);
     }
+    if (st == CML_OK) cml__shlo_region_return(c, &go, 1);
   } else if (st == CML_OK) {
     if (guard) pass[extra_count] = c->flag;
     cml_shlo_return(c, "stablehlo.return", fi, pass, is_body ? extra_count + (guard ? 1 : 0) : 0);
@@ -467,7 +469,11 @@ static cml_status_t cml_shlo_emit_while(cml__shlo_ctx_t* c, const cml_ir_node_t*
   const cml_ir_function_t* body = &m->functions[body_fi];
   uint32_t state_count = n->input_count;
   uint32_t max_extra = cond->capture_count + body->capture_count;
-  const bool guard = c->flag_on && cml__shlo_guard_node(m, c->guard_runs, n);
+  // |check|: agree on the condition (emit_guard.c); |guard|: thread the flag through the loop
+  // (checked, or a guarded node inside); |recheck|: run the condition again after the loop.
+  const bool check = c->flag_on && cml__shlo_guard_node(m, c->guard_nodes, n);
+  const bool recheck = check || (c->flag_on && c->guard_flags[cond_fi]);
+  const bool guard = recheck || (c->flag_on && c->guard_flags[body_fi]);
   uint32_t* extra = malloc((max_extra ? max_extra : 1) * sizeof *extra);
   cml__shlo_val_t* ins = malloc((state_count + max_extra + 1) * sizeof *ins);
   cml_shape_t* outs = malloc((state_count + max_extra + 1) * sizeof *outs);
@@ -494,10 +500,10 @@ static cml_status_t cml_shlo_emit_while(cml__shlo_ctx_t* c, const cml_ir_node_t*
   for (uint32_t i = 0; i < total; ++i) outs[i] = ins[i].shape;
   cml__shlo_name_t name = cml__shlo_op_begin(c, "stablehlo.while", ins, (int)total, total);
   cml_status_t st = cml_shlo_while_region(c, n, cond_fi, true, ins, state_count, extra, extra_count,
-                                          false, guard);
+                                          false, guard, check);
   if (st == CML_OK) {
     st = cml_shlo_while_region(c, n, body_fi, false, ins, state_count, extra, extra_count, true,
-                               guard);
+                               guard, check);
   }
   if (st == CML_OK) {
     cml__shlo_printf(c, ")");
@@ -508,17 +514,20 @@ static cml_status_t cml_shlo_emit_while(cml__shlo_ctx_t* c, const cml_ir_node_t*
     }
   }
   if (st == CML_OK && guard) {
-    // The flag the loop carried out, then the condition once more on the final state, here:
-    // a group that left the loop disagreeing disagrees again and records it.
+    // The flag the loop carried out.
     c->flag.name = total == 1 ? name : cml__shlo_result(&name, total - 1);
+  }
+  if (st == CML_OK && recheck) {
+    // The condition once more on the final state, here: a group that left the loop
+    // disagreeing disagrees again, and a guard inside the condition records again.
     for (uint32_t i = 0; i < cond->param_count && i < state_count; ++i) {
       cml__shlo_bind(c, cond->params[i], &c->names[n->first_output + i]);
     }
     cml_shlo_bind_captures_inline(c, cond_fi);
     st = cml__shlo_emit_nodes(c, cond_fi);
     cml__shlo_val_t pred = cml__shlo_value(c, cond->outputs[0]), split;
-    if (st == CML_OK) st = cml__shlo_guard_disagrees(c, n, &pred, &split);
-    if (st == CML_OK) cml__shlo_guard_record(c, n, &split);
+    if (st == CML_OK && check) st = cml__shlo_guard_disagrees(c, n, &pred, &split);
+    if (st == CML_OK && check) cml__shlo_guard_record(c, n, &split);
   }
   free(extra);
   free(ins);
@@ -531,9 +540,13 @@ static cml_status_t cml_shlo_emit_while(cml__shlo_ctx_t* c, const cml_ir_node_t*
 static cml_status_t cml_shlo_emit_if(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_module_t* m = c->module;
   cml__shlo_val_t pred = cml__shlo_value(c, n->inputs[0]), split;
-  const bool guard = c->flag_on && cml__shlo_guard_node(m, c->guard_runs, n);
+  // |check|: agree on the predicate (emit_guard.c); |guard|: the branches return the flag
+  // (checked, or a guarded node inside a branch).
+  const bool check = c->flag_on && cml__shlo_guard_node(m, c->guard_nodes, n);
+  const bool guard = check || (c->flag_on && (c->guard_flags[n->attrs->functions[0]] ||
+                                              c->guard_flags[n->attrs->functions[1]]));
   const uint32_t count = n->output_count + (guard ? 1 : 0);
-  if (guard) {
+  if (check) {
     CML_RETURN_IF_ERROR(cml__shlo_guard_disagrees(c, n, &pred, &split));
     const cml__shlo_val_t agree = cml__shlo_op(c, "stablehlo.not", &split, 1, NULL, &split.shape);
     const cml__shlo_val_t both[2] = {pred, agree};
@@ -564,7 +577,7 @@ static cml_status_t cml_shlo_emit_if(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
       const cml__shlo_val_t inner = {count == 1 ? name : cml__shlo_result(&name, count - 1),
                                      outs[count - 1]};
       c->flag = cml__shlo_flag_max(c, &c->flag, &inner);
-      cml__shlo_guard_record(c, n, &split);
+      if (check) cml__shlo_guard_record(c, n, &split);
     }
   }
   free(outs);
@@ -1130,7 +1143,7 @@ cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module, const cml_xla_em
     return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
   c.text.data[0] = '\0';
-  cml_status_t st = cml__shlo_guard_analyze(module, opts, &c.guard_runs, &c.guard_flags);
+  cml_status_t st = cml__shlo_guard_analyze(module, opts, &c.guard_nodes, &c.guard_flags);
   if (st != CML_OK) {
     free(c.text.data);
     free(c.names);
@@ -1160,7 +1173,7 @@ cml_status_t cml_xla_emit_stablehlo(const cml_module_t* module, const cml_xla_em
   free(c.names);
   free(c.symbols);
   free(c.called);
-  free(c.guard_runs);
+  free(c.guard_nodes);
   free(c.guard_flags);
   if (st != CML_OK) {
     free(c.text.data);
