@@ -186,6 +186,10 @@ cml_status_t cml_backendtest_run_all(cml_backend_t* backend,
 
   cml__out_file_t json_file;
   FILE* json = NULL;
+  if (opts.json_path && !opts.json_path[0]) {
+    if (re) regfree(re);
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "backendtest: empty JSON path");
+  }
   if (opts.json_path) {
     if (cml__out_file_open(&json_file, opts.json_path)) json = json_file.f;
     if (!json) {

@@ -342,8 +342,11 @@ CML_API cml_status_t cml_dequantize_ggml(cml_ggml_type_t type, const void* src, 
 // Linear with |zero_point| (required for unsigned dtypes): the block's range [min(0, min w),
 // max(0, max w)] onto the dtype's whole range, w = q * scale + zero_point. NF4: scale = max|w|
 // of the block and q = the index of the nearest table entry of w / scale. Round to nearest.
-// Returns INVALID_ARGUMENT for bad arguments (scheme not Linear/NF4, a dtype the scheme does not
-// take, block_size < 1, an unsigned Linear dtype without |zero_point|, NULL buffers).
+// The scale and zero point are computed in double and stored as floats. A block holding a NaN
+// or an infinity gets scale (and zero point) NaN and codes 0: it dequantizes to NaN, as the
+// GGML quantizers store d = NaN. Returns INVALID_ARGUMENT for bad arguments (scheme not
+// Linear/NF4, a dtype the scheme does not take, block_size < 1, an unsigned Linear dtype without
+// |zero_point|, NULL buffers, more than 2^55 elements).
 CML_API cml_status_t cml_quantize_linear(cml_quant_scheme_t scheme, cml_dtype_t weight_dtype,
                                          const float* src, int64_t k, int64_t n, int64_t block_size,
                                          void* weights, float* scale, float* zero_point);

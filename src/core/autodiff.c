@@ -120,11 +120,28 @@ static bool cml_ad_is_stop(const cml_ir_node_t* n) {
   return n->op == CML_OP_IDENTITY && n->attrs && n->attrs->flag;
 }
 
+// After a failed cml__op_begin / cml__op_input for StopGradient: the error they recorded names
+// the Identity op it is built from; it is renamed to the function the caller called.
+static cml_value_t cml_ad_stop_failed(cml_function_t* f, cml_status_t before) {
+  cml_builder_t* b = f && f->builder ? f->builder : NULL;
+  static const char kFrom[] = "Identity:";
+  if (b && b->error != CML_OK && b->error != before &&
+      strncmp(cml_status_message(b->error), kFrom, sizeof kFrom - 1) == 0) {
+    cml_status_t renamed =
+        cml_status_make(cml_status_code(b->error), "StopGradient:%s",
+                        cml_status_message(b->error) + sizeof kFrom - 1);
+    cml_status_free(b->error);
+    b->error = renamed;
+  }
+  return CML_VALUE_INVALID;
+}
+
 cml_value_t cml_op_stop_gradient(cml_function_t* f, cml_value_t x) {
-  if (!cml__op_begin(f, CML_OP_IDENTITY)) return CML_VALUE_INVALID;
+  const cml_status_t before = f && f->builder ? f->builder->error : CML_OK;
+  if (!cml__op_begin(f, CML_OP_IDENTITY)) return cml_ad_stop_failed(f, before);
   uint32_t in;
   cml_shape_t s;
-  if (!cml__op_input(f, CML_OP_IDENTITY, x, 0, &in, &s)) return CML_VALUE_INVALID;
+  if (!cml__op_input(f, CML_OP_IDENTITY, x, 0, &in, &s)) return cml_ad_stop_failed(f, before);
   cml_status_t st = cml__infer_check_dtype(CML_OP_IDENTITY, &s, "operand", true);
   if (st != CML_OK) {
     char text[CML__SHAPE_TEXT];

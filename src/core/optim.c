@@ -124,8 +124,8 @@ static cml_status_t cml_optim_check_constants(cml_function_t* f, const char* nam
       const float x = (float)values[k];
       if (isfinite(x) && (values[k] == 0 || x != 0) && (!below_one[k] || x < 1)) continue;
       return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                             "%s: %s %g is %g as a Float32 constant (parameter #%zu is %s, "
-                             "computed in Float32)",
+                             "%s: %s %.17g is %.9g as a Float32 constant (parameter #%zu is "
+                             "%s, computed in Float32)",
                              name, names[k], values[k], (double)x, i, cml_dtype_name(ps.dtype));
     }
   }

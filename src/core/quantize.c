@@ -461,6 +461,13 @@ static cml_status_t cml_qz_check(const char* fn, cml_ggml_type_t type, const voi
                            "%s: k %lld is not a positive multiple of %s's block of %d values", fn,
                            (long long)k, cml_ggml_type_name(type), cml__qb_values[type]);
   }
+  if (rows > 0 && k > ((int64_t)1 << 55) / rows) {
+    // rows * k values as a tensor (at most 2^55 elements, as every shape), and no overflow of
+    // the block count below.
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: %lld rows of %lld values are more than 2^55 values", fn,
+                           (long long)rows, (long long)k);
+  }
   return CML_OK;
 }
 
@@ -588,6 +595,11 @@ cml_status_t cml_quantize_linear(cml_quant_scheme_t scheme, cml_dtype_t weight_d
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: block_size %lld must be >= 1", fn,
                            (long long)block_size);
   }
+  if (k > 0 && n > ((int64_t)1 << 55) / k) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: a [%lld, %lld] weight is more than 2^55 elements", fn, (long long)k,
+                           (long long)n);
+  }
   if (scheme == CML_QUANT_LINEAR && !is_signed && !zero_point) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "%s: unsigned dtype %s needs a zero_point buffer", fn,
@@ -605,33 +617,45 @@ cml_status_t cml_quantize_linear(cml_quant_scheme_t scheme, cml_dtype_t weight_d
       const int64_t n1 = block_size < n - n0 ? n0 + block_size : n;
       const float* x = src + r * n;
       float lo = 0, hi = 0, amax = 0;
+      bool finite = true;
       for (int64_t c = n0; c < n1; ++c) {
+        finite = finite && isfinite(x[c]);
         lo = fminf(lo, x[c]);
         hi = fmaxf(hi, x[c]);
         amax = fmaxf(amax, fabsf(x[c]));
       }
-      float s, z = 0;
+      if (!finite) {
+        // A NaN or an infinity in the block: scale (and zero point) NaN and codes 0, so the
+        // whole block dequantizes to NaN, as the GGML quantizers store d = NaN (fminf / fmaxf
+        // skipped a NaN and it came back as a finite weight).
+        scale[r * nb + blk] = NAN;
+        if (zero_point) zero_point[r * nb + blk] = NAN;
+        continue;  // the codes were zeroed above
+      }
+      // The scale and zero point in double: (hi - lo) of finite floats can overflow a float
+      // (3e38 and -3e38 gave an infinite scale and NaN weights).
+      double s, z = 0;
       if (scheme == CML_QUANT_NF4) {
         s = amax;
       } else if (is_signed && !zero_point) {
-        s = amax / (float)((1 << (bits - 1)) - 1);
+        s = amax / (double)((1 << (bits - 1)) - 1);
       } else {
         // Asymmetric: [lo, hi] onto the dtype's whole range.
         const int qmin = is_signed ? -(1 << (bits - 1)) : 0;
         const int levels = (1 << bits) - 1;
-        s = (hi - lo) / (float)levels;
-        z = lo - (float)qmin * s;
+        s = ((double)hi - (double)lo) / levels;
+        z = lo - qmin * s;
       }
-      scale[r * nb + blk] = s;
-      if (zero_point) zero_point[r * nb + blk] = z;
+      scale[r * nb + blk] = (float)s;
+      if (zero_point) zero_point[r * nb + blk] = (float)z;
       for (int64_t c = n0; c < n1; ++c) {
         int q;
         if (scheme == CML_QUANT_NF4) {
-          q = cml_qz_nf4_index(s != 0 ? x[c] / s : 0.0f);
+          q = cml_qz_nf4_index(s != 0 ? (float)(x[c] / s) : 0.0f);
         } else {
           const int qmin = is_signed ? -(1 << (bits - 1)) : 0;
           const int qmax = is_signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
-          q = s != 0 ? cml_qz_clamp(cml_qz_round((x[c] - z) / s), qmin, qmax) : 0;
+          q = s != 0 ? cml_qz_clamp((int)round((x[c] - z) / s), qmin, qmax) : 0;
         }
         cml_qz_store_int(weights, weight_dtype, r * n + c, q);
       }

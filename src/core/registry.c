@@ -103,6 +103,20 @@ static bool cml__registry_valid_name(const char* name) {
   return true;
 }
 
+// An alias (trimmed, from the comma list) that is not a valid name: the first one goes to
+// |user| (a char[CML__NAME_MAX + 4], cut with "..." when longer).
+static bool cml__registry_alias_invalid(void* user, const char* alias, size_t n) {
+  char* out = (char*)user;
+  bool bad = n >= CML__NAME_MAX;
+  for (size_t i = 0; i < n && !bad; ++i)
+    bad = alias[i] == ':' || alias[i] == ' ' || alias[i] == '=';
+  if (!bad) return false;
+  const size_t keep = n < CML__NAME_MAX ? n : CML__NAME_MAX - 1;
+  memcpy(out, alias, keep);
+  strcpy(out + keep, n > keep ? "..." : "");
+  return true;
+}
+
 cml_status_t cml__registry_add(const cml_backend_factory_t* factory) {
   if (!factory) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "cml_backend_register: NULL factory");
@@ -137,6 +151,14 @@ cml_status_t cml__registry_add(const cml_backend_factory_t* factory) {
   if (!factory->create) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "cml_backend_register: backend \"%s\" has no create function", name);
+  }
+  char bad_alias[CML__NAME_MAX + 4];
+  if (cml__registry_each_alias(factory->aliases, cml__registry_alias_invalid, bad_alias)) {
+    // A config is split at its first ':', so such an alias could never be selected.
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "cml_backend_register: invalid alias \"%s\" of backend \"%s\" "
+                           "(shorter than %d characters, without ':', '=' or spaces)",
+                           bad_alias, name, CML__NAME_MAX);
   }
 
   cml_status_t st = CML_OK;

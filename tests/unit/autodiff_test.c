@@ -1044,6 +1044,17 @@ TEST(errors) {
 
   // NULL function.
   ASSERT_EQ_INT(api_code(cml_gradients(NULL, 1, NULL, 0, NULL)), CML_STATUS_INVALID_ARGUMENT);
+  // StopGradient's own errors name it (they named the Identity it is built from).
+  {
+    cml_builder_t* sb = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(g_c, "stop_errors", &sb));
+    cml_function_t* sf = cml_builder_main(sb);
+    ASSERT_EQ_INT(cml_op_stop_gradient(sf, CML_VALUE_INVALID), CML_VALUE_INVALID);
+    cml_status_t sst = cml_builder_status(sb);
+    ASSERT_TRUE(strncmp(cml_status_message(sst), "StopGradient:", 13) == 0);
+    cml_status_free(sst);
+    cml_builder_destroy(sb);
+  }
 }
 
 static cml_status_t while_cond(cml_function_t* c, cml_shape_t* s) {

@@ -736,6 +736,11 @@ TEST(runner_filter) {
     ASSERT_CONTAINS(cml_status_message(st), "regular expression");
     cml_status_free(st);
     opts.op_regex = NULL;
+    opts.json_path = "";
+    st = cml_backendtest_run_all(backend, &opts, &sum);
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(cml_status_message(st), "empty JSON path");
+    cml_status_free(st);
     opts.json_path = "/nonexistent-dir/x.json";
     st = cml_backendtest_run_all(backend, &opts, &sum);
     ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);

@@ -263,6 +263,11 @@ TEST(sharding_specs) {
   cml_shape_t vec = SHAPE(CML_DTYPE_F32, 8);
   ASSERT_STATUS(cml_sharding_shard_shape(&s, &vec, &shard), CML_STATUS_INVALID_ARGUMENT, "rank 2",
                 "rank 1");
+  // The logical shape must be a shape: a negative dim gave a negative shard.
+  cml_shape_t negative = SHAPE(CML_DTYPE_F32, 8, 8);
+  negative.dims[0] = -4;
+  ASSERT_STATUS(cml_sharding_shard_shape(&s, &negative, &shard), CML_STATUS_INVALID_ARGUMENT,
+                "logical shape");
   cml_sharding_t bad = s;
   bad.mesh_axes[1][0] = 9;
   ASSERT_STATUS(cml_sharding_validate(&bad), CML_STATUS_INVALID_ARGUMENT, "mesh axis index 9");

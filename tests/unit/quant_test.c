@@ -1350,6 +1350,89 @@ TEST(quantize_row_size_overflow_message) {
       api_code_msg(cml_quantize_ggml(CML_GGML_Q8_0, src, 1, 33, dst, sizeof dst), msg, sizeof msg),
       CML_STATUS_INVALID_ARGUMENT);
   ASSERT_CONTAINS(msg, "k 33 is not a positive multiple of Q8_0's block of 32 values");
+  // rows x k past 2^55 values: refused by both directions (dequantize returned OK having done
+  // nothing: its block count overflowed), and by the Linear quantizer (it walked past |src|).
+  ASSERT_EQ_INT(
+      api_code_msg(cml_dequantize_ggml(CML_GGML_Q4_0, dst, (int64_t)1 << 33, (int64_t)1 << 36, src),
+                   msg, sizeof msg),
+      CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(msg, "more than 2^55 values");
+  float scale[4];
+  int8_t w8[4];
+  ASSERT_EQ_INT(api_code_msg(cml_quantize_linear(CML_QUANT_LINEAR, CML_DTYPE_I8, src,
+                                                 (int64_t)1 << 62, 4, 4, w8, scale, NULL),
+                             msg, sizeof msg),
+                CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(msg, "more than 2^55 elements");
+}
+
+// Batch-1 rows whose block scale or offset decodes to infinity: a Q4_1 block with m = +inf (every
+// weight +inf, activations of both signs: inf - inf = NaN) and a Q4_0 block with d = +inf and one
+// code 8 (that weight (8 - 8) * inf = NaN). The row kernels folded offsets and zero codes apart
+// and gave +-inf; every config now gives NaN, as the decomposition does.
+static float qt_run_row(const char* config, cml_ggml_type_t type, const uint8_t* w,
+                        int64_t row_bytes, const float* x, int64_t k) {
+  cml_backend_t* be = NULL;
+  cml_builder_t* b = NULL;
+  cml_executable_t* exe = NULL;
+  float y = 12345;
+  if (cml_backend_new_with_config(config, &be) != CML_OK) return y;
+  if (cml_builder_create(be, "inf_scale", &b) == CML_OK) {
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, 1, k), ws = API_SHAPE(CML_DTYPE_U8, 1, row_bytes);
+    cml_value_t xv = cml_parameter(f, "x", &xs), wv = cml_parameter(f, "w", &ws);
+    cml_quantization_t q;
+    cml_quantization_init(&q);
+    q.scheme = CML_QUANT_GGML;
+    q.ggml_type = type;
+    cml_value_t out =
+        cml_op_fused_quantized_dense(f, xv, wv, CML_VALUE_INVALID, &q, CML_ACTIVATION_NONE);
+    if (api_finish(b, &out, 1, &exe) == CML_OK) {
+      cml_status_t st = api_run(be, exe, (const void*[]){x, w}, (void*[]){&y});
+      cml_status_free(st);
+    }
+    cml_executable_release(exe);
+  }
+  cml_backend_release(be);
+  return y;
+}
+
+TEST(batch1_rows_with_infinite_block_scales_are_nan) {
+  float x[64];
+  for (int i = 0; i < 64; ++i) x[i] = (i % 2) ? 0.5f : -0.25f;
+  uint8_t q41[20] = {0x00, 0x3c, 0x00, 0x7c};  // d = 1, m = +inf
+  memset(q41 + 4, 0x11, 16);
+  uint8_t q40[36] = {0};  // block 0: d = 1, codes 9; block 1: d = +inf, codes 9 but one 8
+  q40[1] = 0x3c;
+  memset(q40 + 2, 0x99, 16);
+  q40[19] = 0x7c;
+  memset(q40 + 20, 0x99, 16);
+  q40[20] = 0x98;
+  static const char* const cfgs[] = {"c", "c:avx512=false", "c:quant_int8=true", "c:fusion=false"};
+  for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; ++i) {
+    ASSERT_TRUE(isnan(qt_run_row(cfgs[i], CML_GGML_Q4_1, q41, 20, x, 32)));
+    ASSERT_TRUE(isnan(qt_run_row(cfgs[i], CML_GGML_Q4_0, q40, 36, x, 64)));
+  }
+}
+
+// The Linear quantizer on blocks it used to get wrong: a NaN was skipped by fminf / fmaxf and
+// came back as a finite weight; +-3e38 made (hi - lo) overflow to an infinite scale (every
+// weight NaN). Now a non-finite block is scale NaN (it dequantizes to NaN), and the range is
+// taken in double.
+TEST(quantize_linear_non_finite_and_extreme_blocks) {
+  const float nan_block[4] = {NAN, 1, 2, 3}, big[4] = {3e38f, -3e38f, 1, 0};
+  float scale[1], zp[1];
+  int8_t q[4];
+  ASSERT_STATUS_OK(
+      cml_quantize_linear(CML_QUANT_LINEAR, CML_DTYPE_I8, nan_block, 1, 4, 4, q, scale, NULL));
+  ASSERT_TRUE(isnan(scale[0]));
+  for (int i = 0; i < 4; ++i) ASSERT_EQ_INT(q[i], 0);
+  ASSERT_STATUS_OK(cml_quantize_linear(CML_QUANT_LINEAR, CML_DTYPE_I8, big, 1, 4, 4, q, scale, zp));
+  ASSERT_TRUE(isfinite(scale[0]) && isfinite(zp[0]));
+  // w = q * scale + zero_point: the two extremes come back within a step of themselves.
+  const double w0 = q[0] * (double)scale[0] + zp[0], w1 = q[1] * (double)scale[0] + zp[0];
+  ASSERT_TRUE(fabs(w0 - 3e38) <= scale[0]);
+  ASSERT_TRUE(fabs(w1 + 3e38) <= scale[0]);
 }
 
 //===--- build-time errors ---===//
@@ -1620,6 +1703,8 @@ static const struct {
     {TEST_ENTRY(int8_activations_below_the_scale_range), false},
     {TEST_ENTRY(quantize_negative_zero_and_nan_blocks_match_gguf), false},
     {TEST_ENTRY(quantize_row_size_overflow_message), false},
+    {TEST_ENTRY(quantize_linear_non_finite_and_extreme_blocks), false},
+    {TEST_ENTRY(batch1_rows_with_infinite_block_scales_are_nan), false},
     {TEST_ENTRY(dense_bad_input_names_op_shapes_and_format), false},
     {TEST_ENTRY(embedding_bad_input), false},
     {TEST_ENTRY(capabilities_follow_fusion_option), false},

@@ -282,6 +282,15 @@ TEST(duplicates_are_rejected) {
 
   f.aliases = "null";  // the name of an existing backend as an alias
   ASSERT_STATUS_CODE(cml_backend_register(&f), CML_STATUS_INVALID_ARGUMENT);
+  // Aliases follow the names' rules: "e:f" could never be selected (configs split at ':').
+  static const char* const bad_aliases[] = {"ok, e:f", "a b", "x=y"};
+  for (size_t i = 0; i < sizeof bad_aliases / sizeof *bad_aliases; ++i) {
+    f.aliases = bad_aliases[i];
+    st = cml_backend_register(&f);
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(cml_status_message(st), "invalid alias");
+    cml_status_free(st);
+  }
   f.name = "bad:name";
   f.aliases = NULL;
   ASSERT_STATUS_CODE(cml_backend_register(&f), CML_STATUS_INVALID_ARGUMENT);

@@ -283,8 +283,8 @@ static void cmlc_rv_fail_unreachable(cmlc_rendezvous_t* r, const cmlc_round_t* r
       CML_STATUS_FAILED_PRECONDITION,
       "c backend: %s (run %u) of replica group %s can never complete: device slot %d finished "
       "its program without reaching it (%s). Every member of a group must run each collective "
-      "equally often; an If or While that depends on the replica id around a collective cannot "
-      "(XLA would hang here)",
+      "equally often, so an If or While around a collective must get the same predicate on "
+      "every slot of the group (compute it from values equal there, an AllReduce of it for one)",
       cml_op_name(round->node->op), round->occurrence + 1, g.buf, (int)finished, t.buf);
   cmlc_rv_fail_locked(r, -1, st);
 }

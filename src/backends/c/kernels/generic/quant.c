@@ -67,16 +67,46 @@ typedef struct cmlc_q_ggml_ctx_t {
   float* panel;               // its scratch: 4 * k floats per thread
 } cmlc_q_ggml_ctx_t;
 
-static void cmlc_q_ggml_rows(void* vctx, int64_t begin, int64_t end, int thread_index) {
-  const cmlc_q_ggml_ctx_t* c = vctx;
+// Output column |r| for every activation row: each block decoded once per group of 16 rows,
+// each dequantized weight times its activation (as the decomposition computes it).
+static void cmlc_q_ggml_scalar_column(const cmlc_q_ggml_ctx_t* c, int64_t r) {
   const int64_t vpb = cml__qb_values[c->type], bpb = cml__qb_bytes[c->type];
   const int64_t nb = c->k / vpb;
   float tmp[256];
   float acc[16];
+  const uint8_t* row = c->w + r * c->row_bytes;
+  for (int64_t m0 = 0; m0 < c->m; m0 += 16) {
+    const int64_t mc = c->m - m0 < 16 ? c->m - m0 : 16;
+    for (int64_t i = 0; i < mc; ++i) acc[i] = 0;
+    for (int64_t bi = 0; bi < nb; ++bi) {
+      cml__qb_decode(c->type, row + bi * bpb, tmp);
+      for (int64_t i = 0; i < mc; ++i) {
+        const float* x = c->x + (m0 + i) * c->k + bi * vpb;
+        float s = 0;
+        for (int64_t j = 0; j < vpb; ++j) s += tmp[j] * x[j];
+        acc[i] += s;
+      }
+    }
+    for (int64_t i = 0; i < mc; ++i) {
+      c->y[(m0 + i) * c->n + r] = cmlc_q_act(c->act, acc[i] + (c->bias ? c->bias[r] : 0.0f));
+    }
+  }
+}
+
+static void cmlc_q_ggml_rows(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  const cmlc_q_ggml_ctx_t* c = vctx;
   if (c->m == 1 && c->simd) {
     c->simd(c->type, c->w + begin * c->row_bytes, c->row_bytes, end - begin, &c->prepared,
             c->y + begin);
     for (int64_t r = begin; r < end; ++r) {
+      if (!isfinite(c->y[r])) {
+        // A non-finite block scale or offset (d or m decoding to inf or NaN, or sums past
+        // FLT_MAX): the row kernels fold offsets and zero codes apart from the products, which
+        // gave +-inf where the dequantized weights give inf - inf = NaN. Such rows are rare:
+        // computed again as the decomposition does.
+        cmlc_q_ggml_scalar_column(c, r);
+        continue;
+      }
       c->y[r] = cmlc_q_act(c->act, c->y[r] + (c->bias ? c->bias[r] : 0.0f));
     }
     return;
@@ -95,26 +125,7 @@ static void cmlc_q_ggml_rows(void* vctx, int64_t begin, int64_t end, int thread_
     return;
   }
 #endif
-  for (int64_t r = begin; r < end; ++r) {
-    const uint8_t* row = c->w + r * c->row_bytes;
-    // Activation rows in groups of 16 accumulators, each block decoded once per group.
-    for (int64_t m0 = 0; m0 < c->m; m0 += 16) {
-      const int64_t mc = c->m - m0 < 16 ? c->m - m0 : 16;
-      for (int64_t i = 0; i < mc; ++i) acc[i] = 0;
-      for (int64_t bi = 0; bi < nb; ++bi) {
-        cml__qb_decode(c->type, row + bi * bpb, tmp);
-        for (int64_t i = 0; i < mc; ++i) {
-          const float* x = c->x + (m0 + i) * c->k + bi * vpb;
-          float s = 0;
-          for (int64_t j = 0; j < vpb; ++j) s += tmp[j] * x[j];
-          acc[i] += s;
-        }
-      }
-      for (int64_t i = 0; i < mc; ++i) {
-        c->y[(m0 + i) * c->n + r] = cmlc_q_act(c->act, acc[i] + (c->bias ? c->bias[r] : 0.0f));
-      }
-    }
-  }
+  for (int64_t r = begin; r < end; ++r) cmlc_q_ggml_scalar_column(c, r);
 }
 
 //===--- Linear / NF4 dense ---===//
