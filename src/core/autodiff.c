@@ -127,9 +127,8 @@ static cml_value_t cml_ad_stop_failed(cml_function_t* f, cml_status_t before) {
   static const char kFrom[] = "Identity:";
   if (b && b->error != CML_OK && b->error != before &&
       strncmp(cml_status_message(b->error), kFrom, sizeof kFrom - 1) == 0) {
-    cml_status_t renamed =
-        cml_status_make(cml_status_code(b->error), "StopGradient:%s",
-                        cml_status_message(b->error) + sizeof kFrom - 1);
+    cml_status_t renamed = cml_status_make(cml_status_code(b->error), "StopGradient:%s",
+                                           cml_status_message(b->error) + sizeof kFrom - 1);
     cml_status_free(b->error);
     b->error = renamed;
   }

@@ -169,10 +169,9 @@ cml_status_t cml_sharding_shard_shape(const cml_sharding_t* sharding, const cml_
   memset(out_shard, 0, sizeof *out_shard);
   // The logical shape itself must be one (a negative dim once gave a negative shard).
   cml_shape_t checked;
-  cml_status_t valid =
-      logical->rank >= 0 && logical->rank <= CML_MAX_RANK
-          ? cml_shape_init(&checked, logical->dtype, logical->rank, logical->dims)
-          : INVALID("rank %d is outside 0..%d", (int)logical->rank, CML_MAX_RANK);
+  cml_status_t valid = logical->rank >= 0 && logical->rank <= CML_MAX_RANK
+                           ? cml_shape_init(&checked, logical->dtype, logical->rank, logical->dims)
+                           : INVALID("rank %d is outside 0..%d", (int)logical->rank, CML_MAX_RANK);
   if (valid != CML_OK) return cml_status_annotate(valid, "%s: the logical shape", what);
   if (!sharding->mesh) {  // no sharding given: replicated
     *out_shard = *logical;
