@@ -18,6 +18,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+// The process id for the partial file's name (WASI has no processes: 0 there).
+static inline long cml__out_file_pid(void) {
+#if defined(__wasi__)
+  return 0;
+#else
+  return (long)getpid();
+#endif
+}
+
 typedef struct cml__out_file_t {
   FILE* f;
   const char* path;
@@ -39,7 +48,7 @@ static inline bool cml__out_file_open(cml__out_file_t* out, const char* path) {
     errno = ENOMEM;
     return false;
   }
-  snprintf(out->partial, size, "%s.partial.%ld", path, (long)getpid());
+  snprintf(out->partial, size, "%s.partial.%ld", path, cml__out_file_pid());
   int fd = open(out->partial, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd >= 0) out->f = fdopen(fd, "w");
   if (!out->f) {

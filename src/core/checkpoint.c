@@ -146,6 +146,11 @@ static cml_status_t cml_ckpt_io_error(const char* what, const char* path, int er
 static cml_status_t cml_ckpt_create_temp(const char* what, const char* path, char* tmp,
                                          size_t tmp_len, int* out_fd) {
   static unsigned long counter;
+#if defined(__wasi__)
+  const long pid = 0;  // WASI has no processes (and no file modes)
+#else
+  const long pid = (long)getpid();
+#endif
   const char* slash = strrchr(path, '/');
   const size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
   struct stat old;
@@ -153,13 +158,17 @@ static cml_status_t cml_ckpt_create_temp(const char* what, const char* path, cha
   int err = 0;
   for (int attempt = 0; attempt < 64; ++attempt) {
     const unsigned long n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    snprintf(tmp, tmp_len, "%s.tmp.%ld.%lu", path, (long)getpid(), n);
+    snprintf(tmp, tmp_len, "%s.tmp.%ld.%lu", path, pid, n);
     if (strlen(tmp) - dir_len > NAME_MAX) {
-      snprintf(tmp, tmp_len, "%.*s.cml-ckpt.%ld.%lu.tmp", (int)dir_len, path, (long)getpid(), n);
+      snprintf(tmp, tmp_len, "%.*s.cml-ckpt.%ld.%lu.tmp", (int)dir_len, path, pid, n);
     }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd >= 0) {
+#if !defined(__wasi__)
       if (replaces) (void)fchmod(fd, old.st_mode & 07777);
+#else
+      (void)replaces;
+#endif
       *out_fd = fd;
       return CML_OK;
     }
