@@ -187,14 +187,29 @@ cml_status_t cml_host_all_reduce(cml_buffer_t* const* buffers, size_t device_cou
     // Every process must reduce the same values: their count, the op and each value's dtype and
     // dims are compared first (a process reducing another shape would otherwise take part of a
     // sum of different lengths, and return OK with garbage on one side).
+    // The compared text: the count, the op, the shapes while they fit, then a 64-bit FNV-1a
+    // hash of every shape's text (a list longer than the buffer was cut before it reached a
+    // difference past about value 300: OK with garbage on one process).
     char text[4096];
     size_t len = (size_t)snprintf(text, sizeof text, "%zu values, %s:", value_count,
                                   op == CML_HOST_REDUCE_MEAN ? "mean" : "sum");
-    for (size_t v = 0; v < value_count && len < sizeof text; ++v) {
+    const size_t room = sizeof text - 48;  // for " ... (all: <hash>)"
+    uint64_t hash = 1469598103934665603ull;
+    bool cut = false;
+    for (size_t v = 0; v < value_count; ++v) {
       char shape[256];
-      len += (size_t)snprintf(text + len, sizeof text - len, " %s",
-                              cml_shape_format(cml_buffer_shape(buffers[v]), shape, sizeof shape));
+      cml_shape_format(cml_buffer_shape(buffers[v]), shape, sizeof shape);
+      for (const char* c = shape; *c; ++c) hash = (hash ^ (unsigned char)*c) * 1099511628211ull;
+      hash = (hash ^ ';') * 1099511628211ull;
+      const size_t need = strlen(shape) + 1;
+      if (!cut && len + need < room) {
+        len += (size_t)snprintf(text + len, sizeof text - len, " %s", shape);
+      } else {
+        cut = true;
+      }
     }
+    len += (size_t)snprintf(text + len, sizeof text - len, "%s (all: %016llx)", cut ? " ..." : "",
+                            (unsigned long long)hash);
     if (len >= sizeof text) len = sizeof text - 1;
     st = cml__mpi_agree(text, len, "argument list of cml_host_all_reduce");
     if (st != CML_OK) return cml_status_annotate(st, "%s", kWhat);

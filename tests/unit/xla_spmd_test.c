@@ -997,6 +997,33 @@ TEST(auto_sharding_dynamic_slice_clamps_its_start) {
   cml_mesh_destroy(mesh);
 }
 
+// A shared buffer copied to another device: the copy holds the values of the moment of the
+// call, and the source can be written or released right after it (the CPU plugin's copy ran on
+// in the background: the copy read later writes, and a released source's freed memory).
+TEST(shared_buffer_copy_to_device_completes_before_returning) {
+  const int64_t n = 4 << 20;  // 16 MiB of Float32: long enough for a background copy
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, &n);
+  float* check = malloc((size_t)n * sizeof(float));
+  ASSERT_TRUE(check != NULL);
+  for (int round = 0; round < 3; ++round) {
+    cml_buffer_t* shared = NULL;
+    void* data = NULL;
+    ASSERT_STATUS_OK(cml_buffer_create_shared(g_backend, 0, &s, &shared, &data));
+    float* f = data;
+    for (int64_t i = 0; i < n; ++i) f[i] = 1.0f;
+    cml_buffer_t* copy = NULL;
+    ASSERT_STATUS_OK(cml_buffer_copy_to_device(shared, 1, &copy));
+    for (int64_t i = 0; i < n; ++i) f[i] = 2.0f;
+    cml_buffer_release(shared);
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(copy, check, (size_t)n * sizeof(float)));
+    int64_t differ = 0;
+    for (int64_t i = 0; i < n; ++i) differ += check[i] != 1.0f;
+    ASSERT_EQ_INT(differ, 0);
+    cml_buffer_release(copy);
+  }
+  free(check);
+}
+
 // Megatron MLP (1-D tensor parallel): x [2, 4] replicated, W1 [4, 8] split by columns, relu,
 // W2 [8, 4] split by rows, the result replicated: XLA inserts one all-reduce at the end.
 static bool build_megatron(cml_builder_t* b, cml_function_t* f, const cml_mesh_t* mesh) {
@@ -1397,6 +1424,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(collectives_refused_under_auto_sharding),
       TEST_ENTRY(diverging_if_and_while_are_statuses_not_aborts),
       TEST_ENTRY(auto_sharding_dynamic_slice_clamps_its_start),
+      TEST_ENTRY(shared_buffer_copy_to_device_completes_before_returning),
       TEST_ENTRY(agreeing_if_and_while_with_collectives_run),
   };
   int failures = 0, ran = 0;

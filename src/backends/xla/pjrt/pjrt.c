@@ -980,6 +980,23 @@ cml_status_t cml__xla_buffer_copy_to_device(cml__xla_client_t* client, cml_pjrt_
   args.dst_device = client->devices[device];
   CML_RETURN_IF_ERROR(cml__xla_call(client->plugin, CML_PJRT_SLOT_BUFFER_COPY_TO_DEVICE, &args,
                                     "PJRT_Buffer_CopyToDevice"));
+  // The copy may still be running on a plugin thread: wait until the new buffer is ready, so
+  // the source can be written (a shared buffer's host memory) or released as soon as this
+  // returns (the CPU plugin read a released shared buffer's freed memory). A plugin without
+  // Buffer_ReadyEvent is trusted to have copied.
+  if (cml__xla_plugin_fn(client->plugin, CML_PJRT_SLOT_BUFFER_READY_EVENT)) {
+    cml_pjrt_buffer_ready_event_args_t ready;
+    CML_XLA_ARGS_INIT(ready);
+    ready.buffer = args.dst_buffer;
+    cml_status_t st = cml__xla_call(client->plugin, CML_PJRT_SLOT_BUFFER_READY_EVENT, &ready,
+                                    "PJRT_Buffer_ReadyEvent");
+    if (st == CML_OK)
+      st = cml__xla_event_await(client->plugin, ready.event, "device-to-device copy");
+    if (st != CML_OK) {
+      cml__xla_buffer_destroy(client, args.dst_buffer);
+      return st;
+    }
+  }
   *out_buffer = args.dst_buffer;
   return CML_OK;
 }

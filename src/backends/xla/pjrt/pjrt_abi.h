@@ -80,6 +80,7 @@ typedef enum cml_pjrt_slot_t {
   CML_PJRT_SLOT_BUFFER_DESTROY = 58,
   CML_PJRT_SLOT_BUFFER_COPY_TO_DEVICE = 69,
   CML_PJRT_SLOT_BUFFER_TO_HOST_BUFFER = 70,
+  CML_PJRT_SLOT_BUFFER_READY_EVENT = 72,
   CML_PJRT_SLOT_CLIENT_CREATE_VIEW_OF_DEVICE_BUFFER = 93,
   CML_PJRT_SLOT_COUNT_0_112 = 138,  // slots in a PJRT 0.112 table
 } cml_pjrt_slot_t;
@@ -415,6 +416,12 @@ typedef struct cml_pjrt_buffer_copy_to_device_args_t {
   cml_pjrt_device_t* dst_device;
   cml_pjrt_buffer_t* dst_buffer;  // out
 } cml_pjrt_buffer_copy_to_device_args_t;
+
+typedef struct cml_pjrt_buffer_ready_event_args_t {
+  CML_PJRT_ARGS_HEADER;
+  cml_pjrt_buffer_t* buffer;
+  cml_pjrt_event_t* event;  // out
+} cml_pjrt_buffer_ready_event_args_t;
 
 typedef struct cml_pjrt_buffer_to_host_args_t {
   CML_PJRT_ARGS_HEADER;
