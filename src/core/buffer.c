@@ -93,8 +93,15 @@ static cml_status_t cml__begin_copy(const char* what, cml_buffer_t* buffer) {
     case CML__USE_FULL:
       return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
                              "%s: 65535 executions and copies read the buffer at once", what);
-    default:
-      return cml__check_live_buffer(what, buffer);  // donated meanwhile: says so
+    default: {
+      // Donated meanwhile (or claimed by a donation that may still back off): no use began, so
+      // this must fail whatever the flag says by now (an OK here let the copy run unaccounted
+      // and its use_end take another reader's count).
+      cml_status_t st = cml__check_live_buffer(what, buffer);
+      if (st != CML_OK) return st;
+      return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                             "%s: the buffer is being donated to an execution", what);
+    }
   }
 }
 

@@ -322,9 +322,19 @@ static void* reader_main(void* arg) {
     if (st == CML_OK && out) st = cml_buffer_copy_to_host(out, got, (size_t)r->n * 4);
     cml_buffer_release(out);
     if (st == CML_OK) {
-      r->bad += memcmp(got, r->want, (size_t)r->n * sizeof(float)) != 0;
+      const bool wrong = memcmp(got, r->want, (size_t)r->n * sizeof(float)) != 0;
+      if (wrong) {
+        int64_t at = 0;
+        while (at < r->n && got[at] == r->want[at]) ++at;
+        fprintf(stderr, "  %s read wrong data at %lld: %g (want %g)\n",
+                r->exe ? "an execution" : "a copy", (long long)at, got[at], r->want[at]);
+      }
+      r->bad += wrong;
     } else {
-      r->bad += cml_status_code(st) != CML_STATUS_FAILED_PRECONDITION;
+      const bool wrong = cml_status_code(st) != CML_STATUS_FAILED_PRECONDITION;
+      if (wrong)
+        fprintf(stderr, "  %s: %s\n", r->exe ? "an execution" : "a copy", cml_status_message(st));
+      r->bad += wrong;
       cml_status_free(st);
     }
     atomic_fetch_add(r->started, 1);
