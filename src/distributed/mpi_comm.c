@@ -205,6 +205,16 @@ enum {
   CML__MPI_TAG_AGREE = 18,
 };
 
+// A message's tag on the data communicator is its operation kind (CML__MPI_TAG_* minus
+// CML__MPI_KIND_BASE, below CML__MPI_KINDS) plus CML__MPI_KINDS times the collective stamp of
+// the calling thread (cml__mpi_set_stamp, reduced to the tag space that MPI_TAG_UB allows; 0
+// outside executions). Messages of two different collectives therefore never match, and a wait
+// that sees a peer's message with another stamp knows that the processes diverged.
+#define CML__MPI_KIND_BASE 10
+#define CML__MPI_KINDS 16
+// A wait without progress for this long looks for messages of other collectives.
+#define CML__MPI_PROBE_AFTER_MS 5
+
 // Bytes per pipelined piece of the reduce-scatter phase.
 #define CML__MPI_PIECE_BYTES ((int64_t)4 << 20)
 // Failure notices are at most this long (with the terminating NUL).
@@ -227,6 +237,9 @@ static int64_t cml__mpi_timeout = 30000;  // ms; atomic
 static int cml__mpi_failed;               // atomic: a failure was seen
 static int cml__mpi_peer_lost;            // atomic: a wait timed out (a peer may be dead)
 static int64_t cml__mpi_max_message = CML__MPI_MAX_MESSAGE;
+static int64_t cml__mpi_stamp_space = 2048;  // (MPI_TAG_UB + 1) / CML__MPI_KINDS, set at init
+static _Thread_local uint64_t cml__mpi_stamp;
+static _Thread_local char cml__mpi_stamp_label[160];
 static char cml__mpi_failure_text[CML__MPI_NOTICE_BYTES + 64];
 // The notice this process sends when it fails: MPI may read it after cml__mpi_fail returned (a
 // send released without a wait), so it lives as long as the process. Written once.
@@ -317,6 +330,13 @@ cml_status_t cml__mpi_init(void) {
       err = MPI_Comm_dup(MPI_COMM_WORLD, &cml__mpi_data);
       if (err == MPI_SUCCESS) err = MPI_Comm_dup(MPI_COMM_WORLD, &cml__mpi_control);
       if (err == MPI_SUCCESS) {
+        // MPI guarantees tags up to at least 32767; Open MPI and MPICH allow far more.
+        void* ub = NULL;
+        int flag = 0;
+        if (MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag &&
+            ub && *(int*)ub >= 32767) {
+          cml__mpi_stamp_space = ((int64_t) * (int*)ub + 1) / CML__MPI_KINDS;
+        }
         MPI_Comm_set_errhandler(cml__mpi_data, MPI_ERRORS_RETURN);
         MPI_Comm_set_errhandler(cml__mpi_control, MPI_ERRORS_RETURN);
         __atomic_store_n(&cml__mpi_state, 1, __ATOMIC_RELEASE);
@@ -427,8 +447,35 @@ static void cml__mpi_poll_notices(void) {
 
 typedef struct cml__mpi_requests_t {
   MPI_Request* items;
+  int* peers;  // per request: the world rank it sends to or receives from
   int count, capacity;
 } cml__mpi_requests_t;
+
+void cml__mpi_set_stamp(uint64_t stamp, const char* label) {
+  cml__mpi_stamp = stamp;
+  snprintf(cml__mpi_stamp_label, sizeof cml__mpi_stamp_label, "%s", stamp && label ? label : "");
+}
+
+// The stamp part of this thread's tags: 0 outside executions, else 1..space-1.
+static int64_t cml__mpi_stamp_bits(void) {
+  if (!cml__mpi_stamp) return 0;
+  return 1 + (int64_t)(cml__mpi_stamp % (uint64_t)(cml__mpi_stamp_space - 1));
+}
+
+static int cml__mpi_tag(int kind) {
+  return (int)(cml__mpi_stamp_bits() * CML__MPI_KINDS + (kind - CML__MPI_KIND_BASE));
+}
+
+// What a data tag says, for messages.
+static const char* cml__mpi_kind_name(int tag) {
+  static const char* const names[] = {"AllReduce",     "AllReduce (gather phase)",
+                                      "ReduceScatter", "AllGather",
+                                      "AllToAll",      "Broadcast",
+                                      "barrier",       "point-to-point exchange",
+                                      "agreement"};
+  const int kind = tag % CML__MPI_KINDS;
+  return kind < (int)(sizeof names / sizeof names[0]) ? names[kind] : "operation";
+}
 
 static int64_t cml__mpi_now_ms(void) { return cml_clock_monotonic_ns() / 1000000; }
 
@@ -482,7 +529,9 @@ static void cml__mpi_requests_free(cml__mpi_requests_t* q) {
     __atomic_store_n(&cml__mpi_unsettled, 1, __ATOMIC_RELEASE);
   }
   free(q->items);
+  free(q->peers);
   q->items = NULL;
+  q->peers = NULL;
   q->count = q->capacity = 0;
 }
 
@@ -514,20 +563,23 @@ static cml_status_t cml__mpi_post(cml__mpi_requests_t* q, bool send, int rank, v
     int capacity = q->capacity ? q->capacity * 2 : 16;
     while (capacity < q->count + pieces) capacity *= 2;
     MPI_Request* items = realloc(q->items, (size_t)capacity * sizeof *items);
-    if (!items) {
+    if (items) q->items = items;
+    int* peers = items ? realloc(q->peers, (size_t)capacity * sizeof *peers) : NULL;
+    if (!peers) {
       return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "MPI %s: out of memory for requests",
                              what);
     }
-    q->items = items;
+    q->peers = peers;
     q->capacity = capacity;
   }
+  const int mtag = cml__mpi_tag(tag);
   for (int64_t p = 0; p < pieces; ++p) {
     const int64_t at = p * max;
     const int64_t n = bytes - at < max ? bytes - at : max;
     char* ptr = (char*)data + (bytes > 0 ? at : 0);
     const int err =
-        send ? MPI_Isend(ptr, (int)n, MPI_BYTE, rank, tag, cml__mpi_data, &q->items[q->count])
-             : MPI_Irecv(ptr, (int)n, MPI_BYTE, rank, tag, cml__mpi_data, &q->items[q->count]);
+        send ? MPI_Isend(ptr, (int)n, MPI_BYTE, rank, mtag, cml__mpi_data, &q->items[q->count])
+             : MPI_Irecv(ptr, (int)n, MPI_BYTE, rank, mtag, cml__mpi_data, &q->items[q->count]);
     if (err != MPI_SUCCESS) {
       char text[MPI_MAX_ERROR_STRING + 32];
       cml__mpi_error_text(err, text, sizeof text);
@@ -535,14 +587,43 @@ static cml_status_t cml__mpi_post(cml__mpi_requests_t* q, bool send, int rank, v
                              what, send ? "send" : "receive", (long long)n, send ? "to" : "from",
                              rank, text);
     }
+    q->peers[q->count] = rank;
     ++q->count;
   }
   return CML_OK;
 }
 
+// The world rank of a peer of a pending request of |q| whose first unmatched message to this
+// process belongs to another collective (another stamp), with that message's tag; -1 if none.
+// |probed|: world-size bytes of scratch.
+static int cml__mpi_diverged_peer(const cml__mpi_requests_t* q, uint8_t* probed, int* out_tag) {
+  const int64_t mine = cml__mpi_stamp_bits();
+  memset(probed, 0, (size_t)cml__mpi_world_size);
+  for (int i = 0; i < q->count; ++i) {
+    const int peer = q->peers[i];
+    if (q->items[i] == MPI_REQUEST_NULL || peer < 0 || peer >= cml__mpi_world_size ||
+        probed[peer]) {
+      continue;
+    }
+    probed[peer] = 1;
+    int flag = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(peer, MPI_ANY_TAG, cml__mpi_data, &flag, &status) != MPI_SUCCESS || !flag) {
+      continue;
+    }
+    if (status.MPI_TAG / CML__MPI_KINDS != mine) {
+      *out_tag = status.MPI_TAG;
+      return peer;
+    }
+  }
+  return -1;
+}
+
 // Waits for every request of |q| (then empties it), polling failure notices; fails after the
-// timeout without a completed request. On failure this process's failure is recorded and
-// announced (peers stop too), and the requests stay in |q| for cml__mpi_requests_free.
+// timeout without a completed request, and at once when a peer it waits for sent a message of
+// another collective (the processes diverged: what that peer waits for never comes either). On
+// failure this process's failure is recorded and announced (peers stop too), and the requests stay
+// in |q| for cml__mpi_requests_free.
 static cml_status_t cml__mpi_wait(cml__mpi_requests_t* q, const char* what) {
   if (q->count == 0) return CML_OK;
   int* done = malloc((size_t)q->count * sizeof *done);
@@ -552,6 +633,10 @@ static cml_status_t cml__mpi_wait(cml__mpi_requests_t* q, const char* what) {
   int64_t last_progress = cml__mpi_now_ms();
   int remaining = q->count;
   cml_status_t st = CML_OK;
+  uint8_t* probed = NULL;
+  // A peer seen sending for another collective, confirmed by a second look without progress in
+  // between (a completion that MPI made while probing is seen by the next MPI_Testsome).
+  int suspect = -1;
   for (uint64_t spin = 0;; ++spin) {
     int outcount = 0;
     const int err = MPI_Testsome(q->count, q->items, &outcount, done, MPI_STATUSES_IGNORE);
@@ -566,9 +651,11 @@ static cml_status_t cml__mpi_wait(cml__mpi_requests_t* q, const char* what) {
     if (outcount > 0) {
       remaining -= outcount;
       last_progress = now;
+      suspect = -1;
       if (remaining <= 0) break;
       continue;
     }
+    const int64_t idle = now - last_progress;
     if ((spin & 15) == 0) {
       cml__mpi_poll_notices();
       if (__atomic_load_n(&cml__mpi_failed, __ATOMIC_ACQUIRE)) {
@@ -576,8 +663,27 @@ static cml_status_t cml__mpi_wait(cml__mpi_requests_t* q, const char* what) {
         st = cml_status_annotate(st, "MPI %s", what);
         break;
       }
+      if (idle >= CML__MPI_PROBE_AFTER_MS) {
+        if (!probed) probed = malloc((size_t)cml__mpi_world_size);
+        int tag = 0;
+        const int peer = probed ? cml__mpi_diverged_peer(q, probed, &tag) : -1;
+        if (peer >= 0 && peer == suspect) {
+          st = cml_status_make(
+              CML_STATUS_FAILED_PRECONDITION,
+              "MPI %s: process %d, at %s, waits for process %d, which sent a message of another "
+              "collective (%s%s): the processes no longer run the same collectives in the same "
+              "order (an If or While around a collective whose predicate differs between "
+              "processes, or executions, compiles or host collectives issued in different "
+              "orders); every process stops",
+              what, cml__mpi_world_rank,
+              cml__mpi_stamp_label[0] ? cml__mpi_stamp_label : "a collective outside executions",
+              peer, cml__mpi_kind_name(tag),
+              tag / CML__MPI_KINDS ? ", in an execution" : ", outside executions");
+          break;
+        }
+        suspect = peer;
+      }
     }
-    const int64_t idle = now - last_progress;
     if (idle > cml__mpi_timeout_ms()) {
       st = cml_status_make(CML_STATUS_DEADLINE_EXCEEDED,
                            "MPI %s: process %d waited %lld ms for its peers (a process died, "
@@ -596,6 +702,7 @@ static cml_status_t cml__mpi_wait(cml__mpi_requests_t* q, const char* what) {
     }
   }
   free(done);
+  free(probed);
   if (st != CML_OK) {
     cml__mpi_fail(cml_status_message(st));
     return st;  // the pending requests go with cml__mpi_requests_free
@@ -713,7 +820,7 @@ static cml_status_t cml__mpi_fold_segments(const cml__mpi_view_t* v, const uint8
                            2 * slab);
   }
   uint8_t* acc = buffers + 2 * slab;
-  cml__mpi_requests_t recv[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+  cml__mpi_requests_t recv[2] = {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}};
   cml_status_t st = CML_OK;
   for (int64_t j = 0; j <= pieces && st == CML_OK; ++j) {
     // Post piece j, then fold piece j - 1.
@@ -763,7 +870,7 @@ static cml_status_t cml__mpi_reduce_phases(const cml__mpi_view_t* v, const uint8
                                            const int64_t* seg_len, size_t esize,
                                            cml__mpi_fold_fn fold, bool gather, int tag,
                                            const char* what) {
-  cml__mpi_requests_t sends = {NULL, 0, 0};
+  cml__mpi_requests_t sends = {NULL, NULL, 0, 0};
   uint8_t* mine = gather ? out + (size_t)seg_at[v->me] * esize : out;
   // With |in| == |out| the segment may only be written after every send of |in| completed.
   uint8_t* staging = NULL;
@@ -779,7 +886,7 @@ static cml_status_t cml__mpi_reduce_phases(const cml__mpi_view_t* v, const uint8
   if (st == CML_OK && staging) memcpy(mine, staging, (size_t)seg_len[v->me] * esize);
   free(staging);
   if (st == CML_OK && gather) {
-    cml__mpi_requests_t q = {NULL, 0, 0};
+    cml__mpi_requests_t q = {NULL, NULL, 0, 0};
     for (int k = 0; k < v->n && st == CML_OK; ++k) {
       if (k == v->me) continue;
       st = cml__mpi_post(&q, true, cml__mpi_member(v, k), mine, seg_len[v->me] * (int64_t)esize,
@@ -811,7 +918,7 @@ static cml_status_t cml__mpi_reduce_common(const cml__mpi_group_t* group, const 
   }
   cml__mpi_view_t v;
   CML_RETURN_IF_ERROR(cml__mpi_begin(group, what, &v));
-  cml__mpi_requests_t none = {NULL, 0, 0};
+  cml__mpi_requests_t none = {NULL, NULL, 0, 0};
   const int n = v.n;
   const size_t dsize = (size_t)(cml_dtype_bits(dtype) / 8);
   const size_t esize = cml__mpi_work_size(dtype);
@@ -885,7 +992,7 @@ cml_status_t cml__mpi_all_gather_v(const cml__mpi_group_t* group, const void* in
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "MPI AllGather: no sizes");
   }
   CML_RETURN_IF_ERROR(cml__mpi_begin(group, "AllGather", &v));
-  cml__mpi_requests_t q = {NULL, 0, 0};
+  cml__mpi_requests_t q = {NULL, NULL, 0, 0};
   cml_status_t st = CML_OK;
   int64_t at = 0, mine_at = 0;
   for (int k = 0; k < v.n; ++k) {
@@ -940,7 +1047,7 @@ cml_status_t cml__mpi_all_to_all(const cml__mpi_group_t* group, const void* in, 
                            (long long)bytes);
   }
   CML_RETURN_IF_ERROR(cml__mpi_begin(group, "AllToAll", &v));
-  cml__mpi_requests_t q = {NULL, 0, 0};
+  cml__mpi_requests_t q = {NULL, NULL, 0, 0};
   cml_status_t st = CML_OK;
   for (int k = 0; k < v.n && st == CML_OK; ++k) {
     if (k == v.me) continue;
@@ -968,7 +1075,7 @@ cml_status_t cml__mpi_broadcast(const cml__mpi_group_t* group, int root_position
                            (long long)bytes);
   }
   CML_RETURN_IF_ERROR(cml__mpi_begin(group, "Broadcast", &v));
-  cml__mpi_requests_t q = {NULL, 0, 0};
+  cml__mpi_requests_t q = {NULL, NULL, 0, 0};
   if (root_position < 0 || root_position >= v.n) {
     return cml__mpi_end(&q, cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                                             "MPI Broadcast: root position %d in a group of %d",
@@ -992,7 +1099,7 @@ cml_status_t cml__mpi_broadcast(const cml__mpi_group_t* group, int root_position
 cml_status_t cml__mpi_barrier(const cml__mpi_group_t* group) {
   cml__mpi_view_t v;
   CML_RETURN_IF_ERROR(cml__mpi_begin(group, "Barrier", &v));
-  cml__mpi_requests_t q = {NULL, 0, 0};
+  cml__mpi_requests_t q = {NULL, NULL, 0, 0};
   cml_status_t st = CML_OK;
   static char dummy;
   for (int k = 0; k < v.n && st == CML_OK; ++k) {
@@ -1019,7 +1126,7 @@ cml_status_t cml__mpi_exchange(const cml__mpi_transfer_t* sends, int send_count,
   }
   cml__mpi_view_t v;
   CML_RETURN_IF_ERROR(cml__mpi_begin(NULL, what, &v));
-  cml__mpi_requests_t q = {NULL, 0, 0};
+  cml__mpi_requests_t q = {NULL, NULL, 0, 0};
   cml_status_t st = CML_OK;
   for (int pass = 0; pass < 2 && st == CML_OK; ++pass) {
     const cml__mpi_transfer_t* t = pass ? sends : receives;
@@ -1128,6 +1235,7 @@ int cml__mpi_rank(void) { return 0; }
 int cml__mpi_size(void) { return 1; }
 void cml__mpi_set_timeout_ms(int64_t ms) { (void)ms; }
 int64_t cml__mpi_timeout_ms(void) { return 0; }
+void cml__mpi_set_stamp(uint64_t stamp, const char* label) { (void)stamp, (void)label; }
 cml_status_t cml__mpi_all_reduce(const cml__mpi_group_t* group, const void* in, void* out,
                                  int64_t count, cml_dtype_t dtype, cml_reduce_type_t type) {
   (void)group, (void)in, (void)out, (void)count, (void)dtype, (void)type;

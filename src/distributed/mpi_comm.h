@@ -9,8 +9,11 @@
 //
 // Processes and groups: a group lists world ranks in group order (NULL: every process in rank
 // order). Every member of a group must call the same operations on it in the same order, with
-// the same sizes (the MPI contract); the operation kind travels in the message tag, so a
-// mismatch does not mix data: it waits until the timeout.
+// the same sizes (the MPI contract). The message tag carries the operation kind and the calling
+// thread's collective stamp (cml__mpi_set_stamp), so two different operations never exchange
+// data: a wait that finds a peer's message of another kind or stamp fails with
+// FAILED_PRECONDITION on every process (a mismatch without such a message, a peer that does
+// nothing, waits until the timeout).
 //
 // No wait is unbounded: every wait polls its requests (MPI_Test) together with the failure
 // notices of other processes and a deadline (cml__mpi_set_timeout_ms, default 30 s). A process
@@ -99,6 +102,13 @@ cml_status_t cml__mpi_broadcast(const cml__mpi_group_t* group, int root_position
                                 int64_t bytes);
 // Waits until every member arrived.
 cml_status_t cml__mpi_barrier(const cml__mpi_group_t* group);
+
+// Sets the calling thread's collective stamp: a value every process computes alike for the
+// same collective of the same execution (0: outside executions, the default), and |label|, how
+// messages name it ("AllReduce (node 17, ...)"). The stamp is reduced to the tag space of the
+// MPI library (at least 11 bits; 27 with Open MPI), so two different collectives share a stamp
+// by chance with probability 2^-bits. Without MPI: does nothing.
+void cml__mpi_set_stamp(uint64_t stamp, const char* label);
 
 // Whether cml__mpi_all_reduce supports |dtype| with |type| (also without MPI).
 bool cml__mpi_can_reduce(cml_dtype_t dtype, cml_reduce_type_t type);

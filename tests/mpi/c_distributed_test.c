@@ -694,6 +694,60 @@ static void before_dispatch_scenario(int* test_failed_, const char* how) {
   cml_executable_release(exe);
 }
 
+//===--- a predicate that differs between processes (its own run: it ends the job) ---===//
+
+// If (n > 100 or this slot is on the last process) { AllReduce(n) } else { n }, then an
+// AllReduce of that: with n = 1000 every process runs both; with n = 1 only the last process
+// runs the first, and its AllReduce meets the others' second. The two must not exchange data:
+// every process fails within seconds, naming the divergence, instead of returning sums of two
+// different collectives under OK.
+static cml_status_t build_diverge(cml_backend_t* be, cml_executable_t** out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "diverge", &b));
+  cml_status_t st = cml_builder_spmd(b, g_total);
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t is = cml_shape_scalar(CML_DTYPE_I64);
+  cml_value_t n = cml_parameter(f, "n", &is);
+  cml_value_t last = cml_op_greater_or_equal(
+      f, cml_op_replica_id(f), cml_constant_scalar_i64(f, CML_DTYPE_U32, g_total - kLocalDevices));
+  cml_value_t big = cml_op_greater_than(f, n, cml_constant_scalar_i64(f, CML_DTYPE_I64, 100));
+  cml_value_t pred = cml_op_logical_or(f, last, big);
+  cml_function_t *yes = NULL, *no = NULL;
+  if (st == CML_OK) st = cml_function_new_closure(f, &yes);
+  if (st == CML_OK) st = cml_function_new_closure(f, &no);
+  cml_value_t y = CML_VALUE_INVALID, r = CML_VALUE_INVALID, sum = CML_VALUE_INVALID;
+  if (st == CML_OK) {
+    cml_op_all_reduce(yes, &n, 1, CML_REDUCE_SUM, NULL, &y);
+    st = cml_function_return(yes, &y, 1);
+  }
+  if (st == CML_OK) st = cml_function_return(no, &n, 1);
+  if (st == CML_OK) cml_op_if(f, pred, yes, no, &r);
+  cml_op_all_reduce(f, &r, 1, CML_REDUCE_SUM, NULL, &sum);
+  return finish(b, f, &sum, 1, st, out);
+}
+
+static void diverge_scenario(int* test_failed_) {
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(build_diverge(g_mp, &exe));
+  int64_t sum = 0;
+  ASSERT_STATUS_OK(run_loop(exe, 1000, 0, &sum));
+  ASSERT_EQ_INT(sum, (int64_t)1000 * g_total * g_total);
+  const int64_t start = cml_clock_monotonic_ns();
+  cml_status_t st = run_loop(exe, 1, 0, &sum);
+  const double took = (double)(cml_clock_monotonic_ns() - start) / 1e9;
+  printf("rank %d: %s after %.2f s: %s\n", g_rank, cml_status_code_name(cml_status_code(st)), took,
+         cml_status_message(st));
+  fflush(stdout);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_CONTAINS(cml_status_message(st), "no longer run the same collectives");
+  cml_status_free(st);
+  ASSERT_TRUE(took < 10.0);  // seen in the messages, not CML_MPI_TIMEOUT_MS (20 s in the tests)
+  st = run_loop(exe, 1000, 0, &sum);
+  ASSERT_NE_INT(cml_status_code(st), CML_STATUS_OK);
+  cml_status_free(st);
+  cml_executable_release(exe);
+}
+
 //===--- the killed process (run_kill.sh) ---===//
 
 static int kill_scenario(void) {
@@ -769,6 +823,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (argc > 1 && strcmp(argv[1], "kill") == 0) return kill_scenario();
+  if (argc > 1 && strcmp(argv[1], "diverge") == 0) {
+    int failed = 0;
+    diverge_scenario(&failed);
+    cml_mesh_destroy(g_mesh_data);
+    cml_mesh_destroy(g_mesh_model);
+    cml_backend_release(g_mp);
+    cml_backend_release(g_ref);
+    if (failed) fprintf(stderr, "[rank %d] FAILED diverge\n", g_rank);
+    return failed;
+  }
   if (argc > 2 && strcmp(argv[1], "before_dispatch") == 0) {
     int failed = 0;
     before_dispatch_scenario(&failed, argv[2]);

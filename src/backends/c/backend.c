@@ -294,7 +294,7 @@ static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
   cml_status_t st = cml_executable_init_base(&exe->base, backend, module);
   // distributed=mpi: every process compiles the same multi-device module.
   if (st == CML_OK) {
-    st = cmlc_mpi_agree_module((cmlc_backend_t*)backend, module);
+    st = cmlc_mpi_agree_module((cmlc_backend_t*)backend, module, &exe->mpi_fingerprint);
     if (st != CML_OK) cml_executable_deinit_base(&exe->base);
   }
   if (st != CML_OK) {

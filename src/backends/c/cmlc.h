@@ -112,6 +112,13 @@ const void* cmlc_round_contribution(const cmlc_round_t* round, int32_t position)
 // Waits until every member of the round called this (then the round's data may be reused).
 // Never fails and never waits on a slot that is not inside the round.
 void cmlc_round_finish(cmlc_rendezvous_t* rendezvous, cmlc_round_t* round);
+// distributed=mpi: the stamp of the next cross-process collective that this process runs in
+// the execution (|node|; called by one thread per execution, in program order): the module's
+// fingerprint, the execution's number and the collective's place in it and node, mixed, so
+// every process computes the same stamp for the same collective and a different one where
+// they diverged. |label| (|size| bytes) receives how messages name it.
+uint64_t cmlc_rendezvous_mpi_stamp(cmlc_rendezvous_t* rendezvous, const cml_ir_node_t* node,
+                                   char* label, size_t size);
 
 //===--- kernels ---===//
 

@@ -247,6 +247,11 @@ typedef struct cmlc_executable_t {
   // has no collective), which keys the rendezvous' per-slot round counters.
   uint32_t* collective_index;
   uint32_t collective_count;
+  // distributed=mpi: the module's fingerprint (cmlc_mpi_agree_module) and the count of SPMD
+  // executions started (atomic), which with the node and its place in the execution make each
+  // cross-process collective's stamp (cmlc_rendezvous_mpi_stamp).
+  uint64_t mpi_fingerprint;
+  uint64_t mpi_launches;
   // Main's PART values (pointers set once the output buffers exist; NULL: none).
   uint32_t* out_parts;
   uint32_t out_part_count;
@@ -454,6 +459,9 @@ void cmlc_rendezvous_destroy(cmlc_rendezvous_t* rendezvous);
 // Makes it ready for the next execution of the same executable under |control| (after every
 // slot thread of the last one has ended and its failure was taken): executions cache it.
 void cmlc_rendezvous_reset(cmlc_rendezvous_t* rendezvous, const cml_execute_control_t* control);
+// distributed=mpi: numbers the execution (|launch|: the executable's how-many-th SPMD
+// execution, the same on every process that issues them in the same order).
+void cmlc_rendezvous_set_launch(cmlc_rendezvous_t* rendezvous, uint64_t launch);
 // Records that |slot| stopped with |status| (taken): the first failure of the execution is kept
 // (prefixed with the slot and its backend device) and every waiting slot wakes and fails.
 void cmlc_rendezvous_fail(cmlc_rendezvous_t* rendezvous, int32_t slot, cml_status_t status);

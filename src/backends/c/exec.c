@@ -682,6 +682,10 @@ static cml_status_t cmlc_execute_spmd(cmlc_executable_t* exe, cml_buffer_t* cons
   }
   cmlc_slot_t* slots = (cmlc_slot_t*)lead->spmd_slots;
   cmlc_rendezvous_t* rendezvous = lead->spmd_rendezvous;
+  if (exe->backend->options.process_count > 1) {
+    cmlc_rendezvous_set_launch(rendezvous,
+                               __atomic_fetch_add(&exe->mpi_launches, 1, __ATOMIC_RELAXED));
+  }
   memset(slots, 0, sizeof *slots * (size_t)n);
   const cmlc_options_t* options = &exe->backend->options;
   int32_t first = -1;  // the first slot that runs here; it holds the lead context

@@ -285,12 +285,15 @@ static uint64_t cmlc_mpi_module_hash(const cml_module_t* m) {
   return h;
 }
 
-cml_status_t cmlc_mpi_agree_module(const cmlc_backend_t* backend, const cml_module_t* module) {
+cml_status_t cmlc_mpi_agree_module(const cmlc_backend_t* backend, const cml_module_t* module,
+                                   uint64_t* out_fingerprint) {
+  *out_fingerprint = 0;
   if (backend->options.process_count <= 1 || module->num_devices <= 1) return CML_OK;
+  *out_fingerprint = cmlc_mpi_module_hash(module);
   char text[256];
   snprintf(text, sizeof text, "module \"%.80s\" on %d devices: %u nodes, fingerprint %016llx",
            module->name ? module->name : "", (int)module->num_devices, module->node_count,
-           (unsigned long long)cmlc_mpi_module_hash(module));
+           (unsigned long long)*out_fingerprint);
   cml_status_t st = cml__mpi_agree(text, strlen(text), "compiled multi-device module");
   if (st != CML_OK) {
     return cml_status_annotate(st,

@@ -336,6 +336,11 @@ static cml_status_t cmlc_mpi_co_lead(const cmlc_kernel_args_t* a, cmlc_round_t* 
   };
   const cml_ir_collective_attrs_t* c = &a->node->attrs->collective;
   const int32_t n = a->replica_count > 0 ? a->replica_count : 1;
+  // The stamp that keeps this collective's messages apart from any other's (mpi_comm.h).
+  char label[160];
+  const uint64_t stamp =
+      a->rendezvous ? cmlc_rendezvous_mpi_stamp(a->rendezvous, a->node, label, sizeof label) : 0;
+  cml__mpi_set_stamp(stamp, label);
   cml_status_t st = CML_OK;
   if (a->node->op == CML_OP_COLLECTIVE_PERMUTE || !c->groups || c->group_count < 1 ||
       c->group_size < 1) {
@@ -345,6 +350,7 @@ static cml_status_t cmlc_mpi_co_lead(const cmlc_kernel_args_t* a, cmlc_round_t* 
       st = cmlc_mpi_co_group(&co, c->groups + (size_t)g * (size_t)c->group_size, c->group_size);
     }
   }
+  cml__mpi_set_stamp(0, NULL);
   free(locals);
   return st;
 }

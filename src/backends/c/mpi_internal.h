@@ -38,10 +38,12 @@ CML_MUST_USE cml_status_t cmlc_mpi_check_local(const cmlc_backend_t* backend, in
                                                const char* what);
 
 // At compile: every process must compile the same multi-device module (checked by a
-// fingerprint; FAILED_PRECONDITION on every process otherwise). OK at once for single-device
-// modules and single-process backends.
+// fingerprint, stored in |out_fingerprint| for the executions' collective stamps;
+// FAILED_PRECONDITION on every process otherwise). OK at once (fingerprint 0) for
+// single-device modules and single-process backends.
 CML_MUST_USE cml_status_t cmlc_mpi_agree_module(const cmlc_backend_t* backend,
-                                                const cml_module_t* module);
+                                                const cml_module_t* module,
+                                                uint64_t* out_fingerprint);
 
 // After a failed multi-process execution: tells the other processes (their collectives stop).
 void cmlc_mpi_execution_failed(const cmlc_backend_t* backend, cml_status_t status);

@@ -71,6 +71,8 @@ struct cmlc_rendezvous_t {
   int32_t waiting_count;
   int failed;  // atomic: a failure was recorded
   cml_status_t failure;
+  uint64_t launch;        // distributed=mpi: the execution's number (cmlc_rendezvous_set_launch)
+  uint64_t mpi_sequence;  // cross-process collectives stamped so far in this execution
 };
 
 //===--- creation ---===//
@@ -177,12 +179,42 @@ void cmlc_rendezvous_reset(cmlc_rendezvous_t* r, const cml_execute_control_t* co
   r->failure = CML_OK;
   __atomic_store_n(&r->failed, 0, __ATOMIC_RELAXED);
   r->control = control;
+  r->launch = 0;
+  __atomic_store_n(&r->mpi_sequence, 0, __ATOMIC_RELAXED);
   r->done_count = 0;
   r->waiting_count = 0;
   memset(r->occurrences, 0, counters * sizeof *r->occurrences);
   memset(r->done, 0, (size_t)slots);
   memset(r->waiting, 0, (size_t)slots * sizeof *r->waiting);
   memset(r->waiting_round, 0, (size_t)slots * sizeof *r->waiting_round);
+}
+
+void cmlc_rendezvous_set_launch(cmlc_rendezvous_t* r, uint64_t launch) { r->launch = launch; }
+
+// One step of splitmix64's finalizer over h ^ v.
+static uint64_t cmlc_rv_mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+
+uint64_t cmlc_rendezvous_mpi_stamp(cmlc_rendezvous_t* r, const cml_ir_node_t* node, char* label,
+                                   size_t size) {
+  const uint64_t sequence = __atomic_fetch_add(&r->mpi_sequence, 1, __ATOMIC_RELAXED);
+  const uint64_t ni = (uint64_t)(node - r->exe->module->nodes);
+  uint64_t h = cmlc_rv_mix(r->exe->mpi_fingerprint, r->launch);
+  h = cmlc_rv_mix(h, sequence);
+  h = cmlc_rv_mix(h, ni);
+  if (label && size) {
+    snprintf(label, size,
+             "%s (node %llu, cross-process collective %llu of execution %llu of this executable)",
+             cml_op_name(node->op), (unsigned long long)ni, (unsigned long long)sequence + 1,
+             (unsigned long long)r->launch + 1);
+  }
+  return h ? h : 1;
 }
 
 //===--- failures ---===//
