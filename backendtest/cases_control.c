@@ -568,6 +568,48 @@ static void case_sort_custom_abs(bt_t* t) {
   bt_expect_f64(t, "by |x|", &res[0], CML_DTYPE_F32, 1, dims, (double[]){0.5, 1, -2, -3, 4}, 0);
 }
 
+// Comparators that are not strict weak orders (l != r; the constant true), stable and not, on
+// 100 Int32 keys: the result must be a permutation of the input (which order is the backend's
+// business), never a read past the array or an endless sort (XLA's CPU runtime did both for
+// is_stable = false from 17 elements on).
+static void case_sort_comparator_not_a_strict_weak_order(bt_t* t) {
+  if (!fn_require(t, (const cml_op_t[]){CML_OP_SORT, CML_OP_NOT_EQUAL, CML_OP_INVALID},
+                  (const cml_dtype_t[]){CML_DTYPE_I32, CML_DTYPE_BOOL, CML_DTYPE_INVALID})) {
+    return;
+  }
+  enum { kN = 100 };
+  double in[kN];
+  for (int i = 0; i < kN; ++i) in[i] = (double)((i * 37) % kN);  // a permutation of 0..99
+  int64_t dims[] = {kN};
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool constant_true = variant & 1, stable = variant & 2;
+    if (variant > 0) bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    cml_value_t x = bt_param_f64(t, f, CML_DTYPE_I32, 1, dims, in);
+    cml_function_t* cmp = fn_closure(t, f);
+    if (!cmp) return;
+    cml_value_t l = fn_param(cmp, "l", CML_DTYPE_I32, 0, NULL);
+    cml_value_t r = fn_param(cmp, "r", CML_DTYPE_I32, 0, NULL);
+    cml_value_t res = constant_true ? cml_constant_scalar_i64(cmp, CML_DTYPE_BOOL, 1)
+                                    : cml_op_not_equal(cmp, l, r);
+    if (!fn_return(t, cmp, &res, 1, "comparator return")) return;
+    cml_value_t out = CML_VALUE_INVALID;
+    (void)cml_op_sort(f, cmp, 0, stable, &x, 1, &out);
+    bt_tensor_t got[1];
+    if (!bt_exec(t, &out, 1, got)) return;
+    bool seen[kN] = {false};
+    for (int i = 0; i < kN; ++i) {
+      const double v = bt_get_f64(&got[0], i);
+      if (v < 0 || v >= kN || v != (double)(int)v || seen[(int)v]) {
+        bt_fail(t, "comparator %s, is_stable %s: element %d is %g: not a permutation of 0..99",
+                constant_true ? "true" : "l != r", stable ? "true" : "false", i, v);
+        return;
+      }
+      seen[(int)v] = true;
+    }
+  }
+}
+
 // A comparator that uses a value of main (a parameter, not a constant): |l - p| < |r - p| with
 // p = 2.5 sorts [10, -1, 3, 0.5, 2] by distance to p: [3, 2, 0.5, -1, 10]. Two operands (the
 // keys' positions follow).
@@ -800,6 +842,8 @@ const bt_case_t bt_cases_control[] = {
     {"sort_by_second_operand", CML_OP_SORT, case_sort_by_second_operand},
     {"sort_stable_ties", CML_OP_SORT, case_sort_stable_ties},
     {"sort_custom_abs", CML_OP_SORT, case_sort_custom_abs},
+    {"sort_comparator_not_a_strict_weak_order", CML_OP_SORT,
+     case_sort_comparator_not_a_strict_weak_order},
     {"sort_comparator_captures_scalar", CML_OP_SORT, case_sort_comparator_captures_scalar},
     {"sort_axis_1", CML_OP_SORT, case_sort_axis_1},
     {"sort_axis_0", CML_OP_SORT, case_sort_axis_0},

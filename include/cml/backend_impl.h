@@ -156,8 +156,9 @@ struct cml_executable_t {
 };
 
 // Initializes the base of a new backend (refcount 1; copies |name|, |config|; description
-// defaults to |name|). Capabilities start empty (except max_rank = CML_MAX_RANK and the
-// CML_DISTRIBUTION_NONE bit of distributions): the backend fills them.
+// defaults to |name|). INCOMPATIBLE when |vtable|'s struct_size is smaller than backend API
+// 1.0's vtable (every entry up to executable_destroy). Capabilities start empty (except max_rank =
+// CML_MAX_RANK and the CML_DISTRIBUTION_NONE bit of distributions): the backend fills them.
 CML_API CML_MUST_USE cml_status_t cml_backend_init_base(cml_backend_t* backend,
                                                         const cml_backend_vtable_t* vtable,
                                                         cml_allocator_t allocator, const char* name,

@@ -26,6 +26,13 @@
 // - A returned non-OK status belongs to the caller: pass it to `cml_status_free` once.
 // - Graph nodes live in their builder and die with it (or with the executable compiled from it);
 //   values are 32-bit ids, not pointers.
+// - Callbacks that cml calls (allocators, log and abort handlers, backend vtables and factories,
+//   dataset producers) must return: a C++ exception or a longjmp out of one skips cml's
+//   bookkeeping (locks, a buffer's count of readers, allocations), and the objects involved stay
+//   unusable. Report failure through the callback's own means (NULL, a status).
+// - Processes: a child of fork() cannot use a backend created before the fork (the c backend
+//   refuses to compile or execute there; XLA's plugin aborts): create a new one in the child.
+//   Unloading libcml (dlclose) while any of its objects lives unmaps the code its threads run.
 #ifndef CML_BASE_H_
 #define CML_BASE_H_
 

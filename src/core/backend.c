@@ -8,6 +8,13 @@
 
 //===--- base helpers for implementers ---===//
 
+// cml_capabilities_t.ops is embedded in cml_backend_t, which plug-ins embed at offset 0: growing
+// past 192 ops changes the size of both, and so every plug-in's layout (a major version of the
+// backend API, not a minor one).
+_Static_assert((CML_OP_COUNT + 63) / 64 == 3,
+               "the op count crossed a multiple of 64: cml_backend_t changes size (bump "
+               "CML_BACKEND_API_MAJOR and say so in docs/adding-an-op.md)");
+
 cml_status_t cml_backend_init_base(cml_backend_t* backend, const cml_backend_vtable_t* vtable,
                                    cml_allocator_t allocator, const char* name, const char* config,
                                    int device_count) {
@@ -23,6 +30,16 @@ cml_status_t cml_backend_init_base(cml_backend_t* backend, const cml_backend_vta
   if (vtable->struct_size == 0) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "cml_backend_init_base: backend \"%s\": vtable struct_size is 0", name);
+  }
+  // Every entry of backend API 1.0 (up to executable_destroy) must be inside the vtable: the
+  // core calls compile and execute without looking at struct_size.
+  const size_t minimum = offsetof(cml_backend_vtable_t, execute_with_control);
+  if (vtable->struct_size < minimum) {
+    return cml_status_make(CML_STATUS_INCOMPATIBLE,
+                           "cml_backend_init_base: backend \"%s\": vtable struct_size %zu is "
+                           "smaller than backend API 1.0's %zu bytes (set it to "
+                           "sizeof(cml_backend_vtable_t))",
+                           name, vtable->struct_size, minimum);
   }
   memset(backend, 0, sizeof *backend);
   cml__refcount_init(&backend->refcount);

@@ -189,6 +189,7 @@ void cml__mpi_reduce_local(const void* const* sources, int source_count, void* o
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 // Message tags: failure notices on the control communicator, one tag per operation kind on the
 // data communicator.
@@ -227,7 +228,7 @@ static pthread_mutex_t cml__mpi_op_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t cml__mpi_fail_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int cml__mpi_state;  // 0: not tried, 1: ready, 2: failed to initialize
 static cml_status_code_t cml__mpi_init_code;
-static char cml__mpi_init_message[256];
+static char cml__mpi_init_message[512];
 static int cml__mpi_we_initialized;
 static MPI_Comm cml__mpi_data = MPI_COMM_NULL;
 static MPI_Comm cml__mpi_control = MPI_COMM_NULL;
@@ -284,6 +285,40 @@ static void cml__mpi_error_text(int err, char* buf, size_t size) {
   snprintf(buf, size, "%s (MPI error %d)", len ? text : "unknown", err);
 }
 
+// Open MPI before 5 starts a process that no launcher started (a "singleton") by running its
+// helper `orted` through PATH, and when that fails MPI_Init_thread ends the process instead of
+// returning an error: such a start is refused first when PATH has no orted.
+static bool cml__mpi_singleton_would_abort(char* why, size_t size) {
+#if defined(OPEN_MPI) && defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
+  static const char* const launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
+                                         "PMI_SIZE"};
+  for (size_t i = 0; i < sizeof launched / sizeof launched[0]; ++i) {
+    if (getenv(launched[i])) return false;
+  }
+  const char* path = getenv("PATH");
+  for (const char* p = path; p && *p;) {
+    const char* end = strchr(p, ':');
+    const size_t len = end ? (size_t)(end - p) : strlen(p);
+    char file[4096];
+    if (len > 0 && len + 7 < sizeof file) {
+      memcpy(file, p, len);
+      memcpy(file + len, "/orted", 7);
+      if (access(file, X_OK) == 0) return false;
+    }
+    p = end ? end + 1 : p + len;
+  }
+  snprintf(why, size,
+           "MPI: this process was not started by an MPI launcher (mpirun, srun), and Open MPI "
+           "cannot start it alone: its helper `orted` is not on PATH (\"%.200s\"); run it under "
+           "mpirun, or put Open MPI's bin directory on PATH",
+           path ? path : "unset");
+  return true;
+#else
+  (void)why, (void)size;
+  return false;
+#endif
+}
+
 cml_status_t cml__mpi_init(void) {
   pthread_mutex_lock(&cml__mpi_init_mutex);
   if (cml__mpi_state == 0) {
@@ -302,9 +337,12 @@ cml_status_t cml__mpi_init(void) {
       if (bytes > 0 && bytes < CML__MPI_MAX_MESSAGE) cml__mpi_max_message = bytes;
     }
     int err = MPI_SUCCESS;
+    char why[512];
     if (finalized) {
       cml__mpi_init_fail(CML_STATUS_FAILED_PRECONDITION,
                          "MPI: MPI_Finalize was already called in this process");
+    } else if (!initialized && cml__mpi_singleton_would_abort(why, sizeof why)) {
+      cml__mpi_init_fail(CML_STATUS_FAILED_PRECONDITION, "%s", why);
     } else if (!initialized) {
       err = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
       if (err == MPI_SUCCESS) {

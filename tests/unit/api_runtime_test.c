@@ -9,6 +9,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "api_common.h"
 #include "test.h"
@@ -795,8 +797,119 @@ TEST(nested_control_flow) {
   for (int i = 0; i < N; ++i) ASSERT_EQ_INT(got[i], collatz_steps(start[i]));
 }
 
+//===--- fork ---===//
+
+#if defined(__SANITIZE_THREAD__)
+#define API_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define API_TSAN 1
+#endif
+#endif
+
+// A child of fork() has none of the parent's threads: a c backend it inherited refuses to
+// compile and execute (an SPMD execution waited forever for slot threads that are not there),
+// buffers stay readable, and releasing the backend neither joins the parent's threads (a
+// crash) nor destroys condition variables the parent's workers wait on (a hang). A new backend
+// works. The child runs under alarm(): a hang is a failure, not a stuck test.
+static int fork_child(cml_backend_t* be, cml_executable_t* exe, cml_buffer_t** in, size_t n_in,
+                      cml_buffer_t* first_out, float expect) {
+  alarm(30);
+  int bad = 0;
+  cml_buffer_t* out[8] = {0};
+  cml_status_t st = cml_executable_execute(exe, in, n_in, NULL, 0, out);
+  if (cml_status_code(st) != CML_STATUS_FAILED_PRECONDITION ||
+      !strstr(cml_status_message(st), "fork()")) {
+    fprintf(stderr, "child execute: %s\n", cml_status_message(st));
+    bad |= 1;
+  }
+  cml_status_free(st);
+  cml_executable_t* again = NULL;
+  st = build_axpb(be, 4, &again);
+  if (cml_status_code(st) != CML_STATUS_FAILED_PRECONDITION) bad |= 2;
+  cml_status_free(st);
+  cml_executable_release(again);
+  float got = 0;
+  st = cml_buffer_copy_to_host(first_out, &got, sizeof got);
+  if (st != CML_OK || got != expect) bad |= 4;
+  cml_status_free(st);
+  cml_executable_release(exe);
+  for (size_t i = 0; i < n_in; ++i) cml_buffer_release(in[i]);
+  cml_buffer_release(first_out);
+  cml_backend_release(be);
+  cml_backend_t* fresh = new_backend("c:threads=2");
+  cml_executable_t* axpb = NULL;
+  if (!fresh || build_axpb(fresh, 4, &axpb) != CML_OK) bad |= 8;
+  cml_executable_release(axpb);
+  cml_backend_release(fresh);
+  return bad;
+}
+
+static void fork_case(int* test_failed_, const char* config) {
+  cml_backend_t* be = new_backend(config);
+  ASSERT_TRUE(be != NULL);
+  const int devices = cml_backend_device_count(be);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "fork", &b));
+  if (devices > 1) ASSERT_STATUS_OK(cml_builder_spmd(b, devices));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = cml_shape_scalar(CML_DTYPE_F32);
+  cml_value_t x = cml_parameter(f, "x", &s), y;
+  if (devices > 1) {
+    ASSERT_TRUE(cml_op_all_reduce(f, &x, 1, CML_REDUCE_SUM, NULL, &y));
+  } else {
+    y = cml_op_add(f, x, x);
+  }
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &y, 1, &exe));
+  cml_buffer_t* in[4] = {0};
+  cml_buffer_t* out[4] = {0};
+  const float one = 1.5f;
+  for (int d = 0; d < devices; ++d) {
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, d, &s, &one, sizeof one, &in[d]));
+  }
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, (size_t)devices, NULL, 0, out));
+  float got = 0;
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[0], &got, sizeof got));
+  const float expect = devices > 1 ? 1.5f * (float)devices : 3.0f;
+  ASSERT_EQ_INT((int)(got * 2), (int)(expect * 2));
+  fflush(NULL);
+  const pid_t pid = fork();
+  ASSERT_TRUE(pid >= 0);
+  if (pid == 0) _exit(fork_child(be, exe, in, (size_t)devices, out[0], expect));
+  int status = 0;
+  ASSERT_TRUE(waitpid(pid, &status, 0) == pid);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "fork child (%s): %s %d\n", config,
+            WIFEXITED(status) ? "exit status" : "signal",
+            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    *test_failed_ = 1;
+  }
+  // The parent's backend is untouched.
+  for (int d = 0; d < devices; ++d) cml_buffer_release(out[d]);
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, (size_t)devices, NULL, 0, out));
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[0], &got, sizeof got));
+  ASSERT_EQ_INT((int)(got * 2), (int)(expect * 2));
+  for (int d = 0; d < devices; ++d) {
+    cml_buffer_release(out[d]);
+    cml_buffer_release(in[d]);
+  }
+  cml_executable_release(exe);
+  cml_backend_release(be);
+}
+
+TEST(forked_child_refuses_an_inherited_backend) {
+#if defined(API_TSAN)
+  fprintf(stderr, "  (skipped under TSan: fork of a threaded process)\n");
+#else
+  fork_case(test_failed_, "c:devices=4,threads=2");
+  fork_case(test_failed_, "c:threads=4");
+#endif
+}
+
 TEST_MAIN(TEST_ENTRY(backend_released_first), TEST_ENTRY(retain_release_counts),
           TEST_ENTRY(compile_execute_loop), TEST_ENTRY(concurrent_execute),
           TEST_ENTRY(concurrent_donations_of_one_buffer),
           TEST_ENTRY(donation_while_other_threads_read), TEST_ENTRY(zero_size_ops),
-          TEST_ENTRY(rank8), TEST_ENTRY(output_aliasing), TEST_ENTRY(nested_control_flow))
+          TEST_ENTRY(rank8), TEST_ENTRY(output_aliasing), TEST_ENTRY(nested_control_flow),
+          TEST_ENTRY(forked_child_refuses_an_inherited_backend))

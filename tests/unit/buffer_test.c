@@ -114,16 +114,29 @@ static const cml_backend_vtable_t hb_vtable = {
     .get_extension = hb_get_extension,
 };
 
-// A vtable from an "older" backend: struct_size stops before buffer_create_shared, so the
-// entries after it must be treated as absent even though they are set here.
+// Claims a job of 7 processes (only reachable through a vtable that has the slot).
+static void hb_process_info(const cml_backend_t* backend, cml_process_info_t* out) {
+  (void)backend;
+  out->process_count = 7;
+}
+
+// A vtable from a backend built against API 1.0: struct_size stops before execute_with_control,
+// so the entries after it (process_info) must be treated as absent even though they are set.
 static const cml_backend_vtable_t hb_short_vtable = {
+    .struct_size = offsetof(cml_backend_vtable_t, execute_with_control),
+    .destroy = hb_destroy,
+    .buffer_from_host = hb_from_host,
+    .buffer_copy_to_host = hb_to_host,
+    .buffer_data = hb_data,
+    .get_extension = hb_get_extension,
+    .process_info = hb_process_info,
+};
+// Shorter than API 1.0 (it stops before buffer_create_shared): refused.
+static const cml_backend_vtable_t hb_too_short_vtable = {
     .struct_size = offsetof(cml_backend_vtable_t, buffer_create_shared),
     .destroy = hb_destroy,
     .buffer_from_host = hb_from_host,
     .buffer_copy_to_host = hb_to_host,
-    .buffer_create_shared = hb_create_shared,
-    .buffer_data = hb_data,
-    .get_extension = hb_get_extension,
 };
 
 static cml_backend_t* hb_new(const cml_backend_vtable_t* vtable) {
@@ -390,13 +403,23 @@ TEST(identity_devices_and_extensions) {
 
   // Entries past a short vtable's struct_size are absent.
   be = hb_new(&hb_short_vtable);
+  ASSERT_TRUE(be != NULL);
   ASSERT_FALSE(cml_backend_has_shared_buffers(be));
-  ASSERT_TRUE(cml_backend_get_extension(be, "hb") == NULL);
+  ASSERT_TRUE(cml_backend_get_extension(be, "hb") == &g_extension);  // a 1.0 entry
+  cml_backend_process_info(be, &info);
+  ASSERT_EQ_INT(info.process_count, 1);
   cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){1});
   cml_buffer_t* buf = NULL;
   void* data = NULL;
   ASSERT_STATUS_CODE(cml_buffer_create_shared(be, 0, &s, &buf, &data), CML_STATUS_UNIMPLEMENTED);
   cml_backend_release(be);
+  // A vtable shorter than API 1.0's: the core would call compile and execute past its end.
+  hb_backend_t shorter;
+  cml_status_t st = cml_backend_init_base(&shorter.base, &hb_too_short_vtable,
+                                          cml_allocator_system(), "hb", "hb:test", 1);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INCOMPATIBLE);
+  ASSERT_CONTAINS(cml_status_message(st), "smaller than backend API 1.0");
+  cml_status_free(st);
 }
 
 TEST(capability_helpers) {

@@ -14,6 +14,9 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+#if !defined(__wasi__)
+#include <unistd.h>
+#endif
 
 #include "backends/c/engine_internal.h"
 #include "backends/c/mpi_internal.h"
@@ -22,6 +25,26 @@
 #include "distributed/partition.h"
 
 const uint8_t cmlc_empty_storage[CMLC_ALIGNMENT] __attribute__((aligned(CMLC_ALIGNMENT)));
+
+static long cmlc_process_id(void) {
+#if defined(__wasi__)
+  return 0;  // no processes, no fork
+#else
+  return (long)getpid();
+#endif
+}
+
+// FAILED_PRECONDITION in a child of fork(): the backend's pool and slot threads stayed in the
+// parent, and their locks may be held forever.
+static cml_status_t cmlc_check_process(const cmlc_backend_t* b, const char* what) {
+  const long pid = cmlc_process_id();
+  if (pid == b->pid) return CML_OK;
+  return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                         "c backend: %s in process %ld, a child of fork(): the backend was created "
+                         "by process %ld, and its threads did not follow into the child; create a "
+                         "new backend in the child (buffers can still be read)",
+                         what, pid, b->pid);
+}
 
 static const char cmlc_backend_config_help[] =
     "  threads (int in [0, 4096], default and 0: the number of online CPUs): worker threads,\n"
@@ -287,6 +310,7 @@ static cml_status_t cmlc_buffer_copy_to_device(cml_buffer_t* buffer, int device,
 // (src/distributed/partition.c), then planned the same way.
 static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
                                  cml_executable_t** out_executable) {
+  CML_RETURN_IF_ERROR(cmlc_check_process((const cmlc_backend_t*)backend, "compile"));
   cml_allocator_t alloc = backend->allocator;
   cmlc_executable_t* exe = cml_allocator_malloc(alloc, sizeof *exe, CMLC_ALIGNMENT);
   if (!exe) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
@@ -361,6 +385,7 @@ static cml_status_t cmlc_execute_any(cmlc_executable_t* exe, cml_buffer_t* const
                                      const bool* donate, int device,
                                      const cml_execute_control_t* control,
                                      cml_buffer_t** out_results) {
+  CML_RETURN_IF_ERROR(cmlc_check_process(exe->backend, "execute"));
   if (!exe->dynamic) return cmlc_execute(exe, inputs, donate, device, control, out_results);
   cml_executable_t* planned = NULL;
   CML_RETURN_IF_ERROR(cml__dynamic_executable_get(
@@ -411,10 +436,20 @@ static void cmlc_executable_destroy(cml_executable_t* executable) {
 static void cmlc_backend_destroy(cml_backend_t* backend) {
   cmlc_backend_t* b = (cmlc_backend_t*)backend;
   cml_allocator_t alloc = backend->allocator;
+  if (cmlc_process_id() != b->pid) {
+    // A child of fork(): the threads to join and the condition variables they waited on belong
+    // to the parent (joining or destroying them hangs or crashes); their state is left behind,
+    // as is the storage cache, whose lock a parent thread may have held.
+    b->crew = NULL;
+    b->pool = NULL;
+    b->storage_cache_ready = false;
+  }
   cmlc_crew_destroy(b->crew);
   cmlc_pool_destroy(b->pool);
-  (void)cmlc_storage_drain(b);
-  if (b->storage_cache_ready) pthread_mutex_destroy(&b->storage_cache.mutex);
+  if (b->storage_cache_ready) {
+    (void)cmlc_storage_drain(b);
+    pthread_mutex_destroy(&b->storage_cache.mutex);
+  }
   if (b->device_descriptions) {
     for (int i = 0; i < backend->device_count; ++i) {
       cml__runtime_strfree(alloc, b->device_descriptions[i]);
@@ -562,6 +597,7 @@ static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allo
   cmlc_backend_t* b = cml_allocator_malloc(allocator, sizeof *b, CMLC_ALIGNMENT);
   if (!b) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   memset(b, 0, sizeof *b);
+  b->pid = cmlc_process_id();
   char full[320];
   const bool mpi = options.process_count > 1;
   // Every option, as it runs (avx512 / avx2: the ISA level used, which a CPU without AVX-512

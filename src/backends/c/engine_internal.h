@@ -82,6 +82,9 @@ typedef struct cmlc_backend_t {
   struct cmlc_crew_t* crew;    // slot threads of SPMD executions (NULL with one device)
   cmlc_storage_cache_t storage_cache;
   bool storage_cache_ready;  // its mutex was initialized
+  // The process that created it (0 on wasm32-wasi): a child of fork() has none of its threads,
+  // so compiles and executions there are refused and destroy leaves the threads' state alone.
+  long pid;
 } cmlc_backend_t;
 
 typedef struct cmlc_buffer_t {

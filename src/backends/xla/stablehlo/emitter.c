@@ -682,9 +682,11 @@ static cml_status_t cml_shlo_emit_sort(cml__shlo_ctx_t* c, const cml_ir_node_t* 
     if (st == CML_OK) {
       cml__shlo_printf(c, ")");
       // A small attribute buffer: this function is on the stack once per nesting level.
+      // Always stable: XLA's CPU runtime sorts is_stable = false with an unguarded sort that
+      // reads past the array (or never ends) when the comparator is not a strict weak order
+      // (l != r, a constant true), and a stable order is a valid answer to an unstable request.
       char a[96];
-      snprintf(a, sizeof a, "dimension = %lld : i64, is_stable = %s", (long long)n->attrs->axis,
-               n->attrs->flag ? "true" : "false");
+      snprintf(a, sizeof a, "dimension = %lld : i64, is_stable = true", (long long)n->attrs->axis);
       cml__shlo_op_end(c, a, ins, (int)total, outs, total);
       for (uint32_t i = 0; i < count; ++i) {
         cml__shlo_name_t r = total == 1 ? name : cml__shlo_result(&name, i);
