@@ -66,22 +66,25 @@ static dt_tol_t dt_elementwise_tol(cml_op_t op, cml_dtype_t d) {
         return dt_ulps(8);  // complex transcendentals, normwise
     }
   }
+  // Each bound is the sum of the two backends' errors against the exact result
+  // (docs/differential.md): c's Float64 functions come from libmvec (up to 3 ulp, 4 documented),
+  // XLA's Float64 Tanh reaches 6.9 ulp and its Float32 Expm1, Tanh and Erf 5.2, 4.3 and 6.7.
   switch (op) {
     case CML_OP_EXPM1:
-      return dt_ulps(half ? 1 : 4);  // XLA's f32 expm1: up to 4 ulps
+    case CML_OP_TANH:
+    case CML_OP_ERF:
+      return dt_ulps(half ? 1 : 8);
     case CML_OP_EXP:
     case CML_OP_LOG:
     case CML_OP_LOG1P:
     case CML_OP_SIN:
     case CML_OP_COS:
-    case CML_OP_RSQRT:
-    case CML_OP_ATAN2:
-      return dt_ulps(half ? 1 : 2);
-    case CML_OP_TANH:
-    case CML_OP_ERF:
     case CML_OP_LOGISTIC:
     case CML_OP_POW:
       return dt_ulps(half ? 1 : 4);
+    case CML_OP_RSQRT:
+    case CML_OP_ATAN2:
+      return dt_ulps(half ? 1 : 2);
     default:
       return dt_exact();
   }
