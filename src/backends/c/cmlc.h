@@ -15,6 +15,7 @@
 #define CML_BACKENDS_C_CMLC_H_
 
 #include <math.h>
+#include <stdint.h>
 
 #include "cml/backend_impl.h"
 #include "cml/ir.h"
@@ -263,6 +264,27 @@ static inline uint64_t cmlc_f64_to_unsigned(double d, uint64_t hi) {
   if (isnan(d) || d <= 0) return 0;
   if (d >= (double)hi) return hi;
   return (uint64_t)d;
+}
+
+// Scratch and arena sizes that saturate at SIZE_MAX instead of wrapping. On wasm32 (32-bit
+// size_t) a scratch of 4 GiB or more wrapped to a small size, the kernel's own check computed
+// the same wrapped size and passed, and the kernel wrote past its scratch (a trap). A saturated
+// size makes the planner's arena SIZE_MAX, whose allocation fails with RESOURCE_EXHAUSTED
+// before any kernel runs. |count| < 0 counts as 0.
+static inline size_t cmlc_size_add(size_t a, size_t b) {
+  return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+static inline size_t cmlc_size_mul(size_t a, size_t b) {
+  return b != 0 && a > SIZE_MAX / b ? SIZE_MAX : a * b;
+}
+// |count| elements of |bytes| each (count an int64_t element count or product of dims).
+static inline size_t cmlc_size_of(int64_t count, size_t bytes) {
+  if (count <= 0) return 0;
+  return (uint64_t)count > (uint64_t)SIZE_MAX ? SIZE_MAX : cmlc_size_mul((size_t)count, bytes);
+}
+// |n| rounded up to a multiple of |align| (a power of two), SIZE_MAX when that overflows.
+static inline size_t cmlc_size_align(size_t n, size_t align) {
+  return n > SIZE_MAX - (align - 1) ? SIZE_MAX : (n + align - 1) & ~(align - 1);
 }
 
 #ifdef __cplusplus

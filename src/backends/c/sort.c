@@ -644,9 +644,9 @@ size_t cmlc_sort_scratch(const cml_module_t* module, const cml_ir_node_t* node,
   const cml_shape_t* s = &module->values[node->inputs[0]].shape;
   int64_t axis = node->attrs->axis;
   int64_t len = (axis >= 0 && axis < s->rank) ? s->dims[axis] : 1;
-  size_t index_bytes = 2 * (size_t)len * sizeof(int64_t);
-  size_t general = node->input_count * (3 * sizeof(void*) + sizeof(int64_t)) + 64;
-  return index_bytes * (size_t)cmlc_sort_threads(options) + general;
+  const size_t index_bytes = cmlc_size_of(len, 2 * sizeof(int64_t));
+  const size_t general = node->input_count * (3 * sizeof(void*) + sizeof(int64_t)) + 64;
+  return cmlc_size_add(cmlc_size_mul(index_bytes, (size_t)cmlc_sort_threads(options)), general);
 }
 
 cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
@@ -666,9 +666,10 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
   int64_t lines = outer * inner;
   if (lines == 0 || len == 0) return CML_OK;
   int threads = cmlc_sort_threads(args->options);
-  size_t index_bytes = 2 * (size_t)len * sizeof(int64_t);
-  size_t general = args->input_count * (3 * sizeof(void*) + sizeof(int64_t)) + 64;
-  if (!args->scratch || args->scratch_size < index_bytes + general) {
+  const size_t index_bytes = cmlc_size_of(len, 2 * sizeof(int64_t));
+  const size_t general = args->input_count * (3 * sizeof(void*) + sizeof(int64_t)) + 64;
+  if (!args->scratch || index_bytes == SIZE_MAX ||
+      args->scratch_size < cmlc_size_add(index_bytes, general)) {
     return cml_status_make(CML_STATUS_INTERNAL, "c backend: Sort scratch of %zu bytes is too small",
                            args->scratch_size);
   }
@@ -685,7 +686,8 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
     job.select = cmlc_sort_select_typed(before);
     if (args->prepared && job.select) memcpy(&job.prefix, args->prepared, sizeof job.prefix);
     int pool_threads = cmlc_pool_thread_count(args->pool);
-    bool fits = args->scratch_size >= index_bytes * (size_t)pool_threads + general &&
+    bool fits = args->scratch_size >=
+                    cmlc_size_add(cmlc_size_mul(index_bytes, (size_t)pool_threads), general) &&
                 pool_threads <= threads;
     int64_t work = len < 16 ? 16 : len;
     int64_t min_chunk = (int64_t)(32768 / work) + 1;
@@ -694,6 +696,10 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
   }
   // General comparator: one call per comparison, on this thread.
   uint32_t n = args->input_count;
+  if (args->scratch_size < cmlc_size_add(cmlc_size_mul(index_bytes, (size_t)threads), general)) {
+    return cml_status_make(CML_STATUS_INTERNAL, "c backend: Sort scratch of %zu bytes is too small",
+                           args->scratch_size);
+  }
   uint8_t* extra = (uint8_t*)args->scratch + index_bytes * (size_t)threads;
   const void** call_inputs = (const void**)extra;
   const uint8_t** line_bases = (const uint8_t**)(extra + 2 * n * sizeof(void*));

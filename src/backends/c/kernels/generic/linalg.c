@@ -45,7 +45,7 @@ typedef struct cmlc_la_dot_plan_t {
 // tiles on a [4096, 4096] one from memory (7.4 against 5.9 ms); at 16 rows the tiles on both.
 #define CMLC_LA_BT_BF16_M 16
 
-static size_t cmlc_la_align(size_t x) { return (x + 63) & ~(size_t)63; }
+static size_t cmlc_la_align(size_t x) { return cmlc_size_align(x, 64); }  // saturating
 
 static bool cmlc_la_dtype_ok(cml_dtype_t d) { return cmlc__la_domain_of(d) != CMLC__LA_DOM_NONE; }
 
@@ -149,48 +149,50 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs, con
                 cmlc__gemm_i16_supports(p->rhs_dtype);
 #endif
   p->threads = options->threads > 0 ? options->threads : 1;
-  size_t tables = (size_t)(2 * p->batch + p->m + 2 * p->k + p->n) * sizeof(int64_t);
+  size_t tables = cmlc_size_of(2 * p->batch + p->m + 2 * p->k + p->n, sizeof(int64_t));
   size_t off = 0;
   p->off_tables = off;
-  off = cmlc_la_align(off + tables);
+  off = cmlc_la_align(cmlc_size_add(off, tables));
   if (p->use_gemm) {
     p->off_a = p->off_b = off;
     p->off_c = off;
     if (p->out_dtype != CML_DTYPE_F32)
-      off = cmlc_la_align(off + (size_t)(p->batch * p->m * p->n) * sizeof(float));
+      off = cmlc_la_align(cmlc_size_add(off, cmlc_size_of(p->batch * p->m * p->n, sizeof(float))));
     p->off_gemm = off;
 #if defined(CMLC_HAVE_X86_64)
     if (p->gemm_bf16) {
-      off = cmlc_la_align(off + cmlc__gemm_bf16_scratch(p->m, p->n, p->k, p->threads));
+      off =
+          cmlc_la_align(cmlc_size_add(off, cmlc__gemm_bf16_scratch(p->m, p->n, p->k, p->threads)));
     } else
 #endif
     {
-      off = cmlc_la_align(
-          off + cmlc__gemm_f32_scratch(p->batch, p->m, p->n, p->k, options->isa, p->threads));
+      off = cmlc_la_align(cmlc_size_add(
+          off, cmlc__gemm_f32_scratch(p->batch, p->m, p->n, p->k, options->isa, p->threads)));
     }
   } else if (p->gemm_i16) {
 #if defined(CMLC_HAVE_X86_64)
     p->off_a = p->off_b = off;
     p->off_c = off;
     if (p->out_dtype != CML_DTYPE_I32)
-      off = cmlc_la_align(off + (size_t)(p->batch * p->m * p->n) * sizeof(int32_t));
+      off =
+          cmlc_la_align(cmlc_size_add(off, cmlc_size_of(p->batch * p->m * p->n, sizeof(int32_t))));
     p->off_gemm = off;
-    off = cmlc_la_align(off + cmlc__gemm_pairs_scratch(p->m, p->n, p->k, p->threads));
+    off = cmlc_la_align(cmlc_size_add(off, cmlc__gemm_pairs_scratch(p->m, p->n, p->k, p->threads)));
 #endif
   } else if (p->gemm_f64) {
     p->off_a = p->off_b = off;
     p->off_c = off;
     if (p->out_dtype != CML_DTYPE_F64)
-      off = cmlc_la_align(off + (size_t)(p->batch * p->m * p->n) * sizeof(double));
+      off = cmlc_la_align(cmlc_size_add(off, cmlc_size_of(p->batch * p->m * p->n, sizeof(double))));
     p->off_gemm = off;
-    off = cmlc_la_align(
-        off + cmlc__gemm_f64_scratch(p->batch, p->m, p->n, p->k, options->isa, p->threads));
+    off = cmlc_la_align(cmlc_size_add(
+        off, cmlc__gemm_f64_scratch(p->batch, p->m, p->n, p->k, options->isa, p->threads)));
   } else {
     size_t es = cmlc__la_domain_size(p->domain);
     p->off_a = off;
-    off = cmlc_la_align(off + (size_t)(p->batch * p->m * p->k) * es);
+    off = cmlc_la_align(cmlc_size_add(off, cmlc_size_of(p->batch * p->m * p->k, es)));
     p->off_b = off;
-    off = cmlc_la_align(off + (size_t)(p->batch * p->n * p->k) * es);
+    off = cmlc_la_align(cmlc_size_add(off, cmlc_size_of(p->batch * p->n * p->k, es)));
     p->off_c = p->off_gemm = off;
   }
   p->total = off;

@@ -156,7 +156,7 @@ typedef struct cmlc_conv_plan_t {
   cmlc_ew_convert_fn widen_in, narrow_out;
 } cmlc_conv_plan_t;
 
-static size_t cmlc_conv_align(size_t x) { return (x + 63) & ~(size_t)63; }
+static size_t cmlc_conv_align(size_t x) { return cmlc_size_align(x, 64); }  // saturating
 
 // Integer division rounding toward -infinity / +infinity (|b| > 0).
 static int64_t cmlc_conv_floor_div(int64_t a, int64_t b) {
@@ -255,17 +255,20 @@ static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
   f->tiles = p->n_out * ((oh + rows - 1) / rows);
   size_t off = 0;
   f->off_ker = off;
-  off = cmlc_conv_align(off + (size_t)(f->d_blocks * f->k * CMLC_CONV_DIRECT_COLS) * sizeof(float));
+  off = cmlc_conv_align(
+      cmlc_size_add(off, cmlc_size_of(f->d_blocks * f->k * CMLC_CONV_DIRECT_COLS, sizeof(float))));
   f->off_tables = off;  // no GEMM tables
   f->off_taps = off;    // no tap tables
   f->off_threads = off;
   size_t t = 0;
   f->th_strip = t;
-  if (!f->d_in_place) t = cmlc_conv_align(t + (size_t)(f->d_in_rows * row_floats) * sizeof(float));
+  if (!f->d_in_place)
+    t = cmlc_conv_align(cmlc_size_add(t, cmlc_size_of(f->d_in_rows * row_floats, sizeof(float))));
   f->th_c = t;
-  if (!f->direct_out) t = cmlc_conv_align(t + (size_t)(rows * ow * p->cout) * sizeof(float));
+  if (!f->direct_out)
+    t = cmlc_conv_align(cmlc_size_add(t, cmlc_size_of(rows * ow * p->cout, sizeof(float))));
   f->thread_bytes = t;
-  p->total = off + (size_t)f->threads * t;
+  p->total = cmlc_size_add(off, cmlc_size_mul((size_t)f->threads, t));
   f->direct = true;
   f->enabled = true;
   return true;
@@ -356,33 +359,34 @@ static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* optio
   // Scratch.
   size_t off = 0;
   f->off_ker = off;
-  off = cmlc_conv_align(off + (size_t)(f->groups * f->k * f->ng) * f->es);
+  off = cmlc_conv_align(cmlc_size_add(off, cmlc_size_of(f->groups * f->k * f->ng, f->es)));
   f->off_tables = off;
-  off = cmlc_conv_align(off + (size_t)(1 + f->tile + 2 * f->k + f->ng) * sizeof(int64_t));
+  off = cmlc_conv_align(
+      cmlc_size_add(off, cmlc_size_of(1 + f->tile + 2 * f->k + f->ng, sizeof(int64_t))));
   f->off_taps = off;
-  off = cmlc_conv_align(off + (size_t)f->tap_table_len * sizeof(int64_t));
+  off = cmlc_conv_align(cmlc_size_add(off, cmlc_size_of(f->tap_table_len, sizeof(int64_t))));
   f->off_threads = off;
   size_t t = 0;
   f->th_offs = t;
-  t = cmlc_conv_align(t + (size_t)f->ks * sizeof(int64_t));
+  t = cmlc_conv_align(cmlc_size_add(t, cmlc_size_of(f->ks, sizeof(int64_t))));
   if (f->depthwise) {
     f->th_c = t;
-    t = cmlc_conv_align(t + (size_t)p->cout * f->es);
+    t = cmlc_conv_align(cmlc_size_add(t, cmlc_size_of(p->cout, f->es)));
   } else {
     f->th_rowoff = t;
-    t = cmlc_conv_align(t + (size_t)f->tile * sizeof(int64_t));
+    t = cmlc_conv_align(cmlc_size_add(t, cmlc_size_of(f->tile, sizeof(int64_t))));
     f->th_a = t;
-    if (!f->a_direct) t = cmlc_conv_align(t + (size_t)(f->tile * f->k) * f->es);
+    if (!f->a_direct) t = cmlc_conv_align(cmlc_size_add(t, cmlc_size_of(f->tile * f->k, f->es)));
     f->th_c = t;
-    if (!f->out_direct) t = cmlc_conv_align(t + (size_t)(f->tile * f->ng) * f->es);
+    if (!f->out_direct) t = cmlc_conv_align(cmlc_size_add(t, cmlc_size_of(f->tile * f->ng, f->es)));
     f->th_gemm = t;
     size_t gemm = f->domain == CMLC__LA_DOM_F32
                       ? cmlc__gemm_f32_scratch(1, f->tile, f->ng, f->k, f->isa, 1)
                       : cmlc__gemm_f64_scratch(1, f->tile, f->ng, f->k, f->isa, 1);
-    t = cmlc_conv_align(t + gemm);
+    t = cmlc_conv_align(cmlc_size_add(t, gemm));
   }
   f->thread_bytes = t;
-  p->total = off + (size_t)f->threads * t;
+  p->total = cmlc_size_add(off, cmlc_size_mul((size_t)f->threads, t));
   f->enabled = true;
 }
 
@@ -425,8 +429,8 @@ static bool cmlc_conv_plan(const cml_shape_t* in, const cml_shape_t* ker, const 
   if (p->fast.enabled) return true;
   size_t es = cmlc__la_domain_size(p->domain);
   p->off_in = 0;
-  p->off_ker = cmlc_conv_align((size_t)p->in_count * es);
-  p->total = p->off_ker + cmlc_conv_align((size_t)p->ker_count * es);
+  p->off_ker = cmlc_conv_align(cmlc_size_of(p->in_count, es));
+  p->total = cmlc_size_add(p->off_ker, cmlc_conv_align(cmlc_size_of(p->ker_count, es)));
   return true;
 }
 
