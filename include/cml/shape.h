@@ -152,7 +152,8 @@ CML_API cml_shape_t cml_shape_scalar(cml_dtype_t dtype);
 // rank.
 CML_API int64_t cml_shape_element_count(const cml_shape_t* shape);
 // The storage size in bytes; packed dtypes take ceil(n * bits / 8). 0 for NULL or a dynamic
-// shape (cml_shape_checked_byte_size says why).
+// shape, SIZE_MAX for a size a size_t cannot hold (4 GiB and more on wasm32);
+// cml_shape_checked_byte_size says why.
 CML_API size_t cml_shape_byte_size(const cml_shape_t* shape);
 // True when dtype, rank and dims are equal (`cml_shape_dims_equal` ignores the dtype); false
 // when either side is NULL.
@@ -234,7 +235,8 @@ CML_API const char* cml_shape_axis_name(const cml_shape_t* shape, int32_t axis);
 // interned names) and the element limit over the static dims. INVALID_ARGUMENT otherwise.
 CML_API CML_MUST_USE cml_status_t cml_shape_validate(const cml_shape_t* shape);
 // The byte size of a static |shape|; FAILED_PRECONDITION naming the axis for a dynamic one,
-// INVALID_ARGUMENT for a malformed one.
+// INVALID_ARGUMENT for a malformed one, RESOURCE_EXHAUSTED for one whose size a size_t cannot
+// hold (4 GiB and more on wasm32).
 CML_API CML_MUST_USE cml_status_t cml_shape_checked_byte_size(const cml_shape_t* shape,
                                                               size_t* out_bytes);
 

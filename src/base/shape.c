@@ -31,8 +31,10 @@ cml_status_t cml_shape_init(cml_shape_t* out_shape, cml_dtype_t dtype, int32_t r
   for (int32_t i = 0; i < rank; ++i) {
     if (dims[i] < 0)
       return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                             "shape: negative dimension %lld at axis %d", (long long)dims[i],
-                             (int)i);
+                             "shape: axis %d has no size (%lld): a negative dimension, or a "
+                             "dynamic axis where a concrete size is needed (buffers, constants "
+                             "and checkpoints hold concrete shapes)",
+                             (int)i, (long long)dims[i]);
     uint64_t d = dims[i] == 0 ? 1u : (uint64_t)dims[i];
     if (!too_many && __builtin_mul_overflow(count, d, &count)) too_many = true;
   }
@@ -487,7 +489,19 @@ cml_status_t cml_shape_checked_byte_size(const cml_shape_t* shape, size_t* out_b
                              cml_axis_name(cml_dim_axis_id(shape->dims[i])));
     }
   }
-  *out_bytes = cml_shape_byte_size(shape);
+  // The exact size (cml_shape_check kept it below 2^62 bytes), which a 32-bit size_t (wasm32)
+  // may not hold: cml_shape_byte_size then says SIZE_MAX, which is not the size.
+  const uint64_t bytes =
+      ((uint64_t)cml_shape_element_count(shape) * (uint64_t)cml_dtype_bits(shape->dtype) + 7) / 8;
+  if (bytes > (uint64_t)SIZE_MAX) {
+    char text[400];
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                           "shape: %s holds %llu bytes, more than this platform's size_t counts "
+                           "(%zu)",
+                           cml_shape_format(shape, text, sizeof text), (unsigned long long)bytes,
+                           (size_t)SIZE_MAX);
+  }
+  *out_bytes = (size_t)bytes;
   return CML_OK;
 }
 

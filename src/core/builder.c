@@ -816,8 +816,10 @@ static bool cml_value_resolve(cml_function_t* f, const char* what, cml_value_t v
   uint32_t tag = v >> CML__VALUE_INDEX_BITS, index = v & CML__VALUE_INDEX_MASK;
   if (tag != b->tag) {
     cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
-              "%s: operand #%zu (value id 0x%08x) belongs to another builder", what, pos,
-              (unsigned)v);
+              tag == 0 ? "%s: operand #%zu (value id 0x%08x) is not a value of any builder (a "
+                         "made-up or uninitialized id)"
+                       : "%s: operand #%zu (value id 0x%08x) belongs to another builder",
+              what, pos, (unsigned)v);
     return false;
   }
   if (index == 0 || index >= f->impl->value_count) {

@@ -153,13 +153,19 @@ cml_status_t cml_optim_sgd_step(cml_function_t* f, const cml_sgd_config_t* confi
   }
   if (st == CML_OK) {
     const cml_sgd_config_t* c = config;
-    if (!(c->learning_rate > 0) || !isfinite(c->learning_rate) || !(c->momentum >= 0) ||
-        !isfinite(c->momentum) || !(c->weight_decay >= 0) || !isfinite(c->weight_decay) ||
-        (c->nesterov && c->momentum <= 0)) {
+    const char* bad = !(c->learning_rate > 0) || !isfinite(c->learning_rate)
+                          ? "learning_rate must be finite and > 0"
+                      : !(c->momentum >= 0) || !isfinite(c->momentum)
+                          ? "momentum must be finite and >= 0"
+                      : !(c->weight_decay >= 0) || !isfinite(c->weight_decay)
+                          ? "weight_decay must be finite and >= 0"
+                      : c->nesterov && c->momentum <= 0 ? "nesterov needs momentum > 0"
+                                                        : NULL;
+    if (bad) {
       st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "%s: bad hyper-parameters (learning_rate %g > 0, momentum %g >= 0, "
-                           "weight_decay %g >= 0, nesterov %d needs momentum > 0)",
-                           name, c->learning_rate, c->momentum, c->weight_decay, (int)c->nesterov);
+                           "%s: %s (learning_rate %g, momentum %g, weight_decay %g, nesterov %d)",
+                           name, bad, c->learning_rate, c->momentum, c->weight_decay,
+                           (int)c->nesterov);
     } else if (c->momentum > 0 && count > 0 && (!velocity || !out_velocity)) {
       st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "%s: momentum %g needs velocity and out_velocity", name, c->momentum);
@@ -218,13 +224,21 @@ cml_status_t cml_optim_adam_step(cml_function_t* f, const cml_adam_config_t* con
   }
   if (st == CML_OK) {
     const cml_adam_config_t* c = config;
-    if (!(c->learning_rate > 0) || !isfinite(c->learning_rate) || !(c->beta1 >= 0) ||
-        !(c->beta1 < 1) || !(c->beta2 >= 0) || !(c->beta2 < 1) || !(c->epsilon > 0) ||
-        !isfinite(c->epsilon) || !(c->weight_decay >= 0) || !isfinite(c->weight_decay)) {
+    const char* bad = !(c->learning_rate > 0) || !isfinite(c->learning_rate)
+                          ? "learning_rate must be finite and > 0"
+                      : !(c->beta1 >= 0) || !(c->beta1 < 1) ? "beta1 must be in [0, 1)"
+                      : !(c->beta2 >= 0) || !(c->beta2 < 1) ? "beta2 must be in [0, 1)"
+                      : !(c->epsilon > 0) || !isfinite(c->epsilon)
+                          ? "epsilon must be finite and > 0"
+                      : !(c->weight_decay >= 0) || !isfinite(c->weight_decay)
+                          ? "weight_decay must be finite and >= 0"
+                          : NULL;
+    if (bad) {
       st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "%s: bad hyper-parameters (learning_rate %g > 0, betas %g, %g in [0, "
-                           "1), epsilon %g > 0, weight_decay %g >= 0)",
-                           name, c->learning_rate, c->beta1, c->beta2, c->epsilon, c->weight_decay);
+                           "%s: %s (learning_rate %g, beta1 %g, beta2 %g, epsilon %g, "
+                           "weight_decay %g)",
+                           name, bad, c->learning_rate, c->beta1, c->beta2, c->epsilon,
+                           c->weight_decay);
     }
   }
   cml_shape_t ss;

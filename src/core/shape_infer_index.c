@@ -59,7 +59,11 @@ cml_status_t cml__infer_dynamic_update_slice(const cml_shape_t* x, const cml_sha
                    (int)x->rank);
   }
   CML_RETURN_IF_ERROR(cml_check_start_indices(CML_OP_DYNAMIC_UPDATE_SLICE, x, starts, start_count));
-  bool ok = update->dtype == x->dtype && update->rank == x->rank;
+  if (update->dtype != x->dtype) {
+    return INVALID("DynamicUpdateSlice: update %s has another dtype than operand %s", S1(update),
+                   S0(x));
+  }
+  bool ok = update->rank == x->rank;
   for (int32_t i = 0; ok && i < x->rank; ++i) ok = update->dims[i] <= x->dims[i];
   if (!ok) {
     return INVALID("DynamicUpdateSlice: update %s does not fit in operand %s", S1(update), S0(x));

@@ -88,8 +88,8 @@ static inline cml_status_t cml_check_axes(cml_op_t op, const cml_shape_t* x, con
     SHAPE_BUFFERS;
     (void)sb1_;
     (void)sb2_;
-    return INVALID("%s: %zu %s for %s (rank %d)", cml_op_name(op), count, what, S0(x),
-                   (int)x->rank);
+    return INVALID("%s: %zu entries in the %s list for %s of rank %d (each axis may appear once)",
+                   cml_op_name(op), count, what, S0(x), (int)x->rank);
   }
   bool seen[CML_MAX_RANK] = {false};
   for (size_t i = 0; i < count; ++i) {

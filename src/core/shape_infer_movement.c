@@ -73,8 +73,13 @@ cml_status_t cml__infer_reshape(const cml_shape_t* x, const int64_t* dims, int32
   (void)sb1_;
   (void)sb2_;
   CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_RESHAPE, x, "operand", true));
-  if (rank < 0 || rank > CML_MAX_RANK || (rank > 0 && !dims)) {
-    return INVALID("Reshape: bad rank %d for %s", (int)rank, S0(x));
+  if (rank < 0 || rank > CML_MAX_RANK) {
+    return INVALID("Reshape: rank %d for %s (ranks go from 0 to %d)", (int)rank, S0(x),
+                   CML_MAX_RANK);
+  }
+  if (rank > 0 && !dims) {
+    return INVALID("Reshape: the new dimensions are NULL for rank %d (operand %s)", (int)rank,
+                   S0(x));
   }
   if (cml_shape_is_dynamic(x)) return cml_infer_reshape_dynamic(x, dims, rank, attrs, out);
   int64_t count = 1;
@@ -104,9 +109,12 @@ cml_status_t cml__infer_transpose(const cml_shape_t* x, const int64_t* permutati
   (void)sb2_;
   CML_RETURN_IF_ERROR(
       cml__infer_check_dtype(CML_OP_TRANSPOSE, x, "operand", cml_dtype_is_byte_storage(x->dtype)));
-  if (rank != x->rank || (rank > 0 && !permutation)) {
+  if (rank != x->rank) {
     return INVALID("Transpose: permutation has %d axes, operand %s has rank %d", (int)rank, S0(x),
                    (int)x->rank);
+  }
+  if (rank > 0 && !permutation) {
+    return INVALID("Transpose: the permutation is NULL (operand %s)", S0(x));
   }
   bool seen[CML_MAX_RANK] = {false};
   for (int32_t i = 0; i < rank; ++i) {
@@ -200,13 +208,17 @@ cml_status_t cml__infer_concatenate(int64_t axis, const cml_shape_t* shapes, siz
   *out = *first;
   for (size_t k = 1; k < count; ++k) {
     const cml_shape_t* s = &shapes[k];
-    bool ok = s->dtype == first->dtype && s->rank == first->rank;
-    for (int32_t i = 0; ok && i < s->rank; ++i) {
-      ok = i == axis || s->dims[i] == first->dims[i];
+    if (s->dtype != first->dtype || s->rank != first->rank) {
+      return INVALID("Concatenate: operand #%zu %s has another %s than operand #0 %s", k, S1(s),
+                     s->dtype != first->dtype ? "dtype" : "rank", S0(first));
     }
-    if (!ok) {
-      return INVALID("Concatenate: operand #%zu %s does not match operand #0 %s along axis %lld", k,
-                     S1(s), S0(first), (long long)axis);
+    for (int32_t i = 0; i < s->rank; ++i) {
+      if (i != axis && s->dims[i] != first->dims[i]) {
+        return INVALID(
+            "Concatenate: operand #%zu %s differs from operand #0 %s in axis %d (only "
+            "the concatenation axis %lld may differ)",
+            k, S1(s), S0(first), (int)i, (long long)axis);
+      }
     }
     if (out->dims[axis] < 0 || s->dims[axis] < 0) {
       cml_status_t st = cml__axis_sum(out->dims[axis], s->dims[axis], &out->dims[axis]);
@@ -235,9 +247,12 @@ cml_status_t cml__infer_slice(const cml_shape_t* x, const int64_t* starts, const
   (void)sb2_;
   CML_RETURN_IF_ERROR(
       cml__infer_check_dtype(CML_OP_SLICE, x, "operand", cml_dtype_is_byte_storage(x->dtype)));
-  if (rank != x->rank || (rank > 0 && (!starts || !limits))) {
+  if (rank != x->rank) {
     return INVALID("Slice: %d starts/limits for operand %s of rank %d", (int)rank, S0(x),
                    (int)x->rank);
+  }
+  if (rank > 0 && (!starts || !limits)) {
+    return INVALID("Slice: the %s are NULL (operand %s)", !starts ? "starts" : "limits", S0(x));
   }
   *out = *x;
   attrs->axis_count = rank;
@@ -302,9 +317,12 @@ cml_status_t cml__infer_pad(const cml_shape_t* x, const cml_shape_t* fill,
     return INVALID("Pad: fill value %s must be a scalar of the operand's dtype (operand %s)",
                    S0(fill), S1(x));
   }
-  if (axis_count > (size_t)x->rank || (axis_count > 0 && !axes)) {
+  if (axis_count > (size_t)x->rank) {
     return INVALID("Pad: %zu axes configured for operand %s of rank %d", axis_count, S0(x),
                    (int)x->rank);
+  }
+  if (axis_count > 0 && !axes) {
+    return INVALID("Pad: the %zu axis configurations are NULL (operand %s)", axis_count, S0(x));
   }
   *out = *x;
   for (int32_t i = 0; i < x->rank; ++i) {

@@ -42,6 +42,22 @@ cml_status_t cml__infer_arg_min_max(const cml_shape_t* x, int64_t axis, cml_dtyp
     return INVALID("ArgMinMax: output dtype %s must be an integer dtype (operand %s)",
                    cml_dtype_name(out_dtype), S0(x));
   }
+  // Every index of the axis must fit the output dtype (an Int8 index of element 299 wrapped to
+  // 43 on every backend). A dynamic axis, of unknown size here, is not checked.
+  const int bits = cml_dtype_bits(out_dtype);
+  const uint64_t largest = bits >= 64                             ? UINT64_MAX
+                           : cml_dtype_is_unsigned_int(out_dtype) ? ((uint64_t)1 << bits) - 1
+                                                                  : ((uint64_t)1 << (bits - 1)) - 1;
+  if (x->dims[axis] > 0 && (uint64_t)(x->dims[axis] - 1) > largest) {
+    SHAPE_BUFFERS;
+    (void)sb1_;
+    (void)sb2_;
+    return INVALID(
+        "ArgMinMax: axis %lld of %s has %lld elements, whose last index %lld does not "
+        "fit the output dtype %s (at most %llu): use a wider one",
+        (long long)axis, S0(x), (long long)x->dims[axis], (long long)(x->dims[axis] - 1),
+        cml_dtype_name(out_dtype), (unsigned long long)largest);
+  }
   *out = *x;
   out->dtype = out_dtype;
   out->rank = 0;

@@ -40,9 +40,11 @@ static cml_status_t cml_window_shape(cml_op_t op, const cml_shape_t* x,
     if (w.window_dims[i] < 1 || w.strides[i] < 1 || w.input_dilations[i] < 1 ||
         w.window_dilations[i] < 1) {
       return INVALID(
-          "%s: axis %d of %s: window %lld, stride %lld and dilations must be "
-          "positive (window dims %s)",
+          "%s: axis %d of %s: window %lld, stride %lld, input dilation %lld and window dilation "
+          "%lld must all be positive (window dims %s; a stride or dilation of 0 means the "
+          "default)",
           cml_op_name(op), (int)i, S0(x), (long long)w.window_dims[i], (long long)w.strides[i],
+          (long long)w.input_dilations[i], (long long)w.window_dilations[i],
           L(config->window_dims, x->rank));
     }
     cml_window_result_t r =

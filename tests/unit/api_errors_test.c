@@ -476,6 +476,9 @@ static cml_value_t bad_argmax_dtype(cml_function_t* f) {
 static cml_value_t bad_argmax_axis(cml_function_t* f) {
   return cml_op_arg_min_max(f, P(f, CML_DTYPE_F32, 5, 3), 2, CML_DTYPE_I32, false);
 }
+static cml_value_t bad_argmax_narrow(cml_function_t* f) {  // index 299 does not fit Int8
+  return cml_op_arg_min_max(f, P(f, CML_DTYPE_F32, 300), 0, CML_DTYPE_I8, false);
+}
 static cml_value_t bad_fft_real(cml_function_t* f) {
   return cml_op_fft(f, P(f, CML_DTYPE_F32, 8), CML_FFT_FORWARD, (int64_t[]){8}, 1);
 }
@@ -577,12 +580,12 @@ static const bad_case_t kBadCases[] = {
     CASE(bad_transpose_dup, IA, "Transpose"),
     CASE(bad_transpose_len, IA, "Transpose"),
     CASE(bad_transpose_range, IA, "Transpose"),
-    CASE(bad_transpose_null, IA, "Transpose"),
+    CASE(bad_transpose_null, IA, "Transpose: the permutation is NULL"),
     CASE(bad_reshape_count, IA, "Reshape", "[2, 3]"),
     CASE(bad_reshape_neg, IA, "Reshape"),
     CASE(bad_reshape_rank, IA, "Reshape"),
     CASE(bad_reshape_neg_rank, IA, "Reshape"),
-    CASE(bad_reshape_null, IA, "Reshape"),
+    CASE(bad_reshape_null, IA, "Reshape: the new dimensions are NULL for rank 2"),
     CASE(bad_reshape_overflow, IA, "Reshape"),
     CASE(bad_bcast_axes_order, IA, "BroadcastInDim"),
     CASE(bad_bcast_dim, IA, "BroadcastInDim"),
@@ -596,8 +599,8 @@ static const bad_case_t kBadCases[] = {
     CASE(bad_slice_huge_limit, IA, "Slice"),
     CASE(bad_concat_zero, IA, "Concatenate"),
     CASE(bad_concat_axis, IA, "Concatenate"),
-    CASE(bad_concat_dims, IA, "Concatenate"),
-    CASE(bad_concat_dtypes, IA, "Concatenate"),
+    CASE(bad_concat_dims, IA, "Concatenate", "in axis 1", "(only the concatenation axis 0"),
+    CASE(bad_concat_dtypes, IA, "Concatenate", "has another dtype"),
     CASE(bad_concat_null, IA, "Concatenate"),
     CASE(bad_concat_overflow, IA, "Concatenate"),
     CASE(bad_pad_interior, IA, "Pad"),
@@ -611,7 +614,7 @@ static const bad_case_t kBadCases[] = {
     CASE(bad_iota_bool, IA, "Iota"),
     CASE(bad_param_shape, IA, "Parameter"),
     CASE(bad_param_neg_dim, IA, "Parameter"),
-    CASE(bad_param_made_invalid, IA, "Parameter", "negative dimension", "cml_shape_init"),
+    CASE(bad_param_made_invalid, IA, "Parameter", "a negative dimension", "cml_shape_init"),
     CASE(bad_param_dtype, IA, "Parameter"),
     CASE(bad_param_rank, IA, "Parameter"),
     CASE(bad_param_null, IA, "Parameter"),
@@ -659,6 +662,8 @@ static const bad_case_t kBadCases[] = {
     CASE(bad_dus_update, IA, "DynamicUpdateSlice"),
     CASE(bad_argmax_dtype, IA, "ArgMinMax"),
     CASE(bad_argmax_axis, IA, "ArgMinMax"),
+    CASE(bad_argmax_narrow, IA, "ArgMinMax: axis 0 of (Float32)[300] has 300 elements",
+         "last index 299 does not fit the output dtype Int8 (at most 127)"),
     CASE(bad_fft_real, IA, "FFT"),
     CASE(bad_fft_len, IA, "FFT"),
     CASE(bad_fft_null, IA, "FFT"),
@@ -728,6 +733,29 @@ static cml_builder_t* new_builder(void) {
 
 static cml_status_code_t builder_code(cml_builder_t* b, char* msg, size_t size) {
   return api_code_msg(cml_builder_status(b), msg, size);
+}
+
+// The largest axis each narrow output dtype can index builds (Uint8: 256 elements, Int8: 128);
+// one more element is refused (kBadCases' bad_argmax_narrow has the message).
+TEST(arg_min_max_output_dtype_limits) {
+  static const struct {
+    cml_dtype_t dtype;
+    int64_t fits;
+  } kLimits[] = {{CML_DTYPE_U8, 256}, {CML_DTYPE_I8, 128}, {CML_DTYPE_I16, 32768}};
+  for (size_t i = 0; i < sizeof kLimits / sizeof kLimits[0]; ++i) {
+    for (int64_t extra = 0; extra < 2; ++extra) {
+      cml_builder_t* b = NULL;
+      ASSERT_STATUS_OK(cml_builder_create(backend_c(), "argmax", &b));
+      cml_function_t* f = cml_builder_main(b);
+      const int64_t n = kLimits[i].fits + extra;
+      cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, &n);
+      (void)cml_op_arg_min_max(f, cml_parameter(f, "x", &s), 0, kLimits[i].dtype, true);
+      cml_status_t st = cml_builder_status(b);
+      ASSERT_EQ_INT(cml_status_code(st), extra ? CML_STATUS_INVALID_ARGUMENT : CML_STATUS_OK);
+      cml_status_free(st);
+      cml_builder_destroy(b);
+    }
+  }
 }
 
 TEST(foreign_values) {
@@ -1572,7 +1600,8 @@ static void cleanup(int* test_failed_) {
   g_backend = NULL;
 }
 
-TEST_MAIN(TEST_ENTRY(builder_bad_ops), TEST_ENTRY(foreign_values), TEST_ENTRY(non_ancestor_values),
-          TEST_ENTRY(return_misuse), TEST_ENTRY(compile_misuse), TEST_ENTRY(control_flow_misuse),
-          TEST_ENTRY(execute_misuse), TEST_ENTRY(buffer_misuse), TEST_ENTRY(backend_config_errors),
-          TEST_ENTRY(null_everywhere), {"cleanup", cleanup})
+TEST_MAIN(TEST_ENTRY(builder_bad_ops), TEST_ENTRY(arg_min_max_output_dtype_limits),
+          TEST_ENTRY(foreign_values), TEST_ENTRY(non_ancestor_values), TEST_ENTRY(return_misuse),
+          TEST_ENTRY(compile_misuse), TEST_ENTRY(control_flow_misuse), TEST_ENTRY(execute_misuse),
+          TEST_ENTRY(buffer_misuse), TEST_ENTRY(backend_config_errors), TEST_ENTRY(null_everywhere),
+          {"cleanup", cleanup})

@@ -159,6 +159,25 @@ TEST(device_out_of_range) {
   ASSERT_STREQ(cml_backend_device_description(g_backend, 9), "invalid device");
 }
 
+// XLA's CPU compiler ended the process (SIGFPE) compiling an Add of U8[2^39 - 1] (and of
+// U8[2^39], F32[2^38]): such arrays are refused before XLA sees them, naming the op, the shape
+// and the size. An array well below stays compilable.
+TEST(arrays_of_512_gib_are_refused_before_xla_compiles) {
+  const int64_t huge = ((int64_t)1 << 39) - 1;
+  cml_shape_t s = cml_shape_make(CML_DTYPE_U8, 1, &huge);
+  cml_executable_t* exe = NULL;
+  cml_status_t st = build_binary(g_backend, CML_OP_ADD, &s, &s, &exe);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_RESOURCE_EXHAUSTED);
+  ASSERT_CONTAINS(cml_status_message(st), "(Uint8)[549755813887]");
+  ASSERT_CONTAINS(cml_status_message(st), "512 GiB");
+  cml_status_free(st);
+  ASSERT_TRUE(exe == NULL);
+  const int64_t big = (int64_t)1 << 36;  // 64 GiB: compiles (never run)
+  s = cml_shape_make(CML_DTYPE_U8, 1, &big);
+  ASSERT_STATUS_OK(build_binary(g_backend, CML_OP_ADD, &s, &s, &exe));
+  cml_executable_release(exe);
+}
+
 TEST(config_options_reach_the_plugin) {
   cml_backend_t* be = NULL;
   ASSERT_STATUS_OK(cml_backend_new_with_config("xla:cpu,cpu_device_count=2,noshared_buffers", &be));
@@ -265,14 +284,16 @@ int main(int argc, char** argv) {
     cml_status_free(st);
     return 1;
   }
-  static const test_entry_t tests[] = {TEST_ENTRY(backend_from_env),
-                                       TEST_ENTRY(add_graph),
-                                       TEST_ENTRY(mul_int32_scalar_broadcast_and_donation),
-                                       TEST_ENTRY(shared_buffers_and_copy_to_device),
-                                       TEST_ENTRY(device_out_of_range),
-                                       TEST_ENTRY(config_options_reach_the_plugin),
-                                       TEST_ENTRY(bad_plugin_path),
-                                       TEST_ENTRY(packed_int4_round_trip)};
+  static const test_entry_t tests[] = {
+      TEST_ENTRY(backend_from_env),
+      TEST_ENTRY(add_graph),
+      TEST_ENTRY(mul_int32_scalar_broadcast_and_donation),
+      TEST_ENTRY(shared_buffers_and_copy_to_device),
+      TEST_ENTRY(device_out_of_range),
+      TEST_ENTRY(arrays_of_512_gib_are_refused_before_xla_compiles),
+      TEST_ENTRY(config_options_reach_the_plugin),
+      TEST_ENTRY(bad_plugin_path),
+      TEST_ENTRY(packed_int4_round_trip)};
   int failures = 0, ran = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
     if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) continue;

@@ -1217,7 +1217,9 @@ bool cmlc_fused_attach_reduce(cmlc_fused_t* fused, const cml_module_t* module,
   }
   size_t bytes = 0;
   for (uint32_t j = 0; j < fused->input_count; ++j) {
-    if (fused->mode[j] == CMLC_FUSED_FULL) bytes += (size_t)fused->n * fused->in_size[j];
+    if (fused->mode[j] == CMLC_FUSED_FULL) {
+      bytes = cmlc_size_add(bytes, cmlc_size_of(fused->n, fused->in_size[j]));  // saturating
+    }
   }
   fused->prefetch = rank > 0 && !last_reduced && bytes >= CMLC_FUSED_PREFETCH_BYTES;
   return true;

@@ -388,7 +388,7 @@ static cml_status_t cmlc_mpi_co_run(const cmlc_kernel_args_t* a) {
                            ? n
                            : c->group_size;
   CML_RETURN_IF_ERROR(cmlc_mpi_co_check(a, size));
-  if (a->scratch_size < (size_t)n * sizeof(int32_t)) {
+  if (a->scratch_size < cmlc_size_of(n, sizeof(int32_t))) {
     return cml_status_make(CML_STATUS_INTERNAL, "%s: scratch for %d device slots too small",
                            cml_op_name(a->node->op), (int)n);
   }
@@ -425,7 +425,7 @@ static cml_status_t cmlc_mpi_co_run(const cmlc_kernel_args_t* a) {
 static size_t cmlc_mpi_co_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                                   const cmlc_options_t* options) {
   (void)node, (void)options;
-  return (size_t)(module->num_devices > 1 ? module->num_devices : 1) * sizeof(int32_t);
+  return cmlc_size_of(module->num_devices > 1 ? module->num_devices : 1, sizeof(int32_t));
 }
 
 bool cmlc_mpi_collective_lookup(const cml_module_t* module, const cml_ir_node_t* node,

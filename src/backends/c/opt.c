@@ -33,9 +33,8 @@ enum {
   CMLC_OPT_MAX_GROUP = 32,
 };
 
-static size_t cmlc_opt_round(size_t n) {
-  return (n + CMLC_ALIGNMENT - 1) / CMLC_ALIGNMENT * CMLC_ALIGNMENT;
-}
+// Saturating (a SIZE_MAX size stays SIZE_MAX: on wasm32 rounding it up gave 0).
+static size_t cmlc_opt_round(size_t n) { return cmlc_size_align(n, CMLC_ALIGNMENT); }
 
 // Ops CSE may merge and folding may evaluate: their results depend on nothing but their inputs
 // and attributes (the FOLDABLE trait of ops.def).
@@ -175,7 +174,8 @@ static cml_status_t cmlc_opt_try_fold(cmlc_planner_t* p, uint32_t ni) {
   }
   size_t total = 0;
   for (uint32_t o = 0; o < n->output_count; ++o) {
-    total += cmlc_opt_round(cml_shape_byte_size(&m->values[n->first_output + o].shape));
+    total = cmlc_size_add(
+        total, cmlc_opt_round(cml_shape_byte_size(&m->values[n->first_output + o].shape)));
     if (total > CMLC_OPT_FOLD_MAX_BYTES) return CML_OK;
   }
   if (total == 0) return CML_OK;
@@ -193,6 +193,8 @@ static cml_status_t cmlc_opt_try_fold(cmlc_planner_t* p, uint32_t ni) {
   }
   const cmlc_options_t* options = &p->backend->options;
   size_t scratch_size = entry.scratch ? entry.scratch(m, n, options) : 0;
+  // A saturated scratch size (past size_t) is left to the execution's arena, which reports it.
+  if (scratch_size == SIZE_MAX) return CML_OK;
   size_t scratch_bytes = cmlc_opt_round(scratch_size);
   void* scratch = NULL;
   if (scratch_bytes) {

@@ -213,9 +213,49 @@ typedef struct cml_xla_compile_job_t {
   cml_status_t status;                   // out
 } cml_xla_compile_job_t;
 
+// XLA's CPU compiler stops the process (SIGFPE, a division by zero inside the plugin) on some
+// arrays of about 2^39 bytes (512 GiB) and more: an elementwise op on U8[2^39 - 1], U8[2^39] or
+// F32[2^38] does, U8[2^39 - 4096] and U8[5 * 2^37] do not. No device holds such an array, so
+// every array from 2^39 - 2^16 bytes on is refused before XLA sees the module.
+#define CML_XLA_MAX_ARRAY_BYTES (((uint64_t)1 << 39) - ((uint64_t)1 << 16))
+
+static cml_status_t cml_xla_check_array_sizes(const cml_module_t* m) {
+  for (uint32_t v = 1; v < m->value_count; ++v) {
+    const cml_shape_t* s = &m->values[v].shape;
+    uint64_t elements = 1;
+    bool dynamic = false;
+    for (int32_t d = 0; d < s->rank; ++d) {
+      if (s->dims[d] < 0) dynamic = true;
+      if (s->dims[d] > 0 && elements <= UINT64_MAX / (uint64_t)s->dims[d]) {
+        elements *= (uint64_t)s->dims[d];
+      } else if (s->dims[d] > 0) {
+        elements = UINT64_MAX;
+      } else {
+        elements = 0;
+      }
+    }
+    const int bits = cml_dtype_bits(s->dtype);
+    if (dynamic || bits <= 0) continue;
+    const uint64_t bytes =
+        elements > UINT64_MAX / (uint64_t)bits ? UINT64_MAX : (elements * (uint64_t)bits + 7) / 8;
+    if (bytes < CML_XLA_MAX_ARRAY_BYTES) continue;
+    const cml_ir_node_t* node = &m->nodes[m->values[v].node];
+    char text[160];
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                           "xla backend: %s gives %s, %llu bytes: XLA's compiler stops the process "
+                           "on arrays of about 2^39 bytes (512 GiB) and more, so such modules are "
+                           "refused",
+                           cml_op_name(node->op), cml_shape_format(s, text, sizeof text),
+                           (unsigned long long)bytes);
+  }
+  return CML_OK;
+}
+
 static void cml_xla_emit_and_compile(cml_xla_compile_job_t* job) {
   cml_xla_backend_t* b = job->backend;
   const cml_module_t* m = job->module;
+  job->status = cml_xla_check_array_sizes(m);
+  if (job->status != CML_OK) return;
   cml_xla_emit_options_t opts;
   cml_xla_emit_options_init(&opts);
   opts.platform = b->client->platform_name;

@@ -507,7 +507,7 @@ static cml_status_t cmlc_co_all_reduce(const cmlc_kernel_args_t* a) {
   }
   cmlc_co_round_t r;
   CML_RETURN_IF_ERROR(cmlc_co_find_group(a, &r));
-  if ((size_t)r.count * sizeof(void*) * 2 > a->scratch_size && r.count > 1) {
+  if (cmlc_size_of(r.count, 2 * sizeof(void*)) > a->scratch_size && r.count > 1) {
     return cml_status_make(CML_STATUS_INTERNAL, "AllReduce: scratch for %d members too small",
                            (int)r.count);
   }
@@ -650,7 +650,7 @@ static cml_status_t cmlc_co_reduce_scatter(const cmlc_kernel_args_t* a) {
   CML_RETURN_IF_ERROR(cmlc_co_find_group(a, &r));
   const int32_t axis = (int32_t)a->node->attrs->axis;
   if (in->rank < 1 || axis < 0 || axis >= in->rank || in->dims[axis] % r.count != 0 ||
-      (size_t)r.count * sizeof(void*) > a->scratch_size) {
+      cmlc_size_of(r.count, sizeof(void*)) > a->scratch_size) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "ReduceScatter: axis %d of a rank-%d operand over %d members", (int)axis,
                            (int)in->rank, (int)r.count);
@@ -752,7 +752,7 @@ static size_t cmlc_co_scratch(const cml_module_t* module, const cml_ir_node_t* n
   int64_t members = node->attrs->collective.group_size;
   if (members < module->num_devices) members = module->num_devices;
   if (members < 1) members = 1;
-  return (size_t)members * 2 * sizeof(void*);
+  return cmlc_size_of(members, 2 * sizeof(void*));  // saturating
 }
 
 bool cmlc_kernels_collective_lookup(const cml_module_t* module, const cml_ir_node_t* node,

@@ -29,7 +29,7 @@
 #include "backends/c/kernels/generic/linalg_internal.h"
 #include "cml/fused.h"
 
-static size_t cmlc_fk_align(size_t x) { return (x + 63) & ~(size_t)63; }
+static size_t cmlc_fk_align(size_t x) { return cmlc_size_align(x, 64); }  // saturating
 
 // Stores an f32-domain result into element |i| of |dtype| (F32, F16 or BF16).
 static inline void cmlc_fk_store_f32(void* p, int64_t i, cml_dtype_t dtype, float v) {
@@ -302,7 +302,7 @@ static size_t cmlc_fk_ln_scratch(const cml_module_t* module, const cml_ir_node_t
   int64_t kept[CML_MAX_RANK], n;
   int32_t kept_count;
   int64_t rows = cmlc_fk_ln_split(xs, node->attrs, kept, &kept_count, &n);
-  return (size_t)(rows + n) * sizeof(int64_t);
+  return cmlc_size_of(rows + n, sizeof(int64_t));
 }
 
 static cml_status_t cmlc_fk_ln_run(const cmlc_kernel_args_t* args) {
@@ -366,16 +366,17 @@ static void cmlc_fk_dense_plan(const cml_shape_t* xs, const cml_shape_t* ws, con
   p->threads = options->threads > 0 ? options->threads : 1;
   size_t off = 0;
   p->off_tables = off;
-  off = cmlc_fk_align(off + (size_t)(2 + p->m + 2 * p->k + p->n) * sizeof(int64_t));
+  off =
+      cmlc_fk_align(cmlc_size_add(off, cmlc_size_of(2 + p->m + 2 * p->k + p->n, sizeof(int64_t))));
   p->off_c = off;
   if (!p->f64 && xs->dtype != CML_DTYPE_F32) {
-    off = cmlc_fk_align(off + (size_t)(p->m * p->n) * sizeof(float));
+    off = cmlc_fk_align(cmlc_size_add(off, cmlc_size_of(p->m * p->n, sizeof(float))));
   }
   p->off_gemm = off;
   if (p->f64) {
-    off += cmlc__gemm_f64_scratch(1, p->m, p->n, p->k, options->isa, p->threads);
+    off = cmlc_size_add(off, cmlc__gemm_f64_scratch(1, p->m, p->n, p->k, options->isa, p->threads));
   } else {
-    off += cmlc__gemm_f32_scratch(1, p->m, p->n, p->k, options->isa, p->threads);
+    off = cmlc_size_add(off, cmlc__gemm_f32_scratch(1, p->m, p->n, p->k, options->isa, p->threads));
   }
   p->total = cmlc_fk_align(off);
 }

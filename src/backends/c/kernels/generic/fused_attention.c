@@ -66,32 +66,37 @@ typedef int64_t cmlc_fa_v2l __attribute__((vector_size(16)));
 #include "backends/c/kernels/generic/fused_attention_bwd_impl.h"
 #include "backends/c/kernels/generic/fused_attention_undef.h"
 
-static size_t cmlc_fa_align(size_t x) { return (x + 63) & ~(size_t)63; }
+static size_t cmlc_fa_align(size_t x) { return cmlc_size_align(x, 64); }  // saturating
+
+// |off| plus |bytes|, rounded up to 64 bytes; saturates at SIZE_MAX (see cmlc_size_add).
+static size_t cmlc_fa_next(size_t off, size_t bytes) {
+  return cmlc_fa_align(cmlc_size_add(off, bytes));
+}
 
 // Lays out one thread's scratch for head dims |d| and |dv| in elements of |elem| bytes.
 static void cmlc_fa_layout(cmlc_fa_ctx_t* c, size_t elem) {
   size_t off = 0;
   c->off_q = off;
   // q rows: [BQ, d] in the tiled path, [DEC_ROWS, dqp] (zero-padded) in the decode path.
-  const size_t q_elems = (size_t)(CMLC_FA_BQ * c->d) > (size_t)(CMLC_FA_DEC_ROWS * c->dqp)
-                             ? (size_t)(CMLC_FA_BQ * c->d)
-                             : (size_t)(CMLC_FA_DEC_ROWS * c->dqp);
-  off = cmlc_fa_align(off + q_elems * elem);
+  const size_t q_tiled = cmlc_size_of(CMLC_FA_BQ * c->d, elem);
+  const size_t q_decode = cmlc_size_of(CMLC_FA_DEC_ROWS * c->dqp, elem);
+  off = cmlc_fa_next(off, q_tiled > q_decode ? q_tiled : q_decode);
   c->off_kb = off;
-  off = cmlc_fa_align(off + (size_t)(CMLC_FA_BK * c->dqp) * elem);
+  off = cmlc_fa_next(off, cmlc_size_of(CMLC_FA_BK * c->dqp, elem));
   c->off_tag = off;
-  off = cmlc_fa_align(off + sizeof(int64_t));
+  off = cmlc_fa_next(off, sizeof(int64_t));
   c->off_k = off;
-  const size_t kv_tiles = (size_t)((c->kv_seq + CMLC_FA_BK - 1) / CMLC_FA_BK);
-  off = cmlc_fa_align(off + kv_tiles * (size_t)(c->d * CMLC_FA_BK) * elem);
+  const int64_t kv_tiles = (c->kv_seq + CMLC_FA_BK - 1) / CMLC_FA_BK;
+  off = cmlc_fa_next(
+      off, cmlc_size_mul(cmlc_size_of(kv_tiles, 1), cmlc_size_of(c->d * CMLC_FA_BK, elem)));
   c->off_v = off;
-  off = cmlc_fa_align(off + (size_t)(CMLC_FA_BK * c->dvp) * elem);
+  off = cmlc_fa_next(off, cmlc_size_of(CMLC_FA_BK * c->dvp, elem));
   c->off_s = off;
-  off = cmlc_fa_align(off + (size_t)(CMLC_FA_BQ * CMLC_FA_BK) * elem);
+  off = cmlc_fa_next(off, cmlc_size_of(CMLC_FA_BQ * CMLC_FA_BK, elem));
   c->off_o = off;
-  off = cmlc_fa_align(off + (size_t)(CMLC_FA_BQ * c->dvp) * elem);
+  off = cmlc_fa_next(off, cmlc_size_of(CMLC_FA_BQ * c->dvp, elem));
   c->off_m = off;
-  off = cmlc_fa_align(off + (size_t)(2 * CMLC_FA_BQ) * elem);
+  off = cmlc_fa_next(off, cmlc_size_of(2 * CMLC_FA_BQ, elem));
   c->per_thread = off;
 }
 
@@ -124,7 +129,7 @@ size_t cmlc__fa_scratch(const cml_module_t* module, const cml_ir_node_t* node,
   cmlc_fa_shapes(&c, qs, &module->values[node->inputs[1]].shape,
                  &module->values[node->inputs[2]].shape, node->attrs->fused.layout);
   cmlc_fa_layout(&c, qs->dtype == CML_DTYPE_F64 ? sizeof(double) : sizeof(float));
-  return c.per_thread * (size_t)cmlc_fa_threads(options);
+  return cmlc_size_mul(c.per_thread, (size_t)cmlc_fa_threads(options));
 }
 
 // Strides of [batch, heads, seq] of a rank-4 operand in |layout| (head dim contiguous).
@@ -300,41 +305,44 @@ bool cmlc__fa_valid(const cml_module_t* module, const cml_ir_node_t* node) {
 
 // Lays out one thread's backward scratch in elements of |elem| bytes.
 static void cmlc_fa_bwd_layout(cmlc_fa_bwd_ctx_t* c, size_t elem) {
-  const size_t d = (size_t)c->f.d, dv = (size_t)c->f.dv, dp = (size_t)c->dp;
-  const size_t dvp = (size_t)c->f.dvp, bq = CMLC_FA_BQ, bk = CMLC_FA_BK;
+  // Every size saturates at SIZE_MAX (cmlc_size_of, cmlc_fa_next) rather than wrapping.
+  const size_t d = cmlc_size_of(c->f.d, 1), dv = cmlc_size_of(c->f.dv, 1);
+  const size_t dp = cmlc_size_of(c->dp, 1), dvp = cmlc_size_of(c->f.dvp, 1);
+  const size_t bq = CMLC_FA_BQ, bk = CMLC_FA_BK;
   size_t off = 0;
   c->off_q = off;
-  off = cmlc_fa_align(off + bq * dp * elem);
+  off = cmlc_fa_next(off, cmlc_size_mul(bq * elem, dp));
   c->off_do = off;
-  off = cmlc_fa_align(off + bq * dvp * elem);
+  off = cmlc_fa_next(off, cmlc_size_mul(bq * elem, dvp));
   c->off_kt = off;
-  off = cmlc_fa_align(off + d * bk * elem);
+  off = cmlc_fa_next(off, cmlc_size_mul(bk * elem, d));
   c->off_vt = off;
-  off = cmlc_fa_align(off + dv * bk * elem);
+  off = cmlc_fa_next(off, cmlc_size_mul(bk * elem, dv));
   c->off_k = off;
-  off = cmlc_fa_align(off + bk * dp * elem);
+  off = cmlc_fa_next(off, cmlc_size_mul(bk * elem, dp));
   c->off_p = off;
-  off = cmlc_fa_align(off + bq * bk * elem);
+  off = cmlc_fa_next(off, bq * bk * elem);
   c->off_ds = off;
-  off = cmlc_fa_align(off + bq * bk * elem);
+  off = cmlc_fa_next(off, bq * bk * elem);
   c->off_a1 = off;  // dK [BK, dp] in pass 1, dQ [BQ, dp] in pass 2 (BQ <= BK)
-  off = cmlc_fa_align(off + bk * dp * elem);
+  off = cmlc_fa_next(off, cmlc_size_mul(bk * elem, dp));
   c->off_a2 = off;
-  off = cmlc_fa_align(off + bk * dvp * elem);
+  off = cmlc_fa_next(off, cmlc_size_mul(bk * elem, dvp));
   c->off_st = off;
-  off = cmlc_fa_align(off + 2 * bq * elem);
+  off = cmlc_fa_next(off, 2 * bq * elem);
   if (c->by_head) {
-    const size_t rows = (size_t)(c->f.groups * c->seq_pad);
+    // One element per row of the head's padded queries, in bytes.
+    const size_t rows = cmlc_size_of(c->f.groups * c->seq_pad, elem);
     c->off_hq = off;
-    off = cmlc_fa_align(off + rows * dp * elem);
+    off = cmlc_fa_next(off, cmlc_size_mul(rows, dp));
     c->off_hdo = off;
-    off = cmlc_fa_align(off + rows * dvp * elem);
+    off = cmlc_fa_next(off, cmlc_size_mul(rows, dvp));
     c->off_hl = off;
-    off = cmlc_fa_align(off + rows * elem);
+    off = cmlc_fa_next(off, rows);
     c->off_hd = off;
-    off = cmlc_fa_align(off + rows * elem);
+    off = cmlc_fa_next(off, rows);
     c->off_hdq = off;
-    off = cmlc_fa_align(off + rows * dp * elem);
+    off = cmlc_fa_next(off, cmlc_size_mul(rows, dp));
   }
   c->per_thread = off;
 }
@@ -358,7 +366,7 @@ size_t cmlc__fa_bwd_scratch(const cml_module_t* module, const cml_ir_node_t* nod
   cmlc_fa_bwd_shapes(&c, &module->values[node->inputs[0]].shape,
                      &module->values[node->inputs[1]].shape, &module->values[node->inputs[2]].shape,
                      node->attrs->fused.layout, cmlc_fa_threads(options));
-  return c.per_thread * (size_t)cmlc_fa_threads(options);
+  return cmlc_size_mul(c.per_thread, (size_t)cmlc_fa_threads(options));
 }
 
 static void cmlc_fa_bwd_kv_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
@@ -542,15 +550,16 @@ static void cmlc_fa_qkv_plan(const cml_shape_t* xs, const cml_ir_attrs_t* attrs,
   p->threads = cmlc_fa_threads(options);
   size_t off = 0;
   p->off_tables = off;
-  off = cmlc_fa_align(off + (size_t)(2 + p->m + 2 * p->k + p->max_w) * sizeof(int64_t));
+  off = cmlc_fa_next(off, cmlc_size_of(2 + p->m + 2 * p->k + p->max_w, sizeof(int64_t)));
   p->off_c = off;
   if (!p->f64 && xs->dtype != CML_DTYPE_F32) {
-    off = cmlc_fa_align(off + (size_t)(p->m * p->max_w) * sizeof(float));
+    off = cmlc_fa_next(off, cmlc_size_of(p->m * p->max_w, sizeof(float)));
   }
   p->off_gemm = off;
-  off += p->f64 ? cmlc__gemm_f64_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads)
-                : cmlc__gemm_f32_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads);
-  p->total = cmlc_fa_align(off);
+  off = cmlc_fa_next(
+      off, p->f64 ? cmlc__gemm_f64_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads)
+                  : cmlc__gemm_f32_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads));
+  p->total = off;
 }
 
 size_t cmlc__fa_qkv_scratch(const cml_module_t* module, const cml_ir_node_t* node,

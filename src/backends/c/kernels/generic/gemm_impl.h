@@ -60,7 +60,10 @@ size_t CMLC_GEMM_ENTRY_SCRATCH(int64_t batch, int64_t m, int64_t n, int64_t k, c
   // Per thread: an A block and a private B panel (batch mode); plus one shared B panel.
   // (The skinny path packs all of A into this space when it fits, see skinny_try, and so does
   // the transposed-B path, into the whole of it, see bt_try.)
-  return ((size_t)threads * (s.a_elems + s.b_elems) + s.b_elems) * sizeof(CMLC_GEMM_T);
+  // (Saturating: the blocks are bounded, but the thread count is the caller's.)
+  return cmlc_size_mul(
+      cmlc_size_add(cmlc_size_mul((size_t)threads, s.a_elems + s.b_elems), s.b_elems),
+      sizeof(CMLC_GEMM_T));
 }
 
 //===--- operand access ---===//
@@ -598,7 +601,7 @@ static void CMLC_GEMM_N(gemv_half_task)(void* vctx, int64_t begin, int64_t end, 
     const void* a = CMLC_GEMM_N(gemv_half_chunk)(c, t, &b, &j0, &w);
     float* out = p->c + b * p->m * p->n + j0;
     const int64_t ldl = CMLC_GEMM_N(gemm_round_up)(w, 16) + 16;
-    const bool local = p->m > 1 && (size_t)(p->m * ldl) <= c->sz.a_elems + c->sz.b_elems;
+    const bool local = p->m > 1 && cmlc_size_of(p->m * ldl, 1) <= c->sz.a_elems + c->sz.b_elems;
     float* dst = local ? CMLC_GEMM_N(gemm_thread_a)(c, thread_index) : out;
     const int64_t ldd = local ? ldl : p->n;
     if (p->b.dtype == CML_DTYPE_F32) {
@@ -687,7 +690,7 @@ static bool CMLC_GEMM_N(gemv_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool
       c->a_acc.col_stride != CMLC_GEMM_NOT_AFFINE && c->a_acc.row_stride != CMLC_GEMM_NOT_AFFINE &&
       c->b_acc.row_stride == 1 && c->b_acc.col_stride != CMLC_GEMM_NOT_AFFINE &&
       ((p->a.dtype == CML_DTYPE_F32 && c->a_acc.col_stride == 1) ||
-       (size_t)(p->m * p->k) <= c->sz.a_elems + c->sz.b_elems)) {
+       cmlc_size_of(p->m * p->k, 1) <= c->sz.a_elems + c->sz.b_elems)) {
     int64_t chunks = CMLC_GEMM_N(gemv_row_chunks)(c, pool);
     cmlc_parallel_for(pool, p->batch * chunks, 1, CMLC_GEMM_N(gemv_dot_h_task), c);
     return true;
@@ -851,7 +854,7 @@ static bool CMLC_GEMM_N(skinny_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* po
   const int mr = c->skinny16 ? 16 : c->kern.mr, nr = c->skinny16 ? 16 : c->kern.nr;
   const int64_t mpad = CMLC_GEMM_N(gemm_round_up)(p->m, mr);
   // All of A must fit in the shared panel.
-  if ((size_t)(mpad * CMLC_GEMM_N(gemm_round_up)(p->k, c->sz.kc)) > c->sz.b_elems) {
+  if (cmlc_size_of(mpad * CMLC_GEMM_N(gemm_round_up)(p->k, c->sz.kc), 1) > c->sz.b_elems) {
     c->skinny16 = false;
     return false;
   }
@@ -941,7 +944,7 @@ static bool CMLC_GEMM_N(bt_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) 
     m0 += lanes;
   }
   const size_t room = (size_t)c->threads * (c->sz.a_elems + c->sz.b_elems) + c->sz.b_elems;
-  if ((size_t)packed + 64 / sizeof(CMLC_GEMM_T) > room) return false;
+  if (cmlc_size_add(cmlc_size_of(packed, 1), 64 / sizeof(CMLC_GEMM_T)) > room) return false;
   uintptr_t at = (uintptr_t)c->scratch;
   at = (at + 63) & ~(uintptr_t)63;
   CMLC_GEMM_T* xt = (CMLC_GEMM_T*)at;
@@ -1034,7 +1037,7 @@ static bool CMLC_GEMM_N(narrow_try)(CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* po
     return false;
   const int64_t lanes = c->kern.bt[kind].lanes;
   const size_t room = (size_t)c->threads * (c->sz.a_elems + c->sz.b_elems) + c->sz.b_elems;
-  if ((size_t)(lanes * p->k) + 64 / sizeof(CMLC_GEMM_T) > room) return false;
+  if (cmlc_size_add(cmlc_size_of(lanes * p->k, 1), 64 / sizeof(CMLC_GEMM_T)) > room) return false;
   uintptr_t at = ((uintptr_t)c->scratch + 63) & ~(uintptr_t)63;
   CMLC_GEMM_T* xt = (CMLC_GEMM_T*)at;
   const cmlc__gemm_operand_t* b = &p->b;
@@ -1203,7 +1206,7 @@ static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(
       // panel there is unused when B is read in place.
       const int64_t kblocks = (p->k + c.sz.kc - 1) / c.sz.kc;
       if (c.a_shared && c.direct_b && !c.direct_a && ic_blocks == 1 && kblocks > 1 &&
-          (size_t)(kblocks * c.sz.kc * c.sz.mc) <= c.sz.a_elems + c.sz.b_elems) {
+          cmlc_size_of(kblocks * c.sz.kc * c.sz.mc, 1) <= c.sz.a_elems + c.sz.b_elems) {
         const int64_t pack_chunk = (int64_t)(16384 / (c.sz.kc * c.kern.mr)) + 1;
         cmlc_parallel_for(pool, kblocks * c.a_slivers, pack_chunk,
                           CMLC_GEMM_N(gemm_pack_a_whole_task), &c);

@@ -630,7 +630,7 @@ static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
   c.rows = (first + tasks - 1) / tasks;
   tasks = (first + c.rows - 1) / c.rows;
   if (tasks > 1 && args->scratch &&
-      args->scratch_size >= (size_t)c.scatter_count * sizeof(int64_t)) {
+      args->scratch_size >= cmlc_size_of(c.scatter_count, sizeof(int64_t))) {
     c.x_offs = (int64_t*)args->scratch;
     cmlc_parallel_for(args->pool, c.scatter_count, 4096, cmlc_ix_scatter_offsets_task, &c);
   }
@@ -652,7 +652,7 @@ static size_t cmlc_ix_scatter_scratch(const cml_module_t* module, const cml_ir_n
     }
   }
   if (windows == 0 || cml_shape_element_count(us) / windows < CMLC_IX_SCATTER_MIN_WINDOW) return 0;
-  return (size_t)windows * sizeof(int64_t);
+  return cmlc_size_of(windows, sizeof(int64_t));  // saturating
 }
 
 //===--- dispatch ---===//

@@ -488,13 +488,13 @@ static size_t cmlc_q_dense_scratch(const cml_module_t* module, const cml_ir_node
     const cml_ggml_type_t type = (cml_ggml_type_t)node->attrs->fused.quant_ggml_type;
     if (options->quant_int8 && options->isa >= CMLC_ISA_AVX512 && options->avx512_vnni &&
         cmlc_quant_vnni_supports(type))
-      bytes += cmlc_quant_vnni_bytes(type, k);
+      bytes = cmlc_size_add(bytes, cmlc_quant_vnni_bytes(type, k));
 #endif
     return bytes;
   }
   if (m < 2) return 0;
   const int threads = options->threads > 0 ? options->threads : 1;
-  return (size_t)threads * 4 * (size_t)k * sizeof(float);
+  return cmlc_size_mul((size_t)threads, cmlc_size_of(k, 4 * sizeof(float)));  // saturating
 }
 
 //===--- lookup and capabilities ---===//

@@ -923,7 +923,7 @@ static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* n
   if (cml_shape_element_count(os) == 1) {
     int64_t block, blocks;
     cmlc_rd_blocking(cml_shape_element_count(is), &block, &blocks);
-    return (size_t)blocks * CMLC_RD_PARTIAL_SIZE;
+    return cmlc_size_of(blocks, CMLC_RD_PARTIAL_SIZE);
   }
   const bool half = is->dtype == CML_DTYPE_BF16 || is->dtype == CML_DTYPE_F16;
   if ((is->dtype != CML_DTYPE_F32 && !half) || !cmlc__rd_cols_f32(options, node->op)) return 0;
@@ -936,12 +936,12 @@ static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* n
   }
   cmlc_rd_plan_t t;
   if (last == 1 && cmlc_rd_short_plan(&p, is->dtype, cmlc__rd_cols_f32(options, node->op), &t)) {
-    return (size_t)cmlc_rd_short_scratch_floats(&t) * sizeof(float);
+    return cmlc_size_of(cmlc_rd_short_scratch_floats(&t), sizeof(float));
   }
   if (last != 0) return 0;
   // Halves keep every block's partial, even a single one (pass 2 rounds them into the output).
   const int64_t floats = half ? cmlc_rd_half_scratch_floats(&p) : cmlc_rd_cols_scratch_floats(&p);
-  return (size_t)floats * sizeof(float);
+  return cmlc_size_of(floats, sizeof(float));
 }
 
 // Runs the short-run path: pass 1 into T (at |scratch|), then the column path over T (pass 2's
@@ -1008,7 +1008,7 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
     cmlc_rd_plan_t t;
     if (last == 1 && cmlc_rd_short_plan(&p, is->dtype, (cmlc__rd_cols_f32_fn)args->impl[1], &t) &&
         args->scratch &&
-        args->scratch_size >= (size_t)cmlc_rd_short_scratch_floats(&t) * sizeof(float)) {
+        args->scratch_size >= cmlc_size_of(cmlc_rd_short_scratch_floats(&t), sizeof(float))) {
       cmlc_rd_run_short(&p, &t, args->scratch, args->pool);
       return CML_OK;
     }
@@ -1026,7 +1026,7 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
       if (p.outputs == 1 && p.nr == 1) {
         cmlc_rd_blocking(p.reduced, &p.block, &p.blocks);
         if (p.blocks >= 2 && args->scratch &&
-            args->scratch_size >= (size_t)p.blocks * CMLC_RD_PARTIAL_SIZE) {
+            args->scratch_size >= cmlc_size_of(p.blocks, CMLC_RD_PARTIAL_SIZE)) {
           p.partials = args->scratch;
           cmlc_parallel_for(args->pool, p.blocks, 1,
                             p.simd ? cmlc_rd_simd_blk_produced : f64_blocks, &p);
@@ -1040,7 +1040,8 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
       return CML_OK;
     }
     p.cols = is->dtype == CML_DTYPE_F32 && last == 0 ? (cmlc__rd_cols_f32_fn)args->impl[1] : NULL;
-    if (!p.cols || args->scratch_size < (size_t)cmlc_rd_cols_scratch_floats(&p) * sizeof(float)) {
+    if (!p.cols ||
+        args->scratch_size < cmlc_size_of(cmlc_rd_cols_scratch_floats(&p), sizeof(float))) {
       char in_text[128], out_text[128];
       return cml_status_make(
           CML_STATUS_INTERNAL, "%s: no path for an operand computed on the fly: %s -> %s",
@@ -1051,7 +1052,7 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
   if (last == 1 && p.outputs == 1 && p.nr == 1) {
     cmlc_rd_blocking(p.reduced, &p.block, &p.blocks);
     if (p.blocks >= 2 && args->scratch &&
-        args->scratch_size >= (size_t)p.blocks * CMLC_RD_PARTIAL_SIZE) {
+        args->scratch_size >= cmlc_size_of(p.blocks, CMLC_RD_PARTIAL_SIZE)) {
       p.partials = args->scratch;
       cmlc_task_fn blk = p.simd || p.simd_half ? cmlc_rd_simd_blk : fns.block;
       cmlc_parallel_for(args->pool, p.blocks, 1, blk, &p);
@@ -1068,7 +1069,7 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
     p.blocks = (p.reduced + CMLC_RD_ROW_BLOCK - 1) / CMLC_RD_ROW_BLOCK;
     if (p.blocks < 1) p.blocks = 1;
     if (args->scratch &&
-        args->scratch_size >= (size_t)cmlc_rd_half_scratch_floats(&p) * sizeof(float)) {
+        args->scratch_size >= cmlc_size_of(cmlc_rd_half_scratch_floats(&p), sizeof(float))) {
       p.partials = args->scratch;
       const int64_t rows = p.outputs / width;
       const int64_t block_work = (p.reduced < CMLC_RD_ROW_BLOCK ? per_output : CMLC_RD_ROW_BLOCK) *
@@ -1087,7 +1088,8 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
   }
   if (last == 0 && is->dtype == CML_DTYPE_F32) {
     p.cols = (cmlc__rd_cols_f32_fn)args->impl[1];
-    if (p.cols && args->scratch_size < (size_t)cmlc_rd_cols_scratch_floats(&p) * sizeof(float)) {
+    if (p.cols &&
+        args->scratch_size < cmlc_size_of(cmlc_rd_cols_scratch_floats(&p), sizeof(float))) {
       p.cols = NULL;  // no room for the block partials (a caller that skipped the scratch)
     }
   }

@@ -61,7 +61,14 @@ typedef struct cmlc_fft_plan_t {
 
 static bool cmlc_fft_is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
-static size_t cmlc_fft_round(size_t x) { return (x + 7) & ~(size_t)7; }  // 64-byte multiples
+// |x| doubles rounded up to a 64-byte multiple. Plan sizes in doubles saturate at SIZE_MAX
+// (cmlc_size_add / cmlc_size_of, and here) instead of wrapping on 32-bit size_t.
+static size_t cmlc_fft_round(size_t x) { return cmlc_size_align(x, 8); }
+
+// |off| doubles plus |count| values of |doubles| doubles each, rounded (saturating).
+static size_t cmlc_fft_next(size_t off, int64_t count, size_t doubles) {
+  return cmlc_fft_round(cmlc_size_add(off, cmlc_size_of(count, doubles)));
+}
 
 static bool cmlc_fft_plan(const cml_shape_t* in, const cml_shape_t* out,
                           const cml_ir_attrs_t* attrs, int threads, cmlc_fft_plan_t* p) {
@@ -98,33 +105,33 @@ static bool cmlc_fft_plan(const cml_shape_t* in, const cml_shape_t* out,
     } else if (cmlc_fft_is_pow2(x->n)) {
       x->kind = CMLC_FFT_POW2;
       x->off_tw = off;
-      off = cmlc_fft_round(off + (size_t)x->n);  // n/2 complex
+      off = cmlc_fft_next(off, x->n, 1);  // n/2 complex
     } else if (x->n <= CMLC_FFT_DIRECT_MAX) {
       x->kind = CMLC_FFT_DIRECT;
       x->off_tw = off;
-      off = cmlc_fft_round(off + 2 * (size_t)x->n);
+      off = cmlc_fft_next(off, x->n, 2);
     } else {
       x->kind = CMLC_FFT_BLUESTEIN;
       x->m = 1;
       while (x->m < 2 * x->n - 1) x->m *= 2;
       x->off_chirp = off;
-      off = cmlc_fft_round(off + 2 * (size_t)x->n);
+      off = cmlc_fft_next(off, x->n, 2);
       x->off_filter = off;
-      off = cmlc_fft_round(off + 2 * (size_t)x->m);
+      off = cmlc_fft_next(off, x->m, 2);
       x->off_mtw = off;
-      off = cmlc_fft_round(off + (size_t)x->m);
+      off = cmlc_fft_next(off, x->m, 1);
     }
-    size_t need = 2 * (size_t)x->n;  // the line, then the transform's work area
-    if (x->kind == CMLC_FFT_BLUESTEIN) need += 2 * (size_t)x->m;
-    if (x->kind == CMLC_FFT_DIRECT) need += 2 * (size_t)x->n;
-    if (x->kind == CMLC_FFT_POW2) need = 2 * (size_t)x->n * CMLC_FFT_LANES_MAX;  // lanes
+    size_t need = cmlc_size_of(x->n, 2);  // the line, then the transform's work area
+    if (x->kind == CMLC_FFT_BLUESTEIN) need = cmlc_size_add(need, cmlc_size_of(x->m, 2));
+    if (x->kind == CMLC_FFT_DIRECT) need = cmlc_size_add(need, cmlc_size_of(x->n, 2));
+    if (x->kind == CMLC_FFT_POW2) need = cmlc_size_of(x->n, 2 * CMLC_FFT_LANES_MAX);  // lanes
     if (need > thread_need) thread_need = need;
   }
   p->off_work = off;
-  off = cmlc_fft_round(off + 2 * (size_t)p->full);
+  off = cmlc_fft_next(off, p->full, 2);
   p->off_thread = off;
   p->thread_size = cmlc_fft_round(thread_need);
-  off += p->thread_size * (size_t)p->threads;
+  off = cmlc_size_add(off, cmlc_size_mul(p->thread_size, (size_t)p->threads));
   p->total = off;
   return true;
 }
@@ -569,7 +576,7 @@ static size_t cmlc_fft_scratch(const cml_module_t* module, const cml_ir_node_t* 
   if (!cmlc_fft_plan(&module->values[node->inputs[0]].shape,
                      &module->values[node->first_output].shape, node->attrs, options->threads, &p))
     return 0;
-  return p.total * sizeof(double);
+  return cmlc_size_mul(p.total, sizeof(double));
 }
 
 static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
@@ -577,7 +584,7 @@ static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
   const cml_shape_t* in = args->input_shapes[0];
   const cml_shape_t* out = args->output_shapes[0];
   if (!cmlc_fft_plan(in, out, args->node->attrs, args->options->threads, &p) ||
-      args->scratch_size < p.total * sizeof(double)) {
+      p.total == SIZE_MAX || args->scratch_size < cmlc_size_mul(p.total, sizeof(double))) {
     char t[2][160];
     return cml_status_make(CML_STATUS_INTERNAL, "FFT: inconsistent plan for %s -> %s",
                            cml_shape_format(in, t[0], sizeof t[0]),
@@ -697,7 +704,7 @@ static size_t cmlc_fft_prepare(const cml_module_t* module, const cml_ir_node_t* 
   if (dst) {
     for (int32_t a = 0; a < p.axes; ++a) cmlc_fft_axis_init(&p.ax[a], (double*)dst);
   }
-  return p.off_work * sizeof(double);
+  return cmlc_size_mul(p.off_work, sizeof(double));
 }
 
 bool cmlc__fft_lookup(const cml_module_t* module, const cml_ir_node_t* node,

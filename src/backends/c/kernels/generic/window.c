@@ -1062,7 +1062,7 @@ static size_t cmlc_wn_sas_scratch(const cml_module_t* module, const cml_ir_node_
   (void)options;
   const cml_shape_t* xs = &module->values[node->inputs[0]].shape;
   if (xs->dtype != CML_DTYPE_F16 && xs->dtype != CML_DTYPE_BF16) return 0;
-  return (size_t)cml_shape_element_count(xs) * sizeof(float);
+  return cmlc_size_of(cml_shape_element_count(xs), sizeof(float));  // saturating
 }
 
 static cml_status_t cmlc_wn_select_and_scatter(const cmlc_kernel_args_t* args) {
@@ -1101,9 +1101,10 @@ static cml_status_t cmlc_wn_select_and_scatter(const cmlc_kernel_args_t* args) {
 #undef CMLC_WN_SAS_CASE
     case CML_DTYPE_F16:
     case CML_DTYPE_BF16: {
-      if (args->scratch == NULL || args->scratch_size < (size_t)n * sizeof(float)) {
+      const size_t want = cmlc_size_of(n, sizeof(float));
+      if (args->scratch == NULL || want == SIZE_MAX || args->scratch_size < want) {
         return cml_status_make(CML_STATUS_INTERNAL, "%s: scratch of %zu bytes, want %zu",
-                               cml_op_name(op), args->scratch_size, (size_t)n * sizeof(float));
+                               cml_op_name(op), args->scratch_size, want);
       }
       float* acc = (float*)args->scratch;
       memset(acc, 0, (size_t)n * sizeof(float));
