@@ -128,11 +128,13 @@ cml_status_t cml__infer_gather(const cml_shape_t* operand, const cml_shape_t* in
   }
   for (int32_t i = 0; i < orank; ++i) {
     int64_t s = dims->slice_sizes[i];
-    if (s < 0 || s > operand->dims[i] || (collapsed[i] && s > 1)) {
+    // A collapsed axis takes exactly one element: StableHLO's rule is <= 1, but a collapsed
+    // size 0 made XLA's compiler abort the process, and the c kernel read one element anyway.
+    if (s < 0 || s > operand->dims[i] || (collapsed[i] && s != 1)) {
       return INVALID(
-          "Gather: slice sizes %s out of range for operand %s (collapsed axes need "
-          "size <= 1)",
-          L(dims->slice_sizes, orank), S0(operand));
+          "Gather: slice sizes %s out of range for operand %s (axis %d: a collapsed axis takes "
+          "size 1, any other at most its dimension)",
+          L(dims->slice_sizes, orank), S0(operand), (int)i);
     }
   }
   int32_t out_rank = batch_rank + dims->offset_output_axis_count;

@@ -411,6 +411,23 @@ static cml_value_t bad_gather_sizes(cml_function_t* f) {
   g.slice_sizes[1] = 9;  // operand axis 1 has 3
   return cml_op_gather(f, P(f, CML_DTYPE_F32, 5, 3), P(f, CML_DTYPE_I32, 4), &g);
 }
+// A collapsed axis of slice size 0 (StableHLO allows <= 1): XLA's compiler aborted on it and
+// the c kernel read one element anyway.
+static cml_value_t bad_gather_collapsed_zero(cml_function_t* f) {
+  cml_gather_dims_t g;
+  memset(&g, 0, sizeof g);
+  g.index_vector_axis = 0;
+  g.offset_output_axis_count = 1;
+  g.offset_output_axes[0] = 0;
+  g.collapsed_slice_axis_count = 1;
+  g.collapsed_slice_axes[0] = 0;
+  g.start_index_map_count = 1;
+  g.start_index_map[0] = 0;
+  g.slice_size_count = 2;
+  g.slice_sizes[0] = 0;
+  g.slice_sizes[1] = 4;
+  return cml_op_gather(f, P(f, CML_DTYPE_I32, 3, 4), P(f, CML_DTYPE_I32, 1), &g);
+}
 static cml_value_t bad_gather_float_indices(cml_function_t* f) {
   cml_gather_dims_t g;
   memset(&g, 0, sizeof g);
@@ -647,6 +664,8 @@ static const bad_case_t kBadCases[] = {
     CASE(bad_conv_huge_dilation, IA, "ConvGeneral"),
     CASE(bad_pad_huge_interior, IA, "Pad"),
     CASE(bad_gather_sizes, IA, "Gather"),
+    CASE(bad_gather_collapsed_zero, IA, "Gather: slice sizes [0, 4]", "(Int32)[3, 4]",
+         "axis 0: a collapsed axis takes size 1"),
     CASE(bad_gather_float_indices, IA, "Gather"),
     CASE(bad_gather_null, IA, "Gather"),
     CASE(bad_gather_garbage, IA, "Gather"),
