@@ -671,7 +671,9 @@ CML_API void cml_execute_options_init(cml_execute_options_t* options);
 
 // cml_executable_execute with options: donation, device, a deadline and a cancel token. NULL
 // |options| means the defaults. Returns what cml_executable_execute returns, plus
-// INVALID_ARGUMENT for a negative timeout_ns or a struct_size this library does not know,
+// INVALID_ARGUMENT for a negative timeout_ns or a struct_size this library does not know
+// (smaller than the first layout's, or larger than this library's: newer headers; a struct
+// from older headers, shorter, is accepted and its missing fields take their defaults),
 // CML_STATUS_CANCELLED when the token was (or becomes) cancelled, and
 // CML_STATUS_DEADLINE_EXCEEDED when the deadline passed, both at the checks described above.
 // On any failure no output is written (|out_results| holds NULLs) and nothing is left for the

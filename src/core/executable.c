@@ -581,12 +581,23 @@ cml_status_t cml_executable_execute_with_options(cml_executable_t* executable,
     cml_execute_options_init(&defaults);
     options = &defaults;
   }
-  if (options->struct_size != sizeof *options) {
+  // A program built against older headers passes a shorter struct: the fields it lacks keep
+  // their defaults. A longer one comes from newer headers, whose fields this library cannot
+  // honour.
+  const size_t first_layout = offsetof(cml_execute_options_t, cancel_token) + sizeof(void*);
+  if (options->struct_size < first_layout || options->struct_size > sizeof *options) {
     cml__executable_clear_results(executable, out_results);
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "%s: options.struct_size is %zu, expected %zu (initialize the options "
-                           "with cml_execute_options_init)",
-                           what, options->struct_size, sizeof *options);
+                           "%s: options.struct_size is %zu; this library takes %zu to %zu "
+                           "(initialize the options with cml_execute_options_init)",
+                           what, options->struct_size, first_layout, sizeof *options);
+  }
+  cml_execute_options_t given;
+  if (options->struct_size < sizeof *options) {
+    cml_execute_options_init(&given);
+    memcpy(&given, options, options->struct_size);
+    given.struct_size = sizeof given;
+    options = &given;
   }
   if (options->timeout_ns < 0) {
     cml__executable_clear_results(executable, out_results);

@@ -241,6 +241,23 @@ static int64_t cml__mpi_max_message = CML__MPI_MAX_MESSAGE;
 static int64_t cml__mpi_stamp_space = 2048;  // (MPI_TAG_UB + 1) / CML__MPI_KINDS, set at init
 static _Thread_local uint64_t cml__mpi_stamp;
 static _Thread_local char cml__mpi_stamp_label[160];
+
+// A channel: a private communicator (duplicated from the data communicator) and the mutex that
+// serializes the operations on it. Operations of different channels run concurrently (MPI is
+// initialized with MPI_THREAD_MULTIPLE); without a channel they go to the data communicator
+// under cml__mpi_op_mutex.
+struct cml__mpi_channel_t {
+  MPI_Comm comm;
+  pthread_mutex_t mutex;
+};
+static _Thread_local cml__mpi_channel_t* cml__mpi_channel;
+
+static MPI_Comm cml__mpi_comm(void) {
+  return cml__mpi_channel ? cml__mpi_channel->comm : cml__mpi_data;
+}
+static pthread_mutex_t* cml__mpi_mutex(void) {
+  return cml__mpi_channel ? &cml__mpi_channel->mutex : &cml__mpi_op_mutex;
+}
 static char cml__mpi_failure_text[CML__MPI_NOTICE_BYTES + 64];
 // The notice this process sends when it fails: MPI may read it after cml__mpi_fail returned (a
 // send released without a wait), so it lives as long as the process. Written once.
@@ -462,16 +479,19 @@ cml_status_t cml__mpi_failure(void) {
 // Receives the failure notices that arrived (the first one is kept).
 static void cml__mpi_poll_notices(void) {
   for (;;) {
+    // A matched probe: the notice is this thread's alone (with MPI_Iprobe and MPI_Recv, two
+    // threads could see one notice and the second would wait in MPI_Recv for another).
     int flag = 0;
     MPI_Status status;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, CML__MPI_TAG_FAIL, cml__mpi_control, &flag, &status) !=
-            MPI_SUCCESS ||
+    MPI_Message message;
+    if (MPI_Improbe(MPI_ANY_SOURCE, CML__MPI_TAG_FAIL, cml__mpi_control, &flag, &message,
+                    &status) != MPI_SUCCESS ||
         !flag) {
       return;
     }
     char notice[CML__MPI_NOTICE_BYTES];
-    if (MPI_Recv(notice, (int)sizeof notice, MPI_CHAR, status.MPI_SOURCE, CML__MPI_TAG_FAIL,
-                 cml__mpi_control, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+    if (MPI_Mrecv(notice, (int)sizeof notice, MPI_CHAR, &message, MPI_STATUS_IGNORE) !=
+        MPI_SUCCESS) {
       return;
     }
     notice[sizeof notice - 1] = '\0';
@@ -489,9 +509,45 @@ typedef struct cml__mpi_requests_t {
   int count, capacity;
 } cml__mpi_requests_t;
 
-void cml__mpi_set_stamp(uint64_t stamp, const char* label) {
+void cml__mpi_set_stamp(uint64_t stamp, const char* label, cml__mpi_channel_t* channel) {
   cml__mpi_stamp = stamp;
+  cml__mpi_channel = channel;
   snprintf(cml__mpi_stamp_label, sizeof cml__mpi_stamp_label, "%s", stamp && label ? label : "");
+}
+
+cml_status_t cml__mpi_channel_create(cml__mpi_channel_t** out) {
+  *out = NULL;
+  CML_RETURN_IF_ERROR(cml__mpi_init());
+  cml__mpi_channel_t* c = calloc(1, sizeof *c);
+  if (!c) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  if (pthread_mutex_init(&c->mutex, NULL) != 0) {
+    free(c);
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "MPI: pthread_mutex_init failed");
+  }
+  // Collective over the data communicator: no other operation of this process may use it
+  // meanwhile (the operation mutex), and every process creates its channels in the same order.
+  pthread_mutex_lock(&cml__mpi_op_mutex);
+  int err = MPI_Comm_dup(cml__mpi_data, &c->comm);
+  if (err == MPI_SUCCESS) MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+  pthread_mutex_unlock(&cml__mpi_op_mutex);
+  if (err != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING + 32];
+    cml__mpi_error_text(err, text, sizeof text);
+    pthread_mutex_destroy(&c->mutex);
+    free(c);
+    return cml_status_make(CML_STATUS_UNAVAILABLE, "MPI: MPI_Comm_dup failed: %s", text);
+  }
+  *out = c;
+  return CML_OK;
+}
+
+void cml__mpi_channel_destroy(cml__mpi_channel_t* c) {
+  if (!c) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Comm_free(&c->comm);
+  pthread_mutex_destroy(&c->mutex);
+  free(c);
 }
 
 // The stamp part of this thread's tags: 0 outside executions, else 1..space-1.
@@ -616,8 +672,8 @@ static cml_status_t cml__mpi_post(cml__mpi_requests_t* q, bool send, int rank, v
     const int64_t n = bytes - at < max ? bytes - at : max;
     char* ptr = (char*)data + (bytes > 0 ? at : 0);
     const int err =
-        send ? MPI_Isend(ptr, (int)n, MPI_BYTE, rank, mtag, cml__mpi_data, &q->items[q->count])
-             : MPI_Irecv(ptr, (int)n, MPI_BYTE, rank, mtag, cml__mpi_data, &q->items[q->count]);
+        send ? MPI_Isend(ptr, (int)n, MPI_BYTE, rank, mtag, cml__mpi_comm(), &q->items[q->count])
+             : MPI_Irecv(ptr, (int)n, MPI_BYTE, rank, mtag, cml__mpi_comm(), &q->items[q->count]);
     if (err != MPI_SUCCESS) {
       char text[MPI_MAX_ERROR_STRING + 32];
       cml__mpi_error_text(err, text, sizeof text);
@@ -646,7 +702,7 @@ static int cml__mpi_diverged_peer(const cml__mpi_requests_t* q, uint8_t* probed,
     probed[peer] = 1;
     int flag = 0;
     MPI_Status status;
-    if (MPI_Iprobe(peer, MPI_ANY_TAG, cml__mpi_data, &flag, &status) != MPI_SUCCESS || !flag) {
+    if (MPI_Iprobe(peer, MPI_ANY_TAG, cml__mpi_comm(), &flag, &status) != MPI_SUCCESS || !flag) {
       continue;
     }
     if (status.MPI_TAG / CML__MPI_KINDS != mine) {
@@ -711,8 +767,8 @@ static cml_status_t cml__mpi_wait(cml__mpi_requests_t* q, const char* what) {
               "MPI %s: process %d, at %s, waits for process %d, which sent a message of another "
               "collective (%s%s): the processes no longer run the same collectives in the same "
               "order (an If or While around a collective whose predicate differs between "
-              "processes, or executions, compiles or host collectives issued in different "
-              "orders); every process stops",
+              "processes, or executions of one backend issued in different orders); every "
+              "process stops",
               what, cml__mpi_world_rank,
               cml__mpi_stamp_label[0] ? cml__mpi_stamp_label : "a collective outside executions",
               peer, cml__mpi_kind_name(tag),
@@ -723,11 +779,26 @@ static cml_status_t cml__mpi_wait(cml__mpi_requests_t* q, const char* what) {
       }
     }
     if (idle > cml__mpi_timeout_ms()) {
+      // The processes it still waits for (those of its unfinished requests).
+      char who[96];
+      size_t w = 0;
+      int named = 0;
+      who[0] = '\0';
+      for (int i = 0; i < q->count && w + 16 < sizeof who; ++i) {
+        if (q->items[i] == MPI_REQUEST_NULL) continue;
+        bool seen = false;
+        for (int k = 0; k < i && !seen; ++k) {
+          seen = q->items[k] != MPI_REQUEST_NULL && q->peers[k] == q->peers[i];
+        }
+        if (seen) continue;
+        w += (size_t)snprintf(who + w, sizeof who - w, "%s%d", named++ ? ", " : "", q->peers[i]);
+      }
       st = cml_status_make(CML_STATUS_DEADLINE_EXCEEDED,
-                           "MPI %s: process %d waited %lld ms for its peers (a process died, "
+                           "MPI %s: process %d waited %lld ms for process%s %s (a process died, "
                            "hangs, or runs different operations; CML_MPI_TIMEOUT_MS sets the "
                            "limit)",
-                           what, cml__mpi_world_rank, (long long)idle);
+                           what, cml__mpi_world_rank, (long long)idle, named > 1 ? "es" : "",
+                           named ? who : "?");
       __atomic_store_n(&cml__mpi_peer_lost, 1, __ATOMIC_RELEASE);
       break;
     }
@@ -808,13 +879,13 @@ static cml_status_t cml__mpi_begin(const cml__mpi_group_t* group, const char* wh
                            "MPI %s: process %d is not a member of the group of %d processes", what,
                            cml__mpi_world_rank, out->n);
   }
-  pthread_mutex_lock(&cml__mpi_op_mutex);
+  pthread_mutex_lock(cml__mpi_mutex());
   return CML_OK;
 }
 
 static cml_status_t cml__mpi_end(cml__mpi_requests_t* q, cml_status_t st) {
   cml__mpi_requests_free(q);
-  pthread_mutex_unlock(&cml__mpi_op_mutex);
+  pthread_mutex_unlock(cml__mpi_mutex());
   return st;
 }
 
@@ -1273,7 +1344,14 @@ int cml__mpi_rank(void) { return 0; }
 int cml__mpi_size(void) { return 1; }
 void cml__mpi_set_timeout_ms(int64_t ms) { (void)ms; }
 int64_t cml__mpi_timeout_ms(void) { return 0; }
-void cml__mpi_set_stamp(uint64_t stamp, const char* label) { (void)stamp, (void)label; }
+void cml__mpi_set_stamp(uint64_t stamp, const char* label, cml__mpi_channel_t* channel) {
+  (void)stamp, (void)label, (void)channel;
+}
+cml_status_t cml__mpi_channel_create(cml__mpi_channel_t** out) {
+  *out = NULL;
+  return cml__mpi_missing("channel");
+}
+void cml__mpi_channel_destroy(cml__mpi_channel_t* channel) { (void)channel; }
 cml_status_t cml__mpi_all_reduce(const cml__mpi_group_t* group, const void* in, void* out,
                                  int64_t count, cml_dtype_t dtype, cml_reduce_type_t type) {
   (void)group, (void)in, (void)out, (void)count, (void)dtype, (void)type;

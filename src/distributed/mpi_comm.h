@@ -35,7 +35,8 @@
 // complex numbers take sum and product.
 //
 // Thread-safety: thread-safe. MPI is initialized with MPI_THREAD_MULTIPLE when this layer
-// initializes it; operations are serialized inside the layer (one at a time per process).
+// initializes it; operations are serialized per channel (one at a time on each channel, and
+// one at a time on the layer's own communicator).
 #ifndef CML_DISTRIBUTED_MPI_COMM_H_
 #define CML_DISTRIBUTED_MPI_COMM_H_
 
@@ -103,12 +104,22 @@ cml_status_t cml__mpi_broadcast(const cml__mpi_group_t* group, int root_position
 // Waits until every member arrived.
 cml_status_t cml__mpi_barrier(const cml__mpi_group_t* group);
 
-// Sets the calling thread's collective stamp: a value every process computes alike for the
-// same collective of the same execution (0: outside executions, the default), and |label|, how
-// messages name it ("AllReduce (node 17, ...)"). The stamp is reduced to the tag space of the
+// A channel: a communicator of its own, so that the operations of different channels (of two
+// backends) run at the same time on different threads, and a peer's message on one channel is
+// never taken for a divergence on another. Operations on one channel are serialized.
+// cml__mpi_channel_create is collective (every process creates its channels in the same order,
+// e.g. at backend creation); destroy is local. Without MPI: FAILED_PRECONDITION / nothing.
+typedef struct cml__mpi_channel_t cml__mpi_channel_t;
+cml_status_t cml__mpi_channel_create(cml__mpi_channel_t** out);
+void cml__mpi_channel_destroy(cml__mpi_channel_t* channel);
+
+// Sets the calling thread's collective stamp and channel for the operations it runs next: a
+// stamp every process computes alike for the same collective of the same execution (0: outside
+// executions, the default), |label|, how messages name it ("AllReduce (node 17, ...)"), and the
+// channel (NULL: the layer's own communicator). The stamp is reduced to the tag space of the
 // MPI library (at least 11 bits; 27 with Open MPI), so two different collectives share a stamp
 // by chance with probability 2^-bits. Without MPI: does nothing.
-void cml__mpi_set_stamp(uint64_t stamp, const char* label);
+void cml__mpi_set_stamp(uint64_t stamp, const char* label, cml__mpi_channel_t* channel);
 
 // Whether cml__mpi_all_reduce supports |dtype| with |type| (also without MPI).
 bool cml__mpi_can_reduce(cml_dtype_t dtype, cml_reduce_type_t type);

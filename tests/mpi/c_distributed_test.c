@@ -8,6 +8,7 @@
 // `c_distributed_test kill` is the killed-process scenario (tests/mpi/run_kill.sh): the last
 // process kills itself in the middle of a loop of executions; the others must return a status
 // within seconds.
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -575,6 +576,62 @@ static cml_status_t run_loop(cml_executable_t* exe, int64_t n, int64_t timeout_n
 
 // Last (a failure stops the job's MPI transport): the last process runs past its deadline
 // inside a long loop; the others wait for it in the AllReduce and stop within seconds.
+// Two distributed=mpi backends, each executed in a loop on a thread of its own: each backend's
+// executions are issued in the same order on every process, but the two loops interleave
+// differently on each. Each backend talks on a communicator of its own, so neither waits for
+// the other and a peer's message of the other backend is never taken for a divergence (both
+// were: the loops stopped with FAILED_PRECONDITION after a few hundred iterations).
+typedef struct two_loops_t {
+  cml_backend_t* backend;
+  cml_executable_t* exe;
+  int iterations, wrong;
+  cml_status_t status;
+} two_loops_t;
+
+static void* two_loops_thread(void* arg) {
+  two_loops_t* t = arg;
+  cml_shape_t is = cml_shape_scalar(CML_DTYPE_I64);
+  for (int it = 0; it < t->iterations && t->status == CML_OK; ++it) {
+    const int64_t n = 1 + it % 3;
+    cml_buffer_t* in[256] = {0};
+    cml_buffer_t* out[256] = {0};
+    for (int d = g_rank * kLocalDevices; d < (g_rank + 1) * kLocalDevices && t->status == CML_OK;
+         ++d) {
+      t->status = cml_buffer_from_host(t->backend, d, &is, &n, sizeof n, &in[d]);
+    }
+    if (t->status == CML_OK) {
+      t->status = cml_executable_execute(t->exe, in, (size_t)g_total, NULL, 0, out);
+    }
+    int64_t sum = 0;
+    if (t->status == CML_OK) {
+      t->status = cml_buffer_copy_to_host(out[g_rank * kLocalDevices], &sum, sizeof sum);
+    }
+    if (t->status == CML_OK && sum != n * g_total) ++t->wrong;
+    release_all(in, (size_t)g_total);
+    release_all(out, (size_t)g_total);
+  }
+  return NULL;
+}
+
+TEST(two_backends_on_two_threads) {
+  cml_backend_t* second = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:distributed=mpi,devices=2,threads=1", &second));
+  two_loops_t loops[2] = {{.backend = g_mp, .iterations = 400},
+                          {.backend = second, .iterations = 400}};
+  for (int k = 0; k < 2; ++k) ASSERT_STATUS_OK(build_loop(loops[k].backend, &loops[k].exe));
+  pthread_t threads[2];
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_TRUE(pthread_create(&threads[k], NULL, two_loops_thread, &loops[k]) == 0);
+  }
+  for (int k = 0; k < 2; ++k) pthread_join(threads[k], NULL);
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_STATUS_OK(loops[k].status);
+    ASSERT_EQ_INT(loops[k].wrong, 0);
+    cml_executable_release(loops[k].exe);
+  }
+  cml_backend_release(second);
+}
+
 TEST(failure_stops_every_process) {
   cml_executable_t* exe = NULL;
   ASSERT_STATUS_OK(build_loop(g_mp, &exe));
@@ -787,6 +844,7 @@ static const test_entry_t kTests[] = {
     TEST_ENTRY(local_module_failure_stays_local),
     TEST_ENTRY(mismatched_configuration),
     TEST_ENTRY(mismatched_module_at_compile),
+    TEST_ENTRY(two_backends_on_two_threads),
     TEST_ENTRY(failure_stops_every_process),
 };
 

@@ -223,6 +223,11 @@ TEST(token_cancelled_before_and_after) {
   bad.struct_size = 8;
   ASSERT_STATUS_CODE(cml_executable_execute_with_options(exe, &x, 1, &bad, &out),
                      CML_STATUS_INVALID_ARGUMENT);
+  // Longer than this library's struct: built against newer headers, whose fields it cannot
+  // honour.
+  bad.struct_size = sizeof bad + 8;
+  ASSERT_STATUS_CODE(cml_executable_execute_with_options(exe, &x, 1, &bad, &out),
+                     CML_STATUS_INVALID_ARGUMENT);
   ASSERT_TRUE(out == NULL);
   cml_cancel_token_destroy(token);
   cml_cancel_token_destroy(NULL);

@@ -22,6 +22,7 @@
 #include "backends/c/mpi_internal.h"
 #include "core/dynamic.h"
 #include "core/runtime_internal.h"
+#include "distributed/mpi_comm.h"
 #include "distributed/partition.h"
 
 const uint8_t cmlc_empty_storage[CMLC_ALIGNMENT] __attribute__((aligned(CMLC_ALIGNMENT)));
@@ -52,7 +53,8 @@ static const char cmlc_backend_config_help[] =
     "  devices (int, default 1): virtual CPU devices sharing the thread pool (per process)\n"
     "  distributed (none|mpi, default none): mpi: one process of an mpirun job; the devices of\n"
     "    all processes form one global device space (needs cml built with MPI)\n"
-    "  dynamic_cache (int, default 16): specialized plans kept per executable with dynamic axes "
+    "  dynamic_cache (int 1..4096, default 16): specialized plans kept per executable with dynamic "
+    "axes "
     "(least recently used evicted)\n"
     "  buffer_cache_mb (int, default 256): MiB of released buffer storage (256 KiB and larger) "
     "kept for the next buffer of the same size (0: none)\n"
@@ -442,10 +444,12 @@ static void cmlc_backend_destroy(cml_backend_t* backend) {
     // as is the storage cache, whose lock a parent thread may have held.
     b->crew = NULL;
     b->pool = NULL;
+    b->mpi_channel = NULL;
     b->storage_cache_ready = false;
   }
   cmlc_crew_destroy(b->crew);
   cmlc_pool_destroy(b->pool);
+  cml__mpi_channel_destroy(b->mpi_channel);
   if (b->storage_cache_ready) {
     (void)cmlc_storage_drain(b);
     pthread_mutex_destroy(&b->storage_cache.mutex);
@@ -652,6 +656,9 @@ static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allo
            options.reference ? ", reference kernels" : "", job);
   st = cml_backend_set_description(&b->base, desc);
   if (st == CML_OK) st = cmlc_pool_create(options.threads, allocator, &b->pool);
+  // distributed=mpi: a communicator of the backend's own (every process creates its backends in
+  // the same order: the configuration agreement above already required it).
+  if (st == CML_OK && options.process_count > 1) st = cml__mpi_channel_create(&b->mpi_channel);
   // The slot threads of SPMD executions (started at the first one).
   if (st == CML_OK && options.devices > 1) {
     st = cmlc_crew_create(options.devices - 1, allocator, &b->crew);

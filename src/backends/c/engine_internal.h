@@ -85,6 +85,9 @@ typedef struct cmlc_backend_t {
   // The process that created it (0 on wasm32-wasi): a child of fork() has none of its threads,
   // so compiles and executions there are refused and destroy leaves the threads' state alone.
   long pid;
+  // distributed=mpi: the backend's own MPI communicator (src/distributed/mpi_comm.h), so that
+  // two backends' collectives run side by side and never meet; NULL otherwise.
+  struct cml__mpi_channel_t* mpi_channel;
 } cmlc_backend_t;
 
 typedef struct cmlc_buffer_t {
@@ -465,6 +468,8 @@ void cmlc_rendezvous_reset(cmlc_rendezvous_t* rendezvous, const cml_execute_cont
 // distributed=mpi: numbers the execution (|launch|: the executable's how-many-th SPMD
 // execution, the same on every process that issues them in the same order).
 void cmlc_rendezvous_set_launch(cmlc_rendezvous_t* rendezvous, uint64_t launch);
+// distributed=mpi: the MPI channel of the execution's backend (NULL: none).
+struct cml__mpi_channel_t* cmlc_rendezvous_mpi_channel(const cmlc_rendezvous_t* rendezvous);
 // Records that |slot| stopped with |status| (taken): the first failure of the execution is kept
 // (prefixed with the slot and its backend device) and every waiting slot wakes and fails.
 void cmlc_rendezvous_fail(cmlc_rendezvous_t* rendezvous, int32_t slot, cml_status_t status);

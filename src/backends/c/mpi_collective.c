@@ -340,7 +340,8 @@ static cml_status_t cmlc_mpi_co_lead(const cmlc_kernel_args_t* a, cmlc_round_t* 
   char label[160];
   const uint64_t stamp =
       a->rendezvous ? cmlc_rendezvous_mpi_stamp(a->rendezvous, a->node, label, sizeof label) : 0;
-  cml__mpi_set_stamp(stamp, label);
+  cml__mpi_set_stamp(stamp, label,
+                     a->rendezvous ? cmlc_rendezvous_mpi_channel(a->rendezvous) : NULL);
   cml_status_t st = CML_OK;
   if (a->node->op == CML_OP_COLLECTIVE_PERMUTE || !c->groups || c->group_count < 1 ||
       c->group_size < 1) {
@@ -350,7 +351,7 @@ static cml_status_t cmlc_mpi_co_lead(const cmlc_kernel_args_t* a, cmlc_round_t* 
       st = cmlc_mpi_co_group(&co, c->groups + (size_t)g * (size_t)c->group_size, c->group_size);
     }
   }
-  cml__mpi_set_stamp(0, NULL);
+  cml__mpi_set_stamp(0, NULL, NULL);
   free(locals);
   return st;
 }

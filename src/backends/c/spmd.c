@@ -191,6 +191,10 @@ void cmlc_rendezvous_reset(cmlc_rendezvous_t* r, const cml_execute_control_t* co
 
 void cmlc_rendezvous_set_launch(cmlc_rendezvous_t* r, uint64_t launch) { r->launch = launch; }
 
+struct cml__mpi_channel_t* cmlc_rendezvous_mpi_channel(const cmlc_rendezvous_t* r) {
+  return r->exe->backend->mpi_channel;
+}
+
 // One step of splitmix64's finalizer over h ^ v.
 static uint64_t cmlc_rv_mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);

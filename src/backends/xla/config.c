@@ -23,7 +23,7 @@ const char cml__xla_config_help[] =
     "  visible_devices (ints separated by ';', ':' or spaces)  devices the plugin may use\n"
     "  use_tfrt_gpu_client (bool)  use the TFRT GPU client (default false)\n"
     "  cpu_device_count (int >= 1)  number of CPU devices of a CPU plugin (plugin default 4)\n"
-    "  dynamic_cache (int >= 1)  executables kept per module with dynamic axes, one per\n"
+    "  dynamic_cache (int 1..4096)  executables kept per module with dynamic axes, one per\n"
     "                       binding set, least recently used evicted (default 16)\n"
     "  distributed (none|mpi)  mpi: one client across the processes of an MPI job (node id,\n"
     "                       node count, key-value store over MPI) for plugins that accept it\n"
