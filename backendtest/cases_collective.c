@@ -508,6 +508,101 @@ static void run_data_parallel(bt_t* t, cml_mesh_t* m) {
   }
 }
 
+// Float16 sums and products across devices combine in f32 and round once, as one device
+// computes them. SPMD: AllReduce and ReduceScatter of v, where element j is 2048 on device j and
+// 1 elsewhere (2051: 2052 in Float16; summed in Float16 from the 2048 on it stays 2048), and an
+// AllReduce product of 256, 256, 2^-8, 2^-8 (1; in Float16, 256 * 256 overflows). AutoSharding:
+// ReduceSum of [2048, 1 x 7] and ReduceProduct of [256 x 4, 2^-8 x 4], both split over the
+// mesh (2055: 2056 in Float16; 1, where each device's own product 256 * 256 overflowed).
+static void case_half_reductions_round_once(bt_t* t) {
+  if (!bt_require_dtype(t, CML_DTYPE_F16) || !coll_begin(t, CML_OP_ALL_REDUCE) ||
+      !bt_require_op(t, CML_OP_REDUCE_SCATTER)) {
+    return;
+  }
+  cml_function_t* f = bt_main(t);
+  const int64_t n = COLL_DEVICES;
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F16, 1, &n);
+  cml_value_t v = cml_parameter(f, "v", &s), p = cml_parameter(f, "p", &s);
+  cml_value_t outs[3] = {CML_VALUE_INVALID, CML_VALUE_INVALID, CML_VALUE_INVALID};
+  (void)cml_op_all_reduce(f, &v, 1, CML_REDUCE_SUM, NULL, &outs[0]);
+  outs[1] = cml_op_reduce_scatter(f, v, CML_REDUCE_SUM, 0, NULL);
+  (void)cml_op_all_reduce(f, &p, 1, CML_REDUCE_PRODUCT, NULL, &outs[2]);
+  cml_executable_t* exe = bt_compile(t, outs, 3);
+  if (!exe) return;
+  bt_tensor_t in[2 * COLL_DEVICES], out[3 * COLL_DEVICES];
+  for (int j = 0; j < COLL_DEVICES; ++j) {
+    double vv[COLL_DEVICES], pv[COLL_DEVICES];
+    for (int i = 0; i < COLL_DEVICES; ++i) {
+      vv[i] = i == j ? 2048 : 1;
+      pv[i] = j < COLL_DEVICES / 2 ? 256 : 1.0 / 256;
+    }
+    in[2 * j] = bt_tensor_f64(t, CML_DTYPE_F16, 1, &n, vv);
+    in[2 * j + 1] = bt_tensor_f64(t, CML_DTYPE_F16, 1, &n, pv);
+  }
+  if (!bt_run_devices(t, exe, in, NULL, out)) return;
+  const double sums[COLL_DEVICES] = {2052, 2052, 2052, 2052}, ones[COLL_DEVICES] = {1, 1, 1, 1};
+  const int64_t one = 1;
+  for (int j = 0; j < COLL_DEVICES; ++j) {
+    char what[80];
+    snprintf(what, sizeof what, "AllReduce sum on device %d", j);
+    bt_expect_f64(t, what, &out[3 * j], CML_DTYPE_F16, 1, &n, sums, 0);
+    snprintf(what, sizeof what, "ReduceScatter sum on device %d", j);
+    bt_expect_f64(t, what, &out[3 * j + 1], CML_DTYPE_F16, 1, &one, sums, 0);
+    snprintf(what, sizeof what, "AllReduce product on device %d", j);
+    bt_expect_f64(t, what, &out[3 * j + 2], CML_DTYPE_F16, 1, &n, ones, 0);
+  }
+}
+
+static void case_auto_sharding_half_reductions(bt_t* t) {
+  if (!bt_require_dtype(t, CML_DTYPE_F16) || !bt_require_op(t, CML_OP_REDUCE_SUM) ||
+      !bt_require_op(t, CML_OP_REDUCE_PRODUCT) ||
+      !bt_require_devices(t, CML_DISTRIBUTION_AUTO_SHARDING, COLL_DEVICES)) {
+    return;
+  }
+  cml_mesh_t* m = coll_mesh(t, "data");
+  if (!m) return;
+  cml_builder_t* b = bt_builder(t);
+  cml_function_t* f = bt_main(t);
+  const cml_mesh_t* meshes[1] = {m};
+  cml_sharding_t split, replicated;
+  if (!b || !bt_auto_sharding(t, meshes, 1) ||
+      !bt_ok(t, cml_sharding_make(m, (const char* const[]){"data"}, 1, &split),
+             "cml_sharding_make")) {
+    cml_mesh_destroy(m);
+    return;
+  }
+  cml_sharding_replicated(m, &replicated);
+  const int64_t n = 2 * COLL_DEVICES, axis = 0;
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F16, 1, &n);
+  cml_value_t x = cml_parameter_sharded(f, "x", &s, &split);
+  cml_value_t y = cml_parameter_sharded(f, "y", &s, &split);
+  cml_value_t outs[2] = {cml_op_reduce_sum(f, x, &axis, 1), cml_op_reduce_product(f, y, &axis, 1)};
+  cml_sharding_t specs[2] = {replicated, replicated};
+  cml_executable_t* exe = bt_compile_sharded(t, outs, 2, specs);
+  if (exe) {
+    bt_tensor_t in[2 * COLL_DEVICES], out[2 * COLL_DEVICES];
+    const int64_t shard = 2;
+    for (int j = 0; j < COLL_DEVICES; ++j) {
+      const double xv[2] = {j == 0 ? 2048 : 1, 1};
+      const double yv[2] = {j < COLL_DEVICES / 2 ? 256 : 1.0 / 256,
+                            j < COLL_DEVICES / 2 ? 256 : 1.0 / 256};
+      in[2 * j] = bt_tensor_f64(t, CML_DTYPE_F16, 1, &shard, xv);
+      in[2 * j + 1] = bt_tensor_f64(t, CML_DTYPE_F16, 1, &shard, yv);
+    }
+    if (bt_run_devices(t, exe, in, NULL, out)) {
+      const double sum = 2056, product = 1;
+      for (int j = 0; j < COLL_DEVICES; ++j) {
+        char what[80];
+        snprintf(what, sizeof what, "ReduceSum on device %d", j);
+        bt_expect_f64(t, what, &out[2 * j], CML_DTYPE_F16, 0, NULL, &sum, 0);
+        snprintf(what, sizeof what, "ReduceProduct on device %d", j);
+        bt_expect_f64(t, what, &out[2 * j + 1], CML_DTYPE_F16, 0, NULL, &product, 0);
+      }
+    }
+  }
+  cml_mesh_destroy(m);
+}
+
 static void case_auto_sharding_data_parallel(bt_t* t) {
   if (!bt_require_op(t, CML_OP_DOT_GENERAL) || !bt_require_op(t, CML_OP_REDUCE_SUM) ||
       !bt_require_op(t, CML_OP_TRANSPOSE) ||
@@ -618,6 +713,8 @@ const bt_case_t bt_cases_collective[] = {
      case_collective_broadcast_groups},
     {"replica_id", CML_OP_REPLICA_ID, case_replica_id},
     {"partition_id", CML_OP_PARTITION_ID, case_partition_id},
+    {"half_reductions_round_once", CML_OP_ALL_REDUCE, case_half_reductions_round_once},
+    {"auto_sharding_half_reductions", CML_OP_INVALID, case_auto_sharding_half_reductions},
     {"auto_sharding_data_parallel", CML_OP_INVALID, case_auto_sharding_data_parallel},
     {"auto_sharding_megatron", CML_OP_INVALID, case_auto_sharding_megatron},
 };

@@ -809,6 +809,17 @@ static bool cml_pt_reduce(cml_partitioner_t* p, const cml_ir_node_t* n) {
   }
   cml_value_t x = cml_pt_reshard(p, v, &to);
   if (x == CML_VALUE_INVALID) return false;
+  // Float16/BFloat16 sums and products over split dimensions: each device's part in Float32,
+  // combined in Float32 and rounded once, as one device computes it (rounded per device, four
+  // shards of 256 * 256 * 2^-8 * 2^-8 overflowed to inf where one device gives 1). The pending
+  // partial sums of the operand are folded in the same AllReduce.
+  const cml_dtype_t dtype = p->m->values[v].shape.dtype;
+  const bool widen = mask && (type == CML_REDUCE_SUM || type == CML_REDUCE_PRODUCT) &&
+                     (dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BF16);
+  if (widen) {
+    x = cml_op_convert_dtype(p->f, x, CML_DTYPE_F32);
+    if (!cml_pt_ok(p, x)) return false;
+  }
   cml_value_t out;
   if (!cml_pt_emit(p, n, &x, &out)) return false;
   cml_pshard_t res;
@@ -818,7 +829,13 @@ static bool cml_pt_reduce(cml_partitioner_t* p, const cml_ir_node_t* n) {
     if (!reduced[d]) cml_pshard_copy_dim(&res, od++, &to, d);
   }
   res.partial = to.partial;
-  if (type == CML_REDUCE_SUM) {
+  if (widen) {
+    out = cml_pt_all_reduce(p, out, mask | to.partial, type);
+    if (out == CML_VALUE_INVALID) return false;
+    out = cml_op_convert_dtype(p->f, out, dtype);
+    if (!cml_pt_ok(p, out)) return false;
+    res.partial = 0;
+  } else if (type == CML_REDUCE_SUM) {
     res.partial |= mask;
   } else if (mask) {
     out = cml_pt_all_reduce(p, out, mask, type);

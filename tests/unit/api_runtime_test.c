@@ -812,6 +812,7 @@ TEST(nested_control_flow) {
 // buffers stay readable, and releasing the backend neither joins the parent's threads (a
 // crash) nor destroys condition variables the parent's workers wait on (a hang). A new backend
 // works. The child runs under alarm(): a hang is a failure, not a stuck test.
+#if !defined(API_TSAN)
 static int fork_child(cml_backend_t* be, cml_executable_t* exe, cml_buffer_t** in, size_t n_in,
                       cml_buffer_t* first_out, float expect) {
   alarm(30);
@@ -897,6 +898,8 @@ static void fork_case(int* test_failed_, const char* config) {
   cml_executable_release(exe);
   cml_backend_release(be);
 }
+
+#endif  // !API_TSAN
 
 TEST(forked_child_refuses_an_inherited_backend) {
 #if defined(API_TSAN)

@@ -700,6 +700,48 @@ static bool body_int_and_bool(cml_function_t* f, cml_value_t x, cml_value_t* o) 
   return o[0] && o[1] && o[2];
 }
 
+// Float16 sums and products across slots combine in f32 and round once, as on c (XLA's CPU
+// plugin combined them in Float16, one member at a time). Element j of v is 2048 on slot j and
+// 1 elsewhere (2051, 2052 in Float16; in Float16 order 2048 + 1 + 1 + 1 stays 2048 when the
+// 2048 comes first), and p[0] is 256 on slots 0 and 1, 2^-8 on slots 2 and 3 (256 * 256
+// overflows Float16).
+static bool body_half_sums(cml_function_t* f, cml_value_t x, cml_value_t* o) {
+  cml_value_t slot = cml_op_convert_dtype(f, cml_op_replica_id(f), CML_DTYPE_F32);
+  cml_value_t mine =
+      cml_op_equal(f, x, cml_op_mul(f, slot, cml_constant_scalar_f64(f, CML_DTYPE_F32, 101)));
+  cml_value_t v =
+      cml_op_convert_dtype(f,
+                           cml_op_where(f, mine, cml_constant_scalar_f64(f, CML_DTYPE_F32, 2048),
+                                        cml_constant_scalar_f64(f, CML_DTYPE_F32, 1)),
+                           CML_DTYPE_F16);
+  cml_value_t low = cml_op_less_than(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F32, 200));
+  cml_value_t p =
+      cml_op_convert_dtype(f,
+                           cml_op_where(f, low, cml_constant_scalar_f64(f, CML_DTYPE_F32, 256),
+                                        cml_constant_scalar_f64(f, CML_DTYPE_F32, 1.0 / 256)),
+                           CML_DTYPE_F16);
+  cml_value_t sum, prod;
+  if (!cml_op_all_reduce(f, &v, 1, CML_REDUCE_SUM, NULL, &sum)) return false;
+  if (!cml_op_all_reduce(f, &p, 1, CML_REDUCE_PRODUCT, NULL, &prod)) return false;
+  o[0] = cml_op_convert_dtype(f, sum, CML_DTYPE_F32);
+  o[1] =
+      cml_op_convert_dtype(f, cml_op_reduce_scatter(f, v, CML_REDUCE_SUM, 0, NULL), CML_DTYPE_F32);
+  o[2] = cml_op_convert_dtype(f, prod, CML_DTYPE_F32);
+  return o[0] && o[1] && o[2];
+}
+
+TEST(half_sums_and_products_round_once) {
+  float got[4][6][8];
+  int devices[4];
+  static const size_t kBytes[3] = {16, 4, 16};
+  ASSERT_STATUS_OK(run_spmd(body_half_sums, 3, kBytes, NULL, got, devices));
+  for (int d = 0; d < 4; ++d) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(got[d][0][i], 2052);
+    ASSERT_EQ_DBL(got[d][1][0], 2052);
+    for (int i = 0; i < 4; ++i) ASSERT_EQ_DBL(got[d][2][i], 1);
+  }
+}
+
 // Int32 AllReduce (min) and AllGather, and a Bool CollectiveBroadcast from slot 0.
 TEST(int_and_bool_collectives) {
   float got[4][6][8];
@@ -1412,6 +1454,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(all_reduce_mixed_dtypes_groups),
       TEST_ENTRY(each_collective_by_hand),
       TEST_ENTRY(device_assignment_permutations),
+      TEST_ENTRY(half_sums_and_products_round_once),
       TEST_ENTRY(int_and_bool_collectives),
       TEST_ENTRY(all_reduce_max_min_nan_and_zeros),
       TEST_ENTRY(empty_all_gather_and_reduce_scatter),

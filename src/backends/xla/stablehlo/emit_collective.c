@@ -113,10 +113,20 @@ static bool cml_shlo_keyed(cml_reduce_type_t type, cml_dtype_t dtype) {
   return (type == CML_REDUCE_MAX || type == CML_REDUCE_MIN) && cml_dtype_is_float(dtype);
 }
 
+// Whether a |type| reduction of |dtype| across devices travels as Float32: Float16/BFloat16
+// sums and products, which the c backend (and cml's Reduce ops) combine in f32 and round once.
+// XLA's CPU plugin combined Float16 in Float16, one member at a time: 2048 + 1 + 1 + 1 gave
+// 2048 or 2052 depending on which device held the 2048, and 256 * 256 * 2^-8 * 2^-8 gave inf.
+static bool cml_shlo_widened(cml_reduce_type_t type, cml_dtype_t dtype) {
+  return (type == CML_REDUCE_SUM || type == CML_REDUCE_PRODUCT) &&
+         (dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BF16);
+}
+
 // The dtype a |type| reduction of |dtype| travels as.
 static cml_dtype_t cml_shlo_reduce_wire_dtype(cml_reduce_type_t type, cml_dtype_t dtype) {
-  return cml_shlo_keyed(type, dtype) ? cml__shlo_order_key_dtype(dtype)
-                                     : cml_shlo_wire_dtype(dtype);
+  return cml_shlo_keyed(type, dtype)     ? cml__shlo_order_key_dtype(dtype)
+         : cml_shlo_widened(type, dtype) ? CML_DTYPE_F32
+                                         : cml_shlo_wire_dtype(dtype);
 }
 
 static cml__shlo_val_t cml_shlo_to_reduce_wire(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
@@ -124,6 +134,7 @@ static cml__shlo_val_t cml_shlo_to_reduce_wire(cml__shlo_ctx_t* c, const cml__sh
   if (cml_shlo_keyed(type, v->shape.dtype)) {
     return cml__shlo_order_key(c, v, type == CML_REDUCE_MAX);
   }
+  if (cml_shlo_widened(type, v->shape.dtype)) return cml__shlo_convert(c, v, CML_DTYPE_F32);
   return cml_shlo_to_wire(c, v);
 }
 

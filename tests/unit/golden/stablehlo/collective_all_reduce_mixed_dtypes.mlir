@@ -10,11 +10,13 @@ module @collective_all_reduce_mixed_dtypes attributes {mhlo.num_partitions = 1 :
       %7 = "stablehlo.add"(%5, %6) : (tensor<i32>, tensor<i32>) -> tensor<i32>
       "stablehlo.return"(%7) : (tensor<i32>) -> ()
     }) {replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (tensor<3xi32>) -> tensor<3xi32>
-    %8 = "stablehlo.all_reduce"(%arg3) ({
-      ^bb0(%9: tensor<bf16>, %10: tensor<bf16>):
-      %11 = "stablehlo.add"(%9, %10) : (tensor<bf16>, tensor<bf16>) -> tensor<bf16>
-      "stablehlo.return"(%11) : (tensor<bf16>) -> ()
-    }) {replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (tensor<2xbf16>) -> tensor<2xbf16>
-    "func.return"(%0#0, %4, %0#1, %8) : (tensor<2xf32>, tensor<3xi32>, tensor<2x2xf32>, tensor<2xbf16>) -> ()
+    %8 = "stablehlo.convert"(%arg3) : (tensor<2xbf16>) -> tensor<2xf32>
+    %9 = "stablehlo.all_reduce"(%8) ({
+      ^bb0(%10: tensor<f32>, %11: tensor<f32>):
+      %12 = "stablehlo.add"(%10, %11) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      "stablehlo.return"(%12) : (tensor<f32>) -> ()
+    }) {replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (tensor<2xf32>) -> tensor<2xf32>
+    %13 = "stablehlo.convert"(%9) : (tensor<2xf32>) -> tensor<2xbf16>
+    "func.return"(%0#0, %4, %0#1, %13) : (tensor<2xf32>, tensor<3xi32>, tensor<2x2xf32>, tensor<2xbf16>) -> ()
   }
 }
