@@ -30,8 +30,10 @@
 //   dataset producers) must return: a C++ exception or a longjmp out of one skips cml's
 //   bookkeeping (locks, a buffer's count of readers, allocations), and the objects involved stay
 //   unusable. Report failure through the callback's own means (NULL, a status).
-// - Processes: a child of fork() cannot use a backend created before the fork (the c backend
-//   refuses to compile or execute there; XLA's plugin aborts): create a new one in the child.
+// - Processes: a child of fork() cannot use a backend created before the fork: the c backend
+//   refuses to compile or execute there (create a new c backend in the child), and a device
+//   dataset with a prefetch thread refuses next. Once XLA's plugin is loaded, every xla call
+//   in a child (a new xla backend included) is FAILED_PRECONDITION: exec a new program.
 //   Unloading libcml (dlclose) while any of its objects lives unmaps the code its threads run.
 #ifndef CML_BASE_H_
 #define CML_BASE_H_

@@ -114,7 +114,7 @@ typedef struct cml_device_batch_t cml_device_batch_t;
 // The caller owns *|out_dataset| (cml_device_dataset_destroy). Returns INVALID_ARGUMENT for NULL
 // arguments, bad shapes (rank 0, different batch sizes, sub-byte dtypes), specs whose shard
 // shapes do not divide (naming the tensor, shape and spec), meshes of different device counts,
-// devices out of range; RESOURCE_EXHAUSTED; INTERNAL when the thread cannot start.
+// devices out of range; RESOURCE_EXHAUSTED (also when the prefetch thread cannot start).
 CML_API CML_MUST_USE cml_status_t cml_device_dataset_create(
     cml_backend_t* backend, const cml_dataset_t* source, const cml_sharding_t* shardings,
     const cml_device_dataset_options_t* options, cml_device_dataset_t** out_dataset);
@@ -127,7 +127,9 @@ CML_API void cml_device_dataset_destroy(cml_device_dataset_t* dataset);
 // releases it with cml_device_batch_release. At the end of the data returns CML_OK with
 // *|out_batch| NULL (and so on every later call). A producer error, an upload error or a short
 // batch under CML_LAST_BATCH_ERROR is returned here, annotated with the batch index, once the
-// batches before it were taken; later calls return a copy of the same error.
+// batches before it were taken; later calls return a copy of the same error. In a child of
+// fork(), a dataset with a prefetch thread (which stayed in the parent) returns
+// FAILED_PRECONDITION, and destroy leaves it alone there.
 CML_API CML_MUST_USE cml_status_t cml_device_dataset_next(cml_device_dataset_t* dataset,
                                                           cml_device_batch_t** out_batch);
 

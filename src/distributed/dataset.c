@@ -7,6 +7,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#if !defined(__wasi__)
+#include <unistd.h>
+#endif
 
 #include "distributed/distributed_internal.h"
 
@@ -55,7 +58,16 @@ struct cml_device_dataset_t {
   bool stop;           // destroy asked the thread to finish
   bool has_thread;
   pthread_t thread;
+  long pid;  // the creating process (0 on wasm32-wasi): a child of fork() has no producer thread
 };
+
+static long cml_dataset_process(void) {
+#if defined(__wasi__)
+  return 0;
+#else
+  return (long)getpid();
+#endif
+}
 
 const char* cml_last_batch_name(cml_last_batch_t policy) {
   switch (policy) {
@@ -293,6 +305,9 @@ static void* cml_dataset_thread(void* arg) {
 
 void cml_device_dataset_destroy(cml_device_dataset_t* ds) {
   if (!ds) return;
+  // In a child of fork() the producer thread stayed in the parent: joining its id, or destroying
+  // the condition variables it is counted on, hangs. The dataset is left as it is there.
+  if (ds->has_thread && ds->pid != cml_dataset_process()) return;
   if (ds->has_thread) {
     pthread_mutex_lock(&ds->mutex);
     ds->stop = true;
@@ -484,6 +499,7 @@ cml_status_t cml_device_dataset_create(cml_backend_t* backend, const cml_dataset
   cml_device_dataset_t* ds = (cml_device_dataset_t*)cml_dataset_alloc(sizeof *ds);
   if (!ds) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   ds->backend = cml_backend_retain(backend);
+  ds->pid = cml_dataset_process();
   ds->source = *source;
   ds->last_batch = opts.last_batch;
   ds->depth = opts.prefetch_depth;
@@ -500,8 +516,8 @@ cml_status_t cml_device_dataset_create(cml_backend_t* backend, const cml_dataset
     if (st == CML_OK) {
       int rc = pthread_create(&ds->thread, NULL, cml_dataset_thread, ds);
       if (rc != 0) {
-        st = cml_status_make(CML_STATUS_INTERNAL, "%s: cannot start the prefetch thread (%s)",
-                             kCreate, strerror(rc));
+        st = cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                             "%s: cannot start the prefetch thread (%s)", kCreate, strerror(rc));
       } else {
         ds->has_thread = true;
       }
@@ -530,6 +546,13 @@ cml_status_t cml_device_dataset_next(cml_device_dataset_t* ds, cml_device_batch_
     }
     if (!*out_batch) ds->done = true;
     return CML_OK;
+  }
+  if (ds->pid != cml_dataset_process()) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                           "cml_device_dataset_next: the dataset was created by process %ld, "
+                           "before fork(): its prefetch thread did not follow into this process "
+                           "(%ld); create a new dataset in the child",
+                           ds->pid, cml_dataset_process());
   }
   pthread_mutex_lock(&ds->mutex);
   while (ds->count == 0 && !ds->done) pthread_cond_wait(&ds->not_empty, &ds->mutex);

@@ -3,6 +3,9 @@
 // public API (GOMLX_BACKEND=xla:cpu). Exits 77 (skipped) when no CPU plugin is installed; the
 // project's scripts install it (scripts/install_xla_plugin.sh or `cml install cpu`).
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "backends/xla/xla_internal.h"
 #include "cml/cml.h"
@@ -178,6 +181,57 @@ TEST(arrays_of_512_gib_are_refused_before_xla_compiles) {
   cml_executable_release(exe);
 }
 
+// A child of fork() inherits XLA's plugin without its threads: an execution there hung, a
+// release crashed, and a new xla backend aborted the process. Each is now FAILED_PRECONDITION
+// (releases leave the plugin's objects to the parent), and the parent goes on.
+static bool fork_status_is_refusal(cml_status_t st) {
+  bool ok = cml_status_code(st) == CML_STATUS_FAILED_PRECONDITION &&
+            strstr(cml_status_message(st), "a child of fork()") != NULL;
+  cml_status_free(st);
+  return ok;
+}
+
+TEST(forked_child_refuses_xla) {
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){2});
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(build_binary(g_backend, CML_OP_ADD, &s, &s, &exe));
+  const float x[2] = {1, 2};
+  cml_buffer_t* in[2] = {NULL, NULL};
+  for (int i = 0; i < 2; ++i)
+    ASSERT_STATUS_OK(cml_buffer_from_host(g_backend, 0, &s, x, 8, &in[i]));
+  fflush(NULL);
+  const pid_t pid = fork();
+  ASSERT_TRUE(pid >= 0);
+  if (pid == 0) {
+    alarm(60);
+    int bad = 0;
+    cml_buffer_t* out = NULL;
+    if (!fork_status_is_refusal(cml_executable_execute(exe, in, 2, NULL, 0, &out))) bad |= 1;
+    float back[2];
+    if (!fork_status_is_refusal(cml_buffer_copy_to_host(in[0], back, sizeof back))) bad |= 2;
+    cml_backend_t* fresh = NULL;
+    if (!fork_status_is_refusal(cml_backend_new_with_config("xla:cpu", &fresh))) bad |= 4;
+    cml_executable_release(exe);
+    cml_buffer_release(in[0]);
+    cml_buffer_release(in[1]);
+    cml_backend_release(g_backend);
+    _exit(bad);
+  }
+  int status = 0;
+  ASSERT_TRUE(waitpid(pid, &status, 0) == pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ_INT(WEXITSTATUS(status), 0);
+  cml_buffer_t* out = NULL;
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, 2, NULL, 0, &out));
+  float y[2] = {0, 0};
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out, y, sizeof y));
+  ASSERT_EQ_DBL(y[1], 4);
+  cml_buffer_release(out);
+  cml_buffer_release(in[0]);
+  cml_buffer_release(in[1]);
+  cml_executable_release(exe);
+}
+
 TEST(config_options_reach_the_plugin) {
   cml_backend_t* be = NULL;
   ASSERT_STATUS_OK(cml_backend_new_with_config("xla:cpu,cpu_device_count=2,noshared_buffers", &be));
@@ -291,6 +345,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(shared_buffers_and_copy_to_device),
       TEST_ENTRY(device_out_of_range),
       TEST_ENTRY(arrays_of_512_gib_are_refused_before_xla_compiles),
+      TEST_ENTRY(forked_child_refuses_xla),
       TEST_ENTRY(config_options_reach_the_plugin),
       TEST_ENTRY(bad_plugin_path),
       TEST_ENTRY(packed_int4_round_trip)};

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends/xla/install/install.h"
 #include "backends/xla/stablehlo/emit_groups.h"
@@ -88,11 +89,32 @@ static cml_status_t cml_xla_buffer_wrap(cml_xla_backend_t* b, int device, const 
   return CML_OK;
 }
 
+// In a child of fork() of a process that loaded XLA's plugin: the plugin's threads stayed in
+// the parent and its locks may be held forever (an execution hung, a release crashed, a new
+// client aborted the process). Every entry into the plugin is refused there, and releases leave
+// the plugin's objects alone.
+static bool cml_xla_forked(void) {
+  const long loader = cml__xla_plugin_loader_pid();
+  return loader != 0 && loader != (long)getpid();
+}
+
+static cml_status_t cml_xla_forked_status(const char* what) {
+  return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                         "xla: %s in process %ld, a child of fork(): XLA's plugin was loaded by "
+                         "process %ld and cannot run in the child; exec a new program there (or "
+                         "use the c backend)",
+                         what, (long)getpid(), cml__xla_plugin_loader_pid());
+}
+
+#define CML_XLA_REFUSE_IN_CHILD(what) \
+  if (cml_xla_forked()) return cml_xla_forked_status(what)
+
 static cml_status_t cml_xla_buffer_from_host(cml_backend_t* backend, int device,
                                              const cml_shape_t* shape, const void* data,
                                              cml_buffer_t** out_buffer) {
   cml_xla_backend_t* b = cml_xla_backend_cast(backend);
   *out_buffer = NULL;
+  CML_XLA_REFUSE_IN_CHILD("buffer_from_host");
   CML_RETURN_IF_ERROR(cml_xla_check_dtype(b, shape, "buffer from host"));
   cml_pjrt_buffer_t* pjrt = NULL;
   CML_RETURN_IF_ERROR(cml__xla_buffer_from_host(b->client, device, shape, data, &pjrt));
@@ -100,6 +122,7 @@ static cml_status_t cml_xla_buffer_from_host(cml_backend_t* backend, int device,
 }
 
 static cml_status_t cml_xla_buffer_copy_to_host(cml_buffer_t* buffer, void* dst, size_t size) {
+  CML_XLA_REFUSE_IN_CHILD("buffer_copy_to_host");
   cml_xla_buffer_t* buf = (cml_xla_buffer_t*)buffer;
   cml_xla_backend_t* b = cml_xla_backend_cast(buffer->backend);
   if (buf->host) {
@@ -114,6 +137,7 @@ static cml_status_t cml_xla_buffer_create_shared(cml_backend_t* backend, int dev
                                                  cml_buffer_t** out_buffer, void** out_data) {
   cml_xla_backend_t* b = cml_xla_backend_cast(backend);
   *out_buffer = NULL;
+  CML_XLA_REFUSE_IN_CHILD("buffer_create_shared");
   *out_data = NULL;
   if (!b->config.shared_buffers) {
     return cml_status_make(CML_STATUS_UNIMPLEMENTED,
@@ -160,6 +184,7 @@ static cml_status_t cml_xla_buffer_create_shared(cml_backend_t* backend, int dev
 static cml_status_t cml_xla_buffer_data(cml_buffer_t* buffer, void** out_data) {
   cml_xla_buffer_t* buf = (cml_xla_buffer_t*)buffer;
   *out_data = NULL;
+  CML_XLA_REFUSE_IN_CHILD("buffer_data");
   if (!buf->host) {
     return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
                            "xla: buffer_data needs a shared buffer (cml_buffer_create_shared)");
@@ -170,6 +195,7 @@ static cml_status_t cml_xla_buffer_data(cml_buffer_t* buffer, void** out_data) {
 
 static cml_status_t cml_xla_buffer_copy_to_device(cml_buffer_t* buffer, int device,
                                                   cml_buffer_t** out_buffer) {
+  CML_XLA_REFUSE_IN_CHILD("buffer_copy_to_device");
   cml_xla_buffer_t* buf = (cml_xla_buffer_t*)buffer;
   cml_xla_backend_t* b = cml_xla_backend_cast(buffer->backend);
   *out_buffer = NULL;
@@ -183,6 +209,7 @@ static cml_status_t cml_xla_buffer_copy_to_device(cml_buffer_t* buffer, int devi
 }
 
 static void cml_xla_buffer_destroy(cml_buffer_t* buffer) {
+  if (cml_xla_forked()) return;  // left to the parent's plugin (see cml_xla_forked)
   cml_xla_buffer_t* buf = (cml_xla_buffer_t*)buffer;
   cml_xla_backend_t* b = cml_xla_backend_cast(buffer->backend);
   cml_allocator_t alloc = b->base.allocator;
@@ -479,6 +506,7 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
                                     cml_executable_t** out_executable) {
   cml_xla_backend_t* b = cml_xla_backend_cast(backend);
   *out_executable = NULL;
+  CML_XLA_REFUSE_IN_CHILD("compile");
   CML_RETURN_IF_ERROR(cml_xla_check_distribution(b, module));
   if (cml__module_is_dynamic(module)) return cml_xla_compile_dynamic(b, module, out_executable);
   cml_xla_compile_job_t job = {.backend = b,
@@ -696,6 +724,7 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
 static cml_status_t cml_xla_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
                                     const bool* donate, int device, cml_buffer_t** out_results) {
   cml_xla_executable_t* exe = (cml_xla_executable_t*)executable;
+  CML_XLA_REFUSE_IN_CHILD("execute");
   if (exe->dynamic) {
     cml_executable_t* compiled = NULL;
     CML_RETURN_IF_ERROR(cml__dynamic_executable_get(exe->dynamic, executable, inputs,
@@ -745,6 +774,7 @@ static cml_status_t cml_xla_execute(cml_executable_t* executable, cml_buffer_t* 
 }
 
 static void cml_xla_executable_destroy(cml_executable_t* executable) {
+  if (cml_xla_forked()) return;  // left to the parent's plugin (see cml_xla_forked)
   cml_xla_executable_t* exe = (cml_xla_executable_t*)executable;
   cml_xla_backend_t* b = cml_xla_backend_cast(executable->backend);
   cml_allocator_t alloc = b->base.allocator;
@@ -783,6 +813,7 @@ static void cml_xla_process_info(const cml_backend_t* backend, cml_process_info_
 }
 
 static void cml_xla_destroy(cml_backend_t* backend) {
+  if (cml_xla_forked()) return;  // left to the parent's plugin (see cml_xla_forked)
   cml_xla_backend_t* b = cml_xla_backend_cast(backend);
   cml_allocator_t alloc = b->base.allocator;
   // The plugin may use the key-value store until its client is gone.
@@ -1027,6 +1058,7 @@ static bool cml_xla_name_is_other_accelerator(const char* name) {
 static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allocator,
                                    cml_backend_t** out_backend) {
   *out_backend = NULL;
+  CML_XLA_REFUSE_IN_CHILD("backend creation");
   cml__xla_config_t config;
   CML_RETURN_IF_ERROR(cml__xla_config_parse(config_text, &config));
   char name[1024];

@@ -212,6 +212,14 @@ cml_status_t cml__xla_check_shared_object(const char* path) {
 }
 #endif
 
+// The process that first loaded a plugin (0: none yet; atomic). A child of fork() inherits the
+// plugin's state but none of its threads.
+static long cml_xla_loader_pid;
+
+long cml__xla_plugin_loader_pid(void) {
+  return __atomic_load_n(&cml_xla_loader_pid, __ATOMIC_ACQUIRE);
+}
+
 static cml_status_t cml_xla_plugin_open(const char* path, void** out_handle,
                                         cml_pjrt_get_api_fn* out_get_api) {
   *out_handle = NULL;
@@ -243,6 +251,9 @@ static cml_status_t cml_xla_plugin_open(const char* path, void** out_handle,
                            CML_PJRT_GET_API_SYMBOL);
   }
   *out_handle = handle;
+  long none = 0;
+  __atomic_compare_exchange_n(&cml_xla_loader_pid, &none, (long)getpid(), false, __ATOMIC_ACQ_REL,
+                              __ATOMIC_ACQUIRE);
   // POSIX guarantees that a data pointer from dlsym converts to a function pointer.
   memcpy(out_get_api, &sym, sizeof sym);
   return CML_OK;

@@ -60,6 +60,8 @@ CML_MUST_USE cml_status_t cml__xla_check_shared_object(const char* path);
 // Checks that |path| is a dlopen-able library exporting GetPjrtApi, without initializing it
 // (dlopen happens, GetPjrtApi is not called). Used to detect broken installs.
 CML_MUST_USE cml_status_t cml__xla_plugin_probe(const char* path);
+// The process that first loaded a PJRT plugin, or 0 (a child of fork() sees its parent's).
+long cml__xla_plugin_loader_pid(void);
 
 // The function in |slot|, or NULL when the plugin's table is too short or the slot is empty.
 cml_pjrt_fn cml__xla_plugin_fn(const cml__xla_plugin_t* plugin, cml_pjrt_slot_t slot);
