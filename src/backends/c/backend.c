@@ -435,13 +435,24 @@ static void cmlc_executable_destroy(cml_executable_t* executable) {
 
 //===--- backend ---===//
 
+// What backends released in a child of fork() left behind (cmlc_backend_destroy).
+static void* volatile cmlc_left_behind[64];
+static int cmlc_left_behind_count;
+
 static void cmlc_backend_destroy(cml_backend_t* backend) {
   cmlc_backend_t* b = (cmlc_backend_t*)backend;
   cml_allocator_t alloc = backend->allocator;
   if (cmlc_process_id() != b->pid) {
     // A child of fork(): the threads to join and the condition variables they waited on belong
     // to the parent (joining or destroying them hangs or crashes); their state is left behind,
-    // as is the storage cache, whose lock a parent thread may have held.
+    // as is the storage cache, whose lock a parent thread may have held. The objects stay
+    // reachable from here (leak checkers see them as kept, not lost).
+    void* const parts[3] = {b->pool, b->crew, b->mpi_channel};
+    for (int i = 0; i < 3; ++i) {
+      if (parts[i] && cmlc_left_behind_count < 64) {
+        cmlc_left_behind[cmlc_left_behind_count++] = parts[i];
+      }
+    }
     b->crew = NULL;
     b->pool = NULL;
     b->mpi_channel = NULL;
