@@ -52,6 +52,12 @@ case "$pc_flags" in *"$prefix"*|*pcfiledir*|*"/../"*) ;; *) fail "unexpected pkg
 "$cc" -std=c11 -Wall -Wextra -Werror -o "$work/consumer_pc" tests/install/consumer.c $pc_flags -lm \
   -Wl,-rpath,"$libdir"
 run "$work/consumer_pc"
+# The compliance suite's library, as a third-party backend's author links it (it requires cml).
+bt_flags="$(pkg-config --cflags --libs cml_backendtest)"
+case "$bt_flags" in *-lcml_backendtest*-lcml*) ;; *) fail "unexpected cml_backendtest flags: $bt_flags";; esac
+"$cc" -std=c11 -Wall -Wextra -Werror -o "$work/suite_consumer" tests/install/suite_consumer.c \
+  $bt_flags -Wl,-rpath,"$libdir"
+run "$work/suite_consumer"
 
 # 2b. find_package(cml) (CMake gives imported libraries a build RPATH itself).
 cmake -S tests/install/cmake_consumer -B "$work/cmake_build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null

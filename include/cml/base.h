@@ -70,6 +70,13 @@ extern "C" {
 #define CML_PRINTF(fmt, args)
 #endif
 
+// The casts in cml's public macros: C++ code built with -Wold-style-cast accepts them.
+#ifdef __cplusplus
+#define CML_CAST(type, value) (static_cast<type>(value))
+#else
+#define CML_CAST(type, value) ((type)(value))
+#endif
+
 // Returns the library version as "MAJOR.MINOR.PATCH". Never NULL.
 CML_API const char* cml_version_string(void);
 
@@ -95,7 +102,7 @@ typedef enum cml_status_code_t {
 
 // A status: 0 is OK. Non-zero statuses must be released with `cml_status_free`.
 typedef uintptr_t cml_status_t;
-#define CML_OK ((cml_status_t)0)
+#define CML_OK CML_CAST(cml_status_t, 0)
 
 // Returns a status that carries only |code| (never allocates).
 CML_API CML_MUST_USE cml_status_t cml_status_from_code(cml_status_code_t code);

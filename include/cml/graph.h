@@ -176,7 +176,7 @@ CML_API uint32_t cml_op_callee_count(cml_op_t op);
 // ids carry a builder tag that no two live builders share within that limit. With more live
 // builders, tags are shared and such misuse may go undetected.
 typedef uint32_t cml_value_t;
-#define CML_VALUE_INVALID ((cml_value_t)0)
+#define CML_VALUE_INVALID CML_CAST(cml_value_t, 0)
 
 // Creates a builder for |backend| (retained). |name| names the module (may be NULL).
 // Returns INVALID_ARGUMENT on NULL |backend|, RESOURCE_EXHAUSTED on allocation failure.

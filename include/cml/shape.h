@@ -72,7 +72,7 @@ typedef enum cml_dtype_t {
 
 // A set of dtypes as a bit mask: bit |d| set means dtype |d| is in the set.
 typedef uint64_t cml_dtype_set_t;
-#define CML_DTYPE_BIT(d) ((cml_dtype_set_t)1 << (d))
+#define CML_DTYPE_BIT(d) (CML_CAST(cml_dtype_set_t, 1) << (d))
 // The float8 kinds and F4E2M1FN (storage dtypes, see cml_dtype_is_minifloat).
 #define CML_DSET_MINIFLOAT                                                        \
   (CML_DTYPE_BIT(CML_DTYPE_F8E5M2) | CML_DTYPE_BIT(CML_DTYPE_F8E4M3FN) |          \
@@ -131,7 +131,7 @@ typedef struct cml_shape_t {
 // The most elements a shape may hold, whatever its dtype: 2^55. With at most 128 bits per
 // element, every size in bits (and so in bytes) stays below 2^62 and fits in int64 with room to
 // spare, so element counts, bit offsets and byte sizes never overflow.
-#define CML_MAX_ELEMENTS ((int64_t)1 << 55)
+#define CML_MAX_ELEMENTS (CML_CAST(int64_t, 1) << 55)
 
 // Fills |out_shape| after checking |dtype| (supported), |rank| (0..CML_MAX_RANK) and |dims|
 // (non-negative, at most CML_MAX_ELEMENTS elements in all, so the byte size is at most 2^59;
@@ -205,7 +205,7 @@ CML_API CML_MUST_USE cml_status_t cml_shape_parse(const char* text, cml_shape_t*
 // have dynamic shapes.
 
 // What cml_shape_init_dynamic takes for a dynamic axis.
-#define CML_DYNAMIC_DIM ((int64_t)-1)
+#define CML_DYNAMIC_DIM CML_CAST(int64_t, -1)
 #define CML_MAX_AXIS_NAME_LEN 63
 #define CML_MAX_AXIS_NAMES 65536
 

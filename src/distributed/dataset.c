@@ -12,6 +12,7 @@
 #endif
 
 #include "distributed/distributed_internal.h"
+#include "base/base_internal.h"
 
 #define INVALID(...) cml_status_make(CML_STATUS_INVALID_ARGUMENT, __VA_ARGS__)
 
@@ -60,14 +61,6 @@ struct cml_device_dataset_t {
   pthread_t thread;
   long pid;  // the creating process (0 on wasm32-wasi): a child of fork() has no producer thread
 };
-
-static long cml_dataset_process(void) {
-#if defined(__wasi__)
-  return 0;
-#else
-  return (long)getpid();
-#endif
-}
 
 const char* cml_last_batch_name(cml_last_batch_t policy) {
   switch (policy) {
@@ -307,7 +300,7 @@ void cml_device_dataset_destroy(cml_device_dataset_t* ds) {
   if (!ds) return;
   // In a child of fork() the producer thread stayed in the parent: joining its id, or destroying
   // the condition variables it is counted on, hangs. The dataset is left as it is there.
-  if (ds->has_thread && ds->pid != cml_dataset_process()) return;
+  if (ds->has_thread && ds->pid != cml__process_id()) return;
   if (ds->has_thread) {
     pthread_mutex_lock(&ds->mutex);
     ds->stop = true;
@@ -499,7 +492,7 @@ cml_status_t cml_device_dataset_create(cml_backend_t* backend, const cml_dataset
   cml_device_dataset_t* ds = (cml_device_dataset_t*)cml_dataset_alloc(sizeof *ds);
   if (!ds) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   ds->backend = cml_backend_retain(backend);
-  ds->pid = cml_dataset_process();
+  ds->pid = cml__process_id();
   ds->source = *source;
   ds->last_batch = opts.last_batch;
   ds->depth = opts.prefetch_depth;
@@ -547,12 +540,12 @@ cml_status_t cml_device_dataset_next(cml_device_dataset_t* ds, cml_device_batch_
     if (!*out_batch) ds->done = true;
     return CML_OK;
   }
-  if (ds->pid != cml_dataset_process()) {
+  if (ds->pid != cml__process_id()) {
     return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
                            "cml_device_dataset_next: the dataset was created by process %ld, "
                            "before fork(): its prefetch thread did not follow into this process "
                            "(%ld); create a new dataset in the child",
-                           ds->pid, cml_dataset_process());
+                           ds->pid, cml__process_id());
   }
   pthread_mutex_lock(&ds->mutex);
   while (ds->count == 0 && !ds->done) pthread_cond_wait(&ds->not_empty, &ds->mutex);

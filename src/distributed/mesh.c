@@ -182,9 +182,11 @@ cml_status_t cml_mesh_set_device_assignment(cml_mesh_t* mesh, const int32_t* dev
 cml_mesh_t* cml__mesh_clone(const cml_mesh_t* mesh) {
   if (!mesh) return NULL;
   cml_mesh_t* m = NULL;
-  if (cml_mesh_create(mesh->name, (const char* const*)mesh->axis_names, mesh->axis_sizes,
-                      mesh->axis_count, &m) != CML_OK) {
+  cml_status_t made = cml_mesh_create(mesh->name, (const char* const*)mesh->axis_names,
+                                      mesh->axis_sizes, mesh->axis_count, &m);
+  if (made != CML_OK) {
     // Only out of memory can fail here: |mesh| was validated when it was made.
+    cml_status_free(made);
     return NULL;
   }
   if (mesh->device_assignment) {

@@ -23,6 +23,12 @@
 
 #include "layout.h"
 
+// The public macros expand to C++ casts here (built with -Wold-style-cast).
+static_assert(CML_OK == 0, "CML_OK");
+static_assert(CML_MAX_ELEMENTS == (int64_t{1} << 55), "CML_MAX_ELEMENTS");
+static_assert(CML_DYNAMIC_DIM == -1, "CML_DYNAMIC_DIM");
+static_assert(CML_DTYPE_BIT(CML_DTYPE_F32) != 0, "CML_DTYPE_BIT");
+static_assert(CML_VALUE_INVALID == 0, "CML_VALUE_INVALID");
 static_assert(std::is_standard_layout<cml_backend_t>::value, "cml_backend_t");
 static_assert(std::is_standard_layout<cml_buffer_t>::value, "cml_buffer_t");
 static_assert(std::is_standard_layout<cml_executable_t>::value, "cml_executable_t");

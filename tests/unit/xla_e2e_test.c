@@ -319,6 +319,81 @@ TEST(packed_int4_round_trip) {
   cml_executable_release(exe);
 }
 
+// An allocator that fails its |fail_at|-th request (counted in |calls|); 0: never.
+typedef struct failing_alloc_t {
+  long calls, fail_at, failures;
+} failing_alloc_t;
+
+static void* failing_fn(void* self, void* ptr, size_t old_size, size_t new_size, size_t align) {
+  failing_alloc_t* a = self;
+  if (new_size == 0) {
+    free(ptr);
+    return NULL;
+  }
+  if (++a->calls == a->fail_at) {
+    ++a->failures;
+    return NULL;
+  }
+  void* fresh = aligned_alloc(align < 16 ? 16 : align, (new_size + 63) / 64 * 64);
+  if (fresh && ptr) memcpy(fresh, ptr, old_size < new_size ? old_size : new_size);
+  free(ptr);
+  return fresh;
+}
+
+// An output object that could not be allocated after PJRT ran left a donated input consumed
+// by a failed execution (its copy read "deleted or donated buffer"): they are allocated before
+// now. Each allocation of the execution fails in turn; x keeps its values and runs again.
+TEST(failed_execute_leaves_donated_input_intact) {
+  failing_alloc_t a = {0, 0, 0};
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_create("xla:cpu", (cml_allocator_t){&a, failing_fn}, &be));
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){4});
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "donated", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t outs[2] = {cml_parameter(f, "x", &s), cml_parameter(f, "y", &s)};
+  cml_executable_t* exe = NULL;
+  cml_status_t st = cml_function_return(f, outs, 2);  // main(x, y) = (x, y)
+  if (st == CML_OK) st = cml_builder_compile(b, &exe);
+  cml_builder_destroy(b);
+  ASSERT_STATUS_OK(st);
+  const float xs[4] = {1, 2, 3, 4}, ys[4] = {5, 6, 7, 8};
+  cml_buffer_t* in[2] = {NULL, NULL};
+  cml_buffer_t* out[2] = {NULL, NULL};
+  ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &s, xs, sizeof xs, &in[0]));
+  ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &s, ys, sizeof ys, &in[1]));
+  const bool donate[2] = {true, false};
+  int swept = 0;
+  for (long n = 1; n <= 16; ++n) {
+    a.fail_at = a.calls + n;
+    a.failures = 0;
+    st = cml_executable_execute(exe, in, 2, donate, 0, out);
+    a.fail_at = 0;
+    if (st == CML_OK) {
+      ASSERT_EQ_INT(a.failures, 0);  // swept every allocation of the execution
+      break;
+    }
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_RESOURCE_EXHAUSTED);
+    cml_status_free(st);
+    ++swept;
+    float got[4] = {0};
+    ASSERT_TRUE(cml_buffer_is_valid(in[0]));
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(in[0], got, sizeof got));
+    ASSERT_TRUE(memcmp(got, xs, sizeof got) == 0);
+  }
+  ASSERT_TRUE(swept > 0);
+  ASSERT_FALSE(cml_buffer_is_valid(in[0]));  // the last, successful execution consumed x
+  float got[4] = {0};
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[0], got, sizeof got));
+  ASSERT_TRUE(memcmp(got, xs, sizeof got) == 0);
+  for (int k = 0; k < 2; ++k) {
+    cml_buffer_release(in[k]);
+    cml_buffer_release(out[k]);
+  }
+  cml_executable_release(exe);
+  cml_backend_release(be);
+}
+
 int main(int argc, char** argv) {
   cml_xla_enable_auto_install(false);  // tests never download
   cml__xla_search_t search;
@@ -342,6 +417,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(backend_from_env),
       TEST_ENTRY(add_graph),
       TEST_ENTRY(mul_int32_scalar_broadcast_and_donation),
+      TEST_ENTRY(failed_execute_leaves_donated_input_intact),
       TEST_ENTRY(shared_buffers_and_copy_to_device),
       TEST_ENTRY(device_out_of_range),
       TEST_ENTRY(arrays_of_512_gib_are_refused_before_xla_compiles),

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -442,6 +443,26 @@ TEST(found_plugin_does_not_run_python3) {
   ASSERT_CHILD_OK(in_child(create_found_plugin_with_hanging_python, home, kChildLimitS + 10));
 }
 
+// A process with no file descriptor left: the search cannot open a directory, and once said the
+// installed plugin was "not found" (install it) instead of what was wrong.
+static void expect_without_descriptors(void* arg) {
+  int lowest = open("/dev/null", O_RDONLY);
+  if (lowest < 0) _exit(2);
+  close(lowest);
+  struct rlimit none = {(rlim_t)lowest, (rlim_t)lowest};  // every new descriptor is >= lowest
+  if (setrlimit(RLIMIT_NOFILE, &none) != 0) _exit(3);
+  expect_in_child(arg);
+}
+
+TEST(no_file_descriptor_left_is_not_a_missing_plugin) {
+  const char* home = getenv("HOME") ? getenv("HOME") : "/";
+  expect_t e = {.home = home,
+                .config = "xla:cpu",
+                .code = CML_STATUS_RESOURCE_EXHAUSTED,
+                .has = {"no file descriptor left", "ulimit -n"}};
+  ASSERT_CHILD_OK(in_child(expect_without_descriptors, &e, kChildLimitS));
+}
+
 //===--- visible_devices ---===//
 
 TEST(visible_devices_must_exist_and_be_distinct) {
@@ -530,6 +551,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(sound_copy_with_manifest_loads),
       TEST_ENTRY(found_plugin_does_not_run_python3),
       TEST_ENTRY(visible_devices_must_exist_and_be_distinct),
+      TEST_ENTRY(no_file_descriptor_left_is_not_a_missing_plugin),
       TEST_ENTRY(plugin_by_path_named_without_its_platform),
       TEST_ENTRY(install_path_that_does_not_fit_is_a_status),
   };

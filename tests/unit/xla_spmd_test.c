@@ -556,6 +556,72 @@ TEST(diverging_if_and_while_are_statuses_not_aborts) {
   }
 }
 
+// Compiles main(x) = body(x) on 4 slots.
+static cml_status_t compile_spmd(spmd_body_fn body, cml_executable_t** out_exe) {
+  *out_exe = NULL;
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(g_backend, "spmd", &b));
+  cml_status_t st = cml_builder_spmd(b, 4);
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = SHAPE(CML_DTYPE_F32, 4);
+  cml_value_t x = cml_parameter(f, "x", &xs), y;
+  if (st == CML_OK && !body(f, x, &y)) st = cml_builder_status(b);
+  if (st == CML_OK) st = cml_function_return(f, &y, 1);
+  if (st == CML_OK) st = cml_builder_compile(b, out_exe);
+  cml_builder_destroy(b);
+  return st;
+}
+
+static bool body_if_agrees_per_group(cml_function_t* f, cml_value_t x, cml_value_t* o);
+
+// The divergence is found after PJRT ran: a donated input given to PJRT was gone by then, and
+// the failed execution handed it back "valid" (reads: "deleted or donated buffer"). A module
+// with the flag donates nothing to PJRT; a successful execution still consumes its inputs.
+TEST(diverging_execution_leaves_donated_inputs_intact) {
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(compile_spmd(body_if_diverges, &exe));
+  float x_host[4][4];
+  cml_shape_t shapes[4];
+  const void* data[4];
+  for (int d = 0; d < 4; ++d) {
+    for (int i = 0; i < 4; ++i) x_host[d][i] = (float)(10 * d + i);
+    shapes[d] = SHAPE(CML_DTYPE_F32, 4);
+    data[d] = x_host[d];
+  }
+  cml_buffer_t* ins[4];
+  cml_buffer_t* res[4] = {NULL};
+  const bool donate[4] = {true, true, true, true};
+  ASSERT_STATUS_OK(upload(4, NULL, 1, shapes, data, ins));
+  for (int round = 0; round < 2; ++round) {  // donated, then not
+    cml_status_t st = cml_executable_execute(exe, ins, 4, round == 0 ? donate : NULL, 0, res);
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+    cml_status_free(st);
+    for (int d = 0; d < 4; ++d) {
+      float got[4] = {0};
+      ASSERT_TRUE(cml_buffer_is_valid(ins[d]));
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(ins[d], got, sizeof got));
+      for (int i = 0; i < 4; ++i) ASSERT_EQ_INT((int)got[i], 10 * d + i);
+    }
+  }
+  cml_executable_release(exe);
+  ASSERT_STATUS_OK(compile_spmd(body_if_agrees_per_group, &exe));
+  ASSERT_STATUS_OK(cml_executable_execute(exe, ins, 4, donate, 0, res));
+  for (int d = 0; d < 4; ++d) {
+    float got[4] = {0};
+    ASSERT_FALSE(cml_buffer_is_valid(ins[d]));  // consumed
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(res[d], got, sizeof got));
+    // Groups {0, 1} and {2, 3}: slots 0 and 1 sum, slots 2 and 3 sum and negate.
+    const int g = d / 2;
+    for (int i = 0; i < 4; ++i) {
+      const int sum = (10 * (2 * g) + i) + (10 * (2 * g + 1) + i);
+      ASSERT_EQ_INT((int)got[i], g == 0 ? sum : -sum);
+    }
+  }
+  release_all(ins, 4);
+  release_all(res, 4);
+  cml_executable_release(exe);
+}
+
 // If (slot < 2) { AllReduce over {0, 1}, {2, 3} } else { AllReduce over the same groups, then
 // negated }: each group agrees, so both branches run, on different groups.
 static bool body_if_agrees_per_group(cml_function_t* f, cml_value_t x, cml_value_t* o) {
@@ -1466,6 +1532,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(bad_shardings),
       TEST_ENTRY(collectives_refused_under_auto_sharding),
       TEST_ENTRY(diverging_if_and_while_are_statuses_not_aborts),
+      TEST_ENTRY(diverging_execution_leaves_donated_inputs_intact),
       TEST_ENTRY(auto_sharding_dynamic_slice_clamps_its_start),
       TEST_ENTRY(shared_buffer_copy_to_device_completes_before_returning),
       TEST_ENTRY(agreeing_if_and_while_with_collectives_run),

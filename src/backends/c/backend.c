@@ -20,6 +20,7 @@
 
 #include "backends/c/engine_internal.h"
 #include "backends/c/mpi_internal.h"
+#include "base/base_internal.h"
 #include "core/dynamic.h"
 #include "core/runtime_internal.h"
 #include "distributed/mpi_comm.h"
@@ -27,18 +28,10 @@
 
 const uint8_t cmlc_empty_storage[CMLC_ALIGNMENT] __attribute__((aligned(CMLC_ALIGNMENT)));
 
-static long cmlc_process_id(void) {
-#if defined(__wasi__)
-  return 0;  // no processes, no fork
-#else
-  return (long)getpid();
-#endif
-}
-
 // FAILED_PRECONDITION in a child of fork(): the backend's pool and slot threads stayed in the
 // parent, and their locks may be held forever.
 static cml_status_t cmlc_check_process(const cmlc_backend_t* b, const char* what) {
-  const long pid = cmlc_process_id();
+  const long pid = cml__process_id();
   if (pid == b->pid) return CML_OK;
   return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
                          "c backend: %s in process %ld, a child of fork(): the backend was created "
@@ -442,7 +435,7 @@ static int cmlc_left_behind_count;
 static void cmlc_backend_destroy(cml_backend_t* backend) {
   cmlc_backend_t* b = (cmlc_backend_t*)backend;
   cml_allocator_t alloc = backend->allocator;
-  if (cmlc_process_id() != b->pid) {
+  if (cml__process_id() != b->pid) {
     // A child of fork(): the threads to join and the condition variables they waited on belong
     // to the parent (joining or destroying them hangs or crashes); their state is left behind,
     // as is the storage cache, whose lock a parent thread may have held. The objects stay
@@ -612,7 +605,7 @@ static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allo
   cmlc_backend_t* b = cml_allocator_malloc(allocator, sizeof *b, CMLC_ALIGNMENT);
   if (!b) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   memset(b, 0, sizeof *b);
-  b->pid = cmlc_process_id();
+  b->pid = cml__process_id();
   char full[320];
   const bool mpi = options.process_count > 1;
   // Every option, as it runs (avx512 / avx2: the ISA level used, which a CPU without AVX-512

@@ -94,6 +94,9 @@ typedef struct cmlc_buffer_t {
   cml_buffer_t base;  // must stay first
   void* data;         // CMLC_ALIGNMENT-aligned, NULL once the storage was taken by donation
   size_t size;        // bytes allocated at |data| (0 for empty shapes)
+  // An execution's output that took a donated input's storage: that input, until the execution
+  // ends. If it fails, the storage goes back to the input (donation consumes only on success).
+  struct cmlc_buffer_t* donor;
 } cmlc_buffer_t;
 
 // Allocates a buffer object with uninitialized storage for |shape| on |device|.

@@ -594,7 +594,8 @@ static cml_status_t cmlc_slot_collect(cmlc_slot_t* slot) {
           cml_shape_byte_size(&in->base.shape) == bytes) {
         CML_RETURN_IF_ERROR(
             cmlc_buffer_wrap(exe->backend, slot->device, shape, in->data, in->size, &b));
-        in->data = NULL;  // the storage moved to the output
+        in->data = NULL;  // the storage moved to the output (back if the execution fails)
+        b->donor = in;
       }
     }
     if (!b) {
@@ -614,9 +615,18 @@ static void cmlc_slot_release(cmlc_slot_t* slot, bool ok) {
     cmlc_context_release(slot->exe, slot->ctx);
     slot->ctx = NULL;
   }
-  if (ok) return;
   for (size_t o = 0; o < out_count; ++o) {
-    if (slot->out_results[o]) cmlc_buffer_free(slot->out_results[o]);
+    cmlc_buffer_t* b = (cmlc_buffer_t*)slot->out_results[o];
+    if (!b) continue;
+    if (!ok && b->donor) {
+      // A donated input's storage taken by this output goes back: the core hands a failed
+      // execution's donated inputs back valid, and they must hold what they held.
+      b->donor->data = b->data;
+      b->data = NULL;
+    }
+    b->donor = NULL;
+    if (ok) continue;
+    cmlc_buffer_free(&b->base);
     slot->out_results[o] = NULL;
   }
 }

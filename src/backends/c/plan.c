@@ -34,13 +34,8 @@
 // value of 4 GiB or more (cml_shape_byte_size gives SIZE_MAX) rounded to 0 and arena offsets
 // wrapped, so a too-small arena was allocated and the kernels wrote past it. Saturated, the
 // arena's size is SIZE_MAX and its allocation fails with RESOURCE_EXHAUSTED before any kernel
-// runs. (64-bit sizes never get near: element counts stop at 2^55.)
-static size_t cmlc_plan_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
-
-static size_t cmlc_plan_round(size_t n) {
-  if (n > SIZE_MAX - (CMLC_ALIGNMENT - 1)) return SIZE_MAX;
-  return (n + CMLC_ALIGNMENT - 1) / CMLC_ALIGNMENT * CMLC_ALIGNMENT;
-}
+// runs. (64-bit sizes never get near: element counts stop at 2^55.) The helpers are
+// cmlc_size_add and cmlc_size_align (cmlc.h).
 
 //===--- arena layout: best-fit free list with coalescing ---===//
 
@@ -69,12 +64,12 @@ static size_t cmlc_layout_alloc(cmlc_layout_t* l, size_t size) {
     if (last->offset + last->size == l->top) {
       size_t offset = last->offset;
       --l->count;
-      l->top = cmlc_plan_add(offset, size);
+      l->top = cmlc_size_add(offset, size);
       return offset;
     }
   }
   size_t offset = l->top;
-  l->top = cmlc_plan_add(l->top, size);
+  l->top = cmlc_size_add(l->top, size);
   return offset;
 }
 
@@ -404,7 +399,7 @@ static cml_status_t cmlc_plan_prepare(cmlc_planner_t* p, const cml_ir_node_t* n,
   const cmlc_options_t* o = &p->backend->options;
   const size_t bytes = step->entry.prepare(p->module, n, o, consts, NULL);
   if (bytes == 0) return CML_OK;
-  const size_t block_bytes = cmlc_plan_add(CMLC_ALIGNMENT, cmlc_plan_round(bytes));
+  const size_t block_bytes = cmlc_size_add(CMLC_ALIGNMENT, cmlc_size_align(bytes, CMLC_ALIGNMENT));
   cmlc_folded_t* block = cml_allocator_malloc(p->alloc, block_bytes, CMLC_ALIGNMENT);
   if (!block) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   block->bytes = block_bytes;
@@ -760,7 +755,7 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
           } else {
             if (!p->place_early[pv]) {
               pp->storage = CMLC_STORAGE_ARENA;
-              pp->size = cmlc_plan_round(cml_shape_byte_size(&m->values[pv].shape));
+              pp->size = cmlc_size_align(cml_shape_byte_size(&m->values[pv].shape), CMLC_ALIGNMENT);
               pp->offset = cmlc_layout_alloc(&p->layout, pp->size);
               p->place_early[pv] = true;
             }
@@ -776,9 +771,9 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
           vp->storage = CMLC_STORAGE_EMPTY;
           continue;
         }
-        size_t size = cmlc_plan_round(bytes);
+        size_t size = cmlc_size_align(bytes, CMLC_ALIGNMENT);
         if (n->op == CML_OP_WHILE) {
-          size = size == 0 ? CMLC_ALIGNMENT : cmlc_plan_add(size, size);
+          size = size == 0 ? CMLC_ALIGNMENT : cmlc_size_add(size, size);
         }
         // In place: output 0 takes the slot of a dying input (every output o that of input o,
         // for entries with in_place_each).
@@ -820,7 +815,7 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
                                ? cmlc_fused_scratch(step->fused, &p->backend->options)
                                : step->entry.scratch(m, n, &p->backend->options);
       if (step->scratch_size) {
-        size_t size = cmlc_plan_round(step->scratch_size);
+        size_t size = cmlc_size_align(step->scratch_size, CMLC_ALIGNMENT);
         step->scratch_offset = cmlc_layout_alloc(&p->layout, size);
         cmlc_layout_free(&p->layout, step->scratch_offset, size);
       }
@@ -997,7 +992,7 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
       cmlc_function_plan_t* fp = &exe->functions[fi];
       if (!fp->planned) continue;
       fp->arena_offset = arena;
-      arena = cmlc_plan_add(arena, cmlc_plan_round(fp->arena_size));
+      arena = cmlc_size_add(arena, cmlc_size_align(fp->arena_size, CMLC_ALIGNMENT));
       fp->io_offset = pointers;
       pointers += fp->max_io;
     }

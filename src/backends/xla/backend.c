@@ -13,6 +13,7 @@
 #include "backends/xla/stablehlo/emitter.h"
 #include "backends/xla/xla_flags.h"
 #include "backends/xla/xla_internal.h"
+#include "base/base_internal.h"
 #include "cml/backend_impl.h"
 #include "cml/xla.h"
 #include "core/dynamic.h"
@@ -89,13 +90,52 @@ static cml_status_t cml_xla_buffer_wrap(cml_xla_backend_t* b, int device, const 
   return CML_OK;
 }
 
+// An execution's output objects are allocated before PJRT runs: once it has run, the donated
+// inputs are gone, and a failure after that (no memory for an output's object) would hand them
+// back to the caller consumed although the execution failed (the core promises that a failed
+// execution consumes nothing).
+static cml_status_t cml_xla_outputs_reserve(cml_xla_backend_t* b, size_t count,
+                                            cml_xla_buffer_t** objects) {
+  for (size_t i = 0; i < count; ++i) {
+    objects[i] = cml_allocator_malloc(b->base.allocator, sizeof *objects[i], 64);
+    if (!objects[i]) {
+      for (size_t k = 0; k < i; ++k) {
+        cml_allocator_free(b->base.allocator, objects[k], sizeof *objects[k]);
+      }
+      return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    }
+  }
+  return CML_OK;
+}
+
+// Frees the reserved objects not handed out (set to NULL when they are).
+static void cml_xla_outputs_unreserve(cml_xla_backend_t* b, size_t count,
+                                      cml_xla_buffer_t** objects) {
+  for (size_t i = 0; i < count; ++i) {
+    if (objects[i]) cml_allocator_free(b->base.allocator, objects[i], sizeof *objects[i]);
+    objects[i] = NULL;
+  }
+}
+
+// Makes the reserved |*object| the buffer of |pjrt| (cannot fail).
+static cml_buffer_t* cml_xla_output_fill(cml_xla_backend_t* b, cml_xla_buffer_t** object,
+                                         int device, const cml_shape_t* shape,
+                                         cml_pjrt_buffer_t* pjrt) {
+  cml_xla_buffer_t* buf = *object;
+  *object = NULL;
+  memset(buf, 0, sizeof *buf);
+  cml_buffer_init_base(&buf->base, &b->base, shape, device, false);
+  buf->buffer = pjrt;
+  return &buf->base;
+}
+
 // In a child of fork() of a process that loaded XLA's plugin: the plugin's threads stayed in
 // the parent and its locks may be held forever (an execution hung, a release crashed, a new
 // client aborted the process). Every entry into the plugin is refused there, and releases leave
 // the plugin's objects alone.
 static bool cml_xla_forked(void) {
   const long loader = cml__xla_plugin_loader_pid();
-  return loader != 0 && loader != (long)getpid();
+  return loader != 0 && loader != cml__process_id();
 }
 
 static cml_status_t cml_xla_forked_status(const char* what) {
@@ -103,7 +143,7 @@ static cml_status_t cml_xla_forked_status(const char* what) {
                          "xla: %s in process %ld, a child of fork(): XLA's plugin was loaded by "
                          "process %ld and cannot run in the child; exec a new program there (or "
                          "use the c backend)",
-                         what, (long)getpid(), cml__xla_plugin_loader_pid());
+                         what, cml__process_id(), cml__xla_plugin_loader_pid());
 }
 
 #define CML_XLA_REFUSE_IN_CHILD(what) \
@@ -672,15 +712,20 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
   // With the divergence flag, PJRT writes one more output per slot, last.
   const size_t n_pjrt = n_out + (exe->divergence_flag ? 1 : 0);
   size_t bytes = (m * n_in + 1) * sizeof(cml_pjrt_buffer_t*) + (n_in + 1) * sizeof(int64_t) +
-                 (m * n_pjrt + 1) * sizeof(cml_pjrt_buffer_t*);
+                 (m * n_pjrt + 1) * sizeof(cml_pjrt_buffer_t*) +
+                 (m * n_out + 1) * sizeof(cml_xla_buffer_t*);
   void* scratch = malloc(bytes);
   if (!scratch) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   cml_pjrt_buffer_t** args = scratch;
   int64_t* keep = (int64_t*)(args + m * n_in + 1);
   cml_pjrt_buffer_t** outs = (cml_pjrt_buffer_t**)(keep + n_in + 1);
+  cml_xla_buffer_t** objects = (cml_xla_buffer_t**)(outs + m * n_pjrt + 1);
   size_t keep_count = 0;
   for (size_t a = 0; a < n_in; ++a) {
-    bool all = true;
+    // A module with the divergence flag can fail after PJRT ran (a replica group answered a
+    // predicate differently): nothing is donated to PJRT then, so that a failed execution
+    // leaves its inputs intact. A successful one still consumes them (the core marks them).
+    bool all = !exe->divergence_flag;
     for (size_t j = 0; j < m; ++j) {
       const size_t d = (size_t)local[j];
       cml_xla_buffer_t* in = (cml_xla_buffer_t*)inputs[d * n_in + a];
@@ -689,29 +734,31 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
     }
     if (!all) keep[keep_count++] = (int64_t)a;
   }
-  cml_status_t st = cml__xla_execute_devices(b->client, exe->executable, m, args, n_in, keep,
-                                             keep_count, outs, n_pjrt);
+  for (size_t i = 0; i < m * n_pjrt; ++i) outs[i] = NULL;
+  cml_status_t st = cml_xla_outputs_reserve(b, m * n_out, objects);
+  if (st != CML_OK) {
+    free(scratch);
+    return st;
+  }
+  st = cml__xla_execute_devices(b->client, exe->executable, m, args, n_in, keep, keep_count, outs,
+                                n_pjrt);
+  if (st == CML_OK && n_pjrt > n_out) st = cml_xla_check_divergence(exe, outs, m, n_pjrt);
   if (st == CML_OK) {
-    if (n_pjrt > n_out) st = cml_xla_check_divergence(exe, outs, m, n_pjrt);
-    size_t total = st == CML_OK ? m * n_out : 0, made = 0;
-    for (; made < total && st == CML_OK; ++made) {
-      const size_t j = made / (n_out ? n_out : 1), k = made % (n_out ? n_out : 1);
+    for (size_t j = 0; j < m; ++j) {
       const size_t d = (size_t)local[j];
-      int dev = exe->slot_devices ? exe->slot_devices[d] : (int)d;
-      st = cml_xla_buffer_wrap(b, dev, &executable->output_shapes[k], outs[j * n_pjrt + k], NULL, 0,
-                               &out_results[d * n_out + k]);
-      outs[j * n_pjrt + k] = NULL;
+      const int dev = exe->slot_devices ? exe->slot_devices[d] : (int)d;
+      for (size_t k = 0; k < n_out; ++k) {
+        out_results[d * n_out + k] = cml_xla_output_fill(
+            b, &objects[j * n_out + k], dev, &executable->output_shapes[k], outs[j * n_pjrt + k]);
+      }
     }
-    if (st != CML_OK) {
-      for (size_t i = 0; i < m * n_pjrt; ++i) {
-        if (outs[i]) cml__xla_buffer_destroy(b->client, outs[i]);
-      }
-      for (size_t i = 0; i < n * n_out; ++i) {
-        if (out_results[i]) cml_buffer_release(out_results[i]);
-        out_results[i] = NULL;
-      }
+  } else {
+    // What a failed execution or divergence check left (the check destroyed the flags).
+    for (size_t i = 0; i < m * n_pjrt; ++i) {
+      if (outs[i]) cml__xla_buffer_destroy(b->client, outs[i]);
     }
   }
+  cml_xla_outputs_unreserve(b, m * n_out, objects);
   free(scratch);
   return st;
 }
@@ -739,12 +786,13 @@ static cml_status_t cml_xla_execute(cml_executable_t* executable, cml_buffer_t* 
   size_t n_in = executable->input_count, n_out = executable->output_count;
   for (size_t i = 0; i < n_out; ++i) out_results[i] = NULL;
   size_t bytes = (n_in + 1) * (sizeof(cml_pjrt_buffer_t*) + sizeof(int64_t)) +
-                 (n_out + 1) * sizeof(cml_pjrt_buffer_t*);
+                 (n_out + 1) * (sizeof(cml_pjrt_buffer_t*) + sizeof(cml_xla_buffer_t*));
   void* scratch = malloc(bytes);
   if (!scratch) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   cml_pjrt_buffer_t** args = scratch;
   int64_t* keep = (int64_t*)(args + n_in + 1);
   cml_pjrt_buffer_t** outs = (cml_pjrt_buffer_t**)(keep + n_in + 1);
+  cml_xla_buffer_t** objects = (cml_xla_buffer_t**)(outs + n_out + 1);
   size_t keep_count = 0;
   for (size_t i = 0; i < n_in; ++i) {
     cml_xla_buffer_t* in = (cml_xla_buffer_t*)inputs[i];
@@ -752,23 +800,20 @@ static cml_status_t cml_xla_execute(cml_executable_t* executable, cml_buffer_t* 
     // Shared buffers are never donated: their memory belongs to the caller.
     if (!donate[i] || in->host) keep[keep_count++] = (int64_t)i;
   }
-  cml_status_t st = cml__xla_execute(b->client, exe->executable, device, args, n_in, keep,
-                                     keep_count, outs, n_out);
+  cml_status_t st = cml_xla_outputs_reserve(b, n_out, objects);
+  if (st != CML_OK) {
+    free(scratch);
+    return st;
+  }
+  st = cml__xla_execute(b->client, exe->executable, device, args, n_in, keep, keep_count, outs,
+                        n_out);
   if (st == CML_OK) {
-    size_t made = 0;
-    for (; made < n_out && st == CML_OK; ++made) {
-      st = cml_xla_buffer_wrap(b, device, &executable->output_shapes[made], outs[made], NULL, 0,
-                               &out_results[made]);
-      outs[made] = NULL;
-    }
-    if (st != CML_OK) {
-      for (size_t i = made; i < n_out; ++i) cml__xla_buffer_destroy(b->client, outs[i]);
-      for (size_t i = 0; i < n_out; ++i) {
-        if (out_results[i]) cml_buffer_release(out_results[i]);
-        out_results[i] = NULL;
-      }
+    for (size_t k = 0; k < n_out; ++k) {
+      out_results[k] =
+          cml_xla_output_fill(b, &objects[k], device, &executable->output_shapes[k], outs[k]);
     }
   }
+  cml_xla_outputs_unreserve(b, n_out, objects);
   free(scratch);
   return st;
 }

@@ -465,6 +465,16 @@ cml_status_t cml__xla_find_plugin(const cml__xla_search_t* search, const char* n
     used += (size_t)w;
   }
   cml_xla_dirs_free(&dirs);
+  // With no file descriptor left (RLIMIT_NOFILE), every opendir above failed and the plugin
+  // looked absent: say what is wrong instead (installing it again would not help).
+  int probe = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (probe < 0 && (errno == EMFILE || errno == ENFILE)) {
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                           "xla: cannot search for PJRT plugin \"%s\": %s (the process has no file "
+                           "descriptor left; see `ulimit -n`)",
+                           name, strerror(errno));
+  }
+  if (probe >= 0) close(probe);
   // `cml install` knows the CPU and CUDA plugins only: other names get the other two ways.
   char install[96] = "";
   if (strcmp(name, "cpu") == 0 || strcmp(name, "cuda") == 0) {

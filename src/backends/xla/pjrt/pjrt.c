@@ -2,6 +2,7 @@
 // src/backends/xla/pjrt/pjrt.c: PJRT plugin loading, error conversion, clients, buffers,
 // compilation and execution (see pjrt.h).
 #include "backends/xla/pjrt/pjrt.h"
+#include "base/base_internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -252,8 +253,8 @@ static cml_status_t cml_xla_plugin_open(const char* path, void** out_handle,
   }
   *out_handle = handle;
   long none = 0;
-  __atomic_compare_exchange_n(&cml_xla_loader_pid, &none, (long)getpid(), false, __ATOMIC_ACQ_REL,
-                              __ATOMIC_ACQUIRE);
+  __atomic_compare_exchange_n(&cml_xla_loader_pid, &none, cml__process_id(), false,
+                              __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
   // POSIX guarantees that a data pointer from dlsym converts to a function pointer.
   memcpy(out_get_api, &sym, sizeof sym);
   return CML_OK;
