@@ -603,6 +603,56 @@ static void case_auto_sharding_half_reductions(bt_t* t) {
   cml_mesh_destroy(m);
 }
 
+// A Float16 dot product contracting a split dimension: one device sums in Float32 and rounds
+// once (2048 + 7 ones = 2055 -> 2056, ties to even), and so must the devices together (each
+// part rounded to Float16 first gave 2048 + 2 + 2 + 2 = 2054).
+static void case_auto_sharding_half_dot(bt_t* t) {
+  if (!bt_require_dtype(t, CML_DTYPE_F16) || !bt_require_op(t, CML_OP_DOT_GENERAL) ||
+      !bt_require_devices(t, CML_DISTRIBUTION_AUTO_SHARDING, COLL_DEVICES)) {
+    return;
+  }
+  cml_mesh_t* m = coll_mesh(t, "data");
+  if (!m) return;
+  cml_builder_t* b = bt_builder(t);
+  cml_function_t* f = bt_main(t);
+  const cml_mesh_t* meshes[1] = {m};
+  cml_sharding_t split, replicated;
+  if (!b || !bt_auto_sharding(t, meshes, 1) ||
+      !bt_ok(t, cml_sharding_make(m, (const char* const[]){"data"}, 1, &split),
+             "cml_sharding_make")) {
+    cml_mesh_destroy(m);
+    return;
+  }
+  cml_sharding_replicated(m, &replicated);
+  const int64_t n = 2 * COLL_DEVICES;
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F16, 1, &n);
+  cml_value_t x = cml_parameter_sharded(f, "x", &s, &split);
+  cml_value_t w = cml_parameter_sharded(f, "w", &s, &split);
+  cml_dot_config_t dot;
+  memset(&dot, 0, sizeof dot);
+  dot.lhs_contracting_count = dot.rhs_contracting_count = 1;
+  cml_value_t out_value = cml_op_dot_general(f, x, w, &dot);
+  cml_executable_t* exe = bt_compile_sharded(t, &out_value, 1, &replicated);
+  if (exe) {
+    bt_tensor_t in[2 * COLL_DEVICES], out[COLL_DEVICES];
+    const int64_t shard = 2;
+    for (int j = 0; j < COLL_DEVICES; ++j) {
+      const double xv[2] = {j == 0 ? 2048 : 1, 1}, wv[2] = {1, 1};
+      in[2 * j] = bt_tensor_f64(t, CML_DTYPE_F16, 1, &shard, xv);
+      in[2 * j + 1] = bt_tensor_f64(t, CML_DTYPE_F16, 1, &shard, wv);
+    }
+    if (bt_run_devices(t, exe, in, NULL, out)) {
+      const double want = 2056;
+      for (int j = 0; j < COLL_DEVICES; ++j) {
+        char what[80];
+        snprintf(what, sizeof what, "DotGeneral on device %d", j);
+        bt_expect_f64(t, what, &out[j], CML_DTYPE_F16, 0, NULL, &want, 0);
+      }
+    }
+  }
+  cml_mesh_destroy(m);
+}
+
 static void case_auto_sharding_data_parallel(bt_t* t) {
   if (!bt_require_op(t, CML_OP_DOT_GENERAL) || !bt_require_op(t, CML_OP_REDUCE_SUM) ||
       !bt_require_op(t, CML_OP_TRANSPOSE) ||
@@ -715,6 +765,7 @@ const bt_case_t bt_cases_collective[] = {
     {"partition_id", CML_OP_PARTITION_ID, case_partition_id},
     {"half_reductions_round_once", CML_OP_ALL_REDUCE, case_half_reductions_round_once},
     {"auto_sharding_half_reductions", CML_OP_INVALID, case_auto_sharding_half_reductions},
+    {"auto_sharding_half_dot", CML_OP_INVALID, case_auto_sharding_half_dot},
     {"auto_sharding_data_parallel", CML_OP_INVALID, case_auto_sharding_data_parallel},
     {"auto_sharding_megatron", CML_OP_INVALID, case_auto_sharding_megatron},
 };

@@ -34,7 +34,9 @@
 // builder with a message naming the op, the operand shapes and dtypes: INVALID_ARGUMENT for bad
 // shapes, dtypes, axes or attributes (and NULL or foreign arguments), UNIMPLEMENTED when the
 // backend lacks the op or dtype, FAILED_PRECONDITION after the function returned or the builder
-// compiled, RESOURCE_EXHAUSTED when out of memory. Read it with `cml_builder_status`.
+// compiled, RESOURCE_EXHAUSTED when out of memory or past a builder's 16,777,215 values (2^24 -
+// 1: each parameter, constant and op output is one, in every function together). Read it with
+// `cml_builder_status`.
 //
 // Ownership: the builder owns its functions and values; `cml_builder_compile` hands the caller
 // an executable that outlives the builder. Lent pointers (names, shapes) live as long as their

@@ -31,8 +31,24 @@ static cml_status_t cml_broadcast(cml_op_t op, const cml_shape_t* a, const cml_s
   if (!ok) {
     SHAPE_BUFFERS;
     (void)sb2_;
-    return INVALID("%s: incompatible shapes %s and %s (%s and %s)", cml_op_name(op), S0(a), S1(b),
-                   a_name, b_name);
+    if (a->rank != b->rank) {
+      return INVALID(
+          "%s: incompatible shapes %s and %s (%s and %s): ranks %d and %d; operands "
+          "broadcast only from a scalar or between equal ranks (a size-1 axis "
+          "stretches): give the lower-rank one the other's rank with Reshape (size-1 "
+          "axes) or BroadcastInDim",
+          cml_op_name(op), S0(a), S1(b), a_name, b_name, (int)a->rank, (int)b->rank);
+    }
+    int32_t axis = 0;
+    while (axis < a->rank &&
+           (a->dims[axis] == b->dims[axis] || a->dims[axis] == 1 || b->dims[axis] == 1)) {
+      ++axis;
+    }
+    return INVALID(
+        "%s: incompatible shapes %s and %s (%s and %s): axis %d has sizes %lld and "
+        "%lld (they must be equal, or one of them 1)",
+        cml_op_name(op), S0(a), S1(b), a_name, b_name, (int)axis, (long long)a->dims[axis],
+        (long long)b->dims[axis]);
   }
   *out = *a;
   for (int32_t i = 0; i < a->rank; ++i) {

@@ -1127,7 +1127,23 @@ static bool cml_pt_dot(cml_partitioner_t* p, const cml_ir_node_t* n) {
   in[1] = cml_pt_reshard(p, rv, &rt);
   if (in[1] == CML_VALUE_INVALID) return false;
   cml_value_t out;
-  if (!cml_pt_emit(p, n, in, &out)) return false;
+  const cml_dtype_t dtype = p->m->values[n->first_output].shape.dtype;
+  if (res.partial && (dtype == CML_DTYPE_F16 || dtype == CML_DTYPE_BF16)) {
+    // Float16/BFloat16 products contracting split dimensions: each device's part stays Float32
+    // through the AllReduce and is rounded once, as one device rounds its Float32 sum (each
+    // part rounded to the dtype and summed in it rounded twice).
+    cml_dot_config_t wide = n->attrs->u.dot;
+    wide.output_dtype = CML_DTYPE_F32;
+    out = cml_op_dot_general(p->f, in[0], in[1], &wide);
+    if (!cml_pt_ok(p, out)) return false;
+    out = cml_pt_all_reduce(p, out, res.partial, CML_REDUCE_SUM);
+    if (out == CML_VALUE_INVALID) return false;
+    out = cml_op_convert_dtype(p->f, out, dtype);
+    if (!cml_pt_ok(p, out)) return false;
+    res.partial = 0;
+  } else if (!cml_pt_emit(p, n, in, &out)) {
+    return false;
+  }
   cml_pt_set(p, n->first_output, out, &res);
   return true;
 }

@@ -532,6 +532,89 @@ TEST(execute_options_with_control_slot) {
   cml_backend_release(be);
 }
 
+// Past 64 inputs the duplicate check sorts the buffers (pairwise it cost 10^8 comparisons per
+// execute for 10^4 donated weights): the same inputs are named as by the pairwise check.
+TEST(donation_among_many_inputs) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:threads=1", &be));
+  enum { kN = 100 };
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "many", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){1});
+  cml_value_t sum = CML_VALUE_INVALID;
+  for (int k = 0; k < kN; ++k) {
+    char name[16];
+    snprintf(name, sizeof name, "p%d", k);
+    cml_value_t p = cml_parameter(f, name, &s);
+    sum = k == 0 ? p : cml_op_add(f, sum, p);
+  }
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_function_return(f, &sum, 1));
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  cml_buffer_t* bufs[kN];
+  cml_buffer_t* ins[kN];
+  bool donate[kN];
+  for (int k = 0; k < kN; ++k) {
+    float v = (float)k;
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &s, &v, sizeof v, &bufs[k]));
+    ins[k] = bufs[k];
+    donate[k] = false;
+  }
+  cml_buffer_t* out[1] = {NULL};
+  static const struct {
+    int donated[2];  // inputs donated (-1: none)
+    int same[3];     // inputs given bufs[same[0]] (-1: none)
+    const char* want;
+  } kCases[] = {
+      {{80, -1},
+       {70, 80, -1},
+       "input 80 (parameter #80 \"p80\") is donated but the same buffer "
+       "is also passed as input 70 (parameter #70 \"p70\")"},
+      {{70, -1},
+       {70, 80, -1},
+       "input 70 (parameter #70 \"p70\") is donated but the same buffer "
+       "is also passed as input 80"},
+      {{90, 75},
+       {75, 90, 3},
+       "input 75 (parameter #75 \"p75\") is donated but the same buffer is "
+       "also passed as input 3 (parameter #3 \"p3\")"},
+      {{90, 99},
+       {90, 99, -1},
+       "input 90 (parameter #90 \"p90\") is donated but the same buffer "
+       "is also passed as input 99 (parameter #99 \"p99\") and donated twice"},
+  };
+  for (size_t c = 0; c < sizeof kCases / sizeof kCases[0]; ++c) {
+    for (int k = 0; k < kN; ++k) {
+      ins[k] = bufs[k];
+      donate[k] = false;
+    }
+    for (int k = 0; k < 3 && kCases[c].same[k] >= 0; ++k)
+      ins[kCases[c].same[k]] = bufs[kCases[c].same[0]];
+    for (int k = 0; k < 2 && kCases[c].donated[k] >= 0; ++k) donate[kCases[c].donated[k]] = true;
+    cml_status_t st = cml_executable_execute(exe, ins, kN, donate, 0, out);
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(cml_status_message(st), kCases[c].want);
+    cml_status_free(st);
+  }
+  // No duplicate: every input donated, the sum 0 + 1 + ... + 99.
+  for (int k = 0; k < kN; ++k) {
+    ins[k] = bufs[k];
+    donate[k] = true;
+  }
+  ASSERT_STATUS_OK(cml_executable_execute(exe, ins, kN, donate, 0, out));
+  float got = 0;
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[0], &got, sizeof got));
+  ASSERT_EQ_DBL(got, 4950.0);
+  ASSERT_FALSE(cml_buffer_is_valid(bufs[0]));
+  cml_buffer_release(out[0]);
+  for (int k = 0; k < kN; ++k) cml_buffer_release(bufs[k]);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+}
+
 TEST_MAIN(TEST_ENTRY(compile_accessors_and_execute), TEST_ENTRY(execute_validation),
-          TEST_ENTRY(donation), TEST_ENTRY(execute_options_without_control_slot),
+          TEST_ENTRY(donation), TEST_ENTRY(donation_among_many_inputs),
+          TEST_ENTRY(execute_options_without_control_slot),
           TEST_ENTRY(execute_options_with_control_slot))

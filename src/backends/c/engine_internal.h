@@ -329,7 +329,10 @@ typedef struct cmlc_planner_t {
                             // SEGMENTED: the node reading the parts
   const void** value_data;  // constant data of CONST values (Constant nodes and folded ones)
   uint32_t* uses;           // value -> number of distinct consuming nodes (fusion)
-  uint32_t* position;       // node -> its position in its function's node list (fusion)
+  // value -> 1 + the node counting it as an input right now (0 between nodes): the distinct
+  // inputs of a node with 10^5 operands without comparing every pair.
+  uint32_t* counted_by;
+  uint32_t* position;  // node -> its position in its function's node list (fusion)
   // node -> may be computed again inside each loop that reads it (fusion): one array for the
   // whole module, all false between functions (cmlc_opt_fuse clears its function's nodes), so
   // a module of many small closures does not allocate and clear a module-sized array for each.

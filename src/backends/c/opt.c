@@ -331,10 +331,11 @@ static void cmlc_opt_count_uses(cmlc_planner_t* p, uint32_t fi) {
       continue;
     }
     for (uint32_t k = 0; k < n->input_count; ++k) {
-      bool seen = false;
-      for (uint32_t j = 0; j < k && !seen; ++j) seen = n->inputs[j] == n->inputs[k];
-      if (!seen) cmlc_opt_count_use(p, n->inputs[k], 1);
+      if (p->counted_by[n->inputs[k]] == ni + 1) continue;  // already counted for this node
+      p->counted_by[n->inputs[k]] = ni + 1;
+      cmlc_opt_count_use(p, n->inputs[k], 1);
     }
+    for (uint32_t k = 0; k < n->input_count; ++k) p->counted_by[n->inputs[k]] = 0;
     for (uint32_t k = 0; k < cml_op_callee_count(n->op); ++k) {
       const cml_ir_function_t* cf = &m->functions[n->attrs->functions[k]];
       for (uint32_t c = 0; c < cf->capture_count; ++c) {

@@ -75,8 +75,17 @@ static size_t cmlc_layout_alloc(cmlc_layout_t* l, size_t size) {
 
 static void cmlc_layout_free(cmlc_layout_t* l, size_t offset, size_t size) {
   if (size == 0) return;
-  size_t i = 0;
-  while (i < l->count && l->free_blocks[i].offset < offset) ++i;
+  // The first block at or past |offset| (blocks are sorted by offset): a binary search, as a
+  // wide graph keeps 10^5 blocks free at once.
+  size_t i = 0, hi = l->count;
+  while (i < hi) {
+    const size_t mid = i + (hi - i) / 2;
+    if (l->free_blocks[mid].offset < offset) {
+      i = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
   bool merge_prev = i > 0 && l->free_blocks[i - 1].offset + l->free_blocks[i - 1].size == offset;
   bool merge_next = i < l->count && offset + size == l->free_blocks[i].offset;
   if (merge_prev && merge_next) {
@@ -578,8 +587,12 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
     }
     if (!p->needed[ni]) continue;
     if (n->op == CML_OP_PARAMETER) {
-      uint32_t idx = UINT32_MAX;
-      for (uint32_t k = 0; k < f->param_count; ++k) {
+      // The node records its position; searched only if it does not match (a linear search
+      // for every parameter made compiles quadratic in the parameter count).
+      uint32_t idx = n->index < f->param_count && f->params[n->index] == n->first_output
+                         ? n->index
+                         : UINT32_MAX;
+      for (uint32_t k = 0; k < f->param_count && idx == UINT32_MAX; ++k) {
         if (f->params[k] == n->first_output) idx = k;
       }
       if (idx == UINT32_MAX) {
@@ -592,8 +605,10 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
       continue;
     }
     if (n->op == CML_OP_CAPTURED_VALUE) {
-      uint32_t idx = UINT32_MAX;
-      for (uint32_t k = 0; k < f->capture_count; ++k) {
+      uint32_t idx = n->index < f->capture_count && f->captures_inner[n->index] == n->first_output
+                         ? n->index
+                         : UINT32_MAX;
+      for (uint32_t k = 0; k < f->capture_count && idx == UINT32_MAX; ++k) {
         if (f->captures_inner[k] == n->first_output) idx = k;
       }
       if (idx == UINT32_MAX) {
@@ -952,6 +967,7 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   p.dup = cmlc_plan_calloc(alloc, module->node_count, sizeof *p.dup);
   p.value_data = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.value_data);
   p.uses = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.uses);
+  p.counted_by = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.counted_by);
   p.place_parent = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.place_parent);
   p.place_offset = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.place_offset);
   p.place_early = cmlc_plan_calloc(alloc, module->value_count, sizeof *p.place_early);
@@ -963,8 +979,8 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   cml_status_t st = CML_OK;
   if (!exe->values || !exe->functions || !p.needed || !p.root || !p.last_use || !p.released ||
       !p.queue || !p.queued || !p.layout.free_blocks || !p.node_state || !p.node_link ||
-      !p.position || !p.value_data || !p.uses || !p.place_parent || !p.place_offset ||
-      !p.place_early || (fusion && (!exe->fused_of || !exe->parts_of))) {
+      !p.position || !p.value_data || !p.uses || !p.counted_by || !p.place_parent ||
+      !p.place_offset || !p.place_early || (fusion && (!exe->fused_of || !exe->parts_of))) {
     st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
   }
   uint32_t queue_count = 0;
@@ -1021,6 +1037,7 @@ cml_status_t cmlc_plan_build(cmlc_backend_t* backend, const cml_module_t* module
   cmlc_plan_free(alloc, p.node_link, module->node_count, sizeof *p.node_link);
   cmlc_plan_free(alloc, (const void*)p.value_data, module->value_count, sizeof *p.value_data);
   cmlc_plan_free(alloc, p.uses, module->value_count, sizeof *p.uses);
+  cmlc_plan_free(alloc, p.counted_by, module->value_count, sizeof *p.counted_by);
   cmlc_plan_free(alloc, p.place_parent, module->value_count, sizeof *p.place_parent);
   cmlc_plan_free(alloc, p.place_offset, module->value_count, sizeof *p.place_offset);
   cmlc_plan_free(alloc, p.place_early, module->value_count, sizeof *p.place_early);

@@ -4,7 +4,8 @@
 //
 // Notes on semantics:
 // - DotGeneral converts its inputs to the accumulator dtype (XLA only accumulates natively in
-//   the input dtype on CPU), then the result to the output dtype. ConvGeneral likewise computes
+//   the input dtype on CPU), then the result to the output dtype; Float16/BFloat16 accumulate
+//   in Float32 in modules partitioned by Shardy (see cml_shlo_dot). ConvGeneral likewise computes
 //   in the wider of the input and output dtypes.
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,13 @@ static cml_status_t cml_shlo_dot(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_shape_t* out = cml_shlo_out(c, n, 0);
   cml_dtype_t acc =
       d->accumulator_dtype != CML_DTYPE_INVALID ? d->accumulator_dtype : ins[0].shape.dtype;
+  // Under Shardy a Float16/BFloat16 product contracting a split dimension is summed across the
+  // devices in its own dtype, each device's part rounded first (2048 + 7 ones gave 2054 where
+  // one device gives 2056): such modules accumulate in Float32, so the parts and their
+  // all-reduce stay Float32 and the result is rounded once, as one device rounds it.
+  if ((acc == CML_DTYPE_F16 || acc == CML_DTYPE_BF16) && cml_xla_emit_is_sharded(c->module)) {
+    acc = CML_DTYPE_F32;
+  }
   for (int k = 0; k < 2; ++k) ins[k] = cml__shlo_convert(c, &ins[k], acc);
   cml__shlo_attr_t a;
   cml__shlo_attr_init(&a);
