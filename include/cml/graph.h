@@ -418,6 +418,23 @@ typedef struct cml_conv_config_t {
 CML_API cml_value_t cml_op_conv_general(cml_function_t* f, cml_value_t input, cml_value_t kernel,
                                         const cml_conv_config_t* config);
 
+// The usual axis layouts of a convolution with |spatial_count| spatial axes (S = the spatial
+// axes in order):
+typedef enum cml_conv_layout_t {
+  // Channels last (TensorFlow, GoMLX, JAX's default): input [N, S..., C], kernel
+  // [S..., in, out], output [N, S..., C].
+  CML_CONV_LAYOUT_CHANNELS_LAST = 0,
+  // Channels first (PyTorch): input [N, C, S...], kernel [out, in, S...], output [N, C, S...].
+  CML_CONV_LAYOUT_CHANNELS_FIRST = 1,
+  CML_CONV_LAYOUT_COUNT
+} cml_conv_layout_t;
+// Sets |config| to a stride-1, unpadded, undilated, ungrouped convolution in |layout| (set
+// strides, padding and the rest afterwards). An unknown layout or a |spatial_count| outside
+// 0..CML_MAX_RANK - 2 leaves the axes zeroed with |spatial_count| as given, so that
+// cml_op_conv_general reports it. NULL |config| is ignored.
+CML_API void cml_conv_config_init(cml_conv_config_t* config, int32_t spatial_count,
+                                  cml_conv_layout_t layout);
+
 // Reduction type for ReduceWindow and AllReduce (the seed's ReduceOpType values).
 typedef enum cml_reduce_type_t {
   CML_REDUCE_UNDEFINED = 0,

@@ -49,10 +49,15 @@ static cml_value_t cml_ad_activation(cml__ad_t* ad, cml_value_t y, cml_dtype_t d
 // dx = r (gh - mean(gh) - xhat mean(gh xhat)), dgamma = sum(g xhat), dbeta = sum(g), the
 // last two over the other axes. The forward's mean and variance are recomputed (two
 // reductions); the backward needs two more (sum(gh) and sum(gh xhat)), both over the same axes.
+// Float16/BFloat16 rows are differentiated in Float32, as the forward kernels compute them:
+// in the dtype, the squares of values near 300 overflowed Float16 and every gradient came out 0.
 static void cml_ad_layer_norm_vjp(cml__ad_t* ad, const cml_ir_node_t* n, cml_value_t g,
                                   cml_value_t* in_cts) {
   const cml_shape_t xs = *cml__ad_in_shape(ad, n, 0);
-  cml_dtype_t dt = xs.dtype;
+  const cml_dtype_t io_dt = xs.dtype;
+  const bool widen = io_dt == CML_DTYPE_F16 || io_dt == CML_DTYPE_BF16;
+  cml_dtype_t dt = widen ? CML_DTYPE_F32 : io_dt;
+  if (widen) g = cml_op_convert_dtype(ad->f, g, dt);
   const int64_t* axes = n->attrs->axes;
   int32_t count = n->attrs->axis_count;
   double size = 1;
@@ -72,6 +77,7 @@ static void cml_ad_layer_norm_vjp(cml__ad_t* ad, const cml_ir_node_t* n, cml_val
   if (n->attrs->fused.optional_inputs & 1u) gamma_at = next++;
   if (n->attrs->fused.optional_inputs & 2u) beta_at = next++;
   cml_value_t x = cml__ad_in(ad, n, 0);
+  if (widen) x = cml_op_convert_dtype(ad->f, x, dt);
   cml_value_t inv = cml__ad_scalar(ad, dt, size > 0 ? 1.0 / size : 0.0);
   cml_value_t mean = cml__ad_mul(ad, cml__ad_sum_keep(ad, x, axes, count), inv);
   cml_value_t xc = cml__ad_sub(ad, x, mean);
@@ -86,6 +92,7 @@ static void cml_ad_layer_norm_vjp(cml__ad_t* ad, const cml_ir_node_t* n, cml_val
     const cml_shape_t* bs = cml__ad_in_shape(ad, n, beta_at);
     cml_value_t sum = other_count ? cml_op_reduce_sum(ad->f, g, other, (size_t)other_count) : g;
     in_cts[beta_at] = cml_op_reshape(ad->f, sum, bs->dims, bs->rank);
+    if (widen) in_cts[beta_at] = cml_op_convert_dtype(ad->f, in_cts[beta_at], io_dt);
   }
   cml_value_t gh = g;
   if (gamma_at) {
@@ -94,8 +101,11 @@ static void cml_ad_layer_norm_vjp(cml__ad_t* ad, const cml_ir_node_t* n, cml_val
       cml_value_t gx = cml__ad_mul(ad, g, xhat);
       if (other_count) gx = cml_op_reduce_sum(ad->f, gx, other, (size_t)other_count);
       in_cts[gamma_at] = cml_op_reshape(ad->f, gx, gs->dims, gs->rank);
+      if (widen) in_cts[gamma_at] = cml_op_convert_dtype(ad->f, in_cts[gamma_at], io_dt);
     }
-    gh = cml__ad_mul(ad, g, cml_op_reshape(ad->f, cml__ad_in(ad, n, gamma_at), gdims, xs.rank));
+    cml_value_t gamma = cml_op_reshape(ad->f, cml__ad_in(ad, n, gamma_at), gdims, xs.rank);
+    if (widen) gamma = cml_op_convert_dtype(ad->f, gamma, dt);
+    gh = cml__ad_mul(ad, g, gamma);
   }
   if (!cml__ad_wants(ad, n, 0)) return;
   cml_value_t mg = cml__ad_mul(ad, cml__ad_sum_keep(ad, gh, axes, count), inv);
@@ -103,6 +113,7 @@ static void cml_ad_layer_norm_vjp(cml__ad_t* ad, const cml_ir_node_t* n, cml_val
       cml__ad_mul(ad, cml__ad_sum_keep(ad, cml__ad_mul(ad, gh, xhat), axes, count), inv);
   cml_value_t t = cml__ad_sub(ad, cml__ad_sub(ad, gh, mg), cml__ad_mul(ad, xhat, mgx));
   in_cts[0] = cml__ad_mul(ad, t, r);
+  if (widen) in_cts[0] = cml_op_convert_dtype(ad->f, in_cts[0], io_dt);
 }
 
 // FusedDense in standard ops.

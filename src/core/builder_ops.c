@@ -402,6 +402,33 @@ cml_value_t cml_op_scatter_min(cml_function_t* f, cml_value_t operand, cml_value
   return cml_op_scatter(f, CML_OP_SCATTER_MIN, operand, indices, updates, dims);
 }
 
+void cml_conv_config_init(cml_conv_config_t* config, int32_t spatial_count,
+                          cml_conv_layout_t layout) {
+  if (!config) return;
+  memset(config, 0, sizeof *config);
+  config->spatial_count = spatial_count;
+  if (spatial_count < 0 || spatial_count > CML_MAX_RANK - 2 || layout < 0 ||
+      layout >= CML_CONV_LAYOUT_COUNT) {
+    return;
+  }
+  const int64_t first = layout == CML_CONV_LAYOUT_CHANNELS_FIRST ? 2 : 1;
+  for (int32_t i = 0; i < spatial_count; ++i) {
+    config->input_spatial_axes[i] = first + i;
+    config->output_spatial_axes[i] = first + i;
+    config->kernel_spatial_axes[i] = layout == CML_CONV_LAYOUT_CHANNELS_FIRST ? 2 + i : i;
+  }
+  config->input_batch_axis = config->output_batch_axis = 0;
+  if (layout == CML_CONV_LAYOUT_CHANNELS_FIRST) {
+    config->input_channel_axis = config->output_channel_axis = 1;
+    config->kernel_output_channel_axis = 0;
+    config->kernel_input_channel_axis = 1;
+  } else {
+    config->input_channel_axis = config->output_channel_axis = spatial_count + 1;
+    config->kernel_input_channel_axis = spatial_count;
+    config->kernel_output_channel_axis = spatial_count + 1;
+  }
+}
+
 cml_value_t cml_op_conv_general(cml_function_t* f, cml_value_t input, cml_value_t kernel,
                                 const cml_conv_config_t* config) {
   if (!cml__op_begin(f, CML_OP_CONV_GENERAL)) return CML_VALUE_INVALID;

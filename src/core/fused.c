@@ -617,6 +617,19 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
     v = cml_op_transpose(f, v, perm, 4);
   }
   const int64_t groups = heads / kv_heads;
+  // Keys past a batch's kv_seq_len are never read, as in the native kernel: a KV cache's unused
+  // (uncleared) rows may hold NaN or Inf. Their k and v rows are zeroed before use: masking
+  // the scores alone kept the forward finite, but the gradient of q (dS k, dS = 0 there) and
+  // the output (p = 0 times NaN) still read them.
+  cml_value_t keys = CML_VALUE_INVALID;  // [B, 1, Skv, 1]
+  if (cfg.kv_seq_len != CML_VALUE_INVALID) {
+    cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 4, (int64_t[]){1, 1, kv_seq, 1});
+    cml_value_t lens = cml_op_reshape(f, cfg.kv_seq_len, (int64_t[]){batch, 1, 1, 1}, 4);
+    keys = cml_op_less_than(f, cml_op_iota(f, &is, 2), lens);
+    const int64_t kdims[4] = {batch, kv_heads, kv_seq, head_dim};
+    cml_value_t kk = cml_op_broadcast_in_dim(f, keys, kdims, 4, (int64_t[]){0, 1, 2, 3}, 4);
+    k = cml_op_where(f, kk, k, cml_fused_scalar(f, dt, 0.0));
+  }
   cml_value_t q5 = cml_op_reshape(f, q, (int64_t[]){batch, kv_heads, groups, seq, head_dim}, 5);
   cml_dot_config_t dc;
   memset(&dc, 0, sizeof dc);
@@ -677,15 +690,10 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
     out_states[0] = lse;
     if (out_state_count) *out_state_count = 1;
   }
-  if (cfg.kv_seq_len != CML_VALUE_INVALID) {
-    // Keys past a batch's kv_seq_len are never read, as in the native kernel: a KV cache's
-    // unused (uncleared) rows may hold NaN or Inf, and p = 0 times NaN would still be NaN.
+  if (keys != CML_VALUE_INVALID) {
     const int64_t vdims[4] = {batch, kv_heads, kv_seq, v_dim};
-    cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 4, (int64_t[]){1, 1, kv_seq, 1});
-    cml_value_t lens = cml_op_reshape(f, cfg.kv_seq_len, (int64_t[]){batch, 1, 1, 1}, 4);
-    cml_value_t keys = cml_op_less_than(f, cml_op_iota(f, &is, 2), lens);  // [B, 1, Skv, 1]
-    keys = cml_op_broadcast_in_dim(f, keys, vdims, 4, (int64_t[]){0, 1, 2, 3}, 4);
-    v = cml_op_where(f, keys, v, cml_fused_scalar(f, dt, 0.0));
+    cml_value_t vk = cml_op_broadcast_in_dim(f, keys, vdims, 4, (int64_t[]){0, 1, 2, 3}, 4);
+    v = cml_op_where(f, vk, v, cml_fused_scalar(f, dt, 0.0));
   }
   p = cml_op_reshape(f, p, (int64_t[]){batch, kv_heads, groups, seq, kv_seq}, 5);
   dc.rhs_contracting_axes[0] = 2;

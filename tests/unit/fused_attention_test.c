@@ -16,6 +16,7 @@
 #include "api_common.h"
 #include "attention_test_common.h"
 #include "core/builder_internal.h"
+#include "cml/autodiff.h"
 #include "test.h"
 
 static uint64_t fa_rng = 0x9E3779B97F4A7C15ull;
@@ -296,6 +297,36 @@ TEST(native_nonfinite_scores_fused_max) {
     fa_pair_free(&r);
     fa_data_free(&data);
   }
+}
+
+// An additive mask holding +inf makes the row's max +inf and exp(inf - inf) NaN: the row is NaN,
+// as in the decomposition. The vector exp gave 0 there, the row's sum 0, and the row came out
+// zeros, as if every key were masked. Rows 1 (a +inf) and 2 (a +inf and a NaN-free -inf) are NaN,
+// the others match the decomposition.
+TEST(native_plus_infinity_in_additive_mask) {
+  fa_case_t c = fa_case(CML_DTYPE_F32, CML_ATTENTION_LAYOUT_BHSD, 1, 1, 1, 4, 40, 16, 16);
+  c.mask = 2;
+  fa_data_t data;
+  fa_data_make(&c, &data);
+  float* mask = data.mask;  // [S, Skv]
+  mask[1 * c.kv_seq + 1] = INFINITY;
+  mask[2 * c.kv_seq + 33] = INFINITY;
+  mask[2 * c.kv_seq + 0] = -INFINITY;
+  fa_pair_t r;
+  ASSERT_STATUS_OK(fa_pair_run(&r, "c", "c:fusion=false", &c, &data));
+  for (int64_t row = 0; row < c.seq; ++row) {
+    for (int64_t e = 0; e < c.dv; ++e) {
+      const double native = r.a[row * c.dv + e], decomp = r.b[row * c.dv + e];
+      if (row == 1 || row == 2) {
+        ASSERT_TRUE(isnan(native));
+        ASSERT_TRUE(isnan(decomp));
+      } else {
+        ASSERT_TRUE(fabs(native - decomp) <= 1e-5 + 1e-4 * fabs(decomp));
+      }
+    }
+  }
+  fa_pair_free(&r);
+  fa_data_free(&data);
 }
 
 // Every option combination, f32, odd sizes that cross tile borders (seq 37, kv_seq 70).
@@ -772,15 +803,19 @@ TEST(logsumexp_state_without_value_columns) {
   for (int i = 0; i < 2; ++i) ASSERT_NEAR(lse[i], 2 + log(3.0), 1e-14);
 }
 
-// Keys past kv_seq_len are never read: NaN and Inf rows of v there (an uncleared KV cache)
-// leave the output finite on the native kernel and on the decomposition alike (the
-// decomposition multiplied them by p = 0: NaN).
+// Keys past kv_seq_len are never read: NaN and Inf rows of k and v there (an uncleared KV
+// cache) leave the output and the gradient of q finite on the native kernel and on the
+// decomposition alike (the decomposition multiplied v's by p = 0: NaN; and its gradient of q,
+// dS k with dS = 0 there, read k's: NaN).
 TEST(keys_past_kv_seq_len_are_not_read) {
-  static const char* const cfgs[] = {"c", "c:fusion=false"};
+  static const char* const cfgs[] = {"c", "c:fusion=false", "c:reference=true"};
   // One query, four keys of head dim 1, kv_seq_len 2: scores q k = 1 and 2 for the first two.
-  static const double q[1] = {1}, k[4] = {1, 2, 5, 5}, v[4] = {1, 3, NAN, INFINITY};
+  static const double q[1] = {1}, k[4] = {1, 2, NAN, -INFINITY}, v[4] = {1, 3, NAN, INFINITY};
   static const int32_t qlen[1] = {1}, kvlen[1] = {2};
   const double p1 = exp(1.0) / (exp(1.0) + exp(2.0)), want = p1 * 1 + (1 - p1) * 3;
+  // d out / d q = sum_j p_j (k_j - sum_i p_i k_i) v_j over the two keys read.
+  const double kbar = p1 * 1 + (1 - p1) * 2;
+  const double want_dq = p1 * (1 - kbar) * 1 + (1 - p1) * (2 - kbar) * 3;
   for (size_t c = 0; c < 2; ++c) {
     cml_backend_t* be = NULL;
     cml_builder_t* b = NULL;
@@ -796,15 +831,18 @@ TEST(keys_past_kv_seq_len_are_not_read) {
     cfg.scale = 1;
     cfg.query_seq_len = cml_parameter(f, NULL, &ls);
     cfg.kv_seq_len = cml_parameter(f, NULL, &ls);
-    cml_value_t y = cml_op_fused_sdpa(f, pq, pk, pv, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
+    cml_value_t ys[2];
+    ys[0] = cml_op_fused_sdpa(f, pq, pk, pv, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
+    ASSERT_STATUS_OK(cml_gradients(f, cml_op_reduce_sum(f, ys[0], NULL, 0), &pq, 1, &ys[1]));
     cml_executable_t* exe = NULL;
-    ASSERT_STATUS_OK(api_finish(b, &y, 1, &exe));
-    double out = 0;
+    ASSERT_STATUS_OK(api_finish(b, ys, 2, &exe));
+    double out = 0, dq = 0;
     ASSERT_STATUS_OK(
-        api_run(be, exe, (const void* const[]){q, k, v, qlen, kvlen}, (void* const[]){&out}));
+        api_run(be, exe, (const void* const[]){q, k, v, qlen, kvlen}, (void* const[]){&out, &dq}));
     cml_executable_release(exe);
     cml_backend_release(be);
     ASSERT_NEAR(out, want, 1e-14);
+    ASSERT_NEAR(dq, want_dq, 1e-13);
   }
 }
 
@@ -905,6 +943,7 @@ TEST_MAIN(TEST_ENTRY(capabilities), TEST_ENTRY(logsumexp_state_without_value_col
           TEST_ENTRY(keys_past_kv_seq_len_are_not_read),
           TEST_ENTRY(native_matches_decomposition_all_options),
           TEST_ENTRY(native_nonfinite_scores_fused_max),
+          TEST_ENTRY(native_plus_infinity_in_additive_mask),
           TEST_ENTRY(native_matches_decomposition_dtypes_and_sizes),
           TEST_ENTRY(native_thread_count_independent), TEST_ENTRY(isa_variants_match_decomposition),
           TEST_ENTRY(native_matches_xla_cpu), TEST_ENTRY(vjp_matches_decomposition_all_options),

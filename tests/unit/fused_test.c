@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "api_common.h"
+#include "cml/autodiff.h"
 #include "core/builder_internal.h"
 #include "test.h"
 
@@ -234,54 +235,101 @@ TEST(layer_norm_native_vs_decomposed) {
 // kernel's variance once came out inf - inf = NaN, was taken as 0, and the outputs were
 // (x - mean) / sqrt(eps), about 1e32; the decomposition's squares overflowed to inf and it gave
 // zeros. Now both give the double-precision answer on every ISA. Rows of 33 (a tail on both
-// ISAs) and 300, f32 and bf16 (f16 cannot hold 1e30).
+// ISAs) and 300, f32 and bf16 (f16 cannot hold 1e30). Near 3e38 the SIMD kernels' x - x[0] and
+// lane sums overflowed as well (their mean came out NaN, and every output NaN).
 TEST(layer_norm_huge_values) {
-  static const char* const cfgs[] = {"c", "c:avx512=false", "c:avx512=false,avx2=false",
-                                     "c:fusion=false", "c:reference=true"};
-  static const int64_t lens[] = {33, 300};
-  for (int dt = 0; dt < 2; ++dt) {
-    const cml_dtype_t dtype = dt == 0 ? CML_DTYPE_F32 : CML_DTYPE_BF16;
-    for (size_t l = 0; l < 2; ++l) {
-      const int64_t n = lens[l];
-      float xf[300];
-      uint16_t xb[300], yb[300];
-      float y[300];
-      for (int64_t j = 0; j < n; ++j) {
-        xf[j] = (float)(fz_uniform(-1, 1) * 1e30);
-        xb[j] = cml_f32_to_bf16(xf[j]);
-        if (dt == 1) xf[j] = cml_bf16_to_f32(xb[j]);
-      }
-      double mean = 0, sq = 0;
-      for (int64_t j = 0; j < n; ++j) mean += xf[j];
-      mean /= (double)n;
-      for (int64_t j = 0; j < n; ++j) sq += (xf[j] - mean) * (xf[j] - mean);
-      const double rstd = 1 / sqrt(sq / (double)n + 1e-5);
-      cml_shape_t shapes[3] = {cml_shape_make(dtype, 2, (int64_t[]){1, n}),
-                               cml_shape_make(dtype, 1, (int64_t[]){n}),
-                               cml_shape_make(dtype, 1, (int64_t[]){n})};
-      float ones[300], zeros[300];
-      uint16_t onesb[300], zerosb[300];
-      for (int64_t j = 0; j < n; ++j) {
-        ones[j] = 1, zeros[j] = 0;
-        onesb[j] = cml_f32_to_bf16(1), zerosb[j] = 0;
-      }
-      const void* const ins_f[] = {xf, ones, zeros};
-      const void* const ins_b[] = {xb, onesb, zerosb};
-      for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; ++c) {
-        int nodes = -1;
-        ASSERT_STATUS_OK(fz_run(cfgs[c], fz_build_ln, NULL, shapes, 3, dt == 0 ? ins_f : ins_b,
-                                dt == 0 ? (void*)y : (void*)yb, CML_OP_FUSED_LAYER_NORM, &nodes));
+  for (int mag = 0; mag < 2; ++mag) {
+    const double scale = mag == 0 ? 1e30 : 3e38;
+    static const char* const cfgs[] = {"c", "c:avx512=false", "c:avx512=false,avx2=false",
+                                       "c:fusion=false", "c:reference=true"};
+    static const int64_t lens[] = {33, 300};
+    for (int dt = 0; dt < 2; ++dt) {
+      const cml_dtype_t dtype = dt == 0 ? CML_DTYPE_F32 : CML_DTYPE_BF16;
+      for (size_t l = 0; l < 2; ++l) {
+        const int64_t n = lens[l];
+        float xf[300];
+        uint16_t xb[300], yb[300];
+        float y[300];
         for (int64_t j = 0; j < n; ++j) {
-          const double got = dt == 0 ? y[j] : cml_bf16_to_f32(yb[j]);
-          const double want = (xf[j] - mean) * rstd;
-          const double tol = dt == 0 ? 1e-4 : 2e-2;
-          if (!(fabs(got - want) <= tol * (1 + fabs(want)))) {
-            fprintf(stderr, "%s %s n=%lld: y[%lld] = %g, want %g\n", cfgs[c], cml_dtype_name(dtype),
-                    (long long)n, (long long)j, got, want);
+          xf[j] = (float)(fz_uniform(-1, 1) * scale);
+          xb[j] = cml_f32_to_bf16(xf[j]);
+          if (dt == 1) xf[j] = cml_bf16_to_f32(xb[j]);
+        }
+        double mean = 0, sq = 0;
+        for (int64_t j = 0; j < n; ++j) mean += xf[j];
+        mean /= (double)n;
+        for (int64_t j = 0; j < n; ++j) sq += (xf[j] - mean) * (xf[j] - mean);
+        const double rstd = 1 / sqrt(sq / (double)n + 1e-5);
+        cml_shape_t shapes[3] = {cml_shape_make(dtype, 2, (int64_t[]){1, n}),
+                                 cml_shape_make(dtype, 1, (int64_t[]){n}),
+                                 cml_shape_make(dtype, 1, (int64_t[]){n})};
+        float ones[300], zeros[300];
+        uint16_t onesb[300], zerosb[300];
+        for (int64_t j = 0; j < n; ++j) {
+          ones[j] = 1, zeros[j] = 0;
+          onesb[j] = cml_f32_to_bf16(1), zerosb[j] = 0;
+        }
+        const void* const ins_f[] = {xf, ones, zeros};
+        const void* const ins_b[] = {xb, onesb, zerosb};
+        for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; ++c) {
+          int nodes = -1;
+          ASSERT_STATUS_OK(fz_run(cfgs[c], fz_build_ln, NULL, shapes, 3, dt == 0 ? ins_f : ins_b,
+                                  dt == 0 ? (void*)y : (void*)yb, CML_OP_FUSED_LAYER_NORM, &nodes));
+          for (int64_t j = 0; j < n; ++j) {
+            const double got = dt == 0 ? y[j] : cml_bf16_to_f32(yb[j]);
+            const double want = (xf[j] - mean) * rstd;
+            const double tol = dt == 0 ? 1e-4 : 2e-2;
+            if (!(fabs(got - want) <= tol * (1 + fabs(want)))) {
+              fprintf(stderr, "%s %s n=%lld: y[%lld] = %g, want %g\n", cfgs[c],
+                      cml_dtype_name(dtype), (long long)n, (long long)j, got, want);
+            }
+            ASSERT_TRUE(fabs(got - want) <= tol * (1 + fabs(want)));
           }
-          ASSERT_TRUE(fabs(got - want) <= tol * (1 + fabs(want)));
         }
       }
+    }
+  }
+}
+
+// d/dx of sum(LayerNorm(x) * w) over the last axis (eps 1e-5).
+static cml_value_t fz_build_ln_grad(cml_function_t* f, const cml_value_t* p, const void* ctx) {
+  (void)ctx;
+  int64_t axis = -1;
+  cml_value_t y =
+      cml_op_fused_layer_norm(f, p[0], &axis, 1, 1e-5, CML_VALUE_INVALID, CML_VALUE_INVALID);
+  cml_value_t g = CML_VALUE_INVALID;
+  cml_status_t st =
+      cml_gradients(f, cml_op_reduce_sum(f, cml_op_mul(f, y, p[1]), NULL, 0), &p[0], 1, &g);
+  cml_status_free(st);
+  return g;
+}
+
+// Float16 rows whose squares overflow Float16 (+-300: 90000 > 65504): the VJP recomputed the
+// variance in Float16 (inf), and every gradient came out 0. It runs in Float32 now. Exact:
+// dx = r (w - mean w - xhat mean(w xhat)) with r = 1/sqrt(var + eps).
+TEST(layer_norm_gradient_of_half_rows_past_the_half_range) {
+  static const char* const cfgs[] = {"c", "c:fusion=false", "c:reference=true"};
+  const double xv[4] = {300, -300, 300, -300}, wv[4] = {1, 2, 3, 4};
+  uint16_t xh[4], wh[4], gh[4];
+  for (int i = 0; i < 4; ++i)
+    xh[i] = cml_f32_to_f16((float)xv[i]), wh[i] = cml_f32_to_f16((float)wv[i]);
+  double mean = 0, var = 0, mw = 0, mwx = 0;
+  for (int i = 0; i < 4; ++i) mean += xv[i] / 4;
+  for (int i = 0; i < 4; ++i) var += (xv[i] - mean) * (xv[i] - mean) / 4;
+  const double r = 1 / sqrt(var + 1e-5);
+  for (int i = 0; i < 4; ++i) mw += wv[i] / 4, mwx += wv[i] * (xv[i] - mean) * r / 4;
+  const cml_shape_t shapes[2] = {cml_shape_make(CML_DTYPE_F16, 2, (int64_t[]){1, 4}),
+                                 cml_shape_make(CML_DTYPE_F16, 2, (int64_t[]){1, 4})};
+  for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; ++c) {
+    ASSERT_STATUS_OK(fz_run(cfgs[c], fz_build_ln_grad, NULL, shapes, 2,
+                            (const void* const[]){xh, wh}, gh, CML_OP_INVALID, NULL));
+    for (int i = 0; i < 4; ++i) {
+      const double want = r * (wv[i] - mw - (xv[i] - mean) * r * mwx);  // -+0.00333
+      const double got = cml_f16_to_f32(gh[i]);
+      if (!(fabs(got - want) <= 1e-3 * fabs(want))) {
+        fprintf(stderr, "%s: dx[%d] = %g, want %g\n", cfgs[c], i, got, want);
+      }
+      ASSERT_TRUE(fabs(got - want) <= 1e-3 * fabs(want));
     }
   }
 }
@@ -599,7 +647,8 @@ TEST(invalid_operand_keeps_first_error) {
 
 TEST_MAIN(TEST_ENTRY(capabilities_follow_fusion_option), TEST_ENTRY(enum_names),
           TEST_ENTRY(softmax_native_vs_decomposed), TEST_ENTRY(layer_norm_native_vs_decomposed),
-          TEST_ENTRY(layer_norm_huge_values), TEST_ENTRY(layer_norm_constant_and_extreme_rows),
-          TEST_ENTRY(dense_all_activations), TEST_ENTRY(gelu_f64_parallel),
-          TEST_ENTRY(folded_constants), TEST_ENTRY(argument_errors),
+          TEST_ENTRY(layer_norm_huge_values),
+          TEST_ENTRY(layer_norm_gradient_of_half_rows_past_the_half_range),
+          TEST_ENTRY(layer_norm_constant_and_extreme_rows), TEST_ENTRY(dense_all_activations),
+          TEST_ENTRY(gelu_f64_parallel), TEST_ENTRY(folded_constants), TEST_ENTRY(argument_errors),
           TEST_ENTRY(invalid_operand_keeps_first_error))

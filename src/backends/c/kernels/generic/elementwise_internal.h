@@ -343,17 +343,19 @@ static inline int64_t cmlc_ew_key_f64(double f) {
   return cmlc_ew_key64(b);
 }
 
-// The textbook product (ac - bd) + (ad + bc)i with the first product fused, which is what XLA's
-// CPU code computes: fma(a, c, -bd) + fma(a, d, bc)i. C99's Annex G recovery of infinities (what
+// The textbook product (ac - bd) + (bc + ad)i with the first product of each part fused, which
+// is what XLA's CPU code computes: fma(a, c, -bd) + fma(b, c, ad)i (the imaginary part fused the
+// other way, fma(a, d, bc), differed from XLA's in the last bit for a third of random inputs,
+// and in sign when ad and bc cancel). C99's Annex G recovery of infinities (what
 // `*` on _Complex does) gives (-inf, inf) for (0+1i)(inf+inf i) where XLA gives NaN, and the
 // unfused form overflows to NaN for (1e30-1e30i)^2 where XLA gives -inf.
 static inline float _Complex cmlc_ew_cmul_f(float _Complex x, float _Complex y) {
   const float a = crealf(x), b = cimagf(x), c = crealf(y), d = cimagf(y);
-  return CMPLXF(fmaf(a, c, -(b * d)), fmaf(a, d, b * c));
+  return CMPLXF(fmaf(a, c, -(b * d)), fmaf(b, c, a * d));
 }
 static inline double _Complex cmlc_ew_cmul_d(double _Complex x, double _Complex y) {
   const double a = creal(x), b = cimag(x), c = creal(y), d = cimag(y);
-  return CMPLX(fma(a, c, -(b * d)), fma(a, d, b * c));
+  return CMPLX(fma(a, c, -(b * d)), fma(b, c, a * d));
 }
 
 #endif  // CML_BACKENDS_C_KERNELS_GENERIC_ELEMENTWISE_INTERNAL_H_

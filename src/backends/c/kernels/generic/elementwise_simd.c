@@ -59,7 +59,7 @@ cmlc_ew_fn cmlc_ew_simd_unary_fn(const cmlc_options_t* options, cml_op_t op, cml
     for (int64_t i = 0; i < n; ++i) {                                                    \
       const T a = x[i * sx], b = x[i * sx + 1], c = y[i * sy], d = y[i * sy + 1];        \
       o[2 * i] = FMA(a, c, -(b * d));                                                    \
-      o[2 * i + 1] = FMA(a, d, b * c);                                                   \
+      o[2 * i + 1] = FMA(b, c, a * d);                                                   \
     }                                                                                    \
   }
 CMLC_EW_CMUL_FMA(cmlc_ew_fma_mul_c64, float, __builtin_fmaf)

@@ -592,7 +592,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
       const T alpha = CMLC_FA_EXP(m_old - m_new);
       T psum = 0;
 #if CMLC_FA_VEXP
-      if (m_new == m_new) {
+      if (m_new == m_new && m_new != (T)INFINITY) {  // +inf: exp(inf - inf) is NaN, as below
         // exp(s - m) <= 1, W lanes at a time (CMLC_FA_VEXPF); x < -87.3 (including the -inf
         // of masked keys and of the padding up to a multiple of W) gives exactly 0.
         const int64_t nkw = (nk + W - 1) / W * W;

@@ -173,6 +173,43 @@ CMLC_EW_FUSED_DENSE_ROW(f16)
 // One contiguous row of |n| > 0: m = the mean with x[0] as shift (a large common offset costs
 // no precision), then the corrected two-pass variance (sum((x - m)^2) - r^2 / n) / n with
 // r = sum(x - m); y = ((x - m) - r / n) rstd gamma + beta (m + r / n is never rounded).
+// A LayerNorm row in double (mean, variance and output), for rows whose f32 sums overflow.
+#define CMLC_EW_FUSED_LN_ROW_WIDE(sfx)                                                       \
+  CMLC_EW_TARGET static void CMLC_EW_FN(ln_row_wide_##sfx)(                                  \
+      void* y, const void* x, const void* gamma, const void* beta, int64_t n, float eps) {   \
+    float xb[CMLC_V_W], gb[CMLC_V_W], bb[CMLC_V_W];                                          \
+    double sum = 0, s2 = 0;                                                                  \
+    for (int64_t i = 0; i < n; i += CMLC_V_W) {                                              \
+      const int64_t c = n - i >= CMLC_V_W ? CMLC_V_W : n - i;                                \
+      v_store(xb, v_ld_tail_##sfx(x, i, c, CMLC_EW_ZERO_##sfx));                             \
+      for (int64_t j = 0; j < c; ++j) sum += (double)xb[j];                                  \
+    }                                                                                        \
+    const double mean = sum / (double)n;                                                     \
+    for (int64_t i = 0; i < n; i += CMLC_V_W) {                                              \
+      const int64_t c = n - i >= CMLC_V_W ? CMLC_V_W : n - i;                                \
+      v_store(xb, v_ld_tail_##sfx(x, i, c, CMLC_EW_ZERO_##sfx));                             \
+      for (int64_t j = 0; j < c; ++j) s2 += ((double)xb[j] - mean) * ((double)xb[j] - mean); \
+    }                                                                                        \
+    const double rs = 1.0 / sqrt(s2 / (double)n + (double)eps);                              \
+    for (int64_t i = 0; i < n; i += CMLC_V_W) {                                              \
+      const int64_t c = n - i >= CMLC_V_W ? CMLC_V_W : n - i;                                \
+      v_store(xb, v_ld_tail_##sfx(x, i, c, CMLC_EW_ZERO_##sfx));                             \
+      if (gamma) v_store(gb, v_ld_tail_##sfx(gamma, i, c, CMLC_EW_ZERO_##sfx));              \
+      if (beta) v_store(bb, v_ld_tail_##sfx(beta, i, c, CMLC_EW_ZERO_##sfx));                \
+      for (int64_t j = 0; j < c; ++j) {                                                      \
+        double v = ((double)xb[j] - mean) * rs;                                              \
+        if (gamma) v *= (double)gb[j];                                                       \
+        if (beta) v += (double)bb[j];                                                        \
+        xb[j] = (float)v;                                                                    \
+      }                                                                                      \
+      v_st_tail_##sfx(y, i, c, v_ld_tail_f32(xb, 0, c, 0.0f));                               \
+    }                                                                                        \
+  }
+CMLC_EW_FUSED_LN_ROW_WIDE(f32)
+CMLC_EW_FUSED_LN_ROW_WIDE(bf16)
+CMLC_EW_FUSED_LN_ROW_WIDE(f16)
+#undef CMLC_EW_FUSED_LN_ROW_WIDE
+
 #define CMLC_EW_FUSED_LN_ROW(sfx, T)                                                             \
   CMLC_EW_TARGET static void CMLC_EW_FN(ln_row_##sfx)(void* y, const void* x, const void* gamma, \
                                                       const void* beta, int64_t n, float eps) {  \
@@ -205,19 +242,15 @@ CMLC_EW_FUSED_DENSE_ROW(f16)
     const float var = (v_fold32(acc2, false) - r * r * inv_n) * inv_n;                           \
     const vf corr = v_set1(r * inv_n); /* mean = m + corr, kept apart */                         \
     float rs = 1.0f / sqrtf((var > 0 ? var : 0.0f) + eps);                                       \
-    if (!(var <= 3.4028234663852886e38f)) {                                                      \
-      /* The squares overflowed f32 (values near 1e19 and up; inf - inf once made the variance   \
-         NaN and then 0, so rstd = 1 / sqrt(eps)): the deviations again, squared in double. A    \
-         NaN or infinite input gives NaN here, as the scalar kernel does. */                     \
-      double s2 = 0;                                                                             \
-      float dev[CMLC_V_W];                                                                       \
-      for (int64_t i = 0; i < n; i += CMLC_V_W) {                                                \
-        const int64_t c = n - i >= CMLC_V_W ? CMLC_V_W : n - i;                                  \
-        const vf v = c == CMLC_V_W ? v_ld_##sfx(x, i) : v_ld_tail_##sfx(x, i, c, first);         \
-        v_store(dev, v_sub(v_sub(v, m), corr));                                                  \
-        for (int64_t j = 0; j < c; ++j) s2 += (double)dev[j] * (double)dev[j];                   \
-      }                                                                                          \
-      rs = (float)(1.0 / sqrt(s2 / (double)n + (double)eps));                                    \
+    float mean_probe[CMLC_V_W];                                                                  \
+    v_store(mean_probe, v_add(m, corr));                                                         \
+    if (!(var <= 3.4028234663852886e38f) || !isfinite(mean_probe[0])) {                          \
+      /* The sums or the squares overflowed f32 (values near 1e19 and up square past it; near    \
+         3e38, x - x[0] and the lane sums overflow too, and the mean came out NaN): the row      \
+         again in double, from its mean. A NaN or infinite input gives NaN, as the scalar kernel \
+         does. */                                                                                \
+      CMLC_EW_FN(ln_row_wide_##sfx)(y, x, gamma, beta, n, eps);                                  \
+      return;                                                                                    \
     }                                                                                            \
     const vf rstd = v_set1(rs);                                                                  \
     for (int64_t i = 0; i < n; i += CMLC_V_W) {                                                  \
