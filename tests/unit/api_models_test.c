@@ -496,6 +496,97 @@ TEST(call_named_function) {
   }
 }
 
-TEST_MAIN(TEST_ENTRY(mlp_softmax), TEST_ENTRY(conv_pool), TEST_ENTRY(layer_norm),
-          TEST_ENTRY(while_gradient_descent), TEST_ENTRY(if_branches), TEST_ENTRY(sort_topk_gather),
-          TEST_ENTRY(call_named_function))
+// cml_conv_config_init: the channels-last and channels-first layouts give the same strided,
+// padded 2-D convolution (checked against plain loops over the channels-last data), and
+// out-of-range arguments leave the axes zeroed for cml_op_conv_general to refuse.
+TEST(conv_config_layouts) {
+  enum { N = 2, H = 5, W = 4, CI = 3, CO = 2, K = 3, OH = 3, OW = 2 };  // stride 2, pad 1
+  float x_last[N][H][W][CI], k_last[K][K][CI][CO], x_first[N][CI][H][W], k_first[CO][CI][K][K];
+  for (int n = 0; n < N; ++n)
+    for (int i = 0; i < H; ++i)
+      for (int j = 0; j < W; ++j)
+        for (int c = 0; c < CI; ++c) {
+          x_last[n][i][j][c] = (float)((n * 5 + i * 3 + j * 7 + c) % 9) - 4.0f;
+          x_first[n][c][i][j] = x_last[n][i][j][c];
+        }
+  for (int a = 0; a < K; ++a)
+    for (int b = 0; b < K; ++b)
+      for (int c = 0; c < CI; ++c)
+        for (int o = 0; o < CO; ++o) {
+          k_last[a][b][c][o] = (float)((a * 2 + b * 5 + c * 3 + o) % 5) * 0.5f - 1.0f;
+          k_first[o][c][a][b] = k_last[a][b][c][o];
+        }
+  double want[N][OH][OW][CO];
+  for (int n = 0; n < N; ++n)
+    for (int i = 0; i < OH; ++i)
+      for (int j = 0; j < OW; ++j)
+        for (int o = 0; o < CO; ++o) {
+          double acc = 0;
+          for (int a = 0; a < K; ++a)
+            for (int b = 0; b < K; ++b) {
+              const int ii = 2 * i + a - 1, jj = 2 * j + b - 1;
+              if (ii < 0 || jj < 0 || ii >= H || jj >= W) continue;
+              for (int c = 0; c < CI; ++c) acc += (double)x_last[n][ii][jj][c] * k_last[a][b][c][o];
+            }
+          want[n][i][j][o] = acc;
+        }
+  cml_backend_t* backend = api_backend();
+  ASSERT_TRUE(backend);
+  for (int first = 0; first < 2; ++first) {
+    cml_builder_t* bld = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(backend, "conv_layout", &bld));
+    cml_function_t* f = cml_builder_main(bld);
+    cml_shape_t xs =
+        first ? API_SHAPE(CML_DTYPE_F32, N, CI, H, W) : API_SHAPE(CML_DTYPE_F32, N, H, W, CI);
+    cml_shape_t ks =
+        first ? API_SHAPE(CML_DTYPE_F32, CO, CI, K, K) : API_SHAPE(CML_DTYPE_F32, K, K, CI, CO);
+    cml_conv_config_t cc;
+    cml_conv_config_init(&cc, 2,
+                         first ? CML_CONV_LAYOUT_CHANNELS_FIRST : CML_CONV_LAYOUT_CHANNELS_LAST);
+    for (int d = 0; d < 2; ++d) cc.strides[d] = 2, cc.padding_low[d] = cc.padding_high[d] = 1;
+    const cml_value_t px = cml_parameter(f, "x", &xs);  // parameter 0, then 1
+    const cml_value_t pk = cml_parameter(f, "k", &ks);
+    cml_value_t y = cml_op_conv_general(f, px, pk, &cc);
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(bld, &y, 1, &exe));
+    float got[N * OH * OW * CO];
+    ASSERT_STATUS_OK(
+        api_run(backend, exe,
+                (const void* const[]){first ? (const void*)x_first : (const void*)x_last,
+                                      first ? (const void*)k_first : (const void*)k_last},
+                (void* const[]){got}));
+    cml_executable_release(exe);
+    for (int n = 0; n < N; ++n)
+      for (int i = 0; i < OH; ++i)
+        for (int j = 0; j < OW; ++j)
+          for (int o = 0; o < CO; ++o) {
+            const int at =
+                first ? ((n * CO + o) * OH + i) * OW + j : ((n * OH + i) * OW + j) * CO + o;
+            ASSERT_NEAR(got[at], want[n][i][j][o], 1e-5);
+          }
+  }
+  // Out of range: axes zeroed, the conv refused with a status.
+  cml_conv_config_t bad;
+  cml_conv_config_init(&bad, CML_MAX_RANK, CML_CONV_LAYOUT_CHANNELS_LAST);
+  ASSERT_EQ_INT(bad.spatial_count, CML_MAX_RANK);
+  ASSERT_EQ_INT(bad.input_channel_axis, 0);
+  cml_conv_config_init(&bad, 1, CML_CONV_LAYOUT_COUNT);
+  ASSERT_EQ_INT(bad.kernel_output_channel_axis, 0);
+  cml_conv_config_init(NULL, 2, CML_CONV_LAYOUT_CHANNELS_LAST);  // ignored
+  cml_builder_t* bld = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(backend, "conv_bad", &bld));
+  cml_function_t* f = cml_builder_main(bld);
+  cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, 1, 4, 3), ks = API_SHAPE(CML_DTYPE_F32, 2, 3, 2);
+  cml_value_t y =
+      cml_op_conv_general(f, cml_parameter(f, "x", &xs), cml_parameter(f, "k", &ks), &bad);
+  ASSERT_TRUE(y == CML_VALUE_INVALID);
+  cml_status_t st = cml_builder_status(bld);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  cml_status_free(st);
+  cml_builder_destroy(bld);
+  cml_backend_release(backend);
+}
+
+TEST_MAIN(TEST_ENTRY(mlp_softmax), TEST_ENTRY(conv_pool), TEST_ENTRY(conv_config_layouts),
+          TEST_ENTRY(layer_norm), TEST_ENTRY(while_gradient_descent), TEST_ENTRY(if_branches),
+          TEST_ENTRY(sort_topk_gather), TEST_ENTRY(call_named_function))

@@ -302,7 +302,9 @@ static int oom_donated_sweep(const char* config, int devices) {
   cml_shape_t vs = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){4});
   if (st == CML_OK) {
     cml_function_t* f = cml_builder_main(builder);
-    cml_value_t outs[2] = {cml_parameter(f, "x", &vs), cml_parameter(f, "y", &vs)};
+    cml_value_t outs[2];
+    outs[0] = cml_parameter(f, "x", &vs);  // parameter 0, then 1
+    outs[1] = cml_parameter(f, "y", &vs);
     st = cml_function_return(f, outs, 2);  // main(x, y) = (x, y)
   }
   if (st == CML_OK) st = cml_builder_compile(builder, &exe);

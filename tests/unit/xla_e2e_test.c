@@ -351,7 +351,9 @@ TEST(failed_execute_leaves_donated_input_intact) {
   cml_builder_t* b = NULL;
   ASSERT_STATUS_OK(cml_builder_create(be, "donated", &b));
   cml_function_t* f = cml_builder_main(b);
-  cml_value_t outs[2] = {cml_parameter(f, "x", &s), cml_parameter(f, "y", &s)};
+  cml_value_t outs[2];
+  outs[0] = cml_parameter(f, "x", &s);  // parameter 0, then 1
+  outs[1] = cml_parameter(f, "y", &s);
   cml_executable_t* exe = NULL;
   cml_status_t st = cml_function_return(f, outs, 2);  // main(x, y) = (x, y)
   if (st == CML_OK) st = cml_builder_compile(b, &exe);
