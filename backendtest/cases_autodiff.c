@@ -120,7 +120,7 @@ static bool ad_run(bt_t* t, cml_executable_t* exe, const ad_spec_t* s, cml_dtype
 static void ad_check_reference(bt_t* t, const ad_spec_t* s, double inputs[][kAdMaxElems],
                                const double* weight, double loss, double grads[][kAdMaxElems],
                                int* bad) {
-  static double ref_grads[kAdMaxParams][kAdMaxElems];
+  double ref_grads[kAdMaxParams][kAdMaxElems];  // per run: suites run on several threads at once
   cml_backend_t* ref = NULL;
   cml_status_t st = cml_backend_new_with_config("c:reference=true", &ref);
   if (st != CML_OK) {
@@ -157,8 +157,9 @@ static void ad_check(bt_t* t, const ad_spec_t* s) {
   for (int k = 0; k < 4 && s->ops[k] != CML_OP_INVALID; ++k) {
     if (!bt_require_op(t, s->ops[k])) return;
   }
-  static double inputs[kAdMaxParams][kAdMaxElems], grads[kAdMaxParams][kAdMaxElems];
-  static double grads32[kAdMaxParams][kAdMaxElems], weight[kAdMaxOut];
+  // Per run (about 14 KiB of stack): suites on several backends run on several threads at once.
+  double inputs[kAdMaxParams][kAdMaxElems], grads[kAdMaxParams][kAdMaxElems];
+  double grads32[kAdMaxParams][kAdMaxElems], weight[kAdMaxOut];
   uint64_t state = 0x2545F4914F6CDD1Dull;
   for (int i = 0; i < s->param_count; ++i) {
     int64_t n = 1;
