@@ -553,25 +553,33 @@ static void case_half_reductions_round_once(bt_t* t) {
   }
 }
 
+// AutoSharding over a 1-D mesh "data" of COLL_DEVICES: |split| splits a tensor's first axis
+// over it, |replicated| replicates. Returns the mesh (the caller destroys it), NULL after
+// recording a failure.
+static cml_mesh_t* coll_split_setup(bt_t* t, cml_sharding_t* split, cml_sharding_t* replicated) {
+  cml_mesh_t* m = coll_mesh(t, "data");
+  if (!m) return NULL;
+  const cml_mesh_t* meshes[1] = {m};
+  if (!bt_builder(t) || !bt_auto_sharding(t, meshes, 1) ||
+      !bt_ok(t, cml_sharding_make(m, (const char* const[]){"data"}, 1, split),
+             "cml_sharding_make")) {
+    cml_mesh_destroy(m);
+    return NULL;
+  }
+  cml_sharding_replicated(m, replicated);
+  return m;
+}
+
 static void case_auto_sharding_half_reductions(bt_t* t) {
   if (!bt_require_dtype(t, CML_DTYPE_F16) || !bt_require_op(t, CML_OP_REDUCE_SUM) ||
       !bt_require_op(t, CML_OP_REDUCE_PRODUCT) ||
       !bt_require_devices(t, CML_DISTRIBUTION_AUTO_SHARDING, COLL_DEVICES)) {
     return;
   }
-  cml_mesh_t* m = coll_mesh(t, "data");
-  if (!m) return;
-  cml_builder_t* b = bt_builder(t);
-  cml_function_t* f = bt_main(t);
-  const cml_mesh_t* meshes[1] = {m};
   cml_sharding_t split, replicated;
-  if (!b || !bt_auto_sharding(t, meshes, 1) ||
-      !bt_ok(t, cml_sharding_make(m, (const char* const[]){"data"}, 1, &split),
-             "cml_sharding_make")) {
-    cml_mesh_destroy(m);
-    return;
-  }
-  cml_sharding_replicated(m, &replicated);
+  cml_mesh_t* m = coll_split_setup(t, &split, &replicated);
+  if (!m) return;
+  cml_function_t* f = bt_main(t);
   const int64_t n = 2 * COLL_DEVICES, axis = 0;
   cml_shape_t s = cml_shape_make(CML_DTYPE_F16, 1, &n);
   cml_value_t x = cml_parameter_sharded(f, "x", &s, &split);
@@ -611,19 +619,10 @@ static void case_auto_sharding_half_dot(bt_t* t) {
       !bt_require_devices(t, CML_DISTRIBUTION_AUTO_SHARDING, COLL_DEVICES)) {
     return;
   }
-  cml_mesh_t* m = coll_mesh(t, "data");
-  if (!m) return;
-  cml_builder_t* b = bt_builder(t);
-  cml_function_t* f = bt_main(t);
-  const cml_mesh_t* meshes[1] = {m};
   cml_sharding_t split, replicated;
-  if (!b || !bt_auto_sharding(t, meshes, 1) ||
-      !bt_ok(t, cml_sharding_make(m, (const char* const[]){"data"}, 1, &split),
-             "cml_sharding_make")) {
-    cml_mesh_destroy(m);
-    return;
-  }
-  cml_sharding_replicated(m, &replicated);
+  cml_mesh_t* m = coll_split_setup(t, &split, &replicated);
+  if (!m) return;
+  cml_function_t* f = bt_main(t);
   const int64_t n = 2 * COLL_DEVICES;
   cml_shape_t s = cml_shape_make(CML_DTYPE_F16, 1, &n);
   cml_value_t x = cml_parameter_sharded(f, "x", &s, &split);
