@@ -608,8 +608,17 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
     return o;
   }
 
-  // Decomposition, in the BHSD layout.
-  const cml_dtype_t dt = qs.dtype;
+  // Decomposition, in the BHSD layout. Float16/BFloat16 inputs are computed in Float32 and the
+  // output rounded once, as the native kernels do: in the half dtype, scores past 65504 (q k of
+  // 80000) overflowed to inf and NaN, and the softmax sum of 10^5 keys to inf.
+  const cml_dtype_t io_dt = qs.dtype;
+  const bool half = io_dt == CML_DTYPE_F16 || io_dt == CML_DTYPE_BF16;
+  const cml_dtype_t dt = half ? CML_DTYPE_F32 : io_dt;
+  if (half) {
+    q = cml_op_convert_dtype(f, q, dt);
+    k = cml_op_convert_dtype(f, k, dt);
+    v = cml_op_convert_dtype(f, v, dt);
+  }
   const int64_t perm[4] = {0, 2, 1, 3};
   if (layout == CML_ATTENTION_LAYOUT_BSHD) {
     q = cml_op_transpose(f, q, perm, 4);
@@ -617,6 +626,17 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
     v = cml_op_transpose(f, v, perm, 4);
   }
   const int64_t groups = heads / kv_heads;
+  // Query rows past a batch's query_seq_len give zeros; their q rows are zeroed before use too
+  // (a NaN there made the scores, and through dS = P (dP - D) every gradient of the group, NaN).
+  cml_value_t rows = CML_VALUE_INVALID;  // [B, 1, S, 1]
+  if (cfg.query_seq_len != CML_VALUE_INVALID) {
+    cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 4, (int64_t[]){1, 1, seq, 1});
+    cml_value_t lens = cml_op_reshape(f, cfg.query_seq_len, (int64_t[]){batch, 1, 1, 1}, 4);
+    rows = cml_op_less_than(f, cml_op_iota(f, &is, 2), lens);
+    const int64_t qdims[4] = {batch, heads, seq, head_dim};
+    cml_value_t qq = cml_op_broadcast_in_dim(f, rows, qdims, 4, (int64_t[]){0, 1, 2, 3}, 4);
+    q = cml_op_where(f, qq, q, cml_fused_scalar(f, dt, 0.0));
+  }
   // Keys past a batch's kv_seq_len are never read, as in the native kernel: a KV cache's unused
   // (uncleared) rows may hold NaN or Inf. Their k and v rows are zeroed before use: masking
   // the scores alone kept the forward finite, but the gradient of q (dS k, dS = 0 there) and
@@ -643,10 +663,14 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
   s = cml_op_reshape(f, s, scores, 4);
   s = cml_op_mul(f, s, cml_fused_scalar(f, dt, scale));
   if (cfg.bias != CML_VALUE_INVALID) {
-    s = cml_op_add(f, s, cml_fused_left_pad(f, cfg.bias, bs.dims, bs.rank, 4));
+    cml_value_t bias = cml_fused_left_pad(f, cfg.bias, bs.dims, bs.rank, 4);
+    if (half) bias = cml_op_convert_dtype(f, bias, dt);
+    s = cml_op_add(f, s, bias);
   }
   if (cfg.mask != CML_VALUE_INVALID && ms.dtype != CML_DTYPE_BOOL) {
-    s = cml_op_add(f, s, cml_fused_left_pad(f, cfg.mask, ms.dims, ms.rank, 4));
+    cml_value_t mask = cml_fused_left_pad(f, cfg.mask, ms.dims, ms.rank, 4);
+    if (half) mask = cml_op_convert_dtype(f, mask, dt);
+    s = cml_op_add(f, s, mask);
   }
   // The keys each query may attend, as a Bool of rank 4 with size-1 axes.
   cml_value_t allowed = CML_VALUE_INVALID;
@@ -700,13 +724,11 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
   cml_value_t o = cml_op_dot_general(f, p, v, &dc);  // [B, Hkv, G, S, Dv]
   const int64_t odims[4] = {batch, heads, seq, v_dim};
   o = cml_op_reshape(f, o, odims, 4);
-  if (cfg.query_seq_len != CML_VALUE_INVALID) {
-    cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 4, (int64_t[]){1, 1, seq, 1});
-    cml_value_t lens = cml_op_reshape(f, cfg.query_seq_len, (int64_t[]){batch, 1, 1, 1}, 4);
-    cml_value_t rows = cml_op_less_than(f, cml_op_iota(f, &is, 2), lens);  // [B, 1, S, 1]
-    rows = cml_op_broadcast_in_dim(f, rows, odims, 4, (int64_t[]){0, 1, 2, 3}, 4);
-    o = cml_op_where(f, rows, o, cml_fused_scalar(f, dt, 0.0));
+  if (rows != CML_VALUE_INVALID) {
+    cml_value_t oo = cml_op_broadcast_in_dim(f, rows, odims, 4, (int64_t[]){0, 1, 2, 3}, 4);
+    o = cml_op_where(f, oo, o, cml_fused_scalar(f, dt, 0.0));
   }
+  if (half) o = cml_op_convert_dtype(f, o, io_dt);
   if (layout == CML_ATTENTION_LAYOUT_BSHD) o = cml_op_transpose(f, o, perm, 4);
   return o;
 }

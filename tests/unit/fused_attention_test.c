@@ -846,6 +846,112 @@ TEST(keys_past_kv_seq_len_are_not_read) {
   }
 }
 
+// Query rows past query_seq_len are zeros and get zero gradients: a NaN in such a row of q (an
+// uncleared buffer) stays out of every gradient. The decomposition once kept it in the scores,
+// and dS = P (dP - D) made dq, dk and dv of the whole group NaN. One head, two query rows (row
+// 1 padded, NaN), two keys of head dim 2; loss = sum(o); the native path is the oracle for the
+// first row (checked against the decomposition's forward value too).
+TEST(query_rows_past_query_seq_len_stay_out_of_gradients) {
+  static const char* const cfgs[] = {"c", "c:fusion=false", "c:reference=true"};
+  static const float q[4] = {0.5f, -1, NAN, NAN}, k[4] = {1, 2, -1, 0.5f}, v[4] = {1, 2, 3, 4};
+  static const int32_t qlen[1] = {1}, kvlen[1] = {2};
+  // Row 0: scores (0.5 - 2, -0.5 - 0.5) / sqrt(2) = (-1.5, -1) / sqrt(2).
+  const double s0 = -1.5 / sqrt(2.0), s1 = -1.0 / sqrt(2.0);
+  const double p0 = exp(s0) / (exp(s0) + exp(s1)), p1 = 1 - p0;
+  const double o0 = p0 * 1 + p1 * 3, o1 = p0 * 2 + p1 * 4;
+  for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; ++c) {
+    cml_backend_t* be = NULL;
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(at_open(cfgs[c], "qpad_nan", &be, &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 4, (int64_t[]){1, 1, 2, 2});
+    cml_shape_t ls = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){1});
+    cml_value_t p[3];
+    for (int i = 0; i < 3; ++i) p[i] = cml_parameter(f, NULL, &xs);
+    cml_sdpa_config_t cfg;
+    cml_sdpa_config_init(&cfg);
+    cfg.query_seq_len = cml_parameter(f, NULL, &ls);
+    cfg.kv_seq_len = cml_parameter(f, NULL, &ls);
+    cml_value_t outs[4];
+    outs[0] = cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
+    ASSERT_STATUS_OK(cml_gradients(f, cml_op_reduce_sum(f, outs[0], NULL, 0), p, 3, &outs[1]));
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, outs, 4, &exe));
+    float got[4][4];
+    ASSERT_STATUS_OK(api_run(be, exe, (const void* const[]){q, k, v, qlen, kvlen},
+                             (void* const[]){got[0], got[1], got[2], got[3]}));
+    cml_executable_release(exe);
+    cml_backend_release(be);
+    ASSERT_NEAR(got[0][0], o0, 1e-6);
+    ASSERT_NEAR(got[0][1], o1, 1e-6);
+    ASSERT_EQ_DBL(got[0][2], 0.0);  // the padded row
+    ASSERT_EQ_DBL(got[0][3], 0.0);
+    for (int g = 1; g < 4; ++g) {
+      for (int e = 0; e < 4; ++e) {
+        if (!isfinite(got[g][e]))
+          fprintf(stderr, "%s: gradient %d [%d] = %g\n", cfgs[c], g, e, got[g][e]);
+        ASSERT_TRUE(isfinite(got[g][e]));
+      }
+    }
+    ASSERT_EQ_DBL(got[1][2], 0.0);  // dq of the padded row
+    ASSERT_EQ_DBL(got[1][3], 0.0);
+  }
+}
+
+// Float16 inputs whose scores pass the Float16 range (q k = 80000, scaled by 1/2 to 40000) or
+// whose softmax sum would (10^5 keys): the native kernel computes in Float32, and so does the
+// decomposition now (in Float16 it gave NaN for the first and zeros for the second).
+TEST(half_scores_past_the_half_range) {
+  static const char* const cfgs[] = {"c", "c:fusion=false", "c:reference=true"};
+  for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; ++c) {
+    for (int which = 0; which < 2; ++which) {
+      const int64_t kv = which == 0 ? 2 : 100000, d = 4;
+      cml_backend_t* be = NULL;
+      cml_builder_t* b = NULL;
+      ASSERT_STATUS_OK(at_open(cfgs[c], "half_range", &be, &b));
+      cml_function_t* f = cml_builder_main(b);
+      cml_shape_t qs = cml_shape_make(CML_DTYPE_F16, 4, (int64_t[]){1, 1, 1, d});
+      cml_shape_t ks = cml_shape_make(CML_DTYPE_F16, 4, (int64_t[]){1, 1, kv, d});
+      const cml_value_t pq = cml_parameter(f, NULL, &qs);
+      const cml_value_t pk = cml_parameter(f, NULL, &ks);
+      const cml_value_t pv = cml_parameter(f, NULL, &ks);
+      cml_sdpa_config_t cfg;
+      cml_sdpa_config_init(&cfg);
+      cfg.scale = 0.5;
+      cml_value_t y = cml_op_fused_sdpa(f, pq, pk, pv, CML_ATTENTION_LAYOUT_BHSD, &cfg, NULL, NULL);
+      cml_executable_t* exe = NULL;
+      ASSERT_STATUS_OK(api_finish(b, &y, 1, &exe));
+      uint16_t* qh = calloc((size_t)d, sizeof *qh);
+      uint16_t* kh = calloc((size_t)(kv * d), sizeof *kh);
+      uint16_t* vh = calloc((size_t)(kv * d), sizeof *vh);
+      ASSERT_TRUE(qh && kh && vh);
+      for (int64_t e = 0; e < d; ++e) qh[e] = cml_f32_to_f16(which == 0 ? 200.0f : 0.0f);
+      for (int64_t j = 0; j < kv; ++j) {
+        for (int64_t e = 0; e < d; ++e) {
+          kh[j * d + e] = cml_f32_to_f16(which == 0 && j == 0 ? 100.0f : 0.0f);
+          vh[j * d + e] = cml_f32_to_f16(which == 0 ? (float)(j * d + e + 1) : 1.0f);
+        }
+      }
+      uint16_t out[4];
+      ASSERT_STATUS_OK(api_run(be, exe, (const void* const[]){qh, kh, vh}, (void* const[]){out}));
+      free(qh), free(kh), free(vh);
+      cml_executable_release(exe);
+      cml_backend_release(be);
+      for (int64_t e = 0; e < d; ++e) {
+        // First: all weight on key 0 (scores 40000 and 0): v row 0 = 1 2 3 4. Second: the mean
+        // of rows of ones.
+        const double want = which == 0 ? (double)(e + 1) : 1.0;
+        const double got = cml_f16_to_f32(out[e]);
+        if (!(fabs(got - want) <= 2e-3 * want)) {
+          fprintf(stderr, "%s case %d: o[%lld] = %g, want %g\n", cfgs[c], which, (long long)e, got,
+                  want);
+        }
+        ASSERT_TRUE(fabs(got - want) <= 2e-3 * want);
+      }
+    }
+  }
+}
+
 // FusedAttentionQKVProjection: c's native node (three GEMMs over column blocks of w_qkv) against
 // the decomposition (Dot, Slice, Add) for each float dtype and bias combination.
 static cml_status_t fa_qkv_run(const char* config, cml_dtype_t dt, unsigned biases, const void* x,
@@ -944,6 +1050,8 @@ TEST_MAIN(TEST_ENTRY(capabilities), TEST_ENTRY(logsumexp_state_without_value_col
           TEST_ENTRY(native_matches_decomposition_all_options),
           TEST_ENTRY(native_nonfinite_scores_fused_max),
           TEST_ENTRY(native_plus_infinity_in_additive_mask),
+          TEST_ENTRY(query_rows_past_query_seq_len_stay_out_of_gradients),
+          TEST_ENTRY(half_scores_past_the_half_range),
           TEST_ENTRY(native_matches_decomposition_dtypes_and_sizes),
           TEST_ENTRY(native_thread_count_independent), TEST_ENTRY(isa_variants_match_decomposition),
           TEST_ENTRY(native_matches_xla_cpu), TEST_ENTRY(vjp_matches_decomposition_all_options),
