@@ -178,7 +178,12 @@ static cml_value_t cml_ad_conv_kernel(cml__ad_t* ad, const cml_conv_config_t* c,
 static cml_status_t cml_ad_conv(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
                                 cml_value_t* in_cts) {
   const cml_conv_config_t* c = &n->attrs->u.conv;
-  if (c->batch_group_count > 1) return cml__ad_no_vjp(ad, n, "batch_group_count > 1");
+  if (c->batch_group_count > 1) {
+    return cml__ad_no_vjp(ad, n,
+                          "batch_group_count > 1; the kernel gradient of a convolution with "
+                          "channel_group_count > 1 is one, so second derivatives through grouped "
+                          "convolutions are not supported either");
+  }
   const cml_shape_t* is = cml__ad_in_shape(ad, n, 0);
   const cml_shape_t* ks = cml__ad_in_shape(ad, n, 1);
   const cml_shape_t* os = cml__ad_out_shape(ad, n, 0);

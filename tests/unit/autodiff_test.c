@@ -1746,6 +1746,70 @@ TEST(optimizer_errors) {
   cml_builder_destroy(b);
 }
 
+// Out-of-range indices, against hand-computed gradients (jax.grad gives the same with Scatter's
+// FILL_OR_DROP and Gather's CLIP modes): operand [1, 2, 3], w = [10, 20, 30] on the output.
+// ScatterSum and ScatterMax skip an update whose row is out of range, so it gets no gradient
+// (it once got the clamped row's: 30). Gather reads the clamped row for an out-of-range start,
+// so that row gets the gradient (it once got none).
+TEST(out_of_range_indices) {
+  static const int32_t idx[2] = {1, 7};
+  cml_shape_t os = cml_shape_make(CML_DTYPE_F64, 1, (int64_t[]){3});
+  cml_shape_t us = cml_shape_make(CML_DTYPE_F64, 1, (int64_t[]){2});
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, (int64_t[]){2, 1});
+  cml_scatter_dims_t sd;
+  memset(&sd, 0, sizeof sd);
+  sd.index_vector_axis = 1;
+  sd.inserted_window_axis_count = 1;
+  sd.scatter_axes_to_operand_axes_count = 1;
+  cml_gather_dims_t gd;
+  memset(&gd, 0, sizeof gd);
+  gd.index_vector_axis = 1;
+  gd.collapsed_slice_axis_count = 1;
+  gd.start_index_map_count = 1;
+  gd.slice_size_count = 1;
+  gd.slice_sizes[0] = 1;
+  static const double w3[3] = {10, 20, 30}, w2[2] = {10, 20};
+  for (int op = 0; op < 3; ++op) {  // ScatterSum, ScatterMax, Gather
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(g_c, "oob", &b));
+    cml_function_t* f = cml_builder_main(b);
+    const cml_value_t o = cml_parameter(f, "o", &os);
+    const cml_value_t u = cml_parameter(f, "u", &us);
+    const cml_value_t i = cml_constant(f, &is, idx);
+    cml_value_t y, wv;
+    if (op == 2) {
+      y = cml_op_gather(f, o, i, &gd);  // [o[1], o[2]] (7 clamped to 2)
+      wv = cml_constant(f, &us, w2);
+    } else {
+      y = op == 0 ? cml_op_scatter_sum(f, o, i, u, &sd) : cml_op_scatter_max(f, o, i, u, &sd);
+      wv = cml_constant(f, &os, w3);
+    }
+    cml_value_t grads[2];
+    const cml_value_t wrt[2] = {o, u};
+    ASSERT_STATUS_OK(
+        cml_gradients(f, cml_op_reduce_sum(f, cml_op_mul(f, y, wv), NULL, 0), wrt, 2, grads));
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, grads, 2, &exe));
+    static const double od[3] = {1, 2, 3}, ud[2] = {100, 1000};
+    double go[3] = {0}, gu[2] = {0};
+    ASSERT_STATUS_OK(api_run(g_c, exe, (const void* const[]){od, ud}, (void* const[]){go, gu}));
+    cml_executable_release(exe);
+    if (op < 2) {
+      // The update 100 lands on (wins at) row 1; the update 1000 is skipped.
+      ASSERT_EQ_DBL(gu[0], 20);
+      ASSERT_EQ_DBL(gu[1], 0);
+      ASSERT_EQ_DBL(go[0], 10);
+      ASSERT_EQ_DBL(go[1], op == 0 ? 20 : 0);
+      ASSERT_EQ_DBL(go[2], 30);
+    } else {
+      ASSERT_EQ_DBL(go[0], 0);
+      ASSERT_EQ_DBL(go[1], 10);
+      ASSERT_EQ_DBL(go[2], 20);  // the clamped start's row
+      ASSERT_EQ_DBL(gu[0], 0);   // u is not used
+    }
+  }
+}
+
 // Without arguments: the c backend (every test but the xla one). With --xla: only the
 // finite-difference cases on xla:cpu (exit 77 when its plugin is not installed); ctest runs it
 // as autodiff_xla (label device). A test name runs that test only.
@@ -1779,6 +1843,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(dense_gelu_split),
                                        TEST_ENTRY(real_fft_hand_computed),
                                        TEST_ENTRY(scatter_max_ties),
+                                       TEST_ENTRY(out_of_range_indices),
                                        TEST_ENTRY(unimplemented_names_op),
                                        TEST_ENTRY(while_trip_count_past_int64),
                                        TEST_ENTRY(quantized_dense_gradient),
