@@ -57,8 +57,7 @@ static cml_value_t cml_ad_index_upper(cml__ad_t* ad, const cml_shape_t* is,
 }
 
 // Whether each window of a scatter (|gd| is its transposed Gather) lies inside the operand:
-// the scatter skips the others. Bool of the updates' shape |us|, or CML_VALUE_INVALID when every
-// window fits whatever the indices (never: indices are runtime values) - callers use it always.
+// the scatter skips the others. Bool of the updates' shape |us|.
 static cml_value_t cml_ad_scatter_applied(cml__ad_t* ad, cml_value_t idx, const cml_shape_t* is,
                                           const cml_scatter_dims_t* sd, const cml_gather_dims_t* gd,
                                           const cml_shape_t* xs, const cml_shape_t* us) {

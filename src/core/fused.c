@@ -461,6 +461,25 @@ cml_value_t cml_op_fused_dense(cml_function_t* f, cml_value_t x, cml_value_t wei
 
 //===--- FusedScaledDotProductAttention ---===//
 
+// Bool [B, 1, L, 1]: position l of batch b is below lens[b] (|lens|: Int32 [B]), or
+// CML_VALUE_INVALID when |lens| is (no length given).
+static cml_value_t cml_fused_within_length(cml_function_t* f, cml_value_t lens, int64_t batch,
+                                           int64_t len) {
+  if (lens == CML_VALUE_INVALID) return CML_VALUE_INVALID;
+  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 4, (int64_t[]){1, 1, len, 1});
+  cml_value_t l = cml_op_reshape(f, lens, (int64_t[]){batch, 1, 1, 1}, 4);
+  return cml_op_less_than(f, cml_op_iota(f, &is, 2), l);
+}
+
+// |x| (rank 4, |dims|) with the rows where |within| is false replaced by |zero|; |x| itself when
+// |within| is CML_VALUE_INVALID.
+static cml_value_t cml_fused_zero_past(cml_function_t* f, cml_value_t x, cml_value_t within,
+                                       const int64_t* dims, cml_value_t zero) {
+  if (within == CML_VALUE_INVALID) return x;
+  cml_value_t w = cml_op_broadcast_in_dim(f, within, dims, 4, (int64_t[]){0, 1, 2, 3}, 4);
+  return cml_op_where(f, w, x, zero);
+}
+
 // Checks an optional mask or bias of rank 2..4 against the scores [B, H, S, Skv].
 static bool cml_sdpa_check_broadcast(cml_function_t* f, const char* what, const cml_shape_t* s,
                                      const int64_t scores[4], const cml_shape_t* qs) {
@@ -628,28 +647,17 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
   const int64_t groups = heads / kv_heads;
   // Query rows past a batch's query_seq_len give zeros; their q rows are zeroed before use too
   // (a NaN there made the scores, and through dS = P (dP - D) every gradient of the group, NaN).
-  cml_value_t rows = CML_VALUE_INVALID;  // [B, 1, S, 1]
-  if (cfg.query_seq_len != CML_VALUE_INVALID) {
-    cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 4, (int64_t[]){1, 1, seq, 1});
-    cml_value_t lens = cml_op_reshape(f, cfg.query_seq_len, (int64_t[]){batch, 1, 1, 1}, 4);
-    rows = cml_op_less_than(f, cml_op_iota(f, &is, 2), lens);
-    const int64_t qdims[4] = {batch, heads, seq, head_dim};
-    cml_value_t qq = cml_op_broadcast_in_dim(f, rows, qdims, 4, (int64_t[]){0, 1, 2, 3}, 4);
-    q = cml_op_where(f, qq, q, cml_fused_scalar(f, dt, 0.0));
-  }
   // Keys past a batch's kv_seq_len are never read, as in the native kernel: a KV cache's unused
   // (uncleared) rows may hold NaN or Inf. Their k and v rows are zeroed before use: masking
   // the scores alone kept the forward finite, but the gradient of q (dS k, dS = 0 there) and
   // the output (p = 0 times NaN) still read them.
-  cml_value_t keys = CML_VALUE_INVALID;  // [B, 1, Skv, 1]
-  if (cfg.kv_seq_len != CML_VALUE_INVALID) {
-    cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 4, (int64_t[]){1, 1, kv_seq, 1});
-    cml_value_t lens = cml_op_reshape(f, cfg.kv_seq_len, (int64_t[]){batch, 1, 1, 1}, 4);
-    keys = cml_op_less_than(f, cml_op_iota(f, &is, 2), lens);
-    const int64_t kdims[4] = {batch, kv_heads, kv_seq, head_dim};
-    cml_value_t kk = cml_op_broadcast_in_dim(f, keys, kdims, 4, (int64_t[]){0, 1, 2, 3}, 4);
-    k = cml_op_where(f, kk, k, cml_fused_scalar(f, dt, 0.0));
-  }
+  const cml_value_t rows = cml_fused_within_length(f, cfg.query_seq_len, batch, seq);
+  const cml_value_t keys = cml_fused_within_length(f, cfg.kv_seq_len, batch, kv_seq);
+  const cml_value_t zero = rows != CML_VALUE_INVALID || keys != CML_VALUE_INVALID
+                               ? cml_fused_scalar(f, dt, 0.0)
+                               : CML_VALUE_INVALID;
+  q = cml_fused_zero_past(f, q, rows, (const int64_t[]){batch, heads, seq, head_dim}, zero);
+  k = cml_fused_zero_past(f, k, keys, (const int64_t[]){batch, kv_heads, kv_seq, head_dim}, zero);
   cml_value_t q5 = cml_op_reshape(f, q, (int64_t[]){batch, kv_heads, groups, seq, head_dim}, 5);
   cml_dot_config_t dc;
   memset(&dc, 0, sizeof dc);
@@ -682,10 +690,8 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
     cml_value_t c = cml_op_less_or_equal(f, cml_op_iota(f, &is, 3), cml_op_iota(f, &is, 2));
     allowed = allowed == CML_VALUE_INVALID ? c : cml_op_logical_and(f, allowed, c);
   }
-  if (cfg.kv_seq_len != CML_VALUE_INVALID) {
-    cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 4, (int64_t[]){1, 1, 1, kv_seq});
-    cml_value_t lens = cml_op_reshape(f, cfg.kv_seq_len, (int64_t[]){batch, 1, 1, 1}, 4);
-    cml_value_t c = cml_op_less_than(f, cml_op_iota(f, &is, 3), lens);
+  if (keys != CML_VALUE_INVALID) {  // [B, 1, Skv, 1] as [B, 1, 1, Skv]
+    cml_value_t c = cml_op_reshape(f, keys, (int64_t[]){batch, 1, 1, kv_seq}, 4);
     allowed = allowed == CML_VALUE_INVALID ? c : cml_op_logical_and(f, allowed, c);
   }
   if (allowed != CML_VALUE_INVALID) {
@@ -714,20 +720,13 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
     out_states[0] = lse;
     if (out_state_count) *out_state_count = 1;
   }
-  if (keys != CML_VALUE_INVALID) {
-    const int64_t vdims[4] = {batch, kv_heads, kv_seq, v_dim};
-    cml_value_t vk = cml_op_broadcast_in_dim(f, keys, vdims, 4, (int64_t[]){0, 1, 2, 3}, 4);
-    v = cml_op_where(f, vk, v, cml_fused_scalar(f, dt, 0.0));
-  }
+  v = cml_fused_zero_past(f, v, keys, (const int64_t[]){batch, kv_heads, kv_seq, v_dim}, zero);
   p = cml_op_reshape(f, p, (int64_t[]){batch, kv_heads, groups, seq, kv_seq}, 5);
   dc.rhs_contracting_axes[0] = 2;
   cml_value_t o = cml_op_dot_general(f, p, v, &dc);  // [B, Hkv, G, S, Dv]
   const int64_t odims[4] = {batch, heads, seq, v_dim};
   o = cml_op_reshape(f, o, odims, 4);
-  if (rows != CML_VALUE_INVALID) {
-    cml_value_t oo = cml_op_broadcast_in_dim(f, rows, odims, 4, (int64_t[]){0, 1, 2, 3}, 4);
-    o = cml_op_where(f, oo, o, cml_fused_scalar(f, dt, 0.0));
-  }
+  o = cml_fused_zero_past(f, o, rows, odims, zero);
   if (half) o = cml_op_convert_dtype(f, o, io_dt);
   if (layout == CML_ATTENTION_LAYOUT_BSHD) o = cml_op_transpose(f, o, perm, 4);
   return o;
