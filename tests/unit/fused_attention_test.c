@@ -10,6 +10,7 @@
 // decomposition 2e-5 / 1e-12 (rounding order only); f32 against xla:cpu 1e-4; f16 5e-3 and
 // bf16 4e-2 (the decomposition rounds every intermediate to the half dtype, the kernel once).
 // Fully masked rows and rows past query_seq_len are exact zeros on both paths.
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -563,6 +564,55 @@ TEST(vjp_matches_decomposition_all_options) {
   ASSERT_EQ_INT(combos, 96);
 }
 
+// Query rows masked entirely by huge finite additive values (-1e9, the dtype's lowest value,
+// -1e30 plus small offsets) get uniform weights over their keys in the forward; the saved
+// logsumexp m + log(l) is one float there, log(l) lost to rounding, and the backward took P as 1
+// instead of 1/l (those rows' gradients l times too large). Rows 5-7 of the additive mask hold
+// such values and the loss weights them like every other row; every ISA variant and both
+// backward schedules (one task per head at 1 thread, two passes at 8) against the decomposition.
+TEST(vjp_rows_masked_by_huge_finite_values) {
+  static const char* const cfgs[] = {"c:threads=1", "c:threads=8", "c:avx512=false",
+                                     "c:avx512=false,avx2=false"};
+  static const cml_dtype_t dts[] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_F16};
+  for (size_t t = 0; t < sizeof dts / sizeof *dts; ++t) {
+    for (int causal = 0; causal < 2; ++causal) {
+      fa_case_t c = fa_case(dts[t], CML_ATTENTION_LAYOUT_BHSD, 2, 2, 2, 37, 70, 9, 11);
+      c.mask = 2;
+      c.causal = causal;
+      fa_data_t data;
+      fa_data_make(&c, &data);
+      const double lowest = dts[t] == CML_DTYPE_F32   ? -FLT_MAX
+                            : dts[t] == CML_DTYPE_F64 ? -DBL_MAX
+                                                      : -65504.0;
+      for (int64_t j = 0; j < c.kv_seq; ++j) {
+        at_put(data.mask, 5 * c.kv_seq + j, c.dtype, dts[t] == CML_DTYPE_F16 ? -60000.0 : -1e9);
+        at_put(data.mask, 6 * c.kv_seq + j, c.dtype, lowest);
+        at_put(data.mask, 7 * c.kv_seq + j, c.dtype,
+               dts[t] == CML_DTYPE_F16 ? -30000.0 - (double)(j % 3) : -1e30 + (double)(j % 3));
+      }
+      const double tol = dts[t] == CML_DTYPE_F16 ? 2e-2 : (dts[t] == CML_DTYPE_F64 ? 1e-11 : 5e-5);
+      fa_grads_t want;
+      fa_grads_alloc(&c, &want);
+      ASSERT_STATUS_OK(fa_grad_run("c:fusion=false", &c, &data, want.weight, false, want.g, NULL));
+      for (size_t k = 0; k < sizeof cfgs / sizeof *cfgs; ++k) {
+        fa_grads_t got;
+        fa_grads_alloc(&c, &got);
+        int vjp = -1;
+        ASSERT_STATUS_OK(fa_grad_run(cfgs[k], &c, &data, want.weight, false, got.g, &vjp));
+        ASSERT_EQ_INT(vjp, 1);
+        const double w = fa_grads_worst(&c, &got, &want, 3, tol);
+        if (!(w <= 1))
+          fprintf(stderr, "%s %s causal %d: worst %g\n", cml_dtype_name(dts[t]), cfgs[k], causal,
+                  w);
+        ASSERT_TRUE(w <= 1);
+        fa_grads_free(&got);
+      }
+      fa_grads_free(&want);
+      fa_data_free(&data);
+    }
+  }
+}
+
 // loss(q, k, v, bias) = sum(sdpa(...) * w) for f64 data, by running the forward on |exe|.
 static double fa_loss(cml_backend_t* be, cml_executable_t* exe, const void* const* ins,
                       const double* w, int64_t ny, double* y) {
@@ -1057,4 +1107,4 @@ TEST_MAIN(TEST_ENTRY(capabilities), TEST_ENTRY(logsumexp_state_without_value_col
           TEST_ENTRY(native_matches_xla_cpu), TEST_ENTRY(vjp_matches_decomposition_all_options),
           TEST_ENTRY(vjp_f64_matches_finite_differences), TEST_ENTRY(vjp_dtypes_isa_sizes_threads),
           TEST_ENTRY(vjp_bias_gradient_and_xla), TEST_ENTRY(logsumexp_state),
-          TEST_ENTRY(qkv_projection_native))
+          TEST_ENTRY(vjp_rows_masked_by_huge_finite_values), TEST_ENTRY(qkv_projection_native))

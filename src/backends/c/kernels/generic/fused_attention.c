@@ -329,7 +329,7 @@ static void cmlc_fa_bwd_layout(cmlc_fa_bwd_ctx_t* c, size_t elem) {
   c->off_a2 = off;
   off = cmlc_fa_next(off, cmlc_size_mul(bk * elem, dvp));
   c->off_st = off;
-  off = cmlc_fa_next(off, 2 * bq * elem);
+  off = cmlc_fa_next(off, 3 * bq * elem);
   if (c->by_head) {
     // One element per row of the head's padded queries, in bytes.
     const size_t rows = cmlc_size_of(c->f.groups * c->seq_pad, elem);
@@ -340,6 +340,8 @@ static void cmlc_fa_bwd_layout(cmlc_fa_bwd_ctx_t* c, size_t elem) {
     c->off_hl = off;
     off = cmlc_fa_next(off, rows);
     c->off_hd = off;
+    off = cmlc_fa_next(off, rows);
+    c->off_hc = off;
     off = cmlc_fa_next(off, rows);
     c->off_hdq = off;
     off = cmlc_fa_next(off, cmlc_size_mul(rows, dp));
@@ -359,14 +361,61 @@ static void cmlc_fa_bwd_shapes(cmlc_fa_bwd_ctx_t* c, const cml_shape_t* qs, cons
   cmlc_fa_bwd_layout(c, qs->dtype == CML_DTYPE_F64 ? sizeof(double) : sizeof(float));
 }
 
+// The bytes of one of bwd_stats' two [batch, heads, seq] arrays, which follow the threads'
+// scratch.
+static size_t cmlc_fa_bwd_stat_bytes(const cmlc_fa_bwd_ctx_t* c, const cml_shape_t* qs) {
+  const size_t elem = qs->dtype == CML_DTYPE_F64 ? sizeof(double) : sizeof(float);
+  return cmlc_fa_align(
+      cmlc_size_mul(cmlc_size_of(qs->dims[0] * c->f.heads, elem), cmlc_size_of(c->f.seq, 1)));
+}
+
 size_t cmlc__fa_bwd_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                             const cmlc_options_t* options) {
   cmlc_fa_bwd_ctx_t c;
   memset(&c, 0, sizeof c);
-  cmlc_fa_bwd_shapes(&c, &module->values[node->inputs[0]].shape,
-                     &module->values[node->inputs[1]].shape, &module->values[node->inputs[2]].shape,
-                     node->attrs->fused.layout, cmlc_fa_threads(options));
-  return cmlc_size_mul(c.per_thread, (size_t)cmlc_fa_threads(options));
+  const cml_shape_t* qs = &module->values[node->inputs[0]].shape;
+  cmlc_fa_bwd_shapes(&c, qs, &module->values[node->inputs[1]].shape,
+                     &module->values[node->inputs[2]].shape, node->attrs->fused.layout,
+                     cmlc_fa_threads(options));
+  const size_t threads = cmlc_size_mul(c.per_thread, (size_t)cmlc_fa_threads(options));
+  return cmlc_size_add(threads, cmlc_size_mul(cmlc_fa_bwd_stat_bytes(&c, qs), 2));
+}
+
+// Whether a row's saved logsumexp needs bwd_stats: finite and at least CMLC_FA_LSE_EXACT in
+// magnitude.
+static bool cmlc_fa_bwd_needs_stats(const cmlc_fa_bwd_ctx_t* c, int64_t rows) {
+  if (c->f.dtype == CML_DTYPE_F64) {
+    const double* l = c->lse;
+    for (int64_t i = 0; i < rows; ++i) {
+      if (fabs(l[i]) >= CMLC_FA_LSE_EXACT && isfinite(l[i])) return true;
+    }
+    return false;
+  }
+  const float* l = c->lse;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (fabsf(l[i]) >= (float)CMLC_FA_LSE_EXACT && isfinite(l[i])) return true;
+  }
+  return false;
+}
+
+static void cmlc_fa_bwd_stats_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
+  const cmlc_fa_bwd_ctx_t* c = vctx;
+  const bool f64 = c->f.dtype == CML_DTYPE_F64;
+  for (int64_t t = begin; t < end; ++t) {
+#if defined(CMLC_HAVE_X86_64)
+    if (c->f.isa >= CMLC_ISA_AVX512) {
+      f64 ? cmlc__fa_bwd_stats_f64_avx512(c, t, thread_index)
+          : cmlc__fa_bwd_stats_f32_avx512(c, t, thread_index);
+      continue;
+    }
+    if (c->f.isa >= CMLC_ISA_AVX2) {
+      f64 ? cmlc__fa_bwd_stats_f64_avx2(c, t, thread_index)
+          : cmlc__fa_bwd_stats_f32_avx2(c, t, thread_index);
+      continue;
+    }
+#endif
+    f64 ? cmlc_fa_bwd_stats_f64(c, t, thread_index) : cmlc_fa_bwd_stats_f32(c, t, thread_index);
+  }
 }
 
 static void cmlc_fa_bwd_kv_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
@@ -476,6 +525,14 @@ cml_status_t cmlc__fa_bwd_run(const cmlc_kernel_args_t* args) {
   // Empty problems: the gradients are zeros (an empty head dim or no keys leave nothing to do).
   const int64_t kv_heads = f->heads / f->groups;
   const int64_t kv_tasks = batch * kv_heads * c.kv_tiles, q_tasks = batch * f->heads * f->q_tiles;
+  if (cmlc_fa_bwd_needs_stats(&c, batch * f->heads * f->seq)) {
+    const size_t stat = cmlc_fa_bwd_stat_bytes(&c, qs);
+    c.stat_m = c.scratch + c.per_thread * (size_t)cmlc_fa_threads(args->options);
+    c.stat_c = (char*)c.stat_m + stat;
+    cmlc_parallel_for(pool, batch * f->heads, 1, cmlc_fa_bwd_stats_tasks, &c);
+    c.lse = c.stat_m;
+    c.lse_c = c.stat_c;
+  }
   if (c.by_head) {
     if (batch * kv_heads > 0)
       cmlc_parallel_for(pool, batch * kv_heads, 1, cmlc_fa_bwd_head_tasks, &c);

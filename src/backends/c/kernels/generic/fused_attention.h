@@ -65,6 +65,11 @@ typedef struct cmlc_fa_ctx_t {
 typedef struct cmlc_fa_bwd_ctx_t {
   cmlc_fa_ctx_t f;
   const void *o, *lse, *dout;
+  // Rows whose saved logsumexp is too large in magnitude to hold log(l) (bwd_stats): the row's
+  // score max in |lse|'s place and log(l) here, [batch, heads, seq] (T, 0 for the other rows);
+  // NULL when no row needs it. bwd_stats writes both into |stat_m| and |stat_c|.
+  const void* lse_c;
+  void *stat_m, *stat_c;
   void *dq, *dk, *dv;
   int64_t dp, kv_tiles;  // d rounded up to 16; key tiles
   // Single pass (a task per batch and kv head) rather than two: the group's rows, seq_pad (seq
@@ -73,8 +78,13 @@ typedef struct cmlc_fa_bwd_ctx_t {
   int64_t seq_pad;
   char* scratch;
   size_t per_thread, off_q, off_do, off_kt, off_vt, off_k, off_p, off_ds, off_a1, off_a2, off_st;
-  size_t off_hq, off_hdo, off_hl, off_hd, off_hdq;
+  size_t off_hq, off_hdo, off_hl, off_hd, off_hc, off_hdq;
 } cmlc_fa_bwd_ctx_t;
+
+// The magnitude of a saved logsumexp from which bwd_stats recomputes the row's max and log(l).
+// Below 2^10 the value's spacing is at most 2^-13 (f32) or 2^-42 (f64): rounding m + log(l)
+// moves P = exp(S - lse) by at most 6.1e-5 or 1.2e-13 relative (1024 of the dtype's epsilons).
+#define CMLC_FA_LSE_EXACT 1024.0
 
 // cmlc_load_f32 with bf16 decoded inline (the bits shifted up: exact, NaN kept), for the f32
 // kernels' element-by-element loads of q, k, v, o and dO in the half dtypes (cml_bf16_to_f32
@@ -183,6 +193,10 @@ void cmlc__fa_bwd_head_f32_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int th
 void cmlc__fa_bwd_head_f64_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
 void cmlc__fa_bwd_head_f32_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
 void cmlc__fa_bwd_head_f64_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_stats_f32_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_stats_f64_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_stats_f32_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
+void cmlc__fa_bwd_stats_f64_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
 #endif
 
 // FusedScaledDotProductAttentionVJP (inputs q, k, v, o, lse, dout, then the forward's

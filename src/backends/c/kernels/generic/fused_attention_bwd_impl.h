@@ -202,12 +202,14 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_acc_nn)(const CMLC_FA_T* ds, int64_t r
 }
 
 // Loads query rows [i0, i0 + rows) of head |h| of batch |b| into |cap| rows of scratch: q into
-// qb [cap, dp], dO into dob [cap, dvp] (zero padded), their logsumexp into lse [cap] and
-// D = dO . O into dsum [cap]. Rows at or past |rows| get zeros and lse -inf.
+// qb [cap, dp], dO into dob [cap, dvp] (zero padded), their logsumexp into lse [cap] (and its
+// correction, c->lse_c, into lc [cap]) and D = dO . O into dsum [cap]. Rows at or past |rows|
+// get zeros and lse -inf.
 static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_load_rows)(const cmlc_fa_bwd_ctx_t* c, int64_t b,
                                                      int64_t h, int64_t i0, int64_t rows,
                                                      int64_t cap, CMLC_FA_T* qb, CMLC_FA_T* dob,
-                                                     CMLC_FA_T* lse, CMLC_FA_T* dsum) {
+                                                     CMLC_FA_T* lse, CMLC_FA_T* dsum,
+                                                     CMLC_FA_T* lc) {
   typedef CMLC_FA_T T;
   const cmlc_fa_ctx_t* f = &c->f;
   const int64_t d = f->d, dv = f->dv, dp = c->dp, dvp = f->dvp;
@@ -216,9 +218,11 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_load_rows)(const cmlc_fa_bwd_ctx_t* c,
   const int64_t q_base = b * f->q_str[0] + h * f->q_str[1] + i0 * f->q_str[2];
   const int64_t o_base = b * f->o_str[0] + h * f->o_str[1] + i0 * f->o_str[2];
   const T* ls = (const T*)c->lse + (b * f->heads + h) * f->seq + i0;
+  const T* lsc = c->lse_c ? (const T*)c->lse_c + (b * f->heads + h) * f->seq + i0 : NULL;
   for (int64_t r = rows; r < cap; ++r) {
     lse[r] = (T)-INFINITY;
     dsum[r] = 0;
+    lc[r] = 0;
   }
   const bool native = f->dtype == CMLC_FA_NATIVE;
   for (int64_t r = 0; r < rows; ++r) {
@@ -238,6 +242,7 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_load_rows)(const cmlc_fa_bwd_ctx_t* c,
     }
     lse[r] = ls[r];
     dsum[r] = acc;
+    lc[r] = lsc ? lsc[r] : 0;
   }
 }
 
@@ -278,16 +283,44 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_load_keys)(const cmlc_fa_bwd_ctx_t* c,
   }
 }
 
-// For the query rows [i0, i0 + rows) of head |h| (q rows qb, dO rows dob, their lse and D) and
-// the keys [j0, j0 + nk): P = exp(S - lse) into pb [BQ, BK] and dS = P (dO V^T - D) scale into
-// dsb [BQ, BK]; zero for keys the forward excluded, keys past nk and rows past |rows|.
-static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_tile)(const cmlc_fa_bwd_ctx_t* c, int64_t b, int64_t h,
-                                                int64_t i0, int64_t rows, int64_t j0, int64_t nk,
-                                                const CMLC_FA_T* qb, const CMLC_FA_T* dob,
-                                                const CMLC_FA_T* lse_rows,
-                                                const CMLC_FA_T* dsum_rows, const CMLC_FA_T* kt,
-                                                const CMLC_FA_T* vt, CMLC_FA_T* pb,
-                                                CMLC_FA_T* dsb) {
+// The scores S of query row |i| of head |h| of batch |b| against the keys [j0, j0 + nk) as the
+// forward computes them (scale, bias, masks, causality; keys past nk excluded), from their dot
+// products q . k in sb [BK], in place, as (S - lse) - lc: -inf for the keys the forward excluded.
+static CMLC_FA_ATTR inline void CMLC_FA_NAME(bwd_scores)(const cmlc_fa_ctx_t* f, int64_t b,
+                                                         int64_t h, int64_t i, int64_t j0,
+                                                         int64_t nk, CMLC_FA_T lse, CMLC_FA_T lc,
+                                                         CMLC_FA_T* sb) {
+  typedef CMLC_FA_T T;
+  enum { BK = CMLC_FA_BK };
+  const T scale = (T)f->scale;
+  const int64_t mb_row = b * f->mask_str[0] + h * f->mask_str[1] + i * f->mask_str[2];
+  const int64_t bb_row = b * f->bias_str[0] + h * f->bias_str[1] + i * f->bias_str[2];
+  for (int64_t j = 0; j < BK; ++j) {
+    const int64_t jj = j0 + j;
+    bool allowed = j < nk && (!f->causal || jj <= i);
+    T s = sb[j] * scale;
+    if (allowed && f->bias) s += CMLC_FA_LOAD(f->bias, bb_row + jj * f->bias_str[3], f->dtype);
+    if (allowed && f->mask) {
+      const int64_t mi = mb_row + jj * f->mask_str[3];
+      if (f->mask_bool) {
+        allowed = ((const uint8_t*)f->mask)[mi] != 0;
+      } else {
+        s += CMLC_FA_LOAD(f->mask, mi, f->dtype);
+      }
+    }
+    sb[j] = allowed ? (s - lse) - lc : (T)-INFINITY;
+  }
+}
+
+// For the query rows [i0, i0 + rows) of head |h| (q rows qb, dO rows dob, their lse, D and lse
+// correction) and the keys [j0, j0 + nk): P = exp(S - lse - lc) into pb [BQ, BK] and
+// dS = P (dO V^T - D) scale into dsb [BQ, BK]; zero for keys the forward excluded, keys past nk
+// and rows past |rows|.
+static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_tile)(
+    const cmlc_fa_bwd_ctx_t* c, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0,
+    int64_t nk, const CMLC_FA_T* qb, const CMLC_FA_T* dob, const CMLC_FA_T* lse_rows,
+    const CMLC_FA_T* dsum_rows, const CMLC_FA_T* lc_rows, const CMLC_FA_T* kt, const CMLC_FA_T* vt,
+    CMLC_FA_T* pb, CMLC_FA_T* dsb) {
   typedef CMLC_FA_T T;
   typedef CMLC_FA_V V;
   enum { W = CMLC_FA_W, BQ = CMLC_FA_BQ, BK = CMLC_FA_BK };
@@ -301,14 +334,16 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_tile)(const cmlc_fa_bwd_ctx_t* c, int6
     const int64_t i = i0 + r;
     T* sb = pb + r * BK;
     T* db = dsb + r * BK;
-    const T lse = lse_rows[r], dsum = dsum_rows[r];
+    const T lse = lse_rows[r], dsum = dsum_rows[r], lc = lc_rows[r];
     if (lse == (T)-INFINITY || (f->causal && j0 > i)) {
       memset(sb, 0, sizeof(T) * BK);
       memset(db, 0, sizeof(T) * BK);
       continue;
     }
     // Scores as the forward computes them (scale, bias, masks, causality, lengths), minus lse.
-    if (!f->bias && !f->mask) {
+    // Where lc is not 0, lse is the row's score max and lc its log(l) (bwd_stats), and the
+    // scores are computed as bwd_stats computed them.
+    if (!f->bias && !f->mask && lc == 0) {
       const int64_t lim = f->causal && i - j0 + 1 < nk ? i - j0 + 1 : nk;
       for (int64_t j = 0; j < BK; j += W) {
         V x;
@@ -318,23 +353,7 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_tile)(const cmlc_fa_bwd_ctx_t* c, int6
       }
       for (int64_t j = lim; j < BK; ++j) sb[j] = (T)-INFINITY;
     } else {
-      const int64_t mb_row = b * f->mask_str[0] + h * f->mask_str[1] + i * f->mask_str[2];
-      const int64_t bb_row = b * f->bias_str[0] + h * f->bias_str[1] + i * f->bias_str[2];
-      for (int64_t j = 0; j < BK; ++j) {
-        const int64_t jj = j0 + j;
-        bool allowed = j < nk && (!f->causal || jj <= i);
-        T s = sb[j] * scale;
-        if (allowed && f->bias) s += CMLC_FA_LOAD(f->bias, bb_row + jj * f->bias_str[3], f->dtype);
-        if (allowed && f->mask) {
-          const int64_t mi = mb_row + jj * f->mask_str[3];
-          if (f->mask_bool) {
-            allowed = ((const uint8_t*)f->mask)[mi] != 0;
-          } else {
-            s += CMLC_FA_LOAD(f->mask, mi, f->dtype);
-          }
-        }
-        sb[j] = allowed ? s - lse : (T)-INFINITY;
-      }
+      CMLC_FA_NAME(bwd_scores)(f, b, h, i, j0, nk, lse, lc, sb);
     }
 #if CMLC_FA_VEXP
     if (lse == lse) {
@@ -355,6 +374,72 @@ static CMLC_FA_ATTR void CMLC_FA_NAME(bwd_tile)(const cmlc_fa_bwd_ctx_t* c, int6
       memcpy(&dpv, db + j, sizeof dpv);
       dpv = pv * (dpv - dsum) * scale;
       memcpy(db + j, &dpv, sizeof dpv);
+    }
+  }
+}
+
+// One task per batch and query head, before the passes: for each row whose saved logsumexp
+// is finite and at least CMLC_FA_LSE_EXACT in magnitude, where m + log(l) in one
+// float lost log(l) to rounding (a row masked entirely by a large finite additive value gets
+// uniform weights over its l keys, and P = exp(S - lse) would be 1 instead of 1/l), recomputes
+// the row's score max m and log(l) from q and k, the scores exactly as bwd_tile computes them,
+// into c->stat_m and c->stat_c; the other rows get their saved value and 0. Scratch: the
+// thread's q, kt, vt and p tiles.
+CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(bwd_stats)(const cmlc_fa_bwd_ctx_t* c, int64_t task,
+                                                          int thread_index) {
+  typedef CMLC_FA_T T;
+  enum { BK = CMLC_FA_BK };
+  const cmlc_fa_ctx_t* f = &c->f;
+  const int64_t h = task % f->heads, b = task / f->heads, hk = h / f->groups;
+  const T exact = (T)CMLC_FA_LSE_EXACT;
+  int64_t q_rows = f->seq, kv_end = f->kv_seq;
+  if (f->q_len) {
+    const int64_t ql = f->q_len[b], kl = f->kv_len[b];
+    q_rows = ql < 0 ? 0 : (ql < f->seq ? ql : f->seq);
+    kv_end = kl < 0 ? 0 : (kl < f->kv_seq ? kl : f->kv_seq);
+  }
+  const int64_t row0 = (b * f->heads + h) * f->seq;
+  const T* ls = (const T*)c->lse + row0;
+  T* mo = (T*)c->stat_m + row0;
+  T* lo = (T*)c->stat_c + row0;
+  char* base = c->scratch + (size_t)thread_index * c->per_thread;
+  T* qr = (T*)(base + c->off_q);
+  T* kt = (T*)(base + c->off_kt);
+  T* vt = (T*)(base + c->off_vt);
+  T* sb = (T*)(base + c->off_p);
+  for (int64_t i = 0; i < f->seq; ++i) {
+    mo[i] = ls[i];
+    lo[i] = 0;
+    const T a = ls[i] < 0 ? -ls[i] : ls[i];
+    if (i >= q_rows || !(a >= exact) || a == (T)INFINITY) continue;
+    memset(qr, 0, (size_t)c->dp * sizeof(T));
+    const int64_t qa = b * f->q_str[0] + h * f->q_str[1] + i * f->q_str[2];
+    if (f->dtype == CMLC_FA_NATIVE) {
+      memcpy(qr, (const T*)f->q + qa, (size_t)f->d * sizeof(T));
+    } else {
+      CMLC_FA_NAME(load_row)(qr, f->q, qa, f->d, f->dtype);
+    }
+    const int64_t end = f->causal && kv_end > i + 1 ? i + 1 : kv_end;
+    T m = (T)-INFINITY, l = 0;
+    for (int64_t j0 = 0; j0 < end; j0 += BK) {
+      const int64_t nk = end - j0 < BK ? end - j0 : BK;
+      CMLC_FA_NAME(bwd_load_keys)(c, b, hk, j0, nk, kt, vt, NULL);
+      CMLC_FA_NAME(bwd_mm)(qr, c->dp, 1, f->d, kt, sb);
+      CMLC_FA_NAME(bwd_scores)(f, b, h, i, j0, nk, 0, 0, sb);
+      T mt = m;
+      for (int64_t j = 0; j < nk; ++j) mt = sb[j] > mt ? sb[j] : mt;
+      if (mt == (T)-INFINITY) continue;
+      if (mt > m) {
+        l = m == (T)-INFINITY ? 0 : l * CMLC_FA_EXP(m - mt);
+        m = mt;
+      }
+      for (int64_t j = 0; j < nk; ++j) {
+        if (sb[j] != (T)-INFINITY) l += CMLC_FA_EXP(sb[j] - m);
+      }
+    }
+    if (m > (T)-INFINITY && m < (T)INFINITY && l > 0) {
+      mo[i] = m;
+      lo[i] = (T)log((double)l);
     }
   }
 }
@@ -399,8 +484,9 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(bwd_kv)(const cmlc_fa_bwd_ctx_t* 
       // Causal: rows before j0 see no key of the tile.
       for (int64_t i0 = f->causal ? j0 / BQ * BQ : 0; i0 < q_rows; i0 += BQ) {
         const int64_t rows = q_rows - i0 < BQ ? q_rows - i0 : BQ;
-        CMLC_FA_NAME(bwd_load_rows)(c, b, h, i0, rows, BQ, qb, dob, st, st + BQ);
-        CMLC_FA_NAME(bwd_tile)(c, b, h, i0, rows, j0, nk, qb, dob, st, st + BQ, kt, vt, pb, dsb);
+        CMLC_FA_NAME(bwd_load_rows)(c, b, h, i0, rows, BQ, qb, dob, st, st + BQ, st + 2 * BQ);
+        CMLC_FA_NAME(bwd_tile)
+        (c, b, h, i0, rows, j0, nk, qb, dob, st, st + BQ, st + 2 * BQ, kt, vt, pb, dsb);
         CMLC_FA_NAME(bwd_acc_tn)(pb, rows, dob, f->dvp, dvb);
         CMLC_FA_NAME(bwd_acc_tn)(dsb, rows, qb, c->dp, dk);
       }
@@ -450,11 +536,13 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(bwd_q)(const cmlc_fa_bwd_ctx_t* c
   T* dq = (T*)(base + c->off_a1);  // [BQ, dp]
   T* st = (T*)(base + c->off_st);
   memset(dq, 0, (size_t)(BQ * c->dp) * sizeof(T));
-  if (rows > 0) CMLC_FA_NAME(bwd_load_rows)(c, b, h, i0, rows, BQ, qb, dob, st, st + BQ);
+  if (rows > 0)
+    CMLC_FA_NAME(bwd_load_rows)(c, b, h, i0, rows, BQ, qb, dob, st, st + BQ, st + 2 * BQ);
   for (int64_t j0 = 0; j0 < kv_end; j0 += BK) {
     const int64_t nk = kv_end - j0 < BK ? kv_end - j0 : BK;
     CMLC_FA_NAME(bwd_load_keys)(c, b, hk, j0, nk, kt, vt, kb);
-    CMLC_FA_NAME(bwd_tile)(c, b, h, i0, rows, j0, nk, qb, dob, st, st + BQ, kt, vt, pb, dsb);
+    CMLC_FA_NAME(bwd_tile)
+    (c, b, h, i0, rows, j0, nk, qb, dob, st, st + BQ, st + 2 * BQ, kt, vt, pb, dsb);
     CMLC_FA_NAME(bwd_acc_nn)(dsb, rows, nk, kb, c->dp, dq);
   }
   const int64_t q_base = b * f->q_str[0] + h * f->q_str[1] + i0 * f->q_str[2];
@@ -495,12 +583,13 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(bwd_head)(const cmlc_fa_bwd_ctx_t
   T* hdo = (T*)(base + c->off_hdo);  // [groups, sp, dvp]
   T* hl = (T*)(base + c->off_hl);    // [groups, sp]
   T* hd = (T*)(base + c->off_hd);    // [groups, sp]
+  T* hc = (T*)(base + c->off_hc);    // [groups, sp]
   T* hdq = (T*)(base + c->off_hdq);  // [groups, sp, dp]
   memset(hdq, 0, (size_t)(f->groups * sp * dp) * sizeof(T));
   for (int64_t g = 0; g < f->groups; ++g) {
     CMLC_FA_NAME(bwd_load_rows)
     (c, b, hk * f->groups + g, 0, q_rows, sp, hq + g * sp * dp, hdo + g * sp * dvp, hl + g * sp,
-     hd + g * sp);
+     hd + g * sp, hc + g * sp);
   }
   for (int64_t j0 = 0; j0 < f->kv_seq; j0 += BK) {
     const int64_t nstore = f->kv_seq - j0 < BK ? f->kv_seq - j0 : BK;
@@ -517,7 +606,8 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(bwd_head)(const cmlc_fa_bwd_ctx_t
           const T* qb = hq + (g * sp + i0) * dp;
           const T* dob = hdo + (g * sp + i0) * dvp;
           CMLC_FA_NAME(bwd_tile)
-          (c, b, h, i0, rows, j0, nk, qb, dob, hl + g * sp + i0, hd + g * sp + i0, kt, vt, pb, dsb);
+          (c, b, h, i0, rows, j0, nk, qb, dob, hl + g * sp + i0, hd + g * sp + i0, hc + g * sp + i0,
+           kt, vt, pb, dsb);
           CMLC_FA_NAME(bwd_acc_tn)(pb, rows, dob, dvp, dvb);
           CMLC_FA_NAME(bwd_acc_tn)(dsb, rows, qb, dp, dk);
           CMLC_FA_NAME(bwd_acc_nn)(dsb, rows, nk, kb, dp, hdq + (g * sp + i0) * dp);
