@@ -169,7 +169,10 @@ bool bt_ok(bt_t* t, cml_status_t status, const char* what) {
 
 bool bt_require_op(bt_t* t, cml_op_t op) {
   const cml_capabilities_t* caps = t->backend ? cml_backend_capabilities(t->backend) : NULL;
-  if (caps && cml_capabilities_has_op(caps, op)) return true;
+  if (caps && cml_capabilities_has_op(caps, op)) {
+    t->op_required = true;
+    return true;
+  }
   bt_unsupported(t, "the backend does not support op %s", cml_op_name(op));
   return false;
 }
@@ -763,6 +766,7 @@ static void bt__check_status(bt_t* t, const char* what, cml_status_t status, cml
 }
 
 void bt_expect_builder_error(bt_t* t, cml_status_code_t code, const char* const* needles) {
+  ++t->checks;
   cml_builder_t* b = bt_builder(t);
   if (!b) return;
   cml_status_t st = cml_builder_status(b);
@@ -772,6 +776,7 @@ void bt_expect_builder_error(bt_t* t, cml_status_code_t code, const char* const*
 
 void bt_expect_status(bt_t* t, cml_status_t status, cml_status_code_t code,
                       const char* const* needles) {
+  ++t->checks;
   bt__check_status(t, "status", status, code, needles);
   cml_status_free(status);
 }
@@ -868,6 +873,7 @@ static bool bt__component_match(cml_dtype_t dtype, uint64_t g, uint64_t w,
 
 static void bt__compare(bt_t* t, const char* what, const bt_tensor_t* got, const bt_tensor_t* want,
                         const bt_compare_t* cmp) {
+  ++t->checks;
   if (!what) what = "result";
   if (!got || !want) {
     bt_fail(t, "%s: missing tensor", what);

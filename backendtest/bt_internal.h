@@ -61,6 +61,10 @@ struct bt_t {
   // something: a case that only checks a builder error passes on a backend that refuses every
   // compile).
   size_t executions;
+  // Checks made (bt_expect_*) and whether bt_require_op passed: a case that required its op but
+  // neither executed nor checked anything (every dtype it tests missing) is a skip.
+  size_t checks;
+  bool op_required;
 };
 
 // Starts a case: |t| is caller storage; |backend| is borrowed (may be NULL for helper tests).

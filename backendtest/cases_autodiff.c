@@ -6,7 +6,8 @@
 // 2e-3 relative (f32 rounding through a few ops). The finite differences run the forward ops
 // that the other groups check; the gradient graph is built by the core, so a backend passes
 // when it runs the ops the VJPs use (Pad, ReduceWindow, SelectAndScatter, ScatterSum, ...).
-// Second order: the gradient of attention is itself differentiated (grad_sdpa_second_order).
+// Attention's gradient (grad_sdpa: the native FusedScaledDotProductAttentionVJP where a backend
+// runs it), and second order: that gradient is itself differentiated (grad_sdpa_second_order).
 #include <math.h>
 #include <string.h>
 
@@ -389,6 +390,15 @@ static cml_value_t g_real_fft(cml_function_t* f, const cml_value_t* p, cml_dtype
   return cml_op_concatenate(
       f, 1, (cml_value_t[]){cml_op_real(f, r), cml_op_imag(f, r), i8, cml_op_mul(f, i9, i9)}, 4);
 }
+// Attention (causal, grouped-query, BHSD): on a backend with the native attention VJP the
+// gradient is that node (FusedScaledDotProductAttentionVJP), elsewhere its decomposition's.
+static cml_value_t g_sdpa(cml_function_t* f, const cml_value_t* p, cml_dtype_t dt) {
+  (void)dt;
+  cml_sdpa_config_t c;
+  cml_sdpa_config_init(&c);
+  c.causal = true;
+  return cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BHSD, &c, NULL, NULL);
+}
 // Second order: the gradient of sum(sin(attention(q, k, v))) (causal, grouped-query, BHSD) with
 // respect to q, k and v, flattened; the check differentiates it again. On a backend with the
 // native attention VJP this differentiates that node.
@@ -519,6 +529,15 @@ static void case_real_fft(bt_t* t) {
            g_real_fft,
            {CML_OP_FFT, CML_OP_COMPLEX, CML_OP_CONJ, CML_OP_PAD}});
 }
+static void case_sdpa(bt_t* t) {
+  AD_SPEC({3,
+           {4, 4, 4},
+           {{1, 2, 4, 3}, {1, 1, 5, 3}, {1, 1, 5, 2}},
+           -1,
+           1,
+           g_sdpa,
+           {CML_OP_DOT_GENERAL, CML_OP_EXP, CML_OP_REDUCE_MAX, CML_OP_INVALID}});
+}
 static void case_sdpa_second_order(bt_t* t) {
   AD_SPEC({3,
            {4, 4, 4},
@@ -544,6 +563,7 @@ const bt_case_t bt_cases_autodiff[] = {
     {"grad_control", CML_OP_IF, case_control},
     {"grad_scatter_extremal", CML_OP_SCATTER_MAX, case_scatter_extremal},
     {"grad_real_fft", CML_OP_FFT, case_real_fft},
+    {"grad_sdpa", CML_OP_FUSED_SDPA_VJP, case_sdpa},
     {"grad_sdpa_second_order", CML_OP_FUSED_SDPA, case_sdpa_second_order},
 };
 const size_t bt_cases_autodiff_count = sizeof bt_cases_autodiff / sizeof bt_cases_autodiff[0];

@@ -143,17 +143,33 @@ static void cb_run_float_op(bt_t* t, const cb_float_op_t* op) {
   }
 }
 
-#define CB_FLOAT_CASE(idx, fname) \
-  static void case_float_##fname(bt_t* t) { cb_run_float_op(t, &cb_float_ops[idx]); }
-CB_FLOAT_CASE(0, add)
-CB_FLOAT_CASE(1, sub)
-CB_FLOAT_CASE(2, mul)
-CB_FLOAT_CASE(3, div)
-CB_FLOAT_CASE(4, max)
-CB_FLOAT_CASE(5, min)
-CB_FLOAT_CASE(6, pow)
-CB_FLOAT_CASE(7, rem)
-CB_FLOAT_CASE(8, atan2)
+// The row of cb_float_ops named |name| (a case finds its row by name, so rows may be added
+// anywhere), or NULL.
+static const cb_float_op_t* cb_float_op_named(const char* name) {
+  for (size_t i = 0; i < sizeof cb_float_ops / sizeof *cb_float_ops; ++i) {
+    if (strcmp(cb_float_ops[i].name, name) == 0) return &cb_float_ops[i];
+  }
+  return NULL;
+}
+
+#define CB_FLOAT_CASE(fname)                                     \
+  static void case_float_##fname(bt_t* t) {                      \
+    const cb_float_op_t* op_ = cb_float_op_named(#fname);        \
+    if (!op_) {                                                  \
+      bt_fail(t, "no row named \"%s\" in cb_float_ops", #fname); \
+      return;                                                    \
+    }                                                            \
+    cb_run_float_op(t, op_);                                     \
+  }
+CB_FLOAT_CASE(add)
+CB_FLOAT_CASE(sub)
+CB_FLOAT_CASE(mul)
+CB_FLOAT_CASE(div)
+CB_FLOAT_CASE(max)
+CB_FLOAT_CASE(min)
+CB_FLOAT_CASE(pow)
+CB_FLOAT_CASE(rem)
+CB_FLOAT_CASE(atan2)
 
 //===--- integer binary ops ---===//
 

@@ -180,27 +180,43 @@ static void cu_run_float_op(bt_t* t, const cu_float_op_t* op) {
   }
 }
 
-#define CU_FLOAT_CASE(idx, fname) \
-  static void case_float_##fname(bt_t* t) { cu_run_float_op(t, &cu_float_ops[idx]); }
-CU_FLOAT_CASE(0, abs)
-CU_FLOAT_CASE(1, neg)
-CU_FLOAT_CASE(2, sign)
-CU_FLOAT_CASE(3, ceil)
-CU_FLOAT_CASE(4, floor)
-CU_FLOAT_CASE(5, round)
-CU_FLOAT_CASE(6, sqrt)
-CU_FLOAT_CASE(7, rsqrt)
-CU_FLOAT_CASE(8, exp)
-CU_FLOAT_CASE(9, expm1)
-CU_FLOAT_CASE(10, log)
-CU_FLOAT_CASE(11, log1p)
-CU_FLOAT_CASE(12, logistic)
-CU_FLOAT_CASE(13, tanh)
-CU_FLOAT_CASE(14, sin)
-CU_FLOAT_CASE(15, cos)
-CU_FLOAT_CASE(16, erf)
-CU_FLOAT_CASE(17, real)
-CU_FLOAT_CASE(18, imag)
+// The row of cu_float_ops named |name| (a case finds its row by name, so rows may be added
+// anywhere), or NULL.
+static const cu_float_op_t* cu_float_op_named(const char* name) {
+  for (size_t i = 0; i < sizeof cu_float_ops / sizeof *cu_float_ops; ++i) {
+    if (strcmp(cu_float_ops[i].name, name) == 0) return &cu_float_ops[i];
+  }
+  return NULL;
+}
+
+#define CU_FLOAT_CASE(fname)                                     \
+  static void case_float_##fname(bt_t* t) {                      \
+    const cu_float_op_t* op_ = cu_float_op_named(#fname);        \
+    if (!op_) {                                                  \
+      bt_fail(t, "no row named \"%s\" in cu_float_ops", #fname); \
+      return;                                                    \
+    }                                                            \
+    cu_run_float_op(t, op_);                                     \
+  }
+CU_FLOAT_CASE(abs)
+CU_FLOAT_CASE(neg)
+CU_FLOAT_CASE(sign)
+CU_FLOAT_CASE(ceil)
+CU_FLOAT_CASE(floor)
+CU_FLOAT_CASE(round)
+CU_FLOAT_CASE(sqrt)
+CU_FLOAT_CASE(rsqrt)
+CU_FLOAT_CASE(exp)
+CU_FLOAT_CASE(expm1)
+CU_FLOAT_CASE(log)
+CU_FLOAT_CASE(log1p)
+CU_FLOAT_CASE(logistic)
+CU_FLOAT_CASE(tanh)
+CU_FLOAT_CASE(sin)
+CU_FLOAT_CASE(cos)
+CU_FLOAT_CASE(erf)
+CU_FLOAT_CASE(real)
+CU_FLOAT_CASE(imag)
 
 // IsFinite / IsNaN: Bool outputs, exact.
 static void cu_run_float_predicate(bt_t* t, cml_op_t op) {

@@ -20,7 +20,9 @@
 //   static cml_status_t my_create(const char* config, cml_allocator_t alloc,
 //                                 cml_backend_t** out) {
 //     my_backend_t* b = cml_allocator_malloc(alloc, sizeof *b, 64);
-//     cml_backend_init_base(&b->base, &my_vtable, alloc, "mine", config, 1);
+//     char full[256];  // the full config, which cml_backend_config returns
+//     snprintf(full, sizeof full, "mine%s%s", *config ? ":" : "", config);
+//     cml_backend_init_base(&b->base, &my_vtable, alloc, "mine", full, 1);
 //     cml_capabilities_set_op(&b->base.capabilities, CML_OP_ADD, true); ...
 //     *out = &b->base;
 //     return CML_OK;
@@ -77,6 +79,9 @@ typedef struct cml_backend_vtable_t {
   const char* (*device_description)(const cml_backend_t* backend, int device);
 
   // Buffers. |shape| and |device| are valid; |data| holds cml_shape_byte_size(shape) bytes.
+  // Packed dtypes (Int4, Uint4, Int2, Uint2, Int1, Uint1): the bits of the last byte past the
+  // last element must read back as 0 (docs/dtypes.md); the core passes the caller's bytes as
+  // they are, so clear them in the copy (the suite's exec/round_trip_* cases check it).
   cml_status_t (*buffer_from_host)(cml_backend_t* backend, int device, const cml_shape_t* shape,
                                    const void* data, cml_buffer_t** out_buffer);
   cml_status_t (*buffer_copy_to_host)(cml_buffer_t* buffer, void* dst, size_t size);
@@ -155,7 +160,8 @@ struct cml_executable_t {
   cml_shape_t* output_shapes;
 };
 
-// Initializes the base of a new backend (refcount 1; copies |name|, |config|; description
+// Initializes the base of a new backend (refcount 1; copies |name| and |config|, the full config
+// "<name>:<options>" that cml_backend_config returns, e.g. "mine:threads=2"; description
 // defaults to |name|). INCOMPATIBLE when |vtable|'s struct_size is smaller than backend API
 // 1.0's vtable (every entry up to executable_destroy). Capabilities start empty (except max_rank =
 // CML_MAX_RANK and the CML_DISTRIBUTION_NONE bit of distributions): the backend fills them.

@@ -337,6 +337,39 @@ static cml_status_t cml__executable_check_donation(const cml_executable_t* exe,
                          donate[j] ? " and donated twice" : "");
 }
 
+// Checks result |i| of an execution that returned OK: present, of the executable's backend, on
+// |device| (the slot's device), of the declared dtype and rank, and of the declared shape on
+// one device (dynamic axes: the static dims; SPMD results may be shards). A backend that
+// breaks this gets INTERNAL naming it, never a result that contradicts the executable.
+static cml_status_t cml__executable_check_output(const cml_executable_t* exe,
+                                                 cml_buffer_t* const* results, size_t i,
+                                                 size_t replicas, int device) {
+  static const char what[] = "cml_executable_execute";
+  const cml_backend_t* backend = exe->backend;
+  const cml_buffer_t* r = results[i];
+  if (!r) {
+    return cml_status_make(CML_STATUS_INTERNAL, "%s: backend \"%s\" returned no output %zu", what,
+                           cml_backend_name(backend), i);
+  }
+  const cml_shape_t* want = &exe->output_shapes[i % exe->output_count];
+  bool same = r->backend == backend && r->device == device && r->shape.dtype == want->dtype &&
+              r->shape.rank == want->rank;
+  if (same && replicas <= 1) {
+    for (int a = 0; a < want->rank && same; ++a) {
+      same = want->dims[a] < 0 ? r->shape.dims[a] >= 0 : r->shape.dims[a] == want->dims[a];
+    }
+  }
+  if (same) return CML_OK;
+  char ws[160], gs[160];
+  return cml_status_make(CML_STATUS_INTERNAL,
+                         "%s: backend \"%s\" returned output %zu as %s on device %d%s, but the "
+                         "executable declares %s on device %d",
+                         what, cml_backend_name(backend), i,
+                         cml_shape_format(&r->shape, gs, sizeof gs), r->device,
+                         r->backend == backend ? "" : " of another backend",
+                         cml_shape_format(want, ws, sizeof ws), device);
+}
+
 // The checked execute behind both public forms. |control| is NULL when the caller gave neither
 // a cancel token nor a deadline.
 // *|dispatched| tells whether the backend was called (it reports its own failures).
@@ -484,23 +517,21 @@ static cml_status_t cml__executable_execute_checked(cml_executable_t* executable
     }
   }
   if (st == CML_OK) {
-    for (size_t i = 0; i < result_count; ++i) {
+    for (size_t i = 0; i < result_count && st == CML_OK; ++i) {
       const size_t slot = i / (executable->output_count ? executable->output_count : 1);
-      if (multi_process && replicas > 1 &&
-          !cml_backend_device_is_local(backend, assignment ? (int)assignment[slot] : (int)slot)) {
+      const int want_device =
+          replicas > 1 ? (assignment ? (int)assignment[slot] : (int)slot) : device;
+      if (multi_process && replicas > 1 && !cml_backend_device_is_local(backend, want_device)) {
         continue;  // another process's result
       }
-      if (!out_results[i]) {
-        st = cml_status_make(CML_STATUS_INTERNAL, "%s: backend \"%s\" returned no output %zu", what,
-                             cml_backend_name(backend), i);
-        break;
-      }
+      st = cml__executable_check_output(executable, out_results, i, replicas, want_device);
     }
-    if (st != CML_OK) {
-      for (size_t i = 0; i < result_count; ++i) {
-        cml_buffer_release(out_results[i]);
-        out_results[i] = NULL;
-      }
+  }
+  if (st != CML_OK && *dispatched) {
+    // Results are the caller's only on success (a backend that failed may have written some).
+    for (size_t i = 0; i < result_count; ++i) {
+      cml_buffer_release(out_results[i]);
+      out_results[i] = NULL;
     }
   }
   for (size_t k = 0; k < used; ++k) {

@@ -158,6 +158,14 @@ cml_status_t cml_builder_compile(cml_builder_t* builder, cml_executable_t** out_
     return cml_status_make(CML_STATUS_INTERNAL, "compile: backend \"%s\" returned no executable",
                            cml_backend_name(b->backend));
   }
+  if (exe->backend != b->backend || __atomic_load_n(&exe->refcount, __ATOMIC_RELAXED) != 1) {
+    if (vt->executable_destroy) vt->executable_destroy(exe);
+    return cml_status_make(CML_STATUS_INTERNAL,
+                           "compile: backend \"%s\" returned an executable whose base "
+                           "cml_executable_init_base did not initialize (another backend, or a "
+                           "reference count other than 1)",
+                           cml_backend_name(b->backend));
+  }
   *out_executable = exe;
   return CML_OK;
 }

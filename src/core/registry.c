@@ -95,10 +95,18 @@ static bool cml__registry_alias_taken(void* user, const char* alias, size_t n) {
   return false;
 }
 
+// A character a backend name or alias may hold: printable ASCII other than the config
+// syntax's ':', ',', '=', spaces, quotes and backslashes (names are printed in messages,
+// environment variables and JSON).
+static bool cml__registry_name_char(char ch) {
+  return ch > ' ' && ch < 127 && ch != ':' && ch != ',' && ch != '=' && ch != '"' && ch != '\\' &&
+         ch != '\'';
+}
+
 static bool cml__registry_valid_name(const char* name) {
   if (!name || !*name || strlen(name) >= CML__NAME_MAX) return false;
   for (const char* p = name; *p; ++p) {
-    if (*p == ':' || *p == ',' || *p == ' ' || *p == '=') return false;
+    if (!cml__registry_name_char(*p)) return false;
   }
   return true;
 }
@@ -108,8 +116,7 @@ static bool cml__registry_valid_name(const char* name) {
 static bool cml__registry_alias_invalid(void* user, const char* alias, size_t n) {
   char* out = (char*)user;
   bool bad = n >= CML__NAME_MAX;
-  for (size_t i = 0; i < n && !bad; ++i)
-    bad = alias[i] == ':' || alias[i] == ' ' || alias[i] == '=';
+  for (size_t i = 0; i < n && !bad; ++i) bad = !cml__registry_name_char(alias[i]);
   if (!bad) return false;
   const size_t keep = n < CML__NAME_MAX ? n : CML__NAME_MAX - 1;
   memcpy(out, alias, keep);
@@ -145,7 +152,8 @@ cml_status_t cml__registry_add(const cml_backend_factory_t* factory) {
   if (!cml__registry_valid_name(factory->name)) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "cml_backend_register: invalid backend name \"%s\" (non-empty, shorter "
-                           "than %d characters, without ':', ',', '=' or spaces)",
+                           "than %d characters, printable ASCII without ':', ',', '=', quotes, "
+                           "backslashes or spaces)",
                            name, CML__NAME_MAX);
   }
   if (!factory->create) {
@@ -157,7 +165,8 @@ cml_status_t cml__registry_add(const cml_backend_factory_t* factory) {
     // A config is split at its first ':', so such an alias could never be selected.
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "cml_backend_register: invalid alias \"%s\" of backend \"%s\" "
-                           "(shorter than %d characters, without ':', '=' or spaces)",
+                           "(shorter than %d characters, printable ASCII without ':', '=', "
+                           "quotes, backslashes or spaces)",
                            bad_alias, name, CML__NAME_MAX);
   }
 
@@ -399,6 +408,16 @@ cml_status_t cml_backend_create(const char* config, cml_allocator_t allocator,
     return cml_status_make(CML_STATUS_INTERNAL,
                            "backend \"%s\": create returned OK without a backend", f->name);
   }
+  if (!backend->name || !*backend->name || backend->device_count < 1 ||
+      __atomic_load_n(&backend->refcount, __ATOMIC_RELAXED) != 1) {
+    // Not through cml_backend_release: without a reference count it would never be destroyed.
+    if (CML__VTABLE_HAS(backend->vtable, destroy)) backend->vtable->destroy(backend);
+    return cml_status_make(CML_STATUS_INTERNAL,
+                           "backend \"%s\": create returned a backend whose base "
+                           "cml_backend_init_base did not initialize (no name, no device or a "
+                           "reference count other than 1)",
+                           f->name);
+  }
   *out_backend = backend;
   return CML_OK;
 }
@@ -428,6 +447,15 @@ cml_status_t cml_backend_new(cml_backend_t** out_backend) {
 
 //===--- plug-ins ---===//
 
+// Closes a plug-in that failed to load, unless factories were registered since the registry
+// held |registered_before| of them (the plug-in's own, pointing into it: it stays loaded).
+static void cml__plugin_unload(void* handle, size_t registered_before) {
+  pthread_mutex_lock(&cml__registry_mutex);
+  const bool grew = cml__registry_count != registered_before;
+  pthread_mutex_unlock(&cml__registry_mutex);
+  if (!grew) dlclose(handle);
+}
+
 cml_status_t cml_plugin_load(const char* path) {
   if (!path || !*path) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "cml_plugin_load: empty path");
@@ -453,6 +481,11 @@ cml_status_t cml_plugin_load(const char* path) {
     }
   }
 #endif
+  // A plug-in may register factories itself (from a constructor, or in its query function):
+  // the registry then points into the library, which must stay loaded whatever happens next.
+  pthread_mutex_lock(&cml__registry_mutex);
+  const size_t registered_before = cml__registry_count;
+  pthread_mutex_unlock(&cml__registry_mutex);
   dlerror();  // clear any stale error
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
@@ -468,21 +501,28 @@ cml_status_t cml_plugin_load(const char* path) {
                                       "cml_plugin_load: \"%s\" is not a cml plugin: no symbol %s "
                                       "(%s)",
                                       path, CML_PLUGIN_QUERY_SYMBOL, err ? err : "NULL symbol");
-    dlclose(handle);
+    cml__plugin_unload(handle, registered_before);
     return st;
   }
   cml_plugin_query_fn query;
   memcpy(&query, &symbol, sizeof query);
   const cml_backend_factory_t* factory = query(CML_BACKEND_API_MAJOR);
   if (!factory) {
-    dlclose(handle);
+    cml__plugin_unload(handle, registered_before);
     return cml_status_make(CML_STATUS_INCOMPATIBLE,
                            "cml_plugin_load: \"%s\" returned no backend for host API %d.%d", path,
                            CML_BACKEND_API_MAJOR, CML_BACKEND_API_MINOR);
   }
+  // The plug-in registered this very factory itself: it is loaded.
+  bool registered = false;
+  pthread_mutex_lock(&cml__registry_mutex);
+  for (size_t i = registered_before; i < cml__registry_count && !registered; ++i)
+    registered = cml__registry_factories[i] == factory;
+  pthread_mutex_unlock(&cml__registry_mutex);
+  if (registered) return CML_OK;
   cml_status_t st = cml__registry_add(factory);
   if (st != CML_OK) {
-    dlclose(handle);
+    cml__plugin_unload(handle, registered_before);
     return cml_status_annotate(st, "cml_plugin_load \"%s\"", path);
   }
   // The handle stays open: the registry keeps the factory by pointer for the process's life.

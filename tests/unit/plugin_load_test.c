@@ -131,6 +131,30 @@ TEST(load_errors) {
   ASSERT_TRUE(b == NULL);
 }
 
+// A plug-in that registers its factory itself when loaded (a constructor) stays loaded: the
+// registry points into it. cml_plugin_load closed such a library after refusing the factory
+// as "already registered" (and after a NULL query result), and the next look at the registry
+// read freed memory.
+TEST(self_registering_plugins_stay_loaded) {
+  ASSERT_STATUS_OK(cml_plugin_load(REF_BAD_SELF_REGISTER_PATH));
+  ASSERT_TRUE(status_is(cml_plugin_load(REF_BAD_SELF_ORPHAN_PATH), CML_STATUS_INCOMPATIBLE,
+                        NEEDLES("returned no backend")));
+  size_t named = 0;
+  for (size_t i = 0; i < cml_backend_registered_count(); ++i) {
+    const char* name = cml_backend_registered_name(i);
+    ASSERT_TRUE(name != NULL);
+    named += strcmp(name, "self_registered") == 0 || strcmp(name, "self_orphan") == 0;
+  }
+  ASSERT_EQ_INT((int)named, 2);
+  static const char* const names[] = {"self_registered", "self_orphan"};
+  for (int k = 0; k < 2; ++k) {
+    cml_backend_t* b = NULL;
+    ASSERT_TRUE(status_is(cml_backend_new_with_config(names[k], &b), CML_STATUS_UNAVAILABLE,
+                          NEEDLES("create reached")));
+    ASSERT_TRUE(b == NULL);
+  }
+}
+
 TEST(config_errors) {
   ASSERT_STATUS_OK(ensure_ref_loaded());
   cml_backend_t* b = NULL;
@@ -449,7 +473,8 @@ TEST(compliance_exec_two_devices) {
 }
 
 TEST_MAIN(TEST_ENTRY(load_registers_backend), TEST_ENTRY(duplicate_registration),
-          TEST_ENTRY(load_errors), TEST_ENTRY(config_errors), TEST_ENTRY(small_graph_f32),
+          TEST_ENTRY(self_registering_plugins_stay_loaded), TEST_ENTRY(load_errors),
+          TEST_ENTRY(config_errors), TEST_ENTRY(small_graph_f32),
           TEST_ENTRY(small_graph_i32_f64_second_device),
           TEST_ENTRY(unsupported_op_fails_at_build_time), TEST_ENTRY(out_of_memory_sweep),
           TEST_ENTRY(compliance_suite), TEST_ENTRY(compliance_exec_two_devices))

@@ -283,7 +283,8 @@ TEST(duplicates_are_rejected) {
   f.aliases = "null";  // the name of an existing backend as an alias
   ASSERT_STATUS_CODE(cml_backend_register(&f), CML_STATUS_INVALID_ARGUMENT);
   // Aliases follow the names' rules: "e:f" could never be selected (configs split at ':').
-  static const char* const bad_aliases[] = {"ok, e:f", "a b", "x=y"};
+  static const char* const bad_aliases[] = {"ok, e:f", "a b",     "x=y",
+                                            "t\tab",   "q\"uote", "\xc3\xa9"};
   for (size_t i = 0; i < sizeof bad_aliases / sizeof *bad_aliases; ++i) {
     f.aliases = bad_aliases[i];
     st = cml_backend_register(&f);
@@ -294,6 +295,17 @@ TEST(duplicates_are_rejected) {
   f.name = "bad:name";
   f.aliases = NULL;
   ASSERT_STATUS_CODE(cml_backend_register(&f), CML_STATUS_INVALID_ARGUMENT);
+  // Names are printable ASCII without quotes or backslashes (they appear in messages, JSON and
+  // environment variables); control characters and non-ASCII bytes were accepted.
+  static const char* const bad_names[] = {"new\nline", "t\tab", "q\"uote", "back\\slash",
+                                          "\xc3\xa9t\xc3\xa9"};
+  for (size_t i = 0; i < sizeof bad_names / sizeof *bad_names; ++i) {
+    f.name = bad_names[i];
+    st = cml_backend_register(&f);
+    ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(cml_status_message(st), "printable ASCII");
+    cml_status_free(st);
+  }
   f.name = "";
   ASSERT_STATUS_CODE(cml_backend_register(&f), CML_STATUS_INVALID_ARGUMENT);
   f.name = "nocreate";

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tools/cml/test.c: "cml test", the compliance suite on a backend.
 //
-//   cml test [--backend CONFIG] [--op REGEX] [--json FILE] [-v|-vv] [--list]
+//   cml test [--plugin PATH]... [--backend CONFIG] [--op REGEX] [--json FILE] [-v|-vv] [--list]
 //
 // Exits 0 when every selected case passed or was unsupported and at least one passed; 1 when
 // a case failed, an advertised op was not covered, or nothing passed; 2 for usage errors or a
@@ -16,9 +16,12 @@
 
 static void cml_cli_test_usage(FILE* out) {
   fputs(
-      "usage: cml test [--backend CONFIG] [--op REGEX] [--json FILE] [-v|-vv] [--list]\n"
+      "usage: cml test [--plugin PATH]... [--backend CONFIG] [--op REGEX] [--json FILE] [-v|-vv]\n"
+      "                [--list]\n"
       "\n"
       "Runs the compliance suite on a backend.\n"
+      "  --plugin PATH     load a backend plug-in first (cml_plugin_load), then name it with\n"
+      "                    --backend; may be given more than once\n"
       "  --backend CONFIG  backend config, e.g. \"c\", \"c:reference=true\", \"xla:cpu\"\n"
       "                    (default: GOMLX_BACKEND, else the best available backend)\n"
       "  --op REGEX        POSIX extended regex on \"<file>/<case>\", op names and op groups\n"
@@ -93,6 +96,19 @@ int cml_cli_test(int argc, char** argv) {
       backend_config = cml_cli_test_value(argc, argv, &i, arg[1] == 'b' ? "-b" : "--backend");
       if (!backend_config) {
         fprintf(stderr, "cml test: %s needs a value\n", arg);
+        return 2;
+      }
+    } else if (cml_cli_test_is_option(arg, "--plugin")) {
+      const char* path = cml_cli_test_value(argc, argv, &i, "--plugin");
+      if (!path || !path[0]) {
+        fprintf(stderr, "cml test: --plugin needs a path\n");
+        return 2;
+      }
+      cml_status_t st = cml_plugin_load(path);
+      if (st != CML_OK) {
+        fprintf(stderr, "cml test: %s: %s\n", cml_status_code_name(cml_status_code(st)),
+                cml_status_message(st));
+        cml_status_free(st);
         return 2;
       }
     } else if (cml_cli_test_is_option(arg, "--op") || cml_cli_test_is_option(arg, "-o")) {
