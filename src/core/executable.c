@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cml/distributed.h"
+#include "core/dynamic.h"
 #include "core/runtime_internal.h"
 #include "distributed/mpi_comm.h"
 
@@ -445,6 +446,16 @@ static cml_status_t cml__executable_execute_checked(cml_executable_t* executable
     }
     CML_RETURN_IF_ERROR(cml__executable_check_input(executable, inputs, k,
                                                     replicas > 1 ? (int)slot : -1, want_device));
+  }
+  // Dynamic axes: one name gets one size across a device slot's inputs (checked here for every
+  // backend; each input alone was checked above).
+  bool dynamic = false;
+  for (size_t i = 0; i < executable->input_count && !dynamic; ++i)
+    dynamic = cml_shape_is_dynamic(&executable->input_shapes[i]);
+  for (size_t slot = 0; dynamic && !multi_process && slot < (replicas > 1 ? replicas : 1); ++slot) {
+    cml_axis_bindings_t bindings;
+    CML_RETURN_IF_ERROR(
+        cml__dynamic_bindings(executable, inputs + slot * executable->input_count, &bindings));
   }
   if (!CML__VTABLE_HAS(backend->vtable, execute)) {
     return cml_status_make(CML_STATUS_UNIMPLEMENTED, "%s: backend \"%s\" cannot execute", what,
