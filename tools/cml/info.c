@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tools/cml/info.c: "cml info", what this cml offers and what a backend can do.
 //
-//   cml info [--backend CONFIG]
+//   cml info [--plugin PATH]... [--backend CONFIG]
 //
 // Prints the library version, the registered backends (with aliases), the default backend and
 // why it was chosen, and for the chosen backend (the default, or CONFIG): name, config,
@@ -18,10 +18,11 @@
 
 static void cml_cli_info_usage(FILE* out) {
   fputs(
-      "usage: cml info [--backend CONFIG]\n"
+      "usage: cml info [--plugin PATH]... [--backend CONFIG]\n"
       "\n"
       "Prints the registered backends, the default backend and why, and the devices and\n"
       "capabilities of a backend.\n"
+      "  --plugin PATH     load a backend plug-in first (cml_plugin_load); may be repeated\n"
       "  --backend CONFIG  the backend to describe, e.g. \"c\", \"xla:cpu\"\n"
       "                    (default: GOMLX_BACKEND, else the best available backend)\n",
       out);
@@ -150,6 +151,19 @@ int cml_cli_info(int argc, char** argv) {
       config = argv[++i];
     } else if (strncmp(argv[i], "--backend=", 10) == 0) {
       config = argv[i] + 10;
+    } else if (strcmp(argv[i], "--plugin") == 0 || strncmp(argv[i], "--plugin=", 9) == 0) {
+      const char* path = argv[i][8] == '=' ? argv[i] + 9 : (i + 1 < argc ? argv[++i] : NULL);
+      if (!path || !*path) {
+        fprintf(stderr, "cml info: --plugin needs a path\n");
+        return 2;
+      }
+      cml_status_t st = cml_plugin_load(path);
+      if (st != CML_OK) {
+        fprintf(stderr, "cml info: %s: %s\n", cml_status_code_name(cml_status_code(st)),
+                cml_status_message(st));
+        cml_status_free(st);
+        return 2;
+      }
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       cml_cli_info_usage(stdout);
       return 0;
