@@ -325,7 +325,8 @@ TEST(donation_and_output_aliasing) {
 typedef struct ce_counting_t {
   pthread_mutex_t mutex;
   long long live;
-  long large;  // allocations of 256 KiB or more
+  long large;      // allocations of 256 KiB or more
+  long long peak;  // the most bytes live at once
 } ce_counting_t;
 
 static void* ce_counting_fn(void* self, void* ptr, size_t old_size, size_t new_size, size_t align) {
@@ -344,6 +345,7 @@ static void* ce_counting_fn(void* self, void* ptr, size_t old_size, size_t new_s
   if (posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align, new_size) != 0) return NULL;
   pthread_mutex_lock(&a->mutex);
   a->live += (long long)new_size;
+  if (a->live > a->peak) a->peak = a->live;
   if (new_size >= (256 << 10)) a->large++;
   pthread_mutex_unlock(&a->mutex);
   return p;
@@ -366,7 +368,7 @@ static cml_buffer_t* ce_shared(cml_backend_t* b, cml_shape_t s, void** data) {
 // memory; at most 16 entries are kept; larger storage is freed at once; releasing the backend
 // frees everything; c:buffer_cache_mb=0 turns the cache off.
 TEST(storage_cache_reuses_released_results) {
-  ce_counting_t counting = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+  ce_counting_t counting = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
   cml_allocator_t alloc = {&counting, ce_counting_fn};
   cml_backend_t* backend = NULL;
   ASSERT_STATUS_OK(cml_backend_create("c:threads=2", alloc, &backend));
@@ -527,7 +529,93 @@ TEST(while_state_written_in_place) {
   cml_backend_release(backend);
 }
 
+// Peak bytes of compiling and running, on |config| with a counting allocator, a Sort of one
+// f32 line of |n| (ascending) or an FFT of one c64 line of |n|; checks the first outputs.
+static long long ce_single_line_peak(int* test_failed_, const char* config, bool fft, int64_t n) {
+  ce_counting_t counting = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+  cml_backend_t* backend = NULL;
+  cml_status_t st =
+      cml_backend_create(config, (cml_allocator_t){&counting, ce_counting_fn}, &backend);
+  if (st != CML_OK) {
+    fprintf(stderr, "%s: %s\n", config, cml_status_message(st));
+    cml_status_free(st);
+    *test_failed_ = 1;
+    return -1;
+  }
+  cml_builder_t* b = NULL;
+  st = cml_builder_create(backend, "line", &b);
+  cml_function_t* f = cml_builder_main(b);
+  const cml_dtype_t dt = fft ? CML_DTYPE_C64 : CML_DTYPE_F32;
+  const cml_shape_t xs = ce_vec(dt, n);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t y = CML_VALUE_INVALID;
+  if (fft) {
+    y = cml_op_fft(f, x, CML_FFT_FORWARD, &n, 1);
+  } else {
+    cml_function_t* less = NULL;
+    if (st == CML_OK) st = cml_function_new_closure(f, &less);
+    if (st == CML_OK) {
+      const cml_shape_t sf = ce_scalar(CML_DTYPE_F32);
+      cml_value_t l = cml_parameter(less, "l", &sf), r = cml_parameter(less, "r", &sf);
+      cml_value_t lt = cml_op_less_than(less, l, r);
+      st = cml_function_return(less, &lt, 1);
+      cml_op_sort(f, less, 0, true, &x, 1, &y);
+    }
+  }
+  if (st == CML_OK) st = cml_function_return(f, &y, 1);
+  cml_executable_t* exe = NULL;
+  if (st == CML_OK) st = cml_builder_compile(b, &exe);
+  cml_builder_destroy(b);
+  const size_t bytes = (size_t)n * (fft ? 8 : 4);
+  void* host = calloc(1, bytes);
+  for (int64_t i = 0; i < n && !fft; ++i) ((float*)host)[i] = (float)(n - i);
+  if (fft) ((float*)host)[0] = 1;  // a unit impulse: every output is 1
+  cml_buffer_t *in = NULL, *out = NULL;
+  if (st == CML_OK) st = cml_buffer_from_host(backend, 0, &xs, host, bytes, &in);
+  if (st == CML_OK) st = cml_executable_execute(exe, &in, 1, NULL, 0, &out);
+  if (st == CML_OK) st = cml_buffer_copy_to_host(out, host, bytes);
+  if (st == CML_OK) {
+    const float* v = host;
+    const bool ok = fft ? v[0] == 1 && v[1] == 0 && v[2 * n - 2] == 1 : v[0] == 1 && v[n - 1] == n;
+    if (!ok) {
+      fprintf(stderr, "%s: wrong %s\n", config, fft ? "FFT" : "Sort");
+      *test_failed_ = 1;
+    }
+  } else {
+    fprintf(stderr, "%s: %s\n", config, cml_status_message(st));
+    cml_status_free(st);
+    *test_failed_ = 1;
+  }
+  free(host);
+  cml_buffer_release(in);
+  cml_buffer_release(out);
+  cml_executable_release(exe);
+  cml_backend_release(backend);
+  return counting.peak;
+}
+
+// A Sort or FFT of a single long line runs on one thread, so it takes one line's scratch, not
+// one per thread of the backend (found by an outside memory audit: a Sort of [1, 2^20] took
+// 16 bytes x length x threads, 1 GiB at 64 threads; an FFT of 2^19 points 528 MB at 16). The
+// peak on 16 threads stays within that on 1 thread plus a little.
+TEST(single_line_sort_and_fft_scratch_does_not_grow_with_threads) {
+  for (int fft = 0; fft < 2; ++fft) {
+    const int64_t n = fft ? 1 << 16 : 1 << 18;
+    const long long one =
+        ce_single_line_peak(test_failed_, "c:threads=1,buffer_cache_mb=0", fft, n);
+    const long long sixteen =
+        ce_single_line_peak(test_failed_, "c:threads=16,buffer_cache_mb=0", fft, n);
+    if (*test_failed_) return;
+    if (!(sixteen < one + (one >> 2))) {
+      fprintf(stderr, "%s of %lld: peak %lld bytes on 16 threads, %lld on 1\n",
+              fft ? "FFT" : "Sort", (long long)n, sixteen, one);
+    }
+    ASSERT_TRUE(sixteen < one + (one >> 2));
+  }
+}
+
 TEST_MAIN(TEST_ENTRY(while_sum_1_to_10), TEST_ENTRY(while_state_written_in_place),
           TEST_ENTRY(concurrent_execution_from_4_threads), TEST_ENTRY(call_if_and_nested_captures),
           TEST_ENTRY(sort_stable_and_custom), TEST_ENTRY(donation_and_output_aliasing),
-          TEST_ENTRY(storage_cache_reuses_released_results))
+          TEST_ENTRY(storage_cache_reuses_released_results),
+          TEST_ENTRY(single_line_sort_and_fft_scratch_does_not_grow_with_threads))

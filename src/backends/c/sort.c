@@ -639,14 +639,30 @@ static int cmlc_sort_threads(const cmlc_options_t* options) {
   return options && options->threads > 1 ? options->threads : 1;
 }
 
+// The scratch of a Sort of |s| along |axis| with |n| operands: the general comparator's
+// arrays first (|*general| bytes, a multiple of 8), then |*slots| index slots of |*index_bytes|
+// each (a permutation and its merge buffer). The fast comparators sort lines in parallel, one
+// slot per thread that can work (no more than there are lines); the general one runs on one.
+static size_t cmlc_sort_layout(const cml_shape_t* s, int64_t axis, uint32_t n, bool fast,
+                               const cmlc_options_t* options, size_t* general, size_t* index_bytes,
+                               int* slots) {
+  int64_t len = (axis >= 0 && axis < s->rank) ? s->dims[axis] : 1;
+  int64_t lines = 1;
+  for (int32_t d = 0; d < s->rank; ++d) lines = d == axis ? lines : lines * s->dims[d];
+  *general = cmlc_size_align(n * (3 * sizeof(void*) + sizeof(int64_t)) + 64, 8);
+  *index_bytes = cmlc_size_of(len, 2 * sizeof(int64_t));
+  const int threads = cmlc_sort_threads(options);
+  *slots = !fast || lines < 1 ? 1 : (lines < threads ? (int)lines : threads);
+  return cmlc_size_add(*general, cmlc_size_mul(*index_bytes, (size_t)*slots));
+}
+
 size_t cmlc_sort_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                          const cmlc_options_t* options) {
-  const cml_shape_t* s = &module->values[node->inputs[0]].shape;
-  int64_t axis = node->attrs->axis;
-  int64_t len = (axis >= 0 && axis < s->rank) ? s->dims[axis] : 1;
-  const size_t index_bytes = cmlc_size_of(len, 2 * sizeof(int64_t));
-  const size_t general = node->input_count * (3 * sizeof(void*) + sizeof(int64_t)) + 64;
-  return cmlc_size_add(cmlc_size_mul(index_bytes, (size_t)cmlc_sort_threads(options)), general);
+  size_t general, index_bytes;
+  int slots;
+  return cmlc_sort_layout(&module->values[node->inputs[0]].shape, node->attrs->axis,
+                          node->input_count, cmlc_sort_fast_comparator(module, node) != NULL,
+                          options, &general, &index_bytes, &slots);
 }
 
 cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
@@ -665,16 +681,16 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
   for (int32_t d = (int32_t)axis + 1; d < s->rank; ++d) inner *= s->dims[d];
   int64_t lines = outer * inner;
   if (lines == 0 || len == 0) return CML_OK;
-  int threads = cmlc_sort_threads(args->options);
-  const size_t index_bytes = cmlc_size_of(len, 2 * sizeof(int64_t));
-  const size_t general = args->input_count * (3 * sizeof(void*) + sizeof(int64_t)) + 64;
-  if (!args->scratch || index_bytes == SIZE_MAX ||
-      args->scratch_size < cmlc_size_add(index_bytes, general)) {
+  cmlc_before_fn before = cmlc_sort_fast_comparator(args->module, args->node);
+  size_t general, index_bytes;
+  int slots;
+  const size_t need = cmlc_sort_layout(s, axis, args->input_count, before != NULL, args->options,
+                                       &general, &index_bytes, &slots);
+  if (!args->scratch || index_bytes == SIZE_MAX || need == SIZE_MAX || args->scratch_size < need) {
     return cml_status_make(CML_STATUS_INTERNAL, "c backend: Sort scratch of %zu bytes is too small",
                            args->scratch_size);
   }
-  int64_t* index_scratch = (int64_t*)args->scratch;
-  cmlc_before_fn before = cmlc_sort_fast_comparator(args->module, args->node);
+  int64_t* index_scratch = (int64_t*)((uint8_t*)args->scratch + general);
   if (before) {
     cmlc_sort_job_t job = {.args = args,
                            .before = before,
@@ -685,10 +701,8 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
                            .index_scratch = index_scratch};
     job.select = cmlc_sort_select_typed(before);
     if (args->prepared && job.select) memcpy(&job.prefix, args->prepared, sizeof job.prefix);
-    int pool_threads = cmlc_pool_thread_count(args->pool);
-    bool fits = args->scratch_size >=
-                    cmlc_size_add(cmlc_size_mul(index_bytes, (size_t)pool_threads), general) &&
-                pool_threads <= threads;
+    // Every thread of the pool needs a slot (fewer lines than threads: one thread sorts them).
+    const bool fits = cmlc_pool_thread_count(args->pool) <= slots;
     int64_t work = len < 16 ? 16 : len;
     int64_t min_chunk = (int64_t)(32768 / work) + 1;
     cmlc_parallel_for(fits ? args->pool : NULL, lines, min_chunk, cmlc_sort_lines_task, &job);
@@ -696,11 +710,7 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
   }
   // General comparator: one call per comparison, on this thread.
   uint32_t n = args->input_count;
-  if (args->scratch_size < cmlc_size_add(cmlc_size_mul(index_bytes, (size_t)threads), general)) {
-    return cml_status_make(CML_STATUS_INTERNAL, "c backend: Sort scratch of %zu bytes is too small",
-                           args->scratch_size);
-  }
-  uint8_t* extra = (uint8_t*)args->scratch + index_bytes * (size_t)threads;
+  uint8_t* extra = (uint8_t*)args->scratch;
   const void** call_inputs = (const void**)extra;
   const uint8_t** line_bases = (const uint8_t**)(extra + 2 * n * sizeof(void*));
   int64_t* strides = (int64_t*)(extra + 3 * n * sizeof(void*));
