@@ -642,7 +642,9 @@ static int cmlc_sort_threads(const cmlc_options_t* options) {
 // The scratch of a Sort of |s| along |axis| with |n| operands: the general comparator's
 // arrays first (|*general| bytes, a multiple of 8), then |*slots| index slots of |*index_bytes|
 // each (a permutation and its merge buffer). The fast comparators sort lines in parallel, one
-// slot per thread that can work (no more than there are lines); the general one runs on one.
+// slot per thread, when there are at least as many lines as threads; with fewer lines (one
+// long line: the slots would be most of the memory) and with the general comparator, one slot
+// and one thread.
 static size_t cmlc_sort_layout(const cml_shape_t* s, int64_t axis, uint32_t n, bool fast,
                                const cmlc_options_t* options, size_t* general, size_t* index_bytes,
                                int* slots) {
@@ -652,7 +654,7 @@ static size_t cmlc_sort_layout(const cml_shape_t* s, int64_t axis, uint32_t n, b
   *general = cmlc_size_align(n * (3 * sizeof(void*) + sizeof(int64_t)) + 64, 8);
   *index_bytes = cmlc_size_of(len, 2 * sizeof(int64_t));
   const int threads = cmlc_sort_threads(options);
-  *slots = !fast || lines < 1 ? 1 : (lines < threads ? (int)lines : threads);
+  *slots = !fast || lines < threads ? 1 : threads;
   return cmlc_size_add(*general, cmlc_size_mul(*index_bytes, (size_t)*slots));
 }
 

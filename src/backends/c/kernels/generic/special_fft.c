@@ -94,15 +94,15 @@ static bool cmlc_fft_plan(const cml_shape_t* in, const cml_shape_t* out,
     if (p->lengths[a] < 0) return false;
     p->full *= p->lengths[a];
   }
-  // One line buffer per thread that can work: no more than the most lines any pass has (one
-  // 1-D transform of a single line runs on one thread; the run then leaves the pool out).
+  // One line buffer per thread when some pass has at least as many lines as threads; else one
+  // (a 1-D transform of a single long line runs on one thread: the run leaves the pool out).
   int64_t lines = 1;
   for (int32_t a = 0; a < p->axes; ++a) {
     const int64_t along = p->lengths[a] > 0 ? p->full / p->lengths[a] : 0;
     if (along > lines) lines = along;
   }
   p->threads = threads < 1 ? 1 : threads;
-  if (lines < p->threads) p->threads = (int)lines;
+  if (lines < p->threads) p->threads = 1;
   size_t off = 0;
   size_t thread_need = 0;
   for (int32_t a = 0; a < p->axes; ++a) {
