@@ -614,8 +614,52 @@ TEST(single_line_sort_and_fft_scratch_does_not_grow_with_threads) {
   }
 }
 
+// FusedLayerNorm over every axis of x [64, 64, 64] (trailing axes in order: contiguous rows)
+// takes no offset tables: the peak of compiling and running it stays within x, the output and
+// 64 KiB (an outside memory audit measured 8 bytes per normalized element: 2x an f32 input).
+TEST(layer_norm_over_trailing_axes_takes_no_tables) {
+  ce_counting_t counting = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+  cml_backend_t* backend = NULL;
+  ASSERT_STATUS_OK(cml_backend_create("c:threads=2,buffer_cache_mb=0",
+                                      (cml_allocator_t){&counting, ce_counting_fn}, &backend));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(backend, "ln", &b));
+  cml_function_t* f = cml_builder_main(b);
+  enum { D = 64 };
+  const cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 3, (int64_t[]){D, D, D});
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t y = cml_op_fused_layer_norm(f, x, (int64_t[]){0, 1, 2}, 3, 1e-5, CML_VALUE_INVALID,
+                                          CML_VALUE_INVALID);
+  ASSERT_STATUS_OK(cml_function_return(f, &y, 1));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  const size_t bytes = (size_t)D * D * D * sizeof(float);
+  float* host = malloc(bytes);
+  ASSERT_TRUE(host != NULL);
+  for (int i = 0; i < D * D * D; ++i) host[i] = (float)(i % 2);  // mean 0.5, variance 0.25
+  const long long before = counting.live;
+  cml_buffer_t *in = NULL, *out = NULL;
+  ASSERT_STATUS_OK(cml_buffer_from_host(backend, 0, &xs, host, bytes, &in));
+  counting.peak = counting.live;
+  ASSERT_STATUS_OK(cml_executable_execute(exe, &in, 1, NULL, 0, &out));
+  const long long peak = counting.peak - before;
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out, host, bytes));
+  ASSERT_NEAR(host[0], -1.0, 1e-4);
+  ASSERT_NEAR(host[1], 1.0, 1e-4);
+  free(host);
+  cml_buffer_release(in);
+  cml_buffer_release(out);
+  cml_executable_release(exe);
+  cml_backend_release(backend);
+  if (!(peak < 2LL * (long long)bytes + (64 << 10)))
+    fprintf(stderr, "peak %lld bytes for %zu-byte x and output\n", peak, bytes);
+  ASSERT_TRUE(peak < 2LL * (long long)bytes + (64 << 10));
+}
+
 TEST_MAIN(TEST_ENTRY(while_sum_1_to_10), TEST_ENTRY(while_state_written_in_place),
           TEST_ENTRY(concurrent_execution_from_4_threads), TEST_ENTRY(call_if_and_nested_captures),
           TEST_ENTRY(sort_stable_and_custom), TEST_ENTRY(donation_and_output_aliasing),
           TEST_ENTRY(storage_cache_reuses_released_results),
-          TEST_ENTRY(single_line_sort_and_fft_scratch_does_not_grow_with_threads))
+          TEST_ENTRY(single_line_sort_and_fft_scratch_does_not_grow_with_threads),
+          TEST_ENTRY(layer_norm_over_trailing_axes_takes_no_tables))

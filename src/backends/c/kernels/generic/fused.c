@@ -216,6 +216,15 @@ typedef struct cmlc_fk_ln_ctx_t {
   cmlc_fk_ln_row_fn row;  // SIMD loop when every row is contiguous, or NULL
 } cmlc_fk_ln_ctx_t;
 
+// The offset of row |r|'s first element and of its element |j| after it (no tables: the
+// normalized axes are the trailing ones, rows r * n).
+static inline int64_t cmlc_fk_ln_row(const cmlc_fk_ln_ctx_t* c, int64_t r) {
+  return c->row_offsets ? c->row_offsets[r] : r * c->n;
+}
+static inline int64_t cmlc_fk_ln_col(const cmlc_fk_ln_ctx_t* c, int64_t j) {
+  return c->col_offsets ? c->col_offsets[j] : j;
+}
+
 static void cmlc_fk_ln_rows(void* vctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_fk_ln_ctx_t* c = vctx;
@@ -224,7 +233,7 @@ static void cmlc_fk_ln_rows(void* vctx, int64_t begin, int64_t end, int thread_i
   if (c->row) {
     const size_t es = cmlc_dtype_size(dt);
     for (int64_t r = begin; r < end; ++r) {
-      const size_t off = (size_t)c->row_offsets[r] * es;
+      const size_t off = (size_t)cmlc_fk_ln_row(c, r) * es;
       c->row((char*)c->y + off, (const char*)c->x + off, c->gamma, c->beta, n, (float)c->eps);
     }
     return;
@@ -235,12 +244,12 @@ static void cmlc_fk_ln_rows(void* vctx, int64_t begin, int64_t end, int thread_i
   // rows whose squares could overflow (|x| past 2^480) are scaled by a power of two first
   // (exact), with eps scaled alike.
   for (int64_t r = begin; r < end; ++r) {
-    const int64_t base = c->row_offsets[r];
+    const int64_t base = cmlc_fk_ln_row(c, r);
     double scale = 1, eps = c->eps;
     if (dt == CML_DTYPE_F64) {
       double big = 0;
       for (int64_t j = 0; j < n; ++j) {
-        const double a = fabs(cmlc_load_f64(c->x, base + c->col_offsets[j], dt));
+        const double a = fabs(cmlc_load_f64(c->x, base + cmlc_fk_ln_col(c, j), dt));
         if (a > big) big = a;  // NaN is skipped here and propagates below
       }
       if (big > 0x1p480 && isfinite(big)) {
@@ -253,12 +262,12 @@ static void cmlc_fk_ln_rows(void* vctx, int64_t begin, int64_t end, int thread_i
     const double first = cmlc_load_f64(c->x, base, dt) * scale;
     double sum = 0;
     for (int64_t j = 0; j < n; ++j) {
-      sum += cmlc_load_f64(c->x, base + c->col_offsets[j], dt) * scale - first;
+      sum += cmlc_load_f64(c->x, base + cmlc_fk_ln_col(c, j), dt) * scale - first;
     }
     const double m = first + sum / (double)n;
     double rs = 0, sq = 0;
     for (int64_t j = 0; j < n; ++j) {
-      const double d = cmlc_load_f64(c->x, base + c->col_offsets[j], dt) * scale - m;
+      const double d = cmlc_load_f64(c->x, base + cmlc_fk_ln_col(c, j), dt) * scale - m;
       rs += d;
       sq += d * d;
     }
@@ -267,7 +276,7 @@ static void cmlc_fk_ln_rows(void* vctx, int64_t begin, int64_t end, int thread_i
     if (!(var > 0)) var = var == var ? 0 : var;  // rounding below 0; NaN stays NaN
     const double rstd = 1.0 / sqrt(var + eps);
     for (int64_t j = 0; j < n; ++j) {
-      const int64_t idx = base + c->col_offsets[j];
+      const int64_t idx = base + cmlc_fk_ln_col(c, j);
       double v = ((cmlc_load_f64(c->x, idx, dt) * scale - m) - corr) * rstd;
       if (c->gamma) v *= cmlc_load_f64(c->gamma, j, dt);
       if (c->beta) v += cmlc_load_f64(c->beta, j, dt);
@@ -295,6 +304,15 @@ static int64_t cmlc_fk_ln_split(const cml_shape_t* xs, const cml_ir_attrs_t* att
   return rows;
 }
 
+// Whether the normalized axes are the trailing ones in order: rows and their elements are then
+// contiguous, and no offset tables are needed.
+static bool cmlc_fk_ln_trailing(const cml_shape_t* xs, const cml_ir_attrs_t* attrs) {
+  for (int32_t i = 0; i < attrs->axis_count; ++i) {
+    if (attrs->axes[i] != xs->rank - attrs->axis_count + i) return false;
+  }
+  return true;
+}
+
 static size_t cmlc_fk_ln_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                                  const cmlc_options_t* options) {
   (void)options;
@@ -302,7 +320,7 @@ static size_t cmlc_fk_ln_scratch(const cml_module_t* module, const cml_ir_node_t
   int64_t kept[CML_MAX_RANK], n;
   int32_t kept_count;
   int64_t rows = cmlc_fk_ln_split(xs, node->attrs, kept, &kept_count, &n);
-  return cmlc_size_of(rows + n, sizeof(int64_t));
+  return cmlc_fk_ln_trailing(xs, node->attrs) ? 0 : cmlc_size_of(rows + n, sizeof(int64_t));
 }
 
 static cml_status_t cmlc_fk_ln_run(const cmlc_kernel_args_t* args) {
@@ -312,12 +330,16 @@ static cml_status_t cmlc_fk_ln_run(const cmlc_kernel_args_t* args) {
   int32_t kept_count;
   int64_t rows = cmlc_fk_ln_split(xs, attrs, kept, &kept_count, &n);
   if (rows == 0 || n == 0) return CML_OK;
-  int64_t strides[CML_MAX_RANK];
-  cmlc_shape_strides(xs, strides);
-  int64_t* row_offsets = args->scratch;
-  int64_t* col_offsets = row_offsets + rows;
-  cmlc__la_offsets(kept_count, kept, xs->dims, strides, row_offsets);
-  cmlc__la_offsets(attrs->axis_count, attrs->axes, xs->dims, strides, col_offsets);
+  int64_t* row_offsets = NULL;
+  int64_t* col_offsets = NULL;
+  if (!cmlc_fk_ln_trailing(xs, attrs)) {
+    int64_t strides[CML_MAX_RANK];
+    cmlc_shape_strides(xs, strides);
+    row_offsets = args->scratch;
+    col_offsets = row_offsets + rows;
+    cmlc__la_offsets(kept_count, kept, xs->dims, strides, row_offsets);
+    cmlc__la_offsets(attrs->axis_count, attrs->axes, xs->dims, strides, col_offsets);
+  }
   cmlc_fk_ln_ctx_t c;
   memset(&c, 0, sizeof c);
   c.dtype = xs->dtype;
@@ -332,7 +354,7 @@ static cml_status_t cmlc_fk_ln_run(const cmlc_kernel_args_t* args) {
   c.y = args->outputs[0];
   // The SIMD row loop needs the row's elements contiguous and in order (trailing axes).
   bool contiguous = true;
-  for (int64_t j = 0; j < n && contiguous; ++j) contiguous = col_offsets[j] == j;
+  for (int64_t j = 0; col_offsets && j < n && contiguous; ++j) contiguous = col_offsets[j] == j;
   c.row = contiguous ? (cmlc_fk_ln_row_fn)args->impl[0] : NULL;
   int64_t chunk = 16384 / n;
   cmlc_parallel_for(args->pool, rows, chunk < 1 ? 1 : chunk, cmlc_fk_ln_rows, &c);
