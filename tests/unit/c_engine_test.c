@@ -657,9 +657,65 @@ TEST(layer_norm_over_trailing_axes_takes_no_tables) {
   ASSERT_TRUE(peak < 2LL * (long long)bytes + (64 << 10));
 }
 
+// Int8 x Int8 with the default (Int8) accumulator runs the integer GEMM (its i32 sums modulo
+// 2^8 are the same bits): exact against a host loop that wraps, and within 4x the operands'
+// and output's bytes (the generic path widened both operands to 8-byte copies: 6.7x them).
+TEST(int8_dot_with_an_int8_accumulator) {
+  ce_counting_t counting = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+  cml_backend_t* backend = NULL;
+  ASSERT_STATUS_OK(cml_backend_create("c:threads=1,buffer_cache_mb=0",
+                                      (cml_allocator_t){&counting, ce_counting_fn}, &backend));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(backend, "dot8", &b));
+  cml_function_t* f = cml_builder_main(b);
+  enum { N = 512 };
+  const cml_shape_t xs = cml_shape_make(CML_DTYPE_I8, 2, (int64_t[]){N, N});
+  const cml_value_t pa = cml_parameter(f, "a", &xs);
+  const cml_value_t pb = cml_parameter(f, "b", &xs);
+  cml_value_t y = cml_op_dot(f, pa, pb);
+  ASSERT_STATUS_OK(cml_function_return(f, &y, 1));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  int8_t* a = malloc(N * N);
+  int8_t* w = malloc(N * N);
+  int8_t* got = malloc(N * N);
+  ASSERT_TRUE(a && w && got);
+  for (int i = 0; i < N * N; ++i) {
+    a[i] = (int8_t)((i * 37 + 11) % 256 - 128);
+    w[i] = (int8_t)((i * 53 + 7) % 251 - 125);
+  }
+  const long long before = counting.live;
+  cml_buffer_t *in[2] = {NULL, NULL}, *out = NULL;
+  ASSERT_STATUS_OK(cml_buffer_from_host(backend, 0, &xs, a, N * N, &in[0]));
+  ASSERT_STATUS_OK(cml_buffer_from_host(backend, 0, &xs, w, N * N, &in[1]));
+  counting.peak = counting.live;
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, 2, NULL, 0, &out));
+  const long long peak = counting.peak - before;
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out, got, N * N));
+  int wrong = 0;
+  for (int i = 0; i < N; i += 7) {  // a sample of rows and columns, all of row 0 and N - 1
+    for (int j = (i * 13) % 5; j < N; j += i == 0 || i == N - 1 ? 1 : 5) {
+      uint32_t sum = 0;
+      for (int k = 0; k < N; ++k) sum += (uint32_t)((int32_t)a[i * N + k] * w[k * N + j]);
+      if (got[i * N + j] != (int8_t)(uint8_t)sum) ++wrong;
+    }
+  }
+  ASSERT_EQ_INT(wrong, 0);
+  free(a), free(w), free(got);
+  cml_buffer_release(in[0]);
+  cml_buffer_release(in[1]);
+  cml_buffer_release(out);
+  cml_executable_release(exe);
+  cml_backend_release(backend);
+  if (!(peak < 4LL * 3 * N * N)) fprintf(stderr, "peak %lld bytes\n", peak);
+  ASSERT_TRUE(peak < 4LL * 3 * N * N);
+}
+
 TEST_MAIN(TEST_ENTRY(while_sum_1_to_10), TEST_ENTRY(while_state_written_in_place),
           TEST_ENTRY(concurrent_execution_from_4_threads), TEST_ENTRY(call_if_and_nested_captures),
           TEST_ENTRY(sort_stable_and_custom), TEST_ENTRY(donation_and_output_aliasing),
           TEST_ENTRY(storage_cache_reuses_released_results),
           TEST_ENTRY(single_line_sort_and_fft_scratch_does_not_grow_with_threads),
-          TEST_ENTRY(layer_norm_over_trailing_axes_takes_no_tables))
+          TEST_ENTRY(layer_norm_over_trailing_axes_takes_no_tables),
+          TEST_ENTRY(int8_dot_with_an_int8_accumulator))

@@ -88,6 +88,17 @@ static bool cmlc_la_rhs_k_contiguous(int32_t rank, const cmlc_la_dot_plan_t* p) 
   return true;
 }
 
+// Accumulators whose sums are those of an i32 accumulator modulo 2^width (the integer GEMM's).
+static bool cmlc_la_i32_congruent(cml_dtype_t acc) {
+  return acc == CML_DTYPE_I32 || acc == CML_DTYPE_U32 || acc == CML_DTYPE_I16 ||
+         acc == CML_DTYPE_U16 || acc == CML_DTYPE_I8 || acc == CML_DTYPE_U8;
+}
+
+// Whether the integer GEMM writes its i32 sums straight into the output.
+static bool cmlc_la_i32_direct(const cmlc_la_dot_plan_t* p) {
+  return p->out_dtype == CML_DTYPE_I32 && p->acc_dtype == CML_DTYPE_I32;
+}
+
 static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs, const cml_shape_t* out,
                              const cml_ir_attrs_t* attrs, const cmlc_options_t* options,
                              cmlc_la_dot_plan_t* p) {
@@ -144,7 +155,10 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs, con
     p->gemm_bf16 = false;
   // Integers that fit i16 into an i32 accumulator: the k-pair GEMM (vpdpwssd / vpmaddwd).
   // U16 does not fit i16 and wider operands do not either; they stay generic.
-  p->gemm_i16 = p->acc_dtype == CML_DTYPE_I32 && !options->reference &&
+  // A narrower (or unsigned 32-bit) accumulator takes it too: its sums are the i32 sums
+  // modulo 2^width, the same bits (the generic path widened both operands to 8-byte copies:
+  // 8x an Int8 operand's memory).
+  p->gemm_i16 = cmlc_la_i32_congruent(p->acc_dtype) && !options->reference &&
                 options->isa != CMLC_ISA_SCALAR && cmlc__gemm_i16_supports(p->lhs_dtype) &&
                 cmlc__gemm_i16_supports(p->rhs_dtype);
 #endif
@@ -173,7 +187,7 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs, con
 #if defined(CMLC_HAVE_X86_64)
     p->off_a = p->off_b = off;
     p->off_c = off;
-    if (p->out_dtype != CML_DTYPE_I32)
+    if (!cmlc_la_i32_direct(p))
       off =
           cmlc_la_align(cmlc_size_add(off, cmlc_size_of(p->batch * p->m * p->n, sizeof(int32_t))));
     p->off_gemm = off;
@@ -360,14 +374,14 @@ static void cmlc_la_dot_store_c(void* vctx, int64_t begin, int64_t end, int thre
 }
 
 // Converts the i32 result of the integer GEMM to the output dtype, as the generic path stores
-// its accumulator.
+// its accumulator: cut to the accumulator's width first.
 static void cmlc_la_dot_store_i32(void* vctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   cmlc_la_dot_ctx_t* c = vctx;
   const int32_t* src = c->a;
-  const cml_dtype_t dt = c->plan->out_dtype;
+  const cml_dtype_t dt = c->plan->out_dtype, acc = c->plan->acc_dtype;
   for (int64_t i = begin; i < end; ++i)
-    cmlc_store_int(c->out, i, dt, cmlc_int_extend((uint32_t)src[i], CML_DTYPE_I32), CML_DTYPE_I32);
+    cmlc_store_int(c->out, i, dt, cmlc_int_extend((uint32_t)src[i], acc), acc);
 }
 
 static int64_t cmlc_la_chunk(int64_t work_per_item) {
@@ -526,10 +540,10 @@ static cml_status_t cmlc_la_dot_run(const cmlc_kernel_args_t* args) {
     g.k = p.k;
     g.a = (cmlc__gemm_operand_t){c.lhs, p.lhs_dtype, c.lhs_b, c.lhs_m, c.lhs_k};
     g.b = (cmlc__gemm_operand_t){c.rhs, p.rhs_dtype, c.rhs_b, c.rhs_k, c.rhs_n};
-    g.c = p.out_dtype == CML_DTYPE_I32 ? c.out : (void*)(s + p.off_c);
+    g.c = cmlc_la_i32_direct(&p) ? c.out : (void*)(s + p.off_c);
     g.out = NULL;
     ((cmlc__gemm_i16_fn)args->impl[0])(&g, pool, s + p.off_gemm, p.threads);
-    if (p.out_dtype != CML_DTYPE_I32) {
+    if (!cmlc_la_i32_direct(&p)) {
       c.a = g.c;
       cmlc_parallel_for(args->pool, total_out, 16384, cmlc_la_dot_store_i32, &c);
     }
