@@ -219,9 +219,35 @@ static bool cml_ad_int_constant(const cml__module_impl_t* impl, uint32_t v, int6
     }
     const cml_shape_t* s = &impl->values[v].shape;
     if (n->op != CML_OP_CONSTANT || s->rank != 0) return false;
+    // Every integer dtype (a Uint64 above INT64_MAX is not taken): the counter's comparison
+    // and increment are exact in int64 for all of them, as long as it does not pass the limit.
     switch (s->dtype) {
+      case CML_DTYPE_I8:
+        *out = *(const int8_t*)n->data;
+        return true;
+      case CML_DTYPE_U8:
+        *out = *(const uint8_t*)n->data;
+        return true;
+      case CML_DTYPE_I16: {
+        int16_t x;
+        memcpy(&x, n->data, sizeof x);
+        *out = x;
+        return true;
+      }
+      case CML_DTYPE_U16: {
+        uint16_t x;
+        memcpy(&x, n->data, sizeof x);
+        *out = x;
+        return true;
+      }
       case CML_DTYPE_I32: {
         int32_t x;
+        memcpy(&x, n->data, sizeof x);
+        *out = x;
+        return true;
+      }
+      case CML_DTYPE_U32: {
+        uint32_t x;
         memcpy(&x, n->data, sizeof x);
         *out = x;
         return true;
@@ -229,6 +255,13 @@ static bool cml_ad_int_constant(const cml__module_impl_t* impl, uint32_t v, int6
       case CML_DTYPE_I64:
         memcpy(out, n->data, sizeof *out);
         return true;
+      case CML_DTYPE_U64: {
+        uint64_t x;
+        memcpy(&x, n->data, sizeof x);
+        if (x > (uint64_t)INT64_MAX) return false;
+        *out = (int64_t)x;
+        return true;
+      }
       default:
         return false;
     }

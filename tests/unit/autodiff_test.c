@@ -1157,6 +1157,43 @@ TEST(while_trip_count_past_int64) {
   }
 }
 
+// A While counted by a Uint8, Int16 or Uint32 counter (0 to 3, x = x * x) has a static trip
+// count like an Int32 one: d(x^8)/dx = 8 x^7 (it was UNIMPLEMENTED "no static trip count" for
+// every counter but Int32 and Int64; found by an outside comparison with JAX).
+TEST(while_counters_of_every_integer_dtype) {
+  static const cml_dtype_t dts[] = {CML_DTYPE_U8, CML_DTYPE_I16, CML_DTYPE_U32, CML_DTYPE_U64};
+  for (size_t c = 0; c < sizeof dts / sizeof *dts; ++c) {
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(g_c, "while", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t is = API_SHAPE(dts[c]), xs = API_SHAPE(CML_DTYPE_F32);
+    cml_value_t x = cml_parameter(f, "x", &xs);
+    cml_function_t *cond = NULL, *body = NULL;
+    ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
+    cml_value_t ci = cml_parameter(cond, NULL, &is);
+    cml_parameter(cond, NULL, &xs);
+    cml_value_t lt = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, dts[c], 3));
+    ASSERT_STATUS_OK(cml_function_return(cond, &lt, 1));
+    ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
+    cml_value_t bi = cml_parameter(body, NULL, &is);
+    cml_value_t bx = cml_parameter(body, NULL, &xs);
+    cml_value_t next[2] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, dts[c], 1)),
+                           cml_op_mul(body, bx, bx)};
+    ASSERT_STATUS_OK(cml_function_return(body, next, 2));
+    cml_value_t init[2] = {cml_constant_scalar_i64(f, dts[c], 0), x}, out[2];
+    ASSERT_TRUE(cml_op_while(f, cond, body, init, 2, out));
+    cml_value_t g;
+    ASSERT_STATUS_OK(cml_gradients(f, out[1], &x, 1, &g));
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
+    const float xv = 1.5f;
+    float gv = 0;
+    ASSERT_STATUS_OK(api_run(g_c, exe, (const void* const[]){&xv}, (void* const[]){&gv}));
+    ASSERT_NEAR(gv, 8 * pow(1.5, 7), 1e-4);
+    cml_executable_release(exe);
+  }
+}
+
 // The logsumexp state of native attention has a VJP (through the decomposition; finite
 // differences: the sdpa_lse cases). A batch whose kv_seq_len is 0 has lse = -inf on every row;
 // with those rows selected away, its gradient is 0, not NaN, and the other batch's is finite
@@ -1846,6 +1883,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(out_of_range_indices),
                                        TEST_ENTRY(unimplemented_names_op),
                                        TEST_ENTRY(while_trip_count_past_int64),
+                                       TEST_ENTRY(while_counters_of_every_integer_dtype),
                                        TEST_ENTRY(quantized_dense_gradient),
                                        TEST_ENTRY(sgd_momentum_nesterov),
                                        TEST_ENTRY(adam_adamw),

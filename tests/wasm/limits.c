@@ -7,7 +7,8 @@
 //   2. kernels whose scratch needs 4 GiB or more while their operands fit (Sort of 2^28
 //      elements: 16 bytes of index per element; an Int8 DotGeneral of 2^29 products widened to
 //      8 bytes; a generic Int8 ConvGeneral of 2^29 inputs widened the same way; a BFloat16
-//      FusedLayerNorm row of 2^29 elements, whose statistics take 8 bytes each): their scratch
+//      FusedLayerNorm over a non-trailing axis of 2^29 elements, whose offsets take 8 bytes
+//      each): their scratch
 //      sizes used to wrap to a few bytes, the kernels' own checks wrapped alike, and they wrote
 //      past it. Saturated sizes make the execution RESOURCE_EXHAUSTED;
 //   3. cml_plugin_load of any path: NOT_FOUND saying wasm has no dynamic loading.
@@ -143,9 +144,11 @@ static cml_value_t build_conv(cml_function_t* f, cml_value_t x) {
   return cml_op_reduce_max(f, y, NULL, 0);
 }
 
+// Normalized over axis 0 of [2^29, 1] (not the trailing axis: the kernel keeps an offset per
+// element; over trailing axes it keeps none, and the same row runs).
 static cml_value_t build_layer_norm(cml_function_t* f, cml_value_t x) {
-  const int64_t dims[2] = {1, (int64_t)1 << 29};
-  const int64_t axis = 1;
+  const int64_t dims[2] = {(int64_t)1 << 29, 1};
+  const int64_t axis = 0;
   cml_value_t y = cml_op_fused_layer_norm(f, ramp(f, x, CML_DTYPE_BF16, 2, dims), &axis, 1, 1e-5,
                                           CML_VALUE_INVALID, CML_VALUE_INVALID);
   return cml_op_reduce_max(f, y, NULL, 0);
@@ -167,7 +170,8 @@ int main(void) {
   huge_scratch("Sort of 2^28 Float32", CML_DTYPE_F32, build_sort);
   huge_scratch("Int8 Dot [2^23, 64] x [64, 1]", CML_DTYPE_I8, build_dot);
   huge_scratch("Int8 ConvGeneral of 2^29 + 8 inputs", CML_DTYPE_I8, build_conv);
-  huge_scratch("BFloat16 FusedLayerNorm of a 2^29-element row", CML_DTYPE_BF16, build_layer_norm);
+  huge_scratch("BFloat16 FusedLayerNorm over axis 0 of [2^29, 1]", CML_DTYPE_BF16,
+               build_layer_norm);
   plugin_load();
   if (failures) return 1;
   printf(
