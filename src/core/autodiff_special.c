@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/core/autodiff_special.c: VJPs of the special group: BatchNormForTraining (through
-// BatchNormGradient, plus the terms of the batch mean and variance outputs) and
-// BatchNormForInference; FFT (complex forward and inverse: the same transform of the cotangent;
-// RFFT: the complex FFT of the zero-padded cotangent, real part; IRFFT: the RFFT of the
-// cotangent, conjugated and weighted by each frequency's multiplicity). RNGBitGenerator has
-// none (RNG bits are integers).
+// BatchNormGradient, plus the terms of the batch mean and variance outputs), BatchNormGradient
+// (second derivatives: its standard-op form, differentiated) and BatchNormForInference; FFT
+// (complex forward and inverse: the same transform of the cotangent; RFFT: the complex FFT of the
+// zero-padded cotangent, real part; IRFFT: the RFFT of the cotangent, conjugated and weighted by
+// each frequency's multiplicity). RNGBitGenerator has none (RNG bits are integers).
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +107,34 @@ cml_status_t cml__ad_vjp_special(cml__ad_t* ad, const cml_ir_node_t* n, const cm
       if (cml__ad_wants(ad, n, 1)) in_cts[1] = outs[1];
       if (cml__ad_wants(ad, n, 2)) in_cts[2] = outs[2];
       return CML_OK;
+    }
+    case CML_OP_BATCH_NORM_GRADIENT: {
+      // Second derivatives through BatchNormForTraining: the gradient recomputed in standard
+      // ops (as XLA defines BatchNormGrad) and differentiated:
+      //   xhat = (x - mean) rsqrt(var + eps), doffset = sum(g), dscale = sum(g xhat),
+      //   dx = scale rsqrt(var + eps) / N (N g - doffset - xhat dscale).
+      cml_value_t mean = cml__ad_in(ad, n, 2), var = cml__ad_in(ad, n, 3);
+      cml_value_t g = cml__ad_in(ad, n, 4);
+      const double count = (double)cml_shape_element_count(xs) / (double)xs->dims[axis];
+      uint32_t begin = f->nodes.count;
+      cml_value_t rstd =
+          cml_op_rsqrt(f, cml__ad_add(ad, var, cml__ad_scalar(ad, dt, n->attrs->epsilon)));
+      cml_value_t xhat = cml__ad_mul(ad, cml__ad_sub(ad, x, cml_ad_feature(ad, mean, xs, axis)),
+                                     cml_ad_feature(ad, rstd, xs, axis));
+      cml_value_t doffset = cml_ad_feature_sum(ad, g, xs, axis);
+      cml_value_t dscale = cml_ad_feature_sum(ad, cml__ad_mul(ad, g, xhat), xs, axis);
+      cml_value_t inner =
+          cml__ad_sub(ad,
+                      cml__ad_sub(ad, cml__ad_mul(ad, g, cml__ad_scalar(ad, dt, count)),
+                                  cml_ad_feature(ad, doffset, xs, axis)),
+                      cml__ad_mul(ad, xhat, cml_ad_feature(ad, dscale, xs, axis)));
+      cml_value_t factor =
+          cml__ad_mul(ad, cml__ad_mul(ad, scale, rstd), cml__ad_scalar(ad, dt, 1.0 / count));
+      cml_value_t dx = cml__ad_mul(ad, cml_ad_feature(ad, factor, xs, axis), inner);
+      if (ad->b->error != CML_OK) return CML_OK;
+      const uint32_t index[3] = {dx & CML__VALUE_INDEX_MASK, dscale & CML__VALUE_INDEX_MASK,
+                                 doffset & CML__VALUE_INDEX_MASK};
+      return cml__ad_nested(ad, begin, index, cts, 3);
     }
     case CML_OP_BATCH_NORM_INFERENCE: {
       // y = (x - mean) * rsqrt(var + eps) * scale + offset

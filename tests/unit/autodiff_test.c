@@ -673,6 +673,16 @@ static cml_value_t b_sdpa_d2(cml_function_t* f, const cml_value_t* p) {
   cml_value_t o = cml_op_fused_sdpa(f, p[0], p[1], p[2], CML_ATTENTION_LAYOUT_BHSD, &c, NULL, NULL);
   return ad_flat_grads(f, cml_op_reduce_sum(f, cml_op_sin(f, o), NULL, 0), p, 3);
 }
+// Second derivatives through BatchNormForTraining (its BatchNormGradient node differentiated
+// through its standard-op form): the gradient of sum(sin(y) + mean * var) with respect to x and
+// scale, flattened (an outside comparison with jax.hessian found it UNIMPLEMENTED).
+static cml_value_t b_batch_norm_d2(cml_function_t* f, const cml_value_t* p) {
+  cml_value_t o[3];
+  if (!cml_op_batch_norm_training(f, p[0], p[1], p[2], 1e-3f, 1, o)) return CML_VALUE_INVALID;
+  cml_value_t loss = cml_op_add(f, cml_op_reduce_sum(f, cml_op_sin(f, o[0]), NULL, 0),
+                                cml_op_reduce_sum(f, cml_op_mul(f, o[1], o[2]), NULL, 0));
+  return ad_flat_grads(f, loss, p, 2);
+}
 static const bool k_sdpa_mask[4 * 4] = {1, 0, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 0};
 static cml_value_t b_sdpa_self_d2(cml_function_t* f, const cml_value_t* p) {
   cml_shape_t ms = cml_shape_make(CML_DTYPE_BOOL, 2, (int64_t[]){4, 4});
@@ -808,6 +818,8 @@ static const ad_case_t* ad_cases(size_t* count) {
   cases[n++] = (ad_case_t){
       "sdpa_d2", 3, {F64(1, 2, 4, 3), F64(1, 1, 5, 3), F64(1, 1, 5, 2)}, {0}, -1, 1, b_sdpa_d2};
   R(sdpa_self_d2, F64(2, 4, 1, 3), -1, 1);
+  cases[n++] =
+      (ad_case_t){"batch_norm_d2", 3, {F64(4, 3), F64(3), F64(3)}, {0}, -2, 2, b_batch_norm_d2};
   cases[n++] =
       (ad_case_t){"qkv_projection", 4, {F64(3, 4), F64(4, 8), F64(2), F64(3)}, {0}, -1, 1, b_qkv};
   cases[n++] = (ad_case_t){"sdpa_lse", 3,    {F64(2, 2, 5, 3), F64(2, 1, 6, 3), F64(2, 1, 6, 4)},
