@@ -712,10 +712,99 @@ TEST(int8_dot_with_an_int8_accumulator) {
   ASSERT_TRUE(peak < 4LL * 3 * N * N);
 }
 
+// A While filling a [R, 4] buffer row by row (buf = DynamicUpdateSlice(buf, row, (i, 0))): the
+// update writes in place once the buffer lives in the node's state (it copied the whole buffer
+// every iteration: O(R^2)). |reader| 1 also reads buf elsewhere in the body (row i = row i-1
+// + 1: not in place), 2 returns buf twice (not in place); every variant gives row r = r + 1
+// (the buffer starts as a parameter, which must stay unchanged), run twice on one executable.
+static void ce_while_rows(int* test_failed_, int reader) {
+  enum { R = 300 };
+  cml_backend_t* backend = ce_backend();
+  ASSERT_TRUE(backend != NULL);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(backend, "rows", &b));
+  cml_function_t* f = cml_builder_main(b);
+  const cml_shape_t is = ce_scalar(CML_DTYPE_I32);
+  const cml_shape_t bs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){R, 4});
+  cml_value_t buf = cml_parameter(f, "buf", &bs);
+  cml_function_t *cond = NULL, *body = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
+  cml_value_t ci = cml_parameter(cond, "i", &is);
+  (void)cml_parameter(cond, "buf", &bs);
+  (void)cml_parameter(cond, "copy", &bs);
+  cml_value_t go = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, R));
+  ASSERT_STATUS_OK(cml_function_return(cond, &go, 1));
+  cml_value_t bi = cml_parameter(body, "i", &is);
+  cml_value_t bb = cml_parameter(body, "buf", &bs);
+  cml_value_t bc = cml_parameter(body, "copy", &bs);
+  cml_value_t row;
+  if (reader == 1) {  // row max(i - 1, 0) of buf, plus 1
+    cml_value_t prev =
+        cml_op_max(body, cml_op_sub(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)),
+                   cml_constant_scalar_i64(body, CML_DTYPE_I32, 0));
+    cml_value_t zero = cml_constant_scalar_i64(body, CML_DTYPE_I32, 0);
+    cml_value_t starts[2] = {prev, zero};
+    cml_value_t last = cml_op_dynamic_slice(body, bb, starts, (int64_t[]){1, 4}, 2);
+    // Row 0 is 0 + 1 (the buffer starts at zeros); row i is row i-1 + 1.
+    row = cml_op_add(body, last, cml_constant_scalar_f64(body, CML_DTYPE_F32, 1.0));
+  } else {
+    cml_value_t v = cml_op_add(body, cml_op_convert_dtype(body, bi, CML_DTYPE_F32),
+                               cml_constant_scalar_f64(body, CML_DTYPE_F32, 1.0));
+    row = cml_op_broadcast_in_dim(body, v, (int64_t[]){1, 4}, 2, NULL, 0);
+  }
+  cml_value_t starts[2] = {bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 0)};
+  cml_value_t nb = cml_op_dynamic_update_slice(body, bb, row, starts, 2);
+  cml_value_t next[3] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)), nb,
+                         reader == 2 ? bb : bc};
+  ASSERT_STATUS_OK(cml_function_return(body, next, 3));
+  cml_value_t init[3] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), buf, buf}, res[3];
+  ASSERT_TRUE(cml_op_while(f, cond, body, init, 3, res));
+  ASSERT_STATUS_OK(cml_function_return(f, res + 1, 2));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  static float zeros[R][4], got[2][R][4];
+  cml_buffer_t* in = ce_buf(backend, bs, zeros);
+  ASSERT_TRUE(in != NULL);
+  for (int run = 0; run < 2; ++run) {
+    cml_buffer_t* out[2] = {NULL, NULL};
+    ASSERT_STATUS_OK(cml_executable_execute(exe, &in, 1, NULL, 0, out));
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[k], got[k], sizeof got[k]));
+      cml_buffer_release(out[k]);
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < 4; ++c) {
+        ASSERT_EQ_DBL(got[0][r][c], (double)(r + 1));
+        // The third state element: the input (reader 0, 1), or buf one iteration behind (2).
+        ASSERT_EQ_DBL(got[1][r][c], reader == 2 && r < R - 1 ? (double)(r + 1) : 0.0);
+      }
+    }
+  }
+  float check[R][4];
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(in, check, sizeof check));
+  for (int r = 0; r < R; ++r) ASSERT_EQ_DBL(check[r][3], 0.0);  // the parameter is unchanged
+  cml_buffer_release(in);
+  cml_executable_release(exe);
+  cml_backend_release(backend);
+}
+
+TEST(while_fills_a_buffer_row_by_row) {
+  for (int reader = 0; reader < 3; ++reader) {
+    ce_while_rows(test_failed_, reader);
+    if (*test_failed_) {
+      fprintf(stderr, "reader %d\n", reader);
+      return;
+    }
+  }
+}
+
 TEST_MAIN(TEST_ENTRY(while_sum_1_to_10), TEST_ENTRY(while_state_written_in_place),
           TEST_ENTRY(concurrent_execution_from_4_threads), TEST_ENTRY(call_if_and_nested_captures),
           TEST_ENTRY(sort_stable_and_custom), TEST_ENTRY(donation_and_output_aliasing),
           TEST_ENTRY(storage_cache_reuses_released_results),
           TEST_ENTRY(single_line_sort_and_fft_scratch_does_not_grow_with_threads),
           TEST_ENTRY(layer_norm_over_trailing_axes_takes_no_tables),
-          TEST_ENTRY(int8_dot_with_an_int8_accumulator))
+          TEST_ENTRY(int8_dot_with_an_int8_accumulator),
+          TEST_ENTRY(while_fills_a_buffer_row_by_row))
