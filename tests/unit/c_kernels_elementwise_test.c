@@ -637,6 +637,65 @@ TEST(capabilities_and_lookup_misses) {
   ASSERT_STATUS_CODE(tnode_run(&t, NULL, NULL, NULL), CML_STATUS_UNIMPLEMENTED);
 }
 
+// Integers to Float16 / BFloat16: every Int16 and Uint16 value, and Int32 / Int64 / Uint32
+// values around +-2^24 (where float stops being exact), against the library's own double ->
+// half rounding of the exact value (integers of up to 24 bits now convert through float).
+TEST(convert_ints_to_halves_round_once) {
+  enum { N = 65536 + 16 };
+  static int64_t v[N];
+  int n = 0;
+  for (int i = 0; i < 65536; ++i) v[n++] = i - 32768;
+  for (int d = -4; d < 4; ++d) {
+    v[n++] = (1 << 24) + d;
+    v[n++] = -(1 << 24) + d;
+  }
+  static const cml_dtype_t from[] = {CML_DTYPE_I16, CML_DTYPE_U16, CML_DTYPE_I32, CML_DTYPE_I64,
+                                     CML_DTYPE_U32};
+  static const cml_dtype_t to[] = {CML_DTYPE_F16, CML_DTYPE_BF16};
+  static uint8_t in[N * 8];
+  static uint16_t out[N];
+  for (size_t a = 0; a < sizeof from / sizeof *from; ++a) {
+    const int count = from[a] == CML_DTYPE_I16 || from[a] == CML_DTYPE_U16 ? 65536 : n;
+    for (int i = 0; i < count; ++i) {
+      int64_t x = v[i];
+      if (from[a] == CML_DTYPE_U16) x += 32768;
+      if (from[a] == CML_DTYPE_U32 && x < 0) x = -x;
+      switch (from[a]) {
+        case CML_DTYPE_I16:
+        case CML_DTYPE_U16: {
+          uint16_t u = (uint16_t)x;
+          memcpy(in + 2 * i, &u, 2);
+          break;
+        }
+        case CML_DTYPE_I32:
+        case CML_DTYPE_U32: {
+          uint32_t u = (uint32_t)x;
+          memcpy(in + 4 * i, &u, 4);
+          break;
+        }
+        default:
+          memcpy(in + 8 * i, &x, 8);
+      }
+    }
+    for (size_t b = 0; b < sizeof to / sizeof *to; ++b) {
+      ASSERT_STATUS_OK(run_convert(shp(from[a], 1, (int64_t[]){count}),
+                                   shp(to[b], 1, (int64_t[]){count}), in, out));
+      for (int i = 0; i < count; ++i) {
+        int64_t x = v[i];
+        if (from[a] == CML_DTYPE_U16) x += 32768;
+        if (from[a] == CML_DTYPE_U32 && x < 0) x = -x;
+        const uint16_t want =
+            to[b] == CML_DTYPE_F16 ? cml_f64_to_f16((double)x) : cml_f64_to_bf16((double)x);
+        if (out[i] != want) {
+          fprintf(stderr, "%s %lld -> %s: 0x%04x, want 0x%04x\n", cml_dtype_name(from[a]),
+                  (long long)x, cml_dtype_name(to[b]), out[i], want);
+        }
+        ASSERT_EQ_INT(out[i], want);
+      }
+    }
+  }
+}
+
 TEST_MAIN(TEST_ENTRY(add_f32_shapes_and_broadcast), TEST_ENTRY(int_division_edges),
           TEST_ENTRY(int_wrap_shift_pow), TEST_ENTRY(float_max_min_nan_zero),
           TEST_ENTRY(f16_bf16_round_once), TEST_ENTRY(compare_and_total_order),
@@ -645,4 +704,5 @@ TEST_MAIN(TEST_ENTRY(add_f32_shapes_and_broadcast), TEST_ENTRY(int_division_edge
           TEST_ENTRY(convert_packed), TEST_ENTRY(bitcast_and_identity),
           TEST_ENTRY(iota_where_clamp), TEST_ENTRY(iota_large_every_axis_threads),
           TEST_ENTRY(broadcast_5x7x11_threads_match_reference),
-          TEST_ENTRY(large_flat_threads_and_zero_size), TEST_ENTRY(capabilities_and_lookup_misses))
+          TEST_ENTRY(large_flat_threads_and_zero_size), TEST_ENTRY(capabilities_and_lookup_misses),
+          TEST_ENTRY(convert_ints_to_halves_round_once))

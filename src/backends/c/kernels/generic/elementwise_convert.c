@@ -12,6 +12,7 @@
 // elements, so blocks never share a byte) with the padding bits of the last byte zeroed.
 // f32 <-> bf16 / f16 / i32 take straight SIMD loops when the options allow (same results).
 #include "backends/c/kernels/generic/elementwise_internal.h"
+#include "base/half_inline.h"
 
 enum { CMLC_EW_BLOCK = 256, CMLC_EW_CONVERT_MIN_BLOCKS = 64, CMLC_EW_SIMD_MIN_CHUNK = 16384 };
 
@@ -207,10 +208,24 @@ static inline float cmlc_ew_i2f(int64_t i) { return (float)i; }
 static inline float cmlc_ew_u2f(uint64_t u) { return (float)u; }
 static inline double cmlc_ew_i2d(int64_t i) { return (double)i; }
 static inline double cmlc_ew_u2d(uint64_t u) { return (double)u; }
-static inline uint16_t cmlc_ew_i2h(int64_t i) { return cml_f64_to_f16(cml__i64_to_f64_odd(i)); }
-static inline uint16_t cmlc_ew_u2h(uint64_t u) { return cml_f64_to_f16(cml__u64_to_f64_odd(u)); }
-static inline uint16_t cmlc_ew_i2bh(int64_t i) { return cml_f64_to_bf16(cml__i64_to_f64_odd(i)); }
-static inline uint16_t cmlc_ew_u2bh(uint64_t u) { return cml_f64_to_bf16(cml__u64_to_f64_odd(u)); }
+// Integers of at most 24 bits are exact in float, so converting through float rounds once, as
+// the double path does (bit-twiddling instead of frexp and nearbyint: Uint8 -> Float16 was
+// 7-85x slower than xla:cpu element by element).
+#define CMLC_EW_F32_EXACT(i) ((i) >= -(1 << 24) && (i) <= (1 << 24))
+static inline uint16_t cmlc_ew_i2h(int64_t i) {
+  return CMLC_EW_F32_EXACT(i) ? cml__f32_to_f16((float)i) : cml_f64_to_f16(cml__i64_to_f64_odd(i));
+}
+static inline uint16_t cmlc_ew_u2h(uint64_t u) {
+  return u <= (1u << 24) ? cml__f32_to_f16((float)u) : cml_f64_to_f16(cml__u64_to_f64_odd(u));
+}
+static inline uint16_t cmlc_ew_i2bh(int64_t i) {
+  return CMLC_EW_F32_EXACT(i) ? cml__f32_to_bf16((float)i)
+                              : cml_f64_to_bf16(cml__i64_to_f64_odd(i));
+}
+static inline uint16_t cmlc_ew_u2bh(uint64_t u) {
+  return u <= (1u << 24) ? cml__f32_to_bf16((float)u) : cml_f64_to_bf16(cml__u64_to_f64_odd(u));
+}
+#undef CMLC_EW_F32_EXACT
 
 static void cmlc_ew_narrow_packed(cml_dtype_t dtype, const cmlc_ew_block_t* b, int64_t n, void* dst,
                                   int64_t start) {
