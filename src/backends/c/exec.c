@@ -307,7 +307,9 @@ static cml_status_t cmlc_run_and_copy(cmlc_context_t* ctx, const cml_ir_node_t* 
 // element lives in the node's double slot, the update can write into the half that holds it
 // (the kernel skips its copy when its output is its operand) instead of copying the whole
 // element into the other half every iteration: a results buffer filled row by row in a loop
-// cost O(rows^2).
+// cost O(rows^2). It reads the module's nodes: a plan rewrite that made a step read the
+// parameter where no node of the module does would have to count that reader here too (the
+// rewrites in opt.c keep the original node naming it).
 static uint64_t cmlc_while_in_place(const cml_module_t* m, uint32_t body_fi, uint32_t count) {
   const cml_ir_function_t* body = &m->functions[body_fi];
   uint32_t limit = count < 64 ? count : 64;
