@@ -631,6 +631,10 @@ bool cmlc_kernels_fused_lookup(const cml_module_t* module, const cml_ir_node_t* 
       case CML_OP_FUSED_DENSE:
         out->impl[0] = cmlc_ew_simd_fused_fn(options, CMLC_FK_DENSE_ROW, dt);
         break;
+      case CML_OP_FUSED_SDPA:
+        // A mark, never called: the logsumexp output is read (no decode path).
+        out->impl[0] = cmlc__fa_lse_read(module, node) ? (cmlc_impl_fn)cmlc__fa_run : NULL;
+        break;
       default:
         break;
     }

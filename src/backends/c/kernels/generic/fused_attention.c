@@ -238,6 +238,7 @@ cml_status_t cmlc__fa_run(const cmlc_kernel_args_t* args) {
   c.v = c.vp.data[0];
   c.out = args->outputs[0];
   c.lse = args->output_count > 1 ? args->outputs[1] : NULL;
+  c.lse_read = args->impl[0] != NULL;  // the lookup's mark (cmlc__fa_lse_read)
   uint32_t next = 1 + k_parts + v_parts;
   const uint32_t present = attrs->fused.optional_inputs;
   if (present & 1u) {
@@ -299,6 +300,27 @@ bool cmlc__fa_valid(const cml_module_t* module, const cml_ir_node_t* node) {
   }
   return attrs->fused.layout == CML_ATTENTION_LAYOUT_BHSD ||
          attrs->fused.layout == CML_ATTENTION_LAYOUT_BSHD;
+}
+
+bool cmlc__fa_lse_read(const cml_module_t* module, const cml_ir_node_t* node) {
+  if (node->output_count < 2) return false;
+  const uint32_t lse = node->first_output + 1;
+  for (uint32_t i = 0; i < module->node_count; ++i) {
+    const cml_ir_node_t* n = &module->nodes[i];
+    for (uint32_t k = 0; k < n->input_count; ++k) {
+      if (n->inputs[k] == lse) return true;
+    }
+  }
+  for (uint32_t fi = 0; fi < module->function_count; ++fi) {
+    const cml_ir_function_t* f = &module->functions[fi];
+    for (uint32_t o = 0; o < f->output_count; ++o) {
+      if (f->outputs[o] == lse) return true;
+    }
+    for (uint32_t c = 0; c < f->capture_count; ++c) {
+      if (f->captures_outer[c] == lse) return true;
+    }
+  }
+  return false;
 }
 
 //===--- FusedScaledDotProductAttentionVJP ---===//

@@ -41,6 +41,9 @@ typedef struct cmlc_fa_ctx_t {
   double scale;
   cmlc_isa_t isa;  // the vector variant to run
   bool causal, mask_bool;
+  // The logsumexp output has a reader (a VJP node): no decode path, whose scores are summed in
+  // another order than the backward's tiles recompute them (cmlc__fa_lse_read).
+  bool lse_read;
   // Element strides of [batch, heads, seq] (the head dim is contiguous) and, for the mask
   // and bias, of [batch, heads, seq, kv_seq] with 0 on broadcast axes.
   int64_t q_str[3], k_str[3], v_str[3], o_str[3], mask_str[4], bias_str[4];
@@ -198,6 +201,13 @@ void cmlc__fa_bwd_stats_f64_avx2(const cmlc_fa_bwd_ctx_t* c, int64_t task, int t
 void cmlc__fa_bwd_stats_f32_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
 void cmlc__fa_bwd_stats_f64_avx512(const cmlc_fa_bwd_ctx_t* c, int64_t task, int thread_index);
 #endif
+
+// Whether |node|'s logsumexp output (output 1) is read by a node, returned or captured. The
+// backward recomputes P = exp(S - lse) from scores summed in its tiles' order; the forward's
+// decode path sums them in another, and for scores of hundreds their last bits then differ
+// enough that P no longer sums to 1 against the saved output (dq of a 4-row attention with
+// scores near 1900 was 90% off). So a forward whose logsumexp is read runs the tile path.
+bool cmlc__fa_lse_read(const cml_module_t* module, const cml_ir_node_t* node);
 
 // FusedScaledDotProductAttentionVJP (inputs q, k, v, o, lse, dout, then the forward's
 // optional inputs; outputs dq, dk, dv): the tiled backward pass (fused_attention_bwd_impl.h).

@@ -258,7 +258,7 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
   if (nq_live == 0) kv_end = 0;  // no live row: skip the key tiles
   // Decode path (a decoder step's single row, or a few): k's rows are read in place (or
   // converted per tile) by the score loop rather than transposed, and the rows are not paired.
-  const bool dec = nq_live <= CMLC_FA_DEC_ROWS;
+  const bool dec = nq_live <= CMLC_FA_DEC_ROWS && !c->lse_read;
   const int64_t dqp = c->dqp;
 
   char* base = c->scratch + (size_t)thread_index * c->per_thread;
