@@ -349,6 +349,15 @@ cml_value_t cml_op_fused_layer_norm(cml_function_t* f, cml_value_t x, const int6
   cml_value_t scale =
       cml_op_where(f, cml_op_greater_than(f, big, cml_fused_scalar(f, dt, limit)), big, one);
   cml_value_t xn = cml_op_div(f, x, scale);
+  if (n > 0) {
+    // Shifted by the row's first element, as the native kernels are: a constant row is then
+    // exactly zero. Its mean (the sum times fl(1/n)) missed the value by an ulp, which the
+    // normalization turned into +-1 for rows past 2^50 (and a 7e-4 error for rows of 12345).
+    int64_t starts[CML_MAX_RANK] = {0}, limits[CML_MAX_RANK];
+    for (int32_t d = 0; d < xs.rank; ++d) limits[d] = xs.dims[d];
+    for (int32_t i = 0; i < count; ++i) limits[sorted[i]] = 1;
+    xn = cml_op_sub(f, xn, cml_op_slice(f, xn, starts, limits, NULL, xs.rank));
+  }
   cml_value_t mean =
       cml_op_mul(f, cml_fused_reduce_keep(f, CML_OP_REDUCE_SUM, xn, &xs, sorted, count), inv_n);
   cml_value_t xc = cml_op_sub(f, xn, mean);

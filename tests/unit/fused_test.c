@@ -368,12 +368,29 @@ TEST(layer_norm_constant_and_extreme_rows) {
                             y64, CML_OP_FUSED_LAYER_NORM, NULL));
     for (int j = 0; j < 4; ++j) ASSERT_NEAR(y64[j], sign[j] * 0.6324555320336759, 1e-12);
   }
-  // The native kernel's shifted mean makes the constant 0.1 row exactly zero.
-  double y[3];
-  cml_shape_t s3 = API_SHAPE(CML_DTYPE_F64, 1, 3);
-  ASSERT_STATUS_OK(fz_run("c", fz_build_ln_plain, NULL, &s3, 1, (const void* const[]){tenth}, y,
-                          CML_OP_FUSED_LAYER_NORM, NULL));
-  for (int j = 0; j < 3; ++j) ASSERT_EQ_DBL(y[j], 0);
+  // The shifted mean (native kernels and, since, the decomposition) makes the constant 0.1 row
+  // exactly zero, and constant Float32 rows of 41 x 1e20 and 47 x -3e38, where 41 fl(1/41) is
+  // not 1: the decomposition's mean missed the value by an ulp, normalized to +-1 (found by an
+  // outside test; xla:cpu runs the same decomposition).
+  for (size_t k = 0; k < sizeof cfgs / sizeof *cfgs; ++k) {
+    double y[3];
+    cml_shape_t s3 = API_SHAPE(CML_DTYPE_F64, 1, 3);
+    ASSERT_STATUS_OK(fz_run(cfgs[k], fz_build_ln_plain, NULL, &s3, 1, (const void* const[]){tenth},
+                            y, CML_OP_FUSED_LAYER_NORM, NULL));
+    for (int j = 0; j < 3; ++j) ASSERT_EQ_DBL(y[j], 0);
+    for (int w = 0; w < 2; ++w) {
+      const int64_t n = w ? 47 : 41;
+      float row[47], out[47];
+      for (int j = 0; j < n; ++j) row[j] = w ? -3e38f : 1e20f;
+      cml_shape_t rs = API_SHAPE(CML_DTYPE_F32, 1, n);
+      ASSERT_STATUS_OK(fz_run(cfgs[k], fz_build_ln_plain, NULL, &rs, 1, (const void* const[]){row},
+                              out, CML_OP_FUSED_LAYER_NORM, NULL));
+      for (int j = 0; j < n; ++j) {
+        if (out[j] != 0) fprintf(stderr, "%s row of %lld: %g\n", cfgs[k], (long long)n, out[j]);
+        ASSERT_EQ_DBL(out[j], 0);
+      }
+    }
+  }
 }
 
 //===--- dense: every activation, threads 1 vs 4 bit-identical ---===//

@@ -37,71 +37,74 @@ module @fused_layer_norm attributes {mhlo.num_partitions = 1 : i32, mhlo.num_rep
     %33 = "stablehlo.convert"(%31) : (tensor<2x3xf32>) -> tensor<2x3xf64>
     %34 = "stablehlo.divide"(%32, %33) : (tensor<2x3xf64>, tensor<2x3xf64>) -> tensor<2x3xf64>
     %35 = "stablehlo.convert"(%34) : (tensor<2x3xf64>) -> tensor<2x3xf32>
-    %36 = "stablehlo.constant"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
-    %37 = "stablehlo.reduce"(%35, %36) ({
-      ^bb0(%38: tensor<f32>, %39: tensor<f32>):
-      %40 = "stablehlo.add"(%38, %39) : (tensor<f32>, tensor<f32>) -> tensor<f32>
-      "stablehlo.return"(%40) : (tensor<f32>) -> ()
+    %36 = "stablehlo.slice"(%35) {start_indices = array<i64: 0, 0>, limit_indices = array<i64: 2, 1>, strides = array<i64: 1, 1>} : (tensor<2x3xf32>) -> tensor<2x1xf32>
+    %37 = "stablehlo.broadcast_in_dim"(%36) {broadcast_dimensions = array<i64: 0, 1>} : (tensor<2x1xf32>) -> tensor<2x3xf32>
+    %38 = "stablehlo.subtract"(%35, %37) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    %39 = "stablehlo.constant"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+    %40 = "stablehlo.reduce"(%38, %39) ({
+      ^bb0(%41: tensor<f32>, %42: tensor<f32>):
+      %43 = "stablehlo.add"(%41, %42) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      "stablehlo.return"(%43) : (tensor<f32>) -> ()
     }) {dimensions = array<i64: 1>} : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>
-    %41 = "stablehlo.reshape"(%37) : (tensor<2xf32>) -> tensor<2x1xf32>
-    %42 = "stablehlo.broadcast_in_dim"(%0) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2x1xf32>
-    %43 = "stablehlo.multiply"(%41, %42) : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
-    %44 = "stablehlo.broadcast_in_dim"(%43) {broadcast_dimensions = array<i64: 0, 1>} : (tensor<2x1xf32>) -> tensor<2x3xf32>
-    %45 = "stablehlo.subtract"(%35, %44) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-    %46 = "stablehlo.multiply"(%45, %45) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-    %47 = "stablehlo.constant"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
-    %48 = "stablehlo.reduce"(%46, %47) ({
-      ^bb0(%49: tensor<f32>, %50: tensor<f32>):
-      %51 = "stablehlo.add"(%49, %50) : (tensor<f32>, tensor<f32>) -> tensor<f32>
-      "stablehlo.return"(%51) : (tensor<f32>) -> ()
+    %44 = "stablehlo.reshape"(%40) : (tensor<2xf32>) -> tensor<2x1xf32>
+    %45 = "stablehlo.broadcast_in_dim"(%0) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2x1xf32>
+    %46 = "stablehlo.multiply"(%44, %45) : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+    %47 = "stablehlo.broadcast_in_dim"(%46) {broadcast_dimensions = array<i64: 0, 1>} : (tensor<2x1xf32>) -> tensor<2x3xf32>
+    %48 = "stablehlo.subtract"(%38, %47) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    %49 = "stablehlo.multiply"(%48, %48) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    %50 = "stablehlo.constant"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+    %51 = "stablehlo.reduce"(%49, %50) ({
+      ^bb0(%52: tensor<f32>, %53: tensor<f32>):
+      %54 = "stablehlo.add"(%52, %53) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      "stablehlo.return"(%54) : (tensor<f32>) -> ()
     }) {dimensions = array<i64: 1>} : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>
-    %52 = "stablehlo.reshape"(%48) : (tensor<2xf32>) -> tensor<2x1xf32>
-    %53 = "stablehlo.broadcast_in_dim"(%0) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2x1xf32>
-    %54 = "stablehlo.multiply"(%52, %53) : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
-    %55 = "stablehlo.constant"() {value = dense<9.99999975e-06> : tensor<f32>} : () -> tensor<f32>
-    %56 = "stablehlo.broadcast_in_dim"(%55) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2x1xf32>
-    %57 = "stablehlo.convert"(%56) : (tensor<2x1xf32>) -> tensor<2x1xf64>
-    %58 = "stablehlo.convert"(%30) : (tensor<2x1xf32>) -> tensor<2x1xf64>
-    %59 = "stablehlo.divide"(%57, %58) : (tensor<2x1xf64>, tensor<2x1xf64>) -> tensor<2x1xf64>
-    %60 = "stablehlo.convert"(%59) : (tensor<2x1xf64>) -> tensor<2x1xf32>
-    %61 = "stablehlo.convert"(%60) : (tensor<2x1xf32>) -> tensor<2x1xf64>
-    %62 = "stablehlo.convert"(%30) : (tensor<2x1xf32>) -> tensor<2x1xf64>
-    %63 = "stablehlo.divide"(%61, %62) : (tensor<2x1xf64>, tensor<2x1xf64>) -> tensor<2x1xf64>
-    %64 = "stablehlo.convert"(%63) : (tensor<2x1xf64>) -> tensor<2x1xf32>
-    %65 = "stablehlo.constant"() {value = dense<1.17549435e-38> : tensor<f32>} : () -> tensor<f32>
-    %66 = "stablehlo.add"(%54, %64) : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
-    %67 = "stablehlo.broadcast_in_dim"(%65) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2x1xf32>
-    %68 = "stablehlo.bitcast_convert"(%66) : (tensor<2x1xf32>) -> tensor<2x1xi32>
-    %69 = "stablehlo.constant"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>
-    %70 = "stablehlo.broadcast_in_dim"(%69) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<2x1xi32>
-    %71 = "stablehlo.constant"() {value = dense<2147483647> : tensor<i32>} : () -> tensor<i32>
-    %72 = "stablehlo.broadcast_in_dim"(%71) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<2x1xi32>
-    %73 = "stablehlo.compare"(%68, %70) {comparison_direction = #stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi1>
-    %74 = "stablehlo.xor"(%68, %72) : (tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi32>
-    %75 = "stablehlo.select"(%73, %74, %68) : (tensor<2x1xi1>, tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi32>
-    %76 = "stablehlo.bitcast_convert"(%67) : (tensor<2x1xf32>) -> tensor<2x1xi32>
-    %77 = "stablehlo.constant"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>
-    %78 = "stablehlo.broadcast_in_dim"(%77) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<2x1xi32>
-    %79 = "stablehlo.constant"() {value = dense<2147483647> : tensor<i32>} : () -> tensor<i32>
-    %80 = "stablehlo.broadcast_in_dim"(%79) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<2x1xi32>
-    %81 = "stablehlo.compare"(%76, %78) {comparison_direction = #stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi1>
-    %82 = "stablehlo.xor"(%76, %80) : (tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi32>
-    %83 = "stablehlo.select"(%81, %82, %76) : (tensor<2x1xi1>, tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi32>
-    %84 = "stablehlo.compare"(%75, %83) {comparison_direction = #stablehlo<comparison_direction GT>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi1>
-    %85 = "stablehlo.select"(%84, %66, %67) : (tensor<2x1xi1>, tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
-    %86 = "stablehlo.compare"(%67, %67) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xi1>
-    %87 = "stablehlo.select"(%86, %67, %85) : (tensor<2x1xi1>, tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
-    %88 = "stablehlo.compare"(%66, %66) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xi1>
-    %89 = "stablehlo.select"(%88, %66, %87) : (tensor<2x1xi1>, tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
-    %90 = "stablehlo.rsqrt"(%89) : (tensor<2x1xf32>) -> tensor<2x1xf32>
-    %91 = "stablehlo.broadcast_in_dim"(%90) {broadcast_dimensions = array<i64: 0, 1>} : (tensor<2x1xf32>) -> tensor<2x3xf32>
-    %92 = "stablehlo.multiply"(%45, %91) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-    %93 = "stablehlo.reshape"(%arg0) : (tensor<3xf32>) -> tensor<1x3xf32>
-    %94 = "stablehlo.broadcast_in_dim"(%93) {broadcast_dimensions = array<i64: 0, 1>} : (tensor<1x3xf32>) -> tensor<2x3xf32>
-    %95 = "stablehlo.multiply"(%92, %94) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    %55 = "stablehlo.reshape"(%51) : (tensor<2xf32>) -> tensor<2x1xf32>
+    %56 = "stablehlo.broadcast_in_dim"(%0) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2x1xf32>
+    %57 = "stablehlo.multiply"(%55, %56) : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+    %58 = "stablehlo.constant"() {value = dense<9.99999975e-06> : tensor<f32>} : () -> tensor<f32>
+    %59 = "stablehlo.broadcast_in_dim"(%58) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2x1xf32>
+    %60 = "stablehlo.convert"(%59) : (tensor<2x1xf32>) -> tensor<2x1xf64>
+    %61 = "stablehlo.convert"(%30) : (tensor<2x1xf32>) -> tensor<2x1xf64>
+    %62 = "stablehlo.divide"(%60, %61) : (tensor<2x1xf64>, tensor<2x1xf64>) -> tensor<2x1xf64>
+    %63 = "stablehlo.convert"(%62) : (tensor<2x1xf64>) -> tensor<2x1xf32>
+    %64 = "stablehlo.convert"(%63) : (tensor<2x1xf32>) -> tensor<2x1xf64>
+    %65 = "stablehlo.convert"(%30) : (tensor<2x1xf32>) -> tensor<2x1xf64>
+    %66 = "stablehlo.divide"(%64, %65) : (tensor<2x1xf64>, tensor<2x1xf64>) -> tensor<2x1xf64>
+    %67 = "stablehlo.convert"(%66) : (tensor<2x1xf64>) -> tensor<2x1xf32>
+    %68 = "stablehlo.constant"() {value = dense<1.17549435e-38> : tensor<f32>} : () -> tensor<f32>
+    %69 = "stablehlo.add"(%57, %67) : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+    %70 = "stablehlo.broadcast_in_dim"(%68) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2x1xf32>
+    %71 = "stablehlo.bitcast_convert"(%69) : (tensor<2x1xf32>) -> tensor<2x1xi32>
+    %72 = "stablehlo.constant"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>
+    %73 = "stablehlo.broadcast_in_dim"(%72) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<2x1xi32>
+    %74 = "stablehlo.constant"() {value = dense<2147483647> : tensor<i32>} : () -> tensor<i32>
+    %75 = "stablehlo.broadcast_in_dim"(%74) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<2x1xi32>
+    %76 = "stablehlo.compare"(%71, %73) {comparison_direction = #stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi1>
+    %77 = "stablehlo.xor"(%71, %75) : (tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi32>
+    %78 = "stablehlo.select"(%76, %77, %71) : (tensor<2x1xi1>, tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi32>
+    %79 = "stablehlo.bitcast_convert"(%70) : (tensor<2x1xf32>) -> tensor<2x1xi32>
+    %80 = "stablehlo.constant"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>
+    %81 = "stablehlo.broadcast_in_dim"(%80) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<2x1xi32>
+    %82 = "stablehlo.constant"() {value = dense<2147483647> : tensor<i32>} : () -> tensor<i32>
+    %83 = "stablehlo.broadcast_in_dim"(%82) {broadcast_dimensions = array<i64>} : (tensor<i32>) -> tensor<2x1xi32>
+    %84 = "stablehlo.compare"(%79, %81) {comparison_direction = #stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi1>
+    %85 = "stablehlo.xor"(%79, %83) : (tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi32>
+    %86 = "stablehlo.select"(%84, %85, %79) : (tensor<2x1xi1>, tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi32>
+    %87 = "stablehlo.compare"(%78, %86) {comparison_direction = #stablehlo<comparison_direction GT>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x1xi1>
+    %88 = "stablehlo.select"(%87, %69, %70) : (tensor<2x1xi1>, tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+    %89 = "stablehlo.compare"(%70, %70) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xi1>
+    %90 = "stablehlo.select"(%89, %70, %88) : (tensor<2x1xi1>, tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+    %91 = "stablehlo.compare"(%69, %69) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xi1>
+    %92 = "stablehlo.select"(%91, %69, %90) : (tensor<2x1xi1>, tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+    %93 = "stablehlo.rsqrt"(%92) : (tensor<2x1xf32>) -> tensor<2x1xf32>
+    %94 = "stablehlo.broadcast_in_dim"(%93) {broadcast_dimensions = array<i64: 0, 1>} : (tensor<2x1xf32>) -> tensor<2x3xf32>
+    %95 = "stablehlo.multiply"(%48, %94) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
     %96 = "stablehlo.reshape"(%arg0) : (tensor<3xf32>) -> tensor<1x3xf32>
     %97 = "stablehlo.broadcast_in_dim"(%96) {broadcast_dimensions = array<i64: 0, 1>} : (tensor<1x3xf32>) -> tensor<2x3xf32>
-    %98 = "stablehlo.add"(%95, %97) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
-    "func.return"(%98) : (tensor<2x3xf32>) -> ()
+    %98 = "stablehlo.multiply"(%95, %97) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    %99 = "stablehlo.reshape"(%arg0) : (tensor<3xf32>) -> tensor<1x3xf32>
+    %100 = "stablehlo.broadcast_in_dim"(%99) {broadcast_dimensions = array<i64: 0, 1>} : (tensor<1x3xf32>) -> tensor<2x3xf32>
+    %101 = "stablehlo.add"(%98, %100) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    "func.return"(%101) : (tensor<2x3xf32>) -> ()
   }
 }
