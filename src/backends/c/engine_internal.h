@@ -200,6 +200,9 @@ typedef struct cmlc_step_t {
   uint32_t input_count;
   const uint32_t* input_parts;
   bool heavy;  // reads or writes enough bytes that reading the clock before it is cheap
+  // WHILE: the state elements (of the first 64) its body updates in place
+  // (cmlc_plan_while_in_place, plan.c).
+  uint64_t while_in_place;
 } cmlc_step_t;
 
 typedef struct cmlc_function_plan_t {

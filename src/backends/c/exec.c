@@ -301,41 +301,6 @@ static cml_status_t cmlc_run_and_copy(cmlc_context_t* ctx, const cml_ir_node_t* 
   return CML_OK;
 }
 
-// The state elements (of the first 64) that the While body |body_fi| updates in place: body
-// output i is a DynamicUpdateSlice whose operand is body parameter i, and that is the
-// parameter's only use (no other node, output or closure capture reads it). Once such an
-// element lives in the node's double slot, the update can write into the half that holds it
-// (the kernel skips its copy when its output is its operand) instead of copying the whole
-// element into the other half every iteration: a results buffer filled row by row in a loop
-// cost O(rows^2). It reads the module's nodes: a plan rewrite that made a step read the
-// parameter where no node of the module does would have to count that reader here too (the
-// rewrites in opt.c keep the original node naming it).
-static uint64_t cmlc_while_in_place(const cml_module_t* m, uint32_t body_fi, uint32_t count) {
-  const cml_ir_function_t* body = &m->functions[body_fi];
-  uint32_t limit = count < 64 ? count : 64;
-  if (body->param_count < limit) limit = body->param_count;
-  if (body->output_count < limit) limit = body->output_count;
-  uint64_t mask = 0;
-  for (uint32_t i = 0; i < limit; ++i) {
-    const uint32_t p = body->params[i];
-    const cml_ir_node_t* d = &m->nodes[m->values[body->outputs[i]].node];
-    if (d->op != CML_OP_DYNAMIC_UPDATE_SLICE || d->input_count < 1 || d->inputs[0] != p) continue;
-    uint32_t uses = 0;
-    for (uint32_t k = 0; k < body->node_count && uses < 2; ++k) {
-      const cml_ir_node_t* x = &m->nodes[body->nodes[k]];
-      for (uint32_t j = 0; j < x->input_count; ++j) uses += x->inputs[j] == p;
-    }
-    for (uint32_t o = 0; o < body->output_count; ++o) uses += body->outputs[o] == p;
-    for (uint32_t fi = 0; fi < m->function_count && uses < 2; ++fi) {
-      const cml_ir_function_t* c = &m->functions[fi];
-      if (c->parent != (int32_t)body_fi) continue;
-      for (uint32_t j = 0; j < c->capture_count; ++j) uses += c->captures_outer[j] == p;
-    }
-    if (uses == 1) mask |= (uint64_t)1 << i;
-  }
-  return mask;
-}
-
 static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan_t* fp,
                                    const cmlc_step_t* step) {
   const cmlc_executable_t* exe = ctx->exe;
@@ -355,7 +320,7 @@ static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan
   // Captures point into this frame, which does not change while the loop runs: bind them once.
   cmlc_bind_captures(ctx, cond);
   cmlc_bind_captures(ctx, body);
-  const uint64_t in_place = cmlc_while_in_place(m, body_fi, count);
+  const uint64_t in_place = step->while_in_place;
   const uint8_t* go = NULL;
   cml_status_t st = CML_OK;
   for (;;) {

@@ -516,6 +516,41 @@ static cml_status_t cmlc_plan_place_concats(cmlc_planner_t* p, uint32_t fi) {
   return CML_OK;
 }
 
+// The state elements (of the first 64) that the While body |body_fi| updates in place: body
+// output i is a DynamicUpdateSlice whose operand is body parameter i, and that is the
+// parameter's only use (no other node, output or closure capture reads it). Once such an
+// element lives in the node's double slot, the update can write into the half that holds it
+// (the kernel skips its copy when its output is its operand) instead of copying the whole
+// element into the other half every iteration: a results buffer filled row by row in a loop
+// cost O(rows^2). It reads the module's nodes: a plan rewrite that made a step read the
+// parameter where no node of the module does would have to count that reader here too (the
+// rewrites in opt.c keep the original node naming it).
+static uint64_t cmlc_plan_while_in_place(const cml_module_t* m, uint32_t body_fi, uint32_t count) {
+  const cml_ir_function_t* body = &m->functions[body_fi];
+  uint32_t limit = count < 64 ? count : 64;
+  if (body->param_count < limit) limit = body->param_count;
+  if (body->output_count < limit) limit = body->output_count;
+  uint64_t mask = 0;
+  for (uint32_t i = 0; i < limit; ++i) {
+    const uint32_t p = body->params[i];
+    const cml_ir_node_t* d = &m->nodes[m->values[body->outputs[i]].node];
+    if (d->op != CML_OP_DYNAMIC_UPDATE_SLICE || d->input_count < 1 || d->inputs[0] != p) continue;
+    uint32_t uses = 0;
+    for (uint32_t k = 0; k < body->node_count && uses < 2; ++k) {
+      const cml_ir_node_t* x = &m->nodes[body->nodes[k]];
+      for (uint32_t j = 0; j < x->input_count; ++j) uses += x->inputs[j] == p;
+    }
+    for (uint32_t o = 0; o < body->output_count; ++o) uses += body->outputs[o] == p;
+    for (uint32_t fi = 0; fi < m->function_count && uses < 2; ++fi) {
+      const cml_ir_function_t* c = &m->functions[fi];
+      if (c->parent != (int32_t)body_fi) continue;
+      for (uint32_t j = 0; j < c->capture_count; ++j) uses += c->captures_outer[j] == p;
+    }
+    if (uses == 1) mask |= (uint64_t)1 << i;
+  }
+  return mask;
+}
+
 // Records main's PART value |v| (its pointer is set when the output buffers exist).
 static cml_status_t cmlc_plan_add_out_part(cmlc_planner_t* p, uint32_t v) {
   cmlc_executable_t* exe = p->exe;
@@ -728,6 +763,8 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
           break;
         case CML_OP_WHILE:
           step->kind = CMLC_STEP_WHILE;
+          step->while_in_place =
+              cmlc_plan_while_in_place(m, n->attrs->functions[1], n->output_count);
           break;
         case CML_OP_IF:
           step->kind = CMLC_STEP_IF;

@@ -420,85 +420,40 @@ static bool cmlc_fa_bwd_needs_stats(const cmlc_fa_bwd_ctx_t* c, int64_t rows) {
   return false;
 }
 
-static void cmlc_fa_bwd_stats_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
-  const cmlc_fa_bwd_ctx_t* c = vctx;
-  const bool f64 = c->f.dtype == CML_DTYPE_F64;
-  for (int64_t t = begin; t < end; ++t) {
+// The backward's task runners: each task of |begin|..|end| on the ISA variant the context
+// names (AVX-512, AVX2 + FMA, or the portable one), for the pre-pass (stats) and the passes.
 #if defined(CMLC_HAVE_X86_64)
-    if (c->f.isa >= CMLC_ISA_AVX512) {
-      f64 ? cmlc__fa_bwd_stats_f64_avx512(c, t, thread_index)
-          : cmlc__fa_bwd_stats_f32_avx512(c, t, thread_index);
-      continue;
-    }
-    if (c->f.isa >= CMLC_ISA_AVX2) {
-      f64 ? cmlc__fa_bwd_stats_f64_avx2(c, t, thread_index)
-          : cmlc__fa_bwd_stats_f32_avx2(c, t, thread_index);
-      continue;
-    }
-#endif
-    f64 ? cmlc_fa_bwd_stats_f64(c, t, thread_index) : cmlc_fa_bwd_stats_f32(c, t, thread_index);
+#define CMLC_FA_BWD_X86(kind, f64, c, t, thread_index)          \
+  if ((c)->f.isa >= CMLC_ISA_AVX512) {                          \
+    f64 ? cmlc__fa_bwd_##kind##_f64_avx512(c, t, thread_index)  \
+        : cmlc__fa_bwd_##kind##_f32_avx512(c, t, thread_index); \
+    continue;                                                   \
+  }                                                             \
+  if ((c)->f.isa >= CMLC_ISA_AVX2) {                            \
+    f64 ? cmlc__fa_bwd_##kind##_f64_avx2(c, t, thread_index)    \
+        : cmlc__fa_bwd_##kind##_f32_avx2(c, t, thread_index);   \
+    continue;                                                   \
   }
-}
-
-static void cmlc_fa_bwd_kv_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
-  const cmlc_fa_bwd_ctx_t* c = vctx;
-  const bool f64 = c->f.dtype == CML_DTYPE_F64;
-  for (int64_t t = begin; t < end; ++t) {
-#if defined(CMLC_HAVE_X86_64)
-    if (c->f.isa >= CMLC_ISA_AVX512) {
-      f64 ? cmlc__fa_bwd_kv_f64_avx512(c, t, thread_index)
-          : cmlc__fa_bwd_kv_f32_avx512(c, t, thread_index);
-      continue;
-    }
-    if (c->f.isa >= CMLC_ISA_AVX2) {
-      f64 ? cmlc__fa_bwd_kv_f64_avx2(c, t, thread_index)
-          : cmlc__fa_bwd_kv_f32_avx2(c, t, thread_index);
-      continue;
-    }
+#else
+#define CMLC_FA_BWD_X86(kind, f64, c, t, thread_index)
 #endif
-    f64 ? cmlc_fa_bwd_kv_f64(c, t, thread_index) : cmlc_fa_bwd_kv_f32(c, t, thread_index);
+#define CMLC_FA_BWD_TASKS(kind)                                                  \
+  static void cmlc_fa_bwd_##kind##_tasks(void* vctx, int64_t begin, int64_t end, \
+                                         int thread_index) {                     \
+    const cmlc_fa_bwd_ctx_t* c = vctx;                                           \
+    const bool f64 = c->f.dtype == CML_DTYPE_F64;                                \
+    for (int64_t t = begin; t < end; ++t) {                                      \
+      CMLC_FA_BWD_X86(kind, f64, c, t, thread_index)                             \
+      f64 ? cmlc_fa_bwd_##kind##_f64(c, t, thread_index)                         \
+          : cmlc_fa_bwd_##kind##_f32(c, t, thread_index);                        \
+    }                                                                            \
   }
-}
-
-static void cmlc_fa_bwd_q_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
-  const cmlc_fa_bwd_ctx_t* c = vctx;
-  const bool f64 = c->f.dtype == CML_DTYPE_F64;
-  for (int64_t t = begin; t < end; ++t) {
-#if defined(CMLC_HAVE_X86_64)
-    if (c->f.isa >= CMLC_ISA_AVX512) {
-      f64 ? cmlc__fa_bwd_q_f64_avx512(c, t, thread_index)
-          : cmlc__fa_bwd_q_f32_avx512(c, t, thread_index);
-      continue;
-    }
-    if (c->f.isa >= CMLC_ISA_AVX2) {
-      f64 ? cmlc__fa_bwd_q_f64_avx2(c, t, thread_index)
-          : cmlc__fa_bwd_q_f32_avx2(c, t, thread_index);
-      continue;
-    }
-#endif
-    f64 ? cmlc_fa_bwd_q_f64(c, t, thread_index) : cmlc_fa_bwd_q_f32(c, t, thread_index);
-  }
-}
-
-static void cmlc_fa_bwd_head_tasks(void* vctx, int64_t begin, int64_t end, int thread_index) {
-  const cmlc_fa_bwd_ctx_t* c = vctx;
-  const bool f64 = c->f.dtype == CML_DTYPE_F64;
-  for (int64_t t = begin; t < end; ++t) {
-#if defined(CMLC_HAVE_X86_64)
-    if (c->f.isa >= CMLC_ISA_AVX512) {
-      f64 ? cmlc__fa_bwd_head_f64_avx512(c, t, thread_index)
-          : cmlc__fa_bwd_head_f32_avx512(c, t, thread_index);
-      continue;
-    }
-    if (c->f.isa >= CMLC_ISA_AVX2) {
-      f64 ? cmlc__fa_bwd_head_f64_avx2(c, t, thread_index)
-          : cmlc__fa_bwd_head_f32_avx2(c, t, thread_index);
-      continue;
-    }
-#endif
-    f64 ? cmlc_fa_bwd_head_f64(c, t, thread_index) : cmlc_fa_bwd_head_f32(c, t, thread_index);
-  }
-}
+CMLC_FA_BWD_TASKS(stats)
+CMLC_FA_BWD_TASKS(kv)
+CMLC_FA_BWD_TASKS(q)
+CMLC_FA_BWD_TASKS(head)
+#undef CMLC_FA_BWD_TASKS
+#undef CMLC_FA_BWD_X86
 
 cml_status_t cmlc__fa_bwd_run(const cmlc_kernel_args_t* args) {
   const cml_ir_attrs_t* attrs = args->node->attrs;
