@@ -12,6 +12,8 @@ command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+# The sources of the de_DE locale, for the test that runs cml in a comma-decimal locale.
+[ -e /usr/share/i18n/locales/de_DE ] || need+=(locales)
 for tool in "$@"; do
   command -v "$tool" >/dev/null 2>&1 || need+=("$tool")
 done

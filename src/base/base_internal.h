@@ -3,6 +3,9 @@
 #ifndef CML_BASE_BASE_INTERNAL_H_
 #define CML_BASE_BASE_INTERNAL_H_
 
+#include <stdarg.h>
+#include <stddef.h>
+
 #include "cml/base.h"
 
 // Logs a printf-formatted message through the handler set with cml_set_log_handler.
@@ -14,6 +17,13 @@ _Noreturn void cml__abort(const char* fmt, ...) CML_PRINTF(1, 2);
 // The calling process's id (getpid(), refreshed in a child of fork(); 0 on wasm32-wasi), for the
 // checks that refuse objects inherited through fork(). Cheap: no system call per query.
 long cml__process_id(void);
+
+// snprintf, vsnprintf and strtod in the "C" locale (a '.' decimal point), whatever locale the
+// process has set: for every number cml writes for a machine (StableHLO, config strings) or reads
+// from one. errno is strtod's.
+int cml__snprintf_c(char* buffer, size_t size, const char* fmt, ...) CML_PRINTF(3, 4);
+int cml__vsnprintf_c(char* buffer, size_t size, const char* fmt, va_list args);
+double cml__strtod_c(const char* text, char** end);
 
 #define CML_ASSERT_INTERNAL(cond)                                                      \
   do {                                                                                 \

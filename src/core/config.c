@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base_internal.h"
 #include "core/runtime_internal.h"
 
 //===--- small helpers ---===//
@@ -85,7 +86,7 @@ static bool cml__config_parse_float(const char* text, double* out) {
   if (!*text || isspace((unsigned char)*text)) return false;
   errno = 0;
   char* end = NULL;
-  double v = strtod(text, &end);
+  double v = cml__strtod_c(text, &end);
   if (errno == ERANGE || end == text || *end != '\0' || !isfinite(v)) return false;
   *out = v;
   return true;
@@ -177,7 +178,7 @@ static void cml__config_text_append(cml__config_text_t* t, const char* fmt, ...)
     dst = t->buffer + t->length;
     room = t->size - t->length;
   }
-  int n = vsnprintf(dst, room, fmt, args);
+  int n = cml__vsnprintf_c(dst, room, fmt, args);
   va_end(args);
   if (n > 0) t->length += (size_t)n;
 }
@@ -302,7 +303,7 @@ static cml_status_t cml__config_store(const char* backend, const cml__option_spe
         return cml__config_bad_value(backend, spec, value, NULL);
       }
       if (spec->check_range && ((double)v < spec->min || (double)v > spec->max)) {
-        snprintf(detail, sizeof detail, " in [%.17g, %.17g]", spec->min, spec->max);
+        cml__snprintf_c(detail, sizeof detail, " in [%.17g, %.17g]", spec->min, spec->max);
         return cml__config_bad_value(backend, spec, value, detail);
       }
       if (spec->out) *(int64_t*)spec->out = v;
@@ -314,7 +315,7 @@ static cml_status_t cml__config_store(const char* backend, const cml__option_spe
         return cml__config_bad_value(backend, spec, value, NULL);
       }
       if (spec->check_range && (v < spec->min || v > spec->max)) {
-        snprintf(detail, sizeof detail, " in [%.17g, %.17g]", spec->min, spec->max);
+        cml__snprintf_c(detail, sizeof detail, " in [%.17g, %.17g]", spec->min, spec->max);
         return cml__config_bad_value(backend, spec, value, detail);
       }
       if (spec->out) *(double*)spec->out = v;

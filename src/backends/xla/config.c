@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base_internal.h"
 #include "backends/xla/xla_internal.h"
 
 const char cml__xla_config_help[] =
@@ -282,8 +283,8 @@ size_t cml__xla_config_format(const cml__xla_config_t* config, const char* plugi
   char extra[512] = "";
   int len = 0;
   if (config->memory_fraction_set) {
-    len += snprintf(extra + len, sizeof extra - (size_t)len, ",memory_fraction=%g",
-                    config->memory_fraction);
+    len += cml__snprintf_c(extra + len, sizeof extra - (size_t)len, ",memory_fraction=%.17g",
+                           config->memory_fraction);
   }
   if (config->allocator_set && len >= 0 && (size_t)len < sizeof extra) {
     len += snprintf(extra + len, sizeof extra - (size_t)len, ",allocator=%s", config->allocator);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/base_internal.h"
 #include "backends/xla/xla_internal.h"
 
 extern char** environ;
@@ -28,7 +29,7 @@ static double cml_xla_env_seconds(const char* name, double fallback) {
   const char* text = getenv(name);
   if (!text || !*text) return fallback;
   char* end = NULL;
-  double v = strtod(text, &end);
+  double v = cml__strtod_c(text, &end);
   if (end == text || *end != '\0' || !(v > 0) || v > 1e7) return fallback;
   return v;
 }

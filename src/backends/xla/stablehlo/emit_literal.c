@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/base_internal.h"
 #include "backends/xla/stablehlo/emit_internal.h"
 
 // Arrays up to this many elements are written as readable nested lists; larger ones as the
@@ -34,7 +35,7 @@ static void cml_shlo_fix_float(char* buf, size_t size) {
 static void cml_shlo_format_f64(double v, int digits, uint64_t bits, int hex_digits, char* buf,
                                 size_t size) {
   if (isfinite(v)) {
-    snprintf(buf, size, "%.*g", digits, v);
+    cml__snprintf_c(buf, size, "%.*g", digits, v);
     cml_shlo_fix_float(buf, size);
   } else {
     snprintf(buf, size, "0x%0*" PRIX64, hex_digits, bits);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base_internal.h"
 #include "backends/xla/stablehlo/emit_internal.h"
 
 #define CML_SHLO_SINK_LIMIT 16
@@ -60,7 +61,7 @@ void cml__shlo_text_vprintf(cml__shlo_text_t* t, const char* fmt, va_list ap) {
   for (;;) {
     va_list copy;
     va_copy(copy, ap);
-    int n = vsnprintf(t->data + t->size, t->capacity - t->size, fmt, copy);
+    int n = cml__vsnprintf_c(t->data + t->size, t->capacity - t->size, fmt, copy);
     va_end(copy);
     if (n < 0) {
       t->failed = true;
@@ -237,7 +238,7 @@ void cml__shlo_attr_printf(cml__shlo_attr_t* a, const char* fmt, ...) {
   if (a->overflow) return;
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(a->s + a->n, sizeof a->s - a->n, fmt, ap);
+  int n = cml__vsnprintf_c(a->s + a->n, sizeof a->s - a->n, fmt, ap);
   va_end(ap);
   if (n < 0 || (size_t)n >= sizeof a->s - a->n) {
     a->overflow = true;
