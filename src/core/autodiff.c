@@ -255,6 +255,12 @@ static void cml_ad_forward(cml__ad_t* ad, uint32_t begin, uint32_t end) {
   bool* relevant = (bool*)ad->relevant;
   for (uint32_t k = begin; k < end; ++k) {
     const cml_ir_node_t* n = &impl->nodes[ad->f->nodes.data[k]];
+    if (n->op == CML_OP_CAPTURED_VALUE) {  // in a closure (If's VJP): relevant as its source
+      uint32_t v = n->first_output;
+      relevant[v] = relevant[ad->f->captures_outer.data[n->index]] &&
+                    cml_ad_differentiable(impl->values[v].shape.dtype);
+      continue;
+    }
     if (cml_ad_is_stop(n) || !cml_ad_node_reads_relevant(ad, n)) continue;
     for (uint32_t o = 0; o < n->output_count; ++o) {
       uint32_t v = n->first_output + o;
@@ -275,6 +281,13 @@ static cml_status_t cml_ad_backward(cml__ad_t* ad, uint32_t begin, uint32_t end)
     const cml_ir_node_t* n = &node;
     bool has_ct = false;
     for (uint32_t o = 0; o < n->output_count; ++o) has_ct |= ct[n->first_output + o] != 0;
+    if (n->op == CML_OP_CAPTURED_VALUE) {  // a closure's capture: to the captured value
+      uint32_t outer = ad->f->captures_outer.data[n->index];
+      if (has_ct && outer < ad->value_limit && ad->relevant[outer]) {
+        cml__ad_accumulate(ad, outer, ct[n->first_output]);
+      }
+      continue;
+    }
     if (!has_ct || cml_ad_is_stop(n) || !cml_ad_node_reads_relevant(ad, n)) continue;
     cml__ad_rule_fn* rule = cml_ad_rule(n->op);
     if (n->output_count > 64 || n->input_count > 64) {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/core/autodiff_control.c: VJPs of the control group. The barriers pass the cotangent
-// through. Call and If inline their callee (both branches for If) into the differentiated
-// function, differentiate the inlined copy and, for If, select the taken branch's cotangents
-// with Where (the forward values are recomputed; the original node still produces them).
+// through. Call inlines its callee into the differentiated function and differentiates the
+// inlined copy; If does the same for each branch inside a closure, and runs the taken one's
+// with an If (the forward values are recomputed; the original node still produces them).
 // Sort re-sorts with an Iota operand to learn the permutation and scatters the cotangents of
 // its results back. While: when its trip count is static (a counter in the state starting at an
 // integer constant, the condition `counter < constant`, the body adding 1 to it), the body is
@@ -97,44 +97,63 @@ static cml_status_t cml_ad_call(cml__ad_t* ad, const cml_ir_node_t* n, const cml
   return st;
 }
 
-// If: both branches inlined and differentiated; each value's cotangent is
-// Where(pred, from the true branch, from the false branch).
+// If: the VJP is an If over two gradient closures. Closure k recomputes branch k (inlined)
+// and differentiates it; it returns the cotangent of every outer value that either branch
+// gives one (zeros where it gives none), and the If on the same predicate runs only the taken
+// branch's. So the untaken branch costs nothing, and its values (NaN or infinite derivatives
+// outside its domain) cannot reach a gradient, nor a second derivative of one.
 static cml_status_t cml_ad_if(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts) {
   cml_builder_t* b = ad->b;
   uint32_t limit = ad->value_limit;
-  cml_value_t* saved = cml__temp_alloc(b, limit * sizeof(cml_value_t));
+  cml_function_t* closure[2] = {NULL, NULL};
   cml_value_t* branch_ct[2] = {NULL, NULL};
   uint32_t* outs = cml__temp_alloc(b, (n->output_count + 1) * sizeof(uint32_t));
+  uint32_t* wanted = cml__temp_alloc(b, (limit + 1) * sizeof(uint32_t));
+  cml_value_t* results = cml__temp_alloc(b, (limit + 1) * sizeof(cml_value_t));
   cml_status_t st = CML_OK;
   for (int k = 0; k < 2; ++k) branch_ct[k] = cml__temp_alloc(b, limit * sizeof(cml_value_t));
-  if (saved && outs && branch_ct[0] && branch_ct[1]) {
-    memcpy(saved, ad->ct, limit * sizeof(cml_value_t));
-    for (int k = 0; k < 2 && st == CML_OK && b->error == CML_OK; ++k) {
-      // Each branch starts from empty cotangents; what it adds is kept apart.
-      memset(ad->ct, 0, limit * sizeof(cml_value_t));
-      const cml_function_t* branch = ad->impl->functions[n->attrs->functions[k]];
-      uint32_t begin = ad->f->nodes.count;
-      st = cml_ad_inline(ad, n, branch, NULL, outs);
-      if (st == CML_OK && b->error == CML_OK) {
-        st = cml__ad_nested(ad, begin, outs, cts, n->output_count);
-      }
-      memcpy(branch_ct[k], ad->ct, limit * sizeof(cml_value_t));
+  bool ready = outs && wanted && results && branch_ct[0] && branch_ct[1];
+  for (int k = 0; k < 2 && ready && st == CML_OK && b->error == CML_OK; ++k) {
+    st = cml_function_new_closure(ad->f, &closure[k]);
+    if (st != CML_OK) break;
+    // The branch's differentiation adds its cotangents to branch_ct[k], in closure k: values
+    // of ad->f it reads (operands, the cotangents |cts|) become the closure's captures.
+    memset(branch_ct[k], 0, limit * sizeof(cml_value_t));
+    cml__ad_t sub = *ad;
+    sub.f = closure[k];
+    sub.ct = branch_ct[k];
+    const cml_function_t* branch = ad->impl->functions[n->attrs->functions[k]];
+    uint32_t begin = closure[k]->nodes.count;
+    st = cml_ad_inline(&sub, n, branch, NULL, outs);
+    if (st == CML_OK && b->error == CML_OK) {
+      st = cml__ad_nested(&sub, begin, outs, cts, n->output_count);
     }
-    memcpy(ad->ct, saved, limit * sizeof(cml_value_t));
-    cml_value_t pred = cml__ad_in(ad, n, 0);
-    for (uint32_t v = 0; v < limit && st == CML_OK && b->error == CML_OK; ++v) {
-      cml_value_t t = branch_ct[0][v], e = branch_ct[1][v];
-      if (!t && !e) continue;
-      cml_shape_t s = ad->impl->values[v].shape;
-      if (!t) t = cml__ad_zeros(ad, &s);
-      if (!e) e = cml__ad_zeros(ad, &s);
-      cml__ad_accumulate(ad, v, cml_op_where(ad->f, pred, t, e));
+  }
+  if (ready && st == CML_OK && b->error == CML_OK) {
+    uint32_t count = 0;
+    for (uint32_t v = 0; v < limit; ++v) {
+      if (branch_ct[0][v] || branch_ct[1][v]) wanted[count++] = v;
+    }
+    for (int k = 0; k < 2 && count > 0 && b->error == CML_OK; ++k) {
+      cml__ad_t sub = *ad;
+      sub.f = closure[k];
+      for (uint32_t i = 0; i < count; ++i) {
+        cml_shape_t s = ad->impl->values[wanted[i]].shape;
+        results[i] = branch_ct[k][wanted[i]] ? branch_ct[k][wanted[i]] : cml__ad_zeros(&sub, &s);
+      }
+      if (b->error == CML_OK) st = cml_function_return(closure[k], results, count);
+      if (st != CML_OK) break;
+    }
+    if (count > 0 && st == CML_OK && b->error == CML_OK &&
+        cml_op_if(ad->f, cml__ad_in(ad, n, 0), closure[0], closure[1], results)) {
+      for (uint32_t i = 0; i < count; ++i) cml__ad_accumulate(ad, wanted[i], results[i]);
     }
   }
   for (int k = 0; k < 2; ++k) {
     if (branch_ct[k]) cml__temp_free(b, branch_ct[k], limit * sizeof(cml_value_t));
   }
-  if (saved) cml__temp_free(b, saved, limit * sizeof(cml_value_t));
+  if (results) cml__temp_free(b, results, (limit + 1) * sizeof(cml_value_t));
+  if (wanted) cml__temp_free(b, wanted, (limit + 1) * sizeof(uint32_t));
   if (outs) cml__temp_free(b, outs, (n->output_count + 1) * sizeof(uint32_t));
   return st;
 }

@@ -187,6 +187,14 @@ static cml_status_t cml_ad_conv(cml__ad_t* ad, const cml_ir_node_t* n, const cml
   const cml_shape_t* is = cml__ad_in_shape(ad, n, 0);
   const cml_shape_t* ks = cml__ad_in_shape(ad, n, 1);
   const cml_shape_t* os = cml__ad_out_shape(ad, n, 0);
+  if (cml_shape_element_count(os) == 0) {
+    // An empty output (a spatial axis, the batch or the output features of size 0): nothing
+    // reaches either operand. (The transposed convolutions below would use the empty
+    // cotangent as a window, which ConvGeneral refuses.)
+    if (cml__ad_wants(ad, n, 0)) in_cts[0] = cml__ad_zeros(ad, is);
+    if (cml__ad_wants(ad, n, 1)) in_cts[1] = cml__ad_zeros(ad, ks);
+    return CML_OK;
+  }
   if (cml__ad_wants(ad, n, 0)) {
     cml_value_t g = cml__ad_convert(ad, cts[0], ks->dtype);
     in_cts[0] = cml__ad_convert(ad, cml_ad_conv_input(ad, c, g, cml__ad_in(ad, n, 1), is, ks, os),

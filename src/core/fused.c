@@ -563,7 +563,7 @@ cml_value_t cml__fused_sdpa_build(cml_function_t* f, cml_value_t q, cml_value_t 
     return cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
                      "FusedScaledDotProductAttention: q %s, k %s, v %s do not fit layout %s "
                      "(rank 4, same batch, k and v with the same heads and sequence, q and k "
-                     "with the same head dim, heads a multiple of kv heads)",
+                     "with the same head dim, at least 1 kv head, heads a multiple of kv heads)",
                      cml__shape_text(&qs, t1), cml__shape_text(&ks, t2), cml__shape_text(&vs, t3),
                      cml_attention_layout_name(layout));
   }

@@ -962,6 +962,76 @@ TEST(second_derivative) {
   ASSERT_NEAR(hv, 6 * 1.5, 1e-12);
 }
 
+// Second derivatives through If(x > 0, log(x) * w, sqrt(-x) * w): only the taken branch's
+// derivatives count, even where the untaken one's are NaN (sqrt(-x) at x > 0, log(x) at x < 0).
+// d/dx, d2/dx2 and d2/dxdw of log(x) w at x = 2: w / 2, -w / 4, 1 / 2; of sqrt(-x) w at x = -4:
+// -w / 4, -w / 32, -1 / 4.
+TEST(if_second_derivative_ignores_the_untaken_branch) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "if_d2", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F64);
+  cml_value_t x = cml_parameter(f, "x", &s), w = cml_parameter(f, "w", &s);
+  cml_function_t *t = NULL, *e = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &t));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &e));
+  cml_value_t tv = cml_op_mul(t, cml_op_log(t, x), w);
+  cml_value_t ev = cml_op_mul(e, cml_op_sqrt(e, cml_op_neg(e, x)), w);
+  ASSERT_STATUS_OK(cml_function_return(t, &tv, 1));
+  ASSERT_STATUS_OK(cml_function_return(e, &ev, 1));
+  cml_value_t y = CML_VALUE_INVALID;
+  cml_value_t pred = cml_op_greater_than(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F64, 0));
+  ASSERT_TRUE(cml_op_if(f, pred, t, e, &y));
+  cml_value_t g, h[2];
+  ASSERT_STATUS_OK(cml_gradients(f, y, &x, 1, &g));
+  ASSERT_STATUS_OK(cml_gradients(f, g, (cml_value_t[]){x, w}, 2, h));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, (cml_value_t[]){g, h[0], h[1]}, 3, &exe));
+  const double xs[2] = {2, -4}, ws = 3;
+  const double want[2][3] = {{ws / 2, -ws / 4, 0.5}, {-ws / 4, -ws / 32, -0.25}};
+  for (int i = 0; i < 2; ++i) {
+    double got[3] = {0, 0, 0};
+    ASSERT_STATUS_OK(
+        api_run(g_c, exe, (const void*[]){&xs[i], &ws}, (void*[]){&got[0], &got[1], &got[2]}));
+    for (int k = 0; k < 3; ++k) ASSERT_NEAR(got[k], want[i][k], 1e-12);
+  }
+  cml_executable_release(exe);
+}
+
+// A convolution whose output is empty (a window wider than the input, an empty input spatial
+// axis, a stride that leaves no position): both gradients are zeros of the operands' shapes.
+// The kernel gradient used to build a convolution with the empty cotangent as its window,
+// which failed the whole builder.
+TEST(conv_with_an_empty_output_has_zero_gradients) {
+  static const struct {
+    int64_t x[3], k[3], stride;
+  } cases[] = {{{2, 2, 2}, {3, 2, 4}, 1}, {{2, 0, 2}, {1, 2, 3}, 1}, {{1, 2, 1}, {3, 1, 1}, 2}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(g_c, "conv_empty", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 3, cases[i].x);
+    cml_shape_t ks = cml_shape_make(CML_DTYPE_F32, 3, cases[i].k);
+    cml_value_t x = cml_parameter(f, "x", &xs), k = cml_parameter(f, "k", &ks);
+    cml_conv_config_t c;
+    cml_conv_config_init(&c, 1, CML_CONV_LAYOUT_CHANNELS_LAST);
+    c.strides[0] = cases[i].stride;
+    cml_value_t y = cml_op_conv_general(f, x, k, &c);
+    cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, y, y), NULL, 0);
+    cml_value_t g[2];
+    ASSERT_STATUS_OK(cml_gradients(f, loss, (cml_value_t[]){x, k}, 2, g));
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, g, 2, &exe));
+    float xv[8], kv[12], gx[8], gk[12];
+    for (int j = 0; j < 8; ++j) xv[j] = gx[j] = (float)j + 1;
+    for (int j = 0; j < 12; ++j) kv[j] = gk[j] = (float)j - 5;
+    ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){xv, kv}, (void*[]){gx, gk}));
+    cml_executable_release(exe);
+    for (int64_t j = 0; j < cml_shape_element_count(&xs); ++j) ASSERT_EQ_DBL(gx[j], 0);
+    for (int64_t j = 0; j < cml_shape_element_count(&ks); ++j) ASSERT_EQ_DBL(gk[j], 0);
+  }
+}
+
 // Complex: loss = Real(z * z) + Imag(z) + Abs(z) for z = Complex(a, b):
 // d/da = 2a + a / |z|, d/db = -2b + 1 + b / |z|.
 TEST(complex_ops) {
@@ -1886,6 +1956,8 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(hand_computed),
                                        TEST_ENTRY(hand_computed_relu_convert),
                                        TEST_ENTRY(second_derivative),
+                                       TEST_ENTRY(if_second_derivative_ignores_the_untaken_branch),
+                                       TEST_ENTRY(conv_with_an_empty_output_has_zero_gradients),
                                        TEST_ENTRY(complex_ops),
                                        TEST_ENTRY(errors),
                                        TEST_ENTRY(sdpa_lse_empty_rows),
