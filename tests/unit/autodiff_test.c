@@ -1022,9 +1022,9 @@ TEST(conv_with_an_empty_output_has_zero_gradients) {
     ASSERT_STATUS_OK(cml_gradients(f, loss, (cml_value_t[]){x, k}, 2, g));
     cml_executable_t* exe = NULL;
     ASSERT_STATUS_OK(api_finish(b, g, 2, &exe));
-    float xv[8], kv[12], gx[8], gk[12];
+    float xv[8], kv[24], gx[8], gk[24];
     for (int j = 0; j < 8; ++j) xv[j] = gx[j] = (float)j + 1;
-    for (int j = 0; j < 12; ++j) kv[j] = gk[j] = (float)j - 5;
+    for (int j = 0; j < 24; ++j) kv[j] = gk[j] = (float)j - 5;
     ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){xv, kv}, (void*[]){gx, gk}));
     cml_executable_release(exe);
     for (int64_t j = 0; j < cml_shape_element_count(&xs); ++j) ASSERT_EQ_DBL(gx[j], 0);

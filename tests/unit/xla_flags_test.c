@@ -3,7 +3,9 @@
 // ending the process. The probe mechanism is tested with child functions that print, exit, hang
 // or get killed; then the real CPU plugin gets --help, unknown and malformed flags, and a valid
 // one. Exits 77 (skipped) after the probe tests when no CPU plugin is installed.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,6 +87,33 @@ TEST(probe_child_that_returns_is_ok) {
   ASSERT_STATUS_OK(
       cml__xla_flags_probe(child_returns_false, NULL, 10000, "--a=1", "fake.so", &consumed));
   ASSERT_FALSE(consumed);
+}
+
+// With no file descriptor left, the check's pipe fails: RESOURCE_EXHAUSTED (a limit of the
+// process), not INTERNAL (a bug). The same for a subprocess run by the plugin search.
+TEST(no_descriptor_left_is_resource_exhausted) {
+  int lowest = open("/dev/null", O_RDONLY);
+  ASSERT_TRUE(lowest >= 0);
+  close(lowest);
+  struct rlimit saved;
+  ASSERT_EQ_INT(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  struct rlimit none = {(rlim_t)lowest, saved.rlim_max};  // every new descriptor is >= lowest
+  ASSERT_EQ_INT(setrlimit(RLIMIT_NOFILE, &none), 0);
+  cml_status_t probe = cml__xla_flags_probe(child_returns_true, NULL, 10000, "--a=1", "x.so", NULL);
+  char out[64];
+  int exit_code = 0;
+  cml_status_t run = cml__xla_run_with_timeout((const char* const[]){"true", NULL}, out, sizeof out,
+                                               NULL, 10, &exit_code);
+  setrlimit(RLIMIT_NOFILE, &saved);
+  cml_status_code_t probe_code = cml_status_code(probe), run_code = cml_status_code(run);
+  bool named = probe_code && strstr(cml_status_message(probe), "pipe") &&
+               strstr(cml_status_message(probe), "XLA_FLAGS check");
+  if (!named) fprintf(stderr, "%s\n%s\n", cml_status_message(probe), cml_status_message(run));
+  cml_status_free(probe);
+  cml_status_free(run);
+  ASSERT_EQ_INT(probe_code, CML_STATUS_RESOURCE_EXHAUSTED);
+  ASSERT_EQ_INT(run_code, CML_STATUS_RESOURCE_EXHAUSTED);
+  ASSERT_TRUE(named);
 }
 
 TEST(probe_glog_fatal_becomes_invalid_argument) {
@@ -361,6 +390,7 @@ int main(int argc, char** argv) {
   static const test_entry_t probe_tests[] = {
       TEST_ENTRY(probe_child_that_returns_is_ok),
       TEST_ENTRY(probe_glog_fatal_becomes_invalid_argument),
+      TEST_ENTRY(no_descriptor_left_is_resource_exhausted),
       TEST_ENTRY(probe_exit_zero_without_finishing_is_rejected),
       TEST_ENTRY(probe_signal_is_rejected_and_named),
       TEST_ENTRY(probe_timeout_kills_the_child),

@@ -8,6 +8,7 @@
 // run. The plugin tests are skipped (exit 77 when nothing else ran) without a CPU plugin.
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -463,6 +464,77 @@ TEST(no_file_descriptor_left_is_not_a_missing_plugin) {
   ASSERT_CHILD_OK(in_child(expect_without_descriptors, &e, kChildLimitS));
 }
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// A process near its address-space limit (ulimit -v): dlopen cannot map the plugin's segments.
+// That is RESOURCE_EXHAUSTED naming the limit, not "the plugin is damaged" (which, with
+// auto-install on, replaced a sound plugin by a fresh download).
+static void expect_with_little_address_space(void* arg) {
+  FILE* statm = fopen("/proc/self/statm", "r");
+  unsigned long pages = 0;
+  if (!statm || fscanf(statm, "%lu", &pages) != 1) _exit(2);
+  fclose(statm);
+  rlim_t limit = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)32 << 20);
+  struct rlimit as = {limit, limit};
+  if (setrlimit(RLIMIT_AS, &as) != 0) _exit(3);
+  expect_in_child(arg);
+}
+#endif
+
+TEST(no_address_space_left_is_not_a_damaged_plugin) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  printf("(left out: a sanitizer's shadow memory needs the address space)\n");
+#else
+  const char* home = getenv("HOME") ? getenv("HOME") : "/";
+  expect_t e = {.home = home,
+                .config = "xla:cpu",
+                .code = CML_STATUS_RESOURCE_EXHAUSTED,
+                .has = {"out of memory or address space", "ulimit -v"}};
+  ASSERT_CHILD_OK(in_child(expect_with_little_address_space, &e, kChildLimitS));
+#endif
+}
+
+// Threads of 256 KiB (`ulimit -s 256` at startup sets that default): XLA's CPU plugin overflowed
+// them in its worker threads (SIGSEGV). Creation refuses with the limit to raise.
+static void expect_with_small_default_thread_stacks(void* arg) {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, 256 << 10) != 0 ||
+      pthread_setattr_default_np(&attr) != 0) {
+    _exit(2);
+  }
+  pthread_attr_destroy(&attr);
+  expect_in_child(arg);
+}
+
+static void* create_on_this_thread(void* arg) {
+  expect_in_child(arg);  // exits the process
+  return NULL;
+}
+
+// Backend creation from a thread with a 64 KiB stack: the plugin search, dlopen and the dtype
+// probes' compiles took more than 72 KiB of the caller's stack (SIGSEGV); they run on a thread
+// of their own now.
+static void expect_from_a_small_thread(void* arg) {
+  pthread_attr_t attr;
+  pthread_t thread;
+  if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, 64 << 10) != 0 ||
+      pthread_create(&thread, &attr, create_on_this_thread, arg) != 0) {
+    _exit(2);
+  }
+  pthread_join(thread, NULL);
+  _exit(4);  // not reached
+}
+
+TEST(thread_stacks_of_the_process) {
+  const char* home = getenv("HOME") ? getenv("HOME") : "/";
+  expect_t small = {.home = home,
+                    .config = "xla:cpu",
+                    .code = CML_STATUS_FAILED_PRECONDITION,
+                    .has = {"256 KiB stacks", "ulimit -s"}};
+  ASSERT_CHILD_OK(in_child(expect_with_small_default_thread_stacks, &small, kChildLimitS));
+  expect_t fine = {.home = home, .config = "xla:cpu", .code = CML_STATUS_OK};
+  ASSERT_CHILD_OK(in_child(expect_from_a_small_thread, &fine, kChildLimitS));
+}
+
 //===--- visible_devices ---===//
 
 TEST(visible_devices_must_exist_and_be_distinct) {
@@ -552,6 +624,8 @@ int main(int argc, char** argv) {
       TEST_ENTRY(found_plugin_does_not_run_python3),
       TEST_ENTRY(visible_devices_must_exist_and_be_distinct),
       TEST_ENTRY(no_file_descriptor_left_is_not_a_missing_plugin),
+      TEST_ENTRY(no_address_space_left_is_not_a_damaged_plugin),
+      TEST_ENTRY(thread_stacks_of_the_process),
       TEST_ENTRY(plugin_by_path_named_without_its_platform),
       TEST_ENTRY(install_path_that_does_not_fit_is_a_status),
   };

@@ -370,9 +370,36 @@ static void cml_xla_emit_and_compile(cml_xla_compile_job_t* job) {
   free(text);
 }
 
-static void* cml_xla_compile_thread(void* arg) {
-  cml_xla_emit_and_compile((cml_xla_compile_job_t*)arg);
+typedef struct cml_xla_big_stack_call_t {
+  void (*fn)(void* arg);
+  void* arg;
+} cml_xla_big_stack_call_t;
+
+static void* cml_xla_big_stack_main(void* arg) {
+  const cml_xla_big_stack_call_t* call = arg;
+  call->fn(call->arg);
   return NULL;
+}
+
+// Runs fn(arg) on a thread with a CML_XLA_COMPILE_STACK_BYTES stack and waits for it; on the
+// caller's thread when that thread cannot be created. Every call into XLA's compiler goes
+// through it (the caller may be a thread with a small stack).
+static void cml_xla_on_big_stack(void (*fn)(void* arg), void* arg) {
+  cml_xla_big_stack_call_t call = {fn, arg};
+  pthread_attr_t attr;
+  bool threaded = false;
+  if (pthread_attr_init(&attr) == 0) {
+    pthread_t thread;
+    threaded = pthread_attr_setstacksize(&attr, CML_XLA_COMPILE_STACK_BYTES) == 0 &&
+               pthread_create(&thread, &attr, cml_xla_big_stack_main, &call) == 0;
+    pthread_attr_destroy(&attr);
+    if (threaded) (void)pthread_join(thread, NULL);
+  }
+  if (!threaded) fn(arg);
+}
+
+static void cml_xla_compile_job_run(void* arg) {
+  cml_xla_emit_and_compile((cml_xla_compile_job_t*)arg);
 }
 
 // The number of device slots |m| runs on when it needs a non-portable executable (more than
@@ -554,16 +581,7 @@ static cml_status_t cml_xla_compile(cml_backend_t* backend, cml_module_t* module
                                .num_slots = cml_xla_module_slots(module),
                                .loaded = NULL,
                                .status = CML_OK};
-  pthread_attr_t attr;
-  bool threaded = false;
-  if (pthread_attr_init(&attr) == 0) {
-    pthread_t thread;
-    threaded = pthread_attr_setstacksize(&attr, CML_XLA_COMPILE_STACK_BYTES) == 0 &&
-               pthread_create(&thread, &attr, cml_xla_compile_thread, &job) == 0;
-    pthread_attr_destroy(&attr);
-    if (threaded) (void)pthread_join(thread, NULL);
-  }
-  if (!threaded) cml_xla_emit_and_compile(&job);
+  cml_xla_on_big_stack(cml_xla_compile_job_run, &job);
   cml_status_t st = job.status;
   if (st != CML_OK) return st;
   cml_pjrt_loaded_executable_t* loaded = job.loaded;
@@ -911,7 +929,8 @@ static void cml_xla_fill_capabilities(cml_xla_backend_t* b) {
 
 // Float16 is advertised only when the plugin compiles an f16 program (it does on CPU and CUDA,
 // but other plugins may not).
-// Whether the plugin compiles |program|.
+// Whether the plugin compiles |program|. (Backend creation, which probes, runs on a large
+// stack: cml_xla_create.)
 static bool cml_xla_probe_program(cml_xla_backend_t* b, const char* program, size_t length) {
   uint8_t options[128];
   size_t size = 0;
@@ -1100,12 +1119,33 @@ static bool cml_xla_name_is_other_accelerator(const char* name) {
   }
   return false;
 }
-static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allocator,
-                                   cml_backend_t** out_backend) {
+// The plugins start their worker threads with the process's default thread stack (glibc takes it
+// from `ulimit -s` at startup); XLA's CPU plugin overflows stacks of 256 KiB and less while
+// running ordinary modules (SIGSEGV in one of its threads). Refused up front instead.
+enum { CML_XLA_MIN_THREAD_STACK = 512 << 10 };
+
+static cml_status_t cml_xla_check_thread_stack(void) {
+  pthread_attr_t attr;
+  size_t size = 0;
+  if (pthread_getattr_default_np(&attr) != 0) return CML_OK;
+  int rc = pthread_attr_getstacksize(&attr, &size);
+  pthread_attr_destroy(&attr);
+  if (rc != 0 || size >= CML_XLA_MIN_THREAD_STACK) return CML_OK;
+  return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                         "xla backend: new threads of this process get %zu KiB stacks (`ulimit -s` "
+                         "when it started, or pthread_setattr_default_np); the PJRT plugins run "
+                         "their worker threads on them and XLA's overflow below %d KiB: raise "
+                         "the limit (e.g. `ulimit -s 8192`)",
+                         size >> 10, CML_XLA_MIN_THREAD_STACK >> 10);
+}
+
+static cml_status_t cml_xla_create_impl(const char* config_text, cml_allocator_t allocator,
+                                        cml_backend_t** out_backend) {
   *out_backend = NULL;
   CML_XLA_REFUSE_IN_CHILD("backend creation");
   cml__xla_config_t config;
   CML_RETURN_IF_ERROR(cml__xla_config_parse(config_text, &config));
+  CML_RETURN_IF_ERROR(cml_xla_check_thread_stack());
   char name[1024];
   if (config.plugin_is_path) {
     const char* base = strrchr(config.plugin, '/');
@@ -1235,6 +1275,28 @@ static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allo
   }
   *out_backend = &b->base;
   return CML_OK;
+}
+
+typedef struct cml_xla_create_job_t {
+  const char* config_text;
+  cml_allocator_t allocator;
+  cml_backend_t** out_backend;
+  cml_status_t status;  // out
+} cml_xla_create_job_t;
+
+static void cml_xla_create_job_run(void* arg) {
+  cml_xla_create_job_t* job = arg;
+  job->status = cml_xla_create_impl(job->config_text, job->allocator, job->out_backend);
+}
+
+// Creation runs on a large stack too: the plugin search, dlopen, the client and the dtype
+// probes' compiles took more than 72 KiB of the caller's stack.
+static cml_status_t cml_xla_create(const char* config_text, cml_allocator_t allocator,
+                                   cml_backend_t** out_backend) {
+  *out_backend = NULL;
+  cml_xla_create_job_t job = {config_text, allocator, out_backend, CML_OK};
+  cml_xla_on_big_stack(cml_xla_create_job_run, &job);
+  return job.status;
 }
 
 static int cml_xla_default_priority(const char** out_config, const char** out_reason) {

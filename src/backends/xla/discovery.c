@@ -124,13 +124,19 @@ void cml__xla_child_wait(pid_t pid, int fd, int64_t deadline_ms, char* buf, size
   if (fd >= 0) close(fd);
 }
 
+cml_status_code_t cml__xla_errno_code(int err) {
+  bool exhausted = err == EMFILE || err == ENFILE || err == EAGAIN || err == ENOMEM;
+  return exhausted ? CML_STATUS_RESOURCE_EXHAUSTED : CML_STATUS_INTERNAL;
+}
+
 cml_status_t cml__xla_run_with_timeout(const char* const* argv, char* out, size_t out_size,
                                        const char* log_path, double timeout_s, int* out_exit) {
   *out_exit = 127;
   if (out && out_size) out[0] = '\0';
   int pipe_fds[2] = {-1, -1};
   if (out && pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return cml_status_make(CML_STATUS_INTERNAL, "xla: pipe: %s", strerror(errno));
+    int err = errno;
+    return cml_status_make(cml__xla_errno_code(err), "xla: pipe: %s", strerror(err));
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -159,6 +165,13 @@ cml_status_t cml__xla_run_with_timeout(const char* const* argv, char* out, size_
   if (rc != 0) {
     if (out) close(pipe_fds[0]);
     *out_exit = 127;  // could not start: reported through the exit code
+    if (cml__xla_errno_code(rc) == CML_STATUS_RESOURCE_EXHAUSTED) {
+      // Not a missing program: the process (or file, or memory) limit stopped it.
+      char what[512];
+      cml_xla_describe_argv(argv, what, sizeof what);
+      return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "xla: cannot start `%s`: %s", what,
+                             strerror(rc));
+    }
     return CML_OK;
   }
   int64_t limit_ms = timeout_s > 0 ? (int64_t)(timeout_s * 1000.0) : INT64_MAX / 4;

@@ -185,7 +185,8 @@ cml_status_t cml__xla_flags_probe(bool (*child_fn)(void* arg), void* arg, int ti
     cml_xla_flags_close(&out_fds[0]);
     cml_xla_flags_close(&out_fds[1]);
     free(text);
-    return cml_status_make(CML_STATUS_INTERNAL, "xla: XLA_FLAGS check: pipe: %s", strerror(err));
+    return cml_status_make(cml__xla_errno_code(err), "xla: XLA_FLAGS check: pipe: %s",
+                           strerror(err));
   }
   // A plugin that calls exit() in the child flushes the stdio buffers it inherited; flushing
   // them here first keeps buffered output from being written twice.
@@ -203,7 +204,7 @@ cml_status_t cml__xla_flags_probe(bool (*child_fn)(void* arg), void* arg, int ti
     cml_xla_flags_close(&out_fds[0]);
     cml_xla_flags_close(&done_fds[0]);
     free(text);
-    return cml_status_make(CML_STATUS_INTERNAL, "xla: XLA_FLAGS check: fork: %s",
+    return cml_status_make(cml__xla_errno_code(fork_errno), "xla: XLA_FLAGS check: fork: %s",
                            strerror(fork_errno));
   }
 

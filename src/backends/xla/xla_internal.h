@@ -161,6 +161,10 @@ bool cml__xla_flags_with_cuda_dir(const char* existing, const char* dir, char* o
 // (fractions allowed); anything else means the default.
 #define CML_XLA_QUERY_TIMEOUT_DEFAULT_S 10.0
 #define CML_XLA_INSTALL_TIMEOUT_DEFAULT_S 1200.0
+// RESOURCE_EXHAUSTED for an errno that says a limit was reached (EMFILE, ENFILE, EAGAIN,
+// ENOMEM: descriptors, processes, memory), else INTERNAL.
+cml_status_code_t cml__xla_errno_code(int err);
+
 double cml__xla_query_timeout_s(void);
 double cml__xla_install_timeout_s(void);
 

@@ -239,6 +239,15 @@ static cml_status_t cml_xla_plugin_open(const char* path, void** out_handle,
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* why = dlerror();
+    // Mapping the segments failed for lack of memory or address space (RLIMIT_AS): the file
+    // may be sound, so this is not a broken plugin (which would be reinstalled).
+    if (why &&
+        (strstr(why, "failed to map segment") || strcasestr(why, "cannot allocate memory"))) {
+      return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                             "xla: cannot load the PJRT plugin \"%s\": out of memory or address "
+                             "space (dlopen: %s; check `ulimit -v`)",
+                             path, why);
+    }
     return cml_status_make(CML_STATUS_UNAVAILABLE,
                            "xla: \"%s\" is not a loadable PJRT plugin (dlopen failed: %s)", path,
                            why ? why : "unknown error");
