@@ -56,9 +56,9 @@
 // derivatives), FusedAttentionQKVProjection, FusedQuantizedDense (x, bias, scales and zero
 // points; the integer codes have no gradient). Any other op on the path from the requested
 // values to the loss fails with UNIMPLEMENTED naming the op, its operand shapes and dtypes; in
-// particular a While without a static trip count, callees that run closures themselves (a
-// While, If or Sort inside a Call, If or While body), ReduceWindow Product and dilated windows,
-// ConvGeneral with batch groups. See docs/autodiff.md.
+// particular a While without a static trip count, ReduceWindow Product and dilated windows,
+// ConvGeneral with batch groups. Control flow nested in control flow (a While, If or Sort
+// inside a Call, If or While body) is differentiated. See docs/autodiff.md.
 //
 // Thread-safety: as every builder (cml/graph.h): one thread at a time per builder.
 #ifndef CML_AUTODIFF_H_

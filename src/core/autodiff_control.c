@@ -7,15 +7,62 @@
 // its results back. While: when its trip count is static (a counter in the state starting at an
 // integer constant, the condition `counter < constant`, the body adding 1 to it), the body is
 // unrolled (inlined that many times, at most 4096) and differentiated; otherwise UNIMPLEMENTED.
-// Callees that themselves run closures (nested While/If/Sort) are not inlined: UNIMPLEMENTED.
+// Closures that an inlined callee runs itself (a nested While/If/Sort) are copied along with it.
+#include <stdio.h>
 #include <string.h>
 
 #include "autodiff_internal.h"
 
+static cml_status_t cml_ad_inline_mapped(cml__ad_t* ad, const cml_ir_node_t* n,
+                                         const cml_function_t* src, const uint32_t* params,
+                                         const uint32_t* outer_map, uint32_t outer_limit,
+                                         uint32_t* out_outputs);
+
+// A copy of closure |src| (a callee of a node being inlined) as a closure of ad->f: new
+// parameters for its parameters, its nodes inlined, its captures of values of the function
+// being inlined translated through |map| (|limit| entries; 0: not one of them, kept). Writes the
+// copy's function index.
+static cml_status_t cml_ad_clone_closure(cml__ad_t* ad, const cml_ir_node_t* n,
+                                         const cml_function_t* src, const uint32_t* map,
+                                         uint32_t limit, uint32_t* out_index) {
+  cml_builder_t* b = ad->b;
+  cml_function_t* clone = NULL;
+  cml_status_t st = cml_function_new_closure(ad->f, &clone);
+  if (st != CML_OK) return st;
+  uint32_t param_count = src->params.count, output_count = src->outputs.count;
+  uint32_t* params = cml__temp_alloc(b, (param_count + 1) * sizeof(uint32_t));
+  uint32_t* outs = cml__temp_alloc(b, (output_count + 1) * sizeof(uint32_t));
+  cml_value_t* results = cml__temp_alloc(b, (output_count + 1) * sizeof(cml_value_t));
+  if (params && outs && results) {
+    for (uint32_t i = 0; i < param_count && b->error == CML_OK; ++i) {
+      char name[24];
+      snprintf(name, sizeof name, "p%u", (unsigned)i);
+      cml_shape_t shape = ad->impl->values[src->params.data[i]].shape;
+      params[i] = cml_parameter(clone, name, &shape) & CML__VALUE_INDEX_MASK;
+    }
+    cml__ad_t sub = *ad;
+    sub.f = clone;
+    if (b->error == CML_OK) st = cml_ad_inline_mapped(&sub, n, src, params, map, limit, outs);
+    if (st == CML_OK && b->error == CML_OK) {
+      for (uint32_t o = 0; o < output_count; ++o) results[o] = cml__value_id(b, outs[o]);
+      st = cml_function_return(clone, results, output_count);
+    }
+  }
+  if (results) cml__temp_free(b, results, (output_count + 1) * sizeof(cml_value_t));
+  if (outs) cml__temp_free(b, outs, (output_count + 1) * sizeof(uint32_t));
+  if (params) cml__temp_free(b, params, (param_count + 1) * sizeof(uint32_t));
+  *out_index = clone->index;
+  return st;
+}
+
 // Inlines |src|'s nodes into ad->f: its parameters stand for |params| (value indices usable in
-// ad->f), its captures for src->captures_outer. Writes the indices of src's outputs' copies.
-static cml_status_t cml_ad_inline(cml__ad_t* ad, const cml_ir_node_t* n, const cml_function_t* src,
-                                  const uint32_t* params, uint32_t* out_outputs) {
+// ad->f), its captures for src->captures_outer (through |outer_map| where it has an entry: see
+// cml_ad_clone_closure). Closures its nodes run (the branches of an If, the body of a While,
+// a comparator) are copied as closures of ad->f. Writes the indices of src's outputs' copies.
+static cml_status_t cml_ad_inline_mapped(cml__ad_t* ad, const cml_ir_node_t* n,
+                                         const cml_function_t* src, const uint32_t* params,
+                                         const uint32_t* outer_map, uint32_t outer_limit,
+                                         uint32_t* out_outputs) {
   cml__module_impl_t* impl = ad->impl;
   cml_builder_t* b = ad->b;
   cml_function_t* f = ad->f;
@@ -34,7 +81,9 @@ static cml_status_t cml_ad_inline(cml__ad_t* ad, const cml_ir_node_t* n, const c
       continue;
     }
     if (m.op == CML_OP_CAPTURED_VALUE) {
-      map[m.first_output] = src->captures_outer.data[m.index];
+      uint32_t outer = src->captures_outer.data[m.index];
+      if (outer_map && outer < outer_limit && outer_map[outer]) outer = outer_map[outer];
+      map[m.first_output] = outer;
       continue;
     }
     if (m.op == CML_OP_CONSTANT) {
@@ -43,12 +92,15 @@ static cml_status_t cml_ad_inline(cml__ad_t* ad, const cml_ir_node_t* n, const c
       map[m.first_output] = v & CML__VALUE_INDEX_MASK;
       continue;
     }
+    cml_ir_attrs_t attrs;
+    if (m.attrs) attrs = *m.attrs;
     for (uint32_t c = 0; c < cml_op_callee_count(m.op) && st == CML_OK; ++c) {
-      if (impl->functions[m.attrs->functions[c]]->parent != NULL) {
-        st = cml__ad_no_vjp(ad, n, "its callee runs a closure (nested While, If or Sort)");
+      const cml_function_t* callee = impl->functions[m.attrs->functions[c]];
+      if (callee->parent != NULL) {
+        st = cml_ad_clone_closure(ad, n, callee, map, limit, &attrs.functions[c]);
       }
     }
-    if (st != CML_OK) break;
+    if (st != CML_OK || b->error != CML_OK) break;
     if (m.input_count > ins_cap) {
       if (ins) cml__temp_free(b, ins, ins_cap * sizeof(uint32_t));
       ins_cap = m.input_count;
@@ -69,7 +121,8 @@ static cml_status_t cml_ad_inline(cml__ad_t* ad, const cml_ir_node_t* n, const c
     if (!ok) break;
     for (uint32_t o = 0; o < m.output_count; ++o)
       shapes[o] = impl->values[m.first_output + o].shape;
-    cml_value_t v = cml__op_add_node(f, m.op, ins, m.input_count, shapes, m.output_count, m.attrs);
+    cml_value_t v = cml__op_add_node(f, m.op, ins, m.input_count, shapes, m.output_count,
+                                     m.attrs ? &attrs : NULL);
     if (v == CML_VALUE_INVALID) break;
     for (uint32_t o = 0; o < m.output_count; ++o) {
       map[m.first_output + o] = (v & CML__VALUE_INDEX_MASK) + o;
@@ -82,6 +135,11 @@ static cml_status_t cml_ad_inline(cml__ad_t* ad, const cml_ir_node_t* n, const c
   if (shapes) cml__temp_free(b, shapes, shapes_cap * sizeof(cml_shape_t));
   cml__temp_free(b, map, limit * sizeof(uint32_t));
   return st;
+}
+
+static cml_status_t cml_ad_inline(cml__ad_t* ad, const cml_ir_node_t* n, const cml_function_t* src,
+                                  const uint32_t* params, uint32_t* out_outputs) {
+  return cml_ad_inline_mapped(ad, n, src, params, NULL, 0, out_outputs);
 }
 
 static cml_status_t cml_ad_call(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts) {
