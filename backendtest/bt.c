@@ -708,6 +708,25 @@ bool bt_run(bt_t* t, cml_executable_t* exe, const bt_tensor_t* inputs, size_t in
       return false;
     }
   }
+  // No input was donated: each must still hold what was uploaded (a backend may not write its
+  // results, or scratch, into an input it was not given).
+  for (size_t i = 0; i < input_count; ++i) {
+    bt_tensor_t back;
+    if (!bt_download(t, args[i], &back)) return false;
+    size_t at = 0;
+    while (at < back.size && at < inputs[i].size &&
+           ((const uint8_t*)back.data)[at] == ((const uint8_t*)inputs[i].data)[at]) {
+      ++at;
+    }
+    if (at < back.size || back.size != inputs[i].size) {
+      char a[96];
+      bt_fail(t,
+              "input %zu %s changed during execute though it was not donated (first difference "
+              "at byte %zu of %zu)",
+              i, cml_shape_format(&inputs[i].shape, a, sizeof a), at, inputs[i].size);
+      return false;
+    }
+  }
   return true;
 }
 
@@ -858,6 +877,10 @@ static bool bt__component_match(cml_dtype_t dtype, uint64_t g, uint64_t w,
   }
   double gv = bt__float_value(component, g), wv = bt__float_value(component, w);
   if (isnan(gv) || isnan(wv)) return isnan(gv) && isnan(wv);
+  // Two real zeros match only with the same sign, in every mode: a tolerance (or the ulp
+  // distance, which is 0 between them) must not accept Tanh(-0) = +0. (The parts of a complex
+  // result are sums of products whose zero signs depend on the formula: not compared.)
+  if (component == dtype && gv == 0 && wv == 0 && signbit(gv) != signbit(wv)) return false;
   switch (cmp->mode) {
     case BT_CMP_EXACT:
       return g == w;

@@ -485,7 +485,11 @@ static void case_arg_min_max(bt_t* t) {
     const bool fl = cml_dtype_is_float(dt);
     double v[385];
     for (int i = 0; i < 385; ++i) {
-      v[i] = (double)((i * 29) % 13);  // many ties
+      // Ties along every axis (its stride, 77, 11 or 1, moves i % 3 to each value again
+      // within the axis's 5, 7 or 11 positions): the first index must win. Zeros alternate
+      // sign in float dtypes (-0 == +0: a tie too).
+      v[i] = (double)(i % 3);
+      if (fl && i % 6 == 3) v[i] = -0.0;
       if (fl && i % 50 == 7) v[i] = NAN;
     }
     bt_tensor_t x = bt_tensor_f64(t, dt, 3, dims, v);

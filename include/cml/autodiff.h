@@ -47,8 +47,8 @@
 // DynamicSlice, DynamicUpdateSlice, Gather, ScatterSum, ScatterMax, ScatterMin (the winning
 // positions, ties split), FFT (all four types), BatchNormForInference,
 // BatchNormForTraining (through BatchNormGradient), OptimizationBarrier, SchedulingBarrier,
-// Call and If (their callees are inlined and differentiated; If selects the taken branch's
-// gradient, so both branches' gradients are computed), While with a static trip count (an
+// Call and If (their callees are inlined and differentiated; If's gradient is an If over the
+// branches' gradient closures, so only the taken branch's runs), While with a static trip count (an
 // integer counter in the state that starts at a constant, a condition `counter < constant`
 // (LessThan), and a body returning counter + 1: the body is unrolled, at most 4096 times),
 // Sort (the values: gradients follow the permutation), FusedSoftmax, FusedGelu,

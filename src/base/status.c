@@ -54,7 +54,8 @@ static cml_status_t cml_status_vmake(cml_status_code_t code, const char* fmt, va
   if (!fmt) return bare;  // a NULL format: the code alone (vsnprintf would crash)
   va_list copy;
   va_copy(copy, args);
-  int n = vsnprintf(NULL, 0, fmt, copy);
+  // Messages are written in the C locale (1.5, not 1,5), as every number cml writes.
+  int n = cml__vsnprintf_c(NULL, 0, fmt, copy);
   va_end(copy);
   if (n < 0) return bare;
   size_t bytes = sizeof(cml_status_payload_t) + (size_t)n + 1;
@@ -62,7 +63,7 @@ static cml_status_t cml_status_vmake(cml_status_code_t code, const char* fmt, va
   cml_status_payload_t* p = aligned_alloc(16, bytes);
   if (!p) return bare;
   p->length = (size_t)n;
-  vsnprintf(p->message, (size_t)n + 1, fmt, args);
+  cml__vsnprintf_c(p->message, (size_t)n + 1, fmt, args);
   return (cml_status_t)p | (cml_status_t)bare;
 }
 
@@ -92,7 +93,7 @@ cml_status_t cml_status_annotate(cml_status_t status, const char* fmt, ...) {
   char prefix[512];
   va_list args;
   va_start(args, fmt);
-  vsnprintf(prefix, sizeof prefix, fmt, args);
+  cml__vsnprintf_c(prefix, sizeof prefix, fmt, args);
   va_end(args);
   cml_status_t out =
       cml_status_make(cml_status_code(status), "%s: %s", prefix, cml_status_message(status));
@@ -128,7 +129,7 @@ void cml__log(cml_log_level_t level, const char* fmt, ...) {
   char text[1024];
   va_list args;
   va_start(args, fmt);
-  vsnprintf(text, sizeof text, fmt, args);
+  cml__vsnprintf_c(text, sizeof text, fmt, args);
   va_end(args);
   pthread_mutex_lock(&cml_log_mutex);
   cml_log_fn fn = cml_log_handler;

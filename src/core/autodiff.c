@@ -274,8 +274,13 @@ static void cml_ad_forward(cml__ad_t* ad, uint32_t begin, uint32_t end) {
 static cml_status_t cml_ad_backward(cml__ad_t* ad, uint32_t begin, uint32_t end) {
   cml__module_impl_t* impl = ad->impl;
   cml_value_t* ct = ad->ct;
-  cml_value_t cts[64], in_cts[64];
-  for (uint32_t k = end; k-- > begin;) {
+  // Per-node storage, grown to the widest node (an If's VJP has one result per value its
+  // branches give a cotangent, any number of them).
+  uint32_t cap = 0;
+  cml_shape_t* shapes = NULL;  // [cap] inputs, then [cap] outputs
+  cml_value_t* values = NULL;  // [cap] output cotangents, then [cap] input cotangents
+  cml_status_t st = CML_OK;
+  for (uint32_t k = end; k-- > begin && st == CML_OK;) {
     // A copy: rules add nodes and values, which may move the module's arrays.
     const cml_ir_node_t node = impl->nodes[ad->f->nodes.data[k]];
     const cml_ir_node_t* n = &node;
@@ -290,23 +295,32 @@ static cml_status_t cml_ad_backward(cml__ad_t* ad, uint32_t begin, uint32_t end)
     }
     if (!has_ct || cml_ad_is_stop(n) || !cml_ad_node_reads_relevant(ad, n)) continue;
     cml__ad_rule_fn* rule = cml_ad_rule(n->op);
-    if (n->output_count > 64 || n->input_count > 64) {
-      return cml_status_make(
-          CML_STATUS_UNIMPLEMENTED, "%s: no VJP for more than 64 operands or results (%u, %u)",
-          cml_op_name(n->op), (unsigned)n->input_count, (unsigned)n->output_count);
+    uint32_t need = n->input_count > n->output_count ? n->input_count : n->output_count;
+    if (need > cap) {
+      cml__temp_free(ad->b, shapes, 2 * (size_t)cap * sizeof *shapes);
+      cml__temp_free(ad->b, values, 2 * (size_t)cap * sizeof *values);
+      cap = need > 64 ? need : 64;
+      shapes = cml__temp_alloc(ad->b, 2 * (size_t)cap * sizeof *shapes);
+      values = cml__temp_alloc(ad->b, 2 * (size_t)cap * sizeof *values);
+      if (!shapes || !values) break;  // RESOURCE_EXHAUSTED sticks to the builder
     }
+    cml_value_t *cts = values, *in_cts = values + cap;
+    ad->in_shapes = shapes;
+    ad->out_shapes = shapes + cap;
     for (uint32_t i = 0; i < n->input_count; ++i)
       ad->in_shapes[i] = impl->values[n->inputs[i]].shape;
     for (uint32_t o = 0; o < n->output_count; ++o) {
       ad->out_shapes[o] = impl->values[n->first_output + o].shape;
     }
-    if (!rule) return cml__ad_no_vjp(ad, n, NULL);
+    if (!rule) {
+      st = cml__ad_no_vjp(ad, n, NULL);  // (names the operand shapes)
+      break;
+    }
     for (uint32_t o = 0; o < n->output_count; ++o) cts[o] = ct[n->first_output + o];
     for (uint32_t i = 0; i < n->input_count; ++i) in_cts[i] = CML_VALUE_INVALID;
-    cml_status_t st = rule(ad, n, cts, in_cts);
-    if (st != CML_OK) return st;
-    if (ad->b->error != CML_OK) return CML_OK;  // reported by the caller
-    for (uint32_t i = 0; i < n->input_count; ++i) {
+    st = rule(ad, n, cts, in_cts);
+    if (st != CML_OK || ad->b->error != CML_OK) break;  // a builder error: reported by the caller
+    for (uint32_t i = 0; i < n->input_count && st == CML_OK; ++i) {
       if (!in_cts[i] || !cml__ad_wants(ad, n, i)) continue;
       uint32_t v = n->inputs[i];
       const cml_shape_t* want = &impl->values[v].shape;
@@ -314,14 +328,18 @@ static cml_status_t cml_ad_backward(cml__ad_t* ad, uint32_t begin, uint32_t end)
       got.dtype = want->dtype;
       if (!cml_shape_equal(&got, want)) {
         char a[CML__SHAPE_TEXT], b[CML__SHAPE_TEXT];
-        return cml_status_make(
-            CML_STATUS_INTERNAL, "%s: VJP of operand #%u has shape %s, expected %s",
-            cml_op_name(n->op), (unsigned)i, cml__shape_text(&got, a), cml__shape_text(want, b));
+        st = cml_status_make(CML_STATUS_INTERNAL,
+                             "%s: VJP of operand #%u has shape %s, expected %s", cml_op_name(n->op),
+                             (unsigned)i, cml__shape_text(&got, a), cml__shape_text(want, b));
+        break;
       }
       cml__ad_accumulate(ad, v, in_cts[i]);
     }
   }
-  return CML_OK;
+  cml__temp_free(ad->b, shapes, 2 * (size_t)cap * sizeof *shapes);
+  cml__temp_free(ad->b, values, 2 * (size_t)cap * sizeof *values);
+  ad->in_shapes = ad->out_shapes = NULL;
+  return st;
 }
 
 cml_status_t cml__ad_nested(cml__ad_t* outer, uint32_t begin, const uint32_t* seed_values,
@@ -336,7 +354,7 @@ cml_status_t cml__ad_nested(cml__ad_t* outer, uint32_t begin, const uint32_t* se
     memset(ct, 0, limit * sizeof(cml_value_t));
     memset(relevant, 0, limit * sizeof(bool));
     memcpy(relevant, outer->relevant, outer->value_limit * sizeof(bool));
-    cml__ad_t ad = {outer->f, b, impl, relevant, limit, ct, {{0}}, {{0}}};
+    cml__ad_t ad = {outer->f, b, impl, relevant, limit, ct, NULL, NULL};
     cml_ad_forward(&ad, begin, end);
     for (uint32_t i = 0; i < seed_count; ++i) {
       if (seeds[i] && relevant[seed_values[i]]) cml__ad_accumulate(&ad, seed_values[i], seeds[i]);
@@ -364,7 +382,7 @@ cml_status_t cml__ad_inner_vjp(cml__ad_t* outer, uint32_t begin, uint32_t out, c
     memset(ct, 0, limit * sizeof(cml_value_t));
     memset(relevant, 0, limit * sizeof(bool));
     for (uint32_t i = 0; i < count; ++i) relevant[wrt[i]] = true;
-    cml__ad_t ad = {outer->f, b, impl, relevant, limit, ct, {{0}}, {{0}}};
+    cml__ad_t ad = {outer->f, b, impl, relevant, limit, ct, NULL, NULL};
     cml_ad_forward(&ad, begin, end);
     if (relevant[out]) {
       cml__ad_accumulate(&ad, out, seed);
@@ -496,7 +514,7 @@ cml_status_t cml_gradients(cml_function_t* f, cml_value_t loss, const cml_value_
   bool* marks = cml__temp_alloc(b, value_limit * sizeof(bool));
   if (marks) {
     memset(marks, 0, value_limit * sizeof(bool));
-    cml__ad_t pre = {f, b, impl, marks, value_limit, NULL, {{0}}, {{0}}};
+    cml__ad_t pre = {f, b, impl, marks, value_limit, NULL, NULL, NULL};
     for (size_t i = 0; i < count; ++i) marks[wrt_index[i]] = true;
     cml_ad_forward(&pre, 0, node_count);
     cml_ad_split_dense_gelu(f, marks, node_count);
@@ -509,7 +527,7 @@ cml_status_t cml_gradients(cml_function_t* f, cml_value_t loss, const cml_value_
   if (ct && relevant) {
     memset(ct, 0, value_limit * sizeof(cml_value_t));
     memset(relevant, 0, value_limit * sizeof(bool));
-    cml__ad_t ad = {f, b, impl, relevant, value_limit, ct, {{0}}, {{0}}};
+    cml__ad_t ad = {f, b, impl, relevant, value_limit, ct, NULL, NULL};
     st = cml_ad_run(&ad, loss_index, wrt_index, count, node_count);
     if (st == CML_OK && b->error == CML_OK) {
       for (size_t i = 0; i < count; ++i) {

@@ -21,8 +21,10 @@ typedef struct cml__ad_t {
   const bool* relevant;
   uint32_t value_limit;  // values at or past it were added by this differentiation
   cml_value_t* ct;       // the cotangent of each value below value_limit (0: none yet)
-  // The shapes of the node whose rule runs (copies: the module's arrays move as ops are added).
-  cml_shape_t in_shapes[64], out_shapes[64];
+  // The shapes of the node whose rule runs (copies: the module's arrays move as ops are added),
+  // in storage of the cml_ad_backward running it.
+  cml_shape_t* in_shapes;
+  cml_shape_t* out_shapes;
 } cml__ad_t;
 
 // Adds |ct| to the cotangent of value |v| (< ad->value_limit), converting its dtype.

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/base_internal.h"
 #include "base/half_inline.h"
 #include "core/builder_internal.h"
 
@@ -213,7 +214,7 @@ cml_value_t cml__fail(cml_builder_t* b, cml_status_code_t code, const char* fmt,
   char message[1024];
   va_list args;
   va_start(args, fmt);
-  vsnprintf(message, sizeof message, fmt, args);
+  cml__vsnprintf_c(message, sizeof message, fmt, args);
   va_end(args);
   return cml__fail_status(b, cml_status_make(code, "%s", message));
 }

@@ -87,7 +87,12 @@ static bool cml__config_parse_float(const char* text, double* out) {
   errno = 0;
   char* end = NULL;
   double v = cml__strtod_c(text, &end);
-  if (errno == ERANGE || end == text || *end != '\0' || !isfinite(v)) return false;
+  // ERANGE on underflow to a subnormal (5e-324) still gives that value: accepted; on overflow
+  // (inf) or underflow to 0 (1e-400): refused.
+  if ((errno == ERANGE && (v == 0 || !isfinite(v))) || end == text || *end != '\0' ||
+      !isfinite(v)) {
+    return false;
+  }
   *out = v;
   return true;
 }

@@ -999,6 +999,45 @@ TEST(if_second_derivative_ignores_the_untaken_branch) {
   cml_executable_release(exe);
 }
 
+// An If whose branch reads 70 values with gradients: its VJP is an If with 70 results, and the
+// second derivative differentiates that node (once refused: "no VJP for more than 64 operands
+// or results"). y = If(p, sum_i (x (i + 1))^2, 0) for i < 70: at x = 1.5 and p true,
+// dy/dx = 2 x S and d2y/dx2 = 2 S with S = sum (i + 1)^2 = 116795; with p false both are 0.
+TEST(if_with_many_values_second_derivative) {
+  cml_backend_t* be = g_xla ? g_xla : g_c;  // (--xla: on XLA's CPU plugin)
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "if_many", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F64), ps = API_SHAPE(CML_DTYPE_BOOL);
+  cml_value_t x = cml_parameter(f, "x", &s), p = cml_parameter(f, "p", &ps);
+  cml_value_t a[70];
+  for (int i = 0; i < 70; ++i) {
+    a[i] = cml_op_mul(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F64, i + 1));
+  }
+  cml_function_t *t = NULL, *e = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &t));
+  cml_value_t sum = cml_constant_scalar_f64(t, CML_DTYPE_F64, 0);
+  for (int i = 0; i < 70; ++i) sum = cml_op_add(t, sum, cml_op_mul(t, a[i], a[i]));
+  ASSERT_STATUS_OK(cml_function_return(t, &sum, 1));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &e));
+  cml_value_t zero = cml_constant_scalar_f64(e, CML_DTYPE_F64, 0);
+  ASSERT_STATUS_OK(cml_function_return(e, &zero, 1));
+  cml_value_t y = CML_VALUE_INVALID, g, h;
+  ASSERT_TRUE(cml_op_if(f, p, t, e, &y));
+  ASSERT_STATUS_OK(cml_gradients(f, y, &x, 1, &g));
+  ASSERT_STATUS_OK(cml_gradients(f, g, &x, 1, &h));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, (cml_value_t[]){g, h}, 2, &exe));
+  for (int k = 0; k < 2; ++k) {
+    double xv = 1.5, got[2];
+    bool pv = k == 0;
+    ASSERT_STATUS_OK(api_run(be, exe, (const void*[]){&xv, &pv}, (void*[]){&got[0], &got[1]}));
+    ASSERT_NEAR(got[0], pv ? 2 * 1.5 * 116795 : 0, 1e-9);
+    ASSERT_NEAR(got[1], pv ? 2 * 116795.0 : 0, 1e-9);
+  }
+  cml_executable_release(exe);
+}
+
 // A convolution whose output is empty (a window wider than the input, an empty input spatial
 // axis, a stride that leaves no position): both gradients are zeros of the operands' shapes.
 // The kernel gradient used to build a convolution with the empty cotangent as its window,
@@ -2008,6 +2047,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(if_second_derivative_ignores_the_untaken_branch),
                                        TEST_ENTRY(conv_with_an_empty_output_has_zero_gradients),
                                        TEST_ENTRY(nested_control_flow_gradients),
+                                       TEST_ENTRY(if_with_many_values_second_derivative),
                                        TEST_ENTRY(complex_ops),
                                        TEST_ENTRY(errors),
                                        TEST_ENTRY(sdpa_lse_empty_rows),
@@ -2031,7 +2071,8 @@ int main(int argc, char** argv) {
     // --xla runs the cases that build their graphs on g_xla.
     bool on_xla = strcmp(tests[i].name, "finite_differences_xla") == 0 ||
                   strcmp(tests[i].name, "if_second_derivative_ignores_the_untaken_branch") == 0 ||
-                  strcmp(tests[i].name, "nested_control_flow_gradients") == 0;
+                  strcmp(tests[i].name, "nested_control_flow_gradients") == 0 ||
+                  strcmp(tests[i].name, "if_with_many_values_second_derivative") == 0;
     bool skip = xla ? !on_xla : strcmp(tests[i].name, "finite_differences_xla") == 0;
     if (only ? strcmp(only, tests[i].name) != 0 : skip) {
       continue;

@@ -284,21 +284,45 @@ TEST(nan_and_signed_zero_rules) {
   bt_case_end(&t);
   bt_case_clear(&t);
 
-  // +0 and -0 differ exactly, but are 0 ulps apart.
-  bt_case_begin(&t, NULL, "unit", "zero");
-  bt_tensor_t pz = bt_tensor(&t, CML_DTYPE_F32, 1, dims, (float[]){0.0f, 1.0f});
-  bt_tensor_t nz = bt_tensor(&t, CML_DTYPE_F32, 1, dims, (float[]){-0.0f, 1.0f});
-  bt_expect_ulps(&t, "zero", &pz, &nz, 1);
+  // +0 and -0 differ in every mode: they are 0 ulps apart and within any tolerance, but a
+  // zero of the wrong sign is a wrong result (Tanh(-0) = +0 passed the ulps comparison once).
+  const struct {
+    const char* name;
+    int mode;  // 0 equal, 1 ulps, 2 close
+  } modes[] = {{"zero_equal", 0}, {"zero_ulps", 1}, {"zero_close", 2}};
+  for (int m = 0; m < 3; ++m) {
+    bt_case_begin(&t, NULL, "unit", modes[m].name);
+    bt_tensor_t pz = bt_tensor(&t, CML_DTYPE_F32, 1, dims, (float[]){0.0f, 1.0f});
+    bt_tensor_t nz = bt_tensor(&t, CML_DTYPE_F32, 1, dims, (float[]){-0.0f, 1.0f});
+    if (modes[m].mode == 0) bt_expect_equal(&t, "zero", &pz, &nz);
+    if (modes[m].mode == 1) bt_expect_ulps(&t, "zero", &pz, &nz, 4);
+    if (modes[m].mode == 2) bt_expect_close(&t, "zero", &pz, &nz, 1, 1);
+    ASSERT_TRUE(bt_failed(&t));
+    ASSERT_CONTAINS(bt_case_message(&t), "-0 (0x80000000)");
+    bt_case_end(&t);
+    bt_case_clear(&t);
+    // A zero against the smallest subnormal of the same sign is 1 ulp, not a sign error.
+    bt_case_begin(&t, NULL, "unit", modes[m].name);
+    nz = bt_tensor(&t, CML_DTYPE_F32, 1, dims, (float[]){-0.0f, 1.0f});
+    bt_tensor_t tiny = bt_tensor(&t, CML_DTYPE_F32, 1, dims, (float[]){-1e-45f, 1.0f});
+    if (modes[m].mode == 1) bt_expect_ulps(&t, "subnormal", &nz, &tiny, 1);
+    if (modes[m].mode == 2) bt_expect_close(&t, "subnormal", &nz, &tiny, 0, 1e-44);
+    ASSERT_FALSE(bt_failed(&t));
+    bt_case_end(&t);
+    bt_case_clear(&t);
+  }
+  // The parts of a complex result are sums of products: their zeros' signs are not compared.
+  bt_case_begin(&t, NULL, "unit", "complex_zero");
+  bt_tensor_t cp = bt_tensor(&t, CML_DTYPE_C64, 1, (int64_t[]){1}, (float[]){1.0f, 0.0f});
+  bt_tensor_t cn = bt_tensor(&t, CML_DTYPE_C64, 1, (int64_t[]){1}, (float[]){1.0f, -0.0f});
+  bt_expect_close(&t, "complex", &cp, &cn, 1e-6, 0);
   ASSERT_FALSE(bt_failed(&t));
-  bt_expect_equal(&t, "zero", &pz, &nz);
-  ASSERT_TRUE(bt_failed(&t));
-  ASSERT_CONTAINS(bt_case_message(&t), "-0 (0x80000000)");
   bt_case_end(&t);
   bt_case_clear(&t);
 
   // bt_expect_f64 with 0 ulps is exact: -0 is not 0.
   bt_case_begin(&t, NULL, "unit", "expect_f64_zero");
-  nz = bt_tensor(&t, CML_DTYPE_F32, 1, dims, (float[]){-0.0f, 1.0f});
+  bt_tensor_t nz = bt_tensor(&t, CML_DTYPE_F32, 1, dims, (float[]){-0.0f, 1.0f});
   bt_expect_f64(&t, "neg", &nz, CML_DTYPE_F32, 1, dims, (double[]){-0.0, 1.0}, 0);
   ASSERT_FALSE(bt_failed(&t));
   bt_expect_f64(&t, "neg", &nz, CML_DTYPE_F32, 1, dims, (double[]){0.0, 1.0}, 0);

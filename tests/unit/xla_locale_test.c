@@ -12,6 +12,7 @@
 #include "backends/xla/stablehlo/emitter.h"
 #include "builder_fake_backend.h"
 #include "cml/cml.h"
+#include "cml/fused.h"
 #include "core/runtime_internal.h"
 #include "test.h"
 
@@ -100,6 +101,39 @@ TEST(config_floats_read_with_a_decimal_point) {
   ASSERT_TRUE(decimal_point_is_comma());
 }
 
+// Status messages write their numbers in the C locale too, so a message can be read (and its
+// numbers pasted) the same in every locale: an op's builder error and cml_status_make.
+TEST(messages_use_a_decimal_point) {
+  fake_backend_t* fb = fake_backend_new();
+  ASSERT_TRUE(fb != NULL);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(&fb->base, "messages", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){2, 3});
+  cml_value_t x = cml_parameter(f, "x", &s);
+  (void)cml_op_fused_layer_norm(f, x, (int64_t[]){1}, 1, -0.5, CML_VALUE_INVALID,
+                                CML_VALUE_INVALID);
+  cml_status_t st = cml_builder_status(b);
+  bool builder_ok = strstr(cml_status_message(st), "-0.5") != NULL;
+  if (!builder_ok) fprintf(stderr, "%s\n", cml_status_message(st));
+  cml_status_free(st);
+  cml_builder_destroy(b);
+  cml_backend_release(&fb->base);
+  st = cml_status_make(CML_STATUS_INTERNAL, "%.2f", 2.25);
+  bool made_ok = strcmp(cml_status_message(st), "2.25") == 0;
+  cml_status_free(st);
+  ASSERT_TRUE(builder_ok);
+  ASSERT_TRUE(made_ok);
+  // A subnormal float option is a value (strtod reports ERANGE for it), 1e-400 is not.
+  option_values_t v;
+  const cml__option_spec_t spec = {.key = "fraction", .type = CML__OPT_FLOAT, .out = &v.fraction};
+  ASSERT_STATUS_OK(cml__config_parse("test", "fraction=5e-324", &spec, 1, NULL, NULL));
+  ASSERT_TRUE(v.fraction > 0 && v.fraction < 1e-300);
+  ASSERT_STATUS_CODE(cml__config_parse("test", "fraction=1e-400", &spec, 1, NULL, NULL),
+                     CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(decimal_point_is_comma());
+}
+
 // A thread that set its own locale (uselocale) keeps it across cml calls.
 static void* thread_locale_main(void* arg) {
   int* result = arg;
@@ -185,6 +219,7 @@ int main(int argc, char** argv) {
   static const test_entry_t tests[] = {
       TEST_ENTRY(stablehlo_numbers_use_a_decimal_point),
       TEST_ENTRY(config_floats_read_with_a_decimal_point),
+      TEST_ENTRY(messages_use_a_decimal_point),
       TEST_ENTRY(thread_locale_is_restored),
       TEST_ENTRY(xla_cpu_runs_in_a_comma_locale),
   };
