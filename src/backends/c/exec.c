@@ -11,7 +11,9 @@
 // Control flow: Call and If run the callee in its own segment and copy its outputs into the
 // node's outputs. While keeps two copies of its state (the node's output slots are twice the
 // state size): the body reads the current copy and computes its results straight into the
-// other one (a result it only passes through is copied; one returned unchanged is not). Sort's
+// other one (a result it only passes through is copied; one returned unchanged is not, and a
+// state element the body returns as its own parameter has no slot: the node's output aliases
+// the While's input, plan.c). Sort's
 // comparator runs through cmlc_exec_call_function. One-element arithmetic, comparison and logical
 // steps (SCALAR) run inline, which keeps a small loop body at a few ns per op.
 //
@@ -372,6 +374,10 @@ static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan
   if (st != CML_OK) return st;
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t v = n->first_output + i;
+    if (state[i].storage == CMLC_STORAGE_ALIAS) {  // returned unchanged: still the input
+      ptrs[v] = cur[i];
+      continue;
+    }
     uint8_t* a = ctx->arena + state[i].arena_at;
     uint8_t* b = a + state[i].size / 2;
     if (cur[i] != (void*)a && cur[i] != (void*)b) {

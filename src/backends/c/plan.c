@@ -684,6 +684,20 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
         exe->values[v].index = src;
         p->root[v] = p->root[src];
       }
+    } else if (n->op == CML_OP_WHILE) {
+      // A state element the body returns unchanged (its own parameter) is the While's input
+      // all along: the output aliases it instead of being copied out of the state slot at the
+      // end of every execute (loops carrying read-only arrays, as exported fori_loops do).
+      const cml_ir_function_t* body = &m->functions[n->attrs->functions[1]];
+      for (uint32_t o = 0; o < n->output_count && o < n->input_count && o < body->param_count &&
+                           o < body->output_count;
+           ++o) {
+        if (body->outputs[o] != body->params[o]) continue;
+        uint32_t v = n->first_output + o, src = n->inputs[o];
+        exe->values[v].storage = CMLC_STORAGE_ALIAS;
+        exe->values[v].index = src;
+        p->root[v] = p->root[src];
+      }
     }
   }
 
@@ -790,6 +804,7 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
       for (uint32_t o = 0; o < n->output_count; ++o) {
         uint32_t v = n->first_output + o;
         cmlc_value_plan_t* vp = &exe->values[v];
+        if (vp->storage == CMLC_STORAGE_ALIAS) continue;  // a While's unchanged element
         size_t bytes = cml_shape_byte_size(&m->values[v].shape);
         if (vp->storage == CMLC_STORAGE_OUTPUT) {
           vp->size = bytes;
