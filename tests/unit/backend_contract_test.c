@@ -22,11 +22,12 @@ typedef enum contract_mode_t {
   MODE_WRONG_DTYPE,
   MODE_WRONG_SHAPE,
   MODE_WRONG_DEVICE,
+  MODE_SCRIBBLE,
 } contract_mode_t;
 
 static const char* const contract_modes[] = {
     "ok",          "create_noinit", "compile_noinit", "fail_after_outputs",
-    "wrong_dtype", "wrong_shape",   "wrong_device"};
+    "wrong_dtype", "wrong_shape",   "wrong_device",   "scribble"};
 
 typedef struct contract_backend_t {
   cml_backend_t base;
@@ -125,8 +126,9 @@ static cml_status_t contract_execute(cml_executable_t* exe, cml_buffer_t* const*
   contract_buffer_t* b = NULL;
   CML_RETURN_IF_ERROR(contract_buffer_new(
       exe->backend, mode == MODE_WRONG_DEVICE ? 1 - device : device, &shape, &b));
-  const contract_buffer_t* in = (const contract_buffer_t*)inputs[0];
+  contract_buffer_t* in = (contract_buffer_t*)inputs[0];
   memcpy(b->data, in->data, in->size < b->size ? in->size : b->size);
+  if (mode == MODE_SCRIBBLE && in->size > 0) in->data[in->size - 1] ^= 0x40;  // not donated
   out[0] = &b->base;
   if (mode == MODE_FAIL_AFTER_OUTPUTS) {
     return cml_status_make(CML_STATUS_INTERNAL, "contract: failed after writing its output");
@@ -154,7 +156,7 @@ static cml_status_t contract_create(const char* config, cml_allocator_t allocato
                                       .capacity = sizeof mode,
                                       .choices = "ok|create_noinit|compile_noinit|"
                                                  "fail_after_outputs|wrong_dtype|wrong_shape|"
-                                                 "wrong_device",
+                                                 "wrong_device|scribble",
                                       .help = "how to break the contract"}};
   CML_RETURN_IF_ERROR(cml_config_parse("contract", config, specs, 1, NULL, NULL));
   contract_backend_t* b = calloc(1, sizeof *b);
@@ -177,6 +179,7 @@ static cml_status_t contract_create(const char* config, cml_allocator_t allocato
     b->base.capabilities.dynamic_axes = true;
     cml_capabilities_set_op(&b->base.capabilities, CML_OP_PARAMETER, true);
     cml_capabilities_set_op(&b->base.capabilities, CML_OP_NEG, true);
+    cml_capabilities_set_op(&b->base.capabilities, CML_OP_IDENTITY, true);  // what it computes
   }
   *out = &b->base;
   return CML_OK;
@@ -367,7 +370,42 @@ TEST(suite_on_a_float32_backend) {
   ASSERT_EQ_INT(contract_live, 0);
 }
 
+// A backend that writes into an input it was not given to donate fails the suite: after each
+// execute the suite reads the inputs back (an outside mutation test found such a backend
+// passing). "contract" computes Identity; in mode scribble it also flips a bit of its input.
+TEST(suite_catches_a_backend_writing_into_its_inputs) {
+  ASSERT_STATUS_OK(contract_registered());
+  static const char* const configs[] = {"contract", "contract:mode=scribble"};
+  for (int k = 0; k < 2; ++k) {
+    cml_backend_t* be = NULL;
+    ASSERT_STATUS_OK(cml_backend_new_with_config(configs[k], &be));
+    FILE* log = tmpfile();
+    ASSERT_TRUE(log != NULL);
+    cml_backendtest_options_t options;
+    cml_backendtest_options_init(&options);
+    options.op_regex = "^elementwise_unary/identity_all_dtypes$";
+    options.log = log;
+    cml_backendtest_summary_t summary;
+    ASSERT_STATUS_OK(cml_backendtest_run_all(be, &options, &summary));
+    char text[4096] = "";
+    rewind(log);
+    size_t n = fread(text, 1, sizeof text - 1, log);
+    text[n] = '\0';
+    fclose(log);
+    cml_backend_release(be);
+    if (k == 0) {
+      ASSERT_EQ_INT((int)summary.passed, 1);
+      ASSERT_EQ_INT((int)summary.failed, 0);
+    } else {
+      ASSERT_EQ_INT((int)summary.failed, 1);
+      ASSERT_CONTAINS(text, "changed during execute though it was not donated");
+    }
+  }
+  ASSERT_EQ_INT(contract_live, 0);
+}
+
 TEST_MAIN(TEST_ENTRY(a_correct_backend_runs), TEST_ENTRY(suite_on_a_float32_backend),
+          TEST_ENTRY(suite_catches_a_backend_writing_into_its_inputs),
           TEST_ENTRY(dynamic_axis_sizes_agree_across_inputs), TEST_ENTRY(create_without_init_base),
           TEST_ENTRY(compile_without_init_base), TEST_ENTRY(outputs_of_a_failed_execute_are_freed),
           TEST_ENTRY(outputs_that_contradict_the_executable))
