@@ -33,33 +33,49 @@ static cml_value_t build_tiny(cml_function_t* f, const bench_case_t* c) {
 // (i, acc) = (0, x); while (i < n) { i = i + 1; acc = acc + 1 }: a scalar Int32 counter and a
 // scalar Float32 accumulator, n a constant of the condition. One execute runs n iterations, so
 // its time / n is the cost of one iteration (condition + body + state hand-over).
+// The carrying variant adds a read-only Float32 array w of LOOP_W ones to the state (the body
+// returns it unchanged, as exported fori_loops carry their weights) and adds w[i] instead of 1:
+// the same result, plus what carrying w costs per execute.
 
-static cml_status_t loop_build(cml_backend_t* backend, int64_t n, cml_executable_t** out_exe) {
+enum { LOOP_W = 1 << 22 };
+
+static cml_status_t loop_build(cml_backend_t* backend, int64_t n, bool carry,
+                               cml_executable_t** out_exe) {
   cml_builder_t* b = NULL;
   CML_RETURN_IF_ERROR(cml_builder_create(backend, "while_counter", &b));
   cml_function_t* f = cml_builder_main(b);
   cml_shape_t is = cml_shape_scalar(CML_DTYPE_I32), fs = cml_shape_scalar(CML_DTYPE_F32);
+  cml_shape_t ws = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){LOOP_W});
   cml_value_t x = cml_parameter(f, "x", &fs);
+  cml_value_t w = carry ? cml_parameter(f, "w", &ws) : CML_VALUE_INVALID;
+  const size_t count = carry ? 3 : 2;  // state (i, acc[, w])
   cml_function_t *cond = NULL, *body = NULL;
   cml_status_t st = cml_function_new_closure(f, &cond);
   if (st == CML_OK) st = cml_function_new_closure(f, &body);
   if (st == CML_OK) {
     cml_value_t i = cml_parameter(cond, "i", &is);
     (void)cml_parameter(cond, "acc", &fs);
+    if (carry) (void)cml_parameter(cond, "w", &ws);
     cml_value_t go = cml_op_less_than(cond, i, cml_constant_scalar_i64(cond, CML_DTYPE_I32, n));
     st = cml_function_return(cond, &go, 1);
   }
   if (st == CML_OK) {
     cml_value_t i = cml_parameter(body, "i", &is);
     cml_value_t acc = cml_parameter(body, "acc", &fs);
-    cml_value_t r[2] = {cml_op_add(body, i, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)),
-                        cml_op_add(body, acc, cml_constant_scalar_f64(body, CML_DTYPE_F32, 1))};
-    st = cml_function_return(body, r, 2);
+    cml_value_t add = cml_constant_scalar_f64(body, CML_DTYPE_F32, 1);
+    cml_value_t bw = CML_VALUE_INVALID;
+    if (carry) {
+      bw = cml_parameter(body, "w", &ws);
+      add = cml_op_reshape(body, cml_op_dynamic_slice(body, bw, &i, (int64_t[]){1}, 1), NULL, 0);
+    }
+    cml_value_t r[3] = {cml_op_add(body, i, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)),
+                        cml_op_add(body, acc, add), bw};
+    st = cml_function_return(body, r, count);
   }
-  cml_value_t out[2] = {0, 0};
+  cml_value_t out[3] = {0, 0, 0};
   if (st == CML_OK) {
-    cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x};
-    cml_op_while(f, cond, body, init, 2, out);
+    cml_value_t init[3] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x, w};
+    cml_op_while(f, cond, body, init, count, out);
     st = cml_function_return(f, &out[1], 1);
   }
   if (st == CML_OK) st = cml_builder_compile(b, out_exe);
@@ -76,12 +92,13 @@ static double loop_now(clockid_t clock) {
 // One timed execute; returns wall seconds, or -1 on error (printed), and the CPU seconds the
 // whole process used meanwhile in |out_cpu| (every thread: xla:cpu's workers count too; time
 // spent preempted by other processes does not). Checks acc == x + n.
-static double loop_time_one(cml_executable_t* exe, cml_buffer_t* x, float x0, int64_t n,
+static double loop_time_one(cml_executable_t* exe, cml_buffer_t* const* inputs, float x0, int64_t n,
                             double* out_cpu) {
   cml_buffer_t* out = NULL;
   double c0 = loop_now(CLOCK_PROCESS_CPUTIME_ID);
   double t0 = loop_now(CLOCK_MONOTONIC);
-  cml_status_t st = cml_executable_execute(exe, &x, 1, NULL, 0, &out);
+  cml_status_t st =
+      cml_executable_execute(exe, inputs, cml_executable_input_count(exe), NULL, 0, &out);
   double t1 = loop_now(CLOCK_MONOTONIC);
   if (out_cpu) *out_cpu = loop_now(CLOCK_PROCESS_CPUTIME_ID) - c0;
   float got = 0;
@@ -96,10 +113,12 @@ static double loop_time_one(cml_executable_t* exe, cml_buffer_t* x, float x0, in
   return t1 - t0;
 }
 
-// Times the counter loop for n = 1e5 and 1e6 on "c" and "xla:cpu" (or the -b contenders),
-// interleaved rep by rep, and prints the best ns per iteration and the ratio.
-static void loop_bench(const bench_options_t* opts) {
-  if (opts->filter && !strstr("while counter loop", opts->filter)) return;
+// Times the counter loop for n = 1e5 and 1e6 (the carrying one for n = 100 and 1e4) on "c"
+// and "xla:cpu" (or the -b contenders), interleaved rep by rep, and prints the best ns per
+// iteration and the ratio.
+static void loop_bench(const bench_options_t* opts, bool carry) {
+  const char* name = carry ? "while loop carrying a read-only array" : "while counter loop";
+  if (opts->filter && !strstr(name, opts->filter)) return;
   enum { kMax = 4 };
   const char* defaults[] = {"c", "xla:cpu"};
   const char* const* configs = defaults;
@@ -110,22 +129,38 @@ static void loop_bench(const bench_options_t* opts) {
   }
   char cpu[160];
   cml_cli_cpu_model(cpu, sizeof cpu);
-  printf("\n== while counter loop: i < n; i + 1; acc + 1 (scalar Int32 / Float32 state)\n");
+  if (carry) {
+    printf("\n== %s: i < n; i + 1; acc + w[i]; w (Float32[%d] of ones) returned unchanged\n", name,
+           LOOP_W);
+  } else {
+    printf("\n== %s: i < n; i + 1; acc + 1 (scalar Int32 / Float32 state)\n", name);
+  }
   printf("# CPU: %s\n", cpu);
-  static const int64_t ns[] = {100000, 1000000};
+  const int64_t ns[2] = {carry ? 100 : 100000, carry ? 10000 : 1000000};
+  float* ones = NULL;
+  if (carry) {
+    ones = malloc((size_t)LOOP_W * sizeof *ones);
+    if (!ones) return;
+    for (int i = 0; i < LOOP_W; ++i) ones[i] = 1.0f;
+  }
   for (size_t k = 0; k < sizeof ns / sizeof ns[0]; ++k) {
     int64_t n = ns[k];
     cml_backend_t* backends[kMax] = {NULL};
     cml_executable_t* exes[kMax] = {NULL};
-    cml_buffer_t* xs[kMax] = {NULL};
+    cml_buffer_t* xs[kMax][2] = {{NULL}};
     double best[kMax];
     const float x0 = 0.5f;
     for (int c = 0; c < count; ++c) {
       best[c] = -1;
       cml_shape_t fs = cml_shape_scalar(CML_DTYPE_F32);
+      cml_shape_t ws = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){LOOP_W});
       cml_status_t st = cml_backend_new_with_config(configs[c], &backends[c]);
-      if (st == CML_OK) st = loop_build(backends[c], n, &exes[c]);
-      if (st == CML_OK) st = cml_buffer_from_host(backends[c], 0, &fs, &x0, sizeof x0, &xs[c]);
+      if (st == CML_OK) st = loop_build(backends[c], n, carry, &exes[c]);
+      if (st == CML_OK) st = cml_buffer_from_host(backends[c], 0, &fs, &x0, sizeof x0, &xs[c][0]);
+      if (st == CML_OK && carry) {
+        st = cml_buffer_from_host(backends[c], 0, &ws, ones, (size_t)LOOP_W * sizeof *ones,
+                                  &xs[c][1]);
+      }
       if (st != CML_OK) {
         printf("# %-10s n=%-8lld unavailable: %.150s\n", configs[c], (long long)n,
                cml_status_message(st));
@@ -164,11 +199,13 @@ static void loop_bench(const bench_options_t* opts) {
       printf("\n");
     }
     for (int c = 0; c < count; ++c) {
-      cml_buffer_release(xs[c]);
+      cml_buffer_release(xs[c][0]);
+      cml_buffer_release(xs[c][1]);
       cml_executable_release(exes[c]);
       cml_backend_release(backends[c]);
     }
   }
+  free(ones);
 }
 
 //===--- dynamic axes ---===//
@@ -326,7 +363,8 @@ int main(int argc, char** argv) {
     bench_case_name(c, "%s", kinds[i].label);
   }
   bench_run(&opts, cases, count);
-  loop_bench(&opts);
+  loop_bench(&opts, false);
+  loop_bench(&opts, true);
   dyn_bench(&opts);
   return bench_finish(&opts);
 }
