@@ -28,6 +28,67 @@
 # need step 1's build/).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+# Disk. A whole run writes about 9 GB: the build directories of steps 1, 4, 5, 7, 9 and 11,
+# the XLA plugin, the packages the steps install, the tests' temporary files. A machine has been
+# seen with a few hundred MB free, and every step then failed on "No space left on device".
+# When the repository's file system has less than CML_TEST_MIN_FREE_MB (default 10000) free:
+#   1. apt's and pip's download caches are emptied (caches only; nothing installed goes);
+#   2. if still short, and the tmpfs /dev/shm has room, the build directories not yet made here
+#      and TMPDIR go there (build-* become links into it; all of it is removed at the end);
+#   3. each step's own build directory, made by this run, is removed once the step is done
+#      (build/ stays: steps 2, 3, 6 and 8 use it).
+# The free space is printed at the start and with the summary.
+free_mb() { df -Pm "$1" 2>/dev/null | awk 'NR == 2 { print $4; found = 1 } END { if (!found) print 0 }'; }
+need_mb="${CML_TEST_MIN_FREE_MB:-10000}"
+low_disk=0
+scratch=""
+made_dirs=()
+echo "test: free space: $(free_mb .) MB here, $(free_mb "${TMPDIR:-/tmp}") MB in ${TMPDIR:-/tmp}," \
+  "$(free_mb /dev/shm) MB in /dev/shm (a run needs about ${need_mb} MB)"
+if [ "$(free_mb .)" -lt "$need_mb" ]; then
+  low_disk=1
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+  if command -v apt-get >/dev/null 2>&1; then $SUDO apt-get clean 2>/dev/null || true; fi
+  python3 -m pip cache purge >/dev/null 2>&1 || true
+  echo "test: short of disk: emptied apt's and pip's download caches: $(free_mb .) MB free now"
+fi
+if [ "$low_disk" = 1 ]; then
+  for dir in build build-asan build-tsan build-clang build-wasm build-fuzzing; do
+    [ -L "$dir" ] && [ ! -e "$dir" ] && rm -f "$dir"  # left by a run that was killed
+    [ -e "$dir" ] || made_dirs+=("$dir")
+  done
+  if [ "$(free_mb .)" -lt "$need_mb" ] && [ "$(free_mb /dev/shm)" -ge "$need_mb" ] &&
+     scratch="$(mktemp -d /dev/shm/cml-test.XXXXXX 2>/dev/null)"; then
+    for dir in "${made_dirs[@]}"; do
+      mkdir "$scratch/$dir" && ln -s "$scratch/$dir" "$dir"
+    done
+    mkdir -p "$scratch/tmp"
+    export TMPDIR="$scratch/tmp"
+    echo "test: short of disk: ${made_dirs[*]} and TMPDIR are in $scratch (memory)"
+  fi
+fi
+# prune DIR: removes a build directory this run made, once its step is done (short of disk).
+prune() {
+  [ "$low_disk" = 1 ] || return 0
+  local dir
+  for dir in "${made_dirs[@]}"; do
+    if [ "$dir" = "$1" ]; then
+      if [ -L "$dir" ]; then rm -rf "$(readlink "$dir")" "$dir"; else rm -rf "$dir"; fi
+      return 0
+    fi
+  done
+}
+cleanup_disk() {
+  if [ -n "$scratch" ]; then
+    local dir
+    for dir in "${made_dirs[@]}"; do [ -L "$dir" ] && rm -f "$dir"; done
+    rm -rf "$scratch"
+  fi
+}
+trap cleanup_disk EXIT
+
 scripts/setup.sh || exit 1
 
 # MPI for the multi-process tests (ctest label "mpi", run by steps 1 and 4 under mpirun -np 2
@@ -58,7 +119,7 @@ steps_total=11
 summary=()
 failed=0
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; cleanup_disk' EXIT
 
 # step N NAME COMMAND...: runs the command, streams its output, records PASS/FAIL/SKIPPED and
 # the wall time.
@@ -124,17 +185,22 @@ step 1 "build + ctest" build_and_ctest
 step 2 "scalar via env" scalar_by_env
 step 3 "install" scripts/test_install.sh build
 step 4 "asan+ubsan" asan
+prune build-asan
 step 5 "tsan" scripts/test_tsan.sh
+prune build-tsan
 step 6 "valgrind" scripts/test_valgrind.sh build
 step 7 "clang" scripts/test_clang.sh
+prune build-clang
 # After the c-backend steps: it may download the plugin, and the c backend is its reference.
 step 8 "xla:cpu" scripts/test_xla.sh build
 step 9 "wasm" scripts/test_wasm.sh
+prune build-wasm
 step 10 "format" scripts/check_format.sh
 step 11 "fuzz" fuzz
+prune build-fuzzing
 
 echo
-echo "== summary ($((SECONDS - start_all))s in all)"
+echo "== summary ($((SECONDS - start_all))s in all; $(free_mb .) MB free here at the end)"
 printf '%s\n' "${summary[@]}"
 if [ "$failed" -ne 0 ]; then
   echo "== FAILED"

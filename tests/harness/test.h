@@ -116,6 +116,22 @@ typedef struct test_entry_t {
     cml_status_free(s_);                                                                     \
   } while (0)
 
+// The directory for a test's temporary files: $TMPDIR when it is an absolute path, else /tmp
+// (scripts/test.sh moves TMPDIR to a tmpfs when the disk is nearly full).
+static inline const char* test_tmpdir(void) {
+  const char* dir = getenv("TMPDIR");
+  return dir != NULL && dir[0] == '/' ? dir : "/tmp";
+}
+
+// Writes "<test_tmpdir()>/<name>XXXXXX" into |out| (a template for mkstemp or mkdtemp), or
+// "/tmp/<name>XXXXXX" when the first does not fit; false when neither fits.
+static inline bool test_tmp_template(char* out, size_t size, const char* name) {
+  int n = snprintf(out, size, "%s/%sXXXXXX", test_tmpdir(), name);
+  if (n > 0 && (size_t)n < size) return true;
+  n = snprintf(out, size, "/tmp/%sXXXXXX", name);
+  return n > 0 && (size_t)n < size;
+}
+
 // Whether |bytes| of |dtype| elements at |a| and |b| hold the same values: the same bits, or NaN
 // in both (float components of f16, bf16, f32, f64, c64 and c128). Which NaN an add or a
 // product of two NaNs returns follows the operand order the compiler picked for the

@@ -378,7 +378,8 @@ TEST(plugin_load_errors) {
   cml_status_free(st);
 
   // A file that is not a shared library at all.
-  char path[] = "/tmp/cml_registry_test_XXXXXX";
+  char path[4096];
+  ASSERT_TRUE(test_tmp_template(path, sizeof path, "cml_registry_test_"));
   int fd = mkstemp(path);
   ASSERT_TRUE(fd >= 0);
   ASSERT_EQ_INT(write(fd, "not an ELF file\n", 16), 16);

@@ -183,12 +183,12 @@ static const char* abs_path(const char* rel, char* buf, size_t size) {
 
 static void remove_tree(void) {
   char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", g_root);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_root);
 }
 
 TEST(discovery_order) {
-  snprintf(g_root, sizeof g_root, "/tmp/cml_xla_disc_XXXXXX");
+  ASSERT_TRUE(test_tmp_template(g_root, sizeof g_root, "cml_xla_disc_"));
   ASSERT_TRUE(mkdtemp(g_root) != NULL);
   // The same plugin in every place, so each step shows which place wins.
   touch("env1/pjrt_c_api_cpu_plugin.so");
@@ -259,7 +259,7 @@ TEST(discovery_order) {
 }
 
 TEST(discovery_versions_and_listing) {
-  snprintf(g_root, sizeof g_root, "/tmp/cml_xla_disc_XXXXXX");
+  ASSERT_TRUE(test_tmp_template(g_root, sizeof g_root, "cml_xla_disc_"));
   ASSERT_TRUE(mkdtemp(g_root) != NULL);
   touch("a/pjrt_c_api_cpu_v0.57.0_plugin.so");
   touch("a/pjrt_c_api_cpu_v0.104.0_plugin.so");
@@ -290,7 +290,7 @@ TEST(discovery_versions_and_listing) {
 }
 
 TEST(accelerators_and_cuda_layout) {
-  snprintf(g_root, sizeof g_root, "/tmp/cml_xla_disc_XXXXXX");
+  ASSERT_TRUE(test_tmp_template(g_root, sizeof g_root, "cml_xla_disc_"));
   ASSERT_TRUE(mkdtemp(g_root) != NULL);
   char b[256], out[512], want[512];
   mkdirs("dev");

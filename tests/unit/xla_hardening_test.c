@@ -58,6 +58,13 @@ static bool copy_file(const char* from, const char* to, long limit) {
   return ok;
 }
 
+// Gives |to| the contents of |from| for reading only: a hard link where both are on one file
+// system (the plugin is 200 MB, and CI machines can be short of disk), else a copy. Never for
+// a file a test then damages: that would damage |from| too.
+static bool share_file(const char* from, const char* to) {
+  return link(from, to) == 0 || copy_file(from, to, -1);
+}
+
 // Writes the manifest the installer would write for the file at |path|, a copy of |source|: the
 // source's own manifest when it has one (hashing 200 MB is slow under sanitizers), else hashed.
 static bool write_manifest_of(const char* path, const char* source) {
@@ -404,7 +411,7 @@ TEST(damaged_plugin_is_reinstalled_when_auto_install_is_on) {
 TEST(sound_copy_with_manifest_loads) {
   char home[256], plugin[4200];
   ASSERT_TRUE(make_home("sound", home, sizeof home, plugin, sizeof plugin));
-  ASSERT_TRUE(copy_file(g_real_plugin, plugin, -1));
+  ASSERT_TRUE(share_file(g_real_plugin, plugin));
   ASSERT_TRUE(write_manifest_of(plugin, g_real_plugin));
   expect_t e = {.home = home, .config = "xla:cpu", .code = CML_STATUS_OK};
   ASSERT_CHILD_OK(in_child(expect_in_child, &e, kChildLimitS));
@@ -438,7 +445,7 @@ TEST(found_plugin_does_not_run_python3) {
   char home[256], plugin[4200];
   ASSERT_TRUE(make_home("sound", home, sizeof home, plugin, sizeof plugin));
   if (access(plugin, R_OK) != 0) {  // run alone: sound_copy_with_manifest_loads makes it
-    ASSERT_TRUE(copy_file(g_real_plugin, plugin, -1));
+    ASSERT_TRUE(share_file(g_real_plugin, plugin));
     ASSERT_TRUE(write_manifest_of(plugin, g_real_plugin));
   }
   ASSERT_CHILD_OK(in_child(create_found_plugin_with_hanging_python, home, kChildLimitS + 10));
@@ -561,7 +568,7 @@ TEST(visible_devices_must_exist_and_be_distinct) {
 TEST(plugin_by_path_named_without_its_platform) {
   char plugin[300], config[400];
   snprintf(plugin, sizeof plugin, "%s/real.so", g_root);
-  ASSERT_TRUE(copy_file(g_real_plugin, plugin, -1));
+  ASSERT_TRUE(share_file(g_real_plugin, plugin));
   snprintf(config, sizeof config, "xla:%s", plugin);
   expect_t plain = {.home = g_root, .config = config, .code = CML_STATUS_OK};
   ASSERT_CHILD_OK(in_child(expect_in_child, &plain, kChildLimitS));
@@ -603,9 +610,9 @@ int main(int argc, char** argv) {
   setenv("GOMLX_NO_AUTO_INSTALL", "1", 1);
   cml_xla_enable_auto_install(false);  // tests never download
   unsetenv("XLA_FLAGS");
-  snprintf(g_root, sizeof g_root, "/tmp/cml-xla-hardening-XXXXXX");
-  if (!mkdtemp(g_root)) {
-    perror("mkdtemp");
+  if (!test_tmp_template(g_root, sizeof g_root, "cml-xla-hardening-") || !mkdtemp(g_root)) {
+    fprintf(stderr, "cannot make a temporary directory under %s: %s\n", test_tmpdir(),
+            strerror(errno));
     return 1;
   }
   const char* only = argc > 1 ? argv[1] : NULL;

@@ -301,8 +301,7 @@ int main(int argc, char** argv) {
     printf("skipped: python3 with pip is not available\n");
     return 77;
   }
-  snprintf(g_root, sizeof g_root, "/tmp/cml_xla_inst_XXXXXX");
-  if (!mkdtemp(g_root)) return 1;
+  if (!test_tmp_template(g_root, sizeof g_root, "cml_xla_inst_") || !mkdtemp(g_root)) return 1;
   const char* const make[] = {"python3", "-c", kMakeWheel, g_root, NULL};
   st = cml__xla_run(make, out, sizeof out, NULL, &exit_code);
   if (st != CML_OK || exit_code != 0 || strlen(out) < 64) {
@@ -334,7 +333,7 @@ int main(int argc, char** argv) {
     failures += failed;
   }
   char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", g_root);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_root);
   printf("%d passed, %d failed, 0 skipped\n", ran - failures, failures);
   return (failures || ran == 0) ? 1 : 0;

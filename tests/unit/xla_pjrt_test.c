@@ -146,7 +146,8 @@ TEST(sha256_vectors) {
   to_hex(d, hex);
   ASSERT_STREQ(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   // One million 'a' through the file path (chunked reads, multi-block).
-  char path[] = "/tmp/cml_xla_sha_XXXXXX";
+  char path[4096];
+  ASSERT_TRUE(test_tmp_template(path, sizeof path, "cml_xla_sha_"));
   int fd = mkstemp(path);
   ASSERT_TRUE(fd >= 0);
   static char million[1000000];
@@ -169,7 +170,8 @@ TEST(load_missing_file) {
 }
 
 TEST(load_not_a_library) {
-  char path[] = "/tmp/cml_xla_bad_XXXXXX";
+  char path[4096];
+  ASSERT_TRUE(test_tmp_template(path, sizeof path, "cml_xla_bad_"));
   int fd = mkstemp(path);
   ASSERT_TRUE(fd >= 0);
   ASSERT_EQ_INT(write(fd, "not an ELF file\n", 16), 16);
