@@ -41,9 +41,11 @@ extern "C" {
 // Writes |count| tensors to |path| atomically: tensor i is named |names[i]| (non-empty, at most
 // 65535 bytes, unique), has shape |shapes[i]| and its data (cml_shape_byte_size bytes, host
 // order) at |data[i]|; |step| is stored with them. An existing file at |path| is replaced only
-// once the new one is complete on disk. Returns INVALID_ARGUMENT for NULL arrays, bad or
-// duplicate names, bad shapes; NOT_FOUND / UNAVAILABLE naming the file and the system error when
-// it cannot be written (the old file then stays as it was); RESOURCE_EXHAUSTED.
+// once the new one is complete on disk; a symbolic link at |path| is followed (the file it leads
+// to is replaced, the link kept). Returns INVALID_ARGUMENT for NULL arrays, bad or duplicate
+// names, bad shapes, and a directory, FIFO, device or socket at |path|; NOT_FOUND / UNAVAILABLE
+// naming the file and the system error when it cannot be written (the old file then stays as it
+// was); RESOURCE_EXHAUSTED.
 CML_API CML_MUST_USE cml_status_t cml_checkpoint_save(const char* path, int64_t step,
                                                       const char* const* names,
                                                       const cml_shape_t* shapes,

@@ -527,7 +527,13 @@ cml_status_t cml_shape_init_dynamic(cml_shape_t* out_shape, cml_dtype_t dtype, i
     }
     int64_t id = 0;
     cml_status_t st = cml_axis_user_id(name, &id);
-    if (st != CML_OK) return cml_status_annotate(st, "shape: axis %d", (int)i);
+    if (st != CML_OK) {  // "shape: axis 0: axis name ...", the prefix said once
+      const char* m = cml_status_message(st);
+      if (strncmp(m, "shape: ", 7) == 0) m += 7;
+      cml_status_t named = cml_status_make(cml_status_code(st), "shape: axis %d: %s", (int)i, m);
+      cml_status_free(st);
+      return named;
+    }
     stored[i] = -id;
     sizes[i] = 1;
   }

@@ -178,6 +178,87 @@ static cml_status_t cml_ckpt_create_temp(const char* what, const char* path, cha
   return cml_ckpt_io_error(what, tmp, err);
 }
 
+// What a file of |mode| is, for messages.
+static const char* cml_ckpt_file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The file a save at |path| replaces, into |*out| (|*out_bytes| allocated bytes, from the
+// system allocator): |path| itself, or the file that a symbolic link at |path| leads to,
+// followed as open(2) follows it (40 links at most; the file a dangling link names is created).
+// A save through "latest.ckpt -> step100.ckpt" so rewrites step100.ckpt and keeps the link.
+// A directory, FIFO, device or socket is refused: a save renames a new file over the old one,
+// and must never turn /dev/null or a pipe into a regular file.
+static cml_status_t cml_ckpt_save_target(const char* what, const char* path, char** out,
+                                         size_t* out_bytes) {
+  cml_allocator_t a = cml_allocator_system();
+  size_t cur_bytes = strlen(path) + 1;
+  char* cur = (char*)cml_allocator_malloc(a, cur_bytes, 16);
+  if (!cur) return cml_ckpt_no_memory(what, path, cur_bytes, "for the file name");
+  memcpy(cur, path, cur_bytes);
+  for (int links = 0;; ++links) {
+    struct stat sb;
+    cml_status_t st = CML_OK;
+    if (lstat(cur, &sb) != 0) {
+      if (errno == ENOENT) break;  // a new file (a missing directory is reported when writing)
+      st = cml_ckpt_io_error(what, cur, errno);
+    } else if (S_ISREG(sb.st_mode)) {
+      break;
+    } else if (!S_ISLNK(sb.st_mode)) {
+      st = strcmp(cur, path) == 0
+               ? INVALID(
+                     "%s: \"%s\" is %s, not a regular file (a save writes a new file and "
+                     "renames it over the old one)",
+                     what, path, cml_ckpt_file_kind(sb.st_mode))
+               : INVALID(
+                     "%s: \"%s\" leads to \"%s\", which is %s, not a regular file (a save "
+                     "writes a new file and renames it over the old one)",
+                     what, path, cur, cml_ckpt_file_kind(sb.st_mode));
+    } else if (links >= 40) {
+      st = cml_ckpt_io_error(what, path, ELOOP);
+    } else {
+      // Read the link; its target is relative to the link's directory unless absolute.
+      size_t cap = (size_t)(sb.st_size > 0 ? sb.st_size : PATH_MAX) + 1;
+      char* link = (char*)cml_allocator_malloc(a, cap, 16);
+      ssize_t n = link ? readlink(cur, link, cap) : -1;
+      if (!link) {
+        st = cml_ckpt_no_memory(what, path, cap, "for a symbolic link's target");
+      } else if (n < 0 || (size_t)n >= cap) {
+        st = cml_ckpt_io_error(what, cur, n < 0 ? errno : ENAMETOOLONG);
+      } else {
+        const char* slash = link[0] == '/' ? NULL : strrchr(cur, '/');
+        size_t dir_len = slash ? (size_t)(slash - cur) + 1 : 0;
+        size_t next_bytes = dir_len + (size_t)n + 1;
+        char* next = (char*)cml_allocator_malloc(a, next_bytes, 16);
+        if (!next) {
+          st = cml_ckpt_no_memory(what, path, next_bytes, "for a symbolic link's target");
+        } else {
+          memcpy(next, cur, dir_len);
+          memcpy(next + dir_len, link, (size_t)n);
+          next[dir_len + (size_t)n] = '\0';
+          cml_allocator_free(a, cur, cur_bytes);
+          cur = next;
+          cur_bytes = next_bytes;
+        }
+      }
+      if (link) cml_allocator_free(a, link, cap);
+      if (st == CML_OK) continue;
+    }
+    if (st != CML_OK) {
+      cml_allocator_free(a, cur, cur_bytes);
+      return st;
+    }
+  }
+  *out = cur;
+  *out_bytes = cur_bytes;
+  return CML_OK;
+}
+
 cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* const* names,
                                  const cml_shape_t* shapes, const void* const* data, size_t count) {
   static const char what[] = "cml_checkpoint_save";
@@ -281,12 +362,16 @@ cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* con
   swapped = NULL;
   put_u(head + kHeaderBytes + index_bytes, cml_ckpt_crc(0, head, kHeaderBytes + index_bytes), 4);
 
-  // Write a new temporary file next to |path|, flush it to disk, then rename it over |path|.
-  size_t tmp_len = strlen(path) + 64;
+  // Write a new temporary file next to the file to replace (|path|, or where its symbolic link
+  // leads), flush it to disk, then rename it over that file.
+  char* target = NULL;
+  size_t target_bytes = 0;
+  if (st == CML_OK) st = cml_ckpt_save_target(what, path, &target, &target_bytes);
+  size_t tmp_len = (target ? strlen(target) : 0) + 64;
   char* tmp = st == CML_OK ? (char*)cml_allocator_malloc(a, tmp_len, 16) : NULL;
   if (st == CML_OK && !tmp) st = cml_ckpt_no_memory(what, path, tmp_len, "for a file name");
   int fd = -1;
-  if (st == CML_OK && tmp) st = cml_ckpt_create_temp(what, path, tmp, tmp_len, &fd);
+  if (st == CML_OK && tmp) st = cml_ckpt_create_temp(what, target, tmp, tmp_len, &fd);
   if (st == CML_OK &&
       !cml_ckpt_write_all(fd, head, head_alloc < file_bytes ? head_alloc : file_bytes)) {
     st = cml_ckpt_io_error(what, tmp, errno);
@@ -318,17 +403,19 @@ cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* con
   if (st == CML_OK && fsync(fd) != 0) st = cml_ckpt_io_error(what, tmp, errno);
   if (fd >= 0 && close(fd) != 0 && st == CML_OK) st = cml_ckpt_io_error(what, tmp, errno);
   if (fd >= 0) fd = -2;  // closed, but the file still needs removing on failure
-  if (st == CML_OK && rename(tmp, path) != 0) {
-    st = cml_status_annotate(cml_ckpt_io_error(what, path, errno), "renaming \"%s\"", tmp);
+  if (st == CML_OK && rename(tmp, target) != 0) {
+    int err = errno;
+    st = cml_status_make(err == ENOENT ? CML_STATUS_NOT_FOUND : CML_STATUS_UNAVAILABLE,
+                         "%s: renaming \"%s\" to \"%s\": %s", what, tmp, target, strerror(err));
   }
   if (st != CML_OK && tmp && fd != -1) (void)unlink(tmp);
   if (st == CML_OK) {
-    // Make the rename itself durable: sync the directory holding |path|.
-    const char* slash = strrchr(path, '/');
-    char* dir = tmp;  // reuse: it is at least as long as |path|
+    // Make the rename itself durable: sync the directory holding the file.
+    const char* slash = strrchr(target, '/');
+    char* dir = tmp;  // reuse: it is longer than |target|
     if (slash) {
-      size_t n = (size_t)(slash - path);
-      memcpy(dir, path, n ? n : 1);
+      size_t n = (size_t)(slash - target);
+      memcpy(dir, target, n ? n : 1);
       dir[n ? n : 1] = '\0';
     } else {
       strcpy(dir, ".");
@@ -340,6 +427,7 @@ cml_status_t cml_checkpoint_save(const char* path, int64_t step, const char* con
     }
   }
   if (tmp) cml_allocator_free(a, tmp, tmp_len);
+  if (target) cml_allocator_free(a, target, target_bytes);
   cml_allocator_free(a, head, head_alloc);
   cml_allocator_free(a, offsets, (count ? count : 1) * sizeof(size_t));
   return st;
@@ -578,6 +666,70 @@ static cml_status_t cml_ckpt_parse(cml_checkpoint_t* ck, const char* path) {
   return CML_OK;
 }
 
+// Checks a checkpoint's header (|header|, its first kHeaderBytes) and index before the whole
+// file is read: the magic bytes, then the header and index against their CRC, then the format
+// version and the file's size. A damaged header is so reported as damaged, not as a truncated
+// file or a newer format, and a damaged large file is refused after reading its header and
+// index only. |size| is the file's size; the index is read from |fd|.
+static cml_status_t cml_ckpt_check_head(const char* what, const char* path, int fd,
+                                        const unsigned char* header, uint64_t size) {
+  if (memcmp(header, kMagic, 8) != 0) {
+    return INVALID("%s: \"%s\": not a cml checkpoint (bad magic bytes)", what, path);
+  }
+  const uint32_t version = (uint32_t)get_u(header + 8, 4);
+  const uint64_t index_bytes = get_u(header + 24, 8), file_bytes = get_u(header + 32, 8);
+  bool crc_ok = false;
+  uint32_t want = 0, got = 0;
+  if (size >= kHeaderBytes + 4 && index_bytes <= size - kHeaderBytes - 4) {
+    const size_t head = kHeaderBytes + (size_t)index_bytes;
+    cml_allocator_t a = cml_allocator_system();
+    unsigned char* buf = (unsigned char*)cml_allocator_malloc(a, head + 4, 64);
+    if (!buf) return cml_ckpt_no_memory(what, path, head + 4, "to read the header and index");
+    size_t have = 0;
+    int err = 0;
+    while (have < head + 4) {
+      ssize_t r = pread(fd, buf + have, head + 4 - have, (off_t)have);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) err = errno;
+      if (r <= 0) break;
+      have += (size_t)r;
+    }
+    if (have == head + 4) {
+      want = (uint32_t)get_u(buf + head, 4);
+      got = cml_ckpt_crc(0, buf, head);
+      crc_ok = want == got;
+    }
+    cml_allocator_free(a, buf, head + 4);
+    if (err != 0) return cml_ckpt_io_error(what, path, err);
+    if (have < head + 4) return CML_OK;  // shrank meanwhile: the full read reports it
+  }
+  if (version > CML_CHECKPOINT_FORMAT_VERSION) {
+    return cml_status_make(
+        CML_STATUS_INCOMPATIBLE,
+        "%s: \"%s\": format version %u is newer than this library's (%d)%s", what, path, version,
+        CML_CHECKPOINT_FORMAT_VERSION,
+        crc_ok ? "" : ", or the header is damaged (its checksum does not match)");
+  }
+  if (size < kHeaderBytes + 4 || index_bytes > size - kHeaderBytes - 4) {
+    return INVALID(
+        "%s: \"%s\": truncated or damaged: the header says the index takes %llu "
+        "bytes, the file has %llu",
+        what, path, (unsigned long long)index_bytes, (unsigned long long)size);
+  }
+  if (!crc_ok) {
+    return INVALID(
+        "%s: \"%s\": the header is damaged: the header checksum does not match "
+        "(stored %08x, computed %08x)",
+        what, path, want, got);
+  }
+  if (file_bytes != size) {
+    return INVALID("%s: \"%s\": %s: the header says %llu bytes, the file has %llu", what, path,
+                   size < file_bytes ? "truncated" : "trailing bytes",
+                   (unsigned long long)file_bytes, (unsigned long long)size);
+  }
+  return CML_OK;
+}
+
 cml_status_t cml_checkpoint_load(const char* path, cml_checkpoint_t** out_checkpoint) {
   static const char what[] = "cml_checkpoint_load";
   if (out_checkpoint) *out_checkpoint = NULL;
@@ -608,15 +760,12 @@ cml_status_t cml_checkpoint_load(const char* path, cml_checkpoint_t** out_checkp
     close(fd);
     return st;
   }
-  if (hr == (ssize_t)sizeof header &&
-      (memcmp(header, kMagic, 8) != 0 || get_u(header + 32, 8) != (uint64_t)sb.st_size)) {
-    close(fd);
-    if (memcmp(header, kMagic, 8) != 0) {
-      return INVALID("%s: \"%s\": not a cml checkpoint (bad magic bytes)", what, path);
+  if (hr == (ssize_t)sizeof header) {
+    cml_status_t st = cml_ckpt_check_head(what, path, fd, header, (uint64_t)sb.st_size);
+    if (st != CML_OK) {
+      close(fd);
+      return st;
     }
-    return INVALID("%s: \"%s\": %s: the header says %llu bytes, the file has %lld", what, path,
-                   (uint64_t)sb.st_size < get_u(header + 32, 8) ? "truncated" : "trailing bytes",
-                   (unsigned long long)get_u(header + 32, 8), (long long)sb.st_size);
   }
   cml_allocator_t a = cml_allocator_system();
   cml_checkpoint_t* ck = (cml_checkpoint_t*)cml_allocator_malloc(a, sizeof *ck, 16);

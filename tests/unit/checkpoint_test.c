@@ -234,6 +234,13 @@ TEST(damaged_files_are_rejected_naming_file_and_tensor) {
   bad[45] ^= 1;
   ASSERT_TRUE(file_write(p, bad, n));
   ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "header checksum");
+  // A flipped bit in the header's file-size field: the header is damaged, the file is whole
+  // (this once said "truncated").
+  memcpy(bad, good, n);
+  bad[33] ^= 0x40;
+  ASSERT_TRUE(file_write(p, bad, n));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "damaged",
+                "header checksum");
   // Wrong magic, newer version, trailing bytes.
   memcpy(bad, good, n);
   bad[0] = 'X';
@@ -255,6 +262,67 @@ TEST(damaged_files_are_rejected_naming_file_and_tensor) {
   ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "regular file");
   ASSERT_EQ_INT(unlink(p), 0);
   ASSERT_TRUE(ck == NULL);
+}
+
+// A save renames a new file over the old one, so it refuses a FIFO, a directory or a device at
+// the path (it once replaced them with a regular file: /dev/null too, as root), and follows a
+// symbolic link to the file it leads to, keeping the link.
+TEST(save_keeps_fifos_devices_and_links) {
+  char p[256], link[256], target[256], link2[256], target2[256], loop_a[256], loop_b[256];
+  snprintf(p, sizeof p, "%s", temp_path("special"));
+  snprintf(link, sizeof link, "%s", temp_path("link"));
+  snprintf(target, sizeof target, "%s", temp_path("target"));
+  snprintf(link2, sizeof link2, "%s", temp_path("dangling"));
+  snprintf(target2, sizeof target2, "%s", temp_path("made_by_save"));
+  snprintf(loop_a, sizeof loop_a, "%s", temp_path("loop_a"));
+  snprintf(loop_b, sizeof loop_b, "%s", temp_path("loop_b"));
+  struct stat sb;
+  ASSERT_EQ_INT(mkfifo(p, 0600), 0);
+  ASSERT_STATUS(save3(p, 1), CML_STATUS_INVALID_ARGUMENT, p, "a FIFO", "regular file");
+  ASSERT_TRUE(lstat(p, &sb) == 0 && S_ISFIFO(sb.st_mode));
+  ASSERT_EQ_INT(unlink(p), 0);
+  ASSERT_EQ_INT(mkdir(p, 0700), 0);
+  ASSERT_STATUS(save3(p, 1), CML_STATUS_INVALID_ARGUMENT, p, "a directory");
+  ASSERT_TRUE(lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode));
+  ASSERT_EQ_INT(rmdir(p), 0);
+  // A link to a character device: refused, the device untouched.
+  ASSERT_EQ_INT(symlink("/dev/null", link), 0);
+  ASSERT_STATUS(save3(link, 1), CML_STATUS_INVALID_ARGUMENT, link, "/dev/null",
+                "a character device");
+  ASSERT_TRUE(lstat("/dev/null", &sb) == 0 && S_ISCHR(sb.st_mode));
+  ASSERT_TRUE(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode));
+  ASSERT_EQ_INT(unlink(link), 0);
+  // A link to a checkpoint: the checkpoint is rewritten, the link stays.
+  ASSERT_STATUS_OK(save3(target, 1));
+  const char* base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+  ASSERT_EQ_INT(symlink(base, link), 0);
+  ASSERT_STATUS_OK(save3(link, 7));
+  ASSERT_TRUE(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode));
+  cml_checkpoint_t* ck = NULL;
+  ASSERT_STATUS_OK(cml_checkpoint_load(target, &ck));
+  ASSERT_EQ_INT(cml_checkpoint_step(ck), 7);
+  cml_checkpoint_destroy(ck);
+  ck = NULL;
+  // A dangling link: the file it names is made.
+  const char* base2 = strrchr(target2, '/') ? strrchr(target2, '/') + 1 : target2;
+  ASSERT_EQ_INT(symlink(base2, link2), 0);
+  ASSERT_STATUS_OK(save3(link2, 8));
+  ASSERT_TRUE(lstat(link2, &sb) == 0 && S_ISLNK(sb.st_mode));
+  ASSERT_STATUS_OK(cml_checkpoint_load(target2, &ck));
+  ASSERT_EQ_INT(cml_checkpoint_step(ck), 8);
+  cml_checkpoint_destroy(ck);
+  // Links in a loop: an error, nothing written.
+  ASSERT_EQ_INT(symlink(loop_b, loop_a), 0);
+  ASSERT_EQ_INT(symlink(loop_a, loop_b), 0);
+  ASSERT_STATUS(save3(loop_a, 1), CML_STATUS_UNAVAILABLE, loop_a);
+  ASSERT_TRUE(lstat(loop_a, &sb) == 0 && S_ISLNK(sb.st_mode));
+  ASSERT_EQ_INT(count_temp_files(target), 0);
+  ASSERT_EQ_INT(unlink(loop_a), 0);
+  ASSERT_EQ_INT(unlink(loop_b), 0);
+  ASSERT_EQ_INT(unlink(link), 0);
+  ASSERT_EQ_INT(unlink(target), 0);
+  ASSERT_EQ_INT(unlink(link2), 0);
+  ASSERT_EQ_INT(unlink(target2), 0);
 }
 
 // Threads of one process saving to one path: each save has a temporary file of its own, so
@@ -484,4 +552,4 @@ TEST_MAIN(TEST_ENTRY(round_trip_host_data), TEST_ENTRY(layout_is_the_documented_
           TEST_ENTRY(many_tensors_and_a_far_duplicate), TEST_ENTRY(round_trip_buffers_and_empty),
           TEST_ENTRY(save_replaces_atomically_and_leaves_no_temp_file),
           TEST_ENTRY(damaged_files_are_rejected_naming_file_and_tensor),
-          TEST_ENTRY(bad_save_arguments))
+          TEST_ENTRY(save_keeps_fifos_devices_and_links), TEST_ENTRY(bad_save_arguments))

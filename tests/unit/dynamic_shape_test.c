@@ -3,6 +3,8 @@
 // dynamic shapes, bindings (resolve, extract, unify, key), shape inference with named axes and
 // its rejections, and compile-once/specialize-per-binding execution on the c backend.
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "api_common.h"
 #include "test.h"
@@ -69,6 +71,37 @@ TEST(anonymous_axes_do_not_use_up_names) {
   ASSERT_STREQ(cml_shape_axis_name(&s, 0), "after_many_anonymous");
   // An id above every anonymous axis made so far names nothing.
   ASSERT_TRUE(cml_axis_name(-first.dims[0] + ((int64_t)1 << 40)) == NULL);
+}
+
+// A process that interns CML_MAX_AXIS_NAMES names gets RESOURCE_EXHAUSTED naming the axis and
+// the name, "shape:" said once (it was said twice). In a child: the names are the process's.
+TEST(axis_names_run_out_with_one_clear_message) {
+  fflush(NULL);
+  pid_t child = fork();
+  ASSERT_TRUE(child >= 0);
+  if (child == 0) {
+    cml_shape_t s;
+    char name[32];
+    for (int i = 0; i <= CML_MAX_AXIS_NAMES; ++i) {
+      snprintf(name, sizeof name, "req_%d", i);
+      const char* names[2] = {NULL, name};
+      cml_status_t st =
+          cml_shape_init_dynamic(&s, CML_DTYPE_F32, 2, (int64_t[]){3, CML_DYNAMIC_DIM}, names);
+      if (st == CML_OK) continue;
+      const char* m = cml_status_message(st);
+      bool ok = cml_status_code(st) == CML_STATUS_RESOURCE_EXHAUSTED &&
+                strncmp(m, "shape: axis 1: axis name \"req_", 30) == 0 &&
+                strstr(m + 6, "shape:") == NULL;
+      if (!ok) fprintf(stderr, "after %d names: %s\n", i, m);
+      cml_status_free(st);
+      _exit(ok && i > 0 ? 0 : 1);
+    }
+    _exit(2);  // never ran out
+  }
+  int status = 0;
+  ASSERT_EQ_INT(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ_INT(WEXITSTATUS(status), 0);
 }
 
 TEST(bad_names_and_dims) {
@@ -855,9 +888,10 @@ TEST(setup_backend) { setup(); }
 TEST(teardown_backend) { cml_backend_release(g_backend); }
 
 TEST_MAIN(TEST_ENTRY(make_format_parse), TEST_ENTRY(anonymous_axes_do_not_use_up_names),
-          TEST_ENTRY(bad_names_and_dims), TEST_ENTRY(bindings_resolve_extract_unify),
-          TEST_ENTRY(setup_backend), TEST_ENTRY(inference),
-          TEST_ENTRY(inference_rejections_and_dynamic_ops), TEST_ENTRY(execute_many_batches),
+          TEST_ENTRY(axis_names_run_out_with_one_clear_message), TEST_ENTRY(bad_names_and_dims),
+          TEST_ENTRY(bindings_resolve_extract_unify), TEST_ENTRY(setup_backend),
+          TEST_ENTRY(inference), TEST_ENTRY(inference_rejections_and_dynamic_ops),
+          TEST_ENTRY(execute_many_batches),
           TEST_ENTRY(gradients_of_slice_and_pad_with_a_dynamic_axis),
           TEST_ENTRY(execute_contradicting_inputs), TEST_ENTRY(execute_threads_small_cache),
           TEST_ENTRY(execute_dynamic_ops_and_concat), TEST_ENTRY(execute_reshape_size_values),

@@ -265,6 +265,77 @@ TEST(no_pip_says_how_to_install) {
   cml_status_free(st);
 }
 
+// Storage failures say what went wrong, and never write through a planted lock symlink.
+TEST(storage_failures_are_named) {
+  char dir[160], lock[300], victim[200], text[32] = "";
+  snprintf(dir, sizeof dir, "%s/i7", g_root);
+  ASSERT_EQ_INT(mkdir(dir, 0755), 0);
+  cml__xla_wheel_t w = fake_wheel(g_sha);
+  cml__xla_install_params_t p;
+  params_for(dir, &p);
+  p.force = true;
+  // A symbolic link at the lock's name: refused, its target untouched (it was truncated and
+  // given the installer's pid).
+  snprintf(victim, sizeof victim, "%s/victim.txt", g_root);
+  snprintf(lock, sizeof lock, "%s/pjrt_c_api_cpu_plugin.so.lock", dir);
+  FILE* f = fopen(victim, "w");
+  ASSERT_TRUE(f != NULL);
+  fputs("precious", f);
+  fclose(f);
+  ASSERT_EQ_INT(symlink(victim, lock), 0);
+  cml_status_t st = cml__xla_install(&w, &p, NULL, NULL);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_UNAVAILABLE);
+  ASSERT_CONTAINS(cml_status_message(st), "symbolic link");
+  cml_status_free(st);
+  f = fopen(victim, "r");
+  ASSERT_TRUE(f != NULL);
+  ASSERT_TRUE(fgets(text, sizeof text, f) != NULL);
+  fclose(f);
+  ASSERT_STREQ(text, "precious");
+  ASSERT_EQ_INT(unlink(lock), 0);
+  // Not enough room for the wheel and the plugin: said before downloading.
+  w.space_bytes = (uint64_t)1 << 62;
+  p.python = "/nonexistent/python3";  // never run
+  st = cml__xla_install(&w, &p, NULL, NULL);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_RESOURCE_EXHAUSTED);
+  ASSERT_CONTAINS(cml_status_message(st), "needs about");
+  ASSERT_CONTAINS(cml_status_message(st), dir);
+  cml_status_free(st);
+  // pip running out of space: said so, not "no network?".
+  w.space_bytes = 0;
+  char python[200];
+  snprintf(python, sizeof python, "%s/enospc-python3", g_root);
+  f = fopen(python, "w");
+  ASSERT_TRUE(f != NULL);
+  fputs("#!/bin/sh\necho 'OSError: [Errno 28] No space left on device' >&2\nexit 1\n", f);
+  fclose(f);
+  ASSERT_EQ_INT(chmod(python, 0755), 0);
+  p.python = python;
+  st = cml__xla_install(&w, &p, NULL, NULL);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_RESOURCE_EXHAUSTED);
+  ASSERT_CONTAINS(cml_status_message(st), "no space left");
+  ASSERT_TRUE(strstr(cml_status_message(st), "no network") == NULL);
+  cml_status_free(st);
+  // A HOME that does not exist is reported, not created.
+  char home[200], made[200];
+  snprintf(home, sizeof home, "%s/no-such-home/x", g_root);
+  snprintf(made, sizeof made, "%s/no-such-home", g_root);
+  char* saved = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  setenv("HOME", home, 1);
+  p.install_dir = NULL;
+  st = cml__xla_install(&w, &p, NULL, NULL);
+  if (saved) {
+    setenv("HOME", saved, 1);
+    free(saved);
+  } else {
+    unsetenv("HOME");
+  }
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_CONTAINS(cml_status_message(st), "does not exist");
+  cml_status_free(st);
+  ASSERT_EQ_INT(file_size(made), -1);
+}
+
 TEST(auto_install_switch_and_wheels) {
   unsetenv("GOMLX_NO_AUTO_INSTALL");
   ASSERT_TRUE(cml__xla_auto_install_enabled());
@@ -321,6 +392,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(checksum_mismatch_refused),
       TEST_ENTRY(concurrent_processes_install_once),
       TEST_ENTRY(no_pip_says_how_to_install),
+      TEST_ENTRY(storage_failures_are_named),
       TEST_ENTRY(auto_install_switch_and_wheels),
       TEST_ENTRY(killed_install_leaves_a_temp_dir_that_the_next_install_removes)};
   int failures = 0, ran = 0;

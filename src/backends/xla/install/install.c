@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,7 +36,8 @@ static const cml__xla_wheel_t cml_xla_wheels[] = {
      .sha256 = "1319390d948b39f69f7dade496b7c385149d9ca6097a6b62114da113216d9ad1",
      .member = "lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so",
      .target = "pjrt_c_api_cpu_plugin.so",
-     .libraries_requirement = NULL},
+     .libraries_requirement = NULL,
+     .space_bytes = 280u * 1000 * 1000},  // a 63 MB wheel and the 202 MB plugin
     {.plugin = "cuda",
      .package = "jax-cuda13-pjrt",
      .version = "0.12.0.1",
@@ -316,6 +318,20 @@ static void cml_xla_tail(const char* path, char* out, size_t keep) {
   while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' ')) out[--n] = '\0';
 }
 
+// Free bytes in the file system of |dir| (UINT64_MAX when unknown).
+static uint64_t cml_xla_free_bytes(const char* dir) {
+  struct statvfs sv;
+  if (statvfs(dir, &sv) != 0) return UINT64_MAX;
+  return (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+}
+
+// Whether a step of the install that failed ran out of space: the tail of its log says so, or
+// the install directory's file system is full (pip's log is there too, and may be empty then).
+static bool cml_xla_out_of_space(const char* dir, const char* tail) {
+  return strstr(tail, "No space left on device") != NULL || strstr(tail, "Errno 28") != NULL ||
+         strstr(tail, "Disk quota exceeded") != NULL || cml_xla_free_bytes(dir) < (1u << 20);
+}
+
 static cml_status_t cml_xla_by_hand(cml_status_code_t code, const cml__xla_wheel_t* w,
                                     const char* dir, const char* what, const char* detail) {
   return cml_status_make(
@@ -423,14 +439,21 @@ static cml_status_t cml_xla_pip_download(cml_xla_job_t* job, const char* require
   char tail[600];
   cml_xla_tail(job->log, tail, sizeof tail);
   char what[256];
+  cml_status_code_t code = CML_STATUS_UNAVAILABLE;
   if (exit_code == 127) {
     snprintf(what, sizeof what, "could not run \"%s -m pip\" (is python3 with pip installed?)",
              argv[0]);
+  } else if (cml_xla_out_of_space(dest, tail)) {
+    code = CML_STATUS_RESOURCE_EXHAUSTED;
+    snprintf(what, sizeof what,
+             "`pip download %s` failed (exit %d): no space left on the device (%.0f MB free in "
+             "\"%s\"; pip also writes in TMPDIR)",
+             requirement, exit_code, (double)cml_xla_free_bytes(dest) / 1e6, job->dir);
   } else {
     snprintf(what, sizeof what, "`pip download %s` failed (exit %d; no network?)", requirement,
              exit_code);
   }
-  return cml_xla_by_hand(CML_STATUS_UNAVAILABLE, job->wheel, job->dir, what, tail);
+  return cml_xla_by_hand(code, job->wheel, job->dir, what, tail);
 }
 
 static cml_status_t cml_xla_run_python(cml_xla_job_t* job, const char* const* args, size_t count,
@@ -447,6 +470,12 @@ static cml_status_t cml_xla_run_python(cml_xla_job_t* job, const char* const* ar
   if (exit_code != 0) {
     char tail[600];
     cml_xla_tail(job->log, tail, sizeof tail);
+    if (cml_xla_out_of_space(job->tmp, tail)) {
+      char full[512];
+      snprintf(full, sizeof full, "%s: no space left on the device (%.0f MB free in \"%s\")", what,
+               (double)cml_xla_free_bytes(job->tmp) / 1e6, job->dir);
+      return cml_xla_by_hand(CML_STATUS_RESOURCE_EXHAUSTED, job->wheel, job->dir, full, tail);
+    }
     return cml_xla_by_hand(CML_STATUS_UNAVAILABLE, job->wheel, job->dir, what, tail);
   }
   return CML_OK;
@@ -599,8 +628,12 @@ static cml_status_t cml_xla_install_locked(cml_xla_job_t* job) {
   }
   fprintf(f, "package=%s\nversion=%s\nwheel_sha256=%s\nmember=%s\nsize=%llu\nsha256=%s\n",
           w->package, w->version, hex, w->member, (unsigned long long)so_size, so_hex);
-  if (fclose(f) != 0) {
-    return cml_status_make(CML_STATUS_UNAVAILABLE, "xla: cannot write \"%s\"", manifest_tmp);
+  if (ferror(f) != 0 || fclose(f) != 0) {
+    int err = errno;
+    return cml_status_make(cml__xla_errno_code(err) == CML_STATUS_INTERNAL
+                               ? CML_STATUS_UNAVAILABLE
+                               : cml__xla_errno_code(err),
+                           "xla: cannot write \"%s\": %s", manifest_tmp, strerror(err));
   }
   chmod(staged, 0755);
   // Manifest first: a crash between the two renames leaves a manifest that does not match the
@@ -631,6 +664,16 @@ cml_status_t cml__xla_install(const cml__xla_wheel_t* wheel,
     snprintf(dir, sizeof dir, "%s", params->install_dir);
   } else {
     CML_RETURN_IF_ERROR(cml__xla_default_install_dir(dir, sizeof dir));
+    // ~/.local/lib/go-xla is made as needed, the home directory itself never: a HOME that does
+    // not exist (HOME=/nonexistent, a typo) is a mistake to report, not a directory to create.
+    const char* home = getenv("HOME");
+    struct stat hs;
+    if (stat(home, &hs) != 0 || !S_ISDIR(hs.st_mode)) {
+      return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
+                             "xla: cannot install into ~/.local/lib/go-xla: HOME (\"%s\") %s; set "
+                             "HOME, or install by hand and set PJRT_PLUGIN_LIBRARY_PATH",
+                             home, stat(home, &hs) != 0 ? "does not exist" : "is not a directory");
+    }
   }
   char target[4300];
   snprintf(target, sizeof target, "%s/%s", dir, wheel->target);
@@ -651,10 +694,14 @@ cml_status_t cml__xla_install(const cml__xla_wheel_t* wheel,
   if (!sound) {
     char lock_path[4400];
     snprintf(lock_path, sizeof lock_path, "%s.lock", target);
-    lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // O_NOFOLLOW: the lock is truncated and written (the owner's pid), so a symbolic link
+    // planted at its name must not lead that write to another file.
+    lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (lock_fd < 0) {
-      return cml_status_make(CML_STATUS_UNAVAILABLE, "xla: cannot open lock file \"%s\": %s",
-                             lock_path, strerror(errno));
+      int err = errno;
+      return cml_status_make(CML_STATUS_UNAVAILABLE, "xla: cannot open lock file \"%s\": %s%s",
+                             lock_path, strerror(err),
+                             err == ELOOP ? " (a symbolic link: not followed; remove it)" : "");
     }
     double timeout = params->lock_timeout_s > 0 ? params->lock_timeout_s : 300.0;
     struct timespec start, now;
@@ -687,6 +734,16 @@ cml_status_t cml__xla_install(const cml__xla_wheel_t* wheel,
       cml_status_free(check);
     }
     if (!sound) cml_xla_remove_stale_temps(target_dir);
+    // Room for the wheel and the plugin, before downloading anything.
+    const uint64_t free_bytes = cml_xla_free_bytes(target_dir);
+    if (!sound && wheel->space_bytes > 0 && free_bytes < wheel->space_bytes) {
+      close(lock_fd);
+      return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
+                             "xla: cannot install the %s plugin: it needs about %.0f MB free in "
+                             "\"%s\", and its file system has %.0f MB",
+                             wheel->plugin, (double)wheel->space_bytes / 1e6, target_dir,
+                             (double)free_bytes / 1e6);
+    }
   }
   if (!sound) {
     cml_xla_job_t job;

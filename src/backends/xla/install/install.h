@@ -46,6 +46,9 @@ typedef struct cml__xla_wheel_t {
   // CUDA: a requirement whose wheels bring the nvidia-* libraries (NULL for none). Every
   // nvidia/ member of the nvidia-* wheels it downloads is extracted under <install dir>/nvidia/.
   const char* libraries_requirement;
+  // Free bytes the install needs in the install directory's file system (the wheel and the
+  // extracted plugin side by side); checked before downloading. 0: not checked.
+  uint64_t space_bytes;
 } cml__xla_wheel_t;
 
 // The pinned wheel for |plugin| ("cpu", "cuda"), or NULL.
