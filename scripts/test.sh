@@ -34,13 +34,15 @@ cd "$(dirname "$0")/.."
 # seen with a few hundred MB free, and every step then failed on "No space left on device".
 # When the repository's file system has less than CML_TEST_MIN_FREE_MB (default 10000) free:
 #   1. apt's and pip's download caches are emptied (caches only; nothing installed goes);
-#   2. if still short, and the tmpfs /dev/shm has room, the build directories not yet made here
-#      and TMPDIR go there (build-* become links into it; all of it is removed at the end);
+#   2. if still short, and the tmpfs /dev/shm has CML_TEST_SHM_MB (default 6000) free, the build
+#      directories not yet made here and TMPDIR go there (build-* become links into it; all of
+#      it is removed at the end);
 #   3. each step's own build directory, made by this run, is removed once the step is done
 #      (build/ stays: steps 2, 3, 6 and 8 use it).
 # The free space is printed at the start and with the summary.
 free_mb() { df -Pm "$1" 2>/dev/null | awk 'NR == 2 { print $4; found = 1 } END { if (!found) print 0 }'; }
 need_mb="${CML_TEST_MIN_FREE_MB:-10000}"
+shm_need_mb="${CML_TEST_SHM_MB:-6000}"  # build/ + the largest step's build + TMPDIR
 low_disk=0
 scratch=""
 made_dirs=()
@@ -59,7 +61,7 @@ if [ "$low_disk" = 1 ]; then
     [ -L "$dir" ] && [ ! -e "$dir" ] && rm -f "$dir"  # left by a run that was killed
     [ -e "$dir" ] || made_dirs+=("$dir")
   done
-  if [ "$(free_mb .)" -lt "$need_mb" ] && [ "$(free_mb /dev/shm)" -ge "$need_mb" ] &&
+  if [ "$(free_mb .)" -lt "$need_mb" ] && [ "$(free_mb /dev/shm)" -ge "$shm_need_mb" ] &&
      scratch="$(mktemp -d /dev/shm/cml-test.XXXXXX 2>/dev/null)"; then
     for dir in "${made_dirs[@]}"; do
       mkdir "$scratch/$dir" && ln -s "$scratch/$dir" "$dir"
