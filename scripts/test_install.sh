@@ -8,7 +8,9 @@
 #      backend template and the "ref" example as shared-library plug-ins, loaded by a host
 #      program with cml_plugin_load (tests/install/);
 #   3. the installed tree still works after being moved elsewhere;
-#   4. the build tree's own binaries still run.
+#   4. the build tree's own binaries still run;
+#   5. the license is installed, and the `uninstall` target removes every installed file and
+#      cml's own directories.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -102,4 +104,16 @@ for ex in "$build"/example_*; do
     *) GOMLX_BACKEND=c run "$ex" ;;
   esac
 done
-echo "install test: installed and moved cml, pkg-config, find_package, out-of-tree examples and plug-ins, build tree ok"
+# 5. The license, then `uninstall` (it reads the manifest of the last install: this one).
+prefix2="$work/prefix2"
+cmake --install "$build" --prefix "$prefix2" >/dev/null
+test -f "$prefix2/share/doc/cml/LICENSE" || fail "no share/doc/cml/LICENSE installed"
+cmake --build "$build" --target uninstall >"$work/run.log" 2>&1 ||
+  { cat "$work/run.log" >&2; fail "the uninstall target failed"; }
+left="$(find "$prefix2" ! -type d)"
+[ -z "$left" ] || fail "files left after uninstall: $left"
+for dir in include/cml share/doc/cml; do
+  [ ! -e "$prefix2/$dir" ] || fail "$dir left after uninstall"
+done
+[ -z "$(find "$prefix2" -type d -path '*/cmake/cml')" ] || fail "<libdir>/cmake/cml left after uninstall"
+echo "install test: installed and moved cml, pkg-config, find_package, out-of-tree examples and plug-ins, build tree, uninstall ok"

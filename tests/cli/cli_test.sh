@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # tests/cli/cli_test.sh CML: the `cml` tool's behaviour at its edges (docs/robustness.md):
 # `test --list` selects what a run selects, closed or failing stdout, --json files that stay
-# valid JSON, empty --backend values, exit codes. CML is the built `cml` executable.
+# valid JSON, empty --backend values, "<name>:help", exit codes. CML is the built `cml`
+# executable.
 set -u
 cml="$1"
 tmp="$(mktemp -d)"
@@ -56,6 +57,46 @@ done
 rc=$?
 [[ $rc -eq 2 ]]
 check "info with a backend that cannot be created exits 2 (got $rc)"
+
+# `version` takes no arguments but --help.
+"$cml" version extra >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 2 && ! -s "$tmp/out" ]] && grep -q 'unknown argument "extra"' "$tmp/err"
+check "version extra: a usage error, exit 2 (got $rc)"
+"$cml" version --help >"$tmp/out" 2>&1
+rc=$?
+[[ $rc -eq 0 ]] && grep -q "^usage: cml version" "$tmp/out"
+check "version --help: the usage on stdout, exit 0 (got $rc)"
+
+# "<name>:help" is a help request: the option list on stdout, exit 0, for every command; an
+# unknown backend name is still an error (exit 2).
+for cmd in info test bench; do
+  "$cml" $cmd --backend c:help >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [[ $rc -eq 0 && ! -s "$tmp/err" ]] && grep -q "^c backend options:" "$tmp/out" &&
+    grep -q "threads" "$tmp/out"
+  check "$cmd --backend c:help: the options on stdout, exit 0 (got $rc)"
+done
+"$cml" info --backend nosuchbackend:help >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 2 && ! -s "$tmp/out" ]] && grep -q "nosuchbackend" "$tmp/err"
+check "info --backend nosuchbackend:help exits 2 (got $rc)"
+
+# An output file that cannot be created is a write failure (exit 1), as a full disk is.
+"$cml" test --backend c:threads=1 --op '^exec/compile_execute' --json "$tmp/no/such/dir/t.json" \
+  >/dev/null 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 1 ]] && grep -q "cannot write" "$tmp/err"
+check "test --json in a missing directory: exit 1 (got $rc)"
+"$cml" bench --backend c:threads=1 --no-probes --no-native --reps 1 --filter "32x13x384" \
+  --json "$tmp/no/such/dir/b.json" >/dev/null 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 1 ]] && grep -q "cannot write" "$tmp/err"
+check "bench --json in a missing directory: exit 1 (got $rc)"
+"$cml" test --backend c:threads=1 --op '(' >/dev/null 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "bad regular expression" "$tmp/err"
+check "test with a bad --op regex: a usage error, exit 2 (got $rc)"
 
 # A bench case that fails is in the JSON with its error.
 "$cml" bench --backend null --no-probes --no-native --reps 1 --filter "32x13x384" \

@@ -11,7 +11,8 @@
 // its median time, its rate, the rate as a fraction of the FMA probe (compute-bound cases) or
 // of the DRAM probe (the GEMV, which streams a 64 MiB weight), and the ratio time_other /
 // time_backend against each --compare backend (> 1: the chosen backend is faster). Exits 0 when
-// every case ran on the chosen backend, 1 when one failed, 2 for usage errors.
+// every case ran on the chosen backend, 1 when one failed or the --json file could not be
+// written, 2 for usage errors.
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -866,6 +867,8 @@ int cml_cli_bench(int argc, char** argv) {
     fprintf(stderr, "cml bench: %s needs a value\n", arg);
     return 2;
   }
+  int help_rc = 0;
+  if (cml_cli_backend_help("bench", backend_config, &help_rc)) return help_rc;
   // A filter that names a case exactly selects that case alone ("..., batch 1" without
   // "..., batch 128"); otherwise every case containing it.
   bool exact = false;
@@ -901,7 +904,7 @@ int cml_cli_bench(int argc, char** argv) {
       fprintf(stderr, "cml bench: cannot write %s: %s\n", json_path, strerror(errno));
       cml_backend_release(backend);
       for (int o = 0; o < compare_count; ++o) cml_backend_release(others[o]);
-      return 2;
+      return 1;  // an output file that cannot be written, as a full disk: not a usage error
     }
   }
 

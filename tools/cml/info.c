@@ -174,6 +174,9 @@ int cml_cli_info(int argc, char** argv) {
     }
   }
 
+  int rc = 0;
+  if (cml_cli_backend_help("info", config, &rc)) return rc;
+
   printf("cml %s\n", cml_version_string());
   printf("registered backends:\n");
   size_t count = cml_backend_registered_count();

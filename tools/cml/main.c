@@ -28,6 +28,37 @@ static void cml_cli_usage(FILE* out) {
       out);
 }
 
+bool cml_cli_backend_help(const char* command, const char* config, int* out_rc) {
+  *out_rc = 0;
+  const char* colon = config ? strchr(config, ':') : NULL;
+  if (!colon) return false;
+  // The options part is "help", spaces around it allowed (as the registry reads it).
+  const char* rest = colon + 1;
+  while (*rest == ' ') ++rest;
+  size_t n = strlen(rest);
+  while (n > 0 && rest[n - 1] == ' ') --n;
+  if (n != 4 || strncmp(rest, "help", 4) != 0) return false;
+  // The registry answers with the option list as an INVALID_ARGUMENT status; an unknown backend
+  // name is a different status, reported as any backend that cannot be created.
+  cml_backend_t* backend = NULL;
+  cml_status_t st = cml_backend_new_with_config(config, &backend);
+  if (st == CML_OK) {  // a backend that takes "help" as an ordinary option
+    cml_backend_release(backend);
+    return false;
+  }
+  const char* message = cml_status_message(st);
+  if (cml_status_code(st) == CML_STATUS_INVALID_ARGUMENT && strstr(message, " options:\n")) {
+    fputs(message, stdout);
+    if (message[0] && message[strlen(message) - 1] != '\n') fputc('\n', stdout);
+  } else {
+    fprintf(stderr, "cml %s: cannot create backend \"%s\": %s: %s\n", command, config,
+            cml_status_code_name(cml_status_code(st)), message);
+    *out_rc = 2;
+  }
+  cml_status_free(st);
+  return true;
+}
+
 cml_backend_t* cml_cli_open_backend(const char* command, const char* config) {
   if (config && !config[0]) {  // an empty --backend= would silently mean the built-in default
     fprintf(stderr, "cml %s: the backend config is empty (leave the option out for the default)\n",
@@ -47,6 +78,21 @@ cml_backend_t* cml_cli_open_backend(const char* command, const char* config) {
   return backend;
 }
 
+// `cml version`: takes no arguments but --help.
+static int cml_cli_version(int argc, char** argv) {
+  static const char usage[] = "usage: cml version\n\nPrints the library version.\n";
+  if (argc > 1) {
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+      fputs(usage, stdout);
+      return 0;
+    }
+    fprintf(stderr, "cml %s: unknown argument \"%s\"\n\n%s", argv[0], argv[1], usage);
+    return 2;
+  }
+  printf("cml %s\n", cml_version_string());
+  return 0;
+}
+
 static int cml_cli_dispatch(int argc, char** argv) {
   if (argc < 2) {
     cml_cli_usage(stderr);
@@ -58,8 +104,7 @@ static int cml_cli_dispatch(int argc, char** argv) {
   if (strcmp(command, "install") == 0) return cml_cli_install(argc - 1, argv + 1);
   if (strcmp(command, "bench") == 0) return cml_cli_bench(argc - 1, argv + 1);
   if (strcmp(command, "version") == 0 || strcmp(command, "--version") == 0) {
-    printf("cml %s\n", cml_version_string());
-    return 0;
+    return cml_cli_version(argc - 1, argv + 1);
   }
   if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0 ||
       strcmp(command, "-h") == 0) {

@@ -4,8 +4,9 @@
 //   cml test [--plugin PATH]... [--backend CONFIG] [--op REGEX] [--json FILE] [-v|-vv] [--list]
 //
 // Exits 0 when every selected case passed or was unsupported and at least one passed; 1 when
-// a case failed, an advertised op was not covered, or nothing passed; 2 for usage errors or a
-// backend that cannot be created.
+// a case failed, an advertised op was not covered, nothing passed, or the --json file could not
+// be written; 2 for usage errors or a backend that cannot be created. "--backend <name>:help"
+// prints the backend's options and exits 0.
 #include <regex.h>
 #include <stdio.h>
 #include <string.h>
@@ -50,18 +51,22 @@ static bool cml_cli_test_is_option(const char* arg, const char* name) {
   return strncmp(arg, name, len) == 0 && (arg[len] == '\0' || arg[len] == '=');
 }
 
+// Compiles |op_regex| into |re|; false, with the reason on stderr, when it is not valid.
+static bool cml_cli_test_regex(const char* op_regex, regex_t* re) {
+  int rc = regcomp(re, op_regex, REG_EXTENDED | REG_NOSUB);
+  if (rc != 0) {
+    char err[256];
+    regerror(rc, re, err, sizeof err);
+    fprintf(stderr, "cml test: bad regular expression \"%s\": %s\n", op_regex, err);
+    return false;
+  }
+  return true;
+}
+
 static int cml_cli_test_list(const char* op_regex) {
   regex_t re;
   bool filter = op_regex && op_regex[0];
-  if (filter) {
-    int rc = regcomp(&re, op_regex, REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-      char err[256];
-      regerror(rc, &re, err, sizeof err);
-      fprintf(stderr, "cml test: bad regular expression \"%s\": %s\n", op_regex, err);
-      return 2;
-    }
-  }
+  if (filter && !cml_cli_test_regex(op_regex, &re)) return 2;
   size_t n = cml_backendtest_case_count();
   for (size_t i = 0; i < n; ++i) {
     const char* name = cml_backendtest_case_name(i);
@@ -137,7 +142,16 @@ int cml_cli_test(int argc, char** argv) {
   }
   if (verbosity > 2) verbosity = 2;
 
+  int rc = 0;
+  if (cml_cli_backend_help("test", backend_config, &rc)) return rc;
   if (list) return cml_cli_test_list(op_regex);
+  // A bad filter is a usage error; checked here, so that every failure of the run below is one
+  // of writing the results or of running (exit 1).
+  if (op_regex && op_regex[0]) {
+    regex_t re;
+    if (!cml_cli_test_regex(op_regex, &re)) return 2;
+    regfree(&re);
+  }
 
   cml_backend_t* backend = cml_cli_open_backend("test", backend_config);
   if (!backend) return 2;
@@ -154,11 +168,11 @@ int cml_cli_test(int argc, char** argv) {
   if (st != CML_OK) {
     fprintf(stderr, "cml test: %s: %s\n", cml_status_code_name(cml_status_code(st)),
             cml_status_message(st));
-    // A bad filter or a JSON path that cannot be created is a usage error (2); failing to
-    // write the results (a full disk) or to run is 1, as the README says.
-    const cml_status_code_t code = cml_status_code(st);
+    // The filter and the options were checked above: what is left is a JSON file that could
+    // not be created or written (a missing directory, a full disk) or a run that failed, 1 as
+    // the README says.
     cml_status_free(st);
-    return code == CML_STATUS_INVALID_ARGUMENT || code == CML_STATUS_INCOMPATIBLE ? 2 : 1;
+    return 1;
   }
   if (summary.passed == 0) {
     fprintf(stderr, "cml test: no case passed%s\n",
