@@ -125,10 +125,14 @@ CML_API void cml_backend_process_info(const cml_backend_t* backend, cml_process_
 CML_API bool cml_backend_device_is_local(const cml_backend_t* backend, int device);
 
 // What a backend supports. The builder checks ops and dtypes against it when an op is added.
+// Room for CML_CAPABILITIES_MAX_OPS ops in the bit set, more than there are: the table grows
+// by one op at a time (enums only grow), and the fields after the bit set keep their offsets
+// while it does, for backends and bindings built against older headers.
+#define CML_CAPABILITIES_MAX_OPS 512
 typedef struct cml_capabilities_t {
-  uint64_t ops[(CML_OP_COUNT + 63) / 64];  // bit op set: the op is supported
-  cml_dtype_set_t dtypes;                  // dtypes buffers and ops may use
-  bool functions;                          // closures, Call, While, If, Sort
+  uint64_t ops[CML_CAPABILITIES_MAX_OPS / 64];  // bit op set: the op is supported
+  cml_dtype_set_t dtypes;                       // dtypes buffers and ops may use
+  bool functions;                               // closures, Call, While, If, Sort
   bool dynamic_axes;
   bool prefer_constants_for_variables;
   bool shared_buffers;

@@ -44,7 +44,9 @@
 extern "C" {
 #endif
 
-#define CML_BACKEND_API_MAJOR 1
+// Major 2: cml_capabilities_t (embedded in cml_backend_t) holds room for
+// CML_CAPABILITIES_MAX_OPS ops, so new ops no longer change its layout.
+#define CML_BACKEND_API_MAJOR 2
 // Minor 1: the optional execute_with_control slot (cancellation and deadlines).
 // Minor 2: the optional process_info slot (multi-process jobs).
 #define CML_BACKEND_API_MINOR 2

@@ -104,13 +104,20 @@ typedef enum cml_status_code_t {
 typedef uintptr_t cml_status_t;
 #define CML_OK CML_CAST(cml_status_t, 0)
 
-// Returns a status that carries only |code| (never allocates).
+// Returns a status that carries only |code| (never allocates); a |code| out of range becomes
+// CML_STATUS_INTERNAL.
 CML_API CML_MUST_USE cml_status_t cml_status_from_code(cml_status_code_t code);
 
 // Returns a status with |code| and a printf-formatted message. When the message cannot be
 // allocated the result still carries |code|. `cml_status_make(CML_STATUS_OK, ...)` returns CML_OK.
 CML_API CML_MUST_USE cml_status_t cml_status_make(cml_status_code_t code, const char* fmt, ...)
     CML_PRINTF(2, 3);
+
+// As cml_status_make with |message| taken as it is (no format): for callers that cannot call a
+// variadic function, e.g. bindings from other languages (docs/ffi.md). A NULL |message| gives
+// the code alone.
+CML_API CML_MUST_USE cml_status_t cml_status_make_message(cml_status_code_t code,
+                                                          const char* message);
 
 // Returns the code of |status| (CML_STATUS_OK for CML_OK).
 CML_API cml_status_code_t cml_status_code(cml_status_t status);

@@ -228,7 +228,8 @@ CML_API cml_function_t* cml_function_parent(const cml_function_t* function);
 CML_API size_t cml_function_output_count(const cml_function_t* function);
 
 // Declares the next parameter of |function| (the order of calls is the input order).
-// |name| may be NULL (a name "p<i>" is made up); names must be unique within the function.
+// |name| may be NULL or "" (a name "p<i>" is made up for parameter i, or "p<i>_<k>" when the
+// function already has a parameter of that name); names must be unique within the function.
 CML_API cml_value_t cml_parameter(cml_function_t* function, const char* name,
                                   const cml_shape_t* shape);
 
@@ -337,7 +338,10 @@ CML_API cml_value_t cml_op_slice(cml_function_t* f, cml_value_t x, const int64_t
 // Reverses the element order along each of the |axis_count| distinct |axes|.
 CML_API cml_value_t cml_op_reverse(cml_function_t* f, cml_value_t x, const int64_t* axes,
                                    size_t axis_count);
-// Counts 0, 1, 2, ... along |axis| of |shape|.
+// Counts 0, 1, 2, ... along |axis| of |shape|. Each value is its index converted to the dtype
+// as ConvertDType converts an Int64: an integer dtype too narrow for the axis wraps (Uint8 over
+// 300 elements ends 43, Int32 past 2^31 turns negative), as XLA's iota does; a float dtype
+// rounds.
 CML_API cml_value_t cml_op_iota(cml_function_t* f, const cml_shape_t* shape, int64_t axis);
 
 typedef struct cml_pad_axis_t {

@@ -75,6 +75,10 @@ cml_status_t cml_status_make(cml_status_code_t code, const char* fmt, ...) {
   return s;
 }
 
+cml_status_t cml_status_make_message(cml_status_code_t code, const char* message) {
+  return message ? cml_status_make(code, "%s", message) : cml_status_from_code(code);
+}
+
 cml_status_code_t cml_status_code(cml_status_t status) {
   return (cml_status_code_t)(status & CML_STATUS_CODE_MASK);
 }

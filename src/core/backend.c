@@ -8,12 +8,12 @@
 
 //===--- base helpers for implementers ---===//
 
-// cml_capabilities_t.ops is embedded in cml_backend_t, which plug-ins embed at offset 0: growing
-// past 192 ops changes the size of both, and so every plug-in's layout (a major version of the
-// backend API, not a minor one).
-_Static_assert((CML_OP_COUNT + 63) / 64 == 3,
-               "the op count crossed a multiple of 64: cml_backend_t changes size (bump "
-               "CML_BACKEND_API_MAJOR and say so in docs/adding-an-op.md)");
+// cml_capabilities_t.ops is embedded in cml_backend_t, which plug-ins embed at offset 0: it has
+// room for CML_CAPABILITIES_MAX_OPS ops so that new ops leave both layouts alone. Growing that
+// room changes every plug-in's layout (a major version of the backend API, not a minor one).
+_Static_assert(CML_OP_COUNT <= CML_CAPABILITIES_MAX_OPS,
+               "the op count passed CML_CAPABILITIES_MAX_OPS: raise it, which changes "
+               "cml_backend_t (bump CML_BACKEND_API_MAJOR and say so in docs/adding-an-op.md)");
 
 cml_status_t cml_backend_init_base(cml_backend_t* backend, const cml_backend_vtable_t* vtable,
                                    cml_allocator_t allocator, const char* name, const char* config,

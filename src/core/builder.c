@@ -899,9 +899,12 @@ cml_value_t cml_parameter(cml_function_t* function, const char* name, const cml_
                      "Parameter: %s has a dynamic axis, but backend \"%s\" has no dynamic axes",
                      cml__shape_text(&s, text), cml_backend_name(b->backend));
   }
-  char auto_name[32];
-  if (!name || !*name) {
+  char auto_name[48];
+  if (!name || !*name) {  // "p<i>", or "p<i>_<k>" when the caller already took "p<i>"
     snprintf(auto_name, sizeof auto_name, "p%u", f->params.count);
+    for (unsigned k = 1; cml_name_exists(impl, f->index, auto_name); ++k) {
+      snprintf(auto_name, sizeof auto_name, "p%u_%u", f->params.count, k);
+    }
     name = auto_name;
   }
   char label[160];

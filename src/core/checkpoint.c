@@ -667,48 +667,29 @@ static cml_status_t cml_ckpt_parse(cml_checkpoint_t* ck, const char* path) {
 }
 
 // Checks a checkpoint's header (|header|, its first kHeaderBytes) and index before the whole
-// file is read: the magic bytes, then the header and index against their CRC, then the format
-// version and the file's size. A damaged header is so reported as damaged, not as a truncated
-// file or a newer format, and a damaged large file is refused after reading its header and
-// index only. |size| is the file's size; the index is read from |fd|.
+// file is read: the magic bytes; the index's size against what the tensor count allows; the
+// header and index against their CRC (read in bounded chunks); then the format version and the
+// file's size. Every format version keeps this framing (docs/checkpoint.md), so a header whose
+// CRC does not match is damaged, whatever version it claims: it is reported as damaged, not as
+// a truncated file or a newer format, after reading its header and index only. |size| is the
+// file's size; the index is read from |fd|.
 static cml_status_t cml_ckpt_check_head(const char* what, const char* path, int fd,
                                         const unsigned char* header, uint64_t size) {
   if (memcmp(header, kMagic, 8) != 0) {
     return INVALID("%s: \"%s\": not a cml checkpoint (bad magic bytes)", what, path);
   }
   const uint32_t version = (uint32_t)get_u(header + 8, 4);
+  const uint64_t count = get_u(header + 12, 4);
   const uint64_t index_bytes = get_u(header + 24, 8), file_bytes = get_u(header + 32, 8);
-  bool crc_ok = false;
-  uint32_t want = 0, got = 0;
-  if (size >= kHeaderBytes + 4 && index_bytes <= size - kHeaderBytes - 4) {
-    const size_t head = kHeaderBytes + (size_t)index_bytes;
-    cml_allocator_t a = cml_allocator_system();
-    unsigned char* buf = (unsigned char*)cml_allocator_malloc(a, head + 4, 64);
-    if (!buf) return cml_ckpt_no_memory(what, path, head + 4, "to read the header and index");
-    size_t have = 0;
-    int err = 0;
-    while (have < head + 4) {
-      ssize_t r = pread(fd, buf + have, head + 4 - have, (off_t)have);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) err = errno;
-      if (r <= 0) break;
-      have += (size_t)r;
-    }
-    if (have == head + 4) {
-      want = (uint32_t)get_u(buf + head, 4);
-      got = cml_ckpt_crc(0, buf, head);
-      crc_ok = want == got;
-    }
-    cml_allocator_free(a, buf, head + 4);
-    if (err != 0) return cml_ckpt_io_error(what, path, err);
-    if (have < head + 4) return CML_OK;  // shrank meanwhile: the full read reports it
-  }
-  if (version > CML_CHECKPOINT_FORMAT_VERSION) {
-    return cml_status_make(
-        CML_STATUS_INCOMPATIBLE,
-        "%s: \"%s\": format version %u is newer than this library's (%d)%s", what, path, version,
-        CML_CHECKPOINT_FORMAT_VERSION,
-        crc_ok ? "" : ", or the header is damaged (its checksum does not match)");
+  // The largest index entry: name length, name, dtype name length and name, rank, dims,
+  // offset, byte size, CRC.
+  const uint64_t max_entry = 2 + kMaxNameBytes + 1 + 31 + 1 + 8 * (uint64_t)CML_MAX_RANK + 20;
+  if (index_bytes > count * max_entry) {
+    return INVALID(
+        "%s: \"%s\": the header is damaged: an index of %llu bytes for %llu tensors "
+        "(at most %llu bytes each)",
+        what, path, (unsigned long long)index_bytes, (unsigned long long)count,
+        (unsigned long long)max_entry);
   }
   if (size < kHeaderBytes + 4 || index_bytes > size - kHeaderBytes - 4) {
     return INVALID(
@@ -716,11 +697,36 @@ static cml_status_t cml_ckpt_check_head(const char* what, const char* path, int 
         "bytes, the file has %llu",
         what, path, (unsigned long long)index_bytes, (unsigned long long)size);
   }
-  if (!crc_ok) {
+  // The CRC of the header and index, a chunk at a time.
+  enum { kChunk = 1 << 14 };  // on the stack: 16 KiB
+  unsigned char buf[kChunk];
+  const uint64_t head = kHeaderBytes + index_bytes;
+  uint32_t got = 0, want = 0;
+  uint64_t at = 0;
+  while (at < head + 4) {
+    size_t n = (size_t)(head + 4 - at < kChunk ? head + 4 - at : kChunk);
+    ssize_t r = pread(fd, buf, n, (off_t)at);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return cml_ckpt_io_error(what, path, errno);
+    if (r == 0) return CML_OK;  // shrank meanwhile: the full read reports it
+    // The CRC covers [0, head); the 4 bytes after it hold the stored value.
+    size_t crc_part = at + (uint64_t)r <= head ? (size_t)r : (at < head ? (size_t)(head - at) : 0);
+    got = cml_ckpt_crc(got, buf, crc_part);
+    for (size_t k = crc_part; k < (size_t)r; ++k) {
+      want |= (uint32_t)buf[k] << (8 * (at + k - head));
+    }
+    at += (uint64_t)r;
+  }
+  if (want != got) {
     return INVALID(
         "%s: \"%s\": the header is damaged: the header checksum does not match "
         "(stored %08x, computed %08x)",
         what, path, want, got);
+  }
+  if (version > CML_CHECKPOINT_FORMAT_VERSION) {
+    return cml_status_make(CML_STATUS_INCOMPATIBLE,
+                           "%s: \"%s\": format version %u is newer than this library's (%d)", what,
+                           path, version, CML_CHECKPOINT_FORMAT_VERSION);
   }
   if (file_bytes != size) {
     return INVALID("%s: \"%s\": %s: the header says %llu bytes, the file has %llu", what, path,

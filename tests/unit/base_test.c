@@ -31,6 +31,19 @@ TEST(status_codes) {
   cml_status_free(c);
   ASSERT_TRUE(cml_status_make(CML_STATUS_OK, "ignored") == CML_OK);
   ASSERT_STREQ(cml_status_code_name((cml_status_code_t)99), "UNKNOWN");
+  // The message taken as it is (no format: "%s" stays), for callers without varargs.
+  s = cml_status_make_message(CML_STATUS_NOT_FOUND, "no file \"a%sb\" 100%");
+  ASSERT_EQ_INT(cml_status_code(s), CML_STATUS_NOT_FOUND);
+  ASSERT_STREQ(cml_status_message(s), "no file \"a%sb\" 100%");
+  cml_status_free(s);
+  s = cml_status_make_message(CML_STATUS_CANCELLED, NULL);
+  ASSERT_EQ_INT(cml_status_code(s), CML_STATUS_CANCELLED);
+  ASSERT_STREQ(cml_status_message(s), "CANCELLED");
+  cml_status_free(s);
+  ASSERT_TRUE(cml_status_make_message(CML_STATUS_OK, "ignored") == CML_OK);
+  // A code out of range is INTERNAL.
+  s = cml_status_from_code((cml_status_code_t)CML_STATUS_CODE_COUNT);
+  ASSERT_EQ_INT(cml_status_code(s), CML_STATUS_INTERNAL);
 }
 
 TEST(dtypes) {

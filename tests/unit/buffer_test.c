@@ -438,6 +438,10 @@ TEST(capability_helpers) {
   }
   ASSERT_EQ_INT(bits, 2);
   ASSERT_EQ_U64(caps.ops[CML_OP_ADD / 64], (uint64_t)1 << (CML_OP_ADD % 64));
+  // The fields after the bit set sit at fixed offsets however many ops there are (room for
+  // CML_CAPABILITIES_MAX_OPS), for plug-ins and bindings built against other headers.
+  ASSERT_EQ_INT(offsetof(cml_capabilities_t, dtypes), CML_CAPABILITIES_MAX_OPS / 8);
+  ASSERT_EQ_INT(CML_CAPABILITIES_MAX_OPS, 512);
   cml_capabilities_set_op(&caps, CML_OP_ADD, false);
   ASSERT_FALSE(cml_capabilities_has_op(&caps, CML_OP_ADD));
   cml_capabilities_set_op(&caps, CML_OP_COUNT, true);  // out of range: ignored

@@ -227,6 +227,28 @@ TEST(parameter_duplicate_name) {
   TEARDOWN();
 }
 
+// A made-up name never clashes with one the caller gave: "p1" taken, parameter 1 is "p1_1".
+TEST(parameter_made_up_names_are_unique) {
+  SETUP();
+  cml_shape_t s = SHAPE(CML_DTYPE_F32, 2);
+  cml_value_t v[4];
+  v[0] = cml_parameter(f, "p1", &s);
+  v[1] = cml_parameter(f, NULL, &s);
+  v[2] = cml_parameter(f, "", &s);
+  v[3] = cml_parameter(f, "p2_1", &s);
+  for (int i = 0; i < 4; ++i) ASSERT_NE_INT(v[i], CML_VALUE_INVALID);
+  cml_value_t sum = cml_op_add(f, cml_op_add(f, v[0], v[1]), cml_op_add(f, v[2], v[3]));
+  ASSERT_STATUS_OK(cml_function_return(f, &sum, 1));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  ASSERT_STREQ(cml_executable_input_name(exe, 0), "p1");
+  ASSERT_STREQ(cml_executable_input_name(exe, 1), "p1_1");
+  ASSERT_STREQ(cml_executable_input_name(exe, 2), "p2");
+  ASSERT_STREQ(cml_executable_input_name(exe, 3), "p2_1");
+  cml_executable_release(exe);
+  TEARDOWN();
+}
+
 TEST(constant_scalars_convert_like_convert_dtype) {
   SETUP();
   cml_value_t v[8];
@@ -1358,7 +1380,7 @@ TEST(builder_tags_concurrent) {
 
 TEST_MAIN(TEST_ENTRY(op_table), TEST_ENTRY(build_and_compile_mlp),
           TEST_ENTRY(executable_io_from_module), TEST_ENTRY(parameters_and_constants),
-          TEST_ENTRY(parameter_duplicate_name),
+          TEST_ENTRY(parameter_duplicate_name), TEST_ENTRY(parameter_made_up_names_are_unique),
           TEST_ENTRY(constant_scalars_convert_like_convert_dtype),
           TEST_ENTRY(constant_scalar_i64_to_bf16_rounds_once), TEST_ENTRY(constant_copies_data),
           TEST_ENTRY(first_error_sticks), TEST_ENTRY(dtype_mismatch_message),

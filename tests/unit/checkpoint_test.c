@@ -51,6 +51,24 @@ static bool file_write(const char* path, const unsigned char* buf, size_t n) {
   return fclose(f) == 0 && ok;
 }
 
+// Little-endian u64 at |p|.
+static uint64_t le_u64(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int k = 7; k >= 0; --k) v = (v << 8) | p[k];
+  return v;
+}
+
+// CRC-32, IEEE 802.3 reflected (zlib's crc32), bit by bit: the file format's checksum computed
+// independently of the library's table.
+static uint32_t crc32_ieee(const unsigned char* p, size_t n) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) {
+    crc ^= p[i];
+    for (int b = 0; b < 8; ++b) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
 // Three tensors: w f32[2,3], step i64 scalar, h bf16[4].
 static float g_w[6] = {1.5f, -2, 3.25f, 0, 1e-30f, -7};
 static int64_t g_n = -123456789012345LL;
@@ -246,10 +264,24 @@ TEST(damaged_files_are_rejected_naming_file_and_tensor) {
   bad[0] = 'X';
   ASSERT_TRUE(file_write(p, bad, n));
   ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "magic");
+  // A newer version: INCOMPATIBLE when the header's CRC matches (every version keeps that
+  // framing), damaged when it does not (a flipped version byte once said "newer").
   memcpy(bad, good, n);
   bad[8] = 2;
   ASSERT_TRUE(file_write(p, bad, n));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "damaged");
+  size_t head = 40 + (size_t)le_u64(good + 24);
+  uint32_t crc = crc32_ieee(bad, head);
+  for (int k = 0; k < 4; ++k) bad[head + (size_t)k] = (unsigned char)(crc >> (8 * k));
+  ASSERT_TRUE(file_write(p, bad, n));
   ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INCOMPATIBLE, p, "version 2");
+  // A flipped high bit of the index size: more than the tensor count allows, refused at once
+  // (it was read, up to the file's size, before the CRC said "damaged").
+  memcpy(bad, good, n);
+  bad[24 + 3] ^= 0x40;
+  ASSERT_TRUE(file_write(p, bad, n));
+  ASSERT_STATUS(cml_checkpoint_load(p, &ck), CML_STATUS_INVALID_ARGUMENT, p, "damaged",
+                "3 tensors");
   memcpy(bad, good, n);
   bad[n] = 0;
   ASSERT_TRUE(file_write(p, bad, n + 1));

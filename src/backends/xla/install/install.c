@@ -81,7 +81,7 @@ cml_status_t cml__xla_default_install_dir(char* out, size_t size) {
   const char* home = getenv("HOME");
   if (!home || !*home) {
     return cml_status_make(CML_STATUS_NOT_FOUND,
-                           "xla: HOME is not set: cannot locate ~/.local/lib/go-xla");
+                           "xla: HOME is not set or is empty: cannot locate ~/.local/lib/go-xla");
   }
   int n = snprintf(out, size, "%s/.local/lib/go-xla", home);
   if (n < 0 || (size_t)n >= size) {
