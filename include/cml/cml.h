@@ -38,5 +38,6 @@
 #include "cml/dataset.h"
 #include "cml/checkpoint.h"
 #include "cml/host_collective.h"
+#include "cml/xla.h"
 
 #endif  // CML_CML_H_

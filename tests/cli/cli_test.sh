@@ -67,6 +67,15 @@ check "version extra: a usage error, exit 2 (got $rc)"
 rc=$?
 [[ $rc -eq 0 ]] && grep -q "^usage: cml version" "$tmp/out"
 check "version --help: the usage on stdout, exit 0 (got $rc)"
+# `help COMMAND` is that command's help; any other argument is a usage error.
+"$cml" help version >"$tmp/out" 2>&1
+rc=$?
+[[ $rc -eq 0 ]] && grep -q "^usage: cml version" "$tmp/out"
+check "help version: the command's usage on stdout, exit 0 (got $rc)"
+"$cml" help extra >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 2 && ! -s "$tmp/out" ]] && grep -q 'unexpected argument "extra"' "$tmp/err"
+check "help extra: a usage error, exit 2 (got $rc)"
 
 # "<name>:help" is a help request: the option list on stdout, exit 0, for every command; an
 # unknown backend name is still an error (exit 2).

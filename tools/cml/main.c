@@ -93,6 +93,16 @@ static int cml_cli_version(int argc, char** argv) {
   return 0;
 }
 
+// Runs the command |argv[0]| with its arguments (|argc| of them, the command included).
+static int cml_cli_dispatch_command(int argc, char** argv) {
+  const char* command = argv[0];
+  if (strcmp(command, "info") == 0) return cml_cli_info(argc, argv);
+  if (strcmp(command, "test") == 0) return cml_cli_test(argc, argv);
+  if (strcmp(command, "install") == 0) return cml_cli_install(argc, argv);
+  if (strcmp(command, "bench") == 0) return cml_cli_bench(argc, argv);
+  return cml_cli_version(argc, argv);
+}
+
 static int cml_cli_dispatch(int argc, char** argv) {
   if (argc < 2) {
     cml_cli_usage(stderr);
@@ -108,6 +118,21 @@ static int cml_cli_dispatch(int argc, char** argv) {
   }
   if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0 ||
       strcmp(command, "-h") == 0) {
+    if (argc == 3 && strcmp(command, "help") == 0) {  // `cml help test`: that command's help
+      const char* topic = argv[2];
+      static const char* const commands[] = {"info", "test", "install", "bench", "version"};
+      for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i) {
+        if (strcmp(topic, commands[i]) == 0) {
+          char* sub[] = {argv[2], (char*)"--help", NULL};
+          return cml_cli_dispatch_command(2, sub);
+        }
+      }
+    }
+    if (argc > 2) {
+      fprintf(stderr, "cml %s: unexpected argument \"%s\"\n\n", command, argv[2]);
+      cml_cli_usage(stderr);
+      return 2;
+    }
     cml_cli_usage(stdout);
     return 0;
   }

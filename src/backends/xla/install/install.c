@@ -315,6 +315,12 @@ static void cml_xla_tail(const char* path, char* out, size_t keep) {
   size_t n = fread(out, 1, keep - 1, f);
   out[n] = '\0';
   fclose(f);
+  // Cut mid-line: start at the next whole line when there is one.
+  const char* line = start > 0 ? strchr(out, '\n') : NULL;
+  if (line && line[1]) {
+    n -= (size_t)(line + 1 - out);
+    memmove(out, line + 1, n + 1);
+  }
   while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' ')) out[--n] = '\0';
 }
 
