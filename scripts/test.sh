@@ -29,9 +29,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-# Disk. A whole run writes about 9 GB: the build directories of steps 1, 4, 5, 7, 9 and 11,
-# the XLA plugin, the packages the steps install, the tests' temporary files. A machine has been
-# seen with a few hundred MB free, and every step then failed on "No space left on device".
+# Disk. A whole run writes several GB (7.3 GB in the clone before debug sections were
+# compressed): the build directories of steps 1, 4, 5, 7, 9 and 11 (build-asan/ the largest,
+# about 4.4 GB), the XLA plugin, the packages the steps install, the tests' temporary files. A
+# machine has been seen with a few hundred MB free, and every step then failed on "No space left
+# on device".
 # When the repository's file system has less than CML_TEST_MIN_FREE_MB (default 10000) free:
 #   1. apt's and pip's download caches are emptied (caches only; nothing installed goes);
 #   2. if still short, and the tmpfs /dev/shm has CML_TEST_SHM_MB (default 6000) free, the build
