@@ -57,7 +57,8 @@
 // points; the integer codes have no gradient). Any other op on the path from the requested
 // values to the loss fails with UNIMPLEMENTED naming the op, its operand shapes and dtypes; in
 // particular a While without a static trip count, ReduceWindow Product and dilated windows,
-// ConvGeneral with batch groups. Control flow nested in control flow (a While, If or Sort
+// ConvGeneral with batch groups, and on dynamic axes Sort and Concatenate along the dynamic
+// axis. Control flow nested in control flow (a While, If or Sort
 // inside a Call, If or While body) is differentiated. See docs/autodiff.md.
 //
 // Thread-safety: as every builder (cml/graph.h): one thread at a time per builder.

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // cml/fused.h: fused ops (softmax, layer norm, gelu, dense, attention, quantized dense and
-// embedding lookup) that always work.
+// embedding lookup) that work on every backend.
 //
 // A fused op is one node when the backend advertises it (its capabilities list the op, e.g.
 // CML_OP_FUSED_SOFTMAX), so a backend can run it as one kernel. When the backend lacks it, the
 // builder decomposes it on the spot into standard ops (Reduce*, Exp, DotGeneral, ...) with the
-// same semantics, so a fused op never fails for lack of support. The C backend advertises
+// same semantics, so a fused op never fails for lack of support. Two limits come from the
+// graph, not the backend: on a dynamic axis FusedLayerNorm, FusedDense, the attention ops and
+// FusedQuantizedDense are refused (docs/dynamic_shapes.md), and the `c` backend's AutoSharding
+// partitioner refuses FusedScaledDotProductAttention (UNIMPLEMENTED; docs/partitioner.md; the
+// config "c:fusion=false" runs its decomposition, which partitions). The C backend advertises
 // FusedSoftmax, FusedLayerNorm, FusedGelu, FusedDense, FusedScaledDotProductAttention (and its
 // VJP op), FusedAttentionQKVProjection and the quantized ops (FusedQuantizedDense,
 // QuantizedEmbeddingLookup, below) unless fusion is off (GOMLX_FUSION=0 or the config

@@ -228,6 +228,9 @@ static cml_status_t cml_ad_sort(cml__ad_t* ad, const cml_ir_node_t* n, const cml
   if (count > 31) return cml__ad_no_vjp(ad, n, "more than 31 operands");
   int64_t axis = n->attrs->axis;
   cml_shape_t xs = *cml__ad_in_shape(ad, n, 0);
+  // The scatter back to the sorted positions takes static shapes (it reported ScatterSum, an
+  // op the caller never wrote).
+  if (cml_shape_is_dynamic(&xs)) return cml__ad_no_vjp(ad, n, "a dynamic operand");
   cml_function_t* cmp = NULL;
   cml_status_t st = cml_function_new_closure(f, &cmp);
   if (st != CML_OK) return st;

@@ -363,6 +363,13 @@ cml_value_t cml_parameter_sharded(cml_function_t* main_function, const char* nam
   cml_shape_t s;
   cml_status_t st = cml__infer_user_shape(CML_OP_PARAMETER, shape, true, &s);
   if (st != CML_OK) return cml__fail_status(b, st);
+  if (cml_shape_is_dynamic(&s)) {
+    char text[CML__SHAPE_TEXT];
+    return cml__fail(b, CML_STATUS_UNIMPLEMENTED,
+                     "%s: %s has a dynamic axis, and a sharded parameter needs a static shape "
+                     "(docs/dynamic_shapes.md)",
+                     what, cml__shape_text(&s, text));
+  }
   cml_sharding_t resolved;
   st = cml_resolve_sharding(impl, what, sharding, &s, &resolved);
   if (st != CML_OK) return cml__fail_status(b, st);

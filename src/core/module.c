@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/builder_internal.h"
+#include "core/dynamic.h"
 #include "distributed/distributed_internal.h"
 #include "distributed/partition.h"
 
@@ -145,6 +146,26 @@ cml_status_t cml_builder_compile(cml_builder_t* builder, cml_executable_t** out_
     }
   }
   CML_RETURN_IF_ERROR(cml__module_impl_finalize(impl));
+  // SPMD and AutoSharding split static shapes only: said here, before a backend computes shard
+  // shapes of a dynamic axis (AutoSharding said "axis 0 has no size (-2)").
+  const cml_module_t* m = &impl->module;
+  if (m->distribution != CML_DISTRIBUTION_NONE && cml__module_is_dynamic(m)) {
+    const cml_ir_function_t* main_fn = &m->functions[0];
+    char text[CML__SHAPE_TEXT];
+    for (uint32_t i = 0; i < main_fn->param_count; ++i) {
+      const cml_shape_t* s = &m->values[main_fn->params[i]].shape;
+      if (!cml_shape_is_dynamic(s)) continue;
+      return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                             "cml_builder_compile: module \"%s\": parameter #%u %s has a dynamic "
+                             "axis, and SPMD and AutoSharding modules need static shapes "
+                             "(docs/dynamic_shapes.md)",
+                             m->name ? m->name : "", i, cml__shape_text(s, text));
+    }
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "cml_builder_compile: module \"%s\" has dynamic axes, and SPMD and "
+                           "AutoSharding modules need static shapes (docs/dynamic_shapes.md)",
+                           m->name ? m->name : "");
+  }
   b->compiled = true;
   const cml_backend_vtable_t* vt = b->backend->vtable;
   if (!vt || !vt->compile) {

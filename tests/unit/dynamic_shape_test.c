@@ -536,6 +536,33 @@ TEST(gradients_of_slice_and_pad_with_a_dynamic_axis) {
 }
 
 // Two inputs sharing an axis name: contradicting sizes are rejected.
+// Sort has no VJP on a dynamic operand: UNIMPLEMENTED naming Sort (it blamed ScatterSum, an op
+// the caller never wrote, with INVALID_ARGUMENT).
+TEST(sort_gradient_on_a_dynamic_axis_names_sort) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_backend, "dyn_sort_grad", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = dyn2("batch", 0, NULL, 4);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_function_t* cmp = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &cmp));
+  cml_shape_t sc = cml_shape_scalar(CML_DTYPE_F32);
+  cml_value_t l = cml_parameter(cmp, "l", &sc), r = cml_parameter(cmp, "r", &sc);
+  cml_value_t lt = cml_op_less_than(cmp, l, r);
+  ASSERT_STATUS_OK(cml_function_return(cmp, &lt, 1));
+  cml_value_t sorted;
+  ASSERT_TRUE(cml_op_sort(f, cmp, 1, true, &x, 1, &sorted));
+  cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, sorted, sorted), NULL, 0);
+  cml_value_t g = CML_VALUE_INVALID;
+  char msg[512];
+  ASSERT_EQ_INT(api_code_msg(cml_gradients(f, loss, &x, 1, &g), msg, sizeof msg),
+                CML_STATUS_UNIMPLEMENTED);
+  ASSERT_TRUE(strstr(msg, "Sort") != NULL);
+  ASSERT_TRUE(strstr(msg, "dynamic operand") != NULL);
+  ASSERT_TRUE(strstr(msg, "ScatterSum") == NULL);
+  cml_builder_destroy(b);
+}
+
 TEST(execute_contradicting_inputs) {
   cml_builder_t* b = NULL;
   ASSERT_STATUS_OK(cml_builder_create(g_backend, "pair", &b));
@@ -831,6 +858,48 @@ TEST(compile_rejects_unbound_axis) {
   cml_executable_release(exe);
 }
 
+// SPMD and AutoSharding need static shapes: a module with a dynamic parameter is UNIMPLEMENTED
+// at compile, naming the parameter (AutoSharding said INVALID_ARGUMENT "axis 0 has no size
+// (-2)"), and a sharded dynamic parameter is UNIMPLEMENTED when declared.
+TEST(distributed_modules_refuse_dynamic_axes) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=2,threads=1", &be));
+  cml_mesh_t* mesh = NULL;
+  const char* axes[1] = {"d"};
+  ASSERT_STATUS_OK(cml_mesh_create("m", axes, (int64_t[]){2}, 1, &mesh));
+  const cml_mesh_t* meshes[1] = {mesh};
+  cml_shape_t ds = dyn2("batch", 0, NULL, 16);
+  char msg[512];
+  for (int mode = 0; mode < 3; ++mode) {
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(be, "dist", &b));
+    if (mode == 0) {
+      ASSERT_STATUS_OK(cml_builder_spmd(b, 2));
+    } else {
+      ASSERT_STATUS_OK(cml_builder_auto_sharding(b, meshes, 1));
+    }
+    cml_function_t* f = cml_builder_main(b);
+    cml_value_t x;
+    if (mode == 2) {
+      cml_sharding_t rep;
+      cml_sharding_replicated(mesh, &rep);
+      x = cml_parameter_sharded(f, "x", &ds, &rep);
+    } else {
+      x = cml_parameter(f, "x", &ds);
+    }
+    cml_value_t y = cml_op_add(f, x, x);
+    cml_executable_t* exe = NULL;
+    ASSERT_EQ_INT(api_code_msg(api_finish(b, &y, 1, &exe), msg, sizeof msg),
+                  CML_STATUS_UNIMPLEMENTED);
+    ASSERT_TRUE(exe == NULL);
+    ASSERT_TRUE(strstr(msg, "batch=?") != NULL);
+    ASSERT_TRUE(strstr(msg, "static shape") != NULL);
+    ASSERT_TRUE(strstr(msg, "-2") == NULL);
+  }
+  cml_mesh_destroy(mesh);
+  cml_backend_release(be);
+}
+
 // An execution binds at most CML_MAX_AXIS_BINDINGS (16) axis names: a module whose inputs name
 // 17 is refused at compile (it once compiled, and every execute then failed); 16 compile.
 TEST(compile_rejects_more_axes_than_an_execution_binds) {
@@ -893,8 +962,10 @@ TEST_MAIN(TEST_ENTRY(make_format_parse), TEST_ENTRY(anonymous_axes_do_not_use_up
           TEST_ENTRY(inference), TEST_ENTRY(inference_rejections_and_dynamic_ops),
           TEST_ENTRY(execute_many_batches),
           TEST_ENTRY(gradients_of_slice_and_pad_with_a_dynamic_axis),
+          TEST_ENTRY(sort_gradient_on_a_dynamic_axis_names_sort),
           TEST_ENTRY(execute_contradicting_inputs), TEST_ENTRY(execute_threads_small_cache),
           TEST_ENTRY(execute_dynamic_ops_and_concat), TEST_ENTRY(execute_reshape_size_values),
           TEST_ENTRY(reshape_size_value_rejections), TEST_ENTRY(compile_rejects_unbound_axis),
+          TEST_ENTRY(distributed_modules_refuse_dynamic_axes),
           TEST_ENTRY(compile_rejects_more_axes_than_an_execution_binds),
           TEST_ENTRY(null_backend_rejects), TEST_ENTRY(teardown_backend))
