@@ -31,7 +31,7 @@ cd "$(dirname "$0")/.."
 
 # Disk. A whole run writes several GB (7.3 GB in the clone before debug sections were
 # compressed): the build directories of steps 1, 4, 5, 7, 9 and 11 (build-asan/ the largest,
-# about 4.4 GB), the XLA plugin, the packages the steps install, the tests' temporary files. A
+# about 4.3 GB), the XLA plugin, the packages the steps install, the tests' temporary files. A
 # machine has been seen with a few hundred MB free, and every step then failed on "No space left
 # on device".
 # When the repository's file system has less than CML_TEST_MIN_FREE_MB (default 10000) free:
