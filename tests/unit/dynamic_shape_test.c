@@ -535,7 +535,6 @@ TEST(gradients_of_slice_and_pad_with_a_dynamic_axis) {
   cml_builder_destroy(b);
 }
 
-// Two inputs sharing an axis name: contradicting sizes are rejected.
 // Sort has no VJP on a dynamic operand: UNIMPLEMENTED naming Sort (it blamed ScatterSum, an op
 // the caller never wrote, with INVALID_ARGUMENT).
 TEST(sort_gradient_on_a_dynamic_axis_names_sort) {
@@ -563,6 +562,7 @@ TEST(sort_gradient_on_a_dynamic_axis_names_sort) {
   cml_builder_destroy(b);
 }
 
+// Two inputs sharing an axis name: contradicting sizes are rejected.
 TEST(execute_contradicting_inputs) {
   cml_builder_t* b = NULL;
   ASSERT_STATUS_OK(cml_builder_create(g_backend, "pair", &b));
