@@ -44,6 +44,10 @@ enum {
   K_I32_DIVREM,
   K_GELU_TANH,
   K_BIAS_GELU,
+  K_GATHER_ELEMS,
+  K_GATHER_ROWS8,
+  K_SCATTER_ELEMS,
+  K_SCATTER_ROWS8,
   K_COUNT
 };
 
@@ -78,7 +82,67 @@ static const char* const kNames[K_COUNT] = {
     "i32 i / 37 + i % 37, i = convert(1000 x) [1024,1024]",
     "gelu tanh form [1024,1024]",
     "gelu tanh form of x + bias[1024] [1024,1024]",
+    "gather 65536 random elements (row, col) of [1024,1024]",
+    "gather 65536 random rows of 8 of [131072,8]",
+    "scatter-add 65536 elements at random (row, col) into [1024,1024]",
+    "scatter-add 65536 rows of 8 at random into [131072,8]",
 };
+
+// Random I32 indices in [0, n): n |u| for a uniform u in [-1, 1) made in the graph from a
+// parameter of |rank| |dims| (integer parameters are not filled by the runner).
+static cml_value_t random_indices(cml_function_t* f, cml_dtype_t dt, int32_t rank,
+                                  const int64_t* dims, double n) {
+  cml_value_t u = bench_param(f, "u", dt, rank, dims);
+  return cml_op_convert_dtype(
+      f, cml_op_mul(f, cml_op_abs(f, u), cml_constant_scalar_f64(f, dt, n - 0.5)), CML_DTYPE_I32);
+}
+
+// A Gather (|scatter| false) or ScatterSum of |count| windows of |x| reshaped to [rows, cols]:
+// one element at a (row, col) pair (|elements|, rows == cols) or a whole row.
+static cml_value_t gather_scatter_small(cml_function_t* f, cml_value_t x, cml_dtype_t dt,
+                                        bool scatter, int64_t count, int64_t rows, int64_t cols,
+                                        bool elements) {
+  x = cml_op_reshape(f, x, (int64_t[]){rows, cols}, 2);
+  const int32_t coords = elements ? 2 : 1;
+  // Elements: rows == cols, so both coordinates are in [0, cols).
+  cml_value_t idx =
+      random_indices(f, dt, 2, (int64_t[]){count, coords}, (double)(elements ? cols : rows));
+  if (!scatter) {
+    cml_gather_dims_t g;
+    memset(&g, 0, sizeof g);
+    g.index_vector_axis = 1;
+    g.start_index_map_count = coords;
+    g.start_index_map[0] = 0;
+    g.start_index_map[1] = 1;
+    g.slice_size_count = 2;
+    g.slice_sizes[0] = 1;
+    g.slice_sizes[1] = elements ? 1 : cols;
+    g.collapsed_slice_axis_count = elements ? 2 : 1;
+    g.collapsed_slice_axes[0] = 0;
+    g.collapsed_slice_axes[1] = 1;
+    if (!elements) {
+      g.offset_output_axis_count = 1;
+      g.offset_output_axes[0] = 1;
+    }
+    return cml_op_gather(f, x, idx, &g);
+  }
+  cml_value_t upd = elements ? bench_param(f, "updates", dt, 1, (int64_t[]){count})
+                             : bench_param(f, "updates", dt, 2, (int64_t[]){count, cols});
+  cml_scatter_dims_t d;
+  memset(&d, 0, sizeof d);
+  d.index_vector_axis = 1;
+  d.scatter_axes_to_operand_axes_count = coords;
+  d.scatter_axes_to_operand_axes[0] = 0;
+  d.scatter_axes_to_operand_axes[1] = 1;
+  d.inserted_window_axis_count = elements ? 2 : 1;
+  d.inserted_window_axes[0] = 0;
+  d.inserted_window_axes[1] = 1;
+  if (!elements) {
+    d.update_window_axis_count = 1;
+    d.update_window_axes[0] = 1;
+  }
+  return cml_op_scatter_sum(f, x, idx, upd, &d);
+}
 
 static cml_window_config_t window4(const int64_t* dims, const int64_t* strides) {
   cml_window_config_t w;
@@ -225,6 +289,14 @@ static cml_value_t build_op(cml_function_t* f, const bench_case_t* c) {
       return cml_op_fused_gelu(
           f, cml_op_add(f, x, cml_op_broadcast_in_dim(f, bias, dims, 2, &axis, 1)), false);
     }
+    case K_GATHER_ELEMS:
+      return gather_scatter_small(f, x, dt, false, 65536, OP_ROWS, OP_COLS, true);
+    case K_GATHER_ROWS8:
+      return gather_scatter_small(f, x, dt, false, 65536, OP_ROWS * OP_COLS / 8, 8, false);
+    case K_SCATTER_ELEMS:
+      return gather_scatter_small(f, x, dt, true, 65536, OP_ROWS, OP_COLS, true);
+    case K_SCATTER_ROWS8:
+      return gather_scatter_small(f, x, dt, true, 65536, OP_ROWS * OP_COLS / 8, 8, false);
     default: {
       cml_value_t k = bench_param(f, "k", dt, 4, (int64_t[]){3, 3, 64, 64});
       cml_conv_config_t cc;

@@ -228,6 +228,139 @@ TEST(gather_matches_reference) {
   cmlc_pool_destroy(pool);
 }
 
+// The operand element (row-major flat index) that output element |out_index| of a gather reads,
+// from XLA's definition; indices I32 or I64.
+static int64_t kt_ref_gather_at(const cml_shape_t* xs, const cml_shape_t* is, const void* idx,
+                                const cml_shape_t* os, const cml_gather_dims_t* g,
+                                const int64_t* out_index) {
+  int64_t batch[CML_MAX_RANK] = {0};
+  int32_t nb = 0;
+  for (int32_t d = 0; d < os->rank; ++d)
+    if (!kt_contains(g->offset_output_axes, g->offset_output_axis_count, d))
+      batch[nb++] = out_index[d];
+  int64_t in_index[CML_MAX_RANK] = {0};
+  for (int32_t k = 0; k < g->start_index_map_count; ++k) {
+    int64_t pos[CML_MAX_RANK + 1];
+    int32_t b = 0;
+    for (int32_t d = 0; d < is->rank; ++d) pos[d] = d == g->index_vector_axis ? k : batch[b++];
+    int64_t flat = 0;
+    for (int32_t d = 0; d < is->rank; ++d) flat = flat * is->dims[d] + pos[d];
+    int64_t a = g->start_index_map[k], hi = xs->dims[a] - g->slice_sizes[a];
+    int64_t v =
+        is->dtype == CML_DTYPE_I32 ? ((const int32_t*)idx)[flat] : ((const int64_t*)idx)[flat];
+    in_index[a] = v < 0 ? 0 : (v > hi ? hi : v);
+  }
+  int32_t o = 0;
+  for (int32_t d = 0; d < xs->rank; ++d) {
+    if (kt_contains(g->collapsed_slice_axes, g->collapsed_slice_axis_count, d)) continue;
+    in_index[d] += out_index[g->offset_output_axes[o++]];
+  }
+  int64_t flat = 0;
+  for (int32_t d = 0; d < xs->rank; ++d) flat = flat * xs->dims[d] + in_index[d];
+  return flat;
+}
+
+// Gathers of small contiguous windows (the kernel's blocked path: single elements and short
+// rows of 1- to 8-byte elements, I32 and I64 indices, 1 to 3 coordinates, one or two batch
+// axes, more windows than a block, indices out of range) against the reference, byte for byte,
+// on one thread and on three.
+TEST(gather_small_windows_match_reference) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  static const cml_dtype_t dts[4] = {CML_DTYPE_U8, CML_DTYPE_F16, CML_DTYPE_F32, CML_DTYPE_I64};
+  // kind 0: elements of x[6, 7] at (row, col) pairs; 1: rows of 5 of x[9, 5]; 2: rows of 8 of
+  // x[9, 8] with the index vector implicit; 3: elements of x[4, 5, 6] (three coordinates);
+  // 4: rows of 8 with two batch axes [3, 4].
+  for (int kind = 0; kind < 5; ++kind) {
+    for (int di = 0; di < 4; ++di) {
+      for (int i64 = 0; i64 < 2; ++i64) {
+        const cml_dtype_t dt = dts[di], it = i64 ? CML_DTYPE_I64 : CML_DTYPE_I32;
+        const size_t es = (size_t)cml_dtype_bits(dt) / 8;
+        int64_t xd[3] = {6, 7, 1}, id[3] = {600, 2, 1}, od[3] = {600, 1, 1};
+        int32_t xr = 2, ir = 2, orank = 1;
+        cml_gather_dims_t g;
+        memset(&g, 0, sizeof g);
+        g.index_vector_axis = 1;
+        g.slice_size_count = 2;
+        g.slice_sizes[0] = g.slice_sizes[1] = 1;
+        if (kind == 0) {
+          g.start_index_map_count = 2;
+          g.start_index_map[1] = 1;
+          g.collapsed_slice_axis_count = 2;
+          g.collapsed_slice_axes[1] = 1;
+        } else if (kind == 3) {
+          xr = 3;
+          xd[0] = 4, xd[1] = 5, xd[2] = 6;
+          id[1] = 3;
+          g.slice_size_count = 3;
+          g.slice_sizes[2] = 1;
+          g.start_index_map_count = 3;
+          g.start_index_map[0] = 2, g.start_index_map[1] = 0, g.start_index_map[2] = 1;
+          g.collapsed_slice_axis_count = 3;
+          g.collapsed_slice_axes[0] = 0, g.collapsed_slice_axes[1] = 1;
+          g.collapsed_slice_axes[2] = 2;
+        } else {
+          xd[0] = 9, xd[1] = kind == 1 ? 5 : 8;
+          g.slice_sizes[1] = xd[1];
+          g.start_index_map_count = 1;
+          g.collapsed_slice_axis_count = 1;
+          g.offset_output_axis_count = 1;
+          orank = 2;
+          od[1] = xd[1];
+          g.offset_output_axes[0] = 1;
+          if (kind == 1) id[1] = 1;
+          if (kind == 2) ir = 1, g.index_vector_axis = 1;
+          if (kind == 4) {
+            ir = 3, id[0] = 3, id[1] = 4, id[2] = 1, g.index_vector_axis = 2;
+            orank = 3, od[0] = 3, od[1] = 4, od[2] = 8;
+            g.offset_output_axes[0] = 2;
+          }
+        }
+        cml_shape_t ins[2] = {kt_shape(dt, xr, xd), kt_shape(it, ir, id)};
+        cml_shape_t os = kt_shape(dt, orank, od);
+        kt_t k;
+        kt_init(&k, CML_OP_GATHER, 2, ins, &os);
+        k.attrs.u.gather = g;
+        const int64_t nx = kt_count(&ins[0]), ni = kt_count(&ins[1]), no = kt_count(&os);
+        unsigned char* x = malloc((size_t)nx * es);
+        unsigned char* out = malloc((size_t)no * es);
+        int64_t* idx = malloc((size_t)ni * sizeof(int64_t));
+        ASSERT_TRUE(x && out && idx);
+        for (int64_t i = 0; i < nx * (int64_t)es; ++i) x[i] = (unsigned char)(i * 7 + 3);
+        for (int64_t i = 0; i < ni; ++i) {
+          const int64_t v = (i * 37 + 11) % 13 - 2;  // -2 .. 10: some clamp at both ends
+          if (i64) {
+            idx[i] = v;
+          } else {
+            ((int32_t*)(void*)idx)[i] = (int32_t)v;
+          }
+        }
+        const void* in[] = {x, idx};
+        for (int p = 0; p < 2; ++p) {
+          memset(out, 0, (size_t)no * es);
+          ASSERT_STATUS_OK(kt_run(&k, p ? pool : NULL, in, out));
+          for (int64_t i = 0; i < no; ++i) {
+            int64_t oi[3], rem = i;
+            for (int d = orank - 1; d >= 0; --d) {
+              oi[d] = rem % od[d];
+              rem /= od[d];
+            }
+            const int64_t at = kt_ref_gather_at(&ins[0], &ins[1], idx, &os, &g, oi);
+            if (memcmp(out + i * (int64_t)es, x + at * (int64_t)es, es) != 0) {
+              free(x), free(out), free(idx);
+              cmlc_pool_destroy(pool);
+              TEST_FAIL_("kind %d %s indices %s element %lld: want operand element %lld", kind,
+                         cml_dtype_name(dt), cml_dtype_name(it), (long long)i, (long long)at);
+            }
+          }
+        }
+        free(x), free(out), free(idx);
+      }
+    }
+  }
+  cmlc_pool_destroy(pool);
+}
+
 //===--- Scatter ---===//
 
 TEST(scatter_sum_skips_out_of_bounds) {
@@ -577,6 +710,125 @@ TEST(scatter_sum_one_element_windows) {
   }
 }
 
+// One-element windows at (i, k) or (i, j, k) coordinates of x[6, 3, 5] (the kernel's unit sums
+// over several scatter axes, I32 and I64 indices, some out of range, so skipped), and rows of 7
+// and 16 elements (the row sums; f16 / bf16 rows of 16 take the widening row sums), against a
+// per-update loop that rounds after every addition.
+TEST(scatter_sum_several_coordinates_and_short_half_rows) {
+  static const cml_dtype_t dts[4] = {CML_DTYPE_F32, CML_DTYPE_BF16, CML_DTYPE_F16, CML_DTYPE_I32};
+  enum { N = 300 };
+  for (int kind = 0; kind < 4; ++kind) {  // 0: (i, k); 1: (i, j, k); 2, 3: rows of 7, 16
+    for (int di = 0; di < 4; ++di) {
+      for (int wide = 0; wide < 2; ++wide) {
+        const cml_dtype_t dt = dts[di];
+        const int64_t cols = kind == 2 ? 7 : 16;
+        int64_t xd[3] = {6, 3, 5}, id[2] = {N, kind == 1 ? 3 : kind == 0 ? 2 : 1};
+        int64_t ud[2] = {N, cols};
+        int32_t xr = 3;
+        if (kind >= 2) xr = 2, xd[0] = 11, xd[1] = cols;
+        cml_shape_t ins[3] = {kt_shape(dt, xr, xd),
+                              kt_shape(wide ? CML_DTYPE_I64 : CML_DTYPE_I32, 2, id),
+                              kt_shape(dt, kind >= 2 ? 2 : 1, ud)};
+        kt_t k;
+        kt_init(&k, CML_OP_SCATTER_SUM, 3, ins, &ins[0]);
+        cml_scatter_dims_t* s = &k.attrs.u.scatter;
+        s->index_vector_axis = 1;
+        if (kind < 2) {
+          s->inserted_window_axis_count = 3;
+          s->inserted_window_axes[0] = 0, s->inserted_window_axes[1] = 1;
+          s->inserted_window_axes[2] = 2;
+          // (i, k): j is a window axis of size 1 that is inserted, at 0.
+          s->scatter_axes_to_operand_axes_count = kind == 0 ? 2 : 3;
+          s->scatter_axes_to_operand_axes[0] = 0;
+          s->scatter_axes_to_operand_axes[1] = kind == 0 ? 2 : 1;
+          s->scatter_axes_to_operand_axes[2] = 2;
+        } else {
+          s->update_window_axis_count = 1;
+          s->update_window_axes[0] = 1;
+          s->inserted_window_axis_count = 1;
+          s->inserted_window_axes[0] = 0;
+          s->scatter_axes_to_operand_axes_count = 1;
+          s->scatter_axes_to_operand_axes[0] = 0;
+        }
+        const int64_t nx = kt_count(&ins[0]), nc = id[1], nu = kt_count(&ins[2]);
+        const int64_t row = kind >= 2 ? cols : 1;
+        static float xf[200], uf[N * 16], wantf[200];
+        static uint16_t xh[200], uh[N * 16], wanth[200], goth[200];
+        static int32_t xi[200], ui[N * 16], wanti[200], goti[200];
+        static float gotf[200];
+        int64_t idx64[N * 3];
+        int32_t idx32[N * 3];
+        for (int64_t i = 0; i < N * nc; ++i) {
+          int64_t v = (i * 131 + 7) % 9 - 1;  // -1 .. 7: out of range on every axis sometimes
+          if (i == 17) v = (int64_t)1 << 40;
+          idx64[i] = v;
+          idx32[i] = v > 1000 ? 1000 : (int32_t)v;
+        }
+        for (int64_t i = 0; i < nx; ++i) {
+          const float v = (float)((i * 7919) % 2001) / 16.0f - 60.0f;
+          xf[i] = v, xh[i] = dt == CML_DTYPE_BF16 ? cml_f32_to_bf16(v) : cml_f32_to_f16(v);
+          xi[i] = (int32_t)(0x7FFFFFF0 + i);  // wraps
+        }
+        for (int64_t i = 0; i < nu; ++i) {
+          const float v = 1e4f / (float)(i + 3) + 0.1f * (float)i;
+          uf[i] = v, uh[i] = dt == CML_DTYPE_BF16 ? cml_f32_to_bf16(v) : cml_f32_to_f16(v);
+          ui[i] = (int32_t)(i * 1000003);
+        }
+        memcpy(wantf, xf, sizeof wantf), memcpy(wanth, xh, sizeof wanth);
+        memcpy(wanti, xi, sizeof wanti);
+        for (int64_t u = 0; u < N; ++u) {
+          int64_t start[3] = {0, 0, 0};
+          bool fits = true;
+          for (int64_t c = 0; c < nc; ++c) {
+            const int64_t v = wide ? idx64[u * nc + c] : idx32[u * nc + c];
+            const int64_t a = s->scatter_axes_to_operand_axes[c];
+            const int64_t limit = xd[a] - (kind >= 2 && a == 1 ? cols : 1);
+            if (v < 0 || v > limit) fits = false;
+            start[a] = v;
+          }
+          if (!fits) continue;
+          const int64_t at = kind >= 2 ? start[0] * cols : (start[0] * 3 + start[1]) * 5 + start[2];
+          for (int64_t e = 0; e < row; ++e) {
+            const int64_t o = at + e, i = u * row + e;
+            if (dt == CML_DTYPE_F32) wantf[o] += uf[i];
+            if (dt == CML_DTYPE_I32) wanti[o] = (int32_t)((uint32_t)wanti[o] + (uint32_t)ui[i]);
+            if (dt == CML_DTYPE_BF16)
+              wanth[o] = cml_f32_to_bf16(cml_bf16_to_f32(wanth[o]) + cml_bf16_to_f32(uh[i]));
+            if (dt == CML_DTYPE_F16)
+              wanth[o] = cml_f32_to_f16(cml_f16_to_f32(wanth[o]) + cml_f16_to_f32(uh[i]));
+          }
+        }
+        const void* ix = wide ? (const void*)idx64 : (const void*)idx32;
+        const bool half = dt == CML_DTYPE_BF16 || dt == CML_DTYPE_F16;
+        const void* in[] = {dt == CML_DTYPE_F32 ? (const void*)xf
+                            : half              ? (const void*)xh
+                                                : xi,
+                            ix,
+                            dt == CML_DTYPE_F32 ? (const void*)uf
+                            : half              ? (const void*)uh
+                                                : ui};
+        void* got = dt == CML_DTYPE_F32 ? (void*)gotf : half ? (void*)goth : (void*)goti;
+        const void* want = dt == CML_DTYPE_F32 ? (void*)wantf : half ? (void*)wanth : (void*)wanti;
+        cmlc_cpu_features_t f;
+        cmlc_cpu_detect(&f);
+        for (int isa = 0; isa < 2; ++isa) {
+          k.options.reference = isa == 0;
+          if (isa == 1) {
+            if (!f.avx2_fma || !f.f16c) continue;
+            k.options.isa = f.avx512 ? CMLC_ISA_AVX512 : CMLC_ISA_AVX2;
+          }
+          memset(got, 0x5a, (size_t)nx * 4);
+          ASSERT_STATUS_OK(kt_run(&k, NULL, in, got));
+          if (memcmp(got, want, (size_t)cml_shape_byte_size(&ins[0])) != 0) {
+            TEST_FAIL_("kind %d %s, %s indices, %s: differs from the per-update loop", kind,
+                       cml_dtype_name(dt), wide ? "I64" : "I32", isa ? "SIMD" : "reference");
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(lookup_and_capabilities) {
   cml_capabilities_t caps;
   memset(&caps, 0, sizeof caps);
@@ -595,14 +847,14 @@ TEST(lookup_and_capabilities) {
   (void)kt_pattern;
 }
 
-TEST_MAIN(TEST_ENTRY(dynamic_slice_clamps_starts), TEST_ENTRY(dynamic_slice_2d_mixed_index_dtypes),
-          TEST_ENTRY(dynamic_update_slice_clamps_and_runs_in_place),
-          TEST_ENTRY(gather_rows_by_hand), TEST_ENTRY(gather_windows_by_hand),
-          TEST_ENTRY(gather_matches_reference), TEST_ENTRY(scatter_sum_skips_out_of_bounds),
-          TEST_ENTRY(scatter_window_fully_in_bounds_only),
-          TEST_ENTRY(scatter_max_min_propagate_nan),
-          TEST_ENTRY(scatter_sum_f16_rounds_each_step_and_complex),
-          TEST_ENTRY(scatter_sum_matches_reference),
-          TEST_ENTRY(scatter_sum_half_rows_match_reference),
-          TEST_ENTRY(scatter_threads_split_rows_same_bits),
-          TEST_ENTRY(scatter_sum_one_element_windows), TEST_ENTRY(lookup_and_capabilities))
+TEST_MAIN(
+    TEST_ENTRY(dynamic_slice_clamps_starts), TEST_ENTRY(dynamic_slice_2d_mixed_index_dtypes),
+    TEST_ENTRY(dynamic_update_slice_clamps_and_runs_in_place), TEST_ENTRY(gather_rows_by_hand),
+    TEST_ENTRY(gather_windows_by_hand), TEST_ENTRY(gather_matches_reference),
+    TEST_ENTRY(gather_small_windows_match_reference), TEST_ENTRY(scatter_sum_skips_out_of_bounds),
+    TEST_ENTRY(scatter_window_fully_in_bounds_only), TEST_ENTRY(scatter_max_min_propagate_nan),
+    TEST_ENTRY(scatter_sum_f16_rounds_each_step_and_complex),
+    TEST_ENTRY(scatter_sum_matches_reference), TEST_ENTRY(scatter_sum_half_rows_match_reference),
+    TEST_ENTRY(scatter_threads_split_rows_same_bits), TEST_ENTRY(scatter_sum_one_element_windows),
+    TEST_ENTRY(scatter_sum_several_coordinates_and_short_half_rows),
+    TEST_ENTRY(lookup_and_capabilities))

@@ -93,7 +93,135 @@ typedef struct cmlc_ix_gather_t {
   cmlc__mv_copy_t slice;                      // the offset dims: output <- operand
   int64_t operand_strides[CML_MAX_RANK];
   size_t run_bytes;  // > 0: the slice is one contiguous run on both sides (embedding rows)
+  // cmlc_ix_gather_small_task: |coords| start indices per window (at most 4), each clamped to
+  // [0, coord_limit] and scaled by coord_stride (bytes); coord_step: the index vector's stride.
+  int32_t coords;
+  int64_t coord_limit[4], coord_stride[4];
 } cmlc_ix_gather_t;
+
+// The output and indices offsets of batch element |b| into |bidx| (its batch coordinates),
+// |out_off| and |idx_off| (elements).
+static void cmlc_ix_gather_start(const cmlc_ix_gather_t* g, int64_t b, int64_t* bidx,
+                                 int64_t* out_off, int64_t* idx_off) {
+  *out_off = *idx_off = 0;
+  for (int32_t k = g->batch_rank - 1; k >= 0; --k) {
+    bidx[k] = b % g->batch_dims[k];
+    b /= g->batch_dims[k];
+    *out_off += bidx[k] * g->batch_out_strides[k];
+    *idx_off += bidx[k] * g->batch_index_strides[k];
+  }
+}
+
+// Small contiguous windows (single elements, short rows: a label's logit, a graph's neighbour
+// features) with I32 / I64 indices, in blocks of windows: first every window's source and
+// destination offsets (the start indices read typed, the batch walked by an odometer), then the
+// copies, of a size known to the compiler, in a loop of independent loads that keeps many cache
+// misses in flight (the general task divides per window and calls memcpy, and a random gather
+// of 65536 f32 elements from 4 MB waited on one miss at a time). The same bytes land in the same
+// places.
+enum { CMLC_IX_GATHER_BLOCK = 256 };
+
+// One window's source offset (bytes) from the start indices at |idx_off|.
+#define CMLC_IX_GATHER_SOURCE(IT, NC)                                \
+  const IT* iv = (const IT*)args->inputs[1] + idx_off;               \
+  int64_t in_off = 0;                                                \
+  for (int32_t k = 0; k < (NC); ++k) {                               \
+    int64_t v = (int64_t)iv[k * vs];                                 \
+    v = v < 0 ? 0 : (v > g->coord_limit[k] ? g->coord_limit[k] : v); \
+    in_off += v * g->coord_stride[k];                                \
+  }
+
+// The offsets of the block's |m| windows; one batch axis (the usual case) without the odometer,
+// whose digits in memory made a dependency chain from window to window.
+#define CMLC_IX_GATHER_OFFSETS(IT, NC)                           \
+  if (g->batch_rank == 1) {                                      \
+    const int64_t os = g->batch_out_strides[0] * es;             \
+    const int64_t is = g->batch_index_strides[0];                \
+    int64_t o = out_off * es;                                    \
+    for (int64_t i = 0; i < m; ++i, o += os, idx_off += is) {    \
+      CMLC_IX_GATHER_SOURCE(IT, NC)                              \
+      src_off[i] = in_off;                                       \
+      dst_off[i] = o;                                            \
+    }                                                            \
+    out_off += m * g->batch_out_strides[0];                      \
+  } else {                                                       \
+    for (int64_t i = 0; i < m; ++i) {                            \
+      CMLC_IX_GATHER_SOURCE(IT, NC)                              \
+      src_off[i] = in_off;                                       \
+      dst_off[i] = out_off * es;                                 \
+      for (int32_t k = g->batch_rank - 1; k >= 0; --k) {         \
+        out_off += g->batch_out_strides[k];                      \
+        idx_off += g->batch_index_strides[k];                    \
+        if (++bidx[k] < g->batch_dims[k]) break;                 \
+        out_off -= g->batch_out_strides[k] * g->batch_dims[k];   \
+        idx_off -= g->batch_index_strides[k] * g->batch_dims[k]; \
+        bidx[k] = 0;                                             \
+      }                                                          \
+    }                                                            \
+  }
+
+#define CMLC_IX_GATHER_COPY(SIZE) \
+  for (int64_t i = 0; i < m; ++i) memcpy(out + dst_off[i], x + src_off[i], (SIZE))
+
+static void cmlc_ix_gather_small_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_ix_gather_t* g = (const cmlc_ix_gather_t*)ctx;
+  const cmlc_kernel_args_t* args = g->args;
+  const int64_t es = (int64_t)g->slice.elem_size, vs = g->vector_stride;
+  const int32_t nc = g->coords;
+  const size_t run = g->run_bytes;
+  const bool i32 = args->input_shapes[1]->dtype == CML_DTYPE_I32;
+  char* out = (char*)args->outputs[0];
+  const char* x = (const char*)args->inputs[0];
+  int64_t bidx[CML_MAX_RANK], out_off, idx_off;
+  int64_t src_off[CMLC_IX_GATHER_BLOCK], dst_off[CMLC_IX_GATHER_BLOCK];
+  cmlc_ix_gather_start(g, begin, bidx, &out_off, &idx_off);
+  for (int64_t b0 = begin; b0 < end; b0 += CMLC_IX_GATHER_BLOCK) {
+    const int64_t m = end - b0 < CMLC_IX_GATHER_BLOCK ? end - b0 : CMLC_IX_GATHER_BLOCK;
+    if (i32 && nc == 1) {
+      CMLC_IX_GATHER_OFFSETS(int32_t, 1);
+    } else if (i32 && nc == 2) {
+      CMLC_IX_GATHER_OFFSETS(int32_t, 2);
+    } else if (i32) {
+      CMLC_IX_GATHER_OFFSETS(int32_t, nc);
+    } else if (nc == 1) {
+      CMLC_IX_GATHER_OFFSETS(int64_t, 1);
+    } else if (nc == 2) {
+      CMLC_IX_GATHER_OFFSETS(int64_t, 2);
+    } else {
+      CMLC_IX_GATHER_OFFSETS(int64_t, nc);
+    }
+    switch (run) {
+      case 1:
+        CMLC_IX_GATHER_COPY(1);
+        break;
+      case 2:
+        CMLC_IX_GATHER_COPY(2);
+        break;
+      case 4:
+        CMLC_IX_GATHER_COPY(4);
+        break;
+      case 8:
+        CMLC_IX_GATHER_COPY(8);
+        break;
+      case 16:
+        CMLC_IX_GATHER_COPY(16);
+        break;
+      case 32:
+        CMLC_IX_GATHER_COPY(32);
+        break;
+      case 64:
+        CMLC_IX_GATHER_COPY(64);
+        break;
+      default:
+        CMLC_IX_GATHER_COPY(run);
+        break;
+    }
+  }
+}
+#undef CMLC_IX_GATHER_COPY
+#undef CMLC_IX_GATHER_OFFSETS
+#undef CMLC_IX_GATHER_SOURCE
 
 static void cmlc_ix_gather_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
@@ -104,13 +232,8 @@ static void cmlc_ix_gather_task(void* ctx, int64_t begin, int64_t end, int threa
   const cml_dtype_t index_dtype = args->input_shapes[1]->dtype;
   const size_t es = g->slice.elem_size;
   for (int64_t b = begin; b < end; ++b) {
-    int64_t rem = b, out_off = 0, idx_off = 0;
-    for (int32_t k = g->batch_rank - 1; k >= 0; --k) {
-      int64_t i = rem % g->batch_dims[k];
-      rem /= g->batch_dims[k];
-      out_off += i * g->batch_out_strides[k];
-      idx_off += i * g->batch_index_strides[k];
-    }
+    int64_t bidx[CML_MAX_RANK], out_off, idx_off;
+    cmlc_ix_gather_start(g, b, bidx, &out_off, &idx_off);
     int64_t in_off = 0;
     for (int32_t k = 0; k < gd->start_index_map_count; ++k) {
       int64_t d = gd->start_index_map[k];
@@ -189,7 +312,19 @@ static cml_status_t cmlc_ix_gather(const cmlc_kernel_args_t* args) {
   }
   int64_t min_chunk = 16384 / (slice_count > 0 ? slice_count : 1);
   if (min_chunk < 1) min_chunk = 1;
-  cmlc_parallel_for(args->pool, batch_count, min_chunk, cmlc_ix_gather_task, &g);
+  cmlc_task_fn task = cmlc_ix_gather_task;
+  if (g.run_bytes > 0 && g.run_bytes <= 256 && gd->start_index_map_count <= 4 &&
+      (is->dtype == CML_DTYPE_I32 || is->dtype == CML_DTYPE_I64)) {
+    g.coords = gd->start_index_map_count;
+    for (int32_t c = 0; c < g.coords; ++c) {
+      const int64_t d = gd->start_index_map[c];
+      const int64_t limit = xs->dims[d] - gd->slice_sizes[d];
+      g.coord_limit[c] = limit > 0 ? limit : 0;
+      g.coord_stride[c] = g.operand_strides[d] * (int64_t)g.slice.elem_size;
+    }
+    task = cmlc_ix_gather_small_task;
+  }
+  cmlc_parallel_for(args->pool, batch_count, min_chunk, task, &g);
   return CML_OK;
 }
 
@@ -364,8 +499,13 @@ typedef struct cmlc_ix_scatter_t {
   bool others_fit;
   int64_t a_limit, a_stride;
   // Windows of one element summed by cmlc_ix_scatter_unit_fast: 1 f32, 2 f64, 3 32-bit and 4
-  // 64-bit integers (wrapping); 0: the combiner.
+  // 64-bit integers (wrapping), 5 bf16, 6 f16 (rounded after every addition, as the combiner);
+  // 0: the combiner. With unit_coords (1 to 4) start indices per window, coordinate k on an
+  // operand axis of largest start unit_limit[k] and stride unit_stride[k].
   int unit_sum;
+  int64_t unit_len;  // the window's elements, contiguous in the operand and the updates
+  int32_t unit_coords;
+  int64_t unit_limit[4], unit_stride[4];
   // With several tasks (scratch permitting): each window's operand offset, or -1 when it is
   // skipped, found once (cmlc_ix_scatter_offsets_task) instead of by every task.
   int64_t* x_offs;
@@ -417,55 +557,91 @@ static void cmlc_ix_scatter_offsets_task(void* ctx, int64_t begin, int64_t end, 
   }
 }
 
-// One-element windows summed along a single scatter axis with I32 / I64 indices: the loop of
-// cmlc_ix_scatter_task without its odometers and combiner calls (a histogram's million
-// updates into 65536 bins, 1 thread on Zen 5: about 30 -> 0.5 ms). Operand offsets in
-// [lo, hi) only.
-#define CMLC_IX_UNIT_SUM(T, IT)                         \
-  {                                                     \
-    T* o = (T*)(void*)c->out;                           \
-    const T* u = (const T*)(const void*)c->updates;     \
-    const IT* ix = (const IT*)c->indices;               \
-    for (int64_t s = 0; s < n; ++s) {                   \
-      const int64_t v = ix[s * istride];                \
-      if (v < 0 || v > limit) continue;                 \
-      const int64_t xo = v * astride;                   \
-      if (xo >= lo && xo < hi) o[xo] += u[s * ustride]; \
-    }                                                   \
-    return true;                                        \
+// One-element windows, or windows of one contiguous row (a graph's neighbour features, an
+// embedding's gradient), summed with I32 / I64 indices: the loop of cmlc_ix_scatter_task without
+// its odometers and combiner calls (a histogram's million updates into 65536 bins, 1 thread on
+// Zen 5: about 30 -> 0.5 ms), along one scatter axis or several (a (row, col) pair per update:
+// bench_ops' 65536 f32 updates at random places of [1024, 1024], 1 thread of a Xeon, the
+// operand's copy included: 2.2 -> 0.74 ms). Operand offsets in [lo, hi) only. Element e of a
+// window is added in order, as the combiner adds it.
+#define CMLC_IX_ADD(T) o[xo + e] = (T)(o[xo + e] + u[s * ustride + e])
+#define CMLC_IX_ADD_BF16 \
+  o[xo + e] = cml__f32_to_bf16(cml__bf16_to_f32(o[xo + e]) + cml__bf16_to_f32(u[s * ustride + e]))
+#define CMLC_IX_ADD_F16 \
+  o[xo + e] = cml__f32_to_f16(cml__f16_to_f32(o[xo + e]) + cml__f16_to_f32(u[s * ustride + e]))
+#define CMLC_IX_ADD_WINDOW(ADD)              \
+  do {                                       \
+    if (len == 1) {                          \
+      const int64_t e = 0;                   \
+      ADD;                                   \
+    } else {                                 \
+      for (int64_t e = 0; e < len; ++e) ADD; \
+    }                                        \
+  } while (0)
+#define CMLC_IX_UNIT_SUM(T, IT, ADD)                               \
+  {                                                                \
+    T* o = (T*)(void*)c->out;                                      \
+    const T* u = (const T*)(const void*)c->updates;                \
+    const IT* ix = (const IT*)c->indices;                          \
+    if (nc == 1) {                                                 \
+      const int64_t limit = c->unit_limit[0];                      \
+      const int64_t astride = c->unit_stride[0];                   \
+      for (int64_t s = 0; s < n; ++s) {                            \
+        const int64_t v = ix[s * istride];                         \
+        if (v < 0 || v > limit) continue;                          \
+        const int64_t xo = v * astride;                            \
+        if (xo >= lo && xo < hi) CMLC_IX_ADD_WINDOW(ADD);          \
+      }                                                            \
+      return true;                                                 \
+    }                                                              \
+    for (int64_t s = 0; s < n; ++s) {                              \
+      const IT* iv = ix + s * istride;                             \
+      int64_t xo = 0;                                              \
+      int32_t k = 0;                                               \
+      for (; k < nc; ++k) {                                        \
+        const int64_t v = iv[k * vstride];                         \
+        if (v < 0 || v > c->unit_limit[k]) break;                  \
+        xo += v * c->unit_stride[k];                               \
+      }                                                            \
+      if (k == nc && xo >= lo && xo < hi) CMLC_IX_ADD_WINDOW(ADD); \
+    }                                                              \
+    return true;                                                   \
+  }
+
+#define CMLC_IX_UNIT_SUMS(IT)                               \
+  switch (c->unit_sum) {                                    \
+    case 1:                                                 \
+      CMLC_IX_UNIT_SUM(float, IT, CMLC_IX_ADD(float))       \
+    case 2:                                                 \
+      CMLC_IX_UNIT_SUM(double, IT, CMLC_IX_ADD(double))     \
+    case 3:                                                 \
+      CMLC_IX_UNIT_SUM(uint32_t, IT, CMLC_IX_ADD(uint32_t)) \
+    case 4:                                                 \
+      CMLC_IX_UNIT_SUM(uint64_t, IT, CMLC_IX_ADD(uint64_t)) \
+    case 5:                                                 \
+      CMLC_IX_UNIT_SUM(uint16_t, IT, CMLC_IX_ADD_BF16)      \
+    default:                                                \
+      CMLC_IX_UNIT_SUM(uint16_t, IT, CMLC_IX_ADD_F16)       \
   }
 
 static bool cmlc_ix_scatter_unit_fast(const cmlc_ix_scatter_t* c, int64_t lo, int64_t hi) {
-  if (c->unit_sum == 0 || c->a_axis < 0 || c->scatter_rank != 1 || c->x_offs) return false;
+  if (c->unit_sum == 0 || c->unit_coords == 0 || c->scatter_rank != 1 || c->x_offs) return false;
   const cml_dtype_t it = c->is->dtype;
   if (it != CML_DTYPE_I32 && it != CML_DTYPE_I64) return false;
   if (!c->others_fit) return true;  // no window fits
   const int64_t n = c->scatter_count, istride = c->sc_istrides[0], ustride = c->sc_ustrides[0];
-  const int64_t limit = c->a_limit, astride = c->a_stride;
-  if (it == CML_DTYPE_I32) {
-    switch (c->unit_sum) {
-      case 1:
-        CMLC_IX_UNIT_SUM(float, int32_t)
-      case 2:
-        CMLC_IX_UNIT_SUM(double, int32_t)
-      case 3:
-        CMLC_IX_UNIT_SUM(uint32_t, int32_t)
-      default:
-        CMLC_IX_UNIT_SUM(uint64_t, int32_t)
-    }
-  }
-  switch (c->unit_sum) {
-    case 1:
-      CMLC_IX_UNIT_SUM(float, int64_t)
-    case 2:
-      CMLC_IX_UNIT_SUM(double, int64_t)
-    case 3:
-      CMLC_IX_UNIT_SUM(uint32_t, int64_t)
-    default:
-      CMLC_IX_UNIT_SUM(uint64_t, int64_t)
-  }
+  const int64_t vstride = c->vector_stride;
+  const int32_t nc = c->unit_coords;
+  const int64_t len = c->unit_len;
+  if (it == CML_DTYPE_I32) CMLC_IX_UNIT_SUMS(int32_t)
+  CMLC_IX_UNIT_SUMS(int64_t)
 }
+#undef CMLC_IX_UNIT_SUMS
 #undef CMLC_IX_UNIT_SUM
+#undef CMLC_IX_ADD_WINDOW
+#undef CMLC_IX_ADD_F16
+#undef CMLC_IX_ADD_BF16
+#undef CMLC_IX_ADD
 
 // Tasks [begin, end) of the operand's first axis (c->rows each): every window that starts
 // there, in order.
@@ -490,7 +666,9 @@ static void cmlc_ix_scatter_task(void* ctx, int64_t begin, int64_t end, int thre
       for (int32_t d = 0; d + 1 < wr; ++d) widx[d] = 0;
       int64_t xo = x_off, uo = u_off;
       for (int64_t row = 0; row < c->window_rows; ++row) {
-        if (c->half_sum && c->w_xstrides[wr - 1] == 1 && c->w_ustrides[wr - 1] == 1) {
+        // (Rows shorter than a vector take the scalar combiner, the same bits: the row
+        // conversions' tails cost more than the sums there.)
+        if (c->half_sum && last >= 16 && c->w_xstrides[wr - 1] == 1 && c->w_ustrides[wr - 1] == 1) {
           cmlc_ix_half_sum_row(&c->hs, (uint16_t*)(void*)(c->out + xo * es),
                                (const uint16_t*)(const void*)(c->updates + uo * es), last);
         } else {
@@ -594,8 +772,34 @@ static cml_status_t cmlc_ix_scatter(const cmlc_kernel_args_t* args) {
     for (int32_t d = 0; d < xs->rank; ++d)
       if (d != a && c.window_size[d] > xs->dims[d]) c.others_fit = false;
   }
-  if (args->node->op == CML_OP_SCATTER_SUM && c.window_rows == 1 && c.w_dims[c.wr - 1] == 1) {
+  if (sd->scatter_axes_to_operand_axes_count >= 1 && sd->scatter_axes_to_operand_axes_count <= 4) {
+    // The one-element windows' coordinates (cmlc_ix_scatter_unit_fast); others_fit as above.
+    c.unit_coords = sd->scatter_axes_to_operand_axes_count;
+    c.others_fit = true;
+    for (int32_t d = 0; d < xs->rank; ++d) {
+      bool scattered = false;
+      for (int32_t k = 0; k < c.unit_coords; ++k) {
+        const int64_t a = sd->scatter_axes_to_operand_axes[k];
+        if (a == d) scattered = true;
+        c.unit_limit[k] = xs->dims[a] - c.window_size[a];
+        c.unit_stride[k] = c.xstrides[a];
+      }
+      if (!scattered && c.window_size[d] > xs->dims[d]) c.others_fit = false;
+    }
+  }
+  // One element, or one contiguous row (half rows of 16 and more keep the widening row sums).
+  c.unit_len = c.w_dims[c.wr - 1];
+  const bool half = xs->dtype == CML_DTYPE_BF16 || xs->dtype == CML_DTYPE_F16;
+  if (args->node->op == CML_OP_SCATTER_SUM && c.window_rows == 1 &&
+      (c.unit_len == 1 || (c.w_xstrides[c.wr - 1] == 1 && c.w_ustrides[c.wr - 1] == 1 &&
+                           (!half || c.unit_len < 16)))) {
     switch (xs->dtype) {
+      case CML_DTYPE_BF16:
+        c.unit_sum = 5;
+        break;
+      case CML_DTYPE_F16:
+        c.unit_sum = 6;
+        break;
       case CML_DTYPE_F32:
         c.unit_sum = 1;
         break;
