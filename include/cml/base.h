@@ -35,6 +35,15 @@
 //   dataset with a prefetch thread refuses next. Once XLA's plugin is loaded, every xla call
 //   in a child (a new xla backend included) is FAILED_PRECONDITION: exec a new program.
 //   Unloading libcml (dlclose) while any of its objects lives unmaps the code its threads run.
+// - Signals: cml installs no signal handler and changes no signal disposition or mask of the
+//   caller's threads. The threads it starts (the c backend's pool and devices, a dataset's
+//   prefetch thread, the thread XLA compiles on and XLA's own threads) block the asynchronous
+//   signals, so a signal the host blocks in its threads to take with sigwait stays pending for
+//   it; the fault signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS), SIGABRT and SIGPROF
+//   stay open. Helper programs (python3, pip) start with an empty mask in their own process
+//   group and are killed when the thread that started them goes. The only function that may be
+//   called from a signal handler is `cml_cancel_token_cancel` (cml/graph.h); the others, the
+//   status and log functions included, take locks or allocate.
 #ifndef CML_BASE_H_
 #define CML_BASE_H_
 

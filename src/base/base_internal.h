@@ -18,6 +18,14 @@ _Noreturn void cml__abort(const char* fmt, ...) CML_PRINTF(1, 2);
 // checks that refuse objects inherited through fork(). Cheap: no system call per query.
 long cml__process_id(void);
 
+// pthread_create with the asynchronous signals blocked in the new thread (process.c): every
+// thread cml starts goes through it. (wasm32-wasi: none.)
+#if !defined(__wasi__)
+#include <pthread.h>
+int cml__thread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*),
+                       void* arg);
+#endif
+
 // snprintf, vsnprintf and strtod in the "C" locale (a '.' decimal point), whatever locale the
 // process has set: for every number cml writes for a machine (StableHLO, config strings) or reads
 // from one. errno is strtod's.

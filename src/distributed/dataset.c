@@ -507,7 +507,7 @@ cml_status_t cml_device_dataset_create(cml_backend_t* backend, const cml_dataset
     ds->queue = (cml_device_batch_t**)cml_dataset_alloc(ds->depth * sizeof *ds->queue);
     if (!ds->queue) st = cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
     if (st == CML_OK) {
-      int rc = pthread_create(&ds->thread, NULL, cml_dataset_thread, ds);
+      int rc = cml__thread_create(&ds->thread, NULL, cml_dataset_thread, ds);
       if (rc != 0) {
         st = cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
                              "%s: cannot start the prefetch thread (%s)", kCreate, strerror(rc));

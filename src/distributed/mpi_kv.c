@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/base_internal.h"
 #include "cml/backend_impl.h"
 #include "distributed/mpi_comm.h"
 
@@ -561,7 +562,7 @@ cml_status_t cml__mpi_kv_create(const char* what, cml__mpi_kv_t** out_kv) {
     kv->sync_ready = ok;
     kv->bye = calloc((size_t)kv->size, sizeof *kv->bye);
     ok = ok && kv->bye;
-    ok = ok && pthread_create(&kv->thread, NULL, cml__mpi_kv_serve, kv) == 0;
+    ok = ok && cml__thread_create(&kv->thread, NULL, cml__mpi_kv_serve, kv) == 0;
     kv->thread_running = ok;
     if (!ok) err = MPI_ERR_OTHER;
   }

@@ -226,6 +226,70 @@ TEST(run_without_timeout_reads_everything) {
   ASSERT_EQ_INT(exit_code, 127);
 }
 
+// A helper dies with the process that started it (a Ctrl-C of the host reaches the host only:
+// the helper has a process group of its own), and starts with no signal blocked whatever the
+// calling thread blocks.
+TEST(run_child_dies_with_its_parent_and_starts_unmasked) {
+  char pid_file[128], mask_file[128], script[1024];
+  snprintf(pid_file, sizeof pid_file, "%s/helper.pid", g_root);
+  snprintf(mask_file, sizeof mask_file, "%s/helper.mask", g_root);
+  unlink(pid_file);
+  unlink(mask_file);
+  snprintf(script, sizeof script,
+           "grep SigBlk /proc/self/status > %s.tmp; mv %s.tmp %s; echo $$ > %s.tmp; "
+           "mv %s.tmp %s; exec sleep 100",
+           mask_file, mask_file, mask_file, pid_file, pid_file, pid_file);
+  const pid_t host = fork();
+  ASSERT_TRUE(host >= 0);
+  if (host == 0) {
+    sigset_t block;
+    sigfillset(&block);
+    pthread_sigmask(SIG_BLOCK, &block, NULL);
+    const char* const argv[] = {"sh", "-c", script, NULL};
+    int exit_code = 0;
+    cml_status_free(cml__xla_run_with_timeout(argv, NULL, 0, "", 60.0, &exit_code));
+    _exit(0);
+  }
+  long pid = 0;
+  for (int i = 0; i < 500 && pid == 0; ++i) {
+    FILE* f = fopen(pid_file, "r");
+    if (f) {
+      if (fscanf(f, "%ld", &pid) != 1) pid = 0;
+      fclose(f);
+    }
+    if (pid == 0) nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  }
+  kill(host, SIGKILL);
+  int status = 0;
+  waitpid(host, &status, 0);
+  ASSERT_TRUE(pid > 0);
+  char mask[128] = "";
+  FILE* f = fopen(mask_file, "r");
+  ASSERT_TRUE(f != NULL);
+  ASSERT_TRUE(fgets(mask, sizeof mask, f) != NULL);
+  fclose(f);
+  ASSERT_CONTAINS(mask, "SigBlk:\t0000000000000000");
+  // The helper goes (or is a zombie waiting for init) soon after its parent.
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    char proc[64], stat_text[256] = "";
+    snprintf(proc, sizeof proc, "/proc/%ld/stat", pid);
+    f = fopen(proc, "r");
+    if (!f) {
+      gone = true;
+      break;
+    }
+    size_t n = fread(stat_text, 1, sizeof stat_text - 1, f);
+    stat_text[n] = '\0';
+    fclose(f);
+    const char* state = strrchr(stat_text, ')');
+    gone = state && (state[2] == 'Z' || state[2] == 'X');
+    if (!gone) nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  }
+  if (!gone) kill((pid_t)pid, SIGKILL);
+  ASSERT_TRUE(gone);
+}
+
 // A fake python3 that never exits.
 static void make_hanging_python(char* dir, size_t size) {
   snprintf(dir, size, "%s/fakebin", g_root);
@@ -619,6 +683,7 @@ int main(int argc, char** argv) {
   static const test_entry_t tests[] = {
       TEST_ENTRY(run_timeout_kills_the_process_group),
       TEST_ENTRY(run_without_timeout_reads_everything),
+      TEST_ENTRY(run_child_dies_with_its_parent_and_starts_unmasked),
       TEST_ENTRY(hanging_python3_costs_a_timeout_not_a_hang),
       TEST_ENTRY(hanging_pip_download_times_out),
       TEST_ENTRY(elf_check_refuses_truncated_and_foreign_files),

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "backends/c/engine_internal.h"
+#include "base/base_internal.h"
 
 // At most this many chunks per job: enough for load balance on many cores, few enough that the
 // atomic chunk counter is not a bottleneck.
@@ -318,7 +319,7 @@ int cmlc_thread_start(pthread_t* thread, void* (*fn)(void*), void* arg, size_t m
   if (have_attr && pthread_attr_getstacksize(&attr, &stack) == 0 && stack < min_stack) {
     (void)pthread_attr_setstacksize(&attr, min_stack);
   }
-  int rc = pthread_create(thread, have_attr ? &attr : NULL, fn, arg);
+  int rc = cml__thread_create(thread, have_attr ? &attr : NULL, fn, arg);
   if (have_attr) pthread_attr_destroy(&attr);
   return rc;
 #endif

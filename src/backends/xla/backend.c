@@ -391,7 +391,7 @@ static void cml_xla_on_big_stack(void (*fn)(void* arg), void* arg) {
   if (pthread_attr_init(&attr) == 0) {
     pthread_t thread;
     threaded = pthread_attr_setstacksize(&attr, CML_XLA_COMPILE_STACK_BYTES) == 0 &&
-               pthread_create(&thread, &attr, cml_xla_big_stack_main, &call) == 0;
+               cml__thread_create(&thread, &attr, cml_xla_big_stack_main, &call) == 0;
     pthread_attr_destroy(&attr);
     if (threaded) (void)pthread_join(thread, NULL);
   }

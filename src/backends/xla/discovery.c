@@ -8,11 +8,13 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -129,6 +131,78 @@ cml_status_code_t cml__xla_errno_code(int err) {
   return exhausted ? CML_STATUS_RESOURCE_EXHAUSTED : CML_STATUS_INTERNAL;
 }
 
+// |name| resolved as execvp resolves it (a name with a '/' as it is, else the first executable
+// regular file of that name in PATH, "/usr/local/bin:/usr/bin:/bin" without one), into |path|:
+// 0, or an errno (ENOENT). Done before vfork, whose child only makes system calls.
+static int cml_xla_find_program(const char* name, char* path, size_t size) {
+  struct stat st;
+  if (!name || !*name) return ENOENT;
+  if (strchr(name, '/')) {
+    if (strlen(name) + 1 > size) return ENAMETOOLONG;
+    memcpy(path, name, strlen(name) + 1);
+    return access(path, X_OK) == 0 ? 0 : errno;
+  }
+  const char* dirs = getenv("PATH");
+  if (!dirs || !*dirs) dirs = "/usr/local/bin:/usr/bin:/bin";
+  for (const char* p = dirs;;) {
+    const char* colon = strchr(p, ':');
+    const size_t n = colon ? (size_t)(colon - p) : strlen(p);
+    // An empty entry is the current directory.
+    const int len = snprintf(path, size, "%.*s%s%s", (int)n, p, n ? "/" : "", name);
+    if (len > 0 && (size_t)len < size && access(path, X_OK) == 0 && stat(path, &st) == 0 &&
+        S_ISREG(st.st_mode)) {
+      return 0;
+    }
+    if (!colon) break;
+    p = colon + 1;
+  }
+  return ENOENT;
+}
+
+// What the child of cml_xla_vfork does before execve.
+typedef struct cml_xla_child_t {
+  const char* program;
+  const char* const* argv;
+  int out_fd;            // >= 0: stdout (the pipe)
+  const char* out_path;  // else, when set: stdout appended to this file
+  const char* err_path;  // when set: stderr appended to this file
+  pid_t parent;
+} cml_xla_child_t;
+
+static __attribute__((noreturn, noinline)) void cml_xla_child_exec(const cml_xla_child_t* c) {
+  if (setpgid(0, 0) != 0) _exit(127);
+#if defined(__linux__)
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != c->parent) _exit(127);
+#endif
+  int fd = open("/dev/null", O_RDONLY);
+  if (fd < 0 || dup2(fd, 0) < 0) _exit(127);
+  if (fd != 0) close(fd);
+  if (c->out_fd >= 0 && dup2(c->out_fd, 1) < 0) _exit(127);
+  if (c->out_fd < 0 && c->out_path) {
+    fd = open(c->out_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0 || dup2(fd, 1) < 0) _exit(127);
+    if (fd != 1) close(fd);
+  }
+  if (c->err_path) {
+    fd = open(c->err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(127);
+    if (fd != 2) close(fd);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  execve(c->program, (char* const*)c->argv, environ);
+  _exit(127);
+}
+
+// Starts |c| with vfork (no atfork handlers run and nothing is copied; glibc's posix_spawn does
+// the same). Its own function, so that no variable of the caller lives across vfork.
+static __attribute__((noinline)) pid_t cml_xla_vfork(const cml_xla_child_t* c) {
+  const pid_t pid = vfork();
+  if (pid == 0) cml_xla_child_exec(c);
+  return pid;
+}
+
 cml_status_t cml__xla_run_with_timeout(const char* const* argv, char* out, size_t out_size,
                                        const char* log_path, double timeout_s, int* out_exit) {
   *out_exit = 127;
@@ -138,29 +212,35 @@ cml_status_t cml__xla_run_with_timeout(const char* const* argv, char* out, size_
     int err = errno;
     return cml_status_make(cml__xla_errno_code(err), "xla: pipe: %s", strerror(err));
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  if (out) {
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-  } else if (log_path) {
-    posix_spawn_file_actions_addopen(&actions, 1, *log_path ? log_path : "/dev/null",
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+  char program[4096];
+  int rc = cml_xla_find_program(argv[0], program, sizeof program);
+  pid_t pid = -1;
+  if (rc == 0) {
+    // cml_xla_vfork with every signal blocked, so that no handler of the host runs in the child
+    // while it shares the parent's memory. The child makes system calls only:
+    // - its own process group, so that a timeout kills what it started too (a shell script's
+    //   children, pip's subprocesses);
+    // - killed when the thread that started it goes, so that a Ctrl-C of the host (which the
+    //   helper, in another group, does not receive) does not leave a pip download running;
+    // - stdin from /dev/null, stdout to the pipe or the log, stderr to the log;
+    // - an empty signal mask (the calling thread may be one of cml's, which block signals).
+    cml_xla_child_t child = {
+        .program = program,
+        .argv = argv,
+        .out_fd = out ? pipe_fds[1] : -1,
+        .out_path = out        ? NULL
+                    : log_path ? (*log_path ? log_path : "/dev/null")
+                               : NULL,
+        .err_path = log_path ? (*log_path ? log_path : "/dev/null") : NULL,
+        .parent = getpid(),
+    };
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pid = cml_xla_vfork(&child);
+    rc = pid < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
   }
-  if (log_path) {
-    posix_spawn_file_actions_addopen(&actions, 2, *log_path ? log_path : "/dev/null",
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
-  }
-  // Its own process group, so that a timeout kills what it started too (a shell script's
-  // children, pip's subprocesses).
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, argv[0], &actions, &attr, (char* const*)argv, environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
   if (out) close(pipe_fds[1]);
   if (rc != 0) {
     if (out) close(pipe_fds[0]);
