@@ -476,6 +476,42 @@ static void case_scatter_edges(bt_t* t) {
   bt_expect_i64(t, "sum", &out[2], CML_DTYPE_I8, 1, n3, (int64_t[]){-127, -128, 0});
 }
 
+// Unsigned starts past INT64_MAX (and past INT32_MAX) clamp to the end like any start past it:
+// row 5 of {10, ..., 15}, with the operand and the starts constants (which XLA's constant folders
+// once read as signed, gathering row 0) and with the starts as a parameter.
+static void case_gather_unsigned_starts_past_the_signed_range(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_GATHER) || !bt_require_dtype(t, CML_DTYPE_F32) ||
+      !bt_require_dtype(t, CML_DTYPE_U64) || !bt_require_dtype(t, CML_DTYPE_U32))
+    return;
+  cml_function_t* f = bt_main(t);
+  static const float x[6] = {10, 11, 12, 13, 14, 15};
+  static const uint64_t big64[2] = {UINT64_MAX, (uint64_t)1 << 63};
+  static const uint32_t big32[2] = {UINT32_MAX, 0x80000000u};
+  const int64_t n6 = 6, n2[2] = {2, 1};
+  const cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 1, &n6);
+  const cml_shape_t s64 = cml_shape_make(CML_DTYPE_U64, 2, n2);
+  const cml_shape_t s32 = cml_shape_make(CML_DTYPE_U32, 2, n2);
+  cml_gather_dims_t g;
+  memset(&g, 0, sizeof g);
+  g.index_vector_axis = 1;
+  g.collapsed_slice_axis_count = 1;
+  g.start_index_map_count = 1;
+  g.slice_size_count = 1;
+  g.slice_sizes[0] = 1;
+  const cml_value_t xc = cml_constant(f, &xs, x);
+  cml_value_t outs[3] = {
+      cml_op_gather(f, xc, cml_constant(f, &s64, big64), &g),
+      cml_op_gather(f, xc, cml_constant(f, &s32, big32), &g),
+      cml_op_gather(f, xc, bt_param_i64(t, f, CML_DTYPE_U64, 2, n2, (int64_t[]){-1, INT64_MIN}),
+                    &g)};
+  bt_tensor_t out[3];
+  if (!bt_exec(t, outs, 3, out)) return;
+  const int64_t n2v = 2;
+  bt_expect_f64(t, "u64 constants", &out[0], CML_DTYPE_F32, 1, &n2v, (double[]){15, 15}, 0);
+  bt_expect_f64(t, "u32 constants", &out[1], CML_DTYPE_F32, 1, &n2v, (double[]){15, 15}, 0);
+  bt_expect_f64(t, "u64 parameter", &out[2], CML_DTYPE_F32, 1, &n2v, (double[]){15, 15}, 0);
+}
+
 // Max and Min order -0 below +0 (XLA's maximum / minimum), whichever side the zero comes from:
 // operand {-0, +0, -0, +0} with updates {+0, -0, +0, -0} gives +0 everywhere for Max and -0
 // for Min, on every float dtype the backend has.
@@ -506,6 +542,8 @@ const bt_case_t bt_cases_index[] = {
     {"dynamic_update_slice_all_dtypes", CML_OP_DYNAMIC_UPDATE_SLICE,
      case_dynamic_update_slice_all_dtypes},
     {"gather_all_dtypes", CML_OP_GATHER, case_gather_all_dtypes},
+    {"gather_unsigned_starts_past_the_signed_range", CML_OP_GATHER,
+     case_gather_unsigned_starts_past_the_signed_range},
     {"scatter_sum_all_dtypes", CML_OP_SCATTER_SUM, case_scatter_sum_all_dtypes},
     {"scatter_max_all_dtypes", CML_OP_SCATTER_MAX, case_scatter_max_all_dtypes},
     {"scatter_min_all_dtypes", CML_OP_SCATTER_MIN, case_scatter_min_all_dtypes},

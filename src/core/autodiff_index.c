@@ -56,6 +56,16 @@ static cml_value_t cml_ad_index_upper(cml__ad_t* ad, const cml_shape_t* is,
                                  implicit ? 0 : 1);
 }
 
+// Start indices |idx| of |dtype| as I64, for comparisons with bounds: a U64 start of 2^63 or
+// more (which the ops clamp to the end, or skip) is held at INT64_MAX instead of wrapping to a
+// negative number (which clamped to 0: the gradient of a Gather went to the first row).
+static cml_value_t cml_ad_index_i64(cml_function_t* f, cml_value_t idx, cml_dtype_t dtype) {
+  if (dtype == CML_DTYPE_U64) {
+    idx = cml_op_min(f, idx, cml_constant_scalar_i64(f, CML_DTYPE_U64, INT64_MAX));
+  }
+  return cml_op_convert_dtype(f, idx, CML_DTYPE_I64);
+}
+
 // Whether each window of a scatter (|gd| is its transposed Gather) lies inside the operand:
 // the scatter skips the others. Bool of the updates' shape |us|.
 static cml_value_t cml_ad_scatter_applied(cml__ad_t* ad, cml_value_t idx, const cml_shape_t* is,
@@ -64,7 +74,7 @@ static cml_value_t cml_ad_scatter_applied(cml__ad_t* ad, cml_value_t idx, const 
   cml_function_t* f = ad->f;
   bool fits = true;
   cml_value_t upper = cml_ad_index_upper(ad, is, gd, xs, &fits);
-  cml_value_t i64 = cml_op_convert_dtype(f, idx, CML_DTYPE_I64);
+  cml_value_t i64 = cml_ad_index_i64(f, idx, is->dtype);
   cml_value_t ok = cml_op_logical_and(
       f, cml_op_greater_or_equal(f, i64, cml_constant_scalar_i64(f, CML_DTYPE_I64, 0)),
       cml_op_less_or_equal(f, i64, upper));
@@ -144,7 +154,7 @@ cml_status_t cml__ad_vjp_index(cml__ad_t* ad, const cml_ir_node_t* n, const cml_
       const cml_shape_t* is = cml__ad_in_shape(ad, n, 1);
       bool fits = true;
       cml_value_t upper = cml_ad_index_upper(ad, is, gd, xs, &fits);
-      cml_value_t idx = cml_op_convert_dtype(f, cml__ad_in(ad, n, 1), CML_DTYPE_I64);
+      cml_value_t idx = cml_ad_index_i64(f, cml__ad_in(ad, n, 1), is->dtype);
       idx = cml_op_min(f, cml_op_max(f, idx, cml_constant_scalar_i64(f, CML_DTYPE_I64, 0)), upper);
       in_cts[0] = cml_op_scatter_sum(f, cml__ad_zeros(ad, xs), idx, g, &sd);
       return CML_OK;

@@ -93,8 +93,13 @@ cml_status_t cml__infer_gather(const cml_shape_t* operand, const cml_shape_t* in
   if (!cml_count_ok(dims->offset_output_axis_count) ||
       !cml_count_ok(dims->collapsed_slice_axis_count) ||
       !cml_count_ok(dims->start_index_map_count) || !cml_count_ok(dims->slice_size_count)) {
-    return INVALID("Gather: dimension number counts out of range (operand %s, indices %s)",
-                   S0(operand), S1(indices));
+    return INVALID(
+        "Gather: dimension number counts out of range (offset_output_axis_count %d, "
+        "collapsed_slice_axis_count %d, start_index_map_count %d, slice_size_count %d; each in "
+        "[0, %d]) for operand %s, indices %s",
+        (int)dims->offset_output_axis_count, (int)dims->collapsed_slice_axis_count,
+        (int)dims->start_index_map_count, (int)dims->slice_size_count, CML_MAX_RANK, S0(operand),
+        S1(indices));
   }
   int64_t index_size = iva < ir ? indices->dims[iva] : 1;
   int32_t batch_rank = iva < ir ? ir - 1 : ir;
@@ -142,8 +147,11 @@ cml_status_t cml__infer_gather(const cml_shape_t* operand, const cml_shape_t* in
     return INVALID("Gather: output rank %d exceeds %d", (int)out_rank, CML_MAX_RANK);
   }
   if (!cml_sorted_in_range(dims->offset_output_axes, dims->offset_output_axis_count, out_rank)) {
-    return INVALID("Gather: offset_output_axes %s must be sorted, distinct and in [0, %d)",
-                   L(dims->offset_output_axes, dims->offset_output_axis_count), (int)out_rank);
+    return INVALID(
+        "Gather: offset_output_axes %s must be sorted, distinct and in [0, %d) (the output's "
+        "rank) for operand %s, indices %s",
+        L(dims->offset_output_axes, dims->offset_output_axis_count), (int)out_rank, S0(operand),
+        S1(indices));
   }
   bool is_offset[CML_MAX_RANK] = {false};
   for (int32_t i = 0; i < dims->offset_output_axis_count; ++i) {
@@ -192,7 +200,13 @@ cml_status_t cml__infer_scatter(cml_op_t op, const cml_shape_t* operand, const c
   if (!cml_count_ok(dims->update_window_axis_count) ||
       !cml_count_ok(dims->inserted_window_axis_count) ||
       !cml_count_ok(dims->scatter_axes_to_operand_axes_count)) {
-    return INVALID("%s: dimension number counts out of range", name);
+    return INVALID(
+        "%s: dimension number counts out of range (update_window_axis_count %d, "
+        "inserted_window_axis_count %d, scatter_axes_to_operand_axes_count %d; each in [0, %d]) "
+        "for operand %s, indices %s, updates %s",
+        name, (int)dims->update_window_axis_count, (int)dims->inserted_window_axis_count,
+        (int)dims->scatter_axes_to_operand_axes_count, CML_MAX_RANK, S0(operand), S1(indices),
+        S2(updates));
   }
   int64_t index_size = iva < ir ? indices->dims[iva] : 1;
   int32_t batch_rank = iva < ir ? ir - 1 : ir;

@@ -457,6 +457,28 @@ static cml_value_t bad_scatter_garbage(cml_function_t* f) {
   return cml_op_scatter_sum(f, P(f, CML_DTYPE_F32, 5, 3), P(f, CML_DTYPE_I32, 4, 1),
                             P(f, CML_DTYPE_F32, 4, 3), &s);
 }
+// Counts and offset axes out of range: the messages name the counts and every operand's shape.
+static cml_value_t bad_scatter_counts(cml_function_t* f) {
+  cml_scatter_dims_t s;
+  memset(&s, 0, sizeof s);
+  s.index_vector_axis = 1;
+  s.update_window_axis_count = 99;
+  return cml_op_scatter_sum(f, P(f, CML_DTYPE_F32, 5, 3), P(f, CML_DTYPE_I32, 4, 1),
+                            P(f, CML_DTYPE_F32, 4, 3), &s);
+}
+static cml_value_t bad_gather_offset_axis(cml_function_t* f) {
+  cml_gather_dims_t g;
+  memset(&g, 0, sizeof g);
+  g.index_vector_axis = 1;
+  g.offset_output_axis_count = 1;
+  g.offset_output_axes[0] = 5;
+  g.collapsed_slice_axis_count = 1;
+  g.start_index_map_count = 1;
+  g.slice_size_count = 2;
+  g.slice_sizes[0] = 1;
+  g.slice_sizes[1] = 3;
+  return cml_op_gather(f, P(f, CML_DTYPE_F32, 5, 3), P(f, CML_DTYPE_I32, 4, 1), &g);
+}
 static cml_value_t bad_scatter_op(cml_function_t* f) {
   cml_scatter_dims_t s;
   memset(&s, 0, sizeof s);
@@ -671,6 +693,12 @@ static const bad_case_t kBadCases[] = {
     CASE(bad_gather_garbage, IA, "Gather"),
     CASE(bad_scatter_garbage, IA, "Scatter"),
     CASE(bad_scatter_op, IA, "Add"),
+    CASE(bad_scatter_counts, IA, "ScatterSum: dimension number counts out of range",
+         "update_window_axis_count 99",
+         "operand (Float32)[5, 3], indices (Int32)[4, 1], updates "
+         "(Float32)[4, 3]"),
+    CASE(bad_gather_offset_axis, IA, "Gather: offset_output_axes [5]",
+         "operand (Float32)[5, 3], indices (Int32)[4, 1]"),
     CASE(bad_dynamic_slice_count, IA, "DynamicSlice"),
     CASE(bad_dynamic_slice_size, IA, "DynamicSlice"),
     CASE(bad_dynamic_slice_null, IA, "DynamicSlice"),

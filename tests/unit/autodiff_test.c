@@ -1959,61 +1959,67 @@ TEST(optimizer_errors) {
 // ScatterSum and ScatterMax skip an update whose row is out of range, so it gets no gradient
 // (it once got the clamped row's: 30). Gather reads the clamped row for an out-of-range start,
 // so that row gets the gradient (it once got none).
+// The same with U64 starts {1, 2^64 - 1}: the largest is past the end too (it once wrapped to -1
+// in the gradient, which sent Gather's gradient to row 0).
 TEST(out_of_range_indices) {
-  static const int32_t idx[2] = {1, 7};
-  cml_shape_t os = cml_shape_make(CML_DTYPE_F64, 1, (int64_t[]){3});
-  cml_shape_t us = cml_shape_make(CML_DTYPE_F64, 1, (int64_t[]){2});
-  cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 2, (int64_t[]){2, 1});
-  cml_scatter_dims_t sd;
-  memset(&sd, 0, sizeof sd);
-  sd.index_vector_axis = 1;
-  sd.inserted_window_axis_count = 1;
-  sd.scatter_axes_to_operand_axes_count = 1;
-  cml_gather_dims_t gd;
-  memset(&gd, 0, sizeof gd);
-  gd.index_vector_axis = 1;
-  gd.collapsed_slice_axis_count = 1;
-  gd.start_index_map_count = 1;
-  gd.slice_size_count = 1;
-  gd.slice_sizes[0] = 1;
-  static const double w3[3] = {10, 20, 30}, w2[2] = {10, 20};
-  for (int op = 0; op < 3; ++op) {  // ScatterSum, ScatterMax, Gather
-    cml_builder_t* b = NULL;
-    ASSERT_STATUS_OK(cml_builder_create(g_c, "oob", &b));
-    cml_function_t* f = cml_builder_main(b);
-    const cml_value_t o = cml_parameter(f, "o", &os);
-    const cml_value_t u = cml_parameter(f, "u", &us);
-    const cml_value_t i = cml_constant(f, &is, idx);
-    cml_value_t y, wv;
-    if (op == 2) {
-      y = cml_op_gather(f, o, i, &gd);  // [o[1], o[2]] (7 clamped to 2)
-      wv = cml_constant(f, &us, w2);
-    } else {
-      y = op == 0 ? cml_op_scatter_sum(f, o, i, u, &sd) : cml_op_scatter_max(f, o, i, u, &sd);
-      wv = cml_constant(f, &os, w3);
-    }
-    cml_value_t grads[2];
-    const cml_value_t wrt[2] = {o, u};
-    ASSERT_STATUS_OK(
-        cml_gradients(f, cml_op_reduce_sum(f, cml_op_mul(f, y, wv), NULL, 0), wrt, 2, grads));
-    cml_executable_t* exe = NULL;
-    ASSERT_STATUS_OK(api_finish(b, grads, 2, &exe));
-    static const double od[3] = {1, 2, 3}, ud[2] = {100, 1000};
-    double go[3] = {0}, gu[2] = {0};
-    ASSERT_STATUS_OK(api_run(g_c, exe, (const void* const[]){od, ud}, (void* const[]){go, gu}));
-    cml_executable_release(exe);
-    if (op < 2) {
-      // The update 100 lands on (wins at) row 1; the update 1000 is skipped.
-      ASSERT_EQ_DBL(gu[0], 20);
-      ASSERT_EQ_DBL(gu[1], 0);
-      ASSERT_EQ_DBL(go[0], 10);
-      ASSERT_EQ_DBL(go[1], op == 0 ? 20 : 0);
-      ASSERT_EQ_DBL(go[2], 30);
-    } else {
-      ASSERT_EQ_DBL(go[0], 0);
-      ASSERT_EQ_DBL(go[1], 10);
-      ASSERT_EQ_DBL(go[2], 20);  // the clamped start's row
-      ASSERT_EQ_DBL(gu[0], 0);   // u is not used
+  for (int u64 = 0; u64 < 2; ++u64) {
+    static const int32_t idx32[2] = {1, 7};
+    static const uint64_t idx64[2] = {1, UINT64_MAX};
+    const void* idx = u64 ? (const void*)idx64 : (const void*)idx32;
+    cml_shape_t os = cml_shape_make(CML_DTYPE_F64, 1, (int64_t[]){3});
+    cml_shape_t us = cml_shape_make(CML_DTYPE_F64, 1, (int64_t[]){2});
+    cml_shape_t is = cml_shape_make(u64 ? CML_DTYPE_U64 : CML_DTYPE_I32, 2, (int64_t[]){2, 1});
+    cml_scatter_dims_t sd;
+    memset(&sd, 0, sizeof sd);
+    sd.index_vector_axis = 1;
+    sd.inserted_window_axis_count = 1;
+    sd.scatter_axes_to_operand_axes_count = 1;
+    cml_gather_dims_t gd;
+    memset(&gd, 0, sizeof gd);
+    gd.index_vector_axis = 1;
+    gd.collapsed_slice_axis_count = 1;
+    gd.start_index_map_count = 1;
+    gd.slice_size_count = 1;
+    gd.slice_sizes[0] = 1;
+    static const double w3[3] = {10, 20, 30}, w2[2] = {10, 20};
+    for (int op = 0; op < 3; ++op) {  // ScatterSum, ScatterMax, Gather
+      cml_builder_t* b = NULL;
+      ASSERT_STATUS_OK(cml_builder_create(g_c, "oob", &b));
+      cml_function_t* f = cml_builder_main(b);
+      const cml_value_t o = cml_parameter(f, "o", &os);
+      const cml_value_t u = cml_parameter(f, "u", &us);
+      const cml_value_t i = cml_constant(f, &is, idx);
+      cml_value_t y, wv;
+      if (op == 2) {
+        y = cml_op_gather(f, o, i, &gd);  // [o[1], o[2]] (7 clamped to 2)
+        wv = cml_constant(f, &us, w2);
+      } else {
+        y = op == 0 ? cml_op_scatter_sum(f, o, i, u, &sd) : cml_op_scatter_max(f, o, i, u, &sd);
+        wv = cml_constant(f, &os, w3);
+      }
+      cml_value_t grads[2];
+      const cml_value_t wrt[2] = {o, u};
+      ASSERT_STATUS_OK(
+          cml_gradients(f, cml_op_reduce_sum(f, cml_op_mul(f, y, wv), NULL, 0), wrt, 2, grads));
+      cml_executable_t* exe = NULL;
+      ASSERT_STATUS_OK(api_finish(b, grads, 2, &exe));
+      static const double od[3] = {1, 2, 3}, ud[2] = {100, 1000};
+      double go[3] = {0}, gu[2] = {0};
+      ASSERT_STATUS_OK(api_run(g_c, exe, (const void* const[]){od, ud}, (void* const[]){go, gu}));
+      cml_executable_release(exe);
+      if (op < 2) {
+        // The update 100 lands on (wins at) row 1; the update 1000 is skipped.
+        ASSERT_EQ_DBL(gu[0], 20);
+        ASSERT_EQ_DBL(gu[1], 0);
+        ASSERT_EQ_DBL(go[0], 10);
+        ASSERT_EQ_DBL(go[1], op == 0 ? 20 : 0);
+        ASSERT_EQ_DBL(go[2], 30);
+      } else {
+        ASSERT_EQ_DBL(go[0], 0);
+        ASSERT_EQ_DBL(go[1], 10);
+        ASSERT_EQ_DBL(go[2], 20);  // the clamped start's row
+        ASSERT_EQ_DBL(gu[0], 0);   // u is not used
+      }
     }
   }
 }

@@ -10,6 +10,26 @@
 static cml_status_t cml_shlo_gather(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_gather_dims_t* g = &n->attrs->u.gather;
   cml__shlo_val_t ins[2] = {cml__shlo_value(c, n->inputs[0]), cml__shlo_value(c, n->inputs[1])};
+  if (ins[1].shape.dtype == CML_DTYPE_U64) {
+    // u64 starts as s64, those of 2^63 and more held at 2^63 - 1 (the gather clamps both to the
+    // end): XLA's constant folders read constant u64 starts, and a minimum of them, as signed,
+    // and gathered the first row. Only a logical shift, an equality and a select touch the u64
+    // values here.
+    const cml_shape_t* is = &ins[1].shape;
+    const cml_shape_t scalar = cml_shape_scalar(CML_DTYPE_U64);
+    const uint64_t k63 = 63, k0 = 0, cap = (uint64_t)INT64_MAX;
+    cml__shlo_val_t c63 = cml__shlo_constant(c, &scalar, &k63);
+    cml__shlo_val_t c0 = cml__shlo_constant(c, &scalar, &k0);
+    cml__shlo_val_t ccap = cml__shlo_constant(c, &scalar, &cap);
+    cml__shlo_val_t shift[2] = {ins[1], cml__shlo_broadcast(c, &c63, is)};
+    cml__shlo_val_t top = cml__shlo_op(c, "stablehlo.shift_right_logical", shift, 2, NULL, is);
+    cml__shlo_val_t zeros = cml__shlo_broadcast(c, &c0, is);
+    cml__shlo_val_t big = cml__shlo_compare(c, "NE", &top, &zeros, false);
+    cml__shlo_val_t sel[3] = {big, cml__shlo_broadcast(c, &ccap, is), ins[1]};
+    cml__shlo_val_t held = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, is);
+    const cml_shape_t signed_shape = cml_shlo_retype(is, CML_DTYPE_I64);
+    ins[1] = cml__shlo_op(c, "stablehlo.convert", &held, 1, NULL, &signed_shape);
+  }
   cml__shlo_attr_t a;
   cml__shlo_attr_init(&a);
   cml__shlo_attr_printf(&a, "dimension_numbers = #stablehlo.gather<");
