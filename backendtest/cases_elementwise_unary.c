@@ -371,6 +371,38 @@ static void case_complex_abs_edges(bt_t* t) {
   if (!ran) bt_unsupported(t, "the backend has no complex dtype");
 }
 
+// Log, Log1p, Sqrt and Sign of a complex value with a NaN part and no infinite part are
+// NaN + NaN i (C99 Annex G); xla:cpu's expansions once returned a finite part (Log(1 + NaN i) =
+// 0.3466 + NaN i).
+static void case_complex_nan_parts(bt_t* t) {
+  static const double v[] = {1, NAN, 0, NAN, NAN, 1, 0.5, NAN, NAN, NAN};
+  static const double want[] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+  enum { COUNT = sizeof v / sizeof v[0] / 2 };
+  static const cml_op_t ops[] = {CML_OP_LOG, CML_OP_LOG1P, CML_OP_SQRT, CML_OP_SIGN};
+  static const cml_dtype_t cdts[] = {CML_DTYPE_C64, CML_DTYPE_C128};
+  int ran = 0;
+  for (size_t k = 0; k < 2; ++k) {
+    const cml_dtype_t dt = cdts[k];
+    if (!cu_has(t, dt)) continue;
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; ++o) {
+      if (!cml_capabilities_has_op(cml_backend_capabilities(bt_backend(t)), ops[o])) continue;
+      ++ran;
+      bt_new_builder(t);
+      cml_function_t* f = bt_main(t);
+      const int64_t dims[1] = {COUNT};
+      bt_tensor_t x = bt_tensor_c(t, dt, 1, dims, v);
+      cml_value_t y = cml_op_unary(f, ops[o], bt_param(t, f, &x));
+      bt_tensor_t out[1];
+      if (!bt_exec(t, &y, 1, out)) return;
+      bt_tensor_t w = bt_tensor_c(t, dt, 1, dims, want);
+      char label[64];
+      snprintf(label, sizeof label, "%s %s", cml_op_name(ops[o]), cml_dtype_name(dt));
+      bt_expect_ulps(t, label, &out[0], &w, 0);
+    }
+  }
+  if (!ran) bt_unsupported(t, "no complex dtype with Log, Log1p, Sqrt or Sign");
+}
+
 //===--- integer unary ops ---===//
 
 static const int64_t cu_int_values[] = {0,         1,          -1,        2,         -2,
@@ -754,6 +786,7 @@ const bt_case_t bt_cases_elementwise_unary[] = {
     {"is_nan", CML_OP_IS_NAN, case_is_nan},
     {"complex_unary", CML_OP_CONJ, case_complex_unary},
     {"complex_abs_edges", CML_OP_ABS, case_complex_abs_edges},
+    {"complex_nan_parts", CML_OP_LOG, case_complex_nan_parts},
     {"abs_int", CML_OP_ABS, case_int_abs},
     {"neg_int", CML_OP_NEG, case_int_neg},
     {"sign_int", CML_OP_SIGN, case_int_sign},

@@ -696,13 +696,95 @@ TEST(convert_ints_to_halves_round_once) {
   }
 }
 
+// Complex Sign of a value whose |z| overflows (both parts finite): z / |z| was 0. Complex
+// Expm1 of an infinite real part: NaN from the sum form's cos(inf).
+TEST(complex_sign_and_expm1_at_the_edges) {
+  const cml_shape_t s128 = cml_shape_scalar(CML_DTYPE_C128), s64 = cml_shape_scalar(CML_DTYPE_C64);
+  cml_c128_t z = {DBL_MAX, DBL_MAX}, r;
+  ASSERT_STATUS_OK(run_unary(CML_OP_SIGN, s128, s128, &z, &r));
+  ASSERT_NEAR(r.re, M_SQRT1_2, 1e-15);
+  ASSERT_NEAR(r.im, M_SQRT1_2, 1e-15);
+  z = (cml_c128_t){-DBL_MAX, 1};
+  ASSERT_STATUS_OK(run_unary(CML_OP_SIGN, s128, s128, &z, &r));
+  ASSERT_EQ_DBL(r.re, -1);
+  ASSERT_NEAR(r.im, 1 / DBL_MAX, 1e-320);
+  cml_c64_t w = {FLT_MAX, -FLT_MAX}, q;
+  ASSERT_STATUS_OK(run_unary(CML_OP_SIGN, s64, s64, &w, &q));
+  ASSERT_NEAR(q.re, M_SQRT1_2, 1e-7);
+  ASSERT_NEAR(q.im, -M_SQRT1_2, 1e-7);
+  // Expm1 with an infinite real part: exp(z) - 1 from Annex G's exp.
+  static const double kInf = INFINITY;
+  z = (cml_c128_t){-kInf, kInf};
+  ASSERT_STATUS_OK(run_unary(CML_OP_EXPM1, s128, s128, &z, &r));
+  ASSERT_EQ_DBL(r.re, -1);
+  ASSERT_EQ_DBL(fabs(r.im), 0);
+  z = (cml_c128_t){-kInf, NAN};
+  ASSERT_STATUS_OK(run_unary(CML_OP_EXPM1, s128, s128, &z, &r));
+  ASSERT_EQ_DBL(r.re, -1);
+  z = (cml_c128_t){kInf, NAN};
+  ASSERT_STATUS_OK(run_unary(CML_OP_EXPM1, s128, s128, &z, &r));
+  ASSERT_TRUE(isinf(r.re) && isnan(r.im));
+  w = (cml_c64_t){-INFINITY, INFINITY};
+  ASSERT_STATUS_OK(run_unary(CML_OP_EXPM1, s64, s64, &w, &q));
+  ASSERT_EQ_DBL(q.re, -1);
+  // Infinite parts keep z / |z| (NaN for inf + inf i, as before).
+  z = (cml_c128_t){INFINITY, 0};
+  ASSERT_STATUS_OK(run_unary(CML_OP_SIGN, s128, s128, &z, &r));
+  ASSERT_TRUE(isnan(r.re));
+}
+
+// Floor, Ceil and Round (the scalar path) quiet a signaling NaN, keeping its payload, as the
+// SIMD rounding instructions and XLA do (libm returned it unchanged).
+TEST(rounding_quiets_signaling_nan) {
+  static const cml_op_t ops[3] = {CML_OP_FLOOR, CML_OP_CEIL, CML_OP_ROUND};
+  for (int i = 0; i < 3; ++i) {
+    uint32_t in32[2] = {0x7f800001u, 0xffa00000u}, out32[2];
+    cml_shape_t s32 = shp(CML_DTYPE_F32, 1, (int64_t[]){2});
+    ASSERT_STATUS_OK(run_unary(ops[i], s32, s32, in32, out32));
+    ASSERT_EQ_INT(out32[0], 0x7fc00001u);
+    ASSERT_EQ_INT(out32[1], 0xffe00000u);
+    uint64_t in64 = 0x7ff0000000000003ull, out64;
+    cml_shape_t s64 = cml_shape_scalar(CML_DTYPE_F64);
+    ASSERT_STATUS_OK(run_unary(ops[i], s64, s64, &in64, &out64));
+    ASSERT_TRUE(out64 == 0x7ff8000000000003ull);
+  }
+}
+
+// Complex Log1p where the old sum form cancelled: near z = -1 (c64 gave -inf) and on the circle
+// |1 + z| = 1 (a real part of 1e-17 from terms of 0.2). Expected values: mpmath at 300 bits.
+TEST(complex_log1p_near_minus_one_and_unit_circle) {
+  const cml_shape_t s128 = cml_shape_scalar(CML_DTYPE_C128), s64 = cml_shape_scalar(CML_DTYPE_C64);
+  static const struct {
+    double re, im, want_re, want_im;
+  } cases[] = {
+      {-0x1.00007da46d3e8p+0, 0x1.1f3677f4ac8ebp-18, -11.660783885122875, 2.6224009615130823},
+      {-0x1.fff7b2p-1, -0x1.71fce4p-14, -9.127760749418615, -0.9479156625296236},
+      {-0.1, 0x1.be59eba3a165ap-2, -1.556678237759826e-17, 0.4510268117962624},
+      {-0.1, 0.4358898943540674, 8.629967468067369e-18, 0.4510268117962625},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    cml_c128_t z = {cases[i].re, cases[i].im}, r;
+    ASSERT_STATUS_OK(run_unary(CML_OP_LOG1P, s128, s128, &z, &r));
+    ASSERT_NEAR(r.re, cases[i].want_re, 4e-16 * fabs(cases[i].want_re));
+    ASSERT_NEAR(r.im, cases[i].want_im, 4e-16 * fabs(cases[i].want_im));
+  }
+  // c64: the second case's inputs are floats; the result within 2 ulp of float.
+  cml_c64_t z = {(float)cases[1].re, (float)cases[1].im}, r;
+  ASSERT_STATUS_OK(run_unary(CML_OP_LOG1P, s64, s64, &z, &r));
+  ASSERT_NEAR(r.re, cases[1].want_re, 2.4e-7 * fabs(cases[1].want_re));
+  ASSERT_NEAR(r.im, cases[1].want_im, 2.4e-7 * fabs(cases[1].want_im));
+}
+
 TEST_MAIN(TEST_ENTRY(add_f32_shapes_and_broadcast), TEST_ENTRY(int_division_edges),
           TEST_ENTRY(int_wrap_shift_pow), TEST_ENTRY(float_max_min_nan_zero),
           TEST_ENTRY(f16_bf16_round_once), TEST_ENTRY(compare_and_total_order),
           TEST_ENTRY(unary_float), TEST_ENTRY(unary_int), TEST_ENTRY(complex_ops),
-          TEST_ENTRY(convert_float_to_int), TEST_ENTRY(convert_ints_bools_halves),
-          TEST_ENTRY(convert_packed), TEST_ENTRY(bitcast_and_identity),
-          TEST_ENTRY(iota_where_clamp), TEST_ENTRY(iota_large_every_axis_threads),
+          TEST_ENTRY(complex_log1p_near_minus_one_and_unit_circle),
+          TEST_ENTRY(rounding_quiets_signaling_nan),
+          TEST_ENTRY(complex_sign_and_expm1_at_the_edges), TEST_ENTRY(convert_float_to_int),
+          TEST_ENTRY(convert_ints_bools_halves), TEST_ENTRY(convert_packed),
+          TEST_ENTRY(bitcast_and_identity), TEST_ENTRY(iota_where_clamp),
+          TEST_ENTRY(iota_large_every_axis_threads),
           TEST_ENTRY(broadcast_5x7x11_threads_match_reference),
           TEST_ENTRY(large_flat_threads_and_zero_size), TEST_ENTRY(capabilities_and_lookup_misses),
           TEST_ENTRY(convert_ints_to_halves_round_once))

@@ -705,6 +705,45 @@ TEST(arg_min_max) {
   ASSERT_STATUS_CODE(tnode_run(&t, x, i32, NULL), CML_STATUS_UNIMPLEMENTED);
 }
 
+// A complex product that overflows gives Mul's infinities (-inf + inf i), not NaN + NaN i from
+// the tree's identity lanes (inf * 0): [1e300+1e300i, 1e300+1e300i] in c128, the same in c64 at
+// 1e30, over 2 and 11 elements (ones after the first two), and a product through an outer axis.
+TEST(complex_product_keeps_infinities) {
+  for (int n = 2; n <= 11; n += 9) {
+    cml_c128_t x[11];
+    cml_c64_t y[11];
+    for (int i = 0; i < n; ++i) {
+      x[i] = i < 2 ? (cml_c128_t){1e300, 1e300} : (cml_c128_t){1, 0};
+      y[i] = i < 2 ? (cml_c64_t){1e30f, 1e30f} : (cml_c64_t){1, 0};
+    }
+    tnode_t t;
+    cml_c128_t r;
+    tnode_init(&t, CML_OP_REDUCE_PRODUCT, cml_shape_make(CML_DTYPE_C128, 1, (int64_t[]){n}),
+               (int64_t[]){0}, 1);
+    ASSERT_STATUS_OK(tnode_run(&t, x, &r, NULL));
+    ASSERT_TRUE(isinf(r.re) && r.re < 0 && isinf(r.im) && r.im > 0);
+    cml_c64_t r64;
+    tnode_init(&t, CML_OP_REDUCE_PRODUCT, cml_shape_make(CML_DTYPE_C64, 1, (int64_t[]){n}),
+               (int64_t[]){0}, 1);
+    ASSERT_STATUS_OK(tnode_run(&t, y, &r64, NULL));
+    ASSERT_TRUE(isinf(r64.re) && r64.re < 0 && isinf(r64.im) && r64.im > 0);
+  }
+  // [2, 1]: the product runs through the outer (non-innermost) axis.
+  cml_c128_t x2[2] = {{1e300, 1e300}, {1e300, 1e300}}, r2;
+  tnode_t t;
+  tnode_init(&t, CML_OP_REDUCE_PRODUCT, cml_shape_make(CML_DTYPE_C128, 2, (int64_t[]){2, 1}),
+             (int64_t[]){0, 1}, 2);
+  ASSERT_STATUS_OK(tnode_run(&t, x2, &r2, NULL));
+  ASSERT_TRUE(isinf(r2.re) && r2.re < 0 && isinf(r2.im) && r2.im > 0);
+  // Finite products keep Mul's bits: (1 + 2i)(3 - i) = 5 + 5i.
+  cml_c128_t x3[2] = {{1, 2}, {3, -1}}, r3;
+  tnode_init(&t, CML_OP_REDUCE_PRODUCT, cml_shape_make(CML_DTYPE_C128, 1, (int64_t[]){2}),
+             (int64_t[]){0}, 1);
+  ASSERT_STATUS_OK(tnode_run(&t, x3, &r3, NULL));
+  ASSERT_EQ_DBL(r3.re, 5);
+  ASSERT_EQ_DBL(r3.im, 5);
+}
+
 TEST(capabilities) {
   cml_capabilities_t caps;
   memset(&caps, 0, sizeof caps);
@@ -964,9 +1003,9 @@ TEST(half_argminmax_rows_every_isa) {
   ASSERT_EQ_INT(failures, 0);
 }
 
-TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(empty_extent_identities_and_nan),
-          TEST_ENTRY(ints_wrap_and_bitwise_logical), TEST_ENTRY(half_accumulates_in_f32),
-          TEST_ENTRY(odd_shapes_all_axis_sets_threads),
+TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(complex_product_keeps_infinities),
+          TEST_ENTRY(empty_extent_identities_and_nan), TEST_ENTRY(ints_wrap_and_bitwise_logical),
+          TEST_ENTRY(half_accumulates_in_f32), TEST_ENTRY(odd_shapes_all_axis_sets_threads),
           TEST_ENTRY(float_sum_thread_count_independent), TEST_ENTRY(f32_columns_every_isa),
           TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(half_rows_every_isa),
           TEST_ENTRY(half_columns_and_blocked_every_isa), TEST_ENTRY(half_argminmax_rows_every_isa),

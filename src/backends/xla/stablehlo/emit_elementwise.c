@@ -266,6 +266,36 @@ static cml__shlo_val_t cml_shlo_complex_abs(cml__shlo_ctx_t* c, const cml__shlo_
   return cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, out);
 }
 
+// |r|, the complex result of Log, Log1p, Sqrt, Rsqrt or Sign of |x|, with NaN + NaN i where a
+// part of |x| is NaN and neither is infinite (C99 Annex G; what c computes): XLA's expansions
+// of these take |x| through the plugin's fast min/max, which drop a NaN, and returned a finite
+// part for 1 + NaN i (Log: 0.3466 + NaN i). Values with an infinite part keep XLA's result.
+static cml__shlo_val_t cml_shlo_complex_nan_guard(cml__shlo_ctx_t* c, const cml__shlo_val_t* x,
+                                                  const cml__shlo_val_t* r,
+                                                  const cml_shape_t* out) {
+  cml_shape_t part = cml_shlo_retype(out, cml_dtype_real_part(out->dtype));
+  cml_shape_t bs = cml_shlo_retype(out, CML_DTYPE_BOOL);
+  cml__shlo_val_t parts[2] = {cml__shlo_op(c, "stablehlo.real", x, 1, NULL, &part),
+                              cml__shlo_op(c, "stablehlo.imag", x, 1, NULL, &part)};
+  cml__shlo_val_t inf = cml__shlo_const_fill(c, part.dtype, CML__SHLO_HIGHEST, &part);
+  cml__shlo_val_t is_nan[2], finite[2];
+  for (int k = 0; k < 2; ++k) {
+    is_nan[k] = cml__shlo_compare(c, "NE", &parts[k], &parts[k], false);
+    cml__shlo_val_t mag = cml__shlo_op(c, "stablehlo.abs", &parts[k], 1, NULL, &part);
+    finite[k] = cml__shlo_compare(c, "NE", &mag, &inf, false);
+  }
+  cml__shlo_val_t nan_any = cml__shlo_op(c, "stablehlo.or", is_nan, 2, NULL, &bs);
+  cml__shlo_val_t no_inf = cml__shlo_op(c, "stablehlo.and", finite, 2, NULL, &bs);
+  cml__shlo_val_t both[2] = {nan_any, no_inf};
+  cml__shlo_val_t guard = cml__shlo_op(c, "stablehlo.and", both, 2, NULL, &bs);
+  // NaN in both parts: the sum of the two parts is NaN wherever the guard holds.
+  cml__shlo_val_t sum = cml__shlo_op(c, "stablehlo.add", parts, 2, NULL, &part);
+  cml__shlo_val_t pair[2] = {sum, sum};
+  cml__shlo_val_t nan_c = cml__shlo_op(c, "stablehlo.complex", pair, 2, NULL, out);
+  cml__shlo_val_t sel[3] = {guard, nan_c, *r};
+  return cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, out);
+}
+
 static cml__shlo_val_t cml_shlo_reshape(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
                                         const cml_shape_t* to) {
   if (cml_shape_dims_equal(&v->shape, to)) return *v;
@@ -429,6 +459,10 @@ static cml_status_t cml_shlo_elementwise(cml__shlo_ctx_t* c, const cml_ir_node_t
           r = cml__shlo_convert(c, &r, out->dtype);
         } else {
           r = cml__shlo_op(c, name, &x, 1, NULL, out);
+        }
+        if (complex && (n->op == CML_OP_LOG || n->op == CML_OP_LOG1P || n->op == CML_OP_SQRT ||
+                        n->op == CML_OP_RSQRT || n->op == CML_OP_SIGN)) {
+          r = cml_shlo_complex_nan_guard(c, &x, &r, out);
         }
         break;
       }

@@ -19,6 +19,22 @@ module @abs_sign_c64 attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replica
     %16 = "stablehlo.sign"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xcomplex<f32>>
     %17 = "stablehlo.real"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
     %18 = "stablehlo.imag"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
-    "func.return"(%15, %16, %17, %18) : (tensor<3xf32>, tensor<3xcomplex<f32>>, tensor<3xf32>, tensor<3xf32>) -> ()
+    %19 = "stablehlo.constant"() {value = dense<0x7F800000> : tensor<f32>} : () -> tensor<f32>
+    %20 = "stablehlo.broadcast_in_dim"(%19) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<3xf32>
+    %21 = "stablehlo.compare"(%17, %17) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+    %22 = "stablehlo.abs"(%17) : (tensor<3xf32>) -> tensor<3xf32>
+    %23 = "stablehlo.compare"(%22, %20) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+    %24 = "stablehlo.compare"(%18, %18) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+    %25 = "stablehlo.abs"(%18) : (tensor<3xf32>) -> tensor<3xf32>
+    %26 = "stablehlo.compare"(%25, %20) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+    %27 = "stablehlo.or"(%21, %24) : (tensor<3xi1>, tensor<3xi1>) -> tensor<3xi1>
+    %28 = "stablehlo.and"(%23, %26) : (tensor<3xi1>, tensor<3xi1>) -> tensor<3xi1>
+    %29 = "stablehlo.and"(%27, %28) : (tensor<3xi1>, tensor<3xi1>) -> tensor<3xi1>
+    %30 = "stablehlo.add"(%17, %18) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %31 = "stablehlo.complex"(%30, %30) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xcomplex<f32>>
+    %32 = "stablehlo.select"(%29, %31, %16) : (tensor<3xi1>, tensor<3xcomplex<f32>>, tensor<3xcomplex<f32>>) -> tensor<3xcomplex<f32>>
+    %33 = "stablehlo.real"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+    %34 = "stablehlo.imag"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+    "func.return"(%15, %32, %33, %34) : (tensor<3xf32>, tensor<3xcomplex<f32>>, tensor<3xf32>, tensor<3xf32>) -> ()
   }
 }

@@ -36,6 +36,10 @@ static inline double cmlc_ew_sign_d(double a) {
 }
 #define CMLC_EW_SIGN(a) _Generic((a), float : cmlc_ew_sign_f, double : cmlc_ew_sign_d)(a)
 
+// |fn|(a) with a NaN quieted (a + a), as the SIMD rounding instructions and XLA return it: libm's
+// floor, ceil and rint may return a signaling NaN unchanged.
+#define CMLC_EW_QUIET(a, fn) (isnan(a) ? (a) + (a) : fn(a))
+
 // Logistic without overflow: for x < 0, e^x / (1 + e^x) keeps tiny results (e^-100) exact.
 static inline float cmlc_ew_logistic_f(float a) {
   if (a >= 0) return 1.0f / (1.0f + expf(-a));
@@ -60,9 +64,9 @@ static inline double cmlc_ew_logistic_d(double a) {
   CMLC_EW_UK(cmlc_ew_abs_##sfx, T, T, LOAD, STORE, CT, fabs(a))                        \
   CMLC_EW_UK(cmlc_ew_neg_##sfx, T, T, LOAD, STORE, CT, -a)                             \
   CMLC_EW_UK(cmlc_ew_sign_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_SIGN(a))               \
-  CMLC_EW_UK(cmlc_ew_ceil_##sfx, T, T, LOAD, STORE, CT, ceil(a))                       \
-  CMLC_EW_UK(cmlc_ew_floor_##sfx, T, T, LOAD, STORE, CT, floor(a))                     \
-  CMLC_EW_UK(cmlc_ew_round_##sfx, T, T, LOAD, STORE, CT, rint(a))                      \
+  CMLC_EW_UK(cmlc_ew_ceil_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_QUIET(a, ceil))        \
+  CMLC_EW_UK(cmlc_ew_floor_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_QUIET(a, floor))      \
+  CMLC_EW_UK(cmlc_ew_round_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_QUIET(a, rint))       \
   CMLC_EW_UK(cmlc_ew_sqrt_##sfx, T, T, LOAD, STORE, CT, sqrt(a))                       \
   CMLC_EW_UK(cmlc_ew_rsqrt_##sfx, T, T, LOAD, STORE, CT, 1 / sqrt(a))                  \
   CMLC_EW_UK(cmlc_ew_exp_##sfx, T, T, LOAD, STORE, CT, exp(a))                         \
@@ -113,34 +117,87 @@ CMLC_EW_UK(cmlc_ew_logical_not_bool, uint8_t, uint8_t, CMLC_EW_ID, CMLC_EW_BOOL,
 
 // exp(z) - 1 = expm1(x) cos(y) - 2 sin^2(y/2) + i exp(x) sin(y): no cancellation near 0.
 // A zero imaginary part stays exactly zero (XLA: expm1(inf + 0i) = inf + 0i, not inf * 0 = NaN).
+// An infinite real part takes exp(z) - 1 from cexp (Annex G's values: exp(-inf + inf i) is a
+// zero, so -1, where the sum form gave NaN from cos(inf)).
 static inline float _Complex cmlc_ew_cexpm1_f(float _Complex z) {
+  if (isinf(crealf(z))) {
+    const float _Complex e = cexpf(z);
+    return CMPLXF(crealf(e) - 1.0f, cimagf(e));
+  }
   const float x = crealf(z), y = cimagf(z), s = sinf(0.5f * y);
   return CMPLXF(expm1f(x) * cosf(y) - 2.0f * s * s, y == 0.0f ? y : expf(x) * sinf(y));
 }
 static inline double _Complex cmlc_ew_cexpm1_d(double _Complex z) {
+  if (isinf(creal(z))) {
+    const double _Complex e = cexp(z);
+    return CMPLX(creal(e) - 1.0, cimag(e));
+  }
   const double x = creal(z), y = cimag(z), s = sin(0.5 * y);
   return CMPLX(expm1(x) * cos(y) - 2.0 * s * s, y == 0.0 ? y : exp(x) * sin(y));
 }
-// log(1 + z): the real part is log|1+z| = log1p(2x + x^2 + y^2) / 2, accurate near 0.
+// log(1 + z). The real part log|1+z|: near 0 (|x|, |y| < 1/2) log1p(t) / 2 with
+// t = 2x + x^2 + y^2 summed with the products' and sums' rounding errors added back, so that t
+// keeps its digits where |1 + z| is near 1; elsewhere log(hypot(1 + x, y)), where 1 + x is exact
+// near z = -1 (the sum form cancelled there: a c64 log1p(-0.99994 - 2.2e-5 i) gave -inf). f32
+// values are computed in double. Past 1e4 (1e100) clog(1 + z), whose infinities and NaNs are
+// Annex G's.
+static inline double cmlc_ew_two_sum(double a, double b, double* err) {
+  const double s = a + b, bb = s - a;
+  *err = (a - (s - bb)) + (b - bb);
+  return s;
+}
+static inline double cmlc_ew_log1p_abs(double x, double y) {
+  if (fabs(x) < 0.5 && fabs(y) < 0.5) {
+    const double xx = x * x, yy = y * y, exx = fma(x, x, -xx), eyy = fma(y, y, -yy);
+    double e1, e2;
+    const double sq = cmlc_ew_two_sum(xx, yy, &e1);
+    const double t = cmlc_ew_two_sum(2.0 * x, sq, &e2);
+    return 0.5 * log1p(t + (e2 + (e1 + (exx + eyy))));
+  }
+  return log(hypot(1.0 + x, y));
+}
 static inline float _Complex cmlc_ew_clog1p_f(float _Complex z) {
   const float x = crealf(z), y = cimagf(z);
   if (fabsf(x) < 1e4f && fabsf(y) < 1e4f) {
-    return CMPLXF(0.5f * log1pf(x * (2.0f + x) + y * y), atan2f(y, 1.0f + x));
+    return CMPLXF((float)cmlc_ew_log1p_abs(x, y), atan2f(y, 1.0f + x));
   }
   return clogf(1.0f + z);
 }
 static inline double _Complex cmlc_ew_clog1p_d(double _Complex z) {
   const double x = creal(z), y = cimag(z);
   if (fabs(x) < 1e100 && fabs(y) < 1e100) {
-    return CMPLX(0.5 * log1p(x * (2.0 + x) + y * y), atan2(y, 1.0 + x));
+    return CMPLX(cmlc_ew_log1p_abs(x, y), atan2(y, 1.0 + x));
   }
   return clog(1.0 + z);
 }
 
+// Complex Sign, z / |z|; when |z| overflows with both parts finite (DBL_MAX + DBL_MAX i), z is
+// halved first (exactly), where z / inf gave 0.
+static inline float _Complex cmlc_ew_csign_f(float _Complex z) {
+  if (z == 0) return z;
+  const float r = cabsf(z), x = crealf(z), y = cimagf(z);
+  if (isinf(r) && isfinite(x) && isfinite(y)) {
+    const float h = hypotf(0.5f * x, 0.5f * y);
+    return CMPLXF(0.5f * x / h, 0.5f * y / h);
+  }
+  return CMPLXF(x / r, y / r);
+}
+static inline double _Complex cmlc_ew_csign_d(double _Complex z) {
+  if (z == 0) return z;
+  const double r = cabs(z), x = creal(z), y = cimag(z);
+  if (isinf(r) && isfinite(x) && isfinite(y)) {
+    const double h = hypot(0.5 * x, 0.5 * y);
+    return CMPLX(0.5 * x / h, 0.5 * y / h);
+  }
+  return CMPLX(x / r, y / r);
+}
+#define CMLC_EW_CSIGN(a) \
+  _Generic((a), float _Complex : cmlc_ew_csign_f, double _Complex : cmlc_ew_csign_d)(a)
+
 #define CMLC_EW_COMPLEX_UNARY(sfx, T, R, CT, LOAD, STORE, SUFFIX)                    \
   CMLC_EW_UK(cmlc_ew_abs_##sfx, T, R, LOAD, CMLC_EW_ID, CT, fabs(a))                 \
   CMLC_EW_UK(cmlc_ew_neg_##sfx, T, T, LOAD, STORE, CT, -a)                           \
-  CMLC_EW_UK(cmlc_ew_sign_##sfx, T, T, LOAD, STORE, CT, a == 0 ? a : a / fabs(a))    \
+  CMLC_EW_UK(cmlc_ew_sign_##sfx, T, T, LOAD, STORE, CT, CMLC_EW_CSIGN(a))            \
   CMLC_EW_UK(cmlc_ew_sqrt_##sfx, T, T, LOAD, STORE, CT, sqrt(a))                     \
   CMLC_EW_UK(cmlc_ew_rsqrt_##sfx, T, T, LOAD, STORE, CT, 1 / sqrt(a))                \
   CMLC_EW_UK(cmlc_ew_exp_##sfx, T, T, LOAD, STORE, CT, exp(a))                       \

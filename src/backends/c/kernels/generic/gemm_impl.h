@@ -518,7 +518,19 @@ static void CMLC_GEMM_N(gemv_row_task)(void* vctx, int64_t begin, int64_t end, i
         (const CMLC_GEMM_T*)p->a.data + p->a.batch_offsets[b] + p->a.row_offsets[0];
     const CMLC_GEMM_T* bm = (const CMLC_GEMM_T*)p->b.data + p->b.batch_offsets[b];
     CMLC_GEMM_T* out = p->c + b * p->n + j0;
-    if (c->b_acc.col_stride == 1) {
+    if (c->b_acc.col_stride == 1 && p->k > CMLC__GEMV_AXPY_KC && w <= 4096) {
+      // A long K in blocks of CMLC__GEMV_AXPY_KC rows, each summed by the kernel into |part|
+      // and added to the outputs in order: the kernel's chained sum over k loses digits with K
+      // (a [1, 1e6] x [1e6, 3] product was 1.5e-3 off), blocks bound the chains.
+      CMLC_GEMM_T part[4096];
+      const int64_t ka = c->a_acc.col_stride, kb = c->b_acc.row_stride;
+      c->kern.axpy(CMLC__GEMV_AXPY_KC, a, ka, bm + j0, kb, out, w);
+      for (int64_t k0 = CMLC__GEMV_AXPY_KC; k0 < p->k; k0 += CMLC__GEMV_AXPY_KC) {
+        const int64_t kc = CMLC_GEMM_N(gemm_min)(CMLC__GEMV_AXPY_KC, p->k - k0);
+        c->kern.axpy(kc, a + k0 * ka, ka, bm + k0 * kb + j0, kb, part, w);
+        for (int64_t j = 0; j < w; ++j) out[j] += part[j];
+      }
+    } else if (c->b_acc.col_stride == 1) {
       c->kern.axpy(p->k, a, c->a_acc.col_stride, bm + j0, c->b_acc.row_stride, out, w);
     } else {
       c->kern.dot(p->k, a, bm + j0 * c->b_acc.col_stride, c->b_acc.col_stride, out, 1, w);
@@ -604,14 +616,30 @@ static void CMLC_GEMM_N(gemv_half_task)(void* vctx, int64_t begin, int64_t end, 
     const bool local = p->m > 1 && cmlc_size_of(p->m * ldl, 1) <= c->sz.a_elems + c->sz.b_elems;
     float* dst = local ? CMLC_GEMM_N(gemm_thread_a)(c, thread_index) : out;
     const int64_t ldd = local ? ldl : p->n;
-    if (p->b.dtype == CML_DTYPE_F32) {
-      const float* bm = (const float*)p->b.data + p->b.batch_offsets[b];
-      c->kern.axpy_rows(p->m, p->k, a, c->a_acc.row_stride, c->a_acc.col_stride, bm + j0,
-                        c->b_acc.row_stride, dst, ldd, w);
-    } else {
-      const uint16_t* bm = (const uint16_t*)p->b.data + p->b.batch_offsets[b];
-      c->kern.axpy_h(p->m, p->k, a, p->a.dtype, c->a_acc.row_stride, c->a_acc.col_stride, bm + j0,
-                     p->b.dtype, c->b_acc.row_stride, dst, ldd, w);
+    // A long K in blocks of CMLC__GEMV_AXPY_KC rows, as the one-row task sums them (the same
+    // bits for a row): the first block into the outputs, each next one into |part| and added.
+    const int64_t kb = c->b_acc.row_stride, ka = c->a_acc.col_stride;
+    const size_t a_size = (size_t)cml_dtype_bits(p->a.dtype) / 8;
+    const bool blocked = p->k > CMLC__GEMV_AXPY_KC && p->m * ldl <= CMLC__GEMV_PART_MAX;
+    float part[CMLC__GEMV_PART_MAX];
+    for (int64_t k0 = 0; k0 < p->k; k0 += blocked ? CMLC__GEMV_AXPY_KC : p->k) {
+      const int64_t kc = blocked ? CMLC_GEMM_N(gemm_min)(CMLC__GEMV_AXPY_KC, p->k - k0) : p->k;
+      const void* ak = (const char*)a + (size_t)(k0 * ka) * a_size;
+      float* to = k0 == 0 ? dst : part;
+      const int64_t ldt = k0 == 0 ? ldd : ldl;
+      if (p->b.dtype == CML_DTYPE_F32) {
+        const float* bm = (const float*)p->b.data + p->b.batch_offsets[b] + k0 * kb;
+        c->kern.axpy_rows(p->m, kc, (const float*)ak, c->a_acc.row_stride, ka, bm + j0, kb, to, ldt,
+                          w);
+      } else {
+        const uint16_t* bm = (const uint16_t*)p->b.data + p->b.batch_offsets[b] + k0 * kb;
+        c->kern.axpy_h(p->m, kc, ak, p->a.dtype, c->a_acc.row_stride, ka, bm + j0, p->b.dtype, kb,
+                       to, ldt, w);
+      }
+      if (k0 > 0) {
+        for (int64_t i = 0; i < p->m; ++i)
+          for (int64_t j = 0; j < w; ++j) dst[i * ldd + j] += part[i * ldl + j];
+      }
     }
     if (local) {
       for (int64_t i = 0; i < p->m; ++i)

@@ -223,6 +223,11 @@ typedef void (*cmlc__gemv_dot_fn)(int64_t k, const float* x, const float* y, int
 // 2.32 / 3.41, 8 2.94 / 3.31, 12 4.26 / 3.65; a cached [768, 768]^T weight: M = 2 0.023 / 0.114
 // ms, 4 0.040 / 0.059, 6 0.057 / 0.059, 8 0.078 / 0.060.
 #define CMLC__GEMM_DOT_ROWS_M 6
+// The axpy GEMV forms (one row, a few rows over a half or large f32 B) sum K in blocks of this
+// many rows (gemm_impl.h): the kernels' chained sums over k lose digits with K. The blocks' sums
+// of several rows go through a buffer of at most CMLC__GEMV_PART_MAX floats on the stack.
+#define CMLC__GEMV_AXPY_KC 2048
+#define CMLC__GEMV_PART_MAX 8704
 // Weight rows of |row_bytes| per block of about 256 KiB, which the GEMV dot forms with several
 // rows of x run each row through in turn (the block comes from memory once and from L2 for the
 // other rows); all |n| when the stride is 0 (one weight row).

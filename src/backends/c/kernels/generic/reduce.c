@@ -324,13 +324,28 @@ static void cmlc_rd_pick_f64_produced(cml_op_t op, cmlc_task_fn* rows, cmlc_task
   }
 }
 
-// Complex products use the same multiply as the elementwise Mul (XLA's, not C99 Annex G's).
+// Complex products use the same multiply as the elementwise Mul (XLA's, not C99 Annex G's),
+// except that the identity (1 + 0i) times a value with an infinite or NaN part is that value:
+// the lanes and partials of the tree start at the identity, and the textbook product's
+// inf * 0 turned a product that had overflowed to (-inf + inf i) into NaN + NaN i when a lane
+// of 1 met it (Mul of the same two values gives (-inf + inf i)). Finite values keep Mul's bits.
+#define CMLC_RD_CPROD(name, CT, CMUL, RE, IM)                                      \
+  static inline CT name(CT x, CT y) {                                              \
+    const bool x_one = RE(x) == 1 && IM(x) == 0, y_one = RE(y) == 1 && IM(y) == 0; \
+    if (y_one && !(isfinite(RE(x)) && isfinite(IM(x)))) return x;                  \
+    if (x_one && !(isfinite(RE(y)) && isfinite(IM(y)))) return y;                  \
+    return CMUL(x, y);                                                             \
+  }
+CMLC_RD_CPROD(cmlc_rd_cprod_f, float _Complex, cmlc_ew_cmul_f, crealf, cimagf)
+CMLC_RD_CPROD(cmlc_rd_cprod_d, double _Complex, cmlc_ew_cmul_d, creal, cimag)
+#undef CMLC_RD_CPROD
 #define CMLC_RD_COMPLEX(sfx, T, CT, LOAD, STORE, CMUL)                   \
   CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, CT, LOAD, STORE, (CT)0, CMLC_RD_ADD) \
   CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, CT, LOAD, STORE, (CT)1, CMUL)
-CMLC_RD_COMPLEX(c64, cml_c64_t, float _Complex, cmlc_ew_load_c64, cmlc_ew_store_c64, cmlc_ew_cmul_f)
+CMLC_RD_COMPLEX(c64, cml_c64_t, float _Complex, cmlc_ew_load_c64, cmlc_ew_store_c64,
+                cmlc_rd_cprod_f)
 CMLC_RD_COMPLEX(c128, cml_c128_t, double _Complex, cmlc_ew_load_c128, cmlc_ew_store_c128,
-                cmlc_ew_cmul_d)
+                cmlc_rd_cprod_d)
 
 // Integers: W is the wrapping accumulator (>= 32 bits so no promotion to signed int).
 #define CMLC_RD_INT(sfx, T, W, TMIN, TMAX)                                                       \

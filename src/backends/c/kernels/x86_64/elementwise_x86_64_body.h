@@ -255,7 +255,7 @@ CMLC_EW_CONVERSIONS(CMLC_EW_CVT_DEFINE)
 
 #include "backends/c/kernels/x86_64/elementwise_x86_64_fused.h"
 
-//===--- reductions: 32 virtual lanes, pairwise halves above 8192 elements ---===//
+//===--- reductions: 32 virtual lanes, pairwise halves above 2048 elements ---===//
 
 // (The split rule is the produced reductions' too: kernels/generic/reduce_internal.h.)
 enum { CMLC_EW_RD_LANES = CMLC__RD_SIMD_LANES, CMLC_EW_RD_SPLIT = CMLC__RD_SIMD_SPLIT };
