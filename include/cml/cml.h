@@ -5,7 +5,7 @@
 // the portable API (cml/graph.h), pick a backend (cml/backend.h: the pure C backend "c", or
 // "xla" driving PJRT plugins), compile, and execute on buffers that live on numbered devices.
 //
-// Example (add two vectors on the default backend):
+// Example (add two vectors on the default backend; C, not C++: the array literal is C99's):
 //
 //   #include <cml/cml.h>
 //   cml_backend_t* be = NULL;
@@ -14,7 +14,9 @@
 //   if (st == CML_OK) st = cml_builder_create(be, "add", &b);
 //   cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){3});
 //   cml_function_t* f = cml_builder_main(b);
-//   cml_value_t sum = cml_op_add(f, cml_parameter(f, "x", &s), cml_parameter(f, "y", &s));
+//   cml_value_t x = cml_parameter(f, "x", &s);  // parameter 0: one statement each, as C
+//   cml_value_t y = cml_parameter(f, "y", &s);  // leaves the order of arguments unspecified
+//   cml_value_t sum = cml_op_add(f, x, y);
 //   if (st == CML_OK) st = cml_function_return(f, &sum, 1);
 //   cml_executable_t* exe = NULL;
 //   if (st == CML_OK) st = cml_builder_compile(b, &exe);

@@ -289,6 +289,9 @@ CML_API bool cml_builder_value_shape(const cml_builder_t* builder, cml_value_t v
 #include "cml/ops.def"
 
 // The same builders by op: |op| must be of the matching kind (INVALID_ARGUMENT otherwise).
+// Reductions of Float16 / BFloat16 sum in Float32 and round once to the output dtype on c and
+// xla:cpu (a mean of a half tensor can still overflow: divide before summing, or convert); the
+// order of a float sum is the backend's (c: docs/elementwise.md, docs/determinism.md).
 CML_API cml_value_t cml_op_unary(cml_function_t* f, cml_op_t op, cml_value_t x);
 CML_API cml_value_t cml_op_binary(cml_function_t* f, cml_op_t op, cml_value_t lhs, cml_value_t rhs);
 CML_API cml_value_t cml_op_reduce(cml_function_t* f, cml_op_t op, cml_value_t x,
@@ -481,8 +484,10 @@ typedef struct cml_dot_config_t {
   int64_t rhs_contracting_axes[CML_MAX_RANK];
   int32_t rhs_batch_count;
   int64_t rhs_batch_axes[CML_MAX_RANK];
-  cml_dtype_t accumulator_dtype;  // CML_DTYPE_INVALID: the input dtype
-  cml_dtype_t output_dtype;       // CML_DTYPE_INVALID: the accumulator dtype
+  // CML_DTYPE_INVALID: the input dtype. A Float16 / BFloat16 accumulator is computed in Float32
+  // and rounded once at the end on c and xla:cpu (docs/gemm.md); integer accumulators wrap.
+  cml_dtype_t accumulator_dtype;
+  cml_dtype_t output_dtype;  // CML_DTYPE_INVALID: the accumulator dtype
 } cml_dot_config_t;
 CML_API cml_value_t cml_op_dot_general(cml_function_t* f, cml_value_t lhs, cml_value_t rhs,
                                        const cml_dot_config_t* config);

@@ -186,12 +186,51 @@ void CheckCxxBackend() {
               "unknown option \"question\"", "unknown option");
 }
 
+// The op list read as ops.def's header says: KIND and GROUP pasted onto the public enums, the
+// TRAITS names defined by the includer; the same values as the run-time accessors.
+struct OpRow {
+  const char* name;
+  cml_op_kind_t kind;
+  cml_op_group_t group;
+  uint32_t traits;
+};
+#define PURE CML_OP_TRAIT_PURE
+#define FOLD CML_OP_TRAIT_FOLDABLE
+#define MULTI CML_OP_TRAIT_MULTI_OUTPUT
+#define CALLEE CML_OP_TRAIT_ONE_CALLEE
+#define CALLEE2 CML_OP_TRAIT_TWO_CALLEES
+#define ALIAS CML_OP_TRAIT_MAY_ALIAS_INPUT
+const OpRow kOpRows[] = {
+#define CML_OP(ENUM, NAME, lower, KIND, GROUP, TRAITS, DTYPES, OUT) \
+  {NAME, CML_OPK_##KIND, CML_OPG_##GROUP, static_cast<uint32_t>(TRAITS)},
+#include <cml/ops.def>
+};
+#undef PURE
+#undef FOLD
+#undef MULTI
+#undef CALLEE
+#undef CALLEE2
+#undef ALIAS
+
+void CheckOpsDef() {
+  Check(sizeof kOpRows / sizeof kOpRows[0] == CML_OP_COUNT, "ops.def has CML_OP_COUNT rows");
+  for (int i = 0; i < CML_OP_COUNT; ++i) {
+    const cml_op_t op = static_cast<cml_op_t>(i);
+    const std::string what = std::string("ops.def row ") + kOpRows[i].name;
+    Check(std::strcmp(kOpRows[i].name, cml_op_name(op)) == 0, what + ": name");
+    Check(kOpRows[i].kind == cml_op_kind(op), what + ": kind");
+    Check(kOpRows[i].group == cml_op_group(op), what + ": group");
+    Check(kOpRows[i].traits == cml_op_traits(op), what + ": traits");
+  }
+}
+
 }  // namespace
 
 int main() {
   CheckLayout();
   CheckGraph();
   CheckCxxBackend();
+  CheckOpsDef();
   if (failures) {
     std::fprintf(stderr, "cxx_api_test: %d failure(s)\n", failures);
     return 1;
