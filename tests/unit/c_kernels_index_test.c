@@ -147,10 +147,11 @@ static int kt_contains(const int64_t* list, int32_t n, int64_t v) {
   return 0;
 }
 
-// Per-output-element gather straight from XLA's definition.
-static int32_t kt_ref_gather(const cml_shape_t* xs, const int32_t* x, const cml_shape_t* is,
-                             const int32_t* idx, const cml_shape_t* os, const cml_gather_dims_t* g,
-                             const int64_t* out_index) {
+// The operand element (row-major flat index) that output element |out_index| of a gather reads,
+// from XLA's definition; indices I32 or I64.
+static int64_t kt_ref_gather_at(const cml_shape_t* xs, const cml_shape_t* is, const void* idx,
+                                const cml_shape_t* os, const cml_gather_dims_t* g,
+                                const int64_t* out_index) {
   int64_t batch[CML_MAX_RANK] = {0};
   int32_t nb = 0;
   for (int32_t d = 0; d < os->rank; ++d)
@@ -158,12 +159,14 @@ static int32_t kt_ref_gather(const cml_shape_t* xs, const int32_t* x, const cml_
       batch[nb++] = out_index[d];
   int64_t in_index[CML_MAX_RANK] = {0};
   for (int32_t k = 0; k < g->start_index_map_count; ++k) {
-    int64_t pos[CML_MAX_RANK];
+    int64_t pos[CML_MAX_RANK + 1];
     int32_t b = 0;
     for (int32_t d = 0; d < is->rank; ++d) pos[d] = d == g->index_vector_axis ? k : batch[b++];
     int64_t flat = 0;
     for (int32_t d = 0; d < is->rank; ++d) flat = flat * is->dims[d] + pos[d];
-    int64_t a = g->start_index_map[k], v = idx[flat], hi = xs->dims[a] - g->slice_sizes[a];
+    int64_t a = g->start_index_map[k], hi = xs->dims[a] - g->slice_sizes[a];
+    int64_t v =
+        is->dtype == CML_DTYPE_I32 ? ((const int32_t*)idx)[flat] : ((const int64_t*)idx)[flat];
     in_index[a] = v < 0 ? 0 : (v > hi ? hi : v);
   }
   int32_t o = 0;
@@ -173,7 +176,14 @@ static int32_t kt_ref_gather(const cml_shape_t* xs, const int32_t* x, const cml_
   }
   int64_t flat = 0;
   for (int32_t d = 0; d < xs->rank; ++d) flat = flat * xs->dims[d] + in_index[d];
-  return x[flat];
+  return flat;
+}
+
+// Per-output-element gather straight from XLA's definition (I32 operand).
+static int32_t kt_ref_gather(const cml_shape_t* xs, const int32_t* x, const cml_shape_t* is,
+                             const int32_t* idx, const cml_shape_t* os, const cml_gather_dims_t* g,
+                             const int64_t* out_index) {
+  return x[kt_ref_gather_at(xs, is, idx, os, g, out_index)];
 }
 
 TEST(gather_matches_reference) {
@@ -226,38 +236,6 @@ TEST(gather_matches_reference) {
     }
   }
   cmlc_pool_destroy(pool);
-}
-
-// The operand element (row-major flat index) that output element |out_index| of a gather reads,
-// from XLA's definition; indices I32 or I64.
-static int64_t kt_ref_gather_at(const cml_shape_t* xs, const cml_shape_t* is, const void* idx,
-                                const cml_shape_t* os, const cml_gather_dims_t* g,
-                                const int64_t* out_index) {
-  int64_t batch[CML_MAX_RANK] = {0};
-  int32_t nb = 0;
-  for (int32_t d = 0; d < os->rank; ++d)
-    if (!kt_contains(g->offset_output_axes, g->offset_output_axis_count, d))
-      batch[nb++] = out_index[d];
-  int64_t in_index[CML_MAX_RANK] = {0};
-  for (int32_t k = 0; k < g->start_index_map_count; ++k) {
-    int64_t pos[CML_MAX_RANK + 1];
-    int32_t b = 0;
-    for (int32_t d = 0; d < is->rank; ++d) pos[d] = d == g->index_vector_axis ? k : batch[b++];
-    int64_t flat = 0;
-    for (int32_t d = 0; d < is->rank; ++d) flat = flat * is->dims[d] + pos[d];
-    int64_t a = g->start_index_map[k], hi = xs->dims[a] - g->slice_sizes[a];
-    int64_t v =
-        is->dtype == CML_DTYPE_I32 ? ((const int32_t*)idx)[flat] : ((const int64_t*)idx)[flat];
-    in_index[a] = v < 0 ? 0 : (v > hi ? hi : v);
-  }
-  int32_t o = 0;
-  for (int32_t d = 0; d < xs->rank; ++d) {
-    if (kt_contains(g->collapsed_slice_axes, g->collapsed_slice_axis_count, d)) continue;
-    in_index[d] += out_index[g->offset_output_axes[o++]];
-  }
-  int64_t flat = 0;
-  for (int32_t d = 0; d < xs->rank; ++d) flat = flat * xs->dims[d] + in_index[d];
-  return flat;
 }
 
 // Gathers of small contiguous windows (the kernel's blocked path: single elements and short
