@@ -25,6 +25,7 @@
 #ifndef CMPLX
 #define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
 #endif
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -401,6 +402,39 @@ static void case_complex_nan_parts(bt_t* t) {
     }
   }
   if (!ran) bt_unsupported(t, "no complex dtype with Log, Log1p, Sqrt or Sign");
+}
+
+// Complex Sign of a value whose |z| overflows while both parts are finite is z / |z| all the
+// same (1/sqrt(2) in each part; 0 on both backends once), and the real part of Expm1 with a real
+// part of -inf is -1 (exp(z) is 0 there; NaN once).
+static void case_complex_sign_expm1_edges(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_SIGN) || !bt_require_op(t, CML_OP_EXPM1) ||
+      !bt_require_op(t, CML_OP_REAL))
+    return;
+  static const cml_dtype_t cdts[] = {CML_DTYPE_C64, CML_DTYPE_C128};
+  int ran = 0;
+  for (size_t k = 0; k < 2; ++k) {
+    const cml_dtype_t dt = cdts[k];
+    if (!cu_has(t, dt)) continue;
+    ++ran;
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    const double big = dt == CML_DTYPE_C64 ? (double)FLT_MAX : DBL_MAX;
+    const int64_t n1 = 1, n2 = 2;
+    bt_tensor_t x = bt_tensor_c(t, dt, 1, &n1, (double[]){big, big});
+    bt_tensor_t z = bt_tensor_c(t, dt, 1, &n2, (double[]){-INFINITY, INFINITY, -INFINITY, NAN});
+    cml_value_t outs[2] = {
+        cml_op_unary(f, CML_OP_SIGN, bt_param(t, f, &x)),
+        cml_op_unary(f, CML_OP_REAL, cml_op_unary(f, CML_OP_EXPM1, bt_param(t, f, &z)))};
+    bt_tensor_t out[2];
+    if (!bt_exec(t, outs, 2, out)) return;
+    bt_tensor_t w =
+        bt_tensor_c(t, dt, 1, &n1, (double[]){0.70710678118654752440, 0.70710678118654752440});
+    bt_expect_ulps(t, "Sign", &out[0], &w, 2);
+    bt_expect_f64(t, "Real(Expm1)", &out[1], cml_dtype_real_part(dt), 1, &n2, (double[]){-1, -1},
+                  0);
+  }
+  if (!ran) bt_unsupported(t, "the backend has no complex dtype");
 }
 
 //===--- integer unary ops ---===//
@@ -787,6 +821,7 @@ const bt_case_t bt_cases_elementwise_unary[] = {
     {"complex_unary", CML_OP_CONJ, case_complex_unary},
     {"complex_abs_edges", CML_OP_ABS, case_complex_abs_edges},
     {"complex_nan_parts", CML_OP_LOG, case_complex_nan_parts},
+    {"complex_sign_expm1_edges", CML_OP_SIGN, case_complex_sign_expm1_edges},
     {"abs_int", CML_OP_ABS, case_int_abs},
     {"neg_int", CML_OP_NEG, case_int_neg},
     {"sign_int", CML_OP_SIGN, case_int_sign},

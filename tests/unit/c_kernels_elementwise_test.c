@@ -761,6 +761,8 @@ TEST(complex_log1p_near_minus_one_and_unit_circle) {
       {-0x1.fff7b2p-1, -0x1.71fce4p-14, -9.127760749418615, -0.9479156625296236},
       {-0.1, 0x1.be59eba3a165ap-2, -1.556678237759826e-17, 0.4510268117962624},
       {-0.1, 0.4358898943540674, 8.629967468067369e-18, 0.4510268117962625},
+      // The same circle far from 0 (an outside follow-up: the real part came out 0).
+      {-0.9013547622244159, -0.9951226643304827, 2.1361910640040766e-17, -1.4719904001699098},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     cml_c128_t z = {cases[i].re, cases[i].im}, r;

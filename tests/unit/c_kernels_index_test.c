@@ -795,7 +795,7 @@ TEST(scatter_sum_several_coordinates_and_short_half_rows) {
             if (!f.avx2_fma || !f.f16c) continue;
             k.options.isa = f.avx512 ? CMLC_ISA_AVX512 : CMLC_ISA_AVX2;
           }
-          memset(got, 0x5a, (size_t)nx * 4);
+          memset(got, 0x5a, (size_t)cml_shape_byte_size(&ins[0]));
           ASSERT_STATUS_OK(kt_run(&k, NULL, in, got));
           if (memcmp(got, want, (size_t)cml_shape_byte_size(&ins[0])) != 0) {
             TEST_FAIL_("kind %d %s, %s indices, %s: differs from the per-update loop", kind,

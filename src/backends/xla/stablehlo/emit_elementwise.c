@@ -296,6 +296,51 @@ static cml__shlo_val_t cml_shlo_complex_nan_guard(cml__shlo_ctx_t* c, const cml_
   return cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, out);
 }
 
+// Complex Sign and Expm1 where XLA's expansions miss (c computes these): Sign of a value whose
+// |z| overflows with both parts finite (DBL_MAX + DBL_MAX i gave 0) is the Sign of z / 2, exact
+// there; Expm1 of a value with real part -inf (NaN + NaN i for -inf + inf i) is -1.
+static cml__shlo_val_t cml_shlo_complex_edges(cml__shlo_ctx_t* c, cml_op_t op,
+                                              const cml__shlo_val_t* x, const cml__shlo_val_t* r,
+                                              const cml_shape_t* out) {
+  cml_shape_t part = cml_shlo_retype(out, cml_dtype_real_part(out->dtype));
+  cml_shape_t bs = cml_shlo_retype(out, CML_DTYPE_BOOL);
+  cml__shlo_val_t re = cml__shlo_op(c, "stablehlo.real", x, 1, NULL, &part);
+  cml__shlo_val_t zero = cml__shlo_const_fill(c, part.dtype, CML__SHLO_ZERO, &part);
+  if (op == CML_OP_EXPM1) {
+    cml__shlo_val_t ninf = cml__shlo_const_fill(c, part.dtype, CML__SHLO_LOWEST, &part);
+    cml__shlo_val_t at = cml__shlo_compare(c, "EQ", &re, &ninf, false);
+    cml__shlo_val_t one = cml__shlo_const_fill(c, part.dtype, CML__SHLO_ONE, &part);
+    cml__shlo_val_t pair[2] = {cml__shlo_op(c, "stablehlo.negate", &one, 1, NULL, &part), zero};
+    cml__shlo_val_t minus_one = cml__shlo_op(c, "stablehlo.complex", pair, 2, NULL, out);
+    cml__shlo_val_t sel[3] = {at, minus_one, *r};
+    return cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, out);
+  }
+  // Sign: |z| infinite while both parts are finite.
+  cml__shlo_val_t im = cml__shlo_op(c, "stablehlo.imag", x, 1, NULL, &part);
+  cml__shlo_val_t inf = cml__shlo_const_fill(c, part.dtype, CML__SHLO_HIGHEST, &part);
+  cml__shlo_val_t mag = cml_shlo_complex_abs(c, x, &part);
+  cml__shlo_val_t finite[3];
+  cml__shlo_val_t parts[2] = {re, im};
+  for (int k = 0; k < 2; ++k) {
+    cml__shlo_val_t a = cml__shlo_op(c, "stablehlo.abs", &parts[k], 1, NULL, &part);
+    finite[k] = cml__shlo_compare(c, "NE", &a, &inf, false);
+  }
+  finite[2] = cml__shlo_compare(c, "EQ", &mag, &inf, false);
+  cml__shlo_val_t both = cml__shlo_op(c, "stablehlo.and", finite, 2, NULL, &bs);
+  cml__shlo_val_t big_in[2] = {both, finite[2]};
+  cml__shlo_val_t big = cml__shlo_op(c, "stablehlo.and", big_in, 2, NULL, &bs);
+  cml__shlo_val_t half_re = cml__shlo_const_fill(c, part.dtype, CML__SHLO_ONE, &part);
+  cml__shlo_val_t two =
+      cml__shlo_op(c, "stablehlo.add", (cml__shlo_val_t[]){half_re, half_re}, 2, NULL, &part);
+  cml__shlo_val_t halves[2] = {
+      cml__shlo_op(c, "stablehlo.divide", (cml__shlo_val_t[]){re, two}, 2, NULL, &part),
+      cml__shlo_op(c, "stablehlo.divide", (cml__shlo_val_t[]){im, two}, 2, NULL, &part)};
+  cml__shlo_val_t z2 = cml__shlo_op(c, "stablehlo.complex", halves, 2, NULL, out);
+  cml__shlo_val_t s2 = cml__shlo_op(c, "stablehlo.sign", &z2, 1, NULL, out);
+  cml__shlo_val_t sel[3] = {big, s2, *r};
+  return cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, out);
+}
+
 static cml__shlo_val_t cml_shlo_reshape(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
                                         const cml_shape_t* to) {
   if (cml_shape_dims_equal(&v->shape, to)) return *v;
@@ -463,6 +508,9 @@ static cml_status_t cml_shlo_elementwise(cml__shlo_ctx_t* c, const cml_ir_node_t
         if (complex && (n->op == CML_OP_LOG || n->op == CML_OP_LOG1P || n->op == CML_OP_SQRT ||
                         n->op == CML_OP_RSQRT || n->op == CML_OP_SIGN)) {
           r = cml_shlo_complex_nan_guard(c, &x, &r, out);
+        }
+        if (complex && (n->op == CML_OP_SIGN || n->op == CML_OP_EXPM1)) {
+          r = cml_shlo_complex_edges(c, n->op, &x, &r, out);
         }
         break;
       }

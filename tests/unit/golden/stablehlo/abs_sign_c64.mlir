@@ -34,7 +34,44 @@ module @abs_sign_c64 attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replica
     %31 = "stablehlo.complex"(%30, %30) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xcomplex<f32>>
     %32 = "stablehlo.select"(%29, %31, %16) : (tensor<3xi1>, tensor<3xcomplex<f32>>, tensor<3xcomplex<f32>>) -> tensor<3xcomplex<f32>>
     %33 = "stablehlo.real"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
-    %34 = "stablehlo.imag"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
-    "func.return"(%15, %32, %33, %34) : (tensor<3xf32>, tensor<3xcomplex<f32>>, tensor<3xf32>, tensor<3xf32>) -> ()
+    %34 = "stablehlo.constant"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+    %35 = "stablehlo.broadcast_in_dim"(%34) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<3xf32>
+    %36 = "stablehlo.imag"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+    %37 = "stablehlo.constant"() {value = dense<0x7F800000> : tensor<f32>} : () -> tensor<f32>
+    %38 = "stablehlo.broadcast_in_dim"(%37) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<3xf32>
+    %39 = "stablehlo.abs"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+    %40 = "stablehlo.real"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+    %41 = "stablehlo.imag"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+    %42 = "stablehlo.constant"() {value = dense<0x7F800000> : tensor<f32>} : () -> tensor<f32>
+    %43 = "stablehlo.broadcast_in_dim"(%42) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<3xf32>
+    %44 = "stablehlo.compare"(%40, %40) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+    %45 = "stablehlo.abs"(%40) : (tensor<3xf32>) -> tensor<3xf32>
+    %46 = "stablehlo.compare"(%45, %43) {comparison_direction = #stablehlo<comparison_direction EQ>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+    %47 = "stablehlo.compare"(%41, %41) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+    %48 = "stablehlo.abs"(%41) : (tensor<3xf32>) -> tensor<3xf32>
+    %49 = "stablehlo.compare"(%48, %43) {comparison_direction = #stablehlo<comparison_direction EQ>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+    %50 = "stablehlo.or"(%44, %47) : (tensor<3xi1>, tensor<3xi1>) -> tensor<3xi1>
+    %51 = "stablehlo.or"(%46, %49) : (tensor<3xi1>, tensor<3xi1>) -> tensor<3xi1>
+    %52 = "stablehlo.add"(%40, %41) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %53 = "stablehlo.select"(%50, %52, %39) : (tensor<3xi1>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %54 = "stablehlo.select"(%51, %43, %53) : (tensor<3xi1>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %55 = "stablehlo.abs"(%33) : (tensor<3xf32>) -> tensor<3xf32>
+    %56 = "stablehlo.compare"(%55, %38) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+    %57 = "stablehlo.abs"(%36) : (tensor<3xf32>) -> tensor<3xf32>
+    %58 = "stablehlo.compare"(%57, %38) {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+    %59 = "stablehlo.compare"(%54, %38) {comparison_direction = #stablehlo<comparison_direction EQ>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+    %60 = "stablehlo.and"(%56, %58) : (tensor<3xi1>, tensor<3xi1>) -> tensor<3xi1>
+    %61 = "stablehlo.and"(%60, %59) : (tensor<3xi1>, tensor<3xi1>) -> tensor<3xi1>
+    %62 = "stablehlo.constant"() {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+    %63 = "stablehlo.broadcast_in_dim"(%62) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<3xf32>
+    %64 = "stablehlo.add"(%63, %63) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %65 = "stablehlo.divide"(%33, %64) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %66 = "stablehlo.divide"(%36, %64) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %67 = "stablehlo.complex"(%65, %66) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xcomplex<f32>>
+    %68 = "stablehlo.sign"(%67) : (tensor<3xcomplex<f32>>) -> tensor<3xcomplex<f32>>
+    %69 = "stablehlo.select"(%61, %68, %32) : (tensor<3xi1>, tensor<3xcomplex<f32>>, tensor<3xcomplex<f32>>) -> tensor<3xcomplex<f32>>
+    %70 = "stablehlo.real"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+    %71 = "stablehlo.imag"(%arg0) : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+    "func.return"(%15, %69, %70, %71) : (tensor<3xf32>, tensor<3xcomplex<f32>>, tensor<3xf32>, tensor<3xf32>) -> ()
   }
 }

@@ -135,26 +135,25 @@ static inline double _Complex cmlc_ew_cexpm1_d(double _Complex z) {
   const double x = creal(z), y = cimag(z), s = sin(0.5 * y);
   return CMPLX(expm1(x) * cos(y) - 2.0 * s * s, y == 0.0 ? y : exp(x) * sin(y));
 }
-// log(1 + z). The real part log|1+z|: near 0 (|x|, |y| < 1/2) log1p(t) / 2 with
-// t = 2x + x^2 + y^2 summed with the products' and sums' rounding errors added back, so that t
-// keeps its digits where |1 + z| is near 1; elsewhere log(hypot(1 + x, y)), where 1 + x is exact
-// near z = -1 (the sum form cancelled there: a c64 log1p(-0.99994 - 2.2e-5 i) gave -inf). f32
-// values are computed in double. Past 1e4 (1e100) clog(1 + z), whose infinities and NaNs are
-// Annex G's.
+// log(1 + z). The real part log|1+z| is log1p(t) / 2 with t = 2x + x^2 + y^2 summed with the
+// products' and sums' rounding errors added back, so that t keeps its digits where |1 + z| is
+// near 1 (the circle through 0 and -2); where |1 + z| is small (z near -1, t near -1, which the
+// sum form cancelled: a c64 log1p(-0.99994 - 2.2e-5 i) gave -inf) it is log(hypot(1 + x, y)),
+// whose 1 + x is exact there. f32 values are computed in double. Past 1e4 (1e100) clog(1 + z),
+// whose infinities and NaNs are Annex G's.
 static inline double cmlc_ew_two_sum(double a, double b, double* err) {
   const double s = a + b, bb = s - a;
   *err = (a - (s - bb)) + (b - bb);
   return s;
 }
 static inline double cmlc_ew_log1p_abs(double x, double y) {
-  if (fabs(x) < 0.5 && fabs(y) < 0.5) {
-    const double xx = x * x, yy = y * y, exx = fma(x, x, -xx), eyy = fma(y, y, -yy);
-    double e1, e2;
-    const double sq = cmlc_ew_two_sum(xx, yy, &e1);
-    const double t = cmlc_ew_two_sum(2.0 * x, sq, &e2);
-    return 0.5 * log1p(t + (e2 + (e1 + (exx + eyy))));
-  }
-  return log(hypot(1.0 + x, y));
+  const double u = 1.0 + x;
+  if (u * u + y * y < 0.5) return log(hypot(u, y));
+  const double xx = x * x, yy = y * y, exx = fma(x, x, -xx), eyy = fma(y, y, -yy);
+  double e1, e2;
+  const double sq = cmlc_ew_two_sum(xx, yy, &e1);
+  const double t = cmlc_ew_two_sum(2.0 * x, sq, &e2);
+  return 0.5 * log1p(t + (e2 + (e1 + (exx + eyy))));
 }
 static inline float _Complex cmlc_ew_clog1p_f(float _Complex z) {
   const float x = crealf(z), y = cimagf(z);
