@@ -19,12 +19,10 @@ _Noreturn void cml__abort(const char* fmt, ...) CML_PRINTF(1, 2);
 long cml__process_id(void);
 
 // pthread_create with the asynchronous signals blocked in the new thread (process.c): every
-// thread cml starts goes through it. (wasm32-wasi: none.)
-#if !defined(__wasi__)
+// thread cml starts goes through it. wasm32-wasi has no threads: ENOTSUP.
 #include <pthread.h>
 int cml__thread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*),
                        void* arg);
-#endif
 
 // snprintf, vsnprintf and strtod in the "C" locale (a '.' decimal point), whatever locale the
 // process has set: for every number cml writes for a machine (StableHLO, config strings) or reads

@@ -5,7 +5,18 @@
 
 #if defined(__wasi__)
 
-long cml__process_id(void) { return 0; }  // no processes, no fork, no threads
+long cml__process_id(void) { return 0; }  // no processes, no fork
+
+#include <errno.h>
+
+int cml__thread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*),
+                       void* arg) {
+  (void)thread;
+  (void)attr;
+  (void)fn;
+  (void)arg;
+  return ENOTSUP;  // no threads
+}
 
 #else
 
