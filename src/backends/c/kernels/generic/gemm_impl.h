@@ -622,7 +622,9 @@ static void CMLC_GEMM_N(gemv_half_task)(void* vctx, int64_t begin, int64_t end, 
     const size_t a_size = (size_t)cml_dtype_bits(p->a.dtype) / 8;
     const bool blocked = p->k > CMLC__GEMV_AXPY_KC && p->m * ldl <= CMLC__GEMV_PART_MAX;
     float part[CMLC__GEMV_PART_MAX];
-    for (int64_t k0 = 0; k0 < p->k; k0 += blocked ? CMLC__GEMV_AXPY_KC : p->k) {
+    // (K = 0: one call with kc = 0, which writes the zeros.)
+    const int64_t step = blocked ? CMLC__GEMV_AXPY_KC : (p->k > 0 ? p->k : 1);
+    for (int64_t k0 = 0; k0 == 0 || k0 < p->k; k0 += step) {
       const int64_t kc = blocked ? CMLC_GEMM_N(gemm_min)(CMLC__GEMV_AXPY_KC, p->k - k0) : p->k;
       const void* ak = (const char*)a + (size_t)(k0 * ka) * a_size;
       float* to = k0 == 0 ? dst : part;
