@@ -412,6 +412,39 @@ static void case_kernel_larger_than_input_f32(bt_t* t) {
   conv_run(t, "kernel larger", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
 }
 
+// An axis whose input dilation equals the kernel's size k, with a stride of k - 1 and no
+// padding (a transposed convolution's shape), next to an axis where the kernel is larger than
+// the input: XLA's operand swapper took the first axis for a folded feature group and ended
+// the process (docs/xla.md, "Modules that make XLA abort").
+static void case_input_dilation_equal_to_kernel_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 2,
+                      .n = 2,
+                      .c = 2,
+                      .o = 3,
+                      .in = {5, 2},
+                      .k = {2, 3},
+                      .pad_lo = {0, 1},
+                      .pad_hi = {0, 1},
+                      .idil = {2, 1}};
+  conv_run(t, "input dilation 2 = kernel 2, stride 1", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL,
+           NULL, NULL);
+}
+
+static void case_input_dilation_equal_to_kernel_strided_f32(bt_t* t) {
+  conv_problem_t q = {.spatial = 2,
+                      .n = 1,
+                      .c = 1,
+                      .o = 2,
+                      .in = {2, 7},
+                      .k = {4, 3},
+                      .pad_lo = {1, 0},
+                      .pad_hi = {2, 0},
+                      .stride = {1, 2},
+                      .idil = {1, 3}};
+  conv_run(t, "input dilation 3 = kernel 3, stride 2", CML_DTYPE_F32, CML_DTYPE_INVALID, q, NULL,
+           NULL, NULL);
+}
+
 static void case_empty_batch_f32(bt_t* t) {
   conv_problem_t p = {.spatial = 1, .n = 0, .c = 2, .o = 3, .in = {5}, .k = {2}};
   conv_run(t, "empty batch", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
@@ -637,6 +670,10 @@ const bt_case_t bt_cases_linalg_conv[] = {
     {"mixed_sign_padding_dilated_2d_f32", CML_OP_CONV_GENERAL,
      case_mixed_sign_padding_dilated_2d_f32},
     {"kernel_larger_than_input_f32", CML_OP_CONV_GENERAL, case_kernel_larger_than_input_f32},
+    {"input_dilation_equal_to_kernel_f32", CML_OP_CONV_GENERAL,
+     case_input_dilation_equal_to_kernel_f32},
+    {"input_dilation_equal_to_kernel_strided_f32", CML_OP_CONV_GENERAL,
+     case_input_dilation_equal_to_kernel_strided_f32},
     {"empty_batch_f32", CML_OP_CONV_GENERAL, case_empty_batch_f32},
     {"output_bf16_to_f32", CML_OP_CONV_GENERAL, case_output_dtype_bf16_to_f32},
     {"output_i8_to_i32", CML_OP_CONV_GENERAL, case_output_dtype_i8_to_i32},

@@ -126,6 +126,30 @@ static cml_status_t cml_shlo_conv(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
       lhs_dilation = ones;
     }
   }
+  // XLA's convolution operand swapper (run inside its algebraic simplifier) copies a window
+  // axis unchanged when it looks like a feature group folded into a spatial axis: no padding,
+  // no kernel dilation, an input dilation equal to the kernel's size k and a stride of k - 1.
+  // Where the input's size is not k, the swapped convolution's window no longer matches its
+  // kernel and XLA ends the process (a failed CHECK, "Window dimensions do not match RHS
+  // shape"). Such an axis gets a high padding of one stride, which adds exactly one output
+  // position (of zeros) at its end; it is sliced off again below.
+  int64_t padded_high[CML_MAX_RANK], extra[CML_MAX_RANK] = {0};
+  bool swap_trap = false;
+  for (int32_t i = 0; i < ns; ++i) {
+    padded_high[i] = pad_high[i];
+    const int64_t k = ins[1].shape.dims[cv->kernel_spatial_axes[i]];
+    const int64_t in = ins[0].shape.dims[cv->input_spatial_axes[i]];
+    const int64_t stride = cv->strides[i] > 1 ? cv->strides[i] : 1;
+    const int64_t base = lhs_dilation[i] > 1 ? lhs_dilation[i] : 1;
+    const int64_t window_dilation = cv->kernel_dilations[i] > 1 ? cv->kernel_dilations[i] : 1;
+    if (k >= 2 && in != k && pad_low[i] == 0 && pad_high[i] == 0 && window_dilation == 1 &&
+        base == k && stride == k - 1) {
+      padded_high[i] = stride;
+      extra[cv->output_spatial_axes[i]] = 1;
+      swap_trap = true;
+    }
+  }
+  pad_high = padded_high;
   cml__shlo_attr_t a;
   cml__shlo_attr_init(&a);
   cml__shlo_attr_printf(&a, "dimension_numbers = #stablehlo.conv<");
@@ -153,7 +177,14 @@ static cml_status_t cml_shlo_conv(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
                         (long long)(cv->batch_group_count > 1 ? cv->batch_group_count : 1), prec,
                         prec);
   cml_shape_t compute_shape = cml_shlo_retype(out, compute);
+  const cml_shape_t sliced_shape = compute_shape;
+  for (int32_t i = 0; i < rank; ++i) compute_shape.dims[i] += extra[i];
   cml__shlo_val_t r = cml__shlo_op(c, "stablehlo.convolution", ins, 2, a.s, &compute_shape);
+  if (swap_trap) {
+    int64_t starts[CML_MAX_RANK] = {0}, strides[CML_MAX_RANK];
+    for (int32_t i = 0; i < rank; ++i) strides[i] = 1;
+    r = cml__shlo_slice(c, &r, starts, sliced_shape.dims, strides, &sliced_shape);
+  }
   r = cml__shlo_convert(c, &r, out->dtype);
   cml_shlo_bind1(c, n, &r);
   return CML_OK;
