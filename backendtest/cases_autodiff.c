@@ -324,6 +324,33 @@ static cml_value_t g_conv(cml_function_t* f, const cml_value_t* p, cml_dtype_t d
   c.channel_group_count = 2;
   return cml_op_conv_general(f, p[0], p[1], &c);  // [1, 4, 5, 3] * [4, 2, 2, 2]
 }
+// A channel-grouped, strided, padded convolution with a dilated kernel axis, in unusual
+// layouts: input [C, S1, N, S0], kernel [I, O, S1, S0]. Its input gradient has an axis with an
+// input dilation equal to the kernel's size and no padding, which made XLA end the process
+// (docs/xla.md, "Modules that make XLA abort").
+static cml_value_t g_conv_grouped_dilated(cml_function_t* f, const cml_value_t* p, cml_dtype_t dt) {
+  (void)dt;
+  cml_conv_config_t c;
+  memset(&c, 0, sizeof c);
+  c.spatial_count = 2;
+  c.input_channel_axis = 0;
+  c.input_spatial_axes[1] = 1;
+  c.input_batch_axis = 2;
+  c.input_spatial_axes[0] = 3;
+  c.kernel_input_channel_axis = 0;
+  c.kernel_output_channel_axis = 1;
+  c.kernel_spatial_axes[1] = 2;
+  c.kernel_spatial_axes[0] = 3;
+  c.output_channel_axis = 1;
+  c.output_spatial_axes[0] = 2;
+  c.output_spatial_axes[1] = 3;
+  c.strides[0] = c.strides[1] = 2;
+  c.padding_low[0] = 2;
+  c.padding_low[1] = c.padding_high[1] = 1;
+  c.kernel_dilations[0] = 2;
+  c.channel_group_count = 2;
+  return cml_op_conv_general(f, p[0], p[1], &c);  // [4, 4, 1, 4] * [2, 4, 2, 3] -> [1, 4, 1, 3]
+}
 static cml_value_t g_batch_norm(cml_function_t* f, const cml_value_t* p, cml_dtype_t dt) {
   (void)dt;
   cml_value_t o[3];
@@ -489,6 +516,15 @@ static void case_linalg_conv(bt_t* t) {
            g_conv,
            {CML_OP_CONV_GENERAL, CML_OP_REVERSE, CML_OP_INVALID}});
 }
+static void case_linalg_conv_grouped_dilated(bt_t* t) {
+  AD_SPEC({2,
+           {4, 4},
+           {{4, 4, 1, 4}, {2, 4, 2, 3}},
+           -1,
+           1,
+           g_conv_grouped_dilated,
+           {CML_OP_CONV_GENERAL, CML_OP_REVERSE, CML_OP_INVALID}});
+}
 static void case_batch_norm(bt_t* t) {
   AD_SPEC({3,
            {2, 1, 1},
@@ -558,6 +594,7 @@ const bt_case_t bt_cases_autodiff[] = {
     {"grad_window", CML_OP_REDUCE_WINDOW, case_window},
     {"grad_linalg_dot", CML_OP_DOT_GENERAL, case_linalg_dot},
     {"grad_linalg_conv", CML_OP_CONV_GENERAL, case_linalg_conv},
+    {"grad_linalg_conv_grouped_dilated", CML_OP_CONV_GENERAL, case_linalg_conv_grouped_dilated},
     {"grad_batch_norm", CML_OP_BATCH_NORM_TRAINING, case_batch_norm},
     {"grad_fused", CML_OP_FUSED_LAYER_NORM, case_fused},
     {"grad_control", CML_OP_IF, case_control},
