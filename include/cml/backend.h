@@ -52,8 +52,10 @@ extern "C" {
 // load).
 CML_API CML_MUST_USE cml_status_t cml_backend_new(cml_backend_t** out_backend);
 
-// Creates a backend from a config string `<name>[:<config>]` (|config| NULL or empty picks the
-// default) with the system allocator. Returns NOT_FOUND for an unknown name, INVALID_ARGUMENT
+// Creates a backend from a config string `<name>[:<config>]` with the system allocator. |config|
+// NULL or empty picks the registered backends' default, as the seed's NewWithConfig("") does:
+// the choice `cml_backend_new` makes when GOMLX_BACKEND is unset. It does not read GOMLX_BACKEND;
+// call `cml_backend_new` to honour it. Returns NOT_FOUND for an unknown name, INVALID_ARGUMENT
 // for a malformed config or unknown option (and for "<name>:help", whose message is the option
 // list), UNAVAILABLE when no default backend can start, or the backend's own status.
 CML_API CML_MUST_USE cml_status_t cml_backend_new_with_config(const char* config,

@@ -175,7 +175,13 @@ static cml_status_t cml_ckpt_create_temp(const char* what, const char* path, cha
     err = errno;
     if (err != EEXIST) break;
   }
-  return cml_ckpt_io_error(what, tmp, err);
+  cml_status_code_t code = err == ENOENT ? CML_STATUS_NOT_FOUND : CML_STATUS_UNAVAILABLE;
+  if (err == ENOENT || err == ENOTDIR) {
+    return cml_status_make(code, "%s: \"%s\": its directory \"%.*s\" does not exist (%s)", what,
+                           path, dir_len ? (int)dir_len : 1, dir_len ? path : ".", strerror(err));
+  }
+  return cml_status_make(code, "%s: \"%s\": cannot create the temporary file \"%s\" next to it: %s",
+                         what, path, tmp, strerror(err));
 }
 
 // What a file of |mode| is, for messages.

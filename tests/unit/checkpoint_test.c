@@ -572,6 +572,13 @@ TEST(bad_save_arguments) {
   ASSERT_STATUS(cml_checkpoint_save(NULL, 0, g_names, g_shapes, data, 3),
                 CML_STATUS_INVALID_ARGUMENT, "path");
   ASSERT_TRUE(access(path, F_OK) != 0);
+  // A directory that does not exist: the message names the caller's path and its directory,
+  // not the temporary file the save would have written.
+  char nodir[256];
+  snprintf(nodir, sizeof nodir, "checkpoint_test_%ld_no_dir/run.ckpt", (long)getpid());
+  cml_status_t st = cml_checkpoint_save(nodir, 0, g_names, g_shapes, data, 3);
+  ASSERT_TRUE(strstr(cml_status_message(st), ".tmp") == NULL);
+  ASSERT_STATUS(st, CML_STATUS_NOT_FOUND, nodir, "_no_dir/\" does not exist");
   cml_checkpoint_destroy(NULL);
   ASSERT_EQ_INT(cml_checkpoint_tensor_count(NULL), 0);
   ASSERT_TRUE(cml_checkpoint_tensor_name(NULL, 0) == NULL);
