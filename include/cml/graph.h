@@ -455,7 +455,9 @@ typedef enum cml_reduce_type_t {
 CML_API const char* cml_reduce_type_name(cml_reduce_type_t type);
 
 // Window configuration: |window_dims| for every axis (rank entries). Zero strides mean "same
-// as the window" (the seed's default), zero dilations mean 1, padding defaults to 0.
+// as the window" (the seed's default), zero dilations mean 1, padding defaults to 0. Negative
+// padding (cropping) is accepted on axes whose window is 2 or more; with a window of size 1 it is
+// INVALID_ARGUMENT (XLA's compiler ends the process on it; crop with cml_op_slice first).
 typedef struct cml_window_config_t {
   int32_t rank;
   int64_t window_dims[CML_MAX_RANK];
@@ -468,8 +470,9 @@ CML_API cml_value_t cml_op_reduce_window(cml_function_t* f, cml_value_t x, cml_r
                                          const cml_window_config_t* config);
 
 // SelectAndScatter: for each window of |operand| selects the max (min) element (first one on
-// ties) and adds the matching |source| element there; Sum adds it to every element of the
-// window. |op|: CML_OP_SELECT_AND_SCATTER_MAX/_MIN/_SUM. Dilations must be zero (unused).
+// ties, in row-major order) and adds the matching |source| element there; Sum adds it to every
+// element of the window. On xla, where the window has padding, a tie may go to another of the
+// tied elements (XLA's own choice; docs/differential.md, item 7). |op|: CML_OP_SELECT_AND_SCATTER_MAX/_MIN/_SUM. Dilations must be zero (unused).
 CML_API cml_value_t cml_op_select_and_scatter(cml_function_t* f, cml_op_t op, cml_value_t operand,
                                               cml_value_t source,
                                               const cml_window_config_t* config);

@@ -447,9 +447,14 @@ cml_value_t cml_op_select_and_scatter(cml_function_t* f, cml_op_t op, cml_value_
   if (!f || !f->builder || f->builder->error != CML_OK) return CML_VALUE_INVALID;
   if (op != CML_OP_SELECT_AND_SCATTER_MAX && op != CML_OP_SELECT_AND_SCATTER_MIN &&
       op != CML_OP_SELECT_AND_SCATTER_SUM) {
+    cml_shape_t so, ss;
+    char to[CML__SHAPE_TEXT] = "(invalid value)", ts[CML__SHAPE_TEXT] = "(invalid value)";
+    if (cml_builder_value_shape(f->builder, operand, &so)) cml_shape_format(&so, to, sizeof to);
+    if (cml_builder_value_shape(f->builder, source, &ss)) cml_shape_format(&ss, ts, sizeof ts);
     return cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT,
-                     "SelectAndScatter: %s is not SelectAndScatterMax, Min or Sum",
-                     cml_op_name(op));
+                     "SelectAndScatter: %s is not SelectAndScatterMax, Min or Sum (operand %s, "
+                     "source %s)",
+                     cml_op_name(op), to, ts);
   }
   if (!cml__op_begin(f, op)) return CML_VALUE_INVALID;
   const cml_value_t values[2] = {operand, source};

@@ -73,7 +73,14 @@ cml_status_t cml__infer_reduce_window(const cml_shape_t* x, cml_reduce_type_t ty
                                       cml_shape_t* out) {
   CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_REDUCE_WINDOW, x, "operand", false));
   if (type <= CML_REDUCE_UNDEFINED || type >= CML_REDUCE_TYPE_COUNT) {
-    return INVALID("ReduceWindow: invalid reduction type %d", (int)type);
+    SHAPE_BUFFERS;
+    (void)sb1_;
+    (void)sb2_;
+    return INVALID(
+        "ReduceWindow: invalid reduction type %d (operand %s; valid: Sum %d, Product "
+        "%d, Max %d, Min %d)",
+        (int)type, S0(x), (int)CML_REDUCE_SUM, (int)CML_REDUCE_PRODUCT, (int)CML_REDUCE_MAX,
+        (int)CML_REDUCE_MIN);
   }
   CML_RETURN_IF_ERROR(cml_window_shape(CML_OP_REDUCE_WINDOW, x, config, &attrs->u.window, out));
   attrs->reduce_type = type;
@@ -88,7 +95,10 @@ cml_status_t cml__infer_select_and_scatter(cml_op_t op, const cml_shape_t* opera
   (void)sb2_;
   if (op != CML_OP_SELECT_AND_SCATTER_MAX && op != CML_OP_SELECT_AND_SCATTER_MIN &&
       op != CML_OP_SELECT_AND_SCATTER_SUM) {
-    return INVALID("SelectAndScatter: %s is not SelectAndScatterMax, Min or Sum", cml_op_name(op));
+    return INVALID(
+        "SelectAndScatter: %s is not SelectAndScatterMax, Min or Sum (operand %s, "
+        "source %s)",
+        cml_op_name(op), S0(operand), S1(source));
   }
   CML_RETURN_IF_ERROR(cml__infer_check_dtype(op, operand, "operand", false));
   if (source->dtype != operand->dtype) {
