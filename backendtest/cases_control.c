@@ -4,6 +4,7 @@
 // operands, stable ties, custom comparators, 2-D axes, NaNs in total order) and control flow
 // nested inside control flow. Every expected value is worked out by hand in the comments.
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backendtest/bt.h"
@@ -691,6 +692,103 @@ static void case_sort_nan_total_order(bt_t* t) {
   if (!isnan(last) || signbit(last)) bt_fail(t, "element 7 is %g, want +NaN", last);
 }
 
+// A comparator that is a single LessThan (GreaterThan) of the key operand puts NaNs after
+// (before) every other value, in their stable order, as XLA's CPU runtime does; the comparison
+// alone would find a NaN neither before nor after anything. Keys: small integers (exact in
+// every float dtype), -0 and +0 (equal: stable order), +-inf, and NaNs of both signs at fixed
+// positions; an Int32 payload of positions checks the permutation. Lengths 12, 40 and 5000
+// (c's typed merge sort, its generic one, and its radix sort), and a top-k read through a
+// Slice (c's selection of a prefix).
+static double sort_nan_value(int64_t i) {
+  if (i % 7 == 3) return NAN;
+  if (i % 11 == 5) return -NAN;
+  if (i % 13 == 4) return (i & 1) ? -0.0 : 0.0;
+  if (i % 17 == 9) return (i & 1) ? -INFINITY : INFINITY;
+  return (double)((i * 37 + 11) % 61) - 30;
+}
+
+// The stable order of v[0..n) under LessThan (or GreaterThan) with NaNs last (first).
+static void sort_nan_expect(int64_t n, bool descending, double* keys, int64_t* pos) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = sort_nan_value(i);
+    int64_t j = i;
+    while (j > 0) {
+      const double y = keys[j - 1];
+      const bool before =
+          descending ? (x > y || (isnan(x) && !isnan(y))) : (x < y || (isnan(y) && !isnan(x)));
+      if (!before) break;
+      keys[j] = keys[j - 1];
+      pos[j] = pos[j - 1];
+      --j;
+    }
+    keys[j] = x;
+    pos[j] = i;
+  }
+}
+
+// Sorts (x, positions) of length |n| by x under |op| (LessThan / GreaterThan); |k| > 0 reads
+// only the first k through a Slice.
+static void fn_sort_nan(bt_t* t, cml_op_t op, cml_dtype_t dtype, int64_t n, int64_t k) {
+  const cml_dtype_t dtypes[2] = {dtype, CML_DTYPE_I32};
+  if (!fn_require(t, (const cml_op_t[]){CML_OP_SORT, op, CML_OP_SLICE, CML_OP_INVALID},
+                  (const cml_dtype_t[]){dtype, CML_DTYPE_I32, CML_DTYPE_BOOL, CML_DTYPE_INVALID})) {
+    return;
+  }
+  double* v = malloc((size_t)n * sizeof *v);
+  double* keys = malloc((size_t)n * sizeof *keys);
+  int64_t* iota = malloc((size_t)n * sizeof *iota);
+  int64_t* pos = malloc((size_t)n * sizeof *pos);
+  if (!v || !keys || !iota || !pos) {
+    bt_fail(t, "out of memory");
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      v[i] = sort_nan_value(i);
+      iota[i] = i;
+    }
+    sort_nan_expect(n, op == CML_OP_GREATER_THAN, keys, pos);
+    int64_t dims[] = {n}, out_dims[] = {k > 0 ? k : n};
+    cml_function_t* f = bt_main(t);
+    cml_value_t in[2] = {bt_param_f64(t, f, dtype, 1, dims, v),
+                         bt_param_i64(t, f, CML_DTYPE_I32, 1, dims, iota)};
+    cml_function_t* cmp = fn_comparator(t, f, op, dtypes, 2, 0);
+    cml_value_t out[2] = {CML_VALUE_INVALID, CML_VALUE_INVALID};
+    if (cmp) (void)cml_op_sort(f, cmp, 0, true, in, 2, out);
+    if (cmp && k > 0) {
+      for (int i = 0; i < 2; ++i) {
+        out[i] = cml_op_slice(f, out[i], (int64_t[]){0}, out_dims, NULL, 1);
+      }
+    }
+    bt_tensor_t r[2];
+    if (cmp && bt_exec(t, out, 2, r)) {
+      bt_expect_f64(t, "keys", &r[0], dtype, 1, out_dims, keys, 0);
+      bt_expect_i64(t, "positions", &r[1], CML_DTYPE_I32, 1, out_dims, pos);
+    }
+  }
+  free(v);
+  free(keys);
+  free(iota);
+  free(pos);
+}
+
+static void case_sort_nan_less_than(bt_t* t) {
+  fn_sort_nan(t, CML_OP_LESS_THAN, CML_DTYPE_F32, 12, 0);
+}
+static void case_sort_nan_greater_than(bt_t* t) {
+  fn_sort_nan(t, CML_OP_GREATER_THAN, CML_DTYPE_F32, 12, 0);
+}
+static void case_sort_nan_less_than_f64(bt_t* t) {
+  fn_sort_nan(t, CML_OP_LESS_THAN, CML_DTYPE_F64, 40, 0);
+}
+static void case_sort_nan_greater_than_bf16(bt_t* t) {
+  fn_sort_nan(t, CML_OP_GREATER_THAN, CML_DTYPE_BF16, 40, 0);
+}
+static void case_sort_nan_long_row(bt_t* t) {
+  fn_sort_nan(t, CML_OP_LESS_THAN, CML_DTYPE_F32, 5000, 0);
+}
+static void case_sort_nan_top_k(bt_t* t) {
+  fn_sort_nan(t, CML_OP_GREATER_THAN, CML_DTYPE_F32, 64, 12);
+}
+
 //===--- nested control flow ---===//
 
 // g(x, n) = If(n > 0, { While(i < n) (i + 1, v * 2) from (0, x); v }, { x - 1 }): the loop's
@@ -848,6 +946,12 @@ const bt_case_t bt_cases_control[] = {
     {"sort_axis_1", CML_OP_SORT, case_sort_axis_1},
     {"sort_axis_0", CML_OP_SORT, case_sort_axis_0},
     {"sort_nan_total_order", CML_OP_SORT, case_sort_nan_total_order},
+    {"sort_nan_less_than", CML_OP_SORT, case_sort_nan_less_than},
+    {"sort_nan_greater_than", CML_OP_SORT, case_sort_nan_greater_than},
+    {"sort_nan_less_than_f64", CML_OP_SORT, case_sort_nan_less_than_f64},
+    {"sort_nan_greater_than_bf16", CML_OP_SORT, case_sort_nan_greater_than_bf16},
+    {"sort_nan_long_row", CML_OP_SORT, case_sort_nan_long_row},
+    {"sort_nan_top_k", CML_OP_SORT, case_sort_nan_top_k},
     {"nested_control_flow", CML_OP_IF, case_nested_control_flow},
     {"if_inside_while", CML_OP_WHILE, case_if_inside_while},
     {"sort_in_called_function", CML_OP_SORT, case_sort_in_called_function},

@@ -262,8 +262,9 @@ CML_API bool cml_builder_value_shape(const cml_builder_t* builder, cml_value_t v
 //          (Atan2: lhs = y, rhs = x. Rem: sign of the dividend. Complex: (real, imag).
 //          Integer division and remainder by zero, and INT_MIN / -1, follow XLA's CPU plugin:
 //          x / 0 = -1 (all bits set for unsigned), x % 0 = x, INT_MIN / -1 = INT_MIN,
-//          INT_MIN % -1 = 0. Shift counts >= bit width give 0, or -1 for arithmetic right
-//          shifts of negative values.)
+//          INT_MIN % -1 = 0. Shift counts >= bit width, and negative counts, give 0, or -1 for
+//          arithmetic right shifts of negative values. Integer Pow with a negative exponent:
+//          1 for a base of 1, +-1 by the exponent's parity for -1, else 0.)
 // Compare: cml_value_t cml_op_<name>(cml_function_t* f, cml_value_t lhs, cml_value_t rhs);
 //          result is Bool. *TotalOrder: -NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN.
 // Reduce:  cml_value_t cml_op_<name>(cml_function_t* f, cml_value_t x, const int64_t* axes,
@@ -306,7 +307,8 @@ CML_API cml_value_t cml_op_convert_dtype(cml_function_t* f, cml_value_t x, cml_d
 
 // Bitcast: reinterprets the bits. A smaller target dtype appends a trailing axis of
 // src_bits/dst_bits; a larger one requires the last axis to equal dst_bits/src_bits and drops
-// it. Little-endian.
+// it. Little-endian. Bool is the exception: a Bitcast to Bool gives true for each nonzero byte
+// (a Bool holds only 0 or 1), so a round trip through Bool does not keep other byte values.
 CML_API cml_value_t cml_op_bitcast(cml_function_t* f, cml_value_t x, cml_dtype_t dtype);
 
 // Clamp(min, x, max): |min| and |max| are scalars or have x's shape.
@@ -497,7 +499,8 @@ CML_API cml_value_t cml_op_dot_general(cml_function_t* f, cml_value_t lhs, cml_v
 // XLA Dot: vector.vector -> scalar, matrix.vector, vector.matrix, matrix.matrix.
 CML_API cml_value_t cml_op_dot(cml_function_t* f, cml_value_t lhs, cml_value_t rhs);
 
-// ArgMinMax along |axis|: NaN wins, ties pick the first index. |out_dtype| is an integer dtype.
+// ArgMinMax along |axis|: NaN wins, ties pick the first index; an empty |axis| gives 0.
+// |out_dtype| is an integer dtype.
 CML_API cml_value_t cml_op_arg_min_max(cml_function_t* f, cml_value_t x, int64_t axis,
                                        cml_dtype_t out_dtype, bool is_min);
 
@@ -556,7 +559,13 @@ CML_API bool cml_op_call(cml_function_t* f, cml_function_t* callee, const cml_va
 
 // Sorts |count| same-dimension operands along |axis| with |comparator|, a closure of |f| that
 // takes 2*count scalar parameters in interleaved order (lhs_0, rhs_0, lhs_1, rhs_1, ...) and
-// returns a scalar Bool "lhs before rhs". Writes |count| outputs.
+// returns a scalar Bool "lhs before rhs". Writes |count| outputs. The comparator should be a
+// strict weak order; otherwise the result is some permutation that may differ between backends.
+// NaNs: a comparator that is a single LessThan (GreaterThan) of the first operand's lhs and rhs
+// (in either order, operand 0 being the key) places NaNs after (before) every other value, in
+// their stable order, as XLA's CPU runtime does; the comparison alone finds a NaN neither
+// before nor after anything, and any other comparator of NaN keys leaves their place to the
+// backend. The TotalOrder comparisons put -NaN first and +NaN last.
 CML_API bool cml_op_sort(cml_function_t* f, cml_function_t* comparator, int64_t axis,
                          bool is_stable, const cml_value_t* operands, size_t count,
                          cml_value_t* out_values);

@@ -10,9 +10,10 @@
 // whether lhs goes before rhs. When it is a single comparison of parameters 0 and 1 (LessThan,
 // GreaterThan, LessOrEqual, GreaterOrEqual or their TotalOrder forms, either operand order), the
 // comparison is done directly on the typed elements of operand 0 and lines are sorted in
-// parallel; NaNs compare as XLA compares them (a plain LessThan with a NaN is false; TotalOrder
-// puts -NaN first and +NaN last). Any other comparator runs through call_function for each
-// comparison, on the calling thread.
+// parallel. NaNs are placed as XLA's CPU runtime places them: after every other value under a
+// plain LessThan, before under GreaterThan (each in its stable order); TotalOrder puts -NaN first
+// and +NaN last; LessOrEqual / GreaterOrEqual compare as written. Any other comparator runs
+// through call_function for each comparison, on the calling thread.
 //
 // Thread-safety: reentrant (all state in the arguments and the scratch).
 #include <math.h>
@@ -65,6 +66,37 @@ static inline uint16_t cmlc_sort_key_h16(uint16_t b) {
     return LOAD(x) >= LOAD(y);                                    \
   }
 
+// Floating-point keys under a plain LessThan / GreaterThan: a NaN is after (LessThan) or before
+// (GreaterThan) every other value and equal to every NaN, as XLA's CPU runtime sorts them (its
+// sort of a single LessThan or GreaterThan of operand 0). The comparison alone would find a NaN
+// neither before nor after anything, which is no strict weak order: the line would come out in
+// an order that depends on the sort algorithm. LessOrEqual / GreaterOrEqual stay as written.
+#define CMLC_SORT_FLOAT(name, T, LOAD)                               \
+  static bool cmlc_sort_lt_##name(const void* a, const void* b) {    \
+    T x, y;                                                          \
+    memcpy(&x, a, sizeof x);                                         \
+    memcpy(&y, b, sizeof y);                                         \
+    return LOAD(x) < LOAD(y) || (isnan(LOAD(y)) && !isnan(LOAD(x))); \
+  }                                                                  \
+  static bool cmlc_sort_gt_##name(const void* a, const void* b) {    \
+    T x, y;                                                          \
+    memcpy(&x, a, sizeof x);                                         \
+    memcpy(&y, b, sizeof y);                                         \
+    return LOAD(x) > LOAD(y) || (isnan(LOAD(x)) && !isnan(LOAD(y))); \
+  }                                                                  \
+  static bool cmlc_sort_le_##name(const void* a, const void* b) {    \
+    T x, y;                                                          \
+    memcpy(&x, a, sizeof x);                                         \
+    memcpy(&y, b, sizeof y);                                         \
+    return LOAD(x) <= LOAD(y);                                       \
+  }                                                                  \
+  static bool cmlc_sort_ge_##name(const void* a, const void* b) {    \
+    T x, y;                                                          \
+    memcpy(&x, a, sizeof x);                                         \
+    memcpy(&y, b, sizeof y);                                         \
+    return LOAD(x) >= LOAD(y);                                       \
+  }
+
 #define CMLC_SORT_ID(x) (x)
 CMLC_SORT_PLAIN(bool, uint8_t, CMLC_SORT_ID)
 CMLC_SORT_PLAIN(i8, int8_t, CMLC_SORT_ID)
@@ -75,10 +107,10 @@ CMLC_SORT_PLAIN(u8, uint8_t, CMLC_SORT_ID)
 CMLC_SORT_PLAIN(u16, uint16_t, CMLC_SORT_ID)
 CMLC_SORT_PLAIN(u32, uint32_t, CMLC_SORT_ID)
 CMLC_SORT_PLAIN(u64, uint64_t, CMLC_SORT_ID)
-CMLC_SORT_PLAIN(f32, float, CMLC_SORT_ID)
-CMLC_SORT_PLAIN(f64, double, CMLC_SORT_ID)
-CMLC_SORT_PLAIN(f16, uint16_t, cml_f16_to_f32)
-CMLC_SORT_PLAIN(bf16, uint16_t, cml_bf16_to_f32)
+CMLC_SORT_FLOAT(f32, float, CMLC_SORT_ID)
+CMLC_SORT_FLOAT(f64, double, CMLC_SORT_ID)
+CMLC_SORT_FLOAT(f16, uint16_t, cml_f16_to_f32)
+CMLC_SORT_FLOAT(bf16, uint16_t, cml_bf16_to_f32)
 // Total order: compare keys.
 CMLC_SORT_PLAIN(f32_total, float, cmlc_sort_key_f32)
 CMLC_SORT_PLAIN(f64_total, double, cmlc_sort_key_f64)
@@ -349,8 +381,11 @@ static void cmlc_sort_merge_sort(cmlc_sort_cmp_t* c, int64_t* a, int64_t* tmp, i
 
 #define CMLC_SORT_LT(x, y) ((x) < (y))
 #define CMLC_SORT_GT(x, y) ((x) > (y))
-CMLC_SORT_TYPED(lt_f32_t, float, CMLC_SORT_LT)
-CMLC_SORT_TYPED(gt_f32_t, float, CMLC_SORT_GT)
+// The NaN placement of cmlc_sort_lt_f32 / cmlc_sort_gt_f32.
+#define CMLC_SORT_LT_F(x, y) ((x) < (y) || (isnan(y) && !isnan(x)))
+#define CMLC_SORT_GT_F(x, y) ((x) > (y) || (isnan(x) && !isnan(y)))
+CMLC_SORT_TYPED(lt_f32_t, float, CMLC_SORT_LT_F)
+CMLC_SORT_TYPED(gt_f32_t, float, CMLC_SORT_GT_F)
 CMLC_SORT_TYPED(lt_i32_t, int32_t, CMLC_SORT_LT)
 CMLC_SORT_TYPED(gt_i32_t, int32_t, CMLC_SORT_GT)
 
@@ -366,9 +401,10 @@ typedef void (*cmlc_sort_typed_fn)(const uint8_t* base, int64_t stride, int64_t*
 enum { CMLC_SORT_RADIX_MIN = 4096 };
 
 // |f32|: the keys are f32 (else i32). f32 keys map to unsigned order with -0 and +0 equal
-// (a plain LessThan finds neither before the other); a line holding a NaN returns false (a
-// plain comparison with NaN is not an order a radix sort can follow: the merge sort runs).
-static bool cmlc_sort_radix_32(const uint8_t* base, int64_t stride, int64_t* scratch, int64_t len,
+// (a plain LessThan finds neither before the other) and every NaN to the largest key (after
+// everything under LessThan, before everything under GreaterThan's complemented keys, equal
+// among themselves: the merge sort's placement).
+static void cmlc_sort_radix_32(const uint8_t* base, int64_t stride, int64_t* scratch, int64_t len,
                                int64_t** out_perm, uint32_t flip, bool f32) {
   typedef struct {
     uint32_t key;
@@ -383,8 +419,10 @@ static bool cmlc_sort_radix_32(const uint8_t* base, int64_t stride, int64_t* scr
     memcpy(&v, base + p * stride, sizeof v);
     uint32_t k;
     if (f32) {
-      if ((v & 0x7FFFFFFFu) > 0x7F800000u) return false;  // NaN
-      k = (v & 0x7FFFFFFFu) == 0 ? 0x80000000u : (v & 0x80000000u) ? ~v : v | 0x80000000u;
+      k = (v & 0x7FFFFFFFu) > 0x7F800000u ? 0xFFFFFFFFu  // NaN
+          : (v & 0x7FFFFFFFu) == 0        ? 0x80000000u
+          : (v & 0x80000000u)             ? ~v
+                                          : v | 0x80000000u;
     } else {
       k = v ^ 0x80000000u;
     }
@@ -410,29 +448,26 @@ static bool cmlc_sort_radix_32(const uint8_t* base, int64_t stride, int64_t* scr
   int64_t* perm = (pair_t*)scratch == a ? scratch + len : scratch;
   for (int64_t p = 0; p < len; ++p) perm[p] = a[p].index;
   *out_perm = perm;
-  return true;
 }
 
 static void cmlc_sort_line_lt_i32_radix(const uint8_t* base, int64_t stride, int64_t* scratch,
                                         int64_t len, int64_t** out_perm) {
-  (void)cmlc_sort_radix_32(base, stride, scratch, len, out_perm, 0, false);
+  cmlc_sort_radix_32(base, stride, scratch, len, out_perm, 0, false);
 }
 
 static void cmlc_sort_line_gt_i32_radix(const uint8_t* base, int64_t stride, int64_t* scratch,
                                         int64_t len, int64_t** out_perm) {
-  (void)cmlc_sort_radix_32(base, stride, scratch, len, out_perm, 0xFFFFFFFFu, false);
+  cmlc_sort_radix_32(base, stride, scratch, len, out_perm, 0xFFFFFFFFu, false);
 }
 
 static void cmlc_sort_line_lt_f32_radix(const uint8_t* base, int64_t stride, int64_t* scratch,
                                         int64_t len, int64_t** out_perm) {
-  if (!cmlc_sort_radix_32(base, stride, scratch, len, out_perm, 0, true))
-    cmlc_sort_line_lt_f32_t(base, stride, scratch, len, out_perm);
+  cmlc_sort_radix_32(base, stride, scratch, len, out_perm, 0, true);
 }
 
 static void cmlc_sort_line_gt_f32_radix(const uint8_t* base, int64_t stride, int64_t* scratch,
                                         int64_t len, int64_t** out_perm) {
-  if (!cmlc_sort_radix_32(base, stride, scratch, len, out_perm, 0xFFFFFFFFu, true))
-    cmlc_sort_line_gt_f32_t(base, stride, scratch, len, out_perm);
+  cmlc_sort_radix_32(base, stride, scratch, len, out_perm, 0xFFFFFFFFu, true);
 }
 
 // The typed sort of a fast comparator for lines of |len|, or NULL (the comparator is called).
@@ -486,21 +521,19 @@ static int64_t cmlc_sort_read_prefix(const cml_module_t* m, const cml_ir_node_t*
 }
 
 // The positions of the first |k| (>= 1) elements of the stable sort of the line under a plain
-// LessThan / GreaterThan of f32 or i32 keys, in order, into |perm| (room for 2 * k int64
-// values: the positions, then the keys): each element enters a sorted buffer of the best k so
-// far after the ones it is not before (ties keep their order, as the stable sort does), and
-// most elements of a long line leave after one comparison with the buffer's last. False when
-// the line holds a NaN: no NaN is before or after anything, which is no strict weak order, so
-// the caller sorts that line whole (the merge sort's placement is the reference).
-#define CMLC_SORT_SELECT_TYPED(name, T, BEFORE, ISNAN)                                             \
-  static bool cmlc_sort_select_##name(const uint8_t* base, int64_t stride, int64_t len, int64_t k, \
+// LessThan / GreaterThan of f32 or i32 keys (NaNs placed as the sorts place them), in order,
+// into |perm| (room for 2 * k int64 values: the positions, then the keys): each element enters
+// a sorted buffer of the best k so far after the ones it is not before (ties keep their order,
+// as the stable sort does), and most elements of a long line leave after one comparison with
+// the buffer's last.
+#define CMLC_SORT_SELECT_TYPED(name, T, BEFORE)                                                    \
+  static void cmlc_sort_select_##name(const uint8_t* base, int64_t stride, int64_t len, int64_t k, \
                                       int64_t* perm) {                                             \
     T* keys = (T*)(void*)(perm + k);                                                               \
     int64_t count = 0;                                                                             \
     for (int64_t p = 0; p < len; ++p) {                                                            \
       T x;                                                                                         \
       memcpy(&x, base + p * stride, sizeof x);                                                     \
-      if (ISNAN(x)) return false;                                                                  \
       if (count == k && !BEFORE(x, keys[k - 1])) continue;                                         \
       int64_t lo = 0, hi = count;                                                                  \
       while (lo < hi) {                                                                            \
@@ -517,16 +550,13 @@ static int64_t cmlc_sort_read_prefix(const cml_module_t* m, const cml_ir_node_t*
       perm[lo] = p;                                                                                \
       keys[lo] = x;                                                                                \
     }                                                                                              \
-    return true;                                                                                   \
   }
-#define CMLC_SORT_ISNAN_F(x) isnan(x)
-#define CMLC_SORT_ISNAN_NONE(x) ((void)(x), false)
-CMLC_SORT_SELECT_TYPED(lt_f32, float, CMLC_SORT_LT, CMLC_SORT_ISNAN_F)
-CMLC_SORT_SELECT_TYPED(gt_f32, float, CMLC_SORT_GT, CMLC_SORT_ISNAN_F)
-CMLC_SORT_SELECT_TYPED(lt_i32, int32_t, CMLC_SORT_LT, CMLC_SORT_ISNAN_NONE)
-CMLC_SORT_SELECT_TYPED(gt_i32, int32_t, CMLC_SORT_GT, CMLC_SORT_ISNAN_NONE)
+CMLC_SORT_SELECT_TYPED(lt_f32, float, CMLC_SORT_LT_F)
+CMLC_SORT_SELECT_TYPED(gt_f32, float, CMLC_SORT_GT_F)
+CMLC_SORT_SELECT_TYPED(lt_i32, int32_t, CMLC_SORT_LT)
+CMLC_SORT_SELECT_TYPED(gt_i32, int32_t, CMLC_SORT_GT)
 
-typedef bool (*cmlc_sort_select_fn)(const uint8_t* base, int64_t stride, int64_t len, int64_t k,
+typedef void (*cmlc_sort_select_fn)(const uint8_t* base, int64_t stride, int64_t len, int64_t k,
                                     int64_t* perm);
 
 // The selection of a fast comparator, or NULL (lines are sorted whole).
@@ -619,7 +649,8 @@ static void cmlc_sort_lines_task(void* ctx, int64_t begin, int64_t end, int thre
     c.base = (const uint8_t*)args->inputs[0] + (size_t)line_offset * es;
     c.stride = (int64_t)((size_t)inner * es);
     if (job->prefix == 0) continue;
-    if (job->prefix < len && job->select(c.base, c.stride, len, job->prefix, perm)) {
+    if (job->prefix < len) {
+      job->select(c.base, c.stride, len, job->prefix, perm);
       cmlc_sort_gather(args, line_offset, inner, perm, job->prefix);
       continue;
     }
