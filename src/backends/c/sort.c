@@ -381,9 +381,10 @@ static void cmlc_sort_merge_sort(cmlc_sort_cmp_t* c, int64_t* a, int64_t* tmp, i
 
 #define CMLC_SORT_LT(x, y) ((x) < (y))
 #define CMLC_SORT_GT(x, y) ((x) > (y))
-// The NaN placement of cmlc_sort_lt_f32 / cmlc_sort_gt_f32.
-#define CMLC_SORT_LT_F(x, y) ((x) < (y) || (isnan(y) && !isnan(x)))
-#define CMLC_SORT_GT_F(x, y) ((x) > (y) || (isnan(x) && !isnan(y)))
+// The NaN placement of cmlc_sort_lt_f32 / cmlc_sort_gt_f32, in two comparisons: "x < y, or
+// y is NaN and x is not" is "not y <= x, and x is not NaN" (y <= x is false when either is NaN).
+#define CMLC_SORT_LT_F(x, y) (!((y) <= (x)) && (x) == (x))
+#define CMLC_SORT_GT_F(x, y) (!((x) <= (y)) && (y) == (y))
 CMLC_SORT_TYPED(lt_f32_t, float, CMLC_SORT_LT_F)
 CMLC_SORT_TYPED(gt_f32_t, float, CMLC_SORT_GT_F)
 CMLC_SORT_TYPED(lt_i32_t, int32_t, CMLC_SORT_LT)
