@@ -6,6 +6,9 @@
 // checked when it is added (shape inference, dtype rules, the backend's capabilities); the
 // first failure sticks to the builder and later ops that receive an invalid value return
 // CML_VALUE_INVALID without overwriting it. `cml_builder_compile` reports that first error.
+// To find the call that failed in a large graph, install a log handler (`cml_set_log_handler`,
+// cml/base.h) that takes CML_LOG_DEBUG messages: the first error of each builder is logged at
+// that level from inside the failing call, so a breakpoint in the handler shows its caller.
 // Semantics are StableHLO/XLA's: restricted broadcasting (equal shapes, a scalar side, or same
 // rank with size-1 axes), no implicit dtype promotion.
 //

@@ -203,6 +203,11 @@ cml_value_t cml__fail_status(cml_builder_t* b, cml_status_t status) {
   if (status == CML_OK) status = cml_status_from_code(CML_STATUS_INTERNAL);
   if (b->error == CML_OK) {
     b->error = status;
+    // The call that failed is on the stack now: a log handler that takes debug messages can
+    // stop here (graph.h, "the first failure sticks").
+    cml__log(CML_LOG_DEBUG, "builder \"%s\": first error, after %u ops: %s",
+             b->impl && b->impl->name ? b->impl->name : "", b->impl ? b->impl->node_count : 0u,
+             cml_status_message(status));
   } else {
     cml_status_free(status);
   }

@@ -317,12 +317,34 @@ TEST(constant_copies_data) {
 
 //===--- sticky errors ---===//
 
+// Debug messages, kept for first_error_sticks.
+typedef struct debug_log_t {
+  int count;
+  char last[512];
+} debug_log_t;
+static void debug_log_sink(void* user, cml_log_level_t level, const char* message) {
+  debug_log_t* log = user;
+  if (level != CML_LOG_DEBUG || !strstr(message, "first error")) return;
+  ++log->count;
+  snprintf(log->last, sizeof log->last, "%s", message);
+}
+
 TEST(first_error_sticks) {
   SETUP();
   cml_shape_t s23 = SHAPE(CML_DTYPE_F32, 2, 3), s32 = SHAPE(CML_DTYPE_F32, 3, 2);
   cml_value_t a = cml_parameter(f, "a", &s23);
   cml_value_t c = cml_parameter(f, "c", &s32);
+  // The first error is logged at debug level from inside the failing call, once.
+  debug_log_t log = {0};
+  cml_set_log_handler(debug_log_sink, &log);
   ASSERT_EQ_INT(cml_op_add(f, a, c), CML_VALUE_INVALID);
+  ASSERT_EQ_INT(log.count, 1);
+  ASSERT_CONTAINS(log.last, "builder \"unit\"");
+  ASSERT_CONTAINS(log.last, "after 2 ops");
+  ASSERT_CONTAINS(log.last, "Add: incompatible shapes");
+  ASSERT_EQ_INT(cml_op_neg(f, cml_op_mul(f, a, c)), CML_VALUE_INVALID);
+  cml_set_log_handler(NULL, NULL);
+  ASSERT_EQ_INT(log.count, 1);
   ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "Add", "(Float32)[2, 3]", "(Float32)[3, 2]");
   // Later errors do not overwrite the first; later ops return invalid silently.
   ASSERT_EQ_INT(cml_op_neg(f, CML_VALUE_INVALID), CML_VALUE_INVALID);
