@@ -25,7 +25,12 @@
 // output is rounded once to its own dtype (in BFloat16, beta2 = 0.999 would round to 1 and
 // epsilon 1e-8 to 0 in Float16). A gradient or state value has the parameter's dtype or the one
 // the step computes in (Float32 moments for BFloat16 weights, as mixed-precision training keeps
-// them). Hyper-parameters are folded into the graph as constants of that dtype; one that does
+// them). Keep Adam's moments in Float32 for 16-bit parameters: a Float16 v underflows to 0 for
+// gradients below about 1e-2 (0.001 g^2 < 6e-8) and the bias-corrected update then grows far past
+// the learning rate, and a BFloat16 v stalls (v + 0.001 g^2 rounds back to v), so both are
+// accepted but train wrongly. The learning rate and the other hyper-parameters are constants of
+// the graph: a schedule that changes them compiles one step per value (or scales an SGD step's
+// gradients). Hyper-parameters are folded into the graph as constants of that dtype; one that does
 // not survive the rounding (a learning rate of 1e300 or 1e-50, a beta of 0.99999999 in Float32)
 // is INVALID_ARGUMENT.
 //
@@ -88,8 +93,10 @@ CML_API CML_MUST_USE cml_status_t cml_optim_adam_step(
     const cml_value_t* grads, const cml_value_t* m, const cml_value_t* v, size_t count,
     cml_value_t step, cml_value_t* out_params, cml_value_t* out_m, cml_value_t* out_v);
 
-// Gradient clipping by global norm: norm = sqrt(sum_i sum(grads[i]^2)) (computed in the first
-// gradient's dtype, Float32 for 16 bits or fewer, and written in the first gradient's dtype),
+// Gradient clipping by global norm: norm = sqrt(sum_i sum(grads[i]^2)) (computed in the widest
+// of the gradients' dtypes, Float32 for 16 bits or fewer, and written in the first gradient's
+// dtype; as in other libraries, a sum of squares past the computing dtype's range is inf, which
+// zeroes every gradient, so clip Float32 gradients of 1e19 or more in Float64),
 // and each gradient is scaled by max_norm / max(norm, max_norm) (unchanged
 // when norm <= max_norm). Writes the clipped gradients and, when |out_norm| is not NULL, the
 // norm (a scalar). |max_norm| > 0. Gradients may differ in shape; they must be float.

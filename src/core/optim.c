@@ -65,8 +65,12 @@ static cml_status_t cml_optim_check(cml_function_t* f, const char* name, const c
   cml_shape_t s;
   char a[CML__SHAPE_TEXT], b[CML__SHAPE_TEXT];
   if (!cml_builder_value_shape(f->builder, v, &s)) {
-    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: %s #%zu (value id 0x%08x) is invalid",
-                           name, what, i, (unsigned)v);
+    const bool foreign = v != CML_VALUE_INVALID && (v >> CML__VALUE_INDEX_BITS) != f->builder->tag;
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: %s #%zu (value id 0x%08x) %s", name,
+                           what, i, (unsigned)v,
+                           v == CML_VALUE_INVALID ? "is CML_VALUE_INVALID"
+                           : foreign              ? "belongs to another builder"
+                                                  : "is unknown");
   }
   if (!(CML_DTYPE_BIT(s.dtype) & CML_DSET_FLOAT)) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: %s #%zu %s must have a float dtype",
@@ -83,13 +87,25 @@ static cml_status_t cml_optim_check(cml_function_t* f, const char* name, const c
   return CML_OK;
 }
 
-static cml_status_t cml_optim_begin(cml_function_t* f, const char* name, const void* config,
-                                    const cml_value_t* params, const cml_value_t* grads,
-                                    size_t count) {
+// Whether a step can be added to |f| at all: a NULL function, a pending builder error, a
+// compiled builder or a function that has returned. Not sticky (as cml_gradients): the module
+// is left as it was, and stays compilable when it was complete.
+static cml_status_t cml_optim_usable(cml_function_t* f, const char* name) {
   if (!f || !f->builder) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL function", name);
   }
   if (f->builder->error != CML_OK) return cml_builder_status(f->builder);
+  if (f->builder->compiled || f->returned) {
+    return cml_status_make(CML_STATUS_FAILED_PRECONDITION, "%s: %s", name,
+                           f->builder->compiled ? "the builder was already compiled"
+                                                : "the function has already returned");
+  }
+  return CML_OK;
+}
+
+static cml_status_t cml_optim_begin(cml_function_t* f, const char* name, const void* config,
+                                    const cml_value_t* params, const cml_value_t* grads,
+                                    size_t count) {
   if (!config || (count > 0 && (!params || !grads))) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL config, params or grads", name);
   }
@@ -147,6 +163,7 @@ cml_status_t cml_optim_sgd_step(cml_function_t* f, const cml_sgd_config_t* confi
   static const char* name = "SGD";
   cml_optim_clear(out_params, count);
   cml_optim_clear(out_velocity, count);
+  CML_RETURN_IF_ERROR(cml_optim_usable(f, name));
   cml_status_t st = cml_optim_begin(f, name, config, params, grads, count);
   if (st == CML_OK && !out_params && count > 0) {
     st = cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL out_params", name);
@@ -218,6 +235,7 @@ cml_status_t cml_optim_adam_step(cml_function_t* f, const cml_adam_config_t* con
   cml_optim_clear(out_params, count);
   cml_optim_clear(out_m, count);
   cml_optim_clear(out_v, count);
+  CML_RETURN_IF_ERROR(cml_optim_usable(f, name));
   cml_status_t st = cml_optim_begin(f, name, config, params, grads, count);
   if (st == CML_OK && count > 0 && (!m || !v || !out_params || !out_m || !out_v)) {
     st = cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL state or output arrays", name);
@@ -308,10 +326,7 @@ cml_status_t cml_optim_clip_by_global_norm(cml_function_t* f, const cml_value_t*
   static const char* name = "ClipByGlobalNorm";
   cml_optim_clear(out_grads, count);
   if (out_norm) *out_norm = CML_VALUE_INVALID;
-  if (!f || !f->builder) {
-    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL function", name);
-  }
-  if (f->builder->error != CML_OK) return cml_builder_status(f->builder);
+  CML_RETURN_IF_ERROR(cml_optim_usable(f, name));
   cml_status_t st = CML_OK;
   if (count == 0 || !grads || !out_grads) {
     st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
@@ -325,9 +340,19 @@ cml_status_t cml_optim_clip_by_global_norm(cml_function_t* f, const cml_value_t*
     st = cml_optim_check(f, name, "gradient", i, grads[i], NULL);
   }
   if (st != CML_OK) return cml_optim_fail(f, st);
+  // The norm is computed in the widest compute dtype among the gradients (Float64 when one is
+  // Float64): Float64 gradients of 3e40 summed in the first one's Float32 made the norm inf and
+  // zeroed them.
   cml_shape_t s0;
   cml_builder_value_shape(f->builder, grads[0], &s0);
-  const cml_dtype_t dt = cml_optim_compute_dtype(s0.dtype);
+  cml_dtype_t dt = cml_optim_compute_dtype(s0.dtype);
+  for (size_t i = 1; i < count; ++i) {
+    cml_shape_t s;
+    cml_builder_value_shape(f->builder, grads[i], &s);
+    if (cml_dtype_bits(cml_optim_compute_dtype(s.dtype)) > cml_dtype_bits(dt)) {
+      dt = cml_optim_compute_dtype(s.dtype);
+    }
+  }
   if (dt == CML_DTYPE_F32 && !(isfinite((float)max_norm) && (float)max_norm > 0)) {
     return cml_optim_fail(
         f, cml_status_make(CML_STATUS_INVALID_ARGUMENT,
@@ -347,13 +372,12 @@ cml_status_t cml_optim_clip_by_global_norm(cml_function_t* f, const cml_value_t*
   for (size_t i = 0; i < count; ++i) {
     cml_shape_t s;
     cml_builder_value_shape(f->builder, grads[i], &s);
-    if (cml_optim_compute_dtype(s.dtype) == s.dtype) {
+    const cml_dtype_t gdt = cml_optim_compute_dtype(s.dtype);
+    if (gdt == s.dtype) {
       out_grads[i] = cml_op_mul(f, grads[i], cml_optim_as(f, scale, s.dtype));
     } else {
-      out_grads[i] = cml_optim_as(f,
-                                  cml_op_mul(f, cml_optim_as(f, grads[i], CML_DTYPE_F32),
-                                             cml_optim_as(f, scale, CML_DTYPE_F32)),
-                                  s.dtype);
+      out_grads[i] = cml_optim_as(
+          f, cml_op_mul(f, cml_optim_as(f, grads[i], gdt), cml_optim_as(f, scale, gdt)), s.dtype);
     }
   }
   if (out_norm) *out_norm = cml_optim_as(f, norm, s0.dtype);

@@ -1904,6 +1904,28 @@ TEST(clip_by_global_norm) {
   ASSERT_NEAR(ua[1], 4.0, 1e-12);
 }
 
+// Gradients of mixed dtypes: the norm is computed in the widest one. A Float32 gradient first
+// and Float64 gradients of 3e40 and 4e40 (norm 5e40, past Float32): scaled to 0.6 and 0.8 (the
+// norm in the first gradient's Float32 was inf and zeroed them).
+TEST(clip_by_global_norm_mixed_dtypes) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "clip", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s1 = API_SHAPE(CML_DTYPE_F32), s2 = API_SHAPE(CML_DTYPE_F64, 2);
+  cml_value_t g[2] = {cml_parameter(f, "a", &s1), cml_parameter(f, "b", &s2)};
+  cml_value_t c[2];
+  ASSERT_STATUS_OK(cml_optim_clip_by_global_norm(f, g, 2, 1.0, c, NULL));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, c, 2, &exe));
+  float a = 1e-3f, ca = -1;
+  double bv[2] = {3e40, 4e40}, cb[2] = {0, 0};
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){&a, bv}, (void*[]){&ca, cb}));
+  cml_executable_release(exe);
+  ASSERT_NEAR(cb[0], 0.6, 1e-12);
+  ASSERT_NEAR(cb[1], 0.8, 1e-12);
+  ASSERT_NEAR(ca, 2e-44, 1e-44);  // 1e-3 / 5e40: a Float32 subnormal
+}
+
 TEST(optimizer_errors) {
   char msg[1024];
   cml_builder_t* b = NULL;
@@ -1951,6 +1973,48 @@ TEST(optimizer_errors) {
   g = cml_parameter(f, "g", &s);
   ASSERT_EQ_INT(api_code(cml_optim_clip_by_global_norm(f, &g, 1, 0.0, &p2, NULL)),
                 CML_STATUS_INVALID_ARGUMENT);
+  cml_builder_destroy(b);
+
+  // A value of another builder is named as such.
+  cml_builder_t* other = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "other", &other));
+  cml_value_t foreign = cml_parameter(cml_builder_main(other), "x", &s);
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "bad", &b));
+  f = cml_builder_main(b);
+  p = cml_parameter(f, "p", &s);
+  cml_sgd_config_init(&c);
+  ASSERT_EQ_INT(
+      api_code_msg(cml_optim_sgd_step(f, &c, &p, &foreign, NULL, 1, &p2, NULL), msg, sizeof msg),
+      CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(msg, "SGD: gradient #0") != NULL);
+  ASSERT_TRUE(strstr(msg, "belongs to another builder") != NULL);
+  cml_builder_destroy(b);
+  cml_builder_destroy(other);
+
+  // A step on a function that has returned is FAILED_PRECONDITION naming the optimizer, and does
+  // not stick: the complete module still compiles.
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "returned", &b));
+  f = cml_builder_main(b);
+  p = cml_parameter(f, "p", &s);
+  g = cml_parameter(f, "g", &s);
+  ASSERT_STATUS_OK(cml_function_return(f, &p, 1));
+  ASSERT_EQ_INT(
+      api_code_msg(cml_optim_sgd_step(f, &c, &p, &g, NULL, 1, &p2, NULL), msg, sizeof msg),
+      CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_TRUE(strstr(msg, "SGD: the function has already returned") != NULL);
+  cml_value_t mv = p, vv = p;
+  ASSERT_EQ_INT(
+      api_code_msg(cml_optim_adam_step(f, &ac, &p, &g, &mv, &vv, 1, p, &o[0], &o[1], &o[2]), msg,
+                   sizeof msg),
+      CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_TRUE(strstr(msg, "AdamW: the function has already returned") != NULL);
+  ASSERT_EQ_INT(
+      api_code_msg(cml_optim_clip_by_global_norm(f, &g, 1, 1.0, &p2, NULL), msg, sizeof msg),
+      CML_STATUS_FAILED_PRECONDITION);
+  ASSERT_TRUE(strstr(msg, "ClipByGlobalNorm: the function has already returned") != NULL);
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_executable_release(exe);
   cml_builder_destroy(b);
 }
 
@@ -2071,6 +2135,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(clamp_crossed_bounds_and_pow_zero_exponent),
                                        TEST_ENTRY(optimizer_constants_that_round_away),
                                        TEST_ENTRY(clip_by_global_norm),
+                                       TEST_ENTRY(clip_by_global_norm_mixed_dtypes),
                                        TEST_ENTRY(optimizer_errors)};
   int failures = 0, ran = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {

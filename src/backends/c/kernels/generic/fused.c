@@ -82,12 +82,17 @@ static void cmlc_fk_softmax_lanes(void* vctx, int64_t begin, int64_t end, int th
       double m = -INFINITY;
       for (int64_t j = 0; j < n; ++j)
         m = x[j * inner] > m || isnan(x[j * inner]) ? x[j * inner] : m;
-      double sum = 0;
+      // The sum carries its rounding errors (Neumaier): a plain double sum of 1e6 terms was
+      // 522 ulps off in the outputs, the decomposition's 5.
+      double sum = 0, carry = 0;
       for (int64_t j = 0; j < n; ++j) {
         double e = exp(x[j * inner] - m);
         y[j * inner] = e;
-        sum += e;
+        const double t = sum + e;
+        carry += fabs(sum) >= fabs(e) ? (sum - t) + e : (e - t) + sum;
+        sum = t;
       }
+      sum += carry;
       for (int64_t j = 0; j < n; ++j) y[j * inner] /= sum;
     } else if (c->dtype == CML_DTYPE_F32) {
       const float* x = (const float*)c->x + base;
