@@ -477,7 +477,8 @@ CML_API cml_value_t cml_op_reduce_window(cml_function_t* f, cml_value_t x, cml_r
 // SelectAndScatter: for each window of |operand| selects the max (min) element (first one on
 // ties, in row-major order) and adds the matching |source| element there; Sum adds it to every
 // element of the window. On xla, where the window has padding, a tie may go to another of the
-// tied elements (XLA's own choice; docs/differential.md, item 7). |op|: CML_OP_SELECT_AND_SCATTER_MAX/_MIN/_SUM. Dilations must be zero (unused).
+// tied elements (XLA's own choice; docs/differential.md, item 7).
+// |op|: CML_OP_SELECT_AND_SCATTER_MAX/_MIN/_SUM. Dilations must be zero (unused).
 CML_API cml_value_t cml_op_select_and_scatter(cml_function_t* f, cml_op_t op, cml_value_t operand,
                                               cml_value_t source,
                                               const cml_window_config_t* config);
