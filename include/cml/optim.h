@@ -28,11 +28,10 @@
 // them). Keep Adam's moments in Float32 for 16-bit parameters: a Float16 v underflows to 0 for
 // gradients below about 1e-2 (0.001 g^2 < 6e-8) and the bias-corrected update then grows far past
 // the learning rate, and a BFloat16 v stalls (v + 0.001 g^2 rounds back to v), so both are
-// accepted but train wrongly. The learning rate and the other hyper-parameters are constants of
-// the graph: a schedule that changes them compiles one step per value (or scales an SGD step's
-// gradients). Hyper-parameters are folded into the graph as constants of that dtype; one that does
-// not survive the rounding (a learning rate of 1e300 or 1e-50, a beta of 0.99999999 in Float32)
-// is INVALID_ARGUMENT.
+// accepted but train wrongly. Hyper-parameters are constants of the graph, except a learning
+// rate given as a value to the *_with_learning_rate steps (for schedules). Hyper-parameters are
+// folded into the graph as constants of that dtype; one that does not survive the rounding (a
+// learning rate of 1e300 or 1e-50, a beta of 0.99999999 in Float32) is INVALID_ARGUMENT.
 //
 // Thread-safety: as every builder (cml/graph.h): one thread at a time per builder.
 #ifndef CML_OPTIM_H_
@@ -92,6 +91,22 @@ CML_API CML_MUST_USE cml_status_t cml_optim_adam_step(
     cml_function_t* f, const cml_adam_config_t* config, const cml_value_t* params,
     const cml_value_t* grads, const cml_value_t* m, const cml_value_t* v, size_t count,
     cml_value_t step, cml_value_t* out_params, cml_value_t* out_m, cml_value_t* out_v);
+
+// The same steps with the learning rate given as a value instead of config->learning_rate
+// (which is then ignored): a scalar of any float or integer dtype, e.g. a parameter of the
+// training step's function, so that a schedule (warm-up from 0, cosine decay) changes it at every
+// execute without compiling again. It is converted to the dtype each parameter computes in; 0 is
+// allowed (no update), and its value is not checked. Other errors as the steps above; a learning
+// rate that is not such a scalar is INVALID_ARGUMENT.
+CML_API CML_MUST_USE cml_status_t cml_optim_sgd_step_with_learning_rate(
+    cml_function_t* f, const cml_sgd_config_t* config, cml_value_t learning_rate,
+    const cml_value_t* params, const cml_value_t* grads, const cml_value_t* velocity, size_t count,
+    cml_value_t* out_params, cml_value_t* out_velocity);
+CML_API CML_MUST_USE cml_status_t cml_optim_adam_step_with_learning_rate(
+    cml_function_t* f, const cml_adam_config_t* config, cml_value_t learning_rate,
+    const cml_value_t* params, const cml_value_t* grads, const cml_value_t* m, const cml_value_t* v,
+    size_t count, cml_value_t step, cml_value_t* out_params, cml_value_t* out_m,
+    cml_value_t* out_v);
 
 // Gradient clipping by global norm: norm = sqrt(sum_i sum(grads[i]^2)) (computed in the widest
 // of the gradients' dtypes, Float32 for 16 bits or fewer, and written in the first gradient's

@@ -156,21 +156,50 @@ static cml_status_t cml_optim_end(cml_function_t* f, cml_value_t* const* outs, s
   return cml_builder_status(f->builder);
 }
 
-cml_status_t cml_optim_sgd_step(cml_function_t* f, const cml_sgd_config_t* config,
-                                const cml_value_t* params, const cml_value_t* grads,
-                                const cml_value_t* velocity, size_t count, cml_value_t* out_params,
-                                cml_value_t* out_velocity) {
+// Checks a learning rate given as a value: a scalar of a float or integer dtype of |f|.
+static cml_status_t cml_optim_check_lr(cml_function_t* f, const char* name, cml_value_t lr) {
+  cml_shape_t s;
+  char text[CML__SHAPE_TEXT];
+  if (!cml_builder_value_shape(f->builder, lr, &s)) {
+    const bool foreign =
+        lr != CML_VALUE_INVALID && (lr >> CML__VALUE_INDEX_BITS) != f->builder->tag;
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: learning_rate (value id 0x%08x) %s",
+                           name, (unsigned)lr,
+                           lr == CML_VALUE_INVALID ? "is CML_VALUE_INVALID"
+                           : foreign               ? "belongs to another builder"
+                                                   : "is unknown");
+  }
+  if (s.rank != 0 || !(CML_DTYPE_BIT(s.dtype) & (CML_DSET_INT | CML_DSET_FLOAT))) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                           "%s: learning_rate %s must be a scalar of an integer or float dtype",
+                           name, cml__shape_text(&s, text));
+  }
+  return CML_OK;
+}
+
+// The learning rate of a step in |dt|: the value |lr| when it is given, else the constant.
+static cml_value_t cml_optim_lr(cml_function_t* f, cml_value_t lr, cml_value_t like, double value,
+                                cml_dtype_t dt) {
+  return lr != CML_VALUE_INVALID ? cml_optim_as(f, lr, dt) : cml_optim_scalar(f, like, value);
+}
+
+static cml_status_t cml_optim_sgd(cml_function_t* f, const cml_sgd_config_t* config, cml_value_t lr,
+                                  bool lr_given, const cml_value_t* params,
+                                  const cml_value_t* grads, const cml_value_t* velocity,
+                                  size_t count, cml_value_t* out_params,
+                                  cml_value_t* out_velocity) {
   static const char* name = "SGD";
   cml_optim_clear(out_params, count);
   cml_optim_clear(out_velocity, count);
   CML_RETURN_IF_ERROR(cml_optim_usable(f, name));
   cml_status_t st = cml_optim_begin(f, name, config, params, grads, count);
+  if (st == CML_OK && lr_given) st = cml_optim_check_lr(f, name, lr);
   if (st == CML_OK && !out_params && count > 0) {
     st = cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL out_params", name);
   }
   if (st == CML_OK) {
     const cml_sgd_config_t* c = config;
-    const char* bad = !(c->learning_rate > 0) || !isfinite(c->learning_rate)
+    const char* bad = !lr_given && (!(c->learning_rate > 0) || !isfinite(c->learning_rate))
                           ? "learning_rate must be finite and > 0"
                       : !(c->momentum >= 0) || !isfinite(c->momentum)
                           ? "momentum must be finite and >= 0"
@@ -194,10 +223,11 @@ cml_status_t cml_optim_sgd_step(cml_function_t* f, const cml_sgd_config_t* confi
     st = cml_optim_check(f, name, "velocity", i, velocity[i], &ps);
   }
   if (st == CML_OK) {
-    const double values[3] = {config->learning_rate, config->momentum, config->weight_decay};
-    static const char* const names[3] = {"learning_rate", "momentum", "weight_decay"};
+    const double values[3] = {config->momentum, config->weight_decay, config->learning_rate};
+    static const char* const names[3] = {"momentum", "weight_decay", "learning_rate"};
     static const bool below_one[3] = {false, false, false};
-    st = cml_optim_check_constants(f, name, params, count, values, names, 3, below_one);
+    st = cml_optim_check_constants(f, name, params, count, values, names, lr_given ? 2 : 3,
+                                   below_one);
   }
   if (st != CML_OK) return cml_optim_fail(f, st);
   const cml_sgd_config_t* c = config;
@@ -219,30 +249,48 @@ cml_status_t cml_optim_sgd_step(cml_function_t* f, const cml_sgd_config_t* confi
       step = c->nesterov ? cml_op_add(f, g, cml_op_mul(f, v, mu)) : v;
     }
     out_params[i] = cml_optim_as(
-        f, cml_op_sub(f, p, cml_op_mul(f, step, cml_optim_scalar(f, p, c->learning_rate))),
+        f, cml_op_sub(f, p, cml_op_mul(f, step, cml_optim_lr(f, lr, p, c->learning_rate, dt))),
         ps.dtype);
   }
   cml_value_t* outs[2] = {out_params, c->momentum > 0 ? out_velocity : NULL};
   return cml_optim_end(f, outs, 2, count);
 }
 
-cml_status_t cml_optim_adam_step(cml_function_t* f, const cml_adam_config_t* config,
-                                 const cml_value_t* params, const cml_value_t* grads,
-                                 const cml_value_t* m, const cml_value_t* v, size_t count,
-                                 cml_value_t step, cml_value_t* out_params, cml_value_t* out_m,
-                                 cml_value_t* out_v) {
+cml_status_t cml_optim_sgd_step(cml_function_t* f, const cml_sgd_config_t* config,
+                                const cml_value_t* params, const cml_value_t* grads,
+                                const cml_value_t* velocity, size_t count, cml_value_t* out_params,
+                                cml_value_t* out_velocity) {
+  return cml_optim_sgd(f, config, CML_VALUE_INVALID, false, params, grads, velocity, count,
+                       out_params, out_velocity);
+}
+
+cml_status_t cml_optim_sgd_step_with_learning_rate(
+    cml_function_t* f, const cml_sgd_config_t* config, cml_value_t learning_rate,
+    const cml_value_t* params, const cml_value_t* grads, const cml_value_t* velocity, size_t count,
+    cml_value_t* out_params, cml_value_t* out_velocity) {
+  return cml_optim_sgd(f, config, learning_rate, true, params, grads, velocity, count, out_params,
+                       out_velocity);
+}
+
+static cml_status_t cml_optim_adam(cml_function_t* f, const cml_adam_config_t* config,
+                                   cml_value_t lr, bool lr_given, const cml_value_t* params,
+                                   const cml_value_t* grads, const cml_value_t* m,
+                                   const cml_value_t* v, size_t count, cml_value_t step,
+                                   cml_value_t* out_params, cml_value_t* out_m,
+                                   cml_value_t* out_v) {
   const char* name = config && config->decoupled ? "AdamW" : "Adam";
   cml_optim_clear(out_params, count);
   cml_optim_clear(out_m, count);
   cml_optim_clear(out_v, count);
   CML_RETURN_IF_ERROR(cml_optim_usable(f, name));
   cml_status_t st = cml_optim_begin(f, name, config, params, grads, count);
+  if (st == CML_OK && lr_given) st = cml_optim_check_lr(f, name, lr);
   if (st == CML_OK && count > 0 && (!m || !v || !out_params || !out_m || !out_v)) {
     st = cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: NULL state or output arrays", name);
   }
   if (st == CML_OK) {
     const cml_adam_config_t* c = config;
-    const char* bad = !(c->learning_rate > 0) || !isfinite(c->learning_rate)
+    const char* bad = !lr_given && (!(c->learning_rate > 0) || !isfinite(c->learning_rate))
                           ? "learning_rate must be finite and > 0"
                       : !(c->beta1 >= 0) || !(c->beta1 < 1) ? "beta1 must be in [0, 1)"
                       : !(c->beta2 >= 0) || !(c->beta2 < 1) ? "beta2 must be in [0, 1)"
@@ -276,12 +324,13 @@ cml_status_t cml_optim_adam_step(cml_function_t* f, const cml_adam_config_t* con
     if (st == CML_OK) st = cml_optim_check(f, name, "v", i, v[i], &ps);
   }
   if (st == CML_OK) {
-    const double values[5] = {config->learning_rate, config->beta1, config->beta2, config->epsilon,
-                              config->weight_decay};
-    static const char* const names[5] = {"learning_rate", "beta1", "beta2", "epsilon",
-                                         "weight_decay"};
-    static const bool below_one[5] = {false, true, true, false, false};
-    st = cml_optim_check_constants(f, name, params, count, values, names, 5, below_one);
+    const double values[5] = {config->beta1, config->beta2, config->epsilon, config->weight_decay,
+                              config->learning_rate};
+    static const char* const names[5] = {"beta1", "beta2", "epsilon", "weight_decay",
+                                         "learning_rate"};
+    static const bool below_one[5] = {true, true, false, false, false};
+    st = cml_optim_check_constants(f, name, params, count, values, names, lr_given ? 4 : 5,
+                                   below_one);
   }
   if (st != CML_OK) return cml_optim_fail(f, st);
   const cml_adam_config_t* c = config;
@@ -312,12 +361,31 @@ cml_status_t cml_optim_adam_step(cml_function_t* f, const cml_adam_config_t* con
       u = cml_op_add(f, u, cml_op_mul(f, p, cml_optim_scalar(f, p, c->weight_decay)));
     }
     out_params[i] = cml_optim_as(
-        f, cml_op_sub(f, p, cml_op_mul(f, u, cml_optim_scalar(f, p, c->learning_rate))), ps.dtype);
+        f, cml_op_sub(f, p, cml_op_mul(f, u, cml_optim_lr(f, lr, p, c->learning_rate, dt))),
+        ps.dtype);
     out_m[i] = cml_optim_as(f, m1, ms.dtype);
     out_v[i] = cml_optim_as(f, v1, vs.dtype);
   }
   cml_value_t* outs[3] = {out_params, out_m, out_v};
   return cml_optim_end(f, outs, 3, count);
+}
+
+cml_status_t cml_optim_adam_step(cml_function_t* f, const cml_adam_config_t* config,
+                                 const cml_value_t* params, const cml_value_t* grads,
+                                 const cml_value_t* m, const cml_value_t* v, size_t count,
+                                 cml_value_t step, cml_value_t* out_params, cml_value_t* out_m,
+                                 cml_value_t* out_v) {
+  return cml_optim_adam(f, config, CML_VALUE_INVALID, false, params, grads, m, v, count, step,
+                        out_params, out_m, out_v);
+}
+
+cml_status_t cml_optim_adam_step_with_learning_rate(
+    cml_function_t* f, const cml_adam_config_t* config, cml_value_t learning_rate,
+    const cml_value_t* params, const cml_value_t* grads, const cml_value_t* m, const cml_value_t* v,
+    size_t count, cml_value_t step, cml_value_t* out_params, cml_value_t* out_m,
+    cml_value_t* out_v) {
+  return cml_optim_adam(f, config, learning_rate, true, params, grads, m, v, count, step,
+                        out_params, out_m, out_v);
 }
 
 cml_status_t cml_optim_clip_by_global_norm(cml_function_t* f, const cml_value_t* grads,

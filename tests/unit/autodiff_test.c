@@ -1683,6 +1683,58 @@ TEST(quantized_dense_gradient) {
 //===--- optimizers ---===//
 
 // Runs a one-parameter step graph: inputs p, g (and state), outputs as built.
+// The learning rate as a parameter: one executable, three rates (0 included), against the
+// update rules by hand; Adam's with a rate of 1e-3 equals the constant-rate step's bit for bit.
+TEST(learning_rate_as_a_value) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "lr", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F32, 2), sc = API_SHAPE(CML_DTYPE_F32);
+  cml_value_t p = cml_parameter(f, "p", &s), g = cml_parameter(f, "g", &s);
+  cml_value_t lr = cml_parameter(f, "lr", &sc);
+  cml_value_t m = cml_parameter(f, "m", &s);  // zeros: the moments of a first step
+  cml_value_t step = cml_constant_scalar_i64(f, CML_DTYPE_I32, 1);
+  cml_sgd_config_t c;
+  cml_sgd_config_init(&c);
+  c.learning_rate = -5;  // ignored
+  cml_adam_config_t ac;
+  cml_adam_config_init(&ac);
+  cml_value_t p_sgd, p_adam, m2, v2, p_const, m3, v3;
+  ASSERT_STATUS_OK(cml_optim_sgd_step_with_learning_rate(f, &c, lr, &p, &g, NULL, 1, &p_sgd, NULL));
+  ASSERT_STATUS_OK(cml_optim_adam_step_with_learning_rate(f, &ac, lr, &p, &g, &m, &m, 1, step,
+                                                          &p_adam, &m2, &v2));
+  ASSERT_STATUS_OK(cml_optim_adam_step(f, &ac, &p, &g, &m, &m, 1, step, &p_const, &m3, &v3));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, (cml_value_t[]){p_sgd, p_adam, p_const}, 3, &exe));
+  const float rates[3] = {0.5f, 0.0f, 1e-3f};
+  for (int k = 0; k < 3; ++k) {
+    float pv[2] = {1.0f, -2.0f}, gv[2] = {0.5f, -0.25f}, mv[2] = {0, 0}, ps[2], pa[2], pc[2];
+    ASSERT_STATUS_OK(
+        api_run(g_c, exe, (const void*[]){pv, gv, &rates[k], mv}, (void*[]){ps, pa, pc}));
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ_DBL(ps[i], pv[i] - rates[k] * gv[i]);
+      // Adam's first step moves each weight by about lr against its gradient's sign (within the
+      // Float32 rounding of 1 - beta2 = 0.001, 5e-5 relative).
+      ASSERT_NEAR(pa[i], pv[i] - rates[k] * (gv[i] > 0 ? 1 : -1), 1e-4 * rates[k] + 1e-7);
+      if (k == 2) ASSERT_EQ_DBL(pa[i], pc[i]);
+    }
+  }
+  cml_executable_release(exe);
+  // A learning rate that is not a scalar is refused, naming it.
+  cml_value_t bad_out;
+  char msg[512];
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "lr_bad", &b));
+  f = cml_builder_main(b);
+  p = cml_parameter(f, "p", &s);
+  g = cml_parameter(f, "g", &s);
+  ASSERT_EQ_INT(
+      api_code_msg(cml_optim_sgd_step_with_learning_rate(f, &c, g, &p, &g, NULL, 1, &bad_out, NULL),
+                   msg, sizeof msg),
+      CML_STATUS_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(msg, "SGD: learning_rate (Float32)[2] must be a scalar") != NULL);
+  cml_builder_destroy(b);
+}
+
 TEST(sgd_momentum_nesterov) {
   for (int nesterov = 0; nesterov < 2; ++nesterov) {
     cml_builder_t* b = NULL;
@@ -2129,6 +2181,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(while_trip_count_past_int64),
                                        TEST_ENTRY(while_counters_of_every_integer_dtype),
                                        TEST_ENTRY(quantized_dense_gradient),
+                                       TEST_ENTRY(learning_rate_as_a_value),
                                        TEST_ENTRY(sgd_momentum_nesterov),
                                        TEST_ENTRY(adam_adamw),
                                        TEST_ENTRY(adam_half_precision_parameters),
