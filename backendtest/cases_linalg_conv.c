@@ -445,6 +445,22 @@ static void case_input_dilation_equal_to_kernel_strided_f32(bt_t* t) {
            NULL, NULL);
 }
 
+// The same axis shape with an empty input: an empty output (the padding that avoids XLA's trap
+// must not give it a position).
+static void case_input_dilation_equal_to_kernel_empty_f32(bt_t* t) {
+  conv_problem_t p = {.spatial = 2,
+                      .n = 1,
+                      .c = 1,
+                      .o = 2,
+                      .in = {0, 2},
+                      .k = {2, 3},
+                      .pad_lo = {0, 1},
+                      .pad_hi = {0, 1},
+                      .idil = {2, 1}};
+  conv_run(t, "empty input, input dilation 2 = kernel 2", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL,
+           NULL, NULL);
+}
+
 static void case_empty_batch_f32(bt_t* t) {
   conv_problem_t p = {.spatial = 1, .n = 0, .c = 2, .o = 3, .in = {5}, .k = {2}};
   conv_run(t, "empty batch", CML_DTYPE_F32, CML_DTYPE_INVALID, p, NULL, NULL, NULL);
@@ -674,6 +690,8 @@ const bt_case_t bt_cases_linalg_conv[] = {
      case_input_dilation_equal_to_kernel_f32},
     {"input_dilation_equal_to_kernel_strided_f32", CML_OP_CONV_GENERAL,
      case_input_dilation_equal_to_kernel_strided_f32},
+    {"input_dilation_equal_to_kernel_empty_f32", CML_OP_CONV_GENERAL,
+     case_input_dilation_equal_to_kernel_empty_f32},
     {"empty_batch_f32", CML_OP_CONV_GENERAL, case_empty_batch_f32},
     {"output_bf16_to_f32", CML_OP_CONV_GENERAL, case_output_dtype_bf16_to_f32},
     {"output_i8_to_i32", CML_OP_CONV_GENERAL, case_output_dtype_i8_to_i32},

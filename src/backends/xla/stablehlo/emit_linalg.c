@@ -142,8 +142,8 @@ static cml_status_t cml_shlo_conv(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
     const int64_t stride = cv->strides[i] > 1 ? cv->strides[i] : 1;
     const int64_t base = lhs_dilation[i] > 1 ? lhs_dilation[i] : 1;
     const int64_t window_dilation = cv->kernel_dilations[i] > 1 ? cv->kernel_dilations[i] : 1;
-    if (k >= 2 && in != k && pad_low[i] == 0 && pad_high[i] == 0 && window_dilation == 1 &&
-        base == k && stride == k - 1) {
+    if (k >= 2 && in > 0 && in != k && pad_low[i] == 0 && pad_high[i] == 0 &&
+        window_dilation == 1 && base == k && stride == k - 1) {
       padded_high[i] = stride;
       extra[cv->output_spatial_axes[i]] = 1;
       swap_trap = true;

@@ -585,24 +585,37 @@ static cml_status_t cml_shlo_emit_if(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
   return st;
 }
 
-// Whether function |fi| or a function it runs (If branches, Calls, nested Sorts) has a While:
-// XLA's CPU compiler aborts the process on a loop inside a sort comparator ("Check failed:
-// 1 == assigned_buffers.size()"). Depth is bounded: cycles and nesting were checked before.
-static bool cml_shlo_runs_while(const cml_module_t* m, uint32_t fi, uint32_t* out_fn) {
+// The first node of function |fi|, or of a function it runs (If branches, Calls), that XLA's CPU
+// compiler cannot take inside a sort comparator, which it compiles as a scalar function: a While
+// ("Check failed: 1 == assigned_buffers.size()"), an op with a computation of its own (a
+// reduction, a nested Sort, a Scatter, a window op: "Map key not found: region_1.1"), or any
+// array value (a broadcast, a transpose, a gather...); each ended the process. Captured values
+// are left to the caller (a captured scalar becomes a sort operand). Depth is bounded: cycles
+// and nesting were checked before.
+static const cml_ir_node_t* cml_shlo_comparator_trap(const cml_module_t* m, uint32_t fi,
+                                                     uint32_t* out_fn) {
   const cml_ir_function_t* f = &m->functions[fi];
   for (uint32_t i = 0; i < f->node_count; ++i) {
     const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
-    if (n->op == CML_OP_WHILE) {
+    if (n->op == CML_OP_CAPTURED_VALUE || n->op == CML_OP_PARAMETER) continue;
+    const cml_op_group_t g = cml_op_group(n->op);
+    bool bad = n->op == CML_OP_WHILE || n->op == CML_OP_SORT ||
+               (g != CML_OPG_SOURCE && g != CML_OPG_ELEMENTWISE && g != CML_OPG_CONTROL);
+    for (uint32_t k = 0; !bad && k < n->output_count; ++k) {
+      bad = m->values[n->first_output + k].shape.rank != 0;
+    }
+    if (bad) {
       *out_fn = fi;
-      return true;
+      return n;
     }
     uint32_t targets[2];
     const uint32_t k = cml__shlo_node_targets(n, targets);
     for (uint32_t t = 0; t < k; ++t) {
-      if (cml_shlo_runs_while(m, targets[t], out_fn)) return true;
+      const cml_ir_node_t* inner = cml_shlo_comparator_trap(m, targets[t], out_fn);
+      if (inner) return inner;
     }
   }
-  return false;
+  return NULL;
 }
 
 // Sort: the comparator's parameters come in StableHLO's interleaved order (lhs, rhs per
@@ -615,13 +628,6 @@ static cml_status_t cml_shlo_emit_sort(cml__shlo_ctx_t* c, const cml_ir_node_t* 
   const cml_module_t* m = c->module;
   uint32_t fi = n->attrs->functions[0];
   const cml_ir_function_t* f = &m->functions[fi];
-  uint32_t loop_fn = 0;
-  if (cml_shlo_runs_while(m, fi, &loop_fn)) {
-    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
-                           "xla: Sort's comparator runs a While (in function %u \"%s\"): XLA's "
-                           "CPU compiler aborts the process on loops inside a comparator",
-                           loop_fn, m->functions[loop_fn].name ? m->functions[loop_fn].name : "");
-  }
   uint32_t count = n->input_count, extra = 0;
   for (uint32_t i = 0; i < f->capture_count; ++i) {
     if (cml_shlo_sinkable_constant(m, f->captures_outer[i])) continue;
@@ -634,6 +640,21 @@ static cml_status_t cml_shlo_emit_sort(cml__shlo_ctx_t* c, const cml_ir_node_t* 
                              cml_shape_format(s, text, sizeof text));
     }
     ++extra;
+  }
+  uint32_t trap_fn = 0;
+  const cml_ir_node_t* trap = cml_shlo_comparator_trap(m, fi, &trap_fn);
+  if (trap) {
+    char text[128] = "";
+    if (trap->output_count > 0) {
+      cml_shape_format(&m->values[trap->first_output].shape, text, sizeof text);
+    }
+    return cml_status_make(
+        CML_STATUS_UNIMPLEMENTED,
+        "xla: Sort's comparator runs %s %s (in function %u \"%s\"): XLA's CPU compiler ends "
+        "the process on loops, reductions, nested sorts, scatters, window ops and any array "
+        "value inside a comparator; keep it to scalar elementwise ops, If and Call",
+        cml_op_name(trap->op), text, trap_fn,
+        m->functions[trap_fn].name ? m->functions[trap_fn].name : "");
   }
   const uint32_t total = count + extra, params = f->param_count + 2 * extra;
   cml__shlo_val_t* ins = malloc(total * sizeof *ins);
