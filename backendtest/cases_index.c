@@ -512,6 +512,50 @@ static void case_gather_unsigned_starts_past_the_signed_range(bt_t* t) {
   bt_expect_f64(t, "u64 parameter", &out[2], CML_DTYPE_F32, 1, &n2v, (double[]){15, 15}, 0);
 }
 
+// Constant starts at the top of U8, U16, U32 and U64 (255, 65535, 2^32 - 1, 2^64 - 1): clamped
+// to the last position, as every unsigned value is taken as it is (xla:cpu's constant folders
+// read them as signed, -1, and sliced or gathered from the start). DynamicSlice of 4 of
+// [10..15] gives 12..15; a one-element Gather gives 15.
+static void case_unsigned_constant_starts(bt_t* t) {
+  static const cml_dtype_t dts[] = {CML_DTYPE_U8, CML_DTYPE_U16, CML_DTYPE_U32, CML_DTYPE_U64};
+  if (!bt_require_op(t, CML_OP_GATHER) || !bt_require_op(t, CML_OP_DYNAMIC_SLICE) ||
+      !bt_require_dtype(t, CML_DTYPE_F32))
+    return;
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; ++d) {
+    if (!cml_capabilities_has_dtype(cml_backend_capabilities(bt_backend(t)), dts[d])) continue;
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    static const float x[6] = {10, 11, 12, 13, 14, 15};
+    const uint64_t top = dts[d] == CML_DTYPE_U64   ? UINT64_MAX
+                         : dts[d] == CML_DTYPE_U32 ? UINT32_MAX
+                         : dts[d] == CML_DTYPE_U16 ? UINT16_MAX
+                                                   : UINT8_MAX;
+    unsigned char bytes[8];
+    memcpy(bytes, &top, sizeof bytes);  // little-endian: the low bytes hold the value
+    const int64_t n6 = 6, n1[2] = {1, 1}, four = 4;
+    const cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 1, &n6);
+    const cml_shape_t ss = cml_shape_scalar(dts[d]);
+    const cml_shape_t is = cml_shape_make(dts[d], 2, n1);
+    cml_gather_dims_t g;
+    memset(&g, 0, sizeof g);
+    g.index_vector_axis = 1;
+    g.collapsed_slice_axis_count = 1;
+    g.start_index_map_count = 1;
+    g.slice_size_count = 1;
+    g.slice_sizes[0] = 1;
+    const cml_value_t xc = cml_constant(f, &xs, x);
+    const cml_value_t start = cml_constant(f, &ss, bytes);
+    cml_value_t outs[2] = {cml_op_dynamic_slice(f, xc, &start, &four, 1),
+                           cml_op_gather(f, xc, cml_constant(f, &is, bytes), &g)};
+    bt_tensor_t out[2];
+    if (!bt_exec(t, outs, 2, out)) return;
+    const int64_t one = 1;
+    bt_expect_f64(t, cml_dtype_name(dts[d]), &out[0], CML_DTYPE_F32, 1, &four,
+                  (double[]){12, 13, 14, 15}, 0);
+    bt_expect_f64(t, cml_dtype_name(dts[d]), &out[1], CML_DTYPE_F32, 1, &one, (double[]){15}, 0);
+  }
+}
+
 // Max and Min order -0 below +0 (XLA's maximum / minimum), whichever side the zero comes from:
 // operand {-0, +0, -0, +0} with updates {+0, -0, +0, -0} gives +0 everywhere for Max and -0
 // for Min, on every float dtype the backend has.
@@ -544,6 +588,7 @@ const bt_case_t bt_cases_index[] = {
     {"gather_all_dtypes", CML_OP_GATHER, case_gather_all_dtypes},
     {"gather_unsigned_starts_past_the_signed_range", CML_OP_GATHER,
      case_gather_unsigned_starts_past_the_signed_range},
+    {"unsigned_constant_starts", CML_OP_DYNAMIC_SLICE, case_unsigned_constant_starts},
     {"scatter_sum_all_dtypes", CML_OP_SCATTER_SUM, case_scatter_sum_all_dtypes},
     {"scatter_max_all_dtypes", CML_OP_SCATTER_MAX, case_scatter_max_all_dtypes},
     {"scatter_min_all_dtypes", CML_OP_SCATTER_MIN, case_scatter_min_all_dtypes},

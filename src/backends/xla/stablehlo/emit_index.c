@@ -7,29 +7,42 @@
 
 #include "backends/xla/stablehlo/emit_internal.h"
 
+// Start indices (or scatter indices) of an unsigned dtype as Int64, with the same meaning: XLA's
+// constant folders read constant unsigned indices as signed (a U32 start of 2^32 - 1 sliced from
+// 0, where it is clamped to the end). U8 / U16 / U32 convert exactly; U64 values of 2^63 and more
+// are held at 2^63 - 1 first (the ops clamp or skip both alike), using only a logical shift, an
+// equality and a select on the u64 values, which XLA folds correctly. Other dtypes: unchanged.
+static cml__shlo_val_t cml_shlo_signed_indices(cml__shlo_ctx_t* c, const cml__shlo_val_t* v) {
+  const cml_shape_t* is = &v->shape;
+  const cml_shape_t signed_shape = cml_shlo_retype(is, CML_DTYPE_I64);
+  switch (is->dtype) {
+    case CML_DTYPE_U8:
+    case CML_DTYPE_U16:
+    case CML_DTYPE_U32:
+      return cml__shlo_op(c, "stablehlo.convert", v, 1, NULL, &signed_shape);
+    case CML_DTYPE_U64:
+      break;
+    default:
+      return *v;
+  }
+  const cml_shape_t scalar = cml_shape_scalar(CML_DTYPE_U64);
+  const uint64_t k63 = 63, k0 = 0, cap = (uint64_t)INT64_MAX;
+  cml__shlo_val_t c63 = cml__shlo_constant(c, &scalar, &k63);
+  cml__shlo_val_t c0 = cml__shlo_constant(c, &scalar, &k0);
+  cml__shlo_val_t ccap = cml__shlo_constant(c, &scalar, &cap);
+  cml__shlo_val_t shift[2] = {*v, cml__shlo_broadcast(c, &c63, is)};
+  cml__shlo_val_t top = cml__shlo_op(c, "stablehlo.shift_right_logical", shift, 2, NULL, is);
+  cml__shlo_val_t zeros = cml__shlo_broadcast(c, &c0, is);
+  cml__shlo_val_t big = cml__shlo_compare(c, "NE", &top, &zeros, false);
+  cml__shlo_val_t sel[3] = {big, cml__shlo_broadcast(c, &ccap, is), *v};
+  cml__shlo_val_t held = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, is);
+  return cml__shlo_op(c, "stablehlo.convert", &held, 1, NULL, &signed_shape);
+}
+
 static cml_status_t cml_shlo_gather(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_gather_dims_t* g = &n->attrs->u.gather;
   cml__shlo_val_t ins[2] = {cml__shlo_value(c, n->inputs[0]), cml__shlo_value(c, n->inputs[1])};
-  if (ins[1].shape.dtype == CML_DTYPE_U64) {
-    // u64 starts as s64, those of 2^63 and more held at 2^63 - 1 (the gather clamps both to the
-    // end): XLA's constant folders read constant u64 starts, and a minimum of them, as signed,
-    // and gathered the first row. Only a logical shift, an equality and a select touch the u64
-    // values here.
-    const cml_shape_t* is = &ins[1].shape;
-    const cml_shape_t scalar = cml_shape_scalar(CML_DTYPE_U64);
-    const uint64_t k63 = 63, k0 = 0, cap = (uint64_t)INT64_MAX;
-    cml__shlo_val_t c63 = cml__shlo_constant(c, &scalar, &k63);
-    cml__shlo_val_t c0 = cml__shlo_constant(c, &scalar, &k0);
-    cml__shlo_val_t ccap = cml__shlo_constant(c, &scalar, &cap);
-    cml__shlo_val_t shift[2] = {ins[1], cml__shlo_broadcast(c, &c63, is)};
-    cml__shlo_val_t top = cml__shlo_op(c, "stablehlo.shift_right_logical", shift, 2, NULL, is);
-    cml__shlo_val_t zeros = cml__shlo_broadcast(c, &c0, is);
-    cml__shlo_val_t big = cml__shlo_compare(c, "NE", &top, &zeros, false);
-    cml__shlo_val_t sel[3] = {big, cml__shlo_broadcast(c, &ccap, is), ins[1]};
-    cml__shlo_val_t held = cml__shlo_op(c, "stablehlo.select", sel, 3, NULL, is);
-    const cml_shape_t signed_shape = cml_shlo_retype(is, CML_DTYPE_I64);
-    ins[1] = cml__shlo_op(c, "stablehlo.convert", &held, 1, NULL, &signed_shape);
-  }
+  ins[1] = cml_shlo_signed_indices(c, &ins[1]);
   cml__shlo_attr_t a;
   cml__shlo_attr_init(&a);
   cml__shlo_attr_printf(&a, "dimension_numbers = #stablehlo.gather<");
@@ -145,6 +158,20 @@ cml_status_t cml__shlo_emit_index(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
       cml__shlo_val_t* ins = malloc(n->input_count * sizeof *ins + 1);
       if (!ins) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
       for (uint32_t k = 0; k < n->input_count; ++k) ins[k] = cml__shlo_value(c, n->inputs[k]);
+      // Unsigned starts as Int64 (cml_shlo_signed_indices); then every start is Int64, as
+      // StableHLO wants one dtype for all of them.
+      const uint32_t first = n->op == CML_OP_DYNAMIC_SLICE ? 1 : 2;
+      bool any_unsigned = false;
+      for (uint32_t k = first; k < n->input_count; ++k) {
+        any_unsigned = any_unsigned || cml_dtype_is_unsigned_int(ins[k].shape.dtype);
+      }
+      for (uint32_t k = first; any_unsigned && k < n->input_count; ++k) {
+        ins[k] = cml_shlo_signed_indices(c, &ins[k]);
+        if (ins[k].shape.dtype != CML_DTYPE_I64) {
+          const cml_shape_t s64 = cml_shlo_retype(&ins[k].shape, CML_DTYPE_I64);
+          ins[k] = cml__shlo_op(c, "stablehlo.convert", &ins[k], 1, NULL, &s64);
+        }
+      }
       if (n->op == CML_OP_DYNAMIC_SLICE && cml_xla_emit_is_sharded(c->module)) {
         // Under Shardy the start indices are clamped here, as the op defines them: XLA's
         // partitioned dynamic_slice skips the clamp when the result is sharded along the sliced
