@@ -476,6 +476,32 @@ static void case_output_dtype_i8_to_i32(bt_t* t) {
   conv_run(t, "i8 -> i32", CML_DTYPE_I8, CML_DTYPE_I32, p, NULL, NULL, NULL);
 }
 
+// An output dtype of another kind: the sum runs in the input's dtype and is converted once.
+// Float32 {0.5, 0.5} . {1, 1} to Int32 is 1 (converting the inputs first gave 0); Int32
+// {16777217, 1} . {1, 1} to Float32 is 16777218 (summing in Float32 gave 16777216).
+static void case_output_dtype_of_another_kind(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_CONV_GENERAL) || !bt_require_dtype(t, CML_DTYPE_F32) ||
+      !bt_require_dtype(t, CML_DTYPE_I32))
+    return;
+  const int64_t dims[3] = {1, 1, 2}, one[3] = {1, 1, 1};
+  cml_function_t* f = bt_main(t);
+  cml_conv_config_t to_int, to_float;
+  cml_conv_config_init(&to_int, 1, CML_CONV_LAYOUT_CHANNELS_FIRST);
+  to_float = to_int;
+  to_int.output_dtype = CML_DTYPE_I32;
+  to_float.output_dtype = CML_DTYPE_F32;
+  cml_value_t outs[2] = {
+      cml_op_conv_general(f, bt_param_f64(t, f, CML_DTYPE_F32, 3, dims, (double[]){0.5, 0.5}),
+                          bt_param_f64(t, f, CML_DTYPE_F32, 3, dims, (double[]){1, 1}), &to_int),
+      cml_op_conv_general(f, bt_param_i64(t, f, CML_DTYPE_I32, 3, dims, (int64_t[]){16777217, 1}),
+                          bt_param_i64(t, f, CML_DTYPE_I32, 3, dims, (int64_t[]){1, 1}),
+                          &to_float)};
+  bt_tensor_t out[2];
+  if (!bt_exec(t, outs, 2, out)) return;
+  bt_expect_i64(t, "f32 -> i32", &out[0], CML_DTYPE_I32, 3, one, (int64_t[]){1});
+  bt_expect_f64(t, "i32 -> f32", &out[1], CML_DTYPE_F32, 3, one, (double[]){16777218}, 0);
+}
+
 //===--- inexact float values (summation-order tolerance) ---===//
 
 #define CONV_NHWC ((const int64_t[]){0, 3, 1, 2})
@@ -695,6 +721,7 @@ const bt_case_t bt_cases_linalg_conv[] = {
     {"empty_batch_f32", CML_OP_CONV_GENERAL, case_empty_batch_f32},
     {"output_bf16_to_f32", CML_OP_CONV_GENERAL, case_output_dtype_bf16_to_f32},
     {"output_i8_to_i32", CML_OP_CONV_GENERAL, case_output_dtype_i8_to_i32},
+    {"output_dtype_of_another_kind", CML_OP_CONV_GENERAL, case_output_dtype_of_another_kind},
     {"int_wraparound", CML_OP_CONV_GENERAL, case_int_wraparound},
     {"inexact_resnet_nhwc_f32", CML_OP_CONV_GENERAL, case_inexact_resnet_nhwc_f32},
     {"inexact_nchw_strided_f32", CML_OP_CONV_GENERAL, case_inexact_nchw_strided_f32},

@@ -90,7 +90,17 @@ static cml_status_t cml_shlo_conv(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_shape_t* out = cml_shlo_out(c, n, 0);
   cml_dtype_t in_dtype = ins[0].shape.dtype;
   cml_dtype_t compute = in_dtype;
-  if (out->dtype != in_dtype && cml_dtype_bits(out->dtype) >= cml_dtype_bits(in_dtype)) {
+  // The accumulator (docs/conv.md): the output dtype when it is of the input's kind and not
+  // narrower, else the input dtype, converted to the output after the sum (Float32 inputs of
+  // {0.5, 0.5} x {1, 1} to an Int32 output are 1, not 0 + 0).
+  const uint64_t kinds[3] = {CML_DSET_FLOAT, CML_DSET_INT, CML_DSET_COMPLEX};
+  bool same_kind = false;
+  for (int k = 0; k < 3; ++k) {
+    same_kind = same_kind || ((CML_DTYPE_BIT(in_dtype) & kinds[k]) &&
+                              (CML_DTYPE_BIT(out->dtype) & kinds[k]));
+  }
+  if (out->dtype != in_dtype && same_kind &&
+      cml_dtype_bits(out->dtype) >= cml_dtype_bits(in_dtype)) {
     compute = out->dtype;
   }
   for (int k = 0; k < 2; ++k) ins[k] = cml__shlo_convert(c, &ins[k], compute);
