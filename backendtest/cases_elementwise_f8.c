@@ -170,7 +170,7 @@ static void bt_f8_case_all_codes(bt_t* t, cml_dtype_t dtype) {
   bt_tensor_t x = bt_f8_tensor(t, dtype, 1, dims, codes, n);
   cml_value_t xv = bt_param(t, f, &x);
   const cml_dtype_t wide[4] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_F16, CML_DTYPE_BF16};
-  cml_value_t ys[7];
+  cml_value_t ys[8];
   for (int k = 0; k < 4; ++k) ys[k] = cml_op_convert_dtype(f, xv, wide[k]);
   ys[4] = cml_op_convert_dtype(f, ys[0], dtype);
   const cml_dtype_t raw = bt_f8_packed(dtype) ? CML_DTYPE_U4 : CML_DTYPE_U8;
@@ -178,8 +178,11 @@ static void bt_f8_case_all_codes(bt_t* t, cml_dtype_t dtype) {
   // A convert feeding arithmetic (a fused loop on `c`).
   cml_value_t w = cml_op_convert_dtype(f, xv, CML_DTYPE_F32);
   ys[6] = cml_op_add(f, w, w);
-  bt_tensor_t out[7];
-  if (!bt_exec(t, ys, 7, out)) return;
+  // To Bool: true for every nonzero code, NaNs included (xla once wrote the zero it compares
+  // with as an integer literal, a parse error for the minifloats).
+  ys[7] = cml_op_convert_dtype(f, xv, CML_DTYPE_BOOL);
+  bt_tensor_t out[8];
+  if (!bt_exec(t, ys, 8, out)) return;
   double* want = bt_alloc(t, (size_t)n * sizeof(double));
   for (int64_t i = 0; i < n; ++i) want[i] = bt_f8_decode(dtype, (unsigned)i);
   bt_expect_f64(t, "to F32", &out[0], CML_DTYPE_F32, 1, dims, want, 0);
@@ -191,6 +194,9 @@ static void bt_f8_case_all_codes(bt_t* t, cml_dtype_t dtype) {
   int64_t* ints = bt_alloc(t, (size_t)n * sizeof(int64_t));
   for (int64_t i = 0; i < n; ++i) ints[i] = i;
   bt_expect_i64(t, "bitcast", &out[5], raw, 1, dims, ints);
+  int64_t* truth = bt_alloc(t, (size_t)n * sizeof(int64_t));
+  for (int64_t i = 0; i < n; ++i) truth[i] = want[i] != 0;  // NaN != 0
+  bt_expect_i64(t, "to Bool", &out[7], CML_DTYPE_BOOL, 1, dims, truth);
   // Doubled; a float32 subnormal input (F8E8M0FNU's 2^-127) may flush to zero (XLA's CPU does).
   for (int64_t i = 0; i < n; ++i) {
     const double g = bt_get_f64(&out[6], i), e = (double)(float)(2 * want[i]);

@@ -163,6 +163,12 @@ void cml__shlo_format_scalar_kind(cml_dtype_t dtype, cml__shlo_scalar_kind_t kin
     snprintf(buf, size, "(%s, 0.0)", kind == CML__SHLO_ONE ? "1.0" : "0.0");
     return;
   }
+  // Minifloats (storage dtypes: converted, moved, compared with zero) take float literals too:
+  // "0" for a Float4E2M1FN zero was a parse error in XLA.
+  if (cml_dtype_is_minifloat(dtype) && (kind == CML__SHLO_ZERO || kind == CML__SHLO_ONE)) {
+    snprintf(buf, size, "%s", kind == CML__SHLO_ONE ? "1.0" : "0.0");
+    return;
+  }
   if (cml_dtype_is_float(dtype)) {
     switch (kind) {
       case CML__SHLO_ONE:

@@ -194,6 +194,14 @@ static cml__shlo_val_t cml_shlo_f64_to_bf16(cml__shlo_ctx_t* c, const cml__shlo_
 cml__shlo_val_t cml__shlo_convert(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, cml_dtype_t to) {
   cml_dtype_t from = v->shape.dtype;
   if (from == to) return *v;
+  if (to == CML_DTYPE_BOOL && cml_dtype_is_minifloat(from)) {
+    // Compared as Float64 (every minifloat value is exact there, F8E8M0FNU's 2^-127 too, which
+    // is a Float32 subnormal that XLA's CPU flushes to zero): compared in its own type, XLA
+    // found -0 nonzero.
+    cml_shape_t ws = cml_shlo_retype(&v->shape, CML_DTYPE_F64);
+    cml__shlo_val_t wide = cml__shlo_op(c, "stablehlo.convert", v, 1, NULL, &ws);
+    return cml__shlo_convert(c, &wide, to);
+  }
   if (to == CML_DTYPE_BOOL) {
     cml__shlo_val_t zero = cml__shlo_const_fill(c, from, CML__SHLO_ZERO, &v->shape);
     return cml__shlo_compare(c, "NE", v, &zero, false);
