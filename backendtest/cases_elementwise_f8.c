@@ -147,12 +147,16 @@ static void bt_f8_case_from_float(bt_t* t, cml_dtype_t dtype) {
   int64_t dims[] = {F8_VALUE_COUNT};
   bt_tensor_t x32 = bt_tensor(t, CML_DTYPE_F32, 1, dims, f8_values);
   bt_tensor_t x64 = bt_tensor(t, CML_DTYPE_F64, 1, dims, wide);
-  cml_value_t ys[2] = {cml_op_convert_dtype(f, bt_param(t, f, &x32), dtype),
-                       cml_op_convert_dtype(f, bt_param(t, f, &x64), dtype)};
-  bt_tensor_t out[2];
-  if (!bt_exec(t, ys, 2, out)) return;
+  // And from a constant: xla:cpu's constant folder once converted by other rules than its
+  // runtime (inf to 0 in F4E2M1FN, -2.5 to 2 in F8E8M0FNU).
+  cml_value_t ys[3] = {cml_op_convert_dtype(f, bt_param(t, f, &x32), dtype),
+                       cml_op_convert_dtype(f, bt_param(t, f, &x64), dtype),
+                       cml_op_convert_dtype(f, bt_const(t, f, &x32), dtype)};
+  bt_tensor_t out[3];
+  if (!bt_exec(t, ys, 3, out)) return;
   bt_f8_expect_codes(t, "from F32", &out[0], dtype, ty->codes, F8_VALUE_COUNT);
   bt_f8_expect_codes(t, "from F64", &out[1], dtype, ty->codes, F8_VALUE_COUNT);
+  bt_f8_expect_codes(t, "from an F32 constant", &out[2], dtype, ty->codes, F8_VALUE_COUNT);
 }
 
 // Every code of dtype -> F32, F64, F16, BF16 (exact, or rounded once for F16/BF16) and back to

@@ -219,6 +219,15 @@ cml__shlo_val_t cml__shlo_convert(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, 
   }
   if (to == CML_DTYPE_BF16 && from == CML_DTYPE_F64) return cml_shlo_f64_to_bf16(c, v);
   cml_shape_t out = cml_shlo_retype(&v->shape, to);
+  if (to == CML_DTYPE_F4E2M1FN || to == CML_DTYPE_F8E8M0FNU) {
+    // XLA's constant folder converts to these two formats by other rules than its runtime
+    // (docs/dtypes.md's): a constant inf became 0 in F4E2M1FN (the runtime saturates to 6), and
+    // -2.5 became 2 in F8E8M0FNU (NaN). The operand goes through an optimization barrier, which
+    // the folder does not look through.
+    const cml__shlo_val_t opaque =
+        cml__shlo_op(c, "stablehlo.optimization_barrier", v, 1, NULL, &v->shape);
+    return cml__shlo_op(c, "stablehlo.convert", &opaque, 1, NULL, &out);
+  }
   return cml__shlo_op(c, "stablehlo.convert", v, 1, NULL, &out);
 }
 
