@@ -789,6 +789,46 @@ static void case_sort_nan_top_k(bt_t* t) {
   fn_sort_nan(t, CML_OP_GREATER_THAN, CML_DTYPE_F32, 64, 12);
 }
 
+// Three operands (xla:cpu runs the comparator as written from three on, and NaNs fell anywhere):
+// keys, positions and the positions again as Float64, under LessThan and GreaterThan.
+static void case_sort_nan_three_operands(bt_t* t) {
+  const int64_t n = 40;
+  const cml_dtype_t dtypes[3] = {CML_DTYPE_F32, CML_DTYPE_I32, CML_DTYPE_F64};
+  if (!fn_require(
+          t, (const cml_op_t[]){CML_OP_SORT, CML_OP_LESS_THAN, CML_OP_GREATER_THAN, CML_OP_INVALID},
+          (const cml_dtype_t[]){CML_DTYPE_F32, CML_DTYPE_I32, CML_DTYPE_F64, CML_DTYPE_BOOL,
+                                CML_DTYPE_INVALID})) {
+    return;
+  }
+  double v[40], keys[2][40], pos_f[2][40];
+  int64_t iota[40], pos[2][40];
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = sort_nan_value(i);
+    iota[i] = i;
+  }
+  int64_t dims[] = {n};
+  cml_function_t* f = bt_main(t);
+  cml_value_t in[3] = {bt_param_f64(t, f, CML_DTYPE_F32, 1, dims, v),
+                       bt_param_i64(t, f, CML_DTYPE_I32, 1, dims, iota), CML_VALUE_INVALID};
+  in[2] = cml_op_convert_dtype(f, in[1], CML_DTYPE_F64);
+  cml_value_t out[6];
+  for (int d = 0; d < 2; ++d) {
+    sort_nan_expect(n, d == 1, keys[d], pos[d]);
+    for (int64_t i = 0; i < n; ++i) pos_f[d][i] = (double)pos[d][i];
+    cml_function_t* cmp =
+        fn_comparator(t, f, d ? CML_OP_GREATER_THAN : CML_OP_LESS_THAN, dtypes, 3, 0);
+    if (!cmp) return;
+    (void)cml_op_sort(f, cmp, 0, true, in, 3, out + 3 * d);
+  }
+  bt_tensor_t r[6];
+  if (!bt_exec(t, out, 6, r)) return;
+  for (int d = 0; d < 2; ++d) {
+    bt_expect_f64(t, d ? "descending keys" : "keys", &r[3 * d], CML_DTYPE_F32, 1, dims, keys[d], 0);
+    bt_expect_i64(t, "positions", &r[3 * d + 1], CML_DTYPE_I32, 1, dims, pos[d]);
+    bt_expect_f64(t, "positions as Float64", &r[3 * d + 2], CML_DTYPE_F64, 1, dims, pos_f[d], 0);
+  }
+}
+
 //===--- nested control flow ---===//
 
 // g(x, n) = If(n > 0, { While(i < n) (i + 1, v * 2) from (0, x); v }, { x - 1 }): the loop's
@@ -952,6 +992,7 @@ const bt_case_t bt_cases_control[] = {
     {"sort_nan_greater_than_bf16", CML_OP_SORT, case_sort_nan_greater_than_bf16},
     {"sort_nan_long_row", CML_OP_SORT, case_sort_nan_long_row},
     {"sort_nan_top_k", CML_OP_SORT, case_sort_nan_top_k},
+    {"sort_nan_three_operands", CML_OP_SORT, case_sort_nan_three_operands},
     {"nested_control_flow", CML_OP_IF, case_nested_control_flow},
     {"if_inside_while", CML_OP_WHILE, case_if_inside_while},
     {"sort_in_called_function", CML_OP_SORT, case_sort_in_called_function},

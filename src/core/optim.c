@@ -58,6 +58,13 @@ static cml_value_t cml_optim_as(cml_function_t* f, cml_value_t v, cml_dtype_t dt
   return s.dtype == dtype ? v : cml_op_convert_dtype(f, v, dtype);
 }
 
+// Why |v| has no shape in |f|'s builder, for messages.
+static const char* cml_optim_why_invalid(const cml_function_t* f, cml_value_t v) {
+  if (v == CML_VALUE_INVALID) return "is CML_VALUE_INVALID";
+  if ((v >> CML__VALUE_INDEX_BITS) != f->builder->tag) return "belongs to another builder";
+  return "is unknown";
+}
+
 // Checks |v| (|what| #i) against the parameter's shape |ps|: the same dims, and the
 // parameter's dtype or the dtype the step computes in.
 static cml_status_t cml_optim_check(cml_function_t* f, const char* name, const char* what, size_t i,
@@ -65,12 +72,8 @@ static cml_status_t cml_optim_check(cml_function_t* f, const char* name, const c
   cml_shape_t s;
   char a[CML__SHAPE_TEXT], b[CML__SHAPE_TEXT];
   if (!cml_builder_value_shape(f->builder, v, &s)) {
-    const bool foreign = v != CML_VALUE_INVALID && (v >> CML__VALUE_INDEX_BITS) != f->builder->tag;
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: %s #%zu (value id 0x%08x) %s", name,
-                           what, i, (unsigned)v,
-                           v == CML_VALUE_INVALID ? "is CML_VALUE_INVALID"
-                           : foreign              ? "belongs to another builder"
-                                                  : "is unknown");
+                           what, i, (unsigned)v, cml_optim_why_invalid(f, v));
   }
   if (!(CML_DTYPE_BIT(s.dtype) & CML_DSET_FLOAT)) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: %s #%zu %s must have a float dtype",
@@ -161,13 +164,8 @@ static cml_status_t cml_optim_check_lr(cml_function_t* f, const char* name, cml_
   cml_shape_t s;
   char text[CML__SHAPE_TEXT];
   if (!cml_builder_value_shape(f->builder, lr, &s)) {
-    const bool foreign =
-        lr != CML_VALUE_INVALID && (lr >> CML__VALUE_INDEX_BITS) != f->builder->tag;
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: learning_rate (value id 0x%08x) %s",
-                           name, (unsigned)lr,
-                           lr == CML_VALUE_INVALID ? "is CML_VALUE_INVALID"
-                           : foreign               ? "belongs to another builder"
-                                                   : "is unknown");
+                           name, (unsigned)lr, cml_optim_why_invalid(f, lr));
   }
   if (s.rank != 0 || !(CML_DTYPE_BIT(s.dtype) & (CML_DSET_INT | CML_DSET_FLOAT))) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,

@@ -618,6 +618,26 @@ static const cml_ir_node_t* cml_shlo_comparator_trap(const cml_module_t* m, uint
   return NULL;
 }
 
+// For a comparator that is a single LessThan / GreaterThan of parameters 0 and 1 (operand 0's lhs
+// and rhs, either order) on a float dtype: 1 when it sorts ascending, -1 descending, else 0.
+static int cml_shlo_plain_float_order(const cml_module_t* m, uint32_t fi) {
+  const cml_ir_function_t* f = &m->functions[fi];
+  if (f->output_count != 1 || f->param_count < 2 || f->capture_count != 0) return 0;
+  const cml_ir_node_t* cmp = &m->nodes[m->values[f->outputs[0]].node];
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    if (n != cmp && n->op != CML_OP_PARAMETER) return 0;
+  }
+  if ((cmp->op != CML_OP_LESS_THAN && cmp->op != CML_OP_GREATER_THAN) || cmp->input_count != 2 ||
+      !cml_dtype_is_float(m->values[f->params[0]].shape.dtype)) {
+    return 0;
+  }
+  int order = cmp->op == CML_OP_LESS_THAN ? 1 : -1;
+  if (cmp->inputs[0] == f->params[1] && cmp->inputs[1] == f->params[0]) return -order;
+  if (cmp->inputs[0] == f->params[0] && cmp->inputs[1] == f->params[1]) return order;
+  return 0;
+}
+
 // Sort: the comparator's parameters come in StableHLO's interleaved order (lhs, rhs per
 // operand). XLA's conversion to HLO rejects a comparator that uses a value defined outside it
 // ("requires all operands to be defined in the parent region"), so a scalar the comparator
@@ -697,8 +717,27 @@ static cml_status_t cml_shlo_emit_sort(cml__shlo_ctx_t* c, const cml_ir_node_t* 
       cml__shlo_bind(c, f->captures_inner[i], &args[f->param_count + 2 * j]);
       ++j;
     }
-    st = cml__shlo_emit_nodes(c, fi);
-    if (st == CML_OK) cml_shlo_return(c, "stablehlo.return", fi, NULL, 0);
+    // A plain LessThan / GreaterThan of float keys places NaNs last / first (graph.h), as XLA's
+    // CPU runtime does by itself for one or two operands; with three or more it runs the
+    // comparator as written, and NaNs fell anywhere. There the comparator says so itself:
+    // ascending, x before y is !(y <= x) && x == x (descending: !(x <= y) && y == y).
+    const int order = total >= 3 ? cml_shlo_plain_float_order(m, fi) : 0;
+    if (order != 0) {
+      const cml__shlo_val_t x = {.name = args[0], .shape = *shapes[0]};
+      const cml__shlo_val_t y = {.name = args[1], .shape = *shapes[1]};
+      const cml__shlo_val_t* lo = order > 0 ? &y : &x;
+      const cml__shlo_val_t* hi = order > 0 ? &x : &y;
+      const cml__shlo_val_t le = cml__shlo_compare(c, "LE", lo, hi, false);
+      const cml__shlo_val_t key = order > 0 ? x : y;
+      cml__shlo_val_t both[2];
+      both[0] = cml__shlo_op(c, "stablehlo.not", &le, 1, NULL, &le.shape);
+      both[1] = cml__shlo_compare(c, "EQ", &key, &key, false);
+      const cml__shlo_val_t before = cml__shlo_op(c, "stablehlo.and", both, 2, NULL, &le.shape);
+      cml__shlo_region_return(c, &before, 1);
+    } else {
+      st = cml__shlo_emit_nodes(c, fi);
+      if (st == CML_OK) cml_shlo_return(c, "stablehlo.return", fi, NULL, 0);
+    }
     cml_shlo_region_close(c);
     c->flag_on = outer_on;
     if (st == CML_OK) {
