@@ -479,6 +479,18 @@ static void case_scatter_edges(bt_t* t) {
 // Unsigned starts past INT64_MAX (and past INT32_MAX) clamp to the end like any start past it:
 // row 5 of {10, ..., 15}, with the operand and the starts constants (which XLA's constant folders
 // once read as signed, gathering row 0) and with the starts as a parameter.
+// Dimension numbers that gather single elements of a 1-D operand at indices [N, 1].
+static cml_gather_dims_t ci_gather_elements_1d(void) {
+  cml_gather_dims_t g;
+  memset(&g, 0, sizeof g);
+  g.index_vector_axis = 1;
+  g.collapsed_slice_axis_count = 1;
+  g.start_index_map_count = 1;
+  g.slice_size_count = 1;
+  g.slice_sizes[0] = 1;
+  return g;
+}
+
 static void case_gather_unsigned_starts_past_the_signed_range(bt_t* t) {
   if (!bt_require_op(t, CML_OP_GATHER) || !bt_require_dtype(t, CML_DTYPE_F32) ||
       !bt_require_dtype(t, CML_DTYPE_U64) || !bt_require_dtype(t, CML_DTYPE_U32))
@@ -491,13 +503,7 @@ static void case_gather_unsigned_starts_past_the_signed_range(bt_t* t) {
   const cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 1, &n6);
   const cml_shape_t s64 = cml_shape_make(CML_DTYPE_U64, 2, n2);
   const cml_shape_t s32 = cml_shape_make(CML_DTYPE_U32, 2, n2);
-  cml_gather_dims_t g;
-  memset(&g, 0, sizeof g);
-  g.index_vector_axis = 1;
-  g.collapsed_slice_axis_count = 1;
-  g.start_index_map_count = 1;
-  g.slice_size_count = 1;
-  g.slice_sizes[0] = 1;
+  const cml_gather_dims_t g = ci_gather_elements_1d();
   const cml_value_t xc = cml_constant(f, &xs, x);
   cml_value_t outs[3] = {
       cml_op_gather(f, xc, cml_constant(f, &s64, big64), &g),
@@ -536,13 +542,7 @@ static void case_unsigned_constant_starts(bt_t* t) {
     const cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 1, &n6);
     const cml_shape_t ss = cml_shape_scalar(dts[d]);
     const cml_shape_t is = cml_shape_make(dts[d], 2, n1);
-    cml_gather_dims_t g;
-    memset(&g, 0, sizeof g);
-    g.index_vector_axis = 1;
-    g.collapsed_slice_axis_count = 1;
-    g.start_index_map_count = 1;
-    g.slice_size_count = 1;
-    g.slice_sizes[0] = 1;
+    const cml_gather_dims_t g = ci_gather_elements_1d();
     const cml_value_t xc = cml_constant(f, &xs, x);
     const cml_value_t start = cml_constant(f, &ss, bytes);
     cml_value_t outs[2] = {cml_op_dynamic_slice(f, xc, &start, &four, 1),

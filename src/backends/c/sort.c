@@ -40,65 +40,42 @@ static inline uint16_t cmlc_sort_key_h16(uint16_t b) {
   return (uint16_t)((b & 0x8000u) ? (uint16_t)~b : (uint16_t)(b | 0x8000u));
 }
 
-#define CMLC_SORT_PLAIN(name, T, LOAD)                            \
-  static bool cmlc_sort_lt_##name(const void* a, const void* b) { \
-    T x, y;                                                       \
-    memcpy(&x, a, sizeof x);                                      \
-    memcpy(&y, b, sizeof y);                                      \
-    return LOAD(x) < LOAD(y);                                     \
-  }                                                               \
-  static bool cmlc_sort_gt_##name(const void* a, const void* b) { \
-    T x, y;                                                       \
-    memcpy(&x, a, sizeof x);                                      \
-    memcpy(&y, b, sizeof y);                                      \
-    return LOAD(x) > LOAD(y);                                     \
-  }                                                               \
-  static bool cmlc_sort_le_##name(const void* a, const void* b) { \
-    T x, y;                                                       \
-    memcpy(&x, a, sizeof x);                                      \
-    memcpy(&y, b, sizeof y);                                      \
-    return LOAD(x) <= LOAD(y);                                    \
-  }                                                               \
-  static bool cmlc_sort_ge_##name(const void* a, const void* b) { \
-    T x, y;                                                       \
-    memcpy(&x, a, sizeof x);                                      \
-    memcpy(&y, b, sizeof y);                                      \
-    return LOAD(x) >= LOAD(y);                                    \
-  }
-
+// The comparisons, on loaded values.
+#define CMLC_SORT_LT(x, y) ((x) < (y))
+#define CMLC_SORT_GT(x, y) ((x) > (y))
+#define CMLC_SORT_LE(x, y) ((x) <= (y))
+#define CMLC_SORT_GE(x, y) ((x) >= (y))
 // Floating-point keys under a plain LessThan / GreaterThan: a NaN is after (LessThan) or before
 // (GreaterThan) every other value and equal to every NaN, as XLA's CPU runtime sorts them (its
 // sort of a single LessThan or GreaterThan of operand 0). The comparison alone would find a NaN
 // neither before nor after anything, which is no strict weak order: the line would come out in
 // an order that depends on the sort algorithm. LessOrEqual / GreaterOrEqual stay as written.
-#define CMLC_SORT_FLOAT(name, T, LOAD)                               \
-  static bool cmlc_sort_lt_##name(const void* a, const void* b) {    \
-    T x, y;                                                          \
-    memcpy(&x, a, sizeof x);                                         \
-    memcpy(&y, b, sizeof y);                                         \
-    return LOAD(x) < LOAD(y) || (isnan(LOAD(y)) && !isnan(LOAD(x))); \
-  }                                                                  \
-  static bool cmlc_sort_gt_##name(const void* a, const void* b) {    \
-    T x, y;                                                          \
-    memcpy(&x, a, sizeof x);                                         \
-    memcpy(&y, b, sizeof y);                                         \
-    return LOAD(x) > LOAD(y) || (isnan(LOAD(x)) && !isnan(LOAD(y))); \
-  }                                                                  \
-  static bool cmlc_sort_le_##name(const void* a, const void* b) {    \
-    T x, y;                                                          \
-    memcpy(&x, a, sizeof x);                                         \
-    memcpy(&y, b, sizeof y);                                         \
-    return LOAD(x) <= LOAD(y);                                       \
-  }                                                                  \
-  static bool cmlc_sort_ge_##name(const void* a, const void* b) {    \
-    T x, y;                                                          \
-    memcpy(&x, a, sizeof x);                                         \
-    memcpy(&y, b, sizeof y);                                         \
-    return LOAD(x) >= LOAD(y);                                       \
+// In two comparisons: "x < y, or y is NaN and x is not" is "not y <= x, and x is not NaN"
+// (y <= x is false when either is NaN).
+#define CMLC_SORT_LT_F(x, y) (!((y) <= (x)) && (x) == (x))
+#define CMLC_SORT_GT_F(x, y) (!((x) <= (y)) && (y) == (y))
+
+// cmlc_sort_<kind>_<name>: |BEFORE| on two elements of type T loaded by |LOAD|.
+#define CMLC_SORT_FN(kind, name, T, LOAD, BEFORE)                       \
+  static bool cmlc_sort_##kind##_##name(const void* a, const void* b) { \
+    T x, y;                                                             \
+    memcpy(&x, a, sizeof x);                                            \
+    memcpy(&y, b, sizeof y);                                            \
+    return BEFORE(LOAD(x), LOAD(y));                                    \
   }
+#define CMLC_SORT_PLAIN(name, T, LOAD)          \
+  CMLC_SORT_FN(lt, name, T, LOAD, CMLC_SORT_LT) \
+  CMLC_SORT_FN(gt, name, T, LOAD, CMLC_SORT_GT) \
+  CMLC_SORT_FN(le, name, T, LOAD, CMLC_SORT_LE) \
+  CMLC_SORT_FN(ge, name, T, LOAD, CMLC_SORT_GE)
+#define CMLC_SORT_FLOAT(name, T, LOAD)            \
+  CMLC_SORT_FN(lt, name, T, LOAD, CMLC_SORT_LT_F) \
+  CMLC_SORT_FN(gt, name, T, LOAD, CMLC_SORT_GT_F) \
+  CMLC_SORT_FN(le, name, T, LOAD, CMLC_SORT_LE)   \
+  CMLC_SORT_FN(ge, name, T, LOAD, CMLC_SORT_GE)
 
 #define CMLC_SORT_ID(x) (x)
-CMLC_SORT_PLAIN(bool, uint8_t, CMLC_SORT_ID)
+CMLC_SORT_PLAIN(pred, uint8_t, CMLC_SORT_ID)
 CMLC_SORT_PLAIN(i8, int8_t, CMLC_SORT_ID)
 CMLC_SORT_PLAIN(i16, int16_t, CMLC_SORT_ID)
 CMLC_SORT_PLAIN(i32, int32_t, CMLC_SORT_ID)
@@ -124,7 +101,7 @@ typedef struct cmlc_sort_fns_t {
   { cmlc_sort_lt_##name, cmlc_sort_gt_##name, cmlc_sort_le_##name, cmlc_sort_ge_##name }
 
 static bool cmlc_sort_typed_fns(cml_dtype_t dtype, bool total, cmlc_sort_fns_t* out) {
-  static const cmlc_sort_fns_t bool_fns = CMLC_SORT_FNS(bool), i8_fns = CMLC_SORT_FNS(i8),
+  static const cmlc_sort_fns_t bool_fns = CMLC_SORT_FNS(pred), i8_fns = CMLC_SORT_FNS(i8),
                                i16_fns = CMLC_SORT_FNS(i16), i32_fns = CMLC_SORT_FNS(i32),
                                i64_fns = CMLC_SORT_FNS(i64), u8_fns = CMLC_SORT_FNS(u8),
                                u16_fns = CMLC_SORT_FNS(u16), u32_fns = CMLC_SORT_FNS(u32),
@@ -379,12 +356,6 @@ static void cmlc_sort_merge_sort(cmlc_sort_cmp_t* c, int64_t* a, int64_t* tmp, i
     *out_perm = perm;                                                                      \
   }
 
-#define CMLC_SORT_LT(x, y) ((x) < (y))
-#define CMLC_SORT_GT(x, y) ((x) > (y))
-// The NaN placement of cmlc_sort_lt_f32 / cmlc_sort_gt_f32, in two comparisons: "x < y, or
-// y is NaN and x is not" is "not y <= x, and x is not NaN" (y <= x is false when either is NaN).
-#define CMLC_SORT_LT_F(x, y) (!((y) <= (x)) && (x) == (x))
-#define CMLC_SORT_GT_F(x, y) (!((x) <= (y)) && (y) == (y))
 CMLC_SORT_TYPED(lt_f32_t, float, CMLC_SORT_LT_F)
 CMLC_SORT_TYPED(gt_f32_t, float, CMLC_SORT_GT_F)
 CMLC_SORT_TYPED(lt_i32_t, int32_t, CMLC_SORT_LT)
