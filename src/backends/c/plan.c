@@ -405,12 +405,26 @@ static cml_status_t cmlc_plan_prepare(cmlc_planner_t* p, const cml_ir_node_t* n,
     any |= consts[k] != NULL;
   }
   if (!any && !step->entry.prepare_always) return CML_OK;
+  // Nothing to compute (every output empty): nothing to prepare either. An FFT of length 2^40
+  // over an empty batch asked for its twiddles.
+  bool empty = n->output_count > 0;
+  for (uint32_t o = 0; o < n->output_count && empty; ++o) {
+    empty = cml_shape_element_count(&p->module->values[n->first_output + o].shape) == 0;
+  }
+  if (empty) return CML_OK;
   const cmlc_options_t* o = &p->backend->options;
   const size_t bytes = step->entry.prepare(p->module, n, o, consts, NULL);
   if (bytes == 0) return CML_OK;
   const size_t block_bytes = cmlc_size_add(CMLC_ALIGNMENT, cmlc_size_align(bytes, CMLC_ALIGNMENT));
   cmlc_folded_t* block = cml_allocator_malloc(p->alloc, block_bytes, CMLC_ALIGNMENT);
-  if (!block) return cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+  if (!block) {
+    char text[128];
+    return cml_status_make(
+        CML_STATUS_RESOURCE_EXHAUSTED,
+        "c backend: cannot allocate the %zu bytes %s %s prepares at compile time", block_bytes,
+        cml_op_name(n->op),
+        cml_shape_format(&p->module->values[n->first_output].shape, text, sizeof text));
+  }
   block->bytes = block_bytes;
   void* data = (uint8_t*)block + CMLC_ALIGNMENT;
   if (step->entry.prepare(p->module, n, o, consts, data) != bytes) {

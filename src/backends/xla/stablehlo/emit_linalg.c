@@ -96,8 +96,8 @@ static cml_status_t cml_shlo_conv(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const uint64_t kinds[3] = {CML_DSET_FLOAT, CML_DSET_INT, CML_DSET_COMPLEX};
   bool same_kind = false;
   for (int k = 0; k < 3; ++k) {
-    same_kind = same_kind || ((CML_DTYPE_BIT(in_dtype) & kinds[k]) &&
-                              (CML_DTYPE_BIT(out->dtype) & kinds[k]));
+    same_kind = same_kind ||
+                ((CML_DTYPE_BIT(in_dtype) & kinds[k]) && (CML_DTYPE_BIT(out->dtype) & kinds[k]));
   }
   if (out->dtype != in_dtype && same_kind &&
       cml_dtype_bits(out->dtype) >= cml_dtype_bits(in_dtype)) {
