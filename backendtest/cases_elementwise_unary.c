@@ -47,6 +47,21 @@ static bool cu_has(bt_t* t, cml_dtype_t dtype) {
   return cml_capabilities_has_dtype(cml_backend_capabilities(bt_backend(t)), dtype);
 }
 
+// The complex dtypes the backend has, one per call:
+//   cml_dtype_t dt;
+//   for (size_t k = 0; cu_next_complex(t, &k, &dt);) { ... }
+static bool cu_next_complex(bt_t* t, size_t* k, cml_dtype_t* dt) {
+  static const cml_dtype_t all[] = {CML_DTYPE_C64, CML_DTYPE_C128};
+  while (*k < CU_COUNT(all)) {
+    const cml_dtype_t d = all[(*k)++];
+    if (cu_has(t, d)) {
+      *dt = d;
+      return true;
+    }
+  }
+  return false;
+}
+
 static const double cu_edges[] = {0.0,       -0.0, 1.0,  -1.0,  0.5,  -0.5,      1.5,
                                   2.5,       -2.5, 3.7,  1e-3,  10.0, -10.0,     INFINITY,
                                   -INFINITY, NAN,  100., -100., 0.25, 7.0 / 3.0, -1.0 / 3.0};
@@ -299,10 +314,8 @@ static double complex cu_cref(cu_cop_t op, double complex z) {
 
 static void case_complex_unary(bt_t* t) {
   size_t ran = 0;  // a backend without any of the dtypes/ops must not pass this case
-  static const cml_dtype_t cdts[] = {CML_DTYPE_C64, CML_DTYPE_C128};
-  for (size_t k = 0; k < 2; ++k) {
-    const cml_dtype_t dt = cdts[k];
-    if (!cu_has(t, dt)) continue;
+  cml_dtype_t dt;
+  for (size_t k = 0; cu_next_complex(t, &k, &dt);) {
     for (int op = 0; op < CU_C_COUNT; ++op) {
       if (!cml_capabilities_has_op(cml_backend_capabilities(bt_backend(t)),
                                    cu_complex_op_ids[op])) {
@@ -351,11 +364,9 @@ static void case_complex_abs_edges(bt_t* t) {
   static const double v[] = {0, NAN,  NAN,  0,    INFINITY, NAN, NAN, -INFINITY, 3,
                              4, -0.0, -0.0, 1e30, -1e30,    -5,  12,  1e-30,     1e-30};
   enum { COUNT = sizeof v / sizeof v[0] / 2 };
-  static const cml_dtype_t cdts[] = {CML_DTYPE_C64, CML_DTYPE_C128};
   int ran = 0;
-  for (size_t k = 0; k < 2; ++k) {
-    const cml_dtype_t dt = cdts[k];
-    if (!cu_has(t, dt)) continue;
+  cml_dtype_t dt;
+  for (size_t k = 0; cu_next_complex(t, &k, &dt);) {
     ++ran;
     bt_new_builder(t);
     cml_function_t* f = bt_main(t);
@@ -380,11 +391,9 @@ static void case_complex_nan_parts(bt_t* t) {
   static const double want[] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
   enum { COUNT = sizeof v / sizeof v[0] / 2 };
   static const cml_op_t ops[] = {CML_OP_LOG, CML_OP_LOG1P, CML_OP_SQRT, CML_OP_SIGN};
-  static const cml_dtype_t cdts[] = {CML_DTYPE_C64, CML_DTYPE_C128};
   int ran = 0;
-  for (size_t k = 0; k < 2; ++k) {
-    const cml_dtype_t dt = cdts[k];
-    if (!cu_has(t, dt)) continue;
+  cml_dtype_t dt;
+  for (size_t k = 0; cu_next_complex(t, &k, &dt);) {
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; ++o) {
       if (!cml_capabilities_has_op(cml_backend_capabilities(bt_backend(t)), ops[o])) continue;
       ++ran;
@@ -411,11 +420,9 @@ static void case_complex_sign_expm1_edges(bt_t* t) {
   if (!bt_require_op(t, CML_OP_SIGN) || !bt_require_op(t, CML_OP_EXPM1) ||
       !bt_require_op(t, CML_OP_REAL))
     return;
-  static const cml_dtype_t cdts[] = {CML_DTYPE_C64, CML_DTYPE_C128};
   int ran = 0;
-  for (size_t k = 0; k < 2; ++k) {
-    const cml_dtype_t dt = cdts[k];
-    if (!cu_has(t, dt)) continue;
+  cml_dtype_t dt;
+  for (size_t k = 0; cu_next_complex(t, &k, &dt);) {
     ++ran;
     bt_new_builder(t);
     cml_function_t* f = bt_main(t);
