@@ -184,6 +184,13 @@ typedef struct cml_module_t {
 // Writes a readable listing of |module| (one line per node) to |out| (a FILE*).
 CML_API void cml_module_dump(const cml_module_t* module, void* out);
 
+// For a Sort comparator (function |fi| of |module|) that is a single compare of its parameters 0
+// and 1 (operand 0's lhs and rhs) and nothing else: the compare op written as op(lhs, rhs), so
+// a comparator written GreaterThan(rhs, lhs) gives CML_OP_LESS_THAN, and the total-order forms
+// keep their names. CML_OP_INVALID for any other comparator (captures, more nodes, other
+// operands' parameters, another op). Backends use it to pick a direct comparison.
+CML_API cml_op_t cml_ir_plain_comparator(const cml_module_t* module, uint32_t fi);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -319,6 +319,39 @@ static void cml_dump_distribution(FILE* f, const cml_module_t* m) {
   }
 }
 
+cml_op_t cml_ir_plain_comparator(const cml_module_t* m, uint32_t fi) {
+  if (!m || fi >= m->function_count) return CML_OP_INVALID;
+  const cml_ir_function_t* f = &m->functions[fi];
+  if (f->output_count != 1 || f->param_count < 2 || f->capture_count != 0) return CML_OP_INVALID;
+  const cml_ir_node_t* cmp = &m->nodes[m->values[f->outputs[0]].node];
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
+    if (n != cmp && n->op != CML_OP_PARAMETER) return CML_OP_INVALID;
+  }
+  if (cmp->input_count != 2 || cmp->output_count != 1) return CML_OP_INVALID;
+  bool swapped;
+  if (cmp->inputs[0] == f->params[0] && cmp->inputs[1] == f->params[1]) {
+    swapped = false;
+  } else if (cmp->inputs[0] == f->params[1] && cmp->inputs[1] == f->params[0]) {
+    swapped = true;
+  } else {
+    return CML_OP_INVALID;
+  }
+  // cmp(rhs, lhs) is the mirrored compare of (lhs, rhs): < and >, <= and >= trade places.
+  static const cml_op_t pairs[][2] = {
+      {CML_OP_LESS_THAN, CML_OP_GREATER_THAN},
+      {CML_OP_LESS_OR_EQUAL, CML_OP_GREATER_OR_EQUAL},
+      {CML_OP_LESS_THAN_TOTAL_ORDER, CML_OP_GREATER_THAN_TOTAL_ORDER},
+      {CML_OP_LESS_OR_EQUAL_TOTAL_ORDER, CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER},
+  };
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      if (cmp->op == pairs[i][k]) return pairs[i][swapped ? 1 - k : k];
+    }
+  }
+  return CML_OP_INVALID;
+}
+
 void cml_module_dump(const cml_module_t* module, void* out) {
   FILE* f = out ? (FILE*)out : stdout;
   if (!module) {

@@ -807,6 +807,67 @@ TEST(sort_comparator) {
   TEARDOWN();
 }
 
+// cml_ir_plain_comparator: a single compare of operand 0's lhs and rhs, written either way
+// round; anything else is not plain.
+TEST(plain_comparator) {
+  SETUP();
+  cml_shape_t f32 = cml_shape_scalar(CML_DTYPE_F32), i32 = cml_shape_scalar(CML_DTYPE_I32);
+  enum { kCases = 7 };
+  cml_function_t* cmp[kCases];
+  for (int i = 0; i < kCases; ++i) {
+    ASSERT_STATUS_OK(cml_function_new_closure(f, &cmp[i]));
+    cml_function_t* c = cmp[i];
+    cml_value_t l0 = cml_parameter(c, "l0", &f32);
+    cml_value_t r0 = cml_parameter(c, "r0", &f32);
+    cml_value_t l1 = cml_parameter(c, "l1", &i32);
+    cml_value_t r1 = cml_parameter(c, "r1", &i32);
+    cml_value_t res;
+    switch (i) {
+      case 0:
+        res = cml_op_less_than(c, l0, r0);
+        break;
+      case 1:  // rhs > lhs is lhs < rhs
+        res = cml_op_greater_than(c, r0, l0);
+        break;
+      case 2:  // rhs <= lhs (total order) is lhs >= rhs
+        res = cml_op_less_or_equal_total_order(c, r0, l0);
+        break;
+      case 3:  // operand 1's parameters
+        res = cml_op_less_than(c, l1, r1);
+        break;
+      case 4:  // one more node
+        res = cml_op_logical_not(c, cml_op_greater_or_equal(c, l0, r0));
+        break;
+      case 5:  // not an order
+        res = cml_op_equal(c, l0, r0);
+        break;
+      default:  // lhs against itself
+        res = cml_op_less_than(c, l0, l0);
+        break;
+    }
+    ASSERT_STATUS_OK(cml_function_return(c, &res, 1));
+  }
+  cml_shape_t k = SHAPE(CML_DTYPE_F32, 5), v = SHAPE(CML_DTYPE_I32, 5);
+  cml_value_t ops[2] = {cml_parameter(f, "k", &k), cml_parameter(f, "v", &v)};
+  cml_value_t out[2 * kCases];
+  for (int i = 0; i < kCases; ++i)
+    ASSERT_TRUE(cml_op_sort(f, cmp[i], 0, true, ops, 2, out + 2 * i));
+  const cml_module_t* m = compile_main(b, out, 2 * kCases, fb);
+  ASSERT_TRUE(m != NULL);
+  const cml_op_t want[kCases] = {
+      CML_OP_LESS_THAN, CML_OP_LESS_THAN, CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER,
+      CML_OP_INVALID,   CML_OP_INVALID,   CML_OP_INVALID,
+      CML_OP_INVALID};
+  for (int i = 0; i < kCases; ++i) {
+    const cml_ir_node_t* n = &m->nodes[m->values[m->functions[0].outputs[2 * i]].node];
+    ASSERT_EQ_INT(n->op, CML_OP_SORT);
+    ASSERT_EQ_INT(cml_ir_plain_comparator(m, n->attrs->functions[0]), want[i]);
+  }
+  ASSERT_EQ_INT(cml_ir_plain_comparator(m, m->function_count), CML_OP_INVALID);
+  ASSERT_EQ_INT(cml_ir_plain_comparator(NULL, 0), CML_OP_INVALID);
+  TEARDOWN();
+}
+
 TEST(sort_comparator_errors) {
   SETUP();
   cml_function_t* cmp = NULL;
@@ -1415,10 +1476,11 @@ TEST_MAIN(TEST_ENTRY(op_table), TEST_ENTRY(build_and_compile_mlp),
           TEST_ENTRY(closure_value_not_visible_in_parent),
           TEST_ENTRY(closure_must_return_before_use), TEST_ENTRY(while_loop),
           TEST_ENTRY(while_signature_errors), TEST_ENTRY(if_branch_mismatch),
-          TEST_ENTRY(sort_comparator), TEST_ENTRY(sort_comparator_errors),
-          TEST_ENTRY(closure_of_other_function_rejected), TEST_ENTRY(multi_output_ops),
-          TEST_ENTRY(attrs_defaults_in_module), TEST_ENTRY(dot_general_output_dtype),
-          TEST_ENTRY(value_shape_accessor), TEST_ENTRY(output_shapes_checked_centrally),
+          TEST_ENTRY(sort_comparator), TEST_ENTRY(plain_comparator),
+          TEST_ENTRY(sort_comparator_errors), TEST_ENTRY(closure_of_other_function_rejected),
+          TEST_ENTRY(multi_output_ops), TEST_ENTRY(attrs_defaults_in_module),
+          TEST_ENTRY(dot_general_output_dtype), TEST_ENTRY(value_shape_accessor),
+          TEST_ENTRY(output_shapes_checked_centrally),
           TEST_ENTRY(misuse_after_success_keeps_builder), TEST_ENTRY(nesting_depth_limit),
           TEST_ENTRY(nesting_depth_at_limit_in_ir), TEST_ENTRY(many_captures_hashed),
           TEST_ENTRY(builder_tags_distinct_while_alive), TEST_ENTRY(builder_tags_concurrent))

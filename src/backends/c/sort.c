@@ -173,27 +173,9 @@ static bool cmlc_sort_typed_fns(cml_dtype_t dtype, bool total, cmlc_sort_fns_t* 
 
 // The direct comparison for a comparator that is a single compare of params 0 and 1, or NULL.
 static cmlc_before_fn cmlc_sort_fast_comparator(const cml_module_t* m, const cml_ir_node_t* node) {
-  uint32_t fi = node->attrs->functions[0];
-  if (fi >= m->function_count) return NULL;
-  const cml_ir_function_t* f = &m->functions[fi];
-  if (f->output_count != 1 || f->param_count < 2 || f->capture_count != 0) return NULL;
-  const cml_ir_node_t* cmp = &m->nodes[m->values[f->outputs[0]].node];
-  for (uint32_t i = 0; i < f->node_count; ++i) {
-    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
-    if (n != cmp && n->op != CML_OP_PARAMETER) return NULL;
-  }
-  if (cmp->input_count != 2 || cmp->output_count != 1) return NULL;
-  bool swapped;
-  if (cmp->inputs[0] == f->params[0] && cmp->inputs[1] == f->params[1]) {
-    swapped = false;
-  } else if (cmp->inputs[0] == f->params[1] && cmp->inputs[1] == f->params[0]) {
-    swapped = true;
-  } else {
-    return NULL;
-  }
   bool total = false;
   int kind;  // 0 lt, 1 gt, 2 le, 3 ge
-  switch (cmp->op) {
+  switch (cml_ir_plain_comparator(m, node->attrs->functions[0])) {
     case CML_OP_LESS_THAN_TOTAL_ORDER:
       total = true;
       kind = 0;
@@ -225,8 +207,6 @@ static cmlc_before_fn cmlc_sort_fast_comparator(const cml_module_t* m, const cml
     default:
       return NULL;
   }
-  // cmp(rhs, lhs): lt <-> gt, le <-> ge.
-  if (swapped) kind ^= 1;
   cmlc_sort_fns_t fns;
   if (!cmlc_sort_typed_fns(m->values[node->inputs[0]].shape.dtype, total, &fns)) return NULL;
   switch (kind) {

@@ -622,20 +622,15 @@ static const cml_ir_node_t* cml_shlo_comparator_trap(const cml_module_t* m, uint
 // and rhs, either order) on a float dtype: 1 when it sorts ascending, -1 descending, else 0.
 static int cml_shlo_plain_float_order(const cml_module_t* m, uint32_t fi) {
   const cml_ir_function_t* f = &m->functions[fi];
-  if (f->output_count != 1 || f->param_count < 2 || f->capture_count != 0) return 0;
-  const cml_ir_node_t* cmp = &m->nodes[m->values[f->outputs[0]].node];
-  for (uint32_t i = 0; i < f->node_count; ++i) {
-    const cml_ir_node_t* n = &m->nodes[f->nodes[i]];
-    if (n != cmp && n->op != CML_OP_PARAMETER) return 0;
+  if (f->param_count < 2 || !cml_dtype_is_float(m->values[f->params[0]].shape.dtype)) return 0;
+  switch (cml_ir_plain_comparator(m, fi)) {
+    case CML_OP_LESS_THAN:
+      return 1;
+    case CML_OP_GREATER_THAN:
+      return -1;
+    default:
+      return 0;
   }
-  if ((cmp->op != CML_OP_LESS_THAN && cmp->op != CML_OP_GREATER_THAN) || cmp->input_count != 2 ||
-      !cml_dtype_is_float(m->values[f->params[0]].shape.dtype)) {
-    return 0;
-  }
-  int order = cmp->op == CML_OP_LESS_THAN ? 1 : -1;
-  if (cmp->inputs[0] == f->params[1] && cmp->inputs[1] == f->params[0]) return -order;
-  if (cmp->inputs[0] == f->params[0] && cmp->inputs[1] == f->params[1]) return order;
-  return 0;
 }
 
 // Sort: the comparator's parameters come in StableHLO's interleaved order (lhs, rhs per
