@@ -228,11 +228,25 @@ static cml_status_t cml__executable_check_input(const cml_executable_t* exe,
                                  pname);
     }
   } else if (!cml_shape_equal(&b->shape, want)) {
-    char ws[160], gs[160];
+    char ws[160], gs[160], slot_text[40] = "", shard_text[480] = "";
+    if (slot >= 0) snprintf(slot_text, sizeof slot_text, " of device slot %d", slot);
+    const cml_module_t* m = exe->module;
+    if (slot >= 0 && m && m->param_shardings && m->function_count > 0 &&
+        param < m->functions[0].param_count &&
+        !cml_sharding_is_replicated(&m->param_shardings[param])) {
+      // AutoSharding: the expected shape is this slot's shard of a logical tensor.
+      char ls[160], ss[200];
+      cml_shape_format(&m->values[m->functions[0].params[param]].shape, ls, sizeof ls);
+      cml_sharding_format(&m->param_shardings[param], ss, sizeof ss);
+      snprintf(shard_text, sizeof shard_text,
+               " (the shard of the logical %s split by %s; cml_dtensor_from_host makes the "
+               "per-slot buffers)",
+               ls, ss);
+    }
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                           "%s: input %zu (parameter #%zu \"%s\"): expected shape %s, got %s", what,
-                           k, param, pname, cml_shape_format(want, ws, sizeof ws),
-                           cml_shape_format(&b->shape, gs, sizeof gs));
+                           "%s: input %zu (parameter #%zu \"%s\"%s): expected shape %s%s, got %s",
+                           what, k, param, pname, slot_text, cml_shape_format(want, ws, sizeof ws),
+                           shard_text, cml_shape_format(&b->shape, gs, sizeof gs));
   }
   if (b->device != device && slot >= 0) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
