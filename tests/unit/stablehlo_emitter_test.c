@@ -783,7 +783,7 @@ TEST(nested_regions_while_if_sort_call) {
 // outside it; a captured array, a While anywhere inside the comparator, and an array value or a
 // reduction made inside it (XLA's CPU compiler ends the process on each), are UNIMPLEMENTED.
 TEST(sort_comparator_captures_and_loops) {
-  for (int variant = 0; variant < 4; ++variant) {
+  for (int variant = 0; variant < 5; ++variant) {
     fixture_t fx;
     ASSERT_TRUE(fixture_init(&fx, NULL));
     cml_function_t* f = fx.f;
@@ -813,6 +813,17 @@ TEST(sort_comparator_captures_and_loops) {
       cml_value_t wide = cml_op_broadcast_in_dim(cmp, a, (int64_t[]){2}, 1, NULL, 0);
       pv = cml_op_add(cmp, pv, cml_op_reduce_sum(cmp, wide, NULL, 0));
     }
+    if (variant == 4) {  // the same reduction in a closure the comparator calls
+      cml_function_t* inner = NULL;
+      ASSERT_STATUS_OK(cml_function_new_closure(cmp, &inner));
+      cml_value_t x = cml_parameter(inner, "x", &fs);
+      cml_value_t wide = cml_op_broadcast_in_dim(inner, x, (int64_t[]){2}, 1, NULL, 0);
+      cml_value_t sum = cml_op_reduce_sum(inner, wide, NULL, 0);
+      ASSERT_STATUS_OK(cml_function_return(inner, &sum, 1));
+      cml_value_t called;
+      ASSERT_TRUE(cml_op_call(cmp, inner, &a, 1, &called));
+      pv = cml_op_add(cmp, pv, called);
+    }
     cml_value_t less = cml_op_less_than(cmp, cml_op_abs(cmp, cml_op_sub(cmp, a, pv)),
                                         cml_op_abs(cmp, cml_op_sub(cmp, b, pv)));
     ASSERT_STATUS_OK(cml_function_return(cmp, &less, 1));
@@ -832,6 +843,12 @@ TEST(sort_comparator_captures_and_loops) {
       ASSERT_CONTAINS(cml_status_message(st), variant == 1   ? "array (Float32)[2]"
                                               : variant == 2 ? "runs While"
                                                              : "runs BroadcastInDim (Float32)[2]");
+      if (variant >= 2) {
+        ASSERT_CONTAINS(cml_status_message(st), variant == 4
+                                                    ? "(in a closure (function 2) inside the "
+                                                      "comparator)"
+                                                    : "(in the comparator itself)");
+      }
       cml_status_free(st);
     }
   }

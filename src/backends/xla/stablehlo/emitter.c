@@ -659,17 +659,25 @@ static cml_status_t cml_shlo_emit_sort(cml__shlo_ctx_t* c, const cml_ir_node_t* 
   uint32_t trap_fn = 0;
   const cml_ir_node_t* trap = cml_shlo_comparator_trap(m, fi, &trap_fn);
   if (trap) {
+    const char* name = m->functions[trap_fn].name;
+    char where[160];
+    if (trap_fn == fi) {
+      snprintf(where, sizeof where, "the comparator itself");
+    } else if (name && name[0]) {
+      snprintf(where, sizeof where, "function \"%s\", which the comparator calls", name);
+    } else {
+      snprintf(where, sizeof where, "a closure (function %u) inside the comparator", trap_fn);
+    }
     char text[128] = "";
     if (trap->output_count > 0) {
       cml_shape_format(&m->values[trap->first_output].shape, text, sizeof text);
     }
     return cml_status_make(
         CML_STATUS_UNIMPLEMENTED,
-        "xla: Sort's comparator runs %s %s (in function %u \"%s\"): XLA's CPU compiler ends "
-        "the process on loops, reductions, nested sorts, scatters, window ops and any array "
-        "value inside a comparator; keep it to scalar elementwise ops, If and Call",
-        cml_op_name(trap->op), text, trap_fn,
-        m->functions[trap_fn].name ? m->functions[trap_fn].name : "");
+        "xla: Sort's comparator runs %s %s (in %s): XLA's CPU compiler ends the process on "
+        "loops, reductions, nested sorts, scatters, window ops and any array value inside a "
+        "comparator; keep it to scalar elementwise ops, If and Call",
+        cml_op_name(trap->op), text, where);
   }
   const uint32_t total = count + extra, params = f->param_count + 2 * extra;
   cml__shlo_val_t* ins = malloc(total * sizeof *ins);
