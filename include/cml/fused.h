@@ -329,7 +329,10 @@ CML_API cml_value_t cml_op_quantized_embedding_lookup(cml_function_t* f, cml_val
 // range). The gguf package cannot quantize the k-quants and IQ4_NL; for
 // those cml uses its own fit (per sub-block min/max, scales rounded to their stored width
 // first), whose round-trip RMSE on N(0, 1) weights is within 12% of ggml's own quantizers
-// (tests/unit/quant_test.c holds it within 25%). Thread-safe (no state). Returns
+// (tests/unit/quant_test.c holds it within 25%); a block of those formats holding a NaN or an
+// infinity stores its scales (d, and dmin where the format has it) as NaN and every other byte
+// 0, so the whole block dequantizes to NaN: a non-finite weight never comes back finite, and
+// never zeroes the finite weights beside it unnoticed. Thread-safe (no state). Returns
 // INVALID_ARGUMENT for an unknown type, k not a positive multiple of the block, a row size that
 // overflows int64, a short |dst| or NULL pointers; never reads past |src| or writes past
 // |dst_size|.

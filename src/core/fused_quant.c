@@ -292,8 +292,10 @@ static bool cml_fq_is_weight_dtype(cml_quant_scheme_t scheme, cml_dtype_t dt) {
   }
 }
 
-// Checks |q|'s enums; |op_name| prefixes the messages.
-static bool cml_fq_check_quant(cml_builder_t* b, const char* op_name, const cml_quantization_t* q) {
+// Checks |q|'s enums; |op_name| prefixes the messages, which name |what| (the weights or the
+// data) with its shape where it is a valid value.
+static bool cml_fq_check_quant(cml_builder_t* b, const char* op_name, const cml_quantization_t* q,
+                               const char* what, cml_value_t w) {
   if (!q) {
     cml__fail(b, CML_STATUS_INVALID_ARGUMENT, "%s: NULL quantization", op_name);
     return false;
@@ -305,8 +307,12 @@ static bool cml_fq_check_quant(cml_builder_t* b, const char* op_name, const cml_
   }
   if (q->scheme == CML_QUANT_GGML &&
       ((int)q->ggml_type < 0 || q->ggml_type >= CML_GGML_TYPE_COUNT)) {
-    cml__fail(b, CML_STATUS_INVALID_ARGUMENT, "%s(GGML): unknown GGML type %d", op_name,
-              (int)q->ggml_type);
+    char t[CML__SHAPE_TEXT] = "";
+    cml_shape_t ws;
+    if (cml_builder_value_shape(b, w, &ws)) cml__shape_text(&ws, t);
+    cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
+              "%s(GGML): unknown GGML type %d for %s %s (known: 0 to %d, cml_ggml_type_t)", op_name,
+              (int)q->ggml_type, what, t[0] ? t : "(invalid value)", (int)CML_GGML_TYPE_COUNT - 1);
     return false;
   }
   return true;
@@ -353,7 +359,7 @@ cml_value_t cml__fused_quantized_dense_build(cml_function_t* f, cml_value_t x, c
   bool native;
   if (!cml_fq_begin(f, op, &native)) return CML_VALUE_INVALID;
   cml_builder_t* b = f->builder;
-  if (!cml_fq_check_quant(b, on, quantization)) return CML_VALUE_INVALID;
+  if (!cml_fq_check_quant(b, on, quantization, "weights", weights)) return CML_VALUE_INVALID;
   const cml_quantization_t q = *quantization;
   const char* scheme = cml_quant_scheme_name(q.scheme);
   const char* fmt = q.scheme == CML_QUANT_GGML ? cml_ggml_type_name(q.ggml_type) : scheme;
@@ -537,7 +543,7 @@ cml_value_t cml_op_quantized_embedding_lookup(cml_function_t* f, cml_value_t dat
   bool native;
   if (!cml_fq_begin(f, op, &native)) return CML_VALUE_INVALID;
   cml_builder_t* b = f->builder;
-  if (!cml_fq_check_quant(b, on, quantization)) return CML_VALUE_INVALID;
+  if (!cml_fq_check_quant(b, on, quantization, "data", data)) return CML_VALUE_INVALID;
   const cml_quantization_t q = *quantization;
   char t1[CML__SHAPE_TEXT], t2[CML__SHAPE_TEXT];
   uint32_t in[2];

@@ -434,6 +434,41 @@ static void cml_qz_kquant_sym(cml_ggml_type_t type, const float* x, uint8_t* b) 
   cml_qz_put_half(b + 108, d);
 }
 
+// IQ4_NL and the k-quants: a block holding a NaN or an infinity cannot be fitted (the fits
+// skipped a NaN and rounded it to a finite code; an infinity zeroed IQ4_NL's whole block). It
+// is stored with its scales NaN and every other byte 0, so that all of its values dequantize to
+// NaN, as gguf's quantizers leave a NaN block of the formats they implement. Returns whether
+// |x| was such a block.
+static bool cml_qz_nonfinite_block(cml_ggml_type_t type, const float* x, int64_t n, uint8_t* b,
+                                   int64_t bytes) {
+  bool finite = true;
+  for (int64_t i = 0; i < n; ++i) finite = finite && isfinite(x[i]);
+  if (finite) return false;
+  memset(b, 0, (size_t)bytes);
+  const float nan = cml_qz_default_nan();
+  switch (type) {
+    case CML_GGML_Q2_K:  // d, dmin after the scales and the codes
+      cml_qz_put_half(b + 80, nan);
+      cml_qz_put_half(b + 82, nan);
+      break;
+    case CML_GGML_Q4_K:
+    case CML_GGML_Q5_K:  // d, dmin first
+      cml_qz_put_half(b, nan);
+      cml_qz_put_half(b + 2, nan);
+      break;
+    case CML_GGML_Q3_K:
+      cml_qz_put_half(b + 108, nan);
+      break;
+    case CML_GGML_Q6_K:
+      cml_qz_put_half(b + 208, nan);
+      break;
+    default:  // IQ4_NL: d first
+      cml_qz_put_half(b, nan);
+      break;
+  }
+  return true;
+}
+
 //===--- public entry points ---===//
 
 static cml_status_t cml_qz_check(const char* fn, cml_ggml_type_t type, const void* src,
@@ -488,6 +523,9 @@ cml_status_t cml_quantize_ggml(cml_ggml_type_t type, const float* src, int64_t r
   for (int64_t i = 0; i < blocks; ++i) {
     const float* x = src + i * vpb;
     uint8_t* b = out + i * bpb;
+    if (type == CML_GGML_IQ4_NL || cml__qb_values[type] == 256) {
+      if (cml_qz_nonfinite_block(type, x, vpb, b, bpb)) continue;
+    }
     switch (type) {
       case CML_GGML_Q4_0:
         cml_qz_q4_0_q5_0(x, b, 4);

@@ -1332,6 +1332,44 @@ TEST(quantize_negative_zero_and_nan_blocks_match_gguf) {
 
 // A k whose row size overflows int64 is named as such, not as a k that is no multiple of the
 // block (9223372036854775776 is 32 * (2^58 - 1)).
+// IQ4_NL and the k-quants: a block holding a NaN or an infinity dequantizes to NaN in full (the
+// fits rounded a NaN to a finite code, and an infinity zeroed IQ4_NL's block); the blocks
+// around it keep their values.
+TEST(quantize_non_finite_blocks_of_own_fits_are_nan) {
+  static const cml_ggml_type_t types[] = {CML_GGML_IQ4_NL, CML_GGML_Q2_K, CML_GGML_Q3_K,
+                                          CML_GGML_Q4_K,   CML_GGML_Q5_K, CML_GGML_Q6_K};
+  static const float bad[] = {NAN, INFINITY, -INFINITY};
+  enum { kBlocks = 3 };
+  float src[256 * kBlocks], back[256 * kBlocks];
+  uint8_t q[210 * kBlocks];
+  for (size_t t = 0; t < sizeof types / sizeof *types; ++t) {
+    const cml_ggml_type_t type = types[t];
+    const int64_t vpb = cml_ggml_type_values_per_block(type), k = vpb * kBlocks;
+    for (size_t v = 0; v < sizeof bad / sizeof *bad; ++v) {
+      for (int64_t i = 0; i < k; ++i) src[i] = (float)((i * 7) % 19 - 9) / 9.0f;
+      src[vpb + 3] = bad[v];  // in the middle block
+      ASSERT_STATUS_OK(cml_quantize_ggml(type, src, 1, k, q, sizeof q));
+      ASSERT_STATUS_OK(cml_dequantize_ggml(type, q, 1, k, back));
+      int finite_in_bad = 0;
+      double worst = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        if (i >= vpb && i < 2 * vpb) {
+          finite_in_bad += isnan(back[i]) ? 0 : 1;
+        } else {
+          worst = fmax(worst, fabs((double)back[i] - src[i]));
+        }
+      }
+      if (finite_in_bad != 0 || !(worst < 0.5)) {
+        fprintf(stderr,
+                "%s with %g: %d values of the bad block not NaN, worst error %g elsewhere\n",
+                cml_ggml_type_name(type), (double)bad[v], finite_in_bad, worst);
+      }
+      ASSERT_EQ_INT(finite_in_bad, 0);
+      ASSERT_TRUE(worst < 0.5);
+    }
+  }
+}
+
 TEST(quantize_row_size_overflow_message) {
   float src[32] = {0};
   uint8_t dst[34];
@@ -1459,7 +1497,7 @@ TEST(dense_bad_input_names_op_shapes_and_format) {
       {"unknown scheme", x8, w8, s8, none, none, (cml_quant_scheme_t)7, 0, 4, 1, 0, false,
        "unknown quantization scheme 7"},
       {"unknown ggml type", x256, API_SHAPE(CML_DTYPE_U8, 5, 144), none, none, none, CML_QUANT_GGML,
-       (cml_ggml_type_t)11, 0, 1, 0, false, "unknown GGML type 11"},
+       (cml_ggml_type_t)11, 0, 1, 0, false, "unknown GGML type 11 for weights (Uint8)[5, 144]"},
       {"unknown activation", x8, w8, s8, none, none, 0, 0, 4, 1, 9, false, "unknown activation 9"},
       {"x f64", API_SHAPE(CML_DTYPE_F64, 3, 8), w8, s8, none, none, 0, 0, 4, 1, 0, false,
        "FusedQuantizedDense(Linear): x (Float64)[3, 8] must be Float32"},
@@ -1702,6 +1740,7 @@ static const struct {
     {TEST_ENTRY(dense_relu_keeps_nan), false},
     {TEST_ENTRY(int8_activations_below_the_scale_range), false},
     {TEST_ENTRY(quantize_negative_zero_and_nan_blocks_match_gguf), false},
+    {TEST_ENTRY(quantize_non_finite_blocks_of_own_fits_are_nan), false},
     {TEST_ENTRY(quantize_row_size_overflow_message), false},
     {TEST_ENTRY(quantize_linear_non_finite_and_extreme_blocks), false},
     {TEST_ENTRY(batch1_rows_with_infinite_block_scales_are_nan), false},
