@@ -912,8 +912,7 @@ TEST(auto_sharding_input_placement) {
   cml_buffer_t* outs[2];
   ASSERT_STATUS(cml_executable_execute(exe, inputs, 2, NULL, 0, outs), CML_STATUS_INVALID_ARGUMENT,
                 "input 1 (parameter #0 \"x\" of device slot 1)", "expected shape (Float32)[2]",
-                "the shard of the logical (Float32)[4] split by", "S(data)",
-                "got (Float32)[4]");
+                "the shard of the logical (Float32)[4] split by", "S(data)", "got (Float32)[4]");
   cml_buffer_deinit_base(&bufs[0]);
   cml_buffer_deinit_base(&bufs[1]);
   cml_executable_release(exe);
