@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "backends/c/cmlc.h"
+#include "backends/c/kernels/generic/linalg_internal.h"
 #include "test.h"
 
 //===--- a one-node module ---===//
@@ -746,16 +747,47 @@ TEST(direct_kernel_taken_on_avx512) {
   free(x), free(w), free(y);
 }
 
-// The direct kernel's exact order: each output is one chain of f32 fused multiply-adds from 0
-// over (ky, kx, ci) of every tap, zero where a tap reads padding or a dilation hole. |x| and
-// |w| hold the operands' f32 values at their layout offsets.
+// Which block of K the direct kernel sums channel |ci| of tap |t| in: K runs in chunks of at most
+// CMLC__CONV_DIRECT_K_MAX rows, contiguous in (ky, kx, ci) order (whole taps when C_in fits a
+// chunk, spread evenly, else each tap's channels in equal ranges), and each chunk in blocks of
+// CMLC__CONV_DIRECT_K_BLOCK rows from its start. Blocks are numbered in order.
+static int64_t direct_block(const problem_t* p, int64_t t, int64_t ci) {
+  const int64_t kmax = CMLC__CONV_DIRECT_K_MAX, taps = p->k[0] * p->k[1];
+  const int64_t per_chunk = kmax / CMLC__CONV_DIRECT_K_BLOCK + 1;  // a bound on blocks per chunk
+  int64_t chunk, offset;
+  if (p->c <= kmax) {
+    int64_t n = (taps * p->c + kmax - 1) / kmax, tpc = (taps + n - 1) / n;
+    chunk = t / tpc;
+    offset = (t - chunk * tpc) * p->c + ci;
+  } else {
+    int64_t nsplit = (p->c + kmax - 1) / kmax, cpc = (p->c + nsplit - 1) / nsplit;
+    chunk = t * nsplit + ci / cpc;
+    offset = ci % cpc;
+  }
+  return chunk * per_chunk + offset / CMLC__CONV_DIRECT_K_BLOCK;
+}
+
+// Ends a block of a blocked sum: the first block's sum is stored as it is, each later one is
+// added to the total in f32.
+static void chunk_end(float* total, float* partial, bool* first) {
+  *total = *first ? *partial : *total + *partial;
+  *partial = 0;
+  *first = false;
+}
+
+// The direct kernel's exact order: each output sums every block of K (direct_block) as one chain
+// of f32 fused multiply-adds from 0 over (ky, kx, ci), zero where a tap reads padding or a
+// dilation hole, and adds the blocks' sums in order. |x| and |w| hold the operands' f32 values
+// at their layout offsets.
 static void fma_order_reference(const problem_t* p, const double* x, const double* w, float* y) {
   int64_t osz = p->out[0] * p->out[1];
   for (int64_t b = 0; b < p->n; ++b)
     for (int64_t o = 0; o < p->o; ++o)
       for (int64_t yi = 0; yi < osz; ++yi) {
         int64_t y0 = yi / p->out[1], y1 = yi % p->out[1];
-        float acc = 0;
+        float acc = 0, total = 0;
+        bool first = true;
+        int64_t block = 0;
         for (int64_t ky = 0; ky < p->k[0]; ++ky)
           for (int64_t kx = 0; kx < p->k[1]; ++kx) {
             int64_t pos0 = y0 * p->stride[0] + ky * p->kdil[0] - p->lo[0];
@@ -763,6 +795,11 @@ static void fma_order_reference(const problem_t* p, const double* x, const doubl
             bool ok = pos0 >= 0 && pos0 % p->idil[0] == 0 && pos0 / p->idil[0] < p->in[0] &&
                       pos1 >= 0 && pos1 % p->idil[1] == 0 && pos1 / p->idil[1] < p->in[1];
             for (int64_t ci = 0; ci < p->c; ++ci) {
+              int64_t id = direct_block(p, ky * p->k[1] + kx, ci);
+              if (id != block) {
+                chunk_end(&total, &acc, &first);
+                block = id;
+              }
               float xv = 0;
               if (ok)
                 xv = (float)x[b * p->xst[0] + ci * p->xst[1] + pos0 / p->idil[0] * p->xst[2] +
@@ -771,7 +808,8 @@ static void fma_order_reference(const problem_t* p, const double* x, const doubl
               acc = fmaf(xv, wv, acc);
             }
           }
-        y[b * p->yst[0] + o * p->yst[1] + y0 * p->yst[2] + y1 * p->yst[3]] = acc;
+        chunk_end(&total, &acc, &first);
+        y[b * p->yst[0] + o * p->yst[1] + y0 * p->yst[2] + y1 * p->yst[3]] = total;
       }
 }
 
@@ -886,10 +924,10 @@ static int check_fma_order(const problem_t* cases, size_t count, fma_reference_f
 }
 
 TEST(direct_kernel_split_k_bit_identical) {
-  // A K split into chunks gives the bits of one pass in (ky, kx, ci) order: each chunk after
-  // the first continues from the f32 sums stored by the one before. Checked against one chain
-  // of fmaf per output, on AVX-512 and AVX2 (whose kernels share the order), 1 and 2 threads,
-  // for whole-tap chunks (K = 2700), channel-range chunks (C_in = 1500) and K under the limit.
+  // A K split into chunks gives a blocked sum: each chunk one chain of fmaf from 0 in (ky, kx,
+  // ci) order, added to the f32 sums the chunks before stored. Checked bit for bit against that
+  // order, on AVX-512 and AVX2 (whose kernels share it), 1 and 2 threads, for whole-tap chunks
+  // (K = 2700), channel-range chunks (C_in = 1500) and K under the limit.
   // clang-format off
   static const problem_t cases[] = {
       {.s = 2, .n = 2, .c = 300, .o = 70, .in = {5, 6}, .k = {3, 3}, .lo = {1, 1}, .hi = {1, 1},
@@ -909,24 +947,37 @@ TEST(direct_kernel_split_k_bit_identical) {
   if (isa_usable(CMLC_ISA_AVX2)) ASSERT_TRUE(checked >= 8);
 }
 
-// The phased kernel's order (input dilation, unit strides): each output is one chain of f32
-// fused multiply-adds from 0 over (ky, kx, ci) of the taps that do not fall into an
-// input-dilation hole (taps in padding read zeros and are multiplied).
+// The phased kernel's order (input dilation, unit strides): each output sums the taps that do
+// not fall into an input-dilation hole (taps in padding read zeros and are multiplied) in chunks
+// of CMLC__CONV_DIRECT_K_MAX / C_in such taps, each chunk in blocks of CMLC__CONV_DIRECT_K_BLOCK
+// rows, each block one chain of f32 fused multiply-adds from 0 over (ky, kx, ci), the blocks'
+// sums added in order.
 static void fma_order_phased_reference(const problem_t* p, const double* x, const double* w,
                                        float* y) {
   int64_t osz = p->out[0] * p->out[1];
+  const int64_t tpc = CMLC__CONV_DIRECT_K_MAX / p->c;
   for (int64_t b = 0; b < p->n; ++b)
     for (int64_t o = 0; o < p->o; ++o)
       for (int64_t yi = 0; yi < osz; ++yi) {
         int64_t y0 = yi / p->out[1], y1 = yi % p->out[1];
-        float acc = 0;
+        float acc = 0, total = 0;
+        bool first = true;
+        int64_t live = 0, block = 0;  // taps of this output's phase so far, the current block
         for (int64_t ky = 0; ky < p->k[0]; ++ky)
           for (int64_t kx = 0; kx < p->k[1]; ++kx) {
             int64_t pos0 = y0 + ky - p->lo[0], pos1 = y1 + kx - p->lo[1];
             if (pos0 % p->idil[0] != 0 || pos1 % p->idil[1] != 0) continue;  // a hole
+            const int64_t chunk = live / tpc, tap_at = (live % tpc) * p->c;
+            ++live;
             bool ok = pos0 >= 0 && pos0 / p->idil[0] < p->in[0] && pos1 >= 0 &&
                       pos1 / p->idil[1] < p->in[1];
             for (int64_t ci = 0; ci < p->c; ++ci) {
+              const int64_t id = chunk * (CMLC__CONV_DIRECT_K_MAX / CMLC__CONV_DIRECT_K_BLOCK + 1) +
+                                 (tap_at + ci) / CMLC__CONV_DIRECT_K_BLOCK;
+              if (id != block) {
+                chunk_end(&total, &acc, &first);
+                block = id;
+              }
               float xv = 0;
               if (ok)
                 xv = (float)x[b * p->xst[0] + ci * p->xst[1] + pos0 / p->idil[0] * p->xst[2] +
@@ -935,14 +986,16 @@ static void fma_order_phased_reference(const problem_t* p, const double* x, cons
               acc = fmaf(xv, wv, acc);
             }
           }
-        y[b * p->yst[0] + o * p->yst[1] + y0 * p->yst[2] + y1 * p->yst[3]] = acc;
+        chunk_end(&total, &acc, &first);
+        y[b * p->yst[0] + o * p->yst[1] + y0 * p->yst[2] + y1 * p->yst[3]] = total;
       }
 }
 
 TEST(direct_kernel_phases_bit_identical) {
   // Input dilation with unit strides: the phased kernel skips the holes and keeps the order of
   // the remaining terms, in chunks of whole taps when a phase's sub-filter is long (C_in 700:
-  // one tap per chunk). Against one fmaf chain per output on AVX-512 and AVX2, 1 and 2 threads.
+  // one tap per chunk, the chunks' sums added). Against that order on AVX-512 and AVX2, 1 and 2
+  // threads.
   // clang-format off
   static const problem_t cases[] = {
       {.s = 2, .n = 2, .c = 19, .o = 70, .in = {7, 9}, .k = {4, 4}, .idil = {2, 2},

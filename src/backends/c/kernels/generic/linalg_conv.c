@@ -44,10 +44,10 @@
 // into [64-channel blocks][K][64] once per run, or once per plan when the kernel is a constant
 // (entry.prepare, which the GEMM and depthwise paths use for their converted kernel too). K runs
 // in chunks of at most CMLC_CONV_DIRECT_K_MAX rows (contiguous in (ky, kx, ci) order), each
-// continuing the sums the previous one stored, so the result is that of one pass. The output
-// rows are written in place (f32, channel stride 1) or through a row buffer. Each output sums
-// its terms in (ky, kx, ci) order, independent of the thread count and the ISA; zero padding
-// is multiplied like the GEMM path's.
+// summed from zero and added to the sums the chunks before stored (a blocked sum, as the GEMM's
+// k blocks). The output rows are written in place (f32, channel stride 1) or through a row
+// buffer. Each output sums its terms in (ky, kx, ci) order, independent of the thread count and
+// the ISA; zero padding is multiplied like the GEMM path's.
 //
 // Direct path: operands are first converted into the accumulator's domain in scratch; work is
 // split over output elements, each summed in a fixed order, so the thread count never changes
@@ -61,9 +61,9 @@ enum {
   CMLC_CONV_TILE_MAX = 768,
   CMLC_CONV_TILE_ALIGN = 12,  // a multiple of every micro-kernel's MR (4, 6, 12)
   CMLC_CONV_MIN_TASKS = 32,   // rows tiles shrink (to TILE_MIN) to reach this many
-  // Direct kernel limits: one K chunk of a 64-channel filter block stays in L2 (K_MAX x 64
-  // floats), and a task's zero-padded input strip (kernel rows x padded width x channels) too.
-  CMLC_CONV_DIRECT_K_MAX = 1280,
+  // Direct kernel limits: one K chunk (linalg_internal.h), and a task's zero-padded input strip
+  // (kernel rows x padded width x channels) stays in L2.
+  CMLC_CONV_DIRECT_K_MAX = CMLC__CONV_DIRECT_K_MAX,
   CMLC_CONV_DIRECT_FILTER_L2 = 256 * 1024,
   CMLC_CONV_DIRECT_STRIP_MAX = 1024 * 1024,     // bytes, at one output row per task
   CMLC_CONV_DIRECT_STRIP_TARGET = 256 * 1024,   // bytes: fewer rows per task above this
@@ -175,7 +175,7 @@ static int64_t cmlc_conv_phase_taps(int64_t k, int64_t r, int64_t d) {
 // or AVX2 ISA, an f32 domain, two spatial axes and one group (feature and batch). Any input,
 // kernel and output layout, strides, padding and both dilations reach it; the strip gathers (and
 // widens f16/bf16) whatever the input layout is. A K above CMLC_CONV_DIRECT_K_MAX runs in
-// chunks that accumulate into the output, in the unsplit order.
+// chunks whose sums are added into the output.
 static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
 #if defined(CMLC_HAVE_X86_64)
   const cml_conv_config_t* c = p->cfg;
@@ -1105,7 +1105,7 @@ static void cmlc_conv_direct_phase_strip(const cmlc_conv_fast_ctx_t* c, int64_t 
 // Phased tasks over (image, block of output rows): the strip of undilated rows, then per
 // channel block, output row and column phase, the pixels of that phase (columns
 // ox0, ox0 + d_ph_w, ... whose undilated input columns follow each other) against the phase's
-// sub-filter, in chunks of d_ph_tpc taps that continue each other's sums.
+// sub-filter, in chunks of d_ph_tpc taps, each chunk's sums added to those of the chunks before.
 static void cmlc_conv_direct_phase_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   cmlc_conv_fast_ctx_t* c = vctx;
   const cmlc_conv_plan_t* p = c->p;
@@ -1264,7 +1264,7 @@ static void cmlc_conv_direct_task(void* vctx, int64_t begin, int64_t end, int th
       const float* wb = (const float*)c->ker_dom + blk * f->k * CMLC_CONV_DIRECT_COLS;
       float* ob = out + o0 * (f->direct_out ? ocs : 1);
       // Chunk by chunk (each chunk's filter rows stay in L2 across the task's pixels), every
-      // chunk after the first continuing the sums stored by the one before.
+      // chunk after the first adding its sums to those stored by the ones before.
       for (int64_t ch = 0; ch < f->d_chunks; ++ch) {
         if (f->d_tpc > 0) {
           a.t0 = ch * f->d_tpc;
