@@ -239,7 +239,7 @@ void cml__temp_free(cml_builder_t* b, void* ptr, size_t size) {
 }
 
 // "function \"main\"", "function \"f\"" or "a closure of function \"main\"".
-static const char* cml_function_label(const cml_function_t* f, char* buffer, size_t size) {
+const char* cml__function_label(const cml_function_t* f, char* buffer, size_t size) {
   if (!f->parent) {
     snprintf(buffer, size, "function \"%s\"", f->name);
   } else {
@@ -425,7 +425,7 @@ cml_status_t cml_function_new_closure(cml_function_t* parent, cml_function_t** o
   if (parent->returned) {
     return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
                            "cml_function_new_closure: %s has already returned",
-                           cml_function_label(parent, label, sizeof label));
+                           cml__function_label(parent, label, sizeof label));
   }
   if (parent->depth >= CML_MAX_NESTING_DEPTH) {
     // Sticky: the module cannot be built as intended, and the closure's ops would otherwise
@@ -434,7 +434,7 @@ cml_status_t cml_function_new_closure(cml_function_t* parent, cml_function_t** o
               "cml_function_new_closure: a closure of %s would be at nesting depth %u, above "
               "CML_MAX_NESTING_DEPTH (%d): closures nested in closures (the branches and bodies "
               "of If, While, Sort) and Call chains count together",
-              cml_function_label(parent, label, sizeof label), parent->depth + 1,
+              cml__function_label(parent, label, sizeof label), parent->depth + 1,
               CML_MAX_NESTING_DEPTH);
     return cml_status_clone(b->error);
   }
@@ -492,7 +492,7 @@ bool cml__op_begin(cml_function_t* f, cml_op_t op) {
   }
   if (f->returned) {
     cml__fail(b, CML_STATUS_FAILED_PRECONDITION, "%s: %s has already returned", name,
-              cml_function_label(f, label, sizeof label));
+              cml__function_label(f, label, sizeof label));
     return false;
   }
   const cml_capabilities_t* caps = cml_backend_capabilities(b->backend);
@@ -778,8 +778,8 @@ static bool cml_resolve_in(cml_function_t* f, const char* what, size_t pos, uint
               "%s: operand #%zu %s was produced in %s, which is neither %s nor one of its "
               "ancestors (only closures capture values of their ancestors)",
               what, pos, cml__shape_text(&impl->values[index].shape, text),
-              cml_function_label(impl->functions[owner], owner_label, sizeof owner_label),
-              cml_function_label(f, label, sizeof label));
+              cml__function_label(impl->functions[owner], owner_label, sizeof owner_label),
+              cml__function_label(f, label, sizeof label));
     return false;
   }
   uint32_t outer = index;
@@ -794,7 +794,7 @@ static bool cml_resolve_in(cml_function_t* f, const char* what, size_t pos, uint
       cml__fail(b, CML_STATUS_FAILED_PRECONDITION,
                 "%s: operand #%zu %s must be captured by %s, which has already returned", what, pos,
                 cml__shape_text(&impl->values[index].shape, text),
-                cml_function_label(c, label, sizeof label));
+                cml__function_label(c, label, sizeof label));
       return false;
     }
     cml_shape_t shape = impl->values[outer].shape;
@@ -810,6 +810,20 @@ static bool cml_resolve_in(cml_function_t* f, const char* what, size_t pos, uint
   }
   *out_index = outer;
   return true;
+}
+
+bool cml__value_in_scope(const cml_function_t* f, cml_value_t v, char* owner_label, size_t size) {
+  const uint32_t index = v & CML__VALUE_INDEX_MASK;
+  if ((v >> CML__VALUE_INDEX_BITS) != f->builder->tag || index == 0 ||
+      index >= f->impl->value_count) {
+    return true;  // not a value of this builder: the op's own checks name it
+  }
+  const uint32_t owner = cml__value_node(f->impl, index)->function;
+  for (const cml_function_t* a = f; a; a = a->parent) {
+    if (a->index == owner) return true;
+  }
+  cml__function_label(f->impl->functions[owner], owner_label, size);
+  return false;
 }
 
 static bool cml_value_resolve(cml_function_t* f, const char* what, cml_value_t v, size_t pos,
@@ -863,14 +877,14 @@ bool cml__check_callee(cml_function_t* f, cml_op_t op, const cml_function_t* c, 
   bool named = !c->parent && c->index != 0;
   if (!direct_closure && !(allow_named && named)) {
     cml__fail(b, CML_STATUS_INVALID_ARGUMENT, "%s: %s (%s) must be a closure of %s%s", name, what,
-              cml_function_label(c, clabel, sizeof clabel),
-              cml_function_label(f, label, sizeof label),
+              cml__function_label(c, clabel, sizeof clabel),
+              cml__function_label(f, label, sizeof label),
               allow_named ? " or a named function" : "");
     return false;
   }
   if (!c->returned) {
     cml__fail(b, CML_STATUS_FAILED_PRECONDITION, "%s: %s (%s) has not returned yet", name, what,
-              cml_function_label(c, clabel, sizeof clabel));
+              cml__function_label(c, clabel, sizeof clabel));
     return false;
   }
   // |f| sits at depth f->depth below its top-level function and |c| runs inside it. For a
@@ -879,8 +893,8 @@ bool cml__check_callee(cml_function_t* f, cml_op_t op, const cml_function_t* c, 
     cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
               "%s: %s (%s) nests %u levels of functions; run from %s (at nesting depth %u) "
               "that makes nesting depth %u, above CML_MAX_NESTING_DEPTH (%d)",
-              name, what, cml_function_label(c, clabel, sizeof clabel), c->height,
-              cml_function_label(f, label, sizeof label), f->depth, f->depth + c->height,
+              name, what, cml__function_label(c, clabel, sizeof clabel), c->height,
+              cml__function_label(f, label, sizeof label), f->depth, f->depth + c->height,
               CML_MAX_NESTING_DEPTH);
     return false;
   }
@@ -916,7 +930,7 @@ cml_value_t cml_parameter(cml_function_t* function, const char* name, const cml_
   if (cml_name_exists(impl, f->index, name)) {
     return cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
                      "Parameter: %s already has a parameter named \"%s\"",
-                     cml_function_label(f, label, sizeof label), name);
+                     cml__function_label(f, label, sizeof label), name);
   }
   if (!cml__check_backend_dtype(f, CML_OP_PARAMETER, s.dtype)) return CML_VALUE_INVALID;
   char* copy = cml__arena_strdup(&impl->arena, name);
@@ -1182,19 +1196,19 @@ cml_status_t cml_function_return(cml_function_t* function, const cml_value_t* ou
   if (b->compiled) {
     return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
                            "Return: %s: the builder was already compiled",
-                           cml_function_label(f, label, sizeof label));
+                           cml__function_label(f, label, sizeof label));
   }
   if (f->returned) {
     return cml_status_make(CML_STATUS_FAILED_PRECONDITION,
                            "Return: %s has already returned (a function returns once)",
-                           cml_function_label(f, label, sizeof label));
+                           cml__function_label(f, label, sizeof label));
   }
   if (b->error != CML_OK) return cml_status_clone(b->error);
   if (count == 0 || !outputs) {
     return cml_fail_return(b, cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                                               count ? "Return: %s: NULL outputs for %zu values"
                                                     : "Return: %s needs at least one output",
-                                              cml_function_label(f, label, sizeof label), count));
+                                              cml__function_label(f, label, sizeof label), count));
   }
   if (count > UINT32_MAX / 2) {
     return cml_fail_return(

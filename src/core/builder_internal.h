@@ -180,6 +180,15 @@ bool cml__op_begin(cml_function_t* f, cml_op_t op);
 bool cml__op_input(cml_function_t* f, cml_op_t op, cml_value_t v, size_t pos, uint32_t* out_index,
                    cml_shape_t* out_shape);
 
+// "function \"main\"", "function \"f\"" or "closure #3 (depth 1 under function \"main\")".
+const char* cml__function_label(const cml_function_t* f, char* buffer, size_t size);
+
+// Whether |v| can be an operand in |f|: a value of |f| or of one of its ancestors (closures
+// capture those). False, with the label of the function that made it in |owner_label|, for a
+// value of another function of the builder; true for ids that are not values of this builder
+// at all (the op's own checks name those). No side effects.
+bool cml__value_in_scope(const cml_function_t* f, cml_value_t v, char* owner_label, size_t size);
+
 // Checks that |dtype| is supported by the backend (UNIMPLEMENTED naming |op| otherwise).
 bool cml__check_backend_dtype(cml_function_t* f, cml_op_t op, cml_dtype_t dtype);
 

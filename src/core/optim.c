@@ -65,6 +65,19 @@ static const char* cml_optim_why_invalid(const cml_function_t* f, cml_value_t v)
   return "is unknown";
 }
 
+// Checks that |v| (|what|, shape |s|) is a value of |f| or of an ancestor of |f|: a value of
+// another function would fail inside the step's first op, naming that op and sticking.
+static cml_status_t cml_optim_scope(cml_function_t* f, const char* name, const char* what,
+                                    cml_value_t v, const cml_shape_t* s) {
+  char owner[160], label[160], text[CML__SHAPE_TEXT];
+  if (cml__value_in_scope(f, v, owner, sizeof owner)) return CML_OK;
+  return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                         "%s: %s %s was produced in %s, which is neither %s nor one of its "
+                         "ancestors (the step's ops go into %s)",
+                         name, what, cml__shape_text(s, text), owner,
+                         cml__function_label(f, label, sizeof label), label);
+}
+
 // Checks |v| (|what| #i) against the parameter's shape |ps|: the same dims, and the
 // parameter's dtype or the dtype the step computes in.
 static cml_status_t cml_optim_check(cml_function_t* f, const char* name, const char* what, size_t i,
@@ -75,6 +88,9 @@ static cml_status_t cml_optim_check(cml_function_t* f, const char* name, const c
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: %s #%zu (value id 0x%08x) %s", name,
                            what, i, (unsigned)v, cml_optim_why_invalid(f, v));
   }
+  char numbered[64];
+  snprintf(numbered, sizeof numbered, "%s #%zu", what, i);
+  CML_RETURN_IF_ERROR(cml_optim_scope(f, name, numbered, v, &s));
   if (!(CML_DTYPE_BIT(s.dtype) & CML_DSET_FLOAT)) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: %s #%zu %s must have a float dtype",
                            name, what, i, cml__shape_text(&s, a));
@@ -167,6 +183,7 @@ static cml_status_t cml_optim_check_lr(cml_function_t* f, const char* name, cml_
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: learning_rate (value id 0x%08x) %s",
                            name, (unsigned)lr, cml_optim_why_invalid(f, lr));
   }
+  CML_RETURN_IF_ERROR(cml_optim_scope(f, name, "learning_rate", lr, &s));
   if (s.rank != 0 || !(CML_DTYPE_BIT(s.dtype) & (CML_DSET_INT | CML_DSET_FLOAT))) {
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "%s: learning_rate %s must be a scalar of an integer or float dtype",

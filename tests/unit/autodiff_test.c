@@ -2043,6 +2043,28 @@ TEST(optimizer_errors) {
   cml_builder_destroy(b);
   cml_builder_destroy(other);
 
+  // A value of a closure (the learning rate, or a gradient) is named as one by the optimizer,
+  // not by the first op of the step.
+  for (int which = 0; which < 2; ++which) {
+    ASSERT_STATUS_OK(cml_builder_create(g_c, "scope", &b));
+    f = cml_builder_main(b);
+    p = cml_parameter(f, "p", &s);
+    g = cml_parameter(f, "g", &s);
+    cml_function_t* cl = NULL;
+    ASSERT_STATUS_OK(cml_function_new_closure(f, &cl));
+    cml_shape_t sc = cml_shape_scalar(CML_DTYPE_F32);
+    cml_value_t inner = cml_parameter(cl, "inner", which == 0 ? &sc : &s);
+    cml_status_t st =
+        which == 0 ? cml_optim_sgd_step_with_learning_rate(f, &c, inner, &p, &g, NULL, 1, &p2, NULL)
+                   : cml_optim_sgd_step(f, &c, &p, &inner, NULL, 1, &p2, NULL);
+    ASSERT_EQ_INT(api_code_msg(st, msg, sizeof msg), CML_STATUS_INVALID_ARGUMENT);
+    ASSERT_TRUE(strstr(msg, which == 0 ? "SGD: learning_rate (Float32) was produced in closure #1"
+                                       : "SGD: gradient #0 (Float32)") != NULL);
+    ASSERT_TRUE(strstr(msg, "was produced in closure #1") != NULL);
+    ASSERT_TRUE(strstr(msg, "neither function \"main\" nor one of its ancestors") != NULL);
+    cml_builder_destroy(b);
+  }
+
   // A step on a function that has returned is FAILED_PRECONDITION naming the optimizer, and does
   // not stick: the complete module still compiles.
   ASSERT_STATUS_OK(cml_builder_create(g_c, "returned", &b));
