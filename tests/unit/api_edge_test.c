@@ -285,6 +285,41 @@ TEST(out_of_range_indices) {
 }
 
 // Sort with comparators that are not strict weak orders must not read or write out of bounds.
+// Ops whose outputs are all empty run nothing: an FFT and a Sort along an axis of 2^40 over an
+// empty batch sized their scratch by that axis and failed with RESOURCE_EXHAUSTED on c (xla:cpu
+// returns the empty results).
+TEST(empty_outputs_along_huge_axes) {
+  const int64_t huge = (int64_t)1 << 40;
+  for (int which = 0; which < 2; ++which) {
+    cml_builder_t* bld = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(backend_c(), "empty", &bld));
+    cml_function_t* f = cml_builder_main(bld);
+    cml_shape_t s =
+        cml_shape_make(which == 0 ? CML_DTYPE_C64 : CML_DTYPE_F32, 2, (const int64_t[]){0, huge});
+    cml_value_t x = cml_parameter(f, "x", &s), y;
+    if (which == 0) {
+      y = cml_op_fft(f, x, CML_FFT_FORWARD, &huge, 1);
+    } else {
+      cml_function_t* cmp = NULL;
+      ASSERT_STATUS_OK(cml_function_new_closure(f, &cmp));
+      cml_shape_t sc = cml_shape_scalar(CML_DTYPE_F32);
+      cml_value_t a = cml_parameter(cmp, "a", &sc), b = cml_parameter(cmp, "b", &sc);
+      cml_value_t lt = cml_op_less_than(cmp, a, b);
+      ASSERT_STATUS_OK(cml_function_return(cmp, &lt, 1));
+      ASSERT_TRUE(cml_op_sort(f, cmp, 1, true, &x, 1, &y));
+    }
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(bld, &y, 1, &exe));
+    const cml_shape_t* os = cml_executable_output_shape(exe, 0);
+    ASSERT_EQ_INT(os->dims[0], 0);
+    ASSERT_EQ_INT(os->dims[1], huge);
+    char none = 0;
+    ASSERT_STATUS_OK(
+        api_run(backend_c(), exe, (const void* const[]){&none}, (void* const[]){&none}));
+    cml_executable_release(exe);
+  }
+}
+
 TEST(sort_bad_comparators) {
   enum { N = 257 };
   float x[N];
@@ -354,4 +389,5 @@ static void cleanup(int* test_failed_) {
 TEST_MAIN(TEST_ENTRY(int32_arithmetic_edges), TEST_ENTRY(int64_and_unsigned_edges),
           TEST_ENTRY(shift_edges), TEST_ENTRY(int_reductions_wrap),
           TEST_ENTRY(float_to_int_saturation), TEST_ENTRY(out_of_range_indices),
-          TEST_ENTRY(sort_bad_comparators), {"cleanup", cleanup})
+          TEST_ENTRY(sort_bad_comparators), TEST_ENTRY(empty_outputs_along_huge_axes),
+          {"cleanup", cleanup})

@@ -200,6 +200,10 @@ typedef struct cmlc_step_t {
   uint32_t input_count;
   const uint32_t* input_parts;
   bool heavy;  // reads or writes enough bytes that reading the clock before it is cheap
+  // A kernel step whose outputs are all empty (not a collective): nothing to run, prepare or
+  // size scratch for (an FFT or a Sort along an axis of 2^40 over an empty batch sized its
+  // scratch by that axis).
+  bool idle;
   // WHILE: the state elements (of the first 64) its body updates in place
   // (cmlc_plan_while_in_place, plan.c).
   uint64_t while_in_place;

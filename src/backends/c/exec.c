@@ -455,7 +455,7 @@ static cml_status_t cmlc_run_function(cmlc_context_t* ctx, uint32_t fi,
                         n->input_count > 1 ? ptrs[n->inputs[1]] : NULL, ptrs[n->first_output]);
         break;
       case CMLC_STEP_KERNEL:
-        CML_RETURN_IF_ERROR(cmlc_run_kernel(ctx, fp, step, segment));
+        if (!step->idle) CML_RETURN_IF_ERROR(cmlc_run_kernel(ctx, fp, step, segment));
         break;
       case CMLC_STEP_ALIAS: {
         uint32_t count = n->op == CML_OP_SCHEDULING_BARRIER ? 1 : n->output_count;

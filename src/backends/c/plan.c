@@ -405,13 +405,6 @@ static cml_status_t cmlc_plan_prepare(cmlc_planner_t* p, const cml_ir_node_t* n,
     any |= consts[k] != NULL;
   }
   if (!any && !step->entry.prepare_always) return CML_OK;
-  // Nothing to compute (every output empty): nothing to prepare either. An FFT of length 2^40
-  // over an empty batch asked for its twiddles.
-  bool empty = n->output_count > 0;
-  for (uint32_t o = 0; o < n->output_count && empty; ++o) {
-    empty = cml_shape_element_count(&p->module->values[n->first_output + o].shape) == 0;
-  }
-  if (empty) return CML_OK;
   const cmlc_options_t* o = &p->backend->options;
   const size_t bytes = step->entry.prepare(p->module, n, o, consts, NULL);
   if (bytes == 0) return CML_OK;
@@ -886,12 +879,21 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
         vp->offset = cmlc_layout_alloc(&p->layout, size);
       }
     }
+    if (step->kind == CMLC_STEP_KERNEL && n->output_count > 0 &&
+        cml_op_group(n->op) != CML_OPG_COLLECTIVE) {
+      bool empty = true;
+      for (uint32_t o = 0; o < n->output_count && empty; ++o) {
+        empty = cml_shape_element_count(&m->values[n->first_output + o].shape) == 0;
+      }
+      step->idle = empty;
+    }
     // Data prepared once from constant inputs.
-    if (step->kind == CMLC_STEP_KERNEL && step->entry.prepare) {
+    if (step->kind == CMLC_STEP_KERNEL && step->entry.prepare && !step->idle) {
       CML_RETURN_IF_ERROR(cmlc_plan_prepare(p, n, step));
     }
     // Scratch.
-    if ((step->kind == CMLC_STEP_KERNEL && step->entry.scratch) || step->kind == CMLC_STEP_FUSED) {
+    if ((step->kind == CMLC_STEP_KERNEL && step->entry.scratch && !step->idle) ||
+        step->kind == CMLC_STEP_FUSED) {
       step->scratch_size = step->kind == CMLC_STEP_FUSED
                                ? cmlc_fused_scratch(step->fused, &p->backend->options)
                                : step->entry.scratch(m, n, &p->backend->options);
@@ -919,7 +921,7 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
       if (n->output_count > max_io) max_io = n->output_count;
     }
     // Cheap one-element ops run inline; big steps read the deadline's clock before they run.
-    if (step->kind == CMLC_STEP_KERNEL && step->scratch_size == 0) {
+    if (step->kind == CMLC_STEP_KERNEL && step->scratch_size == 0 && !step->idle) {
       step->scalar_code = cmlc_plan_scalar_code(p, n);
       if (step->scalar_code) step->kind = CMLC_STEP_SCALAR;
     }
