@@ -671,7 +671,9 @@ CML_API CML_MUST_USE cml_status_t cml_executable_execute(cml_executable_t* execu
 // also check between ops and at every Call, If, While iteration and closure boundary, so an
 // endless While stops within about one loop iteration (plus up to 64 cheap iterations before a
 // deadline is seen: the clock is read every 64 checks, and before each larger op). The `xla`
-// backend checks only before dispatch: a running PJRT execution cannot be interrupted.
+// backend checks before dispatch, and for a module with dynamic axes again after compiling a
+// new binding set (which can take seconds; the compiled specialization is kept): a running
+// PJRT execution or compile cannot be interrupted.
 
 // A thread-safe, one-way flag that asks executions to stop. Single owner (create/destroy).
 typedef struct cml_cancel_token_t cml_cancel_token_t;

@@ -538,7 +538,12 @@ static cml_status_t cml__executable_execute_checked(cml_executable_t* executable
       st = backend->vtable->execute_with_control(executable, inputs, flags, run_device, control,
                                                  out_results);
     } else {
+      // Built-in backends without the slot read it from here at the one point where they can
+      // still stop (xla: after compiling a new dynamic-shape specialization, before PJRT runs).
+      const cml_execute_control_t* outer = cml__current_control;
+      cml__current_control = control;
       st = backend->vtable->execute(executable, inputs, flags, run_device, out_results);
+      cml__current_control = outer;
     }
   }
   if (st == CML_OK) {
@@ -657,6 +662,8 @@ int64_t cml_clock_monotonic_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
 }
+
+_Thread_local const cml_execute_control_t* cml__current_control;
 
 cml_status_t cml_execute_control_check(const cml_execute_control_t* control, const char* what) {
   if (!control) return CML_OK;

@@ -178,6 +178,11 @@ void cml__runtime_strfree(cml_allocator_t allocator, char* text);
 // Case-insensitive ASCII string equality.
 bool cml__runtime_strieq(const char* a, const char* b);
 
+// The cancel token and deadline of the execution this thread is dispatching to a built-in
+// backend without execute_with_control (NULL when it has neither): xla checks it once more after
+// compiling a dynamic-shape specialization, which can take seconds, before PJRT runs.
+extern _Thread_local const cml_execute_control_t* cml__current_control;
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -396,6 +396,45 @@ TEST(failed_execute_leaves_donated_input_intact) {
   cml_backend_release(be);
 }
 
+// A dynamic-shape module compiles each new binding set at its first execution, which takes
+// milliseconds to seconds: a deadline that passes meanwhile is honoured before PJRT runs
+// (DEADLINE_EXCEEDED, no output), and the specialization is kept for the next call.
+TEST(dynamic_specialization_compile_honours_the_deadline) {
+  const char* names[] = {"batch", NULL};
+  cml_shape_t xs;
+  ASSERT_STATUS_OK(
+      cml_shape_init_dynamic(&xs, CML_DTYPE_F32, 2, (int64_t[]){CML_DYNAMIC_DIM, 64}, names));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_backend, "dyn_deadline", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t y = cml_op_tanh(f, cml_op_mul(f, x, x));
+  ASSERT_STATUS_OK(cml_function_return(f, &y, 1));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){3, 64});
+  float host[3 * 64], got[3 * 64];
+  for (int i = 0; i < 3 * 64; ++i) host[i] = (float)i / 100.0f;
+  cml_buffer_t* in = NULL;
+  ASSERT_STATUS_OK(cml_buffer_from_host(g_backend, 0, &s, host, sizeof host, &in));
+  cml_execute_options_t o;
+  cml_execute_options_init(&o);
+  o.timeout_ns = 2000000;  // 2 ms: far below an XLA compile
+  cml_buffer_t* out = (cml_buffer_t*)0x1;
+  cml_status_t st = cml_executable_execute_with_options(exe, &in, 1, &o, &out);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_DEADLINE_EXCEEDED);
+  ASSERT_CONTAINS(cml_status_message(st), "deadline");
+  cml_status_free(st);
+  ASSERT_TRUE(out == NULL);
+  ASSERT_STATUS_OK(cml_executable_execute(exe, &in, 1, NULL, 0, &out));  // compiled already
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out, got, sizeof got));
+  for (int i = 0; i < 3 * 64; ++i) ASSERT_NEAR(got[i], tanhf(host[i] * host[i]), 1e-6);
+  cml_buffer_release(out);
+  cml_buffer_release(in);
+  cml_executable_release(exe);
+}
+
 int main(int argc, char** argv) {
   cml_xla_enable_auto_install(false);  // tests never download
   cml__xla_search_t search;
@@ -426,7 +465,8 @@ int main(int argc, char** argv) {
       TEST_ENTRY(forked_child_refuses_xla),
       TEST_ENTRY(config_options_reach_the_plugin),
       TEST_ENTRY(bad_plugin_path),
-      TEST_ENTRY(packed_int4_round_trip)};
+      TEST_ENTRY(packed_int4_round_trip),
+      TEST_ENTRY(dynamic_specialization_compile_honours_the_deadline)};
   int failures = 0, ran = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
     if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) continue;

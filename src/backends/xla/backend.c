@@ -783,9 +783,10 @@ static cml_status_t cml_xla_execute_slots(cml_xla_executable_t* exe, cml_buffer_
 
 // Cancellation and deadlines: the backend has no execute_with_control slot on purpose. The core
 // checks a cancel token and a deadline once, before it calls this function (so a token
-// cancelled earlier, or a deadline already passed, never reaches PJRT); a running PJRT
-// execution cannot be interrupted (PJRT_LoadedExecutable_Execute has no cancellation), so
-// cml_executable_is_interruptible reports false for XLA executables.
+// cancelled earlier, or a deadline already passed, never reaches PJRT), and a module with
+// dynamic axes checks them again after compiling a new specialization (cml__current_control);
+// a running PJRT execution cannot be interrupted (PJRT_LoadedExecutable_Execute has no
+// cancellation), so cml_executable_is_interruptible reports false for XLA executables.
 static cml_status_t cml_xla_execute(cml_executable_t* executable, cml_buffer_t* const* inputs,
                                     const bool* donate, int device, cml_buffer_t** out_results) {
   cml_xla_executable_t* exe = (cml_xla_executable_t*)executable;
@@ -795,7 +796,10 @@ static cml_status_t cml_xla_execute(cml_executable_t* executable, cml_buffer_t* 
     CML_RETURN_IF_ERROR(cml__dynamic_executable_get(exe->dynamic, executable, inputs,
                                                     cml_xla_compile_specialized,
                                                     executable->backend, &compiled));
-    cml_status_t st = cml_xla_execute(compiled, inputs, donate, device, out_results);
+    // A first binding set compiles for as long as XLA takes: a stop asked meanwhile (or a
+    // deadline passed) is honoured before PJRT runs. The specialization stays cached.
+    cml_status_t st = cml_execute_control_check(cml__current_control, "xla: execute");
+    if (st == CML_OK) st = cml_xla_execute(compiled, inputs, donate, device, out_results);
     cml_executable_release(compiled);
     return st;
   }
