@@ -929,6 +929,58 @@ TEST(compile_rejects_more_axes_than_an_execution_binds) {
 }
 
 // A backend without dynamic axes rejects a dynamic parameter with UNIMPLEMENTED.
+// An allocator that refuses any single block above 64 MiB (and forwards the rest).
+static void* capped_alloc(void* self, void* ptr, size_t old_size, size_t new_size,
+                          size_t alignment) {
+  (void)self;
+  if (new_size > ((size_t)64 << 20)) return NULL;
+  cml_allocator_t sys = cml_allocator_system();
+  return sys.fn(sys.self, ptr, old_size, new_size, alignment);
+}
+
+// A binding set too big for memory: the status names the bindings (a server sees many sets of
+// one executable) and the module, and smaller sets keep working.
+TEST(out_of_memory_names_the_bindings) {
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_create("c", (cml_allocator_t){NULL, capped_alloc}, &be));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "scores", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = dyn2("rows", 0, NULL, 8);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  // [rows, rows] scores (materialized by the Dot), summed per row.
+  cml_value_t scores = cml_op_dot(f, x, cml_op_transpose(f, x, (const int64_t[]){1, 0}, 2));
+  cml_value_t y = cml_op_reduce_sum(f, scores, (const int64_t[]){1}, 1);
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &y, 1, &exe));
+  for (int round = 0; round < 2; ++round) {
+    const int64_t rows = round == 0 ? 8192 : 3;  // 256 MiB of scores, then a few bytes
+    cml_shape_t s = API_SHAPE(CML_DTYPE_F32, rows, 8);
+    float* host = calloc((size_t)rows * 8, sizeof(float));
+    ASSERT_TRUE(host != NULL);
+    for (int64_t i = 0; i < rows * 8; ++i) host[i] = 1.0f;
+    cml_buffer_t *in = NULL, *out = NULL;
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &s, host, (size_t)rows * 8 * sizeof(float), &in));
+    cml_status_t st = cml_executable_execute(exe, &in, 1, NULL, 0, &out);
+    if (round == 0) {
+      ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_RESOURCE_EXHAUSTED);
+      ASSERT_CONTAINS(cml_status_message(st), "bindings rows=8192");
+      ASSERT_CONTAINS(cml_status_message(st), "module \"scores\"");
+      cml_status_free(st);
+    } else {
+      ASSERT_STATUS_OK(st);
+      float got[3];
+      ASSERT_STATUS_OK(cml_buffer_copy_to_host(out, got, sizeof got));
+      for (int i = 0; i < 3; ++i) ASSERT_NEAR(got[i], 24.0f, 0.0f);  // 3 rows x 8 ones
+      cml_buffer_release(out);
+    }
+    cml_buffer_release(in);
+    free(host);
+  }
+  cml_executable_release(exe);
+  cml_backend_release(be);
+}
+
 TEST(null_backend_rejects) {
   cml_backend_t* nb = NULL;
   cml_status_t st = cml_backend_new_with_config("null", &nb);
@@ -968,4 +1020,5 @@ TEST_MAIN(TEST_ENTRY(make_format_parse), TEST_ENTRY(anonymous_axes_do_not_use_up
           TEST_ENTRY(reshape_size_value_rejections), TEST_ENTRY(compile_rejects_unbound_axis),
           TEST_ENTRY(distributed_modules_refuse_dynamic_axes),
           TEST_ENTRY(compile_rejects_more_axes_than_an_execution_binds),
-          TEST_ENTRY(null_backend_rejects), TEST_ENTRY(teardown_backend))
+          TEST_ENTRY(out_of_memory_names_the_bindings), TEST_ENTRY(null_backend_rejects),
+          TEST_ENTRY(teardown_backend))

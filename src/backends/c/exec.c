@@ -98,8 +98,9 @@ static cml_status_t cmlc_context_create(cmlc_executable_t* exe, cmlc_context_t**
   if (!ctx->ptrs || (exe->arena_size && !ctx->arena)) {
     cmlc_context_destroy(exe, ctx);
     return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
-                           "c backend: cannot allocate an execution arena of %zu bytes",
-                           exe->arena_size);
+                           "c backend: cannot allocate an execution arena of %zu bytes for "
+                           "module \"%s\"",
+                           exe->arena_size, exe->module->name ? exe->module->name : "");
   }
   const cml_module_t* m = exe->module;
   memset(ctx->ptrs, 0, sizeof(void*) * exe->pointer_count);
