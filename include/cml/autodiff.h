@@ -27,8 +27,9 @@
 //   no gradient.
 // - Piecewise ops: Max/Min split the gradient equally between equal operands; ReduceMax/Min
 //   split it equally between the tied maxima (minima); ReduceWindow max/min and Sort send it to
-//   the element SelectAndScatter/Sort picks; Clamp passes it only strictly inside (min, max);
-//   Abs, Sign, Floor, Ceil, Round have gradient 0 at their kinks and steps.
+//   the element SelectAndScatter/Sort picks (the first on ties; with window padding xla:cpu may
+//   pick another tied element, docs/differential.md); Clamp passes it only strictly inside
+//   (min, max); Abs, Sign, Floor, Ceil, Round have gradient 0 at their kinks and steps.
 // - Complex: VJPs are the transposes of the linear maps (JAX's convention, no conjugation):
 //   Real's VJP is Complex(g, 0), Imag's is Complex(0, -g), Complex's is (Real(g), -Imag(g)).
 // - NaN and Inf propagate as the chain rule makes them: a NaN cotangent or partial derivative

@@ -250,6 +250,11 @@ cml_status_t cml__ad_vjp_elementwise(cml__ad_t* ad, const cml_ir_node_t* n, cons
       }
       return CML_OK;
     }
+    case CML_OP_BITCAST:
+      // A reinterpretation of bits is not a differentiable map: zero, as JAX's
+      // bitcast_convert_type (and as the path through an integer Bitcast already gave).
+      if (cml__ad_wants(ad, n, 0)) in_cts[0] = cml__ad_zeros(ad, cml__ad_in_shape(ad, n, 0));
+      return CML_OK;
     default:
       break;
   }

@@ -942,6 +942,29 @@ TEST(hand_computed_relu_convert) {
   ASSERT_EQ_DBL(gv[2], 1);
 }
 
+// Bitcast passes no gradient (JAX's rule), whether it keeps the dtype or goes through an
+// integer: d/dx sum(3 x + bitcast(x) + bitcast(bitcast(x, I32), F32)) = 3.
+TEST(bitcast_has_zero_gradient) {
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "bitcast", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, 3);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t same = cml_op_bitcast(f, x, CML_DTYPE_F32);
+  cml_value_t round = cml_op_bitcast(f, cml_op_bitcast(f, x, CML_DTYPE_I32), CML_DTYPE_F32);
+  cml_value_t y = cml_op_add(f, cml_op_mul(f, x, cml_constant_scalar_f64(f, CML_DTYPE_F32, 3.0)),
+                             cml_op_add(f, same, round));
+  cml_value_t l = cml_op_reduce_sum(f, y, NULL, 0);
+  cml_value_t g;
+  ASSERT_STATUS_OK(cml_gradients(f, l, &x, 1, &g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
+  float xv[3] = {-1, 0, 2.5f}, gv[3];
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){xv}, (void*[]){gv}));
+  cml_executable_release(exe);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ_DBL(gv[i], 3);
+}
+
 // Second derivative: d/dx (d/dx x^3) = 6x.
 TEST(second_derivative) {
   cml_builder_t* b = NULL;
@@ -2187,6 +2210,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(finite_differences_xla),
                                        TEST_ENTRY(hand_computed),
                                        TEST_ENTRY(hand_computed_relu_convert),
+                                       TEST_ENTRY(bitcast_has_zero_gradient),
                                        TEST_ENTRY(second_derivative),
                                        TEST_ENTRY(if_second_derivative_ignores_the_untaken_branch),
                                        TEST_ENTRY(conv_with_an_empty_output_has_zero_gradients),
