@@ -425,6 +425,7 @@ TEST(dynamic_specialization_compile_honours_the_deadline) {
   cml_status_t st = cml_executable_execute_with_options(exe, &in, 1, &o, &out);
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_DEADLINE_EXCEEDED);
   ASSERT_CONTAINS(cml_status_message(st), "deadline");
+  ASSERT_CONTAINS(cml_status_message(st), "module \"dyn_deadline\", bindings batch=3");
   cml_status_free(st);
   ASSERT_TRUE(out == NULL);
   ASSERT_STATUS_OK(cml_executable_execute(exe, &in, 1, NULL, 0, &out));  // compiled already

@@ -388,8 +388,11 @@ static cml_status_t cmlc_execute_any(cmlc_executable_t* exe, cml_buffer_t* const
   cml_status_t st =
       cmlc_execute((cmlc_executable_t*)planned, inputs, donate, device, control, out_results);
   cml_executable_release(planned);
-  if (cml_status_code(st) == CML_STATUS_RESOURCE_EXHAUSTED) {
-    // Say which request was too big: a server sees many binding sets of one executable.
+  const cml_status_code_t code = cml_status_code(st);
+  if (code == CML_STATUS_RESOURCE_EXHAUSTED || code == CML_STATUS_DEADLINE_EXCEEDED ||
+      code == CML_STATUS_CANCELLED) {
+    // Say which request was too big or stopped: a server sees many binding sets of one
+    // executable.
     cml_axis_bindings_t key;
     cml_status_t kst = cml__dynamic_bindings(&exe->base, inputs, &key);
     if (kst == CML_OK) {

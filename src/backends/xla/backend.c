@@ -800,8 +800,11 @@ static cml_status_t cml_xla_execute(cml_executable_t* executable, cml_buffer_t* 
     // deadline passed) is honoured before PJRT runs. The specialization stays cached.
     cml_status_t st = cml_execute_control_check(cml__current_control, "xla: execute");
     if (st == CML_OK) st = cml_xla_execute(compiled, inputs, donate, device, out_results);
-    if (cml_status_code(st) == CML_STATUS_RESOURCE_EXHAUSTED) {
-      // Say which request was too big: a server sees many binding sets of one executable.
+    const cml_status_code_t code = cml_status_code(st);
+    if (code == CML_STATUS_RESOURCE_EXHAUSTED || code == CML_STATUS_DEADLINE_EXCEEDED ||
+        code == CML_STATUS_CANCELLED) {
+      // Say which request was too big or stopped: a server sees many binding sets of one
+      // executable.
       cml_axis_bindings_t key;
       cml_status_t kst = cml__dynamic_bindings(executable, inputs, &key);
       if (kst == CML_OK) {
