@@ -57,6 +57,25 @@
     if (vecs > 1) acc##r##1 = acc##r##0; \
   } while (0)
 
+// The block's sums into the output: added to the earlier blocks' sums once there are some.
+#define CMLC_CONV2_FLUSH() \
+  do {                     \
+    if (stored) {          \
+      CMLC_CONV2_ADD(0);   \
+      CMLC_CONV2_ADD(1);   \
+      CMLC_CONV2_ADD(2);   \
+      CMLC_CONV2_ADD(3);   \
+      CMLC_CONV2_ADD(4);   \
+      CMLC_CONV2_ADD(5);   \
+    }                      \
+    CMLC_CONV2_STORE(0);   \
+    CMLC_CONV2_STORE(1);   \
+    CMLC_CONV2_STORE(2);   \
+    CMLC_CONV2_STORE(3);   \
+    CMLC_CONV2_STORE(4);   \
+    CMLC_CONV2_STORE(5);   \
+  } while (0)
+
 static inline __attribute__((always_inline)) CMLC_CONV_AVX2_TARGET void cmlc_conv_avx2_body(
     const cmlc__conv_direct_args_t* a, const float* x, const int64_t* xo, const float* w,
     float* out, const int64_t* oo, __m256i last, const int pixels, const int vecs) {
@@ -105,20 +124,7 @@ static inline __attribute__((always_inline)) CMLC_CONV_AVX2_TARGET void cmlc_con
         ++xk;
       }
       if (room == 0 && left > 0) {
-        if (stored) {
-          CMLC_CONV2_ADD(0);
-          CMLC_CONV2_ADD(1);
-          CMLC_CONV2_ADD(2);
-          CMLC_CONV2_ADD(3);
-          CMLC_CONV2_ADD(4);
-          CMLC_CONV2_ADD(5);
-        }
-        CMLC_CONV2_STORE(0);
-        CMLC_CONV2_STORE(1);
-        CMLC_CONV2_STORE(2);
-        CMLC_CONV2_STORE(3);
-        CMLC_CONV2_STORE(4);
-        CMLC_CONV2_STORE(5);
+        CMLC_CONV2_FLUSH();
         CMLC_CONV2_ZERO(0);
         CMLC_CONV2_ZERO(1);
         CMLC_CONV2_ZERO(2);
@@ -131,20 +137,7 @@ static inline __attribute__((always_inline)) CMLC_CONV_AVX2_TARGET void cmlc_con
     }
     t += taps;
   }
-  if (stored) {
-    CMLC_CONV2_ADD(0);
-    CMLC_CONV2_ADD(1);
-    CMLC_CONV2_ADD(2);
-    CMLC_CONV2_ADD(3);
-    CMLC_CONV2_ADD(4);
-    CMLC_CONV2_ADD(5);
-  }
-  CMLC_CONV2_STORE(0);
-  CMLC_CONV2_STORE(1);
-  CMLC_CONV2_STORE(2);
-  CMLC_CONV2_STORE(3);
-  CMLC_CONV2_STORE(4);
-  CMLC_CONV2_STORE(5);
+  CMLC_CONV2_FLUSH();
 }
 
 #define CMLC_CONV2_VECS(p)                                                        \

@@ -77,6 +77,25 @@
     if (vecs > 3) acc##r##3 = acc##r##0; \
   } while (0)
 
+// The block's sums into the output: added to the earlier blocks' sums once there are some.
+#define CMLC_CONV_FLUSH() \
+  do {                    \
+    if (stored) {         \
+      CMLC_CONV_ADD(0);   \
+      CMLC_CONV_ADD(1);   \
+      CMLC_CONV_ADD(2);   \
+      CMLC_CONV_ADD(3);   \
+      CMLC_CONV_ADD(4);   \
+      CMLC_CONV_ADD(5);   \
+    }                     \
+    CMLC_CONV_STORE(0);   \
+    CMLC_CONV_STORE(1);   \
+    CMLC_CONV_STORE(2);   \
+    CMLC_CONV_STORE(3);   \
+    CMLC_CONV_STORE(4);   \
+    CMLC_CONV_STORE(5);   \
+  } while (0)
+
 static inline __attribute__((always_inline)) CMLC_CONV_AVX512_TARGET void cmlc_conv_avx512_body(
     const cmlc__conv_direct_args_t* a, const float* x, const int64_t* xo, const float* w,
     float* out, const int64_t* oo, __mmask16 last, const int pixels, const int vecs) {
@@ -133,20 +152,7 @@ static inline __attribute__((always_inline)) CMLC_CONV_AVX512_TARGET void cmlc_c
         ++xk;
       }
       if (room == 0 && left > 0) {
-        if (stored) {
-          CMLC_CONV_ADD(0);
-          CMLC_CONV_ADD(1);
-          CMLC_CONV_ADD(2);
-          CMLC_CONV_ADD(3);
-          CMLC_CONV_ADD(4);
-          CMLC_CONV_ADD(5);
-        }
-        CMLC_CONV_STORE(0);
-        CMLC_CONV_STORE(1);
-        CMLC_CONV_STORE(2);
-        CMLC_CONV_STORE(3);
-        CMLC_CONV_STORE(4);
-        CMLC_CONV_STORE(5);
+        CMLC_CONV_FLUSH();
         CMLC_CONV_ZERO(0);
         CMLC_CONV_ZERO(1);
         CMLC_CONV_ZERO(2);
@@ -159,20 +165,7 @@ static inline __attribute__((always_inline)) CMLC_CONV_AVX512_TARGET void cmlc_c
     }
     t += taps;
   }
-  if (stored) {
-    CMLC_CONV_ADD(0);
-    CMLC_CONV_ADD(1);
-    CMLC_CONV_ADD(2);
-    CMLC_CONV_ADD(3);
-    CMLC_CONV_ADD(4);
-    CMLC_CONV_ADD(5);
-  }
-  CMLC_CONV_STORE(0);
-  CMLC_CONV_STORE(1);
-  CMLC_CONV_STORE(2);
-  CMLC_CONV_STORE(3);
-  CMLC_CONV_STORE(4);
-  CMLC_CONV_STORE(5);
+  CMLC_CONV_FLUSH();
 }
 
 #define CMLC_CONV_VECS(p)                                                           \
