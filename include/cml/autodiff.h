@@ -33,8 +33,8 @@
 // - Complex: VJPs are the transposes of the linear maps (JAX's convention, no conjugation):
 //   Real's VJP is Complex(g, 0), Imag's is Complex(0, -g), Complex's is (Real(g), -Imag(g)).
 // - NaN and Inf propagate as the chain rule makes them: a NaN cotangent or partial derivative
-//   gives NaN gradients (e.g. Sqrt at 0 gives Inf, Log at 0 gives Inf; ReduceProduct's VJP
-//   divides by the operand, so an exact zero operand gives NaN/Inf there).
+//   gives NaN gradients (e.g. Sqrt at 0 gives Inf, Log at 0 gives Inf). ReduceProduct's VJP is
+//   the product of the other elements, exact zeros included (JAX's results).
 // - Gather/Scatter: exact for in-range indices (out-of-range starts are clamped by Gather
 //   but skipped by the transposed Scatter, as in XLA).
 // - `cml_op_stop_gradient(x)` is the identity at run time; no gradient flows through it.

@@ -965,6 +965,32 @@ TEST(bitcast_has_zero_gradient) {
   for (int i = 0; i < 3; ++i) ASSERT_EQ_DBL(gv[i], 3);
 }
 
+// ReduceProduct with exact zeros (JAX's results): one zero in a group gets the product of the
+// others and the rest 0; two zeros give 0 everywhere; no zero gives out / x.
+TEST(reduce_product_with_zeros) {
+  for (int k = 0; k < 2; ++k) {
+    cml_backend_t* be = k == 0 ? g_c : g_xla;
+    if (!be) continue;
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(be, "prod", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t xs = API_SHAPE(CML_DTYPE_F32, 3, 4);
+    cml_value_t x = cml_parameter(f, "x", &xs);
+    cml_value_t p = cml_op_reduce_product(f, x, (const int64_t[]){1}, 1);
+    cml_value_t l = cml_op_reduce_sum(f, p, NULL, 0);
+    cml_value_t g;
+    ASSERT_STATUS_OK(cml_gradients(f, l, &x, 1, &g));
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
+    const float xv[12] = {1, 0, 2, 3, 2, 3, 4, 5, 0, 2, 0, 1};
+    const float want[12] = {0, 6, 0, 0, 60, 40, 30, 24, 0, 0, 0, 0};
+    float gv[12];
+    ASSERT_STATUS_OK(api_run(be, exe, (const void*[]){xv}, (void*[]){gv}));
+    cml_executable_release(exe);
+    for (int i = 0; i < 12; ++i) ASSERT_EQ_DBL(gv[i], want[i]);
+  }
+}
+
 // Second derivative: d/dx (d/dx x^3) = 6x.
 TEST(second_derivative) {
   cml_builder_t* b = NULL;
@@ -2211,6 +2237,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(hand_computed),
                                        TEST_ENTRY(hand_computed_relu_convert),
                                        TEST_ENTRY(bitcast_has_zero_gradient),
+                                       TEST_ENTRY(reduce_product_with_zeros),
                                        TEST_ENTRY(second_derivative),
                                        TEST_ENTRY(if_second_derivative_ignores_the_untaken_branch),
                                        TEST_ENTRY(conv_with_an_empty_output_has_zero_gradients),
@@ -2242,7 +2269,8 @@ int main(int argc, char** argv) {
     bool on_xla = strcmp(tests[i].name, "finite_differences_xla") == 0 ||
                   strcmp(tests[i].name, "if_second_derivative_ignores_the_untaken_branch") == 0 ||
                   strcmp(tests[i].name, "nested_control_flow_gradients") == 0 ||
-                  strcmp(tests[i].name, "if_with_many_values_second_derivative") == 0;
+                  strcmp(tests[i].name, "if_with_many_values_second_derivative") == 0 ||
+                  strcmp(tests[i].name, "reduce_product_with_zeros") == 0;
     bool skip = xla ? !on_xla : strcmp(tests[i].name, "finite_differences_xla") == 0;
     if (only ? strcmp(only, tests[i].name) != 0 : skip) {
       continue;
