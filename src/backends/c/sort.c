@@ -173,52 +173,31 @@ static bool cmlc_sort_typed_fns(cml_dtype_t dtype, bool total, cmlc_sort_fns_t* 
 
 // The direct comparison for a comparator that is a single compare of params 0 and 1, or NULL.
 static cmlc_before_fn cmlc_sort_fast_comparator(const cml_module_t* m, const cml_ir_node_t* node) {
-  bool total = false;
-  int kind;  // 0 lt, 1 gt, 2 le, 3 ge
-  switch (cml_ir_plain_comparator(m, node->attrs->functions[0])) {
-    case CML_OP_LESS_THAN_TOTAL_ORDER:
-      total = true;
-      kind = 0;
-      break;
-    case CML_OP_LESS_THAN:
-      kind = 0;
-      break;
-    case CML_OP_GREATER_THAN_TOTAL_ORDER:
-      total = true;
-      kind = 1;
-      break;
-    case CML_OP_GREATER_THAN:
-      kind = 1;
-      break;
-    case CML_OP_LESS_OR_EQUAL_TOTAL_ORDER:
-      total = true;
-      kind = 2;
-      break;
-    case CML_OP_LESS_OR_EQUAL:
-      kind = 2;
-      break;
-    case CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER:
-      total = true;
-      kind = 3;
-      break;
-    case CML_OP_GREATER_OR_EQUAL:
-      kind = 3;
-      break;
-    default:
+  static const struct {
+    cml_op_t op;
+    bool total;
+    int kind;  // 0 lt, 1 gt, 2 le, 3 ge
+  } kinds[] = {
+      {CML_OP_LESS_THAN, false, 0},
+      {CML_OP_GREATER_THAN, false, 1},
+      {CML_OP_LESS_OR_EQUAL, false, 2},
+      {CML_OP_GREATER_OR_EQUAL, false, 3},
+      {CML_OP_LESS_THAN_TOTAL_ORDER, true, 0},
+      {CML_OP_GREATER_THAN_TOTAL_ORDER, true, 1},
+      {CML_OP_LESS_OR_EQUAL_TOTAL_ORDER, true, 2},
+      {CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER, true, 3},
+  };
+  const cml_op_t op = cml_ir_plain_comparator(m, node->attrs->functions[0]);
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; ++i) {
+    if (kinds[i].op != op) continue;
+    cmlc_sort_fns_t fns;
+    if (!cmlc_sort_typed_fns(m->values[node->inputs[0]].shape.dtype, kinds[i].total, &fns)) {
       return NULL;
+    }
+    const cmlc_before_fn by_kind[4] = {fns.lt, fns.gt, fns.le, fns.ge};
+    return by_kind[kinds[i].kind];
   }
-  cmlc_sort_fns_t fns;
-  if (!cmlc_sort_typed_fns(m->values[node->inputs[0]].shape.dtype, total, &fns)) return NULL;
-  switch (kind) {
-    case 0:
-      return fns.lt;
-    case 1:
-      return fns.gt;
-    case 2:
-      return fns.le;
-    default:
-      return fns.ge;
-  }
+  return NULL;
 }
 
 //===--- stable merge sort of an index permutation ---===//

@@ -44,10 +44,10 @@
 // into [64-channel blocks][K][64] once per run, or once per plan when the kernel is a constant
 // (entry.prepare, which the GEMM and depthwise paths use for their converted kernel too). K runs
 // in chunks of at most CMLC_CONV_DIRECT_K_MAX rows (contiguous in (ky, kx, ci) order), each
-// summed from zero and added to the sums the chunks before stored (a blocked sum, as the GEMM's
-// k blocks). The output rows are written in place (f32, channel stride 1) or through a row
-// buffer. Each output sums its terms in (ky, kx, ci) order, independent of the thread count and
-// the ISA; zero padding is multiplied like the GEMM path's.
+// in blocks of CMLC__CONV_DIRECT_K_BLOCK rows summed from zero and added to the sums stored
+// before (a blocked sum, as the GEMM's k blocks). The output rows are written in place (f32,
+// channel stride 1) or through a row buffer. Each output sums its terms in (ky, kx, ci) order,
+// independent of the thread count and the ISA; zero padding is multiplied like the GEMM path's.
 //
 // Direct path: operands are first converted into the accumulator's domain in scratch; work is
 // split over output elements, each summed in a fixed order, so the thread count never changes

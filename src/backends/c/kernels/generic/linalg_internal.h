@@ -428,14 +428,12 @@ bool cmlc__conv_lookup(const cml_module_t* module, const cml_ir_node_t* node,
 // past the live columns), and pixel p's output at out[out_offsets[p]].
 // A call sums one chunk of K: the taps t = ky * kw + kx in [t0, t1) and, of each, the channels
 // [c0, c1); a chunk is a contiguous range of K in (ky, kx, ci) order (either whole taps, or
-// a channel range of one tap), |w| points at its first row. Each output's chunk sum starts from
-// zero; with |accumulate| it is added to the value in |out| (the earlier chunks' f32 sum), as
-// the GEMM's k blocks are: a blocked sum, whose rounding error grows with the chunk length plus
-// the number of chunks rather than with all of K.
+// a channel range of one tap), |w| points at its first row. The chunk is summed in blocks of
+// CMLC__CONV_DIRECT_K_BLOCK rows, each from zero and added to the output; with |accumulate| the
+// output already holds the earlier chunks' f32 sum, which the first block adds to.
 // The most K rows of one chunk: one chunk of a 64-channel filter block (K_MAX x 64 floats)
-// stays in L2 while the task's pixel blocks stream past it, and the blocked sum's error bound
-// is about (K_MAX + chunks) x 2^-24 x sum |terms| (tests/unit/c_kernels_conv_test.c mirrors the
-// chunking to check the order bit for bit).
+// stays in L2 while the task's pixel blocks stream past it (tests/unit/c_kernels_conv_test.c
+// mirrors the chunks and blocks to check the order bit for bit).
 enum { CMLC__CONV_DIRECT_K_MAX = 1280 };
 // Within a chunk the micro-kernel sums blocks of this many k rows (from the chunk's start), each
 // from zero, and adds each block's sums to the output: the error bound is then about

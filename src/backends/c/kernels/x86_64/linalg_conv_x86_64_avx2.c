@@ -8,8 +8,9 @@
 // input value per pixel. Compiled for the target with function attributes; only called when
 // options->isa is AVX2 or better.
 //
-// Each output sums a chunk's terms in (ky, kx, ci) order, one fused multiply-add at a time from
-// zero, then adds the earlier chunks' sum, as the AVX-512 kernel does, so both give the same bits.
+// Each output sums a block of CMLC__CONV_DIRECT_K_BLOCK rows in (ky, kx, ci) order, one fused
+// multiply-add at a time from zero, then adds the earlier blocks' sum, as the AVX-512 kernel
+// does, so both give the same bits.
 #include "backends/c/kernels/generic/linalg_internal.h"
 
 #if defined(CMLC_HAVE_X86_64)

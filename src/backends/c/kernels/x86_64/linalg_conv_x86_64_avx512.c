@@ -9,10 +9,10 @@
 // the filter is reused across the pixels and the input across the channels. Compiled for the
 // target with function attributes; only called when options->isa is AVX512.
 //
-// Each output sums a chunk's terms in (ky, kx, ci) order, one fused multiply-add at a time from
-// zero, and adds that to the sum of the chunks before, so a tile's values do not depend on where
-// it sits, how many pixels or channels it holds, or which
-// thread runs it.
+// Each output sums a block of CMLC__CONV_DIRECT_K_BLOCK rows of the chunk in (ky, kx, ci) order,
+// one fused multiply-add at a time from zero, and adds that to the sum of the blocks and chunks
+// before, so a tile's values do not depend on where it sits, how many pixels or channels it
+// holds, or which thread runs it.
 #include "backends/c/kernels/generic/linalg_internal.h"
 
 #if defined(CMLC_HAVE_X86_64)
