@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/c/threadpool.c: the C backend's persistent thread pool (cmlc_parallel_for).
 //
-// Workers are created once, with the pool. An idle worker spins for about 50 µs (a spinning
+// Workers are created once, with the pool, which is returned only when every worker has started
+// (a thread still in its start-up when the process forks can leave a lock of the C library or
+// of a sanitizer's allocator held in the child; ASan of GCC 12 takes its allocator's locks in
+// every thread start and has no fork handler for them). An idle worker spins for about 50 µs (a spinning
 // hand-off costs ~0.5 µs, waking a sleeping thread ~25 µs on the build machines) and then sleeps
 // on a condition variable. A caller publishes a job (a range cut into chunks), runs chunks
 // itself, and waits until every chunk ran; several callers may publish jobs at once and the
@@ -63,6 +66,8 @@ struct cmlc_pool_t {
   cmlc_worker_t* workers;
   pthread_mutex_t mutex;  // guards |jobs|, the sleep condition and |stop|
   pthread_cond_t wake;
+  pthread_cond_t ready;  // signalled as workers start (cmlc_pool_create waits for all of them)
+  int started;           // workers that reached cmlc_pool_worker_main (guarded by |mutex|)
   cmlc_job_t* jobs;     // jobs that may still have chunks to hand out
   atomic_ullong seq;    // bumped whenever a job is published (and on stop)
   atomic_int sleepers;  // workers waiting on |wake|
@@ -181,6 +186,10 @@ static void* cmlc_pool_worker_main(void* arg) {
   cmlc_pool_t* pool = self->pool;
   uint64_t last_move_ns = 0;
   cmlc_thread_name("cml-pool");
+  pthread_mutex_lock(&pool->mutex);
+  ++pool->started;
+  pthread_cond_signal(&pool->ready);
+  pthread_mutex_unlock(&pool->mutex);
   for (;;) {
     uint64_t seen = atomic_load(&pool->seq);
     if (atomic_load(&pool->stop)) break;
@@ -354,6 +363,12 @@ cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_
     cml_allocator_free(allocator, pool, sizeof *pool);
     return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "c backend: pthread_cond_init failed");
   }
+  if (pthread_cond_init(&pool->ready, NULL) != 0) {
+    pthread_cond_destroy(&pool->wake);
+    pthread_mutex_destroy(&pool->mutex);
+    cml_allocator_free(allocator, pool, sizeof *pool);
+    return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED, "c backend: pthread_cond_init failed");
+  }
   if (threads > 1) {
     // Workers run kernel chunks only (functions, and so nesting, always run on the calling
     // thread), but a libc whose default thread stack is small (musl: 128 KiB) must not decide
@@ -377,6 +392,9 @@ cml_status_t cmlc_pool_create(int threads, cml_allocator_t allocator, cmlc_pool_
       }
       pool->worker_count = i + 1;
     }
+    pthread_mutex_lock(&pool->mutex);
+    while (pool->started < pool->worker_count) pthread_cond_wait(&pool->ready, &pool->mutex);
+    pthread_mutex_unlock(&pool->mutex);
   }
   *out_pool = pool;
   return CML_OK;
@@ -396,6 +414,7 @@ void cmlc_pool_destroy(cmlc_pool_t* pool) {
     cml_allocator_free(pool->allocator, pool->workers,
                        sizeof(cmlc_worker_t) * (size_t)(pool->threads - 1));
   }
+  pthread_cond_destroy(&pool->ready);
   pthread_cond_destroy(&pool->wake);
   pthread_mutex_destroy(&pool->mutex);
   cml_allocator_free(pool->allocator, pool, sizeof *pool);
