@@ -5,13 +5,13 @@
 // A fused op is one node when the backend advertises it (its capabilities list the op, e.g.
 // CML_OP_FUSED_SOFTMAX), so a backend can run it as one kernel. When the backend lacks it, the
 // builder decomposes it on the spot into standard ops (Reduce*, Exp, DotGeneral, ...) with the
-// same semantics, so a fused op never fails for lack of support. Two limits come from the
+// same semantics, so a fused op never fails for lack of support. One limit comes from the
 // graph, not the backend: on a dynamic axis FusedLayerNorm, FusedDense, the attention ops and
-// FusedQuantizedDense are refused (docs/dynamic_shapes.md), and the `c` backend's AutoSharding
-// partitioner refuses FusedScaledDotProductAttention (UNIMPLEMENTED; docs/partitioner.md; the
-// config "c:fusion=false" runs its decomposition, which partitions). The C backend advertises
-// FusedSoftmax, FusedLayerNorm, FusedGelu, FusedDense, FusedScaledDotProductAttention (and its
-// VJP op), FusedAttentionQKVProjection and the quantized ops (FusedQuantizedDense,
+// FusedQuantizedDense are refused (docs/dynamic_shapes.md). Under AutoSharding on `c` every
+// fused op stays one node per device (docs/partitioner.md: the batch and head splits of the
+// attention ops and the batch splits of the dense and quantized ops are kept). The C backend
+// advertises FusedSoftmax, FusedLayerNorm, FusedGelu, FusedDense, FusedScaledDotProductAttention
+// (and its VJP op), FusedAttentionQKVProjection and the quantized ops (FusedQuantizedDense,
 // QuantizedEmbeddingLookup, below) unless fusion is off (GOMLX_FUSION=0 or the config
 // "c:fusion=false") or it runs its reference kernels ("c:reference=true"); then the
 // decomposition runs. The XLA backend advertises none: XLA fuses the decomposition itself.

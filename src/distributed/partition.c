@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cml/fused.h"
+#include "core/builder_internal.h"
 
 //===--- sharding state ---===//
 
@@ -411,6 +412,26 @@ static cml_value_t cml_pt_replicated(cml_partitioner_t* p, uint32_t v) {
 // do not name sizes (the callers make sure of it).
 static cml_function_t* cml_pt_callee(cml_partitioner_t* p, cml_function_t* parent, uint32_t g);
 
+// Emits |n| with the operands |in| and its own attributes through the builder's node
+// constructor, its outputs taking the shapes of its first output_count operands (ops without a
+// public builder whose outputs are shaped so: FusedScaledDotProductAttentionVJP's dq, dk, dv).
+static bool cml_pt_emit_as_is(cml_function_t* f, const cml_ir_node_t* n, const cml_value_t* in,
+                              cml_value_t* out) {
+  uint32_t idx[16];
+  cml_shape_t shapes[16];
+  if (n->input_count > 16 || n->output_count > n->input_count || !cml__op_begin(f, n->op)) {
+    return false;
+  }
+  for (uint32_t i = 0; i < n->input_count; ++i) {
+    if (!cml__op_input(f, n->op, in[i], i, &idx[i], &shapes[i])) return false;
+  }
+  cml_value_t first =
+      cml__op_add_node(f, n->op, idx, n->input_count, shapes, n->output_count, n->attrs);
+  if (first == CML_VALUE_INVALID) return false;
+  for (uint32_t k = 0; k < n->output_count; ++k) out[k] = first + (cml_value_t)k;
+  return true;
+}
+
 static bool cml_pt_emit_in(cml_partitioner_t* p, cml_function_t* f, const cml_ir_node_t* n,
                            const cml_value_t* in, cml_value_t* out) {
   const cml_ir_attrs_t* a = n->attrs;
@@ -570,6 +591,62 @@ static bool cml_pt_emit_in(cml_partitioner_t* p, cml_function_t* f, const cml_ir
                                       gamma, beta);
           break;
         }
+        case CML_OP_FUSED_SDPA: {
+          cml_sdpa_config_t sc;
+          cml_sdpa_config_init(&sc);
+          sc.scale = a->fused.scale;
+          sc.causal = a->fused.causal;
+          uint32_t k = 3;
+          if (a->fused.optional_inputs & 1u) sc.mask = in[k++];
+          if (a->fused.optional_inputs & 2u) sc.bias = in[k++];
+          if (a->fused.optional_inputs & 4u) {
+            sc.query_seq_len = in[k++];
+            sc.kv_seq_len = in[k++];
+          }
+          cml_value_t states[CML_SDPA_MAX_STATES] = {CML_VALUE_INVALID};
+          size_t state_count = 0;
+          out[0] =
+              cml_op_fused_sdpa(f, in[0], in[1], in[2], (cml_attention_layout_t)a->fused.layout,
+                                &sc, states, &state_count);
+          if (out[0] != CML_VALUE_INVALID && state_count != 1) {
+            return cml_pt_unimplemented(p, n, "the backend did not emit the fused node again");
+          }
+          out[1] = states[0];
+          multi = out[0] != CML_VALUE_INVALID;
+          break;
+        }
+        case CML_OP_FUSED_SDPA_VJP:
+          multi = cml_pt_emit_as_is(f, n, in, out);
+          break;
+        case CML_OP_FUSED_ATTENTION_QKV_PROJECTION: {
+          cml_value_t bias[3] = {CML_VALUE_INVALID, CML_VALUE_INVALID, CML_VALUE_INVALID};
+          uint32_t k = 2;
+          for (int i = 0; i < 3; ++i) {
+            if (a->fused.optional_inputs & (1u << i)) bias[i] = in[k++];
+          }
+          multi = cml_op_fused_attention_qkv_projection(f, in[0], in[1], bias[0], bias[1], bias[2],
+                                                        a->fused.query_dim, a->fused.kv_dim, out);
+          break;
+        }
+        case CML_OP_FUSED_QUANTIZED_DENSE:
+        case CML_OP_QUANTIZED_EMBEDDING_LOOKUP: {
+          cml_quantization_t q;
+          cml_quantization_init(&q);
+          q.scheme = (cml_quant_scheme_t)a->fused.quant_scheme;
+          q.ggml_type = (cml_ggml_type_t)a->fused.quant_ggml_type;
+          q.block_size = a->fused.quant_block_size;
+          if (n->op == CML_OP_QUANTIZED_EMBEDDING_LOOKUP) {
+            r = cml_op_quantized_embedding_lookup(f, in[0], in[1], &q);
+            break;
+          }
+          uint32_t k = 2;
+          if (a->fused.optional_inputs & 1u) q.scale = in[k++];
+          if (a->fused.optional_inputs & 2u) q.zero_point = in[k++];
+          cml_value_t bias = (a->fused.optional_inputs & 4u) ? in[k++] : CML_VALUE_INVALID;
+          r = cml_op_fused_quantized_dense(f, in[0], in[1], bias, &q,
+                                           (cml_activation_t)a->fused.activation);
+          break;
+        }
         default:
           return cml_pt_unimplemented(p, n, "the partitioner cannot re-emit this op");
       }
@@ -617,24 +694,30 @@ static cml_function_t* cml_pt_callee(cml_partitioner_t* p, cml_function_t* paren
     p->local[v] = cml_parameter(nf, pn->name, &p->m->values[v].shape);
     if (!cml_pt_ok(p, p->local[v])) return NULL;
   }
-  cml_value_t in[64], out[64];
+  size_t most = gf->output_count;
   for (uint32_t i = 0; i < gf->node_count; ++i) {
     const cml_ir_node_t* n = &p->m->nodes[gf->nodes[i]];
-    if (n->op == CML_OP_PARAMETER || n->op == CML_OP_CAPTURED_VALUE) continue;
-    if (n->input_count > 64 || n->output_count > 64) {
-      cml_pt_unimplemented(p, n, "too many operands or results");
-      return NULL;
-    }
-    for (uint32_t k = 0; k < n->input_count; ++k) in[k] = p->local[n->inputs[k]];
-    if (!cml_pt_emit_in(p, nf, n, in, out)) return NULL;
-    for (uint32_t k = 0; k < n->output_count; ++k) p->local[n->first_output + k] = out[k];
+    const size_t count = (size_t)n->input_count + n->output_count;
+    if (count > most) most = count;
   }
-  if (gf->output_count > 64) {
-    cml_pt_fail(p, CML_STATUS_UNIMPLEMENTED, "function with %u results", gf->output_count);
+  cml_value_t* in = (cml_value_t*)cml_pt_calloc(p, most, sizeof *in);
+  if (!in) {
+    cml_pt_fail(p, CML_STATUS_RESOURCE_EXHAUSTED, "out of memory");
     return NULL;
   }
-  for (uint32_t k = 0; k < gf->output_count; ++k) out[k] = p->local[gf->outputs[k]];
-  st = cml_function_return(nf, out, gf->output_count);
+  bool ok = true;
+  for (uint32_t i = 0; ok && i < gf->node_count; ++i) {
+    const cml_ir_node_t* n = &p->m->nodes[gf->nodes[i]];
+    if (n->op == CML_OP_PARAMETER || n->op == CML_OP_CAPTURED_VALUE) continue;
+    cml_value_t* out = in + n->input_count;
+    for (uint32_t k = 0; k < n->input_count; ++k) in[k] = p->local[n->inputs[k]];
+    ok = cml_pt_emit_in(p, nf, n, in, out);
+    for (uint32_t k = 0; ok && k < n->output_count; ++k) p->local[n->first_output + k] = out[k];
+  }
+  for (uint32_t k = 0; ok && k < gf->output_count; ++k) in[k] = p->local[gf->outputs[k]];
+  st = ok ? cml_function_return(nf, in, gf->output_count) : CML_OK;
+  cml_pt_dealloc(p, in, most, sizeof *in);
+  if (!ok) return NULL;
   if (st != CML_OK) {
     cml_pt_fail(p, cml_status_code(st), "function \"%s\": %s", gf->name, cml_status_message(st));
     cml_status_free(st);
@@ -652,22 +735,24 @@ static void cml_pt_set(cml_partitioner_t* p, uint32_t v, cml_value_t x, const cm
 
 // The fallback, always correct: every operand whole, the op computed replicated.
 static bool cml_pt_replicate(cml_partitioner_t* p, const cml_ir_node_t* n) {
-  cml_value_t in[64], out[64];
-  if (n->input_count > 64 || n->output_count > 64) {
-    return cml_pt_unimplemented(p, n, "too many operands or results");
-  }
-  for (uint32_t i = 0; i < n->input_count; ++i) {
+  const size_t count = (size_t)n->input_count + n->output_count;
+  cml_value_t* in = (cml_value_t*)cml_pt_calloc(p, count, sizeof *in);
+  if (!in) return cml_pt_fail(p, CML_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  cml_value_t* out = in + n->input_count;
+  bool ok = true;
+  for (uint32_t i = 0; ok && i < n->input_count; ++i) {
     in[i] = cml_pt_replicated(p, n->inputs[i]);
-    if (in[i] == CML_VALUE_INVALID) return false;
+    ok = in[i] != CML_VALUE_INVALID;
   }
-  if (!cml_pt_emit(p, n, in, out)) return false;
+  ok = ok && cml_pt_emit(p, n, in, out);
   cml_pshard_t r;
   memset(&r, 0, sizeof r);
-  for (uint32_t k = 0; k < n->output_count; ++k) {
+  for (uint32_t k = 0; ok && k < n->output_count; ++k) {
     cml_pt_set(p, n->first_output + k, out[k], &r);
     p->rep[n->first_output + k] = out[k];
   }
-  return true;
+  cml_pt_dealloc(p, in, count, sizeof *in);
+  return ok;
 }
 
 //===--- rules ---===//
@@ -1148,28 +1233,128 @@ static bool cml_pt_dot(cml_partitioner_t* p, const cml_ir_node_t* n) {
   return true;
 }
 
-// FusedDense: x keeps the splits of its batch dimensions (its last one, the input features, is
-// made whole); the weight and the bias are whole; the result's batch dimensions follow x.
+// FusedDense, FusedQuantizedDense and FusedAttentionQKVProjection: x keeps the splits of its
+// batch dimensions (its last one, the input features, is made whole); the weights, scales, zero
+// points and biases are whole; every result's batch dimensions follow x (each device computes
+// its own rows).
 static bool cml_pt_fused_dense(cml_partitioner_t* p, const cml_ir_node_t* n) {
   uint32_t xv = n->inputs[0];
   int xr = cml_pt_rank(p, xv);
   cml_pshard_t to = p->st[xv];
   to.partial = 0;
   if (xr > 0) cml_pshard_clear_dim(&to, xr - 1);
-  cml_value_t in[3];
-  if (n->input_count > 3) return cml_pt_replicate(p, n);
+  cml_value_t in[8], out[3];
+  if (n->input_count > 8 || n->output_count > 3) return cml_pt_replicate(p, n);
   in[0] = cml_pt_reshard(p, xv, &to);
   for (uint32_t i = 1; i < n->input_count && in[0] != CML_VALUE_INVALID; ++i) {
     in[i] = cml_pt_replicated(p, n->inputs[i]);
     if (in[i] == CML_VALUE_INVALID) return false;
   }
   if (in[0] == CML_VALUE_INVALID) return false;
+  if (!cml_pt_emit(p, n, in, out)) return false;
+  cml_pshard_t res;
+  memset(&res, 0, sizeof res);
+  for (int d = 0; d + 1 < xr; ++d) cml_pshard_copy_dim(&res, d, &to, d);
+  for (uint32_t k = 0; k < n->output_count; ++k) cml_pt_set(p, n->first_output + k, out[k], &res);
+  return true;
+}
+
+// QuantizedEmbeddingLookup from a whole table: as Gather, the result's dimensions follow the
+// splits of the indices' dimensions (their last one, of size 1, is made whole).
+static bool cml_pt_quantized_lookup(cml_partitioner_t* p, const cml_ir_node_t* n) {
+  uint32_t iv = n->inputs[1];
+  int ir = cml_pt_rank(p, iv);
+  cml_pshard_t ito = p->st[iv];
+  ito.partial = 0;
+  if (ir > 0) cml_pshard_clear_dim(&ito, ir - 1);
+  cml_value_t in[2];
+  in[0] = cml_pt_replicated(p, n->inputs[0]);
+  if (in[0] == CML_VALUE_INVALID) return false;
+  in[1] = cml_pt_reshard(p, iv, &ito);
+  if (in[1] == CML_VALUE_INVALID) return false;
   cml_value_t out;
   if (!cml_pt_emit(p, n, in, &out)) return false;
   cml_pshard_t res;
   memset(&res, 0, sizeof res);
-  for (int d = 0; d + 1 < xr; ++d) cml_pshard_copy_dim(&res, d, &to, d);
+  for (int d = 0; d + 1 < ir; ++d) cml_pshard_copy_dim(&res, d, &ito, d);
   cml_pt_set(p, n->first_output, out, &res);
+  return true;
+}
+
+// FusedScaledDotProductAttention and its VJP: every (batch, head) pair is independent, so the
+// batch and head dimensions of q keep their splits (its sequence and head dims are made whole);
+// k and v take the same splits (kv heads included: a shard of consecutive query heads reads
+// the matching shard of kv heads, grouped-query attention too), or lose the head split when
+// the kv heads do not divide. Masks and biases (broadcast to the scores [batch, heads, seq,
+// kv_seq]) are split alike where they have the full batch or head dimension, the lengths
+// ([batch]) on the batch; the logsumexp state [batch, heads, seq] and the VJP's out and dout
+// follow. No result is a partial sum: dk and dv sum over a group of query heads that a device
+// holds whole.
+static bool cml_pt_attention(cml_partitioner_t* p, const cml_ir_node_t* n) {
+  const cml_ir_attrs_t* a = n->attrs;
+  const bool vjp = n->op == CML_OP_FUSED_SDPA_VJP;
+  const int hd = a->fused.layout == CML_ATTENTION_LAYOUT_BSHD ? 2 : 1;
+  const uint32_t first_optional = vjp ? 6 : 3;
+  if (n->input_count < first_optional || n->input_count > first_optional + 4) {
+    return cml_pt_replicate(p, n);
+  }
+  const cml_shape_t* qs = &p->m->values[n->inputs[0]].shape;
+  const cml_shape_t* ks = &p->m->values[n->inputs[1]].shape;
+  const cml_shape_t* vs = &p->m->values[n->inputs[2]].shape;
+  if (qs->rank != 4 || ks->rank != 4 || vs->rank != 4) return cml_pt_replicate(p, n);
+  cml_pshard_t qt, kt;
+  memset(&qt, 0, sizeof qt);
+  cml_pshard_copy_dim(&qt, 0, &p->st[n->inputs[0]], 0);
+  cml_pshard_copy_dim(&qt, hd, &p->st[n->inputs[0]], hd);
+  kt = qt;
+  if (!cml_pt_valid(p, ks, &kt) || !cml_pt_valid(p, vs, &kt)) {
+    cml_pshard_clear_dim(&qt, hd);
+    cml_pshard_clear_dim(&kt, hd);
+  }
+  if (!cml_pt_valid(p, qs, &qt) || !cml_pt_valid(p, ks, &kt) || !cml_pt_valid(p, vs, &kt)) {
+    memset(&qt, 0, sizeof qt);
+    memset(&kt, 0, sizeof kt);
+  }
+  // The splits of the scores' batch and head dimensions.
+  const int64_t scores[2] = {qs->dims[0], qs->dims[hd]};
+  cml_pshard_t sc;
+  memset(&sc, 0, sizeof sc);
+  cml_pshard_copy_dim(&sc, 0, &qt, 0);
+  cml_pshard_copy_dim(&sc, 1, &qt, hd);
+  cml_pshard_t to[10];
+  for (uint32_t i = 0; i < n->input_count; ++i) memset(&to[i], 0, sizeof to[i]);
+  to[0] = qt;
+  to[1] = to[2] = kt;
+  if (vjp) {
+    to[3] = to[5] = qt;  // the forward's output and its cotangent
+    to[4] = sc;          // the logsumexp [batch, heads, seq]
+  }
+  uint32_t i = first_optional;
+  for (uint32_t bit = 0; bit < 4 && i < n->input_count; ++bit) {
+    if (!(a->fused.optional_inputs & (1u << bit))) continue;
+    const cml_shape_t* os = &p->m->values[n->inputs[i]].shape;
+    if (bit >= 2) {
+      cml_pshard_copy_dim(&to[i], 0, &sc, 0);  // query_seq_len, kv_seq_len: [batch]
+    } else {
+      for (int d = 0; d < os->rank; ++d) {
+        const int sd = 4 - os->rank + d;  // right-aligned to the scores
+        if (sd >= 0 && sd < 2 && os->dims[d] == scores[sd]) cml_pshard_copy_dim(&to[i], d, &sc, sd);
+      }
+    }
+    ++i;
+  }
+  cml_value_t in[10], out[3];
+  for (uint32_t k = 0; k < n->input_count; ++k) {
+    in[k] = cml_pt_reshard(p, n->inputs[k], &to[k]);
+    if (in[k] == CML_VALUE_INVALID) return false;
+  }
+  if (!cml_pt_emit(p, n, in, out)) return false;
+  if (vjp) {
+    for (uint32_t k = 0; k < 3; ++k) cml_pt_set(p, n->first_output + k, out[k], &to[k]);
+  } else {
+    cml_pt_set(p, n->first_output, out[0], &qt);
+    cml_pt_set(p, n->first_output + 1, out[1], &sc);
+  }
   return true;
 }
 
@@ -1338,7 +1523,14 @@ static bool cml_pt_node(cml_partitioner_t* p, const cml_ir_node_t* n) {
     case CML_OP_DOT_GENERAL:
       return cml_pt_dot(p, n);
     case CML_OP_FUSED_DENSE:
+    case CML_OP_FUSED_QUANTIZED_DENSE:
+    case CML_OP_FUSED_ATTENTION_QKV_PROJECTION:
       return cml_pt_fused_dense(p, n);
+    case CML_OP_QUANTIZED_EMBEDDING_LOOKUP:
+      return cml_pt_quantized_lookup(p, n);
+    case CML_OP_FUSED_SDPA:
+    case CML_OP_FUSED_SDPA_VJP:
+      return cml_pt_attention(p, n);
     case CML_OP_GATHER:
       return cml_pt_gather(p, n);
     case CML_OP_SORT:

@@ -1224,23 +1224,40 @@ TEST(fused_dense_keeps_batch) {
   PT_TEARDOWN();
 }
 
-// What it cannot partition: UNIMPLEMENTED naming the op and the operands' shardings.
-TEST(unimplemented_names_op_and_sharding) {
+// Ops with more than 64 operands or results: a Concatenate (computed whole), and a Call of a
+// closure with 70 parameters and results. They run whole, the inputs gathered once each.
+TEST(many_operands_run_whole) {
   PT_SETUP(pt_mesh("data", 4, NULL, 0));
-  int64_t qd[4] = {4, 1, 2, 2};
-  cml_shape_t qs = cml_shape_make(CML_DTYPE_F32, 4, qd);
-  const char* per_axis[4] = {"data", NULL, NULL, NULL};
-  cml_sharding_t qspec;
-  ASSERT_STATUS_OK(cml_sharding_make(mesh, per_axis, 4, &qspec));
-  cml_value_t q = cml_parameter_sharded(f, "q", &qs, &qspec);
-  cml_value_t y = cml_op_fused_sdpa(f, q, q, q, CML_ATTENTION_LAYOUT_BHSD, NULL, NULL, NULL);
-  ASSERT_STATUS_OK(cml_function_return_sharded(f, &y, 1, NULL));
-  cml_status_t st = pt_partition(fb, b, &spmd);
-  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_UNIMPLEMENTED);
-  ASSERT_CONTAINS(cml_status_message(st), "FusedScaledDotProductAttention");
-  ASSERT_CONTAINS(cml_status_message(st), "[{data}, {}, {}, {}]");
-  cml_status_free(st);
-  ASSERT_TRUE(spmd == NULL);
+  cml_sharding_t batch = pt_spec(mesh, "data", NULL);
+  cml_shape_t s = pt_shape(2, 8, 2);
+  enum { kCount = 70 };
+  cml_value_t x[kCount], y[kCount];
+  for (int i = 0; i < kCount; ++i) {
+    char name[16];
+    snprintf(name, sizeof name, "x%d", i);
+    x[i] = cml_parameter_sharded(f, name, &s, &batch);
+  }
+  cml_value_t cat = cml_op_concatenate(f, 1, x, kCount);  // [8, 140]
+  cml_function_t* c = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &c));
+  cml_value_t cp[kCount];
+  for (int i = 0; i < kCount; ++i) {
+    char name[16];
+    snprintf(name, sizeof name, "p%d", i);
+    cp[i] = cml_op_neg(c, cml_parameter(c, name, &s));
+  }
+  ASSERT_STATUS_OK(cml_function_return(c, cp, kCount));
+  ASSERT_TRUE(cml_op_call(f, c, x, kCount, y));
+  cml_value_t outs[2] = {cat, y[kCount - 1]};
+  cml_sharding_t specs[2] = {batch, batch};
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, outs, 2, specs));
+  ASSERT_STATUS_OK(pt_partition(fb, b, &spmd));
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_gather, kCount);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 2);
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[1], 2 * kCount);
+  ASSERT_EQ_INT(pt_output(spmd, 1)->dims[0], 2);
+  ASSERT_TRUE(pt_first(spmd, CML_OP_CALL) != NULL);
   PT_TEARDOWN();
 }
 
@@ -1368,8 +1385,12 @@ static cml_status_t pt_build_step(cml_backend_t* be, const cml_mesh_t* mesh, pt_
 }
 
 // Input element e of parameter i (indices stay in [0, 5)).
+// Uint8 inputs are GGML blocks: bytes below 32 keep every fp16 scale finite and small (a high
+// byte of at most 0x1f is below 2^-7).
 static double pt_input_value(cml_dtype_t dtype, int i, int64_t e) {
   if (dtype == CML_DTYPE_I32) return (double)((e * 3 + i) % 5);
+  if (dtype == CML_DTYPE_U8) return (double)((e * 7 + i * 3) % 32);
+  if (dtype == CML_DTYPE_BOOL) return (double)((e * 5 + i) % 7 != 0);
   return (double)((e * 7 + i * 3) % 11) * 0.1 - 0.5;
 }
 
@@ -1377,6 +1398,8 @@ static void pt_to_dtype(cml_dtype_t dtype, const double* src, int64_t count, voi
   for (int64_t e = 0; e < count; ++e) {
     if (dtype == CML_DTYPE_I32) {
       ((int32_t*)dst)[e] = (int32_t)src[e];
+    } else if (dtype == CML_DTYPE_U8 || dtype == CML_DTYPE_BOOL) {
+      ((uint8_t*)dst)[e] = (uint8_t)src[e];
     } else {
       ((float*)dst)[e] = (float)src[e];
     }
@@ -1997,6 +2020,228 @@ TEST(e2e_c_partial_sum_overflow_is_kept) {
   cml_mesh_destroy(e.mesh);
 }
 
+// A sharding of rank 4 (NULL: that axis whole).
+static cml_sharding_t pt_spec4(const cml_mesh_t* mesh, const char* d0, const char* d1,
+                               const char* d2, const char* d3) {
+  const char* per_axis[4] = {d0, d1, d2, d3};
+  cml_sharding_t s;
+  memset(&s, 0, sizeof s);
+  cml_status_t st = cml_sharding_make(mesh, per_axis, 4, &s);
+  if (st != CML_OK) {
+    fprintf(stderr, "cml_sharding_make: %s\n", cml_status_message(st));
+    cml_status_free(st);
+  }
+  return s;
+}
+
+static cml_status_t pt_params(cml_function_t* f, const cml_mesh_t* mesh, pt_step_t* out,
+                              const cml_shape_t* shapes, const char* const* names, int count,
+                              cml_value_t* values) {
+  for (int i = 0; i < count; ++i) {
+    values[i] = mesh ? cml_parameter_sharded(f, names[i], &shapes[i], &out->in_specs[i])
+                     : cml_parameter(f, names[i], &shapes[i]);
+  }
+  out->in_count = count;
+  return CML_OK;
+}
+
+static cml_status_t pt_finish(cml_builder_t* b, cml_function_t* f, const cml_mesh_t* mesh,
+                              cml_status_t st, cml_value_t* outs, int count, pt_step_t* out) {
+  if (st == CML_OK) {
+    st = mesh ? cml_function_return_sharded(f, outs, (size_t)count, out->out_specs)
+              : cml_function_return(f, outs, (size_t)count);
+  }
+  if (st == CML_OK) st = cml_builder_compile(b, &out->exe);
+  cml_builder_destroy(b);
+  out->out_count = count;
+  return st;
+}
+
+// A quantized transformer layer, data parallel: token ids [4, 3, 1] and lengths [4] split on
+// the batch over data; a Q8_0 embedding table [5 rows of 32] and a Q8_0 projection [8 x 32],
+// the QKV weights [8, 24] whole. QuantizedEmbeddingLookup, FusedQuantizedDense (silu),
+// FusedAttentionQKVProjection, causal FusedScaledDotProductAttention (BSHD, 2 heads of 4, with
+// query and kv lengths), and the gradient of sum(o^2) with respect to the QKV weights (the
+// attention's fused VJP). Results: o [4, 3, 2, 4] split on the batch, the loss, the gradient.
+static cml_status_t pt_build_qattn(cml_backend_t* be, const cml_mesh_t* mesh, pt_step_t* out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "qattn", &b));
+  cml_status_t st = CML_OK;
+  memset(out->in_specs, 0, sizeof out->in_specs);
+  memset(out->out_specs, 0, sizeof out->out_specs);
+  if (mesh) {
+    st = cml_builder_auto_sharding(b, &mesh, 1);
+    const char* per_axis[3] = {"data", NULL, NULL};
+    if (st == CML_OK) st = cml_sharding_make(mesh, per_axis, 3, &out->in_specs[0]);
+    if (st == CML_OK) st = cml_sharding_make(mesh, per_axis, 1, &out->in_specs[4]);
+    out->out_specs[0] = pt_spec4(mesh, "data", NULL, NULL, NULL);
+  }
+  cml_function_t* f = cml_builder_main(b);
+  const cml_shape_t shapes[5] = {
+      cml_shape_make(CML_DTYPE_I32, 3, (int64_t[]){4, 3, 1}),
+      cml_shape_make(CML_DTYPE_U8, 2, (int64_t[]){5, 34}),
+      cml_shape_make(CML_DTYPE_U8, 2, (int64_t[]){8, 34}),
+      cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){8, 24}),
+      cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){4}),
+  };
+  const char* const names[5] = {"ids", "table", "wq", "wqkv", "lens"};
+  cml_value_t in[5];
+  pt_params(f, mesh, out, shapes, names, 5, in);
+  cml_quantization_t q;
+  cml_quantization_init(&q);
+  q.scheme = CML_QUANT_GGML;
+  q.ggml_type = CML_GGML_Q8_0;
+  cml_value_t e = cml_op_quantized_embedding_lookup(f, in[1], in[0], &q);  // [4, 3, 32]
+  cml_value_t h = cml_op_fused_quantized_dense(f, e, in[2], CML_VALUE_INVALID, &q,
+                                               CML_ACTIVATION_SILU);  // [4, 3, 8]
+  // The Q8_0 values are small (scales below 2^-7): scaled up, the softmax is not flat.
+  h = cml_op_mul(f, h, cml_constant_scalar_f64(f, CML_DTYPE_F32, 30.0));
+  h = cml_op_reshape(f, h, (int64_t[]){12, 8}, 2);
+  cml_value_t qkv[3];
+  cml_op_fused_attention_qkv_projection(f, h, in[3], CML_VALUE_INVALID, CML_VALUE_INVALID,
+                                        CML_VALUE_INVALID, 8, 8, qkv);
+  for (int i = 0; i < 3; ++i) qkv[i] = cml_op_reshape(f, qkv[i], (int64_t[]){4, 3, 2, 4}, 4);
+  cml_sdpa_config_t sc;
+  cml_sdpa_config_init(&sc);
+  sc.causal = true;
+  sc.query_seq_len = sc.kv_seq_len = in[4];
+  cml_value_t o =
+      cml_op_fused_sdpa(f, qkv[0], qkv[1], qkv[2], CML_ATTENTION_LAYOUT_BSHD, &sc, NULL, NULL);
+  cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, o, o), NULL, 0);
+  cml_value_t g = CML_VALUE_INVALID;
+  if (st == CML_OK) st = cml_gradients(f, loss, &in[3], 1, &g);
+  cml_value_t outs[3] = {o, loss, g};
+  return pt_finish(b, f, mesh, st, outs, 3, out);
+}
+
+// Attention split over heads (Megatron style) and batch on a 2 x 2 mesh: q [2, 4, 3, 4] (BHSD)
+// and k, v [2, 2, 3, 4] (grouped-query: 2 kv heads) split {data}, {model}; a Bool mask
+// [1, 4, 3, 3] split over model on its heads, an additive bias [2, 1, 3, 3] split over data.
+// Results: o and the gradients of sum(o^2) with respect to q, k and v, split alike.
+static cml_status_t pt_build_heads(cml_backend_t* be, const cml_mesh_t* mesh, pt_step_t* out) {
+  cml_builder_t* b = NULL;
+  CML_RETURN_IF_ERROR(cml_builder_create(be, "heads", &b));
+  cml_status_t st = CML_OK;
+  memset(out->in_specs, 0, sizeof out->in_specs);
+  memset(out->out_specs, 0, sizeof out->out_specs);
+  if (mesh) {
+    st = cml_builder_auto_sharding(b, &mesh, 1);
+    cml_sharding_t dm = pt_spec4(mesh, "data", "model", NULL, NULL);
+    out->in_specs[0] = out->in_specs[1] = out->in_specs[2] = dm;
+    out->in_specs[3] = pt_spec4(mesh, NULL, "model", NULL, NULL);
+    out->in_specs[4] = pt_spec4(mesh, "data", NULL, NULL, NULL);
+    for (int k = 0; k < 4; ++k) out->out_specs[k] = dm;
+  }
+  cml_function_t* f = cml_builder_main(b);
+  const cml_shape_t shapes[5] = {
+      cml_shape_make(CML_DTYPE_F32, 4, (int64_t[]){2, 4, 3, 4}),
+      cml_shape_make(CML_DTYPE_F32, 4, (int64_t[]){2, 2, 3, 4}),
+      cml_shape_make(CML_DTYPE_F32, 4, (int64_t[]){2, 2, 3, 4}),
+      cml_shape_make(CML_DTYPE_BOOL, 4, (int64_t[]){1, 4, 3, 3}),
+      cml_shape_make(CML_DTYPE_F32, 4, (int64_t[]){2, 1, 3, 3}),
+  };
+  const char* const names[5] = {"q", "k", "v", "mask", "bias"};
+  cml_value_t in[5];
+  pt_params(f, mesh, out, shapes, names, 5, in);
+  cml_sdpa_config_t sc;
+  cml_sdpa_config_init(&sc);
+  sc.mask = in[3];
+  sc.bias = in[4];
+  cml_value_t o =
+      cml_op_fused_sdpa(f, in[0], in[1], in[2], CML_ATTENTION_LAYOUT_BHSD, &sc, NULL, NULL);
+  cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, o, o), NULL, 0);
+  cml_value_t g[3] = {CML_VALUE_INVALID, CML_VALUE_INVALID, CML_VALUE_INVALID};
+  if (st == CML_OK) st = cml_gradients(f, loss, in, 3, g);
+  cml_value_t outs[4] = {o, g[0], g[1], g[2]};
+  return pt_finish(b, f, mesh, st, outs, 4, out);
+}
+
+TEST(e2e_c_quantized_attention_data_parallel) {
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  cml_status_t st;
+  double worst = pt_e2e_run(pt_build_qattn, "c:devices=4", mesh, &st);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  ASSERT_TRUE(worst < 1e-6);  // the results are about 0.01 to 1
+}
+
+TEST(e2e_c_attention_heads_and_batch) {
+  cml_mesh_t* mesh = pt_mesh("data", 2, "model", 2);
+  ASSERT_TRUE(mesh != NULL);
+  cml_status_t st;
+  double worst = pt_e2e_run(pt_build_heads, "c:devices=4", mesh, &st);
+  cml_mesh_destroy(mesh);
+  ASSERT_STATUS_OK(st);
+  ASSERT_TRUE(worst < 1e-5);
+}
+
+// Partitions |build|'s program on the fake backend over |mesh|.
+static cml_module_t* pt_partition_built(fake_backend_t* fb, pt_build_fn build,
+                                        const cml_mesh_t* mesh) {
+  pt_step_t step;
+  memset(&step, 0, sizeof step);
+  cml_status_t st = build(&fb->base, mesh, &step);
+  cml_executable_release(step.exe);
+  cml_module_t* spmd = NULL;
+  if (st == CML_OK) st = cml__partition_module(fb->module, &fb->base, &spmd);
+  if (st != CML_OK) fprintf(stderr, "partition: %s\n", cml_status_message(st));
+  cml_status_free(st);
+  return spmd;
+}
+
+// The fused and quantized ops stay local with their per-device shapes: no AllGather and no
+// slicing; only the loss and the weight gradient (sums over the batch) are AllReduced.
+TEST(quantized_attention_structure) {
+  fake_backend_t* fb = pt_backend();
+  ASSERT_TRUE(fb != NULL);
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  cml_module_t* spmd = pt_partition_built(fb, pt_build_qattn, mesh);
+  ASSERT_TRUE(spmd != NULL);
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_gather + k.dynamic_slice + k.other_collectives, 0);
+  ASSERT_EQ_INT(k.all_reduce, 2);
+  const cml_op_t local[5] = {CML_OP_QUANTIZED_EMBEDDING_LOOKUP, CML_OP_FUSED_QUANTIZED_DENSE,
+                             CML_OP_FUSED_ATTENTION_QKV_PROJECTION, CML_OP_FUSED_SDPA,
+                             CML_OP_FUSED_SDPA_VJP};
+  for (int i = 0; i < 5; ++i) {
+    const cml_ir_node_t* n = pt_first(spmd, local[i]);
+    ASSERT_TRUE(n != NULL);
+    ASSERT_EQ_INT(spmd->values[n->first_output].shape.dims[0], i == 2 ? 3 : 1);
+  }
+  ASSERT_EQ_INT(pt_output(spmd, 0)->dims[0], 1);
+  cml_module_release(spmd);
+  cml_mesh_destroy(mesh);
+  cml_backend_release(&fb->base);
+}
+
+// Over heads and batch: nothing is communicated at all, and each device runs 2 query heads
+// against 1 kv head of 1 batch row.
+TEST(attention_heads_structure) {
+  fake_backend_t* fb = pt_backend();
+  ASSERT_TRUE(fb != NULL);
+  cml_mesh_t* mesh = pt_mesh("data", 2, "model", 2);
+  ASSERT_TRUE(mesh != NULL);
+  cml_module_t* spmd = pt_partition_built(fb, pt_build_heads, mesh);
+  ASSERT_TRUE(spmd != NULL);
+  pt_counts_t k = pt_count(spmd);
+  ASSERT_EQ_INT(k.all_gather + k.dynamic_slice + k.other_collectives + k.all_reduce, 0);
+  const cml_ir_node_t* n = pt_first(spmd, CML_OP_FUSED_SDPA);
+  ASSERT_TRUE(n != NULL);
+  ASSERT_EQ_INT(spmd->values[n->inputs[0]].shape.dims[0], 1);
+  ASSERT_EQ_INT(spmd->values[n->inputs[0]].shape.dims[1], 2);
+  ASSERT_EQ_INT(spmd->values[n->inputs[1]].shape.dims[1], 1);
+  ASSERT_EQ_INT(spmd->values[n->inputs[3]].shape.dims[1], 2);  // the mask's heads
+  ASSERT_EQ_INT(spmd->values[n->inputs[4]].shape.dims[0], 1);  // the bias's batch
+  n = pt_first(spmd, CML_OP_FUSED_SDPA_VJP);
+  ASSERT_TRUE(n != NULL);
+  ASSERT_EQ_INT(spmd->values[n->first_output + 1].shape.dims[1], 1);
+  cml_module_release(spmd);
+  cml_mesh_destroy(mesh);
+  cml_backend_release(&fb->base);
+}
+
 #define PT_E2E_TESTS                                                                          \
   , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model),                            \
       TEST_ENTRY(e2e_c_data_model_assigned), TEST_ENTRY(e2e_c_cnn_data_parallel),             \
@@ -2004,7 +2249,10 @@ TEST(e2e_c_partial_sum_overflow_is_kept) {
       TEST_ENTRY(e2e_c_while_captures_split_value), TEST_ENTRY(e2e_c_fused_data_parallel),    \
       TEST_ENTRY(fused_structure), TEST_ENTRY(e2e_c_sort), TEST_ENTRY(e2e_c_partial_mul_div), \
       TEST_ENTRY(e2e_c_partial_negation_keeps_zero_sign),                                     \
-      TEST_ENTRY(e2e_c_partial_sum_overflow_is_kept)
+      TEST_ENTRY(e2e_c_partial_sum_overflow_is_kept),                                         \
+      TEST_ENTRY(e2e_c_quantized_attention_data_parallel),                                    \
+      TEST_ENTRY(e2e_c_attention_heads_and_batch), TEST_ENTRY(quantized_attention_structure), \
+      TEST_ENTRY(attention_heads_structure)
 #else
 // Embedding lookup and CNN forward, data parallel over 4 devices of c.
 TEST(e2e_c_cnn_data_parallel) {
@@ -2050,5 +2298,5 @@ TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp), TEST_ENTRY(partia
           TEST_ENTRY(elementwise_merges_splits), TEST_ENTRY(reshard_outputs),
           TEST_ENTRY(random_programs), TEST_ENTRY(replicated_fallback),
           TEST_ENTRY(sort_keeps_other_splits), TEST_ENTRY(control_flow_whole),
-          TEST_ENTRY(fused_dense_keeps_batch), TEST_ENTRY(unimplemented_names_op_and_sharding),
+          TEST_ENTRY(fused_dense_keeps_batch), TEST_ENTRY(many_operands_run_whole),
           TEST_ENTRY(two_meshes_unimplemented), TEST_ENTRY(refuses_non_auto_sharding) PT_E2E_TESTS)

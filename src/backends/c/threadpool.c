@@ -4,9 +4,9 @@
 // Workers are created once, with the pool, which is returned only when every worker has started
 // (a thread still in its start-up when the process forks can leave a lock of the C library or
 // of a sanitizer's allocator held in the child; ASan of GCC 12 takes its allocator's locks in
-// every thread start and has no fork handler for them). An idle worker spins for about 50 µs (a spinning
-// hand-off costs ~0.5 µs, waking a sleeping thread ~25 µs on the build machines) and then sleeps
-// on a condition variable. A caller publishes a job (a range cut into chunks), runs chunks
+// every thread start and has no fork handler for them). An idle worker spins for about 50 µs (a
+// spinning hand-off costs ~0.5 µs, waking a sleeping thread ~25 µs on the build machines) and then
+// sleeps on a condition variable. A caller publishes a job (a range cut into chunks), runs chunks
 // itself, and waits until every chunk ran; several callers may publish jobs at once and the
 // workers serve them all. A task that calls cmlc_parallel_for again runs that range inline.
 //
@@ -68,9 +68,9 @@ struct cmlc_pool_t {
   pthread_cond_t wake;
   pthread_cond_t ready;  // signalled as workers start (cmlc_pool_create waits for all of them)
   int started;           // workers that reached cmlc_pool_worker_main (guarded by |mutex|)
-  cmlc_job_t* jobs;     // jobs that may still have chunks to hand out
-  atomic_ullong seq;    // bumped whenever a job is published (and on stop)
-  atomic_int sleepers;  // workers waiting on |wake|
+  cmlc_job_t* jobs;      // jobs that may still have chunks to hand out
+  atomic_ullong seq;     // bumped whenever a job is published (and on stop)
+  atomic_int sleepers;   // workers waiting on |wake|
   atomic_bool stop;
 };
 
