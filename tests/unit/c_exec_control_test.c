@@ -326,6 +326,10 @@ TEST(scalar_fast_path_matches_reference) {
       {"add", cml_op_add, false},
       {"sub", cml_op_sub, false},
       {"mul", cml_op_mul, false},
+      {"div", cml_op_div, false},
+      {"rem", cml_op_rem, false},
+      {"max", cml_op_max, false},
+      {"min", cml_op_min, false},
       {"eq", cml_op_equal, true},
       {"ne", cml_op_not_equal, true},
       {"lt", cml_op_less_than, true},
@@ -333,21 +337,26 @@ TEST(scalar_fast_path_matches_reference) {
       {"gt", cml_op_greater_than, true},
       {"ge", cml_op_greater_or_equal, true},
   };
-  // Operand pairs per dtype: wrap-around, NaN, -0, infinities, denormals.
-  const int32_t i32[][2] = {{INT32_MAX, 1}, {INT32_MIN, -1}, {-7, 7}, {123456, 654321}};
-  const int64_t i64[][2] = {{INT64_MAX, 1}, {INT64_MIN, 3}, {-5, -5}, {1LL << 40, 1LL << 30}};
-  const uint32_t u32[][2] = {{0, 1}, {UINT32_MAX, 2}, {5, 5}, {1u << 31, 3}};
-  const uint64_t u64[][2] = {{0, 1}, {UINT64_MAX, UINT64_MAX}, {9, 2}, {1ull << 63, 2}};
-  const float f32[][2] = {
-      {NAN, 1.0f}, {-0.0f, 0.0f}, {INFINITY, -INFINITY}, {1e-45f, 3e38f}, {0.1f, 0.2f}};
-  const double f64[][2] = {{NAN, NAN}, {-0.0, 0.0}, {1e308, 1e308}, {4.9e-324, -1.0}, {0.1, 0.7}};
+  // Operand pairs per dtype: wrap-around, NaN, -0, infinities, denormals, division by 0 and
+  // by -1 (INT_MIN / -1), negative remainders.
+  const int32_t i32[][2] = {{INT32_MAX, 1},   {INT32_MIN, -1}, {-7, 7},
+                            {123456, 654321}, {-7, 0},         {-7, 2}};
+  const int64_t i64[][2] = {{INT64_MAX, 1},         {INT64_MIN, 3},  {-5, -5},
+                            {1LL << 40, 1LL << 30}, {INT64_MIN, -1}, {9, 0}};
+  const uint32_t u32[][2] = {{0, 1}, {UINT32_MAX, 2}, {5, 5}, {1u << 31, 3}, {7, 0}};
+  const uint64_t u64[][2] = {{0, 1}, {UINT64_MAX, UINT64_MAX}, {9, 2}, {1ull << 63, 2}, {3, 0}};
+  const float f32[][2] = {{NAN, 1.0f},     {-0.0f, 0.0f}, {INFINITY, -INFINITY},
+                          {1e-45f, 3e38f}, {0.1f, 0.2f},  {-7.5f, 2.0f},
+                          {1.0f, 0.0f},    {-0.0f, 3.0f}, {5.0f, INFINITY}};
+  const double f64[][2] = {{NAN, NAN}, {-0.0, 0.0}, {1e308, 1e308}, {4.9e-324, -1.0},
+                           {0.1, 0.7}, {-7.5, 2.0}, {1.0, 0.0},     {1e300, 1e-300}};
   struct {
     cml_dtype_t dtype;
     const void* pairs;
     size_t count, size;
   } types[] = {
-      {CML_DTYPE_I32, i32, 4, 4}, {CML_DTYPE_I64, i64, 4, 8}, {CML_DTYPE_U32, u32, 4, 4},
-      {CML_DTYPE_U64, u64, 4, 8}, {CML_DTYPE_F32, f32, 5, 4}, {CML_DTYPE_F64, f64, 5, 8},
+      {CML_DTYPE_I32, i32, 6, 4}, {CML_DTYPE_I64, i64, 6, 8}, {CML_DTYPE_U32, u32, 5, 4},
+      {CML_DTYPE_U64, u64, 5, 8}, {CML_DTYPE_F32, f32, 9, 4}, {CML_DTYPE_F64, f64, 8, 8},
   };
   int checked = 0;
   for (size_t t = 0; t < sizeof types / sizeof types[0]; ++t) {
@@ -384,7 +393,7 @@ TEST(scalar_fast_path_matches_reference) {
       }
     }
   }
-  ASSERT_EQ_INT(checked, 9 * 26 + 6 * 4);
+  ASSERT_EQ_INT(checked, 13 * 39 + 6 * 4);
   cml_backend_release(fast);
   cml_backend_release(ref);
 }

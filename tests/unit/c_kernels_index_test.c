@@ -83,6 +83,115 @@ TEST(dynamic_update_slice_clamps_and_runs_in_place) {
   for (int i = 0; i < 5; ++i) ASSERT_EQ_INT(x[i], want2[i]);
 }
 
+// Windows of rank 1 to 4, of element sizes 1 to 16, at starts in and out of range (clamped):
+// small contiguous runs (leading size-1 dimensions, then a partial dimension, then whole ones:
+// one memcpy), small strided windows and windows past 4096 bytes (the general copy), for
+// DynamicSlice and DynamicUpdateSlice, against a per-element reference.
+static int64_t ix_clamp_ref(int64_t v, int64_t hi) { return v < 0 ? 0 : v > hi ? hi : v; }
+
+TEST(dynamic_windows_match_per_element_reference) {
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  const cml_dtype_t dtypes[5] = {CML_DTYPE_I8, CML_DTYPE_F16, CML_DTYPE_F32, CML_DTYPE_F64,
+                                 CML_DTYPE_C128};
+  int checked_runs = 0, checked_strided = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    const cml_dtype_t dt = dtypes[(seed >> 33) % 5];
+    const size_t es = (size_t)cml_shape_byte_size(&(cml_shape_t){.dtype = dt, .rank = 0});
+    const int32_t rank = 1 + (int32_t)((seed >> 40) % 4);
+    int64_t xd[4], wd[4];
+    const bool big = trial % 10 == 0;
+    for (int32_t d = 0; d < rank; ++d) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      xd[d] = 1 + (int64_t)((seed >> 35) % (big ? 24 : 6));
+      wd[d] = 1 + (int64_t)((seed >> 45) % (uint64_t)xd[d]);
+    }
+    if (trial % 3 == 0) {  // shape a contiguous run: leading ones, one partial, whole after
+      const int32_t lead = (int32_t)((seed >> 50) % (uint64_t)rank);
+      for (int32_t d = 0; d < rank; ++d) {
+        if (d < lead) wd[d] = 1;
+        if (d > lead) wd[d] = xd[d];
+      }
+    }
+    cml_shape_t xs = kt_shape(dt, rank, xd), ws = kt_shape(dt, rank, wd);
+    const int64_t xn = cml_shape_element_count(&xs), wn = cml_shape_element_count(&ws);
+    uint8_t* x = malloc((size_t)xn * es);
+    uint8_t* w = malloc((size_t)wn * es);
+    uint8_t* got = malloc((size_t)xn * es);
+    uint8_t* want = malloc((size_t)xn * es);
+    ASSERT_TRUE(x && w && got && want);
+    for (int64_t i = 0; i < xn * (int64_t)es; ++i) x[i] = (uint8_t)(i * 31 + trial);
+    for (int64_t i = 0; i < wn * (int64_t)es; ++i) w[i] = (uint8_t)(i * 17 + 5 + trial);
+    int32_t starts[4];
+    int64_t clamped[4];
+    for (int32_t d = 0; d < rank; ++d) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      starts[d] = (int32_t)((seed >> 40) % (uint64_t)(xd[d] + 7)) - 3;
+      clamped[d] = ix_clamp_ref(starts[d], xd[d] - wd[d]);
+    }
+    cml_shape_t ins[6];
+    const void* in[6];
+    // DynamicSlice: want[j] = x[clamped + j] for every window index j.
+    ins[0] = xs;
+    in[0] = x;
+    for (int32_t d = 0; d < rank; ++d) {
+      ins[1 + d] = kt_shape(CML_DTYPE_I32, 0, NULL);
+      in[1 + d] = &starts[d];
+    }
+    kt_t k;
+    kt_init(&k, CML_OP_DYNAMIC_SLICE, (uint32_t)(1 + rank), ins, &ws);
+    ASSERT_STATUS_OK(kt_run(&k, NULL, in, got));
+    for (int64_t j = 0; j < wn; ++j) {
+      int64_t rem = j, src = 0, stride = 1;
+      for (int32_t d = rank - 1; d >= 0; --d) {
+        src += (rem % wd[d] + clamped[d]) * stride;
+        rem /= wd[d];
+        stride *= xd[d];
+      }
+      memcpy(want + j * (int64_t)es, x + src * (int64_t)es, es);
+    }
+    ASSERT_TRUE(memcmp(got, want, (size_t)wn * es) == 0);
+    // DynamicUpdateSlice: the operand with w written at the clamped starts.
+    ins[0] = xs;
+    ins[1] = ws;
+    in[0] = x;
+    in[1] = w;
+    for (int32_t d = 0; d < rank; ++d) {
+      ins[2 + d] = kt_shape(CML_DTYPE_I32, 0, NULL);
+      in[2 + d] = &starts[d];
+    }
+    kt_init(&k, CML_OP_DYNAMIC_UPDATE_SLICE, (uint32_t)(2 + rank), ins, &xs);
+    ASSERT_STATUS_OK(kt_run(&k, NULL, in, got));
+    memcpy(want, x, (size_t)xn * es);
+    for (int64_t j = 0; j < wn; ++j) {
+      int64_t rem = j, dst = 0, stride = 1;
+      for (int32_t d = rank - 1; d >= 0; --d) {
+        dst += (rem % wd[d] + clamped[d]) * stride;
+        rem /= wd[d];
+        stride *= xd[d];
+      }
+      memcpy(want + dst * (int64_t)es, w + j * (int64_t)es, es);
+    }
+    ASSERT_TRUE(memcmp(got, want, (size_t)xn * es) == 0);
+    bool run = true;
+    int32_t lead = 0;
+    while (lead < rank && wd[lead] == 1) ++lead;
+    for (int32_t d = lead + 1; d < rank; ++d) run = run && wd[d] == xd[d];
+    if (run && wn * (int64_t)es <= 4096) {
+      ++checked_runs;
+    } else {
+      ++checked_strided;
+    }
+    free(x);
+    free(w);
+    free(got);
+    free(want);
+  }
+  // Both paths were taken many times.
+  ASSERT_TRUE(checked_runs > 100);
+  ASSERT_TRUE(checked_strided > 50);
+}
+
 //===--- Gather ---===//
 
 TEST(gather_rows_by_hand) {
@@ -827,7 +936,8 @@ TEST(lookup_and_capabilities) {
 
 TEST_MAIN(
     TEST_ENTRY(dynamic_slice_clamps_starts), TEST_ENTRY(dynamic_slice_2d_mixed_index_dtypes),
-    TEST_ENTRY(dynamic_update_slice_clamps_and_runs_in_place), TEST_ENTRY(gather_rows_by_hand),
+    TEST_ENTRY(dynamic_update_slice_clamps_and_runs_in_place),
+    TEST_ENTRY(dynamic_windows_match_per_element_reference), TEST_ENTRY(gather_rows_by_hand),
     TEST_ENTRY(gather_windows_by_hand), TEST_ENTRY(gather_matches_reference),
     TEST_ENTRY(gather_small_windows_match_reference), TEST_ENTRY(scatter_sum_skips_out_of_bounds),
     TEST_ENTRY(scatter_window_fully_in_bounds_only), TEST_ENTRY(scatter_max_min_propagate_nan),

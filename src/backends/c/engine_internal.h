@@ -150,7 +150,8 @@ typedef enum cmlc_step_kind_t {
   CMLC_STEP_SCALAR,  // a one-element elementwise op run inline (|scalar_code|, exec.c)
 } cmlc_step_kind_t;
 
-// Scalar fast path: one-element Add/Sub/Mul, comparisons and logical ops on a few dtypes run
+// Scalar fast path: one-element Add/Sub/Mul/Div/Rem, integer Max/Min, comparisons and logical
+// ops on a few dtypes run
 // inline in the engine (no kernel call, no pool), bit-identical to the kernels (C semantics,
 // integers wrap). A code is op * CMLC_SCALAR_TYPES + type; 0 means "not a scalar step".
 typedef enum cmlc_scalar_op_t {
@@ -158,6 +159,10 @@ typedef enum cmlc_scalar_op_t {
   CMLC_SCALAR_ADD,
   CMLC_SCALAR_SUB,
   CMLC_SCALAR_MUL,
+  CMLC_SCALAR_DIV,  // integers: x / 0 = -1 (all ones unsigned), INT_MIN / -1 = INT_MIN
+  CMLC_SCALAR_REM,  // integers: x % 0 = x, x % -1 = 0; floats: fmod
+  CMLC_SCALAR_MAX,  // integers only (float Max/Min keep their NaN rules in the kernels)
+  CMLC_SCALAR_MIN,
   CMLC_SCALAR_EQ,
   CMLC_SCALAR_NE,
   CMLC_SCALAR_LT,

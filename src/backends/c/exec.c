@@ -190,6 +190,43 @@ static void cmlc_run_scalar(uint16_t code, const void* a, const void* b, void* o
   case CMLC_SC_CASE(CMLC_SCALAR_MUL, TYPE):                  \
     *(T*)out = (T)((UT) * (const T*)a * (UT) * (const T*)b); \
     return;
+#define CMLC_SC_SINT(TYPE, T, TMIN)                                         \
+  case CMLC_SC_CASE(CMLC_SCALAR_DIV, TYPE): {                               \
+    const T x = *(const T*)a, y = *(const T*)b;                             \
+    *(T*)out = y == 0 ? (T)-1 : (x == TMIN && y == -1) ? TMIN : (T)(x / y); \
+    return;                                                                 \
+  }                                                                         \
+  case CMLC_SC_CASE(CMLC_SCALAR_REM, TYPE): {                               \
+    const T x = *(const T*)a, y = *(const T*)b;                             \
+    *(T*)out = y == 0 ? x : y == -1 ? (T)0 : (T)(x % y);                    \
+    return;                                                                 \
+  }                                                                         \
+  case CMLC_SC_CASE(CMLC_SCALAR_MAX, TYPE):                                 \
+    *(T*)out = *(const T*)a > *(const T*)b ? *(const T*)a : *(const T*)b;   \
+    return;                                                                 \
+  case CMLC_SC_CASE(CMLC_SCALAR_MIN, TYPE):                                 \
+    *(T*)out = *(const T*)a < *(const T*)b ? *(const T*)a : *(const T*)b;   \
+    return;
+#define CMLC_SC_UINT(TYPE, T)                                                       \
+  case CMLC_SC_CASE(CMLC_SCALAR_DIV, TYPE):                                         \
+    *(T*)out = *(const T*)b == 0 ? (T) ~(T)0 : (T)(*(const T*)a / *(const T*)b);    \
+    return;                                                                         \
+  case CMLC_SC_CASE(CMLC_SCALAR_REM, TYPE):                                         \
+    *(T*)out = *(const T*)b == 0 ? *(const T*)a : (T)(*(const T*)a % *(const T*)b); \
+    return;                                                                         \
+  case CMLC_SC_CASE(CMLC_SCALAR_MAX, TYPE):                                         \
+    *(T*)out = *(const T*)a > *(const T*)b ? *(const T*)a : *(const T*)b;           \
+    return;                                                                         \
+  case CMLC_SC_CASE(CMLC_SCALAR_MIN, TYPE):                                         \
+    *(T*)out = *(const T*)a < *(const T*)b ? *(const T*)a : *(const T*)b;           \
+    return;
+#define CMLC_SC_FLOAT(TYPE, T)                                      \
+  case CMLC_SC_CASE(CMLC_SCALAR_DIV, TYPE):                         \
+    *(T*)out = *(const T*)a / *(const T*)b;                         \
+    return;                                                         \
+  case CMLC_SC_CASE(CMLC_SCALAR_REM, TYPE):                         \
+    *(T*)out = (T)fmod((double)*(const T*)a, (double)*(const T*)b); \
+    return;
 #define CMLC_SC_COMPARE(TYPE, T)                   \
   case CMLC_SC_CASE(CMLC_SCALAR_EQ, TYPE):         \
     *(uint8_t*)out = *(const T*)a == *(const T*)b; \
@@ -216,6 +253,12 @@ static void cmlc_run_scalar(uint16_t code, const void* a, const void* b, void* o
     CMLC_SC_ARITH(CMLC_SCALAR_U64, uint64_t, uint64_t)
     CMLC_SC_ARITH(CMLC_SCALAR_F32, float, float)
     CMLC_SC_ARITH(CMLC_SCALAR_F64, double, double)
+    CMLC_SC_SINT(CMLC_SCALAR_I32, int32_t, INT32_MIN)
+    CMLC_SC_SINT(CMLC_SCALAR_I64, int64_t, INT64_MIN)
+    CMLC_SC_UINT(CMLC_SCALAR_U32, uint32_t)
+    CMLC_SC_UINT(CMLC_SCALAR_U64, uint64_t)
+    CMLC_SC_FLOAT(CMLC_SCALAR_F32, float)
+    CMLC_SC_FLOAT(CMLC_SCALAR_F64, double)
     CMLC_SC_COMPARE(CMLC_SCALAR_I32, int32_t)
     CMLC_SC_COMPARE(CMLC_SCALAR_I64, int64_t)
     CMLC_SC_COMPARE(CMLC_SCALAR_U32, uint32_t)
@@ -255,6 +298,9 @@ static void cmlc_run_scalar(uint16_t code, const void* a, const void* b, void* o
       return;  // plan.c only makes the codes above
   }
 #undef CMLC_SC_COMPARE
+#undef CMLC_SC_FLOAT
+#undef CMLC_SC_UINT
+#undef CMLC_SC_SINT
 #undef CMLC_SC_ARITH
 #undef CMLC_SC_CASE
 }

@@ -214,6 +214,18 @@ static uint16_t cmlc_plan_scalar_code(const cmlc_planner_t* p, const cml_ir_node
     case CML_OP_MUL:
       op = CMLC_SCALAR_MUL;
       break;
+    case CML_OP_DIV:
+      op = CMLC_SCALAR_DIV;
+      break;
+    case CML_OP_REM:
+      op = CMLC_SCALAR_REM;
+      break;
+    case CML_OP_MAX:
+      op = CMLC_SCALAR_MAX;
+      break;
+    case CML_OP_MIN:
+      op = CMLC_SCALAR_MIN;
+      break;
     case CML_OP_EQUAL:
       op = CMLC_SCALAR_EQ;
       break;
@@ -285,8 +297,13 @@ static uint16_t cmlc_plan_scalar_code(const cmlc_planner_t* p, const cml_ir_node
     default:
       return 0;
   }
-  // Bool takes comparisons and logical ops; numbers take arithmetic and comparisons.
+  // Bool takes comparisons and logical ops; numbers take arithmetic and comparisons (integers
+  // Max and Min too: the float ones keep their NaN and signed-zero rules in the kernels).
   if ((type == CMLC_SCALAR_BOOL) != logical && !(compare && type == CMLC_SCALAR_BOOL)) return 0;
+  if ((op == CMLC_SCALAR_MAX || op == CMLC_SCALAR_MIN) &&
+      (type == CMLC_SCALAR_F32 || type == CMLC_SCALAR_F64)) {
+    return 0;
+  }
   return (uint16_t)(op * CMLC_SCALAR_TYPES + type);
 }
 

@@ -36,10 +36,51 @@ static void cmlc_ix_init_output(const cmlc_kernel_args_t* args) {
 
 //===--- DynamicSlice / DynamicUpdateSlice ---===//
 
+// Windows of at most this many bytes that are one contiguous run of the whole array (loop
+// counters' elements, a KV cache's new row) are copied with one memcpy on the calling thread:
+// the general copy's set-up and the pool cost more than the copy (a While reading w[i] per trip).
+#define CMLC_IX_SMALL_WINDOW_BYTES 4096
+
+// The window's bytes when it is small and one contiguous run of |whole| (after its leading
+// size-1 dimensions, the first dimension may be partial and every later one is whole), else 0.
+static size_t cmlc_ix_small_run(const cml_shape_t* whole, const cml_shape_t* window,
+                                size_t elem_size) {
+  const int64_t count = cml_shape_element_count(window);
+  const size_t bytes = (size_t)count * elem_size;
+  if (bytes > CMLC_IX_SMALL_WINDOW_BYTES || cml_shape_byte_size(window) != bytes) return 0;
+  int32_t i = 0;
+  while (i < window->rank && window->dims[i] == 1) ++i;
+  for (int32_t j = i + 1; j < window->rank; ++j) {
+    if (window->dims[j] != whole->dims[j]) return 0;
+  }
+  return bytes;
+}
+
+// The element offset of the window at |starts_at| (the index operands, one per dimension,
+// clamped so that the window fits).
+static int64_t cmlc_ix_window_base(const cmlc_kernel_args_t* args, uint32_t starts_at,
+                                   const cml_shape_t* whole, const cml_shape_t* window) {
+  int64_t base = 0, stride = 1;
+  for (int32_t i = whole->rank - 1; i >= 0; --i) {
+    int64_t start = cmlc__mv_read_index(args->inputs[starts_at + (uint32_t)i],
+                                        args->input_shapes[starts_at + (uint32_t)i]->dtype, 0);
+    base += cmlc_ix_clamp(start, 0, whole->dims[i] - window->dims[i]) * stride;
+    stride *= whole->dims[i];
+  }
+  return base;
+}
+
 static cml_status_t cmlc_ix_dynamic_slice(const cmlc_kernel_args_t* args) {
   const cml_shape_t* xs = args->input_shapes[0];
   const cml_shape_t* os = args->output_shapes[0];
   if (cml_shape_element_count(os) == 0) return CML_OK;
+  const size_t elem = cmlc_dtype_size(xs->dtype);
+  const size_t run = cmlc_ix_small_run(xs, os, elem);
+  if (run) {
+    const int64_t base = cmlc_ix_window_base(args, 1, xs, os);
+    memcpy(args->outputs[0], (const char*)args->inputs[0] + base * (int64_t)elem, run);
+    return CML_OK;
+  }
   cmlc__mv_copy_t c;
   memset(&c, 0, sizeof c);
   c.rank = xs->rank;
@@ -63,6 +104,13 @@ static cml_status_t cmlc_ix_dynamic_update_slice(const cmlc_kernel_args_t* args)
   const cml_shape_t* us = args->input_shapes[1];
   cmlc_ix_init_output(args);
   if (cml_shape_element_count(us) == 0) return CML_OK;
+  const size_t elem = cmlc_dtype_size(xs->dtype);
+  const size_t run = cmlc_ix_small_run(xs, us, elem);
+  if (run) {
+    const int64_t base = cmlc_ix_window_base(args, 2, xs, us);
+    memmove((char*)args->outputs[0] + base * (int64_t)elem, args->inputs[1], run);
+    return CML_OK;
+  }
   cmlc__mv_copy_t c;
   memset(&c, 0, sizeof c);
   c.rank = xs->rank;
