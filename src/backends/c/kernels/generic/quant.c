@@ -452,11 +452,13 @@ static cml_status_t cmlc_q_embed_run(const cmlc_kernel_args_t* args) {
       } else {
         snprintf(text, sizeof text, "%lld", (long long)v);
       }
+      char shape[160];
       return cml_status_make(CML_STATUS_OUT_OF_RANGE,
-                             "index %s (position %lld of indices "
-                             "%s[...]) out of range [0, %lld) of data [%lld, %lld] %s",
-                             text, (long long)i, cml_dtype_name(is->dtype), (long long)vocab,
-                             (long long)vocab, (long long)ds->dims[1], cml_ggml_type_name(type));
+                             "index %s (position %lld of indices %s) out of range [0, %lld) of "
+                             "data [%lld, %lld] %s",
+                             text, (long long)i, cml_shape_format(is, shape, sizeof shape),
+                             (long long)vocab, (long long)vocab, (long long)ds->dims[1],
+                             cml_ggml_type_name(type));
     }
   }
   cmlc_q_embed_ctx_t c = {type,
