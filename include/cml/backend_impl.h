@@ -49,7 +49,8 @@ extern "C" {
 #define CML_BACKEND_API_MAJOR 2
 // Minor 1: the optional execute_with_control slot (cancellation and deadlines).
 // Minor 2: the optional process_info slot (multi-process jobs).
-#define CML_BACKEND_API_MINOR 2
+// Minor 3: the optional executable_dump slot (cml_executable_dump).
+#define CML_BACKEND_API_MINOR 3
 
 // What an interruptible execution must honour (backend API 1.1). Lent for the call; the core
 // passes it only when the caller gave a cancel token or a deadline.
@@ -125,6 +126,11 @@ typedef struct cml_backend_vtable_t {
   // Optional (backend API 1.2): the process's place in a multi-process job
   // (cml_backend_process_info). Without it: one process holding every device.
   void (*process_info)(const cml_backend_t* backend, cml_process_info_t* out);
+
+  // Optional (backend API 1.3): writes a readable listing of what the backend compiled for
+  // |executable| to |out| (a FILE*, never NULL) for cml_executable_dump. Without it the core
+  // writes the module (cml_module_dump).
+  cml_status_t (*executable_dump)(const cml_executable_t* executable, void* out);
 } cml_backend_vtable_t;
 
 // The base every backend object embeds at offset 0.

@@ -266,7 +266,9 @@ CML_API bool cml_builder_value_shape(const cml_builder_t* builder, cml_value_t v
 //          Integer division and remainder by zero, and INT_MIN / -1, follow XLA's CPU plugin:
 //          x / 0 = -1 (all bits set for unsigned), x % 0 = x, INT_MIN / -1 = INT_MIN,
 //          INT_MIN % -1 = 0. Shift counts >= bit width, and negative counts, give 0, or -1 for
-//          arithmetic right shifts of negative values. Integer Pow with a negative exponent:
+//          arithmetic right shifts of negative values. ShiftRightArithmetic reads unsigned
+//          values as two's complement, as XLA does: it fills with the top bit (Uint8 0xFE >> 1
+//          is 0xFF; by 8 or more, 0xFF). Integer Pow with a negative exponent:
 //          1 for a base of 1, +-1 by the exponent's parity for -1, else 0.)
 // Compare: cml_value_t cml_op_<name>(cml_function_t* f, cml_value_t lhs, cml_value_t rhs);
 //          result is Bool. *TotalOrder: -NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN.
@@ -628,6 +630,15 @@ CML_API const cml_shape_t* cml_executable_input_shape(const cml_executable_t* ex
 CML_API size_t cml_executable_output_count(const cml_executable_t* executable);
 CML_API const cml_shape_t* cml_executable_output_shape(const cml_executable_t* executable,
                                                        size_t i);
+
+// Writes a readable listing of the program the backend runs for |executable| to |out| (a
+// FILE*): on c, the module as planned, which for an AutoSharding module is the SPMD module its
+// partitioner made (per-device shapes and the collectives it inserted, docs/partitioner.md); on
+// xla, the StableHLO text given to XLA's compiler (a module with dynamic axes: the module, as
+// it compiles once per binding set). A backend without a listing of its own writes the module
+// (cml_module_dump). INVALID_ARGUMENT for a NULL argument; a backend's failure otherwise.
+CML_API CML_MUST_USE cml_status_t cml_executable_dump(const cml_executable_t* executable,
+                                                      void* out);
 
 // Executes on |device| (the default device for portable executables). |inputs| are in
 // parameter order; |donate| (may be NULL) marks inputs whose storage the execution may reuse:

@@ -120,6 +120,17 @@ void cml_executable_release(cml_executable_t* executable) {
   }
 }
 
+cml_status_t cml_executable_dump(const cml_executable_t* executable, void* out) {
+  if (!executable || !out) {
+    return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "cml_executable_dump: NULL %s",
+                           executable ? "out" : "executable");
+  }
+  const cml_backend_vtable_t* vt = executable->backend->vtable;
+  if (CML__VTABLE_HAS(vt, executable_dump)) return vt->executable_dump(executable, out);
+  cml_module_dump(executable->module, out);
+  return CML_OK;
+}
+
 size_t cml_executable_input_count(const cml_executable_t* executable) {
   return executable ? executable->input_count : 0;
 }

@@ -1261,6 +1261,28 @@ TEST(many_operands_run_whole) {
   PT_TEARDOWN();
 }
 
+// A backend without a listing of its own (the fake one): cml_executable_dump writes the module.
+TEST(executable_dump_falls_back_to_the_module) {
+  PT_SETUP(pt_mesh("data", 4, NULL, 0));
+  cml_shape_t s = pt_shape(2, 8, 4);
+  cml_value_t x = cml_parameter(f, "x", &s);
+  cml_value_t y = cml_op_tanh(f, x);
+  ASSERT_STATUS_OK(cml_function_return_sharded(f, &y, 1, NULL));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  char* text = NULL;
+  size_t size = 0;
+  FILE* mem = open_memstream(&text, &size);
+  ASSERT_TRUE(mem != NULL);
+  ASSERT_STATUS_OK(cml_executable_dump(exe, mem));
+  fclose(mem);
+  ASSERT_CONTAINS(text, "module \"pt\"");
+  ASSERT_CONTAINS(text, "Tanh");
+  free(text);
+  cml_executable_release(exe);
+  PT_TEARDOWN();
+}
+
 // Shardings on two different meshes: UNIMPLEMENTED naming both.
 TEST(two_meshes_unimplemented) {
   fake_backend_t* fb = pt_backend();
@@ -2242,6 +2264,45 @@ TEST(attention_heads_structure) {
   cml_backend_release(&fb->base);
 }
 
+// cml_executable_dump on c shows the partitioned program: per-device shapes and the AllReduce
+// the partitioner inserted; the same program on one device has neither.
+TEST(executable_dump_shows_the_partition) {
+  cml_mesh_t* mesh = pt_mesh("data", 4, NULL, 0);
+  ASSERT_TRUE(mesh != NULL);
+  cml_backend_t *one = NULL, *many = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c", &one));
+  ASSERT_STATUS_OK(cml_backend_new_with_config("c:devices=4", &many));
+  pt_step_t s1, sn;
+  memset(&s1, 0, sizeof s1);
+  memset(&sn, 0, sizeof sn);
+  ASSERT_STATUS_OK(pt_build_step(one, NULL, &s1));
+  ASSERT_STATUS_OK(pt_build_step(many, mesh, &sn));
+  char *text1 = NULL, *textn = NULL;
+  size_t size1 = 0, sizen = 0;
+  FILE* m1 = open_memstream(&text1, &size1);
+  FILE* mn = open_memstream(&textn, &sizen);
+  ASSERT_TRUE(m1 && mn);
+  ASSERT_STATUS_OK(cml_executable_dump(s1.exe, m1));
+  ASSERT_STATUS_OK(cml_executable_dump(sn.exe, mn));
+  fclose(m1);
+  fclose(mn);
+  ASSERT_CONTAINS(textn, "AllReduce");
+  ASSERT_CONTAINS(textn, "4 device(s)");
+  ASSERT_CONTAINS(textn, "[2, 4]");  // x's shard of [8, 4]
+  ASSERT_TRUE(strstr(text1, "AllReduce") == NULL);
+  ASSERT_CONTAINS(text1, "[8, 4]");
+  cml_status_t st = cml_executable_dump(sn.exe, NULL);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
+  cml_status_free(st);
+  free(text1);
+  free(textn);
+  cml_executable_release(s1.exe);
+  cml_executable_release(sn.exe);
+  cml_backend_release(one);
+  cml_backend_release(many);
+  cml_mesh_destroy(mesh);
+}
+
 #define PT_E2E_TESTS                                                                          \
   , TEST_ENTRY(e2e_c_data_parallel), TEST_ENTRY(e2e_c_data_model),                            \
       TEST_ENTRY(e2e_c_data_model_assigned), TEST_ENTRY(e2e_c_cnn_data_parallel),             \
@@ -2252,7 +2313,7 @@ TEST(attention_heads_structure) {
       TEST_ENTRY(e2e_c_partial_sum_overflow_is_kept),                                         \
       TEST_ENTRY(e2e_c_quantized_attention_data_parallel),                                    \
       TEST_ENTRY(e2e_c_attention_heads_and_batch), TEST_ENTRY(quantized_attention_structure), \
-      TEST_ENTRY(attention_heads_structure)
+      TEST_ENTRY(attention_heads_structure), TEST_ENTRY(executable_dump_shows_the_partition)
 #else
 // Embedding lookup and CNN forward, data parallel over 4 devices of c.
 TEST(e2e_c_cnn_data_parallel) {
@@ -2299,4 +2360,6 @@ TEST_MAIN(TEST_ENTRY(data_parallel), TEST_ENTRY(megatron_mlp), TEST_ENTRY(partia
           TEST_ENTRY(random_programs), TEST_ENTRY(replicated_fallback),
           TEST_ENTRY(sort_keeps_other_splits), TEST_ENTRY(control_flow_whole),
           TEST_ENTRY(fused_dense_keeps_batch), TEST_ENTRY(many_operands_run_whole),
-          TEST_ENTRY(two_meshes_unimplemented), TEST_ENTRY(refuses_non_auto_sharding) PT_E2E_TESTS)
+          TEST_ENTRY(two_meshes_unimplemented),
+          TEST_ENTRY(executable_dump_falls_back_to_the_module),
+          TEST_ENTRY(refuses_non_auto_sharding) PT_E2E_TESTS)

@@ -84,6 +84,25 @@ TEST(add_graph) {
   cml_executable_release(exe);
 }
 
+// cml_executable_dump on xla writes the StableHLO text the executable was compiled from.
+TEST(executable_dump_is_the_stablehlo_text) {
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){2, 3});
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(build_binary(g_backend, CML_OP_MUL, &s, &s, &exe));
+  char* text = NULL;
+  size_t size = 0;
+  FILE* mem = open_memstream(&text, &size);
+  ASSERT_TRUE(mem != NULL);
+  cml_status_t st = cml_executable_dump(exe, mem);
+  fclose(mem);
+  cml_executable_release(exe);
+  ASSERT_STATUS_OK(st);
+  ASSERT_CONTAINS(text, "func.func public @main");
+  ASSERT_CONTAINS(text, "stablehlo.multiply");
+  ASSERT_CONTAINS(text, "tensor<2x3xf32>");
+  free(text);
+}
+
 TEST(mul_int32_scalar_broadcast_and_donation) {
   cml_shape_t s = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){5});
   cml_shape_t sc = cml_shape_scalar(CML_DTYPE_I32);
@@ -458,6 +477,7 @@ int main(int argc, char** argv) {
   static const test_entry_t tests[] = {
       TEST_ENTRY(backend_from_env),
       TEST_ENTRY(add_graph),
+      TEST_ENTRY(executable_dump_is_the_stablehlo_text),
       TEST_ENTRY(mul_int32_scalar_broadcast_and_donation),
       TEST_ENTRY(failed_execute_leaves_donated_input_intact),
       TEST_ENTRY(shared_buffers_and_copy_to_device),

@@ -439,6 +439,13 @@ static void cmlc_executable_destroy(cml_executable_t* executable) {
   cml_backend_release(backend);
 }
 
+// The module as planned: an AutoSharding module's SPMD partition, otherwise the module itself.
+static cml_status_t cmlc_executable_dump(const cml_executable_t* executable, void* out) {
+  const cmlc_executable_t* exe = (const cmlc_executable_t*)executable;
+  cml_module_dump(exe->module ? exe->module : executable->module, out);
+  return CML_OK;
+}
+
 //===--- backend ---===//
 
 // What backends released in a child of fork() left behind (cmlc_backend_destroy).
@@ -504,6 +511,7 @@ static const cml_backend_vtable_t cmlc_vtable = {
     .executable_destroy = cmlc_executable_destroy,
     .get_extension = NULL,
     .process_info = cmlc_mpi_process_info,
+    .executable_dump = cmlc_executable_dump,
 };
 
 // The ops come from the dispatch table (dispatch.c), so what is advertised is what runs.

@@ -318,16 +318,22 @@ static cml_status_t cml_xla_check_array_sizes(const cml_module_t* m) {
   return CML_OK;
 }
 
+// The emission options |b| compiles module |m| with (the dump uses the same).
+static void cml_xla_backend_emit_options(const cml_xla_backend_t* b, const cml_module_t* m,
+                                         cml_xla_emit_options_t* opts) {
+  cml_xla_emit_options_init(opts);
+  opts->platform = b->client->platform_name;
+  opts->tf32 = b->config.tf32;
+  cml_xla_emit_options_distribution(opts, m);
+}
+
 static void cml_xla_emit_and_compile(cml_xla_compile_job_t* job) {
   cml_xla_backend_t* b = job->backend;
   const cml_module_t* m = job->module;
   job->status = cml_xla_check_array_sizes(m);
   if (job->status != CML_OK) return;
   cml_xla_emit_options_t opts;
-  cml_xla_emit_options_init(&opts);
-  opts.platform = b->client->platform_name;
-  opts.tf32 = b->config.tf32;
-  cml_xla_emit_options_distribution(&opts, m);
+  cml_xla_backend_emit_options(b, m, &opts);
   char* text = NULL;
   job->status = cml_xla_emit_stablehlo(m, &opts, &text);
   if (job->status == CML_OK) {
@@ -855,6 +861,24 @@ static cml_status_t cml_xla_execute(cml_executable_t* executable, cml_buffer_t* 
   return st;
 }
 
+// The StableHLO text the module compiled from, emitted again with the same options (a module
+// with dynamic axes compiles per binding set: its module listing instead).
+static cml_status_t cml_xla_executable_dump(const cml_executable_t* executable, void* out) {
+  const cml_xla_executable_t* exe = (const cml_xla_executable_t*)executable;
+  if (exe->dynamic) {
+    cml_module_dump(executable->module, out);
+    return CML_OK;
+  }
+  cml_xla_emit_options_t opts;
+  cml_xla_backend_emit_options(cml_xla_backend_cast(executable->backend), executable->module,
+                               &opts);
+  char* text = NULL;
+  CML_RETURN_IF_ERROR(cml_xla_emit_stablehlo(executable->module, &opts, &text));
+  fputs(text, (FILE*)out);
+  free(text);
+  return CML_OK;
+}
+
 static void cml_xla_executable_destroy(cml_executable_t* executable) {
   if (cml_xla_forked()) return;  // left to the parent's plugin (see cml_xla_forked)
   cml_xla_executable_t* exe = (cml_xla_executable_t*)executable;
@@ -920,6 +944,7 @@ static const cml_backend_vtable_t cml_xla_vtable = {
     .executable_destroy = cml_xla_executable_destroy,
     .get_extension = cml_xla_get_extension,
     .process_info = cml_xla_process_info,
+    .executable_dump = cml_xla_executable_dump,
 };
 
 static void cml_xla_fill_capabilities(cml_xla_backend_t* b) {
