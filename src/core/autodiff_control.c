@@ -288,8 +288,12 @@ static cml_status_t cml_ad_sort(cml__ad_t* ad, const cml_ir_node_t* n, const cml
 }
 
 // The integer value of scalar constant |v| (a value of the function holding it, or captured
-// from one: followed through CapturedValue to its parent). False when it is not one.
-static bool cml_ad_int_constant(const cml__module_impl_t* impl, uint32_t v, int64_t* out) {
+// from one: followed through CapturedValue to its parent) as its 64 bits, sign-extended for the
+// signed dtypes; |*is_u64| tells whether it is a Uint64 (whose values past INT64_MAX compare as
+// unsigned). False when it is not one.
+static bool cml_ad_int_constant(const cml__module_impl_t* impl, uint32_t v, int64_t* out,
+                                bool* is_u64) {
+  *is_u64 = false;
   for (int hops = 0; hops < CML_MAX_NESTING_DEPTH; ++hops) {
     const cml_ir_node_t* n = cml__value_node(impl, v);
     if (n->op == CML_OP_CAPTURED_VALUE) {
@@ -299,8 +303,8 @@ static bool cml_ad_int_constant(const cml__module_impl_t* impl, uint32_t v, int6
     }
     const cml_shape_t* s = &impl->values[v].shape;
     if (n->op != CML_OP_CONSTANT || s->rank != 0) return false;
-    // Every integer dtype (a Uint64 above INT64_MAX is not taken): the counter's comparison
-    // and increment are exact in int64 for all of them, as long as it does not pass the limit.
+    // Every integer dtype: the counter's comparison and increment are exact in 64 bits for all
+    // of them (signed, or unsigned for Uint64), as long as it does not pass the limit.
     switch (s->dtype) {
       case CML_DTYPE_I8:
         *out = *(const int8_t*)n->data;
@@ -335,13 +339,10 @@ static bool cml_ad_int_constant(const cml__module_impl_t* impl, uint32_t v, int6
       case CML_DTYPE_I64:
         memcpy(out, n->data, sizeof *out);
         return true;
-      case CML_DTYPE_U64: {
-        uint64_t x;
-        memcpy(&x, n->data, sizeof x);
-        if (x > (uint64_t)INT64_MAX) return false;
-        *out = (int64_t)x;
+      case CML_DTYPE_U64:
+        memcpy(out, n->data, sizeof *out);
+        *is_u64 = true;
         return true;
-      }
       default:
         return false;
     }
@@ -360,19 +361,23 @@ static int64_t cml_ad_while_trips(const cml__ad_t* ad, const cml_ir_node_t* n) {
   if (lt->op != CML_OP_LESS_THAN) return -1;
   const cml_ir_node_t* counter = cml__value_node(impl, lt->inputs[0]);
   int64_t limit, start;
-  if (counter->op != CML_OP_PARAMETER || !cml_ad_int_constant(impl, lt->inputs[1], &limit)) {
+  bool u64, u64_start, u64_one;
+  if (counter->op != CML_OP_PARAMETER || !cml_ad_int_constant(impl, lt->inputs[1], &limit, &u64)) {
     return -1;
   }
   uint32_t k = counter->index;
-  if (k >= n->input_count || !cml_ad_int_constant(impl, n->inputs[k], &start)) return -1;
+  if (k >= n->input_count || !cml_ad_int_constant(impl, n->inputs[k], &start, &u64_start)) {
+    return -1;
+  }
   const cml_ir_node_t* add = cml__value_node(impl, body->outputs.data[k]);
   if (add->op != CML_OP_ADD) return -1;
   for (int side = 0; side < 2; ++side) {
     const cml_ir_node_t* p = cml__value_node(impl, add->inputs[side]);
     int64_t one;
     if (p->op == CML_OP_PARAMETER && p->index == k &&
-        cml_ad_int_constant(impl, add->inputs[1 - side], &one) && one == 1) {
-      if (!(limit > start)) return 0;
+        cml_ad_int_constant(impl, add->inputs[1 - side], &one, &u64_one) && one == 1) {
+      // The operands of LessThan and Add share the counter's dtype: Uint64 compares unsigned.
+      if (u64 ? !((uint64_t)limit > (uint64_t)start) : !(limit > start)) return 0;
       // limit - start can pass INT64_MAX (an Int64 counter from INT64_MIN): count in uint64
       // and saturate, so that the caller's "more than 4096" check sees it.
       const uint64_t trips = (uint64_t)limit - (uint64_t)start;

@@ -1414,6 +1414,54 @@ TEST(while_counters_of_every_integer_dtype) {
   }
 }
 
+// Uint64 counters whose start and limit pass INT64_MAX (2^63 - 1 to 2^63 + 2, and 2^64 - 4 to
+// 2^64 - 1: 3 trips each, x = x * x, so d(x^8)/dx = 8 x^7); from 0 to 2^64 - 1: more than 4096
+// iterations. Constants past INT64_MAX were refused as "no static trip count" (found by an
+// outside comparison with JAX).
+TEST(while_uint64_counters_past_int64_max) {
+  static const uint64_t range[3][2] = {
+      {(1ull << 63) - 1, (1ull << 63) + 2}, {UINT64_MAX - 3, UINT64_MAX}, {0, UINT64_MAX}};
+  for (int c = 0; c < 3; ++c) {
+    char msg[1024];
+    cml_builder_t* b = NULL;
+    ASSERT_STATUS_OK(cml_builder_create(g_c, "while", &b));
+    cml_function_t* f = cml_builder_main(b);
+    cml_shape_t is = API_SHAPE(CML_DTYPE_U64), xs = API_SHAPE(CML_DTYPE_F32);
+    const uint64_t one = 1;
+    cml_value_t x = cml_parameter(f, "x", &xs);
+    cml_function_t *cond = NULL, *body = NULL;
+    ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
+    cml_value_t ci = cml_parameter(cond, NULL, &is);
+    cml_parameter(cond, NULL, &xs);
+    cml_value_t lt = cml_op_less_than(cond, ci, cml_constant(cond, &is, &range[c][1]));
+    ASSERT_STATUS_OK(cml_function_return(cond, &lt, 1));
+    ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
+    cml_value_t bi = cml_parameter(body, NULL, &is);
+    cml_value_t bx = cml_parameter(body, NULL, &xs);
+    cml_value_t next[2] = {cml_op_add(body, bi, cml_constant(body, &is, &one)),
+                           cml_op_mul(body, bx, bx)};
+    ASSERT_STATUS_OK(cml_function_return(body, next, 2));
+    cml_value_t init[2] = {cml_constant(f, &is, &range[c][0]), x}, out[2];
+    ASSERT_TRUE(cml_op_while(f, cond, body, init, 2, out));
+    cml_value_t g;
+    if (c == 2) {
+      ASSERT_EQ_INT(api_code_msg(cml_gradients(f, out[1], &x, 1, &g), msg, sizeof msg),
+                    CML_STATUS_UNIMPLEMENTED);
+      ASSERT_CONTAINS(msg, "more than 4096 iterations");
+      cml_builder_destroy(b);
+      continue;
+    }
+    ASSERT_STATUS_OK(cml_gradients(f, out[1], &x, 1, &g));
+    cml_executable_t* exe = NULL;
+    ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
+    const float xv = 1.5f;
+    float gv = 0;
+    ASSERT_STATUS_OK(api_run(g_c, exe, (const void* const[]){&xv}, (void* const[]){&gv}));
+    ASSERT_NEAR(gv, 8 * pow(1.5, 7), 1e-4);
+    cml_executable_release(exe);
+  }
+}
+
 // The logsumexp state of native attention has a VJP (through the decomposition; finite
 // differences: the sdpa_lse cases). A batch whose kv_seq_len is 0 has lse = -inf on every row;
 // with those rows selected away, its gradient is 0, not NaN, and the other batch's is finite
@@ -2253,6 +2301,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(unimplemented_names_op),
                                        TEST_ENTRY(while_trip_count_past_int64),
                                        TEST_ENTRY(while_counters_of_every_integer_dtype),
+                                       TEST_ENTRY(while_uint64_counters_past_int64_max),
                                        TEST_ENTRY(quantized_dense_gradient),
                                        TEST_ENTRY(learning_rate_as_a_value),
                                        TEST_ENTRY(sgd_momentum_nesterov),
