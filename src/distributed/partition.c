@@ -1233,51 +1233,32 @@ static bool cml_pt_dot(cml_partitioner_t* p, const cml_ir_node_t* n) {
   return true;
 }
 
-// FusedDense, FusedQuantizedDense and FusedAttentionQKVProjection: x keeps the splits of its
-// batch dimensions (its last one, the input features, is made whole); the weights, scales, zero
-// points and biases are whole; every result's batch dimensions follow x (each device computes
-// its own rows).
-static bool cml_pt_fused_dense(cml_partitioner_t* p, const cml_ir_node_t* n) {
-  uint32_t xv = n->inputs[0];
-  int xr = cml_pt_rank(p, xv);
+// Ops that compute each row of one operand (|split|) on its own from whole other operands:
+// that operand keeps the splits of every dimension but its last one (made whole), the others
+// are whole, and every result's leading dimensions follow it (each device computes its own
+// rows). FusedDense, FusedQuantizedDense and FusedAttentionQKVProjection (x, operand 0: its
+// batch dimensions; the weights, scales, zero points and biases whole), and
+// QuantizedEmbeddingLookup (the indices, operand 1, as Gather from a whole table: their last
+// dimension, of size 1, made whole).
+static bool cml_pt_row_wise(cml_partitioner_t* p, const cml_ir_node_t* n, uint32_t split) {
+  cml_value_t in[8], out[3];
+  if (n->input_count > 8 || n->output_count > 3 || split >= n->input_count) {
+    return cml_pt_replicate(p, n);
+  }
+  const uint32_t xv = n->inputs[split];
+  const int xr = cml_pt_rank(p, xv);
   cml_pshard_t to = p->st[xv];
   to.partial = 0;
   if (xr > 0) cml_pshard_clear_dim(&to, xr - 1);
-  cml_value_t in[8], out[3];
-  if (n->input_count > 8 || n->output_count > 3) return cml_pt_replicate(p, n);
-  in[0] = cml_pt_reshard(p, xv, &to);
-  for (uint32_t i = 1; i < n->input_count && in[0] != CML_VALUE_INVALID; ++i) {
-    in[i] = cml_pt_replicated(p, n->inputs[i]);
+  for (uint32_t i = 0; i < n->input_count; ++i) {
+    in[i] = i == split ? cml_pt_reshard(p, xv, &to) : cml_pt_replicated(p, n->inputs[i]);
     if (in[i] == CML_VALUE_INVALID) return false;
   }
-  if (in[0] == CML_VALUE_INVALID) return false;
   if (!cml_pt_emit(p, n, in, out)) return false;
   cml_pshard_t res;
   memset(&res, 0, sizeof res);
   for (int d = 0; d + 1 < xr; ++d) cml_pshard_copy_dim(&res, d, &to, d);
   for (uint32_t k = 0; k < n->output_count; ++k) cml_pt_set(p, n->first_output + k, out[k], &res);
-  return true;
-}
-
-// QuantizedEmbeddingLookup from a whole table: as Gather, the result's dimensions follow the
-// splits of the indices' dimensions (their last one, of size 1, is made whole).
-static bool cml_pt_quantized_lookup(cml_partitioner_t* p, const cml_ir_node_t* n) {
-  uint32_t iv = n->inputs[1];
-  int ir = cml_pt_rank(p, iv);
-  cml_pshard_t ito = p->st[iv];
-  ito.partial = 0;
-  if (ir > 0) cml_pshard_clear_dim(&ito, ir - 1);
-  cml_value_t in[2];
-  in[0] = cml_pt_replicated(p, n->inputs[0]);
-  if (in[0] == CML_VALUE_INVALID) return false;
-  in[1] = cml_pt_reshard(p, iv, &ito);
-  if (in[1] == CML_VALUE_INVALID) return false;
-  cml_value_t out;
-  if (!cml_pt_emit(p, n, in, &out)) return false;
-  cml_pshard_t res;
-  memset(&res, 0, sizeof res);
-  for (int d = 0; d + 1 < ir; ++d) cml_pshard_copy_dim(&res, d, &ito, d);
-  cml_pt_set(p, n->first_output, out, &res);
   return true;
 }
 
@@ -1525,9 +1506,9 @@ static bool cml_pt_node(cml_partitioner_t* p, const cml_ir_node_t* n) {
     case CML_OP_FUSED_DENSE:
     case CML_OP_FUSED_QUANTIZED_DENSE:
     case CML_OP_FUSED_ATTENTION_QKV_PROJECTION:
-      return cml_pt_fused_dense(p, n);
+      return cml_pt_row_wise(p, n, 0);
     case CML_OP_QUANTIZED_EMBEDDING_LOOKUP:
-      return cml_pt_quantized_lookup(p, n);
+      return cml_pt_row_wise(p, n, 1);
     case CML_OP_FUSED_SDPA:
     case CML_OP_FUSED_SDPA_VJP:
       return cml_pt_attention(p, n);

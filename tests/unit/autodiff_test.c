@@ -1342,6 +1342,46 @@ TEST(unimplemented_names_op) {
   cml_builder_destroy(b);
 }
 
+// Builds While((i, x): i < limit; (i + 1, x * x)) from (start, x) in |f| with a counter of
+// dtype |dt| and returns its x. |start| and |limit| are the constants' bits, read as |dt| (the
+// low bytes, on these little-endian targets: small values and every 64-bit value alike).
+static cml_value_t squaring_loop(cml_function_t* f, cml_dtype_t dt, uint64_t start, uint64_t limit,
+                                 cml_value_t x) {
+  cml_shape_t is = API_SHAPE(dt), xs = API_SHAPE(CML_DTYPE_F32);
+  const uint64_t one = 1;
+  cml_function_t *cond = NULL, *body = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t ci = cml_parameter(cond, NULL, &is);
+  cml_parameter(cond, NULL, &xs);
+  cml_value_t lt = cml_op_less_than(cond, ci, cml_constant(cond, &is, &limit));
+  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t bi = cml_parameter(body, NULL, &is);
+  cml_value_t bx = cml_parameter(body, NULL, &xs);
+  cml_value_t next[2] = {cml_op_add(body, bi, cml_constant(body, &is, &one)),
+                         cml_op_mul(body, bx, bx)};
+  if (cml_function_return(body, next, 2) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t init[2] = {cml_constant(f, &is, &start), x}, out[2];
+  if (!cml_op_while(f, cond, body, init, 2, out)) return CML_VALUE_INVALID;
+  return out[1];
+}
+
+// d(x^8)/dx at 1.5 through |loop| (a squaring_loop of 3 trips of main's parameter 0); compiles
+// and so destroys |b| (api_finish).
+static void expect_three_squarings(int* test_failed_, cml_builder_t* b, cml_value_t x,
+                                   cml_value_t loop) {
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t g;
+  ASSERT_STATUS_OK(cml_gradients(f, loop, &x, 1, &g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
+  const float xv = 1.5f;
+  float gv = 0;
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void* const[]){&xv}, (void* const[]){&gv}));
+  ASSERT_NEAR(gv, 8 * pow(1.5, 7), 1e-4);
+  cml_executable_release(exe);
+}
+
 // A While whose static trip count passes INT64_MAX (an Int64 counter from INT64_MIN to 10, or
 // to INT64_MAX): more than 4096 iterations to unroll, UNIMPLEMENTED. The count once wrapped
 // negative and slipped past the check: OK, with the gradient of a loop that never ran.
@@ -1352,25 +1392,12 @@ TEST(while_trip_count_past_int64) {
     cml_builder_t* b = NULL;
     ASSERT_STATUS_OK(cml_builder_create(g_c, "while", &b));
     cml_function_t* f = cml_builder_main(b);
-    cml_shape_t is = API_SHAPE(CML_DTYPE_I64), xs = API_SHAPE(CML_DTYPE_F32);
+    cml_shape_t xs = API_SHAPE(CML_DTYPE_F32);
     cml_value_t x = cml_parameter(f, "x", &xs);
-    cml_function_t *cond = NULL, *body = NULL;
-    ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
-    cml_value_t ci = cml_parameter(cond, NULL, &is);
-    cml_parameter(cond, NULL, &xs);
-    cml_value_t lt =
-        cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I64, limits[c]));
-    ASSERT_STATUS_OK(cml_function_return(cond, &lt, 1));
-    ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
-    cml_value_t bi = cml_parameter(body, NULL, &is);
-    cml_value_t bx = cml_parameter(body, NULL, &xs);
-    cml_value_t next[2] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I64, 1)),
-                           cml_op_mul(body, bx, bx)};
-    ASSERT_STATUS_OK(cml_function_return(body, next, 2));
-    cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I64, INT64_MIN), x}, out[2];
-    ASSERT_TRUE(cml_op_while(f, cond, body, init, 2, out));
+    cml_value_t y = squaring_loop(f, CML_DTYPE_I64, (uint64_t)INT64_MIN, (uint64_t)limits[c], x);
+    ASSERT_NE_INT(y, CML_VALUE_INVALID);
     cml_value_t g;
-    ASSERT_EQ_INT(api_code_msg(cml_gradients(f, out[1], &x, 1, &g), msg, sizeof msg),
+    ASSERT_EQ_INT(api_code_msg(cml_gradients(f, y, &x, 1, &g), msg, sizeof msg),
                   CML_STATUS_UNIMPLEMENTED);
     ASSERT_TRUE(strstr(msg, "more than 4096 iterations") != NULL);
     cml_builder_destroy(b);
@@ -1385,32 +1412,11 @@ TEST(while_counters_of_every_integer_dtype) {
   for (size_t c = 0; c < sizeof dts / sizeof *dts; ++c) {
     cml_builder_t* b = NULL;
     ASSERT_STATUS_OK(cml_builder_create(g_c, "while", &b));
-    cml_function_t* f = cml_builder_main(b);
-    cml_shape_t is = API_SHAPE(dts[c]), xs = API_SHAPE(CML_DTYPE_F32);
-    cml_value_t x = cml_parameter(f, "x", &xs);
-    cml_function_t *cond = NULL, *body = NULL;
-    ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
-    cml_value_t ci = cml_parameter(cond, NULL, &is);
-    cml_parameter(cond, NULL, &xs);
-    cml_value_t lt = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, dts[c], 3));
-    ASSERT_STATUS_OK(cml_function_return(cond, &lt, 1));
-    ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
-    cml_value_t bi = cml_parameter(body, NULL, &is);
-    cml_value_t bx = cml_parameter(body, NULL, &xs);
-    cml_value_t next[2] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, dts[c], 1)),
-                           cml_op_mul(body, bx, bx)};
-    ASSERT_STATUS_OK(cml_function_return(body, next, 2));
-    cml_value_t init[2] = {cml_constant_scalar_i64(f, dts[c], 0), x}, out[2];
-    ASSERT_TRUE(cml_op_while(f, cond, body, init, 2, out));
-    cml_value_t g;
-    ASSERT_STATUS_OK(cml_gradients(f, out[1], &x, 1, &g));
-    cml_executable_t* exe = NULL;
-    ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
-    const float xv = 1.5f;
-    float gv = 0;
-    ASSERT_STATUS_OK(api_run(g_c, exe, (const void* const[]){&xv}, (void* const[]){&gv}));
-    ASSERT_NEAR(gv, 8 * pow(1.5, 7), 1e-4);
-    cml_executable_release(exe);
+    cml_shape_t xs = API_SHAPE(CML_DTYPE_F32);
+    cml_value_t x = cml_parameter(cml_builder_main(b), "x", &xs);
+    cml_value_t y = squaring_loop(cml_builder_main(b), dts[c], 0, 3, x);
+    ASSERT_NE_INT(y, CML_VALUE_INVALID);
+    expect_three_squarings(test_failed_, b, x, y);
   }
 }
 
@@ -1422,43 +1428,23 @@ TEST(while_uint64_counters_past_int64_max) {
   static const uint64_t range[3][2] = {
       {(1ull << 63) - 1, (1ull << 63) + 2}, {UINT64_MAX - 3, UINT64_MAX}, {0, UINT64_MAX}};
   for (int c = 0; c < 3; ++c) {
-    char msg[1024];
     cml_builder_t* b = NULL;
     ASSERT_STATUS_OK(cml_builder_create(g_c, "while", &b));
     cml_function_t* f = cml_builder_main(b);
-    cml_shape_t is = API_SHAPE(CML_DTYPE_U64), xs = API_SHAPE(CML_DTYPE_F32);
-    const uint64_t one = 1;
+    cml_shape_t xs = API_SHAPE(CML_DTYPE_F32);
     cml_value_t x = cml_parameter(f, "x", &xs);
-    cml_function_t *cond = NULL, *body = NULL;
-    ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
-    cml_value_t ci = cml_parameter(cond, NULL, &is);
-    cml_parameter(cond, NULL, &xs);
-    cml_value_t lt = cml_op_less_than(cond, ci, cml_constant(cond, &is, &range[c][1]));
-    ASSERT_STATUS_OK(cml_function_return(cond, &lt, 1));
-    ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
-    cml_value_t bi = cml_parameter(body, NULL, &is);
-    cml_value_t bx = cml_parameter(body, NULL, &xs);
-    cml_value_t next[2] = {cml_op_add(body, bi, cml_constant(body, &is, &one)),
-                           cml_op_mul(body, bx, bx)};
-    ASSERT_STATUS_OK(cml_function_return(body, next, 2));
-    cml_value_t init[2] = {cml_constant(f, &is, &range[c][0]), x}, out[2];
-    ASSERT_TRUE(cml_op_while(f, cond, body, init, 2, out));
-    cml_value_t g;
-    if (c == 2) {
-      ASSERT_EQ_INT(api_code_msg(cml_gradients(f, out[1], &x, 1, &g), msg, sizeof msg),
-                    CML_STATUS_UNIMPLEMENTED);
-      ASSERT_CONTAINS(msg, "more than 4096 iterations");
-      cml_builder_destroy(b);
+    cml_value_t y = squaring_loop(f, CML_DTYPE_U64, range[c][0], range[c][1], x);
+    ASSERT_NE_INT(y, CML_VALUE_INVALID);
+    if (c < 2) {
+      expect_three_squarings(test_failed_, b, x, y);
       continue;
     }
-    ASSERT_STATUS_OK(cml_gradients(f, out[1], &x, 1, &g));
-    cml_executable_t* exe = NULL;
-    ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
-    const float xv = 1.5f;
-    float gv = 0;
-    ASSERT_STATUS_OK(api_run(g_c, exe, (const void* const[]){&xv}, (void* const[]){&gv}));
-    ASSERT_NEAR(gv, 8 * pow(1.5, 7), 1e-4);
-    cml_executable_release(exe);
+    char msg[1024];
+    cml_value_t g;
+    ASSERT_EQ_INT(api_code_msg(cml_gradients(f, y, &x, 1, &g), msg, sizeof msg),
+                  CML_STATUS_UNIMPLEMENTED);
+    ASSERT_CONTAINS(msg, "more than 4096 iterations");
+    cml_builder_destroy(b);
   }
 }
 
