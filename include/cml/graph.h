@@ -632,11 +632,14 @@ CML_API const cml_shape_t* cml_executable_output_shape(const cml_executable_t* e
                                                        size_t i);
 
 // Writes a readable listing of the program the backend runs for |executable| to |out| (a
-// FILE*): on c, the module as planned, which for an AutoSharding module is the SPMD module its
+// FILE*): on c, the module it plans, which for an AutoSharding module is the SPMD module its
 // partitioner made (per-device shapes and the collectives it inserted, docs/partitioner.md); on
 // xla, the StableHLO text given to XLA's compiler (a module with dynamic axes: the module, as
 // it compiles once per binding set). A backend without a listing of its own writes the module
-// (cml_module_dump). INVALID_ARGUMENT for a NULL argument; a backend's failure otherwise.
+// (cml_module_dump). On c the listing holds every node of that module, including nodes whose
+// results nothing reads, which the plan drops (they do not run). INVALID_ARGUMENT for a NULL
+// argument; UNAVAILABLE when the listing could not be written (a stream not open for writing,
+// a full disk); a backend's failure otherwise.
 CML_API CML_MUST_USE cml_status_t cml_executable_dump(const cml_executable_t* executable,
                                                       void* out);
 

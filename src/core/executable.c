@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/core/executable.c: executables: the base helpers, accessors and the checked execute.
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,9 +126,24 @@ cml_status_t cml_executable_dump(const cml_executable_t* executable, void* out) 
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "cml_executable_dump: NULL %s",
                            executable ? "out" : "executable");
   }
+  FILE* f = (FILE*)out;
+  clearerr(f);
   const cml_backend_vtable_t* vt = executable->backend->vtable;
-  if (CML__VTABLE_HAS(vt, executable_dump)) return vt->executable_dump(executable, out);
-  cml_module_dump(executable->module, out);
+  if (CML__VTABLE_HAS(vt, executable_dump)) {
+    CML_RETURN_IF_ERROR(vt->executable_dump(executable, out));
+  } else {
+    cml_module_dump(executable->module, out);
+  }
+  // A stream opened for reading, a full disk, a closed pipe: the listing is lost, say so.
+  errno = 0;
+  if (fflush(f) != 0 || ferror(f)) {
+    const int e = errno;
+    return cml_status_make(
+        CML_STATUS_UNAVAILABLE,
+        "cml_executable_dump: writing the listing of module \"%s\" failed%s%s",
+        executable->module && executable->module->name ? executable->module->name : "",
+        e ? ": " : "", e ? strerror(e) : "");
+  }
   return CML_OK;
 }
 

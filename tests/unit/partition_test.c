@@ -2294,6 +2294,15 @@ TEST(executable_dump_shows_the_partition) {
   cml_status_t st = cml_executable_dump(sn.exe, NULL);
   ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_INVALID_ARGUMENT);
   cml_status_free(st);
+  // A stream it cannot write: the listing is lost, and the status says so.
+  char ro[8] = "x";
+  FILE* read_only = fmemopen(ro, sizeof ro, "r");
+  ASSERT_TRUE(read_only != NULL);
+  st = cml_executable_dump(sn.exe, read_only);
+  fclose(read_only);
+  ASSERT_EQ_INT(cml_status_code(st), CML_STATUS_UNAVAILABLE);
+  ASSERT_CONTAINS(cml_status_message(st), "module \"step\"");
+  cml_status_free(st);
   free(text1);
   free(textn);
   cml_executable_release(s1.exe);
