@@ -89,6 +89,18 @@ TEST(dynamic_update_slice_clamps_and_runs_in_place) {
 // DynamicSlice and DynamicUpdateSlice, against a per-element reference.
 static int64_t ix_clamp_ref(int64_t v, int64_t hi) { return v < 0 ? 0 : v > hi ? hi : v; }
 
+// The element of the whole array [xd] that window index j of the window [wd] at |at| reads.
+static int64_t ix_window_element(int64_t j, int32_t rank, const int64_t* wd, const int64_t* xd,
+                                 const int64_t* at) {
+  int64_t element = 0, stride = 1;
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    element += (j % wd[d] + at[d]) * stride;
+    j /= wd[d];
+    stride *= xd[d];
+  }
+  return element;
+}
+
 TEST(dynamic_windows_match_per_element_reference) {
   uint64_t seed = 0x9e3779b97f4a7c15ull;
   const cml_dtype_t dtypes[5] = {CML_DTYPE_I8, CML_DTYPE_F16, CML_DTYPE_F32, CML_DTYPE_F64,
@@ -142,12 +154,7 @@ TEST(dynamic_windows_match_per_element_reference) {
     kt_init(&k, CML_OP_DYNAMIC_SLICE, (uint32_t)(1 + rank), ins, &ws);
     ASSERT_STATUS_OK(kt_run(&k, NULL, in, got));
     for (int64_t j = 0; j < wn; ++j) {
-      int64_t rem = j, src = 0, stride = 1;
-      for (int32_t d = rank - 1; d >= 0; --d) {
-        src += (rem % wd[d] + clamped[d]) * stride;
-        rem /= wd[d];
-        stride *= xd[d];
-      }
+      const int64_t src = ix_window_element(j, rank, wd, xd, clamped);
       memcpy(want + j * (int64_t)es, x + src * (int64_t)es, es);
     }
     ASSERT_TRUE(memcmp(got, want, (size_t)wn * es) == 0);
@@ -164,12 +171,7 @@ TEST(dynamic_windows_match_per_element_reference) {
     ASSERT_STATUS_OK(kt_run(&k, NULL, in, got));
     memcpy(want, x, (size_t)xn * es);
     for (int64_t j = 0; j < wn; ++j) {
-      int64_t rem = j, dst = 0, stride = 1;
-      for (int32_t d = rank - 1; d >= 0; --d) {
-        dst += (rem % wd[d] + clamped[d]) * stride;
-        rem /= wd[d];
-        stride *= xd[d];
-      }
+      const int64_t dst = ix_window_element(j, rank, wd, xd, clamped);
       memcpy(want + dst * (int64_t)es, w + j * (int64_t)es, es);
     }
     ASSERT_TRUE(memcmp(got, want, (size_t)xn * es) == 0);

@@ -190,6 +190,13 @@ static void cmlc_run_scalar(uint16_t code, const void* a, const void* b, void* o
   case CMLC_SC_CASE(CMLC_SCALAR_MUL, TYPE):                  \
     *(T*)out = (T)((UT) * (const T*)a * (UT) * (const T*)b); \
     return;
+#define CMLC_SC_MAXMIN(TYPE, T)                                           \
+  case CMLC_SC_CASE(CMLC_SCALAR_MAX, TYPE):                               \
+    *(T*)out = *(const T*)a > *(const T*)b ? *(const T*)a : *(const T*)b; \
+    return;                                                               \
+  case CMLC_SC_CASE(CMLC_SCALAR_MIN, TYPE):                               \
+    *(T*)out = *(const T*)a < *(const T*)b ? *(const T*)a : *(const T*)b; \
+    return;
 #define CMLC_SC_SINT(TYPE, T, TMIN)                                         \
   case CMLC_SC_CASE(CMLC_SCALAR_DIV, TYPE): {                               \
     const T x = *(const T*)a, y = *(const T*)b;                             \
@@ -201,12 +208,7 @@ static void cmlc_run_scalar(uint16_t code, const void* a, const void* b, void* o
     *(T*)out = y == 0 ? x : y == -1 ? (T)0 : (T)(x % y);                    \
     return;                                                                 \
   }                                                                         \
-  case CMLC_SC_CASE(CMLC_SCALAR_MAX, TYPE):                                 \
-    *(T*)out = *(const T*)a > *(const T*)b ? *(const T*)a : *(const T*)b;   \
-    return;                                                                 \
-  case CMLC_SC_CASE(CMLC_SCALAR_MIN, TYPE):                                 \
-    *(T*)out = *(const T*)a < *(const T*)b ? *(const T*)a : *(const T*)b;   \
-    return;
+    CMLC_SC_MAXMIN(TYPE, T)
 #define CMLC_SC_UINT(TYPE, T)                                                       \
   case CMLC_SC_CASE(CMLC_SCALAR_DIV, TYPE):                                         \
     *(T*)out = *(const T*)b == 0 ? (T) ~(T)0 : (T)(*(const T*)a / *(const T*)b);    \
@@ -214,12 +216,7 @@ static void cmlc_run_scalar(uint16_t code, const void* a, const void* b, void* o
   case CMLC_SC_CASE(CMLC_SCALAR_REM, TYPE):                                         \
     *(T*)out = *(const T*)b == 0 ? *(const T*)a : (T)(*(const T*)a % *(const T*)b); \
     return;                                                                         \
-  case CMLC_SC_CASE(CMLC_SCALAR_MAX, TYPE):                                         \
-    *(T*)out = *(const T*)a > *(const T*)b ? *(const T*)a : *(const T*)b;           \
-    return;                                                                         \
-  case CMLC_SC_CASE(CMLC_SCALAR_MIN, TYPE):                                         \
-    *(T*)out = *(const T*)a < *(const T*)b ? *(const T*)a : *(const T*)b;           \
-    return;
+    CMLC_SC_MAXMIN(TYPE, T)
 #define CMLC_SC_FLOAT(TYPE, T)                                      \
   case CMLC_SC_CASE(CMLC_SCALAR_DIV, TYPE):                         \
     *(T*)out = *(const T*)a / *(const T*)b;                         \
@@ -301,6 +298,7 @@ static void cmlc_run_scalar(uint16_t code, const void* a, const void* b, void* o
 #undef CMLC_SC_FLOAT
 #undef CMLC_SC_UINT
 #undef CMLC_SC_SINT
+#undef CMLC_SC_MAXMIN
 #undef CMLC_SC_ARITH
 #undef CMLC_SC_CASE
 }

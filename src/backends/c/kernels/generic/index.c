@@ -43,15 +43,20 @@ static void cmlc_ix_init_output(const cmlc_kernel_args_t* args) {
 
 // The window's bytes when it is small and one contiguous run of |whole| (after its leading
 // size-1 dimensions, the first dimension may be partial and every later one is whole), else 0.
+// Packed sub-byte dtypes (element size 0) take the general copy. Runs on every execute: no
+// library calls.
 static size_t cmlc_ix_small_run(const cml_shape_t* whole, const cml_shape_t* window,
                                 size_t elem_size) {
-  const int64_t count = cml_shape_element_count(window);
-  const size_t bytes = (size_t)count * elem_size;
-  if (bytes > CMLC_IX_SMALL_WINDOW_BYTES || cml_shape_byte_size(window) != bytes) return 0;
+  if (elem_size == 0) return 0;
   int32_t i = 0;
   while (i < window->rank && window->dims[i] == 1) ++i;
-  for (int32_t j = i + 1; j < window->rank; ++j) {
-    if (window->dims[j] != whole->dims[j]) return 0;
+  size_t bytes = elem_size;
+  for (int32_t j = i; j < window->rank; ++j) {
+    const int64_t d = window->dims[j];
+    if ((j > i && d != whole->dims[j]) || d > (int64_t)(CMLC_IX_SMALL_WINDOW_BYTES / bytes)) {
+      return 0;
+    }
+    bytes *= (size_t)d;
   }
   return bytes;
 }
