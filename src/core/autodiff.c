@@ -182,7 +182,7 @@ static cml__ad_rule_fn* cml_ad_rule(cml_op_t op) {
   }
 }
 
-static bool cml_ad_differentiable(cml_dtype_t dtype) {
+bool cml__ad_differentiable(cml_dtype_t dtype) {
   return (cml_dtype_set_t)(CML_DTYPE_BIT(dtype) & (CML_DSET_FLOAT | CML_DSET_COMPLEX)) != 0;
 }
 
@@ -258,13 +258,13 @@ static void cml_ad_forward(cml__ad_t* ad, uint32_t begin, uint32_t end) {
     if (n->op == CML_OP_CAPTURED_VALUE) {  // in a closure (If's VJP): relevant as its source
       uint32_t v = n->first_output;
       relevant[v] = relevant[ad->f->captures_outer.data[n->index]] &&
-                    cml_ad_differentiable(impl->values[v].shape.dtype);
+                    cml__ad_differentiable(impl->values[v].shape.dtype);
       continue;
     }
     if (cml_ad_is_stop(n) || !cml_ad_node_reads_relevant(ad, n)) continue;
     for (uint32_t o = 0; o < n->output_count; ++o) {
       uint32_t v = n->first_output + o;
-      if (cml_ad_differentiable(impl->values[v].shape.dtype)) relevant[v] = true;
+      if (cml__ad_differentiable(impl->values[v].shape.dtype)) relevant[v] = true;
     }
   }
 }
@@ -369,8 +369,9 @@ cml_status_t cml__ad_nested(cml__ad_t* outer, uint32_t begin, const uint32_t* se
   return st;
 }
 
-cml_status_t cml__ad_inner_vjp(cml__ad_t* outer, uint32_t begin, uint32_t out, cml_value_t seed,
-                               const uint32_t* wrt, uint32_t count, cml_value_t* out_cts) {
+cml_status_t cml__ad_inner_vjp_seeds(cml__ad_t* outer, uint32_t begin, const uint32_t* outs,
+                                     const cml_value_t* seeds, uint32_t seed_count,
+                                     const uint32_t* wrt, uint32_t count, cml_value_t* out_cts) {
   cml__module_impl_t* impl = outer->impl;
   cml_builder_t* b = outer->b;
   uint32_t limit = impl->value_count, end = outer->f->nodes.count;
@@ -384,10 +385,13 @@ cml_status_t cml__ad_inner_vjp(cml__ad_t* outer, uint32_t begin, uint32_t out, c
     for (uint32_t i = 0; i < count; ++i) relevant[wrt[i]] = true;
     cml__ad_t ad = {outer->f, b, impl, relevant, limit, ct, NULL, NULL};
     cml_ad_forward(&ad, begin, end);
-    if (relevant[out]) {
-      cml__ad_accumulate(&ad, out, seed);
-      st = cml_ad_backward(&ad, begin, end);
+    bool seeded = false;
+    for (uint32_t i = 0; i < seed_count; ++i) {
+      if (!seeds[i] || !relevant[outs[i]]) continue;
+      cml__ad_accumulate(&ad, outs[i], seeds[i]);
+      seeded = true;
     }
+    if (seeded) st = cml_ad_backward(&ad, begin, end);
     for (uint32_t i = 0; st == CML_OK && b->error == CML_OK && i < count; ++i) {
       cml_shape_t shape = impl->values[wrt[i]].shape;
       out_cts[i] = ct[wrt[i]] ? ct[wrt[i]] : cml__ad_zeros(&ad, &shape);
@@ -396,6 +400,11 @@ cml_status_t cml__ad_inner_vjp(cml__ad_t* outer, uint32_t begin, uint32_t out, c
   if (ct) cml__temp_free(b, ct, limit * sizeof(cml_value_t));
   if (relevant) cml__temp_free(b, relevant, limit * sizeof(bool));
   return st;
+}
+
+cml_status_t cml__ad_inner_vjp(cml__ad_t* outer, uint32_t begin, uint32_t out, cml_value_t seed,
+                               const uint32_t* wrt, uint32_t count, cml_value_t* out_cts) {
+  return cml__ad_inner_vjp_seeds(outer, begin, &out, &seed, 1, wrt, count, out_cts);
 }
 
 // FusedDense with a Gelu activation keeps only the activation's output, so its VJP would
@@ -496,7 +505,7 @@ cml_status_t cml_gradients(cml_function_t* f, cml_value_t loss, const cml_value_
     st = cml_ad_check_value(f, wrt[i], "wrt", i, &wrt_index[i]);
     if (st != CML_OK) break;
     const cml_shape_t* s = &impl->values[wrt_index[i]].shape;
-    if (!cml_ad_differentiable(s->dtype)) {
+    if (!cml__ad_differentiable(s->dtype)) {
       char text[CML__SHAPE_TEXT];
       st = cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "cml_gradients: wrt #%zu %s is not differentiable (only float and "

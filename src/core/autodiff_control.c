@@ -387,14 +387,10 @@ static int64_t cml_ad_while_trips(const cml__ad_t* ad, const cml_ir_node_t* n) {
   return -1;
 }
 
-static cml_status_t cml_ad_while(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts) {
-  int64_t trips = cml_ad_while_trips(ad, n);
-  if (trips < 0) {
-    return cml__ad_no_vjp(ad, n,
-                          "no static trip count: the condition must be `counter < constant` "
-                          "with the counter starting at a constant and the body adding 1");
-  }
-  if (trips > 4096) return cml__ad_no_vjp(ad, n, "more than 4096 iterations to unroll");
+// The While unrolled: its body inlined |trips| times, then differentiated (loops whose state
+// has dynamic shapes, which the stacks of cml_ad_while_rolled cannot hold).
+static cml_status_t cml_ad_while_unrolled(cml__ad_t* ad, const cml_ir_node_t* n,
+                                          const cml_value_t* cts, int64_t trips) {
   const cml_function_t* body = ad->impl->functions[n->attrs->functions[1]];
   uint32_t count = n->input_count;
   size_t bytes = 2 * ((size_t)count + 1) * sizeof(uint32_t);
@@ -410,6 +406,403 @@ static cml_status_t cml_ad_while(cml__ad_t* ad, const cml_ir_node_t* n, const cm
   }
   if (st == CML_OK && ad->b->error == CML_OK) st = cml__ad_nested(ad, begin, cur, cts, count);
   cml__temp_free(ad->b, cur, bytes);
+  return st;
+}
+
+// Zeros of |shape|, any dtype (every dtype's zero is all-zero bits).
+static cml_value_t cml_ad_zero_fill(cml_function_t* f, const cml_shape_t* shape) {
+  static const uint8_t zero[16] = {0};
+  cml_shape_t scalar = cml_shape_make(shape->dtype, 0, NULL);
+  cml_value_t z = cml_constant(f, &scalar, zero);
+  return shape->rank ? cml_op_broadcast_in_dim(f, z, shape->dims, shape->rank, NULL, 0) : z;
+}
+
+// Whether the VJP of |op| reads only the shape of its operand |slot|, not its value (the linear
+// maps and the data operands of the index ops: their transposes move the cotangent by shapes
+// and indices alone).
+static bool cml_ad_reads_shape_only(cml_op_t op, uint32_t slot) {
+  switch (op) {
+    case CML_OP_ADD:
+    case CML_OP_SUB:
+    case CML_OP_NEG:
+    case CML_OP_IDENTITY:
+    case CML_OP_OPTIMIZATION_BARRIER:
+    case CML_OP_CONCATENATE:
+      return true;
+    case CML_OP_RESHAPE:
+    case CML_OP_TRANSPOSE:
+    case CML_OP_BROADCAST_IN_DIM:
+    case CML_OP_SLICE:
+    case CML_OP_REVERSE:
+    case CML_OP_REDUCE_SUM:
+    case CML_OP_DYNAMIC_SLICE:
+    case CML_OP_GATHER:
+      return slot == 0;
+    case CML_OP_PAD:
+    case CML_OP_DYNAMIC_UPDATE_SLICE:
+      return slot <= 1;
+    default:
+      return false;
+  }
+}
+
+// Which parameters of While body |body| the backward pass needs the values of (|needed|, one
+// per parameter): a value is needed when a node reads it whose VJP reads its value, or whose
+// output is needed (the backward pass recomputes it), or a closure the body runs captures it.
+// A parameter only moved by linear maps (a buffer the loop writes rows into with
+// DynamicUpdateSlice, a running sum) is not: its per-trip values need not be stored.
+static void cml_ad_while_needed(cml__ad_t* ad, const cml_function_t* body, bool* needed) {
+  const cml__module_impl_t* impl = ad->impl;
+  uint32_t limit = impl->value_count;
+  bool* mark = cml__temp_alloc(ad->b, (size_t)limit * sizeof(bool));
+  if (!mark) {  // RESOURCE_EXHAUSTED sticks to the builder; store every parameter meanwhile
+    for (uint32_t i = 0; i < body->params.count; ++i) needed[i] = true;
+    return;
+  }
+  memset(mark, 0, (size_t)limit * sizeof(bool));
+  for (uint32_t k = body->nodes.count; k-- > 0;) {
+    const cml_ir_node_t* m = &impl->nodes[body->nodes.data[k]];
+    bool out_needed = false;
+    for (uint32_t o = 0; o < m->output_count; ++o) out_needed |= mark[m->first_output + o];
+    for (uint32_t c = 0; c < cml_op_callee_count(m->op); ++c) {
+      const cml_function_t* callee = impl->functions[m->attrs->functions[c]];
+      for (uint32_t i = 0; callee->parent && i < callee->captures_outer.count; ++i) {
+        mark[callee->captures_outer.data[i]] = true;
+      }
+    }
+    for (uint32_t i = 0; i < m->input_count; ++i) {
+      if (out_needed || !cml_ad_reads_shape_only(m->op, i)) mark[m->inputs[i]] = true;
+    }
+  }
+  for (uint32_t i = 0; i < body->params.count; ++i) needed[i] = mark[body->params.data[i]];
+  cml__temp_free(ad->b, mark, (size_t)limit * sizeof(bool));
+}
+
+// While with a static trip count T, differentiated as a loop (JAX's scan does the same):
+//  1. a forward While runs the body again and stores the state entering each trip in [T, ...]
+//     stacks: the state values the backward pass needs (cml_ad_while_needed), except those the
+//     body passes through unchanged (their value is the initial one);
+//  2. a backward While runs T trips, t = 0..T-1 for trip j = T-1-t: it reads trip j's state
+//     from the stacks, recomputes the body from it (inlined into its own body) and
+//     differentiates it, seeded with the carried cotangents of the state; it carries the
+//     cotangents of the state and sums those of the values the body captures.
+// Both loops count a constant-started counter up to a constant, so they have static trip
+// counts themselves (second derivatives). Memory: the stacks, not the graph, grow with T.
+typedef struct cml_ad_while_plan_t {
+  uint32_t count;        // state elements
+  uint32_t diff_count;   // differentiable state elements (their cotangents are carried)
+  uint32_t stack_count;  // stored state elements
+  uint32_t cap_count;    // captured values that get a cotangent
+  cml_shape_t* shapes;   // [count] state shapes
+  bool* invariant;       // [count] the body returns its parameter unchanged
+  bool* needed;          // [count] the backward pass reads its value
+  uint32_t* caps;        // [cap_count] the captured values (of ad->f)
+} cml_ad_while_plan_t;
+
+// [trips, shape...]: a state element's stack (shape's rank is below CML_MAX_RANK).
+static cml_shape_t cml_ad_stack_shape(const cml_shape_t* shape, int64_t trips) {
+  cml_shape_t stack = *shape;
+  memmove(stack.dims + 1, stack.dims, (size_t)stack.rank * sizeof(int64_t));
+  stack.dims[0] = trips;
+  ++stack.rank;
+  return stack;
+}
+
+static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
+                                        const cml_value_t* cts, cml_value_t* in_cts, int64_t trips,
+                                        const cml_ad_while_plan_t* plan) {
+  cml_builder_t* b = ad->b;
+  cml_function_t* f = ad->f;
+  const cml_function_t* cond = ad->impl->functions[n->attrs->functions[0]];
+  const cml_function_t* body = ad->impl->functions[n->attrs->functions[1]];
+  const uint32_t count = plan->count, nd = plan->diff_count, nc = plan->cap_count;
+  const uint32_t w1_count = count + 1 + plan->stack_count, w2_count = 1 + nd + nc;
+  const uint32_t width = (w1_count > w2_count ? w1_count : w2_count) + 1;
+  // Scratch: value indices and ids, each |width| or |count| long.
+  size_t bytes = (size_t)width * (3 * sizeof(uint32_t) + 3 * sizeof(cml_value_t)) +
+                 (size_t)(nd + nc + 1) * (sizeof(uint32_t) + sizeof(cml_value_t));
+  uint8_t* scratch = cml__temp_alloc(b, bytes);
+  if (!scratch) return CML_OK;  // RESOURCE_EXHAUSTED sticks to the builder
+  uint32_t* params = (uint32_t*)scratch;
+  uint32_t* outs = params + width;
+  uint32_t* wrt = outs + width;
+  uint32_t* seed_at = wrt + width;  // [nd + nc + 1]
+  cml_value_t* vals = (cml_value_t*)(seed_at + nd + nc + 1);
+  cml_value_t* init = vals + width;
+  cml_value_t* res = init + width;
+  cml_value_t* grads = res + width;  // [nd + nc + 1]
+  cml_status_t st = CML_OK;
+  const cml_shape_t i64 = cml_shape_make(CML_DTYPE_I64, 0, NULL);
+
+  // 1. The forward loop with stacks.
+  cml_function_t *cond1 = NULL, *body1 = NULL;
+  if ((st = cml_function_new_closure(f, &cond1)) != CML_OK) goto done;
+  if ((st = cml_function_new_closure(f, &body1)) != CML_OK) goto done;
+  for (int which = 0; which < 2 && b->error == CML_OK; ++which) {
+    cml_function_t* c = which ? body1 : cond1;
+    uint32_t p = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      params[p++] = cml_parameter(c, NULL, &plan->shapes[i]) & CML__VALUE_INDEX_MASK;
+    }
+    params[p++] = cml_parameter(c, NULL, &i64) & CML__VALUE_INDEX_MASK;
+    for (uint32_t i = 0; i < count; ++i) {
+      if (!plan->needed[i] || plan->invariant[i]) continue;
+      const cml_shape_t stack = cml_ad_stack_shape(&plan->shapes[i], trips);
+      params[p++] = cml_parameter(c, NULL, &stack) & CML__VALUE_INDEX_MASK;
+    }
+    if (b->error != CML_OK) break;
+    cml__ad_t sub = *ad;
+    sub.f = c;
+    st = cml_ad_inline(&sub, n, which ? body : cond, params, outs);
+    if (st != CML_OK || b->error != CML_OK) break;
+    if (!which) {
+      cml_value_t r = cml__value_id(b, outs[0]);
+      st = cml_function_return(c, &r, 1);
+      if (st != CML_OK) break;
+      continue;
+    }
+    for (uint32_t i = 0; i < count; ++i) res[i] = cml__value_id(b, outs[i]);
+    cml_value_t t = cml__value_id(b, params[count]);
+    res[count] = cml_op_add(c, t, cml_constant_scalar_i64(c, CML_DTYPE_I64, 1));
+    cml_value_t starts[CML_MAX_RANK + 1];
+    starts[0] = t;
+    for (int32_t a = 1; a <= CML_MAX_RANK; ++a) {
+      starts[a] = cml_constant_scalar_i64(c, CML_DTYPE_I64, 0);
+    }
+    uint32_t s = count + 1;
+    for (uint32_t i = 0; i < count; ++i) {
+      if (!plan->needed[i] || plan->invariant[i]) continue;
+      const cml_shape_t* is = &plan->shapes[i];
+      int64_t row[CML_MAX_RANK + 1];
+      row[0] = 1;
+      memcpy(row + 1, is->dims, (size_t)is->rank * sizeof(int64_t));
+      cml_value_t update = cml_op_reshape(c, cml__value_id(b, params[i]), row, is->rank + 1);
+      res[s] =
+          cml_op_dynamic_update_slice(c, cml__value_id(b, params[s]), update, starts, is->rank + 1);
+      ++s;
+    }
+    if (b->error == CML_OK) st = cml_function_return(c, res, w1_count);
+  }
+  if (st != CML_OK || b->error != CML_OK) goto done;
+  for (uint32_t i = 0; i < count; ++i) init[i] = cml__ad_in(ad, n, i);
+  init[count] = cml_constant_scalar_i64(f, CML_DTYPE_I64, 0);
+  for (uint32_t i = 0, s = count + 1; i < count; ++i) {
+    if (!plan->needed[i] || plan->invariant[i]) continue;
+    const cml_shape_t stack = cml_ad_stack_shape(&plan->shapes[i], trips);
+    init[s++] = cml_ad_zero_fill(f, &stack);
+  }
+  if (!cml_op_while(f, cond1, body1, init, w1_count, vals)) goto done;
+  // vals[count + 1 ...]: the stacks.
+
+  // 2. The backward loop: state (t, the state's cotangents, the captures' sums).
+  cml_function_t *cond2 = NULL, *body2 = NULL;
+  if ((st = cml_function_new_closure(f, &cond2)) != CML_OK) goto done;
+  if ((st = cml_function_new_closure(f, &body2)) != CML_OK) goto done;
+  for (int which = 0; which < 2 && b->error == CML_OK; ++which) {
+    cml_function_t* c = which ? body2 : cond2;
+    uint32_t p = 0;
+    params[p++] = cml_parameter(c, NULL, &i64) & CML__VALUE_INDEX_MASK;
+    for (uint32_t i = 0; i < count; ++i) {
+      if (cml__ad_differentiable(plan->shapes[i].dtype)) {
+        params[p++] = cml_parameter(c, NULL, &plan->shapes[i]) & CML__VALUE_INDEX_MASK;
+      }
+    }
+    for (uint32_t k = 0; k < nc; ++k) {
+      cml_shape_t cs = ad->impl->values[plan->caps[k]].shape;
+      params[p++] = cml_parameter(c, NULL, &cs) & CML__VALUE_INDEX_MASK;
+    }
+    if (b->error != CML_OK) break;
+    cml_value_t t = cml__value_id(b, params[0]);
+    if (!which) {
+      cml_value_t r = cml_op_less_than(c, t, cml_constant_scalar_i64(c, CML_DTYPE_I64, trips));
+      st = cml_function_return(c, &r, 1);
+      if (st != CML_OK) break;
+      continue;
+    }
+    // Trip j's state: stored, unchanged (the initial value), or a placeholder nobody reads.
+    cml_value_t j = cml_op_sub(c, cml_constant_scalar_i64(c, CML_DTYPE_I64, trips - 1), t);
+    cml_value_t starts[CML_MAX_RANK + 1];
+    starts[0] = j;
+    for (int32_t a = 1; a <= CML_MAX_RANK; ++a) {
+      starts[a] = cml_constant_scalar_i64(c, CML_DTYPE_I64, 0);
+    }
+    uint32_t* state = outs;  // the body's parameters in |c|
+    for (uint32_t i = 0, s = count + 1; i < count && b->error == CML_OK; ++i) {
+      const cml_shape_t* is = &plan->shapes[i];
+      cml_value_t v;
+      if (plan->invariant[i]) {
+        uint32_t index = 0;
+        if (!cml__op_input(c, CML_OP_WHILE, cml__ad_in(ad, n, i), i, &index, NULL)) break;
+        state[i] = index;
+        continue;
+      }
+      if (plan->needed[i]) {
+        int64_t row[CML_MAX_RANK + 1];
+        row[0] = 1;
+        memcpy(row + 1, is->dims, (size_t)is->rank * sizeof(int64_t));
+        v = cml_op_dynamic_slice(c, vals[s++], starts, row, is->rank + 1);
+        v = cml_op_reshape(c, v, is->dims, is->rank);
+      } else {
+        v = cml_ad_zero_fill(c, is);
+      }
+      state[i] = v & CML__VALUE_INDEX_MASK;
+    }
+    uint32_t nw = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      if (cml__ad_differentiable(plan->shapes[i].dtype)) wrt[nw++] = state[i];
+    }
+    for (uint32_t k = 0; k < nc && b->error == CML_OK; ++k) {
+      uint32_t index = 0;
+      if (!cml__op_input(c, CML_OP_WHILE, cml__value_id(b, plan->caps[k]), k, &index, NULL)) break;
+      wrt[nw++] = index;
+    }
+    if (b->error != CML_OK) break;
+    // A value listed twice (two unchanged state elements with one initial value, or a capture
+    // that is also one) gets its cotangent once, at its first place: the sums stay right.
+    for (uint32_t w = 0; w < nw; ++w) {
+      seed_at[w] = w;
+      for (uint32_t e = 0; e < w; ++e) {
+        if (wrt[e] == wrt[w]) {
+          seed_at[w] = e;
+          break;
+        }
+      }
+    }
+    uint32_t begin = c->nodes.count;
+    cml__ad_t sub = *ad;
+    sub.f = c;
+    uint32_t* bouts = cml__temp_alloc(b, ((size_t)count + 1) * sizeof(uint32_t));
+    cml_value_t* seeds = cml__temp_alloc(b, ((size_t)count + 1) * sizeof(cml_value_t));
+    if (!bouts || !seeds) {
+      if (bouts) cml__temp_free(b, bouts, ((size_t)count + 1) * sizeof(uint32_t));
+      if (seeds) cml__temp_free(b, seeds, ((size_t)count + 1) * sizeof(cml_value_t));
+      break;
+    }
+    st = cml_ad_inline(&sub, n, body, state, bouts);
+    uint32_t ns = 0;
+    for (uint32_t i = 0, d = 0; i < count && st == CML_OK && b->error == CML_OK; ++i) {
+      if (!cml__ad_differentiable(plan->shapes[i].dtype)) continue;
+      bouts[ns] = bouts[i];
+      seeds[ns++] = cml__value_id(b, params[1 + d++]);
+    }
+    if (st == CML_OK && b->error == CML_OK) {
+      st = cml__ad_inner_vjp_seeds(&sub, begin, bouts, seeds, ns, wrt, nw, grads);
+    }
+    cml__temp_free(b, bouts, ((size_t)count + 1) * sizeof(uint32_t));
+    cml__temp_free(b, seeds, ((size_t)count + 1) * sizeof(cml_value_t));
+    if (st != CML_OK || b->error != CML_OK) break;
+    res[0] = cml_op_add(c, t, cml_constant_scalar_i64(c, CML_DTYPE_I64, 1));
+    for (uint32_t w = 0; w < nw; ++w) {
+      cml_value_t g = seed_at[w] == w ? grads[w] : CML_VALUE_INVALID;
+      cml_value_t carried = cml__value_id(b, params[1 + w]);
+      if (w < nd) {  // the state's cotangent
+        cml_shape_t ws = ad->impl->values[wrt[w]].shape;
+        res[1 + w] = g ? g : cml_ad_zero_fill(c, &ws);
+      } else {  // a capture's running sum
+        res[1 + w] = g ? cml_op_add(c, carried, g) : carried;
+      }
+    }
+    if (b->error == CML_OK) st = cml_function_return(c, res, w2_count);
+  }
+  if (st != CML_OK || b->error != CML_OK) goto done;
+  init[0] = cml_constant_scalar_i64(f, CML_DTYPE_I64, 0);
+  for (uint32_t i = 0, d = 0; i < count; ++i) {
+    if (!cml__ad_differentiable(plan->shapes[i].dtype)) continue;
+    init[1 + d++] = cts[i] ? cts[i] : cml_ad_zero_fill(f, &plan->shapes[i]);
+  }
+  for (uint32_t k = 0; k < nc; ++k) {
+    cml_shape_t cs = ad->impl->values[plan->caps[k]].shape;
+    init[1 + nd + k] = cml_ad_zero_fill(f, &cs);
+  }
+  if (!cml_op_while(f, cond2, body2, init, w2_count, res)) goto done;
+  for (uint32_t i = 0, d = 0; i < count; ++i) {
+    if (!cml__ad_differentiable(plan->shapes[i].dtype)) continue;
+    if (cml__ad_wants(ad, n, i)) in_cts[i] = res[1 + d];
+    ++d;
+  }
+  for (uint32_t k = 0; k < nc; ++k) cml__ad_accumulate(ad, plan->caps[k], res[1 + nd + k]);
+done:
+  cml__temp_free(b, scratch, bytes);
+  return st;
+}
+
+static cml_status_t cml_ad_while(cml__ad_t* ad, const cml_ir_node_t* n, const cml_value_t* cts,
+                                 cml_value_t* in_cts) {
+  int64_t trips = cml_ad_while_trips(ad, n);
+  if (trips < 0) {
+    return cml__ad_no_vjp(ad, n,
+                          "no static trip count: the condition must be `counter < constant` "
+                          "with the counter starting at a constant and the body adding 1");
+  }
+  const cml__module_impl_t* impl = ad->impl;
+  const cml_function_t* body = impl->functions[n->attrs->functions[1]];
+  const uint32_t count = n->input_count;
+  if (trips == 0) {  // the state passes through
+    for (uint32_t i = 0; i < count; ++i) in_cts[i] = cts[i];
+    return CML_OK;
+  }
+  cml_ad_while_plan_t plan;
+  memset(&plan, 0, sizeof plan);
+  plan.count = count;
+  const uint32_t cap_limit = body->captures_outer.count;
+  size_t bytes = ((size_t)count + 1) * (sizeof(cml_shape_t) + 2 * sizeof(bool)) +
+                 ((size_t)cap_limit + 1) * sizeof(uint32_t);
+  uint8_t* scratch = cml__temp_alloc(ad->b, bytes);
+  if (!scratch) return CML_OK;
+  plan.shapes = (cml_shape_t*)scratch;
+  plan.caps = (uint32_t*)(plan.shapes + count + 1);
+  plan.invariant = (bool*)(plan.caps + cap_limit + 1);
+  plan.needed = plan.invariant + count + 1;
+  bool dynamic = false;
+  for (uint32_t i = 0; i < count; ++i) {
+    plan.shapes[i] = impl->values[n->inputs[i]].shape;
+    dynamic |= cml_shape_is_dynamic(&plan.shapes[i]);
+    plan.invariant[i] = body->outputs.data[i] == body->params.data[i];
+    if (cml__ad_differentiable(plan.shapes[i].dtype)) ++plan.diff_count;
+  }
+  cml_ad_while_needed(ad, body, plan.needed);
+  for (uint32_t k = 0; k < cap_limit; ++k) {
+    uint32_t v = body->captures_outer.data[k];
+    const cml_shape_t* s = &impl->values[v].shape;
+    dynamic |= cml_shape_is_dynamic(s);
+    if (v < ad->value_limit && ad->relevant[v] && cml__ad_differentiable(s->dtype)) {
+      plan.caps[plan.cap_count++] = v;
+    }
+  }
+  // The stacks' size: T copies of each stored state element.
+  uint64_t trip_bytes = 0;
+  bool max_rank = false;  // a stack would need one axis more than CML_MAX_RANK allows
+  for (uint32_t i = 0; i < count && !dynamic; ++i) {
+    if (!plan.needed[i] || plan.invariant[i]) continue;
+    ++plan.stack_count;
+    max_rank |= plan.shapes[i].rank >= CML_MAX_RANK;
+    trip_bytes += cml_shape_byte_size(&plan.shapes[i]);
+  }
+  const uint64_t stack_limit = UINT64_C(1) << 40;
+  bool too_big = trip_bytes != 0 && (uint64_t)trips > stack_limit / trip_bytes;
+  cml_status_t st = CML_OK;
+  if (dynamic || max_rank) {
+    // The stacks cannot hold these (dynamic shapes, or a rank-CML_MAX_RANK state): unroll.
+    if (trips > 4096) {
+      st = cml__ad_no_vjp(ad, n,
+                          dynamic ? "a state or captured value of dynamic shape, and more than "
+                                    "4096 iterations to unroll"
+                                  : "a state element of the maximum rank to keep per iteration, "
+                                    "and more than 4096 iterations to unroll");
+    } else {
+      st = cml_ad_while_unrolled(ad, n, cts, trips);
+    }
+  } else if (too_big) {
+    char why[200];
+    snprintf(why, sizeof why,
+             "%lld iterations: the %u state element(s) the backward pass reads, %llu bytes per "
+             "iteration, would take more than 1 TiB to keep",
+             (long long)trips, (unsigned)plan.stack_count, (unsigned long long)trip_bytes);
+    st = cml__ad_no_vjp(ad, n, why);
+  } else {
+    st = cml_ad_while_rolled(ad, n, cts, in_cts, trips, &plan);
+  }
+  cml__temp_free(ad->b, scratch, bytes);
   return st;
 }
 
@@ -429,7 +822,7 @@ cml_status_t cml__ad_vjp_control(cml__ad_t* ad, const cml_ir_node_t* n, const cm
     case CML_OP_SORT:
       return cml_ad_sort(ad, n, cts, in_cts);
     case CML_OP_WHILE:
-      return cml_ad_while(ad, n, cts);
+      return cml_ad_while(ad, n, cts, in_cts);
     default:
       return cml__ad_no_vjp(ad, n, NULL);
   }

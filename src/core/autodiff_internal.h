@@ -45,6 +45,11 @@ cml_status_t cml__ad_nested(cml__ad_t* ad, uint32_t begin, const uint32_t* seed_
 cml_status_t cml__ad_inner_vjp(cml__ad_t* ad, uint32_t begin, uint32_t out, cml_value_t seed,
                                const uint32_t* wrt, uint32_t count, cml_value_t* out_cts);
 
+// cml__ad_inner_vjp with a cotangent |seeds|[i] on each value |outs|[i] (0: none).
+cml_status_t cml__ad_inner_vjp_seeds(cml__ad_t* ad, uint32_t begin, const uint32_t* outs,
+                                     const cml_value_t* seeds, uint32_t seed_count,
+                                     const uint32_t* wrt, uint32_t count, cml_value_t* out_cts);
+
 // A VJP rule: given the node |n| and the cotangent of each of its outputs (|cts|[k], 0 when
 // output k has none: it is zero), writes the cotangent of each input that needs one
 // (cml__ad_wants) to |in_cts| (0: none, i.e. zero). Ops are added with the public builders;
@@ -78,6 +83,8 @@ cml_shape_t cml__ad_shape(const cml__ad_t* ad, cml_value_t v);
 // Whether input |i| of |n| needs a cotangent.
 bool cml__ad_wants(const cml__ad_t* ad, const cml_ir_node_t* n, uint32_t i);
 
+// Whether values of |dtype| have gradients (the float and complex dtypes).
+bool cml__ad_differentiable(cml_dtype_t dtype);
 // A scalar constant of |dtype|.
 cml_value_t cml__ad_scalar(cml__ad_t* ad, cml_dtype_t dtype, double value);
 // Zeros of |shape|.
