@@ -499,6 +499,54 @@ typedef struct cml_ad_while_plan_t {
   uint32_t* caps;        // [cap_count] the captured values (of ad->f)
 } cml_ad_while_plan_t;
 
+// Whether value |v| is all zeros: a zero constant, or one broadcast.
+static bool cml_ad_is_zeros(const cml__module_impl_t* impl, uint32_t v) {
+  const cml_ir_node_t* n = cml__value_node(impl, v);
+  if (n->op == CML_OP_BROADCAST_IN_DIM) n = cml__value_node(impl, n->inputs[0]);
+  if (n->op != CML_OP_CONSTANT) return false;
+  const size_t size = cml_shape_byte_size(&impl->values[n->first_output].shape);
+  const uint8_t* data = n->data;
+  for (size_t i = 0; i < size; ++i) {
+    if (data[i]) return false;
+  }
+  return true;
+}
+
+// |acc| + |g| in |f|, where |g| is often a cotangent of a captured array the body reads one
+// window or row of: DynamicUpdateSlice(zeros, u, starts) (a DynamicSlice's VJP) becomes
+// DynamicUpdateSlice(acc, DynamicSlice(acc, starts) + u, starts), ScatterSum(zeros, i, u) (a
+// Gather's) becomes ScatterSum(acc, i, u), and sums of such terms are added one by one. So a
+// loop's running sum touches the window it adds, not the whole array, on every trip (both
+// clamp the starts alike).
+static cml_value_t cml_ad_add_into(cml__ad_t* ad, cml_function_t* f, cml_value_t acc, cml_value_t g,
+                                   int depth) {
+  const cml__module_impl_t* impl = ad->impl;
+  cml_builder_t* b = ad->b;
+  const uint32_t gi = g & CML__VALUE_INDEX_MASK;
+  const cml_ir_node_t node = *cml__value_node(impl, gi);
+  const cml_shape_t gs = impl->values[gi].shape;
+  if (node.op == CML_OP_ADD && depth < 8 &&
+      cml_shape_equal(&impl->values[node.inputs[0]].shape, &gs) &&
+      cml_shape_equal(&impl->values[node.inputs[1]].shape, &gs)) {
+    acc = cml_ad_add_into(ad, f, acc, cml__value_id(b, node.inputs[0]), depth + 1);
+    return cml_ad_add_into(ad, f, acc, cml__value_id(b, node.inputs[1]), depth + 1);
+  }
+  if (node.op == CML_OP_DYNAMIC_UPDATE_SLICE && cml_ad_is_zeros(impl, node.inputs[0])) {
+    const cml_shape_t us = impl->values[node.inputs[1]].shape;
+    cml_value_t starts[CML_MAX_RANK];
+    for (int32_t a = 0; a < gs.rank; ++a) starts[a] = cml__value_id(b, node.inputs[2 + a]);
+    cml_value_t window = cml_op_dynamic_slice(f, acc, starts, us.dims, us.rank);
+    cml_value_t sum = cml_op_add(f, window, cml__value_id(b, node.inputs[1]));
+    return cml_op_dynamic_update_slice(f, acc, sum, starts, gs.rank);
+  }
+  if (node.op == CML_OP_SCATTER_SUM && node.input_count == 3 &&
+      cml_ad_is_zeros(impl, node.inputs[0])) {
+    return cml_op_scatter_sum(f, acc, cml__value_id(b, node.inputs[1]),
+                              cml__value_id(b, node.inputs[2]), &node.attrs->u.scatter);
+  }
+  return cml_op_add(f, acc, g);
+}
+
 // [trips, shape...]: a state element's stack (shape's rank is below CML_MAX_RANK).
 static cml_shape_t cml_ad_stack_shape(const cml_shape_t* shape, int64_t trips) {
   cml_shape_t stack = *shape;
@@ -699,7 +747,7 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
         cml_shape_t ws = ad->impl->values[wrt[w]].shape;
         res[1 + w] = g ? g : cml_ad_zero_fill(c, &ws);
       } else {  // a capture's running sum
-        res[1 + w] = g ? cml_op_add(c, carried, g) : carried;
+        res[1 + w] = g ? cml_ad_add_into(ad, c, carried, g, 0) : carried;
       }
     }
     if (b->error == CML_OK) st = cml_function_return(c, res, w2_count);

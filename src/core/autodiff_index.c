@@ -190,11 +190,19 @@ cml_status_t cml__ad_vjp_index(cml__ad_t* ad, const cml_ir_node_t* n, const cml_
       const cml_shape_t* us = cml__ad_in_shape(ad, n, 1);
       cml_value_t starts[CML_MAX_RANK];
       for (int32_t i = 0; i < xs->rank; ++i) starts[i] = cml__ad_in(ad, n, 2 + (uint32_t)i);
-      if (cml__ad_wants(ad, n, 0)) {
-        in_cts[0] = cml_op_dynamic_update_slice(f, g, cml__ad_zeros(ad, us), starts, xs->rank);
-      }
+      // The read of the update's window first, then the write that zeros it: a backend can
+      // then write the cotangent in place (a loop's carried buffer: c, plan.c).
       if (cml__ad_wants(ad, n, 1)) {
         in_cts[1] = cml_op_dynamic_slice(f, g, starts, us->dims, us->rank);
+      }
+      if (cml__ad_wants(ad, n, 0)) {
+        if (in_cts[1]) {
+          cml_value_t ops[2] = {in_cts[1], g}, outs[2];
+          cml_op_optimization_barrier(f, ops, 2, outs);
+          in_cts[1] = outs[0];
+          g = outs[1];
+        }
+        in_cts[0] = cml_op_dynamic_update_slice(f, g, cml__ad_zeros(ad, us), starts, xs->rank);
       }
       return CML_OK;
     }

@@ -574,6 +574,50 @@ static cml_value_t unrolled_rnn(cml_function_t* f, const cml_value_t* p, int64_t
 static cml_value_t b_while_rnn(cml_function_t* f, const cml_value_t* p) {
   return while_rnn(f, p, 5);
 }
+// A loop reading rows of a captured table [4, 3] (p[1]) again and again, 6 trips:
+// x <- sin(x * table[i % 4]) + 0.5 * gather(table, [(i + 1) % 4, (i + 3) % 4]). The table's
+// gradient sums over trips that read the same rows (a DynamicSlice's and a Gather's VJP added
+// into the running sum window by window).
+static cml_value_t b_while_table(cml_function_t* f, const cml_value_t* p) {
+  const cml_shape_t is = API_SHAPE(CML_DTYPE_I32), xs = API_SHAPE(CML_DTYPE_F64, 2, 3);
+  cml_function_t *cond = NULL, *body = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t ci = cml_parameter(cond, NULL, &is);
+  cml_parameter(cond, NULL, &xs);
+  cml_value_t lt = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, 6));
+  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t bi = cml_parameter(body, NULL, &is), bx = cml_parameter(body, NULL, &xs);
+  cml_value_t four = cml_constant_scalar_i64(body, CML_DTYPE_I32, 4);
+  cml_value_t zero = cml_constant_scalar_i64(body, CML_DTYPE_I32, 0);
+  cml_value_t r = cml_op_rem(body, bi, four);
+  cml_value_t row =
+      cml_op_dynamic_slice(body, p[1], (cml_value_t[]){r, zero}, (int64_t[]){1, 3}, 2);
+  const cml_shape_t two = API_SHAPE(CML_DTYPE_I32, 2);
+  cml_value_t shifts = cml_constant(body, &two, (const int32_t[]){1, 3});
+  cml_value_t idx = cml_op_rem(
+      body, cml_op_add(body, cml_op_broadcast_in_dim(body, bi, (int64_t[]){2}, 1, NULL, 0), shifts),
+      cml_op_broadcast_in_dim(body, four, (int64_t[]){2}, 1, NULL, 0));
+  cml_gather_dims_t g;
+  memset(&g, 0, sizeof g);
+  g.index_vector_axis = 1;
+  g.offset_output_axis_count = 1;
+  g.offset_output_axes[0] = 1;
+  g.collapsed_slice_axis_count = 1;
+  g.start_index_map_count = 1;
+  g.slice_size_count = 2;
+  g.slice_sizes[0] = 1;
+  g.slice_sizes[1] = 3;
+  cml_value_t rows = cml_op_gather(body, p[1], idx, &g);
+  cml_value_t nx =
+      cml_op_add(body, cml_op_sin(body, cml_op_mul(body, bx, row)),
+                 cml_op_mul(body, rows, cml_constant_scalar_f64(body, CML_DTYPE_F64, 0.5)));
+  cml_value_t next[2] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)), nx};
+  if (cml_function_return(body, next, 2) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), p[0]}, out[2];
+  if (!cml_op_while(f, cond, body, init, 2, out)) return CML_VALUE_INVALID;
+  return out[1];
+}
 static cml_value_t b_mlp(cml_function_t* f, const cml_value_t* p) {
   // tanh(x @ w1) @ w2 -> softmax cross-entropy-like composite
   cml_value_t h = cml_op_tanh(f, cml_op_dot(f, p[0], p[1]));
@@ -854,6 +898,7 @@ static const ad_case_t* ad_cases(size_t* count) {
   B(while, F64(2, 3), F64(2, 3), -2, 2);
   cases[n++] = (ad_case_t){
       "while_rnn", 4, {F64(2, 3), F64(3, 3), F64(3, 3), F64(5, 2, 3)}, {0}, -1, 1, b_while_rnn};
+  B(while_table, F64(2, 3), F64(4, 3), -1, 1);
   cases[n++] = (ad_case_t){"layer_norm", 3, {F64(3, 4), F64(4), F64(4)}, {0}, -2, 2, b_layer_norm};
   R(layer_norm_axes, F64(2, 3, 4), -2, 2);
   B(layer_norm_scale, F64(2, 3, 4), F64(3, 4), -2, 2);
@@ -927,6 +972,7 @@ TEST(finite_differences_xla) {
                                       "dense_gelu",
                                       "while",
                                       "while_rnn",
+                                      "while_table",
                                       "scatter_max",
                                       "scatter_min",
                                       "rfft",
@@ -944,7 +990,7 @@ TEST(finite_differences_xla) {
     }
   }
   ASSERT_EQ_INT(failed, 0);
-  ASSERT_EQ_INT(ran, 25);
+  ASSERT_EQ_INT(ran, 26);
 }
 
 //===--- hand-computed cases ---===//

@@ -720,9 +720,14 @@ TEST(int8_dot_with_an_int8_accumulator) {
 
 // A While filling a [R, 4] buffer row by row (buf = DynamicUpdateSlice(buf, row, (i, 0))): the
 // update writes in place once the buffer lives in the node's state (it copied the whole buffer
-// every iteration: O(R^2)). |reader| 1 also reads buf elsewhere in the body (row i = row i-1
-// + 1: not in place), 2 returns buf twice (not in place); every variant gives row r = r + 1
-// (the buffer starts as a parameter, which must stay unchanged), run twice on one executable.
+// every iteration: O(R^2)). |reader| 1 also reads buf with a DynamicSlice listed before the
+// update (row i = row i-1 + 1: in place, the read runs first), 2 returns buf twice (not in
+// place), 3 reads row i of buf with a DynamicSlice listed after the update into the third
+// element (not in place: it must see the old row, 0), 4 is 1 with the update's operand passed
+// through an OptimizationBarrier beside the read (in place: a loop gradient's form), 5 is 4
+// with the barrier's buf also returned as the third element (not in place); every variant
+// gives row r = r + 1 (the buffer starts as a parameter, which must stay unchanged), run twice
+// on one executable.
 static void ce_while_rows(int* test_failed_, int reader) {
   enum { R = 300 };
   cml_backend_t* backend = ce_backend();
@@ -744,14 +749,21 @@ static void ce_while_rows(int* test_failed_, int reader) {
   cml_value_t bi = cml_parameter(body, "i", &is);
   cml_value_t bb = cml_parameter(body, "buf", &bs);
   cml_value_t bc = cml_parameter(body, "copy", &bs);
-  cml_value_t row;
-  if (reader == 1) {  // row max(i - 1, 0) of buf, plus 1
+  cml_value_t row, operand = bb, third = reader == 2 ? bb : bc;
+  if (reader == 1 || reader >= 4) {  // row max(i - 1, 0) of buf, plus 1
     cml_value_t prev =
         cml_op_max(body, cml_op_sub(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)),
                    cml_constant_scalar_i64(body, CML_DTYPE_I32, 0));
     cml_value_t zero = cml_constant_scalar_i64(body, CML_DTYPE_I32, 0);
     cml_value_t starts[2] = {prev, zero};
     cml_value_t last = cml_op_dynamic_slice(body, bb, starts, (int64_t[]){1, 4}, 2);
+    if (reader >= 4) {
+      cml_value_t both[2];
+      ASSERT_TRUE(cml_op_optimization_barrier(body, (cml_value_t[]){last, bb}, 2, both));
+      last = both[0];
+      operand = both[1];
+      if (reader == 5) third = both[1];
+    }
     // Row 0 is 0 + 1 (the buffer starts at zeros); row i is row i-1 + 1.
     row = cml_op_add(body, last, cml_constant_scalar_f64(body, CML_DTYPE_F32, 1.0));
   } else {
@@ -760,9 +772,13 @@ static void ce_while_rows(int* test_failed_, int reader) {
     row = cml_op_broadcast_in_dim(body, v, (int64_t[]){1, 4}, 2, NULL, 0);
   }
   cml_value_t starts[2] = {bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 0)};
-  cml_value_t nb = cml_op_dynamic_update_slice(body, bb, row, starts, 2);
+  cml_value_t nb = cml_op_dynamic_update_slice(body, operand, row, starts, 2);
+  if (reader == 3) {  // the third element gets row i of buf as it was: 0
+    cml_value_t old = cml_op_dynamic_slice(body, bb, starts, (int64_t[]){1, 4}, 2);
+    third = cml_op_dynamic_update_slice(body, bc, old, starts, 2);
+  }
   cml_value_t next[3] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)), nb,
-                         reader == 2 ? bb : bc};
+                         third};
   ASSERT_STATUS_OK(cml_function_return(body, next, 3));
   cml_value_t init[3] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), buf, buf}, res[3];
   ASSERT_TRUE(cml_op_while(f, cond, body, init, 3, res));
@@ -783,8 +799,9 @@ static void ce_while_rows(int* test_failed_, int reader) {
     for (int r = 0; r < R; ++r) {
       for (int c = 0; c < 4; ++c) {
         ASSERT_EQ_DBL(got[0][r][c], (double)(r + 1));
-        // The third state element: the input (reader 0, 1), or buf one iteration behind (2).
-        ASSERT_EQ_DBL(got[1][r][c], reader == 2 && r < R - 1 ? (double)(r + 1) : 0.0);
+        // The third state element: the input (zeros), or buf one iteration behind (2, 5).
+        const bool behind = reader == 2 || reader == 5;
+        ASSERT_EQ_DBL(got[1][r][c], behind && r < R - 1 ? (double)(r + 1) : 0.0);
       }
     }
   }
@@ -797,7 +814,7 @@ static void ce_while_rows(int* test_failed_, int reader) {
 }
 
 TEST(while_fills_a_buffer_row_by_row) {
-  for (int reader = 0; reader < 3; ++reader) {
+  for (int reader = 0; reader < 6; ++reader) {
     ce_while_rows(test_failed_, reader);
     if (*test_failed_) {
       fprintf(stderr, "reader %d\n", reader);

@@ -541,8 +541,10 @@ static cml_status_t cmlc_plan_place_concats(cmlc_planner_t* p, uint32_t fi) {
 }
 
 // The state elements (of the first 64) that the While body |body_fi| updates in place: body
-// output i is a DynamicUpdateSlice whose operand is body parameter i, and that is the
-// parameter's only use (no other node, output or closure capture reads it). Once such an
+// output i is a DynamicUpdateSlice whose operand is body parameter i (directly, or through an
+// OptimizationBarrier that only the update reads), and that is the parameter's only use apart
+// from DynamicSlices listed before it (no other node, output or closure capture reads it; the
+// slices copy their window out before the update runs: steps run in list order). Once such an
 // element lives in the node's double slot, the update can write into the half that holds it
 // (the kernel skips its copy when its output is its operand) instead of copying the whole
 // element into the other half every iteration: a results buffer filled row by row in a loop
@@ -557,12 +559,39 @@ static uint64_t cmlc_plan_while_in_place(const cml_module_t* m, uint32_t body_fi
   uint64_t mask = 0;
   for (uint32_t i = 0; i < limit; ++i) {
     const uint32_t p = body->params[i];
-    const cml_ir_node_t* d = &m->nodes[m->values[body->outputs[i]].node];
-    if (d->op != CML_OP_DYNAMIC_UPDATE_SLICE || d->input_count < 1 || d->inputs[0] != p) continue;
+    const uint32_t di = m->values[body->outputs[i]].node;
+    const cml_ir_node_t* d = &m->nodes[di];
+    if (d->op != CML_OP_DYNAMIC_UPDATE_SLICE || d->input_count < 1) continue;
+    // The update's operand is the parameter, or an OptimizationBarrier's pass-through of it
+    // (which copies nothing) that only the update reads: then the barrier counts as the
+    // parameter's one use, and is where the update happens.
+    uint32_t last = di;  // the node of the parameter's one counted use
+    if (d->inputs[0] != p) {
+      const uint32_t src = d->inputs[0], bi = m->values[src].node;
+      const cml_ir_node_t* bn = &m->nodes[bi];
+      if (bn->op != CML_OP_OPTIMIZATION_BARRIER || bn->function != body_fi ||
+          bn->inputs[src - bn->first_output] != p) {
+        continue;
+      }
+      uint32_t src_uses = 0;
+      for (uint32_t k = 0; k < body->node_count && src_uses < 2; ++k) {
+        const cml_ir_node_t* x = &m->nodes[body->nodes[k]];
+        for (uint32_t j = 0; j < x->input_count; ++j) src_uses += x->inputs[j] == src;
+      }
+      for (uint32_t o = 0; o < body->output_count; ++o) src_uses += body->outputs[o] == src;
+      if (src_uses != 1) continue;
+      last = bi;
+    }
+    // DynamicSlice reads of the element listed before that use run before it and copy the
+    // window out (a loop's gradient reads a carried cotangent's row, then zeros it): they do
+    // not count.
     uint32_t uses = 0;
+    bool before = true;
     for (uint32_t k = 0; k < body->node_count && uses < 2; ++k) {
       const cml_ir_node_t* x = &m->nodes[body->nodes[k]];
-      for (uint32_t j = 0; j < x->input_count; ++j) uses += x->inputs[j] == p;
+      if (body->nodes[k] == last) before = false;
+      bool read_first = before && x->op == CML_OP_DYNAMIC_SLICE && x->inputs[0] == p;
+      for (uint32_t j = read_first ? 1 : 0; j < x->input_count; ++j) uses += x->inputs[j] == p;
     }
     for (uint32_t o = 0; o < body->output_count; ++o) uses += body->outputs[o] == p;
     for (uint32_t fi = 0; fi < m->function_count && uses < 2; ++fi) {
