@@ -51,7 +51,8 @@
 // Call and If (their callees are inlined and differentiated; If's gradient is an If over the
 // branches' gradient closures, so only the taken branch's runs), While with a static trip count (an
 // integer counter in the state that starts at a constant, a condition `counter < constant`
-// (LessThan), and a body returning counter + 1: the body is unrolled, at most 4096 times),
+// (LessThan), and a body returning counter + 1: differentiated as a loop, any number of trips;
+// the state values the backward pass reads are kept per trip),
 // Sort (the values: gradients follow the permutation), FusedSoftmax, FusedGelu,
 // FusedLayerNorm, FusedDense, FusedScaledDotProductAttention (and its VJP op, for second
 // derivatives), FusedAttentionQKVProjection, FusedQuantizedDense (x, bias, scales and zero

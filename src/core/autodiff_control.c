@@ -5,8 +5,10 @@
 // with an If (the forward values are recomputed; the original node still produces them).
 // Sort re-sorts with an Iota operand to learn the permutation and scatters the cotangents of
 // its results back. While: when its trip count is static (a counter in the state starting at an
-// integer constant, the condition `counter < constant`, the body adding 1 to it), the body is
-// unrolled (inlined that many times, at most 4096) and differentiated; otherwise UNIMPLEMENTED.
+// integer constant, the condition `counter < constant`, the body adding 1 to it), a forward loop
+// keeps the state each trip starts from and a backward loop differentiates the body trip by
+// trip (cml_ad_while_rolled); a state the stacks cannot hold is unrolled (at most 4096 trips);
+// otherwise UNIMPLEMENTED.
 // Closures that an inlined callee runs itself (a nested While/If/Sort) are copied along with it.
 #include <stdio.h>
 #include <string.h>
