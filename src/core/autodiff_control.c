@@ -558,6 +558,49 @@ static cml_shape_t cml_ad_stack_shape(const cml_shape_t* shape, int64_t trips) {
   return stack;
 }
 
+// The forward loop that stores the stacks computes the original While's results too: the
+// original node becomes an OptimizationBarrier of the storing loop's first |n|->input_count
+// results (so its values, which the function and the gradient ops read, keep their ids and
+// the loop runs once), and the storing loop's nodes (from position |mark| of ad->f's list to
+// the end) move to just before it. Moving them keeps the list topological: they read only
+// values made before the original While (its operands, and constants). The backward pass is
+// past that position, and the nodes before it keep theirs. Skipped when the backend has no
+// OptimizationBarrier (the loop then runs twice).
+static void cml_ad_while_replace(cml__ad_t* ad, const cml_ir_node_t* n, uint32_t mark,
+                                 const cml_value_t* results) {
+  cml_builder_t* b = ad->b;
+  cml_function_t* f = ad->f;
+  cml__module_impl_t* impl = ad->impl;
+  if (b->error != CML_OK ||
+      !cml_capabilities_has_op(cml_backend_capabilities(b->backend), CML_OP_OPTIMIZATION_BARRIER)) {
+    return;
+  }
+  const uint32_t wi = impl->values[n->first_output].node, end = f->nodes.count;
+  uint32_t at = mark;
+  while (at-- > 0 && f->nodes.data[at] != wi) {
+  }
+  if (at >= mark || end <= mark) return;  // (not in |f|: nothing to do)
+  uint32_t* moved = cml__temp_alloc(b, (size_t)(end - mark) * sizeof(uint32_t));
+  if (!moved) return;
+  memcpy(moved, &f->nodes.data[mark], (size_t)(end - mark) * sizeof(uint32_t));
+  memmove(&f->nodes.data[at + (end - mark)], &f->nodes.data[at],
+          (size_t)(mark - at) * sizeof(uint32_t));
+  memcpy(&f->nodes.data[at], moved, (size_t)(end - mark) * sizeof(uint32_t));
+  cml__temp_free(b, moved, (size_t)(end - mark) * sizeof(uint32_t));
+  // A new operand list: the old one is still read (the caller's copy of the node names the
+  // While's operands, which get the cotangents).
+  const uint32_t count = impl->nodes[wi].input_count;
+  uint32_t* inputs = cml__arena_alloc(&impl->arena, (size_t)count * sizeof(uint32_t), 8);
+  cml_ir_attrs_t* attrs = cml__arena_alloc(&impl->arena, sizeof *attrs, 16);
+  if (!inputs || !attrs) return;  // (the loop then runs twice)
+  memset(attrs, 0, sizeof *attrs);
+  for (uint32_t i = 0; i < count; ++i) inputs[i] = results[i] & CML__VALUE_INDEX_MASK;
+  cml_ir_node_t* w = &impl->nodes[wi];
+  w->inputs = inputs;
+  w->op = CML_OP_OPTIMIZATION_BARRIER;
+  w->attrs = attrs;
+}
+
 static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
                                         const cml_value_t* cts, cml_value_t* in_cts, int64_t trips,
                                         const cml_ad_while_plan_t* plan) {
@@ -584,7 +627,8 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
   cml_status_t st = CML_OK;
   const cml_shape_t i64 = cml_shape_make(CML_DTYPE_I64, 0, NULL);
 
-  // 1. The forward loop with stacks.
+  // 1. The forward loop with stacks (its nodes in |f| from position |mark| on).
+  const uint32_t mark = f->nodes.count;
   cml_function_t *cond1 = NULL, *body1 = NULL;
   if ((st = cml_function_new_closure(f, &cond1)) != CML_OK) goto done;
   if ((st = cml_function_new_closure(f, &body1)) != CML_OK) goto done;
@@ -643,6 +687,7 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
   }
   if (!cml_op_while(f, cond1, body1, init, w1_count, vals)) goto done;
   // vals[count + 1 ...]: the stacks.
+  cml_ad_while_replace(ad, n, mark, vals);
 
   // 2. The backward loop: state (t, the state's cotangents, the captures' sums).
   cml_function_t *cond2 = NULL, *body2 = NULL;

@@ -1557,7 +1557,8 @@ TEST(while_uint64_counters_past_int64_max) {
 // The RNN of while_rnn over 64 steps, differentiated as a loop, against the same RNN unrolled
 // by hand in straight-line ops (standard VJPs only), on c and xla:cpu: every gradient agrees to
 // 1e-12. The loop's gradient graph stays small: its listing holds the stored h [64, 2, 3] but
-// nothing [64, 64, ...] (buf is only written into, so its 64 values are not kept).
+// nothing [64, 64, ...] (buf is only written into, so its 64 values are not kept), and two
+// loops, not three.
 TEST(while_gradient_as_a_loop) {
   enum { kSteps = 64 };
   for (int k = 0; k < 2; ++k) {
@@ -1599,6 +1600,12 @@ TEST(while_gradient_as_a_loop) {
         ASSERT_TRUE(strstr(text, k == 0 ? "[64, 2, 3]" : "<64x2x3xf64>") != NULL);
         ASSERT_TRUE(strstr(text, k == 0 ? "[64, 64" : "<64x64x") == NULL);
         ASSERT_TRUE(size < 60000);  // not 64 copies of the body
+        // Two loops: the forward one (storing h) and the backward one; the original While
+        // became a pass-through of the storing loop's results, so the forward runs once.
+        int loops = 0;
+        const char* word = k == 0 ? " = While(" : "\"stablehlo.while\"";
+        for (const char* at = strstr(text, word); at; at = strstr(at + 1, word)) ++loops;
+        ASSERT_EQ_INT(loops, 2);
         free(text);
       }
       ASSERT_STATUS_OK(api_run(be, exe, (const void*[]){in[0], in[1], in[2], in[3]},

@@ -823,6 +823,62 @@ TEST(while_fills_a_buffer_row_by_row) {
   }
 }
 
+// The state element updated in place has one half in the While's slot, not two: a loop filling
+// a [2048, 256] f32 buffer (2 MiB) from a parameter and returning it peaks at the output
+// buffer, the slot and the body's own result (3 x 2 MiB; a double slot made it 4).
+TEST(while_in_place_state_has_one_half) {
+  enum { R = 2048, C = 256 };
+  ce_counting_t counting = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+  cml_backend_t* backend = NULL;
+  ASSERT_STATUS_OK(cml_backend_create("c:threads=1,buffer_cache_mb=0",
+                                      (cml_allocator_t){&counting, ce_counting_fn}, &backend));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(backend, "half", &b));
+  cml_function_t* f = cml_builder_main(b);
+  const cml_shape_t is = ce_scalar(CML_DTYPE_I32);
+  const cml_shape_t bs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){R, C});
+  cml_value_t buf = cml_parameter(f, "buf", &bs);
+  cml_function_t *cond = NULL, *body = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
+  cml_value_t ci = cml_parameter(cond, "i", &is);
+  (void)cml_parameter(cond, "buf", &bs);
+  cml_value_t go = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, R));
+  ASSERT_STATUS_OK(cml_function_return(cond, &go, 1));
+  cml_value_t bi = cml_parameter(body, "i", &is), bb = cml_parameter(body, "buf", &bs);
+  cml_value_t v = cml_op_convert_dtype(body, bi, CML_DTYPE_F32);
+  cml_value_t row = cml_op_broadcast_in_dim(body, v, (int64_t[]){1, C}, 2, NULL, 0);
+  cml_value_t starts[2] = {bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 0)};
+  cml_value_t next[2] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)),
+                         cml_op_dynamic_update_slice(body, bb, row, starts, 2)};
+  ASSERT_STATUS_OK(cml_function_return(body, next, 2));
+  cml_value_t res[2];
+  ASSERT_TRUE(cml_op_while(
+      f, cond, body, (cml_value_t[]){cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), buf}, 2, res));
+  ASSERT_STATUS_OK(cml_function_return(f, &res[1], 1));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(cml_builder_compile(b, &exe));
+  cml_builder_destroy(b);
+  const size_t bytes = (size_t)R * C * sizeof(float);
+  float* host = calloc((size_t)R * C, sizeof(float));
+  ASSERT_TRUE(host != NULL);
+  cml_buffer_t *in = NULL, *out = NULL;
+  ASSERT_STATUS_OK(cml_buffer_from_host(backend, 0, &bs, host, bytes, &in));
+  const long long before = counting.live;
+  counting.peak = counting.live;
+  ASSERT_STATUS_OK(cml_executable_execute(exe, &in, 1, NULL, 0, &out));
+  const long long peak = counting.peak - before;
+  ASSERT_STATUS_OK(cml_buffer_copy_to_host(out, host, bytes));
+  for (int r = 0; r < R; r += 97) ASSERT_EQ_DBL(host[(size_t)r * C + C - 1], (double)r);
+  free(host);
+  cml_buffer_release(in);
+  cml_buffer_release(out);
+  cml_executable_release(exe);
+  cml_backend_release(backend);
+  if (!(peak < 3LL * (long long)bytes + (256 << 10))) fprintf(stderr, "peak %lld\n", peak);
+  ASSERT_TRUE(peak < 3LL * (long long)bytes + (256 << 10));
+}
+
 // A While carrying a read-only array (the body returns it unchanged, as exported fori_loops
 // carry their weights) beside a counter and a sum: the array's output aliases the While's input
 // (it was copied out of a double state slot once per execute: 24-240x xla:cpu's time for such a
@@ -904,4 +960,5 @@ TEST_MAIN(TEST_ENTRY(while_sum_1_to_10), TEST_ENTRY(while_state_written_in_place
           TEST_ENTRY(layer_norm_over_trailing_axes_takes_no_tables),
           TEST_ENTRY(int8_dot_with_an_int8_accumulator),
           TEST_ENTRY(while_fills_a_buffer_row_by_row),
+          TEST_ENTRY(while_in_place_state_has_one_half),
           TEST_ENTRY(while_passes_a_read_only_array_through))

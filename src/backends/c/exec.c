@@ -348,6 +348,13 @@ static cml_status_t cmlc_run_and_copy(cmlc_context_t* ctx, const cml_ir_node_t* 
   return CML_OK;
 }
 
+// The second half of While state element |i|'s slot, whose first half is at |a|: an element
+// updated in place (bit i of |in_place|) has a single half (plan.c), which is both.
+static inline uint8_t* cmlc_while_other_half(const cmlc_value_plan_t* state, uint32_t i,
+                                             uint64_t in_place, uint8_t* a) {
+  return i < 64 && (in_place >> i & 1) ? a : a + state[i].size / 2;
+}
+
 static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan_t* fp,
                                    const cmlc_step_t* step) {
   const cmlc_executable_t* exe = ctx->exe;
@@ -389,7 +396,7 @@ static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan
       const uint32_t rv = body->outputs[i];
       if (exe->values[rv].storage != CMLC_STORAGE_ARENA || state[i].bytes == 0) continue;
       uint8_t* a = ctx->arena + state[i].arena_at;
-      uint8_t* b = a + state[i].size / 2;
+      uint8_t* b = cmlc_while_other_half(state, i, in_place, a);
       // An element updated in place stays in its half (never in the While's own input).
       if (i < 64 && (in_place >> i & 1) && (cur[i] == (void*)a || cur[i] == (void*)b)) {
         ptrs[rv] = cur[i];
@@ -403,7 +410,7 @@ static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan
       void* result = ptrs[body->outputs[i]];
       if (result == cur[i]) continue;
       uint8_t* a = ctx->arena + state[i].arena_at;
-      uint8_t* b = a + state[i].size / 2;
+      uint8_t* b = cmlc_while_other_half(state, i, in_place, a);
       void* dst = cur[i] == (void*)a ? (void*)b : (void*)a;
       if (result != dst) cmlc_copy_value(dst, result, state[i].bytes);
       cur[i] = dst;
@@ -424,7 +431,7 @@ static cml_status_t cmlc_run_while(cmlc_context_t* ctx, const cmlc_function_plan
       continue;
     }
     uint8_t* a = ctx->arena + state[i].arena_at;
-    uint8_t* b = a + state[i].size / 2;
+    uint8_t* b = cmlc_while_other_half(state, i, in_place, a);
     if (cur[i] != (void*)a && cur[i] != (void*)b) {
       cmlc_copy_value(a, cur[i], state[i].bytes);
       cur[i] = a;

@@ -893,7 +893,10 @@ static cml_status_t cmlc_plan_function(cmlc_planner_t* p, uint32_t fi, uint32_t*
         }
         size_t size = cmlc_size_align(bytes, CMLC_ALIGNMENT);
         if (n->op == CML_OP_WHILE) {
-          size = size == 0 ? CMLC_ALIGNMENT : cmlc_size_add(size, size);
+          // Two halves, one for the state and one for the next; an element updated in place
+          // needs one (cmlc_run_while: its first update writes it there, the next in place).
+          const bool one = o < 64 && (step->while_in_place >> o & 1);
+          size = size == 0 ? CMLC_ALIGNMENT : one ? size : cmlc_size_add(size, size);
         }
         // In place: output 0 takes the slot of a dying input (every output o that of input o,
         // for entries with in_place_each).
