@@ -8,7 +8,8 @@
 // gradients, the gradients concatenated as the output). Run the block with
 // -b c -b c:fusion=false -b xla:cpu to compare the fused ops (native kernels and VJPs) with the
 // same graph decomposed, and with XLA. A step's output is the updated parameters concatenated
-// (one output keeps every gradient live).
+// (one output keeps every gradient live). And an LSTM written as a While loop over 128 and
+// 1024 steps: the forward loss, and the gradients (the loop differentiated as a loop).
 #include <math.h>
 #include <string.h>
 
@@ -154,10 +155,71 @@ static cml_value_t build_block(cml_function_t* f, const bench_case_t* c) {
   return cml_op_concatenate(f, 0, (cml_value_t[]){np, nm, nv}, 3);
 }
 
+// An LSTM over a While (batch 8, input 64, hidden 64, T steps): each trip reads x_t from a
+// captured [T, 8, 64] sequence and writes h into a [T, 8, 64] results buffer in the state;
+// loss = sum(buffer^2). TL_GRAD 0: the loss; 1: the gradients of w [128, 256] and b [256]
+// (cml_gradients differentiates the loop as a loop), concatenated.
+enum { TL_T = 0, TL_GRAD = 1, TL_B = 8, TL_I = 64, TL_H = 64 };
+
+static cml_value_t build_lstm(cml_function_t* f, const bench_case_t* c) {
+  const int64_t steps = c->dims[TL_T];
+  const cml_dtype_t dt = CML_DTYPE_F32;
+  cml_value_t xs = bench_param(f, "xs", dt, 3, (int64_t[]){steps, TL_B, TL_I});
+  cml_value_t w = bench_param(f, "w", dt, 2, (int64_t[]){TL_I + TL_H, 4 * TL_H});
+  cml_value_t bias = bench_param(f, "b", dt, 1, (int64_t[]){4 * TL_H});
+  const int64_t hd[2] = {TL_B, TL_H}, bd[3] = {steps, TL_B, TL_H}, gd[2] = {TL_B, 4 * TL_H};
+  const cml_shape_t is = cml_shape_make(CML_DTYPE_I32, 0, NULL), hs = cml_shape_make(dt, 2, hd),
+                    bs = cml_shape_make(dt, 3, bd);
+  const cml_shape_t state[4] = {is, hs, hs, bs};
+  cml_function_t *cond = NULL, *body = NULL;
+  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t ct = cml_parameter(cond, "t", &is);
+  for (int k = 1; k < 4; ++k) (void)cml_parameter(cond, NULL, &state[k]);
+  cml_value_t lt = cml_op_less_than(cond, ct, cml_constant_scalar_i64(cond, CML_DTYPE_I32, steps));
+  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t v[4];
+  for (int k = 0; k < 4; ++k) v[k] = cml_parameter(body, NULL, &state[k]);
+  cml_value_t z = cml_constant_scalar_i64(body, CML_DTYPE_I32, 0), at[3] = {v[0], z, z};
+  cml_value_t xt = cml_op_dynamic_slice(body, xs, at, (int64_t[]){1, TL_B, TL_I}, 3);
+  xt = cml_op_reshape(body, xt, (int64_t[]){TL_B, TL_I}, 2);
+  cml_value_t xh = cml_op_concatenate(body, 1, (cml_value_t[]){xt, v[1]}, 2);
+  cml_value_t g =
+      cml_op_add(body, cml_op_dot(body, xh, w), bench_broadcast_back(body, bias, gd, 2, 0));
+  cml_value_t gate[4];
+  for (int i = 0; i < 4; ++i) {
+    gate[i] =
+        cml_op_slice(body, g, (int64_t[]){0, i * TL_H}, (int64_t[]){TL_B, (i + 1) * TL_H}, NULL, 2);
+  }
+  cml_value_t c2 =
+      cml_op_add(body, cml_op_mul(body, cml_op_logistic(body, gate[1]), v[2]),
+                 cml_op_mul(body, cml_op_logistic(body, gate[0]), cml_op_tanh(body, gate[2])));
+  cml_value_t h2 = cml_op_mul(body, cml_op_logistic(body, gate[3]), cml_op_tanh(body, c2));
+  cml_value_t row = cml_op_reshape(body, h2, (int64_t[]){1, TL_B, TL_H}, 3);
+  cml_value_t next[4] = {cml_op_add(body, v[0], cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)),
+                         h2, c2, cml_op_dynamic_update_slice(body, v[3], row, at, 3)};
+  if (cml_function_return(body, next, 4) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t zero = cml_constant_scalar_f64(f, dt, 0.0);
+  cml_value_t zh = cml_op_broadcast_in_dim(f, zero, hd, 2, NULL, 0);
+  cml_value_t init[4] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), zh, zh,
+                         cml_op_broadcast_in_dim(f, zero, bd, 3, NULL, 0)};
+  cml_value_t out[4];
+  if (!cml_op_while(f, cond, body, init, 4, out)) return CML_VALUE_INVALID;
+  cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, out[3], out[3]), NULL, 0);
+  if (!c->dims[TL_GRAD]) return loss;
+  cml_value_t grads[2];
+  cml_status_t st = cml_gradients(f, loss, (cml_value_t[]){w, bias}, 2, grads);
+  if (st != CML_OK) {
+    cml_status_free(st);
+    return CML_VALUE_INVALID;
+  }
+  return cml_op_concatenate(f, 0, (cml_value_t[]){flatten(f, grads[0]), grads[1]}, 2);
+}
+
 int main(int argc, char** argv) {
   bench_options_t opts;
   if (!bench_parse_args(&opts, argc, argv, "MLP training step (gradients + SGD)")) return 2;
-  bench_case_t cases[5];
+  bench_case_t cases[9];
   double fwd = 2.0 * 128 * (double)(kIn * kHidden + kHidden * kOut);
   for (int step = 0; step < 2; ++step) {
     bench_case_t* c = &cases[step];
@@ -188,6 +250,22 @@ int main(int argc, char** argv) {
     c->heavy = true;
     bench_case_name(c, "f32 transformer block d256 h4 seq 128 batch 8: %s", kBlockCase[step]);
   }
-  bench_run(&opts, cases, 5);
+  // The LSTM: per trip 2 B (I + H) 4H flops; the gradient about 4x (the forward, the body
+  // recomputed, its VJP).
+  static const int64_t kSteps[2] = {128, 1024};
+  for (int k = 0; k < 4; ++k) {
+    bench_case_t* c = &cases[5 + k];
+    memset(c, 0, sizeof *c);
+    c->group = "train";
+    c->build = build_lstm;
+    c->dtype = CML_DTYPE_F32;
+    c->dims[TL_T] = kSteps[k / 2];
+    c->dims[TL_GRAD] = k % 2;
+    const double lstm = 2.0 * TL_B * (TL_I + TL_H) * 4 * TL_H * (double)kSteps[k / 2];
+    c->flops = k % 2 ? 4 * lstm : lstm;
+    bench_case_name(c, "f32 LSTM While, %lld steps, batch 8, 64-64: %s", (long long)kSteps[k / 2],
+                    k % 2 ? "gradients" : "forward loss");
+  }
+  bench_run(&opts, cases, 9);
   return bench_finish(&opts);
 }
