@@ -53,7 +53,10 @@
 // integer counter in the state that starts at a constant, a condition `counter < constant`
 // (LessThan), and a body returning counter + 1: differentiated as a loop, any number of trips;
 // the state values the backward pass reads are kept per trip),
-// Sort (the values: gradients follow the permutation), FusedSoftmax, FusedGelu,
+// Sort (the values: gradients follow the permutation), the collectives of an SPMD program
+// (AllReduce and ReduceScatter with sum, AllGather, AllToAll, CollectivePermute,
+// CollectiveBroadcast: the gradient is that of the sum of every device slot's loss, so each
+// one's VJP is its transpose), FusedSoftmax, FusedGelu,
 // FusedLayerNorm, FusedDense, FusedScaledDotProductAttention (and its VJP op, for second
 // derivatives), FusedAttentionQKVProjection, FusedQuantizedDense (x, bias, scales and zero
 // points; the integer codes have no gradient). Any other op on the path from the requested

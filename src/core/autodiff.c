@@ -177,6 +177,8 @@ static cml__ad_rule_fn* cml_ad_rule(cml_op_t op) {
       return cml__ad_vjp_control;
     case CML_OPG_FUSED:
       return cml__ad_vjp_fused;
+    case CML_OPG_COLLECTIVE:
+      return cml__ad_vjp_collective;
     default:
       return NULL;
   }

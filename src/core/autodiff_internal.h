@@ -67,6 +67,7 @@ cml__ad_rule_fn cml__ad_vjp_linalg;
 cml__ad_rule_fn cml__ad_vjp_special;
 cml__ad_rule_fn cml__ad_vjp_control;
 cml__ad_rule_fn cml__ad_vjp_fused;
+cml__ad_rule_fn cml__ad_vjp_collective;
 
 // UNIMPLEMENTED: "<Op>: no VJP (<why>) for operands <shapes>; cml_gradients cannot
 // differentiate through it". |why| may be NULL.

@@ -1747,6 +1747,103 @@ TEST(while_gradient_of_a_max_rank_state) {
   ASSERT_NEAR(gv, 8 * pow(xv, 7), 1e-12);
 }
 
+// Collectives in an SPMD program over 4 slots: the gradient is that of the sum of every slot's
+// loss, each linear collective's VJP its transpose. Slot d has x_d [4] and weights w_d [25]
+// (u [4], v [16], q [1], z [4]) and e_d [4]; its loss sums u * AllReduce(x * x),
+// v * AllGather(x), q * ReduceScatter(x), z * AllToAll(x), e * CollectivePermute(x, 0->1->2->3)
+// and e * CollectiveBroadcast(x) over the groups {0, 1}, {2, 3}, and z * AllToAll of x as
+// [1, 4] split along axis 1 and gathered along axis 0. By hand, dx_d[k] =
+// 2 x_d[k] sum_e u_e[k] + sum_e v_e[4d + k] + q_k + 2 z_k[d] + e_{d+1}[k] (d < 3) + (d = 0:
+// e_0[k] + e_1[k]; d = 2: e_2[k] + e_3[k]). On c:devices=4, and on xla:cpu with 4 devices
+// under --xla. AllReduce with max has no VJP (not linear): UNIMPLEMENTED naming it.
+TEST(collective_gradients) {
+  const char* config = g_xla ? "xla:cpu,cpu_device_count=4" : "c:devices=4";
+  cml_backend_t* be = NULL;
+  ASSERT_STATUS_OK(cml_backend_new_with_config(config, &be));
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(be, "collective", &b));
+  ASSERT_STATUS_OK(cml_builder_spmd(b, 4));
+  cml_function_t* f = cml_builder_main(b);
+  const cml_shape_t xs = F64(4), ws = F64(25), es = F64(4);
+  cml_value_t x = cml_parameter(f, "x", &xs), w = cml_parameter(f, "w", &ws);
+  cml_value_t e = cml_parameter(f, "e", &es);
+  const int32_t pair_ids[4] = {0, 1, 2, 3}, halves[4] = {0, 1, 2, 3};
+  const cml_replica_groups_t all = {pair_ids, 1, 4}, two = {halves, 2, 2};
+  const int32_t pairs[6] = {0, 1, 1, 2, 2, 3};
+  cml_value_t sq = cml_op_mul(f, x, x), a;
+  ASSERT_TRUE(cml_op_all_reduce(f, &sq, 1, CML_REDUCE_SUM, &all, &a));
+  cml_value_t row = cml_op_reshape(f, x, (int64_t[]){1, 4}, 2);
+  cml_value_t parts[7] = {
+      a,
+      cml_op_all_gather(f, x, 0, &all),
+      cml_op_reduce_scatter(f, x, CML_REDUCE_SUM, 0, &all),
+      cml_op_all_to_all(f, x, 0, 0, &all),
+      cml_op_collective_permute(f, x, pairs, 3),
+      cml_op_collective_broadcast(f, x, &two),
+      cml_op_reshape(f, cml_op_all_to_all(f, row, 1, 0, &all), (int64_t[]){4}, 1),
+  };
+  const int64_t at[7] = {0, 4, 20, 21, 0, 0, 21}, len[7] = {4, 16, 1, 4, 4, 4, 4};
+  cml_value_t loss = cml_constant_scalar_f64(f, CML_DTYPE_F64, 0.0);
+  for (int i = 0; i < 7; ++i) {
+    cml_value_t wt = i == 4 || i == 5 ? e
+                                      : cml_op_slice(f, w, (int64_t[]){at[i]},
+                                                     (int64_t[]){at[i] + len[i]}, NULL, 1);
+    loss = cml_op_add(f, loss, cml_op_reduce_sum(f, cml_op_mul(f, parts[i], wt), NULL, 0));
+  }
+  cml_value_t g;
+  ASSERT_STATUS_OK(cml_gradients(f, loss, &x, 1, &g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
+  double xv[4][4], wv[4][25], ev[4][4], got[4][4];
+  uint64_t seed = 11;
+  for (int d = 0; d < 4; ++d) {
+    for (int k = 0; k < 25; ++k) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      wv[d][k] = (double)(seed >> 11) / 9007199254740992.0 - 0.5;
+      if (k < 4) {
+        xv[d][k] = wv[d][k] * 3 + 0.1 * d;
+        ev[d][k] = 0.25 * k - 0.5 * d;
+      }
+    }
+  }
+  cml_buffer_t* in[12];
+  cml_buffer_t* out[4];
+  for (int d = 0; d < 4; ++d) {
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, d, &xs, xv[d], sizeof xv[d], &in[3 * d]));
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, d, &ws, wv[d], sizeof wv[d], &in[3 * d + 1]));
+    ASSERT_STATUS_OK(cml_buffer_from_host(be, d, &es, ev[d], sizeof ev[d], &in[3 * d + 2]));
+  }
+  ASSERT_STATUS_OK(cml_executable_execute(exe, in, 12, NULL, 0, out));
+  for (int d = 0; d < 4; ++d) {
+    ASSERT_STATUS_OK(cml_buffer_copy_to_host(out[d], got[d], sizeof got[d]));
+    cml_buffer_release(out[d]);
+  }
+  for (int i = 0; i < 12; ++i) cml_buffer_release(in[i]);
+  cml_executable_release(exe);
+  for (int d = 0; d < 4; ++d) {
+    for (int k = 0; k < 4; ++k) {
+      double want = wv[k][20] + 2 * wv[k][21 + d];  // ReduceScatter, the two AllToAlls
+      for (int o = 0; o < 4; ++o) want += 2 * xv[d][k] * wv[o][k] + wv[o][4 + 4 * d + k];
+      if (d < 3) want += ev[d + 1][k];                        // CollectivePermute
+      if (d == 0 || d == 2) want += ev[d][k] + ev[d + 1][k];  // CollectiveBroadcast
+      ASSERT_NEAR(got[d][k], want, 1e-12);
+    }
+  }
+  // Max is not linear.
+  ASSERT_STATUS_OK(cml_builder_create(be, "max", &b));
+  ASSERT_STATUS_OK(cml_builder_spmd(b, 4));
+  f = cml_builder_main(b);
+  x = cml_parameter(f, "x", &xs);
+  ASSERT_TRUE(cml_op_all_reduce(f, &x, 1, CML_REDUCE_MAX, NULL, &a));
+  char msg[512];
+  ASSERT_EQ_INT(
+      api_code_msg(cml_gradients(f, cml_op_reduce_sum(f, a, NULL, 0), &x, 1, &g), msg, sizeof msg),
+      CML_STATUS_UNIMPLEMENTED);
+  ASSERT_CONTAINS(msg, "AllReduce: no VJP (a Max reduction is not linear");
+  cml_builder_destroy(b);
+  cml_backend_release(be);
+}
+
 // The logsumexp state of native attention has a VJP (through the decomposition; finite
 // differences: the sdpa_lse cases). A batch whose kv_seq_len is 0 has lse = -inf on every row;
 // with those rows selected away, its gradient is 0, not NaN, and the other batch's is finite
@@ -2591,6 +2688,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(while_gradient_of_a_long_loop),
                                        TEST_ENTRY(while_gradient_of_shared_unchanged_state),
                                        TEST_ENTRY(while_gradient_of_a_max_rank_state),
+                                       TEST_ENTRY(collective_gradients),
                                        TEST_ENTRY(quantized_dense_gradient),
                                        TEST_ENTRY(learning_rate_as_a_value),
                                        TEST_ENTRY(sgd_momentum_nesterov),
@@ -2609,7 +2707,8 @@ int main(int argc, char** argv) {
                   strcmp(tests[i].name, "nested_control_flow_gradients") == 0 ||
                   strcmp(tests[i].name, "if_with_many_values_second_derivative") == 0 ||
                   strcmp(tests[i].name, "reduce_product_with_zeros") == 0 ||
-                  strncmp(tests[i].name, "while_gradient_", 15) == 0;
+                  strncmp(tests[i].name, "while_gradient_", 15) == 0 ||
+                  strcmp(tests[i].name, "collective_gradients") == 0;
     bool skip = xla ? !on_xla : strcmp(tests[i].name, "finite_differences_xla") == 0;
     if (only ? strcmp(only, tests[i].name) != 0 : skip) {
       continue;
