@@ -1447,12 +1447,15 @@ TEST(unimplemented_names_op) {
   cml_builder_destroy(b);
 }
 
-// Builds While((i, x): i < limit; (i + 1, x * x)) from (start, x) in |f| with a counter of
-// dtype |dt| and returns its x. |start| and |limit| are the constants' bits, read as |dt| (the
-// low bytes, on these little-endian targets: small values and every 64-bit value alike).
-static cml_value_t squaring_loop(cml_function_t* f, cml_dtype_t dt, uint64_t start, uint64_t limit,
-                                 cml_value_t x) {
-  cml_shape_t is = API_SHAPE(dt), xs = API_SHAPE(CML_DTYPE_F32);
+// Builds While((i, x): i < limit; (i + 1, x * m)) from (start, x) in |f| with a counter of
+// dtype |dt| and returns its x; m is |factor|, or x itself when |factor| is CML_VALUE_INVALID
+// (x squared each trip). x may have any shape. |start| and |limit| are the constants' bits, read
+// as |dt| (the low bytes, on these little-endian targets: small values and every 64-bit value
+// alike).
+static cml_value_t product_loop(cml_function_t* f, cml_dtype_t dt, uint64_t start, uint64_t limit,
+                                cml_value_t x, cml_value_t factor) {
+  cml_shape_t is = API_SHAPE(dt), xs;
+  if (!cml_builder_value_shape(cml_function_builder(f), x, &xs)) return CML_VALUE_INVALID;
   const uint64_t one = 1;
   cml_function_t *cond = NULL, *body = NULL;
   if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
@@ -1464,15 +1467,15 @@ static cml_value_t squaring_loop(cml_function_t* f, cml_dtype_t dt, uint64_t sta
   cml_value_t bi = cml_parameter(body, NULL, &is);
   cml_value_t bx = cml_parameter(body, NULL, &xs);
   cml_value_t next[2] = {cml_op_add(body, bi, cml_constant(body, &is, &one)),
-                         cml_op_mul(body, bx, bx)};
+                         cml_op_mul(body, bx, factor == CML_VALUE_INVALID ? bx : factor)};
   if (cml_function_return(body, next, 2) != CML_OK) return CML_VALUE_INVALID;
   cml_value_t init[2] = {cml_constant(f, &is, &start), x}, out[2];
   if (!cml_op_while(f, cond, body, init, 2, out)) return CML_VALUE_INVALID;
   return out[1];
 }
 
-// d(x^8)/dx at 1.5 through |loop| (a squaring_loop of 3 trips of main's parameter 0); compiles
-// and so destroys |b| (api_finish).
+// d(x^8)/dx at 1.5 through |loop| (a product_loop squaring it 3 trips of main's parameter 0);
+// compiles and so destroys |b| (api_finish).
 static void expect_three_squarings(int* test_failed_, cml_builder_t* b, cml_value_t x,
                                    cml_value_t loop) {
   cml_function_t* f = cml_builder_main(b);
@@ -1499,7 +1502,8 @@ TEST(while_trip_count_past_int64) {
     cml_function_t* f = cml_builder_main(b);
     cml_shape_t xs = API_SHAPE(CML_DTYPE_F32);
     cml_value_t x = cml_parameter(f, "x", &xs);
-    cml_value_t y = squaring_loop(f, CML_DTYPE_I64, (uint64_t)INT64_MIN, (uint64_t)limits[c], x);
+    cml_value_t y = product_loop(f, CML_DTYPE_I64, (uint64_t)INT64_MIN, (uint64_t)limits[c], x,
+                                 CML_VALUE_INVALID);
     ASSERT_NE_INT(y, CML_VALUE_INVALID);
     cml_value_t g;
     ASSERT_EQ_INT(api_code_msg(cml_gradients(f, y, &x, 1, &g), msg, sizeof msg),
@@ -1520,7 +1524,7 @@ TEST(while_counters_of_every_integer_dtype) {
     ASSERT_STATUS_OK(cml_builder_create(g_c, "while", &b));
     cml_shape_t xs = API_SHAPE(CML_DTYPE_F32);
     cml_value_t x = cml_parameter(cml_builder_main(b), "x", &xs);
-    cml_value_t y = squaring_loop(cml_builder_main(b), dts[c], 0, 3, x);
+    cml_value_t y = product_loop(cml_builder_main(b), dts[c], 0, 3, x, CML_VALUE_INVALID);
     ASSERT_NE_INT(y, CML_VALUE_INVALID);
     expect_three_squarings(test_failed_, b, x, y);
   }
@@ -1539,7 +1543,7 @@ TEST(while_uint64_counters_past_int64_max) {
     cml_function_t* f = cml_builder_main(b);
     cml_shape_t xs = API_SHAPE(CML_DTYPE_F32);
     cml_value_t x = cml_parameter(f, "x", &xs);
-    cml_value_t y = squaring_loop(f, CML_DTYPE_U64, range[c][0], range[c][1], x);
+    cml_value_t y = product_loop(f, CML_DTYPE_U64, range[c][0], range[c][1], x, CML_VALUE_INVALID);
     ASSERT_NE_INT(y, CML_VALUE_INVALID);
     if (c < 2) {
       expect_three_squarings(test_failed_, b, x, y);
@@ -1634,25 +1638,12 @@ TEST(while_gradient_of_a_long_loop) {
     cml_builder_t* b = NULL;
     ASSERT_STATUS_OK(cml_builder_create(be, "long", &b));
     cml_function_t* f = cml_builder_main(b);
-    cml_shape_t s = F64(), is = API_SHAPE(CML_DTYPE_I64);
+    cml_shape_t s = F64();
     cml_value_t x = cml_parameter(f, "x", &s), c = cml_parameter(f, "c", &s);
-    cml_function_t *cond = NULL, *body = NULL;
-    ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
-    cml_value_t ci = cml_parameter(cond, NULL, &is);
-    cml_parameter(cond, NULL, &s);
-    cml_value_t lt =
-        cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I64, trips));
-    ASSERT_STATUS_OK(cml_function_return(cond, &lt, 1));
-    ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
-    cml_value_t bi = cml_parameter(body, NULL, &is), bx = cml_parameter(body, NULL, &s);
-    cml_value_t next[2] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I64, 1)),
-                           cml_op_mul(body, bx, c)};
-    ASSERT_STATUS_OK(cml_function_return(body, next, 2));
-    cml_value_t out[2];
-    ASSERT_TRUE(cml_op_while(
-        f, cond, body, (cml_value_t[]){cml_constant_scalar_i64(f, CML_DTYPE_I64, 0), x}, 2, out));
+    cml_value_t y = product_loop(f, CML_DTYPE_I64, 0, (uint64_t)trips, x, c);
+    ASSERT_NE_INT(y, CML_VALUE_INVALID);
     cml_value_t g[2];
-    ASSERT_STATUS_OK(cml_gradients(f, out[1], (cml_value_t[]){x, c}, 2, g));
+    ASSERT_STATUS_OK(cml_gradients(f, y, (cml_value_t[]){x, c}, 2, g));
     cml_executable_t* exe = NULL;
     ASSERT_STATUS_OK(api_finish(b, g, 2, &exe));
     const double xv = 1.5, cv = 1.00001;
@@ -1719,25 +1710,12 @@ TEST(while_gradient_of_a_max_rank_state) {
   cml_function_t* f = cml_builder_main(b);
   int64_t ones[CML_MAX_RANK];
   for (int i = 0; i < CML_MAX_RANK; ++i) ones[i] = 1;
-  const cml_shape_t xs = cml_shape_make(CML_DTYPE_F64, CML_MAX_RANK, ones),
-                    is = API_SHAPE(CML_DTYPE_I32);
+  const cml_shape_t xs = cml_shape_make(CML_DTYPE_F64, CML_MAX_RANK, ones);
   cml_value_t x = cml_parameter(f, "x", &xs);
-  cml_function_t *cond = NULL, *body = NULL;
-  ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
-  cml_value_t ci = cml_parameter(cond, NULL, &is);
-  cml_parameter(cond, NULL, &xs);
-  cml_value_t lt = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, 3));
-  ASSERT_STATUS_OK(cml_function_return(cond, &lt, 1));
-  ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
-  cml_value_t bi = cml_parameter(body, NULL, &is), bx = cml_parameter(body, NULL, &xs);
-  cml_value_t next[2] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)),
-                         cml_op_mul(body, bx, bx)};
-  ASSERT_STATUS_OK(cml_function_return(body, next, 2));
-  cml_value_t out[2];
-  ASSERT_TRUE(cml_op_while(
-      f, cond, body, (cml_value_t[]){cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x}, 2, out));
+  cml_value_t y = product_loop(f, CML_DTYPE_I32, 0, 3, x, CML_VALUE_INVALID);
+  ASSERT_NE_INT(y, CML_VALUE_INVALID);
   cml_value_t g;
-  ASSERT_STATUS_OK(cml_gradients(f, cml_op_reduce_sum(f, out[1], NULL, 0), &x, 1, &g));
+  ASSERT_STATUS_OK(cml_gradients(f, cml_op_reduce_sum(f, y, NULL, 0), &x, 1, &g));
   cml_executable_t* exe = NULL;
   ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
   const double xv = 1.25;
