@@ -216,6 +216,14 @@ static cml_value_t build_lstm(cml_function_t* f, const bench_case_t* c) {
   return cml_op_concatenate(f, 0, (cml_value_t[]){flatten(f, grads[0]), grads[1]}, 2);
 }
 
+// Clears |c| and sets what every case here shares: f32, the "train" group, |build|.
+static void train_case(bench_case_t* c, bench_build_fn build) {
+  memset(c, 0, sizeof *c);
+  c->group = "train";
+  c->build = build;
+  c->dtype = CML_DTYPE_F32;
+}
+
 int main(int argc, char** argv) {
   bench_options_t opts;
   if (!bench_parse_args(&opts, argc, argv, "MLP training step (gradients + SGD)")) return 2;
@@ -223,10 +231,7 @@ int main(int argc, char** argv) {
   double fwd = 2.0 * 128 * (double)(kIn * kHidden + kHidden * kOut);
   for (int step = 0; step < 2; ++step) {
     bench_case_t* c = &cases[step];
-    memset(c, 0, sizeof *c);
-    c->group = "train";
-    c->build = build_train;
-    c->dtype = CML_DTYPE_F32;
+    train_case(c, build_train);
     c->dims[TR_BATCH] = 128;
     c->dims[TR_STEP] = step;
     c->flops = step ? 3 * fwd : fwd;  // backward: about twice the forward's products
@@ -241,10 +246,7 @@ int main(int argc, char** argv) {
                                             "gradient graph (loss and gradients)"};
   for (int step = 0; step < 3; ++step) {
     bench_case_t* c = &cases[2 + step];
-    memset(c, 0, sizeof *c);
-    c->group = "train";
-    c->build = build_block;
-    c->dtype = CML_DTYPE_F32;
+    train_case(c, build_block);
     c->dims[TR_STEP] = step;
     c->flops = step ? 3 * block : block;
     c->heavy = true;
@@ -255,10 +257,7 @@ int main(int argc, char** argv) {
   static const int64_t kSteps[2] = {128, 1024};
   for (int k = 0; k < 4; ++k) {
     bench_case_t* c = &cases[5 + k];
-    memset(c, 0, sizeof *c);
-    c->group = "train";
-    c->build = build_lstm;
-    c->dtype = CML_DTYPE_F32;
+    train_case(c, build_lstm);
     c->dims[TL_T] = kSteps[k / 2];
     c->dims[TL_GRAD] = k % 2;
     const double lstm = 2.0 * TL_B * (TL_I + TL_H) * 4 * TL_H * (double)kSteps[k / 2];

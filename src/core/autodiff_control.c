@@ -390,7 +390,7 @@ static int64_t cml_ad_while_trips(const cml__ad_t* ad, const cml_ir_node_t* n) {
 }
 
 // The While unrolled: its body inlined |trips| times, then differentiated (loops whose state
-// has dynamic shapes, which the stacks of cml_ad_while_rolled cannot hold).
+// the stacks of cml_ad_while_rolled cannot hold: dynamic shapes, or the maximum rank).
 static cml_status_t cml_ad_while_unrolled(cml__ad_t* ad, const cml_ir_node_t* n,
                                           const cml_value_t* cts, int64_t trips) {
   const cml_function_t* body = ad->impl->functions[n->attrs->functions[1]];
@@ -409,14 +409,6 @@ static cml_status_t cml_ad_while_unrolled(cml__ad_t* ad, const cml_ir_node_t* n,
   if (st == CML_OK && ad->b->error == CML_OK) st = cml__ad_nested(ad, begin, cur, cts, count);
   cml__temp_free(ad->b, cur, bytes);
   return st;
-}
-
-// Zeros of |shape|, any dtype (every dtype's zero is all-zero bits).
-static cml_value_t cml_ad_zero_fill(cml_function_t* f, const cml_shape_t* shape) {
-  static const uint8_t zero[16] = {0};
-  cml_shape_t scalar = cml_shape_make(shape->dtype, 0, NULL);
-  cml_value_t z = cml_constant(f, &scalar, zero);
-  return shape->rank ? cml_op_broadcast_in_dim(f, z, shape->dims, shape->rank, NULL, 0) : z;
 }
 
 // Whether the VJP of |op| reads only the shape of its operand |slot|, not its value (the linear
@@ -611,9 +603,10 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
   const uint32_t count = plan->count, nd = plan->diff_count, nc = plan->cap_count;
   const uint32_t w1_count = count + 1 + plan->stack_count, w2_count = 1 + nd + nc;
   const uint32_t width = (w1_count > w2_count ? w1_count : w2_count) + 1;
-  // Scratch: value indices and ids, each |width| or |count| long.
+  // Scratch: value indices and ids, |width|, |nd + nc + 1| or |count + 1| long.
   size_t bytes = (size_t)width * (3 * sizeof(uint32_t) + 3 * sizeof(cml_value_t)) +
-                 (size_t)(nd + nc + 1) * (sizeof(uint32_t) + sizeof(cml_value_t));
+                 (size_t)(nd + nc + 1) * (sizeof(uint32_t) + sizeof(cml_value_t)) +
+                 ((size_t)count + 1) * (sizeof(uint32_t) + sizeof(cml_value_t));
   uint8_t* scratch = cml__temp_alloc(b, bytes);
   if (!scratch) return CML_OK;  // RESOURCE_EXHAUSTED sticks to the builder
   uint32_t* params = (uint32_t*)scratch;
@@ -623,7 +616,9 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
   cml_value_t* vals = (cml_value_t*)(seed_at + nd + nc + 1);
   cml_value_t* init = vals + width;
   cml_value_t* res = init + width;
-  cml_value_t* grads = res + width;  // [nd + nc + 1]
+  cml_value_t* grads = res + width;                  // [nd + nc + 1]
+  cml_value_t* seeds = grads + nd + nc + 1;          // [count + 1]: the body's outputs' seeds
+  uint32_t* bouts = (uint32_t*)(seeds + count + 1);  // [count + 1]: the inlined body's outputs
   cml_status_t st = CML_OK;
   const cml_shape_t i64 = cml_shape_make(CML_DTYPE_I64, 0, NULL);
 
@@ -634,6 +629,8 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
   if ((st = cml_function_new_closure(f, &body1)) != CML_OK) goto done;
   for (int which = 0; which < 2 && b->error == CML_OK; ++which) {
     cml_function_t* c = which ? body1 : cond1;
+    cml__ad_t sub = *ad;
+    sub.f = c;
     uint32_t p = 0;
     for (uint32_t i = 0; i < count; ++i) {
       params[p++] = cml_parameter(c, NULL, &plan->shapes[i]) & CML__VALUE_INDEX_MASK;
@@ -645,8 +642,6 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
       params[p++] = cml_parameter(c, NULL, &stack) & CML__VALUE_INDEX_MASK;
     }
     if (b->error != CML_OK) break;
-    cml__ad_t sub = *ad;
-    sub.f = c;
     st = cml_ad_inline(&sub, n, which ? body : cond, params, outs);
     if (st != CML_OK || b->error != CML_OK) break;
     if (!which) {
@@ -658,11 +653,9 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
     for (uint32_t i = 0; i < count; ++i) res[i] = cml__value_id(b, outs[i]);
     cml_value_t t = cml__value_id(b, params[count]);
     res[count] = cml_op_add(c, t, cml_constant_scalar_i64(c, CML_DTYPE_I64, 1));
-    cml_value_t starts[CML_MAX_RANK + 1];
+    cml_value_t starts[CML_MAX_RANK + 1], zero = cml_constant_scalar_i64(c, CML_DTYPE_I64, 0);
     starts[0] = t;
-    for (int32_t a = 1; a <= CML_MAX_RANK; ++a) {
-      starts[a] = cml_constant_scalar_i64(c, CML_DTYPE_I64, 0);
-    }
+    for (int32_t a = 1; a <= CML_MAX_RANK; ++a) starts[a] = zero;
     uint32_t s = count + 1;
     for (uint32_t i = 0; i < count; ++i) {
       if (!plan->needed[i] || plan->invariant[i]) continue;
@@ -683,7 +676,7 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
   for (uint32_t i = 0, s = count + 1; i < count; ++i) {
     if (!plan->needed[i] || plan->invariant[i]) continue;
     const cml_shape_t stack = cml_ad_stack_shape(&plan->shapes[i], trips);
-    init[s++] = cml_ad_zero_fill(f, &stack);
+    init[s++] = cml__ad_zeros(ad, &stack);
   }
   if (!cml_op_while(f, cond1, body1, init, w1_count, vals)) goto done;
   // vals[count + 1 ...]: the stacks.
@@ -695,6 +688,8 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
   if ((st = cml_function_new_closure(f, &body2)) != CML_OK) goto done;
   for (int which = 0; which < 2 && b->error == CML_OK; ++which) {
     cml_function_t* c = which ? body2 : cond2;
+    cml__ad_t sub = *ad;
+    sub.f = c;
     uint32_t p = 0;
     params[p++] = cml_parameter(c, NULL, &i64) & CML__VALUE_INDEX_MASK;
     for (uint32_t i = 0; i < count; ++i) {
@@ -716,11 +711,9 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
     }
     // Trip j's state: stored, unchanged (the initial value), or a placeholder nobody reads.
     cml_value_t j = cml_op_sub(c, cml_constant_scalar_i64(c, CML_DTYPE_I64, trips - 1), t);
-    cml_value_t starts[CML_MAX_RANK + 1];
+    cml_value_t starts[CML_MAX_RANK + 1], zero = cml_constant_scalar_i64(c, CML_DTYPE_I64, 0);
     starts[0] = j;
-    for (int32_t a = 1; a <= CML_MAX_RANK; ++a) {
-      starts[a] = cml_constant_scalar_i64(c, CML_DTYPE_I64, 0);
-    }
+    for (int32_t a = 1; a <= CML_MAX_RANK; ++a) starts[a] = zero;
     uint32_t* state = outs;  // the body's parameters in |c|
     for (uint32_t i = 0, s = count + 1; i < count && b->error == CML_OK; ++i) {
       const cml_shape_t* is = &plan->shapes[i];
@@ -738,7 +731,7 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
         v = cml_op_dynamic_slice(c, vals[s++], starts, row, is->rank + 1);
         v = cml_op_reshape(c, v, is->dims, is->rank);
       } else {
-        v = cml_ad_zero_fill(c, is);
+        v = cml__ad_zeros(&sub, is);
       }
       state[i] = v & CML__VALUE_INDEX_MASK;
     }
@@ -764,15 +757,6 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
       }
     }
     uint32_t begin = c->nodes.count;
-    cml__ad_t sub = *ad;
-    sub.f = c;
-    uint32_t* bouts = cml__temp_alloc(b, ((size_t)count + 1) * sizeof(uint32_t));
-    cml_value_t* seeds = cml__temp_alloc(b, ((size_t)count + 1) * sizeof(cml_value_t));
-    if (!bouts || !seeds) {
-      if (bouts) cml__temp_free(b, bouts, ((size_t)count + 1) * sizeof(uint32_t));
-      if (seeds) cml__temp_free(b, seeds, ((size_t)count + 1) * sizeof(cml_value_t));
-      break;
-    }
     st = cml_ad_inline(&sub, n, body, state, bouts);
     uint32_t ns = 0;
     for (uint32_t i = 0, d = 0; i < count && st == CML_OK && b->error == CML_OK; ++i) {
@@ -783,8 +767,6 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
     if (st == CML_OK && b->error == CML_OK) {
       st = cml__ad_inner_vjp_seeds(&sub, begin, bouts, seeds, ns, wrt, nw, grads);
     }
-    cml__temp_free(b, bouts, ((size_t)count + 1) * sizeof(uint32_t));
-    cml__temp_free(b, seeds, ((size_t)count + 1) * sizeof(cml_value_t));
     if (st != CML_OK || b->error != CML_OK) break;
     res[0] = cml_op_add(c, t, cml_constant_scalar_i64(c, CML_DTYPE_I64, 1));
     for (uint32_t w = 0; w < nw; ++w) {
@@ -792,7 +774,7 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
       cml_value_t carried = cml__value_id(b, params[1 + w]);
       if (w < nd) {  // the state's cotangent
         cml_shape_t ws = ad->impl->values[wrt[w]].shape;
-        res[1 + w] = g ? g : cml_ad_zero_fill(c, &ws);
+        res[1 + w] = g ? g : cml__ad_zeros(&sub, &ws);
       } else {  // a capture's running sum
         res[1 + w] = g ? cml_ad_add_into(ad, c, carried, g, 0) : carried;
       }
@@ -803,11 +785,11 @@ static cml_status_t cml_ad_while_rolled(cml__ad_t* ad, const cml_ir_node_t* n,
   init[0] = cml_constant_scalar_i64(f, CML_DTYPE_I64, 0);
   for (uint32_t i = 0, d = 0; i < count; ++i) {
     if (!cml__ad_differentiable(plan->shapes[i].dtype)) continue;
-    init[1 + d++] = cts[i] ? cts[i] : cml_ad_zero_fill(f, &plan->shapes[i]);
+    init[1 + d++] = cts[i] ? cts[i] : cml__ad_zeros(ad, &plan->shapes[i]);
   }
   for (uint32_t k = 0; k < nc; ++k) {
     cml_shape_t cs = ad->impl->values[plan->caps[k]].shape;
-    init[1 + nd + k] = cml_ad_zero_fill(f, &cs);
+    init[1 + nd + k] = cml__ad_zeros(ad, &cs);
   }
   if (!cml_op_while(f, cond2, body2, init, w2_count, res)) goto done;
   for (uint32_t i = 0, d = 0; i < count; ++i) {
