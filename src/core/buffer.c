@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/base_internal.h"
 #include "core/runtime_internal.h"
 
 //===--- base helpers for implementers ---===//
@@ -141,7 +142,10 @@ cml_status_t cml_buffer_from_host(cml_backend_t* backend, int device, const cml_
     return cml__unimplemented_entry(what, backend);
   }
   cml_buffer_t* buffer = NULL;
-  CML_RETURN_IF_ERROR(backend->vtable->buffer_from_host(backend, device, shape, data, &buffer));
+  const uint32_t fpenv = cml__fpenv_enter(CML__FPENV_IEEE);
+  cml_status_t st = backend->vtable->buffer_from_host(backend, device, shape, data, &buffer);
+  cml__fpenv_leave(fpenv);
+  CML_RETURN_IF_ERROR(st);
   if (!buffer) {
     return cml_status_make(CML_STATUS_INTERNAL, "%s: backend \"%s\" returned no buffer", what,
                            cml_backend_name(backend));
@@ -163,7 +167,9 @@ cml_status_t cml_buffer_copy_to_host(cml_buffer_t* buffer, void* dst, size_t siz
     return cml__unimplemented_entry(what, buffer->backend);
   }
   CML_RETURN_IF_ERROR(cml__begin_copy(what, buffer));
+  const uint32_t fpenv = cml__fpenv_enter(CML__FPENV_IEEE);
   cml_status_t st = buffer->backend->vtable->buffer_copy_to_host(buffer, dst, size);
+  cml__fpenv_leave(fpenv);
   cml__buffer_use_end(buffer);
   return st;
 }
@@ -188,8 +194,10 @@ cml_status_t cml_buffer_create_shared(cml_backend_t* backend, int device, const 
   }
   cml_buffer_t* buffer = NULL;
   void* data = NULL;
-  CML_RETURN_IF_ERROR(
-      backend->vtable->buffer_create_shared(backend, device, shape, &buffer, &data));
+  const uint32_t fpenv = cml__fpenv_enter(CML__FPENV_IEEE);
+  cml_status_t st = backend->vtable->buffer_create_shared(backend, device, shape, &buffer, &data);
+  cml__fpenv_leave(fpenv);
+  CML_RETURN_IF_ERROR(st);
   if (!buffer || (!data && cml_shape_byte_size(shape) > 0)) {
     if (buffer) cml_buffer_release(buffer);
     return cml_status_make(CML_STATUS_INTERNAL, "%s: backend \"%s\" returned no buffer or data",
@@ -233,7 +241,9 @@ cml_status_t cml_buffer_copy_to_device(cml_buffer_t* buffer, int device,
   }
   cml_buffer_t* copy = NULL;
   CML_RETURN_IF_ERROR(cml__begin_copy(what, buffer));
+  const uint32_t fpenv = cml__fpenv_enter(CML__FPENV_IEEE);
   cml_status_t copied = buffer->backend->vtable->buffer_copy_to_device(buffer, device, &copy);
+  cml__fpenv_leave(fpenv);
   cml__buffer_use_end(buffer);
   CML_RETURN_IF_ERROR(copied);
   if (!copy) {

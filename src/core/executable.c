@@ -8,6 +8,7 @@
 
 #include "cml/distributed.h"
 #include "core/dynamic.h"
+#include "base/base_internal.h"
 #include "core/runtime_internal.h"
 #include "distributed/mpi_comm.h"
 
@@ -561,6 +562,7 @@ static cml_status_t cml__executable_execute_checked(cml_executable_t* executable
   if (st == CML_OK) {
     *dispatched = true;
     int run_device = replicas > 1 ? 0 : device;
+    const uint32_t fpenv = cml__fpenv_enter(CML__FPENV_IEEE);
     if (control && CML__VTABLE_HAS(backend->vtable, execute_with_control)) {
       st = backend->vtable->execute_with_control(executable, inputs, flags, run_device, control,
                                                  out_results);
@@ -572,6 +574,7 @@ static cml_status_t cml__executable_execute_checked(cml_executable_t* executable
       st = backend->vtable->execute(executable, inputs, flags, run_device, out_results);
       cml__current_control = outer;
     }
+    cml__fpenv_leave(fpenv);
   }
   if (st == CML_OK) {
     for (size_t i = 0; i < result_count && st == CML_OK; ++i) {

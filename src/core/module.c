@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/base_internal.h"
 #include "core/builder_internal.h"
 #include "core/dynamic.h"
 #include "distributed/distributed_internal.h"
@@ -173,7 +174,9 @@ cml_status_t cml_builder_compile(cml_builder_t* builder, cml_executable_t** out_
                            cml_backend_name(b->backend));
   }
   cml_executable_t* exe = NULL;
+  const uint32_t fpenv = cml__fpenv_enter(CML__FPENV_IEEE);
   cml_status_t st = vt->compile(b->backend, &impl->module, &exe);
+  cml__fpenv_leave(fpenv);
   if (st != CML_OK) return st;
   if (!exe) {
     return cml_status_make(CML_STATUS_INTERNAL, "compile: backend \"%s\" returned no executable",

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/base_internal.h"
 #include "core/runtime_internal.h"
 
 //===--- the registry ---===//
@@ -399,7 +400,10 @@ cml_status_t cml_backend_create(const char* config, cml_allocator_t allocator,
   }
 
   cml_backend_t* backend = NULL;
+  // Threads the backend starts (a plugin's pools) inherit the environment it is created in.
+  const uint32_t fpenv = cml__fpenv_enter(CML__FPENV_IEEE);
   cml_status_t st = f->create(rest, allocator, &backend);
+  cml__fpenv_leave(fpenv);
   if (st != CML_OK) {
     if (backend) cml_backend_release(backend);  // a misbehaving factory: do not leak
     return st;

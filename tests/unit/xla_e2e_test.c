@@ -2,6 +2,11 @@
 // tests/unit/xla_e2e_test.c: the XLA backend end to end on the real CPU PJRT plugin, through the
 // public API (GOMLX_BACKEND=xla:cpu). Exits 77 (skipped) when no CPU plugin is installed; the
 // project's scripts install it (scripts/install_xla_plugin.sh or `cml install cpu`).
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // feenableexcept, fegetexcept
+#endif
+#include <fenv.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -11,6 +16,10 @@
 #include "cml/cml.h"
 #include "cml/xla.h"
 #include "test.h"
+
+#if defined(__x86_64__) && defined(__GLIBC__)
+#include <xmmintrin.h>
+#endif
 
 static cml_backend_t* g_backend;
 
@@ -455,6 +464,52 @@ TEST(dynamic_specialization_compile_honours_the_deadline) {
   cml_executable_release(exe);
 }
 
+// A caller's floating-point environment (rounding up, trapping invalid operations and divisions
+// by zero, FTZ/DAZ) set before the backend exists: the plugin's threads started in it trapped
+// in XLA's code (SIGFPE). cml creates, compiles and executes in the default environment and
+// gives the caller its own back.
+#if defined(__x86_64__) && defined(__GLIBC__)
+TEST(a_callers_floating_point_environment_does_not_reach_xla) {
+  fesetround(FE_UPWARD);
+  feenableexcept(FE_DIVBYZERO | FE_INVALID | FE_OVERFLOW);
+  _mm_setcsr(_mm_getcsr() | 0x8040u);
+  cml_backend_t* be = NULL;
+  cml_status_t st = cml_backend_new_with_config("xla:cpu", &be);
+  cml_shape_t s = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){4096});
+  cml_executable_t* exe = NULL;
+  if (st == CML_OK) st = build_binary(be, CML_OP_DIV, &s, &s, &exe);
+  static float x[4096], y[4096], got[4096];
+  for (int i = 0; i < 4096; ++i) {
+    x[i] = i % 3 == 0 ? 0.0f : 1.0f;  // 0 / 0, 1 / 0, 1 / 3
+    y[i] = i % 3 == 2 ? 3.0f : 0.0f;
+  }
+  cml_buffer_t *in[2] = {NULL, NULL}, *out = NULL;
+  if (st == CML_OK) st = cml_buffer_from_host(be, 0, &s, x, sizeof x, &in[0]);
+  if (st == CML_OK) st = cml_buffer_from_host(be, 0, &s, y, sizeof y, &in[1]);
+  if (st == CML_OK) st = cml_executable_execute(exe, in, 2, NULL, 0, &out);
+  if (st == CML_OK) st = cml_buffer_copy_to_host(out, got, sizeof got);
+  const int round = fegetround(), traps = fegetexcept();
+  const unsigned csr = _mm_getcsr();
+  fedisableexcept(FE_ALL_EXCEPT);
+  fesetenv(FE_DFL_ENV);
+  _mm_setcsr(0x1F80u);
+  ASSERT_STATUS_OK(st);
+  ASSERT_EQ_INT(round, FE_UPWARD);
+  ASSERT_EQ_INT(traps, FE_DIVBYZERO | FE_INVALID | FE_OVERFLOW);
+  ASSERT_EQ_INT((int)(csr & 0x8040u), 0x8040);
+  for (int i = 0; i < 4096; ++i) {
+    if (i % 3 == 0) ASSERT_TRUE(got[i] != got[i]);
+    if (i % 3 == 1) ASSERT_TRUE(got[i] == HUGE_VALF);
+    if (i % 3 == 2) ASSERT_TRUE(got[i] == 1.0f / 3.0f);  // to nearest (upward: one ulp more)
+  }
+  cml_buffer_release(out);
+  cml_buffer_release(in[0]);
+  cml_buffer_release(in[1]);
+  cml_executable_release(exe);
+  cml_backend_release(be);
+}
+#endif
+
 int main(int argc, char** argv) {
   cml_xla_enable_auto_install(false);  // tests never download
   cml__xla_search_t search;
@@ -475,19 +530,23 @@ int main(int argc, char** argv) {
     return 1;
   }
   static const test_entry_t tests[] = {
-      TEST_ENTRY(backend_from_env),
-      TEST_ENTRY(add_graph),
-      TEST_ENTRY(executable_dump_is_the_stablehlo_text),
-      TEST_ENTRY(mul_int32_scalar_broadcast_and_donation),
-      TEST_ENTRY(failed_execute_leaves_donated_input_intact),
-      TEST_ENTRY(shared_buffers_and_copy_to_device),
-      TEST_ENTRY(device_out_of_range),
-      TEST_ENTRY(arrays_of_512_gib_are_refused_before_xla_compiles),
-      TEST_ENTRY(forked_child_refuses_xla),
-      TEST_ENTRY(config_options_reach_the_plugin),
-      TEST_ENTRY(bad_plugin_path),
-      TEST_ENTRY(packed_int4_round_trip),
-      TEST_ENTRY(dynamic_specialization_compile_honours_the_deadline)};
+    TEST_ENTRY(backend_from_env),
+    TEST_ENTRY(add_graph),
+    TEST_ENTRY(executable_dump_is_the_stablehlo_text),
+    TEST_ENTRY(mul_int32_scalar_broadcast_and_donation),
+    TEST_ENTRY(failed_execute_leaves_donated_input_intact),
+    TEST_ENTRY(shared_buffers_and_copy_to_device),
+    TEST_ENTRY(device_out_of_range),
+    TEST_ENTRY(arrays_of_512_gib_are_refused_before_xla_compiles),
+    TEST_ENTRY(forked_child_refuses_xla),
+    TEST_ENTRY(config_options_reach_the_plugin),
+    TEST_ENTRY(bad_plugin_path),
+    TEST_ENTRY(packed_int4_round_trip),
+    TEST_ENTRY(dynamic_specialization_compile_honours_the_deadline),
+#if defined(__x86_64__) && defined(__GLIBC__)
+    TEST_ENTRY(a_callers_floating_point_environment_does_not_reach_xla),
+#endif
+  };
   int failures = 0, ran = 0;
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
     if (argc > 1 && strcmp(argv[1], tests[i].name) != 0) continue;

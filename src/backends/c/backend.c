@@ -58,7 +58,9 @@ static const char cmlc_backend_config_help[] =
     "(false turns AVX-512 off too: it builds on AVX2)\n"
     "  fusion (bool, default true, env GOMLX_FUSION): fuse ops (false: fused ops are decomposed)\n"
     "  quant_int8 (bool, default false): batch-1 GGML FusedQuantizedDense with activations "
-    "quantized to int8 per 32 values, per 256 for Q4_K (docs/quantization.md)\n";
+    "quantized to int8 per 32 values, per 256 for Q4_K (docs/quantization.md)\n"
+    "  flush_denormals (bool, default false): kernels flush denormal results to zero (FTZ, as "
+    "XLA's CPU runtime does; x86-64 only)\n";
 
 //===--- buffers ---===//
 
@@ -356,7 +358,13 @@ static cml_status_t cmlc_compile(cml_backend_t* backend, cml_module_t* module,
   if (module->distribution == CML_DISTRIBUTION_AUTO_SHARDING) {
     st = cml__partition_module(module, backend, &spmd);
   }
-  if (st == CML_OK) st = cmlc_plan_build((cmlc_backend_t*)backend, spmd ? spmd : module, exe);
+  if (st == CML_OK) {
+    // Constant folding runs kernels: in the environment the executions run in.
+    const uint32_t fpenv =
+        cml__fpenv_enter(cmlc_fpenv_of(&((const cmlc_backend_t*)backend)->options));
+    st = cmlc_plan_build((cmlc_backend_t*)backend, spmd ? spmd : module, exe);
+    cml__fpenv_leave(fpenv);
+  }
   if (st != CML_OK) {
     cmlc_plan_deinit(exe);
     cml_module_release(spmd);
@@ -537,6 +545,7 @@ static void cmlc_fill_capabilities(cml_capabilities_t* caps, const cmlc_options_
 // Reads the options: environment first, then |config| overrides.
 static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) {
   bool avx512 = true, avx2 = true, fusion = true, reference = false, quant_int8 = false;
+  bool flush_denormals = false;
   int64_t threads = 0, devices = 1, dynamic_cache = CML__DYNAMIC_CACHE_DEFAULT;
   int64_t buffer_cache_mb = CMLC_STORAGE_CACHE_DEFAULT_MB;
   char distributed[16] = "";
@@ -598,9 +607,20 @@ static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) 
        .type = CML__OPT_BOOL,
        .out = &quant_int8,
        .help = "batch-1 GGML products with int8 activations (default false)"},
+      {.key = "flush_denormals",
+       .type = CML__OPT_BOOL,
+       .out = &flush_denormals,
+       .help = "flush denormal results to zero in kernels, FTZ (default false)"},
   };
   CML_RETURN_IF_ERROR(
       cml__config_parse("c", config, specs, sizeof specs / sizeof *specs, NULL, NULL));
+#if !defined(CML__HAVE_FPENV)
+  if (flush_denormals) {
+    return cml_status_make(CML_STATUS_UNIMPLEMENTED,
+                           "c backend: flush_denormals=true needs x86-64 (the SSE control "
+                           "register); this build has no way to set it");
+  }
+#endif
   memset(out, 0, sizeof *out);
   cmlc_cpu_features_t features;
   cmlc_cpu_detect(&features);
@@ -608,6 +628,7 @@ static cml_status_t cmlc_parse_options(const char* config, cmlc_options_t* out) 
   out->reference = reference;
   out->fusion = fusion && !reference;
   out->quant_int8 = quant_int8;
+  out->flush_denormals = flush_denormals;
   out->threads = threads > 0 ? (int)threads : cmlc_cpu_count();
 #if defined(__wasi__)
   out->threads = 1;  // wasm32-wasi has no threads (the pool runs inline)
@@ -633,12 +654,13 @@ static cml_status_t cmlc_backend_create(const char* config, cml_allocator_t allo
   // or avx512=false lowers).
   snprintf(full, sizeof full,
            "c:threads=%d,devices=%d,reference=%s,avx512=%s,avx2=%s,fusion=%s,quant_int8=%s,"
-           "dynamic_cache=%d,buffer_cache_mb=%lld%s",
+           "flush_denormals=%s,dynamic_cache=%d,buffer_cache_mb=%lld%s",
            options.threads, options.devices, options.reference ? "true" : "false",
            options.isa == CMLC_ISA_AVX512 ? "true" : "false",
            options.isa >= CMLC_ISA_AVX2 ? "true" : "false", options.fusion ? "true" : "false",
-           options.quant_int8 ? "true" : "false", options.dynamic_cache,
-           (long long)(options.buffer_cache_bytes >> 20), mpi ? ",distributed=mpi" : "");
+           options.quant_int8 ? "true" : "false", options.flush_denormals ? "true" : "false",
+           options.dynamic_cache, (long long)(options.buffer_cache_bytes >> 20),
+           mpi ? ",distributed=mpi" : "");
   // distributed=mpi: the global device space (process rank x local devices).
   const int global_devices = options.devices * (mpi ? options.process_count : 1);
   cml_status_t st =

@@ -46,6 +46,7 @@ typedef struct cmlc_options_t {
   bool fusion;                 // GOMLX_FUSION / config
   bool reference;              // reference=true: scalar kernels, no fusion
   bool quant_int8;             // quant_int8=true: batch-1 GGML products with int8 activations
+  bool flush_denormals;        // flush_denormals=true: FTZ while kernels run
   int threads;                 // worker threads incl. the caller
   int devices;                 // virtual CPU devices (of this process)
   int dynamic_cache;           // specialized plans kept per dynamic executable (c:dynamic_cache)

@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include "backends/c/cmlc.h"
+#include "base/base_internal.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,15 @@ void cmlc_thread_name(const char* name);
 
 // The "c" backend's factory (registered by the core's register_builtin.c).
 extern const cml_backend_factory_t cml_c_backend_factory;
+
+// The floating-point control bits kernels run with (base_internal.h): IEEE, or with denormal
+// results flushed to zero under c:flush_denormals=true (FTZ, as XLA's CPU runtime; XLA also
+// reads denormal inputs as zero, DAZ, which would make the kernels' exact handling of denormal
+// inputs, such as log's scaling by 2^23, compute from a zero). x86-64 only: elsewhere the
+// option is refused (backend.c).
+static inline uint32_t cmlc_fpenv_of(const cmlc_options_t* options) {
+  return CML__FPENV_IEEE | (options->flush_denormals ? CML__FPENV_FTZ : 0u);
+}
 
 //===--- CPU features (cpu.c) ---===//
 

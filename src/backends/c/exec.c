@@ -631,10 +631,13 @@ static cml_status_t cmlc_slot_prepare(cmlc_slot_t* slot, const cml_execute_contr
   return CML_OK;
 }
 
-// Runs main in |slot|'s context.
+// Runs main in |slot|'s context, in the kernels' floating-point environment.
 static cml_status_t cmlc_slot_run(cmlc_slot_t* slot) {
   CML_RETURN_IF_ERROR(cmlc_poll(slot->ctx, true, NULL));
-  return cmlc_run_function(slot->ctx, 0, NULL);
+  const uint32_t fpenv = cml__fpenv_enter(cmlc_fpenv_of(&slot->exe->backend->options));
+  cml_status_t st = cmlc_run_function(slot->ctx, 0, NULL);
+  cml__fpenv_leave(fpenv);
+  return st;
 }
 
 // The outputs main did not write into their buffers: take a donated parameter's storage, or

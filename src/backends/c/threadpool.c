@@ -9,6 +9,8 @@
 // sleeps on a condition variable. A caller publishes a job (a range cut into chunks), runs chunks
 // itself, and waits until every chunk ran; several callers may publish jobs at once and the
 // workers serve them all. A task that calls cmlc_parallel_for again runs that range inline.
+// Workers run a job's chunks with its caller's floating-point control bits (rounding, exception
+// masks, FTZ/DAZ: base_internal.h), so a range computes the same on any thread.
 //
 // Chunk boundaries depend only on |n| and |min_chunk| (never on the thread count), and every
 // chunk runs exactly once. thread_index is 0 for the caller and 1..threads-1 for the workers, so
@@ -50,6 +52,7 @@ typedef struct cmlc_job_t {
   atomic_int users;   // workers inside this job (the caller waits for 0 before returning)
   int max_users;      // the most workers it takes (the caller's share - 1)
   int caller_cpu;     // the CPU the caller published it from (-1: unknown)
+  uint32_t fpenv;     // the caller's floating-point control bits (base_internal.h)
   struct cmlc_job_t* next_job;
 } cmlc_job_t;
 
@@ -203,6 +206,7 @@ static void* cmlc_pool_worker_main(void* arg) {
         job = cmlc_pool_take_job(pool);
         if (!job) continue;
       }
+      cml__fpenv_set(job->fpenv);  // a worker keeps the last job's until the next one
       cmlc_pool_run_chunks(job, self->thread_index);
       atomic_fetch_sub_explicit(&job->users, 1, memory_order_release);
       continue;
@@ -278,6 +282,7 @@ void cmlc_parallel_for(cmlc_pool_t* pool, int64_t n, int64_t min_chunk, cmlc_tas
   atomic_init(&job.users, 0);
   job.max_users = share - 1;
   job.caller_cpu = cmlc_pool_cpu();
+  job.fpenv = cml__fpenv_control();
   pthread_mutex_lock(&pool->mutex);
   job.next_job = pool->jobs;
   pool->jobs = &job;
