@@ -130,8 +130,16 @@ static cml_status_t cml_ad_inline_mapped(cml__ad_t* ad, const cml_ir_node_t* n,
       map[m.first_output + o] = (v & CML__VALUE_INDEX_MASK) + o;
     }
   }
-  if (st == CML_OK && b->error == CML_OK) {
-    for (uint32_t o = 0; o < src->outputs.count; ++o) out_outputs[o] = map[src->outputs.data[o]];
+  // An output that is one of src's captures stands for a value of a function enclosing f: it
+  // becomes f's own capture of it, the one value f's other uses read (a VJP seeding the output
+  // and asking for that capture's cotangent must find one value, not two).
+  for (uint32_t o = 0; o < src->outputs.count && st == CML_OK && b->error == CML_OK; ++o) {
+    uint32_t index = map[src->outputs.data[o]];
+    if (cml__value_node(impl, index)->function != f->index &&
+        !cml__op_input(f, n->op, cml__value_id(b, index), o, &index, NULL)) {
+      break;
+    }
+    out_outputs[o] = index;
   }
   if (ins) cml__temp_free(b, ins, ins_cap * sizeof(uint32_t));
   if (shapes) cml__temp_free(b, shapes, shapes_cap * sizeof(cml_shape_t));

@@ -1702,6 +1702,101 @@ TEST(while_gradient_of_shared_unchanged_state) {
   }
 }
 
+// A loop over (i, s) whose body returns a value of an enclosing function as the new s: |c|
+// itself (how = 0), or 2c computed in the body by an inner 3-trip While whose body returns it as
+// its state (how = 1). 3 trips from s = x0.
+static cml_value_t capture_loop(cml_function_t* f, cml_value_t x0, cml_value_t c, int how) {
+  cml_shape_t is = API_SHAPE(CML_DTYPE_I32), xs;
+  if (!cml_builder_value_shape(cml_function_builder(f), x0, &xs)) return CML_VALUE_INVALID;
+  cml_function_t *cond = NULL, *body = NULL;
+  cml_value_t out[2];
+  if (cml_function_new_closure(f, &cond) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t ci = cml_parameter(cond, NULL, &is);
+  cml_parameter(cond, NULL, &xs);
+  cml_value_t lt = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, 3));
+  if (cml_function_return(cond, &lt, 1) != CML_OK) return CML_VALUE_INVALID;
+  if (cml_function_new_closure(f, &body) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t bi = cml_parameter(body, NULL, &is);
+  cml_parameter(body, NULL, &xs);
+  cml_value_t next[2] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)), c};
+  if (how == 1) {
+    cml_value_t z = cml_op_add(body, c, c);  // a value of the outer body
+    cml_function_t *cond2 = NULL, *body2 = NULL;
+    if (cml_function_new_closure(body, &cond2) != CML_OK) return CML_VALUE_INVALID;
+    cml_value_t cj = cml_parameter(cond2, NULL, &is);
+    cml_parameter(cond2, NULL, &xs);
+    cml_value_t lt2 = cml_op_less_than(cond2, cj, cml_constant_scalar_i64(cond2, CML_DTYPE_I32, 3));
+    if (cml_function_return(cond2, &lt2, 1) != CML_OK) return CML_VALUE_INVALID;
+    if (cml_function_new_closure(body, &body2) != CML_OK) return CML_VALUE_INVALID;
+    cml_value_t bj = cml_parameter(body2, NULL, &is);
+    cml_parameter(body2, NULL, &xs);
+    cml_value_t next2[2] = {cml_op_add(body2, bj, cml_constant_scalar_i64(body2, CML_DTYPE_I32, 1)),
+                            z};
+    if (cml_function_return(body2, next2, 2) != CML_OK) return CML_VALUE_INVALID;
+    cml_value_t init2[2] = {cml_constant_scalar_i64(body, CML_DTYPE_I32, 0), cml_op_neg(body, c)},
+                out2[2];
+    if (!cml_op_while(body, cond2, body2, init2, 2, out2)) return CML_VALUE_INVALID;
+    next[1] = out2[1];
+  }
+  if (cml_function_return(body, next, 2) != CML_OK) return CML_VALUE_INVALID;
+  cml_value_t init[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x0};
+  if (!cml_op_while(f, cond, body, init, 2, out)) return CML_VALUE_INVALID;
+  return out[1];
+}
+
+// A body that returns a captured value as the new state, directly or through an inner loop's
+// state: the capture's cotangent was dropped (the inlined body's output was the outer value, the
+// backward pass asked for the body's own capture of it: two values), a zero gradient under OK.
+// loss = sum(w * s_3): d/dc = w (2w through the inner loop), d/dx0 = 0; in the loop form on c
+// and xla:cpu, and unrolled for a rank-16 state (x returned as it is: d/dx = 1).
+TEST(while_gradient_of_a_body_returning_a_capture) {
+  for (int k = 0; k < 2; ++k) {
+    cml_backend_t* be = k == 0 ? g_c : g_xla;
+    if (!be) continue;
+    for (int how = 0; how < 2; ++how) {
+      cml_builder_t* b = NULL;
+      ASSERT_STATUS_OK(cml_builder_create(be, "capture", &b));
+      cml_function_t* f = cml_builder_main(b);
+      const cml_shape_t s = F64(3);
+      const double wv[3] = {1, 2, 3};
+      cml_value_t x0 = cml_parameter(f, "x0", &s), c = cml_parameter(f, "c", &s);
+      cml_value_t y = capture_loop(f, x0, c, how);
+      ASSERT_NE_INT(y, CML_VALUE_INVALID);
+      cml_value_t loss = cml_op_reduce_sum(f, cml_op_mul(f, y, cml_constant(f, &s, wv)), NULL, 0);
+      cml_value_t g[2];
+      ASSERT_STATUS_OK(cml_gradients(f, loss, (cml_value_t[]){x0, c}, 2, g));
+      cml_executable_t* exe = NULL;
+      ASSERT_STATUS_OK(api_finish(b, g, 2, &exe));
+      const double xv[3] = {0.5, 0.6, 0.7}, cv[3] = {-1, 4, 2};
+      double gx[3] = {9, 9, 9}, gc[3] = {0, 0, 0};
+      ASSERT_STATUS_OK(api_run(be, exe, (const void*[]){xv, cv}, (void*[]){gx, gc}));
+      cml_executable_release(exe);
+      for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ_DBL(gx[i], 0);
+        ASSERT_EQ_DBL(gc[i], (how + 1) * wv[i]);
+      }
+    }
+  }
+  int64_t ones[CML_MAX_RANK];
+  for (int i = 0; i < CML_MAX_RANK; ++i) ones[i] = 1;
+  const cml_shape_t xs = cml_shape_make(CML_DTYPE_F64, CML_MAX_RANK, ones);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "capture16", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t y = capture_loop(f, x, x, 0);
+  ASSERT_NE_INT(y, CML_VALUE_INVALID);
+  cml_value_t g;
+  ASSERT_STATUS_OK(cml_gradients(f, cml_op_reduce_sum(f, y, NULL, 0), &x, 1, &g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
+  const double xv = 1.25;
+  double gv = 0;
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){&xv}, (void*[]){&gv}));
+  cml_executable_release(exe);
+  ASSERT_EQ_DBL(gv, 1);
+}
+
 // A state element of rank CML_MAX_RANK has no room for the per-trip axis of the loop form: such
 // a loop is unrolled (up to 4096 trips). x [1 x 16] <- x * x, 3 trips: d(x^8)/dx = 8 x^7.
 TEST(while_gradient_of_a_max_rank_state) {
@@ -2665,6 +2760,7 @@ int main(int argc, char** argv) {
                                        TEST_ENTRY(while_gradient_as_a_loop),
                                        TEST_ENTRY(while_gradient_of_a_long_loop),
                                        TEST_ENTRY(while_gradient_of_shared_unchanged_state),
+                                       TEST_ENTRY(while_gradient_of_a_body_returning_a_capture),
                                        TEST_ENTRY(while_gradient_of_a_max_rank_state),
                                        TEST_ENTRY(collective_gradients),
                                        TEST_ENTRY(quantized_dense_gradient),
