@@ -578,6 +578,67 @@ static void case_scatter_signed_zeros(bt_t* t) {
   }
 }
 
+// Narrow index dtypes into axes longer than the dtype's range: Int8 / Uint8 / Int16 / Uint16
+// indices {1, max} into a zero [max + 2] with updates {1, 2}, and an Int8 row index 1 into
+// [2, 300] with a window of 100 columns (300 - 100 is more than Int8's maximum). xla:cpu checked
+// the windows' bounds in the index dtype and dropped these in-range updates.
+static void case_scatter_narrow_indices_into_long_axes(bt_t* t) {
+  static const cml_dtype_t dts[] = {CML_DTYPE_I8, CML_DTYPE_U8, CML_DTYPE_I16, CML_DTYPE_U16};
+  if (!bt_require_op(t, CML_OP_SCATTER_SUM) || !bt_require_dtype(t, CML_DTYPE_F32)) return;
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; ++d) {
+    if (!cml_capabilities_has_dtype(cml_backend_capabilities(bt_backend(t)), dts[d])) continue;
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    const int64_t top = dts[d] == CML_DTYPE_I8    ? INT8_MAX
+                        : dts[d] == CML_DTYPE_U8  ? UINT8_MAX
+                        : dts[d] == CML_DTYPE_I16 ? INT16_MAX
+                                                  : UINT16_MAX;
+    const int64_t n = top + 2, two = 2;
+    double* want = bt_alloc(t, (size_t)n * sizeof(double));
+    if (!want) return;
+    for (int64_t i = 0; i < n; ++i) want[i] = i == 1 ? 1 : i == top ? 2 : 0;
+    cml_value_t x =
+        cml_op_broadcast_in_dim(f, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0), &n, 1, NULL, 0);
+    cml_value_t u = bt_param_f64(t, f, CML_DTYPE_F32, 1, &two, (double[]){1, 2});
+    cml_scatter_dims_t s;
+    memset(&s, 0, sizeof s);
+    s.index_vector_axis = 1;
+    s.inserted_window_axis_count = 1;
+    s.scatter_axes_to_operand_axes_count = 1;
+    cml_value_t idx = bt_param_i64(t, f, dts[d], 1, &two, (int64_t[]){1, top});
+    cml_value_t outs[1] = {cml_op_scatter(f, CML_OP_SCATTER_SUM, x, idx, u, &s)};
+    if (dts[d] == CML_DTYPE_I8) {
+      // [2, 300] <- row 1, columns [0, 100).
+      const int64_t xd[2] = {2, 300}, ud[2] = {1, 100}, one = 1;
+      cml_value_t rows =
+          cml_op_broadcast_in_dim(f, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0), xd, 2, NULL, 0);
+      cml_value_t ones =
+          cml_op_broadcast_in_dim(f, cml_constant_scalar_f64(f, CML_DTYPE_F32, 1), ud, 2, NULL, 0);
+      cml_scatter_dims_t w;
+      memset(&w, 0, sizeof w);
+      w.index_vector_axis = 1;
+      w.update_window_axis_count = 1;
+      w.update_window_axes[0] = 1;
+      w.inserted_window_axis_count = 1;
+      w.scatter_axes_to_operand_axes_count = 1;
+      cml_value_t row = bt_param_i64(t, f, CML_DTYPE_I8, 1, &one, (int64_t[]){1});
+      cml_value_t y = cml_op_scatter(f, CML_OP_SCATTER_SUM, rows, row, ones, &w);
+      bt_tensor_t out[2];
+      cml_value_t both[2] = {outs[0], y};
+      if (!bt_exec(t, both, 2, out)) return;
+      bt_expect_f64(t, cml_dtype_name(dts[d]), &out[0], CML_DTYPE_F32, 1, &n, want, 0);
+      double* rw = bt_alloc(t, 600 * sizeof(double));
+      if (!rw) return;
+      for (int i = 0; i < 600; ++i) rw[i] = i >= 300 && i < 400 ? 1 : 0;
+      bt_expect_f64(t, "Int8 row window", &out[1], CML_DTYPE_F32, 2, xd, rw, 0);
+      continue;
+    }
+    bt_tensor_t out[1];
+    if (!bt_exec(t, outs, 1, out)) return;
+    bt_expect_f64(t, cml_dtype_name(dts[d]), &out[0], CML_DTYPE_F32, 1, &n, want, 0);
+  }
+}
+
 //===--- table ---===//
 
 const bt_case_t bt_cases_index[] = {
@@ -594,5 +655,7 @@ const bt_case_t bt_cases_index[] = {
     {"scatter_min_all_dtypes", CML_OP_SCATTER_MIN, case_scatter_min_all_dtypes},
     {"scatter_edges", CML_OP_SCATTER_SUM, case_scatter_edges},
     {"scatter_signed_zeros", CML_OP_SCATTER_MAX, case_scatter_signed_zeros},
+    {"scatter_narrow_indices_into_long_axes", CML_OP_SCATTER_SUM,
+     case_scatter_narrow_indices_into_long_axes},
 };
 const size_t bt_cases_index_count = sizeof bt_cases_index / sizeof bt_cases_index[0];

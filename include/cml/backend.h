@@ -161,14 +161,16 @@ CML_API const void* cml_backend_get_extension(const cml_backend_t* backend, cons
 
 // Copies |size| bytes (exactly cml_shape_byte_size(shape)) from |data| into a new buffer on
 // |device|; the caller owns *|out_buffer| and may reuse |data| at once. Returns OUT_OF_RANGE for a
-// bad device, INVALID_ARGUMENT for NULL arguments, a size mismatch or bad shape, UNIMPLEMENTED for
-// a dtype the backend does not support, RESOURCE_EXHAUSTED when out of memory.
+// bad device, INVALID_ARGUMENT for NULL arguments (|data| may be NULL when |size| is 0: a shape
+// with no elements), a size mismatch or bad shape, UNIMPLEMENTED for a dtype the backend does not
+// support, RESOURCE_EXHAUSTED when out of memory.
 CML_API CML_MUST_USE cml_status_t cml_buffer_from_host(cml_backend_t* backend, int device,
                                                        const cml_shape_t* shape, const void* data,
                                                        size_t size, cml_buffer_t** out_buffer);
 
 // Copies the buffer's contents to |dst|. Returns INVALID_ARGUMENT when |size| differs from the
-// buffer's byte size or |dst| is NULL, FAILED_PRECONDITION for a donated buffer.
+// buffer's byte size or |dst| is NULL (a buffer with no elements, |size| 0, takes a NULL |dst|),
+// FAILED_PRECONDITION for a donated buffer.
 CML_API CML_MUST_USE cml_status_t cml_buffer_copy_to_host(cml_buffer_t* buffer, void* dst,
                                                           size_t size);
 

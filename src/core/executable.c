@@ -436,9 +436,10 @@ static cml_status_t cml__executable_execute_checked(cml_executable_t* executable
   if (input_count != expected_inputs) {
     if (replicas > 1) {
       return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
-                             "%s: expected %zu inputs (%zu parameters x %zu devices, "
+                             "%s: expected %zu inputs (%zu parameter%s x %zu devices, "
                              "device-major), got %zu",
-                             what, expected_inputs, executable->input_count, replicas, input_count);
+                             what, expected_inputs, executable->input_count,
+                             executable->input_count == 1 ? "" : "s", replicas, input_count);
     }
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT, "%s: expected %zu inputs, got %zu", what,
                            expected_inputs, input_count);
@@ -740,6 +741,12 @@ cml_status_t cml_executable_execute_with_options(cml_executable_t* executable,
   const size_t first_layout = offsetof(cml_execute_options_t, cancel_token) + sizeof(void*);
   if (options->struct_size < first_layout || options->struct_size > sizeof *options) {
     cml__executable_clear_results(executable, out_results);
+    if (first_layout == sizeof *options) {
+      return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
+                             "%s: options.struct_size is %zu; this library takes %zu (initialize "
+                             "the options with cml_execute_options_init)",
+                             what, options->struct_size, first_layout);
+    }
     return cml_status_make(CML_STATUS_INVALID_ARGUMENT,
                            "%s: options.struct_size is %zu; this library takes %zu to %zu "
                            "(initialize the options with cml_execute_options_init)",

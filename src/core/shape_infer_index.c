@@ -13,8 +13,10 @@ static cml_status_t cml_check_start_indices(cml_op_t op, const cml_shape_t* x,
   }
   for (size_t i = 0; i < start_count; ++i) {
     if (starts[i].rank != 0 || !cml_dtype_is_plain_int(starts[i].dtype)) {
-      return INVALID("%s: start index #%zu %s must be an integer scalar", cml_op_name(op), i,
-                     S0(&starts[i]));
+      return INVALID(
+          "%s: start index #%zu %s must be an integer scalar of 8 bits or more (the "
+          "packed Int4 / Uint4 / Int2 / Uint2 store weights, not indices)",
+          cml_op_name(op), i, S0(&starts[i]));
     }
     if (starts[i].dtype != starts[0].dtype) {
       return INVALID("%s: start index #%zu %s must have the dtype of start index #0 %s",
@@ -81,8 +83,10 @@ cml_status_t cml__infer_gather(const cml_shape_t* operand, const cml_shape_t* in
   CML_RETURN_IF_ERROR(cml__infer_check_dtype(CML_OP_GATHER, operand, "operand", false));
   if (!dims) return INVALID("Gather: dimension numbers are NULL");
   if (!cml_dtype_is_plain_int(indices->dtype)) {
-    return INVALID("Gather: indices %s must have an integer dtype (operand %s)", S1(indices),
-                   S0(operand));
+    return INVALID(
+        "Gather: indices %s must have an integer dtype of 8 bits or more (operand %s; "
+        "the packed Int4 / Uint4 / Int2 / Uint2 store weights, not indices)",
+        S1(indices), S0(operand));
   }
   int32_t ir = indices->rank, orank = operand->rank;
   int64_t iva = dims->index_vector_axis;
@@ -189,7 +193,10 @@ cml_status_t cml__infer_scatter(cml_op_t op, const cml_shape_t* operand, const c
     return INVALID("%s: dtype mismatch: operand %s and updates %s", name, S0(operand), S2(updates));
   }
   if (!cml_dtype_is_plain_int(indices->dtype)) {
-    return INVALID("%s: indices %s must have an integer dtype", name, S1(indices));
+    return INVALID(
+        "%s: indices %s must have an integer dtype of 8 bits or more (the packed Int4 "
+        "/ Uint4 / Int2 / Uint2 store weights, not indices)",
+        name, S1(indices));
   }
   int32_t ir = indices->rank, orank = operand->rank, ur = updates->rank;
   int64_t iva = dims->index_vector_axis;

@@ -239,8 +239,19 @@ static void cmlc_rv_fail_locked(cmlc_rendezvous_t* r, int32_t slot, cml_status_t
     cml_status_free(status);
   } else {
     if (slot >= 0) {
-      status = cml_status_annotate(status, "c backend: device slot %d (device %d) of %d", (int)slot,
-                                   cmlc_rv_device(r, slot), (int)r->slots);
+      // "c backend: device slot 2 (device 2) of 4: <what>", not "...: c backend: <what>".
+      static const char self[] = "c backend: ";
+      const char* m = cml_status_message(status);
+      if (m && strncmp(m, self, sizeof self - 1) == 0) {
+        cml_status_t merged = cml_status_make(
+            cml_status_code(status), "c backend: device slot %d (device %d) of %d: %s", (int)slot,
+            cmlc_rv_device(r, slot), (int)r->slots, m + sizeof self - 1);
+        cml_status_free(status);
+        status = merged;
+      } else {
+        status = cml_status_annotate(status, "c backend: device slot %d (device %d) of %d",
+                                     (int)slot, cmlc_rv_device(r, slot), (int)r->slots);
+      }
     }
     r->failure = status;
     __atomic_store_n(&r->failed, 1, __ATOMIC_RELAXED);

@@ -39,6 +39,18 @@ static cml__shlo_val_t cml_shlo_signed_indices(cml__shlo_ctx_t* c, const cml__sh
   return cml__shlo_op(c, "stablehlo.convert", &held, 1, NULL, &signed_shape);
 }
 
+// Scatter indices, as cml_shlo_signed_indices makes them, with Int8 / Int16 as Int32: XLA's CPU
+// runtime checks a scatter window's bounds in the index dtype, and skipped in-range updates
+// when an operand axis minus the window was larger than the dtype's maximum (a Uint8 index of
+// 130 into [257], an Int8 row index of [2, 300] with windows of 100 columns).
+static cml__shlo_val_t cml_shlo_scatter_indices(cml__shlo_ctx_t* c, const cml__shlo_val_t* v) {
+  if (v->shape.dtype != CML_DTYPE_I8 && v->shape.dtype != CML_DTYPE_I16) {
+    return cml_shlo_signed_indices(c, v);
+  }
+  const cml_shape_t wide = cml_shlo_retype(&v->shape, CML_DTYPE_I32);
+  return cml__shlo_op(c, "stablehlo.convert", v, 1, NULL, &wide);
+}
+
 static cml_status_t cml_shlo_gather(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   const cml_gather_dims_t* g = &n->attrs->u.gather;
   cml__shlo_val_t ins[2] = {cml__shlo_value(c, n->inputs[0]), cml__shlo_value(c, n->inputs[1])};
@@ -74,6 +86,7 @@ static cml_status_t cml_shlo_scatter(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
   const cml_scatter_dims_t* s = &n->attrs->u.scatter;
   cml__shlo_val_t ins[3] = {cml__shlo_value(c, n->inputs[0]), cml__shlo_value(c, n->inputs[1]),
                             cml__shlo_value(c, n->inputs[2])};
+  ins[1] = cml_shlo_scatter_indices(c, &ins[1]);
   const char* body = n->op == CML_OP_SCATTER_MAX   ? "stablehlo.maximum"
                      : n->op == CML_OP_SCATTER_MIN ? "stablehlo.minimum"
                                                    : "stablehlo.add";
