@@ -4,9 +4,10 @@
 // and its gradient (SelectAndScatter), Clamp, strided slices, batched products, gathers; c vs
 // Where with a compare, conversions between 16-bit floats and to i32, a row scatter-add and a
 // 3x3 convolution, Floor, Expm1, Log1p, Sin, a ReLU mask through a Bool conversion and Int32
-// Div/Rem, the tanh GELU with and without a bias; c vs c:reference vs xla:cpu. Written to find the
-// shapes where a dtype or a layout falls back to slow generic code (bench/README.md, "Single ops in
-// three dtypes"). The rate column is the input bytes (the first operand) per second.
+// Div/Rem, the tanh GELU with and without a bias, reductions and ArgMax over short rows; c vs
+// c:reference vs xla:cpu. Written to find the shapes where a dtype or a layout falls back to slow
+// generic code (bench/README.md, "Single ops in three dtypes"). The rate column is the input
+// bytes (the first operand) per second.
 #include <string.h>
 
 #include "bench/bench_common.h"
@@ -48,6 +49,9 @@ enum {
   K_GATHER_ROWS8,
   K_SCATTER_ELEMS,
   K_SCATTER_ROWS8,
+  K_MAX_ROWS4,
+  K_ARGMAX_ROWS4,
+  K_MIN_ROWS16,
   K_COUNT
 };
 
@@ -86,6 +90,9 @@ static const char* const kNames[K_COUNT] = {
     "gather 65536 random rows of 8 of [131072,8]",
     "scatter-add 65536 elements at random (row, col) into [1024,1024]",
     "scatter-add 65536 rows of 8 at random into [131072,8]",
+    "max over rows of 4 [262144,4]",
+    "argmax over rows of 4 [262144,4]",
+    "min over rows of 16 [65536,16]",
 };
 
 // Random I32 indices in [0, n): n |u| for a uniform u in [-1, 1) made in the graph from a
@@ -297,6 +304,18 @@ static cml_value_t build_op(cml_function_t* f, const bench_case_t* c) {
       return gather_scatter_small(f, x, dt, true, 65536, OP_ROWS, OP_COLS, true);
     case K_SCATTER_ROWS8:
       return gather_scatter_small(f, x, dt, true, 65536, OP_ROWS * OP_COLS / 8, 8, false);
+    case K_MAX_ROWS4:
+      return cml_op_reduce_max(f, cml_op_reshape(f, x, (int64_t[]){OP_ROWS * OP_COLS / 4, 4}, 2),
+                               (int64_t[]){1}, 1);
+    case K_ARGMAX_ROWS4:
+      return cml_op_convert_dtype(
+          f,
+          cml_op_arg_min_max(f, cml_op_reshape(f, x, (int64_t[]){OP_ROWS * OP_COLS / 4, 4}, 2), 1,
+                             CML_DTYPE_I32, false),
+          CML_DTYPE_F32);
+    case K_MIN_ROWS16:
+      return cml_op_reduce_min(f, cml_op_reshape(f, x, (int64_t[]){OP_ROWS * OP_COLS / 16, 16}, 2),
+                               (int64_t[]){1}, 1);
     default: {
       cml_value_t k = bench_param(f, "k", dt, 4, (int64_t[]){3, 3, 64, 64});
       cml_conv_config_t cc;

@@ -1003,6 +1003,135 @@ TEST(half_argminmax_rows_every_isa) {
   ASSERT_EQ_INT(failures, 0);
 }
 
+// Rows of 1..17 that follow each other ([37, len], the last group of 16 partial), for the
+// integer kernels (combined in index order: every order gives the same wrapped bits) and for
+// ArgMinMax along a contiguous axis (a block of rows per task, indices stored together): Int32
+// Sum / Product / Max / Min, Int64 Sum, Uint8 Max / Min (identities 0 and 255), and ArgMax /
+// ArgMin of Int32 values with many ties and of Float32 with NaNs, against plain loops here, on
+// every ISA with 1 and 3 threads. (Rows of 4 went through the 8-lane tree and an index store
+// per row: 8-39x xla:cpu's time.)
+TEST(int_and_arg_short_rows_every_isa) {
+  static const int64_t lens[] = {1, 2, 3, 4, 7, 16, 17};
+  enum { R = 37 };
+  cmlc_isa_t isas[3];
+  const int isa_count = col_isas(isas);
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0;
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; ++li) {
+    const int64_t len = lens[li], n = R * len;
+    int32_t* xi = malloc((size_t)n * sizeof(int32_t));
+    int64_t* xl = malloc((size_t)n * sizeof(int64_t));
+    uint8_t* xb = malloc((size_t)n);
+    float* xf = malloc((size_t)n * sizeof(float));
+    ASSERT_TRUE(xi && xl && xb && xf);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t h = (uint32_t)(i * 2654435761u) ^ (uint32_t)(li * 977u);
+      xi[i] = (int32_t)(h % 7u) - 3 + (h % 101u == 0 ? INT32_MAX : 0);  // ties, and a wrap
+      xl[i] = (int64_t)h * 4099 - ((int64_t)1 << 40);
+      xb[i] = (uint8_t)(h >> 7);
+      xf[i] = (float)(h % 5u) - 2.0f;
+      if (h % 23u == 3) xf[i] = NAN;
+    }
+    for (int ii = 0; ii < isa_count; ++ii) {
+      for (int threads = 0; threads < 2; ++threads) {
+        cmlc_pool_t* use = threads ? pool : NULL;
+        tnode_t t;
+        const int64_t dims[2] = {R, len}, axis = 1;
+        static const cml_op_t iops[4] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_PRODUCT,
+                                         CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN};
+        for (int oi = 0; oi < 4; ++oi) {
+          int32_t got[R];
+          tnode_init(&t, iops[oi], shp(CML_DTYPE_I32, 2, dims), &axis, 1);
+          if (tnode_run_isa(&t, xi, got, use, isas[ii]) != CML_OK) {
+            ++failures;
+            continue;
+          }
+          for (int64_t o = 0; o < R; ++o) {
+            uint32_t acc = oi == 0 ? 0u : oi == 1 ? 1u : oi == 2 ? 0x80000000u : 0x7fffffffu;
+            for (int64_t j = 0; j < len; ++j) {
+              const int32_t v = xi[o * len + j];
+              if (oi == 0) acc += (uint32_t)v;
+              if (oi == 1) acc *= (uint32_t)v;
+              if (oi == 2 && v > (int32_t)acc) acc = (uint32_t)v;
+              if (oi == 3 && v < (int32_t)acc) acc = (uint32_t)v;
+            }
+            if (got[o] != (int32_t)acc) {
+              fprintf(stderr, "len %lld %s i32 row %lld: %d, want %d\n", (long long)len,
+                      cml_op_name(iops[oi]), (long long)o, got[o], (int32_t)acc);
+              ++failures;
+              break;
+            }
+          }
+        }
+        int64_t gl[R];
+        tnode_init(&t, CML_OP_REDUCE_SUM, shp(CML_DTYPE_I64, 2, dims), &axis, 1);
+        if (tnode_run_isa(&t, xl, gl, use, isas[ii]) != CML_OK) ++failures;
+        for (int64_t o = 0; o < R; ++o) {
+          uint64_t acc = 0;
+          for (int64_t j = 0; j < len; ++j) acc += (uint64_t)xl[o * len + j];
+          if (gl[o] != (int64_t)acc) {
+            ++failures;
+            break;
+          }
+        }
+        for (int mx = 0; mx < 2; ++mx) {
+          uint8_t gb[R];
+          tnode_init(&t, mx ? CML_OP_REDUCE_MAX : CML_OP_REDUCE_MIN, shp(CML_DTYPE_U8, 2, dims),
+                     &axis, 1);
+          if (tnode_run_isa(&t, xb, gb, use, isas[ii]) != CML_OK) ++failures;
+          for (int64_t o = 0; o < R; ++o) {
+            uint8_t acc = mx ? 0 : 255;
+            for (int64_t j = 0; j < len; ++j) {
+              const uint8_t v = xb[o * len + j];
+              acc = mx ? (v > acc ? v : acc) : (v < acc ? v : acc);
+            }
+            if (gb[o] != acc) {
+              ++failures;
+              break;
+            }
+          }
+        }
+        for (int is_min = 0; is_min < 2; ++is_min) {
+          for (int f = 0; f < 2; ++f) {
+            int32_t gi[R];
+            tnode_init_arg(&t, shp(f ? CML_DTYPE_F32 : CML_DTYPE_I32, 2, dims), 1, CML_DTYPE_I32,
+                           is_min);
+            if (tnode_run_isa(&t, f ? (const void*)xf : (const void*)xi, gi, use, isas[ii]) !=
+                CML_OK) {
+              ++failures;
+              continue;
+            }
+            for (int64_t o = 0; o < R; ++o) {
+              int32_t at = 0;
+              for (int64_t j = 1; j < len; ++j) {
+                const int64_t b = o * len + at, k = o * len + j;
+                if (f && isnan(xf[b])) break;
+                if (f && isnan(xf[k])) {
+                  at = (int32_t)j;
+                  break;
+                }
+                const bool better = f ? (is_min ? xf[k] < xf[b] : xf[k] > xf[b])
+                                      : (is_min ? xi[k] < xi[b] : xi[k] > xi[b]);
+                if (better) at = (int32_t)j;
+              }
+              if (gi[o] != at) {
+                fprintf(stderr, "len %lld arg%s %s row %lld: %d, want %d\n", (long long)len,
+                        is_min ? "min" : "max", f ? "f32" : "i32", (long long)o, gi[o], at);
+                ++failures;
+                break;
+              }
+            }
+          }
+        }
+      }
+    }
+    free(xi), free(xl), free(xb), free(xf);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+}
+
 TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(complex_product_keeps_infinities),
           TEST_ENTRY(empty_extent_identities_and_nan), TEST_ENTRY(ints_wrap_and_bitwise_logical),
           TEST_ENTRY(half_accumulates_in_f32), TEST_ENTRY(odd_shapes_all_axis_sets_threads),
@@ -1010,4 +1139,5 @@ TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(complex_product_keeps_infinities)
           TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(half_rows_every_isa),
           TEST_ENTRY(half_columns_and_blocked_every_isa), TEST_ENTRY(half_argminmax_rows_every_isa),
           TEST_ENTRY(arg_min_max), TEST_ENTRY(capabilities),
-          TEST_ENTRY(f32_short_inner_runs_every_isa), TEST_ENTRY(f32_short_rows_in_order_every_isa))
+          TEST_ENTRY(f32_short_inner_runs_every_isa), TEST_ENTRY(f32_short_rows_in_order_every_isa),
+          TEST_ENTRY(int_and_arg_short_rows_every_isa))

@@ -41,7 +41,8 @@ enum {
   CMLC_RD_MIN_WORK = 32768,
   CMLC_RD_BLOCK = 65536,  // elements per partial of a blocked full reduction (at least)
   CMLC_RD_MAX_BLOCKS = 1024,
-  CMLC_RD_PARTIAL_SIZE = 16  // bytes per partial (the widest accumulator: complex double)
+  CMLC_RD_PARTIAL_SIZE = 16,  // bytes per partial (the widest accumulator: complex double)
+  CMLC_RD_SHORT_ROW = 16      // rows of at most this many: order-free ops combine in index order
 };
 
 typedef struct cmlc_rd_plan_t {
@@ -58,6 +59,7 @@ typedef struct cmlc_rd_plan_t {
   cml_dtype_t half;
   cmlc_ew_convert_fn widen;   // bf16 / f16 -> f32 rows (column path), or NULL
   cmlc__rd_cols_f32_fn cols;  // f32 SIMD column step, or NULL
+  cmlc__rd_runs_f32_fn runs;  // f32 SIMD short runs (cmlc_rd_rows_f32's), or NULL
   int64_t tile;               // SIMD column path: columns per task
   cml_op_t op;
   void* partials;  // blocked full reduction: one per block
@@ -113,8 +115,9 @@ static inline void cmlc_rd_next(int n, const int64_t* dims, const int64_t* strid
 //===--- generator ---===//
 
 // name: prefix; T: storage; CT: accumulator; LOAD: T -> CT; STORE: CT -> T; IDENT: identity;
-// COMB(a, b): the combining function.
-#define CMLC_RD_GEN(name, T, CT, LOAD, STORE, IDENT, COMB)                                     \
+// COMB(a, b): the combining function; ANY_ORDER: 1 when every order of combining gives the same
+// bits (integers wrap, bitwise and logical ops), so that short rows are combined in index order.
+#define CMLC_RD_GEN(name, T, CT, LOAD, STORE, IDENT, COMB, ANY_ORDER)                          \
   static CT name##_contig(const T* x, int64_t n) {                                             \
     if (n > 2 * CMLC_RD_TILE) {                                                                \
       const int64_t h = (n / 2) & ~(int64_t)7;                                                 \
@@ -147,6 +150,23 @@ static inline void cmlc_rd_next(int n, const int64_t* dims, const int64_t* strid
     T* y = (T*)p->out;                                                                         \
     const int64_t len = p->rd[p->nr - 1];                                                      \
     const int64_t outer = len ? p->reduced / len : 0;                                          \
+    if (p->nr == 1 && p->nk == 1 && p->ks[0] == len && p->rs[0] == 1) {                        \
+      /* Rows that follow each other (x [outputs, len]): no odometer; short rows of an         \
+         order-free op in index order (a row of 4 through the 8 lanes and their tree cost      \
+         5-10x the row's own work). */                                                         \
+      for (int64_t o = begin; o < end; ++o) {                                                  \
+        const T* row = x + o * len;                                                            \
+        CT acc = (IDENT);                                                                      \
+        if ((ANY_ORDER) && len <= CMLC_RD_SHORT_ROW) {                                         \
+          for (int64_t j = 0; j < len; ++j) acc = COMB(acc, LOAD(row[j]));                     \
+        } else {                                                                               \
+          const CT v = name##_contig(row, len);                                                \
+          acc = COMB(acc, v);                                                                  \
+        }                                                                                      \
+        y[o] = STORE(acc);                                                                     \
+      }                                                                                        \
+      return;                                                                                  \
+    }                                                                                          \
     for (int64_t o = begin; o < end; ++o) {                                                    \
       const int64_t base = cmlc_rd_offset(p->nk, p->kd, p->ks, o);                             \
       CT acc = (IDENT);                                                                        \
@@ -231,11 +251,11 @@ static inline void cmlc_rd_next(int n, const int64_t* dims, const int64_t* strid
 #define CMLC_RD_CAST(T) (T)
 
 // Floats (f16/bf16 accumulate in f32).
-#define CMLC_RD_FLOAT(sfx, T, CT, LOAD, STORE)                                    \
-  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, CT, LOAD, STORE, (CT)0, CMLC_RD_ADD)          \
-  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, CT, LOAD, STORE, (CT)1, CMLC_RD_MUL)         \
-  CMLC_RD_GEN(cmlc_rd_max_##sfx, T, CT, LOAD, STORE, (CT)-INFINITY, CMLC_EW_FMAX) \
-  CMLC_RD_GEN(cmlc_rd_min_##sfx, T, CT, LOAD, STORE, (CT)INFINITY, CMLC_EW_FMIN)
+#define CMLC_RD_FLOAT(sfx, T, CT, LOAD, STORE)                                       \
+  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, CT, LOAD, STORE, (CT)0, CMLC_RD_ADD, 0)          \
+  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, CT, LOAD, STORE, (CT)1, CMLC_RD_MUL, 0)         \
+  CMLC_RD_GEN(cmlc_rd_max_##sfx, T, CT, LOAD, STORE, (CT)-INFINITY, CMLC_EW_FMAX, 0) \
+  CMLC_RD_GEN(cmlc_rd_min_##sfx, T, CT, LOAD, STORE, (CT)INFINITY, CMLC_EW_FMIN, 0)
 CMLC_RD_FLOAT(f16, uint16_t, float, cml_f16_to_f32, cml_f32_to_f16)
 CMLC_RD_FLOAT(bf16, uint16_t, float, cml_bf16_to_f32, cml_f32_to_bf16)
 CMLC_RD_FLOAT(f32, float, float, CMLC_EW_ID, CMLC_EW_ID)
@@ -339,9 +359,9 @@ static void cmlc_rd_pick_f64_produced(cml_op_t op, cmlc_task_fn* rows, cmlc_task
 CMLC_RD_CPROD(cmlc_rd_cprod_f, float _Complex, cmlc_ew_cmul_f, crealf, cimagf)
 CMLC_RD_CPROD(cmlc_rd_cprod_d, double _Complex, cmlc_ew_cmul_d, creal, cimag)
 #undef CMLC_RD_CPROD
-#define CMLC_RD_COMPLEX(sfx, T, CT, LOAD, STORE, CMUL)                   \
-  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, CT, LOAD, STORE, (CT)0, CMLC_RD_ADD) \
-  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, CT, LOAD, STORE, (CT)1, CMUL)
+#define CMLC_RD_COMPLEX(sfx, T, CT, LOAD, STORE, CMUL)                      \
+  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, CT, LOAD, STORE, (CT)0, CMLC_RD_ADD, 0) \
+  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, CT, LOAD, STORE, (CT)1, CMUL, 0)
 CMLC_RD_COMPLEX(c64, cml_c64_t, float _Complex, cmlc_ew_load_c64, cmlc_ew_store_c64,
                 cmlc_rd_cprod_f)
 CMLC_RD_COMPLEX(c128, cml_c128_t, double _Complex, cmlc_ew_load_c128, cmlc_ew_store_c128,
@@ -349,13 +369,14 @@ CMLC_RD_COMPLEX(c128, cml_c128_t, double _Complex, cmlc_ew_load_c128, cmlc_ew_st
 
 // Integers: W is the wrapping accumulator (>= 32 bits so no promotion to signed int).
 #define CMLC_RD_INT(sfx, T, W, TMIN, TMAX)                                                       \
-  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_ADD)      \
-  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)1, CMLC_RD_MUL)     \
-  CMLC_RD_GEN(cmlc_rd_max_##sfx, T, T, CMLC_EW_ID, CMLC_EW_ID, (T)TMIN, CMLC_RD_IMAX)            \
-  CMLC_RD_GEN(cmlc_rd_min_##sfx, T, T, CMLC_EW_ID, CMLC_EW_ID, (T)TMAX, CMLC_RD_IMIN)            \
-  CMLC_RD_GEN(cmlc_rd_and_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W) ~(W)0, CMLC_RD_AND) \
-  CMLC_RD_GEN(cmlc_rd_or_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_OR)        \
-  CMLC_RD_GEN(cmlc_rd_xor_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_XOR)
+  CMLC_RD_GEN(cmlc_rd_sum_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_ADD, 1)   \
+  CMLC_RD_GEN(cmlc_rd_prod_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)1, CMLC_RD_MUL, 1)  \
+  CMLC_RD_GEN(cmlc_rd_max_##sfx, T, T, CMLC_EW_ID, CMLC_EW_ID, (T)TMIN, CMLC_RD_IMAX, 1)         \
+  CMLC_RD_GEN(cmlc_rd_min_##sfx, T, T, CMLC_EW_ID, CMLC_EW_ID, (T)TMAX, CMLC_RD_IMIN, 1)         \
+  CMLC_RD_GEN(cmlc_rd_and_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W) ~(W)0, CMLC_RD_AND, \
+              1)                                                                                 \
+  CMLC_RD_GEN(cmlc_rd_or_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_OR, 1)     \
+  CMLC_RD_GEN(cmlc_rd_xor_##sfx, T, W, CMLC_RD_CAST(W), CMLC_RD_CAST(T), (W)0, CMLC_RD_XOR, 1)
 CMLC_RD_INT(i8, int8_t, uint32_t, INT8_MIN, INT8_MAX)
 CMLC_RD_INT(i16, int16_t, uint32_t, INT16_MIN, INT16_MAX)
 CMLC_RD_INT(i32, int32_t, uint32_t, INT32_MIN, INT32_MAX)
@@ -368,11 +389,11 @@ CMLC_RD_INT(u64, uint64_t, uint64_t, 0, UINT64_MAX)
 #define CMLC_RD_BOOL_LOAD(x) ((unsigned)((x) != 0))
 #define CMLC_RD_BOOL_STORE(x) ((uint8_t)((x) != 0))
 CMLC_RD_GEN(cmlc_rd_land_bool, uint8_t, unsigned, CMLC_RD_BOOL_LOAD, CMLC_RD_BOOL_STORE, 1u,
-            CMLC_RD_LAND)
+            CMLC_RD_LAND, 1)
 CMLC_RD_GEN(cmlc_rd_lor_bool, uint8_t, unsigned, CMLC_RD_BOOL_LOAD, CMLC_RD_BOOL_STORE, 0u,
-            CMLC_RD_LOR)
+            CMLC_RD_LOR, 1)
 CMLC_RD_GEN(cmlc_rd_lxor_bool, uint8_t, unsigned, CMLC_RD_BOOL_LOAD, CMLC_RD_BOOL_STORE, 0u,
-            CMLC_RD_LXOR)
+            CMLC_RD_LXOR, 1)
 
 //===--- table ---===//
 
@@ -506,8 +527,12 @@ static void cmlc_rd_simd_a(void* ctx, int64_t begin, int64_t end, int thread_ind
   const int64_t outer = len ? p->reduced / len : 0;
   if (p->simd && len > 0 && len <= CMLC_RD_SEQ_RUN && p->nr == 1 && p->nk == 1 && p->ks[0] == len &&
       p->rs[0] == 1) {
-    cmlc_rd_rows_f32(p->op, (const float*)p->in + begin * len, len, end - begin,
-                     (float*)p->out + begin);
+    if (p->runs && len <= CMLC__RD_RUN_MAX) {
+      p->runs((const float*)p->in + begin * len, len, end - begin, (float*)p->out + begin);
+    } else {
+      cmlc_rd_rows_f32(p->op, (const float*)p->in + begin * len, len, end - begin,
+                       (float*)p->out + begin);
+    }
     return;
   }
   for (int64_t o = begin; o < end; ++o) {
@@ -526,6 +551,30 @@ static void cmlc_rd_simd_a(void* ctx, int64_t begin, int64_t end, int thread_ind
     } else {
       ((uint16_t*)p->out)[o] =
           p->half == CML_DTYPE_BF16 ? cml__f32_to_bf16(acc) : cml__f32_to_f16(acc);
+    }
+  }
+}
+
+// bf16 / f16 short runs that follow each other (x [outputs, len], len <= CMLC__RD_RUN_MAX):
+// widened CMLC_RD_HALF_RUNS floats at a time, combined by the f32 short-run kernel (in index
+// order from the identity, in f32), each result rounded once (Max / Min: exactly).
+enum { CMLC_RD_HALF_RUNS = 2048 };
+static void cmlc_rd_half_runs(void* ctx, int64_t begin, int64_t end, int thread_index) {
+  (void)thread_index;
+  const cmlc_rd_plan_t* p = (const cmlc_rd_plan_t*)ctx;
+  const int64_t len = p->rd[0];
+  _Alignas(64) float buf[CMLC_RD_HALF_RUNS];
+  _Alignas(64) float res[CMLC_RD_HALF_RUNS];
+  const int64_t per = CMLC_RD_HALF_RUNS / len;
+  for (int64_t o0 = begin; o0 < end; o0 += per) {
+    const int64_t n = end - o0 < per ? end - o0 : per;
+    p->widen(buf, (const uint16_t*)p->in + o0 * len, n * len);
+    p->runs(buf, len, n, res);
+    uint16_t* y = (uint16_t*)p->out + o0;
+    if (p->half == CML_DTYPE_BF16) {
+      for (int64_t q = 0; q < n; ++q) y[q] = cml__f32_to_bf16(res[q]);
+    } else {
+      for (int64_t q = 0; q < n; ++q) y[q] = cml__f32_to_f16(res[q]);
     }
   }
 }
@@ -770,6 +819,26 @@ static void cmlc_rd_simd_blk(void* ctx, int64_t begin, int64_t end, int thread_i
 
 //===--- reduce runner ---===//
 
+cmlc__rd_runs_f32_fn cmlc__rd_runs_f32(const cmlc_options_t* options, cml_op_t op) {
+  if (!options || options->reference) return NULL;
+#if defined(CMLC_HAVE_X86_64)
+  if (options->isa == CMLC_ISA_AVX512) {
+    switch (op) {
+      case CML_OP_REDUCE_SUM:
+        return cmlc__rd_runs_sum_f32_avx512;
+      case CML_OP_REDUCE_MAX:
+        return cmlc__rd_runs_max_f32_avx512;
+      case CML_OP_REDUCE_MIN:
+        return cmlc__rd_runs_min_f32_avx512;
+      default:
+        return NULL;
+    }
+  }
+#endif
+  (void)op;
+  return NULL;
+}
+
 cmlc__rd_cols_f32_fn cmlc__rd_cols_f32(const cmlc_options_t* options, cml_op_t op) {
   if (!options || options->reference) return NULL;
 #if defined(CMLC_HAVE_X86_64)
@@ -1013,7 +1082,10 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
   if (p.outputs == 0) return CML_OK;
   const int64_t per_output = p.reduced > 0 ? p.reduced : 1;
   // The lookup's picks: slot 0 the SIMD row reducer, slot 1 the SIMD column reducer (f32 only).
-  if (is->dtype == CML_DTYPE_F32) p.simd = (cmlc_rd_f32_fn)args->impl[0];
+  if (is->dtype == CML_DTYPE_F32) {
+    p.simd = (cmlc_rd_f32_fn)args->impl[0];
+    p.runs = p.simd ? cmlc__rd_runs_f32(args->options, args->node->op) : NULL;
+  }
   const bool half = is->dtype == CML_DTYPE_BF16 || is->dtype == CML_DTYPE_F16;
   if (half) {
     p.simd_half = (cmlc_rd_half_fn)args->impl[0];
@@ -1106,6 +1178,21 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
     if (p.cols &&
         args->scratch_size < cmlc_size_of(cmlc_rd_cols_scratch_floats(&p), sizeof(float))) {
       p.cols = NULL;  // no room for the block partials (a caller that skipped the scratch)
+    }
+  }
+  // bf16 / f16 rows of at most CMLC_RD_SHORT_ROW that follow each other: widened and combined
+  // by the f32 short-run kernel, else the generic task (the SIMD row reducer's call and setup
+  // per row of 4 cost 30x xla:cpu's time).
+  if (p.simd_half && last == 1 && p.nr == 1 && p.nk == 1 && p.rd[0] >= 1 &&
+      p.rd[0] <= CMLC_RD_SHORT_ROW && p.rs[0] == 1 && p.ks[0] == p.rd[0]) {
+    p.simd_half = NULL;
+    p.runs = cmlc__rd_runs_f32(args->options, args->node->op);
+    p.widen = p.runs ? cmlc_ew_simd_convert_fn(args->options, is->dtype, CML_DTYPE_F32) : NULL;
+    if (p.runs && p.widen && p.rd[0] <= CMLC__RD_RUN_MAX) {
+      p.half = is->dtype;
+      cmlc_parallel_for(args->pool, p.outputs, CMLC_RD_MIN_WORK / p.rd[0] + 1, cmlc_rd_half_runs,
+                        &p);
+      return CML_OK;
     }
   }
   if (last == 1 && (p.simd || p.simd_half)) {
@@ -1274,6 +1361,61 @@ CMLC_RD_ARG_GEN(u16, uint16_t, uint16_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
 CMLC_RD_ARG_GEN(u32, uint32_t, uint32_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
 CMLC_RD_ARG_GEN(u64, uint64_t, uint64_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
 
+// The axis contiguous (inner == 1: the class axis of logits): rows [begin, end), scanned as the
+// tiled task scans a column (a NaN is final: nothing after it is better), their indices stored
+// CMLC_RD_TILE at a time (one store per row cost 56 ns per row of 4, 34x xla:cpu's time).
+#define CMLC_RD_ARG_ROWS_GEN(sfx, T, CT, LOAD, ISNAN)                                          \
+  static void cmlc_rd_argrows_##sfx(void* ctx, int64_t begin, int64_t end, int thread_index) { \
+    (void)thread_index;                                                                        \
+    const cmlc_rd_arg_plan_t* p = (const cmlc_rd_arg_plan_t*)ctx;                              \
+    const T* x = (const T*)p->in;                                                              \
+    int64_t index[CMLC_RD_TILE];                                                               \
+    for (int64_t o0 = begin; o0 < end; o0 += CMLC_RD_TILE) {                                   \
+      const int64_t n = end - o0 < CMLC_RD_TILE ? end - o0 : CMLC_RD_TILE;                     \
+      for (int64_t q = 0; q < n; ++q) {                                                        \
+        const T* row = x + (o0 + q) * p->dim;                                                  \
+        int64_t at = 0;                                                                        \
+        CT best = LOAD(row[0]);                                                                \
+        if (!ISNAN(best)) {                                                                    \
+          if (p->is_min) {                                                                     \
+            for (int64_t k = 1; k < p->dim; ++k) {                                             \
+              const CT v = LOAD(row[k]);                                                       \
+              if (ISNAN(v)) {                                                                  \
+                at = k;                                                                        \
+                break;                                                                         \
+              }                                                                                \
+              if (v < best) best = v, at = k;                                                  \
+            }                                                                                  \
+          } else {                                                                             \
+            for (int64_t k = 1; k < p->dim; ++k) {                                             \
+              const CT v = LOAD(row[k]);                                                       \
+              if (ISNAN(v)) {                                                                  \
+                at = k;                                                                        \
+                break;                                                                         \
+              }                                                                                \
+              if (v > best) best = v, at = k;                                                  \
+            }                                                                                  \
+          }                                                                                    \
+        }                                                                                      \
+        index[q] = at;                                                                         \
+      }                                                                                        \
+      cmlc_ew_store_i64(p->out_dtype, index, n, p->out, o0);                                   \
+    }                                                                                          \
+  }
+CMLC_RD_ARG_ROWS_GEN(f16, uint16_t, float, cml_f16_to_f32, CMLC_RD_FLOAT_NAN)
+CMLC_RD_ARG_ROWS_GEN(bf16, uint16_t, float, cml_bf16_to_f32, CMLC_RD_FLOAT_NAN)
+CMLC_RD_ARG_ROWS_GEN(f32, float, float, CMLC_EW_ID, CMLC_RD_FLOAT_NAN)
+CMLC_RD_ARG_ROWS_GEN(f64, double, double, CMLC_EW_ID, CMLC_RD_FLOAT_NAN)
+CMLC_RD_ARG_ROWS_GEN(i8, int8_t, int8_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_ROWS_GEN(i16, int16_t, int16_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_ROWS_GEN(i32, int32_t, int32_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_ROWS_GEN(i64, int64_t, int64_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_ROWS_GEN(u8, uint8_t, uint8_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_ROWS_GEN(u16, uint16_t, uint16_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_ROWS_GEN(u32, uint32_t, uint32_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+CMLC_RD_ARG_ROWS_GEN(u64, uint64_t, uint64_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
+#undef CMLC_RD_ARG_ROWS_GEN
+
 // f16 / bf16 along a contiguous axis (inner == 1: the class axis of logits): each row widened
 // in blocks by the SIMD conversion (exact; NaN stays NaN), then scanned as the f32 kernel scans
 // (the same comparisons, in the same order, so the same index).
@@ -1309,6 +1451,37 @@ static void cmlc_rd_arg_half_rows(void* ctx, int64_t begin, int64_t end, int thr
       }
     }
     cmlc_ew_store_i64(p->out_dtype, &index, 1, p->out, o);
+  }
+}
+
+static cmlc_task_fn cmlc_rd_argrows_pick(cml_dtype_t dtype) {
+  switch (dtype) {
+    case CML_DTYPE_F16:
+      return cmlc_rd_argrows_f16;
+    case CML_DTYPE_BF16:
+      return cmlc_rd_argrows_bf16;
+    case CML_DTYPE_F32:
+      return cmlc_rd_argrows_f32;
+    case CML_DTYPE_F64:
+      return cmlc_rd_argrows_f64;
+    case CML_DTYPE_I8:
+      return cmlc_rd_argrows_i8;
+    case CML_DTYPE_I16:
+      return cmlc_rd_argrows_i16;
+    case CML_DTYPE_I32:
+      return cmlc_rd_argrows_i32;
+    case CML_DTYPE_I64:
+      return cmlc_rd_argrows_i64;
+    case CML_DTYPE_U8:
+      return cmlc_rd_argrows_u8;
+    case CML_DTYPE_U16:
+      return cmlc_rd_argrows_u16;
+    case CML_DTYPE_U32:
+      return cmlc_rd_argrows_u32;
+    case CML_DTYPE_U64:
+      return cmlc_rd_argrows_u64;
+    default:
+      return NULL;
   }
 }
 
@@ -1371,9 +1544,16 @@ static cml_status_t cmlc_rd_run_arg(const cmlc_kernel_args_t* args) {
   for (int32_t d = (int32_t)axis + 1; d < is->rank; ++d) p.inner *= is->dims[d];
   if (p.outer == 0 || p.inner == 0) return CML_OK;
   p.tiles = (p.inner + CMLC_RD_TILE - 1) / CMLC_RD_TILE;
-  if (p.inner == 1 && p.dim > 0 && (is->dtype == CML_DTYPE_F16 || is->dtype == CML_DTYPE_BF16)) {
-    p.widen = cmlc_ew_simd_convert_fn(args->options, is->dtype, CML_DTYPE_F32);
-    if (p.widen) fn = cmlc_rd_arg_half_rows;
+  if (p.inner == 1 && p.dim > 0) {
+    // Rows along the axis: long f16 / bf16 rows widened by the SIMD conversion, the others
+    // scanned as they are, many rows per task.
+    if ((is->dtype == CML_DTYPE_F16 || is->dtype == CML_DTYPE_BF16) && p.dim > CMLC_RD_TILE) {
+      p.widen = cmlc_ew_simd_convert_fn(args->options, is->dtype, CML_DTYPE_F32);
+    }
+    fn = p.widen ? cmlc_rd_arg_half_rows : cmlc_rd_argrows_pick(is->dtype);
+    int64_t chunk = CMLC_RD_MIN_WORK / p.dim;
+    cmlc_parallel_for(args->pool, p.outer, chunk < 1 ? 1 : chunk, fn, &p);
+    return CML_OK;
   }
   const int64_t work = (p.dim > 0 ? p.dim : 1) * (p.inner < CMLC_RD_TILE ? p.inner : CMLC_RD_TILE);
   int64_t chunk = CMLC_RD_MIN_WORK / work;

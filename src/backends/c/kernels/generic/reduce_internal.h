@@ -24,6 +24,15 @@ typedef void (*cmlc__rd_cols_f32_fn)(float* acc, const float* x, int64_t n);
 // NULL when there is no SIMD one (reference mode, the scalar ISA, another op).
 cmlc__rd_cols_f32_fn cmlc__rd_cols_f32(const cmlc_options_t* options, cml_op_t op);
 
+// Short runs of an f32 reduction whose innermost axis is reduced: out[q] = the |len| floats
+// from x + q * len combined in index order from the identity (the scalar kernels' order and
+// combine, so the same bits), for q < rows; 1 <= len <= CMLC__RD_RUN_MAX.
+typedef void (*cmlc__rd_runs_f32_fn)(const float* x, int64_t len, int64_t rows, float* out);
+enum { CMLC__RD_RUN_MAX = 16 };
+// The short-run kernel for |op| (ReduceSum, ReduceMax, ReduceMin) with the ISA of |options|, or
+// NULL (reference mode, an ISA without one, another op).
+cmlc__rd_runs_f32_fn cmlc__rd_runs_f32(const cmlc_options_t* options, cml_op_t op);
+
 // Reductions of an input that is computed on the fly, never stored (the c backend's reduce
 // fusion, loop_fusion.c): |produce| writes input elements [start, start + len) (row-major
 // positions) into |dst|. The reduction reads the same values in the same order as from a
@@ -62,6 +71,9 @@ void cmlc__rd_cols_min_f32_avx512(float* acc, const float* x, int64_t n);
 void cmlc__rd_cols_sum_f32_avx2(float* acc, const float* x, int64_t n);
 void cmlc__rd_cols_max_f32_avx2(float* acc, const float* x, int64_t n);
 void cmlc__rd_cols_min_f32_avx2(float* acc, const float* x, int64_t n);
+void cmlc__rd_runs_sum_f32_avx512(const float* x, int64_t len, int64_t rows, float* out);
+void cmlc__rd_runs_max_f32_avx512(const float* x, int64_t len, int64_t rows, float* out);
+void cmlc__rd_runs_min_f32_avx512(const float* x, int64_t len, int64_t rows, float* out);
 #endif
 
 #ifdef __cplusplus

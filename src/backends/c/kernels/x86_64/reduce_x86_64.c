@@ -88,6 +88,54 @@ CMLC_RDX512_COLS(sum)
 CMLC_RDX512_COLS(max)
 CMLC_RDX512_COLS(min)
 
+// Short runs (reduce_internal.h): 16 runs of |len| <= 16 at a time. Their 16 * len floats are
+// loaded as |len| vectors; element j of each run is brought to the run's lane by one masked
+// permute per source vector (lane l of element j is float l * len + j: vector (l len + j) / 16,
+// lane (l len + j) % 16). Each lane then combines its run in index order from the identity,
+// the scalar kernel's order, with the column step's combine, so the same bits.
+#define CMLC_RDX512_RUNS(name, IDENT)                                                           \
+  CMLC_RD512_TARGET void cmlc__rd_runs_##name##_f32_avx512(const float* x, int64_t len,         \
+                                                           int64_t rows, float* out) {          \
+    __m512i idx[16];                                                                            \
+    __mmask16 from[16][16];                                                                     \
+    for (int j = 0; j < len; ++j) {                                                             \
+      int32_t lanes[16];                                                                        \
+      for (int v = 0; v < len; ++v) from[j][v] = 0;                                             \
+      for (int l = 0; l < 16; ++l) {                                                            \
+        const int e = l * (int)len + j;                                                         \
+        lanes[l] = e % 16;                                                                      \
+        from[j][e / 16] |= (__mmask16)(1u << l);                                                \
+      }                                                                                         \
+      idx[j] = _mm512_loadu_si512(lanes);                                                       \
+    }                                                                                           \
+    for (int64_t q = 0; q < rows; q += 16) {                                                    \
+      const int64_t n = rows - q < 16 ? rows - q : 16;                                          \
+      const float* r = x + q * len;                                                             \
+      __m512 src[16];                                                                           \
+      const int64_t floats = n * len;                                                           \
+      for (int v = 0; v < len; ++v) {                                                           \
+        const int64_t left = floats - 16 * (int64_t)v;                                          \
+        const __mmask16 m = left >= 16  ? (__mmask16)0xFFFF                                     \
+                            : left <= 0 ? (__mmask16)0                                          \
+                                        : (__mmask16)((1u << left) - 1u);                       \
+        src[v] = _mm512_maskz_loadu_ps(m, r + 16 * v);                                          \
+      }                                                                                         \
+      __m512 acc = _mm512_set1_ps(IDENT);                                                       \
+      for (int j = 0; j < len; ++j) {                                                           \
+        __m512 e = _mm512_setzero_ps();                                                         \
+        for (int v = 0; v < len; ++v) {                                                         \
+          if (from[j][v]) e = _mm512_mask_permutexvar_ps(e, from[j][v], idx[j], src[v]);        \
+        }                                                                                       \
+        acc = cmlc_rdx512_##name(acc, e);                                                       \
+      }                                                                                         \
+      _mm512_mask_storeu_ps(out + q, n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u), \
+                            acc);                                                               \
+    }                                                                                           \
+  }
+CMLC_RDX512_RUNS(sum, 0.0f)
+CMLC_RDX512_RUNS(max, -__builtin_inff())
+CMLC_RDX512_RUNS(min, __builtin_inff())
+
 //===--- AVX2 ---===//
 
 CMLC_RD256_TARGET static inline __m256 cmlc_rdx256_sum(__m256 a, __m256 b) {
