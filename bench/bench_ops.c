@@ -4,10 +4,10 @@
 // and its gradient (SelectAndScatter), Clamp, strided slices, batched products, gathers; c vs
 // Where with a compare, conversions between 16-bit floats and to i32, a row scatter-add and a
 // 3x3 convolution, Floor, Expm1, Log1p, Sin, a ReLU mask through a Bool conversion and Int32
-// Div/Rem, the tanh GELU with and without a bias, reductions and ArgMax over short rows; c vs
-// c:reference vs xla:cpu. Written to find the shapes where a dtype or a layout falls back to slow
-// generic code (bench/README.md, "Single ops in three dtypes"). The rate column is the input
-// bytes (the first operand) per second.
+// Div/Rem, the tanh GELU with and without a bias, reductions and ArgMax over short rows, global
+// pooling; c vs c:reference vs xla:cpu. Written to find the shapes where a dtype or a layout
+// falls back to slow generic code (bench/README.md, "Single ops in three dtypes"). The rate
+// column is the input bytes (the first operand) per second.
 #include <string.h>
 
 #include "bench/bench_common.h"
@@ -52,6 +52,7 @@ enum {
   K_MAX_ROWS4,
   K_ARGMAX_ROWS4,
   K_MIN_ROWS16,
+  K_GLOBALPOOL_NCHW,
   K_COUNT
 };
 
@@ -93,6 +94,7 @@ static const char* const kNames[K_COUNT] = {
     "max over rows of 4 [262144,4]",
     "argmax over rows of 4 [262144,4]",
     "min over rows of 16 [65536,16]",
+    "global sum pool NCHW [16,64,32,32]",
 };
 
 // Random I32 indices in [0, n): n |u| for a uniform u in [-1, 1) made in the graph from a
@@ -313,6 +315,11 @@ static cml_value_t build_op(cml_function_t* f, const bench_case_t* c) {
           cml_op_arg_min_max(f, cml_op_reshape(f, x, (int64_t[]){OP_ROWS * OP_COLS / 4, 4}, 2), 1,
                              CML_DTYPE_I32, false),
           CML_DTYPE_F32);
+    case K_GLOBALPOOL_NCHW: {
+      cml_window_config_t w = window4((int64_t[]){1, 1, 32, 32}, (int64_t[]){1, 1, 1, 1});
+      return cml_op_reduce_window(f, cml_op_reshape(f, x, (int64_t[]){16, 64, 32, 32}, 4),
+                                  CML_REDUCE_SUM, &w);
+    }
     case K_MIN_ROWS16:
       return cml_op_reduce_min(f, cml_op_reshape(f, x, (int64_t[]){OP_ROWS * OP_COLS / 16, 16}, 2),
                                (int64_t[]){1}, 1);

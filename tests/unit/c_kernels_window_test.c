@@ -237,11 +237,11 @@ TEST(reduce_window_2d_matches_reference) {
 
 // ReduceWindow whose trailing axes the window passes through (NHWC pooling: window 1 on the
 // channels) takes the row kernels, one with a window on the last two axes only (NCHW pooling)
-// the plane kernels, and one whose windows along one axis all start before it (cumulative
-// reductions) the scan kernels: every float dtype and reduction, against the same node run
-// in reference mode (the per-element kernel: same taps, same order, so the same bits), with
-// padding, strides, window and base dilations on the leading axes, rows longer than one block
-// of the half kernel (256), NaN and infinities, 1 and 3 threads.
+// the plane kernels (global pooling: the whole-plane kernels), and one whose windows along one axis
+// all start before it (cumulative reductions) the scan kernels: every float dtype and reduction,
+// against the same node run in reference mode (the per-element kernel: same taps, same order, so
+// the same bits), with padding, strides, window and base dilations on the leading axes, rows longer
+// than one block of the half kernel (256), NaN and infinities, 1 and 3 threads.
 TEST(reduce_window_rows_match_reference) {
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
@@ -288,6 +288,22 @@ TEST(reduce_window_rows_match_reference) {
        {1, 1, 2, 1},
        {0, 0, 0, -1},
        {0, 0, 1, 2}},
+      // Global pooling in NCHW (the window covers each plane: one output per plane): 26
+      // planes of 7x7 (8 at a time, the last 2 alone), and planes of 3x40 with a stride.
+      {{2, 13, 7, 7},
+       {1, 1, 7, 7},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {0, 0, 0, 0},
+       {0, 0, 0, 0}},
+      {{1, 9, 3, 40},
+       {1, 1, 3, 40},
+       {1, 1, 2, 5},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {0, 0, 0, 0},
+       {0, 0, 0, 0}},
       // Base dilation on the last axis: neither fast path (the per-element kernel).
       {{1, 2, 5, 6},
        {1, 1, 2, 2},
