@@ -1027,7 +1027,7 @@ TEST(int_and_arg_short_rows_every_isa) {
     ASSERT_TRUE(xi && xl && xb && xf);
     for (int64_t i = 0; i < n; ++i) {
       const uint32_t h = (uint32_t)(i * 2654435761u) ^ (uint32_t)(li * 977u);
-      xi[i] = (int32_t)(h % 7u) - 3 + (h % 101u == 0 ? INT32_MAX : 0);  // ties, and a wrap
+      xi[i] = (int32_t)(h % 7u + (h % 101u == 0 ? 0x7ffffff0u : 0u)) - 3;  // ties, and big values
       xl[i] = (int64_t)h * 4099 - ((int64_t)1 << 40);
       xb[i] = (uint8_t)(h >> 7);
       xf[i] = (float)(h % 5u) - 2.0f;
