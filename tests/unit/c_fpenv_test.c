@@ -6,6 +6,7 @@
 // environment back. c:flush_denormals=true flushes denormal results to zero (and reads denormal
 // inputs as they are), in executions and in constants folded at compile time. Expected values:
 // plain C arithmetic in the default environment, and the bits of a run in that environment.
+// Not a valgrind test: valgrind emulates neither FTZ / DAZ nor floating-point traps.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  // feenableexcept, fegetexcept
 #endif
