@@ -1744,6 +1744,34 @@ static cml_value_t capture_loop(cml_function_t* f, cml_value_t x0, cml_value_t c
   return out[1];
 }
 
+// d(sum y)/dx on c at x = 1.25 of shape [1 x ... x 1] (rank CML_MAX_RANK: the unrolled form of
+// a loop gradient), y made from x by |loop|.
+static void max_rank_gradient(int* test_failed_, cml_value_t (*loop)(cml_function_t*, cml_value_t),
+                              double* out) {
+  int64_t ones[CML_MAX_RANK];
+  for (int i = 0; i < CML_MAX_RANK; ++i) ones[i] = 1;
+  const cml_shape_t xs = cml_shape_make(CML_DTYPE_F64, CML_MAX_RANK, ones);
+  cml_builder_t* b = NULL;
+  ASSERT_STATUS_OK(cml_builder_create(g_c, "rank16", &b));
+  cml_function_t* f = cml_builder_main(b);
+  cml_value_t x = cml_parameter(f, "x", &xs);
+  cml_value_t y = loop(f, x);
+  ASSERT_NE_INT(y, CML_VALUE_INVALID);
+  cml_value_t g;
+  ASSERT_STATUS_OK(cml_gradients(f, cml_op_reduce_sum(f, y, NULL, 0), &x, 1, &g));
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
+  const double xv = 1.25;
+  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){&xv}, (void*[]){out}));
+  cml_executable_release(exe);
+}
+static cml_value_t capture_itself(cml_function_t* f, cml_value_t x) {
+  return capture_loop(f, x, x, 0);
+}
+static cml_value_t square_thrice(cml_function_t* f, cml_value_t x) {
+  return product_loop(f, CML_DTYPE_I32, 0, 3, x, CML_VALUE_INVALID);
+}
+
 // A body that returns a captured value as the new state, directly or through an inner loop's
 // state: the capture's cotangent was dropped (the inlined body's output was the outer value, the
 // backward pass asked for the body's own capture of it: two values), a zero gradient under OK.
@@ -1777,47 +1805,17 @@ TEST(while_gradient_of_a_body_returning_a_capture) {
       }
     }
   }
-  int64_t ones[CML_MAX_RANK];
-  for (int i = 0; i < CML_MAX_RANK; ++i) ones[i] = 1;
-  const cml_shape_t xs = cml_shape_make(CML_DTYPE_F64, CML_MAX_RANK, ones);
-  cml_builder_t* b = NULL;
-  ASSERT_STATUS_OK(cml_builder_create(g_c, "capture16", &b));
-  cml_function_t* f = cml_builder_main(b);
-  cml_value_t x = cml_parameter(f, "x", &xs);
-  cml_value_t y = capture_loop(f, x, x, 0);
-  ASSERT_NE_INT(y, CML_VALUE_INVALID);
-  cml_value_t g;
-  ASSERT_STATUS_OK(cml_gradients(f, cml_op_reduce_sum(f, y, NULL, 0), &x, 1, &g));
-  cml_executable_t* exe = NULL;
-  ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
-  const double xv = 1.25;
   double gv = 0;
-  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){&xv}, (void*[]){&gv}));
-  cml_executable_release(exe);
+  max_rank_gradient(test_failed_, capture_itself, &gv);
   ASSERT_EQ_DBL(gv, 1);
 }
 
 // A state element of rank CML_MAX_RANK has no room for the per-trip axis of the loop form: such
 // a loop is unrolled (up to 4096 trips). x [1 x 16] <- x * x, 3 trips: d(x^8)/dx = 8 x^7.
 TEST(while_gradient_of_a_max_rank_state) {
-  cml_builder_t* b = NULL;
-  ASSERT_STATUS_OK(cml_builder_create(g_c, "rank16", &b));
-  cml_function_t* f = cml_builder_main(b);
-  int64_t ones[CML_MAX_RANK];
-  for (int i = 0; i < CML_MAX_RANK; ++i) ones[i] = 1;
-  const cml_shape_t xs = cml_shape_make(CML_DTYPE_F64, CML_MAX_RANK, ones);
-  cml_value_t x = cml_parameter(f, "x", &xs);
-  cml_value_t y = product_loop(f, CML_DTYPE_I32, 0, 3, x, CML_VALUE_INVALID);
-  ASSERT_NE_INT(y, CML_VALUE_INVALID);
-  cml_value_t g;
-  ASSERT_STATUS_OK(cml_gradients(f, cml_op_reduce_sum(f, y, NULL, 0), &x, 1, &g));
-  cml_executable_t* exe = NULL;
-  ASSERT_STATUS_OK(api_finish(b, &g, 1, &exe));
-  const double xv = 1.25;
   double gv = 0;
-  ASSERT_STATUS_OK(api_run(g_c, exe, (const void*[]){&xv}, (void*[]){&gv}));
-  cml_executable_release(exe);
-  ASSERT_NEAR(gv, 8 * pow(xv, 7), 1e-12);
+  max_rank_gradient(test_failed_, square_thrice, &gv);
+  ASSERT_NEAR(gv, 8 * pow(1.25, 7), 1e-12);
 }
 
 // Collectives in an SPMD program over 4 slots: the gradient is that of the sum of every slot's
