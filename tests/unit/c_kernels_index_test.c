@@ -799,6 +799,103 @@ TEST(scatter_sum_one_element_windows) {
   }
 }
 
+// ScatterMax / ScatterMin of one-element windows with I32 and I64 indices (the kernel's unit
+// path, without the combiner's call per update) on f32, f64, Int32 and Int64: 40 updates, some
+// out of range, onto x[6] holding a NaN, -0 and +0, updates with NaNs, signed zeros, ties and
+// large values, against a per-update loop with the combiner's rule (a NaN on either side wins,
+// the stored one first; -0 < +0; Int32 values signed).
+static double ix_max_rule(double a, double b, bool max) {
+  if (isnan(a)) return a;
+  if (isnan(b)) return b;
+  if (max ? a > b : a < b) return a;
+  if (max ? b > a : b < a) return b;
+  return signbit(a) == max ? b : a;
+}
+TEST(scatter_max_min_one_element_windows) {
+  static const cml_dtype_t dts[4] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_I32, CML_DTYPE_I64};
+  enum { N = 40 };
+  const int64_t raw[N] = {0, 5, 2, 2, -1, 6, 3, 1, 0, 0, 4, (int64_t)1 << 40,
+                          5, 5, 2, 1, 3,  3, 0, 7, 2, 4, 4, 1,
+                          5, 0, 2, 3, 1,  1, 2, 6, 0, 5, 4, 3,
+                          2, 1, 0, 5};
+  const double xv[6] = {1.5, -2.0, NAN, -0.0, 0.0, 7.0};
+  int32_t i32[N];
+  int64_t i64[N];
+  double uv[N];
+  for (int i = 0; i < N; ++i) {
+    i64[i] = raw[i];
+    i32[i] = raw[i] > 1000 ? 1000 : (int32_t)raw[i];
+    uv[i] = (double)((i * 37) % 11) - 5.0;  // ties among them and with x
+    if (i % 13 == 4) uv[i] = NAN;
+    if (i % 9 == 2) uv[i] = i % 2 ? -0.0 : 0.0;
+    if (i % 17 == 6) uv[i] = -3e9;  // an Int32 value far below the others: signed compares
+  }
+  for (int di = 0; di < 4; ++di) {
+    const cml_dtype_t dt = dts[di];
+    const bool is_float = dt == CML_DTYPE_F32 || dt == CML_DTYPE_F64;
+    for (int wide = 0; wide < 2; ++wide) {
+      for (int max = 0; max < 2; ++max) {
+        const int64_t xd[] = {6}, id[] = {N, 1}, ud[] = {N};
+        cml_shape_t ins[3] = {kt_shape(dt, 1, xd),
+                              kt_shape(wide ? CML_DTYPE_I64 : CML_DTYPE_I32, 2, id),
+                              kt_shape(dt, 1, ud)};
+        kt_t k;
+        kt_init(&k, max ? CML_OP_SCATTER_MAX : CML_OP_SCATTER_MIN, 3, ins, &ins[0]);
+        cml_scatter_dims_t* s = &k.attrs.u.scatter;
+        s->index_vector_axis = 1;
+        s->inserted_window_axis_count = 1;
+        s->scatter_axes_to_operand_axes_count = 1;
+        union {
+          float f[N];
+          double d[N];
+          int32_t i[N];
+          int64_t l[N];
+        } x, up, got;
+        double want[6];
+        for (int i = 0; i < 6; ++i) {
+          // Integers: the NaN becomes 3 and the zeros 0.
+          const double v = is_float ? xv[i] : isnan(xv[i]) ? 3.0 : xv[i];
+          want[i] = v;
+          if (dt == CML_DTYPE_F32) x.f[i] = (float)v;
+          if (dt == CML_DTYPE_F64) x.d[i] = v;
+          if (dt == CML_DTYPE_I32) x.i[i] = (int32_t)v;
+          if (dt == CML_DTYPE_I64) x.l[i] = (int64_t)v;
+        }
+        for (int i = 0; i < N; ++i) {
+          double v = uv[i];
+          if (!is_float) v = isnan(v) ? 11.0 : v == -3e9 && dt == CML_DTYPE_I32 ? -2e9 : v;
+          if (dt == CML_DTYPE_F32) up.f[i] = (float)v;
+          if (dt == CML_DTYPE_F64) up.d[i] = v;
+          if (dt == CML_DTYPE_I32) up.i[i] = (int32_t)v;
+          if (dt == CML_DTYPE_I64) up.l[i] = (int64_t)v;
+          const int64_t at = wide ? i64[i] : i32[i];
+          if (at >= 0 && at < 6) {
+            const double b = dt == CML_DTYPE_F32 ? (double)up.f[i] : v;
+            want[at] = ix_max_rule(want[at], b, max);
+          }
+        }
+        const void* in[] = {&x, wide ? (const void*)i64 : (const void*)i32, &up};
+        memset(&got, 0x5a, sizeof got);
+        ASSERT_STATUS_OK(kt_run(&k, NULL, in, &got));
+        for (int i = 0; i < 6; ++i) {
+          double g = 0;
+          if (dt == CML_DTYPE_F32) g = got.f[i];
+          if (dt == CML_DTYPE_F64) g = got.d[i];
+          if (dt == CML_DTYPE_I32) g = got.i[i];
+          if (dt == CML_DTYPE_I64) g = (double)got.l[i];
+          const bool same = isnan(want[i]) ? isnan(g)
+                            : is_float     ? g == want[i] && signbit(g) == signbit(want[i])
+                                           : g == want[i];
+          if (!same) {
+            TEST_FAIL_("%s %s, %s indices, x[%d]: %g, want %g", cml_dtype_name(dt),
+                       max ? "max" : "min", wide ? "i64" : "i32", i, g, want[i]);
+          }
+        }
+      }
+    }
+  }
+}
+
 // One-element windows at (i, k) or (i, j, k) coordinates of x[6, 3, 5] (the kernel's unit sums
 // over several scatter axes, I32 and I64 indices, some out of range, so skipped), and rows of 7
 // and 16 elements (the row sums; f16 / bf16 rows of 16 take the widening row sums), against a
@@ -946,5 +1043,6 @@ TEST_MAIN(
     TEST_ENTRY(scatter_sum_f16_rounds_each_step_and_complex),
     TEST_ENTRY(scatter_sum_matches_reference), TEST_ENTRY(scatter_sum_half_rows_match_reference),
     TEST_ENTRY(scatter_threads_split_rows_same_bits), TEST_ENTRY(scatter_sum_one_element_windows),
+    TEST_ENTRY(scatter_max_min_one_element_windows),
     TEST_ENTRY(scatter_sum_several_coordinates_and_short_half_rows),
     TEST_ENTRY(lookup_and_capabilities))
