@@ -42,7 +42,9 @@ enum {
   CMLC_RD_BLOCK = 65536,  // elements per partial of a blocked full reduction (at least)
   CMLC_RD_MAX_BLOCKS = 1024,
   CMLC_RD_PARTIAL_SIZE = 16,  // bytes per partial (the widest accumulator: complex double)
-  CMLC_RD_SHORT_ROW = 16      // rows of at most this many: order-free ops combine in index order
+  // Rows of at most this many are short: order-free ops and f32 combine them in index order,
+  // the f32 ones by the SIMD short-run kernel where there is one.
+  CMLC_RD_SHORT_ROW = CMLC__RD_RUN_MAX
 };
 
 typedef struct cmlc_rd_plan_t {
@@ -476,7 +478,7 @@ static float cmlc_rd_ident_f32(cml_op_t op) {
 // combined in index order from the identity by cmlc_rd_rows_f32, CMLC_RD_SEQ_LINES consecutive
 // runs at once, one lane per run, instead of by the SIMD reducer (whose setup costs more than
 // such a run). The two-pass short-run path's pass 1 combines its runs with it too.
-enum { CMLC_RD_SEQ_RUN = 16, CMLC_RD_SEQ_LINES = 16 };
+enum { CMLC_RD_SEQ_RUN = CMLC_RD_SHORT_ROW, CMLC_RD_SEQ_LINES = 16 };
 
 // One f32 run of |len| (<= CMLC_RD_SEQ_RUN: in order; longer: the SIMD reducer).
 static void cmlc_rd_rows_f32(cml_op_t op, const float* x, int64_t len, int64_t rows, float* out);
@@ -527,7 +529,7 @@ static void cmlc_rd_simd_a(void* ctx, int64_t begin, int64_t end, int thread_ind
   const int64_t outer = len ? p->reduced / len : 0;
   if (p->simd && len > 0 && len <= CMLC_RD_SEQ_RUN && p->nr == 1 && p->nk == 1 && p->ks[0] == len &&
       p->rs[0] == 1) {
-    if (p->runs && len <= CMLC__RD_RUN_MAX) {
+    if (p->runs) {
       p->runs((const float*)p->in + begin * len, len, end - begin, (float*)p->out + begin);
     } else {
       cmlc_rd_rows_f32(p->op, (const float*)p->in + begin * len, len, end - begin,
@@ -555,7 +557,7 @@ static void cmlc_rd_simd_a(void* ctx, int64_t begin, int64_t end, int thread_ind
   }
 }
 
-// bf16 / f16 short runs that follow each other (x [outputs, len], len <= CMLC__RD_RUN_MAX):
+// bf16 / f16 short runs that follow each other (x [outputs, len], len <= CMLC_RD_SHORT_ROW):
 // widened CMLC_RD_HALF_RUNS floats at a time, combined by the f32 short-run kernel (in index
 // order from the identity, in f32), each result rounded once (Max / Min: exactly).
 enum { CMLC_RD_HALF_RUNS = 2048 };
@@ -819,55 +821,44 @@ static void cmlc_rd_simd_blk(void* ctx, int64_t begin, int64_t end, int thread_i
 
 //===--- reduce runner ---===//
 
-cmlc__rd_runs_f32_fn cmlc__rd_runs_f32(const cmlc_options_t* options, cml_op_t op) {
-  if (!options || options->reference) return NULL;
+// The SIMD f32 kernels' slot of |op|: 0 ReduceSum, 1 ReduceMax, 2 ReduceMin; -1: none (also
+// in reference mode and without the x86-64 kernels).
+static int cmlc_rd_f32_slot(const cmlc_options_t* options, cml_op_t op) {
 #if defined(CMLC_HAVE_X86_64)
-  if (options->isa == CMLC_ISA_AVX512) {
-    switch (op) {
-      case CML_OP_REDUCE_SUM:
-        return cmlc__rd_runs_sum_f32_avx512;
-      case CML_OP_REDUCE_MAX:
-        return cmlc__rd_runs_max_f32_avx512;
-      case CML_OP_REDUCE_MIN:
-        return cmlc__rd_runs_min_f32_avx512;
-      default:
-        return NULL;
-    }
-  }
-#endif
+  if (!options || options->reference) return -1;
+  return op == CML_OP_REDUCE_SUM   ? 0
+         : op == CML_OP_REDUCE_MAX ? 1
+         : op == CML_OP_REDUCE_MIN ? 2
+                                   : -1;
+#else
+  (void)options;
   (void)op;
+  return -1;
+#endif
+}
+
+cmlc__rd_runs_f32_fn cmlc__rd_runs_f32(const cmlc_options_t* options, cml_op_t op) {
+  const int slot = cmlc_rd_f32_slot(options, op);
+  if (slot < 0 || options->isa != CMLC_ISA_AVX512) return NULL;
+#if defined(CMLC_HAVE_X86_64)
+  static const cmlc__rd_runs_f32_fn runs[3] = {
+      cmlc__rd_runs_sum_f32_avx512, cmlc__rd_runs_max_f32_avx512, cmlc__rd_runs_min_f32_avx512};
+  return runs[slot];
+#else
   return NULL;
+#endif
 }
 
 cmlc__rd_cols_f32_fn cmlc__rd_cols_f32(const cmlc_options_t* options, cml_op_t op) {
-  if (!options || options->reference) return NULL;
+  const int slot = cmlc_rd_f32_slot(options, op);
+  if (slot < 0) return NULL;
 #if defined(CMLC_HAVE_X86_64)
-  if (options->isa == CMLC_ISA_AVX512) {
-    switch (op) {
-      case CML_OP_REDUCE_SUM:
-        return cmlc__rd_cols_sum_f32_avx512;
-      case CML_OP_REDUCE_MAX:
-        return cmlc__rd_cols_max_f32_avx512;
-      case CML_OP_REDUCE_MIN:
-        return cmlc__rd_cols_min_f32_avx512;
-      default:
-        return NULL;
-    }
-  }
-  if (options->isa == CMLC_ISA_AVX2) {
-    switch (op) {
-      case CML_OP_REDUCE_SUM:
-        return cmlc__rd_cols_sum_f32_avx2;
-      case CML_OP_REDUCE_MAX:
-        return cmlc__rd_cols_max_f32_avx2;
-      case CML_OP_REDUCE_MIN:
-        return cmlc__rd_cols_min_f32_avx2;
-      default:
-        return NULL;
-    }
-  }
-#else
-  (void)op;
+  static const cmlc__rd_cols_f32_fn cols512[3] = {
+      cmlc__rd_cols_sum_f32_avx512, cmlc__rd_cols_max_f32_avx512, cmlc__rd_cols_min_f32_avx512};
+  static const cmlc__rd_cols_f32_fn cols256[3] = {
+      cmlc__rd_cols_sum_f32_avx2, cmlc__rd_cols_max_f32_avx2, cmlc__rd_cols_min_f32_avx2};
+  if (options->isa == CMLC_ISA_AVX512) return cols512[slot];
+  if (options->isa == CMLC_ISA_AVX2) return cols256[slot];
 #endif
   return NULL;
 }
@@ -1188,7 +1179,7 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
     p.simd_half = NULL;
     p.runs = cmlc__rd_runs_f32(args->options, args->node->op);
     p.widen = p.runs ? cmlc_ew_simd_convert_fn(args->options, is->dtype, CML_DTYPE_F32) : NULL;
-    if (p.runs && p.widen && p.rd[0] <= CMLC__RD_RUN_MAX) {
+    if (p.runs && p.widen) {
       p.half = is->dtype;
       cmlc_parallel_for(args->pool, p.outputs, CMLC_RD_MIN_WORK / p.rd[0] + 1, cmlc_rd_half_runs,
                         &p);
@@ -1362,13 +1353,14 @@ CMLC_RD_ARG_GEN(u32, uint32_t, uint32_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
 CMLC_RD_ARG_GEN(u64, uint64_t, uint64_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
 
 // The axis contiguous (inner == 1: the class axis of logits): rows [begin, end), scanned as the
-// tiled task scans a column (a NaN is final: nothing after it is better), their indices stored
-// CMLC_RD_TILE at a time (one store per row cost 56 ns per row of 4, 34x xla:cpu's time).
+// tiled task scans a column (the first NaN is final: nothing after it is better), their indices
+// stored CMLC_RD_TILE at a time (one store per row cost 56 ns per row of 4, 34x xla:cpu's time).
 #define CMLC_RD_ARG_ROWS_GEN(sfx, T, CT, LOAD, ISNAN)                                          \
   static void cmlc_rd_argrows_##sfx(void* ctx, int64_t begin, int64_t end, int thread_index) { \
     (void)thread_index;                                                                        \
     const cmlc_rd_arg_plan_t* p = (const cmlc_rd_arg_plan_t*)ctx;                              \
     const T* x = (const T*)p->in;                                                              \
+    const bool is_min = p->is_min;                                                             \
     int64_t index[CMLC_RD_TILE];                                                               \
     for (int64_t o0 = begin; o0 < end; o0 += CMLC_RD_TILE) {                                   \
       const int64_t n = end - o0 < CMLC_RD_TILE ? end - o0 : CMLC_RD_TILE;                     \
@@ -1376,26 +1368,9 @@ CMLC_RD_ARG_GEN(u64, uint64_t, uint64_t, CMLC_EW_ID, CMLC_RD_NOT_NAN)
         const T* row = x + (o0 + q) * p->dim;                                                  \
         int64_t at = 0;                                                                        \
         CT best = LOAD(row[0]);                                                                \
-        if (!ISNAN(best)) {                                                                    \
-          if (p->is_min) {                                                                     \
-            for (int64_t k = 1; k < p->dim; ++k) {                                             \
-              const CT v = LOAD(row[k]);                                                       \
-              if (ISNAN(v)) {                                                                  \
-                at = k;                                                                        \
-                break;                                                                         \
-              }                                                                                \
-              if (v < best) best = v, at = k;                                                  \
-            }                                                                                  \
-          } else {                                                                             \
-            for (int64_t k = 1; k < p->dim; ++k) {                                             \
-              const CT v = LOAD(row[k]);                                                       \
-              if (ISNAN(v)) {                                                                  \
-                at = k;                                                                        \
-                break;                                                                         \
-              }                                                                                \
-              if (v > best) best = v, at = k;                                                  \
-            }                                                                                  \
-          }                                                                                    \
+        for (int64_t k = 1; k < p->dim && !ISNAN(best); ++k) {                                 \
+          const CT v = LOAD(row[k]);                                                           \
+          if (ISNAN(v) || (is_min ? v < best : v > best)) best = v, at = k;                    \
         }                                                                                      \
         index[q] = at;                                                                         \
       }                                                                                        \
@@ -1454,66 +1429,28 @@ static void cmlc_rd_arg_half_rows(void* ctx, int64_t begin, int64_t end, int thr
   }
 }
 
-static cmlc_task_fn cmlc_rd_argrows_pick(cml_dtype_t dtype) {
+// The tiled task of |dtype|, or with |rows| the task of rows along a contiguous axis.
+static cmlc_task_fn cmlc_rd_arg_pick(cml_dtype_t dtype, bool rows) {
+#define CMLC_RD_ARG_CASE(DT, sfx) \
+  case CML_DTYPE_##DT:            \
+    return rows ? cmlc_rd_argrows_##sfx : cmlc_rd_arg_##sfx;
   switch (dtype) {
-    case CML_DTYPE_F16:
-      return cmlc_rd_argrows_f16;
-    case CML_DTYPE_BF16:
-      return cmlc_rd_argrows_bf16;
-    case CML_DTYPE_F32:
-      return cmlc_rd_argrows_f32;
-    case CML_DTYPE_F64:
-      return cmlc_rd_argrows_f64;
-    case CML_DTYPE_I8:
-      return cmlc_rd_argrows_i8;
-    case CML_DTYPE_I16:
-      return cmlc_rd_argrows_i16;
-    case CML_DTYPE_I32:
-      return cmlc_rd_argrows_i32;
-    case CML_DTYPE_I64:
-      return cmlc_rd_argrows_i64;
-    case CML_DTYPE_U8:
-      return cmlc_rd_argrows_u8;
-    case CML_DTYPE_U16:
-      return cmlc_rd_argrows_u16;
-    case CML_DTYPE_U32:
-      return cmlc_rd_argrows_u32;
-    case CML_DTYPE_U64:
-      return cmlc_rd_argrows_u64;
+    CMLC_RD_ARG_CASE(F16, f16)
+    CMLC_RD_ARG_CASE(BF16, bf16)
+    CMLC_RD_ARG_CASE(F32, f32)
+    CMLC_RD_ARG_CASE(F64, f64)
+    CMLC_RD_ARG_CASE(I8, i8)
+    CMLC_RD_ARG_CASE(I16, i16)
+    CMLC_RD_ARG_CASE(I32, i32)
+    CMLC_RD_ARG_CASE(I64, i64)
+    CMLC_RD_ARG_CASE(U8, u8)
+    CMLC_RD_ARG_CASE(U16, u16)
+    CMLC_RD_ARG_CASE(U32, u32)
+    CMLC_RD_ARG_CASE(U64, u64)
     default:
       return NULL;
   }
-}
-
-static cmlc_task_fn cmlc_rd_arg_pick(cml_dtype_t dtype) {
-  switch (dtype) {
-    case CML_DTYPE_F16:
-      return cmlc_rd_arg_f16;
-    case CML_DTYPE_BF16:
-      return cmlc_rd_arg_bf16;
-    case CML_DTYPE_F32:
-      return cmlc_rd_arg_f32;
-    case CML_DTYPE_F64:
-      return cmlc_rd_arg_f64;
-    case CML_DTYPE_I8:
-      return cmlc_rd_arg_i8;
-    case CML_DTYPE_I16:
-      return cmlc_rd_arg_i16;
-    case CML_DTYPE_I32:
-      return cmlc_rd_arg_i32;
-    case CML_DTYPE_I64:
-      return cmlc_rd_arg_i64;
-    case CML_DTYPE_U8:
-      return cmlc_rd_arg_u8;
-    case CML_DTYPE_U16:
-      return cmlc_rd_arg_u16;
-    case CML_DTYPE_U32:
-      return cmlc_rd_arg_u32;
-    case CML_DTYPE_U64:
-      return cmlc_rd_arg_u64;
-    default:
-      return NULL;
-  }
+#undef CMLC_RD_ARG_CASE
 }
 
 static bool cmlc_rd_arg_out_ok(cml_dtype_t dtype) {
@@ -1524,7 +1461,7 @@ static cml_status_t cmlc_rd_run_arg(const cmlc_kernel_args_t* args) {
   const cml_shape_t* is = args->input_shapes[0];
   const cml_shape_t* os = args->output_shapes[0];
   const int64_t axis = args->node->attrs->axis;
-  cmlc_task_fn fn = cmlc_rd_arg_pick(is->dtype);
+  cmlc_task_fn fn = cmlc_rd_arg_pick(is->dtype, false);
   if (!fn || !cmlc_rd_arg_out_ok(os->dtype) || axis < 0 || axis >= is->rank) {
     char a[128], b[128];
     return cml_status_make(
@@ -1550,7 +1487,7 @@ static cml_status_t cmlc_rd_run_arg(const cmlc_kernel_args_t* args) {
     if ((is->dtype == CML_DTYPE_F16 || is->dtype == CML_DTYPE_BF16) && p.dim > CMLC_RD_TILE) {
       p.widen = cmlc_ew_simd_convert_fn(args->options, is->dtype, CML_DTYPE_F32);
     }
-    fn = p.widen ? cmlc_rd_arg_half_rows : cmlc_rd_argrows_pick(is->dtype);
+    fn = p.widen ? cmlc_rd_arg_half_rows : cmlc_rd_arg_pick(is->dtype, true);
     int64_t chunk = CMLC_RD_MIN_WORK / p.dim;
     cmlc_parallel_for(args->pool, p.outer, chunk < 1 ? 1 : chunk, fn, &p);
     return CML_OK;
@@ -1569,7 +1506,7 @@ bool cmlc_kernels_reduce_lookup(const cml_module_t* module, const cml_ir_node_t*
   const cml_dtype_t in = module->values[node->inputs[0]].shape.dtype;
   cmlc_kernel_entry_t e = {.in_place_input = -1};
   if (node->op == CML_OP_ARG_MIN_MAX) {
-    if (!cmlc_rd_arg_pick(in) ||
+    if (!cmlc_rd_arg_pick(in, false) ||
         !cmlc_rd_arg_out_ok(module->values[node->first_output].shape.dtype)) {
       return false;
     }

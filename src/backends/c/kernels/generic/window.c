@@ -852,34 +852,19 @@ static cmlc_task_fn cmlc_wn_global_fn(const cmlc_wn_geom_t* g, cml_dtype_t dt,
       return NULL;
     }
   }
-  const bool f64 = dt == CML_DTYPE_F64;
-  if (dt == CML_DTYPE_F16 || dt == CML_DTYPE_BF16) {
-    switch (type) {
-      case CML_REDUCE_SUM:
-        return cmlc_wn_global_sum_half;
-      case CML_REDUCE_PRODUCT:
-        return cmlc_wn_global_prod_half;
-      case CML_REDUCE_MAX:
-        return cmlc_wn_global_max_half;
-      case CML_REDUCE_MIN:
-        return cmlc_wn_global_min_half;
-      default:
-        return NULL;
-    }
-  }
-  if (dt != CML_DTYPE_F32 && !f64) return NULL;
-  switch (type) {
-    case CML_REDUCE_SUM:
-      return f64 ? cmlc_wn_global_sum_f64 : cmlc_wn_global_sum_f32;
-    case CML_REDUCE_PRODUCT:
-      return f64 ? cmlc_wn_global_prod_f64 : cmlc_wn_global_prod_f32;
-    case CML_REDUCE_MAX:
-      return f64 ? cmlc_wn_global_max_f64 : cmlc_wn_global_max_f32;
-    case CML_REDUCE_MIN:
-      return f64 ? cmlc_wn_global_min_f64 : cmlc_wn_global_min_f32;
-    default:
-      return NULL;
-  }
+  // Rows f32, f64, f16 / bf16; columns Sum, Product, Max, Min (cml_reduce_type_t's order).
+  static const cmlc_task_fn table[3][4] = {{cmlc_wn_global_sum_f32, cmlc_wn_global_prod_f32,
+                                            cmlc_wn_global_max_f32, cmlc_wn_global_min_f32},
+                                           {cmlc_wn_global_sum_f64, cmlc_wn_global_prod_f64,
+                                            cmlc_wn_global_max_f64, cmlc_wn_global_min_f64},
+                                           {cmlc_wn_global_sum_half, cmlc_wn_global_prod_half,
+                                            cmlc_wn_global_max_half, cmlc_wn_global_min_half}};
+  const int row = dt == CML_DTYPE_F32                           ? 0
+                  : dt == CML_DTYPE_F64                         ? 1
+                  : dt == CML_DTYPE_F16 || dt == CML_DTYPE_BF16 ? 2
+                                                                : -1;
+  if (row < 0 || type < CML_REDUCE_SUM || type > CML_REDUCE_MIN) return NULL;
+  return table[row][type - CML_REDUCE_SUM];
 }
 
 // Runs the plane kernels when the window covers only the last two axes (the others pass
