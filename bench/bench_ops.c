@@ -5,9 +5,9 @@
 // Where with a compare, conversions between 16-bit floats and to i32, a row scatter-add and a
 // 3x3 convolution, Floor, Expm1, Log1p, Sin, a ReLU mask through a Bool conversion and Int32
 // Div/Rem, the tanh GELU with and without a bias, reductions and ArgMax over short rows, global
-// pooling; c vs c:reference vs xla:cpu. Written to find the shapes where a dtype or a layout
-// falls back to slow generic code (bench/README.md, "Single ops in three dtypes"). The rate
-// column is the input bytes (the first operand) per second.
+// pooling, a 3x3 stencil of shifted Slices; c vs c:reference vs xla:cpu. Written to find the shapes
+// where a dtype or a layout falls back to slow generic code (bench/README.md, "Single ops in three
+// dtypes"). The rate column is the input bytes (the first operand) per second.
 #include <string.h>
 
 #include "bench/bench_common.h"
@@ -53,6 +53,8 @@ enum {
   K_ARGMAX_ROWS4,
   K_MIN_ROWS16,
   K_GLOBALPOOL_NCHW,
+  K_STENCIL9,
+  K_STENCIL9_PAD,
   K_COUNT
 };
 
@@ -95,6 +97,8 @@ static const char* const kNames[K_COUNT] = {
     "argmax over rows of 4 [262144,4]",
     "min over rows of 16 [65536,16]",
     "global sum pool NCHW [16,64,32,32]",
+    "stencil: sum of 9 shifted slices of [8,66,66,32]",
+    "stencil: sum of 9 shifted slices of pad([8,64,64,32], 1)",
 };
 
 // Random I32 indices in [0, n): n |u| for a uniform u in [-1, 1) made in the graph from a
@@ -104,6 +108,20 @@ static cml_value_t random_indices(cml_function_t* f, cml_dtype_t dt, int32_t ran
   cml_value_t u = bench_param(f, "u", dt, rank, dims);
   return cml_op_convert_dtype(
       f, cml_op_mul(f, cml_op_abs(f, u), cml_constant_scalar_f64(f, dt, n - 0.5)), CML_DTYPE_I32);
+}
+
+// The sum of the 9 windows [:, i:i+64, j:j+64, :] (i, j in 0..2) of |s| [8,66,66,32]: a 3x3
+// box filter written with Slices, as code ported from numpy does.
+static cml_value_t stencil9(cml_function_t* f, cml_value_t s) {
+  cml_value_t sum = 0;
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 3; ++j) {
+      cml_value_t w =
+          cml_op_slice(f, s, (int64_t[]){0, i, j, 0}, (int64_t[]){8, i + 64, j + 64, 32}, NULL, 4);
+      sum = i + j == 0 ? w : cml_op_add(f, sum, w);
+    }
+  }
+  return sum;
 }
 
 // A Gather (|scatter| false) or ScatterSum of |count| windows of |x| reshaped to [rows, cols]:
@@ -319,6 +337,13 @@ static cml_value_t build_op(cml_function_t* f, const bench_case_t* c) {
       cml_window_config_t w = window4((int64_t[]){1, 1, 32, 32}, (int64_t[]){1, 1, 1, 1});
       return cml_op_reduce_window(f, cml_op_reshape(f, x, (int64_t[]){16, 64, 32, 32}, 4),
                                   CML_REDUCE_SUM, &w);
+    }
+    case K_STENCIL9:
+      return stencil9(f, bench_param(f, "s", dt, 4, (int64_t[]){8, 66, 66, 32}));
+    case K_STENCIL9_PAD: {
+      cml_pad_axis_t pad[3] = {{0, 0, 0}, {1, 1, 0}, {1, 1, 0}};
+      return stencil9(f, cml_op_pad(f, cml_op_reshape(f, x, (int64_t[]){8, 64, 64, 32}, 4),
+                                    cml_constant_scalar_f64(f, dt, 0), pad, 3));
     }
     case K_MIN_ROWS16:
       return cml_op_reduce_min(f, cml_op_reshape(f, x, (int64_t[]){OP_ROWS * OP_COLS / 16, 16}, 2),

@@ -765,9 +765,9 @@ TEST(slices_read_in_place) {
     cml_executable_t* exe = NULL;
     cml_backend_t* b = NULL;
     ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
-    // Halves of 300 and 500 columns and full rows are read in place; halves of 50 are not (the
-    // row slices of 100 columns neither).
-    ASSERT_EQ_INT(ft_steps(exe, CML_OP_SLICE, -1), g.c >= 512 ? 0 : 4);
+    // Halves of 300 and 500 columns and full rows are read in place; halves of 50 are not.
+    // Rows 1.. and ..-1 of 100 columns are: whole rows, runs of 800 elements in x.
+    ASSERT_EQ_INT(ft_steps(exe, CML_OP_SLICE, -1), g.c >= 512 ? 0 : 2);
     const float* glu = outs[0];
     const float* diff = outs[1];
     const int64_t h = g.c / 2;
@@ -788,9 +788,84 @@ TEST(slices_read_in_place) {
   }
 }
 
+// A 3x3 box filter written with Slices, as code ported from numpy does: the sum of the 9
+// windows x[:, i:i+h, j:j+w, :] of x [n, h+2, w+2, c]. With |extra|, the sum times a [w]
+// vector broadcast along the third axis: an input whose strides keep the loop's axes apart.
+static cml_status_t ft_build_stencil(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                     size_t* count) {
+  const int64_t* d = g->in[0].dims;
+  const int64_t n = d[0], h = d[1] - 2, w = d[2] - 2, c = d[3];
+  cml_value_t x = ft_param(f, g, 0);
+  cml_value_t sum = 0;
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 3; ++j) {
+      cml_value_t win =
+          cml_op_slice(f, x, (int64_t[]){0, i, j, 0}, (int64_t[]){n, i + h, j + w, c}, NULL, 4);
+      sum = i + j == 0 ? win : cml_op_add(f, sum, win);
+    }
+  }
+  if (g->extra) {
+    const int64_t axis = 2;
+    sum = cml_op_mul(f, sum, ft_bcast(f, ft_param(f, g, 1), (int64_t[]){n, h, w, c}, 4, &axis, 1));
+  }
+  outs[0] = sum;
+  *count = 1;
+  return CML_OK;
+}
+
+// The loop merges the axes along which its inputs are contiguous: windows whose rows (w x c
+// elements) are 256 or more are read in place, however short their innermost axis (9 slices,
+// more than the loop's gathered blocks hold). Shorter rows run as copies. A broadcast input
+// that keeps the axes apart leaves the loop gathering, within its room for gathered blocks.
+TEST(stencil_of_slices_read_in_place) {
+  const int64_t shapes[][4] = {{2, 10, 12, 32}, {3, 18, 18, 16}, {2, 6, 6, 8}, {1, 5, 258, 1}};
+  for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
+    for (int extra = 0; extra < 2; ++extra) {
+      ft_graph_t g = {.name = "stencil", .build = ft_build_stencil, .extra = extra};
+      g.in_count = 1 + (size_t)extra;
+      g.in[0] = cml_shape_make(CML_DTYPE_F32, 4, shapes[t]);
+      const int64_t n = shapes[t][0], h = shapes[t][1] - 2, w = shapes[t][2] - 2, c = shapes[t][3];
+      g.in[1] = cml_shape_make(CML_DTYPE_F32, 1, (int64_t[]){w});
+      void* outs[FT_MAX_OUT] = {0};
+      size_t count = 0;
+      cml_executable_t* exe = NULL;
+      cml_backend_t* b = NULL;
+      ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+      if (!extra) {
+        // Read in place, the 9 windows fit one loop (gathered, they would not).
+        ASSERT_EQ_INT(ft_steps(exe, CML_OP_SLICE, -1), w * c >= 256 ? 0 : 9);
+        if (w * c >= 256) ASSERT_EQ_INT(ft_stats(exe)->fused_groups, 1);
+      }
+      const float* y = outs[0];
+      for (int64_t a = 0; a < n; ++a) {
+        for (int64_t i = 0; i < h; ++i) {
+          for (int64_t j = 0; j < w; ++j) {
+            for (int64_t k = 0; k < c; ++k) {
+              // Multiples of 1/64: the sums and the product are exact in f32.
+              double want = 0;
+              for (int64_t di = 0; di < 3; ++di) {
+                for (int64_t dj = 0; dj < 3; ++dj) {
+                  want +=
+                      ft_value(0, ((a * shapes[t][1] + i + di) * shapes[t][2] + j + dj) * c + k);
+                }
+              }
+              if (extra) want *= ft_value(1, j);
+              ASSERT_EQ_DBL(y[((a * h + i) * w + j) * c + k], want);
+            }
+          }
+        }
+      }
+      for (size_t o = 0; o < count; ++o) free(outs[o]);
+      cml_executable_release(exe);
+      cml_backend_release(b);
+    }
+  }
+}
+
 // Every other column read in place: x[:, 0::2] * x[:, 1::2] and x[:, 1::2] + 1, for f32, bf16
 // and f64 (2-, 4- and 8-byte elements gathered with a constant stride of 2). Runs of 256 and
-// more are read through the slices (the slices never run); shorter ones run as copies.
+// more (rows of an even count of columns make one run) are read through the slices (the
+// slices never run); shorter ones run as copies.
 static cml_status_t ft_build_strided(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
                                      size_t* count) {
   const int64_t r = g->r, c = g->c;
@@ -817,7 +892,7 @@ static double ft_read(cml_dtype_t dtype, const void* p, int64_t i) {
 
 TEST(strided_slices_read_in_place) {
   const cml_dtype_t dtypes[] = {CML_DTYPE_F32, CML_DTYPE_BF16, CML_DTYPE_F64};
-  const int64_t shapes[][2] = {{5, 600}, {3, 1001}, {4, 300}};
+  const int64_t shapes[][2] = {{5, 600}, {3, 1001}, {4, 300}, {4, 301}};
   for (size_t d = 0; d < 3; ++d) {
     for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; ++t) {
       ft_graph_t g = {
@@ -830,7 +905,9 @@ TEST(strided_slices_read_in_place) {
       cml_backend_t* b = NULL;
       ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
       const int64_t h = g.c / 2;  // columns of each product operand
-      ASSERT_EQ_INT(ft_steps(exe, CML_OP_SLICE, -1), h >= 256 ? 0 : 2);
+      // Every other element of whole even rows is every other element of x: one run of r x h.
+      const int64_t run = g.c % 2 == 0 ? g.r * h : h;
+      ASSERT_EQ_INT(ft_steps(exe, CML_OP_SLICE, -1), run >= 256 ? 0 : 2);
       for (int64_t i = 0; i < g.r; ++i) {
         for (int64_t j = 0; j < h; ++j) {
           // Multiples of 1/64 in [-2, 2): exact in each dtype, and so is their product (to bf16:
@@ -1774,8 +1851,9 @@ TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place), TEST_ENTRY(broadcasts_of_rank_3_
           TEST_ENTRY(unary_ops_of_broadcasts), TEST_ENTRY(random_elementwise_graphs_match_unfused),
           TEST_ENTRY(random_movement_graphs_match_reference),
           TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(slices_read_in_place),
-          TEST_ENTRY(strided_slices_read_in_place), TEST_ENTRY(row_reductions_of_loops),
-          TEST_ENTRY(full_and_f64_reductions_of_loops), TEST_ENTRY(column_reductions_of_loops),
+          TEST_ENTRY(stencil_of_slices_read_in_place), TEST_ENTRY(strided_slices_read_in_place),
+          TEST_ENTRY(row_reductions_of_loops), TEST_ENTRY(full_and_f64_reductions_of_loops),
+          TEST_ENTRY(column_reductions_of_loops),
           TEST_ENTRY(short_run_reductions_and_segment_broadcasts),
           TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader),
           TEST_ENTRY(values_read_by_several_members_join_the_loop),

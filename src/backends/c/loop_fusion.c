@@ -203,7 +203,6 @@ static const char* cmlc_fused_through_bcast(const cml_module_t* m, cmlc_fused_t*
       return NULL;
     }
   }
-  if (f->bcast_count >= CMLC_FUSED_MAX_BCAST) return "too many broadcast inputs";
   int64_t ustrides[CML_MAX_RANK];
   cmlc_shape_strides(us, ustrides);
   for (int32_t d = 0; d < os->rank; ++d) {
@@ -216,21 +215,70 @@ static const char* cmlc_fused_through_bcast(const cml_module_t* m, cmlc_fused_t*
     if (us->dims[i] != 1 && bs->dims[d] != 1) f->in_strides[slot][d] = ustrides[i];
   }
   f->mode[slot] = CMLC_FUSED_BCAST;
-  f->bcast_slot[slot] = (uint8_t)f->bcast_count++;
+  ++f->bcast_count;
   return NULL;
+}
+
+// Merges adjacent axes of |dims| along which each of the |count| stride vectors steps as along
+// one axis (the outer axis' stride is the inner one's times its size) and drops axes of size
+// 1: the same elements at the same offsets, in the same order, over fewer and longer axes.
+// Returns the new rank (1 for a rank > 0 whose axes all have size 1).
+static int32_t cmlc_fused_merge_axes(int32_t rank, int64_t* dims, int64_t* const* strides,
+                                     uint32_t count) {
+  int32_t r = 0;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (dims[d] == 1) continue;
+    bool merge = r > 0;
+    for (uint32_t j = 0; j < count && merge; ++j) {
+      merge = strides[j][r - 1] == strides[j][d] * dims[d];
+    }
+    const int32_t to = merge ? r - 1 : r++;
+    dims[to] = merge ? dims[to] * dims[d] : dims[d];
+    for (uint32_t j = 0; j < count; ++j) strides[j][to] = strides[j][d];
+  }
+  if (r == 0 && rank > 0) {
+    r = 1;
+    dims[0] = 1;
+    for (uint32_t j = 0; j < count; ++j) strides[j][0] = 0;
+  }
+  return r;
+}
+
+// The loop's axes merged where every broadcast input allows it (cmlc_fused_merge_axes): a
+// Slice of whole rows of [8, 66, 66, 32] into [8, 64, 64, 32] reads runs of 2048 elements in
+// place (cmlc_fused_block), not gathered runs of 32. Full, scalar and gathered inputs index the
+// output's elements in order and allow any merge.
+static void cmlc_fused_collapse(cmlc_fused_t* f) {
+  if (f->rank == 0 || f->n == 0) return;
+  int64_t* strides[CMLC_FUSED_MAX_INPUTS];
+  uint32_t count = 0;
+  for (uint32_t j = 0; j < f->input_count; ++j) {
+    if (f->mode[j] == CMLC_FUSED_BCAST) strides[count++] = f->in_strides[j];
+  }
+  f->rank = cmlc_fused_merge_axes(f->rank, f->dims, strides, count);
 }
 
 bool cmlc_fused_slice_read_through(const cml_module_t* m, uint32_t v) {
   const cml_ir_node_t* sn = &m->nodes[m->values[v].node];
   const cml_shape_t* ss = &m->values[v].shape;
-  // Runs along the innermost axis long enough to be read in place (shorter ones would be
-  // gathered block by block, slower than the slice's own copy), or every other element of
-  // such a run, gathered block by block with a constant stride (vector shuffles): the slice
-  // is not a pass of its own (x[::2] * 3 over [4M], 1 thread on Zen 5: the copy and the
-  // product read 40 MB, the loop 24).
-  return sn->op == CML_OP_SLICE && ss->rank > 0 &&
-         ss->dims[ss->rank - 1] >= CMLC_FUSED_MIN_DIRECT_RUN &&
-         sn->attrs->strides[ss->rank - 1] <= 2;
+  if (sn->op != CML_OP_SLICE || ss->rank == 0 || cml_shape_element_count(ss) == 0) return false;
+  const cml_shape_t* us = &m->values[sn->inputs[0]].shape;
+  if (us->rank != ss->rank) return false;
+  // The slice's runs in its operand: its axes merged as the loop merges them.
+  int64_t dims[CML_MAX_RANK], steps[CML_MAX_RANK];
+  cmlc_shape_strides(us, steps);
+  for (int32_t d = 0; d < ss->rank; ++d) {
+    dims[d] = ss->dims[d];
+    steps[d] *= sn->attrs->strides[d] > 0 ? sn->attrs->strides[d] : 1;
+  }
+  int64_t* strides[1] = {steps};
+  const int32_t rank = cmlc_fused_merge_axes(ss->rank, dims, strides, 1);
+  // Runs long enough to be read in place (shorter ones would be gathered block by block,
+  // slower than the slice's own copy), or every other element of such a run, gathered block
+  // by block with a constant stride (vector shuffles): the slice is not a pass of its own
+  // (x[::2] * 3 over [4M], 1 thread on Zen 5: the copy and the product read 40 MB, the loop
+  // 24).
+  return dims[rank - 1] >= CMLC_FUSED_MIN_DIRECT_RUN && steps[rank - 1] <= 2;
 }
 
 // Reads the input |v| through the Slice that produced it: |slot| takes the slice's operand
@@ -249,7 +297,6 @@ static const char* cmlc_fused_through_slice(const cml_module_t* m, cmlc_fused_t*
     f->mode[slot] = CMLC_FUSED_FULL;  // the whole operand
     return NULL;
   }
-  if (f->bcast_count >= CMLC_FUSED_MAX_BCAST) return "too many broadcast inputs";
   int64_t ustrides[CML_MAX_RANK];
   cmlc_shape_strides(us, ustrides);
   int64_t offset = 0;
@@ -261,7 +308,7 @@ static const char* cmlc_fused_through_slice(const cml_module_t* m, cmlc_fused_t*
   }
   f->in_offset[slot] = offset;
   f->mode[slot] = CMLC_FUSED_BCAST;
-  f->bcast_slot[slot] = (uint8_t)f->bcast_count++;
+  ++f->bcast_count;
   return NULL;
 }
 
@@ -324,7 +371,7 @@ static const char* cmlc_fused_through_gather(const cml_module_t* m, cmlc_fused_t
   f->inputs[slot] = gn->inputs[0];
   f->in_size[slot] = cmlc_dtype_size(xs->dtype);
   f->mode[slot] = CMLC_FUSED_GATHER;
-  f->bcast_slot[slot] = (uint8_t)f->bcast_count++;
+  ++f->bcast_count;
   f->g_run[slot] = run;
   f->g_index_slot[slot] = (uint8_t)(slot + 1);
   f->g_index_count[slot] = (uint8_t)gd->start_index_map_count;
@@ -671,9 +718,9 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
           f->mode[slot] = CMLC_FUSED_SCALAR;
         } else if (cml_shape_dims_equal(is, os)) {
           f->mode[slot] = CMLC_FUSED_FULL;
-        } else if (is->rank == os->rank && f->bcast_count < CMLC_FUSED_MAX_BCAST) {
+        } else if (is->rank == os->rank) {
           f->mode[slot] = CMLC_FUSED_BCAST;
-          f->bcast_slot[slot] = (uint8_t)f->bcast_count++;
+          ++f->bcast_count;
           int64_t strides[CML_MAX_RANK];
           cmlc_shape_strides(is, strides);
           for (int32_t d = 0; d < os->rank; ++d) {
@@ -721,6 +768,7 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
     return cmlc_fused_refuse(why);
   }
   f->op_count = member_count;
+  cmlc_fused_collapse(f);
   f->direct =
       f->bcast_count > 0 && f->rank > 0 && f->dims[f->rank - 1] >= CMLC_FUSED_MIN_DIRECT_RUN;
   for (uint32_t j = 0; j < f->input_count; ++j) {
@@ -752,6 +800,18 @@ cml_status_t cmlc_fused_build(const cml_module_t* m, const cmlc_options_t* optio
     if (f->mode[j] != CMLC_FUSED_BCAST) continue;
     const int64_t inner_stride = f->in_strides[j][f->rank - 1];
     f->direct = inner_stride == 0 || inner_stride == 1;
+  }
+  // Blocks of the scratch for the inputs gathered per block: Gather rows, and broadcast
+  // inputs unless they are read in place.
+  uint32_t buffered = 0;
+  for (uint32_t j = 0; j < f->input_count; ++j) {
+    if (f->mode[j] == CMLC_FUSED_GATHER || (f->mode[j] == CMLC_FUSED_BCAST && !f->direct)) {
+      f->bcast_slot[j] = (uint8_t)buffered++;
+    }
+  }
+  if (buffered > CMLC_FUSED_MAX_BCAST) {
+    cmlc_fused_destroy(allocator, f);
+    return cmlc_fused_refuse("too many broadcast inputs");
   }
   for (uint32_t j = 0; j < f->input_count; ++j) {
     if (f->mode[j] == CMLC_FUSED_FULL && f->in_size[j] == f->out_size) {
