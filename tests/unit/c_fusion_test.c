@@ -213,6 +213,17 @@ static cml_value_t ft_bcast(cml_function_t* f, cml_value_t v, const int64_t* dim
   return cml_op_broadcast_in_dim(f, v, dims, rank, axes, count);
 }
 
+static double ft_read(cml_dtype_t dtype, const void* p, int64_t i) {
+  switch (dtype) {
+    case CML_DTYPE_F64:
+      return ((const double*)p)[i];
+    case CML_DTYPE_BF16:
+      return cml_bf16_to_f32(((const uint16_t*)p)[i]);
+    default:
+      return ((const float*)p)[i];
+  }
+}
+
 //===--- broadcast inputs read in place ---===//
 
 // y = x * B(row[c], axis 1) + B(col[r], axis 0) - B(s) ; z = convert(B(d[r] f64)) * x
@@ -324,6 +335,71 @@ TEST(broadcasts_of_rank_3_and_4) {
     free(outs[0]);
     cml_executable_release(exe);
     cml_backend_release(b);
+  }
+}
+
+// Short innermost rows gathered a row at a time: y = x * B(v[r, k], axes 0, 1) + B(w[r, n],
+// axes 0, 2) over x [r, k, n], with n from 1 to 17: v repeats one element along each row (and
+// steps between rows), w reads a row of n contiguous elements (the same one along k).
+static cml_status_t ft_build_short_rows(const ft_graph_t* g, cml_function_t* f, cml_value_t* outs,
+                                        size_t* count) {
+  const int64_t a01[2] = {0, 1}, a02[2] = {0, 2};
+  cml_value_t x = ft_param(f, g, 0), v = ft_param(f, g, 1), w = ft_param(f, g, 2);
+  cml_value_t y = cml_op_mul(f, x, ft_bcast(f, v, g->in[0].dims, 3, a01, 2));
+  outs[0] = cml_op_add(f, y, ft_bcast(f, w, g->in[0].dims, 3, a02, 2));
+  *count = 1;
+  return CML_OK;
+}
+
+TEST(short_rows_gathered_a_row_at_a_time) {
+  const cml_dtype_t dtypes[] = {CML_DTYPE_F32, CML_DTYPE_BF16, CML_DTYPE_F64, CML_DTYPE_I32};
+  const int64_t inners[] = {1, 2, 3, 4, 5, 16, 17};
+  for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; ++d) {
+    for (size_t t = 0; t < sizeof inners / sizeof inners[0]; ++t) {
+      // (37 x 7 rows: blocks of 256 elements start and end mid-row and mid-axis.)
+      const int64_t r = 37, k = 7, n = inners[t];
+      const cml_dtype_t dt = dtypes[d];
+      ft_graph_t g = {.name = "short_rows", .build = ft_build_short_rows};
+      g.in_count = 3;
+      g.in[0] = cml_shape_make(dt, 3, (int64_t[]){r, k, n});
+      g.in[1] = cml_shape_make(dt, 2, (int64_t[]){r, k});
+      g.in[2] = cml_shape_make(dt, 2, (int64_t[]){r, n});
+      void* outs[FT_MAX_OUT] = {0};
+      size_t count = 0;
+      cml_executable_t* exe = NULL;
+      cml_backend_t* b = NULL;
+      ASSERT_EQ_INT(ft_check_same_bits(&g, outs, &count, &exe, &b), 0);
+      ASSERT_EQ_INT(ft_steps(exe, CML_OP_BROADCAST_IN_DIM, -1), 0);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < r; ++i) {
+        for (int64_t j = 0; j < k; ++j) {
+          for (int64_t c = 0; c < n; ++c) {
+            const int64_t e = (i * k + j) * n + c;
+            double want;
+            if (dt == CML_DTYPE_I32) {
+              // (ft_fill's integers: 64 times the float value.)
+              want = (double)((int32_t)(ft_value(0, e) * 64.0f) *
+                                  (int32_t)(ft_value(1, i * k + j) * 64.0f) +
+                              (int32_t)(ft_value(2, i * n + c) * 64.0f));
+            } else {
+              // Multiples of 1/64 in [-2, 2): the product and the sum are exact in f32 and f64;
+              // bf16 rounds the product, then the sum.
+              want = (double)ft_value(0, e) * ft_value(1, i * k + j);
+              if (dt == CML_DTYPE_BF16) want = cml_bf16_to_f32(cml_f32_to_bf16((float)want));
+              want += ft_value(2, i * n + c);
+              if (dt == CML_DTYPE_BF16) want = cml_bf16_to_f32(cml_f32_to_bf16((float)want));
+            }
+            const double got = dt == CML_DTYPE_I32 ? (double)((const int32_t*)outs[0])[e]
+                                                   : ft_read(dt, outs[0], e);
+            bad += got != want;
+          }
+        }
+      }
+      ASSERT_EQ_INT(bad, 0);
+      free(outs[0]);
+      cml_executable_release(exe);
+      cml_backend_release(b);
+    }
   }
 }
 
@@ -877,17 +953,6 @@ static cml_status_t ft_build_strided(const ft_graph_t* g, cml_function_t* f, cml
   outs[1] = cml_op_add(f, od, cml_constant_scalar_f64(f, g->in[0].dtype, 1.0));
   *count = 2;
   return CML_OK;
-}
-
-static double ft_read(cml_dtype_t dtype, const void* p, int64_t i) {
-  switch (dtype) {
-    case CML_DTYPE_F64:
-      return ((const double*)p)[i];
-    case CML_DTYPE_BF16:
-      return cml_bf16_to_f32(((const uint16_t*)p)[i]);
-    default:
-      return ((const float*)p)[i];
-  }
 }
 
 TEST(strided_slices_read_in_place) {
@@ -1848,7 +1913,8 @@ TEST(register_resident_programs_match_the_kernels) {
 }
 
 TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place), TEST_ENTRY(broadcasts_of_rank_3_and_4),
-          TEST_ENTRY(unary_ops_of_broadcasts), TEST_ENTRY(random_elementwise_graphs_match_unfused),
+          TEST_ENTRY(short_rows_gathered_a_row_at_a_time), TEST_ENTRY(unary_ops_of_broadcasts),
+          TEST_ENTRY(random_elementwise_graphs_match_unfused),
           TEST_ENTRY(random_movement_graphs_match_reference),
           TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(slices_read_in_place),
           TEST_ENTRY(stencil_of_slices_read_in_place), TEST_ENTRY(strided_slices_read_in_place),
