@@ -1367,6 +1367,81 @@ TEST(int_float_conversions) {
   }
 }
 
+// Integer and Bool conversions among themselves as plain loops on SIMD ISAs, every pair: the
+// value (Bool as 0 / 1, whatever nonzero byte holds it) wrapped to the target's width, a Bool
+// target as != 0; Bool <-> f64 too. The generic path's rules written out here, every length up
+// to 40, nothing written past the end.
+TEST(int_int_conversions) {
+  static const cml_dtype_t types[9] = {CML_DTYPE_BOOL, CML_DTYPE_I8,  CML_DTYPE_U8,
+                                       CML_DTYPE_I16,  CML_DTYPE_U16, CML_DTYPE_I32,
+                                       CML_DTYPE_U32,  CML_DTYPE_I64, CML_DTYPE_U64};
+  static const uint64_t raw[11] = {0,
+                                   1,
+                                   2,
+                                   0xFF,
+                                   0x80,
+                                   0x7FFF,
+                                   0x12345678,
+                                   0x80000000,
+                                   0xFFFFFFFF,
+                                   0x100000000ull,
+                                   0x8000000000000001ull};
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (best_isa() < (cmlc_isa_t)isa) continue;
+    const cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    for (int a = 0; a < 9; ++a) {
+      for (int b = 0; b < 9; ++b) {
+        const cml_dtype_t from = types[a], to = types[b];
+        const int fb = cml_dtype_bits(from) / 8, tb = cml_dtype_bits(to) / 8;
+        cmlc_ew_convert_fn fn = cmlc_ew_simd_convert_fn(&o, from, to);
+        if (a == b && !fn) continue;  // (a same-dtype conversion never reaches a kernel)
+        ASSERT_TRUE(fn != NULL);
+        for (int n = 0; n <= 40; ++n) {
+          uint8_t in[40 * 8], out[40 * 8 + 8];
+          for (int k = 0; k < n; ++k) memcpy(in + k * fb, &raw[(k + a) % 11], (size_t)fb);
+          memset(out, 0x5a, sizeof out);
+          fn(out, in, n);
+          for (int k = 0; k < n; ++k) {
+            uint64_t u = 0;
+            memcpy(&u, in + k * fb, (size_t)fb);  // little-endian
+            // The source's value as 64 bits: Bool 0 / 1, signed types sign-extended.
+            uint64_t v = u;
+            if (from == CML_DTYPE_BOOL) {
+              v = u != 0;
+            } else if (cml_dtype_is_signed_int(from) && fb < 8 && (u >> (8 * fb - 1) & 1)) {
+              v = u | ~0ull << (8 * fb);
+            }
+            uint64_t want = to == CML_DTYPE_BOOL ? v != 0 : v;
+            if (tb < 8) want &= ((uint64_t)1 << (8 * tb)) - 1;
+            uint64_t got = 0;
+            memcpy(&got, out + k * tb, (size_t)tb);
+            if (got != want) {
+              TEST_FAIL_("isa %d %s -> %s element %d (%llx): %llx, want %llx", isa,
+                         cml_dtype_name(from), cml_dtype_name(to), k, (unsigned long long)u,
+                         (unsigned long long)got, (unsigned long long)want);
+            }
+          }
+          ASSERT_EQ_INT(out[n * tb], 0x5a);
+        }
+      }
+    }
+    cmlc_ew_convert_fn b2d = cmlc_ew_simd_convert_fn(&o, CML_DTYPE_BOOL, CML_DTYPE_F64);
+    cmlc_ew_convert_fn d2b = cmlc_ew_simd_convert_fn(&o, CML_DTYPE_F64, CML_DTYPE_BOOL);
+    ASSERT_TRUE(b2d != NULL && d2b != NULL);
+    const uint8_t bools[5] = {0, 1, 2, 0xFF, 0};
+    const double ds[5] = {0.0, -0.0, NAN, 1e-320, -3.5};
+    double dout[5];
+    uint8_t bout[6];
+    memset(bout, 0x5a, sizeof bout);
+    b2d(dout, bools, 5), d2b(bout, ds, 5);
+    for (int k = 0; k < 5; ++k) {
+      ASSERT_EQ_DBL(dout[k], bools[k] != 0 ? 1.0 : 0.0);
+      ASSERT_EQ_INT(bout[k], k >= 2);  // NaN and subnormals are != 0
+    }
+    ASSERT_EQ_INT(bout[5], 0x5a);
+  }
+}
+
 // Complex64 Exp and Abs on SIMD ISAs: Abs gives the scalar kernel's bits (hypot in double, as
 // glibc's hypotf); Exp is within a few ulp of e^a per component (the vector exp and sincos) and
 // the scalar kernel's bits where a part is not finite or the real part is above 88. Pairs of
@@ -1420,13 +1495,13 @@ TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan
           TEST_ENTRY(clamp_matches_scalar), TEST_ENTRY(half_compares_match_scalar),
           TEST_ENTRY(complex_mul_matches_scalar), TEST_ENTRY(complex_mul_rounds_as_xla),
           TEST_ENTRY(plain_conversions), TEST_ENTRY(int_float_conversions),
-          TEST_ENTRY(f64_libmvec_kernels), TEST_ENTRY(f64_logistic_accuracy),
-          TEST_ENTRY(pow_f32_square), TEST_ENTRY(int_kernels_match_scalar),
-          TEST_ENTRY(f64_kernels_match_scalar), TEST_ENTRY(complex64_exp_abs),
-          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
-          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
-          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
-          TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(int_int_conversions), TEST_ENTRY(f64_libmvec_kernels),
+          TEST_ENTRY(f64_logistic_accuracy), TEST_ENTRY(pow_f32_square),
+          TEST_ENTRY(int_kernels_match_scalar), TEST_ENTRY(f64_kernels_match_scalar),
+          TEST_ENTRY(complex64_exp_abs), TEST_ENTRY(unary_matches_reference),
+          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
+          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
+          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

@@ -185,6 +185,73 @@ CMLC_EW_F2I(CMLC_EW_F2I_DEFINE)
 #undef CMLC_EW_F2I_DEFINE
 #undef CMLC_EW_F2S_LOOP
 
+// Integers and Bool to integers and Bool, as the generic path converts them: the value wrapped
+// to the target's width (C's conversion; gcc's narrowing to a signed type is the same modulo
+// 2^n), a Bool read as 0 / 1 and written as != 0. Plus Bool <-> f64, the pairs the ISA kernels
+// lack. (A count of x > 0 down a column: the Bool -> Int32 conversion took the generic block
+// path, 60% of the time.)
+#define CMLC_EW_INTS_A(X, ...)  \
+  X(__VA_ARGS__, BOOL, uint8_t) \
+  X(__VA_ARGS__, I8, int8_t)    \
+  X(__VA_ARGS__, U8, uint8_t)   \
+  X(__VA_ARGS__, I16, int16_t)  \
+  X(__VA_ARGS__, U16, uint16_t) \
+  X(__VA_ARGS__, I32, int32_t)  \
+  X(__VA_ARGS__, U32, uint32_t) \
+  X(__VA_ARGS__, I64, int64_t)  \
+  X(__VA_ARGS__, U64, uint64_t)
+#define CMLC_EW_INTS_B(X, ...)  \
+  X(__VA_ARGS__, BOOL, uint8_t) \
+  X(__VA_ARGS__, I8, int8_t)    \
+  X(__VA_ARGS__, U8, uint8_t)   \
+  X(__VA_ARGS__, I16, int16_t)  \
+  X(__VA_ARGS__, U16, uint16_t) \
+  X(__VA_ARGS__, I32, int32_t)  \
+  X(__VA_ARGS__, U32, uint32_t) \
+  X(__VA_ARGS__, I64, int64_t)  \
+  X(__VA_ARGS__, U64, uint64_t)
+#define CMLC_EW_I2I_LOOP(FROM, TIN, TO, TOUT)                                                    \
+  __attribute__((target("avx2"))) static void cmlc_ew_cvt_i_##FROM##_##TO(                       \
+      void* out, const void* in, int64_t n) {                                                    \
+    const TIN* x = (const TIN*)in;                                                               \
+    TOUT* o = (TOUT*)out;                                                                        \
+    const bool bool_io = CML_DTYPE_##FROM == CML_DTYPE_BOOL || CML_DTYPE_##TO == CML_DTYPE_BOOL; \
+    for (int64_t i = 0; i < n; ++i) o[i] = bool_io ? (TOUT)(x[i] != 0) : (TOUT)x[i];             \
+  }
+#define CMLC_EW_I2I_ROW(_, FROM, TIN) CMLC_EW_INTS_B(CMLC_EW_I2I_LOOP, FROM, TIN)
+CMLC_EW_INTS_A(CMLC_EW_I2I_ROW, _)
+#undef CMLC_EW_I2I_ROW
+#undef CMLC_EW_I2I_LOOP
+
+__attribute__((target("avx2"))) static void cmlc_ew_cvt_bool_f64(void* out, const void* in,
+                                                                 int64_t n) {
+  const uint8_t* x = (const uint8_t*)in;
+  double* o = (double*)out;
+  for (int64_t i = 0; i < n; ++i) o[i] = x[i] != 0 ? 1.0 : 0.0;
+}
+
+__attribute__((target("avx2"))) static void cmlc_ew_cvt_f64_bool(void* out, const void* in,
+                                                                 int64_t n) {
+  const double* x = (const double*)in;
+  uint8_t* o = (uint8_t*)out;
+  for (int64_t i = 0; i < n; ++i) o[i] = x[i] != 0.0;
+}
+
+// The integer / Bool loop for |from| -> |to|, or NULL.
+static cmlc_ew_convert_fn cmlc_ew_int_int_fn(cml_dtype_t from, cml_dtype_t to) {
+  if (from == CML_DTYPE_BOOL && to == CML_DTYPE_F64) return cmlc_ew_cvt_bool_f64;
+  if (from == CML_DTYPE_F64 && to == CML_DTYPE_BOOL) return cmlc_ew_cvt_f64_bool;
+#define CMLC_EW_I2I_PICK(FROM, TIN, TO, TOUT) \
+  if (from == CML_DTYPE_##FROM && to == CML_DTYPE_##TO) return cmlc_ew_cvt_i_##FROM##_##TO;
+#define CMLC_EW_I2I_ROW(_, FROM, TIN) CMLC_EW_INTS_B(CMLC_EW_I2I_PICK, FROM, TIN)
+  CMLC_EW_INTS_A(CMLC_EW_I2I_ROW, _)
+#undef CMLC_EW_I2I_ROW
+#undef CMLC_EW_I2I_PICK
+  return NULL;
+}
+#undef CMLC_EW_INTS_A
+#undef CMLC_EW_INTS_B
+
 // The plain integer <-> float loop for |from| -> |to|, or NULL.
 static cmlc_ew_convert_fn cmlc_ew_int_float_fn(cml_dtype_t from, cml_dtype_t to) {
 #define CMLC_EW_I2F_PICK(FROM, TIN)                                                     \
@@ -217,6 +284,8 @@ cmlc_ew_convert_fn cmlc_ew_simd_convert_fn(const cmlc_options_t* options, cml_dt
     if ((from == CML_DTYPE_I64 && to == CML_DTYPE_U64) ||
         (from == CML_DTYPE_U64 && to == CML_DTYPE_I64))
       return cmlc_ew_cvt_64;
+    cmlc_ew_convert_fn ints = cmlc_ew_int_int_fn(from, to);
+    if (ints) return ints;
     // (The ISA's own f32 <-> i32 kernels first.)
     if (!((from == CML_DTYPE_F32 && to == CML_DTYPE_I32) ||
           (from == CML_DTYPE_I32 && to == CML_DTYPE_F32))) {
