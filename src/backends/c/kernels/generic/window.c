@@ -672,10 +672,14 @@ static bool cmlc_wn_rows_plan(const cmlc_wn_geom_t* g, const cml_window_config_t
 // output element ow reads input column ow * stride + kw * dilation - padding_low where that
 // lies inside the row. Every output element sees its taps in the same order as the
 // per-element kernel, so the results are the same bits.
-enum { CMLC_WN_PLANE_MAX_ROW = 4096 };  // the longest rows of the f16 / bf16 row buffers
+enum {
+  CMLC_WN_PLANE_MAX_ROW = 4096,  // the longest rows of the f16 / bf16 row buffers
+  CMLC_WN_PLANE_RUN = 512,       // strided positions of few channels copied at a time
+};
 
 typedef struct cmlc_wn_planes_t {
-  cmlc_wn_geom_t g;  // the full geometry (axes rank-2 and rank-1 are the window's)
+  cmlc_wn_geom_t g;  // the geometry without a channel axis (axes rank-2 and rank-1: the window's)
+  int64_t ch;        // elements per position: a trailing axis that passes through (NHWC), or 1
   int64_t planes;
   cml_dtype_t dtype;
   cml_reduce_type_t type;
@@ -695,19 +699,51 @@ static void cmlc_wn_cols_for_tap(const cmlc_wn_geom_t* g, int64_t kw, int64_t* l
   *hi = b + 1 > a ? b + 1 : a;
 }
 
-// One output row |acc| (f32 or f64, A) combined with input row |row| (A) for every tap column.
-#define CMLC_WN_PLANE_ROW(A, COMBINE)                                           \
-  for (int64_t kw = 0; kw < g->window[d1]; ++kw) {                              \
-    int64_t lo, hi;                                                             \
-    cmlc_wn_cols_for_tap(g, kw, &lo, &hi);                                      \
-    const int64_t off = kw * g->win_dil[d1] - g->pad_lo[d1];                    \
-    const int64_t s = g->stride[d1];                                            \
-    if (s == 1) {                                                               \
-      const A* r = row + off;                                                   \
-      for (int64_t ow = lo; ow < hi; ++ow) COMBINE(acc[ow], r[ow]);             \
-    } else {                                                                    \
-      for (int64_t ow = lo; ow < hi; ++ow) COMBINE(acc[ow], row[ow * s + off]); \
-    }                                                                           \
+// One output row |acc| (f32 or f64, A) combined with input row |row| (A) for every tap column;
+// a position holds |ch| elements.
+#define CMLC_WN_PLANE_ROW(A, COMBINE)                                          \
+  for (int64_t kw = 0; kw < g->window[d1]; ++kw) {                             \
+    int64_t lo, hi;                                                            \
+    cmlc_wn_cols_for_tap(g, kw, &lo, &hi);                                     \
+    const int64_t off = kw * g->win_dil[d1] - g->pad_lo[d1];                   \
+    const int64_t s = g->stride[d1];                                           \
+    if (s == 1) {                                                              \
+      const A* r = row + off * ch;                                             \
+      for (int64_t e = lo * ch; e < hi * ch; ++e) COMBINE(acc[e], r[e]);       \
+    } else if (ch >= 16) {                                                     \
+      for (int64_t ow = lo; ow < hi; ++ow) {                                   \
+        const A* r = row + (ow * s + off) * ch;                                \
+        A* a = acc + ow * ch;                                                  \
+        for (int64_t e = 0; e < ch; ++e) COMBINE(a[e], r[e]);                  \
+      }                                                                        \
+    } else {                                                                   \
+      /* Few channels: the tap's positions copied into a run first, so that */ \
+      /* the combining loop vectorizes (Max / Min branch per element else). */ \
+      A run_[CMLC_WN_PLANE_RUN];                                               \
+      const int64_t per = CMLC_WN_PLANE_RUN / ch;                              \
+      for (int64_t o0 = lo; o0 < hi; o0 += per) {                              \
+        const int64_t m = hi - o0 < per ? hi - o0 : per;                       \
+        const A* r0 = row + (o0 * s + off) * ch;                               \
+        if (ch == 1) {                                                         \
+          CMLC_WN_PLANE_GATHER(1);                                             \
+        } else if (ch == 3) {                                                  \
+          CMLC_WN_PLANE_GATHER(3);                                             \
+        } else if (ch == 4) {                                                  \
+          CMLC_WN_PLANE_GATHER(4);                                             \
+        } else if (ch == 2) {                                                  \
+          CMLC_WN_PLANE_GATHER(2);                                             \
+        } else {                                                               \
+          CMLC_WN_PLANE_GATHER(ch);                                            \
+        }                                                                      \
+        A* a = acc + o0 * ch;                                                  \
+        for (int64_t e = 0; e < m * ch; ++e) COMBINE(a[e], run_[e]);           \
+      }                                                                        \
+    }                                                                          \
+  }
+// |m| positions of |CH| elements, |s| positions apart from r0, into run_.
+#define CMLC_WN_PLANE_GATHER(CH)                                                  \
+  for (int64_t q = 0; q < m; ++q) {                                               \
+    for (int64_t e = 0; e < (CH); ++e) run_[q * (CH) + e] = r0[q * s * (CH) + e]; \
   }
 
 #define CMLC_WN_PLANES_FN(name, T, A)                                                             \
@@ -717,7 +753,7 @@ static void cmlc_wn_cols_for_tap(const cmlc_wn_geom_t* g, int64_t kw, int64_t* l
     const cmlc_wn_geom_t* g = &c->g;                                                              \
     const int32_t d0 = g->rank - 2, d1 = g->rank - 1;                                             \
     const int64_t ih_n = g->in_dims[d0], iw_n = g->in_dims[d1];                                   \
-    const int64_t oh_n = g->out_dims[d0], ow_n = g->out_dims[d1];                                 \
+    const int64_t oh_n = g->out_dims[d0], ch = c->ch, ow_n = g->out_dims[d1] * ch;                \
     const bool half = sizeof(T) == 2;                                                             \
     const bool bf = c->dtype == CML_DTYPE_BF16;                                                   \
     const A init = c->type == CML_REDUCE_SUM       ? (A)0                                         \
@@ -727,16 +763,16 @@ static void cmlc_wn_cols_for_tap(const cmlc_wn_geom_t* g, int64_t kw, int64_t* l
     A accbuf[half ? CMLC_WN_PLANE_MAX_ROW : 1], rowbuf[half ? CMLC_WN_PLANE_MAX_ROW : 1];         \
     for (int64_t t = begin; t < end; ++t) { /* t = (plane, output row) */                         \
       const int64_t plane = t / oh_n, oh = t % oh_n;                                              \
-      const T* in = (const T*)c->in + plane * ih_n * iw_n;                                        \
+      const T* in = (const T*)c->in + plane * ih_n * iw_n * ch;                                   \
       T* out_row = (T*)c->out + (plane * oh_n + oh) * ow_n;                                       \
       A* acc = half ? accbuf : (A*)(void*)out_row;                                                \
       for (int64_t ow = 0; ow < ow_n; ++ow) acc[ow] = init;                                       \
       cmlc_wn_axis_t it;                                                                          \
       for (bool more = cmlc_wn_axis_first(&it, g, d0, oh); more; more = cmlc_wn_axis_next(&it)) { \
-        const T* src = in + it.input * iw_n;                                                      \
+        const T* src = in + it.input * iw_n * ch;                                                 \
         const A* row = (const A*)(const void*)src;                                                \
         if (half) {                                                                               \
-          c->widen(rowbuf, src, iw_n);                                                            \
+          c->widen(rowbuf, src, iw_n* ch);                                                        \
           row = rowbuf;                                                                           \
         }                                                                                         \
         switch (c->type) {                                                                        \
@@ -868,19 +904,31 @@ static cmlc_task_fn cmlc_wn_global_fn(const cmlc_wn_geom_t* g, cml_dtype_t dt,
 }
 
 // Runs the plane kernels when the window covers only the last two axes (the others pass
-// through), without base dilation, for a float dtype; false otherwise.
-static bool cmlc_wn_planes(const cmlc_kernel_args_t* args, const cmlc_wn_geom_t* g, int64_t count) {
+// through), or the two before a last axis that passes through (NHWC pooling of fewer channels
+// than the row kernels take: an image's 3), without base dilation, for a float dtype; false
+// otherwise.
+static bool cmlc_wn_planes(const cmlc_kernel_args_t* args, const cmlc_wn_geom_t* full,
+                           int64_t count) {
   const cml_dtype_t dt = args->input_shapes[0]->dtype;
   const cml_window_config_t* w = &args->node->attrs->u.window;
-  if ((args->options && args->options->reference) || g->rank < 2) return false;
+  if ((args->options && args->options->reference) || full->rank < 2) return false;
+  cmlc_wn_planes_t c;
+  c.g = *full;
+  c.ch = 1;
+  if (full->rank >= 3 && cmlc_wn_passes(full, w, full->rank - 1) &&
+      !cmlc_wn_passes(full, w, full->rank - 2)) {
+    c.ch = full->in_dims[full->rank - 1];
+    --c.g.rank;
+  }
+  const cmlc_wn_geom_t* g = &c.g;
   for (int32_t d = 0; d < g->rank; ++d) {
     if (g->base_dil[d] != 1) return false;
     if (d < g->rank - 2 && !cmlc_wn_passes(g, w, d)) return false;
   }
   const int32_t d0 = g->rank - 2, d1 = g->rank - 1;
-  if (g->out_dims[d0] == 0 || g->out_dims[d1] == 0 || g->in_dims[d1] == 0) return false;
-  cmlc_wn_planes_t c;
-  c.g = *g;
+  if (g->out_dims[d0] == 0 || g->out_dims[d1] == 0 || g->in_dims[d1] == 0 || c.ch == 0) {
+    return false;
+  }
   c.dtype = dt;
   c.type = args->node->attrs->reduce_type;
   c.in = args->inputs[0];
@@ -890,7 +938,8 @@ static bool cmlc_wn_planes(const cmlc_kernel_args_t* args, const cmlc_wn_geom_t*
   if (dt == CML_DTYPE_F32) fn = cmlc_wn_planes_f32;
   if (dt == CML_DTYPE_F64) fn = cmlc_wn_planes_f64;
   if (dt == CML_DTYPE_F16 || dt == CML_DTYPE_BF16) {
-    if (g->in_dims[d1] > CMLC_WN_PLANE_MAX_ROW || g->out_dims[d1] > CMLC_WN_PLANE_MAX_ROW) {
+    if (g->in_dims[d1] * c.ch > CMLC_WN_PLANE_MAX_ROW ||
+        g->out_dims[d1] * c.ch > CMLC_WN_PLANE_MAX_ROW) {
       return false;
     }
     c.widen = cmlc_ew_simd_convert_fn(args->options, dt, CML_DTYPE_F32);
@@ -899,14 +948,14 @@ static bool cmlc_wn_planes(const cmlc_kernel_args_t* args, const cmlc_wn_geom_t*
     fn = cmlc_wn_planes_half;
   }
   if (!fn || c.type < CML_REDUCE_SUM || c.type > CML_REDUCE_MIN) return false;
-  cmlc_task_fn global = cmlc_wn_global_fn(g, dt, c.type);
+  cmlc_task_fn global = c.ch == 1 ? cmlc_wn_global_fn(g, dt, c.type) : NULL;
   if (global) {
     const int64_t plane = g->in_dims[d0] * g->in_dims[d1];
     cmlc_parallel_for(args->pool, count, 16384 / plane + 1, global, &c);
     return true;
   }
-  const int64_t rows = count / g->out_dims[d1];
-  const int64_t row_work = g->out_dims[d1] * g->window[d0] * g->window[d1];
+  const int64_t rows = count / (g->out_dims[d1] * c.ch);
+  const int64_t row_work = g->out_dims[d1] * c.ch * g->window[d0] * g->window[d1];
   int64_t chunk = 16384 / (row_work > 0 ? row_work : 1);
   cmlc_parallel_for(args->pool, rows, chunk < 1 ? 1 : chunk, fn, &c);
   return true;
@@ -933,6 +982,10 @@ static cml_status_t cmlc_wn_reduce_window(const cmlc_kernel_args_t* args) {
   int64_t window_size = 1;
   for (int32_t d = 0; d < c.g.rank; ++d) window_size *= cmlc_wn_or_one(c.g.window[d]);
   if (!(args->options && args->options->reference) && cmlc_wn_scan(args, &c.g)) return CML_OK;
+  // The plane kernels before the row kernels: NHWC pooling walks whole output rows per tap
+  // there, where the row kernels start every output position's taps anew (a 2x2/2 sum pool of
+  // [4, 64, 64, 64], 1 thread on Zen 4: 0.39 -> 0.14 ms).
+  if (cmlc_wn_planes(args, &c.g, count)) return CML_OK;
   cmlc_wn_rows_t rows;
   cmlc_task_fn rows_fn = args->options && args->options->reference
                              ? NULL
@@ -953,7 +1006,6 @@ static cml_status_t cmlc_wn_reduce_window(const cmlc_kernel_args_t* args) {
     cmlc_parallel_for(args->pool, count / rows.len, row_chunk < 1 ? 1 : row_chunk, rows_fn, &rows);
     return CML_OK;
   }
-  if (cmlc_wn_planes(args, &c.g, count)) return CML_OK;
   int64_t min_chunk = 16384 / window_size;
   if (min_chunk < 1) min_chunk = 1;
   cmlc_parallel_for(args->pool, count, min_chunk, fn, &c);
