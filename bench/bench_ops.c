@@ -5,10 +5,10 @@
 // Where with a compare, conversions between 16-bit floats and to i32, a row scatter-add and a
 // 3x3 convolution, Floor, Expm1, Log1p, Sin, a ReLU mask through a Bool conversion and Int32
 // Div/Rem, the tanh GELU with and without a bias, reductions and ArgMax over short rows, global
-// pooling, NHWC pooling of 3 channels, a 3x3 stencil of shifted Slices; c vs c:reference vs
-// xla:cpu. Written to find the shapes where a dtype or a layout falls back to slow generic code
-// (bench/README.md, "Single ops in three dtypes"). The rate column is the input bytes (the first
-// operand) per second.
+// pooling, NHWC pooling of 3 channels, a pool by reshape, a 3x3 stencil of shifted Slices; c vs
+// c:reference vs xla:cpu. Written to find the shapes where a dtype or a layout falls back to slow
+// generic code (bench/README.md, "Single ops in three dtypes"). The rate column is the input bytes
+// (the first operand) per second.
 #include <string.h>
 
 #include "bench/bench_common.h"
@@ -57,6 +57,7 @@ enum {
   K_STENCIL9,
   K_STENCIL9_PAD,
   K_MAXPOOL_NHWC_C3,
+  K_SUM_AXES13,
   K_COUNT
 };
 
@@ -102,6 +103,7 @@ static const char* const kNames[K_COUNT] = {
     "stencil: sum of 9 shifted slices of [8,66,66,32]",
     "stencil: sum of 9 shifted slices of pad([8,64,64,32], 1)",
     "max pool 2x2/2 NHWC of 3 channels [16,112,112,3]",
+    "sum axes 1, 3 of [8192,2,32,2] (a 2x2 pool by reshape)",
 };
 
 // Random I32 indices in [0, n): n |u| for a uniform u in [-1, 1) made in the graph from a
@@ -353,6 +355,9 @@ static cml_value_t build_op(cml_function_t* f, const bench_case_t* c) {
       return cml_op_reduce_window(f, bench_param(f, "img", dt, 4, (int64_t[]){16, 112, 112, 3}),
                                   CML_REDUCE_MAX, &w);
     }
+    case K_SUM_AXES13:
+      return cml_op_reduce_sum(f, cml_op_reshape(f, x, (int64_t[]){8192, 2, 32, 2}, 4),
+                               (int64_t[]){1, 3}, 2);
     case K_MIN_ROWS16:
       return cml_op_reduce_min(f, cml_op_reshape(f, x, (int64_t[]){OP_ROWS * OP_COLS / 16, 16}, 2),
                                (int64_t[]){1}, 1);

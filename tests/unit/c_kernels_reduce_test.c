@@ -505,7 +505,7 @@ TEST(f32_columns_special_values) {
 // reference reduces the runs one after another. Small-integer inputs make every sum exact in
 // any order, so each ISA and thread count must give the double loop's values; inexact inputs
 // must give the same bits on 1 and 3 threads. Run lengths 2, 3, 16 take the two passes (with
-// at least 64 runs per output), 17 and 40 runs do not.
+// at least 2 runs per output), 17 does not.
 TEST(f32_short_inner_runs_every_isa) {
   static const int64_t shapes[][4] = {
       {2, 64, 5, 2}, {3, 500, 7, 3}, {1, 100, 32, 16}, {2, 70, 3, 17}, {4, 40, 4, 2}};
@@ -556,7 +556,7 @@ TEST(f32_short_inner_runs_every_isa) {
             o.devices = 1;
             cmlc_kernel_entry_t e;
             ASSERT_TRUE(cmlc_kernels_reduce_lookup(&t.module, &t.node, &o, &e));
-            const bool expected = l <= 16 && m >= 64;
+            const bool expected = l <= 16 && m >= 2;
             const size_t scratch = e.scratch(&t.module, &t.node, &o);
             if ((scratch > 0) != expected) {
               fprintf(stderr, "shape %zu isa %d: scratch %zu\n", si, (int)isas[ii], scratch);
@@ -584,6 +584,89 @@ TEST(f32_short_inner_runs_every_isa) {
   cmlc_pool_destroy(pool);
   ASSERT_EQ_INT(failures, 0);
   if (isa_count > 1) ASSERT_TRUE(two_pass >= 3);
+}
+
+// bf16 / f16 short innermost runs (an average pool written as a reshape and a sum over axes 1
+// and 3 of [n, 2, w, 2]; GroupNorm's statistics in bf16): the two passes widen the runs to f32,
+// combine in f32 and round once into the output. Small integers make every f32 sum exact, so
+// each ISA and thread count must give the exact sum rounded once.
+TEST(half_short_inner_runs_every_isa) {
+  static const int64_t shapes[][4] = {{64, 2, 8, 2}, {2, 3, 5, 4}, {3, 70, 4, 3}, {5, 2, 3, 16}};
+  static const cml_dtype_t dts[2] = {CML_DTYPE_BF16, CML_DTYPE_F16};
+  static const cml_op_t ops[3] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN};
+  cmlc_isa_t isas[3];
+  const int isa_count = col_isas(isas);
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0, two_pass = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si) {
+    const int64_t n = shapes[si][0], m = shapes[si][1], g = shapes[si][2], l = shapes[si][3];
+    const int64_t count = n * m * g * l, outs = n * g;
+    uint16_t* x = malloc((size_t)count * sizeof(uint16_t));
+    uint16_t* got = malloc((size_t)outs * sizeof(uint16_t));
+    uint16_t* got3 = malloc((size_t)outs * sizeof(uint16_t));
+    double* want = malloc((size_t)outs * sizeof(double));
+    for (int di = 0; di < 2; ++di) {
+      const cml_dtype_t dt = dts[di];
+      for (int64_t i = 0; i < count; ++i) {
+        const float v = (float)((uint32_t)(i * 2654435761u) % 201u) - 100.0f;  // exact in both
+        x[i] = dt == CML_DTYPE_BF16 ? cml_f32_to_bf16(v) : cml_f32_to_f16(v);
+      }
+      for (int oi = 0; oi < 3; ++oi) {
+        const cml_op_t op = ops[oi];
+        for (int64_t o = 0; o < outs; ++o) {
+          want[o] = op == CML_OP_REDUCE_SUM ? 0 : op == CML_OP_REDUCE_MAX ? -INFINITY : INFINITY;
+        }
+        for (int64_t i = 0; i < count; ++i) {
+          const double v = dt == CML_DTYPE_BF16 ? cml_bf16_to_f32(x[i]) : cml_f16_to_f32(x[i]);
+          const int64_t o = (i / (m * g * l)) * g + (i / l) % g;
+          if (op == CML_OP_REDUCE_SUM) want[o] += v;
+          if (op == CML_OP_REDUCE_MAX && v > want[o]) want[o] = v;
+          if (op == CML_OP_REDUCE_MIN && v < want[o]) want[o] = v;
+        }
+        for (int ii = 0; ii < isa_count; ++ii) {
+          tnode_t t;
+          tnode_init(&t, op, shp(dt, 4, (int64_t[]){n, m, g, l}), (int64_t[]){1, 3}, 2);
+          if (tnode_run_isa(&t, x, got, NULL, isas[ii]) != CML_OK ||
+              tnode_run_isa(&t, x, got3, pool, isas[ii]) != CML_OK) {
+            ++failures;
+            continue;
+          }
+          if (isas[ii] != CMLC_ISA_SCALAR && oi == 0) {
+            cmlc_options_t o;
+            memset(&o, 0, sizeof o);
+            o.isa = isas[ii];
+            o.threads = 1;
+            o.devices = 1;
+            cmlc_kernel_entry_t e;
+            ASSERT_TRUE(cmlc_kernels_reduce_lookup(&t.module, &t.node, &o, &e));
+            const size_t scratch = e.scratch ? e.scratch(&t.module, &t.node, &o) : 0;
+            if (scratch == 0) {
+              fprintf(stderr, "half shape %zu isa %d: no two-pass scratch\n", si, (int)isas[ii]);
+              ++failures;
+            }
+            two_pass += scratch > 0;
+          }
+          for (int64_t o = 0; o < outs; ++o) {
+            // (The sums are exact in f32: below 2^24. Rounded once to the dtype.)
+            const uint16_t w = dt == CML_DTYPE_BF16 ? cml_f32_to_bf16((float)want[o])
+                                                    : cml_f32_to_f16((float)want[o]);
+            if (got[o] != w || got3[o] != w) {
+              fprintf(stderr, "half shape %zu %s %s isa %d out %lld: %04x / %04x, want %04x\n", si,
+                      cml_dtype_name(dt), cml_op_name(op), (int)isas[ii], (long long)o, got[o],
+                      got3[o], w);
+              ++failures;
+              break;
+            }
+          }
+        }
+      }
+    }
+    free(x), free(got), free(got3), free(want);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+  if (isa_count > 1) ASSERT_TRUE(two_pass >= 4);
 }
 
 // |acc| combined with |e| as the reductions define it: rounded sums; Max / Min with NaN
@@ -1139,5 +1222,6 @@ TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(complex_product_keeps_infinities)
           TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(half_rows_every_isa),
           TEST_ENTRY(half_columns_and_blocked_every_isa), TEST_ENTRY(half_argminmax_rows_every_isa),
           TEST_ENTRY(arg_min_max), TEST_ENTRY(capabilities),
-          TEST_ENTRY(f32_short_inner_runs_every_isa), TEST_ENTRY(f32_short_rows_in_order_every_isa),
+          TEST_ENTRY(f32_short_inner_runs_every_isa), TEST_ENTRY(half_short_inner_runs_every_isa),
+          TEST_ENTRY(f32_short_rows_in_order_every_isa),
           TEST_ENTRY(int_and_arg_short_rows_every_isa))

@@ -934,7 +934,7 @@ static cml_status_t cmlc_rd_classify(const cml_shape_t* is, const cml_shape_t* o
 
 enum {
   CMLC_RD_SHORT_RUN = 16,
-  CMLC_RD_SHORT_MIN_RUNS = 64,                // runs per output
+  CMLC_RD_SHORT_MIN_RUNS = 2,                 // runs per output
   CMLC_RD_SHORT_MAX_BYTES = 16 * 1024 * 1024  // bytes of T
 };
 
@@ -942,7 +942,8 @@ enum {
 // short-run path with the column step |cols|; false otherwise.
 static bool cmlc_rd_short_plan(const cmlc_rd_plan_t* p, cml_dtype_t dtype,
                                cmlc__rd_cols_f32_fn cols, cmlc_rd_plan_t* t) {
-  if (dtype != CML_DTYPE_F32 || !cols || p->nr < 2 || p->nk < 1) return false;
+  const bool half = dtype == CML_DTYPE_BF16 || dtype == CML_DTYPE_F16;
+  if ((dtype != CML_DTYPE_F32 && !half) || !cols || p->nr < 2 || p->nk < 1) return false;
   const int64_t len = p->rd[p->nr - 1];
   if (len < 2 || len > CMLC_RD_SHORT_RUN || p->rs[p->nr - 1] != 1) return false;
   if (p->reduced / len < CMLC_RD_SHORT_MIN_RUNS) return false;
@@ -958,9 +959,11 @@ static bool cmlc_rd_short_plan(const cmlc_rd_plan_t* p, cml_dtype_t dtype,
   return true;
 }
 
-// Scratch floats of the short-run path: T, then pass 2's block partials.
-static int64_t cmlc_rd_short_scratch_floats(const cmlc_rd_plan_t* t) {
-  return cmlc_rd_align_floats(t->outputs * t->reduced) + cmlc_rd_cols_scratch_floats(t);
+// Scratch floats of the short-run path: T, pass 2's block partials, then (bf16 / f16: |half|)
+// pass 2's f32 results before they are rounded into the output.
+static int64_t cmlc_rd_short_scratch_floats(const cmlc_rd_plan_t* t, bool half) {
+  return cmlc_rd_align_floats(t->outputs * t->reduced) +
+         cmlc_rd_align_floats(cmlc_rd_cols_scratch_floats(t)) + (half ? t->outputs : 0);
 }
 
 typedef struct cmlc_rd_short_t {
@@ -984,8 +987,23 @@ static void cmlc_rd_short_pass1(void* ctx, int64_t begin, int64_t end, int threa
     if (p->produce) {
       p->produce(p->produce_ctx, i0 * len, n * len, produced);
       x = produced;
+    } else if (p->half != CML_DTYPE_INVALID) {
+      // bf16 / f16 widened to f32 (exact), combined in f32 as the other half paths.
+      const uint16_t* h = (const uint16_t*)p->in + i0 * len;
+      if (p->widen) {
+        p->widen(produced, h, n * len);
+      } else if (p->half == CML_DTYPE_BF16) {
+        for (int64_t k = 0; k < n * len; ++k) produced[k] = cml_bf16_to_f32(h[k]);
+      } else {
+        for (int64_t k = 0; k < n * len; ++k) produced[k] = cml_f16_to_f32(h[k]);
+      }
+      x = produced;
     }
-    cmlc_rd_rows_f32(p->op, x, len, n, c->t + i0);
+    if (p->runs) {
+      p->runs(x, len, n, c->t + i0);  // (the same order and bits, SIMD across runs)
+    } else {
+      cmlc_rd_rows_f32(p->op, x, len, n, c->t + i0);
+    }
   }
 }
 
@@ -1011,7 +1029,7 @@ static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* n
   }
   cmlc_rd_plan_t t;
   if (last == 1 && cmlc_rd_short_plan(&p, is->dtype, cmlc__rd_cols_f32(options, node->op), &t)) {
-    return cmlc_size_of(cmlc_rd_short_scratch_floats(&t), sizeof(float));
+    return cmlc_size_of(cmlc_rd_short_scratch_floats(&t, half), sizeof(float));
   }
   if (last != 0) return 0;
   // Halves keep every block's partial, even a single one (pass 2 rounds them into the output).
@@ -1020,18 +1038,23 @@ static size_t cmlc_rd_scratch(const cml_module_t* module, const cml_ir_node_t* n
 }
 
 // Runs the short-run path: pass 1 into T (at |scratch|), then the column path over T (pass 2's
-// partials after T) into p->out.
+// partials after T) into p->out (bf16 / f16: into f32 results after the partials, rounded into
+// p->out once).
 static void cmlc_rd_run_short(const cmlc_rd_plan_t* p, cmlc_rd_plan_t* t, void* scratch,
-                              cmlc_pool_t* pool) {
+                              cmlc_pool_t* pool, cmlc_ew_convert_fn narrow) {
   const int64_t len = p->rd[p->nr - 1];
   const int64_t t_count = t->outputs * t->reduced;
+  const bool half = p->half != CML_DTYPE_INVALID;
   cmlc_rd_short_t c = {p, (float*)scratch, len};
   cmlc_parallel_for(pool, t_count, CMLC_RD_MIN_WORK / len + 1, cmlc_rd_short_pass1, &c);
   t->in = scratch;
-  t->out = p->out;
   t->produce = NULL;
   t->widen = NULL;
+  t->half = CML_DTYPE_INVALID;
+  t->simd_half = NULL;
   t->partials = (float*)scratch + cmlc_rd_align_floats(t_count);
+  float* results = (float*)t->partials + cmlc_rd_align_floats(cmlc_rd_cols_scratch_floats(t));
+  t->out = half ? (void*)results : p->out;
   const int64_t width = t->kd[t->nk - 1];
   const int64_t per_output = t->reduced > 0 ? t->reduced : 1;
   t->tile = CMLC_RD_SIMD_TILE;
@@ -1049,6 +1072,15 @@ static void cmlc_rd_run_short(const cmlc_rd_plan_t* p, cmlc_rd_plan_t* t, void* 
     const int64_t work2 = t->blocks * (width < CMLC_RD_TILE ? width : CMLC_RD_TILE);
     chunk = CMLC_RD_MIN_WORK / work2;
     cmlc_parallel_for(pool, rows * tiles2, chunk < 1 ? 1 : chunk, cmlc_rd_simd_f32_cols2, t);
+  }
+  if (!half) return;
+  uint16_t* out = (uint16_t*)p->out;
+  if (p->half == CML_DTYPE_BF16) {
+    cmlc_f32_to_bf16_row(out, results, t->outputs);
+  } else if (narrow) {
+    narrow(out, results, t->outputs);
+  } else {
+    for (int64_t k = 0; k < t->outputs; ++k) out[k] = cml_f32_to_f16(results[k]);
   }
 }
 
@@ -1086,8 +1118,14 @@ static cml_status_t cmlc_rd_run_with(const cmlc_kernel_args_t* args, cmlc__rd_pr
     cmlc_rd_plan_t t;
     if (last == 1 && cmlc_rd_short_plan(&p, is->dtype, (cmlc__rd_cols_f32_fn)args->impl[1], &t) &&
         args->scratch &&
-        args->scratch_size >= cmlc_size_of(cmlc_rd_short_scratch_floats(&t), sizeof(float))) {
-      cmlc_rd_run_short(&p, &t, args->scratch, args->pool);
+        args->scratch_size >= cmlc_size_of(cmlc_rd_short_scratch_floats(&t, half), sizeof(float))) {
+      cmlc_ew_convert_fn narrow = NULL;
+      if (half) {
+        p.runs = cmlc__rd_runs_f32(args->options, args->node->op);
+        p.widen = cmlc_ew_simd_convert_fn(args->options, is->dtype, CML_DTYPE_F32);
+        narrow = cmlc_ew_simd_convert_fn(args->options, CML_DTYPE_F32, is->dtype);
+      }
+      cmlc_rd_run_short(&p, &t, args->scratch, args->pool, narrow);
       return CML_OK;
     }
   }
