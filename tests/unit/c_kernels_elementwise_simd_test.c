@@ -786,7 +786,8 @@ TEST(reference_options_pick_no_simd) {
     ASSERT_TRUE(cmlc_ew_simd_unary_fn(&avx2, CML_OP_EXP, CML_DTYPE_F32) ==
                 cmlc_ew_avx2_unary_fn(CML_OP_EXP, CML_DTYPE_F32));
   }
-  ASSERT_TRUE(cmlc_ew_simd_unary_fn(&avx2, CML_OP_ROUND, CML_DTYPE_F64) == NULL);
+  ASSERT_TRUE(cmlc_ew_simd_unary_fn(&avx2, CML_OP_SIGN, CML_DTYPE_F64) == NULL);
+  ASSERT_TRUE(cmlc_ew_simd_unary_fn(&ref, CML_OP_ROUND, CML_DTYPE_F64) == NULL);
   ASSERT_TRUE(cmlc_ew_simd_unary_fn(&ref, CML_OP_EXP, CML_DTYPE_F64) == NULL);
 }
 
@@ -939,6 +940,72 @@ TEST(f64_kernels_match_scalar) {
             TEST_FAIL_("isa %d %s f64 strides %d length %lld: differs from the scalar kernel", isa,
                        cml_op_name(kOps[k]), s, (long long)n);
             return;
+          }
+        }
+      }
+    }
+  }
+}
+
+// f64 Floor, Ceil, Round, Sqrt and Rsqrt on SIMD ISAs (the rounding and square-root
+// instructions): the scalar kernels' bits, NaNs included (a signaling NaN comes back quieted
+// with its payload and sign, a negative square root as the default NaN), on edge values (ties,
+// the last fractional magnitudes, signed zeros, subnormals, infinities) and random ones, every
+// length up to 40 and a long one, and a broadcast (stride 0) input; nothing written past n.
+TEST(f64_rounding_and_sqrt_match_scalar) {
+  static const cml_op_t kOps[] = {CML_OP_FLOOR, CML_OP_CEIL, CML_OP_ROUND, CML_OP_SQRT,
+                                  CML_OP_RSQRT};
+  static const uint64_t kEdge[] = {
+      0x0000000000000000ull, 0x8000000000000000ull,  // +-0
+      0x3fe0000000000000ull, 0xbfe0000000000000ull,  // +-0.5
+      0x3ff8000000000000ull, 0xc004000000000000ull,  // 1.5, -2.5
+      0x4330000000000001ull, 0x432fffffffffffffull,  // 2^52 + 1, 2^52 - 0.5
+      0x0000000000000001ull, 0x800fffffffffffffull,  // subnormals
+      0x7ff0000000000000ull, 0xfff0000000000000ull,  // +-inf
+      0x7ff8000000000000ull, 0xfff8000000000123ull,  // NaNs
+      0x7ff0000000000001ull, 0xfff4000000000abcull,  // signaling NaNs
+      0xbff0000000000000ull, 0x7fefffffffffffffull,  // -1, DBL_MAX
+  };
+  enum { N = 500 };
+  static double x[N], got[N + 1], want[N + 1];
+  const int edges = (int)(sizeof kEdge / sizeof kEdge[0]);
+  for (int i = 0; i < N; ++i) {
+    if (i < edges) {
+      memcpy(&x[i], &kEdge[i], sizeof x[i]);
+    } else {
+      x[i] = (double)rng_uniform(-50.0f, 50.0f) * (i % 3 ? 1.0 : 1e-3);
+    }
+  }
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (best_isa() < (cmlc_isa_t)isa) continue;
+    const cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    for (size_t k = 0; k < sizeof kOps / sizeof kOps[0]; ++k) {
+      cmlc_ew_fn fn = cmlc_ew_simd_unary_fn(&o, kOps[k], CML_DTYPE_F64);
+      cmlc_ew_fn ref = cmlc_ew_unary_fn(kOps[k], CML_DTYPE_F64);
+      ASSERT_TRUE(fn != NULL && ref != NULL && fn != ref);
+      for (int s = 0; s < 2; ++s) {
+        const int64_t st[1] = {s};
+        for (int64_t n = 0; n <= N; n += n < 40 ? 1 : N - 40) {
+          for (int64_t first = 0; first < (s ? 1 : edges); ++first) {
+            const void* in[1] = {x + first};
+            memset(got, 0x5a, sizeof got), memset(want, 0x5a, sizeof want);
+            // (Stride 0, a broadcast input: every output is the scalar kernel's result for
+            // x[first].)
+            fn(got, in, st, n);
+            if (s == 0) {
+              ref(want, in, (const int64_t[]){1}, 1);
+              for (int64_t i = 1; i < n; ++i) want[i] = want[0];
+              if (n == 0) want[0] = got[0];
+            } else {
+              ref(want, in, st, n);
+            }
+            if (memcmp(got, want, (size_t)(n + 1) * sizeof(double)) != 0) {
+              TEST_FAIL_(
+                  "isa %d %s f64 stride %d length %lld first %lld: differs from the "
+                  "scalar kernel",
+                  isa, cml_op_name(kOps[k]), s, (long long)n, (long long)first);
+              return;
+            }
           }
         }
       }
@@ -1498,10 +1565,11 @@ TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan
           TEST_ENTRY(int_int_conversions), TEST_ENTRY(f64_libmvec_kernels),
           TEST_ENTRY(f64_logistic_accuracy), TEST_ENTRY(pow_f32_square),
           TEST_ENTRY(int_kernels_match_scalar), TEST_ENTRY(f64_kernels_match_scalar),
-          TEST_ENTRY(complex64_exp_abs), TEST_ENTRY(unary_matches_reference),
-          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
-          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
-          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(f64_rounding_and_sqrt_match_scalar), TEST_ENTRY(complex64_exp_abs),
+          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
+          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
+          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
+          TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

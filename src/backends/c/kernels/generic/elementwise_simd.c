@@ -3,8 +3,13 @@
 // backend's options (ISA, reference mode); the scalar kernels stay the reference and run when
 // these return NULL.
 #include <math.h>
+#include <string.h>
 
 #include "backends/c/kernels/generic/elementwise_internal.h"
+
+#if defined(CMLC_HAVE_X86_64)
+#include <immintrin.h>
+#endif
 
 // The ISA the SIMD kernels may use: scalar for reference=true. Both SIMD ISAs include F16C
 // (cpu.c selects them only when the CPU has it).
@@ -33,12 +38,70 @@ static cmlc_isa_t cmlc_ew_simd_isa(const cmlc_options_t* options) {
   return NULL;
 #endif
 
+#if defined(CMLC_HAVE_X86_64)
+// f64 Floor, Ceil, Round (to nearest even), Sqrt and Rsqrt as the rounding and square-root
+// instructions, 4 lanes: the scalar kernels' bits (libm's floor, ceil and rint round the same
+// way and a NaN comes back quieted as the scalar kernels quiet it; sqrt is correctly rounded
+// either way and gives the same default NaN below zero; Rsqrt divides 1 by it as they do),
+// where those call libm once per element (an f64 LSTM's gates: 2-2.5x xla:cpu's time).
+#define CMLC_EW_F64_VEC(name, EXPR)                                                  \
+  __attribute__((target("avx2"))) static void name(void* out, const void* const* in, \
+                                                   const int64_t* st, int64_t n) {   \
+    const double* x = (const double*)in[0];                                          \
+    double* y = (double*)out;                                                        \
+    int64_t i = 0;                                                                   \
+    if (st[0] == 0) {                                                                \
+      const __m256d v = _mm256_set1_pd(x[0]);                                        \
+      const double r = _mm256_cvtsd_f64(EXPR);                                       \
+      for (; i < n; ++i) y[i] = r;                                                   \
+      return;                                                                        \
+    }                                                                                \
+    for (; i + 4 <= n; i += 4) {                                                     \
+      const __m256d v = _mm256_loadu_pd(x + i);                                      \
+      _mm256_storeu_pd(y + i, EXPR);                                                 \
+    }                                                                                \
+    if (i < n) {                                                                     \
+      double t[4] = {0.0, 0.0, 0.0, 0.0};                                            \
+      memcpy(t, x + i, (size_t)(n - i) * sizeof(double));                            \
+      const __m256d v = _mm256_loadu_pd(t);                                          \
+      _mm256_storeu_pd(t, EXPR);                                                     \
+      memcpy(y + i, t, (size_t)(n - i) * sizeof(double));                            \
+    }                                                                                \
+  }
+CMLC_EW_F64_VEC(cmlc_ew_floor_f64_vec,
+                _mm256_round_pd(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC))
+CMLC_EW_F64_VEC(cmlc_ew_ceil_f64_vec, _mm256_round_pd(v, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC))
+CMLC_EW_F64_VEC(cmlc_ew_round_f64_vec, _mm256_round_pd(v, _MM_FROUND_CUR_DIRECTION))
+CMLC_EW_F64_VEC(cmlc_ew_sqrt_f64_vec, _mm256_sqrt_pd(v))
+CMLC_EW_F64_VEC(cmlc_ew_rsqrt_f64_vec, _mm256_div_pd(_mm256_set1_pd(1.0), _mm256_sqrt_pd(v)))
+#undef CMLC_EW_F64_VEC
+
+static cmlc_ew_fn cmlc_ew_f64_vec_fn(cml_op_t op) {
+  switch (op) {
+    case CML_OP_FLOOR:
+      return cmlc_ew_floor_f64_vec;
+    case CML_OP_CEIL:
+      return cmlc_ew_ceil_f64_vec;
+    case CML_OP_ROUND:
+      return cmlc_ew_round_f64_vec;
+    case CML_OP_SQRT:
+      return cmlc_ew_sqrt_f64_vec;
+    case CML_OP_RSQRT:
+      return cmlc_ew_rsqrt_f64_vec;
+    default:
+      return NULL;
+  }
+}
+#endif
+
 cmlc_ew_fn cmlc_ew_simd_unary_fn(const cmlc_options_t* options, cml_op_t op, cml_dtype_t dtype) {
   (void)op;
   (void)dtype;
 #if defined(CMLC_HAVE_X86_64)
   if (dtype == CML_DTYPE_F64) {
     cmlc_ew_fn fn = cmlc_ew_mvec_unary_fn(cmlc_ew_simd_isa(options), op, dtype);
+    if (fn) return fn;
+    if (cmlc_ew_simd_isa(options) != CMLC_ISA_SCALAR) fn = cmlc_ew_f64_vec_fn(op);
     if (fn) return fn;
   }
 #endif
