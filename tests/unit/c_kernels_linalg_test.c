@@ -599,12 +599,30 @@ TEST(gemm_f32_shapes_layouts_isas_threads) {
 // equal, bit for bit, the same products run one batch at a time (batch 1: the blocked path),
 // on every ISA and on 1 and 3 threads; with eighths the exact sums, otherwise a double oracle.
 // A transposed lhs ([batch, k, m]: strided A) takes the tiny path too; a transposed rhs (B
-// columns strided) and 9 rows do not.
+// columns strided) and 9 rows do not. Square products, matrices times vectors and vectors times
+// matrices of 2, 3 and 4 run unrolled kernels on the FMA ISAs (matrix-vector ones before GEMV).
 TEST(gemm_tiny_batches_match_one_at_a_time) {
   static const int64_t shapes[][5] = {// m, n, k, batch, transposed lhs / rhs (bit 0 / 1)
-                                      {3, 3, 3, 64, 0}, {1, 16, 16, 20, 0}, {8, 9, 5, 33, 0},
-                                      {8, 8, 1, 16, 0}, {4, 1, 7, 40, 0},   {5, 12, 3, 17, 1},
-                                      {3, 3, 3, 30, 2}, {9, 4, 4, 25, 0}};
+                                      {3, 3, 3, 64, 0},
+                                      {1, 16, 16, 20, 0},
+                                      {8, 9, 5, 33, 0},
+                                      {8, 8, 1, 16, 0},
+                                      {4, 1, 7, 40, 0},
+                                      {5, 12, 3, 17, 1},
+                                      {3, 3, 3, 30, 2},
+                                      {9, 4, 4, 25, 0},
+                                      // The unrolled sizes (square, matrix times vector, vector
+                                      // times matrix of 2, 3, 4), row-major and with a
+                                      // transposed lhs.
+                                      {2, 2, 2, 40, 0},
+                                      {4, 4, 4, 17, 0},
+                                      {3, 1, 3, 50, 0},
+                                      {2, 1, 2, 16, 0},
+                                      {4, 1, 4, 33, 1},
+                                      {1, 3, 3, 20, 0},
+                                      {1, 2, 2, 18, 1},
+                                      {1, 4, 4, 21, 0},
+                                      {3, 3, 3, 19, 1}};
   cmlc_pool_t* pool = NULL;
   ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
   int failed = 0;

@@ -314,6 +314,8 @@ typedef struct CMLC_GEMM_N(gemm_ctx_t) {
   const CMLC_GEMM_T* bt_x;
   int64_t bt_group;  // weight rows per task unit: the most rows of a kernel (a multiple of all)
   int narrow_kind;   // narrow path: the transposed-B kernel (kern.bt index) it runs
+  // Tiny path: the unrolled kernel of the product's sizes (all batches), or NULL.
+  CMLC_GEMM_N(gemm_tiny_batch_fn) tiny_fixed;
 } CMLC_GEMM_N(gemm_ctx_t);
 
 // The B sliver |s| of the current block: packed, or the operand itself.
@@ -1103,6 +1105,11 @@ static void CMLC_GEMM_N(tiny_task)(void* vctx, int64_t begin, int64_t end, int t
   const CMLC_GEMM_PROBLEM* p = c->p;
   const CMLC_GEMM_T* a = (const CMLC_GEMM_T*)p->a.data + p->a.row_offsets[0] + p->a.col_offsets[0];
   const CMLC_GEMM_T* b = (const CMLC_GEMM_T*)p->b.data + p->b.row_offsets[0] + p->b.col_offsets[0];
+  if (c->tiny_fixed) {
+    c->tiny_fixed(a, p->a.batch_offsets, c->a_acc.row_stride, c->a_acc.col_stride, b,
+                  p->b.batch_offsets, c->b_acc.row_stride, p->c, begin, end);
+    return;
+  }
   for (int64_t t = begin; t < end; ++t) {
     c->kern.tiny(a + p->a.batch_offsets[t], c->a_acc.row_stride, c->a_acc.col_stride,
                  b + p->b.batch_offsets[t], c->b_acc.row_stride, p->c + t * p->m * p->n, p->m, p->n,
@@ -1114,7 +1121,9 @@ static void CMLC_GEMM_N(tiny_task)(void* vctx, int64_t begin, int64_t end, int t
 // batch (see cmlc_gemm_tiny_fn_f32).
 static bool CMLC_GEMM_N(tiny_try)(const CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t* pool) {
   const CMLC_GEMM_PROBLEM* p = c->p;
-  if (!c->kern.tiny || p->batch < CMLC_GEMM_TINY_BATCH || p->m > CMLC_GEMM_TINY_M ||
+  // (An unrolled size takes it from one batch up: the same bits for a product alone or batched.)
+  const bool fixed = CMLC_GEMM_N(tiny_fixed)(c->kern.tiny, p->m, p->n, p->k) != NULL;
+  if (!c->kern.tiny || (p->batch < CMLC_GEMM_TINY_BATCH && !fixed) || p->m > CMLC_GEMM_TINY_M ||
       p->n > CMLC_GEMM_TINY_N || p->k > CMLC_GEMM_TINY_K || p->a.dtype != CMLC_GEMM_DTYPE ||
       p->b.dtype != CMLC_GEMM_DTYPE || c->a_acc.row_stride == CMLC_GEMM_NOT_AFFINE ||
       c->a_acc.col_stride == CMLC_GEMM_NOT_AFFINE || c->b_acc.row_stride == CMLC_GEMM_NOT_AFFINE ||
@@ -1122,8 +1131,10 @@ static bool CMLC_GEMM_N(tiny_try)(const CMLC_GEMM_N(gemm_ctx_t) * c, cmlc_pool_t
     return false;
   }
   const int64_t per = p->m * p->n * p->k;
+  CMLC_GEMM_N(gemm_ctx_t) t = *c;
+  t.tiny_fixed = CMLC_GEMM_N(tiny_fixed)(c->kern.tiny, p->m, p->n, p->k);
   cmlc_parallel_for(pool, p->batch, 16384 / (per > 0 ? per : 1) + 1, CMLC_GEMM_N(tiny_task),
-                    (void*)c);
+                    (void*)&t);
   return true;
 }
 
@@ -1153,6 +1164,12 @@ static void CMLC_GEMM_N(gemm_run)(const CMLC_GEMM_PROBLEM* p, const CMLC_GEMM_N(
   if (pool_threads > c.threads) pool = NULL, pool_threads = 1;
   c.shared_panel = c.scratch + (size_t)c.threads * (c.sz.a_elems + c.sz.b_elems);
   double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
+  // Many tiny products of a fixed-size kernel's sizes (a batch of 3 x 3 matrices times
+  // 3-vectors) before GEMV: one unrolled loop over the batches.
+  if (CMLC_GEMM_N(tiny_fixed)(c.kern.tiny, p->m, p->n, p->k) &&
+      CMLC_GEMM_N(tiny_try)(&c, flops * (double)p->batch <= 2.0 * 128 * 128 * 128 ? NULL : pool)) {
+    return;
+  }
   // GEMV streams the matrix once; threads help as soon as it is larger than L2.
   if (flops * (double)p->batch < 2.0 * 256 * 1024) {
     if (CMLC_GEMM_N(gemv_try)(&c, NULL)) return;
