@@ -896,6 +896,85 @@ TEST(scatter_max_min_one_element_windows) {
   }
 }
 
+// ScatterMax / ScatterMin of rows (a graph's segment max over neighbour features): f32 and f64
+// rows of 2, 3, 8 and 9 elements with I32 indices (some out of range) onto x[6, R] holding
+// NaNs and signed zeros, updates with NaNs, signed zeros and ties, against the per-element loop
+// with the combiner's rule (the row kernels' selects: a NaN on either side wins, the stored
+// one first; -0 < +0).
+TEST(scatter_max_min_rows) {
+  enum { N = 60, RMAX = 9 };
+  static const int64_t rows[4] = {2, 3, 8, 9};
+  for (int fd = 0; fd < 2; ++fd) {
+    const cml_dtype_t dt = fd ? CML_DTYPE_F64 : CML_DTYPE_F32;
+    for (int ri = 0; ri < 4; ++ri) {
+      const int64_t r = rows[ri];
+      for (int max = 0; max < 2; ++max) {
+        cml_shape_t ins[3] = {kt_shape(dt, 2, (int64_t[]){6, r}),
+                              kt_shape(CML_DTYPE_I32, 2, (int64_t[]){N, 1}),
+                              kt_shape(dt, 2, (int64_t[]){N, r})};
+        kt_t k;
+        kt_init(&k, max ? CML_OP_SCATTER_MAX : CML_OP_SCATTER_MIN, 3, ins, &ins[0]);
+        cml_scatter_dims_t* s = &k.attrs.u.scatter;
+        s->index_vector_axis = 1;
+        s->update_window_axis_count = 1;
+        s->update_window_axes[0] = 1;
+        s->inserted_window_axis_count = 1;
+        s->scatter_axes_to_operand_axes_count = 1;
+        int32_t idx[N];
+        double want[6 * RMAX], xv[6 * RMAX], uv[N * RMAX];
+        for (int64_t i = 0; i < 6 * r; ++i) {
+          xv[i] = (double)((i * 5) % 7) - 3.0;
+          if (i % 11 == 3) xv[i] = NAN;
+          if (i % 7 == 1) xv[i] = i % 2 ? -0.0 : 0.0;
+          // Row 2: zeros that update 0 (alone) meets with the other sign.
+          if (i / r == 2) xv[i] = i % 2 ? 0.0 : -0.0;
+          want[i] = xv[i];
+        }
+        for (int i = 0; i < N; ++i) {
+          idx[i] = (int32_t)((i * 7) % 8) - 1;  // -1 and 6: out of range
+          if (idx[i] == 2) idx[i] = 3;
+          if (i == 0) idx[i] = 2;
+          for (int64_t e = 0; e < r; ++e) {
+            double v = (double)((i * 13 + e * 3) % 9) - 4.0;  // ties among them and with x
+            if ((i + e) % 17 == 5) v = NAN;
+            if ((i * 3 + e) % 10 == 2) v = (i + e) % 2 ? -0.0 : 0.0;
+            if (i == 0) v = e % 2 ? -0.0 : 0.0;
+            uv[i * r + e] = v;
+            if (idx[i] >= 0 && idx[i] < 6) {
+              want[idx[i] * r + e] = ix_max_rule(want[idx[i] * r + e], v, max);
+            }
+          }
+        }
+        union {
+          float f[6 * RMAX];
+          double d[6 * RMAX];
+        } x, got;
+        union {
+          float f[N * RMAX];
+          double d[N * RMAX];
+        } up;
+        for (int64_t i = 0; i < 6 * r; ++i)
+          fd ? (void)(x.d[i] = xv[i]) : (void)(x.f[i] = (float)xv[i]);
+        for (int64_t i = 0; i < N * r; ++i)
+          fd ? (void)(up.d[i] = uv[i]) : (void)(up.f[i] = (float)uv[i]);
+        const void* in[] = {&x, idx, &up};
+        memset(&got, 0x5a, sizeof got);
+        ASSERT_STATUS_OK(kt_run(&k, NULL, in, &got));
+        for (int64_t i = 0; i < 6 * r; ++i) {
+          const double g = fd ? got.d[i] : (double)got.f[i];
+          const bool same =
+              isnan(want[i]) ? isnan(g) : g == want[i] && signbit(g) == signbit(want[i]);
+          if (!same) {
+            TEST_FAIL_("%s %s rows of %lld, x[%lld]: %g, want %g", cml_dtype_name(dt),
+                       max ? "max" : "min", (long long)r, (long long)i, g, want[i]);
+            return;
+          }
+        }
+      }
+    }
+  }
+}
+
 // One-element windows at (i, k) or (i, j, k) coordinates of x[6, 3, 5] (the kernel's unit sums
 // over several scatter axes, I32 and I64 indices, some out of range, so skipped), and rows of 7
 // and 16 elements (the row sums; f16 / bf16 rows of 16 take the widening row sums), against a
@@ -1043,6 +1122,6 @@ TEST_MAIN(
     TEST_ENTRY(scatter_sum_f16_rounds_each_step_and_complex),
     TEST_ENTRY(scatter_sum_matches_reference), TEST_ENTRY(scatter_sum_half_rows_match_reference),
     TEST_ENTRY(scatter_threads_split_rows_same_bits), TEST_ENTRY(scatter_sum_one_element_windows),
-    TEST_ENTRY(scatter_max_min_one_element_windows),
+    TEST_ENTRY(scatter_max_min_one_element_windows), TEST_ENTRY(scatter_max_min_rows),
     TEST_ENTRY(scatter_sum_several_coordinates_and_short_half_rows),
     TEST_ENTRY(lookup_and_capabilities))

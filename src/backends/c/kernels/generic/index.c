@@ -648,6 +648,39 @@ static void cmlc_ix_scatter_offsets_task(void* ctx, int64_t begin, int64_t end, 
       for (int64_t e = 0; e < len; ++e) ADD; \
     }                                        \
   } while (0)
+
+// The combiner's float max / min over a row of |len| elements, as selects that vectorize: the
+// larger (smaller) of two ordered values; of equal ones the bits ANDed (ORed): +0 for max of
+// -0 and +0, -0 for min, the value itself otherwise; a NaN in o kept, else a NaN in u taken.
+// (Rows of 8 at random places, 1 thread on Zen 4: 13 ns a row with a branch per element.)
+#define CMLC_IX_ROW_MAXMIN(name, T, U, GT, BITOP)                     \
+  static void name(T* restrict o, const T* restrict u, int64_t len) { \
+    for (int64_t e = 0; e < len; ++e) {                               \
+      const T a = o[e], b = u[e];                                     \
+      U ab, bb;                                                       \
+      memcpy(&ab, &a, sizeof ab);                                     \
+      memcpy(&bb, &b, sizeof bb);                                     \
+      const U eq = ab BITOP bb;                                       \
+      T q;                                                            \
+      memcpy(&q, &eq, sizeof q);                                      \
+      T r = b GT a ? b : a;                                           \
+      r = a == b ? q : r;                                             \
+      o[e] = (b != b && a == a) ? b : r;                              \
+    }                                                                 \
+  }
+CMLC_IX_ROW_MAXMIN(cmlc_ix_row_max_f32, float, uint32_t, >, &)
+CMLC_IX_ROW_MAXMIN(cmlc_ix_row_min_f32, float, uint32_t, <, |)
+CMLC_IX_ROW_MAXMIN(cmlc_ix_row_max_f64, double, uint64_t, >, &)
+CMLC_IX_ROW_MAXMIN(cmlc_ix_row_min_f64, double, uint64_t, <, |)
+#undef CMLC_IX_ROW_MAXMIN
+// A window of ScatterMax / ScatterMin: one element through FAST, a row through ROW.
+#define CMLC_IX_MAXMIN_WINDOW(T, FAST, ROW)  \
+  if (len == 1) {                            \
+    const T a_ = o[xo], b_ = u[s * ustride]; \
+    o[xo] = FAST(a_, b_);                    \
+  } else {                                   \
+    ROW(o + xo, u + s * ustride, len);       \
+  }
 #define CMLC_IX_UNIT_SUM(T, IT, ADD)                               \
   {                                                                \
     T* o = (T*)(void*)c->out;                                      \
@@ -678,36 +711,74 @@ static void cmlc_ix_scatter_offsets_task(void* ctx, int64_t begin, int64_t end, 
     return true;                                                   \
   }
 
-#define CMLC_IX_UNIT_SUMS(IT)                                                 \
-  switch (c->unit_sum) {                                                      \
-    case 1:                                                                   \
-      CMLC_IX_UNIT_SUM(float, IT, CMLC_IX_ADD(float))                         \
-    case 2:                                                                   \
-      CMLC_IX_UNIT_SUM(double, IT, CMLC_IX_ADD(double))                       \
-    case 3:                                                                   \
-      CMLC_IX_UNIT_SUM(uint32_t, IT, CMLC_IX_ADD(uint32_t))                   \
-    case 4:                                                                   \
-      CMLC_IX_UNIT_SUM(uint64_t, IT, CMLC_IX_ADD(uint64_t))                   \
-    case 5:                                                                   \
-      CMLC_IX_UNIT_SUM(uint16_t, IT, CMLC_IX_ADD_BF16)                        \
-    case 6:                                                                   \
-      CMLC_IX_UNIT_SUM(uint16_t, IT, CMLC_IX_ADD_F16)                         \
-    case 7:                                                                   \
-      CMLC_IX_UNIT_SUM(float, IT, CMLC_IX_MAXMIN(float, CMLC_IX_FMAX_FAST))   \
-    case 8:                                                                   \
-      CMLC_IX_UNIT_SUM(float, IT, CMLC_IX_MAXMIN(float, CMLC_IX_FMIN_FAST))   \
-    case 9:                                                                   \
-      CMLC_IX_UNIT_SUM(double, IT, CMLC_IX_MAXMIN(double, CMLC_IX_FMAX_FAST)) \
-    case 10:                                                                  \
-      CMLC_IX_UNIT_SUM(double, IT, CMLC_IX_MAXMIN(double, CMLC_IX_FMIN_FAST)) \
-    case 11:                                                                  \
-      CMLC_IX_UNIT_SUM(int32_t, IT, CMLC_IX_MAXMIN(int32_t, CMLC_IX_IMAX))    \
-    case 12:                                                                  \
-      CMLC_IX_UNIT_SUM(int32_t, IT, CMLC_IX_MAXMIN(int32_t, CMLC_IX_IMIN))    \
-    case 13:                                                                  \
-      CMLC_IX_UNIT_SUM(int64_t, IT, CMLC_IX_MAXMIN(int64_t, CMLC_IX_IMAX))    \
-    default:                                                                  \
-      CMLC_IX_UNIT_SUM(int64_t, IT, CMLC_IX_MAXMIN(int64_t, CMLC_IX_IMIN))    \
+// CMLC_IX_UNIT_SUM's loops with |WINDOW| a statement for the whole window.
+#define CMLC_IX_UNIT_ROWS(T, IT, WINDOW)            \
+  {                                                 \
+    T* o = (T*)(void*)c->out;                       \
+    const T* u = (const T*)(const void*)c->updates; \
+    const IT* ix = (const IT*)c->indices;           \
+    for (int64_t s = 0; s < n; ++s) {               \
+      const IT* iv = ix + s * istride;              \
+      int64_t xo = 0;                               \
+      int32_t k = 0;                                \
+      for (; k < nc; ++k) {                         \
+        const int64_t v = iv[k * vstride];          \
+        if (v < 0 || v > c->unit_limit[k]) break;   \
+        xo += v * c->unit_stride[k];                \
+      }                                             \
+      if (k == nc && xo >= lo && xo < hi) {         \
+        WINDOW                                      \
+      }                                             \
+    }                                               \
+    return true;                                    \
+  }
+
+#define CMLC_IX_UNIT_SUMS(IT)                                                                    \
+  switch (c->unit_sum) {                                                                         \
+    case 1:                                                                                      \
+      CMLC_IX_UNIT_SUM(float, IT, CMLC_IX_ADD(float))                                            \
+    case 2:                                                                                      \
+      CMLC_IX_UNIT_SUM(double, IT, CMLC_IX_ADD(double))                                          \
+    case 3:                                                                                      \
+      CMLC_IX_UNIT_SUM(uint32_t, IT, CMLC_IX_ADD(uint32_t))                                      \
+    case 4:                                                                                      \
+      CMLC_IX_UNIT_SUM(uint64_t, IT, CMLC_IX_ADD(uint64_t))                                      \
+    case 5:                                                                                      \
+      CMLC_IX_UNIT_SUM(uint16_t, IT, CMLC_IX_ADD_BF16)                                           \
+    case 6:                                                                                      \
+      CMLC_IX_UNIT_SUM(uint16_t, IT, CMLC_IX_ADD_F16)                                            \
+    case 7:                                                                                      \
+      if (len > 1) {                                                                             \
+        CMLC_IX_UNIT_ROWS(float, IT,                                                             \
+                          CMLC_IX_MAXMIN_WINDOW(float, CMLC_IX_FMAX_FAST, cmlc_ix_row_max_f32))  \
+      }                                                                                          \
+      CMLC_IX_UNIT_SUM(float, IT, CMLC_IX_MAXMIN(float, CMLC_IX_FMAX_FAST))                      \
+    case 8:                                                                                      \
+      if (len > 1) {                                                                             \
+        CMLC_IX_UNIT_ROWS(float, IT,                                                             \
+                          CMLC_IX_MAXMIN_WINDOW(float, CMLC_IX_FMIN_FAST, cmlc_ix_row_min_f32))  \
+      }                                                                                          \
+      CMLC_IX_UNIT_SUM(float, IT, CMLC_IX_MAXMIN(float, CMLC_IX_FMIN_FAST))                      \
+    case 9:                                                                                      \
+      if (len > 1) {                                                                             \
+        CMLC_IX_UNIT_ROWS(double, IT,                                                            \
+                          CMLC_IX_MAXMIN_WINDOW(double, CMLC_IX_FMAX_FAST, cmlc_ix_row_max_f64)) \
+      }                                                                                          \
+      CMLC_IX_UNIT_SUM(double, IT, CMLC_IX_MAXMIN(double, CMLC_IX_FMAX_FAST))                    \
+    case 10:                                                                                     \
+      if (len > 1) {                                                                             \
+        CMLC_IX_UNIT_ROWS(double, IT,                                                            \
+                          CMLC_IX_MAXMIN_WINDOW(double, CMLC_IX_FMIN_FAST, cmlc_ix_row_min_f64)) \
+      }                                                                                          \
+      CMLC_IX_UNIT_SUM(double, IT, CMLC_IX_MAXMIN(double, CMLC_IX_FMIN_FAST))                    \
+    case 11:                                                                                     \
+      CMLC_IX_UNIT_SUM(int32_t, IT, CMLC_IX_MAXMIN(int32_t, CMLC_IX_IMAX))                       \
+    case 12:                                                                                     \
+      CMLC_IX_UNIT_SUM(int32_t, IT, CMLC_IX_MAXMIN(int32_t, CMLC_IX_IMIN))                       \
+    case 13:                                                                                     \
+      CMLC_IX_UNIT_SUM(int64_t, IT, CMLC_IX_MAXMIN(int64_t, CMLC_IX_IMAX))                       \
+    default:                                                                                     \
+      CMLC_IX_UNIT_SUM(int64_t, IT, CMLC_IX_MAXMIN(int64_t, CMLC_IX_IMIN))                       \
   }
 
 static bool cmlc_ix_scatter_unit_fast(const cmlc_ix_scatter_t* c, int64_t lo, int64_t hi) {
@@ -723,6 +794,8 @@ static bool cmlc_ix_scatter_unit_fast(const cmlc_ix_scatter_t* c, int64_t lo, in
   CMLC_IX_UNIT_SUMS(int64_t)
 }
 #undef CMLC_IX_UNIT_SUMS
+#undef CMLC_IX_UNIT_ROWS
+#undef CMLC_IX_MAXMIN_WINDOW
 #undef CMLC_IX_UNIT_SUM
 #undef CMLC_IX_ADD_WINDOW
 #undef CMLC_IX_IMIN
