@@ -5,7 +5,8 @@
 // Where with a compare, conversions between 16-bit floats and to i32, a row scatter-add and a
 // 3x3 convolution, Floor, Expm1, Log1p, Sin, a ReLU mask through a Bool conversion and Int32
 // Div/Rem, the tanh GELU with and without a bias, reductions and ArgMax over short rows, global
-// pooling, NHWC pooling of 3 channels, a pool by reshape, a 3x3 stencil of shifted Slices; c vs
+// pooling, NHWC pooling of 3 channels, a pool by reshape, a 3x3 stencil of shifted Slices,
+// pairs scaled by a broadcast, a count down columns, batched 3x3 products; c vs
 // c:reference vs xla:cpu. Written to find the shapes where a dtype or a layout falls back to slow
 // generic code (bench/README.md, "Single ops in three dtypes"). The rate column is the input bytes
 // (the first operand) per second.
@@ -58,6 +59,9 @@ enum {
   K_STENCIL9_PAD,
   K_MAXPOOL_NHWC_C3,
   K_SUM_AXES13,
+  K_PAIRS_SCALED,
+  K_COUNT_COLUMNS,
+  K_BATCH_3X3,
   K_COUNT
 };
 
@@ -104,6 +108,9 @@ static const char* const kNames[K_COUNT] = {
     "stencil: sum of 9 shifted slices of pad([8,64,64,32], 1)",
     "max pool 2x2/2 NHWC of 3 channels [16,112,112,3]",
     "sum axes 1, 3 of [8192,2,32,2] (a 2x2 pool by reshape)",
+    "pairs scaled: x[524288,2] * b[524288] broadcast along the pairs",
+    "count of x > 0 down the columns: i32 sum axis 0 [1024,1024]",
+    "batched 3x3 products [65536,3,3] @ [65536,3,3]",
 };
 
 // Random I32 indices in [0, n): n |u| for a uniform u in [-1, 1) made in the graph from a
@@ -358,6 +365,28 @@ static cml_value_t build_op(cml_function_t* f, const bench_case_t* c) {
     case K_SUM_AXES13:
       return cml_op_reduce_sum(f, cml_op_reshape(f, x, (int64_t[]){8192, 2, 32, 2}, 4),
                                (int64_t[]){1, 3}, 2);
+    case K_PAIRS_SCALED: {
+      const int64_t pairs[2] = {OP_ROWS * OP_COLS / 2, 2};
+      cml_value_t b = bench_param(f, "b", dt, 1, pairs);
+      return cml_op_mul(f, cml_op_reshape(f, x, pairs, 2), bench_broadcast_back(f, b, pairs, 2, 1));
+    }
+    case K_COUNT_COLUMNS: {
+      cml_value_t pos = cml_op_greater_than(f, x, cml_constant_scalar_f64(f, dt, 0));
+      cml_value_t count =
+          cml_op_reduce_sum(f, cml_op_convert_dtype(f, pos, CML_DTYPE_I32), (int64_t[]){0}, 1);
+      return cml_op_convert_dtype(f, count, dt);
+    }
+    case K_BATCH_3X3: {
+      const int64_t b3[3] = {65536, 3, 3};
+      cml_dot_config_t d;
+      memset(&d, 0, sizeof d);
+      d.lhs_batch_count = d.rhs_batch_count = 1;
+      d.lhs_contracting_count = d.rhs_contracting_count = 1;
+      d.lhs_contracting_axes[0] = 2;
+      d.rhs_contracting_axes[0] = 1;
+      return cml_op_dot_general(f, bench_param(f, "a", dt, 3, b3), bench_param(f, "b", dt, 3, b3),
+                                &d);
+    }
     case K_MIN_ROWS16:
       return cml_op_reduce_min(f, cml_op_reshape(f, x, (int64_t[]){OP_ROWS * OP_COLS / 16, 16}, 2),
                                (int64_t[]){1}, 1);
@@ -402,9 +431,10 @@ int main(int argc, char** argv) {
       c->dtype = dtypes[d];
       c->dims[0] = k;
       c->bytes = (double)OP_ROWS * OP_COLS * (double)cml_dtype_bits(dtypes[d]) / 8.0;
-      c->flops = k == K_BATCH_DOT ? 2.0 * 64 * 128 * 128 * 128
-                 : k == K_CONV3X3 ? 2.0 * 4 * 64 * 64 * 64 * 64 * 9
-                                  : 0;
+      c->flops = k == K_BATCH_DOT   ? 2.0 * 64 * 128 * 128 * 128
+                 : k == K_BATCH_3X3 ? 2.0 * 65536 * 27
+                 : k == K_CONV3X3   ? 2.0 * 4 * 64 * 64 * 64 * 64 * 9
+                                    : 0;
       // The scalar reference kernels take seconds on the pooling gradient and the products.
       c->heavy = k == K_MAXPOOL_GRAD || k == K_BATCH_DOT || k == K_CONV3X3;
       bench_case_name(c, "%s %s", cml_dtype_name(dtypes[d]), kNames[k]);
