@@ -637,7 +637,9 @@ CML_API const cml_shape_t* cml_executable_output_shape(const cml_executable_t* e
 // xla, the StableHLO text given to XLA's compiler (a module with dynamic axes: the module, as
 // it compiles once per binding set). A backend without a listing of its own writes the module
 // (cml_module_dump). On c the listing holds every node of that module, including nodes whose
-// results nothing reads, which the plan drops (they do not run). INVALID_ARGUMENT for a NULL
+// results nothing reads, which the plan drops (they do not run), then the plan: per function
+// the steps that run (kernel calls, fused loops with their members and how each input is read,
+// inline scalar steps) and what the compile-time optimizations did. INVALID_ARGUMENT for a NULL
 // argument; UNAVAILABLE when the listing could not be written (a stream not open for writing,
 // a full disk); a backend's failure otherwise.
 CML_API CML_MUST_USE cml_status_t cml_executable_dump(const cml_executable_t* executable,

@@ -229,7 +229,18 @@ static void cml_dump_node(FILE* out, const cml_module_t* m, const cml_ir_node_t*
   for (uint32_t k = 0; k < n->input_count; ++k) fprintf(out, "%s%%%u", k ? ", " : "", n->inputs[k]);
   fprintf(out, ")");
   const cml_ir_attrs_t* a = n->attrs;
-  if (a->axis_count > 0) {
+  if (n->op == CML_OP_SLICE) {
+    // (Its axes are implicit: a start, limit and stride per axis of its operand.)
+    const int32_t rank = m->values[n->first_output].shape.rank;
+    const int64_t* lists[3] = {a->starts, a->limits, a->strides};
+    static const char* const names[3] = {"starts", "limits", "strides"};
+    for (int l = 0; l < 3; ++l) {
+      fprintf(out, " %s=[", names[l]);
+      for (int32_t i = 0; i < rank; ++i)
+        fprintf(out, "%s%lld", i ? "," : "", (long long)lists[l][i]);
+      fprintf(out, "]");
+    }
+  } else if (a->axis_count > 0) {
     fprintf(out, " axes=[");
     for (int32_t i = 0; i < a->axis_count; ++i)
       fprintf(out, "%s%lld", i ? "," : "", (long long)a->axes[i]);

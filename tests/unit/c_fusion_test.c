@@ -938,6 +938,34 @@ TEST(stencil_of_slices_read_in_place) {
   }
 }
 
+// cml_executable_dump on c lists the plan after the module: each step, and for a fused loop
+// its members and how it reads each input (the stencil's windows in place, a Slice's bounds in
+// the module's listing).
+TEST(dump_lists_the_plan) {
+  ft_graph_t g = {.name = "stencil", .build = ft_build_stencil};
+  g.in_count = 1;
+  g.in[0] = cml_shape_make(CML_DTYPE_F32, 4, (int64_t[]){2, 10, 12, 32});
+  cml_backend_t* b = ft_backend("c");
+  ASSERT_TRUE(b != NULL);
+  cml_executable_t* exe = NULL;
+  ASSERT_STATUS_OK(ft_compile(b, &g, &exe));
+  char* text = NULL;
+  size_t size = 0;
+  FILE* mem = open_memstream(&text, &size);
+  ASSERT_TRUE(mem != NULL);
+  ASSERT_STATUS_OK(cml_executable_dump(exe, mem));
+  fclose(mem);
+  ASSERT_CONTAINS(text, "starts=[0,2,1,0] limits=[2,10,11,32] strides=[1,1,1,1]");
+  ASSERT_CONTAINS(text, "c plan: 0 node(s) folded, 0 merged, 1 fused loop(s) of 8 node(s)");
+  ASSERT_CONTAINS(text, "c plan of function 0: 1 step(s)");
+  ASSERT_CONTAINS(text, "fused, loop of 8 op(s):");
+  ASSERT_CONTAINS(text, "(broadcast or slice, in place)");
+  ASSERT_CONTAINS(text, "3 axis(es), 5120 elements");
+  free(text);
+  cml_executable_release(exe);
+  cml_backend_release(b);
+}
+
 // Every other column read in place: x[:, 0::2] * x[:, 1::2] and x[:, 1::2] + 1, for f32, bf16
 // and f64 (2-, 4- and 8-byte elements gathered with a constant stride of 2). Runs of 256 and
 // more (rows of an even count of columns make one run) are read through the slices (the
@@ -1917,9 +1945,9 @@ TEST_MAIN(TEST_ENTRY(broadcasts_read_in_place), TEST_ENTRY(broadcasts_of_rank_3_
           TEST_ENTRY(random_elementwise_graphs_match_unfused),
           TEST_ENTRY(random_movement_graphs_match_reference),
           TEST_ENTRY(broadcast_with_another_reader_still_runs), TEST_ENTRY(slices_read_in_place),
-          TEST_ENTRY(stencil_of_slices_read_in_place), TEST_ENTRY(strided_slices_read_in_place),
-          TEST_ENTRY(row_reductions_of_loops), TEST_ENTRY(full_and_f64_reductions_of_loops),
-          TEST_ENTRY(column_reductions_of_loops),
+          TEST_ENTRY(stencil_of_slices_read_in_place), TEST_ENTRY(dump_lists_the_plan),
+          TEST_ENTRY(strided_slices_read_in_place), TEST_ENTRY(row_reductions_of_loops),
+          TEST_ENTRY(full_and_f64_reductions_of_loops), TEST_ENTRY(column_reductions_of_loops),
           TEST_ENTRY(short_run_reductions_and_segment_broadcasts),
           TEST_ENTRY(duplicated_node_runs_again_for_an_unfused_reader),
           TEST_ENTRY(values_read_by_several_members_join_the_loop),

@@ -447,11 +447,40 @@ static void cmlc_executable_destroy(cml_executable_t* executable) {
   cml_backend_release(backend);
 }
 
-// The module as planned: an AutoSharding module's SPMD partition, otherwise the module itself.
+// The module as planned: an AutoSharding module's SPMD partition, otherwise the module itself;
+// then the plan: per function, the steps that run (kernel calls, fused loops with what they
+// read, inline scalar steps) and what the compile-time optimizations did.
 static cml_status_t cmlc_executable_dump(const cml_executable_t* executable, void* out) {
   const cmlc_executable_t* exe = (const cmlc_executable_t*)executable;
-  cml_module_dump(exe->module ? exe->module : executable->module, out);
-  return CML_OK;
+  const cml_module_t* m = exe->module ? exe->module : executable->module;
+  cml_module_dump(m, out);
+  FILE* f = (FILE*)out;
+  const cmlc_opt_stats_t* st = &exe->stats;
+  fprintf(f,
+          "c plan: %u node(s) folded, %u merged, %u fused loop(s) of %u node(s) (%u "
+          "reduction(s), %u register-resident), %u step(s) with prepared constants\n",
+          st->folded, st->merged, st->fused_groups, st->fused_nodes, st->fused_reduces,
+          st->fused_tiled, st->prepared);
+  for (uint32_t fi = 0; exe->functions && fi < m->function_count; ++fi) {
+    const cmlc_function_plan_t* fp = &exe->functions[fi];
+    if (!fp->planned) continue;
+    fprintf(f, "c plan of function %u: %u step(s), arena %zu bytes\n", fi, fp->step_count,
+            fp->arena_size);
+    for (uint32_t k = 0; k < fp->step_count; ++k) {
+      const cmlc_step_t* s = &fp->steps[k];
+      static const char* const kKinds[] = {"kernel", "alias",  "call",  "while",
+                                           "if",     "merged", "fused", "scalar"};
+      fprintf(f, "  %%%u %s: %s", s->node->first_output, cml_op_name(s->node->op),
+              s->kind < sizeof kKinds / sizeof kKinds[0] ? kKinds[s->kind] : "?");
+      if (s->kind == CMLC_STEP_FUSED && s->fused) {
+        fprintf(f, ", ");
+        cmlc_fused_describe(s->fused, f);
+      } else {
+        fprintf(f, "\n");
+      }
+    }
+  }
+  return CML_OK;  // (the core reports a stream that could not be written)
 }
 
 //===--- backend ---===//

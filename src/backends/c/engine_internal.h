@@ -435,6 +435,9 @@ int cmlc_fused_in_place_input(const cmlc_fused_t* fused);
 // Whether the loop runs as a register-resident program (cmlc_ew_tile_prog_t) rather than one
 // kernel call per member and block.
 bool cmlc_fused_tiled(const cmlc_fused_t* fused);
+// One line on |out| (a FILE*): the loop's members, what each input is read as, its merged
+// axes and whether it runs register-resident (cml_executable_dump on c).
+void cmlc_fused_describe(const cmlc_fused_t* fused, void* out);
 // Whether a loop reads the output |value| of a Slice through it (a long enough innermost run).
 bool cmlc_fused_slice_read_through(const cml_module_t* module, uint32_t value);
 // Whether a loop can read the output |value| of a Gather through it: whole trailing rows of the

@@ -17,6 +17,8 @@
 // split over the pool in chunks that depend only on the element count.
 //
 // Thread-safety: a program is immutable once built; runs share nothing but it.
+#include <stdio.h>
+
 #include "backends/c/engine_internal.h"
 #include "backends/c/kernels/generic/elementwise_internal.h"
 #include "backends/c/kernels/generic/movement_internal.h"
@@ -833,6 +835,27 @@ uint32_t cmlc_fused_input_count(const cmlc_fused_t* fused) { return fused->input
 const uint32_t* cmlc_fused_inputs(const cmlc_fused_t* fused) { return fused->inputs; }
 int cmlc_fused_in_place_input(const cmlc_fused_t* fused) { return fused->in_place_input; }
 bool cmlc_fused_tiled(const cmlc_fused_t* fused) { return fused->tile_fn != NULL; }
+
+void cmlc_fused_describe(const cmlc_fused_t* f, void* out) {
+  FILE* o = (FILE*)out;
+  fprintf(o, "loop of %u op(s):", f->op_count);
+  for (uint32_t i = 0; i < f->op_count; ++i) {
+    const cml_ir_node_t* n = f->ops[i].node;
+    fprintf(o, " %%%u %s", n->first_output, cml_op_name(n->op));
+  }
+  if (f->reduce) fprintf(o, ", into %%%u %s", f->reduce->first_output, cml_op_name(f->reduce->op));
+  fprintf(o, "; reads");
+  for (uint32_t j = 0; j < f->input_count; ++j) {
+    static const char* const kModes[] = {"whole", "one element", "broadcast or slice",
+                                         "gathered rows", "indices"};
+    const char* how = f->mode[j] < sizeof kModes / sizeof kModes[0] ? kModes[f->mode[j]] : "?";
+    fprintf(o, "%s %%%u (%s", j ? "," : "", f->inputs[j], how);
+    if (f->mode[j] == CMLC_FUSED_BCAST) fprintf(o, f->direct ? ", in place" : ", gathered");
+    fprintf(o, ")");
+  }
+  fprintf(o, "; %u axis(es), %lld elements%s\n", (unsigned)f->rank, (long long)f->n,
+          f->tile_fn ? ", register-resident" : "");
+}
 
 //===--- running ---===//
 
