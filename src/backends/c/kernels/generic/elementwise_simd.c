@@ -252,7 +252,8 @@ CMLC_EW_F2I(CMLC_EW_F2I_DEFINE)
 // to the target's width (C's conversion; gcc's narrowing to a signed type is the same modulo
 // 2^n), a Bool read as 0 / 1 and written as != 0. Plus Bool <-> f64, the pairs the ISA kernels
 // lack. (A count of x > 0 down a column: the Bool -> Int32 conversion took the generic block
-// path, 60% of the time.)
+// path, 60% of the time.) The list has two names because the preprocessor does not expand a
+// macro inside its own expansion, and the pairs need one list inside the other.
 #define CMLC_EW_INTS_A(X, ...)  \
   X(__VA_ARGS__, BOOL, uint8_t) \
   X(__VA_ARGS__, I8, int8_t)    \

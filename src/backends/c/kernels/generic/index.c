@@ -733,52 +733,41 @@ CMLC_IX_ROW_MAXMIN(cmlc_ix_row_min_f64, double, uint64_t, <, |)
     return true;                                    \
   }
 
-#define CMLC_IX_UNIT_SUMS(IT)                                                                    \
-  switch (c->unit_sum) {                                                                         \
-    case 1:                                                                                      \
-      CMLC_IX_UNIT_SUM(float, IT, CMLC_IX_ADD(float))                                            \
-    case 2:                                                                                      \
-      CMLC_IX_UNIT_SUM(double, IT, CMLC_IX_ADD(double))                                          \
-    case 3:                                                                                      \
-      CMLC_IX_UNIT_SUM(uint32_t, IT, CMLC_IX_ADD(uint32_t))                                      \
-    case 4:                                                                                      \
-      CMLC_IX_UNIT_SUM(uint64_t, IT, CMLC_IX_ADD(uint64_t))                                      \
-    case 5:                                                                                      \
-      CMLC_IX_UNIT_SUM(uint16_t, IT, CMLC_IX_ADD_BF16)                                           \
-    case 6:                                                                                      \
-      CMLC_IX_UNIT_SUM(uint16_t, IT, CMLC_IX_ADD_F16)                                            \
-    case 7:                                                                                      \
-      if (len > 1) {                                                                             \
-        CMLC_IX_UNIT_ROWS(float, IT,                                                             \
-                          CMLC_IX_MAXMIN_WINDOW(float, CMLC_IX_FMAX_FAST, cmlc_ix_row_max_f32))  \
-      }                                                                                          \
-      CMLC_IX_UNIT_SUM(float, IT, CMLC_IX_MAXMIN(float, CMLC_IX_FMAX_FAST))                      \
-    case 8:                                                                                      \
-      if (len > 1) {                                                                             \
-        CMLC_IX_UNIT_ROWS(float, IT,                                                             \
-                          CMLC_IX_MAXMIN_WINDOW(float, CMLC_IX_FMIN_FAST, cmlc_ix_row_min_f32))  \
-      }                                                                                          \
-      CMLC_IX_UNIT_SUM(float, IT, CMLC_IX_MAXMIN(float, CMLC_IX_FMIN_FAST))                      \
-    case 9:                                                                                      \
-      if (len > 1) {                                                                             \
-        CMLC_IX_UNIT_ROWS(double, IT,                                                            \
-                          CMLC_IX_MAXMIN_WINDOW(double, CMLC_IX_FMAX_FAST, cmlc_ix_row_max_f64)) \
-      }                                                                                          \
-      CMLC_IX_UNIT_SUM(double, IT, CMLC_IX_MAXMIN(double, CMLC_IX_FMAX_FAST))                    \
-    case 10:                                                                                     \
-      if (len > 1) {                                                                             \
-        CMLC_IX_UNIT_ROWS(double, IT,                                                            \
-                          CMLC_IX_MAXMIN_WINDOW(double, CMLC_IX_FMIN_FAST, cmlc_ix_row_min_f64)) \
-      }                                                                                          \
-      CMLC_IX_UNIT_SUM(double, IT, CMLC_IX_MAXMIN(double, CMLC_IX_FMIN_FAST))                    \
-    case 11:                                                                                     \
-      CMLC_IX_UNIT_SUM(int32_t, IT, CMLC_IX_MAXMIN(int32_t, CMLC_IX_IMAX))                       \
-    case 12:                                                                                     \
-      CMLC_IX_UNIT_SUM(int32_t, IT, CMLC_IX_MAXMIN(int32_t, CMLC_IX_IMIN))                       \
-    case 13:                                                                                     \
-      CMLC_IX_UNIT_SUM(int64_t, IT, CMLC_IX_MAXMIN(int64_t, CMLC_IX_IMAX))                       \
-    default:                                                                                     \
-      CMLC_IX_UNIT_SUM(int64_t, IT, CMLC_IX_MAXMIN(int64_t, CMLC_IX_IMIN))                       \
+// Float ScatterMax / ScatterMin: rows through ROW, one-element windows through FAST.
+#define CMLC_IX_FLOAT_MAXMIN(T, IT, FAST, ROW)                               \
+  if (len > 1) CMLC_IX_UNIT_ROWS(T, IT, CMLC_IX_MAXMIN_WINDOW(T, FAST, ROW)) \
+  CMLC_IX_UNIT_SUM(T, IT, CMLC_IX_MAXMIN(T, FAST))
+
+#define CMLC_IX_UNIT_SUMS(IT)                                                  \
+  switch (c->unit_sum) {                                                       \
+    case 1:                                                                    \
+      CMLC_IX_UNIT_SUM(float, IT, CMLC_IX_ADD(float))                          \
+    case 2:                                                                    \
+      CMLC_IX_UNIT_SUM(double, IT, CMLC_IX_ADD(double))                        \
+    case 3:                                                                    \
+      CMLC_IX_UNIT_SUM(uint32_t, IT, CMLC_IX_ADD(uint32_t))                    \
+    case 4:                                                                    \
+      CMLC_IX_UNIT_SUM(uint64_t, IT, CMLC_IX_ADD(uint64_t))                    \
+    case 5:                                                                    \
+      CMLC_IX_UNIT_SUM(uint16_t, IT, CMLC_IX_ADD_BF16)                         \
+    case 6:                                                                    \
+      CMLC_IX_UNIT_SUM(uint16_t, IT, CMLC_IX_ADD_F16)                          \
+    case 7:                                                                    \
+      CMLC_IX_FLOAT_MAXMIN(float, IT, CMLC_IX_FMAX_FAST, cmlc_ix_row_max_f32)  \
+    case 8:                                                                    \
+      CMLC_IX_FLOAT_MAXMIN(float, IT, CMLC_IX_FMIN_FAST, cmlc_ix_row_min_f32)  \
+    case 9:                                                                    \
+      CMLC_IX_FLOAT_MAXMIN(double, IT, CMLC_IX_FMAX_FAST, cmlc_ix_row_max_f64) \
+    case 10:                                                                   \
+      CMLC_IX_FLOAT_MAXMIN(double, IT, CMLC_IX_FMIN_FAST, cmlc_ix_row_min_f64) \
+    case 11:                                                                   \
+      CMLC_IX_UNIT_SUM(int32_t, IT, CMLC_IX_MAXMIN(int32_t, CMLC_IX_IMAX))     \
+    case 12:                                                                   \
+      CMLC_IX_UNIT_SUM(int32_t, IT, CMLC_IX_MAXMIN(int32_t, CMLC_IX_IMIN))     \
+    case 13:                                                                   \
+      CMLC_IX_UNIT_SUM(int64_t, IT, CMLC_IX_MAXMIN(int64_t, CMLC_IX_IMAX))     \
+    default:                                                                   \
+      CMLC_IX_UNIT_SUM(int64_t, IT, CMLC_IX_MAXMIN(int64_t, CMLC_IX_IMIN))     \
   }
 
 static bool cmlc_ix_scatter_unit_fast(const cmlc_ix_scatter_t* c, int64_t lo, int64_t hi) {
@@ -795,6 +784,7 @@ static bool cmlc_ix_scatter_unit_fast(const cmlc_ix_scatter_t* c, int64_t lo, in
 }
 #undef CMLC_IX_UNIT_SUMS
 #undef CMLC_IX_UNIT_ROWS
+#undef CMLC_IX_FLOAT_MAXMIN
 #undef CMLC_IX_MAXMIN_WINDOW
 #undef CMLC_IX_UNIT_SUM
 #undef CMLC_IX_ADD_WINDOW
