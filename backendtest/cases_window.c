@@ -182,6 +182,19 @@ static void case_reduce_window_all_dtypes(bt_t* t) {
       }
 }
 
+// Base dilation on rows long enough that xla:cpu's own compile of a base-dilated reduce_window
+// lost the holes ([1, 3, 2, 1096], dilation 2 on the last axis, a stride-2 window on axis 2):
+// the holes hold the init value.
+static void case_reduce_window_base_dilation_long_rows(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_REDUCE_WINDOW) || !bt_require_dtype(t, CML_DTYPE_F32)) return;
+  cw_rw_case_t c;
+  int64_t dims[] = {1, 3, 2, 1096}, win[] = {1, 1, 2, 1}, st[] = {1, 1, 2, 1},
+          base[] = {1, 1, 1, 2}, one[] = {1, 1, 1, 1}, zero[] = {0, 0, 0, 0};
+  cw_rw_config(&c, 4, dims, win, st, base, one, zero, zero);
+  cw_run_reduce_window(t, &c, CML_DTYPE_F32, CML_REDUCE_SUM);
+  if (!bt_failed(t)) cw_run_reduce_window(t, &c, CML_DTYPE_F32, CML_REDUCE_MAX);
+}
+
 static void case_reduce_window_float_edges(bt_t* t) {
   if (!bt_require_op(t, CML_OP_REDUCE_WINDOW) || !bt_require_dtype(t, CML_DTYPE_F32)) return;
   cml_function_t* f = bt_main(t);
@@ -430,6 +443,8 @@ static void case_select_and_scatter_by_hand(bt_t* t) {
 const bt_case_t bt_cases_window[] = {
     {"reduce_window_all_dtypes", CML_OP_REDUCE_WINDOW, case_reduce_window_all_dtypes},
     {"reduce_window_float_edges", CML_OP_REDUCE_WINDOW, case_reduce_window_float_edges},
+    {"reduce_window_base_dilation_long_rows", CML_OP_REDUCE_WINDOW,
+     case_reduce_window_base_dilation_long_rows},
     {"reduce_window_signed_zeros", CML_OP_REDUCE_WINDOW, case_reduce_window_signed_zeros},
     {"reduce_window_half_accumulate", CML_OP_REDUCE_WINDOW, case_reduce_window_half_accumulate},
     {"select_and_scatter_max_all_dtypes", CML_OP_SELECT_AND_SCATTER_MAX,
