@@ -76,6 +76,7 @@ enum {
   Z_BN_OPS,
   Z_F64_MATMUL,
   Z_INT8_MATMUL,
+  Z_I32_MATMUL,
   Z_F16_MLP,
   Z_SOFTMAX_AXIS1,
   Z_ARGMAX_COLS,
@@ -199,6 +200,7 @@ static const char* const kNames[Z_COUNT] = {
     "BatchNormTraining + BatchNormGradient ops [32,28,28,64]",
     "f64 [512,512] x [512,512] + tanh",
     "int8 DotGeneral [256,1024] x [1024,1024] -> i32, rescaled to f32",
+    "i32 matmul [256,512] x [512,512] of ids (x 1000, rounded), as f32",
     "f16 MLP [128,1024]-4096-1024, tanh GELU, f16 weights and output",
     "softmax over channels (axis 1) of NCHW [8,64,56,56]",
     "argmax over axis 0 of [4096,1000]",
@@ -1204,6 +1206,19 @@ static cml_value_t build_int8_matmul(cml_function_t* f) {
                     scalar(f, CML_DTYPE_F32, 1.0 / (127.0 * 127.0)));
 }
 
+// Int32 operands made from uniform floats (x 1000, rounded), a plain Dot (an i32 accumulator,
+// wrapping), converted to f32.
+static cml_value_t build_i32_matmul(cml_function_t* f) {
+  cml_value_t in[2];
+  const int64_t dims[2][2] = {{256, 512}, {512, 512}};
+  for (int i = 0; i < 2; ++i) {
+    cml_value_t u = bench_param(f, i ? "w" : "x", CML_DTYPE_F32, 2, dims[i]);
+    in[i] = cml_op_convert_dtype(
+        f, cml_op_round(f, cml_op_mul(f, u, scalar(f, CML_DTYPE_F32, 1000))), CML_DTYPE_I32);
+  }
+  return cml_op_convert_dtype(f, cml_op_dot(f, in[0], in[1]), CML_DTYPE_F32);
+}
+
 // tanh-approximated GELU in |x|'s dtype.
 static cml_value_t gelu_tanh(cml_function_t* f, cml_value_t x, cml_dtype_t dt) {
   cml_value_t x3 = cml_op_mul(f, cml_op_mul(f, x, x), x);
@@ -2123,6 +2138,8 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       return build_f64_matmul(f);
     case Z_INT8_MATMUL:
       return build_int8_matmul(f);
+    case Z_I32_MATMUL:
+      return build_i32_matmul(f);
     case Z_F16_MLP:
       return build_f16_mlp(f);
     case Z_SOFTMAX_AXIS1:
@@ -2289,6 +2306,8 @@ static double zoo_flops(int z) {
       return 2.0 * 512 * 512 * 512;
     case Z_INT8_MATMUL:
       return 2.0 * 256 * 1024 * 1024;
+    case Z_I32_MATMUL:
+      return 2.0 * 256 * 512 * 512;
     case Z_F16_MLP:
       return 2.0 * 2 * 128 * 1024 * 4096;
     case Z_GREEDY_DECODE:

@@ -817,43 +817,78 @@ static void int_dot_node(fake_t* f, cml_dtype_t lt, cml_dtype_t rt, cml_dtype_t 
   f->attrs.u.dot = d;
 }
 
-static int64_t int_at(const void* data, cml_dtype_t dt, int64_t i) {
-  if (dt == CML_DTYPE_I8) return ((const int8_t*)data)[i];
-  if (dt == CML_DTYPE_U8) return ((const uint8_t*)data)[i];
-  return ((const int16_t*)data)[i];
+// Element |i| of an integer array, sign- or zero-extended to 64 bits.
+static uint64_t int_at(const void* data, cml_dtype_t dt, int64_t i) {
+  switch (dt) {
+    case CML_DTYPE_I8:
+      return (uint64_t)(int64_t)((const int8_t*)data)[i];
+    case CML_DTYPE_U8:
+      return ((const uint8_t*)data)[i];
+    case CML_DTYPE_I16:
+      return (uint64_t)(int64_t)((const int16_t*)data)[i];
+    case CML_DTYPE_U16:
+      return ((const uint16_t*)data)[i];
+    case CML_DTYPE_I32:
+      return (uint64_t)(int64_t)((const int32_t*)data)[i];
+    case CML_DTYPE_U32:
+      return ((const uint32_t*)data)[i];
+    default:
+      return ((const uint64_t*)data)[i];
+  }
 }
 
-// Fills |count| values of |dt|: the whole range of i8 / u8, and for i16 mostly the extremes
-// (+-32767, -32768), so that long sums wrap i32 many times.
+// Fills |count| values of |dt|: the whole range of i8 / u8, for i16 mostly the extremes
+// (+-32767, -32768), so that long sums wrap i32 many times, and for the wider dtypes mostly
+// values near their extremes with random low bits (64-bit values with their high word set:
+// only the low 32 bits may reach an i32 sum).
 static void int_fill(void* data, cml_dtype_t dt, int64_t count, uint32_t seed) {
   static const int16_t extremes[4] = {32767, -32768, -32767, 32766};
   uint32_t s = seed * 2654435761u + 12345u;
   for (int64_t i = 0; i < count; ++i) {
     s = s * 1664525u + 1013904223u;
     const uint32_t r = s >> 8;
-    if (dt == CML_DTYPE_I8) {
-      ((int8_t*)data)[i] = (int8_t)(int32_t)((int32_t)(r & 0xFFu) - 128);
-    } else if (dt == CML_DTYPE_U8) {
-      ((uint8_t*)data)[i] = (uint8_t)(r & 0xFFu);
-    } else {
-      ((int16_t*)data)[i] =
-          (r & 3u) ? extremes[(r >> 2) & 3u] : (int16_t)(int32_t)((r >> 4) & 0xFFFFu);
+    const uint32_t r2 = s * 747796405u + 2891336453u;
+    const uint64_t wide = (r & 3u) ? ((uint64_t)(r2 ^ 0x80000000u) << 32 | (r2 * 2246822519u))
+                                   : (uint64_t)(int64_t)(int32_t)(r - (1u << 23));
+    switch (dt) {
+      case CML_DTYPE_I8:
+        ((int8_t*)data)[i] = (int8_t)(int32_t)((int32_t)(r & 0xFFu) - 128);
+        break;
+      case CML_DTYPE_U8:
+        ((uint8_t*)data)[i] = (uint8_t)(r & 0xFFu);
+        break;
+      case CML_DTYPE_I16:
+        ((int16_t*)data)[i] =
+            (r & 3u) ? extremes[(r >> 2) & 3u] : (int16_t)(int32_t)((r >> 4) & 0xFFFFu);
+        break;
+      case CML_DTYPE_U16:
+        ((uint16_t*)data)[i] = (uint16_t)((r & 3u) ? 0xFFFFu - (r >> 20) : r);
+        break;
+      case CML_DTYPE_I32:
+      case CML_DTYPE_U32:
+        ((uint32_t*)data)[i] = (uint32_t)wide;
+        break;
+      default:
+        ((uint64_t*)data)[i] = wide;
+        break;
     }
   }
 }
 
 // I8, U8 and I16 operands with an i32 accumulator take the k-pair GEMM on the AVX2 and
-// AVX-512 ISAs (vpdpwssd with VNNI, vpmaddwd without): every result must be, bit for bit, the
-// generic path's (reference=true) and an independent loop's (the exact sum wrapped to i32), for
+// AVX-512 ISAs (vpdpwssd with VNNI, vpmaddwd without), and wider ones (U16, I32, U32, I64, U64,
+// alone or with a narrow one) the one-value-per-k GEMM (vpmulld): every result must be, bit
+// for bit, the generic path's (reference=true) and an independent loop's (the exact sum
+// wrapped to i32; 64-bit operands' high words must not reach it), for
 // odd sizes (K odd: the last pair is half padding), several k blocks (K > 512), row blocks
 // (M > 144) and column blocks (N > 2048), a transposed lhs and rhs, batch axes in the middle,
 // I32 / I64 / F32 outputs, and 1 and 3 threads. The sums of i16 extremes wrap i32.
 TEST(dot_int16_pairs_match_generic) {
-  static const cml_dtype_t pairs[][2] = {{CML_DTYPE_I8, CML_DTYPE_I8},
-                                         {CML_DTYPE_U8, CML_DTYPE_U8},
-                                         {CML_DTYPE_I8, CML_DTYPE_U8},
-                                         {CML_DTYPE_I16, CML_DTYPE_I16},
-                                         {CML_DTYPE_U8, CML_DTYPE_I16}};
+  static const cml_dtype_t pairs[][2] = {
+      {CML_DTYPE_I8, CML_DTYPE_I8},   {CML_DTYPE_U8, CML_DTYPE_U8},  {CML_DTYPE_I8, CML_DTYPE_U8},
+      {CML_DTYPE_I16, CML_DTYPE_I16}, {CML_DTYPE_U8, CML_DTYPE_I16}, {CML_DTYPE_I32, CML_DTYPE_I32},
+      {CML_DTYPE_U16, CML_DTYPE_U16}, {CML_DTYPE_I8, CML_DTYPE_U32}, {CML_DTYPE_I64, CML_DTYPE_I32},
+      {CML_DTYPE_U64, CML_DTYPE_I16}};
   static const int64_t shapes[][3] = {{1, 1, 1},       {3, 5, 7},    {13, 33, 127}, {33, 13, 1},
                                       {127, 3, 33},    {1, 127, 13}, {12, 32, 64},  {25, 40, 513},
                                       {150, 70, 1025}, {3, 2100, 5}};
@@ -878,8 +913,8 @@ TEST(dot_int16_pairs_match_generic) {
       for (int layout = 0; layout < 4 && !failed; ++layout) {
         const int64_t bsz = layout == 3 ? 3 : 1;
         const int64_t total = bsz * m * n;
-        void* lhs = malloc((size_t)(bsz * m * k) * 2);
-        void* rhs = malloc((size_t)(bsz * k * n) * 2);
+        void* lhs = malloc((size_t)(bsz * m * k) * 8);
+        void* rhs = malloc((size_t)(bsz * k * n) * 8);
         int32_t* want = malloc(sizeof(int32_t) * (size_t)total);
         void* ref = malloc(sizeof(int64_t) * (size_t)total);
         void* got = malloc(sizeof(int64_t) * (size_t)total);
@@ -897,7 +932,7 @@ TEST(dot_int16_pairs_match_generic) {
                 const int64_t ri = layout == 3   ? (kk * bsz + b) * n + j
                                    : layout == 0 ? kk * n + j
                                                  : j * k + kk;
-                s += (uint64_t)(int_at(lhs, lt, li) * int_at(rhs, rt, ri));
+                s += int_at(lhs, lt, li) * int_at(rhs, rt, ri);
               }
               want[(b * m + i) * n + j] = (int32_t)(uint32_t)s;
             }
@@ -929,10 +964,16 @@ TEST(dot_int16_pairs_match_generic) {
             for (int threads = 1; threads <= 3 && !failed; threads += 2) {
               cmlc_options_t o = make_options(config_isa[cfg], false, threads);
               o.avx512_vnni = cfg == 0;
-              // The k-pair GEMM must be the path taken (its driver picked at lookup).
+              // The integer GEMM must be the path taken (its driver picked at lookup): the
+              // one-value GEMM for operands past i16, the k-pair GEMM otherwise.
               cmlc_kernel_entry_t e;
               memset(&e, 0, sizeof e);
-              if (!cmlc_kernels_linalg_lookup(&f.module, &f.node, &o, &e) || !e.impl[0]) {
+              const bool one_value = !cmlc__gemm_i16_supports(lt) || !cmlc__gemm_i16_supports(rt);
+              const cmlc_impl_fn want_impl =
+                  one_value ? (cmlc_impl_fn)cmlc__gemm_i32_pick(config_isa[cfg])
+                            : (cmlc_impl_fn)cmlc__gemm_i16_pick(config_isa[cfg], o.avx512_vnni);
+              if (!cmlc_kernels_linalg_lookup(&f.module, &f.node, &o, &e) || !e.impl[0] ||
+                  e.impl[0] != want_impl) {
                 fprintf(stderr, "%s x %s: no integer GEMM driver for config %d\n",
                         cml_dtype_name(lt), cml_dtype_name(rt), cfg);
                 failed = 3;
@@ -971,15 +1012,11 @@ TEST(dot_int16_pairs_match_generic) {
   }
   cmlc_pool_destroy(pool);
   ASSERT_EQ_INT(failed, 0);
-  // U16 (outside i16) and an i64 accumulator stay on the generic path.
+  // An i64 accumulator stays on the generic path.
   fake_t f;
-  int_dot_node(&f, CML_DTYPE_U16, CML_DTYPE_I8, CML_DTYPE_I32, 1, 4, 4, 4, 0);
   cmlc_options_t o =
       make_options(isa_usable(CMLC_ISA_AVX2) ? CMLC_ISA_AVX2 : CMLC_ISA_SCALAR, false, 1);
   cmlc_kernel_entry_t e;
-  memset(&e, 0, sizeof e);
-  ASSERT_TRUE(cmlc_kernels_linalg_lookup(&f.module, &f.node, &o, &e));
-  ASSERT_TRUE(e.impl[0] == NULL);
   int_dot_node(&f, CML_DTYPE_I8, CML_DTYPE_I8, CML_DTYPE_I64, 1, 4, 4, 4, 0);
   f.attrs.u.dot.accumulator_dtype = CML_DTYPE_I64;
   memset(&e, 0, sizeof e);

@@ -33,7 +33,8 @@ typedef struct cmlc_la_dot_plan_t {
   bool use_gemm;   // the f32 GEMM
   bool gemm_bf16;  // with use_gemm: the AVX-512 BF16 GEMM (bf16 x bf16 operands)
   bool gemm_f64;   // the f64 GEMM
-  bool gemm_i16;   // the integer k-pair GEMM (i8 / u8 / i16 operands, i32 accumulator)
+  bool gemm_i16;   // the integer GEMM (i32 accumulator): k pairs or, with gemm_i32, k values
+  bool gemm_i32;   // ... one 32-bit value per k (operands past i16: u16, i32, u32, i64, u64)
   int threads;
   // Scratch layout (byte offsets, each 64-byte aligned).
   size_t off_tables, off_a, off_b, off_c, off_gemm, total;
@@ -159,8 +160,12 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs, con
   // modulo 2^width, the same bits (the generic path widened both operands to 8-byte copies:
   // 8x an Int8 operand's memory).
   p->gemm_i16 = cmlc_la_i32_congruent(p->acc_dtype) && !options->reference &&
-                options->isa != CMLC_ISA_SCALAR && cmlc__gemm_i16_supports(p->lhs_dtype) &&
-                cmlc__gemm_i16_supports(p->rhs_dtype);
+                options->isa != CMLC_ISA_SCALAR && cmlc__gemm_i32_supports(p->lhs_dtype) &&
+                cmlc__gemm_i32_supports(p->rhs_dtype);
+  // Wider integer operands keep their low 32 bits, one k value per word (vpmulld): a product's
+  // low 32 bits depend on its factors' low 32 bits only.
+  p->gemm_i32 = p->gemm_i16 &&
+                !(cmlc__gemm_i16_supports(p->lhs_dtype) && cmlc__gemm_i16_supports(p->rhs_dtype));
 #endif
   p->threads = options->threads > 0 ? options->threads : 1;
   size_t tables = cmlc_size_of(2 * p->batch + p->m + 2 * p->k + p->n, sizeof(int64_t));
@@ -191,7 +196,8 @@ static bool cmlc_la_dot_plan(const cml_shape_t* lhs, const cml_shape_t* rhs, con
       off =
           cmlc_la_align(cmlc_size_add(off, cmlc_size_of(p->batch * p->m * p->n, sizeof(int32_t))));
     p->off_gemm = off;
-    off = cmlc_la_align(cmlc_size_add(off, cmlc__gemm_pairs_scratch(p->m, p->n, p->k, p->threads)));
+    off = cmlc_la_align(cmlc_size_add(
+        off, cmlc__gemm_pairs_scratch(p->m, p->n, p->k, p->gemm_i32 ? 1 : 2, p->threads)));
 #endif
   } else if (p->gemm_f64) {
     p->off_a = p->off_b = off;
@@ -607,7 +613,9 @@ bool cmlc_kernels_linalg_lookup(const cml_module_t* module, const cml_ir_node_t*
 #if defined(CMLC_HAVE_X86_64)
   // The integer GEMM of this ISA (never prepacked: cmlc_la_dot_prepare takes f32 / f64 only).
   if (p.gemm_i16) {
-    out->impl[0] = (cmlc_impl_fn)cmlc__gemm_i16_pick(options->isa, options->avx512_vnni);
+    out->impl[0] = p.gemm_i32
+                       ? (cmlc_impl_fn)cmlc__gemm_i32_pick(options->isa)
+                       : (cmlc_impl_fn)cmlc__gemm_i16_pick(options->isa, options->avx512_vnni);
     out->prepare = NULL;
   }
 #endif

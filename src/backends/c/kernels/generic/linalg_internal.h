@@ -369,6 +369,9 @@ typedef struct cmlc__gemm_pairs_problem_t {
 //           of a tile (C row stride |ldc|); to |out| (row stride |ldo|) instead of C when |out|
 //           is not NULL. Each output's arithmetic never depends on the tile's place.
 typedef struct cmlc__gemm_pairs_kernels_t {
+  // k values per packed word: 2 (a pair of 16-bit values), or 1 (one 32-bit value: the
+  // packers' and micro-kernel's "pairs" are then single k values, |kp| is the k count).
+  int k_per_word;
   void (*pack_a)(const cmlc__gemm_operand_t* a, const cmlc__gemm_pairs_access_t* acc, int64_t bt,
                  int64_t ic, int64_t mc, int64_t pc, int64_t kc, uint32_t* dst);
   void (*pack_b)(const cmlc__gemm_operand_t* b, const cmlc__gemm_pairs_access_t* acc, int64_t bt,
@@ -378,8 +381,9 @@ typedef struct cmlc__gemm_pairs_kernels_t {
                   int accumulate, uint16_t* out, int64_t ldo, int rows, int cols);
 } cmlc__gemm_pairs_kernels_t;
 
-// Scratch bytes of cmlc__gemm_pairs for |m|, |n|, |k| and up to |threads| threads.
-size_t cmlc__gemm_pairs_scratch(int64_t m, int64_t n, int64_t k, int threads);
+// Scratch bytes of cmlc__gemm_pairs for |m|, |n|, |k|, kernels of |k_per_word| and up to
+// |threads| threads.
+size_t cmlc__gemm_pairs_scratch(int64_t m, int64_t n, int64_t k, int k_per_word, int threads);
 // Runs |p| with |kern|. Work is split over output tiles, never over k, so the result does not
 // depend on the thread count. |scratch| (64-byte aligned) holds cmlc__gemm_pairs_scratch bytes
 // for |threads|; pool NULL (or one larger than |threads|) runs on the calling thread. K = 0
@@ -414,6 +418,16 @@ typedef void (*cmlc__gemm_i16_fn)(const cmlc__gemm_pairs_problem_t* p, cmlc_pool
 // The driver for |isa| (AVX2 or AVX-512; with |vnni| on AVX-512, the vpdpwssd kernel), or NULL
 // for the scalar ISA. Its scratch is cmlc__gemm_pairs_scratch.
 cmlc__gemm_i16_fn cmlc__gemm_i16_pick(cmlc_isa_t isa, bool vnni);
+
+// Integer products with an i32 accumulator over any integer operands (I8 ... U64, see
+// cmlc__gemm_i32_supports; the DotGeneral plan takes it where cmlc__gemm_i16_supports does
+// not hold for both): each operand's low 32 bits packed one k value per word, vpmulld +
+// vpaddd micro-kernels. The low 32 bits of a product depend only on the low 32 bits of its
+// factors, so C is bit for bit the generic path's i32 result (kernels/x86_64/
+// gemm_x86_64_int32.c). Same problem and driver contract as cmlc__gemm_i16_pick; the scratch
+// is cmlc__gemm_pairs_scratch with k_per_word 1.
+bool cmlc__gemm_i32_supports(cml_dtype_t dtype);
+cmlc__gemm_i16_fn cmlc__gemm_i32_pick(cmlc_isa_t isa);
 #endif
 
 //===--- conv (linalg_conv.c) ---===//

@@ -307,13 +307,14 @@ static CMLC_BF_TARGET void cmlc_bf_pack_b(const cmlc__gemm_operand_t* bop,
 //===--- driver ---===//
 
 static const cmlc__gemm_pairs_kernels_t cmlc_bf_kernels = {
+    .k_per_word = 2,
     .pack_a = cmlc_bf_pack_a,
     .pack_b = cmlc_bf_pack_b,
     .ukernel = cmlc__gemm_ukernel_bf16_avx512_12x32,
 };
 
 size_t cmlc__gemm_bf16_scratch(int64_t m, int64_t n, int64_t k, int threads) {
-  return cmlc__gemm_pairs_scratch(m, n, k, threads);
+  return cmlc__gemm_pairs_scratch(m, n, k, 2, threads);
 }
 
 void cmlc__gemm_bf16(const cmlc__gemm_problem_t* p, uint16_t* out_bf16, cmlc_pool_t* pool,

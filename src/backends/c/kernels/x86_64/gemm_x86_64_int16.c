@@ -400,16 +400,19 @@ static CMLC_I16_AVX2 void cmlc_i16_ukernel_avx2_12x32(int64_t kp, const uint32_t
 //===--- drivers ---===//
 
 static const cmlc__gemm_pairs_kernels_t cmlc_i16_kernels_vnni = {
+    .k_per_word = 2,
     .pack_a = cmlc_i16_pack_a,
     .pack_b = cmlc_i16_pack_b,
     .ukernel = cmlc_i16_ukernel_avx512vnni_12x32,
 };
 static const cmlc__gemm_pairs_kernels_t cmlc_i16_kernels_avx512 = {
+    .k_per_word = 2,
     .pack_a = cmlc_i16_pack_a,
     .pack_b = cmlc_i16_pack_b,
     .ukernel = cmlc_i16_ukernel_avx512_12x32,
 };
 static const cmlc__gemm_pairs_kernels_t cmlc_i16_kernels_avx2 = {
+    .k_per_word = 2,
     .pack_a = cmlc_i16_pack_a,
     .pack_b = cmlc_i16_pack_b,
     .ukernel = cmlc_i16_ukernel_avx2_12x32,

@@ -45,7 +45,8 @@ typedef struct cmlc_pairs_ctx_t {
   const cmlc__gemm_pairs_problem_t* p;
   cmlc__gemm_pairs_access_t acc;
   int64_t kc_max, mc_max, nc_max;
-  size_t a_words, b_words;  // pair words per A block and per B panel
+  int k_per_word;           // k values per packed word: 2 (pairs) or 1
+  size_t a_words, b_words;  // words per A block and per B panel
   void* scratch;
   int64_t bt, jc, nc, pc, kc;
   int64_t slivers, slivers_per_chunk, n_chunks;
@@ -56,17 +57,27 @@ typedef struct cmlc_pairs_ctx_t {
   int64_t a_slivers;  // MR-row slivers per A block
 } cmlc_pairs_ctx_t;
 
-static void cmlc_pairs_sizes(int64_t m, int64_t n, int64_t k, cmlc_pairs_ctx_t* c) {
-  c->kc_max = cmlc_pairs_min(CMLC_PAIRS_KC, cmlc_pairs_round_up(k > 0 ? k : 1, 2));
+// Block sizes for |k_per_word| k values per word: a k block is at most KC / 2 words deep
+// either way (KC values as pairs, KC / 2 values one per word), so the buffers are the same.
+static void cmlc_pairs_sizes(int64_t m, int64_t n, int64_t k, int k_per_word, cmlc_pairs_ctx_t* c) {
+  const int64_t kk = k > 0 ? k : 1;
+  c->k_per_word = k_per_word;
+  c->kc_max = k_per_word == 2 ? cmlc_pairs_min(CMLC_PAIRS_KC, cmlc_pairs_round_up(kk, 2))
+                              : cmlc_pairs_min(CMLC_PAIRS_KC / 2, kk);
   c->mc_max = cmlc_pairs_min(CMLC_PAIRS_MC, cmlc_pairs_round_up(m > 0 ? m : 1, CMLC_PAIRS_MR));
   c->nc_max = cmlc_pairs_min(CMLC_PAIRS_NC, cmlc_pairs_round_up(n > 0 ? n : 1, CMLC_PAIRS_NR));
-  c->a_words = (size_t)cmlc_pairs_round_up(c->mc_max * (c->kc_max / 2), 16);
-  c->b_words = (size_t)cmlc_pairs_round_up(c->kc_max / 2 * c->nc_max, 16);
+  c->a_words = (size_t)cmlc_pairs_round_up(c->mc_max * (c->kc_max / k_per_word), 16);
+  c->b_words = (size_t)cmlc_pairs_round_up(c->kc_max / k_per_word * c->nc_max, 16);
 }
 
-size_t cmlc__gemm_pairs_scratch(int64_t m, int64_t n, int64_t k, int threads) {
+// Words of a k block of |kc| values.
+static int64_t cmlc_pairs_words(const cmlc_pairs_ctx_t* c) {
+  return (c->kc + c->k_per_word - 1) / c->k_per_word;
+}
+
+size_t cmlc__gemm_pairs_scratch(int64_t m, int64_t n, int64_t k, int k_per_word, int threads) {
   cmlc_pairs_ctx_t c;
-  cmlc_pairs_sizes(m, n, k, &c);
+  cmlc_pairs_sizes(m, n, k, k_per_word == 1 ? 1 : 2, &c);
   if (threads < 1) threads = 1;
   // Per thread an A block and a private B panel (batch mode), then the shared B panel.
   return ((size_t)threads * (c.a_words + c.b_words) + c.b_words) * sizeof(uint32_t) + 64;
@@ -82,7 +93,7 @@ static void cmlc_pairs_pack_b_task(void* vctx, int64_t begin, int64_t end, int t
 static void cmlc_pairs_pack_a_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
   const cmlc_pairs_ctx_t* c = vctx;
-  const int64_t kp = (c->kc + 1) / 2;
+  const int64_t kp = cmlc_pairs_words(c);
   for (int64_t t = begin; t < end; ++t) {
     const int64_t ib = t / c->a_slivers, s = t % c->a_slivers;
     const int64_t ic = ib * c->mc_max + s * CMLC_PAIRS_MR;
@@ -98,7 +109,7 @@ static void cmlc_pairs_tile_task(void* vctx, int64_t begin, int64_t end, int thr
   const cmlc_pairs_ctx_t* c = vctx;
   const cmlc__gemm_pairs_problem_t* p = c->p;
   uint32_t* abuf = (uint32_t*)c->scratch + (size_t)thread_index * c->a_words;
-  const int64_t kp = (c->kc + 1) / 2;
+  const int64_t kp = cmlc_pairs_words(c);
   uint32_t* cb = (uint32_t*)p->c + c->bt * p->m * p->n;
   // The last k block stores straight into |out| when there is one.
   uint16_t* ob = p->out && c->pc + c->kc >= p->k ? p->out + c->bt * p->m * p->n : NULL;
@@ -181,7 +192,7 @@ void cmlc__gemm_pairs(const cmlc__gemm_pairs_kernels_t* kern, const cmlc__gemm_p
   c.acc.a_col = cmlc_pairs_affine(p->a.col_offsets, p->k);
   c.acc.b_row = cmlc_pairs_affine(p->b.row_offsets, p->k);
   c.acc.b_col = cmlc_pairs_affine(p->b.col_offsets, p->n);
-  cmlc_pairs_sizes(p->m, p->n, p->k, &c);
+  cmlc_pairs_sizes(p->m, p->n, p->k, kern->k_per_word, &c);
   if (threads < 1) threads = 1;
   int pool_threads = cmlc_pool_thread_count(pool);
   if (pool_threads > threads) pool = NULL, pool_threads = 1;
