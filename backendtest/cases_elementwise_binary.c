@@ -171,6 +171,51 @@ CB_FLOAT_CASE(pow)
 CB_FLOAT_CASE(rem)
 CB_FLOAT_CASE(atan2)
 
+// Pow by constant exponents (backends may rewrite these, as XLA's simplifier and c's kernels
+// do: 1 / x, x * x * x, sqrt): within 2 ulps of libm's pow (1 for f16 / bf16), and the IEEE
+// special cases by hand: pow(-0, 0.5) = +0, pow(-inf, 0.5) = +inf, pow(-inf, -0.5) = +0,
+// pow(NaN, 0) = 1, pow(-0, -1) = -inf, pow(-0, 3) = -0.
+static void case_float_pow_constant_exponents(bt_t* t) {
+  if (!bt_require_op(t, CML_OP_POW)) return;
+  static const double exps[] = {0.0, 1.0, 2.0, 3.0, -1.0, 0.5, -0.5, -2.0, 4.0};
+  enum { E = sizeof exps / sizeof exps[0], N = 64 };
+  for (size_t k = 0; k < CB_COUNT(cb_floats); ++k) {
+    const cml_dtype_t dt = cb_floats[k];
+    if (!cb_has(t, dt)) continue;
+    bt_new_builder(t);
+    cml_function_t* f = bt_main(t);
+    double* xs = bt_alloc(t, N * sizeof(double));
+    for (int i = 0; i < N; ++i) {
+      xs[i] = i < CB_FEDGE_COUNT ? cb_fedges[i]
+              : i % 2            ? bt_rand_uniform(t, 0.01, 10.0)
+                                 : -bt_rand_uniform(t, 0.01, 10.0);
+    }
+    const int64_t dims[1] = {N};
+    bt_tensor_t x = bt_tensor_f64(t, dt, 1, dims, xs);
+    cml_value_t px = bt_param(t, f, &x);
+    cml_value_t y[E];
+    for (int e = 0; e < E; ++e) y[e] = cml_op_pow(f, px, cml_constant_scalar_f64(f, dt, exps[e]));
+    bt_tensor_t out[E];
+    if (!bt_exec(t, y, E, out)) return;
+    for (int e = 0; e < E; ++e) {
+      double* want = bt_alloc(t, N * sizeof(double));
+      for (int i = 0; i < N; ++i) want[i] = pow(bt_get_f64(&x, i), exps[e]);
+      char label[96];
+      snprintf(label, sizeof label, "pow(x, %g) %s", exps[e], cml_dtype_name(dt));
+      bt_expect_f64(t, label, &out[e], dt, 1, dims, want, cb_is_half(dt) ? 1 : 2);
+      // The signs of zeros and infinities, by hand (x = cb_fedges: +0, -0, .., +inf, -inf, NaN).
+      for (int i = 0; i < CB_FEDGE_COUNT; ++i) {
+        const double g = bt_get_f64(&out[e], i), w = want[i];
+        const bool ok = isnan(w) ? isnan(g) : (g == w && signbit(g) == signbit(w));
+        if ((w == 0.0 || isinf(w) || isnan(w) || exps[e] == 0.0) && !ok) {
+          bt_fail(t, "%s: pow(%g, %g) = %g, want %g", label, cb_fedges[i], exps[e], g, w);
+        }
+      }
+    }
+  }
+}
+
+//===--- integer binary ops ---===//
 //===--- integer binary ops ---===//
 
 static const int64_t cb_ivals[] = {0,   1,    -1,  2,         -2,        3,  7,     -7,
@@ -826,6 +871,7 @@ const bt_case_t bt_cases_elementwise_binary[] = {
     {"max_float", CML_OP_MAX, case_float_max},
     {"min_float", CML_OP_MIN, case_float_min},
     {"pow_float", CML_OP_POW, case_float_pow},
+    {"pow_constant_exponents", CML_OP_POW, case_float_pow_constant_exponents},
     {"rem_float", CML_OP_REM, case_float_rem},
     {"atan2", CML_OP_ATAN2, case_float_atan2},
     {"add_int", CML_OP_ADD, case_int_add},

@@ -1061,6 +1061,94 @@ TEST(pow_f32_square) {
   }
 }
 
+// Distance in units in the last place between two finite floats of the same sign (or zeros).
+static int64_t ulp_distance_f32(float a, float b) {
+  int32_t ia, ib;
+  memcpy(&ia, &a, 4), memcpy(&ib, &b, 4);
+  if (ia < 0) ia = INT32_MIN - ia;
+  if (ib < 0) ib = INT32_MIN - ib;
+  return ia > ib ? (int64_t)ia - ib : (int64_t)ib - ia;
+}
+
+// Pow by a constant exponent on SIMD ISAs, f32 and f64, against libm's pow in double (rounded
+// to f32 for f32: the scalar kernel's value): exponents 0, 1, 2, 0.5 and -1 (f64 also) must be
+// the same value bit for bit (1, x, the correctly rounded square, square root and inverse; the
+// IEEE specials: pow(-0, 0.5) = +0, pow(-inf, 0.5) = +inf, pow(NaN, 0) = 1); -0.5, 3..8 and
+// -2..-8 (f32, in double) and 3 (f64, one rounding with fma) within 1 ulp, infinities, zeros
+// (with their signs) and NaNs as pow gives them. Inputs: zeros, infinities, NaNs, subnormals,
+// the largest values, and values whose powers overflow or underflow; every tail length, and a
+// broadcast base.
+TEST(pow_constant_exponents) {
+  enum { N = 400 };
+  static const double kExps[] = {0.0, 1.0, 2.0, 0.5,  -1.0, -0.5, 3.0, 4.0,
+                                 5.0, 7.0, 8.0, -2.0, -3.0, -8.0, 6.0, 2.5};
+  static const double kSpecial[] = {
+      0.0, -0.0, INFINITY, -INFINITY, NAN,   -NAN, 1e-40,  -1e-45,  3e38,  -3.4e38, 1e-6,  -1e-7,
+      1e5, -1e6, 1.0,      -1.0,      1e-20, 7e12, 1e-300, -1e-310, 1e300, 1.5e154, -2e102};
+  static float xf[N], gotf[N + 8];
+  static double xd[N], gotd[N + 8];
+  const int nspecial = (int)(sizeof kSpecial / sizeof kSpecial[0]);
+  for (int i = 0; i < N; ++i) {
+    const double r = (double)rng_uniform(-8.0f, 8.0f) * (i % 4 == 0   ? 1e-3
+                                                         : i % 4 == 1 ? 40.0
+                                                                      : 1.0);
+    xd[i] = i < nspecial ? kSpecial[i] : r;
+    xf[i] = (float)xd[i];
+  }
+  // f64 cubes that are not pow's value: one rounding (fma) almost never differs from pow's
+  // (x * x * x, two roundings, differs for about a fifth of the values).
+  int64_t cube_inexact = 0, cubes = 0;
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (best_isa() < (cmlc_isa_t)isa) continue;
+    const cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    cmlc_ew_fn f32 = cmlc_ew_simd_binary_fn(&o, CML_OP_POW, CML_DTYPE_F32);
+    cmlc_ew_fn f64 = cmlc_ew_simd_binary_fn(&o, CML_OP_POW, CML_DTYPE_F64);
+    cmlc_ew_fn ref64 = cmlc_ew_binary_fn(CML_OP_POW, CML_DTYPE_F64);
+    ASSERT_TRUE(f32 != NULL && f64 != NULL && f64 != ref64);
+    for (size_t k = 0; k < sizeof kExps / sizeof kExps[0]; ++k) {
+      const double e = kExps[k];
+      const float ef = (float)e;
+      const bool exact = e == 0.0 || e == 1.0 || e == 2.0 || e == 0.5 || e == -1.0;
+      for (int s = 0; s < 2; ++s) {
+        for (int64_t n = 0; n <= N; n += n < 40 ? 1 : N - 40) {
+          const int64_t st[2] = {s, 0};
+          memset(gotf, 0x5a, sizeof gotf), memset(gotd, 0x5a, sizeof gotd);
+          f32(gotf, (const void*[]){xf, &ef}, st, n);
+          f64(gotd, (const void*[]){xd, &e}, st, n);
+          for (int64_t i = 0; i < n + 8; ++i) {
+            const int64_t j = s ? i : 0;
+            if (i >= n) {  // past the end: untouched
+              ASSERT_TRUE(memcmp(&gotf[i], &(uint32_t){0x5a5a5a5au}, 4) == 0);
+              continue;
+            }
+            const float wf = (float)pow((double)xf[j], e);
+            const double wd = pow(xd[j], e);
+            const float gf = gotf[i];
+            const double gd = gotd[i];
+            bool ok_f = isnan(wf)                            ? isnan(gf)
+                        : (exact || isinf(wf) || wf == 0.0f) ? same_f32(gf, wf)
+                                                             : ulp_distance_f32(gf, wf) <= 1;
+            if (!isnan(wf) && !exact && !isinf(wf) && wf != 0.0f)
+              ok_f = ok_f && (signbit(gf) == signbit(wf)) && !isinf(gf);
+            const bool exact_d = exact || e != 3.0;  // f64 runs pow for the others
+            cubes += !exact_d;
+            bool ok_d = isnan(wd)                             ? isnan(gd)
+                        : (exact_d || isinf(wd) || wd == 0.0) ? memcmp(&gd, &wd, sizeof wd) == 0
+                                                              : fabs(gd - wd) <= fabs(wd) * 0x1p-52;
+            if (!exact_d && !isnan(wd) && memcmp(&gd, &wd, sizeof wd) != 0) ++cube_inexact;
+            if (!ok_f || !ok_d) {
+              TEST_FAIL_("isa %d pow(x, %g) stride %d, x = %a: f32 %a (want %a), f64 %a (want %a)",
+                         isa, e, s, xd[j], (double)gf, (double)wf, gd, wd);
+              return;
+            }
+          }
+        }
+      }
+    }
+  }
+  ASSERT_TRUE(cube_inexact * 100 <= cubes);
+}
+
 // f64 transcendental functions from libmvec on SIMD ISAs: within 4 ulp of libm (as glibc
 // documents them), NaN and infinities as libm gives them, a stride-0 input as the same value
 // inside an array; every length up to 40 (the tails) and a long run. On glibc 2.35 and later every
@@ -1564,12 +1652,12 @@ TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan
           TEST_ENTRY(plain_conversions), TEST_ENTRY(int_float_conversions),
           TEST_ENTRY(int_int_conversions), TEST_ENTRY(f64_libmvec_kernels),
           TEST_ENTRY(f64_logistic_accuracy), TEST_ENTRY(pow_f32_square),
-          TEST_ENTRY(int_kernels_match_scalar), TEST_ENTRY(f64_kernels_match_scalar),
-          TEST_ENTRY(f64_rounding_and_sqrt_match_scalar), TEST_ENTRY(complex64_exp_abs),
-          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
-          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
-          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
-          TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(pow_constant_exponents), TEST_ENTRY(int_kernels_match_scalar),
+          TEST_ENTRY(f64_kernels_match_scalar), TEST_ENTRY(f64_rounding_and_sqrt_match_scalar),
+          TEST_ENTRY(complex64_exp_abs), TEST_ENTRY(unary_matches_reference),
+          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
+          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
+          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build
