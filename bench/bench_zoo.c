@@ -89,6 +89,7 @@ enum {
   Z_SE_BLOCK,
   Z_GRID_SAMPLE,
   Z_WAV_STEM,
+  Z_CONVT1D,
   Z_HASH_HIST,
   Z_TRANSPOSE3D,
   Z_FAKE_QUANT,
@@ -213,6 +214,7 @@ static const char* const kNames[Z_COUNT] = {
     "squeeze-excitation [8,28,28,256]: pool, dense 256-16-256, sigmoid, scale",
     "bilinear grid sample of [4,64,64,32] at 4x4096 points (4 Gathers)",
     "wav2vec stem: conv1d x[4,16000,1] k10/5 -> 512, GELU",
+    "vocoder upsampling x8: transposed conv1d NCW x[2,256,256] k[128,256,16]",
     "hash 1M u32 ids (multiply, xor, shift, and) into a 65536-bin histogram (ScatterSum)",
     "transpose [64,128,256] -> [256,64,128] + 1",
     "fake quantization int8 of [4M] (round, clamp, rescale)",
@@ -1431,6 +1433,18 @@ static cml_value_t build_wav_stem(cml_function_t* f) {
   return gelu_tanh(f, cml_op_conv_general(f, x, k, &cc), CML_DTYPE_F32);
 }
 
+// A transposed 1-D convolution upsampling 8x (HiFi-GAN's first stage, channels first): input
+// dilation 8, padding 11 on both sides, 16 taps; out [2, 128, 2048].
+static cml_value_t build_convt1d(cml_function_t* f) {
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, (int64_t[]){2, 256, 256});
+  cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 3, (int64_t[]){128, 256, 16});
+  cml_conv_config_t cc;
+  cml_conv_config_init(&cc, 1, CML_CONV_LAYOUT_CHANNELS_FIRST);
+  cc.padding_low[0] = cc.padding_high[0] = 11;
+  cc.input_dilations[0] = 8;
+  return cml_op_conv_general(f, x, k, &cc);
+}
+
 // A feature-hashing histogram: ids hashed with a multiply, xor and shift, masked to 65536
 // buckets, counted by a ScatterSum of ones.
 static cml_value_t build_hash_hist(cml_function_t* f) {
@@ -2164,6 +2178,8 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       return build_grid_sample(f);
     case Z_WAV_STEM:
       return build_wav_stem(f);
+    case Z_CONVT1D:
+      return build_convt1d(f);
     case Z_HASH_HIST:
       return build_hash_hist(f);
     case Z_TRANSPOSE3D:
@@ -2318,6 +2334,8 @@ static double zoo_flops(int z) {
       return 2.0 * 8 * 28 * 28 * 9 * 8 * 256;
     case Z_WAV_STEM:
       return 2.0 * 4 * 3199 * 10 * 512;
+    case Z_CONVT1D:  // the taps that meet an input sample (1 in 8)
+      return 2.0 * 2 * 2048 * 2 * 256 * 128;
     case Z_LAYER_SCAN:
       return 2.0 * SCAN_LAYERS * SCAN_B * SCAN_D * SCAN_D;
     case Z_EINSUM_BHQK:

@@ -1660,6 +1660,172 @@ TEST(conv_1d_stride_padding_dilations) {
   for (int i = 0; i < 8; ++i) ASSERT_EQ_DBL(y2[i], want2[i]);
 }
 
+// A 1-D convolution runs as a 2-D one of height 1 (the direct kernel and its input-dilation
+// phases: a transposed 1-D convolution went through im2col, multiplying the inserted zeros).
+// Channels-first and channels-last layouts, strides, padding (negative too), kernel and input
+// dilations (a transposed convolution), groups: on each SIMD ISA and 1 and 3 threads the result
+// must be, bit for bit, the same convolution written as 2-D with a size-1 axis, and within a
+// relative 1e-5 of a double loop; the plan must say how it runs.
+typedef struct conv1d_case_t {
+  int64_t n, c, w, o, k, stride, lo, hi, kdil, idil, groups;
+  bool last;  // channels last (input [N, W, C], kernel [K, I, O], output [N, W', O])
+} conv1d_case_t;
+
+static void conv1d_config(cml_conv_config_t* cc, const conv1d_case_t* t, bool as_2d) {
+  const int32_t sp = as_2d ? 2 : 1;
+  memset(cc, 0, sizeof *cc);
+  cc->spatial_count = sp;
+  if (t->last) {
+    cc->input_batch_axis = 0, cc->input_channel_axis = 1 + sp;
+    cc->kernel_input_channel_axis = sp, cc->kernel_output_channel_axis = sp + 1;
+    cc->output_batch_axis = 0, cc->output_channel_axis = 1 + sp;
+    for (int32_t d = 0; d < sp; ++d) {
+      cc->input_spatial_axes[d] = cc->output_spatial_axes[d] = 1 + d;
+      cc->kernel_spatial_axes[d] = d;
+    }
+  } else {
+    cc->input_batch_axis = 0, cc->input_channel_axis = 1;
+    cc->kernel_output_channel_axis = 0, cc->kernel_input_channel_axis = 1;
+    cc->output_batch_axis = 0, cc->output_channel_axis = 1;
+    for (int32_t d = 0; d < sp; ++d)
+      cc->input_spatial_axes[d] = cc->kernel_spatial_axes[d] = cc->output_spatial_axes[d] = 2 + d;
+  }
+  for (int32_t d = 0; d < sp; ++d)
+    cc->strides[d] = cc->input_dilations[d] = cc->kernel_dilations[d] = 1;
+  const int32_t w = sp - 1;
+  cc->strides[w] = t->stride;
+  cc->padding_low[w] = t->lo, cc->padding_high[w] = t->hi;
+  cc->kernel_dilations[w] = t->kdil;
+  cc->input_dilations[w] = t->idil;
+  cc->channel_group_count = t->groups;
+  cc->batch_group_count = 1;
+}
+
+// Shapes of input, kernel and output (1-D, or 2-D with a size-1 axis before the width).
+static void conv1d_shapes(const conv1d_case_t* t, bool as_2d, int64_t ow, cml_shape_t sh[3]) {
+  const int64_t ci = t->c / t->groups;
+  if (t->last) {
+    sh[0] = as_2d ? shp(CML_DTYPE_F32, 4, (int64_t[]){t->n, 1, t->w, t->c})
+                  : shp(CML_DTYPE_F32, 3, (int64_t[]){t->n, t->w, t->c});
+    sh[1] = as_2d ? shp(CML_DTYPE_F32, 4, (int64_t[]){1, t->k, ci, t->o})
+                  : shp(CML_DTYPE_F32, 3, (int64_t[]){t->k, ci, t->o});
+    sh[2] = as_2d ? shp(CML_DTYPE_F32, 4, (int64_t[]){t->n, 1, ow, t->o})
+                  : shp(CML_DTYPE_F32, 3, (int64_t[]){t->n, ow, t->o});
+  } else {
+    sh[0] = as_2d ? shp(CML_DTYPE_F32, 4, (int64_t[]){t->n, t->c, 1, t->w})
+                  : shp(CML_DTYPE_F32, 3, (int64_t[]){t->n, t->c, t->w});
+    sh[1] = as_2d ? shp(CML_DTYPE_F32, 4, (int64_t[]){t->o, ci, 1, t->k})
+                  : shp(CML_DTYPE_F32, 3, (int64_t[]){t->o, ci, t->k});
+    sh[2] = as_2d ? shp(CML_DTYPE_F32, 4, (int64_t[]){t->n, t->o, 1, ow})
+                  : shp(CML_DTYPE_F32, 3, (int64_t[]){t->n, t->o, ow});
+  }
+}
+
+TEST(conv_1d_runs_as_2d) {
+  static const conv1d_case_t cases[] = {
+      {2, 64, 40, 32, 16, 1, 11, 11, 1, 8, 1, false},  // a vocoder's transposed conv
+      {2, 64, 40, 32, 16, 1, 11, 11, 1, 8, 1, true},
+      {3, 16, 50, 24, 4, 1, 2, 2, 1, 2, 1, true},    // transposed, stride 2
+      {1, 48, 300, 64, 3, 1, 1, 1, 1, 1, 1, false},  // a plain 3-tap conv
+      {2, 32, 97, 16, 5, 2, 2, 1, 1, 1, 1, true},    // strided
+      {2, 24, 80, 24, 3, 1, 4, 4, 2, 1, 1, false},   // kernel dilation
+      {1, 32, 64, 32, 3, 1, -1, 2, 1, 3, 2, false},  // negative padding, groups
+      {2, 8, 33, 8, 7, 1, 3, 3, 1, 1, 8, true},      // depthwise
+  };
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failed = 0, runs = 0;
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0] && !failed; ++ci) {
+    const conv1d_case_t* t = &cases[ci];
+    const int64_t span = (t->w - 1) * t->idil + 1 + t->lo + t->hi, keff = (t->k - 1) * t->kdil + 1;
+    const int64_t ow = (span - keff) / t->stride + 1;
+    const int64_t cig = t->c / t->groups, og = t->o / t->groups;
+    const int64_t nx = t->n * t->c * t->w, nk = t->k * cig * t->o, ny = t->n * t->o * ow;
+    float* x = malloc(sizeof(float) * (size_t)nx);
+    float* w = malloc(sizeof(float) * (size_t)nk);
+    float* y1 = malloc(sizeof(float) * (size_t)ny);
+    float* y2 = malloc(sizeof(float) * (size_t)ny);
+    double* want = calloc((size_t)ny, sizeof(double));
+    uint32_t r = 12345u + (uint32_t)ci;
+    for (int64_t i = 0; i < nx; ++i)
+      r = r * 1664525u + 1013904223u, x[i] = (float)(r >> 9) / 8388608.0f - 1.0f;
+    for (int64_t i = 0; i < nk; ++i)
+      r = r * 1664525u + 1013904223u, w[i] = (float)(r >> 9) / 8388608.0f - 1.0f;
+    // The double loop: output position p reads dilated input position p * stride + j * kdil - lo.
+    for (int64_t b = 0; b < t->n; ++b)
+      for (int64_t o = 0; o < t->o; ++o)
+        for (int64_t p = 0; p < ow; ++p) {
+          double acc = 0;
+          const int64_t g = o / og;
+          for (int64_t j = 0; j < t->k; ++j) {
+            const int64_t pos = p * t->stride + j * t->kdil - t->lo;
+            if (pos < 0 || pos % t->idil != 0 || pos / t->idil >= t->w) continue;
+            const int64_t xi = pos / t->idil;
+            for (int64_t q = 0; q < cig; ++q) {
+              const int64_t c = g * cig + q;
+              const double xv =
+                  t->last ? x[(b * t->w + xi) * t->c + c] : x[(b * t->c + c) * t->w + xi];
+              const double wv = t->last ? w[(j * cig + q) * t->o + o] : w[(o * cig + q) * t->k + j];
+              acc += xv * wv;
+            }
+          }
+          want[t->last ? (b * ow + p) * t->o + o : (b * t->o + o) * ow + p] = acc;
+        }
+    for (size_t ii = 1; ii < sizeof kIsas / sizeof kIsas[0] && !failed; ++ii) {
+      if (!isa_usable(kIsas[ii])) continue;
+      for (int threads = 1; threads <= 3 && !failed; threads += 2) {
+        cmlc_options_t o = make_options(kIsas[ii], false, threads);
+        cml_shape_t sh[3];
+        fake_t f1, f2;
+        conv1d_shapes(t, false, ow, sh);
+        fake_init(&f1, CML_OP_CONV_GENERAL, sh, 2, &sh[2], 1);
+        conv1d_config(&f1.attrs.u.conv, t, false);
+        conv1d_shapes(t, true, ow, sh);
+        fake_init(&f2, CML_OP_CONV_GENERAL, sh, 2, &sh[2], 1);
+        conv1d_config(&f2.attrs.u.conv, t, true);
+        cmlc_kernel_entry_t e;
+        memset(&e, 0, sizeof e);
+        ASSERT_TRUE(cmlc_kernels_linalg_lookup(&f1.module, &f1.node, &o, &e) && e.describe);
+        char text[160];
+        e.describe(&f1.module, &f1.node, &o, text, sizeof text);
+        if (!strstr(text, "(1-D as 2-D)") ||
+            (t->idil > 1 && t->groups == 1 && !strstr(text, "phases"))) {
+          fprintf(stderr, "case %zu: the plan says \"%s\"\n", ci, text);
+          failed = 1;
+          break;
+        }
+        memset(y1, 0x5a, sizeof(float) * (size_t)ny), memset(y2, 0xa5, sizeof(float) * (size_t)ny);
+        cml_status_t st =
+            fake_run(&f1, &o, threads > 1 ? pool : NULL, (const void*[]){x, w}, (void*[]){y1});
+        if (st == CML_OK)
+          st = fake_run(&f2, &o, threads > 1 ? pool : NULL, (const void*[]){x, w}, (void*[]){y2});
+        if (st != CML_OK) {
+          cml_status_free(st);
+          failed = 2;
+          break;
+        }
+        ++runs;
+        if (memcmp(y1, y2, sizeof(float) * (size_t)ny) != 0) {
+          fprintf(stderr, "case %zu isa %d threads %d: 1-D and 2-D differ\n", ci, (int)kIsas[ii],
+                  threads);
+          failed = 3;
+        }
+        for (int64_t i = 0; i < ny && !failed; ++i) {
+          if (fabs(y1[i] - want[i]) > 1e-5 * (1.0 + fabs(want[i]))) {
+            fprintf(stderr, "case %zu isa %d threads %d: y[%lld] = %.9g, want %.9g\n", ci,
+                    (int)kIsas[ii], threads, (long long)i, y1[i], want[i]);
+            failed = 4;
+          }
+        }
+      }
+    }
+    free(x), free(w), free(y1), free(y2), free(want);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failed, 0);
+  if (isa_usable(CMLC_ISA_AVX2)) ASSERT_TRUE(runs > 0);
+}
+
 TEST(conv_2d_nhwc_layout_and_int) {
   // NHWC input [1, 3, 3, 1], HWIO kernel [2, 2, 1, 1] all ones: 2x2 window sums.
   int32_t x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 1, 1, 1}, y[4];
@@ -1774,4 +1940,4 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
           TEST_ENTRY(gemv_half_rhs_streams_in_place), TEST_ENTRY(gemv_rows_f32_streams_in_place),
           TEST_ENTRY(conv_1d_stride_padding_dilations), TEST_ENTRY(conv_2d_nhwc_layout_and_int),
           TEST_ENTRY(conv_feature_and_batch_groups), TEST_ENTRY(conv_half_and_f64),
-          TEST_ENTRY(capabilities_and_lookup_rejects))
+          TEST_ENTRY(conv_1d_runs_as_2d), TEST_ENTRY(capabilities_and_lookup_rejects))

@@ -475,6 +475,11 @@ static cml_status_t cmlc_executable_dump(const cml_executable_t* executable, voi
       if (s->kind == CMLC_STEP_FUSED && s->fused) {
         fprintf(f, ", ");
         cmlc_fused_describe(s->fused, f);
+      } else if (s->kind == CMLC_STEP_KERNEL && s->entry.describe) {
+        char text[160];
+        text[0] = '\0';
+        s->entry.describe(m, s->node, &exe->backend->options, text, sizeof text);
+        fprintf(f, ", %s\n", text);
       } else {
         fprintf(f, "\n");
       }

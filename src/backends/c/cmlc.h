@@ -192,6 +192,11 @@ typedef struct cmlc_kernel_entry_t {
   // Call |prepare| even when no input is a constant (what it derives comes from the module's
   // structure: Sort's read prefix).
   bool prepare_always;
+  // Optional (NULL: none): writes a short description of the way the kernel runs this node
+  // (e.g. which convolution kernel) into |buf| (NUL-terminated, at most |size| bytes), for
+  // cml_executable_dump's plan listing.
+  void (*describe)(const cml_module_t* module, const cml_ir_node_t* node,
+                   const cmlc_options_t* options, char* buf, size_t size);
 } cmlc_kernel_entry_t;
 
 // Group lookups: fill |out| and return true when the group implements |node| (its op and

@@ -52,6 +52,8 @@
 // Direct path: operands are first converted into the accumulator's domain in scratch; work is
 // split over output elements, each summed in a fixed order, so the thread count never changes
 // results.
+#include <stdio.h>
+
 #include "backends/c/kernels/generic/elementwise_internal.h"
 #include "backends/c/kernels/generic/linalg_internal.h"
 
@@ -140,6 +142,7 @@ typedef struct cmlc_conv_fast_t {
 
 typedef struct cmlc_conv_plan_t {
   const cml_conv_config_t* cfg;
+  cml_conv_config_t lifted;  // a 1-D convolution's config as 2-D (cfg points here then)
   cml_shape_t in, ker, out;
   int64_t in_strides[CML_MAX_RANK], ker_strides[CML_MAX_RANK], out_strides[CML_MAX_RANK];
   int32_t spatial;
@@ -390,6 +393,49 @@ static void cmlc_conv_plan_fast(cmlc_conv_plan_t* p, const cmlc_options_t* optio
   f->enabled = true;
 }
 
+// |s| with a size-1 axis inserted at |axis| (the same memory: a size-1 axis has no stride).
+static cml_shape_t cmlc_conv_insert_unit_axis(const cml_shape_t* s, int64_t axis) {
+  cml_shape_t r = *s;
+  r.rank = s->rank + 1;
+  for (int32_t d = s->rank; d > axis; --d) r.dims[d] = s->dims[d - 1];
+  r.dims[axis] = 1;
+  return r;
+}
+
+// An axis index after a size-1 axis was inserted at |at|.
+static int64_t cmlc_conv_shift_axis(int64_t a, int64_t at) { return a >= at ? a + 1 : a; }
+
+// A 1-D convolution as a 2-D one of height 1, so that it takes the 2-D kernels (the direct
+// kernel and its input-dilation phases: a transposed 1-D convolution went through im2col,
+// multiplying through the inserted zeros, 6x xla:cpu's time). The size-1 axis goes right before
+// each operand's spatial axis; the new spatial axis 0 has stride 1, no padding and no dilation,
+// so every output is the same sum of the same products in the same order.
+static void cmlc_conv_lift_1d(const cml_conv_config_t* c, cmlc_conv_plan_t* p) {
+  cml_conv_config_t* l = &p->lifted;
+  *l = *c;
+  const int64_t ia = c->input_spatial_axes[0], ka = c->kernel_spatial_axes[0],
+                oa = c->output_spatial_axes[0];
+  p->in = cmlc_conv_insert_unit_axis(&p->in, ia);
+  p->ker = cmlc_conv_insert_unit_axis(&p->ker, ka);
+  p->out = cmlc_conv_insert_unit_axis(&p->out, oa);
+  l->spatial_count = 2;
+  l->input_batch_axis = cmlc_conv_shift_axis(c->input_batch_axis, ia);
+  l->input_channel_axis = cmlc_conv_shift_axis(c->input_channel_axis, ia);
+  l->kernel_input_channel_axis = cmlc_conv_shift_axis(c->kernel_input_channel_axis, ka);
+  l->kernel_output_channel_axis = cmlc_conv_shift_axis(c->kernel_output_channel_axis, ka);
+  l->output_batch_axis = cmlc_conv_shift_axis(c->output_batch_axis, oa);
+  l->output_channel_axis = cmlc_conv_shift_axis(c->output_channel_axis, oa);
+  l->input_spatial_axes[0] = ia, l->input_spatial_axes[1] = ia + 1;
+  l->kernel_spatial_axes[0] = ka, l->kernel_spatial_axes[1] = ka + 1;
+  l->output_spatial_axes[0] = oa, l->output_spatial_axes[1] = oa + 1;
+  l->strides[1] = c->strides[0], l->strides[0] = 1;
+  l->padding_low[1] = c->padding_low[0], l->padding_low[0] = 0;
+  l->padding_high[1] = c->padding_high[0], l->padding_high[0] = 0;
+  l->input_dilations[1] = c->input_dilations[0], l->input_dilations[0] = 1;
+  l->kernel_dilations[1] = c->kernel_dilations[0], l->kernel_dilations[0] = 1;
+  p->cfg = l;
+}
+
 static bool cmlc_conv_plan(const cml_shape_t* in, const cml_shape_t* ker, const cml_shape_t* out,
                            const cml_ir_attrs_t* attrs, const cmlc_options_t* options,
                            cmlc_conv_plan_t* p) {
@@ -403,28 +449,33 @@ static bool cmlc_conv_plan(const cml_shape_t* in, const cml_shape_t* ker, const 
   if (p->spatial < 0 || p->spatial + 2 != in->rank || ker->rank != in->rank ||
       out->rank != in->rank)
     return false;
+  if (p->spatial == 1 && in->rank < CML_MAX_RANK) {
+    cmlc_conv_lift_1d(c, p);
+    c = p->cfg;
+    p->spatial = 2;
+  }
   if (!cmlc__la_is_real_storage(in->dtype) || in->dtype != ker->dtype ||
       !cmlc__la_is_real_storage(out->dtype))
     return false;
-  cmlc_shape_strides(in, p->in_strides);
-  cmlc_shape_strides(ker, p->ker_strides);
-  cmlc_shape_strides(out, p->out_strides);
+  cmlc_shape_strides(&p->in, p->in_strides);
+  cmlc_shape_strides(&p->ker, p->ker_strides);
+  cmlc_shape_strides(&p->out, p->out_strides);
   p->fg = c->channel_group_count > 1 ? c->channel_group_count : 1;
   p->bg = c->batch_group_count > 1 ? c->batch_group_count : 1;
-  p->cin_g = ker->dims[c->kernel_input_channel_axis];
-  p->cout = ker->dims[c->kernel_output_channel_axis];
+  p->cin_g = p->ker.dims[c->kernel_input_channel_axis];
+  p->cout = p->ker.dims[c->kernel_output_channel_axis];
   if (p->cout % p->fg != 0 || p->cout % p->bg != 0) return false;
   p->cout_per_fg = p->cout / p->fg;
   p->cout_per_bg = p->cout / p->bg;
-  p->n_out = out->dims[c->output_batch_axis];
+  p->n_out = p->out.dims[c->output_batch_axis];
   bool in_int = cml_dtype_is_int(in->dtype), out_int = cml_dtype_is_int(out->dtype);
   p->acc_dtype = in_int == out_int ? out->dtype : in->dtype;
   // Narrower float outputs (f32 input -> f16 output) still accumulate at the input's width.
   if (!in_int && cml_dtype_bits(out->dtype) < cml_dtype_bits(in->dtype)) p->acc_dtype = in->dtype;
   p->domain = cmlc__la_domain_of(p->acc_dtype);
   if (p->domain == CMLC__LA_DOM_NONE) return false;
-  p->in_count = cml_shape_element_count(in);
-  p->ker_count = cml_shape_element_count(ker);
+  p->in_count = cml_shape_element_count(&p->in);
+  p->ker_count = cml_shape_element_count(&p->ker);
   cmlc_conv_plan_fast(p, options);
   if (p->fast.enabled) return true;
   size_t es = cmlc__la_domain_size(p->domain);
@@ -1424,6 +1475,25 @@ static size_t cmlc_conv_prepare(const cml_module_t* module, const cml_ir_node_t*
   return bytes;
 }
 
+// The plan dump's line: which of the kernels below runs the convolution.
+static void cmlc_conv_describe(const cml_module_t* module, const cml_ir_node_t* node,
+                               const cmlc_options_t* options, char* buf, size_t size) {
+  cmlc_conv_plan_t p;
+  if (!cmlc_conv_plan(&module->values[node->inputs[0]].shape,
+                      &module->values[node->inputs[1]].shape,
+                      &module->values[node->first_output].shape, node->attrs, options, &p)) {
+    snprintf(buf, size, "conv: no plan");
+    return;
+  }
+  const cmlc_conv_fast_t* f = &p.fast;
+  const char* how = !f->enabled    ? "element by element"
+                    : f->depthwise ? "depthwise channel vectors"
+                    : !f->direct   ? "im2col tiles and the GEMM"
+                    : f->d_phased  ? "direct kernel, input-dilation phases"
+                                   : "direct kernel";
+  snprintf(buf, size, "conv: %s%s", how, p.cfg == &p.lifted ? " (1-D as 2-D)" : "");
+}
+
 static cml_status_t cmlc_conv_run(const cmlc_kernel_args_t* args) {
   cmlc_conv_plan_t p;
   if (!cmlc_conv_plan(args->input_shapes[0], args->input_shapes[1], args->output_shapes[0],
@@ -1475,6 +1545,7 @@ bool cmlc__conv_lookup(const cml_module_t* module, const cml_ir_node_t* node,
   out->run = cmlc_conv_run;
   out->scratch = cmlc_conv_scratch;
   out->prepare = cmlc_conv_prepare;
+  out->describe = cmlc_conv_describe;
   out->in_place_input = -1;
   return true;
 }
