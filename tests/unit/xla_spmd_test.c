@@ -1105,6 +1105,159 @@ TEST(auto_sharding_dynamic_slice_clamps_its_start) {
   cml_mesh_destroy(mesh);
 }
 
+//===--- ops XLA's partitioner gets wrong when split (docs/robustness.md, finding 100) ---===//
+
+// Parameter specs and the result spec of one program on the mesh {a: 2, b: 2}: one string per
+// axis, "" replicated, "a" / "b" that mesh axis.
+typedef struct trap_specs_t {
+  const char* in[2][4];
+  const char* out[4];
+} trap_specs_t;
+
+static bool trap_sharding(const cml_mesh_t* mesh, const char* const* axes, int32_t rank,
+                          cml_sharding_t* s) {
+  return cml_sharding_make(mesh, axes, (size_t)rank, s) == CML_OK;
+}
+
+// The program of |which| on |f|: its |n_in| parameters (shapes |in|) and one result; the
+// specs when |mesh| is set (AutoSharding), plain otherwise.
+static bool trap_program(int which, cml_function_t* f, const cml_mesh_t* mesh,
+                         const trap_specs_t* sp, const cml_shape_t* in, int n_in) {
+  cml_value_t p[2];
+  for (int i = 0; i < n_in; ++i) {
+    cml_sharding_t s;
+    if (mesh && !trap_sharding(mesh, sp->in[i], in[i].rank, &s)) return false;
+    p[i] = cml_parameter_sharded(f, i ? "b" : "a", &in[i], mesh ? &s : NULL);
+  }
+  cml_value_t y;
+  if (which == 0) {  // NHWC 3x3 conv, stride 2 on H, padding 1 on W
+    cml_conv_config_t cc;
+    cml_conv_config_init(&cc, 2, CML_CONV_LAYOUT_CHANNELS_LAST);
+    cc.strides[0] = 2;
+    cc.padding_low[1] = cc.padding_high[1] = 1;
+    y = cml_op_conv_general(f, p[0], p[1], &cc);
+  } else if (which == 1) {  // update [4, 4] at (0, -1): the start clamps to (0, 0)
+    cml_value_t starts[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0),
+                             cml_constant_scalar_i64(f, CML_DTYPE_I32, -1)};
+    y = cml_op_dynamic_update_slice(f, p[0], p[1], starts, 2);
+  } else if (which == 2) {  // ScatterSum of ones at the first 3 columns of split ids
+    cml_value_t idx =
+        cml_op_slice(f, p[0], (const int64_t[]){0, 0}, (const int64_t[]){4, 3}, NULL, 2);
+    cml_scatter_dims_t sd;
+    memset(&sd, 0, sizeof sd);
+    sd.index_vector_axis = 2;
+    sd.update_window_axis_count = 1;
+    sd.update_window_axes[0] = 2;
+    sd.inserted_window_axis_count = 1;
+    sd.scatter_axes_to_operand_axes_count = 1;
+    cml_value_t zeros = cml_op_broadcast_in_dim(f, cml_constant_scalar_f64(f, CML_DTYPE_F32, 0),
+                                                (const int64_t[]){16, 4}, 2, NULL, 0);
+    cml_value_t ones = cml_op_broadcast_in_dim(f, cml_constant_scalar_f64(f, CML_DTYPE_F32, 1),
+                                               (const int64_t[]){4, 3, 4}, 3, NULL, 0);
+    y = cml_op_scatter_sum(f, zeros, idx, ones, &sd);
+  } else {  // Pad of axis 1: low -1, high 1, interior 1
+    const cml_pad_axis_t axes[2] = {{0, 0, 0}, {-1, 1, 1}};
+    y = cml_op_pad(f, p[0], cml_constant_scalar_f64(f, CML_DTYPE_F32, 7), axes, 2);
+  }
+  if (!mesh) return cml_function_return(f, &y, 1) == CML_OK;
+  cml_sharding_t so;
+  return trap_sharding(mesh, sp->out, which == 0 ? 4 : 2, &so) &&
+         cml_function_return_sharded(f, &y, 1, &so) == CML_OK;
+}
+
+// Runs program |which| on one device of g_backend and under AutoSharding over 4, and returns
+// how many of the result's |count| values differ (-1 when a step failed).
+static int64_t trap_differences(int which, const trap_specs_t* sp, const cml_shape_t* in,
+                                const float* const* data, int n_in, int64_t count) {
+  cml_mesh_t* mesh = NULL;
+  if (cml_mesh_create("m", (const char*[]){"a", "b"}, (const int64_t[]){2, 2}, 2, &mesh) != CML_OK)
+    return -1;
+  float* want = calloc((size_t)count, sizeof(float));
+  float* got = calloc((size_t)count, sizeof(float));
+  int64_t bad = -1;
+  cml_executable_t* e[2] = {NULL, NULL};
+  cml_buffer_t* one_in[2] = {NULL, NULL};
+  cml_buffer_t* one_out = NULL;
+  cml_dtensor_t* dts[2] = {NULL, NULL};
+  cml_dtensor_t* dout = NULL;
+  cml_buffer_t* ins[8] = {NULL};
+  cml_buffer_t* outs[4] = {NULL};
+  bool ok = want && got;
+  for (int k = 0; k < 2 && ok; ++k) {
+    cml_builder_t* b = NULL;
+    ok = cml_builder_create(g_backend, "trap", &b) == CML_OK;
+    const cml_mesh_t* meshes[1] = {mesh};
+    if (ok && k == 1) ok = cml_builder_auto_sharding(b, meshes, 1) == CML_OK;
+    ok = ok && trap_program(which, cml_builder_main(b), k ? mesh : NULL, sp, in, n_in) &&
+         cml_builder_compile(b, &e[k]) == CML_OK;
+    cml_builder_destroy(b);
+  }
+  for (int i = 0; i < n_in && ok; ++i) {
+    const size_t bytes = (size_t)cml_shape_element_count(&in[i]) * sizeof(float);
+    ok = cml_buffer_from_host(g_backend, 0, &in[i], data[i], bytes, &one_in[i]) == CML_OK &&
+         cml_dtensor_from_host(g_backend, cml_executable_input_sharding(e[1], (size_t)i), &in[i],
+                               data[i], bytes, NULL, &dts[i]) == CML_OK;
+  }
+  if (ok) ok = cml_executable_execute(e[0], one_in, (size_t)n_in, NULL, 0, &one_out) == CML_OK;
+  if (ok) ok = cml_buffer_copy_to_host(one_out, want, (size_t)count * sizeof(float)) == CML_OK;
+  for (int j = 0; j < 4 && ok; ++j) {
+    for (int i = 0; i < n_in; ++i) ins[j * n_in + i] = cml_dtensor_shard(dts[i], (size_t)j);
+  }
+  if (ok) ok = cml_executable_execute(e[1], ins, 4 * (size_t)n_in, NULL, 0, outs) == CML_OK;
+  if (ok) {
+    ok = cml_dtensor_from_shards(cml_executable_output_sharding(e[1], 0), outs, 4, &dout) ==
+             CML_OK &&
+         cml_dtensor_to_host(dout, got, (size_t)count * sizeof(float)) == CML_OK;
+  }
+  if (ok) {
+    bad = 0;
+    for (int64_t i = 0; i < count; ++i) bad += want[i] != got[i];
+  }
+  cml_dtensor_destroy(dout);
+  release_all(outs, 4);
+  for (int i = 0; i < 2; ++i) cml_dtensor_destroy(dts[i]);
+  release_all(one_in, 2);
+  cml_buffer_release(one_out);
+  for (int k = 0; k < 2; ++k) cml_executable_release(e[k]);
+  free(want), free(got);
+  cml_mesh_destroy(mesh);
+  return bad;
+}
+
+// Each program gave wrong values or ended the process under Shardy before the emitter kept
+// the axes concerned unsplit (or clamped the starts): a convolution with x split along W and
+// the kernel along its input channels (every output doubled), a DynamicUpdateSlice at a
+// negative start with the result split (the update lost), a ScatterSum whose indices are a
+// Slice of split ids (updates added twice), a Pad with interior and negative padding of a
+// split axis (a failed CHECK: the process ended).
+TEST(auto_sharding_partitioner_traps_give_one_device_values) {
+  float x[4 * 6 * 6 * 2], k[3 * 3 * 2 * 4], m[64], u[16], pad_in[32];
+  for (int i = 0; i < 288; ++i) x[i] = (float)((i * 7) % 13 - 6);
+  for (int i = 0; i < 72; ++i) k[i] = (float)((i * 5) % 7 - 3);
+  for (int i = 0; i < 64; ++i) m[i] = (float)i;
+  for (int i = 0; i < 16; ++i) u[i] = (float)(100 + i);
+  for (int i = 0; i < 32; ++i) pad_in[i] = (float)(i + 1);
+  int32_t id32[32];
+  for (int i = 0; i < 32; ++i) id32[i] = (i * 5) % 16;
+  const trap_specs_t conv = {{{"", "", "a", ""}, {"", "", "a", ""}}, {"", "b", "", ""}};
+  const cml_shape_t conv_in[2] = {cml_shape_make(CML_DTYPE_F32, 4, (const int64_t[]){4, 6, 6, 2}),
+                                  cml_shape_make(CML_DTYPE_F32, 4, (const int64_t[]){3, 3, 2, 4})};
+  ASSERT_EQ_INT(trap_differences(0, &conv, conv_in, (const float* const[]){x, k}, 2, 4 * 2 * 6 * 4),
+                0);
+  const trap_specs_t dus = {{{"", ""}, {"", ""}}, {"", "b"}};
+  const cml_shape_t dus_in[2] = {cml_shape_make(CML_DTYPE_F32, 2, (const int64_t[]){8, 8}),
+                                 cml_shape_make(CML_DTYPE_F32, 2, (const int64_t[]){4, 4})};
+  ASSERT_EQ_INT(trap_differences(1, &dus, dus_in, (const float* const[]){m, u}, 2, 64), 0);
+  const trap_specs_t scatter = {{{"", "a"}}, {"", ""}};
+  const cml_shape_t scatter_in[1] = {cml_shape_make(CML_DTYPE_I32, 2, (const int64_t[]){4, 8})};
+  ASSERT_EQ_INT(
+      trap_differences(2, &scatter, scatter_in, (const float* const[]){(const float*)id32}, 1, 64),
+      0);
+  const trap_specs_t pad = {{{"", "a"}}, {"", ""}};
+  const cml_shape_t pad_shape[1] = {cml_shape_make(CML_DTYPE_F32, 2, (const int64_t[]){4, 8})};
+  ASSERT_EQ_INT(trap_differences(3, &pad, pad_shape, (const float* const[]){pad_in}, 1, 60), 0);
+}
+
 // A shared buffer copied to another device: the copy holds the values of the moment of the
 // call, and the source can be written or released right after it (the CPU plugin's copy ran on
 // in the background: the copy read later writes, and a released source's freed memory).
@@ -1534,6 +1687,7 @@ int main(int argc, char** argv) {
       TEST_ENTRY(diverging_if_and_while_are_statuses_not_aborts),
       TEST_ENTRY(diverging_execution_leaves_donated_inputs_intact),
       TEST_ENTRY(auto_sharding_dynamic_slice_clamps_its_start),
+      TEST_ENTRY(auto_sharding_partitioner_traps_give_one_device_values),
       TEST_ENTRY(shared_buffer_copy_to_device_completes_before_returning),
       TEST_ENTRY(agreeing_if_and_while_with_collectives_run),
   };

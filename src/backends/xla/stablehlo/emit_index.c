@@ -87,6 +87,10 @@ static cml_status_t cml_shlo_scatter(cml__shlo_ctx_t* c, const cml_ir_node_t* n)
   cml__shlo_val_t ins[3] = {cml__shlo_value(c, n->inputs[0]), cml__shlo_value(c, n->inputs[1]),
                             cml__shlo_value(c, n->inputs[2])};
   ins[1] = cml_shlo_scatter_indices(c, &ins[1]);
+  // Under Shardy the indices are replicated: XLA's partitioner added updates twice when they
+  // were a Slice of a split tensor (a sum of 64 for 48 ones), and ended the process on the
+  // gradient of a Gather whose indices came from a split parameter.
+  ins[1] = cml__shlo_replicate_axes(c, &ins[1], ~(uint64_t)0);
   const char* body = n->op == CML_OP_SCATTER_MAX   ? "stablehlo.maximum"
                      : n->op == CML_OP_SCATTER_MIN ? "stablehlo.minimum"
                                                    : "stablehlo.add";
@@ -185,14 +189,17 @@ cml_status_t cml__shlo_emit_index(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
           ins[k] = cml__shlo_op(c, "stablehlo.convert", &ins[k], 1, NULL, &s64);
         }
       }
-      if (n->op == CML_OP_DYNAMIC_SLICE && cml_xla_emit_is_sharded(c->module)) {
-        // Under Shardy the start indices are clamped here, as the op defines them: XLA's
+      if (cml_xla_emit_is_sharded(c->module)) {
+        // Under Shardy the start indices are clamped here, as the ops define them: XLA's
         // partitioned dynamic_slice skips the clamp when the result is sharded along the sliced
-        // axis (start 13 of 16 with size 4 read rows 13..16, not 12..15).
+        // axis (start 13 of 16 with size 4 read rows 13..16, not 12..15), and its partitioned
+        // dynamic_update_slice lost the update at a negative start (-1 on an axis the result
+        // is split along: no element of the update written).
         const cml_shape_t* xs = &ins[0].shape;
-        for (uint32_t k = 1; k < n->input_count && (int32_t)(k - 1) < xs->rank; ++k) {
+        const cml_shape_t* window = n->op == CML_OP_DYNAMIC_SLICE ? out : &ins[1].shape;
+        for (uint32_t k = first; k < n->input_count && (int32_t)(k - first) < xs->rank; ++k) {
           const cml_dtype_t dt = ins[k].shape.dtype;
-          const int64_t limit = xs->dims[k - 1] - out->dims[k - 1];
+          const int64_t limit = xs->dims[k - first] - window->dims[k - first];
           const cml__shlo_val_t bounds[3] = {cml_shlo_int_scalar(c, dt, 0), ins[k],
                                              cml_shlo_int_scalar(c, dt, limit < 0 ? 0 : limit)};
           ins[k] = cml__shlo_op(c, "stablehlo.clamp", bounds, 3, NULL, &ins[k].shape);

@@ -132,6 +132,12 @@ cml__shlo_val_t cml__shlo_broadcast(cml__shlo_ctx_t* c, const cml__shlo_val_t* v
 cml__shlo_val_t cml__shlo_slice(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, const int64_t* starts,
                                 const int64_t* limits, const int64_t* strides,
                                 const cml_shape_t* out);
+// Under Shardy (cml_xla_emit_is_sharded, one mesh), `sdy.sharding_constraint` pinning the axes
+// of |v| whose bit is set in |closed| to be replicated, the others left open to propagation;
+// |v| itself otherwise. The guard for ops XLA's SPMD partitioner gets wrong when they are split
+// along those axes (docs/robustness.md, finding 100).
+cml__shlo_val_t cml__shlo_replicate_axes(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
+                                         uint64_t closed);
 // stablehlo.pad of |v| with the scalar |fill|: |low| / |high| (negative: crop) and |interior|
 // per axis of |v|, giving |out|.
 cml__shlo_val_t cml__shlo_pad(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,

@@ -189,7 +189,20 @@ static cml_status_t cml_shlo_conv(cml__shlo_ctx_t* c, const cml_ir_node_t* n) {
   cml_shape_t compute_shape = cml_shlo_retype(out, compute);
   const cml_shape_t sliced_shape = compute_shape;
   for (int32_t i = 0; i < rank; ++i) compute_shape.dims[i] += extra[i];
+  // Under Shardy the spatial axes of the operands and the result are not split: XLA's
+  // partitioner doubled every output of a convolution whose input was split along a spatial
+  // axis and whose kernel along its input channels, and ended the process on a split spatial
+  // axis with input dilation and negative padding. Batch and channel axes stay open.
+  uint64_t in_sp = 0, ker_sp = 0, out_sp = 0;
+  for (int32_t i = 0; i < ns; ++i) {
+    in_sp |= (uint64_t)1 << cv->input_spatial_axes[i];
+    ker_sp |= (uint64_t)1 << cv->kernel_spatial_axes[i];
+    out_sp |= (uint64_t)1 << cv->output_spatial_axes[i];
+  }
+  ins[0] = cml__shlo_replicate_axes(c, &ins[0], in_sp);
+  ins[1] = cml__shlo_replicate_axes(c, &ins[1], ker_sp);
   cml__shlo_val_t r = cml__shlo_op(c, "stablehlo.convolution", ins, 2, a.s, &compute_shape);
+  r = cml__shlo_replicate_axes(c, &r, out_sp);
   if (swap_trap) {
     int64_t starts[CML_MAX_RANK] = {0}, strides[CML_MAX_RANK];
     for (int32_t i = 0; i < rank; ++i) strides[i] = 1;

@@ -59,10 +59,36 @@ cml__shlo_val_t cml__shlo_slice(cml__shlo_ctx_t* c, const cml__shlo_val_t* v, co
   return cml__shlo_op(c, "stablehlo.slice", v, 1, a.s, out);
 }
 
+cml__shlo_val_t cml__shlo_replicate_axes(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
+                                         uint64_t closed) {
+  const cml_module_t* m = c->module;
+  const int32_t rank = v->shape.rank;
+  if (!closed || rank <= 0 || !cml_xla_emit_is_sharded(m) || m->mesh_count != 1) return *v;
+  const char* mesh = cml_mesh_name(m->meshes[0]);
+  cml__shlo_attr_t a;
+  cml__shlo_attr_init(&a);
+  cml__shlo_attr_printf(&a, "sharding = #sdy.sharding<@mesh_%s, [", mesh && *mesh ? mesh : "mesh");
+  for (int32_t d = 0; d < rank; ++d) {
+    const bool pinned = d < 64 && ((closed >> d) & 1u);
+    cml__shlo_attr_printf(&a, "%s%s", d ? ", " : "", pinned ? "{}" : "{?}");
+  }
+  cml__shlo_attr_printf(&a, "]>");
+  return cml__shlo_op(c, "sdy.sharding_constraint", v, 1, a.s, &v->shape);
+}
+
 cml__shlo_val_t cml__shlo_pad(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
                               const cml__shlo_val_t* fill, const int64_t* low, const int64_t* high,
                               const int64_t* interior, const cml_shape_t* out) {
   const int32_t rank = v->shape.rank;
+  // Under Shardy, an axis with interior or negative padding is not split: XLA's partitioner
+  // ended the process on such a pad of a split axis (a failed CHECK on the first valid element
+  // of a dilated shard).
+  uint64_t closed = 0;
+  for (int32_t d = 0; d < rank && d < 64; ++d) {
+    if (interior[d] > 0 || low[d] < 0 || high[d] < 0) closed |= (uint64_t)1 << d;
+  }
+  cml__shlo_val_t pinned = cml__shlo_replicate_axes(c, v, closed);
+  v = &pinned;
   cml__shlo_attr_t a;
   cml__shlo_attr_init(&a);
   cml__shlo_attr_printf(&a, "edge_padding_low = ");
@@ -72,7 +98,8 @@ cml__shlo_val_t cml__shlo_pad(cml__shlo_ctx_t* c, const cml__shlo_val_t* v,
   cml__shlo_attr_printf(&a, ", interior_padding = ");
   cml__shlo_attr_array(&a, interior, rank);
   const cml__shlo_val_t ins[2] = {*v, *fill};
-  return cml__shlo_op(c, "stablehlo.pad", ins, 2, a.s, out);
+  cml__shlo_val_t r = cml__shlo_op(c, "stablehlo.pad", ins, 2, a.s, out);
+  return cml__shlo_replicate_axes(c, &r, closed);
 }
 
 cml__shlo_val_t cml__shlo_const_fill(cml__shlo_ctx_t* c, cml_dtype_t dtype,
