@@ -306,6 +306,23 @@ static void case_fft_real_f64_len1(bt_t* t) {
 static void case_fft_real_f64_len45(bt_t* t) {
   special_fft_real_case(t, CML_DTYPE_F64, 2, 1, (int64_t[]){45});
 }
+// n_fft 400 (Whisper / torchaudio STFT frames: 400 = 4 * 4 * 5 * 5, mixed radix), 500 and 1000
+// (2-D, and an inverse), and the prime 509 (Bluestein).
+static void case_fft_real_f32_len400(bt_t* t) {
+  special_fft_real_case(t, CML_DTYPE_F32, 4, 1, (int64_t[]){400});
+}
+static void case_fft_real_f64_2d_len500(bt_t* t) {
+  special_fft_real_case(t, CML_DTYPE_F64, 2, 2, (int64_t[]){3, 500});
+}
+static void case_fft_c64_len400(bt_t* t) {
+  special_fft_c2c_case(t, CML_DTYPE_C64, false, 2, (int64_t[]){3, 400}, 1);
+}
+static void case_fft_c128_len1000_inv(bt_t* t) {
+  special_fft_c2c_case(t, CML_DTYPE_C128, true, 2, (int64_t[]){2, 1000}, 1);
+}
+static void case_fft_c64_len509(bt_t* t) {
+  special_fft_c2c_case(t, CML_DTYPE_C64, false, 2, (int64_t[]){2, 509}, 1);
+}
 static void case_fft_real_f64_2d(bt_t* t) {
   special_fft_real_case(t, CML_DTYPE_F64, 2, 2, (int64_t[]){3, 6});
 }
@@ -630,6 +647,11 @@ const bt_case_t bt_cases_special[] = {
     {"fft_real_f32_len7", CML_OP_FFT, case_fft_real_f32_len7},
     {"fft_real_f64_len1", CML_OP_FFT, case_fft_real_f64_len1},
     {"fft_real_f64_len45", CML_OP_FFT, case_fft_real_f64_len45},
+    {"fft_real_f32_len400", CML_OP_FFT, case_fft_real_f32_len400},
+    {"fft_real_f64_2d_len500", CML_OP_FFT, case_fft_real_f64_2d_len500},
+    {"fft_c64_len400", CML_OP_FFT, case_fft_c64_len400},
+    {"fft_c128_len1000_inverse", CML_OP_FFT, case_fft_c128_len1000_inv},
+    {"fft_c64_len509", CML_OP_FFT, case_fft_c64_len509},
     {"fft_real_f64_2d", CML_OP_FFT, case_fft_real_f64_2d},
     {"fft_real_f32_3d", CML_OP_FFT, case_fft_real_f32_3d},
     {"batch_norm_hand", CML_OP_BATCH_NORM_TRAINING, case_bn_hand_values},

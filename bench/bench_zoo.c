@@ -141,6 +141,11 @@ enum {
   Z_MASKED_MEAN_POOL,
   Z_DEPTHWISE_5X5,
   Z_CONV3X3_S2,
+  Z_RFFT_400,
+  Z_FFT_1024,
+  Z_IRFFT_400,
+  Z_RFFT_2D,
+  Z_FFT_509,
   Z_COUNT
 };
 
@@ -265,6 +270,11 @@ static const char* const kNames[Z_COUNT] = {
     "masked mean pooling of [32,512,768] by sequence lengths",
     "depthwise 5x5 x[8,56,56,96] + bias + swish (EfficientNet)",
     "conv 3x3/2 [8,56,56,64] -> 128 (a ResNet downsampling layer)",
+    "rfft of [784,400] f32 frames (n_fft 400, as in Whisper's STFT)",
+    "complex FFT of [256,1024] c64 (complex from two f32 inputs)",
+    "irfft [256,201] c64 -> [256,400] f32 (n_fft 400)",
+    "2-D rfft of [16,256,256] f32",
+    "complex FFT of [256,509] c64 (prime length: Bluestein)",
 };
 
 static cml_value_t scalar(cml_function_t* f, cml_dtype_t dt, double v) {
@@ -1350,6 +1360,33 @@ static cml_value_t build_fft_conv(cml_function_t* f) {
   return cml_op_fft(f, prod, CML_FFT_INVERSE_REAL, &len, 1);
 }
 
+// FFTs (cases that track the c backend's mixed-radix, real and Bluestein paths).
+static cml_value_t build_rfft_400(cml_function_t* f) {
+  const int64_t len = 400;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, (int64_t[]){784, 400});
+  return cml_op_fft(f, x, CML_FFT_FORWARD_REAL, &len, 1);
+}
+
+// A complex [rows, len] input from two f32 parameters, transformed along its last axis.
+static cml_value_t build_fft_rows(cml_function_t* f, int64_t rows, int64_t len) {
+  cml_value_t re = bench_param(f, "re", CML_DTYPE_F32, 2, (int64_t[]){rows, len});
+  cml_value_t im = bench_param(f, "im", CML_DTYPE_F32, 2, (int64_t[]){rows, len});
+  return cml_op_fft(f, cml_op_complex(f, re, im), CML_FFT_FORWARD, &len, 1);
+}
+
+static cml_value_t build_irfft_400(cml_function_t* f) {
+  const int64_t len = 400;
+  cml_value_t re = bench_param(f, "re", CML_DTYPE_F32, 2, (int64_t[]){256, 201});
+  cml_value_t im = bench_param(f, "im", CML_DTYPE_F32, 2, (int64_t[]){256, 201});
+  return cml_op_fft(f, cml_op_complex(f, re, im), CML_FFT_INVERSE_REAL, &len, 1);
+}
+
+static cml_value_t build_rfft_2d(cml_function_t* f) {
+  const int64_t len[2] = {256, 256};
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 3, (int64_t[]){16, 256, 256});
+  return cml_op_fft(f, x, CML_FFT_FORWARD_REAL, len, 2);
+}
+
 static cml_value_t build_grouped_conv(cml_function_t* f) {
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 4, (int64_t[]){8, 28, 28, 256});
   cml_value_t k = bench_param(f, "k", CML_DTYPE_F32, 4, (int64_t[]){3, 3, 8, 256});
@@ -2280,6 +2317,16 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       return build_depthwise_5x5(f);
     case Z_CONV3X3_S2:
       return build_conv3x3_s2(f);
+    case Z_RFFT_400:
+      return build_rfft_400(f);
+    case Z_FFT_1024:
+      return build_fft_rows(f, 256, 1024);
+    case Z_IRFFT_400:
+      return build_irfft_400(f);
+    case Z_RFFT_2D:
+      return build_rfft_2d(f);
+    case Z_FFT_509:
+      return build_fft_rows(f, 256, 509);
     default:
       return CML_VALUE_INVALID;
   }

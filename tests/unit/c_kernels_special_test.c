@@ -4,6 +4,7 @@
 // Random123 known-answer vectors of philox4x32_10; FFTs against a naive DFT written here;
 // BatchNorm against hand-computed values.
 #include <complex.h>
+#include <float.h>
 #include <stdlib.h>
 
 #include "backends/c/cmlc.h"
@@ -496,6 +497,166 @@ TEST(fft_real_power_of_two_half_length) {
   free(x), free(spec), free(back), free(xf), free(specf), free(backf);
 }
 
+// Reference DFT in long double along the axes of |x| ([batch, len[0], .., len[axes-1]]) that
+// |mask| selects (bit a: axis a), angles from j k reduced mod n (exact).
+static void ref_dft(long double complex* x, int64_t batch, int axes, const int64_t* len,
+                    unsigned mask, double sign) {
+  int64_t inner = 1;
+  for (int a = 0; a < axes; ++a) inner *= len[a];
+  long double complex* tmp = malloc(sizeof(long double complex) * (size_t)(inner ? inner : 1));
+  for (int a = 0; a < axes; ++a) {
+    if (!(mask >> a & 1)) continue;
+    const int64_t n = len[a];
+    int64_t stride = 1;
+    for (int b = a + 1; b < axes; ++b) stride *= len[b];
+    long double complex* w = malloc(sizeof(long double complex) * (size_t)n);
+    for (int64_t t = 0; t < n; ++t) {
+      const long double ang = (long double)sign * 2.0L * 3.14159265358979323846264338327950288L *
+                              (long double)t / (long double)n;
+      w[t] = cosl(ang) + I * sinl(ang);
+    }
+    for (int64_t bb = 0; bb < batch; ++bb) {
+      long double complex* base = x + bb * inner;
+      memcpy(tmp, base, sizeof(long double complex) * (size_t)inner);
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = (i / stride) % n, line0 = i - k * stride;
+        long double complex s = 0;
+        for (int64_t j = 0; j < n; ++j) s += tmp[line0 + j * stride] * w[(j * k) % n];
+        base[i] = s;
+      }
+    }
+    free(w);
+  }
+  free(tmp);
+}
+
+// Every FFT type on mixed-radix (factors 2, 3, 4, 5, 7, 11, 13), Bluestein (prime 509, and
+// 2 x 509 for the half-length real path) and direct (31) lengths, f32 and f64, 1-3 axes, against
+// the long double DFT above. Bound: relative L2 error over the output <= 4 eps64 log2(N) for
+// the double computation (N the transform's size; a Cooley-Tukey FFT with correctly rounded
+// twiddles has an O(eps log N) L2 error, and Bluestein is two of them and pointwise products),
+// plus 2^-23 for f32 outputs (rounding each result to f32 costs up to 2^-24 relative). Results
+// must be bit-identical on 1 and 3 threads and on the scalar and AVX2 lane counts.
+TEST(fft_mixed_radix_against_long_double_dft) {
+  static const int64_t cases[][5] = {
+      // batch, axes, len0, len1, len2
+      {3, 1, 3},     {3, 1, 5},       {3, 1, 6},        {3, 1, 9},   {3, 1, 10},     {3, 1, 12},
+      {3, 1, 15},    {3, 1, 25},      {3, 1, 27},       {3, 1, 45},  {3, 1, 48},     {3, 1, 60},
+      {3, 1, 100},   {3, 1, 125},     {3, 1, 320},      {2, 1, 384}, {3, 1, 400},    {2, 1, 500},
+      {2, 1, 1000},  {2, 1, 1024},    {3, 1, 7},        {3, 1, 31},  {2, 1, 509},    {1, 1, 1018},
+      {2, 1, 49},    {2, 1, 154},     {2, 1, 286},      {2, 1, 2},   {2, 2, 12, 10}, {1, 2, 6, 400},
+      {2, 2, 7, 20}, {1, 3, 3, 5, 6}, {1, 3, 4, 9, 10},
+  };
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  cmlc_cpu_features_t cpu;
+  cmlc_cpu_detect(&cpu);
+  uint32_t seed = 4242;
+  double worst[2] = {0, 0};  // largest error / bound seen, f64 and f32 (diagnostic)
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
+    const int64_t batch = cases[ci][0];
+    const int axes = (int)cases[ci][1];
+    const int64_t* len = &cases[ci][2];
+    int64_t inner = 1;
+    for (int a = 0; a < axes; ++a) inner *= len[a];
+    const int64_t last = len[axes - 1], h = last / 2 + 1, rows = batch * inner / last;
+    const int64_t total = batch * inner, half_total = rows * h;
+    double log2n = 1;
+    while ((double)(1LL << (int)log2n) < (double)inner) log2n += 1;
+    for (int type = 0; type < 4; ++type) {
+      const bool real_in = type == 2, real_out = type == 3;
+      const int64_t nin = real_out ? half_total : total, nout = real_in ? half_total : total;
+      for (int f32 = 0; f32 < 2; ++f32) {
+        // Inputs as doubles already rounded to the dtype, complex interleaved unless real_in.
+        const int64_t in_doubles = real_in ? nin : 2 * nin,
+                      out_doubles = real_out ? nout : 2 * nout;
+        double* in = malloc(sizeof(double) * (size_t)in_doubles);
+        void* raw_in = malloc(sizeof(double) * (size_t)in_doubles);
+        void* outs[3];
+        for (int o = 0; o < 3; ++o) outs[o] = malloc(sizeof(double) * (size_t)out_doubles);
+        for (int64_t i = 0; i < in_doubles; ++i) {
+          in[i] = frand(&seed);
+          if (f32)
+            in[i] = (double)(float)in[i], ((float*)raw_in)[i] = (float)in[i];
+          else
+            ((double*)raw_in)[i] = in[i];
+        }
+        // The expected output.
+        long double complex* ref =
+            malloc(sizeof(long double complex) * (size_t)(total > half_total ? total : half_total));
+        int64_t dims_in[4] = {batch}, dims_out[4] = {batch};
+        for (int a = 0; a < axes; ++a) dims_in[1 + a] = dims_out[1 + a] = len[a];
+        if (real_in) {
+          for (int64_t i = 0; i < total; ++i) ref[i] = in[i];
+          ref_dft(ref, batch, axes, len, 7u, -1.0);
+          for (int64_t r = 0; r < rows; ++r)  // keep the first h of every last-axis line
+            for (int64_t k = 0; k < h; ++k) ref[r * h + k] = ref[r * last + k];
+          dims_out[axes] = h;
+        } else if (real_out) {
+          int64_t hl[3] = {len[0], len[1], len[2]};
+          hl[axes - 1] = h;
+          for (int64_t i = 0; i < half_total; ++i) ref[i] = in[2 * i] + I * in[2 * i + 1];
+          ref_dft(ref, batch, axes, hl, (1u << (axes - 1)) - 1, 1.0);
+          long double complex* ext = malloc(sizeof(long double complex) * (size_t)total);
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t k = 0; k < last; ++k)
+              ext[r * last + k] = k < h ? ref[r * h + k] : conjl(ref[r * h + last - k]);
+          const int64_t one = last;
+          ref_dft(ext, rows, 1, &one, 1u, 1.0);
+          for (int64_t i = 0; i < total; ++i) ref[i] = creall(ext[i]) / (long double)inner;
+          free(ext);
+          dims_in[axes] = h;
+        } else {
+          for (int64_t i = 0; i < total; ++i) ref[i] = in[2 * i] + I * in[2 * i + 1];
+          ref_dft(ref, batch, axes, len, 7u, type == 1 ? 1.0 : -1.0);
+          if (type == 1)
+            for (int64_t i = 0; i < total; ++i) ref[i] /= (long double)inner;
+        }
+        const cml_dtype_t rdt = f32 ? CML_DTYPE_F32 : CML_DTYPE_F64;
+        const cml_dtype_t cdt = f32 ? CML_DTYPE_C64 : CML_DTYPE_C128;
+        cml_shape_t si = shp(real_in ? rdt : cdt, 1 + axes, dims_in);
+        cml_shape_t so = shp(real_out ? rdt : cdt, 1 + axes, dims_out);
+        fake_t f;
+        fake_init(&f, CML_OP_FFT, &si, 1, &so, 1);
+        f.attrs.fft_type = type == 0   ? CML_FFT_FORWARD
+                           : type == 1 ? CML_FFT_INVERSE
+                           : type == 2 ? CML_FFT_FORWARD_REAL
+                                       : CML_FFT_INVERSE_REAL;
+        f.attrs.axis_count = axes;
+        for (int a = 0; a < axes; ++a) f.attrs.axes[a] = len[a];
+        g_fake_isa = CMLC_ISA_SCALAR;
+        ASSERT_STATUS_OK(fake_run(&f, 1, NULL, (const void*[]){raw_in}, (void*[]){outs[0]}));
+        ASSERT_STATUS_OK(fake_run(&f, 3, pool, (const void*[]){raw_in}, (void*[]){outs[1]}));
+        g_fake_isa = cpu.avx2_fma ? CMLC_ISA_AVX2 : CMLC_ISA_SCALAR;
+        ASSERT_STATUS_OK(fake_run(&f, 3, pool, (const void*[]){raw_in}, (void*[]){outs[2]}));
+        g_fake_isa = CMLC_ISA_SCALAR;
+        const size_t bytes = (size_t)out_doubles * (f32 ? sizeof(float) : sizeof(double));
+        if (memcmp(outs[0], outs[1], bytes) != 0 || memcmp(outs[0], outs[2], bytes) != 0)
+          TEST_FAIL_("case %zu type %d f32 %d: differs across threads / lanes", ci, type, f32);
+        long double err = 0, norm = 0;
+        for (int64_t i = 0; i < out_doubles; ++i) {
+          const double got = f32 ? (double)((float*)outs[0])[i] : ((double*)outs[0])[i];
+          const long double want =
+              real_out ? creall(ref[i]) : (i % 2 ? cimagl(ref[i / 2]) : creall(ref[i / 2]));
+          err += (got - want) * (got - want);
+          norm += want * want;
+        }
+        const double rel = norm > 0 ? (double)sqrtl(err / norm) : (double)sqrtl(err);
+        const double bound = 4.0 * DBL_EPSILON * log2n + (f32 ? 0x1p-23 : 0.0);
+        if (rel / bound > worst[f32]) worst[f32] = rel / bound;
+        if (!(rel <= bound))
+          TEST_FAIL_("case %zu (len %lld) type %d f32 %d: relative L2 error %g > %g", ci,
+                     (long long)len[0], type, f32, rel, bound);
+        free(in), free(raw_in), free(ref);
+        for (int o = 0; o < 3; ++o) free(outs[o]);
+      }
+    }
+  }
+  if (getenv("CML_FFT_TEST_VERBOSE"))
+    fprintf(stderr, "worst error / bound: f64 %g, f32 %g\n", worst[0], worst[1]);
+  cmlc_pool_destroy(pool);
+}
+
 TEST(fft_real_2d) {
   // 2-D RFFT [3, 4] -> [3, 3] vs naive 2-D DFT, then IRFFT back.
   double x[12], spec[18], back[12];
@@ -695,6 +856,7 @@ TEST_MAIN(TEST_ENTRY(rng_philox_known_answers), TEST_ENTRY(rng_word_mapping_per_
           TEST_ENTRY(fft_inverse_real_lanes_match_single_lines), TEST_ENTRY(fft_c64_hand_values),
           TEST_ENTRY(fft_real_forward_and_inverse), TEST_ENTRY(fft_real_2d),
           TEST_ENTRY(fft_real_power_of_two_half_length),
+          TEST_ENTRY(fft_mixed_radix_against_long_double_dft),
           TEST_ENTRY(batch_norm_inference_training_gradient),
           TEST_ENTRY(batch_norm_half_and_middle_axis),
           TEST_ENTRY(batch_norm_blocks_match_per_channel_loop), TEST_ENTRY(capabilities))

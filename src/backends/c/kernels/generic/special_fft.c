@@ -25,6 +25,10 @@ enum {
   // group l / lanes whatever the threads, and each line gets the same operations in any lane,
   // so results depend on neither.
   CMLC_FFT_LANES_MAX = 4,
+  // Mixed-radix lengths: every prime factor at most this (radix 4, 2, 3, 5 butterflies written
+  // out, 7, 11, 13 through the generic odd-prime one); at most 64 stages (n < 2^63).
+  CMLC_FFT_MR_PRIME_MAX = 13,
+  CMLC_FFT_MR_STAGES_MAX = 64,
 };
 
 typedef enum cmlc_fft_kind_t {
@@ -32,17 +36,27 @@ typedef enum cmlc_fft_kind_t {
   CMLC_FFT_POW2 = 1,
   CMLC_FFT_DIRECT = 2,
   CMLC_FFT_BLUESTEIN = 3,
+  CMLC_FFT_MIXED = 4,
 } cmlc_fft_kind_t;
+
+// A mixed-radix (Stockham) transform of length n = radix[0] * .. * radix[stages-1]: its
+// per-stage twiddle tables start |off| doubles from the tables' start.
+typedef struct cmlc_fft_mr_t {
+  int64_t n;
+  int32_t stages;
+  uint8_t radix[CMLC_FFT_MR_STAGES_MAX];
+  size_t off;
+} cmlc_fft_mr_t;
 
 typedef struct cmlc_fft_axis_t {
   int64_t n;
   cmlc_fft_kind_t kind;
-  int64_t m;  // Bluestein's power-of-two length
+  int64_t m;         // Bluestein's convolution length (5-smooth, >= 2n - 1)
+  cmlc_fft_mr_t mr;  // MIXED: the length-n transform; BLUESTEIN: the length-m one
   // Offsets in doubles from the scratch start.
   size_t off_tw;      // POW2: n/2 twiddles; DIRECT: n twiddles
   size_t off_chirp;   // BLUESTEIN: n chirp values
-  size_t off_filter;  // BLUESTEIN: m filter spectrum values
-  size_t off_mtw;     // BLUESTEIN: m/2 twiddles of the length-m FFT
+  size_t off_filter;  // BLUESTEIN: m filter spectrum values, then m values of room to make them
 } cmlc_fft_axis_t;
 
 typedef struct cmlc_fft_plan_t {
@@ -52,6 +66,11 @@ typedef struct cmlc_fft_plan_t {
   int64_t batch;
   int64_t full;  // batch * prod(lengths): complex elements of the work array
   cmlc_fft_axis_t ax[3];
+  // 1-D real transforms of an even length L >= 4 run at half length (see "real transforms"
+  // below): ax[0] is then the length-L/2 complex transform, and off_rtw holds its L/2
+  // post-processing twiddles exp(-2 pi i k / L).
+  bool real_half;
+  size_t off_rtw;
   int threads;
   size_t off_work;     // doubles
   size_t off_thread;   // doubles: first per-thread buffer
@@ -68,6 +87,94 @@ static size_t cmlc_fft_round(size_t x) { return cmlc_size_align(x, 8); }
 // |off| doubles plus |count| values of |doubles| doubles each, rounded (saturating).
 static size_t cmlc_fft_next(size_t off, int64_t count, size_t doubles) {
   return cmlc_fft_round(cmlc_size_add(off, cmlc_size_of(count, doubles)));
+}
+
+// Splits |n| > 1 into Stockham stages (4s first, then a 2, then the odd primes in increasing
+// order) with their tables at |off|; returns the offset past them, or SIZE_MAX with r->stages 0
+// when n has a prime factor above CMLC_FFT_MR_PRIME_MAX. Stage q of sub-length len (len = n
+// for q = 0, divided by each radix in turn) holds the twiddles exp(-2 pi i j u / len) for
+// j < len / p and u = 1..p-1 (p - 1 complex values per j), after p complex constants
+// exp(-2 pi i u / p) for the generic odd-prime butterfly (p >= 7).
+static size_t cmlc_fft_mr_plan(cmlc_fft_mr_t* r, int64_t n, size_t off) {
+  memset(r, 0, sizeof *r);
+  r->n = n;
+  r->off = off;
+  int64_t rest = n;
+  int32_t st = 0;
+  while (rest % 4 == 0) r->radix[st++] = 4, rest /= 4;
+  if (rest % 2 == 0) r->radix[st++] = 2, rest /= 2;
+  for (int p = 3; p <= CMLC_FFT_MR_PRIME_MAX; p += 2) {
+    while (rest % p == 0) r->radix[st++] = (uint8_t)p, rest /= p;
+  }
+  if (rest != 1) {
+    r->stages = 0;
+    return SIZE_MAX;
+  }
+  r->stages = st;
+  int64_t len = n;
+  for (int32_t q = 0; q < st; ++q) {
+    const int64_t p = r->radix[q], m = len / p;
+    off = cmlc_size_add(off, cmlc_size_of(m * (p - 1) + (p >= 7 ? p : 0), 2));
+    len = m;
+  }
+  return cmlc_fft_round(off);
+}
+
+// Smallest 2^a 3^b 5^c >= |need| (Bluestein's convolution length).
+static int64_t cmlc_fft_smooth_at_least(int64_t need) {
+  int64_t best = 1;
+  while (best < need) best *= 2;
+  for (int64_t f5 = 1; f5 < best; f5 *= 5) {
+    for (int64_t f35 = f5; f35 < best; f35 *= 3) {
+      int64_t v = f35;
+      while (v < need) v *= 2;
+      if (v < best) best = v;
+    }
+  }
+  return best;
+}
+
+// Plans one axis of length |n| with its tables from |off|; returns the offset past them.
+static size_t cmlc_fft_axis_plan(cmlc_fft_axis_t* x, int64_t n, size_t off) {
+  memset(x, 0, sizeof *x);
+  x->n = n;
+  if (n <= 1) {
+    x->kind = CMLC_FFT_TRIVIAL;
+    return off;
+  }
+  if (cmlc_fft_is_pow2(n)) {
+    x->kind = CMLC_FFT_POW2;
+    x->off_tw = off;
+    return cmlc_fft_next(off, n, 1);  // n/2 complex
+  }
+  const size_t mixed = cmlc_fft_mr_plan(&x->mr, n, off);
+  if (x->mr.stages > 0) {
+    x->kind = CMLC_FFT_MIXED;
+    return mixed;
+  }
+  if (n <= CMLC_FFT_DIRECT_MAX) {
+    x->kind = CMLC_FFT_DIRECT;
+    x->off_tw = off;
+    return cmlc_fft_next(off, n, 2);
+  }
+  x->kind = CMLC_FFT_BLUESTEIN;
+  x->m = cmlc_fft_smooth_at_least(2 * n - 1);
+  x->off_chirp = off;
+  off = cmlc_fft_next(off, n, 2);
+  x->off_filter = off;
+  off = cmlc_fft_next(off, x->m, 4);
+  return cmlc_fft_mr_plan(&x->mr, x->m, off);
+}
+
+// Doubles a thread needs to transform one line of |x| alone: the line, then the transform's
+// work area (the Stockham transforms' second buffer; Bluestein's convolution and its
+// transforms' second buffer).
+static size_t cmlc_fft_line_need(const cmlc_fft_axis_t* x) {
+  size_t need = cmlc_size_of(x->n, 2);
+  if (x->kind == CMLC_FFT_BLUESTEIN) return cmlc_size_add(need, cmlc_size_of(x->m, 4));
+  if (x->kind == CMLC_FFT_DIRECT || x->kind == CMLC_FFT_MIXED)
+    return cmlc_size_add(need, cmlc_size_of(x->n, 2));
+  return need;
 }
 
 static bool cmlc_fft_plan(const cml_shape_t* in, const cml_shape_t* out,
@@ -105,35 +212,24 @@ static bool cmlc_fft_plan(const cml_shape_t* in, const cml_shape_t* out,
   if (lines < p->threads) p->threads = 1;
   size_t off = 0;
   size_t thread_need = 0;
-  for (int32_t a = 0; a < p->axes; ++a) {
-    cmlc_fft_axis_t* x = &p->ax[a];
-    x->n = p->lengths[a];
-    if (x->n <= 1) {
-      x->kind = CMLC_FFT_TRIVIAL;
-    } else if (cmlc_fft_is_pow2(x->n)) {
-      x->kind = CMLC_FFT_POW2;
-      x->off_tw = off;
-      off = cmlc_fft_next(off, x->n, 1);  // n/2 complex
-    } else if (x->n <= CMLC_FFT_DIRECT_MAX) {
-      x->kind = CMLC_FFT_DIRECT;
-      x->off_tw = off;
-      off = cmlc_fft_next(off, x->n, 2);
-    } else {
-      x->kind = CMLC_FFT_BLUESTEIN;
-      x->m = 1;
-      while (x->m < 2 * x->n - 1) x->m *= 2;
-      x->off_chirp = off;
-      off = cmlc_fft_next(off, x->n, 2);
-      x->off_filter = off;
-      off = cmlc_fft_next(off, x->m, 2);
-      x->off_mtw = off;
-      off = cmlc_fft_next(off, x->m, 1);
+  p->real_half =
+      p->axes == 1 && (real_in || real_out) && p->lengths[0] >= 4 && p->lengths[0] % 2 == 0;
+  if (p->real_half) {
+    const int64_t m = p->lengths[0] / 2;
+    off = cmlc_fft_axis_plan(&p->ax[0], m, off);
+    p->off_rtw = off;
+    off = cmlc_fft_next(off, m, 2);
+    // The lanes' re and im (m each per lane), then one line and its work area.
+    thread_need =
+        cmlc_size_add(cmlc_size_of(m, 2 * CMLC_FFT_LANES_MAX), cmlc_fft_line_need(&p->ax[0]));
+  } else {
+    for (int32_t a = 0; a < p->axes; ++a) {
+      cmlc_fft_axis_t* x = &p->ax[a];
+      off = cmlc_fft_axis_plan(x, p->lengths[a], off);
+      size_t need = cmlc_fft_line_need(x);
+      if (x->kind == CMLC_FFT_POW2) need = cmlc_size_of(x->n, 2 * CMLC_FFT_LANES_MAX);  // lanes
+      if (need > thread_need) thread_need = need;
     }
-    size_t need = cmlc_size_of(x->n, 2);  // the line, then the transform's work area
-    if (x->kind == CMLC_FFT_BLUESTEIN) need = cmlc_size_add(need, cmlc_size_of(x->m, 2));
-    if (x->kind == CMLC_FFT_DIRECT) need = cmlc_size_add(need, cmlc_size_of(x->n, 2));
-    if (x->kind == CMLC_FFT_POW2) need = cmlc_size_of(x->n, 2 * CMLC_FFT_LANES_MAX);  // lanes
-    if (need > thread_need) thread_need = need;
   }
   p->off_work = off;
   off = cmlc_fft_next(off, p->full, 2);
@@ -222,6 +318,200 @@ CMLC_FFT_POW2_LANES(cmlc_fft_pow2_x4, cmlc_fft_v4, __attribute__((target("avx2")
 #endif
 #undef CMLC_FFT_POW2_LANES
 
+//===--- mixed-radix (Stockham) transforms ---===//
+//
+// A length-len transform over |s| interleaved sequences (sequence q's entry j at q + s j) is,
+// with len = p m, one radix-p stage and then length-m transforms over s p sequences: for
+// j < m and u < p, b_u[j] = w^(j u) sum_t a[j + t m] exp(-2 pi i t u / p) (w = exp(-2 pi i /
+// len)) goes to q + s (p j + u), and the length-m transform of b_u, at stride s p, lands its
+// entry k at q + s (u + p k) = entry u + p k of the whole transform (decimation in frequency).
+// The stages ping-pong between the line and a second buffer and end in natural order (no bit
+// reversal), each reading its twiddles in order from its own table.
+
+// Complex helpers on (re, im) pairs; the butterflies below spell out their arithmetic in a fixed
+// order so a line's result depends only on its values.
+#define CMLC_FFT_LD(v, p) const double v##r = (p)[0], v##i = (p)[1]
+
+// Twiddle |w| (exp(-2 pi i j u / len) of the stage table) times (ar, ai), stored at |dst|.
+static inline void cmlc_fft_twst(double* dst, const double* w, double ar, double ai) {
+  dst[0] = ar * w[0] - ai * w[1];
+  dst[1] = ar * w[1] + ai * w[0];
+}
+
+// One radix-|p| stage: |src| -> |dst| with sub-length len = p m over |s| sequences, stage
+// table |tw| (generic odd primes: p constants, then the twiddles).
+static void cmlc_fft_mr_stage(const double* restrict src, double* restrict dst, int64_t p,
+                              int64_t m, int64_t s, const double* tw) {
+  const int64_t sm = s * m;  // doubles between a[j + t m] and a[j + (t + 1) m]: 2 sm
+  switch (p) {
+    case 2:
+      for (int64_t j = 0; j < m; ++j) {
+        const double* w = tw + 2 * j;
+        for (int64_t q = 0; q < s; ++q) {
+          const double* a = src + 2 * (q + s * j);
+          double* d = dst + 2 * (q + s * 2 * j);
+          CMLC_FFT_LD(a0, a);
+          CMLC_FFT_LD(a1, a + 2 * sm);
+          d[0] = a0r + a1r, d[1] = a0i + a1i;
+          cmlc_fft_twst(d + 2 * s, w, a0r - a1r, a0i - a1i);
+        }
+      }
+      break;
+    case 4:
+      for (int64_t j = 0; j < m; ++j) {
+        const double* w = tw + 6 * j;
+        for (int64_t q = 0; q < s; ++q) {
+          const double* a = src + 2 * (q + s * j);
+          double* d = dst + 2 * (q + s * 4 * j);
+          CMLC_FFT_LD(a0, a);
+          CMLC_FFT_LD(a1, a + 2 * sm);
+          CMLC_FFT_LD(a2, a + 4 * sm);
+          CMLC_FFT_LD(a3, a + 6 * sm);
+          const double s02r = a0r + a2r, s02i = a0i + a2i, d02r = a0r - a2r, d02i = a0i - a2i;
+          const double s13r = a1r + a3r, s13i = a1i + a3i, d13r = a1r - a3r, d13i = a1i - a3i;
+          d[0] = s02r + s13r, d[1] = s02i + s13i;
+          // y1 = d02 - i d13, y2 = s02 - s13, y3 = d02 + i d13.
+          cmlc_fft_twst(d + 2 * s, w, d02r + d13i, d02i - d13r);
+          cmlc_fft_twst(d + 4 * s, w + 2, s02r - s13r, s02i - s13i);
+          cmlc_fft_twst(d + 6 * s, w + 4, d02r - d13i, d02i + d13r);
+        }
+      }
+      break;
+    case 3: {
+      const double h = 0.86602540378443864676;  // sin(2 pi / 3)
+      for (int64_t j = 0; j < m; ++j) {
+        const double* w = tw + 4 * j;
+        for (int64_t q = 0; q < s; ++q) {
+          const double* a = src + 2 * (q + s * j);
+          double* d = dst + 2 * (q + s * 3 * j);
+          CMLC_FFT_LD(a0, a);
+          CMLC_FFT_LD(a1, a + 2 * sm);
+          CMLC_FFT_LD(a2, a + 4 * sm);
+          const double tr = a1r + a2r, ti = a1i + a2i;
+          const double cr = a0r - 0.5 * tr, ci = a0i - 0.5 * ti;
+          const double er = h * (a1r - a2r), ei = h * (a1i - a2i);
+          d[0] = a0r + tr, d[1] = a0i + ti;
+          // y1 = c - i e, y2 = c + i e.
+          cmlc_fft_twst(d + 2 * s, w, cr + ei, ci - er);
+          cmlc_fft_twst(d + 4 * s, w + 2, cr - ei, ci + er);
+        }
+      }
+      break;
+    }
+    case 5: {
+      const double c1 = 0.30901699437494742410, c2 = -0.80901699437494742410;  // cos(2pi k/5)
+      const double s1 = 0.95105651629515357212, s2 = 0.58778525229247312917;   // sin(2pi k/5)
+      for (int64_t j = 0; j < m; ++j) {
+        const double* w = tw + 8 * j;
+        for (int64_t q = 0; q < s; ++q) {
+          const double* a = src + 2 * (q + s * j);
+          double* d = dst + 2 * (q + s * 5 * j);
+          CMLC_FFT_LD(a0, a);
+          CMLC_FFT_LD(a1, a + 2 * sm);
+          CMLC_FFT_LD(a2, a + 4 * sm);
+          CMLC_FFT_LD(a3, a + 6 * sm);
+          CMLC_FFT_LD(a4, a + 8 * sm);
+          const double b1r = a1r + a4r, b1i = a1i + a4i, d1r = a1r - a4r, d1i = a1i - a4i;
+          const double b2r = a2r + a3r, b2i = a2i + a3i, d2r = a2r - a3r, d2i = a2i - a3i;
+          d[0] = a0r + b1r + b2r, d[1] = a0i + b1i + b2i;
+          // y1,4 = a0 + c1 b1 + c2 b2 -/+ i (s1 d1 + s2 d2);
+          // y2,3 = a0 + c2 b1 + c1 b2 -/+ i (s2 d1 - s1 d2).
+          const double p1r = a0r + c1 * b1r + c2 * b2r, p1i = a0i + c1 * b1i + c2 * b2i;
+          const double q1r = s1 * d1r + s2 * d2r, q1i = s1 * d1i + s2 * d2i;
+          const double p2r = a0r + c2 * b1r + c1 * b2r, p2i = a0i + c2 * b1i + c1 * b2i;
+          const double q2r = s2 * d1r - s1 * d2r, q2i = s2 * d1i - s1 * d2i;
+          cmlc_fft_twst(d + 2 * s, w, p1r + q1i, p1i - q1r);
+          cmlc_fft_twst(d + 4 * s, w + 2, p2r + q2i, p2i - q2r);
+          cmlc_fft_twst(d + 6 * s, w + 4, p2r - q2i, p2i + q2r);
+          cmlc_fft_twst(d + 8 * s, w + 6, p1r - q1i, p1i + q1r);
+        }
+      }
+      break;
+    }
+    default: {
+      // Odd prime p <= CMLC_FFT_MR_PRIME_MAX: pairs b_t = a_t + a_(p-t), d_t = a_t - a_(p-t)
+      // give y_u, y_(p-u) = a0 + sum_t cos(2 pi t u / p) b_t -/+ i sum_t sin(2 pi t u / p) d_t.
+      const double* k = tw;  // k[2 v] = cos(2 pi v / p), k[2 v + 1] = -sin(2 pi v / p)
+      const int64_t hp = p / 2;
+      double br[CMLC_FFT_MR_PRIME_MAX], bi[CMLC_FFT_MR_PRIME_MAX];
+      double dr[CMLC_FFT_MR_PRIME_MAX], di[CMLC_FFT_MR_PRIME_MAX];
+      for (int64_t j = 0; j < m; ++j) {
+        const double* w = tw + 2 * p + 2 * (p - 1) * j;
+        for (int64_t q = 0; q < s; ++q) {
+          const double* a = src + 2 * (q + s * j);
+          double* d = dst + 2 * (q + s * p * j);
+          CMLC_FFT_LD(a0, a);
+          double y0r = a0r, y0i = a0i;
+          for (int64_t t = 1; t <= hp; ++t) {
+            const double* x = a + 2 * t * sm;
+            const double* z = a + 2 * (p - t) * sm;
+            br[t] = x[0] + z[0], bi[t] = x[1] + z[1];
+            dr[t] = x[0] - z[0], di[t] = x[1] - z[1];
+            y0r += br[t], y0i += bi[t];
+          }
+          d[0] = y0r, d[1] = y0i;
+          for (int64_t u = 1; u <= hp; ++u) {
+            double pr = a0r, pi = a0i, qr = 0.0, qi = 0.0;
+            for (int64_t t = 1; t <= hp; ++t) {
+              const int64_t v = (t * u) % p;
+              const double c = k[2 * v], sn = -k[2 * v + 1];
+              pr += c * br[t], pi += c * bi[t];
+              qr += sn * dr[t], qi += sn * di[t];
+            }
+            cmlc_fft_twst(d + 2 * u * s, w + 2 * (u - 1), pr + qi, pi - qr);
+            cmlc_fft_twst(d + 2 * (p - u) * s, w + 2 * (p - u - 1), pr - qi, pi + qr);
+          }
+        }
+      }
+      break;
+    }
+  }
+}
+
+// Forward DFT of |x| (r->n complex) in place through the stages of |r| (tables at |t| +
+// r->off); |y| holds r->n complex of work.
+static void cmlc_fft_mr(const cmlc_fft_mr_t* r, const double* t, double* x, double* y) {
+  const double* tw = t + r->off;
+  double *src = x, *dst = y;
+  int64_t len = r->n, s = 1;
+  for (int32_t q = 0; q < r->stages; ++q) {
+    const int64_t p = r->radix[q], m = len / p;
+    cmlc_fft_mr_stage(src, dst, p, m, s, tw);
+    tw += 2 * (m * (p - 1) + (p >= 7 ? p : 0));
+    double* tmp = src;
+    src = dst, dst = tmp;
+    s *= p, len = m;
+  }
+  if (src != x) memcpy(x, src, 2 * (size_t)r->n * sizeof(double));
+}
+
+// Fills the stage tables of |r| (see cmlc_fft_mr_plan) at |t| + r->off.
+static void cmlc_fft_mr_init(const cmlc_fft_mr_t* r, double* t) {
+  double* tw = t + r->off;
+  int64_t len = r->n;
+  for (int32_t q = 0; q < r->stages; ++q) {
+    const int64_t p = r->radix[q], m = len / p;
+    if (p >= 7) {
+      for (int64_t v = 0; v < p; ++v) {
+        const double ang = -2.0 * M_PI * (double)v / (double)p;
+        tw[2 * v] = cos(ang), tw[2 * v + 1] = sin(ang);
+      }
+      tw += 2 * p;
+    }
+    for (int64_t j = 0; j < m; ++j) {
+      for (int64_t u = 1; u < p; ++u) {
+        // The angle from j u reduced mod len: exact, and small.
+        const double ang = -2.0 * M_PI * (double)((j * u) % len) / (double)len;
+        tw[2 * (j * (p - 1) + u - 1)] = cos(ang);
+        tw[2 * (j * (p - 1) + u - 1) + 1] = sin(ang);
+      }
+    }
+    tw += 2 * m * (p - 1);
+    len = m;
+  }
+}
+#undef CMLC_FFT_LD
+
 static void cmlc_fft_axis_init(const cmlc_fft_axis_t* x, double* s) {
   switch (x->kind) {
     case CMLC_FFT_POW2:
@@ -230,10 +520,12 @@ static void cmlc_fft_axis_init(const cmlc_fft_axis_t* x, double* s) {
     case CMLC_FFT_DIRECT:
       cmlc_fft_twiddles(s + x->off_tw, x->n, x->n);
       break;
+    case CMLC_FFT_MIXED:
+      cmlc_fft_mr_init(&x->mr, s);
+      break;
     case CMLC_FFT_BLUESTEIN: {
       double* chirp = s + x->off_chirp;
       double* filter = s + x->off_filter;
-      double* mtw = s + x->off_mtw;
       int64_t n = x->n, m = x->m;
       for (int64_t j = 0; j < n; ++j) {
         // exp(-i pi j^2 / n), with j^2 reduced mod 2n to keep the angle small and exact.
@@ -251,8 +543,8 @@ static void cmlc_fft_axis_init(const cmlc_fft_axis_t* x, double* s) {
           filter[2 * (m - j) + 1] = -chirp[2 * j + 1];
         }
       }
-      cmlc_fft_twiddles(mtw, m / 2, m);
-      cmlc_fft_pow2(filter, m, mtw, 1);
+      cmlc_fft_mr_init(&x->mr, s);
+      cmlc_fft_mr(&x->mr, s, filter, filter + 2 * m);  // the second half: room to work
       break;
     }
     default:
@@ -260,13 +552,16 @@ static void cmlc_fft_axis_init(const cmlc_fft_axis_t* x, double* s) {
   }
 }
 
-// Forward DFT of |line| (x->n complex) in place; |work| holds 2*m doubles for Bluestein and
-// 2*n for the direct DFT.
+// Forward DFT of |line| (x->n complex) in place; |work| holds 4*m doubles for Bluestein and
+// 2*n for the direct DFT and the mixed-radix one.
 static void cmlc_fft_line(const cmlc_fft_axis_t* x, const double* s, double* line, double* work) {
   int64_t n = x->n;
   switch (x->kind) {
     case CMLC_FFT_POW2:
       cmlc_fft_pow2(line, n, s + x->off_tw, 1);
+      break;
+    case CMLC_FFT_MIXED:
+      cmlc_fft_mr(&x->mr, s, line, work);
       break;
     case CMLC_FFT_DIRECT: {
       const double* tw = s + x->off_tw;
@@ -287,7 +582,7 @@ static void cmlc_fft_line(const cmlc_fft_axis_t* x, const double* s, double* lin
       int64_t m = x->m;
       const double* chirp = s + x->off_chirp;
       const double* filter = s + x->off_filter;
-      const double* mtw = s + x->off_mtw;
+      double* tmp = work + 2 * m;  // the Stockham transforms' second buffer
       for (int64_t j = 0; j < n; ++j) {
         double ar = line[2 * j], ai = line[2 * j + 1];
         double cr = chirp[2 * j], ci = chirp[2 * j + 1];
@@ -295,7 +590,7 @@ static void cmlc_fft_line(const cmlc_fft_axis_t* x, const double* s, double* lin
         work[2 * j + 1] = ar * ci + ai * cr;
       }
       memset(work + 2 * n, 0, 2 * (size_t)(m - n) * sizeof(double));
-      cmlc_fft_pow2(work, m, mtw, 1);
+      cmlc_fft_mr(&x->mr, s, work, tmp);
       // Pointwise product, conjugated so the forward FFT below acts as an inverse one.
       for (int64_t j = 0; j < m; ++j) {
         double ar = work[2 * j], ai = work[2 * j + 1];
@@ -303,7 +598,7 @@ static void cmlc_fft_line(const cmlc_fft_axis_t* x, const double* s, double* lin
         work[2 * j] = ar * br - ai * bi;
         work[2 * j + 1] = -(ar * bi + ai * br);
       }
-      cmlc_fft_pow2(work, m, mtw, 1);
+      cmlc_fft_mr(&x->mr, s, work, tmp);
       double inv_m = 1.0 / (double)m;
       for (int64_t k = 0; k < n; ++k) {
         double ar = work[2 * k] * inv_m, ai = -work[2 * k + 1] * inv_m;
@@ -316,6 +611,12 @@ static void cmlc_fft_line(const cmlc_fft_axis_t* x, const double* s, double* lin
     default:
       break;
   }
+}
+
+// Fills every table of |p| (the first p->off_work doubles of its layout) at |t|.
+static void cmlc_fft_tables_init(const cmlc_fft_plan_t* p, double* t) {
+  for (int32_t a = 0; a < p->axes; ++a) cmlc_fft_axis_init(&p->ax[a], t);
+  if (p->real_half) cmlc_fft_twiddles(t + p->off_rtw, p->ax[0].n, 2 * p->ax[0].n);
 }
 
 //===--- axis passes ---===//
@@ -475,7 +776,7 @@ static void cmlc_fft_c2r_task(void* vctx, int64_t begin, int64_t end, int thread
   }
 }
 
-//===--- real transforms of one power-of-two axis, at half length ---===//
+//===--- real transforms of one even-length axis, at half length ---===//
 //
 // A real line x of length n = 2m is transformed as the complex line z[j] = x[2j] + i x[2j+1] of
 // length m (half the work): with Z = DFT_m(z), the even and odd samples' spectra are
@@ -483,9 +784,12 @@ static void cmlc_fft_c2r_task(void* vctx, int64_t begin, int64_t end, int thread
 // X[k] = E[k] + W^k O[k] (W = exp(-2 pi i / n), indices mod m) for k = 0..m. The inverse runs it
 // backwards: Z[k] = (X[k] + conj(X[m-k])) + i W^-k (X[k] - conj(X[m-k])), z = the unscaled
 // inverse DFT_m of Z, x[2j] = Re z[j], x[2j+1] = Im z[j]. The imaginary parts of X[0] and X[m]
-// are set to 0 first: the full-length transform ignores them (its real part drops them). The
-// length-m transforms use the length-n twiddle table (every second entry), c->lanes lines at a
-// time (the same operations per line in every lane; a last partial group runs with zero lanes).
+// are set to 0 first: the full-length transform ignores them (its real part drops them). Any
+// even n >= 4: the length-m transform is the plan's ax[0] (W^k from the plan's rtw table).
+// Tasks are groups of c->lanes lines: a power-of-two m transforms the group's lanes together
+// (the same operations per line in every lane; a last partial group runs with zero lanes),
+// other lengths one lane at a time through a line buffer, so either way a line's bits depend
+// on neither its group nor the threads.
 
 static inline double cmlc_fft_real_load(const void* p, cml_dtype_t dt, int64_t i) {
   return dt == CML_DTYPE_F32   ? (double)((const float*)p)[i]
@@ -493,36 +797,74 @@ static inline double cmlc_fft_real_load(const void* p, cml_dtype_t dt, int64_t i
                                : cmlc_load_f64(p, i, dt);
 }
 
+// Stores of one output entry, with the f32 / f64 (c64 / c128) cases inline.
+static inline void cmlc_fft_put_c(void* out, int64_t i, cml_dtype_t dt, double re, double im) {
+  if (dt == CML_DTYPE_C64) {
+    ((float*)out)[2 * i] = (float)re, ((float*)out)[2 * i + 1] = (float)im;
+  } else if (dt == CML_DTYPE_C128) {
+    ((double*)out)[2 * i] = re, ((double*)out)[2 * i + 1] = im;
+  } else {
+    cmlc_store_c(out, i, dt, re, im);
+  }
+}
+
+static inline void cmlc_fft_put_r(void* out, int64_t i, cml_dtype_t dt, double v) {
+  if (dt == CML_DTYPE_F32) {
+    ((float*)out)[i] = (float)v;
+  } else if (dt == CML_DTYPE_F64) {
+    ((double*)out)[i] = v;
+  } else {
+    cmlc_store_f64(out, i, dt, v);
+  }
+}
+
+// Row |r| of the FORWARD_REAL input as z (zeros past the last row): z[j] at zr[j * st], zi[j * st].
+static void cmlc_fft_r2c_pre(const cmlc_fft_ctx_t* c, int64_t r, double* zr, double* zi,
+                             int64_t st) {
+  const int64_t m = c->p->ax[0].n, n = 2 * m;
+  for (int64_t j = 0; j < m; ++j) {
+    zr[j * st] = r < c->lines ? cmlc_fft_real_load(c->in, c->in_dtype, r * n + 2 * j) : 0.0;
+    zi[j * st] = r < c->lines ? cmlc_fft_real_load(c->in, c->in_dtype, r * n + 2 * j + 1) : 0.0;
+  }
+}
+
+// Output row |r| (m + 1 entries) from Z = DFT_m(z).
+static void cmlc_fft_r2c_post(const cmlc_fft_ctx_t* c, int64_t r, const double* zr,
+                              const double* zi, int64_t st) {
+  const int64_t m = c->p->ax[0].n;
+  const double* tw = c->t + c->p->off_rtw;
+  for (int64_t k = 0; k <= m; ++k) {
+    const int64_t a = k == m ? 0 : k, b = k == 0 ? 0 : m - k;
+    const double ar = zr[a * st], ai = zi[a * st];
+    const double br = zr[b * st], bi = -zi[b * st];
+    const double er = 0.5 * (ar + br), ei = 0.5 * (ai + bi);
+    const double or_ = 0.5 * (ai - bi), oi = -0.5 * (ar - br);
+    const double wr = k < m ? tw[2 * k] : -1.0, wi = k < m ? tw[2 * k + 1] : 0.0;
+    cmlc_fft_put_c(c->out, r * (m + 1) + k, c->out_dtype, er + (wr * or_ - wi * oi),
+                   ei + (wr * oi + wi * or_));
+  }
+}
+
 static void cmlc_fft_r2c_half_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   const cmlc_fft_ctx_t* c = vctx;
   const cmlc_fft_axis_t* x = &c->p->ax[0];
-  const int64_t n = x->n, m = n / 2, lanes = c->lanes, rows = c->lines;
-  const double* tw = c->t + x->off_tw;
+  const int64_t m = x->n, lanes = c->lanes, rows = c->lines;
   double* re = cmlc_fft_thread_buf(c, thread_index);
   double* im = re + m * lanes;
+  double* line = im + m * lanes;
   for (int64_t g = begin; g < end; ++g) {
     const int64_t l0 = g * lanes;
-    for (int64_t q = 0; q < lanes; ++q) {
-      const int64_t r = l0 + q;
-      for (int64_t j = 0; j < m; ++j) {
-        re[j * lanes + q] = r < rows ? cmlc_fft_real_load(c->in, c->in_dtype, r * n + 2 * j) : 0.0;
-        im[j * lanes + q] =
-            r < rows ? cmlc_fft_real_load(c->in, c->in_dtype, r * n + 2 * j + 1) : 0.0;
-      }
+    if (x->kind == CMLC_FFT_POW2) {
+      for (int64_t q = 0; q < lanes; ++q) cmlc_fft_r2c_pre(c, l0 + q, re + q, im + q, lanes);
+      cmlc_fft_pow2_lanes(c, re, im, m, c->t + x->off_tw, 1);
+      for (int64_t q = 0; q < lanes && l0 + q < rows; ++q)
+        cmlc_fft_r2c_post(c, l0 + q, re + q, im + q, lanes);
+      continue;
     }
-    cmlc_fft_pow2_lanes(c, re, im, m, tw, 2);
-    for (int64_t q = 0; q < lanes && l0 + q < rows; ++q) {
-      const int64_t r = l0 + q;
-      for (int64_t k = 0; k <= m; ++k) {
-        const int64_t a = k == m ? 0 : k, b = k == 0 ? 0 : m - k;
-        const double ar = re[a * lanes + q], ai = im[a * lanes + q];
-        const double br = re[b * lanes + q], bi = -im[b * lanes + q];
-        const double er = 0.5 * (ar + br), ei = 0.5 * (ai + bi);
-        const double or_ = 0.5 * (ai - bi), oi = -0.5 * (ar - br);
-        const double wr = k < m ? tw[2 * k] : -1.0, wi = k < m ? tw[2 * k + 1] : 0.0;
-        cmlc_store_c(c->out, r * (m + 1) + k, c->out_dtype, er + (wr * or_ - wi * oi),
-                     ei + (wr * oi + wi * or_));
-      }
+    for (int64_t r = l0; r < l0 + lanes && r < rows; ++r) {
+      cmlc_fft_r2c_pre(c, r, line, line + 1, 2);
+      cmlc_fft_line(x, c->t, line, line + 2 * m);
+      cmlc_fft_r2c_post(c, r, line, line + 1, 2);
     }
   }
 }
@@ -535,45 +877,72 @@ static inline void cmlc_fft_c2r_half_entry(const cmlc_fft_ctx_t* c, int64_t r, i
     *xr = *xi = 0.0;
     return;
   }
-  *xr = cmlc_load_f64(c->in, r * h + k, c->in_dtype);
-  *xi = k == 0 || k == m ? 0.0 : cmlc_load_imag(c->in, r * h + k, c->in_dtype);
+  const int64_t i = r * h + k;
+  if (c->in_dtype == CML_DTYPE_C64) {
+    *xr = (double)((const float*)c->in)[2 * i];
+    *xi = k == 0 || k == m ? 0.0 : (double)((const float*)c->in)[2 * i + 1];
+  } else if (c->in_dtype == CML_DTYPE_C128) {
+    *xr = ((const double*)c->in)[2 * i];
+    *xi = k == 0 || k == m ? 0.0 : ((const double*)c->in)[2 * i + 1];
+  } else {
+    *xr = cmlc_load_f64(c->in, i, c->in_dtype);
+    *xi = k == 0 || k == m ? 0.0 : cmlc_load_imag(c->in, i, c->in_dtype);
+  }
+}
+
+// Row |r| of the INVERSE_REAL input as Z (conjugated; zeros past the last row).
+static void cmlc_fft_c2r_pre(const cmlc_fft_ctx_t* c, int64_t r, double* zr, double* zi,
+                             int64_t st) {
+  const int64_t m = c->p->ax[0].n, h = c->in_row;
+  const double* tw = c->t + c->p->off_rtw;
+  for (int64_t k = 0; k < m; ++k) {
+    if (r >= c->lines) {
+      zr[k * st] = zi[k * st] = 0.0;
+      continue;
+    }
+    double xr, xi, yr, yi;
+    cmlc_fft_c2r_half_entry(c, r, h, m, k, &xr, &xi);
+    cmlc_fft_c2r_half_entry(c, r, h, m, m - k, &yr, &yi);
+    yi = -yi;  // conj(X[m - k])
+    const double sr = xr + yr, si = xi + yi, dr = xr - yr, di = xi - yi;
+    const double wr = tw[2 * k], wi = tw[2 * k + 1];  // W^k; W^-k = conj
+    const double tr = wr * dr + wi * di, ti = wr * di - wi * dr;
+    // Z = S + i T, conjugated for the forward transform (inverse = conj(DFT(conj))).
+    zr[k * st] = sr - ti;
+    zi[k * st] = -(si + tr);
+  }
+}
+
+// Output row |r| (n samples) from the transform of the conjugated Z.
+static void cmlc_fft_c2r_post(const cmlc_fft_ctx_t* c, int64_t r, const double* zr,
+                              const double* zi, int64_t st) {
+  const int64_t m = c->p->ax[0].n, n = 2 * m;
+  for (int64_t j = 0; j < m; ++j) {
+    cmlc_fft_put_r(c->out, r * n + 2 * j, c->out_dtype, zr[j * st] * c->scale);
+    cmlc_fft_put_r(c->out, r * n + 2 * j + 1, c->out_dtype, -zi[j * st] * c->scale);
+  }
 }
 
 static void cmlc_fft_c2r_half_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   const cmlc_fft_ctx_t* c = vctx;
   const cmlc_fft_axis_t* x = &c->p->ax[0];
-  const int64_t n = x->n, m = n / 2, lanes = c->lanes, rows = c->lines, h = c->in_row;
-  const double* tw = c->t + x->off_tw;
+  const int64_t m = x->n, lanes = c->lanes, rows = c->lines;
   double* re = cmlc_fft_thread_buf(c, thread_index);
   double* im = re + m * lanes;
+  double* line = im + m * lanes;
   for (int64_t g = begin; g < end; ++g) {
     const int64_t l0 = g * lanes;
-    for (int64_t q = 0; q < lanes; ++q) {
-      const int64_t r = l0 + q;
-      for (int64_t k = 0; k < m; ++k) {
-        if (r >= rows) {
-          re[k * lanes + q] = im[k * lanes + q] = 0.0;
-          continue;
-        }
-        double xr, xi, yr, yi;
-        cmlc_fft_c2r_half_entry(c, r, h, m, k, &xr, &xi);
-        cmlc_fft_c2r_half_entry(c, r, h, m, m - k, &yr, &yi);
-        yi = -yi;  // conj(X[m - k])
-        const double sr = xr + yr, si = xi + yi, dr = xr - yr, di = xi - yi;
-        const double wr = tw[2 * k], wi = tw[2 * k + 1];  // W^k; W^-k = conj
-        const double tr = wr * dr + wi * di, ti = wr * di - wi * dr;
-        // Z = S + i T, conjugated for the forward transform (inverse = conj(DFT(conj))).
-        re[k * lanes + q] = sr - ti;
-        im[k * lanes + q] = -(si + tr);
-      }
+    if (x->kind == CMLC_FFT_POW2) {
+      for (int64_t q = 0; q < lanes; ++q) cmlc_fft_c2r_pre(c, l0 + q, re + q, im + q, lanes);
+      cmlc_fft_pow2_lanes(c, re, im, m, c->t + x->off_tw, 1);
+      for (int64_t q = 0; q < lanes && l0 + q < rows; ++q)
+        cmlc_fft_c2r_post(c, l0 + q, re + q, im + q, lanes);
+      continue;
     }
-    cmlc_fft_pow2_lanes(c, re, im, m, tw, 2);
-    for (int64_t q = 0; q < lanes && l0 + q < rows; ++q) {
-      const int64_t r = l0 + q;
-      for (int64_t j = 0; j < m; ++j) {
-        cmlc_store_f64(c->out, r * n + 2 * j, c->out_dtype, re[j * lanes + q] * c->scale);
-        cmlc_store_f64(c->out, r * n + 2 * j + 1, c->out_dtype, -im[j * lanes + q] * c->scale);
-      }
+    for (int64_t r = l0; r < l0 + lanes && r < rows; ++r) {
+      cmlc_fft_c2r_pre(c, r, line, line + 1, 2);
+      cmlc_fft_line(x, c->t, line, line + 2 * m);
+      cmlc_fft_c2r_post(c, r, line, line + 1, 2);
     }
   }
 }
@@ -608,7 +977,7 @@ static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
   // The tables come from the plan (cmlc_fft_prepare) when it made them; else into scratch.
   const double* tables = (const double*)args->prepared;
   if (!tables) {
-    for (int32_t a = 0; a < p.axes; ++a) cmlc_fft_axis_init(&p.ax[a], s);
+    cmlc_fft_tables_init(&p, s);
     tables = s;
   }
   cmlc_fft_ctx_t c;
@@ -646,7 +1015,7 @@ static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
       break;
     }
     case CML_FFT_FORWARD_REAL: {
-      if (p.axes == 1 && p.ax[0].kind == CMLC_FFT_POW2 && last >= 4) {
+      if (p.real_half) {
         c.lines = rows;
         cmlc_parallel_for(pool, (rows + c.lanes - 1) / c.lanes, 8192 / (last * 2 * c.lanes) + 1,
                           cmlc_fft_r2c_half_task, &c);
@@ -667,7 +1036,7 @@ static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
     case CML_FFT_INVERSE_REAL: {
       int64_t h = in->dims[in->rank - 1];
       c.half = h < last / 2 + 1 ? h : last / 2 + 1;
-      if (p.axes == 1 && p.ax[0].kind == CMLC_FFT_POW2 && last >= 4) {
+      if (p.real_half) {
         c.lines = rows;
         c.in_row = h;
         c.scale = 1.0 / prod;
@@ -710,7 +1079,7 @@ static size_t cmlc_fft_prepare(const cml_module_t* module, const cml_ir_node_t* 
       p.off_work == 0)
     return 0;
   if (dst) {
-    for (int32_t a = 0; a < p.axes; ++a) cmlc_fft_axis_init(&p.ax[a], (double*)dst);
+    cmlc_fft_tables_init(&p, (double*)dst);
   }
   return cmlc_size_mul(p.off_work, sizeof(double));
 }
