@@ -12,10 +12,16 @@
 //                 1 / (product of the lengths).
 // Everything is computed in double on a work array [batch, L0, .., L(a-1)] in scratch, one axis
 // at a time; a line is gathered into a per-thread buffer, transformed, and scattered back.
-// 1-D transforms: radix-2 (iterative) for powers of two, a direct DFT with a twiddle table
-// for other lengths up to 32, Bluestein's chirp-z (through a power-of-two FFT) beyond. Inverse
-// transforms use conj(DFT(conj(x))). Lines are split over threads, each transformed whole, so
-// results never depend on the thread count.
+// 1-D transforms: radix-2 (iterative) for powers of two; a mixed-radix Stockham transform
+// (self-sorting, radix 4, 2, 3, 5 butterflies and a generic one for 7, 11, 13, per-stage
+// twiddle tables made at plan time) for other lengths whose prime factors are all <= 13; a
+// direct DFT for the remaining lengths up to 32; Bluestein's chirp-z beyond, its convolution
+// through a mixed-radix transform of the smallest 2^a 3^b 5^c >= 2n - 1. Real transforms whose
+// last length is even run that axis as a half-length complex transform plus a twiddle pass (the
+// leading axes then on the L/2 + 1 columns only). Inverse transforms use conj(DFT(conj(x))).
+// Lines are split over threads, each transformed whole, so results never depend on the thread
+// count; power-of-two lines may share vector lanes (the same operations per lane as alone),
+// others run one at a time, so results do not depend on the grouping either.
 #include "backends/c/kernels/generic/linalg_internal.h"
 
 enum {
@@ -66,9 +72,10 @@ typedef struct cmlc_fft_plan_t {
   int64_t batch;
   int64_t full;  // batch * prod(lengths): complex elements of the work array
   cmlc_fft_axis_t ax[3];
-  // 1-D real transforms of an even length L >= 4 run at half length (see "real transforms"
-  // below): ax[0] is then the length-L/2 complex transform, and off_rtw holds its L/2
-  // post-processing twiddles exp(-2 pi i k / L).
+  // Real transforms whose last length L is even and >= 4 run it at half length (see "real
+  // transforms" below): ax[axes - 1] is then the length-L/2 complex transform, and off_rtw holds
+  // its L/2 post-processing twiddles exp(-2 pi i k / L). With more axes the leading ones run on
+  // the L/2 + 1 columns of the half spectrum only.
   bool real_half;
   size_t off_rtw;
   int threads;
@@ -212,24 +219,24 @@ static bool cmlc_fft_plan(const cml_shape_t* in, const cml_shape_t* out,
   if (lines < p->threads) p->threads = 1;
   size_t off = 0;
   size_t thread_need = 0;
-  p->real_half =
-      p->axes == 1 && (real_in || real_out) && p->lengths[0] >= 4 && p->lengths[0] % 2 == 0;
-  if (p->real_half) {
-    const int64_t m = p->lengths[0] / 2;
-    off = cmlc_fft_axis_plan(&p->ax[0], m, off);
-    p->off_rtw = off;
-    off = cmlc_fft_next(off, m, 2);
-    // The lanes' re and im (m each per lane), then one line and its work area.
-    thread_need =
-        cmlc_size_add(cmlc_size_of(m, 2 * CMLC_FFT_LANES_MAX), cmlc_fft_line_need(&p->ax[0]));
-  } else {
-    for (int32_t a = 0; a < p->axes; ++a) {
-      cmlc_fft_axis_t* x = &p->ax[a];
+  const int64_t last = p->lengths[p->axes - 1];
+  p->real_half = (real_in || real_out) && last >= 4 && last % 2 == 0;
+  for (int32_t a = 0; a < p->axes; ++a) {
+    cmlc_fft_axis_t* x = &p->ax[a];
+    size_t need;
+    if (p->real_half && a == p->axes - 1) {
+      const int64_t m = last / 2;
+      off = cmlc_fft_axis_plan(x, m, off);
+      p->off_rtw = off;
+      off = cmlc_fft_next(off, m, 2);
+      // The lanes' re and im (m each per lane), then one line and its work area.
+      need = cmlc_size_add(cmlc_size_of(m, 2 * CMLC_FFT_LANES_MAX), cmlc_fft_line_need(x));
+    } else {
       off = cmlc_fft_axis_plan(x, p->lengths[a], off);
-      size_t need = cmlc_fft_line_need(x);
+      need = cmlc_fft_line_need(x);
       if (x->kind == CMLC_FFT_POW2) need = cmlc_size_of(x->n, 2 * CMLC_FFT_LANES_MAX);  // lanes
-      if (need > thread_need) thread_need = need;
     }
+    if (need > thread_need) thread_need = need;
   }
   p->off_work = off;
   off = cmlc_fft_next(off, p->full, 2);
@@ -251,7 +258,7 @@ static void cmlc_fft_twiddles(double* tw, int64_t count, int64_t n) {
 }
 
 // Radix-2 forward FFT of length n (a power of two) with twiddles tw[j * tws] = exp(-2 pi i j / n)
-// (tws 2: the table of a transform twice as long, for the half-length real transforms).
+// (tws 2: every second entry of a table twice as long; the callers now pass 1).
 static void cmlc_fft_pow2(double* x, int64_t n, const double* tw, int64_t tws) {
   for (int64_t i = 1, j = 0; i < n; ++i) {
     int64_t bit = n >> 1;
@@ -616,7 +623,8 @@ static void cmlc_fft_line(const cmlc_fft_axis_t* x, const double* s, double* lin
 // Fills every table of |p| (the first p->off_work doubles of its layout) at |t|.
 static void cmlc_fft_tables_init(const cmlc_fft_plan_t* p, double* t) {
   for (int32_t a = 0; a < p->axes; ++a) cmlc_fft_axis_init(&p->ax[a], t);
-  if (p->real_half) cmlc_fft_twiddles(t + p->off_rtw, p->ax[0].n, 2 * p->ax[0].n);
+  const cmlc_fft_axis_t* h = &p->ax[p->axes - 1];
+  if (p->real_half) cmlc_fft_twiddles(t + p->off_rtw, h->n, 2 * h->n);
 }
 
 //===--- axis passes ---===//
@@ -821,7 +829,7 @@ static inline void cmlc_fft_put_r(void* out, int64_t i, cml_dtype_t dt, double v
 // Row |r| of the FORWARD_REAL input as z (zeros past the last row): z[j] at zr[j * st], zi[j * st].
 static void cmlc_fft_r2c_pre(const cmlc_fft_ctx_t* c, int64_t r, double* zr, double* zi,
                              int64_t st) {
-  const int64_t m = c->p->ax[0].n, n = 2 * m;
+  const int64_t m = c->p->ax[c->p->axes - 1].n, n = 2 * m;
   for (int64_t j = 0; j < m; ++j) {
     zr[j * st] = r < c->lines ? cmlc_fft_real_load(c->in, c->in_dtype, r * n + 2 * j) : 0.0;
     zi[j * st] = r < c->lines ? cmlc_fft_real_load(c->in, c->in_dtype, r * n + 2 * j + 1) : 0.0;
@@ -831,7 +839,7 @@ static void cmlc_fft_r2c_pre(const cmlc_fft_ctx_t* c, int64_t r, double* zr, dou
 // Output row |r| (m + 1 entries) from Z = DFT_m(z).
 static void cmlc_fft_r2c_post(const cmlc_fft_ctx_t* c, int64_t r, const double* zr,
                               const double* zi, int64_t st) {
-  const int64_t m = c->p->ax[0].n;
+  const int64_t m = c->p->ax[c->p->axes - 1].n;
   const double* tw = c->t + c->p->off_rtw;
   for (int64_t k = 0; k <= m; ++k) {
     const int64_t a = k == m ? 0 : k, b = k == 0 ? 0 : m - k;
@@ -847,7 +855,7 @@ static void cmlc_fft_r2c_post(const cmlc_fft_ctx_t* c, int64_t r, const double* 
 
 static void cmlc_fft_r2c_half_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   const cmlc_fft_ctx_t* c = vctx;
-  const cmlc_fft_axis_t* x = &c->p->ax[0];
+  const cmlc_fft_axis_t* x = &c->p->ax[c->p->axes - 1];
   const int64_t m = x->n, lanes = c->lanes, rows = c->lines;
   double* re = cmlc_fft_thread_buf(c, thread_index);
   double* im = re + m * lanes;
@@ -893,7 +901,7 @@ static inline void cmlc_fft_c2r_half_entry(const cmlc_fft_ctx_t* c, int64_t r, i
 // Row |r| of the INVERSE_REAL input as Z (conjugated; zeros past the last row).
 static void cmlc_fft_c2r_pre(const cmlc_fft_ctx_t* c, int64_t r, double* zr, double* zi,
                              int64_t st) {
-  const int64_t m = c->p->ax[0].n, h = c->in_row;
+  const int64_t m = c->p->ax[c->p->axes - 1].n, h = c->in_row;
   const double* tw = c->t + c->p->off_rtw;
   for (int64_t k = 0; k < m; ++k) {
     if (r >= c->lines) {
@@ -916,7 +924,7 @@ static void cmlc_fft_c2r_pre(const cmlc_fft_ctx_t* c, int64_t r, double* zr, dou
 // Output row |r| (n samples) from the transform of the conjugated Z.
 static void cmlc_fft_c2r_post(const cmlc_fft_ctx_t* c, int64_t r, const double* zr,
                               const double* zi, int64_t st) {
-  const int64_t m = c->p->ax[0].n, n = 2 * m;
+  const int64_t m = c->p->ax[c->p->axes - 1].n, n = 2 * m;
   for (int64_t j = 0; j < m; ++j) {
     cmlc_fft_put_r(c->out, r * n + 2 * j, c->out_dtype, zr[j * st] * c->scale);
     cmlc_fft_put_r(c->out, r * n + 2 * j + 1, c->out_dtype, -zi[j * st] * c->scale);
@@ -925,7 +933,7 @@ static void cmlc_fft_c2r_post(const cmlc_fft_ctx_t* c, int64_t r, const double* 
 
 static void cmlc_fft_c2r_half_task(void* vctx, int64_t begin, int64_t end, int thread_index) {
   const cmlc_fft_ctx_t* c = vctx;
-  const cmlc_fft_axis_t* x = &c->p->ax[0];
+  const cmlc_fft_axis_t* x = &c->p->ax[c->p->axes - 1];
   const int64_t m = x->n, lanes = c->lanes, rows = c->lines;
   double* re = cmlc_fft_thread_buf(c, thread_index);
   double* im = re + m * lanes;
@@ -1017,8 +1025,22 @@ static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
     case CML_FFT_FORWARD_REAL: {
       if (p.real_half) {
         c.lines = rows;
+        if (p.axes > 1) {  // the half spectrum into the work array, as c128 rows of L/2 + 1
+          c.out = c.work;
+          c.out_dtype = CML_DTYPE_C128;
+        }
         cmlc_parallel_for(pool, (rows + c.lanes - 1) / c.lanes, 8192 / (last * 2 * c.lanes) + 1,
                           cmlc_fft_r2c_half_task, &c);
+        if (p.axes == 1) break;
+        // The leading axes over the L/2 + 1 columns: the plan with that last length.
+        cmlc_fft_plan_t ph = p;
+        const int64_t hw = last / 2 + 1;
+        ph.lengths[p.axes - 1] = hw;
+        ph.full = rows * hw;
+        c.p = &ph;
+        for (int32_t a = p.axes - 2; a >= 0; --a) cmlc_fft_pass(&c, pool, a, false);
+        for (int64_t i = 0; i < ph.full; ++i)
+          cmlc_store_c(args->outputs[0], i, out->dtype, c.work[2 * i], c.work[2 * i + 1]);
         break;
       }
       for (int64_t i = 0; i < p.full; ++i) {
@@ -1036,6 +1058,28 @@ static cml_status_t cmlc_fft_run(const cmlc_kernel_args_t* args) {
     case CML_FFT_INVERSE_REAL: {
       int64_t h = in->dims[in->rank - 1];
       c.half = h < last / 2 + 1 ? h : last / 2 + 1;
+      if (p.real_half && p.axes > 1) {
+        // The leading axes' inverse over the L/2 + 1 columns (the plan with that last length)
+        // in the work array, which the half-length last pass then reads as c128 rows.
+        cmlc_fft_plan_t ph = p;
+        const int64_t hw = last / 2 + 1;
+        ph.lengths[p.axes - 1] = hw;
+        ph.full = rows * hw;
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t k = 0; k < hw; ++k) {
+            const bool have = k < c.half;
+            c.work[2 * (r * hw + k)] = have ? cmlc_load_f64(c.in, r * h + k, in->dtype) : 0.0;
+            c.work[2 * (r * hw + k) + 1] = have ? cmlc_load_imag(c.in, r * h + k, in->dtype) : 0.0;
+          }
+        }
+        c.p = &ph;
+        for (int32_t a = p.axes - 2; a >= 0; --a) cmlc_fft_pass(&c, pool, a, true);
+        c.p = &p;
+        c.in = c.work;
+        c.in_dtype = CML_DTYPE_C128;
+        h = hw;
+        c.half = hw;
+      }
       if (p.real_half) {
         c.lines = rows;
         c.in_row = h;
