@@ -164,6 +164,12 @@ void dt_group_special(void) {
     dt_fft(d, CML_FFT_FORWARD, (const int64_t[]){2, 4, 6}, 3, (const int64_t[]){4, 6}, 2);
     dt_fft(r, CML_FFT_FORWARD_REAL, (const int64_t[]){3, 10}, 2, (const int64_t[]){10}, 1);
     dt_fft(d, CML_FFT_INVERSE_REAL, (const int64_t[]){3, 6}, 2, (const int64_t[]){10}, 1);
+    // Mixed radix (400 = 4 * 4 * 5 * 5: n_fft of Whisper's STFT; 2-D real with it last), and a
+    // prime (509: Bluestein).
+    dt_fft(r, CML_FFT_FORWARD_REAL, (const int64_t[]){4, 400}, 2, (const int64_t[]){400}, 1);
+    dt_fft(d, CML_FFT_INVERSE_REAL, (const int64_t[]){2, 3, 201}, 3, (const int64_t[]){3, 400}, 2);
+    dt_fft(d, CML_FFT_FORWARD, (const int64_t[]){3, 400}, 2, (const int64_t[]){400}, 1);
+    dt_fft(d, CML_FFT_INVERSE, (const int64_t[]){2, 509}, 2, (const int64_t[]){509}, 1);
   }
   static const cml_dtype_t bn_dtypes[] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_F16,
                                           CML_DTYPE_BF16};
