@@ -793,11 +793,13 @@ static void cmlc_fft_c2r_task(void* vctx, int64_t begin, int64_t end, int thread
 // backwards: Z[k] = (X[k] + conj(X[m-k])) + i W^-k (X[k] - conj(X[m-k])), z = the unscaled
 // inverse DFT_m of Z, x[2j] = Re z[j], x[2j+1] = Im z[j]. The imaginary parts of X[0] and X[m]
 // are set to 0 first: the full-length transform ignores them (its real part drops them). Any
-// even n >= 4: the length-m transform is the plan's ax[0] (W^k from the plan's rtw table).
-// Tasks are groups of c->lanes lines: a power-of-two m transforms the group's lanes together
-// (the same operations per line in every lane; a last partial group runs with zero lanes),
-// other lengths one lane at a time through a line buffer, so either way a line's bits depend
-// on neither its group nor the threads.
+// even n >= 4: the length-m transform is the plan's last axis, ax[axes - 1] (W^k from the
+// plan's rtw table). With one axis the rows go straight between the input and the output; with
+// more, through the work array as c128 rows of m + 1 (c->in / c->out point there). Tasks are
+// groups of c->lanes lines: a power-of-two m transforms the group's lanes together (the same
+// operations per line in every lane; a last partial group runs with zero lanes), other lengths
+// one line at a time through a line buffer, so either way a line's bits depend on neither its
+// group nor the threads.
 
 static inline double cmlc_fft_real_load(const void* p, cml_dtype_t dt, int64_t i) {
   return dt == CML_DTYPE_F32   ? (double)((const float*)p)[i]
