@@ -13,10 +13,15 @@
 //      cache.
 //   2. batch 32, 4096 x 4096: Q8_0 and Q4_0 against the f32 GEMM of the same shape (FLOP/s).
 //   3. fused vs decomposed on c (c vs c:fusion=false): Q4_K and Q8_0 at batch 1 and 32.
+//   4. (only with --section 4) Linear / NF4, K = N = 2048, batch 1, 32 and 128: int8 per-channel
+//      and block 64, int4 block 64 (also with SiLU), NF4 block 64, on each -b CONFIG (default
+//      c:threads=1, c:threads=1,fusion=false, xla:cpu; the last one is the ratios' base). Run it
+//      under taskset -c 0 for one core. Weights in cache (8 MiB or less), no rotation.
 //
 //   bench_quant [--quick] [--reps N] [--section S]   (--quick: 4096 x 4096 only, 3 reps;
-//                                                    --section: run only part S, 1..3;
-//                                                    --rotate: MiB of distinct weights, 256)
+//                                                    --section: run only part S, 1..4;
+//                                                    --rotate: MiB of distinct weights, 256;
+//                                                    -b CONFIG: section 4's backends)
 //
 // Prints the CPU model first. Benchmarks never gate CI: the exit status is 0 unless an
 // execution fails.
@@ -256,12 +261,140 @@ static const char* bq_type_name(int type) {
   return type == -2 ? "f32 KxN" : type < 0 ? "f32" : cml_ggml_type_name((cml_ggml_type_t)type);
 }
 
+// Section 4: a Linear / NF4 case (weights [K, N], scale [K, ceil(N / block)], block 0: per
+// channel, one scale per weight row).
+typedef struct bq_lin_t {
+  const char* name;
+  cml_quant_scheme_t scheme;
+  cml_dtype_t dtype;
+  int64_t block;
+  cml_activation_t act;
+} bq_lin_t;
+
+// Compiles y = act(x [m, k] . w) for |lin| on |config| and uploads x, w, scale; r->w[0] holds the
+// weights, r->w[1] the scale.
+static bool bq_setup_lin(bq_run_t* r, const char* config, const bq_lin_t* lin, int64_t m, int64_t k,
+                         int64_t n, const float* wsrc, const float* xsrc) {
+  memset(r, 0, sizeof *r);
+  if (!bq_ok(cml_backend_new_with_config(config, &r->backend), config)) return false;
+  const int64_t block = lin->block ? lin->block : n, nb = (n + block - 1) / block;
+  cml_builder_t* b = NULL;
+  if (!bq_ok(cml_builder_create(r->backend, "bench_quant_lin", &b), "builder")) return false;
+  cml_function_t* f = cml_builder_main(b);
+  cml_shape_t xs = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){m, k});
+  cml_shape_t ws = cml_shape_make(lin->dtype, 2, (int64_t[]){k, n});
+  cml_shape_t ss = cml_shape_make(CML_DTYPE_F32, 2, (int64_t[]){k, nb});
+  cml_value_t xv = cml_parameter(f, "x", &xs);
+  cml_value_t wv = cml_parameter(f, "w", &ws);
+  cml_quantization_t q;
+  cml_quantization_init(&q);
+  q.scheme = lin->scheme;
+  q.block_size = block;
+  q.scale = cml_parameter(f, "scale", &ss);
+  cml_value_t y = cml_op_fused_quantized_dense(f, xv, wv, CML_VALUE_INVALID, &q, lin->act);
+  cml_status_t st = cml_function_return(f, &y, 1);
+  if (st == CML_OK) st = cml_builder_compile(b, &r->exe);
+  cml_builder_destroy(b);
+  if (!bq_ok(st, "compile")) return false;
+  r->w_bytes = cml_shape_byte_size(&ws);
+  void* host = malloc(r->w_bytes);
+  float* scale = malloc(sizeof(float) * (size_t)(k * nb));
+  bool ok =
+      host && scale &&
+      bq_ok(cml_quantize_linear(lin->scheme, lin->dtype, wsrc, k, n, block, host, scale, NULL),
+            "quantize");
+  ok = ok &&
+       bq_ok(cml_buffer_from_host(r->backend, 0, &xs, xsrc, cml_shape_byte_size(&xs), &r->x), "x");
+  ok = ok && bq_ok(cml_buffer_from_host(r->backend, 0, &ws, host, r->w_bytes, &r->w[0]), "w");
+  r->w_count = ok;
+  ok = ok &&
+       bq_ok(cml_buffer_from_host(r->backend, 0, &ss, scale, cml_shape_byte_size(&ss), &r->w[1]),
+             "scale");
+  r->w_count += ok;
+  free(host);
+  free(scale);
+  return ok;
+}
+
+// Median process CPU seconds per execution of a bq_setup_lin run over |reps| samples of |inner|
+// executions (CPU time, not wall time: on one pinned core it is the work done, robust to the time
+// slices other jobs take on a shared machine).
+static double bq_time_lin(bq_run_t* r, int reps, int inner) {
+  double* s = malloc(sizeof(double) * (size_t)reps);
+  for (int rep = -1; rep < reps; ++rep) {  // rep -1: warm-up
+    double t0 = bq_cpu_now();
+    for (int i = 0; i < inner; ++i) {
+      cml_buffer_t* out = NULL;
+      cml_buffer_t* in[3] = {r->x, r->w[0], r->w[1]};
+      if (!bq_ok(cml_executable_execute(r->exe, in, 3, NULL, 0, &out), "execute")) exit(1);
+      cml_buffer_release(out);
+    }
+    if (rep >= 0) s[rep] = (bq_cpu_now() - t0) / inner;
+  }
+  double med = bq_median(s, reps);
+  free(s);
+  return med;
+}
+
+// Section 4: Linear / NF4, K = N = 2048, batch 1, 32 and 128, on each of |configs|.
+static int bq_linear_section(const char* const* configs, int nconfigs, int reps, const float* w,
+                             const float* x) {
+  static const bq_lin_t cases[] = {
+      {"int8 per-channel", CML_QUANT_LINEAR, CML_DTYPE_I8, 0, CML_ACTIVATION_NONE},
+      {"int8 block 64", CML_QUANT_LINEAR, CML_DTYPE_I8, 64, CML_ACTIVATION_NONE},
+      {"int4 block 64", CML_QUANT_LINEAR, CML_DTYPE_I4, 64, CML_ACTIVATION_NONE},
+      {"int4 block 64 silu", CML_QUANT_LINEAR, CML_DTYPE_I4, 64, CML_ACTIVATION_SILU},
+      {"nf4 block 64", CML_QUANT_NF4, CML_DTYPE_U4, 64, CML_ACTIVATION_NONE},
+  };
+  const int64_t k = 2048, n = 2048;
+  printf("\n4. Linear / NF4, K = N = 2048 (CPU us per call; ratios: time / the last backend's)\n");
+  printf("%-20s %-6s", "case", "batch");
+  for (int c = 0; c < nconfigs; ++c) printf(" %24s", configs[c]);
+  printf(" %s\n", nconfigs > 1 ? "ratios" : "");
+  // For scale: GGML Q8_0 (8.5 bits per weight, its own kernels) of the same shape.
+  for (int64_t m = 1; m <= 128; m = m == 1 ? 32 : m * 4) {
+    printf("%-20s %-6lld", "q8_0 (ggml)", (long long)m);
+    for (int c = 0; c < nconfigs; ++c) {
+      bq_run_t r;
+      double cpu = 0;
+      if (!bq_setup(&r, configs[c], CML_GGML_Q8_0, m, k, n, 0, w, x)) return 1;
+      (void)bq_time(&r, reps, &cpu);
+      bq_release(&r);
+      printf(" %24.1f", cpu * 1e6);
+    }
+    printf("\n");
+  }
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+    for (int64_t m = 1; m <= 128; m = m == 1 ? 32 : m * 4) {
+      double t[16];
+      for (int c = 0; c < nconfigs; ++c) {
+        bq_run_t r;
+        if (!bq_setup_lin(&r, configs[c], &cases[i], m, k, n, w, x)) return 1;
+        // Enough executions per sample for ~20 ms at 1 GFLOP/s.
+        int inner = (int)(2e7 / (2.0 * (double)(m * k * n)) * 1e3);
+        inner = inner < 1 ? 1 : inner > 50 ? 50 : inner;
+        t[c] = bq_time_lin(&r, reps, inner);
+        bq_release(&r);
+      }
+      printf("%-20s %-6lld", cases[i].name, (long long)m);
+      for (int c = 0; c < nconfigs; ++c) printf(" %24.1f", t[c] * 1e6);
+      for (int c = 0; c + 1 < nconfigs; ++c) printf(" %6.2fx", t[c] / t[nconfigs - 1]);
+      printf("\n");
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   bool quick = false;
   int reps = 7, section = 0;
   size_t rotate = (size_t)256 << 20;
+  const char* configs[16];
+  int nconfigs = 0;
   for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--quick") == 0) {
+    if (strcmp(argv[i], "-b") == 0 && i + 1 < argc) {
+      if (nconfigs < 16) configs[nconfigs++] = argv[++i];
+    } else if (strcmp(argv[i], "--quick") == 0) {
       quick = true;
       reps = 3;
     } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
@@ -272,13 +405,35 @@ int main(int argc, char** argv) {
     } else if (strcmp(argv[i], "--section") == 0 && i + 1 < argc) {
       section = atoi(argv[++i]);
     } else {
-      fprintf(stderr, "usage: bench_quant [--quick] [--reps N] [--section 1|2|3] [--rotate MiB]\n");
+      fprintf(stderr,
+              "usage: bench_quant [--quick] [--reps N] [--section 1|2|3|4] [--rotate MiB] "
+              "[-b CONFIG]...\n");
       return 2;
     }
   }
   char cpu[256];
   cml_cli_cpu_model(cpu, sizeof cpu);
   printf("bench_quant: %s, %d reps (medians)\n", cpu, reps);
+  if (nconfigs == 0) {
+    configs[nconfigs++] = "c:threads=1";
+    configs[nconfigs++] = "c:threads=1,fusion=false";
+    configs[nconfigs++] = "xla:cpu";
+  }
+  if (section == 4) {  // only the Linear / NF4 cases: no DRAM probe, small weights
+    float* lw = malloc(sizeof(float) * 2048 * 2048);
+    float* lx = malloc(sizeof(float) * 128 * 2048);
+    if (!lw || !lx) return 1;
+    uint64_t ls = 88172645463325252ull;
+    for (int64_t i = 0; i < 2048 * 2048; ++i) {
+      ls ^= ls << 13, ls ^= ls >> 7, ls ^= ls << 17;
+      lw[i] = (float)((double)(ls >> 40) / 16777216.0 - 0.5);
+    }
+    for (int64_t i = 0; i < 128 * 2048; ++i) lx[i] = (float)((i % 17) - 8) / 8.0f;
+    int rc = bq_linear_section(configs, nconfigs, reps, lw, lx);
+    free(lw);
+    free(lx);
+    return rc;
+  }
   const int64_t k = 4096, big_n = 11008;
   float* w = malloc(sizeof(float) * (size_t)(big_n * k));
   float* x = malloc(sizeof(float) * 32 * (size_t)k);

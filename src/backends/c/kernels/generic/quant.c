@@ -4,8 +4,9 @@
 //
 // Weights are never dequantized as a whole: the GGML kernel decodes one block (32 or 256
 // values) into registers/stack and uses it at once for every activation row (so a batch-N call
-// decodes each block once, not N times); the Linear/NF4 kernel decodes one strip of at most
-// CMLC_Q_TILE output columns of one weight row at a time. Work is split over output columns
+// decodes each block once, not N times); the Linear/NF4 kernels decode one strip of at most
+// CMLC_Q_TILE output columns of one weight row at a time (the SIMD ones: into registers, or for
+// larger batches into a bounded per-thread panel of such rows). Work is split over output columns
 // (GGML: weight rows; Linear/NF4: column tiles), each column computed by one task in a fixed
 // order, so results never depend on the thread count. Sums are in f32 per block, accumulated in
 // f32 across blocks, as ggml does; against the decomposition (f32 weights, DotGeneral) the
@@ -15,9 +16,11 @@
 // Batch-1 GGML products of every format go to the SIMD row kernels
 // (kernels/x86_64/quant_x86_64_body.h, built for AVX-512 and AVX2) when the ISA allows, with f32
 // activations or, with the option quant_int8, int8 activations quantized here once per call
-// (cmlc_q_prepare); batch-N products to the panel GEMMs (AVX-512 or AVX2); the rest
-// ("reference=true", Linear/NF4, a CPU without AVX2, a batch-1 row with an infinite or NaN
-// activation) to the scalar kernels here.
+// (cmlc_q_prepare); batch-N products to the panel GEMMs (AVX-512 or AVX2). Linear/NF4 products
+// with K > 0 go to cmlc_quant_lin_avx512 / _avx2 (kernels/x86_64/quant_lin_x86_64_body.h: f32
+// FMA chains in ascending k, like the scalar loop, so within the same bound). The rest
+// ("reference=true", a CPU without AVX2, a batch-1 GGML row with an infinite or NaN activation)
+// to the scalar kernels here.
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -131,66 +134,47 @@ static void cmlc_q_ggml_rows(void* vctx, int64_t begin, int64_t end, int thread_
 //===--- Linear / NF4 dense ---===//
 
 typedef struct cmlc_q_lin_ctx_t {
-  cml_dtype_t wdt;
-  bool nf4;
-  const uint8_t* w;
-  const float* scale;
-  const float* zero;
+  cmlc_quant_lin_t p;
   const float* bias;
-  int64_t k, m, n, block, nb;
-  const float* x;
-  float* y;
   int32_t act;
+  cmlc_quant_lin_fn simd;  // NULL: the scalar kernel
+  float* panels;           // CMLC_QUANT_LIN_PANEL floats per thread, or NULL
 } cmlc_q_lin_ctx_t;
 
-// The stored integer of element |e| of the weights.
-static inline int cmlc_q_int_at(cml_dtype_t dt, const uint8_t* w, int64_t e) {
-  switch (dt) {
-    case CML_DTYPE_I8:
-      return (int8_t)w[e];
-    case CML_DTYPE_U8:
-      return w[e];
-    case CML_DTYPE_I4: {
-      int v = (w[e >> 1] >> ((e & 1) * 4)) & 15;
-      return v >= 8 ? v - 16 : v;
-    }
-    case CML_DTYPE_U4:
-      return (w[e >> 1] >> ((e & 1) * 4)) & 15;
-    case CML_DTYPE_I2: {
-      int v = (w[e >> 2] >> ((e & 3) * 2)) & 3;
-      return v >= 2 ? v - 4 : v;
-    }
-    default:  // U2
-      return (w[e >> 2] >> ((e & 3) * 2)) & 3;
-  }
-}
-
+// Column tiles [begin, end) of CMLC_Q_TILE columns: the SIMD kernel (cmlc_quant_lin_fn) or the
+// scalar loop below (reference=true, a CPU without AVX2, K = 0), then bias and activation.
 static void cmlc_q_lin_tiles(void* vctx, int64_t begin, int64_t end, int thread_index) {
-  (void)thread_index;
   const cmlc_q_lin_ctx_t* c = vctx;
+  const cmlc_quant_lin_t* p = &c->p;
   const float* nf4 = cml_quant_nf4_table();
   float wt[CMLC_Q_TILE];
   for (int64_t t = begin; t < end; ++t) {
     const int64_t n0 = t * CMLC_Q_TILE;
-    const int64_t n1 = n0 + CMLC_Q_TILE < c->n ? n0 + CMLC_Q_TILE : c->n;
+    const int64_t n1 = n0 + CMLC_Q_TILE < p->n ? n0 + CMLC_Q_TILE : p->n;
     const int64_t w = n1 - n0;
-    for (int64_t i = 0; i < c->m; ++i) memset(c->y + i * c->n + n0, 0, sizeof(float) * (size_t)w);
-    for (int64_t kk = 0; kk < c->k; ++kk) {
-      const float* srow = c->scale + kk * c->nb;
-      const float* zrow = c->zero ? c->zero + kk * c->nb : NULL;
-      for (int64_t j = 0; j < w; ++j) {
-        const int64_t col = n0 + j, blk = col / c->block;
-        const int q = cmlc_q_int_at(c->wdt, c->w, kk * c->n + col);
-        wt[j] = c->nf4 ? nf4[q & 15] * srow[blk] : (float)q * srow[blk] + (zrow ? zrow[blk] : 0.0f);
-      }
-      for (int64_t i = 0; i < c->m; ++i) {
-        const float xv = c->x[i * c->k + kk];
-        float* y = c->y + i * c->n + n0;
-        for (int64_t j = 0; j < w; ++j) y[j] += xv * wt[j];
+    if (c->simd) {
+      c->simd(p, n0, n1,
+              c->panels ? c->panels + (size_t)thread_index * CMLC_QUANT_LIN_PANEL : NULL);
+    } else {
+      for (int64_t i = 0; i < p->m; ++i) memset(p->y + i * p->n + n0, 0, sizeof(float) * (size_t)w);
+      for (int64_t kk = 0; kk < p->k; ++kk) {
+        const float* srow = p->scale + kk * p->nb;
+        const float* zrow = p->zero ? p->zero + kk * p->nb : NULL;
+        for (int64_t j = 0; j < w; ++j) {
+          const int64_t col = n0 + j, blk = col / p->block;
+          const int q = cmlc_quant_lin_int_at(p->wdt, p->w, kk * p->n + col);
+          wt[j] =
+              p->nf4 ? nf4[q & 15] * srow[blk] : (float)q * srow[blk] + (zrow ? zrow[blk] : 0.0f);
+        }
+        for (int64_t i = 0; i < p->m; ++i) {
+          const float xv = p->x[i * p->k + kk];
+          float* y = p->y + i * p->n + n0;
+          for (int64_t j = 0; j < w; ++j) y[j] += xv * wt[j];
+        }
       }
     }
-    for (int64_t i = 0; i < c->m; ++i) {
-      float* y = c->y + i * c->n + n0;
+    for (int64_t i = 0; i < p->m; ++i) {
+      float* y = p->y + i * p->n + n0;
       for (int64_t j = 0; j < w; ++j) {
         y[j] = cmlc_q_act(c->act, y[j] + (c->bias ? c->bias[n0 + j] : 0.0f));
       }
@@ -364,24 +348,35 @@ static cml_status_t cmlc_q_dense_run(const cmlc_kernel_args_t* args) {
     return CML_OK;
   }
   const int64_t n = ws->dims[1];
-  cmlc_q_lin_ctx_t c = {ws->dtype,
-                        a->quant_scheme == CML_QUANT_NF4,
-                        args->inputs[1],
-                        scale,
-                        zero,
-                        bias,
-                        k,
-                        m,
-                        n,
-                        a->quant_block_size,
-                        args->input_shapes[2]->dims[1],
-                        args->inputs[0],
-                        y,
-                        a->activation};
+  cmlc_q_lin_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.p.wdt = ws->dtype;
+  c.p.nf4 = a->quant_scheme == CML_QUANT_NF4;
+  c.p.w = args->inputs[1];
+  c.p.scale = scale;
+  c.p.zero = zero;
+  c.p.k = k;
+  c.p.m = m;
+  c.p.n = n;
+  c.p.block = a->quant_block_size;
+  c.p.nb = args->input_shapes[2]->dims[1];
+  c.p.x = args->inputs[0];
+  c.p.y = y;
+  c.bias = bias;
+  c.act = a->activation;
   if (m == 0 || n == 0) return CML_OK;
+  cmlc_pool_t* pool = args->pool;
+#if defined(CMLC_HAVE_X86_64)
+  if (args->options->isa >= CMLC_ISA_AVX2 && !args->options->reference && k > 0) {
+    c.simd = args->options->isa >= CMLC_ISA_AVX512 ? cmlc_quant_lin_avx512 : cmlc_quant_lin_avx2;
+    c.panels = args->scratch;  // set for batches past the direct driver's (see the scratch)
+    const int threads = args->options->threads > 0 ? args->options->threads : 1;
+    if (c.panels && cmlc_pool_thread_count(pool) > threads) pool = NULL;  // |threads| panels
+  }
+#endif
   const int64_t tiles = (n + CMLC_Q_TILE - 1) / CMLC_Q_TILE;
   int64_t chunk = 65536 / ((k + 1) * m * CMLC_Q_TILE);
-  cmlc_parallel_for(args->pool, tiles, chunk < 1 ? 1 : chunk, cmlc_q_lin_tiles, &c);
+  cmlc_parallel_for(pool, tiles, chunk < 1 ? 1 : chunk, cmlc_q_lin_tiles, &c);
   return CML_OK;
 }
 
@@ -474,16 +469,21 @@ static cml_status_t cmlc_q_embed_run(const cmlc_kernel_args_t* args) {
 }
 
 // Scratch of the SIMD GGML paths: batch 1, the prepared activation row (cmlc_q_prepare);
-// batch N, one 4-row float panel per thread (cmlc_quant_gemm_avx2 / _avx512).
+// batch N, one 4-row float panel per thread (cmlc_quant_gemm_avx2 / _avx512). Linear / NF4
+// batches past 2 rows: one CMLC_QUANT_LIN_PANEL panel per thread (cmlc_quant_lin_fn).
 static size_t cmlc_q_dense_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                                    const cmlc_options_t* options) {
   const cml_shape_t* xs = &module->values[node->inputs[0]].shape;
-  if (node->attrs->fused.quant_scheme != CML_QUANT_GGML || options->reference ||
-      options->isa < CMLC_ISA_AVX2 || xs->rank < 1)
-    return 0;
+  if (options->reference || options->isa < CMLC_ISA_AVX2 || xs->rank < 1) return 0;
   const int64_t k = xs->dims[xs->rank - 1];
   if (k <= 0) return 0;
   const int64_t m = cml_shape_element_count(xs) / k;
+  const int threads = options->threads > 0 ? options->threads : 1;
+  if (node->attrs->fused.quant_scheme != CML_QUANT_GGML) {
+    // Linear / NF4: a weight panel per thread past the direct driver's rows (4 on zmm, 2 on ymm).
+    if (m <= 2) return 0;
+    return cmlc_size_mul((size_t)threads, CMLC_QUANT_LIN_PANEL * sizeof(float));
+  }
   if (m == 1) {
     size_t bytes = cmlc_q_act_bytes(k);
 #if defined(CMLC_HAVE_X86_64)
@@ -495,7 +495,6 @@ static size_t cmlc_q_dense_scratch(const cml_module_t* module, const cml_ir_node
     return bytes;
   }
   if (m < 2) return 0;
-  const int threads = options->threads > 0 ? options->threads : 1;
   return cmlc_size_mul((size_t)threads, cmlc_size_of(k, 4 * sizeof(float)));  // saturating
 }
 

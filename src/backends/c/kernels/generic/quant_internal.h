@@ -40,6 +40,50 @@ typedef struct cmlc_quant_act_t {
 // y[r] = sum_k w[r, k] * x[k] (rows |row_bytes| apart). Every format.
 typedef void (*cmlc_quant_gemv_fn)(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes,
                                    int64_t rows, const cmlc_quant_act_t* act, float* y);
+// The operands of a Linear / NF4 product (cml/fused.h): x [m, k], weights [k, n] of |wdt|
+// (packed as cml/shape.h packs sub-byte dtypes), scale (and zero, or NULL) [k, nb] with blocks of
+// |block| columns; y [m, n].
+typedef struct cmlc_quant_lin_t {
+  cml_dtype_t wdt;
+  bool nf4;
+  const uint8_t* w;
+  const float* scale;
+  const float* zero;
+  int64_t k, m, n, block, nb;
+  const float* x;
+  float* y;
+} cmlc_quant_lin_t;
+
+// Floats of the per-thread panel of the batch-N Linear / NF4 kernels (32 KiB).
+#define CMLC_QUANT_LIN_PANEL 8192
+
+// y[i, c0:c1) = sum_k x[i, k] * w[k, c0:c1) for every row i (no bias, no activation), each output
+// one f32 FMA chain in ascending k; |c0| a multiple of 64. |panel|: CMLC_QUANT_LIN_PANEL floats
+// of the calling thread (NULL: the direct driver for every batch, slower for large batches).
+typedef void (*cmlc_quant_lin_fn)(const cmlc_quant_lin_t* p, int64_t c0, int64_t c1, float* panel);
+
+// The stored integer of element |e| of Linear weights of |dt| (sign-extended for the signed).
+static inline int cmlc_quant_lin_int_at(cml_dtype_t dt, const uint8_t* w, int64_t e) {
+  switch (dt) {
+    case CML_DTYPE_I8:
+      return (int8_t)w[e];
+    case CML_DTYPE_U8:
+      return w[e];
+    case CML_DTYPE_I4: {
+      int v = (w[e >> 1] >> ((e & 1) * 4)) & 15;
+      return v >= 8 ? v - 16 : v;
+    }
+    case CML_DTYPE_U4:
+      return (w[e >> 1] >> ((e & 1) * 4)) & 15;
+    case CML_DTYPE_I2: {
+      int v = (w[e >> 2] >> ((e & 3) * 2)) & 3;
+      return v >= 2 ? v - 4 : v;
+    }
+    default:  // U2
+      return (w[e >> 2] >> ((e & 3) * 2)) & 3;
+  }
+}
+
 #if defined(CMLC_HAVE_X86_64)
 // AVX2 + FMA + F16C (int8 path: vpmaddubsw).
 void cmlc_quant_gemv_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
@@ -63,6 +107,9 @@ void cmlc_quant_gemm_avx512(cml_ggml_type_t type, const uint8_t* w, int64_t row_
 void cmlc_quant_gemm_avx2(cml_ggml_type_t type, const uint8_t* w, int64_t row_bytes, int64_t rows,
                           const float* x, int64_t m, int64_t k, float* y, int64_t ldy,
                           float* panel);
+// The Linear / NF4 kernel (kernels/x86_64/quant_lin_x86_64_body.h) on zmm and on ymm.
+void cmlc_quant_lin_avx512(const cmlc_quant_lin_t* p, int64_t c0, int64_t c1, float* panel);
+void cmlc_quant_lin_avx2(const cmlc_quant_lin_t* p, int64_t c0, int64_t c1, float* panel);
 #endif
 
 #ifdef __cplusplus

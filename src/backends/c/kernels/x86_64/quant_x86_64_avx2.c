@@ -80,4 +80,8 @@ CMLC_QAVX2 void cmlc_quant_gemm_avx2(cml_ggml_type_t type, const uint8_t* w, int
   }
 }
 
+#define CMLC_QL_TARGET CMLC_QAVX2
+#define CMLC_QL_ZMM 0
+#define CMLC_QL_NAME cmlc_quant_lin_avx2
+#include "backends/c/kernels/x86_64/quant_lin_x86_64_body.h"
 #endif  // CMLC_HAVE_X86_64

@@ -85,4 +85,8 @@ CMLC_QB_TARGET void cmlc_quant_gemm_avx512(cml_ggml_type_t type, const uint8_t* 
   }
 }
 
+#define CMLC_QL_TARGET CMLC_QB_TARGET
+#define CMLC_QL_ZMM 1
+#define CMLC_QL_NAME cmlc_quant_lin_avx512
+#include "backends/c/kernels/x86_64/quant_lin_x86_64_body.h"
 #endif  // CMLC_HAVE_X86_64
