@@ -1061,6 +1061,59 @@ TEST(pow_f32_square) {
   }
 }
 
+// BitCount and CountLeadingZeros of every integer dtype on SIMD ISAs (popcnt / lzcnt): the
+// scalar kernels' values, for zero, -1, the extremes, single bits and random values, a
+// broadcast input, every tail.
+TEST(bit_count_and_clz_match_scalar) {
+  static const cml_dtype_t kTypes[] = {CML_DTYPE_I8,  CML_DTYPE_U8,  CML_DTYPE_I16, CML_DTYPE_U16,
+                                       CML_DTYPE_I32, CML_DTYPE_U32, CML_DTYPE_I64, CML_DTYPE_U64};
+  static const cml_op_t kOps[] = {CML_OP_BIT_COUNT, CML_OP_CLZ};
+  enum { N = 300 };
+  static uint64_t x[N], got[N + 8], want[N + 8];
+  uint64_t r = 0x9E3779B97F4A7C15ull;
+  for (int i = 0; i < N; ++i) {
+    r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+    x[i] = i == 0   ? 0
+           : i == 1 ? ~0ull
+           : i < 66 ? 1ull << (i - 2)
+           : i < 70 ? 0x8000000000000000ull >> (i - 66) * 8
+                    : r >> (r & 63);
+  }
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (best_isa() < (cmlc_isa_t)isa) continue;
+    const cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    for (size_t t = 0; t < sizeof kTypes / sizeof kTypes[0]; ++t) {
+      const size_t es = (size_t)cml_dtype_bits(kTypes[t]) / 8;
+      // The values packed at the dtype's width (their low bytes).
+      static uint8_t packed[N * 8];
+      for (int i = 0; i < N; ++i) memcpy(packed + (size_t)i * es, &x[i], es);
+      for (size_t k = 0; k < 2; ++k) {
+        cmlc_ew_fn fn = cmlc_ew_simd_unary_fn(&o, kOps[k], kTypes[t]);
+        cmlc_ew_fn ref = cmlc_ew_unary_fn(kOps[k], kTypes[t]);
+        ASSERT_TRUE(fn != NULL && ref != NULL && fn != ref);
+        for (int s = 0; s < 2; ++s) {
+          for (int64_t n = 0; n <= N; n += n < 40 ? 1 : N - 40) {
+            const int64_t st[1] = {s};
+            memset(got, 0x5a, sizeof got), memset(want, 0x5a, sizeof want);
+            fn(got, (const void*[]){packed + (s ? 0 : 3 * es)}, st, n);
+            if (s) {
+              ref(want, (const void*[]){packed}, st, n);
+            } else {  // a broadcast input: every output is the scalar kernel's for that value
+              ref(want, (const void*[]){packed + 3 * es}, (const int64_t[]){1}, n ? 1 : 0);
+              for (int64_t i = 1; i < n; ++i) memcpy((char*)want + i * es, want, es);
+            }
+            if (memcmp(got, want, sizeof got) != 0) {
+              TEST_FAIL_("isa %d %s %s stride %d length %lld: differs from the scalar kernel", isa,
+                         cml_op_name(kOps[k]), cml_dtype_name(kTypes[t]), s, (long long)n);
+              return;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Distance in units in the last place between two finite floats of the same sign (or zeros).
 static int64_t ulp_distance_f32(float a, float b) {
   int32_t ia, ib;
@@ -1652,12 +1705,13 @@ TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan
           TEST_ENTRY(plain_conversions), TEST_ENTRY(int_float_conversions),
           TEST_ENTRY(int_int_conversions), TEST_ENTRY(f64_libmvec_kernels),
           TEST_ENTRY(f64_logistic_accuracy), TEST_ENTRY(pow_f32_square),
-          TEST_ENTRY(pow_constant_exponents), TEST_ENTRY(int_kernels_match_scalar),
-          TEST_ENTRY(f64_kernels_match_scalar), TEST_ENTRY(f64_rounding_and_sqrt_match_scalar),
-          TEST_ENTRY(complex64_exp_abs), TEST_ENTRY(unary_matches_reference),
-          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
-          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
-          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(pow_constant_exponents), TEST_ENTRY(bit_count_and_clz_match_scalar),
+          TEST_ENTRY(int_kernels_match_scalar), TEST_ENTRY(f64_kernels_match_scalar),
+          TEST_ENTRY(f64_rounding_and_sqrt_match_scalar), TEST_ENTRY(complex64_exp_abs),
+          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
+          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
+          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
+          TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

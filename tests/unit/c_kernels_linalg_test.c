@@ -2,6 +2,7 @@
 // tests/unit/c_kernels_linalg_test.c: the "linalg" kernel group (DotGeneral, Dot, ConvGeneral)
 // called directly on hand-made IR nodes: hand-computed values, an independent naive loop for
 // larger products, every ISA's GEMM, and thread-count independence.
+#include <float.h>
 #include <stdlib.h>
 
 #include "backends/c/cmlc.h"
@@ -1614,6 +1615,46 @@ TEST(gemv_rows_f32_streams_in_place) {
   ASSERT_EQ_INT(failed, 0);
 }
 
+// The f64 dot form of the GEMV on AVX2 (a matrix times a vector): integer values (every sum
+// exact in any order) must give the exact sums, bit for bit, for every k up to 70 (the 16-value
+// steps and every tail) and long rows with a stride; random values within 2 k eps of a long
+// double loop; c_stride places the outputs.
+TEST(gemv_dot_f64_avx2) {
+  if (!isa_usable(CMLC_ISA_AVX2)) return;
+  enum { K = 1100, N = 5, LD = 1111 };
+  static double x[K], y[N * LD], c[N * 3];
+  uint32_t r = 7u;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < K; ++i) {
+      r = r * 1664525u + 1013904223u;
+      x[i] = pass ? (double)(r >> 8) / 16777216.0 - 0.5 : (double)((int)(r >> 24) - 128);
+    }
+    for (int i = 0; i < N * LD; ++i) {
+      r = r * 1664525u + 1013904223u;
+      y[i] = pass ? (double)(r >> 8) / 16777216.0 - 0.5 : (double)((int)(r >> 26) - 32);
+    }
+    for (int64_t k = 0; k <= K; k += k < 70 ? 1 : K - 70) {
+      for (int i = 0; i < N * 3; ++i) c[i] = -99.0;
+      cmlc__gemv_dot_f64_avx2(k, x, y, LD, c, 3, N);
+      for (int j = 0; j < N; ++j) {
+        long double want = 0, mag = 0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          want += (long double)x[kk] * y[j * LD + kk];
+          mag += fabsl((long double)x[kk] * y[j * LD + kk]);
+        }
+        const double got = c[j * 3];
+        const bool ok = pass == 0
+                            ? got == (double)want
+                            : fabsl((long double)got - want) <= 2.0L * (k + 1) * DBL_EPSILON * mag;
+        if (!ok || c[j * 3 + 1] != -99.0) {
+          TEST_FAIL_("pass %d k %lld row %d: %.17g, want %.17Lg", pass, (long long)k, j, got, want);
+          return;
+        }
+      }
+    }
+  }
+}
+
 //===--- ConvGeneral ---===//
 
 static void conv_default_axes(cml_conv_config_t* c, int32_t spatial) {
@@ -1940,4 +1981,5 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
           TEST_ENTRY(gemv_half_rhs_streams_in_place), TEST_ENTRY(gemv_rows_f32_streams_in_place),
           TEST_ENTRY(conv_1d_stride_padding_dilations), TEST_ENTRY(conv_2d_nhwc_layout_and_int),
           TEST_ENTRY(conv_feature_and_batch_groups), TEST_ENTRY(conv_half_and_f64),
-          TEST_ENTRY(conv_1d_runs_as_2d), TEST_ENTRY(capabilities_and_lookup_rejects))
+          TEST_ENTRY(conv_1d_runs_as_2d), TEST_ENTRY(gemv_dot_f64_avx2),
+          TEST_ENTRY(capabilities_and_lookup_rejects))

@@ -94,10 +94,70 @@ static cmlc_ew_fn cmlc_ew_f64_vec_fn(cml_op_t op) {
 }
 #endif
 
+#if defined(CMLC_HAVE_X86_64)
+// BitCount and CountLeadingZeros of integers with the popcnt and lzcnt instructions (every
+// AVX2 machine has them), where the scalar kernels call libgcc's bit loops (__popcountdi2: a
+// murmur-style hash's BitCount 6-9x xla:cpu's time). The same values: lzcnt of 0 is the width.
+#define CMLC_EW_BITS_KERNELS(sfx, T, U, BITS)                                       \
+  __attribute__((target("avx2,popcnt,lzcnt"))) static void cmlc_ew_popcnt_##sfx(    \
+      void* out, const void* const* in, const int64_t* st, int64_t n) {             \
+    const T* x = (const T*)in[0];                                                   \
+    T* o = (T*)out;                                                                 \
+    const int64_t s = st[0] ? 1 : 0;                                                \
+    for (int64_t i = 0; i < n; ++i) {                                               \
+      o[i] = (T)(BITS == 64 ? __builtin_popcountll((unsigned long long)(U)x[i * s]) \
+                            : __builtin_popcount((unsigned)(U)x[i * s]));           \
+    }                                                                               \
+  }                                                                                 \
+  __attribute__((target("avx2,popcnt,lzcnt"))) static void cmlc_ew_lzcnt_##sfx(     \
+      void* out, const void* const* in, const int64_t* st, int64_t n) {             \
+    const T* x = (const T*)in[0];                                                   \
+    T* o = (T*)out;                                                                 \
+    const int64_t s = st[0] ? 1 : 0;                                                \
+    for (int64_t i = 0; i < n; ++i) {                                               \
+      const U v = (U)x[i * s];                                                      \
+      o[i] = (T)(BITS == 64 ? (int)_lzcnt_u64((unsigned long long)v)                \
+                            : (int)_lzcnt_u32((unsigned)v) - (32 - BITS));          \
+    }                                                                               \
+  }
+CMLC_EW_BITS_KERNELS(i8, int8_t, uint8_t, 8)
+CMLC_EW_BITS_KERNELS(i16, int16_t, uint16_t, 16)
+CMLC_EW_BITS_KERNELS(i32, int32_t, uint32_t, 32)
+CMLC_EW_BITS_KERNELS(i64, int64_t, uint64_t, 64)
+#undef CMLC_EW_BITS_KERNELS
+
+// The kernel for |op| (BitCount or CountLeadingZeros) of integer |dtype|, or NULL. Signed and
+// unsigned twins share one: both count the same bits of the same width.
+static cmlc_ew_fn cmlc_ew_bits_fn(cml_op_t op, cml_dtype_t dtype) {
+  if (op != CML_OP_BIT_COUNT && op != CML_OP_CLZ) return NULL;
+  const bool pop = op == CML_OP_BIT_COUNT;
+  switch (dtype) {
+    case CML_DTYPE_I8:
+    case CML_DTYPE_U8:
+      return pop ? cmlc_ew_popcnt_i8 : cmlc_ew_lzcnt_i8;
+    case CML_DTYPE_I16:
+    case CML_DTYPE_U16:
+      return pop ? cmlc_ew_popcnt_i16 : cmlc_ew_lzcnt_i16;
+    case CML_DTYPE_I32:
+    case CML_DTYPE_U32:
+      return pop ? cmlc_ew_popcnt_i32 : cmlc_ew_lzcnt_i32;
+    case CML_DTYPE_I64:
+    case CML_DTYPE_U64:
+      return pop ? cmlc_ew_popcnt_i64 : cmlc_ew_lzcnt_i64;
+    default:
+      return NULL;
+  }
+}
+#endif
+
 cmlc_ew_fn cmlc_ew_simd_unary_fn(const cmlc_options_t* options, cml_op_t op, cml_dtype_t dtype) {
   (void)op;
   (void)dtype;
 #if defined(CMLC_HAVE_X86_64)
+  if (cmlc_ew_simd_isa(options) != CMLC_ISA_SCALAR) {
+    cmlc_ew_fn fn = cmlc_ew_bits_fn(op, dtype);
+    if (fn) return fn;
+  }
   if (dtype == CML_DTYPE_F64) {
     cmlc_ew_fn fn = cmlc_ew_mvec_unary_fn(cmlc_ew_simd_isa(options), op, dtype);
     if (fn) return fn;

@@ -337,13 +337,14 @@ typedef struct cmlc_kernel_t_f64 {
   cmlc_gemm_tiny_fn_f64 tiny;  // NULL
 } cmlc_kernel_t_f64;
 
-// f64 GEMV is bandwidth-bound; the scalar loops serve every ISA.
+// f64 GEMV: the axpy form's scalar loop vectorizes; the dot form has an AVX2 kernel (one
+// serial chain of adds per output was latency-bound).
 #if defined(CMLC_HAVE_X86_64)
 static const cmlc_kernel_t_f64 cmlc_kern_avx512_f64 = {12,
                                                        16,
                                                        cmlc__gemm_ukernel_f64_avx512_12x16,
                                                        cmlc_gemv_axpy_scalar_f64,
-                                                       cmlc_gemv_dot_scalar_f64,
+                                                       cmlc__gemv_dot_f64_avx2,
                                                        NULL,
                                                        NULL,
                                                        NULL,
@@ -357,7 +358,7 @@ static const cmlc_kernel_t_f64 cmlc_kern_avx2_f64 = {6,
                                                      8,
                                                      cmlc__gemm_ukernel_f64_avx2_6x8,
                                                      cmlc_gemv_axpy_scalar_f64,
-                                                     cmlc_gemv_dot_scalar_f64,
+                                                     cmlc__gemv_dot_f64_avx2,
                                                      NULL,
                                                      NULL,
                                                      NULL,

@@ -72,8 +72,9 @@ enum {
   CMLC_CONV_DIRECT_TILE_MAX = 4 * 1024 * 1024,  // bytes of one output row's scatter tile
   CMLC_CONV_DIRECT_PIXELS = 6,                  // output pixels per micro-kernel call
   CMLC_CONV_DIRECT_COLS = 64,                   // output channels per micro-kernel call
-  CMLC_CONV_DIRECT_CHANNEL_RUN = 8,  // channels moved together between NCHW and the strip
-  CMLC_CONV_DIRECT_MAX_PHASES = 16,  // input dilations the phased direct kernel takes
+  CMLC_CONV_DIRECT_CHANNEL_RUN = 8,     // channels moved together between NCHW and the strip
+  CMLC_CONV_DIRECT_MAX_PHASES = 16,     // input dilations the phased direct kernel takes
+  CMLC_CONV_DIRECT_ATTR_MAX = 1 << 20,  // |padding|, strides and dilations it takes
 };
 
 // Fast-path plan (valid when |enabled|).
@@ -190,6 +191,17 @@ static bool cmlc_conv_plan_direct(cmlc_conv_plan_t* p, cmlc_conv_fast_t* f) {
   int64_t ow = p->out.dims[c->output_spatial_axes[1]];
   int64_t len = (ow - 1) * c->strides[1] + (kw - 1) * c->kernel_dilations[1] + 1;
   if (oh <= 0 || ow <= 0 || len <= 0 || c->strides[0] <= 0 || c->strides[1] <= 0) return false;
+  // Padding, strides and dilations past any real network's (a crop of 2^55 on one side and a pad
+  // of 2^55 on the other: three outputs that read nothing but padding) stay on the im2col or
+  // direct loop, whose offsets are checked one by one; the strip arithmetic here assumes them
+  // small.
+  for (int32_t d = 0; d < 2; ++d) {
+    const int64_t lim = CMLC_CONV_DIRECT_ATTR_MAX;
+    if (c->padding_low[d] < -lim || c->padding_low[d] > lim || c->padding_high[d] < -lim ||
+        c->padding_high[d] > lim || c->strides[d] > lim || c->input_dilations[d] > lim ||
+        c->kernel_dilations[d] > lim)
+      return false;
+  }
   if (f->cg <= 0) return false;
   // A 1x1 kernel over images of a few pixels (a dense layer as a conv over [N, 1, 1, C]) is a
   // GEMM over the batch; the direct kernel's pixel blocks never span images.

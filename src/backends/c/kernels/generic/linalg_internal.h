@@ -307,6 +307,8 @@ void cmlc__gemv_dot_h_avx2(int64_t m, int64_t k, const float* x, int64_t ldx, co
                            cml_dtype_t y_dtype, int64_t ldy, float* c, int64_t ldc, int64_t n);
 void cmlc__gemv_dot_f32_avx2(int64_t k, const float* x, const float* y, int64_t ldy, float* c,
                              int64_t c_stride, int64_t n);
+void cmlc__gemv_dot_f64_avx2(int64_t k, const double* x, const double* y, int64_t ldy, double* c,
+                             int64_t c_stride, int64_t n);
 void cmlc__gemm_widen_f16_f16c(const uint16_t* src, float* dst, int64_t n);
 void cmlc__gemm_pack_bt_f32_avx512(const float* src, int64_t ld, int64_t kc, float* sliver);
 // dst[j * ldo + i] = src[i * ld + j] for a 16 x 16 block of 4-byte elements (moved as bits).
