@@ -1867,6 +1867,34 @@ TEST(conv_1d_runs_as_2d) {
   if (isa_usable(CMLC_ISA_AVX2)) ASSERT_TRUE(runs > 0);
 }
 
+// A 2-D convolution cropped by 2^55 on one side of an axis and padded by 2^55 on the other:
+// three outputs that read only padding, so zeros (the direct kernel's strip copy ended the
+// process on it). Every ISA, 1 and 3 threads.
+TEST(conv_2d_huge_padding_reads_only_padding) {
+  float x[4] = {1, 2, 3, 4}, w[2] = {1, 1}, y[3];
+  fake_t f;
+  cml_shape_t ins[2] = {shp(CML_DTYPE_F32, 4, (int64_t[]){1, 1, 1, 4}),
+                        shp(CML_DTYPE_F32, 4, (int64_t[]){1, 1, 1, 2})};
+  cml_shape_t out = shp(CML_DTYPE_F32, 4, (int64_t[]){1, 1, 1, 3});
+  fake_init(&f, CML_OP_CONV_GENERAL, ins, 2, &out, 1);
+  conv_default_axes(&f.attrs.u.conv, 2);
+  f.attrs.u.conv.padding_low[1] = -((int64_t)1 << 55);
+  f.attrs.u.conv.padding_high[1] = (int64_t)1 << 55;
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  for (size_t i = 0; i < sizeof kIsas / sizeof kIsas[0]; ++i) {
+    if (!isa_usable(kIsas[i])) continue;
+    for (int threads = 1; threads <= 3; threads += 2) {
+      cmlc_options_t o = make_options(kIsas[i], false, threads);
+      y[0] = y[1] = y[2] = -1;
+      ASSERT_STATUS_OK(
+          fake_run(&f, &o, threads > 1 ? pool : NULL, (const void*[]){x, w}, (void*[]){y}));
+      for (int j = 0; j < 3; ++j) ASSERT_EQ_DBL(y[j], 0);
+    }
+  }
+  cmlc_pool_destroy(pool);
+}
+
 TEST(conv_2d_nhwc_layout_and_int) {
   // NHWC input [1, 3, 3, 1], HWIO kernel [2, 2, 1, 1] all ones: 2x2 window sums.
   int32_t x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 1, 1, 1}, y[4];
@@ -1982,4 +2010,5 @@ TEST_MAIN(TEST_ENTRY(dot_f32_small_every_path),
           TEST_ENTRY(conv_1d_stride_padding_dilations), TEST_ENTRY(conv_2d_nhwc_layout_and_int),
           TEST_ENTRY(conv_feature_and_batch_groups), TEST_ENTRY(conv_half_and_f64),
           TEST_ENTRY(conv_1d_runs_as_2d), TEST_ENTRY(gemv_dot_f64_avx2),
+          TEST_ENTRY(conv_2d_huge_padding_reads_only_padding),
           TEST_ENTRY(capabilities_and_lookup_rejects))

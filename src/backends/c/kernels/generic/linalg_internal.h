@@ -426,10 +426,18 @@ cmlc__gemm_i16_fn cmlc__gemm_i16_pick(cmlc_isa_t isa, bool vnni);
 // not hold for both): each operand's low 32 bits packed one k value per word, vpmulld +
 // vpaddd micro-kernels. The low 32 bits of a product depend only on the low 32 bits of its
 // factors, so C is bit for bit the generic path's i32 result (kernels/x86_64/
-// gemm_x86_64_int32.c). Same problem and driver contract as cmlc__gemm_i16_pick; the scratch
-// is cmlc__gemm_pairs_scratch with k_per_word 1.
+// gemm_x86_64_int32.c, kernels in gemm_x86_64_int16.c). Same problem and driver contract as
+// cmlc__gemm_i16_pick; the scratch is cmlc__gemm_pairs_scratch with k_per_word 1.
 bool cmlc__gemm_i32_supports(cml_dtype_t dtype);
 cmlc__gemm_i16_fn cmlc__gemm_i32_pick(cmlc_isa_t isa);
+// Its micro-kernels (gemm_x86_64_int16.c: the k-pair kernels' bodies with vpmulld for the
+// pair product), in the cmlc__gemm_pairs_kernels_t ukernel form.
+void cmlc__gemm_ukernel_i32_avx512_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, void* cv,
+                                         int64_t ldc, int accumulate, uint16_t* out, int64_t ldo,
+                                         int rows, int cols);
+void cmlc__gemm_ukernel_i32_avx2_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, void* cv,
+                                       int64_t ldc, int accumulate, uint16_t* out, int64_t ldo,
+                                       int rows, int cols);
 #endif
 
 //===--- conv (linalg_conv.c) ---===//

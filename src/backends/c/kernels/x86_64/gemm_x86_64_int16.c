@@ -3,8 +3,10 @@
 // I16 operands (DotGeneral, linalg.c): packing that widens to i16 with k pairs interleaved, and
 // 12 x 32 micro-kernels that add two i16 products per i32 lane: vpdpwssd (AVX-512 VNNI),
 // vpmaddwd + vpaddd (AVX-512 without VNNI; AVX2, as four 6 x 16 sub-tiles of the same packed
-// tile). The blocking and threads are the k-pair driver's (gemm_x86_64_pairs.c, shared with the
-// bf16 GEMM). Compiled with function attributes, so the file needs no global -m flags.
+// tile). The same kernel bodies with vpmulld serve wider operands packed one 32-bit value per
+// word (gemm_x86_64_int32.c). The blocking and threads are the k-pair driver's
+// (gemm_x86_64_pairs.c, shared with the bf16 GEMM). Compiled with function attributes, so the
+// file needs no global -m flags.
 //
 // Exactness: i8, u8 and i16 values are i16 values, so widening is exact. Every product and sum
 // is taken mod 2^32: vpdpwssd is the wrapping form (not vpdpwssds), vpaddd wraps, and
@@ -214,6 +216,9 @@ static CMLC_I16_AVX2 void cmlc_i16_pack_b(const cmlc__gemm_operand_t* b,
 #define CMLC_I16_MADD_VNNI(acc, a, b) acc = _mm512_dpwssd_epi32(acc, a, b)
 // vpmaddwd then vpaddd: the same sum mod 2^32.
 #define CMLC_I16_MADD_512(acc, a, b) acc = _mm512_add_epi32(acc, _mm512_madd_epi16(a, b))
+// One 32-bit value per word (k_per_word 1, gemm_x86_64_int32.c's packing): vpmulld (the low 32
+// bits of the product) then vpaddd.
+#define CMLC_I16_MUL32_512(acc, a, b) acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(a, b))
 
 #define CMLC_I16_ROW512(MADD, r, i)                   \
   do {                                                \
@@ -308,19 +313,30 @@ static CMLC_I16_AVX512 void cmlc_i16_ukernel_avx512_12x32(int64_t kp, const uint
   CMLC_I16_KERNEL512(CMLC_I16_MADD_512);
 }
 
+CMLC_I16_AVX512 void cmlc__gemm_ukernel_i32_avx512_12x32(int64_t kp, const uint32_t* a,
+                                                         const uint32_t* b, void* cv, int64_t ldc,
+                                                         int accumulate, uint16_t* out, int64_t ldo,
+                                                         int rows, int cols) {
+  CMLC_I16_KERNEL512(CMLC_I16_MUL32_512);
+}
+
 #undef CMLC_I16_KERNEL512
 #undef CMLC_I16_STORE512
 #undef CMLC_I16_ROW512
+#undef CMLC_I16_MUL32_512
 #undef CMLC_I16_MADD_512
 #undef CMLC_I16_MADD_VNNI
 
 //===--- AVX2 micro-kernel (the 12 x 32 tile as 6 x 16 sub-tiles) ---===//
 
-#define CMLC_I16_ROW256(r)                                               \
-  do {                                                                   \
-    const __m256i av_ = _mm256_set1_epi32((int)a[r]);                    \
-    acc##r##0 = _mm256_add_epi32(acc##r##0, _mm256_madd_epi16(av_, b0)); \
-    acc##r##1 = _mm256_add_epi32(acc##r##1, _mm256_madd_epi16(av_, b1)); \
+// |mul32| (a constant at each inlined call): one 32-bit value per word, vpmulld; else pairs of
+// i16, vpmaddwd.
+#define CMLC_I16_PROD256(x, y) (mul32 ? _mm256_mullo_epi32(x, y) : _mm256_madd_epi16(x, y))
+#define CMLC_I16_ROW256(r)                                              \
+  do {                                                                  \
+    const __m256i av_ = _mm256_set1_epi32((int)a[r]);                   \
+    acc##r##0 = _mm256_add_epi32(acc##r##0, CMLC_I16_PROD256(av_, b0)); \
+    acc##r##1 = _mm256_add_epi32(acc##r##1, CMLC_I16_PROD256(av_, b1)); \
   } while (0)
 
 #define CMLC_I16_STORE256(r)                                                                   \
@@ -349,7 +365,8 @@ static CMLC_I16_AVX512 void cmlc_i16_ukernel_avx512_12x32(int64_t kp, const uint
 // row of the sub-tile (pairs MR words apart), |b| at its first column (pairs NR words apart).
 CMLC_I16_INLINE CMLC_I16_AVX2 void cmlc_i16_avx2_6x16(int64_t kp, const uint32_t* a,
                                                       const uint32_t* b, int32_t* c, int64_t ldc,
-                                                      int accumulate, int rows, int cols) {
+                                                      int accumulate, int rows, int cols,
+                                                      bool mul32) {
   __m256i acc00 = _mm256_setzero_si256(), acc01 = _mm256_setzero_si256();
   __m256i acc10 = _mm256_setzero_si256(), acc11 = _mm256_setzero_si256();
   __m256i acc20 = _mm256_setzero_si256(), acc21 = _mm256_setzero_si256();
@@ -381,6 +398,20 @@ CMLC_I16_INLINE CMLC_I16_AVX2 void cmlc_i16_avx2_6x16(int64_t kp, const uint32_t
 
 #undef CMLC_I16_STORE256
 #undef CMLC_I16_ROW256
+#undef CMLC_I16_PROD256
+
+// The 12 x 32 tile as 6 x 16 sub-tiles; |mul32| as in cmlc_i16_avx2_6x16.
+CMLC_I16_INLINE CMLC_I16_AVX2 void cmlc_i16_avx2_tile(int64_t kp, const uint32_t* a,
+                                                      const uint32_t* b, int32_t* c, int64_t ldc,
+                                                      int accumulate, int rows, int cols,
+                                                      bool mul32) {
+  for (int r0 = 0; r0 < rows; r0 += 6) {
+    for (int c0 = 0; c0 < cols; c0 += 16) {
+      cmlc_i16_avx2_6x16(kp, a + r0, b + c0, c + (int64_t)r0 * ldc + c0, ldc, accumulate,
+                         rows - r0 < 6 ? rows - r0 : 6, cols - c0 < 16 ? cols - c0 : 16, mul32);
+    }
+  }
+}
 
 static CMLC_I16_AVX2 void cmlc_i16_ukernel_avx2_12x32(int64_t kp, const uint32_t* a,
                                                       const uint32_t* b, void* cv, int64_t ldc,
@@ -388,13 +419,16 @@ static CMLC_I16_AVX2 void cmlc_i16_ukernel_avx2_12x32(int64_t kp, const uint32_t
                                                       int rows, int cols) {
   (void)out;
   (void)ldo;
-  int32_t* c = cv;
-  for (int r0 = 0; r0 < rows; r0 += 6) {
-    for (int c0 = 0; c0 < cols; c0 += 16) {
-      cmlc_i16_avx2_6x16(kp, a + r0, b + c0, c + (int64_t)r0 * ldc + c0, ldc, accumulate,
-                         rows - r0 < 6 ? rows - r0 : 6, cols - c0 < 16 ? cols - c0 : 16);
-    }
-  }
+  cmlc_i16_avx2_tile(kp, a, b, cv, ldc, accumulate, rows, cols, false);
+}
+
+CMLC_I16_AVX2 void cmlc__gemm_ukernel_i32_avx2_12x32(int64_t kp, const uint32_t* a,
+                                                     const uint32_t* b, void* cv, int64_t ldc,
+                                                     int accumulate, uint16_t* out, int64_t ldo,
+                                                     int rows, int cols) {
+  (void)out;
+  (void)ldo;
+  cmlc_i16_avx2_tile(kp, a, b, cv, ldc, accumulate, rows, cols, true);
 }
 
 //===--- drivers ---===//

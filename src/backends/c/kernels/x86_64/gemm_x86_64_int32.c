@@ -2,10 +2,11 @@
 // kernels/x86_64/gemm_x86_64_int32.c: integer products with an i32 accumulator (or one whose
 // sums are the i32 sums mod 2^width) over operands that the k-pair integer GEMM does not take
 // (U16, I32, U32, I64, U64, or one of those with I8 / U8 / I16): packing that keeps the low 32
-// bits of each value, one k value per word, and 12 x 32 micro-kernels of vpmulld + vpaddd
-// (AVX-512; AVX2 as four 6 x 16 sub-tiles of the same packed tile). The blocking and threads
-// are the k-pair driver's (gemm_x86_64_pairs.c, with one k value per word). Compiled with
-// function attributes, so the file needs no global -m flags.
+// bits of each value, one k value per word, for the 12 x 32 micro-kernels of vpmulld + vpaddd
+// (AVX-512; AVX2 as four 6 x 16 sub-tiles of the same packed tile), which share the k-pair
+// integer kernels' bodies (gemm_x86_64_int16.c). The blocking and threads are the k-pair
+// driver's (gemm_x86_64_pairs.c, with one k value per word). Compiled with function
+// attributes, so the file needs no global -m flags.
 //
 // Exactness: the low 32 bits of a product depend only on the low 32 bits of its factors, and
 // vpmulld keeps the low 32 bits of the 64-bit product, so each product is the generic path's
@@ -18,7 +19,6 @@
 #include "backends/c/kernels/generic/linalg_internal.h"
 
 #if defined(CMLC_HAVE_X86_64)
-#include <immintrin.h>
 
 enum {
   CMLC_I32_MR = CMLC__GEMM_PAIRS_MR,
@@ -26,7 +26,6 @@ enum {
 };
 
 #define CMLC_I32_AVX2 __attribute__((target("avx2,fma")))
-#define CMLC_I32_AVX512 __attribute__((target("avx2,fma,avx512f")))
 #define CMLC_I32_INLINE static inline __attribute__((always_inline))
 
 #define CMLC_I32_NOT_AFFINE CMLC__GEMM_PAIRS_NOT_AFFINE
@@ -199,175 +198,19 @@ static CMLC_I32_AVX2 void cmlc_i32_pack_b(const cmlc__gemm_operand_t* b,
 
 #undef CMLC_I32_DISPATCH
 
-//===--- AVX-512 micro-kernel (12 x 32) ---===//
-
-#define CMLC_I32_ROW512(r, i)                                             \
-  do {                                                                    \
-    const __m512i av_ = _mm512_set1_epi32((int)a[i]);                     \
-    acc##r##0 = _mm512_add_epi32(acc##r##0, _mm512_mullo_epi32(av_, b0)); \
-    acc##r##1 = _mm512_add_epi32(acc##r##1, _mm512_mullo_epi32(av_, b1)); \
-  } while (0)
-
-#define CMLC_I32_STORE512(r, i)                                                          \
-  do {                                                                                   \
-    if ((i) < rows) {                                                                    \
-      int32_t* cr_ = c + (int64_t)(i)*ldc;                                               \
-      if (accumulate) {                                                                  \
-        acc##r##0 = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m0, cr_), acc##r##0);      \
-        acc##r##1 = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m1, cr_ + 16), acc##r##1); \
-      }                                                                                  \
-      _mm512_mask_storeu_epi32(cr_, m0, acc##r##0);                                      \
-      _mm512_mask_storeu_epi32(cr_ + 16, m1, acc##r##1);                                 \
-    }                                                                                    \
-  } while (0)
-
-// 24 zmm accumulators, one A value broadcast per row and k, two zmm of B (32 columns) per k.
-// Rows past |rows| are computed on A's zero padding and not stored.
-static CMLC_I32_AVX512 void cmlc_i32_ukernel_avx512_12x32(int64_t kc, const uint32_t* a,
-                                                          const uint32_t* b, void* cv, int64_t ldc,
-                                                          int accumulate, uint16_t* out,
-                                                          int64_t ldo, int rows, int cols) {
-  (void)out;
-  (void)ldo;
-  int32_t* c = cv;
-  __m512i acc00 = _mm512_setzero_si512(), acc01 = _mm512_setzero_si512();
-  __m512i acc10 = _mm512_setzero_si512(), acc11 = _mm512_setzero_si512();
-  __m512i acc20 = _mm512_setzero_si512(), acc21 = _mm512_setzero_si512();
-  __m512i acc30 = _mm512_setzero_si512(), acc31 = _mm512_setzero_si512();
-  __m512i acc40 = _mm512_setzero_si512(), acc41 = _mm512_setzero_si512();
-  __m512i acc50 = _mm512_setzero_si512(), acc51 = _mm512_setzero_si512();
-  __m512i acc60 = _mm512_setzero_si512(), acc61 = _mm512_setzero_si512();
-  __m512i acc70 = _mm512_setzero_si512(), acc71 = _mm512_setzero_si512();
-  __m512i acc80 = _mm512_setzero_si512(), acc81 = _mm512_setzero_si512();
-  __m512i acc90 = _mm512_setzero_si512(), acc91 = _mm512_setzero_si512();
-  __m512i accA0 = _mm512_setzero_si512(), accA1 = _mm512_setzero_si512();
-  __m512i accB0 = _mm512_setzero_si512(), accB1 = _mm512_setzero_si512();
-  for (int64_t q = 0; q < kc; ++q) {
-    const __m512i b0 = _mm512_loadu_si512((const void*)b);
-    const __m512i b1 = _mm512_loadu_si512((const void*)(b + 16));
-    CMLC_I32_ROW512(0, 0);
-    CMLC_I32_ROW512(1, 1);
-    CMLC_I32_ROW512(2, 2);
-    CMLC_I32_ROW512(3, 3);
-    CMLC_I32_ROW512(4, 4);
-    CMLC_I32_ROW512(5, 5);
-    CMLC_I32_ROW512(6, 6);
-    CMLC_I32_ROW512(7, 7);
-    CMLC_I32_ROW512(8, 8);
-    CMLC_I32_ROW512(9, 9);
-    CMLC_I32_ROW512(A, 10);
-    CMLC_I32_ROW512(B, 11);
-    a += CMLC_I32_MR;
-    b += CMLC_I32_NR;
-  }
-  const __mmask16 m0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1u);
-  const __mmask16 m1 = cols >= 32   ? (__mmask16)0xFFFF
-                       : cols <= 16 ? (__mmask16)0
-                                    : (__mmask16)((1u << (cols - 16)) - 1u);
-  CMLC_I32_STORE512(0, 0);
-  CMLC_I32_STORE512(1, 1);
-  CMLC_I32_STORE512(2, 2);
-  CMLC_I32_STORE512(3, 3);
-  CMLC_I32_STORE512(4, 4);
-  CMLC_I32_STORE512(5, 5);
-  CMLC_I32_STORE512(6, 6);
-  CMLC_I32_STORE512(7, 7);
-  CMLC_I32_STORE512(8, 8);
-  CMLC_I32_STORE512(9, 9);
-  CMLC_I32_STORE512(A, 10);
-  CMLC_I32_STORE512(B, 11);
-}
-
-#undef CMLC_I32_STORE512
-#undef CMLC_I32_ROW512
-
-//===--- AVX2 micro-kernel (the 12 x 32 tile as 6 x 16 sub-tiles) ---===//
-
-#define CMLC_I32_ROW256(r)                                                \
-  do {                                                                    \
-    const __m256i av_ = _mm256_set1_epi32((int)a[r]);                     \
-    acc##r##0 = _mm256_add_epi32(acc##r##0, _mm256_mullo_epi32(av_, b0)); \
-    acc##r##1 = _mm256_add_epi32(acc##r##1, _mm256_mullo_epi32(av_, b1)); \
-  } while (0)
-
-#define CMLC_I32_STORE256(r)                                                         \
-  do {                                                                               \
-    if ((r) < rows) {                                                                \
-      int32_t* cr_ = c + (int64_t)(r)*ldc;                                           \
-      if (accumulate) {                                                              \
-        acc##r##0 = _mm256_add_epi32(_mm256_maskload_epi32(cr_, k0), acc##r##0);     \
-        acc##r##1 = _mm256_add_epi32(_mm256_maskload_epi32(cr_ + 8, k1), acc##r##1); \
-      }                                                                              \
-      _mm256_maskstore_epi32(cr_, k0, acc##r##0);                                    \
-      _mm256_maskstore_epi32(cr_ + 8, k1, acc##r##1);                                \
-    }                                                                                \
-  } while (0)
-
-// Rows [0, rows) (<= 6) x columns [0, cols) (<= 16) of a tile: |a| points at the sliver's first
-// row of the sub-tile (values MR words apart), |b| at its first column (NR words apart).
-CMLC_I32_INLINE CMLC_I32_AVX2 void cmlc_i32_avx2_6x16(int64_t kc, const uint32_t* a,
-                                                      const uint32_t* b, int32_t* c, int64_t ldc,
-                                                      int accumulate, int rows, int cols) {
-  __m256i acc00 = _mm256_setzero_si256(), acc01 = _mm256_setzero_si256();
-  __m256i acc10 = _mm256_setzero_si256(), acc11 = _mm256_setzero_si256();
-  __m256i acc20 = _mm256_setzero_si256(), acc21 = _mm256_setzero_si256();
-  __m256i acc30 = _mm256_setzero_si256(), acc31 = _mm256_setzero_si256();
-  __m256i acc40 = _mm256_setzero_si256(), acc41 = _mm256_setzero_si256();
-  __m256i acc50 = _mm256_setzero_si256(), acc51 = _mm256_setzero_si256();
-  for (int64_t q = 0; q < kc; ++q) {
-    const __m256i b0 = _mm256_loadu_si256((const void*)b);
-    const __m256i b1 = _mm256_loadu_si256((const void*)(b + 8));
-    CMLC_I32_ROW256(0);
-    CMLC_I32_ROW256(1);
-    CMLC_I32_ROW256(2);
-    CMLC_I32_ROW256(3);
-    CMLC_I32_ROW256(4);
-    CMLC_I32_ROW256(5);
-    a += CMLC_I32_MR;
-    b += CMLC_I32_NR;
-  }
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lane);
-  const __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8), lane);
-  CMLC_I32_STORE256(0);
-  CMLC_I32_STORE256(1);
-  CMLC_I32_STORE256(2);
-  CMLC_I32_STORE256(3);
-  CMLC_I32_STORE256(4);
-  CMLC_I32_STORE256(5);
-}
-
-#undef CMLC_I32_STORE256
-#undef CMLC_I32_ROW256
-
-static CMLC_I32_AVX2 void cmlc_i32_ukernel_avx2_12x32(int64_t kc, const uint32_t* a,
-                                                      const uint32_t* b, void* cv, int64_t ldc,
-                                                      int accumulate, uint16_t* out, int64_t ldo,
-                                                      int rows, int cols) {
-  (void)out;
-  (void)ldo;
-  int32_t* c = cv;
-  for (int r0 = 0; r0 < rows; r0 += 6) {
-    for (int c0 = 0; c0 < cols; c0 += 16) {
-      cmlc_i32_avx2_6x16(kc, a + r0, b + c0, c + (int64_t)r0 * ldc + c0, ldc, accumulate,
-                         rows - r0 < 6 ? rows - r0 : 6, cols - c0 < 16 ? cols - c0 : 16);
-    }
-  }
-}
-
 //===--- drivers ---===//
 
 static const cmlc__gemm_pairs_kernels_t cmlc_i32_kernels_avx512 = {
     .k_per_word = 1,
     .pack_a = cmlc_i32_pack_a,
     .pack_b = cmlc_i32_pack_b,
-    .ukernel = cmlc_i32_ukernel_avx512_12x32,
+    .ukernel = cmlc__gemm_ukernel_i32_avx512_12x32,
 };
 static const cmlc__gemm_pairs_kernels_t cmlc_i32_kernels_avx2 = {
     .k_per_word = 1,
     .pack_a = cmlc_i32_pack_a,
     .pack_b = cmlc_i32_pack_b,
-    .ukernel = cmlc_i32_ukernel_avx2_12x32,
+    .ukernel = cmlc__gemm_ukernel_i32_avx2_12x32,
 };
 
 static void cmlc_i32_run_avx512(const cmlc__gemm_pairs_problem_t* p, cmlc_pool_t* pool,
