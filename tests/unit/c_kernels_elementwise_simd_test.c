@@ -792,8 +792,8 @@ TEST(reference_options_pick_no_simd) {
 }
 
 // 32- and 64-bit integer kernels on SIMD ISAs (the scalar loops compiled for AVX2): the scalar
-// kernels' bits for every binary, comparison and Clamp op, on edge values (0, +-1, the type's
-// extremes, shift counts 0..70, negative and huge ones) and random ones, every stride pattern,
+// kernels' bits for every binary, comparison and Clamp op and Pow, on edge values (0, +-1, the
+// type's extremes, shift counts and exponents 0..70, negative and huge ones) and random ones, every stride pattern,
 // every length up to 40 and a long one.
 TEST(int_kernels_match_scalar) {
   static const cml_op_t kOps[] = {CML_OP_ADD,
@@ -813,7 +813,8 @@ TEST(int_kernels_match_scalar) {
                                   CML_OP_LESS_OR_EQUAL,
                                   CML_OP_GREATER_THAN,
                                   CML_OP_GREATER_OR_EQUAL,
-                                  CML_OP_CLAMP};
+                                  CML_OP_CLAMP,
+                                  CML_OP_POW};
   static const cml_dtype_t kTypes[] = {CML_DTYPE_I32, CML_DTYPE_U32, CML_DTYPE_I64, CML_DTYPE_U64};
   enum { N = 700 };
   static uint64_t a[N], bb[N], c[N], got[N + 8], want[N + 8];

@@ -8,11 +8,16 @@
 // NaN and order -0 < +0 (CMLC_EW_FMAX / CMLC_EW_FMIN). The semantics are the scalar kernels'
 // (XLA CPU's): arithmetic wraps (done in the unsigned type), shift counts are read as unsigned
 // and counts >= the width give 0 (the sign fill for arithmetic right shifts), Max / Min / Clamp
-// compare in the type itself. Division, remainder and Pow keep the scalar kernels. The unit
-// test compares every kernel with the scalar one bit for bit.
+// compare in the type itself. Pow is written with intrinsics (square and multiply, below);
+// division and remainder keep the scalar kernels. The unit test compares every kernel with the
+// scalar one bit for bit.
+#include <string.h>
+
 #include "backends/c/kernels/generic/elementwise_internal.h"
 
 #if defined(CMLC_HAVE_X86_64)
+#include <immintrin.h>
+
 #define CMLC_EI_TARGET __attribute__((target("avx2")))
 
 // Two inputs, each read with stride 0 or 1: the straight cases in loops of their own.
@@ -106,8 +111,79 @@ CMLC_EI_TYPE(u32, uint32_t, uint32_t, int32_t, 32)
 CMLC_EI_TYPE(i64, int64_t, uint64_t, int64_t, 64)
 CMLC_EI_TYPE(u64, uint64_t, uint64_t, int64_t, 64)
 
+//===--- integer Pow ---===//
+
+// The scalar kernel's square and multiply runs a data-dependent loop per element (about 10 ns
+// an element on random small exponents, 3x xla:cpu's time). Here a vector of lanes runs the
+// rounds together, as many as the vector's widest exponent has bits (4 for exponents below
+// 16), each lane's product taken only where its exponent bit is set: the same wrap-around
+// products in the same order as the scalar kernel, so the same bits. A negative signed
+// exponent gives 0 except for the bases 1 (1) and -1 (-1 for odd exponents, 1 for even).
+
+// 64-bit lane products modulo 2^64 from 32-bit multiplies (AVX2 has no vpmullq).
+CMLC_EI_TARGET static inline __m256i cmlc_ei_mullo_epi64(__m256i a, __m256i b) {
+  const __m256i lo = _mm256_mul_epu32(a, b);
+  const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b),
+                                         _mm256_mul_epu32(a, _mm256_srli_epi64(b, 32)));
+  return _mm256_add_epi64(lo, _mm256_slli_epi64(cross, 32));
+}
+
+// |B| lane bits: set1, compare-equal, signed compare-greater, product and shift for the width.
+#define CMLC_EI_POW(sfx, T, LANES, SIGNED, SET1, CMPEQ, CMPGT, MULLO, SRLI)                    \
+  CMLC_EI_TARGET static inline __m256i cmlc_ei_pow_vec_##sfx(__m256i a, __m256i b) {           \
+    const __m256i one = SET1(1), zero = _mm256_setzero_si256();                                \
+    const __m256i neg = SIGNED ? CMPGT(zero, b) : zero;                                        \
+    __m256i e = _mm256_andnot_si256(neg, b), r = one, base = a;                                \
+    while (!_mm256_testz_si256(e, e)) {                                                        \
+      const __m256i bit = CMPEQ(_mm256_and_si256(e, one), one);                                \
+      r = _mm256_blendv_epi8(r, MULLO(r, base), bit);                                          \
+      base = MULLO(base, base);                                                                \
+      e = SRLI(e, 1);                                                                          \
+    }                                                                                          \
+    if (SIGNED) {                                                                              \
+      const __m256i m1 = SET1(-1);                                                             \
+      const __m256i of_m1 = _mm256_blendv_epi8(one, m1, CMPEQ(_mm256_and_si256(b, one), one)); \
+      __m256i nr = _mm256_and_si256(CMPEQ(a, one), one);                                       \
+      nr = _mm256_blendv_epi8(nr, of_m1, CMPEQ(a, m1));                                        \
+      r = _mm256_blendv_epi8(r, nr, neg);                                                      \
+    }                                                                                          \
+    return r;                                                                                  \
+  }                                                                                            \
+  CMLC_EI_TARGET static void cmlc_ei_pow_##sfx(void* out, const void* const* in,               \
+                                               const int64_t* st, int64_t n) {                 \
+    const T* pa = (const T*)in[0];                                                             \
+    const T* pb = (const T*)in[1];                                                             \
+    T* po = (T*)out;                                                                           \
+    const __m256i a0 = SET1(pa[0]), b0 = SET1(pb[0]);                                          \
+    int64_t i = 0;                                                                             \
+    for (; i + LANES <= n; i += LANES) {                                                       \
+      const __m256i a = st[0] ? _mm256_loadu_si256((const __m256i*)(pa + i)) : a0;             \
+      const __m256i b = st[1] ? _mm256_loadu_si256((const __m256i*)(pb + i)) : b0;             \
+      _mm256_storeu_si256((__m256i*)(po + i), cmlc_ei_pow_vec_##sfx(a, b));                    \
+    }                                                                                          \
+    if (i < n) {                                                                               \
+      T ta[LANES] = {0}, tb[LANES] = {0}, tr[LANES];                                           \
+      for (int64_t j = i; j < n; ++j)                                                          \
+        ta[j - i] = pa[st[0] ? j : 0], tb[j - i] = pb[st[1] ? j : 0];                          \
+      _mm256_storeu_si256((__m256i*)tr,                                                        \
+                          cmlc_ei_pow_vec_##sfx(_mm256_loadu_si256((const __m256i*)ta),        \
+                                                _mm256_loadu_si256((const __m256i*)tb)));      \
+      memcpy(po + i, tr, (size_t)(n - i) * sizeof(T));                                         \
+    }                                                                                          \
+  }
+CMLC_EI_POW(i32, int32_t, 8, 1, _mm256_set1_epi32, _mm256_cmpeq_epi32, _mm256_cmpgt_epi32,
+            _mm256_mullo_epi32, _mm256_srli_epi32)
+CMLC_EI_POW(u32, uint32_t, 8, 0, _mm256_set1_epi32, _mm256_cmpeq_epi32, _mm256_cmpgt_epi32,
+            _mm256_mullo_epi32, _mm256_srli_epi32)
+CMLC_EI_POW(i64, int64_t, 4, 1, _mm256_set1_epi64x, _mm256_cmpeq_epi64, _mm256_cmpgt_epi64,
+            cmlc_ei_mullo_epi64, _mm256_srli_epi64)
+CMLC_EI_POW(u64, uint64_t, 4, 0, _mm256_set1_epi64x, _mm256_cmpeq_epi64, _mm256_cmpgt_epi64,
+            cmlc_ei_mullo_epi64, _mm256_srli_epi64)
+
 #define CMLC_EI_PICK_TYPE(sfx)          \
   switch (op) {                         \
+    case CML_OP_POW:                    \
+      return cmlc_ei_pow_##sfx;         \
     case CML_OP_ADD:                    \
       return cmlc_ei_add_##sfx;         \
     case CML_OP_SUB:                    \
