@@ -22,6 +22,14 @@ static cmlc_isa_t kt_avx2_isa(void) {
   return f.avx2_fma && f.f16c ? CMLC_ISA_AVX2 : CMLC_ISA_SCALAR;
 }
 
+// The best ISA the c backend's SIMD kernels can use here (cpu.c's detection).
+static cmlc_isa_t kt_best_isa(void) {
+  cmlc_cpu_features_t f;
+  cmlc_cpu_detect(&f);
+  if (kt_avx2_isa() == CMLC_ISA_SCALAR) return CMLC_ISA_SCALAR;
+  return f.avx512 ? CMLC_ISA_AVX512 : CMLC_ISA_AVX2;
+}
+
 // Sets a window config on |k| for |rank| axes (NULL arrays mean the defaults 1 / 0).
 static void kt_window(kt_t* k, int32_t rank, const int64_t* window, const int64_t* strides,
                       const int64_t* base_dil, const int64_t* win_dil, const int64_t* lo,
@@ -398,6 +406,38 @@ TEST(reduce_window_rows_match_reference) {
        {1, 1, 1, 1},
        {0, 0, 0, 2},
        {0, 0, 0, 2}},
+      // Stride 1 along long rows (the plane kernels' register groups of 64 elements, the
+      // per-tap loop before and after them): a 64-wide sliding window padded on both sides, a
+      // dilated window cropped at the end, 3 channels (NHWC), and rows of more output
+      // positions than one block (2048) whose group range ends inside the last block.
+      {{1, 2, 3, 500},
+       {1, 1, 1, 64},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {0, 0, 0, 5},
+       {0, 0, 0, 7}},
+      {{1, 1, 4, 300},
+       {1, 1, 2, 17},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 3},
+       {0, 0, 1, 20},
+       {0, 0, 0, -3}},
+      {{1, 3, 200, 3},
+       {1, 2, 9, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {0, 0, 4, 0},
+       {0, 0, 4, 0}},
+      {{1, 1, 2, 4500},
+       {1, 1, 1, 33},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {1, 1, 1, 1},
+       {0, 0, 0, 3},
+       {0, 0, 0, 0}},
   };
   static const cml_dtype_t dts[4] = {CML_DTYPE_F32, CML_DTYPE_F64, CML_DTYPE_BF16, CML_DTYPE_F16};
   int bad = 0;
@@ -436,10 +476,10 @@ TEST(reduce_window_rows_match_reference) {
         bad = st != CML_OK;
         cml_status_free(st);
         k.options.reference = false;
-        k.options.isa = kt_avx2_isa();
-        for (int p = 0; p < 2 && !bad; ++p) {
+        for (int p = 0; p < 2 * ((int)kt_best_isa() + 1) && !bad; ++p) {
+          k.options.isa = (cmlc_isa_t)(p / 2);  // scalar, AVX2, AVX-512: threads 1 and 3
           memset(got, 0xA5, (size_t)no * es);
-          st = kt_run(&k, p ? pool : NULL, in, got);
+          st = kt_run(&k, p % 2 ? pool : NULL, in, got);
           bad = st != CML_OK;
           cml_status_free(st);
           for (int64_t i = 0; i < no && !bad; ++i) {
@@ -454,8 +494,8 @@ TEST(reduce_window_rows_match_reference) {
             const bool same =
                 (isnan(a) && isnan(b)) || memcmp(got + i * es, want + i * es, es) == 0;
             if (!same) {
-              fprintf(stderr, "case %zu %s type %d threads %d: [%lld] got %.9g want %.9g\n", c,
-                      cml_dtype_name(dt), t, p ? 3 : 1, (long long)i, a, b);
+              fprintf(stderr, "case %zu %s type %d isa %d threads %d: [%lld] got %.9g want %.9g\n",
+                      c, cml_dtype_name(dt), t, p / 2, p % 2 ? 3 : 1, (long long)i, a, b);
               bad = 1;
             }
           }
@@ -637,8 +677,8 @@ TEST(select_and_scatter_rows_match_reference) {
         bad = st != CML_OK;
         cml_status_free(st);
         k.options.reference = false;
-        k.options.isa = kt_avx2_isa();
-        for (int p = 0; p < 2 && !bad; ++p) {
+        for (int p = 0; p < 2 * ((int)kt_best_isa() + 1) && !bad; ++p) {
+          k.options.isa = (cmlc_isa_t)(p / 2);  // scalar, AVX2, AVX-512: threads 1 and 3
           st = kt_run(&k, p ? pool : NULL, in, got);
           bad = st != CML_OK;
           cml_status_free(st);
