@@ -569,6 +569,89 @@ static void case_sort_custom_abs(bt_t* t) {
   bt_expect_f64(t, "by |x|", &res[0], CML_DTYPE_F32, 1, dims, (double[]){0.5, 1, -2, -3, 4}, 0);
 }
 
+// A lexicographic comparator with a transformed second key: Int32 k1 ascending, ties by
+// |k2| (Float32) descending, ties of both in input order (is_stable), with the positions
+// (Int32) as a third operand: Or(LessThan(a1, b1), And(Equal(a1, b1),
+// GreaterThan(Abs(a2), Abs(b2)))). k2 holds -0 and +0 (equal magnitudes) and opposite values;
+// no NaN (which would leave the comparator no strict weak order). [rows, cols] sorted along
+// |axis|; the expected order comes from an insertion sort here.
+static void fn_sort_lexicographic(bt_t* t, int64_t rows, int64_t cols, int64_t axis) {
+  if (!fn_require(
+          t,
+          (const cml_op_t[]){CML_OP_SORT, CML_OP_LESS_THAN, CML_OP_EQUAL, CML_OP_GREATER_THAN,
+                             CML_OP_ABS, CML_OP_LOGICAL_AND, CML_OP_LOGICAL_OR, CML_OP_INVALID},
+          (const cml_dtype_t[]){CML_DTYPE_I32, CML_DTYPE_F32, CML_DTYPE_BOOL, CML_DTYPE_INVALID})) {
+    return;
+  }
+  const int64_t n = rows * cols, len = axis == 0 ? rows : cols, lines = n / len;
+  double* k1 = malloc(sizeof(double) * (size_t)n);
+  double* k2 = malloc(sizeof(double) * (size_t)n);
+  int64_t* pos = malloc(sizeof(int64_t) * (size_t)n);
+  int64_t* want_pos = malloc(sizeof(int64_t) * (size_t)n);
+  double* want_k1 = malloc(sizeof(double) * (size_t)n);
+  double* want_k2 = malloc(sizeof(double) * (size_t)n);
+  int64_t* line = malloc(sizeof(int64_t) * (size_t)len);
+  if (!k1 || !k2 || !pos || !want_pos || !want_k1 || !want_k2 || !line) {
+    bt_fail(t, "out of memory");
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t h = (uint32_t)i * 2654435761u >> 7;
+      k1[i] = (double)(h % 7u);
+      k2[i] = h % 11u == 0 ? -0.0 : h % 13u == 0 ? 0.0 : (double)((int)(h % 9u) - 4) / 4.0;
+      pos[i] = i;
+    }
+    for (int64_t l = 0; l < lines; ++l) {
+      for (int64_t p = 0; p < len; ++p) line[p] = axis == 0 ? p * cols + l : l * cols + p;
+      for (int64_t p = 1; p < len; ++p) {
+        for (int64_t q = p; q > 0; --q) {
+          const int64_t a = line[q], b = line[q - 1];
+          const bool before = k1[a] < k1[b] || (k1[a] == k1[b] && fabs(k2[a]) > fabs(k2[b]));
+          if (!before) break;
+          line[q] = b;
+          line[q - 1] = a;
+        }
+      }
+      for (int64_t p = 0; p < len; ++p) {
+        const int64_t at = axis == 0 ? p * cols + l : l * cols + p;
+        want_pos[at] = line[p];
+        want_k1[at] = k1[line[p]];
+        want_k2[at] = k2[line[p]];
+      }
+    }
+    int64_t dims[] = {rows, cols};
+    cml_function_t* f = bt_main(t);
+    cml_value_t in[3] = {bt_param_f64(t, f, CML_DTYPE_I32, 2, dims, k1),
+                         bt_param_f64(t, f, CML_DTYPE_F32, 2, dims, k2),
+                         bt_param_i64(t, f, CML_DTYPE_I32, 2, dims, pos)};
+    cml_function_t* cmp = fn_closure(t, f);
+    if (cmp) {
+      cml_value_t a1 = fn_param(cmp, "a1", CML_DTYPE_I32, 0, NULL);
+      cml_value_t b1 = fn_param(cmp, "b1", CML_DTYPE_I32, 0, NULL);
+      cml_value_t a2 = fn_param(cmp, "a2", CML_DTYPE_F32, 0, NULL);
+      cml_value_t b2 = fn_param(cmp, "b2", CML_DTYPE_F32, 0, NULL);
+      fn_param(cmp, "a3", CML_DTYPE_I32, 0, NULL);
+      fn_param(cmp, "b3", CML_DTYPE_I32, 0, NULL);
+      cml_value_t res = cml_op_logical_or(
+          cmp, cml_op_less_than(cmp, a1, b1),
+          cml_op_logical_and(cmp, cml_op_equal(cmp, a1, b1),
+                             cml_op_greater_than(cmp, cml_op_abs(cmp, a2), cml_op_abs(cmp, b2))));
+      cml_value_t out[3] = {CML_VALUE_INVALID, CML_VALUE_INVALID, CML_VALUE_INVALID};
+      bt_tensor_t r[3];
+      if (fn_return(t, cmp, &res, 1, "comparator return") &&
+          cml_op_sort(f, cmp, axis, true, in, 3, out) && bt_exec(t, out, 3, r)) {
+        bt_expect_f64(t, "k1", &r[0], CML_DTYPE_I32, 2, dims, want_k1, 0);
+        bt_expect_f64(t, "k2", &r[1], CML_DTYPE_F32, 2, dims, want_k2, 0);
+        bt_expect_i64(t, "positions", &r[2], CML_DTYPE_I32, 2, dims, want_pos);
+      }
+    }
+  }
+  free(k1), free(k2), free(pos), free(want_pos), free(want_k1), free(want_k2), free(line);
+}
+
+// Long lines (c: the radix sort of encoded keys) and short ones along axis 0.
+static void case_sort_lexicographic_rows(bt_t* t) { fn_sort_lexicographic(t, 3, 1500, 1); }
+static void case_sort_lexicographic_axis_0(bt_t* t) { fn_sort_lexicographic(t, 45, 3, 0); }
+
 // Comparators that are not strict weak orders (l != r; the constant true), stable and not, on
 // 100 Int32 keys: the result must be a permutation of the input (which order is the backend's
 // business), never a read past the array or an endless sort (XLA's CPU runtime did both for
@@ -980,6 +1063,8 @@ const bt_case_t bt_cases_control[] = {
     {"sort_by_second_operand", CML_OP_SORT, case_sort_by_second_operand},
     {"sort_stable_ties", CML_OP_SORT, case_sort_stable_ties},
     {"sort_custom_abs", CML_OP_SORT, case_sort_custom_abs},
+    {"sort_lexicographic_rows", CML_OP_SORT, case_sort_lexicographic_rows},
+    {"sort_lexicographic_axis_0", CML_OP_SORT, case_sort_lexicographic_axis_0},
     {"sort_comparator_not_a_strict_weak_order", CML_OP_SORT,
      case_sort_comparator_not_a_strict_weak_order},
     {"sort_comparator_captures_scalar", CML_OP_SORT, case_sort_comparator_captures_scalar},

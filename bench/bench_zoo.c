@@ -146,6 +146,8 @@ enum {
   Z_IRFFT_400,
   Z_RFFT_2D,
   Z_FFT_509,
+  Z_SORT_ABS,
+  Z_SORT_LEXI,
   Z_COUNT
 };
 
@@ -275,6 +277,8 @@ static const char* const kNames[Z_COUNT] = {
     "irfft [256,201] c64 -> [256,400] f32 (n_fft 400)",
     "2-D rfft of [16,256,256] f32",
     "complex FFT of [256,509] c64 (prime length: Bluestein)",
+    "sort of 65536 f32 by |x| descending (comparator GreaterThan(Abs(a), Abs(b)))",
+    "lexicographic sort of 65536 (i32 in [0,100), f32) (comparator Or / And of compares)",
 };
 
 static cml_value_t scalar(cml_function_t* f, cml_dtype_t dt, double v) {
@@ -1608,6 +1612,43 @@ static cml_value_t build_sort_axis0(cml_function_t* f) {
   return sort_ascending(f, 0, &x, 1, &out) ? out : CML_VALUE_INVALID;
 }
 
+// Sort of 65536 f32 keys by a comparator on a transformed key: |a| > |b| (descending by
+// magnitude), stable.
+static cml_value_t build_sort_abs(cml_function_t* f) {
+  const int64_t n = 1 << 16;
+  cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 1, &n), out;
+  cml_function_t* cmp = NULL;
+  if (cml_function_new_closure(f, &cmp) != CML_OK) return CML_VALUE_INVALID;
+  cml_shape_t s = cml_shape_scalar(CML_DTYPE_F32);
+  cml_value_t a = cml_parameter(cmp, "a", &s), b = cml_parameter(cmp, "b", &s);
+  cml_value_t gt = cml_op_greater_than(cmp, cml_op_abs(cmp, a), cml_op_abs(cmp, b));
+  if (cml_function_return(cmp, &gt, 1) != CML_OK) return CML_VALUE_INVALID;
+  return cml_op_sort(f, cmp, 0, true, &x, 1, &out) ? out : CML_VALUE_INVALID;
+}
+
+// Lexicographic sort of 65536 (k1, k2) pairs, k1 i32 in [0, 100) (from uniform f32), k2 f32:
+// Or(LessThan(a1, b1), And(Equal(a1, b1), LessThan(a2, b2))), stable. Returns k2 sorted.
+static cml_value_t build_sort_lexi(cml_function_t* f) {
+  const int64_t n = 1 << 16;
+  cml_value_t u = bench_param(f, "u", CML_DTYPE_F32, 1, &n);
+  cml_value_t k1 = cml_op_convert_dtype(
+      f,
+      cml_op_floor(f, cml_op_mul(f, cml_op_add(f, u, scalar(f, CML_DTYPE_F32, 1.0)),
+                                 scalar(f, CML_DTYPE_F32, 50.0))),
+      CML_DTYPE_I32);
+  cml_value_t ops[2] = {k1, bench_param(f, "k2", CML_DTYPE_F32, 1, &n)}, out[2];
+  cml_function_t* cmp = NULL;
+  if (cml_function_new_closure(f, &cmp) != CML_OK) return CML_VALUE_INVALID;
+  cml_shape_t si = cml_shape_scalar(CML_DTYPE_I32), sf = cml_shape_scalar(CML_DTYPE_F32);
+  cml_value_t a1 = cml_parameter(cmp, "a1", &si), b1 = cml_parameter(cmp, "b1", &si);
+  cml_value_t a2 = cml_parameter(cmp, "a2", &sf), b2 = cml_parameter(cmp, "b2", &sf);
+  cml_value_t r = cml_op_logical_or(
+      cmp, cml_op_less_than(cmp, a1, b1),
+      cml_op_logical_and(cmp, cml_op_equal(cmp, a1, b1), cml_op_less_than(cmp, a2, b2)));
+  if (cml_function_return(cmp, &r, 1) != CML_OK) return CML_VALUE_INVALID;
+  return cml_op_sort(f, cmp, 0, true, ops, 2, out) ? out[1] : CML_VALUE_INVALID;
+}
+
 static cml_value_t build_argsort(cml_function_t* f) {
   const int64_t d[2] = {256, 4096};
   cml_value_t x = bench_param(f, "x", CML_DTYPE_F32, 2, d);
@@ -2327,6 +2368,10 @@ static cml_value_t build_zoo(cml_function_t* f, const bench_case_t* c) {
       return build_rfft_2d(f);
     case Z_FFT_509:
       return build_fft_rows(f, 256, 509);
+    case Z_SORT_ABS:
+      return build_sort_abs(f);
+    case Z_SORT_LEXI:
+      return build_sort_lexi(f);
     default:
       return CML_VALUE_INVALID;
   }
@@ -2509,6 +2554,10 @@ static double zoo_bytes(int z) {
       return 4.0 * 2 * 1000 * 64;
     case Z_ARGSORT:
       return 4.0 * 2 * 256 * 4096;
+    case Z_SORT_ABS:
+      return 4.0 * 2 * (1 << 16);
+    case Z_SORT_LEXI:
+      return 4.0 * 3 * (1 << 16);
     case Z_INTERIOR_PAD:
       return 4.0 * (8 * 64 * 64 * 32 + 8 * 127 * 127 * 32);
     case Z_FLIP_HW:

@@ -664,7 +664,9 @@ static void tm_sort_any(int* test_failed_, cml_dtype_t kd, cml_op_t cmp_op, bool
 static void tm_sort_prefix(int* test_failed_, cml_dtype_t kd, cml_op_t cmp_op, bool general,
                            int64_t rows, int64_t cols, int64_t prefix, const void* keys,
                            void* got_keys, int32_t* got_payload, int64_t* prepared) {
-  cml_backend_t* b = tm_backend("c:threads=2");
+  // The general comparator on the reference backend, which calls it (elsewhere it runs as a
+  // program: c_sort_program_test).
+  cml_backend_t* b = tm_backend(general ? "c:threads=2,reference=true" : "c:threads=2");
   ASSERT_TRUE(b != NULL);
   tmod_t* t = tm_new();
   cml_shape_t sk = tm_shape(kd, 2, rows, cols);
@@ -934,6 +936,114 @@ TEST(sort_radix_matches_general) {
   }
 }
 
+// The comparators Sort runs as programs, seen through the scratch they plan: a program adds
+// its keys (len int64 slots each) and, when it is a plain lexicographic order of at most 64 key
+// bits (the encoded sort), two more slots per element; the reference backend (which calls every
+// comparator) and comparators off the grammar add nothing. Which comparator runs as what
+// decides the speed only; c_sort_program_test checks the results.
+typedef enum {
+  TM_CMP_PLAIN,          // LessThan(l0, r0): the fast comparator
+  TM_CMP_ABS_GT,         // GreaterThan(Abs(l0), Abs(r0))
+  TM_CMP_LEXI,           // Or(LessThan(l1, r1), And(Equal(l1, r1), LessThan(l0, r0)))
+  TM_CMP_SAME_KEY,       // Or(LessThan(l0, r0), And(Equal(r0, l0), GreaterThan(r0, l0)))
+  TM_CMP_NEG_LE,         // LessOrEqual(Neg(r0), Neg(l0))
+  TM_CMP_OTHER_TIE,      // Or(LessThan(l0, r0), And(Equal(l1, r1), LessThan(Abs(l0), Abs(r0))))
+  TM_CMP_NO_AND,         // Or(LessThan(l0, r0), LessThan(l1, r1))
+  TM_CMP_CROSSED,        // LessThan(l0, r1)
+  TM_CMP_CHAIN_DIFFERS,  // LessThan(Abs(l0), Neg(r0))
+} tm_cmp_kind_t;
+
+static uint32_t tm_sort_program_node(tmod_t* t, tm_cmp_kind_t kind, int64_t len) {
+  cml_shape_t sk = tm_shape(CML_DTYPE_F32, 2, 3, len), sp = tm_shape(CML_DTYPE_I32, 2, 3, len);
+  uint32_t in[3] = {tm_param(t, 0, sk), tm_param(t, 0, sk), tm_param(t, 0, sp)};
+  uint32_t cmp = tm_fn(t, 0, "");
+  cml_shape_t fs = tm_shape(CML_DTYPE_F32, 0, 0, 0), is = tm_shape(CML_DTYPE_I32, 0, 0, 0);
+  uint32_t l0 = tm_param(t, cmp, fs), r0 = tm_param(t, cmp, fs);
+  uint32_t l1 = tm_param(t, cmp, fs), r1 = tm_param(t, cmp, fs);
+  tm_param(t, cmp, is);
+  tm_param(t, cmp, is);
+  uint32_t res = 0;
+  switch (kind) {
+    case TM_CMP_PLAIN:
+      res = tm_compare(t, cmp, CML_OP_LESS_THAN, l0, r0);
+      break;
+    case TM_CMP_ABS_GT:
+      res = tm_compare(t, cmp, CML_OP_GREATER_THAN, tm_unary(t, cmp, CML_OP_ABS, l0),
+                       tm_unary(t, cmp, CML_OP_ABS, r0));
+      break;
+    case TM_CMP_LEXI:
+      res =
+          tm_binary(t, cmp, CML_OP_LOGICAL_OR, tm_compare(t, cmp, CML_OP_LESS_THAN, l1, r1),
+                    tm_binary(t, cmp, CML_OP_LOGICAL_AND, tm_compare(t, cmp, CML_OP_EQUAL, l1, r1),
+                              tm_compare(t, cmp, CML_OP_LESS_THAN, l0, r0)));
+      break;
+    case TM_CMP_SAME_KEY:
+      res =
+          tm_binary(t, cmp, CML_OP_LOGICAL_OR, tm_compare(t, cmp, CML_OP_LESS_THAN, l0, r0),
+                    tm_binary(t, cmp, CML_OP_LOGICAL_AND, tm_compare(t, cmp, CML_OP_EQUAL, r0, l0),
+                              tm_compare(t, cmp, CML_OP_GREATER_THAN, r0, l0)));
+      break;
+    case TM_CMP_NEG_LE:
+      res = tm_compare(t, cmp, CML_OP_LESS_OR_EQUAL, tm_unary(t, cmp, CML_OP_NEG, r0),
+                       tm_unary(t, cmp, CML_OP_NEG, l0));
+      break;
+    case TM_CMP_OTHER_TIE:
+      res =
+          tm_binary(t, cmp, CML_OP_LOGICAL_OR, tm_compare(t, cmp, CML_OP_LESS_THAN, l0, r0),
+                    tm_binary(t, cmp, CML_OP_LOGICAL_AND, tm_compare(t, cmp, CML_OP_EQUAL, l1, r1),
+                              tm_compare(t, cmp, CML_OP_LESS_THAN, tm_unary(t, cmp, CML_OP_ABS, l0),
+                                         tm_unary(t, cmp, CML_OP_ABS, r0))));
+      break;
+    case TM_CMP_NO_AND:
+      res = tm_binary(t, cmp, CML_OP_LOGICAL_OR, tm_compare(t, cmp, CML_OP_LESS_THAN, l0, r0),
+                      tm_compare(t, cmp, CML_OP_LESS_THAN, l1, r1));
+      break;
+    case TM_CMP_CROSSED:
+      res = tm_compare(t, cmp, CML_OP_LESS_THAN, l0, r1);
+      break;
+    case TM_CMP_CHAIN_DIFFERS:
+      res = tm_compare(t, cmp, CML_OP_LESS_THAN, tm_unary(t, cmp, CML_OP_ABS, l0),
+                       tm_unary(t, cmp, CML_OP_NEG, r0));
+      break;
+  }
+  tm_return(t, cmp, 1, &res);
+  cml_shape_t ss[3] = {sk, sk, sp};
+  uint32_t s = tm_node(t, 0, CML_OP_SORT, 3, in, 3, ss);
+  tm_attrs(t, s)->functions[0] = cmp;
+  tm_attrs(t, s)->axis = 1;
+  tm_attrs(t, s)->flag = true;
+  return t->values[s].node;
+}
+
+TEST(sort_programs_recognized) {
+  static const struct {
+    tm_cmp_kind_t kind;
+    int64_t extra;  // int64 slots per element the program adds
+  } cases[] = {
+      {TM_CMP_PLAIN, 0},    {TM_CMP_ABS_GT, 3},  {TM_CMP_LEXI, 4},
+      {TM_CMP_SAME_KEY, 3}, {TM_CMP_NEG_LE, 1},  {TM_CMP_OTHER_TIE, 3},
+      {TM_CMP_NO_AND, 0},   {TM_CMP_CROSSED, 0}, {TM_CMP_CHAIN_DIFFERS, 0},
+  };
+  const int64_t len = 37;
+  cmlc_options_t opts, ref;
+  memset(&opts, 0, sizeof opts);
+  opts.threads = 1;
+  ref = opts;
+  ref.reference = true;
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ++ci) {
+    tmod_t* t = tm_new();
+    ASSERT_TRUE(t != NULL);
+    const cml_ir_node_t* n = &t->nodes[tm_sort_program_node(t, cases[ci].kind, len)];
+    const size_t with = cmlc_sort_scratch(&t->m, n, &opts),
+                 without = cmlc_sort_scratch(&t->m, n, &ref);
+    free(t);
+    if ((int64_t)(with - without) != cases[ci].extra * len * 8) {
+      TEST_FAIL_("comparator %d: %zu scratch bytes, %zu on the reference (want %lld more)",
+                 (int)cases[ci].kind, with, without, (long long)(cases[ci].extra * len * 8));
+    }
+  }
+}
+
 TEST(sort_total_order_nan) {
   const float nan = NAN;
   const float keys[12] = {1, -nan, 0.0f, -0.0f, nan, -INFINITY, /* row 1 */ 2, 1, 0, -1, -2, -3};
@@ -1055,5 +1165,6 @@ TEST_MAIN(TEST_ENTRY(aliases_constants_and_copies), TEST_ENTRY(in_place_and_aren
           TEST_ENTRY(sort_fast_and_general_stable), TEST_ENTRY(sort_total_order_nan),
           TEST_ENTRY(sort_radix_matches_general), TEST_ENTRY(sort_typed_lines_match_general),
           TEST_ENTRY(sort_prefix_selection_matches_whole_sort),
-          TEST_ENTRY(donation_and_aliased_outputs), TEST_ENTRY(backend_options_and_devices),
-          TEST_ENTRY(env_options), TEST_ENTRY(scalar_steps_in_loop_bodies))
+          TEST_ENTRY(sort_programs_recognized), TEST_ENTRY(donation_and_aliased_outputs),
+          TEST_ENTRY(backend_options_and_devices), TEST_ENTRY(env_options),
+          TEST_ENTRY(scalar_steps_in_loop_bodies))

@@ -12,8 +12,12 @@
 // comparison is done directly on the typed elements of operand 0 and lines are sorted in
 // parallel. NaNs are placed as XLA's CPU runtime places them: after every other value under a
 // plain LessThan, before under GreaterThan (each in its stable order); TotalOrder puts -NaN first
-// and +NaN last; LessOrEqual / GreaterOrEqual compare as written. Any other comparator runs
-// through call_function for each comparison, on the calling thread.
+// and +NaN last; LessOrEqual / GreaterOrEqual compare as written. A lexicographic chain of
+// compares of keys (each an operand under the same Abs / Neg chain for lhs and rhs: "comparator
+// programs" below) has its keys computed once per element and its compares evaluated in C inside
+// the same merge sort, lines in parallel: the permutation the calls give, NaNs included (not on
+// the reference backend, which calls the comparator). Any other comparator runs through
+// call_function for each comparison, on the calling thread.
 //
 // Thread-safety: reentrant (all state in the arguments and the scratch).
 #include <math.h>
@@ -200,6 +204,467 @@ static cmlc_before_fn cmlc_sort_fast_comparator(const cml_module_t* m, const cml
   return NULL;
 }
 
+// Bytes per element from the kernels' dtype table (1 for the dtypes it has no size for).
+static size_t cmlc_sort_elem_size(cml_dtype_t dtype) {
+  const size_t size = cmlc_dtype_size(dtype);
+  return size != 0 ? size : 1;
+}
+
+//===--- comparator programs: lexicographic compares of per-element keys ---===//
+// A comparator that is a lexicographic chain of compares, each of the same elementwise function
+// (a chain of Abs / Neg, or nothing) of lhs_i and rhs_i,
+//   S_0 || (E_0 && (S_1 || (E_1 && ... F))),
+// (the Or and And operands in either order, each compare's operands in either order), is run
+// as a program: the keys are computed once per element (len evaluations, not one per
+// comparison), and each comparison evaluates the compares on them in C, with the operators the
+// elementwise kernels use, in the order the expression's short circuit gives. Each compare gives
+// the same bool as the comparator's node on the same elements (NaNs, -0 and ties included), so
+// the merge sort makes the same moves: the same permutation as the calls, bit for bit.
+
+enum {
+  CMLC_SORT_MAX_LEVELS = 8,                            // S_i / E_i pairs
+  CMLC_SORT_MAX_TERMS = 2 * CMLC_SORT_MAX_LEVELS + 1,  // compares
+  CMLC_SORT_MAX_CHAIN = 4,                             // Abs / Neg steps of a key
+};
+
+// How a key is stored: the compare's operands converted without loss (f16 / bf16 to f32, the
+// integers to int64 or uint64, bool to 0 / 1), or a total-order key (the TotalOrder compares).
+typedef enum cmlc_sort_key_class_t {
+  CMLC_SORT_KEY_F32,
+  CMLC_SORT_KEY_F64,
+  CMLC_SORT_KEY_I64,
+  CMLC_SORT_KEY_U64,
+} cmlc_sort_key_class_t;
+
+typedef enum cmlc_sort_cmp_op_t {
+  CMLC_SORT_OP_EQ,
+  CMLC_SORT_OP_NE,
+  CMLC_SORT_OP_LT,
+  CMLC_SORT_OP_LE,
+  CMLC_SORT_OP_GT,
+  CMLC_SORT_OP_GE,
+} cmlc_sort_cmp_op_t;
+
+// A key: operand |operand| with |chain| applied (CML_OP_ABS / CML_OP_NEG, innermost first).
+typedef struct cmlc_sort_key_t {
+  uint32_t operand;
+  uint32_t chain_length;
+  cml_op_t chain[CMLC_SORT_MAX_CHAIN];
+  bool total;  // a total-order key (a float operand, no chain)
+  cmlc_sort_key_class_t key_class;
+  // The encoding (cmlc_sort_encode): bits of the operand dtype, and whether it is a signed
+  // integer.
+  uint32_t bits;
+  bool signed_int;
+} cmlc_sort_key_t;
+
+// One compare of key |key| of lhs (i) and rhs (j).
+typedef struct cmlc_sort_term_t {
+  uint8_t op;          // cmlc_sort_cmp_op_t
+  uint8_t key_class;   // cmlc_sort_key_class_t
+  uint32_t key;        // index into cmlc_sort_program_t.keys
+  const void* values;  // the key's values along the line (set per line)
+} cmlc_sort_term_t;
+
+// terms[2 * l] is S_l, terms[2 * l + 1] is E_l, terms[2 * level_count] is F.
+typedef struct cmlc_sort_program_t {
+  uint32_t level_count, key_count;
+  // A plain lexicographic order: every S_l is LessThan / GreaterThan of the key E_l compares
+  // with Equal, F is LessThan / GreaterThan, and the keys' bits (of S_0 ... S_{n-1}, F) add up to
+  // at most 64 (cmlc_sort_encode).
+  bool encodable;
+  cmlc_sort_term_t terms[CMLC_SORT_MAX_TERMS];
+  cmlc_sort_key_t keys[CMLC_SORT_MAX_TERMS];
+} cmlc_sort_program_t;
+
+// The node that defines value |v|.
+static const cml_ir_node_t* cmlc_sort_def(const cml_module_t* m, uint32_t v) {
+  return &m->nodes[m->values[v].node];
+}
+
+// Parses value |v| of comparator |f| as a key (a parameter under a chain of Abs / Neg) into
+// |*param| and |*key| (operand and total left to the caller).
+static bool cmlc_sort_parse_key(const cml_module_t* m, const cml_ir_function_t* f, uint32_t v,
+                                uint32_t* param, cmlc_sort_key_t* key) {
+  cml_op_t outer_first[CMLC_SORT_MAX_CHAIN];
+  uint32_t length = 0;
+  for (;;) {
+    const cml_ir_node_t* n = cmlc_sort_def(m, v);
+    if (n->op == CML_OP_PARAMETER) break;
+    if ((n->op != CML_OP_ABS && n->op != CML_OP_NEG) || n->input_count != 1) return false;
+    if (length == CMLC_SORT_MAX_CHAIN) return false;
+    outer_first[length++] = n->op;
+    v = n->inputs[0];
+  }
+  for (uint32_t p = 0; p < f->param_count; ++p) {
+    if (f->params[p] != v) continue;
+    *param = p;
+    key->chain_length = length;
+    for (uint32_t s = 0; s < length; ++s) key->chain[s] = outer_first[length - 1 - s];
+    return true;
+  }
+  return false;
+}
+
+// The storage class of a key of |dtype|, or false for dtypes the programs do not handle.
+static bool cmlc_sort_key_class_of(cml_dtype_t dtype, bool total, cmlc_sort_key_class_t* out) {
+  if (total) {
+    // TotalOrder compares of f32 / f64 keys of the raw bits (f16 / bf16 go through the calls).
+    if (dtype != CML_DTYPE_F32 && dtype != CML_DTYPE_F64) return false;
+    *out = CMLC_SORT_KEY_U64;
+    return true;
+  }
+  switch (dtype) {
+    case CML_DTYPE_F32:
+    case CML_DTYPE_F16:
+    case CML_DTYPE_BF16:
+      *out = CMLC_SORT_KEY_F32;
+      return true;
+    case CML_DTYPE_F64:
+      *out = CMLC_SORT_KEY_F64;
+      return true;
+    case CML_DTYPE_BOOL:
+    case CML_DTYPE_I8:
+    case CML_DTYPE_I16:
+    case CML_DTYPE_I32:
+    case CML_DTYPE_I64:
+    case CML_DTYPE_U8:
+    case CML_DTYPE_U16:
+    case CML_DTYPE_U32:
+      *out = CMLC_SORT_KEY_I64;
+      return true;
+    case CML_DTYPE_U64:
+      *out = CMLC_SORT_KEY_U64;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Parses value |v| as a compare of one key of lhs and rhs into term |t| of |prog|.
+static bool cmlc_sort_parse_term(const cml_module_t* m, const cml_ir_node_t* sort,
+                                 const cml_ir_function_t* f, uint32_t v, cmlc_sort_program_t* prog,
+                                 uint32_t t) {
+  static const struct {
+    cml_op_t op;
+    cmlc_sort_cmp_op_t cmp, mirrored;
+    bool total;
+  } compares[] = {
+      {CML_OP_EQUAL, CMLC_SORT_OP_EQ, CMLC_SORT_OP_EQ, false},
+      {CML_OP_NOT_EQUAL, CMLC_SORT_OP_NE, CMLC_SORT_OP_NE, false},
+      {CML_OP_LESS_THAN, CMLC_SORT_OP_LT, CMLC_SORT_OP_GT, false},
+      {CML_OP_LESS_OR_EQUAL, CMLC_SORT_OP_LE, CMLC_SORT_OP_GE, false},
+      {CML_OP_GREATER_THAN, CMLC_SORT_OP_GT, CMLC_SORT_OP_LT, false},
+      {CML_OP_GREATER_OR_EQUAL, CMLC_SORT_OP_GE, CMLC_SORT_OP_LE, false},
+      {CML_OP_EQUAL_TOTAL_ORDER, CMLC_SORT_OP_EQ, CMLC_SORT_OP_EQ, true},
+      {CML_OP_NOT_EQUAL_TOTAL_ORDER, CMLC_SORT_OP_NE, CMLC_SORT_OP_NE, true},
+      {CML_OP_LESS_THAN_TOTAL_ORDER, CMLC_SORT_OP_LT, CMLC_SORT_OP_GT, true},
+      {CML_OP_LESS_OR_EQUAL_TOTAL_ORDER, CMLC_SORT_OP_LE, CMLC_SORT_OP_GE, true},
+      {CML_OP_GREATER_THAN_TOTAL_ORDER, CMLC_SORT_OP_GT, CMLC_SORT_OP_LT, true},
+      {CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER, CMLC_SORT_OP_GE, CMLC_SORT_OP_LE, true},
+  };
+  const cml_ir_node_t* n = cmlc_sort_def(m, v);
+  size_t c = 0;
+  while (c < sizeof compares / sizeof compares[0] && compares[c].op != n->op) ++c;
+  if (c == sizeof compares / sizeof compares[0] || n->input_count != 2) return false;
+  cmlc_sort_key_t x, y;
+  uint32_t px, py;
+  if (!cmlc_sort_parse_key(m, f, n->inputs[0], &px, &x) ||
+      !cmlc_sort_parse_key(m, f, n->inputs[1], &py, &y)) {
+    return false;
+  }
+  // lhs_i and rhs_i are parameters 2i and 2i + 1: (lhs, rhs) as written, or mirrored.
+  if (px / 2 != py / 2 || px == py || x.chain_length != y.chain_length) return false;
+  for (uint32_t s = 0; s < x.chain_length; ++s) {
+    if (x.chain[s] != y.chain[s]) return false;
+  }
+  x.operand = px / 2;
+  x.total = compares[c].total;
+  if (x.operand >= sort->input_count || (x.total && x.chain_length != 0)) return false;
+  const cml_dtype_t dtype = m->values[sort->inputs[x.operand]].shape.dtype;
+  if (!cmlc_sort_key_class_of(dtype, x.total, &x.key_class)) return false;
+  // Abs / Neg of an unsigned operand do not type-check; of bool neither.
+  if (x.chain_length != 0 && dtype == CML_DTYPE_BOOL) return false;
+  x.bits = dtype == CML_DTYPE_BOOL ? 1
+           : x.key_class == CMLC_SORT_KEY_F32 && dtype != CML_DTYPE_F32
+               ? 32
+               : (uint32_t)cml_dtype_bits(dtype);
+  x.signed_int = dtype == CML_DTYPE_I8 || dtype == CML_DTYPE_I16 || dtype == CML_DTYPE_I32 ||
+                 dtype == CML_DTYPE_I64;
+  uint32_t k = 0;
+  for (; k < prog->key_count; ++k) {
+    const cmlc_sort_key_t* o = &prog->keys[k];
+    bool same = o->operand == x.operand && o->total == x.total && o->chain_length == x.chain_length;
+    for (uint32_t s = 0; same && s < x.chain_length; ++s) same = o->chain[s] == x.chain[s];
+    if (same) break;
+  }
+  if (k == prog->key_count) prog->keys[prog->key_count++] = x;
+  prog->terms[t].op = (uint8_t)(px % 2 == 0 ? compares[c].cmp : compares[c].mirrored);
+  prog->terms[t].key_class = (uint8_t)x.key_class;
+  prog->terms[t].key = k;
+  prog->terms[t].values = NULL;
+  return true;
+}
+
+// Parses value |v| as the chain from level |level| on: F, or Or(S, And(E, rest)).
+static bool cmlc_sort_parse_chain(const cml_module_t* m, const cml_ir_node_t* sort,
+                                  const cml_ir_function_t* f, uint32_t v, uint32_t level,
+                                  cmlc_sort_program_t* prog) {
+  const cml_ir_node_t* n = cmlc_sort_def(m, v);
+  const uint32_t keys = prog->key_count;
+  if (n->op != CML_OP_LOGICAL_OR) {
+    prog->level_count = level;
+    return cmlc_sort_parse_term(m, sort, f, v, prog, 2 * level);
+  }
+  if (n->input_count != 2 || level == CMLC_SORT_MAX_LEVELS) return false;
+  // Which operand of the Or is S, and which of the And is E: try each assignment.
+  for (int s = 0; s < 2; ++s) {
+    const cml_ir_node_t* a = cmlc_sort_def(m, n->inputs[1 - s]);
+    if (a->op != CML_OP_LOGICAL_AND || a->input_count != 2) continue;
+    for (int e = 0; e < 2; ++e) {
+      prog->key_count = keys;
+      if (cmlc_sort_parse_term(m, sort, f, n->inputs[s], prog, 2 * level) &&
+          cmlc_sort_parse_term(m, sort, f, a->inputs[e], prog, 2 * level + 1) &&
+          cmlc_sort_parse_chain(m, sort, f, a->inputs[1 - e], level + 1, prog)) {
+        return true;
+      }
+    }
+  }
+  prog->key_count = keys;
+  return false;
+}
+
+// The program of Sort |node|'s comparator into |prog|, or false (it is not one: the comparator
+// is called). Every node of the comparator must be a parameter, a compare, LogicalAnd /
+// LogicalOr or Abs / Neg, so that nothing the program skips could fail or matter.
+static bool cmlc_sort_parse_program(const cml_module_t* m, const cml_ir_node_t* node,
+                                    cmlc_sort_program_t* prog) {
+  const uint32_t fi = node->attrs->functions[0];
+  if (fi >= m->function_count) return false;
+  const cml_ir_function_t* f = &m->functions[fi];
+  if (f->output_count != 1 || f->capture_count != 0 || f->param_count != 2 * node->input_count) {
+    return false;
+  }
+  for (uint32_t i = 0; i < f->node_count; ++i) {
+    switch (m->nodes[f->nodes[i]].op) {
+      case CML_OP_PARAMETER:
+      case CML_OP_ABS:
+      case CML_OP_NEG:
+      case CML_OP_LOGICAL_AND:
+      case CML_OP_LOGICAL_OR:
+      case CML_OP_EQUAL:
+      case CML_OP_NOT_EQUAL:
+      case CML_OP_LESS_THAN:
+      case CML_OP_LESS_OR_EQUAL:
+      case CML_OP_GREATER_THAN:
+      case CML_OP_GREATER_OR_EQUAL:
+      case CML_OP_EQUAL_TOTAL_ORDER:
+      case CML_OP_NOT_EQUAL_TOTAL_ORDER:
+      case CML_OP_LESS_THAN_TOTAL_ORDER:
+      case CML_OP_LESS_OR_EQUAL_TOTAL_ORDER:
+      case CML_OP_GREATER_THAN_TOTAL_ORDER:
+      case CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER:
+        break;
+      default:
+        return false;
+    }
+  }
+  memset(prog, 0, sizeof *prog);
+  if (!cmlc_sort_parse_chain(m, node, f, f->outputs[0], 0, prog)) return false;
+  uint32_t bits = 0;
+  prog->encodable = true;
+  for (uint32_t l = 0; l <= prog->level_count; ++l) {
+    const cmlc_sort_term_t* st = &prog->terms[2 * l];
+    prog->encodable &= st->op == CMLC_SORT_OP_LT || st->op == CMLC_SORT_OP_GT;
+    if (l < prog->level_count) {
+      prog->encodable &= st[1].op == CMLC_SORT_OP_EQ && st[1].key == st->key;
+    }
+    bits += prog->keys[st->key].bits;
+  }
+  prog->encodable &= bits <= 64;
+  return true;
+}
+
+// |v| (an integer of |dtype| widened to int64) negated in |dtype|'s width, wrapping as the
+// elementwise kernels do (Neg and Abs of the most negative value give it back).
+static int64_t cmlc_sort_neg_int(int64_t v, cml_dtype_t dtype) {
+  const uint64_t r = (uint64_t)0 - (uint64_t)v;
+  switch (dtype) {
+    case CML_DTYPE_I8:
+      return (int8_t)(uint8_t)r;
+    case CML_DTYPE_I16:
+      return (int16_t)(uint16_t)r;
+    case CML_DTYPE_I32:
+      return (int32_t)(uint32_t)r;
+    default:
+      return (int64_t)r;
+  }
+}
+
+// Computes key |key| of the |len| elements at |base| (|stride| bytes apart, operand dtype
+// |dtype|) into |out| (len 8-byte slots).
+static void cmlc_sort_compute_key(const cmlc_sort_key_t* key, cml_dtype_t dtype,
+                                  const uint8_t* base, int64_t stride, int64_t len, void* out) {
+  for (int64_t p = 0; p < len; ++p) {
+    const uint8_t* e = base + p * stride;
+    switch (key->key_class) {
+      case CMLC_SORT_KEY_F32: {
+        float x;
+        if (dtype == CML_DTYPE_F32) {
+          memcpy(&x, e, sizeof x);
+        } else {
+          uint16_t h;
+          memcpy(&h, e, sizeof h);
+          x = dtype == CML_DTYPE_F16 ? cml_f16_to_f32(h) : cml_bf16_to_f32(h);
+        }
+        for (uint32_t s = 0; s < key->chain_length; ++s)
+          x = key->chain[s] == CML_OP_ABS ? fabsf(x) : -x;
+        ((float*)out)[p] = x;
+        break;
+      }
+      case CMLC_SORT_KEY_F64: {
+        double x;
+        memcpy(&x, e, sizeof x);
+        for (uint32_t s = 0; s < key->chain_length; ++s)
+          x = key->chain[s] == CML_OP_ABS ? fabs(x) : -x;
+        ((double*)out)[p] = x;
+        break;
+      }
+      case CMLC_SORT_KEY_I64: {
+        int64_t x;
+        switch (dtype) {
+          case CML_DTYPE_BOOL:
+            x = e[0] != 0;
+            break;
+          case CML_DTYPE_I8:
+            x = (int8_t)e[0];
+            break;
+          case CML_DTYPE_U8:
+            x = e[0];
+            break;
+          case CML_DTYPE_I16: {
+            int16_t t;
+            memcpy(&t, e, sizeof t);
+            x = t;
+            break;
+          }
+          case CML_DTYPE_U16: {
+            uint16_t t;
+            memcpy(&t, e, sizeof t);
+            x = t;
+            break;
+          }
+          case CML_DTYPE_I32: {
+            int32_t t;
+            memcpy(&t, e, sizeof t);
+            x = t;
+            break;
+          }
+          case CML_DTYPE_U32: {
+            uint32_t t;
+            memcpy(&t, e, sizeof t);
+            x = t;
+            break;
+          }
+          default:
+            memcpy(&x, e, sizeof x);
+            break;
+        }
+        for (uint32_t s = 0; s < key->chain_length; ++s) {
+          if (key->chain[s] == CML_OP_NEG || x < 0) x = cmlc_sort_neg_int(x, dtype);
+        }
+        ((int64_t*)out)[p] = x;
+        break;
+      }
+      case CMLC_SORT_KEY_U64: {
+        uint64_t x;
+        if (!key->total) {
+          memcpy(&x, e, sizeof x);  // a u64 operand (no chain)
+        } else if (dtype == CML_DTYPE_F32) {
+          float f;
+          memcpy(&f, e, sizeof f);
+          x = cmlc_sort_key_f32(f);
+        } else {
+          double d;
+          memcpy(&d, e, sizeof d);
+          x = cmlc_sort_key_f64(d);
+        }
+        ((uint64_t*)out)[p] = x;
+        break;
+      }
+    }
+  }
+}
+
+#define CMLC_SORT_COMPARE(OP, x, y)       \
+  ((OP) == CMLC_SORT_OP_EQ   ? (x) == (y) \
+   : (OP) == CMLC_SORT_OP_NE ? (x) != (y) \
+   : (OP) == CMLC_SORT_OP_LT ? (x) < (y)  \
+   : (OP) == CMLC_SORT_OP_LE ? (x) <= (y) \
+   : (OP) == CMLC_SORT_OP_GT ? (x) > (y)  \
+                             : (x) >= (y))
+
+// Term |t| on elements |i| (lhs) and |j| (rhs) of the line.
+static inline bool cmlc_sort_term_eval(const cmlc_sort_term_t* t, int64_t i, int64_t j) {
+  switch (t->key_class) {
+    case CMLC_SORT_KEY_F32: {
+      const float x = ((const float*)t->values)[i], y = ((const float*)t->values)[j];
+      return CMLC_SORT_COMPARE(t->op, x, y);
+    }
+    case CMLC_SORT_KEY_F64: {
+      const double x = ((const double*)t->values)[i], y = ((const double*)t->values)[j];
+      return CMLC_SORT_COMPARE(t->op, x, y);
+    }
+    case CMLC_SORT_KEY_I64: {
+      const int64_t x = ((const int64_t*)t->values)[i], y = ((const int64_t*)t->values)[j];
+      return CMLC_SORT_COMPARE(t->op, x, y);
+    }
+    default: {
+      const uint64_t x = ((const uint64_t*)t->values)[i], y = ((const uint64_t*)t->values)[j];
+      return CMLC_SORT_COMPARE(t->op, x, y);
+    }
+  }
+}
+
+// The comparator's result on elements |i| (lhs) and |j| (rhs): S_0 || (E_0 && (... F)).
+static inline bool cmlc_sort_program_before(const cmlc_sort_program_t* prog, int64_t i, int64_t j) {
+  const cmlc_sort_term_t* t = prog->terms;
+  for (uint32_t l = 0; l < prog->level_count; ++l, t += 2) {
+    if (cmlc_sort_term_eval(&t[0], i, j)) return true;
+    if (!cmlc_sort_term_eval(&t[1], i, j)) return false;
+  }
+  return cmlc_sort_term_eval(t, i, j);
+}
+
+// Computes |prog|'s keys for the line at |line_offset| into |keys| (key_count * len 8-byte
+// slots) and points the terms at them.
+static void cmlc_sort_program_bind(cmlc_sort_program_t* prog, const cmlc_kernel_args_t* args,
+                                   int64_t line_offset, int64_t inner, int64_t len,
+                                   uint64_t* keys) {
+  for (uint32_t k = 0; k < prog->key_count; ++k) {
+    const uint32_t operand = prog->keys[k].operand;
+    const cml_dtype_t dtype = args->input_shapes[operand]->dtype;
+    const size_t es = cmlc_sort_elem_size(dtype);
+    const uint8_t* base = (const uint8_t*)args->inputs[operand] + (size_t)line_offset * es;
+    cmlc_sort_compute_key(&prog->keys[k], dtype, base, (int64_t)((size_t)inner * es), len,
+                          keys + (size_t)k * (size_t)len);
+  }
+  for (uint32_t t = 0; t <= 2 * prog->level_count; ++t) {
+    prog->terms[t].values = keys + (size_t)prog->terms[t].key * (size_t)len;
+  }
+}
+
+// The int64 slots per element before a program's keys: a permutation and its merge buffer, or
+// the encoded sort's two buffers of 16-byte pairs.
+static int64_t cmlc_sort_program_slots(const cmlc_sort_program_t* prog) {
+  return prog->encodable ? 4 : 2;
+}
+
+// The int64 slots per element a program adds to a sort's permutation and merge buffer.
+static uint32_t cmlc_sort_program_extra(const cmlc_sort_program_t* prog) {
+  return (uint32_t)cmlc_sort_program_slots(prog) - 2 + prog->key_count;
+}
+
 //===--- stable merge sort of an index permutation ---===//
 
 typedef struct cmlc_sort_cmp_t {
@@ -207,6 +672,8 @@ typedef struct cmlc_sort_cmp_t {
   cmlc_before_fn before;
   const uint8_t* base;  // operand 0's line
   int64_t stride;       // bytes between elements of a line
+  // Program path.
+  const cmlc_sort_program_t* prog;
   // General path.
   const cmlc_kernel_args_t* args;
   const uint8_t** line_bases;  // each operand's line
@@ -217,6 +684,7 @@ typedef struct cmlc_sort_cmp_t {
 
 static bool cmlc_sort_is_before(cmlc_sort_cmp_t* c, int64_t i, int64_t j) {
   if (c->before) return c->before(c->base + i * c->stride, c->base + j * c->stride);
+  if (c->prog) return cmlc_sort_program_before(c->prog, i, j);
   if (c->status != CML_OK) return false;
   const cmlc_kernel_args_t* a = c->args;
   for (uint32_t k = 0; k < a->input_count; ++k) {
@@ -265,40 +733,45 @@ static void cmlc_sort_merge_sort(cmlc_sort_cmp_t* c, int64_t* a, int64_t* tmp, i
 // keys in order instead of through the permutation, and makes the same comparisons in the same
 // order, so the same permutation (NaNs included) without an indirect call per comparison.
 
+// cmlc_sort_pairs_<name>: the merge sort of |n| pairs of type |PAIR| (key, index) by BEFORE on
+// the keys, with |tmp| (n / 2 pairs at least).
+#define CMLC_SORT_PAIRS_FN(name, PAIR, BEFORE)                        \
+  static void cmlc_sort_pairs_##name(PAIR* a, PAIR* tmp, int64_t n) { \
+    if (n <= 16) {                                                    \
+      for (int64_t i = 1; i < n; ++i) {                               \
+        const PAIR x = a[i];                                          \
+        int64_t j = i;                                                \
+        while (j > 0 && BEFORE(x.key, a[j - 1].key)) {                \
+          a[j] = a[j - 1];                                            \
+          --j;                                                        \
+        }                                                             \
+        a[j] = x;                                                     \
+      }                                                               \
+      return;                                                         \
+    }                                                                 \
+    int64_t half = n / 2;                                             \
+    cmlc_sort_pairs_##name(a, tmp, half);                             \
+    cmlc_sort_pairs_##name(a + half, tmp, n - half);                  \
+    if (!BEFORE(a[half].key, a[half - 1].key)) return;                \
+    memcpy(tmp, a, (size_t)half * sizeof *a);                         \
+    int64_t i = 0, j = half, k = 0;                                   \
+    while (i < half && j < n) {                                       \
+      if (BEFORE(a[j].key, tmp[i].key)) {                             \
+        a[k++] = a[j++];                                              \
+      } else {                                                        \
+        a[k++] = tmp[i++];                                            \
+      }                                                               \
+    }                                                                 \
+    while (i < half) a[k++] = tmp[i++];                               \
+  }
+#define CMLC_SORT_PAIRS(name, T, BEFORE) \
+  typedef struct cmlc_sort_pair_##name { \
+    T key;                               \
+    int32_t index;                       \
+  } cmlc_sort_pair_##name;               \
+  CMLC_SORT_PAIRS_FN(name, cmlc_sort_pair_##name, BEFORE)
 #define CMLC_SORT_TYPED(name, T, BEFORE)                                                   \
-  typedef struct cmlc_sort_pair_##name {                                                   \
-    T key;                                                                                 \
-    int32_t index;                                                                         \
-  } cmlc_sort_pair_##name;                                                                 \
-  static void cmlc_sort_pairs_##name(cmlc_sort_pair_##name* a, cmlc_sort_pair_##name* tmp, \
-                                     int64_t n) {                                          \
-    if (n <= 16) {                                                                         \
-      for (int64_t i = 1; i < n; ++i) {                                                    \
-        const cmlc_sort_pair_##name x = a[i];                                              \
-        int64_t j = i;                                                                     \
-        while (j > 0 && BEFORE(x.key, a[j - 1].key)) {                                     \
-          a[j] = a[j - 1];                                                                 \
-          --j;                                                                             \
-        }                                                                                  \
-        a[j] = x;                                                                          \
-      }                                                                                    \
-      return;                                                                              \
-    }                                                                                      \
-    int64_t half = n / 2;                                                                  \
-    cmlc_sort_pairs_##name(a, tmp, half);                                                  \
-    cmlc_sort_pairs_##name(a + half, tmp, n - half);                                       \
-    if (!BEFORE(a[half].key, a[half - 1].key)) return;                                     \
-    memcpy(tmp, a, (size_t)half * sizeof *a);                                              \
-    int64_t i = 0, j = half, k = 0;                                                        \
-    while (i < half && j < n) {                                                            \
-      if (BEFORE(a[j].key, tmp[i].key)) {                                                  \
-        a[k++] = a[j++];                                                                   \
-      } else {                                                                             \
-        a[k++] = tmp[i++];                                                                 \
-      }                                                                                    \
-    }                                                                                      \
-    while (i < half) a[k++] = tmp[i++];                                                    \
-  }                                                                                        \
+  CMLC_SORT_PAIRS(name, T, BEFORE)                                                         \
   /* Sorts the line at |base| (|stride| bytes apart) into |perm| (|len| entries), using    \
      |scratch| (2 * len * sizeof(int64_t) bytes; perm is its second half). */              \
   static void cmlc_sort_line_##name(const uint8_t* base, int64_t stride, int64_t* scratch, \
@@ -420,6 +893,151 @@ static cmlc_sort_typed_fn cmlc_sort_typed(cmlc_before_fn before, int64_t len) {
   return NULL;
 }
 
+//===--- encoded programs: one u64 key per element ---===//
+// A program that is a plain lexicographic order (cmlc_sort_program_t.encodable) on a line with
+// no NaN in its float keys is a strict weak order: each key maps to an unsigned integer of its
+// width that orders as the compares do (-0 and +0 to one value, complemented for GreaterThan),
+// and the comparator is "the concatenation of the levels' integers is smaller". A stable sort
+// under a strict weak order has one result, so sorting (u64, index) pairs stably (the merge sort
+// on the integers, or an LSD radix sort for long lines) gives the calls' permutation. Lines with
+// a NaN are no strict weak order: their permutation is the merge sort's own. With one level (a
+// single compare, F), a NaN key becomes CMLC_SORT_NAN_KEY, above every other, and the pairs
+// take the same merge sort with "x < y and y is not NaN" (the compare is false when either is
+// NaN): the same comparisons in the same order as the program's, so its permutation. Lines of
+// several levels with a NaN run the program's compares. (flush_denormals flushes results, not
+// the compares' operands, and Abs / Neg are exact: subnormal keys stay distinct from 0 in the
+// calls too.)
+
+CMLC_SORT_PAIRS(u64, uint64_t, CMLC_SORT_LT)
+// A single level's NaN key: its other keys have 32 bits, or are f64 keys below it.
+#define CMLC_SORT_NAN_KEY UINT64_MAX
+#define CMLC_SORT_LT_NAN_KEY(x, y) ((x) < (y) && (y) != CMLC_SORT_NAN_KEY)
+CMLC_SORT_PAIRS_FN(u64_nan, cmlc_sort_pair_u64, CMLC_SORT_LT_NAN_KEY)
+
+// Lines at least this long take the radix sort (8 byte passes at most, constant bytes skipped).
+enum { CMLC_SORT_ENCODED_RADIX_MIN = 1024 };
+
+// |x| (no NaN) in unsigned order, -0 as +0.
+static inline uint32_t cmlc_sort_order_f32(float x) {
+  if (x == 0) x = 0;
+  uint32_t b;
+  memcpy(&b, &x, sizeof b);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+static inline uint64_t cmlc_sort_order_f64(double x) {
+  if (x == 0) x = 0;
+  uint64_t b;
+  memcpy(&b, &x, sizeof b);
+  return (b & 0x8000000000000000ull) ? ~b : (b | 0x8000000000000000ull);
+}
+
+typedef enum cmlc_sort_encoding_t {
+  CMLC_SORT_ENCODED,      // no NaN: a strict weak order on the keys
+  CMLC_SORT_ENCODED_NAN,  // one level with NaN keys (CMLC_SORT_NAN_KEY)
+  CMLC_SORT_NOT_ENCODED,  // several levels with a NaN key
+} cmlc_sort_encoding_t;
+
+// Writes the (key, index) pairs of the bound program |prog| (|len| elements) to |pairs|.
+static cmlc_sort_encoding_t cmlc_sort_encode(const cmlc_sort_program_t* prog, int64_t len,
+                                             cmlc_sort_pair_u64* pairs) {
+  cmlc_sort_encoding_t result = CMLC_SORT_ENCODED;
+  for (int64_t p = 0; p < len; ++p) {
+    pairs[p].key = 0;
+    pairs[p].index = (int32_t)p;
+  }
+  for (uint32_t l = 0; l <= prog->level_count; ++l) {
+    const cmlc_sort_term_t* t = &prog->terms[2 * l];
+    const cmlc_sort_key_t* key = &prog->keys[t->key];
+    const uint32_t bits = key->bits;
+    const uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    const uint64_t flip = t->op == CMLC_SORT_OP_GT ? mask : 0;
+    const uint64_t sign = key->signed_int ? 1ull << (bits - 1) : 0;
+    for (int64_t p = 0; p < len; ++p) {
+      uint64_t u;
+      switch (t->key_class) {
+        case CMLC_SORT_KEY_F32: {
+          const float x = ((const float*)t->values)[p];
+          if (x != x) goto nan;
+          u = cmlc_sort_order_f32(x);
+          break;
+        }
+        case CMLC_SORT_KEY_F64: {
+          const double x = ((const double*)t->values)[p];
+          if (x != x) goto nan;
+          u = cmlc_sort_order_f64(x);
+          break;
+        }
+        case CMLC_SORT_KEY_I64:
+          u = ((uint64_t)((const int64_t*)t->values)[p] ^ sign) & mask;
+          break;
+        default:
+          u = ((const uint64_t*)t->values)[p];
+          break;
+      }
+      // Shifting by 64 is undefined: a 64-bit level is the only one.
+      pairs[p].key = (bits == 64 ? 0 : pairs[p].key << bits) | (u ^ flip);
+      continue;
+    nan:
+      if (prog->level_count != 0) return CMLC_SORT_NOT_ENCODED;
+      pairs[p].key = CMLC_SORT_NAN_KEY;
+      result = CMLC_SORT_ENCODED_NAN;
+    }
+  }
+  return result;
+}
+
+// A stable LSD radix sort of |a| (|len| pairs) by key, with |b| as the other buffer; returns the
+// buffer that holds the result.
+static cmlc_sort_pair_u64* cmlc_sort_radix_u64(cmlc_sort_pair_u64* a, cmlc_sort_pair_u64* b,
+                                               int64_t len) {
+  uint32_t counts[8][256];
+  memset(counts, 0, sizeof counts);
+  for (int64_t p = 0; p < len; ++p) {
+    const uint64_t k = a[p].key;
+    for (int d = 0; d < 8; ++d) ++counts[d][(k >> (8 * d)) & 255u];
+  }
+  for (int d = 0; d < 8; ++d) {
+    const uint32_t first = (uint32_t)(a[0].key >> (8 * d)) & 255u;
+    if (counts[d][first] == (uint32_t)len) continue;  // one value of this byte: order kept
+    uint32_t at[256], sum = 0;
+    for (int v = 0; v < 256; ++v) {
+      at[v] = sum;
+      sum += counts[d][v];
+    }
+    for (int64_t p = 0; p < len; ++p) b[at[(a[p].key >> (8 * d)) & 255u]++] = a[p];
+    cmlc_sort_pair_u64* t = a;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+// Sorts the bound program's line through encoded pairs into a permutation in |slot| (4 * len
+// int64 slots before the keys); false (nothing sorted) when the line has a NaN key under several
+// levels or is too long for int32 indices.
+static bool cmlc_sort_encoded(const cmlc_sort_program_t* prog, int64_t len, int64_t* slot,
+                              int64_t** out_perm) {
+  cmlc_sort_pair_u64* a = (cmlc_sort_pair_u64*)(void*)slot;
+  cmlc_sort_pair_u64* b = a + len;
+  // The pairs hold int32 indices.
+  if (len > INT32_MAX) return false;
+  const cmlc_sort_encoding_t encoding = cmlc_sort_encode(prog, len, a);
+  if (encoding == CMLC_SORT_NOT_ENCODED) return false;
+  cmlc_sort_pair_u64* sorted = a;
+  if (encoding == CMLC_SORT_ENCODED_NAN) {
+    cmlc_sort_pairs_u64_nan(a, b, len);
+  } else if (len >= CMLC_SORT_ENCODED_RADIX_MIN) {
+    sorted = cmlc_sort_radix_u64(a, b, len);
+  } else {
+    cmlc_sort_pairs_u64(a, b, len);
+  }
+  // The permutation goes to the buffer the pairs are not in.
+  int64_t* perm = sorted == a ? (int64_t*)(void*)b : (int64_t*)(void*)a;
+  for (int64_t p = 0; p < len; ++p) perm[p] = sorted[p].index;
+  *out_perm = perm;
+  return true;
+}
+
 //===--- the first elements only: Sorts read through Slices (top-k) ---===//
 
 // The prefix of the sorted axis that the module reads: the largest limit along the axis over
@@ -529,15 +1147,11 @@ typedef struct cmlc_sort_job_t {
   cmlc_sort_typed_fn typed;  // the same sort on (key, index) pairs, or NULL
   int64_t len, inner;
   int64_t prefix;  // < len: only the first |prefix| of each line are read (cmlc_sort_prepare)
-  cmlc_sort_select_fn select;  // the typed selection of the prefix, or NULL
-  int64_t* index_scratch;      // per thread: 2 * len
+  cmlc_sort_select_fn select;       // the typed selection of the prefix, or NULL
+  const cmlc_sort_program_t* prog;  // the comparator's program (before is NULL), or NULL
+  int64_t* index_scratch;           // per thread: slot_elements
+  size_t slot_elements;             // cmlc_sort_program_slots + key count, times len
 } cmlc_sort_job_t;
-
-// Bytes per element from the kernels' dtype table (1 for the dtypes it has no size for).
-static size_t cmlc_sort_elem_size(cml_dtype_t dtype) {
-  const size_t size = cmlc_dtype_size(dtype);
-  return size != 0 ? size : 1;
-}
 
 // Gathers every operand's line through |perm|.
 static void cmlc_sort_gather(const cmlc_kernel_args_t* args, int64_t line_offset, int64_t inner,
@@ -569,9 +1183,12 @@ static void cmlc_sort_lines_task(void* ctx, int64_t begin, int64_t end, int thre
   cmlc_sort_job_t* job = (cmlc_sort_job_t*)ctx;
   const cmlc_kernel_args_t* args = job->args;
   int64_t len = job->len, inner = job->inner;
-  int64_t* perm = job->index_scratch + (size_t)thread_index * 2 * (size_t)len;
+  int64_t* perm = job->index_scratch + (size_t)thread_index * job->slot_elements;
   int64_t* tmp = perm + len;
   size_t es = cmlc_sort_elem_size(args->input_shapes[0]->dtype);
+  // This thread's copy of the program: bound to its keys line by line.
+  cmlc_sort_program_t prog;
+  if (job->prog) prog = *job->prog;
   for (int64_t line = begin; line < end; ++line) {
     int64_t o = line / inner, in = line % inner;
     int64_t line_offset = o * len * inner + in;
@@ -583,6 +1200,21 @@ static void cmlc_sort_lines_task(void* ctx, int64_t begin, int64_t end, int thre
     if (job->prefix < len) {
       job->select(c.base, c.stride, len, job->prefix, perm);
       cmlc_sort_gather(args, line_offset, inner, perm, job->prefix);
+      continue;
+    }
+    if (job->prog) {
+      cmlc_sort_program_bind(&prog, args, line_offset, inner, len,
+                             (uint64_t*)(perm + cmlc_sort_program_slots(&prog) * len));
+      int64_t* sorted = NULL;
+      if (prog.encodable && cmlc_sort_encoded(&prog, len, perm, &sorted)) {
+        cmlc_sort_gather(args, line_offset, inner, sorted, len);
+        continue;
+      }
+      c.before = NULL;
+      c.prog = &prog;
+      for (int64_t p = 0; p < len; ++p) perm[p] = p;
+      cmlc_sort_merge_sort(&c, perm, tmp, len);
+      cmlc_sort_gather(args, line_offset, inner, perm, len);
       continue;
     }
     if (job->typed) {
@@ -601,20 +1233,30 @@ static int cmlc_sort_threads(const cmlc_options_t* options) {
   return options && options->threads > 1 ? options->threads : 1;
 }
 
+// The program of Sort |node|'s comparator when the kernel runs it (the comparator is neither a
+// single compare nor off the program grammar, and the backend is not the reference, whose
+// sorts call the comparator: the oracle the programs are tested against), into |prog|.
+static bool cmlc_sort_program_of(const cml_module_t* m, const cml_ir_node_t* node,
+                                 const cmlc_options_t* options, cmlc_sort_program_t* prog) {
+  if ((options && options->reference) || cmlc_sort_fast_comparator(m, node)) return false;
+  return cmlc_sort_parse_program(m, node, prog);
+}
+
 // The scratch of a Sort of |s| along |axis| with |n| operands: the general comparator's
 // arrays first (|*general| bytes, a multiple of 8), then |*slots| index slots of |*index_bytes|
-// each (a permutation and its merge buffer). The fast comparators sort lines in parallel, one
-// slot per thread, when there are at least as many lines as threads; with fewer lines (one
-// long line: the slots would be most of the memory) and with the general comparator, one slot
-// and one thread.
+// each (a permutation, its merge buffer and |extra| more int64 per element for a program:
+// cmlc_sort_program_extra). The fast comparators and
+// the programs sort lines in parallel, one slot per thread, when there are at least as many
+// lines as threads; with fewer lines (one long line: the slots would be most of the memory)
+// and with the general comparator, one slot and one thread.
 static size_t cmlc_sort_layout(const cml_shape_t* s, int64_t axis, uint32_t n, bool fast,
-                               const cmlc_options_t* options, size_t* general, size_t* index_bytes,
-                               int* slots) {
+                               uint32_t extra, const cmlc_options_t* options, size_t* general,
+                               size_t* index_bytes, int* slots) {
   int64_t len = (axis >= 0 && axis < s->rank) ? s->dims[axis] : 1;
   int64_t lines = 1;
   for (int32_t d = 0; d < s->rank; ++d) lines = d == axis ? lines : lines * s->dims[d];
   *general = cmlc_size_align(n * (3 * sizeof(void*) + sizeof(int64_t)) + 64, 8);
-  *index_bytes = cmlc_size_of(len, 2 * sizeof(int64_t));
+  *index_bytes = cmlc_size_of(len, (2 + (size_t)extra) * sizeof(int64_t));
   const int threads = cmlc_sort_threads(options);
   *slots = !fast || lines < threads ? 1 : threads;
   return cmlc_size_add(*general, cmlc_size_mul(*index_bytes, (size_t)*slots));
@@ -624,9 +1266,12 @@ size_t cmlc_sort_scratch(const cml_module_t* module, const cml_ir_node_t* node,
                          const cmlc_options_t* options) {
   size_t general, index_bytes;
   int slots;
-  return cmlc_sort_layout(&module->values[node->inputs[0]].shape, node->attrs->axis,
-                          node->input_count, cmlc_sort_fast_comparator(module, node) != NULL,
-                          options, &general, &index_bytes, &slots);
+  cmlc_sort_program_t prog;
+  const bool program = cmlc_sort_program_of(module, node, options, &prog);
+  return cmlc_sort_layout(
+      &module->values[node->inputs[0]].shape, node->attrs->axis, node->input_count,
+      program || cmlc_sort_fast_comparator(module, node) != NULL,
+      program ? cmlc_sort_program_extra(&prog) : 0, options, &general, &index_bytes, &slots);
 }
 
 cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
@@ -646,24 +1291,29 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
   int64_t lines = outer * inner;
   if (lines == 0 || len == 0) return CML_OK;
   cmlc_before_fn before = cmlc_sort_fast_comparator(args->module, args->node);
+  cmlc_sort_program_t prog;
+  const bool program = cmlc_sort_program_of(args->module, args->node, args->options, &prog);
   size_t general, index_bytes;
   int slots;
-  const size_t need = cmlc_sort_layout(s, axis, args->input_count, before != NULL, args->options,
+  const size_t need = cmlc_sort_layout(s, axis, args->input_count, before != NULL || program,
+                                       program ? cmlc_sort_program_extra(&prog) : 0, args->options,
                                        &general, &index_bytes, &slots);
   if (!args->scratch || index_bytes == SIZE_MAX || need == SIZE_MAX || args->scratch_size < need) {
     return cml_status_make(CML_STATUS_INTERNAL, "c backend: Sort scratch of %zu bytes is too small",
                            args->scratch_size);
   }
   int64_t* index_scratch = (int64_t*)((uint8_t*)args->scratch + general);
-  if (before) {
+  if (before || program) {
     cmlc_sort_job_t job = {.args = args,
                            .before = before,
-                           .typed = cmlc_sort_typed(before, len),
+                           .typed = before ? cmlc_sort_typed(before, len) : NULL,
                            .len = len,
                            .inner = inner,
                            .prefix = len,
-                           .index_scratch = index_scratch};
-    job.select = cmlc_sort_select_typed(before);
+                           .prog = program ? &prog : NULL,
+                           .index_scratch = index_scratch,
+                           .slot_elements = index_bytes / sizeof(int64_t)};
+    job.select = before ? cmlc_sort_select_typed(before) : NULL;
     if (args->prepared && job.select) memcpy(&job.prefix, args->prepared, sizeof job.prefix);
     // Every thread of the pool needs a slot (fewer lines than threads: one thread sorts them).
     const bool fits = cmlc_pool_thread_count(args->pool) <= slots;
