@@ -93,7 +93,7 @@ static cml_status_t cml__begin_copy(const char* what, cml_buffer_t* buffer) {
       return CML_OK;
     case CML__USE_FULL:
       return cml_status_make(CML_STATUS_RESOURCE_EXHAUSTED,
-                             "%s: 65535 executions and copies read the buffer at once", what);
+                             "%s: 32767 executions and copies read the buffer at once", what);
     default: {
       // Donated meanwhile (or claimed by a donation that may still back off): no use began, so
       // this must fail whatever the flag says by now (an OK here let the copy run unaccounted

@@ -551,7 +551,7 @@ static cml_status_t cml__executable_execute_checked(cml_executable_t* executable
         r == CML__USE_FULL ? CML_STATUS_RESOURCE_EXHAUSTED : CML_STATUS_FAILED_PRECONDITION,
         "%s: input %zu (parameter #%zu \"%s\"): %s", what, used, param,
         executable->input_names[param],
-        r == CML__USE_FULL ? "65535 executions and copies read the buffer at once"
+        r == CML__USE_FULL ? "32767 executions and copies read the buffer at once"
                            : "buffer was donated to another execution (an "
                              "earlier one, or one running now) and can no "
                              "longer be used");

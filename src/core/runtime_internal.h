@@ -11,6 +11,7 @@
 #ifndef CML_CORE_RUNTIME_INTERNAL_H_
 #define CML_CORE_RUNTIME_INTERNAL_H_
 
+#include <sched.h>
 #include <stddef.h>
 
 #include "cml/backend_impl.h"
@@ -126,23 +127,43 @@ static inline bool cml__donated_claim(bool* donated) {
 // A buffer's uses (cml_buffer_t.users): every execution reading a buffer without donating it,
 // and every copy from it, is a use for as long as it runs, and a donation is refused while a
 // use runs (another thread's execution read storage the donor had just handed to its output,
-// and a copy returned the bytes of the buffer that reused it). The two sides are ordered by
-// sequentially consistent operations on both fields: a use counts itself, then looks at the
-// flag; a donation sets the flag, then looks at the count; at least one of them sees the other
-// and backs off.
+// and a copy returned the bytes of the buffer that reused it). A donation takes the count's top
+// bit (CML__USERS_CLAIM) only when the count is 0, sets the donated flag while it holds the
+// bit, and clears it; a use waits while the bit is set (two atomic operations of the donor),
+// then counts itself and looks at the flag. So a use fails only for a donation that took the
+// buffer, and a donation refused for a running use changes nothing another thread can see
+// (the donor once set the flag first and backed off when it saw a use, and a reader that looked
+// in between failed for a donation that never happened).
+enum {
+  CML__USERS_CLAIM = 0x8000,  // a donation is deciding (cml__buffer_claim_donation)
+  CML__USERS_MAX = 0x7FFF,    // uses at once
+};
 typedef enum cml__buffer_use_t {
   CML__USE_OK,
-  CML__USE_DONATED,  // the buffer is donated (or being donated)
+  CML__USE_DONATED,  // the buffer is donated (or claimed by an execution running now)
   CML__USE_IN_USE,   // (donation) another execution or copy reads the buffer now
-  CML__USE_FULL,     // (use) 65535 uses at once
+  CML__USE_FULL,     // (use) CML__USERS_MAX uses at once
 } cml__buffer_use_t;
 
-static inline cml__buffer_use_t cml__buffer_use_begin(cml_buffer_t* b) {
+// Waits while a donation holds CML__USERS_CLAIM; returns the count then.
+static inline uint16_t cml__buffer_users_settled(cml_buffer_t* b) {
   uint16_t users = __atomic_load_n(&b->users, __ATOMIC_SEQ_CST);
-  do {
-    if (users == UINT16_MAX) return CML__USE_FULL;
-  } while (!__atomic_compare_exchange_n(&b->users, &users, (uint16_t)(users + 1), true,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+  for (unsigned spins = 0; users & CML__USERS_CLAIM; ++spins) {
+    if (spins > 64) sched_yield();  // the donor was preempted between its two operations
+    users = __atomic_load_n(&b->users, __ATOMIC_SEQ_CST);
+  }
+  return users;
+}
+static inline cml__buffer_use_t cml__buffer_use_begin(cml_buffer_t* b) {
+  uint16_t users = cml__buffer_users_settled(b);
+  for (;;) {
+    if (users == CML__USERS_MAX) return CML__USE_FULL;
+    if (__atomic_compare_exchange_n(&b->users, &users, (uint16_t)(users + 1), true,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+      break;
+    }
+    if (users & CML__USERS_CLAIM) users = cml__buffer_users_settled(b);
+  }
   if (!__atomic_load_n(&b->donated, __ATOMIC_SEQ_CST)) return CML__USE_OK;
   __atomic_fetch_sub(&b->users, 1, __ATOMIC_SEQ_CST);
   return CML__USE_DONATED;
@@ -152,10 +173,18 @@ static inline void cml__buffer_use_end(cml_buffer_t* b) {
 }
 // Claims |b| for a donation: CML__USE_OK with the flag set, or nothing changed.
 static inline cml__buffer_use_t cml__buffer_claim_donation(cml_buffer_t* b) {
-  if (!cml__donated_claim(&b->donated)) return CML__USE_DONATED;
-  if (__atomic_load_n(&b->users, __ATOMIC_SEQ_CST) == 0) return CML__USE_OK;
-  cml__donated_store(&b->donated, false);
-  return CML__USE_IN_USE;
+  uint16_t users = 0;
+  while (!__atomic_compare_exchange_n(&b->users, &users, (uint16_t)CML__USERS_CLAIM, false,
+                                      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    if (!(users & CML__USERS_CLAIM)) {
+      return cml__donated_load(&b->donated) ? CML__USE_DONATED : CML__USE_IN_USE;
+    }
+    cml__buffer_users_settled(b);  // another donation is deciding: wait for its outcome
+    users = 0;
+  }
+  const bool claimed = cml__donated_claim(&b->donated);
+  __atomic_store_n(&b->users, (uint16_t)0, __ATOMIC_SEQ_CST);
+  return claimed ? CML__USE_OK : CML__USE_DONATED;
 }
 
 // True when vtable |vt| (of its declared struct_size) has a non-NULL entry |field|: vtables

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/unit/buffer_test.c: the checked buffer wrappers, refcounts, backend base helpers and
 // capabilities, over a small host-memory backend defined here.
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "core/runtime_internal.h"
@@ -275,6 +277,95 @@ TEST(copy_to_host_validation) {
   cml_backend_release(be);
 }
 
+// A donation refused because another thread reads the buffer changes nothing a third thread can
+// see: the donor once set the donated flag first and cleared it on seeing the reader, and a copy
+// that looked in between failed with "buffer was donated" though no donation ever happened. Here
+// one use is held for the whole test, so every claim must be refused, while two threads copy the
+// buffer: every copy must succeed with the buffer's data. Then the claim's own outcomes: taken
+// when nothing reads, refused once donated, and uses refused after it.
+typedef struct claim_race_t {
+  cml_buffer_t* buf;
+  atomic_int running;
+  int refused, taken;
+  int copies, failed, wrong;
+} claim_race_t;
+
+static void* claim_race_donor(void* arg) {
+  claim_race_t* r = arg;
+  for (int i = 0; i < 200000; ++i) {
+    const cml__buffer_use_t u = cml__buffer_claim_donation(r->buf);
+    if (u == CML__USE_IN_USE) {
+      ++r->refused;
+    } else {
+      ++r->taken;
+      if (u == CML__USE_OK) cml__donated_store(&r->buf->donated, false);
+    }
+  }
+  atomic_store(&r->running, 0);
+  return NULL;
+}
+
+static void* claim_race_reader(void* arg) {
+  claim_race_t* r = arg;
+  int32_t back[4];
+  int copies = 0, failed = 0, wrong = 0;
+  while (atomic_load(&r->running)) {
+    cml_status_t st = cml_buffer_copy_to_host(r->buf, back, sizeof back);
+    ++copies;
+    if (st != CML_OK) {
+      if (failed++ == 0) fprintf(stderr, "  a copy failed: %s\n", cml_status_message(st));
+      cml_status_free(st);
+    } else {
+      wrong += back[0] != 1 || back[3] != 4;
+    }
+  }
+  __atomic_fetch_add(&r->copies, copies, __ATOMIC_SEQ_CST);
+  __atomic_fetch_add(&r->failed, failed, __ATOMIC_SEQ_CST);
+  __atomic_fetch_add(&r->wrong, wrong, __ATOMIC_SEQ_CST);
+  return NULL;
+}
+
+TEST(refused_donation_is_invisible_to_readers) {
+  cml_backend_t* be = hb_new(&hb_vtable);
+  int32_t host[4] = {1, 2, 3, 4};
+  cml_shape_t s = cml_shape_make(CML_DTYPE_I32, 1, (int64_t[]){4});
+  cml_buffer_t* buf = NULL;
+  ASSERT_STATUS_OK(cml_buffer_from_host(be, 0, &s, host, sizeof host, &buf));
+  ASSERT_EQ_INT(cml__buffer_use_begin(buf), CML__USE_OK);  // a reader for the whole race
+  claim_race_t r = {.buf = buf};
+  atomic_store(&r.running, 1);
+  pthread_t t[3];
+  ASSERT_EQ_INT(pthread_create(&t[0], NULL, claim_race_reader, &r), 0);
+  ASSERT_EQ_INT(pthread_create(&t[1], NULL, claim_race_reader, &r), 0);
+  ASSERT_EQ_INT(pthread_create(&t[2], NULL, claim_race_donor, &r), 0);
+  for (int i = 0; i < 3; ++i) pthread_join(t[i], NULL);
+  printf("  %d claims refused, %d copies beside them\n", r.refused, r.copies);
+  ASSERT_EQ_INT(r.taken, 0);
+  ASSERT_EQ_INT(r.refused, 200000);
+  ASSERT_EQ_INT(r.failed, 0);
+  ASSERT_EQ_INT(r.wrong, 0);
+  ASSERT_TRUE(cml_buffer_is_valid(buf));
+  cml__buffer_use_end(buf);
+  ASSERT_EQ_INT(buf->users, 0);
+
+  // Nothing reads: the claim is taken; a second is refused as donated, and so is a use.
+  ASSERT_EQ_INT(cml__buffer_claim_donation(buf), CML__USE_OK);
+  ASSERT_EQ_INT(buf->users, 0);
+  ASSERT_FALSE(cml_buffer_is_valid(buf));
+  ASSERT_EQ_INT(cml__buffer_claim_donation(buf), CML__USE_DONATED);
+  ASSERT_EQ_INT(cml__buffer_use_begin(buf), CML__USE_DONATED);
+  ASSERT_EQ_INT(buf->users, 0);
+  // Given back (the execution failed): usable again, up to CML__USERS_MAX uses at once.
+  cml__donated_store(&buf->donated, false);
+  for (int i = 0; i < CML__USERS_MAX; ++i) ASSERT_EQ_INT(cml__buffer_use_begin(buf), CML__USE_OK);
+  ASSERT_EQ_INT(cml__buffer_use_begin(buf), CML__USE_FULL);
+  ASSERT_EQ_INT(cml__buffer_claim_donation(buf), CML__USE_IN_USE);
+  for (int i = 0; i < CML__USERS_MAX; ++i) cml__buffer_use_end(buf);
+  ASSERT_EQ_INT(buf->users, 0);
+  cml_buffer_release(buf);
+  cml_backend_release(be);
+}
+
 TEST(shared_buffers) {
   cml_backend_t* be = hb_new(&hb_vtable);
   ASSERT_TRUE(cml_backend_has_shared_buffers(be));
@@ -472,7 +563,7 @@ TEST(init_base_validation) {
 }
 
 TEST_MAIN(TEST_ENTRY(round_trip), TEST_ENTRY(from_host_validation),
-          TEST_ENTRY(copy_to_host_validation), TEST_ENTRY(shared_buffers),
-          TEST_ENTRY(copy_to_device), TEST_ENTRY(refcounts_keep_the_backend_alive),
-          TEST_ENTRY(identity_devices_and_extensions), TEST_ENTRY(capability_helpers),
-          TEST_ENTRY(init_base_validation))
+          TEST_ENTRY(copy_to_host_validation), TEST_ENTRY(refused_donation_is_invisible_to_readers),
+          TEST_ENTRY(shared_buffers), TEST_ENTRY(copy_to_device),
+          TEST_ENTRY(refcounts_keep_the_backend_alive), TEST_ENTRY(identity_devices_and_extensions),
+          TEST_ENTRY(capability_helpers), TEST_ENTRY(init_base_validation))
