@@ -307,7 +307,8 @@ CML_API cml_value_t cml_op_reduce(cml_function_t* f, cml_op_t op, cml_value_t x,
 
 // ConvertDType: element-wise conversion. Float -> int truncates toward zero and saturates
 // (NaN -> 0); int -> float rounds to nearest even; to Bool: x != 0; from Bool: 0 or 1.
-// Complex -> real keeps the real part. Packed int dtypes are accepted both ways.
+// Complex -> real keeps the real part. Packed int dtypes are accepted both ways. To x's own
+// dtype it returns x (in a closure, the closure's capture of a parent's x) and adds no node.
 CML_API cml_value_t cml_op_convert_dtype(cml_function_t* f, cml_value_t x, cml_dtype_t dtype);
 
 // Bitcast: reinterprets the bits. A smaller target dtype appends a trailing axis of

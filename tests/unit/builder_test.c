@@ -654,6 +654,39 @@ TEST(closure_captures_propagate) {
   TEARDOWN();
 }
 
+TEST(convert_to_own_dtype_adds_no_node) {
+  SETUP();
+  cml_shape_t s = SHAPE(CML_DTYPE_F32, 2);
+  cml_value_t x = cml_parameter(f, "x", &s);
+  // In the function itself: the value, no node.
+  ASSERT_EQ_INT(cml_op_convert_dtype(f, x, CML_DTYPE_F32), x);
+  cml_value_t h = cml_op_convert_dtype(f, x, CML_DTYPE_F16);
+  ASSERT_SHAPE(h, CML_DTYPE_F16, 2);
+  ASSERT_EQ_INT(cml_op_convert_dtype(f, h, CML_DTYPE_F16), h);
+  // In a closure, a parent's value becomes the closure's capture of it, as any operand would.
+  cml_function_t* c = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &c));
+  cml_value_t y = cml_op_convert_dtype(c, x, CML_DTYPE_F32);
+  ASSERT_TRUE(y != CML_VALUE_INVALID && y != x);
+  ASSERT_STATUS_OK(cml_function_return(c, &y, 1));
+  cml_value_t out[2];
+  ASSERT_TRUE(cml_op_call(f, c, NULL, 0, out));
+  out[1] = cml_op_convert_dtype(f, h, CML_DTYPE_F32);
+  const cml_module_t* m = compile_main(b, out, 2, fb);
+  ASSERT_TRUE(m != NULL);
+  const cml_ir_function_t* m0 = &m->functions[0];
+  const cml_ir_function_t* f1 = &m->functions[1];
+  // main: Parameter, ConvertDType to f16, Call, ConvertDType to f32; the closure: its capture.
+  int converts = 0;
+  for (uint32_t i = 0; i < m0->node_count; ++i)
+    converts += m->nodes[m0->nodes[i]].op == CML_OP_CONVERT_DTYPE;
+  ASSERT_EQ_INT(converts, 2);
+  ASSERT_EQ_INT(f1->node_count, 1);
+  ASSERT_EQ_INT(f1->capture_count, 1);
+  ASSERT_EQ_INT(f1->outputs[0], f1->captures_inner[0]);
+  TEARDOWN();
+}
+
 TEST(closure_value_not_visible_in_parent) {
   SETUP();
   cml_function_t* c = NULL;
@@ -1473,6 +1506,7 @@ TEST_MAIN(TEST_ENTRY(op_table), TEST_ENTRY(build_and_compile_mlp),
           TEST_ENTRY(compile_requires_named_functions_returned), TEST_ENTRY(capability_gate_op),
           TEST_ENTRY(capability_gate_dtype), TEST_ENTRY(capability_gate_functions),
           TEST_ENTRY(dot_falls_back_to_dot_general), TEST_ENTRY(closure_captures_propagate),
+          TEST_ENTRY(convert_to_own_dtype_adds_no_node),
           TEST_ENTRY(closure_value_not_visible_in_parent),
           TEST_ENTRY(closure_must_return_before_use), TEST_ENTRY(while_loop),
           TEST_ENTRY(while_signature_errors), TEST_ENTRY(if_branch_mismatch),
