@@ -18,6 +18,22 @@ static void cml_fill_invalid(cml_value_t* out, size_t count) {
   for (size_t i = 0; i < count; ++i) out[i] = CML_VALUE_INVALID;
 }
 
+// Whether the output array overlaps the operand array (cml_op_while(f, c, b, state, n, state)
+// is a natural way to write a loop; the outputs are written once the operands were read).
+static bool cml_outputs_alias(const cml_value_t* out, size_t out_count, const cml_value_t* in,
+                              size_t in_count) {
+  if (!out || !in || out_count == 0 || in_count == 0) return false;
+  const uintptr_t o = (uintptr_t)out, i = (uintptr_t)in;
+  return o < i + in_count * sizeof *in && i < o + out_count * sizeof *out;
+}
+
+// Marks the outputs invalid up front (a failure leaves them so) unless they alias the operands,
+// which are read first: then cml_write_outputs alone writes them, INVALID on failure.
+static void cml_fill_invalid_unless_alias(cml_value_t* out, size_t out_count, const cml_value_t* in,
+                                          size_t in_count) {
+  if (!cml_outputs_alias(out, out_count, in, in_count)) cml_fill_invalid(out, out_count);
+}
+
 // Resolves |count| operands of |op| into newly allocated |*out_in| / |*out_shapes| (temp).
 static bool cml_control_inputs(cml_function_t* f, cml_op_t op, const cml_value_t* values,
                                size_t count, uint32_t** out_in, cml_shape_t** out_shapes) {
@@ -92,11 +108,15 @@ static bool cml_check_scalar_bool_output(cml_function_t* f, cml_op_t op, const c
 bool cml_op_call(cml_function_t* f, cml_function_t* callee, const cml_value_t* inputs,
                  size_t input_count, cml_value_t* out_values) {
   size_t out_count = callee && callee->returned ? callee->outputs.count : 0;
-  cml_fill_invalid(out_values, out_count);
-  if (!cml__op_begin(f, CML_OP_CALL)) return false;
-  if (!cml__check_callee(f, CML_OP_CALL, callee, "callee", true)) return false;
+  cml_fill_invalid_unless_alias(out_values, out_count, inputs, input_count);
+  if (!cml__op_begin(f, CML_OP_CALL) ||
+      !cml__check_callee(f, CML_OP_CALL, callee, "callee", true)) {
+    cml_fill_invalid(out_values, out_count);
+    return false;
+  }
   if (!out_values || (input_count > 0 && !inputs) || input_count > UINT32_MAX / 2) {
     cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT, "Call: NULL inputs or outputs");
+    cml_fill_invalid(out_values, out_count);
     return false;
   }
   uint32_t* in = NULL;
@@ -121,15 +141,22 @@ bool cml_op_call(cml_function_t* f, cml_function_t* callee, const cml_value_t* i
 
 bool cml_op_sort(cml_function_t* f, cml_function_t* comparator, int64_t axis, bool is_stable,
                  const cml_value_t* operands, size_t count, cml_value_t* out_values) {
-  cml_fill_invalid(out_values, count);
-  if (!cml__op_begin(f, CML_OP_SORT)) return false;
+  cml_fill_invalid_unless_alias(out_values, count, operands, count);
+  if (!cml__op_begin(f, CML_OP_SORT)) {
+    cml_fill_invalid(out_values, count);
+    return false;
+  }
   cml_builder_t* b = f->builder;
   if (count == 0 || !operands || !out_values || count > UINT32_MAX / 4) {
     cml__fail(b, CML_STATUS_INVALID_ARGUMENT,
               "Sort: needs at least one operand and an output array");
+    cml_fill_invalid(out_values, count);
     return false;
   }
-  if (!cml__check_callee(f, CML_OP_SORT, comparator, "comparator", false)) return false;
+  if (!cml__check_callee(f, CML_OP_SORT, comparator, "comparator", false)) {
+    cml_fill_invalid(out_values, count);
+    return false;
+  }
   uint32_t* in = NULL;
   cml_shape_t* s = NULL;
   cml_value_t first = CML_VALUE_INVALID;
@@ -180,15 +207,20 @@ bool cml_op_sort(cml_function_t* f, cml_function_t* comparator, int64_t axis, bo
 
 bool cml_op_while(cml_function_t* f, cml_function_t* cond, cml_function_t* body,
                   const cml_value_t* initial_state, size_t count, cml_value_t* out_values) {
-  cml_fill_invalid(out_values, count);
-  if (!cml__op_begin(f, CML_OP_WHILE)) return false;
+  cml_fill_invalid_unless_alias(out_values, count, initial_state, count);
+  if (!cml__op_begin(f, CML_OP_WHILE)) {
+    cml_fill_invalid(out_values, count);
+    return false;
+  }
   if (count == 0 || !initial_state || !out_values || count > UINT32_MAX / 2) {
     cml__fail(f->builder, CML_STATUS_INVALID_ARGUMENT,
               "While: needs at least one state value and an output array");
+    cml_fill_invalid(out_values, count);
     return false;
   }
   if (!cml__check_callee(f, CML_OP_WHILE, cond, "cond", false) ||
       !cml__check_callee(f, CML_OP_WHILE, body, "body", false)) {
+    cml_fill_invalid(out_values, count);
     return false;
   }
   uint32_t* in = NULL;

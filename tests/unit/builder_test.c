@@ -751,6 +751,78 @@ TEST(while_loop) {
   TEARDOWN();
 }
 
+// The output array may be the operand array (cml_op_while(f, cond, body, state, n, state)):
+// the operands are read before the outputs are written. They once were cleared first, and the
+// op failed with "operand #0 is CML_VALUE_INVALID". On failure the outputs are INVALID.
+TEST(control_outputs_may_alias_operands) {
+  SETUP();
+  cml_function_t *cond = NULL, *body = NULL, *callee = NULL, *cmp = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &body));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &callee));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &cmp));
+  cml_shape_t s = cml_shape_scalar(CML_DTYPE_I32), v = SHAPE(CML_DTYPE_F32, 4);
+  cml_shape_t sf = cml_shape_scalar(CML_DTYPE_F32);
+  cml_value_t ci = cml_parameter(cond, "i", &s);
+  cml_parameter(cond, "v", &v);
+  cml_value_t lt = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, 3));
+  ASSERT_STATUS_OK(cml_function_return(cond, &lt, 1));
+  cml_value_t bi = cml_parameter(body, "i", &s);
+  cml_value_t bv = cml_parameter(body, "v", &v);
+  cml_value_t bout[2] = {cml_op_add(body, bi, cml_constant_scalar_i64(body, CML_DTYPE_I32, 1)),
+                         cml_op_add(body, bv, bv)};
+  ASSERT_STATUS_OK(cml_function_return(body, bout, 2));
+  cml_value_t cx = cml_parameter(callee, "x", &v);
+  cml_value_t cn = cml_op_neg(callee, cx);
+  ASSERT_STATUS_OK(cml_function_return(callee, &cn, 1));
+  cml_value_t l = cml_parameter(cmp, "l", &sf), r = cml_parameter(cmp, "r", &sf);
+  cml_value_t less = cml_op_less_than(cmp, l, r);
+  ASSERT_STATUS_OK(cml_function_return(cmp, &less, 1));
+
+  cml_value_t x = cml_parameter(f, "x", &v);
+  cml_value_t state[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), x};
+  ASSERT_TRUE(cml_op_while(f, cond, body, state, 2, state));
+  ASSERT_TRUE(shape_is(b, state[0], s));
+  ASSERT_SHAPE(state[1], CML_DTYPE_F32, 4);
+  cml_value_t y[1] = {state[1]};
+  ASSERT_TRUE(cml_op_call(f, callee, y, 1, y));
+  ASSERT_SHAPE(y[0], CML_DTYPE_F32, 4);
+  ASSERT_TRUE(cml_op_sort(f, cmp, 0, true, y, 1, y));
+  ASSERT_SHAPE(y[0], CML_DTYPE_F32, 4);
+  const cml_module_t* m = compile_main(b, y, 1, fb);
+  ASSERT_TRUE(m != NULL);
+  // Sort(Call(While(...)[1])): each reads the one before.
+  const cml_ir_node_t* sort = &m->nodes[m->values[m->functions[0].outputs[0]].node];
+  ASSERT_EQ_INT(sort->op, CML_OP_SORT);
+  const cml_ir_node_t* call = &m->nodes[m->values[sort->inputs[0]].node];
+  ASSERT_EQ_INT(call->op, CML_OP_CALL);
+  const cml_ir_node_t* loop = &m->nodes[m->values[call->inputs[0]].node];
+  ASSERT_EQ_INT(loop->op, CML_OP_WHILE);
+  TEARDOWN();
+}
+
+TEST(control_outputs_alias_invalid_on_failure) {
+  SETUP();
+  cml_function_t *cond = NULL, *bad = NULL;
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &cond));
+  ASSERT_STATUS_OK(cml_function_new_closure(f, &bad));
+  cml_shape_t s = cml_shape_scalar(CML_DTYPE_I32), v = SHAPE(CML_DTYPE_F32, 4);
+  cml_value_t ci = cml_parameter(cond, "i", &s);
+  cml_parameter(cond, "v", &v);
+  cml_value_t lt = cml_op_less_than(cond, ci, cml_constant_scalar_i64(cond, CML_DTYPE_I32, 3));
+  ASSERT_STATUS_OK(cml_function_return(cond, &lt, 1));
+  cml_value_t bad_i = cml_parameter(bad, "i", &s);
+  cml_parameter(bad, "v", &v);
+  cml_value_t bad_out[2] = {bad_i, bad_i};  // output #1 has the wrong shape
+  ASSERT_STATUS_OK(cml_function_return(bad, bad_out, 2));
+  cml_value_t state[2] = {cml_constant_scalar_i64(f, CML_DTYPE_I32, 0), cml_parameter(f, "x", &v)};
+  ASSERT_FALSE(cml_op_while(f, cond, bad, state, 2, state));
+  ASSERT_EQ_INT(state[0], CML_VALUE_INVALID);
+  ASSERT_EQ_INT(state[1], CML_VALUE_INVALID);
+  ASSERT_BUILDER_ERROR(b, CML_STATUS_INVALID_ARGUMENT, "While", "body output #1");
+  TEARDOWN();
+}
+
 TEST(while_signature_errors) {
   SETUP();
   cml_function_t *cond = NULL, *body = NULL;
@@ -1509,8 +1581,9 @@ TEST_MAIN(TEST_ENTRY(op_table), TEST_ENTRY(build_and_compile_mlp),
           TEST_ENTRY(convert_to_own_dtype_adds_no_node),
           TEST_ENTRY(closure_value_not_visible_in_parent),
           TEST_ENTRY(closure_must_return_before_use), TEST_ENTRY(while_loop),
-          TEST_ENTRY(while_signature_errors), TEST_ENTRY(if_branch_mismatch),
-          TEST_ENTRY(sort_comparator), TEST_ENTRY(plain_comparator),
+          TEST_ENTRY(control_outputs_may_alias_operands),
+          TEST_ENTRY(control_outputs_alias_invalid_on_failure), TEST_ENTRY(while_signature_errors),
+          TEST_ENTRY(if_branch_mismatch), TEST_ENTRY(sort_comparator), TEST_ENTRY(plain_comparator),
           TEST_ENTRY(sort_comparator_errors), TEST_ENTRY(closure_of_other_function_rejected),
           TEST_ENTRY(multi_output_ops), TEST_ENTRY(attrs_defaults_in_module),
           TEST_ENTRY(dot_general_output_dtype), TEST_ENTRY(value_shape_accessor),
