@@ -557,8 +557,9 @@ CML_API cml_value_t cml_op_scheduling_barrier(cml_function_t* f, cml_value_t x,
 // return true; on failure they return false, write CML_VALUE_INVALID, and the error sticks to
 // the builder. |out_values| may be the operand array itself (Call, Sort, While: e.g.
 // cml_op_while(f, cond, body, state, n, state)); the operands are read first. Closures and
-// callees must have been returned (`cml_function_return`) first. A callee runs one level deeper than |f|: an op whose callee would run deeper than
-// CML_MAX_NESTING_DEPTH fails with INVALID_ARGUMENT naming the op, the depth and the limit.
+// callees must have been returned (`cml_function_return`) first. A callee runs one level
+// deeper than |f|: an op whose callee would run deeper than CML_MAX_NESTING_DEPTH fails with
+// INVALID_ARGUMENT naming the op, the depth and the limit.
 
 // Calls |callee| (a named function or a closure of |f|) with |inputs|; writes
 // cml_function_output_count(callee) outputs.
