@@ -8,7 +8,10 @@
 // and Neg wrap), each set with and without NaNs of both signs (lines free of NaN take the
 // encoded sort: the merge sort on u64 keys, or the radix sort from 1024 elements; lines with one
 // run the program's compares); lines of 0, 1, 2, 7, 64, 1001, 1500 and 5000 elements along the
-// last axis and along axis 0.
+// last axis and along axis 0. Plain LessThan / GreaterThan of the dtypes without a 32-bit radix
+// sort run the same checks (their u64-key radix sort from 1024 elements against the reference's
+// merge sort through the typed comparison, and by hand with NaN placed as that comparison
+// places it).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +148,82 @@ static bool sp_three_c(void* const* k, int64_t i, int64_t j) {
   return fabs(sp_f64(k, 2, i)) < fabs(sp_f64(k, 2, j));
 }
 
+// A plain LessThan / GreaterThan of operand 0 whose dtype has no 32-bit radix sort (not f32 or
+// i32): lines from 1024 elements take one u64 key per element and a radix sort, the reference
+// the merge sort through the typed comparison. In C: the key as a long double (exact for every
+// integer here), a NaN after every other value under LessThan and before under GreaterThan,
+// equal among NaNs, -0 equal to +0 (the typed comparisons' strict weak order, as XLA's CPU
+// runtime places NaNs): checked by hand on lines with NaNs too.
+static cml_value_t sp_plain_lt(cml_function_t* c, const cml_value_t* p) {
+  return cml_op_less_than(c, p[0], p[1]);
+}
+static cml_value_t sp_plain_gt(cml_function_t* c, const cml_value_t* p) {
+  return cml_op_greater_than(c, p[0], p[1]);
+}
+static long double sp_key(cml_dtype_t dt, void* const* k, int64_t i) {
+  switch (dt) {
+    case CML_DTYPE_BOOL:
+    case CML_DTYPE_U8:
+      return ((const uint8_t*)k[0])[i];
+    case CML_DTYPE_I8:
+      return ((const int8_t*)k[0])[i];
+    case CML_DTYPE_U16:
+      return ((const uint16_t*)k[0])[i];
+    case CML_DTYPE_I16:
+      return ((const int16_t*)k[0])[i];
+    case CML_DTYPE_U32:
+      return ((const uint32_t*)k[0])[i];
+    case CML_DTYPE_U64:
+      return ((const uint64_t*)k[0])[i];
+    case CML_DTYPE_I64:
+      return ((const int64_t*)k[0])[i];
+    case CML_DTYPE_F64:
+      return ((const double*)k[0])[i];
+    case CML_DTYPE_F16:
+      return cml_f16_to_f32(((const uint16_t*)k[0])[i]);
+    case CML_DTYPE_BF16:
+      return cml_bf16_to_f32(((const uint16_t*)k[0])[i]);
+    default:
+      return 0;
+  }
+}
+static bool sp_plain_before(cml_dtype_t dt, bool gt, void* const* k, int64_t i, int64_t j) {
+  const long double x = sp_key(dt, k, i), y = sp_key(dt, k, j);
+  if (x != x || y != y) return gt ? (x != x && y == y) : (x == x && y != y);
+  return gt ? x > y : x < y;
+}
+#define SP_PLAIN(name, DT, GT)                                        \
+  static bool sp_plain_##name(void* const* k, int64_t i, int64_t j) { \
+    return sp_plain_before(DT, GT, k, i, j);                          \
+  }
+SP_PLAIN(lt_u32, CML_DTYPE_U32, false)
+SP_PLAIN(gt_i64, CML_DTYPE_I64, true)
+SP_PLAIN(lt_f64, CML_DTYPE_F64, false)
+SP_PLAIN(gt_f64, CML_DTYPE_F64, true)
+SP_PLAIN(lt_bf16, CML_DTYPE_BF16, false)
+SP_PLAIN(gt_f16, CML_DTYPE_F16, true)
+SP_PLAIN(lt_i8, CML_DTYPE_I8, false)
+SP_PLAIN(gt_i16, CML_DTYPE_I16, true)
+SP_PLAIN(lt_bool, CML_DTYPE_BOOL, false)
+SP_PLAIN(gt_u8, CML_DTYPE_U8, true)
+SP_PLAIN(lt_u16, CML_DTYPE_U16, false)
+SP_PLAIN(lt_u64, CML_DTYPE_U64, false)
+SP_PLAIN(gt_u64, CML_DTYPE_U64, true)
+
 static const sp_case_t sp_cases[] = {
+    {"plain_lt_u32", 1, {CML_DTYPE_U32}, sp_plain_lt, sp_plain_lt_u32, true},
+    {"plain_gt_i64", 1, {CML_DTYPE_I64}, sp_plain_gt, sp_plain_gt_i64, true},
+    {"plain_lt_f64", 1, {CML_DTYPE_F64}, sp_plain_lt, sp_plain_lt_f64, true},
+    {"plain_gt_f64", 1, {CML_DTYPE_F64}, sp_plain_gt, sp_plain_gt_f64, true},
+    {"plain_lt_bf16", 1, {CML_DTYPE_BF16}, sp_plain_lt, sp_plain_lt_bf16, true},
+    {"plain_gt_f16", 1, {CML_DTYPE_F16}, sp_plain_gt, sp_plain_gt_f16, true},
+    {"plain_lt_i8", 1, {CML_DTYPE_I8}, sp_plain_lt, sp_plain_lt_i8, true},
+    {"plain_gt_i16", 1, {CML_DTYPE_I16}, sp_plain_gt, sp_plain_gt_i16, true},
+    {"plain_lt_bool", 1, {CML_DTYPE_BOOL}, sp_plain_lt, sp_plain_lt_bool, true},
+    {"plain_gt_u8", 1, {CML_DTYPE_U8}, sp_plain_gt, sp_plain_gt_u8, true},
+    {"plain_lt_u16", 1, {CML_DTYPE_U16}, sp_plain_lt, sp_plain_lt_u16, true},
+    {"plain_lt_u64", 1, {CML_DTYPE_U64}, sp_plain_lt, sp_plain_lt_u64, true},
+    {"plain_gt_u64", 1, {CML_DTYPE_U64}, sp_plain_gt, sp_plain_gt_u64, true},
     {"abs_gt_f32", 1, {CML_DTYPE_F32}, sp_abs_gt, sp_abs_gt_c, false},
     {"lexi_i32_f32", 2, {CML_DTYPE_I32, CML_DTYPE_F32}, sp_lexi, sp_lexi_c, false},
     {"mirrored_f64_f32", 2, {CML_DTYPE_F64, CML_DTYPE_F32}, sp_mirrored, sp_mirrored_c, false},
@@ -229,6 +307,17 @@ static void sp_fill(cml_dtype_t dtype, void* dst, int64_t i, uint32_t h, bool* n
       break;
     case CML_DTYPE_U32:
       ((uint32_t*)dst)[i] = (h % 13u == 0 ? 4000000000u : 0u) + h % 4u;
+      break;
+    case CML_DTYPE_U8:
+      ((uint8_t*)dst)[i] = (uint8_t)(h % 7u == 0 ? 255u - h % 3u : h % 5u);
+      break;
+    case CML_DTYPE_U16:
+      ((uint16_t*)dst)[i] = (uint16_t)(h % 7u == 0 ? 65535u - h % 3u : h % 300u);
+      break;
+    case CML_DTYPE_U64:  // every byte of the key in play: the radix sort's 8 passes
+      ((uint64_t*)dst)[i] = h % 5u == 0   ? UINT64_MAX - h % 3u
+                            : h % 5u == 1 ? ((uint64_t)(h % 7u) << 56) | (h % 3u)
+                                          : (uint64_t)(h % 11u) * 0x0101010101010101ull;
       break;
     case CML_DTYPE_BOOL:
       ((uint8_t*)dst)[i] = (uint8_t)(h % 2u);

@@ -874,10 +874,19 @@ static void cmlc_sort_line_gt_f32_radix(const uint8_t* base, int64_t stride, int
   cmlc_sort_radix_32(base, stride, scratch, len, out_perm, 0xFFFFFFFFu, true);
 }
 
+static cmlc_sort_typed_fn cmlc_sort_u64_typed(cmlc_before_fn before);
+enum { CMLC_SORT_ENCODED_RADIX_MIN = 1024 };
+
 // The typed sort of a fast comparator for lines of |len|, or NULL (the comparator is called).
-static cmlc_sort_typed_fn cmlc_sort_typed(cmlc_before_fn before, int64_t len) {
-  // Pairs of a 4-byte key and an int32 index: 8 bytes, two per line element in the scratch.
+// |reference|: the reference backend, whose merge sort through the typed comparisons is the
+// oracle the u64 keys are tested against (it keeps the f32 / i32 radix sorts, tested as ever).
+static cmlc_sort_typed_fn cmlc_sort_typed(cmlc_before_fn before, int64_t len, bool reference) {
+  // Pairs of a key and an int32 index, two per line element in the scratch (the u64 keys' four:
+  // cmlc_sort_typed_extra).
   if (len > INT32_MAX) return NULL;
+  if (!reference && len >= CMLC_SORT_ENCODED_RADIX_MIN && cmlc_sort_u64_typed(before)) {
+    return cmlc_sort_u64_typed(before);
+  }
   if (before == cmlc_sort_lt_f32) {
     return len >= CMLC_SORT_RADIX_MIN ? cmlc_sort_line_lt_f32_radix : cmlc_sort_line_lt_f32_t;
   }
@@ -914,8 +923,8 @@ CMLC_SORT_PAIRS(u64, uint64_t, CMLC_SORT_LT)
 #define CMLC_SORT_LT_NAN_KEY(x, y) ((x) < (y) && (y) != CMLC_SORT_NAN_KEY)
 CMLC_SORT_PAIRS_FN(u64_nan, cmlc_sort_pair_u64, CMLC_SORT_LT_NAN_KEY)
 
-// Lines at least this long take the radix sort (8 byte passes at most, constant bytes skipped).
-enum { CMLC_SORT_ENCODED_RADIX_MIN = 1024 };
+// Lines at least CMLC_SORT_ENCODED_RADIX_MIN long take the radix sort (8 byte passes at most,
+// constant bytes skipped).
 
 // |x| (no NaN) in unsigned order, -0 as +0.
 static inline uint32_t cmlc_sort_order_f32(float x) {
@@ -1036,6 +1045,161 @@ static bool cmlc_sort_encoded(const cmlc_sort_program_t* prog, int64_t len, int6
   for (int64_t p = 0; p < len; ++p) perm[p] = sorted[p].index;
   *out_perm = perm;
   return true;
+}
+
+//===--- plain comparators of the other dtypes: one u64 key per element ---===//
+// A single LessThan / GreaterThan of operand 0 for keys other than f32 / i32 (which have their
+// 32-bit radix above): bool, the other integers, f64, f16 and bf16. Their typed comparisons
+// are strict weak orders (a NaN after every other value under LessThan, before under
+// GreaterThan, equal among NaNs; -0 equal to +0), so each key maps to an unsigned integer that
+// orders the same (complemented for GreaterThan) and a stable LSD radix sort of (key, index)
+// pairs gives the merge sort's permutation, in up to 8 byte passes (constant bytes skipped)
+// instead of log2(len) merge levels through a comparison call. A sort of 1M u32, i64 or f64
+// keys, 1 thread on Zen 4: 171, 317, 324 ms -> 20, 43, 54 ms (xla:cpu 50-57, 57, 115 ms).
+
+typedef enum cmlc_sort_u64_kind_t {
+  CMLC_SORT_U64_UNSIGNED8,
+  CMLC_SORT_U64_UNSIGNED16,
+  CMLC_SORT_U64_UNSIGNED32,
+  CMLC_SORT_U64_UNSIGNED64,
+  CMLC_SORT_U64_SIGNED8,
+  CMLC_SORT_U64_SIGNED16,
+  CMLC_SORT_U64_SIGNED64,
+  CMLC_SORT_U64_F64,
+  CMLC_SORT_U64_F16,
+  CMLC_SORT_U64_BF16,
+} cmlc_sort_u64_kind_t;
+
+// The unsigned-order key of the element at |e|; NaN is UINT64_MAX, above every other key
+// (f64's largest other key is +inf's, 0xFFF0...; f16 / bf16 keys have 32 bits).
+static inline uint64_t cmlc_sort_u64_key(const uint8_t* e, cmlc_sort_u64_kind_t kind) {
+  switch (kind) {
+    case CMLC_SORT_U64_UNSIGNED8:
+      return e[0];
+    case CMLC_SORT_U64_UNSIGNED16: {
+      uint16_t v;
+      memcpy(&v, e, sizeof v);
+      return v;
+    }
+    case CMLC_SORT_U64_UNSIGNED32: {
+      uint32_t v;
+      memcpy(&v, e, sizeof v);
+      return v;
+    }
+    case CMLC_SORT_U64_UNSIGNED64: {
+      uint64_t v;
+      memcpy(&v, e, sizeof v);
+      return v;
+    }
+    case CMLC_SORT_U64_SIGNED8:
+      return (uint64_t)(int64_t)(int8_t)e[0] ^ 0x8000000000000000ull;
+    case CMLC_SORT_U64_SIGNED16: {
+      int16_t v;
+      memcpy(&v, e, sizeof v);
+      return (uint64_t)(int64_t)v ^ 0x8000000000000000ull;
+    }
+    case CMLC_SORT_U64_SIGNED64: {
+      int64_t v;
+      memcpy(&v, e, sizeof v);
+      return (uint64_t)v ^ 0x8000000000000000ull;
+    }
+    case CMLC_SORT_U64_F64: {
+      double v;
+      memcpy(&v, e, sizeof v);
+      return v != v ? UINT64_MAX : cmlc_sort_order_f64(v);
+    }
+    default: {
+      uint16_t h;
+      memcpy(&h, e, sizeof h);
+      const float v = kind == CMLC_SORT_U64_F16 ? cml_f16_to_f32(h) : cml_bf16_to_f32(h);
+      return v != v ? UINT64_MAX : cmlc_sort_order_f32(v);
+    }
+  }
+}
+
+// Sorts the line at |base| (|stride| bytes apart) into a permutation; |scratch| holds 4 * len
+// int64 (two buffers of pairs; the permutation goes to the one the result is not in).
+static void cmlc_sort_line_u64(const uint8_t* base, int64_t stride, int64_t* scratch, int64_t len,
+                               int64_t** out_perm, cmlc_sort_u64_kind_t kind, bool gt) {
+  cmlc_sort_pair_u64* a = (cmlc_sort_pair_u64*)(void*)scratch;
+  cmlc_sort_pair_u64* b = a + len;
+  const uint64_t flip = gt ? UINT64_MAX : 0;
+  for (int64_t p = 0; p < len; ++p) {
+    a[p].key = cmlc_sort_u64_key(base + p * stride, kind) ^ flip;
+    a[p].index = (int32_t)p;
+  }
+  cmlc_sort_pair_u64* sorted = cmlc_sort_radix_u64(a, b, len);
+  int64_t* perm = sorted == a ? (int64_t*)(void*)b : (int64_t*)(void*)a;
+  for (int64_t p = 0; p < len; ++p) perm[p] = sorted[p].index;
+  *out_perm = perm;
+}
+
+#define CMLC_SORT_U64_LINE(name, KIND)                                                            \
+  static void cmlc_sort_line_lt_##name##_u64(const uint8_t* base, int64_t stride,                 \
+                                             int64_t* scratch, int64_t len, int64_t** out_perm) { \
+    cmlc_sort_line_u64(base, stride, scratch, len, out_perm, KIND, false);                        \
+  }                                                                                               \
+  static void cmlc_sort_line_gt_##name##_u64(const uint8_t* base, int64_t stride,                 \
+                                             int64_t* scratch, int64_t len, int64_t** out_perm) { \
+    cmlc_sort_line_u64(base, stride, scratch, len, out_perm, KIND, true);                         \
+  }
+CMLC_SORT_U64_LINE(pred, CMLC_SORT_U64_UNSIGNED8)
+CMLC_SORT_U64_LINE(u8, CMLC_SORT_U64_UNSIGNED8)
+CMLC_SORT_U64_LINE(u16, CMLC_SORT_U64_UNSIGNED16)
+CMLC_SORT_U64_LINE(u32, CMLC_SORT_U64_UNSIGNED32)
+CMLC_SORT_U64_LINE(u64, CMLC_SORT_U64_UNSIGNED64)
+CMLC_SORT_U64_LINE(i8, CMLC_SORT_U64_SIGNED8)
+CMLC_SORT_U64_LINE(i16, CMLC_SORT_U64_SIGNED16)
+CMLC_SORT_U64_LINE(i64, CMLC_SORT_U64_SIGNED64)
+CMLC_SORT_U64_LINE(f64, CMLC_SORT_U64_F64)
+CMLC_SORT_U64_LINE(f16, CMLC_SORT_U64_F16)
+CMLC_SORT_U64_LINE(bf16, CMLC_SORT_U64_BF16)
+
+// The u64-key line sort of fast comparator |before|, or NULL (f32 / i32, LessOrEqual /
+// GreaterOrEqual, the total orders: their own paths).
+static cmlc_sort_typed_fn cmlc_sort_u64_typed(cmlc_before_fn before) {
+  static const struct {
+    cmlc_before_fn before;
+    cmlc_sort_typed_fn line;
+  } table[] = {
+      {cmlc_sort_lt_pred, cmlc_sort_line_lt_pred_u64},
+      {cmlc_sort_gt_pred, cmlc_sort_line_gt_pred_u64},
+      {cmlc_sort_lt_u8, cmlc_sort_line_lt_u8_u64},
+      {cmlc_sort_gt_u8, cmlc_sort_line_gt_u8_u64},
+      {cmlc_sort_lt_u16, cmlc_sort_line_lt_u16_u64},
+      {cmlc_sort_gt_u16, cmlc_sort_line_gt_u16_u64},
+      {cmlc_sort_lt_u32, cmlc_sort_line_lt_u32_u64},
+      {cmlc_sort_gt_u32, cmlc_sort_line_gt_u32_u64},
+      {cmlc_sort_lt_u64, cmlc_sort_line_lt_u64_u64},
+      {cmlc_sort_gt_u64, cmlc_sort_line_gt_u64_u64},
+      {cmlc_sort_lt_i8, cmlc_sort_line_lt_i8_u64},
+      {cmlc_sort_gt_i8, cmlc_sort_line_gt_i8_u64},
+      {cmlc_sort_lt_i16, cmlc_sort_line_lt_i16_u64},
+      {cmlc_sort_gt_i16, cmlc_sort_line_gt_i16_u64},
+      {cmlc_sort_lt_i64, cmlc_sort_line_lt_i64_u64},
+      {cmlc_sort_gt_i64, cmlc_sort_line_gt_i64_u64},
+      {cmlc_sort_lt_f64, cmlc_sort_line_lt_f64_u64},
+      {cmlc_sort_gt_f64, cmlc_sort_line_gt_f64_u64},
+      {cmlc_sort_lt_f16, cmlc_sort_line_lt_f16_u64},
+      {cmlc_sort_gt_f16, cmlc_sort_line_gt_f16_u64},
+      {cmlc_sort_lt_bf16, cmlc_sort_line_lt_bf16_u64},
+      {cmlc_sort_gt_bf16, cmlc_sort_line_gt_bf16_u64},
+  };
+  if (!before) return NULL;
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
+    if (table[i].before == before) return table[i].line;
+  }
+  return NULL;
+}
+
+// int64 slots per line element beyond the merge sort's two that the typed sort of |before|
+// needs for lines of |len|: the u64 pairs take four in all.
+static uint32_t cmlc_sort_typed_extra(cmlc_before_fn before, int64_t len,
+                                      const cmlc_options_t* options) {
+  if ((options && options->reference) || len < CMLC_SORT_ENCODED_RADIX_MIN || len > INT32_MAX) {
+    return 0;
+  }
+  return cmlc_sort_u64_typed(before) ? 2 : 0;
 }
 
 //===--- the first elements only: Sorts read through Slices (top-k) ---===//
@@ -1268,10 +1432,15 @@ size_t cmlc_sort_scratch(const cml_module_t* module, const cml_ir_node_t* node,
   int slots;
   cmlc_sort_program_t prog;
   const bool program = cmlc_sort_program_of(module, node, options, &prog);
-  return cmlc_sort_layout(
-      &module->values[node->inputs[0]].shape, node->attrs->axis, node->input_count,
-      program || cmlc_sort_fast_comparator(module, node) != NULL,
-      program ? cmlc_sort_program_extra(&prog) : 0, options, &general, &index_bytes, &slots);
+  const cml_shape_t* s = &module->values[node->inputs[0]].shape;
+  const int64_t axis = node->attrs->axis;
+  const cmlc_before_fn before = cmlc_sort_fast_comparator(module, node);
+  const uint32_t extra =
+      program
+          ? cmlc_sort_program_extra(&prog)
+          : cmlc_sort_typed_extra(before, axis >= 0 && axis < s->rank ? s->dims[axis] : 1, options);
+  return cmlc_sort_layout(s, axis, node->input_count, program || before != NULL, extra, options,
+                          &general, &index_bytes, &slots);
 }
 
 cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
@@ -1295,24 +1464,27 @@ cml_status_t cmlc_sort_run(const cmlc_kernel_args_t* args) {
   const bool program = cmlc_sort_program_of(args->module, args->node, args->options, &prog);
   size_t general, index_bytes;
   int slots;
-  const size_t need = cmlc_sort_layout(s, axis, args->input_count, before != NULL || program,
-                                       program ? cmlc_sort_program_extra(&prog) : 0, args->options,
-                                       &general, &index_bytes, &slots);
+  const size_t need = cmlc_sort_layout(
+      s, axis, args->input_count, before != NULL || program,
+      program ? cmlc_sort_program_extra(&prog) : cmlc_sort_typed_extra(before, len, args->options),
+      args->options, &general, &index_bytes, &slots);
   if (!args->scratch || index_bytes == SIZE_MAX || need == SIZE_MAX || args->scratch_size < need) {
     return cml_status_make(CML_STATUS_INTERNAL, "c backend: Sort scratch of %zu bytes is too small",
                            args->scratch_size);
   }
   int64_t* index_scratch = (int64_t*)((uint8_t*)args->scratch + general);
   if (before || program) {
-    cmlc_sort_job_t job = {.args = args,
-                           .before = before,
-                           .typed = before ? cmlc_sort_typed(before, len) : NULL,
-                           .len = len,
-                           .inner = inner,
-                           .prefix = len,
-                           .prog = program ? &prog : NULL,
-                           .index_scratch = index_scratch,
-                           .slot_elements = index_bytes / sizeof(int64_t)};
+    cmlc_sort_job_t job = {
+        .args = args,
+        .before = before,
+        .typed =
+            before ? cmlc_sort_typed(before, len, args->options && args->options->reference) : NULL,
+        .len = len,
+        .inner = inner,
+        .prefix = len,
+        .prog = program ? &prog : NULL,
+        .index_scratch = index_scratch,
+        .slot_elements = index_bytes / sizeof(int64_t)};
     job.select = before ? cmlc_sort_select_typed(before) : NULL;
     if (args->prepared && job.select) memcpy(&job.prefix, args->prepared, sizeof job.prefix);
     // Every thread of the pool needs a slot (fewer lines than threads: one thread sorts them).
