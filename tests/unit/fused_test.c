@@ -497,6 +497,76 @@ TEST(dense_all_activations) {
   free(x), free(w), free(bias), free(out1), free(out4), free(dec), free(want);
 }
 
+// bf16 FusedDense of more than 16 rows: on CPUs with AVX-512 BF16 the vdpbf16ps GEMM that
+// DotGeneral takes (elsewhere the f32 GEMM widening as it packs); both layouts, a bias, several
+// activations: against a double-precision loop over the bf16 inputs (within the bf16 output's
+// rounding and f32 accumulation), the same bits on 1 and 4 threads, and the decomposition.
+TEST(dense_bf16_rows) {
+  const int64_t m = 70, k = 129, n = 65;
+  uint16_t* x = malloc(sizeof(uint16_t) * (size_t)(m * k));
+  uint16_t* w = malloc(sizeof(uint16_t) * (size_t)(k * n));
+  uint16_t* bias = malloc(sizeof(uint16_t) * (size_t)n);
+  uint16_t* out1 = malloc(sizeof(uint16_t) * (size_t)(m * n));
+  uint16_t* out4 = malloc(sizeof(uint16_t) * (size_t)(m * n));
+  uint16_t* dec = malloc(sizeof(uint16_t) * (size_t)(m * n));
+  float* got = malloc(sizeof(float) * (size_t)(m * n));
+  float* got_dec = malloc(sizeof(float) * (size_t)(m * n));
+  double* want = malloc(sizeof(double) * (size_t)(m * n));
+  ASSERT_TRUE(x && w && bias && out1 && out4 && dec && got && got_dec && want);
+  for (int64_t i = 0; i < m * k; ++i) x[i] = cml_f32_to_bf16((float)fz_uniform(-1, 1));
+  for (int64_t i = 0; i < k * n; ++i) w[i] = cml_f32_to_bf16((float)fz_uniform(-0.3, 0.3));
+  for (int64_t i = 0; i < n; ++i) bias[i] = cml_f32_to_bf16((float)fz_uniform(-1, 1));
+  const void* const ins[] = {x, w, bias};
+  static const cml_activation_t acts[] = {CML_ACTIVATION_NONE, CML_ACTIVATION_GELU,
+                                          CML_ACTIVATION_RELU};
+  for (int layout = 0; layout < 2; ++layout) {
+    cml_shape_t shapes[3] = {
+        API_SHAPE(CML_DTYPE_BF16, m, k),
+        layout == 0 ? API_SHAPE(CML_DTYPE_BF16, k, n) : API_SHAPE(CML_DTYPE_BF16, n, k),
+        API_SHAPE(CML_DTYPE_BF16, n)};
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; ++a) {
+      fz_dense_ctx_t ctx = {acts[a], (cml_dense_layout_t)layout};
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = cml_bf16_to_f32(bias[j]);
+          for (int64_t i = 0; i < k; ++i) {
+            acc += (double)cml_bf16_to_f32(x[r * k + i]) *
+                   cml_bf16_to_f32(layout == 0 ? w[i * n + j] : w[j * k + i]);
+          }
+          want[r * n + j] = fz_act(acc, ctx.act);
+        }
+      }
+      int nodes = -1;
+      ASSERT_STATUS_OK(fz_run("c:threads=1", fz_build_dense, &ctx, shapes, 3, ins, out1,
+                              CML_OP_FUSED_DENSE, &nodes));
+      ASSERT_EQ_INT(nodes, 1);
+      ASSERT_STATUS_OK(fz_run("c:threads=4", fz_build_dense, &ctx, shapes, 3, ins, out4,
+                              CML_OP_FUSED_DENSE, NULL));
+      ASSERT_STATUS_OK(fz_run("c:fusion=false", fz_build_dense, &ctx, shapes, 3, ins, dec,
+                              CML_OP_FUSED_DENSE, NULL));
+      ASSERT_TRUE(memcmp(out1, out4, sizeof(uint16_t) * (size_t)(m * n)) == 0);
+      for (int64_t i = 0; i < m * n; ++i) {
+        got[i] = cml_bf16_to_f32(out1[i]);
+        got_dec[i] = cml_bf16_to_f32(dec[i]);
+      }
+      // One bf16 rounding of the sum (2^-9 relative) and the f32 sums' error; the
+      // decomposition rounds the product to bf16 before the bias and the activation too.
+      const double native_err = fz_worst(got, want, m * n, 6e-3, 2e-3);
+      const double dec_err = fz_worst_f32(got, got_dec, m * n, 2e-2, 2e-2);
+      if (native_err > 1 || dec_err > 1) {
+        fprintf(stderr,
+                "layout %d activation %d: %g against the loop, %g against the "
+                "decomposition\n",
+                layout, (int)acts[a], native_err, dec_err);
+      }
+      ASSERT_TRUE(native_err <= 1);
+      ASSERT_TRUE(dec_err <= 1);
+    }
+  }
+  free(x), free(w), free(bias), free(out1), free(out4), free(dec), free(got), free(got_dec);
+  free(want);
+}
+
 //===--- gelu f64 on many elements (parallel chunks) ---===//
 
 static cml_value_t fz_build_gelu(cml_function_t* f, const cml_value_t* p, const void* ctx) {
@@ -695,5 +765,5 @@ TEST_MAIN(TEST_ENTRY(capabilities_follow_fusion_option), TEST_ENTRY(enum_names),
           TEST_ENTRY(layer_norm_native_vs_decomposed), TEST_ENTRY(layer_norm_huge_values),
           TEST_ENTRY(layer_norm_gradient_of_half_rows_past_the_half_range),
           TEST_ENTRY(layer_norm_constant_and_extreme_rows), TEST_ENTRY(dense_all_activations),
-          TEST_ENTRY(gelu_f64_parallel), TEST_ENTRY(folded_constants), TEST_ENTRY(argument_errors),
-          TEST_ENTRY(invalid_operand_keeps_first_error))
+          TEST_ENTRY(dense_bf16_rows), TEST_ENTRY(gelu_f64_parallel), TEST_ENTRY(folded_constants),
+          TEST_ENTRY(argument_errors), TEST_ENTRY(invalid_operand_keeps_first_error))

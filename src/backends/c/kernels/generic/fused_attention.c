@@ -565,6 +565,7 @@ bool cmlc__fa_bwd_valid(const cml_module_t* module, const cml_ir_node_t* node) {
 typedef struct cmlc_fa_qkv_plan_t {
   int64_t m, k, width[3], start[3], total_n, max_w;
   bool f64;
+  bool bf16;  // bf16 on AVX-512 BF16 with more than 16 rows: the vdpbf16ps GEMM (as DotGeneral)
   int threads;
   size_t off_tables, off_c, off_gemm, total;
 } cmlc_fa_qkv_plan_t;
@@ -581,6 +582,10 @@ static void cmlc_fa_qkv_plan(const cml_shape_t* xs, const cml_ir_attrs_t* attrs,
   p->total_n = p->start[2] + p->width[2];
   p->max_w = p->width[0] > p->width[1] ? p->width[0] : p->width[1];
   p->f64 = xs->dtype == CML_DTYPE_F64;
+#if defined(CMLC_HAVE_X86_64)
+  p->bf16 = !options->reference && options->avx512_bf16 && options->isa == CMLC_ISA_AVX512 &&
+            xs->dtype == CML_DTYPE_BF16 && p->m > 16;
+#endif
   p->threads = cmlc_fa_threads(options);
   size_t off = 0;
   p->off_tables = off;
@@ -591,8 +596,9 @@ static void cmlc_fa_qkv_plan(const cml_shape_t* xs, const cml_ir_attrs_t* attrs,
   }
   p->off_gemm = off;
   off = cmlc_fa_next(
-      off, p->f64 ? cmlc__gemm_f64_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads)
-                  : cmlc__gemm_f32_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads));
+      off, p->f64    ? cmlc__gemm_f64_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads)
+           : p->bf16 ? cmlc__gemm_bf16_scratch(p->m, p->max_w, p->k, p->threads)
+                     : cmlc__gemm_f32_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads));
   p->total = off;
 }
 
@@ -643,7 +649,14 @@ cml_status_t cmlc__fa_qkv_run(const cmlc_kernel_args_t* args) {
       cmlc__gemm_problem_t g = {1, p.m, w, p.k, {0}, {0}, c};
       g.a = (cmlc__gemm_operand_t){args->inputs[0], dt, batch_off, a_rows, a_cols};
       g.b = (cmlc__gemm_operand_t){args->inputs[1], dt, batch_off + 1, b_rows, b_cols};
-      cmlc__gemm_f32(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
+#if defined(CMLC_HAVE_X86_64)
+      if (p.bf16) {
+        cmlc__gemm_bf16(&g, NULL, pool, s + p.off_gemm, p.threads);
+      } else
+#endif
+      {
+        cmlc__gemm_f32(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
+      }
     }
     // The bias, and the rounding of half outputs (once, from the f32 product).
     if (p.f64) {
