@@ -11,6 +11,10 @@
 #include "backends/c/kernels/generic/linalg_internal.h"
 #include "backends/c/kernels/generic/movement_internal.h"
 
+#if defined(CMLC_HAVE_X86_64)
+#include <emmintrin.h>
+#endif
+
 //===--- Reshape ---===//
 
 static cml_status_t cmlc_mv_reshape(const cmlc_kernel_args_t* args) {
@@ -38,7 +42,45 @@ typedef struct cmlc_mv_tiled_t {
   // 4- and 2-byte elements on AVX-512: full tiles by register transposes of 16 x 16 (32-bit) or
   // 32 x 16 (16-bit) blocks.
   bool simd16;
+  // 1-byte elements on a SIMD ISA: full tiles by SSE2 register transposes of 16 x 16 bytes.
+  bool simd8;
 } cmlc_mv_tiled_t;
+
+#if defined(CMLC_HAVE_X86_64)
+// Transposes the 16 x 16 bytes at |src| (rows |ld| bytes apart) into |dst| (rows |ldo| apart):
+// output row j holds byte j of each input row. Four rounds of interleaving, each doubling the
+// width of the units that hold consecutive input rows of one column: bytes of row pairs, then
+// 16-bit units of pair pairs (4 rows), 32-bit (8 rows), and 64-bit (all 16). The byte loop ran
+// one element at a time (an i8 or Bool [2048, 2048] transpose: 2.4x xla:cpu's time).
+static void cmlc_mv_transpose16_b8(const uint8_t* src, int64_t ld, uint8_t* dst, int64_t ldo) {
+  __m128i r[16], p[16], q[16], h[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm_loadu_si128((const __m128i*)(const void*)(src + i * ld));
+  // p[2k]: rows 2k, 2k + 1 of columns 0-7 (byte pairs); p[2k + 1]: of columns 8-15.
+  for (int k = 0; k < 8; ++k) {
+    p[2 * k] = _mm_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
+    p[2 * k + 1] = _mm_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
+  }
+  // q[4g + c]: rows 4g .. 4g + 3 of columns 4c .. 4c + 3 (32-bit units of 4 rows).
+  for (int g = 0; g < 4; ++g) {
+    q[4 * g + 0] = _mm_unpacklo_epi16(p[4 * g], p[4 * g + 2]);
+    q[4 * g + 1] = _mm_unpackhi_epi16(p[4 * g], p[4 * g + 2]);
+    q[4 * g + 2] = _mm_unpacklo_epi16(p[4 * g + 1], p[4 * g + 3]);
+    q[4 * g + 3] = _mm_unpackhi_epi16(p[4 * g + 1], p[4 * g + 3]);
+  }
+  // h[8m + t]: rows 8m .. 8m + 7 of columns 2t and 2t + 1 (64-bit units of 8 rows).
+  for (int m = 0; m < 2; ++m) {
+    for (int c = 0; c < 4; ++c) {
+      h[8 * m + 2 * c] = _mm_unpacklo_epi32(q[8 * m + c], q[8 * m + 4 + c]);
+      h[8 * m + 2 * c + 1] = _mm_unpackhi_epi32(q[8 * m + c], q[8 * m + 4 + c]);
+    }
+  }
+  for (int t = 0; t < 8; ++t) {
+    _mm_storeu_si128((__m128i*)(void*)(dst + (2 * t) * ldo), _mm_unpacklo_epi64(h[t], h[8 + t]));
+    _mm_storeu_si128((__m128i*)(void*)(dst + (2 * t + 1) * ldo),
+                     _mm_unpackhi_epi64(h[t], h[8 + t]));
+  }
+}
+#endif
 
 #define CMLC_MV_TILE_LOOP(T)                                         \
   do {                                                               \
@@ -75,6 +117,18 @@ static void cmlc_mv_tiled_task(void* ctx, int64_t begin, int64_t end, int thread
     const int64_t b1 = b0 + CMLC_MV_TILE < c->dims[last] ? b0 + CMLC_MV_TILE : c->dims[last];
     switch (c->elem_size) {
       case 1:
+#if defined(CMLC_HAVE_X86_64)
+        if (t->simd8 && a1 - a0 == CMLC_MV_TILE && b1 - b0 == CMLC_MV_TILE) {
+          const uint8_t* i_ = (const uint8_t*)t->in + ioff;
+          uint8_t* o_ = (uint8_t*)t->out + ooff;
+          for (int64_t a = a0; a < a1; a += 16) {
+            for (int64_t b = b0; b < b1; b += 16) {
+              cmlc_mv_transpose16_b8(i_ + a + b * is_last, is_last, o_ + a * os_q + b, os_q);
+            }
+          }
+          break;
+        }
+#endif
         CMLC_MV_TILE_LOOP(uint8_t);
         break;
       case 2:
@@ -163,6 +217,8 @@ static cml_status_t cmlc_mv_transpose(const cmlc_kernel_args_t* args) {
   t.in = (const char*)args->inputs[0];
   t.simd16 = (c.elem_size == 4 || c.elem_size == 2) && args->options && !args->options->reference &&
              args->options->isa >= CMLC_ISA_AVX512;
+  t.simd8 = c.elem_size == 1 && args->options && !args->options->reference &&
+            args->options->isa >= CMLC_ISA_AVX2;
   const int64_t tasks = outer_count * t.tiles_q * t.tiles_last;
   // About 16 full tiles (16K elements) per chunk.
   cmlc_parallel_for(args->pool, tasks, 16, cmlc_mv_tiled_task, &t);
