@@ -793,8 +793,8 @@ TEST(reference_options_pick_no_simd) {
 
 // 32- and 64-bit integer kernels on SIMD ISAs (the scalar loops compiled for AVX2): the scalar
 // kernels' bits for every binary, comparison and Clamp op and Pow, on edge values (0, +-1, the
-// type's extremes, shift counts and exponents 0..70, negative and huge ones) and random ones, every stride pattern,
-// every length up to 40 and a long one.
+// type's extremes, shift counts and exponents 0..70, negative and huge ones) and random ones, every
+// stride pattern, every length up to 40 and a long one.
 TEST(int_kernels_match_scalar) {
   static const cml_op_t kOps[] = {CML_OP_ADD,
                                   CML_OP_SUB,
@@ -871,6 +871,59 @@ TEST(int_kernels_match_scalar) {
               TEST_FAIL_("isa %d %s %s strides %d length %lld: differs from the scalar kernel", isa,
                          cml_op_name(kOps[k]), cml_dtype_name(kTypes[t]), s, (long long)n);
               return;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// 64-bit Div and Rem on SIMD ISAs: shifts for a divisor broadcast from a power of two (1, 2,
+// 64, 4096, 2^62, and 2^63 unsigned), the scalar rules for every other divisor (0, -1, 3, -4,
+// INT64_MIN, per-element divisors): the scalar kernels' bits on edge dividends (0, +-1, -5,
+// the extremes) and random ones, every stride pattern, lengths 0..40 and a long one.
+TEST(i64_u64_div_rem_match_scalar) {
+  enum { N = 600 };
+  static uint64_t a[N], bb[N], got[N + 8], want[N + 8];
+  static const uint64_t kDividends[] = {
+      0,    1,    ~0ull,           (uint64_t)-5,   0x8000000000000000ull, 0x7fffffffffffffffull,
+      4095, 4096, (uint64_t)-4096, (uint64_t)-4097};
+  static const uint64_t kDivisors[] = {
+      1, 2, 64, 4096, 1ull << 62, 1ull << 63, 0, ~0ull, 3, (uint64_t)-4, 0x8000000000000000ull, 7};
+  uint64_t h = 0x243f6a8885a308d3ull;
+  const int ne = (int)(sizeof kDividends / sizeof kDividends[0]);
+  for (int i = 0; i < N; ++i) {
+    h ^= h << 13, h ^= h >> 7, h ^= h << 17;
+    a[i] = i < ne ? kDividends[i] : (i % 2 ? h : h >> (h % 60));
+    bb[i] = kDivisors[h % (sizeof kDivisors / sizeof kDivisors[0])] + (i % 5 == 0 ? h % 9 : 0);
+  }
+  static const cml_dtype_t kTypes[] = {CML_DTYPE_I64, CML_DTYPE_U64};
+  static const cml_op_t kOps[] = {CML_OP_DIV, CML_OP_REM};
+  for (int isa = CMLC_ISA_AVX2; isa <= CMLC_ISA_AVX512; ++isa) {
+    if (best_isa() < (cmlc_isa_t)isa) continue;
+    const cmlc_options_t o = make_options((cmlc_isa_t)isa, false, 1);
+    for (int t = 0; t < 2; ++t) {
+      for (int k = 0; k < 2; ++k) {
+        cmlc_ew_fn fn = cmlc_ew_simd_binary_fn(&o, kOps[k], kTypes[t]);
+        cmlc_ew_fn ref = cmlc_ew_binary_fn(kOps[k], kTypes[t]);
+        ASSERT_TRUE(fn != NULL && ref != NULL && fn != ref);
+        for (size_t d = 0; d < sizeof kDivisors / sizeof kDivisors[0]; ++d) {
+          for (int s = 0; s < 4; ++s) {
+            const int64_t st[2] = {s & 1, (s >> 1) & 1};
+            // Broadcast divisors are each of kDivisors in turn; per-element ones are bb.
+            const void* in[2] = {a, st[1] ? (const void*)bb : (const void*)&kDivisors[d]};
+            if (st[1] && d > 0) continue;
+            for (int64_t n = 0; n <= N; n += n < 40 ? 1 : N - 40) {
+              memset(got, 0x5a, sizeof got), memset(want, 0x5a, sizeof want);
+              fn(got, in, st, n), ref(want, in, st, n);
+              if (memcmp(got, want, (size_t)n * 8 + 8) != 0) {
+                TEST_FAIL_("isa %d %s %s divisor %s%llx strides %d length %lld: differs", isa,
+                           cml_op_name(kOps[k]), cml_dtype_name(kTypes[t]),
+                           st[1] ? "per element, first " : "", (unsigned long long)kDivisors[d], s,
+                           (long long)n);
+                return;
+              }
             }
           }
         }
@@ -1707,12 +1760,12 @@ TEST_MAIN(TEST_ENTRY(binary_matches_scalar_on_edge_grid), TEST_ENTRY(max_min_nan
           TEST_ENTRY(int_int_conversions), TEST_ENTRY(f64_libmvec_kernels),
           TEST_ENTRY(f64_logistic_accuracy), TEST_ENTRY(pow_f32_square),
           TEST_ENTRY(pow_constant_exponents), TEST_ENTRY(bit_count_and_clz_match_scalar),
-          TEST_ENTRY(int_kernels_match_scalar), TEST_ENTRY(f64_kernels_match_scalar),
-          TEST_ENTRY(f64_rounding_and_sqrt_match_scalar), TEST_ENTRY(complex64_exp_abs),
-          TEST_ENTRY(unary_matches_reference), TEST_ENTRY(convert_matches_scalar),
-          TEST_ENTRY(is_finite_matches_scalar), TEST_ENTRY(i32_div_rem_match_scalar),
-          TEST_ENTRY(where_matches_scalar), TEST_ENTRY(reduce_kernels),
-          TEST_ENTRY(blocked_full_reduction_thread_independent),
+          TEST_ENTRY(int_kernels_match_scalar), TEST_ENTRY(i64_u64_div_rem_match_scalar),
+          TEST_ENTRY(f64_kernels_match_scalar), TEST_ENTRY(f64_rounding_and_sqrt_match_scalar),
+          TEST_ENTRY(complex64_exp_abs), TEST_ENTRY(unary_matches_reference),
+          TEST_ENTRY(convert_matches_scalar), TEST_ENTRY(is_finite_matches_scalar),
+          TEST_ENTRY(i32_div_rem_match_scalar), TEST_ENTRY(where_matches_scalar),
+          TEST_ENTRY(reduce_kernels), TEST_ENTRY(blocked_full_reduction_thread_independent),
           TEST_ENTRY(reference_options_pick_no_simd), TEST_ENTRY(lookup_picks_variant_at_plan_time))
 
 #else  // no x86 SIMD kernels in this build

@@ -9,7 +9,8 @@
 // (XLA CPU's): arithmetic wraps (done in the unsigned type), shift counts are read as unsigned
 // and counts >= the width give 0 (the sign fill for arithmetic right shifts), Max / Min / Clamp
 // compare in the type itself. Pow is written with intrinsics (square and multiply, below);
-// division and remainder keep the scalar kernels. The unit test compares every kernel with the
+// 64-bit Div and Rem shift for a broadcast power-of-two divisor (below); 32-bit division and
+// remainder keep their own kernels. The unit test compares every kernel with the
 // scalar one bit for bit.
 #include <string.h>
 
@@ -180,6 +181,63 @@ CMLC_EI_POW(i64, int64_t, 4, 1, _mm256_set1_epi64x, _mm256_cmpeq_epi64, _mm256_c
 CMLC_EI_POW(u64, uint64_t, 4, 0, _mm256_set1_epi64x, _mm256_cmpeq_epi64, _mm256_cmpgt_epi64,
             cmlc_ei_mullo_epi64, _mm256_srli_epi64)
 
+//===--- 64-bit Div and Rem ---===//
+
+// A divisor broadcast from one value that is a power of two 2^k (k >= 0) divides by shifts the
+// compiler vectorizes: unsigned x >> k and x & (2^k - 1); signed rounds toward zero by adding
+// 2^k - 1 to negative dividends first (x + that cannot overflow: it is added to negatives
+// only), and the remainder is x - (q << k), the dividend's sign as C's %. Every other divisor
+// takes the scalar kernels' rules element by element (x / 0 = -1 or all ones, x % 0 = x,
+// INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0). The scalar kernel divided each element with idiv
+// (a Rem of 1M i64 by 4096: 1.6-2.2x xla:cpu's time, which shifts for a constant).
+#define CMLC_EI_DIVREM(sfx, T, U, SIGNED, BITS, TMIN)                                            \
+  CMLC_EI_TARGET static inline T cmlc_ei_sdiv_##sfx(T a, T b) {                                  \
+    if (b == 0) return (T)(U) ~(U)0;                                                             \
+    if (SIGNED && a == (T)TMIN && b == (T)-1) return a;                                          \
+    return (T)(a / b);                                                                           \
+  }                                                                                              \
+  CMLC_EI_TARGET static inline T cmlc_ei_srem_##sfx(T a, T b) {                                  \
+    if (b == 0) return a;                                                                        \
+    if (SIGNED && b == (T)-1) return 0;                                                          \
+    return (T)(a % b);                                                                           \
+  }                                                                                              \
+  CMLC_EI_TARGET static void cmlc_ei_divrem_##sfx(void* out, const void* const* in,              \
+                                                  const int64_t* st, int64_t n, bool rem) {      \
+    const T* pa = (const T*)in[0];                                                               \
+    const T* pb = (const T*)in[1];                                                               \
+    T* po = (T*)out;                                                                             \
+    const T d = pb[0];                                                                           \
+    if (st[1] == 0 && st[0] && d > 0 && ((U)d & ((U)d - 1)) == 0) {                              \
+      const int k = __builtin_ctzll((unsigned long long)(U)d);                                   \
+      const U mask = (U)d - 1;                                                                   \
+      if (SIGNED) {                                                                              \
+        for (int64_t i = 0; i < n; ++i) {                                                        \
+          const T x = pa[i];                                                                     \
+          const T q = (T)((T)((U)x + ((U)(x >> (BITS - 1)) & mask)) >> k);                       \
+          po[i] = rem ? (T)((U)x - ((U)q << k)) : q;                                             \
+        }                                                                                        \
+      } else {                                                                                   \
+        for (int64_t i = 0; i < n; ++i) po[i] = rem ? (T)((U)pa[i] & mask) : (T)((U)pa[i] >> k); \
+      }                                                                                          \
+      return;                                                                                    \
+    }                                                                                            \
+    const int64_t sa = st[0] ? 1 : 0, sb = st[1] ? 1 : 0;                                        \
+    for (int64_t i = 0; i < n; ++i) {                                                            \
+      po[i] = rem ? cmlc_ei_srem_##sfx(pa[i * sa], pb[i * sb])                                   \
+                  : cmlc_ei_sdiv_##sfx(pa[i * sa], pb[i * sb]);                                  \
+    }                                                                                            \
+  }                                                                                              \
+  CMLC_EI_TARGET static void cmlc_ei_div_##sfx(void* out, const void* const* in,                 \
+                                               const int64_t* st, int64_t n) {                   \
+    cmlc_ei_divrem_##sfx(out, in, st, n, false);                                                 \
+  }                                                                                              \
+  CMLC_EI_TARGET static void cmlc_ei_rem_##sfx(void* out, const void* const* in,                 \
+                                               const int64_t* st, int64_t n) {                   \
+    cmlc_ei_divrem_##sfx(out, in, st, n, true);                                                  \
+  }
+CMLC_EI_DIVREM(i64, int64_t, uint64_t, 1, 64, INT64_MIN)
+CMLC_EI_DIVREM(u64, uint64_t, uint64_t, 0, 64, 0)
+
 #define CMLC_EI_PICK_TYPE(sfx)          \
   switch (op) {                         \
     case CML_OP_POW:                    \
@@ -231,8 +289,12 @@ cmlc_ew_fn cmlc_ew_int_simd_fn(cml_op_t op, cml_dtype_t dtype) {
     case CML_DTYPE_U32:
       CMLC_EI_PICK_TYPE(u32)
     case CML_DTYPE_I64:
+      if (op == CML_OP_DIV) return cmlc_ei_div_i64;
+      if (op == CML_OP_REM) return cmlc_ei_rem_i64;
       CMLC_EI_PICK_TYPE(i64)
     case CML_DTYPE_U64:
+      if (op == CML_OP_DIV) return cmlc_ei_div_u64;
+      if (op == CML_OP_REM) return cmlc_ei_rem_u64;
       CMLC_EI_PICK_TYPE(u64)
     default:
       return NULL;
