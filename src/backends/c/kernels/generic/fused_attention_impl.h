@@ -29,13 +29,18 @@ static inline __attribute__((always_inline)) CMLC_FA_ATTR void CMLC_FA_NAME(bf16
 }
 
 // dst[e] = element at + e of |src| (of |dtype|) in the computation type, e < n: a copy for
-// the computation dtype, bf16 widened W lanes at a time, others element by element.
+// the computation dtype, bf16 widened W lanes at a time, f16 by the variant's CMLC_FA_F16_ROW
+// where it defines one, others element by element.
 static inline __attribute__((always_inline)) CMLC_FA_ATTR void CMLC_FA_NAME(load_row)(
     CMLC_FA_T* dst, const void* src, int64_t at, int64_t n, cml_dtype_t dtype) {
   if (dtype == CMLC_FA_NATIVE) {
     memcpy(dst, (const CMLC_FA_T*)src + at, (size_t)n * sizeof(CMLC_FA_T));
   } else if (dtype == CML_DTYPE_BF16) {
     CMLC_FA_NAME(bf16_row)(dst, (const uint16_t*)src + at, n);
+#if defined(CMLC_FA_F16_ROW)
+  } else if (dtype == CML_DTYPE_F16) {
+    CMLC_FA_F16_ROW(dst, (const uint16_t*)src + at, n);  // the variant's F16C widening
+#endif
   } else {
     for (int64_t e = 0; e < n; ++e) dst[e] = CMLC_FA_LOAD(src, at + e, dtype);
   }
@@ -370,10 +375,8 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
         T* dst = kb + j * dqp;
         if (c->dtype == CMLC_FA_NATIVE) {
           memcpy(dst, row, (size_t)d * sizeof(T));
-        } else if (c->dtype == CML_DTYPE_BF16) {
-          CMLC_FA_NAME(bf16_row)(dst, (const uint16_t*)row, d);
         } else {
-          for (int64_t e = 0; e < d; ++e) dst[e] = CMLC_FA_LOAD(row, e, c->dtype);
+          CMLC_FA_NAME(load_row)(dst, row, 0, d, c->dtype);
         }
         for (int64_t e = d; e < dqp; ++e) dst[e] = 0;
         krow[j] = dst;
@@ -393,22 +396,15 @@ CMLC_FA_LINKAGE CMLC_FA_ATTR void CMLC_FA_NAME(task)(const cmlc_fa_ctx_t* c, int
       vt = (const T*)vp->data[vpi] + b * st[0] + hk * st[1] + (j0 - vp->start[vpi]) * st[2];
       vs_row = st[2];
     } else {
-      // bf16 (the common half dtype) widened W lanes at a time; the
+      // bf16 widened W lanes at a time, f16 by the variant's widening (load_row); the
       // computation dtype itself as plain copies, no per-element dispatch.
-      const bool bf16 = c->dtype == CML_DTYPE_BF16;
       for (int64_t j = 0; j < nk; ++j) {
         while (vp->start[vpi + 1] <= j0 + j) ++vpi;
         const int64_t* st = vp->str[vpi];
         const void* data = vp->data[vpi];
         const int64_t at = b * st[0] + hk * st[1] + (j0 + j - vp->start[vpi]) * st[2];
         T* row = vb + j * dvp;
-        if (c->dtype == CMLC_FA_NATIVE) {
-          memcpy(row, (const T*)data + at, (size_t)dv * sizeof(T));
-        } else if (bf16) {
-          CMLC_FA_NAME(bf16_row)(row, (const uint16_t*)data + at, dv);
-        } else {
-          for (int64_t e = 0; e < dv; ++e) row[e] = CMLC_FA_LOAD(data, at + e, c->dtype);
-        }
+        CMLC_FA_NAME(load_row)(row, data, at, dv, c->dtype);
         for (int64_t e = dv; e < dvp; ++e) row[e] = 0;
       }
     }

@@ -13,3 +13,4 @@
 #undef CMLC_FA_IV
 #undef CMLC_FA_VEXP
 #undef CMLC_FA_NATIVE
+#undef CMLC_FA_F16_ROW
