@@ -450,6 +450,89 @@ TEST(gather_small_windows_match_reference) {
   cmlc_pool_destroy(pool);
 }
 
+// Gathers whose window runs along one strided axis (audio framing: frames[c, t, k] =
+// signal[c, idx[t, k]], the signal's leading axis kept): the small windows' blocks lane by lane
+// up to 64 elements per window, the general task beyond; the offset axis first or last in the
+// output, 1- to 8-byte elements, I32 / I64 / U8 indices (U8: the general task), more windows
+// than a block, indices out of range at both ends: against the reference, on 1 and 3 threads.
+TEST(gather_strided_windows_match_reference) {
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  static const cml_dtype_t dts[4] = {CML_DTYPE_U8, CML_DTYPE_F16, CML_DTYPE_F32, CML_DTYPE_I64};
+  static const cml_dtype_t its[3] = {CML_DTYPE_I32, CML_DTYPE_I64, CML_DTYPE_U8};
+  static const int64_t channels[3] = {3, 64, 70};  // 70: past the lanes' limit
+  for (int ci = 0; ci < 3; ++ci) {
+    for (int last = 0; last < 2; ++last) {
+      for (int di = 0; di < 4; ++di) {
+        for (int ti = 0; ti < 3; ++ti) {
+          const cml_dtype_t dt = dts[di], it = its[ti];
+          const size_t es = (size_t)cml_dtype_bits(dt) / 8;
+          const int64_t C = channels[ci], L = 50, T = 20, K = 15;
+          int64_t xd[2] = {C, L}, id[2] = {T, K};
+          int64_t od[3] = {C, T, K};
+          if (last) od[0] = T, od[1] = K, od[2] = C;
+          cml_gather_dims_t g;
+          memset(&g, 0, sizeof g);
+          g.index_vector_axis = 2;  // implicit: one coordinate per (t, k)
+          g.offset_output_axis_count = 1;
+          g.offset_output_axes[0] = last ? 2 : 0;
+          g.collapsed_slice_axis_count = 1;
+          g.collapsed_slice_axes[0] = 1;
+          g.start_index_map_count = 1;
+          g.start_index_map[0] = 1;
+          g.slice_size_count = 2;
+          g.slice_sizes[0] = C;
+          g.slice_sizes[1] = 1;
+          cml_shape_t ins[2] = {kt_shape(dt, 2, xd), kt_shape(it, 2, id)};
+          cml_shape_t os = kt_shape(dt, 3, od);
+          kt_t k;
+          kt_init(&k, CML_OP_GATHER, 2, ins, &os);
+          k.attrs.u.gather = g;
+          const int64_t nx = C * L, ni = T * K, no = C * T * K;
+          unsigned char* x = malloc((size_t)nx * es);
+          unsigned char* out = malloc((size_t)no * es);
+          int64_t* idx = malloc((size_t)ni * sizeof(int64_t));
+          int64_t* idx64 = malloc((size_t)ni * sizeof(int64_t));  // the reference reads I64
+          ASSERT_TRUE(x && out && idx && idx64);
+          for (int64_t i = 0; i < nx * (int64_t)es; ++i) x[i] = (unsigned char)(i * 7 + 3);
+          for (int64_t i = 0; i < ni; ++i) {
+            const int64_t v = it == CML_DTYPE_U8 ? (i * 37 + 11) % 60 : (i * 37 + 11) % 61 - 5;
+            idx64[i] = v;  // -5 .. 55 (U8: 0 .. 59): clamped to [0, 49] at both ends
+            if (it == CML_DTYPE_I64) idx[i] = v;
+            if (it == CML_DTYPE_I32) ((int32_t*)(void*)idx)[i] = (int32_t)v;
+            if (it == CML_DTYPE_U8) ((uint8_t*)(void*)idx)[i] = (uint8_t)v;
+          }
+          cml_shape_t is64 = kt_shape(CML_DTYPE_I64, 2, id);
+          const void* in[] = {x, idx};
+          for (int p = 0; p < 2; ++p) {
+            memset(out, 0, (size_t)no * es);
+            ASSERT_STATUS_OK(kt_run(&k, p ? pool : NULL, in, out));
+            for (int64_t i = 0; i < no; ++i) {
+              int64_t oi[3], rem = i;
+              for (int d = 2; d >= 0; --d) {
+                oi[d] = rem % od[d];
+                rem /= od[d];
+              }
+              const int64_t at = kt_ref_gather_at(&ins[0], &is64, idx64, &os, &g, oi);
+              if (memcmp(out + i * (int64_t)es, x + at * (int64_t)es, es) != 0) {
+                free(x), free(out), free(idx), free(idx64);
+                cmlc_pool_destroy(pool);
+                TEST_FAIL_(
+                    "channels %lld offset axis %s %s indices %s element %lld: want "
+                    "operand element %lld",
+                    (long long)C, last ? "last" : "first", cml_dtype_name(dt), cml_dtype_name(it),
+                    (long long)i, (long long)at);
+              }
+            }
+          }
+          free(x), free(out), free(idx), free(idx64);
+        }
+      }
+    }
+  }
+  cmlc_pool_destroy(pool);
+}
+
 //===--- Scatter ---===//
 
 TEST(scatter_sum_skips_out_of_bounds) {
@@ -1117,7 +1200,8 @@ TEST_MAIN(
     TEST_ENTRY(dynamic_update_slice_clamps_and_runs_in_place),
     TEST_ENTRY(dynamic_windows_match_per_element_reference), TEST_ENTRY(gather_rows_by_hand),
     TEST_ENTRY(gather_windows_by_hand), TEST_ENTRY(gather_matches_reference),
-    TEST_ENTRY(gather_small_windows_match_reference), TEST_ENTRY(scatter_sum_skips_out_of_bounds),
+    TEST_ENTRY(gather_small_windows_match_reference),
+    TEST_ENTRY(gather_strided_windows_match_reference), TEST_ENTRY(scatter_sum_skips_out_of_bounds),
     TEST_ENTRY(scatter_window_fully_in_bounds_only), TEST_ENTRY(scatter_max_min_propagate_nan),
     TEST_ENTRY(scatter_sum_f16_rounds_each_step_and_complex),
     TEST_ENTRY(scatter_sum_matches_reference), TEST_ENTRY(scatter_sum_half_rows_match_reference),

@@ -150,6 +150,10 @@ typedef struct cmlc_ix_gather_t {
   // [0, coord_limit] and scaled by coord_stride (bytes); coord_step: the index vector's stride.
   int32_t coords;
   int64_t coord_limit[4], coord_stride[4];
+  // cmlc_ix_gather_small_task: a window of |lanes| runs |lane_src| / |lane_dst| bytes apart
+  // (1 for contiguous windows; a strided window, e.g. a column of a signal's channels
+  // gathered by frame indices, is one element per lane).
+  int64_t lanes, lane_src, lane_dst;
 } cmlc_ix_gather_t;
 
 // The output and indices offsets of batch element |b| into |bidx| (its batch coordinates),
@@ -213,8 +217,12 @@ enum { CMLC_IX_GATHER_BLOCK = 256 };
     }                                                            \
   }
 
-#define CMLC_IX_GATHER_COPY(SIZE) \
-  for (int64_t i = 0; i < m; ++i) memcpy(out + dst_off[i], x + src_off[i], (SIZE))
+#define CMLC_IX_GATHER_COPY(SIZE)                                                     \
+  for (int64_t s = 0; s < g->lanes; ++s) {                                            \
+    char* o_ = out + s * g->lane_dst;                                                 \
+    const char* x_ = x + s * g->lane_src;                                             \
+    for (int64_t i = 0; i < m; ++i) memcpy(o_ + dst_off[i], x_ + src_off[i], (SIZE)); \
+  }
 
 static void cmlc_ix_gather_small_task(void* ctx, int64_t begin, int64_t end, int thread_index) {
   (void)thread_index;
@@ -366,6 +374,19 @@ static cml_status_t cmlc_ix_gather(const cmlc_kernel_args_t* args) {
   int64_t min_chunk = 16384 / (slice_count > 0 ? slice_count : 1);
   if (min_chunk < 1) min_chunk = 1;
   cmlc_task_fn task = cmlc_ix_gather_task;
+  g.lanes = 1;
+  // A window of up to 64 elements along one strided axis (audio framing: frames[b, t, k] =
+  // signal[b, idx[t, k]] keeps the signal's leading axis): the small windows' blocks, one
+  // element per lane, lane by lane (the general task copied each window through a strided
+  // copy: 2.8-19x xla:cpu's time).
+  const bool strided =
+      g.run_bytes == 0 && simple.rank == 1 && simple.dims[0] > 1 && simple.dims[0] <= 64;
+  if (strided) {
+    g.lanes = simple.dims[0];
+    g.lane_src = simple.in_strides[0] * (int64_t)g.slice.elem_size;
+    g.lane_dst = simple.out_strides[0] * (int64_t)g.slice.elem_size;
+    g.run_bytes = g.slice.elem_size;
+  }
   if (g.run_bytes > 0 && g.run_bytes <= 256 && gd->start_index_map_count <= 4 &&
       (is->dtype == CML_DTYPE_I32 || is->dtype == CML_DTYPE_I64)) {
     g.coords = gd->start_index_map_count;
@@ -376,6 +397,9 @@ static cml_status_t cmlc_ix_gather(const cmlc_kernel_args_t* args) {
       g.coord_stride[c] = g.operand_strides[d] * (int64_t)g.slice.elem_size;
     }
     task = cmlc_ix_gather_small_task;
+  } else if (strided) {  // other index dtypes: the general task's strided copy
+    g.lanes = 1;
+    g.run_bytes = 0;
   }
   cmlc_parallel_for(args->pool, batch_count, min_chunk, task, &g);
   return CML_OK;
