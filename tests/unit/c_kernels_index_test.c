@@ -985,11 +985,11 @@ TEST(scatter_max_min_one_element_windows) {
 // with the combiner's rule (the row kernels' selects: a NaN on either side wins, the stored
 // one first; -0 < +0).
 TEST(scatter_max_min_rows) {
-  enum { N = 60, RMAX = 9 };
-  static const int64_t rows[4] = {2, 3, 8, 9};
+  enum { N = 60, RMAX = 33 };
+  static const int64_t rows[6] = {2, 3, 8, 9, 17, 33};
   for (int fd = 0; fd < 2; ++fd) {
     const cml_dtype_t dt = fd ? CML_DTYPE_F64 : CML_DTYPE_F32;
-    for (int ri = 0; ri < 4; ++ri) {
+    for (int ri = 0; ri < 6; ++ri) {
       const int64_t r = rows[ri];
       for (int max = 0; max < 2; ++max) {
         cml_shape_t ins[3] = {kt_shape(dt, 2, (int64_t[]){6, r}),
@@ -1041,16 +1041,26 @@ TEST(scatter_max_min_rows) {
         for (int64_t i = 0; i < N * r; ++i)
           fd ? (void)(up.d[i] = uv[i]) : (void)(up.f[i] = (float)uv[i]);
         const void* in[] = {&x, idx, &up};
-        memset(&got, 0x5a, sizeof got);
-        ASSERT_STATUS_OK(kt_run(&k, NULL, in, &got));
-        for (int64_t i = 0; i < 6 * r; ++i) {
-          const double g = fd ? got.d[i] : (double)got.f[i];
-          const bool same =
-              isnan(want[i]) ? isnan(g) : g == want[i] && signbit(g) == signbit(want[i]);
-          if (!same) {
-            TEST_FAIL_("%s %s rows of %lld, x[%lld]: %g, want %g", cml_dtype_name(dt),
-                       max ? "max" : "min", (long long)r, (long long)i, g, want[i]);
-            return;
+        // The baseline rows, then (where the CPU has AVX2) the vectorized ones.
+        for (int isa = 0; isa < 2; ++isa) {
+          k.options.isa = CMLC_ISA_SCALAR;
+          if (isa == 1) {
+            cmlc_cpu_features_t cpu;
+            cmlc_cpu_detect(&cpu);
+            if (!cpu.avx2_fma || !cpu.f16c) break;
+            k.options.isa = CMLC_ISA_AVX2;
+          }
+          memset(&got, 0x5a, sizeof got);
+          ASSERT_STATUS_OK(kt_run(&k, NULL, in, &got));
+          for (int64_t i = 0; i < 6 * r; ++i) {
+            const double g = fd ? got.d[i] : (double)got.f[i];
+            const bool same =
+                isnan(want[i]) ? isnan(g) : g == want[i] && signbit(g) == signbit(want[i]);
+            if (!same) {
+              TEST_FAIL_("%s %s rows of %lld isa %d, x[%lld]: %g, want %g", cml_dtype_name(dt),
+                         max ? "max" : "min", (long long)r, isa, (long long)i, g, want[i]);
+              return;
+            }
           }
         }
       }
