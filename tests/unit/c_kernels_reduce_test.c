@@ -351,10 +351,12 @@ static bool col_same(float a, float b) {
 // the reference kernel's bits, max/min equal an independent loop exactly, and sums stay
 // within the documented three-level bound of an f64 loop: (256 + R/16384 + 2) * eps * sum|x|.
 TEST(f32_columns_every_isa) {
-  // Widths of 8 and 16 take an inline loop over the rows (their own case in every split).
-  static const int64_t shapes[][3] = {{1, 5, 1},      {2, 3, 7},     {3, 130, 17},  {1, 257, 64},
-                                      {2, 129, 100},  {1, 40, 1030}, {4, 33, 2051}, {1, 16500, 19},
-                                      {2, 130, 4100}, {5, 33, 16},   {3, 4100, 16}, {2, 9000, 8}};
+  // Widths up to 16 take an inline loop over the rows (their own case in every split).
+  static const int64_t shapes[][3] = {
+      {1, 5, 1},     {2, 3, 7},      {3, 130, 17},   {1, 257, 64}, {2, 129, 100}, {1, 40, 1030},
+      {4, 33, 2051}, {1, 16500, 19}, {2, 130, 4100}, {5, 33, 16},  {3, 4100, 16}, {2, 9000, 8},
+      {2, 300, 2},   {3, 4100, 3},   {2, 129, 4},    {1, 700, 5},  {4, 33, 7},    {2, 260, 9},
+      {3, 1000, 15}, {2, 17000, 3},  {3, 1, 3},      {2, 128, 13}};
   static const cml_op_t ops[3] = {CML_OP_REDUCE_SUM, CML_OP_REDUCE_MAX, CML_OP_REDUCE_MIN};
   cmlc_isa_t isas[3];
   const int isa_count = col_isas(isas);
@@ -434,6 +436,58 @@ TEST(f32_columns_every_isa) {
     free(mag);
     free(ref);
     free(got);
+  }
+  cmlc_pool_destroy(pool);
+  ASSERT_EQ_INT(failures, 0);
+}
+
+// Sums over two reduced axes that are not neighbours ([3, 5, 300, W] over axes 0 and 2) with
+// narrow kept columns: the inline narrow loop walks the reduced rows with the odometer. Every
+// ISA and thread count gives the reference kernel's bits, within the three-level bound.
+TEST(f32_narrow_columns_two_reduced_axes) {
+  cmlc_isa_t isas[3];
+  const int isa_count = col_isas(isas);
+  cmlc_pool_t* pool = NULL;
+  ASSERT_STATUS_OK(cmlc_pool_create(3, cml_allocator_system(), &pool));
+  int failures = 0;
+  static const int64_t widths[] = {2, 3, 5, 8, 11, 16};
+  for (size_t wi = 0; wi < sizeof widths / sizeof *widths; ++wi) {
+    const int64_t W = widths[wi], dims[4] = {3, 5, 300, W}, N = 3 * 5 * 300 * W;
+    float* x = malloc((size_t)N * sizeof(float));
+    float ref[5 * 16], got[5 * 16];
+    double exact[5 * 16] = {0}, mag[5 * 16] = {0};
+    ASSERT_TRUE(x);
+    for (int64_t i = 0; i < N; ++i)
+      x[i] = (float)((uint32_t)(i * 2246822519u) % 10007u) * 1e-2f - 50.0f;
+    for (int64_t a = 0; a < 3; ++a) {
+      for (int64_t b = 0; b < 5; ++b) {
+        for (int64_t r = 0; r < 300; ++r) {
+          for (int64_t w = 0; w < W; ++w) {
+            const float v = x[((a * 5 + b) * 300 + r) * W + w];
+            exact[b * W + w] += v;
+            mag[b * W + w] += fabs(v);
+          }
+        }
+      }
+    }
+    tnode_t t;
+    const int64_t axes[2] = {0, 2};
+    tnode_init(&t, CML_OP_REDUCE_SUM, shp(CML_DTYPE_F32, 4, dims), axes, 2);
+    for (int ii = 0; ii < isa_count; ++ii) {
+      for (int threaded = 0; threaded < 2; ++threaded) {
+        float* y = ii == 0 && !threaded ? ref : got;
+        ASSERT_STATUS_OK(tnode_run_isa(&t, x, y, threaded ? pool : NULL, isas[ii]));
+        const double bound = (256.0 + 900.0 / 16384.0 + 2.0) * 0x1p-24;
+        for (int64_t o = 0; o < 5 * W; ++o) {
+          const bool ok = col_same(y[o], ref[o]) && fabs((double)y[o] - exact[o]) <= bound * mag[o];
+          if (!ok && failures++ < 5) {
+            fprintf(stderr, "W %lld isa %d threads %d: [%lld] got %.9g ref %.9g exact %.9g\n",
+                    (long long)W, (int)isas[ii], threaded, (long long)o, y[o], ref[o], exact[o]);
+          }
+        }
+      }
+    }
+    free(x);
   }
   cmlc_pool_destroy(pool);
   ASSERT_EQ_INT(failures, 0);
@@ -1215,9 +1269,10 @@ TEST(int_and_arg_short_rows_every_isa) {
   ASSERT_EQ_INT(failures, 0);
 }
 
-TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(complex_product_keeps_infinities),
-          TEST_ENTRY(empty_extent_identities_and_nan), TEST_ENTRY(ints_wrap_and_bitwise_logical),
-          TEST_ENTRY(half_accumulates_in_f32), TEST_ENTRY(odd_shapes_all_axis_sets_threads),
+TEST_MAIN(TEST_ENTRY(sum_f32_axes), TEST_ENTRY(f32_narrow_columns_two_reduced_axes),
+          TEST_ENTRY(complex_product_keeps_infinities), TEST_ENTRY(empty_extent_identities_and_nan),
+          TEST_ENTRY(ints_wrap_and_bitwise_logical), TEST_ENTRY(half_accumulates_in_f32),
+          TEST_ENTRY(odd_shapes_all_axis_sets_threads),
           TEST_ENTRY(float_sum_thread_count_independent), TEST_ENTRY(f32_columns_every_isa),
           TEST_ENTRY(f32_columns_special_values), TEST_ENTRY(half_rows_every_isa),
           TEST_ENTRY(half_columns_and_blocked_every_isa), TEST_ENTRY(half_argminmax_rows_every_isa),

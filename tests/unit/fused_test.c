@@ -6,8 +6,10 @@
 // argument errors.
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api_common.h"
+#include "base/half_inline.h"
 #include "cml/autodiff.h"
 #include "core/builder_internal.h"
 #include "test.h"
@@ -215,6 +217,128 @@ TEST(softmax_f64_long_row) {
   free(x), free(y);
   if (!(worst <= 8)) fprintf(stderr, "worst %.1f ulps\n", worst);
   ASSERT_TRUE(worst <= 8);
+}
+
+// The SIMD softmax paths for a non-last axis (lanes across the contiguous inner axis, and
+// narrow inner axes packed into lanes) and for short last-axis rows (blocks of rows packed
+// into lanes), on [outer, n, inner] over axis 1: against a double loop, the decomposition
+// (c:reference=true), the scalar kernel (the same NaN pattern: -Inf entries, an all -Inf lane,
+// a +Inf lane, values near the f32 limit), threads 1 and 3 bit for bit, and AVX2 against
+// AVX-512 bit for bit; bf16 and f16 through a conversion in the graph.
+typedef struct fz_softmax_ctx_t {
+  int64_t axis;
+  cml_dtype_t dtype;
+} fz_softmax_ctx_t;
+
+static cml_value_t fz_build_softmax_dt(cml_function_t* f, const cml_value_t* p, const void* ctx) {
+  const fz_softmax_ctx_t* c = ctx;
+  cml_value_t x = c->dtype == CML_DTYPE_F32 ? p[0] : cml_op_convert_dtype(f, p[0], c->dtype);
+  cml_value_t y = cml_op_fused_softmax(f, x, c->axis);
+  return c->dtype == CML_DTYPE_F32 ? y : cml_op_convert_dtype(f, y, CML_DTYPE_F32);
+}
+
+// Runs the checks above on one shape; returns whether any failed (and prints the first).
+static bool fz_softmax_lanes_bad(cml_dtype_t dt, int64_t outer, int64_t n, int64_t inner) {
+  static const char* const configs[] = {"c:threads=1", "c:threads=3", "c:threads=1,avx512=false",
+                                        "c:threads=1,avx512=false,avx2=false", "c:reference=true"};
+  enum { CONFIGS = sizeof configs / sizeof *configs, SCALAR = 3, REF = 4 };
+  const bool half = dt != CML_DTYPE_F32;
+  const int64_t all = outer * n * inner, lanes = outer * inner;
+  cml_shape_t s = API_SHAPE(CML_DTYPE_F32, outer, n, inner);
+  float* x = fz_random_f32(all, -8, 8);
+  double* want = malloc(sizeof(double) * (size_t)all);
+  float* y[CONFIGS] = {0};
+  bool bad = !x || !want;
+  // Lane l: element j at (l / inner) n inner + j inner + l % inner.
+  for (int64_t l = 0; l < lanes && !bad; ++l) {
+    const int64_t base = (l / inner) * n * inner + l % inner;
+    const int kind = (int)(l % 7);
+    for (int64_t j = 0; j < n; ++j) {
+      float* v = &x[base + j * inner];
+      if (kind == 1 && j % 3 == 1) *v = -INFINITY;               // some -Inf entries
+      if (kind == 2) *v = -INFINITY;                             // an all -Inf lane
+      if (kind == 3 && j == n / 2) *v = INFINITY;                // a +Inf entry
+      if (kind == 4) *v = (j % 2 ? -3.0e38f : 3.0e38f) * 0.9f;   // near the f32 limit
+      if (kind == 4 && half) *v = j % 2 ? -60000.0f : 60000.0f;  // within f16's range
+      if (kind == 5) *v *= 12.0f;                                // a wide range (e^190)
+    }
+  }
+  // The double loop sees the values the kernel sees: x rounded to the storage dtype.
+  for (int64_t i = 0; half && !bad && i < all; ++i) {
+    x[i] = dt == CML_DTYPE_BF16 ? cml__bf16_to_f32(cml__f32_to_bf16(x[i]))
+                                : cml__f16_to_f32(cml__f32_to_f16(x[i]));
+  }
+  for (int64_t l = 0; l < lanes && !bad; ++l) {
+    const int64_t base = (l / inner) * n * inner + l % inner;
+    double m = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < n; ++j) m = fmax(m, x[base + j * inner]);
+    for (int64_t j = 0; j < n; ++j) sum += exp((double)x[base + j * inner] - m);
+    for (int64_t j = 0; j < n; ++j)
+      want[base + j * inner] = exp((double)x[base + j * inner] - m) / sum;
+  }
+  fz_softmax_ctx_t ctx = {1, dt};
+  for (int k = 0; k < CONFIGS && !bad; ++k) {
+    y[k] = malloc(sizeof(float) * (size_t)all);
+    cml_status_t st = y[k] ? fz_run(configs[k], fz_build_softmax_dt, &ctx, &s, 1,
+                                    (const void* const[]){x}, y[k], CML_OP_FUSED_SOFTMAX, NULL)
+                           : cml_status_from_code(CML_STATUS_RESOURCE_EXHAUSTED);
+    if (st != CML_OK) {
+      fprintf(stderr, "%s: %s\n", configs[k], cml_status_message(st));
+      cml_status_free(st);
+      bad = true;
+    }
+  }
+  // Where the double loop is finite: f32 within 1e-5 relative (2e-5 for the decomposition),
+  // halves within about one rounding of the storage dtype (the decomposition rounds its sums
+  // to the half dtype: not compared).
+  const double rtol = dt == CML_DTYPE_BF16 ? 8e-3 : dt == CML_DTYPE_F16 ? 1e-3 : 1e-5;
+  const double atol = dt == CML_DTYPE_F16 ? 1e-7 : 1e-30;
+  for (int64_t i = 0; i < all && !bad; ++i) {
+    for (int k = 0; k < CONFIGS && !bad; ++k) {
+      const double got = y[k][i], w = want[i];
+      if (isnan(w)) {
+        // NaN lanes: the SIMD kernels give NaN exactly where the scalar kernel does.
+        bad = k != REF && isnan(got) != isnan(y[SCALAR][i]);
+      } else if (k != REF || !half) {
+        bad = !(fabs(got - w) <= atol + (k == REF ? 2 : 1) * rtol * fabs(w));
+      }
+    }
+    // Thread counts and ISAs: the same bits.
+    bad = bad || memcmp(&y[0][i], &y[1][i], sizeof(float)) != 0 ||
+          memcmp(&y[0][i], &y[2][i], sizeof(float)) != 0;
+    if (bad) {
+      fprintf(stderr, "%s [%lld,%lld,%lld] at %lld: want %.9g got", cml_dtype_name(dt),
+              (long long)outer, (long long)n, (long long)inner, (long long)i, want[i]);
+      for (int k = 0; k < CONFIGS; ++k) fprintf(stderr, " %.9g", (double)y[k][i]);
+      fprintf(stderr, "\n");
+    }
+  }
+  free(x), free(want);
+  for (int k = 0; k < CONFIGS; ++k) free(y[k]);
+  return bad;
+}
+
+TEST(softmax_simd_lanes_and_short_rows) {
+  static const int64_t inners[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 33, 100};
+  static const int64_t ns[] = {1, 2, 3, 5, 8, 13, 16, 17, 64, 65, 130, 256, 257, 300};
+  static const cml_dtype_t dts[] = {CML_DTYPE_F32, CML_DTYPE_BF16, CML_DTYPE_F16};
+  int failures = 0;
+  for (size_t di = 0; di < sizeof dts / sizeof *dts; ++di) {
+    for (size_t ii = 0; ii < sizeof inners / sizeof *inners; ++ii) {
+      for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ++ni) {
+        if (dts[di] != CML_DTYPE_F32 && ns[ni] > 65 && ns[ni] != 257) continue;
+        // Rows (inner 1) come 40 at a time, to fill several blocks of W rows.
+        failures += fz_softmax_lanes_bad(dts[di], inners[ii] == 1 ? 120 : 3, ns[ni], inners[ii]);
+      }
+    }
+  }
+  // Shapes big enough to be split over the threads (lane tasks of 64, packed blocks of 16).
+  static const int64_t big[][3] = {{4099, 8, 1}, {1030, 50, 1}, {64, 20, 100},
+                                   {515, 70, 3}, {8, 300, 200}, {5, 257, 29}};
+  for (size_t bi = 0; bi < sizeof big / sizeof *big; ++bi) {
+    failures += fz_softmax_lanes_bad(CML_DTYPE_F32, big[bi][0], big[bi][1], big[bi][2]);
+  }
+  ASSERT_EQ_INT(failures, 0);
 }
 
 //===--- layer norm ---===//
@@ -762,6 +886,7 @@ TEST(invalid_operand_keeps_first_error) {
 
 TEST_MAIN(TEST_ENTRY(capabilities_follow_fusion_option), TEST_ENTRY(enum_names),
           TEST_ENTRY(softmax_native_vs_decomposed), TEST_ENTRY(softmax_f64_long_row),
+          TEST_ENTRY(softmax_simd_lanes_and_short_rows),
           TEST_ENTRY(layer_norm_native_vs_decomposed), TEST_ENTRY(layer_norm_huge_values),
           TEST_ENTRY(layer_norm_gradient_of_half_rows_past_the_half_range),
           TEST_ENTRY(layer_norm_constant_and_extreme_rows), TEST_ENTRY(dense_all_activations),

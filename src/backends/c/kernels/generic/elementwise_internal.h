@@ -87,11 +87,13 @@ cmlc_rd_half_fn cmlc_rd_simd_half_fn(const cmlc_options_t* options, cml_op_t op,
 // Inner loops of the fused ops (kernels/generic/fused.c), for F32, BF16 and F16 storage
 // computed in f32 (kernels/x86_64/elementwise_x86_64_fused.h):
 typedef enum cmlc_fk_loop_t {
-  CMLC_FK_GELU_ERF,     // cmlc_fk_map_fn: exact GELU
-  CMLC_FK_GELU_TANH,    // cmlc_fk_map_fn: tanh GELU
-  CMLC_FK_DENSE_ROW,    // cmlc_fk_dense_row_fn
-  CMLC_FK_LN_ROW,       // cmlc_fk_ln_row_fn
-  CMLC_FK_SOFTMAX_ROW,  // cmlc_fk_softmax_row_fn
+  CMLC_FK_GELU_ERF,        // cmlc_fk_map_fn: exact GELU
+  CMLC_FK_GELU_TANH,       // cmlc_fk_map_fn: tanh GELU
+  CMLC_FK_DENSE_ROW,       // cmlc_fk_dense_row_fn
+  CMLC_FK_LN_ROW,          // cmlc_fk_ln_row_fn
+  CMLC_FK_SOFTMAX_ROW,     // cmlc_fk_softmax_row_fn
+  CMLC_FK_SOFTMAX_LANES,   // cmlc_fk_softmax_lanes_fn
+  CMLC_FK_SOFTMAX_PACKED,  // cmlc_fk_softmax_packed_fn
 } cmlc_fk_loop_t;
 // y[i] = f(x[i]) for |n| contiguous elements (y may be x).
 typedef void (*cmlc_fk_map_fn)(void* y, const void* x, int64_t n);
@@ -103,6 +105,16 @@ typedef void (*cmlc_fk_ln_row_fn)(void* y, const void* x, const void* gamma, con
                                   int64_t n, float eps);
 // Softmax of one contiguous row of |n| > 0 (y may be x).
 typedef void (*cmlc_fk_softmax_row_fn)(void* y, const void* x, int64_t n);
+// Softmax of |count| > 0 adjacent lanes of |n| > 0 elements, element k of lane j at
+// x[k * stride + j] (a non-last axis; y may be x).
+typedef void (*cmlc_fk_softmax_lanes_fn)(void* y, const void* x, int64_t n, int64_t stride,
+                                         int64_t count);
+// Softmax of lanes [lane0, lane0 + count) of [outer, n, inner] (lane l: element k at
+// x[(l / inner) n inner + k inner + l % inner]; y may be x), 1 <= n <=
+// CMLC_FK_SOFTMAX_PACKED_MAX_N, count > 0.
+enum { CMLC_FK_SOFTMAX_PACKED_MAX_N = 256 };
+typedef void (*cmlc_fk_softmax_packed_fn)(void* y, const void* x, int64_t n, int64_t inner,
+                                          int64_t lane0, int64_t count);
 // The loop for |options| and storage |dtype|, or NULL (no SIMD ISA, reference mode, other
 // dtypes): then the scalar code of fused.c runs.
 cmlc_impl_fn cmlc_ew_simd_fused_fn(const cmlc_options_t* options, cmlc_fk_loop_t loop,

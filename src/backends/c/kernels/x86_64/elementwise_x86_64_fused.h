@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // kernels/x86_64/elementwise_x86_64_fused.h: the SIMD inner loops of the fused ops
 // (kernels/generic/fused.c picks them at plan time): GELU, the FusedDense epilogue (bias and
-// activation), a contiguous LayerNorm row and a contiguous softmax row, for f32, bf16 and f16
+// activation), a contiguous LayerNorm row, a contiguous softmax row, softmax lanes along a
+// non-last axis and blocks of short or narrow softmax lanes, for f32, bf16 and f16
 // storage computed in f32. Included by elementwise_x86_64_body.h after the conversions, so
 // both ISAs get the same code; row sums use 32 virtual lanes and a fixed combining tree, so
 // AVX2 and AVX-512 results are bit-identical.
@@ -319,6 +320,87 @@ CMLC_EW_FUSED_SOFTMAX_ROW(f32)
 CMLC_EW_FUSED_SOFTMAX_ROW(bf16)
 CMLC_EW_FUSED_SOFTMAX_ROW(f16)
 
+// |count| > 0 adjacent lanes of |n| > 0 elements each, |stride| elements apart: element k of
+// lane j at x[k * stride + j] (a softmax along a non-last axis; y may be x). The lanes run in
+// the vector lanes, W at a time, with the row kernel's steps: max, the sum of
+// e = exp(x - max) in f32 over blocks of CMLC_EW_SOFTMAX_LANE_BLOCK elements added up in
+// double, then e * (1 / sum). Every lane is computed by lanewise operations alone, so its bits
+// do not depend on which vector lane or call it falls in (so neither on the thread count).
+enum { CMLC_EW_SOFTMAX_LANE_BLOCK = 64 };
+#define CMLC_EW_FUSED_SOFTMAX_LANES(sfx)                                                          \
+  CMLC_EW_TARGET static void CMLC_EW_FN(softmax_lanes_##sfx)(void* y, const void* x, int64_t n,   \
+                                                             int64_t stride, int64_t count) {     \
+    for (int64_t j = 0; j < count; j += CMLC_V_W) {                                               \
+      const int64_t c = count - j;                                                                \
+      const bool full = c >= CMLC_V_W;                                                            \
+      vf m = v_set1(-INFINITY);                                                                   \
+      for (int64_t k = 0; k < n; ++k) {                                                           \
+        const int64_t i = k * stride + j;                                                         \
+        m = v_max_nan(m,                                                                          \
+                      full ? v_ld_##sfx(x, i) : v_ld_tail_##sfx(x, i, c, CMLC_EW_NEG_INF_##sfx)); \
+      }                                                                                           \
+      _Alignas(64) float part[CMLC_V_W];                                                          \
+      double total[CMLC_V_W] = {0};                                                               \
+      vf acc = v_zero();                                                                          \
+      for (int64_t k = 0; k < n; ++k) {                                                           \
+        const int64_t i = k * stride + j;                                                         \
+        const vf v = full ? v_ld_##sfx(x, i) : v_ld_tail_##sfx(x, i, c, CMLC_EW_NEG_INF_##sfx);   \
+        acc = v_add(acc, v_exp(v_sub(v, m)));                                                     \
+        if ((k + 1) % CMLC_EW_SOFTMAX_LANE_BLOCK == 0) {                                          \
+          v_store(part, acc);                                                                     \
+          for (int l = 0; l < CMLC_V_W; ++l) total[l] += (double)part[l];                         \
+          acc = v_zero();                                                                         \
+        }                                                                                         \
+      }                                                                                           \
+      v_store(part, acc);                                                                         \
+      for (int l = 0; l < CMLC_V_W; ++l) part[l] = (float)(1.0 / (total[l] + (double)part[l]));   \
+      const vf inv = v_load(part);                                                                \
+      for (int64_t k = 0; k < n; ++k) {                                                           \
+        const int64_t i = k * stride + j;                                                         \
+        if (full) {                                                                               \
+          v_st_##sfx(y, i, v_mul(v_exp(v_sub(v_ld_##sfx(x, i), m)), inv));                        \
+        } else {                                                                                  \
+          const vf v = v_ld_tail_##sfx(x, i, c, CMLC_EW_NEG_INF_##sfx);                           \
+          v_st_tail_##sfx(y, i, c, v_mul(v_exp(v_sub(v, m)), inv));                               \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+
+CMLC_EW_FUSED_SOFTMAX_LANES(f32)
+CMLC_EW_FUSED_SOFTMAX_LANES(bf16)
+CMLC_EW_FUSED_SOFTMAX_LANES(f16)
+
+// Lanes [lane0, lane0 + count) of [outer, n, inner] (lane l: element k at
+// x[(l / inner) n inner + k inner + l % inner]; y may be x), 1 <= n <=
+// CMLC_FK_SOFTMAX_PACKED_MAX_N: W lanes at a time copied into a buffer (their elements as stored,
+// so nothing is rounded), where they are W adjacent lanes for softmax_lanes, then copied back.
+// For short rows (inner 1) and narrow inner axes, where the row kernel spends most of a row in
+// its tail loads and 32-lane folds, and softmax_lanes most of its vector lanes in padding.
+#define CMLC_EW_FUSED_SOFTMAX_PACKED(sfx, T)                                                       \
+  CMLC_EW_TARGET static void CMLC_EW_FN(softmax_packed_##sfx)(                                     \
+      void* y, const void* x, int64_t n, int64_t inner, int64_t lane0, int64_t count) {            \
+    _Alignas(64) T t[CMLC_FK_SOFTMAX_PACKED_MAX_N * CMLC_V_W];                                     \
+    int64_t base[CMLC_V_W];                                                                        \
+    for (int64_t l0 = lane0; l0 < lane0 + count; l0 += CMLC_V_W) {                                 \
+      const int64_t c = lane0 + count - l0 < CMLC_V_W ? lane0 + count - l0 : CMLC_V_W;             \
+      for (int64_t r = 0; r < c; ++r) base[r] = ((l0 + r) / inner) * n * inner + (l0 + r) % inner; \
+      for (int64_t r = 0; r < c; ++r) {                                                            \
+        const T* xs = (const T*)x + base[r];                                                       \
+        for (int64_t k = 0; k < n; ++k) t[k * CMLC_V_W + r] = xs[k * inner];                       \
+      }                                                                                            \
+      CMLC_EW_FN(softmax_lanes_##sfx)(t, t, n, CMLC_V_W, c);                                       \
+      for (int64_t r = 0; r < c; ++r) {                                                            \
+        T* ys = (T*)y + base[r];                                                                   \
+        for (int64_t k = 0; k < n; ++k) ys[k * inner] = t[k * CMLC_V_W + r];                       \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
+CMLC_EW_FUSED_SOFTMAX_PACKED(f32, float)
+CMLC_EW_FUSED_SOFTMAX_PACKED(bf16, uint16_t)
+CMLC_EW_FUSED_SOFTMAX_PACKED(f16, uint16_t)
+
 //===--- bf16 / f16 elementwise: computed in f32, rounded once (the scalar kernels' rule) ---===//
 
 // Binary: operand strides 0 (one broadcast value) or 1.
@@ -575,6 +657,10 @@ cmlc_impl_fn CMLC_EW_FN(fused_fn)(cmlc_fk_loop_t loop, cml_dtype_t dtype) {
       CMLC_EW_FUSED_PICK(ln_row)
     case CMLC_FK_SOFTMAX_ROW:
       CMLC_EW_FUSED_PICK(softmax_row)
+    case CMLC_FK_SOFTMAX_LANES:
+      CMLC_EW_FUSED_PICK(softmax_lanes)
+    case CMLC_FK_SOFTMAX_PACKED:
+      CMLC_EW_FUSED_PICK(softmax_packed)
   }
   return NULL;
 }
