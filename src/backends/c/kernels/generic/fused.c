@@ -477,8 +477,10 @@ static void cmlc_fk_dense_plan(const cml_shape_t* xs, const cml_shape_t* ws, con
   p->off_gemm = off;
   if (p->f64) {
     off = cmlc_size_add(off, cmlc__gemm_f64_scratch(1, p->m, p->n, p->k, options->isa, p->threads));
+#if defined(CMLC_HAVE_X86_64)
   } else if (p->bf16) {
     off = cmlc_size_add(off, cmlc__gemm_bf16_scratch(p->m, p->n, p->k, p->threads));
+#endif
   } else {
     off = cmlc_size_add(off, cmlc__gemm_f32_scratch(1, p->m, p->n, p->k, options->isa, p->threads));
   }

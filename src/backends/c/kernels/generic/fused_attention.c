@@ -595,10 +595,12 @@ static void cmlc_fa_qkv_plan(const cml_shape_t* xs, const cml_ir_attrs_t* attrs,
     off = cmlc_fa_next(off, cmlc_size_of(p->m * p->max_w, sizeof(float)));
   }
   p->off_gemm = off;
-  off = cmlc_fa_next(
-      off, p->f64    ? cmlc__gemm_f64_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads)
-           : p->bf16 ? cmlc__gemm_bf16_scratch(p->m, p->max_w, p->k, p->threads)
-                     : cmlc__gemm_f32_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads));
+  size_t gemm = p->f64 ? cmlc__gemm_f64_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads)
+                       : cmlc__gemm_f32_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads);
+#if defined(CMLC_HAVE_X86_64)
+  if (p->bf16) gemm = cmlc__gemm_bf16_scratch(p->m, p->max_w, p->k, p->threads);
+#endif
+  off = cmlc_fa_next(off, gemm);
   p->total = off;
 }
 
