@@ -446,27 +446,11 @@ static bool cmlc_sort_parse_program(const cml_module_t* m, const cml_ir_node_t* 
     return false;
   }
   for (uint32_t i = 0; i < f->node_count; ++i) {
-    switch (m->nodes[f->nodes[i]].op) {
-      case CML_OP_PARAMETER:
-      case CML_OP_ABS:
-      case CML_OP_NEG:
-      case CML_OP_LOGICAL_AND:
-      case CML_OP_LOGICAL_OR:
-      case CML_OP_EQUAL:
-      case CML_OP_NOT_EQUAL:
-      case CML_OP_LESS_THAN:
-      case CML_OP_LESS_OR_EQUAL:
-      case CML_OP_GREATER_THAN:
-      case CML_OP_GREATER_OR_EQUAL:
-      case CML_OP_EQUAL_TOTAL_ORDER:
-      case CML_OP_NOT_EQUAL_TOTAL_ORDER:
-      case CML_OP_LESS_THAN_TOTAL_ORDER:
-      case CML_OP_LESS_OR_EQUAL_TOTAL_ORDER:
-      case CML_OP_GREATER_THAN_TOTAL_ORDER:
-      case CML_OP_GREATER_OR_EQUAL_TOTAL_ORDER:
-        break;
-      default:
-        return false;
+    const cml_op_t op = m->nodes[f->nodes[i]].op;
+    if (cml_op_kind(op) == CML_OPK_COMPARE) continue;  // the twelve compares
+    if (op != CML_OP_PARAMETER && op != CML_OP_ABS && op != CML_OP_NEG &&
+        op != CML_OP_LOGICAL_AND && op != CML_OP_LOGICAL_OR) {
+      return false;
     }
   }
   memset(prog, 0, sizeof *prog);

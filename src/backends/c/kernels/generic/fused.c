@@ -457,14 +457,7 @@ static void cmlc_fk_dense_plan(const cml_shape_t* xs, const cml_shape_t* ws, con
   p->n = 1;
   for (int32_t d = xs->rank - 1; d < out->rank; ++d) p->n *= out->dims[d];
   p->f64 = xs->dtype == CML_DTYPE_F64;
-#if defined(CMLC_HAVE_X86_64)
-  // As DotGeneral plans it (linalg.c): bf16 x bf16 products of more than 16 rows take the
-  // vdpbf16ps GEMM; fewer rows stream the weight in place through the f32 GEMM's GEMV and
-  // transposed-B tiles. FusedDense in bf16 once always widened into the f32 GEMM: 1.6-2x
-  // xla:cpu's time where a DotGeneral of the same product was ahead.
-  p->bf16 = !options->reference && options->avx512_bf16 && options->isa == CMLC_ISA_AVX512 &&
-            xs->dtype == CML_DTYPE_BF16 && ws->dtype == CML_DTYPE_BF16 && p->m > 16;
-#endif
+  p->bf16 = cmlc__gemm_fused_bf16(options, xs->dtype, ws->dtype, p->m);
   p->threads = options->threads > 0 ? options->threads : 1;
   size_t off = 0;
   p->off_tables = off;
@@ -477,12 +470,9 @@ static void cmlc_fk_dense_plan(const cml_shape_t* xs, const cml_shape_t* ws, con
   p->off_gemm = off;
   if (p->f64) {
     off = cmlc_size_add(off, cmlc__gemm_f64_scratch(1, p->m, p->n, p->k, options->isa, p->threads));
-#if defined(CMLC_HAVE_X86_64)
-  } else if (p->bf16) {
-    off = cmlc_size_add(off, cmlc__gemm_bf16_scratch(p->m, p->n, p->k, p->threads));
-#endif
   } else {
-    off = cmlc_size_add(off, cmlc__gemm_f32_scratch(1, p->m, p->n, p->k, options->isa, p->threads));
+    off = cmlc_size_add(
+        off, cmlc__gemm_fused_scratch(p->bf16, p->m, p->n, p->k, options->isa, p->threads));
   }
   p->total = cmlc_fk_align(off);
 }
@@ -617,14 +607,7 @@ static cml_status_t cmlc_fk_dense_run(const cmlc_kernel_args_t* args) {
     g.a = (cmlc__gemm_operand_t){args->inputs[0], xs->dtype, batch_off, a_rows, a_cols};
     g.b = (cmlc__gemm_operand_t){args->inputs[1], ws->dtype, batch_off + 1, b_rows, b_cols};
     g.c = xs->dtype == CML_DTYPE_F32 ? (float*)args->outputs[0] : (float*)(s + p.off_c);
-#if defined(CMLC_HAVE_X86_64)
-    if (p.bf16) {
-      cmlc__gemm_bf16(&g, NULL, pool, s + p.off_gemm, p.threads);
-    } else
-#endif
-    {
-      cmlc__gemm_f32(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
-    }
+    cmlc__gemm_fused(&g, p.bf16, args->options->isa, pool, s + p.off_gemm, p.threads);
     product = g.c;
   }
   const bool has_bias = (attrs->fused.optional_inputs & 1u) != 0;

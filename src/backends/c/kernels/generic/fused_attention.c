@@ -582,10 +582,7 @@ static void cmlc_fa_qkv_plan(const cml_shape_t* xs, const cml_ir_attrs_t* attrs,
   p->total_n = p->start[2] + p->width[2];
   p->max_w = p->width[0] > p->width[1] ? p->width[0] : p->width[1];
   p->f64 = xs->dtype == CML_DTYPE_F64;
-#if defined(CMLC_HAVE_X86_64)
-  p->bf16 = !options->reference && options->avx512_bf16 && options->isa == CMLC_ISA_AVX512 &&
-            xs->dtype == CML_DTYPE_BF16 && p->m > 16;
-#endif
+  p->bf16 = cmlc__gemm_fused_bf16(options, xs->dtype, xs->dtype, p->m);
   p->threads = cmlc_fa_threads(options);
   size_t off = 0;
   p->off_tables = off;
@@ -595,11 +592,9 @@ static void cmlc_fa_qkv_plan(const cml_shape_t* xs, const cml_ir_attrs_t* attrs,
     off = cmlc_fa_next(off, cmlc_size_of(p->m * p->max_w, sizeof(float)));
   }
   p->off_gemm = off;
-  size_t gemm = p->f64 ? cmlc__gemm_f64_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads)
-                       : cmlc__gemm_f32_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads);
-#if defined(CMLC_HAVE_X86_64)
-  if (p->bf16) gemm = cmlc__gemm_bf16_scratch(p->m, p->max_w, p->k, p->threads);
-#endif
+  const size_t gemm =
+      p->f64 ? cmlc__gemm_f64_scratch(1, p->m, p->max_w, p->k, options->isa, p->threads)
+             : cmlc__gemm_fused_scratch(p->bf16, p->m, p->max_w, p->k, options->isa, p->threads);
   off = cmlc_fa_next(off, gemm);
   p->total = off;
 }
@@ -651,14 +646,7 @@ cml_status_t cmlc__fa_qkv_run(const cmlc_kernel_args_t* args) {
       cmlc__gemm_problem_t g = {1, p.m, w, p.k, {0}, {0}, c};
       g.a = (cmlc__gemm_operand_t){args->inputs[0], dt, batch_off, a_rows, a_cols};
       g.b = (cmlc__gemm_operand_t){args->inputs[1], dt, batch_off + 1, b_rows, b_cols};
-#if defined(CMLC_HAVE_X86_64)
-      if (p.bf16) {
-        cmlc__gemm_bf16(&g, NULL, pool, s + p.off_gemm, p.threads);
-      } else
-#endif
-      {
-        cmlc__gemm_f32(&g, args->options->isa, pool, s + p.off_gemm, p.threads);
-      }
+      cmlc__gemm_fused(&g, p.bf16, args->options->isa, pool, s + p.off_gemm, p.threads);
     }
     // The bias, and the rounding of half outputs (once, from the f32 product).
     if (p.f64) {
